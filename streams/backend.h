@@ -1,0 +1,81 @@
+/* streams/backend.h: the interface every backend implements (internal).
+ *
+ * A backend is a table of functions plus a context pointer (`void *ctx`) that the
+ * table's functions receive first. The public wrappers in streams/ check every
+ * argument before calling in, so an implementation may assume: pointers are
+ * valid, streams and events belong to this backend context, sizes are non-zero
+ * and ranges do not wrap. Implementations report failures with plm__fail_raw()
+ * (no function name); the public wrapper adds its name.
+ *
+ * Streams and events are opaque `void *` handles owned by the backend (a
+ * cudaStream_t, or the host backend's worker). Entries marked (optional) may be
+ * NULL; the wrapper then falls back as stated.
+ *
+ * Threading: every entry may be called from any thread, concurrently, except
+ * that a handle is never destroyed while another call uses it.
+ */
+#ifndef PLUME_STREAMS_BACKEND_H
+#define PLUME_STREAMS_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plume/context.h"
+#include "plume/event.h"
+#include "plume/stream.h"
+
+typedef struct plm__backend_iface {
+  plm_backend kind;
+
+  /* Release the backend context. Every stream and event is already destroyed. */
+  void (*close)(void *ctx);
+
+  /* Static figures of the device (everything but free_memory may be cached). */
+  void (*device_info)(void *ctx, plm_device_info *out);
+
+  /* (optional) Free and total device memory now. NULL: free_memory is reported as
+   * device_info left it. */
+  plm_status (*memory_info)(void *ctx, uint64_t *free_bytes, uint64_t *total_bytes);
+
+  /* Block until all work on all of this context's streams has finished. */
+  plm_status (*synchronize)(void *ctx);
+
+  /* Synchronous device memory, 256-byte aligned. mem_free waits until the device
+   * no longer uses the memory. */
+  plm_status (*mem_alloc)(void *ctx, size_t bytes, void **ptr);
+  plm_status (*mem_free)(void *ctx, void *ptr);
+
+  plm_status (*stream_create)(void *ctx, unsigned flags, void **stream);
+  /* Wait for the stream's pending work, then release it. */
+  plm_status (*stream_destroy)(void *ctx, void *stream);
+  plm_status (*stream_synchronize)(void *ctx, void *stream);
+  plm_status (*stream_query)(void *ctx, void *stream, bool *finished);
+  plm_status (*stream_memcpy)(void *ctx, void *stream, void *dst, const void *src, size_t bytes,
+                              plm_copy_kind kind);
+  plm_status (*stream_memset)(void *ctx, void *stream, void *dst, int value, size_t bytes);
+  plm_status (*stream_enqueue_host)(void *ctx, void *stream, plm_host_fn fn, void *user);
+  plm_status (*stream_wait_event)(void *ctx, void *stream, void *event);
+
+  plm_status (*event_create)(void *ctx, unsigned flags, void **event);
+  void (*event_destroy)(void *ctx, void *event);
+  plm_status (*event_record)(void *ctx, void *event, void *stream);
+  plm_status (*event_query)(void *ctx, void *event, bool *complete);
+  plm_status (*event_synchronize)(void *ctx, void *event);
+  /* Both events recorded, with timing, by the wrapper's checks; may answer
+   * PLM_ERR_NOT_READY. */
+  plm_status (*event_elapsed_ms)(void *ctx, void *start, void *end, float *ms);
+} plm__backend_iface;
+
+/* Open the host backend (device must be 0; the wrapper checks). */
+plm_status plm__host_backend_open(const plm__backend_iface **iface, void **ctx);
+
+/* Open CUDA device `device`. PLM_ERR_NO_DEVICE when there is none, with the CUDA
+ * error in the message; PLM_ERR_UNSUPPORTED in a build without CUDA. */
+plm_status plm__cuda_backend_open(int device, const plm__backend_iface **iface, void **ctx);
+
+/* CUDA devices visible: 0 with a reason (a CUDA error name, or "built without
+ * CUDA") when there are none. Never fails. */
+void plm__cuda_device_count(int *count, const char **reason);
+
+#endif /* PLUME_STREAMS_BACKEND_H */

@@ -1,0 +1,328 @@
+/* streams/backend_cuda.c: the cuda backend, on the CUDA runtime API.
+ *
+ * Streams are cudaStreamNonBlocking streams (they never synchronise with the
+ * legacy default stream), created at the device's greatest or least priority when
+ * asked. Events map onto cudaEvent_t, copies onto cudaMemcpyAsync, host callbacks
+ * onto cudaLaunchHostFunc.
+ *
+ * The current device is per host thread in CUDA, and applications may call
+ * plume from any thread, so every call that creates, frees or synchronises device
+ * state makes the context's device current first. Calls that only take a stream or
+ * an event need not: CUDA routes them by the handle.
+ *
+ * A failed CUDA call is reported with its name and CUDA's error name and text, and
+ * the runtime's last-error slot is cleared so a later launch check is not misled.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "streams/backend.h"
+#include "streams/error.h"
+
+typedef struct cuda_backend {
+  int device;
+  int least_priority, greatest_priority;
+  plm_device_info info;
+} cuda_backend;
+
+static plm_status status_of(cudaError_t err) {
+  switch (err) {
+    case cudaSuccess: return PLM_OK;
+    case cudaErrorMemoryAllocation: return PLM_ERR_OUT_OF_MEMORY;
+    case cudaErrorNoDevice:
+    case cudaErrorInsufficientDriver:
+    case cudaErrorInvalidDevice: return PLM_ERR_NO_DEVICE;
+    case cudaErrorNotReady: return PLM_ERR_NOT_READY;
+    default: return PLM_ERR_BACKEND;
+  }
+}
+
+static plm_status cuda_fail(cudaError_t err, const char *call) {
+  (void)cudaGetLastError();
+  return plm__fail_raw(status_of(err), "%s failed: %s (%s)", call, cudaGetErrorName(err),
+                       cudaGetErrorString(err));
+}
+
+#define CUDA_TRY(call)                                \
+  do {                                                \
+    cudaError_t cuda_try_err_ = (call);               \
+    if (cuda_try_err_ != cudaSuccess)                 \
+      return cuda_fail(cuda_try_err_, #call);         \
+  } while (0)
+
+static plm_status make_current(const cuda_backend *backend) {
+  CUDA_TRY(cudaSetDevice(backend->device));
+  return PLM_OK;
+}
+
+/* ---- device information --------------------------------------------------------- */
+
+static int attribute(enum cudaDeviceAttr attr, int device) {
+  int value = 0;
+  if (cudaDeviceGetAttribute(&value, attr, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return value;
+}
+
+static plm_status describe_device(int device, plm_device_info *info) {
+  memset(info, 0, sizeof *info);
+  info->backend = PLM_BACKEND_CUDA;
+  info->device = device;
+  struct cudaDeviceProp prop;
+  CUDA_TRY(cudaGetDeviceProperties(&prop, device));
+  snprintf(info->name, sizeof info->name, "%s", prop.name);
+  info->total_memory = prop.totalGlobalMem;
+  info->multiprocessors = prop.multiProcessorCount;
+  info->compute_capability_major = prop.major;
+  info->compute_capability_minor = prop.minor;
+  info->async_copy_engines = prop.asyncEngineCount;
+  info->l2_cache_bytes = (uint64_t)prop.l2CacheSize;
+  info->memory_bus_width_bits = prop.memoryBusWidth;
+  info->memory_clock_khz = attribute(cudaDevAttrMemoryClockRate, device);
+  /* Double data rate: two transfers per clock, bus width in bits. */
+  info->memory_bandwidth_gbps =
+      2.0 * info->memory_clock_khz * 1e3 * (info->memory_bus_width_bits / 8.0) / 1e9;
+  cudaDriverGetVersion(&info->driver_version);
+  cudaRuntimeGetVersion(&info->runtime_version);
+  size_t free_bytes = 0, total_bytes = 0;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess) info->free_memory = free_bytes;
+  (void)cudaGetLastError();
+  return PLM_OK;
+}
+
+static void cuda_device_info(void *ctx, plm_device_info *out) {
+  *out = ((cuda_backend *)ctx)->info;
+}
+
+static plm_status cuda_memory_info(void *ctx, uint64_t *free_bytes, uint64_t *total_bytes) {
+  plm_status status = make_current(ctx);
+  if (status != PLM_OK) return status;
+  size_t free_now = 0, total = 0;
+  CUDA_TRY(cudaMemGetInfo(&free_now, &total));
+  *free_bytes = free_now;
+  *total_bytes = total;
+  return PLM_OK;
+}
+
+/* ---- memory and synchronisation ------------------------------------------------- */
+
+static plm_status cuda_synchronize(void *ctx) {
+  plm_status status = make_current(ctx);
+  if (status != PLM_OK) return status;
+  CUDA_TRY(cudaDeviceSynchronize());
+  return PLM_OK;
+}
+
+static plm_status cuda_mem_alloc(void *ctx, size_t bytes, void **ptr) {
+  plm_status status = make_current(ctx);
+  if (status != PLM_OK) return status;
+  CUDA_TRY(cudaMalloc(ptr, bytes));
+  return PLM_OK;
+}
+
+static plm_status cuda_mem_free(void *ctx, void *ptr) {
+  plm_status status = make_current(ctx);
+  if (status != PLM_OK) return status;
+  CUDA_TRY(cudaFree(ptr));
+  return PLM_OK;
+}
+
+/* ---- streams ------------------------------------------------------------------ */
+
+static plm_status cuda_stream_create(void *ctx, unsigned flags, void **out) {
+  cuda_backend *backend = ctx;
+  plm_status status = make_current(backend);
+  if (status != PLM_OK) return status;
+  int priority = 0;
+  if (flags & PLM_STREAM_PRIORITY_HIGH) priority = backend->greatest_priority;
+  if (flags & PLM_STREAM_PRIORITY_LOW) priority = backend->least_priority;
+  cudaStream_t stream = NULL;
+  CUDA_TRY(cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, priority));
+  *out = stream;
+  return PLM_OK;
+}
+
+static plm_status cuda_stream_destroy(void *ctx, void *handle) {
+  (void)ctx;
+  cudaStream_t stream = handle;
+  cudaError_t pending = cudaStreamSynchronize(stream);
+  cudaError_t destroyed = cudaStreamDestroy(stream);
+  if (pending != cudaSuccess) return cuda_fail(pending, "cudaStreamSynchronize");
+  if (destroyed != cudaSuccess) return cuda_fail(destroyed, "cudaStreamDestroy");
+  return PLM_OK;
+}
+
+static plm_status cuda_stream_synchronize(void *ctx, void *handle) {
+  (void)ctx;
+  CUDA_TRY(cudaStreamSynchronize((cudaStream_t)handle));
+  return PLM_OK;
+}
+
+static plm_status cuda_stream_query(void *ctx, void *handle, bool *finished) {
+  (void)ctx;
+  cudaError_t err = cudaStreamQuery((cudaStream_t)handle);
+  if (err == cudaErrorNotReady) {
+    (void)cudaGetLastError();
+    *finished = false;
+    return PLM_OK;
+  }
+  if (err != cudaSuccess) return cuda_fail(err, "cudaStreamQuery");
+  *finished = true;
+  return PLM_OK;
+}
+
+static enum cudaMemcpyKind cuda_copy_kind(plm_copy_kind kind) {
+  switch (kind) {
+    case PLM_COPY_HOST_TO_DEVICE: return cudaMemcpyHostToDevice;
+    case PLM_COPY_DEVICE_TO_HOST: return cudaMemcpyDeviceToHost;
+    case PLM_COPY_DEVICE_TO_DEVICE: break;
+  }
+  return cudaMemcpyDeviceToDevice;
+}
+
+static plm_status cuda_stream_memcpy(void *ctx, void *handle, void *dst, const void *src,
+                                     size_t bytes, plm_copy_kind kind) {
+  (void)ctx;
+  CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cuda_copy_kind(kind), (cudaStream_t)handle));
+  return PLM_OK;
+}
+
+static plm_status cuda_stream_memset(void *ctx, void *handle, void *dst, int value, size_t bytes) {
+  (void)ctx;
+  CUDA_TRY(cudaMemsetAsync(dst, value, bytes, (cudaStream_t)handle));
+  return PLM_OK;
+}
+
+static plm_status cuda_stream_enqueue_host(void *ctx, void *handle, plm_host_fn fn, void *user) {
+  (void)ctx;
+  CUDA_TRY(cudaLaunchHostFunc((cudaStream_t)handle, fn, user));
+  return PLM_OK;
+}
+
+static plm_status cuda_stream_wait_event(void *ctx, void *handle, void *event) {
+  (void)ctx;
+  CUDA_TRY(cudaStreamWaitEvent((cudaStream_t)handle, (cudaEvent_t)event, 0));
+  return PLM_OK;
+}
+
+/* ---- events ------------------------------------------------------------------- */
+
+static plm_status cuda_event_create(void *ctx, unsigned flags, void **out) {
+  plm_status status = make_current(ctx);
+  if (status != PLM_OK) return status;
+  unsigned cuda_flags = cudaEventDefault;
+  if (flags & PLM_EVENT_DISABLE_TIMING) cuda_flags |= cudaEventDisableTiming;
+  if (flags & PLM_EVENT_BLOCKING_SYNC) cuda_flags |= cudaEventBlockingSync;
+  cudaEvent_t event = NULL;
+  CUDA_TRY(cudaEventCreateWithFlags(&event, cuda_flags));
+  *out = event;
+  return PLM_OK;
+}
+
+static void cuda_event_destroy(void *ctx, void *handle) {
+  (void)ctx;
+  if (cudaEventDestroy((cudaEvent_t)handle) != cudaSuccess) (void)cudaGetLastError();
+}
+
+static plm_status cuda_event_record(void *ctx, void *handle, void *stream) {
+  (void)ctx;
+  CUDA_TRY(cudaEventRecord((cudaEvent_t)handle, (cudaStream_t)stream));
+  return PLM_OK;
+}
+
+static plm_status cuda_event_query(void *ctx, void *handle, bool *complete) {
+  (void)ctx;
+  cudaError_t err = cudaEventQuery((cudaEvent_t)handle);
+  if (err == cudaErrorNotReady) {
+    (void)cudaGetLastError();
+    *complete = false;
+    return PLM_OK;
+  }
+  if (err != cudaSuccess) return cuda_fail(err, "cudaEventQuery");
+  *complete = true;
+  return PLM_OK;
+}
+
+static plm_status cuda_event_synchronize(void *ctx, void *handle) {
+  (void)ctx;
+  CUDA_TRY(cudaEventSynchronize((cudaEvent_t)handle));
+  return PLM_OK;
+}
+
+static plm_status cuda_event_elapsed_ms(void *ctx, void *start, void *end, float *ms) {
+  (void)ctx;
+  CUDA_TRY(cudaEventElapsedTime(ms, (cudaEvent_t)start, (cudaEvent_t)end));
+  return PLM_OK;
+}
+
+/* ---- the backend ------------------------------------------------------------------ */
+
+static void cuda_close(void *ctx) { free(ctx); }
+
+static const plm__backend_iface cuda_iface = {
+    /* .kind                = */ PLM_BACKEND_CUDA,
+    /* .close               = */ cuda_close,
+    /* .device_info         = */ cuda_device_info,
+    /* .memory_info         = */ cuda_memory_info,
+    /* .synchronize         = */ cuda_synchronize,
+    /* .mem_alloc           = */ cuda_mem_alloc,
+    /* .mem_free            = */ cuda_mem_free,
+    /* .stream_create       = */ cuda_stream_create,
+    /* .stream_destroy      = */ cuda_stream_destroy,
+    /* .stream_synchronize  = */ cuda_stream_synchronize,
+    /* .stream_query        = */ cuda_stream_query,
+    /* .stream_memcpy       = */ cuda_stream_memcpy,
+    /* .stream_memset       = */ cuda_stream_memset,
+    /* .stream_enqueue_host = */ cuda_stream_enqueue_host,
+    /* .stream_wait_event   = */ cuda_stream_wait_event,
+    /* .event_create        = */ cuda_event_create,
+    /* .event_destroy       = */ cuda_event_destroy,
+    /* .event_record        = */ cuda_event_record,
+    /* .event_query         = */ cuda_event_query,
+    /* .event_synchronize   = */ cuda_event_synchronize,
+    /* .event_elapsed_ms    = */ cuda_event_elapsed_ms,
+};
+
+void plm__cuda_device_count(int *count, const char **reason) {
+  int devices = 0;
+  cudaError_t err = cudaGetDeviceCount(&devices);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();
+    *count = 0;
+    *reason = cudaGetErrorName(err);
+    return;
+  }
+  *count = devices;
+  *reason = devices > 0 ? "" : "cudaGetDeviceCount found no device";
+}
+
+plm_status plm__cuda_backend_open(int device, const plm__backend_iface **iface, void **ctx) {
+  int devices = 0;
+  cudaError_t err = cudaGetDeviceCount(&devices);
+  if (err != cudaSuccess) return cuda_fail(err, "cudaGetDeviceCount");
+  if (devices == 0) return plm__fail_raw(PLM_ERR_NO_DEVICE, "no CUDA device is visible");
+  if (device >= devices)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "device %d is out of range: %d CUDA device(s)",
+                         device, devices);
+  cuda_backend *backend = calloc(1, sizeof *backend);
+  if (!backend) return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for the backend");
+  backend->device = device;
+  plm_status status = make_current(backend);
+  if (status == PLM_OK) status = describe_device(device, &backend->info);
+  if (status == PLM_OK) {
+    err = cudaDeviceGetStreamPriorityRange(&backend->least_priority, &backend->greatest_priority);
+    if (err != cudaSuccess) status = cuda_fail(err, "cudaDeviceGetStreamPriorityRange");
+  }
+  if (status != PLM_OK) {
+    free(backend);
+    return status;
+  }
+  *iface = &cuda_iface;
+  *ctx = backend;
+  return PLM_OK;
+}

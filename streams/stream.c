@@ -1,0 +1,135 @@
+/* streams/stream.c: the public stream API (plume/stream.h). Checks every argument,
+ * then hands the work to the context's backend. */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "streams/error.h"
+#include "streams/runtime.h"
+
+enum {
+  KNOWN_STREAM_FLAGS = PLM_STREAM_PRIORITY_HIGH | PLM_STREAM_PRIORITY_LOW
+};
+
+/* A range [ptr, ptr + bytes) that does not fit in the address space. */
+static bool range_wraps(const void *ptr, size_t bytes) {
+  return (uintptr_t)ptr > UINTPTR_MAX - bytes;
+}
+
+static bool ranges_overlap(const void *a, const void *b, size_t bytes) {
+  uintptr_t lo_a = (uintptr_t)a, lo_b = (uintptr_t)b;
+  return lo_a < lo_b + bytes && lo_b < lo_a + bytes;
+}
+
+plm_status plm_stream_create(plm_context *ctx, unsigned flags, plm_stream **out) {
+  PLM__REQUIRE_NOT_NULL(ctx);
+  PLM__REQUIRE_NOT_NULL(out);
+  *out = NULL;
+  if (flags & ~(unsigned)KNOWN_STREAM_FLAGS)
+    return plm__fail(PLM_ERR_INVALID_ARG, "flags 0x%x has unknown bits", flags);
+  if ((flags & PLM_STREAM_PRIORITY_HIGH) && (flags & PLM_STREAM_PRIORITY_LOW))
+    return plm__fail(PLM_ERR_INVALID_ARG, "flags 0x%x asks for both high and low priority",
+                     flags);
+  plm_stream *stream = calloc(1, sizeof *stream);
+  if (!stream) return plm__fail(PLM_ERR_OUT_OF_MEMORY, "no host memory for a stream");
+  plm_status status = ctx->backend->stream_create(ctx->backend_ctx, flags, &stream->handle);
+  if (status != PLM_OK) {
+    free(stream);
+    return plm__propagate(status);
+  }
+  stream->ctx = ctx;
+  stream->flags = flags;
+  plm__context_add_stream(ctx, stream);
+  *out = stream;
+  return PLM_OK;
+}
+
+plm_status plm_stream_destroy(plm_stream *stream) {
+  if (!stream) return PLM_OK;
+  plm_context *ctx = stream->ctx;
+  plm__context_remove_stream(ctx, stream);
+  plm_status status = ctx->backend->stream_destroy(ctx->backend_ctx, stream->handle);
+  free(stream);
+  return plm__propagate(status);
+}
+
+plm_status plm_stream_synchronize(plm_stream *stream) {
+  PLM__REQUIRE_NOT_NULL(stream);
+  plm_context *ctx = stream->ctx;
+  plm_status status = ctx->backend->stream_synchronize(ctx->backend_ctx, stream->handle);
+  return plm__propagate(status);
+}
+
+plm_status plm_stream_query(plm_stream *stream, bool *finished) {
+  PLM__REQUIRE_NOT_NULL(stream);
+  PLM__REQUIRE_NOT_NULL(finished);
+  plm_context *ctx = stream->ctx;
+  plm_status status = ctx->backend->stream_query(ctx->backend_ctx, stream->handle, finished);
+  return plm__propagate(status);
+}
+
+plm_status plm_stream_context(const plm_stream *stream, plm_context **out) {
+  PLM__REQUIRE_NOT_NULL(stream);
+  PLM__REQUIRE_NOT_NULL(out);
+  *out = stream->ctx;
+  return PLM_OK;
+}
+
+plm_status plm_stream_flags(const plm_stream *stream, unsigned *out) {
+  PLM__REQUIRE_NOT_NULL(stream);
+  PLM__REQUIRE_NOT_NULL(out);
+  *out = stream->flags;
+  return PLM_OK;
+}
+
+plm_status plm_stream_memcpy(plm_stream *stream, void *dst, const void *src, size_t bytes,
+                             plm_copy_kind kind) {
+  PLM__REQUIRE_NOT_NULL(stream);
+  if (kind != PLM_COPY_HOST_TO_DEVICE && kind != PLM_COPY_DEVICE_TO_HOST &&
+      kind != PLM_COPY_DEVICE_TO_DEVICE)
+    return plm__fail(PLM_ERR_INVALID_ARG, "kind %d is not a plm_copy_kind", (int)kind);
+  if (bytes == 0) return PLM_OK;
+  PLM__REQUIRE_NOT_NULL(dst);
+  PLM__REQUIRE_NOT_NULL(src);
+  if (range_wraps(dst, bytes) || range_wraps(src, bytes))
+    return plm__fail(PLM_ERR_INVALID_ARG, "bytes %zu runs past the end of the address space",
+                     bytes);
+  if (ranges_overlap(dst, src, bytes))
+    return plm__fail(PLM_ERR_INVALID_ARG, "dst %p and src %p overlap over %zu bytes", dst, src,
+                     bytes);
+  plm_context *ctx = stream->ctx;
+  plm_status status =
+      ctx->backend->stream_memcpy(ctx->backend_ctx, stream->handle, dst, src, bytes, kind);
+  return plm__propagate(status);
+}
+
+plm_status plm_stream_memset(plm_stream *stream, void *dst, int value, size_t bytes) {
+  PLM__REQUIRE_NOT_NULL(stream);
+  if (bytes == 0) return PLM_OK;
+  PLM__REQUIRE_NOT_NULL(dst);
+  if (range_wraps(dst, bytes))
+    return plm__fail(PLM_ERR_INVALID_ARG, "bytes %zu runs past the end of the address space",
+                     bytes);
+  plm_context *ctx = stream->ctx;
+  plm_status status =
+      ctx->backend->stream_memset(ctx->backend_ctx, stream->handle, dst, value, bytes);
+  return plm__propagate(status);
+}
+
+plm_status plm_stream_enqueue_host(plm_stream *stream, plm_host_fn fn, void *user) {
+  PLM__REQUIRE_NOT_NULL(stream);
+  PLM__REQUIRE_NOT_NULL(fn);
+  plm_context *ctx = stream->ctx;
+  plm_status status = ctx->backend->stream_enqueue_host(ctx->backend_ctx, stream->handle, fn, user);
+  return plm__propagate(status);
+}
+
+plm_status plm_stream_wait_event(plm_stream *stream, plm_event *event) {
+  PLM__REQUIRE_NOT_NULL(stream);
+  PLM__REQUIRE_NOT_NULL(event);
+  if (event->ctx != stream->ctx)
+    return plm__fail(PLM_ERR_INVALID_ARG, "event belongs to another context than stream");
+  plm_context *ctx = stream->ctx;
+  plm_status status =
+      ctx->backend->stream_wait_event(ctx->backend_ctx, stream->handle, event->handle);
+  return plm__propagate(status);
+}

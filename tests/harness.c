@@ -1,0 +1,78 @@
+/* tests/harness.c: see harness.h. */
+#define _POSIX_C_SOURCE 200809L
+
+#include "harness.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum { EXIT_SKIP = 77 };
+
+plm_backend plm_test_backend = PLM_BACKEND_HOST;
+plm_context *plm_test_ctx = NULL;
+
+static void fixture_setup(void) {
+  plm_context_config config = {.backend = plm_test_backend, .device = 0};
+  PLM_CHECK_OK(plm_context_create(&config, &plm_test_ctx));
+}
+
+static void fixture_teardown(void) {
+  plm_status status = plm_context_destroy(plm_test_ctx);
+  plm_test_ctx = NULL;
+  ck_assert_msg(status == PLM_OK, "the test left objects alive: %s", plm_last_error());
+}
+
+void plm_test_add_fixture(TCase *tcase) {
+  tcase_add_checked_fixture(tcase, fixture_setup, fixture_teardown);
+}
+
+double plm_test_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+void plm_test_sleep_ms(double ms) {
+  struct timespec ts = {.tv_sec = (time_t)(ms / 1e3),
+                        .tv_nsec = (long)((ms - (double)(time_t)(ms / 1e3) * 1e3) * 1e6)};
+  while (nanosleep(&ts, &ts) != 0) {
+  }
+}
+
+/* The backend PLUME_BACKEND names, resolved; false (with a reason) when it cannot
+ * be used on this machine. */
+static bool choose_backend(plm_backend *out, char *why, size_t why_size) {
+  const char *env = getenv("PLUME_BACKEND");
+  plm_backend backend = PLM_BACKEND_HOST;
+  if (env && *env && plm_backend_parse(env, &backend) != PLM_OK) {
+    snprintf(why, why_size, "%s", plm_last_error());
+    return false;
+  }
+  plm_context *probe = NULL;
+  plm_context_config config = {.backend = backend, .device = 0};
+  if (plm_context_create(&config, &probe) != PLM_OK) {
+    snprintf(why, why_size, "%s backend unavailable: %s", plm_backend_name(backend),
+             plm_last_error());
+    return false;
+  }
+  plm_context_backend(probe, out);
+  plm_context_destroy(probe);
+  return true;
+}
+
+int plm_test_main(Suite *(*make_suite)(void)) {
+  char why[1024];
+  if (!choose_backend(&plm_test_backend, why, sizeof why)) {
+    printf("SKIP: %s\n", why);
+    return EXIT_SKIP;
+  }
+  printf("backend under test: %s\n", plm_backend_name(plm_test_backend));
+  SRunner *runner = srunner_create(make_suite());
+  srunner_set_fork_status(runner, CK_NOFORK);
+  srunner_run_all(runner, CK_NORMAL);
+  int failed = srunner_ntests_failed(runner);
+  srunner_free(runner);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

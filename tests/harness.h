@@ -1,0 +1,59 @@
+/* tests/harness.h: what every plume test binary shares.
+ *
+ * A test binary runs its suite against one backend: the one PLUME_BACKEND names
+ * (host, cuda or auto), host when it is unset. When that backend cannot be opened
+ * here (no GPU, or a build without CUDA) the binary prints why and exits with 77,
+ * which CTest reports as skipped (SKIP_RETURN_CODE), so a GPU test never passes
+ * silently on a machine without a GPU.
+ *
+ * Suites run without forking (CK_NOFORK) so sanitizers see the whole process;
+ * CTest's TIMEOUT guards against hangs, and tests that wait on other threads use
+ * their own deadlines so they fail instead of hanging.
+ */
+#ifndef PLUME_TESTS_HARNESS_H
+#define PLUME_TESTS_HARNESS_H
+
+#include <check.h>
+#include <stdbool.h>
+
+#include "plume/plume.h"
+
+/* The backend under test (never AUTO after plm_test_main has started). */
+extern plm_backend plm_test_backend;
+
+/* A fresh context on the backend under test, made by the fixture around each test
+ * that uses plm_test_add_fixture; its teardown fails the test if the context still
+ * owned objects (a leak inside the test). */
+extern plm_context *plm_test_ctx;
+void plm_test_add_fixture(TCase *tcase);
+
+/* Assert a call succeeded, printing plume's message when it did not. */
+#define PLM_CHECK_OK(call)                                                                 \
+  do {                                                                                     \
+    plm_status plm_check_status_ = (call);                                                 \
+    ck_assert_msg(plm_check_status_ == PLM_OK, "%s -> %s: %s", #call,                      \
+                  plm_status_str(plm_check_status_), plm_last_error());                    \
+  } while (0)
+
+/* Assert a call failed with `expected` and a message mentioning `needle`. */
+#define PLM_CHECK_FAILS(call, expected, needle)                                            \
+  do {                                                                                     \
+    plm_clear_error();                                                                     \
+    plm_status plm_check_status_ = (call);                                                 \
+    ck_assert_msg(plm_check_status_ == (expected), "%s -> %s, expected %s (%s)", #call,    \
+                  plm_status_str(plm_check_status_), plm_status_str(expected),             \
+                  plm_last_error());                                                       \
+    ck_assert_msg(strstr(plm_last_error(), (needle)) != NULL,                              \
+                  "%s: message \"%s\" does not mention \"%s\"", #call, plm_last_error(),    \
+                  (needle));                                                               \
+  } while (0)
+
+/* Milliseconds on a monotonic clock, and a sleep. */
+double plm_test_now_ms(void);
+void plm_test_sleep_ms(double ms);
+
+/* Build the suite with make_suite and run it on the backend under test; returns the
+ * process exit code (77 when the backend is unavailable here). */
+int plm_test_main(Suite *(*make_suite)(void));
+
+#endif /* PLUME_TESTS_HARNESS_H */
