@@ -94,7 +94,8 @@ PLM_API plm_status plm_context_destroy(plm_context *ctx);
 /* The backend the context runs on (never AUTO). */
 PLM_API plm_status plm_context_backend(const plm_context *ctx, plm_backend *out);
 
-/* Block until all work enqueued on all of the context's streams has finished. */
+/* Block until all work enqueued on all of the context's streams has finished.
+ * Streams created or destroyed by other threads meanwhile wait for it to return. */
 PLM_API plm_status plm_context_synchronize(plm_context *ctx);
 
 /* Describe the context's device. free_memory is read now; the rest is cached. */

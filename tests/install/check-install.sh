@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# Install a built plume into a scratch prefix and build an application outside the
+# tree (tests/install/consumer) against it, three ways:
+#   (a) CMake: find_package(plume) -> plume::plume and plume::plume_static;
+#   (b) pkg-config, shared:  cc main.c $(pkg-config --cflags --libs plume);
+#   (c) pkg-config, static:  libplume.a plus `pkg-config --static --libs plume`.
+# Every binary must run and print "consumer ok <version>".
+#
+# Usage: check-install.sh <plume build dir> <scratch dir>
+# The scratch dir is deleted and recreated on every run.
+# Environment: CMAKE (the cmake to use), CC (the C compiler, default cc),
+# PLUME_SANITIZE (the library's sanitizers: the consumers are built with them too).
+set -euo pipefail
+
+if [[ $# -ne 2 ]]; then
+  echo "usage: $0 <plume build dir> <scratch dir>" >&2
+  exit 2
+fi
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+build=$(cd "$1" && pwd)
+scratch=$2
+cmake=${CMAKE:-cmake}
+cc=${CC:-cc}
+consumer_src=$here/consumer
+
+step() { printf '\n== %s\n' "$*"; }
+run() { printf '+ %s\n' "$*" >&2; "$@"; }
+fail() { echo "check-install: FAIL: $*" >&2; exit 1; }
+
+# Sanitized libraries need the sanitizer runtime in every program that links them.
+san_flags=()
+if [[ -n ${PLUME_SANITIZE:-} ]]; then
+  san_flags=("-fsanitize=$PLUME_SANITIZE")
+fi
+
+step "scratch dir $scratch (recreated)"
+rm -rf -- "$scratch"
+mkdir -p -- "$scratch"
+scratch=$(cd "$scratch" && pwd)
+prefix=$scratch/prefix
+
+step "install $build into $prefix"
+run "$cmake" --install "$build" --prefix "$prefix"
+
+# The library dir is whatever GNUInstallDirs chose at configure time (lib, lib64 or
+# lib/<multiarch>): find it from the installed pkg-config file rather than assume.
+pc_files=()
+while IFS= read -r f; do pc_files+=("$f"); done < <(find "$prefix" -path '*/pkgconfig/plume.pc' -type f)
+[[ ${#pc_files[@]} -eq 1 ]] || fail "expected one installed pkgconfig/plume.pc, found ${#pc_files[@]}: ${pc_files[*]:-}"
+libdir=$(dirname "$(dirname "${pc_files[0]}")")
+echo "installed library dir: $libdir"
+for f in "$libdir/libplume.a" "$libdir/libplume.so" "$libdir/cmake/plume/plumeConfig.cmake" \
+         "$prefix/include/plume/plume.h"; do
+  [[ -e $f ]] || fail "not installed: $f"
+done
+
+# Run a consumer and check what it prints. Shared ones find the installed libplume.so
+# through LD_LIBRARY_PATH (whatever RPATH they carry), and must resolve it there.
+run_consumer() {
+  local exe=$1 out
+  if ldd "$exe" | grep -q 'libplume\.so'; then
+    local resolved
+    resolved=$(LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ldd "$exe" | awk '/libplume\.so/ {print $3}')
+    echo "$exe: libplume.so -> $resolved"
+    [[ $resolved == "$libdir"/* ]] || fail "$exe loads libplume.so from '$resolved', not from $libdir"
+  fi
+  printf '+ %s\n' "$exe" >&2
+  out=$(LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$exe") || fail "$exe exited with $?"
+  echo "$out"
+  [[ $out == "consumer ok "* ]] || fail "$exe printed '$out', not 'consumer ok <version>'"
+}
+
+expect_shared() { # $1 exe, $2 shared or static
+  if readelf -d "$1" | grep -q 'NEEDED.*libplume\.so'; then
+    [[ $2 == shared ]] || fail "$1 should link libplume.a but needs libplume.so"
+  else
+    [[ $2 == static ]] || fail "$1 should need libplume.so but does not"
+  fi
+}
+
+step "(a) CMake: find_package(plume) with CMAKE_PREFIX_PATH=$prefix"
+cmake_c_flags=${san_flags[*]:-}
+run "$cmake" -S "$consumer_src" -B "$scratch/cmake-build" \
+  -DCMAKE_PREFIX_PATH="$prefix" \
+  -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF \
+  -DCMAKE_C_COMPILER="$cc" \
+  -DCMAKE_C_FLAGS="$cmake_c_flags" \
+  -DCMAKE_EXE_LINKER_FLAGS="$cmake_c_flags"
+found=$(sed -n 's/^plume_DIR:PATH=//p' "$scratch/cmake-build/CMakeCache.txt")
+echo "plume_DIR=$found"
+[[ $found == "$prefix"/* ]] || fail "find_package(plume) found '$found', not the install in $prefix"
+run "$cmake" --build "$scratch/cmake-build" --verbose
+expect_shared "$scratch/cmake-build/consumer_shared" shared
+expect_shared "$scratch/cmake-build/consumer_static" static
+run_consumer "$scratch/cmake-build/consumer_shared"
+run_consumer "$scratch/cmake-build/consumer_static"
+
+export PKG_CONFIG_PATH=$libdir/pkgconfig
+unset PKG_CONFIG_LIBDIR PKG_CONFIG_SYSROOT_DIR || true
+pc=${PKG_CONFIG:-pkg-config}
+mkdir -p "$scratch/pkg-config"
+
+step "(b) pkg-config, shared: PKG_CONFIG_PATH=$PKG_CONFIG_PATH"
+cflags=$(run "$pc" --cflags plume)
+libs=$(run "$pc" --libs plume)
+read -r -a pc_cflags <<<"$cflags"
+read -r -a pc_libs <<<"$libs"
+echo "cflags: ${pc_cflags[*]:-}"
+echo "libs:   ${pc_libs[*]}"
+run "$cc" -std=c11 -Wall -Wextra -Werror ${san_flags[@]+"${san_flags[@]}"} ${pc_cflags[@]+"${pc_cflags[@]}"} \
+  "$consumer_src/main.c" -o "$scratch/pkg-config/consumer_shared" "${pc_libs[@]}"
+expect_shared "$scratch/pkg-config/consumer_shared" shared
+run_consumer "$scratch/pkg-config/consumer_shared"
+
+step "(c) pkg-config, static: libplume.a and Libs.private"
+static_libs=$(run "$pc" --static --libs plume)
+read -r -a pc_static_libs <<<"$static_libs"
+echo "libs:   ${pc_static_libs[*]}"
+# Take libplume from the archive (-Bstatic) and everything else as the system has it.
+static_link=()
+for arg in "${pc_static_libs[@]}"; do
+  if [[ $arg == -lplume ]]; then
+    static_link+=("-Wl,-Bstatic" -lplume "-Wl,-Bdynamic")
+  else
+    static_link+=("$arg")
+  fi
+done
+run "$cc" -std=c11 -Wall -Wextra -Werror ${san_flags[@]+"${san_flags[@]}"} ${pc_cflags[@]+"${pc_cflags[@]}"} \
+  "$consumer_src/main.c" -o "$scratch/pkg-config/consumer_static" "${static_link[@]}"
+expect_shared "$scratch/pkg-config/consumer_static" static
+run_consumer "$scratch/pkg-config/consumer_static"
+
+step "install check passed"

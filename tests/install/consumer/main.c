@@ -1,0 +1,50 @@
+/* An application outside the plume tree: a host-backend round trip through device
+ * memory. Built by tests/install/check-install.sh against an installed plume. */
+#include <plume/plume.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#define CHECK(call)                                                                          \
+  do {                                                                                       \
+    plm_status check_status_ = (call);                                                       \
+    if (check_status_ != PLM_OK) {                                                           \
+      fprintf(stderr, "consumer: %s failed: %s: %s\n", #call, plm_status_str(check_status_), \
+              plm_last_error());                                                             \
+      return 1;                                                                              \
+    }                                                                                        \
+  } while (0)
+
+int main(void) {
+  const char message[] = "plume install round trip";
+  char back[sizeof message];
+  memset(back, 0, sizeof back);
+
+  plm_context_config cfg = {.backend = PLM_BACKEND_HOST, .device = 0};
+  plm_context *ctx = NULL;
+  plm_stream *stream = NULL;
+  void *dev = NULL;
+
+  CHECK(plm_context_create(&cfg, &ctx));
+  CHECK(plm_stream_create(ctx, PLM_STREAM_DEFAULT, &stream));
+  CHECK(plm_device_alloc(ctx, sizeof message, &dev));
+  CHECK(plm_stream_memcpy(stream, dev, message, sizeof message, PLM_COPY_HOST_TO_DEVICE));
+  CHECK(plm_stream_memcpy(stream, back, dev, sizeof message, PLM_COPY_DEVICE_TO_HOST));
+  CHECK(plm_stream_synchronize(stream));
+  if (memcmp(back, message, sizeof message) != 0) {
+    fprintf(stderr, "consumer: round trip mismatch: got \"%.*s\"\n", (int)sizeof back, back);
+    return 1;
+  }
+  CHECK(plm_device_free(ctx, dev));
+  CHECK(plm_stream_destroy(stream));
+  CHECK(plm_context_destroy(ctx));
+
+  /* The headers installed and the library loaded must be the same plume. */
+  if (plm_version_number() != PLM_VERSION_NUMBER) {
+    fprintf(stderr, "consumer: headers are version %d but the library is %d (%s)\n",
+            PLM_VERSION_NUMBER, plm_version_number(), plm_version_string());
+    return 1;
+  }
+  printf("consumer ok %s\n", plm_version_string());
+  return 0;
+}
