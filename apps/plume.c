@@ -30,7 +30,9 @@ static void print_usage(FILE *out) {
           "environment variable PLUME_BACKEND=host|cuda overrides auto.\n");
 }
 
-static double gib(uint64_t bytes) { return (double)bytes / (1024.0 * 1024.0 * 1024.0); }
+static double gib(uint64_t bytes) {
+  return (double)bytes / (1024.0 * 1024.0 * 1024.0);
+}
 
 static void print_build(void) {
   const plm_build_info *build = plm_build_info_get();
@@ -121,7 +123,8 @@ int main(int argc, char **argv) {
     return EXIT_USAGE;
   }
   const char *command = argv[1];
-  if (strcmp(command, "-h") == 0 || strcmp(command, "--help") == 0 || strcmp(command, "help") == 0) {
+  if (strcmp(command, "-h") == 0 || strcmp(command, "--help") == 0 ||
+      strcmp(command, "help") == 0) {
     print_usage(stdout);
     return 0;
   }

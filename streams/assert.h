@@ -12,10 +12,9 @@
 #else
 #include <stdio.h>
 #include <stdlib.h>
-#define PLM_ASSERT(cond)                                                                  \
-  ((cond) ? (void)0                                                                       \
-          : (fprintf(stderr, "plume: invariant broken at %s:%d: %s\n", __FILE__, __LINE__, \
-                     #cond),                                                              \
+#define PLM_ASSERT(cond)                                                                           \
+  ((cond) ? (void)0                                                                                \
+          : (fprintf(stderr, "plume: invariant broken at %s:%d: %s\n", __FILE__, __LINE__, #cond), \
              abort()))
 #endif
 

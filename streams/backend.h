@@ -65,6 +65,19 @@ typedef struct plm__backend_iface {
   /* Both events recorded, with timing, by the wrapper's checks; may answer
    * PLM_ERR_NOT_READY. */
   plm_status (*event_elapsed_ms)(void *ctx, void *start, void *end, float *ms);
+
+  /* (optional) Page-lock host memory for asynchronous copies, and undo it. NULL:
+   * the memory is used as it is (the host backend needs nothing more). */
+  plm_status (*host_register)(void *ctx, void *ptr, size_t bytes);
+  void (*host_unregister)(void *ctx, void *ptr);
+
+  /* (optional) The backend's own stream-ordered allocator (cudaMallocAsync on a
+   * cudaMemPool with release threshold UINT64_MAX), the anchor pools are measured
+   * against. NULL: PLM_POOL_CUDA_ASYNC is unsupported. */
+  plm_status (*async_pool_create)(void *ctx, void **pool);
+  void (*async_pool_destroy)(void *ctx, void *pool);
+  plm_status (*async_alloc)(void *ctx, void *pool, size_t bytes, void *stream, void **ptr);
+  plm_status (*async_free)(void *ctx, void *pool, void *ptr, void *stream);
 } plm__backend_iface;
 
 /* Open the host backend (device must be 0; the wrapper checks). */

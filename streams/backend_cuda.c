@@ -46,11 +46,10 @@ static plm_status cuda_fail(cudaError_t err, const char *call) {
                        cudaGetErrorString(err));
 }
 
-#define CUDA_TRY(call)                                \
-  do {                                                \
-    cudaError_t cuda_try_err_ = (call);               \
-    if (cuda_try_err_ != cudaSuccess)                 \
-      return cuda_fail(cuda_try_err_, #call);         \
+#define CUDA_TRY(call)                                                        \
+  do {                                                                        \
+    cudaError_t cuda_try_err_ = (call);                                       \
+    if (cuda_try_err_ != cudaSuccess) return cuda_fail(cuda_try_err_, #call); \
   } while (0)
 
 static plm_status make_current(const cuda_backend *backend) {
@@ -260,9 +259,67 @@ static plm_status cuda_event_elapsed_ms(void *ctx, void *start, void *end, float
   return PLM_OK;
 }
 
+/* ---- pinned host memory ------------------------------------------------------------ */
+
+static plm_status cuda_host_register(void *ctx, void *ptr, size_t bytes) {
+  plm_status status = make_current(ctx);
+  if (status != PLM_OK) return status;
+  CUDA_TRY(cudaHostRegister(ptr, bytes, cudaHostRegisterPortable));
+  return PLM_OK;
+}
+
+static void cuda_host_unregister(void *ctx, void *ptr) {
+  (void)ctx;
+  if (cudaHostUnregister(ptr) != cudaSuccess) (void)cudaGetLastError();
+}
+
+/* ---- cudaMallocAsync, the anchor ---------------------------------------------------- */
+
+static plm_status cuda_async_pool_create(void *ctx, void **out) {
+  cuda_backend *backend = ctx;
+  plm_status status = make_current(backend);
+  if (status != PLM_OK) return status;
+  struct cudaMemPoolProps props;
+  memset(&props, 0, sizeof props);
+  props.allocType = cudaMemAllocationTypePinned;
+  props.handleTypes = cudaMemHandleTypeNone;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = backend->device;
+  cudaMemPool_t pool = NULL;
+  CUDA_TRY(cudaMemPoolCreate(&pool, &props));
+  uint64_t keep_all = UINT64_MAX;
+  cudaError_t err = cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_all);
+  if (err != cudaSuccess) {
+    cudaMemPoolDestroy(pool);
+    return cuda_fail(err, "cudaMemPoolSetAttribute(cudaMemPoolAttrReleaseThreshold)");
+  }
+  *out = pool;
+  return PLM_OK;
+}
+
+static void cuda_async_pool_destroy(void *ctx, void *pool) {
+  if (make_current(ctx) != PLM_OK) return;
+  if (cudaMemPoolDestroy((cudaMemPool_t)pool) != cudaSuccess) (void)cudaGetLastError();
+}
+
+static plm_status cuda_async_alloc(void *ctx, void *pool, size_t bytes, void *stream, void **ptr) {
+  (void)ctx;
+  CUDA_TRY(cudaMallocFromPoolAsync(ptr, bytes, (cudaMemPool_t)pool, (cudaStream_t)stream));
+  return PLM_OK;
+}
+
+static plm_status cuda_async_free(void *ctx, void *pool, void *ptr, void *stream) {
+  (void)ctx;
+  (void)pool;
+  CUDA_TRY(cudaFreeAsync(ptr, (cudaStream_t)stream));
+  return PLM_OK;
+}
+
 /* ---- the backend ------------------------------------------------------------------ */
 
-static void cuda_close(void *ctx) { free(ctx); }
+static void cuda_close(void *ctx) {
+  free(ctx);
+}
 
 static const plm__backend_iface cuda_iface = {
     /* .kind                = */ PLM_BACKEND_CUDA,
@@ -286,6 +343,12 @@ static const plm__backend_iface cuda_iface = {
     /* .event_query         = */ cuda_event_query,
     /* .event_synchronize   = */ cuda_event_synchronize,
     /* .event_elapsed_ms    = */ cuda_event_elapsed_ms,
+    /* .host_register       = */ cuda_host_register,
+    /* .host_unregister     = */ cuda_host_unregister,
+    /* .async_pool_create   = */ cuda_async_pool_create,
+    /* .async_pool_destroy  = */ cuda_async_pool_destroy,
+    /* .async_alloc         = */ cuda_async_alloc,
+    /* .async_free          = */ cuda_async_free,
 };
 
 void plm__cuda_device_count(int *count, const char **reason) {

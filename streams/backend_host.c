@@ -517,6 +517,12 @@ static const plm__backend_iface host_iface = {
     /* .event_query         = */ host_event_query,
     /* .event_synchronize   = */ host_event_synchronize,
     /* .event_elapsed_ms    = */ host_event_elapsed_ms,
+    /* .host_register       = */ NULL,
+    /* .host_unregister     = */ NULL,
+    /* .async_pool_create   = */ NULL,
+    /* .async_pool_destroy  = */ NULL,
+    /* .async_alloc         = */ NULL,
+    /* .async_free          = */ NULL,
 };
 
 plm_status plm__host_backend_open(const plm__backend_iface **iface, void **ctx) {

@@ -15,7 +15,9 @@ const char *plm_version_string(void) {
       PLM_VERSION_PATCH);
 }
 
-int plm_version_number(void) { return PLM_VERSION_NUMBER; }
+int plm_version_number(void) {
+  return PLM_VERSION_NUMBER;
+}
 
 const plm_build_info *plm_build_info_get(void) {
   static const plm_build_info info = {

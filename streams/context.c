@@ -40,8 +40,7 @@ plm_status plm_backend_device_count(plm_backend backend, int *count, const char 
   switch (backend) {
     case PLM_BACKEND_HOST: *count = 1; break;
     case PLM_BACKEND_CUDA: plm__cuda_device_count(count, &why); break;
-    default:
-      return plm__fail(PLM_ERR_INVALID_ARG, "backend %d is not host or cuda", (int)backend);
+    default: return plm__fail(PLM_ERR_INVALID_ARG, "backend %d is not host or cuda", (int)backend);
   }
   if (reason) *reason = why;
   return PLM_OK;
@@ -55,7 +54,8 @@ static plm_status resolve_auto_backend(plm_backend *out) {
     plm_backend chosen;
     if (plm_backend_parse(env, &chosen) != PLM_OK)
       return plm__fail_raw(PLM_ERR_INVALID_ARG,
-                           "environment variable PLUME_BACKEND='%s' is not host, cuda or auto", env);
+                           "environment variable PLUME_BACKEND='%s' is not host, cuda or auto",
+                           env);
     if (chosen != PLM_BACKEND_AUTO) {
       *out = chosen;
       return PLM_OK;
@@ -99,12 +99,11 @@ plm_status plm_context_create(const plm_context_config *cfg, plm_context **out) 
 
   plm_context *ctx = calloc(1, sizeof *ctx);
   if (!ctx) return plm__fail(PLM_ERR_OUT_OF_MEMORY, "no host memory for the context");
-  if (pthread_mutex_init(&ctx->lock, NULL) != 0) {
-    free(ctx);
-    return plm__fail(PLM_ERR_BACKEND, "pthread_mutex_init failed");
-  }
+  pthread_mutex_init(&ctx->lock, NULL);
+  pthread_mutex_init(&ctx->lazy_lock, NULL);
   status = open_backend(kind, config.device, &ctx->backend, &ctx->backend_ctx);
   if (status != PLM_OK) {
+    pthread_mutex_destroy(&ctx->lazy_lock);
     pthread_mutex_destroy(&ctx->lock);
     free(ctx);
     return plm__propagate(status);
@@ -112,6 +111,24 @@ plm_status plm_context_create(const plm_context_config *cfg, plm_context **out) 
   ctx->backend->device_info(ctx->backend_ctx, &ctx->info);
   *out = ctx;
   return PLM_OK;
+}
+
+/* Destroy every attachment (pools first, while streams still exist); return how
+ * many the application should have destroyed itself. */
+static size_t destroy_attachments(plm_context *ctx) {
+  ctx->backend->synchronize(ctx->backend_ctx);
+  pthread_mutex_lock(&ctx->lock);
+  plm__attachment *list = ctx->attachments;
+  ctx->attachments = NULL;
+  pthread_mutex_unlock(&ctx->lock);
+  size_t leftovers = 0;
+  plm__attachment *attachment, *next;
+  DL_FOREACH_SAFE(list, attachment, next) {
+    DL_DELETE(list, attachment);
+    if (attachment->report_if_leftover) leftovers++;
+    attachment->destroy(attachment);
+  }
+  return leftovers;
 }
 
 /* Destroy what the application left alive; return how many of each there were. */
@@ -150,16 +167,18 @@ static void destroy_leftovers(plm_context *ctx, size_t *streams, size_t *events,
 
 plm_status plm_context_destroy(plm_context *ctx) {
   if (!ctx) return PLM_OK;
+  size_t pools = destroy_attachments(ctx);
   size_t streams, events, allocations;
   destroy_leftovers(ctx, &streams, &events, &allocations);
   ctx->backend->close(ctx->backend_ctx);
+  pthread_mutex_destroy(&ctx->lazy_lock);
   pthread_mutex_destroy(&ctx->lock);
   free(ctx);
-  if (streams + events + allocations > 0)
+  if (streams + events + allocations + pools > 0)
     return plm__fail(PLM_ERR_INVALID_STATE,
-                     "the context still owned %zu stream(s), %zu event(s) and %zu device "
-                     "allocation(s); they were destroyed with it",
-                     streams, events, allocations);
+                     "the context still owned %zu stream(s), %zu event(s), %zu device "
+                     "allocation(s) and %zu pool(s); they were destroyed with it",
+                     streams, events, allocations, pools);
   return PLM_OK;
 }
 
@@ -210,7 +229,13 @@ plm_status plm_device_alloc(plm_context *ctx, size_t bytes, void **ptr) {
   record->bytes = bytes;
   pthread_mutex_lock(&ctx->lock);
   HASH_ADD_PTR(ctx->allocations, ptr, record);
+  bool tracked = PLM__HASH_ADDED(record);
   pthread_mutex_unlock(&ctx->lock);
+  if (!tracked) {
+    ctx->backend->mem_free(ctx->backend_ctx, memory);
+    free(record);
+    return plm__fail(PLM_ERR_OUT_OF_MEMORY, "no host memory to track an allocation");
+  }
   *ptr = memory;
   return PLM_OK;
 }
@@ -254,5 +279,26 @@ void plm__context_add_event(plm_context *ctx, plm_event *event) {
 void plm__context_remove_event(plm_context *ctx, plm_event *event) {
   pthread_mutex_lock(&ctx->lock);
   DL_DELETE(ctx->events, event);
+  pthread_mutex_unlock(&ctx->lock);
+}
+
+void plm__context_attach(plm_context *ctx, plm__attachment *attachment) {
+  pthread_mutex_lock(&ctx->lock);
+  DL_APPEND(ctx->attachments, attachment);
+  pthread_mutex_unlock(&ctx->lock);
+}
+
+void plm__context_detach(plm_context *ctx, plm__attachment *attachment) {
+  pthread_mutex_lock(&ctx->lock);
+  DL_DELETE(ctx->attachments, attachment);
+  pthread_mutex_unlock(&ctx->lock);
+}
+
+void plm__context_notify_stream_destroying(plm_context *ctx, plm_stream *stream) {
+  pthread_mutex_lock(&ctx->lock);
+  plm__attachment *attachment;
+  DL_FOREACH(ctx->attachments, attachment) {
+    if (attachment->stream_destroying) attachment->stream_destroying(attachment, stream);
+  }
   pthread_mutex_unlock(&ctx->lock);
 }

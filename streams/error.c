@@ -26,9 +26,13 @@ const char *plm_status_str(plm_status status) {
   return "unknown status";
 }
 
-const char *plm_last_error(void) { return thread_message; }
+const char *plm_last_error(void) {
+  return thread_message;
+}
 
-void plm_clear_error(void) { thread_message[0] = '\0'; }
+void plm_clear_error(void) {
+  thread_message[0] = '\0';
+}
 
 static void set_message(const char *prefix, const char *fmt, va_list args) {
   int used = 0;

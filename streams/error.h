@@ -22,7 +22,8 @@
 #endif
 
 /* Set the thread's message to "func: <formatted>" and return status. */
-plm_status plm__fail_in(const char *func, plm_status status, const char *fmt, ...) PLM__PRINTF(3, 4);
+plm_status plm__fail_in(const char *func, plm_status status, const char *fmt, ...)
+    PLM__PRINTF(3, 4);
 
 /* Set the thread's message to "<formatted>" and return status. */
 plm_status plm__fail_raw(plm_status status, const char *fmt, ...) PLM__PRINTF(2, 3);
@@ -35,8 +36,8 @@ plm_status plm__propagate_in(const char *func, plm_status status);
 #define plm__propagate(status) plm__propagate_in(__func__, (status))
 
 /* Check an argument at the API boundary; on failure return from the caller. */
-#define PLM__REQUIRE_NOT_NULL(arg)                                              \
-  do {                                                                          \
+#define PLM__REQUIRE_NOT_NULL(arg)                                             \
+  do {                                                                         \
     if ((arg) == NULL) return plm__fail(PLM_ERR_INVALID_ARG, #arg " is NULL"); \
   } while (0)
 

@@ -67,8 +67,7 @@ plm_status plm_event_synchronize(plm_event *event) {
 static plm_status check_timed_and_recorded(const plm_event *event, const char *name) {
   if (event->flags & PLM_EVENT_DISABLE_TIMING)
     return plm__fail_raw(PLM_ERR_INVALID_STATE,
-                         "%s was created with PLM_EVENT_DISABLE_TIMING and has no timestamp",
-                         name);
+                         "%s was created with PLM_EVENT_DISABLE_TIMING and has no timestamp", name);
   if (!atomic_load(&event->recorded))
     return plm__fail_raw(PLM_ERR_INVALID_STATE, "%s was never recorded", name);
   return PLM_OK;

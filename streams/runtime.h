@@ -7,8 +7,11 @@
  *     context);
  *   - plm_context_destroy can destroy, and report, whatever was left alive;
  *   - plm_device_free can tell an allocation from any other pointer.
+ * Objects of higher layers (pools) register as attachments, so that the context can
+ * destroy them and tell them when a stream goes away.
  * The registry is guarded by `lock`; no backend call is made while holding it,
- * except the ones context destruction makes after the lists are detached.
+ * except the ones context destruction makes after the lists are detached, and the
+ * stream_destroying hooks (which may synchronise a stream).
  */
 #ifndef PLUME_STREAMS_RUNTIME_H
 #define PLUME_STREAMS_RUNTIME_H
@@ -18,12 +21,28 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include <uthash.h>
+#include "streams/hash.h"
 
 #include "plume/context.h"
 #include "plume/event.h"
 #include "plume/stream.h"
 #include "streams/backend.h"
+
+/* An object of a higher layer (a pool, the pinned host pool) that lives and dies
+ * with the context. The context knows it only through these callbacks, so that
+ * dependencies still point downward. */
+typedef struct plm__attachment plm__attachment;
+struct plm__attachment {
+  const char *kind;        /* "pool": reported as a leftover when the context dies */
+  bool report_if_leftover; /* false for objects the context made itself */
+  /* Destroy the object; called by plm_context_destroy after every stream's work
+   * has finished and before streams and events are destroyed. */
+  void (*destroy)(plm__attachment *self);
+  /* (optional) Called by plm_stream_destroy before the stream is released; the
+   * stream's pending work has not necessarily finished. */
+  void (*stream_destroying)(plm__attachment *self, plm_stream *stream);
+  plm__attachment *prev, *next;
+};
 
 typedef struct plm__allocation {
   void *ptr;
@@ -40,6 +59,14 @@ struct plm_context {
   plm_stream *streams;
   plm_event *events;
   plm__allocation *allocations;
+  plm__attachment *attachments;
+
+  /* Objects of higher layers that the context creates on first use, each guarded
+   * by lazy_lock. Lock order: lazy_lock may be held while `lock` is taken (creating
+   * the object attaches it), never the reverse. */
+  pthread_mutex_t lazy_lock;
+  plm__attachment *default_pool;
+  plm__attachment *host_pool;
 };
 
 struct plm_stream {
@@ -62,5 +89,10 @@ void plm__context_add_stream(plm_context *ctx, plm_stream *stream);
 void plm__context_remove_stream(plm_context *ctx, plm_stream *stream);
 void plm__context_add_event(plm_context *ctx, plm_event *event);
 void plm__context_remove_event(plm_context *ctx, plm_event *event);
+void plm__context_attach(plm_context *ctx, plm__attachment *attachment);
+void plm__context_detach(plm_context *ctx, plm__attachment *attachment);
+
+/* Call every attachment's stream_destroying hook (plm_stream_destroy does). */
+void plm__context_notify_stream_destroying(plm_context *ctx, plm_stream *stream);
 
 #endif /* PLUME_STREAMS_RUNTIME_H */

@@ -6,9 +6,7 @@
 #include "streams/error.h"
 #include "streams/runtime.h"
 
-enum {
-  KNOWN_STREAM_FLAGS = PLM_STREAM_PRIORITY_HIGH | PLM_STREAM_PRIORITY_LOW
-};
+enum { KNOWN_STREAM_FLAGS = PLM_STREAM_PRIORITY_HIGH | PLM_STREAM_PRIORITY_LOW };
 
 /* A range [ptr, ptr + bytes) that does not fit in the address space. */
 static bool range_wraps(const void *ptr, size_t bytes) {
@@ -27,8 +25,7 @@ plm_status plm_stream_create(plm_context *ctx, unsigned flags, plm_stream **out)
   if (flags & ~(unsigned)KNOWN_STREAM_FLAGS)
     return plm__fail(PLM_ERR_INVALID_ARG, "flags 0x%x has unknown bits", flags);
   if ((flags & PLM_STREAM_PRIORITY_HIGH) && (flags & PLM_STREAM_PRIORITY_LOW))
-    return plm__fail(PLM_ERR_INVALID_ARG, "flags 0x%x asks for both high and low priority",
-                     flags);
+    return plm__fail(PLM_ERR_INVALID_ARG, "flags 0x%x asks for both high and low priority", flags);
   plm_stream *stream = calloc(1, sizeof *stream);
   if (!stream) return plm__fail(PLM_ERR_OUT_OF_MEMORY, "no host memory for a stream");
   plm_status status = ctx->backend->stream_create(ctx->backend_ctx, flags, &stream->handle);
@@ -46,6 +43,7 @@ plm_status plm_stream_create(plm_context *ctx, unsigned flags, plm_stream **out)
 plm_status plm_stream_destroy(plm_stream *stream) {
   if (!stream) return PLM_OK;
   plm_context *ctx = stream->ctx;
+  plm__context_notify_stream_destroying(ctx, stream);
   plm__context_remove_stream(ctx, stream);
   plm_status status = ctx->backend->stream_destroy(ctx->backend_ctx, stream->handle);
   free(stream);

@@ -56,6 +56,8 @@ static inline bool gate_wait(gate *g) {
 }
 
 /* A plm_host_fn: wait at the gate given as user. */
-static inline void gate_wait_task(void *user) { (void)gate_wait((gate *)user); }
+static inline void gate_wait_task(void *user) {
+  (void)gate_wait((gate *)user);
+}
 
 #endif /* PLUME_TESTS_GATE_H */

@@ -28,24 +28,23 @@ extern plm_context *plm_test_ctx;
 void plm_test_add_fixture(TCase *tcase);
 
 /* Assert a call succeeded, printing plume's message when it did not. */
-#define PLM_CHECK_OK(call)                                                                 \
-  do {                                                                                     \
-    plm_status plm_check_status_ = (call);                                                 \
-    ck_assert_msg(plm_check_status_ == PLM_OK, "%s -> %s: %s", #call,                      \
-                  plm_status_str(plm_check_status_), plm_last_error());                    \
+#define PLM_CHECK_OK(call)                                              \
+  do {                                                                  \
+    plm_status plm_check_status_ = (call);                              \
+    ck_assert_msg(plm_check_status_ == PLM_OK, "%s -> %s: %s", #call,   \
+                  plm_status_str(plm_check_status_), plm_last_error()); \
   } while (0)
 
 /* Assert a call failed with `expected` and a message mentioning `needle`. */
-#define PLM_CHECK_FAILS(call, expected, needle)                                            \
-  do {                                                                                     \
-    plm_clear_error();                                                                     \
-    plm_status plm_check_status_ = (call);                                                 \
-    ck_assert_msg(plm_check_status_ == (expected), "%s -> %s, expected %s (%s)", #call,    \
-                  plm_status_str(plm_check_status_), plm_status_str(expected),             \
-                  plm_last_error());                                                       \
-    ck_assert_msg(strstr(plm_last_error(), (needle)) != NULL,                              \
-                  "%s: message \"%s\" does not mention \"%s\"", #call, plm_last_error(),    \
-                  (needle));                                                               \
+#define PLM_CHECK_FAILS(call, expected, needle)                                                   \
+  do {                                                                                            \
+    plm_clear_error();                                                                            \
+    plm_status plm_check_status_ = (call);                                                        \
+    ck_assert_msg(plm_check_status_ == (expected), "%s -> %s, expected %s (%s)", #call,           \
+                  plm_status_str(plm_check_status_), plm_status_str(expected), plm_last_error()); \
+    ck_assert_msg(strstr(plm_last_error(), (needle)) != NULL,                                     \
+                  "%s: message \"%s\" does not mention \"%s\"", #call, plm_last_error(),          \
+                  (needle));                                                                      \
   } while (0)
 
 /* Milliseconds on a monotonic clock, and a sleep. */

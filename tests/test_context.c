@@ -16,15 +16,21 @@
  * sanitizers call these hooks when they start; ASAN_OPTIONS or TSAN_OPTIONS in the
  * environment still override them). */
 const char *__asan_default_options(void);
-const char *__asan_default_options(void) { return "allocator_may_return_null=1"; }
+const char *__asan_default_options(void) {
+  return "allocator_may_return_null=1";
+}
 const char *__tsan_default_options(void);
-const char *__tsan_default_options(void) { return "allocator_may_return_null=1"; }
+const char *__tsan_default_options(void) {
+  return "allocator_may_return_null=1";
+}
 
 enum { DEVICE_ALIGNMENT = 256, SLOW_TASK_MS = 30 };
 
 /* ---- helpers ------------------------------------------------------------------ */
 
-static void set_flag(void *user) { atomic_store((atomic_int *)user, 1); }
+static void set_flag(void *user) {
+  atomic_store((atomic_int *)user, 1);
+}
 
 static void sleep_then_set_flag(void *user) {
   plm_test_sleep_ms(SLOW_TASK_MS);
@@ -408,7 +414,7 @@ START_TEST(test_destroy_reports_and_releases_leftovers) {
 
   /* The pending work still runs: the flag is set once destroy has returned. */
   PLM_CHECK_FAILS(plm_context_destroy(ctx), PLM_ERR_INVALID_STATE,
-                  "1 stream(s), 1 event(s) and 1 device allocation(s)");
+                  "1 stream(s), 1 event(s), 1 device allocation(s) and 0 pool(s)");
   ck_assert_msg(strncmp(plm_last_error(), "plm_context_destroy: ", 21) == 0, "message \"%s\"",
                 plm_last_error());
   ck_assert_msg(atomic_load(&done), "the leftover stream's pending work did not run");
@@ -436,7 +442,7 @@ START_TEST(test_destroy_counts_each_kind_of_leftover) {
   PLM_CHECK_OK(plm_device_free(ctx, memory[3]));
 
   PLM_CHECK_FAILS(plm_context_destroy(ctx), PLM_ERR_INVALID_STATE,
-                  "2 stream(s), 2 event(s) and 3 device allocation(s)");
+                  "2 stream(s), 2 event(s), 3 device allocation(s) and 0 pool(s)");
   ck_assert(atomic_load(&done[0]) && atomic_load(&done[1]));
 }
 END_TEST
@@ -447,7 +453,7 @@ START_TEST(test_destroy_with_only_memory_left) {
   void *memory = NULL;
   PLM_CHECK_OK(plm_device_alloc(ctx, 1, &memory));
   PLM_CHECK_FAILS(plm_context_destroy(ctx), PLM_ERR_INVALID_STATE,
-                  "0 stream(s), 0 event(s) and 1 device allocation(s)");
+                  "0 stream(s), 0 event(s), 1 device allocation(s) and 0 pool(s)");
 }
 END_TEST
 
@@ -626,4 +632,6 @@ static Suite *context_suite(void) {
   return suite;
 }
 
-int main(void) { return plm_test_main(context_suite); }
+int main(void) {
+  return plm_test_main(context_suite);
+}

@@ -20,7 +20,9 @@ int fail(const char *call, plm_status status) {
 
 /* A plm_host_fn with C linkage, as the header's function pointer type has. */
 extern "C" void cxx_header_set_flag(void *user);
-extern "C" void cxx_header_set_flag(void *user) { *static_cast<int *>(user) = 1; }
+extern "C" void cxx_header_set_flag(void *user) {
+  *static_cast<int *>(user) = 1;
+}
 
 int main() {
   std::printf("plume %s (%d), compiled against %d.%d.%d\n", plm_version_string(),

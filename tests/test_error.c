@@ -320,4 +320,6 @@ static Suite *error_suite(void) {
   return suite;
 }
 
-int main(void) { return plm_test_main(error_suite); }
+int main(void) {
+  return plm_test_main(error_suite);
+}

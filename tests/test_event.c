@@ -26,7 +26,9 @@ static void waiter_runs(void *user) {
   s->waiter_ran_at = atomic_fetch_add(&s->clock, 1);
 }
 
-static void sleep_ms_task(void *user) { plm_test_sleep_ms(*(const double *)user); }
+static void sleep_ms_task(void *user) {
+  plm_test_sleep_ms(*(const double *)user);
+}
 
 START_TEST(test_unrecorded_event_is_complete) {
   plm_event *event = NULL;
@@ -294,4 +296,6 @@ static Suite *event_suite(void) {
   return suite;
 }
 
-int main(void) { return plm_test_main(event_suite); }
+int main(void) {
+  return plm_test_main(event_suite);
+}

@@ -32,7 +32,9 @@ static void append_to_log(void *user) {
   if (slot < 4096) entry->log->seen[slot] = entry->index;
 }
 
-static void set_flag(void *user) { atomic_store((atomic_int *)user, 1); }
+static void set_flag(void *user) {
+  atomic_store((atomic_int *)user, 1);
+}
 
 static void sleep_20ms(void *user) {
   (void)user;
@@ -192,13 +194,13 @@ static void round_trip(plm_stream *stream, size_t bytes, size_t offset) {
 
   /* host -> a (at an unaligned offset), a -> b, zero the middle third of b with a
    * memset, b -> host. */
-  PLM_CHECK_OK(plm_stream_memcpy(stream, a + offset, source + offset, bytes,
-                                 PLM_COPY_HOST_TO_DEVICE));
+  PLM_CHECK_OK(
+      plm_stream_memcpy(stream, a + offset, source + offset, bytes, PLM_COPY_HOST_TO_DEVICE));
   PLM_CHECK_OK(plm_stream_memcpy(stream, b + offset, a + offset, bytes, PLM_COPY_DEVICE_TO_DEVICE));
   size_t third = bytes / 3;
   PLM_CHECK_OK(plm_stream_memset(stream, b + offset + third, 0x5A, third));
-  PLM_CHECK_OK(plm_stream_memcpy(stream, result + offset, b + offset, bytes,
-                                 PLM_COPY_DEVICE_TO_HOST));
+  PLM_CHECK_OK(
+      plm_stream_memcpy(stream, result + offset, b + offset, bytes, PLM_COPY_DEVICE_TO_HOST));
   PLM_CHECK_OK(plm_stream_synchronize(stream));
 
   memcpy(expected, source, bytes + offset);
@@ -345,9 +347,9 @@ START_TEST(test_bad_input_is_reported) {
   PLM_CHECK_FAILS(plm_stream_create(plm_test_ctx, 0x9, &stream), PLM_ERR_INVALID_ARG,
                   "plm_stream_create: flags 0x9 has unknown bits");
   ck_assert_ptr_null(stream);
-  PLM_CHECK_FAILS(plm_stream_create(plm_test_ctx, PLM_STREAM_PRIORITY_HIGH | PLM_STREAM_PRIORITY_LOW,
-                                    &stream),
-                  PLM_ERR_INVALID_ARG, "both high and low priority");
+  PLM_CHECK_FAILS(
+      plm_stream_create(plm_test_ctx, PLM_STREAM_PRIORITY_HIGH | PLM_STREAM_PRIORITY_LOW, &stream),
+      PLM_ERR_INVALID_ARG, "both high and low priority");
 
   PLM_CHECK_OK(plm_stream_create(plm_test_ctx, 0, &stream));
   unsigned char host[64] = {0};
@@ -445,4 +447,6 @@ static Suite *stream_suite(void) {
   return suite;
 }
 
-int main(void) { return plm_test_main(stream_suite); }
+int main(void) {
+  return plm_test_main(stream_suite);
+}
