@@ -1,8 +1,9 @@
 /* plume/plume.h: the whole public API in one include.
  *
  * plume is a memory-pooled GPU compute runtime with asynchronous streams. Start
- * with plume/context.h (contexts and backends), then plume/stream.h and
- * plume/event.h. Every function returns a plm_status (plume/status.h).
+ * with plume/context.h (contexts and backends), then plume/stream.h,
+ * plume/event.h and plume/pool.h (stream-ordered device memory, pinned host
+ * memory). Every function returns a plm_status (plume/status.h).
  */
 #ifndef PLUME_PLUME_H
 #define PLUME_PLUME_H
@@ -10,6 +11,7 @@
 #include "plume/context.h"
 #include "plume/event.h"
 #include "plume/export.h"
+#include "plume/pool.h"
 #include "plume/status.h"
 #include "plume/stream.h"
 #include "plume/version.h"

@@ -1,6 +1,9 @@
 /* An application outside the plume tree: a host-backend round trip through device
- * memory. Built by tests/install/check-install.sh against an installed plume. */
+ * memory into pinned host memory (which links jemalloc, so a static link shows that
+ * the installed package names it). Built by tests/install/check-install.sh against an
+ * installed plume. */
 #include <plume/plume.h>
+#include <plume/pool.h>
 
 #include <stdio.h>
 #include <string.h>
@@ -17,25 +20,28 @@
 
 int main(void) {
   const char message[] = "plume install round trip";
-  char back[sizeof message];
-  memset(back, 0, sizeof back);
 
   plm_context_config cfg = {.backend = PLM_BACKEND_HOST, .device = 0};
   plm_context *ctx = NULL;
   plm_stream *stream = NULL;
   void *dev = NULL;
+  void *pinned = NULL;
 
   CHECK(plm_context_create(&cfg, &ctx));
+  CHECK(plm_host_alloc(ctx, sizeof message, &pinned));
+  char *back = pinned;
+  memset(back, 0, sizeof message);
   CHECK(plm_stream_create(ctx, PLM_STREAM_DEFAULT, &stream));
   CHECK(plm_device_alloc(ctx, sizeof message, &dev));
   CHECK(plm_stream_memcpy(stream, dev, message, sizeof message, PLM_COPY_HOST_TO_DEVICE));
   CHECK(plm_stream_memcpy(stream, back, dev, sizeof message, PLM_COPY_DEVICE_TO_HOST));
   CHECK(plm_stream_synchronize(stream));
   if (memcmp(back, message, sizeof message) != 0) {
-    fprintf(stderr, "consumer: round trip mismatch: got \"%.*s\"\n", (int)sizeof back, back);
+    fprintf(stderr, "consumer: round trip mismatch: got \"%.*s\"\n", (int)sizeof message, back);
     return 1;
   }
   CHECK(plm_device_free(ctx, dev));
+  CHECK(plm_host_free(ctx, back));
   CHECK(plm_stream_destroy(stream));
   CHECK(plm_context_destroy(ctx));
 

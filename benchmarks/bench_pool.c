@@ -1,0 +1,1427 @@
+/* benchmarks/bench_pool.c: A/B benchmark of the stream-ordered device pool.
+ *
+ *   bench_pool [--quick | --smoke] [--backend host|cuda|auto] [--json PATH]
+ *              [--workload NAME]
+ *   bench_pool --validate-json PATH
+ *
+ * Each workload runs once per allocator mode, each run on a fresh pool (or a fresh
+ * jemalloc arena), and one table row and one JSON result are written per workload x
+ * mode x parameter set. Modes: `pooled` and `passthrough` (plm_pool_create with
+ * PLM_POOL_POOLED / PLM_POOL_PASSTHROUGH) on both backends; on host also `jemalloc`
+ * (mallocx/dallocx on an explicit arena from "arenas.create", MALLOCX_TCACHE_NONE
+ * and 256-byte alignment, the pool's own alignment): the baseline the pool must stay
+ * within 1.5x of; on cuda also `cuda_async` (PLM_POOL_CUDA_ASYNC: cudaMallocAsync on
+ * a pool with release threshold UINT64_MAX).
+ *
+ * Workloads:
+ *   random_allocations  RAPIDS RMM's benchmark: n allocations of uniform sizes in
+ *                       [1, max_size] on one stream; each step allocates with
+ *                       probability 73% (always when nothing is live), else frees a
+ *                       random live block; an allocation that would take the live
+ *                       bytes over the cap (4 GiB, or half the device's free memory
+ *                       when that is less) frees instead; the rest is freed at the
+ *                       end in random order. Fixed seed: every mode sees the same
+ *                       sequence.
+ *   steady_state        the buffers of one 512x512 conv -> entropy -> segmentation
+ *                       frame (frame_script below) allocated and freed in pipeline
+ *                       order on one stream, frame after frame;
+ *                       upstream_allocs_after_warmup counts chunks taken upstream
+ *                       after frame 10 (the goal is 0).
+ *   multi_stream        allocate on stream 1, enqueue a 64-byte memset there, order
+ *                       stream 2 after it with an event, free on stream 2; sizes
+ *                       uniform in [1, 1 MiB]. Run with stream waits allowed and
+ *                       with PLM_POOL_NO_STREAM_WAITS. Not run for jemalloc, which
+ *                       has no stream order.
+ *   threads             1, 2 and 4 threads, each with its own stream, on one shared
+ *                       pool (or arena): each allocates sizes uniform in [1, 64 KiB]
+ *                       and keeps its last 16 blocks live (a block is freed 16
+ *                       allocations after it was made).
+ *
+ * Timing. Every plm_pool_alloc and plm_pool_free call (mallocx, dallocx) is timed on
+ * its own with clock_gettime(CLOCK_MONOTONIC); the median cost of one back-to-back
+ * pair of clock reads (timer_overhead_ns in the JSON) is subtracted from each
+ * reading. A block's pair time is its allocation's time plus its free's time;
+ * ns_per_pair_median and ns_per_pair_p99 are the median and the 99th percentile
+ * (nearest rank) of the pair times of all blocks of the run (for threads: of all
+ * threads' blocks together; per_thread_median_ns lists each thread's own median).
+ * Throughput (threads) is pairs over the wall time of the timed loops, clock reads
+ * included. Nothing else is timed: the memsets and events of multi_stream are
+ * outside the readings.
+ *
+ * Run sizes. Full: random_allocations n in {1000, 10000, 100000} for each max_size
+ * in {4 KiB, 1 MiB, 64 MiB}; 10,000 frames; 20,000 multi_stream iterations; 200,000
+ * pairs per thread. --quick: the same without n 100000 at 64 MiB (passthrough's
+ * upstream calls dominate there), 2,000 frames, 5,000 iterations, 50,000 pairs per
+ * thread. --smoke: 200 allocations per max_size (50 at 64 MiB), 30 frames, 100
+ * iterations, 500 pairs per thread: it only proves that every path runs.
+ *
+ * The benchmark reports its goals and never fails on timing. It exits 1 only on a
+ * real error (an allocation that should fit failed, a pool call reported an error,
+ * the JSON could not be written) with the call, its status and plm_last_error().
+ * Exit codes: 0 success, 1 a runtime failure, 2 bad usage.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <jemalloc/jemalloc.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "plume/plume.h"
+#include "plume/pool.h"
+
+enum { EXIT_RUNTIME_FAILURE = 1, EXIT_USAGE = 2 };
+
+#define KIB ((size_t)1024)
+#define MIB (1024 * KIB)
+#define GIB (1024 * MIB)
+
+/* ---- options ------------------------------------------------------------------ */
+
+typedef enum run_size { RUN_FULL, RUN_QUICK, RUN_SMOKE } run_size;
+
+typedef struct options {
+  run_size size;
+  plm_backend backend;
+  const char *json_path;     /* NULL: no JSON */
+  const char *only_workload; /* NULL: all */
+} options;
+
+static const char *const workload_names[] = {"random_allocations", "steady_state", "multi_stream",
+                                             "threads"};
+
+static void print_usage(FILE *out) {
+  fprintf(out,
+          "usage: bench_pool [--quick | --smoke] [--backend host|cuda|auto] [--json PATH]\n"
+          "                  [--workload NAME]\n"
+          "       bench_pool --validate-json PATH\n"
+          "\n"
+          "A/B benchmark of plume's stream-ordered device pool: pooled against\n"
+          "passthrough (upstream on every call) and, on host, a jemalloc arena or, on\n"
+          "cuda, cudaMallocAsync. Prints a table, the ratios and the goals; writes JSON.\n"
+          "\n"
+          "options:\n"
+          "  --quick             fewer operations (about 30 s on host)\n"
+          "  --smoke             tiny runs that only prove every path works (seconds)\n"
+          "  --backend NAME      host, cuda or auto (default auto: cuda when a GPU is present)\n"
+          "  --json PATH         write the results as JSON to PATH (then re-read and check it)\n"
+          "  --workload NAME     run one workload: random_allocations, steady_state,\n"
+          "                      multi_stream or threads\n"
+          "  --validate-json PATH  check that PATH is a bench_pool result file, and exit\n"
+          "  -h, --help          show this help\n");
+}
+
+/* ---- errors --------------------------------------------------------------------- */
+
+static char bench_error[2048];
+
+/* Record why the run stops; always returns false so callers can `return fail(...)`. */
+static bool fail(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(bench_error, sizeof bench_error, fmt, ap);
+  va_end(ap);
+  return false;
+}
+
+static bool fail_call(const char *where, const char *call, plm_status status) {
+  return fail("%s: %s -> %s: %s", where, call, plm_status_str(status), plm_last_error());
+}
+
+/* Pool statistics that make no sense are reported (stderr and JSON), not fatal. */
+static json_t *warnings;
+
+static void warn(const char *fmt, ...) {
+  char text[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(text, sizeof text, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "bench_pool: warning: %s\n", text);
+  json_array_append_new(warnings, json_string(text));
+}
+
+/* ---- clock and statistics ------------------------------------------------------- */
+
+static inline uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t timer_overhead_ns;
+
+static int compare_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Nearest-rank percentile of sorted values (q in (0, 1]). */
+static uint64_t percentile(const uint64_t *sorted, size_t count, double q) {
+  if (count == 0) return 0;
+  size_t rank = (size_t)(q * (double)count + 0.999999);
+  if (rank < 1) rank = 1;
+  if (rank > count) rank = count;
+  return sorted[rank - 1];
+}
+
+static void measure_timer_overhead(void) {
+  enum { SAMPLES = 2001 };
+  static uint64_t samples[SAMPLES];
+  for (int i = 0; i < SAMPLES; i++) {
+    uint64_t t0 = now_ns();
+    uint64_t t1 = now_ns();
+    samples[i] = t1 - t0;
+  }
+  qsort(samples, SAMPLES, sizeof samples[0], compare_u64);
+  timer_overhead_ns = percentile(samples, SAMPLES, 0.5);
+}
+
+/* The time between two readings, less the cost of reading the clock. */
+static inline uint64_t elapsed(uint64_t t0, uint64_t t1) {
+  uint64_t d = t1 - t0;
+  return d > timer_overhead_ns ? d - timer_overhead_ns : 0;
+}
+
+/* A growable list of pair times. */
+typedef struct samples {
+  uint64_t *v;
+  size_t count, capacity;
+} samples;
+
+static bool samples_reserve(samples *s, size_t capacity) {
+  s->v = malloc((capacity ? capacity : 1) * sizeof s->v[0]);
+  s->count = 0;
+  s->capacity = capacity;
+  return s->v != NULL || fail("out of host memory for %zu samples", capacity);
+}
+
+static inline void samples_push(samples *s, uint64_t ns) {
+  if (s->count < s->capacity) s->v[s->count++] = ns;
+}
+
+static void samples_release(samples *s) {
+  free(s->v);
+  s->v = NULL;
+  s->count = s->capacity = 0;
+}
+
+/* ---- a deterministic PRNG (splitmix64) ------------------------------------------ */
+
+typedef struct rng {
+  uint64_t state;
+} rng;
+
+static inline uint64_t rng_next(rng *r) {
+  uint64_t z = (r->state += 0x9E3779B97F4A7C15u);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
+  return z ^ (z >> 31);
+}
+
+/* Uniform in [0, bound) (the modulo bias is below 2^-37 for the bounds used here). */
+static inline uint64_t rng_below(rng *r, uint64_t bound) {
+  return rng_next(r) % bound;
+}
+
+enum { BENCH_SEED = 20240611 };
+
+/* ---- allocators under test --------------------------------------------------------- */
+
+typedef enum bench_mode {
+  MODE_POOLED,
+  MODE_PASSTHROUGH,
+  MODE_JEMALLOC,
+  MODE_CUDA_ASYNC
+} bench_mode;
+
+static const char *const mode_names[] = {"pooled", "passthrough", "jemalloc", "cuda_async"};
+
+typedef struct allocator {
+  bench_mode mode;
+  plm_pool *pool; /* every mode but jemalloc */
+  unsigned arena; /* jemalloc */
+  int jemalloc_flags;
+} allocator;
+
+static bool allocator_open(plm_context *ctx, bench_mode mode, unsigned pool_flags, allocator *a) {
+  memset(a, 0, sizeof *a);
+  a->mode = mode;
+  if (mode == MODE_JEMALLOC) {
+    size_t len = sizeof a->arena;
+    int err = mallctl("arenas.create", &a->arena, &len, NULL, 0);
+    if (err != 0) return fail("jemalloc: mallctl(\"arenas.create\") failed: %s", strerror(err));
+    a->jemalloc_flags = (int)(MALLOCX_ARENA(a->arena) | MALLOCX_TCACHE_NONE | MALLOCX_LG_ALIGN(8));
+    return true;
+  }
+  plm_pool_config config = plm_pool_config_default();
+  config.mode = mode == MODE_POOLED        ? PLM_POOL_POOLED
+                : mode == MODE_PASSTHROUGH ? PLM_POOL_PASSTHROUGH
+                                           : PLM_POOL_CUDA_ASYNC;
+  config.flags = pool_flags;
+  plm_status status = plm_pool_create(ctx, &config, &a->pool);
+  if (status != PLM_OK) return fail_call(mode_names[mode], "plm_pool_create", status);
+  return true;
+}
+
+static inline plm_status allocator_alloc(allocator *a, size_t bytes, plm_stream *stream,
+                                         void **ptr) {
+  if (a->mode == MODE_JEMALLOC) {
+    *ptr = mallocx(bytes, a->jemalloc_flags);
+    return *ptr ? PLM_OK : PLM_ERR_OUT_OF_MEMORY;
+  }
+  return plm_pool_alloc(a->pool, bytes, stream, ptr);
+}
+
+static inline plm_status allocator_free(allocator *a, void *ptr, plm_stream *stream) {
+  if (a->mode == MODE_JEMALLOC) {
+    dallocx(ptr, a->jemalloc_flags);
+    return PLM_OK;
+  }
+  return plm_pool_free(a->pool, ptr, stream);
+}
+
+/* The pool's statistics; false (and nothing written) for jemalloc. */
+static bool allocator_stats(allocator *a, plm_pool_stats *out) {
+  if (a->mode == MODE_JEMALLOC) return false;
+  plm_status status = plm_pool_stats_get(a->pool, out);
+  if (status != PLM_OK) {
+    warn("%s: plm_pool_stats_get -> %s: %s", mode_names[a->mode], plm_status_str(status),
+         plm_last_error());
+    return false;
+  }
+  return true;
+}
+
+static bool allocator_close(allocator *a, const char *where) {
+  if (a->mode == MODE_JEMALLOC) {
+    char name[64];
+    snprintf(name, sizeof name, "arena.%u.destroy", a->arena);
+    mallctl(name, NULL, NULL, NULL, 0); /* best effort: only gives the memory back */
+    return true;
+  }
+  plm_status status = plm_pool_destroy(a->pool);
+  a->pool = NULL;
+  if (status != PLM_OK) return fail_call(where, "plm_pool_destroy", status);
+  return true;
+}
+
+/* ---- results ---------------------------------------------------------------------- */
+
+typedef struct result {
+  const char *workload;
+  bench_mode mode;
+  /* parameters */
+  size_t max_size;
+  size_t n;         /* allocations (random), frames (steady), iterations (multi), per thread */
+  int threads;      /* threads workload; 0 otherwise */
+  int stream_waits; /* multi_stream: 1 allowed, 0 PLM_POOL_NO_STREAM_WAITS; -1 n/a */
+  /* figures */
+  size_t pairs;
+  uint64_t median_ns, p99_ns;
+  double mean_ns;
+  double wall_s;
+  bool has_stats;
+  plm_pool_stats stats;
+  bool has_after_warmup;
+  uint64_t upstream_after_warmup;
+  double throughput; /* pairs per second (threads); 0 otherwise */
+  uint64_t per_thread_median_ns[4];
+} result;
+
+typedef struct results {
+  result *v;
+  size_t count, capacity;
+} results;
+
+static result *results_add(results *rs) {
+  if (rs->count == rs->capacity) {
+    size_t capacity = rs->capacity ? 2 * rs->capacity : 64;
+    result *v = realloc(rs->v, capacity * sizeof *v);
+    if (!v) return NULL;
+    rs->v = v;
+    rs->capacity = capacity;
+  }
+  result *r = &rs->v[rs->count++];
+  memset(r, 0, sizeof *r);
+  r->stream_waits = -1;
+  return r;
+}
+
+/* Sort the pair times and fill the result's distribution figures. */
+static void summarize(result *r, samples *s) {
+  qsort(s->v, s->count, sizeof s->v[0], compare_u64);
+  r->pairs = s->count;
+  r->median_ns = percentile(s->v, s->count, 0.5);
+  r->p99_ns = percentile(s->v, s->count, 0.99);
+  double sum = 0;
+  for (size_t i = 0; i < s->count; i++) sum += (double)s->v[i];
+  r->mean_ns = s->count ? sum / (double)s->count : 0;
+}
+
+static double hit_rate(const result *r) {
+  return r->stats.requests ? (double)r->stats.hits / (double)r->stats.requests : 0;
+}
+
+static double peak_ratio(const result *r) {
+  return r->stats.peak_bytes_in_use
+             ? (double)r->stats.peak_bytes_reserved / (double)r->stats.peak_bytes_in_use
+             : 0;
+}
+
+/* The device's memory, for the sanity checks below (0: unknown). */
+static uint64_t device_total_memory;
+
+/* Take the final statistics and check that they are consistent with what the
+ * workload did (allocs successful allocations, everything freed). */
+static void finish_stats(result *r, allocator *a, const char *where, uint64_t allocs) {
+  r->has_stats = allocator_stats(a, &r->stats);
+  if (!r->has_stats) return;
+  const plm_pool_stats *s = &r->stats;
+  if (s->requests != allocs)
+    warn("%s: stats.requests %" PRIu64 " but %" PRIu64 " allocations succeeded", where, s->requests,
+         allocs);
+  if (s->hits > s->requests)
+    warn("%s: stats.hits %" PRIu64 " > requests %" PRIu64, where, s->hits, s->requests);
+  if (s->peak_bytes_reserved < s->peak_bytes_in_use)
+    warn("%s: stats.peak_bytes_reserved %" PRIu64 " < peak_bytes_in_use %" PRIu64, where,
+         s->peak_bytes_reserved, s->peak_bytes_in_use);
+  if (s->bytes_reserved < s->bytes_in_use)
+    warn("%s: stats.bytes_reserved %" PRIu64 " < bytes_in_use %" PRIu64, where, s->bytes_reserved,
+         s->bytes_in_use);
+  if (s->bytes_in_use != 0 || s->live_blocks != 0)
+    warn("%s: everything was freed but stats show %" PRIu64 " bytes in use in %" PRIu64
+         " live blocks",
+         where, s->bytes_in_use, s->live_blocks);
+  if (s->upstream_frees > s->upstream_allocs)
+    warn("%s: stats.upstream_frees %" PRIu64 " > upstream_allocs %" PRIu64, where,
+         s->upstream_frees, s->upstream_allocs);
+  if (device_total_memory && s->peak_bytes_reserved > device_total_memory)
+    warn("%s: stats.peak_bytes_reserved %" PRIu64 " exceeds the device's %" PRIu64
+         " bytes of memory",
+         where, s->peak_bytes_reserved, device_total_memory);
+  if (s->fragmentation < 0 || s->fragmentation > 1)
+    warn("%s: stats.fragmentation %g outside [0, 1]", where, s->fragmentation);
+}
+
+/* ---- the environment shared by all runs ---------------------------------------------- */
+
+enum { MAX_THREADS = 4 };
+
+typedef struct bench_env {
+  options opt;
+  plm_context *ctx;
+  plm_backend backend;
+  plm_device_info info;
+  plm_stream *stream1, *stream2;
+  plm_stream *thread_streams[MAX_THREADS];
+  size_t live_cap; /* random_allocations' cap on live bytes */
+  results results;
+} bench_env;
+
+/* ---- workload: random_allocations --------------------------------------------------- */
+
+typedef struct live_block {
+  void *ptr;
+  size_t size;
+  uint64_t alloc_ns;
+} live_block;
+
+static bool random_allocations(bench_env *env, bench_mode mode, size_t max_size, size_t n,
+                               result *r) {
+  char where[128];
+  snprintf(where, sizeof where, "random_allocations (%s, max_size %zu, n %zu)", mode_names[mode],
+           max_size, n);
+  r->workload = "random_allocations";
+  r->mode = mode;
+  r->max_size = max_size;
+  r->n = n;
+
+  allocator a;
+  if (!allocator_open(env->ctx, mode, 0, &a)) return false;
+  live_block *live = malloc(n * sizeof *live);
+  samples pairs;
+  if (!live || !samples_reserve(&pairs, n)) {
+    free(live);
+    allocator_close(&a, where);
+    return fail("%s: out of host memory", where);
+  }
+  rng g = {BENCH_SEED ^ (uint64_t)max_size * 31 ^ (uint64_t)n};
+  size_t live_count = 0, live_bytes = 0, allocs = 0;
+  bool ok = true;
+  uint64_t start = now_ns();
+  while (ok && (allocs < n || live_count > 0)) {
+    size_t size = 1 + (size_t)rng_below(&g, max_size);
+    bool do_alloc = allocs < n && (live_count == 0 || rng_below(&g, 100) < 73);
+    if (do_alloc && live_count > 0 && live_bytes + size > env->live_cap) do_alloc = false;
+    if (do_alloc) {
+      void *ptr = NULL;
+      uint64_t t0 = now_ns();
+      plm_status status = allocator_alloc(&a, size, env->stream1, &ptr);
+      uint64_t t1 = now_ns();
+      if (status != PLM_OK) {
+        char call[96];
+        snprintf(call, sizeof call, "alloc(%zu bytes) with %zu bytes live", size, live_bytes);
+        ok = fail_call(where, call, status);
+        break;
+      }
+      live[live_count++] = (live_block){ptr, size, elapsed(t0, t1)};
+      live_bytes += size;
+      allocs++;
+    } else {
+      size_t index = (size_t)rng_below(&g, live_count);
+      live_block b = live[index];
+      uint64_t t0 = now_ns();
+      plm_status status = allocator_free(&a, b.ptr, env->stream1);
+      uint64_t t1 = now_ns();
+      if (status != PLM_OK) {
+        ok = fail_call(where, "free", status);
+        break;
+      }
+      samples_push(&pairs, b.alloc_ns + elapsed(t0, t1));
+      live[index] = live[--live_count];
+      live_bytes -= b.size;
+    }
+  }
+  r->wall_s = (double)(now_ns() - start) * 1e-9;
+  /* After an error, give back what is still live so the pool can be destroyed. */
+  for (size_t i = 0; i < live_count; i++) allocator_free(&a, live[i].ptr, env->stream1);
+  if (ok) {
+    summarize(r, &pairs);
+    finish_stats(r, &a, where, allocs);
+  }
+  free(live);
+  samples_release(&pairs);
+  return allocator_close(&a, where) && ok;
+}
+
+/* ---- workload: steady_state ---------------------------------------------------------- */
+
+/* The device buffers of one frame of a 512x512 conv -> entropy -> segmentation
+ * pipeline, in the order a straightforward implementation allocates and frees them:
+ * a positive entry allocates buffer k, a negative one frees it. */
+typedef struct frame_buffer {
+  const char *name;
+  size_t bytes;
+} frame_buffer;
+
+static const frame_buffer frame_buffers[] = {
+    {"input u16 512x512", 512 * 512 * 2},
+    {"conv padded tile f32 516x516", 516 * 516 * 4},
+    {"conv kernel f32 5x5", 5 * 5 * 4},
+    {"conv out f32", 512 * 512 * 4},
+    {"quantised u8", 512 * 512},
+    {"entropy histograms u16 512x256", 512 * 256 * 2},
+    {"entropy f32", 512 * 512 * 4},
+    {"global histogram u32 256", 256 * 4},
+    {"threshold f32", 4},
+    {"mask u8", 512 * 512},
+    {"labels i32", 512 * 512 * 4},
+    {"union-find equivalences i32 16384", 16384 * 4},
+    {"region table 1024 x 64 B", 64 * KIB},
+    {"region count u32", 4},
+    {"detections 256 x 16 B", 4 * KIB},
+};
+enum { FRAME_BUFFERS = sizeof frame_buffers / sizeof frame_buffers[0] };
+
+/* Buffer k is entry k - 1 of frame_buffers; +k allocates it, -k frees it. */
+static const int frame_script[] = {+1,  +3,  +2,  +4,  -2,  -3,  -1, /* upload, conv */
+                                   +5,  +6,  +7,  -6,  -5,  -4,  /* quantise, windowed entropy */
+                                   +8,  +9,  +10, -8,  -9,  -7,  /* histogram, threshold, mask */
+                                   +11, +12, -12, -10,           /* connected components */
+                                   +13, +14, +15, -11, -13, -14, /* regions, detections */
+                                   -15};
+enum { FRAME_STEPS = sizeof frame_script / sizeof frame_script[0] };
+enum { STEADY_WARMUP_FRAMES = 10 };
+
+static bool steady_state(bench_env *env, bench_mode mode, size_t frames, result *r) {
+  char where[96];
+  snprintf(where, sizeof where, "steady_state (%s, %zu frames)", mode_names[mode], frames);
+  r->workload = "steady_state";
+  r->mode = mode;
+  r->n = frames;
+  for (int k = 0; k < FRAME_BUFFERS; k++)
+    if (frame_buffers[k].bytes > r->max_size) r->max_size = frame_buffers[k].bytes;
+
+  allocator a;
+  if (!allocator_open(env->ctx, mode, 0, &a)) return false;
+  samples pairs;
+  if (!samples_reserve(&pairs, frames * FRAME_BUFFERS)) {
+    allocator_close(&a, where);
+    return false;
+  }
+  void *ptr[FRAME_BUFFERS] = {0};
+  uint64_t alloc_ns[FRAME_BUFFERS] = {0};
+  plm_pool_stats warm = {0};
+  bool has_warm = false, ok = true;
+  uint64_t allocs = 0;
+  uint64_t start = now_ns();
+  for (size_t frame = 0; ok && frame < frames; frame++) {
+    for (int step = 0; step < FRAME_STEPS; step++) {
+      int k = abs(frame_script[step]) - 1;
+      uint64_t t0 = now_ns();
+      plm_status status = frame_script[step] > 0
+                              ? allocator_alloc(&a, frame_buffers[k].bytes, env->stream1, &ptr[k])
+                              : allocator_free(&a, ptr[k], env->stream1);
+      uint64_t t1 = now_ns();
+      if (status != PLM_OK) {
+        char call[160];
+        snprintf(call, sizeof call, "%s(%s, %zu bytes) in frame %zu",
+                 frame_script[step] > 0 ? "alloc" : "free", frame_buffers[k].name,
+                 frame_buffers[k].bytes, frame);
+        ok = fail_call(where, call, status);
+        break;
+      }
+      if (frame_script[step] > 0) {
+        alloc_ns[k] = elapsed(t0, t1);
+        allocs++;
+      } else {
+        samples_push(&pairs, alloc_ns[k] + elapsed(t0, t1));
+        ptr[k] = NULL;
+      }
+    }
+    if (frame + 1 == STEADY_WARMUP_FRAMES) has_warm = allocator_stats(&a, &warm);
+  }
+  r->wall_s = (double)(now_ns() - start) * 1e-9;
+  for (int k = 0; k < FRAME_BUFFERS; k++)
+    if (ptr[k]) allocator_free(&a, ptr[k], env->stream1);
+  if (ok) {
+    summarize(r, &pairs);
+    finish_stats(r, &a, where, allocs);
+    if (r->has_stats && has_warm) {
+      r->has_after_warmup = true;
+      r->upstream_after_warmup = r->stats.upstream_allocs - warm.upstream_allocs;
+    }
+  }
+  samples_release(&pairs);
+  return allocator_close(&a, where) && ok;
+}
+
+/* ---- workload: multi_stream ----------------------------------------------------------- */
+
+enum { MULTI_STREAM_MEMSET_BYTES = 64 };
+
+static bool multi_stream(bench_env *env, bench_mode mode, bool waits, size_t max_size, size_t n,
+                         result *r) {
+  char where[128];
+  snprintf(where, sizeof where, "multi_stream (%s, %s, n %zu)", mode_names[mode],
+           waits ? "stream waits" : "no stream waits", n);
+  r->workload = "multi_stream";
+  r->mode = mode;
+  r->max_size = max_size;
+  r->n = n;
+  r->stream_waits = waits;
+
+  allocator a;
+  if (!allocator_open(env->ctx, mode, waits ? PLM_POOL_DEFAULT : PLM_POOL_NO_STREAM_WAITS, &a))
+    return false;
+  plm_event *used = NULL;
+  plm_status status = plm_event_create(env->ctx, PLM_EVENT_DISABLE_TIMING, &used);
+  if (status != PLM_OK) {
+    allocator_close(&a, where);
+    return fail_call(where, "plm_event_create", status);
+  }
+  samples pairs;
+  if (!samples_reserve(&pairs, n)) {
+    plm_event_destroy(used);
+    allocator_close(&a, where);
+    return false;
+  }
+  rng g = {BENCH_SEED ^ 0x5157u ^ (uint64_t)n};
+  bool ok = true;
+  uint64_t allocs = 0;
+  uint64_t start = now_ns();
+  for (size_t i = 0; ok && i < n; i++) {
+    size_t size = 1 + (size_t)rng_below(&g, max_size);
+    void *ptr = NULL;
+    uint64_t t0 = now_ns();
+    status = allocator_alloc(&a, size, env->stream1, &ptr);
+    uint64_t t1 = now_ns();
+    if (status != PLM_OK) {
+      char call[64];
+      snprintf(call, sizeof call, "alloc(%zu bytes) on stream 1, iteration %zu", size, i);
+      ok = fail_call(where, call, status);
+      break;
+    }
+    allocs++;
+    size_t touch = size < MULTI_STREAM_MEMSET_BYTES ? size : MULTI_STREAM_MEMSET_BYTES;
+    if ((status = plm_stream_memset(env->stream1, ptr, 0, touch)) != PLM_OK)
+      ok = fail_call(where, "plm_stream_memset on stream 1", status);
+    else if ((status = plm_event_record(used, env->stream1)) != PLM_OK)
+      ok = fail_call(where, "plm_event_record on stream 1", status);
+    else if ((status = plm_stream_wait_event(env->stream2, used)) != PLM_OK)
+      ok = fail_call(where, "plm_stream_wait_event on stream 2", status);
+    uint64_t t2 = now_ns();
+    status = allocator_free(&a, ptr, env->stream2);
+    uint64_t t3 = now_ns();
+    if (status != PLM_OK) {
+      if (ok) ok = fail_call(where, "free on stream 2", status);
+      break;
+    }
+    samples_push(&pairs, elapsed(t0, t1) + elapsed(t2, t3));
+  }
+  r->wall_s = (double)(now_ns() - start) * 1e-9;
+  plm_stream_synchronize(env->stream1);
+  plm_stream_synchronize(env->stream2);
+  if (ok) {
+    summarize(r, &pairs);
+    finish_stats(r, &a, where, allocs);
+  }
+  samples_release(&pairs);
+  plm_event_destroy(used);
+  return allocator_close(&a, where) && ok;
+}
+
+/* ---- workload: threads ----------------------------------------------------------------- */
+
+enum { THREAD_MAX_SIZE = 64 * 1024, THREAD_WINDOW = 16 };
+
+/* Threads start together: each waits at the gate until it opens (or is closed
+ * because another thread could not be started). */
+typedef struct start_gate {
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  int state; /* 0 closed, 1 open, -1 abandoned */
+} start_gate;
+
+static int gate_wait(start_gate *gate) {
+  pthread_mutex_lock(&gate->lock);
+  while (gate->state == 0) pthread_cond_wait(&gate->cond, &gate->lock);
+  int state = gate->state;
+  pthread_mutex_unlock(&gate->lock);
+  return state;
+}
+
+static void gate_set(start_gate *gate, int state) {
+  pthread_mutex_lock(&gate->lock);
+  gate->state = state;
+  pthread_cond_broadcast(&gate->cond);
+  pthread_mutex_unlock(&gate->lock);
+}
+
+typedef struct thread_job {
+  allocator *a;
+  plm_stream *stream;
+  start_gate *gate;
+  size_t n;
+  int index;
+  samples pairs;
+  uint64_t start_ns, end_ns;
+  uint64_t allocs;
+  bool ok;
+  char error[1024];
+} thread_job;
+
+static void *thread_main(void *arg) {
+  thread_job *job = arg;
+  rng g = {BENCH_SEED ^ 0x7468u ^ (uint64_t)job->index * 0x9E37u};
+  void *ptr[THREAD_WINDOW] = {0};
+  uint64_t alloc_ns[THREAD_WINDOW] = {0};
+  job->ok = true;
+  if (gate_wait(job->gate) < 0) return NULL;
+  job->start_ns = now_ns();
+  for (size_t i = 0; i < job->n + THREAD_WINDOW; i++) {
+    size_t slot = i % THREAD_WINDOW;
+    if (ptr[slot]) {
+      uint64_t t0 = now_ns();
+      plm_status status = allocator_free(job->a, ptr[slot], job->stream);
+      uint64_t t1 = now_ns();
+      if (status != PLM_OK) {
+        snprintf(job->error, sizeof job->error, "thread %d: free -> %s: %s", job->index,
+                 plm_status_str(status), plm_last_error());
+        job->ok = false;
+        break;
+      }
+      samples_push(&job->pairs, alloc_ns[slot] + elapsed(t0, t1));
+      ptr[slot] = NULL;
+    }
+    if (i >= job->n) continue; /* the last THREAD_WINDOW steps only free */
+    size_t size = 1 + (size_t)rng_below(&g, THREAD_MAX_SIZE);
+    uint64_t t0 = now_ns();
+    plm_status status = allocator_alloc(job->a, size, job->stream, &ptr[slot]);
+    uint64_t t1 = now_ns();
+    if (status != PLM_OK) {
+      snprintf(job->error, sizeof job->error, "thread %d: alloc(%zu bytes) -> %s: %s", job->index,
+               size, plm_status_str(status), plm_last_error());
+      ptr[slot] = NULL;
+      job->ok = false;
+      break;
+    }
+    alloc_ns[slot] = elapsed(t0, t1);
+    job->allocs++;
+  }
+  job->end_ns = now_ns();
+  for (int slot = 0; slot < THREAD_WINDOW; slot++)
+    if (ptr[slot]) allocator_free(job->a, ptr[slot], job->stream);
+  return NULL;
+}
+
+static bool threads_workload(bench_env *env, bench_mode mode, int threads, size_t n, result *r) {
+  char where[96];
+  snprintf(where, sizeof where, "threads (%s, %d threads, n %zu each)", mode_names[mode], threads,
+           n);
+  r->workload = "threads";
+  r->mode = mode;
+  r->max_size = THREAD_MAX_SIZE;
+  r->n = n;
+  r->threads = threads;
+
+  allocator a;
+  if (!allocator_open(env->ctx, mode, 0, &a)) return false;
+  thread_job jobs[MAX_THREADS];
+  pthread_t tids[MAX_THREADS];
+  start_gate gate = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+  bool ok = true;
+  int started = 0;
+  memset(jobs, 0, sizeof jobs);
+  for (int t = 0; ok && t < threads; t++) {
+    jobs[t] =
+        (thread_job){.a = &a, .stream = env->thread_streams[t], .gate = &gate, .n = n, .index = t};
+    ok = samples_reserve(&jobs[t].pairs, n);
+  }
+  for (int t = 0; ok && t < threads; t++) {
+    int err = pthread_create(&tids[t], NULL, thread_main, &jobs[t]);
+    if (err != 0)
+      ok = fail("%s: pthread_create failed: %s", where, strerror(err));
+    else
+      started++;
+  }
+  gate_set(&gate, ok ? 1 : -1);
+  for (int t = 0; t < started; t++) pthread_join(tids[t], NULL);
+
+  if (ok) {
+    samples all;
+    ok = samples_reserve(&all, n * (size_t)threads);
+    uint64_t first = UINT64_MAX, last = 0, allocs = 0;
+    for (int t = 0; ok && t < threads; t++) {
+      if (!jobs[t].ok) {
+        ok = fail("%s: %s", where, jobs[t].error);
+        break;
+      }
+      for (size_t i = 0; i < jobs[t].pairs.count; i++) samples_push(&all, jobs[t].pairs.v[i]);
+      qsort(jobs[t].pairs.v, jobs[t].pairs.count, sizeof(uint64_t), compare_u64);
+      r->per_thread_median_ns[t] = percentile(jobs[t].pairs.v, jobs[t].pairs.count, 0.5);
+      if (jobs[t].start_ns < first) first = jobs[t].start_ns;
+      if (jobs[t].end_ns > last) last = jobs[t].end_ns;
+      allocs += jobs[t].allocs;
+    }
+    if (ok) {
+      summarize(r, &all);
+      r->wall_s = (double)(last - first) * 1e-9;
+      r->throughput = r->wall_s > 0 ? (double)r->pairs / r->wall_s : 0;
+      finish_stats(r, &a, where, allocs);
+    }
+    samples_release(&all);
+  }
+  for (int t = 0; t < threads; t++) samples_release(&jobs[t].pairs);
+  return allocator_close(&a, where) && ok;
+}
+
+/* ---- the table ------------------------------------------------------------------------ */
+
+static void format_bytes(char *out, size_t size, size_t bytes) {
+  if (bytes >= MIB && bytes % MIB == 0)
+    snprintf(out, size, "%zu MiB", bytes / MIB);
+  else if (bytes >= KIB && bytes % KIB == 0)
+    snprintf(out, size, "%zu KiB", bytes / KIB);
+  else if (bytes >= MIB)
+    snprintf(out, size, "%.2f MiB", (double)bytes / (double)MIB);
+  else
+    snprintf(out, size, "%zu B", bytes);
+}
+
+/* The parameters of a result, as the table shows them; equal strings group A/B runs. */
+static void format_params(char *out, size_t size, const result *r) {
+  char bytes[32];
+  format_bytes(bytes, sizeof bytes, r->max_size);
+  if (strcmp(r->workload, "random_allocations") == 0)
+    snprintf(out, size, "max %s, n %zu", bytes, r->n);
+  else if (strcmp(r->workload, "steady_state") == 0)
+    snprintf(out, size, "%zu frames", r->n);
+  else if (strcmp(r->workload, "multi_stream") == 0)
+    snprintf(out, size, "%s, n %zu", r->stream_waits ? "waits" : "no waits", r->n);
+  else
+    snprintf(out, size, "%d thr x %zu", r->threads, r->n);
+}
+
+static void print_table_header(void) {
+  printf("%-18s %-22s %-11s %9s %9s %8s %8s %8s %9s  %s\n", "workload", "parameters", "mode",
+         "pairs", "median ns", "p99 ns", "hit rate", "upstream", "peak r/u", "notes");
+}
+
+static void print_row(const result *r) {
+  char params[64], hit[16] = "-", upstream[24] = "-", peak[16] = "-", notes[96] = "";
+  format_params(params, sizeof params, r);
+  if (r->has_stats) {
+    if (r->stats.requests) snprintf(hit, sizeof hit, "%.4f", hit_rate(r));
+    snprintf(upstream, sizeof upstream, "%" PRIu64, r->stats.upstream_allocs);
+    if (r->stats.peak_bytes_in_use)
+      snprintf(peak, sizeof peak, peak_ratio(r) < 1000 ? "%.3f" : "%.3g", peak_ratio(r));
+  }
+  if (r->has_after_warmup)
+    snprintf(notes, sizeof notes, "upstream after warm-up %" PRIu64, r->upstream_after_warmup);
+  else if (r->stream_waits >= 0 && r->has_stats)
+    snprintf(notes, sizeof notes,
+             "waits %" PRIu64 ", cross-stream %" PRIu64 ", host syncs %" PRIu64,
+             r->stats.inserted_waits, r->stats.cross_stream_reuses, r->stats.host_synchronizations);
+  else if (r->threads)
+    snprintf(notes, sizeof notes, "%.2f M pairs/s", r->throughput * 1e-6);
+  printf("%-18s %-22s %-11s %9zu %9" PRIu64 " %8" PRIu64 " %8s %8s %9s  %s\n", r->workload, params,
+         mode_names[r->mode], r->pairs, r->median_ns, r->p99_ns, hit, upstream, peak, notes);
+  fflush(stdout);
+}
+
+/* ---- ratios and goals ---------------------------------------------------------------- */
+
+static bool same_params(const result *a, const result *b) {
+  return strcmp(a->workload, b->workload) == 0 && a->max_size == b->max_size && a->n == b->n &&
+         a->threads == b->threads && a->stream_waits == b->stream_waits;
+}
+
+static const result *find_run(const results *rs, const result *like, bench_mode mode) {
+  for (size_t i = 0; i < rs->count; i++)
+    if (rs->v[i].mode == mode && same_params(&rs->v[i], like)) return &rs->v[i];
+  return NULL;
+}
+
+static double median_ratio(const result *other, const result *pooled) {
+  if (!other || !pooled) return -1;
+  return (double)other->median_ns / (double)(pooled->median_ns ? pooled->median_ns : 1);
+}
+
+static json_t *json_ratio(double ratio) {
+  return ratio >= 0 ? json_real(ratio) : json_null();
+}
+
+/* Print the side-by-side ratios (other mode's median / pooled median) and return them
+ * as JSON. */
+static json_t *print_ratios(const bench_env *env) {
+  bench_mode third = env->backend == PLM_BACKEND_CUDA ? MODE_CUDA_ASYNC : MODE_JEMALLOC;
+  char third_title[40];
+  snprintf(third_title, sizeof third_title, "%s/pooled", mode_names[third]);
+  printf("\nratios of medians (x: how many times the pooled median; > 1 means pooled is faster)\n");
+  printf("%-18s %-22s %18s %18s\n", "workload", "parameters", "passthrough/pooled", third_title);
+  json_t *out = json_array();
+  for (size_t i = 0; i < env->results.count; i++) {
+    const result *pooled = &env->results.v[i];
+    if (pooled->mode != MODE_POOLED) continue;
+    double pass = median_ratio(find_run(&env->results, pooled, MODE_PASSTHROUGH), pooled);
+    double other = median_ratio(find_run(&env->results, pooled, third), pooled);
+    char params[64], a[24] = "-", b[24] = "-";
+    format_params(params, sizeof params, pooled);
+    if (pass >= 0) snprintf(a, sizeof a, "%.2fx", pass);
+    if (other >= 0) snprintf(b, sizeof b, "%.2fx", other);
+    printf("%-18s %-22s %18s %18s\n", pooled->workload, params, a, b);
+    json_t *row = json_object();
+    json_object_set_new(row, "workload", json_string(pooled->workload));
+    json_object_set_new(row, "parameters", json_string(params));
+    json_object_set_new(row, "passthrough_over_pooled", json_ratio(pass));
+    char key[48];
+    snprintf(key, sizeof key, "%s_over_pooled", mode_names[third]);
+    json_object_set_new(row, key, json_ratio(other));
+    json_array_append_new(out, row);
+  }
+  return out;
+}
+
+/* One goal line: met is 1, 0, or -1 when it could not be judged here. */
+static void goal(json_t *goals, const char *text, int met, const char *fmt, ...) {
+  char measured[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(measured, sizeof measured, fmt, ap);
+  va_end(ap);
+  const char *verdict = met > 0 ? "met" : met == 0 ? "NOT MET" : "n/a";
+  printf("  [%-7s] %s\n            %s\n", verdict, text, measured);
+  json_t *g = json_object();
+  json_object_set_new(g, "goal", json_string(text));
+  json_object_set_new(g, "measured", json_string(measured));
+  json_object_set_new(g, "met", met < 0 ? json_null() : json_boolean(met));
+  json_array_append_new(goals, g);
+}
+
+/* The worst (smallest when `smallest`, else largest) ratio other/pooled of medians over
+ * all groups that ran both; NULL *where when none did. */
+static double worst_ratio(const results *rs, bench_mode other, bool smallest, char *where,
+                          size_t size) {
+  double worst = -1;
+  where[0] = '\0';
+  for (size_t i = 0; i < rs->count; i++) {
+    const result *pooled = &rs->v[i];
+    if (pooled->mode != MODE_POOLED) continue;
+    double ratio = median_ratio(find_run(rs, pooled, other), pooled);
+    if (ratio < 0) continue;
+    if (worst < 0 || (smallest ? ratio < worst : ratio > worst)) {
+      char params[64];
+      format_params(params, sizeof params, pooled);
+      worst = ratio;
+      snprintf(where, size, "%s, %s", pooled->workload, params);
+    }
+  }
+  return worst;
+}
+
+static json_t *print_goals(const bench_env *env) {
+  const results *rs = &env->results;
+  json_t *goals = json_array();
+  bool cuda = env->backend == PLM_BACKEND_CUDA;
+  char where[128];
+  printf("\ngoals (reported, never enforced)\n");
+
+  const result *small = NULL;
+  for (size_t i = 0; i < rs->count; i++)
+    if (rs->v[i].mode == MODE_POOLED && rs->v[i].threads == 1) small = &rs->v[i];
+  if (small)
+    goal(goals, "<= 100 ns median per alloc+free pair on the cached small path",
+         small->median_ns <= 100, "%" PRIu64 " ns (threads, 1 thread, sizes 1 B..64 KiB, pooled)",
+         small->median_ns);
+  else
+    goal(goals, "<= 100 ns median per alloc+free pair on the cached small path", -1,
+         "not measured (threads workload not run)");
+
+  if (!cuda) {
+    /* pooled / jemalloc: the largest over all groups. */
+    double worst = -1;
+    where[0] = '\0';
+    for (size_t i = 0; i < rs->count; i++) {
+      const result *pooled = &rs->v[i];
+      if (pooled->mode != MODE_POOLED) continue;
+      const result *je = find_run(rs, pooled, MODE_JEMALLOC);
+      if (!je) continue;
+      double ratio = (double)pooled->median_ns / (double)(je->median_ns ? je->median_ns : 1);
+      if (ratio > worst) {
+        char params[64];
+        format_params(params, sizeof params, pooled);
+        worst = ratio;
+        snprintf(where, sizeof where, "%s, %s", pooled->workload, params);
+      }
+    }
+    if (worst >= 0)
+      goal(goals, "pooled median within 1.5x of jemalloc's (host)", worst <= 1.5,
+           "worst pooled/jemalloc %.2fx (%s)", worst, where);
+    else
+      goal(goals, "pooled median within 1.5x of jemalloc's (host)", -1, "not measured");
+  } else {
+    goal(goals, "pooled median within 1.5x of jemalloc's (host)", -1, "not run on cuda");
+  }
+
+  double pass = worst_ratio(rs, MODE_PASSTHROUGH, true, where, sizeof where);
+  if (cuda && pass >= 0)
+    goal(goals, "on a GPU, pooled >= 100x faster than passthrough", pass >= 100,
+         "smallest passthrough/pooled %.1fx (%s)", pass, where);
+  else if (pass >= 0)
+    goal(goals, "on a GPU, pooled >= 100x faster than passthrough", -1,
+         "host backend: smallest passthrough/pooled here %.2fx (%s)", pass, where);
+  else
+    goal(goals, "on a GPU, pooled >= 100x faster than passthrough", -1, "not measured");
+
+  double async = cuda ? worst_ratio(rs, MODE_CUDA_ASYNC, true, where, sizeof where) : -1;
+  if (async >= 0)
+    goal(goals, "on a GPU, pooled faster than cuda_async", async > 1,
+         "smallest cuda_async/pooled %.2fx (%s)", async, where);
+  else
+    goal(goals, "on a GPU, pooled faster than cuda_async", -1,
+         cuda ? "not measured" : "host backend: cuda_async needs a GPU");
+
+  const result *steady = NULL;
+  for (size_t i = 0; i < rs->count; i++)
+    if (rs->v[i].mode == MODE_POOLED && rs->v[i].has_after_warmup) steady = &rs->v[i];
+  if (steady)
+    goal(goals, "zero upstream allocations after warm-up in steady_state",
+         steady->upstream_after_warmup == 0,
+         "%" PRIu64 " upstream allocations after frame %d of %zu (pooled)",
+         steady->upstream_after_warmup, STEADY_WARMUP_FRAMES, steady->n);
+  else
+    goal(goals, "zero upstream allocations after warm-up in steady_state", -1, "not measured");
+
+  double worst_peak = -1;
+  int runs = 0, within = 0;
+  for (size_t i = 0; i < rs->count; i++) {
+    const result *r = &rs->v[i];
+    if (r->mode != MODE_POOLED || strcmp(r->workload, "random_allocations") != 0 || !r->has_stats ||
+        !r->stats.peak_bytes_in_use)
+      continue;
+    double ratio = peak_ratio(r);
+    runs++;
+    within += ratio <= 1.25;
+    if (ratio > worst_peak) {
+      worst_peak = ratio;
+      format_params(where, sizeof where, r);
+    }
+  }
+  if (runs)
+    goal(goals, "peak reserved <= 1.25 x peak in use on random_allocations", within == runs,
+         "%d of %d runs within; worst %.3f (%s, pooled)", within, runs, worst_peak, where);
+  else
+    goal(goals, "peak reserved <= 1.25 x peak in use on random_allocations", -1, "not measured");
+  return goals;
+}
+
+/* ---- JSON ------------------------------------------------------------------------------ */
+
+static json_t *json_u64(uint64_t v) {
+  return json_integer((json_int_t)v);
+}
+
+static json_t *result_json(const result *r) {
+  json_t *o = json_object();
+  json_object_set_new(o, "workload", json_string(r->workload));
+  json_object_set_new(o, "mode", json_string(mode_names[r->mode]));
+  json_object_set_new(o, "max_size", json_u64(r->max_size));
+  json_object_set_new(o, "n", json_u64(r->n));
+  if (r->threads) json_object_set_new(o, "threads", json_integer(r->threads));
+  if (r->stream_waits >= 0) json_object_set_new(o, "stream_waits", json_boolean(r->stream_waits));
+  json_object_set_new(o, "pairs", json_u64(r->pairs));
+  json_object_set_new(o, "ns_per_pair_median", json_u64(r->median_ns));
+  json_object_set_new(o, "ns_per_pair_p99", json_u64(r->p99_ns));
+  json_object_set_new(o, "ns_per_pair_mean", json_real(r->mean_ns));
+  json_object_set_new(o, "wall_s", json_real(r->wall_s));
+  const plm_pool_stats *s = &r->stats;
+  bool st = r->has_stats;
+  json_object_set_new(o, "hit_rate", st && s->requests ? json_real(hit_rate(r)) : json_null());
+  json_object_set_new(o, "upstream_allocs", st ? json_u64(s->upstream_allocs) : json_null());
+  json_object_set_new(o, "peak_reserved_over_in_use",
+                      st && s->peak_bytes_in_use ? json_real(peak_ratio(r)) : json_null());
+  if (strcmp(r->workload, "steady_state") == 0)
+    json_object_set_new(o, "upstream_allocs_after_warmup",
+                        r->has_after_warmup ? json_u64(r->upstream_after_warmup) : json_null());
+  if (strcmp(r->workload, "multi_stream") == 0) {
+    json_object_set_new(o, "inserted_waits", st ? json_u64(s->inserted_waits) : json_null());
+    json_object_set_new(o, "cross_stream_reuses",
+                        st ? json_u64(s->cross_stream_reuses) : json_null());
+  }
+  if (r->threads) {
+    json_object_set_new(o, "throughput_pairs_per_s", json_real(r->throughput));
+    json_t *medians = json_array();
+    for (int t = 0; t < r->threads; t++)
+      json_array_append_new(medians, json_u64(r->per_thread_median_ns[t]));
+    json_object_set_new(o, "per_thread_median_ns", medians);
+  }
+  if (st) {
+    json_t *stats = json_object();
+    json_object_set_new(stats, "requests", json_u64(s->requests));
+    json_object_set_new(stats, "hits", json_u64(s->hits));
+    json_object_set_new(stats, "failures", json_u64(s->failures));
+    json_object_set_new(stats, "upstream_allocs", json_u64(s->upstream_allocs));
+    json_object_set_new(stats, "upstream_frees", json_u64(s->upstream_frees));
+    json_object_set_new(stats, "bytes_in_use", json_u64(s->bytes_in_use));
+    json_object_set_new(stats, "live_blocks", json_u64(s->live_blocks));
+    json_object_set_new(stats, "bytes_reserved", json_u64(s->bytes_reserved));
+    json_object_set_new(stats, "peak_bytes_in_use", json_u64(s->peak_bytes_in_use));
+    json_object_set_new(stats, "peak_bytes_reserved", json_u64(s->peak_bytes_reserved));
+    json_object_set_new(stats, "largest_free_block", json_u64(s->largest_free_block));
+    json_object_set_new(stats, "fragmentation", json_real(s->fragmentation));
+    json_object_set_new(stats, "cross_stream_reuses", json_u64(s->cross_stream_reuses));
+    json_object_set_new(stats, "inserted_waits", json_u64(s->inserted_waits));
+    json_object_set_new(stats, "host_synchronizations", json_u64(s->host_synchronizations));
+    json_object_set_new(o, "stats", stats);
+  }
+  return o;
+}
+
+static const char *run_size_name(run_size size) {
+  return size == RUN_SMOKE ? "smoke" : size == RUN_QUICK ? "quick" : "full";
+}
+
+static json_t *document_json(const bench_env *env, json_t *ratios, json_t *goals) {
+  const plm_build_info *build = plm_build_info_get();
+  json_t *doc = json_object();
+  json_object_set_new(doc, "benchmark", json_string("pool"));
+  json_object_set_new(doc, "backend", json_string(plm_backend_name(env->backend)));
+  json_object_set_new(doc, "device", json_string(env->info.name));
+  json_object_set_new(doc, "commit", json_string(build->git_commit));
+  if (env->backend == PLM_BACKEND_CUDA) {
+    char driver[32], runtime[32];
+    snprintf(driver, sizeof driver, "%d.%d", env->info.driver_version / 1000,
+             env->info.driver_version % 1000 / 10);
+    snprintf(runtime, sizeof runtime, "%d.%d", env->info.runtime_version / 1000,
+             env->info.runtime_version % 1000 / 10);
+    json_object_set_new(doc, "driver", json_string(driver));
+    json_object_set_new(doc, "cuda_runtime", json_string(runtime));
+  } else {
+    json_object_set_new(doc, "driver", json_null());
+  }
+  json_object_set_new(doc, "plume_version", json_string(build->version));
+  json_object_set_new(doc, "build_type", json_string(build->build_type));
+  char date[32];
+  time_t now = time(NULL);
+  struct tm utc;
+  gmtime_r(&now, &utc);
+  strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  json_object_set_new(doc, "date", json_string(date));
+  json_object_set_new(doc, "run", json_string(run_size_name(env->opt.size)));
+  json_object_set_new(doc, "cores", json_integer(env->info.multiprocessors));
+  json_object_set_new(doc, "timer_overhead_ns", json_u64(timer_overhead_ns));
+  json_object_set_new(doc, "live_bytes_cap", json_u64(env->live_cap));
+  json_t *list = json_array();
+  for (size_t i = 0; i < env->results.count; i++)
+    json_array_append_new(list, result_json(&env->results.v[i]));
+  json_object_set_new(doc, "results", list);
+  json_object_set_new(doc, "ratios", ratios);
+  json_object_set_new(doc, "goals", goals);
+  json_object_set_new(doc, "warnings", json_incref(warnings));
+  return doc;
+}
+
+/* Check that path holds a bench_pool result document; prints why not. */
+static bool validate_json(const char *path) {
+  static const char *const top_keys[] = {"benchmark", "backend", "device",
+                                         "commit",    "driver",  "results"};
+  static const char *const result_keys[] = {"workload",
+                                            "mode",
+                                            "max_size",
+                                            "n",
+                                            "ns_per_pair_median",
+                                            "ns_per_pair_p99",
+                                            "hit_rate",
+                                            "upstream_allocs",
+                                            "peak_reserved_over_in_use"};
+  json_error_t error;
+  json_t *doc = json_load_file(path, 0, &error);
+  if (!doc) {
+    fprintf(stderr, "bench_pool: %s:%d:%d: %s\n", path, error.line, error.column, error.text);
+    return false;
+  }
+  const char *problem = NULL;
+  for (size_t k = 0; !problem && k < sizeof top_keys / sizeof top_keys[0]; k++)
+    if (!json_object_get(doc, top_keys[k])) problem = top_keys[k];
+  const char *benchmark = json_string_value(json_object_get(doc, "benchmark"));
+  json_t *list = json_object_get(doc, "results");
+  if (!problem && (!benchmark || strcmp(benchmark, "pool") != 0))
+    problem = "benchmark (not \"pool\")";
+  if (!problem && (!json_is_array(list) || json_array_size(list) == 0))
+    problem = "results (not a non-empty array)";
+  if (problem) {
+    fprintf(stderr, "bench_pool: %s: missing or wrong \"%s\"\n", path, problem);
+    json_decref(doc);
+    return false;
+  }
+  for (size_t i = 0; !problem && i < json_array_size(list); i++) {
+    json_t *r = json_array_get(list, i);
+    for (size_t k = 0; !problem && k < sizeof result_keys / sizeof result_keys[0]; k++)
+      if (!json_object_get(r, result_keys[k])) problem = result_keys[k];
+    const char *workload = json_string_value(json_object_get(r, "workload"));
+    if (!problem && workload && strcmp(workload, "steady_state") == 0 &&
+        !json_object_get(r, "upstream_allocs_after_warmup"))
+      problem = "upstream_allocs_after_warmup";
+    if (problem) fprintf(stderr, "bench_pool: %s: result %zu lacks \"%s\"\n", path, i, problem);
+  }
+  json_decref(doc);
+  return problem == NULL;
+}
+
+/* ---- main ----------------------------------------------------------------------------- */
+
+static bool add_run(bench_env *env, result **out) {
+  *out = results_add(&env->results);
+  return *out != NULL || fail("out of host memory for results");
+}
+
+static bool wants(const bench_env *env, const char *workload) {
+  return !env->opt.only_workload || strcmp(env->opt.only_workload, workload) == 0;
+}
+
+static bool run_all(bench_env *env) {
+  bench_mode modes[3] = {MODE_POOLED, MODE_PASSTHROUGH,
+                         env->backend == PLM_BACKEND_CUDA ? MODE_CUDA_ASYNC : MODE_JEMALLOC};
+  run_size size = env->opt.size;
+  result *r;
+
+  if (wants(env, "random_allocations")) {
+    static const size_t max_sizes[] = {4 * KIB, MIB, 64 * MIB};
+    static const size_t counts[] = {1000, 10000, 100000};
+    for (int s = 0; s < 3; s++) {
+      for (int c = 0; c < 3; c++) {
+        size_t n = counts[c];
+        if (size == RUN_SMOKE && c > 0) continue;
+        /* --smoke: few blocks (64 MiB ones are slow under AddressSanitizer). */
+        if (size == RUN_SMOKE) n = s == 2 ? 50 : 200;
+        /* --quick: no 100000 with 64 MiB blocks (passthrough maps and unmaps each). */
+        if (size == RUN_QUICK && c == 2 && s == 2) continue;
+        for (int m = 0; m < 3; m++) {
+          if (!add_run(env, &r) || !random_allocations(env, modes[m], max_sizes[s], n, r))
+            return false;
+          print_row(r);
+        }
+      }
+    }
+  }
+  if (wants(env, "steady_state")) {
+    size_t frames = size == RUN_FULL ? 10000 : size == RUN_QUICK ? 2000 : 30;
+    for (int m = 0; m < 3; m++) {
+      if (!add_run(env, &r) || !steady_state(env, modes[m], frames, r)) return false;
+      print_row(r);
+    }
+  }
+  if (wants(env, "multi_stream")) {
+    size_t n = size == RUN_FULL ? 20000 : size == RUN_QUICK ? 5000 : 100;
+    for (int waits = 1; waits >= 0; waits--) {
+      for (int m = 0; m < 3; m++) {
+        if (modes[m] == MODE_JEMALLOC) continue; /* no stream order to honour */
+        if (!add_run(env, &r) || !multi_stream(env, modes[m], waits, MIB, n, r)) return false;
+        print_row(r);
+      }
+    }
+  }
+  if (wants(env, "threads")) {
+    size_t n = size == RUN_FULL ? 200000 : size == RUN_QUICK ? 50000 : 500;
+    static const int counts[] = {1, 2, 4};
+    for (int t = 0; t < 3; t++) {
+      for (int m = 0; m < 3; m++) {
+        if (!add_run(env, &r) || !threads_workload(env, modes[m], counts[t], n, r)) return false;
+        print_row(r);
+      }
+    }
+  }
+  return true;
+}
+
+static bool open_env(bench_env *env) {
+  plm_context_config config = {.backend = env->opt.backend};
+  plm_status status = plm_context_create(&config, &env->ctx);
+  if (status != PLM_OK) return fail_call("setup", "plm_context_create", status);
+  if ((status = plm_context_backend(env->ctx, &env->backend)) != PLM_OK)
+    return fail_call("setup", "plm_context_backend", status);
+  if ((status = plm_context_device_info(env->ctx, &env->info)) != PLM_OK)
+    return fail_call("setup", "plm_context_device_info", status);
+  plm_stream **streams[2 + MAX_THREADS] = {&env->stream1, &env->stream2};
+  for (int t = 0; t < MAX_THREADS; t++) streams[2 + t] = &env->thread_streams[t];
+  for (int i = 0; i < 2 + MAX_THREADS; i++)
+    if ((status = plm_stream_create(env->ctx, PLM_STREAM_DEFAULT, streams[i])) != PLM_OK)
+      return fail_call("setup", "plm_stream_create", status);
+  device_total_memory = env->info.total_memory;
+  env->live_cap = 4 * GIB;
+  if (env->info.free_memory && env->info.free_memory / 2 < env->live_cap)
+    env->live_cap = (size_t)(env->info.free_memory / 2);
+  return true;
+}
+
+static void close_env(bench_env *env) {
+  plm_stream_destroy(env->stream1);
+  plm_stream_destroy(env->stream2);
+  for (int t = 0; t < MAX_THREADS; t++) plm_stream_destroy(env->thread_streams[t]);
+  plm_status status = plm_context_destroy(env->ctx);
+  if (status != PLM_OK)
+    warn("plm_context_destroy -> %s: %s", plm_status_str(status), plm_last_error());
+  free(env->results.v);
+}
+
+/* Learn before the run, not after it, that the JSON cannot be written. */
+static bool json_path_writable(const char *path) {
+  FILE *probe = fopen(path, "r");
+  bool existed = probe != NULL;
+  if (probe) fclose(probe);
+  probe = fopen(path, "a");
+  if (!probe) {
+    fprintf(stderr, "bench_pool: cannot write %s: %s\n", path, strerror(errno));
+    return false;
+  }
+  fclose(probe);
+  if (!existed) remove(path);
+  return true;
+}
+
+static int parse_args(int argc, char **argv, options *opt, const char **validate) {
+  for (int i = 1; i < argc; i++) {
+    const char *arg = argv[i];
+    bool has_value = i + 1 < argc;
+    if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+      print_usage(stdout);
+      exit(0);
+    } else if (strcmp(arg, "--quick") == 0) {
+      opt->size = RUN_QUICK;
+    } else if (strcmp(arg, "--smoke") == 0) {
+      opt->size = RUN_SMOKE;
+    } else if (strcmp(arg, "--json") == 0 && has_value) {
+      opt->json_path = argv[++i];
+    } else if (strcmp(arg, "--validate-json") == 0 && has_value) {
+      *validate = argv[++i];
+    } else if (strcmp(arg, "--backend") == 0 && has_value) {
+      if (plm_backend_parse(argv[++i], &opt->backend) != PLM_OK) {
+        fprintf(stderr, "bench_pool: --backend '%s': expected host, cuda or auto\n", argv[i]);
+        return EXIT_USAGE;
+      }
+    } else if (strcmp(arg, "--workload") == 0 && has_value) {
+      opt->only_workload = argv[++i];
+      bool known = false;
+      for (size_t w = 0; w < sizeof workload_names / sizeof workload_names[0]; w++)
+        known |= strcmp(opt->only_workload, workload_names[w]) == 0;
+      if (!known) {
+        fprintf(stderr,
+                "bench_pool: --workload '%s': expected random_allocations, steady_state, "
+                "multi_stream or threads\n",
+                opt->only_workload);
+        return EXIT_USAGE;
+      }
+    } else if (strcmp(arg, "--json") == 0 || strcmp(arg, "--backend") == 0 ||
+               strcmp(arg, "--workload") == 0 || strcmp(arg, "--validate-json") == 0) {
+      fprintf(stderr, "bench_pool: %s needs a value (see bench_pool --help)\n", arg);
+      return EXIT_USAGE;
+    } else {
+      fprintf(stderr, "bench_pool: unknown argument '%s' (see bench_pool --help)\n", arg);
+      return EXIT_USAGE;
+    }
+  }
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  bench_env env = {0};
+  const char *validate = NULL;
+  int usage = parse_args(argc, argv, &env.opt, &validate);
+  if (usage) return usage;
+  if (validate) {
+    if (!validate_json(validate)) return EXIT_RUNTIME_FAILURE;
+    printf("%s: a valid bench_pool result file\n", validate);
+    return 0;
+  }
+
+  if (env.opt.json_path && !json_path_writable(env.opt.json_path)) return EXIT_RUNTIME_FAILURE;
+  warnings = json_array();
+  measure_timer_overhead();
+  if (!open_env(&env)) {
+    fprintf(stderr, "bench_pool: %s\n", bench_error);
+    close_env(&env);
+    json_decref(warnings);
+    return EXIT_RUNTIME_FAILURE;
+  }
+  const plm_build_info *build = plm_build_info_get();
+  printf("bench_pool: %s backend, %s; plume %s (commit %s, %s); %s run\n",
+         plm_backend_name(env.backend), env.info.name, build->version, build->git_commit,
+         build->build_type, run_size_name(env.opt.size));
+  printf("per-op clock overhead %" PRIu64
+         " ns (subtracted); a pair = one block's alloc + its free\n\n",
+         timer_overhead_ns);
+  print_table_header();
+
+  int exit_code = 0;
+  if (!run_all(&env)) {
+    fprintf(stderr, "bench_pool: %s\n", bench_error);
+    exit_code = EXIT_RUNTIME_FAILURE;
+  }
+  json_t *ratios = print_ratios(&env);
+  json_t *goals = print_goals(&env);
+  json_t *doc = document_json(&env, ratios, goals);
+  if (env.opt.json_path) {
+    if (json_dump_file(doc, env.opt.json_path, JSON_INDENT(2) | JSON_REAL_PRECISION(6)) != 0) {
+      fprintf(stderr, "bench_pool: cannot write %s: %s\n", env.opt.json_path, strerror(errno));
+      exit_code = EXIT_RUNTIME_FAILURE;
+    } else if (!validate_json(env.opt.json_path)) {
+      exit_code = EXIT_RUNTIME_FAILURE;
+    } else {
+      printf("\nwrote %s\n", env.opt.json_path);
+    }
+  }
+  json_decref(doc);
+  close_env(&env);
+  json_decref(warnings);
+  return exit_code;
+}

@@ -1,0 +1,215 @@
+/* plume/pool.h: the stream-ordered device memory pool and the pinned host pool.
+ *
+ * Device pool. The same contract as cudaMallocAsync:
+ *   - plm_pool_alloc(pool, bytes, stream, &ptr): the block may be used by work
+ *     enqueued on `stream` after the call (and by other streams once they are
+ *     ordered after it with an event);
+ *   - plm_pool_free(pool, ptr, stream): work enqueued on `stream` before the call
+ *     may still use the block; the pool hands it out again only when that is safe:
+ *     at once to later work on the same stream; to another stream once the free's
+ *     work has completed (opportunistic reuse) or, if the pool may insert stream
+ *     waits, by making that stream wait for it on the device.
+ * The host never blocks in these calls, with two exceptions on the slow path: as
+ * the last step before reporting out-of-memory, and when the pool gives idle chunks
+ * back upstream (beyond release_threshold, or to make room under byte_limit),
+ * since cudaFree synchronises the device. Blocks are 256-byte aligned. Both calls are thread-safe,
+ * make no backend (CUDA) call on their fast path, and take O(1) time however many blocks are live
+ * or free.
+ *
+ * Modes, for A/B measurements:
+ *   PLM_POOL_POOLED       plume's pool (below);
+ *   PLM_POOL_PASSTHROUGH  upstream on every call: cudaMalloc/cudaFree, or aligned
+ *                         malloc/free on the host backend (free blocks the host
+ *                         until the device is done with the block, as cudaFree);
+ *   PLM_POOL_CUDA_ASYNC   cudaMallocAsync/cudaFreeAsync on a cudaMemPool whose
+ *                         release threshold is UINT64_MAX (cuda backend only).
+ *
+ * How the pooled mode works (the design notes are in pool/pool_internal.h):
+ * memory is reserved from upstream in chunks; small requests (up to 64 KiB) are
+ * served from exact size classes, medium ones by a two-level segregated fit
+ * (TLSF) with splitting and immediate coalescing, and requests at or above
+ * `huge_bytes` get a chunk of their own. All streams share one free structure;
+ * a block freed on stream S is first usable by S only, and becomes usable by all
+ * once the pool learns (from an event it records lazily, off the fast path) that
+ * S has passed the free.
+ *
+ * When an allocation finds nothing, the pool, in this order: reuses frees whose
+ * work has completed (learning it from an event, or from the freeing stream being
+ * idle); coalesces cached small blocks; makes the stream wait on the device for a
+ * pending free of another stream (unless PLM_POOL_NO_STREAM_WAITS); gives idle
+ * chunks back upstream beyond the release threshold and grows (within byte_limit),
+ * giving every idle chunk back if the limit or upstream refuses; blocks the host on
+ * the specific pending frees that would satisfy the request; and only then fails
+ * with PLM_ERR_OUT_OF_MEMORY and a message stating the request, bytes in use,
+ * reserved, the largest free block and the fragmentation. It never aborts, and
+ * stays usable after a failure.
+ *
+ * Waits or memory: when one stream frees what another allocates and the host runs
+ * ahead of the device, the frees stay pending. By default the allocating stream
+ * then waits for them on the device (as cudaMallocAsync does with internal
+ * dependencies allowed), so memory stays bounded. With PLM_POOL_NO_STREAM_WAITS the
+ * streams stay independent and the pool grows instead, up to byte_limit, and then
+ * blocks the host: set a byte_limit with that flag.
+ */
+#ifndef PLUME_POOL_H
+#define PLUME_POOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plume/context.h"
+#include "plume/export.h"
+#include "plume/status.h"
+#include "plume/stream.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct plm_pool plm_pool;
+
+typedef enum plm_pool_mode {
+  PLM_POOL_POOLED = 0,
+  PLM_POOL_PASSTHROUGH = 1,
+  PLM_POOL_CUDA_ASYNC = 2
+} plm_pool_mode;
+
+typedef enum plm_pool_growth {
+  /* Each new chunk is max(request, min_chunk_bytes, reserved / 4): few upstream
+   * calls, and a chunk never adds more than a quarter of what is already reserved
+   * (beyond the request itself). */
+  PLM_POOL_GROW_PROPORTIONAL = 0,
+  /* Each new chunk is max(request, min_chunk_bytes). */
+  PLM_POOL_GROW_FIXED = 1
+} plm_pool_growth;
+
+/* Pool flags. */
+enum {
+  PLM_POOL_DEFAULT = 0,
+  /* Never make one stream wait for another to reuse a block; such blocks wait
+   * until their free has completed (cudaMemPoolReuseAllowInternalDependencies off). */
+  PLM_POOL_NO_STREAM_WAITS = 1u << 0
+};
+
+/* A zeroed config is valid and means: pooled, no byte limit, idle chunks kept
+ * (release_threshold 0 is read as "keep all"; see PLM_POOL_RELEASE_IDLE), no
+ * initial reservation, proportional growth from 2 MiB chunks, huge at 256 MiB,
+ * stream waits allowed. */
+typedef struct plm_pool_config {
+  plm_pool_mode mode;
+  unsigned flags;
+  size_t byte_limit;          /* most bytes reserved from upstream; 0: no limit */
+  size_t release_threshold;   /* the slow path gives idle chunks back while more
+                                 than this is reserved; 0: keep all */
+  size_t initial_reservation; /* reserve this much at creation (one chunk) */
+  plm_pool_growth growth;
+  size_t min_chunk_bytes; /* 0: 2 MiB */
+  size_t huge_bytes;      /* requests this large get their own chunk; 0: 256 MiB */
+} plm_pool_config;
+
+/* release_threshold value that gives idle chunks back as soon as the slow path sees
+ * them. */
+#define PLM_POOL_RELEASE_IDLE ((size_t)1)
+
+typedef struct plm_pool_stats {
+  uint64_t requests;        /* plm_pool_alloc calls that succeeded */
+  uint64_t hits;            /* of those, served without reserving memory */
+  uint64_t failures;        /* plm_pool_alloc calls that failed for lack of memory */
+  uint64_t upstream_allocs; /* chunks (or, passthrough, blocks) taken upstream */
+  uint64_t upstream_frees;  /* chunks (or blocks) given back upstream */
+  uint64_t bytes_in_use;    /* bytes of live blocks (rounded to 256) */
+  uint64_t bytes_requested; /* bytes the live blocks were asked for */
+  uint64_t bytes_reserved;  /* bytes held from upstream */
+  uint64_t peak_bytes_in_use;
+  uint64_t peak_bytes_reserved;
+  uint64_t largest_free_block; /* bytes; free blocks pending on a stream included */
+  double fragmentation;        /* 1 - largest free / total free; 0 when nothing is free */
+  uint64_t live_blocks;
+  uint64_t cross_stream_reuses;   /* blocks freed on one stream handed to another */
+  uint64_t inserted_waits;        /* stream waits the pool enqueued to reuse a block */
+  uint64_t host_synchronizations; /* times the pool blocked the host: the last step before
+                                     out-of-memory, giving chunks back upstream, trimming */
+} plm_pool_stats;
+
+/* The config a NULL cfg stands for (same as a zeroed one). */
+PLM_API plm_pool_config plm_pool_config_default(void);
+
+/* Create a pool on ctx. Blocks while initial_reservation is reserved. Errors:
+ * PLM_ERR_INVALID_ARG (NULL ctx or out, unknown mode or flags, byte_limit below
+ * initial_reservation), PLM_ERR_UNSUPPORTED (CUDA_ASYNC on the host backend),
+ * PLM_ERR_OUT_OF_MEMORY (the initial reservation failed). */
+PLM_API plm_status plm_pool_create(plm_context *ctx, const plm_pool_config *cfg, plm_pool **out);
+
+/* Destroy a pool: waits for the context's device work to finish, then gives all
+ * memory back upstream. Live blocks are freed with it; when there were any the pool
+ * is still destroyed but the call returns PLM_ERR_INVALID_STATE counting them. NULL
+ * is a no-op. The context's default pool is destroyed with the context only. */
+PLM_API plm_status plm_pool_destroy(plm_pool *pool);
+
+/* The context's default pool (a zeroed config), created on first use. Thread-safe. */
+PLM_API plm_status plm_context_default_pool(plm_context *ctx, plm_pool **out);
+
+/* Allocate bytes (> 0) for use on stream, in stream order (see above). Thread-safe;
+ * does not block except as the last step before failing. Errors:
+ * PLM_ERR_INVALID_ARG (NULL pool, stream or ptr; bytes 0 or too large to align; a
+ * stream of another context), PLM_ERR_OUT_OF_MEMORY (with the diagnostic). *ptr is
+ * NULL on failure. */
+PLM_API plm_status plm_pool_alloc(plm_pool *pool, size_t bytes, plm_stream *stream, void **ptr);
+
+/* Free a block in stream order: work enqueued on stream before this call may still
+ * use it. Thread-safe; never blocks in pooled and CUDA_ASYNC modes. ptr NULL is a
+ * no-op. Errors: PLM_ERR_INVALID_ARG (NULL pool or stream, a stream of another
+ * context), PLM_ERR_NOT_FOUND (ptr is not a live block of this pool: never
+ * allocated, already freed, or an interior pointer; nothing changes). */
+PLM_API plm_status plm_pool_free(plm_pool *pool, void *ptr, plm_stream *stream);
+
+/* A snapshot of the statistics. O(number of free-list classes). */
+PLM_API plm_status plm_pool_stats_get(plm_pool *pool, plm_pool_stats *out);
+
+/* Give idle chunks back upstream while more than keep_bytes stay reserved (or
+ * until no chunk is idle). Waits for the device work of pending frees to finish
+ * first, so that their chunks can be given back: this call blocks. */
+PLM_API plm_status plm_pool_trim(plm_pool *pool, size_t keep_bytes);
+
+/* The pool's mode and the context it belongs to. */
+PLM_API plm_status plm_pool_mode_get(const plm_pool *pool, plm_pool_mode *out);
+PLM_API plm_status plm_pool_context(const plm_pool *pool, plm_context **out);
+
+/* "pooled", "passthrough", "cuda_async". */
+PLM_API const char *plm_pool_mode_name(plm_pool_mode mode);
+
+/* ---- pinned host memory --------------------------------------------------------
+ *
+ * Staging buffers for copies that overlap compute. On cuda the memory is
+ * page-locked (cudaHostRegister), so cudaMemcpyAsync from it is truly
+ * asynchronous; on host it is ordinary pages. It comes from a jemalloc arena of
+ * the context's own whose extent hooks map and page-lock memory, so small and large
+ * staging buffers are served at malloc speed after warm-up. Freed memory stays
+ * mapped and page-locked for reuse (pinning is slow); everything is unregistered
+ * and unmapped when the context is destroyed, blocks still live included (they are
+ * not reported as leftovers).
+ *
+ * Linking jemalloc: libplume links Debian's libjemalloc, which replaces malloc and
+ * free for the whole process (the application's own allocations included). plume
+ * uses only its explicit arena (mallocx with MALLOCX_ARENA and no thread cache)
+ * for pinned memory, so the application's memory is never pinned.
+ */
+
+/* Allocate bytes (> 0) of pinned host memory, 256-byte aligned. Thread-safe; the
+ * context's first call creates its arena. Errors: PLM_ERR_INVALID_ARG (NULL ctx or
+ * ptr, bytes 0 or too large to align), PLM_ERR_OUT_OF_MEMORY (with the reason: the
+ * size, mmap or page-locking failed). *ptr is NULL on failure. */
+PLM_API plm_status plm_host_alloc(plm_context *ctx, size_t bytes, void **ptr);
+
+/* Free memory from plm_host_alloc. Does not wait for the device: the caller must
+ * know that no enqueued copy still uses it. Thread-safe. ptr NULL is a no-op.
+ * Errors: PLM_ERR_INVALID_ARG (NULL ctx), PLM_ERR_NOT_FOUND (not a live block from
+ * plm_host_alloc of this context: never allocated, already freed, an interior
+ * pointer, or another context's block; nothing changes). */
+PLM_API plm_status plm_host_free(plm_context *ctx, void *ptr);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PLUME_POOL_H */

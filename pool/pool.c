@@ -1,0 +1,1191 @@
+/* pool/pool.c: the stream-ordered device pool (plume/pool.h). The design, its
+ * locks and its invariants are described in pool/pool_internal.h. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <utlist.h>
+
+#include "pool/pool_internal.h"
+#include "streams/assert.h"
+#include "streams/error.h"
+
+enum { KNOWN_POOL_FLAGS = PLM_POOL_NO_STREAM_WAITS, SLOW_PATH_ROUNDS = 4, EXTEND_CANDIDATES = 64 };
+
+static const size_t CHUNK_GRANULE = (size_t)2 << 20; /* chunks are multiples of 2 MiB */
+static const size_t DEFAULT_MIN_CHUNK = (size_t)2 << 20;
+static const size_t DEFAULT_HUGE = (size_t)256 << 20;
+static const size_t MAX_REQUEST_BYTES = (size_t)1 << 48; /* keeps every size inside the index */
+static const size_t SMALL_MAX_BYTES = (size_t)POOL_SMALL_MAX_GRANULES * POOL_GRANULE;
+
+static size_t round_up(size_t value, size_t multiple) {
+  return (value + multiple - 1) / multiple * multiple;
+}
+
+/* ---- block descriptors ---------------------------------------------------------- */
+
+static pool_block *descriptor_new(plm_pool *pool) {
+  if (!pool->spare_descriptors) {
+    descriptor_slab *slab = malloc(sizeof *slab);
+    if (!slab) return NULL;
+    slab->next = pool->slabs;
+    pool->slabs = slab;
+    for (size_t i = 0; i < sizeof slab->blocks / sizeof slab->blocks[0]; i++) {
+      slab->blocks[i].free_next = pool->spare_descriptors;
+      pool->spare_descriptors = &slab->blocks[i];
+    }
+  }
+  pool_block *block = pool->spare_descriptors;
+  pool->spare_descriptors = block->free_next;
+  memset(block, 0, sizeof *block);
+  return block;
+}
+
+static void descriptor_release(plm_pool *pool, pool_block *block) {
+  block->free_next = pool->spare_descriptors;
+  pool->spare_descriptors = block;
+}
+
+/* ---- owners (the streams the pool has seen) and their epoch queues ---------------- */
+
+static pool_owner *owner_find(plm_pool *pool, const plm_stream *stream) {
+  pool_owner *owner = pool->last_owner;
+  if (owner && owner->stream == stream) return owner;
+  HASH_FIND_PTR(pool->owners, &stream, owner);
+  if (owner) pool->last_owner = owner;
+  return owner;
+}
+
+static void owner_remove(plm_pool *pool, pool_owner *owner) {
+  if (pool->last_owner == owner) pool->last_owner = NULL;
+  HASH_DEL(pool->owners, owner);
+  free(owner);
+}
+
+static pool_owner *owner_get(plm_pool *pool, plm_stream *stream) {
+  pool_owner *owner = owner_find(pool, stream);
+  if (owner) return owner;
+  owner = calloc(1, sizeof *owner);
+  if (!owner) return NULL;
+  owner->stream = stream;
+  owner->handle = stream->handle;
+  owner->open_epoch = 1;
+  HASH_ADD_PTR(pool->owners, stream, owner);
+  if (!PLM__HASH_ADDED(owner)) {
+    free(owner);
+    return NULL;
+  }
+  return owner;
+}
+
+static void queue_append(pool_owner *owner, pool_block *block) {
+  block->epoch_next = NULL;
+  block->epoch_prev = owner->queue_tail;
+  if (owner->queue_tail)
+    owner->queue_tail->epoch_next = block;
+  else
+    owner->queue_head = block;
+  owner->queue_tail = block;
+}
+
+static void queue_unlink(pool_owner *owner, pool_block *block) {
+  if (block->epoch_prev)
+    block->epoch_prev->epoch_next = block->epoch_next;
+  else
+    owner->queue_head = block->epoch_next;
+  if (block->epoch_next)
+    block->epoch_next->epoch_prev = block->epoch_prev;
+  else
+    owner->queue_tail = block->epoch_prev;
+  block->epoch_prev = block->epoch_next = NULL;
+}
+
+/* Put `replacement` where `block` stands in the queue. */
+static void queue_replace(pool_owner *owner, pool_block *block, pool_block *replacement) {
+  replacement->epoch_prev = block->epoch_prev;
+  replacement->epoch_next = block->epoch_next;
+  if (block->epoch_prev)
+    block->epoch_prev->epoch_next = replacement;
+  else
+    owner->queue_head = replacement;
+  if (block->epoch_next)
+    block->epoch_next->epoch_prev = replacement;
+  else
+    owner->queue_tail = replacement;
+  block->epoch_prev = block->epoch_next = NULL;
+}
+
+/* Insert keeping epochs non-decreasing from head to tail (searching from the tail:
+ * only blocks put back after a failed stream wait are older than the tail). */
+static void queue_insert_sorted(pool_owner *owner, pool_block *block) {
+  pool_block *after = owner->queue_tail;
+  while (after && after->epoch > block->epoch) after = after->epoch_prev;
+  block->epoch_prev = after;
+  block->epoch_next = after ? after->epoch_next : owner->queue_head;
+  if (block->epoch_next)
+    block->epoch_next->epoch_prev = block;
+  else
+    owner->queue_tail = block;
+  if (after)
+    after->epoch_next = block;
+  else
+    owner->queue_head = block;
+}
+
+/* ---- free blocks: where they live, merging, taking ------------------------------- */
+
+static pool_index *index_of(plm_pool *pool, const pool_block *block) {
+  return block->owner ? &block->owner->pending : &pool->global;
+}
+
+static unsigned cached_class(const pool_block *block) {
+  return pool_class_of(block->size / POOL_GRANULE);
+}
+
+/* Take a FREE or CACHED block out of its index and its owner's queue. */
+static void detach_free_block(plm_pool *pool, pool_block *block) {
+  pool_index *index = index_of(pool, block);
+  if (block->state == BLOCK_CACHED)
+    pool_index_remove_cached(index, block, cached_class(block));
+  else
+    pool_index_remove(index, block);
+  if (block->owner) queue_unlink(block->owner, block);
+}
+
+/* Put a detached free block into its index (and its owner's queue, at the tail or,
+ * for an older epoch, in order). */
+static void attach_free_block(plm_pool *pool, pool_block *block) {
+  pool_index *index = index_of(pool, block);
+  if (block->state == BLOCK_CACHED)
+    pool_index_push_cached(index, block, cached_class(block));
+  else
+    pool_index_insert(index, block);
+  if (block->owner) queue_insert_sorted(block->owner, block);
+}
+
+/* FREE neighbours merge when they have the same owner (the same stream, or both
+ * safe for all). Merging global memory into a pending block would be safe, but it
+ * would hide that memory from other streams until the pending stream catches up,
+ * and they would grow the pool instead; only the slow path does it, on purpose
+ * (extend_with_global). */
+static bool can_merge(const pool_block *neighbour, const pool_block *block) {
+  return neighbour && neighbour->state == BLOCK_FREE && neighbour->owner == block->owner;
+}
+
+/* Absorb `next` (detached by the caller) into `block`. Global blocks carry epoch 0,
+ * so the merged epoch is the latest free's. */
+static void absorb_next(plm_pool *pool, pool_block *block, pool_block *next) {
+  block->size += next->size;
+  block->phys_next = next->phys_next;
+  if (next->phys_next) next->phys_next->phys_prev = block;
+  if (next->epoch > block->epoch) block->epoch = next->epoch;
+  descriptor_release(pool, next);
+}
+
+/* Merge a detached FREE block with the neighbours can_merge allows; returns the
+ * merged (still detached) block, which keeps the block's owner. */
+static pool_block *merge_neighbours(plm_pool *pool, pool_block *block) {
+  pool_block *prev = block->phys_prev;
+  if (can_merge(prev, block)) {
+    detach_free_block(pool, prev);
+    const plm_stream *freed_on = block->freed_on;
+    absorb_next(pool, prev, block);
+    prev->freed_on = freed_on;
+    block = prev;
+  }
+  pool_block *next = block->phys_next;
+  if (can_merge(next, block)) {
+    detach_free_block(pool, next);
+    absorb_next(pool, block, next);
+  }
+  return block;
+}
+
+/* Hand out `block` (FREE or CACHED, attached) for `size` bytes: detach it, split
+ * off the rest of a FREE block (which keeps its owner, epoch and queue place). */
+static void take_block(plm_pool *pool, pool_block *block, size_t size) {
+  pool_index *index = index_of(pool, block);
+  if (block->state == BLOCK_CACHED) {
+    pool_index_remove_cached(index, block, cached_class(block));
+    if (block->owner) queue_unlink(block->owner, block);
+  } else {
+    pool_index_remove(index, block);
+    pool_block *rest = block->size > size ? descriptor_new(pool) : NULL;
+    if (rest) {
+      rest->addr = block->addr + size;
+      rest->size = block->size - size;
+      rest->chunk = block->chunk;
+      rest->owner = block->owner;
+      rest->epoch = block->epoch;
+      rest->freed_on = block->freed_on;
+      rest->state = BLOCK_FREE;
+      rest->phys_prev = block;
+      rest->phys_next = block->phys_next;
+      if (block->phys_next) block->phys_next->phys_prev = rest;
+      block->phys_next = rest;
+      block->size = size;
+      pool_index_insert(index, rest);
+      if (block->owner) queue_replace(block->owner, block, rest);
+    } else if (block->owner) {
+      queue_unlink(block->owner, block);
+    }
+  }
+  block->owner = NULL;
+  block->state = BLOCK_USED;
+}
+
+/* Free a USED block on `owner`'s stream: it becomes pending there. */
+static void release_block(plm_pool *pool, pool_block *block, pool_owner *owner) {
+  block->owner = owner;
+  block->epoch = owner->open_epoch;
+  block->freed_on = owner->stream;
+  owner->open_epoch_used = true;
+  if (block->size <= SMALL_MAX_BYTES) {
+    block->state = BLOCK_CACHED;
+    pool_index_push_cached(&owner->pending, block, cached_class(block));
+    queue_append(owner, block);
+    return;
+  }
+  block->state = BLOCK_FREE;
+  block = merge_neighbours(pool, block);
+  pool_index_insert(&owner->pending, block);
+  queue_append(owner, block);
+}
+
+/* Make every pending block of `owner` with an epoch up to `upto` safe for all. */
+static void migrate(plm_pool *pool, pool_owner *owner, uint64_t upto) {
+  while (owner->queue_head && owner->queue_head->epoch <= upto) {
+    pool_block *block = owner->queue_head;
+    detach_free_block(pool, block);
+    block->owner = NULL;
+    block->epoch = 0;
+    if (block->state == BLOCK_FREE) block = merge_neighbours(pool, block);
+    attach_free_block(pool, block);
+  }
+}
+
+/* Return cached small blocks of an index to its merging lists. */
+static void uncache_index(plm_pool *pool, pool_index *index) {
+  unsigned small_classes = pool_class_of(POOL_SMALL_MAX_GRANULES) + 1;
+  for (unsigned klass = 0; klass < small_classes; klass++) {
+    pool_block *block;
+    while ((block = index->cached[klass]) != NULL) {
+      detach_free_block(pool, block);
+      block->state = BLOCK_FREE;
+      block = merge_neighbours(pool, block);
+      attach_free_block(pool, block);
+    }
+  }
+}
+
+/* ---- statistics ---------------------------------------------------------------- */
+
+static void note_allocated(plm_pool *pool, const pool_block *block, size_t requested,
+                           const plm_stream *stream, bool reserved_memory) {
+  plm_pool_stats *stats = &pool->stats;
+  stats->requests++;
+  if (!reserved_memory) stats->hits++;
+  if (block->freed_on && block->freed_on != stream) stats->cross_stream_reuses++;
+  stats->live_blocks++;
+  stats->bytes_in_use += block->size;
+  stats->bytes_requested += requested;
+  if (stats->bytes_in_use > stats->peak_bytes_in_use)
+    stats->peak_bytes_in_use = stats->bytes_in_use;
+}
+
+static void note_reserved(plm_pool *pool, size_t bytes) {
+  pool->stats.upstream_allocs++;
+  pool->stats.bytes_reserved += bytes;
+  if (pool->stats.bytes_reserved > pool->stats.peak_bytes_reserved)
+    pool->stats.peak_bytes_reserved = pool->stats.bytes_reserved;
+}
+
+/* ---- the fast path ---------------------------------------------------------------- */
+
+/* The size a request is served at, and whether it is small (and its class). */
+typedef struct request {
+  size_t bytes; /* asked for */
+  size_t size;  /* served: a multiple of POOL_GRANULE */
+  bool small;
+  unsigned klass; /* small only */
+} request;
+
+static request make_request(size_t bytes) {
+  request r = {.bytes = bytes, .size = round_up(bytes, POOL_GRANULE)};
+  size_t granules = r.size / POOL_GRANULE;
+  if (granules <= POOL_SMALL_MAX_GRANULES) {
+    size_t class_granules = 0;
+    r.klass = pool_class_for_request(granules, &class_granules);
+    r.small = true;
+    r.size = class_granules * POOL_GRANULE;
+  }
+  return r;
+}
+
+/* A block for the request from the owner's pending index or the global one, taken,
+ * or NULL. Called with `lock` held. */
+static pool_block *try_take(plm_pool *pool, pool_owner *owner, const request *r) {
+  pool_block *block = NULL;
+  if (r->small) {
+    block = owner->pending.cached[r->klass];
+    if (!block) block = pool->global.cached[r->klass];
+  }
+  if (!block) {
+    size_t granules = r->size / POOL_GRANULE;
+    pool_block *mine = pool_index_find(&owner->pending, granules);
+    pool_block *anyone = pool_index_find(&pool->global, granules);
+    block = mine;
+    if (!mine || (anyone && anyone->size < mine->size)) block = anyone;
+  }
+  if (block) take_block(pool, block, r->size);
+  return block;
+}
+
+/* Record a taken block as live; false (block put back) when the table is out of
+ * memory. Called with `lock` held. */
+static bool make_live(plm_pool *pool, pool_block *block, const request *r, plm_stream *stream,
+                      bool reserved_memory) {
+  block->requested = r->bytes;
+  HASH_ADD(hh, pool->live, addr, sizeof block->addr, block);
+  if (!PLM__HASH_ADDED(block)) {
+    pool_owner *owner = owner_find(pool, stream);
+    if (owner) release_block(pool, block, owner);
+    return false;
+  }
+  note_allocated(pool, block, r->bytes, stream, reserved_memory);
+  return true;
+}
+
+/* ---- the slow path: epochs --------------------------------------------------------- */
+
+/* The owners, as an array the slow path can walk with `lock` released. */
+static pool_owner **snapshot_owners(plm_pool *pool, size_t *count) {
+  *count = HASH_COUNT(pool->owners);
+  pool_owner **owners = malloc((*count ? *count : 1) * sizeof *owners);
+  if (!owners) {
+    *count = 0;
+    return NULL;
+  }
+  size_t i = 0;
+  pool_owner *owner, *next;
+  HASH_ITER(hh, pool->owners, owner, next) owners[i++] = owner;
+  return owners;
+}
+
+static void *take_spare_event(plm_pool *pool) {
+  if (pool->spare_event_count > 0) return pool->spare_events[--pool->spare_event_count];
+  void *event = NULL;
+  if (pool->backend->event_create(pool->backend_ctx, PLM_EVENT_DISABLE_TIMING, &event) != PLM_OK)
+    return NULL;
+  return event;
+}
+
+static void return_spare_event(plm_pool *pool, void *event) {
+  if (pool->spare_event_count == pool->spare_event_capacity) {
+    size_t capacity = pool->spare_event_capacity ? 2 * pool->spare_event_capacity : 16;
+    void **grown = realloc(pool->spare_events, capacity * sizeof *grown);
+    if (!grown) {
+      pool->backend->event_destroy(pool->backend_ctx, event);
+      return;
+    }
+    pool->spare_events = grown;
+    pool->spare_event_capacity = capacity;
+  }
+  pool->spare_events[pool->spare_event_count++] = event;
+}
+
+/* Forget every mark of an owner (all known complete). */
+static void drop_marks(plm_pool *pool, pool_owner *owner) {
+  for (; owner->mark_count > 0; owner->mark_count--) {
+    return_spare_event(pool, owner->marks[owner->mark_first].event);
+    owner->mark_first = (owner->mark_first + 1) % POOL_EPOCH_RING;
+  }
+}
+
+/* Close the open epoch of every owner whose frees carry it. If the stream has
+ * nothing left to run, those frees (and all earlier ones) are safe now; otherwise
+ * record an event behind them. Closing comes first, so frees racing with the query
+ * are tagged with the next epoch. slow_lock held, lock not held. */
+static void close_epochs(plm_pool *pool, pool_owner **owners, size_t count) {
+  for (size_t i = 0; i < count; i++) {
+    pool_owner *owner = owners[i];
+    pthread_mutex_lock(&pool->lock);
+    bool close = owner->open_epoch_used;
+    uint64_t epoch = 0;
+    if (close) {
+      epoch = owner->open_epoch++;
+      owner->open_epoch_used = false;
+    }
+    pthread_mutex_unlock(&pool->lock);
+    if (!close) continue;
+    bool idle = false;
+    if (pool->backend->stream_query(pool->backend_ctx, owner->handle, &idle) == PLM_OK && idle) {
+      drop_marks(pool, owner);
+      pthread_mutex_lock(&pool->lock);
+      migrate(pool, owner, epoch);
+      pthread_mutex_unlock(&pool->lock);
+      continue;
+    }
+    if (owner->mark_count == POOL_EPOCH_RING) {
+      /* Ring full: move the newest mark behind these frees too. It then completes
+       * later than before, which is conservative, and covers every pending block. */
+      epoch_mark *newest =
+          &owner->marks[(owner->mark_first + owner->mark_count - 1) % POOL_EPOCH_RING];
+      if (pool->backend->event_record(pool->backend_ctx, newest->event, owner->handle) == PLM_OK)
+        newest->epoch = epoch;
+      continue;
+    }
+    void *event = take_spare_event(pool);
+    if (event && pool->backend->event_record(pool->backend_ctx, event, owner->handle) != PLM_OK) {
+      return_spare_event(pool, event);
+      event = NULL;
+    }
+    /* Without an event this epoch's blocks wait for the next mark, whose
+     * completion covers them too (a stream completes in order). */
+    if (!event) continue;
+    unsigned slot = (owner->mark_first + owner->mark_count) % POOL_EPOCH_RING;
+    owner->marks[slot] = (epoch_mark){.epoch = epoch, .event = event, .complete = false};
+    owner->mark_count++;
+  }
+}
+
+/* Ask the backend which marks have completed (newest first: a complete mark implies
+ * every older one), then migrate what they cover. slow_lock held, lock not held. */
+static void poll_epochs(plm_pool *pool, pool_owner **owners, size_t count) {
+  for (size_t i = 0; i < count; i++) {
+    pool_owner *owner = owners[i];
+    for (unsigned k = owner->mark_count; k-- > 0;) {
+      epoch_mark *mark = &owner->marks[(owner->mark_first + k) % POOL_EPOCH_RING];
+      bool complete = mark->complete;
+      if (!complete &&
+          pool->backend->event_query(pool->backend_ctx, mark->event, &complete) != PLM_OK)
+        complete = false;
+      if (!complete) continue;
+      for (unsigned j = 0; j <= k; j++)
+        owner->marks[(owner->mark_first + j) % POOL_EPOCH_RING].complete = true;
+      break;
+    }
+    uint64_t upto = 0;
+    while (owner->mark_count > 0 && owner->marks[owner->mark_first].complete) {
+      epoch_mark *mark = &owner->marks[owner->mark_first];
+      upto = mark->epoch;
+      return_spare_event(pool, mark->event);
+      owner->mark_first = (owner->mark_first + 1) % POOL_EPOCH_RING;
+      owner->mark_count--;
+    }
+    if (upto > 0) {
+      pthread_mutex_lock(&pool->lock);
+      migrate(pool, owner, upto);
+      pthread_mutex_unlock(&pool->lock);
+    }
+  }
+}
+
+/* The event of the oldest closed epoch at or after `epoch`, or NULL. */
+static void *mark_covering(const pool_owner *owner, uint64_t epoch) {
+  for (unsigned k = 0; k < owner->mark_count; k++) {
+    const epoch_mark *mark = &owner->marks[(owner->mark_first + k) % POOL_EPOCH_RING];
+    if (mark->epoch >= epoch) return mark->event;
+  }
+  return NULL;
+}
+
+static bool is_global_free(const pool_block *block) {
+  return block && block->state == BLOCK_FREE && !block->owner;
+}
+
+/* The size a FREE pending block would have with its global free neighbours. */
+static size_t size_with_global(const pool_block *block) {
+  size_t size = block->size;
+  if (is_global_free(block->phys_prev)) size += block->phys_prev->size;
+  if (is_global_free(block->phys_next)) size += block->phys_next->size;
+  return size;
+}
+
+/* Merge a FREE pending block (attached) with its global free neighbours; the result
+ * stays pending on the block's owner, at the block's place in the queue. */
+static pool_block *extend_with_global(plm_pool *pool, pool_block *block) {
+  pool_owner *owner = block->owner;
+  pool_index_remove(&owner->pending, block);
+  pool_block *prev = block->phys_prev, *next = block->phys_next;
+  if (is_global_free(next)) {
+    pool_index_remove(&pool->global, next);
+    absorb_next(pool, block, next);
+  }
+  if (is_global_free(prev)) {
+    pool_index_remove(&pool->global, prev);
+    prev->owner = owner;
+    prev->epoch = block->epoch;
+    prev->freed_on = block->freed_on;
+    queue_replace(owner, block, prev);
+    absorb_next(pool, prev, block);
+    block = prev;
+  }
+  pool_index_insert(&owner->pending, block);
+  return block;
+}
+
+/* A block pending on `owner` that fits the request, possibly once extended with its
+ * global free neighbours, and is covered by a recorded mark; or NULL. When no single
+ * block fits, looks at the owner's oldest EXTEND_CANDIDATES pending blocks (the
+ * slow path only). Called with `lock` held. */
+static pool_block *find_covered_pending(plm_pool *pool, pool_owner *owner, const request *r,
+                                        void **event) {
+  pool_block *block = NULL;
+  if (r->small) block = owner->pending.cached[r->klass];
+  if (!block) block = pool_index_find(&owner->pending, r->size / POOL_GRANULE);
+  if (!block) {
+    unsigned budget = EXTEND_CANDIDATES;
+    for (pool_block *candidate = owner->queue_head; candidate && !block && budget-- > 0;
+         candidate = candidate->epoch_next)
+      if (candidate->state == BLOCK_FREE && size_with_global(candidate) >= r->size &&
+          mark_covering(owner, candidate->epoch))
+        block = extend_with_global(pool, candidate);
+  }
+  if (!block) return NULL;
+  *event = mark_covering(owner, block->epoch);
+  return *event ? block : NULL;
+}
+
+/* ---- the slow path: chunks --------------------------------------------------------- */
+
+/* Reserve a chunk for at least `need` bytes and, when `r` is given, take the
+ * request's block from it at once. slow_lock held, lock not held. */
+static plm_status grow(plm_pool *pool, size_t need, const request *r, pool_block **taken) {
+  pthread_mutex_lock(&pool->lock);
+  size_t reserved = (size_t)pool->stats.bytes_reserved;
+  pthread_mutex_unlock(&pool->lock);
+  const plm_pool_config *config = &pool->config;
+  if (config->byte_limit && (reserved > config->byte_limit || need > config->byte_limit - reserved))
+    return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "the byte limit of %zu would be passed",
+                         config->byte_limit);
+  size_t bytes = need;
+  if (need < config->huge_bytes) {
+    bytes = round_up(need, CHUNK_GRANULE);
+    if (bytes < config->min_chunk_bytes) bytes = config->min_chunk_bytes;
+    if (config->growth == PLM_POOL_GROW_PROPORTIONAL && bytes < reserved / 4)
+      bytes = round_up(reserved / 4, CHUNK_GRANULE);
+    if (config->byte_limit && bytes > config->byte_limit - reserved)
+      bytes = (config->byte_limit - reserved) / POOL_GRANULE * POOL_GRANULE;
+  }
+  void *memory = NULL;
+  plm_status status = pool->backend->mem_alloc(pool->backend_ctx, bytes, &memory);
+  if (status != PLM_OK && bytes > need) {
+    bytes = need;
+    status = pool->backend->mem_alloc(pool->backend_ctx, bytes, &memory);
+  }
+  if (status != PLM_OK) return status;
+
+  pthread_mutex_lock(&pool->lock);
+  pool_chunk *chunk = calloc(1, sizeof *chunk);
+  pool_block *block = chunk ? descriptor_new(pool) : NULL;
+  if (!block) {
+    pthread_mutex_unlock(&pool->lock);
+    free(chunk);
+    pool->backend->mem_free(pool->backend_ctx, memory);
+    return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for a chunk descriptor");
+  }
+  chunk->base = (uintptr_t)memory;
+  chunk->size = bytes;
+  chunk->first = block;
+  DL_APPEND(pool->chunks, chunk);
+  block->addr = chunk->base;
+  block->size = bytes;
+  block->chunk = chunk;
+  block->state = BLOCK_FREE;
+  pool_index_insert(&pool->global, block);
+  note_reserved(pool, bytes);
+  if (r) {
+    take_block(pool, block, r->size);
+    *taken = block;
+  }
+  pthread_mutex_unlock(&pool->lock);
+  return PLM_OK;
+}
+
+/* Give idle chunks (one free block, safe for all) back upstream while more than
+ * `keep` bytes are reserved (the last one released may take it below `keep`).
+ * slow_lock held, lock not held. */
+static void release_idle_chunks(plm_pool *pool, size_t keep) {
+  pool_chunk *idle = NULL;
+  pthread_mutex_lock(&pool->lock);
+  pool_chunk *chunk, *next;
+  DL_FOREACH_SAFE(pool->chunks, chunk, next) {
+    pool_block *block = chunk->first;
+    bool whole = block->state == BLOCK_FREE && !block->owner && block->size == chunk->size;
+    if (!whole || pool->stats.bytes_reserved <= keep) continue;
+    pool_index_remove(&pool->global, block);
+    descriptor_release(pool, block);
+    DL_DELETE(pool->chunks, chunk);
+    DL_APPEND(idle, chunk);
+    pool->stats.bytes_reserved -= chunk->size;
+    pool->stats.upstream_frees++;
+  }
+  if (idle) pool->stats.host_synchronizations++; /* giving memory back waits for the device */
+  pthread_mutex_unlock(&pool->lock);
+  DL_FOREACH_SAFE(idle, chunk, next) {
+    pool->backend->mem_free(pool->backend_ctx, (void *)chunk->base);
+    free(chunk);
+  }
+}
+
+/* ---- the slow path: the ladder ------------------------------------------------------ */
+
+static size_t keep_reserved(const plm_pool *pool) {
+  return pool->config.release_threshold ? pool->config.release_threshold : SIZE_MAX;
+}
+
+static void format_failure(plm_pool *pool, const request *r) {
+  plm_pool_stats stats;
+  plm_pool_stats_get(pool, &stats);
+  plm__fail_raw(PLM_ERR_OUT_OF_MEMORY,
+                "out of memory for %zu bytes: %llu bytes in use, %llu reserved (limit %zu), "
+                "largest free block %llu, fragmentation %.3f",
+                r->bytes, (unsigned long long)stats.bytes_in_use,
+                (unsigned long long)stats.bytes_reserved, pool->config.byte_limit,
+                (unsigned long long)stats.largest_free_block, stats.fragmentation);
+}
+
+/* Wait on the host for a pending free elsewhere that would satisfy the request (or,
+ * when no single block would, for every stream with pending frees, the requester's
+ * own included: once safe for all, they can merge and their chunks can go back).
+ * Returns whether it waited. slow_lock held, lock not held. */
+static bool wait_for_pending(plm_pool *pool, pool_owner **owners, size_t count,
+                             const pool_owner *requester, const request *r) {
+  void *event = NULL;
+  pthread_mutex_lock(&pool->lock);
+  for (size_t i = 0; i < count && !event; i++)
+    if (owners[i] != requester) find_covered_pending(pool, owners[i], r, &event);
+  pthread_mutex_unlock(&pool->lock);
+  bool waited = false;
+  if (event) {
+    waited = pool->backend->event_synchronize(pool->backend_ctx, event) == PLM_OK;
+  } else {
+    for (size_t i = 0; i < count; i++) {
+      const pool_owner *owner = owners[i];
+      if (owner->mark_count == 0) continue;
+      const epoch_mark *newest =
+          &owner->marks[(owner->mark_first + owner->mark_count - 1) % POOL_EPOCH_RING];
+      waited |= pool->backend->event_synchronize(pool->backend_ctx, newest->event) == PLM_OK;
+    }
+  }
+  if (waited) {
+    pthread_mutex_lock(&pool->lock);
+    pool->stats.host_synchronizations++;
+    pthread_mutex_unlock(&pool->lock);
+  }
+  return waited;
+}
+
+/* Take a block pending on another stream, making `requester` wait for its free on
+ * the device. slow_lock held, lock not held. */
+static pool_block *take_with_stream_wait(plm_pool *pool, pool_owner **owners, size_t count,
+                                         pool_owner *requester, const request *r) {
+  void *event = NULL;
+  pool_block *block = NULL;
+  pool_owner *from = NULL;
+  pthread_mutex_lock(&pool->lock);
+  for (size_t i = 0; i < count && !block; i++) {
+    if (owners[i] == requester) continue;
+    block = find_covered_pending(pool, owners[i], r, &event);
+    from = owners[i];
+  }
+  uint64_t epoch = block ? block->epoch : 0;
+  if (block) take_block(pool, block, r->size);
+  pthread_mutex_unlock(&pool->lock);
+  if (!block) return NULL;
+
+  if (pool->backend->stream_wait_event(pool->backend_ctx, requester->handle, event) != PLM_OK) {
+    pthread_mutex_lock(&pool->lock);
+    block->owner = from;
+    block->epoch = epoch;
+    block->state = block->size <= SMALL_MAX_BYTES ? BLOCK_CACHED : BLOCK_FREE;
+    if (block->state == BLOCK_FREE) block = merge_neighbours(pool, block);
+    attach_free_block(pool, block);
+    pthread_mutex_unlock(&pool->lock);
+    return NULL;
+  }
+  pthread_mutex_lock(&pool->lock);
+  pool->stats.inserted_waits++;
+  pthread_mutex_unlock(&pool->lock);
+  return block;
+}
+
+/* Serve a request the fast path could not, following the ladder in plume/pool.h.
+ * Returns the live block, or NULL with the error message set. */
+static pool_block *alloc_slow(plm_pool *pool, plm_stream *stream, const request *r,
+                              plm_status *status) {
+  *status = PLM_ERR_OUT_OF_MEMORY;
+  pthread_mutex_lock(&pool->slow_lock);
+  pool_block *block = NULL;
+  bool reserved_memory = false;
+  size_t count = 0;
+  pthread_mutex_lock(&pool->lock);
+  pool_owner *requester = owner_get(pool, stream);
+  pool_owner **owners = requester ? snapshot_owners(pool, &count) : NULL;
+  pthread_mutex_unlock(&pool->lock);
+  if (!owners) {
+    plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for the pool's stream records");
+    pthread_mutex_unlock(&pool->slow_lock);
+    return NULL;
+  }
+
+  for (int round = 0; round < SLOW_PATH_ROUNDS && !block; round++) {
+    /* 1. Reuse frees whose work has completed. */
+    close_epochs(pool, owners, count);
+    poll_epochs(pool, owners, count);
+    pthread_mutex_lock(&pool->lock);
+    block = try_take(pool, requester, r);
+    /* 2. Coalesce cached small blocks. */
+    if (!block) {
+      uncache_index(pool, &pool->global);
+      uncache_index(pool, &requester->pending);
+      block = try_take(pool, requester, r);
+    }
+    pthread_mutex_unlock(&pool->lock);
+    if (block) break;
+
+    /* 3. Reuse another stream's pending free behind a device-side wait, rather
+     * than reserve more memory while the freeing stream catches up. */
+    if (!(pool->config.flags & PLM_POOL_NO_STREAM_WAITS)) {
+      block = take_with_stream_wait(pool, owners, count, requester, r);
+      if (block) break;
+    }
+
+    /* 4. Give idle chunks back beyond the release threshold; 5. grow. */
+    release_idle_chunks(pool, keep_reserved(pool));
+    if (grow(pool, r->size, r, &block) != PLM_OK) {
+      release_idle_chunks(pool, 0);
+      grow(pool, r->size, r, &block);
+    }
+    reserved_memory = block != NULL;
+    if (block) break;
+
+    /* 6. Block the host on the pending frees that would satisfy the request. */
+    if (!wait_for_pending(pool, owners, count, requester, r)) break;
+  }
+
+  if (block) {
+    pthread_mutex_lock(&pool->lock);
+    bool live = make_live(pool, block, r, stream, reserved_memory);
+    pthread_mutex_unlock(&pool->lock);
+    if (live)
+      *status = PLM_OK;
+    else {
+      block = NULL;
+      plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory to track a block");
+    }
+  } else {
+    pthread_mutex_lock(&pool->lock);
+    pool->stats.failures++;
+    pthread_mutex_unlock(&pool->lock);
+    format_failure(pool, r);
+  }
+  free(owners);
+  pthread_mutex_unlock(&pool->slow_lock);
+  return block;
+}
+
+/* ---- pooled mode ------------------------------------------------------------------ */
+
+static plm_status pooled_alloc(plm_pool *pool, size_t bytes, plm_stream *stream, void **ptr) {
+  request r = make_request(bytes);
+  pthread_mutex_lock(&pool->lock);
+  pool_owner *owner = owner_get(pool, stream);
+  pool_block *block = owner ? try_take(pool, owner, &r) : NULL;
+  bool live = block && make_live(pool, block, &r, stream, false);
+  pthread_mutex_unlock(&pool->lock);
+  if (!live) {
+    plm_status status;
+    block = alloc_slow(pool, stream, &r, &status);
+    if (!block) return status;
+  }
+  *ptr = (void *)block->addr;
+  return PLM_OK;
+}
+
+static plm_status pooled_free(plm_pool *pool, void *ptr, plm_stream *stream) {
+  uintptr_t addr = (uintptr_t)ptr;
+  pthread_mutex_lock(&pool->lock);
+  pool_block *block = NULL;
+  HASH_FIND(hh, pool->live, &addr, sizeof addr, block);
+  pool_owner *owner = block ? owner_get(pool, stream) : NULL;
+  if (owner) {
+    HASH_DELETE(hh, pool->live, block);
+    pool->stats.live_blocks--;
+    pool->stats.bytes_in_use -= block->size;
+    pool->stats.bytes_requested -= block->requested;
+    release_block(pool, block, owner);
+  }
+  pthread_mutex_unlock(&pool->lock);
+  if (!block)
+    return plm__fail_raw(PLM_ERR_NOT_FOUND,
+                         "ptr %p is not a live block of this pool (never allocated, already "
+                         "freed, or an interior pointer)",
+                         ptr);
+  if (!owner) return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for a stream record");
+  return PLM_OK;
+}
+
+/* ---- passthrough and cuda_async modes: every call goes upstream ---------------------- */
+
+/* Track an upstream block so that frees can be checked. */
+static plm_status track_upstream(plm_pool *pool, void *memory, size_t bytes) {
+  pthread_mutex_lock(&pool->lock);
+  pool_block *block = descriptor_new(pool);
+  if (block) {
+    block->addr = (uintptr_t)memory;
+    block->size = round_up(bytes, POOL_GRANULE);
+    block->requested = bytes;
+    block->state = BLOCK_USED;
+    HASH_ADD(hh, pool->live, addr, sizeof block->addr, block);
+    if (!PLM__HASH_ADDED(block)) {
+      descriptor_release(pool, block);
+      block = NULL;
+    }
+  }
+  if (block) {
+    note_reserved(pool, block->size);
+    note_allocated(pool, block, bytes, NULL, true);
+  }
+  pthread_mutex_unlock(&pool->lock);
+  return block ? PLM_OK : plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory to track a block");
+}
+
+/* Forget an upstream block; false when ptr is not one. */
+static bool untrack_upstream(plm_pool *pool, void *ptr) {
+  uintptr_t addr = (uintptr_t)ptr;
+  pthread_mutex_lock(&pool->lock);
+  pool_block *block = NULL;
+  HASH_FIND(hh, pool->live, &addr, sizeof addr, block);
+  if (block) {
+    HASH_DELETE(hh, pool->live, block);
+    pool->stats.live_blocks--;
+    pool->stats.bytes_in_use -= block->size;
+    pool->stats.bytes_requested -= block->requested;
+    pool->stats.bytes_reserved -= block->size;
+    pool->stats.upstream_frees++;
+    descriptor_release(pool, block);
+  }
+  pthread_mutex_unlock(&pool->lock);
+  return block != NULL;
+}
+
+static plm_status upstream_alloc(plm_pool *pool, size_t bytes, plm_stream *stream, void **ptr) {
+  if (pool->config.byte_limit) {
+    pthread_mutex_lock(&pool->lock);
+    bool over =
+        pool->stats.bytes_reserved + round_up(bytes, POOL_GRANULE) > pool->config.byte_limit;
+    pthread_mutex_unlock(&pool->lock);
+    if (over) {
+      pthread_mutex_lock(&pool->lock);
+      pool->stats.failures++;
+      pthread_mutex_unlock(&pool->lock);
+      format_failure(pool, &(request){.bytes = bytes});
+      return PLM_ERR_OUT_OF_MEMORY;
+    }
+  }
+  void *memory = NULL;
+  plm_status status = pool->config.mode == PLM_POOL_CUDA_ASYNC
+                          ? pool->backend->async_alloc(pool->backend_ctx, pool->async_pool, bytes,
+                                                       stream->handle, &memory)
+                          : pool->backend->mem_alloc(pool->backend_ctx, bytes, &memory);
+  if (status == PLM_OK) status = track_upstream(pool, memory, bytes);
+  if (status != PLM_OK) {
+    pthread_mutex_lock(&pool->lock);
+    pool->stats.failures++;
+    pthread_mutex_unlock(&pool->lock);
+    return status;
+  }
+  *ptr = memory;
+  return PLM_OK;
+}
+
+static plm_status upstream_free(plm_pool *pool, void *ptr, plm_stream *stream) {
+  if (!untrack_upstream(pool, ptr))
+    return plm__fail_raw(PLM_ERR_NOT_FOUND,
+                         "ptr %p is not a live block of this pool (never allocated, already "
+                         "freed, or an interior pointer)",
+                         ptr);
+  if (pool->config.mode == PLM_POOL_CUDA_ASYNC)
+    return pool->backend->async_free(pool->backend_ctx, pool->async_pool, ptr, stream->handle);
+  return pool->backend->mem_free(pool->backend_ctx, ptr);
+}
+
+/* ---- lifecycle ---------------------------------------------------------------------- */
+
+/* Forget a stream that is being destroyed: wait for its work, then make its pending
+ * blocks safe for all. Called under the context's registry lock. */
+static void pool_stream_destroying(plm__attachment *self, plm_stream *stream) {
+  plm_pool *pool = (plm_pool *)self;
+  pthread_mutex_lock(&pool->slow_lock);
+  pthread_mutex_lock(&pool->lock);
+  pool_owner *owner = owner_find(pool, stream);
+  pthread_mutex_unlock(&pool->lock);
+  if (owner) {
+    pool->backend->stream_synchronize(pool->backend_ctx, owner->handle);
+    drop_marks(pool, owner);
+    pthread_mutex_lock(&pool->lock);
+    migrate(pool, owner, UINT64_MAX);
+    owner_remove(pool, owner);
+    pthread_mutex_unlock(&pool->lock);
+  }
+  pthread_mutex_unlock(&pool->slow_lock);
+}
+
+/* Release everything; returns the number of blocks that were still live. */
+static size_t pool_teardown(plm_pool *pool) {
+  pool->backend->synchronize(pool->backend_ctx);
+  size_t live = HASH_COUNT(pool->live);
+  pool_block *block, *next_block;
+  HASH_ITER(hh, pool->live, block, next_block) {
+    HASH_DELETE(hh, pool->live, block);
+    if (pool->config.mode == PLM_POOL_PASSTHROUGH)
+      pool->backend->mem_free(pool->backend_ctx, (void *)block->addr);
+    else if (pool->config.mode == PLM_POOL_CUDA_ASYNC)
+      pool->backend->async_free(pool->backend_ctx, pool->async_pool, (void *)block->addr, NULL);
+  }
+  if (pool->async_pool) {
+    pool->backend->synchronize(pool->backend_ctx);
+    pool->backend->async_pool_destroy(pool->backend_ctx, pool->async_pool);
+  }
+  pool_chunk *chunk, *next_chunk;
+  DL_FOREACH_SAFE(pool->chunks, chunk, next_chunk) {
+    pool->backend->mem_free(pool->backend_ctx, (void *)chunk->base);
+    free(chunk);
+  }
+  pool_owner *owner, *next_owner;
+  HASH_ITER(hh, pool->owners, owner, next_owner) {
+    for (unsigned k = 0; k < owner->mark_count; k++)
+      pool->backend->event_destroy(pool->backend_ctx,
+                                   owner->marks[(owner->mark_first + k) % POOL_EPOCH_RING].event);
+    owner_remove(pool, owner);
+  }
+  for (size_t i = 0; i < pool->spare_event_count; i++)
+    pool->backend->event_destroy(pool->backend_ctx, pool->spare_events[i]);
+  free(pool->spare_events);
+  while (pool->slabs) {
+    descriptor_slab *slab = pool->slabs;
+    pool->slabs = slab->next;
+    free(slab);
+  }
+  pthread_mutex_destroy(&pool->lock);
+  pthread_mutex_destroy(&pool->slow_lock);
+  free(pool);
+  return live;
+}
+
+static void pool_destroy_attached(plm__attachment *self) {
+  pool_teardown((plm_pool *)self);
+}
+
+plm_pool_config plm_pool_config_default(void) {
+  return (plm_pool_config){0};
+}
+
+const char *plm_pool_mode_name(plm_pool_mode mode) {
+  switch (mode) {
+    case PLM_POOL_POOLED: return "pooled";
+    case PLM_POOL_PASSTHROUGH: return "passthrough";
+    case PLM_POOL_CUDA_ASYNC: return "cuda_async";
+  }
+  return "unknown";
+}
+
+static plm_status check_config(const plm_context *ctx, const plm_pool_config *config) {
+  if (config->mode != PLM_POOL_POOLED && config->mode != PLM_POOL_PASSTHROUGH &&
+      config->mode != PLM_POOL_CUDA_ASYNC)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "cfg->mode %d is not a plm_pool_mode",
+                         (int)config->mode);
+  if (config->flags & ~(unsigned)KNOWN_POOL_FLAGS)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "cfg->flags 0x%x has unknown bits", config->flags);
+  if (config->growth != PLM_POOL_GROW_PROPORTIONAL && config->growth != PLM_POOL_GROW_FIXED)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "cfg->growth %d is not a plm_pool_growth",
+                         (int)config->growth);
+  if (config->byte_limit && config->initial_reservation > config->byte_limit)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG,
+                         "cfg->initial_reservation %zu is above cfg->byte_limit %zu",
+                         config->initial_reservation, config->byte_limit);
+  if (config->initial_reservation > SIZE_MAX - CHUNK_GRANULE)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "cfg->initial_reservation %zu is too large",
+                         config->initial_reservation);
+  if (config->mode == PLM_POOL_CUDA_ASYNC && !ctx->backend->async_pool_create)
+    return plm__fail_raw(PLM_ERR_UNSUPPORTED, "mode cuda_async needs the cuda backend, not %s",
+                         plm_backend_name(ctx->backend->kind));
+  return PLM_OK;
+}
+
+static plm_status pool_create(plm_context *ctx, const plm_pool_config *cfg, bool is_default,
+                              plm_pool **out) {
+  plm_pool_config config = cfg ? *cfg : plm_pool_config_default();
+  plm_status status = check_config(ctx, &config);
+  if (status != PLM_OK) return status;
+  if (!config.min_chunk_bytes) config.min_chunk_bytes = DEFAULT_MIN_CHUNK;
+  config.min_chunk_bytes = round_up(config.min_chunk_bytes, POOL_GRANULE);
+  if (!config.huge_bytes) config.huge_bytes = DEFAULT_HUGE;
+
+  plm_pool *pool = calloc(1, sizeof *pool);
+  if (!pool) return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for a pool");
+  pool->ctx = ctx;
+  pool->backend = ctx->backend;
+  pool->backend_ctx = ctx->backend_ctx;
+  pool->config = config;
+  pool->is_default = is_default;
+  pthread_mutex_init(&pool->lock, NULL);
+  pthread_mutex_init(&pool->slow_lock, NULL);
+  pool->attachment = (plm__attachment){.kind = "pool",
+                                       .report_if_leftover = !is_default,
+                                       .destroy = pool_destroy_attached,
+                                       .stream_destroying = pool_stream_destroying};
+  if (config.mode == PLM_POOL_CUDA_ASYNC)
+    status = pool->backend->async_pool_create(pool->backend_ctx, &pool->async_pool);
+  if (status == PLM_OK && config.mode == PLM_POOL_POOLED && config.initial_reservation) {
+    pthread_mutex_lock(&pool->slow_lock);
+    status = grow(pool, round_up(config.initial_reservation, POOL_GRANULE), NULL, NULL);
+    pthread_mutex_unlock(&pool->slow_lock);
+  }
+  if (status != PLM_OK) {
+    pool_teardown(pool);
+    return status;
+  }
+  plm__context_attach(ctx, &pool->attachment);
+  *out = pool;
+  return PLM_OK;
+}
+
+/* ---- the public API ----------------------------------------------------------------- */
+
+plm_status plm_pool_create(plm_context *ctx, const plm_pool_config *cfg, plm_pool **out) {
+  PLM__REQUIRE_NOT_NULL(ctx);
+  PLM__REQUIRE_NOT_NULL(out);
+  *out = NULL;
+  return plm__propagate(pool_create(ctx, cfg, false, out));
+}
+
+plm_status plm_pool_destroy(plm_pool *pool) {
+  if (!pool) return PLM_OK;
+  if (pool->is_default)
+    return plm__fail(PLM_ERR_INVALID_ARG,
+                     "pool is the context's default pool, which is destroyed with the context");
+  plm__context_detach(pool->ctx, &pool->attachment);
+  size_t live = pool_teardown(pool);
+  if (live > 0)
+    return plm__fail(PLM_ERR_INVALID_STATE,
+                     "the pool still had %zu live block(s); they were freed with it", live);
+  return PLM_OK;
+}
+
+plm_status plm_context_default_pool(plm_context *ctx, plm_pool **out) {
+  PLM__REQUIRE_NOT_NULL(ctx);
+  PLM__REQUIRE_NOT_NULL(out);
+  plm_status status = PLM_OK;
+  pthread_mutex_lock(&ctx->lazy_lock);
+  if (!ctx->default_pool) {
+    plm_pool *pool = NULL;
+    status = pool_create(ctx, NULL, true, &pool);
+    if (status == PLM_OK) ctx->default_pool = &pool->attachment;
+  }
+  *out = (plm_pool *)ctx->default_pool;
+  pthread_mutex_unlock(&ctx->lazy_lock);
+  return plm__propagate(status);
+}
+
+static plm_status check_stream(const plm_pool *pool, const plm_stream *stream) {
+  if (stream->ctx != pool->ctx)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "stream belongs to another context than pool");
+  return PLM_OK;
+}
+
+plm_status plm_pool_alloc(plm_pool *pool, size_t bytes, plm_stream *stream, void **ptr) {
+  PLM__REQUIRE_NOT_NULL(ptr);
+  *ptr = NULL;
+  PLM__REQUIRE_NOT_NULL(pool);
+  PLM__REQUIRE_NOT_NULL(stream);
+  if (bytes == 0) return plm__fail(PLM_ERR_INVALID_ARG, "bytes is 0");
+  if (bytes > MAX_REQUEST_BYTES)
+    return plm__fail(PLM_ERR_INVALID_ARG, "bytes %zu is larger than any device memory (256 TiB)",
+                     bytes);
+  plm_status status = check_stream(pool, stream);
+  if (status == PLM_OK)
+    status = pool->config.mode == PLM_POOL_POOLED ? pooled_alloc(pool, bytes, stream, ptr)
+                                                  : upstream_alloc(pool, bytes, stream, ptr);
+  return plm__propagate(status);
+}
+
+plm_status plm_pool_free(plm_pool *pool, void *ptr, plm_stream *stream) {
+  PLM__REQUIRE_NOT_NULL(pool);
+  PLM__REQUIRE_NOT_NULL(stream);
+  if (!ptr) return PLM_OK;
+  plm_status status = check_stream(pool, stream);
+  if (status == PLM_OK)
+    status = pool->config.mode == PLM_POOL_POOLED ? pooled_free(pool, ptr, stream)
+                                                  : upstream_free(pool, ptr, stream);
+  return plm__propagate(status);
+}
+
+plm_status plm_pool_stats_get(plm_pool *pool, plm_pool_stats *out) {
+  PLM__REQUIRE_NOT_NULL(pool);
+  PLM__REQUIRE_NOT_NULL(out);
+  pthread_mutex_lock(&pool->lock);
+  plm_pool_stats stats = pool->stats;
+  size_t largest = pool_index_largest(&pool->global);
+  size_t free_bytes = pool->global.free_bytes;
+  pool_owner *owner, *next;
+  HASH_ITER(hh, pool->owners, owner, next) {
+    size_t pending_largest = pool_index_largest(&owner->pending);
+    if (pending_largest > largest) largest = pending_largest;
+    free_bytes += owner->pending.free_bytes;
+  }
+  pthread_mutex_unlock(&pool->lock);
+  stats.largest_free_block = largest;
+  stats.fragmentation = free_bytes ? 1.0 - (double)largest / (double)free_bytes : 0.0;
+  *out = stats;
+  return PLM_OK;
+}
+
+plm_status plm_pool_trim(plm_pool *pool, size_t keep_bytes) {
+  PLM__REQUIRE_NOT_NULL(pool);
+  if (pool->config.mode != PLM_POOL_POOLED) return PLM_OK; /* nothing is cached */
+  pthread_mutex_lock(&pool->slow_lock);
+  /* Close every stream's epoch first: the synchronisation below covers the frees
+   * made before it, not frees other threads make while it runs. */
+  pthread_mutex_lock(&pool->lock);
+  size_t count = 0;
+  pool_owner **owners = snapshot_owners(pool, &count);
+  uint64_t *closed = owners ? malloc((count ? count : 1) * sizeof *closed) : NULL;
+  for (size_t i = 0; closed && i < count; i++) {
+    closed[i] = owners[i]->open_epoch++;
+    owners[i]->open_epoch_used = false;
+  }
+  pthread_mutex_unlock(&pool->lock);
+  plm_status status = closed ? pool->backend->synchronize(pool->backend_ctx)
+                             : plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory to trim");
+  if (status == PLM_OK) {
+    pthread_mutex_lock(&pool->lock);
+    pool->stats.host_synchronizations++;
+    for (size_t i = 0; i < count; i++) {
+      drop_marks(pool, owners[i]);
+      migrate(pool, owners[i], closed[i]);
+    }
+    uncache_index(pool, &pool->global);
+    pthread_mutex_unlock(&pool->lock);
+    release_idle_chunks(pool, keep_bytes);
+  }
+  free(closed);
+  free(owners);
+  pthread_mutex_unlock(&pool->slow_lock);
+  return plm__propagate(status);
+}
+
+plm_status plm_pool_mode_get(const plm_pool *pool, plm_pool_mode *out) {
+  PLM__REQUIRE_NOT_NULL(pool);
+  PLM__REQUIRE_NOT_NULL(out);
+  *out = pool->config.mode;
+  return PLM_OK;
+}
+
+plm_status plm_pool_context(const plm_pool *pool, plm_context **out) {
+  PLM__REQUIRE_NOT_NULL(pool);
+  PLM__REQUIRE_NOT_NULL(out);
+  *out = pool->ctx;
+  return PLM_OK;
+}

@@ -1,0 +1,103 @@
+/* pool/pool_internal.h: the device pool's design (internal).
+ *
+ * Memory. The pool reserves chunks from upstream (the backend's mem_alloc) and
+ * cuts them into 256-byte-aligned blocks described in host memory (pool_block.h).
+ * Requests up to 64 KiB are small: they are served at the exact size of their
+ * class and, when freed, cached in that class without merging (a list push and a
+ * pop: the hot path). Larger requests take a good fit from the TLSF lists
+ * (pool_index.h), split off the rest, and merge with free neighbours when freed.
+ * Requests of at least huge_bytes get a chunk of their own.
+ *
+ * Streams. All streams share one global index of blocks safe for anyone. A block
+ * freed on stream S is not safe for another stream until S has executed past the
+ * free, so it goes into S's own index (pool_owner.pending) instead, tagged with
+ * S's current epoch, and is appended to S's epoch queue. Later work on S may take
+ * it at once. An allocation searches its own stream's index and the global one.
+ *
+ * Epochs. To learn that S has passed its frees without a backend call on the fast
+ * path, the slow path closes S's open epoch by recording an event on S (taken from
+ * a cache of events) and opens the next one. When a later slow path finds that
+ * event complete, every block of S with an epoch up to it moves to the global
+ * index (merging with global neighbours): opportunistic reuse. A block whose epoch
+ * is closed but not yet complete can still be given to another stream T at once
+ * by enqueueing "T waits for the event" (unless PLM_POOL_NO_STREAM_WAITS).
+ *
+ * Locks. `lock` guards all pool state and is held only for list and table updates
+ * (no backend call, no blocking). `slow_lock` serialises the slow path, trimming,
+ * destruction and the stream-destroyed hook; it is taken before `lock`, and the
+ * backend calls of the slow path (event record/query, stream waits, mem_alloc,
+ * mem_free) are made with only `slow_lock` held. Events and owners are recycled or
+ * freed only under `slow_lock`, so the slow path may use them while `lock` is
+ * released.
+ *
+ * Invariants (checked by PLM_ASSERT in debug builds):
+ *   - the blocks of a chunk tile it exactly, in address order;
+ *   - no two adjacent FREE blocks have the same owner (they would have merged);
+ *   - a block is in the live table iff it is USED;
+ *   - every pending block (owner != NULL) is in its owner's epoch queue, whose
+ *     epochs never decrease from head to tail.
+ */
+#ifndef PLUME_POOL_INTERNAL_H
+#define PLUME_POOL_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "plume/pool.h"
+#include "pool/pool_block.h"
+#include "pool/pool_index.h"
+#include "streams/runtime.h"
+
+enum { POOL_EPOCH_RING = 8 };
+
+/* A closed epoch of one stream: the event recorded after its frees. */
+typedef struct epoch_mark {
+  uint64_t epoch;
+  void *event;   /* backend event handle */
+  bool complete; /* known complete */
+} epoch_mark;
+
+/* What the pool knows of one stream it has seen. */
+struct pool_owner {
+  const plm_stream *stream; /* key */
+  void *handle;             /* the backend stream */
+  pool_index pending;       /* blocks freed on this stream, not yet safe for all */
+  pool_block *queue_head, *queue_tail;
+  uint64_t open_epoch;  /* frees now are tagged with this */
+  bool open_epoch_used; /* some block carries open_epoch */
+  epoch_mark marks[POOL_EPOCH_RING];
+  unsigned mark_first, mark_count;
+  UT_hash_handle hh;
+};
+
+/* A slab of block descriptors. */
+typedef struct descriptor_slab {
+  struct descriptor_slab *next;
+  pool_block blocks[256];
+} descriptor_slab;
+
+struct plm_pool {
+  plm__attachment attachment; /* first: the context destroys pools through it */
+  plm_context *ctx;
+  const plm__backend_iface *backend;
+  void *backend_ctx;
+  plm_pool_config config;
+  bool is_default;
+  void *async_pool; /* CUDA_ASYNC: the backend's pool */
+
+  pthread_mutex_t slow_lock;
+  pthread_mutex_t lock;
+  pool_index global;
+  pool_owner *owners;     /* hash by stream */
+  pool_owner *last_owner; /* the owner found last: most calls repeat a stream */
+  pool_block *live;       /* hash by addr */
+  pool_chunk *chunks;
+  pool_block *spare_descriptors;
+  descriptor_slab *slabs;
+  void **spare_events;
+  size_t spare_event_count, spare_event_capacity;
+  plm_pool_stats stats;
+};
+
+#endif /* PLUME_POOL_INTERNAL_H */
