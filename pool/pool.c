@@ -277,6 +277,42 @@ static void uncache_index(plm_pool *pool, pool_index *index) {
   }
 }
 
+/* ---- invariants (pool_internal.h), checked in debug builds ----------------------- */
+
+#ifndef NDEBUG
+/* Walk every chunk and every epoch queue. Called with `lock` held, on the slow
+ * path and after trimming only: O(blocks). */
+static void check_invariants(const plm_pool *pool) {
+  size_t used = 0;
+  for (const pool_chunk *chunk = pool->chunks; chunk; chunk = chunk->next) {
+    uintptr_t expected = chunk->base;
+    const pool_block *prev = NULL;
+    for (const pool_block *block = chunk->first; block; block = block->phys_next) {
+      PLM_ASSERT(block->addr == expected && block->chunk == chunk);
+      PLM_ASSERT(block->phys_prev == prev && block->size % POOL_GRANULE == 0);
+      PLM_ASSERT(block->state != BLOCK_USED || !block->owner);
+      if (prev && prev->state == BLOCK_FREE && block->state == BLOCK_FREE)
+        PLM_ASSERT(prev->owner != block->owner);
+      used += block->state == BLOCK_USED;
+      expected += block->size;
+      prev = block;
+    }
+    PLM_ASSERT(expected == chunk->base + chunk->size);
+  }
+  PLM_ASSERT(used == HASH_COUNT(pool->live));
+  for (const pool_owner *owner = pool->owners; owner; owner = owner->hh.next) {
+    uint64_t epoch = 0;
+    for (const pool_block *block = owner->queue_head; block; block = block->epoch_next) {
+      PLM_ASSERT(block->owner == owner && block->state != BLOCK_USED);
+      PLM_ASSERT(block->epoch >= epoch && block->epoch <= owner->open_epoch);
+      epoch = block->epoch;
+    }
+  }
+}
+#else
+#define check_invariants(pool) ((void)0)
+#endif
+
 /* ---- statistics ---------------------------------------------------------------- */
 
 static void note_allocated(plm_pool *pool, const pool_block *block, size_t requested,
@@ -292,8 +328,8 @@ static void note_allocated(plm_pool *pool, const pool_block *block, size_t reque
     stats->peak_bytes_in_use = stats->bytes_in_use;
 }
 
+/* Count bytes taken from upstream (the caller counts the call itself). */
 static void note_reserved(plm_pool *pool, size_t bytes) {
-  pool->stats.upstream_allocs++;
   pool->stats.bytes_reserved += bytes;
   if (pool->stats.bytes_reserved > pool->stats.peak_bytes_reserved)
     pool->stats.peak_bytes_reserved = pool->stats.bytes_reserved;
@@ -425,26 +461,34 @@ static void close_epochs(plm_pool *pool, pool_owner **owners, size_t count) {
       pthread_mutex_unlock(&pool->lock);
       continue;
     }
+    bool marked = false;
     if (owner->mark_count == POOL_EPOCH_RING) {
       /* Ring full: move the newest mark behind these frees too. It then completes
        * later than before, which is conservative, and covers every pending block. */
       epoch_mark *newest =
           &owner->marks[(owner->mark_first + owner->mark_count - 1) % POOL_EPOCH_RING];
-      if (pool->backend->event_record(pool->backend_ctx, newest->event, owner->handle) == PLM_OK)
-        newest->epoch = epoch;
-      continue;
+      marked =
+          pool->backend->event_record(pool->backend_ctx, newest->event, owner->handle) == PLM_OK;
+      if (marked) newest->epoch = epoch;
+    } else {
+      void *event = take_spare_event(pool);
+      marked =
+          event && pool->backend->event_record(pool->backend_ctx, event, owner->handle) == PLM_OK;
+      if (marked) {
+        unsigned slot = (owner->mark_first + owner->mark_count) % POOL_EPOCH_RING;
+        owner->marks[slot] = (epoch_mark){.epoch = epoch, .event = event, .complete = false};
+        owner->mark_count++;
+      } else if (event) {
+        return_spare_event(pool, event);
+      }
     }
-    void *event = take_spare_event(pool);
-    if (event && pool->backend->event_record(pool->backend_ctx, event, owner->handle) != PLM_OK) {
-      return_spare_event(pool, event);
-      event = NULL;
+    if (!marked) {
+      /* No mark covers this epoch's blocks: have the next slow path close it again
+       * (the next mark covers older epochs too, as a stream completes in order). */
+      pthread_mutex_lock(&pool->lock);
+      owner->open_epoch_used = true;
+      pthread_mutex_unlock(&pool->lock);
     }
-    /* Without an event this epoch's blocks wait for the next mark, whose
-     * completion covers them too (a stream completes in order). */
-    if (!event) continue;
-    unsigned slot = (owner->mark_first + owner->mark_count) % POOL_EPOCH_RING;
-    owner->marks[slot] = (epoch_mark){.epoch = epoch, .event = event, .complete = false};
-    owner->mark_count++;
   }
 }
 
@@ -501,11 +545,12 @@ static size_t size_with_global(const pool_block *block) {
   return size;
 }
 
-/* Merge a FREE pending block (attached) with its global free neighbours; the result
- * stays pending on the block's owner, at the block's place in the queue. */
+/* Merge a FREE pending block (attached) with its global free neighbours, and then
+ * with any FREE neighbours pending on the same stream that brings next to it; the
+ * result stays pending on the block's owner. */
 static pool_block *extend_with_global(plm_pool *pool, pool_block *block) {
   pool_owner *owner = block->owner;
-  pool_index_remove(&owner->pending, block);
+  detach_free_block(pool, block);
   pool_block *prev = block->phys_prev, *next = block->phys_next;
   if (is_global_free(next)) {
     pool_index_remove(&pool->global, next);
@@ -514,13 +559,12 @@ static pool_block *extend_with_global(plm_pool *pool, pool_block *block) {
   if (is_global_free(prev)) {
     pool_index_remove(&pool->global, prev);
     prev->owner = owner;
-    prev->epoch = block->epoch;
     prev->freed_on = block->freed_on;
-    queue_replace(owner, block, prev);
     absorb_next(pool, prev, block);
     block = prev;
   }
-  pool_index_insert(&owner->pending, block);
+  block = merge_neighbours(pool, block);
+  attach_free_block(pool, block);
   return block;
 }
 
@@ -529,7 +573,7 @@ static pool_block *extend_with_global(plm_pool *pool, pool_block *block) {
  * block fits, looks at the owner's oldest EXTEND_CANDIDATES pending blocks (the
  * slow path only). Called with `lock` held. */
 static pool_block *find_covered_pending(plm_pool *pool, pool_owner *owner, const request *r,
-                                        void **event) {
+                                        bool extend, void **event) {
   pool_block *block = NULL;
   if (r->small) block = owner->pending.cached[r->klass];
   if (!block) block = pool_index_find(&owner->pending, r->size / POOL_GRANULE);
@@ -539,7 +583,7 @@ static pool_block *find_covered_pending(plm_pool *pool, pool_owner *owner, const
          candidate = candidate->epoch_next)
       if (candidate->state == BLOCK_FREE && size_with_global(candidate) >= r->size &&
           mark_covering(owner, candidate->epoch))
-        block = extend_with_global(pool, candidate);
+        block = extend ? extend_with_global(pool, candidate) : candidate;
   }
   if (!block) return NULL;
   *event = mark_covering(owner, block->epoch);
@@ -593,6 +637,7 @@ static plm_status grow(plm_pool *pool, size_t need, const request *r, pool_block
   block->chunk = chunk;
   block->state = BLOCK_FREE;
   pool_index_insert(&pool->global, block);
+  pool->stats.upstream_allocs++;
   note_reserved(pool, bytes);
   if (r) {
     take_block(pool, block, r->size);
@@ -605,7 +650,8 @@ static plm_status grow(plm_pool *pool, size_t need, const request *r, pool_block
 /* Give idle chunks (one free block, safe for all) back upstream while more than
  * `keep` bytes are reserved (the last one released may take it below `keep`).
  * slow_lock held, lock not held. */
-static void release_idle_chunks(plm_pool *pool, size_t keep) {
+static size_t release_idle_chunks(plm_pool *pool, size_t keep) {
+  size_t released = 0;
   pool_chunk *idle = NULL;
   pthread_mutex_lock(&pool->lock);
   pool_chunk *chunk, *next;
@@ -619,13 +665,23 @@ static void release_idle_chunks(plm_pool *pool, size_t keep) {
     DL_APPEND(idle, chunk);
     pool->stats.bytes_reserved -= chunk->size;
     pool->stats.upstream_frees++;
+    released++;
   }
-  if (idle) pool->stats.host_synchronizations++; /* giving memory back waits for the device */
   pthread_mutex_unlock(&pool->lock);
   DL_FOREACH_SAFE(idle, chunk, next) {
     pool->backend->mem_free(pool->backend_ctx, (void *)chunk->base);
     free(chunk);
   }
+  return released;
+}
+
+/* Give idle chunks back on the slow path; an upstream free waits for the device
+ * (cudaFree does), so it counts as a host synchronisation. */
+static void release_idle_chunks_counted(plm_pool *pool, size_t keep) {
+  if (release_idle_chunks(pool, keep) == 0) return;
+  pthread_mutex_lock(&pool->lock);
+  pool->stats.host_synchronizations++;
+  pthread_mutex_unlock(&pool->lock);
 }
 
 /* ---- the slow path: the ladder ------------------------------------------------------ */
@@ -650,24 +706,28 @@ static void format_failure(plm_pool *pool, const request *r) {
  * own included: once safe for all, they can merge and their chunks can go back).
  * Returns whether it waited. slow_lock held, lock not held. */
 static bool wait_for_pending(plm_pool *pool, pool_owner **owners, size_t count,
-                             const pool_owner *requester, const request *r) {
+                             const pool_owner *requester, const request *r, plm_status *error) {
   void *event = NULL;
   pthread_mutex_lock(&pool->lock);
   for (size_t i = 0; i < count && !event; i++)
-    if (owners[i] != requester) find_covered_pending(pool, owners[i], r, &event);
+    if (owners[i] != requester) find_covered_pending(pool, owners[i], r, false, &event);
   pthread_mutex_unlock(&pool->lock);
   bool waited = false;
+  plm_status status = PLM_OK;
   if (event) {
-    waited = pool->backend->event_synchronize(pool->backend_ctx, event) == PLM_OK;
+    status = pool->backend->event_synchronize(pool->backend_ctx, event);
+    waited = status == PLM_OK;
   } else {
-    for (size_t i = 0; i < count; i++) {
+    for (size_t i = 0; i < count && status == PLM_OK; i++) {
       const pool_owner *owner = owners[i];
       if (owner->mark_count == 0) continue;
       const epoch_mark *newest =
           &owner->marks[(owner->mark_first + owner->mark_count - 1) % POOL_EPOCH_RING];
-      waited |= pool->backend->event_synchronize(pool->backend_ctx, newest->event) == PLM_OK;
+      status = pool->backend->event_synchronize(pool->backend_ctx, newest->event);
+      waited |= status == PLM_OK;
     }
   }
+  if (status != PLM_OK) *error = status;
   if (waited) {
     pthread_mutex_lock(&pool->lock);
     pool->stats.host_synchronizations++;
@@ -686,7 +746,7 @@ static pool_block *take_with_stream_wait(plm_pool *pool, pool_owner **owners, si
   pthread_mutex_lock(&pool->lock);
   for (size_t i = 0; i < count && !block; i++) {
     if (owners[i] == requester) continue;
-    block = find_covered_pending(pool, owners[i], r, &event);
+    block = find_covered_pending(pool, owners[i], r, true, &event);
     from = owners[i];
   }
   uint64_t epoch = block ? block->epoch : 0;
@@ -711,78 +771,98 @@ static pool_block *take_with_stream_wait(plm_pool *pool, pool_owner **owners, si
 }
 
 /* Serve a request the fast path could not, following the ladder in plume/pool.h.
- * Returns the live block, or NULL with the error message set. */
+ * Returns the live block, or NULL with *status and the message set: out-of-memory
+ * with the diagnostic, or the first backend error met on the way. */
 static pool_block *alloc_slow(plm_pool *pool, plm_stream *stream, const request *r,
                               plm_status *status) {
-  *status = PLM_ERR_OUT_OF_MEMORY;
   pthread_mutex_lock(&pool->slow_lock);
   pool_block *block = NULL;
   bool reserved_memory = false;
+  plm_status error = PLM_OK; /* a failure other than lack of memory */
   size_t count = 0;
   pthread_mutex_lock(&pool->lock);
   pool_owner *requester = owner_get(pool, stream);
   pool_owner **owners = requester ? snapshot_owners(pool, &count) : NULL;
   pthread_mutex_unlock(&pool->lock);
   if (!owners) {
-    plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for the pool's stream records");
+    *status = plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for the pool's stream records");
+    pthread_mutex_lock(&pool->lock);
+    pool->stats.failures++;
+    pthread_mutex_unlock(&pool->lock);
     pthread_mutex_unlock(&pool->slow_lock);
     return NULL;
   }
 
-  for (int round = 0; round < SLOW_PATH_ROUNDS && !block; round++) {
+  for (int round = 0; round < SLOW_PATH_ROUNDS && !block && error == PLM_OK; round++) {
     /* 1. Reuse frees whose work has completed. */
     close_epochs(pool, owners, count);
     poll_epochs(pool, owners, count);
     pthread_mutex_lock(&pool->lock);
     block = try_take(pool, requester, r);
-    /* 2. Coalesce cached small blocks. */
-    if (!block) {
-      uncache_index(pool, &pool->global);
-      uncache_index(pool, &requester->pending);
-      block = try_take(pool, requester, r);
-    }
     pthread_mutex_unlock(&pool->lock);
     if (block) break;
 
-    /* 3. Reuse another stream's pending free behind a device-side wait, rather
+    /* 2. Reuse another stream's pending free behind a device-side wait, rather
      * than reserve more memory while the freeing stream catches up. */
     if (!(pool->config.flags & PLM_POOL_NO_STREAM_WAITS)) {
       block = take_with_stream_wait(pool, owners, count, requester, r);
       if (block) break;
     }
 
-    /* 4. Give idle chunks back beyond the release threshold; 5. grow. */
-    release_idle_chunks(pool, keep_reserved(pool));
-    if (grow(pool, r->size, r, &block) != PLM_OK) {
-      release_idle_chunks(pool, 0);
-      grow(pool, r->size, r, &block);
+    /* 3. Grow, after giving idle chunks back beyond the release threshold. */
+    release_idle_chunks_counted(pool, keep_reserved(pool));
+    plm_status grown = grow(pool, r->size, r, &block);
+    if (grown == PLM_OK) {
+      reserved_memory = true;
+      break;
     }
-    reserved_memory = block != NULL;
+    if (grown != PLM_ERR_OUT_OF_MEMORY) {
+      error = grown;
+      break;
+    }
+
+    /* Out of memory. 4. Coalesce cached small blocks. */
+    pthread_mutex_lock(&pool->lock);
+    uncache_index(pool, &pool->global);
+    uncache_index(pool, &requester->pending);
+    block = try_take(pool, requester, r);
+    pthread_mutex_unlock(&pool->lock);
     if (block) break;
 
+    /* 5. Give every idle chunk back upstream and grow again. */
+    release_idle_chunks_counted(pool, 0);
+    grown = grow(pool, r->size, r, &block);
+    if (grown == PLM_OK) {
+      reserved_memory = true;
+      break;
+    }
+    if (grown != PLM_ERR_OUT_OF_MEMORY) {
+      error = grown;
+      break;
+    }
+
     /* 6. Block the host on the pending frees that would satisfy the request. */
-    if (!wait_for_pending(pool, owners, count, requester, r)) break;
+    if (!wait_for_pending(pool, owners, count, requester, r, &error)) break;
   }
 
-  if (block) {
-    pthread_mutex_lock(&pool->lock);
-    bool live = make_live(pool, block, r, stream, reserved_memory);
-    pthread_mutex_unlock(&pool->lock);
-    if (live)
-      *status = PLM_OK;
-    else {
-      block = NULL;
-      plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory to track a block");
-    }
-  } else {
-    pthread_mutex_lock(&pool->lock);
-    pool->stats.failures++;
-    pthread_mutex_unlock(&pool->lock);
+  pthread_mutex_lock(&pool->lock);
+  bool live = block && make_live(pool, block, r, stream, reserved_memory);
+  if (!live) pool->stats.failures++;
+  check_invariants(pool);
+  pthread_mutex_unlock(&pool->lock);
+  if (live)
+    *status = PLM_OK;
+  else if (block)
+    *status = plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory to track a block");
+  else if (error != PLM_OK)
+    *status = error; /* the backend's message is already set */
+  else {
     format_failure(pool, r);
+    *status = PLM_ERR_OUT_OF_MEMORY;
   }
   free(owners);
   pthread_mutex_unlock(&pool->slow_lock);
-  return block;
+  return live ? block : NULL;
 }
 
 /* ---- pooled mode ------------------------------------------------------------------ */
@@ -828,7 +908,8 @@ static plm_status pooled_free(plm_pool *pool, void *ptr, plm_stream *stream) {
 
 /* ---- passthrough and cuda_async modes: every call goes upstream ---------------------- */
 
-/* Track an upstream block so that frees can be checked. */
+/* Track an upstream block (its bytes already counted as reserved) so that frees can
+ * be checked. */
 static plm_status track_upstream(plm_pool *pool, void *memory, size_t bytes) {
   pthread_mutex_lock(&pool->lock);
   pool_block *block = descriptor_new(pool);
@@ -844,7 +925,7 @@ static plm_status track_upstream(plm_pool *pool, void *memory, size_t bytes) {
     }
   }
   if (block) {
-    note_reserved(pool, block->size);
+    pool->stats.upstream_allocs++;
     note_allocated(pool, block, bytes, NULL, true);
   }
   pthread_mutex_unlock(&pool->lock);
@@ -870,28 +951,42 @@ static bool untrack_upstream(plm_pool *pool, void *ptr) {
   return block != NULL;
 }
 
+/* Give a block straight back upstream. */
+static plm_status upstream_release(plm_pool *pool, void *memory, plm_stream *stream) {
+  if (pool->config.mode == PLM_POOL_CUDA_ASYNC)
+    return pool->backend->async_free(pool->backend_ctx, pool->async_pool, memory, stream->handle);
+  return pool->backend->mem_free(pool->backend_ctx, memory);
+}
+
 static plm_status upstream_alloc(plm_pool *pool, size_t bytes, plm_stream *stream, void **ptr) {
-  if (pool->config.byte_limit) {
-    pthread_mutex_lock(&pool->lock);
-    bool over =
-        pool->stats.bytes_reserved + round_up(bytes, POOL_GRANULE) > pool->config.byte_limit;
-    pthread_mutex_unlock(&pool->lock);
-    if (over) {
-      pthread_mutex_lock(&pool->lock);
-      pool->stats.failures++;
-      pthread_mutex_unlock(&pool->lock);
-      format_failure(pool, &(request){.bytes = bytes});
-      return PLM_ERR_OUT_OF_MEMORY;
-    }
+  /* Count the bytes as reserved before the upstream call, so that threads racing
+   * for the last bytes under byte_limit cannot both pass the check. */
+  size_t size = round_up(bytes, POOL_GRANULE);
+  size_t limit = pool->config.byte_limit;
+  pthread_mutex_lock(&pool->lock);
+  bool over =
+      limit && (pool->stats.bytes_reserved > limit || size > limit - pool->stats.bytes_reserved);
+  if (over)
+    pool->stats.failures++;
+  else
+    note_reserved(pool, size);
+  pthread_mutex_unlock(&pool->lock);
+  if (over) {
+    format_failure(pool, &(request){.bytes = bytes});
+    return PLM_ERR_OUT_OF_MEMORY;
   }
   void *memory = NULL;
   plm_status status = pool->config.mode == PLM_POOL_CUDA_ASYNC
                           ? pool->backend->async_alloc(pool->backend_ctx, pool->async_pool, bytes,
                                                        stream->handle, &memory)
                           : pool->backend->mem_alloc(pool->backend_ctx, bytes, &memory);
-  if (status == PLM_OK) status = track_upstream(pool, memory, bytes);
+  if (status == PLM_OK) {
+    status = track_upstream(pool, memory, bytes);
+    if (status != PLM_OK) upstream_release(pool, memory, stream);
+  }
   if (status != PLM_OK) {
     pthread_mutex_lock(&pool->lock);
+    pool->stats.bytes_reserved -= size;
     pool->stats.failures++;
     pthread_mutex_unlock(&pool->lock);
     return status;
@@ -906,9 +1001,7 @@ static plm_status upstream_free(plm_pool *pool, void *ptr, plm_stream *stream) {
                          "ptr %p is not a live block of this pool (never allocated, already "
                          "freed, or an interior pointer)",
                          ptr);
-  if (pool->config.mode == PLM_POOL_CUDA_ASYNC)
-    return pool->backend->async_free(pool->backend_ctx, pool->async_pool, ptr, stream->handle);
-  return pool->backend->mem_free(pool->backend_ctx, ptr);
+  return upstream_release(pool, ptr, stream);
 }
 
 /* ---- lifecycle ---------------------------------------------------------------------- */
@@ -1005,7 +1098,11 @@ static plm_status check_config(const plm_context *ctx, const plm_pool_config *co
     return plm__fail_raw(PLM_ERR_INVALID_ARG,
                          "cfg->initial_reservation %zu is above cfg->byte_limit %zu",
                          config->initial_reservation, config->byte_limit);
-  if (config->initial_reservation > SIZE_MAX - CHUNK_GRANULE)
+  if (config->min_chunk_bytes > MAX_REQUEST_BYTES)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG,
+                         "cfg->min_chunk_bytes %zu is too large (256 TiB at most)",
+                         config->min_chunk_bytes);
+  if (config->initial_reservation > MAX_REQUEST_BYTES)
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "cfg->initial_reservation %zu is too large",
                          config->initial_reservation);
   if (config->mode == PLM_POOL_CUDA_ASYNC && !ctx->backend->async_pool_create)
@@ -1037,7 +1134,8 @@ static plm_status pool_create(plm_context *ctx, const plm_pool_config *cfg, bool
                                        .destroy = pool_destroy_attached,
                                        .stream_destroying = pool_stream_destroying};
   if (config.mode == PLM_POOL_CUDA_ASYNC)
-    status = pool->backend->async_pool_create(pool->backend_ctx, &pool->async_pool);
+    status = pool->backend->async_pool_create(
+        pool->backend_ctx, !(config.flags & PLM_POOL_NO_STREAM_WAITS), &pool->async_pool);
   if (status == PLM_OK && config.mode == PLM_POOL_POOLED && config.initial_reservation) {
     pthread_mutex_lock(&pool->slow_lock);
     status = grow(pool, round_up(config.initial_reservation, POOL_GRANULE), NULL, NULL);
@@ -1063,6 +1161,7 @@ plm_status plm_pool_create(plm_context *ctx, const plm_pool_config *cfg, plm_poo
 
 plm_status plm_pool_destroy(plm_pool *pool) {
   if (!pool) return PLM_OK;
+  PLM__REFUSE_IN_HOST_CALLBACK();
   if (pool->is_default)
     return plm__fail(PLM_ERR_INVALID_ARG,
                      "pool is the context's default pool, which is destroyed with the context");
@@ -1101,6 +1200,7 @@ plm_status plm_pool_alloc(plm_pool *pool, size_t bytes, plm_stream *stream, void
   PLM__REQUIRE_NOT_NULL(pool);
   PLM__REQUIRE_NOT_NULL(stream);
   if (bytes == 0) return plm__fail(PLM_ERR_INVALID_ARG, "bytes is 0");
+  PLM__REFUSE_IN_HOST_CALLBACK();
   if (bytes > MAX_REQUEST_BYTES)
     return plm__fail(PLM_ERR_INVALID_ARG, "bytes %zu is larger than any device memory (256 TiB)",
                      bytes);
@@ -1138,13 +1238,26 @@ plm_status plm_pool_stats_get(plm_pool *pool, plm_pool_stats *out) {
   pthread_mutex_unlock(&pool->lock);
   stats.largest_free_block = largest;
   stats.fragmentation = free_bytes ? 1.0 - (double)largest / (double)free_bytes : 0.0;
+  if (pool->config.mode == PLM_POOL_CUDA_ASYNC) {
+    /* What cudaMallocAsync's pool really holds, not the bytes handed out. */
+    plm_status status = pool->backend->async_pool_reserved(
+        pool->backend_ctx, pool->async_pool, &stats.bytes_reserved, &stats.peak_bytes_reserved);
+    if (status != PLM_OK) return plm__propagate(status);
+  }
   *out = stats;
   return PLM_OK;
 }
 
 plm_status plm_pool_trim(plm_pool *pool, size_t keep_bytes) {
   PLM__REQUIRE_NOT_NULL(pool);
-  if (pool->config.mode != PLM_POOL_POOLED) return PLM_OK; /* nothing is cached */
+  PLM__REFUSE_IN_HOST_CALLBACK();
+  if (pool->config.mode == PLM_POOL_PASSTHROUGH) return PLM_OK; /* nothing is cached */
+  if (pool->config.mode == PLM_POOL_CUDA_ASYNC) {
+    plm_status status = pool->backend->synchronize(pool->backend_ctx);
+    if (status == PLM_OK)
+      status = pool->backend->async_pool_trim(pool->backend_ctx, pool->async_pool, keep_bytes);
+    return plm__propagate(status);
+  }
   pthread_mutex_lock(&pool->slow_lock);
   /* Close every stream's epoch first: the synchronisation below covers the frees
    * made before it, not frees other threads make while it runs. */
@@ -1160,15 +1273,19 @@ plm_status plm_pool_trim(plm_pool *pool, size_t keep_bytes) {
   plm_status status = closed ? pool->backend->synchronize(pool->backend_ctx)
                              : plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory to trim");
   if (status == PLM_OK) {
+    for (size_t i = 0; i < count; i++) drop_marks(pool, owners[i]);
     pthread_mutex_lock(&pool->lock);
     pool->stats.host_synchronizations++;
-    for (size_t i = 0; i < count; i++) {
-      drop_marks(pool, owners[i]);
-      migrate(pool, owners[i], closed[i]);
-    }
+    for (size_t i = 0; i < count; i++) migrate(pool, owners[i], closed[i]);
     uncache_index(pool, &pool->global);
+    check_invariants(pool);
     pthread_mutex_unlock(&pool->lock);
     release_idle_chunks(pool, keep_bytes);
+  } else if (closed) {
+    /* Nothing moved: let a later slow path close those epochs again. */
+    pthread_mutex_lock(&pool->lock);
+    for (size_t i = 0; i < count; i++) owners[i]->open_epoch_used = true;
+    pthread_mutex_unlock(&pool->lock);
   }
   free(closed);
   free(owners);

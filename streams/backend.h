@@ -74,10 +74,13 @@ typedef struct plm__backend_iface {
   /* (optional) The backend's own stream-ordered allocator (cudaMallocAsync on a
    * cudaMemPool with release threshold UINT64_MAX), the anchor pools are measured
    * against. NULL: PLM_POOL_CUDA_ASYNC is unsupported. */
-  plm_status (*async_pool_create)(void *ctx, void **pool);
+  plm_status (*async_pool_create)(void *ctx, bool allow_stream_waits, void **pool);
   void (*async_pool_destroy)(void *ctx, void *pool);
   plm_status (*async_alloc)(void *ctx, void *pool, size_t bytes, void *stream, void **ptr);
   plm_status (*async_free)(void *ctx, void *pool, void *ptr, void *stream);
+  plm_status (*async_pool_trim)(void *ctx, void *pool, size_t keep_bytes);
+  /* Bytes the backend's pool holds now, and the most it has held. */
+  plm_status (*async_pool_reserved)(void *ctx, void *pool, uint64_t *current, uint64_t *high);
 } plm__backend_iface;
 
 /* Open the host backend (device must be 0; the wrapper checks). */

@@ -275,7 +275,7 @@ static void cuda_host_unregister(void *ctx, void *ptr) {
 
 /* ---- cudaMallocAsync, the anchor ---------------------------------------------------- */
 
-static plm_status cuda_async_pool_create(void *ctx, void **out) {
+static plm_status cuda_async_pool_create(void *ctx, bool allow_stream_waits, void **out) {
   cuda_backend *backend = ctx;
   plm_status status = make_current(backend);
   if (status != PLM_OK) return status;
@@ -293,7 +293,31 @@ static plm_status cuda_async_pool_create(void *ctx, void **out) {
     cudaMemPoolDestroy(pool);
     return cuda_fail(err, "cudaMemPoolSetAttribute(cudaMemPoolAttrReleaseThreshold)");
   }
+  int internal_dependencies = allow_stream_waits ? 1 : 0;
+  err = cudaMemPoolSetAttribute(pool, cudaMemPoolReuseAllowInternalDependencies,
+                                &internal_dependencies);
+  if (err != cudaSuccess) {
+    cudaMemPoolDestroy(pool);
+    return cuda_fail(err, "cudaMemPoolSetAttribute(cudaMemPoolReuseAllowInternalDependencies)");
+  }
   *out = pool;
+  return PLM_OK;
+}
+
+static plm_status cuda_async_pool_trim(void *ctx, void *pool, size_t keep_bytes) {
+  (void)ctx;
+  CUDA_TRY(cudaMemPoolTrimTo((cudaMemPool_t)pool, keep_bytes));
+  return PLM_OK;
+}
+
+static plm_status cuda_async_pool_reserved(void *ctx, void *pool, uint64_t *current,
+                                           uint64_t *high) {
+  (void)ctx;
+  uint64_t now = 0, most = 0;
+  CUDA_TRY(cudaMemPoolGetAttribute((cudaMemPool_t)pool, cudaMemPoolAttrReservedMemCurrent, &now));
+  CUDA_TRY(cudaMemPoolGetAttribute((cudaMemPool_t)pool, cudaMemPoolAttrReservedMemHigh, &most));
+  *current = now;
+  *high = most;
   return PLM_OK;
 }
 
@@ -349,6 +373,8 @@ static const plm__backend_iface cuda_iface = {
     /* .async_pool_destroy  = */ cuda_async_pool_destroy,
     /* .async_alloc         = */ cuda_async_alloc,
     /* .async_free          = */ cuda_async_free,
+    /* .async_pool_trim     = */ cuda_async_pool_trim,
+    /* .async_pool_reserved = */ cuda_async_pool_reserved,
 };
 
 void plm__cuda_device_count(int *count, const char **reason) {

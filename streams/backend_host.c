@@ -128,7 +128,9 @@ static void run_fill(host_backend *backend, const host_task *task) {
 
 static void run_call(host_backend *backend, const host_task *task) {
   (void)backend;
+  plm__set_in_host_callback(true);
   task->args.call.fn(task->args.call.user);
+  plm__set_in_host_callback(false);
 }
 
 static void run_record(host_backend *backend, const host_task *task) {
@@ -523,6 +525,8 @@ static const plm__backend_iface host_iface = {
     /* .async_pool_destroy  = */ NULL,
     /* .async_alloc         = */ NULL,
     /* .async_free          = */ NULL,
+    /* .async_pool_trim     = */ NULL,
+    /* .async_pool_reserved = */ NULL,
 };
 
 plm_status plm__host_backend_open(const plm__backend_iface **iface, void **ctx) {

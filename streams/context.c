@@ -191,6 +191,7 @@ plm_status plm_context_backend(const plm_context *ctx, plm_backend *out) {
 
 plm_status plm_context_synchronize(plm_context *ctx) {
   PLM__REQUIRE_NOT_NULL(ctx);
+  PLM__REFUSE_IN_HOST_CALLBACK();
   plm_status status = ctx->backend->synchronize(ctx->backend_ctx);
   return plm__propagate(status);
 }
@@ -243,6 +244,7 @@ plm_status plm_device_alloc(plm_context *ctx, size_t bytes, void **ptr) {
 plm_status plm_device_free(plm_context *ctx, void *ptr) {
   PLM__REQUIRE_NOT_NULL(ctx);
   if (!ptr) return PLM_OK;
+  PLM__REFUSE_IN_HOST_CALLBACK();
   plm__allocation *record = NULL;
   pthread_mutex_lock(&ctx->lock);
   HASH_FIND_PTR(ctx->allocations, &ptr, record);

@@ -8,6 +8,15 @@
 enum { MESSAGE_CAPACITY = 1024 };
 
 static _Thread_local char thread_message[MESSAGE_CAPACITY];
+static _Thread_local bool thread_in_host_callback;
+
+bool plm__in_host_callback(void) {
+  return thread_in_host_callback;
+}
+
+void plm__set_in_host_callback(bool inside) {
+  thread_in_host_callback = inside;
+}
 
 const char *plm_status_str(plm_status status) {
   switch (status) {

@@ -13,6 +13,8 @@
 #ifndef PLUME_STREAMS_ERROR_H
 #define PLUME_STREAMS_ERROR_H
 
+#include <stdbool.h>
+
 #include "plume/status.h"
 
 #if defined(__GNUC__)
@@ -31,6 +33,22 @@ plm_status plm__fail_raw(plm_status status, const char *fmt, ...) PLM__PRINTF(2,
 /* Prefix the thread's message with "func: " and return status; PLM_OK passes
  * through untouched, so `return plm__propagate(status);` ends any wrapper. */
 plm_status plm__propagate_in(const char *func, plm_status status);
+
+/* Whether this thread is running a host callback (plm_stream_enqueue_host) of the
+ * host backend. Functions that may wait for streams refuse to run there: waiting on
+ * the callback's own stream would deadlock. */
+bool plm__in_host_callback(void);
+void plm__set_in_host_callback(bool inside);
+
+/* Refuse, at the API boundary, a call that may wait for streams when made from a
+ * host callback. */
+#define PLM__REFUSE_IN_HOST_CALLBACK()                                                  \
+  do {                                                                                  \
+    if (plm__in_host_callback())                                                        \
+      return plm__fail(PLM_ERR_INVALID_STATE,                                           \
+                       "called from a host callback (plm_stream_enqueue_host); it may " \
+                       "wait for streams, which would deadlock");                       \
+  } while (0)
 
 #define plm__fail(status, ...) plm__fail_in(__func__, (status), __VA_ARGS__)
 #define plm__propagate(status) plm__propagate_in(__func__, (status))

@@ -59,6 +59,7 @@ plm_status plm_event_query(plm_event *event, bool *complete) {
 
 plm_status plm_event_synchronize(plm_event *event) {
   PLM__REQUIRE_NOT_NULL(event);
+  PLM__REFUSE_IN_HOST_CALLBACK();
   plm_context *ctx = event->ctx;
   plm_status status = ctx->backend->event_synchronize(ctx->backend_ctx, event->handle);
   return plm__propagate(status);

@@ -42,7 +42,11 @@ plm_status plm_stream_create(plm_context *ctx, unsigned flags, plm_stream **out)
 
 plm_status plm_stream_destroy(plm_stream *stream) {
   if (!stream) return PLM_OK;
+  PLM__REFUSE_IN_HOST_CALLBACK();
   plm_context *ctx = stream->ctx;
+  /* Drain first, holding no lock, so the hooks below find the stream idle and the
+   * context's registry is not held while work runs. */
+  ctx->backend->stream_synchronize(ctx->backend_ctx, stream->handle);
   plm__context_notify_stream_destroying(ctx, stream);
   plm__context_remove_stream(ctx, stream);
   plm_status status = ctx->backend->stream_destroy(ctx->backend_ctx, stream->handle);
@@ -52,6 +56,7 @@ plm_status plm_stream_destroy(plm_stream *stream) {
 
 plm_status plm_stream_synchronize(plm_stream *stream) {
   PLM__REQUIRE_NOT_NULL(stream);
+  PLM__REFUSE_IN_HOST_CALLBACK();
   plm_context *ctx = stream->ctx;
   plm_status status = ctx->backend->stream_synchronize(ctx->backend_ctx, stream->handle);
   return plm__propagate(status);

@@ -475,6 +475,83 @@ START_TEST(test_destroying_a_stream_releases_its_pending_blocks) {
 }
 END_TEST
 
+/* Calls that may wait for streams are refused inside a host callback, where waiting
+ * on the callback's own stream would deadlock; a free never waits and is allowed. */
+typedef struct callback_probe {
+  plm_pool *pool;
+  plm_stream *stream;
+  void *block;
+  plm_status alloc_status, trim_status, free_status, sync_status;
+  char message[256];
+} callback_probe;
+
+static void pool_calls_from_callback(void *user) {
+  callback_probe *probe = user;
+  void *ptr = NULL;
+  probe->alloc_status = plm_pool_alloc(probe->pool, 1000, probe->stream, &ptr);
+  snprintf(probe->message, sizeof probe->message, "%s", plm_last_error());
+  probe->trim_status = plm_pool_trim(probe->pool, 0);
+  probe->sync_status = plm_stream_synchronize(probe->stream);
+  probe->free_status = plm_pool_free(probe->pool, probe->block, probe->stream);
+}
+
+START_TEST(test_waiting_calls_are_refused_in_host_callbacks) {
+  if (plm_test_backend != PLM_BACKEND_HOST) {
+    printf("SKIP test_waiting_calls_are_refused_in_host_callbacks: detected on host only\n");
+    return;
+  }
+  plm_pool *pool = fixed_pool(2 * MiB, 0, 0);
+  plm_stream *stream = new_stream();
+  callback_probe probe = {.pool = pool, .stream = stream};
+  PLM_CHECK_OK(plm_pool_alloc(pool, 5000, stream, &probe.block));
+  PLM_CHECK_OK(plm_stream_enqueue_host(stream, pool_calls_from_callback, &probe));
+  PLM_CHECK_OK(plm_stream_synchronize(stream));
+  ck_assert_int_eq(probe.alloc_status, PLM_ERR_INVALID_STATE);
+  ck_assert_msg(strstr(probe.message, "plm_pool_alloc: called from a host callback"), "%s",
+                probe.message);
+  ck_assert_int_eq(probe.trim_status, PLM_ERR_INVALID_STATE);
+  ck_assert_int_eq(probe.sync_status, PLM_ERR_INVALID_STATE);
+  ck_assert_int_eq(probe.free_status, PLM_OK);
+  ck_assert_uint_eq(stats_of(pool).live_blocks, 0);
+  PLM_CHECK_OK(plm_pool_destroy(pool));
+  PLM_CHECK_OK(plm_stream_destroy(stream));
+}
+END_TEST
+
+/* Stream B takes, behind a wait, a block pending on A that is only big enough
+ * together with the free memory around it; what is left must still merge with A's
+ * other pending neighbour (the debug build checks every invariant). */
+START_TEST(test_reuse_behind_a_wait_extends_into_free_neighbours) {
+  gate hold;
+  gate_init(&hold, GATE_TIMEOUT_MS);
+  plm_pool *pool = fixed_pool(2 * MiB, 2 * MiB, 0);
+  plm_stream *a = new_stream(), *b = new_stream();
+  void *x0 = NULL, *x1 = NULL, *x2 = NULL, *rest = NULL, *taken = NULL;
+  PLM_CHECK_OK(plm_pool_alloc(pool, 512 * KiB, a, &x0));
+  PLM_CHECK_OK(plm_pool_alloc(pool, 512 * KiB, a, &x1));
+  PLM_CHECK_OK(plm_pool_alloc(pool, 512 * KiB, a, &x2));
+  PLM_CHECK_OK(plm_pool_alloc(pool, 512 * KiB, a, &rest));
+  PLM_CHECK_OK(plm_pool_free(pool, x1, a));
+  PLM_CHECK_OK(plm_stream_synchronize(a));
+  PLM_CHECK_OK(plm_pool_trim(pool, SIZE_MAX)); /* x1 is now free for every stream */
+  PLM_CHECK_OK(plm_stream_enqueue_host(a, gate_wait_task, &hold));
+  PLM_CHECK_OK(plm_pool_free(pool, x0, a));
+  PLM_CHECK_OK(plm_pool_free(pool, x2, a)); /* [A: x0][free: x1][A: x2][rest] */
+  PLM_CHECK_OK(plm_pool_alloc(pool, 768 * KiB, b, &taken));
+  ck_assert_ptr_eq(taken, x0);
+  ck_assert_uint_eq(stats_of(pool).inserted_waits, 1);
+  gate_open(&hold);
+  PLM_CHECK_OK(plm_pool_free(pool, taken, b));
+  PLM_CHECK_OK(plm_pool_free(pool, rest, a));
+  PLM_CHECK_OK(plm_pool_trim(pool, SIZE_MAX));
+  ck_assert_uint_eq(stats_of(pool).largest_free_block, 2 * MiB);
+  PLM_CHECK_OK(plm_pool_destroy(pool));
+  PLM_CHECK_OK(plm_stream_destroy(a));
+  PLM_CHECK_OK(plm_stream_destroy(b));
+  gate_destroy(&hold);
+}
+END_TEST
+
 /* ---- modes, the default pool, lifecycle ------------------------------------------------ */
 
 START_TEST(test_passthrough_goes_upstream_every_time) {
@@ -700,6 +777,8 @@ static Suite *pool_suite(void) {
   tcase_add_test(order, test_pending_block_is_not_given_to_another_stream_while_room_remains);
   tcase_add_test(order, test_completed_free_is_reused_by_another_stream_without_a_wait);
   tcase_add_test(order, test_destroying_a_stream_releases_its_pending_blocks);
+  tcase_add_test(order, test_waiting_calls_are_refused_in_host_callbacks);
+  tcase_add_test(order, test_reuse_behind_a_wait_extends_into_free_neighbours);
   suite_add_tcase(suite, order);
 
   TCase *lifecycle = tcase_create("lifecycle");

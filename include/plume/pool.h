@@ -35,14 +35,15 @@
  *
  * When an allocation finds nothing, the pool, in this order: reuses frees whose
  * work has completed (learning it from an event, or from the freeing stream being
- * idle); coalesces cached small blocks; makes the stream wait on the device for a
- * pending free of another stream (unless PLM_POOL_NO_STREAM_WAITS); gives idle
- * chunks back upstream beyond the release threshold and grows (within byte_limit),
- * giving every idle chunk back if the limit or upstream refuses; blocks the host on
- * the specific pending frees that would satisfy the request; and only then fails
- * with PLM_ERR_OUT_OF_MEMORY and a message stating the request, bytes in use,
- * reserved, the largest free block and the fragmentation. It never aborts, and
- * stays usable after a failure.
+ * idle); makes the stream wait on the device for a pending free of another stream
+ * (unless PLM_POOL_NO_STREAM_WAITS); gives idle chunks back upstream beyond the
+ * release threshold and grows. When growing fails (byte_limit, or upstream out of
+ * memory), it coalesces cached small blocks, gives every idle chunk back and tries
+ * to grow again, blocks the host on the specific pending frees that would satisfy
+ * the request, and only then fails with PLM_ERR_OUT_OF_MEMORY and a message stating
+ * the request, bytes in use, reserved, the largest free block and the
+ * fragmentation. A backend failure on the way is returned as such, with its
+ * message. The pool never aborts, and stays usable after a failure.
  *
  * Waits or memory: when one stream frees what another allocates and the host runs
  * ahead of the device, the frees stay pending. By default the allocating stream
@@ -111,6 +112,8 @@ typedef struct plm_pool_config {
  * them. */
 #define PLM_POOL_RELEASE_IDLE ((size_t)1)
 
+/* In CUDA_ASYNC mode bytes_reserved and its peak are what cudaMallocAsync's pool
+ * holds (cudaMemPoolAttrReservedMemCurrent / High); upstream counts are calls. */
 typedef struct plm_pool_stats {
   uint64_t requests;        /* plm_pool_alloc calls that succeeded */
   uint64_t hits;            /* of those, served without reserving memory */
@@ -150,7 +153,8 @@ PLM_API plm_status plm_pool_destroy(plm_pool *pool);
 PLM_API plm_status plm_context_default_pool(plm_context *ctx, plm_pool **out);
 
 /* Allocate bytes (> 0) for use on stream, in stream order (see above). Thread-safe;
- * does not block except as the last step before failing. Errors:
+ * blocks only as described above. Not from a host callback (the host backend
+ * reports PLM_ERR_INVALID_STATE). Errors:
  * PLM_ERR_INVALID_ARG (NULL pool, stream or ptr; bytes 0 or too large to align; a
  * stream of another context), PLM_ERR_OUT_OF_MEMORY (with the diagnostic). *ptr is
  * NULL on failure. */

@@ -89,8 +89,11 @@ PLM_API plm_status plm_stream_memset(plm_stream *stream, void *dst, int value, s
 /* Run fn(user) on a host thread once all work enqueued on the stream before it has
  * finished; work enqueued after it waits for fn to return. Asynchronous: this
  * call returns at once. fn must not call plume functions that enqueue work or
- * wait for it (stream, event and synchronising calls, plm_device_free), as with
- * cudaLaunchHostFunc: waiting on its own stream from inside it would deadlock. It
+ * may wait for it (stream, event and synchronising calls, plm_device_free,
+ * plm_stream_destroy, plm_pool_alloc, plm_pool_trim, plm_pool_destroy), as with
+ * cudaLaunchHostFunc: waiting on its own stream from inside it would deadlock. The
+ * host backend detects the waiting ones and fails them with PLM_ERR_INVALID_STATE;
+ * on cuda the rule is CUDA's own. plm_pool_free never waits and is allowed. fn
  * should return quickly, since it holds up the stream.
  * Errors: PLM_ERR_INVALID_ARG (NULL stream or fn). */
 PLM_API plm_status plm_stream_enqueue_host(plm_stream *stream, plm_host_fn fn, void *user);
