@@ -7,8 +7,9 @@
  *
  * The current device is per host thread in CUDA, and applications may call
  * plume from any thread, so every call that creates, frees or synchronises device
- * state makes the context's device current first. Calls that only take a stream or
- * an event need not: CUDA routes them by the handle.
+ * state makes the context's device current for that call and then gives the
+ * caller's current device back (switching only when they differ). Calls that only
+ * take a stream or an event need not: CUDA routes them by the handle.
  *
  * A failed CUDA call is reported with its name and CUDA's error name and text, and
  * the runtime's last-error slot is cleared so a later launch check is not misled.
@@ -52,10 +53,31 @@ static plm_status cuda_fail(cudaError_t err, const char *call) {
     if (cuda_try_err_ != cudaSuccess) return cuda_fail(cuda_try_err_, #call); \
   } while (0)
 
-static plm_status make_current(const cuda_backend *backend) {
-  CUDA_TRY(cudaSetDevice(backend->device));
+/* Make the context's device current; *previous receives the caller's. */
+static plm_status device_enter(const cuda_backend *backend, int *previous) {
+  CUDA_TRY(cudaGetDevice(previous));
+  if (*previous != backend->device) CUDA_TRY(cudaSetDevice(backend->device));
   return PLM_OK;
 }
+
+/* Give the caller its current device back. */
+static void device_leave(const cuda_backend *backend, int previous) {
+  if (previous != backend->device && cudaSetDevice(previous) != cudaSuccess)
+    (void)cudaGetLastError();
+}
+
+/* Run `body` (statements that set `err`) with the context's device current.
+ * `call` names the CUDA call for the message when err is not cudaSuccess. */
+#define ON_DEVICE(backend, call, body)                                            \
+  do {                                                                            \
+    int on_device_previous_ = 0;                                                  \
+    plm_status on_device_status_ = device_enter((backend), &on_device_previous_); \
+    if (on_device_status_ != PLM_OK) return on_device_status_;                    \
+    cudaError_t err = cudaSuccess;                                                \
+    body;                                                                         \
+    device_leave((backend), on_device_previous_);                                 \
+    if (err != cudaSuccess) return cuda_fail(err, (call));                        \
+  } while (0)
 
 /* ---- device information --------------------------------------------------------- */
 
@@ -99,10 +121,8 @@ static void cuda_device_info(void *ctx, plm_device_info *out) {
 }
 
 static plm_status cuda_memory_info(void *ctx, uint64_t *free_bytes, uint64_t *total_bytes) {
-  plm_status status = make_current(ctx);
-  if (status != PLM_OK) return status;
   size_t free_now = 0, total = 0;
-  CUDA_TRY(cudaMemGetInfo(&free_now, &total));
+  ON_DEVICE(ctx, "cudaMemGetInfo", err = cudaMemGetInfo(&free_now, &total));
   *free_bytes = free_now;
   *total_bytes = total;
   return PLM_OK;
@@ -111,23 +131,17 @@ static plm_status cuda_memory_info(void *ctx, uint64_t *free_bytes, uint64_t *to
 /* ---- memory and synchronisation ------------------------------------------------- */
 
 static plm_status cuda_synchronize(void *ctx) {
-  plm_status status = make_current(ctx);
-  if (status != PLM_OK) return status;
-  CUDA_TRY(cudaDeviceSynchronize());
+  ON_DEVICE(ctx, "cudaDeviceSynchronize", err = cudaDeviceSynchronize());
   return PLM_OK;
 }
 
 static plm_status cuda_mem_alloc(void *ctx, size_t bytes, void **ptr) {
-  plm_status status = make_current(ctx);
-  if (status != PLM_OK) return status;
-  CUDA_TRY(cudaMalloc(ptr, bytes));
+  ON_DEVICE(ctx, "cudaMalloc", err = cudaMalloc(ptr, bytes));
   return PLM_OK;
 }
 
 static plm_status cuda_mem_free(void *ctx, void *ptr) {
-  plm_status status = make_current(ctx);
-  if (status != PLM_OK) return status;
-  CUDA_TRY(cudaFree(ptr));
+  ON_DEVICE(ctx, "cudaFree", err = cudaFree(ptr));
   return PLM_OK;
 }
 
@@ -135,13 +149,12 @@ static plm_status cuda_mem_free(void *ctx, void *ptr) {
 
 static plm_status cuda_stream_create(void *ctx, unsigned flags, void **out) {
   cuda_backend *backend = ctx;
-  plm_status status = make_current(backend);
-  if (status != PLM_OK) return status;
   int priority = 0;
   if (flags & PLM_STREAM_PRIORITY_HIGH) priority = backend->greatest_priority;
   if (flags & PLM_STREAM_PRIORITY_LOW) priority = backend->least_priority;
   cudaStream_t stream = NULL;
-  CUDA_TRY(cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, priority));
+  ON_DEVICE(backend, "cudaStreamCreateWithPriority",
+            err = cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, priority));
   *out = stream;
   return PLM_OK;
 }
@@ -212,13 +225,11 @@ static plm_status cuda_stream_wait_event(void *ctx, void *handle, void *event) {
 /* ---- events ------------------------------------------------------------------- */
 
 static plm_status cuda_event_create(void *ctx, unsigned flags, void **out) {
-  plm_status status = make_current(ctx);
-  if (status != PLM_OK) return status;
   unsigned cuda_flags = cudaEventDefault;
   if (flags & PLM_EVENT_DISABLE_TIMING) cuda_flags |= cudaEventDisableTiming;
   if (flags & PLM_EVENT_BLOCKING_SYNC) cuda_flags |= cudaEventBlockingSync;
   cudaEvent_t event = NULL;
-  CUDA_TRY(cudaEventCreateWithFlags(&event, cuda_flags));
+  ON_DEVICE(ctx, "cudaEventCreateWithFlags", err = cudaEventCreateWithFlags(&event, cuda_flags));
   *out = event;
   return PLM_OK;
 }
@@ -262,9 +273,7 @@ static plm_status cuda_event_elapsed_ms(void *ctx, void *start, void *end, float
 /* ---- pinned host memory ------------------------------------------------------------ */
 
 static plm_status cuda_host_register(void *ctx, void *ptr, size_t bytes) {
-  plm_status status = make_current(ctx);
-  if (status != PLM_OK) return status;
-  CUDA_TRY(cudaHostRegister(ptr, bytes, cudaHostRegisterPortable));
+  ON_DEVICE(ctx, "cudaHostRegister", err = cudaHostRegister(ptr, bytes, cudaHostRegisterPortable));
   return PLM_OK;
 }
 
@@ -275,31 +284,47 @@ static void cuda_host_unregister(void *ctx, void *ptr) {
 
 /* ---- cudaMallocAsync, the anchor ---------------------------------------------------- */
 
-static plm_status cuda_async_pool_create(void *ctx, bool allow_stream_waits, void **out) {
-  cuda_backend *backend = ctx;
-  plm_status status = make_current(backend);
-  if (status != PLM_OK) return status;
+/* Create the pool with the context's device current (cudaMemPoolCreate and its
+ * attributes take it explicitly, but keep the caller's device untouched anyway). */
+static cudaError_t create_async_pool(int device, bool allow_stream_waits, cudaMemPool_t *out,
+                                     const char **call) {
   struct cudaMemPoolProps props;
   memset(&props, 0, sizeof props);
   props.allocType = cudaMemAllocationTypePinned;
   props.handleTypes = cudaMemHandleTypeNone;
   props.location.type = cudaMemLocationTypeDevice;
-  props.location.id = backend->device;
+  props.location.id = device;
   cudaMemPool_t pool = NULL;
-  CUDA_TRY(cudaMemPoolCreate(&pool, &props));
+  *call = "cudaMemPoolCreate";
+  cudaError_t err = cudaMemPoolCreate(&pool, &props);
+  if (err != cudaSuccess) return err;
   uint64_t keep_all = UINT64_MAX;
-  cudaError_t err = cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_all);
-  if (err != cudaSuccess) {
-    cudaMemPoolDestroy(pool);
-    return cuda_fail(err, "cudaMemPoolSetAttribute(cudaMemPoolAttrReleaseThreshold)");
-  }
   int internal_dependencies = allow_stream_waits ? 1 : 0;
-  err = cudaMemPoolSetAttribute(pool, cudaMemPoolReuseAllowInternalDependencies,
-                                &internal_dependencies);
+  *call = "cudaMemPoolSetAttribute(cudaMemPoolAttrReleaseThreshold)";
+  err = cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_all);
+  if (err == cudaSuccess) {
+    *call = "cudaMemPoolSetAttribute(cudaMemPoolReuseAllowInternalDependencies)";
+    err = cudaMemPoolSetAttribute(pool, cudaMemPoolReuseAllowInternalDependencies,
+                                  &internal_dependencies);
+  }
   if (err != cudaSuccess) {
     cudaMemPoolDestroy(pool);
-    return cuda_fail(err, "cudaMemPoolSetAttribute(cudaMemPoolReuseAllowInternalDependencies)");
+    return err;
   }
+  *out = pool;
+  return cudaSuccess;
+}
+
+static plm_status cuda_async_pool_create(void *ctx, bool allow_stream_waits, void **out) {
+  cuda_backend *backend = ctx;
+  cudaMemPool_t pool = NULL;
+  const char *call = "cudaMemPoolCreate";
+  int previous = 0;
+  plm_status status = device_enter(backend, &previous);
+  if (status != PLM_OK) return status;
+  cudaError_t err = create_async_pool(backend->device, allow_stream_waits, &pool, &call);
+  device_leave(backend, previous);
+  if (err != cudaSuccess) return cuda_fail(err, call);
   *out = pool;
   return PLM_OK;
 }
@@ -322,7 +347,7 @@ static plm_status cuda_async_pool_reserved(void *ctx, void *pool, uint64_t *curr
 }
 
 static void cuda_async_pool_destroy(void *ctx, void *pool) {
-  if (make_current(ctx) != PLM_OK) return;
+  (void)ctx;
   if (cudaMemPoolDestroy((cudaMemPool_t)pool) != cudaSuccess) (void)cudaGetLastError();
 }
 
@@ -401,11 +426,15 @@ plm_status plm__cuda_backend_open(int device, const plm__backend_iface **iface, 
   cuda_backend *backend = calloc(1, sizeof *backend);
   if (!backend) return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for the backend");
   backend->device = device;
-  plm_status status = make_current(backend);
-  if (status == PLM_OK) status = describe_device(device, &backend->info);
+  int previous = 0;
+  plm_status status = device_enter(backend, &previous);
   if (status == PLM_OK) {
-    err = cudaDeviceGetStreamPriorityRange(&backend->least_priority, &backend->greatest_priority);
-    if (err != cudaSuccess) status = cuda_fail(err, "cudaDeviceGetStreamPriorityRange");
+    status = describe_device(device, &backend->info);
+    if (status == PLM_OK) {
+      err = cudaDeviceGetStreamPriorityRange(&backend->least_priority, &backend->greatest_priority);
+      if (err != cudaSuccess) status = cuda_fail(err, "cudaDeviceGetStreamPriorityRange");
+    }
+    device_leave(backend, previous);
   }
   if (status != PLM_OK) {
     free(backend);
