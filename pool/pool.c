@@ -9,273 +9,12 @@
 #include "streams/assert.h"
 #include "streams/error.h"
 
-enum { KNOWN_POOL_FLAGS = PLM_POOL_NO_STREAM_WAITS, SLOW_PATH_ROUNDS = 4, EXTEND_CANDIDATES = 64 };
+enum { KNOWN_POOL_FLAGS = PLM_POOL_NO_STREAM_WAITS, SLOW_PATH_ROUNDS = 4 };
 
 static const size_t CHUNK_GRANULE = (size_t)2 << 20; /* chunks are multiples of 2 MiB */
 static const size_t DEFAULT_MIN_CHUNK = (size_t)2 << 20;
 static const size_t DEFAULT_HUGE = (size_t)256 << 20;
 static const size_t MAX_REQUEST_BYTES = (size_t)1 << 48; /* keeps every size inside the index */
-static const size_t SMALL_MAX_BYTES = (size_t)POOL_SMALL_MAX_GRANULES * POOL_GRANULE;
-
-static size_t round_up(size_t value, size_t multiple) {
-  return (value + multiple - 1) / multiple * multiple;
-}
-
-/* ---- block descriptors ---------------------------------------------------------- */
-
-static pool_block *descriptor_new(plm_pool *pool) {
-  if (!pool->spare_descriptors) {
-    descriptor_slab *slab = malloc(sizeof *slab);
-    if (!slab) return NULL;
-    slab->next = pool->slabs;
-    pool->slabs = slab;
-    for (size_t i = 0; i < sizeof slab->blocks / sizeof slab->blocks[0]; i++) {
-      slab->blocks[i].free_next = pool->spare_descriptors;
-      pool->spare_descriptors = &slab->blocks[i];
-    }
-  }
-  pool_block *block = pool->spare_descriptors;
-  pool->spare_descriptors = block->free_next;
-  memset(block, 0, sizeof *block);
-  return block;
-}
-
-static void descriptor_release(plm_pool *pool, pool_block *block) {
-  block->free_next = pool->spare_descriptors;
-  pool->spare_descriptors = block;
-}
-
-/* ---- owners (the streams the pool has seen) and their epoch queues ---------------- */
-
-static pool_owner *owner_find(plm_pool *pool, const plm_stream *stream) {
-  pool_owner *owner = pool->last_owner;
-  if (owner && owner->stream == stream) return owner;
-  HASH_FIND_PTR(pool->owners, &stream, owner);
-  if (owner) pool->last_owner = owner;
-  return owner;
-}
-
-static void owner_remove(plm_pool *pool, pool_owner *owner) {
-  if (pool->last_owner == owner) pool->last_owner = NULL;
-  HASH_DEL(pool->owners, owner);
-  free(owner);
-}
-
-static pool_owner *owner_get(plm_pool *pool, plm_stream *stream) {
-  pool_owner *owner = owner_find(pool, stream);
-  if (owner) return owner;
-  owner = calloc(1, sizeof *owner);
-  if (!owner) return NULL;
-  owner->stream = stream;
-  owner->handle = stream->handle;
-  owner->open_epoch = 1;
-  HASH_ADD_PTR(pool->owners, stream, owner);
-  if (!PLM__HASH_ADDED(owner)) {
-    free(owner);
-    return NULL;
-  }
-  return owner;
-}
-
-static void queue_append(pool_owner *owner, pool_block *block) {
-  block->epoch_next = NULL;
-  block->epoch_prev = owner->queue_tail;
-  if (owner->queue_tail)
-    owner->queue_tail->epoch_next = block;
-  else
-    owner->queue_head = block;
-  owner->queue_tail = block;
-}
-
-static void queue_unlink(pool_owner *owner, pool_block *block) {
-  if (block->epoch_prev)
-    block->epoch_prev->epoch_next = block->epoch_next;
-  else
-    owner->queue_head = block->epoch_next;
-  if (block->epoch_next)
-    block->epoch_next->epoch_prev = block->epoch_prev;
-  else
-    owner->queue_tail = block->epoch_prev;
-  block->epoch_prev = block->epoch_next = NULL;
-}
-
-/* Put `replacement` where `block` stands in the queue. */
-static void queue_replace(pool_owner *owner, pool_block *block, pool_block *replacement) {
-  replacement->epoch_prev = block->epoch_prev;
-  replacement->epoch_next = block->epoch_next;
-  if (block->epoch_prev)
-    block->epoch_prev->epoch_next = replacement;
-  else
-    owner->queue_head = replacement;
-  if (block->epoch_next)
-    block->epoch_next->epoch_prev = replacement;
-  else
-    owner->queue_tail = replacement;
-  block->epoch_prev = block->epoch_next = NULL;
-}
-
-/* Insert keeping epochs non-decreasing from head to tail (searching from the tail:
- * only blocks put back after a failed stream wait are older than the tail). */
-static void queue_insert_sorted(pool_owner *owner, pool_block *block) {
-  pool_block *after = owner->queue_tail;
-  while (after && after->epoch > block->epoch) after = after->epoch_prev;
-  block->epoch_prev = after;
-  block->epoch_next = after ? after->epoch_next : owner->queue_head;
-  if (block->epoch_next)
-    block->epoch_next->epoch_prev = block;
-  else
-    owner->queue_tail = block;
-  if (after)
-    after->epoch_next = block;
-  else
-    owner->queue_head = block;
-}
-
-/* ---- free blocks: where they live, merging, taking ------------------------------- */
-
-static pool_index *index_of(plm_pool *pool, const pool_block *block) {
-  return block->owner ? &block->owner->pending : &pool->global;
-}
-
-static unsigned cached_class(const pool_block *block) {
-  return pool_class_of(block->size / POOL_GRANULE);
-}
-
-/* Take a FREE or CACHED block out of its index and its owner's queue. */
-static void detach_free_block(plm_pool *pool, pool_block *block) {
-  pool_index *index = index_of(pool, block);
-  if (block->state == BLOCK_CACHED)
-    pool_index_remove_cached(index, block, cached_class(block));
-  else
-    pool_index_remove(index, block);
-  if (block->owner) queue_unlink(block->owner, block);
-}
-
-/* Put a detached free block into its index (and its owner's queue, at the tail or,
- * for an older epoch, in order). */
-static void attach_free_block(plm_pool *pool, pool_block *block) {
-  pool_index *index = index_of(pool, block);
-  if (block->state == BLOCK_CACHED)
-    pool_index_push_cached(index, block, cached_class(block));
-  else
-    pool_index_insert(index, block);
-  if (block->owner) queue_insert_sorted(block->owner, block);
-}
-
-/* FREE neighbours merge when they have the same owner (the same stream, or both
- * safe for all). Merging global memory into a pending block would be safe, but it
- * would hide that memory from other streams until the pending stream catches up,
- * and they would grow the pool instead; only the slow path does it, on purpose
- * (extend_with_global). */
-static bool can_merge(const pool_block *neighbour, const pool_block *block) {
-  return neighbour && neighbour->state == BLOCK_FREE && neighbour->owner == block->owner;
-}
-
-/* Absorb `next` (detached by the caller) into `block`. Global blocks carry epoch 0,
- * so the merged epoch is the latest free's. */
-static void absorb_next(plm_pool *pool, pool_block *block, pool_block *next) {
-  block->size += next->size;
-  block->phys_next = next->phys_next;
-  if (next->phys_next) next->phys_next->phys_prev = block;
-  if (next->epoch > block->epoch) block->epoch = next->epoch;
-  descriptor_release(pool, next);
-}
-
-/* Merge a detached FREE block with the neighbours can_merge allows; returns the
- * merged (still detached) block, which keeps the block's owner. */
-static pool_block *merge_neighbours(plm_pool *pool, pool_block *block) {
-  pool_block *prev = block->phys_prev;
-  if (can_merge(prev, block)) {
-    detach_free_block(pool, prev);
-    const plm_stream *freed_on = block->freed_on;
-    absorb_next(pool, prev, block);
-    prev->freed_on = freed_on;
-    block = prev;
-  }
-  pool_block *next = block->phys_next;
-  if (can_merge(next, block)) {
-    detach_free_block(pool, next);
-    absorb_next(pool, block, next);
-  }
-  return block;
-}
-
-/* Hand out `block` (FREE or CACHED, attached) for `size` bytes: detach it, split
- * off the rest of a FREE block (which keeps its owner, epoch and queue place). */
-static void take_block(plm_pool *pool, pool_block *block, size_t size) {
-  pool_index *index = index_of(pool, block);
-  if (block->state == BLOCK_CACHED) {
-    pool_index_remove_cached(index, block, cached_class(block));
-    if (block->owner) queue_unlink(block->owner, block);
-  } else {
-    pool_index_remove(index, block);
-    pool_block *rest = block->size > size ? descriptor_new(pool) : NULL;
-    if (rest) {
-      rest->addr = block->addr + size;
-      rest->size = block->size - size;
-      rest->chunk = block->chunk;
-      rest->owner = block->owner;
-      rest->epoch = block->epoch;
-      rest->freed_on = block->freed_on;
-      rest->state = BLOCK_FREE;
-      rest->phys_prev = block;
-      rest->phys_next = block->phys_next;
-      if (block->phys_next) block->phys_next->phys_prev = rest;
-      block->phys_next = rest;
-      block->size = size;
-      pool_index_insert(index, rest);
-      if (block->owner) queue_replace(block->owner, block, rest);
-    } else if (block->owner) {
-      queue_unlink(block->owner, block);
-    }
-  }
-  block->owner = NULL;
-  block->state = BLOCK_USED;
-}
-
-/* Free a USED block on `owner`'s stream: it becomes pending there. */
-static void release_block(plm_pool *pool, pool_block *block, pool_owner *owner) {
-  block->owner = owner;
-  block->epoch = owner->open_epoch;
-  block->freed_on = owner->stream;
-  owner->open_epoch_used = true;
-  if (block->size <= SMALL_MAX_BYTES) {
-    block->state = BLOCK_CACHED;
-    pool_index_push_cached(&owner->pending, block, cached_class(block));
-    queue_append(owner, block);
-    return;
-  }
-  block->state = BLOCK_FREE;
-  block = merge_neighbours(pool, block);
-  pool_index_insert(&owner->pending, block);
-  queue_append(owner, block);
-}
-
-/* Make every pending block of `owner` with an epoch up to `upto` safe for all. */
-static void migrate(plm_pool *pool, pool_owner *owner, uint64_t upto) {
-  while (owner->queue_head && owner->queue_head->epoch <= upto) {
-    pool_block *block = owner->queue_head;
-    detach_free_block(pool, block);
-    block->owner = NULL;
-    block->epoch = 0;
-    if (block->state == BLOCK_FREE) block = merge_neighbours(pool, block);
-    attach_free_block(pool, block);
-  }
-}
-
-/* Return cached small blocks of an index to its merging lists. */
-static void uncache_index(plm_pool *pool, pool_index *index) {
-  unsigned small_classes = pool_class_of(POOL_SMALL_MAX_GRANULES) + 1;
-  for (unsigned klass = 0; klass < small_classes; klass++) {
-    pool_block *block;
-    while ((block = index->cached[klass]) != NULL) {
-      detach_free_block(pool, block);
-      block->state = BLOCK_FREE;
-      block = merge_neighbours(pool, block);
-      attach_free_block(pool, block);
-    }
-  }
-}
 
 /* ---- invariants (pool_internal.h), checked in debug builds ----------------------- */
 
@@ -315,8 +54,8 @@ static void check_invariants(const plm_pool *pool) {
 
 /* ---- statistics ---------------------------------------------------------------- */
 
-static void note_allocated(plm_pool *pool, const pool_block *block, size_t requested,
-                           const plm_stream *stream, bool reserved_memory) {
+void plm__pool_note_allocated(plm_pool *pool, const pool_block *block, size_t requested,
+                              const plm_stream *stream, bool reserved_memory) {
   plm_pool_stats *stats = &pool->stats;
   stats->requests++;
   if (!reserved_memory) stats->hits++;
@@ -329,7 +68,7 @@ static void note_allocated(plm_pool *pool, const pool_block *block, size_t reque
 }
 
 /* Count bytes taken from upstream (the caller counts the call itself). */
-static void note_reserved(plm_pool *pool, size_t bytes) {
+void plm__pool_note_reserved(plm_pool *pool, size_t bytes) {
   pool->stats.bytes_reserved += bytes;
   if (pool->stats.bytes_reserved > pool->stats.peak_bytes_reserved)
     pool->stats.peak_bytes_reserved = pool->stats.bytes_reserved;
@@ -337,16 +76,8 @@ static void note_reserved(plm_pool *pool, size_t bytes) {
 
 /* ---- the fast path ---------------------------------------------------------------- */
 
-/* The size a request is served at, and whether it is small (and its class). */
-typedef struct request {
-  size_t bytes; /* asked for */
-  size_t size;  /* served: a multiple of POOL_GRANULE */
-  bool small;
-  unsigned klass; /* small only */
-} request;
-
 static request make_request(size_t bytes) {
-  request r = {.bytes = bytes, .size = round_up(bytes, POOL_GRANULE)};
+  request r = {.bytes = bytes, .size = pool_round_up(bytes, POOL_GRANULE)};
   size_t granules = r.size / POOL_GRANULE;
   if (granules <= POOL_SMALL_MAX_GRANULES) {
     size_t class_granules = 0;
@@ -372,7 +103,7 @@ static pool_block *try_take(plm_pool *pool, pool_owner *owner, const request *r)
     block = mine;
     if (!mine || (anyone && anyone->size < mine->size)) block = anyone;
   }
-  if (block) take_block(pool, block, r->size);
+  if (block) plm__pool_take_block(pool, block, r->size);
   return block;
 }
 
@@ -383,211 +114,12 @@ static bool make_live(plm_pool *pool, pool_block *block, const request *r, plm_s
   block->requested = r->bytes;
   HASH_ADD(hh, pool->live, addr, sizeof block->addr, block);
   if (!PLM__HASH_ADDED(block)) {
-    pool_owner *owner = owner_find(pool, stream);
-    if (owner) release_block(pool, block, owner);
+    pool_owner *owner = plm__pool_owner_find(pool, stream);
+    if (owner) plm__pool_release_block(pool, block, owner);
     return false;
   }
-  note_allocated(pool, block, r->bytes, stream, reserved_memory);
+  plm__pool_note_allocated(pool, block, r->bytes, stream, reserved_memory);
   return true;
-}
-
-/* ---- the slow path: epochs --------------------------------------------------------- */
-
-/* The owners, as an array the slow path can walk with `lock` released. */
-static pool_owner **snapshot_owners(plm_pool *pool, size_t *count) {
-  *count = HASH_COUNT(pool->owners);
-  pool_owner **owners = malloc((*count ? *count : 1) * sizeof *owners);
-  if (!owners) {
-    *count = 0;
-    return NULL;
-  }
-  size_t i = 0;
-  pool_owner *owner, *next;
-  HASH_ITER(hh, pool->owners, owner, next) owners[i++] = owner;
-  return owners;
-}
-
-static void *take_spare_event(plm_pool *pool) {
-  if (pool->spare_event_count > 0) return pool->spare_events[--pool->spare_event_count];
-  void *event = NULL;
-  if (pool->backend->event_create(pool->backend_ctx, PLM_EVENT_DISABLE_TIMING, &event) != PLM_OK)
-    return NULL;
-  return event;
-}
-
-static void return_spare_event(plm_pool *pool, void *event) {
-  if (pool->spare_event_count == pool->spare_event_capacity) {
-    size_t capacity = pool->spare_event_capacity ? 2 * pool->spare_event_capacity : 16;
-    void **grown = realloc(pool->spare_events, capacity * sizeof *grown);
-    if (!grown) {
-      pool->backend->event_destroy(pool->backend_ctx, event);
-      return;
-    }
-    pool->spare_events = grown;
-    pool->spare_event_capacity = capacity;
-  }
-  pool->spare_events[pool->spare_event_count++] = event;
-}
-
-/* Forget every mark of an owner (all known complete). */
-static void drop_marks(plm_pool *pool, pool_owner *owner) {
-  for (; owner->mark_count > 0; owner->mark_count--) {
-    return_spare_event(pool, owner->marks[owner->mark_first].event);
-    owner->mark_first = (owner->mark_first + 1) % POOL_EPOCH_RING;
-  }
-}
-
-/* Close the open epoch of every owner whose frees carry it. If the stream has
- * nothing left to run, those frees (and all earlier ones) are safe now; otherwise
- * record an event behind them. Closing comes first, so frees racing with the query
- * are tagged with the next epoch. slow_lock held, lock not held. */
-static void close_epochs(plm_pool *pool, pool_owner **owners, size_t count) {
-  for (size_t i = 0; i < count; i++) {
-    pool_owner *owner = owners[i];
-    pthread_mutex_lock(&pool->lock);
-    bool close = owner->open_epoch_used;
-    uint64_t epoch = 0;
-    if (close) {
-      epoch = owner->open_epoch++;
-      owner->open_epoch_used = false;
-    }
-    pthread_mutex_unlock(&pool->lock);
-    if (!close) continue;
-    bool idle = false;
-    if (pool->backend->stream_query(pool->backend_ctx, owner->handle, &idle) == PLM_OK && idle) {
-      drop_marks(pool, owner);
-      pthread_mutex_lock(&pool->lock);
-      migrate(pool, owner, epoch);
-      pthread_mutex_unlock(&pool->lock);
-      continue;
-    }
-    bool marked = false;
-    if (owner->mark_count == POOL_EPOCH_RING) {
-      /* Ring full: move the newest mark behind these frees too. It then completes
-       * later than before, which is conservative, and covers every pending block. */
-      epoch_mark *newest =
-          &owner->marks[(owner->mark_first + owner->mark_count - 1) % POOL_EPOCH_RING];
-      marked =
-          pool->backend->event_record(pool->backend_ctx, newest->event, owner->handle) == PLM_OK;
-      if (marked) newest->epoch = epoch;
-    } else {
-      void *event = take_spare_event(pool);
-      marked =
-          event && pool->backend->event_record(pool->backend_ctx, event, owner->handle) == PLM_OK;
-      if (marked) {
-        unsigned slot = (owner->mark_first + owner->mark_count) % POOL_EPOCH_RING;
-        owner->marks[slot] = (epoch_mark){.epoch = epoch, .event = event, .complete = false};
-        owner->mark_count++;
-      } else if (event) {
-        return_spare_event(pool, event);
-      }
-    }
-    if (!marked) {
-      /* No mark covers this epoch's blocks: have the next slow path close it again
-       * (the next mark covers older epochs too, as a stream completes in order). */
-      pthread_mutex_lock(&pool->lock);
-      owner->open_epoch_used = true;
-      pthread_mutex_unlock(&pool->lock);
-    }
-  }
-}
-
-/* Ask the backend which marks have completed (newest first: a complete mark implies
- * every older one), then migrate what they cover. slow_lock held, lock not held. */
-static void poll_epochs(plm_pool *pool, pool_owner **owners, size_t count) {
-  for (size_t i = 0; i < count; i++) {
-    pool_owner *owner = owners[i];
-    for (unsigned k = owner->mark_count; k-- > 0;) {
-      epoch_mark *mark = &owner->marks[(owner->mark_first + k) % POOL_EPOCH_RING];
-      bool complete = mark->complete;
-      if (!complete &&
-          pool->backend->event_query(pool->backend_ctx, mark->event, &complete) != PLM_OK)
-        complete = false;
-      if (!complete) continue;
-      for (unsigned j = 0; j <= k; j++)
-        owner->marks[(owner->mark_first + j) % POOL_EPOCH_RING].complete = true;
-      break;
-    }
-    uint64_t upto = 0;
-    while (owner->mark_count > 0 && owner->marks[owner->mark_first].complete) {
-      epoch_mark *mark = &owner->marks[owner->mark_first];
-      upto = mark->epoch;
-      return_spare_event(pool, mark->event);
-      owner->mark_first = (owner->mark_first + 1) % POOL_EPOCH_RING;
-      owner->mark_count--;
-    }
-    if (upto > 0) {
-      pthread_mutex_lock(&pool->lock);
-      migrate(pool, owner, upto);
-      pthread_mutex_unlock(&pool->lock);
-    }
-  }
-}
-
-/* The event of the oldest closed epoch at or after `epoch`, or NULL. */
-static void *mark_covering(const pool_owner *owner, uint64_t epoch) {
-  for (unsigned k = 0; k < owner->mark_count; k++) {
-    const epoch_mark *mark = &owner->marks[(owner->mark_first + k) % POOL_EPOCH_RING];
-    if (mark->epoch >= epoch) return mark->event;
-  }
-  return NULL;
-}
-
-static bool is_global_free(const pool_block *block) {
-  return block && block->state == BLOCK_FREE && !block->owner;
-}
-
-/* The size a FREE pending block would have with its global free neighbours. */
-static size_t size_with_global(const pool_block *block) {
-  size_t size = block->size;
-  if (is_global_free(block->phys_prev)) size += block->phys_prev->size;
-  if (is_global_free(block->phys_next)) size += block->phys_next->size;
-  return size;
-}
-
-/* Merge a FREE pending block (attached) with its global free neighbours, and then
- * with any FREE neighbours pending on the same stream that brings next to it; the
- * result stays pending on the block's owner. */
-static pool_block *extend_with_global(plm_pool *pool, pool_block *block) {
-  pool_owner *owner = block->owner;
-  detach_free_block(pool, block);
-  pool_block *prev = block->phys_prev, *next = block->phys_next;
-  if (is_global_free(next)) {
-    pool_index_remove(&pool->global, next);
-    absorb_next(pool, block, next);
-  }
-  if (is_global_free(prev)) {
-    pool_index_remove(&pool->global, prev);
-    prev->owner = owner;
-    prev->freed_on = block->freed_on;
-    absorb_next(pool, prev, block);
-    block = prev;
-  }
-  block = merge_neighbours(pool, block);
-  attach_free_block(pool, block);
-  return block;
-}
-
-/* A block pending on `owner` that fits the request, possibly once extended with its
- * global free neighbours, and is covered by a recorded mark; or NULL. When no single
- * block fits, looks at the owner's oldest EXTEND_CANDIDATES pending blocks (the
- * slow path only). Called with `lock` held. */
-static pool_block *find_covered_pending(plm_pool *pool, pool_owner *owner, const request *r,
-                                        bool extend, void **event) {
-  pool_block *block = NULL;
-  if (r->small) block = owner->pending.cached[r->klass];
-  if (!block) block = pool_index_find(&owner->pending, r->size / POOL_GRANULE);
-  if (!block) {
-    unsigned budget = EXTEND_CANDIDATES;
-    for (pool_block *candidate = owner->queue_head; candidate && !block && budget-- > 0;
-         candidate = candidate->epoch_next)
-      if (candidate->state == BLOCK_FREE && size_with_global(candidate) >= r->size &&
-          mark_covering(owner, candidate->epoch))
-        block = extend ? extend_with_global(pool, candidate) : candidate;
-  }
-  if (!block) return NULL;
-  *event = mark_covering(owner, block->epoch);
-  return *event ? block : NULL;
 }
 
 /* ---- the slow path: chunks --------------------------------------------------------- */
@@ -604,10 +136,10 @@ static plm_status grow(plm_pool *pool, size_t need, const request *r, pool_block
                          config->byte_limit);
   size_t bytes = need;
   if (need < config->huge_bytes) {
-    bytes = round_up(need, CHUNK_GRANULE);
+    bytes = pool_round_up(need, CHUNK_GRANULE);
     if (bytes < config->min_chunk_bytes) bytes = config->min_chunk_bytes;
     if (config->growth == PLM_POOL_GROW_PROPORTIONAL && bytes < reserved / 4)
-      bytes = round_up(reserved / 4, CHUNK_GRANULE);
+      bytes = pool_round_up(reserved / 4, CHUNK_GRANULE);
     if (config->byte_limit && bytes > config->byte_limit - reserved)
       bytes = (config->byte_limit - reserved) / POOL_GRANULE * POOL_GRANULE;
   }
@@ -621,7 +153,7 @@ static plm_status grow(plm_pool *pool, size_t need, const request *r, pool_block
 
   pthread_mutex_lock(&pool->lock);
   pool_chunk *chunk = calloc(1, sizeof *chunk);
-  pool_block *block = chunk ? descriptor_new(pool) : NULL;
+  pool_block *block = chunk ? plm__pool_descriptor_new(pool) : NULL;
   if (!block) {
     pthread_mutex_unlock(&pool->lock);
     free(chunk);
@@ -638,9 +170,9 @@ static plm_status grow(plm_pool *pool, size_t need, const request *r, pool_block
   block->state = BLOCK_FREE;
   pool_index_insert(&pool->global, block);
   pool->stats.upstream_allocs++;
-  note_reserved(pool, bytes);
+  plm__pool_note_reserved(pool, bytes);
   if (r) {
-    take_block(pool, block, r->size);
+    plm__pool_take_block(pool, block, r->size);
     *taken = block;
   }
   pthread_mutex_unlock(&pool->lock);
@@ -660,7 +192,7 @@ static size_t release_idle_chunks(plm_pool *pool, size_t keep) {
     bool whole = block->state == BLOCK_FREE && !block->owner && block->size == chunk->size;
     if (!whole || pool->stats.bytes_reserved <= keep) continue;
     pool_index_remove(&pool->global, block);
-    descriptor_release(pool, block);
+    plm__pool_descriptor_release(pool, block);
     DL_DELETE(pool->chunks, chunk);
     DL_APPEND(idle, chunk);
     pool->stats.bytes_reserved -= chunk->size;
@@ -690,7 +222,7 @@ static size_t keep_reserved(const plm_pool *pool) {
   return pool->config.release_threshold ? pool->config.release_threshold : SIZE_MAX;
 }
 
-static void format_failure(plm_pool *pool, const request *r) {
+void plm__pool_format_failure(plm_pool *pool, const request *r) {
   plm_pool_stats stats;
   plm_pool_stats_get(pool, &stats);
   plm__fail_raw(PLM_ERR_OUT_OF_MEMORY,
@@ -710,7 +242,7 @@ static bool wait_for_pending(plm_pool *pool, pool_owner **owners, size_t count,
   void *event = NULL;
   pthread_mutex_lock(&pool->lock);
   for (size_t i = 0; i < count && !event; i++)
-    if (owners[i] != requester) find_covered_pending(pool, owners[i], r, false, &event);
+    if (owners[i] != requester) plm__pool_find_covered_pending(pool, owners[i], r, false, &event);
   pthread_mutex_unlock(&pool->lock);
   bool waited = false;
   plm_status status = PLM_OK;
@@ -746,11 +278,11 @@ static pool_block *take_with_stream_wait(plm_pool *pool, pool_owner **owners, si
   pthread_mutex_lock(&pool->lock);
   for (size_t i = 0; i < count && !block; i++) {
     if (owners[i] == requester) continue;
-    block = find_covered_pending(pool, owners[i], r, true, &event);
+    block = plm__pool_find_covered_pending(pool, owners[i], r, true, &event);
     from = owners[i];
   }
   uint64_t epoch = block ? block->epoch : 0;
-  if (block) take_block(pool, block, r->size);
+  if (block) plm__pool_take_block(pool, block, r->size);
   pthread_mutex_unlock(&pool->lock);
   if (!block) return NULL;
 
@@ -758,9 +290,9 @@ static pool_block *take_with_stream_wait(plm_pool *pool, pool_owner **owners, si
     pthread_mutex_lock(&pool->lock);
     block->owner = from;
     block->epoch = epoch;
-    block->state = block->size <= SMALL_MAX_BYTES ? BLOCK_CACHED : BLOCK_FREE;
-    if (block->state == BLOCK_FREE) block = merge_neighbours(pool, block);
-    attach_free_block(pool, block);
+    block->state = block->size <= POOL_SMALL_MAX_BYTES ? BLOCK_CACHED : BLOCK_FREE;
+    if (block->state == BLOCK_FREE) block = plm__pool_merge_neighbours(pool, block);
+    plm__pool_attach_free_block(pool, block);
     pthread_mutex_unlock(&pool->lock);
     return NULL;
   }
@@ -781,8 +313,8 @@ static pool_block *alloc_slow(plm_pool *pool, plm_stream *stream, const request 
   plm_status error = PLM_OK; /* a failure other than lack of memory */
   size_t count = 0;
   pthread_mutex_lock(&pool->lock);
-  pool_owner *requester = owner_get(pool, stream);
-  pool_owner **owners = requester ? snapshot_owners(pool, &count) : NULL;
+  pool_owner *requester = plm__pool_owner_get(pool, stream);
+  pool_owner **owners = requester ? plm__pool_snapshot_owners(pool, &count) : NULL;
   pthread_mutex_unlock(&pool->lock);
   if (!owners) {
     *status = plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for the pool's stream records");
@@ -795,8 +327,8 @@ static pool_block *alloc_slow(plm_pool *pool, plm_stream *stream, const request 
 
   for (int round = 0; round < SLOW_PATH_ROUNDS && !block && error == PLM_OK; round++) {
     /* 1. Reuse frees whose work has completed. */
-    close_epochs(pool, owners, count);
-    poll_epochs(pool, owners, count);
+    plm__pool_close_epochs(pool, owners, count);
+    plm__pool_poll_epochs(pool, owners, count);
     pthread_mutex_lock(&pool->lock);
     block = try_take(pool, requester, r);
     pthread_mutex_unlock(&pool->lock);
@@ -823,8 +355,8 @@ static pool_block *alloc_slow(plm_pool *pool, plm_stream *stream, const request 
 
     /* Out of memory. 4. Coalesce cached small blocks. */
     pthread_mutex_lock(&pool->lock);
-    uncache_index(pool, &pool->global);
-    uncache_index(pool, &requester->pending);
+    plm__pool_uncache_index(pool, &pool->global);
+    plm__pool_uncache_index(pool, &requester->pending);
     block = try_take(pool, requester, r);
     pthread_mutex_unlock(&pool->lock);
     if (block) break;
@@ -857,7 +389,7 @@ static pool_block *alloc_slow(plm_pool *pool, plm_stream *stream, const request 
   else if (error != PLM_OK)
     *status = error; /* the backend's message is already set */
   else {
-    format_failure(pool, r);
+    plm__pool_format_failure(pool, r);
     *status = PLM_ERR_OUT_OF_MEMORY;
   }
   free(owners);
@@ -870,7 +402,7 @@ static pool_block *alloc_slow(plm_pool *pool, plm_stream *stream, const request 
 static plm_status pooled_alloc(plm_pool *pool, size_t bytes, plm_stream *stream, void **ptr) {
   request r = make_request(bytes);
   pthread_mutex_lock(&pool->lock);
-  pool_owner *owner = owner_get(pool, stream);
+  pool_owner *owner = plm__pool_owner_get(pool, stream);
   pool_block *block = owner ? try_take(pool, owner, &r) : NULL;
   bool live = block && make_live(pool, block, &r, stream, false);
   pthread_mutex_unlock(&pool->lock);
@@ -888,13 +420,13 @@ static plm_status pooled_free(plm_pool *pool, void *ptr, plm_stream *stream) {
   pthread_mutex_lock(&pool->lock);
   pool_block *block = NULL;
   HASH_FIND(hh, pool->live, &addr, sizeof addr, block);
-  pool_owner *owner = block ? owner_get(pool, stream) : NULL;
+  pool_owner *owner = block ? plm__pool_owner_get(pool, stream) : NULL;
   if (owner) {
     HASH_DELETE(hh, pool->live, block);
     pool->stats.live_blocks--;
     pool->stats.bytes_in_use -= block->size;
     pool->stats.bytes_requested -= block->requested;
-    release_block(pool, block, owner);
+    plm__pool_release_block(pool, block, owner);
   }
   pthread_mutex_unlock(&pool->lock);
   if (!block)
@@ -906,104 +438,6 @@ static plm_status pooled_free(plm_pool *pool, void *ptr, plm_stream *stream) {
   return PLM_OK;
 }
 
-/* ---- passthrough and cuda_async modes: every call goes upstream ---------------------- */
-
-/* Track an upstream block (its bytes already counted as reserved) so that frees can
- * be checked. */
-static plm_status track_upstream(plm_pool *pool, void *memory, size_t bytes) {
-  pthread_mutex_lock(&pool->lock);
-  pool_block *block = descriptor_new(pool);
-  if (block) {
-    block->addr = (uintptr_t)memory;
-    block->size = round_up(bytes, POOL_GRANULE);
-    block->requested = bytes;
-    block->state = BLOCK_USED;
-    HASH_ADD(hh, pool->live, addr, sizeof block->addr, block);
-    if (!PLM__HASH_ADDED(block)) {
-      descriptor_release(pool, block);
-      block = NULL;
-    }
-  }
-  if (block) {
-    pool->stats.upstream_allocs++;
-    note_allocated(pool, block, bytes, NULL, true);
-  }
-  pthread_mutex_unlock(&pool->lock);
-  return block ? PLM_OK : plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory to track a block");
-}
-
-/* Forget an upstream block; false when ptr is not one. */
-static bool untrack_upstream(plm_pool *pool, void *ptr) {
-  uintptr_t addr = (uintptr_t)ptr;
-  pthread_mutex_lock(&pool->lock);
-  pool_block *block = NULL;
-  HASH_FIND(hh, pool->live, &addr, sizeof addr, block);
-  if (block) {
-    HASH_DELETE(hh, pool->live, block);
-    pool->stats.live_blocks--;
-    pool->stats.bytes_in_use -= block->size;
-    pool->stats.bytes_requested -= block->requested;
-    pool->stats.bytes_reserved -= block->size;
-    pool->stats.upstream_frees++;
-    descriptor_release(pool, block);
-  }
-  pthread_mutex_unlock(&pool->lock);
-  return block != NULL;
-}
-
-/* Give a block straight back upstream. */
-static plm_status upstream_release(plm_pool *pool, void *memory, plm_stream *stream) {
-  if (pool->config.mode == PLM_POOL_CUDA_ASYNC)
-    return pool->backend->async_free(pool->backend_ctx, pool->async_pool, memory, stream->handle);
-  return pool->backend->mem_free(pool->backend_ctx, memory);
-}
-
-static plm_status upstream_alloc(plm_pool *pool, size_t bytes, plm_stream *stream, void **ptr) {
-  /* Count the bytes as reserved before the upstream call, so that threads racing
-   * for the last bytes under byte_limit cannot both pass the check. */
-  size_t size = round_up(bytes, POOL_GRANULE);
-  size_t limit = pool->config.byte_limit;
-  pthread_mutex_lock(&pool->lock);
-  bool over =
-      limit && (pool->stats.bytes_reserved > limit || size > limit - pool->stats.bytes_reserved);
-  if (over)
-    pool->stats.failures++;
-  else
-    note_reserved(pool, size);
-  pthread_mutex_unlock(&pool->lock);
-  if (over) {
-    format_failure(pool, &(request){.bytes = bytes});
-    return PLM_ERR_OUT_OF_MEMORY;
-  }
-  void *memory = NULL;
-  plm_status status = pool->config.mode == PLM_POOL_CUDA_ASYNC
-                          ? pool->backend->async_alloc(pool->backend_ctx, pool->async_pool, bytes,
-                                                       stream->handle, &memory)
-                          : pool->backend->mem_alloc(pool->backend_ctx, bytes, &memory);
-  if (status == PLM_OK) {
-    status = track_upstream(pool, memory, bytes);
-    if (status != PLM_OK) upstream_release(pool, memory, stream);
-  }
-  if (status != PLM_OK) {
-    pthread_mutex_lock(&pool->lock);
-    pool->stats.bytes_reserved -= size;
-    pool->stats.failures++;
-    pthread_mutex_unlock(&pool->lock);
-    return status;
-  }
-  *ptr = memory;
-  return PLM_OK;
-}
-
-static plm_status upstream_free(plm_pool *pool, void *ptr, plm_stream *stream) {
-  if (!untrack_upstream(pool, ptr))
-    return plm__fail_raw(PLM_ERR_NOT_FOUND,
-                         "ptr %p is not a live block of this pool (never allocated, already "
-                         "freed, or an interior pointer)",
-                         ptr);
-  return upstream_release(pool, ptr, stream);
-}
-
 /* ---- lifecycle ---------------------------------------------------------------------- */
 
 /* Forget a stream that is being destroyed: wait for its work, then make its pending
@@ -1012,14 +446,14 @@ static void pool_stream_destroying(plm__attachment *self, plm_stream *stream) {
   plm_pool *pool = (plm_pool *)self;
   pthread_mutex_lock(&pool->slow_lock);
   pthread_mutex_lock(&pool->lock);
-  pool_owner *owner = owner_find(pool, stream);
+  pool_owner *owner = plm__pool_owner_find(pool, stream);
   pthread_mutex_unlock(&pool->lock);
   if (owner) {
     pool->backend->stream_synchronize(pool->backend_ctx, owner->handle);
-    drop_marks(pool, owner);
+    plm__pool_drop_marks(pool, owner);
     pthread_mutex_lock(&pool->lock);
-    migrate(pool, owner, UINT64_MAX);
-    owner_remove(pool, owner);
+    plm__pool_migrate(pool, owner, UINT64_MAX);
+    plm__pool_owner_remove(pool, owner);
     pthread_mutex_unlock(&pool->lock);
   }
   pthread_mutex_unlock(&pool->slow_lock);
@@ -1051,7 +485,7 @@ static size_t pool_teardown(plm_pool *pool) {
     for (unsigned k = 0; k < owner->mark_count; k++)
       pool->backend->event_destroy(pool->backend_ctx,
                                    owner->marks[(owner->mark_first + k) % POOL_EPOCH_RING].event);
-    owner_remove(pool, owner);
+    plm__pool_owner_remove(pool, owner);
   }
   for (size_t i = 0; i < pool->spare_event_count; i++)
     pool->backend->event_destroy(pool->backend_ctx, pool->spare_events[i]);
@@ -1117,7 +551,7 @@ static plm_status pool_create(plm_context *ctx, const plm_pool_config *cfg, bool
   plm_status status = check_config(ctx, &config);
   if (status != PLM_OK) return status;
   if (!config.min_chunk_bytes) config.min_chunk_bytes = DEFAULT_MIN_CHUNK;
-  config.min_chunk_bytes = round_up(config.min_chunk_bytes, POOL_GRANULE);
+  config.min_chunk_bytes = pool_round_up(config.min_chunk_bytes, POOL_GRANULE);
   if (!config.huge_bytes) config.huge_bytes = DEFAULT_HUGE;
 
   plm_pool *pool = calloc(1, sizeof *pool);
@@ -1138,7 +572,7 @@ static plm_status pool_create(plm_context *ctx, const plm_pool_config *cfg, bool
         pool->backend_ctx, !(config.flags & PLM_POOL_NO_STREAM_WAITS), &pool->async_pool);
   if (status == PLM_OK && config.mode == PLM_POOL_POOLED && config.initial_reservation) {
     pthread_mutex_lock(&pool->slow_lock);
-    status = grow(pool, round_up(config.initial_reservation, POOL_GRANULE), NULL, NULL);
+    status = grow(pool, pool_round_up(config.initial_reservation, POOL_GRANULE), NULL, NULL);
     pthread_mutex_unlock(&pool->slow_lock);
   }
   if (status != PLM_OK) {
@@ -1206,8 +640,9 @@ plm_status plm_pool_alloc(plm_pool *pool, size_t bytes, plm_stream *stream, void
                      bytes);
   plm_status status = check_stream(pool, stream);
   if (status == PLM_OK)
-    status = pool->config.mode == PLM_POOL_POOLED ? pooled_alloc(pool, bytes, stream, ptr)
-                                                  : upstream_alloc(pool, bytes, stream, ptr);
+    status = pool->config.mode == PLM_POOL_POOLED
+                 ? pooled_alloc(pool, bytes, stream, ptr)
+                 : plm__pool_upstream_alloc(pool, bytes, stream, ptr);
   return plm__propagate(status);
 }
 
@@ -1218,7 +653,7 @@ plm_status plm_pool_free(plm_pool *pool, void *ptr, plm_stream *stream) {
   plm_status status = check_stream(pool, stream);
   if (status == PLM_OK)
     status = pool->config.mode == PLM_POOL_POOLED ? pooled_free(pool, ptr, stream)
-                                                  : upstream_free(pool, ptr, stream);
+                                                  : plm__pool_upstream_free(pool, ptr, stream);
   return plm__propagate(status);
 }
 
@@ -1263,7 +698,7 @@ plm_status plm_pool_trim(plm_pool *pool, size_t keep_bytes) {
    * made before it, not frees other threads make while it runs. */
   pthread_mutex_lock(&pool->lock);
   size_t count = 0;
-  pool_owner **owners = snapshot_owners(pool, &count);
+  pool_owner **owners = plm__pool_snapshot_owners(pool, &count);
   uint64_t *closed = owners ? malloc((count ? count : 1) * sizeof *closed) : NULL;
   for (size_t i = 0; closed && i < count; i++) {
     closed[i] = owners[i]->open_epoch++;
@@ -1273,11 +708,11 @@ plm_status plm_pool_trim(plm_pool *pool, size_t keep_bytes) {
   plm_status status = closed ? pool->backend->synchronize(pool->backend_ctx)
                              : plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory to trim");
   if (status == PLM_OK) {
-    for (size_t i = 0; i < count; i++) drop_marks(pool, owners[i]);
+    for (size_t i = 0; i < count; i++) plm__pool_drop_marks(pool, owners[i]);
     pthread_mutex_lock(&pool->lock);
     pool->stats.host_synchronizations++;
-    for (size_t i = 0; i < count; i++) migrate(pool, owners[i], closed[i]);
-    uncache_index(pool, &pool->global);
+    for (size_t i = 0; i < count; i++) plm__pool_migrate(pool, owners[i], closed[i]);
+    plm__pool_uncache_index(pool, &pool->global);
     check_invariants(pool);
     pthread_mutex_unlock(&pool->lock);
     release_idle_chunks(pool, keep_bytes);

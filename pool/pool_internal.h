@@ -30,7 +30,13 @@
  * freed only under `slow_lock`, so the slow path may use them while `lock` is
  * released.
  *
- * Invariants (checked by PLM_ASSERT in debug builds):
+ * Files: pool_index.c (the TLSF index), pool_blocks.c (descriptors, owners, epoch
+ * queues, moving blocks between states), pool_epochs.c (closing, marking and
+ * polling epochs; reuse behind waits), pool_upstream.c (PASSTHROUGH, CUDA_ASYNC),
+ * pool.c (statistics, the fast path, chunks, the out-of-memory ladder, lifecycle,
+ * the public API).
+ *
+ * Invariants (checked by PLM_ASSERT in debug builds, after every slow path):
  *   - the blocks of a chunk tile it exactly, in address order;
  *   - no two adjacent FREE blocks have the same owner (they would have merged);
  *   - a block is in the live table iff it is USED;
@@ -99,5 +105,54 @@ struct plm_pool {
   size_t spare_event_count, spare_event_capacity;
   plm_pool_stats stats;
 };
+
+static const size_t POOL_SMALL_MAX_BYTES = (size_t)POOL_SMALL_MAX_GRANULES * POOL_GRANULE;
+
+static inline size_t pool_round_up(size_t value, size_t multiple) {
+  return (value + multiple - 1) / multiple * multiple;
+}
+
+/* The size a request is served at, and whether it is small (and its class). */
+typedef struct request {
+  size_t bytes; /* asked for */
+  size_t size;  /* served: a multiple of POOL_GRANULE */
+  bool small;
+  unsigned klass; /* small only */
+} request;
+
+/* pool/pool_blocks.c: block bookkeeping; `lock` held. */
+pool_block *plm__pool_descriptor_new(plm_pool *pool);
+void plm__pool_descriptor_release(plm_pool *pool, pool_block *block);
+pool_owner *plm__pool_owner_find(plm_pool *pool, const plm_stream *stream);
+pool_owner *plm__pool_owner_get(plm_pool *pool, plm_stream *stream);
+void plm__pool_owner_remove(plm_pool *pool, pool_owner *owner);
+void plm__pool_detach_free_block(plm_pool *pool, pool_block *block);
+void plm__pool_attach_free_block(plm_pool *pool, pool_block *block);
+void plm__pool_absorb_next(plm_pool *pool, pool_block *block, pool_block *next);
+pool_block *plm__pool_merge_neighbours(plm_pool *pool, pool_block *block);
+void plm__pool_take_block(plm_pool *pool, pool_block *block, size_t size);
+void plm__pool_release_block(plm_pool *pool, pool_block *block, pool_owner *owner);
+void plm__pool_migrate(plm_pool *pool, pool_owner *owner, uint64_t upto);
+void plm__pool_uncache_index(plm_pool *pool, pool_index *index);
+
+/* pool/pool_epochs.c: epochs and marks; `slow_lock` held, `lock` not held (except
+ * find_covered_pending: `lock` held). */
+pool_owner **plm__pool_snapshot_owners(plm_pool *pool, size_t *count);
+void plm__pool_drop_marks(plm_pool *pool, pool_owner *owner);
+void plm__pool_close_epochs(plm_pool *pool, pool_owner **owners, size_t count);
+void plm__pool_poll_epochs(plm_pool *pool, pool_owner **owners, size_t count);
+pool_block *plm__pool_find_covered_pending(plm_pool *pool, pool_owner *owner, const request *r,
+                                           bool extend, void **event);
+
+/* pool/pool.c: statistics and the out-of-memory message; `lock` held for the
+ * notes, not for the message. */
+void plm__pool_note_allocated(plm_pool *pool, const pool_block *block, size_t requested,
+                              const plm_stream *stream, bool reserved_memory);
+void plm__pool_note_reserved(plm_pool *pool, size_t bytes);
+void plm__pool_format_failure(plm_pool *pool, const request *r);
+
+/* pool/pool_upstream.c: the PASSTHROUGH and CUDA_ASYNC modes. */
+plm_status plm__pool_upstream_alloc(plm_pool *pool, size_t bytes, plm_stream *stream, void **ptr);
+plm_status plm__pool_upstream_free(plm_pool *pool, void *ptr, plm_stream *stream);
 
 #endif /* PLUME_POOL_INTERNAL_H */
