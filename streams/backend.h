@@ -25,6 +25,9 @@
 #include "plume/event.h"
 #include "plume/stream.h"
 
+/* The most bytes of arguments a CPU kernel launch carries. */
+enum { PLM__KERNEL_ARGS_MAX = 192 };
+
 typedef struct plm__backend_iface {
   plm_backend kind;
 
@@ -56,6 +59,11 @@ typedef struct plm__backend_iface {
   plm_status (*stream_memset)(void *ctx, void *stream, void *dst, int value, size_t bytes);
   plm_status (*stream_enqueue_host)(void *ctx, void *stream, plm_host_fn fn, void *user);
   plm_status (*stream_wait_event)(void *ctx, void *stream, void *event);
+  /* (optional) Run fn(args) in stream order on a host thread, with a copy of the
+   * args_size (<= PLM__KERNEL_ARGS_MAX) bytes at args: how CPU kernels are launched.
+   * NULL: the backend runs its own kernels (cuda). */
+  plm_status (*stream_launch_host_kernel)(void *ctx, void *stream, void (*fn)(const void *args),
+                                          const void *args, size_t args_size);
 
   plm_status (*event_create)(void *ctx, unsigned flags, void **event);
   void (*event_destroy)(void *ctx, void *event);

@@ -386,6 +386,7 @@ static const plm__backend_iface cuda_iface = {
     /* .stream_memset       = */ cuda_stream_memset,
     /* .stream_enqueue_host = */ cuda_stream_enqueue_host,
     /* .stream_wait_event   = */ cuda_stream_wait_event,
+    /* .stream_launch_host_kernel = */ NULL,
     /* .event_create        = */ cuda_event_create,
     /* .event_destroy       = */ cuda_event_destroy,
     /* .event_record        = */ cuda_event_record,

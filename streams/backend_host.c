@@ -65,6 +65,10 @@ struct host_task {
       plm_host_fn fn;
       void *user;
     } call;
+    struct {
+      void (*fn)(const void *args);
+      _Alignas(16) unsigned char args[PLM__KERNEL_ARGS_MAX];
+    } kernel;
     host_marker *marker;
   } args;
 };
@@ -131,6 +135,12 @@ static void run_call(host_backend *backend, const host_task *task) {
   plm__set_in_host_callback(true);
   task->args.call.fn(task->args.call.user);
   plm__set_in_host_callback(false);
+}
+
+/* A CPU kernel of plume's own: not a user callback, so it may use the CPU pool. */
+static void run_kernel(host_backend *backend, const host_task *task) {
+  (void)backend;
+  task->args.kernel.fn(task->args.kernel.args);
 }
 
 static void run_record(host_backend *backend, const host_task *task) {
@@ -312,6 +322,16 @@ static host_marker *acquire_latest_marker(host_backend *backend, host_event *eve
   if (marker) atomic_fetch_add(&marker->refs, 1);
   pthread_mutex_unlock(&backend->marker_lock);
   return marker;
+}
+
+static plm_status host_stream_launch_host_kernel(void *ctx, void *handle,
+                                                 void (*fn)(const void *args), const void *args,
+                                                 size_t args_size) {
+  (void)ctx;
+  PLM_ASSERT(args_size <= PLM__KERNEL_ARGS_MAX);
+  host_task task = {.run = run_kernel, .args.kernel.fn = fn};
+  memcpy(task.args.kernel.args, args, args_size);
+  return enqueue(handle, &task);
 }
 
 static plm_status host_stream_wait_event(void *ctx, void *handle, void *event_handle) {
@@ -513,6 +533,7 @@ static const plm__backend_iface host_iface = {
     /* .stream_memset       = */ host_stream_memset,
     /* .stream_enqueue_host = */ host_stream_enqueue_host,
     /* .stream_wait_event   = */ host_stream_wait_event,
+    /* .stream_launch_host_kernel = */ host_stream_launch_host_kernel,
     /* .event_create        = */ host_event_create,
     /* .event_destroy       = */ host_event_destroy,
     /* .event_record        = */ host_event_record,

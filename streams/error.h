@@ -17,6 +17,10 @@
 
 #include "plume/status.h"
 
+#ifdef __cplusplus
+extern "C" { /* CUDA kernels (C++) report errors through these too */
+#endif
+
 #if defined(__GNUC__)
 #define PLM__PRINTF(fmt_index, first_arg) __attribute__((format(printf, fmt_index, first_arg)))
 #else
@@ -58,5 +62,9 @@ void plm__set_in_host_callback(bool inside);
   do {                                                                         \
     if ((arg) == NULL) return plm__fail(PLM_ERR_INVALID_ARG, #arg " is NULL"); \
   } while (0)
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* PLUME_STREAMS_ERROR_H */

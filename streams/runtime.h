@@ -92,6 +92,11 @@ void plm__context_remove_event(plm_context *ctx, plm_event *event);
 void plm__context_attach(plm_context *ctx, plm__attachment *attachment);
 void plm__context_detach(plm_context *ctx, plm__attachment *attachment);
 
+/* Launch a CPU kernel on a host-backend stream (see backend.h); PLM_ERR_UNSUPPORTED
+ * on a backend that runs its own kernels. */
+plm_status plm__stream_launch_host_kernel(plm_stream *stream, void (*fn)(const void *args),
+                                          const void *args, size_t args_size);
+
 /* Call every attachment's stream_destroying hook (plm_stream_destroy does). */
 void plm__context_notify_stream_destroying(plm_context *ctx, plm_stream *stream);
 

@@ -136,3 +136,13 @@ plm_status plm_stream_wait_event(plm_stream *stream, plm_event *event) {
       ctx->backend->stream_wait_event(ctx->backend_ctx, stream->handle, event->handle);
   return plm__propagate(status);
 }
+
+plm_status plm__stream_launch_host_kernel(plm_stream *stream, void (*fn)(const void *args),
+                                          const void *args, size_t args_size) {
+  plm_context *ctx = stream->ctx;
+  if (!ctx->backend->stream_launch_host_kernel)
+    return plm__fail_raw(PLM_ERR_UNSUPPORTED, "the %s backend runs no CPU kernels",
+                         plm_backend_name(ctx->backend->kind));
+  return ctx->backend->stream_launch_host_kernel(ctx->backend_ctx, stream->handle, fn, args,
+                                                 args_size);
+}

@@ -11,9 +11,11 @@
 #include "plume/context.h"
 #include "plume/event.h"
 #include "plume/export.h"
+#include "plume/ops.h"
 #include "plume/pool.h"
 #include "plume/status.h"
 #include "plume/stream.h"
+#include "plume/tensor.h"
 #include "plume/version.h"
 
 #endif /* PLUME_PLUME_H */

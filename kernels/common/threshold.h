@@ -1,0 +1,46 @@
+/* kernels/common/threshold.h: the threshold comparison both backends run, and the
+ * arguments of a threshold launch (see plume/ops.h for the semantics). */
+#ifndef PLUME_KERNELS_COMMON_THRESHOLD_H
+#define PLUME_KERNELS_COMMON_THRESHOLD_H
+
+#include <stdint.h>
+
+#include "kernels/common/plm_hd.h"
+#include "plume/ops.h"
+
+typedef struct plm__threshold_args {
+  const void *in;
+  uint8_t *out;
+  int64_t count;
+  plm_dtype dtype; /* of in: u8, u16 or f32 */
+  double value;
+  plm_compare compare;
+} plm__threshold_args;
+
+/* 1 when `x compare value` holds, else 0; NaN compares false. */
+static inline PLM_HD uint8_t plm__threshold_one(double x, double value, plm_compare compare) {
+  switch (compare) {
+    case PLM_COMPARE_GE: return x >= value;
+    case PLM_COMPARE_LT: return x < value;
+    case PLM_COMPARE_LE: return x <= value;
+    case PLM_COMPARE_GT: break;
+  }
+  return x > value;
+}
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The CPU kernel (kernels/cpu/threshold.c): runs on the calling thread and the CPU
+ * pool; returns when done. */
+void plm__threshold_cpu(const plm__threshold_args *args);
+
+/* Enqueue the CUDA kernel (kernels/cuda/threshold.cu) on a cudaStream_t. */
+plm_status plm__threshold_cuda(void *stream, const plm__threshold_args *args);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PLUME_KERNELS_COMMON_THRESHOLD_H */

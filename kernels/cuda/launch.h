@@ -1,0 +1,28 @@
+/* kernels/cuda/launch.h: launching CUDA kernels (internal, C++ only).
+ *
+ * plm__cuda_check_launch turns the state left by a kernel launch into a status,
+ * naming the kernel and CUDA's error; call it right after every launch. */
+#ifndef PLUME_KERNELS_CUDA_LAUNCH_H
+#define PLUME_KERNELS_CUDA_LAUNCH_H
+
+#include <cuda_runtime_api.h>
+
+#include "plume/status.h"
+#include "streams/error.h"
+
+static inline plm_status plm__cuda_check_launch(const char *kernel) {
+  cudaError_t err = cudaGetLastError();
+  if (err == cudaSuccess) return PLM_OK;
+  return plm__fail_raw(err == cudaErrorMemoryAllocation ? PLM_ERR_OUT_OF_MEMORY : PLM_ERR_BACKEND,
+                       "launching %s failed: %s (%s)", kernel, cudaGetErrorName(err),
+                       cudaGetErrorString(err));
+}
+
+/* Blocks for a grid-stride loop over `count` elements with `threads` per block. */
+static inline unsigned plm__cuda_blocks(int64_t count, unsigned threads) {
+  int64_t blocks = (count + threads - 1) / threads;
+  const int64_t most = 65535LL * 32; /* enough to fill any GPU; the loop covers the rest */
+  return (unsigned)(blocks < most ? blocks : most);
+}
+
+#endif /* PLUME_KERNELS_CUDA_LAUNCH_H */

@@ -1,0 +1,61 @@
+/* ops/op_checks.c: argument checks shared by the operations (op_internal.h). */
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ops/op_internal.h"
+#include "streams/error.h"
+
+plm_status plm__op_check_tensor(const plm_stream *stream, const plm_tensor *tensor,
+                                const char *name) {
+  if (!tensor) return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s is NULL", name);
+  if (!tensor->data) return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s->data is NULL", name);
+  if (plm_dtype_size(tensor->dtype) == 0)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s->dtype %d is not a plm_dtype", name,
+                         (int)tensor->dtype);
+  if (tensor->ndim < 1 || tensor->ndim > PLM_TENSOR_MAX_DIMS)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s->ndim %d is not in 1..%d", name, tensor->ndim,
+                         PLM_TENSOR_MAX_DIMS);
+  int64_t stride = 1;
+  for (int d = tensor->ndim - 1; d >= 0; d--) {
+    if (tensor->dims[d] < 1)
+      return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s->dims[%d] is %lld", name, d,
+                           (long long)tensor->dims[d]);
+    if (tensor->strides[d] != stride)
+      return plm__fail_raw(PLM_ERR_UNSUPPORTED,
+                           "%s is not contiguous (strides[%d] is %lld, expected %lld)", name, d,
+                           (long long)tensor->strides[d], (long long)stride);
+    if (tensor->dims[d] > INT64_MAX / stride)
+      return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s's shape overflows", name);
+    stride *= tensor->dims[d];
+  }
+  if (tensor->ctx != stream->ctx)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s belongs to another context than stream", name);
+  return PLM_OK;
+}
+
+plm_status plm__op_check_same_dims(const plm_tensor *a, const char *a_name, const plm_tensor *b,
+                                   const char *b_name) {
+  bool same = a->ndim == b->ndim;
+  for (int d = 0; same && d < a->ndim; d++) same = a->dims[d] == b->dims[d];
+  if (same) return PLM_OK;
+  char a_shape[96] = "", b_shape[96] = "";
+  const plm_tensor *tensors[2] = {a, b};
+  char *texts[2] = {a_shape, b_shape};
+  for (int t = 0; t < 2; t++) {
+    size_t used = 0;
+    for (int d = 0; d < tensors[t]->ndim && used < sizeof a_shape; d++)
+      used += (size_t)snprintf(texts[t] + used, sizeof a_shape - used, d ? "x%lld" : "%lld",
+                               (long long)tensors[t]->dims[d]);
+  }
+  return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s is %s but %s is %s", b_name, b_shape, a_name,
+                       a_shape);
+}
+
+plm_status plm__op_check_no_partial_overlap(const plm_tensor *a, const char *a_name,
+                                            const plm_tensor *b, const char *b_name) {
+  uintptr_t a_begin = (uintptr_t)a->data, b_begin = (uintptr_t)b->data;
+  uintptr_t a_end = a_begin + plm_tensor_bytes(a), b_end = b_begin + plm_tensor_bytes(b);
+  if (a_begin == b_begin || a_end <= b_begin || b_end <= a_begin) return PLM_OK;
+  return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s overlaps %s without being the same memory", b_name,
+                       a_name);
+}

@@ -1,0 +1,40 @@
+/* ops/op_internal.h: what every operation shares (internal).
+ *
+ * An op checks its arguments with these helpers (which describe the problem with
+ * plm__fail_raw; the public op adds its name), builds its kernel's argument struct
+ * and either enqueues the CPU kernel on a host stream (plm__op_launch_cpu, which
+ * copies the struct) or calls its CUDA launcher with the cudaStream_t. Nothing is
+ * enqueued unless every check passed.
+ */
+#ifndef PLUME_OPS_OP_INTERNAL_H
+#define PLUME_OPS_OP_INTERNAL_H
+
+#include <stdbool.h>
+
+#include "plume/ops.h"
+#include "streams/runtime.h"
+
+/* A tensor an op can use on stream: not NULL, data set, a valid dtype and shape,
+ * contiguous, of the stream's context. `name` ("in", "out") is for the message. */
+plm_status plm__op_check_tensor(const plm_stream *stream, const plm_tensor *tensor,
+                                const char *name);
+
+/* The same dims (dtypes may differ). */
+plm_status plm__op_check_same_dims(const plm_tensor *a, const char *a_name, const plm_tensor *b,
+                                   const char *b_name);
+
+/* b's memory either is a's exactly or does not overlap it. */
+plm_status plm__op_check_no_partial_overlap(const plm_tensor *a, const char *a_name,
+                                            const plm_tensor *b, const char *b_name);
+
+static inline bool plm__op_on_cuda(const plm_stream *stream) {
+  return stream->ctx->backend->kind == PLM_BACKEND_CUDA;
+}
+
+/* Enqueue fn(copy of args) on a host-backend stream. */
+static inline plm_status plm__op_launch_cpu(plm_stream *stream, void (*fn)(const void *),
+                                            const void *args, size_t args_size) {
+  return plm__stream_launch_host_kernel(stream, fn, args, args_size);
+}
+
+#endif /* PLUME_OPS_OP_INTERNAL_H */

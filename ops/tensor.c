@@ -1,0 +1,97 @@
+/* ops/tensor.c: tensor descriptors (plume/tensor.h). */
+#include "plume/tensor.h"
+
+#include "ops/op_internal.h"
+#include "streams/error.h"
+
+size_t plm_dtype_size(plm_dtype dtype) {
+  switch (dtype) {
+    case PLM_DTYPE_U8: return 1;
+    case PLM_DTYPE_U16: return 2;
+    case PLM_DTYPE_I32: return 4;
+    case PLM_DTYPE_F32: return 4;
+  }
+  return 0;
+}
+
+const char *plm_dtype_name(plm_dtype dtype) {
+  switch (dtype) {
+    case PLM_DTYPE_U8: return "u8";
+    case PLM_DTYPE_U16: return "u16";
+    case PLM_DTYPE_I32: return "i32";
+    case PLM_DTYPE_F32: return "f32";
+  }
+  return "unknown";
+}
+
+int64_t plm_tensor_numel(const plm_tensor *tensor) {
+  if (!tensor || tensor->ndim < 1 || tensor->ndim > PLM_TENSOR_MAX_DIMS) return 0;
+  int64_t count = 1;
+  for (int d = 0; d < tensor->ndim; d++) count *= tensor->dims[d];
+  return count;
+}
+
+size_t plm_tensor_bytes(const plm_tensor *tensor) {
+  return (size_t)plm_tensor_numel(tensor) * plm_dtype_size(tensor ? tensor->dtype : 0);
+}
+
+/* Check a shape and fill a contiguous descriptor (no data pointer yet). */
+static plm_status describe(plm_context *ctx, plm_dtype dtype, int ndim, const int64_t *dims,
+                           plm_tensor *out) {
+  if (plm_dtype_size(dtype) == 0)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "dtype %d is not a plm_dtype", (int)dtype);
+  if (ndim < 1 || ndim > PLM_TENSOR_MAX_DIMS)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "ndim %d is not in 1..%d", ndim, PLM_TENSOR_MAX_DIMS);
+  size_t bytes = plm_dtype_size(dtype);
+  for (int d = 0; d < ndim; d++) {
+    if (dims[d] < 1)
+      return plm__fail_raw(PLM_ERR_INVALID_ARG, "dims[%d] is %lld; dimensions must be >= 1", d,
+                           (long long)dims[d]);
+    if ((uint64_t)dims[d] > SIZE_MAX / bytes)
+      return plm__fail_raw(PLM_ERR_INVALID_ARG, "the shape's size in bytes overflows");
+    bytes *= (size_t)dims[d];
+  }
+  *out = (plm_tensor){.ctx = ctx, .dtype = dtype, .ndim = ndim};
+  int64_t stride = 1;
+  for (int d = ndim - 1; d >= 0; d--) {
+    out->dims[d] = dims[d];
+    out->strides[d] = stride;
+    stride *= dims[d];
+  }
+  return PLM_OK;
+}
+
+plm_status plm_tensor_wrap(plm_context *ctx, void *data, plm_dtype dtype, int ndim,
+                           const int64_t *dims, plm_tensor *out) {
+  PLM__REQUIRE_NOT_NULL(out);
+  PLM__REQUIRE_NOT_NULL(ctx);
+  PLM__REQUIRE_NOT_NULL(data);
+  PLM__REQUIRE_NOT_NULL(dims);
+  plm_status status = describe(ctx, dtype, ndim, dims, out);
+  if (status == PLM_OK) out->data = data;
+  return plm__propagate(status);
+}
+
+plm_status plm_tensor_alloc(plm_pool *pool, plm_stream *stream, plm_dtype dtype, int ndim,
+                            const int64_t *dims, plm_tensor *out) {
+  PLM__REQUIRE_NOT_NULL(out);
+  PLM__REQUIRE_NOT_NULL(pool);
+  PLM__REQUIRE_NOT_NULL(stream);
+  PLM__REQUIRE_NOT_NULL(dims);
+  plm_context *ctx = NULL;
+  plm_pool_context(pool, &ctx);
+  plm_tensor tensor;
+  plm_status status = describe(ctx, dtype, ndim, dims, &tensor);
+  if (status != PLM_OK) return plm__propagate(status);
+  status = plm_pool_alloc(pool, plm_tensor_bytes(&tensor), stream, &tensor.data);
+  if (status != PLM_OK) return status; /* plm_pool_alloc named itself */
+  *out = tensor;
+  return PLM_OK;
+}
+
+plm_status plm_tensor_free(plm_pool *pool, plm_stream *stream, plm_tensor *tensor) {
+  PLM__REQUIRE_NOT_NULL(tensor);
+  plm_status status = plm_pool_free(pool, tensor->data, stream);
+  if (status == PLM_OK) tensor->data = NULL;
+  return status;
+}

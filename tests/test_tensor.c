@@ -1,0 +1,108 @@
+/* tests/test_tensor.c: tensor descriptors (plume/tensor.h). */
+#define _POSIX_C_SOURCE 200809L
+
+#include <stdint.h>
+#include <string.h>
+
+#include "harness.h"
+
+START_TEST(test_dtypes_have_sizes_and_names) {
+  ck_assert_uint_eq(plm_dtype_size(PLM_DTYPE_U8), 1);
+  ck_assert_uint_eq(plm_dtype_size(PLM_DTYPE_U16), 2);
+  ck_assert_uint_eq(plm_dtype_size(PLM_DTYPE_I32), 4);
+  ck_assert_uint_eq(plm_dtype_size(PLM_DTYPE_F32), 4);
+  ck_assert_uint_eq(plm_dtype_size((plm_dtype)0), 0);
+  ck_assert_str_eq(plm_dtype_name(PLM_DTYPE_U16), "u16");
+  ck_assert_str_eq(plm_dtype_name((plm_dtype)99), "unknown");
+}
+END_TEST
+
+START_TEST(test_wrap_describes_contiguous_row_major_memory) {
+  float storage[2 * 3 * 5];
+  const int64_t dims[3] = {2, 3, 5};
+  plm_tensor t;
+  PLM_CHECK_OK(plm_tensor_wrap(plm_test_ctx, storage, PLM_DTYPE_F32, 3, dims, &t));
+  ck_assert_ptr_eq(t.data, storage);
+  ck_assert_ptr_eq(t.ctx, plm_test_ctx);
+  ck_assert_int_eq(t.ndim, 3);
+  ck_assert_int_eq(t.strides[0], 15);
+  ck_assert_int_eq(t.strides[1], 5);
+  ck_assert_int_eq(t.strides[2], 1);
+  ck_assert_int_eq(plm_tensor_numel(&t), 30);
+  ck_assert_uint_eq(plm_tensor_bytes(&t), sizeof storage);
+}
+END_TEST
+
+START_TEST(test_alloc_and_free_through_a_pool) {
+  plm_pool *pool = NULL;
+  plm_stream *stream = NULL;
+  PLM_CHECK_OK(plm_context_default_pool(plm_test_ctx, &pool));
+  PLM_CHECK_OK(plm_stream_create(plm_test_ctx, 0, &stream));
+  const int64_t dims[2] = {257, 255};
+  plm_tensor t;
+  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_U16, 2, dims, &t));
+  ck_assert_ptr_nonnull(t.data);
+  ck_assert((uintptr_t)t.data % 256 == 0);
+  ck_assert_uint_eq(plm_tensor_bytes(&t), 257 * 255 * 2);
+  plm_pool_stats stats;
+  PLM_CHECK_OK(plm_pool_stats_get(pool, &stats));
+  ck_assert_uint_eq(stats.bytes_requested, 257 * 255 * 2);
+  PLM_CHECK_OK(plm_tensor_free(pool, stream, &t));
+  ck_assert_ptr_null(t.data);
+  PLM_CHECK_OK(plm_stream_destroy(stream));
+}
+END_TEST
+
+START_TEST(test_bad_shapes_are_refused) {
+  float storage[4];
+  plm_tensor t;
+  const int64_t dims[5] = {1, 2, 2, 1, 1};
+  PLM_CHECK_FAILS(plm_tensor_wrap(NULL, storage, PLM_DTYPE_F32, 1, dims, &t), PLM_ERR_INVALID_ARG,
+                  "plm_tensor_wrap: ctx is NULL");
+  PLM_CHECK_FAILS(plm_tensor_wrap(plm_test_ctx, NULL, PLM_DTYPE_F32, 1, dims, &t),
+                  PLM_ERR_INVALID_ARG, "data is NULL");
+  PLM_CHECK_FAILS(plm_tensor_wrap(plm_test_ctx, storage, PLM_DTYPE_F32, 1, NULL, &t),
+                  PLM_ERR_INVALID_ARG, "dims is NULL");
+  PLM_CHECK_FAILS(plm_tensor_wrap(plm_test_ctx, storage, PLM_DTYPE_F32, 1, dims, NULL),
+                  PLM_ERR_INVALID_ARG, "out is NULL");
+  PLM_CHECK_FAILS(plm_tensor_wrap(plm_test_ctx, storage, (plm_dtype)7, 1, dims, &t),
+                  PLM_ERR_INVALID_ARG, "dtype 7 is not a plm_dtype");
+  PLM_CHECK_FAILS(plm_tensor_wrap(plm_test_ctx, storage, PLM_DTYPE_F32, 0, dims, &t),
+                  PLM_ERR_INVALID_ARG, "ndim 0 is not in 1..4");
+  PLM_CHECK_FAILS(plm_tensor_wrap(plm_test_ctx, storage, PLM_DTYPE_F32, 5, dims, &t),
+                  PLM_ERR_INVALID_ARG, "ndim 5");
+  const int64_t zero[2] = {3, 0};
+  PLM_CHECK_FAILS(plm_tensor_wrap(plm_test_ctx, storage, PLM_DTYPE_F32, 2, zero, &t),
+                  PLM_ERR_INVALID_ARG, "dims[1] is 0");
+  const int64_t huge[3] = {INT64_MAX / 2, 4, 4};
+  PLM_CHECK_FAILS(plm_tensor_wrap(plm_test_ctx, storage, PLM_DTYPE_F32, 3, huge, &t),
+                  PLM_ERR_INVALID_ARG, "overflows");
+  plm_pool *pool = NULL;
+  plm_stream *stream = NULL;
+  PLM_CHECK_OK(plm_context_default_pool(plm_test_ctx, &pool));
+  PLM_CHECK_OK(plm_stream_create(plm_test_ctx, 0, &stream));
+  PLM_CHECK_FAILS(plm_tensor_alloc(pool, stream, PLM_DTYPE_U8, 2, zero, &t), PLM_ERR_INVALID_ARG,
+                  "plm_tensor_alloc: dims[1] is 0");
+  PLM_CHECK_FAILS(plm_tensor_alloc(NULL, stream, PLM_DTYPE_U8, 2, dims, &t), PLM_ERR_INVALID_ARG,
+                  "pool is NULL");
+  PLM_CHECK_FAILS(plm_tensor_free(pool, stream, NULL), PLM_ERR_INVALID_ARG, "tensor is NULL");
+  ck_assert_int_eq(plm_tensor_numel(NULL), 0);
+  PLM_CHECK_OK(plm_stream_destroy(stream));
+}
+END_TEST
+
+static Suite *tensor_suite(void) {
+  Suite *suite = suite_create("tensor");
+  TCase *tcase = tcase_create("tensor");
+  plm_test_add_fixture(tcase);
+  tcase_add_test(tcase, test_dtypes_have_sizes_and_names);
+  tcase_add_test(tcase, test_wrap_describes_contiguous_row_major_memory);
+  tcase_add_test(tcase, test_alloc_and_free_through_a_pool);
+  tcase_add_test(tcase, test_bad_shapes_are_refused);
+  suite_add_tcase(suite, tcase);
+  return suite;
+}
+
+int main(void) {
+  return plm_test_main(tensor_suite);
+}
