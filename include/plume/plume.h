@@ -16,6 +16,7 @@
 #include "plume/status.h"
 #include "plume/stream.h"
 #include "plume/tensor.h"
+#include "plume/threshold.h"
 #include "plume/version.h"
 
 #endif /* PLUME_PLUME_H */

@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 #include "kernels/common/plm_hd.h"
-#include "plume/ops.h"
+#include "plume/threshold.h"
 
 typedef struct plm__threshold_args {
   const void *in;
