@@ -269,6 +269,20 @@ START_TEST(test_conv2d_31x31_kernel_on_small_images) {
 }
 END_TEST
 
+/* Strides so large that a GPU tile with its halo would not fit in shared memory
+ * (the CUDA backend then reads every tap from global memory). */
+START_TEST(test_conv2d_large_strides_with_large_kernels) {
+  const image_shape images[] = {{2, {100, 120}}, {3, {2, 64, 97}}};
+  for (size_t s = 0; s < 2; s++)
+    for (size_t b = 0; b < 3; b++) {
+      plm_conv2d_params params = conv_params(9, 10, 5, 7, borders[b]);
+      ck_assert_int_eq(run_conv2d(PLM_DTYPE_U16, images[s], 31, 29, params, 600 + s * 3 + b), 0);
+      params = conv_params(33, 2, 0, 31, borders[b]);
+      ck_assert_int_eq(run_conv2d(PLM_DTYPE_F32, images[s], 17, 31, params, 700 + s * 3 + b), 0);
+    }
+}
+END_TEST
+
 /* ---- sobel -------------------------------------------------------------------------- */
 
 enum { WANT_GX = 1, WANT_GY = 2, WANT_MAGNITUDE = 4 };
@@ -529,6 +543,7 @@ static Suite *conv_suite(void) {
   tcase_add_test(tcase, test_conv2d_strides_and_paddings_match);
   tcase_add_test(tcase, test_conv2d_padding_beyond_the_image_reflects_repeatedly);
   tcase_add_test(tcase, test_conv2d_31x31_kernel_on_small_images);
+  tcase_add_test(tcase, test_conv2d_large_strides_with_large_kernels);
   tcase_add_test(tcase, test_sobel_matches_for_every_shape_dtype_border_and_output_set);
   tcase_add_test(tcase, test_sobel_default_border_is_reflect101);
   tcase_add_test(tcase, test_output_shape_cost_and_defaults);
