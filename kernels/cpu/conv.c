@@ -159,6 +159,17 @@ void plm__conv2d_cpu(const plm__conv2d_args *args) {
 
 static void sobel_row(const plm__sobel_args *a, const float *restrict top,
                       const float *restrict mid, const float *restrict bot, int64_t offset) {
+  if (a->gx && a->gy && a->magnitude) {
+    float *restrict gx = a->gx + offset, *restrict gy = a->gy + offset;
+    float *restrict magnitude = a->magnitude + offset;
+    for (int64_t x = 0; x < a->w; x++) {
+      float dx = plm__sobel_gx(top + x, mid + x, bot + x), dy = plm__sobel_gy(top + x, bot + x);
+      gx[x] = dx;
+      gy[x] = dy;
+      magnitude[x] = sqrtf(dx * dx + dy * dy);
+    }
+    return;
+  }
   if (a->gx) {
     float *restrict gx = a->gx + offset;
     for (int64_t x = 0; x < a->w; x++) gx[x] = plm__sobel_gx(top + x, mid + x, bot + x);
