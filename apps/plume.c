@@ -2,6 +2,7 @@
  *
  *   plume --help | --version
  *   plume info [--backend host|cuda|auto]
+ *   plume op <name> --in IN --out OUT [options]   (apps/op_commands.h)
  *
  * Exit codes: 0 success, 1 a runtime failure, 2 bad usage.
  */
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "apps/op_commands.h"
 #include "plume/plume.h"
 
 enum { EXIT_RUNTIME_FAILURE = 1, EXIT_USAGE = 2 };
@@ -21,6 +23,10 @@ static void print_usage(FILE *out) {
           "\n"
           "commands:\n"
           "  info [--backend host|cuda|auto]   describe the build, the backends and the device\n"
+          "  op <name> --in IN --out OUT ...   run one operation on an image file (plume op "
+          "--help):\n");
+  op_commands_print_summary(out);
+  fprintf(out,
           "\n"
           "options:\n"
           "  -h, --help      show this help\n"
@@ -133,6 +139,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (strcmp(command, "info") == 0) return command_info(argc - 2, argv + 2);
+  if (strcmp(command, "op") == 0) return op_command_main(argc - 2, argv + 2);
   fprintf(stderr, "plume: unknown command '%s' (see plume --help)\n", command);
   return EXIT_USAGE;
 }

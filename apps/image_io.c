@@ -1,0 +1,652 @@
+/* apps/image_io.c: .npy, PGM and PNG reading, .npy writing (apps/image_io.h). */
+#define _POSIX_C_SOURCE 200809L
+
+#include "apps/image_io.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <float.h>
+#include <math.h>
+#include <png.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "apps/image_io.c reads and writes little-endian .npy data in place: little-endian hosts only"
+#endif
+
+/* The longest .npy header accepted; numpy writes well under 1 KiB. */
+enum { NPY_HEADER_MAX = 1 << 20 };
+
+/* ---- messages ------------------------------------------------------------------------ */
+
+/* Write "path: message" into err, on one line (control characters become spaces). */
+static plm_status fail(char *err, size_t err_size, const char *path, plm_status status,
+                       const char *fmt, ...) {
+  if (!err || err_size == 0) return status;
+  int n = snprintf(err, err_size, "%s: ", path ? path : "(null)");
+  if (n < 0) n = 0;
+  if ((size_t)n < err_size) {
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(err + n, err_size - (size_t)n, fmt, args);
+    va_end(args);
+  }
+  for (char *c = err; *c; c++)
+    if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = ' ';
+  return status;
+}
+
+/* ---- shapes -------------------------------------------------------------------------- */
+
+int64_t image_numel(const image *img) {
+  if (!img || img->ndim < 1 || img->ndim > PLM_TENSOR_MAX_DIMS) return 0;
+  int64_t n = 1;
+  for (int i = 0; i < img->ndim; i++) {
+    if (img->dims[i] < 1 || img->dims[i] > IMAGE_MAX_ELEMENTS) return 0;
+    n *= img->dims[i];
+    if (n > IMAGE_MAX_ELEMENTS) return 0;
+  }
+  return n;
+}
+
+size_t image_bytes(const image *img) {
+  return (size_t)image_numel(img) * plm_dtype_size(img ? img->dtype : (plm_dtype)0);
+}
+
+/* Multiply dims into *numel; false when a dimension is < 1 or the product exceeds
+ * IMAGE_MAX_ELEMENTS (checked before each multiplication, so it cannot overflow). */
+static bool checked_numel(const int64_t *dims, int ndim, int64_t *numel) {
+  int64_t n = 1;
+  for (int i = 0; i < ndim; i++) {
+    if (dims[i] < 1 || dims[i] > IMAGE_MAX_ELEMENTS / n) return false;
+    n *= dims[i];
+  }
+  *numel = n;
+  return true;
+}
+
+/* ---- allocation ---------------------------------------------------------------------- */
+
+static void *default_alloc(void *user, size_t bytes) {
+  (void)user;
+  return malloc(bytes);
+}
+
+static void default_free(void *user, void *ptr) {
+  (void)user;
+  free(ptr);
+}
+
+static const image_allocator default_allocator = {default_alloc, default_free, NULL};
+
+void image_free(image *img, const image_allocator *allocator) {
+  if (!img || !img->data) return;
+  if (!allocator) allocator = &default_allocator;
+  allocator->free(allocator->user, img->data);
+  img->data = NULL;
+}
+
+/* ---- the reader's state -------------------------------------------------------------- */
+
+typedef struct reader {
+  FILE *file;
+  const char *path;
+  uint64_t size; /* bytes in the file */
+  const image_allocator *allocator;
+  char *err;
+  size_t err_size;
+} reader;
+
+#define READ_FAIL(r, status, ...) fail((r)->err, (r)->err_size, (r)->path, (status), __VA_ARGS__)
+
+/* Read exactly bytes, or fail naming what was being read. */
+static plm_status read_exact(reader *r, void *dst, size_t bytes, const char *what) {
+  if (bytes == 0) return PLM_OK;
+  size_t got = fread(dst, 1, bytes, r->file);
+  if (got == bytes) return PLM_OK;
+  if (ferror(r->file))
+    return READ_FAIL(r, PLM_ERR_IO, "reading %s failed: %s", what, strerror(errno));
+  return READ_FAIL(r, PLM_ERR_IO, "truncated: %s ends after %zu of %zu bytes", what, got, bytes);
+}
+
+/* Check that exactly `bytes` remain in the file after offset: the data the header
+ * promises, no more and no less. */
+static plm_status check_data_size(reader *r, uint64_t offset, uint64_t bytes) {
+  uint64_t remain = r->size > offset ? r->size - offset : 0;
+  if (remain < bytes)
+    return READ_FAIL(r, PLM_ERR_IO,
+                     "truncated: the header promises %llu bytes of data but the file holds %llu",
+                     (unsigned long long)bytes, (unsigned long long)remain);
+  if (remain > bytes)
+    return READ_FAIL(r, PLM_ERR_IO, "%llu unexpected bytes after the %llu bytes of data",
+                     (unsigned long long)(remain - bytes), (unsigned long long)bytes);
+  return PLM_OK;
+}
+
+static plm_status alloc_data(reader *r, image *out) {
+  size_t bytes = image_bytes(out);
+  out->data = bytes ? r->allocator->alloc(r->allocator->user, bytes) : NULL;
+  if (!out->data)
+    return READ_FAIL(r, PLM_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes for the image", bytes);
+  return PLM_OK;
+}
+
+/* ---- .npy ---------------------------------------------------------------------------- */
+
+/* A cursor over the header's Python dict literal. */
+typedef struct cursor {
+  const char *p, *end;
+} cursor;
+
+static void skip_space(cursor *c) {
+  while (c->p < c->end && (*c->p == ' ' || *c->p == '\t' || *c->p == '\n' || *c->p == '\r')) c->p++;
+}
+
+static bool take(cursor *c, char ch) {
+  skip_space(c);
+  if (c->p < c->end && *c->p == ch) {
+    c->p++;
+    return true;
+  }
+  return false;
+}
+
+/* A quoted string without escapes, into buf (cap bytes with the NUL). */
+static bool take_string(cursor *c, char *buf, size_t cap) {
+  skip_space(c);
+  if (c->p >= c->end || (*c->p != '\'' && *c->p != '"')) return false;
+  char quote = *c->p++;
+  size_t n = 0;
+  while (c->p < c->end && *c->p != quote) {
+    if (*c->p == '\\' || (unsigned char)*c->p < 0x20 || n + 1 >= cap) return false;
+    buf[n++] = *c->p++;
+  }
+  if (c->p >= c->end) return false;
+  c->p++;
+  buf[n] = '\0';
+  return true;
+}
+
+static bool take_word(cursor *c, const char *word) {
+  skip_space(c);
+  size_t n = strlen(word);
+  if ((size_t)(c->end - c->p) < n || memcmp(c->p, word, n) != 0) return false;
+  c->p += n;
+  return true;
+}
+
+/* A non-negative decimal integer (Python 2's 'L' suffix allowed) that fits in int64. */
+static bool take_int(cursor *c, int64_t *value) {
+  skip_space(c);
+  if (c->p >= c->end || *c->p < '0' || *c->p > '9') return false;
+  int64_t v = 0;
+  while (c->p < c->end && *c->p >= '0' && *c->p <= '9') {
+    int digit = *c->p++ - '0';
+    if (v > (INT64_MAX - digit) / 10) return false;
+    v = v * 10 + digit;
+  }
+  if (c->p < c->end && *c->p == 'L') c->p++;
+  *value = v;
+  return true;
+}
+
+enum { NPY_SHAPE_MAX = 32 };
+
+typedef struct npy_header {
+  char descr[64];
+  bool fortran_order;
+  int ndim;
+  int64_t dims[NPY_SHAPE_MAX];
+} npy_header;
+
+/* Parse "(a, b, c)" (a 1-tuple is "(a,)"). */
+static bool take_shape(cursor *c, npy_header *h) {
+  if (!take(c, '(')) return false;
+  h->ndim = 0;
+  if (take(c, ')')) return true;
+  for (;;) {
+    if (h->ndim == NPY_SHAPE_MAX || !take_int(c, &h->dims[h->ndim])) return false;
+    h->ndim++;
+    if (take(c, ')')) return true;
+    if (!take(c, ',')) return false;
+    if (take(c, ')')) return true;
+  }
+}
+
+/* Parse the header dict: exactly the keys descr, fortran_order and shape. */
+static plm_status parse_npy_header(reader *r, const char *text, size_t length, npy_header *h) {
+  cursor c = {text, text + length};
+  bool have_descr = false, have_order = false, have_shape = false;
+  if (!take(&c, '{')) return READ_FAIL(r, PLM_ERR_IO, "broken .npy header: no '{'");
+  while (!take(&c, '}')) {
+    char key[32];
+    if (!take_string(&c, key, sizeof key) || !take(&c, ':'))
+      return READ_FAIL(r, PLM_ERR_IO, "broken .npy header: expected 'key': value at offset %td",
+                       c.p - text);
+    if (strcmp(key, "descr") == 0 && !have_descr) {
+      if (!take_string(&c, h->descr, sizeof h->descr))
+        return READ_FAIL(r, PLM_ERR_IO, "broken .npy header: descr is not a simple string");
+      have_descr = true;
+    } else if (strcmp(key, "fortran_order") == 0 && !have_order) {
+      if (take_word(&c, "True"))
+        h->fortran_order = true;
+      else if (take_word(&c, "False"))
+        h->fortran_order = false;
+      else
+        return READ_FAIL(r, PLM_ERR_IO, "broken .npy header: fortran_order is not True or False");
+      have_order = true;
+    } else if (strcmp(key, "shape") == 0 && !have_shape) {
+      if (!take_shape(&c, h))
+        return READ_FAIL(r, PLM_ERR_IO,
+                         "broken .npy header: shape is not a tuple of at most %d integers",
+                         NPY_SHAPE_MAX);
+      have_shape = true;
+    } else {
+      return READ_FAIL(r, PLM_ERR_IO, "broken .npy header: unexpected or repeated key '%s'", key);
+    }
+    if (!take(&c, ',')) {
+      if (!take(&c, '}'))
+        return READ_FAIL(r, PLM_ERR_IO, "broken .npy header: expected ',' or '}' at offset %td",
+                         c.p - text);
+      break;
+    }
+  }
+  skip_space(&c);
+  if (c.p != c.end)
+    return READ_FAIL(r, PLM_ERR_IO, "broken .npy header: unexpected text after the dict");
+  if (!have_descr || !have_order || !have_shape)
+    return READ_FAIL(r, PLM_ERR_IO, "broken .npy header: missing key '%s'",
+                     !have_descr   ? "descr"
+                     : !have_order ? "fortran_order"
+                                   : "shape");
+  return PLM_OK;
+}
+
+/* The dtypes read: the file's element size and the image's dtype. */
+static bool npy_dtype(const char *descr, size_t *file_size, plm_dtype *dtype) {
+  static const struct {
+    const char *descr;
+    size_t size;
+    plm_dtype dtype;
+  } known[] = {{"<f4", 4, PLM_DTYPE_F32}, {"<f8", 8, PLM_DTYPE_F32}, {"|u1", 1, PLM_DTYPE_U8},
+               {"<u1", 1, PLM_DTYPE_U8},  {"<u2", 2, PLM_DTYPE_U16}, {"<i4", 4, PLM_DTYPE_I32}};
+  for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+    if (strcmp(descr, known[i].descr) == 0) {
+      *file_size = known[i].size;
+      *dtype = known[i].dtype;
+      return true;
+    }
+  return false;
+}
+
+static float f64_to_f32(double v) {
+  if (v > FLT_MAX && !isinf(v)) return INFINITY;
+  if (v < -FLT_MAX && !isinf(v)) return -INFINITY;
+  return (float)v;
+}
+
+/* Read count doubles and store them as floats. */
+static plm_status read_f64_as_f32(reader *r, float *dst, int64_t count) {
+  enum { CHUNK = 8192 };
+  double *chunk = malloc(CHUNK * sizeof *chunk);
+  if (!chunk) return READ_FAIL(r, PLM_ERR_OUT_OF_MEMORY, "cannot allocate a read buffer");
+  plm_status status = PLM_OK;
+  for (int64_t done = 0; done < count && status == PLM_OK;) {
+    int64_t n = count - done < CHUNK ? count - done : CHUNK;
+    status = read_exact(r, chunk, (size_t)n * sizeof *chunk, "the data");
+    for (int64_t i = 0; status == PLM_OK && i < n; i++) dst[done + i] = f64_to_f32(chunk[i]);
+    done += n;
+  }
+  free(chunk);
+  return status;
+}
+
+static plm_status read_npy(reader *r, image *out) {
+  unsigned char preamble[12];
+  plm_status status = read_exact(r, preamble, 8, "the .npy preamble");
+  if (status != PLM_OK) return status;
+  int major = preamble[6], minor = preamble[7];
+  size_t length_bytes = major == 1 ? 2 : 4;
+  if (major < 1 || major > 3)
+    return READ_FAIL(r, PLM_ERR_UNSUPPORTED, "unsupported .npy format version %d.%d", major, minor);
+  status = read_exact(r, preamble + 8, length_bytes, "the .npy header length");
+  if (status != PLM_OK) return status;
+  uint64_t header_length = preamble[8] | (uint64_t)preamble[9] << 8;
+  if (length_bytes == 4)
+    header_length |= (uint64_t)preamble[10] << 16 | (uint64_t)preamble[11] << 24;
+  uint64_t offset = 8 + length_bytes + header_length;
+  if (offset > r->size)
+    return READ_FAIL(r, PLM_ERR_IO,
+                     "truncated: the .npy header claims %llu bytes, the file has %llu",
+                     (unsigned long long)header_length, (unsigned long long)r->size);
+  if (header_length > NPY_HEADER_MAX)
+    return READ_FAIL(r, PLM_ERR_IO, ".npy header of %llu bytes is absurdly long",
+                     (unsigned long long)header_length);
+  char *text = malloc(header_length + 1);
+  if (!text) return READ_FAIL(r, PLM_ERR_OUT_OF_MEMORY, "cannot allocate the .npy header");
+  npy_header h = {0};
+  status = read_exact(r, text, header_length, "the .npy header");
+  if (status == PLM_OK) status = parse_npy_header(r, text, header_length, &h);
+  free(text);
+  if (status != PLM_OK) return status;
+
+  size_t file_item = 0;
+  if (!npy_dtype(h.descr, &file_item, &out->dtype))
+    return READ_FAIL(r, PLM_ERR_UNSUPPORTED,
+                     "unsupported dtype '%s' (supported: <f4, <f8, |u1, <u2, <i4)", h.descr);
+  if (h.fortran_order)
+    return READ_FAIL(r, PLM_ERR_UNSUPPORTED,
+                     "fortran_order is True: only C-order arrays are supported "
+                     "(save np.ascontiguousarray(a))");
+  if (h.ndim != 2 && h.ndim != 3)
+    return READ_FAIL(r, PLM_ERR_UNSUPPORTED, "%d-D array: expected 2-D (H, W) or 3-D (N, H, W)",
+                     h.ndim);
+  int64_t numel = 0;
+  if (!checked_numel(h.dims, h.ndim, &numel))
+    return READ_FAIL(r, PLM_ERR_IO,
+                     "absurd shape: a dimension is 0 or the %d dimensions exceed "
+                     "%lld elements",
+                     h.ndim, (long long)IMAGE_MAX_ELEMENTS);
+  out->ndim = h.ndim;
+  for (int i = 0; i < h.ndim; i++) out->dims[i] = h.dims[i];
+  status = check_data_size(r, offset, (uint64_t)numel * file_item);
+  if (status == PLM_OK) status = alloc_data(r, out);
+  if (status != PLM_OK) return status;
+  if (file_item == 8) return read_f64_as_f32(r, out->data, numel);
+  return read_exact(r, out->data, (size_t)numel * file_item, "the data");
+}
+
+/* ---- PGM (P5) ------------------------------------------------------------------------ */
+
+/* Skip whitespace and # comments, then read a decimal integer <= limit. */
+static plm_status pgm_int(reader *r, const char *what, int64_t limit, int64_t *value) {
+  int ch = fgetc(r->file);
+  for (;;) {
+    if (ch == '#') {
+      while (ch != EOF && ch != '\n' && ch != '\r') ch = fgetc(r->file);
+    } else if (ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == '\v' || ch == '\f') {
+      ch = fgetc(r->file);
+    } else {
+      break;
+    }
+  }
+  if (ch < '0' || ch > '9')
+    return READ_FAIL(r, PLM_ERR_IO, "broken PGM header: %s is not a number", what);
+  int64_t v = 0;
+  while (ch >= '0' && ch <= '9') {
+    v = v * 10 + (ch - '0');
+    if (v > limit)
+      return READ_FAIL(r, PLM_ERR_IO, "absurd PGM header: %s exceeds %lld", what, (long long)limit);
+    ch = fgetc(r->file);
+  }
+  /* Exactly one whitespace character ends a number (after maxval it starts the data). */
+  if (!(ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == '\v' || ch == '\f'))
+    return READ_FAIL(r, PLM_ERR_IO, "broken PGM header: no whitespace after %s", what);
+  *value = v;
+  return PLM_OK;
+}
+
+static plm_status read_pgm(reader *r, image *out) {
+  char magic[2];
+  plm_status status = read_exact(r, magic, 2, "the PGM magic");
+  int64_t width = 0, height = 0, maxval = 0;
+  if (status == PLM_OK) status = pgm_int(r, "the width", IMAGE_MAX_ELEMENTS, &width);
+  if (status == PLM_OK) status = pgm_int(r, "the height", IMAGE_MAX_ELEMENTS, &height);
+  if (status == PLM_OK) status = pgm_int(r, "maxval", 65535, &maxval);
+  if (status != PLM_OK) return status;
+  if (maxval < 1) return READ_FAIL(r, PLM_ERR_IO, "broken PGM header: maxval is 0");
+  out->ndim = 2;
+  out->dims[0] = height;
+  out->dims[1] = width;
+  out->dtype = maxval <= 255 ? PLM_DTYPE_U8 : PLM_DTYPE_U16;
+  int64_t numel = 0;
+  if (!checked_numel(out->dims, 2, &numel))
+    return READ_FAIL(r, PLM_ERR_IO, "absurd PGM size %lld x %lld", (long long)width,
+                     (long long)height);
+  long offset = ftell(r->file);
+  if (offset < 0) return READ_FAIL(r, PLM_ERR_IO, "ftell failed: %s", strerror(errno));
+  size_t item = plm_dtype_size(out->dtype);
+  status = check_data_size(r, (uint64_t)offset, (uint64_t)numel * item);
+  if (status == PLM_OK) status = alloc_data(r, out);
+  if (status == PLM_OK) status = read_exact(r, out->data, (size_t)numel * item, "the data");
+  if (status != PLM_OK || item == 1) return status;
+  uint16_t *samples = out->data;
+  for (int64_t i = 0; i < numel; i++) samples[i] = (uint16_t)(samples[i] >> 8 | samples[i] << 8);
+  return PLM_OK;
+}
+
+/* ---- PNG ----------------------------------------------------------------------------- */
+
+/* libpng reports errors by calling this, which longjmps back to read_png_rows. */
+static void png_fail(png_structp png, png_const_charp message) {
+  reader *r = png_get_error_ptr(png);
+  READ_FAIL(r, PLM_ERR_IO, "broken PNG: %s", message);
+  png_longjmp(png, 1);
+}
+
+static void png_warn(png_structp png, png_const_charp message) {
+  (void)png;
+  (void)message;
+}
+
+typedef struct png_job {
+  reader *r;
+  image *out;
+  png_structp png;
+  png_infop info;
+  png_bytep *rows;
+  plm_status status;
+} png_job;
+
+/* The part of the PNG reader under setjmp. Nothing it changes after setjmp lives
+ * in its own frame: all state is in *job, which is reached through a pointer. */
+static void read_png_rows(png_job *job) {
+  if (setjmp(png_jmpbuf(job->png))) {
+    if (job->status == PLM_OK) job->status = PLM_ERR_IO;
+    return;
+  }
+  png_init_io(job->png, job->r->file);
+  png_set_user_limits(job->png, 1u << 24, 1u << 24);
+  png_read_info(job->png, job->info);
+  png_uint_32 width = png_get_image_width(job->png, job->info);
+  png_uint_32 height = png_get_image_height(job->png, job->info);
+  int depth = png_get_bit_depth(job->png, job->info);
+  int color = png_get_color_type(job->png, job->info);
+  if (color != PNG_COLOR_TYPE_GRAY) {
+    job->status = READ_FAIL(job->r, PLM_ERR_UNSUPPORTED,
+                            "%s PNG: only grayscale PNGs are read (convert it to grayscale)",
+                            color == PNG_COLOR_TYPE_PALETTE      ? "palette"
+                            : color == PNG_COLOR_TYPE_GRAY_ALPHA ? "grayscale+alpha"
+                            : color == PNG_COLOR_TYPE_RGB        ? "RGB colour"
+                                                                 : "RGBA colour");
+    return;
+  }
+  if (depth < 8) png_set_packing(job->png);
+  if (depth == 16) png_set_swap(job->png);
+  png_set_interlace_handling(job->png);
+  png_read_update_info(job->png, job->info);
+  job->out->ndim = 2;
+  job->out->dims[0] = height;
+  job->out->dims[1] = width;
+  job->out->dtype = depth == 16 ? PLM_DTYPE_U16 : PLM_DTYPE_U8;
+  int64_t numel = 0;
+  if (!checked_numel(job->out->dims, 2, &numel)) {
+    job->status = READ_FAIL(job->r, PLM_ERR_IO, "absurd PNG size %lu x %lu", (unsigned long)width,
+                            (unsigned long)height);
+    return;
+  }
+  /* Deflate compresses at most 1032:1, so the file bounds the pixels it can hold. */
+  uint64_t raw_bytes = (uint64_t)height * (((uint64_t)width * (uint64_t)depth + 7) / 8);
+  if (raw_bytes > 1032 * job->r->size + 4096) {
+    job->status =
+        READ_FAIL(job->r, PLM_ERR_IO, "absurd PNG size %lu x %lu for a file of %llu bytes",
+                  (unsigned long)width, (unsigned long)height, (unsigned long long)job->r->size);
+    return;
+  }
+  size_t row_bytes = (size_t)width * plm_dtype_size(job->out->dtype);
+  if (png_get_rowbytes(job->png, job->info) != row_bytes) {
+    job->status = READ_FAIL(job->r, PLM_ERR_INTERNAL, "unexpected PNG row size");
+    return;
+  }
+  job->rows = malloc((size_t)height * sizeof *job->rows);
+  if (!job->rows) {
+    job->status = READ_FAIL(job->r, PLM_ERR_OUT_OF_MEMORY, "cannot allocate PNG row pointers");
+    return;
+  }
+  job->status = alloc_data(job->r, job->out);
+  if (job->status != PLM_OK) return;
+  for (png_uint_32 y = 0; y < height; y++)
+    job->rows[y] = (png_bytep)job->out->data + (size_t)y * row_bytes;
+  png_read_image(job->png, job->rows);
+  png_read_end(job->png, NULL);
+}
+
+static plm_status read_png(reader *r, image *out) {
+  png_job job = {.r = r, .out = out, .status = PLM_OK};
+  job.png = png_create_read_struct(PNG_LIBPNG_VER_STRING, r, png_fail, png_warn);
+  if (job.png) job.info = png_create_info_struct(job.png);
+  if (!job.png || !job.info) {
+    png_destroy_read_struct(job.png ? &job.png : NULL, NULL, NULL);
+    return READ_FAIL(r, PLM_ERR_OUT_OF_MEMORY, "cannot create libpng's reader");
+  }
+  read_png_rows(&job);
+  png_destroy_read_struct(&job.png, &job.info, NULL);
+  free(job.rows);
+  return job.status;
+}
+
+/* ---- reading ------------------------------------------------------------------------- */
+
+plm_status image_read(const char *path, const image_allocator *allocator, image *out, char *err,
+                      size_t err_size) {
+  if (err && err_size) err[0] = '\0';
+  if (!path) return fail(err, err_size, "image_read", PLM_ERR_INVALID_ARG, "path is NULL");
+  if (!out) return fail(err, err_size, path, PLM_ERR_INVALID_ARG, "out is NULL");
+  memset(out, 0, sizeof *out);
+  reader r = {.path = path,
+              .allocator = allocator ? allocator : &default_allocator,
+              .err = err,
+              .err_size = err_size};
+  r.file = fopen(path, "rb");
+  if (!r.file) return READ_FAIL(&r, PLM_ERR_IO, "cannot open: %s", strerror(errno));
+  struct stat st;
+  plm_status status = PLM_OK;
+  if (fstat(fileno(r.file), &st) != 0)
+    status = READ_FAIL(&r, PLM_ERR_IO, "cannot stat: %s", strerror(errno));
+  else if (!S_ISREG(st.st_mode))
+    status = READ_FAIL(&r, PLM_ERR_IO, "not a regular file");
+  if (status == PLM_OK) {
+    r.size = (uint64_t)st.st_size;
+    unsigned char magic[8] = {0};
+    size_t got = fread(magic, 1, sizeof magic, r.file);
+    rewind(r.file);
+    if (got == 0)
+      status = READ_FAIL(&r, PLM_ERR_IO, "the file is empty");
+    else if (got >= 6 && memcmp(magic, "\x93NUMPY", 6) == 0)
+      status = read_npy(&r, out);
+    else if (got >= 2 && magic[0] == 'P' && magic[1] == '5')
+      status = read_pgm(&r, out);
+    else if (got == 8 && png_sig_cmp(magic, 0, 8) == 0)
+      status = read_png(&r, out);
+    else if (got >= 2 && magic[0] == 'P' && magic[1] >= '1' && magic[1] <= '7')
+      status = READ_FAIL(&r, PLM_ERR_UNSUPPORTED,
+                         "Netpbm P%c file: only binary graymaps (P5) are read", magic[1]);
+    else
+      status = READ_FAIL(&r, PLM_ERR_IO, "not a .npy, PGM (P5) or PNG file (unknown magic)");
+  }
+  fclose(r.file);
+  if (status != PLM_OK) image_free(out, r.allocator);
+  return status;
+}
+
+/* ---- writing .npy -------------------------------------------------------------------- */
+
+static const char *npy_descr(plm_dtype dtype) {
+  switch (dtype) {
+    case PLM_DTYPE_U8: return "|u1";
+    case PLM_DTYPE_U16: return "<u2";
+    case PLM_DTYPE_I32: return "<i4";
+    case PLM_DTYPE_F32: return "<f4";
+  }
+  return NULL;
+}
+
+/* Version 1.0 preamble and header, padded with spaces and a newline so the data
+ * starts at a multiple of 64 bytes. Returns the total length. */
+static size_t npy_format_header(const image *img, char *buf, size_t cap) {
+  char shape[128];
+  int n = 0;
+  for (int i = 0; i < img->ndim; i++)
+    n += snprintf(shape + n, sizeof shape - (size_t)n, "%s%lld", i ? ", " : "",
+                  (long long)img->dims[i]);
+  if (img->ndim == 1) snprintf(shape + n, sizeof shape - (size_t)n, ",");
+  int dict =
+      snprintf(buf + 10, cap - 10, "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }",
+               npy_descr(img->dtype), shape);
+  size_t total = 10 + (size_t)dict + 1;
+  size_t padded = (total + 63) / 64 * 64;
+  memset(buf + 10 + dict, ' ', padded - total);
+  buf[padded - 1] = '\n';
+  size_t header_length = padded - 10;
+  memcpy(buf, "\x93NUMPY\x01\x00", 8);
+  buf[8] = (char)(header_length & 0xff);
+  buf[9] = (char)(header_length >> 8);
+  return padded;
+}
+
+plm_status image_write_npy(const char *path, const image *img, char *err, size_t err_size) {
+  if (err && err_size) err[0] = '\0';
+  if (!path) return fail(err, err_size, "image_write_npy", PLM_ERR_INVALID_ARG, "path is NULL");
+  if (!img || !img->data)
+    return fail(err, err_size, path, PLM_ERR_INVALID_ARG, "image or its data is NULL");
+  if (!npy_descr(img->dtype))
+    return fail(err, err_size, path, PLM_ERR_INVALID_ARG, "cannot write dtype %d", (int)img->dtype);
+  if (image_numel(img) == 0)
+    return fail(err, err_size, path, PLM_ERR_INVALID_ARG,
+                "bad shape (ndim %d; 1..4 dimensions >= 1, at most %lld elements)", img->ndim,
+                (long long)IMAGE_MAX_ELEMENTS);
+  char header[256];
+  size_t header_bytes = npy_format_header(img, header, sizeof header);
+
+  size_t path_length = strlen(path);
+  char *tmp = malloc(path_length + sizeof ".tmp-XXXXXX");
+  if (!tmp) return fail(err, err_size, path, PLM_ERR_OUT_OF_MEMORY, "out of memory");
+  memcpy(tmp, path, path_length);
+  memcpy(tmp + path_length, ".tmp-XXXXXX", sizeof ".tmp-XXXXXX");
+  int fd = mkstemp(tmp);
+  if (fd < 0) {
+    plm_status status = fail(err, err_size, path, PLM_ERR_IO, "cannot create a temporary file: %s",
+                             strerror(errno));
+    free(tmp);
+    return status;
+  }
+  /* mkstemp makes the file 0600; give it the mode a plain create would. */
+  mode_t mask = umask(0);
+  umask(mask);
+  plm_status status = PLM_OK;
+  FILE *file = fdopen(fd, "wb");
+  if (!file) {
+    status = fail(err, err_size, path, PLM_ERR_IO, "fdopen failed: %s", strerror(errno));
+    close(fd);
+  } else {
+    size_t bytes = image_bytes(img);
+    if (fchmod(fd, 0666 & ~mask) != 0 || fwrite(header, 1, header_bytes, file) != header_bytes ||
+        fwrite(img->data, 1, bytes, file) != bytes || fflush(file) != 0)
+      status = fail(err, err_size, path, PLM_ERR_IO, "writing %s failed: %s", tmp, strerror(errno));
+    if (fclose(file) != 0 && status == PLM_OK)
+      status = fail(err, err_size, path, PLM_ERR_IO, "closing %s failed: %s", tmp, strerror(errno));
+  }
+  if (status == PLM_OK && rename(tmp, path) != 0)
+    status =
+        fail(err, err_size, path, PLM_ERR_IO, "cannot rename %s to it: %s", tmp, strerror(errno));
+  if (status != PLM_OK) unlink(tmp);
+  free(tmp);
+  return status;
+}

@@ -1,0 +1,81 @@
+/* apps/image_io.h: reading and writing image files for the `plume` command.
+ *
+ * Reads, recognising the format by the file's first bytes (not its name):
+ *   NumPy .npy   format versions 1.0, 2.0 and 3.0; C order only; dtypes '<f4' and
+ *                '<f8' (read as f32), '|u1' (u8), '<u2' (u16), '<i4' (i32); 2-D
+ *                (H, W) or 3-D (N, H, W, a stack of N frames).
+ *   PGM (P5)     binary graymap: maxval <= 255 gives u8, <= 65535 gives u16 (the
+ *                file's big-endian samples in host order). One image per file.
+ *   PNG          grayscale, 8 or 16 bits (1, 2 and 4 bits are read as u8 with their
+ *                raw values), through libpng. Colour, palette and alpha PNGs are
+ *                refused.
+ * Writes .npy (version 1.0) of dtype u8, u16, i32 or f32 and 1 to 4 dimensions.
+ *
+ * A file is checked before any data memory is allocated: a header that promises
+ * more data than the file holds, more than IMAGE_MAX_ELEMENTS elements, or a size
+ * whose product overflows is refused, as are truncated data and bytes after the
+ * data. Every failure returns a status and leaves a one-line message naming the
+ * file and the problem in the caller's buffer ("in.npy: truncated: ...").
+ *
+ * image_write_npy writes PATH.tmp-XXXXXX in the same directory and renames it over
+ * PATH at the end, so PATH is never left partly written; the temporary file is
+ * removed when anything fails.
+ *
+ * This module belongs to the command-line tool, not to libplume; it uses plume's
+ * dtype and status enums only. Not thread-safe with respect to umask (the writer
+ * reads it), otherwise reentrant.
+ */
+#ifndef PLUME_APPS_IMAGE_IO_H
+#define PLUME_APPS_IMAGE_IO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plume/status.h"
+#include "plume/tensor.h"
+
+/* The largest number of elements a file may hold (2^31). */
+#define IMAGE_MAX_ELEMENTS ((int64_t)1 << 31)
+
+/* Room for any message of this module. */
+enum { IMAGE_ERROR_SIZE = 1024 };
+
+typedef struct image {
+  plm_dtype dtype;
+  int ndim; /* 2 (H, W) or 3 (N, H, W) when read; 1..4 for writing */
+  int64_t dims[PLM_TENSOR_MAX_DIMS];
+  void *data; /* row-major contiguous */
+} image;
+
+/* Where image_read puts the pixels: alloc(user, bytes) returns memory or NULL,
+ * free(user, ptr) gives it back. A NULL allocator means malloc and free. */
+typedef struct image_allocator {
+  void *(*alloc)(void *user, size_t bytes);
+  void (*free)(void *user, void *ptr);
+  void *user;
+} image_allocator;
+
+/* Read the image at path into *out (its data from allocator). Errors, with a message
+ * in err (err_size bytes, IMAGE_ERROR_SIZE is enough): PLM_ERR_INVALID_ARG (NULL
+ * path or out), PLM_ERR_IO (cannot open or read, not a regular file, not a known
+ * format, a malformed header, truncated or trailing data, an absurd size),
+ * PLM_ERR_UNSUPPORTED (a well-formed file this reader does not take: dtype, Fortran
+ * order, number of dimensions, format version, colour), PLM_ERR_OUT_OF_MEMORY. On
+ * failure out->data is NULL and nothing is left allocated. */
+plm_status image_read(const char *path, const image_allocator *allocator, image *out, char *err,
+                      size_t err_size);
+
+/* Give back the data of an image from image_read (with the same allocator) and
+ * clear its data pointer. NULL or an image without data is a no-op. */
+void image_free(image *img, const image_allocator *allocator);
+
+/* Elements and bytes of an image's shape (0 for an invalid shape or dtype). */
+int64_t image_numel(const image *img);
+size_t image_bytes(const image *img);
+
+/* Write img to path as .npy, atomically (see above). Errors: PLM_ERR_INVALID_ARG
+ * (NULL arguments, an unknown dtype, ndim outside 1..4, a dimension < 1),
+ * PLM_ERR_IO (the temporary file could not be created, written or renamed). */
+plm_status image_write_npy(const char *path, const image *img, char *err, size_t err_size);
+
+#endif /* PLUME_APPS_IMAGE_IO_H */
