@@ -9,6 +9,7 @@
 #define PLUME_PLUME_H
 
 #include "plume/context.h"
+#include "plume/entropy.h"
 #include "plume/event.h"
 #include "plume/export.h"
 #include "plume/ops.h"
