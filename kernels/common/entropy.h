@@ -39,10 +39,21 @@ static inline PLM_HD int64_t plm__entropy_clogc(int64_t c) {
   return c < 2 ? 0 : (int64_t)llrint((double)c * log2((double)c) * 4294967296.0);
 }
 
-/* H in bits of a window of n pixels whose counts give the fixed-point sum s;
- * log2n = log2(n). Never negative (rounding could give -1e-10 for one bin). */
-static inline PLM_HD float plm__entropy_from_sum(int64_t n, double log2n, int64_t s) {
-  double h = log2n - (double)s / (4294967296.0 * (double)n);
+/* What plm__entropy_from_sum needs to know of n, the window's pixel count: log2 n
+ * and 1 / (2^32 n). Kernels compute it once per change of n. */
+typedef struct plm__entropy_norm {
+  double log2n, scale;
+} plm__entropy_norm;
+
+static inline PLM_HD plm__entropy_norm plm__entropy_norm_of(int64_t n) {
+  plm__entropy_norm norm = {log2((double)n), 1.0 / (4294967296.0 * (double)n)};
+  return norm;
+}
+
+/* H in bits of a window whose counts give the fixed-point sum s. Never negative
+ * (rounding could give -1e-10 when every pixel is in one bin). */
+static inline PLM_HD float plm__entropy_from_sum(plm__entropy_norm norm, int64_t s) {
+  double h = norm.log2n - (double)s * norm.scale;
   return h > 0.0 ? (float)h : 0.0f;
 }
 

@@ -87,6 +87,10 @@ static void range_frames(void *context, int64_t begin, int64_t end) {
 
 /* ---- pass 2: the bin of every element, by rows ---- */
 
+#define MAP_LOOP(dtype)             \
+  for (int64_t i = i0; i < i1; i++) \
+  s.bins[i] = (uint16_t)plm__entropy_bin(args->in, i, dtype, args->bins, lo, hi)
+
 static void map_rows(void *context, int64_t begin, int64_t end) {
   const plm__entropy_args *args = context;
   scratch_layout s = layout(args);
@@ -94,8 +98,13 @@ static void map_rows(void *context, int64_t begin, int64_t end) {
     int64_t f = row / args->height;
     double lo = args->range_auto ? s.ranges[2 * f] : args->lo;
     double hi = args->range_auto ? s.ranges[2 * f + 1] : args->hi;
-    for (int64_t i = row * args->width; i < (row + 1) * args->width; i++)
-      s.bins[i] = (uint16_t)plm__entropy_bin(args->in, i, args->dtype, args->bins, lo, hi);
+    int64_t i0 = row * args->width, i1 = i0 + args->width;
+    switch (args->dtype) { /* a constant dtype in each loop, so each is specialised */
+      case PLM_DTYPE_U8: MAP_LOOP(PLM_DTYPE_U8); break;
+      case PLM_DTYPE_U16: MAP_LOOP(PLM_DTYPE_U16); break;
+      case PLM_DTYPE_F32: MAP_LOOP(PLM_DTYPE_F32); break;
+      case PLM_DTYPE_I32: break; /* refused by the op */
+    }
   }
 }
 
@@ -123,13 +132,13 @@ static inline int64_t remove_column(uint16_t *hist, const uint16_t *column, int6
   return s;
 }
 
-/* Both at once, for the interior: a row whose two pixels share a bin changes nothing. */
+/* Both at once, for the interior. (When a row's two pixels share a bin the count goes
+ * up and down again: cheaper than a branch the CPU would mispredict.) */
 static inline int64_t swap_columns(uint16_t *hist, const uint16_t *entering,
                                    const uint16_t *leaving, int64_t rows, int64_t stride,
                                    int64_t s) {
   for (int64_t r = 0; r < rows; r++) {
     uint16_t a = entering[r * stride], b = leaving[r * stride];
-    if (a == b) continue;
     uint16_t ca = hist[a];
     s += delta[ca];
     hist[a] = (uint16_t)(ca + 1);
@@ -159,7 +168,7 @@ static void entropy_row(const plm__entropy_args *args, const uint16_t *frame, in
   for (int64_t c = 0; c <= min64(width - 1, right); c++)
     s = add_column(hist, top + c, rows, width, s);
   int64_t last_n = 0;
-  double log2n = 0.0;
+  plm__entropy_norm norm = {0.0, 0.0};
   for (int64_t x = 0; x < width; x++) {
     int64_t entering = x + right, leaving = x - left - 1;
     if (x > 0) {
@@ -173,9 +182,9 @@ static void entropy_row(const plm__entropy_args *args, const uint16_t *frame, in
     int64_t n = rows * (min64(width - 1, x + right) - max64(0, x - left) + 1);
     if (n != last_n) {
       last_n = n;
-      log2n = log2((double)n);
+      norm = plm__entropy_norm_of(n);
     }
-    out_row[x] = plm__entropy_from_sum(n, log2n, s);
+    out_row[x] = plm__entropy_from_sum(norm, s);
   }
   for (int64_t c = max64(0, width - 1 - left); c < width; c++)
     s = remove_column(hist, top + c, rows, width, s);

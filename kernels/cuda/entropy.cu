@@ -2,13 +2,14 @@
  *
  * Simple and correct first. Each thread owns a histogram in global scratch (one u32
  * count per bin, interleaved across threads so that bin b of thread t is at
- * b * threads + t) and takes whole columns (frame, x) in a grid-stride loop: it fills
- * the window of row 0, then slides down, adding the row segment that enters and
- * taking out the one that leaves (2w count updates per pixel), keeping
+ * b * threads + t) and takes tasks, 64-row segments of a column (frame, x), in a
+ * grid-stride loop: it fills the window of the segment's first row, then slides
+ * down, adding the row segment that enters and taking out the one that leaves (2w
+ * count updates per pixel), keeping
  * S = sum c log2 c in fixed point as the CPU does (kernels/common/entropy.h).
  * Neighbouring threads own neighbouring columns, so their reads of the image are
  * coalesced. The thread count is capped so the histograms take at most 64 MiB:
- * 65536 bins run on 256 threads, slowly but correctly. Every column leaves its
+ * 65536 bins run on 256 threads, slowly but correctly. Every task leaves its
  * thread's histogram zeroed, and the scratch is zeroed before the launch.
  *
  * With auto range, a first kernel (one block per frame) writes each frame's finite
@@ -21,6 +22,7 @@ namespace {
 
 constexpr unsigned kThreads = 128;
 constexpr unsigned kRangeThreads = 256;
+constexpr int64_t kSegmentRows = 64; /* rows a thread slides down before the next task */
 constexpr size_t kHistBudget = size_t(64) << 20;
 constexpr size_t kAlign = 256;
 
@@ -32,12 +34,17 @@ size_t ranges_bytes(const plm__entropy_args *args) {
   return round_up((size_t)args->frames * 2 * sizeof(float));
 }
 
-/* Threads of the entropy kernel: one per column, at most kHistBudget of histograms. */
+__host__ __device__ int64_t segment_count(const plm__entropy_args *args) {
+  return (args->height + kSegmentRows - 1) / kSegmentRows;
+}
+
+/* Threads of the entropy kernel: one per task (a column segment), at most
+ * kHistBudget of histograms. */
 int64_t hist_threads(const plm__entropy_args *args) {
-  int64_t columns = args->frames * args->width;
+  int64_t tasks = args->frames * segment_count(args) * args->width;
   int64_t most = (int64_t)(kHistBudget / ((size_t)args->bins * sizeof(uint32_t)));
   if (most < 1) most = 1;
-  return columns < most ? columns : most;
+  return tasks < most ? tasks : most;
 }
 
 __global__ void range_kernel(const float *__restrict__ in, int64_t frames, int64_t size,
@@ -95,35 +102,44 @@ __device__ int64_t update_row(const plm__entropy_args &args, int64_t row_start, 
   return s;
 }
 
+/* Rows [y0, y1) of column x of frame f: fill the window of row y0, slide down, then
+ * take out the window of row y1 - 1, which leaves the histogram zeroed. */
+__device__ void entropy_segment(const plm__entropy_args &args, const float *ranges, uint32_t *hist,
+                                int64_t stride, int64_t f, int64_t y0, int64_t y1, int64_t x) {
+  const int64_t height = args.height, width = args.width;
+  const int64_t left = args.window / 2, right = args.window - 1 - left;
+  double lo = args.range_auto ? (double)ranges[2 * f] : args.lo;
+  double hi = args.range_auto ? (double)ranges[2 * f + 1] : args.hi;
+  int64_t c0 = max(x - left, (int64_t)0), c1 = min(x + right, width - 1);
+  int64_t base = f * height * width;
+  int64_t s = 0;
+  for (int64_t r = max(y0 - left, (int64_t)0); r <= min(y0 + right, height - 1); r++)
+    s = update_row(args, base + r * width, c0, c1, hist, stride, 1, s, lo, hi);
+  for (int64_t y = y0; y < y1; y++) {
+    if (y > y0 && y + right < height)
+      s = update_row(args, base + (y + right) * width, c0, c1, hist, stride, 1, s, lo, hi);
+    if (y > y0 && y - left - 1 >= 0)
+      s = update_row(args, base + (y - left - 1) * width, c0, c1, hist, stride, -1, s, lo, hi);
+    int64_t rows = min(y + right, height - 1) - max(y - left, (int64_t)0) + 1;
+    int64_t n = (c1 - c0 + 1) * rows;
+    args.out[base + y * width + x] = plm__entropy_from_sum(plm__entropy_norm_of(n), s);
+  }
+  for (int64_t r = max(y1 - 1 - left, (int64_t)0); r <= min(y1 - 1 + right, height - 1); r++)
+    s = update_row(args, base + r * width, c0, c1, hist, stride, -1, s, lo, hi);
+}
+
+/* Task (f, segment, x), x fastest, so that neighbouring threads read neighbouring
+ * pixels. */
 __global__ void entropy_kernel(plm__entropy_args args, const float *__restrict__ ranges,
                                uint32_t *__restrict__ hists, int64_t threads) {
   int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
   if (t >= threads) return;
-  uint32_t *hist = hists + t;
-  const int64_t height = args.height, width = args.width;
-  const int64_t left = args.window / 2, right = args.window - 1 - left;
-  for (int64_t column = t; column < args.frames * width; column += threads) {
-    int64_t f = column / width, x = column % width;
-    double lo = args.range_auto ? (double)ranges[2 * f] : args.lo;
-    double hi = args.range_auto ? (double)ranges[2 * f + 1] : args.hi;
-    int64_t c0 = x - left > 0 ? x - left : 0;
-    int64_t c1 = x + right < width - 1 ? x + right : width - 1;
-    int64_t base = f * height * width;
-    int64_t s = 0;
-    for (int64_t r = 0; r <= right && r < height; r++)
-      s = update_row(args, base + r * width, c0, c1, hist, threads, 1, s, lo, hi);
-    for (int64_t y = 0; y < height; y++) {
-      if (y > 0 && y + right < height)
-        s = update_row(args, base + (y + right) * width, c0, c1, hist, threads, 1, s, lo, hi);
-      if (y > 0 && y - left - 1 >= 0)
-        s = update_row(args, base + (y - left - 1) * width, c0, c1, hist, threads, -1, s, lo, hi);
-      int64_t r0 = y - left > 0 ? y - left : 0;
-      int64_t r1 = y + right < height - 1 ? y + right : height - 1;
-      int64_t n = (c1 - c0 + 1) * (r1 - r0 + 1);
-      args.out[base + y * width + x] = plm__entropy_from_sum(n, log2((double)n), s);
-    }
-    for (int64_t r = height - 1 - left > 0 ? height - 1 - left : 0; r < height; r++)
-      s = update_row(args, base + r * width, c0, c1, hist, threads, -1, s, lo, hi);
+  int64_t segments = segment_count(&args), tasks = args.frames * segments * args.width;
+  for (int64_t task = t; task < tasks; task += threads) {
+    int64_t x = task % args.width, rest = task / args.width;
+    int64_t y0 = rest % segments * kSegmentRows, f = rest / segments;
+    int64_t y1 = min(y0 + (int64_t)kSegmentRows, args.height);
+    entropy_segment(args, ranges, hists + t, threads, f, y0, y1, x);
   }
 }
 
