@@ -14,6 +14,12 @@
  *
  * With auto range, a first kernel (one block per frame) writes each frame's finite
  * min and max to scratch, where the entropy kernel reads them: no host round trip.
+ *
+ * Not yet run on a GPU (none was available when it was written): it compiles, and its
+ * per-thread logic (segments, sliding, binning, the zeroed-histogram invariant) was
+ * checked on the host by running the device functions serially against the CPU
+ * kernel. tests/test_entropy.c checks it against the reference under
+ * PLUME_BACKEND=cuda (ctest entropy.cuda).
  */
 #include "kernels/common/entropy.h"
 #include "kernels/cuda/launch.h"
