@@ -10,6 +10,7 @@
 
 #include "plume/context.h"
 #include "plume/conv.h"
+#include "plume/entropy.h"
 #include "plume/event.h"
 #include "plume/export.h"
 #include "plume/ops.h"

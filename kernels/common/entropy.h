@@ -1,0 +1,107 @@
+/* kernels/common/entropy.h: the binning and entropy terms both backends run, and the
+ * arguments of an entropy launch (semantics in plume/entropy.h).
+ *
+ * Both kernels keep, for the window they slide, the counts c_b and the sum
+ * S = sum_b c_b log2 c_b in 32.32 fixed point (plm__entropy_clogc), so adding a pixel
+ * and taking it out again restores S exactly and no error builds up along a row;
+ * then H = log2 n - S / n. Counts never exceed 255 * 255 = 65025.
+ */
+#ifndef PLUME_KERNELS_COMMON_ENTROPY_H
+#define PLUME_KERNELS_COMMON_ENTROPY_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/common/plm_hd.h"
+#include "plume/entropy.h"
+
+enum {
+  PLM__ENTROPY_MAX_WINDOW = 255,
+  PLM__ENTROPY_MAX_COUNT = 255 * 255,
+  PLM__ENTROPY_MAX_BINS = 65536
+};
+
+typedef struct plm__entropy_args {
+  const void *in;
+  float *out;
+  void *scratch; /* plm__entropy_{cpu,cuda}_scratch_bytes(args) bytes, from the pool */
+  int64_t frames, height, width;
+  plm_dtype dtype; /* of in: u8, u16 or f32 */
+  int window;
+  int bins;       /* the bin count in use: 2^bits for integer value-as-bin */
+  int range_auto; /* f32: per-frame finite [min, max] instead of [lo, hi) */
+  double lo, hi;  /* f32 without range_auto */
+} plm__entropy_args;
+
+/* c log2 c in 32.32 fixed point (0 for c = 0 and 1). */
+static inline PLM_HD int64_t plm__entropy_clogc(int64_t c) {
+  return c < 2 ? 0 : (int64_t)llrint((double)c * log2((double)c) * 4294967296.0);
+}
+
+/* What plm__entropy_from_sum needs to know of n, the window's pixel count: log2 n
+ * and 1 / (2^32 n). Kernels compute it once per change of n. */
+typedef struct plm__entropy_norm {
+  double log2n, scale;
+} plm__entropy_norm;
+
+static inline PLM_HD plm__entropy_norm plm__entropy_norm_of(int64_t n) {
+  plm__entropy_norm norm = {log2((double)n), 1.0 / (4294967296.0 * (double)n)};
+  return norm;
+}
+
+/* H in bits of a window whose counts give the fixed-point sum s. Never negative
+ * (rounding could give -1e-10 when every pixel is in one bin). */
+static inline PLM_HD float plm__entropy_from_sum(plm__entropy_norm norm, int64_t s) {
+  double h = norm.log2n - (double)s * norm.scale;
+  return h > 0.0 ? (float)h : 0.0f;
+}
+
+/* The bin of an f32 value in [lo, hi) with `bins` bins (plume/entropy.h): below lo
+ * and NaN to 0, at or above hi to bins - 1, and everything to 0 when !(lo < hi). */
+static inline PLM_HD int plm__entropy_bin_f32(float v, double lo, double hi, int bins) {
+  double x = (double)v;
+  if (!(lo < hi) || !(x >= lo)) return 0;
+  if (x >= hi) return bins - 1;
+  double b = floor((x - lo) * (double)bins / (hi - lo));
+  return b < (double)(bins - 1) ? (int)b : bins - 1;
+}
+
+/* The bin of element i of in (plume/entropy.h); lo and hi are the frame's range for
+ * f32 and unused for integers. */
+static inline PLM_HD int plm__entropy_bin(const void *in, int64_t i, plm_dtype dtype, int bins,
+                                          double lo, double hi) {
+  switch (dtype) {
+    case PLM_DTYPE_U8: return (int)(((uint32_t)((const uint8_t *)in)[i] * (uint32_t)bins) >> 8);
+    case PLM_DTYPE_U16: return (int)(((uint64_t)((const uint16_t *)in)[i] * (uint64_t)bins) >> 16);
+    case PLM_DTYPE_F32: return plm__entropy_bin_f32(((const float *)in)[i], lo, hi, bins);
+    case PLM_DTYPE_I32: break; /* refused by the op */
+  }
+  return 0;
+}
+
+/* Whether a frame's auto range accepts v: finite values only. */
+static inline PLM_HD int plm__entropy_in_auto_range(float v) {
+  return v == v && v - v == 0.0f;
+}
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The CPU kernel (kernels/cpu/entropy.c): runs on the calling thread and the CPU
+ * pool; returns when done. Scratch: the bin of every element (u16), each frame's
+ * range, and one histogram per work chunk. */
+void plm__entropy_cpu(const plm__entropy_args *args);
+size_t plm__entropy_cpu_scratch_bytes(const plm__entropy_args *args);
+
+/* Enqueue the CUDA kernels (kernels/cuda/entropy.cu) on a cudaStream_t. Scratch: each
+ * frame's range (auto) and one histogram per thread. */
+plm_status plm__entropy_cuda(void *stream, const plm__entropy_args *args);
+size_t plm__entropy_cuda_scratch_bytes(const plm__entropy_args *args);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PLUME_KERNELS_COMMON_ENTROPY_H */

@@ -1,0 +1,217 @@
+/* kernels/cpu/entropy.c: local entropy on the CPU, split across cores.
+ *
+ * Three passes over the frames, each a plm__parallel_for: (f32 with auto range) each
+ * frame's finite min and max; the bin of every element, into a u16 image; then the
+ * entropy, by bands of rows. Within a row the window's histogram slides right: the
+ * column that leaves is taken out and the column that enters is added (2w count
+ * changes per pixel, none when the two pixels of a row share a bin), and each change
+ * updates S = sum c log2 c in O(1) from a table of differences, so no pixel scans the
+ * bins. A band owns one histogram in scratch; every row leaves it zeroed again.
+ */
+#include <pthread.h>
+#include <string.h>
+
+#include "kernels/common/entropy.h"
+#include "kernels/cpu/parallel.h"
+
+enum { BANDS_PER_THREAD = 4, MAP_GRAIN = 1 << 16, ALIGN = 64 };
+
+/* delta[c] = clogc(c + 1) - clogc(c): what S gains when a count goes from c to c + 1. */
+static int64_t delta[PLM__ENTROPY_MAX_COUNT];
+static pthread_once_t delta_once = PTHREAD_ONCE_INIT;
+
+static void fill_delta(void) {
+  for (int64_t c = 0; c < PLM__ENTROPY_MAX_COUNT; c++)
+    delta[c] = plm__entropy_clogc(c + 1) - plm__entropy_clogc(c);
+}
+
+static size_t round_up(size_t bytes) {
+  return (bytes + ALIGN - 1) / ALIGN * ALIGN;
+}
+
+static int64_t band_count(const plm__entropy_args *args) {
+  int64_t rows = args->frames * args->height;
+  int64_t most = (int64_t)plm__parallel_threads() * BANDS_PER_THREAD;
+  return rows < most ? rows : most;
+}
+
+/* The scratch: bins (u16 per element), ranges (2 doubles per frame), histograms (a
+ * u16 count per bin per band). */
+typedef struct scratch_layout {
+  uint16_t *bins;
+  double *ranges;
+  uint16_t *hists;
+} scratch_layout;
+
+static size_t bins_bytes(const plm__entropy_args *args) {
+  return round_up((size_t)(args->frames * args->height * args->width) * sizeof(uint16_t));
+}
+
+static size_t ranges_bytes(const plm__entropy_args *args) {
+  return round_up((size_t)args->frames * 2 * sizeof(double));
+}
+
+size_t plm__entropy_cpu_scratch_bytes(const plm__entropy_args *args) {
+  return bins_bytes(args) + ranges_bytes(args) +
+         (size_t)band_count(args) * (size_t)args->bins * sizeof(uint16_t);
+}
+
+static scratch_layout layout(const plm__entropy_args *args) {
+  char *base = args->scratch;
+  return (scratch_layout){.bins = (uint16_t *)base,
+                          .ranges = (double *)(base + bins_bytes(args)),
+                          .hists = (uint16_t *)(base + bins_bytes(args) + ranges_bytes(args))};
+}
+
+/* ---- pass 1: each frame's finite min and max (f32, auto range) ---- */
+
+static void range_frames(void *context, int64_t begin, int64_t end) {
+  const plm__entropy_args *args = context;
+  scratch_layout s = layout(args);
+  int64_t size = args->height * args->width;
+  for (int64_t f = begin; f < end; f++) {
+    const float *frame = (const float *)args->in + f * size;
+    float lo = 0.0f, hi = 0.0f;
+    int seen = 0;
+    for (int64_t i = 0; i < size; i++) {
+      float v = frame[i];
+      if (!plm__entropy_in_auto_range(v)) continue;
+      if (!seen || v < lo) lo = v;
+      if (!seen || v > hi) hi = v;
+      seen = 1;
+    }
+    s.ranges[2 * f] = lo;
+    s.ranges[2 * f + 1] = hi;
+  }
+}
+
+/* ---- pass 2: the bin of every element, by rows ---- */
+
+#define MAP_LOOP(dtype)             \
+  for (int64_t i = i0; i < i1; i++) \
+  s.bins[i] = (uint16_t)plm__entropy_bin(args->in, i, dtype, args->bins, lo, hi)
+
+static void map_rows(void *context, int64_t begin, int64_t end) {
+  const plm__entropy_args *args = context;
+  scratch_layout s = layout(args);
+  for (int64_t row = begin; row < end; row++) {
+    int64_t f = row / args->height;
+    double lo = args->range_auto ? s.ranges[2 * f] : args->lo;
+    double hi = args->range_auto ? s.ranges[2 * f + 1] : args->hi;
+    int64_t i0 = row * args->width, i1 = i0 + args->width;
+    switch (args->dtype) { /* a constant dtype in each loop, so each is specialised */
+      case PLM_DTYPE_U8: MAP_LOOP(PLM_DTYPE_U8); break;
+      case PLM_DTYPE_U16: MAP_LOOP(PLM_DTYPE_U16); break;
+      case PLM_DTYPE_F32: MAP_LOOP(PLM_DTYPE_F32); break;
+      case PLM_DTYPE_I32: break; /* refused by the op */
+    }
+  }
+}
+
+/* ---- pass 3: the entropy, a band of rows at a time ---- */
+
+static inline int64_t add_column(uint16_t *hist, const uint16_t *column, int64_t rows,
+                                 int64_t stride, int64_t s) {
+  for (int64_t r = 0; r < rows; r++) {
+    uint16_t b = column[r * stride];
+    uint16_t c = hist[b];
+    s += delta[c];
+    hist[b] = (uint16_t)(c + 1);
+  }
+  return s;
+}
+
+static inline int64_t remove_column(uint16_t *hist, const uint16_t *column, int64_t rows,
+                                    int64_t stride, int64_t s) {
+  for (int64_t r = 0; r < rows; r++) {
+    uint16_t b = column[r * stride];
+    uint16_t c = (uint16_t)(hist[b] - 1);
+    s -= delta[c];
+    hist[b] = c;
+  }
+  return s;
+}
+
+/* Both at once, for the interior. (When a row's two pixels share a bin the count goes
+ * up and down again: cheaper than a branch the CPU would mispredict.) */
+static inline int64_t swap_columns(uint16_t *hist, const uint16_t *entering,
+                                   const uint16_t *leaving, int64_t rows, int64_t stride,
+                                   int64_t s) {
+  for (int64_t r = 0; r < rows; r++) {
+    uint16_t a = entering[r * stride], b = leaving[r * stride];
+    uint16_t ca = hist[a];
+    s += delta[ca];
+    hist[a] = (uint16_t)(ca + 1);
+    uint16_t cb = (uint16_t)(hist[b] - 1);
+    s -= delta[cb];
+    hist[b] = cb;
+  }
+  return s;
+}
+
+static inline int64_t min64(int64_t a, int64_t b) {
+  return a < b ? a : b;
+}
+
+static inline int64_t max64(int64_t a, int64_t b) {
+  return a > b ? a : b;
+}
+
+/* Row y of a frame of bins into out_row; hist is zero on entry and on return. */
+static void entropy_row(const plm__entropy_args *args, const uint16_t *frame, int64_t y,
+                        float *out_row, uint16_t *hist) {
+  const int64_t height = args->height, width = args->width;
+  const int64_t left = args->window / 2, right = args->window - 1 - left;
+  const int64_t r0 = max64(0, y - left), rows = min64(height - 1, y + right) - r0 + 1;
+  const uint16_t *top = frame + r0 * width;
+  int64_t s = 0;
+  for (int64_t c = 0; c <= min64(width - 1, right); c++)
+    s = add_column(hist, top + c, rows, width, s);
+  int64_t last_n = 0;
+  plm__entropy_norm norm = {0.0, 0.0};
+  for (int64_t x = 0; x < width; x++) {
+    int64_t entering = x + right, leaving = x - left - 1;
+    if (x > 0) {
+      if (entering < width && leaving >= 0)
+        s = swap_columns(hist, top + entering, top + leaving, rows, width, s);
+      else if (entering < width)
+        s = add_column(hist, top + entering, rows, width, s);
+      else if (leaving >= 0)
+        s = remove_column(hist, top + leaving, rows, width, s);
+    }
+    int64_t n = rows * (min64(width - 1, x + right) - max64(0, x - left) + 1);
+    if (n != last_n) {
+      last_n = n;
+      norm = plm__entropy_norm_of(n);
+    }
+    out_row[x] = plm__entropy_from_sum(norm, s);
+  }
+  for (int64_t c = max64(0, width - 1 - left); c < width; c++)
+    s = remove_column(hist, top + c, rows, width, s);
+}
+
+static void entropy_bands(void *context, int64_t begin, int64_t end) {
+  const plm__entropy_args *args = context;
+  scratch_layout s = layout(args);
+  uint16_t *hist = s.hists + (size_t)begin * (size_t)args->bins;
+  memset(hist, 0, (size_t)args->bins * sizeof *hist);
+  int64_t rows = args->frames * args->height, bands = band_count(args);
+  for (int64_t band = begin; band < end; band++) {
+    for (int64_t row = band * rows / bands; row < (band + 1) * rows / bands; row++) {
+      int64_t f = row / args->height;
+      const uint16_t *frame = s.bins + f * args->height * args->width;
+      entropy_row(args, frame, row % args->height, args->out + row * args->width, hist);
+    }
+  }
+}
+
+void plm__entropy_cpu(const plm__entropy_args *args) {
+  pthread_once(&delta_once, fill_delta);
+  void *context = (void *)args;
+  if (args->dtype == PLM_DTYPE_F32 && args->range_auto)
+    plm__parallel_for(args->frames, 1, range_frames, context);
+  int64_t rows = args->frames * args->height;
+  int64_t grain = args->width >= MAP_GRAIN ? 1 : MAP_GRAIN / args->width;
+  plm__parallel_for(rows, grain, map_rows, context);
+  plm__parallel_for(band_count(args), 1, entropy_bands, context);
+}
