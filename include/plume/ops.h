@@ -15,7 +15,8 @@
  * thread-safe.
  *
  * Each family of operations has a header of its own, included by plume/plume.h:
- * plume/threshold.h, ...
+ * plume/threshold.h (threshold), plume/conv.h (conv2d, sobel), plume/entropy.h
+ * (local entropy).
  */
 #ifndef PLUME_OPS_H
 #define PLUME_OPS_H
