@@ -1,15 +1,17 @@
 /* apps/op_commands.c: `plume op <name> ...` (apps/op_commands.h).
  *
- * Each op is one entry of `ops` below: its name, its help text, a function that
- * takes its own options, and two thin wrappers around the library's _output and
- * enqueue functions. Everything else (the common options, files, context, stream,
- * pool, copies, timing, exit codes) is shared.
+ * Each op is one entry of `ops` below: its name, its help text, the files it reads
+ * and writes besides --in and --out, a function that takes its own options, and two
+ * thin wrappers around the library's _output and enqueue functions. Everything else
+ * (the common options, reading, uploading and writing files, context, stream, pool,
+ * timing, exit codes) is shared.
  */
 #define _POSIX_C_SOURCE 200809L
 
 #include "apps/op_commands.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -29,19 +31,36 @@ typedef union op_args {
   unsigned char bytes[256];
 } op_args;
 
+/* Files of an op: input 0 is --in and output 0 is --out, always required; an op
+ * names its further ones (in[1], in[2], ... and out[1], ...) in op_spec. */
+enum { OP_MAX_INPUTS = 3, OP_MAX_OUTPUTS = 4 };
+
+typedef struct op_file {
+  const char *flag; /* e.g. "--kernel"; NULL ends the list */
+  bool required;    /* else in[k] / out[k] is NULL when the flag is not given */
+} op_file;
+
 typedef struct op_spec {
   const char *name;
   const char *summary;  /* one line, for plume --help */
-  const char *synopsis; /* the op's own options, as in a usage line */
-  const char *options;  /* one line per option of its own, for plume op <name> --help */
+  const char *synopsis; /* the op's own options and files, as in a usage line */
+  const char *options;  /* one line per option or file of its own, for plume op <name> --help */
+  op_file inputs[OP_MAX_INPUTS - 1];   /* read like --in: in[1], in[2], ... */
+  op_file outputs[OP_MAX_OUTPUTS - 1]; /* written like --out: out[1], out[2], ... */
+  /* Set args to the op's defaults before the options are taken (NULL: args stays
+   * zeroed). */
+  void (*init)(void *args);
   /* Take one of the op's options: flag (e.g. "--value") with its value. Called once
    * more with flag NULL after the last option, to check that the required ones were
-   * given. args starts zeroed. Returns 0 when taken, 1 when flag is not one of this
-   * op's options, -1 on a bad or missing value (with a message in err). */
+   * given. Returns 0 when taken, 1 when flag is not one of this op's options, -1 on a
+   * bad or missing value (with a message in err). */
   int (*option)(void *args, const char *flag, const char *value, char *err, size_t err_size);
-  plm_status (*output)(const plm_tensor *in, const void *args, plm_shape *out);
-  plm_status (*enqueue)(plm_stream *stream, const plm_tensor *in, const void *args,
-                        plm_tensor *out);
+  /* The shape of each output (out[0] for --out, then one per `outputs` entry),
+   * requested or not. in[k] is NULL for an optional input that was not given. */
+  plm_status (*output)(const plm_tensor *const in[], const void *args, plm_shape out[]);
+  /* Enqueue the op; out[k] is NULL for an optional output that was not requested. */
+  plm_status (*enqueue)(plm_stream *stream, const plm_tensor *const in[], const void *args,
+                        plm_tensor *const out[]);
 } op_spec;
 
 /* ---- threshold ----------------------------------------------------------------------- */
@@ -90,13 +109,124 @@ static int threshold_option(void *args, const char *flag, const char *value, cha
   return 1;
 }
 
-static plm_status threshold_output(const plm_tensor *in, const void *args, plm_shape *out) {
-  return plm_threshold_output(in, &((const threshold_args *)args)->params, out);
+static plm_status threshold_output(const plm_tensor *const in[], const void *args,
+                                   plm_shape out[]) {
+  return plm_threshold_output(in[0], &((const threshold_args *)args)->params, &out[0]);
 }
 
-static plm_status threshold_enqueue(plm_stream *stream, const plm_tensor *in, const void *args,
-                                    plm_tensor *out) {
-  return plm_threshold(stream, in, &((const threshold_args *)args)->params, out);
+static plm_status threshold_enqueue(plm_stream *stream, const plm_tensor *const in[],
+                                    const void *args, plm_tensor *const out[]) {
+  return plm_threshold(stream, in[0], &((const threshold_args *)args)->params, out[0]);
+}
+
+/* ---- shared option parsing ------------------------------------------------------------ */
+
+static const char *const border_names[] = {"zero", "replicate", "reflect101"};
+static const plm_border borders[] = {PLM_BORDER_ZERO, PLM_BORDER_REPLICATE, PLM_BORDER_REFLECT101};
+
+static int parse_border(const char *value, plm_border *border, char *err, size_t err_size) {
+  for (size_t i = 0; i < sizeof borders / sizeof borders[0]; i++)
+    if (strcmp(value, border_names[i]) == 0) {
+      *border = borders[i];
+      return 0;
+    }
+  snprintf(err, err_size, "--border '%s' is not one of zero, replicate, reflect101", value);
+  return -1;
+}
+
+/* A decimal integer of digits only (no sign, no spaces) from min to max; *end is
+ * left after the digits. */
+static bool parse_digits(const char *text, const char **end, int min, int max, int *value) {
+  long long v = 0;
+  const char *p = text;
+  while (*p >= '0' && *p <= '9') {
+    v = v * 10 + (*p - '0');
+    if (v > max) return false;
+    p++;
+  }
+  if (p == text || v < min) return false;
+  *end = p;
+  *value = (int)v;
+  return true;
+}
+
+/* form ("SY,SX"): exactly two integers from min to max separated by one comma. */
+static int parse_pair(const char *flag, const char *form, const char *value, int min, int max,
+                      int *a, int *b, char *err, size_t err_size) {
+  const char *p = value;
+  if (!parse_digits(p, &p, min, max, a) || *p != ',' || !parse_digits(p + 1, &p, min, max, b) ||
+      *p != '\0') {
+    if (max == INT_MAX)
+      snprintf(err, err_size, "%s '%s' is not %s: two integers >= %d", flag, value, form, min);
+    else
+      snprintf(err, err_size, "%s '%s' is not %s: two integers from %d to %d", flag, value, form,
+               min, max);
+    return -1;
+  }
+  return 0;
+}
+
+/* ---- sobel ------------------------------------------------------------------------------ */
+
+typedef struct sobel_args {
+  plm_sobel_params params;
+} sobel_args;
+_Static_assert(sizeof(sobel_args) <= sizeof(op_args), "op_args is too small");
+
+static void sobel_init(void *args) {
+  ((sobel_args *)args)->params = plm_sobel_params_default();
+}
+
+static int sobel_option(void *args, const char *flag, const char *value, char *err,
+                        size_t err_size) {
+  sobel_args *a = args;
+  if (!flag) return 0;
+  if (strcmp(flag, "--border") == 0) return parse_border(value, &a->params.border, err, err_size);
+  return 1;
+}
+
+static plm_status sobel_output(const plm_tensor *const in[], const void *args, plm_shape out[]) {
+  return plm_sobel_output(in[0], &((const sobel_args *)args)->params, &out[0]);
+}
+
+static plm_status sobel_enqueue(plm_stream *stream, const plm_tensor *const in[], const void *args,
+                                plm_tensor *const out[]) {
+  return plm_sobel(stream, in[0], &((const sobel_args *)args)->params, NULL, NULL, out[0]);
+}
+
+/* ---- conv2d ----------------------------------------------------------------------------- */
+
+typedef struct conv2d_args {
+  plm_conv2d_params params;
+} conv2d_args;
+_Static_assert(sizeof(conv2d_args) <= sizeof(op_args), "op_args is too small");
+
+static void conv2d_init(void *args) {
+  ((conv2d_args *)args)->params = plm_conv2d_params_default();
+}
+
+static int conv2d_option(void *args, const char *flag, const char *value, char *err,
+                         size_t err_size) {
+  conv2d_args *a = args;
+  if (!flag) return 0;
+  if (strcmp(flag, "--stride") == 0)
+    return parse_pair(flag, "SY,SX", value, 1, INT_MAX, &a->params.stride_y, &a->params.stride_x,
+                      err, err_size);
+  if (strcmp(flag, "--pad") == 0)
+    return parse_pair(flag, "PY,PX", value, 0, PLM_CONV2D_MAX_PAD, &a->params.pad_y,
+                      &a->params.pad_x, err, err_size);
+  if (strcmp(flag, "--border") == 0) return parse_border(value, &a->params.border, err, err_size);
+  return 1;
+}
+
+/* in[1] is the kernel (--kernel). */
+static plm_status conv2d_output(const plm_tensor *const in[], const void *args, plm_shape out[]) {
+  return plm_conv2d_output(in[0], in[1], &((const conv2d_args *)args)->params, &out[0]);
+}
+
+static plm_status conv2d_enqueue(plm_stream *stream, const plm_tensor *const in[], const void *args,
+                                 plm_tensor *const out[]) {
+  return plm_conv2d(stream, in[0], in[1], &((const conv2d_args *)args)->params, out[0]);
 }
 
 /* ---- the table ----------------------------------------------------------------------- */
@@ -110,6 +240,32 @@ static const op_spec ops[] = {
      .option = threshold_option,
      .output = threshold_output,
      .enqueue = threshold_enqueue},
+    {.name = "sobel",
+     .summary = "out = Sobel gradient magnitude sqrt(gx^2 + gy^2), f32; u8, u16 or f32 input",
+     .synopsis = "[--border reflect101|replicate|zero]",
+     .options =
+         "  --border B            pixels outside the image: reflect101 (default; dcb|abcd|cba),\n"
+         "                        replicate (aaa|abcd|ddd) or zero\n",
+     .init = sobel_init,
+     .option = sobel_option,
+     .output = sobel_output,
+     .enqueue = sobel_enqueue},
+    {.name = "conv2d",
+     .summary = "out = in cross-correlated with a kernel (no flip), f32; u8, u16 or f32 input",
+     .synopsis = "--kernel K [--stride SY,SX] [--pad PY,PX] [--border zero|replicate|reflect101]",
+     .options =
+         "  --kernel K            the kernel: a 2-D f32 (or f64, read as f32) .npy of 1..31\n"
+         "                        taps per side (required)\n"
+         "  --stride SY,SX        output step in rows, columns (default 1,1; each >= 1)\n"
+         "  --pad PY,PX           rows, columns added on each side (default 0,0)\n"
+         "  --border B            where padded pixels come from: zero (default),\n"
+         "                        replicate or reflect101\n"
+         "  out is (H + 2 PY - KH) / SY + 1 by (W + 2 PX - KW) / SX + 1 (KH x KW: the kernel).\n",
+     .inputs = {{.flag = "--kernel", .required = true}},
+     .init = conv2d_init,
+     .option = conv2d_option,
+     .output = conv2d_output,
+     .enqueue = conv2d_enqueue},
 };
 
 enum { OP_COUNT = sizeof ops / sizeof ops[0] };
@@ -163,10 +319,36 @@ static int compare_doubles(const void *a, const void *b) {
 typedef struct op_run {
   const op_spec *op;
   op_args args;
-  const char *in_path, *out_path;
+  const char *in_paths[OP_MAX_INPUTS];   /* [0] --in, then op->inputs; NULL: not given */
+  const char *out_paths[OP_MAX_OUTPUTS]; /* [0] --out, then op->outputs */
+  int n_in, n_out;                       /* 1 + the op's further files */
   plm_context_config config;
   long repeat; /* 0: run once, untimed */
 } op_run;
+
+/* The flag of file k of the op (0: --in / --out). */
+static const char *input_flag(const op_spec *op, int k) {
+  return k == 0 ? "--in" : op->inputs[k - 1].flag;
+}
+
+static const char *output_flag(const op_spec *op, int k) {
+  return k == 0 ? "--out" : op->outputs[k - 1].flag;
+}
+
+/* Take a file flag of the op into run: true when flag is one. */
+static bool take_file(op_run *run, const char *flag, const char *value) {
+  for (int k = 0; k < run->n_in; k++)
+    if (strcmp(flag, input_flag(run->op, k)) == 0) {
+      run->in_paths[k] = value;
+      return true;
+    }
+  for (int k = 0; k < run->n_out; k++)
+    if (strcmp(flag, output_flag(run->op, k)) == 0) {
+      run->out_paths[k] = value;
+      return true;
+    }
+  return false;
+}
 
 /* Parse the arguments after the op's name. Returns -1 to go on, else an exit code. */
 static int parse_arguments(op_run *run, int argc, char **argv) {
@@ -201,10 +383,8 @@ static int parse_arguments(op_run *run, int argc, char **argv) {
       fprintf(stderr, "plume op %s: option %s needs a value\n", prefix, flag);
       return EXIT_USAGE;
     }
-    if (strcmp(flag, "--in") == 0) {
-      run->in_path = value;
-    } else if (strcmp(flag, "--out") == 0) {
-      run->out_path = value;
+    if (take_file(run, flag, value)) {
+      continue;
     } else if (strcmp(flag, "--backend") == 0) {
       if (plm_backend_parse(value, &run->config.backend) != PLM_OK) {
         fprintf(stderr, "plume op %s: --backend '%s' is not host, cuda or auto\n", prefix, value);
@@ -234,11 +414,18 @@ static int parse_arguments(op_run *run, int argc, char **argv) {
       }
     }
   }
-  if (!run->in_path || !run->out_path) {
-    fprintf(stderr, "plume op %s: %s is required (see plume op %s --help)\n", prefix,
-            !run->in_path ? "--in" : "--out", prefix);
-    return EXIT_USAGE;
-  }
+  for (int k = 0; k < run->n_in; k++)
+    if (!run->in_paths[k] && (k == 0 || run->op->inputs[k - 1].required)) {
+      fprintf(stderr, "plume op %s: %s is required (see plume op %s --help)\n", prefix,
+              input_flag(run->op, k), prefix);
+      return EXIT_USAGE;
+    }
+  for (int k = 0; k < run->n_out; k++)
+    if (!run->out_paths[k] && (k == 0 || run->op->outputs[k - 1].required)) {
+      fprintf(stderr, "plume op %s: %s is required (see plume op %s --help)\n", prefix,
+              output_flag(run->op, k), prefix);
+      return EXIT_USAGE;
+    }
   char err[ERROR_SIZE] = "";
   if (run->op->option(&run->args, NULL, NULL, err, sizeof err) != 0) {
     fprintf(stderr, "plume op %s: %s\n", prefix, err);
@@ -257,29 +444,35 @@ static void pinned_free(void *user, void *ptr) {
   plm_host_free(user, ptr);
 }
 
-/* The resources of one run, released by release_run whatever was reached. */
+/* The resources of one run, released by release_run whatever was reached. in[k] and
+ * out[k] point into in_tensors / out_tensors once allocated, else are NULL. */
 typedef struct op_state {
   plm_context *ctx;
   plm_stream *stream;
   plm_pool *pool;
-  image input;
   image_allocator pinned;
-  plm_tensor in, out;
-  bool have_in, have_out;
-  void *host_out;
+  image inputs[OP_MAX_INPUTS];
+  plm_tensor in_tensors[OP_MAX_INPUTS], out_tensors[OP_MAX_OUTPUTS];
+  const plm_tensor *in[OP_MAX_INPUTS];
+  plm_tensor *out[OP_MAX_OUTPUTS];
+  plm_shape shapes[OP_MAX_OUTPUTS];
+  void *host_out[OP_MAX_OUTPUTS];
   double *times;
 } op_state;
 
 static int release_run(op_state *s, const char *prefix, int exit_code) {
-  if (s->have_in) plm_tensor_free(s->pool, s->stream, &s->in);
-  if (s->have_out) plm_tensor_free(s->pool, s->stream, &s->out);
+  for (int k = 0; k < OP_MAX_INPUTS; k++)
+    if (s->in[k]) plm_tensor_free(s->pool, s->stream, &s->in_tensors[k]);
+  for (int k = 0; k < OP_MAX_OUTPUTS; k++)
+    if (s->out[k]) plm_tensor_free(s->pool, s->stream, s->out[k]);
   if (s->stream) {
     /* The stream-ordered frees and any copy still using the host buffers finish here. */
     plm_stream_synchronize(s->stream);
     plm_stream_destroy(s->stream);
   }
-  image_free(&s->input, &s->pinned);
-  if (s->host_out) plm_host_free(s->ctx, s->host_out);
+  for (int k = 0; k < OP_MAX_INPUTS; k++) image_free(&s->inputs[k], &s->pinned);
+  for (int k = 0; k < OP_MAX_OUTPUTS; k++)
+    if (s->host_out[k]) plm_host_free(s->ctx, s->host_out[k]);
   free(s->times);
   if (s->ctx && plm_context_destroy(s->ctx) != PLM_OK && exit_code == 0) {
     fprintf(stderr, "plume op %s: %s\n", prefix, plm_last_error());
@@ -295,12 +488,20 @@ static int library_failure(op_state *s, const char *prefix, plm_status status) {
   return release_run(s, prefix, status == PLM_ERR_INVALID_ARG ? EXIT_USAGE : EXIT_RUNTIME_FAILURE);
 }
 
-/* The op once, timed between stream synchronisations when times is not NULL. */
+/* An image_read or image_write_npy failure: its message; exit 1 when out of memory,
+ * else 2 (a bad file or path). */
+static int file_failure(op_state *s, const char *prefix, plm_status status, const char *err) {
+  fprintf(stderr, "plume op %s: %s\n", prefix, err);
+  return release_run(s, prefix,
+                     status == PLM_ERR_OUT_OF_MEMORY ? EXIT_RUNTIME_FAILURE : EXIT_USAGE);
+}
+
+/* The op once, timed between stream synchronisations when time is not NULL. */
 static plm_status run_op_once(const op_run *run, op_state *s, double *time) {
   plm_status status = PLM_OK;
   if (time) status = plm_stream_synchronize(s->stream);
   double start = now_ms();
-  if (status == PLM_OK) status = run->op->enqueue(s->stream, &s->in, &run->args, &s->out);
+  if (status == PLM_OK) status = run->op->enqueue(s->stream, s->in, &run->args, s->out);
   if (status == PLM_OK && time) status = plm_stream_synchronize(s->stream);
   if (time) *time = now_ms() - start;
   return status;
@@ -313,29 +514,37 @@ static int execute(const op_run *run) {
   plm_status status = plm_context_create(&run->config, &s.ctx);
   if (status != PLM_OK) return library_failure(&s, prefix, status);
   s.pinned = (image_allocator){pinned_alloc, pinned_free, s.ctx};
-  status = image_read(run->in_path, &s.pinned, &s.input, err, sizeof err);
-  if (status != PLM_OK) {
-    fprintf(stderr, "plume op %s: %s\n", prefix, err);
-    return release_run(&s, prefix,
-                       status == PLM_ERR_OUT_OF_MEMORY ? EXIT_RUNTIME_FAILURE : EXIT_USAGE);
-  }
+  /* Every file is read before any device work. */
+  for (int k = 0; k < run->n_in; k++)
+    if (run->in_paths[k] &&
+        (status = image_read(run->in_paths[k], &s.pinned, &s.inputs[k], err, sizeof err)) != PLM_OK)
+      return file_failure(&s, prefix, status, err);
   if ((status = plm_stream_create(s.ctx, 0, &s.stream)) != PLM_OK ||
       (status = plm_context_default_pool(s.ctx, &s.pool)) != PLM_OK)
     return library_failure(&s, prefix, status);
-  status = plm_tensor_alloc(s.pool, s.stream, s.input.dtype, s.input.ndim, s.input.dims, &s.in);
+  for (int k = 0; k < run->n_in; k++) {
+    if (!run->in_paths[k]) continue;
+    const image *input = &s.inputs[k];
+    status = plm_tensor_alloc(s.pool, s.stream, input->dtype, input->ndim, input->dims,
+                              &s.in_tensors[k]);
+    if (status != PLM_OK) return library_failure(&s, prefix, status);
+    s.in[k] = &s.in_tensors[k];
+    status = plm_stream_memcpy(s.stream, s.in_tensors[k].data, input->data, image_bytes(input),
+                               PLM_COPY_HOST_TO_DEVICE);
+    if (status != PLM_OK) return library_failure(&s, prefix, status);
+  }
+  status = run->op->output(s.in, &run->args, s.shapes);
   if (status != PLM_OK) return library_failure(&s, prefix, status);
-  s.have_in = true;
-  plm_shape shape;
-  status = run->op->output(&s.in, &run->args, &shape);
-  if (status != PLM_OK) return library_failure(&s, prefix, status);
-  status = plm_tensor_alloc(s.pool, s.stream, shape.dtype, shape.ndim, shape.dims, &s.out);
-  if (status != PLM_OK) return library_failure(&s, prefix, status);
-  s.have_out = true;
-  size_t out_bytes = plm_tensor_bytes(&s.out);
-  if ((status = plm_host_alloc(s.ctx, out_bytes, &s.host_out)) != PLM_OK ||
-      (status = plm_stream_memcpy(s.stream, s.in.data, s.input.data, image_bytes(&s.input),
-                                  PLM_COPY_HOST_TO_DEVICE)) != PLM_OK)
-    return library_failure(&s, prefix, status);
+  for (int k = 0; k < run->n_out; k++) {
+    if (!run->out_paths[k]) continue;
+    const plm_shape *shape = &s.shapes[k];
+    status = plm_tensor_alloc(s.pool, s.stream, shape->dtype, shape->ndim, shape->dims,
+                              &s.out_tensors[k]);
+    if (status != PLM_OK) return library_failure(&s, prefix, status);
+    s.out[k] = &s.out_tensors[k];
+    status = plm_host_alloc(s.ctx, plm_tensor_bytes(s.out[k]), &s.host_out[k]);
+    if (status != PLM_OK) return library_failure(&s, prefix, status);
+  }
 
   /* One run (the warm-up when timing), then the timed ones. */
   if ((status = run_op_once(run, &s, NULL)) != PLM_OK) return library_failure(&s, prefix, status);
@@ -349,9 +558,12 @@ static int execute(const op_run *run) {
       if ((status = run_op_once(run, &s, &s.times[i])) != PLM_OK)
         return library_failure(&s, prefix, status);
   }
-  if ((status = plm_stream_memcpy(s.stream, s.host_out, s.out.data, out_bytes,
-                                  PLM_COPY_DEVICE_TO_HOST)) != PLM_OK ||
-      (status = plm_stream_synchronize(s.stream)) != PLM_OK)
+  for (int k = 0; k < run->n_out; k++)
+    if (s.out[k] &&
+        (status = plm_stream_memcpy(s.stream, s.host_out[k], s.out[k]->data,
+                                    plm_tensor_bytes(s.out[k]), PLM_COPY_DEVICE_TO_HOST)) != PLM_OK)
+      return library_failure(&s, prefix, status);
+  if ((status = plm_stream_synchronize(s.stream)) != PLM_OK)
     return library_failure(&s, prefix, status);
   if (run->repeat > 0) {
     qsort(s.times, (size_t)run->repeat, sizeof *s.times, compare_doubles);
@@ -360,13 +572,14 @@ static int execute(const op_run *run) {
     fprintf(stderr, "time_ms median=%.4f min=%.4f max=%.4f\n", median, s.times[0], s.times[n - 1]);
   }
 
-  image result = {.dtype = shape.dtype, .ndim = shape.ndim, .data = s.host_out};
-  memcpy(result.dims, shape.dims, sizeof result.dims);
-  status = image_write_npy(run->out_path, &result, err, sizeof err);
-  if (status != PLM_OK) {
-    fprintf(stderr, "plume op %s: %s\n", prefix, err);
-    return release_run(&s, prefix,
-                       status == PLM_ERR_OUT_OF_MEMORY ? EXIT_RUNTIME_FAILURE : EXIT_USAGE);
+  /* Each output is written atomically, in order; a failure stops at that file. */
+  for (int k = 0; k < run->n_out; k++) {
+    if (!s.out[k]) continue;
+    const plm_shape *shape = &s.shapes[k];
+    image result = {.dtype = shape->dtype, .ndim = shape->ndim, .data = s.host_out[k]};
+    memcpy(result.dims, shape->dims, sizeof result.dims);
+    status = image_write_npy(run->out_paths[k], &result, err, sizeof err);
+    if (status != PLM_OK) return file_failure(&s, prefix, status, err);
   }
   return release_run(&s, prefix, 0);
 }
@@ -387,7 +600,10 @@ int op_command_main(int argc, char **argv) {
     fprintf(stderr, "plume op: unknown op '%s' (see plume op --help)\n", argv[0]);
     return EXIT_USAGE;
   }
-  op_run run = {.op = op};
+  op_run run = {.op = op, .n_in = 1, .n_out = 1};
+  while (run.n_in < OP_MAX_INPUTS && op->inputs[run.n_in - 1].flag) run.n_in++;
+  while (run.n_out < OP_MAX_OUTPUTS && op->outputs[run.n_out - 1].flag) run.n_out++;
+  if (op->init) op->init(&run.args);
   int exit_code = parse_arguments(&run, argc - 1, argv + 1);
   if (exit_code >= 0) return exit_code;
   return execute(&run);

@@ -3,10 +3,13 @@
  *   plume op <name> --in IN --out OUT [op options] [--backend host|cuda|auto]
  *                   [--repeat N] [-h|--help]
  *
- * The flow, shared by every op: read IN (apps/image_io.h) into pinned host memory
- * (plm_host_alloc) -> the context on the chosen backend -> a stream -> the default
- * pool -> the input tensor and an H2D copy -> the op -> a D2H copy -> write OUT
- * (.npy, atomically). With --repeat N the op runs once to warm up and then N more
+ * An op may read further files besides IN (conv2d: --kernel K) and write further
+ * ones besides OUT, each named by its own flag.
+ *
+ * The flow, shared by every op: read IN and the op's other input files
+ * (apps/image_io.h) into pinned host memory (plm_host_alloc) -> the context on the
+ * chosen backend -> a stream -> the default pool -> the input tensors and H2D copies
+ * -> the op -> D2H copies -> write OUT and any other outputs (.npy, each atomically). With --repeat N the op runs once to warm up and then N more
  * times, each timed alone between stream synchronisations, and
  * "time_ms median=M min=A max=B" is printed on stderr.
  *
@@ -15,8 +18,9 @@
  * the op refuses, or an output that cannot be written. OUT is never left partly
  * written.
  *
- * Adding an op: one entry in the table in op_commands.c, with the function that
- * takes its options and the library's _output and enqueue functions.
+ * Adding an op: one entry in the table in op_commands.c, with the flags of its
+ * further input and output files, the function that takes its options and the
+ * library's _output and enqueue functions.
  */
 #ifndef PLUME_APPS_OP_COMMANDS_H
 #define PLUME_APPS_OP_COMMANDS_H

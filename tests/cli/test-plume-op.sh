@@ -31,6 +31,23 @@ write_npy() {
   } >"$1"
 }
 
+# f32 V...: printf escapes of the little-endian f32 bit patterns of the non-negative
+# integers V (exact below 2^24), computed here: 2^e * (1 + m / 2^23).
+f32() {
+  local v e bits out=''
+  for v in "$@"; do
+    bits=0
+    if ((v > 0)); then
+      e=0
+      while (((v >> (e + 1)) > 0)); do e=$((e + 1)); done
+      bits=$((((127 + e) << 23) | ((v << (23 - e)) & 0x7fffff)))
+    fi
+    out+=$(printf '\\x%02x\\x%02x\\x%02x\\x%02x' $((bits & 255)) $((bits >> 8 & 255)) \
+      $((bits >> 16 & 255)) $((bits >> 24 & 255)))
+  done
+  printf '%s' "$out"
+}
+
 # run EXPECTED_RC NAME ARGS...: run plume, check the exit code; stderr goes to err.txt.
 run() {
   local expected=$1 name=$2
@@ -108,6 +125,67 @@ write_npy pgm.expected.npy '|u1' '(1, 2)' '\x00\x01'
 run 0 "PGM input" op threshold --in in.pgm --out pgm.out.npy --value 1000 --backend host &&
   same pgm.out.npy pgm.expected.npy "PGM input"
 
+# ---- sobel ------------------------------------------------------------------------------
+# A 3x3 horizontal ramp 0 1 2 in every row: gy = 0 and gx = 4 * (in(x+1) - in(x-1)).
+# reflect101 mirrors column 1 onto both sides, so gx = 0 8 0; replicate gives 4 8 4.
+write_npy ramp.npy '|u1' '(3, 3)' '\x00\x01\x02\x00\x01\x02\x00\x01\x02'
+write_npy ramp.r101.npy '<f4' '(3, 3)' "$(f32 0 8 0 0 8 0 0 8 0)"
+write_npy ramp.repl.npy '<f4' '(3, 3)' "$(f32 4 8 4 4 8 4 4 8 4)"
+run 0 "sobel reflect101 (default)" op sobel --in ramp.npy --out sobel.out.npy --backend host &&
+  same sobel.out.npy ramp.r101.npy "sobel reflect101 (default)"
+run 0 "sobel reflect101" op sobel --in ramp.npy --out sobel.out.npy --border reflect101 \
+  --backend host && same sobel.out.npy ramp.r101.npy "sobel reflect101"
+run 0 "sobel replicate" op sobel --in ramp.npy --out sobel.out.npy --border=replicate \
+  --backend host && same sobel.out.npy ramp.repl.npy "sobel replicate"
+run 0 "sobel, auto backend" op sobel --in ramp.npy --out sobel.auto.npy &&
+  same sobel.auto.npy ramp.r101.npy "sobel, auto backend"
+# A stack: the ramp, then a constant frame (all gradients 0).
+write_npy ramps.npy '|u1' '(2, 3, 3)' \
+  '\x00\x01\x02\x00\x01\x02\x00\x01\x02\x07\x07\x07\x07\x07\x07\x07\x07\x07'
+write_npy ramps.expected.npy '<f4' '(2, 3, 3)' "$(f32 0 8 0 0 8 0 0 8 0 0 0 0 0 0 0 0 0 0)"
+run 0 "sobel stack" op sobel --in ramps.npy --out sobel.stack.npy --backend host &&
+  same sobel.stack.npy ramps.expected.npy "sobel stack"
+
+# ---- conv2d -----------------------------------------------------------------------------
+# A 1x1 kernel of 2 (f32, and f64 read as f32): out = 2 * in.
+write_npy k2.npy '<f4' '(1, 1)' "$(f32 2)"
+write_npy k2.f64.npy '<f8' '(1, 1)' '\x00\x00\x00\x00\x00\x00\x00\x40'
+write_npy u8.times2.npy '<f4' '(2, 3)' "$(f32 2 10 20 200 400 510)"
+run 0 "conv2d 1x1 kernel" op conv2d --in u8.npy --kernel k2.npy --out conv.out.npy \
+  --backend host && same conv.out.npy u8.times2.npy "conv2d 1x1 kernel"
+run 0 "conv2d f64 kernel" op conv2d --in u8.npy --kernel=k2.f64.npy --out conv.out.npy \
+  --backend host && same conv.out.npy u8.times2.npy "conv2d f64 kernel"
+run 0 "conv2d, auto backend" op conv2d --in u8.npy --kernel k2.npy --out conv.auto.npy &&
+  same conv.auto.npy u8.times2.npy "conv2d, auto backend"
+
+# A 3x3 box kernel on 1 2 3 / 4 5 6 / 7 8 9. Zero border, pad 1: each output is the sum
+# of the pixels of its 3x3 neighbourhood that lie inside the image (12 = 1+2+4+5, ...).
+write_npy nine.npy '|u1' '(3, 3)' '\x01\x02\x03\x04\x05\x06\x07\x08\x09'
+write_npy box.npy '<f4' '(3, 3)' "$(f32 1 1 1 1 1 1 1 1 1)"
+write_npy box.same.npy '<f4' '(3, 3)' "$(f32 12 21 16 27 45 33 24 39 28)"
+write_npy box.stride2.npy '<f4' '(2, 2)' "$(f32 12 16 24 28)"
+write_npy box.valid.npy '<f4' '(1, 1)' "$(f32 45)"
+run 0 "conv2d box, zero border, pad 1" op conv2d --in nine.npy --kernel box.npy \
+  --out conv.box.npy --pad 1,1 --border zero --backend host &&
+  same conv.box.npy box.same.npy "conv2d box, zero border, pad 1"
+run 0 "conv2d box, stride 2" op conv2d --in nine.npy --kernel box.npy --out conv.box.npy \
+  --pad 1,1 --stride 2,2 --backend host &&
+  same conv.box.npy box.stride2.npy "conv2d box, stride 2"
+run 0 "conv2d box, no padding" op conv2d --in nine.npy --kernel box.npy --out conv.box.npy \
+  --stride 1,1 --pad 0,0 --backend host && same conv.box.npy box.valid.npy "conv2d box, no padding"
+# Replicate border, pad 1: the top-left output sees 1 1 2 / 1 1 2 / 4 4 5 = 21.
+write_npy box.corner.npy '<f4' '(1, 1)' "$(f32 21)"
+run 0 "conv2d box, replicate" op conv2d --in nine.npy --kernel box.npy --out conv.box.npy \
+  --pad 1,1 --stride 3,3 --border replicate --backend host &&
+  same conv.box.npy box.corner.npy "conv2d box, replicate"
+if run 0 "conv2d --repeat" op conv2d --in nine.npy --kernel box.npy --out conv.rep.npy \
+  --pad 1,1 --repeat 2 --backend host; then
+  same conv.rep.npy box.same.npy "conv2d --repeat output"
+  checks=$((checks + 1))
+  grep -Eq '^time_ms median=[0-9]+\.[0-9]+ min=[0-9]+\.[0-9]+ max=[0-9]+\.[0-9]+$' err.txt &&
+    [[ $(wc -l <err.txt) == 1 ]] || fail "conv2d --repeat: stderr is '$(cat err.txt)'"
+fi
+
 # --repeat: one timing line on stderr, and the same output
 if run 0 "--repeat" op threshold --in u8.npy --out rep.npy --value 9 --repeat 3 --backend host; then
   same rep.npy u8.expected.npy "--repeat output"
@@ -120,6 +198,11 @@ fi
 run 0 "op --help" op threshold --help && { grep -q 'usage: plume op threshold' out.txt ||
   fail "op --help: $(cat out.txt)"; }
 run 0 "plume --help" --help && { grep -q 'threshold' out.txt || fail "plume --help lacks ops"; }
+run 0 "sobel --help" op sobel --help && { grep -q -- '--border' out.txt || fail "sobel --help"; }
+run 0 "conv2d --help" op conv2d -h && { grep -q -- '--kernel K' out.txt || fail "conv2d --help"; }
+checks=$((checks + 1))
+"$plume" --help | grep -q 'sobel' && "$plume" --help | grep -q 'conv2d' ||
+  fail "plume --help lacks sobel or conv2d"
 run 0 "plume op --help" op --help && { grep -q 'threshold' out.txt || fail "plume op --help"; }
 
 # ---- bad arguments: exit 2, nothing written ----------------------------------------------
@@ -145,6 +228,26 @@ absent "positional argument" bad.npy
 run 2 "unknown op" op nosuchop --in u8.npy --out bad.npy
 absent "unknown op" bad.npy
 
+# sobel and conv2d options
+run 2 "sobel bad --border" op sobel --in ramp.npy --out bad.npy --border mirror
+absent "sobel bad --border" bad.npy
+run 2 "sobel takes no --kernel" op sobel --in ramp.npy --out bad.npy --kernel box.npy
+absent "sobel takes no --kernel" bad.npy
+run 2 "conv2d missing --kernel" op conv2d --in nine.npy --out bad.npy &&
+  { grep -q -- '--kernel is required' err.txt || fail "missing --kernel: $(cat err.txt)"; }
+absent "conv2d missing --kernel" bad.npy
+run 2 "conv2d bad --border" op conv2d --in nine.npy --kernel box.npy --out bad.npy --border nope
+absent "conv2d bad --border" bad.npy
+for stride in 1 1, ,1 1,1,1 0,1 1,0 -1,1 +1,1 '1, 1' ' 1,1' 1,1x a,b 1.5,1 '' , 99999999999,1; do
+  run 2 "conv2d --stride '$stride'" op conv2d --in nine.npy --kernel box.npy --out bad.npy \
+    --stride "$stride"
+  absent "conv2d --stride '$stride'" bad.npy
+done
+for pad in 1 -1,0 0,-1 '1;1' 1,,1 0x1,1 '' 1,1, 2000000,0; do
+  run 2 "conv2d --pad '$pad'" op conv2d --in nine.npy --kernel box.npy --out bad.npy --pad "$pad"
+  absent "conv2d --pad '$pad'" bad.npy
+done
+
 # ---- bad files: exit 2, nothing written, an existing output kept --------------------------
 run 2 "missing input" op threshold --in missing.npy --out bad.npy --value 1 --backend host &&
   { grep -q 'missing.npy' err.txt || fail "missing input: message lacks the file name"; }
@@ -168,6 +271,35 @@ write_npy i32.npy '<i4' '(1, 2)' '\x01\x00\x00\x00\x02\x00\x00\x00'
 run 2 "i32 input refused by the op" op threshold --in i32.npy --out bad.npy --value 1 \
   --backend host && { grep -q 'i32' err.txt || fail "i32 input: $(cat err.txt)"; }
 absent "i32 input" bad.npy
+
+# conv2d kernels: too wide, 3-D, not f32, missing; an output smaller than 1 x 1
+write_npy k32.npy '<f4' '(1, 32)' "$(f32 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1)"
+run 2 "conv2d kernel 32 wide" op conv2d --in nine.npy --kernel k32.npy --out bad.npy \
+  --backend host && { grep -q '31' err.txt || fail "kernel 32 wide: $(cat err.txt)"; }
+absent "conv2d kernel 32 wide" bad.npy
+write_npy k31.npy '<f4' '(1, 31)' "$(f32 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1)"
+write_npy k31.expected.npy '<f4' '(3, 1)' "$(f32 6 15 24)"
+run 0 "conv2d kernel 31 wide" op conv2d --in nine.npy --kernel k31.npy --out k31.out.npy \
+  --pad 0,14 --backend host && same k31.out.npy k31.expected.npy "conv2d kernel 31 wide"
+write_npy k3d.npy '<f4' '(1, 1, 1)' "$(f32 1)"
+run 2 "conv2d 3-D kernel" op conv2d --in nine.npy --kernel k3d.npy --out bad.npy --backend host
+absent "conv2d 3-D kernel" bad.npy
+run 2 "conv2d u8 kernel" op conv2d --in nine.npy --kernel u8.npy --out bad.npy --backend host &&
+  { grep -q 'u8' err.txt || fail "u8 kernel: $(cat err.txt)"; }
+absent "conv2d u8 kernel" bad.npy
+run 2 "conv2d missing kernel file" op conv2d --in nine.npy --kernel nokernel.npy --out bad.npy \
+  --backend host && { grep -q 'nokernel.npy' err.txt || fail "missing kernel: $(cat err.txt)"; }
+absent "conv2d missing kernel file" bad.npy
+run 2 "conv2d truncated kernel" op conv2d --in nine.npy --kernel truncated.npy --out bad.npy \
+  --backend host
+absent "conv2d truncated kernel" bad.npy
+run 2 "conv2d output smaller than 1x1" op conv2d --in u8.npy --kernel box.npy --out bad.npy \
+  --backend host
+absent "conv2d output smaller than 1x1" bad.npy
+run 2 "conv2d i32 input" op conv2d --in i32.npy --kernel k2.npy --out bad.npy --backend host
+absent "conv2d i32 input" bad.npy
+run 2 "sobel i32 input" op sobel --in i32.npy --out bad.npy --backend host
+absent "sobel i32 input" bad.npy
 
 run 2 "unwritable output" op threshold --in u8.npy --out no/such/dir/out.npy --value 1 \
   --backend host
