@@ -574,6 +574,7 @@ static const char *npy_descr(plm_dtype dtype) {
     case PLM_DTYPE_U16: return "<u2";
     case PLM_DTYPE_I32: return "<i4";
     case PLM_DTYPE_F32: return "<f4";
+    case PLM_DTYPE_F64: return "<f8";
   }
   return NULL;
 }

@@ -10,6 +10,7 @@ size_t plm_dtype_size(plm_dtype dtype) {
     case PLM_DTYPE_U16: return 2;
     case PLM_DTYPE_I32: return 4;
     case PLM_DTYPE_F32: return 4;
+    case PLM_DTYPE_F64: return 8;
   }
   return 0;
 }
@@ -20,6 +21,7 @@ const char *plm_dtype_name(plm_dtype dtype) {
     case PLM_DTYPE_U16: return "u16";
     case PLM_DTYPE_I32: return "i32";
     case PLM_DTYPE_F32: return "f32";
+    case PLM_DTYPE_F64: return "f64";
   }
   return "unknown";
 }

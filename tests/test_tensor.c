@@ -11,6 +11,8 @@ START_TEST(test_dtypes_have_sizes_and_names) {
   ck_assert_uint_eq(plm_dtype_size(PLM_DTYPE_U16), 2);
   ck_assert_uint_eq(plm_dtype_size(PLM_DTYPE_I32), 4);
   ck_assert_uint_eq(plm_dtype_size(PLM_DTYPE_F32), 4);
+  ck_assert_uint_eq(plm_dtype_size(PLM_DTYPE_F64), 8);
+  ck_assert_str_eq(plm_dtype_name(PLM_DTYPE_F64), "f64");
   ck_assert_uint_eq(plm_dtype_size((plm_dtype)0), 0);
   ck_assert_str_eq(plm_dtype_name(PLM_DTYPE_U16), "u16");
   ck_assert_str_eq(plm_dtype_name((plm_dtype)99), "unknown");

@@ -31,7 +31,8 @@ typedef enum plm_dtype {
   PLM_DTYPE_U8 = 1,  /* uint8_t */
   PLM_DTYPE_U16 = 2, /* uint16_t */
   PLM_DTYPE_I32 = 3, /* int32_t */
-  PLM_DTYPE_F32 = 4  /* float */
+  PLM_DTYPE_F32 = 4, /* float */
+  PLM_DTYPE_F64 = 5  /* double: tables of results (plume/label.h's regions) */
 } plm_dtype;
 
 enum { PLM_TENSOR_MAX_DIMS = 4 };
@@ -46,7 +47,7 @@ typedef struct plm_tensor {
 } plm_tensor;
 
 /* Bytes per element (0 for an unknown dtype), and a name ("u8", "u16", "i32",
- * "f32"; "unknown"). */
+ * "f32", "f64"; "unknown"). */
 PLM_API size_t plm_dtype_size(plm_dtype dtype);
 PLM_API const char *plm_dtype_name(plm_dtype dtype);
 

@@ -75,7 +75,8 @@ static inline PLM_HD int plm__entropy_bin(const void *in, int64_t i, plm_dtype d
     case PLM_DTYPE_U8: return (int)(((uint32_t)((const uint8_t *)in)[i] * (uint32_t)bins) >> 8);
     case PLM_DTYPE_U16: return (int)(((uint64_t)((const uint16_t *)in)[i] * (uint64_t)bins) >> 16);
     case PLM_DTYPE_F32: return plm__entropy_bin_f32(((const float *)in)[i], lo, hi, bins);
-    case PLM_DTYPE_I32: break; /* refused by the op */
+    case PLM_DTYPE_I32:
+    case PLM_DTYPE_F64: break; /* refused by the op */
   }
   return 0;
 }

@@ -103,7 +103,8 @@ static void map_rows(void *context, int64_t begin, int64_t end) {
       case PLM_DTYPE_U8: MAP_LOOP(PLM_DTYPE_U8); break;
       case PLM_DTYPE_U16: MAP_LOOP(PLM_DTYPE_U16); break;
       case PLM_DTYPE_F32: MAP_LOOP(PLM_DTYPE_F32); break;
-      case PLM_DTYPE_I32: break; /* refused by the op */
+      case PLM_DTYPE_I32:
+      case PLM_DTYPE_F64: break; /* refused by the op */
     }
   }
 }

@@ -18,7 +18,8 @@ static void threshold_range(void *context, int64_t begin, int64_t end) {
     case PLM_DTYPE_U8: THRESHOLD_LOOP(uint8_t); break;
     case PLM_DTYPE_U16: THRESHOLD_LOOP(uint16_t); break;
     case PLM_DTYPE_F32: THRESHOLD_LOOP(float); break;
-    case PLM_DTYPE_I32: break; /* refused by the op */
+    case PLM_DTYPE_I32:
+    case PLM_DTYPE_F64: break; /* refused by the op */
   }
 }
 

@@ -1,0 +1,106 @@
+/* plume/label.h: connected-component labelling and region statistics
+ * (conventions in plume/ops.h).
+ *
+ * ---- label ----------------------------------------------------------------------------
+ * labels = the connected components of mask, as scipy.ndimage.label(mask, structure) with
+ * the cross (4-connectivity) or the full 3x3 structure (8-connectivity), and as
+ * skimage.measure.label(mask, connectivity=1 or 2, background=0).
+ *   - mask is u8, (H, W) or a batch (N, H, W); a non-zero pixel is foreground.
+ *   - labels is i32 of mask's shape: 0 on the background, and components numbered 1..K in
+ *     the raster order (row by row, left to right) of each component's first pixel. The
+ *     frames of a batch are labelled independently: each frame's labels start at 1.
+ *   - count is i32 of shape (N,) for a batch, (1,) for a single frame: K of each frame.
+ *     It lives in device memory like every operand, and is written by the stream: read
+ *     it (plm_stream_memcpy to the host) after the stream has run the op, for example
+ *     after plm_stream_synchronize. No host round trip happens inside the op.
+ *   - params->connectivity is 4 or 8; 0 means 8 (the default, also scipy's and
+ *     skimage's for a full structure). Any other value is refused.
+ *   - A frame may have at most INT32_MAX pixels; mask must not overlap labels or count,
+ *     and labels must not overlap count.
+ * Backends: the CPU kernel is a two-pass union-find: frames are split into bands of
+ * rows labelled in parallel, the band borders are merged, and a raster-order pass
+ * numbers the components. The CUDA kernel links pixels with atomicMin-based union-find
+ * (each component's root is its first pixel), compresses paths, and numbers the roots
+ * with a prefix sum, all on the device.
+ *
+ * ---- regions --------------------------------------------------------------------------
+ * Per-label statistics of one labelled frame, as skimage.measure.regionprops(labels,
+ * intensity) gives them for each label 1..K:
+ *   - labels is i32 (H, W) (one frame per call: batches are not taken); count is i32 (1,)
+ *     holding K, as plm_label writes it (it is read on the device, in stream order);
+ *     intensity is NULL or u8, u16 or f32 of labels' shape.
+ *   - table is f64 (capacity, PLM_REGION_COLUMNS). Row j (0-based) describes label j+1,
+ *     for j < min(K, capacity); rows from min(K, capacity) on are left untouched, so a
+ *     table shorter than K truncates: size capacity from K, or bound it without a round
+ *     trip (a frame of H x W pixels has at most ceil(H/2) * ceil(W/2) components under
+ *     8-connectivity and ceil(H*W/2) under 4-connectivity). Pixels whose label is < 1 or
+ *     beyond min(K, capacity) are ignored.
+ *   - The columns (plm_region_column): label; area (pixel count); min_row, min_col,
+ *     max_row, max_col, the bounding box with INCLUSIVE maxima (skimage's bbox is
+ *     (min_row, min_col, max_row + 1, max_col + 1)); centroid_row, centroid_col, the mean
+ *     of the pixels' coordinates (skimage's centroid); then, with an intensity image,
+ *     sum and max of the intensity over the region and the intensity-weighted centroid
+ *     sum(I * row) / sum(I), sum(I * col) / sum(I) (skimage's centroid_weighted, NaN
+ *     when the sum is 0). Without an intensity image those four columns are 0. A label
+ *     with no pixels (possible only for labels not made by plm_label) gets a row of
+ *     zeros after its label. Sums are accumulated in f64; on the CPU in raster order,
+ *     on CUDA with atomics in no fixed order, so f32 sums may differ in the last bits.
+ *     Intensities must not be NaN.
+ */
+#ifndef PLUME_LABEL_H
+#define PLUME_LABEL_H
+
+#include "plume/export.h"
+#include "plume/ops.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct plm_label_params {
+  int connectivity; /* 4 or 8; 0 means 8 */
+} plm_label_params;
+
+/* Label mask into labels and write each frame's K into count (see above). */
+PLM_API plm_status plm_label(plm_stream *stream, const plm_tensor *mask,
+                             const plm_label_params *params, plm_tensor *labels, plm_tensor *count);
+/* The labels' dtype (i32) and shape (mask's). */
+PLM_API plm_status plm_label_output(const plm_tensor *mask, const plm_label_params *params,
+                                    plm_shape *labels);
+/* The count's dtype (i32) and shape ((N,) or (1,)). */
+PLM_API plm_status plm_label_count_output(const plm_tensor *mask, const plm_label_params *params,
+                                          plm_shape *count);
+PLM_API plm_status plm_label_cost(const plm_tensor *mask, const plm_label_params *params,
+                                  plm_op_cost *cost);
+
+/* The columns of a regions table. */
+typedef enum plm_region_column {
+  PLM_REGION_LABEL = 0,
+  PLM_REGION_AREA = 1,
+  PLM_REGION_MIN_ROW = 2,
+  PLM_REGION_MIN_COL = 3,
+  PLM_REGION_MAX_ROW = 4, /* inclusive */
+  PLM_REGION_MAX_COL = 5, /* inclusive */
+  PLM_REGION_CENTROID_ROW = 6,
+  PLM_REGION_CENTROID_COL = 7,
+  PLM_REGION_SUM = 8,
+  PLM_REGION_MAX = 9,
+  PLM_REGION_WCENTROID_ROW = 10,
+  PLM_REGION_WCENTROID_COL = 11,
+  PLM_REGION_COLUMNS = 12
+} plm_region_column;
+
+/* Fill table with the statistics of labels 1..min(K, capacity) (see above); intensity
+ * may be NULL. */
+PLM_API plm_status plm_regions(plm_stream *stream, const plm_tensor *labels,
+                               const plm_tensor *intensity, const plm_tensor *count,
+                               plm_tensor *table);
+/* The cost of plm_regions with a table of `capacity` rows; intensity may be NULL. */
+PLM_API plm_status plm_regions_cost(const plm_tensor *labels, const plm_tensor *intensity,
+                                    int64_t capacity, plm_op_cost *cost);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PLUME_LABEL_H */

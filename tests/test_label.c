@@ -1,0 +1,587 @@
+/* tests/test_label.c: label and regions (plume/label.h) on the backend under test,
+ * against references computed here: a breadth-first flood fill started from each
+ * unlabelled foreground pixel in raster order (scipy.ndimage.label's numbering), and
+ * plain loops for the region statistics (skimage.measure.regionprops, with inclusive
+ * bounding boxes). Inputs go to the device with stream copies, so the same test runs
+ * on cuda. PLUME_LABEL_TIMING=1 also prints timings of the label op. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+static plm_pool *pool;
+static plm_stream *stream;
+
+static void setup(void) {
+  PLM_CHECK_OK(plm_context_default_pool(plm_test_ctx, &pool));
+  PLM_CHECK_OK(plm_stream_create(plm_test_ctx, 0, &stream));
+}
+
+static void teardown(void) {
+  PLM_CHECK_OK(plm_stream_destroy(stream));
+}
+
+static uint64_t next_random(uint64_t *state) {
+  *state ^= *state << 13;
+  *state ^= *state >> 7;
+  *state ^= *state << 17;
+  return *state;
+}
+
+/* The reference labelling of one frame; returns K. */
+static int32_t reference_label(const uint8_t *mask, int64_t height, int64_t width, int connectivity,
+                               int32_t *labels) {
+  int64_t pixels = height * width;
+  int64_t *queue = malloc((size_t)pixels * sizeof *queue);
+  ck_assert_ptr_nonnull(queue);
+  memset(labels, 0, (size_t)pixels * sizeof *labels);
+  int32_t k = 0;
+  for (int64_t start = 0; start < pixels; start++) {
+    if (!mask[start] || labels[start]) continue;
+    labels[start] = ++k;
+    int64_t head = 0, tail = 0;
+    queue[tail++] = start;
+    while (head < tail) {
+      int64_t p = queue[head++], r = p / width, c = p % width;
+      for (int dr = -1; dr <= 1; dr++)
+        for (int dc = -1; dc <= 1; dc++) {
+          if ((dr == 0 && dc == 0) || (connectivity == 4 && dr != 0 && dc != 0)) continue;
+          int64_t nr = r + dr, nc = c + dc;
+          if (nr < 0 || nr >= height || nc < 0 || nc >= width) continue;
+          int64_t n = nr * width + nc;
+          if (mask[n] && !labels[n]) {
+            labels[n] = k;
+            queue[tail++] = n;
+          }
+        }
+    }
+  }
+  free(queue);
+  return k;
+}
+
+/* Label a host mask of `frames` frames with the op; labels and counts come back. */
+static void run_label(const uint8_t *host_mask, int ndim, const int64_t *dims, int connectivity,
+                      int32_t *labels, int32_t *counts) {
+  plm_tensor mask, out, count;
+  int64_t frames = ndim == 3 ? dims[0] : 1;
+  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_U8, ndim, dims, &mask));
+  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_I32, ndim, dims, &out));
+  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_I32, 1, &frames, &count));
+  size_t pixels = (size_t)plm_tensor_numel(&mask);
+  PLM_CHECK_OK(plm_stream_memcpy(stream, mask.data, host_mask, pixels, PLM_COPY_HOST_TO_DEVICE));
+  plm_label_params params = {.connectivity = connectivity};
+  PLM_CHECK_OK(plm_label(stream, &mask, &params, &out, &count));
+  PLM_CHECK_OK(plm_stream_memcpy(stream, labels, out.data, pixels * 4, PLM_COPY_DEVICE_TO_HOST));
+  PLM_CHECK_OK(
+      plm_stream_memcpy(stream, counts, count.data, (size_t)frames * 4, PLM_COPY_DEVICE_TO_HOST));
+  PLM_CHECK_OK(plm_stream_synchronize(stream));
+  PLM_CHECK_OK(plm_tensor_free(pool, stream, &mask));
+  PLM_CHECK_OK(plm_tensor_free(pool, stream, &out));
+  PLM_CHECK_OK(plm_tensor_free(pool, stream, &count));
+}
+
+/* Label and compare with the reference, frame by frame; returns K of the last frame. */
+static int32_t check_label(const uint8_t *mask, int ndim, const int64_t *dims, int connectivity,
+                           const char *what) {
+  int64_t frames = ndim == 3 ? dims[0] : 1;
+  int64_t height = dims[ndim - 2], width = dims[ndim - 1], pixels = height * width;
+  int32_t *labels = malloc((size_t)(frames * pixels) * sizeof *labels);
+  int32_t *expected = malloc((size_t)pixels * sizeof *expected);
+  int32_t *counts = malloc((size_t)frames * sizeof *counts);
+  ck_assert(labels && expected && counts);
+  run_label(mask, ndim, dims, connectivity, labels, counts);
+  int32_t k = 0;
+  for (int64_t f = 0; f < frames; f++) {
+    k = reference_label(mask + f * pixels, height, width, connectivity == 4 ? 4 : 8, expected);
+    ck_assert_msg(counts[f] == k, "%s: frame %lld: count %d, expected %d", what, (long long)f,
+                  counts[f], k);
+    int64_t i = 0; /* the first mismatch (ck_assert in the loop would be slow) */
+    while (i < pixels && labels[f * pixels + i] == expected[i]) i++;
+    if (i < pixels)
+      ck_abort_msg("%s: frame %lld, pixel (%lld, %lld): label %d, expected %d", what, (long long)f,
+                   (long long)(i / width), (long long)(i % width), labels[f * pixels + i],
+                   expected[i]);
+  }
+  free(labels);
+  free(expected);
+  free(counts);
+  return k;
+}
+
+/* A mask from rows of text: '#' is foreground. */
+static uint8_t *mask_from_text(const char *const *rows, int64_t *dims) {
+  dims[0] = 0;
+  while (rows[dims[0]]) dims[0]++;
+  dims[1] = (int64_t)strlen(rows[0]);
+  uint8_t *mask = malloc((size_t)(dims[0] * dims[1]));
+  ck_assert_ptr_nonnull(mask);
+  for (int64_t r = 0; r < dims[0]; r++)
+    for (int64_t c = 0; c < dims[1]; c++) mask[r * dims[1] + c] = rows[r][c] == '#' ? 7 : 0;
+  return mask;
+}
+
+START_TEST(test_hand_made_patterns_match_the_reference_and_known_counts) {
+  static const char *const diagonal[] = {"#...", ".#..", "..#.", "...#", NULL};
+  static const char *const u_shapes[] = {"#.#.#...#", "#.#.#.#.#", "#.#.#.#.#",
+                                         "#.###.###", "###......", NULL};
+  static const char *const spiral[] = {"#########", "........#", "#######.#", "#.....#.#",
+                                       "#.###.#.#", "#.#...#.#", "#.#####.#", "#.......#",
+                                       "#########", NULL};
+  static const char *const checker[] = {"#.#.#", ".#.#.", "#.#.#", ".#.#.", NULL};
+  static const char *const late_merge[] = {"#.#.#.#.#.#", "#.#.#.#.#.#", "#.#.#.#.#.#",
+                                           "###########", NULL};
+  static const char *const anti_diagonal[] = {"...#", "..#.", ".#..", "#...", NULL};
+  struct {
+    const char *const *rows;
+    int32_t k4, k8;
+  } cases[] = {{diagonal, 4, 1}, {u_shapes, 2, 2},   {spiral, 1, 1},
+               {checker, 10, 1}, {late_merge, 1, 1}, {anti_diagonal, 4, 1}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    int64_t dims[2];
+    uint8_t *mask = mask_from_text(cases[i].rows, dims);
+    char what[64];
+    snprintf(what, sizeof what, "pattern %zu, 4", i);
+    ck_assert_int_eq(check_label(mask, 2, dims, 4, what), cases[i].k4);
+    snprintf(what, sizeof what, "pattern %zu, 8", i);
+    ck_assert_int_eq(check_label(mask, 2, dims, 8, what), cases[i].k8);
+    ck_assert_int_eq(check_label(mask, 2, dims, 0, what), cases[i].k8);
+    free(mask);
+  }
+}
+END_TEST
+
+START_TEST(test_full_and_empty_masks) {
+  const int64_t dims[2] = {300, 290};
+  uint8_t *mask = malloc(300 * 290);
+  ck_assert_ptr_nonnull(mask);
+  memset(mask, 255, 300 * 290);
+  ck_assert_int_eq(check_label(mask, 2, dims, 4, "full"), 1);
+  ck_assert_int_eq(check_label(mask, 2, dims, 8, "full"), 1);
+  memset(mask, 0, 300 * 290);
+  ck_assert_int_eq(check_label(mask, 2, dims, 4, "empty"), 0);
+  ck_assert_int_eq(check_label(mask, 2, dims, 8, "empty"), 0);
+  free(mask);
+}
+END_TEST
+
+static uint8_t *random_mask(int64_t count, double density, uint64_t seed) {
+  uint8_t *mask = malloc((size_t)count);
+  ck_assert_ptr_nonnull(mask);
+  uint64_t state = seed | 1;
+  for (int64_t i = 0; i < count; i++)
+    mask[i] = (double)(next_random(&state) >> 11) / 9007199254740992.0 < density
+                  ? (uint8_t)(1 + next_random(&state) % 255)
+                  : 0;
+  return mask;
+}
+
+START_TEST(test_random_masks_match_the_reference) {
+  static const int64_t shapes[][2] = {{1, 1},     {1, 1000},  {1000, 1}, {7, 13},
+                                      {257, 255}, {512, 512}, {3, 70000}};
+  const double densities[] = {0.3, 0.5, 0.7};
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+    for (size_t d = 0; d < 3; d++)
+      for (int connectivity = 4; connectivity <= 8; connectivity += 4) {
+        uint8_t *mask = random_mask(shapes[s][0] * shapes[s][1], densities[d], s * 131 + d * 7 + 1);
+        char what[80];
+        snprintf(what, sizeof what, "%lldx%lld, density %.1f, connectivity %d",
+                 (long long)shapes[s][0], (long long)shapes[s][1], densities[d], connectivity);
+        check_label(mask, 2, shapes[s], connectivity, what);
+        free(mask);
+      }
+}
+END_TEST
+
+START_TEST(test_batches_label_each_frame_from_one) {
+  const int64_t dims[3] = {4, 37, 41};
+  uint8_t *mask = random_mask(4 * 37 * 41, 0.45, 99);
+  memset(mask + 2 * 37 * 41, 0, 37 * 41); /* an empty frame in the middle */
+  check_label(mask, 3, dims, 4, "batch, 4");
+  check_label(mask, 3, dims, 8, "batch, 8");
+  free(mask);
+  /* Many frames of one row each (bands of one row), and tall frames (several bands). */
+  const int64_t rows[3] = {50, 1, 300}, tall[3] = {2, 700, 300};
+  mask = random_mask(2 * 700 * 300, 0.6, 5);
+  check_label(mask, 3, rows, 8, "one-row frames");
+  check_label(mask, 3, tall, 4, "tall frames, 4");
+  check_label(mask, 3, tall, 8, "tall frames, 8");
+  free(mask);
+}
+END_TEST
+
+/* ---- regions ------------------------------------------------------------------------ */
+
+static double intensity_value(const void *intensity, plm_dtype dtype, int64_t i) {
+  switch (dtype) {
+    case PLM_DTYPE_U8: return ((const uint8_t *)intensity)[i];
+    case PLM_DTYPE_U16: return ((const uint16_t *)intensity)[i];
+    default: return ((const float *)intensity)[i];
+  }
+}
+
+/* The reference table of labels 1..rows: one plain loop accumulating per label. */
+static void reference_regions(const int32_t *labels, int64_t height, int64_t width,
+                              const void *intensity, plm_dtype dtype, int64_t rows, double *table) {
+  enum { AREA, SR, SC, SUM, MAX, WR, WC, MIN_R, MIN_C, MAX_R, MAX_C, SLOTS };
+  double *acc = malloc((size_t)(rows > 0 ? rows : 1) * SLOTS * sizeof *acc);
+  ck_assert_ptr_nonnull(acc);
+  for (int64_t j = 0; j < rows; j++) {
+    double *a = acc + j * SLOTS;
+    for (int s = 0; s < SLOTS; s++) a[s] = 0;
+    a[MAX] = -INFINITY;
+    a[MIN_R] = a[MIN_C] = INFINITY;
+    a[MAX_R] = a[MAX_C] = -1;
+  }
+  for (int64_t r = 0; r < height; r++)
+    for (int64_t c = 0; c < width; c++) {
+      int32_t label = labels[r * width + c];
+      if (label < 1 || label > rows) continue;
+      double *a = acc + (label - 1) * SLOTS;
+      a[AREA]++;
+      a[SR] += (double)r;
+      a[SC] += (double)c;
+      a[MIN_R] = fmin(a[MIN_R], (double)r);
+      a[MIN_C] = fmin(a[MIN_C], (double)c);
+      a[MAX_R] = fmax(a[MAX_R], (double)r);
+      a[MAX_C] = fmax(a[MAX_C], (double)c);
+      if (intensity) {
+        double v = intensity_value(intensity, dtype, r * width + c);
+        a[SUM] += v;
+        a[MAX] = fmax(a[MAX], v);
+        a[WR] += v * (double)r;
+        a[WC] += v * (double)c;
+      }
+    }
+  for (int64_t j = 0; j < rows; j++) {
+    double *row = table + j * PLM_REGION_COLUMNS, *a = acc + j * SLOTS;
+    for (int c = 0; c < PLM_REGION_COLUMNS; c++) row[c] = 0;
+    row[PLM_REGION_LABEL] = (double)(j + 1);
+    if (a[AREA] == 0) continue;
+    row[PLM_REGION_AREA] = a[AREA];
+    row[PLM_REGION_MIN_ROW] = a[MIN_R];
+    row[PLM_REGION_MIN_COL] = a[MIN_C];
+    row[PLM_REGION_MAX_ROW] = a[MAX_R];
+    row[PLM_REGION_MAX_COL] = a[MAX_C];
+    row[PLM_REGION_CENTROID_ROW] = a[SR] / a[AREA];
+    row[PLM_REGION_CENTROID_COL] = a[SC] / a[AREA];
+    if (intensity) {
+      row[PLM_REGION_SUM] = a[SUM];
+      row[PLM_REGION_MAX] = a[MAX];
+      row[PLM_REGION_WCENTROID_ROW] = a[WR] / a[SUM];
+      row[PLM_REGION_WCENTROID_COL] = a[WC] / a[SUM];
+    }
+  }
+  free(acc);
+}
+
+static bool close_enough(double got, double expected) {
+  if (isnan(expected)) return isnan(got);
+  return fabs(got - expected) <= 1e-9 * fmax(1.0, fabs(expected));
+}
+
+/* Label a random frame, compute its regions with `capacity` rows (0: exactly K) and
+ * compare; rows beyond K must keep their sentinel. */
+static void check_regions(int64_t height, int64_t width, double density, int connectivity,
+                          plm_dtype dtype, bool with_intensity, int64_t capacity, uint64_t seed) {
+  const int64_t dims[2] = {height, width}, one = 1, pixels = height * width;
+  uint8_t *host_mask = random_mask(pixels, density, seed);
+  size_t value_size = plm_dtype_size(dtype);
+  unsigned char *host_intensity = malloc((size_t)pixels * value_size);
+  ck_assert_ptr_nonnull(host_intensity);
+  uint64_t state = seed * 3 + 1;
+  for (int64_t i = 0; i < pixels; i++) {
+    uint64_t r = next_random(&state);
+    if (dtype == PLM_DTYPE_U8)
+      host_intensity[i] = (uint8_t)r;
+    else if (dtype == PLM_DTYPE_U16)
+      ((uint16_t *)host_intensity)[i] = (uint16_t)r;
+    else
+      ((float *)host_intensity)[i] = (float)((double)(r % 100000) / 997.0 - 20.0);
+  }
+  if (with_intensity && dtype == PLM_DTYPE_U8) host_intensity[0] = 0; /* a zero-sum region */
+
+  plm_tensor mask, labels, count, intensity, table;
+  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_U8, 2, dims, &mask));
+  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_I32, 2, dims, &labels));
+  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_I32, 1, &one, &count));
+  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, dtype, 2, dims, &intensity));
+  PLM_CHECK_OK(
+      plm_stream_memcpy(stream, mask.data, host_mask, (size_t)pixels, PLM_COPY_HOST_TO_DEVICE));
+  PLM_CHECK_OK(plm_stream_memcpy(stream, intensity.data, host_intensity,
+                                 (size_t)pixels * value_size, PLM_COPY_HOST_TO_DEVICE));
+  plm_label_params params = {.connectivity = connectivity};
+  PLM_CHECK_OK(plm_label(stream, &mask, &params, &labels, &count));
+  int32_t k = 0;
+  int32_t *host_labels = malloc((size_t)pixels * sizeof *host_labels);
+  ck_assert_ptr_nonnull(host_labels);
+  PLM_CHECK_OK(plm_stream_memcpy(stream, &k, count.data, 4, PLM_COPY_DEVICE_TO_HOST));
+  PLM_CHECK_OK(plm_stream_memcpy(stream, host_labels, labels.data, (size_t)pixels * 4,
+                                 PLM_COPY_DEVICE_TO_HOST));
+  PLM_CHECK_OK(plm_stream_synchronize(stream));
+  if (capacity == 0) capacity = k > 0 ? k : 1;
+  const int64_t table_dims[2] = {capacity, PLM_REGION_COLUMNS};
+  const size_t table_bytes = (size_t)capacity * PLM_REGION_COLUMNS * sizeof(double);
+  double *result = malloc(table_bytes), *expected = malloc(table_bytes);
+  ck_assert(result && expected);
+  for (int64_t i = 0; i < capacity * PLM_REGION_COLUMNS; i++) result[i] = -12345.0;
+  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_F64, 2, table_dims, &table));
+  PLM_CHECK_OK(plm_stream_memcpy(stream, table.data, result, table_bytes, PLM_COPY_HOST_TO_DEVICE));
+  PLM_CHECK_OK(plm_regions(stream, &labels, with_intensity ? &intensity : NULL, &count, &table));
+  PLM_CHECK_OK(plm_stream_memcpy(stream, result, table.data, table_bytes, PLM_COPY_DEVICE_TO_HOST));
+  PLM_CHECK_OK(plm_stream_synchronize(stream));
+
+  int64_t rows = k < capacity ? k : capacity;
+  reference_regions(host_labels, height, width, with_intensity ? host_intensity : NULL, dtype, rows,
+                    expected);
+  for (int64_t j = 0; j < capacity; j++)
+    for (int c = 0; c < PLM_REGION_COLUMNS; c++) {
+      double got = result[j * PLM_REGION_COLUMNS + c];
+      double want = j < rows ? expected[j * PLM_REGION_COLUMNS + c] : -12345.0;
+      if (!close_enough(got, want))
+        ck_abort_msg("%lldx%lld %s%s capacity %lld: row %lld column %d is %.17g, expected %.17g",
+                     (long long)height, (long long)width, with_intensity ? "intensity " : "",
+                     plm_dtype_name(dtype), (long long)capacity, (long long)j, c, got, want);
+    }
+  PLM_CHECK_OK(plm_tensor_free(pool, stream, &mask));
+  PLM_CHECK_OK(plm_tensor_free(pool, stream, &labels));
+  PLM_CHECK_OK(plm_tensor_free(pool, stream, &count));
+  PLM_CHECK_OK(plm_tensor_free(pool, stream, &intensity));
+  PLM_CHECK_OK(plm_tensor_free(pool, stream, &table));
+  free(host_mask);
+  free(host_intensity);
+  free(host_labels);
+  free(result);
+  free(expected);
+}
+
+START_TEST(test_regions_match_the_reference) {
+  const plm_dtype dtypes[] = {PLM_DTYPE_U8, PLM_DTYPE_U16, PLM_DTYPE_F32};
+  for (size_t t = 0; t < 3; t++) {
+    check_regions(1, 1, 1.0, 8, dtypes[t], true, 0, 1 + t);
+    check_regions(7, 13, 0.5, 4, dtypes[t], true, 0, 2 + t);
+    check_regions(97, 131, 0.55, 8, dtypes[t], true, 0, 3 + t);
+    check_regions(97, 131, 0.55, 4, dtypes[t], false, 0, 4 + t);
+  }
+  check_regions(200, 180, 0.6, 8, PLM_DTYPE_F32, true, 0, 11);
+  check_regions(200, 180, 0.6, 4, PLM_DTYPE_U16, true, 0, 12);
+}
+END_TEST
+
+START_TEST(test_regions_truncate_to_capacity_and_leave_other_rows_untouched) {
+  check_regions(64, 64, 0.4, 4, PLM_DTYPE_U8, true, 5, 21);  /* K > capacity */
+  check_regions(8, 8, 0.3, 8, PLM_DTYPE_U16, true, 64, 22);  /* K < capacity */
+  check_regions(16, 16, 0.0, 8, PLM_DTYPE_U8, false, 3, 23); /* K = 0 */
+}
+END_TEST
+
+START_TEST(test_output_shapes_and_cost) {
+  const int64_t dims[3] = {5, 6, 8};
+  uint8_t storage[5 * 6 * 8];
+  plm_tensor mask;
+  PLM_CHECK_OK(plm_tensor_wrap(plm_test_ctx, storage, PLM_DTYPE_U8, 3, dims, &mask));
+  plm_label_params params = {0};
+  plm_shape shape;
+  PLM_CHECK_OK(plm_label_output(&mask, &params, &shape));
+  ck_assert_int_eq(shape.dtype, PLM_DTYPE_I32);
+  ck_assert_int_eq(shape.ndim, 3);
+  ck_assert_int_eq(shape.dims[0], 5);
+  ck_assert_int_eq(shape.dims[2], 8);
+  PLM_CHECK_OK(plm_label_count_output(&mask, &params, &shape));
+  ck_assert_int_eq(shape.dtype, PLM_DTYPE_I32);
+  ck_assert_int_eq(shape.ndim, 1);
+  ck_assert_int_eq(shape.dims[0], 5);
+  plm_op_cost cost;
+  PLM_CHECK_OK(plm_label_cost(&mask, &params, &cost));
+  ck_assert(cost.bytes > 240.0 && cost.flops > 0);
+  plm_tensor labels;
+  int32_t label_storage[6 * 8];
+  PLM_CHECK_OK(plm_tensor_wrap(plm_test_ctx, label_storage, PLM_DTYPE_I32, 2, dims + 1, &labels));
+  PLM_CHECK_OK(plm_regions_cost(&labels, NULL, 10, &cost));
+  ck_assert(cost.bytes >= 48.0 * 4 + 10 * 12 * 8 && cost.flops > 0);
+  PLM_CHECK_FAILS(plm_regions_cost(&labels, NULL, 0, &cost), PLM_ERR_INVALID_ARG,
+                  "capacity 0 is not positive");
+  params.connectivity = 6;
+  PLM_CHECK_FAILS(plm_label_output(&mask, &params, &shape), PLM_ERR_INVALID_ARG,
+                  "params->connectivity 6 is not 4 or 8");
+}
+END_TEST
+
+START_TEST(test_bad_input_is_refused_and_nothing_is_enqueued) {
+  const int64_t dims[2] = {8, 8}, other_dims[2] = {8, 9}, batch[3] = {2, 8, 8};
+  const int64_t one = 1, two = 2, table_dims[2] = {4, PLM_REGION_COLUMNS}, narrow[2] = {4, 11};
+  plm_tensor mask, labels, count, count2, wrong_shape, as_f32, as_u8_labels, batch_mask, table,
+      narrow_table, table_f32, intensity_i32;
+  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_U8, 2, dims, &mask));
+  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_I32, 2, dims, &labels));
+  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_I32, 1, &one, &count));
+  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_I32, 1, &two, &count2));
+  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_I32, 2, other_dims, &wrong_shape));
+  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_F32, 2, dims, &as_f32));
+  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_U8, 2, dims, &as_u8_labels));
+  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_U8, 3, batch, &batch_mask));
+  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_F64, 2, table_dims, &table));
+  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_F64, 2, narrow, &narrow_table));
+  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_F32, 2, table_dims, &table_f32));
+  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_I32, 2, dims, &intensity_i32));
+  plm_label_params params = {.connectivity = 8};
+
+  PLM_CHECK_FAILS(plm_label(NULL, &mask, &params, &labels, &count), PLM_ERR_INVALID_ARG,
+                  "plm_label: stream is NULL");
+  PLM_CHECK_FAILS(plm_label(stream, NULL, &params, &labels, &count), PLM_ERR_INVALID_ARG,
+                  "plm_label: mask is NULL");
+  PLM_CHECK_FAILS(plm_label(stream, &mask, NULL, &labels, &count), PLM_ERR_INVALID_ARG,
+                  "params is NULL");
+  PLM_CHECK_FAILS(plm_label(stream, &mask, &params, NULL, &count), PLM_ERR_INVALID_ARG,
+                  "labels is NULL");
+  PLM_CHECK_FAILS(plm_label(stream, &mask, &params, &labels, NULL), PLM_ERR_INVALID_ARG,
+                  "count is NULL");
+  PLM_CHECK_FAILS(plm_label(stream, &as_f32, &params, &labels, &count), PLM_ERR_INVALID_ARG,
+                  "mask->dtype f32 is not u8");
+  PLM_CHECK_FAILS(plm_label(stream, &mask, &params, &as_u8_labels, &count), PLM_ERR_INVALID_ARG,
+                  "labels->dtype u8 is not i32");
+  PLM_CHECK_FAILS(plm_label(stream, &mask, &params, &wrong_shape, &count), PLM_ERR_INVALID_ARG,
+                  "labels is 8x9 but mask is 8x8");
+  PLM_CHECK_FAILS(plm_label(stream, &mask, &params, &labels, &count2), PLM_ERR_INVALID_ARG,
+                  "count must have shape (1,)");
+  PLM_CHECK_FAILS(plm_label(stream, &batch_mask, &params, &labels, &count), PLM_ERR_INVALID_ARG,
+                  "labels is 8x8 but mask is 2x8x8");
+  plm_tensor flat = mask;
+  flat.ndim = 1;
+  flat.dims[0] = 64;
+  flat.strides[0] = 1;
+  PLM_CHECK_FAILS(plm_label(stream, &flat, &params, &labels, &count), PLM_ERR_INVALID_ARG,
+                  "mask->ndim 1 is not 2");
+  plm_tensor f32_count = count;
+  f32_count.dtype = PLM_DTYPE_F32;
+  PLM_CHECK_FAILS(plm_label(stream, &mask, &params, &labels, &f32_count), PLM_ERR_INVALID_ARG,
+                  "count->dtype f32 is not i32");
+  plm_label_params bad = {.connectivity = 6};
+  PLM_CHECK_FAILS(plm_label(stream, &mask, &bad, &labels, &count), PLM_ERR_INVALID_ARG,
+                  "params->connectivity 6 is not 4 or 8");
+  plm_tensor inside = count;
+  inside.data = (char *)labels.data + 8;
+  PLM_CHECK_FAILS(plm_label(stream, &mask, &params, &labels, &inside), PLM_ERR_INVALID_ARG,
+                  "count overlaps labels");
+  plm_tensor same = labels;
+  same.data = mask.data;
+  PLM_CHECK_FAILS(plm_label(stream, &mask, &params, &same, &count), PLM_ERR_INVALID_ARG,
+                  "labels overlaps mask");
+
+  PLM_CHECK_FAILS(plm_regions(stream, &labels, NULL, &count, NULL), PLM_ERR_INVALID_ARG,
+                  "table is NULL");
+  PLM_CHECK_FAILS(plm_regions(stream, &as_u8_labels, NULL, &count, &table), PLM_ERR_INVALID_ARG,
+                  "labels->dtype u8 is not i32");
+  PLM_CHECK_FAILS(plm_regions(stream, &labels, &intensity_i32, &count, &table), PLM_ERR_INVALID_ARG,
+                  "intensity->dtype i32 is not u8, u16 or f32");
+  PLM_CHECK_FAILS(plm_regions(stream, &labels, &mask, &count2, &table), PLM_ERR_INVALID_ARG,
+                  "count must be i32 of shape (1,)");
+  PLM_CHECK_FAILS(plm_regions(stream, &labels, NULL, &count, &narrow_table), PLM_ERR_INVALID_ARG,
+                  "table must be f64 of shape (capacity, 12)");
+  PLM_CHECK_FAILS(plm_regions(stream, &labels, NULL, &count, &table_f32), PLM_ERR_INVALID_ARG,
+                  "table must be f64");
+  plm_tensor wrong_intensity = wrong_shape;
+  wrong_intensity.dtype = PLM_DTYPE_F32;
+  PLM_CHECK_FAILS(plm_regions(stream, &labels, &wrong_intensity, &count, &table),
+                  PLM_ERR_INVALID_ARG, "intensity is 8x9 but labels is 8x8");
+  plm_tensor batch_labels = batch_mask;
+  batch_labels.dtype = PLM_DTYPE_I32;
+  batch_labels.data = labels.data;
+  batch_labels.dims[0] = 1;
+  PLM_CHECK_FAILS(plm_regions(stream, &batch_labels, NULL, &count, &table), PLM_ERR_INVALID_ARG,
+                  "labels->ndim 3 is not 2");
+  plm_tensor table_over_labels = table;
+  table_over_labels.dims[0] = 1;
+  table_over_labels.data = labels.data;
+  PLM_CHECK_FAILS(plm_regions(stream, &labels, NULL, &count, &table_over_labels),
+                  PLM_ERR_INVALID_ARG, "table overlaps labels");
+
+  /* Tensors of another context. */
+  plm_context *other = NULL;
+  plm_context_config config = {.backend = plm_test_backend};
+  PLM_CHECK_OK(plm_context_create(&config, &other));
+  plm_tensor foreign = mask;
+  foreign.ctx = other;
+  PLM_CHECK_FAILS(plm_label(stream, &foreign, &params, &labels, &count), PLM_ERR_INVALID_ARG,
+                  "mask belongs to another context than stream");
+  foreign = table;
+  foreign.ctx = other;
+  PLM_CHECK_FAILS(plm_regions(stream, &labels, NULL, &count, &foreign), PLM_ERR_INVALID_ARG,
+                  "table belongs to another context than stream");
+  PLM_CHECK_OK(plm_context_destroy(other));
+
+  PLM_CHECK_OK(plm_stream_synchronize(stream));
+  plm_tensor *all[] = {&mask,        &labels,       &count,        &count2,
+                       &wrong_shape, &as_f32,       &as_u8_labels, &batch_mask,
+                       &table,       &narrow_table, &table_f32,    &intensity_i32};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    PLM_CHECK_OK(plm_tensor_free(pool, stream, all[i]));
+}
+END_TEST
+
+/* Timings for the report, when PLUME_LABEL_TIMING is set; never a failure. */
+START_TEST(test_timing) {
+  if (!getenv("PLUME_LABEL_TIMING")) return;
+  const int64_t sizes[] = {512, 2048};
+  for (int s = 0; s < 2; s++)
+    for (int connectivity = 4; connectivity <= 8; connectivity += 4) {
+      const int64_t dims[2] = {sizes[s], sizes[s]}, one = 1;
+      uint8_t *host = random_mask(dims[0] * dims[1], 0.5, 77);
+      plm_tensor mask, labels, count;
+      PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_U8, 2, dims, &mask));
+      PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_I32, 2, dims, &labels));
+      PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_I32, 1, &one, &count));
+      PLM_CHECK_OK(plm_stream_memcpy(stream, mask.data, host, (size_t)(dims[0] * dims[1]),
+                                     PLM_COPY_HOST_TO_DEVICE));
+      plm_label_params params = {.connectivity = connectivity};
+      double times[11];
+      for (int run = 0; run < 11; run++) {
+        PLM_CHECK_OK(plm_stream_synchronize(stream));
+        double start = plm_test_now_ms();
+        PLM_CHECK_OK(plm_label(stream, &mask, &params, &labels, &count));
+        PLM_CHECK_OK(plm_stream_synchronize(stream));
+        times[run] = plm_test_now_ms() - start;
+      }
+      for (int i = 1; i < 11; i++) /* insertion sort for the median */
+        for (int j = i; j > 0 && times[j] < times[j - 1]; j--) {
+          double t = times[j];
+          times[j] = times[j - 1];
+          times[j - 1] = t;
+        }
+      printf("label %lldx%lld density 0.5 connectivity %d: median %.3f ms (min %.3f, max %.3f)\n",
+             (long long)dims[0], (long long)dims[1], connectivity, times[5], times[0], times[10]);
+      PLM_CHECK_OK(plm_tensor_free(pool, stream, &mask));
+      PLM_CHECK_OK(plm_tensor_free(pool, stream, &labels));
+      PLM_CHECK_OK(plm_tensor_free(pool, stream, &count));
+      free(host);
+    }
+}
+END_TEST
+
+static Suite *label_suite(void) {
+  Suite *suite = suite_create("label");
+  TCase *tcase = tcase_create("label");
+  plm_test_add_fixture(tcase);
+  tcase_add_checked_fixture(tcase, setup, teardown);
+  tcase_set_timeout(tcase, 120);
+  tcase_add_test(tcase, test_hand_made_patterns_match_the_reference_and_known_counts);
+  tcase_add_test(tcase, test_full_and_empty_masks);
+  tcase_add_test(tcase, test_random_masks_match_the_reference);
+  tcase_add_test(tcase, test_batches_label_each_frame_from_one);
+  tcase_add_test(tcase, test_regions_match_the_reference);
+  tcase_add_test(tcase, test_regions_truncate_to_capacity_and_leave_other_rows_untouched);
+  tcase_add_test(tcase, test_output_shapes_and_cost);
+  tcase_add_test(tcase, test_bad_input_is_refused_and_nothing_is_enqueued);
+  tcase_add_test(tcase, test_timing);
+  suite_add_tcase(suite, tcase);
+  return suite;
+}
+
+int main(void) {
+  return plm_test_main(label_suite);
+}
