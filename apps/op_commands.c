@@ -322,6 +322,26 @@ static void text_append(text_buffer *b, const char *fmt, ...) {
   }
 }
 
+/* The header of a regions CSV: a frame column for stacks, the intensity columns. */
+static void append_regions_header(text_buffer *csv, bool stack, bool intensity) {
+  text_append(csv, "%slabel,area,min_row,min_col,max_row,max_col,centroid_row,centroid_col%s\n",
+              stack ? "frame," : "", intensity ? ",sum,max,wcentroid_row,wcentroid_col" : "");
+}
+
+/* n rows of a regions table as CSV lines; frame < 0: no frame column. */
+static void append_regions_rows(text_buffer *csv, const double *rows, int64_t n, int64_t frame,
+                                bool intensity) {
+  for (int64_t j = 0; j < n; j++) {
+    const double *row = rows + (size_t)j * PLM_REGION_COLUMNS;
+    if (frame >= 0) text_append(csv, "%lld,", (long long)frame);
+    text_append(csv, "%lld,%lld,%lld,%lld,%lld,%lld,%.17g,%.17g", (long long)row[0],
+                (long long)row[1], (long long)row[2], (long long)row[3], (long long)row[4],
+                (long long)row[5], row[6], row[7]);
+    if (intensity) text_append(csv, ",%.17g,%.17g,%.17g,%.17g", row[8], row[9], row[10], row[11]);
+    text_append(csv, "\n");
+  }
+}
+
 /* The regions CSV of labels (i32 (H, W), or (N, H, W) with a frame column) with
  * count (i32, K of each frame) and intensity (NULL, or of labels' shape); the stream
  * has run the labelling. Reads the counts back, sizes a table from them and runs
@@ -373,8 +393,7 @@ static plm_status regions_csv(plm_stream *stream, plm_pool *pool, const plm_tens
     status = PLM_ERR_OUT_OF_MEMORY;
   }
   text_buffer csv = {0};
-  text_append(&csv, "%slabel,area,min_row,min_col,max_row,max_col,centroid_row,centroid_col%s\n",
-              stack ? "frame," : "", intensity ? ",sum,max,wcentroid_row,wcentroid_col" : "");
+  append_regions_header(&csv, stack, intensity != NULL);
   for (int64_t f = 0; status == PLM_OK && f < frames; f++) {
     plm_tensor frame_labels, frame_intensity, frame_count;
     int64_t one = 1;
@@ -395,16 +414,7 @@ static plm_status regions_csv(plm_stream *stream, plm_pool *pool, const plm_tens
       status = plm_stream_memcpy(stream, rows, table.data, plm_tensor_bytes(&table),
                                  PLM_COPY_DEVICE_TO_HOST);
     if (status == PLM_OK) status = plm_stream_synchronize(stream);
-    for (int32_t j = 0; status == PLM_OK && j < counts[f]; j++) {
-      const double *row = rows + (size_t)j * PLM_REGION_COLUMNS;
-      if (stack) text_append(&csv, "%lld,", (long long)f);
-      text_append(&csv, "%lld,%lld,%lld,%lld,%lld,%lld,%.17g,%.17g", (long long)row[0],
-                  (long long)row[1], (long long)row[2], (long long)row[3], (long long)row[4],
-                  (long long)row[5], row[6], row[7]);
-      if (intensity)
-        text_append(&csv, ",%.17g,%.17g,%.17g,%.17g", row[8], row[9], row[10], row[11]);
-      text_append(&csv, "\n");
-    }
+    if (status == PLM_OK) append_regions_rows(&csv, rows, counts[f], stack ? f : -1, intensity);
   }
   if (status == PLM_OK && csv.failed) {
     snprintf(err, err_size, "out of memory for the regions CSV");
@@ -428,6 +438,91 @@ static plm_status label_text(plm_stream *stream, plm_pool *pool, const plm_tenso
   (void)args;
   if (!path[2]) return PLM_OK;
   return regions_csv(stream, pool, out[0], in[1], out[1], &text[2], &length[2], err, err_size);
+}
+
+/* ---- segment ------------------------------------------------------------------------ */
+
+typedef struct segment_args {
+  threshold_args threshold; /* --value, --cmp */
+  int connectivity;
+} segment_args;
+_Static_assert(sizeof(segment_args) <= sizeof(op_args), "op_args is too small");
+
+static void segment_init(void *args) {
+  ((segment_args *)args)->connectivity = 8;
+}
+
+static int segment_option(void *args, const char *flag, const char *value, char *err,
+                          size_t err_size) {
+  segment_args *a = args;
+  if (flag && strcmp(flag, "--connectivity") == 0)
+    return parse_connectivity(value, &a->connectivity, err, err_size);
+  return threshold_option(&a->threshold, flag, value, err, err_size);
+}
+
+static plm_segment_params segment_params(const segment_args *a) {
+  return (plm_segment_params){.value = a->threshold.params.value,
+                              .compare = a->threshold.params.compare,
+                              .connectivity = a->connectivity};
+}
+
+/* out[1] is the count and out[2] the table (internal), sized for the most regions a
+ * frame can have, so that no round trip is needed; out[3] the regions CSV (text). */
+static plm_status segment_output(const plm_tensor *const in[], const void *args, plm_shape out[]) {
+  const segment_args *a = args;
+  plm_segment_params params = segment_params(a);
+  plm_status status = plm_segment_output(in[0], &params, &out[0], &out[1]);
+  if (status != PLM_OK) return status;
+  int64_t h = in[0]->dims[0], w = in[0]->dims[1];
+  int64_t bound = a->connectivity == 4 ? (h * w + 1) / 2 : ((h + 1) / 2) * ((w + 1) / 2);
+  out[2] = (plm_shape){.dtype = PLM_DTYPE_F64, .ndim = 2, .dims = {bound, PLM_REGION_COLUMNS}};
+  return PLM_OK;
+}
+
+static plm_status segment_enqueue(plm_stream *stream, const plm_tensor *const in[],
+                                  const void *args, plm_tensor *const out[]) {
+  plm_segment_params params = segment_params(args);
+  return plm_segment(stream, in[0], &params, out[0], out[1], out[2]);
+}
+
+/* Read K back and print the table's first K rows. */
+static plm_status segment_text(plm_stream *stream, plm_pool *pool, const plm_tensor *const in[],
+                               const void *args, plm_tensor *const out[], const char *const path[],
+                               char *text[], size_t length[], char *err, size_t err_size) {
+  (void)pool, (void)in, (void)args;
+  int32_t count = 0;
+  plm_status status =
+      plm_stream_memcpy(stream, &count, out[1]->data, sizeof count, PLM_COPY_DEVICE_TO_HOST);
+  if (status == PLM_OK) status = plm_stream_synchronize(stream);
+  if (status != PLM_OK) return status;
+  int64_t rows_wanted = count < out[2]->dims[0] ? count : out[2]->dims[0];
+  double *rows = NULL;
+  if (rows_wanted > 0) {
+    size_t bytes = (size_t)rows_wanted * PLM_REGION_COLUMNS * sizeof *rows;
+    if (!(rows = malloc(bytes))) {
+      snprintf(err, err_size, "out of memory");
+      return PLM_ERR_OUT_OF_MEMORY;
+    }
+    status = plm_stream_memcpy(stream, rows, out[2]->data, bytes, PLM_COPY_DEVICE_TO_HOST);
+    if (status == PLM_OK) status = plm_stream_synchronize(stream);
+    if (status != PLM_OK) {
+      free(rows);
+      return status;
+    }
+  }
+  text_buffer csv = {0};
+  append_regions_header(&csv, false, true);
+  append_regions_rows(&csv, rows, rows_wanted, -1, true);
+  free(rows);
+  if (csv.failed) {
+    free(csv.data);
+    snprintf(err, err_size, "out of memory for the regions CSV");
+    return PLM_ERR_OUT_OF_MEMORY;
+  }
+  text[3] = csv.data;
+  length[3] = csv.length;
+  (void)path;
+  return PLM_OK;
 }
 
 /* ---- the table ----------------------------------------------------------------------- */
@@ -486,6 +581,26 @@ static const op_spec ops[] = {
      .output = label_output,
      .enqueue = label_enqueue,
      .text = label_text},
+    {.name = "segment",
+     .summary = "out = labels of the components of (in CMP T), i32; --regions: their statistics",
+     .synopsis = "--value T [--cmp gt|ge|lt|le] [--connectivity 4|8] --regions REGIONS.csv",
+     .options =
+         "  --value T             the threshold (required; compared in double precision)\n"
+         "  --cmp gt|ge|lt|le     foreground where in CMP T (default gt: in > T)\n"
+         "  --connectivity 4|8    4: edge neighbours; 8 (default): edge and corner neighbours\n"
+         "  --regions CSV         one row per region, in label order (required): label,area,\n"
+         "                        min_row,min_col,max_row,max_col (inclusive),centroid_row,\n"
+         "                        centroid_col,sum,max,wcentroid_row,wcentroid_col (the\n"
+         "                        intensity is in itself)\n"
+         "  --in is a 2-D u8, u16 or f32 image; --out gets the i32 labels.\n",
+     .outputs = {{.flag = "(count)", .internal = true},
+                 {.flag = "(table)", .internal = true},
+                 {.flag = "--regions", .required = true, .text = true}},
+     .init = segment_init,
+     .option = segment_option,
+     .output = segment_output,
+     .enqueue = segment_enqueue,
+     .text = segment_text},
 };
 
 enum { OP_COUNT = sizeof ops / sizeof ops[0] };

@@ -304,6 +304,78 @@ absent "label takes no --count" bad.npy bad.csv
 run 0 "label --help" op label --help && { grep -q -- '--connectivity 4|8' out.txt ||
   fail "label --help: $(cat out.txt)"; }
 
+# ---- segment ----------------------------------------------------------------------------
+# The label mask's pattern as an image: foreground 100 + i, background i (i = 1..20 in
+# raster order); > 50 is the mask above, and the intensity is the image itself.
+write_npy seg.npy '|u1' '(4, 5)' \
+  '\x65\x66\x03\x04\x69\x06\x6b\x08\x6d\x0a\x0b\x0c\x0d\x0e\x0f\x74\x11\x12\x77\x78'
+seg_header="$regions_header,sum,max,wcentroid_row,wcentroid_col"
+printf '%s\n' "$seg_header" \
+  "1,3,0,0,1,1,$(d 1/3),$(d 2/3),310,107,$(d 107/310),$(d 209/310)" \
+  "2,2,0,3,1,4,0.5,3.5,214,109,$(d 109/214),$(d 747/214)" \
+  "3,1,3,0,3,0,3,0,116,116,3,0" \
+  "4,2,3,3,3,4,3,3.5,239,120,3,$(d 837/239)" >seg.8.csv
+printf '%s\n' "$seg_header" \
+  "1,3,0,0,1,1,$(d 1/3),$(d 2/3),310,107,$(d 107/310),$(d 209/310)" \
+  "2,1,0,4,0,4,0,4,105,105,0,4" \
+  "3,1,1,3,1,3,1,3,109,109,1,3" \
+  "4,1,3,0,3,0,3,0,116,116,3,0" \
+  "5,2,3,3,3,4,3,3.5,239,120,3,$(d 837/239)" >seg.4.csv
+run 0 "segment (gt, 8)" op segment --in seg.npy --out seg.out.npy --value 50 \
+  --regions seg.out.csv --backend host && {
+  same seg.out.npy mask.l8.npy "segment (gt, 8): labels"
+  same seg.out.csv seg.8.csv "segment (gt, 8): CSV"
+}
+run 0 "segment ge, 4" op segment --in seg.npy --out seg.out.npy --value 101 --cmp ge \
+  --connectivity 4 --regions seg.out.csv --backend host && {
+  same seg.out.npy mask.l4.npy "segment ge, 4: labels"
+  same seg.out.csv seg.4.csv "segment ge, 4: CSV"
+}
+run 0 "segment, auto backend, --repeat" op segment --in seg.npy --out seg.auto.npy --value 50 \
+  --regions seg.auto.csv --repeat 2 && {
+  same seg.auto.npy mask.l8.npy "segment, auto backend: labels"
+  same seg.auto.csv seg.8.csv "segment, auto backend: CSV"
+}
+# Nothing above the threshold: labels 0 and the header only.
+write_npy seg.none.npy '<i4' '(4, 5)' "$(i32 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0)"
+printf '%s\n' "$seg_header" >seg.none.csv
+run 0 "segment, no region" op segment --in seg.npy --out seg.out.npy --value 200 \
+  --regions seg.out.csv --backend host && {
+  same seg.out.npy seg.none.npy "segment, no region: labels"
+  same seg.out.csv seg.none.csv "segment, no region: CSV"
+}
+# f32 input (1, 3) = [1.0, 2.5, -1.0] > 0: one region of two pixels.
+printf '%s\n' "$seg_header" "1,2,0,0,0,1,0,0.5,3.5,2.5,0,$(d 2.5/3.5)" >seg.f32.csv
+write_npy seg.f32.labels.npy '<i4' '(1, 3)' "$(i32 1 1 0)"
+run 0 "segment f32" op segment --in f32.npy --out seg.out.npy --value 0 --regions seg.out.csv \
+  --backend host && {
+  same seg.out.npy seg.f32.labels.npy "segment f32: labels"
+  same seg.out.csv seg.f32.csv "segment f32: CSV"
+}
+
+run 2 "segment without --regions" op segment --in seg.npy --out bad.npy --value 50 &&
+  { grep -q -- '--regions is required' err.txt || fail "segment --regions: $(cat err.txt)"; }
+absent "segment without --regions" bad.npy
+run 2 "segment without --value" op segment --in seg.npy --out bad.npy --regions bad.csv
+absent "segment without --value" bad.npy bad.csv
+run 2 "segment --connectivity 6" op segment --in seg.npy --out bad.npy --value 1 \
+  --connectivity 6 --regions bad.csv
+absent "segment --connectivity 6" bad.npy bad.csv
+run 2 "segment bad --cmp" op segment --in seg.npy --out bad.npy --value 1 --cmp eq \
+  --regions bad.csv
+absent "segment bad --cmp" bad.npy bad.csv
+run 2 "segment 3-D image" op segment --in ramps.npy --out bad.npy --value 1 --regions bad.csv \
+  --backend host && { grep -q '3 dimensions' err.txt || fail "segment 3-D: $(cat err.txt)"; }
+absent "segment 3-D image" bad.npy bad.csv
+run 2 "segment i32 image" op segment --in mask.l8.npy --out bad.npy --value 1 --regions bad.csv \
+  --backend host
+absent "segment i32 image" bad.npy bad.csv
+run 2 "segment takes no --intensity" op segment --in seg.npy --out bad.npy --value 1 \
+  --regions bad.csv --intensity seg.npy
+absent "segment takes no --intensity" bad.npy bad.csv
+run 0 "segment --help" op segment --help && { grep -q -- '--regions CSV' out.txt ||
+  fail "segment --help: $(cat out.txt)"; }
+
 # --repeat: one timing line on stderr, and the same output
 if run 0 "--repeat" op threshold --in u8.npy --out rep.npy --value 9 --repeat 3 --backend host; then
   same rep.npy u8.expected.npy "--repeat output"
