@@ -525,6 +525,81 @@ static plm_status segment_text(plm_stream *stream, plm_pool *pool, const plm_ten
   return PLM_OK;
 }
 
+/* ---- entropy ---------------------------------------------------------------------------- */
+
+typedef struct entropy_args {
+  plm_entropy_params params;
+  bool have_window;
+} entropy_args;
+_Static_assert(sizeof(entropy_args) <= sizeof(op_args), "op_args is too small");
+
+/* A finite number: strtod consuming all of text (no leading space). */
+static bool parse_finite(const char *text, double *value) {
+  return text[0] != '\0' && text[0] != ' ' && text[0] != '\t' && parse_double(text, value) &&
+         isfinite(*value);
+}
+
+/* --range LO,HI (two finite numbers and exactly one comma) or auto. */
+static int parse_range(const char *value, plm_entropy_params *params, char *err, size_t err_size) {
+  if (strcmp(value, "auto") == 0) {
+    params->range_auto = true;
+    return 0;
+  }
+  char text[128];
+  const char *comma = strchr(value, ',');
+  size_t length = strlen(value);
+  double lo = 0, hi = 0;
+  if (!comma || strchr(comma + 1, ',') || length >= sizeof text) goto bad;
+  memcpy(text, value, length + 1);
+  text[comma - value] = '\0';
+  if (!parse_finite(text, &lo) || !parse_finite(text + (comma - value) + 1, &hi)) goto bad;
+  params->range_lo = lo;
+  params->range_hi = hi;
+  params->range_auto = false;
+  return 0;
+bad:
+  snprintf(err, err_size, "--range '%s' is not LO,HI (two finite numbers) or auto", value);
+  return -1;
+}
+
+static int entropy_option(void *args, const char *flag, const char *value, char *err,
+                          size_t err_size) {
+  entropy_args *a = args;
+  const char *end = NULL;
+  if (!flag) {
+    if (a->have_window) return 0;
+    snprintf(err, err_size, "--window is required");
+    return -1;
+  }
+  /* The library checks the ranges (window 1..255, bins 0..65536). */
+  if (strcmp(flag, "--window") == 0) {
+    if (!parse_digits(value, &end, 0, INT_MAX, &a->params.window) || *end != '\0') {
+      snprintf(err, err_size, "--window '%s' is not a non-negative integer", value);
+      return -1;
+    }
+    a->have_window = true;
+    return 0;
+  }
+  if (strcmp(flag, "--bins") == 0) {
+    if (!parse_digits(value, &end, 0, INT_MAX, &a->params.bins) || *end != '\0') {
+      snprintf(err, err_size, "--bins '%s' is not a non-negative integer", value);
+      return -1;
+    }
+    return 0;
+  }
+  if (strcmp(flag, "--range") == 0) return parse_range(value, &a->params, err, err_size);
+  return 1;
+}
+
+static plm_status entropy_output(const plm_tensor *const in[], const void *args, plm_shape out[]) {
+  return plm_entropy_output(in[0], &((const entropy_args *)args)->params, &out[0]);
+}
+
+static plm_status entropy_enqueue(plm_stream *stream, const plm_tensor *const in[],
+                                  const void *args, plm_tensor *const out[]) {
+  return plm_entropy(stream, in[0], &((const entropy_args *)args)->params, out[0]);
+}
+
 /* ---- the table ----------------------------------------------------------------------- */
 
 static const op_spec ops[] = {
@@ -601,6 +676,20 @@ static const op_spec ops[] = {
      .output = segment_output,
      .enqueue = segment_enqueue,
      .text = segment_text},
+    {.name = "entropy",
+     .summary = "out = local Shannon entropy (bits) of a W x W window, f32; u8, u16 or f32 input",
+     .synopsis = "--window W [--bins B] [--range LO,HI|auto]",
+     .options =
+         "  --window W            the window side, 1..255 (required); an even window reaches\n"
+         "                        one pixel further up and left than down and right\n"
+         "  --bins B              the bin count, 1..65536 (required for f32); u8/u16: default\n"
+         "                        0, each value its own bin, else bin = floor(v * B / 2^bits)\n"
+         "  --range LO,HI|auto    f32 (required): bin over [LO, HI), or auto: each frame's\n"
+         "                        finite [min, max]; ignored for u8/u16 input\n"
+         "  Pixels outside the image are left out of the window (see plume/entropy.h).\n",
+     .option = entropy_option,
+     .output = entropy_output,
+     .enqueue = entropy_enqueue},
 };
 
 enum { OP_COUNT = sizeof ops / sizeof ops[0] };

@@ -375,6 +375,66 @@ run 2 "segment takes no --intensity" op segment --in seg.npy --out bad.npy --val
 absent "segment takes no --intensity" bad.npy bad.csv
 run 0 "segment --help" op segment --help && { grep -q -- '--regions CSV' out.txt ||
   fail "segment --help: $(cat out.txt)"; }
+# ---- entropy ----------------------------------------------------------------------------
+# The window at (y, x) covers rows y - floor(w/2) .. y - floor(w/2) + w - 1 (and the same
+# columns); pixels outside the image are left out. H = -sum (c/n) log2 (c/n) in bits.
+# A constant frame: every window holds one value, H = 0.
+write_npy const.npy '|u1' '(3, 3)' '\x07\x07\x07\x07\x07\x07\x07\x07\x07'
+write_npy zeros33.npy '<f4' '(3, 3)' "$(f32 0 0 0 0 0 0 0 0 0)"
+run 0 "entropy constant u8" op entropy --in const.npy --out ent.out.npy --window 3 \
+  --backend host && same ent.out.npy zeros33.npy "entropy constant u8"
+# 1x2 [0, 1], window 2: column x sees columns x-1..x, so x=0 sees {0} (H 0) and x=1
+# sees {0, 1} (H 1).
+write_npy pair.npy '|u1' '(1, 2)' '\x00\x01'
+write_npy pair.expected.npy '<f4' '(1, 2)' "$(f32 0 1)"
+run 0 "entropy 1x2 window 2" op entropy --in pair.npy --out ent.out.npy --window 2 \
+  --backend host && same ent.out.npy pair.expected.npy "entropy 1x2 window 2"
+run 0 "entropy, auto backend" op entropy --in pair.npy --out ent.auto.npy --window=2 &&
+  same ent.auto.npy pair.expected.npy "entropy, auto backend"
+# u16 1x2 [0, 65535], window 2: the same.
+write_npy pair16.npy '<u2' '(1, 2)' '\x00\x00\xff\xff'
+run 0 "entropy u16 window 2" op entropy --in pair16.npy --out ent.out.npy --window 2 \
+  --backend host && same ent.out.npy pair.expected.npy "entropy u16 window 2"
+# 2x2 [0 1; 2 3], window 2: {0}, {0,1}, {0,2}, {0,1,2,3} -> 0 1 1 2. With --bins 128
+# (bin = v / 2: 0 0 1 1): {0}, {0,0}, {0,1}, {0,0,1,1} -> 0 0 1 1; --range is ignored
+# for u8 input.
+write_npy quad.npy '|u1' '(2, 2)' '\x00\x01\x02\x03'
+write_npy quad.expected.npy '<f4' '(2, 2)' "$(f32 0 1 1 2)"
+write_npy quad.bins.npy '<f4' '(2, 2)' "$(f32 0 0 1 1)"
+run 0 "entropy 2x2 window 2" op entropy --in quad.npy --out ent.out.npy --window 2 \
+  --backend host && same ent.out.npy quad.expected.npy "entropy 2x2 window 2"
+run 0 "entropy u8 --bins 128" op entropy --in quad.npy --out ent.out.npy --window 2 --bins 128 \
+  --range 5,6 --backend host && same ent.out.npy quad.bins.npy "entropy u8 --bins 128"
+# Window 1: always 0.
+write_npy zeros22.npy '<f4' '(2, 2)' "$(f32 0 0 0 0)"
+run 0 "entropy window 1" op entropy --in quad.npy --out ent.out.npy --window 1 --backend host &&
+  same ent.out.npy zeros22.npy "entropy window 1"
+# f32 1x4 [0 1 2 3], window 2 (x sees x-1..x). --range 0,4 --bins 2: bins 0 0 1 1 ->
+# 0 0 1 0; --bins 4: bins 0 1 2 3 -> 0 1 1 1, and so with --range auto (min 0, max 3:
+# bin = floor(v * 4 / 3) = 0 1 2, and the max in bin 3).
+write_npy row.npy '<f4' '(1, 4)' "$(f32 0 1 2 3)"
+write_npy row.b2.npy '<f4' '(1, 4)' "$(f32 0 0 1 0)"
+write_npy row.b4.npy '<f4' '(1, 4)' "$(f32 0 1 1 1)"
+run 0 "entropy f32 --range 0,4 --bins 2" op entropy --in row.npy --out ent.out.npy --window 2 \
+  --range 0,4 --bins 2 --backend host && same ent.out.npy row.b2.npy "entropy f32 --bins 2"
+run 0 "entropy f32 --range 0.0,4e0 --bins 4" op entropy --in row.npy --out ent.out.npy \
+  --window 2 --range=0.0,4e0 --bins 4 --backend host &&
+  same ent.out.npy row.b4.npy "entropy f32 --bins 4"
+run 0 "entropy f32 --range auto" op entropy --in row.npy --out ent.out.npy --window 2 \
+  --range auto --bins 4 --backend host && same ent.out.npy row.b4.npy "entropy f32 --range auto"
+# --range auto is per frame: the row, then a constant frame (min == max: all zeros).
+write_npy rows.npy '<f4' '(2, 1, 4)' "$(f32 0 1 2 3 5 5 5 5)"
+write_npy rows.expected.npy '<f4' '(2, 1, 4)' "$(f32 0 1 1 1 0 0 0 0)"
+run 0 "entropy f32 stack --range auto" op entropy --in rows.npy --out ent.out.npy --window 2 \
+  --range auto --bins 4 --backend host &&
+  same ent.out.npy rows.expected.npy "entropy f32 stack --range auto"
+if run 0 "entropy --repeat" op entropy --in quad.npy --out ent.rep.npy --window 2 --repeat 2 \
+  --backend host; then
+  same ent.rep.npy quad.expected.npy "entropy --repeat output"
+  checks=$((checks + 1))
+  grep -Eq '^time_ms median=[0-9]+\.[0-9]+ min=[0-9]+\.[0-9]+ max=[0-9]+\.[0-9]+$' err.txt &&
+    [[ $(wc -l <err.txt) == 1 ]] || fail "entropy --repeat: stderr is '$(cat err.txt)'"
+fi
 
 # --repeat: one timing line on stderr, and the same output
 if run 0 "--repeat" op threshold --in u8.npy --out rep.npy --value 9 --repeat 3 --backend host; then
@@ -390,10 +450,12 @@ run 0 "op --help" op threshold --help && { grep -q 'usage: plume op threshold' o
 run 0 "plume --help" --help && { grep -q 'threshold' out.txt || fail "plume --help lacks ops"; }
 run 0 "sobel --help" op sobel --help && { grep -q -- '--border' out.txt || fail "sobel --help"; }
 run 0 "conv2d --help" op conv2d -h && { grep -q -- '--kernel K' out.txt || fail "conv2d --help"; }
+run 0 "entropy --help" op entropy --help && { grep -q -- '--window W' out.txt || fail "entropy --help"; }
 checks=$((checks + 1))
-"$plume" --help | grep -q 'sobel' && "$plume" --help | grep -q 'conv2d' ||
-  fail "plume --help lacks sobel or conv2d"
-run 0 "plume op --help" op --help && { grep -q 'threshold' out.txt || fail "plume op --help"; }
+"$plume" --help | grep -q 'sobel' && "$plume" --help | grep -q 'conv2d' &&
+  "$plume" --help | grep -q 'entropy' || fail "plume --help lacks sobel, conv2d or entropy"
+run 0 "plume op --help" op --help && { grep -q 'threshold' out.txt && grep -q 'entropy' out.txt ||
+  fail "plume op --help"; }
 
 # ---- bad arguments: exit 2, nothing written ----------------------------------------------
 run 2 "unknown option" op threshold --in u8.npy --out bad.npy --value 9 --bogus 1
@@ -490,6 +552,43 @@ run 2 "conv2d i32 input" op conv2d --in i32.npy --kernel k2.npy --out bad.npy --
 absent "conv2d i32 input" bad.npy
 run 2 "sobel i32 input" op sobel --in i32.npy --out bad.npy --backend host
 absent "sobel i32 input" bad.npy
+
+# entropy options: --window and --bins are plain integers (the library checks 1..255 and
+# 0..65536); --range is LO,HI (two finite numbers) or auto; f32 needs --bins and --range.
+run 2 "entropy missing --window" op entropy --in quad.npy --out bad.npy --backend host &&
+  { grep -q -- '--window is required' err.txt || fail "missing --window: $(cat err.txt)"; }
+absent "entropy missing --window" bad.npy
+for window in 0 256 1000000; do
+  run 2 "entropy --window $window" op entropy --in quad.npy --out bad.npy --window "$window" \
+    --backend host && { grep -q 'window' err.txt || fail "--window $window: $(cat err.txt)"; }
+  absent "entropy --window $window" bad.npy
+done
+for window in -1 +3 3x 3.0 '' ' 3' 0x3 a 99999999999; do
+  run 2 "entropy --window '$window'" op entropy --in quad.npy --out bad.npy --window "$window"
+  absent "entropy --window '$window'" bad.npy
+done
+for bins in -1 65537 1.5 x ''; do
+  run 2 "entropy --bins '$bins'" op entropy --in quad.npy --out bad.npy --window 2 \
+    --bins "$bins" --backend host
+  absent "entropy --bins '$bins'" bad.npy
+done
+for range in 1 1,2,3 , 1, ,1 a,b '' ' 1,2' '1,2 ' '1;2' nan,1 1,nan 0,inf -inf,0 1e999,2 AUTO \
+  auto,1; do
+  run 2 "entropy --range '$range'" op entropy --in row.npy --out bad.npy --window 2 --bins 4 \
+    --range "$range" --backend host
+  absent "entropy --range '$range'" bad.npy
+done
+run 2 "entropy f32 without --bins" op entropy --in row.npy --out bad.npy --window 2 \
+  --range 0,4 --backend host && { grep -q 'bins' err.txt || fail "no --bins: $(cat err.txt)"; }
+absent "entropy f32 without --bins" bad.npy
+run 2 "entropy f32 without --range" op entropy --in row.npy --out bad.npy --window 2 --bins 4 \
+  --backend host && { grep -q 'range' err.txt || fail "no --range: $(cat err.txt)"; }
+absent "entropy f32 without --range" bad.npy
+run 2 "entropy f32 --range 4,0" op entropy --in row.npy --out bad.npy --window 2 --bins 4 \
+  --range 4,0 --backend host && { grep -q 'range' err.txt || fail "--range 4,0: $(cat err.txt)"; }
+absent "entropy f32 --range 4,0" bad.npy
+run 2 "entropy i32 input" op entropy --in i32.npy --out bad.npy --window 2 --backend host
+absent "entropy i32 input" bad.npy
 
 run 2 "unwritable output" op threshold --in u8.npy --out no/such/dir/out.npy --value 1 \
   --backend host

@@ -1,0 +1,644 @@
+/* benchmarks/bench_ops.c: benchmark of plume's image operations.
+ *
+ *   bench_ops [--quick | --smoke] [--backend host|cuda|auto] [--json PATH] [--op NAME]
+ *   bench_ops --validate-json PATH
+ *
+ * Each operation of the table `ops` below runs at its seed size (the size of the
+ * issue's per-frame budget, measured on an RTX 4090) and at 2048x2048 and 4096x4096
+ * (--quick drops 4096x4096; --smoke runs 64x64 only). Inputs are pseudo-random
+ * (fixed seed), uploaded once with plm_stream_memcpy into tensors from the context's
+ * default pool; outputs are allocated once per size.
+ *
+ *   conv2d     f32 (H, W) with a 3x3 f32 kernel, pad 1, REFLECT101 ("same" size)
+ *   sobel      u8 (H, W), magnitude only (gx and gy NULL)
+ *   entropy    u8 (H, W), window 16, every value its own bin
+ *   threshold  f32 (H, W) > 0.5 to u8 (the segmentation step)
+ *
+ * Timing. 3 warm-up runs, then 20 timed runs (--smoke: 1 and 3). Each run is
+ * bracketed by plm_event_record on the stream before and after the operation, the
+ * host waits for the second event and plm_event_elapsed_ms gives the time: device
+ * time on cuda, the host stream's execution time on host. Reported: mean, sample
+ * standard deviation, min, max, CV (stddev / mean), Mpix/s (output pixels / mean)
+ * and GB/s (the operation's plm_<op>_cost bytes / mean).
+ *
+ * Floor. bytes / peak bandwidth: on cuda the peak is plm_device_info's
+ * memory_bandwidth_gbps; on host it is measured once: a 64 MiB device-to-device
+ * plm_stream_memcpy (read plus written, 128 MiB moved) timed with events, the
+ * median of 5 after one warm-up. of_floor = mean / floor (>= 1; 1 is the floor).
+ *
+ * The sobel cost model (plm_sobel_cost) counts all three f32 outputs; with the
+ * magnitude alone two of them are not written, so 8 bytes per pixel are taken off.
+ *
+ * Adding an operation is one entry in `ops` (plus its setup and run functions).
+ * The benchmark never fails on timing. Exit codes: 0 success, 1 a runtime failure
+ * (an API call failed, the JSON could not be written), 2 bad usage.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_common.h"
+#include "plume/plume.h"
+#include "plume/pool.h"
+
+enum { EXIT_RUNTIME_FAILURE = 1, EXIT_USAGE = 2 };
+
+/* ---- options ------------------------------------------------------------------ */
+
+typedef enum run_size { RUN_FULL, RUN_QUICK, RUN_SMOKE } run_size;
+
+typedef struct options {
+  run_size size;
+  plm_backend backend;
+  const char *json_path; /* NULL: no JSON */
+  const char *only_op;   /* NULL: all */
+} options;
+
+static void print_usage(FILE *out) {
+  fprintf(out,
+          "usage: bench_ops [--quick | --smoke] [--backend host|cuda|auto] [--json PATH]\n"
+          "                 [--op NAME]\n"
+          "       bench_ops --validate-json PATH\n"
+          "\n"
+          "Benchmark of plume's operations at the issue's seed sizes and at 2048x2048 and\n"
+          "4096x4096: event-timed runs, Mpix/s, GB/s and the bandwidth floor. Prints a\n"
+          "table (with the seed budgets) and writes JSON.\n"
+          "\n"
+          "options:\n"
+          "  --quick             no 4096x4096 (under a minute on host)\n"
+          "  --smoke             tiny runs that only prove every path works (seconds)\n"
+          "  --backend NAME      host, cuda or auto (default auto: cuda when a GPU is present)\n"
+          "  --json PATH         write the results as JSON to PATH (then re-read and check it)\n"
+          "  --op NAME           run one operation: conv2d, sobel, entropy or threshold\n"
+          "  --validate-json PATH  check that PATH is a bench_ops result file, and exit\n"
+          "  -h, --help          show this help\n");
+}
+
+/* ---- errors --------------------------------------------------------------------- */
+
+static char bench_error[2048];
+
+/* Record why the run stops; always returns false so callers can `return fail(...)`. */
+static bool fail(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(bench_error, sizeof bench_error, fmt, ap);
+  va_end(ap);
+  return false;
+}
+
+static bool fail_call(const char *where, const char *call, plm_status status) {
+  return fail("%s: %s -> %s: %s", where, call, plm_status_str(status), plm_last_error());
+}
+
+#define CALL(where, expr)                                                     \
+  do {                                                                        \
+    plm_status call_status_ = (expr);                                         \
+    if (call_status_ != PLM_OK) return fail_call(where, #expr, call_status_); \
+  } while (0)
+
+/* ---- environment ----------------------------------------------------------------- */
+
+typedef struct bench_env {
+  options opt;
+  plm_context *ctx;
+  plm_backend backend;
+  plm_device_info info;
+  plm_pool *pool;
+  plm_stream *stream;
+  plm_event *start, *end;
+  double peak_gbps;        /* for the floor */
+  const char *peak_source; /* "device_info" or "measured_copy" */
+} bench_env;
+
+/* Time one enqueue (fn) on the stream with a pair of events, in microseconds. */
+typedef bool (*enqueue_fn)(bench_env *env, void *state);
+
+static bool time_once(bench_env *env, enqueue_fn fn, void *state, double *us) {
+  CALL("timing", plm_event_record(env->start, env->stream));
+  if (!fn(env, state)) return false;
+  CALL("timing", plm_event_record(env->end, env->stream));
+  CALL("timing", plm_event_synchronize(env->end));
+  float ms = 0;
+  CALL("timing", plm_event_elapsed_ms(env->start, env->end, &ms));
+  *us = (double)ms * 1000.0;
+  return true;
+}
+
+/* ---- pseudo-random inputs (splitmix64, fixed seed) ---------------------------------- */
+
+static uint64_t rng_state = 20240611;
+
+static uint64_t rng_next(void) {
+  uint64_t z = (rng_state += 0x9E3779B97F4A7C15u);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
+  return z ^ (z >> 31);
+}
+
+/* A (H, W) tensor of dtype from the default pool, filled with random values (u8:
+ * 0..255; f32: [0, 1)). */
+static bool random_tensor(bench_env *env, plm_dtype dtype, int64_t h, int64_t w, plm_tensor *out) {
+  int64_t dims[2] = {h, w};
+  CALL("setup", plm_tensor_alloc(env->pool, env->stream, dtype, 2, dims, out));
+  size_t count = (size_t)(h * w), bytes = count * plm_dtype_size(dtype);
+  void *host = malloc(bytes);
+  if (!host) return fail("out of host memory for a %zu-byte input", bytes);
+  for (size_t i = 0; i < count; i++) {
+    uint64_t r = rng_next();
+    if (dtype == PLM_DTYPE_U8)
+      ((uint8_t *)host)[i] = (uint8_t)(r >> 56);
+    else
+      ((float *)host)[i] = (float)((double)(r >> 40) / (double)(UINT64_C(1) << 24));
+  }
+  plm_status status =
+      plm_stream_memcpy(env->stream, out->data, host, bytes, PLM_COPY_HOST_TO_DEVICE);
+  if (status == PLM_OK) status = plm_stream_synchronize(env->stream);
+  free(host);
+  if (status != PLM_OK) return fail_call("setup", "plm_stream_memcpy (input)", status);
+  return true;
+}
+
+static bool output_tensor(bench_env *env, const plm_shape *shape, plm_tensor *out) {
+  CALL("setup",
+       plm_tensor_alloc(env->pool, env->stream, shape->dtype, shape->ndim, shape->dims, out));
+  return true;
+}
+
+/* ---- operations ----------------------------------------------------------------------- */
+
+/* What one operation needs at one size: up to two inputs, one output, its cost. */
+typedef struct op_state {
+  plm_tensor in, in2, out;
+  bool has_in, has_in2, has_out;
+  plm_conv2d_params conv;
+  plm_sobel_params sobel;
+  plm_entropy_params entropy;
+  plm_threshold_params threshold;
+  plm_op_cost cost;
+} op_state;
+
+static bool conv2d_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
+  static const float taps[9] = {1 / 16.f, 2 / 16.f, 1 / 16.f, 2 / 16.f, 4 / 16.f,
+                                2 / 16.f, 1 / 16.f, 2 / 16.f, 1 / 16.f};
+  if (!random_tensor(env, PLM_DTYPE_F32, h, w, &s->in)) return false;
+  s->has_in = true;
+  int64_t kdims[2] = {3, 3};
+  CALL("conv2d setup", plm_tensor_alloc(env->pool, env->stream, PLM_DTYPE_F32, 2, kdims, &s->in2));
+  s->has_in2 = true;
+  CALL("conv2d setup",
+       plm_stream_memcpy(env->stream, s->in2.data, taps, sizeof taps, PLM_COPY_HOST_TO_DEVICE));
+  CALL("conv2d setup", plm_stream_synchronize(env->stream));
+  s->conv = plm_conv2d_params_default();
+  s->conv.pad_y = s->conv.pad_x = 1;
+  s->conv.border = PLM_BORDER_REFLECT101;
+  plm_shape shape;
+  CALL("conv2d setup", plm_conv2d_output(&s->in, &s->in2, &s->conv, &shape));
+  if (!output_tensor(env, &shape, &s->out)) return false;
+  s->has_out = true;
+  CALL("conv2d setup", plm_conv2d_cost(&s->in, &s->in2, &s->conv, &s->cost));
+  return true;
+}
+
+static bool conv2d_run(bench_env *env, void *state) {
+  op_state *s = state;
+  CALL("conv2d", plm_conv2d(env->stream, &s->in, &s->in2, &s->conv, &s->out));
+  return true;
+}
+
+static bool sobel_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
+  if (!random_tensor(env, PLM_DTYPE_U8, h, w, &s->in)) return false;
+  s->has_in = true;
+  s->sobel = plm_sobel_params_default();
+  plm_shape shape;
+  CALL("sobel setup", plm_sobel_output(&s->in, &s->sobel, &shape));
+  if (!output_tensor(env, &shape, &s->out)) return false;
+  s->has_out = true;
+  CALL("sobel setup", plm_sobel_cost(&s->in, &s->sobel, &s->cost));
+  /* The model counts gx, gy and the magnitude; only the magnitude is written. */
+  s->cost.bytes -= 2.0 * 4.0 * (double)(h * w);
+  return true;
+}
+
+static bool sobel_run(bench_env *env, void *state) {
+  op_state *s = state;
+  CALL("sobel", plm_sobel(env->stream, &s->in, &s->sobel, NULL, NULL, &s->out));
+  return true;
+}
+
+static bool entropy_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
+  if (!random_tensor(env, PLM_DTYPE_U8, h, w, &s->in)) return false;
+  s->has_in = true;
+  s->entropy = (plm_entropy_params){.window = 16, .bins = 0};
+  plm_shape shape;
+  CALL("entropy setup", plm_entropy_output(&s->in, &s->entropy, &shape));
+  if (!output_tensor(env, &shape, &s->out)) return false;
+  s->has_out = true;
+  CALL("entropy setup", plm_entropy_cost(&s->in, &s->entropy, &s->cost));
+  return true;
+}
+
+static bool entropy_run(bench_env *env, void *state) {
+  op_state *s = state;
+  CALL("entropy", plm_entropy(env->stream, &s->in, &s->entropy, &s->out));
+  return true;
+}
+
+static bool threshold_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
+  if (!random_tensor(env, PLM_DTYPE_F32, h, w, &s->in)) return false;
+  s->has_in = true;
+  s->threshold = (plm_threshold_params){.value = 0.5, .compare = PLM_COMPARE_GT};
+  plm_shape shape;
+  CALL("threshold setup", plm_threshold_output(&s->in, &s->threshold, &shape));
+  if (!output_tensor(env, &shape, &s->out)) return false;
+  s->has_out = true;
+  CALL("threshold setup", plm_threshold_cost(&s->in, &s->threshold, &s->cost));
+  return true;
+}
+
+static bool threshold_run(bench_env *env, void *state) {
+  op_state *s = state;
+  CALL("threshold", plm_threshold(env->stream, &s->in, &s->threshold, &s->out));
+  return true;
+}
+
+typedef struct op_entry {
+  const char *name;
+  const char *dtype;       /* the input's, for the table and JSON */
+  const char *detail;      /* parameters, for the table */
+  int seed;                /* the seed size (square) */
+  const char *budget_name; /* the name for the seed budget; NULL: none */
+  double budget_lo_us, budget_hi_us;
+  bool (*setup)(bench_env *env, int64_t h, int64_t w, op_state *s);
+  enqueue_fn run;
+} op_entry;
+
+/* The seed budgets are the (RTX 4090, per call). */
+static const op_entry ops[] = {
+    {"conv2d", "f32", "3x3 same", 256, "conv2d 256x256 3x3", 800, 2000, conv2d_setup, conv2d_run},
+    {"sobel", "u8", "magnitude", 256, NULL, 0, 0, sobel_setup, sobel_run},
+    {"entropy", "u8", "w16 value-bins", 512, "entropy 512x512 w16", 3000, 8000, entropy_setup,
+     entropy_run},
+    {"threshold", "f32", "> 0.5", 256, "image_segmentation 256x256", 400, 1000, threshold_setup,
+     threshold_run},
+};
+enum { OP_COUNT = sizeof ops / sizeof ops[0] };
+
+static void op_state_release(bench_env *env, op_state *s) {
+  if (s->has_in) plm_tensor_free(env->pool, env->stream, &s->in);
+  if (s->has_in2) plm_tensor_free(env->pool, env->stream, &s->in2);
+  if (s->has_out) plm_tensor_free(env->pool, env->stream, &s->out);
+  plm_stream_synchronize(env->stream);
+  memset(s, 0, sizeof *s);
+}
+
+/* ---- results --------------------------------------------------------------------------- */
+
+typedef struct result {
+  const op_entry *op;
+  int size;
+  bool seed;
+  int runs;
+  double mean_us, stddev_us, min_us, max_us, cv;
+  double mpix_per_s, gbps, floor_us, of_floor;
+  double bytes;
+} result;
+
+enum { MAX_RESULTS = OP_COUNT * 4 };
+
+static void print_table_header(void) {
+  printf("%-10s %-5s %-11s %5s %10s %9s %10s %10s %6s %9s %8s %10s %8s  %s\n", "op", "dtype",
+         "size", "runs", "mean_us", "stddev_us", "min_us", "max_us", "cv", "Mpix/s", "GB/s",
+         "floor_us", "of_floor", "seed budget (RTX 4090)");
+}
+
+static void print_row(const result *r) {
+  char size[32], budget[96] = "";
+  snprintf(size, sizeof size, "%dx%d", r->size, r->size);
+  if (r->seed && r->op->budget_name)
+    snprintf(budget, sizeof budget, "%s: %.0f-%.0f us", r->op->budget_name, r->op->budget_lo_us,
+             r->op->budget_hi_us);
+  printf("%-10s %-5s %-11s %5d %10.1f %9.1f %10.1f %10.1f %6.3f %9.1f %8.2f %10.1f %8.1f  %s\n",
+         r->op->name, r->op->dtype, size, r->runs, r->mean_us, r->stddev_us, r->min_us, r->max_us,
+         r->cv, r->mpix_per_s, r->gbps, r->floor_us, r->of_floor, budget);
+  fflush(stdout);
+}
+
+static bool run_op(bench_env *env, const op_entry *op, int size, result *r) {
+  int warmups = env->opt.size == RUN_SMOKE ? 1 : 3;
+  int runs = env->opt.size == RUN_SMOKE ? 3 : 20;
+  op_state s;
+  memset(&s, 0, sizeof s);
+  double times[20];
+  bool ok = op->setup(env, size, size, &s);
+  for (int i = 0; ok && i < warmups; i++) ok = time_once(env, op->run, &s, &times[0]);
+  for (int i = 0; ok && i < runs; i++) ok = time_once(env, op->run, &s, &times[i]);
+  op_state cost_copy = s;
+  op_state_release(env, &s);
+  if (!ok) return false;
+
+  double sum = 0, lo = times[0], hi = times[0];
+  for (int i = 0; i < runs; i++) {
+    sum += times[i];
+    lo = fmin(lo, times[i]);
+    hi = fmax(hi, times[i]);
+  }
+  double mean = sum / runs, var = 0;
+  for (int i = 0; i < runs; i++) var += (times[i] - mean) * (times[i] - mean);
+  double pixels = (double)cost_copy.out.dims[0] * (double)cost_copy.out.dims[1];
+  *r = (result){.op = op,
+                .size = size,
+                .seed = size == op->seed,
+                .runs = runs,
+                .mean_us = mean,
+                .stddev_us = runs > 1 ? sqrt(var / (runs - 1)) : 0,
+                .min_us = lo,
+                .max_us = hi,
+                .bytes = cost_copy.cost.bytes};
+  r->cv = mean > 0 ? r->stddev_us / mean : 0;
+  r->mpix_per_s = mean > 0 ? pixels / mean : 0; /* pixels per us = Mpix per s */
+  r->gbps = mean > 0 ? r->bytes / (mean * 1e3) : 0;
+  r->floor_us = env->peak_gbps > 0 ? r->bytes / (env->peak_gbps * 1e3) : 0;
+  r->of_floor = r->floor_us > 0 ? mean / r->floor_us : 0;
+  return true;
+}
+
+/* The host's copy bandwidth: bytes read plus written per second by a large
+ * device-to-device plm_stream_memcpy, the median of 5 (after one warm-up). */
+typedef struct copy_state {
+  void *src, *dst;
+  size_t bytes;
+} copy_state;
+
+static bool copy_run(bench_env *env, void *state) {
+  copy_state *c = state;
+  CALL("copy bandwidth",
+       plm_stream_memcpy(env->stream, c->dst, c->src, c->bytes, PLM_COPY_DEVICE_TO_DEVICE));
+  return true;
+}
+
+static bool measure_copy_bandwidth(bench_env *env) {
+  copy_state c = {.bytes = env->opt.size == RUN_SMOKE ? ((size_t)4 << 20) : ((size_t)64 << 20)};
+  CALL("copy bandwidth", plm_pool_alloc(env->pool, c.bytes, env->stream, &c.src));
+  plm_status status = plm_pool_alloc(env->pool, c.bytes, env->stream, &c.dst);
+  if (status != PLM_OK) {
+    plm_pool_free(env->pool, c.src, env->stream);
+    return fail_call("copy bandwidth", "plm_pool_alloc", status);
+  }
+  status = plm_stream_memset(env->stream, c.src, 1, c.bytes);
+  bool ok = status == PLM_OK || fail_call("copy bandwidth", "plm_stream_memset", status);
+  double times[6];
+  for (int i = 0; ok && i < 6; i++) ok = time_once(env, copy_run, &c, &times[i]);
+  plm_pool_free(env->pool, c.src, env->stream);
+  plm_pool_free(env->pool, c.dst, env->stream);
+  plm_stream_synchronize(env->stream);
+  if (!ok) return false;
+  double median_us = bench_median(times + 1, 5);
+  env->peak_gbps = median_us > 0 ? 2.0 * (double)c.bytes / (median_us * 1e3) : 0;
+  return true;
+}
+
+/* ---- JSON -------------------------------------------------------------------------------- */
+
+static const char *run_size_name(run_size size) {
+  return size == RUN_SMOKE ? "smoke" : size == RUN_QUICK ? "quick" : "full";
+}
+
+static json_t *result_json(const result *r) {
+  char size[32];
+  snprintf(size, sizeof size, "%dx%d", r->size, r->size);
+  json_t *o = json_object();
+  json_object_set_new(o, "op", json_string(r->op->name));
+  json_object_set_new(o, "size", json_string(size));
+  json_object_set_new(o, "dtype", json_string(r->op->dtype));
+  json_object_set_new(o, "params", json_string(r->op->detail));
+  json_object_set_new(o, "runs", json_integer(r->runs));
+  json_object_set_new(o, "mean_us", json_real(r->mean_us));
+  json_object_set_new(o, "stddev_us", json_real(r->stddev_us));
+  json_object_set_new(o, "min_us", json_real(r->min_us));
+  json_object_set_new(o, "max_us", json_real(r->max_us));
+  json_object_set_new(o, "cv", json_real(r->cv));
+  json_object_set_new(o, "mpix_per_s", json_real(r->mpix_per_s));
+  json_object_set_new(o, "bytes", json_real(r->bytes));
+  json_object_set_new(o, "gbps", json_real(r->gbps));
+  json_object_set_new(o, "floor_us", json_real(r->floor_us));
+  json_object_set_new(o, "of_floor", json_real(r->of_floor));
+  if (r->seed && r->op->budget_name) {
+    json_t *b = json_object();
+    json_object_set_new(b, "name", json_string(r->op->budget_name));
+    json_object_set_new(b, "device", json_string("RTX 4090"));
+    json_object_set_new(b, "lo_us", json_real(r->op->budget_lo_us));
+    json_object_set_new(b, "hi_us", json_real(r->op->budget_hi_us));
+    json_object_set_new(o, "seed_budget", b);
+  }
+  return o;
+}
+
+static json_t *document_json(const bench_env *env, const result *rs, size_t count) {
+  const plm_build_info *build = plm_build_info_get();
+  json_t *doc = json_object();
+  json_object_set_new(doc, "benchmark", json_string("ops"));
+  json_object_set_new(doc, "backend", json_string(plm_backend_name(env->backend)));
+  json_object_set_new(doc, "device", json_string(env->info.name));
+  json_object_set_new(doc, "commit", json_string(build->git_commit));
+  json_object_set_new(doc, "plume_version", json_string(build->version));
+  json_object_set_new(doc, "build_type", json_string(build->build_type));
+  char date[32];
+  bench_utc_date(date, sizeof date);
+  json_object_set_new(doc, "date", json_string(date));
+  json_object_set_new(doc, "run", json_string(run_size_name(env->opt.size)));
+  json_object_set_new(doc, "peak_gbps", json_real(env->peak_gbps));
+  json_object_set_new(doc, "peak_source", json_string(env->peak_source));
+  json_t *list = json_array();
+  for (size_t i = 0; i < count; i++) json_array_append_new(list, result_json(&rs[i]));
+  json_object_set_new(doc, "results", list);
+  return doc;
+}
+
+/* Check that path holds a bench_ops result document; prints why not. */
+static bool validate_json(const char *path) {
+  static const char *const top_keys[] = {"benchmark", "backend", "device", "commit", "results"};
+  static const char *const result_keys[] = {"op",         "size",   "dtype",   "mean_us",
+                                            "stddev_us",  "min_us", "max_us",  "cv",
+                                            "mpix_per_s", "gbps",   "floor_us"};
+  json_error_t error;
+  json_t *doc = json_load_file(path, 0, &error);
+  if (!doc) {
+    fprintf(stderr, "bench_ops: %s:%d:%d: %s\n", path, error.line, error.column, error.text);
+    return false;
+  }
+  const char *problem = NULL;
+  for (size_t k = 0; !problem && k < sizeof top_keys / sizeof top_keys[0]; k++)
+    if (!json_object_get(doc, top_keys[k])) problem = top_keys[k];
+  const char *benchmark = json_string_value(json_object_get(doc, "benchmark"));
+  json_t *list = json_object_get(doc, "results");
+  if (!problem && (!benchmark || strcmp(benchmark, "ops") != 0))
+    problem = "benchmark (not \"ops\")";
+  if (!problem && (!json_is_array(list) || json_array_size(list) == 0))
+    problem = "results (not a non-empty array)";
+  if (problem) {
+    fprintf(stderr, "bench_ops: %s: missing or wrong \"%s\"\n", path, problem);
+    json_decref(doc);
+    return false;
+  }
+  for (size_t i = 0; !problem && i < json_array_size(list); i++) {
+    json_t *r = json_array_get(list, i);
+    for (size_t k = 0; !problem && k < sizeof result_keys / sizeof result_keys[0]; k++) {
+      json_t *v = json_object_get(r, result_keys[k]);
+      if (!v || (k >= 3 && !json_is_number(v))) problem = result_keys[k];
+    }
+    if (problem) fprintf(stderr, "bench_ops: %s: result %zu lacks \"%s\"\n", path, i, problem);
+  }
+  json_decref(doc);
+  return problem == NULL;
+}
+
+/* ---- main ----------------------------------------------------------------------------- */
+
+static bool run_all(bench_env *env, result *rs, size_t *count) {
+  for (int o = 0; o < OP_COUNT; o++) {
+    const op_entry *op = &ops[o];
+    if (env->opt.only_op && strcmp(env->opt.only_op, op->name) != 0) continue;
+    int sizes[3] = {op->seed, 2048, 4096};
+    int nsizes = env->opt.size == RUN_FULL ? 3 : 2;
+    if (env->opt.size == RUN_SMOKE) {
+      sizes[0] = 64;
+      nsizes = 1;
+    }
+    for (int i = 0; i < nsizes; i++) {
+      result *r = &rs[*count];
+      if (!run_op(env, op, sizes[i], r)) return false;
+      (*count)++;
+      print_row(r);
+    }
+  }
+  return true;
+}
+
+static bool open_env(bench_env *env) {
+  plm_context_config config = {.backend = env->opt.backend};
+  CALL("setup", plm_context_create(&config, &env->ctx));
+  CALL("setup", plm_context_backend(env->ctx, &env->backend));
+  CALL("setup", plm_context_device_info(env->ctx, &env->info));
+  CALL("setup", plm_context_default_pool(env->ctx, &env->pool));
+  CALL("setup", plm_stream_create(env->ctx, PLM_STREAM_DEFAULT, &env->stream));
+  CALL("setup", plm_event_create(env->ctx, PLM_EVENT_DEFAULT, &env->start));
+  CALL("setup", plm_event_create(env->ctx, PLM_EVENT_DEFAULT, &env->end));
+  if (env->backend == PLM_BACKEND_CUDA && env->info.memory_bandwidth_gbps > 0) {
+    env->peak_gbps = env->info.memory_bandwidth_gbps;
+    env->peak_source = "device_info";
+    return true;
+  }
+  env->peak_source = "measured_copy";
+  return measure_copy_bandwidth(env);
+}
+
+static void close_env(bench_env *env) {
+  if (env->start) plm_event_destroy(env->start);
+  if (env->end) plm_event_destroy(env->end);
+  if (env->stream) plm_stream_destroy(env->stream);
+  if (env->ctx) {
+    plm_status status = plm_context_destroy(env->ctx);
+    if (status != PLM_OK)
+      fprintf(stderr, "bench_ops: warning: plm_context_destroy -> %s: %s\n", plm_status_str(status),
+              plm_last_error());
+  }
+}
+
+static int parse_args(int argc, char **argv, options *opt, const char **validate) {
+  for (int i = 1; i < argc; i++) {
+    const char *arg = argv[i];
+    bool has_value = i + 1 < argc;
+    if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+      print_usage(stdout);
+      exit(0);
+    } else if (strcmp(arg, "--quick") == 0) {
+      opt->size = RUN_QUICK;
+    } else if (strcmp(arg, "--smoke") == 0) {
+      opt->size = RUN_SMOKE;
+    } else if (strcmp(arg, "--json") == 0 && has_value) {
+      opt->json_path = argv[++i];
+    } else if (strcmp(arg, "--validate-json") == 0 && has_value) {
+      *validate = argv[++i];
+    } else if (strcmp(arg, "--backend") == 0 && has_value) {
+      if (plm_backend_parse(argv[++i], &opt->backend) != PLM_OK) {
+        fprintf(stderr, "bench_ops: --backend '%s': expected host, cuda or auto\n", argv[i]);
+        return EXIT_USAGE;
+      }
+    } else if (strcmp(arg, "--op") == 0 && has_value) {
+      opt->only_op = argv[++i];
+      bool known = false;
+      for (int o = 0; o < OP_COUNT; o++) known |= strcmp(opt->only_op, ops[o].name) == 0;
+      if (!known) {
+        fprintf(stderr, "bench_ops: --op '%s': expected conv2d, sobel, entropy or threshold\n",
+                opt->only_op);
+        return EXIT_USAGE;
+      }
+    } else if (strcmp(arg, "--json") == 0 || strcmp(arg, "--backend") == 0 ||
+               strcmp(arg, "--op") == 0 || strcmp(arg, "--validate-json") == 0) {
+      fprintf(stderr, "bench_ops: %s needs a value (see bench_ops --help)\n", arg);
+      return EXIT_USAGE;
+    } else {
+      fprintf(stderr, "bench_ops: unknown argument '%s' (see bench_ops --help)\n", arg);
+      return EXIT_USAGE;
+    }
+  }
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  bench_env env = {0};
+  const char *validate = NULL;
+  int usage = parse_args(argc, argv, &env.opt, &validate);
+  if (usage) return usage;
+  if (validate) {
+    if (!validate_json(validate)) return EXIT_RUNTIME_FAILURE;
+    printf("%s: a valid bench_ops result file\n", validate);
+    return 0;
+  }
+  if (env.opt.json_path && !bench_json_path_writable("bench_ops", env.opt.json_path))
+    return EXIT_RUNTIME_FAILURE;
+  if (!open_env(&env)) {
+    fprintf(stderr, "bench_ops: %s\n", bench_error);
+    close_env(&env);
+    return EXIT_RUNTIME_FAILURE;
+  }
+  const plm_build_info *build = plm_build_info_get();
+  printf("bench_ops: %s backend, %s; plume %s (commit %s, %s); %s run\n",
+         plm_backend_name(env.backend), env.info.name, build->version, build->git_commit,
+         build->build_type, run_size_name(env.opt.size));
+  printf("event-timed runs; floor = cost bytes / %.1f GB/s (%s)\n\n", env.peak_gbps,
+         strcmp(env.peak_source, "device_info") == 0 ? "the device's peak"
+                                                     : "measured device-to-device copy");
+  print_table_header();
+
+  static result rs[MAX_RESULTS];
+  size_t count = 0;
+  int exit_code = 0;
+  if (!run_all(&env, rs, &count)) {
+    fprintf(stderr, "bench_ops: %s\n", bench_error);
+    exit_code = EXIT_RUNTIME_FAILURE;
+  }
+  if (env.opt.json_path && count > 0) {
+    json_t *doc = document_json(&env, rs, count);
+    if (json_dump_file(doc, env.opt.json_path, JSON_INDENT(2) | JSON_REAL_PRECISION(6)) != 0) {
+      fprintf(stderr, "bench_ops: cannot write %s: %s\n", env.opt.json_path, strerror(errno));
+      exit_code = EXIT_RUNTIME_FAILURE;
+    } else if (!validate_json(env.opt.json_path)) {
+      exit_code = EXIT_RUNTIME_FAILURE;
+    } else {
+      printf("\nwrote %s\n", env.opt.json_path);
+    }
+    json_decref(doc);
+  }
+  close_env(&env);
+  return exit_code;
+}
