@@ -602,20 +602,10 @@ static size_t npy_format_header(const image *img, char *buf, size_t cap) {
   return padded;
 }
 
-plm_status image_write_npy(const char *path, const image *img, char *err, size_t err_size) {
-  if (err && err_size) err[0] = '\0';
-  if (!path) return fail(err, err_size, "image_write_npy", PLM_ERR_INVALID_ARG, "path is NULL");
-  if (!img || !img->data)
-    return fail(err, err_size, path, PLM_ERR_INVALID_ARG, "image or its data is NULL");
-  if (!npy_descr(img->dtype))
-    return fail(err, err_size, path, PLM_ERR_INVALID_ARG, "cannot write dtype %d", (int)img->dtype);
-  if (image_numel(img) == 0)
-    return fail(err, err_size, path, PLM_ERR_INVALID_ARG,
-                "bad shape (ndim %d; 1..4 dimensions >= 1, at most %lld elements)", img->ndim,
-                (long long)IMAGE_MAX_ELEMENTS);
-  char header[256];
-  size_t header_bytes = npy_format_header(img, header, sizeof header);
-
+/* Write head then data to path atomically: a temporary file beside it, renamed over
+ * it once complete, removed on failure. */
+static plm_status write_atomic(const char *path, const void *head, size_t head_bytes,
+                               const void *data, size_t bytes, char *err, size_t err_size) {
   size_t path_length = strlen(path);
   char *tmp = malloc(path_length + sizeof ".tmp-XXXXXX");
   if (!tmp) return fail(err, err_size, path, PLM_ERR_OUT_OF_MEMORY, "out of memory");
@@ -637,9 +627,9 @@ plm_status image_write_npy(const char *path, const image *img, char *err, size_t
     status = fail(err, err_size, path, PLM_ERR_IO, "fdopen failed: %s", strerror(errno));
     close(fd);
   } else {
-    size_t bytes = image_bytes(img);
-    if (fchmod(fd, 0666 & ~mask) != 0 || fwrite(header, 1, header_bytes, file) != header_bytes ||
-        fwrite(img->data, 1, bytes, file) != bytes || fflush(file) != 0)
+    if (fchmod(fd, 0666 & ~mask) != 0 ||
+        (head_bytes && fwrite(head, 1, head_bytes, file) != head_bytes) ||
+        (bytes && fwrite(data, 1, bytes, file) != bytes) || fflush(file) != 0)
       status = fail(err, err_size, path, PLM_ERR_IO, "writing %s failed: %s", tmp, strerror(errno));
     if (fclose(file) != 0 && status == PLM_OK)
       status = fail(err, err_size, path, PLM_ERR_IO, "closing %s failed: %s", tmp, strerror(errno));
@@ -650,4 +640,28 @@ plm_status image_write_npy(const char *path, const image *img, char *err, size_t
   if (status != PLM_OK) unlink(tmp);
   free(tmp);
   return status;
+}
+
+plm_status image_write_npy(const char *path, const image *img, char *err, size_t err_size) {
+  if (err && err_size) err[0] = '\0';
+  if (!path) return fail(err, err_size, "image_write_npy", PLM_ERR_INVALID_ARG, "path is NULL");
+  if (!img || !img->data)
+    return fail(err, err_size, path, PLM_ERR_INVALID_ARG, "image or its data is NULL");
+  if (!npy_descr(img->dtype))
+    return fail(err, err_size, path, PLM_ERR_INVALID_ARG, "cannot write dtype %d", (int)img->dtype);
+  if (image_numel(img) == 0)
+    return fail(err, err_size, path, PLM_ERR_INVALID_ARG,
+                "bad shape (ndim %d; 1..4 dimensions >= 1, at most %lld elements)", img->ndim,
+                (long long)IMAGE_MAX_ELEMENTS);
+  char header[256];
+  size_t header_bytes = npy_format_header(img, header, sizeof header);
+  return write_atomic(path, header, header_bytes, img->data, image_bytes(img), err, err_size);
+}
+
+plm_status image_write_text(const char *path, const char *text, size_t bytes, char *err,
+                            size_t err_size) {
+  if (err && err_size) err[0] = '\0';
+  if (!path) return fail(err, err_size, "image_write_text", PLM_ERR_INVALID_ARG, "path is NULL");
+  if (!text && bytes) return fail(err, err_size, path, PLM_ERR_INVALID_ARG, "text is NULL");
+  return write_atomic(path, NULL, 0, text, bytes, err, err_size);
 }

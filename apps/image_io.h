@@ -78,4 +78,9 @@ size_t image_bytes(const image *img);
  * PLM_ERR_IO (the temporary file could not be created, written or renamed). */
 plm_status image_write_npy(const char *path, const image *img, char *err, size_t err_size);
 
+/* Write bytes of text (e.g. a CSV) to path, atomically like image_write_npy. Errors:
+ * PLM_ERR_INVALID_ARG (NULL path, or NULL text with bytes > 0), PLM_ERR_IO. */
+plm_status image_write_text(const char *path, const char *text, size_t bytes, char *err,
+                            size_t err_size);
+
 #endif /* PLUME_APPS_IMAGE_IO_H */

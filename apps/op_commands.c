@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -38,6 +39,14 @@ enum { OP_MAX_INPUTS = 3, OP_MAX_OUTPUTS = 4 };
 typedef struct op_file {
   const char *flag; /* e.g. "--kernel"; NULL ends the list */
   bool required;    /* else in[k] / out[k] is NULL when the flag is not given */
+  /* An input that may be given only with the output of this flag (NULL: any time). */
+  const char *needs;
+  /* An output written as text by the op's `text` function, not as the .npy of a
+   * tensor: out[k] is NULL for it. */
+  bool text;
+  /* An output the op needs as scratch (e.g. label's count): always allocated, never
+   * written, and not a command-line flag (flag only names it). */
+  bool internal;
 } op_file;
 
 typedef struct op_spec {
@@ -61,6 +70,13 @@ typedef struct op_spec {
   /* Enqueue the op; out[k] is NULL for an optional output that was not requested. */
   plm_status (*enqueue)(plm_stream *stream, const plm_tensor *const in[], const void *args,
                         plm_tensor *const out[]);
+  /* For an op with text outputs: called once the op has run and the stream is
+   * synchronised, before any file is written; sets text[k] (malloc'd, length
+   * length[k]) for each text output k whose path[k] is not NULL. On failure returns
+   * the status with a message in err, or with err empty for plm_last_error's. */
+  plm_status (*text)(plm_stream *stream, plm_pool *pool, const plm_tensor *const in[],
+                     const void *args, plm_tensor *const out[], const char *const path[],
+                     char *text[], size_t length[], char *err, size_t err_size);
 } op_spec;
 
 /* ---- threshold ----------------------------------------------------------------------- */
@@ -229,6 +245,286 @@ static plm_status conv2d_enqueue(plm_stream *stream, const plm_tensor *const in[
   return plm_conv2d(stream, in[0], in[1], &((const conv2d_args *)args)->params, out[0]);
 }
 
+/* ---- label -------------------------------------------------------------------------- */
+
+typedef struct label_args {
+  plm_label_params params;
+} label_args;
+_Static_assert(sizeof(label_args) <= sizeof(op_args), "op_args is too small");
+
+static int parse_connectivity(const char *value, int *connectivity, char *err, size_t err_size) {
+  if (strcmp(value, "4") == 0 || strcmp(value, "8") == 0) {
+    *connectivity = value[0] - '0';
+    return 0;
+  }
+  snprintf(err, err_size, "--connectivity '%s' is not 4 or 8", value);
+  return -1;
+}
+
+static void label_init(void *args) {
+  ((label_args *)args)->params.connectivity = 8;
+}
+
+static int label_option(void *args, const char *flag, const char *value, char *err,
+                        size_t err_size) {
+  label_args *a = args;
+  if (!flag) return 0;
+  if (strcmp(flag, "--connectivity") == 0)
+    return parse_connectivity(value, &a->params.connectivity, err, err_size);
+  return 1;
+}
+
+/* out[1] is the count (internal), out[2] the regions CSV (text); in[1] the intensity. */
+static plm_status label_output(const plm_tensor *const in[], const void *args, plm_shape out[]) {
+  const plm_label_params *params = &((const label_args *)args)->params;
+  plm_status status = plm_label_output(in[0], params, &out[0]);
+  if (status == PLM_OK) status = plm_label_count_output(in[0], params, &out[1]);
+  return status;
+}
+
+static plm_status label_enqueue(plm_stream *stream, const plm_tensor *const in[], const void *args,
+                                plm_tensor *const out[]) {
+  return plm_label(stream, in[0], &((const label_args *)args)->params, out[0], out[1]);
+}
+
+/* A growing string. */
+typedef struct text_buffer {
+  char *data;
+  size_t length, capacity;
+  bool failed; /* out of memory */
+} text_buffer;
+
+static void text_append(text_buffer *b, const char *fmt, ...) {
+  if (b->failed) return;
+  for (;;) {
+    va_list ap;
+    va_start(ap, fmt);
+    size_t room = b->capacity - b->length;
+    int n = vsnprintf(b->data ? b->data + b->length : NULL, room, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+      b->failed = true;
+      return;
+    }
+    if ((size_t)n < room) {
+      b->length += (size_t)n;
+      return;
+    }
+    size_t capacity = b->capacity ? b->capacity : 4096;
+    while (capacity - b->length <= (size_t)n) capacity *= 2;
+    char *data = realloc(b->data, capacity);
+    if (!data) {
+      b->failed = true;
+      return;
+    }
+    b->data = data;
+    b->capacity = capacity;
+  }
+}
+
+/* The header of a regions CSV: a frame column for stacks, the intensity columns. */
+static void append_regions_header(text_buffer *csv, bool stack, bool intensity) {
+  text_append(csv, "%slabel,area,min_row,min_col,max_row,max_col,centroid_row,centroid_col%s\n",
+              stack ? "frame," : "", intensity ? ",sum,max,wcentroid_row,wcentroid_col" : "");
+}
+
+/* n rows of a regions table as CSV lines; frame < 0: no frame column. */
+static void append_regions_rows(text_buffer *csv, const double *rows, int64_t n, int64_t frame,
+                                bool intensity) {
+  for (int64_t j = 0; j < n; j++) {
+    const double *row = rows + (size_t)j * PLM_REGION_COLUMNS;
+    if (frame >= 0) text_append(csv, "%lld,", (long long)frame);
+    text_append(csv, "%lld,%lld,%lld,%lld,%lld,%lld,%.17g,%.17g", (long long)row[0],
+                (long long)row[1], (long long)row[2], (long long)row[3], (long long)row[4],
+                (long long)row[5], row[6], row[7]);
+    if (intensity) text_append(csv, ",%.17g,%.17g,%.17g,%.17g", row[8], row[9], row[10], row[11]);
+    text_append(csv, "\n");
+  }
+}
+
+/* The regions CSV of labels (i32 (H, W), or (N, H, W) with a frame column) with
+ * count (i32, K of each frame) and intensity (NULL, or of labels' shape); the stream
+ * has run the labelling. Reads the counts back, sizes a table from them and runs
+ * plm_regions frame by frame. */
+static plm_status regions_csv(plm_stream *stream, plm_pool *pool, const plm_tensor *labels,
+                              const plm_tensor *intensity, const plm_tensor *count, char **text,
+                              size_t *length, char *err, size_t err_size) {
+  bool stack = labels->ndim == 3;
+  int64_t frames = stack ? labels->dims[0] : 1;
+  int64_t frame_dims[2] = {labels->dims[labels->ndim - 2], labels->dims[labels->ndim - 1]};
+  int64_t frame_pixels = frame_dims[0] * frame_dims[1];
+  if (intensity) {
+    bool same = intensity->ndim == labels->ndim;
+    for (int d = 0; same && d < labels->ndim; d++) same = intensity->dims[d] == labels->dims[d];
+    if (!same) {
+      char shape[96] = "";
+      size_t used = 0;
+      for (int d = 0; d < labels->ndim && used < sizeof shape; d++)
+        used += (size_t)snprintf(shape + used, sizeof shape - used, "%s%lld", d ? " x " : "",
+                                 (long long)labels->dims[d]);
+      snprintf(err, err_size, "--intensity must have the mask's shape (%s)", shape);
+      return PLM_ERR_INVALID_ARG;
+    }
+    if (intensity->dtype != PLM_DTYPE_U8 && intensity->dtype != PLM_DTYPE_U16 &&
+        intensity->dtype != PLM_DTYPE_F32) {
+      snprintf(err, err_size, "--intensity must be u8, u16 or f32 (not %s)",
+               plm_dtype_name(intensity->dtype));
+      return PLM_ERR_INVALID_ARG;
+    }
+  }
+  int32_t *counts = malloc((size_t)frames * sizeof *counts);
+  if (!counts) {
+    snprintf(err, err_size, "out of memory");
+    return PLM_ERR_OUT_OF_MEMORY;
+  }
+  plm_status status = plm_stream_memcpy(stream, counts, count->data,
+                                        (size_t)frames * sizeof *counts, PLM_COPY_DEVICE_TO_HOST);
+  if (status == PLM_OK) status = plm_stream_synchronize(stream);
+  int64_t capacity = 1;
+  for (int64_t f = 0; status == PLM_OK && f < frames; f++)
+    if (counts[f] > capacity) capacity = counts[f];
+  plm_tensor table = {0};
+  double *rows = NULL;
+  int64_t table_dims[2] = {capacity, PLM_REGION_COLUMNS};
+  if (status == PLM_OK)
+    status = plm_tensor_alloc(pool, stream, PLM_DTYPE_F64, 2, table_dims, &table);
+  if (status == PLM_OK && !(rows = malloc(plm_tensor_bytes(&table)))) {
+    snprintf(err, err_size, "out of memory");
+    status = PLM_ERR_OUT_OF_MEMORY;
+  }
+  text_buffer csv = {0};
+  append_regions_header(&csv, stack, intensity != NULL);
+  for (int64_t f = 0; status == PLM_OK && f < frames; f++) {
+    plm_tensor frame_labels, frame_intensity, frame_count;
+    int64_t one = 1;
+    status = plm_tensor_wrap(labels->ctx, (int32_t *)labels->data + f * frame_pixels, PLM_DTYPE_I32,
+                             2, frame_dims, &frame_labels);
+    if (status == PLM_OK)
+      status = plm_tensor_wrap(count->ctx, (int32_t *)count->data + f, PLM_DTYPE_I32, 1, &one,
+                               &frame_count);
+    if (status == PLM_OK && intensity)
+      status = plm_tensor_wrap(intensity->ctx,
+                               (unsigned char *)intensity->data +
+                                   (size_t)(f * frame_pixels) * plm_dtype_size(intensity->dtype),
+                               intensity->dtype, 2, frame_dims, &frame_intensity);
+    if (status == PLM_OK)
+      status = plm_regions(stream, &frame_labels, intensity ? &frame_intensity : NULL, &frame_count,
+                           &table);
+    if (status == PLM_OK)
+      status = plm_stream_memcpy(stream, rows, table.data, plm_tensor_bytes(&table),
+                                 PLM_COPY_DEVICE_TO_HOST);
+    if (status == PLM_OK) status = plm_stream_synchronize(stream);
+    if (status == PLM_OK) append_regions_rows(&csv, rows, counts[f], stack ? f : -1, intensity);
+  }
+  if (status == PLM_OK && csv.failed) {
+    snprintf(err, err_size, "out of memory for the regions CSV");
+    status = PLM_ERR_OUT_OF_MEMORY;
+  }
+  if (table.data) plm_tensor_free(pool, stream, &table);
+  free(rows);
+  free(counts);
+  if (status != PLM_OK) {
+    free(csv.data);
+    return status;
+  }
+  *text = csv.data;
+  *length = csv.length;
+  return PLM_OK;
+}
+
+static plm_status label_text(plm_stream *stream, plm_pool *pool, const plm_tensor *const in[],
+                             const void *args, plm_tensor *const out[], const char *const path[],
+                             char *text[], size_t length[], char *err, size_t err_size) {
+  (void)args;
+  if (!path[2]) return PLM_OK;
+  return regions_csv(stream, pool, out[0], in[1], out[1], &text[2], &length[2], err, err_size);
+}
+
+/* ---- segment ------------------------------------------------------------------------ */
+
+typedef struct segment_args {
+  threshold_args threshold; /* --value, --cmp */
+  int connectivity;
+} segment_args;
+_Static_assert(sizeof(segment_args) <= sizeof(op_args), "op_args is too small");
+
+static void segment_init(void *args) {
+  ((segment_args *)args)->connectivity = 8;
+}
+
+static int segment_option(void *args, const char *flag, const char *value, char *err,
+                          size_t err_size) {
+  segment_args *a = args;
+  if (flag && strcmp(flag, "--connectivity") == 0)
+    return parse_connectivity(value, &a->connectivity, err, err_size);
+  return threshold_option(&a->threshold, flag, value, err, err_size);
+}
+
+static plm_segment_params segment_params(const segment_args *a) {
+  return (plm_segment_params){.value = a->threshold.params.value,
+                              .compare = a->threshold.params.compare,
+                              .connectivity = a->connectivity};
+}
+
+/* out[1] is the count and out[2] the table (internal), sized for the most regions a
+ * frame can have, so that no round trip is needed; out[3] the regions CSV (text). */
+static plm_status segment_output(const plm_tensor *const in[], const void *args, plm_shape out[]) {
+  const segment_args *a = args;
+  plm_segment_params params = segment_params(a);
+  plm_status status = plm_segment_output(in[0], &params, &out[0], &out[1]);
+  if (status != PLM_OK) return status;
+  int64_t h = in[0]->dims[0], w = in[0]->dims[1];
+  int64_t bound = a->connectivity == 4 ? (h * w + 1) / 2 : ((h + 1) / 2) * ((w + 1) / 2);
+  out[2] = (plm_shape){.dtype = PLM_DTYPE_F64, .ndim = 2, .dims = {bound, PLM_REGION_COLUMNS}};
+  return PLM_OK;
+}
+
+static plm_status segment_enqueue(plm_stream *stream, const plm_tensor *const in[],
+                                  const void *args, plm_tensor *const out[]) {
+  plm_segment_params params = segment_params(args);
+  return plm_segment(stream, in[0], &params, out[0], out[1], out[2]);
+}
+
+/* Read K back and print the table's first K rows. */
+static plm_status segment_text(plm_stream *stream, plm_pool *pool, const plm_tensor *const in[],
+                               const void *args, plm_tensor *const out[], const char *const path[],
+                               char *text[], size_t length[], char *err, size_t err_size) {
+  (void)pool, (void)in, (void)args;
+  int32_t count = 0;
+  plm_status status =
+      plm_stream_memcpy(stream, &count, out[1]->data, sizeof count, PLM_COPY_DEVICE_TO_HOST);
+  if (status == PLM_OK) status = plm_stream_synchronize(stream);
+  if (status != PLM_OK) return status;
+  int64_t rows_wanted = count < out[2]->dims[0] ? count : out[2]->dims[0];
+  double *rows = NULL;
+  if (rows_wanted > 0) {
+    size_t bytes = (size_t)rows_wanted * PLM_REGION_COLUMNS * sizeof *rows;
+    if (!(rows = malloc(bytes))) {
+      snprintf(err, err_size, "out of memory");
+      return PLM_ERR_OUT_OF_MEMORY;
+    }
+    status = plm_stream_memcpy(stream, rows, out[2]->data, bytes, PLM_COPY_DEVICE_TO_HOST);
+    if (status == PLM_OK) status = plm_stream_synchronize(stream);
+    if (status != PLM_OK) {
+      free(rows);
+      return status;
+    }
+  }
+  text_buffer csv = {0};
+  append_regions_header(&csv, false, true);
+  append_regions_rows(&csv, rows, rows_wanted, -1, true);
+  free(rows);
+  if (csv.failed) {
+    free(csv.data);
+    snprintf(err, err_size, "out of memory for the regions CSV");
+    return PLM_ERR_OUT_OF_MEMORY;
+  }
+  text[3] = csv.data;
+  length[3] = csv.length;
+  (void)path;
+  return PLM_OK;
+}
+
 /* ---- entropy ---------------------------------------------------------------------------- */
 
 typedef struct entropy_args {
@@ -341,6 +637,45 @@ static const op_spec ops[] = {
      .option = conv2d_option,
      .output = conv2d_output,
      .enqueue = conv2d_enqueue},
+    {.name = "label",
+     .summary = "out = connected components of a mask (non-zero: foreground), i32 labels 1..K",
+     .synopsis = "[--connectivity 4|8] [--regions REGIONS.csv [--intensity IMG]]",
+     .options =
+         "  --connectivity 4|8    4: edge neighbours; 8 (default): edge and corner neighbours\n"
+         "  --regions CSV         also write one row of statistics per region, in label order:\n"
+         "                        label,area,min_row,min_col,max_row,max_col (inclusive),\n"
+         "                        centroid_row,centroid_col; for a 3-D stack a first column\n"
+         "                        frame (0..N-1), labels restarting at 1 in each frame\n"
+         "  --intensity IMG       with --regions: an image of the mask's shape (u8, u16, f32)\n"
+         "                        adding the columns sum,max,wcentroid_row,wcentroid_col\n"
+         "  --in is a u8 mask (2-D or a 3-D stack of frames labelled independently).\n",
+     .inputs = {{.flag = "--intensity", .needs = "--regions"}},
+     .outputs = {{.flag = "(count)", .internal = true}, {.flag = "--regions", .text = true}},
+     .init = label_init,
+     .option = label_option,
+     .output = label_output,
+     .enqueue = label_enqueue,
+     .text = label_text},
+    {.name = "segment",
+     .summary = "out = labels of the components of (in CMP T), i32; --regions: their statistics",
+     .synopsis = "--value T [--cmp gt|ge|lt|le] [--connectivity 4|8] --regions REGIONS.csv",
+     .options =
+         "  --value T             the threshold (required; compared in double precision)\n"
+         "  --cmp gt|ge|lt|le     foreground where in CMP T (default gt: in > T)\n"
+         "  --connectivity 4|8    4: edge neighbours; 8 (default): edge and corner neighbours\n"
+         "  --regions CSV         one row per region, in label order (required): label,area,\n"
+         "                        min_row,min_col,max_row,max_col (inclusive),centroid_row,\n"
+         "                        centroid_col,sum,max,wcentroid_row,wcentroid_col (the\n"
+         "                        intensity is in itself)\n"
+         "  --in is a 2-D u8, u16 or f32 image; --out gets the i32 labels.\n",
+     .outputs = {{.flag = "(count)", .internal = true},
+                 {.flag = "(table)", .internal = true},
+                 {.flag = "--regions", .required = true, .text = true}},
+     .init = segment_init,
+     .option = segment_option,
+     .output = segment_output,
+     .enqueue = segment_enqueue,
+     .text = segment_text},
     {.name = "entropy",
      .summary = "out = local Shannon entropy (bits) of a W x W window, f32; u8, u16 or f32 input",
      .synopsis = "--window W [--bins B] [--range LO,HI|auto]",
@@ -432,7 +767,8 @@ static bool take_file(op_run *run, const char *flag, const char *value) {
       return true;
     }
   for (int k = 0; k < run->n_out; k++)
-    if (strcmp(flag, output_flag(run->op, k)) == 0) {
+    if ((k == 0 || !run->op->outputs[k - 1].internal) &&
+        strcmp(flag, output_flag(run->op, k)) == 0) {
       run->out_paths[k] = value;
       return true;
     }
@@ -510,11 +846,24 @@ static int parse_arguments(op_run *run, int argc, char **argv) {
       return EXIT_USAGE;
     }
   for (int k = 0; k < run->n_out; k++)
-    if (!run->out_paths[k] && (k == 0 || run->op->outputs[k - 1].required)) {
+    if (!run->out_paths[k] &&
+        (k == 0 || (run->op->outputs[k - 1].required && !run->op->outputs[k - 1].internal))) {
       fprintf(stderr, "plume op %s: %s is required (see plume op %s --help)\n", prefix,
               output_flag(run->op, k), prefix);
       return EXIT_USAGE;
     }
+  for (int k = 1; k < run->n_in; k++) {
+    const char *needs = run->op->inputs[k - 1].needs;
+    if (!run->in_paths[k] || !needs) continue;
+    bool given = false;
+    for (int j = 1; j < run->n_out; j++)
+      if (run->out_paths[j] && strcmp(output_flag(run->op, j), needs) == 0) given = true;
+    if (!given) {
+      fprintf(stderr, "plume op %s: %s is taken only with %s (see plume op %s --help)\n", prefix,
+              input_flag(run->op, k), needs, prefix);
+      return EXIT_USAGE;
+    }
+  }
   char err[ERROR_SIZE] = "";
   if (run->op->option(&run->args, NULL, NULL, err, sizeof err) != 0) {
     fprintf(stderr, "plume op %s: %s\n", prefix, err);
@@ -546,6 +895,8 @@ typedef struct op_state {
   plm_tensor *out[OP_MAX_OUTPUTS];
   plm_shape shapes[OP_MAX_OUTPUTS];
   void *host_out[OP_MAX_OUTPUTS];
+  char *text[OP_MAX_OUTPUTS]; /* of the op's text outputs */
+  size_t text_length[OP_MAX_OUTPUTS];
   double *times;
 } op_state;
 
@@ -562,6 +913,7 @@ static int release_run(op_state *s, const char *prefix, int exit_code) {
   for (int k = 0; k < OP_MAX_INPUTS; k++) image_free(&s->inputs[k], &s->pinned);
   for (int k = 0; k < OP_MAX_OUTPUTS; k++)
     if (s->host_out[k]) plm_host_free(s->ctx, s->host_out[k]);
+  for (int k = 0; k < OP_MAX_OUTPUTS; k++) free(s->text[k]);
   free(s->times);
   if (s->ctx && plm_context_destroy(s->ctx) != PLM_OK && exit_code == 0) {
     fprintf(stderr, "plume op %s: %s\n", prefix, plm_last_error());
@@ -625,12 +977,15 @@ static int execute(const op_run *run) {
   status = run->op->output(s.in, &run->args, s.shapes);
   if (status != PLM_OK) return library_failure(&s, prefix, status);
   for (int k = 0; k < run->n_out; k++) {
-    if (!run->out_paths[k]) continue;
+    const op_file *file = k == 0 ? NULL : &run->op->outputs[k - 1];
+    bool internal = file && file->internal;
+    if ((!run->out_paths[k] && !internal) || (file && file->text)) continue;
     const plm_shape *shape = &s.shapes[k];
     status = plm_tensor_alloc(s.pool, s.stream, shape->dtype, shape->ndim, shape->dims,
                               &s.out_tensors[k]);
     if (status != PLM_OK) return library_failure(&s, prefix, status);
     s.out[k] = &s.out_tensors[k];
+    if (internal) continue;
     status = plm_host_alloc(s.ctx, plm_tensor_bytes(s.out[k]), &s.host_out[k]);
     if (status != PLM_OK) return library_failure(&s, prefix, status);
   }
@@ -648,7 +1003,7 @@ static int execute(const op_run *run) {
         return library_failure(&s, prefix, status);
   }
   for (int k = 0; k < run->n_out; k++)
-    if (s.out[k] &&
+    if (s.host_out[k] &&
         (status = plm_stream_memcpy(s.stream, s.host_out[k], s.out[k]->data,
                                     plm_tensor_bytes(s.out[k]), PLM_COPY_DEVICE_TO_HOST)) != PLM_OK)
       return library_failure(&s, prefix, status);
@@ -661,9 +1016,24 @@ static int execute(const op_run *run) {
     fprintf(stderr, "time_ms median=%.4f min=%.4f max=%.4f\n", median, s.times[0], s.times[n - 1]);
   }
 
+  /* The text outputs are made before any file is written. */
+  if (run->op->text) {
+    status = run->op->text(s.stream, s.pool, s.in, &run->args, s.out, run->out_paths, s.text,
+                           s.text_length, err, sizeof err);
+    if (status != PLM_OK) {
+      if (err[0] == '\0') return library_failure(&s, prefix, status);
+      return file_failure(&s, prefix, status, err);
+    }
+  }
+
   /* Each output is written atomically, in order; a failure stops at that file. */
   for (int k = 0; k < run->n_out; k++) {
-    if (!s.out[k]) continue;
+    if (s.text[k]) {
+      status = image_write_text(run->out_paths[k], s.text[k], s.text_length[k], err, sizeof err);
+      if (status != PLM_OK) return file_failure(&s, prefix, status, err);
+      continue;
+    }
+    if (!s.host_out[k]) continue;
     const plm_shape *shape = &s.shapes[k];
     image result = {.dtype = shape->dtype, .ndim = shape->ndim, .data = s.host_out[k]};
     memcpy(result.dims, shape->dims, sizeof result.dims);

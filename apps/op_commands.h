@@ -4,7 +4,8 @@
  *                   [--repeat N] [-h|--help]
  *
  * An op may read further files besides IN (conv2d: --kernel K) and write further
- * ones besides OUT, each named by its own flag.
+ * ones besides OUT, each named by its own flag; these may be text (label: --regions
+ * CSV), made after the op has run and before any file is written.
  *
  * The flow, shared by every op: read IN and the op's other input files
  * (apps/image_io.h) into pinned host memory (plm_host_alloc) -> the context on the

@@ -16,7 +16,7 @@
  *
  * Each family of operations has a header of its own, included by plume/plume.h:
  * plume/threshold.h (threshold), plume/conv.h (conv2d, sobel), plume/entropy.h
- * (local entropy), plume/label.h (label, regions).
+ * (local entropy), plume/label.h (label, regions), plume/segment.h (segment).
  */
 #ifndef PLUME_OPS_H
 #define PLUME_OPS_H

@@ -16,6 +16,7 @@
 #include "plume/label.h"
 #include "plume/ops.h"
 #include "plume/pool.h"
+#include "plume/segment.h"
 #include "plume/status.h"
 #include "plume/stream.h"
 #include "plume/tensor.h"

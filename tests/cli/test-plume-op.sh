@@ -186,6 +186,195 @@ if run 0 "conv2d --repeat" op conv2d --in nine.npy --kernel box.npy --out conv.r
     [[ $(wc -l <err.txt) == 1 ]] || fail "conv2d --repeat: stderr is '$(cat err.txt)'"
 fi
 
+# ---- label ------------------------------------------------------------------------------
+# i32 V...: printf escapes of little-endian i32 values 0..255.
+i32() {
+  local v out=''
+  for v in "$@"; do out+=$(printf '\\x%02x\\x00\\x00\\x00' "$v"); done
+  printf '%s' "$out"
+}
+# d V: V (an awk expression) as %.17g, as the CSV prints doubles.
+d() { awk "BEGIN { printf \"%.17g\", $1 }"; }
+
+# A 4x5 mask whose two diagonal pairs join under 8- but not 4-connectivity:
+#   1 1 0 0 1
+#   0 1 0 1 0
+#   0 0 0 0 0
+#   1 0 0 1 1
+write_npy mask.npy '|u1' '(4, 5)' \
+  '\x01\x01\x00\x00\x01\x00\x01\x00\x01\x00\x00\x00\x00\x00\x00\x01\x00\x00\x01\x01'
+write_npy mask.l8.npy '<i4' '(4, 5)' "$(i32 1 1 0 0 2 0 1 0 2 0 0 0 0 0 0 3 0 0 4 4)"
+write_npy mask.l4.npy '<i4' '(4, 5)' "$(i32 1 1 0 0 2 0 1 0 3 0 0 0 0 0 0 4 0 0 5 5)"
+# The intensity: 1..20 in raster order (u8).
+write_npy inten.npy '|u1' '(4, 5)' \
+  '\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10\x11\x12\x13\x14'
+regions_header='label,area,min_row,min_col,max_row,max_col,centroid_row,centroid_col'
+printf '%s\n' "$regions_header" \
+  "1,3,0,0,1,1,$(d 1/3),$(d 2/3)" \
+  "2,2,0,3,1,4,0.5,3.5" \
+  "3,1,3,0,3,0,3,0" \
+  "4,2,3,3,3,4,3,3.5" >regions.l8.csv
+printf '%s\n' "$regions_header" \
+  "1,3,0,0,1,1,$(d 1/3),$(d 2/3)" \
+  "2,1,0,4,0,4,0,4" \
+  "3,1,1,3,1,3,1,3" \
+  "4,1,3,0,3,0,3,0" \
+  "5,2,3,3,3,4,3,3.5" >regions.l4.csv
+printf '%s\n' "$regions_header,sum,max,wcentroid_row,wcentroid_col" \
+  "1,3,0,0,1,1,$(d 1/3),$(d 2/3),10,7,$(d 7/10),$(d 9/10)" \
+  "2,2,0,3,1,4,0.5,3.5,14,9,$(d 9/14),$(d 47/14)" \
+  "3,1,3,0,3,0,3,0,16,16,3,0" \
+  "4,2,3,3,3,4,3,3.5,39,20,3,$(d 137/39)" >regions.l8i.csv
+
+run 0 "label (default 8)" op label --in mask.npy --out label.out.npy --backend host &&
+  same label.out.npy mask.l8.npy "label (default 8)"
+run 0 "label 8, regions" op label --in mask.npy --out label.out.npy --connectivity 8 \
+  --regions regions.out.csv --backend host && {
+  same label.out.npy mask.l8.npy "label 8, regions: labels"
+  same regions.out.csv regions.l8.csv "label 8, regions: CSV"
+}
+run 0 "label 4, regions" op label --in mask.npy --out label.out.npy --connectivity=4 \
+  --regions regions.out.csv --backend host && {
+  same label.out.npy mask.l4.npy "label 4, regions: labels"
+  same regions.out.csv regions.l4.csv "label 4, regions: CSV"
+}
+run 0 "label, regions with intensity" op label --in mask.npy --out label.out.npy \
+  --regions regions.out.csv --intensity inten.npy --backend host && {
+  same label.out.npy mask.l8.npy "label, intensity: labels"
+  same regions.out.csv regions.l8i.csv "label, intensity: CSV"
+}
+run 0 "label, auto backend" op label --in mask.npy --out label.auto.npy \
+  --regions regions.auto.csv --intensity inten.npy && {
+  same label.auto.npy mask.l8.npy "label, auto backend: labels"
+  same regions.auto.csv regions.l8i.csv "label, auto backend: CSV"
+}
+run 0 "label --repeat" op label --in mask.npy --out label.rep.npy --regions regions.rep.csv \
+  --repeat 2 --backend host && {
+  same label.rep.npy mask.l8.npy "label --repeat: labels"
+  same regions.rep.csv regions.l8.csv "label --repeat: CSV"
+}
+# An empty mask: labels all 0 and a CSV of the header only.
+write_npy empty.npy '|u1' '(1, 2)' '\x00\x00'
+write_npy empty.labels.npy '<i4' '(1, 2)' "$(i32 0 0)"
+printf '%s\n' "$regions_header" >regions.empty.csv
+run 0 "label empty mask" op label --in empty.npy --out label.empty.npy --regions regions.out.csv \
+  --backend host && {
+  same label.empty.npy empty.labels.npy "label empty mask: labels"
+  same regions.out.csv regions.empty.csv "label empty mask: CSV"
+}
+# A stack of two 2x2 frames, [[1,0],[0,1]] and [[0,0],[1,1]]: labels restart at 1 in
+# each frame, and the CSV has a frame column; the intensity is a stack too.
+write_npy mstack.npy '|u1' '(2, 2, 2)' '\x01\x00\x00\x01\x00\x00\x01\x01'
+write_npy mstack.labels.npy '<i4' '(2, 2, 2)' "$(i32 1 0 0 1 0 0 1 1)"
+write_npy istack.npy '<u2' '(2, 2, 2)' \
+  '\x01\x00\x02\x00\x03\x00\x04\x00\x05\x00\x06\x00\x07\x00\xe8\x03'
+printf '%s\n' "frame,$regions_header,sum,max,wcentroid_row,wcentroid_col" \
+  "0,1,2,0,0,1,1,0.5,0.5,5,4,0.80000000000000004,0.80000000000000004" \
+  "1,1,2,1,0,1,1,1,0.5,1007,1000,1,$(d 1000/1007)" >regions.stack.csv
+run 0 "label stack, regions" op label --in mstack.npy --out label.stack.npy \
+  --regions regions.out.csv --intensity istack.npy --backend host && {
+  same label.stack.npy mstack.labels.npy "label stack: labels"
+  same regions.out.csv regions.stack.csv "label stack: CSV"
+}
+
+# Bad label arguments: exit 2, neither output written.
+for c in 6 0 '' 44 four; do
+  run 2 "label --connectivity '$c'" op label --in mask.npy --out bad.npy --regions bad.csv \
+    --connectivity "$c"
+  absent "label --connectivity '$c'" bad.npy bad.csv
+done
+run 2 "label --intensity without --regions" op label --in mask.npy --out bad.npy \
+  --intensity inten.npy && { grep -q -- '--regions' err.txt || fail "intensity: $(cat err.txt)"; }
+absent "label --intensity without --regions" bad.npy
+run 2 "label intensity of the wrong shape" op label --in mask.npy --out bad.npy \
+  --regions bad.csv --intensity nine.npy --backend host &&
+  { grep -q 'shape' err.txt || fail "intensity shape: $(cat err.txt)"; }
+absent "label intensity of the wrong shape" bad.npy bad.csv
+run 2 "label i32 intensity" op label --in mask.npy --out bad.npy --regions bad.csv \
+  --intensity mask.l8.npy --backend host
+absent "label i32 intensity" bad.npy bad.csv
+run 2 "label f32 mask" op label --in f32.npy --out bad.npy --regions bad.csv --backend host
+absent "label f32 mask" bad.npy bad.csv
+run 2 "label unwritable CSV" op label --in mask.npy --out bad.npy --regions no/such/dir/r.csv \
+  --backend host
+rm -f bad.npy
+absent "label unwritable CSV" bad.csv
+run 2 "label takes no --count" op label --in mask.npy --out bad.npy --count bad.csv
+absent "label takes no --count" bad.npy bad.csv
+run 0 "label --help" op label --help && { grep -q -- '--connectivity 4|8' out.txt ||
+  fail "label --help: $(cat out.txt)"; }
+
+# ---- segment ----------------------------------------------------------------------------
+# The label mask's pattern as an image: foreground 100 + i, background i (i = 1..20 in
+# raster order); > 50 is the mask above, and the intensity is the image itself.
+write_npy seg.npy '|u1' '(4, 5)' \
+  '\x65\x66\x03\x04\x69\x06\x6b\x08\x6d\x0a\x0b\x0c\x0d\x0e\x0f\x74\x11\x12\x77\x78'
+seg_header="$regions_header,sum,max,wcentroid_row,wcentroid_col"
+printf '%s\n' "$seg_header" \
+  "1,3,0,0,1,1,$(d 1/3),$(d 2/3),310,107,$(d 107/310),$(d 209/310)" \
+  "2,2,0,3,1,4,0.5,3.5,214,109,$(d 109/214),$(d 747/214)" \
+  "3,1,3,0,3,0,3,0,116,116,3,0" \
+  "4,2,3,3,3,4,3,3.5,239,120,3,$(d 837/239)" >seg.8.csv
+printf '%s\n' "$seg_header" \
+  "1,3,0,0,1,1,$(d 1/3),$(d 2/3),310,107,$(d 107/310),$(d 209/310)" \
+  "2,1,0,4,0,4,0,4,105,105,0,4" \
+  "3,1,1,3,1,3,1,3,109,109,1,3" \
+  "4,1,3,0,3,0,3,0,116,116,3,0" \
+  "5,2,3,3,3,4,3,3.5,239,120,3,$(d 837/239)" >seg.4.csv
+run 0 "segment (gt, 8)" op segment --in seg.npy --out seg.out.npy --value 50 \
+  --regions seg.out.csv --backend host && {
+  same seg.out.npy mask.l8.npy "segment (gt, 8): labels"
+  same seg.out.csv seg.8.csv "segment (gt, 8): CSV"
+}
+run 0 "segment ge, 4" op segment --in seg.npy --out seg.out.npy --value 101 --cmp ge \
+  --connectivity 4 --regions seg.out.csv --backend host && {
+  same seg.out.npy mask.l4.npy "segment ge, 4: labels"
+  same seg.out.csv seg.4.csv "segment ge, 4: CSV"
+}
+run 0 "segment, auto backend, --repeat" op segment --in seg.npy --out seg.auto.npy --value 50 \
+  --regions seg.auto.csv --repeat 2 && {
+  same seg.auto.npy mask.l8.npy "segment, auto backend: labels"
+  same seg.auto.csv seg.8.csv "segment, auto backend: CSV"
+}
+# Nothing above the threshold: labels 0 and the header only.
+write_npy seg.none.npy '<i4' '(4, 5)' "$(i32 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0)"
+printf '%s\n' "$seg_header" >seg.none.csv
+run 0 "segment, no region" op segment --in seg.npy --out seg.out.npy --value 200 \
+  --regions seg.out.csv --backend host && {
+  same seg.out.npy seg.none.npy "segment, no region: labels"
+  same seg.out.csv seg.none.csv "segment, no region: CSV"
+}
+# f32 input (1, 3) = [1.0, 2.5, -1.0] > 0: one region of two pixels.
+printf '%s\n' "$seg_header" "1,2,0,0,0,1,0,0.5,3.5,2.5,0,$(d 2.5/3.5)" >seg.f32.csv
+write_npy seg.f32.labels.npy '<i4' '(1, 3)' "$(i32 1 1 0)"
+run 0 "segment f32" op segment --in f32.npy --out seg.out.npy --value 0 --regions seg.out.csv \
+  --backend host && {
+  same seg.out.npy seg.f32.labels.npy "segment f32: labels"
+  same seg.out.csv seg.f32.csv "segment f32: CSV"
+}
+
+run 2 "segment without --regions" op segment --in seg.npy --out bad.npy --value 50 &&
+  { grep -q -- '--regions is required' err.txt || fail "segment --regions: $(cat err.txt)"; }
+absent "segment without --regions" bad.npy
+run 2 "segment without --value" op segment --in seg.npy --out bad.npy --regions bad.csv
+absent "segment without --value" bad.npy bad.csv
+run 2 "segment --connectivity 6" op segment --in seg.npy --out bad.npy --value 1 \
+  --connectivity 6 --regions bad.csv
+absent "segment --connectivity 6" bad.npy bad.csv
+run 2 "segment bad --cmp" op segment --in seg.npy --out bad.npy --value 1 --cmp eq \
+  --regions bad.csv
+absent "segment bad --cmp" bad.npy bad.csv
+run 2 "segment 3-D image" op segment --in ramps.npy --out bad.npy --value 1 --regions bad.csv \
+  --backend host && { grep -q '3 dimensions' err.txt || fail "segment 3-D: $(cat err.txt)"; }
+absent "segment 3-D image" bad.npy bad.csv
+run 2 "segment i32 image" op segment --in mask.l8.npy --out bad.npy --value 1 --regions bad.csv \
+  --backend host
+absent "segment i32 image" bad.npy bad.csv
+run 2 "segment takes no --intensity" op segment --in seg.npy --out bad.npy --value 1 \
+  --regions bad.csv --intensity seg.npy
+absent "segment takes no --intensity" bad.npy bad.csv
+run 0 "segment --help" op segment --help && { grep -q -- '--regions CSV' out.txt ||
+  fail "segment --help: $(cat out.txt)"; }
 # ---- entropy ----------------------------------------------------------------------------
 # The window at (y, x) covers rows y - floor(w/2) .. y - floor(w/2) + w - 1 (and the same
 # columns); pixels outside the image are left out. H = -sum (c/n) log2 (c/n) in bits.
