@@ -33,8 +33,8 @@
  * Files: pool_index.c (the TLSF index), pool_blocks.c (descriptors, owners, epoch
  * queues, moving blocks between states), pool_epochs.c (closing, marking and
  * polling epochs; reuse behind waits), pool_upstream.c (PASSTHROUGH, CUDA_ASYNC),
- * pool.c (statistics, the fast path, chunks, the out-of-memory ladder, lifecycle,
- * the public API).
+ * pool_stats.c (statistics, the out-of-memory message), pool.c (the fast path,
+ * chunks, the out-of-memory ladder, lifecycle, the rest of the public API).
  *
  * Invariants (checked by PLM_ASSERT in debug builds, after every slow path):
  *   - the blocks of a chunk tile it exactly, in address order;
@@ -144,7 +144,7 @@ void plm__pool_poll_epochs(plm_pool *pool, pool_owner **owners, size_t count);
 pool_block *plm__pool_find_covered_pending(plm_pool *pool, pool_owner *owner, const request *r,
                                            bool extend, void **event);
 
-/* pool/pool.c: statistics and the out-of-memory message; `lock` held for the
+/* pool/pool_stats.c: statistics and the out-of-memory message; `lock` held for the
  * notes, not for the message. */
 void plm__pool_note_allocated(plm_pool *pool, const pool_block *block, size_t requested,
                               const plm_stream *stream, bool reserved_memory);

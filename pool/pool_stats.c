@@ -1,0 +1,62 @@
+/* pool/pool_stats.c: the pool's statistics (plume/pool.h): the counters kept as
+ * blocks come and go, the snapshot plm_pool_stats_get returns, and the message an
+ * out-of-memory failure carries. */
+#include "pool/pool_internal.h"
+#include "streams/error.h"
+
+void plm__pool_note_allocated(plm_pool *pool, const pool_block *block, size_t requested,
+                              const plm_stream *stream, bool reserved_memory) {
+  plm_pool_stats *stats = &pool->stats;
+  stats->requests++;
+  if (!reserved_memory) stats->hits++;
+  if (block->freed_on && block->freed_on != stream) stats->cross_stream_reuses++;
+  stats->live_blocks++;
+  stats->bytes_in_use += block->size;
+  stats->bytes_requested += requested;
+  if (stats->bytes_in_use > stats->peak_bytes_in_use)
+    stats->peak_bytes_in_use = stats->bytes_in_use;
+}
+
+/* Count bytes taken from upstream (the caller counts the call itself). */
+void plm__pool_note_reserved(plm_pool *pool, size_t bytes) {
+  pool->stats.bytes_reserved += bytes;
+  if (pool->stats.bytes_reserved > pool->stats.peak_bytes_reserved)
+    pool->stats.peak_bytes_reserved = pool->stats.bytes_reserved;
+}
+
+void plm__pool_format_failure(plm_pool *pool, const request *r) {
+  plm_pool_stats stats;
+  plm_pool_stats_get(pool, &stats);
+  plm__fail_raw(PLM_ERR_OUT_OF_MEMORY,
+                "out of memory for %zu bytes: %llu bytes in use, %llu reserved (limit %zu), "
+                "largest free block %llu, fragmentation %.3f",
+                r->bytes, (unsigned long long)stats.bytes_in_use,
+                (unsigned long long)stats.bytes_reserved, pool->config.byte_limit,
+                (unsigned long long)stats.largest_free_block, stats.fragmentation);
+}
+
+plm_status plm_pool_stats_get(plm_pool *pool, plm_pool_stats *out) {
+  PLM__REQUIRE_NOT_NULL(pool);
+  PLM__REQUIRE_NOT_NULL(out);
+  pthread_mutex_lock(&pool->lock);
+  plm_pool_stats stats = pool->stats;
+  size_t largest = pool_index_largest(&pool->global);
+  size_t free_bytes = pool->global.free_bytes;
+  pool_owner *owner, *next;
+  HASH_ITER(hh, pool->owners, owner, next) {
+    size_t pending_largest = pool_index_largest(&owner->pending);
+    if (pending_largest > largest) largest = pending_largest;
+    free_bytes += owner->pending.free_bytes;
+  }
+  pthread_mutex_unlock(&pool->lock);
+  stats.largest_free_block = largest;
+  stats.fragmentation = free_bytes ? 1.0 - (double)largest / (double)free_bytes : 0.0;
+  if (pool->config.mode == PLM_POOL_CUDA_ASYNC) {
+    /* What cudaMallocAsync's pool really holds, not the bytes handed out. */
+    plm_status status = pool->backend->async_pool_reserved(
+        pool->backend_ctx, pool->async_pool, &stats.bytes_reserved, &stats.peak_bytes_reserved);
+    if (status != PLM_OK) return plm__propagate(status);
+  }
+  *out = stats;
+  return PLM_OK;
+}
