@@ -28,6 +28,24 @@ void plm_test_add_fixture(TCase *tcase) {
   tcase_add_checked_fixture(tcase, fixture_setup, fixture_teardown);
 }
 
+plm_pool *plm_test_pool = NULL;
+plm_stream *plm_test_stream = NULL;
+
+static void stream_fixture_setup(void) {
+  PLM_CHECK_OK(plm_context_default_pool(plm_test_ctx, &plm_test_pool));
+  PLM_CHECK_OK(plm_stream_create(plm_test_ctx, 0, &plm_test_stream));
+}
+
+static void stream_fixture_teardown(void) {
+  PLM_CHECK_OK(plm_stream_destroy(plm_test_stream));
+  plm_test_stream = NULL;
+  plm_test_pool = NULL;
+}
+
+void plm_test_add_stream_fixture(TCase *tcase) {
+  tcase_add_checked_fixture(tcase, stream_fixture_setup, stream_fixture_teardown);
+}
+
 double plm_test_now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

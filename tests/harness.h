@@ -15,6 +15,7 @@
 
 #include <check.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "plume/plume.h"
 
@@ -26,6 +27,21 @@ extern plm_backend plm_test_backend;
  * owned objects (a leak inside the test). */
 extern plm_context *plm_test_ctx;
 void plm_test_add_fixture(TCase *tcase);
+
+/* For tests of operations: the context's default pool and a stream, made by a
+ * fixture that runs after plm_test_add_fixture's (add that one first) and destroyed
+ * before it. */
+extern plm_pool *plm_test_pool;
+extern plm_stream *plm_test_stream;
+void plm_test_add_stream_fixture(TCase *tcase);
+
+/* A small deterministic generator (xorshift64) for test data; *state must not be 0. */
+static inline uint64_t plm_test_random(uint64_t *state) {
+  *state ^= *state << 13;
+  *state ^= *state >> 7;
+  *state ^= *state << 17;
+  return *state;
+}
 
 /* Assert a call succeeded, printing plume's message when it did not. */
 #define PLM_CHECK_OK(call)                                              \

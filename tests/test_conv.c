@@ -13,25 +13,6 @@
 
 #include "harness.h"
 
-static plm_pool *pool;
-static plm_stream *stream;
-
-static void setup(void) {
-  PLM_CHECK_OK(plm_context_default_pool(plm_test_ctx, &pool));
-  PLM_CHECK_OK(plm_stream_create(plm_test_ctx, 0, &stream));
-}
-
-static void teardown(void) {
-  PLM_CHECK_OK(plm_stream_destroy(stream));
-}
-
-static uint64_t next_random(uint64_t *state) {
-  *state ^= *state << 13;
-  *state ^= *state >> 7;
-  *state ^= *state << 17;
-  return *state;
-}
-
 /* ---- the reference ------------------------------------------------------------------ */
 
 /* The index read for i under border, or -1 for a zero; reflect101 by repeated
@@ -81,7 +62,7 @@ static void *make_image(plm_dtype dtype, int64_t count, double *as_double, uint6
   ck_assert_ptr_nonnull(host);
   uint64_t state = seed | 1;
   for (int64_t i = 0; i < count; i++) {
-    uint64_t r = next_random(&state);
+    uint64_t r = plm_test_random(&state);
     switch (dtype) {
       case PLM_DTYPE_U8: ((uint8_t *)host)[i] = (uint8_t)r; break;
       case PLM_DTYPE_U16: ((uint16_t *)host)[i] = (uint16_t)r; break;
@@ -95,16 +76,16 @@ static void *make_image(plm_dtype dtype, int64_t count, double *as_double, uint6
 }
 
 static void upload(plm_tensor *t, const void *host) {
-  PLM_CHECK_OK(
-      plm_stream_memcpy(stream, t->data, host, plm_tensor_bytes(t), PLM_COPY_HOST_TO_DEVICE));
+  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, t->data, host, plm_tensor_bytes(t),
+                                 PLM_COPY_HOST_TO_DEVICE));
 }
 
 static float *download(const plm_tensor *t) {
   float *host = malloc(plm_tensor_bytes(t));
   ck_assert_ptr_nonnull(host);
-  PLM_CHECK_OK(
-      plm_stream_memcpy(stream, host, t->data, plm_tensor_bytes(t), PLM_COPY_DEVICE_TO_HOST));
-  PLM_CHECK_OK(plm_stream_synchronize(stream));
+  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, host, t->data, plm_tensor_bytes(t),
+                                 PLM_COPY_DEVICE_TO_HOST));
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
   return host;
 }
 
@@ -137,9 +118,12 @@ static int64_t run_conv2d(plm_dtype dtype, image_shape shape, int kh, int kw,
   const int64_t kernel_dims[2] = {kh, kw};
 
   plm_tensor in, kernel, out;
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, dtype, shape.ndim, shape.dims, &in));
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_F32, 2, kernel_dims, &kernel));
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_F32, shape.ndim, out_shape.dims, &out));
+  PLM_CHECK_OK(
+      plm_tensor_alloc(plm_test_pool, plm_test_stream, dtype, shape.ndim, shape.dims, &in));
+  PLM_CHECK_OK(
+      plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, kernel_dims, &kernel));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, shape.ndim,
+                                out_shape.dims, &out));
   plm_shape expected;
   PLM_CHECK_OK(plm_conv2d_output(&in, &kernel, &params, &expected));
   ck_assert_int_eq(expected.ndim, shape.ndim);
@@ -154,12 +138,12 @@ static int64_t run_conv2d(plm_dtype dtype, image_shape shape, int kh, int kw,
   void *host = make_image(dtype, count, image, seed);
   uint64_t state = seed * 3 + 1;
   for (int t = 0; t < kh * kw; t++) {
-    taps_f32[t] = (float)((double)(next_random(&state) % 2001) / 1000.0 - 1.0);
+    taps_f32[t] = (float)((double)(plm_test_random(&state) % 2001) / 1000.0 - 1.0);
     taps[t] = taps_f32[t];
   }
   upload(&in, host);
   upload(&kernel, taps_f32);
-  PLM_CHECK_OK(plm_conv2d(stream, &in, &kernel, &params, &out));
+  PLM_CHECK_OK(plm_conv2d(plm_test_stream, &in, &kernel, &params, &out));
   float *result = download(&out);
 
   int64_t mismatches = 0;
@@ -178,9 +162,9 @@ static int64_t run_conv2d(plm_dtype dtype, image_shape shape, int kh, int kw,
           mismatches++;
         }
       }
-  PLM_CHECK_OK(plm_tensor_free(pool, stream, &in));
-  PLM_CHECK_OK(plm_tensor_free(pool, stream, &kernel));
-  PLM_CHECK_OK(plm_tensor_free(pool, stream, &out));
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &in));
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &kernel));
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &out));
   free(host);
   free(result);
   free(image);
@@ -294,9 +278,11 @@ static int64_t run_sobel(plm_dtype dtype, image_shape shape, plm_border border, 
   int64_t n, h, w;
   frame_dims(&shape, &n, &h, &w);
   plm_tensor in, outs[3];
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, dtype, shape.ndim, shape.dims, &in));
+  PLM_CHECK_OK(
+      plm_tensor_alloc(plm_test_pool, plm_test_stream, dtype, shape.ndim, shape.dims, &in));
   for (int o = 0; o < 3; o++)
-    PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_F32, shape.ndim, shape.dims, &outs[o]));
+    PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, shape.ndim,
+                                  shape.dims, &outs[o]));
   int64_t count = n * h * w;
   double *image = malloc((size_t)count * sizeof *image);
   ck_assert_ptr_nonnull(image);
@@ -304,7 +290,7 @@ static int64_t run_sobel(plm_dtype dtype, image_shape shape, plm_border border, 
   upload(&in, host);
   plm_sobel_params params = plm_sobel_params_default();
   params.border = border;
-  PLM_CHECK_OK(plm_sobel(stream, &in, &params, (want & WANT_GX) ? &outs[0] : NULL,
+  PLM_CHECK_OK(plm_sobel(plm_test_stream, &in, &params, (want & WANT_GX) ? &outs[0] : NULL,
                          (want & WANT_GY) ? &outs[1] : NULL,
                          (want & WANT_MAGNITUDE) ? &outs[2] : NULL));
   float *results[3] = {NULL, NULL, NULL};
@@ -331,9 +317,9 @@ static int64_t run_sobel(plm_dtype dtype, image_shape shape, plm_border border, 
           }
         }
       }
-  PLM_CHECK_OK(plm_tensor_free(pool, stream, &in));
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &in));
   for (int o = 0; o < 3; o++) {
-    PLM_CHECK_OK(plm_tensor_free(pool, stream, &outs[o]));
+    PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &outs[o]));
     free(results[o]);
   }
   free(host);
@@ -364,15 +350,15 @@ START_TEST(test_sobel_default_border_is_reflect101) {
   float host[20], *gx;
   for (int i = 0; i < 20; i++) host[i] = (float)(i % 5);
   plm_tensor in, out;
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_F32, 2, dims, &in));
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_F32, 2, dims, &out));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, dims, &in));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, dims, &out));
   upload(&in, host);
-  PLM_CHECK_OK(plm_sobel(stream, &in, &params, &out, NULL, NULL));
+  PLM_CHECK_OK(plm_sobel(plm_test_stream, &in, &params, &out, NULL, NULL));
   gx = download(&out);
   for (int i = 0; i < 20; i++) ck_assert_float_eq(gx[i], (i % 5 == 0 || i % 5 == 4) ? 0.0f : 8.0f);
   free(gx);
-  PLM_CHECK_OK(plm_tensor_free(pool, stream, &in));
-  PLM_CHECK_OK(plm_tensor_free(pool, stream, &out));
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &in));
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &out));
 }
 END_TEST
 
@@ -426,87 +412,91 @@ START_TEST(test_bad_input_is_refused_and_nothing_is_enqueued) {
   const int64_t k3[2] = {3, 3}, k32[2] = {3, 32}, k_small[2] = {9, 3};
   plm_tensor in, kernel, out, wrong, as_i32, u8_out, kernel_u8, big_kernel, small_img_kernel,
       same_out;
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_F32, 2, dims, &in));
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_F32, 2, k3, &kernel));
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_F32, 2, out_dims, &out));
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_F32, 2, wrong_dims, &wrong));
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_I32, 2, dims, &as_i32));
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_U8, 2, out_dims, &u8_out));
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_U8, 2, k3, &kernel_u8));
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_F32, 2, k32, &big_kernel));
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_F32, 2, k_small, &small_img_kernel));
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_F32, 2, dims, &same_out));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, dims, &in));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, k3, &kernel));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, out_dims, &out));
+  PLM_CHECK_OK(
+      plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, wrong_dims, &wrong));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_I32, 2, dims, &as_i32));
+  PLM_CHECK_OK(
+      plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_U8, 2, out_dims, &u8_out));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_U8, 2, k3, &kernel_u8));
+  PLM_CHECK_OK(
+      plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, k32, &big_kernel));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, k_small,
+                                &small_img_kernel));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, dims, &same_out));
   plm_conv2d_params params = plm_conv2d_params_default();
 
   PLM_CHECK_FAILS(plm_conv2d(NULL, &in, &kernel, &params, &out), PLM_ERR_INVALID_ARG,
                   "plm_conv2d: stream is NULL");
-  PLM_CHECK_FAILS(plm_conv2d(stream, NULL, &kernel, &params, &out), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_conv2d(plm_test_stream, NULL, &kernel, &params, &out), PLM_ERR_INVALID_ARG,
                   "plm_conv2d: in is NULL");
-  PLM_CHECK_FAILS(plm_conv2d(stream, &in, NULL, &params, &out), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_conv2d(plm_test_stream, &in, NULL, &params, &out), PLM_ERR_INVALID_ARG,
                   "kernel is NULL");
-  PLM_CHECK_FAILS(plm_conv2d(stream, &in, &kernel, NULL, &out), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_conv2d(plm_test_stream, &in, &kernel, NULL, &out), PLM_ERR_INVALID_ARG,
                   "params is NULL");
-  PLM_CHECK_FAILS(plm_conv2d(stream, &in, &kernel, &params, NULL), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_conv2d(plm_test_stream, &in, &kernel, &params, NULL), PLM_ERR_INVALID_ARG,
                   "out is NULL");
-  PLM_CHECK_FAILS(plm_conv2d(stream, &as_i32, &kernel, &params, &out), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_conv2d(plm_test_stream, &as_i32, &kernel, &params, &out), PLM_ERR_INVALID_ARG,
                   "in->dtype i32 is not u8, u16 or f32");
-  PLM_CHECK_FAILS(plm_conv2d(stream, &in, &kernel_u8, &params, &out), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_conv2d(plm_test_stream, &in, &kernel_u8, &params, &out), PLM_ERR_INVALID_ARG,
                   "kernel->dtype u8 is not f32");
-  PLM_CHECK_FAILS(plm_conv2d(stream, &in, &kernel, &params, &u8_out), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_conv2d(plm_test_stream, &in, &kernel, &params, &u8_out), PLM_ERR_INVALID_ARG,
                   "out->dtype u8 is not f32");
-  PLM_CHECK_FAILS(plm_conv2d(stream, &in, &big_kernel, &params, &out), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_conv2d(plm_test_stream, &in, &big_kernel, &params, &out), PLM_ERR_INVALID_ARG,
                   "kernel is 3x32; KH and KW must be in 1..31");
-  PLM_CHECK_FAILS(plm_conv2d(stream, &in, &small_img_kernel, &params, &out), PLM_ERR_INVALID_ARG,
-                  "in is 8x8, padded by 0,0, smaller than the 9x3 kernel");
-  PLM_CHECK_FAILS(plm_conv2d(stream, &in, &kernel, &params, &wrong), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_conv2d(plm_test_stream, &in, &small_img_kernel, &params, &out),
+                  PLM_ERR_INVALID_ARG, "in is 8x8, padded by 0,0, smaller than the 9x3 kernel");
+  PLM_CHECK_FAILS(plm_conv2d(plm_test_stream, &in, &kernel, &params, &wrong), PLM_ERR_INVALID_ARG,
                   "out is 8x8 but the output of conv2d is 6x6");
   plm_conv2d_params bad = params;
   bad.stride_x = 0;
-  PLM_CHECK_FAILS(plm_conv2d(stream, &in, &kernel, &bad, &out), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_conv2d(plm_test_stream, &in, &kernel, &bad, &out), PLM_ERR_INVALID_ARG,
                   "stride_x 0: strides must be at least 1");
   bad = params;
   bad.pad_y = -1;
-  PLM_CHECK_FAILS(plm_conv2d(stream, &in, &kernel, &bad, &out), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_conv2d(plm_test_stream, &in, &kernel, &bad, &out), PLM_ERR_INVALID_ARG,
                   "params->pad_y -1, pad_x 0: padding must be in");
   bad = params;
   bad.border = (plm_border)7;
-  PLM_CHECK_FAILS(plm_conv2d(stream, &in, &kernel, &bad, &out), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_conv2d(plm_test_stream, &in, &kernel, &bad, &out), PLM_ERR_INVALID_ARG,
                   "params->border 7 is not a plm_border");
   plm_tensor overlapping = out;
   overlapping.data = (char *)in.data + 8;
-  PLM_CHECK_FAILS(plm_conv2d(stream, &in, &kernel, &params, &overlapping), PLM_ERR_INVALID_ARG,
-                  "out overlaps in");
+  PLM_CHECK_FAILS(plm_conv2d(plm_test_stream, &in, &kernel, &params, &overlapping),
+                  PLM_ERR_INVALID_ARG, "out overlaps in");
   bad = conv_params(1, 1, 1, 1, PLM_BORDER_ZERO);
-  PLM_CHECK_FAILS(plm_conv2d(stream, &in, &kernel, &bad, &in), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_conv2d(plm_test_stream, &in, &kernel, &bad, &in), PLM_ERR_INVALID_ARG,
                   "out overlaps in");
   plm_tensor strided = out;
   strided.strides[0] = 16;
-  PLM_CHECK_FAILS(plm_conv2d(stream, &in, &kernel, &params, &strided), PLM_ERR_UNSUPPORTED,
+  PLM_CHECK_FAILS(plm_conv2d(plm_test_stream, &in, &kernel, &params, &strided), PLM_ERR_UNSUPPORTED,
                   "out is not contiguous");
 
   /* sobel */
   plm_sobel_params sobel = plm_sobel_params_default();
-  PLM_CHECK_FAILS(plm_sobel(stream, &in, &sobel, NULL, NULL, NULL), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_sobel(plm_test_stream, &in, &sobel, NULL, NULL, NULL), PLM_ERR_INVALID_ARG,
                   "gx, gy and magnitude are all NULL");
   PLM_CHECK_FAILS(plm_sobel(NULL, &in, &sobel, &same_out, NULL, NULL), PLM_ERR_INVALID_ARG,
                   "plm_sobel: stream is NULL");
-  PLM_CHECK_FAILS(plm_sobel(stream, NULL, &sobel, &same_out, NULL, NULL), PLM_ERR_INVALID_ARG,
-                  "plm_sobel: in is NULL");
-  PLM_CHECK_FAILS(plm_sobel(stream, &in, NULL, &same_out, NULL, NULL), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_sobel(plm_test_stream, NULL, &sobel, &same_out, NULL, NULL),
+                  PLM_ERR_INVALID_ARG, "plm_sobel: in is NULL");
+  PLM_CHECK_FAILS(plm_sobel(plm_test_stream, &in, NULL, &same_out, NULL, NULL), PLM_ERR_INVALID_ARG,
                   "params is NULL");
-  PLM_CHECK_FAILS(plm_sobel(stream, &as_i32, &sobel, &same_out, NULL, NULL), PLM_ERR_INVALID_ARG,
-                  "in->dtype i32 is not u8, u16 or f32");
-  PLM_CHECK_FAILS(plm_sobel(stream, &in, &sobel, NULL, &out, NULL), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_sobel(plm_test_stream, &as_i32, &sobel, &same_out, NULL, NULL),
+                  PLM_ERR_INVALID_ARG, "in->dtype i32 is not u8, u16 or f32");
+  PLM_CHECK_FAILS(plm_sobel(plm_test_stream, &in, &sobel, NULL, &out, NULL), PLM_ERR_INVALID_ARG,
                   "gy is 6x6 but in is 8x8");
-  PLM_CHECK_FAILS(plm_sobel(stream, &in, &sobel, NULL, NULL, &as_i32), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_sobel(plm_test_stream, &in, &sobel, NULL, NULL, &as_i32), PLM_ERR_INVALID_ARG,
                   "magnitude->dtype i32 is not f32");
-  PLM_CHECK_FAILS(plm_sobel(stream, &in, &sobel, &same_out, NULL, &same_out), PLM_ERR_INVALID_ARG,
-                  "magnitude overlaps gx");
-  PLM_CHECK_FAILS(plm_sobel(stream, &in, &sobel, &in, NULL, NULL), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_sobel(plm_test_stream, &in, &sobel, &same_out, NULL, &same_out),
+                  PLM_ERR_INVALID_ARG, "magnitude overlaps gx");
+  PLM_CHECK_FAILS(plm_sobel(plm_test_stream, &in, &sobel, &in, NULL, NULL), PLM_ERR_INVALID_ARG,
                   "gx overlaps in");
   plm_sobel_params bad_sobel = {.border = (plm_border)-1};
-  PLM_CHECK_FAILS(plm_sobel(stream, &in, &bad_sobel, &same_out, NULL, NULL), PLM_ERR_INVALID_ARG,
-                  "params->border -1 is not a plm_border");
+  PLM_CHECK_FAILS(plm_sobel(plm_test_stream, &in, &bad_sobel, &same_out, NULL, NULL),
+                  PLM_ERR_INVALID_ARG, "params->border -1 is not a plm_border");
 
   /* Tensors of another context. */
   plm_context *other = NULL;
@@ -514,22 +504,22 @@ START_TEST(test_bad_input_is_refused_and_nothing_is_enqueued) {
   PLM_CHECK_OK(plm_context_create(&config, &other));
   plm_tensor foreign = kernel;
   foreign.ctx = other;
-  PLM_CHECK_FAILS(plm_conv2d(stream, &in, &foreign, &params, &out), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_conv2d(plm_test_stream, &in, &foreign, &params, &out), PLM_ERR_INVALID_ARG,
                   "kernel belongs to another context than stream");
   foreign = same_out;
   foreign.ctx = other;
-  PLM_CHECK_FAILS(plm_sobel(stream, &in, &sobel, NULL, &foreign, NULL), PLM_ERR_INVALID_ARG,
-                  "gy belongs to another context than stream");
+  PLM_CHECK_FAILS(plm_sobel(plm_test_stream, &in, &sobel, NULL, &foreign, NULL),
+                  PLM_ERR_INVALID_ARG, "gy belongs to another context than stream");
   PLM_CHECK_OK(plm_context_destroy(other));
 
   bool finished = false;
-  PLM_CHECK_OK(plm_stream_query(stream, &finished));
-  PLM_CHECK_OK(plm_stream_synchronize(stream));
+  PLM_CHECK_OK(plm_stream_query(plm_test_stream, &finished));
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
   plm_tensor *all[] = {
       &in,         &kernel,           &out,     &wrong, &as_i32, &u8_out, &kernel_u8,
       &big_kernel, &small_img_kernel, &same_out};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-    PLM_CHECK_OK(plm_tensor_free(pool, stream, all[i]));
+    PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, all[i]));
 }
 END_TEST
 
@@ -537,7 +527,7 @@ static Suite *conv_suite(void) {
   Suite *suite = suite_create("conv");
   TCase *tcase = tcase_create("conv");
   plm_test_add_fixture(tcase);
-  tcase_add_checked_fixture(tcase, setup, teardown);
+  plm_test_add_stream_fixture(tcase);
   tcase_set_timeout(tcase, 120);
   tcase_add_test(tcase, test_conv2d_same_size_matches_for_every_shape_dtype_border_and_kernel);
   tcase_add_test(tcase, test_conv2d_strides_and_paddings_match);

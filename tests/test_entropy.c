@@ -12,25 +12,6 @@
 
 #include "harness.h"
 
-static plm_pool *pool;
-static plm_stream *stream;
-
-static void setup(void) {
-  PLM_CHECK_OK(plm_context_default_pool(plm_test_ctx, &pool));
-  PLM_CHECK_OK(plm_stream_create(plm_test_ctx, 0, &stream));
-}
-
-static void teardown(void) {
-  PLM_CHECK_OK(plm_stream_destroy(stream));
-}
-
-static uint64_t next_random(uint64_t *state) {
-  *state ^= *state << 13;
-  *state ^= *state >> 7;
-  *state ^= *state << 17;
-  return *state;
-}
-
 static double value_at(const void *host, plm_dtype dtype, int64_t i) {
   switch (dtype) {
     case PLM_DTYPE_U8: return ((const uint8_t *)host)[i];
@@ -105,17 +86,17 @@ static void reference_entropy(const int64_t *bins, int64_t height, int64_t width
 static double run_case(plm_dtype dtype, int ndim, const int64_t *dims, const void *host,
                        const plm_entropy_params *params) {
   plm_tensor in, out;
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, dtype, ndim, dims, &in));
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_F32, ndim, dims, &out));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, dtype, ndim, dims, &in));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, ndim, dims, &out));
   int64_t count = plm_tensor_numel(&in);
   float *result = malloc((size_t)count * sizeof *result);
   ck_assert_ptr_nonnull(result);
-  PLM_CHECK_OK(
-      plm_stream_memcpy(stream, in.data, host, plm_tensor_bytes(&in), PLM_COPY_HOST_TO_DEVICE));
-  PLM_CHECK_OK(plm_entropy(stream, &in, params, &out));
-  PLM_CHECK_OK(
-      plm_stream_memcpy(stream, result, out.data, plm_tensor_bytes(&out), PLM_COPY_DEVICE_TO_HOST));
-  PLM_CHECK_OK(plm_stream_synchronize(stream));
+  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, in.data, host, plm_tensor_bytes(&in),
+                                 PLM_COPY_HOST_TO_DEVICE));
+  PLM_CHECK_OK(plm_entropy(plm_test_stream, &in, params, &out));
+  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, result, out.data, plm_tensor_bytes(&out),
+                                 PLM_COPY_DEVICE_TO_HOST));
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
 
   int64_t height = dims[ndim - 2], width = dims[ndim - 1], size = height * width;
   int64_t *bins = malloc((size_t)size * sizeof *bins);
@@ -131,8 +112,8 @@ static double run_case(plm_dtype dtype, int ndim, const int64_t *dims, const voi
       if (!(diff <= worst)) worst = isnan(diff) ? INFINITY : diff;
     }
   }
-  PLM_CHECK_OK(plm_tensor_free(pool, stream, &in));
-  PLM_CHECK_OK(plm_tensor_free(pool, stream, &out));
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &in));
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &out));
   free(bins);
   free(counts);
   free(expected);
@@ -146,7 +127,7 @@ static void *random_ints(plm_dtype dtype, int64_t count, uint32_t levels, uint64
   ck_assert_ptr_nonnull(host);
   uint64_t state = seed | 1;
   for (int64_t i = 0; i < count; i++) {
-    uint32_t v = (uint32_t)(next_random(&state) % levels);
+    uint32_t v = (uint32_t)(plm_test_random(&state) % levels);
     if (dtype == PLM_DTYPE_U8)
       ((uint8_t *)host)[i] = (uint8_t)v;
     else
@@ -223,24 +204,26 @@ START_TEST(test_known_values) {
   const int64_t dims[2] = {2, 2};
   const uint8_t host[4] = {0, 1, 2, 3};
   plm_tensor in, out;
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_U8, 2, dims, &in));
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_F32, 2, dims, &out));
-  PLM_CHECK_OK(plm_stream_memcpy(stream, in.data, host, 4, PLM_COPY_HOST_TO_DEVICE));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_U8, 2, dims, &in));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, dims, &out));
+  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, in.data, host, 4, PLM_COPY_HOST_TO_DEVICE));
   float three[4], two[4];
   plm_entropy_params params = {.window = 3};
-  PLM_CHECK_OK(plm_entropy(stream, &in, &params, &out));
-  PLM_CHECK_OK(plm_stream_memcpy(stream, three, out.data, sizeof three, PLM_COPY_DEVICE_TO_HOST));
+  PLM_CHECK_OK(plm_entropy(plm_test_stream, &in, &params, &out));
+  PLM_CHECK_OK(
+      plm_stream_memcpy(plm_test_stream, three, out.data, sizeof three, PLM_COPY_DEVICE_TO_HOST));
   params.window = 2;
-  PLM_CHECK_OK(plm_entropy(stream, &in, &params, &out));
-  PLM_CHECK_OK(plm_stream_memcpy(stream, two, out.data, sizeof two, PLM_COPY_DEVICE_TO_HOST));
-  PLM_CHECK_OK(plm_stream_synchronize(stream));
+  PLM_CHECK_OK(plm_entropy(plm_test_stream, &in, &params, &out));
+  PLM_CHECK_OK(
+      plm_stream_memcpy(plm_test_stream, two, out.data, sizeof two, PLM_COPY_DEVICE_TO_HOST));
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
   for (int i = 0; i < 4; i++) ck_assert_float_eq_tol(three[i], 2.0f, 1e-6f);
   ck_assert_float_eq_tol(two[0], 0.0f, 1e-6f);
   ck_assert_float_eq_tol(two[1], 1.0f, 1e-6f);
   ck_assert_float_eq_tol(two[2], 1.0f, 1e-6f);
   ck_assert_float_eq_tol(two[3], 2.0f, 1e-6f);
-  PLM_CHECK_OK(plm_tensor_free(pool, stream, &in));
-  PLM_CHECK_OK(plm_tensor_free(pool, stream, &out));
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &in));
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &out));
 }
 END_TEST
 
@@ -251,7 +234,7 @@ static float *random_floats(int64_t count, double lo, double hi, uint64_t seed) 
   ck_assert_ptr_nonnull(host);
   uint64_t state = seed | 1;
   for (int64_t i = 0; i < count; i++) {
-    uint64_t r = next_random(&state);
+    uint64_t r = plm_test_random(&state);
     double span = hi - lo;
     float v = (float)(lo - 0.25 * span + 1.5 * span * (double)(r % 100000) / 100000.0);
     switch (r % 23) {
@@ -321,66 +304,72 @@ END_TEST
 START_TEST(test_bad_input_is_refused_and_nothing_is_enqueued) {
   const int64_t dims[2] = {8, 8}, other_dims[2] = {8, 9}, line[1] = {8};
   plm_tensor in, out, wrong_shape, as_i32, as_u8_out, in_u8, flat;
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_F32, 2, dims, &in));
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_F32, 2, dims, &out));
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_F32, 2, other_dims, &wrong_shape));
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_I32, 2, dims, &as_i32));
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_U8, 2, dims, &as_u8_out));
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_U8, 2, dims, &in_u8));
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_U8, 1, line, &flat));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, dims, &in));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, dims, &out));
+  PLM_CHECK_OK(
+      plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, other_dims, &wrong_shape));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_I32, 2, dims, &as_i32));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_U8, 2, dims, &as_u8_out));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_U8, 2, dims, &in_u8));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_U8, 1, line, &flat));
   plm_entropy_params params = {.window = 3, .bins = 8, .range_lo = 0, .range_hi = 1};
 
   PLM_CHECK_FAILS(plm_entropy(NULL, &in, &params, &out), PLM_ERR_INVALID_ARG,
                   "plm_entropy: stream is NULL");
-  PLM_CHECK_FAILS(plm_entropy(stream, NULL, &params, &out), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_entropy(plm_test_stream, NULL, &params, &out), PLM_ERR_INVALID_ARG,
                   "plm_entropy: in is NULL");
-  PLM_CHECK_FAILS(plm_entropy(stream, &in, NULL, &out), PLM_ERR_INVALID_ARG, "params is NULL");
-  PLM_CHECK_FAILS(plm_entropy(stream, &in, &params, NULL), PLM_ERR_INVALID_ARG, "out is NULL");
-  PLM_CHECK_FAILS(plm_entropy(stream, &as_i32, &params, &out), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_entropy(plm_test_stream, &in, NULL, &out), PLM_ERR_INVALID_ARG,
+                  "params is NULL");
+  PLM_CHECK_FAILS(plm_entropy(plm_test_stream, &in, &params, NULL), PLM_ERR_INVALID_ARG,
+                  "out is NULL");
+  PLM_CHECK_FAILS(plm_entropy(plm_test_stream, &as_i32, &params, &out), PLM_ERR_INVALID_ARG,
                   "in->dtype i32 is not u8, u16 or f32");
-  PLM_CHECK_FAILS(plm_entropy(stream, &flat, &params, &out), PLM_ERR_INVALID_ARG, "in->ndim 1");
-  PLM_CHECK_FAILS(plm_entropy(stream, &in, &params, &as_u8_out), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_entropy(plm_test_stream, &flat, &params, &out), PLM_ERR_INVALID_ARG,
+                  "in->ndim 1");
+  PLM_CHECK_FAILS(plm_entropy(plm_test_stream, &in, &params, &as_u8_out), PLM_ERR_INVALID_ARG,
                   "out->dtype u8 is not f32");
-  PLM_CHECK_FAILS(plm_entropy(stream, &in, &params, &wrong_shape), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_entropy(plm_test_stream, &in, &params, &wrong_shape), PLM_ERR_INVALID_ARG,
                   "out is 8x9 but in is 8x8");
-  PLM_CHECK_FAILS(plm_entropy(stream, &in, &params, &in), PLM_ERR_INVALID_ARG, "out overlaps in");
+  PLM_CHECK_FAILS(plm_entropy(plm_test_stream, &in, &params, &in), PLM_ERR_INVALID_ARG,
+                  "out overlaps in");
   plm_tensor shifted = out;
   shifted.data = (char *)in.data + 4;
-  PLM_CHECK_FAILS(plm_entropy(stream, &in, &params, &shifted), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_entropy(plm_test_stream, &in, &params, &shifted), PLM_ERR_INVALID_ARG,
                   "out overlaps in");
 
   plm_entropy_params bad = params;
   bad.window = 0;
-  PLM_CHECK_FAILS(plm_entropy(stream, &in, &bad, &out), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_entropy(plm_test_stream, &in, &bad, &out), PLM_ERR_INVALID_ARG,
                   "params->window 0 is not in 1..255");
   bad.window = 256;
-  PLM_CHECK_FAILS(plm_entropy(stream, &in, &bad, &out), PLM_ERR_INVALID_ARG, "params->window 256");
+  PLM_CHECK_FAILS(plm_entropy(plm_test_stream, &in, &bad, &out), PLM_ERR_INVALID_ARG,
+                  "params->window 256");
   bad = params;
   bad.bins = -1;
-  PLM_CHECK_FAILS(plm_entropy(stream, &in, &bad, &out), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_entropy(plm_test_stream, &in, &bad, &out), PLM_ERR_INVALID_ARG,
                   "params->bins -1 is not in 0..65536");
   bad.bins = 65537;
-  PLM_CHECK_FAILS(plm_entropy(stream, &in_u8, &bad, &out), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_entropy(plm_test_stream, &in_u8, &bad, &out), PLM_ERR_INVALID_ARG,
                   "params->bins 65537");
   bad.bins = 0;
-  PLM_CHECK_FAILS(plm_entropy(stream, &in, &bad, &out), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_entropy(plm_test_stream, &in, &bad, &out), PLM_ERR_INVALID_ARG,
                   "params->bins is 0 but f32 input needs a bin count");
   bad = params;
   bad.range_lo = 1;
-  PLM_CHECK_FAILS(plm_entropy(stream, &in, &bad, &out), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_entropy(plm_test_stream, &in, &bad, &out), PLM_ERR_INVALID_ARG,
                   "params->range_lo 1 is not below range_hi 1");
   bad.range_lo = 2;
-  PLM_CHECK_FAILS(plm_entropy(stream, &in, &bad, &out), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_entropy(plm_test_stream, &in, &bad, &out), PLM_ERR_INVALID_ARG,
                   "params->range_lo 2 is not below range_hi 1");
   bad.range_lo = NAN;
-  PLM_CHECK_FAILS(plm_entropy(stream, &in, &bad, &out), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_entropy(plm_test_stream, &in, &bad, &out), PLM_ERR_INVALID_ARG,
                   "params->range_lo nan is not finite");
   bad = params;
   bad.range_hi = NAN;
-  PLM_CHECK_FAILS(plm_entropy(stream, &in, &bad, &out), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_entropy(plm_test_stream, &in, &bad, &out), PLM_ERR_INVALID_ARG,
                   "params->range_hi nan is not finite");
   bad.range_hi = INFINITY;
-  PLM_CHECK_FAILS(plm_entropy(stream, &in, &bad, &out), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_entropy(plm_test_stream, &in, &bad, &out), PLM_ERR_INVALID_ARG,
                   "params->range_hi inf is not finite");
   /* The range does not matter with range_auto, nor for integer input. */
   bad.range_auto = true;
@@ -397,17 +386,17 @@ START_TEST(test_bad_input_is_refused_and_nothing_is_enqueued) {
 
   plm_tensor strided = out;
   strided.strides[0] = 16;
-  PLM_CHECK_FAILS(plm_entropy(stream, &in, &params, &strided), PLM_ERR_UNSUPPORTED,
+  PLM_CHECK_FAILS(plm_entropy(plm_test_stream, &in, &params, &strided), PLM_ERR_UNSUPPORTED,
                   "out is not contiguous");
   plm_tensor no_data = out;
   no_data.data = NULL;
-  PLM_CHECK_FAILS(plm_entropy(stream, &in, &params, &no_data), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_entropy(plm_test_stream, &in, &params, &no_data), PLM_ERR_INVALID_ARG,
                   "out->data is NULL");
 
-  PLM_CHECK_OK(plm_stream_synchronize(stream));
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
   plm_tensor *all[] = {&in, &out, &wrong_shape, &as_i32, &as_u8_out, &in_u8, &flat};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-    PLM_CHECK_OK(plm_tensor_free(pool, stream, all[i]));
+    PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, all[i]));
 }
 END_TEST
 
@@ -415,7 +404,7 @@ static Suite *entropy_suite(void) {
   Suite *suite = suite_create("entropy");
   TCase *tcase = tcase_create("entropy");
   plm_test_add_fixture(tcase);
-  tcase_add_checked_fixture(tcase, setup, teardown);
+  plm_test_add_stream_fixture(tcase);
   tcase_set_timeout(tcase, 120);
   tcase_add_test(tcase, test_u8_value_as_bin_matches_the_reference);
   tcase_add_test(tcase, test_u8_with_16_bins_matches_the_reference);

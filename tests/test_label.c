@@ -14,25 +14,6 @@
 
 #include "harness.h"
 
-static plm_pool *pool;
-static plm_stream *stream;
-
-static void setup(void) {
-  PLM_CHECK_OK(plm_context_default_pool(plm_test_ctx, &pool));
-  PLM_CHECK_OK(plm_stream_create(plm_test_ctx, 0, &stream));
-}
-
-static void teardown(void) {
-  PLM_CHECK_OK(plm_stream_destroy(stream));
-}
-
-static uint64_t next_random(uint64_t *state) {
-  *state ^= *state << 13;
-  *state ^= *state >> 7;
-  *state ^= *state << 17;
-  return *state;
-}
-
 /* The reference labelling of one frame; returns K. */
 static int32_t reference_label(const uint8_t *mask, int64_t height, int64_t width, int connectivity,
                                int32_t *labels) {
@@ -70,20 +51,22 @@ static void run_label(const uint8_t *host_mask, int ndim, const int64_t *dims, i
                       int32_t *labels, int32_t *counts) {
   plm_tensor mask, out, count;
   int64_t frames = ndim == 3 ? dims[0] : 1;
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_U8, ndim, dims, &mask));
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_I32, ndim, dims, &out));
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_I32, 1, &frames, &count));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_U8, ndim, dims, &mask));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_I32, ndim, dims, &out));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_I32, 1, &frames, &count));
   size_t pixels = (size_t)plm_tensor_numel(&mask);
-  PLM_CHECK_OK(plm_stream_memcpy(stream, mask.data, host_mask, pixels, PLM_COPY_HOST_TO_DEVICE));
-  plm_label_params params = {.connectivity = connectivity};
-  PLM_CHECK_OK(plm_label(stream, &mask, &params, &out, &count));
-  PLM_CHECK_OK(plm_stream_memcpy(stream, labels, out.data, pixels * 4, PLM_COPY_DEVICE_TO_HOST));
   PLM_CHECK_OK(
-      plm_stream_memcpy(stream, counts, count.data, (size_t)frames * 4, PLM_COPY_DEVICE_TO_HOST));
-  PLM_CHECK_OK(plm_stream_synchronize(stream));
-  PLM_CHECK_OK(plm_tensor_free(pool, stream, &mask));
-  PLM_CHECK_OK(plm_tensor_free(pool, stream, &out));
-  PLM_CHECK_OK(plm_tensor_free(pool, stream, &count));
+      plm_stream_memcpy(plm_test_stream, mask.data, host_mask, pixels, PLM_COPY_HOST_TO_DEVICE));
+  plm_label_params params = {.connectivity = connectivity};
+  PLM_CHECK_OK(plm_label(plm_test_stream, &mask, &params, &out, &count));
+  PLM_CHECK_OK(
+      plm_stream_memcpy(plm_test_stream, labels, out.data, pixels * 4, PLM_COPY_DEVICE_TO_HOST));
+  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, counts, count.data, (size_t)frames * 4,
+                                 PLM_COPY_DEVICE_TO_HOST));
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &mask));
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &out));
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &count));
 }
 
 /* Label and compare with the reference, frame by frame; returns K of the last frame. */
@@ -175,8 +158,8 @@ static uint8_t *random_mask(int64_t count, double density, uint64_t seed) {
   ck_assert_ptr_nonnull(mask);
   uint64_t state = seed | 1;
   for (int64_t i = 0; i < count; i++)
-    mask[i] = (double)(next_random(&state) >> 11) / 9007199254740992.0 < density
-                  ? (uint8_t)(1 + next_random(&state) % 255)
+    mask[i] = (double)(plm_test_random(&state) >> 11) / 9007199254740992.0 < density
+                  ? (uint8_t)(1 + plm_test_random(&state) % 255)
                   : 0;
   return mask;
 }
@@ -296,7 +279,7 @@ static void check_regions(int64_t height, int64_t width, double density, int con
   ck_assert_ptr_nonnull(host_intensity);
   uint64_t state = seed * 3 + 1;
   for (int64_t i = 0; i < pixels; i++) {
-    uint64_t r = next_random(&state);
+    uint64_t r = plm_test_random(&state);
     if (dtype == PLM_DTYPE_U8)
       host_intensity[i] = (uint8_t)r;
     else if (dtype == PLM_DTYPE_U16)
@@ -307,34 +290,38 @@ static void check_regions(int64_t height, int64_t width, double density, int con
   if (with_intensity && dtype == PLM_DTYPE_U8) host_intensity[0] = 0; /* a zero-sum region */
 
   plm_tensor mask, labels, count, intensity, table;
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_U8, 2, dims, &mask));
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_I32, 2, dims, &labels));
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_I32, 1, &one, &count));
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, dtype, 2, dims, &intensity));
-  PLM_CHECK_OK(
-      plm_stream_memcpy(stream, mask.data, host_mask, (size_t)pixels, PLM_COPY_HOST_TO_DEVICE));
-  PLM_CHECK_OK(plm_stream_memcpy(stream, intensity.data, host_intensity,
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_U8, 2, dims, &mask));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_I32, 2, dims, &labels));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_I32, 1, &one, &count));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, dtype, 2, dims, &intensity));
+  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, mask.data, host_mask, (size_t)pixels,
+                                 PLM_COPY_HOST_TO_DEVICE));
+  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, intensity.data, host_intensity,
                                  (size_t)pixels * value_size, PLM_COPY_HOST_TO_DEVICE));
   plm_label_params params = {.connectivity = connectivity};
-  PLM_CHECK_OK(plm_label(stream, &mask, &params, &labels, &count));
+  PLM_CHECK_OK(plm_label(plm_test_stream, &mask, &params, &labels, &count));
   int32_t k = 0;
   int32_t *host_labels = malloc((size_t)pixels * sizeof *host_labels);
   ck_assert_ptr_nonnull(host_labels);
-  PLM_CHECK_OK(plm_stream_memcpy(stream, &k, count.data, 4, PLM_COPY_DEVICE_TO_HOST));
-  PLM_CHECK_OK(plm_stream_memcpy(stream, host_labels, labels.data, (size_t)pixels * 4,
+  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, &k, count.data, 4, PLM_COPY_DEVICE_TO_HOST));
+  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, host_labels, labels.data, (size_t)pixels * 4,
                                  PLM_COPY_DEVICE_TO_HOST));
-  PLM_CHECK_OK(plm_stream_synchronize(stream));
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
   if (capacity == 0) capacity = k > 0 ? k : 1;
   const int64_t table_dims[2] = {capacity, PLM_REGION_COLUMNS};
   const size_t table_bytes = (size_t)capacity * PLM_REGION_COLUMNS * sizeof(double);
   double *result = malloc(table_bytes), *expected = malloc(table_bytes);
   ck_assert(result && expected);
   for (int64_t i = 0; i < capacity * PLM_REGION_COLUMNS; i++) result[i] = -12345.0;
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_F64, 2, table_dims, &table));
-  PLM_CHECK_OK(plm_stream_memcpy(stream, table.data, result, table_bytes, PLM_COPY_HOST_TO_DEVICE));
-  PLM_CHECK_OK(plm_regions(stream, &labels, with_intensity ? &intensity : NULL, &count, &table));
-  PLM_CHECK_OK(plm_stream_memcpy(stream, result, table.data, table_bytes, PLM_COPY_DEVICE_TO_HOST));
-  PLM_CHECK_OK(plm_stream_synchronize(stream));
+  PLM_CHECK_OK(
+      plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F64, 2, table_dims, &table));
+  PLM_CHECK_OK(
+      plm_stream_memcpy(plm_test_stream, table.data, result, table_bytes, PLM_COPY_HOST_TO_DEVICE));
+  PLM_CHECK_OK(
+      plm_regions(plm_test_stream, &labels, with_intensity ? &intensity : NULL, &count, &table));
+  PLM_CHECK_OK(
+      plm_stream_memcpy(plm_test_stream, result, table.data, table_bytes, PLM_COPY_DEVICE_TO_HOST));
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
 
   int64_t rows = k < capacity ? k : capacity;
   reference_regions(host_labels, height, width, with_intensity ? host_intensity : NULL, dtype, rows,
@@ -348,11 +335,11 @@ static void check_regions(int64_t height, int64_t width, double density, int con
                      (long long)height, (long long)width, with_intensity ? "intensity " : "",
                      plm_dtype_name(dtype), (long long)capacity, (long long)j, c, got, want);
     }
-  PLM_CHECK_OK(plm_tensor_free(pool, stream, &mask));
-  PLM_CHECK_OK(plm_tensor_free(pool, stream, &labels));
-  PLM_CHECK_OK(plm_tensor_free(pool, stream, &count));
-  PLM_CHECK_OK(plm_tensor_free(pool, stream, &intensity));
-  PLM_CHECK_OK(plm_tensor_free(pool, stream, &table));
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &mask));
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &labels));
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &count));
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &intensity));
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &table));
   free(host_mask);
   free(host_intensity);
   free(host_labels);
@@ -417,88 +404,95 @@ START_TEST(test_bad_input_is_refused_and_nothing_is_enqueued) {
   const int64_t one = 1, two = 2, table_dims[2] = {4, PLM_REGION_COLUMNS}, narrow[2] = {4, 11};
   plm_tensor mask, labels, count, count2, wrong_shape, as_f32, as_u8_labels, batch_mask, table,
       narrow_table, table_f32, intensity_i32;
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_U8, 2, dims, &mask));
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_I32, 2, dims, &labels));
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_I32, 1, &one, &count));
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_I32, 1, &two, &count2));
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_I32, 2, other_dims, &wrong_shape));
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_F32, 2, dims, &as_f32));
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_U8, 2, dims, &as_u8_labels));
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_U8, 3, batch, &batch_mask));
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_F64, 2, table_dims, &table));
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_F64, 2, narrow, &narrow_table));
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_F32, 2, table_dims, &table_f32));
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_I32, 2, dims, &intensity_i32));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_U8, 2, dims, &mask));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_I32, 2, dims, &labels));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_I32, 1, &one, &count));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_I32, 1, &two, &count2));
+  PLM_CHECK_OK(
+      plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_I32, 2, other_dims, &wrong_shape));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, dims, &as_f32));
+  PLM_CHECK_OK(
+      plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_U8, 2, dims, &as_u8_labels));
+  PLM_CHECK_OK(
+      plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_U8, 3, batch, &batch_mask));
+  PLM_CHECK_OK(
+      plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F64, 2, table_dims, &table));
+  PLM_CHECK_OK(
+      plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F64, 2, narrow, &narrow_table));
+  PLM_CHECK_OK(
+      plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, table_dims, &table_f32));
+  PLM_CHECK_OK(
+      plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_I32, 2, dims, &intensity_i32));
   plm_label_params params = {.connectivity = 8};
 
   PLM_CHECK_FAILS(plm_label(NULL, &mask, &params, &labels, &count), PLM_ERR_INVALID_ARG,
                   "plm_label: stream is NULL");
-  PLM_CHECK_FAILS(plm_label(stream, NULL, &params, &labels, &count), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_label(plm_test_stream, NULL, &params, &labels, &count), PLM_ERR_INVALID_ARG,
                   "plm_label: mask is NULL");
-  PLM_CHECK_FAILS(plm_label(stream, &mask, NULL, &labels, &count), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_label(plm_test_stream, &mask, NULL, &labels, &count), PLM_ERR_INVALID_ARG,
                   "params is NULL");
-  PLM_CHECK_FAILS(plm_label(stream, &mask, &params, NULL, &count), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_label(plm_test_stream, &mask, &params, NULL, &count), PLM_ERR_INVALID_ARG,
                   "labels is NULL");
-  PLM_CHECK_FAILS(plm_label(stream, &mask, &params, &labels, NULL), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_label(plm_test_stream, &mask, &params, &labels, NULL), PLM_ERR_INVALID_ARG,
                   "count is NULL");
-  PLM_CHECK_FAILS(plm_label(stream, &as_f32, &params, &labels, &count), PLM_ERR_INVALID_ARG,
-                  "mask->dtype f32 is not u8");
-  PLM_CHECK_FAILS(plm_label(stream, &mask, &params, &as_u8_labels, &count), PLM_ERR_INVALID_ARG,
-                  "labels->dtype u8 is not i32");
-  PLM_CHECK_FAILS(plm_label(stream, &mask, &params, &wrong_shape, &count), PLM_ERR_INVALID_ARG,
-                  "labels is 8x9 but mask is 8x8");
-  PLM_CHECK_FAILS(plm_label(stream, &mask, &params, &labels, &count2), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_label(plm_test_stream, &as_f32, &params, &labels, &count),
+                  PLM_ERR_INVALID_ARG, "mask->dtype f32 is not u8");
+  PLM_CHECK_FAILS(plm_label(plm_test_stream, &mask, &params, &as_u8_labels, &count),
+                  PLM_ERR_INVALID_ARG, "labels->dtype u8 is not i32");
+  PLM_CHECK_FAILS(plm_label(plm_test_stream, &mask, &params, &wrong_shape, &count),
+                  PLM_ERR_INVALID_ARG, "labels is 8x9 but mask is 8x8");
+  PLM_CHECK_FAILS(plm_label(plm_test_stream, &mask, &params, &labels, &count2), PLM_ERR_INVALID_ARG,
                   "count must have shape (1,)");
-  PLM_CHECK_FAILS(plm_label(stream, &batch_mask, &params, &labels, &count), PLM_ERR_INVALID_ARG,
-                  "labels is 8x8 but mask is 2x8x8");
+  PLM_CHECK_FAILS(plm_label(plm_test_stream, &batch_mask, &params, &labels, &count),
+                  PLM_ERR_INVALID_ARG, "labels is 8x8 but mask is 2x8x8");
   plm_tensor flat = mask;
   flat.ndim = 1;
   flat.dims[0] = 64;
   flat.strides[0] = 1;
-  PLM_CHECK_FAILS(plm_label(stream, &flat, &params, &labels, &count), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_label(plm_test_stream, &flat, &params, &labels, &count), PLM_ERR_INVALID_ARG,
                   "mask->ndim 1 is not 2");
   plm_tensor f32_count = count;
   f32_count.dtype = PLM_DTYPE_F32;
-  PLM_CHECK_FAILS(plm_label(stream, &mask, &params, &labels, &f32_count), PLM_ERR_INVALID_ARG,
-                  "count->dtype f32 is not i32");
+  PLM_CHECK_FAILS(plm_label(plm_test_stream, &mask, &params, &labels, &f32_count),
+                  PLM_ERR_INVALID_ARG, "count->dtype f32 is not i32");
   plm_label_params bad = {.connectivity = 6};
-  PLM_CHECK_FAILS(plm_label(stream, &mask, &bad, &labels, &count), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_label(plm_test_stream, &mask, &bad, &labels, &count), PLM_ERR_INVALID_ARG,
                   "params->connectivity 6 is not 4 or 8");
   plm_tensor inside = count;
   inside.data = (char *)labels.data + 8;
-  PLM_CHECK_FAILS(plm_label(stream, &mask, &params, &labels, &inside), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_label(plm_test_stream, &mask, &params, &labels, &inside), PLM_ERR_INVALID_ARG,
                   "count overlaps labels");
   plm_tensor same = labels;
   same.data = mask.data;
-  PLM_CHECK_FAILS(plm_label(stream, &mask, &params, &same, &count), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_label(plm_test_stream, &mask, &params, &same, &count), PLM_ERR_INVALID_ARG,
                   "labels overlaps mask");
 
-  PLM_CHECK_FAILS(plm_regions(stream, &labels, NULL, &count, NULL), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_regions(plm_test_stream, &labels, NULL, &count, NULL), PLM_ERR_INVALID_ARG,
                   "table is NULL");
-  PLM_CHECK_FAILS(plm_regions(stream, &as_u8_labels, NULL, &count, &table), PLM_ERR_INVALID_ARG,
-                  "labels->dtype u8 is not i32");
-  PLM_CHECK_FAILS(plm_regions(stream, &labels, &intensity_i32, &count, &table), PLM_ERR_INVALID_ARG,
-                  "intensity->dtype i32 is not u8, u16 or f32");
-  PLM_CHECK_FAILS(plm_regions(stream, &labels, &mask, &count2, &table), PLM_ERR_INVALID_ARG,
-                  "count must be i32 of shape (1,)");
-  PLM_CHECK_FAILS(plm_regions(stream, &labels, NULL, &count, &narrow_table), PLM_ERR_INVALID_ARG,
-                  "table must be f64 of shape (capacity, 12)");
-  PLM_CHECK_FAILS(plm_regions(stream, &labels, NULL, &count, &table_f32), PLM_ERR_INVALID_ARG,
-                  "table must be f64");
+  PLM_CHECK_FAILS(plm_regions(plm_test_stream, &as_u8_labels, NULL, &count, &table),
+                  PLM_ERR_INVALID_ARG, "labels->dtype u8 is not i32");
+  PLM_CHECK_FAILS(plm_regions(plm_test_stream, &labels, &intensity_i32, &count, &table),
+                  PLM_ERR_INVALID_ARG, "intensity->dtype i32 is not u8, u16 or f32");
+  PLM_CHECK_FAILS(plm_regions(plm_test_stream, &labels, &mask, &count2, &table),
+                  PLM_ERR_INVALID_ARG, "count must be i32 of shape (1,)");
+  PLM_CHECK_FAILS(plm_regions(plm_test_stream, &labels, NULL, &count, &narrow_table),
+                  PLM_ERR_INVALID_ARG, "table must be f64 of shape (capacity, 12)");
+  PLM_CHECK_FAILS(plm_regions(plm_test_stream, &labels, NULL, &count, &table_f32),
+                  PLM_ERR_INVALID_ARG, "table must be f64");
   plm_tensor wrong_intensity = wrong_shape;
   wrong_intensity.dtype = PLM_DTYPE_F32;
-  PLM_CHECK_FAILS(plm_regions(stream, &labels, &wrong_intensity, &count, &table),
+  PLM_CHECK_FAILS(plm_regions(plm_test_stream, &labels, &wrong_intensity, &count, &table),
                   PLM_ERR_INVALID_ARG, "intensity is 8x9 but labels is 8x8");
   plm_tensor batch_labels = batch_mask;
   batch_labels.dtype = PLM_DTYPE_I32;
   batch_labels.data = labels.data;
   batch_labels.dims[0] = 1;
-  PLM_CHECK_FAILS(plm_regions(stream, &batch_labels, NULL, &count, &table), PLM_ERR_INVALID_ARG,
-                  "labels->ndim 3 is not 2");
+  PLM_CHECK_FAILS(plm_regions(plm_test_stream, &batch_labels, NULL, &count, &table),
+                  PLM_ERR_INVALID_ARG, "labels->ndim 3 is not 2");
   plm_tensor table_over_labels = table;
   table_over_labels.dims[0] = 1;
   table_over_labels.data = labels.data;
-  PLM_CHECK_FAILS(plm_regions(stream, &labels, NULL, &count, &table_over_labels),
+  PLM_CHECK_FAILS(plm_regions(plm_test_stream, &labels, NULL, &count, &table_over_labels),
                   PLM_ERR_INVALID_ARG, "table overlaps labels");
 
   /* Tensors of another context. */
@@ -507,20 +501,20 @@ START_TEST(test_bad_input_is_refused_and_nothing_is_enqueued) {
   PLM_CHECK_OK(plm_context_create(&config, &other));
   plm_tensor foreign = mask;
   foreign.ctx = other;
-  PLM_CHECK_FAILS(plm_label(stream, &foreign, &params, &labels, &count), PLM_ERR_INVALID_ARG,
-                  "mask belongs to another context than stream");
+  PLM_CHECK_FAILS(plm_label(plm_test_stream, &foreign, &params, &labels, &count),
+                  PLM_ERR_INVALID_ARG, "mask belongs to another context than stream");
   foreign = table;
   foreign.ctx = other;
-  PLM_CHECK_FAILS(plm_regions(stream, &labels, NULL, &count, &foreign), PLM_ERR_INVALID_ARG,
-                  "table belongs to another context than stream");
+  PLM_CHECK_FAILS(plm_regions(plm_test_stream, &labels, NULL, &count, &foreign),
+                  PLM_ERR_INVALID_ARG, "table belongs to another context than stream");
   PLM_CHECK_OK(plm_context_destroy(other));
 
-  PLM_CHECK_OK(plm_stream_synchronize(stream));
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
   plm_tensor *all[] = {&mask,        &labels,       &count,        &count2,
                        &wrong_shape, &as_f32,       &as_u8_labels, &batch_mask,
                        &table,       &narrow_table, &table_f32,    &intensity_i32};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-    PLM_CHECK_OK(plm_tensor_free(pool, stream, all[i]));
+    PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, all[i]));
 }
 END_TEST
 
@@ -533,18 +527,20 @@ START_TEST(test_timing) {
       const int64_t dims[2] = {sizes[s], sizes[s]}, one = 1;
       uint8_t *host = random_mask(dims[0] * dims[1], 0.5, 77);
       plm_tensor mask, labels, count;
-      PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_U8, 2, dims, &mask));
-      PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_I32, 2, dims, &labels));
-      PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_I32, 1, &one, &count));
-      PLM_CHECK_OK(plm_stream_memcpy(stream, mask.data, host, (size_t)(dims[0] * dims[1]),
+      PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_U8, 2, dims, &mask));
+      PLM_CHECK_OK(
+          plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_I32, 2, dims, &labels));
+      PLM_CHECK_OK(
+          plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_I32, 1, &one, &count));
+      PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, mask.data, host, (size_t)(dims[0] * dims[1]),
                                      PLM_COPY_HOST_TO_DEVICE));
       plm_label_params params = {.connectivity = connectivity};
       double times[11];
       for (int run = 0; run < 11; run++) {
-        PLM_CHECK_OK(plm_stream_synchronize(stream));
+        PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
         double start = plm_test_now_ms();
-        PLM_CHECK_OK(plm_label(stream, &mask, &params, &labels, &count));
-        PLM_CHECK_OK(plm_stream_synchronize(stream));
+        PLM_CHECK_OK(plm_label(plm_test_stream, &mask, &params, &labels, &count));
+        PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
         times[run] = plm_test_now_ms() - start;
       }
       for (int i = 1; i < 11; i++) /* insertion sort for the median */
@@ -555,9 +551,9 @@ START_TEST(test_timing) {
         }
       printf("label %lldx%lld density 0.5 connectivity %d: median %.3f ms (min %.3f, max %.3f)\n",
              (long long)dims[0], (long long)dims[1], connectivity, times[5], times[0], times[10]);
-      PLM_CHECK_OK(plm_tensor_free(pool, stream, &mask));
-      PLM_CHECK_OK(plm_tensor_free(pool, stream, &labels));
-      PLM_CHECK_OK(plm_tensor_free(pool, stream, &count));
+      PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &mask));
+      PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &labels));
+      PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &count));
       free(host);
     }
 }
@@ -567,7 +563,7 @@ static Suite *label_suite(void) {
   Suite *suite = suite_create("label");
   TCase *tcase = tcase_create("label");
   plm_test_add_fixture(tcase);
-  tcase_add_checked_fixture(tcase, setup, teardown);
+  plm_test_add_stream_fixture(tcase);
   tcase_set_timeout(tcase, 120);
   tcase_add_test(tcase, test_hand_made_patterns_match_the_reference_and_known_counts);
   tcase_add_test(tcase, test_full_and_empty_masks);

@@ -12,18 +12,6 @@
 
 #include "harness.h"
 
-static plm_pool *pool;
-static plm_stream *stream;
-
-static void setup(void) {
-  PLM_CHECK_OK(plm_context_default_pool(plm_test_ctx, &pool));
-  PLM_CHECK_OK(plm_stream_create(plm_test_ctx, 0, &stream));
-}
-
-static void teardown(void) {
-  PLM_CHECK_OK(plm_stream_destroy(stream));
-}
-
 /* The reference, in double precision. */
 static uint8_t reference(double x, double value, plm_compare compare) {
   switch (compare) {
@@ -35,13 +23,6 @@ static uint8_t reference(double x, double value, plm_compare compare) {
   return 0;
 }
 
-static uint64_t next_random(uint64_t *state) {
-  *state ^= *state << 13;
-  *state ^= *state >> 7;
-  *state ^= *state << 17;
-  return *state;
-}
-
 /* Host input of `count` elements of dtype, values straddling `value` (and, for f32,
  * NaN and infinities). Returned as doubles too, for the reference. */
 static void *make_input(plm_dtype dtype, int64_t count, double value, double *as_double,
@@ -50,7 +31,7 @@ static void *make_input(plm_dtype dtype, int64_t count, double value, double *as
   ck_assert_ptr_nonnull(host);
   uint64_t state = seed | 1;
   for (int64_t i = 0; i < count; i++) {
-    uint64_t r = next_random(&state);
+    uint64_t r = plm_test_random(&state);
     switch (dtype) {
       case PLM_DTYPE_U8: ((uint8_t *)host)[i] = (uint8_t)r; break;
       case PLM_DTYPE_U16: ((uint16_t *)host)[i] = (uint16_t)r; break;
@@ -74,24 +55,25 @@ static void *make_input(plm_dtype dtype, int64_t count, double value, double *as
 static int64_t run_case(plm_dtype dtype, int ndim, const int64_t *dims, double value,
                         plm_compare compare, uint64_t seed) {
   plm_tensor in, out;
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, dtype, ndim, dims, &in));
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_U8, ndim, dims, &out));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, dtype, ndim, dims, &in));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_U8, ndim, dims, &out));
   int64_t count = plm_tensor_numel(&in);
   double *as_double = malloc((size_t)count * sizeof *as_double);
   uint8_t *result = malloc((size_t)count);
   ck_assert(as_double && result);
   void *host = make_input(dtype, count, value, as_double, seed);
-  PLM_CHECK_OK(
-      plm_stream_memcpy(stream, in.data, host, plm_tensor_bytes(&in), PLM_COPY_HOST_TO_DEVICE));
+  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, in.data, host, plm_tensor_bytes(&in),
+                                 PLM_COPY_HOST_TO_DEVICE));
   plm_threshold_params params = {.value = value, .compare = compare};
-  PLM_CHECK_OK(plm_threshold(stream, &in, &params, &out));
-  PLM_CHECK_OK(plm_stream_memcpy(stream, result, out.data, (size_t)count, PLM_COPY_DEVICE_TO_HOST));
-  PLM_CHECK_OK(plm_stream_synchronize(stream));
+  PLM_CHECK_OK(plm_threshold(plm_test_stream, &in, &params, &out));
+  PLM_CHECK_OK(
+      plm_stream_memcpy(plm_test_stream, result, out.data, (size_t)count, PLM_COPY_DEVICE_TO_HOST));
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
   int64_t mismatches = 0;
   for (int64_t i = 0; i < count; i++)
     mismatches += result[i] != reference(as_double[i], value, compare);
-  PLM_CHECK_OK(plm_tensor_free(pool, stream, &in));
-  PLM_CHECK_OK(plm_tensor_free(pool, stream, &out));
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &in));
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &out));
   free(host);
   free(result);
   free(as_double);
@@ -128,16 +110,18 @@ END_TEST
 START_TEST(test_u8_input_may_be_thresholded_in_place) {
   const int64_t dims[2] = {31, 33};
   plm_tensor t;
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_U8, 2, dims, &t));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_U8, 2, dims, &t));
   uint8_t host[31 * 33], result[31 * 33];
   for (int i = 0; i < 31 * 33; i++) host[i] = (uint8_t)(i * 7);
-  PLM_CHECK_OK(plm_stream_memcpy(stream, t.data, host, sizeof host, PLM_COPY_HOST_TO_DEVICE));
+  PLM_CHECK_OK(
+      plm_stream_memcpy(plm_test_stream, t.data, host, sizeof host, PLM_COPY_HOST_TO_DEVICE));
   plm_threshold_params params = {.value = 100, .compare = PLM_COMPARE_LE};
-  PLM_CHECK_OK(plm_threshold(stream, &t, &params, &t));
-  PLM_CHECK_OK(plm_stream_memcpy(stream, result, t.data, sizeof result, PLM_COPY_DEVICE_TO_HOST));
-  PLM_CHECK_OK(plm_stream_synchronize(stream));
+  PLM_CHECK_OK(plm_threshold(plm_test_stream, &t, &params, &t));
+  PLM_CHECK_OK(
+      plm_stream_memcpy(plm_test_stream, result, t.data, sizeof result, PLM_COPY_DEVICE_TO_HOST));
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
   for (int i = 0; i < 31 * 33; i++) ck_assert_int_eq(result[i], host[i] <= 100);
-  PLM_CHECK_OK(plm_tensor_free(pool, stream, &t));
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &t));
 }
 END_TEST
 
@@ -161,42 +145,46 @@ END_TEST
 START_TEST(test_bad_input_is_refused_and_nothing_is_enqueued) {
   const int64_t dims[2] = {8, 8}, other_dims[2] = {8, 9};
   plm_tensor in, out, wrong_shape, as_i32, as_f32_out;
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_F32, 2, dims, &in));
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_U8, 2, dims, &out));
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_U8, 2, other_dims, &wrong_shape));
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_I32, 2, dims, &as_i32));
-  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_F32, 2, dims, &as_f32_out));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, dims, &in));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_U8, 2, dims, &out));
+  PLM_CHECK_OK(
+      plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_U8, 2, other_dims, &wrong_shape));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_I32, 2, dims, &as_i32));
+  PLM_CHECK_OK(
+      plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, dims, &as_f32_out));
   plm_threshold_params params = {.value = 0.5, .compare = PLM_COMPARE_GT};
 
   PLM_CHECK_FAILS(plm_threshold(NULL, &in, &params, &out), PLM_ERR_INVALID_ARG,
                   "plm_threshold: stream is NULL");
-  PLM_CHECK_FAILS(plm_threshold(stream, NULL, &params, &out), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_threshold(plm_test_stream, NULL, &params, &out), PLM_ERR_INVALID_ARG,
                   "plm_threshold: in is NULL");
-  PLM_CHECK_FAILS(plm_threshold(stream, &in, NULL, &out), PLM_ERR_INVALID_ARG, "params is NULL");
-  PLM_CHECK_FAILS(plm_threshold(stream, &in, &params, NULL), PLM_ERR_INVALID_ARG, "out is NULL");
-  PLM_CHECK_FAILS(plm_threshold(stream, &as_i32, &params, &out), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_threshold(plm_test_stream, &in, NULL, &out), PLM_ERR_INVALID_ARG,
+                  "params is NULL");
+  PLM_CHECK_FAILS(plm_threshold(plm_test_stream, &in, &params, NULL), PLM_ERR_INVALID_ARG,
+                  "out is NULL");
+  PLM_CHECK_FAILS(plm_threshold(plm_test_stream, &as_i32, &params, &out), PLM_ERR_INVALID_ARG,
                   "in->dtype i32 is not u8, u16 or f32");
-  PLM_CHECK_FAILS(plm_threshold(stream, &in, &params, &as_f32_out), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_threshold(plm_test_stream, &in, &params, &as_f32_out), PLM_ERR_INVALID_ARG,
                   "out->dtype f32 is not u8");
-  PLM_CHECK_FAILS(plm_threshold(stream, &in, &params, &wrong_shape), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_threshold(plm_test_stream, &in, &params, &wrong_shape), PLM_ERR_INVALID_ARG,
                   "out is 8x9 but in is 8x8");
   plm_threshold_params bad = {.value = NAN};
-  PLM_CHECK_FAILS(plm_threshold(stream, &in, &bad, &out), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_threshold(plm_test_stream, &in, &bad, &out), PLM_ERR_INVALID_ARG,
                   "params->value is NaN");
   bad = (plm_threshold_params){.value = 1, .compare = (plm_compare)9};
-  PLM_CHECK_FAILS(plm_threshold(stream, &in, &bad, &out), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_threshold(plm_test_stream, &in, &bad, &out), PLM_ERR_INVALID_ARG,
                   "params->compare 9 is not a plm_compare");
   plm_tensor strided = out;
   strided.strides[0] = 16;
-  PLM_CHECK_FAILS(plm_threshold(stream, &in, &params, &strided), PLM_ERR_UNSUPPORTED,
+  PLM_CHECK_FAILS(plm_threshold(plm_test_stream, &in, &params, &strided), PLM_ERR_UNSUPPORTED,
                   "out is not contiguous");
   plm_tensor no_data = out;
   no_data.data = NULL;
-  PLM_CHECK_FAILS(plm_threshold(stream, &in, &params, &no_data), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_threshold(plm_test_stream, &in, &params, &no_data), PLM_ERR_INVALID_ARG,
                   "out->data is NULL");
   plm_tensor shifted = out;
   shifted.data = (char *)in.data + 4;
-  PLM_CHECK_FAILS(plm_threshold(stream, &in, &params, &shifted), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_threshold(plm_test_stream, &in, &params, &shifted), PLM_ERR_INVALID_ARG,
                   "out overlaps in");
 
   /* A tensor of another context. */
@@ -205,15 +193,16 @@ START_TEST(test_bad_input_is_refused_and_nothing_is_enqueued) {
   PLM_CHECK_OK(plm_context_create(&config, &other));
   plm_tensor foreign = in;
   foreign.ctx = other;
-  PLM_CHECK_FAILS(plm_threshold(stream, &foreign, &params, &out), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_threshold(plm_test_stream, &foreign, &params, &out), PLM_ERR_INVALID_ARG,
                   "in belongs to another context than stream");
   PLM_CHECK_OK(plm_context_destroy(other));
 
   bool finished = false;
-  PLM_CHECK_OK(plm_stream_query(stream, &finished));
-  PLM_CHECK_OK(plm_stream_synchronize(stream));
+  PLM_CHECK_OK(plm_stream_query(plm_test_stream, &finished));
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
   plm_tensor *all[] = {&in, &out, &wrong_shape, &as_i32, &as_f32_out};
-  for (size_t i = 0; i < 5; i++) PLM_CHECK_OK(plm_tensor_free(pool, stream, all[i]));
+  for (size_t i = 0; i < 5; i++)
+    PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, all[i]));
 }
 END_TEST
 
@@ -221,7 +210,7 @@ static Suite *threshold_suite(void) {
   Suite *suite = suite_create("threshold");
   TCase *tcase = tcase_create("threshold");
   plm_test_add_fixture(tcase);
-  tcase_add_checked_fixture(tcase, setup, teardown);
+  plm_test_add_stream_fixture(tcase);
   tcase_set_timeout(tcase, 60);
   tcase_add_test(tcase, test_matches_the_reference_for_every_shape_dtype_and_comparison);
   tcase_add_test(tcase, test_integer_inputs_compare_exactly_against_fractional_and_edge_values);
