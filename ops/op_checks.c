@@ -33,6 +33,21 @@ plm_status plm__op_check_tensor(const plm_stream *stream, const plm_tensor *tens
   return PLM_OK;
 }
 
+plm_status plm__op_check_shape(const plm_tensor *tensor, const char *name) {
+  if (!tensor) return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s is NULL", name);
+  if (plm_dtype_size(tensor->dtype) == 0)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s->dtype %d is not a plm_dtype", name,
+                         (int)tensor->dtype);
+  if (tensor->ndim < 1 || tensor->ndim > PLM_TENSOR_MAX_DIMS)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s->ndim %d is not in 1..%d", name, tensor->ndim,
+                         PLM_TENSOR_MAX_DIMS);
+  for (int d = 0; d < tensor->ndim; d++)
+    if (tensor->dims[d] < 1)
+      return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s->dims[%d] is %lld", name, d,
+                           (long long)tensor->dims[d]);
+  return PLM_OK;
+}
+
 plm_status plm__op_check_same_dims(const plm_tensor *a, const char *a_name, const plm_tensor *b,
                                    const char *b_name) {
   bool same = a->ndim == b->ndim;

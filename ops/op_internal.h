@@ -19,6 +19,11 @@
 plm_status plm__op_check_tensor(const plm_stream *stream, const plm_tensor *tensor,
                                 const char *name);
 
+/* A tensor description an op can reason about, without its data or context: not
+ * NULL, a valid dtype, ndim in 1..4, every dimension >= 1. For the _output and
+ * _cost functions, which take no stream. */
+plm_status plm__op_check_shape(const plm_tensor *tensor, const char *name);
+
 /* The same dims (dtypes may differ). */
 plm_status plm__op_check_same_dims(const plm_tensor *a, const char *a_name, const plm_tensor *b,
                                    const char *b_name);

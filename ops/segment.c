@@ -22,6 +22,8 @@ static plm_status check_params(const plm_segment_params *params) {
 }
 
 static plm_status check_image(const plm_tensor *image) {
+  plm_status status = plm__op_check_shape(image, "image");
+  if (status != PLM_OK) return status;
   if (image->dtype != PLM_DTYPE_U8 && image->dtype != PLM_DTYPE_U16 &&
       image->dtype != PLM_DTYPE_F32)
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "image->dtype %s is not u8, u16 or f32",

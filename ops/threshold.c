@@ -25,7 +25,8 @@ plm_status plm_threshold_output(const plm_tensor *in, const plm_threshold_params
                                 plm_shape *out) {
   PLM__REQUIRE_NOT_NULL(in);
   PLM__REQUIRE_NOT_NULL(out);
-  plm_status status = check_params(params);
+  plm_status status = plm__op_check_shape(in, "in");
+  if (status == PLM_OK) status = check_params(params);
   if (status == PLM_OK) status = check_input_dtype(in);
   if (status != PLM_OK) return plm__propagate(status);
   *out = (plm_shape){.dtype = PLM_DTYPE_U8, .ndim = in->ndim};
@@ -37,7 +38,9 @@ plm_status plm_threshold_cost(const plm_tensor *in, const plm_threshold_params *
                               plm_op_cost *cost) {
   PLM__REQUIRE_NOT_NULL(in);
   PLM__REQUIRE_NOT_NULL(cost);
-  plm_status status = check_params(params);
+  plm_status status = plm__op_check_shape(in, "in");
+  if (status == PLM_OK) status = check_params(params);
+  if (status == PLM_OK) status = check_input_dtype(in);
   if (status != PLM_OK) return plm__propagate(status);
   double count = (double)plm_tensor_numel(in);
   *cost = (plm_op_cost){.bytes = count * ((double)plm_dtype_size(in->dtype) + 1.0), .flops = count};

@@ -220,6 +220,19 @@ START_TEST(test_bad_input_is_refused) {
 }
 END_TEST
 
+/* A description with a zero dimension once divided by zero in the shape checks. */
+START_TEST(test_shape_queries_refuse_broken_descriptions) {
+  plm_tensor broken = {.dtype = PLM_DTYPE_U8, .ndim = 2, .dims = {4, 0}};
+  plm_segment_params params = {.value = 1};
+  plm_op_cost cost;
+  PLM_CHECK_FAILS(plm_segment_cost(&broken, &params, 16, &cost), PLM_ERR_INVALID_ARG,
+                  "image->dims[1] is 0");
+  broken.dims[1] = -3;
+  PLM_CHECK_FAILS(plm_segment_cost(&broken, &params, 16, &cost), PLM_ERR_INVALID_ARG,
+                  "image->dims[1] is -3");
+}
+END_TEST
+
 static Suite *segment_suite(void) {
   Suite *suite = suite_create("segment");
   TCase *tcase = tcase_create("segment");
@@ -229,6 +242,7 @@ static Suite *segment_suite(void) {
   tcase_add_test(tcase, test_segment_equals_threshold_label_regions);
   tcase_add_test(tcase, test_output_shapes_and_cost);
   tcase_add_test(tcase, test_bad_input_is_refused);
+  tcase_add_test(tcase, test_shape_queries_refuse_broken_descriptions);
   suite_add_tcase(suite, tcase);
   return suite;
 }

@@ -206,6 +206,25 @@ START_TEST(test_bad_input_is_refused_and_nothing_is_enqueued) {
 }
 END_TEST
 
+/* The shape queries take a bare description: a broken one is refused, never read
+ * past (ndim 12 once wrote past plm_shape's four dims). */
+START_TEST(test_shape_queries_refuse_broken_descriptions) {
+  plm_tensor broken = {.ctx = plm_test_ctx, .dtype = PLM_DTYPE_F32, .ndim = 12};
+  plm_threshold_params params = {.value = 1};
+  plm_shape shape;
+  plm_op_cost cost;
+  PLM_CHECK_FAILS(plm_threshold_output(&broken, &params, &shape), PLM_ERR_INVALID_ARG,
+                  "plm_threshold_output: in->ndim 12 is not in 1..4");
+  PLM_CHECK_FAILS(plm_threshold_cost(&broken, &params, &cost), PLM_ERR_INVALID_ARG, "in->ndim 12");
+  broken = (plm_tensor){.dtype = PLM_DTYPE_F32, .ndim = 2, .dims = {4, 0}};
+  PLM_CHECK_FAILS(plm_threshold_cost(&broken, &params, &cost), PLM_ERR_INVALID_ARG,
+                  "in->dims[1] is 0");
+  broken = (plm_tensor){.dtype = PLM_DTYPE_I32, .ndim = 2, .dims = {4, 4}};
+  PLM_CHECK_FAILS(plm_threshold_cost(&broken, &params, &cost), PLM_ERR_INVALID_ARG,
+                  "in->dtype i32 is not u8, u16 or f32");
+}
+END_TEST
+
 static Suite *threshold_suite(void) {
   Suite *suite = suite_create("threshold");
   TCase *tcase = tcase_create("threshold");
@@ -217,6 +236,7 @@ static Suite *threshold_suite(void) {
   tcase_add_test(tcase, test_u8_input_may_be_thresholded_in_place);
   tcase_add_test(tcase, test_output_shape_and_cost);
   tcase_add_test(tcase, test_bad_input_is_refused_and_nothing_is_enqueued);
+  tcase_add_test(tcase, test_shape_queries_refuse_broken_descriptions);
   suite_add_tcase(suite, tcase);
   return suite;
 }

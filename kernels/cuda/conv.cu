@@ -97,7 +97,12 @@ extern "C" plm_status plm__conv2d_cuda(void *stream, const plm__conv2d_args *arg
   cudaStream_t s = (cudaStream_t)stream;
   int64_t tile_rows = (int64_t)(TILE - 1) * args->stride_y + args->kh;
   int64_t tile_cols = (int64_t)(TILE - 1) * args->stride_x + args->kw;
-  int64_t smem = (tile_rows * tile_cols + (int64_t)args->kh * args->kw) * (int64_t)sizeof(float);
+  /* Either side alone past the budget means the direct kernel; checking that first
+   * keeps the product below from overflowing with huge strides. */
+  const int64_t most_floats = SMEM_MAX / (int64_t)sizeof(float);
+  int64_t smem = SMEM_MAX + 1;
+  if (tile_rows <= most_floats && tile_cols <= most_floats)
+    smem = (tile_rows * tile_cols + (int64_t)args->kh * args->kw) * (int64_t)sizeof(float);
   if (smem <= SMEM_MAX) {
     conv2d_tiled_kernel<<<grid, block, (size_t)smem, s>>>(*args, (int)tile_rows, (int)tile_cols);
     return plm__cuda_check_launch("conv2d_tiled_kernel");
