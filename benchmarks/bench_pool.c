@@ -75,6 +75,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_common.h"
 #include "plume/plume.h"
 #include "plume/pool.h"
 
@@ -1152,10 +1153,7 @@ static json_t *document_json(const bench_env *env, json_t *ratios, json_t *goals
   json_object_set_new(doc, "plume_version", json_string(build->version));
   json_object_set_new(doc, "build_type", json_string(build->build_type));
   char date[32];
-  time_t now = time(NULL);
-  struct tm utc;
-  gmtime_r(&now, &utc);
-  strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  bench_utc_date(date, sizeof date);
   json_object_set_new(doc, "date", json_string(date));
   json_object_set_new(doc, "run", json_string(run_size_name(env->opt.size)));
   json_object_set_new(doc, "cores", json_integer(env->info.multiprocessors));
@@ -1314,21 +1312,6 @@ static void close_env(bench_env *env) {
   free(env->results.v);
 }
 
-/* Learn before the run, not after it, that the JSON cannot be written. */
-static bool json_path_writable(const char *path) {
-  FILE *probe = fopen(path, "r");
-  bool existed = probe != NULL;
-  if (probe) fclose(probe);
-  probe = fopen(path, "a");
-  if (!probe) {
-    fprintf(stderr, "bench_pool: cannot write %s: %s\n", path, strerror(errno));
-    return false;
-  }
-  fclose(probe);
-  if (!existed) remove(path);
-  return true;
-}
-
 static int parse_args(int argc, char **argv, options *opt, const char **validate) {
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
@@ -1384,7 +1367,8 @@ int main(int argc, char **argv) {
     return 0;
   }
 
-  if (env.opt.json_path && !json_path_writable(env.opt.json_path)) return EXIT_RUNTIME_FAILURE;
+  if (env.opt.json_path && !bench_json_path_writable("bench_pool", env.opt.json_path))
+    return EXIT_RUNTIME_FAILURE;
   warnings = json_array();
   measure_timer_overhead();
   if (!open_env(&env)) {
