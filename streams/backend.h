@@ -89,6 +89,17 @@ typedef struct plm__backend_iface {
   plm_status (*async_pool_trim)(void *ctx, void *pool, size_t keep_bytes);
   /* Bytes the backend's pool holds now, and the most it has held. */
   plm_status (*async_pool_reserved)(void *ctx, void *pool, uint64_t *current, uint64_t *high);
+
+  /* (optional) Graph capture and replay (CUDA graphs). capture_begin puts the stream
+   * in capture mode: work enqueued on it (and on streams that wait on events recorded
+   * in it) is recorded, not run, until capture_end, which turns the recording into an
+   * executable graph. graph_launch enqueues one replay on a stream; graph_destroy
+   * releases it (after the replays already enqueued have finished, as CUDA does).
+   * NULL: graphs are unsupported on this backend. */
+  plm_status (*stream_capture_begin)(void *ctx, void *stream);
+  plm_status (*stream_capture_end)(void *ctx, void *stream, void **graph);
+  plm_status (*graph_launch)(void *ctx, void *graph, void *stream);
+  void (*graph_destroy)(void *ctx, void *graph);
 } plm__backend_iface;
 
 /* Open the host backend (device must be 0; the wrapper checks). */

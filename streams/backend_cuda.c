@@ -366,6 +366,42 @@ static plm_status cuda_async_free(void *ctx, void *pool, void *ptr, void *stream
 
 /* ---- the backend ------------------------------------------------------------------ */
 
+/* ---- graphs ------------------------------------------------------------------------ */
+
+/* Relaxed capture: other threads may go on using CUDA (allocating, querying events)
+ * while one of the pipeline's streams is being captured. */
+static plm_status cuda_stream_capture_begin(void *ctx, void *handle) {
+  (void)ctx;
+  CUDA_TRY(cudaStreamBeginCapture((cudaStream_t)handle, cudaStreamCaptureModeRelaxed));
+  return PLM_OK;
+}
+
+/* End the capture and instantiate it; the graph itself is only needed until then. */
+static plm_status cuda_stream_capture_end(void *ctx, void *handle, void **out) {
+  cudaGraph_t graph = NULL;
+  cudaError_t end_err = cudaStreamEndCapture((cudaStream_t)handle, &graph);
+  if (end_err != cudaSuccess) {
+    if (graph) cudaGraphDestroy(graph);
+    return cuda_fail(end_err, "cudaStreamEndCapture");
+  }
+  cudaGraphExec_t exec = NULL;
+  ON_DEVICE(ctx, "cudaGraphInstantiate", err = cudaGraphInstantiate(&exec, graph, 0);
+            cudaGraphDestroy(graph));
+  *out = exec;
+  return PLM_OK;
+}
+
+static plm_status cuda_graph_launch(void *ctx, void *graph, void *handle) {
+  (void)ctx;
+  CUDA_TRY(cudaGraphLaunch((cudaGraphExec_t)graph, (cudaStream_t)handle));
+  return PLM_OK;
+}
+
+static void cuda_graph_destroy(void *ctx, void *graph) {
+  (void)ctx;
+  if (cudaGraphExecDestroy((cudaGraphExec_t)graph) != cudaSuccess) (void)cudaGetLastError();
+}
+
 static void cuda_close(void *ctx) {
   free(ctx);
 }
@@ -401,6 +437,10 @@ static const plm__backend_iface cuda_iface = {
     /* .async_free          = */ cuda_async_free,
     /* .async_pool_trim     = */ cuda_async_pool_trim,
     /* .async_pool_reserved = */ cuda_async_pool_reserved,
+    /* .stream_capture_begin = */ cuda_stream_capture_begin,
+    /* .stream_capture_end  = */ cuda_stream_capture_end,
+    /* .graph_launch        = */ cuda_graph_launch,
+    /* .graph_destroy       = */ cuda_graph_destroy,
 };
 
 void plm__cuda_device_count(int *count, const char **reason) {

@@ -548,6 +548,10 @@ static const plm__backend_iface host_iface = {
     /* .async_free          = */ NULL,
     /* .async_pool_trim     = */ NULL,
     /* .async_pool_reserved = */ NULL,
+    /* .stream_capture_begin = */ NULL,
+    /* .stream_capture_end  = */ NULL,
+    /* .graph_launch        = */ NULL,
+    /* .graph_destroy       = */ NULL,
 };
 
 plm_status plm__host_backend_open(const plm__backend_iface **iface, void **ctx) {

@@ -1,0 +1,46 @@
+/* streams/graph.h: recording the work enqueued on a stream once and replaying it
+ * (internal; CUDA graphs on the cuda backend).
+ *
+ * Between plm__graph_capture_begin(s) and plm__graph_capture_end(s), work enqueued
+ * on s, and on other streams that wait on events recorded in s during the capture
+ * (fork and join), is recorded instead of run. The graph replays exactly that work
+ * with the same pointers and arguments, so whatever it touches must stay where it
+ * was: pipelines capture a plan whose buffers are fixed, never work that allocates
+ * from a pool (a pool records and queries events, which capture forbids).
+ *
+ * Every capture_begin that succeeded must be followed by capture_end on the same
+ * stream, even when enqueueing failed in between (it then fails too, and the stream
+ * leaves capture mode). Host functions (plm_stream_enqueue_host) can be captured;
+ * synchronising calls on a capturing stream fail.
+ *
+ * Thread safety: a graph may be launched from any thread; one stream is captured by
+ * one thread at a time. plm__graph_destroy must not race with a launch of the same
+ * graph; replays already enqueued finish first.
+ */
+#ifndef PLUME_STREAMS_GRAPH_H
+#define PLUME_STREAMS_GRAPH_H
+
+#include <stdbool.h>
+
+#include "plume/context.h"
+#include "plume/status.h"
+#include "plume/stream.h"
+
+typedef struct plm__graph plm__graph;
+
+/* Whether ctx's backend can capture graphs (cuda: yes; host: no). */
+bool plm__graph_supported(const plm_context *ctx);
+
+/* Start recording stream. PLM_ERR_UNSUPPORTED on a backend without graphs. */
+plm_status plm__graph_capture_begin(plm_stream *stream);
+
+/* Stop recording stream and make the recording an executable graph in *graph. */
+plm_status plm__graph_capture_end(plm_stream *stream, plm__graph **graph);
+
+/* Enqueue one replay of graph on stream (of the graph's context); asynchronous. */
+plm_status plm__graph_launch(plm__graph *graph, plm_stream *stream);
+
+/* Release graph; NULL is a no-op. */
+void plm__graph_destroy(plm__graph *graph);
+
+#endif /* PLUME_STREAMS_GRAPH_H */
