@@ -12,6 +12,7 @@
 
 #include <jansson.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,7 +43,7 @@ static const char *const op_names[OP_COUNT] = {"conv2d", "sobel",   "entropy", "
 static const char *fixtures_dir = PLUME_FIXTURES_DIR;
 static json_t *manifest;                    /* MANIFEST.json, or NULL */
 static json_t *cases_of[OP_COUNT];          /* per op, an array of the manifest's cases */
-static char manifest_error[8192];           /* why manifest is NULL */
+static char manifest_error[8192];           /* what is wrong with the manifest */
 static const char *case_name = "(no case)"; /* the case being run, for messages */
 
 static void read_manifest(void) {
@@ -225,32 +226,48 @@ static void release(plm_tensor *t) {
   CASE_OK(plm_tensor_free(plm_test_pool, plm_test_stream, t));
 }
 
+/* The comparisons below return false on a mismatch and describe it here, so that the
+ * test frees its buffers before failing with this message. */
+static char mismatch[2048];
+
+static bool mismatched(const char *fmt, ...) {
+  int n = snprintf(mismatch, sizeof mismatch, "%s: ", case_name);
+  va_list args;
+  va_start(args, fmt);
+  if (n >= 0 && (size_t)n < sizeof mismatch)
+    vsnprintf(mismatch + n, sizeof mismatch - (size_t)n, fmt, args);
+  va_end(args);
+  return false;
+}
+
 /* Compare got (dtype, expected's shape) with expected, element by element, within an
- * absolute tolerance (NaN matches NaN); abort naming the first mismatch. */
-static void expect_image(const char *what, const void *got, plm_dtype dtype, const image *expected,
-                         double tolerance) {
+ * absolute tolerance (NaN matches NaN), naming the first mismatch. */
+static bool same_image(const char *what, const void *got, plm_dtype dtype, const image *expected,
+                       double tolerance) {
   int64_t n = image_numel(expected), bad = 0, first = -1;
   for (int64_t i = 0; i < n; i++) {
     double a = element(got, dtype, i), e = element(expected->data, expected->dtype, i);
     bool same = (isnan(a) && isnan(e)) || a == e || fabs(a - e) <= tolerance;
     if (!same && bad++ == 0) first = i;
   }
-  if (bad == 0) return;
+  if (bad == 0) return true;
   int64_t width = expected->dims[expected->ndim - 1];
   int64_t height = expected->dims[expected->ndim - 2];
   double a = element(got, dtype, first), e = element(expected->data, expected->dtype, first);
-  ck_abort_msg(
-      "%s: %s: %lld of %lld elements differ; the first at frame %lld, row %lld, column "
+  return mismatched(
+      "%s: %lld of %lld elements differ; the first at frame %lld, row %lld, column "
       "%lld: got %.9g, expected %.9g (difference %.3g, tolerance %.3g)",
-      case_name, what, (long long)bad, (long long)n, (long long)(first / (width * height)),
+      what, (long long)bad, (long long)n, (long long)(first / (width * height)),
       (long long)(first / width % height), (long long)(first % width), a, e, fabs(a - e),
       tolerance);
 }
 
 /* Compare the K x PLM_REGION_COLUMNS region table got with expected (absent when K is
  * 0): the manifest's exact_columns exactly, the others within tolerance * max(1, |e|);
- * the row after the last (the table has K + 1) must be untouched (all `untouched`). */
-static void expect_table(const double *got, const json_t *c, int k, double untouched) {
+ * the row after the last (the table has K + 1) must still hold table_fill. */
+static const double table_fill = -7.5;
+
+static bool same_table(const double *got, const json_t *c, int k) {
   const char *const columns[PLM_REGION_COLUMNS] = {
       "label",        "area",         "min_row", "min_col", "max_row",       "max_col",
       "centroid_row", "centroid_col", "sum",     "max",     "wcentroid_row", "wcentroid_col"};
@@ -278,28 +295,29 @@ static void expect_table(const double *got, const json_t *c, int k, double untou
       if (!same) {
         double want = e[j];
         image_free(&expected, NULL);
-        ck_abort_msg("%s: region table: label %lld, column %s: got %.17g, expected %.17g (%s)",
-                     case_name, (long long)(j / PLM_REGION_COLUMNS + 1), columns[col], a, want,
-                     exact[col] ? "exact" : "relative tolerance");
+        return mismatched("region table: label %lld, column %s: got %.17g, expected %.17g (%s)",
+                          (long long)(j / PLM_REGION_COLUMNS + 1), columns[col], a, want,
+                          exact[col] ? "exact" : "relative tolerance");
       }
     }
     image_free(&expected, NULL);
   }
   for (int col = 0; col < PLM_REGION_COLUMNS; col++)
-    CASE_ASSERT(got[(int64_t)k * PLM_REGION_COLUMNS + col] == untouched,
-                "region table: row %d (after the last label) was written: column %s is %.17g", k,
-                columns[col], got[(int64_t)k * PLM_REGION_COLUMNS + col]);
+    if (got[(int64_t)k * PLM_REGION_COLUMNS + col] != table_fill)
+      return mismatched("region table: row %d, after the last label, was written: %s is %.17g", k,
+                        columns[col], got[(int64_t)k * PLM_REGION_COLUMNS + col]);
+  return true;
 }
 
-/* An f64 table of k + 1 rows, filled with `untouched`. */
-static plm_tensor alloc_table(int k, double untouched) {
+/* An f64 table of k + 1 rows, filled with table_fill. */
+static plm_tensor alloc_table(int k) {
   const int64_t dims[2] = {(int64_t)k + 1, PLM_REGION_COLUMNS};
   plm_tensor t;
   CASE_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F64, 2, dims, &t));
   size_t n = (size_t)dims[0] * PLM_REGION_COLUMNS;
   double *fill = malloc(n * sizeof *fill);
   ck_assert_ptr_nonnull(fill);
-  for (size_t i = 0; i < n; i++) fill[i] = untouched;
+  for (size_t i = 0; i < n; i++) fill[i] = table_fill;
   CASE_OK(
       plm_stream_memcpy(plm_test_stream, t.data, fill, n * sizeof *fill, PLM_COPY_HOST_TO_DEVICE));
   CASE_OK(plm_stream_synchronize(plm_test_stream));
@@ -323,11 +341,12 @@ START_TEST(test_conv2d_matches_the_fixture) {
   release(&t_in);
   release(&t_kernel);
   release(&out);
-  expect_image("out", got, PLM_DTYPE_F32, &expected, number(c, "tolerance"));
+  bool ok = same_image("out", got, PLM_DTYPE_F32, &expected, number(c, "tolerance"));
   free(got);
   image_free(&in, NULL);
   image_free(&kernel, NULL);
   image_free(&expected, NULL);
+  ck_assert_msg(ok, "%s", mismatch);
 }
 END_TEST
 
@@ -344,16 +363,18 @@ START_TEST(test_sobel_matches_the_fixture) {
     }
   CASE_OK(plm_sobel(plm_test_stream, &t_in, &p, want[0].data ? &out[0] : NULL,
                     want[1].data ? &out[1] : NULL, want[2].data ? &out[2] : NULL));
+  bool ok = true;
   for (int k = 0; k < 3; k++)
     if (want[k].data) {
       float *got = download(&out[k]);
-      expect_image(parts[k], got, PLM_DTYPE_F32, &want[k], number(c, "tolerance"));
+      ok = ok && same_image(parts[k], got, PLM_DTYPE_F32, &want[k], number(c, "tolerance"));
       free(got);
       release(&out[k]);
       image_free(&want[k], NULL);
     }
   release(&t_in);
   image_free(&in, NULL);
+  ck_assert_msg(ok, "%s", mismatch);
 }
 END_TEST
 
@@ -373,10 +394,11 @@ START_TEST(test_entropy_matches_the_fixture) {
   float *got = download(&out);
   release(&t_in);
   release(&out);
-  expect_image("out", got, PLM_DTYPE_F32, &expected, number(c, "tolerance"));
+  bool ok = same_image("out", got, PLM_DTYPE_F32, &expected, number(c, "tolerance"));
   free(got);
   image_free(&in, NULL);
   image_free(&expected, NULL);
+  ck_assert_msg(ok, "%s", mismatch);
 }
 END_TEST
 
@@ -390,22 +412,26 @@ START_TEST(test_threshold_matches_the_fixture) {
   uint8_t *got = download(&out);
   release(&t_in);
   release(&out);
-  expect_image("mask", got, PLM_DTYPE_U8, &expected, 0.0);
+  bool ok = same_image("mask", got, PLM_DTYPE_U8, &expected, 0.0);
   free(got);
   image_free(&in, NULL);
   image_free(&expected, NULL);
+  ck_assert_msg(ok, "%s", mismatch);
 }
 END_TEST
 
 /* The manifest's per-frame counts against the op's. */
-static void expect_counts(const json_t *counts, const int32_t *got, int64_t frames) {
-  CASE_ASSERT(json_array_size(counts) == (size_t)frames, "%zu counts for %lld frames",
-              json_array_size(counts), (long long)frames);
+static bool same_counts(const json_t *counts, const int32_t *got, int64_t frames) {
+  if (json_array_size(counts) != (size_t)frames)
+    return mismatched("the manifest has %zu counts for %lld frames", json_array_size(counts),
+                      (long long)frames);
   for (int64_t f = 0; f < frames; f++) {
     json_int_t want = json_integer_value(json_array_get(counts, (size_t)f));
-    CASE_ASSERT(got[f] == want, "frame %lld: count %d, expected %lld", (long long)f, got[f],
-                (long long)want);
+    if (got[f] != want)
+      return mismatched("frame %lld: count %d, expected %lld", (long long)f, got[f],
+                        (long long)want);
   }
+  return true;
 }
 
 START_TEST(test_label_matches_the_fixture) {
@@ -420,16 +446,15 @@ START_TEST(test_label_matches_the_fixture) {
   release(&t_mask);
   release(&labels);
   release(&count);
-  expect_counts(field(c, "counts"), got_counts, frames);
-  expect_image("labels", got, PLM_DTYPE_I32, &expected, 0.0);
+  bool ok = same_counts(field(c, "counts"), got_counts, frames) &&
+            same_image("labels", got, PLM_DTYPE_I32, &expected, 0.0);
   free(got);
   free(got_counts);
   image_free(&mask, NULL);
   image_free(&expected, NULL);
+  ck_assert_msg(ok, "%s", mismatch);
 }
 END_TEST
-
-static const double untouched = -7.5;
 
 START_TEST(test_regions_match_the_fixture) {
   const json_t *c = get_case(OP_REGIONS, _i);
@@ -443,7 +468,7 @@ START_TEST(test_regions_match_the_fixture) {
   }
   CASE_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_I32, 1, &one, &count));
   CASE_OK(plm_stream_memcpy(plm_test_stream, count.data, &k, sizeof k, PLM_COPY_HOST_TO_DEVICE));
-  plm_tensor table = alloc_table(k, untouched);
+  plm_tensor table = alloc_table(k);
   CASE_OK(plm_regions(plm_test_stream, &t_labels, intensity.data ? &t_intensity : NULL, &count,
                       &table));
   double *got = download(&table);
@@ -451,10 +476,11 @@ START_TEST(test_regions_match_the_fixture) {
   release(&count);
   release(&table);
   if (intensity.data) release(&t_intensity);
-  expect_table(got, c, k, untouched);
+  bool ok = same_table(got, c, k);
   free(got);
   image_free(&labels, NULL);
   image_free(&intensity, NULL);
+  ck_assert_msg(ok, "%s", mismatch);
 }
 END_TEST
 
@@ -468,7 +494,7 @@ START_TEST(test_segment_matches_the_fixture) {
   const int64_t one = 1;
   plm_tensor t_in = upload(&in), labels = alloc_like(&in, PLM_DTYPE_I32), count;
   CASE_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_I32, 1, &one, &count));
-  plm_tensor table = alloc_table(k, untouched);
+  plm_tensor table = alloc_table(k);
   CASE_OK(plm_segment(plm_test_stream, &t_in, &p, &labels, &count, &table));
   int32_t *got_labels = download(&labels), *got_count = download(&count);
   double *got_table = download(&table);
@@ -476,14 +502,15 @@ START_TEST(test_segment_matches_the_fixture) {
   release(&labels);
   release(&count);
   release(&table);
-  CASE_ASSERT(*got_count == k, "count %d, expected %d", *got_count, k);
-  expect_image("labels", got_labels, PLM_DTYPE_I32, &expected, 0.0);
-  expect_table(got_table, c, k, untouched);
+  bool ok = (*got_count == k || mismatched("count %d, expected %d", *got_count, k)) &&
+            same_image("labels", got_labels, PLM_DTYPE_I32, &expected, 0.0) &&
+            same_table(got_table, c, k);
   free(got_labels);
   free(got_count);
   free(got_table);
   image_free(&in, NULL);
   image_free(&expected, NULL);
+  ck_assert_msg(ok, "%s", mismatch);
 }
 END_TEST
 
