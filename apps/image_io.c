@@ -100,6 +100,7 @@ typedef struct reader {
   const char *path;
   uint64_t size; /* bytes in the file */
   const image_allocator *allocator;
+  bool keep_f64; /* a '<f8' .npy stays f64 instead of being narrowed to f32 */
   char *err;
   size_t err_size;
 } reader;
@@ -341,6 +342,7 @@ static plm_status read_npy(reader *r, image *out) {
   if (!npy_dtype(h.descr, &file_item, &out->dtype))
     return READ_FAIL(r, PLM_ERR_UNSUPPORTED,
                      "unsupported dtype '%s' (supported: <f4, <f8, |u1, <u2, <i4)", h.descr);
+  if (file_item == 8 && r->keep_f64) out->dtype = PLM_DTYPE_F64;
   if (h.fortran_order)
     return READ_FAIL(r, PLM_ERR_UNSUPPORTED,
                      "fortran_order is True: only C-order arrays are supported "
@@ -359,7 +361,7 @@ static plm_status read_npy(reader *r, image *out) {
   status = check_data_size(r, offset, (uint64_t)numel * file_item);
   if (status == PLM_OK) status = alloc_data(r, out);
   if (status != PLM_OK) return status;
-  if (file_item == 8) return read_f64_as_f32(r, out->data, numel);
+  if (file_item == 8 && !r->keep_f64) return read_f64_as_f32(r, out->data, numel);
   return read_exact(r, out->data, (size_t)numel * file_item, "the data");
 }
 
@@ -524,14 +526,15 @@ static plm_status read_png(reader *r, image *out) {
 
 /* ---- reading ------------------------------------------------------------------------- */
 
-plm_status image_read(const char *path, const image_allocator *allocator, image *out, char *err,
-                      size_t err_size) {
+static plm_status read_image(const char *path, const image_allocator *allocator, bool keep_f64,
+                             image *out, char *err, size_t err_size, const char *caller) {
   if (err && err_size) err[0] = '\0';
-  if (!path) return fail(err, err_size, "image_read", PLM_ERR_INVALID_ARG, "path is NULL");
+  if (!path) return fail(err, err_size, caller, PLM_ERR_INVALID_ARG, "path is NULL");
   if (!out) return fail(err, err_size, path, PLM_ERR_INVALID_ARG, "out is NULL");
   memset(out, 0, sizeof *out);
   reader r = {.path = path,
               .allocator = allocator ? allocator : &default_allocator,
+              .keep_f64 = keep_f64,
               .err = err,
               .err_size = err_size};
   r.file = fopen(path, "rb");
@@ -564,6 +567,16 @@ plm_status image_read(const char *path, const image_allocator *allocator, image 
   fclose(r.file);
   if (status != PLM_OK) image_free(out, r.allocator);
   return status;
+}
+
+plm_status image_read(const char *path, const image_allocator *allocator, image *out, char *err,
+                      size_t err_size) {
+  return read_image(path, allocator, false, out, err, err_size, "image_read");
+}
+
+plm_status image_read_keep_f64(const char *path, const image_allocator *allocator, image *out,
+                               char *err, size_t err_size) {
+  return read_image(path, allocator, true, out, err, err_size, "image_read_keep_f64");
 }
 
 /* ---- writing .npy -------------------------------------------------------------------- */

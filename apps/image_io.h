@@ -65,6 +65,12 @@ typedef struct image_allocator {
 plm_status image_read(const char *path, const image_allocator *allocator, image *out, char *err,
                       size_t err_size);
 
+/* As image_read, except that a '<f8' .npy is read as f64 (PLM_DTYPE_F64) with its values
+ * unchanged instead of being narrowed to f32: for files whose precision matters, such as
+ * the region tables of tests/fixtures. Every other file reads as with image_read. */
+plm_status image_read_keep_f64(const char *path, const image_allocator *allocator, image *out,
+                               char *err, size_t err_size);
+
 /* Give back the data of an image from image_read (with the same allocator) and
  * clear its data pointer. NULL or an image without data is a no-op. */
 void image_free(image *img, const image_allocator *allocator);

@@ -215,6 +215,42 @@ START_TEST(test_npy_f64_is_read_as_f32_and_version_2_headers_are_read) {
 }
 END_TEST
 
+/* image_read_keep_f64 keeps f64 values as they are (the fixtures' region tables need
+ * every bit) and reads every other dtype as image_read does. */
+START_TEST(test_npy_f64_is_kept_by_image_read_keep_f64) {
+  const double values[6] = {0.1, -1.5, 1e300, 65535.0 * 65025.0, 1.0 / 3.0, NAN};
+  write_npy(path_of("f64.npy"), 1, "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }",
+            values, sizeof values);
+  image img;
+  ck_assert_msg(image_read_keep_f64(path_of("f64.npy"), NULL, &img, err, sizeof err) == PLM_OK,
+                "%s", err);
+  ck_assert_int_eq(img.dtype, PLM_DTYPE_F64);
+  ck_assert_int_eq(img.ndim, 2);
+  ck_assert_int_eq(img.dims[0], 2);
+  ck_assert_int_eq(img.dims[1], 3);
+  ck_assert_int_eq(memcmp(img.data, values, sizeof values), 0);
+  image_free(&img, NULL);
+
+  const uint16_t words[4] = {0, 1, 40000, 65535};
+  write_npy(path_of("u2.npy"), 1, "{'descr': '<u2', 'fortran_order': False, 'shape': (2, 2), }",
+            words, sizeof words);
+  ck_assert_msg(image_read_keep_f64(path_of("u2.npy"), NULL, &img, err, sizeof err) == PLM_OK, "%s",
+                err);
+  ck_assert_int_eq(img.dtype, PLM_DTYPE_U16);
+  ck_assert_int_eq(memcmp(img.data, words, sizeof words), 0);
+  image_free(&img, NULL);
+
+  write_npy(path_of("short.npy"), 1, "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }",
+            values, sizeof values - 8);
+  ck_assert_int_eq(image_read_keep_f64(path_of("short.npy"), NULL, &img, err, sizeof err),
+                   PLM_ERR_IO);
+  ck_assert_ptr_null(img.data);
+  ck_assert_msg(strstr(err, "truncated") != NULL, "%s", err);
+  ck_assert_int_eq(image_read_keep_f64(NULL, NULL, &img, err, sizeof err), PLM_ERR_INVALID_ARG);
+  ck_assert_msg(strstr(err, "image_read_keep_f64") != NULL, "%s", err);
+}
+END_TEST
+
 START_TEST(test_pgm_8_and_16_bit) {
   const char pgm8[] = "P5\n# a comment\n3 2\n255\n\x01\x02\x03\xfd\xfe\xff";
   write_bytes(path_of("a.pgm"), pgm8, sizeof pgm8 - 1);
@@ -575,6 +611,7 @@ static Suite *image_io_suite(void) {
   tcase_add_test(tcase, test_npy_round_trip_every_dtype_2d_and_3d);
   tcase_add_test(tcase, test_npy_header_matches_numpy);
   tcase_add_test(tcase, test_npy_f64_is_read_as_f32_and_version_2_headers_are_read);
+  tcase_add_test(tcase, test_npy_f64_is_kept_by_image_read_keep_f64);
   tcase_add_test(tcase, test_pgm_8_and_16_bit);
   tcase_add_test(tcase, test_png_8_and_16_bit_grayscale);
   tcase_add_test(tcase, test_colour_png_is_refused);
