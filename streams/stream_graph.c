@@ -1,39 +1,39 @@
-/* streams/graph.c: graph capture and replay over the backend's optional entries. */
-#include "streams/graph.h"
+/* streams/stream_graph.c: graph capture and replay over the backend's optional entries. */
+#include "streams/stream_graph.h"
 
 #include <stdlib.h>
 
 #include "streams/error.h"
 #include "streams/runtime.h"
 
-struct plm__graph {
+struct plm__stream_graph {
   plm_context *ctx;
   void *handle; /* the backend's executable graph */
 };
 
-bool plm__graph_supported(const plm_context *ctx) {
+bool plm__stream_graph_supported(const plm_context *ctx) {
   return ctx && ctx->backend->stream_capture_begin && ctx->backend->stream_capture_end &&
          ctx->backend->graph_launch && ctx->backend->graph_destroy;
 }
 
-plm_status plm__graph_capture_begin(plm_stream *stream) {
+plm_status plm__stream_graph_capture_begin(plm_stream *stream) {
   PLM__REQUIRE_NOT_NULL(stream);
   plm_context *ctx = stream->ctx;
-  if (!plm__graph_supported(ctx))
+  if (!plm__stream_graph_supported(ctx))
     return plm__fail(PLM_ERR_UNSUPPORTED, "the %s backend cannot capture graphs",
                      plm_backend_name(ctx->backend->kind));
   return plm__propagate(ctx->backend->stream_capture_begin(ctx->backend_ctx, stream->handle));
 }
 
-plm_status plm__graph_capture_end(plm_stream *stream, plm__graph **graph) {
+plm_status plm__stream_graph_capture_end(plm_stream *stream, plm__stream_graph **graph) {
   PLM__REQUIRE_NOT_NULL(stream);
   PLM__REQUIRE_NOT_NULL(graph);
   *graph = NULL;
   plm_context *ctx = stream->ctx;
-  if (!plm__graph_supported(ctx))
+  if (!plm__stream_graph_supported(ctx))
     return plm__fail(PLM_ERR_UNSUPPORTED, "the %s backend cannot capture graphs",
                      plm_backend_name(ctx->backend->kind));
-  plm__graph *made = calloc(1, sizeof *made);
+  plm__stream_graph *made = calloc(1, sizeof *made);
   void *handle = NULL;
   plm_status status = ctx->backend->stream_capture_end(ctx->backend_ctx, stream->handle, &handle);
   if (status != PLM_OK) {
@@ -50,7 +50,7 @@ plm_status plm__graph_capture_end(plm_stream *stream, plm__graph **graph) {
   return PLM_OK;
 }
 
-plm_status plm__graph_launch(plm__graph *graph, plm_stream *stream) {
+plm_status plm__stream_graph_launch(plm__stream_graph *graph, plm_stream *stream) {
   PLM__REQUIRE_NOT_NULL(graph);
   PLM__REQUIRE_NOT_NULL(stream);
   if (stream->ctx != graph->ctx)
@@ -60,7 +60,7 @@ plm_status plm__graph_launch(plm__graph *graph, plm_stream *stream) {
                                                    stream->handle));
 }
 
-void plm__graph_destroy(plm__graph *graph) {
+void plm__stream_graph_destroy(plm__stream_graph *graph) {
   if (!graph) return;
   graph->ctx->backend->graph_destroy(graph->ctx->backend_ctx, graph->handle);
   free(graph);

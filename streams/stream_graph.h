@@ -1,7 +1,7 @@
-/* streams/graph.h: recording the work enqueued on a stream once and replaying it
+/* streams/stream_graph.h: recording the work enqueued on a stream once and replaying it
  * (internal; CUDA graphs on the cuda backend).
  *
- * Between plm__graph_capture_begin(s) and plm__graph_capture_end(s), work enqueued
+ * Between plm__stream_graph_capture_begin(s) and plm__stream_graph_capture_end(s), work enqueued
  * on s, and on other streams that wait on events recorded in s during the capture
  * (fork and join), is recorded instead of run. The graph replays exactly that work
  * with the same pointers and arguments, so whatever it touches must stay where it
@@ -14,11 +14,11 @@
  * synchronising calls on a capturing stream fail.
  *
  * Thread safety: a graph may be launched from any thread; one stream is captured by
- * one thread at a time. plm__graph_destroy must not race with a launch of the same
+ * one thread at a time. plm__stream_graph_destroy must not race with a launch of the same
  * graph; replays already enqueued finish first.
  */
-#ifndef PLUME_STREAMS_GRAPH_H
-#define PLUME_STREAMS_GRAPH_H
+#ifndef PLUME_STREAMS_STREAM_GRAPH_H
+#define PLUME_STREAMS_STREAM_GRAPH_H
 
 #include <stdbool.h>
 
@@ -26,21 +26,21 @@
 #include "plume/status.h"
 #include "plume/stream.h"
 
-typedef struct plm__graph plm__graph;
+typedef struct plm__stream_graph plm__stream_graph;
 
 /* Whether ctx's backend can capture graphs (cuda: yes; host: no). */
-bool plm__graph_supported(const plm_context *ctx);
+bool plm__stream_graph_supported(const plm_context *ctx);
 
 /* Start recording stream. PLM_ERR_UNSUPPORTED on a backend without graphs. */
-plm_status plm__graph_capture_begin(plm_stream *stream);
+plm_status plm__stream_graph_capture_begin(plm_stream *stream);
 
 /* Stop recording stream and make the recording an executable graph in *graph. */
-plm_status plm__graph_capture_end(plm_stream *stream, plm__graph **graph);
+plm_status plm__stream_graph_capture_end(plm_stream *stream, plm__stream_graph **graph);
 
 /* Enqueue one replay of graph on stream (of the graph's context); asynchronous. */
-plm_status plm__graph_launch(plm__graph *graph, plm_stream *stream);
+plm_status plm__stream_graph_launch(plm__stream_graph *graph, plm_stream *stream);
 
 /* Release graph; NULL is a no-op. */
-void plm__graph_destroy(plm__graph *graph);
+void plm__stream_graph_destroy(plm__stream_graph *graph);
 
-#endif /* PLUME_STREAMS_GRAPH_H */
+#endif /* PLUME_STREAMS_STREAM_GRAPH_H */
