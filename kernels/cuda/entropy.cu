@@ -31,11 +31,12 @@
  * With auto range, a first kernel (one block per frame) writes each frame's finite
  * min and max to scratch, where the entropy kernel reads them: no host round trip.
  *
- * Not yet run on a GPU (none was available when it was written): it compiles, and the
- * segment logic of both kinds of owner (the device functions below, __host__
- * __device__) was checked on the host against the CPU kernel, the warp's lanes
- * emulated by threads. tests/test_entropy.c checks it against the reference under
- * PLUME_BACKEND=cuda (ctest entropy.cuda).
+ * Not yet run on a GPU (none was available when it was written). The segment logic
+ * of both kinds of owner (the functions below marked PLM_HD) runs on the host in
+ * tests/test_entropy_cuda_logic.cpp (ctest entropy_cuda_logic), which compiles this
+ * file as plain C++ (hence the __CUDACC__ guards around what only nvcc knows) and
+ * emulates a warp's lanes with threads. tests/test_entropy.c checks the kernels
+ * against the reference under PLUME_BACKEND=cuda (ctest entropy.cuda).
  */
 #include "kernels/common/entropy.h"
 #include "kernels/cuda/launch.h"
