@@ -177,7 +177,10 @@ plm_status plm_conv2d(plm_stream *stream, const plm_tensor *in, const plm_tensor
                            .pad_x = params->pad_x,
                            .border = params->border};
 #ifdef PLM_HAVE_CUDA
-  if (plm__op_on_cuda(stream)) return plm__propagate(plm__conv2d_cuda(stream->handle, &args));
+  if (plm__op_on_cuda(stream)) {
+    PLM__OP_ON_DEVICE(stream, status, plm__conv2d_cuda(stream->handle, &args));
+    return plm__propagate(status);
+  }
 #endif
   return plm__propagate(plm__op_launch_cpu(stream, conv2d_task, &args, sizeof args));
 }
@@ -250,7 +253,10 @@ plm_status plm_sobel(plm_stream *stream, const plm_tensor *in, const plm_sobel_p
                           .dtype = in->dtype,
                           .border = params->border};
 #ifdef PLM_HAVE_CUDA
-  if (plm__op_on_cuda(stream)) return plm__propagate(plm__sobel_cuda(stream->handle, &args));
+  if (plm__op_on_cuda(stream)) {
+    PLM__OP_ON_DEVICE(stream, status, plm__sobel_cuda(stream->handle, &args));
+    return plm__propagate(status);
+  }
 #endif
   return plm__propagate(plm__op_launch_cpu(stream, sobel_task, &args, sizeof args));
 }

@@ -128,7 +128,7 @@ plm_status plm_entropy(plm_stream *stream, const plm_tensor *in, const plm_entro
   if (status == PLM_OK) status = plm_pool_alloc(pool, bytes, stream, &args.scratch);
   if (status != PLM_OK) return plm__propagate(status);
 #ifdef PLM_HAVE_CUDA
-  if (on_cuda) status = plm__entropy_cuda(stream->handle, &args);
+  if (on_cuda) PLM__OP_ON_DEVICE(stream, status, plm__entropy_cuda(stream->handle, &args));
 #endif
   if (!on_cuda) status = plm__op_launch_cpu(stream, entropy_task, &args, sizeof args);
   /* Stream-ordered: the kernels enqueued above still own the scratch. */

@@ -84,6 +84,28 @@ static void label_task(const void *args) {
   plm__label_cpu(args);
 }
 
+#ifdef PLM_HAVE_CUDA
+/* The CUDA kernels, with their scratch taken from the context's default pool in
+ * stream order around them (the pool hands it out again once they are done). */
+static plm_status label_with_scratch(plm_stream *stream, plm__label_args *args) {
+  size_t bytes = 0;
+  plm_pool *pool = NULL;
+  plm_status status = plm__label_cuda_scratch_bytes(stream->handle, args, &bytes);
+  if (status == PLM_OK) status = plm_context_default_pool(stream->ctx, &pool);
+  if (status == PLM_OK) status = plm_pool_alloc(pool, bytes, stream, &args->scratch);
+  if (status != PLM_OK) return status;
+  status = plm__label_cuda(stream->handle, args);
+  plm_status freed = plm_pool_free(pool, args->scratch, stream);
+  return status != PLM_OK ? status : freed;
+}
+
+static plm_status label_cuda(plm_stream *stream, plm__label_args *args) {
+  plm_status status;
+  PLM__OP_ON_DEVICE(stream, status, label_with_scratch(stream, args));
+  return status;
+}
+#endif
+
 plm_status plm_label(plm_stream *stream, const plm_tensor *mask, const plm_label_params *params,
                      plm_tensor *labels, plm_tensor *count) {
   PLM__REQUIRE_NOT_NULL(stream);
@@ -115,7 +137,7 @@ plm_status plm_label(plm_stream *stream, const plm_tensor *mask, const plm_label
                           .width = mask->dims[mask->ndim - 1],
                           .connectivity = params->connectivity == 4 ? 4 : 8};
 #ifdef PLM_HAVE_CUDA
-  if (plm__op_on_cuda(stream)) return plm__propagate(plm__label_cuda(stream->handle, &args));
+  if (plm__op_on_cuda(stream)) return plm__propagate(label_cuda(stream, &args));
 #endif
   return plm__propagate(plm__op_launch_cpu(stream, label_task, &args, sizeof args));
 }
@@ -185,7 +207,10 @@ plm_status plm_regions(plm_stream *stream, const plm_tensor *labels, const plm_t
                             .height = labels->dims[0],
                             .width = labels->dims[1]};
 #ifdef PLM_HAVE_CUDA
-  if (plm__op_on_cuda(stream)) return plm__propagate(plm__regions_cuda(stream->handle, &args));
+  if (plm__op_on_cuda(stream)) {
+    PLM__OP_ON_DEVICE(stream, status, plm__regions_cuda(stream->handle, &args));
+    return plm__propagate(status);
+  }
 #endif
   return plm__propagate(plm__op_launch_cpu(stream, regions_task, &args, sizeof args));
 }

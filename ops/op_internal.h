@@ -36,6 +36,34 @@ static inline bool plm__op_on_cuda(const plm_stream *stream) {
   return stream->ctx->backend->kind == PLM_BACKEND_CUDA;
 }
 
+/* Make the stream's device current on the calling thread for an op's own kernel
+ * launches (CUDA refuses a launch on a stream of another device than the current
+ * one, and CUB sizes its work for the current device); *previous receives the
+ * thread's device, which plm__op_device_leave gives back. Nothing to do on host. */
+static inline plm_status plm__op_device_enter(const plm_stream *stream, int *previous) {
+  const plm_context *ctx = stream->ctx;
+  *previous = 0;
+  return ctx->backend->device_enter ? ctx->backend->device_enter(ctx->backend_ctx, previous)
+                                    : PLM_OK;
+}
+
+static inline void plm__op_device_leave(const plm_stream *stream, int previous) {
+  const plm_context *ctx = stream->ctx;
+  if (ctx->backend->device_leave) ctx->backend->device_leave(ctx->backend_ctx, previous);
+}
+
+/* status = launch (a CUDA launcher's call, an expression giving a plm_status), made
+ * with the stream's device current. Every CUDA launcher is called this way. */
+#define PLM__OP_ON_DEVICE(stream, status, launch)                        \
+  do {                                                                   \
+    int plm_op_previous_device_ = 0;                                     \
+    (status) = plm__op_device_enter((stream), &plm_op_previous_device_); \
+    if ((status) == PLM_OK) {                                            \
+      (status) = (launch);                                               \
+      plm__op_device_leave((stream), plm_op_previous_device_);           \
+    }                                                                    \
+  } while (0)
+
 /* Enqueue fn(copy of args) on a host-backend stream. */
 static inline plm_status plm__op_launch_cpu(plm_stream *stream, void (*fn)(const void *),
                                             const void *args, size_t args_size) {

@@ -72,7 +72,10 @@ plm_status plm_threshold(plm_stream *stream, const plm_tensor *in,
                               .value = params->value,
                               .compare = params->compare};
 #ifdef PLM_HAVE_CUDA
-  if (plm__op_on_cuda(stream)) return plm__propagate(plm__threshold_cuda(stream->handle, &args));
+  if (plm__op_on_cuda(stream)) {
+    PLM__OP_ON_DEVICE(stream, status, plm__threshold_cuda(stream->handle, &args));
+    return plm__propagate(status);
+  }
 #endif
   return plm__propagate(plm__op_launch_cpu(stream, threshold_task, &args, sizeof args));
 }

@@ -64,6 +64,12 @@ typedef struct plm__backend_iface {
    * NULL: the backend runs its own kernels (cuda). */
   plm_status (*stream_launch_host_kernel)(void *ctx, void *stream, void (*fn)(const void *args),
                                           const void *args, size_t args_size);
+  /* (optional) Make the context's device current on the calling thread while an op
+   * enqueues its own kernels (CUDA refuses a kernel launch on a stream of another
+   * device than the current one), *previous receiving the thread's device; then
+   * device_leave(previous) gives it back. NULL: the backend has no current device. */
+  plm_status (*device_enter)(void *ctx, int *previous);
+  void (*device_leave)(void *ctx, int previous);
 
   plm_status (*event_create)(void *ctx, unsigned flags, void **event);
   void (*event_destroy)(void *ctx, void *event);

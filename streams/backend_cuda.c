@@ -364,6 +364,16 @@ static plm_status cuda_async_free(void *ctx, void *pool, void *ptr, void *stream
   return PLM_OK;
 }
 
+/* ---- kernel launches ------------------------------------------------------------- */
+
+static plm_status cuda_device_enter(void *ctx, int *previous) {
+  return device_enter(ctx, previous);
+}
+
+static void cuda_device_leave(void *ctx, int previous) {
+  device_leave(ctx, previous);
+}
+
 /* ---- the backend ------------------------------------------------------------------ */
 
 /* ---- graphs ------------------------------------------------------------------------ */
@@ -423,6 +433,8 @@ static const plm__backend_iface cuda_iface = {
     /* .stream_enqueue_host = */ cuda_stream_enqueue_host,
     /* .stream_wait_event   = */ cuda_stream_wait_event,
     /* .stream_launch_host_kernel = */ NULL,
+    /* .device_enter        = */ cuda_device_enter,
+    /* .device_leave        = */ cuda_device_leave,
     /* .event_create        = */ cuda_event_create,
     /* .event_destroy       = */ cuda_event_destroy,
     /* .event_record        = */ cuda_event_record,

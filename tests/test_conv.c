@@ -267,6 +267,24 @@ START_TEST(test_conv2d_large_strides_with_large_kernels) {
 }
 END_TEST
 
+/* Outputs with more tile rows (16 rows each) than a CUDA grid has rows (65535), and
+ * batches with more frames than it has layers (65535): the CUDA kernels walk the
+ * tiles in grid-stride loops rather than refusing such shapes. Small in memory: one
+ * column of 1,100,000 pixels (4.4 MB as f32) and 70,000 frames of 2 x 3. */
+START_TEST(test_conv2d_outputs_beyond_one_grid) {
+  const image_shape tall = {2, {1100000, 1}}, deep = {3, {70000, 2, 3}};
+  ck_assert_int_eq(
+      run_conv2d(PLM_DTYPE_F32, tall, 3, 1, conv_params(1, 1, 1, 0, PLM_BORDER_REFLECT101), 31), 0);
+  ck_assert_int_eq(
+      run_conv2d(PLM_DTYPE_U16, tall, 5, 1, conv_params(1, 1, 0, 0, PLM_BORDER_ZERO), 32), 0);
+  ck_assert_int_eq(
+      run_conv2d(PLM_DTYPE_U8, deep, 3, 3, conv_params(1, 1, 1, 1, PLM_BORDER_REPLICATE), 33), 0);
+  /* The direct kernel (stride_x 1000: a tile too wide for shared memory) too. */
+  ck_assert_int_eq(
+      run_conv2d(PLM_DTYPE_F32, tall, 3, 1, conv_params(1, 1000, 1, 0, PLM_BORDER_ZERO), 34), 0);
+}
+END_TEST
+
 /* ---- sobel -------------------------------------------------------------------------- */
 
 enum { WANT_GX = 1, WANT_GY = 2, WANT_MAGNITUDE = 4 };
@@ -339,6 +357,15 @@ START_TEST(test_sobel_matches_for_every_shape_dtype_border_and_output_set) {
           ck_assert_msg(bad == 0, "%lld mismatches: shape %zu, dtype %s, border %d, outputs %d",
                         (long long)bad, s, plm_dtype_name(dtypes[t]), (int)borders[b], wants[o]);
         }
+}
+END_TEST
+
+/* As test_conv2d_outputs_beyond_one_grid, for sobel. */
+START_TEST(test_sobel_outputs_beyond_one_grid) {
+  const image_shape tall = {2, {1100000, 1}}, deep = {3, {70000, 2, 3}};
+  ck_assert_int_eq(
+      run_sobel(PLM_DTYPE_F32, tall, PLM_BORDER_REFLECT101, WANT_GX | WANT_MAGNITUDE, 41), 0);
+  ck_assert_int_eq(run_sobel(PLM_DTYPE_U8, deep, PLM_BORDER_ZERO, WANT_GY, 42), 0);
 }
 END_TEST
 
@@ -534,7 +561,9 @@ static Suite *conv_suite(void) {
   tcase_add_test(tcase, test_conv2d_padding_beyond_the_image_reflects_repeatedly);
   tcase_add_test(tcase, test_conv2d_31x31_kernel_on_small_images);
   tcase_add_test(tcase, test_conv2d_large_strides_with_large_kernels);
+  tcase_add_test(tcase, test_conv2d_outputs_beyond_one_grid);
   tcase_add_test(tcase, test_sobel_matches_for_every_shape_dtype_border_and_output_set);
+  tcase_add_test(tcase, test_sobel_outputs_beyond_one_grid);
   tcase_add_test(tcase, test_sobel_default_border_is_reflect101);
   tcase_add_test(tcase, test_output_shape_cost_and_defaults);
   tcase_add_test(tcase, test_bad_input_is_refused_and_nothing_is_enqueued);

@@ -181,6 +181,31 @@ START_TEST(test_u16_value_as_bin_and_binned_match_the_reference) {
 }
 END_TEST
 
+/* u16 with its default 65536 bins, on more columns and segments than the CUDA
+ * kernel has warps (it gives each warp one histogram of 65536 counts, and at most
+ * 2048 of them): warps take several tasks and must leave their histograms zeroed.
+ * Also few distinct values (large counts) and a window wider than most frames. */
+START_TEST(test_u16_default_bins_on_many_columns) {
+  const int64_t dims[3] = {2, 300, 257};
+  plm_entropy_params params = {.window = 16};
+  void *host = random_ints(PLM_DTYPE_U16, 2 * 300 * 257, 65536, 31);
+  double worst = run_case(PLM_DTYPE_U16, 3, dims, host, &params);
+  ck_assert_msg(worst < 1e-4, "u16 65536 values, window 16: off by %g", worst);
+  free(host);
+  host = random_ints(PLM_DTYPE_U16, 2 * 300 * 257, 3, 32);
+  params.window = 33;
+  worst = run_case(PLM_DTYPE_U16, 3, dims, host, &params);
+  ck_assert_msg(worst < 1e-4, "u16 3 values, window 33: off by %g", worst);
+  free(host);
+  const int64_t wide[2] = {70, 2100};
+  host = random_ints(PLM_DTYPE_U16, 70 * 2100, 65536, 33);
+  params.window = 5;
+  worst = run_case(PLM_DTYPE_U16, 2, wide, host, &params);
+  ck_assert_msg(worst < 1e-4, "u16 70x2100, window 5: off by %g", worst);
+  free(host);
+}
+END_TEST
+
 START_TEST(test_large_frame_and_batch_with_window_16) {
   const int64_t dims[2] = {257, 255}, batch[3] = {3, 64, 50};
   plm_entropy_params params = {.window = 16};
@@ -410,6 +435,7 @@ static Suite *entropy_suite(void) {
   tcase_add_test(tcase, test_u8_with_16_bins_matches_the_reference);
   tcase_add_test(tcase, test_u16_value_as_bin_and_binned_match_the_reference);
   tcase_add_test(tcase, test_large_frame_and_batch_with_window_16);
+  tcase_add_test(tcase, test_u16_default_bins_on_many_columns);
   tcase_add_test(tcase, test_known_values);
   tcase_add_test(tcase, test_f32_fixed_range_matches_the_reference);
   tcase_add_test(tcase, test_f32_auto_range_matches_the_reference_per_frame);

@@ -198,6 +198,31 @@ START_TEST(test_batches_label_each_frame_from_one) {
 }
 END_TEST
 
+/* Large batches, numbered by one prefix sum over the whole batch on CUDA (each
+ * frame's ranks counted from the frame's first pixel): many frames, more frames than
+ * a CUDA grid has layers, frames whose last pixel is a component of its own (its
+ * root, counted from its own flag), and empty frames between full ones. */
+START_TEST(test_large_batches_label_each_frame_from_one) {
+  const int64_t many[3] = {3000, 17, 19};
+  uint8_t *mask = random_mask(3000 * 17 * 19, 0.5, 1234);
+  check_label(mask, 3, many, 8, "3000 frames, 8");
+  check_label(mask, 3, many, 4, "3000 frames, 4");
+  free(mask);
+
+  const int64_t deep[3] = {70000, 2, 3}, pixels = 6;
+  mask = random_mask(70000 * pixels, 0.5, 4321);
+  for (int64_t f = 0; f < 70000; f += 7) { /* only the last pixel: K = 1 */
+    memset(mask + f * pixels, 0, (size_t)pixels);
+    mask[f * pixels + pixels - 1] = 1;
+  }
+  for (int64_t f = 3; f < 70000; f += 11) memset(mask + f * pixels, 0, (size_t)pixels);
+  for (int64_t f = 5; f < 70000; f += 13) memset(mask + f * pixels, 1, (size_t)pixels);
+  check_label(mask, 3, deep, 4, "70000 frames, 4");
+  check_label(mask, 3, deep, 8, "70000 frames, 8");
+  free(mask);
+}
+END_TEST
+
 /* ---- regions ------------------------------------------------------------------------ */
 
 static double intensity_value(const void *intensity, plm_dtype dtype, int64_t i) {
@@ -569,6 +594,7 @@ static Suite *label_suite(void) {
   tcase_add_test(tcase, test_full_and_empty_masks);
   tcase_add_test(tcase, test_random_masks_match_the_reference);
   tcase_add_test(tcase, test_batches_label_each_frame_from_one);
+  tcase_add_test(tcase, test_large_batches_label_each_frame_from_one);
   tcase_add_test(tcase, test_regions_match_the_reference);
   tcase_add_test(tcase, test_regions_truncate_to_capacity_and_leave_other_rows_untouched);
   tcase_add_test(tcase, test_output_shapes_and_cost);

@@ -125,6 +125,44 @@ START_TEST(test_u8_input_may_be_thresholded_in_place) {
 }
 END_TEST
 
+/* An op on a context of the last device, called from a thread whose current device
+ * is another (CUDA's default, device 0): the op makes its context's device current
+ * for its launches, as CUDA requires. Needs two devices; with one (or on host) there
+ * is nothing to test, and it says so. */
+START_TEST(test_runs_on_a_context_of_another_device_than_the_current_one) {
+  int devices = 0;
+  const char *reason = NULL;
+  PLM_CHECK_OK(plm_backend_device_count(plm_test_backend, &devices, &reason));
+  if (devices < 2) {
+    printf("threshold: one device, the op on another device than the current one is not tested\n");
+    return;
+  }
+  plm_context *ctx = NULL;
+  plm_stream *stream = NULL;
+  plm_pool *pool = NULL;
+  plm_context_config config = {.backend = plm_test_backend, .device = devices - 1};
+  PLM_CHECK_OK(plm_context_create(&config, &ctx));
+  PLM_CHECK_OK(plm_stream_create(ctx, PLM_STREAM_DEFAULT, &stream));
+  PLM_CHECK_OK(plm_context_default_pool(ctx, &pool));
+  const int64_t dims[2] = {64, 100};
+  uint8_t host[64 * 100], result[64 * 100];
+  for (int i = 0; i < 64 * 100; i++) host[i] = (uint8_t)(i * 13);
+  plm_tensor in, out;
+  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_U8, 2, dims, &in));
+  PLM_CHECK_OK(plm_tensor_alloc(pool, stream, PLM_DTYPE_U8, 2, dims, &out));
+  PLM_CHECK_OK(plm_stream_memcpy(stream, in.data, host, sizeof host, PLM_COPY_HOST_TO_DEVICE));
+  plm_threshold_params params = {.value = 99.5, .compare = PLM_COMPARE_GT};
+  PLM_CHECK_OK(plm_threshold(stream, &in, &params, &out));
+  PLM_CHECK_OK(plm_stream_memcpy(stream, result, out.data, sizeof result, PLM_COPY_DEVICE_TO_HOST));
+  PLM_CHECK_OK(plm_stream_synchronize(stream));
+  for (int i = 0; i < 64 * 100; i++) ck_assert_int_eq(result[i], host[i] > 99.5);
+  PLM_CHECK_OK(plm_tensor_free(pool, stream, &in));
+  PLM_CHECK_OK(plm_tensor_free(pool, stream, &out));
+  PLM_CHECK_OK(plm_stream_destroy(stream));
+  PLM_CHECK_OK(plm_context_destroy(ctx));
+}
+END_TEST
+
 START_TEST(test_output_shape_and_cost) {
   const int64_t dims[3] = {4, 6, 8};
   plm_tensor in;
@@ -234,6 +272,7 @@ static Suite *threshold_suite(void) {
   tcase_add_test(tcase, test_matches_the_reference_for_every_shape_dtype_and_comparison);
   tcase_add_test(tcase, test_integer_inputs_compare_exactly_against_fractional_and_edge_values);
   tcase_add_test(tcase, test_u8_input_may_be_thresholded_in_place);
+  tcase_add_test(tcase, test_runs_on_a_context_of_another_device_than_the_current_one);
   tcase_add_test(tcase, test_output_shape_and_cost);
   tcase_add_test(tcase, test_bad_input_is_refused_and_nothing_is_enqueued);
   tcase_add_test(tcase, test_shape_queries_refuse_broken_descriptions);

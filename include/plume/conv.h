@@ -60,7 +60,7 @@ PLM_API plm_conv2d_params plm_conv2d_params_default(void);
 /* Enqueue conv2d on stream (asynchronous; plume/ops.h). Errors: PLM_ERR_INVALID_ARG
  * (NULL or foreign tensors, dtypes, kernel size, stride, padding, border, an output
  * smaller than 1 x 1, out of the wrong shape, overlaps), PLM_ERR_UNSUPPORTED
- * (non-contiguous tensors, sizes beyond what the backend can index). */
+ * (non-contiguous tensors). Both backends take every shape these checks accept. */
 PLM_API plm_status plm_conv2d(plm_stream *stream, const plm_tensor *in, const plm_tensor *kernel,
                               const plm_conv2d_params *params, plm_tensor *out);
 PLM_API plm_status plm_conv2d_output(const plm_tensor *in, const plm_tensor *kernel,

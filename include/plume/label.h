@@ -21,7 +21,10 @@
  * rows labelled in parallel, the band borders are merged, and a raster-order pass
  * numbers the components. The CUDA kernel links pixels with atomicMin-based union-find
  * (each component's root is its first pixel), compresses paths, and numbers the roots
- * with a prefix sum, all on the device.
+ * with one prefix sum over the whole batch (each frame counted from its first pixel),
+ * all on the device. On cuda the op takes scratch from the context's default pool in
+ * stream order, 4 bytes per pixel of the batch plus the prefix sum's working memory
+ * (PLM_ERR_OUT_OF_MEMORY when the pool cannot give it); on host it takes none.
  *
  * ---- regions --------------------------------------------------------------------------
  * Per-label statistics of one labelled frame, as skimage.measure.regionprops(labels,

@@ -96,8 +96,9 @@ extern "C" {
 void plm__entropy_cpu(const plm__entropy_args *args);
 size_t plm__entropy_cpu_scratch_bytes(const plm__entropy_args *args);
 
-/* Enqueue the CUDA kernels (kernels/cuda/entropy.cu) on a cudaStream_t. Scratch: each
- * frame's range (auto) and one histogram per thread. */
+/* Enqueue the CUDA kernels (kernels/cuda/entropy.cu) on a cudaStream_t, with the
+ * context's device current. Scratch: each frame's range (auto) and one histogram per
+ * thread (at most 256 bins) or per warp (more), bounded as plume/entropy.h says. */
 plm_status plm__entropy_cuda(void *stream, const plm__entropy_args *args);
 size_t plm__entropy_cuda_scratch_bytes(const plm__entropy_args *args);
 

@@ -13,6 +13,7 @@ typedef struct plm__label_args {
   const uint8_t *mask;
   int32_t *labels; /* also the union-find parents while the kernels run */
   int32_t *count;  /* one per frame */
+  void *scratch;   /* CUDA only: plm__label_cuda_scratch_bytes bytes, from the pool */
   int64_t frames;
   int64_t height, width; /* height * width <= INT32_MAX */
   int connectivity;      /* 4 or 8 */
@@ -74,7 +75,11 @@ extern "C" {
 void plm__label_cpu(const plm__label_args *args);
 void plm__regions_cpu(const plm__regions_args *args);
 
-/* Enqueue the CUDA kernels (kernels/cuda/label.cu) on a cudaStream_t. */
+/* Enqueue the CUDA kernels (kernels/cuda/label.cu) on a cudaStream_t, with the
+ * context's device current. plm__label_cuda needs args->scratch of the size
+ * plm__label_cuda_scratch_bytes gives (it asks CUB, which enqueues nothing): the
+ * ranks of the batch and the prefix sum's temporary storage, 256-byte aligned. */
+plm_status plm__label_cuda_scratch_bytes(void *stream, const plm__label_args *args, size_t *bytes);
 plm_status plm__label_cuda(void *stream, const plm__label_args *args);
 plm_status plm__regions_cuda(void *stream, const plm__regions_args *args);
 

@@ -1,7 +1,10 @@
 /* kernels/cuda/conv.cu: conv2d and sobel on the GPU.
  *
- * One thread per output pixel, blocks of TILE x TILE pixels over (Wo, Ho) and the
- * batch on grid z. A block first stages its input tile plus halo in shared memory
+ * One thread per output pixel, blocks of TILE x TILE pixels. A block walks the tiles
+ * of the output in a grid-stride loop over (tile column, tile row, frame) on grid
+ * (x, y, z), so that any output the CPU takes runs, however tall or wide or deep the
+ * batch: each grid dimension is capped below its CUDA limit and the loop covers the
+ * rest. Per tile, a block first stages its input tile plus halo in shared memory
  * (each pixel read once through the border rule, converted to f32), with conv2d's
  * taps beside it, then every thread sums its window from shared memory without
  * checks. When the tile of a conv2d with large strides would not fit in shared
@@ -11,6 +14,26 @@
 #include "kernels/cuda/launch.h"
 
 enum { TILE = 16, SMEM_MAX = 48 * 1024 };
+
+/* The most blocks along grid y and z (CUDA's limit is 65535) and along x (2^31 - 1;
+ * far more than any GPU runs at once, so the grid-stride loops lose nothing). */
+static const int64_t kGridYZ = 65535, kGridX = 1 << 20;
+
+/* The tiles of an output of n frames of h x w, TILE x TILE each, and a loop over the
+ * ones of this block. The loop bounds are the same for every thread of a block, so
+ * its body may hold __syncthreads. */
+struct tiles {
+  int64_t n, rows, cols; /* frames, and tiles per frame down and across */
+};
+
+static __host__ __device__ tiles tiles_of(int64_t n, int64_t h, int64_t w) {
+  return tiles{n, (h + TILE - 1) / TILE, (w + TILE - 1) / TILE};
+}
+
+#define FOR_EACH_TILE(t, frame, tile_y, tile_x)                               \
+  for (int64_t frame = blockIdx.z; frame < (t).n; frame += gridDim.z)         \
+    for (int64_t tile_y = blockIdx.y; tile_y < (t).rows; tile_y += gridDim.y) \
+      for (int64_t tile_x = blockIdx.x; tile_x < (t).cols; tile_x += gridDim.x)
 
 /* Stage rows [y0, y0 + rows) x columns [x0, x0 + cols) of one frame, border applied,
  * into tile (row-major, cols wide); every thread of the block takes part. */
@@ -29,12 +52,13 @@ __global__ void conv2d_tiled_kernel(plm__conv2d_args a, int tile_rows, int tile_
   int threads = blockDim.x * blockDim.y;
   for (int idx = threadIdx.y * blockDim.x + threadIdx.x; idx < a.kh * a.kw; idx += threads)
     taps[idx] = a.taps[idx];
-  int64_t oy0 = (int64_t)blockIdx.y * TILE, ox0 = (int64_t)blockIdx.x * TILE;
-  int64_t y = oy0 + threadIdx.y, x = ox0 + threadIdx.x;
   size_t element = plm__conv_element_size(a.dtype);
-  for (int64_t frame = blockIdx.z; frame < a.n; frame += gridDim.z) {
+  const tiles t = tiles_of(a.n, a.ho, a.wo);
+  FOR_EACH_TILE(t, frame, tile_y, tile_x) {
+    const int64_t oy0 = tile_y * TILE, ox0 = tile_x * TILE;
+    const int64_t y = oy0 + threadIdx.y, x = ox0 + threadIdx.x;
     const void *in = (const char *)a.in + (size_t)(frame * a.h * a.w) * element;
-    __syncthreads(); /* the previous frame's reads of tile are done */
+    __syncthreads(); /* the taps are in; the previous tile's reads of tile are done */
     stage_tile(tile, in, a.dtype, a.h, a.w, oy0 * a.stride_y - a.pad_y, ox0 * a.stride_x - a.pad_x,
                tile_rows, tile_cols, a.border);
     __syncthreads();
@@ -49,21 +73,23 @@ __global__ void conv2d_tiled_kernel(plm__conv2d_args a, int tile_rows, int tile_
 }
 
 __global__ void conv2d_direct_kernel(plm__conv2d_args a) {
-  int64_t y = (int64_t)blockIdx.y * TILE + threadIdx.y,
-          x = (int64_t)blockIdx.x * TILE + threadIdx.x;
-  if (y >= a.ho || x >= a.wo) return;
-  for (int64_t frame = blockIdx.z; frame < a.n; frame += gridDim.z)
-    a.out[(frame * a.ho + y) * a.wo + x] = plm__conv2d_pixel(&a, frame, y, x);
+  const tiles t = tiles_of(a.n, a.ho, a.wo);
+  FOR_EACH_TILE(t, frame, tile_y, tile_x) {
+    const int64_t y = tile_y * TILE + threadIdx.y, x = tile_x * TILE + threadIdx.x;
+    if (y < a.ho && x < a.wo)
+      a.out[(frame * a.ho + y) * a.wo + x] = plm__conv2d_pixel(&a, frame, y, x);
+  }
 }
 
 __global__ void sobel_kernel(plm__sobel_args a) {
   __shared__ float tile[TILE + 2][TILE + 2];
-  int64_t y0 = (int64_t)blockIdx.y * TILE, x0 = (int64_t)blockIdx.x * TILE;
-  int64_t y = y0 + threadIdx.y, x = x0 + threadIdx.x;
   size_t element = plm__conv_element_size(a.dtype);
-  for (int64_t frame = blockIdx.z; frame < a.n; frame += gridDim.z) {
+  const tiles t = tiles_of(a.n, a.h, a.w);
+  FOR_EACH_TILE(t, frame, tile_y, tile_x) {
+    const int64_t y0 = tile_y * TILE, x0 = tile_x * TILE;
+    const int64_t y = y0 + threadIdx.y, x = x0 + threadIdx.x;
     const void *in = (const char *)a.in + (size_t)(frame * a.h * a.w) * element;
-    __syncthreads();
+    __syncthreads(); /* the previous tile's reads of tile are done */
     stage_tile(&tile[0][0], in, a.dtype, a.h, a.w, y0 - 1, x0 - 1, TILE + 2, TILE + 2, a.border);
     __syncthreads();
     if (y < a.h && x < a.w) {
@@ -79,21 +105,17 @@ __global__ void sobel_kernel(plm__sobel_args a) {
   }
 }
 
-/* The grid over (width, height, frames) in TILE x TILE blocks, or an error when the
- * image is beyond what a grid can cover. */
-static plm_status make_grid(const char *op, int64_t n, int64_t height, int64_t width, dim3 *grid) {
-  int64_t bx = (width + TILE - 1) / TILE, by = (height + TILE - 1) / TILE;
-  if (bx > 0x7fffffffLL || by > 65535)
-    return plm__fail_raw(PLM_ERR_UNSUPPORTED, "%s: a %lldx%lld output is too large for one grid",
-                         op, (long long)height, (long long)width);
-  *grid = dim3((unsigned)bx, (unsigned)by, (unsigned)(n < 65535 ? n : 65535));
-  return PLM_OK;
+/* The grid over an output's tiles, each dimension capped (FOR_EACH_TILE covers the
+ * rest): never refused. */
+static dim3 make_grid(int64_t n, int64_t height, int64_t width) {
+  const tiles t = tiles_of(n, height, width);
+  return dim3((unsigned)(t.cols < kGridX ? t.cols : kGridX),
+              (unsigned)(t.rows < kGridYZ ? t.rows : kGridYZ),
+              (unsigned)(t.n < kGridYZ ? t.n : kGridYZ));
 }
 
 extern "C" plm_status plm__conv2d_cuda(void *stream, const plm__conv2d_args *args) {
-  dim3 grid, block(TILE, TILE);
-  plm_status status = make_grid("conv2d", args->n, args->ho, args->wo, &grid);
-  if (status != PLM_OK) return status;
+  const dim3 grid = make_grid(args->n, args->ho, args->wo), block(TILE, TILE);
   cudaStream_t s = (cudaStream_t)stream;
   int64_t tile_rows = (int64_t)(TILE - 1) * args->stride_y + args->kh;
   int64_t tile_cols = (int64_t)(TILE - 1) * args->stride_x + args->kw;
@@ -112,9 +134,7 @@ extern "C" plm_status plm__conv2d_cuda(void *stream, const plm__conv2d_args *arg
 }
 
 extern "C" plm_status plm__sobel_cuda(void *stream, const plm__sobel_args *args) {
-  dim3 grid, block(TILE, TILE);
-  plm_status status = make_grid("sobel", args->n, args->h, args->w, &grid);
-  if (status != PLM_OK) return status;
+  const dim3 grid = make_grid(args->n, args->h, args->w), block(TILE, TILE);
   sobel_kernel<<<grid, block, 0, (cudaStream_t)stream>>>(*args);
   return plm__cuda_check_launch("sobel_kernel");
 }

@@ -8,12 +8,19 @@
  *      when another thread moved the root first (Playne and Hawick's union), so every
  *      parent stays at most its child and a component's root is its smallest index:
  *      its first pixel in raster order.
- *   3. compress: every foreground pixel's parent becomes its root.
- *   4. number: flags[i] = 1 where pixel i is a root; an exclusive prefix sum over each
- *      frame's flags (CUB) gives each root its rank, and a pixel's label is the rank of
- *      its root plus one; K = last rank + last flag, written to count on the device.
- * The scratch (flags, ranks, CUB's temporary storage) comes from cudaMallocAsync on the
- * stream and goes back with cudaFreeAsync after the last kernel.
+ *   3. compress: every foreground pixel's parent becomes its root, and ranks[g] = 1
+ *      where pixel g is a root, else 0.
+ *   4. one in-place exclusive prefix sum (CUB) over the ranks of the whole batch. The
+ *      sum runs on in u32 arithmetic across frame boundaries (it may wrap past 2^32
+ *      on huge batches); a root's rank within its frame is its prefix minus the
+ *      prefix at the frame's first pixel, exact modulo 2^32 and so exact, since a
+ *      frame has fewer than 2^31 pixels. No loop over frames, whatever the batch.
+ *   5. count: K of each frame = the prefix difference across the frame plus its last
+ *      pixel's own flag (read from the parents: a root is its own parent).
+ *   6. number: a pixel's label is its root's rank within the frame, plus one.
+ * The scratch (the ranks and CUB's temporary storage, plm__label_cuda_scratch_bytes)
+ * is the caller's: ops/label.c takes it from the context's default pool in stream
+ * order.
  *
  * regions accumulates in the table itself: atomicAdd on doubles for the sums, and
  * compare-and-swap loops for the bounds and the maximum (taken only when a pixel
@@ -26,6 +33,16 @@
 namespace {
 
 const unsigned kThreads = 256;
+const size_t kAlign = 256;
+
+size_t round_up(size_t bytes) {
+  return (bytes + kAlign - 1) / kAlign * kAlign;
+}
+
+/* The scratch: ranks (u32 per pixel of the batch), then CUB's temporary storage. */
+size_t ranks_bytes(const plm__label_args *args) {
+  return round_up((size_t)(args->frames * args->height * args->width) * sizeof(uint32_t));
+}
 
 __global__ void label_init(const uint8_t *__restrict__ mask, int32_t *__restrict__ parent,
                            int64_t total, int64_t frame_pixels) {
@@ -82,7 +99,7 @@ __global__ void label_merge(const uint8_t *__restrict__ mask, int32_t *parent, i
   }
 }
 
-__global__ void label_compress(int32_t *parent, int32_t *__restrict__ flags, int64_t total,
+__global__ void label_compress(int32_t *parent, uint32_t *__restrict__ ranks, int64_t total,
                                int64_t frame_pixels) {
   int64_t step = (int64_t)gridDim.x * blockDim.x;
   for (int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; g < total; g += step) {
@@ -93,52 +110,39 @@ __global__ void label_compress(int32_t *parent, int32_t *__restrict__ flags, int
       root = find_root(parent + base, i);
       parent[g] = root;
     }
-    flags[g] = root == i;
+    ranks[g] = root == i;
   }
 }
 
-__global__ void label_number(int32_t *__restrict__ labels, const int32_t *__restrict__ ranks,
+/* Before label_number: each frame's K from the scanned ranks and the parents. */
+__global__ void label_count(const int32_t *__restrict__ parent, const uint32_t *__restrict__ ranks,
+                            int32_t *__restrict__ count, int64_t frames, int64_t frame_pixels) {
+  int64_t step = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t f = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; f < frames; f += step) {
+    const int64_t first = f * frame_pixels, last = first + frame_pixels - 1;
+    const uint32_t last_is_root = parent[last] == (int32_t)(frame_pixels - 1);
+    count[f] = (int32_t)(ranks[last] - ranks[first] + last_is_root);
+  }
+}
+
+__global__ void label_number(int32_t *__restrict__ labels, const uint32_t *__restrict__ ranks,
                              int64_t total, int64_t frame_pixels) {
   int64_t step = (int64_t)gridDim.x * blockDim.x;
   for (int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; g < total; g += step) {
     const int64_t base = g - g % frame_pixels;
     const int32_t root = labels[g];
-    labels[g] = root < 0 ? 0 : ranks[base + root] + 1;
+    labels[g] = root < 0 ? 0 : (int32_t)(ranks[base + root] - ranks[base]) + 1;
   }
 }
 
-__global__ void label_count(const int32_t *__restrict__ flags, const int32_t *__restrict__ ranks,
-                            int32_t *__restrict__ count, int64_t frames, int64_t frame_pixels) {
-  int64_t f = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-  if (f < frames) {
-    const int64_t last = (f + 1) * frame_pixels - 1;
-    count[f] = ranks[last] + flags[last];
-  }
-}
-
-/* Give back what was taken from the stream's memory pool, keeping the first error. */
-plm_status free_async(void *ptr, cudaStream_t stream, plm_status status) {
-  if (!ptr) return status;
-  cudaError_t err = cudaFreeAsync(ptr, stream);
-  if (err != cudaSuccess && status == PLM_OK)
-    return plm__fail_raw(PLM_ERR_BACKEND, "label: cudaFreeAsync failed: %s",
-                         cudaGetErrorString(err));
-  return status;
-}
-
-plm_status malloc_async(void **ptr, size_t bytes, cudaStream_t stream) {
-  cudaError_t err = cudaMallocAsync(ptr, bytes, stream);
-  if (err == cudaSuccess) return PLM_OK;
-  *ptr = NULL;
-  return plm__fail_raw(err == cudaErrorMemoryAllocation ? PLM_ERR_OUT_OF_MEMORY : PLM_ERR_BACKEND,
-                       "label: cudaMallocAsync of %zu bytes failed: %s", bytes,
-                       cudaGetErrorString(err));
-}
-
+/* A status for what CUB returned, clearing CUB's launch error (it only peeks) so that
+ * a later launch check is not misled. */
 plm_status scan_error(cudaError_t err) {
   if (err == cudaSuccess) return PLM_OK;
-  return plm__fail_raw(PLM_ERR_BACKEND, "label: cub::DeviceScan::ExclusiveSum failed: %s",
-                       cudaGetErrorString(err));
+  (void)cudaGetLastError();
+  return plm__fail_raw(err == cudaErrorMemoryAllocation ? PLM_ERR_OUT_OF_MEMORY : PLM_ERR_BACKEND,
+                       "label: cub::DeviceScan::ExclusiveSum failed: %s (%s)",
+                       cudaGetErrorName(err), cudaGetErrorString(err));
 }
 
 /* Atomically lower (or raise) *address to value, when value is lower (higher). */
@@ -207,18 +211,26 @@ __global__ void regions_finish(double *table, const int32_t *count, int64_t capa
 
 }  // namespace
 
+extern "C" plm_status plm__label_cuda_scratch_bytes(void *stream, const plm__label_args *args,
+                                                    size_t *bytes) {
+  const int64_t total = args->frames * args->height * args->width;
+  size_t temp_bytes = 0;
+  /* With no temporary storage CUB only sizes it: nothing is enqueued. */
+  plm_status status = scan_error(cub::DeviceScan::ExclusiveSum(NULL, temp_bytes, (uint32_t *)NULL,
+                                                               total, (cudaStream_t)stream));
+  if (status != PLM_OK) return status;
+  *bytes = ranks_bytes(args) + (temp_bytes ? temp_bytes : 1);
+  return PLM_OK;
+}
+
 extern "C" plm_status plm__label_cuda(void *stream, const plm__label_args *args) {
   cudaStream_t s = (cudaStream_t)stream;
   const int64_t frame_pixels = args->height * args->width, total = args->frames * frame_pixels;
   const unsigned blocks = plm__cuda_blocks(total, kThreads);
-  int32_t *flags = NULL, *ranks = NULL;
-  void *temp = NULL;
+  uint32_t *ranks = (uint32_t *)args->scratch;
+  void *temp = (char *)args->scratch + ranks_bytes(args);
   size_t temp_bytes = 0;
-  plm_status status = scan_error(cub::DeviceScan::ExclusiveSum(
-      NULL, temp_bytes, (const int32_t *)NULL, (int32_t *)NULL, (int)frame_pixels, s));
-  if (status == PLM_OK) status = malloc_async((void **)&flags, (size_t)total * 4, s);
-  if (status == PLM_OK) status = malloc_async((void **)&ranks, (size_t)total * 4, s);
-  if (status == PLM_OK) status = malloc_async(&temp, temp_bytes ? temp_bytes : 1, s);
+  plm_status status = scan_error(cub::DeviceScan::ExclusiveSum(NULL, temp_bytes, ranks, total, s));
   if (status == PLM_OK) {
     label_init<<<blocks, kThreads, 0, s>>>(args->mask, args->labels, total, frame_pixels);
     status = plm__cuda_check_launch("label_init");
@@ -229,26 +241,21 @@ extern "C" plm_status plm__label_cuda(void *stream, const plm__label_args *args)
     status = plm__cuda_check_launch("label_merge");
   }
   if (status == PLM_OK) {
-    label_compress<<<blocks, kThreads, 0, s>>>(args->labels, flags, total, frame_pixels);
+    label_compress<<<blocks, kThreads, 0, s>>>(args->labels, ranks, total, frame_pixels);
     status = plm__cuda_check_launch("label_compress");
   }
-  for (int64_t f = 0; status == PLM_OK && f < args->frames; f++)
-    status =
-        scan_error(cub::DeviceScan::ExclusiveSum(temp, temp_bytes, flags + f * frame_pixels,
-                                                 ranks + f * frame_pixels, (int)frame_pixels, s));
+  if (status == PLM_OK)
+    status = scan_error(cub::DeviceScan::ExclusiveSum(temp, temp_bytes, ranks, total, s));
+  if (status == PLM_OK) {
+    label_count<<<plm__cuda_blocks(args->frames, kThreads), kThreads, 0, s>>>(
+        args->labels, ranks, args->count, args->frames, frame_pixels);
+    status = plm__cuda_check_launch("label_count");
+  }
   if (status == PLM_OK) {
     label_number<<<blocks, kThreads, 0, s>>>(args->labels, ranks, total, frame_pixels);
     status = plm__cuda_check_launch("label_number");
   }
-  if (status == PLM_OK) {
-    const unsigned count_blocks = (unsigned)((args->frames + kThreads - 1) / kThreads);
-    label_count<<<count_blocks, kThreads, 0, s>>>(flags, ranks, args->count, args->frames,
-                                                  frame_pixels);
-    status = plm__cuda_check_launch("label_count");
-  }
-  status = free_async(temp, s, status);
-  status = free_async(ranks, s, status);
-  return free_async(flags, s, status);
+  return status;
 }
 
 extern "C" plm_status plm__regions_cuda(void *stream, const plm__regions_args *args) {

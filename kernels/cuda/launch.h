@@ -1,5 +1,8 @@
 /* kernels/cuda/launch.h: launching CUDA kernels (internal, C++ only).
  *
+ * A launcher (plm__<op>_cuda) is called by its op with the context's device current
+ * (PLM__OP_ON_DEVICE in ops/op_internal.h) and enqueues everything on the cudaStream_t
+ * it is given, never on the legacy default stream, without waiting for the device.
  * plm__cuda_check_launch turns the state left by a kernel launch into a status,
  * naming the kernel and CUDA's error; call it right after every launch. */
 #ifndef PLUME_KERNELS_CUDA_LAUNCH_H
@@ -18,10 +21,13 @@ static inline plm_status plm__cuda_check_launch(const char *kernel) {
                        cudaGetErrorString(err));
 }
 
-/* Blocks for a grid-stride loop over `count` elements with `threads` per block. */
+/* Blocks for a grid-stride loop over `count` elements with `threads` per block: at
+ * least 1 (a grid of 0 blocks is a launch error) and at most enough to fill any GPU
+ * (the loop covers the rest). */
 static inline unsigned plm__cuda_blocks(int64_t count, unsigned threads) {
   int64_t blocks = (count + threads - 1) / threads;
-  const int64_t most = 65535LL * 32; /* enough to fill any GPU; the loop covers the rest */
+  const int64_t most = 65535LL * 32;
+  if (blocks < 1) return 1;
   return (unsigned)(blocks < most ? blocks : most);
 }
 
