@@ -1,5 +1,37 @@
-/* kernels/common/label.h: the arguments of label and regions launches, and the
- * per-region arithmetic both backends share (see plume/label.h for the semantics). */
+/* kernels/common/label.h: the arguments of label and regions launches, the per-region
+ * arithmetic both backends share (see plume/label.h for the semantics), and the
+ * per-pixel steps of the CUDA labelling, which tests/test_label_cuda_logic.c also runs
+ * on the host.
+ *
+ * ---- the CUDA labelling (kernels/cuda/label.cu), block-based union-find ----------------
+ * A frame is cut into tiles of PLM__LABEL_TILE_W x PLM__LABEL_TILE_H pixels (the last
+ * ones clipped), one thread block per tile, as in Playne and Hawick (2018) and
+ * Allegretti et al.'s block-based union-find (2019). The labels array holds the
+ * union-find parents (frame-local linear indices, -1 on the background) until the
+ * numbering replaces them.
+ *   1. tile pass, in shared memory: each pixel links to one of its foreground
+ *      neighbours before it in raster order (a plain store, plm__label_tile_start),
+ *      then, after a barrier, unites with the others (plm__label_tile_join: atomicMin
+ *      on shared memory), and, after another, writes its tile root as a frame index.
+ *      Only links inside the tile are made; every pixel then points straight at its
+ *      tile root.
+ *   2. border pass: each pixel on a tile's top row, left column or (8-connectivity)
+ *      right column unites, in global memory, along its links that leave the tile
+ *      (plm__label_border_join); interior pixels are not visited.
+ *   3. flatten: every pixel's parent becomes its root (plm__label_flatten), and the
+ *      roots are flagged for the numbering's prefix sum (plm__label_frame_count,
+ *      plm__label_number).
+ * Invariants. Every parent is at most its child: the links of step 1 go to earlier
+ * pixels, a tile's local index order is the frame's raster order restricted to the
+ * tile, and plm__label_unite hangs the larger root under the smaller. So a
+ * component's root is its smallest index, its first pixel in raster order, which the
+ * numbering relies on. Which links are made: plm__label_links keeps a subset of a
+ * pixel's links to earlier foreground neighbours that still connects every
+ * component (the proof is by induction over raster order, next to it). Step 2 makes
+ * exactly the links of that subset that leave their tile; step 1 judges links from
+ * the tile alone (neighbours outside it taken as background), which only ever makes
+ * more of the in-tile links than the subset has, never fewer. Extra links are edges
+ * of the image, so the components come out the same. */
 #ifndef PLUME_KERNELS_COMMON_LABEL_H
 #define PLUME_KERNELS_COMMON_LABEL_H
 
@@ -64,6 +96,235 @@ static inline PLM_HD void plm__regions_finish_row(double *row, int with_intensit
     row[PLM_REGION_SUM] = row[PLM_REGION_MAX] = 0;
     row[PLM_REGION_WCENTROID_ROW] = row[PLM_REGION_WCENTROID_COL] = 0;
   }
+}
+
+/* ---- the CUDA labelling's per-pixel steps (see the top of the file) ---------------- */
+
+enum {
+  PLM__LABEL_TILE_W = 32, /* a warp per tile row */
+  PLM__LABEL_TILE_H = 16,
+  PLM__LABEL_TILE_PIXELS = PLM__LABEL_TILE_W * PLM__LABEL_TILE_H /* threads per block */
+};
+
+/* A pixel's neighbours before it in raster order, as bits of a link set. */
+enum { PLM__LABEL_LEFT = 1, PLM__LABEL_UP_LEFT = 2, PLM__LABEL_UP = 4, PLM__LABEL_UP_RIGHT = 8 };
+
+/* Which of a foreground pixel's links to its earlier foreground neighbours (left,
+ * up_left, up, up_right: non-zero where that neighbour exists and is foreground) the
+ * labelling makes. Claim: for every pixel p, the links made connect p to each of its
+ * earlier foreground neighbours. By induction over raster order, taking the claim for
+ * every pixel before p:
+ *   - 8-connectivity, up foreground: only up. Left, up-left and up-right all touch up
+ *     and come before p: left has up as its up-right neighbour, up has up-left as its
+ *     left one, up-right has up as its left one, so each is connected to up already.
+ *   - 8-connectivity, up background: left and up-right, and up-left unless left is
+ *     foreground (left has up-left as its up neighbour).
+ *   - 4-connectivity: left and up, but only up when up-left is foreground too (left
+ *     has up-left as its up neighbour, up has it as its left one).
+ * Every component thus stays connected, with at most two links per pixel. */
+static inline PLM_HD int plm__label_links(int left, int up_left, int up, int up_right, int eight) {
+  if (eight) {
+    if (up) return PLM__LABEL_UP;
+    return (left      ? PLM__LABEL_LEFT
+            : up_left ? PLM__LABEL_UP_LEFT
+                      : 0) |
+           (up_right ? PLM__LABEL_UP_RIGHT : 0);
+  }
+  if (up && left && up_left) return PLM__LABEL_UP;
+  return (left ? PLM__LABEL_LEFT : 0) | (up ? PLM__LABEL_UP : 0);
+}
+
+/* The index offset of a link's neighbour in rows of `stride` elements. */
+static inline PLM_HD int64_t plm__label_link_offset(int link, int64_t stride) {
+  switch (link) {
+    case PLM__LABEL_LEFT: return -1;
+    case PLM__LABEL_UP_LEFT: return -stride - 1;
+    case PLM__LABEL_UP: return -stride;
+    default: return -stride + 1; /* PLM__LABEL_UP_RIGHT */
+  }
+}
+
+/* Whether the link from (tx, ty) of a tile leaves the tile. */
+static inline PLM_HD int plm__label_link_leaves_tile(int link, int tx, int ty) {
+  switch (link) {
+    case PLM__LABEL_LEFT: return tx == 0;
+    case PLM__LABEL_UP_LEFT: return tx == 0 || ty == 0;
+    case PLM__LABEL_UP: return ty == 0;
+    default: return ty == 0 || tx == PLM__LABEL_TILE_W - 1; /* PLM__LABEL_UP_RIGHT */
+  }
+}
+
+/* *address = min(*address, value), atomically; returns the value before. The host
+ * version exists for tests/test_label_cuda_logic.c. */
+static inline PLM_HD int32_t plm__label_atomic_min(int32_t *address, int32_t value) {
+#ifdef __CUDA_ARCH__
+  return atomicMin(address, value);
+#else
+  int32_t old = __atomic_load_n(address, __ATOMIC_RELAXED);
+  while (value < old && !__atomic_compare_exchange_n(address, &old, value, 0, __ATOMIC_RELAXED,
+                                                     __ATOMIC_RELAXED)) {
+  }
+  return old;
+#endif
+}
+
+/* The root of x: follow parents until one is its own. Reads through volatile, since
+ * other threads lower parents meanwhile (a parent only ever moves to an ancestor). */
+static inline PLM_HD int32_t plm__label_find(const int32_t *parent, int32_t x) {
+  const volatile int32_t *p = parent;
+  int32_t next = p[x];
+  while (next != x) {
+    x = next;
+    next = p[x];
+  }
+  return x;
+}
+
+/* Join the trees of a and b: hang the larger root under the smaller with atomicMin,
+ * and when the larger stopped being a root meanwhile (another thread hung it under
+ * something), go on from what it now hangs under. Safe with concurrent unions and
+ * finds; every parent stays at most its child. */
+static inline PLM_HD void plm__label_unite(int32_t *parent, int32_t a, int32_t b) {
+  for (;;) {
+    a = plm__label_find(parent, a);
+    b = plm__label_find(parent, b);
+    if (a == b) return;
+    if (a > b) {
+      const int32_t t = a;
+      a = b;
+      b = t;
+    }
+    const int32_t old = plm__label_atomic_min(&parent[b], a);
+    if (old == b) return;
+    b = old;
+  }
+}
+
+/* Tile pass (step 1). parent and mask are a tile's, PLM__LABEL_TILE_PIXELS each,
+ * pixel (tx, ty) at ty * PLM__LABEL_TILE_W + tx; mask is 0 or 1, and 0 outside the
+ * frame. The three calls are separated by barriers across the tile. */
+
+/* Start pixel (tx, ty): its parent is its first link's neighbour (itself without
+ * links, -1 on the background). Returns the links left for plm__label_tile_join. */
+static inline PLM_HD int plm__label_tile_start(int32_t *parent, const uint8_t *mask, int tx, int ty,
+                                               int eight) {
+  const int w = PLM__LABEL_TILE_W, t = ty * w + tx;
+  if (!mask[t]) {
+    parent[t] = -1;
+    return 0;
+  }
+  const int left = tx > 0, up = ty > 0, right = tx + 1 < w;
+  const int links = plm__label_links(left && mask[t - 1], left && up && mask[t - w - 1],
+                                     up && mask[t - w], up && right && mask[t - w + 1], eight);
+  const int first = links & -links;
+  parent[t] = first ? t + (int32_t)plm__label_link_offset(first, w) : t;
+  return links & ~first;
+}
+
+/* Unite pixel t of the tile with the neighbours of its remaining links. */
+static inline PLM_HD void plm__label_tile_join(int32_t *parent, int t, int links) {
+  while (links) {
+    const int link = links & -links;
+    plm__label_unite(parent, t, t + (int32_t)plm__label_link_offset(link, PLM__LABEL_TILE_W));
+    links &= ~link;
+  }
+}
+
+/* The frame index of the tile root of foreground pixel t of the tile whose first
+ * pixel is (r0, c0) in a frame `width` wide. */
+static inline PLM_HD int32_t plm__label_tile_root(const int32_t *parent, int t, int64_t r0,
+                                                  int64_t c0, int64_t width) {
+  const int32_t root = plm__label_find(parent, t);
+  return (int32_t)((r0 + root / PLM__LABEL_TILE_W) * width + c0 + root % PLM__LABEL_TILE_W);
+}
+
+/* The tiles of a batch: `across` x `down` per frame, numbered frame by frame, row by
+ * row. */
+typedef struct plm__label_tiling {
+  int64_t across, down, count;
+} plm__label_tiling;
+
+static inline PLM_HD plm__label_tiling plm__label_tiling_of(int64_t frames, int64_t height,
+                                                            int64_t width) {
+  plm__label_tiling tiling;
+  tiling.across = (width + PLM__LABEL_TILE_W - 1) / PLM__LABEL_TILE_W;
+  tiling.down = (height + PLM__LABEL_TILE_H - 1) / PLM__LABEL_TILE_H;
+  tiling.count = frames * tiling.across * tiling.down;
+  return tiling;
+}
+
+/* Where tile `tile` lies: its frame and its first pixel (r0, c0). */
+static inline PLM_HD void plm__label_tile_at(plm__label_tiling tiling, int64_t tile, int64_t *frame,
+                                             int64_t *r0, int64_t *c0) {
+  const int64_t per_frame = tiling.across * tiling.down, in_frame = tile % per_frame;
+  *frame = tile / per_frame;
+  *r0 = in_frame / tiling.across * PLM__LABEL_TILE_H;
+  *c0 = in_frame % tiling.across * PLM__LABEL_TILE_W;
+}
+
+/* Border pass (step 2). The pixels of a tile it visits: the top row, the left column
+ * and, with 8-connectivity, the right column (whose up-right links leave the tile);
+ * no other pixel has a link that leaves its tile. */
+static inline PLM_HD int plm__label_border_pixels(int eight) {
+  return PLM__LABEL_TILE_W + (PLM__LABEL_TILE_H - 1) * (eight ? 2 : 1);
+}
+
+/* The k-th of them, 0 <= k < plm__label_border_pixels. */
+static inline PLM_HD void plm__label_border_pixel(int k, int *tx, int *ty) {
+  if (k < PLM__LABEL_TILE_W) {
+    *tx = k;
+    *ty = 0;
+  } else if (k < PLM__LABEL_TILE_W + PLM__LABEL_TILE_H - 1) {
+    *tx = 0;
+    *ty = k - PLM__LABEL_TILE_W + 1;
+  } else {
+    *tx = PLM__LABEL_TILE_W - 1;
+    *ty = k - (PLM__LABEL_TILE_W + PLM__LABEL_TILE_H - 1) + 1;
+  }
+}
+
+/* Unite foreground pixel (r, c) of a frame (its parents and its mask, `width` wide)
+ * along those of its links that leave its tile. */
+static inline PLM_HD void plm__label_border_join(int32_t *parent, const uint8_t *mask,
+                                                 int64_t width, int64_t r, int64_t c, int eight) {
+  const int64_t i = r * width + c;
+  const int left = c > 0, up = r > 0, right = c + 1 < width;
+  int links = plm__label_links(left && mask[i - 1], left && up && mask[i - width - 1],
+                               up && mask[i - width], up && right && mask[i - width + 1], eight);
+  const int tx = (int)(c % PLM__LABEL_TILE_W), ty = (int)(r % PLM__LABEL_TILE_H);
+  while (links) {
+    const int link = links & -links;
+    if (plm__label_link_leaves_tile(link, tx, ty))
+      plm__label_unite(parent, (int32_t)i, (int32_t)(i + plm__label_link_offset(link, width)));
+    links &= ~link;
+  }
+}
+
+/* Flatten and number (step 3), per frame: parent holds the frame's parents. */
+
+/* Point pixel i at its root; returns 1 when i is a root (a flag for the prefix sum),
+ * else 0 (the background included). */
+static inline PLM_HD uint32_t plm__label_flatten(int32_t *parent, int32_t i) {
+  if (parent[i] < 0) return 0;
+  const int32_t root = plm__label_find(parent, i);
+  parent[i] = root;
+  return root == i;
+}
+
+/* K of a frame, from its flattened parents and the exclusive prefix sum of the flags
+ * (ranks, u32 arithmetic: the sum may have run on from earlier frames and wrapped;
+ * differences within a frame are exact, a frame having fewer than 2^31 pixels). */
+static inline PLM_HD int32_t plm__label_frame_count(const int32_t *parent, const uint32_t *ranks,
+                                                    int64_t frame_pixels) {
+  const int64_t last = frame_pixels - 1;
+  const uint32_t last_is_root = parent[last] == (int32_t)last;
+  return (int32_t)(ranks[last] - ranks[0] + last_is_root);
+}
+
+/* The label of a pixel whose flattened parent is root (-1: background): its root's
+ * rank within the frame, plus one. */
+static inline PLM_HD int32_t plm__label_number(int32_t root, const uint32_t *ranks) {
+  return root < 0 ? 0 : (int32_t)(ranks[root] - ranks[0]) + 1;
 }
 
 #ifdef __cplusplus

@@ -1,30 +1,38 @@
 /* kernels/cuda/label.cu: connected components and region statistics on the GPU.
  *
- * label, with the labels array as the union-find parents (frame-local linear indices,
- * -1 on the background), all on the stream, with no host round trip:
- *   1. init: every foreground pixel is its own parent.
- *   2. merge: every foreground pixel joins its foreground neighbours above and to the
- *      left. Joining links the larger root under the smaller with atomicMin, retrying
- *      when another thread moved the root first (Playne and Hawick's union), so every
- *      parent stays at most its child and a component's root is its smallest index:
+ * label is a block-based union-find (the design, its steps and its invariants are at
+ * the top of kernels/common/label.h, where the per-pixel steps live so that the host
+ * runs them too, in tests/test_label_cuda_logic.c), all on the stream, with no host
+ * round trip:
+ *   1. label_tiles: one block of PLM__LABEL_TILE_PIXELS threads per tile (grid-stride
+ *      over the tiles of the whole batch), the tile's mask and parents in shared
+ *      memory; writes every pixel's tile root (a frame index) or -1 to labels.
+ *   2. label_borders: one thread per border pixel of every tile (the top row, the left
+ *      column and, for 8-connectivity, the right column) unites across the tile
+ *      borders with atomicMin on labels. A component's root stays its smallest index:
  *      its first pixel in raster order.
- *   3. compress: every foreground pixel's parent becomes its root, and ranks[g] = 1
- *      where pixel g is a root, else 0.
+ *   3. label_flatten: every pixel's parent becomes its root, and ranks[g] = 1 where
+ *      pixel g is a root, else 0.
  *   4. one in-place exclusive prefix sum (CUB) over the ranks of the whole batch. The
  *      sum runs on in u32 arithmetic across frame boundaries (it may wrap past 2^32
  *      on huge batches); a root's rank within its frame is its prefix minus the
  *      prefix at the frame's first pixel, exact modulo 2^32 and so exact, since a
  *      frame has fewer than 2^31 pixels. No loop over frames, whatever the batch.
- *   5. count: K of each frame = the prefix difference across the frame plus its last
- *      pixel's own flag (read from the parents: a root is its own parent).
- *   6. number: a pixel's label is its root's rank within the frame, plus one.
+ *   5. label_count: K of each frame = the prefix difference across the frame plus its
+ *      last pixel's own flag (read from the parents: a root is its own parent).
+ *   6. label_number: a pixel's label is its root's rank within the frame, plus one.
  * The scratch (the ranks and CUB's temporary storage, plm__label_cuda_scratch_bytes)
  * is the caller's: ops/label.c takes it from the context's default pool in stream
  * order.
  *
  * regions accumulates in the table itself: atomicAdd on doubles for the sums, and
  * compare-and-swap loops for the bounds and the maximum (taken only when a pixel
- * would change them), then a last kernel turns sums into means. */
+ * would change them), then a last kernel turns sums into means.
+ *
+ * Not yet run on a GPU (none was available when the block-based labelling was
+ * written): tests/test_label_cuda_logic.c runs its per-pixel steps on the host, tile
+ * by tile and in shuffled thread orders; tests/test_label.c checks the kernels under
+ * PLUME_BACKEND=cuda (ctest label.cuda). */
 #include <cub/cub.cuh>
 
 #include "kernels/common/label.h"
@@ -33,6 +41,7 @@
 namespace {
 
 const unsigned kThreads = 256;
+const unsigned kTileThreads = PLM__LABEL_TILE_PIXELS;
 const size_t kAlign = 256;
 
 size_t round_up(size_t bytes) {
@@ -44,73 +53,55 @@ size_t ranks_bytes(const plm__label_args *args) {
   return round_up((size_t)(args->frames * args->height * args->width) * sizeof(uint32_t));
 }
 
-__global__ void label_init(const uint8_t *__restrict__ mask, int32_t *__restrict__ parent,
-                           int64_t total, int64_t frame_pixels) {
+/* Step 1. Thread t of a block is pixel (t % TILE_W, t / TILE_W) of the block's tile: a
+ * warp reads a tile row of the mask, 32 consecutive bytes. The loop over tiles is
+ * uniform across the block, so every thread reaches every barrier. */
+__global__ void __launch_bounds__(PLM__LABEL_TILE_PIXELS)
+    label_tiles(const uint8_t *__restrict__ mask, int32_t *__restrict__ parent,
+                plm__label_tiling tiling, int64_t height, int64_t width, int eight) {
+  __shared__ int32_t tile_parent[PLM__LABEL_TILE_PIXELS];
+  __shared__ uint8_t tile_mask[PLM__LABEL_TILE_PIXELS];
+  const int t = (int)threadIdx.x, tx = t % PLM__LABEL_TILE_W, ty = t / PLM__LABEL_TILE_W;
+  for (int64_t tile = blockIdx.x; tile < tiling.count; tile += gridDim.x) {
+    int64_t frame, r0, c0;
+    plm__label_tile_at(tiling, tile, &frame, &r0, &c0);
+    const int64_t r = r0 + ty, c = c0 + tx;
+    const bool inside = r < height && c < width;
+    const int64_t g = (frame * height + r) * width + c;
+    tile_mask[t] = inside && mask[g] != 0;
+    __syncthreads();
+    const int links = plm__label_tile_start(tile_parent, tile_mask, tx, ty, eight);
+    __syncthreads();
+    plm__label_tile_join(tile_parent, t, links);
+    __syncthreads();
+    if (inside) parent[g] = tile_mask[t] ? plm__label_tile_root(tile_parent, t, r0, c0, width) : -1;
+    __syncthreads(); /* before the next tile overwrites the shared arrays */
+  }
+}
+
+/* Step 2, over the border pixels of every tile of the batch, tile by tile. */
+__global__ void label_borders(const uint8_t *__restrict__ mask, int32_t *parent,
+                              plm__label_tiling tiling, int64_t height, int64_t width, int eight) {
+  const int per_tile = plm__label_border_pixels(eight);
+  const int64_t total = tiling.count * per_tile, frame_pixels = height * width;
   int64_t step = (int64_t)gridDim.x * blockDim.x;
-  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += step)
-    parent[i] = mask[i] ? (int32_t)(i % frame_pixels) : -1;
-}
-
-__device__ int32_t find_root(const int32_t *parent, int32_t x) {
-  const volatile int32_t *p = parent;
-  int32_t next = p[x];
-  while (next != x) {
-    x = next;
-    next = p[x];
-  }
-  return x;
-}
-
-__device__ void unite(int32_t *parent, int32_t a, int32_t b) {
-  for (;;) {
-    a = find_root(parent, a);
-    b = find_root(parent, b);
-    if (a == b) return;
-    if (a > b) {
-      int32_t t = a;
-      a = b;
-      b = t;
-    }
-    /* Hang root b under a, unless b stopped being a root meanwhile: then retry from
-     * what it became. */
-    int32_t old = atomicMin(&parent[b], a);
-    if (old == b) return;
-    b = old;
+  for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < total; j += step) {
+    int64_t frame, r0, c0;
+    int tx, ty;
+    plm__label_tile_at(tiling, j / per_tile, &frame, &r0, &c0);
+    plm__label_border_pixel((int)(j % per_tile), &tx, &ty);
+    const int64_t r = r0 + ty, c = c0 + tx, base = frame * frame_pixels;
+    if (r >= height || c >= width || !mask[base + r * width + c]) continue;
+    plm__label_border_join(parent + base, mask + base, width, r, c, eight);
   }
 }
 
-__global__ void label_merge(const uint8_t *__restrict__ mask, int32_t *parent, int64_t total,
-                            int64_t height, int64_t width, int eight) {
-  const int64_t frame_pixels = height * width;
-  int64_t step = (int64_t)gridDim.x * blockDim.x;
-  for (int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; g < total; g += step) {
-    if (!mask[g]) continue;
-    const int64_t base = g - g % frame_pixels;
-    int32_t *p = parent + base;
-    const uint8_t *m = mask + base;
-    const int32_t i = (int32_t)(g - base);
-    const int64_t r = i / width, c = i % width;
-    if (c > 0 && m[i - 1]) unite(p, i, i - 1);
-    if (r == 0) continue;
-    const int32_t up = i - (int32_t)width;
-    if (m[up]) unite(p, i, up);
-    if (eight && c > 0 && m[up - 1]) unite(p, i, up - 1);
-    if (eight && c + 1 < width && m[up + 1]) unite(p, i, up + 1);
-  }
-}
-
-__global__ void label_compress(int32_t *parent, uint32_t *__restrict__ ranks, int64_t total,
-                               int64_t frame_pixels) {
+__global__ void label_flatten(int32_t *parent, uint32_t *__restrict__ ranks, int64_t total,
+                              int64_t frame_pixels) {
   int64_t step = (int64_t)gridDim.x * blockDim.x;
   for (int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; g < total; g += step) {
     const int64_t base = g - g % frame_pixels;
-    const int32_t i = (int32_t)(g - base);
-    int32_t root = -1;
-    if (parent[g] >= 0) {
-      root = find_root(parent + base, i);
-      parent[g] = root;
-    }
-    ranks[g] = root == i;
+    ranks[g] = plm__label_flatten(parent + base, (int32_t)(g - base));
   }
 }
 
@@ -118,11 +109,9 @@ __global__ void label_compress(int32_t *parent, uint32_t *__restrict__ ranks, in
 __global__ void label_count(const int32_t *__restrict__ parent, const uint32_t *__restrict__ ranks,
                             int32_t *__restrict__ count, int64_t frames, int64_t frame_pixels) {
   int64_t step = (int64_t)gridDim.x * blockDim.x;
-  for (int64_t f = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; f < frames; f += step) {
-    const int64_t first = f * frame_pixels, last = first + frame_pixels - 1;
-    const uint32_t last_is_root = parent[last] == (int32_t)(frame_pixels - 1);
-    count[f] = (int32_t)(ranks[last] - ranks[first] + last_is_root);
-  }
+  for (int64_t f = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; f < frames; f += step)
+    count[f] =
+        plm__label_frame_count(parent + f * frame_pixels, ranks + f * frame_pixels, frame_pixels);
 }
 
 __global__ void label_number(int32_t *__restrict__ labels, const uint32_t *__restrict__ ranks,
@@ -130,8 +119,7 @@ __global__ void label_number(int32_t *__restrict__ labels, const uint32_t *__res
   int64_t step = (int64_t)gridDim.x * blockDim.x;
   for (int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; g < total; g += step) {
     const int64_t base = g - g % frame_pixels;
-    const int32_t root = labels[g];
-    labels[g] = root < 0 ? 0 : (int32_t)(ranks[base + root] - ranks[base]) + 1;
+    labels[g] = plm__label_number(labels[g], ranks + base);
   }
 }
 
@@ -226,23 +214,29 @@ extern "C" plm_status plm__label_cuda_scratch_bytes(void *stream, const plm__lab
 extern "C" plm_status plm__label_cuda(void *stream, const plm__label_args *args) {
   cudaStream_t s = (cudaStream_t)stream;
   const int64_t frame_pixels = args->height * args->width, total = args->frames * frame_pixels;
+  const plm__label_tiling tiling = plm__label_tiling_of(args->frames, args->height, args->width);
+  const int eight = args->connectivity == 8;
   const unsigned blocks = plm__cuda_blocks(total, kThreads);
   uint32_t *ranks = (uint32_t *)args->scratch;
   void *temp = (char *)args->scratch + ranks_bytes(args);
   size_t temp_bytes = 0;
   plm_status status = scan_error(cub::DeviceScan::ExclusiveSum(NULL, temp_bytes, ranks, total, s));
   if (status == PLM_OK) {
-    label_init<<<blocks, kThreads, 0, s>>>(args->mask, args->labels, total, frame_pixels);
-    status = plm__cuda_check_launch("label_init");
+    /* One block per tile, up to plm__cuda_blocks' bound (the blocks loop over the rest). */
+    const unsigned tile_blocks = plm__cuda_blocks(tiling.count * kTileThreads, kTileThreads);
+    label_tiles<<<tile_blocks, kTileThreads, 0, s>>>(args->mask, args->labels, tiling, args->height,
+                                                     args->width, eight);
+    status = plm__cuda_check_launch("label_tiles");
   }
   if (status == PLM_OK) {
-    label_merge<<<blocks, kThreads, 0, s>>>(args->mask, args->labels, total, args->height,
-                                            args->width, args->connectivity == 8);
-    status = plm__cuda_check_launch("label_merge");
+    const int64_t border = tiling.count * plm__label_border_pixels(eight);
+    label_borders<<<plm__cuda_blocks(border, kThreads), kThreads, 0, s>>>(
+        args->mask, args->labels, tiling, args->height, args->width, eight);
+    status = plm__cuda_check_launch("label_borders");
   }
   if (status == PLM_OK) {
-    label_compress<<<blocks, kThreads, 0, s>>>(args->labels, ranks, total, frame_pixels);
-    status = plm__cuda_check_launch("label_compress");
+    label_flatten<<<blocks, kThreads, 0, s>>>(args->labels, ranks, total, frame_pixels);
+    status = plm__cuda_check_launch("label_flatten");
   }
   if (status == PLM_OK)
     status = scan_error(cub::DeviceScan::ExclusiveSum(temp, temp_bytes, ranks, total, s));

@@ -1,0 +1,387 @@
+/* tests/test_label_cuda_logic.c: the CUDA labelling's steps, run on the host, so that a
+ * machine without a GPU checks the block-based union-find too.
+ *
+ * emulate() does what kernels/cuda/label.cu does, calling the same per-pixel functions
+ * of kernels/common/label.h: the tile pass tile by tile, with the threads of a block
+ * run one after another between the barriers, in a shuffled order; the border pass
+ * and the flattening over the whole batch in shuffled orders; CUB's prefix sum as a
+ * u32 loop. Each union runs whole, so the shuffles give one of the interleavings the
+ * GPU may take (not those inside a union; the union itself is Playne and Hawick's).
+ *
+ * References: the label fixtures of tests/fixtures (scipy.ndimage.label, read from
+ * MANIFEST.json), and, for random and structured masks of many shapes, the CPU kernel
+ * (plm__label_cpu, itself checked against a flood fill by tests/test_label.c). Every
+ * case also checks the invariant the numbering relies on: after flattening, every
+ * pixel's parent is the first pixel of its component in raster order. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <check.h>
+#include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apps/image_io.h"
+#include "kernels/common/label.h"
+
+#ifndef PLUME_FIXTURES_DIR
+#error "PLUME_FIXTURES_DIR (the tests/fixtures directory) must be defined"
+#endif
+
+static uint64_t next_random(uint64_t *state) {
+  *state ^= *state << 13;
+  *state ^= *state >> 7;
+  *state ^= *state << 17;
+  return *state;
+}
+
+/* 0 .. n-1 in a random order (n >= 1). */
+static int64_t *shuffled(int64_t n, uint64_t *state) {
+  int64_t *order = malloc((size_t)n * sizeof *order);
+  ck_assert_ptr_nonnull(order);
+  for (int64_t i = 0; i < n; i++) order[i] = i;
+  for (int64_t i = n - 1; i > 0; i--) {
+    int64_t j = (int64_t)(next_random(state) % (uint64_t)(i + 1)), t = order[i];
+    order[i] = order[j];
+    order[j] = t;
+  }
+  return order;
+}
+
+/* The frames of a batch, and what the emulation leaves besides the labels. */
+typedef struct batch {
+  const uint8_t *mask;
+  int64_t frames, height, width;
+  int eight;
+} batch;
+
+/* Step 1, label_tiles, on one tile: the block's threads in `order`, phase by phase. */
+static void tile_pass(const batch *b, int32_t *parent, plm__label_tiling tiling, int64_t tile,
+                      const int64_t *order) {
+  int32_t tile_parent[PLM__LABEL_TILE_PIXELS];
+  uint8_t tile_mask[PLM__LABEL_TILE_PIXELS];
+  int links[PLM__LABEL_TILE_PIXELS];
+  int64_t frame, r0, c0;
+  plm__label_tile_at(tiling, tile, &frame, &r0, &c0);
+  for (int phase = 0; phase < 4; phase++) /* separated by the kernel's barriers */
+    for (int k = 0; k < PLM__LABEL_TILE_PIXELS; k++) {
+      const int t = (int)order[k], tx = t % PLM__LABEL_TILE_W, ty = t / PLM__LABEL_TILE_W;
+      const int64_t r = r0 + ty, c = c0 + tx, g = (frame * b->height + r) * b->width + c;
+      const int inside = r < b->height && c < b->width;
+      switch (phase) {
+        case 0: tile_mask[t] = inside && b->mask[g] != 0; break;
+        case 1: links[t] = plm__label_tile_start(tile_parent, tile_mask, tx, ty, b->eight); break;
+        case 2: plm__label_tile_join(tile_parent, t, links[t]); break;
+        default:
+          if (inside)
+            parent[g] = tile_mask[t] ? plm__label_tile_root(tile_parent, t, r0, c0, b->width) : -1;
+      }
+    }
+}
+
+/* plm__label_cuda's work, on the host: labels and one count per frame; *roots gets
+ * the flattened parents (freed by the caller). */
+static void emulate(const batch *b, uint64_t seed, int32_t *labels, int32_t *count,
+                    int32_t **roots) {
+  const int64_t frame_pixels = b->height * b->width, total = b->frames * frame_pixels;
+  const plm__label_tiling tiling = plm__label_tiling_of(b->frames, b->height, b->width);
+  uint64_t state = seed * 0x9e3779b97f4a7c15ull + 1;
+  int64_t *order = shuffled(tiling.count, &state);
+  for (int64_t k = 0; k < tiling.count; k++) {
+    int64_t *threads = shuffled(PLM__LABEL_TILE_PIXELS, &state);
+    tile_pass(b, labels, tiling, order[k], threads);
+    free(threads);
+  }
+  free(order);
+
+  /* Step 2, label_borders. */
+  const int per_tile = plm__label_border_pixels(b->eight);
+  order = shuffled(tiling.count * per_tile, &state);
+  for (int64_t k = 0; k < tiling.count * per_tile; k++) {
+    int64_t frame, r0, c0;
+    int tx, ty;
+    plm__label_tile_at(tiling, order[k] / per_tile, &frame, &r0, &c0);
+    plm__label_border_pixel((int)(order[k] % per_tile), &tx, &ty);
+    const int64_t r = r0 + ty, c = c0 + tx, base = frame * frame_pixels;
+    if (r >= b->height || c >= b->width || !b->mask[base + r * b->width + c]) continue;
+    plm__label_border_join(labels + base, b->mask + base, b->width, r, c, b->eight);
+  }
+  free(order);
+
+  /* Step 3, label_flatten; step 4, the prefix sum (u32, across frames). */
+  uint32_t *ranks = malloc((size_t)total * sizeof *ranks);
+  ck_assert_ptr_nonnull(ranks);
+  order = shuffled(total, &state);
+  for (int64_t k = 0; k < total; k++) {
+    const int64_t g = order[k], base = g - g % frame_pixels;
+    ranks[g] = plm__label_flatten(labels + base, (int32_t)(g - base));
+  }
+  free(order);
+  *roots = malloc((size_t)total * sizeof **roots);
+  ck_assert_ptr_nonnull(*roots);
+  memcpy(*roots, labels, (size_t)total * sizeof **roots);
+  uint32_t sum = 0;
+  for (int64_t g = 0; g < total; g++) {
+    const uint32_t flag = ranks[g];
+    ranks[g] = sum;
+    sum += flag;
+  }
+
+  /* Steps 5 and 6, label_count and label_number. */
+  for (int64_t f = 0; f < b->frames; f++)
+    count[f] =
+        plm__label_frame_count(labels + f * frame_pixels, ranks + f * frame_pixels, frame_pixels);
+  for (int64_t g = 0; g < total; g++)
+    labels[g] = plm__label_number(labels[g], ranks + (g - g % frame_pixels));
+  free(ranks);
+}
+
+/* Emulate, then compare with the expected labels and counts and check that every
+ * flattened parent is its component's first pixel (components as `expected` numbers
+ * them). Fails the test, naming `what`. */
+static void check_emulation(const batch *b, uint64_t seed, const int32_t *expected,
+                            const int32_t *expected_count, const char *what) {
+  const int64_t frame_pixels = b->height * b->width, total = b->frames * frame_pixels;
+  int32_t *labels = malloc((size_t)total * sizeof *labels), *roots = NULL;
+  int32_t *count = malloc((size_t)b->frames * sizeof *count);
+  int64_t *first = malloc((size_t)(frame_pixels + 1) * sizeof *first);
+  ck_assert(labels && count && first);
+  emulate(b, seed, labels, count, &roots);
+  for (int64_t f = 0; f < b->frames; f++) {
+    ck_assert_msg(count[f] == expected_count[f], "%s: frame %lld: count %d, expected %d", what,
+                  (long long)f, count[f], expected_count[f]);
+    const int64_t base = f * frame_pixels;
+    for (int64_t i = 0; i < frame_pixels; i++) {
+      const int32_t got = labels[base + i], want = expected[base + i];
+      if (got != want)
+        ck_abort_msg("%s: frame %lld, pixel (%lld, %lld): label %d, expected %d", what,
+                     (long long)f, (long long)(i / b->width), (long long)(i % b->width), got, want);
+    }
+    for (int64_t k = 0; k <= frame_pixels; k++) first[k] = -1;
+    for (int64_t i = 0; i < frame_pixels; i++) {
+      const int32_t want = expected[base + i];
+      if (want == 0) continue;
+      if (want < 0 || want > expected_count[f])
+        ck_abort_msg("%s: expected label %d out of 1..%d", what, want, expected_count[f]);
+      if (first[want] < 0) first[want] = i;
+      if (roots[base + i] != first[want])
+        ck_abort_msg(
+            "%s: frame %lld, pixel (%lld, %lld): root %d, not the component's first "
+            "pixel %lld",
+            what, (long long)f, (long long)(i / b->width), (long long)(i % b->width),
+            roots[base + i], (long long)first[want]);
+    }
+  }
+  free(labels);
+  free(roots);
+  free(count);
+  free(first);
+}
+
+/* ---- scipy's labels: the fixtures ------------------------------------------------------ */
+
+static const char *fixtures_dir(void) {
+  const char *env = getenv("PLUME_FIXTURES_DIR");
+  return env && *env ? env : PLUME_FIXTURES_DIR;
+}
+
+static image load(const char *name) {
+  char path[4096], err[IMAGE_ERROR_SIZE];
+  snprintf(path, sizeof path, "%s/%s", fixtures_dir(), name);
+  image img;
+  plm_status status = image_read(path, NULL, &img, err, sizeof err);
+  ck_assert_msg(status == PLM_OK, "%s", err);
+  return img;
+}
+
+static int32_t as_i32(const image *img, int64_t i) {
+  switch (img->dtype) {
+    case PLM_DTYPE_U8: return ((const uint8_t *)img->data)[i];
+    case PLM_DTYPE_U16: return ((const uint16_t *)img->data)[i];
+    case PLM_DTYPE_I32: return ((const int32_t *)img->data)[i];
+    default: ck_abort_msg("a fixture of dtype %s", plm_dtype_name(img->dtype));
+  }
+  return 0;
+}
+
+START_TEST(test_scipy_fixtures) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/MANIFEST.json", fixtures_dir());
+  json_error_t error;
+  json_t *manifest = json_load_file(path, 0, &error);
+  ck_assert_msg(manifest != NULL, "%s:%d: %s", path, error.line, error.text);
+  json_t *cases = json_object_get(manifest, "cases");
+  ck_assert(json_is_array(cases));
+  size_t index, cases_run = 0;
+  json_t *c;
+  json_array_foreach(cases, index, c) {
+    if (strcmp(json_string_value(json_object_get(c, "op")), "label") != 0) continue;
+    const char *name = json_string_value(json_object_get(c, "name"));
+    const json_int_t connectivity =
+        json_integer_value(json_object_get(json_object_get(c, "params"), "connectivity"));
+    image mask = load(json_string_value(json_object_get(c, "input")));
+    image expected = load(json_string_value(json_object_get(c, "expected")));
+    ck_assert_msg(mask.dtype == PLM_DTYPE_U8, "%s: the mask is not u8", name);
+    ck_assert_int_eq(image_numel(&mask), image_numel(&expected));
+    const int64_t total = image_numel(&mask);
+    const batch b = {.mask = mask.data,
+                     .frames = mask.ndim == 3 ? mask.dims[0] : 1,
+                     .height = mask.dims[mask.ndim - 2],
+                     .width = mask.dims[mask.ndim - 1],
+                     .eight = connectivity != 4};
+    int32_t *want = malloc((size_t)total * sizeof *want);
+    int32_t *want_count = malloc((size_t)b.frames * sizeof *want_count);
+    ck_assert(want && want_count);
+    for (int64_t i = 0; i < total; i++) want[i] = as_i32(&expected, i);
+    json_t *counts = json_object_get(c, "counts");
+    ck_assert_int_eq((int64_t)json_array_size(counts), b.frames);
+    for (int64_t f = 0; f < b.frames; f++)
+      want_count[f] = (int32_t)json_integer_value(json_array_get(counts, (size_t)f));
+    for (uint64_t seed = 1; seed <= 3; seed++) check_emulation(&b, seed, want, want_count, name);
+    free(want);
+    free(want_count);
+    image_free(&mask, NULL);
+    image_free(&expected, NULL);
+    cases_run++;
+  }
+  json_decref(manifest);
+  ck_assert_msg(cases_run >= 30, "only %zu label fixtures in the manifest", cases_run);
+}
+END_TEST
+
+/* ---- more shapes: against the CPU kernel ----------------------------------------------- */
+
+/* Emulate b with two seeds and compare with the CPU kernel. */
+static void check_against_cpu(const batch *b, const char *what) {
+  const int64_t total = b->frames * b->height * b->width;
+  int32_t *want = malloc((size_t)total * sizeof *want);
+  int32_t *want_count = malloc((size_t)b->frames * sizeof *want_count);
+  ck_assert(want && want_count);
+  const plm__label_args args = {.mask = b->mask,
+                                .labels = want,
+                                .count = want_count,
+                                .frames = b->frames,
+                                .height = b->height,
+                                .width = b->width,
+                                .connectivity = b->eight ? 8 : 4};
+  plm__label_cpu(&args);
+  for (uint64_t seed = 11; seed <= 12; seed++) check_emulation(b, seed, want, want_count, what);
+  free(want);
+  free(want_count);
+}
+
+static uint8_t *random_mask(int64_t count, double density, uint64_t seed) {
+  uint8_t *mask = malloc((size_t)count);
+  ck_assert_ptr_nonnull(mask);
+  uint64_t state = seed * 0x2545f4914f6cdd1dull + 1;
+  for (int64_t i = 0; i < count; i++)
+    mask[i] = (double)(next_random(&state) >> 11) / 9007199254740992.0 < density
+                  ? (uint8_t)(1 + next_random(&state) % 255)
+                  : 0;
+  return mask;
+}
+
+START_TEST(test_random_masks) {
+  static const int64_t shapes[][3] = {{1, 1, 1},     {1, 1, 1000}, {1, 1000, 1}, {1, 7, 13},
+                                      {1, 16, 32},   {1, 17, 33},  {1, 31, 65},  {1, 257, 255},
+                                      {1, 512, 512}, {1, 3, 7000}, {6, 37, 70},  {40, 1, 45}};
+  const double densities[] = {0.3, 0.45, 0.6, 0.75};
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+    for (size_t d = 0; d < sizeof densities / sizeof densities[0]; d++)
+      for (int eight = 0; eight <= 1; eight++) {
+        const int64_t *shape = shapes[s];
+        uint8_t *mask = random_mask(shape[0] * shape[1] * shape[2], densities[d], s * 17 + d + 1);
+        if (shape[0] == 6) { /* an empty frame and a full one in the batch */
+          memset(mask + 2 * shape[1] * shape[2], 0, (size_t)(shape[1] * shape[2]));
+          memset(mask + 4 * shape[1] * shape[2], 1, (size_t)(shape[1] * shape[2]));
+        }
+        const batch b = {mask, shape[0], shape[1], shape[2], eight};
+        char what[96];
+        snprintf(what, sizeof what, "%lldx%lldx%lld, density %.2f, connectivity %d",
+                 (long long)shape[0], (long long)shape[1], (long long)shape[2], densities[d],
+                 eight ? 8 : 4);
+        check_against_cpu(&b, what);
+        free(mask);
+      }
+}
+END_TEST
+
+/* Masks that stress the tile borders: one component wound through every tile (a
+ * serpentine), diagonal lines that cross tile corners (joined only by up-left and
+ * up-right links under 8-connectivity), a checkerboard, combs whose teeth join only
+ * at the bottom, and a spiral. */
+static uint8_t pattern(int which, int64_t r, int64_t c, int64_t height, int64_t width) {
+  switch (which) {
+    case 0: /* serpentine: full even rows, odd rows joined at alternating ends */
+      return r % 2 == 0 || (r % 4 == 1 ? c == width - 1 : c == 0);
+    case 1: return (r + c) % 7 == 0 || (r - c + 11 * width) % 11 == 0; /* diagonals */
+    case 2: return (r + c) % 2 == 0;                                   /* checkerboard */
+    case 3: return r == height - 1 || c % 3 == 0;                      /* comb, joined below */
+    default: {                                                         /* a square spiral */
+      int64_t ring = r < c ? r : c;
+      if (height - 1 - r < ring) ring = height - 1 - r;
+      if (width - 1 - c < ring) ring = width - 1 - c;
+      if (ring % 2) return r == ring + 1 && c == ring; /* the step into the next ring */
+      return !(r == ring + 1 && c == ring) || ring == 0;
+    }
+  }
+}
+
+START_TEST(test_border_patterns) {
+  static const int64_t shapes[][2] = {{64, 96}, {47, 97}, {33, 31}, {130, 70}};
+  for (int which = 0; which < 5; which++)
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+      for (int eight = 0; eight <= 1; eight++) {
+        const int64_t height = shapes[s][0], width = shapes[s][1];
+        uint8_t *mask = malloc((size_t)(height * width));
+        ck_assert_ptr_nonnull(mask);
+        for (int64_t r = 0; r < height; r++)
+          for (int64_t c = 0; c < width; c++)
+            mask[r * width + c] = pattern(which, r, c, height, width);
+        const batch b = {mask, 1, height, width, eight};
+        char what[96];
+        snprintf(what, sizeof what, "pattern %d, %lldx%lld, connectivity %d", which,
+                 (long long)height, (long long)width, eight ? 8 : 4);
+        check_against_cpu(&b, what);
+        free(mask);
+      }
+}
+END_TEST
+
+/* The link rule alone, on every 3x3 neighbourhood: the links it keeps go to
+ * foreground neighbours only, at most two, and it keeps at least one whenever there
+ * is an earlier foreground neighbour. */
+START_TEST(test_link_rule) {
+  for (int eight = 0; eight <= 1; eight++)
+    for (int bits = 0; bits < 16; bits++) {
+      const int left = bits & 1, up_left = bits >> 1 & 1, up = bits >> 2 & 1, up_right = bits >> 3;
+      const int links = plm__label_links(left, up_left, up, up_right, eight);
+      const int allowed = eight ? bits : bits & (PLM__LABEL_LEFT | PLM__LABEL_UP);
+      ck_assert_int_eq(links & ~allowed, 0);
+      ck_assert_int_eq(links != 0, allowed != 0);
+      ck_assert_int_le(__builtin_popcount((unsigned)links), 2);
+    }
+}
+END_TEST
+
+static Suite *label_cuda_logic_suite(void) {
+  Suite *suite = suite_create("label_cuda_logic");
+  TCase *tcase = tcase_create("emulated");
+  tcase_set_timeout(tcase, 0);
+  tcase_add_test(tcase, test_link_rule);
+  tcase_add_test(tcase, test_scipy_fixtures);
+  tcase_add_test(tcase, test_random_masks);
+  tcase_add_test(tcase, test_border_patterns);
+  suite_add_tcase(suite, tcase);
+  return suite;
+}
+
+int main(void) {
+  SRunner *runner = srunner_create(label_cuda_logic_suite());
+  srunner_set_fork_status(runner, CK_NOFORK);
+  srunner_run_all(runner, CK_NORMAL);
+  int failed = srunner_ntests_failed(runner);
+  srunner_free(runner);
+  return failed == 0 ? 0 : 1;
+}
