@@ -41,17 +41,19 @@ struct EmulatedWarp {
   void sync() const { pthread_barrier_wait(barrier); }
 };
 
-/* One owner's tasks, as entropy_kernel gives them out; with x_first > 0 only those
- * of columns x_first.. x_first + 2 (the others are left undone). */
+/* One owner's tasks, as entropy_kernel gives them out, in segments of `rows` rows (0:
+ * segment_rows, as the kernel takes them); with x_first > 0 only those of columns
+ * x_first.. x_first + 2 (the others are left undone). */
 template <class Owner, class Hist>
 void run_tasks(const Owner &owner, const plm__entropy_args &args, const Hist &hist, int64_t o,
-               int64_t owners, int64_t x_first) {
-  const int64_t segments = segment_count(args), tasks = args.frames * segments * args.width;
+               int64_t owners, int64_t x_first, int64_t rows) {
+  if (rows == 0) rows = segment_rows(args);
+  const int64_t segments = segment_count(args, rows), tasks = args.frames * segments * args.width;
   for (int64_t task = o; task < tasks; task += owners) {
     const int64_t x = task % args.width, rest = task / args.width;
     if (x_first > 0 && (x < x_first || x > x_first + 2)) continue;
-    const int64_t y0 = rest % segments * kSegmentRows, f = rest / segments;
-    entropy_segment(owner, args, nullptr, hist, f, y0, min64(y0 + kSegmentRows, args.height), x);
+    const int64_t y0 = rest % segments * rows, f = rest / segments;
+    entropy_segment(owner, args, nullptr, hist, f, y0, min64(y0 + rows, args.height), x);
   }
 }
 
@@ -61,23 +63,25 @@ struct Lane {
   pthread_barrier_t *barrier;
   int64_t *slots;
   int lane;
-  int64_t o, owners, x_first;
+  int64_t o, owners, x_first, rows;
 };
 
 void *lane_main(void *arg) {
   const Lane *l = static_cast<const Lane *>(arg);
   EmulatedWarp warp = {l->barrier, l->slots, l->lane};
-  run_tasks(warp, *l->args, WarpHist{l->words}, l->o, l->owners, l->x_first);
+  run_tasks(warp, *l->args, WarpHist{l->words}, l->o, l->owners, l->x_first, l->rows);
   return nullptr;
 }
 
-/* The kernel's work with `owners` histograms of the given kind (x_first as
- * run_tasks takes it); false when a histogram is not zeroed at the end. */
-bool run_kernel(const plm__entropy_args &args, bool by_warps, int64_t owners, int64_t x_first = 0) {
+/* The kernel's work with `owners` histograms of the given kind (x_first and rows as
+ * run_tasks takes them); false when a histogram is not zeroed at the end. */
+bool run_kernel(const plm__entropy_args &args, bool by_warps, int64_t owners, int64_t x_first = 0,
+                int64_t rows = 0) {
   if (!by_warps) {
     std::vector<uint16_t> hists((size_t)(owners * args.bins), 0);
     for (int64_t o = 0; o < owners; o++)
-      run_tasks(ThreadOwner{}, args, ThreadHist{hists.data() + o, owners}, o, owners, x_first);
+      run_tasks(ThreadOwner{}, args, ThreadHist{hists.data() + o, owners}, o, owners, x_first,
+                rows);
     for (uint16_t c : hists)
       if (c) return false;
     return true;
@@ -91,7 +95,8 @@ bool run_kernel(const plm__entropy_args &args, bool by_warps, int64_t owners, in
     Lane lanes[32];
     pthread_t threads[32];
     for (int l = 0; l < 32; l++) {
-      lanes[l] = Lane{&args, hists.data() + o * words, &barrier, slots, l, o, owners, x_first};
+      lanes[l] =
+          Lane{&args, hists.data() + o * words, &barrier, slots, l, o, owners, x_first, rows};
       if (pthread_create(&threads[l], nullptr, lane_main, &lanes[l]) != 0) std::abort();
     }
     for (int l = 0; l < 32; l++) pthread_join(threads[l], nullptr);
@@ -172,20 +177,70 @@ int check(const Case &c, unsigned seed) {
   args.out = by_warp.data();
   zeroed = run_kernel(args, true, 3) && zeroed;
   const double worst = worst_error(args, by_thread);
-  const bool same = by_thread == by_warp;
-  std::printf("%s %lldx%lldx%lld window %d bins %d values < %u: worst %.3g, warp %s thread%s\n",
-              c.dtype == PLM_DTYPE_U8    ? "u8"
-              : c.dtype == PLM_DTYPE_U16 ? "u16"
-                                         : "f32",
-              (long long)c.frames, (long long)c.height, (long long)c.width, c.window, c.bins,
-              c.levels, worst, same ? "equals" : "DIFFERS from",
-              zeroed ? "" : ", a histogram NOT zeroed");
+  /* Any segment height gives the same bits: 1 row, a few, 64 and the kernel's own. */
+  bool heights_agree = true;
+  for (int64_t rows : {(int64_t)1, (int64_t)2, (int64_t)5, kMaxSegmentRows}) {
+    std::vector<float> other((size_t)count, -3.0f);
+    args.out = other.data();
+    zeroed = run_kernel(args, false, 4, 0, rows) && zeroed;
+    heights_agree = heights_agree && other == by_thread;
+  }
+  const bool same = by_thread == by_warp && heights_agree;
+  std::printf(
+      "%s %lldx%lldx%lld window %d bins %d values < %u: segments of %lld rows, worst "
+      "%.3g, warp %s thread%s%s\n",
+      c.dtype == PLM_DTYPE_U8    ? "u8"
+      : c.dtype == PLM_DTYPE_U16 ? "u16"
+                                 : "f32",
+      (long long)c.frames, (long long)c.height, (long long)c.width, c.window, c.bins, c.levels,
+      (long long)segment_rows(args), worst, by_thread == by_warp ? "equals" : "DIFFERS from",
+      heights_agree ? "" : ", segment heights DISAGREE", zeroed ? "" : ", a histogram NOT zeroed");
   return worst < 1e-4 && same && zeroed ? 0 : 1;
 }
 
 }  // namespace
 
+/* The segment height the kernel plans, and what it promises: between ceil(w / 4) and
+ * 64 rows, 64 with warps' histograms or when the batch is large enough, else enough
+ * tasks for every histogram the bounds allow, unless the segments are already as short
+ * as ceil(w / 4); scratch within plume/entropy.h's bounds. */
+int check_plan(plm_dtype dtype, int64_t frames, int64_t height, int64_t width, int window, int bins,
+               int64_t expected_rows) {
+  plm__entropy_args args = {};
+  args.frames = frames;
+  args.height = height;
+  args.width = width;
+  args.dtype = dtype;
+  args.window = window;
+  args.bins = bins;
+  const int64_t rows = segment_rows(args), least = (window + 3) / 4;
+  const int64_t tasks = task_count(args), owners = owner_count(args);
+  const size_t bytes = plm__entropy_cuda_scratch_bytes(&args) - ranges_bytes(&args);
+  const size_t bound = bins <= kThreadBins ? (size_t)kFillThreads * bins * 2 : kHistBudget;
+  bool ok = rows == expected_rows && rows >= least && rows >= 1 && rows <= kMaxSegmentRows &&
+            (rows == kMaxSegmentRows || rows == least || tasks >= most_owners(args)) &&
+            (!warps_own(args) || rows == kMaxSegmentRows) &&
+            owners == (tasks < most_owners(args) ? tasks : most_owners(args)) && bytes <= bound;
+  std::printf(
+      "plan %lldx%lldx%lld window %d bins %d: segments of %lld rows (expected %lld), %lld "
+      "tasks, %lld histograms, %zu bytes%s\n",
+      (long long)frames, (long long)height, (long long)width, window, bins, (long long)rows,
+      (long long)expected_rows, (long long)tasks, (long long)owners, bytes, ok ? "" : ": WRONG");
+  return ok ? 0 : 1;
+}
+
 int main() {
+  int failures = 0;
+  failures += check_plan(PLM_DTYPE_U8, 1, 512, 512, 16, 256, 4);      /* the seed size */
+  failures += check_plan(PLM_DTYPE_U8, 1, 512, 512, 3, 256, 2);       /* 131072 tasks */
+  failures += check_plan(PLM_DTYPE_U8, 1, 512, 512, 255, 256, 64);    /* fills would dominate */
+  failures += check_plan(PLM_DTYPE_U8, 1, 4096, 4096, 16, 256, 64);   /* big enough as it is */
+  failures += check_plan(PLM_DTYPE_U8, 16, 512, 512, 3, 256, 32);     /* a batch fills it too */
+  failures += check_plan(PLM_DTYPE_U8, 1, 1, 1, 1, 256, 1);           /* one pixel */
+  failures += check_plan(PLM_DTYPE_U8, 1, 5940, 1000, 5, 16, 45);     /* 132 segments a column */
+  failures += check_plan(PLM_DTYPE_U16, 1, 512, 512, 16, 65536, 64);  /* 4096 tasks, 2048 warps */
+  failures += check_plan(PLM_DTYPE_U16, 1, 128, 128, 16, 65536, 64);  /* warps: 64 rows */
+  failures += check_plan(PLM_DTYPE_F32, 1, 2048, 2048, 16, 4096, 64); /* warps, big */
   const Case cases[] = {
       {PLM_DTYPE_U16, 2, 150, 11, 16, 65536, 65536}, /* segments across frames */
       {PLM_DTYPE_U16, 1, 70, 9, 1, 65536, 3},
@@ -197,7 +252,6 @@ int main() {
       {PLM_DTYPE_U8, 1, 1, 1, 3, 256, 256},
       {PLM_DTYPE_F32, 1, 129, 6, 8, 4096, 1000},
   };
-  int failures = 0;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
     failures += check(cases[i], (unsigned)i + 1);
   /* Counts near the most a window holds (255 * 255 = 65025, plus a row entering):

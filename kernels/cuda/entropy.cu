@@ -1,14 +1,14 @@
 /* kernels/cuda/entropy.cu: local entropy on the GPU.
  *
- * Every histogram has an owner, which takes tasks, 64-row segments of a column
- * (frame, x), in a grid-stride loop: it fills the window of the segment's first row,
- * then slides down, adding the row segment that enters and taking out the one that
- * leaves (2w count updates per pixel), keeping S = sum c log2 c in 32.32 fixed point as
- * the CPU does (kernels/common/entropy.h), and ends by taking out the last window, so
- * every task leaves its histogram zeroed; the histograms are zeroed once before the
- * launch. Counts are u16: a window holds at most 255 * 255 = 65025 pixels, and a
- * count passes that by at most the w pixels of the row entering before the row
- * leaving is taken out.
+ * Every histogram has an owner, which takes tasks, segments of a column (frame, x) of
+ * segment_rows rows (below), in a grid-stride loop: it fills the window of the
+ * segment's first row, then slides down, adding the row segment that enters and taking
+ * out the one that leaves (2w count updates per pixel), keeping S = sum c log2 c in
+ * 32.32 fixed point as the CPU does (kernels/common/entropy.h), and ends by taking out
+ * the last window, so every task leaves its histogram zeroed; the histograms are
+ * zeroed once before the launch. Counts are u16: a window holds at most 255 * 255 =
+ * 65025 pixels, and a count passes that by at most the w pixels of the row entering
+ * before the row leaving is taken out.
  *
  * Two kinds of owner, one kernel template (entropy_kernel<Owner, Hist>):
  *   - a thread, when there are at most kThreadBins bins (u8 by default): u16 counts
@@ -28,6 +28,19 @@
  * Either way the scratch is at most kHistBudget (256 MiB) of histograms plus 8 bytes
  * per frame, and never more histograms than tasks.
  *
+ * Segments are 64 rows (kMaxSegmentRows) where the batch has enough columns to give
+ * every histogram the bounds allow a task at that height. With a histogram per thread
+ * (at most 256 bins: 131072 histograms, about 4 x 132 SMs x 256 threads), smaller
+ * batches get shorter segments, so that there are as many tasks as histograms and the
+ * GPU fills up (a 512 x 512 u8 frame: 4096 tasks of 64 rows, but 65536 of 4 rows at
+ * w = 16), down to ceil(w / 4) rows: a task's fill and final take-out cost 2 w^2
+ * updates against 2 w per row it slides, so shorter segments would spend more than
+ * 4 times the sliding on fills. More histograms cost more scratch to zero (32 MiB at
+ * 256 bins for 65536 of them). A warp's histogram is large (128 KiB at 65536 bins)
+ * and its fills are split 32 ways: warps keep 64-row segments, and their count stays
+ * bounded by the tasks of 64 rows. The results do not depend on the segment height
+ * (S is exact; tests/test_entropy_cuda_logic.cpp compares heights bit for bit).
+ *
  * With auto range, a first kernel (one block per frame) writes each frame's finite
  * min and max to scratch, where the entropy kernel reads them: no host round trip.
  *
@@ -45,7 +58,7 @@ namespace {
 
 constexpr unsigned kThreads = 128; /* a multiple of 32: a warp never straddles owners */
 constexpr unsigned kRangeThreads = 256;
-constexpr int64_t kSegmentRows = 64;      /* rows an owner slides down before the next task */
+constexpr int64_t kMaxSegmentRows = 64;   /* rows an owner slides down at most per task */
 constexpr int kThreadBins = 256;          /* more bins: warps own the histograms */
 constexpr int64_t kFillThreads = 1 << 17; /* enough threads to fill any GPU */
 constexpr size_t kHistBudget = size_t(256) << 20;
@@ -65,14 +78,6 @@ PLM_HD int64_t min64(int64_t a, int64_t b) {
 
 PLM_HD int64_t max64(int64_t a, int64_t b) {
   return a > b ? a : b;
-}
-
-PLM_HD int64_t segment_count(const plm__entropy_args &args) {
-  return (args.height + kSegmentRows - 1) / kSegmentRows;
-}
-
-int64_t task_count(const plm__entropy_args &args) {
-  return args.frames * segment_count(args) * args.width;
 }
 
 /* ---- owners and their histograms ---------------------------------------------------- */
@@ -108,27 +113,46 @@ struct WarpHist {
 };
 
 /* Histograms' sizes in bytes, and how many there are. */
-size_t thread_hist_bytes(int bins) {
+PLM_HD size_t thread_hist_bytes(int bins) {
   return (size_t)bins * sizeof(uint16_t);
 }
 
-size_t warp_hist_bytes(int bins) {
+PLM_HD size_t warp_hist_bytes(int bins) {
   return (size_t)(bins + 1) / 2 * sizeof(uint32_t);
 }
 
-bool warps_own(const plm__entropy_args &args) {
+PLM_HD bool warps_own(const plm__entropy_args &args) {
   return args.bins > kThreadBins;
 }
 
+/* The most histograms the bounds allow (see the top of the file). */
+PLM_HD int64_t most_owners(const plm__entropy_args &args) {
+  if (!warps_own(args)) return kFillThreads;
+  const int64_t fit = (int64_t)(kHistBudget / warp_hist_bytes(args.bins));
+  return min64(kFillThreads / 32, fit);
+}
+
+/* The rows of a task's segment: kMaxSegmentRows, or, with a histogram per thread,
+ * fewer, down to ceil(w / 4), where that leaves fewer tasks than most_owners (see the
+ * top of the file). */
+PLM_HD int64_t segment_rows(const plm__entropy_args &args) {
+  if (warps_own(args)) return kMaxSegmentRows;
+  const int64_t columns = args.frames * args.width;
+  const int64_t wanted = (most_owners(args) + columns - 1) / columns; /* segments per column */
+  const int64_t rows = wanted > 1 ? args.height / wanted : kMaxSegmentRows;
+  return min64(max64(rows, max64((args.window + 3) / 4, 1)), kMaxSegmentRows);
+}
+
+PLM_HD int64_t segment_count(const plm__entropy_args &args, int64_t rows) {
+  return (args.height + rows - 1) / rows;
+}
+
+int64_t task_count(const plm__entropy_args &args) {
+  return args.frames * segment_count(args, segment_rows(args)) * args.width;
+}
+
 int64_t owner_count(const plm__entropy_args &args) {
-  int64_t most = kFillThreads;
-  if (warps_own(args)) {
-    most = kFillThreads / 32;
-    const int64_t fit = (int64_t)(kHistBudget / warp_hist_bytes(args.bins));
-    if (fit < most) most = fit;
-  }
-  const int64_t tasks = task_count(args);
-  return tasks < most ? tasks : most;
+  return min64(task_count(args), most_owners(args));
 }
 
 size_t hists_bytes(const plm__entropy_args &args) {
@@ -288,11 +312,12 @@ __global__ void entropy_kernel(plm__entropy_args args, const float *__restrict__
   const Owner owner;
   const int64_t o = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / Owner::kLanes;
   if (o >= owners) return; /* whole owners: kThreads is a multiple of 32 */
-  const int64_t segments = segment_count(args), tasks = args.frames * segments * args.width;
+  const int64_t rows = segment_rows(args), segments = segment_count(args, rows);
+  const int64_t tasks = args.frames * segments * args.width;
   for (int64_t task = o; task < tasks; task += owners) {
     const int64_t x = task % args.width, rest = task / args.width;
-    const int64_t y0 = rest % segments * kSegmentRows, f = rest / segments;
-    const int64_t y1 = min64(y0 + kSegmentRows, args.height);
+    const int64_t y0 = rest % segments * rows, f = rest / segments;
+    const int64_t y1 = min64(y0 + rows, args.height);
     if constexpr (Owner::kLanes == 1) {
       ThreadHist hist = {(uint16_t *)hists + o, owners};
       entropy_segment(owner, args, ranges, hist, f, y0, y1, x);
