@@ -49,7 +49,7 @@ static int64_t *shuffled(int64_t n, uint64_t *state) {
   return order;
 }
 
-/* The frames of a batch, and what the emulation leaves besides the labels. */
+/* A batch of masks to label, as plm__label_args gives it to the kernels. */
 typedef struct batch {
   const uint8_t *mask;
   int64_t frames, height, width;
