@@ -8,6 +8,7 @@
 #ifndef PLUME_KERNELS_COMMON_CONV_H
 #define PLUME_KERNELS_COMMON_CONV_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -90,6 +91,19 @@ static inline PLM_HD float plm__sobel_gy(const float *top, const float *bot) {
   return (bot[0] + 2.0f * bot[1] + bot[2]) - (top[0] + 2.0f * top[1] + top[2]);
 }
 
+/* The magnitude sqrt(gx^2 + gy^2), rounded alike by every kernel that computes it
+ * (sobel's and the fused sobel-entropy-threshold's, on both backends): each product,
+ * the sum and the square root rounded to nearest in f32. On the GPU the intrinsics
+ * keep nvcc from contracting gx * gx + gy * gy into a fused multiply-add, which would
+ * round differently from one kernel to the next; C11 does not contract. */
+static inline PLM_HD float plm__sobel_magnitude(float gx, float gy) {
+#ifdef __CUDA_ARCH__
+  return __fsqrt_rn(__fadd_rn(__fmul_rn(gx, gx), __fmul_rn(gy, gy)));
+#else
+  return sqrtf(gx * gx + gy * gy);
+#endif
+}
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -98,6 +112,15 @@ extern "C" {
  * return when done. */
 void plm__conv2d_cpu(const plm__conv2d_args *args);
 void plm__sobel_cpu(const plm__sobel_args *args);
+
+/* Sobel's row steps, for CPU kernels that compute the magnitude of a few rows at a
+ * time (kernels/cpu/fused.c). plm__sobel_stage_row stages row v (any integer: rows
+ * outside the frame come from the border rule) of frame `frame` of a->in as w + 2
+ * floats, dst[c] = pixel (v, c - 1) under a->border. plm__sobel_magnitude_row writes
+ * magnitude[x], x < w, from the staged rows above, at and below. */
+void plm__sobel_stage_row(const plm__sobel_args *a, int64_t frame, int64_t v, float *dst);
+void plm__sobel_magnitude_row(const float *top, const float *mid, const float *bot, int64_t w,
+                              float *magnitude);
 
 /* Enqueue the CUDA kernels (kernels/cuda/conv.cu) on a cudaStream_t. */
 plm_status plm__conv2d_cuda(void *stream, const plm__conv2d_args *args);

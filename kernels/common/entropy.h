@@ -81,6 +81,18 @@ static inline PLM_HD int plm__entropy_bin(const void *in, int64_t i, plm_dtype d
   return 0;
 }
 
+/* The window around index y along a dimension of size n: *first is its first index
+ * inside [0, n) and *count how many of its indices are inside (plume/entropy.h: the
+ * window covers y - floor(w/2) .. y - floor(w/2) + w - 1). */
+static inline PLM_HD void plm__entropy_span(int64_t y, int64_t n, int window, int64_t *first,
+                                            int64_t *count) {
+  int64_t lo = y - window / 2, hi = lo + window - 1;
+  if (lo < 0) lo = 0;
+  if (hi > n - 1) hi = n - 1;
+  *first = lo;
+  *count = hi - lo + 1;
+}
+
 /* Whether a frame's auto range accepts v: finite values only. */
 static inline PLM_HD int plm__entropy_in_auto_range(float v) {
   return v == v && v - v == 0.0f;
@@ -95,6 +107,17 @@ extern "C" {
  * range, and one histogram per work chunk. */
 void plm__entropy_cpu(const plm__entropy_args *args);
 size_t plm__entropy_cpu_scratch_bytes(const plm__entropy_args *args);
+
+/* The CPU kernel's row step, which the fused sobel-entropy-threshold kernel shares
+ * (kernels/cpu/fused.c): the entropy of one output row, out_row[x] for x < width,
+ * from the `rows` rows of bins its window covers (plm__entropy_span), the first at
+ * top and each `width` bins after the previous. The window's histogram slides right
+ * along the row. hist holds a u16 count per bin, zero on entry and on return. Call
+ * plm__entropy_cpu_prepare once first (it fills a table; thread-safe, cheap after
+ * the first call). */
+void plm__entropy_cpu_prepare(void);
+void plm__entropy_cpu_row(const uint16_t *top, int64_t rows, int64_t width, int window,
+                          float *out_row, uint16_t *hist);
 
 /* Enqueue the CUDA kernels (kernels/cuda/entropy.cu) on a cudaStream_t, with the
  * context's device current. Scratch: each frame's range (auto) and one histogram per

@@ -158,13 +158,9 @@ static inline int64_t max64(int64_t a, int64_t b) {
   return a > b ? a : b;
 }
 
-/* Row y of a frame of bins into out_row; hist is zero on entry and on return. */
-static void entropy_row(const plm__entropy_args *args, const uint16_t *frame, int64_t y,
-                        float *out_row, uint16_t *hist) {
-  const int64_t height = args->height, width = args->width;
-  const int64_t left = args->window / 2, right = args->window - 1 - left;
-  const int64_t r0 = max64(0, y - left), rows = min64(height - 1, y + right) - r0 + 1;
-  const uint16_t *top = frame + r0 * width;
+void plm__entropy_cpu_row(const uint16_t *top, int64_t rows, int64_t width, int window,
+                          float *out_row, uint16_t *hist) {
+  const int64_t left = window / 2, right = window - 1 - left;
   int64_t s = 0;
   for (int64_t c = 0; c <= min64(width - 1, right); c++)
     s = add_column(hist, top + c, rows, width, s);
@@ -199,15 +195,21 @@ static void entropy_bands(void *context, int64_t begin, int64_t end) {
   int64_t rows = args->frames * args->height, bands = band_count(args);
   for (int64_t band = begin; band < end; band++) {
     for (int64_t row = band * rows / bands; row < (band + 1) * rows / bands; row++) {
-      int64_t f = row / args->height;
-      const uint16_t *frame = s.bins + f * args->height * args->width;
-      entropy_row(args, frame, row % args->height, args->out + row * args->width, hist);
+      int64_t f = row / args->height, first, count;
+      plm__entropy_span(row % args->height, args->height, args->window, &first, &count);
+      const uint16_t *top = s.bins + (f * args->height + first) * args->width;
+      plm__entropy_cpu_row(top, count, args->width, args->window, args->out + row * args->width,
+                           hist);
     }
   }
 }
 
-void plm__entropy_cpu(const plm__entropy_args *args) {
+void plm__entropy_cpu_prepare(void) {
   pthread_once(&delta_once, fill_delta);
+}
+
+void plm__entropy_cpu(const plm__entropy_args *args) {
+  plm__entropy_cpu_prepare();
   void *context = (void *)args;
   if (args->dtype == PLM_DTYPE_F32 && args->range_auto)
     plm__parallel_for(args->frames, 1, range_frames, context);
