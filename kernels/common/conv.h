@@ -82,25 +82,27 @@ static inline PLM_HD float plm__conv2d_pixel(const plm__conv2d_args *a, int64_t 
 }
 
 /* The Sobel taps on three rows of three pixels (top, middle, bottom, each pointing
- * at the left pixel of its three). */
+ * at the left pixel of its three), and the magnitude sqrt(gx^2 + gy^2), in f32 with
+ * every operation rounded as written (PLM__FADD...), so that every kernel computing
+ * them (sobel's and the fused sobel-entropy-threshold's, on both backends) gets the
+ * same floats; the square root is correctly rounded on both backends. */
 static inline PLM_HD float plm__sobel_gx(const float *top, const float *mid, const float *bot) {
-  return (top[2] - top[0]) + 2.0f * (mid[2] - mid[0]) + (bot[2] - bot[0]);
+  float outer = PLM__FSUB(top[2], top[0]), centre = PLM__FSUB(mid[2], mid[0]);
+  return PLM__FADD(PLM__FADD(outer, PLM__FMUL(2.0f, centre)), PLM__FSUB(bot[2], bot[0]));
 }
 
 static inline PLM_HD float plm__sobel_gy(const float *top, const float *bot) {
-  return (bot[0] + 2.0f * bot[1] + bot[2]) - (top[0] + 2.0f * top[1] + top[2]);
+  float below = PLM__FADD(PLM__FADD(bot[0], PLM__FMUL(2.0f, bot[1])), bot[2]);
+  float above = PLM__FADD(PLM__FADD(top[0], PLM__FMUL(2.0f, top[1])), top[2]);
+  return PLM__FSUB(below, above);
 }
 
-/* The magnitude sqrt(gx^2 + gy^2), rounded alike by every kernel that computes it
- * (sobel's and the fused sobel-entropy-threshold's, on both backends): each product,
- * the sum and the square root rounded to nearest in f32. On the GPU the intrinsics
- * keep nvcc from contracting gx * gx + gy * gy into a fused multiply-add, which would
- * round differently from one kernel to the next; C11 does not contract. */
 static inline PLM_HD float plm__sobel_magnitude(float gx, float gy) {
+  float sum = PLM__FADD(PLM__FMUL(gx, gx), PLM__FMUL(gy, gy));
 #ifdef __CUDA_ARCH__
-  return __fsqrt_rn(__fadd_rn(__fmul_rn(gx, gx), __fmul_rn(gy, gy)));
+  return __fsqrt_rn(sum); /* correctly rounded even under --use_fast_math */
 #else
-  return sqrtf(gx * gx + gy * gy);
+  return sqrtf(sum);
 #endif
 }
 

@@ -51,9 +51,17 @@ static inline PLM_HD plm__entropy_norm plm__entropy_norm_of(int64_t n) {
 }
 
 /* H in bits of a window whose counts give the fixed-point sum s. Never negative
- * (rounding could give -1e-10 when every pixel is in one bin). */
+ * (rounding could give -1e-10 when every pixel is in one bin). The product and the
+ * difference are each rounded to nearest on both backends: on the GPU the intrinsics
+ * keep nvcc from contracting them into a fused multiply-add, which it may do in one
+ * kernel and not in another (the fused sobel-entropy-threshold kernel must equal the
+ * entropy kernel bit for bit); C11 does not contract. */
 static inline PLM_HD float plm__entropy_from_sum(plm__entropy_norm norm, int64_t s) {
+#ifdef __CUDA_ARCH__
+  double h = __dsub_rn(norm.log2n, __dmul_rn((double)s, norm.scale));
+#else
   double h = norm.log2n - (double)s * norm.scale;
+#endif
   return h > 0.0 ? (float)h : 0.0f;
 }
 
