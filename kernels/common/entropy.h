@@ -119,13 +119,13 @@ size_t plm__entropy_cpu_scratch_bytes(const plm__entropy_args *args);
 /* The CPU kernel's row step, which the fused sobel-entropy-threshold kernel shares
  * (kernels/cpu/fused.c): the entropy of one output row, out_row[x] for x < width,
  * from the `rows` rows of bins its window covers (plm__entropy_span), the first at
- * top and each `width` bins after the previous. The window's histogram slides right
+ * top and each `stride` bins after the previous. The window's histogram slides right
  * along the row. hist holds a u16 count per bin, zero on entry and on return. Call
  * plm__entropy_cpu_prepare once first (it fills a table; thread-safe, cheap after
  * the first call). */
 void plm__entropy_cpu_prepare(void);
-void plm__entropy_cpu_row(const uint16_t *top, int64_t rows, int64_t width, int window,
-                          float *out_row, uint16_t *hist);
+void plm__entropy_cpu_row(const uint16_t *top, int64_t rows, int64_t stride, int64_t width,
+                          int window, float *out_row, uint16_t *hist);
 
 /* Enqueue the CUDA kernels (kernels/cuda/entropy.cu) on a cudaStream_t, with the
  * context's device current. Scratch: each frame's range (auto) and one histogram per

@@ -158,23 +158,23 @@ static inline int64_t max64(int64_t a, int64_t b) {
   return a > b ? a : b;
 }
 
-void plm__entropy_cpu_row(const uint16_t *top, int64_t rows, int64_t width, int window,
-                          float *out_row, uint16_t *hist) {
+void plm__entropy_cpu_row(const uint16_t *top, int64_t rows, int64_t stride, int64_t width,
+                          int window, float *out_row, uint16_t *hist) {
   const int64_t left = window / 2, right = window - 1 - left;
   int64_t s = 0;
   for (int64_t c = 0; c <= min64(width - 1, right); c++)
-    s = add_column(hist, top + c, rows, width, s);
+    s = add_column(hist, top + c, rows, stride, s);
   int64_t last_n = 0;
   plm__entropy_norm norm = {0.0, 0.0};
   for (int64_t x = 0; x < width; x++) {
     int64_t entering = x + right, leaving = x - left - 1;
     if (x > 0) {
       if (entering < width && leaving >= 0)
-        s = swap_columns(hist, top + entering, top + leaving, rows, width, s);
+        s = swap_columns(hist, top + entering, top + leaving, rows, stride, s);
       else if (entering < width)
-        s = add_column(hist, top + entering, rows, width, s);
+        s = add_column(hist, top + entering, rows, stride, s);
       else if (leaving >= 0)
-        s = remove_column(hist, top + leaving, rows, width, s);
+        s = remove_column(hist, top + leaving, rows, stride, s);
     }
     int64_t n = rows * (min64(width - 1, x + right) - max64(0, x - left) + 1);
     if (n != last_n) {
@@ -184,7 +184,7 @@ void plm__entropy_cpu_row(const uint16_t *top, int64_t rows, int64_t width, int 
     out_row[x] = plm__entropy_from_sum(norm, s);
   }
   for (int64_t c = max64(0, width - 1 - left); c < width; c++)
-    s = remove_column(hist, top + c, rows, width, s);
+    s = remove_column(hist, top + c, rows, stride, s);
 }
 
 static void entropy_bands(void *context, int64_t begin, int64_t end) {
@@ -198,8 +198,8 @@ static void entropy_bands(void *context, int64_t begin, int64_t end) {
       int64_t f = row / args->height, first, count;
       plm__entropy_span(row % args->height, args->height, args->window, &first, &count);
       const uint16_t *top = s.bins + (f * args->height + first) * args->width;
-      plm__entropy_cpu_row(top, count, args->width, args->window, args->out + row * args->width,
-                           hist);
+      plm__entropy_cpu_row(top, count, args->width, args->width, args->window,
+                           args->out + row * args->width, hist);
     }
   }
 }

@@ -4,10 +4,11 @@
  * band walks its output rows down, and for that keeps in its part of the scratch:
  *   - three staged input rows (f32 with one border column on each side, from
  *     plm__sobel_stage_row), slot v mod 3 holding row v, so each row is staged once;
- *   - a sliding buffer of bin rows (u16): bin row r is Sobel's magnitude of row r
- *     (plm__sobel_magnitude_row) binned by plm__entropy_bin_f32. It holds up to
- *     `capacity` consecutive rows, the window's at least; when the next row would not
- *     fit, the rows still needed move to its top (one memmove every STEP rows or so);
+ *   - a sliding buffer of bin rows (u16, rows padded apart: bins_stride): bin row r is
+ *     Sobel's magnitude of row r (plm__sobel_magnitude_row) binned by
+ *     plm__entropy_bin_f32. It holds up to `capacity` consecutive rows, the window's at
+ *     least; when the next row would not fit, the rows still needed move to its top
+ *     (one memmove every STEP rows or so);
  *   - one f32 row (the magnitudes of a row, then the entropies of a row) and a
  *     histogram.
  * The entropy of an output row is plm__entropy_cpu_row on the bin rows of its window,
@@ -17,8 +18,8 @@
  *
  * A band recomputes the window - 1 bin rows around its first rows (its halo); bands
  * are at least MIN_BAND_ROWS rows, which keeps that small next to the entropy's 2w
- * count updates per pixel. Memory per band: capacity x W x 2 + (W + 2) x 12 + W x 4
- * bytes and a histogram, so O(rows x W) for the whole op, never O(H x W).
+ * count updates per pixel. Memory per band: about capacity x W x 2 + (W + 2) x 12 +
+ * W x 4 bytes and a histogram, so O(rows x W) for the whole op, never O(H x W).
  */
 #include <stdbool.h>
 #include <string.h>
@@ -39,6 +40,15 @@ static int64_t band_count(const fused_args *a) {
   int64_t most = (int64_t)plm__parallel_threads() * BANDS_PER_THREAD;
   int64_t by_size = (rows + MIN_BAND_ROWS - 1) / MIN_BAND_ROWS;
   return by_size < most ? by_size : most;
+}
+
+/* Bins between the starts of two rows of the bin buffer: whole cache lines (32 bins),
+ * an odd number of them, so that the rows of a window, which the entropy walks down
+ * column by column, fall in different cache sets (a width of 2048 bins would put
+ * every row 4 KiB apart, all in one L1 set). */
+static int64_t bins_stride(const fused_args *a) {
+  int64_t lines = (a->sobel.w + 31) / 32;
+  return (lines | 1) * 32;
 }
 
 /* Rows the bin buffer holds: the window's and STEP more, never more than the frame's. */
@@ -67,7 +77,7 @@ static size_t row_bytes(const fused_args *a) {
 }
 
 static size_t bins_bytes(const fused_args *a) {
-  return round_up((size_t)(capacity(a) * a->sobel.w) * sizeof(uint16_t));
+  return round_up((size_t)(capacity(a) * bins_stride(a)) * sizeof(uint16_t));
 }
 
 static size_t band_bytes(const fused_args *a) {
@@ -113,14 +123,15 @@ static void bin_row(const fused_args *a, band *b, int64_t f, int64_t r, uint16_t
 /* Make bins hold frame rows [first, end) (end - first <= capacity), binning the rows
  * it lacks. Rows are asked for in increasing order: first and end never go back. */
 static void hold_rows(const fused_args *a, band *b, int64_t f, int64_t first, int64_t end) {
-  const int64_t w = a->sobel.w;
+  const int64_t stride = bins_stride(a);
   if (end <= b->end_row) return;
   if (end - b->first_row > capacity(a)) {
-    memmove(b->bins, b->bins + (first - b->first_row) * w,
-            (size_t)((b->end_row - first) * w) * sizeof(uint16_t));
+    memmove(b->bins, b->bins + (first - b->first_row) * stride,
+            (size_t)((b->end_row - first) * stride) * sizeof(uint16_t));
     b->first_row = first;
   }
-  for (int64_t r = b->end_row; r < end; r++) bin_row(a, b, f, r, b->bins + (r - b->first_row) * w);
+  for (int64_t r = b->end_row; r < end; r++)
+    bin_row(a, b, f, r, b->bins + (r - b->first_row) * stride);
   b->end_row = end;
 }
 
@@ -134,8 +145,8 @@ static void run_rows(const fused_args *a, band *b, int64_t f, int64_t y0, int64_
   for (int64_t y = y0; y < y1; y++) {
     plm__entropy_span(y, h, a->window, &first, &count);
     hold_rows(a, b, f, first, first + count);
-    plm__entropy_cpu_row(b->bins + (first - b->first_row) * w, count, w, a->window, b->row,
-                         b->hist);
+    plm__entropy_cpu_row(b->bins + (first - b->first_row) * bins_stride(a), count, bins_stride(a),
+                         w, a->window, b->row, b->hist);
     uint8_t *restrict mask = a->mask + (f * h + y) * w;
     const float *restrict entropy = b->row;
     for (int64_t x = 0; x < w; x++)
