@@ -13,6 +13,14 @@
  *   sobel      u8 (H, W), magnitude only (gx and gy NULL)
  *   entropy    u8 (H, W), window 16, every value its own bin
  *   threshold  f32 (H, W) > 0.5 to u8 (the segmentation step)
+ *   fused      f32 (H, W): plm_sobel_entropy_threshold, Sobel magnitude -> entropy
+ *              (window 16, 64 bins over the fixed range [0, 4)) -> > 5 bits, one op
+ *   unfused    the same input and parameters through plm_sobel, plm_entropy and
+ *              plm_threshold one after another (intermediates allocated once)
+ *
+ * Fusion. After the table, for each size at which both ran: unfused mean / fused
+ * mean, the speedup fusion buys (JSON: "fusion"). The cost models differ: the fused
+ * op's bytes are the input and the mask only, the chain's every intermediate too.
  *
  * Timing. 3 warm-up runs, then 20 timed runs (--smoke: 1 and 3). Each run is
  * bracketed by plm_event_record on the stream before and after the operation, the
@@ -77,7 +85,9 @@ static void print_usage(FILE *out) {
           "  --smoke             tiny runs that only prove every path works (seconds)\n"
           "  --backend NAME      host, cuda or auto (default auto: cuda when a GPU is present)\n"
           "  --json PATH         write the results as JSON to PATH (then re-read and check it)\n"
-          "  --op NAME           run one operation: conv2d, sobel, entropy or threshold\n"
+          "  --op NAME           run one operation: conv2d, sobel, entropy, threshold, fused\n"
+          "                      (sobel -> entropy -> threshold in one op) or unfused (the\n"
+          "                      same three ops one after another)\n"
           "  --validate-json PATH  check that PATH is a bench_ops result file, and exit\n"
           "  -h, --help          show this help\n");
 }
@@ -175,14 +185,17 @@ static bool output_tensor(bench_env *env, const plm_shape *shape, plm_tensor *ou
 
 /* ---- operations ----------------------------------------------------------------------- */
 
-/* What one operation needs at one size: up to two inputs, one output, its cost. */
+/* What one operation needs at one size: up to two inputs, one output, up to two
+ * intermediates (the unfused chain), its cost. */
 typedef struct op_state {
-  plm_tensor in, in2, out;
+  plm_tensor in, in2, out, mid[2];
   bool has_in, has_in2, has_out;
+  int mid_count;
   plm_conv2d_params conv;
   plm_sobel_params sobel;
   plm_entropy_params entropy;
   plm_threshold_params threshold;
+  plm_sobel_entropy_threshold_params fused;
   plm_op_cost cost;
 } op_state;
 
@@ -270,6 +283,63 @@ static bool threshold_run(bench_env *env, void *state) {
   return true;
 }
 
+/* sobel -> entropy -> threshold: the issue's fusion chain, on f32 frames in [0, 1),
+ * whose Sobel magnitudes lie in [0, 5.7). */
+static plm_sobel_entropy_threshold_params fusion_params(void) {
+  return (plm_sobel_entropy_threshold_params){
+      .sobel = plm_sobel_params_default(),
+      .entropy = {.window = 16, .bins = 64, .range_lo = 0.0, .range_hi = 4.0},
+      .threshold = {.value = 5.0, .compare = PLM_COMPARE_GT}};
+}
+
+static bool fused_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
+  if (!random_tensor(env, PLM_DTYPE_F32, h, w, &s->in)) return false;
+  s->has_in = true;
+  s->fused = fusion_params();
+  plm_shape shape;
+  CALL("fused setup", plm_sobel_entropy_threshold_output(&s->in, &s->fused, &shape));
+  if (!output_tensor(env, &shape, &s->out)) return false;
+  s->has_out = true;
+  CALL("fused setup", plm_sobel_entropy_threshold_cost(&s->in, &s->fused, &s->cost));
+  return true;
+}
+
+static bool fused_run(bench_env *env, void *state) {
+  op_state *s = state;
+  CALL("fused", plm_sobel_entropy_threshold(env->stream, &s->in, &s->fused, &s->out));
+  return true;
+}
+
+static bool unfused_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
+  if (!random_tensor(env, PLM_DTYPE_F32, h, w, &s->in)) return false;
+  s->has_in = true;
+  s->fused = fusion_params();
+  plm_shape shape;
+  CALL("unfused setup", plm_sobel_output(&s->in, &s->fused.sobel, &shape));
+  for (; s->mid_count < 2; s->mid_count++)
+    if (!output_tensor(env, &shape, &s->mid[s->mid_count])) return false;
+  CALL("unfused setup", plm_threshold_output(&s->mid[1], &s->fused.threshold, &shape));
+  if (!output_tensor(env, &shape, &s->out)) return false;
+  s->has_out = true;
+  /* The three ops' costs, the magnitude alone written by sobel (as sobel_setup). */
+  plm_op_cost sobel, entropy, threshold;
+  CALL("unfused setup", plm_sobel_cost(&s->in, &s->fused.sobel, &sobel));
+  CALL("unfused setup", plm_entropy_cost(&s->mid[0], &s->fused.entropy, &entropy));
+  CALL("unfused setup", plm_threshold_cost(&s->mid[1], &s->fused.threshold, &threshold));
+  s->cost = (plm_op_cost){
+      .bytes = sobel.bytes - 2.0 * 4.0 * (double)(h * w) + entropy.bytes + threshold.bytes,
+      .flops = sobel.flops + entropy.flops + threshold.flops};
+  return true;
+}
+
+static bool unfused_run(bench_env *env, void *state) {
+  op_state *s = state;
+  CALL("unfused", plm_sobel(env->stream, &s->in, &s->fused.sobel, NULL, NULL, &s->mid[0]));
+  CALL("unfused", plm_entropy(env->stream, &s->mid[0], &s->fused.entropy, &s->mid[1]));
+  CALL("unfused", plm_threshold(env->stream, &s->mid[1], &s->fused.threshold, &s->out));
+  return true;
+}
+
 typedef struct op_entry {
   const char *name;
   const char *dtype;       /* the input's, for the table and JSON */
@@ -289,6 +359,8 @@ static const op_entry ops[] = {
      entropy_run},
     {"threshold", "f32", "> 0.5", 256, "image_segmentation 256x256", 400, 1000, threshold_setup,
      threshold_run},
+    {"fused", "f32", "sobel>entropy>threshold w16 b64", 512, NULL, 0, 0, fused_setup, fused_run},
+    {"unfused", "f32", "the same as 3 ops", 512, NULL, 0, 0, unfused_setup, unfused_run},
 };
 enum { OP_COUNT = sizeof ops / sizeof ops[0] };
 
@@ -296,6 +368,7 @@ static void op_state_release(bench_env *env, op_state *s) {
   if (s->has_in) plm_tensor_free(env->pool, env->stream, &s->in);
   if (s->has_in2) plm_tensor_free(env->pool, env->stream, &s->in2);
   if (s->has_out) plm_tensor_free(env->pool, env->stream, &s->out);
+  for (int i = 0; i < s->mid_count; i++) plm_tensor_free(env->pool, env->stream, &s->mid[i]);
   plm_stream_synchronize(env->stream);
   memset(s, 0, sizeof *s);
 }
@@ -406,6 +479,47 @@ static bool measure_copy_bandwidth(bench_env *env) {
   return true;
 }
 
+/* ---- fusion ------------------------------------------------------------------------------ */
+
+/* The fused op against the same chain of three ops, at one size. */
+typedef struct fusion_ratio {
+  int size;
+  double fused_us, unfused_us; /* means */
+  double speedup;              /* unfused / fused, of the means */
+  double speedup_min;          /* the same of the fastest runs */
+} fusion_ratio;
+
+/* The ratios at each size where both "fused" and "unfused" ran; returns how many. */
+static size_t fusion_ratios(const result *rs, size_t count, fusion_ratio *out) {
+  size_t n = 0;
+  for (size_t i = 0; i < count; i++) {
+    if (strcmp(rs[i].op->name, "fused") != 0 || !(rs[i].mean_us > 0 && rs[i].min_us > 0)) continue;
+    for (size_t j = 0; j < count; j++)
+      if (strcmp(rs[j].op->name, "unfused") == 0 && rs[j].size == rs[i].size)
+        out[n++] = (fusion_ratio){.size = rs[i].size,
+                                  .fused_us = rs[i].mean_us,
+                                  .unfused_us = rs[j].mean_us,
+                                  .speedup = rs[j].mean_us / rs[i].mean_us,
+                                  .speedup_min = rs[j].min_us / rs[i].min_us};
+  }
+  return n;
+}
+
+static void print_fusion(const result *rs, size_t count) {
+  fusion_ratio ratios[MAX_RESULTS];
+  size_t n = fusion_ratios(rs, count, ratios);
+  if (n == 0) return;
+  printf(
+      "\nfusion: sobel -> entropy -> threshold (f32, window 16, 64 bins, fixed range), one op "
+      "against three\n");
+  for (size_t i = 0; i < n; i++)
+    printf(
+        "  %4dx%-4d  unfused %10.1f us  fused %10.1f us  speedup %.2fx (of the fastest runs "
+        "%.2fx)\n",
+        ratios[i].size, ratios[i].size, ratios[i].unfused_us, ratios[i].fused_us, ratios[i].speedup,
+        ratios[i].speedup_min);
+}
+
 /* ---- JSON -------------------------------------------------------------------------------- */
 
 static const char *run_size_name(run_size size) {
@@ -460,6 +574,23 @@ static json_t *document_json(const bench_env *env, const result *rs, size_t coun
   json_t *list = json_array();
   for (size_t i = 0; i < count; i++) json_array_append_new(list, result_json(&rs[i]));
   json_object_set_new(doc, "results", list);
+  fusion_ratio ratios[MAX_RESULTS];
+  size_t n = fusion_ratios(rs, count, ratios);
+  if (n > 0) {
+    json_t *fusion = json_array();
+    for (size_t i = 0; i < n; i++) {
+      char size[32];
+      snprintf(size, sizeof size, "%dx%d", ratios[i].size, ratios[i].size);
+      json_t *o = json_object();
+      json_object_set_new(o, "size", json_string(size));
+      json_object_set_new(o, "fused_mean_us", json_real(ratios[i].fused_us));
+      json_object_set_new(o, "unfused_mean_us", json_real(ratios[i].unfused_us));
+      json_object_set_new(o, "speedup", json_real(ratios[i].speedup));
+      json_object_set_new(o, "speedup_of_min", json_real(ratios[i].speedup_min));
+      json_array_append_new(fusion, o);
+    }
+    json_object_set_new(doc, "fusion", fusion);
+  }
   return doc;
 }
 
@@ -578,7 +709,9 @@ static int parse_args(int argc, char **argv, options *opt, const char **validate
       bool known = false;
       for (int o = 0; o < OP_COUNT; o++) known |= strcmp(opt->only_op, ops[o].name) == 0;
       if (!known) {
-        fprintf(stderr, "bench_ops: --op '%s': expected conv2d, sobel, entropy or threshold\n",
+        fprintf(stderr,
+                "bench_ops: --op '%s': expected conv2d, sobel, entropy, threshold, fused or "
+                "unfused\n",
                 opt->only_op);
         return EXIT_USAGE;
       }
@@ -627,6 +760,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench_ops: %s\n", bench_error);
     exit_code = EXIT_RUNTIME_FAILURE;
   }
+  print_fusion(rs, count);
   if (env.opt.json_path && count > 0) {
     json_t *doc = document_json(&env, rs, count);
     if (json_dump_file(doc, env.opt.json_path, JSON_INDENT(2) | JSON_REAL_PRECISION(6)) != 0) {
