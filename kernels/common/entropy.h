@@ -124,6 +124,11 @@ size_t plm__entropy_cpu_scratch_bytes(const plm__entropy_args *args);
  * plm__entropy_cpu_prepare once first (it fills a table; thread-safe, cheap after
  * the first call). */
 void plm__entropy_cpu_prepare(void);
+/* The stride the CPU kernels give rows of bins of a given width: whole cache lines,
+ * an odd number of them, so that the rows of a window, which plm__entropy_cpu_row
+ * walks column by column, fall in different cache sets (at a width of 2048, rows
+ * 4 KiB apart would all share one L1 set). */
+int64_t plm__entropy_cpu_bins_stride(int64_t width);
 void plm__entropy_cpu_row(const uint16_t *top, int64_t rows, int64_t stride, int64_t width,
                           int window, float *out_row, uint16_t *hist);
 

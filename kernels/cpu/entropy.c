@@ -1,12 +1,12 @@
 /* kernels/cpu/entropy.c: local entropy on the CPU, split across cores.
  *
  * Three passes over the frames, each a plm__parallel_for: (f32 with auto range) each
- * frame's finite min and max; the bin of every element, into a u16 image; then the
- * entropy, by bands of rows. Within a row the window's histogram slides right: the
- * column that leaves is taken out and the column that enters is added (2w count
- * changes per pixel, none when the two pixels of a row share a bin), and each change
- * updates S = sum c log2 c in O(1) from a table of differences, so no pixel scans the
- * bins. A band owns one histogram in scratch; every row leaves it zeroed again.
+ * frame's finite min and max; the bin of every element, into a u16 image (its rows
+ * plm__entropy_cpu_bins_stride apart); then the entropy, by bands of rows. Within a row the
+ * window's histogram slides right: the column that leaves is taken out and the column that enters
+ * is added (2w count changes per pixel, none when the two pixels of a row share a bin), and each
+ * change updates S = sum c log2 c in O(1) from a table of differences, so no pixel scans the bins.
+ * A band owns one histogram in scratch; every row leaves it zeroed again.
  */
 #include <pthread.h>
 #include <string.h>
@@ -44,7 +44,8 @@ typedef struct scratch_layout {
 } scratch_layout;
 
 static size_t bins_bytes(const plm__entropy_args *args) {
-  return round_up((size_t)(args->frames * args->height * args->width) * sizeof(uint16_t));
+  int64_t stride = plm__entropy_cpu_bins_stride(args->width);
+  return round_up((size_t)(args->frames * args->height * stride) * sizeof(uint16_t));
 }
 
 static size_t ranges_bytes(const plm__entropy_args *args) {
@@ -89,7 +90,7 @@ static void range_frames(void *context, int64_t begin, int64_t end) {
 
 #define MAP_LOOP(dtype)             \
   for (int64_t i = i0; i < i1; i++) \
-  s.bins[i] = (uint16_t)plm__entropy_bin(args->in, i, dtype, args->bins, lo, hi)
+  dst[i - i0] = (uint16_t)plm__entropy_bin(args->in, i, dtype, args->bins, lo, hi)
 
 static void map_rows(void *context, int64_t begin, int64_t end) {
   const plm__entropy_args *args = context;
@@ -99,6 +100,7 @@ static void map_rows(void *context, int64_t begin, int64_t end) {
     double lo = args->range_auto ? s.ranges[2 * f] : args->lo;
     double hi = args->range_auto ? s.ranges[2 * f + 1] : args->hi;
     int64_t i0 = row * args->width, i1 = i0 + args->width;
+    uint16_t *dst = s.bins + row * plm__entropy_cpu_bins_stride(args->width);
     switch (args->dtype) { /* a constant dtype in each loop, so each is specialised */
       case PLM_DTYPE_U8: MAP_LOOP(PLM_DTYPE_U8); break;
       case PLM_DTYPE_U16: MAP_LOOP(PLM_DTYPE_U16); break;
@@ -193,15 +195,21 @@ static void entropy_bands(void *context, int64_t begin, int64_t end) {
   uint16_t *hist = s.hists + (size_t)begin * (size_t)args->bins;
   memset(hist, 0, (size_t)args->bins * sizeof *hist);
   int64_t rows = args->frames * args->height, bands = band_count(args);
+  int64_t stride = plm__entropy_cpu_bins_stride(args->width);
   for (int64_t band = begin; band < end; band++) {
     for (int64_t row = band * rows / bands; row < (band + 1) * rows / bands; row++) {
       int64_t f = row / args->height, first, count;
       plm__entropy_span(row % args->height, args->height, args->window, &first, &count);
-      const uint16_t *top = s.bins + (f * args->height + first) * args->width;
-      plm__entropy_cpu_row(top, count, args->width, args->width, args->window,
+      const uint16_t *top = s.bins + (f * args->height + first) * stride;
+      plm__entropy_cpu_row(top, count, stride, args->width, args->window,
                            args->out + row * args->width, hist);
     }
   }
+}
+
+int64_t plm__entropy_cpu_bins_stride(int64_t width) {
+  int64_t lines = (width + 31) / 32; /* 32 bins of 2 bytes: a 64-byte cache line */
+  return (lines | 1) * 32;
 }
 
 void plm__entropy_cpu_prepare(void) {

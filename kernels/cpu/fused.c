@@ -42,13 +42,9 @@ static int64_t band_count(const fused_args *a) {
   return by_size < most ? by_size : most;
 }
 
-/* Bins between the starts of two rows of the bin buffer: whole cache lines (32 bins),
- * an odd number of them, so that the rows of a window, which the entropy walks down
- * column by column, fall in different cache sets (a width of 2048 bins would put
- * every row 4 KiB apart, all in one L1 set). */
+/* Bins between the starts of two rows of the bin buffer (the entropy kernel's). */
 static int64_t bins_stride(const fused_args *a) {
-  int64_t lines = (a->sobel.w + 31) / 32;
-  return (lines | 1) * 32;
+  return plm__entropy_cpu_bins_stride(a->sobel.w);
 }
 
 /* Rows the bin buffer holds: the window's and STEP more, never more than the frame's. */
