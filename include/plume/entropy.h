@@ -50,7 +50,8 @@ extern "C" {
  * range_lo or range_hi, or range_lo >= range_hi; in of another dtype or 1 dim; out not
  * f32, of another shape, or overlapping in. The op takes scratch memory from the
  * context's default pool in stream order (PLM_ERR_OUT_OF_MEMORY when it has none):
- * on host, 2 bytes per element plus a histogram per CPU work chunk; on cuda, 8 bytes
+ * on host, about 2 bytes per element (rows padded to an odd number of cache lines)
+ * plus a histogram per CPU work chunk; on cuda, 8 bytes
  * per frame plus histograms of u16 counts, never more of them than there are 64-row
  * column segments (frames x ceil(H / 64) x W) and never more than 256 MiB in all:
  * with at most 256 bins (u8 by default) one per thread, up to 131072 (64 MiB at 256
