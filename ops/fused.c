@@ -121,7 +121,8 @@ plm_status plm_sobel_entropy_threshold(plm_stream *stream, const plm_tensor *in,
     if (status != PLM_OK) return plm__propagate(status);
   }
 #ifdef PLM_HAVE_CUDA
-  if (on_cuda) status = plm__sobel_entropy_threshold_cuda(stream->handle, &args);
+  if (on_cuda)
+    PLM__OP_ON_DEVICE(stream, status, plm__sobel_entropy_threshold_cuda(stream->handle, &args));
 #endif
   if (!on_cuda) status = plm__op_launch_cpu(stream, fused_task, &args, sizeof args);
   if (bytes == 0) return plm__propagate(status);

@@ -28,10 +28,14 @@
  * column segments in all, so that small frames still spread over the GPU; filling and
  * emptying a window costs 2w^2 updates per segment.
  *
- * Not yet run on a GPU (none was available when it was written): it compiles, and the
- * CPU kernel (kernels/cpu/fused.c) shares all of its per-element math.
- * tests/test_fused.c checks it against the unfused ops under PLUME_BACKEND=cuda (ctest
- * fused.cuda).
+ * Not yet run on a GPU (none was available when it was written). The block's logic
+ * (run_block, written against a Block that gives the thread's index and a barrier)
+ * runs on the host in tests/test_fused_cuda_logic.cpp (ctest fused_cuda_logic), which
+ * compiles this file as plain C++ (hence the __CUDACC__ guards around what only nvcc
+ * knows), emulates a block's threads with threads meeting at a barrier, and compares
+ * the masks with the sobel, entropy and threshold ops run on the host, bit for bit.
+ * tests/test_fused.c checks the kernel itself against those ops under
+ * PLUME_BACKEND=cuda (ctest fused.cuda).
  */
 #include "kernels/common/fused.h"
 #include "kernels/cuda/launch.h"
@@ -94,11 +98,14 @@ plan make_plan(const fused_args *a) {
   return p;
 }
 
+/* ---- the block's logic (__host__ __device__ for the host check) ----------------------- */
+
 /* The bins of row r of frame f over columns x0 - left .. x0 - left + span - 1 (those
  * inside the frame) into dst; every thread of the block takes part. */
-__device__ void stage_bins(const fused_args &a, int64_t f, int64_t r, int64_t x0, int left,
-                           int span, uint16_t *dst) {
-  for (int k = threadIdx.x; k < span; k += blockDim.x) {
+template <class Block>
+PLM_HD void stage_bins(const Block &block, const fused_args &a, int64_t f, int64_t r, int64_t x0,
+                       int left, int span, uint16_t *dst) {
+  for (int k = block.thread(); k < span; k += block.threads()) {
     int64_t c = x0 - left + k;
     if (c >= 0 && c < a.sobel.w) dst[k] = (uint16_t)plm__sobel_entropy_bin_at(&a, f, r, c);
   }
@@ -106,8 +113,8 @@ __device__ void stage_bins(const fused_args &a, int64_t f, int64_t r, int64_t x0
 
 /* Add (sign 1) or take out (sign -1) the bins row[k0..k1] to a histogram; returns
  * the new S. */
-__device__ int64_t update(const uint16_t *row, int k0, int k1, uint16_t *hist, int64_t stride,
-                          int sign, int64_t s) {
+PLM_HD int64_t update(const uint16_t *row, int k0, int k1, uint16_t *hist, int64_t stride, int sign,
+                      int64_t s) {
   for (int k = k0; k <= k1; k++) {
     uint16_t *count = hist + (int64_t)row[k] * stride;
     int64_t old = *count, now = old + sign;
@@ -117,28 +124,32 @@ __device__ int64_t update(const uint16_t *row, int k0, int k1, uint16_t *hist, i
   return s;
 }
 
-__global__ void fused_kernel(fused_args a, plan p, uint16_t *__restrict__ global_hists) {
-  extern __shared__ __align__(16) unsigned char smem[];
+/* One block's work: its tasks, in a grid-stride loop. smem is the block's dynamic
+ * shared memory (p.smem bytes), global_hists the scratch (p.scratch bytes, zeroed). */
+template <class Block>
+PLM_HD void run_block(const Block &block, const fused_args &a, const plan &p, unsigned char *smem,
+                      uint16_t *global_hists) {
+  const int t = block.thread();
   uint16_t *entering = (uint16_t *)smem, *leaving = entering + p.span;
   uint16_t *hist;
   int64_t stride;
   if (p.shared_hist) {
-    hist = (uint16_t *)(smem + p.rows_bytes) + threadIdx.x;
-    stride = blockDim.x;
+    hist = (uint16_t *)(smem + p.rows_bytes) + t;
+    stride = block.threads();
     for (int b = 0; b < a.bins; b++) hist[(int64_t)b * stride] = 0;
   } else {
-    hist = global_hists + (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    stride = (int64_t)gridDim.x * blockDim.x;
+    hist = global_hists + block.index() * block.threads() + t;
+    stride = block.count() * block.threads();
   }
   const int64_t h = a.sobel.h, w = a.sobel.w;
   const int left = a.window / 2, right = a.window - 1 - left;
   /* Every loop below that synchronises runs the same trips in every thread: its
    * bounds depend on the task only. */
-  for (int64_t task = blockIdx.x; task < p.tasks; task += gridDim.x) {
+  for (int64_t task = block.index(); task < p.tasks; task += block.count()) {
     int64_t strip = task % p.strips, rest = task / p.strips;
     int64_t f = rest / p.segments, y0 = rest % p.segments * p.segment_rows;
     int64_t y1 = y0 + p.segment_rows < h ? y0 + p.segment_rows : h;
-    int64_t x0 = strip * blockDim.x, x = x0 + threadIdx.x;
+    int64_t x0 = strip * block.threads(), x = x0 + t;
     bool active = x < w;
     int64_t col_first = 0, cols = 0;
     if (active) plm__entropy_span(x, w, a.window, &col_first, &cols);
@@ -147,18 +158,18 @@ __global__ void fused_kernel(fused_args a, plan p, uint16_t *__restrict__ global
 
     plm__entropy_span(y0, h, a.window, &row_first, &rows);
     for (int64_t r = row_first; r < row_first + rows; r++) {
-      __syncthreads(); /* the last readers of `entering` are done */
-      stage_bins(a, f, r, x0, left, p.span, entering);
-      __syncthreads();
+      block.sync(); /* the last readers of `entering` are done */
+      stage_bins(block, a, f, r, x0, left, p.span, entering);
+      block.sync();
       if (active) s = update(entering, k0, k1, hist, stride, 1, s);
     }
     for (int64_t y = y0; y < y1; y++) {
       if (y > y0) {
         int64_t enters = y + right, leaves = y - left - 1;
-        __syncthreads();
-        if (enters < h) stage_bins(a, f, enters, x0, left, p.span, entering);
-        if (leaves >= 0) stage_bins(a, f, leaves, x0, left, p.span, leaving);
-        __syncthreads();
+        block.sync();
+        if (enters < h) stage_bins(block, a, f, enters, x0, left, p.span, entering);
+        if (leaves >= 0) stage_bins(block, a, f, leaves, x0, left, p.span, leaving);
+        block.sync();
         if (active && enters < h) s = update(entering, k0, k1, hist, stride, 1, s);
         if (active && leaves >= 0) s = update(leaving, k0, k1, hist, stride, -1, s);
       }
@@ -171,16 +182,34 @@ __global__ void fused_kernel(fused_args a, plan p, uint16_t *__restrict__ global
     /* Take the last window out again, which leaves the histogram zeroed. */
     plm__entropy_span(y1 - 1, h, a.window, &row_first, &rows);
     for (int64_t r = row_first; r < row_first + rows; r++) {
-      __syncthreads();
-      stage_bins(a, f, r, x0, left, p.span, leaving);
-      __syncthreads();
+      block.sync();
+      stage_bins(block, a, f, r, x0, left, p.span, leaving);
+      block.sync();
       if (active) s = update(leaving, k0, k1, hist, stride, -1, s);
     }
   }
 }
 
+#ifdef __CUDACC__
+
+/* The block as the GPU runs it. */
+struct DeviceBlock {
+  __device__ int thread() const { return (int)threadIdx.x; }
+  __device__ int threads() const { return (int)blockDim.x; }
+  __device__ int64_t index() const { return blockIdx.x; }
+  __device__ int64_t count() const { return gridDim.x; }
+  __device__ void sync() const { __syncthreads(); }
+};
+
+__global__ void fused_kernel(fused_args a, plan p, uint16_t *__restrict__ global_hists) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  run_block(DeviceBlock{}, a, p, smem, global_hists);
+}
+#endif
+
 }  // namespace
 
+#ifdef __CUDACC__
 extern "C" size_t plm__sobel_entropy_threshold_cuda_scratch_bytes(const fused_args *args) {
   return make_plan(args).scratch;
 }
@@ -198,3 +227,4 @@ extern "C" plm_status plm__sobel_entropy_threshold_cuda(void *stream, const fuse
   fused_kernel<<<p.blocks, (unsigned)p.threads, p.smem, s>>>(*args, p, (uint16_t *)args->scratch);
   return plm__cuda_check_launch("sobel_entropy_threshold fused_kernel");
 }
+#endif
