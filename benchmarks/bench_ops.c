@@ -18,9 +18,13 @@
  *   unfused    the same input and parameters through plm_sobel, plm_entropy and
  *              plm_threshold one after another (intermediates allocated once)
  *
- * Fusion. After the table, for each size at which both ran: unfused mean / fused
- * mean, the speedup fusion buys (JSON: "fusion"). The cost models differ: the fused
- * op's bytes are the input and the mask only, the chain's every intermediate too.
+ * Fusion. After the table (unless --op chose another operation), the fused op and
+ * the chain again, on one input per size (512x512, 2048x2048; full runs 4096x4096,
+ * --smoke 64x64), timed in alternating pairs after warm-ups of both (20 pairs;
+ * --smoke 3), so that a change of the machine's load between pairs hits both halves
+ * of a pair: the medians of each, and the median over the pairs of unfused / fused,
+ * the speedup fusion buys (JSON: "fusion"). The cost models differ: the fused op's
+ * bytes are the input and the mask only, the chain's every intermediate too.
  *
  * Timing. 3 warm-up runs, then 20 timed runs (--smoke: 1 and 3). Each run is
  * bracketed by plm_event_record on the stream before and after the operation, the
@@ -479,45 +483,60 @@ static bool measure_copy_bandwidth(bench_env *env) {
   return true;
 }
 
-/* ---- fusion ------------------------------------------------------------------------------ */
+/* ---- fusion: the fused op and the chain, timed in alternation ---------------------------- */
 
-/* The fused op against the same chain of three ops, at one size. */
 typedef struct fusion_ratio {
-  int size;
-  double fused_us, unfused_us; /* means */
-  double speedup;              /* unfused / fused, of the means */
-  double speedup_min;          /* the same of the fastest runs */
+  int size, pairs;
+  double fused_us, unfused_us; /* medians */
+  double speedup;              /* the median over the pairs of unfused / fused */
 } fusion_ratio;
 
-/* The ratios at each size where both "fused" and "unfused" ran; returns how many. */
-static size_t fusion_ratios(const result *rs, size_t count, fusion_ratio *out) {
-  size_t n = 0;
-  for (size_t i = 0; i < count; i++) {
-    if (strcmp(rs[i].op->name, "fused") != 0 || !(rs[i].mean_us > 0 && rs[i].min_us > 0)) continue;
-    for (size_t j = 0; j < count; j++)
-      if (strcmp(rs[j].op->name, "unfused") == 0 && rs[j].size == rs[i].size)
-        out[n++] = (fusion_ratio){.size = rs[i].size,
-                                  .fused_us = rs[i].mean_us,
-                                  .unfused_us = rs[j].mean_us,
-                                  .speedup = rs[j].mean_us / rs[i].mean_us,
-                                  .speedup_min = rs[j].min_us / rs[i].min_us};
+enum { MAX_FUSION = 3 };
+
+/* The fused op and the chain at one size, on the same input: warm-ups of both, then
+ * `pairs` pairs, each the fused op then the chain, each timed alone, so that a change
+ * of the machine's load between pairs hits both halves of a pair. */
+static bool measure_fusion(bench_env *env, int size, int warmups, int pairs, fusion_ratio *out) {
+  op_state f, u;
+  memset(&f, 0, sizeof f);
+  memset(&u, 0, sizeof u);
+  double fused_us[20], unfused_us[20], ratios[20];
+  bool ok = fused_setup(env, size, size, &f) && unfused_setup(env, size, size, &u);
+  if (ok) {
+    plm_status status = plm_stream_memcpy(env->stream, u.in.data, f.in.data,
+                                          plm_tensor_bytes(&f.in), PLM_COPY_DEVICE_TO_DEVICE);
+    ok = status == PLM_OK || fail_call("fusion setup", "plm_stream_memcpy", status);
   }
-  return n;
+  for (int i = 0; ok && i < warmups; i++)
+    ok = time_once(env, fused_run, &f, &fused_us[0]) &&
+         time_once(env, unfused_run, &u, &unfused_us[0]);
+  for (int i = 0; ok && i < pairs; i++) {
+    ok = time_once(env, fused_run, &f, &fused_us[i]) &&
+         time_once(env, unfused_run, &u, &unfused_us[i]);
+    ratios[i] = ok && fused_us[i] > 0 ? unfused_us[i] / fused_us[i] : 0.0;
+  }
+  op_state_release(env, &f);
+  op_state_release(env, &u);
+  if (!ok) return false;
+  *out = (fusion_ratio){.size = size,
+                        .pairs = pairs,
+                        .fused_us = bench_median(fused_us, (size_t)pairs),
+                        .unfused_us = bench_median(unfused_us, (size_t)pairs),
+                        .speedup = bench_median(ratios, (size_t)pairs)};
+  return true;
 }
 
-static void print_fusion(const result *rs, size_t count) {
-  fusion_ratio ratios[MAX_RESULTS];
-  size_t n = fusion_ratios(rs, count, ratios);
-  if (n == 0) return;
+static void print_fusion(const fusion_ratio *ratios, size_t count) {
+  if (count == 0) return;
   printf(
-      "\nfusion: sobel -> entropy -> threshold (f32, window 16, 64 bins, fixed range), one op "
-      "against three\n");
-  for (size_t i = 0; i < n; i++)
+      "\nfusion (f32, window 16, 64 bins, fixed range): sobel_entropy_threshold against "
+      "sobel, entropy, threshold,\nalternating pairs on the same input\n");
+  for (size_t i = 0; i < count; i++)
     printf(
-        "  %4dx%-4d  unfused %10.1f us  fused %10.1f us  speedup %.2fx (of the fastest runs "
-        "%.2fx)\n",
-        ratios[i].size, ratios[i].size, ratios[i].unfused_us, ratios[i].fused_us, ratios[i].speedup,
-        ratios[i].speedup_min);
+        "  %4dx%-4d  %2d pairs  unfused %10.1f us  fused %10.1f us (medians)  speedup %.2fx "
+        "(median of the pairs)\n",
+        ratios[i].size, ratios[i].size, ratios[i].pairs, ratios[i].unfused_us, ratios[i].fused_us,
+        ratios[i].speedup);
 }
 
 /* ---- JSON -------------------------------------------------------------------------------- */
@@ -556,7 +575,8 @@ static json_t *result_json(const result *r) {
   return o;
 }
 
-static json_t *document_json(const bench_env *env, const result *rs, size_t count) {
+static json_t *document_json(const bench_env *env, const result *rs, size_t count,
+                             const fusion_ratio *ratios, size_t fusion_count) {
   const plm_build_info *build = plm_build_info_get();
   json_t *doc = json_object();
   json_object_set_new(doc, "benchmark", json_string("ops"));
@@ -574,19 +594,17 @@ static json_t *document_json(const bench_env *env, const result *rs, size_t coun
   json_t *list = json_array();
   for (size_t i = 0; i < count; i++) json_array_append_new(list, result_json(&rs[i]));
   json_object_set_new(doc, "results", list);
-  fusion_ratio ratios[MAX_RESULTS];
-  size_t n = fusion_ratios(rs, count, ratios);
-  if (n > 0) {
+  if (fusion_count > 0) {
     json_t *fusion = json_array();
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < fusion_count; i++) {
       char size[32];
       snprintf(size, sizeof size, "%dx%d", ratios[i].size, ratios[i].size);
       json_t *o = json_object();
       json_object_set_new(o, "size", json_string(size));
-      json_object_set_new(o, "fused_mean_us", json_real(ratios[i].fused_us));
-      json_object_set_new(o, "unfused_mean_us", json_real(ratios[i].unfused_us));
+      json_object_set_new(o, "pairs", json_integer(ratios[i].pairs));
+      json_object_set_new(o, "fused_median_us", json_real(ratios[i].fused_us));
+      json_object_set_new(o, "unfused_median_us", json_real(ratios[i].unfused_us));
       json_object_set_new(o, "speedup", json_real(ratios[i].speedup));
-      json_object_set_new(o, "speedup_of_min", json_real(ratios[i].speedup_min));
       json_array_append_new(fusion, o);
     }
     json_object_set_new(doc, "fusion", fusion);
@@ -650,6 +668,24 @@ static bool run_all(bench_env *env, result *rs, size_t *count) {
       (*count)++;
       print_row(r);
     }
+  }
+  return true;
+}
+
+/* The fusion pairs at the fused op's sizes, unless --op chose another operation. */
+static bool run_fusion(bench_env *env, fusion_ratio *ratios, size_t *count) {
+  const char *only = env->opt.only_op;
+  if (only && strcmp(only, "fused") != 0 && strcmp(only, "unfused") != 0) return true;
+  int sizes[3] = {512, 2048, 4096};
+  int nsizes = env->opt.size == RUN_FULL ? 3 : 2;
+  if (env->opt.size == RUN_SMOKE) {
+    sizes[0] = 64;
+    nsizes = 1;
+  }
+  int warmups = env->opt.size == RUN_SMOKE ? 1 : 3, pairs = env->opt.size == RUN_SMOKE ? 3 : 20;
+  for (int i = 0; i < nsizes && i < MAX_FUSION; i++) {
+    if (!measure_fusion(env, sizes[i], warmups, pairs, &ratios[*count])) return false;
+    (*count)++;
   }
   return true;
 }
@@ -760,9 +796,15 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench_ops: %s\n", bench_error);
     exit_code = EXIT_RUNTIME_FAILURE;
   }
-  print_fusion(rs, count);
+  static fusion_ratio ratios[MAX_FUSION];
+  size_t fusion_count = 0;
+  if (exit_code == 0 && !run_fusion(&env, ratios, &fusion_count)) {
+    fprintf(stderr, "bench_ops: %s\n", bench_error);
+    exit_code = EXIT_RUNTIME_FAILURE;
+  }
+  print_fusion(ratios, fusion_count);
   if (env.opt.json_path && count > 0) {
-    json_t *doc = document_json(&env, rs, count);
+    json_t *doc = document_json(&env, rs, count, ratios, fusion_count);
     if (json_dump_file(doc, env.opt.json_path, JSON_INDENT(2) | JSON_REAL_PRECISION(6)) != 0) {
       fprintf(stderr, "bench_ops: cannot write %s: %s\n", env.opt.json_path, strerror(errno));
       exit_code = EXIT_RUNTIME_FAILURE;
