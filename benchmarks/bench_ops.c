@@ -13,6 +13,18 @@
  *   sobel      u8 (H, W), magnitude only (gx and gy NULL)
  *   entropy    u8 (H, W), window 16, every value its own bin
  *   threshold  f32 (H, W) > 0.5 to u8 (the segmentation step)
+ *   fused      f32 (H, W): plm_sobel_entropy_threshold, Sobel magnitude -> entropy
+ *              (window 16, 64 bins over the fixed range [0, 4)) -> > 5 bits, one op
+ *   unfused    the same input and parameters through plm_sobel, plm_entropy and
+ *              plm_threshold one after another (intermediates allocated once)
+ *
+ * Fusion. After the table (unless --op chose another operation), the fused op and
+ * the chain again, on one input per size (512x512, 2048x2048; full runs 4096x4096,
+ * --smoke 64x64), timed in alternating pairs after warm-ups of both (20 pairs;
+ * --smoke 3), so that a change of the machine's load between pairs hits both halves
+ * of a pair: the medians of each, and the median over the pairs of unfused / fused,
+ * the speedup fusion buys (JSON: "fusion"). The cost models differ: the fused op's
+ * bytes are the input and the mask only, the chain's every intermediate too.
  *
  * Timing. 3 warm-up runs, then 20 timed runs (--smoke: 1 and 3). Each run is
  * bracketed by plm_event_record on the stream before and after the operation, the
@@ -77,7 +89,9 @@ static void print_usage(FILE *out) {
           "  --smoke             tiny runs that only prove every path works (seconds)\n"
           "  --backend NAME      host, cuda or auto (default auto: cuda when a GPU is present)\n"
           "  --json PATH         write the results as JSON to PATH (then re-read and check it)\n"
-          "  --op NAME           run one operation: conv2d, sobel, entropy or threshold\n"
+          "  --op NAME           run one operation: conv2d, sobel, entropy, threshold, fused\n"
+          "                      (sobel -> entropy -> threshold in one op) or unfused (the\n"
+          "                      same three ops one after another)\n"
           "  --validate-json PATH  check that PATH is a bench_ops result file, and exit\n"
           "  -h, --help          show this help\n");
 }
@@ -175,14 +189,17 @@ static bool output_tensor(bench_env *env, const plm_shape *shape, plm_tensor *ou
 
 /* ---- operations ----------------------------------------------------------------------- */
 
-/* What one operation needs at one size: up to two inputs, one output, its cost. */
+/* What one operation needs at one size: up to two inputs, one output, up to two
+ * intermediates (the unfused chain), its cost. */
 typedef struct op_state {
-  plm_tensor in, in2, out;
+  plm_tensor in, in2, out, mid[2];
   bool has_in, has_in2, has_out;
+  int mid_count;
   plm_conv2d_params conv;
   plm_sobel_params sobel;
   plm_entropy_params entropy;
   plm_threshold_params threshold;
+  plm_sobel_entropy_threshold_params fused;
   plm_op_cost cost;
 } op_state;
 
@@ -270,6 +287,63 @@ static bool threshold_run(bench_env *env, void *state) {
   return true;
 }
 
+/* sobel -> entropy -> threshold: the issue's fusion chain, on f32 frames in [0, 1),
+ * whose Sobel magnitudes lie in [0, 5.7). */
+static plm_sobel_entropy_threshold_params fusion_params(void) {
+  return (plm_sobel_entropy_threshold_params){
+      .sobel = plm_sobel_params_default(),
+      .entropy = {.window = 16, .bins = 64, .range_lo = 0.0, .range_hi = 4.0},
+      .threshold = {.value = 5.0, .compare = PLM_COMPARE_GT}};
+}
+
+static bool fused_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
+  if (!random_tensor(env, PLM_DTYPE_F32, h, w, &s->in)) return false;
+  s->has_in = true;
+  s->fused = fusion_params();
+  plm_shape shape;
+  CALL("fused setup", plm_sobel_entropy_threshold_output(&s->in, &s->fused, &shape));
+  if (!output_tensor(env, &shape, &s->out)) return false;
+  s->has_out = true;
+  CALL("fused setup", plm_sobel_entropy_threshold_cost(&s->in, &s->fused, &s->cost));
+  return true;
+}
+
+static bool fused_run(bench_env *env, void *state) {
+  op_state *s = state;
+  CALL("fused", plm_sobel_entropy_threshold(env->stream, &s->in, &s->fused, &s->out));
+  return true;
+}
+
+static bool unfused_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
+  if (!random_tensor(env, PLM_DTYPE_F32, h, w, &s->in)) return false;
+  s->has_in = true;
+  s->fused = fusion_params();
+  plm_shape shape;
+  CALL("unfused setup", plm_sobel_output(&s->in, &s->fused.sobel, &shape));
+  for (; s->mid_count < 2; s->mid_count++)
+    if (!output_tensor(env, &shape, &s->mid[s->mid_count])) return false;
+  CALL("unfused setup", plm_threshold_output(&s->mid[1], &s->fused.threshold, &shape));
+  if (!output_tensor(env, &shape, &s->out)) return false;
+  s->has_out = true;
+  /* The three ops' costs, the magnitude alone written by sobel (as sobel_setup). */
+  plm_op_cost sobel, entropy, threshold;
+  CALL("unfused setup", plm_sobel_cost(&s->in, &s->fused.sobel, &sobel));
+  CALL("unfused setup", plm_entropy_cost(&s->mid[0], &s->fused.entropy, &entropy));
+  CALL("unfused setup", plm_threshold_cost(&s->mid[1], &s->fused.threshold, &threshold));
+  s->cost = (plm_op_cost){
+      .bytes = sobel.bytes - 2.0 * 4.0 * (double)(h * w) + entropy.bytes + threshold.bytes,
+      .flops = sobel.flops + entropy.flops + threshold.flops};
+  return true;
+}
+
+static bool unfused_run(bench_env *env, void *state) {
+  op_state *s = state;
+  CALL("unfused", plm_sobel(env->stream, &s->in, &s->fused.sobel, NULL, NULL, &s->mid[0]));
+  CALL("unfused", plm_entropy(env->stream, &s->mid[0], &s->fused.entropy, &s->mid[1]));
+  CALL("unfused", plm_threshold(env->stream, &s->mid[1], &s->fused.threshold, &s->out));
+  return true;
+}
+
 typedef struct op_entry {
   const char *name;
   const char *dtype;       /* the input's, for the table and JSON */
@@ -289,6 +363,8 @@ static const op_entry ops[] = {
      entropy_run},
     {"threshold", "f32", "> 0.5", 256, "image_segmentation 256x256", 400, 1000, threshold_setup,
      threshold_run},
+    {"fused", "f32", "sobel>entropy>threshold w16 b64", 512, NULL, 0, 0, fused_setup, fused_run},
+    {"unfused", "f32", "the same as 3 ops", 512, NULL, 0, 0, unfused_setup, unfused_run},
 };
 enum { OP_COUNT = sizeof ops / sizeof ops[0] };
 
@@ -296,6 +372,7 @@ static void op_state_release(bench_env *env, op_state *s) {
   if (s->has_in) plm_tensor_free(env->pool, env->stream, &s->in);
   if (s->has_in2) plm_tensor_free(env->pool, env->stream, &s->in2);
   if (s->has_out) plm_tensor_free(env->pool, env->stream, &s->out);
+  for (int i = 0; i < s->mid_count; i++) plm_tensor_free(env->pool, env->stream, &s->mid[i]);
   plm_stream_synchronize(env->stream);
   memset(s, 0, sizeof *s);
 }
@@ -406,6 +483,62 @@ static bool measure_copy_bandwidth(bench_env *env) {
   return true;
 }
 
+/* ---- fusion: the fused op and the chain, timed in alternation ---------------------------- */
+
+typedef struct fusion_ratio {
+  int size, pairs;
+  double fused_us, unfused_us; /* medians */
+  double speedup;              /* the median over the pairs of unfused / fused */
+} fusion_ratio;
+
+enum { MAX_FUSION = 3 };
+
+/* The fused op and the chain at one size, on the same input: warm-ups of both, then
+ * `pairs` pairs, each the fused op then the chain, each timed alone, so that a change
+ * of the machine's load between pairs hits both halves of a pair. */
+static bool measure_fusion(bench_env *env, int size, int warmups, int pairs, fusion_ratio *out) {
+  op_state f, u;
+  memset(&f, 0, sizeof f);
+  memset(&u, 0, sizeof u);
+  double fused_us[20], unfused_us[20], ratios[20];
+  bool ok = fused_setup(env, size, size, &f) && unfused_setup(env, size, size, &u);
+  if (ok) {
+    plm_status status = plm_stream_memcpy(env->stream, u.in.data, f.in.data,
+                                          plm_tensor_bytes(&f.in), PLM_COPY_DEVICE_TO_DEVICE);
+    ok = status == PLM_OK || fail_call("fusion setup", "plm_stream_memcpy", status);
+  }
+  for (int i = 0; ok && i < warmups; i++)
+    ok = time_once(env, fused_run, &f, &fused_us[0]) &&
+         time_once(env, unfused_run, &u, &unfused_us[0]);
+  for (int i = 0; ok && i < pairs; i++) {
+    ok = time_once(env, fused_run, &f, &fused_us[i]) &&
+         time_once(env, unfused_run, &u, &unfused_us[i]);
+    ratios[i] = ok && fused_us[i] > 0 ? unfused_us[i] / fused_us[i] : 0.0;
+  }
+  op_state_release(env, &f);
+  op_state_release(env, &u);
+  if (!ok) return false;
+  *out = (fusion_ratio){.size = size,
+                        .pairs = pairs,
+                        .fused_us = bench_median(fused_us, (size_t)pairs),
+                        .unfused_us = bench_median(unfused_us, (size_t)pairs),
+                        .speedup = bench_median(ratios, (size_t)pairs)};
+  return true;
+}
+
+static void print_fusion(const fusion_ratio *ratios, size_t count) {
+  if (count == 0) return;
+  printf(
+      "\nfusion (f32, window 16, 64 bins, fixed range): sobel_entropy_threshold against "
+      "sobel, entropy, threshold,\nalternating pairs on the same input\n");
+  for (size_t i = 0; i < count; i++)
+    printf(
+        "  %4dx%-4d  %2d pairs  unfused %10.1f us  fused %10.1f us (medians)  speedup %.2fx "
+        "(median of the pairs)\n",
+        ratios[i].size, ratios[i].size, ratios[i].pairs, ratios[i].unfused_us, ratios[i].fused_us,
+        ratios[i].speedup);
+}
+
 /* ---- JSON -------------------------------------------------------------------------------- */
 
 static const char *run_size_name(run_size size) {
@@ -442,7 +575,8 @@ static json_t *result_json(const result *r) {
   return o;
 }
 
-static json_t *document_json(const bench_env *env, const result *rs, size_t count) {
+static json_t *document_json(const bench_env *env, const result *rs, size_t count,
+                             const fusion_ratio *ratios, size_t fusion_count) {
   const plm_build_info *build = plm_build_info_get();
   json_t *doc = json_object();
   json_object_set_new(doc, "benchmark", json_string("ops"));
@@ -460,6 +594,21 @@ static json_t *document_json(const bench_env *env, const result *rs, size_t coun
   json_t *list = json_array();
   for (size_t i = 0; i < count; i++) json_array_append_new(list, result_json(&rs[i]));
   json_object_set_new(doc, "results", list);
+  if (fusion_count > 0) {
+    json_t *fusion = json_array();
+    for (size_t i = 0; i < fusion_count; i++) {
+      char size[32];
+      snprintf(size, sizeof size, "%dx%d", ratios[i].size, ratios[i].size);
+      json_t *o = json_object();
+      json_object_set_new(o, "size", json_string(size));
+      json_object_set_new(o, "pairs", json_integer(ratios[i].pairs));
+      json_object_set_new(o, "fused_median_us", json_real(ratios[i].fused_us));
+      json_object_set_new(o, "unfused_median_us", json_real(ratios[i].unfused_us));
+      json_object_set_new(o, "speedup", json_real(ratios[i].speedup));
+      json_array_append_new(fusion, o);
+    }
+    json_object_set_new(doc, "fusion", fusion);
+  }
   return doc;
 }
 
@@ -523,6 +672,24 @@ static bool run_all(bench_env *env, result *rs, size_t *count) {
   return true;
 }
 
+/* The fusion pairs at the fused op's sizes, unless --op chose another operation. */
+static bool run_fusion(bench_env *env, fusion_ratio *ratios, size_t *count) {
+  const char *only = env->opt.only_op;
+  if (only && strcmp(only, "fused") != 0 && strcmp(only, "unfused") != 0) return true;
+  int sizes[3] = {512, 2048, 4096};
+  int nsizes = env->opt.size == RUN_FULL ? 3 : 2;
+  if (env->opt.size == RUN_SMOKE) {
+    sizes[0] = 64;
+    nsizes = 1;
+  }
+  int warmups = env->opt.size == RUN_SMOKE ? 1 : 3, pairs = env->opt.size == RUN_SMOKE ? 3 : 20;
+  for (int i = 0; i < nsizes && i < MAX_FUSION; i++) {
+    if (!measure_fusion(env, sizes[i], warmups, pairs, &ratios[*count])) return false;
+    (*count)++;
+  }
+  return true;
+}
+
 static bool open_env(bench_env *env) {
   plm_context_config config = {.backend = env->opt.backend};
   CALL("setup", plm_context_create(&config, &env->ctx));
@@ -578,7 +745,9 @@ static int parse_args(int argc, char **argv, options *opt, const char **validate
       bool known = false;
       for (int o = 0; o < OP_COUNT; o++) known |= strcmp(opt->only_op, ops[o].name) == 0;
       if (!known) {
-        fprintf(stderr, "bench_ops: --op '%s': expected conv2d, sobel, entropy or threshold\n",
+        fprintf(stderr,
+                "bench_ops: --op '%s': expected conv2d, sobel, entropy, threshold, fused or "
+                "unfused\n",
                 opt->only_op);
         return EXIT_USAGE;
       }
@@ -627,8 +796,15 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench_ops: %s\n", bench_error);
     exit_code = EXIT_RUNTIME_FAILURE;
   }
+  static fusion_ratio ratios[MAX_FUSION];
+  size_t fusion_count = 0;
+  if (exit_code == 0 && !run_fusion(&env, ratios, &fusion_count)) {
+    fprintf(stderr, "bench_ops: %s\n", bench_error);
+    exit_code = EXIT_RUNTIME_FAILURE;
+  }
+  print_fusion(ratios, fusion_count);
   if (env.opt.json_path && count > 0) {
-    json_t *doc = document_json(&env, rs, count);
+    json_t *doc = document_json(&env, rs, count, ratios, fusion_count);
     if (json_dump_file(doc, env.opt.json_path, JSON_INDENT(2) | JSON_REAL_PRECISION(6)) != 0) {
       fprintf(stderr, "bench_ops: cannot write %s: %s\n", env.opt.json_path, strerror(errno));
       exit_code = EXIT_RUNTIME_FAILURE;

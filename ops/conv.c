@@ -14,9 +14,10 @@ plm_sobel_params plm_sobel_params_default(void) {
   return (plm_sobel_params){.border = PLM_BORDER_REFLECT101};
 }
 
-static plm_status check_border(plm_border border, const char *name) {
+/* prefix: how the message names the struct holding the field ("params->"). */
+static plm_status check_border(plm_border border, const char *prefix) {
   if (border >= PLM_BORDER_ZERO && border <= PLM_BORDER_REFLECT101) return PLM_OK;
-  return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s %d is not a plm_border", name, (int)border);
+  return plm__fail_raw(PLM_ERR_INVALID_ARG, "%sborder %d is not a plm_border", prefix, (int)border);
 }
 
 /* An image operand: u8, u16 or f32, (H, W) or (N, H, W). */
@@ -54,7 +55,7 @@ static plm_status check_conv2d_params(const plm_conv2d_params *params) {
     return plm__fail_raw(PLM_ERR_INVALID_ARG,
                          "params->pad_y %d, pad_x %d: padding must be in 0..%d", params->pad_y,
                          params->pad_x, PLM_CONV2D_MAX_PAD);
-  return check_border(params->border, "params->border");
+  return check_border(params->border, "params->");
 }
 
 static plm_status check_kernel(const plm_tensor *kernel) {
@@ -120,15 +121,6 @@ plm_status plm_conv2d_cost(const plm_tensor *in, const plm_tensor *kernel,
   return PLM_OK;
 }
 
-/* a and b do not share a byte (an output may not alias any other operand). */
-static plm_status check_disjoint(const plm_tensor *a, const char *a_name, const plm_tensor *b,
-                                 const char *b_name) {
-  uintptr_t a_begin = (uintptr_t)a->data, b_begin = (uintptr_t)b->data;
-  uintptr_t a_end = a_begin + plm_tensor_bytes(a), b_end = b_begin + plm_tensor_bytes(b);
-  if (a_end <= b_begin || b_end <= a_begin) return PLM_OK;
-  return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s overlaps %s", b_name, a_name);
-}
-
 static plm_status check_f32_output(const plm_tensor *out, const char *name) {
   if (out->dtype == PLM_DTYPE_F32) return PLM_OK;
   return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s->dtype %s is not f32", name,
@@ -154,8 +146,8 @@ plm_status plm_conv2d(plm_stream *stream, const plm_tensor *in, const plm_tensor
     for (int d = 0; d < shape.ndim; d++) expected.dims[d] = shape.dims[d];
     status = plm__op_check_same_dims(&expected, "the output of conv2d", out, "out");
   }
-  if (status == PLM_OK) status = check_disjoint(in, "in", out, "out");
-  if (status == PLM_OK) status = check_disjoint(kernel, "kernel", out, "out");
+  if (status == PLM_OK) status = plm__op_check_disjoint(in, "in", out, "out");
+  if (status == PLM_OK) status = plm__op_check_disjoint(kernel, "kernel", out, "out");
   if (status != PLM_OK) return plm__propagate(status);
 
   int64_t dims[3];
@@ -187,9 +179,13 @@ plm_status plm_conv2d(plm_stream *stream, const plm_tensor *in, const plm_tensor
 
 /* ---- sobel ------------------------------------------------------------------------- */
 
+plm_status plm__sobel_check_params(const plm_sobel_params *params, const char *prefix) {
+  return check_border(params->border, prefix);
+}
+
 static plm_status check_sobel_params(const plm_sobel_params *params) {
   if (!params) return plm__fail_raw(PLM_ERR_INVALID_ARG, "params is NULL");
-  return check_border(params->border, "params->border");
+  return plm__sobel_check_params(params, "params->");
 }
 
 plm_status plm_sobel_output(const plm_tensor *in, const plm_sobel_params *params, plm_shape *out) {
@@ -235,9 +231,9 @@ plm_status plm_sobel(plm_stream *stream, const plm_tensor *in, const plm_sobel_p
     status = plm__op_check_tensor(stream, outs[o], names[o]);
     if (status == PLM_OK) status = check_f32_output(outs[o], names[o]);
     if (status == PLM_OK) status = plm__op_check_same_dims(in, "in", outs[o], names[o]);
-    if (status == PLM_OK) status = check_disjoint(in, "in", outs[o], names[o]);
+    if (status == PLM_OK) status = plm__op_check_disjoint(in, "in", outs[o], names[o]);
     for (int p = 0; p < o && status == PLM_OK; p++)
-      if (outs[p]) status = check_disjoint(outs[p], names[p], outs[o], names[o]);
+      if (outs[p]) status = plm__op_check_disjoint(outs[p], names[p], outs[o], names[o]);
   }
   if (status != PLM_OK) return plm__propagate(status);
 

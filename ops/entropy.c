@@ -5,28 +5,34 @@
 #include "ops/op_internal.h"
 #include "streams/error.h"
 
-static plm_status check_params(const plm_entropy_params *params, plm_dtype dtype) {
-  if (!params) return plm__fail_raw(PLM_ERR_INVALID_ARG, "params is NULL");
+plm_status plm__entropy_check_params(const plm_entropy_params *params, plm_dtype dtype,
+                                     const char *prefix) {
   if (params->window < 1 || params->window > PLM__ENTROPY_MAX_WINDOW)
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "params->window %d is not in 1..%d", params->window,
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "%swindow %d is not in 1..%d", prefix, params->window,
                          PLM__ENTROPY_MAX_WINDOW);
   if (params->bins < 0 || params->bins > PLM__ENTROPY_MAX_BINS)
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "params->bins %d is not in 0..%d", params->bins,
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "%sbins %d is not in 0..%d", prefix, params->bins,
                          PLM__ENTROPY_MAX_BINS);
   if (dtype != PLM_DTYPE_F32) return PLM_OK;
   if (params->bins == 0)
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "params->bins is 0 but f32 input needs a bin count");
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "%sbins is 0 but f32 input needs a bin count",
+                         prefix);
   if (params->range_auto) return PLM_OK;
   if (!isfinite(params->range_lo))
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "params->range_lo %g is not finite",
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "%srange_lo %g is not finite", prefix,
                          params->range_lo);
   if (!isfinite(params->range_hi))
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "params->range_hi %g is not finite",
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "%srange_hi %g is not finite", prefix,
                          params->range_hi);
   if (!(params->range_lo < params->range_hi))
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "params->range_lo %g is not below range_hi %g",
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "%srange_lo %g is not below range_hi %g", prefix,
                          params->range_lo, params->range_hi);
   return PLM_OK;
+}
+
+static plm_status check_params(const plm_entropy_params *params, plm_dtype dtype) {
+  if (!params) return plm__fail_raw(PLM_ERR_INVALID_ARG, "params is NULL");
+  return plm__entropy_check_params(params, dtype, "params->");
 }
 
 static plm_status check_input(const plm_tensor *in) {

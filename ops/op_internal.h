@@ -11,7 +11,10 @@
 
 #include <stdbool.h>
 
+#include "plume/conv.h"
+#include "plume/entropy.h"
 #include "plume/ops.h"
+#include "plume/threshold.h"
 #include "streams/runtime.h"
 
 /* A tensor an op can use on stream: not NULL, data set, a valid dtype and shape,
@@ -31,6 +34,20 @@ plm_status plm__op_check_same_dims(const plm_tensor *a, const char *a_name, cons
 /* b's memory either is a's exactly or does not overlap it. */
 plm_status plm__op_check_no_partial_overlap(const plm_tensor *a, const char *a_name,
                                             const plm_tensor *b, const char *b_name);
+
+/* a's and b's memory do not share a byte (an output may not alias any other operand). */
+plm_status plm__op_check_disjoint(const plm_tensor *a, const char *a_name, const plm_tensor *b,
+                                  const char *b_name);
+
+/* The checks of each op's parameter struct, shared by the op and by the fused ops that
+ * embed the struct (ops/fused.c). params is not NULL (the caller checks that); prefix
+ * starts each field's name in the messages: "params->" for the op itself,
+ * "params->entropy." for the struct inside plm_sobel_entropy_threshold_params. The
+ * entropy check needs the dtype of the entropy's input. */
+plm_status plm__sobel_check_params(const plm_sobel_params *params, const char *prefix);
+plm_status plm__entropy_check_params(const plm_entropy_params *params, plm_dtype dtype,
+                                     const char *prefix);
+plm_status plm__threshold_check_params(const plm_threshold_params *params, const char *prefix);
 
 static inline bool plm__op_on_cuda(const plm_stream *stream) {
   return stream->ctx->backend->kind == PLM_BACKEND_CUDA;

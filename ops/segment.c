@@ -1,6 +1,5 @@
 /* ops/segment.c: threshold + label + regions (plume/segment.h), composed from the
  * public ops on the stream with a pooled scratch mask. */
-#include <math.h>
 #include <stdint.h>
 
 #include "ops/op_internal.h"
@@ -9,12 +8,15 @@
 #include "plume/segment.h"
 #include "streams/error.h"
 
+static plm_threshold_params threshold_params(const plm_segment_params *params) {
+  return (plm_threshold_params){.value = params->value, .compare = params->compare};
+}
+
 static plm_status check_params(const plm_segment_params *params) {
   if (!params) return plm__fail_raw(PLM_ERR_INVALID_ARG, "params is NULL");
-  if (params->compare < PLM_COMPARE_GT || params->compare > PLM_COMPARE_LE)
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "params->compare %d is not a plm_compare",
-                         (int)params->compare);
-  if (isnan(params->value)) return plm__fail_raw(PLM_ERR_INVALID_ARG, "params->value is NaN");
+  plm_threshold_params threshold = threshold_params(params);
+  plm_status status = plm__threshold_check_params(&threshold, "params->");
+  if (status != PLM_OK) return status;
   if (params->connectivity != 0 && params->connectivity != 4 && params->connectivity != 8)
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "params->connectivity %d is not 4 or 8 (or 0)",
                          params->connectivity);
@@ -43,10 +45,6 @@ static plm_status check_disjoint(const plm_tensor *a, const char *a_name, const 
   if (a0 < b1 && b0 < a1)
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s and %s overlap", a_name, b_name);
   return PLM_OK;
-}
-
-static plm_threshold_params threshold_params(const plm_segment_params *params) {
-  return (plm_threshold_params){.value = params->value, .compare = params->compare};
 }
 
 plm_status plm_segment_output(const plm_tensor *image, const plm_segment_params *params,

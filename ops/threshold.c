@@ -5,13 +5,17 @@
 #include "ops/op_internal.h"
 #include "streams/error.h"
 
+plm_status plm__threshold_check_params(const plm_threshold_params *params, const char *prefix) {
+  if (params->compare < PLM_COMPARE_GT || params->compare > PLM_COMPARE_LE)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "%scompare %d is not a plm_compare", prefix,
+                         (int)params->compare);
+  if (isnan(params->value)) return plm__fail_raw(PLM_ERR_INVALID_ARG, "%svalue is NaN", prefix);
+  return PLM_OK;
+}
+
 static plm_status check_params(const plm_threshold_params *params) {
   if (!params) return plm__fail_raw(PLM_ERR_INVALID_ARG, "params is NULL");
-  if (params->compare < PLM_COMPARE_GT || params->compare > PLM_COMPARE_LE)
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "params->compare %d is not a plm_compare",
-                         (int)params->compare);
-  if (isnan(params->value)) return plm__fail_raw(PLM_ERR_INVALID_ARG, "params->value is NaN");
-  return PLM_OK;
+  return plm__threshold_check_params(params, "params->");
 }
 
 static plm_status check_input_dtype(const plm_tensor *in) {

@@ -50,12 +50,12 @@ extern "C" {
  * range_lo or range_hi, or range_lo >= range_hi; in of another dtype or 1 dim; out not
  * f32, of another shape, or overlapping in. The op takes scratch memory from the
  * context's default pool in stream order (PLM_ERR_OUT_OF_MEMORY when it has none):
- * on host, 2 bytes per element plus a histogram per CPU work chunk; on cuda, 8 bytes
- * per frame plus histograms of u16 counts, never more of them than there are column
- * segments (frames x ceil(H / s) x W, where a segment is s = 64 rows, or, with at most
- * 256 bins, fewer, down to ceil(w / 4), when the batch is too small to give each
- * histogram the bounds below allow a 64-row segment) and never more than 256 MiB in
- * all: with at most 256 bins
+ * on host, about 2 bytes per element (rows padded to an odd number of cache lines)
+ * plus a histogram per CPU work chunk; on cuda, 8 bytes per frame plus histograms of
+ * u16 counts, never more of them than there are column segments (frames x ceil(H / s)
+ * x W, where a segment is s = 64 rows, or, with at most 256 bins, fewer, down to
+ * ceil(w / 4), when the batch is too small to give each histogram the bounds below
+ * allow a 64-row segment) and never more than 256 MiB in all: with at most 256 bins
  * (u8 by default) one per thread, up to 131072 (64 MiB at 256 bins); with more (u16 by
  * default: 65536) one per warp of 32 threads, which share it, up to min(4096, 256 MiB
  * / (2 * bins)) of them (2048, 256 MiB, at 65536 bins).

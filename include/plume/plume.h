@@ -13,6 +13,7 @@
 #include "plume/entropy.h"
 #include "plume/event.h"
 #include "plume/export.h"
+#include "plume/fused.h"
 #include "plume/label.h"
 #include "plume/ops.h"
 #include "plume/pool.h"

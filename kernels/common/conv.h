@@ -8,6 +8,7 @@
 #ifndef PLUME_KERNELS_COMMON_CONV_H
 #define PLUME_KERNELS_COMMON_CONV_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -81,13 +82,28 @@ static inline PLM_HD float plm__conv2d_pixel(const plm__conv2d_args *a, int64_t 
 }
 
 /* The Sobel taps on three rows of three pixels (top, middle, bottom, each pointing
- * at the left pixel of its three). */
+ * at the left pixel of its three), and the magnitude sqrt(gx^2 + gy^2), in f32 with
+ * every operation rounded as written (PLM__FADD...), so that every kernel computing
+ * them (sobel's and the fused sobel-entropy-threshold's, on both backends) gets the
+ * same floats; the square root is correctly rounded on both backends. */
 static inline PLM_HD float plm__sobel_gx(const float *top, const float *mid, const float *bot) {
-  return (top[2] - top[0]) + 2.0f * (mid[2] - mid[0]) + (bot[2] - bot[0]);
+  float outer = PLM__FSUB(top[2], top[0]), centre = PLM__FSUB(mid[2], mid[0]);
+  return PLM__FADD(PLM__FADD(outer, PLM__FMUL(2.0f, centre)), PLM__FSUB(bot[2], bot[0]));
 }
 
 static inline PLM_HD float plm__sobel_gy(const float *top, const float *bot) {
-  return (bot[0] + 2.0f * bot[1] + bot[2]) - (top[0] + 2.0f * top[1] + top[2]);
+  float below = PLM__FADD(PLM__FADD(bot[0], PLM__FMUL(2.0f, bot[1])), bot[2]);
+  float above = PLM__FADD(PLM__FADD(top[0], PLM__FMUL(2.0f, top[1])), top[2]);
+  return PLM__FSUB(below, above);
+}
+
+static inline PLM_HD float plm__sobel_magnitude(float gx, float gy) {
+  float sum = PLM__FADD(PLM__FMUL(gx, gx), PLM__FMUL(gy, gy));
+#ifdef __CUDA_ARCH__
+  return __fsqrt_rn(sum); /* correctly rounded even under --use_fast_math */
+#else
+  return sqrtf(sum);
+#endif
 }
 
 #ifdef __cplusplus
@@ -98,6 +114,15 @@ extern "C" {
  * return when done. */
 void plm__conv2d_cpu(const plm__conv2d_args *args);
 void plm__sobel_cpu(const plm__sobel_args *args);
+
+/* Sobel's row steps, for CPU kernels that compute the magnitude of a few rows at a
+ * time (kernels/cpu/fused.c). plm__sobel_stage_row stages row v (any integer: rows
+ * outside the frame come from the border rule) of frame `frame` of a->in as w + 2
+ * floats, dst[c] = pixel (v, c - 1) under a->border. plm__sobel_magnitude_row writes
+ * magnitude[x], x < w, from the staged rows above, at and below. */
+void plm__sobel_stage_row(const plm__sobel_args *a, int64_t frame, int64_t v, float *dst);
+void plm__sobel_magnitude_row(const float *top, const float *mid, const float *bot, int64_t w,
+                              float *magnitude);
 
 /* Enqueue the CUDA kernels (kernels/cuda/conv.cu) on a cudaStream_t. */
 plm_status plm__conv2d_cuda(void *stream, const plm__conv2d_args *args);

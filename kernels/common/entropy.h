@@ -51,9 +51,17 @@ static inline PLM_HD plm__entropy_norm plm__entropy_norm_of(int64_t n) {
 }
 
 /* H in bits of a window whose counts give the fixed-point sum s. Never negative
- * (rounding could give -1e-10 when every pixel is in one bin). */
+ * (rounding could give -1e-10 when every pixel is in one bin). The product and the
+ * difference are each rounded to nearest on both backends: on the GPU the intrinsics
+ * keep nvcc from contracting them into a fused multiply-add, which it may do in one
+ * kernel and not in another (the fused sobel-entropy-threshold kernel must equal the
+ * entropy kernel bit for bit); C11 does not contract. */
 static inline PLM_HD float plm__entropy_from_sum(plm__entropy_norm norm, int64_t s) {
+#ifdef __CUDA_ARCH__
+  double h = __dsub_rn(norm.log2n, __dmul_rn((double)s, norm.scale));
+#else
   double h = norm.log2n - (double)s * norm.scale;
+#endif
   return h > 0.0 ? (float)h : 0.0f;
 }
 
@@ -81,6 +89,18 @@ static inline PLM_HD int plm__entropy_bin(const void *in, int64_t i, plm_dtype d
   return 0;
 }
 
+/* The window around index y along a dimension of size n: *first is its first index
+ * inside [0, n) and *count how many of its indices are inside (plume/entropy.h: the
+ * window covers y - floor(w/2) .. y - floor(w/2) + w - 1). */
+static inline PLM_HD void plm__entropy_span(int64_t y, int64_t n, int window, int64_t *first,
+                                            int64_t *count) {
+  int64_t lo = y - window / 2, hi = lo + window - 1;
+  if (lo < 0) lo = 0;
+  if (hi > n - 1) hi = n - 1;
+  *first = lo;
+  *count = hi - lo + 1;
+}
+
 /* Whether a frame's auto range accepts v: finite values only. */
 static inline PLM_HD int plm__entropy_in_auto_range(float v) {
   return v == v && v - v == 0.0f;
@@ -95,6 +115,22 @@ extern "C" {
  * range, and one histogram per work chunk. */
 void plm__entropy_cpu(const plm__entropy_args *args);
 size_t plm__entropy_cpu_scratch_bytes(const plm__entropy_args *args);
+
+/* The CPU kernel's row step, which the fused sobel-entropy-threshold kernel shares
+ * (kernels/cpu/fused.c): the entropy of one output row, out_row[x] for x < width,
+ * from the `rows` rows of bins its window covers (plm__entropy_span), the first at
+ * top and each `stride` bins after the previous. The window's histogram slides right
+ * along the row. hist holds a u16 count per bin, zero on entry and on return. Call
+ * plm__entropy_cpu_prepare once first (it fills a table; thread-safe, cheap after
+ * the first call). */
+void plm__entropy_cpu_prepare(void);
+/* The stride the CPU kernels give rows of bins of a given width: whole cache lines,
+ * an odd number of them, so that the rows of a window, which plm__entropy_cpu_row
+ * walks column by column, fall in different cache sets (at a width of 2048, rows
+ * 4 KiB apart would all share one L1 set). */
+int64_t plm__entropy_cpu_bins_stride(int64_t width);
+void plm__entropy_cpu_row(const uint16_t *top, int64_t rows, int64_t stride, int64_t width,
+                          int window, float *out_row, uint16_t *hist);
 
 /* Enqueue the CUDA kernels (kernels/cuda/entropy.cu) on a cudaStream_t, with the
  * context's device current. Scratch: each frame's range (auto) and one histogram per

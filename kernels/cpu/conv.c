@@ -71,20 +71,13 @@ static void convert_row(const row_source *src, int64_t offset, float *restrict d
   }
 }
 
-/* Virtual row v (any integer, -reach <= v < h + reach) of a frame, staged: element c
- * is column c - pad under the border. */
-static const float *cached_row(row_cache *cache, const row_source *src, int64_t frame, int64_t v) {
+/* Stage virtual row v (any integer) of a frame into dst (w + 2 * pad floats): element
+ * c is column c - pad under the border. */
+static void stage_row(const row_source *src, int64_t frame, int64_t v, float *dst) {
   int64_t row = plm__border_index(v, src->h, src->border);
-  if (row >= 0 && src->pad == 0 && src->dtype == PLM_DTYPE_F32)
-    return (const float *)src->in + (frame * src->h + row) * src->w;
-  int64_t tag = frame * (src->h + 2 * cache->reach) + v + cache->reach;
-  int slot = (int)(((v % cache->slots) + cache->slots) % cache->slots);
-  float *dst = cache->rows + (int64_t)slot * cache->width;
-  if (cache->tags[slot] == tag) return dst;
-  cache->tags[slot] = tag;
   if (row < 0) {
-    memset(dst, 0, (size_t)cache->width * sizeof(float));
-    return dst;
+    memset(dst, 0, (size_t)(src->w + 2 * src->pad) * sizeof(float));
+    return;
   }
   int64_t offset = (frame * src->h + row) * src->w;
   convert_row(src, offset, dst + src->pad);
@@ -94,6 +87,20 @@ static const float *cached_row(row_cache *cache, const row_source *src, int64_t 
     dst[c] = left < 0 ? 0.0f : dst[src->pad + left];
     dst[src->pad + src->w + c] = right < 0 ? 0.0f : dst[src->pad + right];
   }
+}
+
+/* Virtual row v (any integer, -reach <= v < h + reach) of a frame, staged (or read in
+ * place when it needs no staging). */
+static const float *cached_row(row_cache *cache, const row_source *src, int64_t frame, int64_t v) {
+  int64_t row = plm__border_index(v, src->h, src->border);
+  if (row >= 0 && src->pad == 0 && src->dtype == PLM_DTYPE_F32)
+    return (const float *)src->in + (frame * src->h + row) * src->w;
+  int64_t tag = frame * (src->h + 2 * cache->reach) + v + cache->reach;
+  int slot = (int)(((v % cache->slots) + cache->slots) % cache->slots);
+  float *dst = cache->rows + (int64_t)slot * cache->width;
+  if (cache->tags[slot] == tag) return dst;
+  cache->tags[slot] = tag;
+  stage_row(src, frame, v, dst);
   return dst;
 }
 
@@ -166,7 +173,7 @@ static void sobel_row(const plm__sobel_args *a, const float *restrict top,
       float dx = plm__sobel_gx(top + x, mid + x, bot + x), dy = plm__sobel_gy(top + x, bot + x);
       gx[x] = dx;
       gy[x] = dy;
-      magnitude[x] = sqrtf(dx * dx + dy * dy);
+      magnitude[x] = plm__sobel_magnitude(dx, dy);
     }
     return;
   }
@@ -178,13 +185,21 @@ static void sobel_row(const plm__sobel_args *a, const float *restrict top,
     float *restrict gy = a->gy + offset;
     for (int64_t x = 0; x < a->w; x++) gy[x] = plm__sobel_gy(top + x, bot + x);
   }
-  if (a->magnitude) {
-    float *restrict magnitude = a->magnitude + offset;
-    for (int64_t x = 0; x < a->w; x++) {
-      float gx = plm__sobel_gx(top + x, mid + x, bot + x), gy = plm__sobel_gy(top + x, bot + x);
-      magnitude[x] = sqrtf(gx * gx + gy * gy);
-    }
+  if (a->magnitude) plm__sobel_magnitude_row(top, mid, bot, a->w, a->magnitude + offset);
+}
+
+void plm__sobel_magnitude_row(const float *restrict top, const float *restrict mid,
+                              const float *restrict bot, int64_t w, float *restrict magnitude) {
+  for (int64_t x = 0; x < w; x++) {
+    float gx = plm__sobel_gx(top + x, mid + x, bot + x), gy = plm__sobel_gy(top + x, bot + x);
+    magnitude[x] = plm__sobel_magnitude(gx, gy);
   }
+}
+
+void plm__sobel_stage_row(const plm__sobel_args *a, int64_t frame, int64_t v, float *dst) {
+  row_source src = {
+      .in = a->in, .dtype = a->dtype, .h = a->h, .w = a->w, .pad = 1, .border = a->border};
+  stage_row(&src, frame, v, dst);
 }
 
 /* One row of sobel with every pixel read through the border rule. */
@@ -200,7 +215,7 @@ static void sobel_row_checked(const plm__sobel_args *a, int64_t frame, int64_t y
     float gx = plm__sobel_gx(p[0], p[1], p[2]), gy = plm__sobel_gy(p[0], p[2]);
     if (a->gx) a->gx[offset + x] = gx;
     if (a->gy) a->gy[offset + x] = gy;
-    if (a->magnitude) a->magnitude[offset + x] = sqrtf(gx * gx + gy * gy);
+    if (a->magnitude) a->magnitude[offset + x] = plm__sobel_magnitude(gx, gy);
   }
 }
 

@@ -1,12 +1,12 @@
 /* kernels/cpu/entropy.c: local entropy on the CPU, split across cores.
  *
  * Three passes over the frames, each a plm__parallel_for: (f32 with auto range) each
- * frame's finite min and max; the bin of every element, into a u16 image; then the
- * entropy, by bands of rows. Within a row the window's histogram slides right: the
- * column that leaves is taken out and the column that enters is added (2w count
- * changes per pixel, none when the two pixels of a row share a bin), and each change
- * updates S = sum c log2 c in O(1) from a table of differences, so no pixel scans the
- * bins. A band owns one histogram in scratch; every row leaves it zeroed again.
+ * frame's finite min and max; the bin of every element, into a u16 image (its rows
+ * plm__entropy_cpu_bins_stride apart); then the entropy, by bands of rows. Within a row the
+ * window's histogram slides right: the column that leaves is taken out and the column that enters
+ * is added (2w count changes per pixel, none when the two pixels of a row share a bin), and each
+ * change updates S = sum c log2 c in O(1) from a table of differences, so no pixel scans the bins.
+ * A band owns one histogram in scratch; every row leaves it zeroed again.
  */
 #include <pthread.h>
 #include <string.h>
@@ -44,7 +44,8 @@ typedef struct scratch_layout {
 } scratch_layout;
 
 static size_t bins_bytes(const plm__entropy_args *args) {
-  return round_up((size_t)(args->frames * args->height * args->width) * sizeof(uint16_t));
+  int64_t stride = plm__entropy_cpu_bins_stride(args->width);
+  return round_up((size_t)(args->frames * args->height * stride) * sizeof(uint16_t));
 }
 
 static size_t ranges_bytes(const plm__entropy_args *args) {
@@ -89,7 +90,7 @@ static void range_frames(void *context, int64_t begin, int64_t end) {
 
 #define MAP_LOOP(dtype)             \
   for (int64_t i = i0; i < i1; i++) \
-  s.bins[i] = (uint16_t)plm__entropy_bin(args->in, i, dtype, args->bins, lo, hi)
+  dst[i - i0] = (uint16_t)plm__entropy_bin(args->in, i, dtype, args->bins, lo, hi)
 
 static void map_rows(void *context, int64_t begin, int64_t end) {
   const plm__entropy_args *args = context;
@@ -99,6 +100,7 @@ static void map_rows(void *context, int64_t begin, int64_t end) {
     double lo = args->range_auto ? s.ranges[2 * f] : args->lo;
     double hi = args->range_auto ? s.ranges[2 * f + 1] : args->hi;
     int64_t i0 = row * args->width, i1 = i0 + args->width;
+    uint16_t *dst = s.bins + row * plm__entropy_cpu_bins_stride(args->width);
     switch (args->dtype) { /* a constant dtype in each loop, so each is specialised */
       case PLM_DTYPE_U8: MAP_LOOP(PLM_DTYPE_U8); break;
       case PLM_DTYPE_U16: MAP_LOOP(PLM_DTYPE_U16); break;
@@ -158,27 +160,23 @@ static inline int64_t max64(int64_t a, int64_t b) {
   return a > b ? a : b;
 }
 
-/* Row y of a frame of bins into out_row; hist is zero on entry and on return. */
-static void entropy_row(const plm__entropy_args *args, const uint16_t *frame, int64_t y,
-                        float *out_row, uint16_t *hist) {
-  const int64_t height = args->height, width = args->width;
-  const int64_t left = args->window / 2, right = args->window - 1 - left;
-  const int64_t r0 = max64(0, y - left), rows = min64(height - 1, y + right) - r0 + 1;
-  const uint16_t *top = frame + r0 * width;
+void plm__entropy_cpu_row(const uint16_t *top, int64_t rows, int64_t stride, int64_t width,
+                          int window, float *out_row, uint16_t *hist) {
+  const int64_t left = window / 2, right = window - 1 - left;
   int64_t s = 0;
   for (int64_t c = 0; c <= min64(width - 1, right); c++)
-    s = add_column(hist, top + c, rows, width, s);
+    s = add_column(hist, top + c, rows, stride, s);
   int64_t last_n = 0;
   plm__entropy_norm norm = {0.0, 0.0};
   for (int64_t x = 0; x < width; x++) {
     int64_t entering = x + right, leaving = x - left - 1;
     if (x > 0) {
       if (entering < width && leaving >= 0)
-        s = swap_columns(hist, top + entering, top + leaving, rows, width, s);
+        s = swap_columns(hist, top + entering, top + leaving, rows, stride, s);
       else if (entering < width)
-        s = add_column(hist, top + entering, rows, width, s);
+        s = add_column(hist, top + entering, rows, stride, s);
       else if (leaving >= 0)
-        s = remove_column(hist, top + leaving, rows, width, s);
+        s = remove_column(hist, top + leaving, rows, stride, s);
     }
     int64_t n = rows * (min64(width - 1, x + right) - max64(0, x - left) + 1);
     if (n != last_n) {
@@ -188,7 +186,7 @@ static void entropy_row(const plm__entropy_args *args, const uint16_t *frame, in
     out_row[x] = plm__entropy_from_sum(norm, s);
   }
   for (int64_t c = max64(0, width - 1 - left); c < width; c++)
-    s = remove_column(hist, top + c, rows, width, s);
+    s = remove_column(hist, top + c, rows, stride, s);
 }
 
 static void entropy_bands(void *context, int64_t begin, int64_t end) {
@@ -197,17 +195,29 @@ static void entropy_bands(void *context, int64_t begin, int64_t end) {
   uint16_t *hist = s.hists + (size_t)begin * (size_t)args->bins;
   memset(hist, 0, (size_t)args->bins * sizeof *hist);
   int64_t rows = args->frames * args->height, bands = band_count(args);
+  int64_t stride = plm__entropy_cpu_bins_stride(args->width);
   for (int64_t band = begin; band < end; band++) {
     for (int64_t row = band * rows / bands; row < (band + 1) * rows / bands; row++) {
-      int64_t f = row / args->height;
-      const uint16_t *frame = s.bins + f * args->height * args->width;
-      entropy_row(args, frame, row % args->height, args->out + row * args->width, hist);
+      int64_t f = row / args->height, first, count;
+      plm__entropy_span(row % args->height, args->height, args->window, &first, &count);
+      const uint16_t *top = s.bins + (f * args->height + first) * stride;
+      plm__entropy_cpu_row(top, count, stride, args->width, args->window,
+                           args->out + row * args->width, hist);
     }
   }
 }
 
-void plm__entropy_cpu(const plm__entropy_args *args) {
+int64_t plm__entropy_cpu_bins_stride(int64_t width) {
+  int64_t lines = (width + 31) / 32; /* 32 bins of 2 bytes: a 64-byte cache line */
+  return (lines | 1) * 32;
+}
+
+void plm__entropy_cpu_prepare(void) {
   pthread_once(&delta_once, fill_delta);
+}
+
+void plm__entropy_cpu(const plm__entropy_args *args) {
+  plm__entropy_cpu_prepare();
   void *context = (void *)args;
   if (args->dtype == PLM_DTYPE_F32 && args->range_auto)
     plm__parallel_for(args->frames, 1, range_frames, context);

@@ -100,7 +100,7 @@ __global__ void sobel_kernel(plm__sobel_args a) {
       int64_t at = (frame * a.h + y) * a.w + x;
       if (a.gx) a.gx[at] = gx;
       if (a.gy) a.gy[at] = gy;
-      if (a.magnitude) a.magnitude[at] = sqrtf(gx * gx + gy * gy);
+      if (a.magnitude) a.magnitude[at] = plm__sobel_magnitude(gx, gy);
     }
   }
 }
