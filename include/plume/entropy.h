@@ -50,8 +50,10 @@ extern "C" {
  * range_lo or range_hi, or range_lo >= range_hi; in of another dtype or 1 dim; out not
  * f32, of another shape, or overlapping in. The op takes scratch memory from the
  * context's default pool in stream order (PLM_ERR_OUT_OF_MEMORY when it has none):
- * on host, 2 bytes per element plus a histogram per CPU work chunk; on cuda, up to
- * 64 MiB of per-thread histograms.
+ * on host, per CPU work chunk (4 per core) a histogram of 2 bytes per bin and the bins
+ * of at most 64 + w - 1 rows of a frame (2 bytes per pixel), plus 16 bytes per frame,
+ * so a long batch needs no more than one frame; on cuda, up to 64 MiB of per-thread
+ * histograms.
  *
  * Cost: the CPU kernel slides a histogram along each row (2w count updates per
  * pixel, each updating sum c log2 c in O(1) from a table), so time grows with w, not
