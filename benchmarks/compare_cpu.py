@@ -45,6 +45,10 @@ Floor: each case's bytes (input read once, output written once) over the bandwid
 one memcpy (np.copyto, one thread) of a buffer of the same footprint, so that caches
 count as they do for the op; of_floor = plume median / floor.
 
+Fixed cost: every plume figure includes handing the op to a host stream's worker
+thread and waiting for it (two thread wake-ups); a threshold of a 1x1 image measures
+that cost alone and is printed with the table.
+
 --check runs tiny inputs for correctness only (no timing; the CTest test
 compare_cpu_check). Exit codes: 0 success, 1 a mismatch or a plume failure, 2 bad usage,
 77 (skip) when numpy, scipy, scikit-image or OpenCV cannot be imported.
@@ -197,6 +201,14 @@ def run_plume(plume, op, arguments, repeat):
         raise PlumeError(f"{' '.join(command)}: no time_ms line in: {done.stderr.strip()}")
     median, low, high = (float(g) for g in match.groups())
     return {"median_ms": median, "min_ms": low, "max_ms": high, "runs": repeat}
+
+
+def plume_overhead_ms(m, plume, workdir, runs):
+    """plume op's fixed cost: a threshold of one pixel, timed as every op is."""
+    path = os.path.join(workdir, "one_pixel_f32.npy")
+    m["np"].save(path, m["np"].zeros((1, 1), dtype=m["np"].float32))
+    out = os.path.join(workdir, "plume_one_pixel.npy")
+    return run_plume(plume, "threshold", ["--in", path, "--out", out, "--value", "0"], runs)
 
 
 def copy_floor_ms(m, nbytes, runs):
@@ -490,6 +502,7 @@ def run(m, args, workdir, only):
     if args.check:
         print("compare_cpu --check: every case matches its peers")
         return 0
+    overhead = plume_overhead_ms(m, args.plume, workdir, args.runs)
 
     print()
     print_table(rows)
@@ -515,9 +528,12 @@ def run(m, args, workdir, only):
                   "cv2_threads": cv2.getNumThreads()},
         "runs": args.runs,
         "seed": args.seed,
+        "plume_op_overhead": overhead,
         "results": rows,
     }
-    print(f"\n{info['cpu']}, {info['cores']} cores; OpenCV {cv2.__version__} on "
+    print(f"\nplume op's fixed cost (threshold of a 1x1 image through a host stream): "
+          f"median {overhead['median_ms']:.4f} ms, min {overhead['min_ms']:.4f} ms")
+    print(f"{info['cpu']}, {info['cores']} cores; OpenCV {cv2.__version__} on "
           f"{cv2.getNumThreads()} threads; load average before {load_before}, after "
           f"{result['load_average_after']}")
     if args.json:
