@@ -13,13 +13,15 @@
  * at stride 1, so that the loop vectorises), and a 3x3 kernel at stride 1 does all
  * nine taps in one pass straight into the output; both add in the same order, so the
  * result does not depend on the path. Sobel computes its outputs from three segments
- * in one pass, the magnitude without materialising gx and gy. */
+ * in one pass, the magnitude without materialising gx and gy. These loops are built
+ * for AVX2 and the baseline (kernels/cpu/dispatch.h), with the same results. */
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kernels/common/conv.h"
+#include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/parallel.h"
 
 enum {
@@ -90,9 +92,9 @@ static const void *frame_of(const void *in, plm_dtype dtype, int64_t frame, int6
 
 /* acc[x] += sum_j taps[j] * row[x * step + j], for x < n; at stride 1 (grouped) three
  * taps at a time, then the rest one by one. */
-static void add_kernel_row(float *restrict acc, const float *restrict row,
-                           const float *restrict taps, int kw, int64_t step, bool grouped,
-                           int64_t n) {
+PLM__CPU_CLONES static void add_kernel_row(float *restrict acc, const float *restrict row,
+                                           const float *restrict taps, int kw, int64_t step,
+                                           bool grouped, int64_t n) {
   if (grouped) {
     int j = 0;
     for (; j + 3 <= kw; j += 3) {
@@ -115,8 +117,9 @@ static void add_kernel_row(float *restrict acc, const float *restrict row,
 }
 
 /* The 3x3 stride-1 case, all nine taps in one pass, added as add_kernel_row does. */
-static void conv3x3_block(float *restrict out, const float *restrict r0, const float *restrict r1,
-                          const float *restrict r2, const float *restrict k, int64_t n) {
+PLM__CPU_CLONES static void conv3x3_block(float *restrict out, const float *restrict r0,
+                                          const float *restrict r1, const float *restrict r2,
+                                          const float *restrict k, int64_t n) {
   const float k00 = k[0], k01 = k[1], k02 = k[2], k10 = k[3], k11 = k[4], k12 = k[5], k20 = k[6],
               k21 = k[7], k22 = k[8];
   for (int64_t x = 0; x < n; x++) {
@@ -212,9 +215,9 @@ void plm__conv2d_cpu(const plm__conv2d_args *args) {
 /* ---- sobel ------------------------------------------------------------------------- */
 
 /* n outputs from three rows of n + 2 pixels (the left neighbour first), at offset. */
-static void sobel_block(const plm__sobel_args *a, const float *restrict top,
-                        const float *restrict mid, const float *restrict bot, int64_t offset,
-                        int64_t n) {
+PLM__CPU_CLONES static void sobel_block(const plm__sobel_args *a, const float *restrict top,
+                                        const float *restrict mid, const float *restrict bot,
+                                        int64_t offset, int64_t n) {
   if (a->gx && a->gy && a->magnitude) {
     float *restrict gx = a->gx + offset, *restrict gy = a->gy + offset;
     float *restrict magnitude = a->magnitude + offset;
