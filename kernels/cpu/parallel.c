@@ -10,10 +10,13 @@
  * longer than a whole 256x256 stencil, and a small job simply runs on the caller.
  *
  * Between jobs a worker polls the generation for SPIN_NS before it sleeps on `work`,
- * so that the passes of one kernel and back-to-back ops find it awake; the caller
- * polls `active` likewise before sleeping on `done`. Polling is bounded, so an idle
- * process does not use a core. `job_lock` lets one job in at a time. Workers live
- * as long as the process (detached).
+ * so that the passes of one kernel and the next op find it awake; the caller polls
+ * `active` likewise before sleeping on `done`. 200 us covers the gap between two ops
+ * on one host stream (the stream's worker and the synchronising thread each wake
+ * up in between: 15-60 us each here); with 50 us a 256x256 conv2d through
+ * `plume op --repeat` took 120 us instead of 56. Polling is bounded, so an idle
+ * process stops using a core 200 us after its last job. `job_lock` lets one job in
+ * at a time. Workers live as long as the process (detached).
  */
 #define _GNU_SOURCE /* pthread_setname_np */
 
@@ -28,8 +31,8 @@
 
 enum { MAX_THREADS = 64, CHUNKS_PER_THREAD = 4 };
 
-/* How long a thread polls before it sleeps (ns). */
-enum { SPIN_NS = 50 * 1000 };
+/* How long a thread polls before it sleeps (ns); see the top. */
+enum { SPIN_NS = 200 * 1000 };
 
 static struct {
   pthread_once_t started;
