@@ -37,7 +37,9 @@
 #include "kernels/common/label.h"
 #include "kernels/cpu/parallel.h"
 
-enum { BAND_PIXELS = 1 << 16 }; /* pixels per band at least */
+/* Pixels per band at least: 32 rows of a 256-wide frame, so that even small frames
+ * keep both cores busy (a band adds one serial border merge, of one row). */
+enum { BAND_PIXELS = 1 << 13 };
 
 static int32_t find_root(int32_t *parent, int32_t x) {
   while (parent[x] != x) {
