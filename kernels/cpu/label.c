@@ -37,9 +37,10 @@
 #include "kernels/common/label.h"
 #include "kernels/cpu/parallel.h"
 
-/* Pixels per band at least: 32 rows of a 256-wide frame, so that even small frames
- * keep both cores busy (a band adds one serial border merge, of one row). */
-enum { BAND_PIXELS = 1 << 13 };
+/* A band has at least BAND_PIXELS pixels and BAND_ROWS rows: small frames are still
+ * split over the cores (a 256-wide frame into 32-row bands), and the border rows, which
+ * step 2 merges serially, stay a thirty-second of the frame or less. */
+enum { BAND_PIXELS = 1 << 13, BAND_ROWS = 32 };
 
 static int32_t find_root(int32_t *parent, int32_t x) {
   while (parent[x] != x) {
@@ -74,6 +75,7 @@ static void store(int32_t *p, int32_t value) {
 static int64_t band_rows(const plm__label_args *args) {
   if (args->width < 2) return args->height; /* a band's count needs two columns */
   int64_t rows = (BAND_PIXELS + args->width - 1) / args->width;
+  if (rows < BAND_ROWS) rows = BAND_ROWS;
   return rows < args->height ? rows : args->height;
 }
 
