@@ -1,11 +1,12 @@
 /* kernels/cpu/conv.c: conv2d and sobel on the CPU, output rows split across cores.
  *
- * Each output row is computed in blocks of BLOCK columns. For a block, every input row
- * it needs is read through a segment: the run of input columns that the block's taps
- * cover, read in place when the input is f32 and the run lies inside the image (the
- * interior of every row), else staged into a small buffer, converted to f32 with the
- * border applied. Memory is thus bounded by the block and the kernel (at most
- * 31 rows of (BLOCK - 1) * 31 + 31 floats per worker), never by the padding, which
+ * Each output row is computed in blocks of at most BLOCK columns, cut so that the
+ * outputs whose taps reach past the left or right edge get blocks of their own. For a
+ * block, every input row it needs is read through a segment: the run of input
+ * columns that the block's taps cover, read in place when the input is f32 and the
+ * run lies inside the image (the interior of every row), else staged into a small
+ * buffer, converted to f32 with the border applied. Memory is thus bounded by the block and the
+ * kernel (at most 31 rows of (BLOCK - 1) * 31 + 31 floats per worker), never by the padding, which
  * may reach 2^20. With a horizontal stride larger than the kernel a staged segment
  * holds only the KW columns of each output (x * KW + j), not the gaps between them.
  *
@@ -84,6 +85,16 @@ static const float *segment(float *buf, const void *frame, plm_dtype dtype, int6
   return buf;
 }
 
+/* The end of the block of outputs that starts at x0: BLOCK outputs at most, and never
+ * across `lo` or `hi`, the first and the last + 1 outputs whose input columns all lie
+ * inside the image, so that the interior blocks are read in place. */
+static int64_t block_end(int64_t x0, int64_t count, int64_t lo, int64_t hi) {
+  int64_t end = x0 + BLOCK < count ? x0 + BLOCK : count;
+  if (x0 < lo && lo < end) end = lo;
+  if (x0 < hi && hi < end) end = hi;
+  return end;
+}
+
 static const void *frame_of(const void *in, plm_dtype dtype, int64_t frame, int64_t h, int64_t w) {
   return (const char *)in + (size_t)(frame * h * w) * plm__conv_element_size(dtype);
 }
@@ -158,8 +169,11 @@ static void conv2d_row(const plm__conv2d_args *a, conv_work *work, int64_t q) {
   const bool fused = a->kh == 3 && a->kw == 3 && sx == 1 && all_rows;
   const float *seg[PLM_CONV2D_MAX_KERNEL];
   int64_t seg_step[PLM_CONV2D_MAX_KERNEL];
-  for (int64_t x0 = 0; x0 < a->wo; x0 += BLOCK) {
-    const int64_t n = a->wo - x0 < BLOCK ? a->wo - x0 : BLOCK;
+  /* Outputs [lo, hi) read only columns inside the image. */
+  const int64_t lo = (a->pad_x + sx - 1) / sx, hi = (a->w - a->kw + a->pad_x) / sx + 1;
+  for (int64_t x0 = 0, x1; x0 < a->wo; x0 = x1) {
+    x1 = block_end(x0, a->wo, lo, hi);
+    const int64_t n = x1 - x0;
     const int64_t c0 = x0 * sx - a->pad_x, last = (x0 + n - 1) * sx - a->pad_x + a->kw - 1;
     const bool in_place = a->dtype == PLM_DTYPE_F32 && c0 >= 0 && last < a->w;
     for (int i = 0; i < a->kh; i++) {
@@ -257,8 +271,9 @@ static void sobel_row(const plm__sobel_args *a, sobel_work *work, int64_t q) {
   const void *in = frame_of(a->in, a->dtype, frame, a->h, a->w);
   int64_t rows[3];
   for (int i = 0; i < 3; i++) rows[i] = plm__border_index(y - 1 + i, a->h, a->border);
-  for (int64_t x0 = 0; x0 < a->w; x0 += BLOCK) {
-    const int64_t n = a->w - x0 < BLOCK ? a->w - x0 : BLOCK;
+  for (int64_t x0 = 0, x1; x0 < a->w; x0 = x1) {
+    x1 = block_end(x0, a->w, 1, a->w - 1);
+    const int64_t n = x1 - x0;
     const float *seg[3];
     for (int i = 0; i < 3; i++)
       seg[i] = rows[i] < 0 ? work->zeros
