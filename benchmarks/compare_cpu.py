@@ -28,6 +28,9 @@ read by both sides. Cases (the issue's seed sizes, then 2048x2048 for every op):
 
 Peers are timed in this process with time.perf_counter: 3 warm-ups, then the median of
 --runs runs (default 20; each call allocates its output, as the peers' Python API does).
+Each case runs --rounds rounds (default 3), each timing plume, the floor and every peer
+in turn; every side keeps its best round's median (load elsewhere only ever slows a
+round down), and the JSON keeps every round's median.
 OpenCV keeps its default thread count (reported; cv2.getNumThreads()), scipy and
 scikit-image run on one thread, plume on its CPU pool (every online core).
 
@@ -187,7 +190,8 @@ class PlumeError(Exception):
 
 
 def run_plume(plume, op, arguments, repeat):
-    """Run `plume op OP ... --backend host [--repeat N]`; the timing dict or None."""
+    """Run `plume op OP ... --backend host [--repeat N]`; the timing dict, or None
+    without repeat (one untimed run, whose output the check reads)."""
     command = [plume, "op", op] + arguments + ["--backend", "host"]
     if repeat:
         command += ["--repeat", str(repeat)]
@@ -428,7 +432,9 @@ def main():
                     "(see the header of this file)")
     parser.add_argument("--plume", default=default_plume(), help="the built plume binary")
     parser.add_argument("--json", metavar="PATH", help="write the results as JSON")
-    parser.add_argument("--runs", type=int, default=20, help="timed runs per side (>= 20)")
+    parser.add_argument("--runs", type=int, default=20, help="timed runs per round (>= 20)")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="rounds per case, alternating plume and the peers (best kept)")
     parser.add_argument("--workdir", help="where the .npy inputs and outputs go "
                                           "(default: a temporary directory, removed)")
     parser.add_argument("--only", help="comma-separated ops: conv2d,sobel,entropy,label")
@@ -437,8 +443,8 @@ def main():
     parser.add_argument("--check", action="store_true",
                         help="tiny inputs, correctness only (no timing)")
     args = parser.parse_args()
-    if args.runs < 1:
-        parser.error("--runs must be at least 1")
+    if args.runs < 1 or args.rounds < 1:
+        parser.error("--runs and --rounds must be at least 1")
     only = set(args.only.split(",")) if args.only else None
     if only and not only <= set(TARGETS):
         parser.error(f"--only: unknown op in {args.only}")
@@ -472,7 +478,7 @@ def run(m, args, workdir, only):
     for case in cases:
         op, plume_args = case["plume"]
         try:
-            timing = run_plume(args.plume, op, plume_args, 0 if args.check else args.runs)
+            run_plume(args.plume, op, plume_args, 0)
             detail = case["check"]()
         except (PlumeError, Mismatch) as error:
             print(f"compare_cpu: {error}", file=sys.stderr)
@@ -481,9 +487,23 @@ def run(m, args, workdir, only):
         if args.check:
             print(f"ok  {label}" + (f" ({detail} components)" if detail is not None else ""))
             continue
-        floor = copy_floor_ms(m, case["bytes"], args.runs)
-        for peer, fn in case["peers"].items():
-            peer_timing = time_peer(fn, args.runs)
+        # Rounds alternate the sides, so that a burst of load elsewhere hits one round of
+        # each rather than all of one side; each side keeps its best round's median.
+        rounds = {"plume": [], "floor": []}
+        rounds.update({peer: [] for peer in case["peers"]})
+        for _ in range(args.rounds):
+            try:
+                rounds["plume"].append(run_plume(args.plume, op, plume_args, args.runs))
+            except PlumeError as error:
+                print(f"compare_cpu: {error}", file=sys.stderr)
+                return 1
+            rounds["floor"].append(copy_floor_ms(m, case["bytes"], args.runs))
+            for peer, fn in case["peers"].items():
+                rounds[peer].append(time_peer(fn, args.runs))
+        timing = min(rounds["plume"], key=lambda t: t["median_ms"])
+        floor = min(rounds["floor"])
+        for peer in case["peers"]:
+            peer_timing = min(rounds[peer], key=lambda t: t["median_ms"])
             target_peer, minimum, _ = TARGETS[case["op"]]
             target = minimum if peer == target_peer else None
             ratio = peer_timing["median_ms"] / timing["median_ms"]
@@ -492,7 +512,9 @@ def run(m, args, workdir, only):
                 "plume_median_ms": timing["median_ms"], "plume_min_ms": timing["min_ms"],
                 "plume_max_ms": timing["max_ms"], "peer_median_ms": peer_timing["median_ms"],
                 "peer_min_ms": peer_timing["min_ms"], "peer_max_ms": peer_timing["max_ms"],
-                "runs": args.runs, "ratio": ratio, "target": target,
+                "plume_round_medians_ms": [t["median_ms"] for t in rounds["plume"]],
+                "peer_round_medians_ms": [t["median_ms"] for t in rounds[peer]],
+                "runs": args.runs, "rounds": args.rounds, "ratio": ratio, "target": target,
                 "met": None if target is None else ratio >= target,
                 "bytes": case["bytes"], "floor_ms": floor,
                 "plume_of_floor": timing["median_ms"] / floor,
@@ -527,6 +549,7 @@ def run(m, args, workdir, only):
                   "skimage": sys.modules["skimage"].__version__, "cv2": cv2.__version__,
                   "cv2_threads": cv2.getNumThreads()},
         "runs": args.runs,
+        "rounds": args.rounds,
         "seed": args.seed,
         "plume_op_overhead": overhead,
         "results": rows,
