@@ -10,19 +10,22 @@
  * longer than a whole 256x256 stencil, and a small job simply runs on the caller.
  *
  * Between jobs a worker polls the generation for SPIN_NS before it sleeps on `work`,
- * so that the passes of one kernel and the next op find it awake; the caller polls
- * `active` likewise before sleeping on `done`. 200 us covers the gap between two ops
- * on one host stream (the stream's worker and the synchronising thread each wake
- * up in between: 15-60 us each here); with 50 us a 256x256 conv2d through
- * `plume op --repeat` took 120 us instead of 56. Polling is bounded, so an idle
- * process stops using a core 200 us after its last job. `job_lock` lets one job in
- * at a time. Workers live as long as the process (detached).
+ * so that the passes of one kernel (label has four, back to back) find it awake; the
+ * caller polls `active` likewise before sleeping on `done`. Both yield the core
+ * while they poll: with two cores, the scheduler puts the thread that publishes the next
+ * job (a stream's worker) or the one waiting for the op (the application's) on the
+ * poller's core at times, and without yielding they waited out its time slice (perf
+ * sched: 170 us of scheduling delay per op). Polling longer, to span the gap between
+ * two ops, made that worse on two cores. Polling is bounded, so an idle process stops
+ * using a core 50 us after its last job. `job_lock` lets one job in at a time.
+ * Workers live as long as the process (detached).
  */
 #define _GNU_SOURCE /* pthread_setname_np */
 
 #include "kernels/cpu/parallel.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -32,7 +35,7 @@
 enum { MAX_THREADS = 64, CHUNKS_PER_THREAD = 4 };
 
 /* How long a thread polls before it sleeps (ns); see the top. */
-enum { SPIN_NS = 200 * 1000 };
+enum { SPIN_NS = 50 * 1000 };
 
 static struct {
   pthread_once_t started;
@@ -72,23 +75,26 @@ static int64_t now_ns(void) {
   return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-/* Poll until the generation differs from seen or SPIN_NS have passed. */
-static void spin_for_job(uint64_t seen) {
-  int64_t deadline = now_ns() + SPIN_NS;
-  for (unsigned i = 1;; i++) {
-    if (atomic_load_explicit(&pool.generation, memory_order_relaxed) != seen) return;
-    cpu_relax();
-    if (i % 64 == 0 && now_ns() > deadline) return;
-  }
+static bool job_published(uint64_t seen) {
+  return atomic_load_explicit(&pool.generation, memory_order_relaxed) != seen;
 }
 
-/* Poll until no worker is in the job or SPIN_NS have passed. */
-static void spin_for_workers(void) {
+static bool workers_left(uint64_t unused) {
+  (void)unused;
+  return atomic_load_explicit(&pool.active, memory_order_relaxed) == 0;
+}
+
+/* Poll until ready(arg) or SPIN_NS have passed, yielding the core now and then: the
+ * thread that will make it ready may be waiting for this very core (see the top). */
+static void poll_until(bool (*ready)(uint64_t), uint64_t arg) {
   int64_t deadline = now_ns() + SPIN_NS;
   for (unsigned i = 1;; i++) {
-    if (atomic_load_explicit(&pool.active, memory_order_relaxed) == 0) return;
+    if (ready(arg)) return;
     cpu_relax();
-    if (i % 64 == 0 && now_ns() > deadline) return;
+    if (i % 16 == 0) {
+      sched_yield();
+      if (now_ns() > deadline) return;
+    }
   }
 }
 
@@ -105,7 +111,7 @@ static void *worker_main(void *arg) {
   (void)arg;
   uint64_t seen = 0;
   for (;;) {
-    spin_for_job(seen);
+    poll_until(job_published, seen);
     pthread_mutex_lock(&pool.lock);
     while (atomic_load(&pool.generation) == seen) {
       pool.sleeping++;
@@ -177,7 +183,7 @@ void plm__parallel_for(int64_t count, int64_t grain, plm__range_fn body, void *c
   pthread_mutex_lock(&pool.lock);
   pool.open = false;
   pthread_mutex_unlock(&pool.lock);
-  spin_for_workers();
+  poll_until(workers_left, 0);
   pthread_mutex_lock(&pool.lock);
   while (atomic_load(&pool.active) > 0) {
     pool.caller_sleeping = true;
