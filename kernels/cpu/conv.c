@@ -3,12 +3,15 @@
  * Each output row is computed in blocks of at most BLOCK columns, cut so that the
  * outputs whose taps reach past the left or right edge get blocks of their own. For a
  * block, every input row it needs is read through a segment: the run of input
- * columns that the block's taps cover, read in place when the input is f32 and the
- * run lies inside the image (the interior of every row), else staged into a small
- * buffer, converted to f32 with the border applied. Memory is thus bounded by the block and the
- * kernel (at most 31 rows of (BLOCK - 1) * 31 + 31 floats per worker), never by the padding, which
- * may reach 2^20. With a horizontal stride larger than the kernel a staged segment
- * holds only the KW columns of each output (x * KW + j), not the gaps between them.
+ * columns that the block's taps cover, read in place when the row is f32 and the run
+ * lies inside the image (the interior of every row), else staged into a small buffer,
+ * converted to f32 with the border applied. u8 and u16 rows are converted once per
+ * chunk into a ring of one row per kernel row, then read as f32 rows are (rows too
+ * wide for an 8 MiB ring are staged block by block instead). Memory is thus bounded
+ * by the kernel, the block and the image width (at most 31 segments of
+ * (BLOCK - 1) * 31 + 31 floats and 8 MiB per chunk), never by the padding, which may
+ * reach 2^20. With a horizontal stride larger than the kernel a staged segment holds
+ * only the KW columns of each output (x * KW + j), not the gaps between them.
  *
  * conv2d adds each kernel row's taps into an accumulator block (three taps per pass
  * at stride 1, so that the loop vectorises), and a 3x3 kernel at stride 1 does all
@@ -76,15 +79,6 @@ static void stage(float *restrict dst, const void *frame, plm_dtype dtype, int64
   }
 }
 
-/* Columns [c0, c0 + count) of row `row`: in place when possible, else staged in buf. */
-static const float *segment(float *buf, const void *frame, plm_dtype dtype, int64_t w, int64_t row,
-                            plm_border border, int64_t c0, int64_t count) {
-  if (dtype == PLM_DTYPE_F32 && c0 >= 0 && c0 + count <= w)
-    return (const float *)frame + row * w + c0;
-  stage(buf, frame, dtype, w, row, border, c0, count, 1, 1);
-  return buf;
-}
-
 /* The end of the block of outputs that starts at x0: BLOCK outputs at most, and never
  * across `lo` or `hi`, the first and the last + 1 outputs whose input columns all lie
  * inside the image, so that the interior blocks are read in place. */
@@ -97,6 +91,67 @@ static int64_t block_end(int64_t x0, int64_t count, int64_t lo, int64_t hi) {
 
 static const void *frame_of(const void *in, plm_dtype dtype, int64_t frame, int64_t h, int64_t w) {
   return (const char *)in + (size_t)(frame * h * w) * plm__conv_element_size(dtype);
+}
+
+/* u8 and u16 rows converted to f32 once per chunk rather than once per output row they
+ * feed: one slot per kernel row (kh consecutive virtual rows, folded by the border,
+ * are distinct modulo kh, so the rows of one output row never evict each other).
+ * Off (rows NULL) for f32 input, which is read in place, when the slots would take
+ * more than RING_BYTES (very wide rows: each block stages its own columns then), or
+ * when there is no memory for them. */
+enum { RING_BYTES = 8 << 20 };
+
+typedef struct row_ring {
+  float *rows;   /* slots x w */
+  int64_t *tags; /* frame * h + row held by each slot, or -1 */
+  int slots;
+} row_ring;
+
+static row_ring ring_make(plm_dtype dtype, int slots, int64_t w) {
+  row_ring ring = {NULL, NULL, slots};
+  if (dtype == PLM_DTYPE_F32 || (size_t)slots * (size_t)w > RING_BYTES / sizeof(float)) return ring;
+  ring.rows = malloc((size_t)slots * (size_t)w * sizeof(float));
+  ring.tags = malloc((size_t)slots * sizeof(int64_t));
+  if (!ring.rows || !ring.tags) {
+    free(ring.rows);
+    free(ring.tags);
+    ring.rows = NULL;
+    ring.tags = NULL;
+    return ring;
+  }
+  for (int k = 0; k < slots; k++) ring.tags[k] = -1;
+  return ring;
+}
+
+static void ring_free(row_ring *ring) {
+  free(ring->rows);
+  free(ring->tags);
+}
+
+/* Image row `row` of a frame (index `frame`) as f32: in place, converted in the ring,
+ * or NULL when neither (then blocks stage from the raw input). */
+static const float *f32_row(row_ring *ring, const void *in, plm_dtype dtype, int64_t h, int64_t w,
+                            int64_t frame, int64_t row) {
+  if (dtype == PLM_DTYPE_F32) return (const float *)in + row * w;
+  if (!ring->rows) return NULL;
+  const int slot = (int)(row % ring->slots);
+  float *dst = ring->rows + (int64_t)slot * w;
+  if (ring->tags[slot] != frame * h + row) {
+    ring->tags[slot] = frame * h + row;
+    stage(dst, in, dtype, w, row, PLM_BORDER_ZERO, 0, w, 1, 1);
+  }
+  return dst;
+}
+
+/* Columns of row `row` staged into buf (see stage), from its f32 version when there is
+ * one (src, from f32_row), else from the raw input. */
+static void stage_row(float *buf, const float *src, const void *in, plm_dtype dtype, int64_t w,
+                      int64_t row, plm_border border, int64_t c0, int64_t count, int64_t step,
+                      int64_t stride) {
+  if (src)
+    stage(buf, src, PLM_DTYPE_F32, w, 0, border, c0, count, step, stride);
+  else
+    stage(buf, in, dtype, w, row, border, c0, count, step, stride);
 }
 
 /* ---- conv2d ------------------------------------------------------------------------ */
@@ -146,6 +201,7 @@ PLM__CPU_CLONES static void conv3x3_block(float *restrict out, const float *rest
 typedef struct conv_work {
   float *segments; /* kh x capacity */
   int64_t capacity;
+  row_ring ring;
   float acc[BLOCK];
 } conv_work;
 
@@ -167,23 +223,26 @@ static void conv2d_row(const plm__conv2d_args *a, conv_work *work, int64_t q) {
     all_rows = all_rows && rows[i] >= 0;
   }
   const bool fused = a->kh == 3 && a->kw == 3 && sx == 1 && all_rows;
-  const float *seg[PLM_CONV2D_MAX_KERNEL];
+  const float *src[PLM_CONV2D_MAX_KERNEL], *seg[PLM_CONV2D_MAX_KERNEL];
   int64_t seg_step[PLM_CONV2D_MAX_KERNEL];
+  for (int i = 0; i < a->kh; i++)
+    src[i] = rows[i] < 0 ? NULL : f32_row(&work->ring, in, a->dtype, a->h, a->w, frame, rows[i]);
   /* Outputs [lo, hi) read only columns inside the image. */
   const int64_t lo = (a->pad_x + sx - 1) / sx, hi = (a->w - a->kw + a->pad_x) / sx + 1;
   for (int64_t x0 = 0, x1; x0 < a->wo; x0 = x1) {
     x1 = block_end(x0, a->wo, lo, hi);
     const int64_t n = x1 - x0;
     const int64_t c0 = x0 * sx - a->pad_x, last = (x0 + n - 1) * sx - a->pad_x + a->kw - 1;
-    const bool in_place = a->dtype == PLM_DTYPE_F32 && c0 >= 0 && last < a->w;
+    const bool inside = c0 >= 0 && last < a->w;
     for (int i = 0; i < a->kh; i++) {
       if (rows[i] < 0) continue; /* zeros add nothing */
-      if (in_place) {
-        seg[i] = (const float *)in + rows[i] * a->w + c0;
+      if (inside && src[i]) {
+        seg[i] = src[i] + c0;
         seg_step[i] = sx;
       } else {
         float *buf = work->segments + i * work->capacity;
-        stage(buf, in, a->dtype, a->w, rows[i], a->border, c0, (n - 1) * step + a->kw, step, sx);
+        stage_row(buf, src[i], in, a->dtype, a->w, rows[i], a->border, c0, (n - 1) * step + a->kw,
+                  step, sx);
         seg[i] = buf;
         seg_step[i] = step;
       }
@@ -216,7 +275,9 @@ static void conv2d_range(void *context, int64_t begin, int64_t end) {
         a->out[q * a->wo + x] = plm__conv2d_pixel(a, q / a->ho, q % a->ho, x);
     return;
   }
+  work->ring = ring_make(a->dtype, a->kh, a->w);
   for (int64_t q = begin; q < end; q++) conv2d_row(a, work, q);
+  ring_free(&work->ring);
   free(work->segments);
   free(work);
 }
@@ -264,21 +325,34 @@ PLM__CPU_CLONES static void sobel_block(const plm__sobel_args *a, const float *r
 typedef struct sobel_work {
   float segments[3][BLOCK + 2];
   float zeros[BLOCK + 2];
+  row_ring ring;
 } sobel_work;
 
 static void sobel_row(const plm__sobel_args *a, sobel_work *work, int64_t q) {
   const int64_t frame = q / a->h, y = q % a->h;
   const void *in = frame_of(a->in, a->dtype, frame, a->h, a->w);
   int64_t rows[3];
-  for (int i = 0; i < 3; i++) rows[i] = plm__border_index(y - 1 + i, a->h, a->border);
+  const float *src[3];
+  for (int i = 0; i < 3; i++) {
+    rows[i] = plm__border_index(y - 1 + i, a->h, a->border);
+    src[i] = rows[i] < 0 ? NULL : f32_row(&work->ring, in, a->dtype, a->h, a->w, frame, rows[i]);
+  }
   for (int64_t x0 = 0, x1; x0 < a->w; x0 = x1) {
     x1 = block_end(x0, a->w, 1, a->w - 1);
     const int64_t n = x1 - x0;
+    const bool inside = x0 >= 1 && x1 + 1 <= a->w;
     const float *seg[3];
-    for (int i = 0; i < 3; i++)
-      seg[i] = rows[i] < 0 ? work->zeros
-                           : segment(work->segments[i], in, a->dtype, a->w, rows[i], a->border,
-                                     x0 - 1, n + 2);
+    for (int i = 0; i < 3; i++) {
+      if (rows[i] < 0) {
+        seg[i] = work->zeros;
+      } else if (inside && src[i]) {
+        seg[i] = src[i] + x0 - 1;
+      } else {
+        stage_row(work->segments[i], src[i], in, a->dtype, a->w, rows[i], a->border, x0 - 1, n + 2,
+                  1, 1);
+        seg[i] = work->segments[i];
+      }
+    }
     sobel_block(a, seg[0], seg[1], seg[2], q * a->w + x0, n);
   }
 }
@@ -306,7 +380,9 @@ static void sobel_range(void *context, int64_t begin, int64_t end) {
     for (int64_t q = begin; q < end; q++) sobel_row_checked(a, q / a->h, q % a->h);
     return;
   }
+  work->ring = ring_make(a->dtype, 3, a->w);
   for (int64_t q = begin; q < end; q++) sobel_row(a, work, q);
+  ring_free(&work->ring);
   free(work);
 }
 
