@@ -28,7 +28,7 @@ read by both sides. Cases (the issue's seed sizes, then 2048x2048 for every op):
 
 Peers are timed in this process with time.perf_counter: 3 warm-ups, then the median of
 --runs runs (default 20; each call allocates its output, as the peers' Python API does).
-Each case runs --rounds rounds (default 3), each timing plume, the floor and every peer
+Each case runs --rounds rounds (default 3), each timing plume and every peer
 in turn; every side keeps its best round's median (load elsewhere only ever slows a
 round down), and the JSON keeps every round's median.
 OpenCV keeps its default thread count (reported; cv2.getNumThreads()), scipy and
@@ -44,9 +44,11 @@ on the 2-core machine): conv2d >= 1 against cv2.filter2D; sobel >= 2 against cv2
 entropy >= 20 against scikit-image; label >= 1 / 1.5 against cv2.connectedComponents
 (plume within 1.5x of it). Peers without a target are shown for scale.
 
-Floor: each case's bytes (input read once, output written once) over the bandwidth of
-one memcpy (np.copyto, one thread) of a buffer of the same footprint, so that caches
-count as they do for the op; of_floor = plume median / floor.
+Floor: each case's bytes (input read once, output written once) over the memory
+bandwidth of a 64 MiB memcpy (np.copyto, one thread, read plus written); of_floor =
+plume median / floor. At 256x256 the data sits in the caches and the fixed cost of an
+op dominates, so the floor means something at 2048x2048. (Copies of 256 KiB here ran
+anywhere from 5 to 40 GB/s from one minute to the next, so no per-size floor.)
 
 Fixed cost: every plume figure includes handing the op to a host stream's worker
 thread and waiting for it (two thread wake-ups); a threshold of a 1x1 image measures
@@ -215,13 +217,14 @@ def plume_overhead_ms(m, plume, workdir, runs):
     return run_plume(plume, "threshold", ["--in", path, "--out", out, "--value", "0"], runs)
 
 
-def copy_floor_ms(m, nbytes, runs):
-    """Median ms of one np.copyto moving nbytes in all (nbytes / 2 read, nbytes / 2 written)."""
+def copy_bandwidth_gbps(m, runs):
+    """Bytes moved per second (read plus written) by one np.copyto of 64 MiB, one
+    thread: the machine's memory bandwidth as a single core sees it."""
     np = m["np"]
-    half = max(1, int(nbytes // 2))
-    src = np.ones(half, dtype=np.uint8)
+    src = np.ones(64 << 20, dtype=np.uint8)
     dst = np.empty_like(src)
-    return time_peer(lambda: np.copyto(dst, src), runs)["median_ms"]
+    median_ms = time_peer(lambda: np.copyto(dst, src), runs)["median_ms"]
+    return 2.0 * src.nbytes / (median_ms * 1e6)
 
 
 # ---- correctness -------------------------------------------------------------------------
@@ -474,6 +477,7 @@ def run(m, args, workdir, only):
     inputs = Inputs(m, workdir, args.seed)
     cases = build_cases(m, inputs, workdir, args.check, args.quick, only)
     load_before = load_average()
+    bandwidth = None if args.check else copy_bandwidth_gbps(m, args.runs)
     rows = []
     for case in cases:
         op, plume_args = case["plume"]
@@ -489,7 +493,7 @@ def run(m, args, workdir, only):
             continue
         # Rounds alternate the sides, so that a burst of load elsewhere hits one round of
         # each rather than all of one side; each side keeps its best round's median.
-        rounds = {"plume": [], "floor": []}
+        rounds = {"plume": []}
         rounds.update({peer: [] for peer in case["peers"]})
         for _ in range(args.rounds):
             try:
@@ -497,11 +501,10 @@ def run(m, args, workdir, only):
             except PlumeError as error:
                 print(f"compare_cpu: {error}", file=sys.stderr)
                 return 1
-            rounds["floor"].append(copy_floor_ms(m, case["bytes"], args.runs))
             for peer, fn in case["peers"].items():
                 rounds[peer].append(time_peer(fn, args.runs))
         timing = min(rounds["plume"], key=lambda t: t["median_ms"])
-        floor = min(rounds["floor"])
+        floor = case["bytes"] / (bandwidth * 1e6)
         for peer in case["peers"]:
             peer_timing = min(rounds[peer], key=lambda t: t["median_ms"])
             target_peer, minimum, _ = TARGETS[case["op"]]
@@ -552,9 +555,11 @@ def run(m, args, workdir, only):
         "rounds": args.rounds,
         "seed": args.seed,
         "plume_op_overhead": overhead,
+        "copy_bandwidth_gbps": bandwidth,
         "results": rows,
     }
-    print(f"\nplume op's fixed cost (threshold of a 1x1 image through a host stream): "
+    print(f"\nfloor: memcpy of 64 MiB at {bandwidth:.1f} GB/s (one thread, read plus written)")
+    print(f"plume op's fixed cost (threshold of a 1x1 image through a host stream): "
           f"median {overhead['median_ms']:.4f} ms, min {overhead['min_ms']:.4f} ms")
     print(f"{info['cpu']}, {info['cores']} cores; OpenCV {cv2.__version__} on "
           f"{cv2.getNumThreads()} threads; load average before {load_before}, after "
