@@ -253,6 +253,28 @@ START_TEST(test_conv2d_31x31_kernel_on_small_images) {
 }
 END_TEST
 
+/* Padding at the limit (PLM_CONV2D_MAX_PAD) on a tiny image: a padded row would be
+ * 2^21 floats, and the CPU kernel once staged whole padded rows, one per kernel row,
+ * whatever the output. Its buffers are now bounded by the output and the kernel. */
+START_TEST(test_conv2d_huge_padding_on_a_small_image) {
+  const image_shape tiny = {2, {3, 4}}, batch = {3, {2, 3, 4}};
+  const int max = PLM_CONV2D_MAX_PAD;
+  for (size_t b = 0; b < 3; b++) {
+    /* Strides that leave a few outputs: one on the image, the others 2^20 away. (The
+     * reference mirrors step by step, so reflect101 this far out is slow for it.) */
+    plm_conv2d_params sparse = conv_params(max, max, max, max, borders[b]);
+    ck_assert_int_eq(run_conv2d(PLM_DTYPE_F32, tiny, 3, 3, sparse, 800 + b), 0);
+    ck_assert_int_eq(run_conv2d(PLM_DTYPE_U8, batch, 5, 3, sparse, 810 + b), 0);
+    if (borders[b] == PLM_BORDER_REFLECT101) continue;
+    /* Every column of an output 2^21 columns wide, with the widest kernel. */
+    plm_conv2d_params wide = conv_params(1, 1, 0, max, borders[b]);
+    ck_assert_int_eq(run_conv2d(PLM_DTYPE_F32, tiny, 3, 31, wide, 820 + b), 0);
+    ck_assert_int_eq(
+        run_conv2d(PLM_DTYPE_U16, tiny, 1, 1, conv_params(1, 3, 5, max, borders[b]), 830 + b), 0);
+  }
+}
+END_TEST
+
 /* Strides so large that a GPU tile with its halo would not fit in shared memory
  * (the CUDA backend then reads every tap from global memory). */
 START_TEST(test_conv2d_large_strides_with_large_kernels) {
@@ -560,6 +582,7 @@ static Suite *conv_suite(void) {
   tcase_add_test(tcase, test_conv2d_strides_and_paddings_match);
   tcase_add_test(tcase, test_conv2d_padding_beyond_the_image_reflects_repeatedly);
   tcase_add_test(tcase, test_conv2d_31x31_kernel_on_small_images);
+  tcase_add_test(tcase, test_conv2d_huge_padding_on_a_small_image);
   tcase_add_test(tcase, test_conv2d_large_strides_with_large_kernels);
   tcase_add_test(tcase, test_conv2d_outputs_beyond_one_grid);
   tcase_add_test(tcase, test_sobel_matches_for_every_shape_dtype_border_and_output_set);

@@ -223,6 +223,30 @@ START_TEST(test_large_frame_and_batch_with_window_16) {
 }
 END_TEST
 
+/* Batches of 100 and 600 frames of 32 x 32: right in every frame, and on host the
+ * scratch the op takes from the pool grows by no more than 16 bytes per frame (each
+ * frame's range; plume/entropy.h). It once held 2 bytes per pixel of the batch. */
+START_TEST(test_long_batches_are_right_and_their_host_scratch_does_not_grow) {
+  const int64_t frames[2] = {100, 600};
+  uint64_t scratch[2];
+  for (int k = 0; k < 2; k++) {
+    const int64_t dims[3] = {frames[k], 32, 32}, pixels = frames[k] * 32 * 32;
+    void *host = random_ints(PLM_DTYPE_U8, pixels, 256, 96 + (uint64_t)k);
+    plm_entropy_params params = {.window = 16};
+    ck_assert(run_case(PLM_DTYPE_U8, 3, dims, host, &params) < 1e-4);
+    free(host);
+    plm_pool_stats stats;
+    PLM_CHECK_OK(plm_pool_stats_get(plm_test_pool, &stats));
+    /* The peak held the input and output (5 bytes per pixel) and the scratch. */
+    scratch[k] = stats.peak_bytes_in_use - (uint64_t)pixels * 5;
+  }
+  if (plm_test_backend != PLM_BACKEND_HOST) return; /* cuda: per-thread histograms */
+  ck_assert_msg(scratch[1] <= scratch[0] + 500 * 16 + 256,
+                "entropy's scratch grew from %llu bytes (100 frames) to %llu (600 frames)",
+                (unsigned long long)scratch[0], (unsigned long long)scratch[1]);
+}
+END_TEST
+
 START_TEST(test_known_values) {
   /* [0 1; 2 3] with w = 3: every window holds all four values, 2 bits. With w = 2 the
    * window at (y, x) covers y-1..y and x-1..x: (0,0) sees one pixel, (1,1) all four. */
@@ -436,6 +460,7 @@ static Suite *entropy_suite(void) {
   tcase_add_test(tcase, test_u16_value_as_bin_and_binned_match_the_reference);
   tcase_add_test(tcase, test_large_frame_and_batch_with_window_16);
   tcase_add_test(tcase, test_u16_default_bins_on_many_columns);
+  tcase_add_test(tcase, test_long_batches_are_right_and_their_host_scratch_does_not_grow);
   tcase_add_test(tcase, test_known_values);
   tcase_add_test(tcase, test_f32_fixed_range_matches_the_reference);
   tcase_add_test(tcase, test_f32_auto_range_matches_the_reference_per_frame);

@@ -50,15 +50,17 @@ extern "C" {
  * range_lo or range_hi, or range_lo >= range_hi; in of another dtype or 1 dim; out not
  * f32, of another shape, or overlapping in. The op takes scratch memory from the
  * context's default pool in stream order (PLM_ERR_OUT_OF_MEMORY when it has none):
- * on host, about 2 bytes per element (rows padded to an odd number of cache lines)
- * plus a histogram per CPU work chunk; on cuda, 8 bytes per frame plus histograms of
- * u16 counts, never more of them than there are column segments (frames x ceil(H / s)
- * x W, where a segment is s = 64 rows, or, with at most 256 bins, fewer, down to
- * ceil(w / 4), when the batch is too small to give each histogram the bounds below
- * allow a 64-row segment) and never more than 256 MiB in all: with at most 256 bins
- * (u8 by default) one per thread, up to 131072 (64 MiB at 256 bins); with more (u16 by
- * default: 65536) one per warp of 32 threads, which share it, up to min(4096, 256 MiB
- * / (2 * bins)) of them (2048, 256 MiB, at 65536 bins).
+ * on host, per CPU work chunk (4 per core) a histogram of 2 bytes per bin and the bins
+ * of at most 64 + w - 1 rows of a frame (2 bytes per pixel, rows padded to an odd
+ * number of cache lines), plus 16 bytes per frame, so a long batch needs no more than
+ * one frame; on cuda, 8 bytes per frame plus histograms of u16 counts, never more of
+ * them than there are column segments (frames x ceil(H / s) x W, where a segment is
+ * s = 64 rows, or, with at most 256 bins, fewer, down to ceil(w / 4), when the batch is
+ * too small to give each histogram the bounds below allow a 64-row segment) and never
+ * more than 256 MiB in all: with at most 256 bins (u8 by default) one per thread, up
+ * to 131072 (64 MiB at 256 bins); with more (u16 by default: 65536) one per warp of 32
+ * threads, which share it, up to min(4096, 256 MiB / (2 * bins)) of them (2048, 256
+ * MiB, at 65536 bins).
  *
  * Cost: both kernels slide a histogram (the CPU's along rows, CUDA's down columns),
  * 2w count updates per pixel, each updating sum c log2 c in O(1), so time grows with

@@ -111,8 +111,8 @@ extern "C" {
 #endif
 
 /* The CPU kernel (kernels/cpu/entropy.c): runs on the calling thread and the CPU
- * pool; returns when done. Scratch: the bin of every element (u16), each frame's
- * range, and one histogram per work chunk. */
+ * pool; returns when done. Scratch: each frame's range, and per work chunk a
+ * histogram and the bins (u16) of a block of rows with its halo (kernels/cpu/entropy.c). */
 void plm__entropy_cpu(const plm__entropy_args *args);
 size_t plm__entropy_cpu_scratch_bytes(const plm__entropy_args *args);
 

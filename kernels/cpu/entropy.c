@@ -1,12 +1,18 @@
 /* kernels/cpu/entropy.c: local entropy on the CPU, split across cores.
  *
- * Three passes over the frames, each a plm__parallel_for: (f32 with auto range) each
- * frame's finite min and max; the bin of every element, into a u16 image (its rows
- * plm__entropy_cpu_bins_stride apart); then the entropy, by bands of rows. Within a row the
- * window's histogram slides right: the column that leaves is taken out and the column that enters
- * is added (2w count changes per pixel, none when the two pixels of a row share a bin), and each
- * change updates S = sum c log2 c in O(1) from a table of differences, so no pixel scans the bins.
- * A band owns one histogram in scratch; every row leaves it zeroed again.
+ * (f32 with auto range) A first pass finds each frame's finite min and max. Then the
+ * rows of all frames are cut into bands, one task each; a band works through its rows
+ * a block of at most BLOCK_ROWS rows of one frame at a time: it bins the rows the
+ * block's windows cover (the block and w - 1 rows of halo, clipped to the frame) into
+ * its own u16 buffer (rows plm__entropy_cpu_bins_stride apart), then computes the
+ * block's rows from it with plm__entropy_cpu_row, which the fused op shares. Within a row the
+ * window's histogram slides right: the column that leaves is taken out and the column
+ * that enters is added (2w count changes per pixel), and each change updates
+ * S = sum c log2 c in O(1) from a table of differences, so no pixel scans the bins.
+ *
+ * Scratch (from the pool): each frame's range, and per band a histogram and a bin
+ * buffer of at most BLOCK_ROWS + w - 1 rows, so it grows with the frame width and the
+ * core count, not with the batch. Every row leaves the histogram zeroed again.
  */
 #include <pthread.h>
 #include <string.h>
@@ -14,7 +20,7 @@
 #include "kernels/common/entropy.h"
 #include "kernels/cpu/parallel.h"
 
-enum { BANDS_PER_THREAD = 4, MAP_GRAIN = 1 << 16, ALIGN = 64 };
+enum { BANDS_PER_THREAD = 4, BLOCK_ROWS = 64, ALIGN = 64 };
 
 /* delta[c] = clogc(c + 1) - clogc(c): what S gains when a count goes from c to c + 1. */
 static int64_t delta[PLM__ENTROPY_MAX_COUNT];
@@ -29,46 +35,58 @@ static size_t round_up(size_t bytes) {
   return (bytes + ALIGN - 1) / ALIGN * ALIGN;
 }
 
+static inline int64_t min64(int64_t a, int64_t b) {
+  return a < b ? a : b;
+}
+
+static inline int64_t max64(int64_t a, int64_t b) {
+  return a > b ? a : b;
+}
+
 static int64_t band_count(const plm__entropy_args *args) {
   int64_t rows = args->frames * args->height;
   int64_t most = (int64_t)plm__parallel_threads() * BANDS_PER_THREAD;
   return rows < most ? rows : most;
 }
 
-/* The scratch: bins (u16 per element), ranges (2 doubles per frame), histograms (a
- * u16 count per bin per band). */
-typedef struct scratch_layout {
-  uint16_t *bins;
-  double *ranges;
-  uint16_t *hists;
-} scratch_layout;
-
-static size_t bins_bytes(const plm__entropy_args *args) {
-  int64_t stride = plm__entropy_cpu_bins_stride(args->width);
-  return round_up((size_t)(args->frames * args->height * stride) * sizeof(uint16_t));
+/* Rows in a band's bin buffer: a block and its halo, never more than a frame. */
+static int64_t buffer_rows(const plm__entropy_args *args) {
+  return min64(args->height, BLOCK_ROWS + args->window - 1);
 }
 
+/* The scratch: ranges (2 doubles per frame), then per band its histogram (a u16 count
+ * per bin) and its bin buffer (u16 per pixel). */
 static size_t ranges_bytes(const plm__entropy_args *args) {
   return round_up((size_t)args->frames * 2 * sizeof(double));
 }
 
-size_t plm__entropy_cpu_scratch_bytes(const plm__entropy_args *args) {
-  return bins_bytes(args) + ranges_bytes(args) +
-         (size_t)band_count(args) * (size_t)args->bins * sizeof(uint16_t);
+static size_t band_bytes(const plm__entropy_args *args) {
+  return round_up((size_t)args->bins * sizeof(uint16_t)) +
+         round_up((size_t)(buffer_rows(args) * plm__entropy_cpu_bins_stride(args->width)) *
+                  sizeof(uint16_t));
 }
 
-static scratch_layout layout(const plm__entropy_args *args) {
-  char *base = args->scratch;
-  return (scratch_layout){.bins = (uint16_t *)base,
-                          .ranges = (double *)(base + bins_bytes(args)),
-                          .hists = (uint16_t *)(base + bins_bytes(args) + ranges_bytes(args))};
+size_t plm__entropy_cpu_scratch_bytes(const plm__entropy_args *args) {
+  return ranges_bytes(args) + (size_t)band_count(args) * band_bytes(args);
+}
+
+static double *ranges_of(const plm__entropy_args *args) {
+  return (double *)args->scratch;
+}
+
+static uint16_t *hist_of(const plm__entropy_args *args, int64_t band) {
+  return (uint16_t *)((char *)args->scratch + ranges_bytes(args) + (size_t)band * band_bytes(args));
+}
+
+static uint16_t *buffer_of(const plm__entropy_args *args, int64_t band) {
+  return hist_of(args, band) + round_up((size_t)args->bins * sizeof(uint16_t)) / sizeof(uint16_t);
 }
 
 /* ---- pass 1: each frame's finite min and max (f32, auto range) ---- */
 
 static void range_frames(void *context, int64_t begin, int64_t end) {
   const plm__entropy_args *args = context;
-  scratch_layout s = layout(args);
+  double *ranges = ranges_of(args);
   int64_t size = args->height * args->width;
   for (int64_t f = begin; f < end; f++) {
     const float *frame = (const float *)args->in + f * size;
@@ -81,37 +99,36 @@ static void range_frames(void *context, int64_t begin, int64_t end) {
       if (!seen || v > hi) hi = v;
       seen = 1;
     }
-    s.ranges[2 * f] = lo;
-    s.ranges[2 * f + 1] = hi;
+    ranges[2 * f] = lo;
+    ranges[2 * f + 1] = hi;
   }
 }
 
-/* ---- pass 2: the bin of every element, by rows ---- */
+/* ---- binning: rows [r0, r1) of frame f into dst ---- */
 
-#define MAP_LOOP(dtype)             \
+#define BIN_LOOP(dtype)             \
   for (int64_t i = i0; i < i1; i++) \
   dst[i - i0] = (uint16_t)plm__entropy_bin(args->in, i, dtype, args->bins, lo, hi)
 
-static void map_rows(void *context, int64_t begin, int64_t end) {
-  const plm__entropy_args *args = context;
-  scratch_layout s = layout(args);
-  for (int64_t row = begin; row < end; row++) {
-    int64_t f = row / args->height;
-    double lo = args->range_auto ? s.ranges[2 * f] : args->lo;
-    double hi = args->range_auto ? s.ranges[2 * f + 1] : args->hi;
-    int64_t i0 = row * args->width, i1 = i0 + args->width;
-    uint16_t *dst = s.bins + row * plm__entropy_cpu_bins_stride(args->width);
+static void bin_rows(const plm__entropy_args *args, int64_t f, int64_t r0, int64_t r1,
+                     uint16_t *bins) {
+  double lo = args->range_auto ? ranges_of(args)[2 * f] : args->lo;
+  double hi = args->range_auto ? ranges_of(args)[2 * f + 1] : args->hi;
+  const int64_t stride = plm__entropy_cpu_bins_stride(args->width);
+  for (int64_t r = r0; r < r1; r++) {
+    int64_t i0 = (f * args->height + r) * args->width, i1 = i0 + args->width;
+    uint16_t *dst = bins + (r - r0) * stride;
     switch (args->dtype) { /* a constant dtype in each loop, so each is specialised */
-      case PLM_DTYPE_U8: MAP_LOOP(PLM_DTYPE_U8); break;
-      case PLM_DTYPE_U16: MAP_LOOP(PLM_DTYPE_U16); break;
-      case PLM_DTYPE_F32: MAP_LOOP(PLM_DTYPE_F32); break;
+      case PLM_DTYPE_U8: BIN_LOOP(PLM_DTYPE_U8); break;
+      case PLM_DTYPE_U16: BIN_LOOP(PLM_DTYPE_U16); break;
+      case PLM_DTYPE_F32: BIN_LOOP(PLM_DTYPE_F32); break;
       case PLM_DTYPE_I32:
       case PLM_DTYPE_F64: break; /* refused by the op */
     }
   }
 }
 
-/* ---- pass 3: the entropy, a band of rows at a time ---- */
+/* ---- the entropy, a band of rows at a time ---- */
 
 static inline int64_t add_column(uint16_t *hist, const uint16_t *column, int64_t rows,
                                  int64_t stride, int64_t s) {
@@ -152,14 +169,6 @@ static inline int64_t swap_columns(uint16_t *hist, const uint16_t *entering,
   return s;
 }
 
-static inline int64_t min64(int64_t a, int64_t b) {
-  return a < b ? a : b;
-}
-
-static inline int64_t max64(int64_t a, int64_t b) {
-  return a > b ? a : b;
-}
-
 void plm__entropy_cpu_row(const uint16_t *top, int64_t rows, int64_t stride, int64_t width,
                           int window, float *out_row, uint16_t *hist) {
   const int64_t left = window / 2, right = window - 1 - left;
@@ -189,20 +198,29 @@ void plm__entropy_cpu_row(const uint16_t *top, int64_t rows, int64_t stride, int
     s = remove_column(hist, top + c, rows, stride, s);
 }
 
+/* Bands [begin, end): each takes rows [band * rows / bands, (band + 1) * rows / bands)
+ * of the frames laid end to end, a block of one frame at a time. */
 static void entropy_bands(void *context, int64_t begin, int64_t end) {
   const plm__entropy_args *args = context;
-  scratch_layout s = layout(args);
-  uint16_t *hist = s.hists + (size_t)begin * (size_t)args->bins;
-  memset(hist, 0, (size_t)args->bins * sizeof *hist);
-  int64_t rows = args->frames * args->height, bands = band_count(args);
-  int64_t stride = plm__entropy_cpu_bins_stride(args->width);
+  const int64_t height = args->height, rows = args->frames * height, bands = band_count(args);
+  const int64_t left = args->window / 2, right = args->window - 1 - left;
+  const int64_t stride = plm__entropy_cpu_bins_stride(args->width);
   for (int64_t band = begin; band < end; band++) {
-    for (int64_t row = band * rows / bands; row < (band + 1) * rows / bands; row++) {
-      int64_t f = row / args->height, first, count;
-      plm__entropy_span(row % args->height, args->height, args->window, &first, &count);
-      const uint16_t *top = s.bins + (f * args->height + first) * stride;
-      plm__entropy_cpu_row(top, count, stride, args->width, args->window,
-                           args->out + row * args->width, hist);
+    uint16_t *hist = hist_of(args, band), *bins = buffer_of(args, band);
+    memset(hist, 0, (size_t)args->bins * sizeof *hist);
+    const int64_t last = (band + 1) * rows / bands;
+    for (int64_t row = band * rows / bands; row < last;) {
+      const int64_t f = row / height, y0 = row % height;
+      const int64_t y1 = min64(min64(y0 + BLOCK_ROWS, height), y0 + last - row);
+      const int64_t b0 = max64(0, y0 - left), b1 = min64(height, y1 + right);
+      bin_rows(args, f, b0, b1, bins);
+      for (int64_t y = y0; y < y1; y++) {
+        int64_t first, count;
+        plm__entropy_span(y, height, args->window, &first, &count);
+        plm__entropy_cpu_row(bins + (first - b0) * stride, count, stride, args->width,
+                             args->window, args->out + (f * height + y) * args->width, hist);
+      }
+      row += y1 - y0;
     }
   }
 }
@@ -221,8 +239,5 @@ void plm__entropy_cpu(const plm__entropy_args *args) {
   void *context = (void *)args;
   if (args->dtype == PLM_DTYPE_F32 && args->range_auto)
     plm__parallel_for(args->frames, 1, range_frames, context);
-  int64_t rows = args->frames * args->height;
-  int64_t grain = args->width >= MAP_GRAIN ? 1 : MAP_GRAIN / args->width;
-  plm__parallel_for(rows, grain, map_rows, context);
   plm__parallel_for(band_count(args), 1, entropy_bands, context);
 }

@@ -1,20 +1,46 @@
 /* kernels/cpu/label.c: connected components and region statistics on the CPU.
  *
- * label is a two-pass union-find that keeps its parents in the labels array (frame-
- * local linear indices, -1 on the background). Linking always hangs the larger root
- * under the smaller, so every parent is at most its child and a component's root is
- * its first pixel in raster order. Pass 1 splits each frame into bands of rows and
- * labels the bands in parallel, each band touching only its own pixels; pass 2, one
- * task per frame, merges the band borders and then walks the frame in raster order:
- * a pixel that is its own parent opens label k + 1, any other takes the final label
- * of its parent, which lies before it and so is already final. The numbering is thus
- * scipy's. regions is one raster-order pass accumulating in f64 per label. */
+ * label is a run-based union-find. A run is a maximal stretch of foreground in a row;
+ * rows are read 64 pixels at a time into a bitmap, so the background costs little and
+ * a run a few bit operations. Each run is one union-find node, represented by its
+ * first pixel: the labels array holds, at that pixel, the parent's first pixel (a
+ * frame-local linear index). Linking hangs the larger root under the smaller, so
+ * every parent precedes its child in raster order and a component's root is its
+ * first pixel. Frames are cut into bands of rows.
+ *
+ *   1. Bands in parallel: each run is linked with the runs it touches in the row above
+ *      (columns overlapping, or one apart diagonally under 8-connectivity), inside the
+ *      band; the band counts its roots.
+ *   2. Per frame: the runs across each band border are linked, each merge taking one
+ *      root off its band's count; the counts become each band's first label - 1 (a
+ *      prefix sum) and their total is K.
+ *   3. Bands in parallel: in raster order, a root takes the band's next label, stored
+ *      negated; any other run points straight at its root, found by following
+ *      parents (which other bands may be shortening meanwhile, only ever to another
+ *      ancestor). Roots are numbered in the raster order of their first pixels:
+ *      scipy's numbering.
+ *   4. Bands in parallel: each run is filled with its label (its own, or its root's),
+ *      the background with 0.
+ *
+ * Steps 3 and 4 read other bands' nodes while those are written, with relaxed atomic
+ * loads and stores. No memory beyond the labels array is needed: a band's count lives
+ * in a pixel of its first row that is no run's first pixel (column 0 when it is
+ * background, else column 1; band 0 uses count[frame]), and pixels other than runs'
+ * first are written only in step 4. regions is one raster-order pass accumulating in
+ * f64 per label. */
 #include <math.h>
+#include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "kernels/common/label.h"
 #include "kernels/cpu/parallel.h"
 
-enum { BAND_PIXELS = 1 << 16 }; /* pixels per band at least */
+/* A band has at least BAND_PIXELS pixels and BAND_ROWS rows: small frames are still
+ * split over the cores (a 256-wide frame into 32-row bands), and the border rows, which
+ * step 2 merges serially, stay a thirty-second of the frame or less. */
+enum { BAND_PIXELS = 1 << 13, BAND_ROWS = 32 };
 
 static int32_t find_root(int32_t *parent, int32_t x) {
   while (parent[x] != x) {
@@ -24,17 +50,32 @@ static int32_t find_root(int32_t *parent, int32_t x) {
   return x;
 }
 
-static void unite(int32_t *parent, int32_t a, int32_t b) {
+/* Join the trees of a and b; returns the root hung under the other, or -1 when they
+ * were one tree. */
+static int32_t unite(int32_t *parent, int32_t a, int32_t b) {
   a = find_root(parent, a);
   b = find_root(parent, b);
-  if (a < b)
+  if (a == b) return -1;
+  if (a < b) {
     parent[b] = a;
-  else if (b < a)
-    parent[a] = b;
+    return b;
+  }
+  parent[a] = b;
+  return a;
+}
+
+static int32_t load(const int32_t *p) {
+  return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+
+static void store(int32_t *p, int32_t value) {
+  __atomic_store_n(p, value, __ATOMIC_RELAXED);
 }
 
 static int64_t band_rows(const plm__label_args *args) {
+  if (args->width < 2) return args->height; /* a band's count needs two columns */
   int64_t rows = (BAND_PIXELS + args->width - 1) / args->width;
+  if (rows < BAND_ROWS) rows = BAND_ROWS;
   return rows < args->height ? rows : args->height;
 }
 
@@ -43,75 +84,245 @@ static int64_t bands_per_frame(const plm__label_args *args) {
   return (args->height + rows - 1) / rows;
 }
 
-/* Join foreground pixel i, in column c of a row that has one above, with its
- * foreground neighbours in the row above. */
-static void link_up(const uint8_t *mask, int32_t *parent, int64_t width, int32_t i, int64_t c,
-                    int eight) {
-  int32_t up = i - (int32_t)width;
-  if (mask[up]) {
-    unite(parent, i, up);
-    if (eight) return; /* up-left and up-right touch up, so they are already joined */
-  } else if (eight) {
-    if (c > 0 && mask[up - 1]) unite(parent, i, up - 1);
+/* ---- runs ---------------------------------------------------------------------------- */
+
+/* Foreground bits of row[0..count) (count <= 64): bit i for pixel i. */
+static inline uint64_t foreground_bits(const uint8_t *row, int64_t count) {
+  uint64_t bits = 0;
+  if (count == 64) {
+#if defined(__SSE2__)
+    const __m128i zero = _mm_setzero_si128();
+    for (int k = 0; k < 4; k++) {
+      __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(row + 16 * k));
+      uint64_t empty = (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v, zero));
+      bits |= (~empty & 0xffffu) << (16 * k);
+    }
+    return bits;
+#elif defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    const uint64_t low7 = 0x7f7f7f7f7f7f7f7full, high = 0x8080808080808080ull;
+    for (int k = 0; k < 8; k++) {
+      uint64_t v;
+      memcpy(&v, row + 8 * k, sizeof v);
+      uint64_t nonzero = ((((v & low7) + low7) | v) & high) >> 7;   /* bit 0 of each byte */
+      bits |= ((nonzero * 0x0102040810204080ull) >> 56) << (8 * k); /* byte i to bit i */
+    }
+    return bits;
+#endif
   }
-  if (eight && c + 1 < width && mask[up + 1]) unite(parent, i, up + 1);
+  for (int64_t i = 0; i < count; i++) bits |= (uint64_t)(row[i] != 0) << i;
+  return bits;
 }
 
-/* Pass 1 over the bands [begin, end) (index = frame * bands + band). */
-static void label_bands(void *context, int64_t begin, int64_t end) {
+/* The runs of a row, one after the other: [start, end) of each. The row is read 64
+ * pixels at a time into a bitmap, so a run costs a few bit operations. */
+typedef struct run_cursor {
+  const uint8_t *row;
+  int64_t width;
+  int64_t base;  /* the column of bit 0 of bits */
+  uint64_t bits; /* foreground from base on, the runs already taken cleared */
+  int64_t start, end;
+} run_cursor;
+
+static inline uint64_t bits_at(const run_cursor *c, int64_t base) {
+  return foreground_bits(c->row + base, c->width - base < 64 ? c->width - base : 64);
+}
+
+static inline run_cursor runs_of(const uint8_t *row, int64_t width) {
+  run_cursor c = {.row = row, .width = width, .base = 0, .bits = 0, .start = 0, .end = 0};
+  c.bits = bits_at(&c, 0);
+  return c;
+}
+
+/* Step to the next run; 0 when there is none. */
+__attribute__((always_inline)) static inline int next_run(run_cursor *c) {
+  while (!c->bits) {
+    c->base += 64;
+    if (c->base >= c->width) return 0;
+    c->bits = bits_at(c, c->base);
+  }
+  c->start = c->base + __builtin_ctzll(c->bits);
+  /* The run ends at the first background bit after its start. */
+  uint64_t rest = ~c->bits & (~(uint64_t)0 << (c->start - c->base));
+  while (!rest) { /* it goes on into the next 64 pixels */
+    c->base += 64;
+    if (c->base >= c->width) {
+      c->bits = 0;
+      c->end = c->width;
+      return 1;
+    }
+    c->bits = bits_at(c, c->base);
+    rest = ~c->bits;
+  }
+  int64_t end_bit = __builtin_ctzll(rest);
+  c->end = c->base + end_bit;
+  c->bits &= ~(uint64_t)0 << end_bit; /* what is left: after the run */
+  return 1;
+}
+
+/* One frame as the passes see it. */
+typedef struct frame_view {
+  const plm__label_args *args;
+  const uint8_t *mask;
+  int32_t *labels;
+  int32_t *count; /* K, and band 0's count meanwhile */
+  int64_t rows;   /* per band */
+} frame_view;
+
+static frame_view view_of(const plm__label_args *args, int64_t frame) {
+  const int64_t frame_pixels = args->height * args->width;
+  return (frame_view){.args = args,
+                      .mask = args->mask + frame * frame_pixels,
+                      .labels = args->labels + frame * frame_pixels,
+                      .count = args->count + frame,
+                      .rows = band_rows(args)};
+}
+
+/* Where band b keeps its root count, then its first label - 1 (see the top). */
+static int32_t *band_slot(const frame_view *f, int64_t band) {
+  if (band == 0) return f->count;
+  const int64_t first = band * f->rows * f->args->width;
+  return f->labels + first + (f->mask[first] ? 1 : 0);
+}
+
+/* Row r's runs: made nodes of their own (init), and linked with the runs of row
+ * r - 1 they touch (link, r > 0). Returns the runs less the merges: the roots it
+ * adds. With counts, each merge also takes one off the count of the band of the
+ * root it hangs under another (step 2). */
+static int64_t link_row(const frame_view *f, int64_t r, int init, int link, int counts) {
+  const int64_t width = f->args->width, reach = f->args->connectivity == 8 ? 1 : 0;
+  const uint8_t *mask = f->mask;
+  int32_t *parent = f->labels;
+  run_cursor cur = runs_of(mask + r * width, width), up = cur;
+  int have_up = 0;
+  if (link) {
+    up = runs_of(mask + (r - 1) * width, width);
+    have_up = next_run(&up);
+  }
+  int64_t roots = 0;
+  while (next_run(&cur)) {
+    const int32_t node = (int32_t)(r * width + cur.start);
+    if (init) {
+      parent[node] = node;
+      roots++;
+    }
+    /* Runs above that end before this one's reach touch no later run either. */
+    while (have_up && up.end + reach <= cur.start) have_up = next_run(&up);
+    while (have_up && up.start < cur.end + reach) {
+      const int32_t hung = unite(parent, node, (int32_t)((r - 1) * width + up.start));
+      if (hung >= 0) {
+        roots--;
+        if (counts) (*band_slot(f, hung / width / f->rows))--;
+      }
+      if (up.end > cur.end) break; /* it may touch the next run of row r too */
+      have_up = next_run(&up);
+    }
+  }
+  return roots;
+}
+
+/* The rows [*r0, *r1) of band `band`. */
+static void band_bounds(const frame_view *f, int64_t band, int64_t *r0, int64_t *r1) {
+  *r0 = band * f->rows;
+  *r1 = *r0 + f->rows < f->args->height ? *r0 + f->rows : f->args->height;
+}
+
+/* ---- the passes ---------------------------------------------------------------------- */
+
+/* Step 1 over the bands [begin, end) (index = frame * bands + band). */
+static void link_bands(void *context, int64_t begin, int64_t end) {
   const plm__label_args *args = context;
-  const int64_t width = args->width, frame_pixels = args->height * width;
-  const int64_t rows = band_rows(args), bands = bands_per_frame(args);
-  const int eight = args->connectivity == 8;
+  const int64_t bands = bands_per_frame(args);
   for (int64_t task = begin; task < end; task++) {
-    const int64_t frame = task / bands, band = task % bands;
-    const uint8_t *mask = args->mask + frame * frame_pixels;
-    int32_t *parent = args->labels + frame * frame_pixels;
-    const int64_t r0 = band * rows;
-    const int64_t r1 = r0 + rows < args->height ? r0 + rows : args->height;
-    for (int64_t r = r0; r < r1; r++)
-      for (int64_t c = 0; c < width; c++) {
-        const int32_t i = (int32_t)(r * width + c);
-        if (!mask[i]) {
-          parent[i] = -1;
+    const frame_view f = view_of(args, task / bands);
+    const int64_t band = task % bands;
+    int64_t r0, r1;
+    band_bounds(&f, band, &r0, &r1);
+    int64_t roots = link_row(&f, r0, 1, 0, 0); /* step 2 links it with the band above */
+    for (int64_t r = r0 + 1; r < r1; r++) roots += link_row(&f, r, 1, 1, 0);
+    *band_slot(&f, band) = (int32_t)roots;
+  }
+}
+
+/* Step 2 over the frames [begin, end). */
+static void merge_frames(void *context, int64_t begin, int64_t end) {
+  const plm__label_args *args = context;
+  const int64_t bands = bands_per_frame(args);
+  for (int64_t frame = begin; frame < end; frame++) {
+    const frame_view f = view_of(args, frame);
+    for (int64_t band = 1; band < bands; band++) link_row(&f, band * f.rows, 0, 1, 1);
+    int32_t labels_before = 0;
+    for (int64_t band = 0; band < bands; band++) {
+      int32_t *slot = band_slot(&f, band), roots = *slot;
+      *slot = labels_before;
+      labels_before += roots;
+    }
+    *f.count = labels_before;
+  }
+}
+
+/* Step 3 over the bands [begin, end). */
+static void number_bands(void *context, int64_t begin, int64_t end) {
+  const plm__label_args *args = context;
+  const int64_t bands = bands_per_frame(args), width = args->width;
+  for (int64_t task = begin; task < end; task++) {
+    const frame_view f = view_of(args, task / bands);
+    const int64_t band = task % bands;
+    int32_t label = band == 0 ? 0 : *band_slot(&f, band);
+    int64_t r0, r1;
+    band_bounds(&f, band, &r0, &r1);
+    for (int64_t r = r0; r < r1; r++) {
+      run_cursor c = runs_of(f.mask + r * width, width);
+      while (next_run(&c)) {
+        int32_t *node = f.labels + r * width + c.start;
+        int32_t root = load(node);
+        if (root == (int32_t)(r * width + c.start)) {
+          store(node, -++label);
           continue;
         }
-        parent[i] = i;
-        if (c > 0 && mask[i - 1]) parent[i] = i - 1; /* a fresh root: linking is a store */
-        if (r > r0) link_up(mask, parent, width, i, c, eight);
+        for (;;) { /* up to a root: one that is its own parent, or already numbered */
+          const int32_t parent = load(f.labels + root);
+          if (parent < 0 || parent == root) break;
+          root = parent;
+        }
+        store(node, root);
       }
+    }
   }
 }
 
-/* Pass 2 over the frames [begin, end): merge band borders, then number. */
-static void label_frames(void *context, int64_t begin, int64_t end) {
+/* Step 4 over the bands [begin, end). */
+static void fill_bands(void *context, int64_t begin, int64_t end) {
   const plm__label_args *args = context;
-  const int64_t width = args->width, frame_pixels = args->height * width;
-  const int64_t rows = band_rows(args);
-  const int eight = args->connectivity == 8;
-  for (int64_t frame = begin; frame < end; frame++) {
-    const uint8_t *mask = args->mask + frame * frame_pixels;
-    int32_t *labels = args->labels + frame * frame_pixels;
-    for (int64_t r = rows; r < args->height; r += rows)
-      for (int64_t c = 0; c < width; c++) {
-        const int32_t i = (int32_t)(r * width + c);
-        if (mask[i]) link_up(mask, labels, width, i, c, eight);
+  const int64_t bands = bands_per_frame(args), width = args->width;
+  for (int64_t task = begin; task < end; task++) {
+    const frame_view f = view_of(args, task / bands);
+    int64_t r0, r1;
+    band_bounds(&f, task % bands, &r0, &r1);
+    for (int64_t r = r0; r < r1; r++) {
+      int32_t *row = f.labels + r * width;
+      run_cursor c = runs_of(f.mask + r * width, width);
+      int64_t x = 0;
+      while (next_run(&c)) {
+        /* A root holds its label negated, any other run its root (whose run may be
+         * filled already, with the label itself). */
+        const int32_t own = row[c.start];
+        int32_t label = own < 0 ? -own : load(f.labels + own);
+        if (label < 0) label = -label;
+        for (; x < c.start; x++) row[x] = 0;
+        store(row + x, label);
+        for (x++; x < c.end; x++) row[x] = label;
       }
-    int32_t k = 0;
-    for (int32_t i = 0; i < (int32_t)frame_pixels; i++) {
-      const int32_t parent = labels[i];
-      if (parent < 0)
-        labels[i] = 0;
-      else
-        labels[i] = parent == i ? ++k : labels[parent];
+      for (; x < width; x++) row[x] = 0;
     }
-    args->count[frame] = k;
   }
 }
 
 void plm__label_cpu(const plm__label_args *args) {
-  plm__parallel_for(args->frames * bands_per_frame(args), 1, label_bands, (void *)args);
-  plm__parallel_for(args->frames, 1, label_frames, (void *)args);
+  const int64_t tasks = args->frames * bands_per_frame(args);
+  plm__parallel_for(tasks, 1, link_bands, (void *)args);
+  plm__parallel_for(args->frames, 1, merge_frames, (void *)args);
+  plm__parallel_for(tasks, 1, number_bands, (void *)args);
+  plm__parallel_for(tasks, 1, fill_bands, (void *)args);
 }
 
 static double intensity_at(const plm__regions_args *args, int64_t i) {

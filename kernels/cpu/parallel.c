@@ -1,21 +1,41 @@
 /* kernels/cpu/parallel.c: the data-parallel CPU pool (see parallel.h).
  *
- * A job is published under `lock` with a new generation number; workers wake on
- * `work`, take chunks from an atomic counter until none is left, and the last one
- * out signals `done`. The caller takes chunks too, then waits for the workers to
- * leave the job. `job_lock` lets one job in at a time. Workers live as long as the
- * process (detached); no thread busy-waits.
+ * A job is published under `lock` with a new generation number and marked open.
+ * A worker that sees the new generation joins the job (under `lock`, while it is
+ * still open), takes chunks from an atomic counter until none is left, and leaves.
+ * The caller takes chunks too; once none is left it closes the job and waits only
+ * for the workers that joined, which are finishing their last chunk. A worker that
+ * wakes after the job was closed does not join, so the caller never waits for a
+ * thread to be scheduled: on a virtual machine waking an idle core takes 50-80 us,
+ * longer than a whole 256x256 stencil, and a small job simply runs on the caller.
+ *
+ * Between jobs a worker polls the generation for SPIN_NS before it sleeps on `work`,
+ * so that the passes of one kernel (label has four, back to back) find it awake; the
+ * caller polls `active` likewise before sleeping on `done`. Both yield the core
+ * while they poll: with two cores, the scheduler puts the thread that publishes the next
+ * job (a stream's worker) or the one waiting for the op (the application's) on the
+ * poller's core at times, and without yielding they waited out its time slice (perf
+ * sched: 170 us of scheduling delay per op). Polling longer, to span the gap between
+ * two ops, made that worse on two cores. Polling is bounded, so an idle process stops
+ * using a core 50 us after its last job. `job_lock` lets one job in at a time.
+ * Workers live as long as the process (detached).
  */
 #define _GNU_SOURCE /* pthread_setname_np */
 
 #include "kernels/cpu/parallel.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <time.h>
 #include <unistd.h>
 
 enum { MAX_THREADS = 64, CHUNKS_PER_THREAD = 4 };
+
+/* How long a thread polls before it sleeps (ns); see the top. */
+enum { SPIN_NS = 50 * 1000 };
 
 static struct {
   pthread_once_t started;
@@ -24,8 +44,13 @@ static struct {
   pthread_cond_t work;
   pthread_cond_t done;
   int workers;
-  uint64_t generation; /* guarded by lock */
-  int active;          /* workers still in the current job; guarded by lock */
+  atomic_uint_fast64_t generation; /* written under lock; polled without it */
+  bool open;                       /* the current job takes new workers; guarded by lock */
+  atomic_int active;               /* workers in the current job; written under lock */
+  int sleeping;                    /* workers waiting on `work`; guarded by lock */
+  bool caller_sleeping;            /* the caller waits on `done`; guarded by lock */
+  /* The job: written under lock before the generation changes, read by the workers
+   * that joined it, unchanged until they have all left. */
   plm__range_fn body;
   void *context;
   int64_t count, chunk;
@@ -35,6 +60,43 @@ static struct {
           .lock = PTHREAD_MUTEX_INITIALIZER,
           .work = PTHREAD_COND_INITIALIZER,
           .done = PTHREAD_COND_INITIALIZER};
+
+static void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+static int64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+static bool job_published(uint64_t seen) {
+  return atomic_load_explicit(&pool.generation, memory_order_relaxed) != seen;
+}
+
+static bool workers_left(uint64_t unused) {
+  (void)unused;
+  return atomic_load_explicit(&pool.active, memory_order_relaxed) == 0;
+}
+
+/* Poll until ready(arg) or SPIN_NS have passed, yielding the core now and then: the
+ * thread that will make it ready may be waiting for this very core (see the top). */
+static void poll_until(bool (*ready)(uint64_t), uint64_t arg) {
+  int64_t deadline = now_ns() + SPIN_NS;
+  for (unsigned i = 1;; i++) {
+    if (ready(arg)) return;
+    cpu_relax();
+    if (i % 16 == 0) {
+      sched_yield();
+      if (now_ns() > deadline) return;
+    }
+  }
+}
 
 static void run_chunks(void) {
   for (;;) {
@@ -48,14 +110,26 @@ static void run_chunks(void) {
 static void *worker_main(void *arg) {
   (void)arg;
   uint64_t seen = 0;
-  pthread_mutex_lock(&pool.lock);
   for (;;) {
-    while (pool.generation == seen) pthread_cond_wait(&pool.work, &pool.lock);
-    seen = pool.generation;
+    poll_until(job_published, seen);
+    pthread_mutex_lock(&pool.lock);
+    while (atomic_load(&pool.generation) == seen) {
+      pool.sleeping++;
+      pthread_cond_wait(&pool.work, &pool.lock);
+      pool.sleeping--;
+    }
+    seen = atomic_load(&pool.generation);
+    if (!pool.open) { /* woke too late: the caller has done the job */
+      pthread_mutex_unlock(&pool.lock);
+      continue;
+    }
+    atomic_fetch_add(&pool.active, 1);
     pthread_mutex_unlock(&pool.lock);
     run_chunks();
     pthread_mutex_lock(&pool.lock);
-    if (--pool.active == 0) pthread_cond_signal(&pool.done);
+    if (atomic_fetch_sub(&pool.active, 1) == 1 && pool.caller_sleeping)
+      pthread_cond_signal(&pool.done);
+    pthread_mutex_unlock(&pool.lock);
   }
   return NULL;
 }
@@ -98,15 +172,24 @@ void plm__parallel_for(int64_t count, int64_t grain, plm__range_fn body, void *c
   pool.count = count;
   pool.chunk = chunk;
   atomic_store(&pool.next, 0);
-  pool.active = pool.workers;
-  pool.generation++;
-  pthread_cond_broadcast(&pool.work);
+  pool.open = true;
+  atomic_fetch_add(&pool.generation, 1);
+  if (pool.sleeping > 0) pthread_cond_broadcast(&pool.work);
   pthread_mutex_unlock(&pool.lock);
 
   run_chunks();
 
+  /* Every chunk is taken: close the job, then wait for the workers in it. */
   pthread_mutex_lock(&pool.lock);
-  while (pool.active > 0) pthread_cond_wait(&pool.done, &pool.lock);
+  pool.open = false;
+  pthread_mutex_unlock(&pool.lock);
+  poll_until(workers_left, 0);
+  pthread_mutex_lock(&pool.lock);
+  while (atomic_load(&pool.active) > 0) {
+    pool.caller_sleeping = true;
+    pthread_cond_wait(&pool.done, &pool.lock);
+  }
+  pool.caller_sleeping = false;
   pthread_mutex_unlock(&pool.lock);
   pthread_mutex_unlock(&pool.job_lock);
 }
