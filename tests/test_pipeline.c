@@ -355,6 +355,14 @@ START_TEST(test_branches_get_streams_and_events) {
   PLM_CHECK_OK(plm_pipeline_add_label(pl, c, &lp, &labels, &count));
   PLM_CHECK_OK(plm_pipeline_add_regions(pl, labels, b, count, 50, &table)); /* the join */
   PLM_CHECK_OK(plm_pipeline_mark_output(pl, table));
+  char text[4096];
+  size_t needed = 0;
+  PLM_CHECK_OK(plm_pipeline_describe(pl, text, sizeof text, &needed));
+  ck_assert_ptr_nonnull(strstr(text, "pipeline: 1 input(s), 5 node(s), 1 output(s)\n"));
+  ck_assert_ptr_nonnull(strstr(text,
+                               "  node 4: regions(labels=t6, intensity=t4, count=t7) "
+                               "capacity=50 -> table=t8 f64 50x12 [output 0]\n"));
+  ck_assert_ptr_null(strstr(text, "plan:"));
   plm_plan_config cfg = {.frames_in_flight = 2};
   PLM_CHECK_OK(plm_pipeline_compile(pl, &cfg));
   plm_plan_info info;
@@ -371,8 +379,6 @@ START_TEST(test_branches_get_streams_and_events) {
   ck_assert_int_eq(plan->steps[4].stream, 0);
   check_plan(plan);
 
-  char text[4096];
-  size_t needed = 0;
   PLM_CHECK_OK(plm_pipeline_describe(pl, text, sizeof text, &needed));
   ck_assert_uint_eq(needed, strlen(text) + 1);
   ck_assert_ptr_nonnull(
@@ -745,9 +751,11 @@ static void *to_host(const plm_tensor *t) {
 typedef void (*reference_fn)(const plm_tensor *inputs, plm_tensor *expected);
 
 /* Run pl (compiled) on `frames` random frames and compare every output with the
- * reference's, byte for byte. */
+ * reference's, byte for byte. Output `counted` (-1: none) is a count of components that
+ * must not be 0 in every frame, so that the comparison covers the regions. */
 static void check_against_reference(plm_pipeline *pl, reference_fn reference, uint32_t top,
-                                    int frames, uint64_t seed) {
+                                    int frames, uint64_t seed, int counted) {
+  int32_t most = 0;
   int n_in = 0, n_out = 0;
   PLM_CHECK_OK(plm_pipeline_io_count(pl, &n_in, &n_out));
   plm_tensor inputs[4], outputs[4], expected[4];
@@ -774,6 +782,7 @@ static void check_against_reference(plm_pipeline *pl, reference_fn reference, ui
       PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
       ck_assert_msg(memcmp(got, want, plm_tensor_bytes(&outputs[o])) == 0,
                     "frame %d: output %d differs from the ops run one by one", f, o);
+      if (o == counted && *(const int32_t *)got > most) most = *(const int32_t *)got;
       free(got);
       free(want);
       PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &outputs[o]));
@@ -785,6 +794,7 @@ static void check_against_reference(plm_pipeline *pl, reference_fn reference, ui
     }
   }
   PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+  if (counted >= 0) ck_assert_int_gt(most, 0);
 }
 
 /* Scratch tensors of the references. */
@@ -827,7 +837,7 @@ START_TEST(test_default_pipeline_equals_ops) {
                                     "value=4.5 ! label connectivity=8 ! regions",
                                     dtypes[d], 2, dims, &pl));
     PLM_CHECK_OK(plm_pipeline_compile(pl, NULL));
-    check_against_reference(pl, default_reference, d ? 4000 : 16383, 3, 7u + (uint64_t)d);
+    check_against_reference(pl, default_reference, d ? 4000 : 16383, 3, 7u + (uint64_t)d, 1);
     PLM_CHECK_OK(plm_pipeline_destroy(pl));
   }
 }
@@ -897,7 +907,7 @@ START_TEST(test_branches_equal_ops) {
     PLM_CHECK_OK(plm_pipeline_plan_info(pl, &info));
     ck_assert_int_eq(info.streams, streams == 1 ? 1 : 2);
     check_plan(&pl->plan);
-    check_against_reference(pl, branch_reference, 1000, 4, 99u + (uint64_t)streams);
+    check_against_reference(pl, branch_reference, 1000, 4, 99u + (uint64_t)streams, 2);
     PLM_CHECK_OK(plm_pipeline_destroy(pl));
   }
   PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &branch_kernel));
@@ -977,7 +987,7 @@ START_TEST(test_segment_equals_plm_segment) {
   PLM_CHECK_OK(plm_pipeline_plan_info(pl, &info));
   ck_assert_int_eq(info.steps, 3); /* lowered */
   ck_assert_uint_eq(info.workspace_bytes, aligned(40 * 56) + aligned(40 * 56 * 4));
-  check_against_reference(pl, segment_reference, 255, 2, 5);
+  check_against_reference(pl, segment_reference, 255, 2, 5, 1);
   PLM_CHECK_OK(plm_pipeline_destroy(pl));
 }
 END_TEST
@@ -1008,7 +1018,7 @@ START_TEST(test_in_place_batch_equals_ops) {
   plm_shape count;
   PLM_CHECK_OK(plm_pipeline_output_shape(pl, 1, &count));
   ck_assert_int_eq(count.dims[0], 3);
-  check_against_reference(pl, in_place_reference, 1200, 2, 77);
+  check_against_reference(pl, in_place_reference, 1200, 2, 77, 1);
   PLM_CHECK_OK(plm_pipeline_destroy(pl));
 }
 END_TEST
@@ -1061,6 +1071,8 @@ START_TEST(test_build_errors_leave_the_pipeline_usable) {
                   "t is the pipeline's constant");
   PLM_CHECK_FAILS(plm_pipeline_compile(pl, NULL), PLM_ERR_INVALID_ARG,
                   "plm_pipeline_compile: the pipeline has no output");
+  PLM_CHECK_FAILS(plm_pipeline_run(pl, NULL, NULL, plm_test_stream), PLM_ERR_INVALID_STATE,
+                  "plm_pipeline_run: the pipeline is not compiled");
   /* After all that, node 0 is the first good one. */
   PLM_CHECK_OK(plm_pipeline_add_sobel(pl, in, &sp, NULL, NULL, &mag));
   PLM_CHECK_OK(plm_pipeline_add_threshold(pl, mag, &tp, &mask));

@@ -109,9 +109,9 @@ typedef struct plm_pipe_tensor {
  * PLM_ERR_OUT_OF_MEMORY. */
 PLM_API plm_status plm_pipeline_create(plm_context *ctx, plm_pipeline **out);
 
-/* Destroy a pipeline. Blocks until the frames it has enqueued have finished, then
- * gives its workspaces back to their pool and destroys its streams and events. NULL is
- * a no-op. */
+/* Destroy a pipeline. When it is compiled, blocks until the context's device work has
+ * finished (its frames among it: plm_context_synchronize), then gives its workspaces back
+ * to their pool and destroys its streams and events. NULL is a no-op. */
 PLM_API plm_status plm_pipeline_destroy(plm_pipeline *pl);
 
 /* ---- building ------------------------------------------------------------------------
@@ -247,7 +247,7 @@ typedef struct plm_plan_config {
 /* Plan the pipeline (above), create its streams and events, take K workspaces and the
  * constants' block from the pool and upload the constants. Blocks until the upload is
  * done. Errors: PLM_ERR_INVALID_ARG (cfg out of range, a pool of another context, no
- * input, no output), PLM_ERR_INVALID_STATE (compiled already), PLM_ERR_OUT_OF_MEMORY;
+ * output), PLM_ERR_INVALID_STATE (compiled already), PLM_ERR_OUT_OF_MEMORY;
  * after an error the pipeline is as it was before the call. */
 PLM_API plm_status plm_pipeline_compile(plm_pipeline *pl, const plm_plan_config *cfg);
 
