@@ -273,11 +273,4 @@ plm_status plm__pipeline_check_io(const plm_pipeline *pl, const plm_stream *stre
 plm_status plm__pipeline_enqueue(plm_pipeline *pl, int slot, plm_stream *stream,
                                  const plm_tensor *inputs, plm_tensor *outputs);
 
-/* Append describe text (snprintf-style accumulation). */
-typedef struct plm__text {
-  char *buf;
-  size_t size, used; /* used may exceed size: the length the text would have */
-} plm__text;
-void plm__text_printf(plm__text *text, const char *fmt, ...) PLM__PRINTF(2, 3);
-
 #endif /* PLUME_PIPELINE_PIPELINE_INTERNAL_H */

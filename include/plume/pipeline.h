@@ -58,9 +58,10 @@
  * At compile, cfg->frames_in_flight workspaces (one per frame slot) and the constants
  * come from cfg->pool (the context's default pool when NULL), once; they go back at
  * destroy. A run allocates nothing of its own. Some operations take scratch memory per
- * call, in stream order: entropy (its histograms) from the context's default pool, and
- * label on cuda (flags and a prefix sum) from cudaMallocAsync; after the first frames
- * both are served from cached memory without new reservations.
+ * call, in stream order: entropy (its histograms) from the context's default pool, which
+ * serves them from cached blocks after the first frame, and label on cuda (flags, ranks
+ * and the prefix sum's storage) from cudaMallocAsync on the device's default memory
+ * pool, whose release threshold is CUDA's (plume does not change it).
  *
  * ---- threads and blocking ---------------------------------------------------------------
  * Building, compiling and destroying a pipeline are for one thread at a time. After
