@@ -930,7 +930,7 @@ START_TEST(test_back_to_back_frames) {
   enum { FRAMES = 12 };
   const size_t pixels = 64 * 64;
   plm_tensor in[FRAMES], out[FRAMES];
-  unsigned char *host = NULL;
+  unsigned char *host[FRAMES];
   uint64_t seed = 31;
   for (int f = 0; f < FRAMES; f++) {
     plm_shape shape;
@@ -938,12 +938,12 @@ START_TEST(test_back_to_back_frames) {
     in[f] = device_tensor(&shape);
     PLM_CHECK_OK(plm_pipeline_output_shape(pl, 0, &shape));
     out[f] = device_tensor(&shape);
-    host = random_frame(PLM_DTYPE_U8, (int64_t)pixels, 255, &seed);
+    host[f] = random_frame(PLM_DTYPE_U8, (int64_t)pixels, 255, &seed);
     PLM_CHECK_OK(
-        plm_stream_memcpy(plm_test_stream, in[f].data, host, pixels, PLM_COPY_HOST_TO_DEVICE));
-    free(host);
+        plm_stream_memcpy(plm_test_stream, in[f].data, host[f], pixels, PLM_COPY_HOST_TO_DEVICE));
   }
   PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+  for (int f = 0; f < FRAMES; f++) free(host[f]); /* the copies have run */
   for (int f = 0; f < FRAMES; f++)
     PLM_CHECK_OK(plm_pipeline_run(pl, &in[f], &out[f], f % 2 ? other : plm_test_stream));
   PLM_CHECK_OK(plm_stream_synchronize(other));
