@@ -113,22 +113,26 @@ plm_status plm_context_create(const plm_context_config *cfg, plm_context **out) 
   return PLM_OK;
 }
 
-/* Destroy every attachment (pools first, while streams still exist); return how
- * many the application should have destroyed itself. */
-static size_t destroy_attachments(plm_context *ctx) {
+/* Destroy every attachment (pools and pipelines, while streams still exist); count the
+ * ones the application should have destroyed itself. */
+static void destroy_attachments(plm_context *ctx, size_t *pools, size_t *pipelines) {
   ctx->backend->synchronize(ctx->backend_ctx);
   pthread_mutex_lock(&ctx->lock);
   plm__attachment *list = ctx->attachments;
   ctx->attachments = NULL;
   pthread_mutex_unlock(&ctx->lock);
-  size_t leftovers = 0;
+  *pools = *pipelines = 0;
   plm__attachment *attachment, *next;
   DL_FOREACH_SAFE(list, attachment, next) {
     DL_DELETE(list, attachment);
-    if (attachment->report_if_leftover) leftovers++;
+    if (attachment->report_if_leftover) {
+      if (strcmp(attachment->kind, "pipeline") == 0)
+        (*pipelines)++;
+      else
+        (*pools)++;
+    }
     attachment->destroy(attachment);
   }
-  return leftovers;
 }
 
 /* Destroy what the application left alive; return how many of each there were. */
@@ -167,13 +171,19 @@ static void destroy_leftovers(plm_context *ctx, size_t *streams, size_t *events,
 
 plm_status plm_context_destroy(plm_context *ctx) {
   if (!ctx) return PLM_OK;
-  size_t pools = destroy_attachments(ctx);
+  size_t pools, pipelines;
+  destroy_attachments(ctx, &pools, &pipelines);
   size_t streams, events, allocations;
   destroy_leftovers(ctx, &streams, &events, &allocations);
   ctx->backend->close(ctx->backend_ctx);
   pthread_mutex_destroy(&ctx->lazy_lock);
   pthread_mutex_destroy(&ctx->lock);
   free(ctx);
+  if (pipelines > 0)
+    return plm__fail(PLM_ERR_INVALID_STATE,
+                     "the context still owned %zu pipeline(s), %zu stream(s), %zu event(s), %zu "
+                     "device allocation(s) and %zu pool(s); they were destroyed with it",
+                     pipelines, streams, events, allocations, pools);
   if (streams + events + allocations + pools > 0)
     return plm__fail(PLM_ERR_INVALID_STATE,
                      "the context still owned %zu stream(s), %zu event(s), %zu device "

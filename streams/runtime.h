@@ -33,7 +33,7 @@
  * dependencies still point downward. */
 typedef struct plm__attachment plm__attachment;
 struct plm__attachment {
-  const char *kind;        /* "pool": reported as a leftover when the context dies */
+  const char *kind;        /* "pool", "pipeline": named when reported as a leftover */
   bool report_if_leftover; /* false for objects the context made itself */
   /* Destroy the object; called by plm_context_destroy after every stream's work
    * has finished and before streams and events are destroyed. */

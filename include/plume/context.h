@@ -84,7 +84,7 @@ typedef struct plm_build_info {
  * NULL on failure. */
 PLM_API plm_status plm_context_create(const plm_context_config *cfg, plm_context **out);
 
-/* Destroy a context. Blocks until the work of its streams is finished. Pools,
+/* Destroy a context. Blocks until the work of its streams is finished. Pipelines, pools,
  * streams, events and device memory the application did not destroy are destroyed
  * here (the default pool and the pinned host pool always are);
  * when there were any, the context is still destroyed but the call returns

@@ -3,7 +3,8 @@
  * plume is a memory-pooled GPU compute runtime with asynchronous streams. Start
  * with plume/context.h (contexts and backends), then plume/stream.h,
  * plume/event.h and plume/pool.h (stream-ordered device memory, pinned host
- * memory). Every function returns a plm_status (plume/status.h).
+ * memory), the operations (plume/ops.h) and pipelines of them (plume/pipeline.h).
+ * Every function returns a plm_status (plume/status.h).
  */
 #ifndef PLUME_PLUME_H
 #define PLUME_PLUME_H
@@ -16,6 +17,7 @@
 #include "plume/fused.h"
 #include "plume/label.h"
 #include "plume/ops.h"
+#include "plume/pipeline.h"
 #include "plume/pool.h"
 #include "plume/segment.h"
 #include "plume/status.h"

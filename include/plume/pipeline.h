@@ -1,0 +1,317 @@
+/* plume/pipeline.h: pipelines of operations, planned once and run per frame.
+ *
+ * A pipeline is a graph of operations (plume/ops.h) over symbolic tensors. Build it
+ * node by node (plm_pipeline_add_*) or from text (plm_pipeline_parse), compile it once
+ * (plm_pipeline_compile), then run it on frame after frame (plm_pipeline_run):
+ *
+ *   plm_pipeline *pl;  plm_pipe_tensor frame, edges, mask;
+ *   plm_pipeline_create(ctx, &pl);
+ *   plm_pipeline_add_input(pl, PLM_DTYPE_U16, 2, dims, &frame);
+ *   plm_pipeline_add_sobel(pl, frame, &sobel, NULL, NULL, &edges);
+ *   plm_pipeline_add_threshold(pl, edges, &above, &mask);
+ *   plm_pipeline_mark_output(pl, mask);
+ *   plm_pipeline_compile(pl, NULL);                      plans, allocates, blocks once
+ *   plm_pipeline_run(pl, &in, &out, stream);             per frame, asynchronous
+ *   plm_pipeline_destroy(pl);
+ *
+ * ---- the graph -----------------------------------------------------------------------
+ * A plm_pipe_tensor names a tensor of one pipeline: an input (a frame the caller
+ * passes to each run), a constant (host data the pipeline copies at once, owns, and
+ * uploads at compile: conv2d kernels), or an output of a node. Each add call checks its
+ * node as it is added, with the operation's own shape function (plm_<op>_output), so a
+ * wrong dtype or shape is reported by the node that has it, for example
+ *   plm_pipeline_add_label: node 2 'label': mask->dtype f32 is not u8
+ * Nodes are numbered from 0 in the order they are added. Parameters are copied; the
+ * caller's structs need not outlive the call. A failed add changes nothing: the
+ * pipeline stays usable. Only nodes' outputs can be marked as pipeline outputs; the
+ * order of plm_pipeline_mark_output calls is the order of the run's outputs array, and
+ * the order of plm_pipeline_add_input calls that of its inputs array. Nothing can be
+ * added or marked after compile.
+ *
+ * ---- compile: the plan ---------------------------------------------------------------
+ * plm_pipeline_compile plans the graph once:
+ *   - lowering: segment becomes its three parts (threshold, label, regions; plume/
+ *     segment.h states they are equal), so its mask lives in the workspace;
+ *   - fusion: sobel (magnitude only) -> entropy (fixed range, f32) -> threshold, whose
+ *     two intermediates are not outputs and have no other consumer, becomes one fused
+ *     step, when the build has the fused operation and cfg does not turn fusion off
+ *     (plm_pipeline_plan_info counts the chains found and the ones fused);
+ *   - steps whose results no output depends on are dropped, and a sobel output that
+ *     nothing reads is not computed;
+ *   - a topological order (stable: the order nodes were added, where it is free);
+ *   - streams: independent branches run on up to cfg->max_streams streams per frame,
+ *     joined by events; the first stream is the caller's;
+ *   - lifetimes and memory: every intermediate gets a fixed offset in one workspace per
+ *     frame in flight (256-byte aligned). Two intermediates share memory only when every
+ *     use of one is ordered (by stream order or an event) before the other is written.
+ *     Offsets come from the smallest of three placements (greedy by size with best fit;
+ *     in order, best fit; in order, alternating the low and high end of a workspace the
+ *     size of the peak of live bytes); on a chain on one stream the workspace is that
+ *     peak, which no plan can beat;
+ *   - in place: threshold writes its mask over its input when the input is a u8
+ *     intermediate read by nothing else (the only op whose contract allows its output to
+ *     be its input). conv2d, sobel, entropy, label and regions never run in place.
+ * Inputs, outputs and constants are not in the workspace: inputs and outputs are the
+ * caller's tensors, constants have a block of their own shared by all frames.
+ *
+ * ---- memory ----------------------------------------------------------------------------
+ * At compile, cfg->frames_in_flight workspaces (one per frame slot) and the constants
+ * come from cfg->pool (the context's default pool when NULL), once; they go back at
+ * destroy. A run allocates nothing of its own. Some operations take scratch memory per
+ * call, in stream order: entropy (its histograms) from the context's default pool, which
+ * serves them from cached blocks after the first frame, and label on cuda (flags, ranks
+ * and the prefix sum's storage) from cudaMallocAsync on the device's default memory
+ * pool, whose release threshold is CUDA's (plume does not change it).
+ *
+ * ---- threads and blocking ---------------------------------------------------------------
+ * Building, compiling and destroying a pipeline are for one thread at a time. After
+ * compile, the queries (plm_pipeline_plan_info, plm_pipeline_describe, the shapes) are
+ * thread-safe. plm_pipeline_run must not be called from two threads at once on one
+ * pipeline. compile and destroy block; run does not (beyond what plm_pool_alloc may);
+ * none of them may be called from a host callback (plm_stream_enqueue_host).
+ *
+ * A pipeline belongs to its context: plm_context_destroy destroys a pipeline left
+ * alive and reports it. cfg->pool must outlive the pipeline.
+ */
+#ifndef PLUME_PIPELINE_H
+#define PLUME_PIPELINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plume/context.h"
+#include "plume/conv.h"
+#include "plume/entropy.h"
+#include "plume/export.h"
+#include "plume/label.h"
+#include "plume/ops.h"
+#include "plume/pool.h"
+#include "plume/segment.h"
+#include "plume/status.h"
+#include "plume/stream.h"
+#include "plume/tensor.h"
+#include "plume/threshold.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct plm_pipeline plm_pipeline;
+
+/* A tensor of a pipeline. Handles are small values, copied freely; a zeroed handle names
+ * no tensor (for optional arguments: regions' intensity). A handle of another pipeline is
+ * refused. */
+typedef struct plm_pipe_tensor {
+  uint32_t pipeline; /* which pipeline made it (0: none) */
+  uint32_t id;       /* which tensor of that pipeline */
+} plm_pipe_tensor;
+
+/* Create an empty pipeline on ctx. Errors: PLM_ERR_INVALID_ARG (NULL ctx or out),
+ * PLM_ERR_OUT_OF_MEMORY. */
+PLM_API plm_status plm_pipeline_create(plm_context *ctx, plm_pipeline **out);
+
+/* Destroy a pipeline. When it is compiled, blocks until the context's device work has
+ * finished (its frames among it: plm_context_synchronize), then gives its workspaces back
+ * to their pool and destroys its streams and events. NULL is a no-op. */
+PLM_API plm_status plm_pipeline_destroy(plm_pipeline *pl);
+
+/* ---- building ------------------------------------------------------------------------
+ * Every add call checks its arguments (handles of this pipeline, the op's parameters,
+ * dtypes and shapes, through the op's shape function) and, on success, stores the node
+ * and sets its output handles. Errors: PLM_ERR_INVALID_ARG (with the node and the
+ * argument), PLM_ERR_INVALID_STATE (after compile), PLM_ERR_OUT_OF_MEMORY. */
+
+/* A frame the caller passes to each run, of dtype and shape (ndim 1..4). */
+PLM_API plm_status plm_pipeline_add_input(plm_pipeline *pl, plm_dtype dtype, int ndim,
+                                          const int64_t *dims, plm_pipe_tensor *out);
+
+/* A constant: the pipeline copies the tensor's bytes from host_data now and uploads them
+ * at compile, once for all frames. */
+PLM_API plm_status plm_pipeline_add_constant(plm_pipeline *pl, plm_dtype dtype, int ndim,
+                                             const int64_t *dims, const void *host_data,
+                                             plm_pipe_tensor *out);
+
+/* plm_conv2d (plume/conv.h); kernel is usually a constant (f32, KH x KW). */
+PLM_API plm_status plm_pipeline_add_conv2d(plm_pipeline *pl, plm_pipe_tensor in,
+                                           plm_pipe_tensor kernel, const plm_conv2d_params *params,
+                                           plm_pipe_tensor *out);
+
+/* plm_sobel: each of gx, gy and magnitude that is not NULL gets a tensor (at least one). */
+PLM_API plm_status plm_pipeline_add_sobel(plm_pipeline *pl, plm_pipe_tensor in,
+                                          const plm_sobel_params *params, plm_pipe_tensor *gx,
+                                          plm_pipe_tensor *gy, plm_pipe_tensor *magnitude);
+
+/* plm_entropy (plume/entropy.h). */
+PLM_API plm_status plm_pipeline_add_entropy(plm_pipeline *pl, plm_pipe_tensor in,
+                                            const plm_entropy_params *params, plm_pipe_tensor *out);
+
+/* plm_threshold (plume/threshold.h). */
+PLM_API plm_status plm_pipeline_add_threshold(plm_pipeline *pl, plm_pipe_tensor in,
+                                              const plm_threshold_params *params,
+                                              plm_pipe_tensor *out);
+
+/* plm_label (plume/label.h): labels and count. */
+PLM_API plm_status plm_pipeline_add_label(plm_pipeline *pl, plm_pipe_tensor mask,
+                                          const plm_label_params *params, plm_pipe_tensor *labels,
+                                          plm_pipe_tensor *count);
+
+/* plm_regions (plume/label.h) into a table of `capacity` rows, f64 (capacity,
+ * PLM_REGION_COLUMNS); intensity may be a zeroed handle (no intensity columns). capacity
+ * 0 means the most components the labels' frame can hold (ceil(H/2) * ceil(W/2) under
+ * 8-connectivity, ceil(H*W/2) under 4), which needs labels made by a label node. */
+PLM_API plm_status plm_pipeline_add_regions(plm_pipeline *pl, plm_pipe_tensor labels,
+                                            plm_pipe_tensor intensity, plm_pipe_tensor count,
+                                            int64_t capacity, plm_pipe_tensor *table);
+
+/* plm_segment (plume/segment.h): labels, count and a table of `capacity` rows (0: the
+ * bound above for params->connectivity). Any of the three handles may be NULL when the
+ * caller does not need to name it. */
+PLM_API plm_status plm_pipeline_add_segment(plm_pipeline *pl, plm_pipe_tensor image,
+                                            const plm_segment_params *params, int64_t capacity,
+                                            plm_pipe_tensor *labels, plm_pipe_tensor *count,
+                                            plm_pipe_tensor *table);
+
+/* Make a node's output a pipeline output: each run writes it into the caller's tensor
+ * outputs[i], i counting the calls. Errors: PLM_ERR_INVALID_ARG (not a tensor of this
+ * pipeline, an input or a constant, already an output), PLM_ERR_INVALID_STATE (after
+ * compile). */
+PLM_API plm_status plm_pipeline_mark_output(plm_pipeline *pl, plm_pipe_tensor t);
+
+/* ---- text ------------------------------------------------------------------------------
+ * Build a pipeline from a GStreamer-style chain over one input frame of dtype and shape:
+ *
+ *   sobel ! entropy window=16 bins=64 range=auto ! threshold value=4.5 ! label ! regions
+ *
+ * Grammar: elements separated by '!'; an element is a name followed by key=value pairs,
+ * separated by spaces or tabs; a value has no spaces. Each element reads the previous
+ * element's main output (the first element reads the input frame):
+ *
+ *   conv2d    kernel=K (required)  stride=SY,SX (1,1)  pad=PY,PX|same (0,0)
+ *             border=zero|replicate|reflect101 (zero)  size=KHxKW (inline kernels)
+ *   sobel     border=reflect101|replicate|zero (reflect101); its output is the magnitude
+ *   entropy   window=W (required)  bins=B (0; required for f32)  range=LO,HI|auto
+ *             (required for f32, refused for u8 and u16)
+ *   threshold value=T (required)  cmp=gt|ge|lt|le (gt)
+ *   label     connectivity=4|8 (8); its main output is the labels
+ *   regions   capacity=N (the bound of plm_pipeline_add_regions)  intensity=input|none
+ *             (input: the pipeline's input frame); must follow label, and reads its labels
+ *             and count
+ *   segment   value=T (required)  cmp=gt|ge|lt|le (gt)  connectivity=4|8 (8)  capacity=N;
+ *             intensity is its own input
+ *
+ * The keys are the `plume op` flags. Integers are plain decimal digits; numbers are
+ * finite C numbers (strtod). `pad=same` is ((KH-1)/2, (KW-1)/2) for odd kernels. Kernels
+ * (f32, made in double precision; c = (K-1)/2, r^2 = (i-c)^2 + (j-c)^2):
+ *   box:K           K x K (1..31) taps of 1/K^2;
+ *   gauss:K:SIGMA   K odd, SIGMA > 0: exp(-r^2 / (2 SIGMA^2)), scaled to sum to 1;
+ *   log:K:SIGMA     K odd >= 3, SIGMA > 0: the NEGATED Laplacian of Gaussian,
+ *                   (1 / (pi SIGMA^4)) (1 - r^2 / (2 SIGMA^2)) exp(-r^2 / (2 SIGMA^2)), less
+ *                   its mean so the taps sum to 0: positive at the centre, so a bright
+ *                   blob gives a positive response and a flat image gives 0;
+ *   V1,V2,...       KH*KW numbers in row-major order, with size=KHxKW, or a square
+ *                   number of values without it.
+ *
+ * Outputs, in this order: the last element's main output, then, when it is label,
+ * regions or segment, the count of components (for regions, its label element's). So
+ * the chain above outputs the regions table and the count.
+ *
+ * Errors (PLM_ERR_INVALID_ARG, and *out stays NULL) name the element, counted from 1,
+ * and the key: "plm_pipeline_parse: element 2 'entropy': unknown key 'windw'"; an empty
+ * element (including a leading or trailing '!'), an unknown element, a key given twice,
+ * a missing required key, a bad value, or the node's own check when it is added. */
+PLM_API plm_status plm_pipeline_parse(plm_context *ctx, const char *text, plm_dtype dtype, int ndim,
+                                      const int64_t *dims, plm_pipeline **out);
+
+/* ---- compiling -------------------------------------------------------------------------- */
+
+enum {
+  PLM_PIPELINE_MAX_FRAMES = 16, /* frames_in_flight at most */
+  PLM_PIPELINE_MAX_STREAMS = 8  /* max_streams at most */
+};
+
+/* Plan flags. */
+enum {
+  PLM_PLAN_DEFAULT = 0,
+  PLM_PLAN_NO_FUSION = 1u << 0, /* keep fusable chains as separate steps */
+  PLM_PLAN_NO_REUSE = 1u << 1   /* every intermediate its own memory, nothing in place */
+};
+
+/* A zeroed config (or NULL) means: 1 frame in flight, up to 4 streams per frame,
+ * fusion where the build has it, the context's default pool. */
+typedef struct plm_plan_config {
+  int frames_in_flight; /* K: workspaces, one per frame slot; 0 means 1 */
+  int max_streams;      /* streams per frame for independent branches; 0 means 4 */
+  unsigned flags;       /* PLM_PLAN_* */
+  plm_pool *pool;       /* where workspaces and constants come from; NULL: default pool */
+} plm_plan_config;
+
+/* Plan the pipeline (above), create its streams and events, take K workspaces and the
+ * constants' block from the pool and upload the constants. Blocks until the upload is
+ * done. Errors: PLM_ERR_INVALID_ARG (cfg out of range, a pool of another context, no
+ * output), PLM_ERR_INVALID_STATE (compiled already), PLM_ERR_OUT_OF_MEMORY;
+ * after an error the pipeline is as it was before the call. */
+PLM_API plm_status plm_pipeline_compile(plm_pipeline *pl, const plm_plan_config *cfg);
+
+/* What the plan came to. */
+typedef struct plm_plan_info {
+  size_t workspace_bytes;    /* per frame slot */
+  size_t intermediate_bytes; /* the intermediates' bytes summed (each 256-aligned): the
+                                workspace without reuse */
+  size_t peak_live_bytes;    /* the most intermediate bytes live at one step, in the
+                                plan's order: the least any single-stream plan needs */
+  size_t constant_bytes;     /* the constants' block, shared by all slots */
+  int frames_in_flight;      /* K */
+  int nodes;                 /* nodes added */
+  int steps;                 /* operations enqueued per frame */
+  int fusable_chains;        /* chains the fusion pass recognised */
+  int fused_steps;           /* of those, replaced by one fused step */
+  int in_place;              /* steps that write over their input */
+  int streams;               /* streams a frame uses, the caller's included */
+  int events;                /* events per frame slot */
+} plm_plan_info;
+
+/* The plan of a compiled pipeline. Errors: PLM_ERR_INVALID_STATE (not compiled). */
+PLM_API plm_status plm_pipeline_plan_info(const plm_pipeline *pl, plm_plan_info *out);
+
+/* A description for people: the nodes and tensors with their shapes and, once compiled,
+ * the steps with their streams, events and workspace offsets, and the plan's figures.
+ * Writes at most size bytes, always NUL-terminated when size > 0 (buf may be NULL when
+ * size is 0), and sets *needed (when not NULL) to the bytes the whole text takes, its
+ * NUL included, as snprintf does: a shorter buffer is not an error. */
+PLM_API plm_status plm_pipeline_describe(const plm_pipeline *pl, char *buf, size_t size,
+                                         size_t *needed);
+
+/* ---- shapes ------------------------------------------------------------------------------ */
+
+/* How many inputs and outputs the pipeline has (either pointer may be NULL). */
+PLM_API plm_status plm_pipeline_io_count(const plm_pipeline *pl, int *inputs, int *outputs);
+/* The dtype and shape of input i and of output i (0-based). */
+PLM_API plm_status plm_pipeline_input_shape(const plm_pipeline *pl, int i, plm_shape *out);
+PLM_API plm_status plm_pipeline_output_shape(const plm_pipeline *pl, int i, plm_shape *out);
+/* The dtype and shape of any tensor of the pipeline. */
+PLM_API plm_status plm_pipeline_tensor_shape(const plm_pipeline *pl, plm_pipe_tensor t,
+                                             plm_shape *out);
+
+/* ---- running ------------------------------------------------------------------------------ */
+
+/* Enqueue one frame on stream, asynchronously: inputs[i] and outputs[i] are contiguous
+ * tensors of the pipeline's context of exactly the shapes above (outputs must not
+ * overlap each other or the inputs). The inputs must stay unchanged and every tensor
+ * valid until the stream has run the frame. Work on branches runs on the pipeline's own
+ * streams, which wait for what stream has enqueued before this call; stream waits for
+ * all of it at the end, so an event recorded on stream after the call covers the whole
+ * frame. Successive runs use one workspace (slot 0) and are ordered after each other on
+ * the device, whatever streams they are given. Every argument is checked before
+ * anything is enqueued. Errors: PLM_ERR_INVALID_ARG (the argument named),
+ * PLM_ERR_INVALID_STATE (not compiled; from a host callback); an operation's failure
+ * while enqueueing (PLM_ERR_OUT_OF_MEMORY for its scratch, PLM_ERR_BACKEND) is
+ * returned with the step named, the frame's outputs are then undefined, and the
+ * pipeline stays usable. */
+PLM_API plm_status plm_pipeline_run(plm_pipeline *pl, const plm_tensor *inputs, plm_tensor *outputs,
+                                    plm_stream *stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PLUME_PIPELINE_H */

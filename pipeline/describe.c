@@ -1,0 +1,190 @@
+/* pipeline/describe.c: a pipeline's graph and plan as text for people
+ * (plm_pipeline_describe). */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "pipeline/pipeline_internal.h"
+#include "streams/error.h"
+
+/* Text accumulated snprintf-style: `used` may exceed `size`, and is the length the whole
+ * text would have. */
+typedef struct text_buffer {
+  char *buf;
+  size_t size, used;
+} text_buffer;
+
+static void text_printf(text_buffer *text, const char *fmt, ...) PLM__PRINTF(2, 3);
+static void text_printf(text_buffer *text, const char *fmt, ...) {
+  va_list args;
+  va_start(args, fmt);
+  size_t room = text->used < text->size ? text->size - text->used : 0;
+  int wrote = vsnprintf(room ? text->buf + text->used : NULL, room, fmt, args);
+  va_end(args);
+  if (wrote > 0) text->used += (size_t)wrote;
+}
+
+static const char *border_name(plm_border border) {
+  switch (border) {
+    case PLM_BORDER_ZERO: return "zero";
+    case PLM_BORDER_REPLICATE: return "replicate";
+    case PLM_BORDER_REFLECT101: return "reflect101";
+  }
+  return "?";
+}
+
+static const char *compare_name(plm_compare compare) {
+  static const char *const names[] = {"gt", "ge", "lt", "le"};
+  return compare >= PLM_COMPARE_GT && compare <= PLM_COMPARE_LE ? names[compare] : "?";
+}
+
+static void entropy_text(text_buffer *text, const plm_entropy_params *e) {
+  text_printf(text, " window=%d bins=%d", e->window, e->bins);
+  if (e->range_auto)
+    text_printf(text, " range=auto");
+  else
+    text_printf(text, " range=%g,%g", e->range_lo, e->range_hi);
+}
+
+static void params_text(text_buffer *text, plm__op_kind kind, const plm__op_params *p) {
+  switch (kind) {
+    case PLM__OP_CONV2D:
+      text_printf(text, " stride=%d,%d pad=%d,%d border=%s", p->conv2d.stride_y, p->conv2d.stride_x,
+                  p->conv2d.pad_y, p->conv2d.pad_x, border_name(p->conv2d.border));
+      break;
+    case PLM__OP_SOBEL: text_printf(text, " border=%s", border_name(p->sobel.border)); break;
+    case PLM__OP_ENTROPY: entropy_text(text, &p->entropy); break;
+    case PLM__OP_THRESHOLD:
+      text_printf(text, " value=%g cmp=%s", p->threshold.value, compare_name(p->threshold.compare));
+      break;
+    case PLM__OP_LABEL:
+      text_printf(text, " connectivity=%d", p->label.connectivity == 4 ? 4 : 8);
+      break;
+    case PLM__OP_REGIONS:
+      text_printf(text, " capacity=%lld", (long long)p->regions.capacity);
+      break;
+    case PLM__OP_SEGMENT:
+      text_printf(text, " value=%g cmp=%s connectivity=%d capacity=%lld", p->segment.params.value,
+                  compare_name(p->segment.params.compare),
+                  p->segment.params.connectivity == 4 ? 4 : 8, (long long)p->segment.capacity);
+      break;
+    case PLM__OP_SOBEL_ENTROPY_THRESHOLD:
+      text_printf(text, " border=%s", border_name(p->fused.sobel.border));
+      entropy_text(text, &p->fused.entropy);
+      text_printf(text, " value=%g cmp=%s", p->fused.threshold.value,
+                  compare_name(p->fused.threshold.compare));
+      break;
+  }
+}
+
+static void shape_text(text_buffer *text, const plm_shape *shape) {
+  text_printf(text, "%s ", plm_dtype_name(shape->dtype));
+  for (int d = 0; d < shape->ndim; d++)
+    text_printf(text, d ? "x%lld" : "%lld", (long long)shape->dims[d]);
+}
+
+/* "in=t1, kernel=t2" */
+static void operands_text(text_buffer *text, plm__op_kind kind, const int *tensors, bool outputs) {
+  const char *sep = "";
+  for (int k = 0; k < PLM__PIPE_MAX_IO; k++) {
+    if (tensors[k] < 0) continue;
+    const char *name = outputs ? plm__op_output_name(kind, k) : plm__op_input_name(kind, k);
+    text_printf(text, "%s%s=t%d", sep, name, tensors[k] + 1);
+    sep = ", ";
+  }
+}
+
+static void graph_text(text_buffer *text, const plm__graph *g) {
+  for (int i = 0; i < g->input_count; i++) {
+    text_printf(text, "  input %d: t%d ", i, g->inputs[i] + 1);
+    shape_text(text, &g->tensors[g->inputs[i]].shape);
+    text_printf(text, "\n");
+  }
+  for (int t = 0; t < g->tensor_count; t++) {
+    if (g->tensors[t].kind != PLM__TENSOR_CONSTANT) continue;
+    text_printf(text, "  constant: t%d ", t + 1);
+    shape_text(text, &g->tensors[t].shape);
+    text_printf(text, "\n");
+  }
+  for (int n = 0; n < g->node_count; n++) {
+    const plm__node *node = &g->nodes[n];
+    text_printf(text, "  node %d: %s(", n, plm__op_name(node->kind));
+    operands_text(text, node->kind, node->inputs, false);
+    text_printf(text, ")");
+    params_text(text, node->kind, &node->params);
+    text_printf(text, " ->");
+    for (int k = 0; k < PLM__PIPE_MAX_IO; k++) {
+      int t = node->outputs[k];
+      if (t < 0) continue;
+      text_printf(text, " %s=t%d ", plm__op_output_name(node->kind, k), t + 1);
+      shape_text(text, &g->tensors[t].shape);
+      if (g->tensors[t].io_index >= 0) text_printf(text, " [output %d]", g->tensors[t].io_index);
+    }
+    text_printf(text, "\n");
+  }
+}
+
+static void location_text(text_buffer *text, const plm__plan *plan, int t) {
+  size_t offset = plan->offset[t], end = offset + plan->tensors[t].bytes;
+  switch (plan->location[t]) {
+    case PLM__AT_INPUT: text_printf(text, "input %d", plan->tensors[t].io_index); break;
+    case PLM__AT_OUTPUT: text_printf(text, "output %d", plan->tensors[t].io_index); break;
+    case PLM__AT_CONSTANT: text_printf(text, "constants[%zu, %zu)", offset, end); break;
+    case PLM__AT_WORKSPACE: text_printf(text, "workspace[%zu, %zu)", offset, end); break;
+    case PLM__AT_NONE: text_printf(text, "unused"); break;
+  }
+}
+
+static void plan_text(text_buffer *text, const plm_pipeline *pl) {
+  const plm__plan *plan = &pl->plan;
+  text_printf(text, "plan: %d step(s) on %d stream(s), %d event(s) per slot, %d frame slot(s)\n",
+              plan->step_count, plan->stream_count, plan->event_count, pl->config.frames_in_flight);
+  for (int s = 0; s < plan->step_count; s++) {
+    const plm__step *step = &plan->steps[s];
+    text_printf(text, "  step %d [stream %d] %s", s, step->stream, plm__op_name(step->kind));
+    params_text(text, step->kind, &step->params);
+    text_printf(text, " (node");
+    for (int n = 0; n < 3 && step->nodes[n] >= 0; n++) text_printf(text, " %d", step->nodes[n]);
+    text_printf(text, ")%s\n", step->in_place ? " in place" : "");
+    for (int w = 0; w < step->wait_count; w++)
+      text_printf(text, "%s%d%s", w ? ", e" : "    waits for e", step->waits[w],
+                  w + 1 == step->wait_count ? "\n" : "");
+    for (int io = 0; io < 2; io++) {
+      const int *tensors = io ? step->outputs : step->inputs;
+      for (int k = 0; k < PLM__PIPE_MAX_IO; k++) {
+        if (tensors[k] < 0) continue;
+        const char *name =
+            io ? plm__op_output_name(step->kind, k) : plm__op_input_name(step->kind, k);
+        text_printf(text, "    %s %s=t%d ", io ? "writes" : "reads ", name, tensors[k] + 1);
+        shape_text(text, &plan->tensors[tensors[k]].shape);
+        text_printf(text, " at ");
+        location_text(text, plan, tensors[k]);
+        text_printf(text, "\n");
+      }
+    }
+    if (step->record >= 0) text_printf(text, "    then records e%d\n", step->record);
+  }
+  for (int s = 1; s < plan->stream_count; s++)
+    text_printf(text, "  stream %d records e%d at the end; stream 0 waits for it\n", s,
+                plan->join_events[s]);
+  text_printf(text,
+              "memory: workspace %zu bytes per frame slot; intermediates %zu bytes; peak "
+              "live %zu bytes; constants %zu bytes; %d step(s) in place\n",
+              plan->workspace_bytes, plan->intermediate_bytes, plan->peak_live_bytes,
+              plan->constant_bytes, plan->in_place);
+  text_printf(text, "fusion: %d chain(s) found, %d fused\n", plan->fusable_chains,
+              plan->fused_steps);
+}
+
+plm_status plm_pipeline_describe(const plm_pipeline *pl, char *buf, size_t size, size_t *needed) {
+  PLM__REQUIRE_NOT_NULL(pl);
+  if (!buf && size > 0) return plm__fail(PLM_ERR_INVALID_ARG, "buf is NULL but size is %zu", size);
+  text_buffer text = {.buf = buf, .size = size};
+  const plm__graph *g = &pl->graph;
+  text_printf(&text, "pipeline: %d input(s), %d node(s), %d output(s)%s\n", g->input_count,
+              g->node_count, g->output_count, pl->compiled ? ", compiled" : "");
+  graph_text(&text, g);
+  if (pl->compiled) plan_text(&text, pl);
+  if (size > 0 && text.used >= size) buf[size - 1] = '\0';
+  if (needed) *needed = text.used + 1;
+  return PLM_OK;
+}

@@ -1,0 +1,485 @@
+/* pipeline/graph.c: building a pipeline's graph (plume/pipeline.h): inputs, constants,
+ * nodes checked by the ops' shape functions, outputs, and the shape queries. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pipeline/pipeline_internal.h"
+#include "streams/error.h"
+
+/* ---- the operations' names -------------------------------------------------------------- */
+
+typedef struct op_info {
+  const char *name;
+  const char *inputs[PLM__PIPE_MAX_IO];
+  const char *outputs[PLM__PIPE_MAX_IO];
+} op_info;
+
+static const op_info ops[] = {
+    [PLM__OP_CONV2D] = {"conv2d", {"in", "kernel"}, {"out"}},
+    [PLM__OP_SOBEL] = {"sobel", {"in"}, {"gx", "gy", "magnitude"}},
+    [PLM__OP_ENTROPY] = {"entropy", {"in"}, {"out"}},
+    [PLM__OP_THRESHOLD] = {"threshold", {"in"}, {"out"}},
+    [PLM__OP_LABEL] = {"label", {"mask"}, {"labels", "count"}},
+    [PLM__OP_REGIONS] = {"regions", {"labels", "intensity", "count"}, {"table"}},
+    [PLM__OP_SEGMENT] = {"segment", {"image"}, {"labels", "count", "table"}},
+    [PLM__OP_SOBEL_ENTROPY_THRESHOLD] = {"sobel_entropy_threshold", {"in"}, {"mask"}},
+};
+
+const char *plm__op_name(plm__op_kind kind) {
+  return ops[kind].name;
+}
+
+const char *plm__op_input_name(plm__op_kind kind, int slot) {
+  return ops[kind].inputs[slot];
+}
+
+const char *plm__op_output_name(plm__op_kind kind, int slot) {
+  return ops[kind].outputs[slot];
+}
+
+/* ---- messages ------------------------------------------------------------------------------ */
+
+plm_status plm__pipe_reraise(plm_status status, const char *fmt, ...) {
+  char message[1024], prefix[256];
+  snprintf(message, sizeof message, "%s", plm_last_error());
+  /* "plm_entropy_output: params->window ..." -> "params->window ..." */
+  const char *tail = message, *colon = strstr(message, ": ");
+  if (strncmp(message, "plm_", 4) == 0 && colon && !memchr(message, ' ', (size_t)(colon - message)))
+    tail = colon + 2;
+  va_list args;
+  va_start(args, fmt);
+  vsnprintf(prefix, sizeof prefix, fmt, args);
+  va_end(args);
+  if (!prefix[0]) return plm__fail_raw(status, "%s", tail);
+  return plm__fail_raw(status, "%s: %s", prefix, tail);
+}
+
+/* ---- handles ------------------------------------------------------------------------------- */
+
+int plm__graph_resolve(const plm_pipeline *pl, plm_pipe_tensor t, const char *name) {
+  if (t.pipeline == 0 && t.id == 0) {
+    plm__fail_raw(PLM_ERR_INVALID_ARG, "%s is a zeroed handle (no tensor)", name);
+    return -1;
+  }
+  if (t.pipeline != pl->serial || t.id < 1 || t.id > (uint32_t)pl->graph.tensor_count) {
+    plm__fail_raw(PLM_ERR_INVALID_ARG, "%s is not a tensor of this pipeline", name);
+    return -1;
+  }
+  return (int)t.id - 1;
+}
+
+plm_pipe_tensor plm__graph_handle(const plm_pipeline *pl, int tensor) {
+  return (plm_pipe_tensor){.pipeline = pl->serial, .id = (uint32_t)tensor + 1};
+}
+
+/* ---- growing the arrays -------------------------------------------------------------------- */
+
+/* Make room for `more` elements of `size` bytes; false (nothing changed) without memory. */
+static bool reserve(void **array, int *capacity, int count, int more, size_t size) {
+  if (count + more <= *capacity) return true;
+  int wanted = *capacity ? *capacity : 8;
+  while (wanted < count + more) wanted *= 2;
+  void *grown = realloc(*array, (size_t)wanted * size);
+  if (!grown) return false;
+  *array = grown;
+  *capacity = wanted;
+  return true;
+}
+
+#define RESERVE(array, capacity, count, more) \
+  reserve((void **)&(array), &(capacity), (count), (more), sizeof *(array))
+
+void plm__graph_free(plm__graph *graph) {
+  for (int t = 0; t < graph->tensor_count; t++) free(graph->tensors[t].host);
+  free(graph->tensors);
+  free(graph->nodes);
+  free(graph->inputs);
+  free(graph->outputs);
+  *graph = (plm__graph){0};
+}
+
+/* ---- tensors ---------------------------------------------------------------------------- */
+
+static plm_tensor describe_shape(const plm_pipeline *pl, const plm_shape *shape) {
+  plm_tensor t = {.ctx = pl->ctx, .dtype = shape->dtype, .ndim = shape->ndim};
+  int64_t stride = 1;
+  for (int d = shape->ndim - 1; d >= 0; d--) {
+    t.dims[d] = shape->dims[d];
+    t.strides[d] = stride;
+    stride *= shape->dims[d];
+  }
+  return t;
+}
+
+static plm_tensor describe(const plm_pipeline *pl, int tensor) {
+  return describe_shape(pl, &pl->graph.tensors[tensor].shape);
+}
+
+/* The bytes of a shape, or 0 when they overflow size_t. */
+static size_t shape_bytes(const plm_shape *shape) {
+  size_t bytes = plm_dtype_size(shape->dtype);
+  for (int d = 0; d < shape->ndim; d++) {
+    if (shape->dims[d] < 1 || (uint64_t)shape->dims[d] > SIZE_MAX / bytes) return 0;
+    bytes *= (size_t)shape->dims[d];
+  }
+  return bytes;
+}
+
+plm_status plm__graph_add_source(plm_pipeline *pl, plm__tensor_kind kind, plm_dtype dtype, int ndim,
+                                 const int64_t *dims, const void *host, int *index) {
+  plm_tensor checked;
+  static const char dummy;
+  /* plm_tensor_wrap checks the dtype and the shape, and that the bytes fit in size_t. */
+  if (plm_tensor_wrap(pl->ctx, (void *)&dummy, dtype, ndim, dims, &checked) != PLM_OK)
+    return plm__pipe_reraise(PLM_ERR_INVALID_ARG, "%s",
+                             kind == PLM__TENSOR_INPUT ? "input" : "constant");
+  plm__graph *g = &pl->graph;
+  plm__tensor t = {.kind = kind,
+                   .shape = {.dtype = dtype, .ndim = ndim},
+                   .producer = -1,
+                   .slot = -1,
+                   .io_index = -1};
+  for (int d = 0; d < ndim; d++) t.shape.dims[d] = dims[d];
+  t.bytes = shape_bytes(&t.shape);
+  if (!RESERVE(g->tensors, g->tensor_capacity, g->tensor_count, 1) ||
+      (kind == PLM__TENSOR_INPUT && !RESERVE(g->inputs, g->input_capacity, g->input_count, 1)))
+    return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for another tensor");
+  if (kind == PLM__TENSOR_CONSTANT) {
+    t.host = malloc(t.bytes);
+    if (!t.host)
+      return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for a constant of %zu bytes",
+                           t.bytes);
+    memcpy(t.host, host, t.bytes);
+  }
+  if (kind == PLM__TENSOR_INPUT) {
+    t.io_index = g->input_count;
+    g->inputs[g->input_count++] = g->tensor_count;
+  }
+  *index = g->tensor_count;
+  g->tensors[g->tensor_count++] = t;
+  return PLM_OK;
+}
+
+/* ---- nodes ------------------------------------------------------------------------------- */
+
+int64_t plm__regions_bound(int64_t height, int64_t width, int connectivity) {
+  if (connectivity == 4) return (height * width + 1) / 2;
+  return ((height + 1) / 2) * ((width + 1) / 2);
+}
+
+/* The table of a regions (or segment) node: capacity 0 becomes the bound. */
+static plm_status table_shape(int64_t capacity, const plm_shape *labels, int connectivity,
+                              plm_shape *table) {
+  if (capacity < 0)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "capacity %lld is negative", (long long)capacity);
+  if (capacity == 0) {
+    if (connectivity == 0)
+      return plm__fail_raw(PLM_ERR_INVALID_ARG,
+                           "capacity 0 (the bound) needs labels made by a label node; give a "
+                           "capacity");
+    capacity = plm__regions_bound(labels->dims[0], labels->dims[1], connectivity);
+  }
+  *table = (plm_shape){.dtype = PLM_DTYPE_F64, .ndim = 2, .dims = {capacity, PLM_REGION_COLUMNS}};
+  if (shape_bytes(table) == 0)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "capacity %lld is too large", (long long)capacity);
+  return PLM_OK;
+}
+
+/* The output shapes of a node, checked by the ops' own functions; for regions and
+ * segment, params->...capacity is resolved (0 -> the bound). */
+static plm_status node_shapes(const plm_pipeline *pl, plm__op_kind kind, const int *inputs,
+                              plm__op_params *p, plm_shape *out) {
+  plm_tensor in = describe(pl, inputs[0]);
+  const plm__tensor *tensors = pl->graph.tensors;
+  plm_status status = PLM_OK;
+  switch (kind) {
+    case PLM__OP_CONV2D: {
+      plm_tensor kernel = describe(pl, inputs[1]);
+      status = plm_conv2d_output(&in, &kernel, &p->conv2d, &out[0]);
+      break;
+    }
+    case PLM__OP_SOBEL:
+      status = plm_sobel_output(&in, &p->sobel, &out[0]);
+      out[1] = out[2] = out[0];
+      break;
+    case PLM__OP_ENTROPY: status = plm_entropy_output(&in, &p->entropy, &out[0]); break;
+    case PLM__OP_THRESHOLD: status = plm_threshold_output(&in, &p->threshold, &out[0]); break;
+    case PLM__OP_LABEL:
+      status = plm_label_output(&in, &p->label, &out[0]);
+      if (status == PLM_OK) status = plm_label_count_output(&in, &p->label, &out[1]);
+      break;
+    case PLM__OP_REGIONS: {
+      plm_tensor intensity, count = describe(pl, inputs[2]);
+      if (inputs[1] >= 0) intensity = describe(pl, inputs[1]);
+      status = table_shape(p->regions.capacity, &tensors[inputs[0]].shape,
+                           tensors[inputs[0]].producer_connectivity, &out[0]);
+      if (status != PLM_OK) return status;
+      p->regions.capacity = out[0].dims[0];
+      plm_op_cost cost; /* checks labels and intensity as plm_regions does */
+      status =
+          plm_regions_cost(&in, inputs[1] >= 0 ? &intensity : NULL, p->regions.capacity, &cost);
+      if (status == PLM_OK &&
+          (count.dtype != PLM_DTYPE_I32 || count.ndim != 1 || count.dims[0] != 1))
+        return plm__fail_raw(PLM_ERR_INVALID_ARG, "count must be i32 of shape (1,)");
+      break;
+    }
+    case PLM__OP_SEGMENT: {
+      status = plm_segment_output(&in, &p->segment.params, &out[0], &out[1]);
+      if (status != PLM_OK) break;
+      int connectivity = p->segment.params.connectivity == 4 ? 4 : 8;
+      status = table_shape(p->segment.capacity, &out[0], connectivity, &out[2]);
+      if (status == PLM_OK) p->segment.capacity = out[2].dims[0];
+      return status;
+    }
+    case PLM__OP_SOBEL_ENTROPY_THRESHOLD:
+      return plm__fail_raw(PLM_ERR_INTERNAL, "the fused op is made by compile, not added");
+  }
+  return status == PLM_OK ? PLM_OK : plm__pipe_reraise(status, "%s", "");
+}
+
+plm_status plm__graph_add_node(plm_pipeline *pl, plm__op_kind kind, const int *inputs,
+                               const plm__op_params *params, const bool *want, int *outputs) {
+  plm__op_params p = *params;
+  plm_shape shapes[PLM__PIPE_MAX_IO] = {{0}};
+  plm_status status = node_shapes(pl, kind, inputs, &p, shapes);
+  if (status != PLM_OK) return status;
+
+  plm__graph *g = &pl->graph;
+  int made = 0;
+  for (int k = 0; k < PLM__PIPE_MAX_IO; k++) made += want[k];
+  if (!RESERVE(g->nodes, g->node_capacity, g->node_count, 1) ||
+      !RESERVE(g->tensors, g->tensor_capacity, g->tensor_count, made))
+    return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for another node");
+  for (int k = 0; k < PLM__PIPE_MAX_IO; k++)
+    if (want[k] && shape_bytes(&shapes[k]) == 0)
+      return plm__fail_raw(PLM_ERR_INVALID_ARG, "output %s's size overflows",
+                           plm__op_output_name(kind, k));
+
+  int node = g->node_count++;
+  plm__node *n = &g->nodes[node];
+  *n = (plm__node){.kind = kind, .params = p};
+  for (int k = 0; k < PLM__PIPE_MAX_IO; k++) {
+    n->inputs[k] = ops[kind].inputs[k] ? inputs[k] : -1;
+    n->outputs[k] = outputs[k] = -1;
+    if (!want[k]) continue;
+    plm__tensor t = {.kind = PLM__TENSOR_VALUE,
+                     .shape = shapes[k],
+                     .bytes = shape_bytes(&shapes[k]),
+                     .producer = node,
+                     .slot = k,
+                     .io_index = -1};
+    bool labels = (kind == PLM__OP_LABEL || kind == PLM__OP_SEGMENT) && k == 0;
+    if (labels) {
+      int c = kind == PLM__OP_LABEL ? p.label.connectivity : p.segment.params.connectivity;
+      t.producer_connectivity = c == 4 ? 4 : 8;
+    }
+    n->outputs[k] = outputs[k] = g->tensor_count;
+    g->tensors[g->tensor_count++] = t;
+  }
+  return PLM_OK;
+}
+
+/* ---- the public add calls ------------------------------------------------------------------- */
+
+static plm_status check_buildable(const plm_pipeline *pl) {
+  if (pl->compiled)
+    return plm__fail_raw(PLM_ERR_INVALID_STATE, "the pipeline is compiled; nothing can be added");
+  return PLM_OK;
+}
+
+/* Resolve the handles in[0..count) named names[], add the node and hand out its outputs:
+ * the common part of every add call. Messages: "node N 'kind': ...". */
+static plm_status add(plm_pipeline *pl, plm__op_kind kind, const plm_pipe_tensor *in,
+                      const bool *optional, int count, const plm__op_params *params,
+                      plm_pipe_tensor *const *out) {
+  plm_status status = check_buildable(pl);
+  if (status != PLM_OK) return status;
+  int node = pl->graph.node_count;
+  int inputs[PLM__PIPE_MAX_IO] = {-1, -1, -1}, outputs[PLM__PIPE_MAX_IO];
+  for (int k = 0; k < count; k++) {
+    if (optional && optional[k] && in[k].pipeline == 0 && in[k].id == 0) continue;
+    inputs[k] = plm__graph_resolve(pl, in[k], ops[kind].inputs[k]);
+    if (inputs[k] < 0)
+      return plm__pipe_reraise(PLM_ERR_INVALID_ARG, "node %d '%s'", node, ops[kind].name);
+  }
+  bool want[PLM__PIPE_MAX_IO] = {false, false, false};
+  int wanted = 0;
+  for (int k = 0; k < PLM__PIPE_MAX_IO; k++) wanted += want[k] = ops[kind].outputs[k] && out[k];
+  if (wanted == 0)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "node %d '%s': no output asked for", node,
+                         ops[kind].name);
+  status = plm__graph_add_node(pl, kind, inputs, params, want, outputs);
+  if (status != PLM_OK) return plm__pipe_reraise(status, "node %d '%s'", node, ops[kind].name);
+  for (int k = 0; k < PLM__PIPE_MAX_IO; k++)
+    if (want[k]) *out[k] = plm__graph_handle(pl, outputs[k]);
+  return PLM_OK;
+}
+
+#define REQUIRE_PARAMS(params)     \
+  do {                             \
+    PLM__REQUIRE_NOT_NULL(pl);     \
+    PLM__REQUIRE_NOT_NULL(params); \
+  } while (0)
+
+plm_status plm_pipeline_add_input(plm_pipeline *pl, plm_dtype dtype, int ndim, const int64_t *dims,
+                                  plm_pipe_tensor *out) {
+  PLM__REQUIRE_NOT_NULL(pl);
+  PLM__REQUIRE_NOT_NULL(dims);
+  PLM__REQUIRE_NOT_NULL(out);
+  int index = -1;
+  plm_status status = check_buildable(pl);
+  if (status == PLM_OK)
+    status = plm__graph_add_source(pl, PLM__TENSOR_INPUT, dtype, ndim, dims, NULL, &index);
+  if (status != PLM_OK) return plm__propagate(status);
+  *out = plm__graph_handle(pl, index);
+  return PLM_OK;
+}
+
+plm_status plm_pipeline_add_constant(plm_pipeline *pl, plm_dtype dtype, int ndim,
+                                     const int64_t *dims, const void *host_data,
+                                     plm_pipe_tensor *out) {
+  PLM__REQUIRE_NOT_NULL(pl);
+  PLM__REQUIRE_NOT_NULL(dims);
+  PLM__REQUIRE_NOT_NULL(host_data);
+  PLM__REQUIRE_NOT_NULL(out);
+  int index = -1;
+  plm_status status = check_buildable(pl);
+  if (status == PLM_OK)
+    status = plm__graph_add_source(pl, PLM__TENSOR_CONSTANT, dtype, ndim, dims, host_data, &index);
+  if (status != PLM_OK) return plm__propagate(status);
+  *out = plm__graph_handle(pl, index);
+  return PLM_OK;
+}
+
+plm_status plm_pipeline_add_conv2d(plm_pipeline *pl, plm_pipe_tensor in, plm_pipe_tensor kernel,
+                                   const plm_conv2d_params *params, plm_pipe_tensor *out) {
+  REQUIRE_PARAMS(params);
+  PLM__REQUIRE_NOT_NULL(out);
+  plm__op_params p = {.conv2d = *params};
+  const plm_pipe_tensor inputs[] = {in, kernel};
+  plm_pipe_tensor *const outputs[PLM__PIPE_MAX_IO] = {out, NULL, NULL};
+  return plm__propagate(add(pl, PLM__OP_CONV2D, inputs, NULL, 2, &p, outputs));
+}
+
+plm_status plm_pipeline_add_sobel(plm_pipeline *pl, plm_pipe_tensor in,
+                                  const plm_sobel_params *params, plm_pipe_tensor *gx,
+                                  plm_pipe_tensor *gy, plm_pipe_tensor *magnitude) {
+  REQUIRE_PARAMS(params);
+  plm__op_params p = {.sobel = *params};
+  plm_pipe_tensor *const outputs[PLM__PIPE_MAX_IO] = {gx, gy, magnitude};
+  return plm__propagate(add(pl, PLM__OP_SOBEL, &in, NULL, 1, &p, outputs));
+}
+
+plm_status plm_pipeline_add_entropy(plm_pipeline *pl, plm_pipe_tensor in,
+                                    const plm_entropy_params *params, plm_pipe_tensor *out) {
+  REQUIRE_PARAMS(params);
+  PLM__REQUIRE_NOT_NULL(out);
+  plm__op_params p = {.entropy = *params};
+  plm_pipe_tensor *const outputs[PLM__PIPE_MAX_IO] = {out, NULL, NULL};
+  return plm__propagate(add(pl, PLM__OP_ENTROPY, &in, NULL, 1, &p, outputs));
+}
+
+plm_status plm_pipeline_add_threshold(plm_pipeline *pl, plm_pipe_tensor in,
+                                      const plm_threshold_params *params, plm_pipe_tensor *out) {
+  REQUIRE_PARAMS(params);
+  PLM__REQUIRE_NOT_NULL(out);
+  plm__op_params p = {.threshold = *params};
+  plm_pipe_tensor *const outputs[PLM__PIPE_MAX_IO] = {out, NULL, NULL};
+  return plm__propagate(add(pl, PLM__OP_THRESHOLD, &in, NULL, 1, &p, outputs));
+}
+
+plm_status plm_pipeline_add_label(plm_pipeline *pl, plm_pipe_tensor mask,
+                                  const plm_label_params *params, plm_pipe_tensor *labels,
+                                  plm_pipe_tensor *count) {
+  REQUIRE_PARAMS(params);
+  PLM__REQUIRE_NOT_NULL(labels);
+  PLM__REQUIRE_NOT_NULL(count);
+  plm__op_params p = {.label = *params};
+  plm_pipe_tensor *const outputs[PLM__PIPE_MAX_IO] = {labels, count, NULL};
+  return plm__propagate(add(pl, PLM__OP_LABEL, &mask, NULL, 1, &p, outputs));
+}
+
+plm_status plm_pipeline_add_regions(plm_pipeline *pl, plm_pipe_tensor labels,
+                                    plm_pipe_tensor intensity, plm_pipe_tensor count,
+                                    int64_t capacity, plm_pipe_tensor *table) {
+  PLM__REQUIRE_NOT_NULL(pl);
+  PLM__REQUIRE_NOT_NULL(table);
+  plm__op_params p = {.regions = {.capacity = capacity}};
+  const plm_pipe_tensor inputs[] = {labels, intensity, count};
+  const bool optional[] = {false, true, false};
+  plm_pipe_tensor *const outputs[PLM__PIPE_MAX_IO] = {table, NULL, NULL};
+  return plm__propagate(add(pl, PLM__OP_REGIONS, inputs, optional, 3, &p, outputs));
+}
+
+plm_status plm_pipeline_add_segment(plm_pipeline *pl, plm_pipe_tensor image,
+                                    const plm_segment_params *params, int64_t capacity,
+                                    plm_pipe_tensor *labels, plm_pipe_tensor *count,
+                                    plm_pipe_tensor *table) {
+  REQUIRE_PARAMS(params);
+  plm__op_params p = {.segment = {.params = *params, .capacity = capacity}};
+  /* All three are made (the lowered steps need them); NULL only means "not named". */
+  plm_pipe_tensor unnamed[3];
+  plm_pipe_tensor *const outputs[PLM__PIPE_MAX_IO] = {
+      labels ? labels : &unnamed[0], count ? count : &unnamed[1], table ? table : &unnamed[2]};
+  return plm__propagate(add(pl, PLM__OP_SEGMENT, &image, NULL, 1, &p, outputs));
+}
+
+plm_status plm_pipeline_mark_output(plm_pipeline *pl, plm_pipe_tensor t) {
+  PLM__REQUIRE_NOT_NULL(pl);
+  plm_status status = check_buildable(pl);
+  if (status != PLM_OK) return plm__propagate(status);
+  int index = plm__graph_resolve(pl, t, "t");
+  if (index < 0) return plm__propagate(PLM_ERR_INVALID_ARG);
+  plm__graph *g = &pl->graph;
+  plm__tensor *tensor = &g->tensors[index];
+  if (tensor->kind != PLM__TENSOR_VALUE)
+    return plm__fail(PLM_ERR_INVALID_ARG, "t is the pipeline's %s; outputs are nodes' results",
+                     tensor->kind == PLM__TENSOR_INPUT ? "input" : "constant");
+  if (tensor->io_index >= 0)
+    return plm__fail(PLM_ERR_INVALID_ARG, "t is output %d already", tensor->io_index);
+  if (!RESERVE(g->outputs, g->output_capacity, g->output_count, 1))
+    return plm__fail(PLM_ERR_OUT_OF_MEMORY, "no host memory for another output");
+  tensor->io_index = g->output_count;
+  g->outputs[g->output_count++] = index;
+  return PLM_OK;
+}
+
+/* ---- shapes ------------------------------------------------------------------------------ */
+
+plm_status plm_pipeline_io_count(const plm_pipeline *pl, int *inputs, int *outputs) {
+  PLM__REQUIRE_NOT_NULL(pl);
+  if (inputs) *inputs = pl->graph.input_count;
+  if (outputs) *outputs = pl->graph.output_count;
+  return PLM_OK;
+}
+
+plm_status plm_pipeline_input_shape(const plm_pipeline *pl, int i, plm_shape *out) {
+  PLM__REQUIRE_NOT_NULL(pl);
+  PLM__REQUIRE_NOT_NULL(out);
+  if (i < 0 || i >= pl->graph.input_count)
+    return plm__fail(PLM_ERR_INVALID_ARG, "i %d is not in 0..%d (the pipeline's inputs)", i,
+                     pl->graph.input_count - 1);
+  *out = pl->graph.tensors[pl->graph.inputs[i]].shape;
+  return PLM_OK;
+}
+
+plm_status plm_pipeline_output_shape(const plm_pipeline *pl, int i, plm_shape *out) {
+  PLM__REQUIRE_NOT_NULL(pl);
+  PLM__REQUIRE_NOT_NULL(out);
+  if (i < 0 || i >= pl->graph.output_count)
+    return plm__fail(PLM_ERR_INVALID_ARG, "i %d is not in 0..%d (the pipeline's outputs)", i,
+                     pl->graph.output_count - 1);
+  *out = pl->graph.tensors[pl->graph.outputs[i]].shape;
+  return PLM_OK;
+}
+
+plm_status plm_pipeline_tensor_shape(const plm_pipeline *pl, plm_pipe_tensor t, plm_shape *out) {
+  PLM__REQUIRE_NOT_NULL(pl);
+  PLM__REQUIRE_NOT_NULL(out);
+  int index = plm__graph_resolve(pl, t, "t");
+  if (index < 0) return plm__propagate(PLM_ERR_INVALID_ARG);
+  *out = pl->graph.tensors[index].shape;
+  return PLM_OK;
+}

@@ -1,0 +1,399 @@
+/* pipeline/parse.c: text pipelines, "sobel ! entropy window=16 ! threshold value=4.5"
+ * (plm_pipeline_parse; the grammar is in plume/pipeline.h). The text is cut into
+ * elements and key=value pairs, each element is checked against its table of keys, and
+ * the nodes are added with plm__graph_add_node, which checks them as the C API does. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pipeline/parse.h"
+#include "pipeline/pipeline_internal.h"
+#include "streams/error.h"
+
+enum { MAX_PAIRS = 16 };
+
+typedef struct pair {
+  const char *key, *value;
+} pair;
+
+typedef struct element {
+  int index; /* from 1 */
+  const char *name;
+  pair pairs[MAX_PAIRS];
+  int count;
+} element;
+
+/* What the chain has made so far (tensor indices). */
+typedef struct chain {
+  plm_pipeline *pl;
+  int input; /* the frame */
+  int main;  /* what the next element reads */
+  int count; /* the count of the last label (or segment), -1 when none */
+  plm__op_kind last;
+} chain;
+
+static plm_status fail(const element *e, const char *fmt, ...) PLM__PRINTF(2, 3);
+static plm_status fail(const element *e, const char *fmt, ...) {
+  char message[512];
+  va_list args;
+  va_start(args, fmt);
+  vsnprintf(message, sizeof message, fmt, args);
+  va_end(args);
+  return plm__fail_raw(PLM_ERR_INVALID_ARG, "element %d '%s': %s", e->index, e->name, message);
+}
+
+static const char *value_of(const element *e, const char *key) {
+  for (int i = 0; i < e->count; i++)
+    if (strcmp(e->pairs[i].key, key) == 0) return e->pairs[i].value;
+  return NULL;
+}
+
+/* An integer key in min..max; `fallback` when absent. */
+static plm_status get_int(const element *e, const char *key, int64_t min, int64_t max,
+                          int64_t fallback, int64_t *out) {
+  const char *value = value_of(e, key);
+  *out = fallback;
+  if (value && !plm__parse_int(value, NULL, min, max, out))
+    return fail(e, "key '%s': '%s' is not an integer in %lld..%lld", key, value, (long long)min,
+                (long long)max);
+  return PLM_OK;
+}
+
+static plm_status get_number(const element *e, const char *key, double *out) {
+  const char *value = value_of(e, key);
+  if (!value) return fail(e, "missing key '%s'", key);
+  if (!plm__parse_number(value, NULL, out))
+    return fail(e, "key '%s': '%s' is not a finite number", key, value);
+  return PLM_OK;
+}
+
+/* One of names[] (index into *out); *out unchanged when absent. */
+static plm_status get_choice(const element *e, const char *key, const char *const *names, int count,
+                             int *out) {
+  const char *value = value_of(e, key);
+  if (!value) return PLM_OK;
+  for (int i = 0; i < count; i++)
+    if (strcmp(value, names[i]) == 0) {
+      *out = i;
+      return PLM_OK;
+    }
+  char list[128] = "";
+  for (int i = 0; i < count; i++)
+    snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", names[i]);
+  return fail(e, "key '%s': '%s' is not one of %s", key, value, list);
+}
+
+/* "A,B": two integers in min..max. */
+static plm_status get_pair(const element *e, const char *key, const char *form, int64_t min,
+                           int64_t max, int *a, int *b) {
+  const char *value = value_of(e, key), *p = value;
+  if (!value) return PLM_OK;
+  int64_t first = 0, second = 0;
+  if (!plm__parse_int(p, &p, min, max, &first) || *p != ',' ||
+      !plm__parse_int(p + 1, NULL, min, max, &second))
+    return fail(e, "key '%s': '%s' is not %s (two integers in %lld..%lld)", key, value, form,
+                (long long)min, (long long)max);
+  *a = (int)first;
+  *b = (int)second;
+  return PLM_OK;
+}
+
+static const char *const borders[] = {"zero", "replicate", "reflect101"};
+static const char *const compares[] = {"gt", "ge", "lt", "le"};
+static const char *const connectivities[] = {"4", "8"};
+
+/* Add a node whose outputs[k] are made when want[k]; the node's own check names the
+ * element. */
+static plm_status add(chain *c, const element *e, plm__op_kind kind, const int *inputs,
+                      const plm__op_params *params, const bool *want, int *outputs) {
+  plm_status status = plm__graph_add_node(c->pl, kind, inputs, params, want, outputs);
+  if (status != PLM_OK) return plm__pipe_reraise(status, "element %d '%s'", e->index, e->name);
+  c->last = kind;
+  return PLM_OK;
+}
+
+static const bool first_output[] = {true, false, false};
+
+/* ---- the elements --------------------------------------------------------------------------- */
+
+static plm_status build_conv2d(chain *c, const element *e) {
+  const char *spec = value_of(e, "kernel");
+  if (!spec) return fail(e, "missing key 'kernel'");
+  float *taps = NULL;
+  int kh = 0, kw = 0, border = PLM_BORDER_ZERO;
+  plm_status status = plm__parse_kernel(spec, value_of(e, "size"), &taps, &kh, &kw);
+  if (status != PLM_OK) return plm__pipe_reraise(status, "element %d '%s'", e->index, e->name);
+  plm__op_params p = {.conv2d = plm_conv2d_params_default()};
+  status = get_pair(e, "stride", "SY,SX", 1, INT32_MAX, &p.conv2d.stride_y, &p.conv2d.stride_x);
+  const char *pad = value_of(e, "pad");
+  if (status == PLM_OK && pad && strcmp(pad, "same") == 0) {
+    if (kh % 2 == 0 || kw % 2 == 0)
+      status = fail(e, "key 'pad': 'same' needs a kernel of odd sizes, not %dx%d", kh, kw);
+    p.conv2d.pad_y = (kh - 1) / 2;
+    p.conv2d.pad_x = (kw - 1) / 2;
+  } else if (status == PLM_OK) {
+    status = get_pair(e, "pad", "PY,PX", 0, PLM_CONV2D_MAX_PAD, &p.conv2d.pad_y, &p.conv2d.pad_x);
+  }
+  if (status == PLM_OK) status = get_choice(e, "border", borders, 3, &border);
+  p.conv2d.border = (plm_border)border;
+  int kernel = -1, out[PLM__PIPE_MAX_IO];
+  const int64_t dims[2] = {kh, kw};
+  if (status == PLM_OK) {
+    status =
+        plm__graph_add_source(c->pl, PLM__TENSOR_CONSTANT, PLM_DTYPE_F32, 2, dims, taps, &kernel);
+    if (status != PLM_OK) status = plm__pipe_reraise(status, "element %d '%s'", e->index, e->name);
+  }
+  free(taps);
+  if (status == PLM_OK)
+    status = add(c, e, PLM__OP_CONV2D, (const int[]){c->main, kernel, -1}, &p, first_output, out);
+  if (status == PLM_OK) c->main = out[0];
+  return status;
+}
+
+static plm_status build_sobel(chain *c, const element *e) {
+  int border = PLM_BORDER_REFLECT101, out[PLM__PIPE_MAX_IO];
+  plm_status status = get_choice(e, "border", borders, 3, &border);
+  plm__op_params p = {.sobel = {.border = (plm_border)border}};
+  const bool magnitude[] = {false, false, true};
+  if (status == PLM_OK)
+    status = add(c, e, PLM__OP_SOBEL, (const int[]){c->main, -1, -1}, &p, magnitude, out);
+  if (status == PLM_OK) c->main = out[2];
+  return status;
+}
+
+static plm_status build_entropy(chain *c, const element *e) {
+  const plm_dtype dtype = c->pl->graph.tensors[c->main].shape.dtype;
+  plm__op_params p = {.entropy = {0}};
+  int64_t window = 0, bins = 0;
+  if (!value_of(e, "window")) return fail(e, "missing key 'window'");
+  plm_status status = get_int(e, "window", 1, 255, 0, &window);
+  if (status == PLM_OK) status = get_int(e, "bins", 0, 65536, 0, &bins);
+  if (status != PLM_OK) return status;
+  p.entropy.window = (int)window;
+  p.entropy.bins = (int)bins;
+  const char *range = value_of(e, "range");
+  if (dtype == PLM_DTYPE_F32 && !value_of(e, "bins"))
+    return fail(e, "missing key 'bins' (f32 input needs a bin count)");
+  if (dtype == PLM_DTYPE_F32 && !range)
+    return fail(e, "missing key 'range' (f32 input needs range=LO,HI or range=auto)");
+  if (dtype != PLM_DTYPE_F32 && range)
+    return fail(e, "key 'range' is for f32 input, not %s (integers are binned by bins)",
+                plm_dtype_name(dtype));
+  if (range && strcmp(range, "auto") == 0) {
+    p.entropy.range_auto = true;
+  } else if (range) {
+    const char *comma = strchr(range, ',');
+    char lo[64];
+    size_t length = comma ? (size_t)(comma - range) : 0;
+    bool good = comma && length < sizeof lo;
+    if (good) {
+      memcpy(lo, range, length);
+      lo[length] = '\0';
+      good = plm__parse_number(lo, NULL, &p.entropy.range_lo) &&
+             plm__parse_number(comma + 1, NULL, &p.entropy.range_hi);
+    }
+    if (!good) return fail(e, "key 'range': '%s' is not LO,HI (two finite numbers) or auto", range);
+  }
+  int out[PLM__PIPE_MAX_IO];
+  status = add(c, e, PLM__OP_ENTROPY, (const int[]){c->main, -1, -1}, &p, first_output, out);
+  if (status == PLM_OK) c->main = out[0];
+  return status;
+}
+
+static plm_status build_threshold(chain *c, const element *e) {
+  plm__op_params p = {.threshold = {0}};
+  int compare = PLM_COMPARE_GT, out[PLM__PIPE_MAX_IO];
+  plm_status status = get_number(e, "value", &p.threshold.value);
+  if (status == PLM_OK) status = get_choice(e, "cmp", compares, 4, &compare);
+  p.threshold.compare = (plm_compare)compare;
+  if (status == PLM_OK)
+    status = add(c, e, PLM__OP_THRESHOLD, (const int[]){c->main, -1, -1}, &p, first_output, out);
+  if (status == PLM_OK) c->main = out[0];
+  return status;
+}
+
+static plm_status build_label(chain *c, const element *e) {
+  int connectivity = 1, out[PLM__PIPE_MAX_IO];
+  plm_status status = get_choice(e, "connectivity", connectivities, 2, &connectivity);
+  plm__op_params p = {.label = {.connectivity = connectivity ? 8 : 4}};
+  const bool both[] = {true, true, false};
+  if (status == PLM_OK)
+    status = add(c, e, PLM__OP_LABEL, (const int[]){c->main, -1, -1}, &p, both, out);
+  if (status != PLM_OK) return status;
+  c->main = out[0];
+  c->count = out[1];
+  return PLM_OK;
+}
+
+static plm_status build_regions(chain *c, const element *e) {
+  if (c->last != PLM__OP_LABEL || c->count < 0)
+    return fail(e, "needs a label element just before it (it reads labels and count)");
+  static const char *const intensities[] = {"input", "none"};
+  int64_t capacity = 0;
+  int intensity = 0, out[PLM__PIPE_MAX_IO];
+  plm_status status = get_int(e, "capacity", 1, INT64_MAX, 0, &capacity);
+  if (status == PLM_OK) status = get_choice(e, "intensity", intensities, 2, &intensity);
+  plm__op_params p = {.regions = {.capacity = capacity}};
+  const int inputs[] = {c->main, intensity == 0 ? c->input : -1, c->count};
+  if (status == PLM_OK) status = add(c, e, PLM__OP_REGIONS, inputs, &p, first_output, out);
+  if (status == PLM_OK) c->main = out[0];
+  return status;
+}
+
+static plm_status build_segment(chain *c, const element *e) {
+  plm__op_params p = {.segment = {.params = {0}}};
+  int compare = PLM_COMPARE_GT, connectivity = 1, out[PLM__PIPE_MAX_IO];
+  int64_t capacity = 0;
+  plm_status status = get_number(e, "value", &p.segment.params.value);
+  if (status == PLM_OK) status = get_choice(e, "cmp", compares, 4, &compare);
+  if (status == PLM_OK) status = get_choice(e, "connectivity", connectivities, 2, &connectivity);
+  if (status == PLM_OK) status = get_int(e, "capacity", 1, INT64_MAX, 0, &capacity);
+  p.segment.params.compare = (plm_compare)compare;
+  p.segment.params.connectivity = connectivity ? 8 : 4;
+  p.segment.capacity = capacity;
+  const bool all[] = {true, true, true};
+  if (status == PLM_OK)
+    status = add(c, e, PLM__OP_SEGMENT, (const int[]){c->main, -1, -1}, &p, all, out);
+  if (status != PLM_OK) return status;
+  c->main = out[2];
+  c->count = out[1];
+  return PLM_OK;
+}
+
+typedef struct element_kind {
+  const char *name;
+  const char *keys[8]; /* NULL-terminated */
+  plm_status (*build)(chain *c, const element *e);
+} element_kind;
+
+static const element_kind kinds[] = {
+    {"conv2d", {"kernel", "size", "stride", "pad", "border"}, build_conv2d},
+    {"sobel", {"border"}, build_sobel},
+    {"entropy", {"window", "bins", "range"}, build_entropy},
+    {"threshold", {"value", "cmp"}, build_threshold},
+    {"label", {"connectivity"}, build_label},
+    {"regions", {"capacity", "intensity"}, build_regions},
+    {"segment", {"value", "cmp", "connectivity", "capacity"}, build_segment},
+};
+enum { KINDS = sizeof kinds / sizeof kinds[0] };
+
+/* ---- the text ------------------------------------------------------------------------------ */
+
+static bool is_space(char ch) {
+  return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r';
+}
+
+/* Cut one element's text (writable, NUL-terminated) into its name and pairs. */
+static plm_status split(char *text, element *e) {
+  char *p = text;
+  while (is_space(*p)) p++;
+  e->name = p;
+  while (*p && !is_space(*p)) p++;
+  e->count = 0;
+  while (*p) {
+    *p++ = '\0';
+    while (is_space(*p)) p++;
+    if (!*p) break;
+    char *word = p;
+    while (*p && !is_space(*p)) p++;
+    char end = *p;
+    *p = '\0';
+    char *equals = strchr(word, '=');
+    if (!equals || equals == word || equals[1] == '\0')
+      return fail(e, "'%s' is not key=value", word);
+    *equals = '\0';
+    if (value_of(e, word)) return fail(e, "key '%s' is given twice", word);
+    if (e->count == MAX_PAIRS) return fail(e, "more than %d keys", MAX_PAIRS);
+    e->pairs[e->count++] = (pair){word, equals + 1};
+    *p = end;
+  }
+  return PLM_OK;
+}
+
+static plm_status check_keys(const element_kind *kind, const element *e) {
+  for (int i = 0; i < e->count; i++) {
+    bool known = false;
+    for (int k = 0; kind->keys[k] && !known; k++)
+      known = strcmp(e->pairs[i].key, kind->keys[k]) == 0;
+    if (known) continue;
+    char list[128] = "";
+    for (int k = 0; kind->keys[k]; k++)
+      snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", k ? ", " : "",
+               kind->keys[k]);
+    return fail(e, "unknown key '%s' (%s takes %s)", e->pairs[i].key, kind->name, list);
+  }
+  return PLM_OK;
+}
+
+static plm_status parse_element(chain *c, char *text, int index, bool last) {
+  element e = {.index = index, .name = ""};
+  char *p = text;
+  while (is_space(*p)) p++;
+  if (!*p) {
+    const char *where = index == 1 && last ? "the text is empty"
+                        : index == 1       ? "the text starts with '!'"
+                        : last             ? "the text ends with '!'"
+                                           : "nothing between two '!'";
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "element %d is empty (%s)", index, where);
+  }
+  plm_status status = split(p, &e);
+  if (status != PLM_OK) return status;
+  for (int k = 0; k < KINDS; k++) {
+    if (strcmp(e.name, kinds[k].name) != 0) continue;
+    status = check_keys(&kinds[k], &e);
+    return status == PLM_OK ? kinds[k].build(c, &e) : status;
+  }
+  return fail(&e,
+              "unknown element (one of conv2d, sobel, entropy, threshold, label, regions, "
+              "segment)");
+}
+
+/* The outputs: the main one, then the count after label, regions or segment. */
+static plm_status mark_outputs(chain *c) {
+  plm_status status = plm_pipeline_mark_output(c->pl, plm__graph_handle(c->pl, c->main));
+  bool counted =
+      c->last == PLM__OP_LABEL || c->last == PLM__OP_REGIONS || c->last == PLM__OP_SEGMENT;
+  if (status == PLM_OK && counted)
+    status = plm_pipeline_mark_output(c->pl, plm__graph_handle(c->pl, c->count));
+  return status == PLM_OK ? PLM_OK : plm__pipe_reraise(status, "%s", "");
+}
+
+static plm_status parse(chain *c, char *text) {
+  int index = 1;
+  for (char *start = text;; index++) {
+    char *bang = strchr(start, '!');
+    if (bang) *bang = '\0';
+    plm_status status = parse_element(c, start, index, !bang);
+    if (status != PLM_OK) return status;
+    if (!bang) break;
+    start = bang + 1;
+  }
+  return mark_outputs(c);
+}
+
+plm_status plm_pipeline_parse(plm_context *ctx, const char *text, plm_dtype dtype, int ndim,
+                              const int64_t *dims, plm_pipeline **out) {
+  PLM__REQUIRE_NOT_NULL(out);
+  *out = NULL;
+  PLM__REQUIRE_NOT_NULL(ctx);
+  PLM__REQUIRE_NOT_NULL(text);
+  PLM__REQUIRE_NOT_NULL(dims);
+  char *copy = malloc(strlen(text) + 1);
+  if (!copy) return plm__fail(PLM_ERR_OUT_OF_MEMORY, "no host memory for the text");
+  strcpy(copy, text);
+  chain c = {.input = -1, .count = -1, .last = PLM__OP_SOBEL_ENTROPY_THRESHOLD /* none yet */};
+  plm_status status = plm_pipeline_create(ctx, &c.pl);
+  if (status == PLM_OK) {
+    status = plm__graph_add_source(c.pl, PLM__TENSOR_INPUT, dtype, ndim, dims, NULL, &c.input);
+    c.main = c.input;
+  }
+  if (status == PLM_OK) status = parse(&c, copy);
+  free(copy);
+  if (status != PLM_OK) {
+    plm_pipeline_destroy(c.pl);
+    return plm__propagate(status);
+  }
+  *out = c.pl;
+  return PLM_OK;
+}

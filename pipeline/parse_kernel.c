@@ -1,0 +1,152 @@
+/* pipeline/parse_kernel.c: the values of text pipelines: integers, numbers, and conv2d
+ * kernels (box, gauss, log, inline), as plume/pipeline.h states them. */
+#include <errno.h>
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pipeline/parse.h"
+#include "plume/conv.h"
+#include "streams/error.h"
+
+bool plm__parse_int(const char *text, const char **end, int64_t min, int64_t max, int64_t *value) {
+  int64_t v = 0;
+  const char *p = text;
+  while (*p >= '0' && *p <= '9') {
+    if (v > (INT64_MAX - (*p - '0')) / 10) return false;
+    v = v * 10 + (*p - '0');
+    p++;
+  }
+  if (p == text || v < min || v > max) return false;
+  if (end)
+    *end = p;
+  else if (*p != '\0')
+    return false;
+  *value = v;
+  return true;
+}
+
+bool plm__parse_number(const char *text, const char **end, double *value) {
+  if (text[0] == '\0' || text[0] == ' ' || text[0] == '\t') return false;
+  char *stop = NULL;
+  errno = 0;
+  double v = strtod(text, &stop);
+  if (stop == text || errno == ERANGE || !isfinite(v)) return false;
+  if (end)
+    *end = stop;
+  else if (*stop != '\0')
+    return false;
+  *value = v;
+  return true;
+}
+
+/* "K" or "K:SIGMA" after a built-in kernel's name. */
+static plm_status built_in_size(const char *spec, const char *args, bool odd, int min,
+                                bool with_sigma, int *k, double *sigma) {
+  const char *p = args;
+  int64_t size = 0;
+  bool good = plm__parse_int(p, &p, min, PLM_CONV2D_MAX_KERNEL, &size) && (!odd || size % 2);
+  if (good && with_sigma) good = *p == ':' && plm__parse_number(p + 1, NULL, sigma) && *sigma > 0;
+  if (good && !with_sigma) good = *p == '\0';
+  if (!good)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "key 'kernel': '%s' is not %s (K %s%d..%d%s)", spec,
+                         with_sigma ? "NAME:K:SIGMA" : "box:K", odd ? "odd, " : "", min,
+                         PLM_CONV2D_MAX_KERNEL, with_sigma ? ", SIGMA a number > 0" : "");
+  *k = (int)size;
+  return PLM_OK;
+}
+
+/* One tap of box ('b'), gauss ('g') or log ('l') before normalisation. */
+static double built_in_tap(char name, int k, double sigma, int i, int j) {
+  const double pi = 3.14159265358979323846, c = (k - 1) / 2.0;
+  const double r2 = (i - c) * (i - c) + (j - c) * (j - c), s2 = sigma * sigma;
+  if (name == 'g') return exp(-r2 / (2.0 * s2));
+  if (name == 'l') return (1.0 - r2 / (2.0 * s2)) * exp(-r2 / (2.0 * s2)) / (pi * s2 * s2);
+  return 1.0;
+}
+
+/* The taps, normalised in double precision, then rounded to f32. */
+static void built_in_taps(char name, int k, double sigma, float *taps) {
+  double sum = 0.0;
+  for (int i = 0; i < k; i++)
+    for (int j = 0; j < k; j++) sum += built_in_tap(name, k, sigma, i, j);
+  for (int i = 0; i < k; i++)
+    for (int j = 0; j < k; j++) {
+      double v = built_in_tap(name, k, sigma, i, j);
+      if (name == 'l')
+        v -= sum / (double)(k * k); /* the taps sum to 0 */
+      else
+        v /= sum; /* the taps sum to 1 */
+      taps[i * k + j] = (float)v;
+    }
+}
+
+static plm_status inline_taps(const char *spec, const char *size, float **taps, int *height,
+                              int *width) {
+  int count = 1;
+  for (const char *p = spec; *p; p++) count += *p == ',';
+  if (count > PLM_CONV2D_MAX_KERNEL * PLM_CONV2D_MAX_KERNEL)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "key 'kernel': %d values are more than %d x %d",
+                         count, PLM_CONV2D_MAX_KERNEL, PLM_CONV2D_MAX_KERNEL);
+  int64_t kh = 0, kw = 0;
+  if (size) {
+    const char *p = size;
+    if (!plm__parse_int(p, &p, 1, PLM_CONV2D_MAX_KERNEL, &kh) || *p != 'x' ||
+        !plm__parse_int(p + 1, NULL, 1, PLM_CONV2D_MAX_KERNEL, &kw))
+      return plm__fail_raw(PLM_ERR_INVALID_ARG, "key 'size': '%s' is not KHxKW (each 1..%d)", size,
+                           PLM_CONV2D_MAX_KERNEL);
+    if (kh * kw != count)
+      return plm__fail_raw(PLM_ERR_INVALID_ARG, "key 'kernel': %d values, but size=%s needs %lld",
+                           count, size, (long long)(kh * kw));
+  } else {
+    kh = kw = (int64_t)lround(sqrt((double)count));
+    if (kh * kw != count)
+      return plm__fail_raw(PLM_ERR_INVALID_ARG,
+                           "key 'kernel': %d values are not a square; give size=KHxKW", count);
+  }
+  float *values = malloc((size_t)count * sizeof *values);
+  if (!values) return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for a kernel");
+  const char *p = spec;
+  for (int i = 0; i < count; i++) {
+    double v = 0;
+    if (!plm__parse_number(p, &p, &v) || fabs(v) > FLT_MAX || (*p != ',' && *p != '\0')) {
+      free(values);
+      return plm__fail_raw(PLM_ERR_INVALID_ARG,
+                           "key 'kernel': value %d of '%s' is not a finite f32 number", i + 1,
+                           spec);
+    }
+    values[i] = (float)v;
+    p += *p == ',';
+  }
+  *taps = values;
+  *height = (int)kh;
+  *width = (int)kw;
+  return PLM_OK;
+}
+
+plm_status plm__parse_kernel(const char *spec, const char *size, float **taps, int *height,
+                             int *width) {
+  static const struct {
+    const char *prefix;
+    bool odd, sigma;
+    int min;
+  } built_ins[] = {{"box:", false, false, 1}, {"gauss:", true, true, 1}, {"log:", true, true, 3}};
+  for (size_t b = 0; b < sizeof built_ins / sizeof built_ins[0]; b++) {
+    size_t length = strlen(built_ins[b].prefix);
+    if (strncmp(spec, built_ins[b].prefix, length) != 0) continue;
+    if (size)
+      return plm__fail_raw(PLM_ERR_INVALID_ARG, "key 'size' is for inline kernels, not '%s'", spec);
+    int k = 0;
+    double sigma = 1.0;
+    plm_status status = built_in_size(spec, spec + length, built_ins[b].odd, built_ins[b].min,
+                                      built_ins[b].sigma, &k, &sigma);
+    if (status != PLM_OK) return status;
+    *taps = malloc((size_t)k * (size_t)k * sizeof **taps);
+    if (!*taps) return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for a kernel");
+    built_in_taps(spec[0], k, sigma, *taps);
+    *height = *width = k;
+    return PLM_OK;
+  }
+  return inline_taps(spec, size, taps, height, width);
+}

@@ -1,0 +1,199 @@
+/* pipeline/pipeline.c: a pipeline's life: create, compile (plan and runtime objects),
+ * destroy, and the plan's figures (plume/pipeline.h). */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pipeline/pipeline_internal.h"
+#include "streams/error.h"
+
+enum { DEFAULT_STREAMS = 4 };
+
+static atomic_uint next_serial = 1;
+
+/* ---- runtime objects ------------------------------------------------------------------------ */
+
+/* Destroy the slots' streams and events, and give the memory back to the pool when
+ * `free_memory` (not when the context is being destroyed: its pools may be gone, and
+ * they release everything themselves). The device work must have finished. */
+static void release_runtime(plm_pipeline *pl, bool free_memory) {
+  for (int k = 0; pl->slots && k < pl->config.frames_in_flight; k++) {
+    plm__slot *slot = &pl->slots[k];
+    if (free_memory && slot->workspace) plm_pool_free(pl->pool, slot->workspace, pl->control);
+    for (int s = 1; s < PLM_PIPELINE_MAX_STREAMS; s++) plm_stream_destroy(slot->streams[s]);
+    for (int e = 0; slot->events && e < pl->plan.event_count; e++)
+      plm_event_destroy(slot->events[e]);
+    plm_event_destroy(slot->done);
+    free(slot->events);
+    free(slot->tensors);
+  }
+  free(pl->slots);
+  pl->slots = NULL;
+  if (free_memory && pl->constants) plm_pool_free(pl->pool, pl->constants, pl->control);
+  pl->constants = NULL;
+  plm_stream_destroy(pl->control); /* waits for the frees' place in its order */
+  pl->control = NULL;
+  plm__plan_free(&pl->plan);
+  pl->compiled = false;
+}
+
+static plm_status create_slot(plm_pipeline *pl, plm__slot *slot) {
+  const plm__plan *plan = &pl->plan;
+  plm_status status = PLM_OK;
+  if (plan->workspace_bytes)
+    status = plm_pool_alloc(pl->pool, plan->workspace_bytes, pl->control, &slot->workspace);
+  for (int s = 1; status == PLM_OK && s < plan->stream_count; s++)
+    status = plm_stream_create(pl->ctx, PLM_STREAM_DEFAULT, &slot->streams[s]);
+  slot->events = calloc((size_t)plan->event_count + 1, sizeof *slot->events);
+  slot->tensors = calloc((size_t)plan->tensor_count + 1, sizeof *slot->tensors);
+  if (status == PLM_OK && (!slot->events || !slot->tensors))
+    status = plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for a frame slot");
+  for (int e = 0; status == PLM_OK && e < plan->event_count; e++)
+    status = plm_event_create(pl->ctx, PLM_EVENT_DISABLE_TIMING, &slot->events[e]);
+  if (status == PLM_OK) status = plm_event_create(pl->ctx, PLM_EVENT_DISABLE_TIMING, &slot->done);
+  if (status != PLM_OK) return status;
+  for (int t = 0; t < plan->tensor_count; t++) {
+    const plm_shape *shape = &plan->tensors[t].shape;
+    plm_tensor *tensor = &slot->tensors[t];
+    *tensor = (plm_tensor){.ctx = pl->ctx, .dtype = shape->dtype, .ndim = shape->ndim};
+    int64_t stride = 1;
+    for (int d = shape->ndim - 1; d >= 0; d--) {
+      tensor->dims[d] = shape->dims[d];
+      tensor->strides[d] = stride;
+      stride *= shape->dims[d];
+    }
+    if (plan->location[t] == PLM__AT_WORKSPACE)
+      tensor->data = (char *)slot->workspace + plan->offset[t];
+    if (plan->location[t] == PLM__AT_CONSTANT)
+      tensor->data = (char *)pl->constants + plan->offset[t];
+  }
+  return PLM_OK;
+}
+
+/* The runtime of a built plan: control stream, constants, slots. */
+static plm_status create_runtime(plm_pipeline *pl) {
+  const plm__plan *plan = &pl->plan;
+  plm_status status = plm_stream_create(pl->ctx, PLM_STREAM_DEFAULT, &pl->control);
+  if (status == PLM_OK && plan->constant_bytes)
+    status = plm_pool_alloc(pl->pool, plan->constant_bytes, pl->control, &pl->constants);
+  for (int t = 0; status == PLM_OK && t < plan->tensor_count; t++)
+    if (plan->location[t] == PLM__AT_CONSTANT)
+      status =
+          plm_stream_memcpy(pl->control, (char *)pl->constants + plan->offset[t],
+                            plan->tensors[t].host, plan->tensors[t].bytes, PLM_COPY_HOST_TO_DEVICE);
+  if (status == PLM_OK) {
+    pl->slots = calloc((size_t)pl->config.frames_in_flight, sizeof *pl->slots);
+    if (!pl->slots) status = plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for frame slots");
+  }
+  for (int k = 0; status == PLM_OK && k < pl->config.frames_in_flight; k++)
+    status = create_slot(pl, &pl->slots[k]);
+  /* The memory was allocated on the control stream (which may have been made to wait for
+   * other streams' frees) and the constants copied there: once it is idle, every stream
+   * may use them. */
+  if (status == PLM_OK) status = plm_stream_synchronize(pl->control);
+  return status;
+}
+
+/* ---- the attachment: the context destroys a pipeline left alive --------------------------- */
+
+static void destroy_pipeline(plm_pipeline *pl, bool free_memory) {
+  if (pl->compiled || pl->control) release_runtime(pl, free_memory);
+  plm__plan_free(&pl->plan);
+  plm__graph_free(&pl->graph);
+  free(pl);
+}
+
+static void destroy_attached(plm__attachment *self) {
+  plm_pipeline *pl = (plm_pipeline *)(void *)((char *)self - offsetof(plm_pipeline, attachment));
+  destroy_pipeline(pl, false);
+}
+
+/* ---- the public API ------------------------------------------------------------------------- */
+
+plm_status plm_pipeline_create(plm_context *ctx, plm_pipeline **out) {
+  PLM__REQUIRE_NOT_NULL(ctx);
+  PLM__REQUIRE_NOT_NULL(out);
+  *out = NULL;
+  plm_pipeline *pl = calloc(1, sizeof *pl);
+  if (!pl) return plm__fail(PLM_ERR_OUT_OF_MEMORY, "no host memory for a pipeline");
+  pl->ctx = ctx;
+  pl->serial = atomic_fetch_add(&next_serial, 1);
+  if (pl->serial == 0) pl->serial = atomic_fetch_add(&next_serial, 1); /* 0 means "none" */
+  pl->attachment = (plm__attachment){
+      .kind = "pipeline", .report_if_leftover = true, .destroy = destroy_attached};
+  plm__context_attach(ctx, &pl->attachment);
+  *out = pl;
+  return PLM_OK;
+}
+
+plm_status plm_pipeline_destroy(plm_pipeline *pl) {
+  if (!pl) return PLM_OK;
+  PLM__REFUSE_IN_HOST_CALLBACK();
+  plm_status status = PLM_OK;
+  if (pl->compiled) status = plm_context_synchronize(pl->ctx); /* the frames in flight */
+  plm__context_detach(pl->ctx, &pl->attachment);
+  destroy_pipeline(pl, true);
+  return plm__propagate(status);
+}
+
+static plm_status check_config(const plm_pipeline *pl, const plm_plan_config *cfg) {
+  if (cfg->frames_in_flight < 0 || cfg->frames_in_flight > PLM_PIPELINE_MAX_FRAMES)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "cfg->frames_in_flight %d is not in 0..%d",
+                         cfg->frames_in_flight, PLM_PIPELINE_MAX_FRAMES);
+  if (cfg->max_streams < 0 || cfg->max_streams > PLM_PIPELINE_MAX_STREAMS)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "cfg->max_streams %d is not in 0..%d",
+                         cfg->max_streams, PLM_PIPELINE_MAX_STREAMS);
+  if (cfg->flags & ~(unsigned)(PLM_PLAN_NO_FUSION | PLM_PLAN_NO_REUSE))
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "cfg->flags 0x%x has unknown bits", cfg->flags);
+  plm_context *pool_ctx = NULL;
+  if (cfg->pool && plm_pool_context(cfg->pool, &pool_ctx) == PLM_OK && pool_ctx != pl->ctx)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "cfg->pool belongs to another context");
+  if (pl->graph.output_count == 0)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG,
+                         "the pipeline has no output (plm_pipeline_mark_output)");
+  return PLM_OK;
+}
+
+plm_status plm_pipeline_compile(plm_pipeline *pl, const plm_plan_config *cfg) {
+  PLM__REQUIRE_NOT_NULL(pl);
+  PLM__REFUSE_IN_HOST_CALLBACK();
+  if (pl->compiled) return plm__fail(PLM_ERR_INVALID_STATE, "the pipeline is compiled already");
+  plm_plan_config config = cfg ? *cfg : (plm_plan_config){0};
+  plm_status status = check_config(pl, &config);
+  if (status != PLM_OK) return plm__propagate(status);
+  if (config.frames_in_flight == 0) config.frames_in_flight = 1;
+  if (config.max_streams == 0) config.max_streams = DEFAULT_STREAMS;
+  pl->pool = config.pool;
+  if (!pl->pool) status = plm_context_default_pool(pl->ctx, &pl->pool);
+  const bool fuse = !(config.flags & PLM_PLAN_NO_FUSION);
+  if (status == PLM_OK) status = plm__plan_build(&pl->graph, &config, fuse, &pl->plan);
+  if (status != PLM_OK) return plm__propagate(status);
+  pl->config = config;
+  status = create_runtime(pl);
+  if (status != PLM_OK) {
+    release_runtime(pl, true);
+    return plm__propagate(status);
+  }
+  pl->compiled = true;
+  return PLM_OK;
+}
+
+plm_status plm_pipeline_plan_info(const plm_pipeline *pl, plm_plan_info *out) {
+  PLM__REQUIRE_NOT_NULL(pl);
+  PLM__REQUIRE_NOT_NULL(out);
+  if (!pl->compiled) return plm__fail(PLM_ERR_INVALID_STATE, "the pipeline is not compiled");
+  const plm__plan *plan = &pl->plan;
+  *out = (plm_plan_info){.workspace_bytes = plan->workspace_bytes,
+                         .intermediate_bytes = plan->intermediate_bytes,
+                         .peak_live_bytes = plan->peak_live_bytes,
+                         .constant_bytes = plan->constant_bytes,
+                         .frames_in_flight = pl->config.frames_in_flight,
+                         .nodes = pl->graph.node_count,
+                         .steps = plan->step_count,
+                         .fusable_chains = plan->fusable_chains,
+                         .fused_steps = plan->fused_steps,
+                         .in_place = plan->in_place,
+                         .streams = plan->stream_count,
+                         .events = plan->event_count};
+  return PLM_OK;
+}

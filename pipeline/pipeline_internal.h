@@ -1,0 +1,266 @@
+/* pipeline/pipeline_internal.h: graphs, plans and their execution (internal).
+ *
+ * Three stages, each with its own data:
+ *
+ *   graph   what the caller built: tensors (inputs, constants, node outputs) and nodes,
+ *           in the order they were added (graph.c, parse.c). Checked as it grows, never
+ *           changed by compile, so it can be described and planned again.
+ *   plan    what runs (plan.c, plan_memory.c): a copy of the graph's tensors plus the
+ *           ones lowering adds, and steps. Passes, in order:
+ *             lower     segment -> threshold, label, regions (the mask becomes a tensor);
+ *             fuse      sobel -> entropy -> threshold chains (plm__plan_find_fusions
+ *                       recognises them) become one plm_sobel_entropy_threshold step
+ *                       unless the config says PLM_PLAN_NO_FUSION;
+ *             prune     steps nothing observable depends on; unread sobel outputs;
+ *             order     Kahn's algorithm, ties to the earlier step: stable;
+ *             streams   a step continues the stream of the producer it reads, when that
+ *                       producer is still the stream's last step; otherwise it opens a
+ *                       new stream (up to max_streams, then the stream idle longest).
+ *                       Stream 0 is the caller's. Events: one per step whose output is
+ *                       read on another stream (recorded after it, waited before each
+ *                       such reader), a fork event recorded on stream 0 at the start and
+ *                       waited by the first step of every other stream, and one join
+ *                       event per other stream that stream 0 waits at the end;
+ *             clocks    a vector clock per step (for each stream, how many of its steps
+ *                       are ordered before this step starts), from stream order and the
+ *                       events: step u happens before v iff clock[v][stream u] > pos u;
+ *             memory    buffers (a tensor, or an in-place group) with their uses; two
+ *                       buffers conflict unless every use of one happens before the
+ *                       other is written; offsets by the best of three placements
+ *                       (plan_memory.c). On one stream the conflicts are exactly the
+ *                       overlapping step intervals.
+ *   runtime what compile allocates (pipeline.c): a control stream (allocation, constant
+ *           upload, the frees at destroy), the constants' block, and per frame slot a
+ *           workspace, the branch streams (streams 1..S-1), the events and a table of
+ *           plm_tensor descriptors for every plan tensor with its address filled in.
+ *           plm__pipeline_enqueue patches the caller's inputs and outputs into the
+ *           slot's table and calls the public ops: no allocation, no locks of its own.
+ *
+ * Invariants: a plan tensor is produced by at most one step; steps are stored in
+ * execution order; a step's waits name events recorded by earlier steps (or the fork);
+ * workspace offsets are multiples of PLM__PIPE_ALIGN and two buffers whose byte ranges
+ * overlap never conflict.
+ *
+ * Frame slots. The streaming executor keeps K frames in flight: frame f uses slot
+ * f mod K, its own stream, and its slot's workspace, branch streams and events, so
+ * frames in different slots never share memory or events. Reusing a slot is the
+ * executor's business: it must order frame f + K after frame f (plm_pipeline_run does it
+ * with the slot's `done` event).
+ */
+#ifndef PLUME_PIPELINE_PIPELINE_INTERNAL_H
+#define PLUME_PIPELINE_PIPELINE_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plume/fused.h"
+#include "plume/pipeline.h"
+#include "streams/error.h"
+#include "streams/runtime.h"
+
+enum {
+  PLM__PIPE_ALIGN = 256,  /* workspace offsets and sizes */
+  PLM__PIPE_MAX_IO = 3,   /* inputs or outputs of one node */
+  PLM__PIPE_MAX_WAITS = 4 /* events a step waits for: its inputs, and the fork */
+};
+
+/* The operations a node or step can be. */
+typedef enum plm__op_kind {
+  PLM__OP_CONV2D = 0,
+  PLM__OP_SOBEL,
+  PLM__OP_ENTROPY,
+  PLM__OP_THRESHOLD,
+  PLM__OP_LABEL,
+  PLM__OP_REGIONS,
+  PLM__OP_SEGMENT,                /* graph only: lowered at compile */
+  PLM__OP_SOBEL_ENTROPY_THRESHOLD /* plan only: made by the fusion pass */
+} plm__op_kind;
+
+
+typedef union plm__op_params {
+  plm_conv2d_params conv2d;
+  plm_sobel_params sobel;
+  plm_entropy_params entropy;
+  plm_threshold_params threshold;
+  plm_label_params label;
+  struct {
+    int64_t capacity;
+  } regions;
+  struct {
+    plm_segment_params params;
+    int64_t capacity;
+  } segment;
+  plm_sobel_entropy_threshold_params fused;
+} plm__op_params;
+
+/* The name of a kind ("entropy"), and of its input and output slots ("in", "labels"). */
+const char *plm__op_name(plm__op_kind kind);
+const char *plm__op_input_name(plm__op_kind kind, int slot);
+const char *plm__op_output_name(plm__op_kind kind, int slot);
+
+typedef enum plm__tensor_kind {
+  PLM__TENSOR_INPUT = 0,
+  PLM__TENSOR_CONSTANT,
+  PLM__TENSOR_VALUE /* a node's (or step's) output */
+} plm__tensor_kind;
+
+typedef struct plm__tensor {
+  plm__tensor_kind kind;
+  plm_shape shape;
+  size_t bytes;
+  int producer; /* VALUE: the node (graph) or step (plan) writing it; else -1 */
+  int slot;     /* VALUE: which output of the producer */
+  int io_index; /* INPUT: its index; VALUE marked as output: its output index; else -1 */
+  void *host;   /* CONSTANT: the copied bytes (graph tensors only own them) */
+  int producer_connectivity; /* VALUE labels of a label node: 4 or 8; else 0 */
+} plm__tensor;
+
+typedef struct plm__node {
+  plm__op_kind kind;
+  int inputs[PLM__PIPE_MAX_IO];  /* tensor indices, -1 when absent */
+  int outputs[PLM__PIPE_MAX_IO]; /* tensor indices, -1 when absent */
+  plm__op_params params;
+} plm__node;
+
+typedef struct plm__graph {
+  plm__tensor *tensors;
+  int tensor_count, tensor_capacity;
+  plm__node *nodes;
+  int node_count, node_capacity;
+  int *inputs; /* tensor indices, in input order */
+  int input_count, input_capacity;
+  int *outputs; /* tensor indices, in output order */
+  int output_count, output_capacity;
+} plm__graph;
+
+/* Where a plan tensor's memory is. */
+typedef enum plm__location {
+  PLM__AT_NONE = 0, /* not used by any step */
+  PLM__AT_INPUT,    /* the caller's inputs[io_index] */
+  PLM__AT_OUTPUT,   /* the caller's outputs[io_index] */
+  PLM__AT_CONSTANT, /* constants block + offset */
+  PLM__AT_WORKSPACE /* the slot's workspace + offset */
+} plm__location;
+
+typedef struct plm__step {
+  plm__op_kind kind;
+  int inputs[PLM__PIPE_MAX_IO]; /* plan tensor indices, -1 when absent */
+  int outputs[PLM__PIPE_MAX_IO];
+  plm__op_params params;
+  int nodes[3]; /* the graph nodes it stands for (-1 padded): 3 for a fused step */
+  int stream;   /* 0: the caller's stream; s > 0: the slot's branch stream s */
+  int position; /* 1-based index among its stream's steps */
+  int waits[PLM__PIPE_MAX_WAITS]; /* events to wait for before it */
+  int wait_count;
+  int record;    /* event recorded after it, or -1 */
+  bool in_place; /* outputs[0] is inputs[0]'s memory */
+} plm__step;
+
+/* A chain the fusion pass recognised: steps sobel, entropy, threshold. */
+typedef struct plm__fusion {
+  int sobel, entropy, threshold;
+} plm__fusion;
+
+typedef struct plm__plan {
+  plm__tensor *tensors; /* the graph's, then the ones lowering added */
+  int tensor_count;
+  plm__step *steps; /* in execution order */
+  int step_count;
+  plm__location *location; /* per tensor */
+  size_t *offset;          /* per tensor: in the workspace or the constants' block */
+  int *clock;              /* step_count x PLM_PIPELINE_MAX_STREAMS vector clocks */
+  int stream_count;
+  int event_count;  /* per slot: event 0 is the fork, then one per recording step, then joins */
+  int *join_events; /* per stream (index 0 unused): the event stream s records at the end */
+  int fusable_chains, fused_steps, in_place;
+  size_t workspace_bytes, intermediate_bytes, peak_live_bytes, constant_bytes;
+} plm__plan;
+
+/* One frame slot's runtime objects. */
+typedef struct plm__slot {
+  void *workspace;
+  plm_stream *streams[PLM_PIPELINE_MAX_STREAMS]; /* [0] unused: the caller's stream */
+  plm_event **events;                            /* plan.event_count of them */
+  plm_event *done; /* recorded at the end of each plm_pipeline_run on this slot */
+  bool done_recorded;
+  plm_tensor *tensors; /* per plan tensor, addresses filled in (inputs/outputs per run) */
+} plm__slot;
+
+struct plm_pipeline {
+  plm_context *ctx;
+  plm__attachment attachment;
+  uint32_t serial; /* the handles' `pipeline` */
+  plm__graph graph;
+  bool compiled;
+  plm_plan_config config; /* as compiled, defaults filled in */
+  plm__plan plan;
+  plm_pool *pool;
+  plm_stream *control;
+  void *constants;
+  plm__slot *slots; /* config.frames_in_flight of them */
+};
+
+/* ---- graph.c ----------------------------------------------------------------------------- */
+
+/* Replace the thread's message (raw, or "plm_op_output: ..." whose function name is
+ * dropped) by "<prefix>: <message>", prefix formatted from fmt (an empty prefix only
+ * drops the function name); returns status. */
+plm_status plm__pipe_reraise(plm_status status, const char *fmt, ...) PLM__PRINTF(2, 3);
+
+/* The tensor a handle names, or -1 with the message "<name> ..." set (raw). */
+int plm__graph_resolve(const plm_pipeline *pl, plm_pipe_tensor t, const char *name);
+plm_pipe_tensor plm__graph_handle(const plm_pipeline *pl, int tensor);
+
+/* Add a node of kind reading inputs (-1 when absent) with params; checks everything
+ * with the op's shape function and appends the node and its outputs only when all
+ * is well. want[k] says whether output slot k is made (sobel's optional outputs; others
+ * make all). On failure the message is raw (no function or node prefix) and nothing
+ * changed. outputs[k] gets the new tensors' indices (-1 when not made). */
+plm_status plm__graph_add_node(plm_pipeline *pl, plm__op_kind kind, const int *inputs,
+                               const plm__op_params *params, const bool *want, int *outputs);
+plm_status plm__graph_add_source(plm_pipeline *pl, plm__tensor_kind kind, plm_dtype dtype, int ndim,
+                                 const int64_t *dims, const void *host, int *index);
+void plm__graph_free(plm__graph *graph);
+
+/* The most components a labels frame of height x width can hold under connectivity. */
+int64_t plm__regions_bound(int64_t height, int64_t width, int connectivity);
+
+/* ---- plan.c, plan_memory.c ----------------------------------------------------------------- */
+
+/* Build the plan of a graph under config (defaults filled in): every pass above, with
+ * fusable chains replaced by fused steps when `substitute` (compile passes whether the
+ * config allows it). Host memory only; on failure the plan is
+ * freed and the message is raw. */
+plm_status plm__plan_build(const plm__graph *graph, const plm_plan_config *config, bool substitute,
+                           plm__plan *plan);
+
+void plm__plan_free(plm__plan *plan);
+
+/* The fusable chains among a plan's steps (before ordering: steps in graph order);
+ * writes at most `capacity` and returns how many there are. */
+int plm__plan_find_fusions(const plm__plan *plan, plm__fusion *found, int capacity);
+
+/* Whether step u happens before step v in the plan's stream order and events. */
+bool plm__plan_happens_before(const plm__plan *plan, int u, int v);
+
+/* Place the plan's workspace tensors (plan->location PLM__AT_WORKSPACE) and set
+ * offsets, workspace_bytes, intermediate_bytes, peak_live_bytes and in_place. */
+plm_status plm__plan_memory(plm__plan *plan, bool reuse);
+
+/* ---- pipeline.c, run.c -------------------------------------------------------------------- */
+
+/* Check a run's tensors against the plan (the caller's stream's context, shapes,
+ * overlaps). The message is raw. */
+plm_status plm__pipeline_check_io(const plm_pipeline *pl, const plm_stream *stream,
+                                  const plm_tensor *inputs, const plm_tensor *outputs);
+
+/* Enqueue one frame on slot's workspace, branch streams and events, with stream as
+ * stream 0. No checks (plm__pipeline_check_io has passed), no allocation, no ordering
+ * against the slot's previous frame: the caller owns that. On a step's failure the
+ * remaining steps are skipped, the branch streams are still joined into stream, and the
+ * status is returned with a raw message naming the step. */
+plm_status plm__pipeline_enqueue(plm_pipeline *pl, int slot, plm_stream *stream,
+                                 const plm_tensor *inputs, plm_tensor *outputs);
+
+#endif /* PLUME_PIPELINE_PIPELINE_INTERNAL_H */

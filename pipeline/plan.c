@@ -1,0 +1,368 @@
+/* pipeline/plan.c: from a graph to a plan: lowering, pruning, fusion, order, streams,
+ * events and clocks (the passes are described in pipeline_internal.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pipeline/pipeline_internal.h"
+#include "streams/assert.h"
+
+void plm__plan_free(plm__plan *plan) {
+  free(plan->tensors);
+  free(plan->steps);
+  free(plan->location);
+  free(plan->offset);
+  free(plan->clock);
+  free(plan->join_events);
+  *plan = (plm__plan){0};
+}
+
+/* Append a step; its outputs' producer becomes the step. */
+static void add_step(plm__plan *plan, plm__op_kind kind, const int *inputs, const int *outputs,
+                     const plm__op_params *params, int node) {
+  int index = plan->step_count++;
+  plm__step *step = &plan->steps[index];
+  *step = (plm__step){.kind = kind, .params = *params, .nodes = {node, -1, -1}, .record = -1};
+  for (int k = 0; k < PLM__PIPE_MAX_IO; k++) {
+    step->inputs[k] = inputs[k];
+    step->outputs[k] = outputs[k];
+    if (outputs[k] >= 0) {
+      plan->tensors[outputs[k]].producer = index;
+      plan->tensors[outputs[k]].slot = k;
+    }
+  }
+}
+
+/* Copy the graph's tensors and nodes, with segment lowered into its three parts. */
+static plm_status lower(const plm__graph *graph, plm__plan *plan) {
+  int segments = 0;
+  for (int n = 0; n < graph->node_count; n++) segments += graph->nodes[n].kind == PLM__OP_SEGMENT;
+  plan->tensors = calloc((size_t)(graph->tensor_count + segments), sizeof *plan->tensors);
+  plan->steps = calloc((size_t)(graph->node_count + 2 * segments) + 1, sizeof *plan->steps);
+  if (!plan->tensors || !plan->steps)
+    return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for the plan");
+  memcpy(plan->tensors, graph->tensors, (size_t)graph->tensor_count * sizeof *plan->tensors);
+  plan->tensor_count = graph->tensor_count;
+  for (int t = 0; t < plan->tensor_count; t++) plan->tensors[t].producer = -1;
+
+  for (int n = 0; n < graph->node_count; n++) {
+    const plm__node *node = &graph->nodes[n];
+    if (node->kind != PLM__OP_SEGMENT) {
+      add_step(plan, node->kind, node->inputs, node->outputs, &node->params, n);
+      continue;
+    }
+    /* mask = image CMP value; labels, count = label(mask); table = regions(labels, image). */
+    const int image = node->inputs[0];
+    const int mask = plan->tensor_count++;
+    plm__tensor *m = &plan->tensors[mask];
+    *m = (plm__tensor){.kind = PLM__TENSOR_VALUE,
+                       .shape = plan->tensors[image].shape,
+                       .producer = -1,
+                       .slot = -1,
+                       .io_index = -1};
+    m->shape.dtype = PLM_DTYPE_U8;
+    m->bytes = 1;
+    for (int d = 0; d < m->shape.ndim; d++) m->bytes *= (size_t)m->shape.dims[d];
+    const plm_segment_params *sp = &node->params.segment.params;
+    plm__op_params threshold = {.threshold = {.value = sp->value, .compare = sp->compare}};
+    plm__op_params label = {.label = {.connectivity = sp->connectivity}};
+    plm__op_params regions = {.regions = {.capacity = node->params.segment.capacity}};
+    add_step(plan, PLM__OP_THRESHOLD, (const int[]){image, -1, -1}, (const int[]){mask, -1, -1},
+             &threshold, n);
+    add_step(plan, PLM__OP_LABEL, (const int[]){mask, -1, -1},
+             (const int[]){node->outputs[0], node->outputs[1], -1}, &label, n);
+    add_step(plan, PLM__OP_REGIONS, (const int[]){node->outputs[0], image, node->outputs[1]},
+             (const int[]){node->outputs[2], -1, -1}, &regions, n);
+  }
+  return PLM_OK;
+}
+
+/* Keep the steps with keep[s] set, in their order; producers follow. */
+static void compact(plm__plan *plan, const bool *keep) {
+  int kept = 0;
+  for (int s = 0; s < plan->step_count; s++) {
+    if (!keep[s]) continue;
+    plan->steps[kept] = plan->steps[s];
+    for (int k = 0; k < PLM__PIPE_MAX_IO; k++)
+      if (plan->steps[kept].outputs[k] >= 0)
+        plan->tensors[plan->steps[kept].outputs[k]].producer = kept;
+    kept++;
+  }
+  plan->step_count = kept;
+}
+
+/* Drop steps that no output depends on, and sobel outputs that nothing reads. */
+static plm_status prune(plm__plan *plan) {
+  bool *needed = calloc((size_t)plan->tensor_count, sizeof *needed);
+  bool *keep = calloc((size_t)plan->step_count + 1, sizeof *keep);
+  if (!needed || !keep) {
+    free(needed);
+    free(keep);
+    return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for the plan");
+  }
+  for (int t = 0; t < plan->tensor_count; t++)
+    needed[t] = plan->tensors[t].kind == PLM__TENSOR_VALUE && plan->tensors[t].io_index >= 0;
+  /* Steps are in graph order, so every reader of a tensor comes after its producer. */
+  for (int s = plan->step_count - 1; s >= 0; s--) {
+    plm__step *step = &plan->steps[s];
+    for (int k = 0; k < PLM__PIPE_MAX_IO; k++)
+      keep[s] |= step->outputs[k] >= 0 && needed[step->outputs[k]];
+    if (!keep[s]) {
+      for (int k = 0; k < PLM__PIPE_MAX_IO; k++)
+        if (step->outputs[k] >= 0) plan->tensors[step->outputs[k]].producer = -1;
+      continue;
+    }
+    for (int k = 0; k < PLM__PIPE_MAX_IO; k++)
+      if (step->inputs[k] >= 0) needed[step->inputs[k]] = true;
+    for (int k = 0; step->kind == PLM__OP_SOBEL && k < PLM__PIPE_MAX_IO; k++)
+      if (step->outputs[k] >= 0 && !needed[step->outputs[k]]) {
+        plan->tensors[step->outputs[k]].producer = -1;
+        step->outputs[k] = -1;
+      }
+  }
+  compact(plan, keep);
+  free(needed);
+  free(keep);
+  return PLM_OK;
+}
+
+/* How many steps read tensor t (a step reading it twice counts once). */
+static int readers(const plm__plan *plan, int t) {
+  int count = 0;
+  for (int s = 0; s < plan->step_count; s++) {
+    const plm__step *step = &plan->steps[s];
+    count += step->inputs[0] == t || step->inputs[1] == t || step->inputs[2] == t;
+  }
+  return count;
+}
+
+/* t is an intermediate read by one step only, and not an output. */
+static bool private_intermediate(const plm__plan *plan, int t) {
+  return t >= 0 && plan->tensors[t].kind == PLM__TENSOR_VALUE && plan->tensors[t].io_index < 0 &&
+         readers(plan, t) == 1;
+}
+
+int plm__plan_find_fusions(const plm__plan *plan, plm__fusion *found, int capacity) {
+  int count = 0;
+  for (int t = 0; t < plan->step_count; t++) {
+    const plm__step *threshold = &plan->steps[t];
+    if (threshold->kind != PLM__OP_THRESHOLD) continue;
+    int entropy_out = threshold->inputs[0];
+    if (!private_intermediate(plan, entropy_out)) continue;
+    int e = plan->tensors[entropy_out].producer;
+    if (e < 0 || plan->steps[e].kind != PLM__OP_ENTROPY) continue;
+    const plm__step *entropy = &plan->steps[e];
+    int sobel_out = entropy->inputs[0];
+    if (entropy->params.entropy.range_auto || !private_intermediate(plan, sobel_out) ||
+        plan->tensors[sobel_out].shape.dtype != PLM_DTYPE_F32)
+      continue;
+    int s = plan->tensors[sobel_out].producer;
+    if (s < 0 || plan->steps[s].kind != PLM__OP_SOBEL) continue;
+    const plm__step *sobel = &plan->steps[s];
+    if (sobel->outputs[0] >= 0 || sobel->outputs[1] >= 0 || sobel->outputs[2] != sobel_out)
+      continue;
+    if (count < capacity) found[count] = (plm__fusion){.sobel = s, .entropy = e, .threshold = t};
+    count++;
+  }
+  return count;
+}
+
+/* Recognise the fusable chains; replace each by one step when `substitute`. The fused
+ * step takes the threshold's place, which every reader of the mask follows. */
+static plm_status fuse(plm__plan *plan, bool substitute) {
+  int count = plm__plan_find_fusions(plan, NULL, 0);
+  plan->fusable_chains = count;
+  if (!substitute || count == 0) return PLM_OK;
+  plm__fusion *found = calloc((size_t)count, sizeof *found);
+  bool *keep = malloc((size_t)plan->step_count * sizeof *keep);
+  if (!found || !keep) {
+    free(found);
+    free(keep);
+    return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for the plan");
+  }
+  plm__plan_find_fusions(plan, found, count);
+  for (int s = 0; s < plan->step_count; s++) keep[s] = true;
+  for (int f = 0; f < count; f++) {
+    plm__step *sobel = &plan->steps[found[f].sobel], *entropy = &plan->steps[found[f].entropy];
+    plm__step *threshold = &plan->steps[found[f].threshold];
+    plm__step fused = {.kind = PLM__OP_SOBEL_ENTROPY_THRESHOLD,
+                       .inputs = {sobel->inputs[0], -1, -1},
+                       .outputs = {threshold->outputs[0], -1, -1},
+                       .params = {.fused = {.sobel = sobel->params.sobel,
+                                            .entropy = entropy->params.entropy,
+                                            .threshold = threshold->params.threshold}},
+                       .nodes = {sobel->nodes[0], entropy->nodes[0], threshold->nodes[0]},
+                       .record = -1};
+    plan->tensors[sobel->outputs[2]].producer = -1;
+    plan->tensors[entropy->outputs[0]].producer = -1;
+    *threshold = fused;
+    keep[found[f].sobel] = keep[found[f].entropy] = false;
+  }
+  compact(plan, keep);
+  plan->fused_steps = count;
+  free(found);
+  free(keep);
+  return PLM_OK;
+}
+
+/* Kahn's algorithm; among ready steps the earliest goes first, so a graph built in a
+ * valid order keeps it. */
+static plm_status order(plm__plan *plan) {
+  const int n = plan->step_count;
+  plm__step *sorted = malloc((size_t)(n + 1) * sizeof *sorted);
+  bool *done = calloc((size_t)n + 1, sizeof *done);
+  if (!sorted || !done) {
+    free(sorted);
+    free(done);
+    return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for the plan");
+  }
+  for (int placed = 0; placed < n; placed++) {
+    int next = -1;
+    for (int s = 0; s < n && next < 0; s++) {
+      if (done[s]) continue;
+      bool ready = true;
+      for (int k = 0; k < PLM__PIPE_MAX_IO; k++) {
+        int t = plan->steps[s].inputs[k];
+        int p = t >= 0 ? plan->tensors[t].producer : -1;
+        if (p >= 0 && !done[p]) ready = false;
+      }
+      if (ready) next = s;
+    }
+    PLM_ASSERT(next >= 0); /* handles only name existing tensors: no cycles */
+    done[next] = true;
+    sorted[placed] = plan->steps[next];
+  }
+  memcpy(plan->steps, sorted, (size_t)n * sizeof *sorted);
+  for (int s = 0; s < n; s++)
+    for (int k = 0; k < PLM__PIPE_MAX_IO; k++)
+      if (plan->steps[s].outputs[k] >= 0) plan->tensors[plan->steps[s].outputs[k]].producer = s;
+  free(sorted);
+  free(done);
+  return PLM_OK;
+}
+
+static void add_wait(plm__step *step, int event) {
+  for (int w = 0; w < step->wait_count; w++)
+    if (step->waits[w] == event) return;
+  PLM_ASSERT(step->wait_count < PLM__PIPE_MAX_WAITS);
+  step->waits[step->wait_count++] = event;
+}
+
+/* Streams, events and clocks (pipeline_internal.h). */
+static plm_status assign_streams(plm__plan *plan, int max_streams) {
+  const int n = plan->step_count;
+  int tail[PLM_PIPELINE_MAX_STREAMS], length[PLM_PIPELINE_MAX_STREAMS] = {0}, streams = 0;
+  for (int s = 0; s < PLM_PIPELINE_MAX_STREAMS; s++) tail[s] = -1;
+  for (int v = 0; v < n; v++) {
+    plm__step *step = &plan->steps[v];
+    int chosen = -1;
+    for (int k = 0; k < PLM__PIPE_MAX_IO && chosen < 0; k++) {
+      int t = step->inputs[k];
+      int p = t >= 0 ? plan->tensors[t].producer : -1;
+      if (p >= 0 && tail[plan->steps[p].stream] == p) chosen = plan->steps[p].stream;
+    }
+    if (chosen < 0 && streams < max_streams) chosen = streams++;
+    if (chosen < 0) { /* every stream is taken: the one idle longest */
+      chosen = 0;
+      for (int s = 1; s < streams; s++)
+        if (tail[s] < tail[chosen]) chosen = s;
+    }
+    step->stream = chosen;
+    step->position = ++length[chosen];
+    tail[chosen] = v;
+  }
+  plan->stream_count = streams ? streams : 1;
+
+  /* Events: the fork (0) when there are branches, one per step read on another stream,
+   * then the joins. */
+  int events = plan->stream_count > 1 ? 1 : 0;
+  for (int v = 0; v < n; v++) {
+    plm__step *step = &plan->steps[v];
+    if (step->stream != 0 && step->position == 1) add_wait(step, 0);
+    for (int k = 0; k < PLM__PIPE_MAX_IO; k++) {
+      int t = step->inputs[k];
+      int p = t >= 0 ? plan->tensors[t].producer : -1;
+      if (p < 0 || plan->steps[p].stream == step->stream) continue;
+      if (plan->steps[p].record < 0) plan->steps[p].record = events++;
+      add_wait(step, plan->steps[p].record);
+    }
+  }
+  plan->join_events = calloc(PLM_PIPELINE_MAX_STREAMS, sizeof *plan->join_events);
+  plan->clock = calloc((size_t)n * PLM_PIPELINE_MAX_STREAMS + 1, sizeof *plan->clock);
+  if (!plan->join_events || !plan->clock)
+    return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for the plan");
+  for (int s = 1; s < plan->stream_count; s++) plan->join_events[s] = events++;
+  plan->event_count = events;
+
+  /* Clocks: what each step's start is ordered after. */
+  int last_on[PLM_PIPELINE_MAX_STREAMS];
+  for (int s = 0; s < PLM_PIPELINE_MAX_STREAMS; s++) last_on[s] = -1;
+  for (int v = 0; v < n; v++) {
+    const plm__step *step = &plan->steps[v];
+    int *clock = &plan->clock[(size_t)v * PLM_PIPELINE_MAX_STREAMS];
+    int before[PLM__PIPE_MAX_WAITS + 1], count = 0;
+    if (last_on[step->stream] >= 0) before[count++] = last_on[step->stream];
+    for (int w = 0; w < step->wait_count; w++)
+      for (int u = 0; u < v; u++)
+        if (step->waits[w] != 0 && plan->steps[u].record == step->waits[w]) before[count++] = u;
+    for (int b = 0; b < count; b++) {
+      const int u = before[b];
+      const int *from = &plan->clock[(size_t)u * PLM_PIPELINE_MAX_STREAMS];
+      for (int s = 0; s < PLM_PIPELINE_MAX_STREAMS; s++)
+        if (from[s] > clock[s]) clock[s] = from[s];
+      if (plan->steps[u].position > clock[plan->steps[u].stream])
+        clock[plan->steps[u].stream] = plan->steps[u].position;
+    }
+    last_on[step->stream] = v;
+  }
+  return PLM_OK;
+}
+
+bool plm__plan_happens_before(const plm__plan *plan, int u, int v) {
+  if (u == v) return false;
+  const plm__step *first = &plan->steps[u];
+  return plan->clock[(size_t)v * PLM_PIPELINE_MAX_STREAMS + first->stream] >= first->position;
+}
+
+/* Where each tensor lives; the constants' offsets. */
+static plm_status locate(plm__plan *plan) {
+  plan->location = calloc((size_t)plan->tensor_count + 1, sizeof *plan->location);
+  plan->offset = calloc((size_t)plan->tensor_count + 1, sizeof *plan->offset);
+  if (!plan->location || !plan->offset)
+    return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for the plan");
+  bool *read = calloc((size_t)plan->tensor_count + 1, sizeof *read);
+  if (!read) return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for the plan");
+  for (int s = 0; s < plan->step_count; s++)
+    for (int k = 0; k < PLM__PIPE_MAX_IO; k++)
+      if (plan->steps[s].inputs[k] >= 0) read[plan->steps[s].inputs[k]] = true;
+  plan->constant_bytes = 0;
+  for (int t = 0; t < plan->tensor_count; t++) {
+    const plm__tensor *tensor = &plan->tensors[t];
+    plm__location at = PLM__AT_NONE;
+    if (tensor->kind == PLM__TENSOR_INPUT) at = PLM__AT_INPUT;
+    if (tensor->kind == PLM__TENSOR_CONSTANT && read[t]) {
+      at = PLM__AT_CONSTANT;
+      plan->offset[t] = plan->constant_bytes;
+      plan->constant_bytes +=
+          (tensor->bytes + PLM__PIPE_ALIGN - 1) / PLM__PIPE_ALIGN * PLM__PIPE_ALIGN;
+    }
+    if (tensor->kind == PLM__TENSOR_VALUE && tensor->producer >= 0)
+      at = tensor->io_index >= 0 ? PLM__AT_OUTPUT : PLM__AT_WORKSPACE;
+    plan->location[t] = at;
+  }
+  free(read);
+  return PLM_OK;
+}
+
+plm_status plm__plan_build(const plm__graph *graph, const plm_plan_config *config, bool substitute,
+                           plm__plan *plan) {
+  *plan = (plm__plan){0};
+  plm_status status = lower(graph, plan);
+  if (status == PLM_OK) status = prune(plan);
+  if (status == PLM_OK) status = fuse(plan, substitute);
+  if (status == PLM_OK) status = order(plan);
+  if (status == PLM_OK) status = assign_streams(plan, config->max_streams);
+  if (status == PLM_OK) status = locate(plan);
+  if (status == PLM_OK) status = plm__plan_memory(plan, !(config->flags & PLM_PLAN_NO_REUSE));
+  if (status != PLM_OK) plm__plan_free(plan);
+  return status;
+}

@@ -1,0 +1,150 @@
+/* pipeline/run.c: enqueueing a frame (plume/pipeline.h's plm_pipeline_run and the
+ * executor's plm__pipeline_enqueue). */
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ops/op_internal.h"
+#include "pipeline/pipeline_internal.h"
+#include "streams/error.h"
+
+
+/* ---- checks ------------------------------------------------------------------------------- */
+
+static void shape_text(const plm_shape *shape, char *text, size_t size) {
+  size_t used = (size_t)snprintf(text, size, "%s ", plm_dtype_name(shape->dtype));
+  for (int d = 0; d < shape->ndim && used < size; d++)
+    used +=
+        (size_t)snprintf(text + used, size - used, d ? "x%lld" : "%lld", (long long)shape->dims[d]);
+}
+
+static plm_status check_tensor(const plm_stream *stream, const plm_tensor *tensor,
+                               const plm_shape *shape, const char *array, int i) {
+  char name[32];
+  snprintf(name, sizeof name, "%s[%d]", array, i);
+  plm_status status = plm__op_check_tensor(stream, tensor, name);
+  if (status != PLM_OK) return status;
+  bool same = tensor->dtype == shape->dtype && tensor->ndim == shape->ndim;
+  for (int d = 0; same && d < shape->ndim; d++) same = tensor->dims[d] == shape->dims[d];
+  if (same) return PLM_OK;
+  plm_shape given = {.dtype = tensor->dtype, .ndim = tensor->ndim};
+  for (int d = 0; d < tensor->ndim; d++) given.dims[d] = tensor->dims[d];
+  char want[96], got[96];
+  shape_text(shape, want, sizeof want);
+  shape_text(&given, got, sizeof got);
+  return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s is %s but the pipeline's %s %d is %s", name, got,
+                       array[0] == 'i' ? "input" : "output", i, want);
+}
+
+static bool overlap(const plm_tensor *a, const plm_tensor *b) {
+  uintptr_t a0 = (uintptr_t)a->data, b0 = (uintptr_t)b->data;
+  return a0 < b0 + plm_tensor_bytes(b) && b0 < a0 + plm_tensor_bytes(a);
+}
+
+plm_status plm__pipeline_check_io(const plm_pipeline *pl, const plm_stream *stream,
+                                  const plm_tensor *inputs, const plm_tensor *outputs) {
+  const plm__graph *g = &pl->graph;
+  if (g->input_count && !inputs) return plm__fail_raw(PLM_ERR_INVALID_ARG, "inputs is NULL");
+  if (g->output_count && !outputs) return plm__fail_raw(PLM_ERR_INVALID_ARG, "outputs is NULL");
+  for (int i = 0; i < g->input_count; i++) {
+    plm_status status =
+        check_tensor(stream, &inputs[i], &g->tensors[g->inputs[i]].shape, "inputs", i);
+    if (status != PLM_OK) return status;
+  }
+  for (int i = 0; i < g->output_count; i++) {
+    plm_status status =
+        check_tensor(stream, &outputs[i], &g->tensors[g->outputs[i]].shape, "outputs", i);
+    if (status != PLM_OK) return status;
+    for (int j = 0; j < i; j++)
+      if (overlap(&outputs[i], &outputs[j]))
+        return plm__fail_raw(PLM_ERR_INVALID_ARG, "outputs[%d] overlaps outputs[%d]", i, j);
+    for (int j = 0; j < g->input_count; j++)
+      if (overlap(&outputs[i], &inputs[j]))
+        return plm__fail_raw(PLM_ERR_INVALID_ARG, "outputs[%d] overlaps inputs[%d]", i, j);
+  }
+  return PLM_OK;
+}
+
+/* ---- steps -------------------------------------------------------------------------------- */
+
+/* Enqueue one step with the public op; the op checks its arguments again (cheaply). */
+static plm_status run_step(const plm__step *step, plm_stream *stream, plm_tensor *tensors) {
+  plm_tensor *in[PLM__PIPE_MAX_IO], *out[PLM__PIPE_MAX_IO];
+  for (int k = 0; k < PLM__PIPE_MAX_IO; k++) {
+    in[k] = step->inputs[k] >= 0 ? &tensors[step->inputs[k]] : NULL;
+    out[k] = step->outputs[k] >= 0 ? &tensors[step->outputs[k]] : NULL;
+  }
+  const plm__op_params *p = &step->params;
+  switch (step->kind) {
+    case PLM__OP_CONV2D: return plm_conv2d(stream, in[0], in[1], &p->conv2d, out[0]);
+    case PLM__OP_SOBEL: return plm_sobel(stream, in[0], &p->sobel, out[0], out[1], out[2]);
+    case PLM__OP_ENTROPY: return plm_entropy(stream, in[0], &p->entropy, out[0]);
+    case PLM__OP_THRESHOLD:
+      /* In place, the output is the input's memory (plm_threshold allows it for u8). */
+      return plm_threshold(stream, in[0], &p->threshold, step->in_place ? in[0] : out[0]);
+    case PLM__OP_LABEL: return plm_label(stream, in[0], &p->label, out[0], out[1]);
+    case PLM__OP_REGIONS: return plm_regions(stream, in[0], in[1], in[2], out[0]);
+    case PLM__OP_SOBEL_ENTROPY_THRESHOLD:
+      return plm_sobel_entropy_threshold(stream, in[0], &p->fused, out[0]);
+    case PLM__OP_SEGMENT: break; /* lowered at compile */
+  }
+  return plm__fail_raw(PLM_ERR_INTERNAL, "step kind %d cannot run", (int)step->kind);
+}
+
+plm_status plm__pipeline_enqueue(plm_pipeline *pl, int slot_index, plm_stream *stream,
+                                 const plm_tensor *inputs, plm_tensor *outputs) {
+  const plm__plan *plan = &pl->plan;
+  plm__slot *slot = &pl->slots[slot_index];
+  for (int t = 0; t < plan->tensor_count; t++) {
+    int io = plan->tensors[t].io_index;
+    if (plan->location[t] == PLM__AT_INPUT) slot->tensors[t].data = inputs[io].data;
+    if (plan->location[t] == PLM__AT_OUTPUT) slot->tensors[t].data = outputs[io].data;
+  }
+  plm_stream *streams[PLM_PIPELINE_MAX_STREAMS] = {stream};
+  for (int s = 1; s < plan->stream_count; s++) streams[s] = slot->streams[s];
+
+  plm_status status = PLM_OK;
+  if (plan->stream_count > 1) status = plm_event_record(slot->events[0], stream); /* the fork */
+  int failed = -1;
+  for (int i = 0; status == PLM_OK && i < plan->step_count; i++) {
+    const plm__step *step = &plan->steps[i];
+    plm_stream *on = streams[step->stream];
+    for (int w = 0; status == PLM_OK && w < step->wait_count; w++)
+      status = plm_stream_wait_event(on, slot->events[step->waits[w]]);
+    if (status == PLM_OK) status = run_step(step, on, slot->tensors);
+    if (status == PLM_OK && step->record >= 0)
+      status = plm_event_record(slot->events[step->record], on);
+    if (status != PLM_OK) failed = i;
+  }
+  if (failed >= 0)
+    plm__pipe_reraise(status, "step %d '%s' (node %d)", failed,
+                      plm__op_name(plan->steps[failed].kind), plan->steps[failed].nodes[0]);
+  /* The joins, even after a failure, so that stream covers whatever was enqueued. */
+  for (int s = 1; s < plan->stream_count; s++) {
+    plm_event *join = slot->events[plan->join_events[s]];
+    plm_status joined = plm_event_record(join, streams[s]);
+    if (joined == PLM_OK) joined = plm_stream_wait_event(stream, join);
+    if (status == PLM_OK) status = joined;
+  }
+  return status;
+}
+
+plm_status plm_pipeline_run(plm_pipeline *pl, const plm_tensor *inputs, plm_tensor *outputs,
+                            plm_stream *stream) {
+  PLM__REQUIRE_NOT_NULL(pl);
+  PLM__REQUIRE_NOT_NULL(stream);
+  PLM__REFUSE_IN_HOST_CALLBACK();
+  if (!pl->compiled) return plm__fail(PLM_ERR_INVALID_STATE, "the pipeline is not compiled");
+  if (stream->ctx != pl->ctx)
+    return plm__fail(PLM_ERR_INVALID_ARG, "stream belongs to another context than the pipeline");
+  plm_status status = plm__pipeline_check_io(pl, stream, inputs, outputs);
+  if (status != PLM_OK) return plm__propagate(status);
+  /* Slot 0's workspace: this frame starts after the previous run on it, whatever stream
+   * that was on. */
+  plm__slot *slot = &pl->slots[0];
+  if (slot->done_recorded) status = plm_stream_wait_event(stream, slot->done);
+  if (status == PLM_OK) status = plm__pipeline_enqueue(pl, 0, stream, inputs, outputs);
+  plm_status recorded = plm_event_record(slot->done, stream);
+  if (recorded == PLM_OK) slot->done_recorded = true;
+  if (status == PLM_OK) status = recorded;
+  return plm__propagate(status);
+}

@@ -1,0 +1,1253 @@
+/* tests/test_pipeline.c: pipelines (plume/pipeline.h) on the backend under test.
+ *
+ *   planner   hand-made and random graphs, compiled, then checked by a checker of its
+ *             own: no two intermediates that may be live at once share a byte (happens-
+ *             before worked out from the steps' streams and events by a transitive
+ *             closure, independently of the planner's clocks), cross-stream reads are
+ *             ordered, offsets are aligned, the workspace is at most the sum of the
+ *             intermediates and, on chains on one stream, exactly the peak of live bytes;
+ *   fusion    the recogniser on chains it must and must not fuse, and the substitution
+ *             (planned; the fused pipeline is also run against the unfused one);
+ *   parser    each kind of error and its message;
+ *   results   pipelines against the same ops run one by one on the same stream: the same
+ *             bytes (intensities are integers, so region sums are exact on either
+ *             backend);
+ *   lifecycle errors that leave a pipeline usable, and no leftovers (the fixture checks
+ *             the context; the pool's live blocks are counted here).
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "pipeline/parse.h"
+#include "pipeline/pipeline_internal.h"
+
+/* ---- helpers ------------------------------------------------------------------------------ */
+
+static size_t aligned(size_t bytes) {
+  return (bytes + 255) / 256 * 256;
+}
+
+static size_t shape_bytes(const plm_shape *shape) {
+  size_t bytes = plm_dtype_size(shape->dtype);
+  for (int d = 0; d < shape->ndim; d++) bytes *= (size_t)shape->dims[d];
+  return bytes;
+}
+
+static uint64_t live_blocks(void) {
+  plm_pool_stats stats;
+  PLM_CHECK_OK(plm_pool_stats_get(plm_test_pool, &stats));
+  return stats.live_blocks;
+}
+
+/* A 3x3 f32 kernel constant. */
+static plm_pipe_tensor kernel3(plm_pipeline *pl, float scale) {
+  const float taps[9] = {1, 2, 1, 0, 4 * scale, 0, -1, 2, 1};
+  const int64_t dims[2] = {3, 3};
+  plm_pipe_tensor k;
+  PLM_CHECK_OK(plm_pipeline_add_constant(pl, PLM_DTYPE_F32, 2, dims, taps, &k));
+  return k;
+}
+
+/* ---- the plan checker ------------------------------------------------------------------------ */
+
+/* reach[u * n + v]: step u happens before step v, from stream order and events alone. */
+static bool *happens_before_closure(const plm__plan *plan) {
+  const int n = plan->step_count;
+  bool *reach = calloc((size_t)n * (size_t)n + 1, sizeof *reach);
+  ck_assert_ptr_nonnull(reach);
+  for (int v = 0; v < n; v++) {
+    const plm__step *step = &plan->steps[v];
+    for (int u = v - 1; u >= 0; u--) /* the previous step on the same stream */
+      if (plan->steps[u].stream == step->stream) {
+        reach[u * n + v] = true;
+        break;
+      }
+    for (int w = 0; w < step->wait_count; w++) {
+      int event = step->waits[w], recorders = 0;
+      if (event == 0 && plan->stream_count > 1) continue; /* the fork: before every step */
+      for (int u = 0; u < v; u++)
+        if (plan->steps[u].record == event) {
+          reach[u * n + v] = true;
+          recorders++;
+        }
+      ck_assert_msg(recorders == 1, "event %d waited by step %d is recorded %d times before it",
+                    event, v, recorders);
+    }
+  }
+  for (int k = 0; k < n; k++) /* Warshall */
+    for (int u = 0; u < n; u++)
+      if (reach[u * n + k])
+        for (int v = 0; v < n; v++)
+          if (reach[k * n + v]) reach[u * n + v] = true;
+  return reach;
+}
+
+/* Every use of tensor a (its producer and its readers) happens before b's producer. */
+static bool uses_before(const plm__plan *plan, const bool *reach, int a, int b) {
+  const int n = plan->step_count, def = plan->tensors[b].producer;
+  for (int s = 0; s < n; s++) {
+    const plm__step *step = &plan->steps[s];
+    bool uses = plan->tensors[a].producer == s;
+    for (int k = 0; k < PLM__PIPE_MAX_IO; k++) uses |= step->inputs[k] == a;
+    if (uses && !reach[s * n + def]) return false;
+  }
+  return true;
+}
+
+/* The in-place group of a workspace tensor: follow in-place steps back to the first. */
+static int group_of(const plm__plan *plan, int t) {
+  for (;;) {
+    int p = plan->tensors[t].producer;
+    if (p < 0 || !plan->steps[p].in_place || plan->steps[p].outputs[0] != t) return t;
+    t = plan->steps[p].inputs[0];
+  }
+}
+
+static void check_plan(const plm__plan *plan) {
+  bool *reach = happens_before_closure(plan);
+  const int n = plan->step_count;
+  /* The planner's clocks agree with the closure. */
+  for (int u = 0; u < n; u++)
+    for (int v = 0; v < n; v++)
+      ck_assert_msg(plm__plan_happens_before(plan, u, v) == reach[u * n + v],
+                    "clock says %d before %d is %d", u, v, !reach[u * n + v]);
+  for (int v = 0; v < n; v++) {
+    const plm__step *step = &plan->steps[v];
+    ck_assert_int_lt(step->stream, plan->stream_count);
+    for (int k = 0; k < PLM__PIPE_MAX_IO; k++) {
+      int t = step->inputs[k];
+      if (t < 0 || plan->tensors[t].kind != PLM__TENSOR_VALUE) continue;
+      int p = plan->tensors[t].producer;
+      ck_assert_msg(p >= 0 && reach[p * n + v], "step %d reads t%d before step %d wrote it", v,
+                    t + 1, p);
+    }
+  }
+  size_t sum = 0;
+  for (int a = 0; a < plan->tensor_count; a++) {
+    if (plan->location[a] != PLM__AT_WORKSPACE) continue;
+    sum += aligned(plan->tensors[a].bytes);
+    ck_assert_uint_eq(plan->offset[a] % 256, 0);
+    ck_assert_uint_le(plan->offset[a] + plan->tensors[a].bytes, plan->workspace_bytes);
+    for (int b = 0; b < plan->tensor_count; b++) {
+      if (b == a || plan->location[b] != PLM__AT_WORKSPACE) continue;
+      size_t a0 = plan->offset[a], a1 = a0 + plan->tensors[a].bytes;
+      size_t b0 = plan->offset[b], b1 = b0 + plan->tensors[b].bytes;
+      if (a1 <= b0 || b1 <= a0 || group_of(plan, a) == group_of(plan, b)) continue;
+      ck_assert_msg(uses_before(plan, reach, a, b) || uses_before(plan, reach, b, a),
+                    "t%d [%zu, %zu) and t%d [%zu, %zu) share memory while both may be live", a + 1,
+                    a0, a1, b + 1, b0, b1);
+    }
+  }
+  ck_assert_uint_eq(sum, plan->intermediate_bytes);
+  ck_assert_uint_le(plan->workspace_bytes, plan->intermediate_bytes);
+  if (plan->stream_count == 1) ck_assert_uint_ge(plan->workspace_bytes, plan->peak_live_bytes);
+  free(reach);
+}
+
+/* ---- planner ---------------------------------------------------------------------------- */
+
+START_TEST(test_default_chain_plan) {
+  const int64_t dims[2] = {512, 512};
+  plm_pipeline *pl = NULL;
+  PLM_CHECK_OK(plm_pipeline_parse(plm_test_ctx,
+                                  "sobel ! entropy window=16 bins=64 range=auto ! threshold "
+                                  "value=4.5 ! label connectivity=8 ! regions",
+                                  PLM_DTYPE_U16, 2, dims, &pl));
+  int inputs = 0, outputs = 0;
+  PLM_CHECK_OK(plm_pipeline_io_count(pl, &inputs, &outputs));
+  ck_assert_int_eq(inputs, 1);
+  ck_assert_int_eq(outputs, 2);
+  plm_shape table, count;
+  PLM_CHECK_OK(plm_pipeline_output_shape(pl, 0, &table));
+  PLM_CHECK_OK(plm_pipeline_output_shape(pl, 1, &count));
+  ck_assert_int_eq(table.dtype, PLM_DTYPE_F64);
+  ck_assert_int_eq(table.dims[0], 256 * 256); /* the 8-connectivity bound */
+  ck_assert_int_eq(table.dims[1], PLM_REGION_COLUMNS);
+  ck_assert_int_eq(count.dtype, PLM_DTYPE_I32);
+  ck_assert_int_eq(count.dims[0], 1);
+
+  PLM_CHECK_OK(plm_pipeline_compile(pl, NULL));
+  plm_plan_info info;
+  PLM_CHECK_OK(plm_pipeline_plan_info(pl, &info));
+  const size_t frame_f32 = 512 * 512 * 4, mask = 512 * 512;
+  /* sobel's and entropy's f32 live together at step 1: the peak. */
+  ck_assert_uint_eq(info.intermediate_bytes, 2 * frame_f32 + mask + frame_f32);
+  ck_assert_uint_eq(info.peak_live_bytes, 2 * frame_f32);
+  ck_assert_uint_eq(info.workspace_bytes, 2 * frame_f32);
+  ck_assert_int_eq(info.nodes, 5);
+  ck_assert_int_eq(info.steps, 5);
+  ck_assert_int_eq(info.streams, 1);
+  ck_assert_int_eq(info.events, 0);
+  ck_assert_int_eq(info.fusable_chains, 0); /* range=auto is not fusable */
+  ck_assert_int_eq(info.frames_in_flight, 1);
+  check_plan(&pl->plan);
+  PLM_CHECK_OK(plm_pipeline_destroy(pl));
+}
+END_TEST
+
+/* A chain of random ops whose sizes go up and down: on one stream the workspace must be
+ * the peak of live bytes, max over steps of (input + output), computed here (no step in
+ * place, so every tensor has memory of its own). */
+static void check_random_chain(uint64_t *seed, int length) {
+  const int64_t dims[2] = {20 + (int64_t)(plm_test_random(seed) % 40),
+                           20 + (int64_t)(plm_test_random(seed) % 40)};
+  plm_pipeline *pl = NULL;
+  PLM_CHECK_OK(plm_pipeline_create(plm_test_ctx, &pl));
+  plm_pipe_tensor t;
+  PLM_CHECK_OK(plm_pipeline_add_input(pl, PLM_DTYPE_U16, 2, dims, &t));
+  size_t previous = 0, expected = 0;
+  for (int i = 0; i < length; i++) {
+    plm_shape shape;
+    PLM_CHECK_OK(plm_pipeline_tensor_shape(pl, t, &shape));
+    int choice = (int)(plm_test_random(seed) % 4);
+    if (choice == 1 && shape.dtype == PLM_DTYPE_U8) choice = 0; /* not in place: see above */
+    if (choice == 0) {
+      plm_sobel_params sp = plm_sobel_params_default();
+      PLM_CHECK_OK(plm_pipeline_add_sobel(pl, t, &sp, NULL, NULL, &t));
+    } else if (choice == 1) {
+      plm_threshold_params tp = {.value = 3};
+      PLM_CHECK_OK(plm_pipeline_add_threshold(pl, t, &tp, &t));
+    } else {
+      /* Grows (pad 3) or shrinks (stride 2) the frame. */
+      plm_conv2d_params cp = plm_conv2d_params_default();
+      if (choice == 2 || shape.dims[0] < 12 || shape.dims[1] < 12)
+        cp.pad_y = cp.pad_x = 3;
+      else
+        cp.stride_y = cp.stride_x = 2;
+      PLM_CHECK_OK(plm_pipeline_add_conv2d(pl, t, kernel3(pl, 1), &cp, &t));
+    }
+    PLM_CHECK_OK(plm_pipeline_tensor_shape(pl, t, &shape));
+    size_t bytes = i + 1 < length ? aligned(shape_bytes(&shape)) : 0; /* the last is an output */
+    if (previous + bytes > expected) expected = previous + bytes;
+    previous = bytes;
+  }
+  PLM_CHECK_OK(plm_pipeline_mark_output(pl, t));
+  plm_plan_config one_stream = {.max_streams = 1};
+  PLM_CHECK_OK(plm_pipeline_compile(pl, &one_stream));
+  plm_plan_info info;
+  PLM_CHECK_OK(plm_pipeline_plan_info(pl, &info));
+  ck_assert_uint_eq(info.peak_live_bytes, expected);
+  ck_assert_msg(info.workspace_bytes == expected, "chain of %d: workspace %zu, optimum %zu", length,
+                info.workspace_bytes, expected);
+  check_plan(&pl->plan);
+  PLM_CHECK_OK(plm_pipeline_destroy(pl));
+}
+
+START_TEST(test_chains_are_optimal) {
+  uint64_t seed = 0x5eed;
+  for (int i = 0; i < 60; i++) check_random_chain(&seed, 2 + i % 9);
+}
+END_TEST
+
+/* Random DAGs: every node reads earlier tensors chosen at random, so there are branches
+ * and joins (regions reads an intensity of another branch; conv2d a computed kernel). */
+static plm_pipeline *random_dag(uint64_t *seed, int nodes) {
+  plm_pipeline *pl = NULL;
+  PLM_CHECK_OK(plm_pipeline_create(plm_test_ctx, &pl));
+  plm_pipe_tensor pool[64];
+  int count = 0;
+  const int64_t dims[2] = {16 + (int64_t)(plm_test_random(seed) % 24), 24};
+  PLM_CHECK_OK(plm_pipeline_add_input(pl, PLM_DTYPE_U8, 2, dims, &pool[count++]));
+  PLM_CHECK_OK(plm_pipeline_add_input(pl, PLM_DTYPE_F32, 2, dims, &pool[count++]));
+  for (int n = 0; n < nodes && count < 60; n++) {
+    plm_pipe_tensor in = pool[plm_test_random(seed) % (uint64_t)count];
+    plm_shape shape;
+    PLM_CHECK_OK(plm_pipeline_tensor_shape(pl, in, &shape));
+    bool image = shape.ndim == 2 && shape.dtype != PLM_DTYPE_I32 && shape.dtype != PLM_DTYPE_F64;
+    if (!image) continue;
+    switch (plm_test_random(seed) % 6) {
+      case 0: {
+        plm_sobel_params sp = plm_sobel_params_default();
+        plm_pipe_tensor gx, mag;
+        bool both = plm_test_random(seed) % 2;
+        PLM_CHECK_OK(plm_pipeline_add_sobel(pl, in, &sp, both ? &gx : NULL, NULL, &mag));
+        if (both) pool[count++] = gx;
+        pool[count++] = mag;
+        break;
+      }
+      case 1: {
+        plm_threshold_params tp = {.value = 2};
+        PLM_CHECK_OK(plm_pipeline_add_threshold(pl, in, &tp, &pool[count++]));
+        break;
+      }
+      case 2: {
+        plm_conv2d_params cp = plm_conv2d_params_default();
+        cp.pad_y = cp.pad_x = 1; /* keeps the size, so joins stay possible */
+        PLM_CHECK_OK(plm_pipeline_add_conv2d(pl, in, kernel3(pl, 2), &cp, &pool[count++]));
+        break;
+      }
+      case 3: {
+        plm_entropy_params ep = {.window = 3, .bins = 8, .range_lo = 0, .range_hi = 50};
+        PLM_CHECK_OK(plm_pipeline_add_entropy(pl, in, &ep, &pool[count++]));
+        break;
+      }
+      default: {
+        plm_pipe_tensor mask = in, labels, n_labels, table;
+        if (shape.dtype != PLM_DTYPE_U8) {
+          plm_threshold_params tp = {.value = 1, .compare = PLM_COMPARE_GE};
+          PLM_CHECK_OK(plm_pipeline_add_threshold(pl, in, &tp, &mask));
+          pool[count++] = mask;
+        }
+        plm_label_params lp = {.connectivity = 4};
+        PLM_CHECK_OK(plm_pipeline_add_label(pl, mask, &lp, &labels, &n_labels));
+        plm_pipe_tensor intensity = pool[plm_test_random(seed) % (uint64_t)count];
+        PLM_CHECK_OK(plm_pipeline_tensor_shape(pl, intensity, &shape));
+        if (shape.ndim != 2 || shape.dtype == PLM_DTYPE_I32 || shape.dtype == PLM_DTYPE_F64)
+          intensity = (plm_pipe_tensor){0};
+        PLM_CHECK_OK(plm_pipeline_add_regions(pl, labels, intensity, n_labels, 0, &table));
+        pool[count++] = labels;
+        if (plm_test_random(seed) % 2) PLM_CHECK_OK(plm_pipeline_mark_output(pl, n_labels));
+        break;
+      }
+    }
+  }
+  /* The last tensor and a few others are outputs (some of them also read by others). */
+  for (int i = 2; i < count; i++)
+    if (i == count - 1 || plm_test_random(seed) % 5 == 0) {
+      plm_status status = plm_pipeline_mark_output(pl, pool[i]);
+      ck_assert(status == PLM_OK || status == PLM_ERR_INVALID_ARG); /* twice is refused */
+    }
+  return pl;
+}
+
+START_TEST(test_random_dags_never_overlap_live_tensors) {
+  uint64_t seed = 0xda65;
+  int multi_stream = 0;
+  for (int i = 0; i < 80; i++) {
+    plm_pipeline *pl = random_dag(&seed, 4 + i % 12);
+    plm_plan_config cfg = {.max_streams = 1 + i % 4, .frames_in_flight = 1 + i % 3};
+    if (i % 7 == 0) cfg.flags = PLM_PLAN_NO_REUSE;
+    PLM_CHECK_OK(plm_pipeline_compile(pl, &cfg));
+    check_plan(&pl->plan);
+    plm_plan_info info;
+    PLM_CHECK_OK(plm_pipeline_plan_info(pl, &info));
+    ck_assert_int_le(info.streams, cfg.max_streams);
+    multi_stream += info.streams > 1;
+    if (cfg.flags & PLM_PLAN_NO_REUSE) {
+      ck_assert_uint_eq(info.workspace_bytes, info.intermediate_bytes);
+      ck_assert_int_eq(info.in_place, 0);
+    }
+    PLM_CHECK_OK(plm_pipeline_destroy(pl));
+  }
+  ck_assert_int_gt(multi_stream, 10); /* the generator does make branches */
+}
+END_TEST
+
+START_TEST(test_branches_get_streams_and_events) {
+  const int64_t dims[2] = {32, 32};
+  plm_pipeline *pl = NULL;
+  plm_pipe_tensor in, a, b, c, labels, count, table;
+  PLM_CHECK_OK(plm_pipeline_create(plm_test_ctx, &pl));
+  PLM_CHECK_OK(plm_pipeline_add_input(pl, PLM_DTYPE_U16, 2, dims, &in));
+  plm_sobel_params sp = plm_sobel_params_default();
+  plm_threshold_params tp = {.value = 100};
+  plm_conv2d_params cp = {.stride_y = 1, .stride_x = 1, .pad_y = 1, .pad_x = 1};
+  PLM_CHECK_OK(plm_pipeline_add_sobel(pl, in, &sp, NULL, NULL, &a));      /* branch 1 */
+  PLM_CHECK_OK(plm_pipeline_add_conv2d(pl, in, kernel3(pl, 1), &cp, &b)); /* branch 2 */
+  PLM_CHECK_OK(plm_pipeline_add_threshold(pl, a, &tp, &c));
+  plm_label_params lp = {0};
+  PLM_CHECK_OK(plm_pipeline_add_label(pl, c, &lp, &labels, &count));
+  PLM_CHECK_OK(plm_pipeline_add_regions(pl, labels, b, count, 50, &table)); /* the join */
+  PLM_CHECK_OK(plm_pipeline_mark_output(pl, table));
+  char text[4096];
+  size_t needed = 0;
+  PLM_CHECK_OK(plm_pipeline_describe(pl, text, sizeof text, &needed));
+  ck_assert_ptr_nonnull(strstr(text, "pipeline: 1 input(s), 5 node(s), 1 output(s)\n"));
+  ck_assert_ptr_nonnull(strstr(text,
+                               "  node 4: regions(labels=t6, intensity=t4, count=t7) "
+                               "capacity=50 -> table=t8 f64 50x12 [output 0]\n"));
+  ck_assert_ptr_null(strstr(text, "plan:"));
+  plm_plan_config cfg = {.frames_in_flight = 2};
+  PLM_CHECK_OK(plm_pipeline_compile(pl, &cfg));
+  plm_plan_info info;
+  PLM_CHECK_OK(plm_pipeline_plan_info(pl, &info));
+  ck_assert_int_eq(info.streams, 2);
+  /* The fork, conv2d's event for the join, and stream 1's join. */
+  ck_assert_int_eq(info.events, 3);
+  ck_assert_uint_eq(info.constant_bytes, 256);
+  const plm__plan *plan = &pl->plan;
+  ck_assert_int_eq(plan->steps[0].stream, 0); /* sobel */
+  ck_assert_int_eq(plan->steps[1].stream, 1); /* conv2d */
+  ck_assert_int_eq(plan->steps[1].waits[0], 0);
+  ck_assert_int_eq(plan->steps[4].kind, PLM__OP_REGIONS);
+  ck_assert_int_eq(plan->steps[4].stream, 0);
+  check_plan(plan);
+
+  PLM_CHECK_OK(plm_pipeline_describe(pl, text, sizeof text, &needed));
+  ck_assert_uint_eq(needed, strlen(text) + 1);
+  ck_assert_ptr_nonnull(
+      strstr(text, "plan: 5 step(s) on 2 stream(s), 3 event(s) per slot, 2 frame"));
+  ck_assert_ptr_nonnull(strstr(text, "step 1 [stream 1] conv2d"));
+  ck_assert_ptr_nonnull(strstr(text, "stream 1 records e2 at the end; stream 0 waits for it"));
+  /* A short buffer gets the beginning, NUL-terminated; size 0 only measures. */
+  char small[16];
+  size_t measured = 0;
+  PLM_CHECK_OK(plm_pipeline_describe(pl, small, sizeof small, &measured));
+  ck_assert_uint_eq(measured, needed);
+  ck_assert_uint_eq(strlen(small), sizeof small - 1);
+  ck_assert_int_eq(strncmp(small, text, sizeof small - 1), 0);
+  PLM_CHECK_OK(plm_pipeline_describe(pl, NULL, 0, &measured));
+  ck_assert_uint_eq(measured, needed);
+  PLM_CHECK_OK(plm_pipeline_destroy(pl));
+}
+END_TEST
+
+START_TEST(test_in_place_and_no_reuse) {
+  const int64_t dims[2] = {40, 40};
+  for (int flags = 0; flags < 2; flags++) {
+    plm_pipeline *pl = NULL;
+    plm_pipe_tensor in, edges, mask, inverse, labels, count;
+    PLM_CHECK_OK(plm_pipeline_create(plm_test_ctx, &pl));
+    PLM_CHECK_OK(plm_pipeline_add_input(pl, PLM_DTYPE_F32, 2, dims, &in));
+    plm_sobel_params sp = plm_sobel_params_default();
+    plm_threshold_params above = {.value = 1}, zero = {.value = 0, .compare = PLM_COMPARE_LE};
+    PLM_CHECK_OK(plm_pipeline_add_sobel(pl, in, &sp, NULL, NULL, &edges));
+    PLM_CHECK_OK(plm_pipeline_add_threshold(pl, edges, &above, &mask));
+    PLM_CHECK_OK(plm_pipeline_add_threshold(pl, mask, &zero, &inverse)); /* u8 -> u8 */
+    plm_label_params lp = {0};
+    PLM_CHECK_OK(plm_pipeline_add_label(pl, inverse, &lp, &labels, &count));
+    PLM_CHECK_OK(plm_pipeline_mark_output(pl, labels));
+    plm_plan_config cfg = {.flags = flags ? PLM_PLAN_NO_REUSE : 0};
+    PLM_CHECK_OK(plm_pipeline_compile(pl, &cfg));
+    plm_plan_info info;
+    PLM_CHECK_OK(plm_pipeline_plan_info(pl, &info));
+    const plm__plan *plan = &pl->plan;
+    const int m = (int)mask.id - 1, inv = (int)inverse.id - 1;
+    if (flags == 0) {
+      ck_assert_int_eq(info.in_place, 1);
+      ck_assert(plan->steps[2].in_place);
+      ck_assert_uint_eq(plan->offset[m], plan->offset[inv]);
+    } else {
+      ck_assert_int_eq(info.in_place, 0);
+      ck_assert_uint_ne(plan->offset[m], plan->offset[inv]);
+      ck_assert_uint_eq(info.workspace_bytes, info.intermediate_bytes);
+    }
+    check_plan(plan);
+    PLM_CHECK_OK(plm_pipeline_destroy(pl));
+  }
+}
+END_TEST
+
+/* ---- fusion ------------------------------------------------------------------------------- */
+
+typedef enum chain_variant {
+  FUSABLE,
+  AUTO_RANGE,    /* entropy with range=auto */
+  MIDDLE_OUTPUT, /* entropy's output is also a pipeline output */
+  SECOND_READER, /* sobel's magnitude is also read by a threshold */
+  GX_USED,       /* sobel also makes gx, which is an output */
+  GX_UNUSED,     /* sobel also makes gx, which nothing reads: pruned, still fusable */
+  INTO_SEGMENT,  /* the threshold is segment's first part, but segment's regions also
+                    read the entropy (as the intensity): not fusable */
+  INTO_LABEL     /* the mask goes on to label and regions (intensity: the input) */
+} chain_variant;
+
+static plm_pipeline *sobel_entropy_threshold(chain_variant variant) {
+  const int64_t dims[2] = {24, 30};
+  plm_pipeline *pl = NULL;
+  plm_pipe_tensor in, gx, mag, ent, mask, other;
+  PLM_CHECK_OK(plm_pipeline_create(plm_test_ctx, &pl));
+  PLM_CHECK_OK(plm_pipeline_add_input(pl, PLM_DTYPE_U16, 2, dims, &in));
+  plm_sobel_params sp = plm_sobel_params_default();
+  bool gx_wanted = variant == GX_USED || variant == GX_UNUSED;
+  PLM_CHECK_OK(plm_pipeline_add_sobel(pl, in, &sp, gx_wanted ? &gx : NULL, NULL, &mag));
+  plm_entropy_params ep = {.window = 5,
+                           .bins = 32,
+                           .range_lo = 0,
+                           .range_hi = 4000,
+                           .range_auto = variant == AUTO_RANGE};
+  PLM_CHECK_OK(plm_pipeline_add_entropy(pl, mag, &ep, &ent));
+  if (variant == INTO_LABEL) {
+    plm_threshold_params tp = {.value = 2.5};
+    plm_label_params lp = {0};
+    plm_pipe_tensor labels, count, table;
+    PLM_CHECK_OK(plm_pipeline_add_threshold(pl, ent, &tp, &mask));
+    PLM_CHECK_OK(plm_pipeline_add_label(pl, mask, &lp, &labels, &count));
+    PLM_CHECK_OK(plm_pipeline_add_regions(pl, labels, in, count, 100, &table));
+    PLM_CHECK_OK(plm_pipeline_mark_output(pl, table));
+    return pl;
+  }
+  if (variant == INTO_SEGMENT) {
+    plm_segment_params seg = {.value = 2.5};
+    plm_pipe_tensor table;
+    PLM_CHECK_OK(plm_pipeline_add_segment(pl, ent, &seg, 100, NULL, NULL, &table));
+    PLM_CHECK_OK(plm_pipeline_mark_output(pl, table));
+    return pl;
+  }
+  plm_threshold_params tp = {.value = 2.5};
+  PLM_CHECK_OK(plm_pipeline_add_threshold(pl, ent, &tp, &mask));
+  PLM_CHECK_OK(plm_pipeline_mark_output(pl, mask));
+  if (variant == MIDDLE_OUTPUT) PLM_CHECK_OK(plm_pipeline_mark_output(pl, ent));
+  if (variant == SECOND_READER) {
+    PLM_CHECK_OK(plm_pipeline_add_threshold(pl, mag, &tp, &other));
+    PLM_CHECK_OK(plm_pipeline_mark_output(pl, other));
+  }
+  if (variant == GX_USED) PLM_CHECK_OK(plm_pipeline_mark_output(pl, gx));
+  return pl;
+}
+
+START_TEST(test_fusion_recogniser) {
+  const int expected[] = {[FUSABLE] = 1, [AUTO_RANGE] = 0, [MIDDLE_OUTPUT] = 0, [SECOND_READER] = 0,
+                          [GX_USED] = 0, [GX_UNUSED] = 1,  [INTO_SEGMENT] = 0,  [INTO_LABEL] = 1};
+  for (int variant = FUSABLE; variant <= INTO_LABEL; variant++) {
+    plm_pipeline *pl = sobel_entropy_threshold((chain_variant)variant);
+    PLM_CHECK_OK(plm_pipeline_compile(pl, NULL));
+    plm_plan_info info;
+    PLM_CHECK_OK(plm_pipeline_plan_info(pl, &info));
+    ck_assert_msg(info.fusable_chains == expected[variant], "variant %d: %d chains", variant,
+                  info.fusable_chains);
+    ck_assert_int_eq(info.fused_steps, expected[variant]);
+    /* Which steps: sobel, entropy and threshold, found on the unfused plan. */
+    if (expected[variant]) {
+      plm_plan_config cfg = {.frames_in_flight = 1, .max_streams = 4};
+      plm__plan plan;
+      PLM_CHECK_OK(plm__plan_build(&pl->graph, &cfg, false, &plan));
+      plm__fusion found[2];
+      ck_assert_int_eq(plm__plan_find_fusions(&plan, found, 2), 1);
+      ck_assert_int_eq(plan.steps[found[0].sobel].kind, PLM__OP_SOBEL);
+      ck_assert_int_eq(plan.steps[found[0].entropy].kind, PLM__OP_ENTROPY);
+      ck_assert_int_eq(plan.steps[found[0].threshold].kind, PLM__OP_THRESHOLD);
+      ck_assert_int_eq(plan.steps[found[0].sobel].nodes[0], 0);
+      ck_assert_int_eq(plan.steps[found[0].entropy].nodes[0], 1);
+      ck_assert_int_eq(plan.steps[found[0].threshold].nodes[0], 2);
+      plm__plan_free(&plan);
+    }
+    PLM_CHECK_OK(plm_pipeline_destroy(pl));
+  }
+}
+END_TEST
+
+/* The substitution, planned but not run: one fused step from the input to the mask, the
+ * intermediates gone from the workspace. */
+START_TEST(test_fusion_substitution) {
+  for (int variant = FUSABLE; variant <= INTO_LABEL; variant += INTO_LABEL - FUSABLE) {
+    plm_pipeline *pl = sobel_entropy_threshold((chain_variant)variant);
+    plm_plan_config cfg = {.frames_in_flight = 1, .max_streams = 4};
+    plm__plan plan;
+    PLM_CHECK_OK(plm__plan_build(&pl->graph, &cfg, true, &plan));
+    ck_assert_int_eq(plan.fused_steps, 1);
+    ck_assert_int_eq(plan.steps[0].kind, PLM__OP_SOBEL_ENTROPY_THRESHOLD);
+    ck_assert_int_eq(plan.steps[0].inputs[0], 0); /* the input frame */
+    ck_assert_int_eq(plan.steps[0].nodes[0], 0);
+    ck_assert_int_eq(plan.steps[0].nodes[1], 1);
+    ck_assert_int_eq(plan.steps[0].nodes[2], 2);
+    ck_assert_int_eq(plan.steps[0].params.fused.entropy.window, 5);
+    ck_assert_double_eq(plan.steps[0].params.fused.threshold.value, 2.5);
+    if (variant == FUSABLE) {
+      ck_assert_int_eq(plan.step_count, 1);
+      ck_assert_int_eq(plan.location[plan.steps[0].outputs[0]], PLM__AT_OUTPUT);
+      ck_assert_uint_eq(plan.workspace_bytes, 0);
+    } else { /* then label and regions read the fused mask */
+      ck_assert_int_eq(plan.step_count, 3);
+      ck_assert_int_eq(plan.steps[1].inputs[0], plan.steps[0].outputs[0]);
+      ck_assert_uint_eq(plan.workspace_bytes, aligned(24 * 30) + aligned(24 * 30 * 4) + 256);
+    }
+    check_plan(&plan);
+    plm__plan_free(&plan);
+    PLM_CHECK_OK(plm_pipeline_destroy(pl));
+  }
+}
+END_TEST
+
+/* ---- the parser --------------------------------------------------------------------------- */
+
+START_TEST(test_parser_errors) {
+  static const struct {
+    const char *text, *message;
+  } cases[] = {
+      {"sobl", "element 1 'sobl': unknown element (one of conv2d, sobel"},
+      {"sobel ! entropy windw=16",
+       "element 2 'entropy': unknown key 'windw' (entropy takes "
+       "window, bins, range)"},
+      {"sobel ! entropy window=abc bins=64 range=auto",
+       "element 2 'entropy': key 'window': 'abc' is not an integer in 1..255"},
+      {"sobel ! entropy window=300 bins=64 range=auto", "key 'window': '300' is not an integer"},
+      {"sobel ! entropy window=9 bins=64 range=1,x",
+       "element 2 'entropy': key 'range': '1,x' is not LO,HI (two finite numbers) or auto"},
+      {"sobel ! entropy window=9", "element 2 'entropy': missing key 'bins'"},
+      {"sobel ! entropy window=9 bins=8", "element 2 'entropy': missing key 'range'"},
+      {"entropy window=9 range=0,1", "element 1 'entropy': key 'range' is for f32 input, not u16"},
+      {"sobel ! threshold", "element 2 'threshold': missing key 'value'"},
+      {"threshold value=nan", "element 1 'threshold': key 'value': 'nan' is not a finite number"},
+      {"threshold value=1 cmp=gtx", "key 'cmp': 'gtx' is not one of gt, ge, lt, le"},
+      {"threshold value=1 value=2", "element 1 'threshold': key 'value' is given twice"},
+      {"threshold value", "element 1 'threshold': 'value' is not key=value"},
+      {"threshold =1", "element 1 'threshold': '=1' is not key=value"},
+      {"sobel ! ! threshold value=1", "element 2 is empty (nothing between two '!')"},
+      {"sobel !", "element 2 is empty (the text ends with '!')"},
+      {"sobel ! threshold value=1 !  ", "element 3 is empty (the text ends with '!')"},
+      {"! sobel", "element 1 is empty (the text starts with '!')"},
+      {"", "element 1 is empty (the text is empty)"},
+      {"  \t ", "element 1 is empty (the text is empty)"},
+      {"sobel ! label", "element 2 'label': mask->dtype f32 is not u8"},
+      {"threshold value=9 ! label connectivity=6", "key 'connectivity': '6' is not one of 4, 8"},
+      {"regions", "element 1 'regions': needs a label element just before it"},
+      {"threshold value=1 ! label ! regions capacity=0",
+       "element 3 'regions': key 'capacity': '0' is not an integer"},
+      {"threshold value=1 ! label ! regions intensity=frame",
+       "key 'intensity': 'frame' is not one of input, none"},
+      {"conv2d", "element 1 'conv2d': missing key 'kernel'"},
+      {"conv2d kernel=gauss:4:1", "element 1 'conv2d': key 'kernel': 'gauss:4:1' is not"},
+      {"conv2d kernel=log:1:1", "key 'kernel': 'log:1:1' is not NAME:K:SIGMA (K odd, 3..31"},
+      {"conv2d kernel=gauss:5:0", "key 'kernel': 'gauss:5:0' is not NAME:K:SIGMA"},
+      {"conv2d kernel=box:32", "key 'kernel': 'box:32' is not box:K (K 1..31)"},
+      {"conv2d kernel=1,2,3", "key 'kernel': 3 values are not a square; give size=KHxKW"},
+      {"conv2d kernel=1,2,3 size=2x2", "key 'kernel': 3 values, but size=2x2 needs 4"},
+      {"conv2d kernel=1,2,3 size=1by3", "key 'size': '1by3' is not KHxKW"},
+      {"conv2d kernel=1,2,,3", "key 'kernel': value 3 of '1,2,,3' is not a finite f32"},
+      {"conv2d kernel=box:3 size=3x3", "key 'size' is for inline kernels, not 'box:3'"},
+      {"conv2d kernel=box:4 pad=same", "key 'pad': 'same' needs a kernel of odd sizes, not 4x4"},
+      {"conv2d kernel=box:3 stride=0,1", "key 'stride': '0,1' is not SY,SX"},
+      {"conv2d kernel=box:3 pad=1", "key 'pad': '1' is not PY,PX"},
+      {"conv2d kernel=box:3 border=mirror",
+       "key 'border': 'mirror' is not one of zero, replicate, reflect101"},
+      {"conv2d kernel=box:31", "element 1 'conv2d': "}, /* the op: output smaller than 1x1 */
+  };
+  const int64_t dims[2] = {16, 20};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    plm_pipeline *pl = (plm_pipeline *)&pl; /* must be reset to NULL */
+    plm_clear_error();
+    plm_status status =
+        plm_pipeline_parse(plm_test_ctx, cases[i].text, PLM_DTYPE_U16, 2, dims, &pl);
+    ck_assert_msg(status == PLM_ERR_INVALID_ARG, "'%s' -> %s (%s)", cases[i].text,
+                  plm_status_str(status), plm_last_error());
+    ck_assert_ptr_null(pl);
+    ck_assert_msg(strncmp(plm_last_error(), "plm_pipeline_parse: ", 20) == 0 &&
+                      strstr(plm_last_error(), cases[i].message) != NULL,
+                  "'%s': message \"%s\" does not have \"%s\"", cases[i].text, plm_last_error(),
+                  cases[i].message);
+  }
+  /* A bad input shape, and NULL arguments. */
+  plm_pipeline *pl = NULL;
+  const int64_t zero[2] = {0, 4};
+  PLM_CHECK_FAILS(plm_pipeline_parse(plm_test_ctx, "sobel", PLM_DTYPE_U16, 2, zero, &pl),
+                  PLM_ERR_INVALID_ARG, "plm_pipeline_parse: input: dims[0] is 0");
+  PLM_CHECK_FAILS(plm_pipeline_parse(plm_test_ctx, NULL, PLM_DTYPE_U16, 2, dims, &pl),
+                  PLM_ERR_INVALID_ARG, "text is NULL");
+  PLM_CHECK_FAILS(plm_pipeline_parse(NULL, "sobel", PLM_DTYPE_U16, 2, dims, &pl),
+                  PLM_ERR_INVALID_ARG, "ctx is NULL");
+}
+END_TEST
+
+START_TEST(test_parser_accepts) {
+  static const struct {
+    const char *text;
+    int nodes, outputs;
+    plm_dtype first_output;
+  } cases[] = {
+      {"sobel", 1, 1, PLM_DTYPE_F32},
+      {"  sobel border=replicate\t!threshold value=2.5e2 cmp=le  ", 2, 1, PLM_DTYPE_U8},
+      {"conv2d kernel=gauss:5:1.5 pad=same border=reflect101 ! sobel", 2, 1, PLM_DTYPE_F32},
+      {"conv2d kernel=1,0,-1,2,0,-2 size=2x3 stride=2,1 pad=0,1", 1, 1, PLM_DTYPE_F32},
+      {"conv2d kernel=log:9:2 pad=4,4 ! threshold value=0", 2, 1, PLM_DTYPE_U8},
+      {"entropy window=7 ! threshold value=3 ! label connectivity=4", 3, 2, PLM_DTYPE_I32},
+      {"threshold value=100 ! label ! regions capacity=17 intensity=none", 3, 2, PLM_DTYPE_F64},
+      {"segment value=100 cmp=ge connectivity=4 capacity=9", 1, 2, PLM_DTYPE_F64},
+      {"sobel ! entropy window=16 bins=64 range=0,2000 ! threshold value=4.5", 3, 1, PLM_DTYPE_U8},
+  };
+  const int64_t dims[2] = {16, 20};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    plm_pipeline *pl = NULL;
+    plm_status status =
+        plm_pipeline_parse(plm_test_ctx, cases[i].text, PLM_DTYPE_U16, 2, dims, &pl);
+    ck_assert_msg(status == PLM_OK, "'%s': %s", cases[i].text, plm_last_error());
+    int outputs = 0;
+    PLM_CHECK_OK(plm_pipeline_io_count(pl, NULL, &outputs));
+    ck_assert_int_eq(outputs, cases[i].outputs);
+    ck_assert_int_eq(pl->graph.node_count, cases[i].nodes);
+    plm_shape shape;
+    PLM_CHECK_OK(plm_pipeline_output_shape(pl, 0, &shape));
+    ck_assert_int_eq(shape.dtype, cases[i].first_output);
+    if (i == 3) { /* 2x3 kernel, stride 2,1, pad 0,1: (16-2)/2+1 x (20+2-3)/1+1 */
+      ck_assert_int_eq(shape.dims[0], 8);
+      ck_assert_int_eq(shape.dims[1], 20);
+    }
+    if (i == 7) ck_assert_int_eq(shape.dims[0], 9);
+    PLM_CHECK_OK(plm_pipeline_compile(pl, NULL));
+    PLM_CHECK_OK(plm_pipeline_destroy(pl));
+  }
+}
+END_TEST
+
+START_TEST(test_builtin_kernels) {
+  float *taps = NULL;
+  int kh = 0, kw = 0;
+  PLM_CHECK_OK(plm__parse_kernel("box:4", NULL, &taps, &kh, &kw));
+  ck_assert_int_eq(kh, 4);
+  for (int i = 0; i < 16; i++) ck_assert_float_eq(taps[i], 1.0f / 16);
+  free(taps);
+  PLM_CHECK_OK(plm__parse_kernel("gauss:7:1.3", NULL, &taps, &kh, &kw));
+  double sum = 0;
+  for (int i = 0; i < 49; i++) sum += taps[i];
+  ck_assert_double_eq_tol(sum, 1.0, 1e-6);
+  /* exp(-r^2 / (2 sigma^2)) relative to the centre, symmetric. */
+  ck_assert_double_eq_tol(taps[3 * 7 + 4] / taps[3 * 7 + 3], exp(-1 / (2 * 1.69)), 1e-6);
+  ck_assert_float_eq(taps[0], taps[48]);
+  ck_assert_float_eq(taps[6], taps[42]);
+  free(taps);
+  PLM_CHECK_OK(plm__parse_kernel("log:9:1.5", NULL, &taps, &kh, &kw));
+  sum = 0;
+  for (int i = 0; i < 81; i++) sum += taps[i];
+  ck_assert_double_eq_tol(sum, 0.0, 1e-6);
+  /* Positive centre, negative ring at r^2 > 2 sigma^2; the taps' differences follow
+   * (1 / (pi s^4)) (1 - r^2 / (2 s^2)) exp(-r^2 / (2 s^2)) (the mean cancels out). */
+  const double s2 = 1.5 * 1.5, pi = 3.14159265358979323846;
+  double centre = 1 / (pi * s2 * s2),
+         at3 = (1 - 9 / (2 * s2)) * exp(-9 / (2 * s2)) / (pi * s2 * s2);
+  ck_assert(taps[40] > 0 && taps[40 + 3] < 0);
+  ck_assert_double_eq_tol(taps[40] - taps[40 + 3], centre - at3, 1e-6);
+  free(taps);
+  PLM_CHECK_OK(plm__parse_kernel("1,-2.5,3e1,4", NULL, &taps, &kh, &kw));
+  ck_assert_int_eq(kh, 2);
+  ck_assert_float_eq(taps[1], -2.5f);
+  ck_assert_float_eq(taps[2], 30.0f);
+  free(taps);
+}
+END_TEST
+
+/* ---- results against the ops one by one -------------------------------------------------- */
+
+/* Random integer-valued frames of dtype, within 0..top. */
+static void *random_frame(plm_dtype dtype, int64_t pixels, uint32_t top, uint64_t *seed) {
+  size_t element = plm_dtype_size(dtype);
+  unsigned char *host = malloc((size_t)pixels * element);
+  ck_assert_ptr_nonnull(host);
+  for (int64_t i = 0; i < pixels; i++) {
+    uint32_t v = (uint32_t)(plm_test_random(seed) % (top + 1));
+    if (dtype == PLM_DTYPE_U8) host[i] = (uint8_t)v;
+    if (dtype == PLM_DTYPE_U16) {
+      uint16_t u = (uint16_t)v;
+      memcpy(host + i * 2, &u, 2);
+    }
+    if (dtype == PLM_DTYPE_F32) {
+      float f = (float)v;
+      memcpy(host + i * 4, &f, 4);
+    }
+  }
+  return host;
+}
+
+static plm_tensor device_tensor(const plm_shape *shape) {
+  plm_tensor t;
+  PLM_CHECK_OK(
+      plm_tensor_alloc(plm_test_pool, plm_test_stream, shape->dtype, shape->ndim, shape->dims, &t));
+  /* Garbage, the same in every tensor, so that untouched table rows compare too. */
+  PLM_CHECK_OK(plm_stream_memset(plm_test_stream, t.data, 0x5a, plm_tensor_bytes(&t)));
+  return t;
+}
+
+static void *to_host(const plm_tensor *t) {
+  void *host = malloc(plm_tensor_bytes(t));
+  ck_assert_ptr_nonnull(host);
+  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, host, t->data, plm_tensor_bytes(t),
+                                 PLM_COPY_DEVICE_TO_HOST));
+  return host;
+}
+
+/* What a reference computes: the ops one by one on plm_test_stream, from the input
+ * tensors into the expected outputs (allocated here, freed by the caller). */
+typedef void (*reference_fn)(const plm_tensor *inputs, plm_tensor *expected);
+
+/* Run pl (compiled) on `frames` random frames and compare every output with the
+ * reference's, byte for byte. Output `counted` (-1: none) is a count of components that
+ * must not be 0 in every frame, so that the comparison covers the regions. */
+static void check_against_reference(plm_pipeline *pl, reference_fn reference, uint32_t top,
+                                    int frames, uint64_t seed, int counted) {
+  int32_t most = 0;
+  int n_in = 0, n_out = 0;
+  PLM_CHECK_OK(plm_pipeline_io_count(pl, &n_in, &n_out));
+  plm_tensor inputs[4], outputs[4], expected[4];
+  void *host_in[4];
+  for (int f = 0; f < frames; f++) {
+    for (int i = 0; i < n_in; i++) {
+      plm_shape shape;
+      PLM_CHECK_OK(plm_pipeline_input_shape(pl, i, &shape));
+      inputs[i] = device_tensor(&shape);
+      host_in[i] = random_frame(shape.dtype, plm_tensor_numel(&inputs[i]), top, &seed);
+      PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, inputs[i].data, host_in[i],
+                                     plm_tensor_bytes(&inputs[i]), PLM_COPY_HOST_TO_DEVICE));
+    }
+    for (int o = 0; o < n_out; o++) {
+      plm_shape shape;
+      PLM_CHECK_OK(plm_pipeline_output_shape(pl, o, &shape));
+      outputs[o] = device_tensor(&shape);
+      expected[o] = device_tensor(&shape);
+    }
+    PLM_CHECK_OK(plm_pipeline_run(pl, inputs, outputs, plm_test_stream));
+    reference(inputs, expected);
+    for (int o = 0; o < n_out; o++) {
+      void *got = to_host(&outputs[o]), *want = to_host(&expected[o]);
+      PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+      ck_assert_msg(memcmp(got, want, plm_tensor_bytes(&outputs[o])) == 0,
+                    "frame %d: output %d differs from the ops run one by one", f, o);
+      if (o == counted && *(const int32_t *)got > most) most = *(const int32_t *)got;
+      free(got);
+      free(want);
+      PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &outputs[o]));
+      PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &expected[o]));
+    }
+    for (int i = 0; i < n_in; i++) {
+      PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &inputs[i]));
+      free(host_in[i]);
+    }
+  }
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+  if (counted >= 0) ck_assert_int_gt(most, 0);
+}
+
+/* Scratch tensors of the references. */
+static plm_tensor scratch(plm_dtype dtype, const plm_tensor *like) {
+  plm_tensor t;
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, dtype, like->ndim, like->dims, &t));
+  return t;
+}
+
+static void release(plm_tensor *t) {
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, t));
+}
+
+/* The default pipeline: sobel ! entropy w16 b64 auto ! threshold 4.5 ! label 8 ! regions. */
+static void default_reference(const plm_tensor *in, plm_tensor *expected) {
+  plm_tensor mag = scratch(PLM_DTYPE_F32, &in[0]), ent = scratch(PLM_DTYPE_F32, &in[0]);
+  plm_tensor mask = scratch(PLM_DTYPE_U8, &in[0]), labels = scratch(PLM_DTYPE_I32, &in[0]);
+  plm_sobel_params sp = plm_sobel_params_default();
+  plm_entropy_params ep = {.window = 16, .bins = 64, .range_auto = true};
+  plm_threshold_params tp = {.value = 4.5};
+  plm_label_params lp = {.connectivity = 8};
+  PLM_CHECK_OK(plm_sobel(plm_test_stream, &in[0], &sp, NULL, NULL, &mag));
+  PLM_CHECK_OK(plm_entropy(plm_test_stream, &mag, &ep, &ent));
+  PLM_CHECK_OK(plm_threshold(plm_test_stream, &ent, &tp, &mask));
+  PLM_CHECK_OK(plm_label(plm_test_stream, &mask, &lp, &labels, &expected[1]));
+  PLM_CHECK_OK(plm_regions(plm_test_stream, &labels, &in[0], &expected[1], &expected[0]));
+  release(&mag);
+  release(&ent);
+  release(&mask);
+  release(&labels);
+}
+
+START_TEST(test_default_pipeline_equals_ops) {
+  const plm_dtype dtypes[] = {PLM_DTYPE_U16, PLM_DTYPE_F32};
+  for (int d = 0; d < 2; d++) {
+    const int64_t dims[2] = {96, 128};
+    plm_pipeline *pl = NULL;
+    PLM_CHECK_OK(plm_pipeline_parse(plm_test_ctx,
+                                    "sobel ! entropy window=16 bins=64 range=auto ! threshold "
+                                    "value=4.5 ! label connectivity=8 ! regions",
+                                    dtypes[d], 2, dims, &pl));
+    PLM_CHECK_OK(plm_pipeline_compile(pl, NULL));
+    check_against_reference(pl, default_reference, d ? 4000 : 16383, 3, 7u + (uint64_t)d, 1);
+    PLM_CHECK_OK(plm_pipeline_destroy(pl));
+  }
+}
+END_TEST
+
+/* Branches on several streams: a = sobel(in) > 100; b = conv2d(in, k) on another stream,
+ * entropy of b with a fixed range; labels of a; regions of the labels with b as the
+ * intensity (the join). Outputs: the entropy, the table, the count. */
+static plm_tensor branch_kernel;
+static plm_pipeline *branch_pipeline(int max_streams, int frames_in_flight) {
+  const int64_t dims[2] = {48, 64};
+  plm_pipeline *pl = NULL;
+  plm_pipe_tensor in, mag, mask, conv, ent, labels, count, table;
+  PLM_CHECK_OK(plm_pipeline_create(plm_test_ctx, &pl));
+  PLM_CHECK_OK(plm_pipeline_add_input(pl, PLM_DTYPE_U16, 2, dims, &in));
+  plm_sobel_params sp = plm_sobel_params_default();
+  plm_threshold_params tp = {.value = 100};
+  plm_conv2d_params cp = {
+      .stride_y = 1, .stride_x = 1, .pad_y = 1, .pad_x = 1, .border = PLM_BORDER_REPLICATE};
+  plm_entropy_params ep = {.window = 5, .bins = 16, .range_lo = 0, .range_hi = 2000};
+  plm_label_params lp = {.connectivity = 4};
+  PLM_CHECK_OK(plm_pipeline_add_sobel(pl, in, &sp, NULL, NULL, &mag));
+  PLM_CHECK_OK(plm_pipeline_add_threshold(pl, mag, &tp, &mask));
+  PLM_CHECK_OK(plm_pipeline_add_conv2d(pl, in, kernel3(pl, 1), &cp, &conv));
+  PLM_CHECK_OK(plm_pipeline_add_entropy(pl, conv, &ep, &ent));
+  PLM_CHECK_OK(plm_pipeline_add_label(pl, mask, &lp, &labels, &count));
+  PLM_CHECK_OK(plm_pipeline_add_regions(pl, labels, conv, count, 300, &table));
+  PLM_CHECK_OK(plm_pipeline_mark_output(pl, ent));
+  PLM_CHECK_OK(plm_pipeline_mark_output(pl, table));
+  PLM_CHECK_OK(plm_pipeline_mark_output(pl, count));
+  plm_plan_config cfg = {.max_streams = max_streams, .frames_in_flight = frames_in_flight};
+  PLM_CHECK_OK(plm_pipeline_compile(pl, &cfg));
+  return pl;
+}
+
+static void branch_reference(const plm_tensor *in, plm_tensor *expected) {
+  plm_tensor mag = scratch(PLM_DTYPE_F32, &in[0]), conv = scratch(PLM_DTYPE_F32, &in[0]);
+  plm_tensor mask = scratch(PLM_DTYPE_U8, &in[0]), labels = scratch(PLM_DTYPE_I32, &in[0]);
+  plm_sobel_params sp = plm_sobel_params_default();
+  plm_threshold_params tp = {.value = 100};
+  plm_conv2d_params cp = {
+      .stride_y = 1, .stride_x = 1, .pad_y = 1, .pad_x = 1, .border = PLM_BORDER_REPLICATE};
+  plm_entropy_params ep = {.window = 5, .bins = 16, .range_lo = 0, .range_hi = 2000};
+  plm_label_params lp = {.connectivity = 4};
+  PLM_CHECK_OK(plm_sobel(plm_test_stream, &in[0], &sp, NULL, NULL, &mag));
+  PLM_CHECK_OK(plm_threshold(plm_test_stream, &mag, &tp, &mask));
+  PLM_CHECK_OK(plm_conv2d(plm_test_stream, &in[0], &branch_kernel, &cp, &conv));
+  PLM_CHECK_OK(plm_entropy(plm_test_stream, &conv, &ep, &expected[0]));
+  PLM_CHECK_OK(plm_label(plm_test_stream, &mask, &lp, &labels, &expected[2]));
+  PLM_CHECK_OK(plm_regions(plm_test_stream, &labels, &conv, &expected[2], &expected[1]));
+  release(&mag);
+  release(&conv);
+  release(&mask);
+  release(&labels);
+}
+
+START_TEST(test_branches_equal_ops) {
+  const float taps[9] = {1, 2, 1, 0, 4, 0, -1, 2, 1};
+  const int64_t kdims[2] = {3, 3};
+  PLM_CHECK_OK(
+      plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, kdims, &branch_kernel));
+  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, branch_kernel.data, taps, sizeof taps,
+                                 PLM_COPY_HOST_TO_DEVICE));
+  for (int streams = 1; streams <= 3; streams++) {
+    plm_pipeline *pl = branch_pipeline(streams, streams);
+    plm_plan_info info;
+    PLM_CHECK_OK(plm_pipeline_plan_info(pl, &info));
+    ck_assert_int_eq(info.streams, streams == 1 ? 1 : 2);
+    check_plan(&pl->plan);
+    check_against_reference(pl, branch_reference, 1000, 4, 99u + (uint64_t)streams, 2);
+    PLM_CHECK_OK(plm_pipeline_destroy(pl));
+  }
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &branch_kernel));
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+}
+END_TEST
+
+/* Frames run back to back on one stream and on alternating streams, without waiting in
+ * between: each frame must see its own input (slot 0 is reused in device order). */
+START_TEST(test_back_to_back_frames) {
+  const int64_t dims[2] = {64, 64};
+  plm_pipeline *pl = NULL;
+  PLM_CHECK_OK(plm_pipeline_parse(plm_test_ctx,
+                                  "conv2d kernel=box:5 pad=same border=replicate ! sobel ! "
+                                  "threshold value=20",
+                                  PLM_DTYPE_U8, 2, dims, &pl));
+  PLM_CHECK_OK(plm_pipeline_compile(pl, NULL));
+  plm_stream *other = NULL;
+  PLM_CHECK_OK(plm_stream_create(plm_test_ctx, 0, &other));
+  enum { FRAMES = 12 };
+  const size_t pixels = 64 * 64;
+  plm_tensor in[FRAMES], out[FRAMES];
+  unsigned char *host[FRAMES];
+  uint64_t seed = 31;
+  for (int f = 0; f < FRAMES; f++) {
+    plm_shape shape;
+    PLM_CHECK_OK(plm_pipeline_input_shape(pl, 0, &shape));
+    in[f] = device_tensor(&shape);
+    PLM_CHECK_OK(plm_pipeline_output_shape(pl, 0, &shape));
+    out[f] = device_tensor(&shape);
+    host[f] = random_frame(PLM_DTYPE_U8, (int64_t)pixels, 255, &seed);
+    PLM_CHECK_OK(
+        plm_stream_memcpy(plm_test_stream, in[f].data, host[f], pixels, PLM_COPY_HOST_TO_DEVICE));
+  }
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+  for (int f = 0; f < FRAMES; f++) free(host[f]); /* the copies have run */
+  for (int f = 0; f < FRAMES; f++)
+    PLM_CHECK_OK(plm_pipeline_run(pl, &in[f], &out[f], f % 2 ? other : plm_test_stream));
+  PLM_CHECK_OK(plm_stream_synchronize(other));
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+  /* Each frame again, alone, compared with its back-to-back result. */
+  for (int f = 0; f < FRAMES; f++) {
+    plm_shape shape;
+    PLM_CHECK_OK(plm_pipeline_output_shape(pl, 0, &shape));
+    plm_tensor alone = device_tensor(&shape);
+    PLM_CHECK_OK(plm_pipeline_run(pl, &in[f], &alone, plm_test_stream));
+    void *a = to_host(&alone), *b = to_host(&out[f]);
+    PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+    ck_assert_msg(memcmp(a, b, pixels) == 0, "frame %d differs when run back to back", f);
+    free(a);
+    free(b);
+    release(&alone);
+    release(&in[f]);
+    release(&out[f]);
+  }
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+  PLM_CHECK_OK(plm_stream_destroy(other));
+  PLM_CHECK_OK(plm_pipeline_destroy(pl));
+}
+END_TEST
+
+static void segment_reference(const plm_tensor *in, plm_tensor *expected) {
+  plm_tensor labels = scratch(PLM_DTYPE_I32, &in[0]);
+  plm_segment_params sp = {.value = 150, .compare = PLM_COMPARE_GE, .connectivity = 4};
+  PLM_CHECK_OK(plm_segment(plm_test_stream, &in[0], &sp, &labels, &expected[1], &expected[0]));
+  release(&labels);
+}
+
+START_TEST(test_segment_equals_plm_segment) {
+  const int64_t dims[2] = {40, 56};
+  plm_pipeline *pl = NULL;
+  PLM_CHECK_OK(plm_pipeline_parse(plm_test_ctx,
+                                  "segment value=150 cmp=ge connectivity=4 capacity=64",
+                                  PLM_DTYPE_U8, 2, dims, &pl));
+  PLM_CHECK_OK(plm_pipeline_compile(pl, NULL));
+  plm_plan_info info;
+  PLM_CHECK_OK(plm_pipeline_plan_info(pl, &info));
+  ck_assert_int_eq(info.steps, 3); /* lowered */
+  ck_assert_uint_eq(info.workspace_bytes, aligned(40 * 56) + aligned(40 * 56 * 4));
+  check_against_reference(pl, segment_reference, 255, 2, 5, 1);
+  PLM_CHECK_OK(plm_pipeline_destroy(pl));
+}
+END_TEST
+
+/* In place (threshold over a u8 mask) and a batch of frames through label. */
+static void in_place_reference(const plm_tensor *in, plm_tensor *expected) {
+  plm_tensor mask = scratch(PLM_DTYPE_U8, &in[0]), inverse = scratch(PLM_DTYPE_U8, &in[0]);
+  plm_threshold_params above = {.value = 1000}, zero = {.value = 0, .compare = PLM_COMPARE_LE};
+  plm_label_params lp = {.connectivity = 8};
+  PLM_CHECK_OK(plm_threshold(plm_test_stream, &in[0], &above, &mask));
+  PLM_CHECK_OK(plm_threshold(plm_test_stream, &mask, &zero, &inverse));
+  PLM_CHECK_OK(plm_label(plm_test_stream, &inverse, &lp, &expected[0], &expected[1]));
+  release(&mask);
+  release(&inverse);
+}
+
+START_TEST(test_in_place_batch_equals_ops) {
+  const int64_t dims[3] = {3, 30, 40};
+  plm_pipeline *pl = NULL;
+  PLM_CHECK_OK(plm_pipeline_parse(plm_test_ctx,
+                                  "threshold value=1000 ! threshold value=0 cmp=le ! label",
+                                  PLM_DTYPE_U16, 3, dims, &pl));
+  PLM_CHECK_OK(plm_pipeline_compile(pl, NULL));
+  plm_plan_info info;
+  PLM_CHECK_OK(plm_pipeline_plan_info(pl, &info));
+  ck_assert_int_eq(info.in_place, 1);
+  ck_assert_uint_eq(info.workspace_bytes, aligned(3 * 30 * 40));
+  plm_shape count;
+  PLM_CHECK_OK(plm_pipeline_output_shape(pl, 1, &count));
+  ck_assert_int_eq(count.dims[0], 3);
+  check_against_reference(pl, in_place_reference, 1200, 2, 77, 1);
+  PLM_CHECK_OK(plm_pipeline_destroy(pl));
+}
+END_TEST
+
+/* ---- building errors and the lifecycle ------------------------------------------------------ */
+
+START_TEST(test_build_errors_leave_the_pipeline_usable) {
+  const int64_t dims[2] = {16, 16}, bad[2] = {16, -1}, kdims[2] = {3, 3};
+  plm_pipeline *pl = NULL, *other = NULL;
+  plm_pipe_tensor in, mag, mask, foreign, none = {0}, labels, count, table;
+  PLM_CHECK_OK(plm_pipeline_create(plm_test_ctx, &pl));
+  PLM_CHECK_OK(plm_pipeline_create(plm_test_ctx, &other));
+  PLM_CHECK_FAILS(plm_pipeline_add_input(pl, PLM_DTYPE_U16, 2, bad, &in), PLM_ERR_INVALID_ARG,
+                  "plm_pipeline_add_input: input: dims[1] is -1");
+  PLM_CHECK_FAILS(plm_pipeline_add_input(pl, (plm_dtype)42, 2, dims, &in), PLM_ERR_INVALID_ARG,
+                  "dtype 42 is not a plm_dtype");
+  PLM_CHECK_OK(plm_pipeline_add_input(pl, PLM_DTYPE_U16, 2, dims, &in));
+  PLM_CHECK_OK(plm_pipeline_add_input(other, PLM_DTYPE_U8, 2, dims, &foreign));
+
+  plm_sobel_params sp = plm_sobel_params_default(), bad_border = {.border = (plm_border)9};
+  plm_threshold_params tp = {.value = 5}, nan_value = {.value = NAN};
+  plm_label_params lp = {0};
+  plm_entropy_params ep = {.window = 300};
+  PLM_CHECK_FAILS(plm_pipeline_add_sobel(pl, foreign, &sp, NULL, NULL, &mag), PLM_ERR_INVALID_ARG,
+                  "plm_pipeline_add_sobel: node 0 'sobel': in is not a tensor of this pipeline");
+  PLM_CHECK_FAILS(plm_pipeline_add_sobel(pl, none, &sp, NULL, NULL, &mag), PLM_ERR_INVALID_ARG,
+                  "node 0 'sobel': in is a zeroed handle");
+  PLM_CHECK_FAILS(plm_pipeline_add_sobel(pl, in, &sp, NULL, NULL, NULL), PLM_ERR_INVALID_ARG,
+                  "node 0 'sobel': no output asked for");
+  PLM_CHECK_FAILS(plm_pipeline_add_sobel(pl, in, &bad_border, NULL, NULL, &mag),
+                  PLM_ERR_INVALID_ARG, "node 0 'sobel': params->border 9");
+  PLM_CHECK_FAILS(plm_pipeline_add_sobel(pl, in, NULL, NULL, NULL, &mag), PLM_ERR_INVALID_ARG,
+                  "params is NULL");
+  PLM_CHECK_FAILS(
+      plm_pipeline_add_entropy(pl, in, &ep, &mag), PLM_ERR_INVALID_ARG,
+      "plm_pipeline_add_entropy: node 0 'entropy': params->window 300 is not in 1..255");
+  PLM_CHECK_FAILS(plm_pipeline_add_threshold(pl, in, &nan_value, &mask), PLM_ERR_INVALID_ARG,
+                  "node 0 'threshold': params->value is NaN");
+  PLM_CHECK_FAILS(plm_pipeline_add_label(pl, in, &lp, &labels, &count), PLM_ERR_INVALID_ARG,
+                  "plm_pipeline_add_label: node 0 'label': mask->dtype u16 is not u8");
+  const float taps[9] = {0};
+  plm_pipe_tensor kernel;
+  PLM_CHECK_OK(plm_pipeline_add_constant(pl, PLM_DTYPE_F32, 2, kdims, taps, &kernel));
+  plm_conv2d_params cp = plm_conv2d_params_default();
+  PLM_CHECK_FAILS(plm_pipeline_add_conv2d(pl, in, in, &cp, &mag), PLM_ERR_INVALID_ARG,
+                  "node 0 'conv2d': kernel");
+  PLM_CHECK_FAILS(plm_pipeline_mark_output(pl, in), PLM_ERR_INVALID_ARG,
+                  "plm_pipeline_mark_output: t is the pipeline's input");
+  PLM_CHECK_FAILS(plm_pipeline_mark_output(pl, kernel), PLM_ERR_INVALID_ARG,
+                  "t is the pipeline's constant");
+  PLM_CHECK_FAILS(plm_pipeline_compile(pl, NULL), PLM_ERR_INVALID_ARG,
+                  "plm_pipeline_compile: the pipeline has no output");
+  PLM_CHECK_FAILS(plm_pipeline_run(pl, NULL, NULL, plm_test_stream), PLM_ERR_INVALID_STATE,
+                  "plm_pipeline_run: the pipeline is not compiled");
+  /* After all that, node 0 is the first good one. */
+  PLM_CHECK_OK(plm_pipeline_add_sobel(pl, in, &sp, NULL, NULL, &mag));
+  PLM_CHECK_OK(plm_pipeline_add_threshold(pl, mag, &tp, &mask));
+  PLM_CHECK_FAILS(plm_pipeline_add_regions(pl, mask, none, mask, 10, &table), PLM_ERR_INVALID_ARG,
+                  "node 2 'regions': labels->dtype u8 is not i32");
+  PLM_CHECK_OK(plm_pipeline_add_label(pl, mask, &lp, &labels, &count));
+  PLM_CHECK_FAILS(plm_pipeline_add_regions(pl, labels, none, labels, 10, &table),
+                  PLM_ERR_INVALID_ARG, "node 3 'regions': count must be i32 of shape (1,)");
+  PLM_CHECK_FAILS(plm_pipeline_add_regions(pl, labels, none, count, -2, &table),
+                  PLM_ERR_INVALID_ARG, "node 3 'regions': capacity -2 is negative");
+  PLM_CHECK_OK(plm_pipeline_add_regions(pl, labels, in, count, 0, &table));
+  plm_shape shape;
+  PLM_CHECK_OK(plm_pipeline_tensor_shape(pl, table, &shape));
+  ck_assert_int_eq(shape.dims[0], 64); /* 8-connectivity bound of 16 x 16 */
+  ck_assert_int_eq(pl->graph.node_count, 4);
+  PLM_CHECK_OK(plm_pipeline_mark_output(pl, table));
+  PLM_CHECK_FAILS(plm_pipeline_mark_output(pl, table), PLM_ERR_INVALID_ARG,
+                  "t is output 0 already");
+  PLM_CHECK_OK(plm_pipeline_mark_output(pl, count));
+
+  plm_plan_config bad_cfg = {.frames_in_flight = 17};
+  PLM_CHECK_FAILS(plm_pipeline_compile(pl, &bad_cfg), PLM_ERR_INVALID_ARG,
+                  "cfg->frames_in_flight 17 is not in 0..16");
+  bad_cfg = (plm_plan_config){.max_streams = -1};
+  PLM_CHECK_FAILS(plm_pipeline_compile(pl, &bad_cfg), PLM_ERR_INVALID_ARG, "cfg->max_streams -1");
+  bad_cfg = (plm_plan_config){.flags = 0x80};
+  PLM_CHECK_FAILS(plm_pipeline_compile(pl, &bad_cfg), PLM_ERR_INVALID_ARG,
+                  "cfg->flags 0x80 has unknown bits");
+  /* A pool too small for the workspace: out of memory, and the pipeline is unchanged. */
+  plm_pool *tiny = NULL;
+  plm_pool_config tiny_cfg = {.byte_limit = 4096, .min_chunk_bytes = 4096};
+  PLM_CHECK_OK(plm_pool_create(plm_test_ctx, &tiny_cfg, &tiny));
+  plm_plan_config in_tiny = {.pool = tiny, .frames_in_flight = 4};
+  ck_assert_int_eq(plm_pipeline_compile(pl, &in_tiny), PLM_ERR_OUT_OF_MEMORY);
+  PLM_CHECK_FAILS(plm_pipeline_plan_info(pl, &(plm_plan_info){0}), PLM_ERR_INVALID_STATE,
+                  "not compiled");
+  PLM_CHECK_OK(plm_pool_destroy(tiny));
+
+  const uint64_t before = live_blocks();
+  PLM_CHECK_OK(plm_pipeline_compile(pl, NULL));
+  ck_assert_uint_eq(live_blocks(), before + 1); /* one workspace, no constant in use */
+  PLM_CHECK_FAILS(plm_pipeline_compile(pl, NULL), PLM_ERR_INVALID_STATE, "compiled already");
+  PLM_CHECK_FAILS(plm_pipeline_add_threshold(pl, mag, &tp, &mask), PLM_ERR_INVALID_STATE,
+                  "plm_pipeline_add_threshold: the pipeline is compiled");
+  PLM_CHECK_FAILS(plm_pipeline_mark_output(pl, mag), PLM_ERR_INVALID_STATE, "is compiled");
+
+  /* Bad runs: nothing enqueued, and the pipeline still runs. */
+  plm_tensor frame, wrong, outs[2];
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_U16, 2, dims, &frame));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_U8, 2, dims, &wrong));
+  PLM_CHECK_OK(plm_stream_memset(plm_test_stream, frame.data, 0, plm_tensor_bytes(&frame)));
+  for (int o = 0; o < 2; o++) {
+    PLM_CHECK_OK(plm_pipeline_output_shape(pl, o, &shape));
+    outs[o] = device_tensor(&shape);
+  }
+  PLM_CHECK_FAILS(
+      plm_pipeline_run(pl, &wrong, outs, plm_test_stream), PLM_ERR_INVALID_ARG,
+      "plm_pipeline_run: inputs[0] is u8 16x16 but the pipeline's input 0 is u16 16x16");
+  plm_tensor swapped[2] = {outs[1], outs[0]};
+  PLM_CHECK_FAILS(plm_pipeline_run(pl, &frame, swapped, plm_test_stream), PLM_ERR_INVALID_ARG,
+                  "outputs[0] is i32 1 but the pipeline's output 0 is f64 64x12");
+  plm_tensor same[2] = {outs[0], outs[0]};
+  same[1].dtype = PLM_DTYPE_I32;
+  same[1].ndim = 1;
+  same[1].dims[0] = 1;
+  same[1].strides[0] = 1;
+  PLM_CHECK_FAILS(plm_pipeline_run(pl, &frame, same, plm_test_stream), PLM_ERR_INVALID_ARG,
+                  "outputs[1] overlaps outputs[0]");
+  PLM_CHECK_FAILS(plm_pipeline_run(pl, NULL, outs, plm_test_stream), PLM_ERR_INVALID_ARG,
+                  "inputs is NULL");
+  PLM_CHECK_FAILS(plm_pipeline_run(pl, &frame, outs, NULL), PLM_ERR_INVALID_ARG, "stream is NULL");
+  PLM_CHECK_OK(plm_pipeline_run(pl, &frame, outs, plm_test_stream));
+  int32_t n = -1;
+  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, &n, outs[1].data, 4, PLM_COPY_DEVICE_TO_HOST));
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+  ck_assert_int_eq(n, 0); /* a flat frame has no edges */
+  release(&frame);
+  release(&wrong);
+  release(&outs[0]);
+  release(&outs[1]);
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+
+  PLM_CHECK_FAILS(plm_pipeline_input_shape(pl, 1, &shape), PLM_ERR_INVALID_ARG,
+                  "i 1 is not in 0..0");
+  PLM_CHECK_FAILS(plm_pipeline_output_shape(pl, -1, &shape), PLM_ERR_INVALID_ARG,
+                  "i -1 is not in 0..1");
+  PLM_CHECK_OK(plm_pipeline_destroy(pl));
+  ck_assert_uint_eq(live_blocks(), before);
+  PLM_CHECK_OK(plm_pipeline_destroy(other));
+  PLM_CHECK_OK(plm_pipeline_destroy(NULL));
+}
+END_TEST
+
+START_TEST(test_compile_destroy_leaves_nothing) {
+  const uint64_t before = live_blocks();
+  for (int k = 1; k <= 4; k++) {
+    plm_pipeline *pl = branch_pipeline(4, k);
+    plm_plan_info info;
+    PLM_CHECK_OK(plm_pipeline_plan_info(pl, &info));
+    /* k workspaces and the constants' block. */
+    ck_assert_uint_eq(live_blocks(), before + (uint64_t)k + 1);
+    PLM_CHECK_OK(plm_pipeline_destroy(pl));
+    ck_assert_uint_eq(live_blocks(), before);
+  }
+  /* Built but never compiled. */
+  plm_pipeline *pl = sobel_entropy_threshold(FUSABLE);
+  PLM_CHECK_OK(plm_pipeline_destroy(pl));
+}
+END_TEST
+
+/* A pipeline left alive is destroyed with its context and reported. */
+START_TEST(test_context_destroys_a_leftover_pipeline) {
+  plm_context *ctx = NULL;
+  plm_context_config config = {.backend = plm_test_backend};
+  PLM_CHECK_OK(plm_context_create(&config, &ctx));
+  const int64_t dims[2] = {32, 32};
+  plm_pipeline *compiled = NULL, *built = NULL;
+  PLM_CHECK_OK(plm_pipeline_parse(ctx, "sobel ! threshold value=3 ! label ! regions", PLM_DTYPE_U8,
+                                  2, dims, &compiled));
+  plm_plan_config cfg = {.frames_in_flight = 3};
+  PLM_CHECK_OK(plm_pipeline_compile(compiled, &cfg));
+  PLM_CHECK_OK(plm_pipeline_parse(ctx, "threshold value=3", PLM_DTYPE_U8, 2, dims, &built));
+  PLM_CHECK_FAILS(plm_context_destroy(ctx), PLM_ERR_INVALID_STATE,
+                  "the context still owned 2 pipeline(s), 0 stream(s), 0 event(s)");
+}
+END_TEST
+
+static Suite *pipeline_suite(void) {
+  Suite *suite = suite_create("pipeline");
+  TCase *planner = tcase_create("planner");
+  plm_test_add_fixture(planner);
+  plm_test_add_stream_fixture(planner);
+  tcase_set_timeout(planner, 120);
+  tcase_add_test(planner, test_default_chain_plan);
+  tcase_add_test(planner, test_chains_are_optimal);
+  tcase_add_test(planner, test_random_dags_never_overlap_live_tensors);
+  tcase_add_test(planner, test_branches_get_streams_and_events);
+  tcase_add_test(planner, test_in_place_and_no_reuse);
+  tcase_add_test(planner, test_fusion_recogniser);
+  tcase_add_test(planner, test_fusion_substitution);
+  suite_add_tcase(suite, planner);
+
+  TCase *parser = tcase_create("parser");
+  plm_test_add_fixture(parser);
+  plm_test_add_stream_fixture(parser);
+  tcase_add_test(parser, test_parser_errors);
+  tcase_add_test(parser, test_parser_accepts);
+  tcase_add_test(parser, test_builtin_kernels);
+  suite_add_tcase(suite, parser);
+
+  TCase *results = tcase_create("results");
+  plm_test_add_fixture(results);
+  plm_test_add_stream_fixture(results);
+  tcase_set_timeout(results, 120);
+  tcase_add_test(results, test_default_pipeline_equals_ops);
+  tcase_add_test(results, test_branches_equal_ops);
+  tcase_add_test(results, test_back_to_back_frames);
+  tcase_add_test(results, test_segment_equals_plm_segment);
+  tcase_add_test(results, test_in_place_batch_equals_ops);
+  suite_add_tcase(suite, results);
+
+  TCase *lifecycle = tcase_create("lifecycle");
+  plm_test_add_fixture(lifecycle);
+  plm_test_add_stream_fixture(lifecycle);
+  tcase_add_test(lifecycle, test_build_errors_leave_the_pipeline_usable);
+  tcase_add_test(lifecycle, test_compile_destroy_leaves_nothing);
+  tcase_add_test(lifecycle, test_context_destroys_a_leftover_pipeline);
+  suite_add_tcase(suite, lifecycle);
+  return suite;
+}
+
+int main(void) {
+  return plm_test_main(pipeline_suite);
+}
