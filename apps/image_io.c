@@ -615,44 +615,158 @@ static size_t npy_format_header(const image *img, char *buf, size_t cap) {
   return padded;
 }
 
-/* Write head then data to path atomically: a temporary file beside it, renamed over
- * it once complete, removed on failure. */
-static plm_status write_atomic(const char *path, const void *head, size_t head_bytes,
-                               const void *data, size_t bytes, char *err, size_t err_size) {
+/* ---- atomic writers ------------------------------------------------------------------ */
+
+struct image_writer {
+  char *path;        /* the destination */
+  char *tmp;         /* PATH.tmp-XXXXXX beside it */
+  FILE *file;        /* the open temporary file */
+  uint64_t written;  /* data bytes appended (after any .npy header) */
+  uint64_t expected; /* UINT64_MAX: any amount (text); else the .npy data size */
+};
+
+/* Close and remove the temporary file, free the writer. */
+static void writer_discard(image_writer *w) {
+  if (w->file) fclose(w->file);
+  unlink(w->tmp);
+  free(w->tmp);
+  free(w->path);
+  free(w);
+}
+
+/* Create the temporary file beside path, with the mode a plain create would give. */
+static plm_status writer_open(const char *path, uint64_t expected, image_writer **out, char *err,
+                              size_t err_size) {
   size_t path_length = strlen(path);
-  char *tmp = malloc(path_length + sizeof ".tmp-XXXXXX");
-  if (!tmp) return fail(err, err_size, path, PLM_ERR_OUT_OF_MEMORY, "out of memory");
-  memcpy(tmp, path, path_length);
-  memcpy(tmp + path_length, ".tmp-XXXXXX", sizeof ".tmp-XXXXXX");
-  int fd = mkstemp(tmp);
+  image_writer *w = calloc(1, sizeof *w);
+  if (w) w->path = malloc(path_length + 1);
+  if (w && w->path) w->tmp = malloc(path_length + sizeof ".tmp-XXXXXX");
+  if (!w || !w->path || !w->tmp) {
+    if (w) free(w->path);
+    free(w);
+    return fail(err, err_size, path, PLM_ERR_OUT_OF_MEMORY, "out of memory");
+  }
+  memcpy(w->path, path, path_length + 1);
+  memcpy(w->tmp, path, path_length);
+  memcpy(w->tmp + path_length, ".tmp-XXXXXX", sizeof ".tmp-XXXXXX");
+  w->expected = expected;
+  int fd = mkstemp(w->tmp);
   if (fd < 0) {
     plm_status status = fail(err, err_size, path, PLM_ERR_IO, "cannot create a temporary file: %s",
                              strerror(errno));
-    free(tmp);
+    free(w->tmp);
+    free(w->path);
+    free(w);
     return status;
   }
   /* mkstemp makes the file 0600; give it the mode a plain create would. */
   mode_t mask = umask(0);
   umask(mask);
   plm_status status = PLM_OK;
-  FILE *file = fdopen(fd, "wb");
-  if (!file) {
+  if (fchmod(fd, 0666 & ~mask) != 0)
+    status = fail(err, err_size, path, PLM_ERR_IO, "chmod %s failed: %s", w->tmp, strerror(errno));
+  else if (!(w->file = fdopen(fd, "wb")))
     status = fail(err, err_size, path, PLM_ERR_IO, "fdopen failed: %s", strerror(errno));
-    close(fd);
-  } else {
-    if (fchmod(fd, 0666 & ~mask) != 0 ||
-        (head_bytes && fwrite(head, 1, head_bytes, file) != head_bytes) ||
-        (bytes && fwrite(data, 1, bytes, file) != bytes) || fflush(file) != 0)
-      status = fail(err, err_size, path, PLM_ERR_IO, "writing %s failed: %s", tmp, strerror(errno));
-    if (fclose(file) != 0 && status == PLM_OK)
-      status = fail(err, err_size, path, PLM_ERR_IO, "closing %s failed: %s", tmp, strerror(errno));
+  if (status != PLM_OK) {
+    if (!w->file) close(fd);
+    writer_discard(w);
+    return status;
   }
-  if (status == PLM_OK && rename(tmp, path) != 0)
-    status =
-        fail(err, err_size, path, PLM_ERR_IO, "cannot rename %s to it: %s", tmp, strerror(errno));
-  if (status != PLM_OK) unlink(tmp);
-  free(tmp);
+  *out = w;
+  return PLM_OK;
+}
+
+/* Write bytes to the temporary file (no count kept: the .npy header goes here). */
+static plm_status writer_put(image_writer *w, const void *data, size_t bytes, char *err,
+                             size_t err_size) {
+  if (bytes && fwrite(data, 1, bytes, w->file) != bytes)
+    return fail(err, err_size, w->path, PLM_ERR_IO, "writing %s failed: %s", w->tmp,
+                strerror(errno));
+  return PLM_OK;
+}
+
+plm_status image_writer_open_text(const char *path, image_writer **out, char *err,
+                                  size_t err_size) {
+  if (err && err_size) err[0] = '\0';
+  if (out) *out = NULL;
+  if (!path)
+    return fail(err, err_size, "image_writer_open_text", PLM_ERR_INVALID_ARG, "path is NULL");
+  if (!out) return fail(err, err_size, path, PLM_ERR_INVALID_ARG, "out is NULL");
+  return writer_open(path, UINT64_MAX, out, err, err_size);
+}
+
+plm_status image_writer_open_npy(const char *path, const image *shape, image_writer **out,
+                                 char *err, size_t err_size) {
+  if (err && err_size) err[0] = '\0';
+  if (out) *out = NULL;
+  if (!path)
+    return fail(err, err_size, "image_writer_open_npy", PLM_ERR_INVALID_ARG, "path is NULL");
+  if (!out || !shape)
+    return fail(err, err_size, path, PLM_ERR_INVALID_ARG, "%s is NULL", out ? "shape" : "out");
+  if (!npy_descr(shape->dtype))
+    return fail(err, err_size, path, PLM_ERR_INVALID_ARG, "cannot write dtype %d",
+                (int)shape->dtype);
+  if (image_numel(shape) == 0)
+    return fail(err, err_size, path, PLM_ERR_INVALID_ARG,
+                "bad shape (ndim %d; 1..4 dimensions >= 1, at most %lld elements)", shape->ndim,
+                (long long)IMAGE_MAX_ELEMENTS);
+  char header[256];
+  size_t header_bytes = npy_format_header(shape, header, sizeof header);
+  plm_status status = writer_open(path, image_bytes(shape), out, err, err_size);
+  if (status == PLM_OK &&
+      (status = writer_put(*out, header, header_bytes, err, err_size)) != PLM_OK) {
+    writer_discard(*out);
+    *out = NULL;
+  }
   return status;
+}
+
+plm_status image_writer_write(image_writer *w, const void *data, size_t bytes, char *err,
+                              size_t err_size) {
+  if (err && err_size) err[0] = '\0';
+  if (!w) return fail(err, err_size, "image_writer_write", PLM_ERR_INVALID_ARG, "writer is NULL");
+  if (!data && bytes) return fail(err, err_size, w->path, PLM_ERR_INVALID_ARG, "data is NULL");
+  if (w->expected != UINT64_MAX && bytes > w->expected - w->written)
+    return fail(err, err_size, w->path, PLM_ERR_INVALID_ARG,
+                "%zu more bytes would exceed the %llu bytes of data the .npy header promises "
+                "(%llu written)",
+                bytes, (unsigned long long)w->expected, (unsigned long long)w->written);
+  plm_status status = writer_put(w, data, bytes, err, err_size);
+  if (status == PLM_OK) w->written += bytes;
+  return status;
+}
+
+plm_status image_writer_commit(image_writer *w, char *err, size_t err_size) {
+  if (err && err_size) err[0] = '\0';
+  if (!w) return fail(err, err_size, "image_writer_commit", PLM_ERR_INVALID_ARG, "writer is NULL");
+  plm_status status = PLM_OK;
+  if (w->expected != UINT64_MAX && w->written != w->expected)
+    status = fail(err, err_size, w->path, PLM_ERR_INVALID_ARG,
+                  "only %llu of the %llu bytes of data the .npy header promises were written",
+                  (unsigned long long)w->written, (unsigned long long)w->expected);
+  if (status == PLM_OK && fflush(w->file) != 0)
+    status =
+        fail(err, err_size, w->path, PLM_ERR_IO, "writing %s failed: %s", w->tmp, strerror(errno));
+  FILE *file = w->file;
+  w->file = NULL;
+  if (fclose(file) != 0 && status == PLM_OK)
+    status =
+        fail(err, err_size, w->path, PLM_ERR_IO, "closing %s failed: %s", w->tmp, strerror(errno));
+  if (status == PLM_OK && rename(w->tmp, w->path) != 0)
+    status = fail(err, err_size, w->path, PLM_ERR_IO, "cannot rename %s to it: %s", w->tmp,
+                  strerror(errno));
+  if (status == PLM_OK) {
+    free(w->tmp);
+    free(w->path);
+    free(w);
+    return PLM_OK;
+  }
+  writer_discard(w);
+  return status;
+}
+
+void image_writer_abort(image_writer *w) {
+  if (w) writer_discard(w);
 }
 
 plm_status image_write_npy(const char *path, const image *img, char *err, size_t err_size) {
@@ -660,15 +774,14 @@ plm_status image_write_npy(const char *path, const image *img, char *err, size_t
   if (!path) return fail(err, err_size, "image_write_npy", PLM_ERR_INVALID_ARG, "path is NULL");
   if (!img || !img->data)
     return fail(err, err_size, path, PLM_ERR_INVALID_ARG, "image or its data is NULL");
-  if (!npy_descr(img->dtype))
-    return fail(err, err_size, path, PLM_ERR_INVALID_ARG, "cannot write dtype %d", (int)img->dtype);
-  if (image_numel(img) == 0)
-    return fail(err, err_size, path, PLM_ERR_INVALID_ARG,
-                "bad shape (ndim %d; 1..4 dimensions >= 1, at most %lld elements)", img->ndim,
-                (long long)IMAGE_MAX_ELEMENTS);
-  char header[256];
-  size_t header_bytes = npy_format_header(img, header, sizeof header);
-  return write_atomic(path, header, header_bytes, img->data, image_bytes(img), err, err_size);
+  image_writer *w = NULL;
+  plm_status status = image_writer_open_npy(path, img, &w, err, err_size);
+  if (status != PLM_OK) return status;
+  if ((status = image_writer_write(w, img->data, image_bytes(img), err, err_size)) != PLM_OK) {
+    image_writer_abort(w);
+    return status;
+  }
+  return image_writer_commit(w, err, err_size);
 }
 
 plm_status image_write_text(const char *path, const char *text, size_t bytes, char *err,
@@ -676,5 +789,12 @@ plm_status image_write_text(const char *path, const char *text, size_t bytes, ch
   if (err && err_size) err[0] = '\0';
   if (!path) return fail(err, err_size, "image_write_text", PLM_ERR_INVALID_ARG, "path is NULL");
   if (!text && bytes) return fail(err, err_size, path, PLM_ERR_INVALID_ARG, "text is NULL");
-  return write_atomic(path, NULL, 0, text, bytes, err, err_size);
+  image_writer *w = NULL;
+  plm_status status = image_writer_open_text(path, &w, err, err_size);
+  if (status != PLM_OK) return status;
+  if ((status = image_writer_write(w, text, bytes, err, err_size)) != PLM_OK) {
+    image_writer_abort(w);
+    return status;
+  }
+  return image_writer_commit(w, err, err_size);
 }

@@ -17,9 +17,11 @@
  * data. Every failure returns a status and leaves a one-line message naming the
  * file and the problem in the caller's buffer ("in.npy: truncated: ...").
  *
- * image_write_npy writes PATH.tmp-XXXXXX in the same directory and renames it over
- * PATH at the end, so PATH is never left partly written; the temporary file is
- * removed when anything fails.
+ * Every writer writes PATH.tmp-XXXXXX in the same directory and renames it over PATH
+ * at the end, so PATH is never left partly written; the temporary file is removed
+ * when anything fails. A file too large to hold in memory (a long stack of frames) is
+ * streamed through an image_writer: open it with the .npy's whole shape, append the
+ * data in pieces (frame by frame), then commit (or abort).
  *
  * This module belongs to the command-line tool, not to libplume; it uses plume's
  * dtype and status enums only. Not thread-safe with respect to umask (the writer
@@ -88,5 +90,44 @@ plm_status image_write_npy(const char *path, const image *img, char *err, size_t
  * PLM_ERR_INVALID_ARG (NULL path, or NULL text with bytes > 0), PLM_ERR_IO. */
 plm_status image_write_text(const char *path, const char *text, size_t bytes, char *err,
                             size_t err_size);
+
+/* ---- streaming writers ----------------------------------------------------------------
+ * An image_writer is a temporary file beside PATH that becomes PATH on commit:
+ *
+ *   image_writer *w;
+ *   image_writer_open_npy(path, &(image){.dtype = PLM_DTYPE_U16, .ndim = 3,
+ *                                        .dims = {n, h, w}}, &w, err, sizeof err);
+ *   for each frame: image_writer_write(w, frame, h * w * 2, err, sizeof err);
+ *   image_writer_commit(w, err, sizeof err);   (or image_writer_abort(w) to give up)
+ *
+ * After a successful open the caller ends the writer with exactly one call to
+ * image_writer_commit or image_writer_abort, whatever happened in between; both free
+ * it. A writer is used by one thread at a time. */
+typedef struct image_writer image_writer;
+
+/* Start a .npy of shape's dtype and dims (shape->data is not used) and write its
+ * header; the data, image_bytes(shape) bytes in C order, follows through
+ * image_writer_write. Errors as image_write_npy's; *out is NULL on failure. */
+plm_status image_writer_open_npy(const char *path, const image *shape, image_writer **out,
+                                 char *err, size_t err_size);
+
+/* Start a file of any bytes (text). Errors: PLM_ERR_INVALID_ARG, PLM_ERR_IO. */
+plm_status image_writer_open_text(const char *path, image_writer **out, char *err, size_t err_size);
+
+/* Append bytes. For a .npy, more data than the header promises is refused
+ * (PLM_ERR_INVALID_ARG) and nothing is written; a write error is PLM_ERR_IO. After a
+ * failure the writer is still to be committed or aborted (a commit then fails only if
+ * the data is incomplete). */
+plm_status image_writer_write(image_writer *w, const void *data, size_t bytes, char *err,
+                              size_t err_size);
+
+/* Finish: flush and close the temporary file and rename it over PATH. Fails (and
+ * removes the temporary file, leaving PATH as it was) when a .npy's data is
+ * incomplete (PLM_ERR_INVALID_ARG) or the flush, close or rename fails (PLM_ERR_IO).
+ * Frees w in every case. */
+plm_status image_writer_commit(image_writer *w, char *err, size_t err_size);
+
+/* Give up: close and remove the temporary file, free w. NULL is a no-op. */
+void image_writer_abort(image_writer *w);
 
 #endif /* PLUME_APPS_IMAGE_IO_H */

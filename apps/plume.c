@@ -3,6 +3,8 @@
  *   plume --help | --version
  *   plume info [--backend host|cuda|auto]
  *   plume op <name> --in IN --out OUT [options]   (apps/op_commands.h)
+ *   plume scene --frames N --size H,W ...         (apps/scene_commands.h)
+ *   plume score --truth T.csv --detections D.csv  (apps/scene_commands.h)
  *
  * Exit codes: 0 success, 1 a runtime failure, 2 bad usage.
  */
@@ -11,6 +13,7 @@
 #include <string.h>
 
 #include "apps/op_commands.h"
+#include "apps/scene_commands.h"
 #include "plume/plume.h"
 
 enum { EXIT_RUNTIME_FAILURE = 1, EXIT_USAGE = 2 };
@@ -26,6 +29,7 @@ static void print_usage(FILE *out) {
           "  op <name> --in IN --out OUT ...   run one operation on an image file (plume op "
           "--help):\n");
   op_commands_print_summary(out);
+  scene_commands_print_summary(out);
   fprintf(out,
           "\n"
           "options:\n"
@@ -140,6 +144,8 @@ int main(int argc, char **argv) {
   }
   if (strcmp(command, "info") == 0) return command_info(argc - 2, argv + 2);
   if (strcmp(command, "op") == 0) return op_command_main(argc - 2, argv + 2);
+  if (strcmp(command, "scene") == 0) return scene_command_main(argc - 2, argv + 2);
+  if (strcmp(command, "score") == 0) return score_command_main(argc - 2, argv + 2);
   fprintf(stderr, "plume: unknown command '%s' (see plume --help)\n", command);
   return EXIT_USAGE;
 }

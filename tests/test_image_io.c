@@ -603,6 +603,95 @@ START_TEST(test_write_is_atomic_and_cleans_up) {
 }
 END_TEST
 
+START_TEST(test_streamed_npy_equals_a_whole_write) {
+  /* A (3, 4, 5) u16 stack written frame by frame, in uneven pieces. */
+  uint16_t data[3 * 4 * 5];
+  for (int i = 0; i < 60; i++) data[i] = (uint16_t)(i * 1000 + 7);
+  image whole = {.dtype = PLM_DTYPE_U16, .ndim = 3, .dims = {3, 4, 5}, .data = data};
+  const char *expected = path_of("whole.npy"), *streamed = path_of("streamed.npy");
+  ck_assert_int_eq(image_write_npy(expected, &whole, err, sizeof err), PLM_OK);
+  image_writer *w = NULL;
+  image shape = whole;
+  shape.data = NULL;
+  ck_assert_int_eq(image_writer_open_npy(streamed, &shape, &w, err, sizeof err), PLM_OK);
+  ck_assert_ptr_nonnull(w);
+  ck_assert_int_eq(count_files(".tmp-"), 1);
+  ck_assert_int_eq(access(streamed, F_OK), -1); /* nothing at PATH until the commit */
+  ck_assert_int_eq(image_writer_write(w, data, 40, err, sizeof err), PLM_OK);
+  ck_assert_int_eq(image_writer_write(w, (char *)data + 40, 0, err, sizeof err), PLM_OK);
+  ck_assert_int_eq(image_writer_write(w, (char *)data + 40, 41, err, sizeof err), PLM_OK);
+  ck_assert_int_eq(image_writer_write(w, (char *)data + 81, 39, err, sizeof err), PLM_OK);
+  ck_assert_int_eq(image_writer_commit(w, err, sizeof err), PLM_OK);
+  size_t a_bytes = 0, b_bytes = 0;
+  unsigned char *a = read_bytes(expected, &a_bytes), *b = read_bytes(streamed, &b_bytes);
+  ck_assert_uint_eq(a_bytes, b_bytes);
+  ck_assert_int_eq(memcmp(a, b, a_bytes), 0);
+  free(a);
+  free(b);
+  ck_assert_int_eq(count_files(".tmp-"), 0);
+
+  /* A text file in pieces. */
+  const char *text = path_of("t.csv");
+  ck_assert_int_eq(image_writer_open_text(text, &w, err, sizeof err), PLM_OK);
+  ck_assert_int_eq(image_writer_write(w, "a,b\n", 4, err, sizeof err), PLM_OK);
+  ck_assert_int_eq(image_writer_write(w, "1,2\n", 4, err, sizeof err), PLM_OK);
+  ck_assert_int_eq(image_writer_commit(w, err, sizeof err), PLM_OK);
+  a = read_bytes(text, &a_bytes);
+  ck_assert_uint_eq(a_bytes, 8);
+  ck_assert_int_eq(memcmp(a, "a,b\n1,2\n", 8), 0);
+  free(a);
+}
+END_TEST
+
+START_TEST(test_streamed_npy_refuses_too_much_or_too_little) {
+  uint8_t data[7] = {0};
+  image shape = {.dtype = PLM_DTYPE_U8, .ndim = 2, .dims = {2, 3}};
+  const char *out = path_of("short.npy");
+  image_writer *w = NULL;
+  /* Too much: refused, nothing written, the writer still usable. */
+  ck_assert_int_eq(image_writer_open_npy(out, &shape, &w, err, sizeof err), PLM_OK);
+  ck_assert_int_eq(image_writer_write(w, data, 4, err, sizeof err), PLM_OK);
+  ck_assert_int_eq(image_writer_write(w, data, 3, err, sizeof err), PLM_ERR_INVALID_ARG);
+  ck_assert_ptr_nonnull(strstr(err, "exceed the 6 bytes"));
+  ck_assert_int_eq(strncmp(err, out, strlen(out)), 0);
+  /* Too little at the commit: refused, the temporary file removed, PATH not made. */
+  ck_assert_int_eq(image_writer_commit(w, err, sizeof err), PLM_ERR_INVALID_ARG);
+  ck_assert_ptr_nonnull(strstr(err, "only 4 of the 6 bytes"));
+  ck_assert_int_eq(access(out, F_OK), -1);
+  ck_assert_int_eq(count_files(".tmp-"), 0);
+  /* An existing file is left as it was by a failed or aborted writer. */
+  write_bytes(out, "old", 3);
+  ck_assert_int_eq(image_writer_open_npy(out, &shape, &w, err, sizeof err), PLM_OK);
+  ck_assert_int_eq(image_writer_write(w, data, 6, err, sizeof err), PLM_OK);
+  image_writer_abort(w);
+  size_t bytes = 0;
+  unsigned char *old = read_bytes(out, &bytes);
+  ck_assert_uint_eq(bytes, 3);
+  free(old);
+  ck_assert_int_eq(count_files(".tmp-"), 0);
+  image_writer_abort(NULL);
+  /* Bad arguments: nothing is created. */
+  ck_assert_int_eq(image_writer_open_npy(NULL, &shape, &w, err, sizeof err), PLM_ERR_INVALID_ARG);
+  ck_assert_int_eq(image_writer_open_npy(out, NULL, &w, err, sizeof err), PLM_ERR_INVALID_ARG);
+  ck_assert_int_eq(image_writer_open_npy(out, &shape, NULL, err, sizeof err), PLM_ERR_INVALID_ARG);
+  image bad = shape;
+  bad.ndim = 0;
+  ck_assert_int_eq(image_writer_open_npy(out, &bad, &w, err, sizeof err), PLM_ERR_INVALID_ARG);
+  ck_assert_ptr_null(w);
+  bad = shape;
+  bad.dtype = (plm_dtype)42;
+  ck_assert_int_eq(image_writer_open_npy(out, &bad, &w, err, sizeof err), PLM_ERR_INVALID_ARG);
+  ck_assert_int_eq(image_writer_open_text(NULL, &w, err, sizeof err), PLM_ERR_INVALID_ARG);
+  ck_assert_int_eq(image_writer_write(NULL, data, 1, err, sizeof err), PLM_ERR_INVALID_ARG);
+  ck_assert_int_eq(image_writer_commit(NULL, err, sizeof err), PLM_ERR_INVALID_ARG);
+  char nowhere[600];
+  snprintf(nowhere, sizeof nowhere, "%s/no/such/dir/out.npy", dir);
+  ck_assert_int_eq(image_writer_open_npy(nowhere, &shape, &w, err, sizeof err), PLM_ERR_IO);
+  ck_assert_ptr_null(w);
+  ck_assert_int_eq(count_files(".tmp-"), 0);
+}
+END_TEST
+
 static Suite *image_io_suite(void) {
   Suite *suite = suite_create("image_io");
   TCase *tcase = tcase_create("image_io");
@@ -622,6 +711,8 @@ static Suite *image_io_suite(void) {
   tcase_add_test(tcase, test_truncated_and_corrupted_png);
   tcase_add_test(tcase, test_fuzzed_files_never_crash);
   tcase_add_test(tcase, test_write_is_atomic_and_cleans_up);
+  tcase_add_test(tcase, test_streamed_npy_equals_a_whole_write);
+  tcase_add_test(tcase, test_streamed_npy_refuses_too_much_or_too_little);
   suite_add_tcase(suite, tcase);
   return suite;
 }

@@ -1,0 +1,33 @@
+/* apps/scene_commands.h: `plume scene` and `plume score`.
+ *
+ *   plume scene --frames N --size H,W [--seed S] --out FRAMES.npy --truth TRUTH.csv
+ *     Writes the synthetic infrared scene of apps/scene.h: FRAMES.npy, u16 of shape
+ *     (N, H, W), streamed frame by frame (a long scene is never held in memory), and
+ *     TRUTH.csv, "frame,row,col,amplitude,sigma" with one row per plume per frame. The
+ *     seed defaults to 1; the same arguments give byte-identical files on any machine.
+ *     N * H * W is at most 2^31 (what plume reads back).
+ *
+ *   plume score --truth TRUTH.csv --detections DETECTIONS.csv [--radius R]
+ *     Matches detections (as `plume detect` writes them) to the truth and prints
+ *     true/false positives, false negatives, precision, recall and the mean centroid
+ *     error; the radius defaults to max(3, 2 sigma) of each plume (apps/score.h).
+ *
+ * Options are "--flag value" or "--flag=value". Exit codes: 0 success; 1 a runtime
+ * failure (out of memory); 2 bad usage, a bad or unreadable input file, or an output
+ * that cannot be written, with a one-line message on stderr. Both outputs of
+ * `plume scene` are written atomically (apps/image_io.h) and a failure leaves neither.
+ */
+#ifndef PLUME_APPS_SCENE_COMMANDS_H
+#define PLUME_APPS_SCENE_COMMANDS_H
+
+#include <stdio.h>
+
+/* Run `plume scene` / `plume score` with the arguments after the command's name;
+ * returns the exit code. */
+int scene_command_main(int argc, char **argv);
+int score_command_main(int argc, char **argv);
+
+/* Lines for `plume --help`. */
+void scene_commands_print_summary(FILE *out);
+
+#endif /* PLUME_APPS_SCENE_COMMANDS_H */

@@ -1,0 +1,302 @@
+/* apps/score.c: detections against truth (apps/score.h). */
+#include "apps/score.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apps/csv.h"
+
+static plm_status fail(char *err, size_t err_size, plm_status status, const char *fmt, ...) {
+  if (err && err_size) {
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(err, err_size, fmt, args);
+    va_end(args);
+  }
+  return status;
+}
+
+/* ---- matching -------------------------------------------------------------------------- */
+
+/* Indices sorted by (frame, index), through a frame array. */
+typedef struct by_frame {
+  int64_t frame, index;
+} by_frame;
+
+static int compare_by_frame(const void *a, const void *b) {
+  const by_frame *x = a, *y = b;
+  if (x->frame != y->frame) return x->frame < y->frame ? -1 : 1;
+  return (x->index > y->index) - (x->index < y->index);
+}
+
+typedef struct pair {
+  double distance;
+  int64_t truth, detection; /* input indices */
+} pair;
+
+static int compare_pairs(const void *a, const void *b) {
+  const pair *x = a, *y = b;
+  if (x->distance != y->distance) return x->distance < y->distance ? -1 : 1;
+  if (x->truth != y->truth) return x->truth < y->truth ? -1 : 1;
+  return (x->detection > y->detection) - (x->detection < y->detection);
+}
+
+typedef struct matcher {
+  const score_truth *truth;
+  const score_detection *detections;
+  double radius;
+  bool *truth_taken, *detection_taken;
+  pair *pairs;
+  size_t pair_room;
+  int64_t matches;
+  double error_sum, error_max;
+} matcher;
+
+static double radius_of(const matcher *m, const score_truth *t) {
+  if (m->radius > 0) return m->radius;
+  double r = SCORE_RADIUS_SIGMAS * t->sigma;
+  return r > SCORE_RADIUS_MIN ? r : SCORE_RADIUS_MIN;
+}
+
+/* Match the truth rows t[0..nt) to the detections d[0..nd) of one frame. */
+static bool match_frame(matcher *m, const by_frame *t, int64_t nt, const by_frame *d, int64_t nd) {
+  size_t n = 0;
+  for (int64_t i = 0; i < nt; i++) {
+    const score_truth *truth = &m->truth[t[i].index];
+    double radius = radius_of(m, truth);
+    for (int64_t j = 0; j < nd; j++) {
+      const score_detection *det = &m->detections[d[j].index];
+      double dy = det->row - truth->row, dx = det->col - truth->col;
+      double distance = sqrt(dy * dy + dx * dx);
+      if (!(distance <= radius)) continue;
+      if (n == m->pair_room) {
+        size_t room = m->pair_room ? 2 * m->pair_room : 64;
+        pair *grown = realloc(m->pairs, room * sizeof *grown);
+        if (!grown) return false;
+        m->pairs = grown;
+        m->pair_room = room;
+      }
+      m->pairs[n++] = (pair){distance, t[i].index, d[j].index};
+    }
+  }
+  if (n > 1) qsort(m->pairs, n, sizeof *m->pairs, compare_pairs);
+  for (size_t k = 0; k < n; k++) {
+    const pair *p = &m->pairs[k];
+    if (m->truth_taken[p->truth] || m->detection_taken[p->detection]) continue;
+    m->truth_taken[p->truth] = m->detection_taken[p->detection] = true;
+    m->matches++;
+    m->error_sum += p->distance;
+    if (p->distance > m->error_max) m->error_max = p->distance;
+  }
+  return true;
+}
+
+static plm_status check_inputs(const score_truth *truth, int64_t n_truth,
+                               const score_detection *detections, int64_t n_detections,
+                               double radius, const score_result *out, char *err, size_t err_size) {
+  if (!out) return fail(err, err_size, PLM_ERR_INVALID_ARG, "score_match: out is NULL");
+  if (n_truth < 0 || n_detections < 0)
+    return fail(err, err_size, PLM_ERR_INVALID_ARG, "score_match: a negative count");
+  if ((n_truth && !truth) || (n_detections && !detections))
+    return fail(err, err_size, PLM_ERR_INVALID_ARG, "score_match: %s is NULL",
+                n_truth && !truth ? "truth" : "detections");
+  if (!(radius >= 0) || !isfinite(radius))
+    return fail(err, err_size, PLM_ERR_INVALID_ARG,
+                "score_match: radius %g is not a finite number >= 0", radius);
+  for (int64_t i = 0; i < n_truth; i++) {
+    const score_truth *t = &truth[i];
+    if (t->frame < 0 || !isfinite(t->row) || !isfinite(t->col) || !isfinite(t->sigma) ||
+        t->sigma < 0)
+      return fail(err, err_size, PLM_ERR_INVALID_ARG,
+                  "score_match: truth %lld (frame %lld, %g, %g, sigma %g) is not valid",
+                  (long long)i, (long long)t->frame, t->row, t->col, t->sigma);
+  }
+  for (int64_t i = 0; i < n_detections; i++) {
+    const score_detection *d = &detections[i];
+    if (d->frame < 0 || !isfinite(d->row) || !isfinite(d->col))
+      return fail(err, err_size, PLM_ERR_INVALID_ARG,
+                  "score_match: detection %lld (frame %lld, %g, %g) is not valid", (long long)i,
+                  (long long)d->frame, d->row, d->col);
+  }
+  return PLM_OK;
+}
+
+plm_status score_match(const score_truth *truth, int64_t n_truth, const score_detection *detections,
+                       int64_t n_detections, double radius, score_result *out, char *err,
+                       size_t err_size) {
+  if (err && err_size) err[0] = '\0';
+  plm_status status =
+      check_inputs(truth, n_truth, detections, n_detections, radius, out, err, err_size);
+  if (status != PLM_OK) return status;
+  matcher m = {.truth = truth, .detections = detections, .radius = radius};
+  by_frame *t = malloc((size_t)(n_truth + 1) * sizeof *t);
+  by_frame *d = malloc((size_t)(n_detections + 1) * sizeof *d);
+  m.truth_taken = calloc((size_t)n_truth + 1, sizeof *m.truth_taken);
+  m.detection_taken = calloc((size_t)n_detections + 1, sizeof *m.detection_taken);
+  bool ok = t && d && m.truth_taken && m.detection_taken;
+  if (ok) {
+    for (int64_t i = 0; i < n_truth; i++) t[i] = (by_frame){truth[i].frame, i};
+    for (int64_t i = 0; i < n_detections; i++) d[i] = (by_frame){detections[i].frame, i};
+    qsort(t, (size_t)n_truth, sizeof *t, compare_by_frame);
+    qsort(d, (size_t)n_detections, sizeof *d, compare_by_frame);
+    /* Walk the frames that have both truth and detections. */
+    int64_t i = 0, j = 0;
+    while (ok && i < n_truth && j < n_detections) {
+      if (t[i].frame < d[j].frame) {
+        i++;
+      } else if (d[j].frame < t[i].frame) {
+        j++;
+      } else {
+        int64_t frame = t[i].frame, i_end = i, j_end = j;
+        while (i_end < n_truth && t[i_end].frame == frame) i_end++;
+        while (j_end < n_detections && d[j_end].frame == frame) j_end++;
+        ok = match_frame(&m, t + i, i_end - i, d + j, j_end - j);
+        i = i_end;
+        j = j_end;
+      }
+    }
+  }
+  free(t);
+  free(d);
+  free(m.truth_taken);
+  free(m.detection_taken);
+  free(m.pairs);
+  if (!ok) return fail(err, err_size, PLM_ERR_OUT_OF_MEMORY, "score_match: out of memory");
+  score_result r = {.truths = n_truth,
+                    .detections = n_detections,
+                    .true_positives = m.matches,
+                    .false_positives = n_detections - m.matches,
+                    .false_negatives = n_truth - m.matches};
+  r.precision = n_detections ? (double)m.matches / (double)n_detections : 1.0;
+  r.recall = n_truth ? (double)m.matches / (double)n_truth : 1.0;
+  r.mean_error = m.matches ? m.error_sum / (double)m.matches : NAN;
+  r.max_error = m.matches ? m.error_max : NAN;
+  *out = r;
+  return PLM_OK;
+}
+
+/* ---- files ----------------------------------------------------------------------------- */
+
+/* The column named name, or a message. */
+static plm_status need_column(const char *path, const csv_table *table, const char *name,
+                              int *column, char *err, size_t err_size) {
+  *column = csv_column(table, name);
+  if (*column < 0)
+    return fail(err, err_size, PLM_ERR_IO, "%s: no column '%s' in the header", path, name);
+  return PLM_OK;
+}
+
+/* A frame number: a non-negative integer (as a double from the CSV). */
+static bool valid_frame(double v) {
+  return v >= 0 && v <= 9007199254740992.0 && v == (double)(int64_t)v;
+}
+
+plm_status score_read_truth(const char *path, score_truth **out, int64_t *count, char *err,
+                            size_t err_size) {
+  if (err && err_size) err[0] = '\0';
+  if (!path || !out || !count)
+    return fail(err, err_size, PLM_ERR_INVALID_ARG, "score_read_truth: %s is NULL",
+                !path  ? "path"
+                : !out ? "out"
+                       : "count");
+  *out = NULL;
+  *count = 0;
+  csv_table table;
+  plm_status status = csv_read(path, &table, err, err_size);
+  if (status != PLM_OK) return status;
+  int c_frame, c_row, c_col, c_sigma;
+  if ((status = need_column(path, &table, "frame", &c_frame, err, err_size)) != PLM_OK ||
+      (status = need_column(path, &table, "row", &c_row, err, err_size)) != PLM_OK ||
+      (status = need_column(path, &table, "col", &c_col, err, err_size)) != PLM_OK ||
+      (status = need_column(path, &table, "sigma", &c_sigma, err, err_size)) != PLM_OK) {
+    csv_free(&table);
+    return status;
+  }
+  score_truth *rows = malloc((size_t)(table.rows + 1) * sizeof *rows);
+  if (!rows) {
+    csv_free(&table);
+    return fail(err, err_size, PLM_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+  }
+  for (int64_t r = 0; r < table.rows; r++) {
+    double frame = csv_value(&table, r, c_frame);
+    score_truth t = {.row = csv_value(&table, r, c_row),
+                     .col = csv_value(&table, r, c_col),
+                     .sigma = csv_value(&table, r, c_sigma)};
+    const char *bad = !valid_frame(frame)                     ? "frame is not an integer >= 0"
+                      : !isfinite(t.row) || !isfinite(t.col)  ? "row or col is not finite"
+                      : !isfinite(t.sigma) || !(t.sigma >= 0) ? "sigma is not a number >= 0"
+                                                              : NULL;
+    if (bad) {
+      free(rows);
+      csv_free(&table);
+      /* Data row r is line r + 2 (the header is line 1). */
+      return fail(err, err_size, PLM_ERR_IO, "%s:%lld: %s", path, (long long)(r + 2), bad);
+    }
+    t.frame = (int64_t)frame;
+    rows[r] = t;
+  }
+  *count = table.rows;
+  *out = rows;
+  csv_free(&table);
+  return PLM_OK;
+}
+
+plm_status score_read_detections(const char *path, score_detection **out, int64_t *count, char *err,
+                                 size_t err_size) {
+  if (err && err_size) err[0] = '\0';
+  if (!path || !out || !count)
+    return fail(err, err_size, PLM_ERR_INVALID_ARG, "score_read_detections: %s is NULL",
+                !path  ? "path"
+                : !out ? "out"
+                       : "count");
+  *out = NULL;
+  *count = 0;
+  csv_table table;
+  plm_status status = csv_read(path, &table, err, err_size);
+  if (status != PLM_OK) return status;
+  int c_frame, c_row, c_col;
+  int c_wrow = csv_column(&table, "wcentroid_row"), c_wcol = csv_column(&table, "wcentroid_col");
+  if ((c_wrow < 0) != (c_wcol < 0)) {
+    csv_free(&table);
+    return fail(err, err_size, PLM_ERR_IO, "%s: '%s' without '%s' in the header", path,
+                c_wrow < 0 ? "wcentroid_col" : "wcentroid_row",
+                c_wrow < 0 ? "wcentroid_row" : "wcentroid_col");
+  }
+  if ((status = need_column(path, &table, "frame", &c_frame, err, err_size)) != PLM_OK ||
+      (status = need_column(path, &table, "centroid_row", &c_row, err, err_size)) != PLM_OK ||
+      (status = need_column(path, &table, "centroid_col", &c_col, err, err_size)) != PLM_OK) {
+    csv_free(&table);
+    return status;
+  }
+  score_detection *rows = malloc((size_t)(table.rows + 1) * sizeof *rows);
+  if (!rows) {
+    csv_free(&table);
+    return fail(err, err_size, PLM_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+  }
+  for (int64_t r = 0; r < table.rows; r++) {
+    double frame = csv_value(&table, r, c_frame);
+    score_detection d = {.row = csv_value(&table, r, c_row), .col = csv_value(&table, r, c_col)};
+    if (c_wrow >= 0) {
+      double wrow = csv_value(&table, r, c_wrow), wcol = csv_value(&table, r, c_wcol);
+      if (!isnan(wrow) || !isnan(wcol)) d.row = wrow, d.col = wcol;
+    }
+    const char *bad = !valid_frame(frame)                    ? "frame is not an integer >= 0"
+                      : !isfinite(d.row) || !isfinite(d.col) ? "the centroid is not finite"
+                                                             : NULL;
+    if (bad) {
+      free(rows);
+      csv_free(&table);
+      return fail(err, err_size, PLM_ERR_IO, "%s:%lld: %s", path, (long long)(r + 2), bad);
+    }
+    d.frame = (int64_t)frame;
+    rows[r] = d;
+  }
+  *count = table.rows;
+  *out = rows;
+  csv_free(&table);
+  return PLM_OK;
+}

@@ -1,0 +1,80 @@
+/* apps/score.h: scoring detections against a scene's truth (`plume score`, `plume demo`).
+ *
+ * Matching, frame by frame: a detection and a truth plume of the same frame may match
+ * when the detection's centroid lies within the truth's radius of the plume's centre
+ * (Euclidean distance <= radius, in pixels). The radius is max(3, 2 sigma) with the
+ * plume's sigma from the truth table (SCORE_RADIUS_DEFAULT), or one fixed radius for
+ * all. Among the pairs that may match, the closest is taken first (greedy by distance;
+ * ties by truth row, then detection row, in input order), and a truth or detection is
+ * taken at most once. Then
+ *   TP = matched pairs, FP = detections left over, FN = truth plumes left over,
+ *   precision = TP / (TP + FP) (1 when there is no detection),
+ *   recall = TP / (TP + FN) (1 when there is no truth),
+ *   mean and largest centroid error = the distances of the matched pairs (NaN when
+ *   nothing matched).
+ * A second detection of an already matched plume is a false positive; a detection in a
+ * frame that has no truth rows is a false positive. Rows need not be sorted.
+ *
+ * Files: the truth CSV of `plume scene` (columns frame, row, col, sigma; others such as
+ * amplitude are ignored) and a detections CSV as `plume detect` writes it (a frame
+ * column and the REGIONS.csv columns of `plume op label`). A detection's position is
+ * its intensity-weighted centroid (wcentroid_row, wcentroid_col), or, where that is
+ * NaN (an intensity sum of 0) or those columns are absent, its centroid (centroid_row,
+ * centroid_col). Columns are found by name, in any order (apps/csv.h).
+ *
+ * Reentrant; no global state.
+ */
+#ifndef PLUME_APPS_SCORE_H
+#define PLUME_APPS_SCORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plume/status.h"
+
+/* radius = 0 asks for the default: max(SCORE_RADIUS_MIN, SCORE_RADIUS_SIGMAS * sigma). */
+#define SCORE_RADIUS_DEFAULT 0.0
+#define SCORE_RADIUS_MIN 3.0
+#define SCORE_RADIUS_SIGMAS 2.0
+
+/* Room for any message of this module. */
+enum { SCORE_ERROR_SIZE = 1024 };
+
+typedef struct score_truth {
+  int64_t frame;
+  double row, col; /* the plume's centre */
+  double sigma;    /* its size, for the default radius */
+} score_truth;
+
+typedef struct score_detection {
+  int64_t frame;
+  double row, col; /* the centroid */
+} score_detection;
+
+typedef struct score_result {
+  int64_t truths, detections;
+  int64_t true_positives, false_positives, false_negatives;
+  double precision, recall;
+  double mean_error, max_error; /* px, over the matches; NaN when none */
+} score_result;
+
+/* Match detections to truth (see above) with radius (> 0), or SCORE_RADIUS_DEFAULT for
+ * the per-plume default. Errors: PLM_ERR_INVALID_ARG (NULL arrays with a count > 0, a
+ * negative count, a negative or non-finite radius, a negative frame, a non-finite
+ * position or sigma), PLM_ERR_OUT_OF_MEMORY; the message goes into err. */
+plm_status score_match(const score_truth *truth, int64_t n_truth, const score_detection *detections,
+                       int64_t n_detections, double radius, score_result *out, char *err,
+                       size_t err_size);
+
+/* Read a truth CSV into a malloc'd array (free it with free). Errors: those of csv_read
+ * (apps/csv.h), and PLM_ERR_IO for a missing column, a frame that is not a
+ * non-negative integer, a non-finite row, col or sigma, or a negative sigma, with
+ * "PATH:LINE: ..." in err. */
+plm_status score_read_truth(const char *path, score_truth **out, int64_t *count, char *err,
+                            size_t err_size);
+
+/* Read a detections CSV likewise (see above for the columns used). */
+plm_status score_read_detections(const char *path, score_detection **out, int64_t *count, char *err,
+                                 size_t err_size);
+
+#endif /* PLUME_APPS_SCORE_H */

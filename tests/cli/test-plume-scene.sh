@@ -1,0 +1,205 @@
+#!/usr/bin/env bash
+# tests/cli/test-plume-scene.sh PLUME SCRATCH: `plume scene` and `plume score` end to end,
+# through the built binary. Checks the files a scene writes (the .npy header and size,
+# the truth CSV's header and ranges), determinism (the same arguments give the same
+# bytes, another seed other bytes), that the truth scored as detections is perfect,
+# exit codes (0 ok, 2 bad usage or a bad file) with one-line messages on stderr, and
+# that no output (or temporary) file is left behind by a failure. No Python needed.
+set -u
+plume=$1
+scratch=$2
+rm -rf "$scratch"
+mkdir -p "$scratch"
+cd "$scratch" || exit 1
+
+failures=0
+checks=0
+fail() {
+  echo "FAIL: $*" >&2
+  failures=$((failures + 1))
+}
+
+# run EXPECTED_RC NAME ARGS...: run plume, check the exit code; stdout goes to out.txt,
+# stderr to err.txt. A usage error must print one line starting "plume <command>".
+run() {
+  local expected=$1 name=$2
+  shift 2
+  checks=$((checks + 1))
+  "$plume" "$@" >out.txt 2>err.txt
+  local rc=$?
+  if [[ $rc != "$expected" ]]; then
+    fail "$name: exit $rc, expected $expected (stderr: $(cat err.txt))"
+    return 1
+  fi
+  if [[ $expected == 2 ]]; then
+    if [[ $(wc -l <err.txt) != 1 ]] || ! grep -q "^plume $1" err.txt; then
+      fail "$name: expected one 'plume $1...' line on stderr, got: $(cat err.txt)"
+    fi
+  fi
+  return 0
+}
+
+# absent NAME FILES...: none of the files exists, and no temporary file is left.
+absent() {
+  local name=$1
+  shift
+  checks=$((checks + 1))
+  for f in "$@"; do [[ -e $f ]] && fail "$name: $f was created"; done
+  if compgen -G '*.tmp-*' >/dev/null || compgen -G '*/*.tmp-*' >/dev/null; then
+    fail "$name: a temporary file was left: $(ls ./*.tmp-* ./*/*.tmp-* 2>/dev/null)"
+  fi
+  rm -f "$@"
+}
+
+# ---- a scene ---------------------------------------------------------------------------
+run 0 "scene" scene --frames 3 --size 32,40 --out a.npy --truth a.csv
+# The .npy: version 1.0, a header padded to 128 bytes, u16 (3, 32, 40), then the data.
+checks=$((checks + 1))
+size=$(wc -c <a.npy)
+[[ $size == $((128 + 3 * 32 * 40 * 2)) ]] || fail "a.npy is $size bytes"
+checks=$((checks + 1))
+head -c 128 a.npy | grep -aq "{'descr': '<u2', 'fortran_order': False, 'shape': (3, 32, 40), }" ||
+  fail "a.npy's header: $(head -c 128 a.npy | tail -c +11)"
+# Values: 14 bits (every u16 at most 16383: the high two bits of each high byte clear).
+checks=$((checks + 1))
+high=$(tail -c +129 a.npy | od -An -v -tu1 -w2 | awk '$2 >= 64 {n++} END {print n + 0}')
+[[ $high == 0 ]] || fail "a.npy: $high values above 16383"
+# The truth: its header, then rows with frames 0..2 and centres inside 32 x 40.
+checks=$((checks + 1))
+[[ $(head -n 1 a.csv) == "frame,row,col,amplitude,sigma" ]] || fail "a.csv header: $(head -n 1 a.csv)"
+checks=$((checks + 1))
+bad=$(tail -n +2 a.csv | awk -F, 'NF != 5 || $1 < 0 || $1 > 2 || $2 < 0 || $2 > 31 ||
+  $3 < 0 || $3 > 39 || $4 <= 0 || $5 <= 0 {print}')
+[[ -z $bad ]] || fail "a.csv rows out of range: $bad"
+checks=$((checks + 1))
+[[ $(tail -n +2 a.csv | wc -l) -ge 1 ]] || fail "a.csv has no plume rows"
+grep -q "^scene: 3 frames of 32x40 (seed 1)" out.txt || fail "scene summary: $(cat out.txt)"
+
+# ---- determinism -------------------------------------------------------------------------
+run 0 "same scene" scene --frames 3 --size 32,40 --seed 1 --out b.npy --truth b.csv
+checks=$((checks + 1))
+cmp -s a.npy b.npy && cmp -s a.csv b.csv || fail "the default seed is not seed 1, or not deterministic"
+run 0 "another seed" scene --frames=3 --size=32,40 --seed=2 --out=c.npy --truth=c.csv
+checks=$((checks + 1))
+cmp -s a.npy c.npy && fail "seeds 1 and 2 give the same frames"
+# A shorter scene is the start of a longer one.
+run 0 "longer" scene --frames 5 --size 32,40 --out d.npy --truth d.csv
+checks=$((checks + 1))
+cmp -s <(tail -c +129 a.npy) <(tail -c +129 d.npy | head -c $((3 * 32 * 40 * 2))) ||
+  fail "the first 3 of 5 frames differ from the 3-frame scene"
+# Overwriting an existing file replaces it whole.
+echo old >e.npy
+run 0 "overwrite" scene --frames 3 --size 32,40 --out e.npy --truth e.csv
+checks=$((checks + 1))
+cmp -s a.npy e.npy || fail "an overwritten output differs"
+absent "good runs" nothing-here
+
+# ---- plume score ---------------------------------------------------------------------------
+# The truth as detections (frame, region columns, the centre as both centroids): perfect.
+{
+  echo "frame,label,area,min_row,min_col,max_row,max_col,centroid_row,centroid_col,sum,max,wcentroid_row,wcentroid_col"
+  tail -n +2 d.csv | awk -F, '{print $1 ",1,9,0,0,0,0," $2 "," $3 ",100,50," $2 "," $3}'
+} >perfect.csv
+rows=$(($(wc -l <d.csv) - 1))
+run 0 "score perfect" score --truth d.csv --detections perfect.csv
+checks=$((checks + 1))
+grep -q "^true positives: *$rows$" out.txt && grep -q "^precision: *1.0000$" out.txt &&
+  grep -q "^recall: *1.0000$" out.txt && grep -q "mean 0.000 px" out.txt ||
+  fail "score perfect: $(cat out.txt)"
+# Every detection moved 4 px down: out of the default radius of sigma <= 1.5 plumes but
+# within a radius of 5.
+{
+  head -n 1 perfect.csv
+  tail -n +2 perfect.csv | awk -F, -v OFS=, '{$12 += 4; print}'
+} >moved.csv
+run 0 "score radius 5" score --truth d.csv --detections moved.csv --radius 5
+checks=$((checks + 1))
+grep -q "^true positives: *$rows$" out.txt && grep -q "mean 4.000 px" out.txt ||
+  fail "score radius 5: $(cat out.txt)"
+run 0 "score radius 3.9" score --truth d.csv --detections moved.csv --radius=3.9
+checks=$((checks + 1))
+grep -q "^true positives: *0$" out.txt && grep -q "^false positives: *$rows$" out.txt ||
+  fail "score radius 3.9: $(cat out.txt)"
+# No detections at all.
+head -n 1 perfect.csv >none.csv
+run 0 "score none" score --truth d.csv --detections none.csv
+checks=$((checks + 1))
+grep -q "^recall: *0.0000$" out.txt && grep -q "^false negatives: *$rows$" out.txt ||
+  fail "score none: $(cat out.txt)"
+
+# ---- bad usage: exit 2, one line, no file ---------------------------------------------------
+run 2 "no arguments" scene && absent "no arguments" x.npy x.csv
+run 2 "no --frames" scene --size 32,32 --out x.npy --truth x.csv && absent "no --frames" x.npy x.csv
+run 2 "no --size" scene --frames 2 --out x.npy --truth x.csv && absent "no --size" x.npy x.csv
+run 2 "no --out" scene --frames 2 --size 32,32 --truth x.csv && absent "no --out" x.csv
+run 2 "no --truth" scene --frames 2 --size 32,32 --out x.npy && absent "no --truth" x.npy
+for frames in 0 -1 abc 1e3 100001 ''; do
+  run 2 "--frames '$frames'" scene --frames "$frames" --size 32,32 --out x.npy --truth x.csv &&
+    absent "--frames '$frames'" x.npy x.csv
+done
+for size in 15,32 32,16385 32x32 32 32, ,32 32,32,32 ' 32,32' 32,-32 99999999999999999999,32; do
+  run 2 "--size '$size'" scene --frames 2 --size "$size" --out x.npy --truth x.csv &&
+    absent "--size '$size'" x.npy x.csv
+done
+for seed in -1 18446744073709551616 0x10 1.5 ''; do
+  run 2 "--seed '$seed'" scene --frames 2 --size 32,32 --seed "$seed" --out x.npy --truth x.csv &&
+    absent "--seed '$seed'" x.npy x.csv
+done
+run 0 "largest seed" scene --frames 1 --size 16,16 --seed 18446744073709551615 --out x.npy \
+  --truth x.csv && rm -f x.npy x.csv
+run 2 "too many pixels" scene --frames 100000 --size 16384,16384 --out x.npy --truth x.csv &&
+  absent "too many pixels" x.npy x.csv
+run 2 "unknown option" scene --frames 2 --size 32,32 --out x.npy --truth x.csv --colour &&
+  absent "unknown option" x.npy x.csv
+run 2 "option without a value" scene --frames 2 --size 32,32 --out x.npy --truth &&
+  absent "option without a value" x.npy
+run 2 "option twice" scene --frames 2 --frames 3 --size 32,32 --out x.npy --truth x.csv &&
+  absent "option twice" x.npy x.csv
+run 2 "same file" scene --frames 2 --size 32,32 --out x.npy --truth x.npy && absent "same file" x.npy
+run 0 "help" scene --help
+checks=$((checks + 1))
+grep -q "^usage: plume scene" out.txt || fail "scene --help: $(cat out.txt)"
+
+# ---- outputs that cannot be written: neither file is left ------------------------------------
+run 2 "--out in a missing directory" scene --frames 2 --size 32,32 --out no/such/x.npy \
+  --truth x.csv && absent "--out in a missing directory" x.csv
+run 2 "--truth in a missing directory" scene --frames 2 --size 32,32 --out x.npy \
+  --truth no/such/x.csv && absent "--truth in a missing directory" x.npy
+mkdir -p in_the_way.csv
+run 2 "--truth is a directory" scene --frames 2 --size 32,32 --out x.npy --truth in_the_way.csv &&
+  absent "--truth is a directory" x.npy
+checks=$((checks + 1))
+[[ -d in_the_way.csv && -z $(ls -A in_the_way.csv) ]] || fail "the directory in the way was changed"
+if [[ $(id -u) != 0 ]]; then
+  # A directory without write permission (root ignores permissions: skipped as root).
+  mkdir -p locked && chmod 555 locked
+  run 2 "--truth in a read-only directory" scene --frames 2 --size 32,32 --out x.npy \
+    --truth locked/x.csv && absent "--truth in a read-only directory" x.npy
+  chmod 755 locked
+fi
+
+# ---- plume score: bad usage and bad files ----------------------------------------------------
+run 2 "score without --truth" score --detections perfect.csv
+run 2 "score without --detections" score --truth d.csv
+run 2 "score unknown option" score --truth d.csv --detections perfect.csv --fast
+for radius in 0 -1 abc inf nan 1e999 ''; do
+  run 2 "score --radius '$radius'" score --truth d.csv --detections perfect.csv --radius "$radius"
+done
+run 2 "score missing file" score --truth missing.csv --detections perfect.csv
+checks=$((checks + 1))
+grep -q "missing.csv: cannot open" err.txt || fail "score missing file: $(cat err.txt)"
+printf 'frame,row,col,amplitude,sigma\n0,1,2,3\n' >short.csv
+run 2 "score short row" score --truth short.csv --detections perfect.csv
+checks=$((checks + 1))
+grep -q "short.csv:2: fewer fields" err.txt || fail "score short row: $(cat err.txt)"
+printf 'frame,label,area\n0,1,2\n' >nocentroid.csv
+run 2 "score no centroid" score --truth d.csv --detections nocentroid.csv
+checks=$((checks + 1))
+grep -q "nocentroid.csv: no column 'centroid_row'" err.txt || fail "score no centroid: $(cat err.txt)"
+run 2 "score a .npy" score --truth a.npy --detections perfect.csv
+run 0 "score help" score -h
+checks=$((checks + 1))
+grep -q "^usage: plume score" out.txt || fail "score -h: $(cat out.txt)"
+
+echo "$checks checks, $failures failures"
+[[ $failures == 0 ]]
