@@ -43,13 +43,17 @@ void plm_clear_error(void) {
   thread_message[0] = '\0';
 }
 
+/* Formatted into a buffer of its own first, so that the arguments may include the
+ * thread's current message ("frame 3: %s", plm_last_error()). */
 static void set_message(const char *prefix, const char *fmt, va_list args) {
+  char text[sizeof thread_message];
   int used = 0;
   if (prefix) {
-    used = snprintf(thread_message, sizeof thread_message, "%s: ", prefix);
-    if (used < 0 || (size_t)used >= sizeof thread_message) used = 0;
+    used = snprintf(text, sizeof text, "%s: ", prefix);
+    if (used < 0 || (size_t)used >= sizeof text) used = 0;
   }
-  vsnprintf(thread_message + used, sizeof thread_message - (size_t)used, fmt, args);
+  if (vsnprintf(text + used, sizeof text - (size_t)used, fmt, args) < 0) text[used] = '\0';
+  memcpy(thread_message, text, sizeof text);
 }
 
 plm_status plm__fail_in(const char *func, plm_status status, const char *fmt, ...) {
