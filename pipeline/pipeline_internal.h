@@ -263,4 +263,9 @@ plm_status plm__pipeline_check_io(const plm_pipeline *pl, const plm_stream *stre
 plm_status plm__pipeline_enqueue(plm_pipeline *pl, int slot, plm_stream *stream,
                                  const plm_tensor *inputs, plm_tensor *outputs);
 
+/* Whether the slot's plan can be captured into a graph and replayed: every step's
+ * memory must be fixed, so no step may take scratch from a pool per call. When it
+ * cannot, writes why into why (size bytes) and returns false. */
+bool plm__pipeline_capturable(const plm_pipeline *pl, char *why, size_t size);
+
 #endif /* PLUME_PIPELINE_PIPELINE_INTERNAL_H */

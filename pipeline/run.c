@@ -148,3 +148,20 @@ plm_status plm_pipeline_run(plm_pipeline *pl, const plm_tensor *inputs, plm_tens
   if (status == PLM_OK) status = recorded;
   return plm__propagate(status);
 }
+
+bool plm__pipeline_capturable(const plm_pipeline *pl, char *why, size_t size) {
+  const bool on_cuda = pl->ctx->backend->kind == PLM_BACKEND_CUDA;
+  for (int s = 0; s < pl->plan.step_count; s++) {
+    const plm__step *step = &pl->plan.steps[s];
+    /* These ops take their scratch from a pool on every call (plume/entropy.h,
+     * plume/fused.h, plume/label.h): a replay would reuse the captured address. */
+    bool per_call = step->kind == PLM__OP_ENTROPY || step->kind == PLM__OP_SOBEL_ENTROPY_THRESHOLD ||
+                    (step->kind == PLM__OP_LABEL && on_cuda);
+    if (per_call) {
+      snprintf(why, size, "step %d '%s' takes scratch from the pool per call", s,
+               plm__op_name(step->kind));
+      return false;
+    }
+  }
+  return true;
+}
