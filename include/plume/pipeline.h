@@ -76,6 +76,7 @@
 #ifndef PLUME_PIPELINE_H
 #define PLUME_PIPELINE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -309,6 +310,82 @@ PLM_API plm_status plm_pipeline_tensor_shape(const plm_pipeline *pl, plm_pipe_te
  * pipeline stays usable. */
 PLM_API plm_status plm_pipeline_run(plm_pipeline *pl, const plm_tensor *inputs, plm_tensor *outputs,
                                     plm_stream *stream);
+
+/* ---- streaming frames ------------------------------------------------------------------
+ * plm_pipeline_run_stream runs a compiled pipeline over a sequence of frames
+ * that live in host memory, keeping K = cfg->frames_in_flight frames in flight:
+ *
+ *   source(user, k, inputs, &end)   fills the pinned host buffers inputs[i] (the bytes of
+ *                                   input i, shaped as plm_pipeline_input_shape says) with
+ *                                   frame k, or sets end to stop before frame k;
+ *   sink(user, k, outputs)          receives frame k's results, outputs[i] the bytes of
+ *                                   output i, valid only during the call.
+ *
+ * Each frame slot s (frame k uses s = k mod K) has its own stream, its own device
+ * copies of the inputs and outputs, its own pinned host buffers (plm_host_alloc) and
+ * the plan's workspace s. Frame k is uploaded, computed and downloaded on slot s's
+ * stream while frames k - 1 ... k - K + 1 are still queued on the others, so the upload
+ * of one frame overlaps the compute of the previous one and the download of the one
+ * before. Before slot s takes frame k the host waits for frame k - K and hands it to the
+ * sink: the sink sees every frame exactly once, in order (0, 1, 2, ...), on the calling
+ * thread, and a slow sink holds the loop (back-pressure: never more than K frames
+ * queued). Nothing is allocated per frame: the buffers are made when the run starts
+ * and released when it ends.
+ *
+ * CUDA graphs (cuda backend, options->use_graphs): after each slot's first frame (the
+ * warm-up), the slot's plan is captured once into a graph and replayed for every later
+ * frame on that slot. When capture fails or the backend has none, frames run without
+ * graphs, and the reason is written once to stderr and to report->graphs_note.
+ *
+ * Failure: when the source, the sink or the device work of frame k fails, frames
+ * 0 .. k - 1 are all delivered to the sink first, no frame after k is delivered, the
+ * run stops, report->failed_frame is k, and the status is returned with the message
+ * naming frame k (a source or sink returning a failure may set its own message with
+ * plm_last_error's conventions; otherwise one is made). Everything the run allocated
+ * is released on every path. The source's and sink's status must be a plm_status.
+ *
+ * Blocking: returns when the last frame has been delivered (or on failure). Not to be
+ * called from a host callback, nor while plm_pipeline_run is in use on the pipeline by
+ * another thread; source and sink must not call plm_pipeline_run(_stream) on it. */
+typedef plm_status (*plm_frame_source_fn)(void *user, int64_t frame, void *const *inputs,
+                                          bool *end);
+typedef plm_status (*plm_frame_sink_fn)(void *user, int64_t frame, const void *const *outputs);
+
+typedef struct plm_run_stream_options {
+  int64_t max_frames; /* stop after this many frames; 0: until the source sets end */
+  bool use_graphs;    /* capture and replay CUDA graphs (cuda backend) */
+  bool record_timing; /* time each frame's upload, compute and download on the device
+                         (copy_ms, compute_ms, overlap_ms in the report) */
+} plm_run_stream_options;
+
+/* max_frames 0, use_graphs true, record_timing false. */
+PLM_API plm_run_stream_options plm_run_stream_options_default(void);
+
+typedef struct plm_run_stream_report {
+  int64_t frames_delivered; /* frames the sink accepted */
+  int64_t failed_frame;     /* the frame that failed, or -1 */
+  double seconds;           /* wall time of the whole run, set-up included */
+  double frames_per_s;      /* frames_delivered / seconds */
+  double latency_p50_ms;    /* from the source returning a frame to the sink getting it */
+  double latency_p99_ms;
+  int64_t graph_replays; /* frames run as a graph replay */
+  bool graphs_used;      /* graph_replays > 0 */
+  char graphs_note[160]; /* why graphs were not used, when asked for; else empty */
+  /* With record_timing (milliseconds of device time, summed over frames): */
+  double copy_ms;    /* uploads and downloads */
+  double compute_ms; /* the plan */
+  double overlap_ms; /* copy time during which some frame's compute was running */
+} plm_run_stream_report;
+
+/* Run frames through the pipeline as above. options may be NULL (the defaults); report
+ * is filled on every return. Errors: PLM_ERR_INVALID_ARG (NULL pl, source or report,
+ * max_frames negative), PLM_ERR_INVALID_STATE (not compiled; in a host callback),
+ * PLM_ERR_OUT_OF_MEMORY (the buffers), and whatever a frame's source, work or sink
+ * failed with (report->failed_frame says which). */
+PLM_API plm_status plm_pipeline_run_stream(plm_pipeline *pl, plm_frame_source_fn source,
+                                           plm_frame_sink_fn sink, void *user,
+                                           const plm_run_stream_options *options,
+                                           plm_run_stream_report *report);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,528 @@
+/* pipeline/executor.c: streaming frames through a compiled pipeline
+ * (plm_pipeline_run_stream; the contract is in plume/pipeline.h, frame slots in
+ * pipeline/pipeline_internal.h).
+ *
+ * K = the plan's frames in flight. Slot s (frame k with k mod K = s) owns a stream,
+ * device tensors for the pipeline's inputs and outputs, pinned host buffers for them,
+ * four timing events and, once captured, a graph of its plan; the plan's runtime slot s
+ * (workspace, branch streams, events) is the pipeline's. Frame k on slot s:
+ *
+ *   source fills the pinned inputs -> upload -> plan (or its graph) -> download -> done
+ *
+ * Before slot s takes frame k, the host waits for frame k - K (the slot's previous
+ * frame) and hands it to the sink, so frames reach the sink in order, each once, and a
+ * slot's buffers are never overwritten while in use. Meanwhile frames k - K + 1 ... k - 1
+ * are queued on the other slots' streams: the upload of one frame overlaps the compute
+ * of the previous one and the download of the one before. A slow sink holds the loop,
+ * which is the back-pressure: at most K frames are queued.
+ *
+ * Graphs: a slot's plan is captured after its first frame (the warm-up), and only when
+ * every step takes its memory from the workspace (plm__pipeline_capturable): a step
+ * that allocates from a pool would bake one allocation's address into every replay.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "pipeline/pipeline_internal.h"
+#include "streams/error.h"
+#include "streams/stream_graph.h"
+
+enum { TIMING_POINTS = 4 }; /* upload start, upload end, compute end, download end */
+
+typedef struct frame_slot {
+  plm_stream *stream;
+  plm_tensor *inputs, *outputs;       /* device memory, fixed for the run */
+  void **host_inputs, **host_outputs; /* pinned host memory (plm_host_alloc) */
+  plm_event *started, *uploaded, *computed, *done;
+  plm__stream_graph *graph; /* the captured plan, once captured */
+  int64_t frame;            /* the frame in flight here, -1 when none */
+  double submitted_s;       /* when its source call returned (for latency) */
+} frame_slot;
+
+typedef struct frame_run {
+  plm_pipeline *pl;
+  int slots_count, inputs_count, outputs_count;
+  plm_shape *input_shapes, *output_shapes;
+  size_t *input_bytes, *output_bytes;
+  frame_slot *slots;
+  plm_event *origin; /* every timing point is measured from it */
+  const plm_run_stream_options *options;
+  plm_run_stream_report *report;
+  bool graphs_wanted, graphs_refused;
+  float *latency_ms; /* per delivered frame */
+  size_t latency_count, latency_capacity;
+  double *timings; /* TIMING_POINTS per delivered frame, ms after origin */
+  size_t timed_frames, timed_capacity;
+} frame_run;
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- set-up and tear-down ---------------------------------------------------------------- */
+
+static plm_status alloc_io(frame_run *run, int count, const plm_shape *shapes, plm_stream *stream,
+                           plm_tensor *device, void **host) {
+  plm_status status = PLM_OK;
+  for (int i = 0; status == PLM_OK && i < count; i++) {
+    status = plm_tensor_alloc(run->pl->pool, stream, shapes[i].dtype, shapes[i].ndim,
+                              shapes[i].dims, &device[i]);
+    if (status == PLM_OK)
+      status = plm_host_alloc(run->pl->ctx, plm_tensor_bytes(&device[i]), &host[i]);
+  }
+  return status;
+}
+
+static plm_status slot_open(frame_run *run, frame_slot *slot) {
+  slot->frame = -1;
+  slot->inputs = calloc((size_t)run->inputs_count, sizeof *slot->inputs);
+  slot->outputs = calloc((size_t)run->outputs_count, sizeof *slot->outputs);
+  slot->host_inputs = calloc((size_t)run->inputs_count, sizeof *slot->host_inputs);
+  slot->host_outputs = calloc((size_t)run->outputs_count, sizeof *slot->host_outputs);
+  if (!slot->inputs || !slot->outputs || !slot->host_inputs || !slot->host_outputs)
+    return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for a frame slot");
+  plm_status status = plm_stream_create(run->pl->ctx, 0, &slot->stream);
+  plm_event **events[] = {&slot->started, &slot->uploaded, &slot->computed, &slot->done};
+  for (size_t e = 0; status == PLM_OK && e < TIMING_POINTS; e++)
+    status = plm_event_create(run->pl->ctx, 0, events[e]);
+  if (status == PLM_OK)
+    status = alloc_io(run, run->inputs_count, run->input_shapes, slot->stream, slot->inputs,
+                      slot->host_inputs);
+  if (status == PLM_OK)
+    status = alloc_io(run, run->outputs_count, run->output_shapes, slot->stream, slot->outputs,
+                      slot->host_outputs);
+  return status;
+}
+
+/* Release whatever slot_open made; the slot's work has finished. */
+static void slot_close(frame_run *run, frame_slot *slot) {
+  plm__stream_graph_destroy(slot->graph);
+  for (int i = 0; slot->inputs && i < run->inputs_count; i++)
+    if (slot->inputs[i].data) plm_tensor_free(run->pl->pool, slot->stream, &slot->inputs[i]);
+  for (int i = 0; slot->outputs && i < run->outputs_count; i++)
+    if (slot->outputs[i].data) plm_tensor_free(run->pl->pool, slot->stream, &slot->outputs[i]);
+  for (int i = 0; slot->host_inputs && i < run->inputs_count; i++)
+    if (slot->host_inputs[i]) plm_host_free(run->pl->ctx, slot->host_inputs[i]);
+  for (int i = 0; slot->host_outputs && i < run->outputs_count; i++)
+    if (slot->host_outputs[i]) plm_host_free(run->pl->ctx, slot->host_outputs[i]);
+  plm_event *events[] = {slot->started, slot->uploaded, slot->computed, slot->done};
+  for (size_t e = 0; e < TIMING_POINTS; e++)
+    if (events[e]) plm_event_destroy(events[e]);
+  if (slot->stream) plm_stream_destroy(slot->stream);
+  free(slot->inputs);
+  free(slot->outputs);
+  free(slot->host_inputs);
+  free(slot->host_outputs);
+  memset(slot, 0, sizeof *slot);
+}
+
+/* The pipeline's inputs and outputs: shapes and bytes. */
+static plm_status read_io(frame_run *run) {
+  run->inputs_count = run->pl->graph.input_count;
+  run->outputs_count = run->pl->graph.output_count;
+  run->input_shapes = calloc((size_t)run->inputs_count, sizeof *run->input_shapes);
+  run->output_shapes = calloc((size_t)run->outputs_count, sizeof *run->output_shapes);
+  run->input_bytes = calloc((size_t)run->inputs_count, sizeof *run->input_bytes);
+  run->output_bytes = calloc((size_t)run->outputs_count, sizeof *run->output_bytes);
+  if (!run->input_shapes || !run->output_shapes || !run->input_bytes || !run->output_bytes)
+    return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for the run");
+  plm_status status = PLM_OK;
+  for (int i = 0; status == PLM_OK && i < run->inputs_count; i++) {
+    status = plm_pipeline_input_shape(run->pl, i, &run->input_shapes[i]);
+    run->input_bytes[i] = run->pl->graph.tensors[run->pl->graph.inputs[i]].bytes;
+  }
+  for (int i = 0; status == PLM_OK && i < run->outputs_count; i++) {
+    status = plm_pipeline_output_shape(run->pl, i, &run->output_shapes[i]);
+    run->output_bytes[i] = run->pl->graph.tensors[run->pl->graph.outputs[i]].bytes;
+  }
+  return status;
+}
+
+static plm_status open_run(frame_run *run) {
+  plm_status status = read_io(run);
+  if (status != PLM_OK) return status;
+  run->slots = calloc((size_t)run->slots_count, sizeof *run->slots);
+  if (!run->slots)
+    return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for %d frame slots",
+                         run->slots_count);
+  for (int s = 0; s < run->slots_count; s++) run->slots[s].frame = -1;
+  for (int s = 0; s < run->slots_count && status == PLM_OK; s++)
+    status = slot_open(run, &run->slots[s]);
+  if (status == PLM_OK) status = plm_event_create(run->pl->ctx, 0, &run->origin);
+  /* Slot 0's stream follows any plm_pipeline_run still running on the plan's slot 0. */
+  plm__slot *runtime0 = &run->pl->slots[0];
+  if (status == PLM_OK && runtime0->done_recorded)
+    status = plm_stream_wait_event(run->slots[0].stream, runtime0->done);
+  if (status == PLM_OK) status = plm_event_record(run->origin, run->slots[0].stream);
+  /* Every slot starts after the origin, so no timing point precedes it. */
+  for (int s = 1; s < run->slots_count && status == PLM_OK; s++)
+    status = plm_stream_wait_event(run->slots[s].stream, run->origin);
+  return status;
+}
+
+static void close_run(frame_run *run) {
+  if (run->slots) {
+    for (int s = 0; s < run->slots_count; s++)
+      if (run->slots[s].stream) plm_stream_synchronize(run->slots[s].stream);
+    for (int s = 0; s < run->slots_count; s++) slot_close(run, &run->slots[s]);
+  }
+  free(run->slots);
+  if (run->origin) plm_event_destroy(run->origin);
+  free(run->input_shapes);
+  free(run->output_shapes);
+  free(run->input_bytes);
+  free(run->output_bytes);
+  free(run->latency_ms);
+  free(run->timings);
+}
+
+/* ---- one frame --------------------------------------------------------------------------- */
+
+/* Say once, on stderr and in the report, why graphs are not used. */
+static void refuse_graphs(frame_run *run, const char *why) {
+  run->graphs_refused = true;
+  plm_run_stream_report *report = run->report;
+  if (report->graphs_note[0]) return;
+  snprintf(report->graphs_note, sizeof report->graphs_note, "%s", why);
+  fprintf(stderr, "plume: pipeline graphs off: %s\n", why);
+}
+
+/* Capture the slot's plan into a graph. A failure leaves the slot without one and turns
+ * graphs off for the run (said once); the frame then runs without. */
+static void capture_plan(frame_run *run, frame_slot *slot, int slot_index) {
+  plm_status status = plm__stream_graph_capture_begin(slot->stream);
+  if (status != PLM_OK) {
+    refuse_graphs(run, plm_last_error());
+    return;
+  }
+  plm_status enqueued =
+      plm__pipeline_enqueue(run->pl, slot_index, slot->stream, slot->inputs, slot->outputs);
+  char why[sizeof run->report->graphs_note] = "";
+  if (enqueued != PLM_OK) snprintf(why, sizeof why, "%s", plm_last_error());
+  status = plm__stream_graph_capture_end(slot->stream, &slot->graph);
+  if (enqueued == PLM_OK && status != PLM_OK) snprintf(why, sizeof why, "%s", plm_last_error());
+  if (why[0]) {
+    plm__stream_graph_destroy(slot->graph);
+    slot->graph = NULL;
+    refuse_graphs(run, why);
+  }
+}
+
+/* Queue frame `frame`, whose inputs the source has just filled, on its slot. */
+static plm_status submit_frame(frame_run *run, int64_t frame) {
+  const int slot_index = (int)(frame % run->slots_count);
+  frame_slot *slot = &run->slots[slot_index];
+  plm_status status = plm_event_record(slot->started, slot->stream);
+  for (int i = 0; status == PLM_OK && i < run->inputs_count; i++)
+    status = plm_stream_memcpy(slot->stream, slot->inputs[i].data, slot->host_inputs[i],
+                               run->input_bytes[i], PLM_COPY_HOST_TO_DEVICE);
+  if (status == PLM_OK) status = plm_event_record(slot->uploaded, slot->stream);
+  /* Each slot's first frame is its warm-up, run without a graph. */
+  const bool warm = frame >= run->slots_count;
+  if (status == PLM_OK && run->graphs_wanted && !run->graphs_refused && warm && !slot->graph)
+    capture_plan(run, slot, slot_index);
+  if (status == PLM_OK) {
+    if (slot->graph) {
+      status = plm__stream_graph_launch(slot->graph, slot->stream);
+      if (status == PLM_OK) run->report->graph_replays++;
+    } else {
+      status =
+          plm__pipeline_enqueue(run->pl, slot_index, slot->stream, slot->inputs, slot->outputs);
+    }
+  }
+  if (status == PLM_OK) status = plm_event_record(slot->computed, slot->stream);
+  for (int i = 0; status == PLM_OK && i < run->outputs_count; i++)
+    status = plm_stream_memcpy(slot->stream, slot->host_outputs[i], slot->outputs[i].data,
+                               run->output_bytes[i], PLM_COPY_DEVICE_TO_HOST);
+  if (status == PLM_OK) status = plm_event_record(slot->done, slot->stream);
+  slot->frame = frame;
+  slot->submitted_s = now_s();
+  return status;
+}
+
+/* Milliseconds from the run's origin to a completed event (NaN when it cannot be
+ * measured, as on a backend without timing). */
+static double since_origin_ms(frame_run *run, plm_event *event) {
+  float ms = 0.0f;
+  if (plm_event_elapsed_ms(run->origin, event, &ms) != PLM_OK) {
+    plm_clear_error();
+    return NAN;
+  }
+  return ms;
+}
+
+static plm_status keep_latency(frame_run *run, double ms) {
+  if (run->latency_count == run->latency_capacity) {
+    size_t capacity = run->latency_capacity ? 2 * run->latency_capacity : 1024;
+    float *grown = realloc(run->latency_ms, capacity * sizeof *grown);
+    if (!grown) return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for frame latencies");
+    run->latency_ms = grown;
+    run->latency_capacity = capacity;
+  }
+  run->latency_ms[run->latency_count++] = (float)ms;
+  return PLM_OK;
+}
+
+static plm_status keep_timings(frame_run *run, frame_slot *slot) {
+  if (run->timed_frames == run->timed_capacity) {
+    size_t capacity = run->timed_capacity ? 2 * run->timed_capacity : 1024;
+    double *grown = realloc(run->timings, TIMING_POINTS * capacity * sizeof *grown);
+    if (!grown) return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for frame timings");
+    run->timings = grown;
+    run->timed_capacity = capacity;
+  }
+  double *row = run->timings + TIMING_POINTS * run->timed_frames++;
+  row[0] = since_origin_ms(run, slot->started);
+  row[1] = since_origin_ms(run, slot->uploaded);
+  row[2] = since_origin_ms(run, slot->computed);
+  row[3] = since_origin_ms(run, slot->done);
+  return PLM_OK;
+}
+
+/* Wait for the slot's frame and hand it to the sink. The message of a failure is raw
+ * and names the frame. */
+static plm_status retire_frame(frame_run *run, frame_slot *slot, plm_frame_sink_fn sink,
+                               void *user) {
+  const int64_t frame = slot->frame;
+  plm_status status = plm_event_synchronize(slot->done);
+  if (status != PLM_OK)
+    return plm__fail_raw(status, "frame %lld: %s", (long long)frame, plm_last_error());
+  if (run->options->record_timing) {
+    status = keep_timings(run, slot);
+    if (status != PLM_OK) return status;
+  }
+  if (sink) {
+    plm_clear_error();
+    status = sink(user, frame, (const void *const *)slot->host_outputs);
+    if (status != PLM_OK) {
+      if (plm_last_error()[0])
+        return plm__fail_raw(status, "frame %lld: the sink failed: %s", (long long)frame,
+                             plm_last_error());
+      return plm__fail_raw(status, "frame %lld: the sink failed (%s)", (long long)frame,
+                           plm_status_str(status));
+    }
+  }
+  status = keep_latency(run, (now_s() - slot->submitted_s) * 1e3);
+  if (status != PLM_OK) return status;
+  run->report->frames_delivered++;
+  slot->frame = -1;
+  return PLM_OK;
+}
+
+/* ---- figures ----------------------------------------------------------------------------- */
+
+static int compare_float(const void *a, const void *b) {
+  float x = *(const float *)a, y = *(const float *)b;
+  return (x > y) - (x < y);
+}
+
+static int compare_interval(const void *a, const void *b) {
+  const double *x = a, *y = b;
+  return (x[0] > y[0]) - (x[0] < y[0]);
+}
+
+/* The q-quantile (0..1) of sorted values, by nearest rank. */
+static double quantile(const float *sorted, size_t n, double q) {
+  if (n == 0) return 0.0;
+  size_t rank = (size_t)ceil(q * (double)n);
+  return sorted[rank ? rank - 1 : 0];
+}
+
+/* Merge intervals (begin, end pairs) sorted by begin into disjoint ones, in place;
+ * returns how many remain. Disjoint and sorted by begin, they are sorted by end too. */
+static size_t merge_intervals(double *intervals, size_t n) {
+  size_t disjoint = 0;
+  for (size_t i = 0; i < n; i++) {
+    double begin = intervals[2 * i], end = intervals[2 * i + 1];
+    if (disjoint && begin <= intervals[2 * disjoint - 1]) {
+      if (end > intervals[2 * disjoint - 1]) intervals[2 * disjoint - 1] = end;
+      continue;
+    }
+    intervals[2 * disjoint] = begin;
+    intervals[2 * disjoint + 1] = end;
+    disjoint++;
+  }
+  return disjoint;
+}
+
+/* How much of [begin, end) the disjoint sorted intervals cover. */
+static double covered(const double *intervals, size_t n, double begin, double end) {
+  size_t lo = 0, hi = n; /* the first interval ending after begin */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (intervals[2 * mid + 1] <= begin)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  double total = 0.0;
+  for (size_t i = lo; i < n && intervals[2 * i] < end; i++) {
+    double a = fmax(begin, intervals[2 * i]), b = fmin(end, intervals[2 * i + 1]);
+    if (b > a) total += b - a;
+  }
+  return total;
+}
+
+/* Copy and compute time summed over frames, and how much of the copy time ran while
+ * some frame was computing. */
+static void measure_overlap(frame_run *run) {
+  plm_run_stream_report *report = run->report;
+  const size_t n = run->timed_frames;
+  double *compute = malloc((n ? n : 1) * 2 * sizeof *compute);
+  if (!compute) return; /* the figures stay 0: they are optional */
+  size_t kept = 0;
+  for (size_t f = 0; f < n; f++) {
+    const double *row = run->timings + TIMING_POINTS * f;
+    if (isnan(row[0]) || isnan(row[1]) || isnan(row[2]) || isnan(row[3])) continue;
+    report->copy_ms += (row[1] - row[0]) + (row[3] - row[2]);
+    report->compute_ms += row[2] - row[1];
+    compute[2 * kept] = row[1];
+    compute[2 * kept + 1] = row[2];
+    kept++;
+  }
+  qsort(compute, kept, 2 * sizeof *compute, compare_interval);
+  const size_t disjoint = merge_intervals(compute, kept);
+  for (size_t f = 0; f < n; f++) {
+    const double *row = run->timings + TIMING_POINTS * f;
+    if (isnan(row[0]) || isnan(row[1]) || isnan(row[2]) || isnan(row[3])) continue;
+    report->overlap_ms += covered(compute, disjoint, row[0], row[1]);
+    report->overlap_ms += covered(compute, disjoint, row[2], row[3]);
+  }
+  free(compute);
+}
+
+static void finish_report(frame_run *run, double started_s) {
+  plm_run_stream_report *report = run->report;
+  report->seconds = now_s() - started_s;
+  if (report->seconds > 0)
+    report->frames_per_s = (double)report->frames_delivered / report->seconds;
+  qsort(run->latency_ms, run->latency_count, sizeof *run->latency_ms, compare_float);
+  report->latency_p50_ms = quantile(run->latency_ms, run->latency_count, 0.50);
+  report->latency_p99_ms = quantile(run->latency_ms, run->latency_count, 0.99);
+  report->graphs_used = report->graph_replays > 0;
+  if (run->options->record_timing) measure_overlap(run);
+}
+
+/* ---- the loop ---------------------------------------------------------------------------- */
+
+/* Feed frames until the source ends, max_frames is reached or something fails; returns
+ * the first failure, its frame in report->failed_frame. */
+static plm_status stream_frames(frame_run *run, plm_frame_source_fn source, plm_frame_sink_fn sink,
+                                void *user) {
+  const int64_t limit = run->options->max_frames;
+  for (int64_t frame = 0; limit == 0 || frame < limit; frame++) {
+    frame_slot *slot = &run->slots[frame % run->slots_count];
+    if (slot->frame >= 0) {
+      const int64_t previous = slot->frame;
+      plm_status status = retire_frame(run, slot, sink, user);
+      if (status != PLM_OK) {
+        run->report->failed_frame = previous;
+        return status;
+      }
+    }
+    bool end = false;
+    plm_clear_error();
+    plm_status status = source(user, frame, slot->host_inputs, &end);
+    if (status == PLM_OK && end) return PLM_OK;
+    if (status != PLM_OK) {
+      run->report->failed_frame = frame;
+      if (plm_last_error()[0])
+        return plm__fail_raw(status, "frame %lld: the source failed: %s", (long long)frame,
+                             plm_last_error());
+      return plm__fail_raw(status, "frame %lld: the source failed (%s)", (long long)frame,
+                           plm_status_str(status));
+    }
+    status = submit_frame(run, frame);
+    if (status != PLM_OK) {
+      run->report->failed_frame = frame;
+      slot->frame = -1; /* not delivered; its work, if any, is waited for at close */
+      return plm__fail_raw(status, "frame %lld: %s", (long long)frame, plm_last_error());
+    }
+  }
+  return PLM_OK;
+}
+
+/* Deliver, in order, the frames still in flight before `stop` (all of them when stop is
+ * -1). Stops at the first failure, which becomes the run's failed frame. */
+static plm_status drain_frames(frame_run *run, int64_t stop, plm_frame_sink_fn sink, void *user) {
+  for (;;) {
+    frame_slot *oldest = NULL;
+    for (int s = 0; s < run->slots_count; s++) {
+      frame_slot *slot = &run->slots[s];
+      if (slot->frame < 0 || (stop >= 0 && slot->frame >= stop)) continue;
+      if (!oldest || slot->frame < oldest->frame) oldest = slot;
+    }
+    if (!oldest) return PLM_OK;
+    const int64_t frame = oldest->frame;
+    plm_status status = retire_frame(run, oldest, sink, user);
+    if (status != PLM_OK) {
+      run->report->failed_frame = frame;
+      return status;
+    }
+  }
+}
+
+/* ---- the public API ------------------------------------------------------------------------ */
+
+plm_run_stream_options plm_run_stream_options_default(void) {
+  return (plm_run_stream_options){.max_frames = 0, .use_graphs = true, .record_timing = false};
+}
+
+plm_status plm_pipeline_run_stream(plm_pipeline *pl, plm_frame_source_fn source,
+                                   plm_frame_sink_fn sink, void *user,
+                                   const plm_run_stream_options *options,
+                                   plm_run_stream_report *report) {
+  PLM__REQUIRE_NOT_NULL(report);
+  memset(report, 0, sizeof *report);
+  report->failed_frame = -1;
+  PLM__REQUIRE_NOT_NULL(pl);
+  PLM__REQUIRE_NOT_NULL(source);
+  PLM__REFUSE_IN_HOST_CALLBACK();
+  const plm_run_stream_options defaults = plm_run_stream_options_default();
+  if (!options) options = &defaults;
+  if (options->max_frames < 0)
+    return plm__fail(PLM_ERR_INVALID_ARG, "options->max_frames %lld is negative",
+                     (long long)options->max_frames);
+  if (!pl->compiled) return plm__fail(PLM_ERR_INVALID_STATE, "the pipeline is not compiled");
+
+  frame_run run = {.pl = pl,
+                   .slots_count = pl->config.frames_in_flight,
+                   .options = options,
+                   .report = report};
+  if (options->use_graphs) {
+    char why[sizeof report->graphs_note] = "";
+    if (!plm__stream_graph_supported(pl->ctx))
+      snprintf(why, sizeof why, "the %s backend has no graphs",
+               plm_backend_name(pl->ctx->backend->kind));
+    else
+      plm__pipeline_capturable(pl, why, sizeof why);
+    run.graphs_wanted = why[0] == '\0';
+    /* Said once: in the report and, where graphs could have run, on stderr. */
+    if (!run.graphs_wanted) snprintf(report->graphs_note, sizeof report->graphs_note, "%s", why);
+    if (!run.graphs_wanted && plm__stream_graph_supported(pl->ctx))
+      fprintf(stderr, "plume: pipeline graphs off: %s\n", why);
+  }
+
+  const double started_s = now_s();
+  plm_status status = open_run(&run);
+  if (status == PLM_OK) {
+    status = stream_frames(&run, source, sink, user);
+    /* The frames before a failure are all delivered; a failure while draining becomes
+     * the reported one only when there was none. */
+    char first_error[512];
+    snprintf(first_error, sizeof first_error, "%s", plm_last_error());
+    plm_status drained = drain_frames(&run, report->failed_frame, sink, user);
+    if (status == PLM_OK)
+      status = drained;
+    else
+      plm__fail_raw(status, "%s", first_error);
+  }
+  finish_report(&run, started_s);
+  close_run(&run);
+  return status == PLM_OK ? PLM_OK : plm__propagate(status);
+}
