@@ -847,6 +847,48 @@ START_TEST(test_default_pipeline_equals_ops) {
 }
 END_TEST
 
+/* The fusable chain with a fixed range, on to label and regions: the plan runs the fused
+ * op, the reference the three ops it stands for, so fused equals unfused. */
+static const plm_entropy_params FIXED_RANGE = {
+    .window = 9, .bins = 64, .range_lo = 0.0, .range_hi = 30000.0};
+
+static void fused_reference(const plm_tensor *in, plm_tensor *expected) {
+  plm_tensor mag = scratch(PLM_DTYPE_F32, &in[0]), ent = scratch(PLM_DTYPE_F32, &in[0]);
+  plm_tensor mask = scratch(PLM_DTYPE_U8, &in[0]), labels = scratch(PLM_DTYPE_I32, &in[0]);
+  plm_sobel_params sp = plm_sobel_params_default();
+  plm_threshold_params tp = {.value = 4.2}; /* about half the pixels of a noise frame */
+  plm_label_params lp = {.connectivity = 8};
+  PLM_CHECK_OK(plm_sobel(plm_test_stream, &in[0], &sp, NULL, NULL, &mag));
+  PLM_CHECK_OK(plm_entropy(plm_test_stream, &mag, &FIXED_RANGE, &ent));
+  PLM_CHECK_OK(plm_threshold(plm_test_stream, &ent, &tp, &mask));
+  PLM_CHECK_OK(plm_label(plm_test_stream, &mask, &lp, &labels, &expected[1]));
+  PLM_CHECK_OK(plm_regions(plm_test_stream, &labels, &in[0], &expected[1], &expected[0]));
+  release(&mag);
+  release(&ent);
+  release(&mask);
+  release(&labels);
+}
+
+START_TEST(test_fused_pipeline_equals_unfused_ops) {
+  const plm_dtype dtypes[] = {PLM_DTYPE_U16, PLM_DTYPE_F32};
+  const uint32_t tops[] = {4095, 4000};
+  for (int d = 0; d < 2; d++) {
+    const int64_t dims[2] = {77, 131};
+    plm_pipeline *pl = NULL;
+    PLM_CHECK_OK(plm_pipeline_parse(plm_test_ctx,
+                                    "sobel ! entropy window=9 bins=64 range=0,30000 ! threshold "
+                                    "value=4.2 ! label connectivity=8 ! regions capacity=2000",
+                                    dtypes[d], 2, dims, &pl));
+    PLM_CHECK_OK(plm_pipeline_compile(pl, NULL));
+    plm_plan_info info;
+    PLM_CHECK_OK(plm_pipeline_plan_info(pl, &info));
+    ck_assert_int_eq(info.fused_steps, 1);
+    check_against_reference(pl, fused_reference, tops[d], 3, 11u + (uint64_t)d, 1);
+    PLM_CHECK_OK(plm_pipeline_destroy(pl));
+  }
+}
+END_TEST
+
 /* Branches on several streams: a = sobel(in) > 100; b = conv2d(in, k) on another stream,
  * entropy of b with a fixed range; labels of a; regions of the labels with b as the
  * intensity (the join). Outputs: the entropy, the table, the count. */
@@ -1232,6 +1274,7 @@ static Suite *pipeline_suite(void) {
   plm_test_add_stream_fixture(results);
   tcase_set_timeout(results, 120);
   tcase_add_test(results, test_default_pipeline_equals_ops);
+  tcase_add_test(results, test_fused_pipeline_equals_unfused_ops);
   tcase_add_test(results, test_branches_equal_ops);
   tcase_add_test(results, test_back_to_back_frames);
   tcase_add_test(results, test_segment_equals_plm_segment);
