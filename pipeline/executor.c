@@ -401,7 +401,8 @@ static void finish_report(frame_run *run, double started_s) {
   report->seconds = now_s() - started_s;
   if (report->seconds > 0)
     report->frames_per_s = (double)report->frames_delivered / report->seconds;
-  qsort(run->latency_ms, run->latency_count, sizeof *run->latency_ms, compare_float);
+  if (run->latency_count) /* latency_ms may be NULL then, which qsort does not take */
+    qsort(run->latency_ms, run->latency_count, sizeof *run->latency_ms, compare_float);
   report->latency_p50_ms = quantile(run->latency_ms, run->latency_count, 0.50);
   report->latency_p99_ms = quantile(run->latency_ms, run->latency_count, 0.99);
   report->graphs_used = report->graph_replays > 0;
