@@ -11,7 +11,8 @@
  *                              nothing (its union-find works in labels itself);
  *   segment                    its mask, then label's scratch.
  * conv2d, sobel, threshold and regions take none from a pool (the CPU conv2d and sobel
- * kernels keep small per-chunk buffers of their own: kernels/cpu/conv.c).
+ * kernels malloc working buffers per work chunk inside the kernel, kernels/cpu/conv.c,
+ * and fall back to a slower path when malloc fails; the CUDA kernels need none).
  *
  * Each of those ops has two internal entry points beside its public one:
  *

@@ -65,8 +65,8 @@
  * call when called directly (plume/entropy.h, plume/fused.h, plume/label.h) is, in a
  * pipeline, a part of the slot's workspace (plm_plan_info's scratch_bytes). So every
  * step's memory is fixed, and plm_pipeline_run_stream can capture any plan into a CUDA
- * graph. (On host, the CPU conv2d and sobel kernels still keep small per-chunk buffers
- * of their own, from malloc.)
+ * graph. (On host, the CPU conv2d and sobel kernels still malloc working buffers of
+ * their own per work chunk, inside the kernel: kernels/cpu/conv.c. No pool is involved.)
  *
  * ---- threads and blocking ---------------------------------------------------------------
  * Building, compiling and destroying a pipeline are for one thread at a time. After
