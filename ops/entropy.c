@@ -3,6 +3,7 @@
 
 #include "kernels/common/entropy.h"
 #include "ops/op_internal.h"
+#include "ops/op_scratch.h"
 #include "streams/error.h"
 
 plm_status plm__entropy_check_params(const plm_entropy_params *params, plm_dtype dtype,
@@ -90,9 +91,49 @@ static void entropy_task(const void *args) {
   plm__entropy_cpu(args);
 }
 
-plm_status plm_entropy(plm_stream *stream, const plm_tensor *in, const plm_entropy_params *params,
-                       plm_tensor *out) {
-  PLM__REQUIRE_NOT_NULL(stream);
+/* The kernels' arguments for in's shape (in->data may be NULL: a description). */
+static plm__entropy_args args_of(const plm_tensor *in, const plm_entropy_params *params) {
+  const int nd = in->ndim, bits = in->dtype == PLM_DTYPE_U8 ? 8 : 16;
+  int64_t frames = 1;
+  for (int d = 0; d < nd - 2; d++) frames *= in->dims[d];
+  return (plm__entropy_args){.in = in->data,
+                             .frames = frames,
+                             .height = in->dims[nd - 2],
+                             .width = in->dims[nd - 1],
+                             .dtype = in->dtype,
+                             .window = params->window,
+                             .bins = params->bins ? params->bins : 1 << bits,
+                             .range_auto = in->dtype == PLM_DTYPE_F32 && params->range_auto,
+                             .lo = params->range_lo,
+                             .hi = params->range_hi};
+}
+
+static size_t scratch_bytes_of(const plm_context *ctx, const plm__entropy_args *args) {
+#ifdef PLM_HAVE_CUDA
+  if (ctx->backend->kind == PLM_BACKEND_CUDA) return plm__entropy_cuda_scratch_bytes(args);
+#endif
+  (void)ctx;
+  return plm__entropy_cpu_scratch_bytes(args);
+}
+
+plm_status plm__entropy_scratch_bytes(const plm_context *ctx, const plm_tensor *in,
+                                      const plm_entropy_params *params, size_t *bytes) {
+  if (!ctx) return plm__fail_raw(PLM_ERR_INVALID_ARG, "ctx is NULL");
+  if (!bytes) return plm__fail_raw(PLM_ERR_INVALID_ARG, "bytes is NULL");
+  if (!in) return plm__fail_raw(PLM_ERR_INVALID_ARG, "in is NULL");
+  plm_status status = plm__op_check_shape(in, "in");
+  if (status == PLM_OK) status = check_all(in, params);
+  if (status != PLM_OK) return status;
+  plm__entropy_args args = args_of(in, params);
+  *bytes = scratch_bytes_of(ctx, &args);
+  return PLM_OK;
+}
+
+/* What plm_entropy checks; on success *args is the launch's (scratch unset). */
+static plm_status check_call(plm_stream *stream, const plm_tensor *in,
+                             const plm_entropy_params *params, plm_tensor *out,
+                             plm__entropy_args *args) {
+  if (!stream) return plm__fail_raw(PLM_ERR_INVALID_ARG, "stream is NULL");
   plm_status status = plm__op_check_tensor(stream, in, "in");
   if (status == PLM_OK) status = plm__op_check_tensor(stream, out, "out");
   if (status == PLM_OK) status = check_input(in);
@@ -102,42 +143,50 @@ plm_status plm_entropy(plm_stream *stream, const plm_tensor *in, const plm_entro
         plm__fail_raw(PLM_ERR_INVALID_ARG, "out->dtype %s is not f32", plm_dtype_name(out->dtype));
   if (status == PLM_OK) status = plm__op_check_same_dims(in, "in", out, "out");
   if (status == PLM_OK) status = check_no_overlap(in, out);
-  if (status != PLM_OK) return plm__propagate(status);
+  if (status != PLM_OK) return status;
+  *args = args_of(in, params);
+  args->out = out->data;
+  return PLM_OK;
+}
 
-  int nd = in->ndim;
-  int64_t frames = 1;
-  for (int d = 0; d < nd - 2; d++) frames *= in->dims[d];
-  int bits = in->dtype == PLM_DTYPE_U8 ? 8 : 16;
-  plm__entropy_args args = {.in = in->data,
-                            .out = out->data,
-                            .frames = frames,
-                            .height = in->dims[nd - 2],
-                            .width = in->dims[nd - 1],
-                            .dtype = in->dtype,
-                            .window = params->window,
-                            .bins = params->bins ? params->bins : 1 << bits,
-                            .range_auto = in->dtype == PLM_DTYPE_F32 && params->range_auto,
-                            .lo = params->range_lo,
-                            .hi = params->range_hi};
+/* Enqueue the kernels of checked arguments whose scratch is set. */
+static plm_status launch(plm_stream *stream, const plm__entropy_args *args) {
+  plm_status status = PLM_OK;
+#ifdef PLM_HAVE_CUDA
+  if (plm__op_on_cuda(stream)) {
+    PLM__OP_ON_DEVICE(stream, status, plm__entropy_cuda(stream->handle, args));
+    return status;
+  }
+#endif
+  status = plm__op_launch_cpu(stream, entropy_task, args, sizeof *args);
+  return status;
+}
 
-  bool on_cuda = false;
-#ifdef PLM_HAVE_CUDA
-  on_cuda = plm__op_on_cuda(stream);
-#endif
-  size_t bytes = 0;
-#ifdef PLM_HAVE_CUDA
-  if (on_cuda) bytes = plm__entropy_cuda_scratch_bytes(&args);
-#endif
-  if (!on_cuda) bytes = plm__entropy_cpu_scratch_bytes(&args);
+plm_status plm__entropy_enqueue(plm_stream *stream, const plm_tensor *in,
+                                const plm_entropy_params *params, plm_tensor *out, void *scratch,
+                                size_t scratch_bytes) {
+  plm__entropy_args args;
+  plm_status status = check_call(stream, in, params, out, &args);
+  if (status != PLM_OK) return status;
+  const plm_tensor *const operands[] = {in, out};
+  static const char *const names[] = {"in", "out"};
+  status = plm__op_check_scratch("entropy", scratch, scratch_bytes,
+                                 scratch_bytes_of(stream->ctx, &args), operands, names, 2);
+  if (status != PLM_OK) return status;
+  args.scratch = scratch;
+  return launch(stream, &args);
+}
+
+plm_status plm_entropy(plm_stream *stream, const plm_tensor *in, const plm_entropy_params *params,
+                       plm_tensor *out) {
+  PLM__REQUIRE_NOT_NULL(stream);
+  plm__entropy_args args;
   plm_pool *pool = NULL;
-  status = plm_context_default_pool(stream->ctx, &pool);
-  if (status == PLM_OK) status = plm_pool_alloc(pool, bytes, stream, &args.scratch);
+  plm_status status = check_call(stream, in, params, out, &args);
+  if (status == PLM_OK)
+    status =
+        plm__op_scratch_take(stream, scratch_bytes_of(stream->ctx, &args), &pool, &args.scratch);
   if (status != PLM_OK) return plm__propagate(status);
-#ifdef PLM_HAVE_CUDA
-  if (on_cuda) PLM__OP_ON_DEVICE(stream, status, plm__entropy_cuda(stream->handle, &args));
-#endif
-  if (!on_cuda) status = plm__op_launch_cpu(stream, entropy_task, &args, sizeof args);
-  /* Stream-ordered: the kernels enqueued above still own the scratch. */
-  plm_status freed = plm_pool_free(pool, args.scratch, stream);
-  return plm__propagate(status != PLM_OK ? status : freed);
+  status = launch(stream, &args);
+  return plm__propagate(plm__op_scratch_give(stream, pool, args.scratch, status));
 }

@@ -5,6 +5,7 @@
  * exactly what the chain would, plus the auto range, which it cannot do. */
 #include "kernels/common/fused.h"
 #include "ops/op_internal.h"
+#include "ops/op_scratch.h"
 #include "plume/fused.h"
 #include "streams/error.h"
 
@@ -75,10 +76,53 @@ static void fused_task(const void *args) {
   plm__sobel_entropy_threshold_cpu(args);
 }
 
-plm_status plm_sobel_entropy_threshold(plm_stream *stream, const plm_tensor *in,
-                                       const plm_sobel_entropy_threshold_params *params,
-                                       plm_tensor *mask) {
-  PLM__REQUIRE_NOT_NULL(stream);
+/* The kernel's arguments for in's shape (in->data may be NULL: a description). */
+static plm__sobel_entropy_threshold_args args_of(const plm_tensor *in,
+                                                 const plm_sobel_entropy_threshold_params *params) {
+  const int nd = in->ndim;
+  return (plm__sobel_entropy_threshold_args){.sobel = {.in = in->data,
+                                                       .n = nd == 3 ? in->dims[0] : 1,
+                                                       .h = in->dims[nd - 2],
+                                                       .w = in->dims[nd - 1],
+                                                       .dtype = in->dtype,
+                                                       .border = params->sobel.border},
+                                             .window = params->entropy.window,
+                                             .bins = params->entropy.bins,
+                                             .lo = params->entropy.range_lo,
+                                             .hi = params->entropy.range_hi,
+                                             .value = params->threshold.value,
+                                             .compare = params->threshold.compare};
+}
+
+static size_t scratch_bytes_of(const plm_context *ctx,
+                               const plm__sobel_entropy_threshold_args *args) {
+#ifdef PLM_HAVE_CUDA
+  if (ctx->backend->kind == PLM_BACKEND_CUDA)
+    return plm__sobel_entropy_threshold_cuda_scratch_bytes(args);
+#endif
+  (void)ctx;
+  return plm__sobel_entropy_threshold_cpu_scratch_bytes(args);
+}
+
+plm_status plm__sobel_entropy_threshold_scratch_bytes(
+    const plm_context *ctx, const plm_tensor *in, const plm_sobel_entropy_threshold_params *params,
+    size_t *bytes) {
+  if (!ctx) return plm__fail_raw(PLM_ERR_INVALID_ARG, "ctx is NULL");
+  if (!bytes) return plm__fail_raw(PLM_ERR_INVALID_ARG, "bytes is NULL");
+  if (!in) return plm__fail_raw(PLM_ERR_INVALID_ARG, "in is NULL");
+  plm_status status = check_description(in, params);
+  if (status != PLM_OK) return status;
+  plm__sobel_entropy_threshold_args args = args_of(in, params);
+  *bytes = scratch_bytes_of(ctx, &args);
+  return PLM_OK;
+}
+
+/* What plm_sobel_entropy_threshold checks; on success *args is the launch's (scratch
+ * unset). */
+static plm_status check_call(plm_stream *stream, const plm_tensor *in,
+                             const plm_sobel_entropy_threshold_params *params, plm_tensor *mask,
+                             plm__sobel_entropy_threshold_args *args) {
+  if (!stream) return plm__fail_raw(PLM_ERR_INVALID_ARG, "stream is NULL");
   plm_status status = plm__op_check_tensor(stream, in, "in");
   if (status == PLM_OK) status = plm__op_check_tensor(stream, mask, "mask");
   if (status == PLM_OK) status = check_params(params);
@@ -88,45 +132,52 @@ plm_status plm_sobel_entropy_threshold(plm_stream *stream, const plm_tensor *in,
         plm__fail_raw(PLM_ERR_INVALID_ARG, "mask->dtype %s is not u8", plm_dtype_name(mask->dtype));
   if (status == PLM_OK) status = plm__op_check_same_dims(in, "in", mask, "mask");
   if (status == PLM_OK) status = plm__op_check_disjoint(in, "in", mask, "mask");
-  if (status != PLM_OK) return plm__propagate(status);
+  if (status != PLM_OK) return status;
+  *args = args_of(in, params);
+  args->mask = mask->data;
+  return PLM_OK;
+}
 
-  int nd = in->ndim;
-  plm__sobel_entropy_threshold_args args = {.sobel = {.in = in->data,
-                                                      .n = nd == 3 ? in->dims[0] : 1,
-                                                      .h = in->dims[nd - 2],
-                                                      .w = in->dims[nd - 1],
-                                                      .dtype = in->dtype,
-                                                      .border = params->sobel.border},
-                                            .mask = mask->data,
-                                            .window = params->entropy.window,
-                                            .bins = params->entropy.bins,
-                                            .lo = params->entropy.range_lo,
-                                            .hi = params->entropy.range_hi,
-                                            .value = params->threshold.value,
-                                            .compare = params->threshold.compare};
-
-  bool on_cuda = false;
+/* Enqueue the kernel of checked arguments whose scratch is set (when it needs any). */
+static plm_status launch(plm_stream *stream, const plm__sobel_entropy_threshold_args *args) {
+  plm_status status = PLM_OK;
 #ifdef PLM_HAVE_CUDA
-  on_cuda = plm__op_on_cuda(stream);
-#endif
-  size_t bytes = 0;
-#ifdef PLM_HAVE_CUDA
-  if (on_cuda) bytes = plm__sobel_entropy_threshold_cuda_scratch_bytes(&args);
-#endif
-  if (!on_cuda) bytes = plm__sobel_entropy_threshold_cpu_scratch_bytes(&args);
-  plm_pool *pool = NULL;
-  if (bytes > 0) {
-    status = plm_context_default_pool(stream->ctx, &pool);
-    if (status == PLM_OK) status = plm_pool_alloc(pool, bytes, stream, &args.scratch);
-    if (status != PLM_OK) return plm__propagate(status);
+  if (plm__op_on_cuda(stream)) {
+    PLM__OP_ON_DEVICE(stream, status, plm__sobel_entropy_threshold_cuda(stream->handle, args));
+    return status;
   }
-#ifdef PLM_HAVE_CUDA
-  if (on_cuda)
-    PLM__OP_ON_DEVICE(stream, status, plm__sobel_entropy_threshold_cuda(stream->handle, &args));
 #endif
-  if (!on_cuda) status = plm__op_launch_cpu(stream, fused_task, &args, sizeof args);
-  if (bytes == 0) return plm__propagate(status);
-  /* Stream-ordered: the kernel enqueued above still owns the scratch. */
-  plm_status freed = plm_pool_free(pool, args.scratch, stream);
-  return plm__propagate(status != PLM_OK ? status : freed);
+  status = plm__op_launch_cpu(stream, fused_task, args, sizeof *args);
+  return status;
+}
+
+plm_status plm__sobel_entropy_threshold_enqueue(plm_stream *stream, const plm_tensor *in,
+                                                const plm_sobel_entropy_threshold_params *params,
+                                                plm_tensor *mask, void *scratch,
+                                                size_t scratch_bytes) {
+  plm__sobel_entropy_threshold_args args;
+  plm_status status = check_call(stream, in, params, mask, &args);
+  if (status != PLM_OK) return status;
+  const plm_tensor *const operands[] = {in, mask};
+  static const char *const names[] = {"in", "mask"};
+  status = plm__op_check_scratch("sobel_entropy_threshold", scratch, scratch_bytes,
+                                 scratch_bytes_of(stream->ctx, &args), operands, names, 2);
+  if (status != PLM_OK) return status;
+  args.scratch = scratch;
+  return launch(stream, &args);
+}
+
+plm_status plm_sobel_entropy_threshold(plm_stream *stream, const plm_tensor *in,
+                                       const plm_sobel_entropy_threshold_params *params,
+                                       plm_tensor *mask) {
+  PLM__REQUIRE_NOT_NULL(stream);
+  plm__sobel_entropy_threshold_args args;
+  plm_pool *pool = NULL;
+  plm_status status = check_call(stream, in, params, mask, &args);
+  if (status == PLM_OK)
+    status =
+        plm__op_scratch_take(stream, scratch_bytes_of(stream->ctx, &args), &pool, &args.scratch);
+  if (status != PLM_OK) return plm__propagate(status);
+  status = launch(stream, &args);
+  return plm__propagate(plm__op_scratch_give(stream, pool, args.scratch, status));
 }

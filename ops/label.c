@@ -3,6 +3,7 @@
 
 #include "kernels/common/label.h"
 #include "ops/op_internal.h"
+#include "ops/op_scratch.h"
 #include "streams/error.h"
 
 static plm_status check_params(const plm_label_params *params) {
@@ -84,31 +85,53 @@ static void label_task(const void *args) {
   plm__label_cpu(args);
 }
 
+/* The kernels' arguments for mask's shape (mask->data may be NULL: a description). */
+static plm__label_args args_of(const plm_tensor *mask, const plm_label_params *params) {
+  return (plm__label_args){.mask = mask->data,
+                           .frames = frames_of(mask),
+                           .height = mask->dims[mask->ndim - 2],
+                           .width = mask->dims[mask->ndim - 1],
+                           .connectivity = params->connectivity == 4 ? 4 : 8};
+}
+
+/* The CUDA kernels' scratch, sized by CUB for ctx's device (made current for the call);
+ * the CPU kernel needs none. */
+static plm_status scratch_bytes_of(const plm_context *ctx, const plm__label_args *args,
+                                   size_t *bytes) {
+  *bytes = 0;
 #ifdef PLM_HAVE_CUDA
-/* The CUDA kernels, with their scratch taken from the context's default pool in
- * stream order around them (the pool hands it out again once they are done). */
-static plm_status label_with_scratch(plm_stream *stream, plm__label_args *args) {
-  size_t bytes = 0;
-  plm_pool *pool = NULL;
-  plm_status status = plm__label_cuda_scratch_bytes(stream->handle, args, &bytes);
-  if (status == PLM_OK) status = plm_context_default_pool(stream->ctx, &pool);
-  if (status == PLM_OK) status = plm_pool_alloc(pool, bytes, stream, &args->scratch);
-  if (status != PLM_OK) return status;
-  status = plm__label_cuda(stream->handle, args);
-  plm_status freed = plm_pool_free(pool, args->scratch, stream);
-  return status != PLM_OK ? status : freed;
-}
-
-static plm_status label_cuda(plm_stream *stream, plm__label_args *args) {
-  plm_status status;
-  PLM__OP_ON_DEVICE(stream, status, label_with_scratch(stream, args));
-  return status;
-}
+  if (ctx->backend->kind == PLM_BACKEND_CUDA) {
+    int previous = 0;
+    plm_status status = plm__op_context_device_enter(ctx, &previous);
+    if (status != PLM_OK) return status;
+    status = plm__label_cuda_scratch_bytes(args, bytes);
+    plm__op_context_device_leave(ctx, previous);
+    return status;
+  }
 #endif
+  (void)ctx;
+  (void)args;
+  return PLM_OK;
+}
 
-plm_status plm_label(plm_stream *stream, const plm_tensor *mask, const plm_label_params *params,
-                     plm_tensor *labels, plm_tensor *count) {
-  PLM__REQUIRE_NOT_NULL(stream);
+plm_status plm__label_scratch_bytes(const plm_context *ctx, const plm_tensor *mask,
+                                    const plm_label_params *params, size_t *bytes) {
+  if (!ctx) return plm__fail_raw(PLM_ERR_INVALID_ARG, "ctx is NULL");
+  if (!bytes) return plm__fail_raw(PLM_ERR_INVALID_ARG, "bytes is NULL");
+  if (!mask) return plm__fail_raw(PLM_ERR_INVALID_ARG, "mask is NULL");
+  plm_status status = plm__op_check_shape(mask, "mask");
+  if (status == PLM_OK) status = check_params(params);
+  if (status == PLM_OK) status = check_mask(mask);
+  if (status != PLM_OK) return status;
+  plm__label_args args = args_of(mask, params);
+  return scratch_bytes_of(ctx, &args, bytes);
+}
+
+/* What plm_label checks; on success *args is the launch's (scratch unset). */
+static plm_status check_call(plm_stream *stream, const plm_tensor *mask,
+                             const plm_label_params *params, plm_tensor *labels, plm_tensor *count,
+                             plm__label_args *args) {
+  if (!stream) return plm__fail_raw(PLM_ERR_INVALID_ARG, "stream is NULL");
   plm_status status = plm__op_check_tensor(stream, mask, "mask");
   if (status == PLM_OK) status = plm__op_check_tensor(stream, labels, "labels");
   if (status == PLM_OK) status = plm__op_check_tensor(stream, count, "count");
@@ -127,19 +150,53 @@ plm_status plm_label(plm_stream *stream, const plm_tensor *mask, const plm_label
   if (status == PLM_OK) status = check_disjoint(mask, "mask", labels, "labels");
   if (status == PLM_OK) status = check_disjoint(mask, "mask", count, "count");
   if (status == PLM_OK) status = check_disjoint(labels, "labels", count, "count");
-  if (status != PLM_OK) return plm__propagate(status);
+  if (status != PLM_OK) return status;
+  *args = args_of(mask, params);
+  args->labels = labels->data;
+  args->count = count->data;
+  return PLM_OK;
+}
 
-  plm__label_args args = {.mask = mask->data,
-                          .labels = labels->data,
-                          .count = count->data,
-                          .frames = frames_of(mask),
-                          .height = mask->dims[mask->ndim - 2],
-                          .width = mask->dims[mask->ndim - 1],
-                          .connectivity = params->connectivity == 4 ? 4 : 8};
+/* Enqueue the kernels of checked arguments whose scratch is set (on cuda). */
+static plm_status launch(plm_stream *stream, const plm__label_args *args) {
 #ifdef PLM_HAVE_CUDA
-  if (plm__op_on_cuda(stream)) return plm__propagate(label_cuda(stream, &args));
+  if (plm__op_on_cuda(stream)) {
+    plm_status status;
+    PLM__OP_ON_DEVICE(stream, status, plm__label_cuda(stream->handle, args));
+    return status;
+  }
 #endif
-  return plm__propagate(plm__op_launch_cpu(stream, label_task, &args, sizeof args));
+  return plm__op_launch_cpu(stream, label_task, args, sizeof *args);
+}
+
+plm_status plm__label_enqueue(plm_stream *stream, const plm_tensor *mask,
+                              const plm_label_params *params, plm_tensor *labels, plm_tensor *count,
+                              void *scratch, size_t scratch_bytes) {
+  plm__label_args args;
+  size_t needed = 0;
+  plm_status status = check_call(stream, mask, params, labels, count, &args);
+  if (status == PLM_OK) status = scratch_bytes_of(stream->ctx, &args, &needed);
+  if (status != PLM_OK) return status;
+  const plm_tensor *const operands[] = {mask, labels, count};
+  static const char *const names[] = {"mask", "labels", "count"};
+  status = plm__op_check_scratch("label", scratch, scratch_bytes, needed, operands, names, 3);
+  if (status != PLM_OK) return status;
+  args.scratch = scratch;
+  return launch(stream, &args);
+}
+
+plm_status plm_label(plm_stream *stream, const plm_tensor *mask, const plm_label_params *params,
+                     plm_tensor *labels, plm_tensor *count) {
+  PLM__REQUIRE_NOT_NULL(stream);
+  plm__label_args args;
+  size_t bytes = 0;
+  plm_pool *pool = NULL;
+  plm_status status = check_call(stream, mask, params, labels, count, &args);
+  if (status == PLM_OK) status = scratch_bytes_of(stream->ctx, &args, &bytes);
+  if (status == PLM_OK) status = plm__op_scratch_take(stream, bytes, &pool, &args.scratch);
+  if (status != PLM_OK) return plm__propagate(status);
+  status = launch(stream, &args);
+  return plm__propagate(plm__op_scratch_give(stream, pool, args.scratch, status));
 }
 
 static plm_status check_regions_inputs(const plm_tensor *labels, const plm_tensor *intensity) {

@@ -53,20 +53,27 @@ static inline bool plm__op_on_cuda(const plm_stream *stream) {
   return stream->ctx->backend->kind == PLM_BACKEND_CUDA;
 }
 
-/* Make the stream's device current on the calling thread for an op's own kernel
- * launches (CUDA refuses a launch on a stream of another device than the current
- * one, and CUB sizes its work for the current device); *previous receives the
- * thread's device, which plm__op_device_leave gives back. Nothing to do on host. */
-static inline plm_status plm__op_device_enter(const plm_stream *stream, int *previous) {
-  const plm_context *ctx = stream->ctx;
+/* Make ctx's device current on the calling thread for an op's own CUDA calls (CUDA
+ * refuses a launch on a stream of another device than the current one, and CUB sizes
+ * its work for the current device); *previous receives the thread's device, which
+ * plm__op_context_device_leave gives back. Nothing to do on host. */
+static inline plm_status plm__op_context_device_enter(const plm_context *ctx, int *previous) {
   *previous = 0;
   return ctx->backend->device_enter ? ctx->backend->device_enter(ctx->backend_ctx, previous)
                                     : PLM_OK;
 }
 
-static inline void plm__op_device_leave(const plm_stream *stream, int previous) {
-  const plm_context *ctx = stream->ctx;
+static inline void plm__op_context_device_leave(const plm_context *ctx, int previous) {
   if (ctx->backend->device_leave) ctx->backend->device_leave(ctx->backend_ctx, previous);
+}
+
+/* The same for the stream's context, before an op's kernel launches on the stream. */
+static inline plm_status plm__op_device_enter(const plm_stream *stream, int *previous) {
+  return plm__op_context_device_enter(stream->ctx, previous);
+}
+
+static inline void plm__op_device_leave(const plm_stream *stream, int previous) {
+  plm__op_context_device_leave(stream->ctx, previous);
 }
 
 /* status = launch (a CUDA launcher's call, an expression giving a plm_status), made

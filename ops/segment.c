@@ -1,8 +1,10 @@
 /* ops/segment.c: threshold + label + regions (plume/segment.h), composed from the
- * public ops on the stream with a pooled scratch mask. */
+ * public ops on the stream, its mask (and label's scratch) taken from the context's default
+ * pool, or given by the caller of plm__segment_enqueue (ops/op_scratch.h). */
 #include <stdint.h>
 
 #include "ops/op_internal.h"
+#include "ops/op_scratch.h"
 #include "plume/label.h"
 #include "plume/pool.h"
 #include "plume/segment.h"
@@ -87,10 +89,47 @@ plm_status plm_segment_cost(const plm_tensor *image, const plm_segment_params *p
   return PLM_OK;
 }
 
-plm_status plm_segment(plm_stream *stream, const plm_tensor *image,
-                       const plm_segment_params *params, plm_tensor *labels, plm_tensor *count,
-                       plm_tensor *table) {
-  PLM__REQUIRE_NOT_NULL(stream);
+/* The scratch: the mask (256-byte aligned), then label's scratch for the mask. */
+static size_t mask_bytes(const plm_tensor *image) {
+  const size_t bytes = (size_t)image->dims[0] * (size_t)image->dims[1];
+  return (bytes + PLM_OP_SCRATCH_ALIGN - 1) / PLM_OP_SCRATCH_ALIGN * PLM_OP_SCRATCH_ALIGN;
+}
+
+static plm_tensor mask_of(const plm_tensor *image, void *data) {
+  return (plm_tensor){.data = data,
+                      .ctx = image->ctx,
+                      .dtype = PLM_DTYPE_U8,
+                      .ndim = 2,
+                      .dims = {image->dims[0], image->dims[1]},
+                      .strides = {image->dims[1], 1}};
+}
+
+static plm_status scratch_bytes_of(const plm_context *ctx, const plm_tensor *image,
+                                   const plm_segment_params *params, size_t *bytes) {
+  plm_tensor mask = mask_of(image, NULL);
+  plm_label_params lp = {.connectivity = params->connectivity};
+  size_t label_bytes = 0;
+  plm_status status = plm__label_scratch_bytes(ctx, &mask, &lp, &label_bytes);
+  if (status == PLM_OK) *bytes = mask_bytes(image) + label_bytes;
+  return status;
+}
+
+plm_status plm__segment_scratch_bytes(const plm_context *ctx, const plm_tensor *image,
+                                      const plm_segment_params *params, size_t *bytes) {
+  if (!ctx) return plm__fail_raw(PLM_ERR_INVALID_ARG, "ctx is NULL");
+  if (!bytes) return plm__fail_raw(PLM_ERR_INVALID_ARG, "bytes is NULL");
+  if (!image) return plm__fail_raw(PLM_ERR_INVALID_ARG, "image is NULL");
+  plm_status status = check_params(params);
+  if (status == PLM_OK) status = check_image(image);
+  if (status != PLM_OK) return status;
+  return scratch_bytes_of(ctx, image, params, bytes);
+}
+
+/* What plm_segment checks. */
+static plm_status check_call(plm_stream *stream, const plm_tensor *image,
+                             const plm_segment_params *params, plm_tensor *labels,
+                             plm_tensor *count, plm_tensor *table) {
+  if (!stream) return plm__fail_raw(PLM_ERR_INVALID_ARG, "stream is NULL");
   plm_status status = check_params(params);
   if (status == PLM_OK) status = plm__op_check_tensor(stream, image, "image");
   if (status == PLM_OK) status = plm__op_check_tensor(stream, labels, "labels");
@@ -112,20 +151,56 @@ plm_status plm_segment(plm_stream *stream, const plm_tensor *image,
   for (int i = 0; status == PLM_OK && i < 4; i++)
     for (int j = i + 1; status == PLM_OK && j < 4; j++)
       status = check_disjoint(all[i], names[i], all[j], names[j]);
-  plm_pool *pool = NULL;
-  if (status == PLM_OK) status = plm_context_default_pool(stream->ctx, &pool);
-  if (status != PLM_OK) return plm__propagate(status);
+  return status;
+}
 
-  /* Every argument is good: the parts cannot refuse them. */
-  plm_tensor mask = {0};
-  status = plm_tensor_alloc(pool, stream, PLM_DTYPE_U8, 2, image->dims, &mask);
-  if (status != PLM_OK) return plm__propagate(status);
+/* The three parts on checked arguments, the mask and label's scratch in `scratch`
+ * (label_bytes of it after the mask). Every argument is good: the parts cannot refuse
+ * them. Messages as the parts' public functions give them. */
+static plm_status enqueue_parts(plm_stream *stream, const plm_tensor *image,
+                                const plm_segment_params *params, plm_tensor *labels,
+                                plm_tensor *count, plm_tensor *table, void *scratch,
+                                size_t label_bytes) {
+  plm_tensor mask = mask_of(image, scratch);
   plm_threshold_params tp = threshold_params(params);
   plm_label_params lp = {.connectivity = params->connectivity};
-  status = plm_threshold(stream, image, &tp, &mask);
-  if (status == PLM_OK) status = plm_label(stream, &mask, &lp, labels, count);
+  void *label_scratch = label_bytes ? (char *)scratch + mask_bytes(image) : NULL;
+  plm_status status = plm_threshold(stream, image, &tp, &mask);
+  if (status == PLM_OK)
+    status = plm__propagate_in("plm_label", plm__label_enqueue(stream, &mask, &lp, labels, count,
+                                                               label_scratch, label_bytes));
   if (status == PLM_OK) status = plm_regions(stream, labels, image, count, table);
-  plm_status freed = plm_tensor_free(pool, stream, &mask);
-  if (status == PLM_OK) status = freed;
-  return plm__propagate(status);
+  return status;
+}
+
+plm_status plm__segment_enqueue(plm_stream *stream, const plm_tensor *image,
+                                const plm_segment_params *params, plm_tensor *labels,
+                                plm_tensor *count, plm_tensor *table, void *scratch,
+                                size_t scratch_bytes) {
+  size_t needed = 0;
+  plm_status status = check_call(stream, image, params, labels, count, table);
+  if (status == PLM_OK) status = scratch_bytes_of(stream->ctx, image, params, &needed);
+  if (status != PLM_OK) return status;
+  const plm_tensor *const operands[] = {image, labels, count, table};
+  static const char *const names[] = {"image", "labels", "count", "table"};
+  status = plm__op_check_scratch("segment", scratch, scratch_bytes, needed, operands, names, 4);
+  if (status != PLM_OK) return status;
+  return enqueue_parts(stream, image, params, labels, count, table, scratch,
+                       needed - mask_bytes(image));
+}
+
+plm_status plm_segment(plm_stream *stream, const plm_tensor *image,
+                       const plm_segment_params *params, plm_tensor *labels, plm_tensor *count,
+                       plm_tensor *table) {
+  PLM__REQUIRE_NOT_NULL(stream);
+  size_t bytes = 0;
+  plm_pool *pool = NULL;
+  void *scratch = NULL;
+  plm_status status = check_call(stream, image, params, labels, count, table);
+  if (status == PLM_OK) status = scratch_bytes_of(stream->ctx, image, params, &bytes);
+  if (status == PLM_OK) status = plm__op_scratch_take(stream, bytes, &pool, &scratch);
+  if (status != PLM_OK) return plm__propagate(status);
+  status = enqueue_parts(stream, image, params, labels, count, table, scratch,
+                         bytes - mask_bytes(image));
+  return plm__propagate(plm__op_scratch_give(stream, pool, scratch, status));
 }

@@ -161,16 +161,19 @@ static void plan_text(text_buffer *text, const plm_pipeline *pl) {
         text_printf(text, "\n");
       }
     }
+    if (step->scratch_bytes)
+      text_printf(text, "    scratch %zu bytes at workspace[%zu, %zu)\n", step->scratch_bytes,
+                  step->scratch_offset, step->scratch_offset + step->scratch_bytes);
     if (step->record >= 0) text_printf(text, "    then records e%d\n", step->record);
   }
   for (int s = 1; s < plan->stream_count; s++)
     text_printf(text, "  stream %d records e%d at the end; stream 0 waits for it\n", s,
                 plan->join_events[s]);
   text_printf(text,
-              "memory: workspace %zu bytes per frame slot; intermediates %zu bytes; peak "
-              "live %zu bytes; constants %zu bytes; %d step(s) in place\n",
-              plan->workspace_bytes, plan->intermediate_bytes, plan->peak_live_bytes,
-              plan->constant_bytes, plan->in_place);
+              "memory: workspace %zu bytes per frame slot; intermediates %zu bytes; scratch "
+              "%zu bytes; peak live %zu bytes; constants %zu bytes; %d step(s) in place\n",
+              plan->workspace_bytes, plan->intermediate_bytes, plan->scratch_bytes,
+              plan->peak_live_bytes, plan->constant_bytes, plan->in_place);
   text_printf(text, "fusion: %d chain(s) found, %d fused\n", plan->fusable_chains,
               plan->fused_steps);
 }

@@ -102,8 +102,8 @@ void plm__graph_free(plm__graph *graph) {
 
 /* ---- tensors ---------------------------------------------------------------------------- */
 
-static plm_tensor describe_shape(const plm_pipeline *pl, const plm_shape *shape) {
-  plm_tensor t = {.ctx = pl->ctx, .dtype = shape->dtype, .ndim = shape->ndim};
+plm_tensor plm__pipe_describe(plm_context *ctx, const plm_shape *shape) {
+  plm_tensor t = {.ctx = ctx, .dtype = shape->dtype, .ndim = shape->ndim};
   int64_t stride = 1;
   for (int d = shape->ndim - 1; d >= 0; d--) {
     t.dims[d] = shape->dims[d];
@@ -114,7 +114,7 @@ static plm_tensor describe_shape(const plm_pipeline *pl, const plm_shape *shape)
 }
 
 static plm_tensor describe(const plm_pipeline *pl, int tensor) {
-  return describe_shape(pl, &pl->graph.tensors[tensor].shape);
+  return plm__pipe_describe(pl->ctx, &pl->graph.tensors[tensor].shape);
 }
 
 /* The bytes of a shape, or 0 when they overflow size_t. */

@@ -53,15 +53,8 @@ static plm_status create_slot(plm_pipeline *pl, plm__slot *slot) {
   if (status == PLM_OK) status = plm_event_create(pl->ctx, PLM_EVENT_DISABLE_TIMING, &slot->done);
   if (status != PLM_OK) return status;
   for (int t = 0; t < plan->tensor_count; t++) {
-    const plm_shape *shape = &plan->tensors[t].shape;
     plm_tensor *tensor = &slot->tensors[t];
-    *tensor = (plm_tensor){.ctx = pl->ctx, .dtype = shape->dtype, .ndim = shape->ndim};
-    int64_t stride = 1;
-    for (int d = shape->ndim - 1; d >= 0; d--) {
-      tensor->dims[d] = shape->dims[d];
-      tensor->strides[d] = stride;
-      stride *= shape->dims[d];
-    }
+    *tensor = plm__pipe_describe(pl->ctx, &plan->tensors[t].shape);
     if (plan->location[t] == PLM__AT_WORKSPACE)
       tensor->data = (char *)slot->workspace + plan->offset[t];
     if (plan->location[t] == PLM__AT_CONSTANT)
@@ -166,7 +159,7 @@ plm_status plm_pipeline_compile(plm_pipeline *pl, const plm_plan_config *cfg) {
   pl->pool = config.pool;
   if (!pl->pool) status = plm_context_default_pool(pl->ctx, &pl->pool);
   const bool fuse = !(config.flags & PLM_PLAN_NO_FUSION);
-  if (status == PLM_OK) status = plm__plan_build(&pl->graph, &config, fuse, &pl->plan);
+  if (status == PLM_OK) status = plm__plan_build(pl->ctx, &pl->graph, &config, fuse, &pl->plan);
   if (status != PLM_OK) return plm__propagate(status);
   pl->config = config;
   status = create_runtime(pl);
@@ -185,6 +178,7 @@ plm_status plm_pipeline_plan_info(const plm_pipeline *pl, plm_plan_info *out) {
   const plm__plan *plan = &pl->plan;
   *out = (plm_plan_info){.workspace_bytes = plan->workspace_bytes,
                          .intermediate_bytes = plan->intermediate_bytes,
+                         .scratch_bytes = plan->scratch_bytes,
                          .peak_live_bytes = plan->peak_live_bytes,
                          .constant_bytes = plan->constant_bytes,
                          .frames_in_flight = pl->config.frames_in_flight,

@@ -24,9 +24,14 @@
  *             clocks    a vector clock per step (for each stream, how many of its steps
  *                       are ordered before this step starts), from stream order and the
  *                       events: step u happens before v iff clock[v][stream u] > pos u;
- *             memory    buffers (a tensor, or an in-place group) with their uses; two
- *                       buffers conflict unless every use of one happens before the
- *                       other is written; offsets by the best of three placements
+ *             scratch   the bytes each step's op needs besides its operands (entropy,
+ *                       the fused step, label on cuda: plm__<op>_scratch_bytes of
+ *                       ops/op_scratch.h, asked with the pipeline's context);
+ *             memory    buffers (a tensor, an in-place group, or a step's scratch) with
+ *                       their uses; two buffers conflict unless every use of one happens
+ *                       before the other is written; a scratch buffer is used by its
+ *                       step alone, so it may share memory with anything not live
+ *                       during that step; offsets by the best of three placements
  *                       (plan_memory.c). On one stream the conflicts are exactly the
  *                       overlapping step intervals.
  *   runtime what compile allocates (pipeline.c): a control stream (allocation, constant
@@ -34,12 +39,15 @@
  *           workspace, the branch streams (streams 1..S-1), the events and a table of
  *           plm_tensor descriptors for every plan tensor with its address filled in.
  *           plm__pipeline_enqueue patches the caller's inputs and outputs into the
- *           slot's table and calls the public ops: no allocation, no locks of its own.
+ *           slot's table and calls the ops, those with scratch through their _enqueue
+ *           entry (ops/op_scratch.h) with the slot's workspace + the step's scratch
+ *           offset: no allocation, no locks of its own, so a slot's frame can be
+ *           captured into a CUDA graph and replayed.
  *
  * Invariants: a plan tensor is produced by at most one step; steps are stored in
  * execution order; a step's waits name events recorded by earlier steps (or the fork);
- * workspace offsets are multiples of PLM__PIPE_ALIGN and two buffers whose byte ranges
- * overlap never conflict.
+ * workspace offsets (tensors' and scratch's) are multiples of PLM__PIPE_ALIGN and two
+ * buffers whose byte ranges overlap never conflict.
  *
  * Frame slots. The streaming executor keeps K frames in flight: frame f uses slot
  * f mod K, its own stream, and its slot's workspace, branch streams and events, so
@@ -76,7 +84,6 @@ typedef enum plm__op_kind {
   PLM__OP_SEGMENT,                /* graph only: lowered at compile */
   PLM__OP_SOBEL_ENTROPY_THRESHOLD /* plan only: made by the fusion pass */
 } plm__op_kind;
-
 
 typedef union plm__op_params {
   plm_conv2d_params conv2d;
@@ -153,8 +160,10 @@ typedef struct plm__step {
   int position; /* 1-based index among its stream's steps */
   int waits[PLM__PIPE_MAX_WAITS]; /* events to wait for before it */
   int wait_count;
-  int record;    /* event recorded after it, or -1 */
-  bool in_place; /* outputs[0] is inputs[0]'s memory */
+  int record;            /* event recorded after it, or -1 */
+  bool in_place;         /* outputs[0] is inputs[0]'s memory */
+  size_t scratch_bytes;  /* what its op needs besides its operands (0: none) */
+  size_t scratch_offset; /* where that is in the workspace, when scratch_bytes > 0 */
 } plm__step;
 
 /* A chain the fusion pass recognised: steps sobel, entropy, threshold. */
@@ -174,7 +183,7 @@ typedef struct plm__plan {
   int event_count;  /* per slot: event 0 is the fork, then one per recording step, then joins */
   int *join_events; /* per stream (index 0 unused): the event stream s records at the end */
   int fusable_chains, fused_steps, in_place;
-  size_t workspace_bytes, intermediate_bytes, peak_live_bytes, constant_bytes;
+  size_t workspace_bytes, intermediate_bytes, scratch_bytes, peak_live_bytes, constant_bytes;
 } plm__plan;
 
 /* One frame slot's runtime objects. */
@@ -223,6 +232,10 @@ plm_status plm__graph_add_source(plm_pipeline *pl, plm__tensor_kind kind, plm_dt
                                  const int64_t *dims, const void *host, int *index);
 void plm__graph_free(plm__graph *graph);
 
+/* A description of a tensor of this shape on ctx (contiguous, no data), as the ops'
+ * shape functions take it. */
+plm_tensor plm__pipe_describe(plm_context *ctx, const plm_shape *shape);
+
 /* The most components a labels frame of height x width can hold under connectivity. */
 int64_t plm__regions_bound(int64_t height, int64_t width, int connectivity);
 
@@ -230,10 +243,10 @@ int64_t plm__regions_bound(int64_t height, int64_t width, int connectivity);
 
 /* Build the plan of a graph under config (defaults filled in): every pass above, with
  * fusable chains replaced by fused steps when `substitute` (compile passes whether the
- * config allows it). Host memory only; on failure the plan is
- * freed and the message is raw. */
-plm_status plm__plan_build(const plm__graph *graph, const plm_plan_config *config, bool substitute,
-                           plm__plan *plan);
+ * config allows it), the steps' scratch sized for ctx's backend. Host memory only;
+ * on failure the plan is freed and the message is raw. */
+plm_status plm__plan_build(plm_context *ctx, const plm__graph *graph, const plm_plan_config *config,
+                           bool substitute, plm__plan *plan);
 
 void plm__plan_free(plm__plan *plan);
 
@@ -244,8 +257,9 @@ int plm__plan_find_fusions(const plm__plan *plan, plm__fusion *found, int capaci
 /* Whether step u happens before step v in the plan's stream order and events. */
 bool plm__plan_happens_before(const plm__plan *plan, int u, int v);
 
-/* Place the plan's workspace tensors (plan->location PLM__AT_WORKSPACE) and set
- * offsets, workspace_bytes, intermediate_bytes, peak_live_bytes and in_place. */
+/* Place the plan's workspace tensors (plan->location PLM__AT_WORKSPACE) and the steps'
+ * scratch (steps' scratch_bytes set), and set offsets, the steps' scratch_offset,
+ * workspace_bytes, intermediate_bytes, scratch_bytes, peak_live_bytes and in_place. */
 plm_status plm__plan_memory(plm__plan *plan, bool reuse);
 
 /* ---- pipeline.c, run.c -------------------------------------------------------------------- */
@@ -264,8 +278,11 @@ plm_status plm__pipeline_enqueue(plm_pipeline *pl, int slot, plm_stream *stream,
                                  const plm_tensor *inputs, plm_tensor *outputs);
 
 /* Whether the slot's plan can be captured into a graph and replayed: every step's
- * memory must be fixed, so no step may take scratch from a pool per call. When it
- * cannot, writes why into why (size bytes) and returns false. */
+ * memory must be fixed, so no step may take memory from a pool per call (a replay would
+ * reuse the captured address after the pool handed it out again). Steps with scratch
+ * get it from the workspace, so every kind qualifies today; the check stays for any
+ * step whose run path would allocate. When it cannot, writes why into why (size bytes)
+ * and returns false. */
 bool plm__pipeline_capturable(const plm_pipeline *pl, char *why, size_t size);
 
 #endif /* PLUME_PIPELINE_PIPELINE_INTERNAL_H */

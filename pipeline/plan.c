@@ -1,8 +1,10 @@
 /* pipeline/plan.c: from a graph to a plan: lowering, pruning, fusion, order, streams,
- * events and clocks (the passes are described in pipeline_internal.h). */
+ * events, clocks and the steps' scratch (the passes are described in
+ * pipeline_internal.h). */
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/op_scratch.h"
 #include "pipeline/pipeline_internal.h"
 #include "streams/assert.h"
 
@@ -353,8 +355,41 @@ static plm_status locate(plm__plan *plan) {
   return PLM_OK;
 }
 
-plm_status plm__plan_build(const plm__graph *graph, const plm_plan_config *config, bool substitute,
-                           plm__plan *plan) {
+/* The scratch each step's op needs on ctx's backend for its shapes (ops/op_scratch.h).
+ * Every op with scratch reads its main operand as inputs[0]. */
+static plm_status size_scratch(plm__plan *plan, plm_context *ctx) {
+  for (int s = 0; s < plan->step_count; s++) {
+    plm__step *step = &plan->steps[s];
+    const plm_tensor in = plm__pipe_describe(ctx, &plan->tensors[step->inputs[0]].shape);
+    const plm__op_params *p = &step->params;
+    plm_status status = PLM_OK;
+    step->scratch_bytes = 0;
+    switch (step->kind) {
+      case PLM__OP_ENTROPY:
+        status = plm__entropy_scratch_bytes(ctx, &in, &p->entropy, &step->scratch_bytes);
+        break;
+      case PLM__OP_LABEL:
+        status = plm__label_scratch_bytes(ctx, &in, &p->label, &step->scratch_bytes);
+        break;
+      case PLM__OP_SOBEL_ENTROPY_THRESHOLD:
+        status =
+            plm__sobel_entropy_threshold_scratch_bytes(ctx, &in, &p->fused, &step->scratch_bytes);
+        break;
+      case PLM__OP_CONV2D:
+      case PLM__OP_SOBEL:
+      case PLM__OP_THRESHOLD:
+      case PLM__OP_REGIONS: break; /* none */
+      case PLM__OP_SEGMENT: break; /* lowered already */
+    }
+    if (status != PLM_OK)
+      return plm__pipe_reraise(status, "step %d '%s' (node %d)", s, plm__op_name(step->kind),
+                               step->nodes[0]);
+  }
+  return PLM_OK;
+}
+
+plm_status plm__plan_build(plm_context *ctx, const plm__graph *graph, const plm_plan_config *config,
+                           bool substitute, plm__plan *plan) {
   *plan = (plm__plan){0};
   plm_status status = lower(graph, plan);
   if (status == PLM_OK) status = prune(plan);
@@ -362,6 +397,7 @@ plm_status plm__plan_build(const plm__graph *graph, const plm_plan_config *confi
   if (status == PLM_OK) status = order(plan);
   if (status == PLM_OK) status = assign_streams(plan, config->max_streams);
   if (status == PLM_OK) status = locate(plan);
+  if (status == PLM_OK) status = size_scratch(plan, ctx);
   if (status == PLM_OK) status = plm__plan_memory(plan, !(config->flags & PLM_PLAN_NO_REUSE));
   if (status != PLM_OK) plm__plan_free(plan);
   return status;

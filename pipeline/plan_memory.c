@@ -1,7 +1,9 @@
-/* pipeline/plan_memory.c: offsets of the intermediates in a frame's workspace.
+/* pipeline/plan_memory.c: offsets of the intermediates and the steps' scratch in a
+ * frame's workspace.
  *
- * A buffer is an intermediate tensor, or a group of them that share memory because a
- * step writes its output over its input (in place). Two buffers conflict (may not share
+ * A buffer is an intermediate tensor, a group of them that share memory because a step
+ * writes its output over its input (in place), or a step's scratch, written and used by
+ * that step alone (numbered after the step's outputs). Two buffers conflict (may not share
  * bytes) unless every use of one happens before the other is first written; on one
  * stream that is "their step intervals do not overlap", on several it follows the
  * plan's vector clocks. Placing buffers of given sizes under such conflicts is
@@ -10,10 +12,12 @@
  *   by size   largest first, each at the best-fitting gap among the buffers it
  *             conflicts with (TFLite's greedy-by-size);
  *   in order  by first write, best fit;
- *   ends      by first write, a step's outputs at the lowest free offset when the step
- *             index is even and at the highest one below the peak of live bytes when it
- *             is odd. On a chain on one stream, where each buffer conflicts only with
- *             its neighbours, this reaches the peak, the least any placement needs.
+ *   ends      by first write, a step's outputs (then its scratch) at the lowest free
+ *             offset when the step index is even and at the highest one below the peak
+ *             of live bytes when it is odd. On a chain on one stream, where each buffer
+ *             conflicts only with its neighbours (a scratch only with its step's input
+ *             and outputs), this reaches the peak, the least any placement needs.
+ * The peak counts scratch: a step's scratch is live with its inputs and outputs.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -73,9 +77,12 @@ static void use(buffer *b, const plm__step *step, int index) {
     b->last_position[step->stream] = step->position;
 }
 
-/* The buffers, their uses and conflicts; buffer_of[t] for every workspace tensor. */
-static plm_status make_buffers(plm__plan *plan, bool reuse, memory *m, int *buffer_of) {
-  m->buffers = calloc((size_t)plan->tensor_count + 1, sizeof *m->buffers);
+/* The buffers, their uses and conflicts; buffer_of[t] for every workspace tensor and
+ * scratch_of[s] for every step (-1: none). */
+static plm_status make_buffers(plm__plan *plan, bool reuse, memory *m, int *buffer_of,
+                               int *scratch_of) {
+  m->buffers =
+      calloc((size_t)plan->tensor_count + (size_t)plan->step_count + 1, sizeof *m->buffers);
   if (!m->buffers) return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for the plan");
   for (int t = 0; t < plan->tensor_count; t++) buffer_of[t] = -1;
   plan->in_place = 0;
@@ -94,6 +101,13 @@ static plm_status make_buffers(plm__plan *plan, bool reuse, memory *m, int *buff
             (buffer){.bytes = aligned(plan->tensors[t].bytes), .def = s, .last = s};
       }
       use(&m->buffers[buffer_of[t]], step, s);
+    }
+    scratch_of[s] = -1;
+    if (step->scratch_bytes > 0) {
+      scratch_of[s] = m->count++;
+      m->buffers[scratch_of[s]] =
+          (buffer){.bytes = aligned(step->scratch_bytes), .def = s, .last = s};
+      use(&m->buffers[scratch_of[s]], step, s);
     }
     for (int k = 0; k < PLM__PIPE_MAX_IO; k++)
       if (step->inputs[k] >= 0 && buffer_of[step->inputs[k]] >= 0)
@@ -185,8 +199,9 @@ static size_t run_placement(memory *m, placement how, int *rank, bool *placed, i
 plm_status plm__plan_memory(plm__plan *plan, bool reuse) {
   memory m = {.plan = plan};
   int *buffer_of = malloc(((size_t)plan->tensor_count + 1) * sizeof *buffer_of);
-  plm_status status = buffer_of
-                          ? make_buffers(plan, reuse, &m, buffer_of)
+  int *scratch_of = malloc(((size_t)plan->step_count + 1) * sizeof *scratch_of);
+  plm_status status = buffer_of && scratch_of
+                          ? make_buffers(plan, reuse, &m, buffer_of, scratch_of)
                           : plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for the plan");
   int *rank = malloc(((size_t)m.count + 1) * sizeof *rank);
   bool *placed = malloc(((size_t)m.count + 1) * sizeof *placed);
@@ -210,8 +225,17 @@ plm_status plm__plan_memory(plm__plan *plan, bool reuse) {
       plan->offset[t] = offsets[buffer_of[t]];
       plan->intermediate_bytes += aligned(plan->tensors[t].bytes);
     }
+    plan->scratch_bytes = 0;
+    for (int s = 0; s < plan->step_count; s++) {
+      plm__step *step = &plan->steps[s];
+      step->scratch_offset = 0;
+      if (scratch_of[s] < 0) continue;
+      step->scratch_offset = offsets[scratch_of[s]];
+      plan->scratch_bytes += m.buffers[scratch_of[s]].bytes;
+    }
   }
   free(buffer_of);
+  free(scratch_of);
   free(rank);
   free(placed);
   free(taken);

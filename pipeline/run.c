@@ -4,9 +4,9 @@
 #include <stdio.h>
 
 #include "ops/op_internal.h"
+#include "ops/op_scratch.h"
 #include "pipeline/pipeline_internal.h"
 #include "streams/error.h"
-
 
 /* ---- checks ------------------------------------------------------------------------------- */
 
@@ -66,25 +66,32 @@ plm_status plm__pipeline_check_io(const plm_pipeline *pl, const plm_stream *stre
 
 /* ---- steps -------------------------------------------------------------------------------- */
 
-/* Enqueue one step with the public op; the op checks its arguments again (cheaply). */
-static plm_status run_step(const plm__step *step, plm_stream *stream, plm_tensor *tensors) {
+/* Enqueue one step: with the public op, or, for an op with scratch, its _enqueue entry
+ * with the step's scratch in the slot's workspace (ops/op_scratch.h), so that nothing is
+ * allocated. The op checks its arguments again (cheaply). */
+static plm_status run_step(const plm__step *step, plm_stream *stream, plm_tensor *tensors,
+                           void *workspace) {
   plm_tensor *in[PLM__PIPE_MAX_IO], *out[PLM__PIPE_MAX_IO];
   for (int k = 0; k < PLM__PIPE_MAX_IO; k++) {
     in[k] = step->inputs[k] >= 0 ? &tensors[step->inputs[k]] : NULL;
     out[k] = step->outputs[k] >= 0 ? &tensors[step->outputs[k]] : NULL;
   }
+  void *scratch = step->scratch_bytes ? (char *)workspace + step->scratch_offset : NULL;
+  const size_t bytes = step->scratch_bytes;
   const plm__op_params *p = &step->params;
   switch (step->kind) {
     case PLM__OP_CONV2D: return plm_conv2d(stream, in[0], in[1], &p->conv2d, out[0]);
     case PLM__OP_SOBEL: return plm_sobel(stream, in[0], &p->sobel, out[0], out[1], out[2]);
-    case PLM__OP_ENTROPY: return plm_entropy(stream, in[0], &p->entropy, out[0]);
+    case PLM__OP_ENTROPY:
+      return plm__entropy_enqueue(stream, in[0], &p->entropy, out[0], scratch, bytes);
     case PLM__OP_THRESHOLD:
       /* In place, the output is the input's memory (plm_threshold allows it for u8). */
       return plm_threshold(stream, in[0], &p->threshold, step->in_place ? in[0] : out[0]);
-    case PLM__OP_LABEL: return plm_label(stream, in[0], &p->label, out[0], out[1]);
+    case PLM__OP_LABEL:
+      return plm__label_enqueue(stream, in[0], &p->label, out[0], out[1], scratch, bytes);
     case PLM__OP_REGIONS: return plm_regions(stream, in[0], in[1], in[2], out[0]);
     case PLM__OP_SOBEL_ENTROPY_THRESHOLD:
-      return plm_sobel_entropy_threshold(stream, in[0], &p->fused, out[0]);
+      return plm__sobel_entropy_threshold_enqueue(stream, in[0], &p->fused, out[0], scratch, bytes);
     case PLM__OP_SEGMENT: break; /* lowered at compile */
   }
   return plm__fail_raw(PLM_ERR_INTERNAL, "step kind %d cannot run", (int)step->kind);
@@ -110,7 +117,7 @@ plm_status plm__pipeline_enqueue(plm_pipeline *pl, int slot_index, plm_stream *s
     plm_stream *on = streams[step->stream];
     for (int w = 0; status == PLM_OK && w < step->wait_count; w++)
       status = plm_stream_wait_event(on, slot->events[step->waits[w]]);
-    if (status == PLM_OK) status = run_step(step, on, slot->tensors);
+    if (status == PLM_OK) status = run_step(step, on, slot->tensors, slot->workspace);
     if (status == PLM_OK && step->record >= 0)
       status = plm_event_record(slot->events[step->record], on);
     if (status != PLM_OK) failed = i;
@@ -149,16 +156,27 @@ plm_status plm_pipeline_run(plm_pipeline *pl, const plm_tensor *inputs, plm_tens
   return plm__propagate(status);
 }
 
+/* Whether run_step enqueues a step of this kind through something that takes memory from
+ * a pool per call. The switch has no default, so a new kind must be decided here. */
+static bool allocates_per_call(plm__op_kind kind) {
+  switch (kind) {
+    case PLM__OP_CONV2D:
+    case PLM__OP_SOBEL:
+    case PLM__OP_THRESHOLD:
+    case PLM__OP_REGIONS: return false; /* no scratch */
+    case PLM__OP_ENTROPY:
+    case PLM__OP_LABEL:
+    case PLM__OP_SOBEL_ENTROPY_THRESHOLD: return false; /* scratch from the workspace */
+    case PLM__OP_SEGMENT: return true; /* never a step (lowered); plm_segment would allocate */
+  }
+  return true;
+}
+
 bool plm__pipeline_capturable(const plm_pipeline *pl, char *why, size_t size) {
-  const bool on_cuda = pl->ctx->backend->kind == PLM_BACKEND_CUDA;
   for (int s = 0; s < pl->plan.step_count; s++) {
     const plm__step *step = &pl->plan.steps[s];
-    /* These ops take their scratch from a pool on every call (plume/entropy.h,
-     * plume/fused.h, plume/label.h): a replay would reuse the captured address. */
-    bool per_call = step->kind == PLM__OP_ENTROPY || step->kind == PLM__OP_SOBEL_ENTROPY_THRESHOLD ||
-                    (step->kind == PLM__OP_LABEL && on_cuda);
-    if (per_call) {
-      snprintf(why, size, "step %d '%s' takes scratch from the pool per call", s,
+    if (allocates_per_call(step->kind)) {
+      snprintf(why, size, "step %d '%s' takes memory from a pool per call", s,
                plm__op_name(step->kind));
       return false;
     }

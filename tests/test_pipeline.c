@@ -1,17 +1,22 @@
 /* tests/test_pipeline.c: pipelines (plume/pipeline.h) on the backend under test.
  *
  *   planner   hand-made and random graphs, compiled, then checked by a checker of its
- *             own: no two intermediates that may be live at once share a byte (happens-
+ *             own: no two workspace buffers (intermediates, and steps' scratch, each of
+ *             the size its op asks for) that may be live at once share a byte (happens-
  *             before worked out from the steps' streams and events by a transitive
  *             closure, independently of the planner's clocks), cross-stream reads are
  *             ordered, offsets are aligned, the workspace is at most the sum of the
- *             intermediates and, on chains on one stream, exactly the peak of live bytes;
+ *             buffers and, on chains on one stream, exactly the peak of live bytes;
  *   fusion    the recogniser on chains it must and must not fuse, and the substitution
  *             (planned; the fused pipeline is also run against the unfused one);
  *   parser    each kind of error and its message;
  *   results   pipelines against the same ops run one by one on the same stream: the same
  *             bytes (intensities are integers, so region sums are exact on either
  *             backend);
+ *   scratch   pipelines with entropy, the fused step, label and segment make no pool
+ *             allocation per frame (the pool's counters); the ops' _enqueue entries
+ *             (ops/op_scratch.h) refuse scratch that is too small, NULL, misaligned or
+ *             over an operand, and otherwise equal the public ops;
  *   lifecycle errors that leave a pipeline usable, and no leftovers (the fixture checks
  *             the context; the pool's live blocks are counted here).
  */
@@ -24,6 +29,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "ops/op_scratch.h"
 #include "pipeline/parse.h"
 #include "pipeline/pipeline_internal.h"
 
@@ -43,6 +49,30 @@ static uint64_t live_blocks(void) {
   plm_pool_stats stats;
   PLM_CHECK_OK(plm_pool_stats_get(plm_test_pool, &stats));
   return stats.live_blocks;
+}
+
+/* The scratch plm_entropy and plm_label ask for on the test's context, 256-aligned. */
+static size_t entropy_scratch(plm_dtype dtype, int64_t h, int64_t w,
+                              const plm_entropy_params *params) {
+  const plm_shape shape = {.dtype = dtype, .ndim = 2, .dims = {h, w}};
+  const plm_tensor in = plm__pipe_describe(plm_test_ctx, &shape);
+  size_t bytes = 0;
+  PLM_CHECK_OK(plm__entropy_scratch_bytes(plm_test_ctx, &in, params, &bytes));
+  return aligned(bytes);
+}
+
+static size_t label_scratch(int ndim, const int64_t *dims, int connectivity) {
+  plm_shape shape = {.dtype = PLM_DTYPE_U8, .ndim = ndim};
+  for (int d = 0; d < ndim; d++) shape.dims[d] = dims[d];
+  const plm_tensor mask = plm__pipe_describe(plm_test_ctx, &shape);
+  const plm_label_params params = {.connectivity = connectivity};
+  size_t bytes = 0;
+  PLM_CHECK_OK(plm__label_scratch_bytes(plm_test_ctx, &mask, &params, &bytes));
+  return aligned(bytes);
+}
+
+static size_t max_size(size_t a, size_t b) {
+  return a > b ? a : b;
 }
 
 /* A 3x3 f32 kernel constant. */
@@ -88,15 +118,33 @@ static bool *happens_before_closure(const plm__plan *plan) {
   return reach;
 }
 
-/* Every use of tensor a (its producer and its readers) happens before b's producer. */
-static bool uses_before(const plm__plan *plan, const bool *reach, int a, int b) {
-  const int n = plan->step_count, def = plan->tensors[b].producer;
-  for (int s = 0; s < n; s++) {
-    const plm__step *step = &plan->steps[s];
-    bool uses = plan->tensors[a].producer == s;
-    for (int k = 0; k < PLM__PIPE_MAX_IO; k++) uses |= step->inputs[k] == a;
-    if (uses && !reach[s * n + def]) return false;
-  }
+/* A buffer of the workspace as the checker sees it: an intermediate tensor, or the
+ * scratch of a step. */
+typedef struct region {
+  size_t begin, end;
+  int tensor; /* the tensor, or -1 for step's scratch */
+  int step;
+} region;
+
+/* The step that first writes region r. */
+static int first_write(const plm__plan *plan, const region *r) {
+  return r->tensor < 0 ? r->step : plan->tensors[r->tensor].producer;
+}
+
+/* Whether step s uses region r: produces or reads its tensor, or is its scratch's step. */
+static bool uses(const plm__plan *plan, const region *r, int s) {
+  if (r->tensor < 0) return s == r->step;
+  bool used = plan->tensors[r->tensor].producer == s;
+  for (int k = 0; k < PLM__PIPE_MAX_IO; k++) used |= plan->steps[s].inputs[k] == r->tensor;
+  return used;
+}
+
+/* Every use of a happens before b is first written. */
+static bool uses_before(const plm__plan *plan, const bool *reach, const region *a,
+                        const region *b) {
+  const int n = plan->step_count, def = first_write(plan, b);
+  for (int s = 0; s < n; s++)
+    if (uses(plan, a, s) && !reach[s * n + def]) return false;
   return true;
 }
 
@@ -107,6 +155,26 @@ static int group_of(const plm__plan *plan, int t) {
     if (p < 0 || !plan->steps[p].in_place || plan->steps[p].outputs[0] != t) return t;
     t = plan->steps[p].inputs[0];
   }
+}
+
+/* Regions that may share memory however they are used: one in-place group. */
+static bool same_memory(const plm__plan *plan, const region *a, const region *b) {
+  return a->tensor >= 0 && b->tensor >= 0 && group_of(plan, a->tensor) == group_of(plan, b->tensor);
+}
+
+/* The scratch step s's op asks for on the test's context (ops/op_scratch.h). */
+static size_t op_scratch(const plm__plan *plan, int s) {
+  const plm__step *step = &plan->steps[s];
+  const plm_tensor in = plm__pipe_describe(plm_test_ctx, &plan->tensors[step->inputs[0]].shape);
+  size_t bytes = 0;
+  if (step->kind == PLM__OP_ENTROPY)
+    PLM_CHECK_OK(plm__entropy_scratch_bytes(plm_test_ctx, &in, &step->params.entropy, &bytes));
+  if (step->kind == PLM__OP_LABEL)
+    PLM_CHECK_OK(plm__label_scratch_bytes(plm_test_ctx, &in, &step->params.label, &bytes));
+  if (step->kind == PLM__OP_SOBEL_ENTROPY_THRESHOLD)
+    PLM_CHECK_OK(
+        plm__sobel_entropy_threshold_scratch_bytes(plm_test_ctx, &in, &step->params.fused, &bytes));
+  return bytes;
 }
 
 static void check_plan(const plm__plan *plan) {
@@ -128,25 +196,46 @@ static void check_plan(const plm__plan *plan) {
                     t + 1, p);
     }
   }
-  size_t sum = 0;
-  for (int a = 0; a < plan->tensor_count; a++) {
-    if (plan->location[a] != PLM__AT_WORKSPACE) continue;
-    sum += aligned(plan->tensors[a].bytes);
-    ck_assert_uint_eq(plan->offset[a] % 256, 0);
-    ck_assert_uint_le(plan->offset[a] + plan->tensors[a].bytes, plan->workspace_bytes);
-    for (int b = 0; b < plan->tensor_count; b++) {
-      if (b == a || plan->location[b] != PLM__AT_WORKSPACE) continue;
-      size_t a0 = plan->offset[a], a1 = a0 + plan->tensors[a].bytes;
-      size_t b0 = plan->offset[b], b1 = b0 + plan->tensors[b].bytes;
-      if (a1 <= b0 || b1 <= a0 || group_of(plan, a) == group_of(plan, b)) continue;
-      ck_assert_msg(uses_before(plan, reach, a, b) || uses_before(plan, reach, b, a),
-                    "t%d [%zu, %zu) and t%d [%zu, %zu) share memory while both may be live", a + 1,
-                    a0, a1, b + 1, b0, b1);
+  /* The workspace's regions: the intermediates, then every step's scratch, of the size its
+   * op asks for. */
+  region *regions = calloc((size_t)plan->tensor_count + (size_t)n + 1, sizeof *regions);
+  ck_assert_ptr_nonnull(regions);
+  int count = 0;
+  size_t tensors = 0, scratch = 0;
+  for (int t = 0; t < plan->tensor_count; t++) {
+    if (plan->location[t] != PLM__AT_WORKSPACE) continue;
+    regions[count++] = (region){plan->offset[t], plan->offset[t] + plan->tensors[t].bytes, t, -1};
+    tensors += aligned(plan->tensors[t].bytes);
+  }
+  for (int v = 0; v < n; v++) {
+    const plm__step *step = &plan->steps[v];
+    ck_assert_msg(step->scratch_bytes == op_scratch(plan, v),
+                  "step %d: scratch %zu, its op needs %zu", v, step->scratch_bytes,
+                  op_scratch(plan, v));
+    if (!step->scratch_bytes) continue;
+    regions[count++] =
+        (region){step->scratch_offset, step->scratch_offset + step->scratch_bytes, -1, v};
+    scratch += aligned(step->scratch_bytes);
+  }
+  for (int a = 0; a < count; a++) {
+    ck_assert_uint_eq(regions[a].begin % 256, 0);
+    ck_assert_uint_le(regions[a].end, plan->workspace_bytes);
+    for (int b = a + 1; b < count; b++) {
+      const region *ra = &regions[a], *rb = &regions[b];
+      if (ra->end <= rb->begin || rb->end <= ra->begin || same_memory(plan, ra, rb)) continue;
+      ck_assert_msg(uses_before(plan, reach, ra, rb) || uses_before(plan, reach, rb, ra),
+                    "%s%d [%zu, %zu) and %s%d [%zu, %zu) share memory while both may be live",
+                    ra->tensor >= 0 ? "tensor t" : "the scratch of step ",
+                    ra->tensor >= 0 ? ra->tensor + 1 : ra->step, ra->begin, ra->end,
+                    rb->tensor >= 0 ? "tensor t" : "the scratch of step ",
+                    rb->tensor >= 0 ? rb->tensor + 1 : rb->step, rb->begin, rb->end);
     }
   }
-  ck_assert_uint_eq(sum, plan->intermediate_bytes);
-  ck_assert_uint_le(plan->workspace_bytes, plan->intermediate_bytes);
+  ck_assert_uint_eq(tensors, plan->intermediate_bytes);
+  ck_assert_uint_eq(scratch, plan->scratch_bytes);
+  ck_assert_uint_le(plan->workspace_bytes, plan->intermediate_bytes + plan->scratch_bytes);
   if (plan->stream_count == 1) ck_assert_uint_ge(plan->workspace_bytes, plan->peak_live_bytes);
+  free(regions);
   free(reach);
 }
 
@@ -176,10 +265,17 @@ START_TEST(test_default_chain_plan) {
   plm_plan_info info;
   PLM_CHECK_OK(plm_pipeline_plan_info(pl, &info));
   const size_t frame_f32 = 512 * 512 * 4, mask = 512 * 512;
-  /* sobel's and entropy's f32 live together at step 1: the peak. */
+  const plm_entropy_params ep = {.window = 16, .bins = 64, .range_auto = true};
+  const size_t entropy = entropy_scratch(PLM_DTYPE_F32, 512, 512, &ep);
+  const size_t label = label_scratch(2, dims, 8);
+  ck_assert_uint_gt(entropy, 0);
   ck_assert_uint_eq(info.intermediate_bytes, 2 * frame_f32 + mask + frame_f32);
-  ck_assert_uint_eq(info.peak_live_bytes, 2 * frame_f32);
-  ck_assert_uint_eq(info.workspace_bytes, 2 * frame_f32);
+  ck_assert_uint_eq(info.scratch_bytes, entropy + label);
+  /* The peak: sobel's and entropy's f32 and entropy's scratch at step 1, or the mask, the
+   * labels and label's scratch at step 3 (on cuda; none on host); the workspace is it. */
+  const size_t peak = max_size(2 * frame_f32 + entropy, mask + frame_f32 + label);
+  ck_assert_uint_eq(info.peak_live_bytes, peak);
+  ck_assert_uint_eq(info.workspace_bytes, peak);
   ck_assert_int_eq(info.nodes, 5);
   ck_assert_int_eq(info.steps, 5);
   ck_assert_int_eq(info.streams, 1);
@@ -187,13 +283,25 @@ START_TEST(test_default_chain_plan) {
   ck_assert_int_eq(info.fusable_chains, 0); /* range=auto is not fusable */
   ck_assert_int_eq(info.frames_in_flight, 1);
   check_plan(&pl->plan);
+  /* The description shows entropy's scratch where the plan put it, and the sum. */
+  const plm__step *step = &pl->plan.steps[1];
+  ck_assert_int_eq(step->kind, PLM__OP_ENTROPY);
+  char text[4096], line[160];
+  PLM_CHECK_OK(plm_pipeline_describe(pl, text, sizeof text, NULL));
+  snprintf(line, sizeof line, "\n    scratch %zu bytes at workspace[%zu, %zu)\n",
+           step->scratch_bytes, step->scratch_offset, step->scratch_offset + step->scratch_bytes);
+  ck_assert_msg(strstr(text, line) != NULL, "no '%s' in\n%s", line, text);
+  snprintf(line, sizeof line, "; intermediates %zu bytes; scratch %zu bytes; ",
+           info.intermediate_bytes, info.scratch_bytes);
+  ck_assert_msg(strstr(text, line) != NULL, "no '%s' in\n%s", line, text);
   PLM_CHECK_OK(plm_pipeline_destroy(pl));
 }
 END_TEST
 
 /* A chain of random ops whose sizes go up and down: on one stream the workspace must be
- * the peak of live bytes, max over steps of (input + output), computed here (no step in
- * place, so every tensor has memory of its own). */
+ * the peak of live bytes, max over steps of (input + output + the step's scratch),
+ * computed here (no step in place, so every tensor has memory of its own; entropy's auto
+ * range keeps sobel -> entropy -> threshold from being fused). */
 static void check_random_chain(uint64_t *seed, int length) {
   const int64_t dims[2] = {20 + (int64_t)(plm_test_random(seed) % 40),
                            20 + (int64_t)(plm_test_random(seed) % 40)};
@@ -205,9 +313,14 @@ static void check_random_chain(uint64_t *seed, int length) {
   for (int i = 0; i < length; i++) {
     plm_shape shape;
     PLM_CHECK_OK(plm_pipeline_tensor_shape(pl, t, &shape));
-    int choice = (int)(plm_test_random(seed) % 4);
+    int choice = (int)(plm_test_random(seed) % 5);
     if (choice == 1 && shape.dtype == PLM_DTYPE_U8) choice = 0; /* not in place: see above */
-    if (choice == 0) {
+    size_t scratch = 0;
+    if (choice == 4) {
+      plm_entropy_params ep = {.window = 3, .bins = 16, .range_auto = true};
+      scratch = entropy_scratch(shape.dtype, shape.dims[0], shape.dims[1], &ep);
+      PLM_CHECK_OK(plm_pipeline_add_entropy(pl, t, &ep, &t));
+    } else if (choice == 0) {
       plm_sobel_params sp = plm_sobel_params_default();
       PLM_CHECK_OK(plm_pipeline_add_sobel(pl, t, &sp, NULL, NULL, &t));
     } else if (choice == 1) {
@@ -224,7 +337,7 @@ static void check_random_chain(uint64_t *seed, int length) {
     }
     PLM_CHECK_OK(plm_pipeline_tensor_shape(pl, t, &shape));
     size_t bytes = i + 1 < length ? aligned(shape_bytes(&shape)) : 0; /* the last is an output */
-    if (previous + bytes > expected) expected = previous + bytes;
+    if (previous + bytes + scratch > expected) expected = previous + bytes + scratch;
     previous = bytes;
   }
   PLM_CHECK_OK(plm_pipeline_mark_output(pl, t));
@@ -330,7 +443,7 @@ START_TEST(test_random_dags_never_overlap_live_tensors) {
     ck_assert_int_le(info.streams, cfg.max_streams);
     multi_stream += info.streams > 1;
     if (cfg.flags & PLM_PLAN_NO_REUSE) {
-      ck_assert_uint_eq(info.workspace_bytes, info.intermediate_bytes);
+      ck_assert_uint_eq(info.workspace_bytes, info.intermediate_bytes + info.scratch_bytes);
       ck_assert_int_eq(info.in_place, 0);
     }
     PLM_CHECK_OK(plm_pipeline_destroy(pl));
@@ -426,7 +539,7 @@ START_TEST(test_in_place_and_no_reuse) {
     } else {
       ck_assert_int_eq(info.in_place, 0);
       ck_assert_uint_ne(plan->offset[m], plan->offset[inv]);
-      ck_assert_uint_eq(info.workspace_bytes, info.intermediate_bytes);
+      ck_assert_uint_eq(info.workspace_bytes, info.intermediate_bytes + info.scratch_bytes);
     }
     check_plan(plan);
     PLM_CHECK_OK(plm_pipeline_destroy(pl));
@@ -507,7 +620,7 @@ START_TEST(test_fusion_recogniser) {
     if (expected[variant]) {
       plm_plan_config cfg = {.frames_in_flight = 1, .max_streams = 4};
       plm__plan plan;
-      PLM_CHECK_OK(plm__plan_build(&pl->graph, &cfg, false, &plan));
+      PLM_CHECK_OK(plm__plan_build(pl->ctx, &pl->graph, &cfg, false, &plan));
       plm__fusion found[2];
       ck_assert_int_eq(plm__plan_find_fusions(&plan, found, 2), 1);
       ck_assert_int_eq(plan.steps[found[0].sobel].kind, PLM__OP_SOBEL);
@@ -530,7 +643,7 @@ START_TEST(test_fusion_substitution) {
     plm_pipeline *pl = sobel_entropy_threshold((chain_variant)variant);
     plm_plan_config cfg = {.frames_in_flight = 1, .max_streams = 4};
     plm__plan plan;
-    PLM_CHECK_OK(plm__plan_build(&pl->graph, &cfg, true, &plan));
+    PLM_CHECK_OK(plm__plan_build(pl->ctx, &pl->graph, &cfg, true, &plan));
     ck_assert_int_eq(plan.fused_steps, 1);
     ck_assert_int_eq(plan.steps[0].kind, PLM__OP_SOBEL_ENTROPY_THRESHOLD);
     ck_assert_int_eq(plan.steps[0].inputs[0], 0); /* the input frame */
@@ -539,14 +652,26 @@ START_TEST(test_fusion_substitution) {
     ck_assert_int_eq(plan.steps[0].nodes[2], 2);
     ck_assert_int_eq(plan.steps[0].params.fused.entropy.window, 5);
     ck_assert_double_eq(plan.steps[0].params.fused.threshold.value, 2.5);
+    /* The fused step's scratch (none on cuda at 32 bins: shared memory). */
+    size_t fused = 0;
+    const plm_shape frame = {.dtype = PLM_DTYPE_U16, .ndim = 2, .dims = {24, 30}};
+    const plm_tensor in = plm__pipe_describe(plm_test_ctx, &frame);
+    PLM_CHECK_OK(plm__sobel_entropy_threshold_scratch_bytes(plm_test_ctx, &in,
+                                                            &plan.steps[0].params.fused, &fused));
+    ck_assert_uint_eq(plan.steps[0].scratch_bytes, fused);
     if (variant == FUSABLE) {
       ck_assert_int_eq(plan.step_count, 1);
       ck_assert_int_eq(plan.location[plan.steps[0].outputs[0]], PLM__AT_OUTPUT);
-      ck_assert_uint_eq(plan.workspace_bytes, 0);
+      ck_assert_uint_eq(plan.workspace_bytes, aligned(fused));
     } else { /* then label and regions read the fused mask */
       ck_assert_int_eq(plan.step_count, 3);
       ck_assert_int_eq(plan.steps[1].inputs[0], plan.steps[0].outputs[0]);
-      ck_assert_uint_eq(plan.workspace_bytes, aligned(24 * 30) + aligned(24 * 30 * 4) + 256);
+      /* The mask and the fused scratch at step 0, or the mask, the labels, the count and
+       * label's scratch at step 1. */
+      const size_t label = label_scratch(2, frame.dims, 8);
+      ck_assert_uint_eq(plan.workspace_bytes,
+                        max_size(aligned(24 * 30) + aligned(fused),
+                                 aligned(24 * 30) + aligned(24 * 30 * 4) + 256 + label));
     }
     check_plan(&plan);
     plm__plan_free(&plan);
@@ -1032,7 +1157,8 @@ START_TEST(test_segment_equals_plm_segment) {
   plm_plan_info info;
   PLM_CHECK_OK(plm_pipeline_plan_info(pl, &info));
   ck_assert_int_eq(info.steps, 3); /* lowered */
-  ck_assert_uint_eq(info.workspace_bytes, aligned(40 * 56) + aligned(40 * 56 * 4));
+  ck_assert_uint_eq(info.workspace_bytes,
+                    aligned(40 * 56) + aligned(40 * 56 * 4) + label_scratch(2, dims, 4));
   check_against_reference(pl, segment_reference, 255, 2, 5, 1);
   PLM_CHECK_OK(plm_pipeline_destroy(pl));
 }
@@ -1060,12 +1186,238 @@ START_TEST(test_in_place_batch_equals_ops) {
   plm_plan_info info;
   PLM_CHECK_OK(plm_pipeline_plan_info(pl, &info));
   ck_assert_int_eq(info.in_place, 1);
-  ck_assert_uint_eq(info.workspace_bytes, aligned(3 * 30 * 40));
+  ck_assert_uint_eq(info.workspace_bytes, aligned(3 * 30 * 40) + label_scratch(3, dims, 8));
   plm_shape count;
   PLM_CHECK_OK(plm_pipeline_output_shape(pl, 1, &count));
   ck_assert_int_eq(count.dims[0], 3);
   check_against_reference(pl, in_place_reference, 1200, 2, 77, 1);
   PLM_CHECK_OK(plm_pipeline_destroy(pl));
+}
+END_TEST
+
+/* ---- scratch: from the workspace, never the pool ------------------------------------------ */
+
+static plm_pool_stats pool_stats(void) {
+  plm_pool_stats stats;
+  PLM_CHECK_OK(plm_pool_stats_get(plm_test_pool, &stats));
+  return stats;
+}
+
+/* Pipelines whose steps need scratch (entropy, the fused step, label on cuda, segment's
+ * parts) run frame after frame without one plm_pool_alloc: every step's scratch is in the
+ * slot's workspace. The same ops called directly do allocate, so the counter is live. */
+START_TEST(test_no_pool_allocation_per_frame) {
+  static const char *const texts[] = {
+      "sobel ! entropy window=7 bins=32 range=auto ! threshold value=3 ! label ! regions",
+      /* fused; 1024 bins take global histograms on cuda */
+      "sobel ! entropy window=5 bins=1024 range=0,3000 ! threshold value=4 ! label "
+      "connectivity=4",
+      "segment value=500 cmp=ge capacity=64",
+  };
+  const int64_t dims[2] = {40, 72};
+  uint64_t seed = 17;
+  for (int p = 0; p < 3; p++) {
+    plm_pipeline *pl = NULL;
+    PLM_CHECK_OK(plm_pipeline_parse(plm_test_ctx, texts[p], PLM_DTYPE_U16, 2, dims, &pl));
+    plm_plan_config cfg = {.frames_in_flight = 2};
+    PLM_CHECK_OK(plm_pipeline_compile(pl, &cfg));
+    plm_plan_info info;
+    PLM_CHECK_OK(plm_pipeline_plan_info(pl, &info));
+    if (p < 2) ck_assert_uint_gt(info.scratch_bytes, 0);
+    ck_assert_int_eq(info.fused_steps, p == 1);
+    plm_shape shape;
+    plm_tensor in, out[2];
+    PLM_CHECK_OK(plm_pipeline_input_shape(pl, 0, &shape));
+    in = device_tensor(&shape);
+    void *host = random_frame(PLM_DTYPE_U16, 40 * 72, 1000, &seed);
+    PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, in.data, host, plm_tensor_bytes(&in),
+                                   PLM_COPY_HOST_TO_DEVICE));
+    for (int o = 0; o < 2; o++) {
+      PLM_CHECK_OK(plm_pipeline_output_shape(pl, o, &shape));
+      out[o] = device_tensor(&shape);
+    }
+    PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+    free(host);
+    const plm_pool_stats before = pool_stats();
+    for (int f = 0; f < 6; f++) PLM_CHECK_OK(plm_pipeline_run(pl, &in, out, plm_test_stream));
+    PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+    const plm_pool_stats after = pool_stats();
+    ck_assert_msg(after.requests == before.requests, "'%s': %llu pool allocations in 6 frames",
+                  texts[p], (unsigned long long)(after.requests - before.requests));
+    ck_assert_uint_eq(after.upstream_allocs, before.upstream_allocs);
+    ck_assert_uint_eq(after.live_blocks, before.live_blocks);
+    PLM_CHECK_OK(plm_pipeline_destroy(pl));
+    release(&in);
+    release(&out[0]);
+    release(&out[1]);
+  }
+  /* The counter sees the ops' own scratch: plm_entropy called directly allocates. */
+  const int64_t one[2] = {16, 16};
+  plm_tensor a, b;
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_U8, 2, one, &a));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, one, &b));
+  PLM_CHECK_OK(plm_stream_memset(plm_test_stream, a.data, 3, plm_tensor_bytes(&a)));
+  const plm_entropy_params ep = {.window = 3};
+  const plm_pool_stats before = pool_stats();
+  PLM_CHECK_OK(plm_entropy(plm_test_stream, &a, &ep, &b));
+  ck_assert_uint_eq(pool_stats().requests, before.requests + 1);
+  release(&a);
+  release(&b);
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+}
+END_TEST
+
+/* A device tensor of dtype and dims filled with random integers up to top. */
+static plm_tensor random_tensor(plm_dtype dtype, int ndim, const int64_t *dims, uint32_t top,
+                                uint64_t *seed) {
+  plm_shape shape = {.dtype = dtype, .ndim = ndim};
+  for (int d = 0; d < ndim; d++) shape.dims[d] = dims[d];
+  plm_tensor t = device_tensor(&shape);
+  void *host = random_frame(dtype, plm_tensor_numel(&t), top, seed);
+  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, t.data, host, plm_tensor_bytes(&t),
+                                 PLM_COPY_HOST_TO_DEVICE));
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+  free(host);
+  return t;
+}
+
+static void assert_same(const plm_tensor *a, const plm_tensor *b, const char *what) {
+  void *x = to_host(a), *y = to_host(b);
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+  ck_assert_msg(memcmp(x, y, plm_tensor_bytes(a)) == 0, "%s: the _enqueue result differs", what);
+  free(x);
+  free(y);
+}
+
+/* The refusals every _enqueue shares, for an op needing `needed` bytes: call(scratch,
+ * bytes) enqueues the op with that scratch; `operand` is one of its operands' data. */
+typedef plm_status (*enqueue_fn)(void *scratch, size_t bytes);
+
+static void check_refusals(const char *op, enqueue_fn call, size_t needed, void *operand) {
+  char message[128];
+  snprintf(message, sizeof message, "scratch_bytes %zu is less than the %zu bytes %s needs",
+           needed - 1, needed, op);
+  void *block = NULL;
+  PLM_CHECK_OK(plm_pool_alloc(plm_test_pool, needed + 512, plm_test_stream, &block));
+  PLM_CHECK_FAILS(call(block, needed - 1), PLM_ERR_INVALID_ARG, message);
+  ck_assert_int_eq(strncmp(plm_last_error(), "scratch_bytes ", 14), 0); /* raw */
+  PLM_CHECK_FAILS(call(NULL, needed), PLM_ERR_INVALID_ARG, "scratch is NULL but");
+  PLM_CHECK_FAILS(call((char *)block + 64, needed), PLM_ERR_INVALID_ARG, "is not 256-byte aligned");
+  PLM_CHECK_FAILS(call(operand, needed), PLM_ERR_INVALID_ARG, "scratch overlaps ");
+  PLM_CHECK_OK(plm_pool_free(plm_test_pool, block, plm_test_stream));
+}
+
+static plm_tensor e_in, e_out, e_mask, e_labels, e_count, e_table;
+static plm_entropy_params e_params = {.window = 5, .bins = 16, .range_lo = 0, .range_hi = 100};
+static plm_sobel_entropy_threshold_params f_params = {
+    .entropy = {.window = 5, .bins = 1024, .range_lo = 0, .range_hi = 3000},
+    .threshold = {.value = 4}};
+static plm_label_params l_params = {.connectivity = 8};
+static plm_segment_params s_params = {.value = 500, .compare = PLM_COMPARE_GE};
+
+static plm_status entropy_with(void *scratch, size_t bytes) {
+  return plm__entropy_enqueue(plm_test_stream, &e_in, &e_params, &e_out, scratch, bytes);
+}
+static plm_status fused_with(void *scratch, size_t bytes) {
+  return plm__sobel_entropy_threshold_enqueue(plm_test_stream, &e_in, &f_params, &e_mask, scratch,
+                                              bytes);
+}
+static plm_status label_with(void *scratch, size_t bytes) {
+  return plm__label_enqueue(plm_test_stream, &e_mask, &l_params, &e_labels, &e_count, scratch,
+                            bytes);
+}
+static plm_status segment_with(void *scratch, size_t bytes) {
+  return plm__segment_enqueue(plm_test_stream, &e_in, &s_params, &e_labels, &e_count, &e_table,
+                              scratch, bytes);
+}
+
+/* Each _enqueue: sized by its _scratch_bytes, refuses scratch that is too small, NULL,
+ * misaligned or over an operand, checks its arguments with the public op's messages (raw),
+ * and with enough scratch gives the public op's result. */
+START_TEST(test_enqueue_takes_the_callers_scratch) {
+  const int64_t dims[2] = {24, 40};
+  uint64_t seed = 5;
+  e_in = random_tensor(PLM_DTYPE_U16, 2, dims, 1000, &seed);
+  plm_shape f32 = {.dtype = PLM_DTYPE_F32, .ndim = 2, .dims = {24, 40}};
+  e_out = device_tensor(&f32);
+  plm_tensor expected = device_tensor(&f32);
+  plm_tensor u8_out = random_tensor(PLM_DTYPE_U8, 2, dims, 1, &seed);
+
+  /* entropy */
+  size_t needed = 0;
+  PLM_CHECK_OK(plm__entropy_scratch_bytes(plm_test_ctx, &e_in, &e_params, &needed));
+  ck_assert_uint_gt(needed, 0);
+  check_refusals("entropy", entropy_with, needed, e_out.data);
+  PLM_CHECK_FAILS(plm__entropy_enqueue(plm_test_stream, &e_in, &e_params, &u8_out, NULL, 0),
+                  PLM_ERR_INVALID_ARG, "out->dtype u8 is not f32");
+  ck_assert_str_eq(plm_last_error(), "out->dtype u8 is not f32"); /* raw */
+  PLM_CHECK_FAILS(plm_entropy(plm_test_stream, &e_in, &e_params, &u8_out), PLM_ERR_INVALID_ARG,
+                  "plm_entropy: out->dtype u8 is not f32");
+  PLM_CHECK_FAILS(plm__entropy_enqueue(NULL, &e_in, &e_params, &e_out, NULL, 0),
+                  PLM_ERR_INVALID_ARG, "stream is NULL");
+  void *block = NULL;
+  PLM_CHECK_OK(plm_pool_alloc(plm_test_pool, needed, plm_test_stream, &block));
+  PLM_CHECK_OK(entropy_with(block, needed));
+  PLM_CHECK_OK(plm_entropy(plm_test_stream, &e_in, &e_params, &expected));
+  assert_same(&e_out, &expected, "entropy");
+  PLM_CHECK_OK(plm_pool_free(plm_test_pool, block, plm_test_stream));
+
+  /* sobel_entropy_threshold */
+  e_mask = random_tensor(PLM_DTYPE_U8, 2, dims, 1, &seed);
+  PLM_CHECK_OK(plm__sobel_entropy_threshold_scratch_bytes(plm_test_ctx, &e_in, &f_params, &needed));
+  ck_assert_uint_gt(needed, 0);
+  check_refusals("sobel_entropy_threshold", fused_with, needed, e_mask.data);
+  PLM_CHECK_OK(plm_pool_alloc(plm_test_pool, needed, plm_test_stream, &block));
+  PLM_CHECK_OK(fused_with(block, needed));
+  PLM_CHECK_OK(plm_sobel_entropy_threshold(plm_test_stream, &e_in, &f_params, &u8_out));
+  assert_same(&e_mask, &u8_out, "sobel_entropy_threshold");
+  PLM_CHECK_OK(plm_pool_free(plm_test_pool, block, plm_test_stream));
+
+  /* label: none on host */
+  plm_shape i32 = {.dtype = PLM_DTYPE_I32, .ndim = 2, .dims = {24, 40}};
+  plm_shape count = {.dtype = PLM_DTYPE_I32, .ndim = 1, .dims = {1}};
+  e_labels = device_tensor(&i32);
+  e_count = device_tensor(&count);
+  plm_tensor labels = device_tensor(&i32), n = device_tensor(&count);
+  PLM_CHECK_OK(plm__label_scratch_bytes(plm_test_ctx, &e_mask, &l_params, &needed));
+  if (plm_test_backend == PLM_BACKEND_HOST) ck_assert_uint_eq(needed, 0);
+  if (needed > 0) check_refusals("label", label_with, needed, e_labels.data);
+  block = NULL;
+  if (needed > 0) PLM_CHECK_OK(plm_pool_alloc(plm_test_pool, needed, plm_test_stream, &block));
+  PLM_CHECK_OK(label_with(block, needed));
+  PLM_CHECK_OK(plm_label(plm_test_stream, &e_mask, &l_params, &labels, &n));
+  assert_same(&e_labels, &labels, "label");
+  assert_same(&e_count, &n, "label's count");
+  if (block) PLM_CHECK_OK(plm_pool_free(plm_test_pool, block, plm_test_stream));
+
+  /* segment: its mask, then label's */
+  plm_shape table = {.dtype = PLM_DTYPE_F64, .ndim = 2, .dims = {64, PLM_REGION_COLUMNS}};
+  e_table = device_tensor(&table);
+  plm_tensor expected_table = device_tensor(&table);
+  PLM_CHECK_OK(plm__segment_scratch_bytes(plm_test_ctx, &e_in, &s_params, &needed));
+  ck_assert_uint_ge(needed, aligned(24 * 40));
+  check_refusals("segment", segment_with, needed, e_table.data);
+  PLM_CHECK_OK(plm_pool_alloc(plm_test_pool, needed, plm_test_stream, &block));
+  PLM_CHECK_OK(segment_with(block, needed));
+  PLM_CHECK_OK(plm_segment(plm_test_stream, &e_in, &s_params, &labels, &n, &expected_table));
+  assert_same(&e_labels, &labels, "segment's labels");
+  assert_same(&e_table, &expected_table, "segment's table");
+  PLM_CHECK_OK(plm_pool_free(plm_test_pool, block, plm_test_stream));
+
+  /* The sizes refuse what the ops refuse, raw. */
+  plm_entropy_params bad = {.window = 0};
+  PLM_CHECK_FAILS(plm__entropy_scratch_bytes(plm_test_ctx, &e_in, &bad, &needed),
+                  PLM_ERR_INVALID_ARG, "params->window 0 is not in 1..255");
+  ck_assert_int_eq(strncmp(plm_last_error(), "params->", 8), 0);
+  PLM_CHECK_FAILS(plm__label_scratch_bytes(plm_test_ctx, &e_in, &l_params, &needed),
+                  PLM_ERR_INVALID_ARG, "mask->dtype u16 is not u8");
+  PLM_CHECK_FAILS(plm__entropy_scratch_bytes(NULL, &e_in, &e_params, &needed), PLM_ERR_INVALID_ARG,
+                  "ctx is NULL");
+
+  plm_tensor *all[] = {&e_in,    &e_out,  &expected, &u8_out,  &e_mask,        &e_labels,
+                       &e_count, &labels, &n,        &e_table, &expected_table};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) release(all[i]);
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
 }
 END_TEST
 
@@ -1280,6 +1632,13 @@ static Suite *pipeline_suite(void) {
   tcase_add_test(results, test_segment_equals_plm_segment);
   tcase_add_test(results, test_in_place_batch_equals_ops);
   suite_add_tcase(suite, results);
+
+  TCase *scratch_case = tcase_create("scratch");
+  plm_test_add_fixture(scratch_case);
+  plm_test_add_stream_fixture(scratch_case);
+  tcase_add_test(scratch_case, test_no_pool_allocation_per_frame);
+  tcase_add_test(scratch_case, test_enqueue_takes_the_callers_scratch);
+  suite_add_tcase(suite, scratch_case);
 
   TCase *lifecycle = tcase_create("lifecycle");
   plm_test_add_fixture(lifecycle);

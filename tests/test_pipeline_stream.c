@@ -2,11 +2,13 @@
  *
  *   order     every frame reaches the sink exactly once, in order, with its own
  *             results, for 1..4 frames in flight; the source's end and max_frames;
- *   results   a detection chain streamed equals plm_pipeline_run frame by frame;
+ *   results   two detection chains (one with entropy and label, whose scratch is in the
+ *             workspace) streamed equal plm_pipeline_run frame by frame;
  *   failures  a source or sink failing at frame k: frames 0..k-1 delivered, none after,
  *             failed_frame k, the message names k; the pipeline runs again afterwards;
- *   report    frames/s, latencies, graphs (refused with a note where there are none),
- *             the copy/compute timing and its overlap bounds;
+ *   report    frames/s, latencies, graphs (refused with a note where there are none;
+ *             on cuda every frame after the warm-ups replays, with or without steps
+ *             that take scratch), the copy/compute timing and its overlap bounds;
  *   errors    NULL arguments, a negative max_frames, a pipeline not compiled.
  * The fixture's context teardown fails any test that leaves an object behind.
  */
@@ -167,11 +169,15 @@ static plm_status chain_sink(void *user, int64_t frame, const void *const *outpu
   return PLM_OK;
 }
 
-static const char *const CHAIN =
+/* Two chains: the second's entropy and label take scratch (from the workspace, so on cuda
+ * its frames after the warm-ups are graph replays too). */
+static const char *const CHAINS[] = {
     "conv2d kernel=gauss:3:1.0 pad=same border=replicate ! threshold value=520 ! label "
-    "connectivity=8 ! regions capacity=200";
+    "connectivity=8 ! regions capacity=200",
+    "sobel ! entropy window=5 bins=16 range=auto ! threshold value=3 ! label connectivity=4 ! "
+    "regions capacity=200"};
 
-START_TEST(test_streamed_results_equal_runs_one_by_one) {
+static void check_streamed_chain(const char *chain) {
   const int64_t dims[2] = {H, W};
   chain_feed c = {0};
   c.frames = malloc(CHAIN_FRAMES * PIXELS * sizeof *c.frames);
@@ -182,7 +188,7 @@ START_TEST(test_streamed_results_equal_runs_one_by_one) {
 
   /* The expected results: plm_pipeline_run on one frame at a time. */
   plm_pipeline *one = NULL;
-  PLM_CHECK_OK(plm_pipeline_parse(plm_test_ctx, CHAIN, PLM_DTYPE_U16, 2, dims, &one));
+  PLM_CHECK_OK(plm_pipeline_parse(plm_test_ctx, chain, PLM_DTYPE_U16, 2, dims, &one));
   PLM_CHECK_OK(plm_pipeline_compile(one, NULL));
   int outputs = 0;
   PLM_CHECK_OK(plm_pipeline_io_count(one, NULL, &outputs));
@@ -214,7 +220,7 @@ START_TEST(test_streamed_results_equal_runs_one_by_one) {
 
   /* Streamed with 3 frames in flight. */
   plm_pipeline *streamed = NULL;
-  PLM_CHECK_OK(plm_pipeline_parse(plm_test_ctx, CHAIN, PLM_DTYPE_U16, 2, dims, &streamed));
+  PLM_CHECK_OK(plm_pipeline_parse(plm_test_ctx, chain, PLM_DTYPE_U16, 2, dims, &streamed));
   plm_plan_config cfg = {.frames_in_flight = 3};
   PLM_CHECK_OK(plm_pipeline_compile(streamed, &cfg));
   plm_shape count_shape;
@@ -228,6 +234,10 @@ START_TEST(test_streamed_results_equal_runs_one_by_one) {
   PLM_CHECK_OK(plm_pipeline_destroy(streamed));
   for (int o = 0; o < 2; o++) free(c.expected[o]);
   free(c.frames);
+}
+
+START_TEST(test_streamed_results_equal_runs_one_by_one) {
+  for (size_t i = 0; i < sizeof CHAINS / sizeof CHAINS[0]; i++) check_streamed_chain(CHAINS[i]);
 }
 END_TEST
 
@@ -321,6 +331,31 @@ START_TEST(test_the_report) {
   PLM_CHECK_OK(plm_pipeline_run_stream(pl, threshold_source, threshold_sink, &f, &options, &report));
   ck_assert_int_eq(report.graph_replays, 0);
   ck_assert_str_eq(report.graphs_note, "");
+  PLM_CHECK_OK(plm_pipeline_destroy(pl));
+
+  /* A plan whose entropy and label take scratch: it is in the workspace, so on cuda this
+   * plan is captured and replayed like the threshold's. */
+  const int64_t dims[2] = {H, W};
+  PLM_CHECK_OK(plm_pipeline_parse(plm_test_ctx,
+                                  "entropy window=5 bins=16 ! threshold value=2 ! label ! regions "
+                                  "capacity=64",
+                                  PLM_DTYPE_U16, 2, dims, &pl));
+  plm_plan_config cfg = {.frames_in_flight = 3};
+  PLM_CHECK_OK(plm_pipeline_compile(pl, &cfg));
+  plm_plan_info info;
+  PLM_CHECK_OK(plm_pipeline_plan_info(pl, &info));
+  ck_assert_uint_gt(info.scratch_bytes, 0);
+  f = feed_of(30);
+  PLM_CHECK_OK(plm_pipeline_run_stream(pl, threshold_source, NULL, &f, NULL, &report));
+  ck_assert_int_eq(report.frames_delivered, 30);
+  if (plm_test_backend == PLM_BACKEND_HOST) {
+    ck_assert_int_eq(report.graph_replays, 0);
+    ck_assert_msg(strstr(report.graphs_note, "the host backend has no graphs") != NULL, "%s",
+                  report.graphs_note);
+  } else {
+    ck_assert_msg(report.graphs_used, "%s", report.graphs_note);
+    ck_assert_int_eq(report.graph_replays, 30 - 3);
+  }
   PLM_CHECK_OK(plm_pipeline_destroy(pl));
 }
 END_TEST

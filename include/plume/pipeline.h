@@ -42,12 +42,15 @@
  *   - streams: independent branches run on up to cfg->max_streams streams per frame,
  *     joined by events; the first stream is the caller's;
  *   - lifetimes and memory: every intermediate gets a fixed offset in one workspace per
- *     frame in flight (256-byte aligned). Two intermediates share memory only when every
- *     use of one is ordered (by stream order or an event) before the other is written.
- *     Offsets come from the smallest of three placements (greedy by size with best fit;
- *     in order, best fit; in order, alternating the low and high end of a workspace the
- *     size of the peak of live bytes); on a chain on one stream the workspace is that
- *     peak, which no plan can beat;
+ *     frame in flight (256-byte aligned), and so does the scratch of every step whose
+ *     operation needs working memory besides its operands (entropy's histograms, the
+ *     fused step's, label's on cuda), sized at compile for the pipeline's context from
+ *     the shapes; a step's scratch is live during that step only. Two of these buffers
+ *     share memory only when every use of one is ordered (by stream order or an event)
+ *     before the other is written. Offsets come from the smallest of three placements
+ *     (greedy by size with best fit; in order, best fit; in order, alternating the low
+ *     and high end of a workspace the size of the peak of live bytes); on a chain on
+ *     one stream the workspace is that peak, which no plan can beat;
  *   - in place: threshold writes its mask over its input when the input is a u8
  *     intermediate read by nothing else (the only op whose contract allows its output to
  *     be its input). conv2d, sobel, entropy, label and regions never run in place.
@@ -57,17 +60,19 @@
  * ---- memory ----------------------------------------------------------------------------
  * At compile, cfg->frames_in_flight workspaces (one per frame slot) and the constants
  * come from cfg->pool (the context's default pool when NULL), once; they go back at
- * destroy. A run allocates nothing of its own. Some operations take scratch memory per
- * call, in stream order: entropy (its histograms) from the context's default pool, which
- * serves them from cached blocks after the first frame, and label on cuda (flags, ranks
- * and the prefix sum's storage) from cudaMallocAsync on the device's default memory
- * pool, whose release threshold is CUDA's (plume does not change it).
+ * destroy. A run allocates nothing from any pool, on either backend: the scratch that
+ * entropy, the fused step and label (on cuda) take from the context's default pool per
+ * call when called directly (plume/entropy.h, plume/fused.h, plume/label.h) is, in a
+ * pipeline, a part of the slot's workspace (plm_plan_info's scratch_bytes). So every
+ * step's memory is fixed, and plm_pipeline_run_stream can capture any plan into a CUDA
+ * graph. (On host, the CPU conv2d and sobel kernels still malloc working buffers of
+ * their own per work chunk, inside the kernel: kernels/cpu/conv.c. No pool is involved.)
  *
  * ---- threads and blocking ---------------------------------------------------------------
  * Building, compiling and destroying a pipeline are for one thread at a time. After
  * compile, the queries (plm_pipeline_plan_info, plm_pipeline_describe, the shapes) are
  * thread-safe. plm_pipeline_run must not be called from two threads at once on one
- * pipeline. compile and destroy block; run does not (beyond what plm_pool_alloc may);
+ * pipeline. compile and destroy block; run does not;
  * none of them may be called from a host callback (plm_stream_enqueue_host).
  *
  * A pipeline belongs to its context: plm_context_destroy destroys a pipeline left
@@ -255,11 +260,14 @@ PLM_API plm_status plm_pipeline_compile(plm_pipeline *pl, const plm_plan_config 
 
 /* What the plan came to. */
 typedef struct plm_plan_info {
-  size_t workspace_bytes;    /* per frame slot */
-  size_t intermediate_bytes; /* the intermediates' bytes summed (each 256-aligned): the
-                                workspace without reuse */
-  size_t peak_live_bytes;    /* the most intermediate bytes live at one step, in the
-                                plan's order: the least any single-stream plan needs */
+  size_t workspace_bytes;    /* per frame slot: the intermediates and the steps' scratch */
+  size_t intermediate_bytes; /* the intermediates' bytes summed (each 256-aligned), scratch
+                                not counted */
+  size_t scratch_bytes;      /* the steps' scratch summed (each 256-aligned); the workspace
+                                without reuse is intermediate_bytes + scratch_bytes */
+  size_t peak_live_bytes;    /* the most intermediate and scratch bytes live at one step,
+                                in the plan's order: the least any single-stream plan
+                                needs */
   size_t constant_bytes;     /* the constants' block, shared by all slots */
   int frames_in_flight;      /* K */
   int nodes;                 /* nodes added */
@@ -305,9 +313,9 @@ PLM_API plm_status plm_pipeline_tensor_shape(const plm_pipeline *pl, plm_pipe_te
  * the device, whatever streams they are given. Every argument is checked before
  * anything is enqueued. Errors: PLM_ERR_INVALID_ARG (the argument named),
  * PLM_ERR_INVALID_STATE (not compiled; from a host callback); an operation's failure
- * while enqueueing (PLM_ERR_OUT_OF_MEMORY for its scratch, PLM_ERR_BACKEND) is
- * returned with the step named, the frame's outputs are then undefined, and the
- * pipeline stays usable. */
+ * while enqueueing (PLM_ERR_BACKEND: a launch refused) is returned with the step named,
+ * the frame's outputs are then undefined, and the pipeline stays usable. Nothing is
+ * allocated: every step's scratch is in the workspace. */
 PLM_API plm_status plm_pipeline_run(plm_pipeline *pl, const plm_tensor *inputs, plm_tensor *outputs,
                                     plm_stream *stream);
 

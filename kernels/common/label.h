@@ -45,7 +45,7 @@ typedef struct plm__label_args {
   const uint8_t *mask;
   int32_t *labels; /* also the union-find parents while the kernels run */
   int32_t *count;  /* one per frame */
-  void *scratch;   /* CUDA only: plm__label_cuda_scratch_bytes bytes, from the pool */
+  void *scratch;   /* CUDA only: plm__label_cuda_scratch_bytes bytes (ops/op_scratch.h) */
   int64_t frames;
   int64_t height, width; /* height * width <= INT32_MAX */
   int connectivity;      /* 4 or 8 */
@@ -338,9 +338,11 @@ void plm__regions_cpu(const plm__regions_args *args);
 
 /* Enqueue the CUDA kernels (kernels/cuda/label.cu) on a cudaStream_t, with the
  * context's device current. plm__label_cuda needs args->scratch of the size
- * plm__label_cuda_scratch_bytes gives (it asks CUB, which enqueues nothing): the
- * ranks of the batch and the prefix sum's temporary storage, 256-byte aligned. */
-plm_status plm__label_cuda_scratch_bytes(void *stream, const plm__label_args *args, size_t *bytes);
+ * plm__label_cuda_scratch_bytes gives: the ranks of the batch and the prefix sum's
+ * temporary storage, 256-byte aligned. The size depends on the shape and on the current
+ * device's architecture (CUB picks its tiles by it): call it with the context's device
+ * current; it needs no stream, enqueues nothing and reads none of args' pointers. */
+plm_status plm__label_cuda_scratch_bytes(const plm__label_args *args, size_t *bytes);
 plm_status plm__label_cuda(void *stream, const plm__label_args *args);
 plm_status plm__regions_cuda(void *stream, const plm__regions_args *args);
 

@@ -22,8 +22,8 @@
  *      last pixel's own flag (read from the parents: a root is its own parent).
  *   6. label_number: a pixel's label is its root's rank within the frame, plus one.
  * The scratch (the ranks and CUB's temporary storage, plm__label_cuda_scratch_bytes)
- * is the caller's: ops/label.c takes it from the context's default pool in stream
- * order.
+ * is the caller's (ops/op_scratch.h): plm_label takes it from the context's default
+ * pool in stream order, a pipeline gives it from its workspace.
  *
  * regions accumulates in the table itself: atomicAdd on doubles for the sums, and
  * compare-and-swap loops for the bounds and the maximum (taken only when a pixel
@@ -199,13 +199,13 @@ __global__ void regions_finish(double *table, const int32_t *count, int64_t capa
 
 }  // namespace
 
-extern "C" plm_status plm__label_cuda_scratch_bytes(void *stream, const plm__label_args *args,
-                                                    size_t *bytes) {
+extern "C" plm_status plm__label_cuda_scratch_bytes(const plm__label_args *args, size_t *bytes) {
   const int64_t total = args->frames * args->height * args->width;
   size_t temp_bytes = 0;
-  /* With no temporary storage CUB only sizes it: nothing is enqueued. */
-  plm_status status = scan_error(cub::DeviceScan::ExclusiveSum(NULL, temp_bytes, (uint32_t *)NULL,
-                                                               total, (cudaStream_t)stream));
+  /* With no temporary storage CUB only sizes it (for the current device): nothing is
+   * enqueued, so no stream is needed. */
+  plm_status status = scan_error(
+      cub::DeviceScan::ExclusiveSum(NULL, temp_bytes, (uint32_t *)NULL, total, (cudaStream_t)0));
   if (status != PLM_OK) return status;
   *bytes = ranks_bytes(args) + (temp_bytes ? temp_bytes : 1);
   return PLM_OK;
