@@ -197,6 +197,22 @@ static plm_status score_files(const demo_files *files, char *err, size_t err_siz
   return PLM_OK;
 }
 
+/* "the host backend: AMD EPYC 7B13 (2 cores)": the device a context on backend gets. */
+static plm_status describe_device(plm_backend backend, char *text, size_t size) {
+  plm_context_config config = {.backend = backend};
+  plm_context *ctx = NULL;
+  plm_device_info info;
+  plm_status status = plm_context_create(&config, &ctx);
+  if (status == PLM_OK) status = plm_context_device_info(ctx, &info);
+  if (status == PLM_OK && info.backend == PLM_BACKEND_CUDA)
+    snprintf(text, size, "the cuda backend: %s (%d SMs)", info.name, info.multiprocessors);
+  else if (status == PLM_OK)
+    snprintf(text, size, "the %s backend: %s (%d cores)", plm_backend_name(info.backend), info.name,
+             info.multiprocessors);
+  if (ctx && plm_context_destroy(ctx) != PLM_OK && status == PLM_OK) status = PLM_ERR_INTERNAL;
+  return status;
+}
+
 static int demo_failure(const demo_files *files, bool keep, plm_status status, const char *err) {
   fprintf(stderr, "plume demo: %s\n", err);
   close_workdir(files, keep);
@@ -211,18 +227,22 @@ int demo_command_main(int argc, char **argv) {
   demo_files files = {0};
   if ((exit_code = open_workdir(workdir, &files)) != 0) return exit_code;
   const double started = now_s();
+  /* The backend is checked before the scene is written: an unusable one fails at once. */
+  char device[320] = "";
+  plm_status status = describe_device(config.detect.backend, device, sizeof device);
+  if (status != PLM_OK) return demo_failure(&files, config.keep, status, plm_last_error());
   const scene_config *sc = &config.scene;
   printf("plume demo: %lld frames of %lldx%lld (seed %llu) through the default pipeline\n  %s\n",
          (long long)sc->frames, (long long)sc->height, (long long)sc->width,
          (unsigned long long)sc->seed, config.detect.pipeline);
-  printf("files in %s (%s)\n\n", files.dir, config.keep ? "kept" : "removed at the end");
+  printf("on %s\nfiles in %s (%s)\n\n", device, files.dir,
+         config.keep ? "kept" : "removed at the end");
   fflush(stdout);
 
   char err[DETECT_ERROR_SIZE] = "";
   int64_t plumes = 0;
   double step = now_s();
-  plm_status status =
-      scene_write_files(sc, files.frames, files.truth, true, &plumes, err, sizeof err);
+  status = scene_write_files(sc, files.frames, files.truth, true, &plumes, err, sizeof err);
   if (status != PLM_OK) return demo_failure(&files, config.keep, status, err);
   printf("scene: %lld frames, %lld plumes in the truth, written in %.2f s\n", (long long)sc->frames,
          (long long)plumes, now_s() - step);

@@ -299,6 +299,22 @@ cmp -s <(grep -E "^(precision|recall|centroid error):" demo.txt) \
 run 0 "demo --workdir" demo --frames 5 --size 64,64 --workdir made
 checks=$((checks + 1))
 [[ ! -e made ]] || fail "demo --workdir left $(ls -R made)"
+# Without a GPU, --backend cuda fails before any scene is written, leaving nothing.
+if "$plume" info | grep -q "cuda: no device"; then
+  checks=$((checks + 1))
+  "$plume" demo --backend cuda --workdir nocuda >out.txt 2>err.txt
+  rc=$?
+  [[ ($rc == 1 || $rc == 2) && $(wc -l <err.txt) == 1 ]] && grep -q "^plume demo: " err.txt ||
+    fail "demo --backend cuda without a GPU: exit $rc: $(cat err.txt)"
+  checks=$((checks + 1))
+  [[ ! -e nocuda ]] && ! grep -q "^scene:" out.txt || fail "demo --backend cuda wrote a scene"
+  checks=$((checks + 1))
+  "$plume" detect --frames s.npy --pipeline "$pipeline" --out x.csv --backend cuda 2>err.txt
+  rc=$?
+  [[ ($rc == 1 || $rc == 2) && $(wc -l <err.txt) == 1 ]] ||
+    fail "detect --backend cuda without a GPU: exit $rc: $(cat err.txt)"
+  absent "detect --backend cuda" x.csv
+fi
 run 2 "demo --frames 0" demo --frames 0
 run 2 "demo --size" demo --size 8,8
 run 2 "demo --seed" demo --seed -1
