@@ -4,6 +4,7 @@
 #include "apps/demo.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -52,6 +53,28 @@ static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- interruptions ------------------------------------------------------------------------
+ * A default demo writes a 1 GiB scene: an interrupted one (Ctrl-C, a closed pipe, a
+ * terminal gone, kill) must not leave it behind. The handler only raises a flag; the
+ * scene's writer and the detection's source look at it before each frame, stop, and
+ * the normal failure path removes every file. */
+
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int signo) {
+  interrupted = signo;
+}
+
+static void catch_signals(void) {
+  struct sigaction action;
+  memset(&action, 0, sizeof action);
+  action.sa_handler = on_signal;
+  sigemptyset(&action.sa_mask);
+  const int signals[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
+  for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++)
+    sigaction(signals[i], &action, NULL);
 }
 
 /* ---- the working folder ----------------------------------------------------------------- */
@@ -157,7 +180,8 @@ static int parse_arguments(int argc, char **argv, demo_config *config, const cha
     return EXIT_USAGE;
   }
   detect_config *detect = &config->detect;
-  *detect = (detect_config){.pipeline = PLUME_DEFAULT_PIPELINE, .show_progress = true};
+  *detect = (detect_config){
+      .pipeline = PLUME_DEFAULT_PIPELINE, .show_progress = true, .stop = &interrupted};
   if (backend && plm_backend_parse(backend, &detect->backend) != PLM_OK) {
     fprintf(stderr, "plume demo: --backend '%.60s' is not host, cuda or auto\n", backend);
     return EXIT_USAGE;
@@ -213,9 +237,15 @@ static plm_status describe_device(plm_backend backend, char *text, size_t size) 
   return status;
 }
 
+/* Report a failure, remove the files (unless kept); an interruption exits 128 + signal. */
 static int demo_failure(const demo_files *files, bool keep, plm_status status, const char *err) {
-  fprintf(stderr, "plume demo: %s\n", err);
   close_workdir(files, keep);
+  if (interrupted) {
+    fprintf(stderr, "plume demo: interrupted by signal %d (%s)%s\n", (int)interrupted, err,
+            keep ? "" : "; its files are removed");
+    return 128 + interrupted;
+  }
+  fprintf(stderr, "plume demo: %s\n", err);
   return detect_exit_code(status);
 }
 
@@ -224,6 +254,7 @@ int demo_command_main(int argc, char **argv) {
   const char *workdir = NULL;
   int exit_code = parse_arguments(argc, argv, &config, &workdir);
   if (exit_code >= 0) return exit_code;
+  catch_signals(); /* before the folder exists: a signal before it leaves nothing */
   demo_files files = {0};
   if ((exit_code = open_workdir(workdir, &files)) != 0) return exit_code;
   const double started = now_s();
@@ -242,7 +273,8 @@ int demo_command_main(int argc, char **argv) {
   char err[DETECT_ERROR_SIZE] = "";
   int64_t plumes = 0;
   double step = now_s();
-  status = scene_write_files(sc, files.frames, files.truth, true, &plumes, err, sizeof err);
+  status = scene_write_files(sc, files.frames, files.truth, true, &interrupted, &plumes, err,
+                             sizeof err);
   if (status != PLM_OK) return demo_failure(&files, config.keep, status, err);
   printf("scene: %lld frames, %lld plumes in the truth, written in %.2f s\n", (long long)sc->frames,
          (long long)plumes, now_s() - step);
@@ -257,6 +289,10 @@ int demo_command_main(int argc, char **argv) {
   detect_print_summary(stdout, &detected);
 
   status = score_files(&files, err, sizeof err);
+  if (status == PLM_OK && interrupted) {
+    snprintf(err, sizeof err, "after the score");
+    status = PLM_ERR_INVALID_STATE;
+  }
   if (status != PLM_OK) return demo_failure(&files, config.keep, status, err);
 
   printf("\ndemo: %.1f s in all\n", now_s() - started);

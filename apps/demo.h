@@ -11,7 +11,9 @@
  *     detections.csv) are removed at the end unless --keep.
  *
  * Exit codes as `plume detect`'s: 0 success; 1 a runtime failure; 2 bad usage or a
- * working folder that cannot be used, with a one-line message on stderr.
+ * working folder that cannot be used, with a one-line message on stderr. SIGINT,
+ * SIGTERM, SIGHUP and SIGPIPE stop it before the next frame: it removes its files
+ * (unless --keep) and exits with 128 + the signal.
  */
 #ifndef PLUME_APPS_DEMO_H
 #define PLUME_APPS_DEMO_H

@@ -116,6 +116,9 @@ static plm_status read_frame(void *user, int64_t frame, void *const *inputs, boo
     *end = true;
     return PLM_OK;
   }
+  if (job->config->stop && *job->config->stop)
+    return keep_failure(job, fail(job->scratch, sizeof job->scratch, PLM_ERR_INVALID_STATE,
+                                  "interrupted at frame %lld", (long long)frame));
   return keep_failure(
       job, frame_reader_read(job->reader, frame, inputs[0], job->scratch, sizeof job->scratch));
 }

@@ -31,6 +31,7 @@
 #ifndef PLUME_APPS_DETECT_H
 #define PLUME_APPS_DETECT_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -54,6 +55,9 @@ typedef struct detect_config {
   plm_backend backend;     /* PLM_BACKEND_AUTO (0), HOST or CUDA */
   int frames_in_flight;    /* K, 1..PLM_PIPELINE_MAX_FRAMES; 0: the default above */
   bool show_progress;      /* a progress bar on stderr when it is a terminal */
+  /* When not NULL and *stop becomes non-zero (a signal handler's flag), the run stops
+   * before its next frame with PLM_ERR_INVALID_STATE ("interrupted"), leaving no file. */
+  const volatile sig_atomic_t *stop;
 } detect_config;
 
 typedef struct detect_result {

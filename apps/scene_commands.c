@@ -65,8 +65,9 @@ static plm_status scene_release(scene_run *r, plm_status status) {
 }
 
 plm_status scene_write_files(const scene_config *config, const char *frames_path,
-                             const char *truth_path, bool show_progress, int64_t *plume_rows,
-                             char *err, size_t err_size) {
+                             const char *truth_path, bool show_progress,
+                             const volatile sig_atomic_t *stop, int64_t *plume_rows, char *err,
+                             size_t err_size) {
   scene_run r = {0};
   plm_status status = scene_create(config, &r.scene, err, err_size);
   if (status != PLM_OK) return scene_release(&r, status);
@@ -88,6 +89,10 @@ plm_status scene_write_files(const scene_config *config, const char *frames_path
   if (show_progress) progress_begin(&r.bar, "scene", "frames", n);
   int64_t plumes = 0;
   for (int64_t t = 0; t < n; t++) {
+    if (stop && *stop) {
+      snprintf(err, err_size, "interrupted at frame %lld of the scene", (long long)t);
+      return scene_release(&r, PLM_ERR_INVALID_STATE);
+    }
     int count = 0;
     if ((status = scene_render(r.scene, t, r.pixels, r.rows, &count, err, err_size)) != PLM_OK)
       return scene_release(&r, status);
@@ -122,7 +127,7 @@ static int scene_write(const scene_config *config, const char *out_path, const c
   char err[ERROR_SIZE] = "";
   int64_t plumes = 0;
   plm_status status =
-      scene_write_files(config, out_path, truth_path, false, &plumes, err, sizeof err);
+      scene_write_files(config, out_path, truth_path, false, NULL, &plumes, err, sizeof err);
   if (status != PLM_OK) {
     /* Exit 1 when out of memory, else 2. */
     fprintf(stderr, "plume scene: %s\n", err);

@@ -284,6 +284,22 @@ checks=$((checks + 1))
 grep -Eq "^centroid error: +mean 0\.[0-9]+ px" demo.txt || fail "demo centroid error: $(cat demo.txt)"
 checks=$((checks + 1))
 [[ -z $(ls -A tmp) ]] || fail "demo left files in TMPDIR: $(ls -R tmp)"
+# Interrupted (Ctrl-C, kill) while it writes a long scene: exit 128 + the signal, one line,
+# and no file left behind.
+if command -v timeout >/dev/null; then
+  for sig in INT TERM; do
+    checks=$((checks + 1))
+    TMPDIR=$PWD/tmp timeout --preserve-status -s $sig 0.5 "$plume" demo --frames 100000 \
+      --size 64,64 >out.txt 2>err.txt
+    rc=$?
+    [[ ($sig == INT && $rc == 130) || ($sig == TERM && $rc == 143) ]] ||
+      fail "demo interrupted by SIG$sig: exit $rc: $(cat err.txt)"
+    checks=$((checks + 1))
+    [[ -z $(ls -A tmp) ]] || fail "demo interrupted by SIG$sig left files: $(ls -R tmp)"
+  done
+else
+  echo "note: no 'timeout' command: the demo's interruption is not checked"
+fi
 # --workdir and --keep: the files stay, and plume score reads the same figures from them.
 run 0 "demo --keep" demo --frames 60 --size 256,256 --workdir kept --keep --streams 2 --backend host
 checks=$((checks + 1))
