@@ -11,6 +11,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "plume/label.h"
+
 static plm_status fail(char *err, size_t err_size, const char *path, int64_t line,
                        plm_status status, const char *fmt, ...) {
   if (!err || err_size == 0) return status;
@@ -190,4 +192,40 @@ plm_status csv_read(const char *path, csv_table *out, char *err, size_t err_size
   free(text);
   if (status != PLM_OK) csv_free(out);
   return status;
+}
+
+/* ---- regions tables -------------------------------------------------------------------- */
+
+/* snprintf's count, clamped to what buf holds. */
+static size_t written(int n, size_t size) {
+  if (n < 0) return 0;
+  return (size_t)n < size ? (size_t)n : (size ? size - 1 : 0);
+}
+
+size_t csv_regions_header(char *buf, size_t size, bool frame, bool intensity) {
+  return written(
+      snprintf(buf, size,
+               "%slabel,area,min_row,min_col,max_row,max_col,centroid_row,centroid_col%s\n",
+               frame ? "frame," : "", intensity ? ",sum,max,wcentroid_row,wcentroid_col" : ""),
+      size);
+}
+
+size_t csv_regions_row(char *buf, size_t size, int64_t frame, const double *row, bool intensity) {
+  char frame_text[32] = "";
+  if (frame >= 0) snprintf(frame_text, sizeof frame_text, "%lld,", (long long)frame);
+  int n;
+  if (intensity)
+    n = snprintf(buf, size, "%s%lld,%lld,%lld,%lld,%lld,%lld,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g\n",
+                 frame_text, (long long)row[PLM_REGION_LABEL], (long long)row[PLM_REGION_AREA],
+                 (long long)row[PLM_REGION_MIN_ROW], (long long)row[PLM_REGION_MIN_COL],
+                 (long long)row[PLM_REGION_MAX_ROW], (long long)row[PLM_REGION_MAX_COL],
+                 row[PLM_REGION_CENTROID_ROW], row[PLM_REGION_CENTROID_COL], row[PLM_REGION_SUM],
+                 row[PLM_REGION_MAX], row[PLM_REGION_WCENTROID_ROW], row[PLM_REGION_WCENTROID_COL]);
+  else
+    n = snprintf(buf, size, "%s%lld,%lld,%lld,%lld,%lld,%lld,%.17g,%.17g\n", frame_text,
+                 (long long)row[PLM_REGION_LABEL], (long long)row[PLM_REGION_AREA],
+                 (long long)row[PLM_REGION_MIN_ROW], (long long)row[PLM_REGION_MIN_COL],
+                 (long long)row[PLM_REGION_MAX_ROW], (long long)row[PLM_REGION_MAX_COL],
+                 row[PLM_REGION_CENTROID_ROW], row[PLM_REGION_CENTROID_COL]);
+  return written(n, size);
 }

@@ -1,4 +1,5 @@
-/* apps/csv.h: a small reader of numeric CSV tables for the command-line tool.
+/* apps/csv.h: numeric CSV tables for the command-line tool: a small reader, and the
+ * writer of regions tables.
  *
  * The tables plume writes (truth tables, region tables, detections): a header line of
  * column names, then rows of numbers, every field separated by one comma, no quoting.
@@ -17,6 +18,7 @@
 #ifndef PLUME_APPS_CSV_H
 #define PLUME_APPS_CSV_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -50,5 +52,22 @@ int csv_column(const csv_table *table, const char *name);
 static inline double csv_value(const csv_table *table, int64_t r, int c) {
   return table->values[r * table->columns + c];
 }
+
+/* ---- regions tables ------------------------------------------------------------------
+ * The CSV of region statistics that `plume op label --regions` and `plume detect` write:
+ * an optional first column frame, then the columns of plume/label.h's regions table,
+ * label,area,min_row,min_col,max_row,max_col,centroid_row,centroid_col, and with an
+ * intensity image sum,max,wcentroid_row,wcentroid_col. The integer columns are written
+ * as integers, the others with %.17g (read back exactly; NaN as "nan").
+ *
+ * Both functions write into buf (size bytes, NUL-terminated, as snprintf) and return the
+ * length of the line, its newline included; CSV_REGIONS_ROW_SIZE bytes always hold one. */
+enum { CSV_REGIONS_ROW_SIZE = 512 };
+
+/* The header line; frame: with the frame column. */
+size_t csv_regions_header(char *buf, size_t size, bool frame, bool intensity);
+
+/* One row of a regions table (PLM_REGION_COLUMNS doubles); frame < 0: no frame column. */
+size_t csv_regions_row(char *buf, size_t size, int64_t frame, const double *row, bool intensity);
 
 #endif /* PLUME_APPS_CSV_H */

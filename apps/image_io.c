@@ -309,7 +309,10 @@ static plm_status read_f64_as_f32(reader *r, float *dst, int64_t count) {
   return status;
 }
 
-static plm_status read_npy(reader *r, image *out) {
+/* Read and check a .npy header: out gets the dtype (f64 read as f32 unless keep_f64) and
+ * the dims, no data; *data_offset is where the data starts and *file_item the bytes of
+ * one element in the file. The file holds exactly the data the header promises. */
+static plm_status read_npy_header(reader *r, image *out, uint64_t *data_offset, size_t *file_item) {
   unsigned char preamble[12];
   plm_status status = read_exact(r, preamble, 8, "the .npy preamble");
   if (status != PLM_OK) return status;
@@ -338,11 +341,10 @@ static plm_status read_npy(reader *r, image *out) {
   free(text);
   if (status != PLM_OK) return status;
 
-  size_t file_item = 0;
-  if (!npy_dtype(h.descr, &file_item, &out->dtype))
+  if (!npy_dtype(h.descr, file_item, &out->dtype))
     return READ_FAIL(r, PLM_ERR_UNSUPPORTED,
                      "unsupported dtype '%s' (supported: <f4, <f8, |u1, <u2, <i4)", h.descr);
-  if (file_item == 8 && r->keep_f64) out->dtype = PLM_DTYPE_F64;
+  if (*file_item == 8 && r->keep_f64) out->dtype = PLM_DTYPE_F64;
   if (h.fortran_order)
     return READ_FAIL(r, PLM_ERR_UNSUPPORTED,
                      "fortran_order is True: only C-order arrays are supported "
@@ -358,11 +360,24 @@ static plm_status read_npy(reader *r, image *out) {
                      h.ndim, (long long)IMAGE_MAX_ELEMENTS);
   out->ndim = h.ndim;
   for (int i = 0; i < h.ndim; i++) out->dims[i] = h.dims[i];
-  status = check_data_size(r, offset, (uint64_t)numel * file_item);
+  *data_offset = offset;
+  return check_data_size(r, offset, (uint64_t)numel * *file_item);
+}
+
+/* Read count elements of file_item bytes at the file's position into dst, as dtype. */
+static plm_status read_npy_data(reader *r, void *dst, int64_t count, size_t file_item,
+                                plm_dtype dtype) {
+  if (file_item == 8 && dtype == PLM_DTYPE_F32) return read_f64_as_f32(r, dst, count);
+  return read_exact(r, dst, (size_t)count * file_item, "the data");
+}
+
+static plm_status read_npy(reader *r, image *out) {
+  uint64_t offset = 0;
+  size_t file_item = 0;
+  plm_status status = read_npy_header(r, out, &offset, &file_item);
   if (status == PLM_OK) status = alloc_data(r, out);
   if (status != PLM_OK) return status;
-  if (file_item == 8 && !r->keep_f64) return read_f64_as_f32(r, out->data, numel);
-  return read_exact(r, out->data, (size_t)numel * file_item, "the data");
+  return read_npy_data(r, out->data, image_numel(out), file_item, out->dtype);
 }
 
 /* ---- PGM (P5) ------------------------------------------------------------------------ */
@@ -526,6 +541,54 @@ static plm_status read_png(reader *r, image *out) {
 
 /* ---- reading ------------------------------------------------------------------------- */
 
+typedef enum file_format { FORMAT_NPY, FORMAT_PGM, FORMAT_PNG } file_format;
+
+/* Open r->path, check that it is a regular file, set r->size and recognise the format by
+ * the first bytes. On failure the file is closed again (r->file NULL). */
+static plm_status open_image_file(reader *r, file_format *format) {
+  r->file = fopen(r->path, "rb");
+  if (!r->file) return READ_FAIL(r, PLM_ERR_IO, "cannot open: %s", strerror(errno));
+  struct stat st;
+  plm_status status = PLM_OK;
+  if (fstat(fileno(r->file), &st) != 0)
+    status = READ_FAIL(r, PLM_ERR_IO, "cannot stat: %s", strerror(errno));
+  else if (!S_ISREG(st.st_mode))
+    status = READ_FAIL(r, PLM_ERR_IO, "not a regular file");
+  if (status == PLM_OK) {
+    r->size = (uint64_t)st.st_size;
+    unsigned char magic[8] = {0};
+    size_t got = fread(magic, 1, sizeof magic, r->file);
+    rewind(r->file);
+    if (got == 0)
+      status = READ_FAIL(r, PLM_ERR_IO, "the file is empty");
+    else if (got >= 6 && memcmp(magic, "\x93NUMPY", 6) == 0)
+      *format = FORMAT_NPY;
+    else if (got >= 2 && magic[0] == 'P' && magic[1] == '5')
+      *format = FORMAT_PGM;
+    else if (got == 8 && png_sig_cmp(magic, 0, 8) == 0)
+      *format = FORMAT_PNG;
+    else if (got >= 2 && magic[0] == 'P' && magic[1] >= '1' && magic[1] <= '7')
+      status = READ_FAIL(r, PLM_ERR_UNSUPPORTED,
+                         "Netpbm P%c file: only binary graymaps (P5) are read", magic[1]);
+    else
+      status = READ_FAIL(r, PLM_ERR_IO, "not a .npy, PGM (P5) or PNG file (unknown magic)");
+  }
+  if (status != PLM_OK) {
+    fclose(r->file);
+    r->file = NULL;
+  }
+  return status;
+}
+
+static plm_status read_format(reader *r, file_format format, image *out) {
+  switch (format) {
+    case FORMAT_NPY: return read_npy(r, out);
+    case FORMAT_PGM: return read_pgm(r, out);
+    case FORMAT_PNG: return read_png(r, out);
+  }
+  return READ_FAIL(r, PLM_ERR_INTERNAL, "unknown format %d", (int)format);
+}
+
 static plm_status read_image(const char *path, const image_allocator *allocator, bool keep_f64,
                              image *out, char *err, size_t err_size, const char *caller) {
   if (err && err_size) err[0] = '\0';
@@ -537,33 +600,10 @@ static plm_status read_image(const char *path, const image_allocator *allocator,
               .keep_f64 = keep_f64,
               .err = err,
               .err_size = err_size};
-  r.file = fopen(path, "rb");
-  if (!r.file) return READ_FAIL(&r, PLM_ERR_IO, "cannot open: %s", strerror(errno));
-  struct stat st;
-  plm_status status = PLM_OK;
-  if (fstat(fileno(r.file), &st) != 0)
-    status = READ_FAIL(&r, PLM_ERR_IO, "cannot stat: %s", strerror(errno));
-  else if (!S_ISREG(st.st_mode))
-    status = READ_FAIL(&r, PLM_ERR_IO, "not a regular file");
-  if (status == PLM_OK) {
-    r.size = (uint64_t)st.st_size;
-    unsigned char magic[8] = {0};
-    size_t got = fread(magic, 1, sizeof magic, r.file);
-    rewind(r.file);
-    if (got == 0)
-      status = READ_FAIL(&r, PLM_ERR_IO, "the file is empty");
-    else if (got >= 6 && memcmp(magic, "\x93NUMPY", 6) == 0)
-      status = read_npy(&r, out);
-    else if (got >= 2 && magic[0] == 'P' && magic[1] == '5')
-      status = read_pgm(&r, out);
-    else if (got == 8 && png_sig_cmp(magic, 0, 8) == 0)
-      status = read_png(&r, out);
-    else if (got >= 2 && magic[0] == 'P' && magic[1] >= '1' && magic[1] <= '7')
-      status = READ_FAIL(&r, PLM_ERR_UNSUPPORTED,
-                         "Netpbm P%c file: only binary graymaps (P5) are read", magic[1]);
-    else
-      status = READ_FAIL(&r, PLM_ERR_IO, "not a .npy, PGM (P5) or PNG file (unknown magic)");
-  }
+  file_format format = FORMAT_NPY;
+  plm_status status = open_image_file(&r, &format);
+  if (status != PLM_OK) return status;
+  status = read_format(&r, format, out);
   fclose(r.file);
   if (status != PLM_OK) image_free(out, r.allocator);
   return status;
@@ -577,6 +617,122 @@ plm_status image_read(const char *path, const image_allocator *allocator, image 
 plm_status image_read_keep_f64(const char *path, const image_allocator *allocator, image *out,
                                char *err, size_t err_size) {
   return read_image(path, allocator, true, out, err, err_size, "image_read_keep_f64");
+}
+
+/* ---- reading frame by frame ----------------------------------------------------------- */
+
+struct image_frames {
+  char *path;
+  FILE *file;       /* an open .npy; NULL for a file read whole */
+  uint64_t size;    /* the .npy's bytes */
+  uint64_t offset;  /* where its data starts */
+  size_t file_item; /* bytes per element in the file */
+  image frame;      /* dtype and (H, W) of a frame */
+  int64_t count;    /* frames */
+  void *whole;      /* the pixels of a PGM or PNG (or NULL) */
+};
+
+void image_frames_close(image_frames *f) {
+  if (!f) return;
+  if (f->file) fclose(f->file);
+  free(f->whole);
+  free(f->path);
+  free(f);
+}
+
+plm_status image_frames_open(const char *path, image *frame, int64_t *count, image_frames **out,
+                             char *err, size_t err_size) {
+  if (err && err_size) err[0] = '\0';
+  if (out) *out = NULL;
+  if (!path) return fail(err, err_size, "image_frames_open", PLM_ERR_INVALID_ARG, "path is NULL");
+  if (!frame || !count || !out)
+    return fail(err, err_size, path, PLM_ERR_INVALID_ARG, "%s is NULL",
+                !frame   ? "frame"
+                : !count ? "count"
+                         : "out");
+  image_frames *f = calloc(1, sizeof *f);
+  if (f) f->path = malloc(strlen(path) + 1);
+  if (!f || !f->path) {
+    free(f);
+    return fail(err, err_size, path, PLM_ERR_OUT_OF_MEMORY, "out of memory");
+  }
+  strcpy(f->path, path);
+  reader r = {.path = f->path, .allocator = &default_allocator, .err = err, .err_size = err_size};
+  file_format format = FORMAT_NPY;
+  image whole = {0};
+  plm_status status = open_image_file(&r, &format);
+  if (status == PLM_OK && format == FORMAT_NPY) {
+    status = read_npy_header(&r, &whole, &f->offset, &f->file_item);
+    f->file = r.file;
+    f->size = r.size;
+  } else if (status == PLM_OK) {
+    status = read_format(&r, format, &whole);
+    fclose(r.file);
+    f->whole = whole.data;
+  }
+  if (status != PLM_OK) {
+    image_frames_close(f);
+    return status;
+  }
+  f->count = whole.ndim == 3 ? whole.dims[0] : 1;
+  f->frame = (image){.dtype = whole.dtype,
+                     .ndim = 2,
+                     .dims = {whole.dims[whole.ndim - 2], whole.dims[whole.ndim - 1]}};
+  *frame = f->frame;
+  *count = f->count;
+  *out = f;
+  return PLM_OK;
+}
+
+/* Read bytes at offset `at` of the .npy into dst with pread (no stdio buffer, so a file
+ * changed since open is seen as it is now). */
+static plm_status frames_pread(image_frames *f, int64_t k, void *dst, size_t bytes, uint64_t at,
+                               char *err, size_t err_size) {
+  size_t done = 0;
+  while (done < bytes) {
+    ssize_t n = pread(fileno(f->file), (char *)dst + done, bytes - done, (off_t)(at + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0)
+      return fail(err, err_size, f->path, PLM_ERR_IO, "frame %lld: reading failed: %s",
+                  (long long)k, strerror(errno));
+    if (n == 0)
+      return fail(err, err_size, f->path, PLM_ERR_IO,
+                  "frame %lld: truncated: the file ends %zu bytes into the frame's %zu",
+                  (long long)k, done, bytes);
+    done += (size_t)n;
+  }
+  return PLM_OK;
+}
+
+plm_status image_frames_read(image_frames *f, int64_t k, void *dst, char *err, size_t err_size) {
+  if (err && err_size) err[0] = '\0';
+  if (!f) return fail(err, err_size, "image_frames_read", PLM_ERR_INVALID_ARG, "frames is NULL");
+  if (!dst) return fail(err, err_size, f->path, PLM_ERR_INVALID_ARG, "dst is NULL");
+  if (k < 0 || k >= f->count)
+    return fail(err, err_size, f->path, PLM_ERR_INVALID_ARG, "frame %lld is not in 0..%lld",
+                (long long)k, (long long)(f->count - 1));
+  if (f->whole) {
+    memcpy(dst, f->whole, image_bytes(&f->frame));
+    return PLM_OK;
+  }
+  const int64_t numel = image_numel(&f->frame);
+  const uint64_t at = f->offset + (uint64_t)k * (uint64_t)numel * f->file_item;
+  if (!(f->file_item == 8 && f->frame.dtype == PLM_DTYPE_F32))
+    return frames_pread(f, k, dst, (size_t)numel * f->file_item, at, err, err_size);
+  /* '<f8' narrowed to f32, a chunk at a time. */
+  enum { CHUNK = 8192 };
+  double *chunk = malloc(CHUNK * sizeof *chunk);
+  if (!chunk) return fail(err, err_size, f->path, PLM_ERR_OUT_OF_MEMORY, "out of memory");
+  plm_status status = PLM_OK;
+  float *out = dst;
+  for (int64_t i = 0; i < numel && status == PLM_OK; i += CHUNK) {
+    int64_t n = numel - i < CHUNK ? numel - i : CHUNK;
+    status =
+        frames_pread(f, k, chunk, (size_t)n * sizeof *chunk, at + (uint64_t)i * 8, err, err_size);
+    for (int64_t j = 0; status == PLM_OK && j < n; j++) out[i + j] = f64_to_f32(chunk[j]);
+  }
+  free(chunk);
+  return status;
 }
 
 /* ---- writing .npy -------------------------------------------------------------------- */

@@ -73,6 +73,30 @@ plm_status image_read(const char *path, const image_allocator *allocator, image 
 plm_status image_read_keep_f64(const char *path, const image_allocator *allocator, image *out,
                                char *err, size_t err_size);
 
+/* ---- reading frame by frame ----------------------------------------------------------
+ * An image_frames reads the frames of one image file as they are needed, so that a long
+ * stack is never held in memory:
+ *   - a 3-D .npy (N, H, W) is N frames, each read from the file when it is asked for
+ *     (the header and the file's size are checked at open, as image_read checks them);
+ *   - a 2-D .npy, a PGM or a PNG is one frame (a PGM or PNG is read whole at open).
+ * Frames have the dtype image_read would give ('<f8' is read as f32). One thread at a
+ * time per image_frames; frames may be read in any order. */
+typedef struct image_frames image_frames;
+
+/* Open path; frame gets the dtype and the shape of one frame (ndim 2, dims H, W; its
+ * data is NULL) and count the number of frames. Errors as image_read's; *out is NULL on
+ * failure. */
+plm_status image_frames_open(const char *path, image *frame, int64_t *count, image_frames **out,
+                             char *err, size_t err_size);
+
+/* Read frame k (0..count-1) into dst (image_bytes of the frame). Errors:
+ * PLM_ERR_INVALID_ARG (NULL arguments, k out of range), PLM_ERR_IO (the file changed
+ * since open: "path: frame 12: truncated: ..."), PLM_ERR_OUT_OF_MEMORY. */
+plm_status image_frames_read(image_frames *f, int64_t k, void *dst, char *err, size_t err_size);
+
+/* Close; NULL is a no-op. */
+void image_frames_close(image_frames *f);
+
 /* Give back the data of an image from image_read (with the same allocator) and
  * clear its data pointer. NULL or an image without data is a no-op. */
 void image_free(image *img, const image_allocator *allocator);

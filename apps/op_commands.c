@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "apps/csv.h"
 #include "apps/image_io.h"
 #include "plume/plume.h"
 
@@ -324,21 +325,18 @@ static void text_append(text_buffer *b, const char *fmt, ...) {
 
 /* The header of a regions CSV: a frame column for stacks, the intensity columns. */
 static void append_regions_header(text_buffer *csv, bool stack, bool intensity) {
-  text_append(csv, "%slabel,area,min_row,min_col,max_row,max_col,centroid_row,centroid_col%s\n",
-              stack ? "frame," : "", intensity ? ",sum,max,wcentroid_row,wcentroid_col" : "");
+  char line[CSV_REGIONS_ROW_SIZE];
+  csv_regions_header(line, sizeof line, stack, intensity);
+  text_append(csv, "%s", line);
 }
 
 /* n rows of a regions table as CSV lines; frame < 0: no frame column. */
 static void append_regions_rows(text_buffer *csv, const double *rows, int64_t n, int64_t frame,
                                 bool intensity) {
+  char line[CSV_REGIONS_ROW_SIZE];
   for (int64_t j = 0; j < n; j++) {
-    const double *row = rows + (size_t)j * PLM_REGION_COLUMNS;
-    if (frame >= 0) text_append(csv, "%lld,", (long long)frame);
-    text_append(csv, "%lld,%lld,%lld,%lld,%lld,%lld,%.17g,%.17g", (long long)row[0],
-                (long long)row[1], (long long)row[2], (long long)row[3], (long long)row[4],
-                (long long)row[5], row[6], row[7]);
-    if (intensity) text_append(csv, ",%.17g,%.17g,%.17g,%.17g", row[8], row[9], row[10], row[11]);
-    text_append(csv, "\n");
+    csv_regions_row(line, sizeof line, frame, rows + (size_t)j * PLM_REGION_COLUMNS, intensity);
+    text_append(csv, "%s", line);
   }
 }
 

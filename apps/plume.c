@@ -5,6 +5,8 @@
  *   plume op <name> --in IN --out OUT [options]   (apps/op_commands.h)
  *   plume scene --frames N --size H,W ...         (apps/scene_commands.h)
  *   plume score --truth T.csv --detections D.csv  (apps/scene_commands.h)
+ *   plume detect --frames F --pipeline P --out D  (apps/detect_commands.h)
+ *   plume demo [--frames N] [--size H,W] ...      (apps/demo.h)
  *
  * Exit codes: 0 success, 1 a runtime failure, 2 bad usage.
  */
@@ -12,6 +14,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "apps/demo.h"
+#include "apps/detect_commands.h"
 #include "apps/op_commands.h"
 #include "apps/scene_commands.h"
 #include "plume/plume.h"
@@ -30,6 +34,7 @@ static void print_usage(FILE *out) {
           "--help):\n");
   op_commands_print_summary(out);
   scene_commands_print_summary(out);
+  detect_commands_print_summary(out);
   fprintf(out,
           "\n"
           "options:\n"
@@ -146,6 +151,8 @@ int main(int argc, char **argv) {
   if (strcmp(command, "op") == 0) return op_command_main(argc - 2, argv + 2);
   if (strcmp(command, "scene") == 0) return scene_command_main(argc - 2, argv + 2);
   if (strcmp(command, "score") == 0) return score_command_main(argc - 2, argv + 2);
+  if (strcmp(command, "detect") == 0) return detect_command_main(argc - 2, argv + 2);
+  if (strcmp(command, "demo") == 0) return demo_command_main(argc - 2, argv + 2);
   fprintf(stderr, "plume: unknown command '%s' (see plume --help)\n", command);
   return EXIT_USAGE;
 }

@@ -102,10 +102,13 @@
 /* The detection chain `plume demo` runs on this scene by default (plm_pipeline_parse's
  * text form; see the scores above): the negated Laplacian of Gaussian of 9 x 9 taps,
  * sigma 1.5, "same" size with a replicated border; bright blobs above 25; 8-connected
- * components; their regions with the input frame as the intensity. */
+ * components; their regions with the input frame as the intensity, in a table of 1024
+ * rows (a 512 x 512 frame has about 16 plumes and rarely a false alarm; without a
+ * capacity the table would have the 65,536 rows a 512 x 512 frame can hold, all of
+ * them downloaded every frame). */
 #define PLUME_DEFAULT_PIPELINE                                                \
   "conv2d kernel=log:9:1.5 pad=same border=replicate ! threshold value=25 ! " \
-  "label connectivity=8 ! regions"
+  "label connectivity=8 ! regions capacity=1024"
 
 /* The largest pixel value: a 14-bit sensor. */
 #define SCENE_MAX_VALUE 16383

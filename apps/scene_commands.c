@@ -13,72 +13,13 @@
 #include <unistd.h>
 
 #include "apps/image_io.h"
+#include "apps/options.h"
+#include "apps/progress.h"
 #include "apps/scene.h"
 #include "apps/score.h"
 
 enum { EXIT_RUNTIME_FAILURE = 1, EXIT_USAGE = 2 };
 enum { ERROR_SIZE = 1024 };
-
-/* ---- options --------------------------------------------------------------------------- */
-
-/* A command's options: each flag's value is left in *value (NULL when not given). */
-typedef struct option {
-  const char *flag;
-  const char **value;
-} option;
-
-/* Take "--flag value" and "--flag=value" arguments. Returns -1 to go on, 0 after
- * printing the help (-h, --help), else EXIT_USAGE after a message. */
-static int take_options(const char *command, const char *usage, option *options, int argc,
-                        char **argv) {
-  for (int i = 0; i < argc; i++) {
-    const char *arg = argv[i];
-    if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
-      fputs(usage, stdout);
-      return 0;
-    }
-    const char *equals = strncmp(arg, "--", 2) == 0 ? strchr(arg, '=') : NULL;
-    size_t flag_length = equals ? (size_t)(equals - arg) : strlen(arg);
-    option *o = NULL;
-    for (option *p = options; p->flag; p++)
-      if (strlen(p->flag) == flag_length && strncmp(arg, p->flag, flag_length) == 0) o = p;
-    if (!o) {
-      fprintf(stderr, "plume %s: unknown argument '%.60s' (see plume %s --help)\n", command, arg,
-              command);
-      return EXIT_USAGE;
-    }
-    if (!equals && i + 1 >= argc) {
-      fprintf(stderr, "plume %s: option %s needs a value\n", command, o->flag);
-      return EXIT_USAGE;
-    }
-    if (*o->value) {
-      fprintf(stderr, "plume %s: option %s is given twice\n", command, o->flag);
-      return EXIT_USAGE;
-    }
-    *o->value = equals ? equals + 1 : argv[++i];
-  }
-  return -1;
-}
-
-/* A decimal integer of digits only, from min to max. */
-static bool parse_count(const char *text, const char **end, uint64_t min, uint64_t max,
-                        uint64_t *value) {
-  const char *p = text;
-  uint64_t v = 0;
-  while (*p >= '0' && *p <= '9') {
-    unsigned digit = (unsigned)(*p - '0');
-    if (v > (UINT64_MAX - digit) / 10) return false;
-    v = v * 10 + digit;
-    p++;
-  }
-  if (p == text || v < min || v > max) return false;
-  if (end)
-    *end = p;
-  else if (*p != '\0')
-    return false;
-  *value = v;
-  return true;
-}
 
 /* ---- plume scene ----------------------------------------------------------------------- */
 
@@ -109,82 +50,101 @@ typedef struct scene_run {
   uint16_t *pixels;
   scene_truth *rows;
   char *text; /* the truth lines of one frame */
+  progress bar;
 } scene_run;
 
-static int scene_release(scene_run *r, int exit_code) {
+static plm_status scene_release(scene_run *r, plm_status status) {
+  progress_end(&r->bar);
   image_writer_abort(r->frames);
   image_writer_abort(r->truth);
   scene_destroy(r->scene);
   free(r->pixels);
   free(r->rows);
   free(r->text);
-  return exit_code;
+  return status;
 }
 
-/* A failure with a message: exit 1 when out of memory, else 2. */
-static int scene_failure(scene_run *r, plm_status status, const char *err) {
-  fprintf(stderr, "plume scene: %s\n", err);
-  return scene_release(r, status == PLM_ERR_OUT_OF_MEMORY ? EXIT_RUNTIME_FAILURE : EXIT_USAGE);
-}
-
-static int scene_write(const scene_config *config, const char *out_path, const char *truth_path) {
+plm_status scene_write_files(const scene_config *config, const char *frames_path,
+                             const char *truth_path, bool show_progress,
+                             const volatile sig_atomic_t *stop, int64_t *plume_rows, char *err,
+                             size_t err_size) {
   scene_run r = {0};
-  char err[ERROR_SIZE] = "";
-  plm_status status = scene_create(config, &r.scene, err, sizeof err);
-  if (status != PLM_OK) return scene_failure(&r, status, err);
+  plm_status status = scene_create(config, &r.scene, err, err_size);
+  if (status != PLM_OK) return scene_release(&r, status);
   const int64_t h = config->height, w = config->width, n = config->frames;
   int max_plumes = scene_max_plumes(r.scene);
   r.pixels = malloc((size_t)(h * w) * sizeof *r.pixels);
   r.rows = malloc((size_t)max_plumes * sizeof *r.rows);
   r.text = malloc((size_t)max_plumes * SCENE_TRUTH_ROW_SIZE);
   if (!r.pixels || !r.rows || !r.text) {
-    fprintf(stderr, "plume scene: out of memory for a %lldx%lld frame\n", (long long)h,
-            (long long)w);
-    return scene_release(&r, EXIT_RUNTIME_FAILURE);
+    snprintf(err, err_size, "out of memory for a %lldx%lld frame", (long long)h, (long long)w);
+    return scene_release(&r, PLM_ERR_OUT_OF_MEMORY);
   }
   image shape = {.dtype = PLM_DTYPE_U16, .ndim = 3, .dims = {n, h, w}};
-  if ((status = image_writer_open_npy(out_path, &shape, &r.frames, err, sizeof err)) != PLM_OK ||
-      (status = image_writer_open_text(truth_path, &r.truth, err, sizeof err)) != PLM_OK ||
+  if ((status = image_writer_open_npy(frames_path, &shape, &r.frames, err, err_size)) != PLM_OK ||
+      (status = image_writer_open_text(truth_path, &r.truth, err, err_size)) != PLM_OK ||
       (status = image_writer_write(r.truth, SCENE_TRUTH_HEADER, strlen(SCENE_TRUTH_HEADER), err,
-                                   sizeof err)) != PLM_OK)
-    return scene_failure(&r, status, err);
+                                   err_size)) != PLM_OK)
+    return scene_release(&r, status);
+  if (show_progress) progress_begin(&r.bar, "scene", "frames", n);
   int64_t plumes = 0;
   for (int64_t t = 0; t < n; t++) {
+    if (stop && *stop) {
+      snprintf(err, err_size, "interrupted at frame %lld of the scene", (long long)t);
+      return scene_release(&r, PLM_ERR_INVALID_STATE);
+    }
     int count = 0;
-    if ((status = scene_render(r.scene, t, r.pixels, r.rows, &count, err, sizeof err)) != PLM_OK)
-      return scene_failure(&r, status, err);
+    if ((status = scene_render(r.scene, t, r.pixels, r.rows, &count, err, err_size)) != PLM_OK)
+      return scene_release(&r, status);
     size_t length = 0;
     for (int i = 0; i < count; i++)
       length += scene_truth_csv_row(&r.rows[i], r.text + length, SCENE_TRUTH_ROW_SIZE);
     plumes += count;
     if ((status = image_writer_write(r.frames, r.pixels, (size_t)(h * w) * sizeof *r.pixels, err,
-                                     sizeof err)) != PLM_OK ||
-        (status = image_writer_write(r.truth, r.text, length, err, sizeof err)) != PLM_OK)
-      return scene_failure(&r, status, err);
+                                     err_size)) != PLM_OK ||
+        (status = image_writer_write(r.truth, r.text, length, err, err_size)) != PLM_OK)
+      return scene_release(&r, status);
+    progress_update(&r.bar, t + 1);
   }
+  progress_end(&r.bar);
   /* Both files are complete: rename them into place; if the second rename fails, the
    * first file is removed again so that no half of a pair is left. */
   image_writer *frames = r.frames, *truth = r.truth;
   r.frames = NULL;
-  status = image_writer_commit(frames, err, sizeof err);
-  if (status != PLM_OK) return scene_failure(&r, status, err);
+  status = image_writer_commit(frames, err, err_size);
+  if (status != PLM_OK) return scene_release(&r, status);
   r.truth = NULL;
-  status = image_writer_commit(truth, err, sizeof err);
+  status = image_writer_commit(truth, err, err_size);
   if (status != PLM_OK) {
-    unlink(out_path);
-    return scene_failure(&r, status, err);
+    unlink(frames_path);
+    return scene_release(&r, status);
   }
-  printf("scene: %lld frames of %lldx%lld (seed %llu), %lld plume rows -> %s, %s\n", (long long)n,
-         (long long)h, (long long)w, (unsigned long long)config->seed, (long long)plumes, out_path,
-         truth_path);
-  return scene_release(&r, 0);
+  if (plume_rows) *plume_rows = plumes;
+  return scene_release(&r, PLM_OK);
+}
+
+static int scene_write(const scene_config *config, const char *out_path, const char *truth_path) {
+  char err[ERROR_SIZE] = "";
+  int64_t plumes = 0;
+  plm_status status =
+      scene_write_files(config, out_path, truth_path, false, NULL, &plumes, err, sizeof err);
+  if (status != PLM_OK) {
+    /* Exit 1 when out of memory, else 2. */
+    fprintf(stderr, "plume scene: %s\n", err);
+    return status == PLM_ERR_OUT_OF_MEMORY ? EXIT_RUNTIME_FAILURE : EXIT_USAGE;
+  }
+  printf("scene: %lld frames of %lldx%lld (seed %llu), %lld plume rows -> %s, %s\n",
+         (long long)config->frames, (long long)config->height, (long long)config->width,
+         (unsigned long long)config->seed, (long long)plumes, out_path, truth_path);
+  return 0;
 }
 
 int scene_command_main(int argc, char **argv) {
   const char *frames = NULL, *size = NULL, *seed = NULL, *out = NULL, *truth = NULL;
-  option options[] = {{"--frames", &frames}, {"--size", &size},   {"--seed", &seed},
-                      {"--out", &out},       {"--truth", &truth}, {NULL, NULL}};
-  int exit_code = take_options("scene", scene_usage, options, argc, argv);
+  option options[] = {{"--frames", &frames, false}, {"--size", &size, false},
+                      {"--seed", &seed, false},     {"--out", &out, false},
+                      {"--truth", &truth, false},   {NULL, NULL, false}};
+  int exit_code = options_take("scene", scene_usage, options, argc, argv);
   if (exit_code >= 0) return exit_code;
   const char *missing = !frames  ? "--frames"
                         : !size  ? "--size"
@@ -196,23 +156,19 @@ int scene_command_main(int argc, char **argv) {
     return EXIT_USAGE;
   }
   scene_config config = {.seed = 1};
-  uint64_t v = 0, hv = 0, wv = 0;
-  const char *end = NULL;
-  if (!parse_count(frames, NULL, 1, SCENE_MAX_FRAMES, &v)) {
+  uint64_t v = 0;
+  if (!options_parse_count(frames, NULL, 1, SCENE_MAX_FRAMES, &v)) {
     fprintf(stderr, "plume scene: --frames '%.60s' is not a count from 1 to %d\n", frames,
             SCENE_MAX_FRAMES);
     return EXIT_USAGE;
   }
   config.frames = (int64_t)v;
-  if (!parse_count(size, &end, SCENE_MIN_SIDE, SCENE_MAX_SIDE, &hv) || *end != ',' ||
-      !parse_count(end + 1, NULL, SCENE_MIN_SIDE, SCENE_MAX_SIDE, &wv)) {
+  if (!options_parse_size(size, SCENE_MIN_SIDE, SCENE_MAX_SIDE, &config.height, &config.width)) {
     fprintf(stderr, "plume scene: --size '%.60s' is not H,W: two integers from %d to %d\n", size,
             SCENE_MIN_SIDE, SCENE_MAX_SIDE);
     return EXIT_USAGE;
   }
-  config.height = (int64_t)hv;
-  config.width = (int64_t)wv;
-  if (seed && !parse_count(seed, NULL, 0, UINT64_MAX, &config.seed)) {
+  if (seed && !options_parse_count(seed, NULL, 0, UINT64_MAX, &config.seed)) {
     fprintf(stderr, "plume scene: --seed '%.60s' is not an integer from 0 to 2^64-1\n", seed);
     return EXIT_USAGE;
   }
@@ -260,11 +216,11 @@ static const char score_usage[] =
 
 int score_command_main(int argc, char **argv) {
   const char *truth_path = NULL, *detections_path = NULL, *radius_text = NULL;
-  option options[] = {{"--truth", &truth_path},
-                      {"--detections", &detections_path},
-                      {"--radius", &radius_text},
-                      {NULL, NULL}};
-  int exit_code = take_options("score", score_usage, options, argc, argv);
+  option options[] = {{"--truth", &truth_path, false},
+                      {"--detections", &detections_path, false},
+                      {"--radius", &radius_text, false},
+                      {NULL, NULL, false}};
+  int exit_code = options_take("score", score_usage, options, argc, argv);
   if (exit_code >= 0) return exit_code;
   if (!truth_path || !detections_path) {
     fprintf(stderr, "plume score: %s is required (see plume score --help)\n",
@@ -299,18 +255,7 @@ int score_command_main(int argc, char **argv) {
     fprintf(stderr, "plume score: %s\n", err);
     return status == PLM_ERR_OUT_OF_MEMORY ? EXIT_RUNTIME_FAILURE : EXIT_USAGE;
   }
-  if (radius_text)
-    printf("radius:            %g px\n", radius);
-  else
-    printf("radius:            max(%g, %g sigma) px\n", SCORE_RADIUS_MIN, SCORE_RADIUS_SIGMAS);
-  printf("truth plumes:      %lld\n", (long long)result.truths);
-  printf("detections:        %lld\n", (long long)result.detections);
-  printf("true positives:    %lld\n", (long long)result.true_positives);
-  printf("false positives:   %lld\n", (long long)result.false_positives);
-  printf("false negatives:   %lld\n", (long long)result.false_negatives);
-  printf("precision:         %.4f\n", result.precision);
-  printf("recall:            %.4f\n", result.recall);
-  printf("centroid error:    mean %.3f px, max %.3f px\n", result.mean_error, result.max_error);
+  score_result_print(stdout, &result, radius);
   return 0;
 }
 

@@ -20,12 +20,31 @@
 #ifndef PLUME_APPS_SCENE_COMMANDS_H
 #define PLUME_APPS_SCENE_COMMANDS_H
 
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
+
+#include "apps/scene.h"
+#include "plume/status.h"
 
 /* Run `plume scene` / `plume score` with the arguments after the command's name;
  * returns the exit code. */
 int scene_command_main(int argc, char **argv);
 int score_command_main(int argc, char **argv);
+
+/* Write the scene of config to frames_path (.npy, u16 (N, H, W)) and its truth to
+ * truth_path, as `plume scene` does: streamed frame by frame, both atomically (a failure
+ * leaves neither). With show_progress, a progress bar on a terminal (apps/progress.h).
+ * When stop is not NULL and *stop becomes non-zero (a signal handler's flag), the
+ * writing stops before the next frame with PLM_ERR_INVALID_STATE ("interrupted") and
+ * leaves no file. Sets *plume_rows (when not NULL) to the truth's rows. Errors:
+ * scene_create's, PLM_ERR_IO (a file that cannot be written), PLM_ERR_OUT_OF_MEMORY;
+ * the message goes into err. */
+plm_status scene_write_files(const scene_config *config, const char *frames_path,
+                             const char *truth_path, bool show_progress,
+                             const volatile sig_atomic_t *stop, int64_t *plume_rows, char *err,
+                             size_t err_size);
 
 /* Lines for `plume --help`. */
 void scene_commands_print_summary(FILE *out);

@@ -300,3 +300,21 @@ plm_status score_read_detections(const char *path, score_detection **out, int64_
   csv_free(&table);
   return PLM_OK;
 }
+
+/* ---- printing -------------------------------------------------------------------------- */
+
+void score_result_print(FILE *out, const score_result *r, double radius) {
+  if (radius > 0)
+    fprintf(out, "radius:            %g px\n", radius);
+  else
+    fprintf(out, "radius:            max(%g, %g sigma) px\n", SCORE_RADIUS_MIN,
+            SCORE_RADIUS_SIGMAS);
+  fprintf(out, "truth plumes:      %lld\n", (long long)r->truths);
+  fprintf(out, "detections:        %lld\n", (long long)r->detections);
+  fprintf(out, "true positives:    %lld\n", (long long)r->true_positives);
+  fprintf(out, "false positives:   %lld\n", (long long)r->false_positives);
+  fprintf(out, "false negatives:   %lld\n", (long long)r->false_negatives);
+  fprintf(out, "precision:         %.4f\n", r->precision);
+  fprintf(out, "recall:            %.4f\n", r->recall);
+  fprintf(out, "centroid error:    mean %.3f px, max %.3f px\n", r->mean_error, r->max_error);
+}

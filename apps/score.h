@@ -29,6 +29,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "plume/status.h"
 
@@ -76,5 +77,9 @@ plm_status score_read_truth(const char *path, score_truth **out, int64_t *count,
 /* Read a detections CSV likewise (see above for the columns used). */
 plm_status score_read_detections(const char *path, score_detection **out, int64_t *count, char *err,
                                  size_t err_size);
+
+/* Print a result as `plume score` and `plume demo` do, one figure per line ("precision:
+ * 0.9950"); radius as given to score_match (SCORE_RADIUS_DEFAULT: the default rule). */
+void score_result_print(FILE *out, const score_result *r, double radius);
 
 #endif /* PLUME_APPS_SCORE_H */

@@ -692,6 +692,135 @@ START_TEST(test_streamed_npy_refuses_too_much_or_too_little) {
 }
 END_TEST
 
+/* ---- frame by frame ------------------------------------------------------------------- */
+
+START_TEST(test_frames_of_a_stack_are_read_one_at_a_time_in_any_order) {
+  enum { N = 5, H = 7, W = 9 };
+  const plm_dtype dtypes[] = {PLM_DTYPE_U8, PLM_DTYPE_U16, PLM_DTYPE_F32, PLM_DTYPE_I32};
+  for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++) {
+    size_t item = plm_dtype_size(dtypes[d]), frame_bytes = (size_t)H * W * item;
+    unsigned char *data = malloc(N * frame_bytes), *got = malloc(frame_bytes);
+    ck_assert(data && got);
+    fill_pattern(data, N * frame_bytes, (unsigned)d + 10);
+    if (dtypes[d] == PLM_DTYPE_F32)
+      for (size_t i = 0; i < (size_t)N * H * W; i++) ((float *)data)[i] = (float)i * 0.25f - 7.0f;
+    image stack = {.dtype = dtypes[d], .ndim = 3, .dims = {N, H, W}, .data = data};
+    ck_assert_msg(image_write_npy(path_of("s.npy"), &stack, err, sizeof err) == PLM_OK, "%s", err);
+    image frame;
+    int64_t count = 0;
+    image_frames *f = NULL;
+    ck_assert_msg(
+        image_frames_open(path_of("s.npy"), &frame, &count, &f, err, sizeof err) == PLM_OK, "%s",
+        err);
+    ck_assert_int_eq(count, N);
+    ck_assert(frame.dtype == dtypes[d] && frame.ndim == 2 && frame.dims[0] == H &&
+              frame.dims[1] == W && frame.data == NULL);
+    const int64_t order[] = {3, 0, 4, 4, 1, 2};
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+      memset(got, 0xab, frame_bytes);
+      ck_assert_msg(image_frames_read(f, order[i], got, err, sizeof err) == PLM_OK, "%s", err);
+      ck_assert_int_eq(memcmp(got, data + (size_t)order[i] * frame_bytes, frame_bytes), 0);
+    }
+    ck_assert_int_eq(image_frames_read(f, N, got, err, sizeof err), PLM_ERR_INVALID_ARG);
+    ck_assert_msg(strstr(err, "frame 5 is not in 0..4") != NULL, "%s", err);
+    ck_assert_int_eq(image_frames_read(f, -1, got, err, sizeof err), PLM_ERR_INVALID_ARG);
+    ck_assert_int_eq(image_frames_read(f, 0, NULL, err, sizeof err), PLM_ERR_INVALID_ARG);
+    image_frames_close(f);
+    free(data);
+    free(got);
+  }
+  image_frames_close(NULL);
+}
+END_TEST
+
+START_TEST(test_frames_of_f64_2d_pgm_and_png_files) {
+  /* f64 stacks are read as f32, frame by frame, as image_read reads them. */
+  double f64[2][2][3] = {{{1.5, -2, 3e39}, {4, 5, 6}}, {{7, 8, 9}, {-1e-3, 0, 1}}};
+  write_npy(path_of("d.npy"), 1, "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 2, 3), }",
+            f64, sizeof f64);
+  image frame;
+  int64_t count = 0;
+  image_frames *f = NULL;
+  ck_assert_msg(image_frames_open(path_of("d.npy"), &frame, &count, &f, err, sizeof err) == PLM_OK,
+                "%s", err);
+  ck_assert(count == 2 && frame.dtype == PLM_DTYPE_F32 && frame.dims[0] == 2 && frame.dims[1] == 3);
+  float got[6];
+  ck_assert_int_eq(image_frames_read(f, 1, got, err, sizeof err), PLM_OK);
+  ck_assert(got[0] == 7.0f && got[3] == -1e-3f && got[5] == 1.0f);
+  ck_assert_int_eq(image_frames_read(f, 0, got, err, sizeof err), PLM_OK);
+  ck_assert(got[0] == 1.5f && isinf(got[2]));
+  image_frames_close(f);
+
+  /* A 2-D .npy, a PGM and a PNG are one frame each. */
+  uint16_t pixels[2 * 3] = {1, 2, 3, 400, 500, 65535};
+  image one = {.dtype = PLM_DTYPE_U16, .ndim = 2, .dims = {2, 3}, .data = pixels};
+  ck_assert_int_eq(image_write_npy(path_of("one.npy"), &one, err, sizeof err), PLM_OK);
+  write_png(path_of("one.png"), 3, 2, 16, PNG_COLOR_TYPE_GRAY, PNG_INTERLACE_NONE, pixels);
+  const char pgm[] = "P5 3 2 65535 \x00\x01\x00\x02\x00\x03\x01\x90\x01\xf4\xff\xff";
+  write_bytes(path_of("one.pgm"), pgm, sizeof pgm - 1);
+  const char *names[] = {"one.npy", "one.png", "one.pgm"};
+  for (int i = 0; i < 3; i++) {
+    ck_assert_msg(
+        image_frames_open(path_of(names[i]), &frame, &count, &f, err, sizeof err) == PLM_OK,
+        "%s: %s", names[i], err);
+    ck_assert(count == 1 && frame.dtype == PLM_DTYPE_U16 && frame.dims[0] == 2 &&
+              frame.dims[1] == 3);
+    uint16_t back[6] = {0};
+    ck_assert_int_eq(image_frames_read(f, 0, back, err, sizeof err), PLM_OK);
+    ck_assert_msg(memcmp(back, pixels, sizeof pixels) == 0, "%s", names[i]);
+    ck_assert_int_eq(image_frames_read(f, 1, back, err, sizeof err), PLM_ERR_INVALID_ARG);
+    image_frames_close(f);
+  }
+}
+END_TEST
+
+START_TEST(test_frames_of_bad_or_shrinking_files_fail_naming_the_file) {
+  image frame;
+  int64_t count = 7;
+  image_frames *f = (image_frames *)&count; /* must be set to NULL on failure */
+  ck_assert_int_eq(image_frames_open(path_of("missing.npy"), &frame, &count, &f, err, sizeof err),
+                   PLM_ERR_IO);
+  ck_assert_ptr_null(f);
+  ck_assert_msg(strstr(err, "missing.npy: cannot open") != NULL, "%s", err);
+  /* A header that promises more frames than the file holds is refused at open. */
+  uint16_t data[3 * 4 * 4] = {0};
+  write_npy(path_of("short.npy"), 1,
+            "{'descr': '<u2', 'fortran_order': False, 'shape': (4, 4, 4), }", data, sizeof data);
+  ck_assert_int_eq(image_frames_open(path_of("short.npy"), &frame, &count, &f, err, sizeof err),
+                   PLM_ERR_IO);
+  ck_assert_msg(strstr(err, "short.npy: truncated") != NULL, "%s", err);
+  write_npy(path_of("i8.npy"), 1, "{'descr': '|i1', 'fortran_order': False, 'shape': (2, 2), }",
+            data, 4);
+  ck_assert_int_eq(image_frames_open(path_of("i8.npy"), &frame, &count, &f, err, sizeof err),
+                   PLM_ERR_UNSUPPORTED);
+  ck_assert_int_eq(image_frames_open(NULL, &frame, &count, &f, err, sizeof err),
+                   PLM_ERR_INVALID_ARG);
+  ck_assert_int_eq(image_frames_open(path_of("i8.npy"), NULL, &count, &f, err, sizeof err),
+                   PLM_ERR_INVALID_ARG);
+  ck_assert_int_eq(image_frames_open(dir, &frame, &count, &f, err, sizeof err), PLM_ERR_IO);
+  ck_assert_msg(strstr(err, "not a regular file") != NULL, "%s", err);
+
+  /* A stack cut short after it was opened: the frames still there read, the others fail
+   * naming the frame. */
+  write_npy(path_of("cut.npy"), 1, "{'descr': '<u2', 'fortran_order': False, 'shape': (3, 4, 4), }",
+            data, sizeof data);
+  ck_assert_int_eq(image_frames_open(path_of("cut.npy"), &frame, &count, &f, err, sizeof err),
+                   PLM_OK);
+  ck_assert_int_eq(truncate(path_of("cut.npy"), 128 + 4 * 4 * 2 + 5), 0);
+  uint16_t got[16];
+  ck_assert_int_eq(image_frames_read(f, 0, got, err, sizeof err), PLM_OK);
+  ck_assert_int_eq(image_frames_read(f, 2, got, err, sizeof err), PLM_ERR_IO);
+  ck_assert_msg(
+      strstr(err, "cut.npy: frame 2: truncated: the file ends 0 bytes into the frame's 32") != NULL,
+      "%s", err);
+  ck_assert_int_eq(image_frames_read(f, 1, got, err, sizeof err), PLM_ERR_IO);
+  ck_assert_msg(strstr(err, "cut.npy: frame 1: truncated: the file ends 5 bytes") != NULL, "%s",
+                err);
+  ck_assert_msg(strchr(err, '\n') == NULL, "%s", err);
+  image_frames_close(f);
+}
+END_TEST
+
 static Suite *image_io_suite(void) {
   Suite *suite = suite_create("image_io");
   TCase *tcase = tcase_create("image_io");
@@ -713,6 +842,9 @@ static Suite *image_io_suite(void) {
   tcase_add_test(tcase, test_write_is_atomic_and_cleans_up);
   tcase_add_test(tcase, test_streamed_npy_equals_a_whole_write);
   tcase_add_test(tcase, test_streamed_npy_refuses_too_much_or_too_little);
+  tcase_add_test(tcase, test_frames_of_a_stack_are_read_one_at_a_time_in_any_order);
+  tcase_add_test(tcase, test_frames_of_f64_2d_pgm_and_png_files);
+  tcase_add_test(tcase, test_frames_of_bad_or_shrinking_files_fail_naming_the_file);
   suite_add_tcase(suite, tcase);
   return suite;
 }

@@ -1,0 +1,301 @@
+/* apps/demo.c: `plume demo` (apps/demo.h): scene -> detect -> score. */
+#define _POSIX_C_SOURCE 200809L
+
+#include "apps/demo.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "apps/detect.h"
+#include "apps/image_io.h"
+#include "apps/options.h"
+#include "apps/scene.h"
+#include "apps/scene_commands.h"
+#include "apps/score.h"
+
+enum { EXIT_RUNTIME_FAILURE = 1, EXIT_USAGE = 2 };
+enum { DEMO_FRAMES = 2000, DEMO_SIDE = 512, DEMO_PATH_SIZE = 4096 };
+
+static const char demo_usage[] =
+    "usage: plume demo [--frames N] [--size H,W] [--seed S] [--backend host|cuda|auto]\n"
+    "                  [--streams K] [--workdir DIR] [--keep]\n"
+    "\n"
+    "The main job: write a synthetic infrared scene with hot moving plumes and its truth\n"
+    "(as plume scene), detect the plumes with the default pipeline (as plume detect),\n"
+    "\n"
+    "  " PLUME_DEFAULT_PIPELINE
+    "\n"
+    "\n"
+    "and score the detections against the truth (as plume score): precision, recall, the\n"
+    "mean centroid error in pixels, and the frames per second.\n"
+    "\n"
+    "options:\n"
+    "  --frames N            frames of the scene, 1..100000 (default 2000)\n"
+    "  --size H,W            rows and columns of a frame, each 16..16384 (default 512,512)\n"
+    "  --seed S              the scene's seed (default 1)\n"
+    "  --backend B           host, cuda or auto (default auto; PLUME_BACKEND overrides auto)\n"
+    "  --streams K           frames in flight, 1..16 (default 3)\n"
+    "  --workdir DIR         where the files go (made if missing; default a new temporary\n"
+    "                        folder): frames.npy (N*H*W*2 bytes: 1 GiB by default),\n"
+    "                        truth.csv, detections.csv\n"
+    "  --keep                keep the files (else they are removed at the end)\n"
+    "  -h, --help            show this help\n";
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- interruptions ------------------------------------------------------------------------
+ * A default demo writes a 1 GiB scene: an interrupted one (Ctrl-C, a closed pipe, a
+ * terminal gone, kill) must not leave it behind. The handler only raises a flag; the
+ * scene's writer and the detection's source look at it before each frame, stop, and
+ * the normal failure path removes every file. */
+
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int signo) {
+  interrupted = signo;
+}
+
+static void catch_signals(void) {
+  struct sigaction action;
+  memset(&action, 0, sizeof action);
+  action.sa_handler = on_signal;
+  sigemptyset(&action.sa_mask);
+  const int signals[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
+  for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++)
+    sigaction(signals[i], &action, NULL);
+}
+
+/* ---- the working folder ----------------------------------------------------------------- */
+
+typedef struct demo_files {
+  char dir[DEMO_PATH_SIZE];
+  bool made_dir; /* removed at the end when empty, unless kept */
+  char frames[DEMO_PATH_SIZE], truth[DEMO_PATH_SIZE], detections[DEMO_PATH_SIZE];
+} demo_files;
+
+/* Make (or take) the working folder and name the files in it. Returns 0, or EXIT_USAGE
+ * after a message. */
+static int open_workdir(const char *workdir, demo_files *files) {
+  if (workdir) {
+    if (snprintf(files->dir, sizeof files->dir, "%s", workdir) >= (int)sizeof files->dir) {
+      fprintf(stderr, "plume demo: --workdir is longer than %d bytes\n", DEMO_PATH_SIZE - 64);
+      return EXIT_USAGE;
+    }
+    struct stat st;
+    if (stat(workdir, &st) == 0) {
+      if (!S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "plume demo: --workdir %.200s: not a directory\n", workdir);
+        return EXIT_USAGE;
+      }
+    } else if (mkdir(workdir, 0777) != 0) {
+      fprintf(stderr, "plume demo: --workdir %.200s: cannot make it: %s\n", workdir,
+              strerror(errno));
+      return EXIT_USAGE;
+    } else {
+      files->made_dir = true;
+    }
+  } else {
+    const char *tmp = getenv("TMPDIR");
+    snprintf(files->dir, sizeof files->dir, "%s/plume-demo-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(files->dir)) {
+      fprintf(stderr, "plume demo: cannot make a temporary folder %.200s: %s\n", files->dir,
+              strerror(errno));
+      return EXIT_USAGE;
+    }
+    files->made_dir = true;
+  }
+  const char *names[3] = {"frames.npy", "truth.csv", "detections.csv"};
+  char *paths[3] = {files->frames, files->truth, files->detections};
+  for (int i = 0; i < 3; i++)
+    if (snprintf(paths[i], DEMO_PATH_SIZE, "%s/%s", files->dir, names[i]) >= DEMO_PATH_SIZE) {
+      fprintf(stderr, "plume demo: --workdir is too long\n");
+      if (files->made_dir) rmdir(files->dir);
+      return EXIT_USAGE;
+    }
+  return 0;
+}
+
+static void close_workdir(const demo_files *files, bool keep) {
+  if (keep) return;
+  unlink(files->frames);
+  unlink(files->truth);
+  unlink(files->detections);
+  if (files->made_dir) rmdir(files->dir);
+}
+
+/* ---- the steps ---------------------------------------------------------------------------- */
+
+typedef struct demo_config {
+  scene_config scene;
+  detect_config detect;
+  bool keep;
+} demo_config;
+
+/* Take the arguments into config. Returns -1 to go on, else an exit code. */
+static int parse_arguments(int argc, char **argv, demo_config *config, const char **workdir) {
+  const char *frames = NULL, *size = NULL, *seed = NULL, *backend = NULL, *streams = NULL,
+             *keep = NULL;
+  option options[] = {{"--frames", &frames, false},   {"--size", &size, false},
+                      {"--seed", &seed, false},       {"--backend", &backend, false},
+                      {"--streams", &streams, false}, {"--workdir", workdir, false},
+                      {"--keep", &keep, true},        {NULL, NULL, false}};
+  int exit_code = options_take("demo", demo_usage, options, argc, argv);
+  if (exit_code >= 0) return exit_code;
+  scene_config *sc = &config->scene;
+  *sc = (scene_config){.frames = DEMO_FRAMES, .height = DEMO_SIDE, .width = DEMO_SIDE, .seed = 1};
+  uint64_t v = 0;
+  if (frames) {
+    if (!options_parse_count(frames, NULL, 1, SCENE_MAX_FRAMES, &v)) {
+      fprintf(stderr, "plume demo: --frames '%.60s' is not a count from 1 to %d\n", frames,
+              SCENE_MAX_FRAMES);
+      return EXIT_USAGE;
+    }
+    sc->frames = (int64_t)v;
+  }
+  if (size && !options_parse_size(size, SCENE_MIN_SIDE, SCENE_MAX_SIDE, &sc->height, &sc->width)) {
+    fprintf(stderr, "plume demo: --size '%.60s' is not H,W: two integers from %d to %d\n", size,
+            SCENE_MIN_SIDE, SCENE_MAX_SIDE);
+    return EXIT_USAGE;
+  }
+  if (seed && !options_parse_count(seed, NULL, 0, UINT64_MAX, &sc->seed)) {
+    fprintf(stderr, "plume demo: --seed '%.60s' is not an integer from 0 to 2^64-1\n", seed);
+    return EXIT_USAGE;
+  }
+  if (sc->frames > IMAGE_MAX_ELEMENTS / (sc->height * sc->width)) {
+    fprintf(stderr, "plume demo: %lld frames of %lldx%lld exceed the %lld pixels a .npy may hold\n",
+            (long long)sc->frames, (long long)sc->height, (long long)sc->width,
+            (long long)IMAGE_MAX_ELEMENTS);
+    return EXIT_USAGE;
+  }
+  detect_config *detect = &config->detect;
+  *detect = (detect_config){
+      .pipeline = PLUME_DEFAULT_PIPELINE, .show_progress = true, .stop = &interrupted};
+  if (backend && plm_backend_parse(backend, &detect->backend) != PLM_OK) {
+    fprintf(stderr, "plume demo: --backend '%.60s' is not host, cuda or auto\n", backend);
+    return EXIT_USAGE;
+  }
+  if (streams) {
+    if (!options_parse_count(streams, NULL, 1, PLM_PIPELINE_MAX_FRAMES, &v)) {
+      fprintf(stderr, "plume demo: --streams '%.60s' is not a count from 1 to %d\n", streams,
+              PLM_PIPELINE_MAX_FRAMES);
+      return EXIT_USAGE;
+    }
+    detect->frames_in_flight = (int)v;
+  }
+  config->keep = keep != NULL;
+  return -1;
+}
+
+/* Score the detections against the truth and print the figures. */
+static plm_status score_files(const demo_files *files, char *err, size_t err_size) {
+  score_truth *truth = NULL;
+  score_detection *detections = NULL;
+  int64_t n_truth = 0, n_detections = 0;
+  score_result result;
+  plm_status status = score_read_truth(files->truth, &truth, &n_truth, err, err_size);
+  if (status == PLM_OK)
+    status = score_read_detections(files->detections, &detections, &n_detections, err, err_size);
+  if (status == PLM_OK)
+    status = score_match(truth, n_truth, detections, n_detections, SCORE_RADIUS_DEFAULT, &result,
+                         err, err_size);
+  free(truth);
+  free(detections);
+  if (status != PLM_OK) return status;
+  printf(
+      "\nscore: a detection matches a plume of its frame within max(%g, %g sigma) px of its "
+      "centre,\nclosest pairs first (as plume score)\n",
+      SCORE_RADIUS_MIN, SCORE_RADIUS_SIGMAS);
+  score_result_print(stdout, &result, SCORE_RADIUS_DEFAULT);
+  return PLM_OK;
+}
+
+/* "the host backend: AMD EPYC 7B13 (2 cores)": the device a context on backend gets. */
+static plm_status describe_device(plm_backend backend, char *text, size_t size) {
+  plm_context_config config = {.backend = backend};
+  plm_context *ctx = NULL;
+  plm_device_info info;
+  plm_status status = plm_context_create(&config, &ctx);
+  if (status == PLM_OK) status = plm_context_device_info(ctx, &info);
+  if (status == PLM_OK && info.backend == PLM_BACKEND_CUDA)
+    snprintf(text, size, "the cuda backend: %s (%d SMs)", info.name, info.multiprocessors);
+  else if (status == PLM_OK)
+    snprintf(text, size, "the %s backend: %s (%d cores)", plm_backend_name(info.backend), info.name,
+             info.multiprocessors);
+  if (ctx && plm_context_destroy(ctx) != PLM_OK && status == PLM_OK) status = PLM_ERR_INTERNAL;
+  return status;
+}
+
+/* Report a failure, remove the files (unless kept); an interruption exits 128 + signal. */
+static int demo_failure(const demo_files *files, bool keep, plm_status status, const char *err) {
+  close_workdir(files, keep);
+  if (interrupted) {
+    fprintf(stderr, "plume demo: interrupted by signal %d (%s)%s\n", (int)interrupted, err,
+            keep ? "" : "; its files are removed");
+    return 128 + interrupted;
+  }
+  fprintf(stderr, "plume demo: %s\n", err);
+  return detect_exit_code(status);
+}
+
+int demo_command_main(int argc, char **argv) {
+  demo_config config;
+  const char *workdir = NULL;
+  int exit_code = parse_arguments(argc, argv, &config, &workdir);
+  if (exit_code >= 0) return exit_code;
+  catch_signals(); /* before the folder exists: a signal before it leaves nothing */
+  demo_files files = {0};
+  if ((exit_code = open_workdir(workdir, &files)) != 0) return exit_code;
+  const double started = now_s();
+  /* The backend is checked before the scene is written: an unusable one fails at once. */
+  char device[320] = "";
+  plm_status status = describe_device(config.detect.backend, device, sizeof device);
+  if (status != PLM_OK) return demo_failure(&files, config.keep, status, plm_last_error());
+  const scene_config *sc = &config.scene;
+  printf("plume demo: %lld frames of %lldx%lld (seed %llu) through the default pipeline\n  %s\n",
+         (long long)sc->frames, (long long)sc->height, (long long)sc->width,
+         (unsigned long long)sc->seed, config.detect.pipeline);
+  printf("on %s\nfiles in %s (%s)\n\n", device, files.dir,
+         config.keep ? "kept" : "removed at the end");
+  fflush(stdout);
+
+  char err[DETECT_ERROR_SIZE] = "";
+  int64_t plumes = 0;
+  double step = now_s();
+  status = scene_write_files(sc, files.frames, files.truth, true, &interrupted, &plumes, err,
+                             sizeof err);
+  if (status != PLM_OK) return demo_failure(&files, config.keep, status, err);
+  printf("scene: %lld frames, %lld plumes in the truth, written in %.2f s\n", (long long)sc->frames,
+         (long long)plumes, now_s() - step);
+  fflush(stdout);
+
+  config.detect.frames_path = files.frames;
+  config.detect.out_path = files.detections;
+  detect_result detected;
+  status = detect_run(&config.detect, &detected, err, sizeof err);
+  if (status != PLM_OK) return demo_failure(&files, config.keep, status, err);
+  printf("detect: %lld regions\n", (long long)detected.regions);
+  detect_print_summary(stdout, &detected);
+
+  status = score_files(&files, err, sizeof err);
+  if (status == PLM_OK && interrupted) {
+    snprintf(err, sizeof err, "after the score");
+    status = PLM_ERR_INVALID_STATE;
+  }
+  if (status != PLM_OK) return demo_failure(&files, config.keep, status, err);
+
+  printf("\ndemo: %.1f s in all\n", now_s() - started);
+  close_workdir(&files, config.keep);
+  return 0;
+}

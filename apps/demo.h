@@ -1,0 +1,24 @@
+/* apps/demo.h: `plume demo`, the main job.
+ *
+ *   plume demo [--frames N] [--size H,W] [--seed S] [--backend host|cuda|auto]
+ *              [--streams K] [--workdir DIR] [--keep]
+ *     Writes the synthetic infrared scene of apps/scene.h (default 2000 frames of
+ *     512 x 512, seed 1) and its truth into a working folder, runs PLUME_DEFAULT_PIPELINE
+ *     over it as `plume detect` does (apps/detect.h), and scores the detections against
+ *     the truth as `plume score` does (apps/score.h): precision, recall and the mean
+ *     centroid error in pixels, and the frames per second. The folder is a new temporary
+ *     one unless --workdir names one (made if missing); its files (frames.npy, truth.csv,
+ *     detections.csv) are removed at the end unless --keep.
+ *
+ * Exit codes as `plume detect`'s: 0 success; 1 a runtime failure; 2 bad usage or a
+ * working folder that cannot be used, with a one-line message on stderr. SIGINT,
+ * SIGTERM, SIGHUP and SIGPIPE stop it before the next frame: it removes its files
+ * (unless --keep) and exits with 128 + the signal.
+ */
+#ifndef PLUME_APPS_DEMO_H
+#define PLUME_APPS_DEMO_H
+
+/* Run `plume demo` with the arguments after the command's name; returns the exit code. */
+int demo_command_main(int argc, char **argv);
+
+#endif /* PLUME_APPS_DEMO_H */

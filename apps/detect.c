@@ -1,0 +1,271 @@
+/* apps/detect.c: a detection pipeline over a sequence of frames (apps/detect.h). */
+#define _POSIX_C_SOURCE 200809L
+
+#include "apps/detect.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "apps/csv.h"
+#include "apps/image_io.h"
+#include "apps/progress.h"
+
+static plm_status fail(char *err, size_t err_size, plm_status status, const char *fmt, ...) {
+  if (err && err_size) {
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(err, err_size, fmt, args);
+    va_end(args);
+    for (char *c = err; *c; c++)
+      if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = ' ';
+  }
+  return status;
+}
+
+/* Everything one run holds, released by release() whatever was reached. */
+typedef struct detect_job {
+  const detect_config *config;
+  detect_result *result;
+  frame_reader *reader;
+  plm_context *ctx;
+  plm_pipeline *pl;
+  image_writer *csv;
+  char *rows;       /* one frame's CSV lines */
+  size_t rows_room; /* bytes */
+  progress bar;
+  char *err; /* the caller's message buffer */
+  size_t err_size;
+  /* The source's or sink's messages: the first failure's is kept (frames before it are
+   * still delivered to the sink, which must not overwrite it). */
+  char scratch[DETECT_ERROR_SIZE], first_failure[DETECT_ERROR_SIZE];
+} detect_job;
+
+static plm_status release(detect_job *job, plm_status status) {
+  progress_end(&job->bar);
+  image_writer_abort(job->csv);
+  plm_pipeline_destroy(job->pl);
+  if (job->ctx && plm_context_destroy(job->ctx) != PLM_OK && status == PLM_OK)
+    status = fail(job->err, job->err_size, PLM_ERR_INTERNAL, "%s", plm_last_error());
+  frame_reader_close(job->reader);
+  free(job->rows);
+  return status;
+}
+
+/* A library call failed: its message. */
+static plm_status library_failure(detect_job *job, plm_status status) {
+  return release(job, fail(job->err, job->err_size, status, "%s", plm_last_error()));
+}
+
+/* ---- the pipeline ----------------------------------------------------------------------- */
+
+/* Whether text holds token as a word of its own (separated by spaces, tabs or '!'). */
+static bool has_token(const char *text, const char *token) {
+  const size_t n = strlen(token);
+  for (const char *p = text; (p = strstr(p, token)) != NULL; p++) {
+    bool starts = p == text || p[-1] == ' ' || p[-1] == '\t' || p[-1] == '!';
+    bool ends = p[n] == '\0' || p[n] == ' ' || p[n] == '\t' || p[n] == '!';
+    if (starts && ends) return true;
+  }
+  return false;
+}
+
+static void shape_text(const plm_shape *shape, char *buf, size_t size) {
+  size_t used = (size_t)snprintf(buf, size, "%s ", plm_dtype_name(shape->dtype));
+  for (int d = 0; d < shape->ndim && used < size; d++)
+    used +=
+        (size_t)snprintf(buf + used, size - used, d ? "x%lld" : "%lld", (long long)shape->dims[d]);
+}
+
+/* The outputs must be a regions table (f64 (C, 12)) and the count (i32 (1,)). */
+static plm_status check_outputs(detect_job *job) {
+  int inputs = 0, outputs = 0;
+  plm_shape table = {0}, count = {0};
+  plm_status status = plm_pipeline_io_count(job->pl, &inputs, &outputs);
+  if (status == PLM_OK) status = plm_pipeline_output_shape(job->pl, 0, &table);
+  if (status == PLM_OK && outputs >= 2) status = plm_pipeline_output_shape(job->pl, 1, &count);
+  if (status != PLM_OK) return fail(job->err, job->err_size, status, "%s", plm_last_error());
+  bool is_table = table.dtype == PLM_DTYPE_F64 && table.ndim == 2 &&
+                  table.dims[1] == PLM_REGION_COLUMNS && outputs == 2 &&
+                  count.dtype == PLM_DTYPE_I32 && count.ndim == 1 && count.dims[0] == 1;
+  if (!is_table) {
+    char shape[96];
+    shape_text(&table, shape, sizeof shape);
+    return fail(job->err, job->err_size, PLM_ERR_INVALID_ARG,
+                "the pipeline's output is %s, not a regions table: end it with "
+                "'label ! regions' or with 'segment'",
+                shape);
+  }
+  job->result->capacity = table.dims[0];
+  return PLM_OK;
+}
+
+/* ---- the frames --------------------------------------------------------------------------- */
+
+/* Keep the message of the run's first failure in the source or the sink. */
+static plm_status keep_failure(detect_job *job, plm_status status) {
+  if (status != PLM_OK && job->first_failure[0] == '\0')
+    snprintf(job->first_failure, sizeof job->first_failure, "%s", job->scratch);
+  return status;
+}
+
+static plm_status read_frame(void *user, int64_t frame, void *const *inputs, bool *end) {
+  detect_job *job = user;
+  if (frame >= job->result->frames.count) {
+    *end = true;
+    return PLM_OK;
+  }
+  if (job->config->stop && *job->config->stop)
+    return keep_failure(job, fail(job->scratch, sizeof job->scratch, PLM_ERR_INVALID_STATE,
+                                  "interrupted at frame %lld", (long long)frame));
+  return keep_failure(
+      job, frame_reader_read(job->reader, frame, inputs[0], job->scratch, sizeof job->scratch));
+}
+
+static plm_status write_frame(void *user, int64_t frame, const void *const *outputs) {
+  detect_job *job = user;
+  detect_result *result = job->result;
+  const double *table = outputs[0];
+  int32_t count = 0;
+  memcpy(&count, outputs[1], sizeof count);
+  if (count < 0)
+    return keep_failure(job,
+                        fail(job->scratch, sizeof job->scratch, PLM_ERR_INTERNAL,
+                             "frame %lld: a count of %d regions", (long long)frame, (int)count));
+  int64_t rows = count < result->capacity ? count : result->capacity;
+  if (count > result->capacity) {
+    result->truncated_frames++;
+    result->missing_regions += count - result->capacity;
+  }
+  size_t room = (size_t)rows * CSV_REGIONS_ROW_SIZE;
+  if (room > job->rows_room) {
+    char *grown = realloc(job->rows, room);
+    if (!grown)
+      return keep_failure(job, fail(job->scratch, sizeof job->scratch, PLM_ERR_OUT_OF_MEMORY,
+                                    "out of memory for the %lld rows of frame %lld",
+                                    (long long)rows, (long long)frame));
+    job->rows = grown;
+    job->rows_room = room;
+  }
+  size_t length = 0;
+  for (int64_t j = 0; j < rows; j++)
+    length += csv_regions_row(job->rows + length, CSV_REGIONS_ROW_SIZE, frame,
+                              table + j * PLM_REGION_COLUMNS, true);
+  plm_status status =
+      image_writer_write(job->csv, job->rows, length, job->scratch, sizeof job->scratch);
+  if (status != PLM_OK) return keep_failure(job, status);
+  result->regions += rows;
+  progress_update(&job->bar, frame + 1);
+  return PLM_OK;
+}
+
+/* ---- the run ------------------------------------------------------------------------------ */
+
+static plm_status check_config(const detect_config *config, char *err, size_t err_size) {
+  if (!config) return fail(err, err_size, PLM_ERR_INVALID_ARG, "detect_run: config is NULL");
+  if (!config->frames_path || !config->pipeline || !config->out_path)
+    return fail(err, err_size, PLM_ERR_INVALID_ARG, "detect_run: config->%s is NULL",
+                !config->frames_path ? "frames_path"
+                : !config->pipeline  ? "pipeline"
+                                     : "out_path");
+  if (config->frames_in_flight < 0 || config->frames_in_flight > PLM_PIPELINE_MAX_FRAMES)
+    return fail(err, err_size, PLM_ERR_INVALID_ARG,
+                "frames in flight %d is not from 1 to %d (0: the default)",
+                config->frames_in_flight, PLM_PIPELINE_MAX_FRAMES);
+  /* A directory in the way would fail only at the rename, after all the work. */
+  struct stat st;
+  if (stat(config->out_path, &st) == 0 && S_ISDIR(st.st_mode))
+    return fail(err, err_size, PLM_ERR_IO, "%s: is a directory", config->out_path);
+  if (has_token(config->pipeline, "intensity=none"))
+    return fail(err, err_size, PLM_ERR_INVALID_ARG,
+                "the pipeline's regions have intensity=none, but the intensity columns are "
+                "written: leave intensity to its default (input)");
+  return PLM_OK;
+}
+
+plm_status detect_run(const detect_config *config, detect_result *result, char *err,
+                      size_t err_size) {
+  if (err && err_size) err[0] = '\0';
+  if (!result) return fail(err, err_size, PLM_ERR_INVALID_ARG, "detect_run: result is NULL");
+  memset(result, 0, sizeof *result);
+  result->report.failed_frame = -1;
+  plm_status status = check_config(config, err, err_size);
+  if (status != PLM_OK) return status;
+  detect_job job = {.config = config, .result = result, .err = err, .err_size = err_size};
+  result->frames_in_flight =
+      config->frames_in_flight ? config->frames_in_flight : DETECT_DEFAULT_FRAMES_IN_FLIGHT;
+
+  status = frame_reader_open(config->frames_path, &result->frames, &job.reader, err, err_size);
+  if (status != PLM_OK) return release(&job, status);
+  const frame_reader_info *frames = &result->frames;
+  if (frames->dtype != PLM_DTYPE_U8 && frames->dtype != PLM_DTYPE_U16 &&
+      frames->dtype != PLM_DTYPE_F32)
+    return release(&job, fail(err, err_size, PLM_ERR_UNSUPPORTED,
+                              "%s: frames of %s: plume detect takes u8, u16 or f32 frames",
+                              config->frames_path, plm_dtype_name(frames->dtype)));
+
+  plm_context_config context_config = {.backend = config->backend};
+  if ((status = plm_context_create(&context_config, &job.ctx)) != PLM_OK ||
+      (status = plm_context_backend(job.ctx, &result->backend)) != PLM_OK)
+    return library_failure(&job, status);
+  const int64_t dims[2] = {frames->height, frames->width};
+  if ((status = plm_pipeline_parse(job.ctx, config->pipeline, frames->dtype, 2, dims, &job.pl)) !=
+      PLM_OK)
+    return library_failure(&job, status);
+  if ((status = check_outputs(&job)) != PLM_OK) return release(&job, status);
+  plm_plan_config plan = {.frames_in_flight = result->frames_in_flight};
+  if ((status = plm_pipeline_compile(job.pl, &plan)) != PLM_OK)
+    return library_failure(&job, status);
+
+  char header[CSV_REGIONS_ROW_SIZE];
+  size_t header_length = csv_regions_header(header, sizeof header, true, true);
+  if ((status = image_writer_open_text(config->out_path, &job.csv, err, err_size)) != PLM_OK ||
+      (status = image_writer_write(job.csv, header, header_length, err, err_size)) != PLM_OK)
+    return release(&job, status);
+
+  if (config->show_progress) progress_begin(&job.bar, "detect", "frames", frames->count);
+  plm_run_stream_options options = plm_run_stream_options_default();
+  status =
+      plm_pipeline_run_stream(job.pl, read_frame, write_frame, &job, &options, &result->report);
+  progress_end(&job.bar);
+  if (status != PLM_OK) {
+    /* The source's or sink's own message names the file; else the run's names the frame. */
+    fail(err, err_size, status, "%s", job.first_failure[0] ? job.first_failure : plm_last_error());
+    return release(&job, status);
+  }
+  image_writer *csv = job.csv;
+  job.csv = NULL;
+  status = image_writer_commit(csv, err, err_size);
+  return release(&job, status);
+}
+
+int detect_exit_code(plm_status status) {
+  switch (status) {
+    case PLM_OK: return 0;
+    case PLM_ERR_INVALID_ARG:
+    case PLM_ERR_IO:
+    case PLM_ERR_UNSUPPORTED: return 2;
+    default: return 1;
+  }
+}
+
+void detect_print_summary(FILE *out, const detect_result *r) {
+  const plm_run_stream_report *report = &r->report;
+  fprintf(out,
+          "%lld frames in %.2f s: %.1f frames/s (%s backend, %d frames in flight; latency p50 "
+          "%.1f ms, p99 %.1f ms)\n",
+          (long long)report->frames_delivered, report->seconds, report->frames_per_s,
+          plm_backend_name(r->backend), r->frames_in_flight, report->latency_p50_ms,
+          report->latency_p99_ms);
+  if (report->graphs_used)
+    fprintf(out, "graphs: %lld of %lld frames replayed from CUDA graphs\n",
+            (long long)report->graph_replays, (long long)report->frames_delivered);
+  else if (report->graphs_note[0])
+    fprintf(out, "graphs: not used (%s)\n", report->graphs_note);
+  if (r->truncated_frames > 0)
+    fprintf(out,
+            "warning: %lld frames had more regions than the table's %lld rows; %lld regions are "
+            "missing from the CSV (raise capacity= of regions)\n",
+            (long long)r->truncated_frames, (long long)r->capacity, (long long)r->missing_regions);
+}

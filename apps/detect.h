@@ -1,0 +1,93 @@
+/* apps/detect.h: a detection pipeline over a sequence of frames (`plume detect`,
+ * `plume demo`).
+ *
+ * detect_run reads the frames of a stack or a folder (apps/frame_reader.h), runs a text
+ * pipeline (plm_pipeline_parse) over them with plm_pipeline_run_stream, keeping K frames
+ * in flight, and writes one CSV row per region found (apps/csv.h's regions rows):
+ *
+ *   frame,label,area,min_row,min_col,max_row,max_col,centroid_row,centroid_col,sum,max,
+ *   wcentroid_row,wcentroid_col
+ *
+ * the columns of `plume op label --regions --intensity` for a stack, which `plume score`
+ * reads. Rows are in frame order, then label order.
+ *
+ * The pipeline: its input is one frame (the frames' dtype, (H, W)); its first output must
+ * be a regions table (f64 (C, 12)) and its second the count of regions, which is what a
+ * text ending in `label ! regions` or in `segment` gives. `regions intensity=none` is
+ * refused, since the intensity columns are written. C (the table's rows, `capacity=` of
+ * regions or segment; by default the most regions a frame can hold, H*W/4 under
+ * 8-connectivity, whose download costs a copy of 96 bytes per table row each frame) bounds
+ * the regions kept per frame: a frame with more has its first C written, and the result
+ * counts the frames and the regions so lost.
+ *
+ * Frames: the source of the run reads frame k from the reader when the pipeline asks for
+ * it, into the run's pinned buffer, so a long stack is never held in memory; the sink
+ * writes each frame's rows as it arrives. Frames u8, u16 and f32 are taken (a file of
+ * another dtype is refused). The CSV goes to a temporary file beside the output that is
+ * renamed over it at the end (apps/image_io.h's writer): a failure leaves no file.
+ *
+ * Blocks; one call at a time per thread (it uses the thread's plume error message).
+ */
+#ifndef PLUME_APPS_DETECT_H
+#define PLUME_APPS_DETECT_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "apps/frame_reader.h"
+#include "plume/plume.h"
+
+/* Frames in flight when the caller gives 0: upload, compute and download of three frames
+ * overlap on a GPU; on host the source's reading of one frame overlaps the compute of
+ * the previous ones. */
+#define DETECT_DEFAULT_FRAMES_IN_FLIGHT 3
+
+/* Room for any message of this module. */
+enum { DETECT_ERROR_SIZE = FRAME_READER_ERROR_SIZE + 512 };
+
+typedef struct detect_config {
+  const char *frames_path; /* a stack or a folder (apps/frame_reader.h) */
+  const char *pipeline;    /* plm_pipeline_parse's text */
+  const char *out_path;    /* the CSV */
+  plm_backend backend;     /* PLM_BACKEND_AUTO (0), HOST or CUDA */
+  int frames_in_flight;    /* K, 1..PLM_PIPELINE_MAX_FRAMES; 0: the default above */
+  bool show_progress;      /* a progress bar on stderr when it is a terminal */
+  /* When not NULL and *stop becomes non-zero (a signal handler's flag), the run stops
+   * before its next frame with PLM_ERR_INVALID_STATE ("interrupted"), leaving no file. */
+  const volatile sig_atomic_t *stop;
+} detect_config;
+
+typedef struct detect_result {
+  frame_reader_info frames;
+  plm_backend backend;      /* the backend that ran */
+  int frames_in_flight;     /* K */
+  int64_t capacity;         /* C: the rows of the regions table */
+  int64_t regions;          /* rows written */
+  int64_t truncated_frames; /* frames with more than C regions */
+  int64_t missing_regions;  /* the regions of those beyond their first C */
+  plm_run_stream_report report;
+} detect_result;
+
+/* Run the detection (above). *result is filled as far as the run got. Errors, with a
+ * one-line message in err: PLM_ERR_INVALID_ARG (a NULL or bad config, a pipeline that
+ * does not parse or whose outputs are not a regions table and a count), PLM_ERR_IO and
+ * PLM_ERR_UNSUPPORTED (the frames: a missing, bad or mismatched file, a dtype other than
+ * u8, u16, f32; the output: cannot be written), PLM_ERR_OUT_OF_MEMORY, and the context's
+ * or the run's failures (PLM_ERR_NO_DEVICE, PLM_ERR_BACKEND, ...). */
+plm_status detect_run(const detect_config *config, detect_result *result, char *err,
+                      size_t err_size);
+
+/* The exit code of the plume command for a detect_run status: 0 for PLM_OK; 2 for bad
+ * arguments or files (PLM_ERR_INVALID_ARG, PLM_ERR_IO, PLM_ERR_UNSUPPORTED); 1 for the
+ * rest (out of memory, no device, a backend failure). */
+int detect_exit_code(plm_status status);
+
+/* Print the figures of a run as `plume detect` and `plume demo` do:
+ *   N frames in S s: F frames/s (BACKEND backend, K frames in flight; latency ...)
+ * then a line on graphs and, when frames were truncated, how many regions were lost. */
+void detect_print_summary(FILE *out, const detect_result *result);
+
+#endif /* PLUME_APPS_DETECT_H */

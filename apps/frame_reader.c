@@ -1,0 +1,201 @@
+/* apps/frame_reader.c: frames from a stack or a folder (apps/frame_reader.h). */
+#define _POSIX_C_SOURCE 200809L
+
+#include "apps/frame_reader.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+struct frame_reader {
+  frame_reader_info info;
+  image_frames *stack; /* a file: its frames */
+  char *path;          /* the file, or the folder */
+  char **files;        /* a folder: the paths of its frames, sorted */
+  int64_t file_count, file_room;
+};
+
+static plm_status fail(char *err, size_t err_size, plm_status status, const char *fmt, ...) {
+  if (err && err_size) {
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(err, err_size, fmt, args);
+    va_end(args);
+    for (char *c = err; *c; c++)
+      if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = ' ';
+  }
+  return status;
+}
+
+void frame_reader_close(frame_reader *r) {
+  if (!r) return;
+  image_frames_close(r->stack);
+  for (int64_t i = 0; i < r->file_count; i++) free(r->files[i]);
+  free(r->files);
+  free(r->path);
+  free(r);
+}
+
+/* ---- folders --------------------------------------------------------------------------- */
+
+/* A frame file by its name: not hidden, ending in .npy, .pgm or .png in any case. */
+static bool frame_name(const char *name) {
+  size_t n = strlen(name);
+  if (name[0] == '.' || n < 5) return false;
+  const char *ext = name + n - 4;
+  return strcasecmp(ext, ".npy") == 0 || strcasecmp(ext, ".pgm") == 0 ||
+         strcasecmp(ext, ".png") == 0;
+}
+
+static int compare_paths(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static plm_status add_file(frame_reader *r, const char *name, char *err, size_t err_size) {
+  if (r->file_count == r->file_room) {
+    int64_t room = r->file_room ? 2 * r->file_room : 64;
+    char **grown = realloc(r->files, (size_t)room * sizeof *grown);
+    if (!grown) return fail(err, err_size, PLM_ERR_OUT_OF_MEMORY, "%s: out of memory", r->path);
+    r->files = grown;
+    r->file_room = room;
+  }
+  size_t bytes = strlen(r->path) + 1 + strlen(name) + 1;
+  char *path = malloc(bytes);
+  if (!path) return fail(err, err_size, PLM_ERR_OUT_OF_MEMORY, "%s: out of memory", r->path);
+  snprintf(path, bytes, "%s/%s", r->path, name);
+  /* A directory named like a frame is not one; an entry that cannot be stat'ed is kept,
+   * and reading it names the problem. */
+  struct stat st;
+  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+    free(path);
+    return PLM_OK;
+  }
+  r->files[r->file_count++] = path;
+  return PLM_OK;
+}
+
+static plm_status list_folder(frame_reader *r, char *err, size_t err_size) {
+  DIR *dir = opendir(r->path);
+  if (!dir) return fail(err, err_size, PLM_ERR_IO, "%s: cannot open: %s", r->path, strerror(errno));
+  plm_status status = PLM_OK;
+  struct dirent *entry;
+  errno = 0;
+  while (status == PLM_OK && (entry = readdir(dir)) != NULL) {
+    if (frame_name(entry->d_name)) status = add_file(r, entry->d_name, err, err_size);
+    errno = 0;
+  }
+  if (status == PLM_OK && errno != 0)
+    status = fail(err, err_size, PLM_ERR_IO, "%s: reading the folder failed: %s", r->path,
+                  strerror(errno));
+  closedir(dir);
+  if (status != PLM_OK) return status;
+  if (r->file_count == 0)
+    return fail(err, err_size, PLM_ERR_IO,
+                "%s: no frames in the folder (no .npy, .pgm or .png file)", r->path);
+  qsort(r->files, (size_t)r->file_count, sizeof *r->files, compare_paths);
+  return PLM_OK;
+}
+
+static void shape_text(plm_dtype dtype, int64_t height, int64_t width, char *buf, size_t size) {
+  snprintf(buf, size, "%s %lldx%lld", plm_dtype_name(dtype), (long long)height, (long long)width);
+}
+
+/* Open a folder's file k and check that it holds one frame (of the reader's dtype and
+ * shape, once those are known: info->count > 0). */
+static plm_status open_folder_file(frame_reader *r, int64_t k, image *frame, image_frames **out,
+                                   char *err, size_t err_size) {
+  const char *path = r->files[k];
+  int64_t count = 0;
+  plm_status status = image_frames_open(path, frame, &count, out, err, err_size);
+  if (status != PLM_OK) return status;
+  const frame_reader_info *info = &r->info;
+  char got[96], want[96];
+  shape_text(frame->dtype, frame->dims[0], frame->dims[1], got, sizeof got);
+  if (count != 1) {
+    status = fail(err, err_size, PLM_ERR_IO,
+                  "%s: a stack of %lld frames: a folder holds one frame per file", path,
+                  (long long)count);
+  } else if (info->count > 0 && (frame->dtype != info->dtype || frame->dims[0] != info->height ||
+                                 frame->dims[1] != info->width)) {
+    shape_text(info->dtype, info->height, info->width, want, sizeof want);
+    status = fail(err, err_size, PLM_ERR_IO, "%s: a frame of %s, but the first frame (%s) is %s",
+                  path, got, r->files[0], want);
+  }
+  if (status != PLM_OK) {
+    image_frames_close(*out);
+    *out = NULL;
+  }
+  return status;
+}
+
+/* ---- the reader ------------------------------------------------------------------------ */
+
+plm_status frame_reader_open(const char *path, frame_reader_info *info, frame_reader **out,
+                             char *err, size_t err_size) {
+  if (err && err_size) err[0] = '\0';
+  if (out) *out = NULL;
+  if (!path || !info || !out)
+    return fail(err, err_size, PLM_ERR_INVALID_ARG, "frame_reader_open: %s is NULL",
+                !path   ? "path"
+                : !info ? "info"
+                        : "out");
+  frame_reader *r = calloc(1, sizeof *r);
+  if (r) r->path = malloc(strlen(path) + 1);
+  if (!r || !r->path) {
+    free(r);
+    return fail(err, err_size, PLM_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+  }
+  strcpy(r->path, path);
+  struct stat st;
+  plm_status status = PLM_OK;
+  image frame = {0};
+  if (stat(path, &st) != 0) {
+    status = fail(err, err_size, PLM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  } else if (S_ISDIR(st.st_mode)) {
+    r->info.folder = true;
+    status = list_folder(r, err, err_size);
+    image_frames *first = NULL;
+    if (status == PLM_OK) status = open_folder_file(r, 0, &frame, &first, err, err_size);
+    image_frames_close(first);
+    r->info.count = r->file_count;
+  } else {
+    status = image_frames_open(path, &frame, &r->info.count, &r->stack, err, err_size);
+  }
+  if (status != PLM_OK) {
+    frame_reader_close(r);
+    return status;
+  }
+  r->info.dtype = frame.dtype;
+  r->info.height = frame.dims[0];
+  r->info.width = frame.dims[1];
+  *info = r->info;
+  *out = r;
+  return PLM_OK;
+}
+
+plm_status frame_reader_read(frame_reader *r, int64_t k, void *dst, char *err, size_t err_size) {
+  if (err && err_size) err[0] = '\0';
+  if (!r || !dst)
+    return fail(err, err_size, PLM_ERR_INVALID_ARG, "frame_reader_read: %s is NULL",
+                !r ? "reader" : "dst");
+  if (k < 0 || k >= r->info.count)
+    return fail(err, err_size, PLM_ERR_INVALID_ARG, "%s: frame %lld is not in 0..%lld", r->path,
+                (long long)k, (long long)(r->info.count - 1));
+  if (r->stack) return image_frames_read(r->stack, k, dst, err, err_size);
+  image frame;
+  image_frames *file = NULL;
+  plm_status status = open_folder_file(r, k, &frame, &file, err, err_size);
+  if (status == PLM_OK) status = image_frames_read(file, 0, dst, err, err_size);
+  image_frames_close(file);
+  return status;
+}
+
+const char *frame_reader_file(const frame_reader *r, int64_t k) {
+  if (!r || k < 0 || k >= r->info.count) return NULL;
+  return r->files ? r->files[k] : r->path;
+}

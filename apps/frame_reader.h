@@ -1,0 +1,63 @@
+/* apps/frame_reader.h: the frames of `plume detect`, one at a time, from a stack or a folder.
+ *
+ * A frame reader serves frames 0..N-1 of one dtype and one (H, W) shape from
+ *   - a file (apps/image_io.h's image_frames): a 3-D .npy (N, H, W) is N frames, read from
+ *     the file one at a time, never held whole; a 2-D .npy, a PGM or a PNG is one frame;
+ *   - a folder: every entry whose name ends in .npy, .pgm or .png (in any case) and does
+ *     not start with '.', other than a directory, is one frame; frames are in the byte
+ *     order of the names (strcmp: zero-pad numbers, frame_0009 before frame_0010). Other
+ *     entries are ignored. Each file is opened and read only when its frame is read; it
+ *     must hold one frame (a 2-D image, or a 3-D .npy of one frame) of the dtype and
+ *     shape of the first file, else reading that frame fails naming the file. A folder
+ *     without any such file is refused at open.
+ * Every failure returns a status and leaves a one-line message naming the file in the
+ * caller's buffer (FRAME_READER_ERROR_SIZE bytes are enough).
+ *
+ * A reader is used by one thread at a time; frames may be read in any order. The module
+ * belongs to the command-line tool, not to libplume.
+ */
+#ifndef PLUME_APPS_FRAME_READER_H
+#define PLUME_APPS_FRAME_READER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "apps/image_io.h"
+#include "plume/status.h"
+#include "plume/tensor.h"
+
+/* Room for any message of this module. */
+enum { FRAME_READER_ERROR_SIZE = IMAGE_ERROR_SIZE + 512 };
+
+typedef struct frame_reader frame_reader;
+
+typedef struct frame_reader_info {
+  plm_dtype dtype;       /* of every frame */
+  int64_t height, width; /* of every frame */
+  int64_t count;         /* N >= 1 */
+  bool folder;           /* a folder of files, one frame each */
+} frame_reader_info;
+
+/* Open path (a file or a folder, above) and describe its frames in *info. Errors:
+ * PLM_ERR_INVALID_ARG (NULL arguments), PLM_ERR_IO (cannot open or read, a bad file, a
+ * folder without frames, a file in a folder that holds more than one frame),
+ * PLM_ERR_UNSUPPORTED (a file image_read does not take), PLM_ERR_OUT_OF_MEMORY. *out is
+ * NULL on failure. */
+plm_status frame_reader_open(const char *path, frame_reader_info *info, frame_reader **out,
+                             char *err, size_t err_size);
+
+/* Read frame k (0..count-1) into dst (height * width elements of dtype). Errors:
+ * PLM_ERR_INVALID_ARG (NULL arguments, k out of range), PLM_ERR_IO (a bad or changed
+ * file; in a folder, a file whose dtype, shape or frame count differs from the first's),
+ * PLM_ERR_UNSUPPORTED, PLM_ERR_OUT_OF_MEMORY. */
+plm_status frame_reader_read(frame_reader *r, int64_t k, void *dst, char *err, size_t err_size);
+
+/* The file that holds frame k (the path itself for a file); NULL when k is out of range.
+ * Valid until the reader is closed. */
+const char *frame_reader_file(const frame_reader *r, int64_t k);
+
+/* Close; NULL is a no-op. */
+void frame_reader_close(frame_reader *r);
+
+#endif /* PLUME_APPS_FRAME_READER_H */

@@ -1,0 +1,37 @@
+/* apps/options.h: the options of the `plume` commands that take "--flag value" pairs
+ * (scene, score, detect, demo).
+ *
+ * A command lists its flags in a table of {flag, &value} ending in {NULL, NULL} and
+ * passes its arguments to options_take, which accepts "--flag value" and "--flag=value",
+ * each flag at most once, and leaves each value (NULL when not given) in its pointer. A
+ * switch (a flag without a value, such as --keep) is listed with its own .is_switch:
+ * its value is set to "" when given. Messages are one line on stderr, starting
+ * "plume <command>: ". The parsers below take plain decimal digits only (no sign, no
+ * spaces, no 0x). Reentrant.
+ */
+#ifndef PLUME_APPS_OPTIONS_H
+#define PLUME_APPS_OPTIONS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct option {
+  const char *flag;   /* "--frames"; NULL ends the table */
+  const char **value; /* where the value goes */
+  bool is_switch;     /* takes no value; *value becomes "" when given */
+} option;
+
+/* Take the arguments: returns -1 to go on, 0 after printing usage to stdout (-h,
+ * --help), else 2 (bad usage) after a message naming the argument. */
+int options_take(const char *command, const char *usage, option *options, int argc, char **argv);
+
+/* A decimal integer of digits only, from min to max; with end, the parse stops at the
+ * first non-digit and *end is left there, else the whole text must be digits. */
+bool options_parse_count(const char *text, const char **end, uint64_t min, uint64_t max,
+                         uint64_t *value);
+
+/* "H,W": two such integers from min to max. */
+bool options_parse_size(const char *text, uint64_t min, uint64_t max, int64_t *height,
+                        int64_t *width);
+
+#endif /* PLUME_APPS_OPTIONS_H */

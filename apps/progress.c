@@ -1,0 +1,58 @@
+/* apps/progress.c: a progress bar on a terminal (apps/progress.h). */
+#define _POSIX_C_SOURCE 200809L
+
+#include "apps/progress.h"
+
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { BAR_WIDTH = 30 };
+static const double REDRAW_S = 0.1;
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void draw(progress *p, int64_t done, double now) {
+  if (done > p->total) done = p->total;
+  if (done < 0) done = 0;
+  char bar[BAR_WIDTH + 1];
+  int filled = (int)(done * BAR_WIDTH / p->total);
+  for (int i = 0; i < BAR_WIDTH; i++) bar[i] = i < filled ? '#' : '-';
+  bar[BAR_WIDTH] = '\0';
+  double elapsed = now - p->started_s;
+  fprintf(stderr, "\r%s [%s] %lld/%lld %s", p->label, bar, (long long)done, (long long)p->total,
+          p->unit);
+  if (done > 0 && elapsed > 0) {
+    double rate = (double)done / elapsed;
+    fprintf(stderr, "  %.0f %s/s  %.0f s left", rate, p->unit, (double)(p->total - done) / rate);
+  }
+  fputs("\033[K", stderr); /* clear what a longer line left */
+  fflush(stderr);
+  p->drawn_s = now;
+}
+
+void progress_begin(progress *p, const char *label, const char *unit, int64_t total) {
+  *p = (progress){.shown = total > 0 && isatty(STDERR_FILENO),
+                  .label = label,
+                  .unit = unit,
+                  .total = total,
+                  .started_s = now_s()};
+  if (p->shown) draw(p, 0, p->started_s);
+}
+
+void progress_update(progress *p, int64_t done) {
+  if (!p->shown) return;
+  double now = now_s();
+  if (now - p->drawn_s >= REDRAW_S || done >= p->total) draw(p, done, now);
+}
+
+void progress_end(progress *p) {
+  if (!p->shown) return;
+  fputs("\r\033[K", stderr);
+  fflush(stderr);
+  p->shown = false;
+}

@@ -1,0 +1,347 @@
+#!/usr/bin/env bash
+# tests/cli/test-plume-detect.sh PLUME SCRATCH: `plume detect` and `plume demo` end to end,
+# through the built binary. On a short scene: the CSV's header and rows; the same CSV from
+# the stack, from a folder of the same frames as .npy, PGM and PNG files, and with any
+# number of frames in flight; the rows equal `plume op threshold` + `plume op label
+# --regions --intensity` for the same chain; no progress bar when stderr is not a
+# terminal, and one on a terminal; exit codes (0 ok, 2 bad usage, a bad pipeline or a bad
+# frame file) with one-line messages on stderr, and no output (or temporary) file left
+# by a failure. Then `plume demo` on a short scene: its precision and recall are >= 0.95,
+# its files are removed (or kept with --keep) and `plume score` agrees with it.
+# Python (any python3, standard library only) makes the PNG frames when it is found.
+set -u
+plume=$1
+scratch=$2
+rm -rf "$scratch"
+mkdir -p "$scratch"
+cd "$scratch" || exit 1
+
+failures=0
+checks=0
+fail() {
+  echo "FAIL: $*" >&2
+  failures=$((failures + 1))
+}
+
+# run EXPECTED_RC NAME ARGS...: run plume, check the exit code; stdout goes to out.txt,
+# stderr to err.txt. A usage error must print one line starting "plume <command>".
+run() {
+  local expected=$1 name=$2
+  shift 2
+  checks=$((checks + 1))
+  "$plume" "$@" >out.txt 2>err.txt
+  local rc=$?
+  if [[ $rc != "$expected" ]]; then
+    fail "$name: exit $rc, expected $expected (stderr: $(cat err.txt))"
+    return 1
+  fi
+  if [[ $expected == 2 ]]; then
+    if [[ $(wc -l <err.txt) != 1 ]] || ! grep -q "^plume $1" err.txt; then
+      fail "$name: expected one 'plume $1...' line on stderr, got: $(cat err.txt)"
+    fi
+  fi
+  return 0
+}
+
+# absent NAME FILES...: none of the files exists, and no temporary file is left.
+absent() {
+  local name=$1
+  shift
+  checks=$((checks + 1))
+  for f in "$@"; do [[ -e $f ]] && fail "$name: $f was created"; done
+  if compgen -G '*.tmp-*' >/dev/null || compgen -G '*/*.tmp-*' >/dev/null; then
+    fail "$name: a temporary file was left: $(ls ./*.tmp-* ./*/*.tmp-* 2>/dev/null)"
+  fi
+  rm -f "$@"
+}
+
+# expect_err NAME NEEDLE: the message on stderr contains NEEDLE.
+expect_err() {
+  checks=$((checks + 1))
+  grep -qF -- "$2" err.txt || fail "$1: stderr lacks '$2': $(cat err.txt)"
+}
+
+log="conv2d kernel=log:9:1.5 pad=same border=replicate ! threshold value=25 ! label connectivity=8"
+pipeline="$log ! regions capacity=64"
+header="frame,label,area,min_row,min_col,max_row,max_col,centroid_row,centroid_col,sum,max,wcentroid_row,wcentroid_col"
+
+# ---- a scene and its detections ---------------------------------------------------------
+N=40
+H=128
+W=128
+frame_bytes=$((H * W * 2))
+run 0 "scene" scene --frames $N --size $H,$W --out s.npy --truth t.csv
+run 0 "detect a stack" detect --frames s.npy --pipeline "$pipeline" --out a.csv
+checks=$((checks + 1))
+[[ $(head -n 1 a.csv) == "$header" ]] || fail "a.csv header: $(head -n 1 a.csv)"
+rows=$(($(wc -l <a.csv) - 1))
+checks=$((checks + 1))
+[[ $rows -ge 20 ]] || fail "a.csv has only $rows rows"
+# Rows: 13 fields, frames 0..N-1 in order, labels 1.. within each frame.
+checks=$((checks + 1))
+bad=$(tail -n +2 a.csv | awk -F, -v n=$N 'NF != 13 || $1 < 0 || $1 >= n || $1 < last ||
+  ($1 == last && $2 != label + 1) || ($1 != last && $2 != 1) {print; exit}
+  {last = $1; label = $2}')
+[[ -z $bad ]] || fail "a.csv row out of order or malformed: $bad"
+checks=$((checks + 1))
+grep -q "^detect: $N frames of ${H}x$W u16 from s.npy, $rows regions -> a.csv$" out.txt ||
+  fail "detect summary: $(cat out.txt)"
+checks=$((checks + 1))
+grep -Eq "^$N frames in [0-9.]+ s: [0-9.]+ frames/s \(host backend, 3 frames in flight" out.txt ||
+  fail "detect figures: $(cat out.txt)"
+checks=$((checks + 1))
+grep -q "^graphs: not used (the host backend has no graphs)$" out.txt || fail "graphs: $(cat out.txt)"
+# Not a terminal: no progress bar, nothing at all on stderr.
+checks=$((checks + 1))
+[[ ! -s err.txt ]] || fail "stderr is not empty without a terminal: $(cat -v err.txt)"
+# The detections are good ones.
+run 0 "score" score --truth t.csv --detections a.csv
+checks=$((checks + 1))
+awk '/^precision:/ {p = $2} /^recall:/ {r = $2} END {exit !(p >= 0.95 && r >= 0.95)}' out.txt ||
+  fail "score of a.csv: $(cat out.txt)"
+
+# Any number of frames in flight gives the same CSV.
+for k in 1 2 5 16; do
+  run 0 "--streams $k" detect --frames s.npy --pipeline "$pipeline" --out k.csv --streams $k
+  checks=$((checks + 1))
+  cmp -s a.csv k.csv || fail "--streams $k changes the CSV"
+  grep -q "host backend, $k frames in flight" out.txt || fail "--streams $k: $(cat out.txt)"
+done
+# Without capacity= the table holds every region a frame can have: the same rows.
+run 0 "no capacity" detect --frames=s.npy "--pipeline=$log ! regions" --out=k.csv --backend=host
+checks=$((checks + 1))
+cmp -s a.csv k.csv || fail "regions without capacity changes the CSV"
+
+# ---- the same rows as plume op --------------------------------------------------------------
+run 0 "op threshold" op threshold --in s.npy --value 3500 --out m.npy
+run 0 "op label" op label --in m.npy --out l.npy --regions r.csv --intensity s.npy
+run 0 "detect threshold" detect --frames s.npy --pipeline "threshold value=3500 ! label ! regions" \
+  --out d.csv
+checks=$((checks + 1))
+cmp -s r.csv d.csv || fail "detect differs from plume op threshold + label --regions --intensity"
+
+# A table too short for some frames: the first rows are kept and the loss is reported.
+run 0 "capacity 1" detect --frames s.npy --pipeline "threshold value=3500 ! label ! regions capacity=1" \
+  --out c.csv
+checks=$((checks + 1))
+[[ $(($(wc -l <c.csv) - 1)) == "$N" ]] || fail "capacity=1: $(($(wc -l <c.csv) - 1)) rows"
+checks=$((checks + 1))
+grep -q "^warning: [0-9]* frames had more regions than the table's 1 rows" out.txt ||
+  fail "capacity=1: no warning: $(cat out.txt)"
+# segment ends a detection pipeline too.
+run 0 "segment" detect --frames s.npy --pipeline "conv2d kernel=log:9:1.5 pad=same ! segment value=25" \
+  --out g.csv
+checks=$((checks + 1))
+[[ $(head -n 1 g.csv) == "$header" && $(wc -l <g.csv) -gt 1 ]] || fail "segment: $(head -n 2 g.csv)"
+
+# ---- the same frames from a folder ---------------------------------------------------------------
+# frame K of the stack: its bytes (little-endian u16).
+frame() { tail -c +$((129 + $1 * frame_bytes)) s.npy | head -c $frame_bytes; }
+# A 2-D .npy header for (H, W) u16, padded to 128 bytes.
+npy_header() {
+  printf '\x93NUMPY\x01\x00\x76\x00'
+  printf "%-117s\n" "{'descr': '<u2', 'fortran_order': False, 'shape': ($H, $W), }"
+}
+python=$(command -v python3 || true)
+mkdir -p frames
+for ((k = 0; k < N; k++)); do
+  name=$(printf 'frames/f_%04d' "$k")
+  if ((k % 3 == 0)); then
+    { npy_header; frame "$k"; } >"$name.npy"
+  elif ((k % 3 == 1)) || [[ -z $python ]]; then
+    { printf 'P5\n%d %d\n65535\n' $W $H; frame "$k" | dd conv=swab status=none; } >"$name.pgm"
+  else
+    frame "$k" | "$python" -c '
+import struct, sys, zlib
+w, h, path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+data = sys.stdin.buffer.read()
+rows = b"".join(b"\0" + bytes(b for i in range(0, 2 * w, 2)
+                               for b in (data[y * 2 * w + i + 1], data[y * 2 * w + i]))
+               for y in range(h))
+def chunk(kind, body):
+    return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 16, 0, 0, 0, 0))
+       + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+open(path, "wb").write(png)' $W $H "$name.png"
+  fi
+done
+[[ -z $python ]] && echo "note: no python3: the folder has .npy and .pgm frames only, no PNG"
+# Entries that are not frames are left out.
+echo "not a frame" >frames/README.txt
+echo "garbage" >frames/.hidden.npy
+run 0 "detect a folder" detect --frames frames --pipeline "$pipeline" --out b.csv
+checks=$((checks + 1))
+cmp -s a.csv b.csv || fail "the folder's CSV differs from the stack's"
+checks=$((checks + 1))
+[[ $(ls frames/*.png 2>/dev/null | wc -l) -gt 0 || -z $python ]] || fail "no PNG frames were made"
+# One frame: a 2-D .npy gives frame 0's rows of the stack.
+run 0 "detect one frame" detect --frames frames/f_0000.npy --pipeline "$pipeline" --out one.csv
+checks=$((checks + 1))
+cmp -s one.csv <(awk -F, 'NR == 1 || $1 == 0' a.csv) || fail "one frame differs from frame 0"
+
+# ---- a progress bar on a terminal -----------------------------------------------------------------
+if command -v script >/dev/null; then
+  checks=$((checks + 1))
+  script -qec "'$plume' detect --frames s.npy --pipeline '$pipeline' --out p.csv" /dev/null \
+    >tty.txt 2>&1 </dev/null
+  grep -q "detect \[-*\] 0/$N frames" tty.txt && grep -q "$N frames in" tty.txt ||
+    fail "no progress bar on a terminal: $(cat -v tty.txt | head -c 400)"
+  checks=$((checks + 1))
+  cmp -s a.csv p.csv || fail "the CSV differs with a progress bar"
+else
+  echo "note: no 'script' command: the progress bar on a terminal is not checked"
+fi
+
+# ---- bad usage: exit 2, one line, no file ----------------------------------------------------
+run 2 "no arguments" detect && absent "no arguments" x.csv
+run 2 "no --frames" detect --pipeline "$pipeline" --out x.csv && absent "no --frames" x.csv
+run 2 "no --pipeline" detect --frames s.npy --out x.csv && absent "no --pipeline" x.csv
+run 2 "no --out" detect --frames s.npy --pipeline "$pipeline"
+run 2 "unknown option" detect --frames s.npy --pipeline "$pipeline" --out x.csv --fast &&
+  absent "unknown option" x.csv
+run 2 "option twice" detect --frames s.npy --frames s.npy --pipeline "$pipeline" --out x.csv &&
+  absent "option twice" x.csv
+for k in 0 17 -1 abc 2.5 ''; do
+  run 2 "--streams '$k'" detect --frames s.npy --pipeline "$pipeline" --out x.csv --streams "$k" &&
+    absent "--streams '$k'" x.csv
+done
+run 2 "--backend" detect --frames s.npy --pipeline "$pipeline" --out x.csv --backend gpu &&
+  absent "--backend" x.csv
+run 0 "help" detect --help
+checks=$((checks + 1))
+grep -q "^usage: plume detect" out.txt || fail "detect --help: $(cat out.txt)"
+
+# ---- bad pipelines ----------------------------------------------------------------------------
+run 2 "pipeline does not parse" detect --frames s.npy --pipeline "conv2d pad=same" --out x.csv &&
+  absent "pipeline does not parse" x.csv
+expect_err "pipeline does not parse" "element 1 'conv2d'"
+for p in "sobel" "threshold value=1 ! label" "$log"; do
+  run 2 "no regions: $p" detect --frames s.npy --pipeline "$p" --out x.csv &&
+    absent "no regions: $p" x.csv
+  expect_err "no regions: $p" "not a regions table"
+done
+run 2 "intensity=none" detect --frames s.npy --pipeline "$log ! regions intensity=none" --out x.csv &&
+  absent "intensity=none" x.csv
+expect_err "intensity=none" "intensity=none"
+run 2 "empty pipeline" detect --frames s.npy --pipeline "" --out x.csv && absent "empty pipeline" x.csv
+
+# ---- bad frames ----------------------------------------------------------------------------------
+run 2 "missing frames" detect --frames missing.npy --pipeline "$pipeline" --out x.csv &&
+  absent "missing frames" x.csv
+expect_err "missing frames" "missing.npy: cannot open"
+mkdir -p empty
+run 2 "empty folder" detect --frames empty --pipeline "$pipeline" --out x.csv && absent "empty folder" x.csv
+expect_err "empty folder" "no frames in the folder"
+head -c $((128 + 3 * frame_bytes)) s.npy >short.npy
+run 2 "truncated stack" detect --frames short.npy --pipeline "$pipeline" --out x.csv &&
+  absent "truncated stack" x.csv
+expect_err "truncated stack" "short.npy: truncated"
+# i32 frames are not taken.
+{
+  printf '\x93NUMPY\x01\x00\x76\x00'
+  printf "%-117s\n" "{'descr': '<i4', 'fortran_order': False, 'shape': (2, 16, 16), }"
+  head -c $((2 * 16 * 16 * 4)) /dev/zero
+} >i32.npy
+run 2 "i32 frames" detect --frames i32.npy --pipeline "$pipeline" --out x.csv && absent "i32 frames" x.csv
+expect_err "i32 frames" "takes u8, u16 or f32 frames"
+# A folder whose 21st frame is of another shape: the run stops there, naming the file, and
+# an existing output is left as it was.
+cp -r frames odd
+rm -f odd/f_0020.*
+{ printf 'P5\n%d %d\n65535\n' $W $((H / 2)); frame 20 | head -c $((frame_bytes / 2)); } >odd/f_0020.pgm
+echo "old" >x.csv
+run 2 "odd frame" detect --frames odd --pipeline "$pipeline" --out x.csv
+expect_err "odd frame" "odd/f_0020.pgm: a frame of u16 64x128, but the first frame"
+checks=$((checks + 1))
+[[ $(cat x.csv) == old ]] || fail "odd frame: the old output was changed"
+rm -f x.csv
+absent "odd frame" x.csv
+# A frame of another dtype.
+rm -f odd/f_0020.pgm
+{ printf 'P5\n%d %d\n255\n' $W $H; head -c $((H * W)) /dev/zero; } >odd/f_0020.pgm
+run 2 "u8 frame among u16" detect --frames odd --pipeline "$pipeline" --out x.csv &&
+  absent "u8 frame among u16" x.csv
+expect_err "u8 frame among u16" "odd/f_0020.pgm: a frame of u8 128x128"
+
+# ---- outputs that cannot be written -----------------------------------------------------------
+run 2 "--out in a missing directory" detect --frames s.npy --pipeline "$pipeline" --out no/such/x.csv
+mkdir -p in_the_way.csv
+run 2 "--out is a directory" detect --frames s.npy --pipeline "$pipeline" --out in_the_way.csv
+checks=$((checks + 1))
+[[ -d in_the_way.csv && -z $(ls -A in_the_way.csv) ]] || fail "the directory in the way was changed"
+absent "outputs" nothing-here
+
+# ---- plume demo ----------------------------------------------------------------------------------
+mkdir -p tmp
+TMPDIR=$PWD/tmp run 0 "demo" demo --frames 60 --size 256,256
+cp out.txt demo.txt
+checks=$((checks + 1))
+awk '/^precision:/ {p = $2} /^recall:/ {r = $2} END {exit !(p >= 0.95 && r >= 0.95)}' demo.txt ||
+  fail "demo precision or recall below 0.95: $(cat demo.txt)"
+checks=$((checks + 1))
+grep -Eq "^60 frames in [0-9.]+ s: [0-9.]+ frames/s" demo.txt || fail "demo figures: $(cat demo.txt)"
+checks=$((checks + 1))
+grep -Eq "^centroid error: +mean 0\.[0-9]+ px" demo.txt || fail "demo centroid error: $(cat demo.txt)"
+checks=$((checks + 1))
+[[ -z $(ls -A tmp) ]] || fail "demo left files in TMPDIR: $(ls -R tmp)"
+# Interrupted (Ctrl-C, kill) while it writes a long scene: exit 128 + the signal, one line,
+# and no file left behind.
+if command -v timeout >/dev/null; then
+  for sig in INT TERM; do
+    checks=$((checks + 1))
+    TMPDIR=$PWD/tmp timeout --preserve-status -s $sig 0.5 "$plume" demo --frames 100000 \
+      --size 64,64 >out.txt 2>err.txt
+    rc=$?
+    [[ ($sig == INT && $rc == 130) || ($sig == TERM && $rc == 143) ]] ||
+      fail "demo interrupted by SIG$sig: exit $rc: $(cat err.txt)"
+    checks=$((checks + 1))
+    [[ -z $(ls -A tmp) ]] || fail "demo interrupted by SIG$sig left files: $(ls -R tmp)"
+  done
+else
+  echo "note: no 'timeout' command: the demo's interruption is not checked"
+fi
+# --workdir and --keep: the files stay, and plume score reads the same figures from them.
+run 0 "demo --keep" demo --frames 60 --size 256,256 --workdir kept --keep --streams 2 --backend host
+checks=$((checks + 1))
+[[ -f kept/frames.npy && -f kept/truth.csv && -f kept/detections.csv ]] || fail "demo --keep: $(ls kept)"
+checks=$((checks + 1))
+cmp -s <(grep -E "^(precision|recall|centroid error):" demo.txt) \
+  <(grep -E "^(precision|recall|centroid error):" out.txt) || fail "demo --keep scores differently"
+run 0 "score the demo's files" score --truth kept/truth.csv --detections kept/detections.csv
+checks=$((checks + 1))
+cmp -s <(grep -E "^(precision|recall|centroid error):" demo.txt) \
+  <(grep -E "^(precision|recall|centroid error):" out.txt) || fail "plume score disagrees with demo"
+# A work folder given without --keep is emptied, and removed when the demo made it.
+run 0 "demo --workdir" demo --frames 5 --size 64,64 --workdir made
+checks=$((checks + 1))
+[[ ! -e made ]] || fail "demo --workdir left $(ls -R made)"
+# Without a GPU, --backend cuda fails before any scene is written, leaving nothing.
+if "$plume" info | grep -q "cuda: no device"; then
+  checks=$((checks + 1))
+  "$plume" demo --backend cuda --workdir nocuda >out.txt 2>err.txt
+  rc=$?
+  [[ ($rc == 1 || $rc == 2) && $(wc -l <err.txt) == 1 ]] && grep -q "^plume demo: " err.txt ||
+    fail "demo --backend cuda without a GPU: exit $rc: $(cat err.txt)"
+  checks=$((checks + 1))
+  [[ ! -e nocuda ]] && ! grep -q "^scene:" out.txt || fail "demo --backend cuda wrote a scene"
+  checks=$((checks + 1))
+  "$plume" detect --frames s.npy --pipeline "$pipeline" --out x.csv --backend cuda 2>err.txt
+  rc=$?
+  [[ ($rc == 1 || $rc == 2) && $(wc -l <err.txt) == 1 ]] ||
+    fail "detect --backend cuda without a GPU: exit $rc: $(cat err.txt)"
+  absent "detect --backend cuda" x.csv
+fi
+run 2 "demo --frames 0" demo --frames 0
+run 2 "demo --size" demo --size 8,8
+run 2 "demo --seed" demo --seed -1
+run 2 "demo --streams" demo --streams 0
+run 2 "demo --keep=yes" demo --keep=yes
+run 2 "demo too many pixels" demo --frames 100000 --size 16384,16384
+touch a-file
+run 2 "demo --workdir a file" demo --workdir a-file
+run 0 "demo help" demo -h
+checks=$((checks + 1))
+grep -q "^usage: plume demo" out.txt || fail "demo -h: $(cat out.txt)"
+
+echo "$checks checks, $failures failures"
+[[ $failures == 0 ]]
