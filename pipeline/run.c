@@ -102,6 +102,8 @@ plm_status plm__pipeline_enqueue(plm_pipeline *pl, int slot_index, plm_stream *s
   plm_stream *streams[PLM_PIPELINE_MAX_STREAMS] = {stream};
   for (int s = 1; s < plan->stream_count; s++) streams[s] = slot->streams[s];
 
+  const bool per_run = pl->config.flags & PLM_PLAN_ALLOCATE_PER_RUN;
+  const bool synchronous = pl->config.flags & PLM_PLAN_SYNCHRONOUS_STEPS;
   plm_status status = PLM_OK;
   if (plan->stream_count > 1) status = plm_event_record(slot->events[0], stream); /* the fork */
   int failed = -1;
@@ -110,9 +112,12 @@ plm_status plm__pipeline_enqueue(plm_pipeline *pl, int slot_index, plm_stream *s
     plm_stream *on = streams[step->stream];
     for (int w = 0; status == PLM_OK && w < step->wait_count; w++)
       status = plm_stream_wait_event(on, slot->events[step->waits[w]]);
+    if (status == PLM_OK && per_run) status = plm__per_run_acquire(pl, slot, i, on);
     if (status == PLM_OK) status = run_step(step, on, slot->tensors);
     if (status == PLM_OK && step->record >= 0)
       status = plm_event_record(slot->events[step->record], on);
+    if (status == PLM_OK && per_run) status = plm__per_run_release_after(pl, slot, i, on);
+    if (status == PLM_OK && synchronous) status = plm_stream_synchronize(on);
     if (status != PLM_OK) failed = i;
   }
   if (failed >= 0)
@@ -124,6 +129,11 @@ plm_status plm__pipeline_enqueue(plm_pipeline *pl, int slot_index, plm_stream *s
     plm_status joined = plm_event_record(join, streams[s]);
     if (joined == PLM_OK) joined = plm_stream_wait_event(stream, join);
     if (status == PLM_OK) status = joined;
+  }
+  /* What is still allocated (the whole frame is ordered before stream's end now). */
+  if (per_run) {
+    plm_status released = plm__per_run_release_rest(pl, slot, stream);
+    if (status == PLM_OK) status = released;
   }
   return status;
 }
@@ -151,11 +161,20 @@ plm_status plm_pipeline_run(plm_pipeline *pl, const plm_tensor *inputs, plm_tens
 
 bool plm__pipeline_capturable(const plm_pipeline *pl, char *why, size_t size) {
   const bool on_cuda = pl->ctx->backend->kind == PLM_BACKEND_CUDA;
+  if (pl->config.flags & PLM_PLAN_ALLOCATE_PER_RUN) {
+    snprintf(why, size, "the plan allocates its intermediates per run (PLM_PLAN_ALLOCATE_PER_RUN)");
+    return false;
+  }
+  if (pl->config.flags & PLM_PLAN_SYNCHRONOUS_STEPS) {
+    snprintf(why, size, "the host waits after every step (PLM_PLAN_SYNCHRONOUS_STEPS)");
+    return false;
+  }
   for (int s = 0; s < pl->plan.step_count; s++) {
     const plm__step *step = &pl->plan.steps[s];
     /* These ops take their scratch from a pool on every call (plume/entropy.h,
      * plume/fused.h, plume/label.h): a replay would reuse the captured address. */
-    bool per_call = step->kind == PLM__OP_ENTROPY || step->kind == PLM__OP_SOBEL_ENTROPY_THRESHOLD ||
+    bool per_call = step->kind == PLM__OP_ENTROPY ||
+                    step->kind == PLM__OP_SOBEL_ENTROPY_THRESHOLD ||
                     (step->kind == PLM__OP_LABEL && on_cuda);
     if (per_call) {
       snprintf(why, size, "step %d '%s' takes scratch from the pool per call", s,

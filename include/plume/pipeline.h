@@ -57,7 +57,9 @@
  * ---- memory ----------------------------------------------------------------------------
  * At compile, cfg->frames_in_flight workspaces (one per frame slot) and the constants
  * come from cfg->pool (the context's default pool when NULL), once; they go back at
- * destroy. A run allocates nothing of its own. Some operations take scratch memory per
+ * destroy. A run allocates nothing of its own (unless cfg->flags has
+ * PLM_PLAN_ALLOCATE_PER_RUN: then there is no workspace, and each run allocates and frees
+ * its intermediates, see the plan flags). Some operations take scratch memory per
  * call, in stream order: entropy (its histograms) from the context's default pool, which
  * serves them from cached blocks after the first frame, and label on cuda (flags, ranks
  * and the prefix sum's storage) from cudaMallocAsync on the device's default memory
@@ -67,7 +69,8 @@
  * Building, compiling and destroying a pipeline are for one thread at a time. After
  * compile, the queries (plm_pipeline_plan_info, plm_pipeline_describe, the shapes) are
  * thread-safe. plm_pipeline_run must not be called from two threads at once on one
- * pipeline. compile and destroy block; run does not (beyond what plm_pool_alloc may);
+ * pipeline. compile and destroy block; run does not (beyond what plm_pool_alloc may, and
+ * unless the plan has PLM_PLAN_SYNCHRONOUS_STEPS);
  * none of them may be called from a host callback (plm_stream_enqueue_host).
  *
  * A pipeline belongs to its context: plm_context_destroy destroys a pipeline left
@@ -230,11 +233,28 @@ enum {
   PLM_PIPELINE_MAX_STREAMS = 8  /* max_streams at most */
 };
 
-/* Plan flags. */
+/* Plan flags. The last two make an eager pipeline, as code that calls the ops one by
+ * one would run it: for debugging, and for measuring what planning buys (bench_pipeline's
+ * `naive` and `pooled`). They combine freely with the others and with each other.
+ *
+ * PLM_PLAN_ALLOCATE_PER_RUN: no workspace. Each run allocates every intermediate from
+ *   cfg->pool (plm_pool_alloc on the stream of the step that writes it) just before that
+ *   step is enqueued, and frees it (plm_pool_free) in stream order right after its last
+ *   reader is enqueued, on that reader's stream when every other use is ordered before it
+ *   there, else on the run's stream after the branches have joined. Implies
+ *   PLM_PLAN_NO_REUSE (nothing in place). A run can then fail with
+ *   PLM_ERR_OUT_OF_MEMORY for an intermediate (the step is named; what it had allocated
+ *   is freed), and frames are never captured into CUDA graphs.
+ * PLM_PLAN_SYNCHRONOUS_STEPS: after enqueueing each step, the host waits for it
+ *   (plm_stream_synchronize on the step's stream), so plm_pipeline_run blocks until the
+ *   frame's last step has run; a step's device failure is then reported by the run that
+ *   enqueued it, with the step named. Frames are never captured into CUDA graphs. */
 enum {
   PLM_PLAN_DEFAULT = 0,
-  PLM_PLAN_NO_FUSION = 1u << 0, /* keep fusable chains as separate steps */
-  PLM_PLAN_NO_REUSE = 1u << 1   /* every intermediate its own memory, nothing in place */
+  PLM_PLAN_NO_FUSION = 1u << 0,        /* keep fusable chains as separate steps */
+  PLM_PLAN_NO_REUSE = 1u << 1,         /* every intermediate its own memory, nothing in place */
+  PLM_PLAN_ALLOCATE_PER_RUN = 1u << 2, /* intermediates from the pool per run (above) */
+  PLM_PLAN_SYNCHRONOUS_STEPS = 1u << 3 /* the host waits after every step (above) */
 };
 
 /* A zeroed config (or NULL) means: 1 frame in flight, up to 4 streams per frame,
@@ -255,7 +275,7 @@ PLM_API plm_status plm_pipeline_compile(plm_pipeline *pl, const plm_plan_config 
 
 /* What the plan came to. */
 typedef struct plm_plan_info {
-  size_t workspace_bytes;    /* per frame slot */
+  size_t workspace_bytes;    /* per frame slot (0 with PLM_PLAN_ALLOCATE_PER_RUN) */
   size_t intermediate_bytes; /* the intermediates' bytes summed (each 256-aligned): the
                                 workspace without reuse */
   size_t peak_live_bytes;    /* the most intermediate bytes live at one step, in the
@@ -269,6 +289,10 @@ typedef struct plm_plan_info {
   int in_place;              /* steps that write over their input */
   int streams;               /* streams a frame uses, the caller's included */
   int events;                /* events per frame slot */
+  double device_bytes;       /* per frame: the steps' cost models summed (plm_<op>_cost,
+                                plume/ops.h: bytes read plus written in device memory;
+                                a sobel step counts only the outputs it writes) */
+  double flops;              /* per frame: the steps' arithmetic, likewise */
 } plm_plan_info;
 
 /* The plan of a compiled pipeline. Errors: PLM_ERR_INVALID_STATE (not compiled). */
@@ -305,7 +329,8 @@ PLM_API plm_status plm_pipeline_tensor_shape(const plm_pipeline *pl, plm_pipe_te
  * the device, whatever streams they are given. Every argument is checked before
  * anything is enqueued. Errors: PLM_ERR_INVALID_ARG (the argument named),
  * PLM_ERR_INVALID_STATE (not compiled; from a host callback); an operation's failure
- * while enqueueing (PLM_ERR_OUT_OF_MEMORY for its scratch, PLM_ERR_BACKEND) is
+ * while enqueueing (PLM_ERR_OUT_OF_MEMORY for its scratch or, with
+ * PLM_PLAN_ALLOCATE_PER_RUN, for an intermediate; PLM_ERR_BACKEND) is
  * returned with the step named, the frame's outputs are then undefined, and the
  * pipeline stays usable. */
 PLM_API plm_status plm_pipeline_run(plm_pipeline *pl, const plm_tensor *inputs, plm_tensor *outputs,
@@ -334,8 +359,10 @@ PLM_API plm_status plm_pipeline_run(plm_pipeline *pl, const plm_tensor *inputs, 
  *
  * CUDA graphs (cuda backend, options->use_graphs): after each slot's first frame (the
  * warm-up), the slot's plan is captured once into a graph and replayed for every later
- * frame on that slot. When capture fails or the backend has none, frames run without
- * graphs, and the reason is written once to stderr and to report->graphs_note.
+ * frame on that slot. When capture fails, the backend has none or the plan cannot be
+ * captured (a step that takes scratch from a pool per call, PLM_PLAN_ALLOCATE_PER_RUN,
+ * PLM_PLAN_SYNCHRONOUS_STEPS), frames run without graphs, and the reason is written
+ * once to stderr and to report->graphs_note.
  *
  * Failure: when the source, the sink or the device work of frame k fails, frames
  * 0 .. k - 1 are all delivered to the sink first, no frame after k is delivered, the
