@@ -123,8 +123,13 @@ static void graph_text(text_buffer *text, const plm__graph *g) {
   }
 }
 
-static void location_text(text_buffer *text, const plm__plan *plan, int t) {
+static void location_text(text_buffer *text, const plm_pipeline *pl, int t) {
+  const plm__plan *plan = &pl->plan;
   size_t offset = plan->offset[t], end = offset + plan->tensors[t].bytes;
+  if (plan->location[t] == PLM__AT_WORKSPACE && (pl->config.flags & PLM_PLAN_ALLOCATE_PER_RUN)) {
+    text_printf(text, "a block allocated per run");
+    return;
+  }
   switch (plan->location[t]) {
     case PLM__AT_INPUT: text_printf(text, "input %d", plan->tensors[t].io_index); break;
     case PLM__AT_OUTPUT: text_printf(text, "output %d", plan->tensors[t].io_index); break;
@@ -157,7 +162,7 @@ static void plan_text(text_buffer *text, const plm_pipeline *pl) {
         text_printf(text, "    %s %s=t%d ", io ? "writes" : "reads ", name, tensors[k] + 1);
         shape_text(text, &plan->tensors[tensors[k]].shape);
         text_printf(text, " at ");
-        location_text(text, plan, tensors[k]);
+        location_text(text, pl, tensors[k]);
         text_printf(text, "\n");
       }
     }
@@ -174,8 +179,13 @@ static void plan_text(text_buffer *text, const plm_pipeline *pl) {
               "%zu bytes; peak live %zu bytes; constants %zu bytes; %d step(s) in place\n",
               plan->workspace_bytes, plan->intermediate_bytes, plan->scratch_bytes,
               plan->peak_live_bytes, plan->constant_bytes, plan->in_place);
+  if (pl->config.flags & PLM_PLAN_ALLOCATE_PER_RUN)
+    text_printf(text, "memory: intermediates and scratch allocated per run, no workspace\n");
+  if (pl->config.flags & PLM_PLAN_SYNCHRONOUS_STEPS)
+    text_printf(text, "steps: the host waits after every step\n");
   text_printf(text, "fusion: %d chain(s) found, %d fused\n", plan->fusable_chains,
               plan->fused_steps);
+  text_printf(text, "cost: %.0f device bytes, %.0f flops per frame\n", pl->device_bytes, pl->flops);
 }
 
 plm_status plm_pipeline_describe(const plm_pipeline *pl, char *buf, size_t size, size_t *needed) {

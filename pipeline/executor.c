@@ -241,7 +241,6 @@ static plm_status submit_frame(frame_run *run, int64_t frame) {
                                run->output_bytes[i], PLM_COPY_DEVICE_TO_HOST);
   if (status == PLM_OK) status = plm_event_record(slot->done, slot->stream);
   slot->frame = frame;
-  slot->submitted_s = now_s();
   return status;
 }
 
@@ -438,6 +437,8 @@ static plm_status stream_frames(frame_run *run, plm_frame_source_fn source, plm_
       return plm__fail_raw(status, "frame %lld: the source failed (%s)", (long long)frame,
                            plm_status_str(status));
     }
+    /* Latency counts from here: enqueueing may block (PLM_PLAN_SYNCHRONOUS_STEPS). */
+    slot->submitted_s = now_s();
     status = submit_frame(run, frame);
     if (status != PLM_OK) {
       run->report->failed_frame = frame;

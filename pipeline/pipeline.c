@@ -33,6 +33,8 @@ static void release_runtime(plm_pipeline *pl, bool free_memory) {
   pl->constants = NULL;
   plm_stream_destroy(pl->control); /* waits for the frees' place in its order */
   pl->control = NULL;
+  free(pl->release_after);
+  pl->release_after = NULL;
   plm__plan_free(&pl->plan);
   pl->compiled = false;
 }
@@ -55,7 +57,7 @@ static plm_status create_slot(plm_pipeline *pl, plm__slot *slot) {
   for (int t = 0; t < plan->tensor_count; t++) {
     plm_tensor *tensor = &slot->tensors[t];
     *tensor = plm__pipe_describe(pl->ctx, &plan->tensors[t].shape);
-    if (plan->location[t] == PLM__AT_WORKSPACE)
+    if (plan->location[t] == PLM__AT_WORKSPACE && slot->workspace) /* else: per run */
       tensor->data = (char *)slot->workspace + plan->offset[t];
     if (plan->location[t] == PLM__AT_CONSTANT)
       tensor->data = (char *)pl->constants + plan->offset[t];
@@ -136,7 +138,8 @@ static plm_status check_config(const plm_pipeline *pl, const plm_plan_config *cf
   if (cfg->max_streams < 0 || cfg->max_streams > PLM_PIPELINE_MAX_STREAMS)
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "cfg->max_streams %d is not in 0..%d",
                          cfg->max_streams, PLM_PIPELINE_MAX_STREAMS);
-  if (cfg->flags & ~(unsigned)(PLM_PLAN_NO_FUSION | PLM_PLAN_NO_REUSE))
+  if (cfg->flags & ~(unsigned)(PLM_PLAN_NO_FUSION | PLM_PLAN_NO_REUSE | PLM_PLAN_ALLOCATE_PER_RUN |
+                               PLM_PLAN_SYNCHRONOUS_STEPS))
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "cfg->flags 0x%x has unknown bits", cfg->flags);
   plm_context *pool_ctx = NULL;
   if (cfg->pool && plm_pool_context(cfg->pool, &pool_ctx) == PLM_OK && pool_ctx != pl->ctx)
@@ -159,10 +162,18 @@ plm_status plm_pipeline_compile(plm_pipeline *pl, const plm_plan_config *cfg) {
   pl->pool = config.pool;
   if (!pl->pool) status = plm_context_default_pool(pl->ctx, &pl->pool);
   const bool fuse = !(config.flags & PLM_PLAN_NO_FUSION);
-  if (status == PLM_OK) status = plm__plan_build(pl->ctx, &pl->graph, &config, fuse, &pl->plan);
+  const bool per_run = config.flags & PLM_PLAN_ALLOCATE_PER_RUN;
+  /* Per run, every intermediate is a block of its own: planned without reuse, and
+   * without the workspace that plan would need. */
+  plm_plan_config planned = config;
+  if (per_run) planned.flags |= PLM_PLAN_NO_REUSE;
+  if (status == PLM_OK) status = plm__plan_build(pl->ctx, &pl->graph, &planned, fuse, &pl->plan);
   if (status != PLM_OK) return plm__propagate(status);
+  if (per_run) pl->plan.workspace_bytes = 0;
   pl->config = config;
-  status = create_runtime(pl);
+  if (per_run) status = plm__per_run_prepare(pl);
+  if (status == PLM_OK) status = create_runtime(pl);
+  if (status == PLM_OK) status = plm__plan_cost(pl, &pl->device_bytes, &pl->flops);
   if (status != PLM_OK) {
     release_runtime(pl, true);
     return plm__propagate(status);
@@ -188,6 +199,8 @@ plm_status plm_pipeline_plan_info(const plm_pipeline *pl, plm_plan_info *out) {
                          .fused_steps = plan->fused_steps,
                          .in_place = plan->in_place,
                          .streams = plan->stream_count,
-                         .events = plan->event_count};
+                         .events = plan->event_count,
+                         .device_bytes = pl->device_bytes,
+                         .flops = pl->flops};
   return PLM_OK;
 }

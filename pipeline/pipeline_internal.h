@@ -207,7 +207,9 @@ struct plm_pipeline {
   plm_pool *pool;
   plm_stream *control;
   void *constants;
-  plm__slot *slots; /* config.frames_in_flight of them */
+  plm__slot *slots;           /* config.frames_in_flight of them */
+  int *release_after;         /* PLM_PLAN_ALLOCATE_PER_RUN: per plan tensor (per_run.c) */
+  double device_bytes, flops; /* the plan's cost per frame (cost.c) */
 };
 
 /* ---- graph.c ----------------------------------------------------------------------------- */
@@ -284,5 +286,32 @@ plm_status plm__pipeline_enqueue(plm_pipeline *pl, int slot, plm_stream *stream,
  * step whose run path would allocate. When it cannot, writes why into why (size bytes)
  * and returns false. */
 bool plm__pipeline_capturable(const plm_pipeline *pl, char *why, size_t size);
+
+/* ---- per_run.c: PLM_PLAN_ALLOCATE_PER_RUN -------------------------------------------------
+ * With that flag the plan has no workspace (compile plans with PLM_PLAN_NO_REUSE and sets
+ * workspace_bytes to 0): a slot's workspace tensors have no memory between runs, and
+ * plm__pipeline_enqueue gives each one a block of pl->pool for the length of a run. */
+
+/* At compile: when to free each workspace tensor, into pl->release_after (allocated
+ * here): the index of the step after which it is freed on that step's stream (its last
+ * use, when every other use happens before it), or -1 for "at the end of the run, on the
+ * run's stream, after the joins". The message is raw. */
+plm_status plm__per_run_prepare(plm_pipeline *pl);
+
+/* Allocate step's workspace outputs in the slot's table on stream `on`. */
+plm_status plm__per_run_acquire(plm_pipeline *pl, plm__slot *slot, int step, plm_stream *on);
+
+/* Free, on stream `on`, the slot's tensors whose last use is step `step`. */
+plm_status plm__per_run_release_after(plm_pipeline *pl, plm__slot *slot, int step, plm_stream *on);
+
+/* Free, on stream, every workspace tensor of the slot still allocated (all uses of
+ * which are ordered before stream's current end). */
+plm_status plm__per_run_release_rest(plm_pipeline *pl, plm__slot *slot, plm_stream *stream);
+
+/* ---- cost.c ------------------------------------------------------------------------------ */
+
+/* The plan's cost per frame (plm_plan_info's device_bytes and flops) from its steps'
+ * cost models, on slot 0's tensor descriptions. The message is raw. */
+plm_status plm__plan_cost(const plm_pipeline *pl, double *bytes, double *flops);
 
 #endif /* PLUME_PIPELINE_PIPELINE_INTERNAL_H */

@@ -68,7 +68,9 @@ plm_status plm__pipeline_check_io(const plm_pipeline *pl, const plm_stream *stre
 
 /* Enqueue one step: with the public op, or, for an op with scratch, its _enqueue entry
  * with the step's scratch in the slot's workspace (ops/op_scratch.h), so that nothing is
- * allocated. The op checks its arguments again (cheaply). */
+ * allocated. Without a workspace (PLM_PLAN_ALLOCATE_PER_RUN) an op with scratch is the
+ * public op, which takes its scratch from the context's default pool, as eager code does.
+ * The op checks its arguments again (cheaply). */
 static plm_status run_step(const plm__step *step, plm_stream *stream, plm_tensor *tensors,
                            void *workspace) {
   plm_tensor *in[PLM__PIPE_MAX_IO], *out[PLM__PIPE_MAX_IO];
@@ -79,6 +81,15 @@ static plm_status run_step(const plm__step *step, plm_stream *stream, plm_tensor
   void *scratch = step->scratch_bytes ? (char *)workspace + step->scratch_offset : NULL;
   const size_t bytes = step->scratch_bytes;
   const plm__op_params *p = &step->params;
+  if (!workspace) {
+    switch (step->kind) {
+      case PLM__OP_ENTROPY: return plm_entropy(stream, in[0], &p->entropy, out[0]);
+      case PLM__OP_LABEL: return plm_label(stream, in[0], &p->label, out[0], out[1]);
+      case PLM__OP_SOBEL_ENTROPY_THRESHOLD:
+        return plm_sobel_entropy_threshold(stream, in[0], &p->fused, out[0]);
+      default: break; /* the ops without scratch, below */
+    }
+  }
   switch (step->kind) {
     case PLM__OP_CONV2D: return plm_conv2d(stream, in[0], in[1], &p->conv2d, out[0]);
     case PLM__OP_SOBEL: return plm_sobel(stream, in[0], &p->sobel, out[0], out[1], out[2]);
@@ -109,6 +120,8 @@ plm_status plm__pipeline_enqueue(plm_pipeline *pl, int slot_index, plm_stream *s
   plm_stream *streams[PLM_PIPELINE_MAX_STREAMS] = {stream};
   for (int s = 1; s < plan->stream_count; s++) streams[s] = slot->streams[s];
 
+  const bool per_run = pl->config.flags & PLM_PLAN_ALLOCATE_PER_RUN;
+  const bool synchronous = pl->config.flags & PLM_PLAN_SYNCHRONOUS_STEPS;
   plm_status status = PLM_OK;
   if (plan->stream_count > 1) status = plm_event_record(slot->events[0], stream); /* the fork */
   int failed = -1;
@@ -117,9 +130,12 @@ plm_status plm__pipeline_enqueue(plm_pipeline *pl, int slot_index, plm_stream *s
     plm_stream *on = streams[step->stream];
     for (int w = 0; status == PLM_OK && w < step->wait_count; w++)
       status = plm_stream_wait_event(on, slot->events[step->waits[w]]);
+    if (status == PLM_OK && per_run) status = plm__per_run_acquire(pl, slot, i, on);
     if (status == PLM_OK) status = run_step(step, on, slot->tensors, slot->workspace);
     if (status == PLM_OK && step->record >= 0)
       status = plm_event_record(slot->events[step->record], on);
+    if (status == PLM_OK && per_run) status = plm__per_run_release_after(pl, slot, i, on);
+    if (status == PLM_OK && synchronous) status = plm_stream_synchronize(on);
     if (status != PLM_OK) failed = i;
   }
   if (failed >= 0)
@@ -131,6 +147,11 @@ plm_status plm__pipeline_enqueue(plm_pipeline *pl, int slot_index, plm_stream *s
     plm_status joined = plm_event_record(join, streams[s]);
     if (joined == PLM_OK) joined = plm_stream_wait_event(stream, join);
     if (status == PLM_OK) status = joined;
+  }
+  /* What is still allocated (the whole frame is ordered before stream's end now). */
+  if (per_run) {
+    plm_status released = plm__per_run_release_rest(pl, slot, stream);
+    if (status == PLM_OK) status = released;
   }
   return status;
 }
@@ -173,6 +194,14 @@ static bool allocates_per_call(plm__op_kind kind) {
 }
 
 bool plm__pipeline_capturable(const plm_pipeline *pl, char *why, size_t size) {
+  if (pl->config.flags & PLM_PLAN_ALLOCATE_PER_RUN) {
+    snprintf(why, size, "the plan allocates its intermediates per run (PLM_PLAN_ALLOCATE_PER_RUN)");
+    return false;
+  }
+  if (pl->config.flags & PLM_PLAN_SYNCHRONOUS_STEPS) {
+    snprintf(why, size, "the host waits after every step (PLM_PLAN_SYNCHRONOUS_STEPS)");
+    return false;
+  }
   for (int s = 0; s < pl->plan.step_count; s++) {
     const plm__step *step = &pl->plan.steps[s];
     if (allocates_per_call(step->kind)) {

@@ -17,6 +17,9 @@
  *             allocation per frame (the pool's counters); the ops' _enqueue entries
  *             (ops/op_scratch.h) refuse scratch that is too small, NULL, misaligned or
  *             over an operand, and otherwise equal the public ops;
+ *   eager     PLM_PLAN_ALLOCATE_PER_RUN and PLM_PLAN_SYNCHRONOUS_STEPS: the same results,
+ *             where each intermediate is freed, nothing left allocated, out of memory
+ *             mid-run, no graph capture; the plan's cost;
  *   lifecycle errors that leave a pipeline usable, and no leftovers (the fixture checks
  *             the context; the pool's live blocks are counted here).
  */
@@ -1018,7 +1021,7 @@ END_TEST
  * entropy of b with a fixed range; labels of a; regions of the labels with b as the
  * intensity (the join). Outputs: the entropy, the table, the count. */
 static plm_tensor branch_kernel;
-static plm_pipeline *branch_pipeline(int max_streams, int frames_in_flight) {
+static plm_pipeline *branch_pipeline_with(const plm_plan_config *cfg) {
   const int64_t dims[2] = {48, 64};
   plm_pipeline *pl = NULL;
   plm_pipe_tensor in, mag, mask, conv, ent, labels, count, table;
@@ -1039,9 +1042,13 @@ static plm_pipeline *branch_pipeline(int max_streams, int frames_in_flight) {
   PLM_CHECK_OK(plm_pipeline_mark_output(pl, ent));
   PLM_CHECK_OK(plm_pipeline_mark_output(pl, table));
   PLM_CHECK_OK(plm_pipeline_mark_output(pl, count));
-  plm_plan_config cfg = {.max_streams = max_streams, .frames_in_flight = frames_in_flight};
-  PLM_CHECK_OK(plm_pipeline_compile(pl, &cfg));
+  PLM_CHECK_OK(plm_pipeline_compile(pl, cfg));
   return pl;
+}
+
+static plm_pipeline *branch_pipeline(int max_streams, int frames_in_flight) {
+  plm_plan_config cfg = {.max_streams = max_streams, .frames_in_flight = frames_in_flight};
+  return branch_pipeline_with(&cfg);
 }
 
 static void branch_reference(const plm_tensor *in, plm_tensor *expected) {
@@ -1421,6 +1428,238 @@ START_TEST(test_enqueue_takes_the_callers_scratch) {
 }
 END_TEST
 
+/* ---- eager plans: PLM_PLAN_ALLOCATE_PER_RUN and PLM_PLAN_SYNCHRONOUS_STEPS ---------------- */
+
+static const unsigned EAGER_FLAGS[] = {
+    PLM_PLAN_ALLOCATE_PER_RUN, PLM_PLAN_SYNCHRONOUS_STEPS,
+    PLM_PLAN_ALLOCATE_PER_RUN | PLM_PLAN_SYNCHRONOUS_STEPS,
+    PLM_PLAN_ALLOCATE_PER_RUN | PLM_PLAN_SYNCHRONOUS_STEPS | PLM_PLAN_NO_FUSION};
+enum { EAGER_VARIANTS = sizeof EAGER_FLAGS / sizeof EAGER_FLAGS[0] };
+
+static void alloc_branch_kernel(void) {
+  const float taps[9] = {1, 2, 1, 0, 4, 0, -1, 2, 1};
+  const int64_t kdims[2] = {3, 3};
+  PLM_CHECK_OK(
+      plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, kdims, &branch_kernel));
+  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, branch_kernel.data, taps, sizeof taps,
+                                 PLM_COPY_HOST_TO_DEVICE));
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream)); /* taps is about to go */
+}
+
+/* The same results as the planned pipelines, and nothing left allocated after the runs:
+ * the default chain (one stream, in place off), the branches (several streams, an
+ * intermediate read on two of them) and the in-place batch. */
+START_TEST(test_eager_plans_equal_planned_results) {
+  alloc_branch_kernel();
+  for (int v = 0; v < EAGER_VARIANTS; v++) {
+    const unsigned flags = EAGER_FLAGS[v];
+    const bool per_run = flags & PLM_PLAN_ALLOCATE_PER_RUN;
+    const uint64_t before = live_blocks();
+
+    const int64_t dims[2] = {96, 128};
+    plm_pipeline *pl = NULL;
+    PLM_CHECK_OK(plm_pipeline_parse(plm_test_ctx,
+                                    "sobel ! entropy window=16 bins=64 range=auto ! threshold "
+                                    "value=4.5 ! label connectivity=8 ! regions",
+                                    PLM_DTYPE_U16, 2, dims, &pl));
+    plm_plan_config cfg = {.flags = flags};
+    PLM_CHECK_OK(plm_pipeline_compile(pl, &cfg));
+    plm_plan_info info;
+    PLM_CHECK_OK(plm_pipeline_plan_info(pl, &info));
+    /* One stream: the workspace is the peak of live bytes, at least the two f32 frames
+     * (and the entropy's scratch) at the entropy step. */
+    ck_assert_uint_ge(info.peak_live_bytes, 2 * 96 * 128 * 4);
+    ck_assert_uint_eq(info.workspace_bytes, per_run ? 0 : info.peak_live_bytes);
+    ck_assert_uint_eq(info.intermediate_bytes, 3 * 96 * 128 * 4 + 96 * 128);
+    ck_assert_uint_eq(live_blocks(), before + (per_run ? 0 : 1));
+    char text[8192];
+    PLM_CHECK_OK(plm_pipeline_describe(pl, text, sizeof text, NULL));
+    ck_assert_msg((strstr(text, "allocated per run") != NULL) == per_run, "%s", text);
+    ck_assert_msg((strstr(text, "waits after every step") != NULL) ==
+                      ((flags & PLM_PLAN_SYNCHRONOUS_STEPS) != 0),
+                  "%s", text);
+    check_against_reference(pl, default_reference, 16383, 2, 7, 1);
+    ck_assert_uint_eq(live_blocks(), before + (per_run ? 0 : 1));
+    PLM_CHECK_OK(plm_pipeline_destroy(pl));
+
+    for (int streams = 1; streams <= 3; streams++) {
+      plm_plan_config branch_cfg = {
+          .max_streams = streams, .frames_in_flight = streams, .flags = flags};
+      pl = branch_pipeline_with(&branch_cfg);
+      PLM_CHECK_OK(plm_pipeline_plan_info(pl, &info));
+      ck_assert_int_eq(info.streams, streams == 1 ? 1 : 2);
+      check_against_reference(pl, branch_reference, 1000, 3, 99u + (uint64_t)streams, 2);
+      PLM_CHECK_OK(plm_pipeline_destroy(pl));
+    }
+
+    const int64_t batch[3] = {3, 30, 40};
+    PLM_CHECK_OK(plm_pipeline_parse(plm_test_ctx,
+                                    "threshold value=1000 ! threshold value=0 cmp=le ! label",
+                                    PLM_DTYPE_U16, 3, batch, &pl));
+    PLM_CHECK_OK(plm_pipeline_compile(pl, &cfg));
+    PLM_CHECK_OK(plm_pipeline_plan_info(pl, &info));
+    ck_assert_int_eq(info.in_place, per_run ? 0 : 1); /* per run: a block each */
+    check_against_reference(pl, in_place_reference, 1200, 2, 77, 1);
+    PLM_CHECK_OK(plm_pipeline_destroy(pl));
+    ck_assert_uint_eq(live_blocks(), before);
+  }
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &branch_kernel));
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+}
+END_TEST
+
+/* Where each intermediate is freed, checked against the test's own happens-before:
+ * after its last use L only when every other use is ordered before L, else at the end. */
+START_TEST(test_per_run_release_points) {
+  alloc_branch_kernel();
+  for (int streams = 1; streams <= 3; streams++) {
+    plm_plan_config cfg = {.max_streams = streams, .flags = PLM_PLAN_ALLOCATE_PER_RUN};
+    plm_pipeline *pl = branch_pipeline_with(&cfg);
+    const plm__plan *plan = &pl->plan;
+    bool *reach = happens_before_closure(plan);
+    const int n = plan->step_count;
+    int at_end = 0, after_step = 0;
+    for (int t = 0; t < plan->tensor_count; t++) {
+      if (plan->location[t] != PLM__AT_WORKSPACE) continue;
+      int last = plan->tensors[t].producer;
+      bool ordered = true;
+      for (int s = 0; s < n; s++) {
+        const plm__step *step = &plan->steps[s];
+        if (step->inputs[0] == t || step->inputs[1] == t || step->inputs[2] == t) last = s;
+      }
+      for (int s = 0; s < n; s++) {
+        const plm__step *step = &plan->steps[s];
+        bool uses = plan->tensors[t].producer == s || step->inputs[0] == t ||
+                    step->inputs[1] == t || step->inputs[2] == t;
+        if (uses && s != last && !reach[s * n + last]) ordered = false;
+      }
+      ck_assert_int_eq(pl->release_after[t], ordered ? last : -1);
+      at_end += !ordered;
+      after_step += ordered;
+    }
+    /* One stream: all after their last use. Two: the conv output is read on both (by
+     * entropy on its own stream and by regions, as the intensity), unordered. */
+    ck_assert_int_eq(at_end, streams == 1 ? 0 : 1);
+    ck_assert_int_eq(after_step, streams == 1 ? 4 : 3);
+    free(reach);
+    PLM_CHECK_OK(plm_pipeline_destroy(pl));
+  }
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &branch_kernel));
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+}
+END_TEST
+
+/* From a passthrough pool every intermediate is an upstream allocation of its own, freed
+ * (on host: free(), once the device is done with it) after its last reader: under
+ * AddressSanitizer a block freed too early is a use after free. */
+START_TEST(test_per_run_from_a_passthrough_pool) {
+  plm_pool *passthrough = NULL;
+  plm_pool_config pool_cfg = {.mode = PLM_POOL_PASSTHROUGH};
+  PLM_CHECK_OK(plm_pool_create(plm_test_ctx, &pool_cfg, &passthrough));
+  alloc_branch_kernel();
+  plm_plan_config cfg = {.max_streams = 3,
+                         .frames_in_flight = 2,
+                         .pool = passthrough,
+                         .flags = PLM_PLAN_ALLOCATE_PER_RUN | PLM_PLAN_NO_FUSION};
+  plm_pipeline *pl = branch_pipeline_with(&cfg);
+  plm_pool_stats stats;
+  PLM_CHECK_OK(plm_pool_stats_get(passthrough, &stats));
+  const uint64_t compiled = stats.upstream_allocs;
+  ck_assert_uint_eq(stats.live_blocks, 1); /* the constants (the 3x3 kernel) only */
+  int intermediates = 0;
+  for (int t = 0; t < pl->plan.tensor_count; t++)
+    intermediates += pl->plan.location[t] == PLM__AT_WORKSPACE;
+  ck_assert_int_eq(intermediates, 4); /* magnitude, mask, conv, labels */
+  check_against_reference(pl, branch_reference, 1000, 3, 5, 2);
+  PLM_CHECK_OK(plm_pool_stats_get(passthrough, &stats));
+  ck_assert_uint_eq(stats.upstream_allocs - compiled, 3 * 4);
+  ck_assert_uint_eq(stats.live_blocks, 1);
+  PLM_CHECK_OK(plm_pipeline_destroy(pl));
+  PLM_CHECK_OK(plm_pool_destroy(passthrough));
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &branch_kernel));
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+}
+END_TEST
+
+/* A pool too small for two live intermediates: the run fails at the second one's step,
+ * names it, frees the first, and fails the same way again (the pipeline stays usable). */
+START_TEST(test_per_run_out_of_memory) {
+  const int64_t dims[2] = {128, 128};
+  const size_t frame_f32 = 128 * 128 * 4;
+  plm_pool *small = NULL;
+  plm_pool_config pool_cfg = {.byte_limit = frame_f32 + frame_f32 / 2,
+                              .min_chunk_bytes = 4096,
+                              .growth = PLM_POOL_GROW_FIXED};
+  PLM_CHECK_OK(plm_pool_create(plm_test_ctx, &pool_cfg, &small));
+  plm_pipeline *pl = NULL;
+  PLM_CHECK_OK(plm_pipeline_parse(plm_test_ctx,
+                                  "sobel ! entropy window=5 bins=16 range=0,1000 ! threshold "
+                                  "value=2",
+                                  PLM_DTYPE_U16, 2, dims, &pl));
+  plm_plan_config cfg = {.pool = small, .flags = PLM_PLAN_ALLOCATE_PER_RUN | PLM_PLAN_NO_FUSION};
+  PLM_CHECK_OK(plm_pipeline_compile(pl, &cfg));
+  plm_tensor in, out;
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_U16, 2, dims, &in));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_U8, 2, dims, &out));
+  PLM_CHECK_OK(plm_stream_memset(plm_test_stream, in.data, 0, plm_tensor_bytes(&in)));
+  for (int attempt = 0; attempt < 2; attempt++) {
+    PLM_CHECK_FAILS(plm_pipeline_run(pl, &in, &out, plm_test_stream), PLM_ERR_OUT_OF_MEMORY,
+                    "plm_pipeline_run: step 1 'entropy'");
+    PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+    plm_pool_stats stats;
+    PLM_CHECK_OK(plm_pool_stats_get(small, &stats));
+    ck_assert_uint_eq(stats.live_blocks, 0);
+    ck_assert_uint_ge(stats.failures, (uint64_t)attempt + 1);
+  }
+  release(&in);
+  release(&out);
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+  PLM_CHECK_OK(plm_pipeline_destroy(pl));
+  PLM_CHECK_OK(plm_pool_destroy(small));
+}
+END_TEST
+
+/* Eager plans are never captured into graphs, and say why. */
+START_TEST(test_eager_plans_are_not_captured) {
+  const int64_t dims[2] = {16, 16};
+  const unsigned flags[] = {0, PLM_PLAN_ALLOCATE_PER_RUN, PLM_PLAN_SYNCHRONOUS_STEPS};
+  const char *const why[] = {"", "PLM_PLAN_ALLOCATE_PER_RUN", "PLM_PLAN_SYNCHRONOUS_STEPS"};
+  for (int v = 0; v < 3; v++) {
+    plm_pipeline *pl = NULL;
+    PLM_CHECK_OK(plm_pipeline_parse(plm_test_ctx, "threshold value=3 ! threshold value=0",
+                                    PLM_DTYPE_U8, 2, dims, &pl));
+    plm_plan_config cfg = {.flags = flags[v]};
+    PLM_CHECK_OK(plm_pipeline_compile(pl, &cfg));
+    char text[160] = "";
+    ck_assert(plm__pipeline_capturable(pl, text, sizeof text) == (v == 0));
+    ck_assert_msg(strstr(text, why[v]) != NULL, "%s", text);
+    PLM_CHECK_OK(plm_pipeline_destroy(pl));
+  }
+}
+END_TEST
+
+/* The plan's cost is the sum of its steps' cost models; fused, the intermediates are
+ * not moved. */
+START_TEST(test_plan_cost) {
+  const int64_t dims[2] = {64, 80};
+  const double pixels = 64.0 * 80.0;
+  const char *text = "sobel ! entropy window=9 bins=32 range=0,2000 ! threshold value=3";
+  for (int fused = 0; fused < 2; fused++) {
+    plm_pipeline *pl = NULL;
+    PLM_CHECK_OK(plm_pipeline_parse(plm_test_ctx, text, PLM_DTYPE_U16, 2, dims, &pl));
+    plm_plan_config cfg = {.flags = fused ? 0 : PLM_PLAN_NO_FUSION};
+    PLM_CHECK_OK(plm_pipeline_compile(pl, &cfg));
+    plm_plan_info info;
+    PLM_CHECK_OK(plm_pipeline_plan_info(pl, &info));
+    /* sobel: u16 in, the magnitude out; entropy f32 -> f32; threshold f32 -> u8. */
+    const double unfused = pixels * (2 + 4) + pixels * (4 + 4) + pixels * (4 + 1);
+    ck_assert_double_eq_tol(info.device_bytes, fused ? pixels * (2 + 1) : unfused, 0.5);
+    ck_assert(info.flops > 0.0);
+    PLM_CHECK_OK(plm_pipeline_destroy(pl));
+  }
+}
+END_TEST
+
 /* ---- building errors and the lifecycle ------------------------------------------------------ */
 
 START_TEST(test_build_errors_leave_the_pipeline_usable) {
@@ -1639,6 +1878,18 @@ static Suite *pipeline_suite(void) {
   tcase_add_test(scratch_case, test_no_pool_allocation_per_frame);
   tcase_add_test(scratch_case, test_enqueue_takes_the_callers_scratch);
   suite_add_tcase(suite, scratch_case);
+
+  TCase *eager = tcase_create("eager");
+  plm_test_add_fixture(eager);
+  plm_test_add_stream_fixture(eager);
+  tcase_set_timeout(eager, 120);
+  tcase_add_test(eager, test_eager_plans_equal_planned_results);
+  tcase_add_test(eager, test_per_run_release_points);
+  tcase_add_test(eager, test_per_run_from_a_passthrough_pool);
+  tcase_add_test(eager, test_per_run_out_of_memory);
+  tcase_add_test(eager, test_eager_plans_are_not_captured);
+  tcase_add_test(eager, test_plan_cost);
+  suite_add_tcase(suite, eager);
 
   TCase *lifecycle = tcase_create("lifecycle");
   plm_test_add_fixture(lifecycle);

@@ -3,7 +3,8 @@
  *   order     every frame reaches the sink exactly once, in order, with its own
  *             results, for 1..4 frames in flight; the source's end and max_frames;
  *   results   two detection chains (one with entropy and label, whose scratch is in the
- *             workspace) streamed equal plm_pipeline_run frame by frame;
+ *             workspace) streamed equal plm_pipeline_run frame by frame, planned and
+ *             eager (PLM_PLAN_ALLOCATE_PER_RUN, PLM_PLAN_SYNCHRONOUS_STEPS);
  *   failures  a source or sink failing at frame k: frames 0..k-1 delivered, none after,
  *             failed_frame k, the message names k; the pipeline runs again afterwards;
  *   report    frames/s, latencies, graphs (refused with a note where there are none;
@@ -218,20 +219,32 @@ static void check_streamed_chain(const char *chain) {
   PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
   PLM_CHECK_OK(plm_pipeline_destroy(one));
 
-  /* Streamed with 3 frames in flight. */
-  plm_pipeline *streamed = NULL;
-  PLM_CHECK_OK(plm_pipeline_parse(plm_test_ctx, chain, PLM_DTYPE_U16, 2, dims, &streamed));
-  plm_plan_config cfg = {.frames_in_flight = 3};
-  PLM_CHECK_OK(plm_pipeline_compile(streamed, &cfg));
-  plm_shape count_shape;
-  PLM_CHECK_OK(plm_pipeline_output_shape(streamed, 1, &count_shape));
-  ck_assert_int_eq(count_shape.dtype, PLM_DTYPE_I32);
-  plm_run_stream_report report;
-  PLM_CHECK_OK(plm_pipeline_run_stream(streamed, chain_source, chain_sink, &c, NULL, &report));
-  ck_assert_int_eq(report.frames_delivered, CHAIN_FRAMES);
-  ck_assert_int_eq(c.delivered, CHAIN_FRAMES);
-  ck_assert_msg(!c.wrong, "a streamed frame differs from plm_pipeline_run's");
-  PLM_CHECK_OK(plm_pipeline_destroy(streamed));
+  /* Streamed with 3 frames in flight, then eager (plume/pipeline.h's plan flags): the
+   * intermediates allocated per run, the host waiting after each step. */
+  const plm_plan_config configs[] = {
+      {.frames_in_flight = 3},
+      {.frames_in_flight = 1, .flags = PLM_PLAN_ALLOCATE_PER_RUN | PLM_PLAN_SYNCHRONOUS_STEPS},
+      {.frames_in_flight = 2, .flags = PLM_PLAN_ALLOCATE_PER_RUN}};
+  for (size_t v = 0; v < sizeof configs / sizeof configs[0]; v++) {
+    plm_pipeline *streamed = NULL;
+    PLM_CHECK_OK(plm_pipeline_parse(plm_test_ctx, chain, PLM_DTYPE_U16, 2, dims, &streamed));
+    PLM_CHECK_OK(plm_pipeline_compile(streamed, &configs[v]));
+    plm_shape count_shape;
+    PLM_CHECK_OK(plm_pipeline_output_shape(streamed, 1, &count_shape));
+    ck_assert_int_eq(count_shape.dtype, PLM_DTYPE_I32);
+    plm_run_stream_report report;
+    c.delivered = 0;
+    c.wrong = false;
+    PLM_CHECK_OK(plm_pipeline_run_stream(streamed, chain_source, chain_sink, &c, NULL, &report));
+    ck_assert_int_eq(report.frames_delivered, CHAIN_FRAMES);
+    ck_assert_int_eq(c.delivered, CHAIN_FRAMES);
+    ck_assert_msg(!c.wrong, "config %zu: a streamed frame differs from plm_pipeline_run's", v);
+    /* Eager plans are never captured; graphs were asked for (the default options). */
+    if (configs[v].flags && plm_test_backend == PLM_BACKEND_CUDA)
+      ck_assert_msg(strstr(report.graphs_note, "PLM_PLAN_") != NULL, "%s", report.graphs_note);
+    ck_assert(!configs[v].flags || report.graph_replays == 0);
+    PLM_CHECK_OK(plm_pipeline_destroy(streamed));
+  }
   for (int o = 0; o < 2; o++) free(c.expected[o]);
   free(c.frames);
 }

@@ -67,12 +67,17 @@
  * step's memory is fixed, and plm_pipeline_run_stream can capture any plan into a CUDA
  * graph. (On host, the CPU conv2d and sobel kernels still malloc working buffers of
  * their own per work chunk, inside the kernel: kernels/cpu/conv.c. No pool is involved.)
+ * The exception is a plan compiled with PLM_PLAN_ALLOCATE_PER_RUN (see the plan flags):
+ * it has no workspace, and each run allocates and frees its intermediates, and the
+ * steps their scratch, from cfg->pool.
  *
  * ---- threads and blocking ---------------------------------------------------------------
  * Building, compiling and destroying a pipeline are for one thread at a time. After
  * compile, the queries (plm_pipeline_plan_info, plm_pipeline_describe, the shapes) are
  * thread-safe. plm_pipeline_run must not be called from two threads at once on one
- * pipeline. compile and destroy block; run does not;
+ * pipeline. compile and destroy block; run does not (unless the plan has
+ * PLM_PLAN_ALLOCATE_PER_RUN, where it may wait as plm_pool_alloc may, or
+ * PLM_PLAN_SYNCHRONOUS_STEPS);
  * none of them may be called from a host callback (plm_stream_enqueue_host).
  *
  * A pipeline belongs to its context: plm_context_destroy destroys a pipeline left
@@ -235,11 +240,28 @@ enum {
   PLM_PIPELINE_MAX_STREAMS = 8  /* max_streams at most */
 };
 
-/* Plan flags. */
+/* Plan flags. The last two make an eager pipeline, as code that calls the ops one by
+ * one would run it: for debugging, and for measuring what planning buys (bench_pipeline's
+ * `naive` and `pooled`). They combine freely with the others and with each other.
+ *
+ * PLM_PLAN_ALLOCATE_PER_RUN: no workspace. Each run allocates every intermediate from
+ *   cfg->pool (plm_pool_alloc on the stream of the step that writes it) just before that
+ *   step is enqueued, and frees it (plm_pool_free) in stream order right after its last
+ *   reader is enqueued, on that reader's stream when every other use is ordered before it
+ *   there, else on the run's stream after the branches have joined. Implies
+ *   PLM_PLAN_NO_REUSE (nothing in place). A run can then fail with
+ *   PLM_ERR_OUT_OF_MEMORY for an intermediate (the step is named; what it had allocated
+ *   is freed), and frames are never captured into CUDA graphs.
+ * PLM_PLAN_SYNCHRONOUS_STEPS: after enqueueing each step, the host waits for it
+ *   (plm_stream_synchronize on the step's stream), so plm_pipeline_run blocks until the
+ *   frame's last step has run; a step's device failure is then reported by the run that
+ *   enqueued it, with the step named. Frames are never captured into CUDA graphs. */
 enum {
   PLM_PLAN_DEFAULT = 0,
-  PLM_PLAN_NO_FUSION = 1u << 0, /* keep fusable chains as separate steps */
-  PLM_PLAN_NO_REUSE = 1u << 1   /* every intermediate its own memory, nothing in place */
+  PLM_PLAN_NO_FUSION = 1u << 0,        /* keep fusable chains as separate steps */
+  PLM_PLAN_NO_REUSE = 1u << 1,         /* every intermediate its own memory, nothing in place */
+  PLM_PLAN_ALLOCATE_PER_RUN = 1u << 2, /* intermediates from the pool per run (above) */
+  PLM_PLAN_SYNCHRONOUS_STEPS = 1u << 3 /* the host waits after every step (above) */
 };
 
 /* A zeroed config (or NULL) means: 1 frame in flight, up to 4 streams per frame,
@@ -260,7 +282,8 @@ PLM_API plm_status plm_pipeline_compile(plm_pipeline *pl, const plm_plan_config 
 
 /* What the plan came to. */
 typedef struct plm_plan_info {
-  size_t workspace_bytes;    /* per frame slot: the intermediates and the steps' scratch */
+  size_t workspace_bytes;    /* per frame slot: the intermediates and the steps' scratch
+                                (0 with PLM_PLAN_ALLOCATE_PER_RUN) */
   size_t intermediate_bytes; /* the intermediates' bytes summed (each 256-aligned), scratch
                                 not counted */
   size_t scratch_bytes;      /* the steps' scratch summed (each 256-aligned); the workspace
@@ -277,6 +300,10 @@ typedef struct plm_plan_info {
   int in_place;              /* steps that write over their input */
   int streams;               /* streams a frame uses, the caller's included */
   int events;                /* events per frame slot */
+  double device_bytes;       /* per frame: the steps' cost models summed (plm_<op>_cost,
+                                plume/ops.h: bytes read plus written in device memory;
+                                a sobel step counts only the outputs it writes) */
+  double flops;              /* per frame: the steps' arithmetic, likewise */
 } plm_plan_info;
 
 /* The plan of a compiled pipeline. Errors: PLM_ERR_INVALID_STATE (not compiled). */
@@ -313,9 +340,11 @@ PLM_API plm_status plm_pipeline_tensor_shape(const plm_pipeline *pl, plm_pipe_te
  * the device, whatever streams they are given. Every argument is checked before
  * anything is enqueued. Errors: PLM_ERR_INVALID_ARG (the argument named),
  * PLM_ERR_INVALID_STATE (not compiled; from a host callback); an operation's failure
- * while enqueueing (PLM_ERR_BACKEND: a launch refused) is returned with the step named,
- * the frame's outputs are then undefined, and the pipeline stays usable. Nothing is
- * allocated: every step's scratch is in the workspace. */
+ * while enqueueing (PLM_ERR_BACKEND: a launch refused; with PLM_PLAN_ALLOCATE_PER_RUN
+ * also PLM_ERR_OUT_OF_MEMORY for an intermediate or a step's scratch) is returned with
+ * the step named, the frame's outputs are then undefined, and the pipeline stays
+ * usable. Nothing is allocated (but with PLM_PLAN_ALLOCATE_PER_RUN): every step's
+ * scratch is in the workspace. */
 PLM_API plm_status plm_pipeline_run(plm_pipeline *pl, const plm_tensor *inputs, plm_tensor *outputs,
                                     plm_stream *stream);
 
@@ -342,8 +371,10 @@ PLM_API plm_status plm_pipeline_run(plm_pipeline *pl, const plm_tensor *inputs, 
  *
  * CUDA graphs (cuda backend, options->use_graphs): after each slot's first frame (the
  * warm-up), the slot's plan is captured once into a graph and replayed for every later
- * frame on that slot. When capture fails or the backend has none, frames run without
- * graphs, and the reason is written once to stderr and to report->graphs_note.
+ * frame on that slot. When capture fails, the backend has none or the plan cannot be
+ * captured (a step that takes scratch from a pool per call, PLM_PLAN_ALLOCATE_PER_RUN,
+ * PLM_PLAN_SYNCHRONOUS_STEPS), frames run without graphs, and the reason is written
+ * once to stderr and to report->graphs_note.
  *
  * Failure: when the source, the sink or the device work of frame k fails, frames
  * 0 .. k - 1 are all delivered to the sink first, no frame after k is delivered, the
