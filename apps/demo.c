@@ -17,12 +17,14 @@
 #include "apps/detect.h"
 #include "apps/image_io.h"
 #include "apps/options.h"
+#include "apps/pipeline_bench.h"
 #include "apps/scene.h"
 #include "apps/scene_commands.h"
 #include "apps/score.h"
 
 enum { EXIT_RUNTIME_FAILURE = 1, EXIT_USAGE = 2 };
 enum { DEMO_FRAMES = 2000, DEMO_SIDE = 512, DEMO_PATH_SIZE = 4096 };
+enum { BENCH_FRAMES = 64 }; /* the scene's first frames, for the comparison */
 
 static const char demo_usage[] =
     "usage: plume demo [--frames N] [--size H,W] [--seed S] [--backend host|cuda|auto]\n"
@@ -35,7 +37,9 @@ static const char demo_usage[] =
     "\n"
     "\n"
     "and score the detections against the truth (as plume score): precision, recall, the\n"
-    "mean centroid error in pixels, and the frames per second.\n"
+    "mean centroid error in pixels, and the frames per second. Then bench_pipeline's\n"
+    "comparison (naive, pooled, streams, graph, fused) on the scene's first frames, with\n"
+    "the default pipeline and with bench_pipeline's fusable one.\n"
     "\n"
     "options:\n"
     "  --frames N            frames of the scene, 1..100000 (default 2000)\n"
@@ -237,6 +241,50 @@ static plm_status describe_device(plm_backend backend, char *text, size_t size) 
   return status;
 }
 
+/* bench_pipeline's comparison (apps/pipeline_bench.h) on the scene's first frames, for
+ * the demo's pipeline and for bench_pipeline's default one, whose sobel -> entropy ->
+ * threshold chain fuses. Returns pipeline_bench_run's exit code. */
+static int compare_configs(const demo_config *config, const demo_files *files, char *err,
+                           size_t err_size) {
+  image frame;
+  int64_t count = 0;
+  image_frames *frames = NULL;
+  if (image_frames_open(files->frames, &frame, &count, &frames, err, err_size) != PLM_OK)
+    return EXIT_RUNTIME_FAILURE;
+  if (count > BENCH_FRAMES) count = BENCH_FRAMES;
+  const size_t frame_bytes = image_bytes(&frame);
+  char *pixels = malloc((size_t)count * frame_bytes);
+  int exit_code = pixels ? 0 : EXIT_RUNTIME_FAILURE;
+  if (!pixels) snprintf(err, err_size, "no host memory for %lld frames", (long long)count);
+  for (int64_t k = 0; exit_code == 0 && k < count; k++)
+    if (image_frames_read(frames, k, pixels + (size_t)k * frame_bytes, err, err_size) != PLM_OK)
+      exit_code = EXIT_RUNTIME_FAILURE;
+  image_frames_close(frames);
+  char name[96];
+  snprintf(name, sizeof name, "the demo's scene, seed %llu, frames 0..%lld",
+           (unsigned long long)config->scene.seed, (long long)count - 1);
+  const pipeline_bench_frames from = {.pixels = pixels,
+                                      .count = count,
+                                      .height = frame.dims[0],
+                                      .width = frame.dims[1],
+                                      .dtype = frame.dtype,
+                                      .name = name};
+  const char *pipelines[] = {config->detect.pipeline, PIPELINE_BENCH_DEFAULT};
+  for (int p = 0; exit_code == 0 && p < 2 && !interrupted; p++) {
+    printf("\ncomparison %d of 2 (as bench_pipeline --quick):\n", p + 1);
+    fflush(stdout);
+    const pipeline_bench_options options = {.backend = config->detect.backend,
+                                            .quick = true,
+                                            .pipeline = pipelines[p],
+                                            .frames_from = &from,
+                                            .prog = "plume demo"};
+    exit_code = pipeline_bench_run(&options, stdout, NULL);
+    if (exit_code != 0) snprintf(err, err_size, "the comparison failed (see above)");
+  }
+  free(pixels);
+  return exit_code;
+}
+
 /* Report a failure, remove the files (unless kept); an interruption exits 128 + signal. */
 static int demo_failure(const demo_files *files, bool keep, plm_status status, const char *err) {
   close_workdir(files, keep);
@@ -294,6 +342,13 @@ int demo_command_main(int argc, char **argv) {
     status = PLM_ERR_INVALID_STATE;
   }
   if (status != PLM_OK) return demo_failure(&files, config.keep, status, err);
+
+  if (compare_configs(&config, &files, err, sizeof err) != 0)
+    return demo_failure(&files, config.keep, PLM_ERR_INVALID_STATE, err);
+  if (interrupted) {
+    snprintf(err, sizeof err, "during the comparison");
+    return demo_failure(&files, config.keep, PLM_ERR_INVALID_STATE, err);
+  }
 
   printf("\ndemo: %.1f s in all\n", now_s() - started);
   close_workdir(&files, config.keep);
