@@ -6,8 +6,13 @@
  * counters, `enqueued` and `finished`, answer query (equal) and synchronize (wait
  * until `finished` reaches the `enqueued` seen at the call). Task nodes are
  * recycled through a per-stream spare list, so steady enqueueing does not call
- * malloc. Nobody busy-waits: the worker sleeps on `work_ready`, synchronizers on
- * `work_done` (broadcast only while someone waits).
+ * malloc. Before sleeping, a worker that has just emptied its queue polls `enqueued`,
+ * and a synchronizer polls `finished`, for up to POLL_NS, yielding the core while they
+ * poll (as CUDA's default synchronisation does): a frame's ops follow each other by a
+ * few microseconds, and a condition variable's wake-up costs that much again on each
+ * side. Then the worker sleeps on `work_ready`, synchronizers on `work_done` (broadcast
+ * only while someone waits). The counters are atomics written under the lock, so the
+ * polls read them without it.
  *
  * Events. Recording creates a marker (a small refcounted struct) and enqueues a
  * task that completes it, with a timestamp, when the worker reaches it. The event
@@ -23,6 +28,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +43,7 @@
 #include "streams/error.h"
 
 enum { DEVICE_ALIGNMENT = 256 };
+enum { POLL_NS = 50 * 1000 }; /* how long a worker or a synchronizer polls before sleeping */
 
 typedef struct host_marker {
   atomic_int refs;
@@ -81,7 +88,7 @@ typedef struct host_stream {
   pthread_cond_t work_done;
   host_task *head, *tail; /* pending tasks, oldest first */
   host_task *spare;       /* finished task nodes for reuse */
-  uint64_t enqueued, finished;
+  atomic_uint_fast64_t enqueued, finished; /* written under lock; polled without it */
   int sync_waiters;
   bool stopping;
   struct host_stream *prev, *next; /* in host_backend.streams */
@@ -163,10 +170,35 @@ static void run_wait(host_backend *backend, const host_task *task) {
 
 /* ---- the worker and its queue ------------------------------------------------- */
 
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Poll *counter until it reaches target or POLL_NS have passed, yielding the core:
+ * the thread that moves it may be waiting for this very core. Returns whether it did. */
+static bool poll_counter(atomic_uint_fast64_t *counter, uint64_t target) {
+  const int64_t deadline = now_ns() + POLL_NS;
+  for (unsigned i = 1;; i++) {
+    if (atomic_load_explicit(counter, memory_order_acquire) >= target) return true;
+    if (i % 16 == 0) {
+      sched_yield();
+      if (now_ns() > deadline) return false;
+    }
+  }
+}
+
 static void *worker_main(void *arg) {
   host_stream *stream = arg;
   pthread_mutex_lock(&stream->lock);
   for (;;) {
+    if (!stream->head && !stream->stopping) { /* poll a while for the next task */
+      const uint64_t next = atomic_load_explicit(&stream->finished, memory_order_relaxed) + 1;
+      pthread_mutex_unlock(&stream->lock);
+      poll_counter(&stream->enqueued, next);
+      pthread_mutex_lock(&stream->lock);
+    }
     while (!stream->head && !stream->stopping)
       pthread_cond_wait(&stream->work_ready, &stream->lock);
     host_task *task = stream->head;
@@ -180,7 +212,7 @@ static void *worker_main(void *arg) {
     pthread_mutex_lock(&stream->lock);
     task->next = stream->spare;
     stream->spare = task;
-    stream->finished++;
+    atomic_fetch_add_explicit(&stream->finished, 1, memory_order_release);
     if (stream->sync_waiters > 0) pthread_cond_broadcast(&stream->work_done);
   }
   pthread_mutex_unlock(&stream->lock);
@@ -206,7 +238,7 @@ static plm_status enqueue(host_stream *stream, const host_task *task) {
   else
     stream->head = node;
   stream->tail = node;
-  stream->enqueued++;
+  atomic_fetch_add_explicit(&stream->enqueued, 1, memory_order_release);
   pthread_cond_signal(&stream->work_ready);
   pthread_mutex_unlock(&stream->lock);
   return PLM_OK;
@@ -254,8 +286,9 @@ static plm_status host_stream_create(void *ctx, unsigned flags, void **out) {
 static plm_status host_stream_synchronize(void *ctx, void *handle) {
   (void)ctx;
   host_stream *stream = handle;
+  const uint64_t target = atomic_load_explicit(&stream->enqueued, memory_order_acquire);
+  if (poll_counter(&stream->finished, target)) return PLM_OK;
   pthread_mutex_lock(&stream->lock);
-  uint64_t target = stream->enqueued;
   stream->sync_waiters++;
   while (stream->finished < target) pthread_cond_wait(&stream->work_done, &stream->lock);
   stream->sync_waiters--;
