@@ -8,8 +8,9 @@
 The peers are OpenCV (cv2.filter2D, cv2.Sobel + cv2.magnitude, cv2.connectedComponents),
 scikit-image (skimage.filters.rank.entropy) and scipy (scipy.ndimage.correlate,
 scipy.ndimage.label). plume runs through its command-line tool on the host backend:
-`plume op ... --backend host --repeat N`, which times the operation alone (enqueue to
-stream synchronisation, no file I/O) after one warm-up and prints `time_ms median=...`.
+`plume op ... --backend host --repeat N --warmup-ms 50`, which times the operation alone
+(enqueue to stream synchronisation, no file I/O) after 50 ms of warm-up runs and prints
+`time_ms median=...`.
 
 Inputs are generated once from a fixed seed (a synthetic infrared scene: a smooth
 background, hot spots and sensor noise), written as .npy into the work directory, and
@@ -26,7 +27,8 @@ read by both sides. Cases (the issue's seed sizes, then 2048x2048 for every op):
   label    u8 mask (the scene thresholded), 8- and 4-connectivity; cv2.connectedComponents
            (CV_32S) and scipy.ndimage.label.
 
-Peers are timed in this process with time.perf_counter: 3 warm-ups, then the median of
+Peers are timed in this process with time.perf_counter: 50 ms of warm-up calls (3 at
+least; plume warms up as long, in its own process), then the median of
 --runs runs (default 20; each call allocates its output, as the peers' Python API does).
 Each case runs --rounds rounds (default 3), each timing plume and every peer
 in turn; every side keeps its best round's median (load elsewhere only ever slows a
@@ -169,10 +171,18 @@ class Inputs:
 # ---- timing ------------------------------------------------------------------------------
 
 
+# Both sides warm up for this long before they are timed (at least 3 calls for a peer,
+# 1 for plume): a process's first runs are slower until its threads and caches settle.
+WARMUP_MS = 50
+
+
 def time_peer(fn, runs, warmups=3):
-    """Median and min of `runs` calls of fn, in ms, after `warmups` calls."""
-    for _ in range(warmups):
+    """Median and min of `runs` calls of fn, in ms, after `warmups` calls and WARMUP_MS."""
+    deadline = time.perf_counter() + WARMUP_MS / 1e3
+    done = 0
+    while done < warmups or time.perf_counter() < deadline:
         fn()
+        done += 1
     times = []
     for _ in range(runs):
         start = time.perf_counter()
@@ -196,7 +206,7 @@ def run_plume(plume, op, arguments, repeat):
     without repeat (one untimed run, whose output the check reads)."""
     command = [plume, "op", op] + arguments + ["--backend", "host"]
     if repeat:
-        command += ["--repeat", str(repeat)]
+        command += ["--repeat", str(repeat), "--warmup-ms", str(WARMUP_MS)]
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
         raise PlumeError(f"{' '.join(command)}: exit {done.returncode}: {done.stderr.strip()}")

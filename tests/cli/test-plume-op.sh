@@ -185,6 +185,9 @@ if run 0 "conv2d --repeat" op conv2d --in nine.npy --kernel box.npy --out conv.r
   grep -Eq '^time_ms median=[0-9]+\.[0-9]+ min=[0-9]+\.[0-9]+ max=[0-9]+\.[0-9]+$' err.txt &&
     [[ $(wc -l <err.txt) == 1 ]] || fail "conv2d --repeat: stderr is '$(cat err.txt)'"
 fi
+run 0 "conv2d --repeat --warmup-ms" op conv2d --in nine.npy --kernel box.npy \
+  --out conv.warm.npy --pad 1,1 --repeat 3 --warmup-ms 5 --backend host &&
+  same conv.warm.npy box.same.npy "conv2d --warmup-ms output"
 
 # ---- label ------------------------------------------------------------------------------
 # i32 V...: printf escapes of little-endian i32 values 0..255.
@@ -470,6 +473,11 @@ run 2 "bad --cmp" op threshold --in u8.npy --out bad.npy --value 1 --cmp eq
 absent "bad --cmp" bad.npy
 run 2 "bad --repeat" op threshold --in u8.npy --out bad.npy --value 1 --repeat 0
 absent "bad --repeat" bad.npy
+for warmup in -1 nan 60001 5ms; do
+  run 2 "bad --warmup-ms $warmup" op threshold --in u8.npy --out bad.npy --value 1 --repeat 2 \
+    --warmup-ms "$warmup"
+  absent "bad --warmup-ms $warmup" bad.npy
+done
 run 2 "bad --backend" op threshold --in u8.npy --out bad.npy --value 1 --backend gpu
 absent "bad --backend" bad.npy
 run 2 "no --out" op threshold --in u8.npy --value 1
