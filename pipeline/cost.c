@@ -3,7 +3,7 @@
 #include "pipeline/pipeline_internal.h"
 #include "streams/error.h"
 
-static plm_status step_cost(const plm__step *step, const plm_tensor *tensors, plm_op_cost *cost) {
+plm_status plm__step_cost(const plm__step *step, const plm_tensor *tensors, plm_op_cost *cost) {
   const plm_tensor *in[PLM__PIPE_MAX_IO];
   for (int k = 0; k < PLM__PIPE_MAX_IO; k++)
     in[k] = step->inputs[k] >= 0 ? &tensors[step->inputs[k]] : NULL;
@@ -35,7 +35,7 @@ plm_status plm__plan_cost(const plm_pipeline *pl, double *bytes, double *flops) 
   *flops = 0.0;
   for (int s = 0; s < pl->plan.step_count; s++) {
     plm_op_cost cost = {0};
-    plm_status status = step_cost(&pl->plan.steps[s], pl->slots[0].tensors, &cost);
+    plm_status status = plm__step_cost(&pl->plan.steps[s], pl->slots[0].tensors, &cost);
     if (status != PLM_OK)
       return plm__pipe_reraise(status, "the cost of step %d '%s'", s,
                                plm__op_name(pl->plan.steps[s].kind));

@@ -27,6 +27,7 @@
 #include <time.h>
 
 #include "pipeline/pipeline_internal.h"
+#include "streams/nvtx.h"
 #include "streams/error.h"
 #include "streams/stream_graph.h"
 
@@ -200,8 +201,8 @@ static void capture_plan(frame_run *run, frame_slot *slot, int slot_index) {
     refuse_graphs(run, plm_last_error());
     return;
   }
-  plm_status enqueued =
-      plm__pipeline_enqueue(run->pl, slot_index, slot->stream, slot->inputs, slot->outputs);
+  plm_status enqueued = plm__pipeline_enqueue(run->pl, slot_index, slot->stream, slot->inputs,
+                                              slot->outputs, slot->frame);
   char why[sizeof run->report->graphs_note] = "";
   if (enqueued != PLM_OK) snprintf(why, sizeof why, "%s", plm_last_error());
   status = plm__stream_graph_capture_end(slot->stream, &slot->graph);
@@ -213,14 +214,32 @@ static void capture_plan(frame_run *run, frame_slot *slot, int slot_index) {
   }
 }
 
+/* A frame's copy, recorded as a launch named `name` when a profiler is attached. */
+static plm_status copy(frame_run *run, plm_stream *stream, void *dst, const void *src,
+                       size_t bytes, plm_copy_kind kind, int64_t frame) {
+  plm_profiler *profiler = run->pl->profiler;
+  if (!profiler) return plm_stream_memcpy(stream, dst, src, bytes, kind);
+  const plm_op_cost cost = {.bytes = (double)bytes, .flops = 0.0};
+  plm_profile_mark mark;
+  plm_status status = plm_profiler_begin(
+      profiler, stream, kind == PLM_COPY_HOST_TO_DEVICE ? "h2d" : "d2h", frame, &cost, &mark);
+  if (status == PLM_OK) status = plm_stream_memcpy(stream, dst, src, bytes, kind);
+  plm_status ended = plm_profiler_end(profiler, stream, &mark);
+  return status == PLM_OK ? ended : status;
+}
+
 /* Queue frame `frame`, whose inputs the source has just filled, on its slot. */
 static plm_status submit_frame(frame_run *run, int64_t frame) {
   const int slot_index = (int)(frame % run->slots_count);
   frame_slot *slot = &run->slots[slot_index];
+  slot->frame = frame;
+  char range[32];
+  snprintf(range, sizeof range, "frame %lld", (long long)frame);
+  plm__nvtx_push(run->pl->ctx, range);
   plm_status status = plm_event_record(slot->started, slot->stream);
   for (int i = 0; status == PLM_OK && i < run->inputs_count; i++)
-    status = plm_stream_memcpy(slot->stream, slot->inputs[i].data, slot->host_inputs[i],
-                               run->input_bytes[i], PLM_COPY_HOST_TO_DEVICE);
+    status = copy(run, slot->stream, slot->inputs[i].data, slot->host_inputs[i],
+                  run->input_bytes[i], PLM_COPY_HOST_TO_DEVICE, frame);
   if (status == PLM_OK) status = plm_event_record(slot->uploaded, slot->stream);
   /* Each slot's first frame is its warm-up, run without a graph. */
   const bool warm = frame >= run->slots_count;
@@ -231,16 +250,16 @@ static plm_status submit_frame(frame_run *run, int64_t frame) {
       status = plm__stream_graph_launch(slot->graph, slot->stream);
       if (status == PLM_OK) run->report->graph_replays++;
     } else {
-      status =
-          plm__pipeline_enqueue(run->pl, slot_index, slot->stream, slot->inputs, slot->outputs);
+      status = plm__pipeline_enqueue(run->pl, slot_index, slot->stream, slot->inputs,
+                                     slot->outputs, frame);
     }
   }
   if (status == PLM_OK) status = plm_event_record(slot->computed, slot->stream);
   for (int i = 0; status == PLM_OK && i < run->outputs_count; i++)
-    status = plm_stream_memcpy(slot->stream, slot->host_outputs[i], slot->outputs[i].data,
-                               run->output_bytes[i], PLM_COPY_DEVICE_TO_HOST);
+    status = copy(run, slot->stream, slot->host_outputs[i], slot->outputs[i].data,
+                  run->output_bytes[i], PLM_COPY_DEVICE_TO_HOST, frame);
   if (status == PLM_OK) status = plm_event_record(slot->done, slot->stream);
-  slot->frame = frame;
+  plm__nvtx_pop(run->pl->ctx);
   return status;
 }
 

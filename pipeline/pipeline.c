@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "pipeline/pipeline_internal.h"
+#include "profile/profile_internal.h"
 #include "streams/error.h"
 
 enum { DEFAULT_STREAMS = 4 };
@@ -118,6 +119,14 @@ plm_status plm_pipeline_create(plm_context *ctx, plm_pipeline **out) {
       .kind = "pipeline", .report_if_leftover = true, .destroy = destroy_attached};
   plm__context_attach(ctx, &pl->attachment);
   *out = pl;
+  return PLM_OK;
+}
+
+plm_status plm_pipeline_set_profiler(plm_pipeline *pl, plm_profiler *profiler) {
+  PLM__REQUIRE_NOT_NULL(pl);
+  if (profiler && plm__profiler_context(profiler) != pl->ctx)
+    return plm__fail(PLM_ERR_INVALID_ARG, "profiler belongs to another context than the pipeline");
+  pl->profiler = profiler;
   return PLM_OK;
 }
 

@@ -210,6 +210,8 @@ struct plm_pipeline {
   plm__slot *slots;           /* config.frames_in_flight of them */
   int *release_after;         /* PLM_PLAN_ALLOCATE_PER_RUN: per plan tensor (per_run.c) */
   double device_bytes, flops; /* the plan's cost per frame (cost.c) */
+  plm_profiler *profiler;     /* records each step, or NULL */
+  int64_t frames_run;         /* plm_pipeline_run's calls: the frame index it records */
 };
 
 /* ---- graph.c ----------------------------------------------------------------------------- */
@@ -275,9 +277,10 @@ plm_status plm__pipeline_check_io(const plm_pipeline *pl, const plm_stream *stre
  * stream 0. No checks (plm__pipeline_check_io has passed), no allocation, no ordering
  * against the slot's previous frame: the caller owns that. On a step's failure the
  * remaining steps are skipped, the branch streams are still joined into stream, and the
- * status is returned with a raw message naming the step. */
+ * status is returned with a raw message naming the step. With a profiler attached each
+ * step is recorded as a launch of frame `frame`. */
 plm_status plm__pipeline_enqueue(plm_pipeline *pl, int slot, plm_stream *stream,
-                                 const plm_tensor *inputs, plm_tensor *outputs);
+                                 const plm_tensor *inputs, plm_tensor *outputs, int64_t frame);
 
 /* Whether the slot's plan can be captured into a graph and replayed: every step's
  * memory must be fixed, so no step may take memory from a pool per call (a replay would
@@ -313,5 +316,8 @@ plm_status plm__per_run_release_rest(plm_pipeline *pl, plm__slot *slot, plm_stre
 /* The plan's cost per frame (plm_plan_info's device_bytes and flops) from its steps'
  * cost models, on slot 0's tensor descriptions. The message is raw. */
 plm_status plm__plan_cost(const plm_pipeline *pl, double *bytes, double *flops);
+
+/* One step's cost model on the given tensor table. The message is raw. */
+plm_status plm__step_cost(const plm__step *step, const plm_tensor *tensors, plm_op_cost *cost);
 
 #endif /* PLUME_PIPELINE_PIPELINE_INTERNAL_H */

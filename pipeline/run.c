@@ -6,6 +6,7 @@
 #include "ops/op_internal.h"
 #include "ops/op_scratch.h"
 #include "pipeline/pipeline_internal.h"
+#include "streams/nvtx.h"
 #include "streams/error.h"
 
 /* ---- checks ------------------------------------------------------------------------------- */
@@ -108,8 +109,21 @@ static plm_status run_step(const plm__step *step, plm_stream *stream, plm_tensor
   return plm__fail_raw(PLM_ERR_INTERNAL, "step kind %d cannot run", (int)step->kind);
 }
 
+/* run_step, recorded as a launch of `frame` by the pipeline's profiler. */
+static plm_status run_step_profiled(plm_pipeline *pl, const plm__step *step, plm_stream *stream,
+                                    plm__slot *slot, int64_t frame) {
+  plm_op_cost cost = {0};
+  const bool costed = plm__step_cost(step, slot->tensors, &cost) == PLM_OK;
+  plm_profile_mark mark;
+  plm_status status = plm_profiler_begin(pl->profiler, stream, plm__op_name(step->kind), frame,
+                                         costed ? &cost : NULL, &mark);
+  if (status == PLM_OK) status = run_step(step, stream, slot->tensors, slot->workspace);
+  plm_status ended = plm_profiler_end(pl->profiler, stream, &mark);
+  return status == PLM_OK ? ended : status;
+}
+
 plm_status plm__pipeline_enqueue(plm_pipeline *pl, int slot_index, plm_stream *stream,
-                                 const plm_tensor *inputs, plm_tensor *outputs) {
+                                 const plm_tensor *inputs, plm_tensor *outputs, int64_t frame) {
   const plm__plan *plan = &pl->plan;
   plm__slot *slot = &pl->slots[slot_index];
   for (int t = 0; t < plan->tensor_count; t++) {
@@ -131,7 +145,12 @@ plm_status plm__pipeline_enqueue(plm_pipeline *pl, int slot_index, plm_stream *s
     for (int w = 0; status == PLM_OK && w < step->wait_count; w++)
       status = plm_stream_wait_event(on, slot->events[step->waits[w]]);
     if (status == PLM_OK && per_run) status = plm__per_run_acquire(pl, slot, i, on);
-    if (status == PLM_OK) status = run_step(step, on, slot->tensors, slot->workspace);
+    if (status == PLM_OK) {
+      plm__nvtx_push(pl->ctx, plm__op_name(step->kind));
+      status = pl->profiler ? run_step_profiled(pl, step, on, slot, frame)
+                            : run_step(step, on, slot->tensors, slot->workspace);
+      plm__nvtx_pop(pl->ctx);
+    }
     if (status == PLM_OK && step->record >= 0)
       status = plm_event_record(slot->events[step->record], on);
     if (status == PLM_OK && per_run) status = plm__per_run_release_after(pl, slot, i, on);
@@ -170,7 +189,7 @@ plm_status plm_pipeline_run(plm_pipeline *pl, const plm_tensor *inputs, plm_tens
    * that was on. */
   plm__slot *slot = &pl->slots[0];
   if (slot->done_recorded) status = plm_stream_wait_event(stream, slot->done);
-  if (status == PLM_OK) status = plm__pipeline_enqueue(pl, 0, stream, inputs, outputs);
+  if (status == PLM_OK) status = plm__pipeline_enqueue(pl, 0, stream, inputs, outputs, pl->frames_run++);
   plm_status recorded = plm_event_record(slot->done, stream);
   if (recorded == PLM_OK) slot->done_recorded = true;
   if (status == PLM_OK) status = recorded;
@@ -194,6 +213,10 @@ static bool allocates_per_call(plm__op_kind kind) {
 }
 
 bool plm__pipeline_capturable(const plm_pipeline *pl, char *why, size_t size) {
+  if (pl->profiler) {
+    snprintf(why, size, "a profiler is attached (each step is timed with its own events)");
+    return false;
+  }
   if (pl->config.flags & PLM_PLAN_ALLOCATE_PER_RUN) {
     snprintf(why, size, "the plan allocates its intermediates per run (PLM_PLAN_ALLOCATE_PER_RUN)");
     return false;

@@ -97,6 +97,7 @@
 #include "plume/label.h"
 #include "plume/ops.h"
 #include "plume/pool.h"
+#include "plume/profile.h"
 #include "plume/segment.h"
 #include "plume/status.h"
 #include "plume/stream.h"
@@ -125,6 +126,16 @@ PLM_API plm_status plm_pipeline_create(plm_context *ctx, plm_pipeline **out);
  * finished (its frames among it: plm_context_synchronize), then gives its workspaces back
  * to their pool and destroys its streams and events. NULL is a no-op. */
 PLM_API plm_status plm_pipeline_destroy(plm_pipeline *pl);
+
+/* Record every step of this pipeline's runs with profiler (plume/profile.h), each as a
+ * launch named after its op ("sobel", "sobel_entropy_threshold", ...) with its cost
+ * model and its frame (plm_pipeline_run numbers its calls 0, 1, ...; in
+ * plm_pipeline_run_stream the frame index, with the uploads "h2d" and downloads "d2h").
+ * NULL detaches. The profiler must be of the pipeline's context and outlive the runs it
+ * records. While one is attached, run_stream uses no CUDA graphs (a replay has no
+ * per-step events; graphs_note says so). Not while a run is in progress on another
+ * thread. Errors: PLM_ERR_INVALID_ARG (NULL pl, a profiler of another context). */
+PLM_API plm_status plm_pipeline_set_profiler(plm_pipeline *pl, plm_profiler *profiler);
 
 /* ---- building ------------------------------------------------------------------------
  * Every add call checks its arguments (handles of this pipeline, the op's parameters,

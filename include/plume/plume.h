@@ -19,6 +19,7 @@
 #include "plume/ops.h"
 #include "plume/pipeline.h"
 #include "plume/pool.h"
+#include "plume/profile.h"
 #include "plume/segment.h"
 #include "plume/status.h"
 #include "plume/stream.h"

@@ -56,7 +56,7 @@ extern "C" {
 
 typedef struct plm_profiler plm_profiler;
 
-enum { PLM_PROFILE_NAME_SIZE = 24, PLM_PROFILE_DEVICE_SIZE = 128 };
+enum { PLM_PROFILE_NAME_SIZE = 24, PLM_PROFILE_DEVICE_SIZE = 256 };
 
 typedef struct plm_profiler_config {
   size_t max_launches; /* records kept; later launches are counted as dropped (0: 1 << 20) */

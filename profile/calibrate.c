@@ -1,0 +1,274 @@
+/* profile/calibrate.c: the device's measured peaks (see plume/profile.h).
+ *
+ * Each bandwidth is the best of a few timed copies of COPY_BYTES between two buffers
+ * (device to device: pool-less device memory; host to device and back: pinned host
+ * memory from the context's host pool), timed with events on a private stream; a
+ * device-to-device copy counts its bytes twice (read and written). The FMA rate is the
+ * best of a few runs of the probe in kernels/common/fma_peak.h. A result is kept for the
+ * process (by backend and device name) and in a cache file, one line per device:
+ *   plume-calibration-1 <TAB> backend <TAB> device <TAB> copy <TAB> h2d <TAB> d2h <TAB> fma
+ * in $XDG_CACHE_HOME/plume/calibration.tsv (else ~/.cache/plume/calibration.tsv).
+ * PLUME_CALIBRATION_CACHE=off skips the file (reading and writing). */
+#define _GNU_SOURCE /* mkdir's mode_t in sys/stat.h under _POSIX_C_SOURCE is fine too */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "kernels/common/fma_peak.h"
+#include "ops/op_internal.h"
+#include "plume/event.h"
+#include "plume/pool.h"
+#include "profile/profile_internal.h"
+
+enum { COPY_BYTES = 32 << 20, TIMED_RUNS = 5, MAX_REMEMBERED = 8, LINE_SIZE = 512 };
+
+static const char CACHE_TAG[] = "plume-calibration-1";
+
+/* ---- the process's memory of earlier calibrations ------------------------------------ */
+
+static struct {
+  pthread_mutex_t lock;
+  plm_profile_calibration entries[MAX_REMEMBERED];
+  int count;
+} remembered = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+_Static_assert(sizeof(((plm_device_info *)0)->name) == PLM_PROFILE_DEVICE_SIZE,
+               "a calibration holds a device name whole");
+
+static bool same_device(const plm_profile_calibration *a, const char *backend, const char *device) {
+  return strcmp(a->backend, backend) == 0 && strcmp(a->device, device) == 0;
+}
+
+static bool recall(const char *backend, const char *device, plm_profile_calibration *out) {
+  bool found = false;
+  pthread_mutex_lock(&remembered.lock);
+  for (int i = 0; i < remembered.count && !found; i++)
+    if (same_device(&remembered.entries[i], backend, device)) {
+      *out = remembered.entries[i];
+      found = true;
+    }
+  pthread_mutex_unlock(&remembered.lock);
+  return found;
+}
+
+static void remember(const plm_profile_calibration *c) {
+  pthread_mutex_lock(&remembered.lock);
+  if (remembered.count < MAX_REMEMBERED) remembered.entries[remembered.count++] = *c;
+  pthread_mutex_unlock(&remembered.lock);
+}
+
+/* ---- the cache file ------------------------------------------------------------------ */
+
+static bool cache_file_wanted(void) {
+  const char *setting = getenv("PLUME_CALIBRATION_CACHE");
+  return !(setting && strcmp(setting, "off") == 0);
+}
+
+/* The cache's directory and file; false when neither XDG_CACHE_HOME nor HOME is set. */
+static bool cache_paths(char *dir, size_t dir_size, char *file, size_t file_size) {
+  const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+  int n;
+  if (xdg && xdg[0])
+    n = snprintf(dir, dir_size, "%s/plume", xdg);
+  else if (home && home[0])
+    n = snprintf(dir, dir_size, "%s/.cache/plume", home);
+  else
+    return false;
+  if (n < 0 || (size_t)n >= dir_size) return false;
+  n = snprintf(file, file_size, "%s/calibration.tsv", dir);
+  return n >= 0 && (size_t)n < file_size;
+}
+
+/* Device names hold no tabs or newlines that would break a line; replace any. */
+static void tidy_name(char *name) {
+  for (char *c = name; *c; c++)
+    if (*c == '\t' || *c == '\n' || *c == '\r') *c = ' ';
+}
+
+static bool cache_load(const char *backend, const char *device, plm_profile_calibration *out) {
+  char dir[LINE_SIZE], path[LINE_SIZE], line[LINE_SIZE];
+  if (!cache_file_wanted() || !cache_paths(dir, sizeof dir, path, sizeof path)) return false;
+  FILE *f = fopen(path, "r");
+  if (!f) return false;
+  bool found = false;
+  while (!found && fgets(line, sizeof line, f)) {
+    line[strcspn(line, "\n")] = '\0';
+    char *fields[7];
+    int n = 0;
+    for (char *save = NULL, *tok = strtok_r(line, "\t", &save); tok && n < 7;
+         tok = strtok_r(NULL, "\t", &save))
+      fields[n++] = tok;
+    if (n != 7 || strcmp(fields[0], CACHE_TAG) != 0 || strcmp(fields[1], backend) != 0 ||
+        strcmp(fields[2], device) != 0)
+      continue;
+    plm_profile_calibration c = {0};
+    snprintf(c.backend, sizeof c.backend, "%s", backend);
+    snprintf(c.device, sizeof c.device, "%s", device);
+    char *end[4];
+    c.device_copy_gbps = strtod(fields[3], &end[0]);
+    c.h2d_gbps = strtod(fields[4], &end[1]);
+    c.d2h_gbps = strtod(fields[5], &end[2]);
+    c.fma_gflops = strtod(fields[6], &end[3]);
+    if (*end[0] || *end[1] || *end[2] || *end[3] || !(c.device_copy_gbps > 0) ||
+        !(c.fma_gflops > 0))
+      continue; /* a damaged line: measure again */
+    c.from_cache = true;
+    *out = c;
+    found = true;
+  }
+  fclose(f);
+  return found;
+}
+
+/* Append the line; a failure only means the next process measures again. */
+static void cache_store(const plm_profile_calibration *c) {
+  char dir[LINE_SIZE], path[LINE_SIZE];
+  if (!cache_file_wanted() || !cache_paths(dir, sizeof dir, path, sizeof path)) return;
+  char parent[LINE_SIZE];
+  snprintf(parent, sizeof parent, "%s", dir);
+  char *slash = strrchr(parent, '/');
+  if (slash && slash != parent) {
+    *slash = '\0';
+    if (mkdir(parent, 0755) != 0 && errno != EEXIST) return;
+  }
+  if (mkdir(dir, 0755) != 0 && errno != EEXIST) return;
+  FILE *f = fopen(path, "a");
+  if (!f) return;
+  fprintf(f, "%s\t%s\t%s\t%.6g\t%.6g\t%.6g\t%.6g\n", CACHE_TAG, c->backend, c->device,
+          c->device_copy_gbps, c->h2d_gbps, c->d2h_gbps, c->fma_gflops);
+  fclose(f);
+}
+
+/* ---- measuring ----------------------------------------------------------------------- */
+
+typedef struct probe {
+  plm_context *ctx;
+  plm_stream *stream;
+  plm_event *start, *end;
+} probe;
+
+/* Milliseconds of device time that enqueue(state) takes on the probe's stream. */
+static plm_status time_once(probe *p, plm_status (*enqueue)(probe *, void *), void *state,
+                            double *ms) {
+  plm_status status = plm_event_record(p->start, p->stream);
+  if (status == PLM_OK) status = enqueue(p, state);
+  if (status == PLM_OK) status = plm_event_record(p->end, p->stream);
+  if (status == PLM_OK) status = plm_event_synchronize(p->end);
+  float elapsed = 0.0f;
+  if (status == PLM_OK) status = plm_event_elapsed_ms(p->start, p->end, &elapsed);
+  *ms = elapsed;
+  return status;
+}
+
+/* The shortest of a warm-up and TIMED_RUNS timed runs. */
+static plm_status best_ms(probe *p, plm_status (*enqueue)(probe *, void *), void *state,
+                          double *best) {
+  double ms = 0.0;
+  plm_status status = time_once(p, enqueue, state, &ms);
+  *best = 0.0;
+  for (int run = 0; status == PLM_OK && run < TIMED_RUNS; run++) {
+    status = time_once(p, enqueue, state, &ms);
+    if (status == PLM_OK && ms > 0.0 && (*best == 0.0 || ms < *best)) *best = ms;
+  }
+  return status;
+}
+
+typedef struct copy_job {
+  void *dst;
+  const void *src;
+  plm_copy_kind kind;
+} copy_job;
+
+static plm_status enqueue_copy(probe *p, void *state) {
+  const copy_job *job = state;
+  return plm_stream_memcpy(p->stream, job->dst, job->src, COPY_BYTES, job->kind);
+}
+
+static void fma_peak_task(const void *args) { plm__fma_peak_cpu(args); }
+
+static plm_status enqueue_fma(probe *p, void *state) {
+  const plm__fma_peak_args *args = state;
+#ifdef PLM_HAVE_CUDA
+  if (plm__op_on_cuda(p->stream)) {
+    plm_status status;
+    PLM__OP_ON_DEVICE(p->stream, status, plm__fma_peak_cuda(p->stream->handle, args));
+    return status;
+  }
+#endif
+  return plm__op_launch_cpu(p->stream, fma_peak_task, args, sizeof *args);
+}
+
+/* GB/s of `bytes` in `ms`. */
+static double gbps(double bytes, double ms) { return ms > 0.0 ? bytes / (ms * 1e6) : 0.0; }
+
+static plm_status measure(probe *p, const plm_device_info *info, plm_profile_calibration *c) {
+  void *device_a = NULL, *device_b = NULL, *pinned = NULL, *lanes_out = NULL;
+  plm_status status = plm_device_alloc(p->ctx, COPY_BYTES, &device_a);
+  if (status == PLM_OK) status = plm_device_alloc(p->ctx, COPY_BYTES, &device_b);
+  if (status == PLM_OK) status = plm_host_alloc(p->ctx, COPY_BYTES, &pinned);
+  if (status == PLM_OK) status = plm_stream_memset(p->stream, device_a, 1, COPY_BYTES);
+  if (status == PLM_OK) memset(pinned, 1, COPY_BYTES);
+
+  double ms = 0.0;
+  copy_job d2d = {device_b, device_a, PLM_COPY_DEVICE_TO_DEVICE};
+  copy_job h2d = {device_a, pinned, PLM_COPY_HOST_TO_DEVICE};
+  copy_job d2h = {pinned, device_b, PLM_COPY_DEVICE_TO_HOST};
+  if (status == PLM_OK && (status = best_ms(p, enqueue_copy, &d2d, &ms)) == PLM_OK)
+    c->device_copy_gbps = gbps(2.0 * COPY_BYTES, ms);
+  if (status == PLM_OK && (status = best_ms(p, enqueue_copy, &h2d, &ms)) == PLM_OK)
+    c->h2d_gbps = gbps(COPY_BYTES, ms);
+  if (status == PLM_OK && (status = best_ms(p, enqueue_copy, &d2h, &ms)) == PLM_OK)
+    c->d2h_gbps = gbps(COPY_BYTES, ms);
+
+  /* GPU: 2048 threads per SM; CPU: 64 blocks of vector lanes, a few per core. */
+  const bool on_gpu = info->backend == PLM_BACKEND_CUDA;
+  const int64_t units = info->multiprocessors > 0 ? info->multiprocessors : 1;
+  plm__fma_peak_args fma = {.lanes = on_gpu ? units * 2048 : 1024,
+                            .iterations = on_gpu ? 2048 : 16384};
+  if (status == PLM_OK)
+    status = plm_device_alloc(p->ctx, (size_t)fma.lanes * sizeof(float), &lanes_out);
+  fma.out = lanes_out;
+  if (status == PLM_OK && (status = best_ms(p, enqueue_fma, &fma, &ms)) == PLM_OK)
+    c->fma_gflops = ms > 0.0 ? plm__fma_peak_flops(&fma) / (ms * 1e6) : 0.0;
+
+  plm_status synced = plm_stream_synchronize(p->stream);
+  if (status == PLM_OK) status = synced;
+  if (lanes_out) plm_device_free(p->ctx, lanes_out);
+  if (pinned) plm_host_free(p->ctx, pinned);
+  if (device_b) plm_device_free(p->ctx, device_b);
+  if (device_a) plm_device_free(p->ctx, device_a);
+  return status;
+}
+
+plm_status plm__profile_calibrate(plm_context *ctx, plm_profile_calibration *out) {
+  plm_device_info info;
+  plm_status status = plm_context_device_info(ctx, &info);
+  if (status != PLM_OK) return status;
+  plm_profile_calibration c = {0};
+  snprintf(c.backend, sizeof c.backend, "%s", plm_backend_name(info.backend));
+  memcpy(c.device, info.name, sizeof c.device); /* the same size */
+  c.device[sizeof c.device - 1] = '\0';
+  tidy_name(c.device);
+  if (recall(c.backend, c.device, out)) return PLM_OK;
+  if (cache_load(c.backend, c.device, out)) {
+    remember(out);
+    return PLM_OK;
+  }
+
+  probe p = {.ctx = ctx};
+  status = plm_stream_create(ctx, 0, &p.stream);
+  if (status == PLM_OK) status = plm_event_create(ctx, 0, &p.start);
+  if (status == PLM_OK) status = plm_event_create(ctx, 0, &p.end);
+  if (status == PLM_OK) status = measure(&p, &info, &c);
+  if (p.end) plm_event_destroy(p.end);
+  if (p.start) plm_event_destroy(p.start);
+  if (p.stream) plm_stream_destroy(p.stream);
+  if (status != PLM_OK) return status;
+  remember(&c);
+  cache_store(&c);
+  *out = c;
+  return PLM_OK;
+}

@@ -1,0 +1,14 @@
+/* profile/profile_internal.h: what the profiler's files share (internal). */
+#ifndef PLUME_PROFILE_PROFILE_INTERNAL_H
+#define PLUME_PROFILE_PROFILE_INTERNAL_H
+
+#include "plume/profile.h"
+
+/* The calibration of ctx's device: remembered by the process, else read from the cache
+ * file, else measured (then remembered and stored); see profile/calibrate.c. Blocking. */
+plm_status plm__profile_calibrate(plm_context *ctx, plm_profile_calibration *out);
+
+/* The context the profiler was created on. */
+plm_context *plm__profiler_context(const plm_profiler *profiler);
+
+#endif /* PLUME_PROFILE_PROFILE_INTERNAL_H */
