@@ -1,0 +1,110 @@
+/* profile/profile_export_trace.c: trace.json in the Chrome trace event format
+ * (plm__profile_write_trace), which Perfetto and chrome://tracing open:
+ *
+ *   {"traceEvents": [...], "displayTimeUnit": "ms",
+ *    "otherData": {"title", "backend", "device", "commit"}}
+ *
+ * Metadata events ("ph": "M") name process 1 "plume" and thread K+1 "stream K" for each
+ * stream K; then each launch is a complete event ("ph": "X") named after its op, of
+ * category "copy" (plm__profile_is_copy) or "op", with ts and dur in microseconds of
+ * device time, on tid stream+1, and args {"frame", "bytes", "flops", "enqueue_us"}. */
+#include <stdio.h>
+
+#include "profile/profile_export.h"
+#include "profile/profile_export_common.h"
+#include "streams/error.h"
+
+#define SET(object, key, value) plm__profile_json_set((object), (key), (value))
+#define STR(s) plm__profile_json_string(s)
+#define REAL(x) plm__profile_json_real(x)
+
+enum { TRACE_PID = 1 };
+
+/* A metadata event: what (process_name or thread_name) of tid is called name. */
+static json_t *metadata_event(const char *what, int tid, const char *name) {
+  json_t *args = json_object();
+  json_t *e = args ? json_object() : NULL;
+  if (!e) {
+    json_decref(args);
+    return NULL;
+  }
+  if (SET(e, "args", args) && SET(args, "name", STR(name)) && SET(e, "name", STR(what)) &&
+      SET(e, "ph", STR("M")) && SET(e, "pid", json_integer(TRACE_PID)) &&
+      SET(e, "tid", json_integer(tid)))
+    return e;
+  json_decref(e);
+  return NULL;
+}
+
+static json_t *launch_args(const plm_profile_launch *l) {
+  json_t *args = json_object();
+  if (args && SET(args, "frame", json_integer(l->frame)) && SET(args, "bytes", REAL(l->bytes)) &&
+      SET(args, "flops", REAL(l->flops)) && SET(args, "enqueue_us", REAL(l->enqueue_us)))
+    return args;
+  json_decref(args);
+  return NULL;
+}
+
+static json_t *launch_event(const plm_profile_launch *l) {
+  json_t *e = json_object();
+  if (e && SET(e, "name", STR(l->name)) &&
+      SET(e, "cat", STR(plm__profile_is_copy(l->name) ? "copy" : "op")) &&
+      SET(e, "ph", STR("X")) && SET(e, "ts", REAL(l->start_ms * 1000)) &&
+      SET(e, "dur", REAL((l->end_ms - l->start_ms) * 1000)) &&
+      SET(e, "pid", json_integer(TRACE_PID)) && SET(e, "tid", json_integer(l->stream + 1)) &&
+      SET(e, "args", launch_args(l)))
+    return e;
+  json_decref(e);
+  return NULL;
+}
+
+/* The process's name, then one thread name per stream. */
+static bool append_metadata(json_t *events, const plm__profile_snapshot *s) {
+  if (json_array_append_new(events, metadata_event("process_name", 0, "plume")) != 0) return false;
+  for (int k = 0; k < s->stream_count; k++) {
+    char name[32];
+    snprintf(name, sizeof name, "stream %d", k);
+    if (json_array_append_new(events, metadata_event("thread_name", k + 1, name)) != 0)
+      return false;
+  }
+  return true;
+}
+
+static json_t *events_json(const plm__profile_snapshot *s) {
+  json_t *events = json_array();
+  if (!events || !append_metadata(events, s)) {
+    json_decref(events);
+    return NULL;
+  }
+  for (size_t i = 0; i < s->launch_count; i++) {
+    if (json_array_append_new(events, launch_event(&s->launches[i])) != 0) {
+      json_decref(events);
+      return NULL;
+    }
+  }
+  return events;
+}
+
+static json_t *other_data(const plm__profile_snapshot *s) {
+  json_t *o = json_object();
+  if (o && SET(o, "title", STR(s->title)) && SET(o, "backend", STR(s->backend)) &&
+      SET(o, "device", STR(s->device)) && SET(o, "commit", STR(s->commit)))
+    return o;
+  json_decref(o);
+  return NULL;
+}
+
+plm_status plm__profile_write_trace(const plm__profile_snapshot *snapshot, const char *path) {
+  if (!snapshot || !path)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s is NULL", snapshot ? "path" : "snapshot");
+  if (snapshot->launch_count && !snapshot->launches)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s: the snapshot's launches array is NULL", path);
+  json_t *root = json_object();
+  if (root && !(SET(root, "traceEvents", events_json(snapshot)) &&
+                SET(root, "displayTimeUnit", STR("ms")) &&
+                SET(root, "otherData", other_data(snapshot)))) {
+    json_decref(root);
+    root = NULL;
+  }
+  return plm__profile_write_json_file(root, path);
+}
