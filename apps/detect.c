@@ -31,6 +31,7 @@ typedef struct detect_job {
   frame_reader *reader;
   plm_context *ctx;
   plm_pipeline *pl;
+  plm_profiler *profiler; /* with config->profile_dir */
   image_writer *csv;
   char *rows;       /* one frame's CSV lines */
   size_t rows_room; /* bytes */
@@ -46,6 +47,7 @@ static plm_status release(detect_job *job, plm_status status) {
   progress_end(&job->bar);
   image_writer_abort(job->csv);
   plm_pipeline_destroy(job->pl);
+  plm_profiler_destroy(job->profiler);
   if (job->ctx && plm_context_destroy(job->ctx) != PLM_OK && status == PLM_OK)
     status = fail(job->err, job->err_size, PLM_ERR_INTERNAL, "%s", plm_last_error());
   frame_reader_close(job->reader);
@@ -217,6 +219,10 @@ plm_status detect_run(const detect_config *config, detect_result *result, char *
   plm_plan_config plan = {.frames_in_flight = result->frames_in_flight};
   if ((status = plm_pipeline_compile(job.pl, &plan)) != PLM_OK)
     return library_failure(&job, status);
+  if (config->profile_dir &&
+      ((status = plm_profiler_create(job.ctx, NULL, &job.profiler)) != PLM_OK ||
+       (status = plm_pipeline_set_profiler(job.pl, job.profiler)) != PLM_OK))
+    return library_failure(&job, status);
 
   char header[CSV_REGIONS_ROW_SIZE];
   size_t header_length = csv_regions_header(header, sizeof header, true, true);
@@ -233,6 +239,11 @@ plm_status detect_run(const detect_config *config, detect_result *result, char *
     /* The source's or sink's own message names the file; else the run's names the frame. */
     fail(err, err_size, status, "%s", job.first_failure[0] ? job.first_failure : plm_last_error());
     return release(&job, status);
+  }
+  if (job.profiler) {
+    const plm_profile_write_options profile = {.title = "plume detect"};
+    if ((status = plm_profiler_write(job.profiler, config->profile_dir, &profile)) != PLM_OK)
+      return library_failure(&job, status);
   }
   image_writer *csv = job.csv;
   job.csv = NULL;

@@ -58,6 +58,10 @@ typedef struct detect_config {
   /* When not NULL and *stop becomes non-zero (a signal handler's flag), the run stops
    * before its next frame with PLM_ERR_INVALID_STATE ("interrupted"), leaving no file. */
   const volatile sig_atomic_t *stop;
+  /* When not NULL: profile the run (plume/profile.h: every step, upload and download of
+   * every frame; no CUDA graphs) and write profile.json, trace.json and report.html into
+   * this directory after it. */
+  const char *profile_dir;
 } detect_config;
 
 typedef struct detect_result {

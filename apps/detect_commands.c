@@ -12,7 +12,7 @@ enum { EXIT_USAGE = 2 };
 
 static const char detect_usage[] =
     "usage: plume detect --frames FRAMES.npy|DIR --pipeline \"TEXT\" --out DETECTIONS.csv\n"
-    "                    [--backend host|cuda|auto] [--streams K]\n"
+    "                    [--backend host|cuda|auto] [--streams K] [--profile DIR]\n"
     "\n"
     "Run a pipeline over a sequence of frames and write the regions it finds.\n"
     "\n"
@@ -35,16 +35,22 @@ static const char detect_usage[] =
     "  --streams K           frames in flight, 1..16 (default 3): each has its own stream,\n"
     "                        pinned buffers and workspace, so that one frame's upload\n"
     "                        overlaps the previous one's compute\n"
+    "  --profile DIR         time every step, upload and download of every frame and write\n"
+    "                        DIR/profile.json (statistics per op), DIR/trace.json (Chrome\n"
+    "                        trace: Perfetto, chrome://tracing) and DIR/report.html; CUDA\n"
+    "                        graphs are off while profiling\n"
     "  -h, --help            show this help\n"
     "\n"
     "A progress bar is drawn on stderr when it is a terminal; at the end the frames per\n"
     "second are printed.\n";
 
 int detect_command_main(int argc, char **argv) {
-  const char *frames = NULL, *pipeline = NULL, *out = NULL, *backend = NULL, *streams = NULL;
+  const char *frames = NULL, *pipeline = NULL, *out = NULL, *backend = NULL, *streams = NULL,
+             *profile = NULL;
   option options[] = {{"--frames", &frames, false},   {"--pipeline", &pipeline, false},
                       {"--out", &out, false},         {"--backend", &backend, false},
-                      {"--streams", &streams, false}, {NULL, NULL, false}};
+                      {"--streams", &streams, false}, {"--profile", &profile, false},
+                      {NULL, NULL, false}};
   int exit_code = options_take("detect", detect_usage, options, argc, argv);
   if (exit_code >= 0) return exit_code;
   const char *missing = !frames ? "--frames" : !pipeline ? "--pipeline" : !out ? "--out" : NULL;
@@ -53,7 +59,8 @@ int detect_command_main(int argc, char **argv) {
     return EXIT_USAGE;
   }
   detect_config config = {
-      .frames_path = frames, .pipeline = pipeline, .out_path = out, .show_progress = true};
+      .frames_path = frames, .pipeline = pipeline, .out_path = out, .show_progress = true,
+      .profile_dir = profile};
   if (backend && plm_backend_parse(backend, &config.backend) != PLM_OK) {
     fprintf(stderr, "plume detect: --backend '%.60s' is not host, cuda or auto\n", backend);
     return EXIT_USAGE;
@@ -79,6 +86,7 @@ int detect_command_main(int argc, char **argv) {
          (long long)result.frames.width, plm_dtype_name(result.frames.dtype), frames,
          (long long)result.regions, out);
   detect_print_summary(stdout, &result);
+  if (profile) printf("profile: %s/profile.json, trace.json, report.html\n", profile);
   return 0;
 }
 

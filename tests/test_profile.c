@@ -34,20 +34,20 @@ START_TEST(test_statistics_by_hand) {
   ck_assert_double_eq_tol(s.total_ms, 20.0, 1e-12);
   ck_assert_double_eq_tol(s.mean_ms, 4.0, 1e-12);
   ck_assert_double_eq_tol(s.stddev_ms, sqrt(10.0), 1e-12); /* (9 + 4 + 1 + 0 + 36) / 5 */
-  ck_assert_double_eq_tol(s.min_ms, 1.0, 0.0);
-  ck_assert_double_eq_tol(s.max_ms, 10.0, 0.0);
+  ck_assert_double_eq(s.min_ms, 1.0);
+  ck_assert_double_eq(s.max_ms, 10.0);
   ck_assert_double_eq_tol(s.p50_ms, 3.0, 1e-12);
   ck_assert_double_eq_tol(s.p99_ms, 4.0 + 0.96 * 6.0, 1e-12); /* rank 3.96 */
   ck_assert_double_eq_tol(s.cv, sqrt(10.0) / 4.0, 1e-12);
   ck_assert(s.high_variance);
   ck_assert(s.outliers); /* 10 > 2 x 4 */
   ck_assert_double_eq_tol(s.ops_per_s, 250.0, 1e-9);
-  ck_assert_double_eq_tol(times[0], 4.0, 0.0); /* the input is left alone */
+  ck_assert_double_eq(times[0], 4.0); /* the input is left alone */
 
   const double steady[] = {2.0, 2.0, 2.0, 2.0};
   PLM_CHECK_OK(plm_profile_stats_of(steady, 4, &s));
-  ck_assert_double_eq_tol(s.stddev_ms, 0.0, 0.0);
-  ck_assert_double_eq_tol(s.cv, 0.0, 0.0);
+  ck_assert_double_eq(s.stddev_ms, 0.0);
+  ck_assert_double_eq(s.cv, 0.0);
   ck_assert(!s.high_variance && !s.outliers);
 
   const double even[] = {1.0, 2.0, 3.0, 4.0};
@@ -59,11 +59,11 @@ START_TEST(test_statistics_by_hand) {
 
   const double one = 7.0;
   PLM_CHECK_OK(plm_profile_stats_of(&one, 1, &s));
-  ck_assert_double_eq_tol(s.p50_ms, 7.0, 0.0);
-  ck_assert_double_eq_tol(s.p99_ms, 7.0, 0.0);
+  ck_assert_double_eq(s.p50_ms, 7.0);
+  ck_assert_double_eq(s.p99_ms, 7.0);
   PLM_CHECK_OK(plm_profile_stats_of(NULL, 0, &s));
   ck_assert_int_eq(s.count, 0);
-  ck_assert_double_eq_tol(s.mean_ms, 0.0, 0.0);
+  ck_assert_double_eq(s.mean_ms, 0.0);
   PLM_CHECK_FAILS(plm_profile_stats_of(NULL, 3, &s), PLM_ERR_INVALID_ARG, "times_ms");
   PLM_CHECK_FAILS(plm_profile_stats_of(times, 5, NULL), PLM_ERR_INVALID_ARG, "stats");
 }
@@ -128,13 +128,13 @@ START_TEST(test_launches_on_two_streams) {
     ck_assert_str_eq(launches[i].name, "threshold");
     ck_assert_int_eq(launches[i].stream, (int)(i % 2)); /* numbered as first seen */
     ck_assert_int_eq(launches[i].frame, (int64_t)(i / 2));
-    ck_assert_double_eq_tol(launches[i].bytes, 5.0 * PIXELS, 0.0); /* f32 in, u8 out */
+    ck_assert_double_eq(launches[i].bytes, 5.0 * PIXELS); /* f32 in, u8 out */
     ck_assert(launches[i].end_ms >= launches[i].start_ms);
     ck_assert(launches[i].enqueue_us >= 0.0);
   }
   ck_assert_str_eq(launches[6].name, "memset");
   ck_assert_int_eq(launches[6].frame, -1);
-  ck_assert_double_eq_tol(launches[6].bytes, 0.0, 0.0);
+  ck_assert_double_eq(launches[6].bytes, 0.0);
   /* One stream runs its launches in order. */
   ck_assert(launches[2].start_ms >= launches[0].end_ms - 1e-3);
 
@@ -148,7 +148,7 @@ START_TEST(test_launches_on_two_streams) {
     if (i > 0) ck_assert(stats[i - 1].total_ms >= stats[i].total_ms);
     if (strcmp(stats[i].name, "threshold") == 0) {
       ck_assert_int_eq(stats[i].count, 6);
-      ck_assert_double_eq_tol(stats[i].bytes, 5.0 * PIXELS, 0.0);
+      ck_assert_double_eq(stats[i].bytes, 5.0 * PIXELS);
       if (stats[i].mean_ms > 0.0)
         ck_assert_double_eq_tol(stats[i].gb_per_s, 5.0 * PIXELS / (stats[i].mean_ms * 1e6),
                                 1e-9 * stats[i].gb_per_s + 1e-12);
@@ -266,7 +266,7 @@ START_TEST(test_pipeline_run_numbers_its_frames) {
   for (size_t i = 0; i < count; i++) {
     ck_assert_str_eq(launches[i].name, "threshold");
     ck_assert_int_eq(launches[i].frame, (int64_t)i);
-    ck_assert_double_eq_tol(launches[i].bytes, 3.0 * PH * PW, 0.0);
+    ck_assert_double_eq(launches[i].bytes, 3.0 * PH * PW);
   }
   PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &out));
   PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &in));
@@ -305,8 +305,8 @@ START_TEST(test_calibration_is_measured_once_and_cached) {
   ck_assert_str_eq(a.backend, plm_backend_name(plm_test_backend));
   PLM_CHECK_OK(plm_profiler_create(plm_test_ctx, NULL, &second));
   PLM_CHECK_OK(plm_profiler_calibration(second, &b));
-  ck_assert_double_eq_tol(b.fma_gflops, a.fma_gflops, 0.0);
-  ck_assert_double_eq_tol(b.device_copy_gbps, a.device_copy_gbps, 0.0);
+  ck_assert_double_eq(b.fma_gflops, a.fma_gflops);
+  ck_assert_double_eq(b.device_copy_gbps, a.device_copy_gbps);
 
   char path[512], line[1024] = "";
   snprintf(path, sizeof path, "%s/plume/calibration.tsv", cache);
