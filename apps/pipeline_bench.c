@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "apps/progress.h"
 #include "apps/scene.h"
 
 enum { EXIT_RUNTIME_FAILURE = 1, EXIT_USAGE = 2 };
@@ -81,6 +82,8 @@ typedef struct bench {
   plm_device_info info;
   double h2d_gbps, d2d_gbps;
   int repeats;
+  progress bar; /* config runs: warm-ups and timed runs */
+  int64_t runs_done;
   bench_case cases[MAX_CASES];
   int case_count;
   char error[2048];
@@ -377,13 +380,19 @@ static config *add_config(bench_case *c, config_kind kind, int k, unsigned flags
   return cfg;
 }
 
+static void count_run(bench *b) { progress_update(&b->bar, ++b->runs_done); }
+
 /* Warm up, then `repeats` rounds of one timed run per config in [first, last). */
 static bool run_rounds(bench *b, bench_case *c, int first, int last) {
-  for (int i = first; i < last; i++)
+  for (int i = first; i < last; i++) {
     if (!c->configs[i].skipped && !config_warm_up(b, c, &c->configs[i])) return false;
+    count_run(b);
+  }
   for (int r = 0; r < b->repeats; r++)
-    for (int i = first; i < last; i++)
+    for (int i = first; i < last; i++) {
       if (!c->configs[i].skipped && !config_timed_run(b, c, &c->configs[i])) return false;
+      count_run(b);
+    }
   return true;
 }
 
@@ -926,6 +935,56 @@ static void release(bench *b) {
   }
 }
 
+/* ---- the profile ---------------------------------------------------------------------------- */
+
+/* One more run of the case's fastest optimised config with a profiler attached, written
+ * to opt.profile_dir with the case's frames/s per config as A/B bars. */
+static bool profile_case(bench *b, bench_case *c) {
+  config *cfg = &c->configs[c->best_streams];
+  for (int i = 0; i < c->config_count; i++)
+    if (c->configs[i].kind == FUSED && !c->configs[i].skipped && c->configs[i].pl)
+      cfg = &c->configs[i];
+  plm_profiler *profiler = NULL;
+  CALL(b, "profile", plm_profiler_create(b->ctx, NULL, &profiler));
+  plm_status status = plm_pipeline_set_profiler(cfg->pl, profiler);
+  plm_run_stream_options options = plm_run_stream_options_default();
+  options.use_graphs = false; /* a profiled run times each step; graphs replay none */
+  options.max_frames = c->timed_frames;
+  feed f = {.c = c};
+  plm_run_stream_report report;
+  if (status == PLM_OK)
+    status = plm_pipeline_run_stream(cfg->pl, feed_source, NULL, &f, &options, &report);
+  plm_pipeline_set_profiler(cfg->pl, NULL);
+
+  plm_profile_ab bars[MAX_CONFIGS];
+  char names[MAX_CONFIGS][64];
+  size_t n = 0;
+  for (int i = 0; i < c->config_count; i++) {
+    const config *row = &c->configs[i];
+    if (row->skipped || !(row->m_fps > 0.0)) continue;
+    bars[n] = (plm_profile_ab){.config = config_label(row, names[n], sizeof names[n]),
+                               .value = row->m_fps};
+    n++;
+  }
+  char frame[32], label[64], title[160];
+  frame_name(c, frame, sizeof frame);
+  snprintf(title, sizeof title, "bench_pipeline: %s %s frames, %s profiled", frame,
+           plm_dtype_name(c->dtype), config_label(cfg, label, sizeof label));
+  const plm_profile_write_options write = {.title = title,
+                                           .ab = bars,
+                                           .ab_count = n,
+                                           .ab_unit = "frames/s",
+                                           .ab_higher_is_better = true};
+  if (status == PLM_OK) status = plm_profiler_write(profiler, b->opt.profile_dir, &write);
+  char message[sizeof b->error] = "";
+  if (status != PLM_OK) snprintf(message, sizeof message, "%s", plm_last_error());
+  plm_profiler_destroy(profiler);
+  if (status != PLM_OK) return fail(b, EXIT_RUNTIME_FAILURE, "profile: %s", message);
+  fprintf(b->out, "\nprofile of %s: %s/profile.json, trace.json, report.html\n", title,
+          b->opt.profile_dir);
+  return true;
+}
+
 static bool run_all(bench *b) {
   plm_context_config context_cfg = {.backend = b->opt.backend};
   CALL(b, "setup", plm_context_create(&context_cfg, &b->ctx));
@@ -940,11 +999,21 @@ static bool run_all(bench *b) {
   plm_pipeline_destroy(probe);
   if (!measure_bandwidths(b)) return false;
   print_header(b);
+  /* Per case: naive, pooled, 3 streams, graph and fused, each warmed up and timed. */
+  progress_begin(&b->bar, b->prog, "runs", (int64_t)b->case_count * 7 * (1 + b->repeats));
   for (int i = 0; i < b->case_count; i++) {
     bench_case *c = &b->cases[i];
     c->timed_frames = default_frames(b, c);
-    if (!run_case(b, c)) return false;
+    bool ran = run_case(b, c);
+    progress_end(&b->bar);
+    if (!ran) return false;
     print_case(b, c);
+    if (i == 0 && b->opt.profile_dir && !profile_case(b, c)) return false;
+    /* The bar was erased for the table; it goes on from where it was. */
+    if (i + 1 < b->case_count) {
+      progress_begin(&b->bar, b->prog, "runs", b->bar.total);
+      progress_update(&b->bar, b->runs_done);
+    }
     /* Free this case's pipelines and pools before the next, larger one. */
     for (int j = 0; j < c->config_count; j++) config_release(&c->configs[j]);
   }

@@ -49,6 +49,9 @@
  * (plm_plan_info.device_bytes; the fused plan's where there is one) / copy bandwidth.
  * On the host backend both bandwidths are memcpy speeds of a stream's worker thread.
  *
+ * Progress: a bar on stderr, one step per config run, when stderr is a terminal
+ * (apps/progress.h).
+ *
  * The issue's goals (on an H100/H200: 512x512 frames streamed from host at >= 80% of the
  * pinned-copy bound and >= 20,000 frames/s; streams >= 1.8x pooled where copy and
  * compute are of the same order; graphs and fusion each shortening device time per
@@ -90,6 +93,11 @@ typedef struct pipeline_bench_options {
                                                512x512 (and 2048x2048 unless quick),
                                                u16 and f32 */
   const char *prog; /* the name messages start with; NULL: "bench_pipeline" */
+  /* When not NULL: after the first case's timed runs, one more run of its fastest
+   * optimised config (fused, else the best streams K) with a profiler attached
+   * (plume/profile.h), written to this directory with the case's frames/s per config as
+   * the report's A/B bars. The table's figures come from the unprofiled runs. */
+  const char *profile_dir;
 } pipeline_bench_options;
 
 /* Run the comparison, print the table to `table` (NULL: stdout) and, when json_path is

@@ -1,7 +1,7 @@
 /* benchmarks/bench_pipeline.c: what pooling, streams, graphs and fusion buy a pipeline.
  *
  *   bench_pipeline [--quick] [--backend host|cuda|auto] [--json PATH] [--pipeline TEXT]
- *                  [--frames N] [--repeats N]
+ *                  [--frames N] [--repeats N] [--profile DIR]
  *   bench_pipeline --validate-json PATH
  *
  * The same frames through one pipeline as naive, pooled, streams (K = 2, 3, 4), graph
@@ -27,7 +27,7 @@ enum { EXIT_RUNTIME_FAILURE = 1, EXIT_USAGE = 2 };
 static void print_usage(FILE *out) {
   fprintf(out,
           "usage: bench_pipeline [--quick] [--backend host|cuda|auto] [--json PATH]\n"
-          "                      [--pipeline TEXT] [--frames N] [--repeats N]\n"
+          "                      [--pipeline TEXT] [--frames N] [--repeats N] [--profile DIR]\n"
           "       bench_pipeline --validate-json PATH\n"
           "\n"
           "The same frames through one pipeline in five ways, side by side: naive (every\n"
@@ -46,6 +46,9 @@ static void print_usage(FILE *out) {
           "                    %s\n"
           "  --frames N        frames per timed run (default: by frame size)\n"
           "  --repeats N       timed runs per config (default 3 with --quick, else 5)\n"
+          "  --profile DIR     after the first frame size's timed runs, profile one more run\n"
+          "                    of its fastest optimised config and write DIR/profile.json,\n"
+          "                    DIR/trace.json and DIR/report.html (the A/B bars: frames/s)\n"
           "  --validate-json PATH  check that PATH is a bench_pipeline result file, and exit\n"
           "  -h, --help        show this help\n",
           PIPELINE_BENCH_DEFAULT);
@@ -77,6 +80,8 @@ int main(int argc, char **argv) {
       json_path = argv[++i];
     } else if (strcmp(arg, "--validate-json") == 0 && has_value) {
       validate = argv[++i];
+    } else if (strcmp(arg, "--profile") == 0 && has_value) {
+      options.profile_dir = argv[++i];
     } else if (strcmp(arg, "--pipeline") == 0 && has_value) {
       options.pipeline = argv[++i];
     } else if (strcmp(arg, "--backend") == 0 && has_value) {
@@ -99,7 +104,8 @@ int main(int argc, char **argv) {
       options.repeats = (int)count;
     } else if (strcmp(arg, "--json") == 0 || strcmp(arg, "--validate-json") == 0 ||
                strcmp(arg, "--pipeline") == 0 || strcmp(arg, "--backend") == 0 ||
-               strcmp(arg, "--frames") == 0 || strcmp(arg, "--repeats") == 0) {
+               strcmp(arg, "--frames") == 0 || strcmp(arg, "--repeats") == 0 ||
+               strcmp(arg, "--profile") == 0) {
       fprintf(stderr, "bench_pipeline: %s needs a value (see bench_pipeline --help)\n", arg);
       return EXIT_USAGE;
     } else {
