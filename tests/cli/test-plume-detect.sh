@@ -112,6 +112,31 @@ run 0 "no capacity" detect --frames=s.npy "--pipeline=$log ! regions" --out=k.cs
 checks=$((checks + 1))
 cmp -s a.csv k.csv || fail "regions without capacity changes the CSV"
 
+# --profile: the same CSV, and the three files with every step of the pipeline in them.
+export XDG_CACHE_HOME=$PWD/cache # the calibration's cache stays in the test's directory
+run 0 "--profile" detect --frames s.npy --pipeline "$pipeline" --out p.csv --profile prof/run
+checks=$((checks + 1))
+cmp -s a.csv p.csv || fail "--profile changes the CSV"
+checks=$((checks + 1))
+grep -q "^profile: prof/run/profile.json, trace.json, report.html$" out.txt ||
+  fail "--profile: $(cat out.txt)"
+for f in profile.json trace.json report.html; do
+  checks=$((checks + 1))
+  [[ -s prof/run/$f ]] || fail "--profile: prof/run/$f is missing or empty"
+done
+checks=$((checks + 1))
+grep -q '"schema": "plume-profile"' prof/run/profile.json || fail "--profile: profile.json schema"
+for op in conv2d threshold label regions h2d d2h; do
+  checks=$((checks + 1))
+  grep -q "\"name\": \"$op\"" prof/run/profile.json || fail "--profile: no $op in profile.json"
+  checks=$((checks + 1))
+  grep -q "\"name\": \"$op\"" prof/run/trace.json || fail "--profile: no $op in trace.json"
+done
+: >not-a-dir
+run 2 "--profile into a file" detect --frames s.npy --pipeline "$pipeline" --out q.csv \
+  --profile not-a-dir/sub
+absent "--profile into a file" q.csv
+
 # ---- the same rows as plume op --------------------------------------------------------------
 run 0 "op threshold" op threshold --in s.npy --value 3500 --out m.npy
 run 0 "op label" op label --in m.npy --out l.npy --regions r.csv --intensity s.npy
