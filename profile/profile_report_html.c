@@ -24,7 +24,7 @@ static const char page_style[] =
     "table{border-collapse:collapse;font-size:12px;margin-top:12px}\n"
     "th,td{border:1px solid #ddd;padding:3px 6px;text-align:right}\n"
     "th:first-child,td:first-child{text-align:left}th{background:#f0f0f0}\n"
-    "td.warn,.warn{color:#b03a2e;font-weight:600}\n"
+    "td.warn,.warn{color:#b03a2e;font-weight:600}td.warnings{text-align:left;min-width:220px}\n"
     "svg.chart{display:block;font-size:12px;margin-top:8px}\n"
     "p.note{font-size:13px;color:#555}p.empty{font-size:16px;font-weight:600}\n"
     "ul.bottlenecks li{margin-bottom:6px}\n";
@@ -88,7 +88,7 @@ static void percent_cell(FILE *f, double fraction) {
 static void warnings_cell(FILE *f, const plm_profile_op_stats *op) {
   char warnings[PLM__PROFILE_MAX_WARNINGS][PLM__PROFILE_TEXT_SIZE];
   int n = plm__profile_op_warnings(op, warnings);
-  fprintf(f, n ? "<td class=\"warn\">" : "<td>");
+  fputs(n ? "<td class=\"warnings warn\">" : "<td class=\"warnings\">", f);
   for (int i = 0; i < n; i++) {
     if (i) fprintf(f, "; ");
     plm__report_text(f, warnings[i]);
