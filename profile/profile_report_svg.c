@@ -17,7 +17,12 @@ enum { PALETTE_SIZE = sizeof palette / sizeof palette[0] };
 /* The chart's width, and the column on the left that holds the labels. */
 enum { CHART_WIDTH = 960, LABEL_WIDTH = 170, BAR_ROW = 24, BAR_HEIGHT = 16 };
 /* How much of the run the timeline shows: the first frames, or the first launches. */
-enum { TIMELINE_FRAMES = 4, TIMELINE_LAUNCHES = 200, TIMELINE_MAX_RECTS = 4000 };
+enum {
+  TIMELINE_FRAMES = 4,
+  TIMELINE_LAUNCHES = 200,
+  TIMELINE_MAX_RECTS = 4000,
+  TIMELINE_MAX_LANES = 64 /* streams beyond are not drawn */
+};
 
 const char *plm__report_op_colour(size_t i) { return palette[i % PALETTE_SIZE]; }
 
@@ -97,13 +102,15 @@ static void timeline_select(const plm__profile_snapshot *s, timeline_window *w) 
   w->t0 = INFINITY;
   w->t1 = -INFINITY;
   w->lanes = s->stream_count > 0 ? s->stream_count : 1;
+  if (w->lanes > TIMELINE_MAX_LANES) w->lanes = TIMELINE_MAX_LANES;
   for (size_t i = 0; i < s->launch_count; i++) {
     const plm_profile_launch *l = &s->launches[i];
     if (!timeline_shows(w, i, l) || !isfinite(l->start_ms) || !isfinite(l->end_ms)) continue;
     if (l->start_ms < w->t0) w->t0 = l->start_ms;
     if (l->end_ms > w->t1) w->t1 = l->end_ms;
-    if (l->stream + 1 > w->lanes) w->lanes = l->stream + 1;
+    if (l->stream >= w->lanes && l->stream < TIMELINE_MAX_LANES) w->lanes = l->stream + 1;
   }
+  if (!isfinite(w->t0) || !isfinite(w->t1)) w->t0 = 0, w->t1 = 1;
   if (!(w->t1 > w->t0)) w->t1 = w->t0 + 1;
 }
 
@@ -117,10 +124,13 @@ static double nice_step(double span) {
 }
 
 static void timeline_axis(FILE *f, const timeline_window *w, int plot, int y) {
-  double span = w->t1 - w->t0, step = nice_step(span);
+  double span = w->t1 - w->t0, step = nice_step(span), first = ceil(w->t0 / step) * step;
   fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#444\"/>\n", LABEL_WIDTH, y,
           LABEL_WIDTH + plot, y);
-  for (double t = ceil(w->t0 / step) * step; t <= w->t1 + step * 1e-9; t += step) {
+  /* Counted, not accumulated: far from 0, t += step may not move t at all. */
+  for (int k = 0; k <= 12; k++) {
+    double t = first + k * step;
+    if (t > w->t1 + step * 1e-9) break;
     double x = LABEL_WIDTH + (t - w->t0) / span * plot;
     fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#444\"/>"
                "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%g</text>\n",
@@ -174,7 +184,7 @@ void plm__report_svg_timeline(FILE *f, const plm__profile_snapshot *s) {
   for (size_t i = 0; i < s->launch_count && drawn < TIMELINE_MAX_RECTS; i++) {
     const plm_profile_launch *l = &s->launches[i];
     if (!timeline_shows(&w, i, l) || !isfinite(l->start_ms) || !isfinite(l->end_ms) ||
-        l->stream < 0)
+        l->stream < 0 || l->stream >= w.lanes)
       continue;
     timeline_rect(f, s, &w, l, plot);
     drawn++;

@@ -365,7 +365,7 @@ static void check_metadata(json_t *events, size_t *first_launch) {
       ck_assert_str_eq(str(e, "name"), "thread_name");
       json_int_t tid = json_integer_value(get(e, "tid", JSON_INTEGER));
       ck_assert(tid == 1 || tid == 2);
-      char expected[16];
+      char expected[32];
       snprintf(expected, sizeof expected, "stream %d", (int)tid - 1);
       ck_assert_str_eq(name, expected);
       thread[tid - 1] = true;
@@ -510,6 +510,31 @@ START_TEST(html_empty) {
 }
 END_TEST
 
+/* Numbers a broken clock or a bad statistic could give: the page is still written,
+ * with "n/a" for what is not a number, and the timeline's axis ends. */
+START_TEST(html_odd_numbers) {
+  make_dir();
+  plm__profile_snapshot s = sample();
+  for (size_t i = 0; i < LAUNCHES; i++) {
+    launches[i].start_ms += 1e12;
+    launches[i].end_ms = launches[i].start_ms + 1e-7;
+  }
+  launches[1].end_ms = NAN;
+  launches[2].stream = 1000;
+  ops[0].mean_ms = NAN;
+  ops[1].total_ms = INFINITY;
+  ops[1].intensity = NAN;
+  PLM_CHECK_OK(plm__profile_write_html(&s, in_dir("report.html")));
+  char *html = slurp("report.html");
+  check_self_contained(html);
+  ck_assert_ptr_nonnull(strstr(html, "n/a"));
+  ck_assert_ptr_null(strstr(html, "nan"));
+  ck_assert_ptr_nonnull(strstr(html, "</html>"));
+  free(html);
+  remove_dir();
+}
+END_TEST
+
 /* ---- failures -------------------------------------------------------------------- */
 
 typedef plm_status (*writer)(const plm__profile_snapshot *, const char *);
@@ -565,6 +590,7 @@ static Suite *profile_export_suite(void) {
   tcase_add_test(html, html_has_every_chart);
   tcase_add_test(html, html_without_calibration_or_frames);
   tcase_add_test(html, html_empty);
+  tcase_add_test(html, html_odd_numbers);
   suite_add_tcase(suite, html);
   TCase *failures = tcase_create("failures");
   tcase_add_test(failures, write_into_missing_dir_fails);
