@@ -29,9 +29,13 @@ enum { FRAMES = 6, PER_FRAME = 5, LAUNCHES = FRAMES * PER_FRAME, OPS = 5 };
 
 static plm_profile_launch launches[LAUNCHES];
 static plm_profile_op_stats ops[OPS];
-static const plm_profile_calibration calibration = {
-    .backend = "host", .device = "Test CPU <8 cores>", .device_copy_gbps = 20, .h2d_gbps = 10,
-    .d2h_gbps = 9, .fma_gflops = 400, .from_cache = true};
+static const plm_profile_calibration calibration = {.backend = "host",
+                                                    .device = "Test CPU <8 cores>",
+                                                    .device_copy_gbps = 20,
+                                                    .h2d_gbps = 10,
+                                                    .d2h_gbps = 9,
+                                                    .fma_gflops = 400,
+                                                    .from_cache = true};
 static const plm_profile_calibration no_calibration = {.backend = "host", .device = "cpu"};
 static const plm_profile_ab ab[] = {{"naive", 120.5}, {"pooled", 180.25}, {"streams K=2", 240}};
 
@@ -56,7 +60,8 @@ static plm_profile_op_stats make_op(const char *name, int64_t count, double mean
   op.intensity = bytes > 0 ? flops / bytes : 0;
   op.bandwidth_fraction = op.gb_per_s / calibration.device_copy_gbps;
   op.compute_fraction = op.gflop_per_s / calibration.fma_gflops;
-  if (bytes > 0) snprintf(op.bound, sizeof op.bound, "%s", op.intensity < 20 ? "memory" : "compute");
+  if (bytes > 0)
+    snprintf(op.bound, sizeof op.bound, "%s", op.intensity < 20 ? "memory" : "compute");
   op.enqueue_mean_us = 3.5;
   return op;
 }
@@ -124,8 +129,12 @@ static plm__profile_snapshot sample(void) {
 }
 
 static plm__profile_snapshot empty(void) {
-  return (plm__profile_snapshot){.title = "empty", .backend = "host", .device = "cpu",
-                                 .driver = "", .commit = "0123abcd", .date = "2026-11-25",
+  return (plm__profile_snapshot){.title = "empty",
+                                 .backend = "host",
+                                 .device = "cpu",
+                                 .driver = "",
+                                 .commit = "0123abcd",
+                                 .date = "2026-11-25",
                                  .calibration = &no_calibration};
 }
 
@@ -245,18 +254,45 @@ static void check_header(json_t *root) {
 static void check_op(json_t *o, const plm_profile_op_stats *op) {
   ck_assert_str_eq(str(o, "name"), op->name);
   ck_assert_int_eq(json_integer_value(get(o, "count", JSON_INTEGER)), op->count);
-  static const char *const keys[] = {"total_ms", "share", "mean", "stddev", "min", "max",
-                                     "p50", "p99", "cv", "ops_per_s", "bytes", "flops",
-                                     "gb_per_s", "gflop_per_s", "intensity",
-                                     "bandwidth_fraction", "compute_fraction",
+  static const char *const keys[] = {"total_ms",
+                                     "share",
+                                     "mean",
+                                     "stddev",
+                                     "min",
+                                     "max",
+                                     "p50",
+                                     "p99",
+                                     "cv",
+                                     "ops_per_s",
+                                     "bytes",
+                                     "flops",
+                                     "gb_per_s",
+                                     "gflop_per_s",
+                                     "intensity",
+                                     "bandwidth_fraction",
+                                     "compute_fraction",
                                      "enqueue_mean_us"};
-  const double values[] = {op->total_ms, op->share, op->mean_ms, op->stddev_ms, op->min_ms,
-                           op->max_ms, op->p50_ms, op->p99_ms, op->cv, op->ops_per_s,
-                           op->bytes, op->flops, op->gb_per_s, op->gflop_per_s, op->intensity,
-                           op->bandwidth_fraction, op->compute_fraction, op->enqueue_mean_us};
+  const double values[] = {op->total_ms,
+                           op->share,
+                           op->mean_ms,
+                           op->stddev_ms,
+                           op->min_ms,
+                           op->max_ms,
+                           op->p50_ms,
+                           op->p99_ms,
+                           op->cv,
+                           op->ops_per_s,
+                           op->bytes,
+                           op->flops,
+                           op->gb_per_s,
+                           op->gflop_per_s,
+                           op->intensity,
+                           op->bandwidth_fraction,
+                           op->compute_fraction,
+                           op->enqueue_mean_us};
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-    ck_assert_msg(num(o, keys[i]) == values[i], "%s.%s: %.17g, expected %.17g", op->name,
-                  keys[i], num(o, keys[i]), values[i]);
+    ck_assert_msg(num(o, keys[i]) == values[i], "%s.%s: %.17g, expected %.17g", op->name, keys[i],
+                  num(o, keys[i]), values[i]);
   ck_assert_int_eq(json_is_true(get(o, "high_variance", JSON_TRUE)), op->high_variance);
   ck_assert_int_eq(json_is_true(get(o, "outliers", JSON_TRUE)), op->outliers);
   ck_assert_str_eq(str(o, "bound"), op->bound);

@@ -55,7 +55,9 @@ static size_t distinct_colours(const uint8_t *pixels, size_t count) {
   return distinct;
 }
 
-static int near(int a, int b) { return abs(a - b) <= TOLERANCE; }
+static int near(int a, int b) {
+  return abs(a - b) <= TOLERANCE;
+}
 
 static size_t pixels_near(const uint8_t *pixels, size_t count, unsigned rgb) {
   int r = (int)(rgb >> 16 & 0xFF), g = (int)(rgb >> 8 & 0xFF), b = (int)(rgb & 0xFF);
