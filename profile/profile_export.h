@@ -11,7 +11,7 @@
  *                             "traceEvents"), complete events ("ph": "X", ts and dur
  *                             in microseconds), pid 1, one tid per stream with a
  *                             thread_name metadata event ("stream 0", ...), args
- *                             {"frame", "bytes", "flops"}
+ *                             {"frame", "bytes", "flops", "enqueue_us"}
  *   plm__profile_write_html   report.html: self-contained (no network, no external
  *                             scripts, styles or fonts), charts as inline SVG
  */

@@ -66,11 +66,11 @@ plm_status plm__profile_file_open(const char *path, plm__profile_file *f) {
 plm_status plm__profile_file_commit(plm__profile_file *f) {
   plm_status status = PLM_OK;
   if (ferror(f->file) || fflush(f->file) != 0)
-    status = plm__fail_raw(PLM_ERR_IO, "%s: writing %s failed: %s", f->path, f->tmp,
-                           strerror(errno));
+    status =
+        plm__fail_raw(PLM_ERR_IO, "%s: writing %s failed: %s", f->path, f->tmp, strerror(errno));
   if (fclose(f->file) != 0 && status == PLM_OK)
-    status = plm__fail_raw(PLM_ERR_IO, "%s: closing %s failed: %s", f->path, f->tmp,
-                           strerror(errno));
+    status =
+        plm__fail_raw(PLM_ERR_IO, "%s: closing %s failed: %s", f->path, f->tmp, strerror(errno));
   f->file = NULL;
   if (status == PLM_OK && rename(f->tmp, f->path) != 0)
     status = plm__fail_raw(PLM_ERR_IO, "%s: cannot rename %s to it: %s", f->path, f->tmp,
@@ -94,8 +94,7 @@ plm_status plm__profile_write_json_file(json_t *root, const char *path) {
   if (status == PLM_OK) {
     if (json_dumpf(root, f.file, JSON_INDENT(1) | JSON_PRESERVE_ORDER) != 0 ||
         fputc('\n', f.file) == EOF) {
-      status = plm__fail_raw(PLM_ERR_IO, "%s: writing %s failed: %s", path, f.tmp,
-                             strerror(errno));
+      status = plm__fail_raw(PLM_ERR_IO, "%s: writing %s failed: %s", path, f.tmp, strerror(errno));
       plm__profile_file_abort(&f);
     } else {
       status = plm__profile_file_commit(&f);
@@ -112,10 +111,14 @@ static size_t utf8_sequence(const unsigned char *s) {
   if (c < 0x80) return 1;
   size_t length;
   uint32_t code, min;
-  if ((c & 0xE0) == 0xC0) length = 2, code = c & 0x1F, min = 0x80;
-  else if ((c & 0xF0) == 0xE0) length = 3, code = c & 0x0F, min = 0x800;
-  else if ((c & 0xF8) == 0xF0) length = 4, code = c & 0x07, min = 0x10000;
-  else return 0;
+  if ((c & 0xE0) == 0xC0)
+    length = 2, code = c & 0x1F, min = 0x80;
+  else if ((c & 0xF0) == 0xE0)
+    length = 3, code = c & 0x0F, min = 0x800;
+  else if ((c & 0xF8) == 0xF0)
+    length = 4, code = c & 0x07, min = 0x10000;
+  else
+    return 0;
   for (size_t i = 1; i < length; i++) {
     if ((s[i] & 0xC0) != 0x80) return 0;
     code = (code << 6) | (s[i] & 0x3F);
@@ -150,7 +153,9 @@ json_t *plm__profile_json_string(const char *s) {
   return value;
 }
 
-json_t *plm__profile_json_real(double x) { return isfinite(x) ? json_real(x) : json_null(); }
+json_t *plm__profile_json_real(double x) {
+  return isfinite(x) ? json_real(x) : json_null();
+}
 
 bool plm__profile_json_set(json_t *object, const char *key, json_t *value) {
   return value && json_object_set_new(object, key, value) == 0;

@@ -48,8 +48,8 @@ static json_t *launch_args(const plm_profile_launch *l) {
 static json_t *launch_event(const plm_profile_launch *l) {
   json_t *e = json_object();
   if (e && SET(e, "name", STR(l->name)) &&
-      SET(e, "cat", STR(plm__profile_is_copy(l->name) ? "copy" : "op")) &&
-      SET(e, "ph", STR("X")) && SET(e, "ts", REAL(l->start_ms * 1000)) &&
+      SET(e, "cat", STR(plm__profile_is_copy(l->name) ? "copy" : "op")) && SET(e, "ph", STR("X")) &&
+      SET(e, "ts", REAL(l->start_ms * 1000)) &&
       SET(e, "dur", REAL((l->end_ms - l->start_ms) * 1000)) &&
       SET(e, "pid", json_integer(TRACE_PID)) && SET(e, "tid", json_integer(l->stream + 1)) &&
       SET(e, "args", launch_args(l)))
@@ -100,9 +100,9 @@ plm_status plm__profile_write_trace(const plm__profile_snapshot *snapshot, const
   if (snapshot->launch_count && !snapshot->launches)
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s: the snapshot's launches array is NULL", path);
   json_t *root = json_object();
-  if (root && !(SET(root, "traceEvents", events_json(snapshot)) &&
-                SET(root, "displayTimeUnit", STR("ms")) &&
-                SET(root, "otherData", other_data(snapshot)))) {
+  if (root &&
+      !(SET(root, "traceEvents", events_json(snapshot)) &&
+        SET(root, "displayTimeUnit", STR("ms")) && SET(root, "otherData", other_data(snapshot)))) {
     json_decref(root);
     root = NULL;
   }

@@ -24,7 +24,7 @@ static const char page_style[] =
     "table{border-collapse:collapse;font-size:12px;margin-top:12px}\n"
     "th,td{border:1px solid #ddd;padding:3px 6px;text-align:right}\n"
     "th:first-child,td:first-child{text-align:left}th{background:#f0f0f0}\n"
-    "td.warn,.warn{color:#b03a2e;font-weight:600}\n"
+    "td.warn,.warn{color:#b03a2e;font-weight:600}td.warnings{text-align:left;min-width:220px}\n"
     "svg.chart{display:block;font-size:12px;margin-top:8px}\n"
     "p.note{font-size:13px;color:#555}p.empty{font-size:16px;font-weight:600}\n"
     "ul.bottlenecks li{margin-bottom:6px}\n";
@@ -43,8 +43,10 @@ void plm__report_text(FILE *f, const char *s) {
 }
 
 void plm__report_number(FILE *f, const char *fmt, double x) {
-  if (isfinite(x)) fprintf(f, fmt, x);
-  else fputs("n/a", f);
+  if (isfinite(x))
+    fprintf(f, fmt, x);
+  else
+    fputs("n/a", f);
 }
 
 /* ---- header ---------------------------------------------------------------------- */
@@ -64,8 +66,8 @@ static void write_header(FILE *f, const plm__profile_snapshot *s) {
   meta_row(f, "driver", s->driver);
   meta_row(f, "commit", s->commit);
   meta_row(f, "date", s->date);
-  fprintf(f, "<dt>launches</dt><dd>%zu recorded, %zu dropped, %d streams</dd>\n",
-          s->launch_count, s->dropped, s->stream_count);
+  fprintf(f, "<dt>launches</dt><dd>%zu recorded, %zu dropped, %d streams</dd>\n", s->launch_count,
+          s->dropped, s->stream_count);
   fprintf(f, "<dt>overhead</dt><dd>");
   plm__report_number(f, "%.2f", s->overhead_us);
   fprintf(f, " &micro;s of host time per recorded launch</dd>\n</dl>\n");
@@ -81,14 +83,16 @@ static void cell(FILE *f, const char *fmt, double x) {
 
 /* A percentage cell, or "-" when the peak is unknown (a fraction of 0). */
 static void percent_cell(FILE *f, double fraction) {
-  if (isfinite(fraction) && fraction > 0) fprintf(f, "<td>%.1f%%</td>", fraction * 100);
-  else fprintf(f, "<td>-</td>");
+  if (isfinite(fraction) && fraction > 0)
+    fprintf(f, "<td>%.1f%%</td>", fraction * 100);
+  else
+    fprintf(f, "<td>-</td>");
 }
 
 static void warnings_cell(FILE *f, const plm_profile_op_stats *op) {
   char warnings[PLM__PROFILE_MAX_WARNINGS][PLM__PROFILE_TEXT_SIZE];
   int n = plm__profile_op_warnings(op, warnings);
-  fprintf(f, n ? "<td class=\"warn\">" : "<td>");
+  fputs(n ? "<td class=\"warnings warn\">" : "<td class=\"warnings\">", f);
   for (int i = 0; i < n; i++) {
     if (i) fprintf(f, "; ");
     plm__report_text(f, warnings[i]);
@@ -125,10 +129,11 @@ static void op_row(FILE *f, const plm_profile_op_stats *op) {
 static void write_time_per_op(FILE *f, const plm__profile_snapshot *s) {
   fprintf(f, "<section id=\"time-per-op\">\n<h2>Time per op</h2>\n");
   plm__report_svg_time_per_op(f, s);
-  fprintf(f, "<table>\n<tr><th>op</th><th>count</th><th>total ms</th><th>mean ms</th>"
-             "<th>stddev ms</th><th>min ms</th><th>max ms</th><th>p50 ms</th><th>p99 ms</th>"
-             "<th>CV</th><th>ops/s</th><th>GB/s</th><th>GFLOP/s</th><th>%% copy BW</th>"
-             "<th>%% FMA peak</th><th>bound</th><th>warnings</th></tr>\n");
+  fprintf(f,
+          "<table>\n<tr><th>op</th><th>count</th><th>total ms</th><th>mean ms</th>"
+          "<th>stddev ms</th><th>min ms</th><th>max ms</th><th>p50 ms</th><th>p99 ms</th>"
+          "<th>CV</th><th>ops/s</th><th>GB/s</th><th>GFLOP/s</th><th>%% copy BW</th>"
+          "<th>%% FMA peak</th><th>bound</th><th>warnings</th></tr>\n");
   for (size_t i = 0; i < s->op_count; i++) op_row(f, &s->ops[i]);
   fprintf(f, "</table>\n</section>\n");
 }
@@ -136,9 +141,10 @@ static void write_time_per_op(FILE *f, const plm__profile_snapshot *s) {
 /* ---- the other sections ---------------------------------------------------------- */
 
 static void write_timeline(FILE *f, const plm__profile_snapshot *s) {
-  fprintf(f, "<section id=\"timeline\">\n<h2>Timeline</h2>\n<p class=\"note\">The first "
-             "frames' launches (or the first launches when none has a frame), one lane per "
-             "stream; hover a slice for its times.</p>\n");
+  fprintf(f,
+          "<section id=\"timeline\">\n<h2>Timeline</h2>\n<p class=\"note\">The first "
+          "frames' launches (or the first launches when none has a frame), one lane per "
+          "stream; hover a slice for its times.</p>\n");
   plm__report_svg_timeline(f, s);
   fprintf(f, "</section>\n");
 }
@@ -156,8 +162,7 @@ static void write_roofline(FILE *f, const plm__profile_snapshot *s) {
   const plm_profile_calibration *c = s->calibration;
   fprintf(f, "<section id=\"roofline\">\n<h2>Roofline</h2>\n<p class=\"note\">");
   if (c && (c->device_copy_gbps > 0 || c->fma_gflops > 0)) {
-    fprintf(f, "Roofs from the calibration%s: copy bandwidth ",
-            c->from_cache ? " (cached)" : "");
+    fprintf(f, "Roofs from the calibration%s: copy bandwidth ", c->from_cache ? " (cached)" : "");
     plm__report_number(f, "%.4g", c->device_copy_gbps);
     fprintf(f, " GB/s, FMA peak ");
     plm__report_number(f, "%.4g", c->fma_gflops);
@@ -193,15 +198,17 @@ static void write_bottlenecks(FILE *f, const plm__profile_snapshot *s) {
 }
 
 static void write_page(FILE *f, const plm__profile_snapshot *s) {
-  fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-             "<title>");
+  fprintf(f,
+          "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+          "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+          "<title>");
   plm__report_text(f, s->title && *s->title ? s->title : "plume profile");
   fprintf(f, "</title>\n<style>\n%s</style>\n</head>\n<body>\n", page_style);
   write_header(f, s);
   if (s->launch_count == 0 && s->op_count == 0) {
-    fprintf(f, "<p class=\"empty\" id=\"no-launches\">No launches were recorded: there is "
-               "nothing to show.</p>\n");
+    fprintf(f,
+            "<p class=\"empty\" id=\"no-launches\">No launches were recorded: there is "
+            "nothing to show.</p>\n");
   } else {
     write_time_per_op(f, s);
     write_timeline(f, s);

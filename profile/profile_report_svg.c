@@ -17,9 +17,16 @@ enum { PALETTE_SIZE = sizeof palette / sizeof palette[0] };
 /* The chart's width, and the column on the left that holds the labels. */
 enum { CHART_WIDTH = 960, LABEL_WIDTH = 170, BAR_ROW = 24, BAR_HEIGHT = 16 };
 /* How much of the run the timeline shows: the first frames, or the first launches. */
-enum { TIMELINE_FRAMES = 4, TIMELINE_LAUNCHES = 200, TIMELINE_MAX_RECTS = 4000 };
+enum {
+  TIMELINE_FRAMES = 4,
+  TIMELINE_LAUNCHES = 200,
+  TIMELINE_MAX_RECTS = 4000,
+  TIMELINE_MAX_LANES = 64 /* streams beyond are not drawn */
+};
 
-const char *plm__report_op_colour(size_t i) { return palette[i % PALETTE_SIZE]; }
+const char *plm__report_op_colour(size_t i) {
+  return palette[i % PALETTE_SIZE];
+}
 
 size_t plm__report_op_index(const plm__profile_snapshot *s, const char *name) {
   for (size_t i = 0; i < s->op_count; i++)
@@ -33,7 +40,9 @@ static const char *launch_colour(const plm__profile_snapshot *s, const char *nam
 }
 
 /* A finite, non-negative value, else 0: what a bar's length is made of. */
-static double bar_value(double x) { return isfinite(x) && x > 0 ? x : 0; }
+static double bar_value(double x) {
+  return isfinite(x) && x > 0 ? x : 0;
+}
 
 /* ---- time per op ------------------------------------------------------------------ */
 
@@ -42,8 +51,9 @@ void plm__report_svg_time_per_op(FILE *f, const plm__profile_snapshot *s) {
   for (size_t i = 0; i < s->op_count; i++)
     if (bar_value(s->ops[i].total_ms) > largest) largest = s->ops[i].total_ms;
   int plot = CHART_WIDTH - LABEL_WIDTH - 180;
-  fprintf(f, "<svg class=\"chart\" id=\"time-per-op-chart\" width=\"%d\" height=\"%zu\" "
-             "viewBox=\"0 0 %d %zu\" role=\"img\" aria-label=\"time per op\">\n",
+  fprintf(f,
+          "<svg class=\"chart\" id=\"time-per-op-chart\" width=\"%d\" height=\"%zu\" "
+          "viewBox=\"0 0 %d %zu\" role=\"img\" aria-label=\"time per op\">\n",
           CHART_WIDTH, s->op_count * BAR_ROW + 8, CHART_WIDTH, s->op_count * BAR_ROW + 8);
   for (size_t i = 0; i < s->op_count; i++) {
     const plm_profile_op_stats *op = &s->ops[i];
@@ -51,8 +61,9 @@ void plm__report_svg_time_per_op(FILE *f, const plm__profile_snapshot *s) {
     double y = 4 + (double)i * BAR_ROW;
     fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">", LABEL_WIDTH - 8, y + 13);
     plm__report_text(f, op->name);
-    fprintf(f, "</text>\n<rect x=\"%d\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" fill=\"%s\">"
-               "<title>",
+    fprintf(f,
+            "</text>\n<rect x=\"%d\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" fill=\"%s\">"
+            "<title>",
             LABEL_WIDTH, y, width, BAR_HEIGHT, plm__report_op_colour(i));
     plm__report_text(f, op->name);
     fprintf(f, ": ");
@@ -97,13 +108,15 @@ static void timeline_select(const plm__profile_snapshot *s, timeline_window *w) 
   w->t0 = INFINITY;
   w->t1 = -INFINITY;
   w->lanes = s->stream_count > 0 ? s->stream_count : 1;
+  if (w->lanes > TIMELINE_MAX_LANES) w->lanes = TIMELINE_MAX_LANES;
   for (size_t i = 0; i < s->launch_count; i++) {
     const plm_profile_launch *l = &s->launches[i];
     if (!timeline_shows(w, i, l) || !isfinite(l->start_ms) || !isfinite(l->end_ms)) continue;
     if (l->start_ms < w->t0) w->t0 = l->start_ms;
     if (l->end_ms > w->t1) w->t1 = l->end_ms;
-    if (l->stream + 1 > w->lanes) w->lanes = l->stream + 1;
+    if (l->stream >= w->lanes && l->stream < TIMELINE_MAX_LANES) w->lanes = l->stream + 1;
   }
+  if (!isfinite(w->t0) || !isfinite(w->t1)) w->t0 = 0, w->t1 = 1;
   if (!(w->t1 > w->t0)) w->t1 = w->t0 + 1;
 }
 
@@ -117,13 +130,17 @@ static double nice_step(double span) {
 }
 
 static void timeline_axis(FILE *f, const timeline_window *w, int plot, int y) {
-  double span = w->t1 - w->t0, step = nice_step(span);
+  double span = w->t1 - w->t0, step = nice_step(span), first = ceil(w->t0 / step) * step;
   fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#444\"/>\n", LABEL_WIDTH, y,
           LABEL_WIDTH + plot, y);
-  for (double t = ceil(w->t0 / step) * step; t <= w->t1 + step * 1e-9; t += step) {
+  /* Counted, not accumulated: far from 0, t += step may not move t at all. */
+  for (int k = 0; k <= 12; k++) {
+    double t = first + k * step;
+    if (t > w->t1 + step * 1e-9) break;
     double x = LABEL_WIDTH + (t - w->t0) / span * plot;
-    fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#444\"/>"
-               "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%g</text>\n",
+    fprintf(f,
+            "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#444\"/>"
+            "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%g</text>\n",
             x, y, x, y + 5, x, y + 18, t);
   }
   fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">device time (ms)</text>\n",
@@ -148,8 +165,9 @@ static void timeline_legend(FILE *f, const plm__profile_snapshot *s, int y) {
   for (size_t i = 0; i < s->op_count; i++) {
     double x = LABEL_WIDTH + (double)(i % 4) * 190;
     double row = y + (double)(i / 4) * 20;
-    fprintf(f, "<rect x=\"%.0f\" y=\"%.0f\" width=\"12\" height=\"12\" fill=\"%s\"/>"
-               "<text x=\"%.0f\" y=\"%.0f\">",
+    fprintf(f,
+            "<rect x=\"%.0f\" y=\"%.0f\" width=\"12\" height=\"12\" fill=\"%s\"/>"
+            "<text x=\"%.0f\" y=\"%.0f\">",
             x, row, plm__report_op_colour(i), x + 16, row + 11);
     plm__report_text(f, s->ops[i].name);
     fprintf(f, "</text>\n");
@@ -163,18 +181,20 @@ void plm__report_svg_timeline(FILE *f, const plm__profile_snapshot *s) {
   int axis_y = 8 + w.lanes * 30 + 4;
   int legend_y = axis_y + 50;
   int height = legend_y + (int)((s->op_count + 3) / 4) * 20 + 8;
-  fprintf(f, "<svg class=\"chart\" id=\"timeline-chart\" width=\"%d\" height=\"%d\" "
-             "viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"timeline\">\n",
+  fprintf(f,
+          "<svg class=\"chart\" id=\"timeline-chart\" width=\"%d\" height=\"%d\" "
+          "viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"timeline\">\n",
           CHART_WIDTH, height, CHART_WIDTH, height);
   for (int k = 0; k < w.lanes; k++)
-    fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"26\" fill=\"#f3f3f3\"/>"
-               "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">stream %d</text>\n",
+    fprintf(f,
+            "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"26\" fill=\"#f3f3f3\"/>"
+            "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">stream %d</text>\n",
             LABEL_WIDTH, 6 + k * 30, plot, LABEL_WIDTH - 8, 24 + k * 30, k);
   size_t drawn = 0;
   for (size_t i = 0; i < s->launch_count && drawn < TIMELINE_MAX_RECTS; i++) {
     const plm_profile_launch *l = &s->launches[i];
     if (!timeline_shows(&w, i, l) || !isfinite(l->start_ms) || !isfinite(l->end_ms) ||
-        l->stream < 0)
+        l->stream < 0 || l->stream >= w.lanes)
       continue;
     timeline_rect(f, s, &w, l, plot);
     drawn++;
@@ -203,16 +223,18 @@ void plm__report_svg_ab(FILE *f, const plm__profile_snapshot *s) {
     if (bar_value(s->ab[i].value) > largest) largest = s->ab[i].value;
   size_t best = ab_best(s);
   int plot = CHART_WIDTH - LABEL_WIDTH - 220;
-  fprintf(f, "<svg class=\"chart\" id=\"ab-chart\" width=\"%d\" height=\"%zu\" "
-             "viewBox=\"0 0 %d %zu\" role=\"img\" aria-label=\"A/B comparison\">\n",
+  fprintf(f,
+          "<svg class=\"chart\" id=\"ab-chart\" width=\"%d\" height=\"%zu\" "
+          "viewBox=\"0 0 %d %zu\" role=\"img\" aria-label=\"A/B comparison\">\n",
           CHART_WIDTH, s->ab_count * BAR_ROW + 8, CHART_WIDTH, s->ab_count * BAR_ROW + 8);
   for (size_t i = 0; i < s->ab_count; i++) {
     double width = largest > 0 ? bar_value(s->ab[i].value) / largest * plot : 0;
     double y = 4 + (double)i * BAR_ROW;
     fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">", LABEL_WIDTH - 8, y + 13);
     plm__report_text(f, s->ab[i].config);
-    fprintf(f, "</text>\n<rect x=\"%d\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" fill=\"%s\">"
-               "<title>",
+    fprintf(f,
+            "</text>\n<rect x=\"%d\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" fill=\"%s\">"
+            "<title>",
             LABEL_WIDTH, y, width, BAR_HEIGHT, i == best ? "#59a14f" : palette[0]);
     plm__report_text(f, s->ab[i].config);
     fprintf(f, "</title></rect>\n<text x=\"%.1f\" y=\"%.1f\">", LABEL_WIDTH + width + 6, y + 13);
@@ -226,8 +248,14 @@ void plm__report_svg_ab(FILE *f, const plm__profile_snapshot *s) {
 
 /* ---- roofline -------------------------------------------------------------------- */
 
-enum { ROOF_WIDTH = 760, ROOF_HEIGHT = 440, ROOF_LEFT = 80, ROOF_TOP = 20, ROOF_PLOT_W = 640,
-       ROOF_PLOT_H = 360 };
+enum {
+  ROOF_WIDTH = 760,
+  ROOF_HEIGHT = 440,
+  ROOF_LEFT = 80,
+  ROOF_TOP = 20,
+  ROOF_PLOT_W = 640,
+  ROOF_PLOT_H = 360
+};
 
 /* Decades lo..hi of a log axis. */
 typedef struct log_axis {
@@ -266,26 +294,31 @@ static double roof_y(const log_axis *a, double y) {
 }
 
 static void roof_grid(FILE *f, const log_axis *ax, const log_axis *ay) {
-  fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#fafafa\" "
-             "stroke=\"#444\"/>\n",
+  fprintf(f,
+          "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#fafafa\" "
+          "stroke=\"#444\"/>\n",
           ROOF_LEFT, ROOF_TOP, ROOF_PLOT_W, ROOF_PLOT_H);
   for (double d = ax->lo; d <= ax->hi; d++) {
     double x = roof_x(ax, pow(10, d));
-    fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#ddd\"/>"
-               "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%g</text>\n",
+    fprintf(f,
+            "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#ddd\"/>"
+            "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%g</text>\n",
             x, ROOF_TOP, x, ROOF_TOP + ROOF_PLOT_H, x, ROOF_TOP + ROOF_PLOT_H + 16, pow(10, d));
   }
   for (double d = ay->lo; d <= ay->hi; d++) {
     double y = roof_y(ay, pow(10, d));
-    fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#ddd\"/>"
-               "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
+    fprintf(f,
+            "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#ddd\"/>"
+            "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
             ROOF_LEFT, y, ROOF_LEFT + ROOF_PLOT_W, y, ROOF_LEFT - 6, y + 4, pow(10, d));
   }
-  fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">arithmetic intensity "
-             "(flops per byte)</text>\n",
+  fprintf(f,
+          "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">arithmetic intensity "
+          "(flops per byte)</text>\n",
           ROOF_LEFT + ROOF_PLOT_W / 2, ROOF_TOP + ROOF_PLOT_H + 36);
-  fprintf(f, "<text x=\"16\" y=\"%d\" text-anchor=\"middle\" transform=\"rotate(-90 16 %d)\">"
-             "GFLOP/s</text>\n",
+  fprintf(f,
+          "<text x=\"16\" y=\"%d\" text-anchor=\"middle\" transform=\"rotate(-90 16 %d)\">"
+          "GFLOP/s</text>\n",
           ROOF_TOP + ROOF_PLOT_H / 2, ROOF_TOP + ROOF_PLOT_H / 2);
 }
 
@@ -296,28 +329,31 @@ static void roof_lines(FILE *f, const plm_profile_calibration *c, const log_axis
   double bw = c ? c->device_copy_gbps : 0, fma = c ? c->fma_gflops : 0;
   double x0 = pow(10, ax->lo), x1 = pow(10, ax->hi);
   double ridge = plm__profile_ridge(c);
-  fprintf(f, "<g clip-path=\"url(#roof-clip)\" stroke=\"#c0392b\" stroke-width=\"2.5\" "
-             "fill=\"none\">\n");
+  fprintf(f,
+          "<g clip-path=\"url(#roof-clip)\" stroke=\"#c0392b\" stroke-width=\"2.5\" "
+          "fill=\"none\">\n");
   if (bw > 0 && isfinite(bw)) {
     double end = ridge > 0 ? ridge : x1;
-    fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"><title>copy bandwidth "
-               "%.4g GB/s</title></line>\n",
+    fprintf(f,
+            "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"><title>copy bandwidth "
+            "%.4g GB/s</title></line>\n",
             roof_x(ax, x0), roof_y(ay, bw * x0), roof_x(ax, end), roof_y(ay, bw * end), bw);
   }
   if (fma > 0 && isfinite(fma)) {
     double start = ridge > 0 ? ridge : x0;
-    fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"><title>FMA peak %.4g "
-               "GFLOP/s</title></line>\n",
+    fprintf(f,
+            "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"><title>FMA peak %.4g "
+            "GFLOP/s</title></line>\n",
             roof_x(ax, start), roof_y(ay, fma), roof_x(ax, x1), roof_y(ay, fma), fma);
   }
   fprintf(f, "</g>\n");
   if (ridge > 0)
-    fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%d\" stroke=\"#c0392b\" "
-               "stroke-dasharray=\"4 3\"/><circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" "
-               "fill=\"#c0392b\"/><text x=\"%.1f\" y=\"%.1f\">ridge %.3g flops/byte</text>\n",
+    fprintf(f,
+            "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%d\" stroke=\"#c0392b\" "
+            "stroke-dasharray=\"4 3\"/><circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" "
+            "fill=\"#c0392b\"/><text x=\"%.1f\" y=\"%.1f\">ridge %.3g flops/byte</text>\n",
             roof_x(ax, ridge), roof_y(ay, fma), roof_x(ax, ridge), ROOF_TOP + ROOF_PLOT_H,
-            roof_x(ax, ridge), roof_y(ay, fma), roof_x(ax, ridge) + 6, roof_y(ay, fma) + 16,
-            ridge);
+            roof_x(ax, ridge), roof_y(ay, fma), roof_x(ax, ridge) + 6, roof_y(ay, fma) + 16, ridge);
 }
 
 static void roof_dots(FILE *f, const plm__profile_snapshot *s, const log_axis *ax,
@@ -326,11 +362,12 @@ static void roof_dots(FILE *f, const plm__profile_snapshot *s, const log_axis *a
     const plm_profile_op_stats *op = &s->ops[i];
     if (!roof_plottable(op)) continue;
     double x = roof_x(ax, op->intensity), y = roof_y(ay, op->gflop_per_s);
-    fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"6\" fill=\"%s\" stroke=\"#222\"><title>", x,
-            y, plm__report_op_colour(i));
+    fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"6\" fill=\"%s\" stroke=\"#222\"><title>", x, y,
+            plm__report_op_colour(i));
     plm__report_text(f, op->name);
-    fprintf(f, ": %.3g flops/byte, %.3g GFLOP/s, %.3g GB/s</title></circle>\n<text x=\"%.1f\" "
-               "y=\"%.1f\">",
+    fprintf(f,
+            ": %.3g flops/byte, %.3g GFLOP/s, %.3g GB/s</title></circle>\n<text x=\"%.1f\" "
+            "y=\"%.1f\">",
             op->intensity, op->gflop_per_s, op->gb_per_s, x + 9, y - 7);
     plm__report_text(f, op->name);
     fprintf(f, "</text>\n");
@@ -342,8 +379,9 @@ static void roof_unplotted(FILE *f, const plm__profile_snapshot *s) {
   bool any = false;
   for (size_t i = 0; i < s->op_count; i++) {
     if (roof_plottable(&s->ops[i])) continue;
-    fprintf(f, any ? ", " : "<p class=\"note\">Not plotted (no flops or no bytes in the cost "
-                            "model): ");
+    fprintf(f, any ? ", "
+                   : "<p class=\"note\">Not plotted (no flops or no bytes in the cost "
+                     "model): ");
     plm__report_text(f, s->ops[i].name);
     any = true;
   }
@@ -362,17 +400,19 @@ void plm__report_svg_roofline(FILE *f, const plm__profile_snapshot *s) {
   range_take(ridge, &xmin, &xmax);
   if (c) range_take(c->fma_gflops, &ymin, &ymax);
   log_axis ax = axis_of(xmin, xmax, -2, 2), ay = axis_of(ymin, ymax, -1, 3);
-  fprintf(f, "<svg class=\"chart\" id=\"roofline-chart\" width=\"%d\" height=\"%d\" "
-             "viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"roofline\">\n"
-             "<defs><clipPath id=\"roof-clip\"><rect x=\"%d\" y=\"%d\" width=\"%d\" "
-             "height=\"%d\"/></clipPath></defs>\n",
+  fprintf(f,
+          "<svg class=\"chart\" id=\"roofline-chart\" width=\"%d\" height=\"%d\" "
+          "viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"roofline\">\n"
+          "<defs><clipPath id=\"roof-clip\"><rect x=\"%d\" y=\"%d\" width=\"%d\" "
+          "height=\"%d\"/></clipPath></defs>\n",
           ROOF_WIDTH, ROOF_HEIGHT, ROOF_WIDTH, ROOF_HEIGHT, ROOF_LEFT, ROOF_TOP, ROOF_PLOT_W,
           ROOF_PLOT_H);
   roof_grid(f, &ax, &ay);
   roof_lines(f, c, &ax, &ay);
   if (!c || (!(c->device_copy_gbps > 0) && !(c->fma_gflops > 0)))
-    fprintf(f, "<text x=\"%d\" y=\"%d\" class=\"warn\">No calibration: the roofs are "
-               "unknown.</text>\n",
+    fprintf(f,
+            "<text x=\"%d\" y=\"%d\" class=\"warn\">No calibration: the roofs are "
+            "unknown.</text>\n",
             ROOF_LEFT + 12, ROOF_TOP + 20);
   roof_dots(f, s, &ax, &ay);
   fprintf(f, "</svg>\n");
