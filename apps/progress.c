@@ -50,6 +50,13 @@ void progress_update(progress *p, int64_t done) {
   if (now - p->drawn_s >= REDRAW_S || done >= p->total) draw(p, done, now);
 }
 
+void progress_clear(progress *p) {
+  if (!p->shown) return;
+  fputs("\r\033[K", stderr);
+  fflush(stderr);
+  p->drawn_s = p->started_s - REDRAW_S; /* the next update redraws */
+}
+
 void progress_end(progress *p) {
   if (!p->shown) return;
   fputs("\r\033[K", stderr);

@@ -1,5 +1,5 @@
 /* apps/progress.h: a progress bar on stderr for the long runs of the plume command
- * (plume detect, plume demo).
+ * (plume detect, plume demo) and of the benchmark binaries (bench_ops, bench_pool).
  *
  *   detect [##############----------------]  1234/2000 frames  412 frames/s  2 s left
  *
@@ -29,6 +29,10 @@ void progress_begin(progress *p, const char *label, const char *unit, int64_t to
 /* done steps of total are finished: redraw when 0.1 s has passed since the last drawing
  * or done reaches total. */
 void progress_update(progress *p, int64_t done);
+
+/* Erase the bar for a moment, so that a line can be written to stdout or stderr (a
+ * benchmark's table row); the next progress_update draws it again at once. */
+void progress_clear(progress *p);
 
 /* Erase the bar. */
 void progress_end(progress *p);

@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 bool bench_json_path_writable(const char *prog, const char *path) {
   FILE *probe = fopen(path, "r");
@@ -20,6 +22,40 @@ bool bench_json_path_writable(const char *prog, const char *path) {
   }
   fclose(probe);
   if (!existed) remove(path);
+  return true;
+}
+
+/* mkdir -p: create path and every missing folder above it; errno tells why not. */
+static bool make_directories(const char *path) {
+  char partial[4096];
+  size_t length = strlen(path);
+  if (length == 0 || length >= sizeof partial) {
+    errno = length ? ENAMETOOLONG : ENOENT;
+    return false;
+  }
+  memcpy(partial, path, length + 1);
+  for (char *slash = strchr(partial + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
+    *slash = '\0';
+    if (mkdir(partial, 0777) != 0 && errno != EEXIST) return false;
+    *slash = '/';
+  }
+  return mkdir(partial, 0777) == 0 || errno == EEXIST;
+}
+
+bool bench_profile_dir_ready(const char *prog, const char *dir) {
+  struct stat st;
+  if (!make_directories(dir) || stat(dir, &st) != 0) {
+    fprintf(stderr, "%s: cannot create %s: %s\n", prog, dir, strerror(errno));
+    return false;
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    fprintf(stderr, "%s: cannot create %s: %s\n", prog, dir, strerror(ENOTDIR));
+    return false;
+  }
+  if (access(dir, W_OK | X_OK) != 0) {
+    fprintf(stderr, "%s: cannot write into %s: %s\n", prog, dir, strerror(errno));
+    return false;
+  }
   return true;
 }
 

@@ -1,6 +1,7 @@
 /* benchmarks/bench_ops.c: benchmark of plume's image operations.
  *
  *   bench_ops [--quick | --smoke] [--backend host|cuda|auto] [--json PATH] [--op NAME]
+ *             [--profile DIR]
  *   bench_ops --validate-json PATH
  *
  * Each operation of the table `ops` below runs at its seed size (the size of the
@@ -41,6 +42,18 @@
  * The sobel cost model (plm_sobel_cost) counts all three f32 outputs; with the
  * magnitude alone two of them are not written, so 8 bytes per pixel are taken off.
  *
+ * Profile (--profile DIR). After each operation's timed runs at a size, the same
+ * number of runs again, each recorded with plm_profiler_begin / plm_profiler_end around
+ * the enqueue (name "<op> <H>x<W>", frame = the run's index, cost = the op's cost as
+ * above), the host waiting after each as in the timed runs; the table's figures come
+ * from the unprofiled runs alone. The fusion pairs are not recorded again (the table's
+ * fused and unfused runs are); their medians are the report's A/B bars. At the end
+ * plm_profiler_write writes DIR/profile.json, DIR/trace.json and DIR/report.html.
+ * DIR is created (with its parents) before anything runs.
+ *
+ * On a terminal a progress bar on stderr counts the cases (operation x size, then the
+ * fusion sizes).
+ *
  * Adding an operation is one entry in `ops` (plus its setup and run functions).
  * The benchmark never fails on timing. Exit codes: 0 success, 1 a runtime failure
  * (an API call failed, the JSON could not be written), 2 bad usage.
@@ -57,6 +70,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "apps/progress.h"
 #include "bench_common.h"
 #include "plume/plume.h"
 #include "plume/pool.h"
@@ -70,14 +84,15 @@ typedef enum run_size { RUN_FULL, RUN_QUICK, RUN_SMOKE } run_size;
 typedef struct options {
   run_size size;
   plm_backend backend;
-  const char *json_path; /* NULL: no JSON */
-  const char *only_op;   /* NULL: all */
+  const char *json_path;   /* NULL: no JSON */
+  const char *only_op;     /* NULL: all */
+  const char *profile_dir; /* NULL: no profile */
 } options;
 
 static void print_usage(FILE *out) {
   fprintf(out,
           "usage: bench_ops [--quick | --smoke] [--backend host|cuda|auto] [--json PATH]\n"
-          "                 [--op NAME]\n"
+          "                 [--op NAME] [--profile DIR]\n"
           "       bench_ops --validate-json PATH\n"
           "\n"
           "Benchmark of plume's operations at the issue's seed sizes and at 2048x2048 and\n"
@@ -92,6 +107,10 @@ static void print_usage(FILE *out) {
           "  --op NAME           run one operation: conv2d, sobel, entropy, threshold, fused\n"
           "                      (sobel -> entropy -> threshold in one op) or unfused (the\n"
           "                      same three ops one after another)\n"
+          "  --profile DIR       after each operation's timed runs, run it as often again with\n"
+          "                      the profiler recording every launch, and write\n"
+          "                      DIR/profile.json, DIR/trace.json and DIR/report.html (the\n"
+          "                      table's times come from the unprofiled runs)\n"
           "  --validate-json PATH  check that PATH is a bench_ops result file, and exit\n"
           "  -h, --help          show this help\n");
 }
@@ -131,6 +150,9 @@ typedef struct bench_env {
   plm_event *start, *end;
   double peak_gbps;        /* for the floor */
   const char *peak_source; /* "device_info" or "measured_copy" */
+  plm_profiler *profiler;  /* with --profile */
+  progress bar;            /* the cases done, on a terminal */
+  int64_t cases_done;
 } bench_env;
 
 /* Time one enqueue (fn) on the stream with a pair of events, in microseconds. */
@@ -409,6 +431,22 @@ static void print_row(const result *r) {
   fflush(stdout);
 }
 
+/* The profiled pass of one operation at one size: runs launches, each recorded by the
+ * profiler around its enqueue as "<op> <size>x<size>" with the run's index as frame,
+ * the host waiting for each before the next, as the timed runs do. */
+static bool profile_op(bench_env *env, const op_entry *op, int size, int runs, op_state *s) {
+  char name[PLM_PROFILE_NAME_SIZE];
+  snprintf(name, sizeof name, "%s %dx%d", op->name, size, size);
+  for (int i = 0; i < runs; i++) {
+    plm_profile_mark mark;
+    CALL("profile", plm_profiler_begin(env->profiler, env->stream, name, i, &s->cost, &mark));
+    if (!op->run(env, s)) return false;
+    CALL("profile", plm_profiler_end(env->profiler, env->stream, &mark));
+    CALL("profile", plm_stream_synchronize(env->stream));
+  }
+  return true;
+}
+
 static bool run_op(bench_env *env, const op_entry *op, int size, result *r) {
   int warmups = env->opt.size == RUN_SMOKE ? 1 : 3;
   int runs = env->opt.size == RUN_SMOKE ? 3 : 20;
@@ -418,6 +456,7 @@ static bool run_op(bench_env *env, const op_entry *op, int size, result *r) {
   bool ok = op->setup(env, size, size, &s);
   for (int i = 0; ok && i < warmups; i++) ok = time_once(env, op->run, &s, &times[0]);
   for (int i = 0; ok && i < runs; i++) ok = time_once(env, op->run, &s, &times[i]);
+  if (ok && env->profiler) ok = profile_op(env, op, size, runs, &s);
   op_state cost_copy = s;
   op_state_release(env, &s);
   if (!ok) return false;
@@ -650,23 +689,90 @@ static bool validate_json(const char *path) {
   return problem == NULL;
 }
 
+/* ---- profile ------------------------------------------------------------------------------ */
+
+enum { AB_CONFIG_SIZE = 32 };
+
+/* Write the profile to --profile's directory, with the fusion medians as the A/B bars
+ * ("unfused 512x512", "fused 512x512", ...; microseconds, lower is better; no bars when
+ * the fusion pairs did not run), and say where the report is. */
+static bool write_profile(bench_env *env, const fusion_ratio *ratios, size_t fusion_count) {
+  char configs[2 * MAX_FUSION][AB_CONFIG_SIZE];
+  plm_profile_ab bars[2 * MAX_FUSION];
+  size_t n = 0;
+  for (size_t i = 0; i < fusion_count; i++) {
+    for (int fused = 0; fused < 2; fused++, n++) {
+      snprintf(configs[n], sizeof configs[n], "%s %dx%d", fused ? "fused" : "unfused",
+               ratios[i].size, ratios[i].size);
+      bars[n] = (plm_profile_ab){configs[n], fused ? ratios[i].fused_us : ratios[i].unfused_us};
+    }
+  }
+  char title[64];
+  snprintf(title, sizeof title, "bench_ops (%s)", plm_backend_name(env->backend));
+  const plm_profile_write_options write = {.title = title,
+                                           .ab = n ? bars : NULL,
+                                           .ab_count = n,
+                                           .ab_unit = "us (median of the fusion pairs)",
+                                           .ab_higher_is_better = false};
+  CALL("profile", plm_profiler_write(env->profiler, env->opt.profile_dir, &write));
+  printf("profile: %s/report.html\n", env->opt.profile_dir);
+  return true;
+}
+
 /* ---- main ----------------------------------------------------------------------------- */
+
+/* The sizes a case runs at, from its seed size: the seed, 2048 and 4096 (--quick: not
+ * 4096; --smoke: 64 alone). Returns how many (at most 3). */
+static int run_sizes(const bench_env *env, int seed, int sizes[3]) {
+  if (env->opt.size == RUN_SMOKE) {
+    sizes[0] = 64;
+    return 1;
+  }
+  sizes[0] = seed;
+  sizes[1] = 2048;
+  sizes[2] = 4096;
+  return env->opt.size == RUN_FULL ? 3 : 2;
+}
+
+static bool wants_op(const bench_env *env, const op_entry *op) {
+  return !env->opt.only_op || strcmp(env->opt.only_op, op->name) == 0;
+}
+
+/* The fusion pairs run unless --op chose an operation other than fused or unfused. */
+static bool wants_fusion(const bench_env *env) {
+  const char *only = env->opt.only_op;
+  return !only || strcmp(only, "fused") == 0 || strcmp(only, "unfused") == 0;
+}
+
+enum { FUSION_SEED = 512 };
+
+/* The progress bar's total: every operation x size of the table, then the fusion sizes. */
+static int64_t count_cases(const bench_env *env) {
+  int sizes[3];
+  int64_t cases = 0;
+  for (int o = 0; o < OP_COUNT; o++)
+    if (wants_op(env, &ops[o])) cases += run_sizes(env, ops[o].seed, sizes);
+  if (wants_fusion(env)) cases += run_sizes(env, FUSION_SEED, sizes);
+  return cases;
+}
+
+static void case_done(bench_env *env) {
+  progress_update(&env->bar, ++env->cases_done);
+}
 
 static bool run_all(bench_env *env, result *rs, size_t *count) {
   for (int o = 0; o < OP_COUNT; o++) {
     const op_entry *op = &ops[o];
-    if (env->opt.only_op && strcmp(env->opt.only_op, op->name) != 0) continue;
-    int sizes[3] = {op->seed, 2048, 4096};
-    int nsizes = env->opt.size == RUN_FULL ? 3 : 2;
-    if (env->opt.size == RUN_SMOKE) {
-      sizes[0] = 64;
-      nsizes = 1;
-    }
+    if (!wants_op(env, op)) continue;
+    int sizes[3];
+    int nsizes = run_sizes(env, op->seed, sizes);
     for (int i = 0; i < nsizes; i++) {
       result *r = &rs[*count];
       if (!run_op(env, op, sizes[i], r)) return false;
       (*count)++;
+      progress_clear(&env->bar);
       print_row(r);
+      case_done(env);
     }
   }
   return true;
@@ -674,18 +780,14 @@ static bool run_all(bench_env *env, result *rs, size_t *count) {
 
 /* The fusion pairs at the fused op's sizes, unless --op chose another operation. */
 static bool run_fusion(bench_env *env, fusion_ratio *ratios, size_t *count) {
-  const char *only = env->opt.only_op;
-  if (only && strcmp(only, "fused") != 0 && strcmp(only, "unfused") != 0) return true;
-  int sizes[3] = {512, 2048, 4096};
-  int nsizes = env->opt.size == RUN_FULL ? 3 : 2;
-  if (env->opt.size == RUN_SMOKE) {
-    sizes[0] = 64;
-    nsizes = 1;
-  }
+  if (!wants_fusion(env)) return true;
+  int sizes[3];
+  int nsizes = run_sizes(env, FUSION_SEED, sizes);
   int warmups = env->opt.size == RUN_SMOKE ? 1 : 3, pairs = env->opt.size == RUN_SMOKE ? 3 : 20;
   for (int i = 0; i < nsizes && i < MAX_FUSION; i++) {
     if (!measure_fusion(env, sizes[i], warmups, pairs, &ratios[*count])) return false;
     (*count)++;
+    case_done(env);
   }
   return true;
 }
@@ -699,6 +801,7 @@ static bool open_env(bench_env *env) {
   CALL("setup", plm_stream_create(env->ctx, PLM_STREAM_DEFAULT, &env->stream));
   CALL("setup", plm_event_create(env->ctx, PLM_EVENT_DEFAULT, &env->start));
   CALL("setup", plm_event_create(env->ctx, PLM_EVENT_DEFAULT, &env->end));
+  if (env->opt.profile_dir) CALL("setup", plm_profiler_create(env->ctx, NULL, &env->profiler));
   if (env->backend == PLM_BACKEND_CUDA && env->info.memory_bandwidth_gbps > 0) {
     env->peak_gbps = env->info.memory_bandwidth_gbps;
     env->peak_source = "device_info";
@@ -709,6 +812,7 @@ static bool open_env(bench_env *env) {
 }
 
 static void close_env(bench_env *env) {
+  plm_profiler_destroy(env->profiler); /* before its context */
   if (env->start) plm_event_destroy(env->start);
   if (env->end) plm_event_destroy(env->end);
   if (env->stream) plm_stream_destroy(env->stream);
@@ -733,6 +837,8 @@ static int parse_args(int argc, char **argv, options *opt, const char **validate
       opt->size = RUN_SMOKE;
     } else if (strcmp(arg, "--json") == 0 && has_value) {
       opt->json_path = argv[++i];
+    } else if (strcmp(arg, "--profile") == 0 && has_value) {
+      opt->profile_dir = argv[++i];
     } else if (strcmp(arg, "--validate-json") == 0 && has_value) {
       *validate = argv[++i];
     } else if (strcmp(arg, "--backend") == 0 && has_value) {
@@ -752,7 +858,8 @@ static int parse_args(int argc, char **argv, options *opt, const char **validate
         return EXIT_USAGE;
       }
     } else if (strcmp(arg, "--json") == 0 || strcmp(arg, "--backend") == 0 ||
-               strcmp(arg, "--op") == 0 || strcmp(arg, "--validate-json") == 0) {
+               strcmp(arg, "--op") == 0 || strcmp(arg, "--validate-json") == 0 ||
+               strcmp(arg, "--profile") == 0) {
       fprintf(stderr, "bench_ops: %s needs a value (see bench_ops --help)\n", arg);
       return EXIT_USAGE;
     } else {
@@ -775,6 +882,8 @@ int main(int argc, char **argv) {
   }
   if (env.opt.json_path && !bench_json_path_writable("bench_ops", env.opt.json_path))
     return EXIT_RUNTIME_FAILURE;
+  if (env.opt.profile_dir && !bench_profile_dir_ready("bench_ops", env.opt.profile_dir))
+    return EXIT_RUNTIME_FAILURE;
   if (!open_env(&env)) {
     fprintf(stderr, "bench_ops: %s\n", bench_error);
     close_env(&env);
@@ -791,14 +900,13 @@ int main(int argc, char **argv) {
 
   static result rs[MAX_RESULTS];
   size_t count = 0;
-  int exit_code = 0;
-  if (!run_all(&env, rs, &count)) {
-    fprintf(stderr, "bench_ops: %s\n", bench_error);
-    exit_code = EXIT_RUNTIME_FAILURE;
-  }
   static fusion_ratio ratios[MAX_FUSION];
   size_t fusion_count = 0;
-  if (exit_code == 0 && !run_fusion(&env, ratios, &fusion_count)) {
+  int exit_code = 0;
+  progress_begin(&env.bar, "bench_ops", "cases", count_cases(&env));
+  bool ran = run_all(&env, rs, &count) && run_fusion(&env, ratios, &fusion_count);
+  progress_end(&env.bar);
+  if (!ran) {
     fprintf(stderr, "bench_ops: %s\n", bench_error);
     exit_code = EXIT_RUNTIME_FAILURE;
   }
@@ -814,6 +922,10 @@ int main(int argc, char **argv) {
       printf("\nwrote %s\n", env.opt.json_path);
     }
     json_decref(doc);
+  }
+  if (exit_code == 0 && env.profiler && !write_profile(&env, ratios, fusion_count)) {
+    fprintf(stderr, "bench_ops: %s\n", bench_error);
+    exit_code = EXIT_RUNTIME_FAILURE;
   }
   close_env(&env);
   return exit_code;

@@ -1,7 +1,7 @@
 /* benchmarks/bench_pool.c: A/B benchmark of the stream-ordered device pool.
  *
  *   bench_pool [--quick | --smoke] [--backend host|cuda|auto] [--json PATH]
- *              [--workload NAME]
+ *              [--workload NAME] [--profile DIR]
  *   bench_pool --validate-json PATH
  *
  * Each workload runs once per allocator mode, each run on a fresh pool (or a fresh
@@ -55,6 +55,20 @@
  * thread. --smoke: 200 allocations per max_size (50 at 64 MiB), 30 frames, 100
  * iterations, 500 pairs per thread: it only proves that every path runs.
  *
+ * Profile (--profile DIR). After the table (and its JSON), a short separate pass: per
+ * mode a fresh allocator and 200 steady_state frames (--smoke: 20) on stream 1, each
+ * frame's 15 allocations and frees recorded as one launch, "<mode> alloc+free"
+ * ("pooled alloc+free", ...), between plm_profiler_begin and plm_profiler_end (frame =
+ * the frame's index, no cost model). The allocator calls run on the host, so the
+ * host time of a frame is the launch's enqueue time (enqueue_mean_us in profile.json);
+ * its device time is what the stream saw (next to nothing unless an upstream call
+ * waits for the stream). The table's figures come from the unprofiled runs alone; the
+ * report's A/B bars are the table's median ns per pair of the steady_state rows (or,
+ * when steady_state did not run, of the first workload that did), lower is better.
+ * DIR is created (with its parents) before anything runs.
+ *
+ * On a terminal a progress bar on stderr counts the cases (workload x parameters).
+ *
  * The benchmark reports its goals and never fails on timing. It exits 1 only on a
  * real error (an allocation that should fit failed, a pool call reported an error,
  * the JSON could not be written) with the call, its status and plm_last_error().
@@ -75,6 +89,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "apps/progress.h"
 #include "bench_common.h"
 #include "plume/plume.h"
 #include "plume/pool.h"
@@ -94,6 +109,7 @@ typedef struct options {
   plm_backend backend;
   const char *json_path;     /* NULL: no JSON */
   const char *only_workload; /* NULL: all */
+  const char *profile_dir;   /* NULL: no profile */
 } options;
 
 static const char *const workload_names[] = {"random_allocations", "steady_state", "multi_stream",
@@ -102,7 +118,7 @@ static const char *const workload_names[] = {"random_allocations", "steady_state
 static void print_usage(FILE *out) {
   fprintf(out,
           "usage: bench_pool [--quick | --smoke] [--backend host|cuda|auto] [--json PATH]\n"
-          "                  [--workload NAME]\n"
+          "                  [--workload NAME] [--profile DIR]\n"
           "       bench_pool --validate-json PATH\n"
           "\n"
           "A/B benchmark of plume's stream-ordered device pool: pooled against\n"
@@ -116,6 +132,10 @@ static void print_usage(FILE *out) {
           "  --json PATH         write the results as JSON to PATH (then re-read and check it)\n"
           "  --workload NAME     run one workload: random_allocations, steady_state,\n"
           "                      multi_stream or threads\n"
+          "  --profile DIR       after the table, a short pass of steady_state frames per mode,\n"
+          "                      each frame's allocations and frees recorded as one launch,\n"
+          "                      and write DIR/profile.json, DIR/trace.json and\n"
+          "                      DIR/report.html (A/B bars: the table's steady_state medians)\n"
           "  --validate-json PATH  check that PATH is a bench_pool result file, and exit\n"
           "  -h, --help          show this help\n");
 }
@@ -140,12 +160,16 @@ static bool fail_call(const char *where, const char *call, plm_status status) {
 /* Pool statistics that make no sense are reported (stderr and JSON), not fatal. */
 static json_t *warnings;
 
+/* The progress bar (on a terminal), erased for a warning. */
+static progress bar;
+
 static void warn(const char *fmt, ...) {
   char text[1024];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(text, sizeof text, fmt, ap);
   va_end(ap);
+  progress_clear(&bar);
   fprintf(stderr, "bench_pool: warning: %s\n", text);
   json_array_append_new(warnings, json_string(text));
 }
@@ -424,7 +448,8 @@ typedef struct bench_env {
   plm_device_info info;
   plm_stream *stream1, *stream2;
   plm_stream *thread_streams[MAX_THREADS];
-  size_t live_cap; /* random_allocations' cap on live bytes */
+  plm_profiler *profiler; /* with --profile */
+  size_t live_cap;        /* random_allocations' cap on live bytes */
   results results;
 } bench_env;
 
@@ -543,6 +568,16 @@ static const int frame_script[] = {+1,  +3,  +2,  +4,  -2,  -3,  -1, /* upload, 
 enum { FRAME_STEPS = sizeof frame_script / sizeof frame_script[0] };
 enum { STEADY_WARMUP_FRAMES = 10 };
 
+/* Step `step` of frame_script: allocate or free its buffer. ptr holds the buffers; a
+ * freed one becomes NULL. */
+static inline plm_status frame_step(allocator *a, plm_stream *stream, int step, void **ptr) {
+  int k = abs(frame_script[step]) - 1;
+  if (frame_script[step] > 0) return allocator_alloc(a, frame_buffers[k].bytes, stream, &ptr[k]);
+  plm_status status = allocator_free(a, ptr[k], stream);
+  if (status == PLM_OK) ptr[k] = NULL;
+  return status;
+}
+
 static bool steady_state(bench_env *env, bench_mode mode, size_t frames, result *r) {
   char where[96];
   snprintf(where, sizeof where, "steady_state (%s, %zu frames)", mode_names[mode], frames);
@@ -569,9 +604,7 @@ static bool steady_state(bench_env *env, bench_mode mode, size_t frames, result 
     for (int step = 0; step < FRAME_STEPS; step++) {
       int k = abs(frame_script[step]) - 1;
       uint64_t t0 = now_ns();
-      plm_status status = frame_script[step] > 0
-                              ? allocator_alloc(&a, frame_buffers[k].bytes, env->stream1, &ptr[k])
-                              : allocator_free(&a, ptr[k], env->stream1);
+      plm_status status = frame_step(&a, env->stream1, step, ptr);
       uint64_t t1 = now_ns();
       if (status != PLM_OK) {
         char call[160];
@@ -586,7 +619,6 @@ static bool steady_state(bench_env *env, bench_mode mode, size_t frames, result 
         allocs++;
       } else {
         samples_push(&pairs, alloc_ns[k] + elapsed(t0, t1));
-        ptr[k] = NULL;
       }
     }
     if (frame + 1 == STEADY_WARMUP_FRAMES) has_warm = allocator_stats(&a, &warm);
@@ -647,7 +679,7 @@ static bool multi_stream(bench_env *env, bench_mode mode, bool waits, size_t max
     status = allocator_alloc(&a, size, env->stream1, &ptr);
     uint64_t t1 = now_ns();
     if (status != PLM_OK) {
-      char call[64];
+      char call[96];
       snprintf(call, sizeof call, "alloc(%zu bytes) on stream 1, iteration %zu", size, i);
       ok = fail_call(where, call, status);
       break;
@@ -1227,12 +1259,20 @@ static bool wants(const bench_env *env, const char *workload) {
   return !env->opt.only_workload || strcmp(env->opt.only_workload, workload) == 0;
 }
 
-static bool run_all(bench_env *env) {
-  bench_mode modes[3] = {MODE_POOLED, MODE_PASSTHROUGH,
-                         env->backend == PLM_BACKEND_CUDA ? MODE_CUDA_ASYNC : MODE_JEMALLOC};
-  run_size size = env->opt.size;
-  result *r;
+/* One row group of the table: a workload with its parameters, run once per mode. */
+typedef struct pool_case {
+  const char *workload;
+  size_t max_size, n; /* n as in result */
+  int threads;        /* threads */
+  bool waits;         /* multi_stream: stream waits allowed */
+} pool_case;
 
+enum { MAX_CASES = 16 };
+
+/* The cases of this run, in the table's order; returns how many. */
+static size_t plan_cases(const bench_env *env, pool_case *cases) {
+  run_size size = env->opt.size;
+  size_t count = 0;
   if (wants(env, "random_allocations")) {
     static const size_t max_sizes[] = {4 * KIB, MIB, 64 * MIB};
     static const size_t counts[] = {1000, 10000, 100000};
@@ -1244,41 +1284,146 @@ static bool run_all(bench_env *env) {
         if (size == RUN_SMOKE) n = s == 2 ? 50 : 200;
         /* --quick: no 100000 with 64 MiB blocks (passthrough maps and unmaps each). */
         if (size == RUN_QUICK && c == 2 && s == 2) continue;
-        for (int m = 0; m < 3; m++) {
-          if (!add_run(env, &r) || !random_allocations(env, modes[m], max_sizes[s], n, r))
-            return false;
-          print_row(r);
-        }
+        cases[count++] = (pool_case){"random_allocations", max_sizes[s], n, 0, false};
       }
     }
   }
   if (wants(env, "steady_state")) {
     size_t frames = size == RUN_FULL ? 10000 : size == RUN_QUICK ? 2000 : 30;
-    for (int m = 0; m < 3; m++) {
-      if (!add_run(env, &r) || !steady_state(env, modes[m], frames, r)) return false;
-      print_row(r);
-    }
+    cases[count++] = (pool_case){"steady_state", 0, frames, 0, false};
   }
   if (wants(env, "multi_stream")) {
     size_t n = size == RUN_FULL ? 20000 : size == RUN_QUICK ? 5000 : 100;
-    for (int waits = 1; waits >= 0; waits--) {
-      for (int m = 0; m < 3; m++) {
-        if (modes[m] == MODE_JEMALLOC) continue; /* no stream order to honour */
-        if (!add_run(env, &r) || !multi_stream(env, modes[m], waits, MIB, n, r)) return false;
-        print_row(r);
-      }
-    }
+    cases[count++] = (pool_case){"multi_stream", MIB, n, 0, true};
+    cases[count++] = (pool_case){"multi_stream", MIB, n, 0, false};
   }
   if (wants(env, "threads")) {
     size_t n = size == RUN_FULL ? 200000 : size == RUN_QUICK ? 50000 : 500;
     static const int counts[] = {1, 2, 4};
-    for (int t = 0; t < 3; t++) {
-      for (int m = 0; m < 3; m++) {
-        if (!add_run(env, &r) || !threads_workload(env, modes[m], counts[t], n, r)) return false;
-        print_row(r);
-      }
-    }
+    for (int t = 0; t < 3; t++) cases[count++] = (pool_case){"threads", 0, n, counts[t], false};
   }
+  return count;
+}
+
+static bool run_case(bench_env *env, const pool_case *c, bench_mode mode, result *r) {
+  if (strcmp(c->workload, "random_allocations") == 0)
+    return random_allocations(env, mode, c->max_size, c->n, r);
+  if (strcmp(c->workload, "steady_state") == 0) return steady_state(env, mode, c->n, r);
+  if (strcmp(c->workload, "multi_stream") == 0)
+    return multi_stream(env, mode, c->waits, c->max_size, c->n, r);
+  return threads_workload(env, mode, c->threads, c->n, r);
+}
+
+/* The modes every case runs in: pooled, passthrough and the backend's baseline. */
+static void run_modes(const bench_env *env, bench_mode modes[3]) {
+  modes[0] = MODE_POOLED;
+  modes[1] = MODE_PASSTHROUGH;
+  modes[2] = env->backend == PLM_BACKEND_CUDA ? MODE_CUDA_ASYNC : MODE_JEMALLOC;
+}
+
+/* Every case in every mode (multi_stream not for jemalloc, which has no stream order
+ * to honour), a table row each, the progress bar counting the cases. */
+static bool run_all(bench_env *env) {
+  pool_case cases[MAX_CASES];
+  size_t count = plan_cases(env, cases);
+  bench_mode modes[3];
+  run_modes(env, modes);
+  bool ok = true;
+  progress_begin(&bar, "bench_pool", "cases", (int64_t)count);
+  for (size_t i = 0; ok && i < count; i++) {
+    for (int m = 0; ok && m < 3; m++) {
+      if (modes[m] == MODE_JEMALLOC && strcmp(cases[i].workload, "multi_stream") == 0) continue;
+      result *r;
+      ok = add_run(env, &r) && run_case(env, &cases[i], modes[m], r);
+      if (!ok) break;
+      progress_clear(&bar);
+      print_row(r);
+    }
+    progress_update(&bar, (int64_t)i + 1);
+  }
+  progress_end(&bar);
+  return ok;
+}
+
+/* ---- profile -------------------------------------------------------------------------- */
+
+/* The profiled pass, after the table: per mode, a fresh allocator and `frames`
+ * steady_state frames on stream 1, each frame's allocations and frees recorded as one
+ * launch named "<mode> alloc+free" (frame = the frame's index, no cost model). */
+static bool profile_frames(bench_env *env, size_t frames) {
+  bench_mode modes[3];
+  run_modes(env, modes);
+  for (int m = 0; m < 3; m++) {
+    char name[PLM_PROFILE_NAME_SIZE], where[64];
+    snprintf(name, sizeof name, "%s alloc+free", mode_names[modes[m]]);
+    snprintf(where, sizeof where, "profile (%s)", mode_names[modes[m]]);
+    allocator a;
+    if (!allocator_open(env->ctx, modes[m], 0, &a)) return false;
+    void *ptr[FRAME_BUFFERS] = {0};
+    plm_status status = PLM_OK;
+    for (size_t frame = 0; status == PLM_OK && frame < frames; frame++) {
+      plm_profile_mark mark;
+      status = plm_profiler_begin(env->profiler, env->stream1, name, (int64_t)frame, NULL, &mark);
+      for (int step = 0; status == PLM_OK && step < FRAME_STEPS; step++)
+        status = frame_step(&a, env->stream1, step, ptr);
+      if (status == PLM_OK) status = plm_profiler_end(env->profiler, env->stream1, &mark);
+    }
+    if (status != PLM_OK) fail_call(where, "a profiled steady_state frame", status);
+    /* After an error, give back what is still live so the pool can be destroyed. */
+    for (int k = 0; k < FRAME_BUFFERS; k++)
+      if (ptr[k]) allocator_free(&a, ptr[k], env->stream1);
+    plm_stream_synchronize(env->stream1);
+    if (!allocator_close(&a, where) || status != PLM_OK) return false;
+  }
+  return true;
+}
+
+/* The A/B bars: the medians per pair of the table's steady_state rows, or of the first
+ * group that ran when steady_state did not; *pooled is that group's pooled row. */
+static size_t ab_bars(const bench_env *env, plm_profile_ab bars[3], const result **pooled) {
+  *pooled = NULL;
+  for (size_t i = 0; i < env->results.count; i++) {
+    const result *r = &env->results.v[i];
+    if (r->mode != MODE_POOLED) continue;
+    if (!*pooled || strcmp(r->workload, "steady_state") == 0) *pooled = r;
+    if (strcmp(r->workload, "steady_state") == 0) break;
+  }
+  if (!*pooled) return 0;
+  bench_mode modes[3];
+  run_modes(env, modes);
+  size_t n = 0;
+  for (int m = 0; m < 3; m++) {
+    const result *r = find_run(&env->results, *pooled, modes[m]);
+    if (r) bars[n++] = (plm_profile_ab){mode_names[modes[m]], (double)r->median_ns};
+  }
+  return n;
+}
+
+/* A profiler (created only now, so that it is not alive during the timed runs), the
+ * profiled pass, then the three files in --profile's directory. */
+static bool write_profile(bench_env *env) {
+  plm_status status = plm_profiler_create(env->ctx, NULL, &env->profiler);
+  if (status != PLM_OK) return fail_call("profile", "plm_profiler_create", status);
+  size_t frames = env->opt.size == RUN_SMOKE ? 20 : 200;
+  if (!profile_frames(env, frames)) return false;
+  plm_profile_ab bars[3];
+  const result *pooled;
+  size_t n = ab_bars(env, bars, &pooled);
+  char title[64], unit[160] = "", params[64];
+  snprintf(title, sizeof title, "bench_pool (%s)", plm_backend_name(env->backend));
+  if (pooled) {
+    format_params(params, sizeof params, pooled);
+    snprintf(unit, sizeof unit, "ns per alloc+free pair (median; %s, %s)", pooled->workload,
+             params);
+  }
+  const plm_profile_write_options write = {.title = title,
+                                           .ab = n ? bars : NULL,
+                                           .ab_count = n,
+                                           .ab_unit = unit,
+                                           .ab_higher_is_better = false};
+  status = plm_profiler_write(env->profiler, env->opt.profile_dir, &write);
+  if (status != PLM_OK) return fail_call("profile", "plm_profiler_write", status);
+  printf("\nprofile: %s/report.html\n", env->opt.profile_dir);
   return true;
 }
 
@@ -1303,6 +1448,7 @@ static bool open_env(bench_env *env) {
 }
 
 static void close_env(bench_env *env) {
+  plm_profiler_destroy(env->profiler); /* before its streams and context */
   plm_stream_destroy(env->stream1);
   plm_stream_destroy(env->stream2);
   for (int t = 0; t < MAX_THREADS; t++) plm_stream_destroy(env->thread_streams[t]);
@@ -1325,6 +1471,8 @@ static int parse_args(int argc, char **argv, options *opt, const char **validate
       opt->size = RUN_SMOKE;
     } else if (strcmp(arg, "--json") == 0 && has_value) {
       opt->json_path = argv[++i];
+    } else if (strcmp(arg, "--profile") == 0 && has_value) {
+      opt->profile_dir = argv[++i];
     } else if (strcmp(arg, "--validate-json") == 0 && has_value) {
       *validate = argv[++i];
     } else if (strcmp(arg, "--backend") == 0 && has_value) {
@@ -1345,7 +1493,8 @@ static int parse_args(int argc, char **argv, options *opt, const char **validate
         return EXIT_USAGE;
       }
     } else if (strcmp(arg, "--json") == 0 || strcmp(arg, "--backend") == 0 ||
-               strcmp(arg, "--workload") == 0 || strcmp(arg, "--validate-json") == 0) {
+               strcmp(arg, "--workload") == 0 || strcmp(arg, "--validate-json") == 0 ||
+               strcmp(arg, "--profile") == 0) {
       fprintf(stderr, "bench_pool: %s needs a value (see bench_pool --help)\n", arg);
       return EXIT_USAGE;
     } else {
@@ -1368,6 +1517,8 @@ int main(int argc, char **argv) {
   }
 
   if (env.opt.json_path && !bench_json_path_writable("bench_pool", env.opt.json_path))
+    return EXIT_RUNTIME_FAILURE;
+  if (env.opt.profile_dir && !bench_profile_dir_ready("bench_pool", env.opt.profile_dir))
     return EXIT_RUNTIME_FAILURE;
   warnings = json_array();
   measure_timer_overhead();
@@ -1403,6 +1554,10 @@ int main(int argc, char **argv) {
     } else {
       printf("\nwrote %s\n", env.opt.json_path);
     }
+  }
+  if (exit_code == 0 && env.opt.profile_dir && !write_profile(&env)) {
+    fprintf(stderr, "bench_pool: %s\n", bench_error);
+    exit_code = EXIT_RUNTIME_FAILURE;
   }
   json_decref(doc);
   close_env(&env);

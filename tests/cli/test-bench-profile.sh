@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# tests/cli/test-bench-profile.sh BENCH SIZE SCRATCH NAME...: `--profile DIR` of a benchmark
+# binary (bench_ops, bench_pool) end to end. BENCH SIZE (--smoke or --quick) --profile DIR
+# exits 0, says "profile: DIR/report.html", and writes DIR/profile.json (schema
+# "plume-profile", a launch of every NAME, the A/B bars), DIR/trace.json and
+# DIR/report.html, DIR created with its missing parents; no progress bar on stderr when it
+# is not a terminal, and one on a terminal (when `script` is found); --help names the
+# flag; a DIR that cannot be created fails (exit 1, one line on stderr) before the run,
+# and --profile without a value is bad usage (exit 2).
+set -u
+bench=$1
+size=$2
+scratch=$3
+shift 3
+prog=$(basename "$bench")
+rm -rf "$scratch"
+mkdir -p "$scratch"
+cd "$scratch" || exit 1
+
+failures=0
+checks=0
+fail() {
+  echo "FAIL: $*" >&2
+  failures=$((failures + 1))
+}
+
+# run EXPECTED_RC NAME ARGS...: run the benchmark, check the exit code; stdout goes to
+# out.txt, stderr to err.txt.
+run() {
+  local expected=$1 name=$2
+  shift 2
+  checks=$((checks + 1))
+  "$bench" "$@" >out.txt 2>err.txt
+  local rc=$?
+  if [[ $rc != "$expected" ]]; then
+    fail "$name: exit $rc, expected $expected (stderr: $(head -c 400 err.txt))"
+    return 1
+  fi
+  return 0
+}
+
+# ---- a run with a profile ------------------------------------------------------------------
+dir=profile/nested
+if run 0 "$prog $size --profile" "$size" --profile "$dir"; then
+  checks=$((checks + 1))
+  grep -qxF "profile: $dir/report.html" out.txt || fail "no 'profile: $dir/report.html' line"
+  for file in profile.json trace.json report.html; do
+    checks=$((checks + 1))
+    [[ -s $dir/$file ]] || fail "$dir/$file is missing or empty"
+  done
+  checks=$((checks + 1))
+  grep -Eq '"schema": *"plume-profile"' "$dir/profile.json" ||
+    fail "profile.json lacks \"schema\": \"plume-profile\""
+  for name in "$@"; do
+    checks=$((checks + 1))
+    grep -qF "\"name\": \"$name\"" "$dir/profile.json" || fail "profile.json has no op '$name'"
+    checks=$((checks + 1))
+    grep -qF "\"name\": \"$name\"" "$dir/trace.json" || fail "trace.json has no slice '$name'"
+  done
+  checks=$((checks + 1))
+  grep -q '"ab"' "$dir/profile.json" || fail "profile.json has no A/B bars"
+  checks=$((checks + 1))
+  grep -qF "<title>$prog (" "$dir/report.html" || fail "report.html's title is not '$prog (...'"
+  # Not a terminal: no progress bar.
+  checks=$((checks + 1))
+  ! grep -q "cases" err.txt || fail "a progress bar without a terminal: $(cat -v err.txt)"
+fi
+
+# ---- a progress bar on a terminal ------------------------------------------------------------
+if command -v script >/dev/null; then
+  checks=$((checks + 1))
+  script -qec "'$bench' --smoke" /dev/null >tty.txt 2>&1 </dev/null
+  grep -q "$prog \[-*\] 0/[0-9]* cases" tty.txt ||
+    fail "no progress bar on a terminal: $(cat -v tty.txt | head -c 400)"
+else
+  echo "note: no 'script' command: the progress bar on a terminal is not checked"
+fi
+
+# ---- usage and bad directories ---------------------------------------------------------------
+run 0 "--help" --help
+checks=$((checks + 1))
+grep -q -- "--profile DIR" out.txt || fail "--help does not name --profile DIR"
+run 2 "--profile without a value" --smoke --profile
+touch a-file
+if run 1 "--profile under a file" --smoke --profile a-file/profile; then
+  checks=$((checks + 1))
+  [[ $(wc -l <err.txt) == 1 ]] && grep -q "^$prog: cannot create a-file/profile" err.txt ||
+    fail "--profile under a file: expected one '$prog: cannot create' line: $(cat err.txt)"
+  checks=$((checks + 1))
+  [[ ! -s out.txt ]] || fail "--profile under a file: the run started: $(head -c 200 out.txt)"
+fi
+
+echo "$checks checks, $failures failures"
+[[ $failures == 0 ]]
