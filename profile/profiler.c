@@ -442,6 +442,11 @@ plm_status plm_profiler_write(plm_profiler *profiler, const char *dir,
 
   plm_device_info info;
   status = plm_context_device_info(profiler->ctx, &info);
+  if (status != PLM_OK) {
+    free(launches);
+    free(ops);
+    return plm__propagate(status);
+  }
   char driver[64] = "", date[32] = "";
   if (info.backend == PLM_BACKEND_CUDA)
     snprintf(driver, sizeof driver, "driver %d, runtime %d", info.driver_version,
@@ -471,7 +476,7 @@ plm_status plm_profiler_write(plm_profiler *profiler, const char *dir,
       .ab_higher_is_better = options->ab_higher_is_better};
 
   char path[4096];
-  if (status == PLM_OK) status = make_directories(dir);
+  status = make_directories(dir);
   if (status == PLM_OK) {
     snprintf(path, sizeof path, "%s/profile.json", dir);
     status = plm__profile_write_json(&snapshot, path);
