@@ -47,9 +47,12 @@ static const char detect_usage[] =
 int detect_command_main(int argc, char **argv) {
   const char *frames = NULL, *pipeline = NULL, *out = NULL, *backend = NULL, *streams = NULL,
              *profile = NULL;
-  option options[] = {{"--frames", &frames, false},   {"--pipeline", &pipeline, false},
-                      {"--out", &out, false},         {"--backend", &backend, false},
-                      {"--streams", &streams, false}, {"--profile", &profile, false},
+  option options[] = {{"--frames", &frames, false},
+                      {"--pipeline", &pipeline, false},
+                      {"--out", &out, false},
+                      {"--backend", &backend, false},
+                      {"--streams", &streams, false},
+                      {"--profile", &profile, false},
                       {NULL, NULL, false}};
   int exit_code = options_take("detect", detect_usage, options, argc, argv);
   if (exit_code >= 0) return exit_code;
@@ -58,9 +61,11 @@ int detect_command_main(int argc, char **argv) {
     fprintf(stderr, "plume detect: %s is required (see plume detect --help)\n", missing);
     return EXIT_USAGE;
   }
-  detect_config config = {
-      .frames_path = frames, .pipeline = pipeline, .out_path = out, .show_progress = true,
-      .profile_dir = profile};
+  detect_config config = {.frames_path = frames,
+                          .pipeline = pipeline,
+                          .out_path = out,
+                          .show_progress = true,
+                          .profile_dir = profile};
   if (backend && plm_backend_parse(backend, &config.backend) != PLM_OK) {
     fprintf(stderr, "plume detect: --backend '%.60s' is not host, cuda or auto\n", backend);
     return EXIT_USAGE;

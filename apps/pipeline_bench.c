@@ -380,7 +380,9 @@ static config *add_config(bench_case *c, config_kind kind, int k, unsigned flags
   return cfg;
 }
 
-static void count_run(bench *b) { progress_update(&b->bar, ++b->runs_done); }
+static void count_run(bench *b) {
+  progress_update(&b->bar, ++b->runs_done);
+}
 
 /* Warm up, then `repeats` rounds of one timed run per config in [first, last). */
 static bool run_rounds(bench *b, bench_case *c, int first, int last) {

@@ -170,7 +170,7 @@ plm_status plm_conv2d(plm_stream *stream, const plm_tensor *in, const plm_tensor
                            .border = params->border};
 #ifdef PLM_HAVE_CUDA
   if (plm__op_on_cuda(stream)) {
-    PLM__OP_ON_DEVICE(stream, status, plm__conv2d_cuda(stream->handle, &args));
+    PLM__OP_ON_DEVICE(stream, "conv2d", status, plm__conv2d_cuda(stream->handle, &args));
     return plm__propagate(status);
   }
 #endif
@@ -250,7 +250,7 @@ plm_status plm_sobel(plm_stream *stream, const plm_tensor *in, const plm_sobel_p
                           .border = params->border};
 #ifdef PLM_HAVE_CUDA
   if (plm__op_on_cuda(stream)) {
-    PLM__OP_ON_DEVICE(stream, status, plm__sobel_cuda(stream->handle, &args));
+    PLM__OP_ON_DEVICE(stream, "sobel", status, plm__sobel_cuda(stream->handle, &args));
     return plm__propagate(status);
   }
 #endif

@@ -154,7 +154,7 @@ static plm_status launch(plm_stream *stream, const plm__entropy_args *args) {
   plm_status status = PLM_OK;
 #ifdef PLM_HAVE_CUDA
   if (plm__op_on_cuda(stream)) {
-    PLM__OP_ON_DEVICE(stream, status, plm__entropy_cuda(stream->handle, args));
+    PLM__OP_ON_DEVICE(stream, "entropy", status, plm__entropy_cuda(stream->handle, args));
     return status;
   }
 #endif

@@ -143,7 +143,8 @@ static plm_status launch(plm_stream *stream, const plm__sobel_entropy_threshold_
   plm_status status = PLM_OK;
 #ifdef PLM_HAVE_CUDA
   if (plm__op_on_cuda(stream)) {
-    PLM__OP_ON_DEVICE(stream, status, plm__sobel_entropy_threshold_cuda(stream->handle, args));
+    PLM__OP_ON_DEVICE(stream, "sobel_entropy_threshold", status,
+                      plm__sobel_entropy_threshold_cuda(stream->handle, args));
     return status;
   }
 #endif

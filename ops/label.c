@@ -162,7 +162,7 @@ static plm_status launch(plm_stream *stream, const plm__label_args *args) {
 #ifdef PLM_HAVE_CUDA
   if (plm__op_on_cuda(stream)) {
     plm_status status;
-    PLM__OP_ON_DEVICE(stream, status, plm__label_cuda(stream->handle, args));
+    PLM__OP_ON_DEVICE(stream, "label", status, plm__label_cuda(stream->handle, args));
     return status;
   }
 #endif
@@ -265,7 +265,7 @@ plm_status plm_regions(plm_stream *stream, const plm_tensor *labels, const plm_t
                             .width = labels->dims[1]};
 #ifdef PLM_HAVE_CUDA
   if (plm__op_on_cuda(stream)) {
-    PLM__OP_ON_DEVICE(stream, status, plm__regions_cuda(stream->handle, &args));
+    PLM__OP_ON_DEVICE(stream, "regions", status, plm__regions_cuda(stream->handle, &args));
     return plm__propagate(status);
   }
 #endif

@@ -15,6 +15,7 @@
 #include "plume/entropy.h"
 #include "plume/ops.h"
 #include "plume/threshold.h"
+#include "streams/nvtx.h"
 #include "streams/runtime.h"
 
 /* A tensor an op can use on stream: not NULL, data set, a valid dtype and shape,
@@ -77,13 +78,17 @@ static inline void plm__op_device_leave(const plm_stream *stream, int previous) 
 }
 
 /* status = launch (a CUDA launcher's call, an expression giving a plm_status), made
- * with the stream's device current. Every CUDA launcher is called this way. */
-#define PLM__OP_ON_DEVICE(stream, status, launch)                        \
+ * with the stream's device current, inside an NVTX range named `name` (the op's name:
+ * Nsight Systems shows its kernels under it; streams/nvtx.h). Every CUDA launcher is
+ * called this way. */
+#define PLM__OP_ON_DEVICE(stream, name, status, launch)                  \
   do {                                                                   \
     int plm_op_previous_device_ = 0;                                     \
     (status) = plm__op_device_enter((stream), &plm_op_previous_device_); \
     if ((status) == PLM_OK) {                                            \
+      plm__nvtx_push((stream)->ctx, (name));                             \
       (status) = (launch);                                               \
+      plm__nvtx_pop((stream)->ctx);                                      \
       plm__op_device_leave((stream), plm_op_previous_device_);           \
     }                                                                    \
   } while (0)

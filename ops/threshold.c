@@ -77,7 +77,7 @@ plm_status plm_threshold(plm_stream *stream, const plm_tensor *in,
                               .compare = params->compare};
 #ifdef PLM_HAVE_CUDA
   if (plm__op_on_cuda(stream)) {
-    PLM__OP_ON_DEVICE(stream, status, plm__threshold_cuda(stream->handle, &args));
+    PLM__OP_ON_DEVICE(stream, "threshold", status, plm__threshold_cuda(stream->handle, &args));
     return plm__propagate(status);
   }
 #endif

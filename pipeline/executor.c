@@ -215,8 +215,8 @@ static void capture_plan(frame_run *run, frame_slot *slot, int slot_index) {
 }
 
 /* A frame's copy, recorded as a launch named `name` when a profiler is attached. */
-static plm_status copy(frame_run *run, plm_stream *stream, void *dst, const void *src,
-                       size_t bytes, plm_copy_kind kind, int64_t frame) {
+static plm_status copy(frame_run *run, plm_stream *stream, void *dst, const void *src, size_t bytes,
+                       plm_copy_kind kind, int64_t frame) {
   plm_profiler *profiler = run->pl->profiler;
   if (!profiler) return plm_stream_memcpy(stream, dst, src, bytes, kind);
   const plm_op_cost cost = {.bytes = (double)bytes, .flops = 0.0};
@@ -250,8 +250,8 @@ static plm_status submit_frame(frame_run *run, int64_t frame) {
       status = plm__stream_graph_launch(slot->graph, slot->stream);
       if (status == PLM_OK) run->report->graph_replays++;
     } else {
-      status = plm__pipeline_enqueue(run->pl, slot_index, slot->stream, slot->inputs,
-                                     slot->outputs, frame);
+      status = plm__pipeline_enqueue(run->pl, slot_index, slot->stream, slot->inputs, slot->outputs,
+                                     frame);
     }
   }
   if (status == PLM_OK) status = plm_event_record(slot->computed, slot->stream);
@@ -511,10 +511,8 @@ plm_status plm_pipeline_run_stream(plm_pipeline *pl, plm_frame_source_fn source,
                      (long long)options->max_frames);
   if (!pl->compiled) return plm__fail(PLM_ERR_INVALID_STATE, "the pipeline is not compiled");
 
-  frame_run run = {.pl = pl,
-                   .slots_count = pl->config.frames_in_flight,
-                   .options = options,
-                   .report = report};
+  frame_run run = {
+      .pl = pl, .slots_count = pl->config.frames_in_flight, .options = options, .report = report};
   if (options->use_graphs) {
     char why[sizeof report->graphs_note] = "";
     if (!plm__stream_graph_supported(pl->ctx))

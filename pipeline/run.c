@@ -6,7 +6,6 @@
 #include "ops/op_internal.h"
 #include "ops/op_scratch.h"
 #include "pipeline/pipeline_internal.h"
-#include "streams/nvtx.h"
 #include "streams/error.h"
 
 /* ---- checks ------------------------------------------------------------------------------- */
@@ -145,12 +144,9 @@ plm_status plm__pipeline_enqueue(plm_pipeline *pl, int slot_index, plm_stream *s
     for (int w = 0; status == PLM_OK && w < step->wait_count; w++)
       status = plm_stream_wait_event(on, slot->events[step->waits[w]]);
     if (status == PLM_OK && per_run) status = plm__per_run_acquire(pl, slot, i, on);
-    if (status == PLM_OK) {
-      plm__nvtx_push(pl->ctx, plm__op_name(step->kind));
+    if (status == PLM_OK)
       status = pl->profiler ? run_step_profiled(pl, step, on, slot, frame)
                             : run_step(step, on, slot->tensors, slot->workspace);
-      plm__nvtx_pop(pl->ctx);
-    }
     if (status == PLM_OK && step->record >= 0)
       status = plm_event_record(slot->events[step->record], on);
     if (status == PLM_OK && per_run) status = plm__per_run_release_after(pl, slot, i, on);
@@ -189,7 +185,8 @@ plm_status plm_pipeline_run(plm_pipeline *pl, const plm_tensor *inputs, plm_tens
    * that was on. */
   plm__slot *slot = &pl->slots[0];
   if (slot->done_recorded) status = plm_stream_wait_event(stream, slot->done);
-  if (status == PLM_OK) status = plm__pipeline_enqueue(pl, 0, stream, inputs, outputs, pl->frames_run++);
+  if (status == PLM_OK)
+    status = plm__pipeline_enqueue(pl, 0, stream, inputs, outputs, pl->frames_run++);
   plm_status recorded = plm_event_record(slot->done, stream);
   if (recorded == PLM_OK) slot->done_recorded = true;
   if (status == PLM_OK) status = recorded;

@@ -187,14 +187,16 @@ static plm_status enqueue_copy(probe *p, void *state) {
   return plm_stream_memcpy(p->stream, job->dst, job->src, COPY_BYTES, job->kind);
 }
 
-static void fma_peak_task(const void *args) { plm__fma_peak_cpu(args); }
+static void fma_peak_task(const void *args) {
+  plm__fma_peak_cpu(args);
+}
 
 static plm_status enqueue_fma(probe *p, void *state) {
   const plm__fma_peak_args *args = state;
 #ifdef PLM_HAVE_CUDA
   if (plm__op_on_cuda(p->stream)) {
     plm_status status;
-    PLM__OP_ON_DEVICE(p->stream, status, plm__fma_peak_cuda(p->stream->handle, args));
+    PLM__OP_ON_DEVICE(p->stream, "fma_peak", status, plm__fma_peak_cuda(p->stream->handle, args));
     return status;
   }
 #endif
@@ -202,7 +204,9 @@ static plm_status enqueue_fma(probe *p, void *state) {
 }
 
 /* GB/s of `bytes` in `ms`. */
-static double gbps(double bytes, double ms) { return ms > 0.0 ? bytes / (ms * 1e6) : 0.0; }
+static double gbps(double bytes, double ms) {
+  return ms > 0.0 ? bytes / (ms * 1e6) : 0.0;
+}
 
 static plm_status measure(probe *p, const plm_device_info *info, plm_profile_calibration *c) {
   void *device_a = NULL, *device_b = NULL, *pinned = NULL, *lanes_out = NULL;

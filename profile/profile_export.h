@@ -23,14 +23,14 @@
 #include "plume/profile.h"
 
 typedef struct plm__profile_snapshot {
-  const char *title;  /* the report's heading */
+  const char *title;   /* the report's heading */
   const char *backend; /* "host" or "cuda" */
   const char *device;  /* the device's name */
   const char *driver;  /* driver / runtime versions, or "" on host */
   const char *commit;  /* git commit */
   const char *date;    /* UTC, ISO 8601 */
   const plm_profile_calibration *calibration;
-  double overhead_us; /* host cost of recording one launch */
+  double overhead_us;                 /* host cost of recording one launch */
   const plm_profile_launch *launches; /* by start time */
   size_t launch_count, dropped;
   int stream_count;

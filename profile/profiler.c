@@ -240,7 +240,9 @@ plm_status plm_profiler_destroy(plm_profiler *profiler) {
   return status == PLM_OK ? PLM_OK : plm__propagate(status);
 }
 
-plm_context *plm__profiler_context(const plm_profiler *profiler) { return profiler->ctx; }
+plm_context *plm__profiler_context(const plm_profiler *profiler) {
+  return profiler->ctx;
+}
 
 plm_status plm_profiler_launches(plm_profiler *profiler, const plm_profile_launch **launches,
                                  size_t *count, size_t *dropped) {
@@ -344,7 +346,8 @@ plm_status plm_profiler_op_stats(plm_profiler *profiler, plm_profile_op_stats **
     times = malloc(n * sizeof *times);
     out = malloc(n * sizeof *out);
     if (!order || !times || !out)
-      status = plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no memory for the statistics of %zu launches", n);
+      status =
+          plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no memory for the statistics of %zu launches", n);
   }
   if (status == PLM_OK && n > 0) {
     for (size_t i = 0; i < n; i++) order[i] = i;

@@ -23,5 +23,7 @@ void plm__nvtx_push(const plm_context *ctx, const char *name) {
   (void)name;
 }
 
-void plm__nvtx_pop(const plm_context *ctx) { (void)ctx; }
+void plm__nvtx_pop(const plm_context *ctx) {
+  (void)ctx;
+}
 #endif

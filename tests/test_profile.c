@@ -54,7 +54,7 @@ START_TEST(test_statistics_by_hand) {
   PLM_CHECK_OK(plm_profile_stats_of(even, 4, &s));
   ck_assert_double_eq_tol(s.p50_ms, 2.5, 1e-12);
   ck_assert_double_eq_tol(s.p99_ms, 3.97, 1e-12); /* rank 2.97 */
-  ck_assert(s.high_variance); /* CV = sqrt(1.25) / 2.5 = 0.447 */
+  ck_assert(s.high_variance);                     /* CV = sqrt(1.25) / 2.5 = 0.447 */
   ck_assert(!s.outliers);
 
   const double one = 7.0;
@@ -186,7 +186,8 @@ START_TEST(test_launches_beyond_the_limit_are_dropped) {
 }
 END_TEST
 
-/* ---- pipelines -------------------------------------------------------------------------------- */
+/* ---- pipelines --------------------------------------------------------------------------------
+ */
 
 enum { PH = 40, PW = 48 };
 
@@ -231,8 +232,8 @@ START_TEST(test_an_attached_pipeline_records_its_steps) {
   const char *names[] = {"h2d", "sobel", "threshold", "label", "regions", "d2h"};
   for (int64_t frame = 0; frame < 4; frame++)
     for (size_t k = 0; k < sizeof names / sizeof *names; k++)
-      ck_assert_msg(has_launch(launches, count, names[k], frame), "no %s of frame %lld",
-                    names[k], (long long)frame);
+      ck_assert_msg(has_launch(launches, count, names[k], frame), "no %s of frame %lld", names[k],
+                    (long long)frame);
   for (size_t i = 0; i < count; i++) ck_assert(launches[i].end_ms >= launches[i].start_ms);
 
   /* Detached: nothing more is recorded. */
@@ -249,7 +250,8 @@ END_TEST
 START_TEST(test_pipeline_run_numbers_its_frames) {
   const int64_t dims[2] = {PH, PW};
   plm_pipeline *pl = NULL;
-  PLM_CHECK_OK(plm_pipeline_parse(plm_test_ctx, "threshold value=100", PLM_DTYPE_U16, 2, dims, &pl));
+  PLM_CHECK_OK(
+      plm_pipeline_parse(plm_test_ctx, "threshold value=100", PLM_DTYPE_U16, 2, dims, &pl));
   PLM_CHECK_OK(plm_pipeline_compile(pl, NULL));
   plm_profiler *p = quiet_profiler(0);
   PLM_CHECK_OK(plm_pipeline_set_profiler(pl, p));
@@ -275,7 +277,8 @@ START_TEST(test_pipeline_run_numbers_its_frames) {
 }
 END_TEST
 
-/* ---- calibration and writing ------------------------------------------------------------------- */
+/* ---- calibration and writing -------------------------------------------------------------------
+ */
 
 /* A fresh temporary directory (mkdtemp) under /tmp. */
 static void temporary_directory(char *path, size_t size) {
@@ -336,8 +339,11 @@ START_TEST(test_write_makes_the_three_files) {
   temporary_directory(dir, sizeof dir);
   snprintf(nested, sizeof nested, "%s/a/b", dir);
   const plm_profile_ab bars[] = {{"one", 1.0}, {"two", 2.0}};
-  const plm_profile_write_options options = {
-      .title = "test", .ab = bars, .ab_count = 2, .ab_unit = "frames/s", .ab_higher_is_better = true};
+  const plm_profile_write_options options = {.title = "test",
+                                             .ab = bars,
+                                             .ab_count = 2,
+                                             .ab_unit = "frames/s",
+                                             .ab_higher_is_better = true};
   PLM_CHECK_OK(plm_profiler_write(p, nested, &options));
   const char *const names[] = {"profile.json", "trace.json", "report.html"};
   for (size_t i = 0; i < 3; i++) {
@@ -366,7 +372,8 @@ START_TEST(test_write_makes_the_three_files) {
 }
 END_TEST
 
-/* ---- errors ------------------------------------------------------------------------------------- */
+/* ---- errors -------------------------------------------------------------------------------------
+ */
 
 START_TEST(test_bad_arguments) {
   plm_profiler *p = NULL;
@@ -378,10 +385,10 @@ START_TEST(test_bad_arguments) {
   PLM_CHECK_FAILS(plm_profiler_begin(NULL, plm_test_stream, "x", 0, NULL, &mark),
                   PLM_ERR_INVALID_ARG, "profiler");
   PLM_CHECK_FAILS(plm_profiler_begin(p, NULL, "x", 0, NULL, &mark), PLM_ERR_INVALID_ARG, "stream");
-  PLM_CHECK_FAILS(plm_profiler_begin(p, plm_test_stream, NULL, 0, NULL, &mark),
-                  PLM_ERR_INVALID_ARG, "name");
-  PLM_CHECK_FAILS(plm_profiler_begin(p, plm_test_stream, "x", 0, NULL, NULL),
-                  PLM_ERR_INVALID_ARG, "mark");
+  PLM_CHECK_FAILS(plm_profiler_begin(p, plm_test_stream, NULL, 0, NULL, &mark), PLM_ERR_INVALID_ARG,
+                  "name");
+  PLM_CHECK_FAILS(plm_profiler_begin(p, plm_test_stream, "x", 0, NULL, NULL), PLM_ERR_INVALID_ARG,
+                  "mark");
   plm_profile_mark bogus = {.index = 12345};
   PLM_CHECK_FAILS(plm_profiler_end(p, plm_test_stream, &bogus), PLM_ERR_INVALID_ARG, "mark");
 

@@ -68,12 +68,12 @@ PLM_API plm_profiler_config plm_profiler_config_default(void);
 
 /* The device's measured peaks; 0 where not measured. */
 typedef struct plm_profile_calibration {
-  char backend[8];                        /* "host" or "cuda" */
-  char device[PLM_PROFILE_DEVICE_SIZE];   /* the device's name */
-  double device_copy_gbps;                /* device to device, read plus written, GB/s */
-  double h2d_gbps, d2h_gbps;              /* pinned host to device and back, GB/s */
-  double fma_gflops;                      /* f32, 2 flops per FMA */
-  bool from_cache;                        /* loaded, not measured by this process */
+  char backend[8];                      /* "host" or "cuda" */
+  char device[PLM_PROFILE_DEVICE_SIZE]; /* the device's name */
+  double device_copy_gbps;              /* device to device, read plus written, GB/s */
+  double h2d_gbps, d2h_gbps;            /* pinned host to device and back, GB/s */
+  double fma_gflops;                    /* f32, 2 flops per FMA */
+  bool from_cache;                      /* loaded, not measured by this process */
 } plm_profile_calibration;
 
 /* One recorded launch (an op or a copy). Times in milliseconds of device time from the
@@ -93,17 +93,17 @@ typedef struct plm_profile_op_stats {
   int64_t count;
   double total_ms, share; /* summed time, and its fraction of all ops' summed time */
   double mean_ms, stddev_ms, min_ms, max_ms, p50_ms, p99_ms;
-  double cv;          /* stddev / mean (population stddev), 0 when the mean is 0 */
-  bool high_variance; /* cv > 0.20 */
-  bool outliers;      /* max > 2 x mean */
-  double ops_per_s;   /* 1000 / mean_ms */
-  double bytes, flops;               /* per launch (mean) */
-  double gb_per_s, gflop_per_s;      /* bytes / mean time, flops / mean time */
-  double intensity;                  /* flops per byte (0 when no bytes) */
-  double bandwidth_fraction;         /* gb_per_s / the calibrated copy bandwidth */
-  double compute_fraction;           /* gflop_per_s / the calibrated FMA rate */
-  char bound[8];                     /* "memory" or "compute" (see the top), or "" */
-  double enqueue_mean_us;            /* host time per enqueue */
+  double cv;                    /* stddev / mean (population stddev), 0 when the mean is 0 */
+  bool high_variance;           /* cv > 0.20 */
+  bool outliers;                /* max > 2 x mean */
+  double ops_per_s;             /* 1000 / mean_ms */
+  double bytes, flops;          /* per launch (mean) */
+  double gb_per_s, gflop_per_s; /* bytes / mean time, flops / mean time */
+  double intensity;             /* flops per byte (0 when no bytes) */
+  double bandwidth_fraction;    /* gb_per_s / the calibrated copy bandwidth */
+  double compute_fraction;      /* gflop_per_s / the calibrated FMA rate */
+  char bound[8];                /* "memory" or "compute" (see the top), or "" */
+  double enqueue_mean_us;       /* host time per enqueue */
 } plm_profile_op_stats;
 
 /* A bar of a benchmark's A/B comparison, shown in the report. */
@@ -113,11 +113,11 @@ typedef struct plm_profile_ab {
 } plm_profile_ab;
 
 typedef struct plm_profile_write_options {
-  const char *title;      /* the report's heading ("plume detect", "bench_pipeline") */
-  const char *commit;     /* the git commit, or NULL (the build's) */
+  const char *title;        /* the report's heading ("plume detect", "bench_pipeline") */
+  const char *commit;       /* the git commit, or NULL (the build's) */
   const plm_profile_ab *ab; /* A/B bars, or NULL */
   size_t ab_count;
-  const char *ab_unit;    /* "frames/s", ... */
+  const char *ab_unit; /* "frames/s", ... */
   bool ab_higher_is_better;
 } plm_profile_write_options;
 
@@ -131,7 +131,7 @@ PLM_API plm_status plm_profiler_destroy(plm_profiler *profiler);
 
 /* A launch being recorded: filled by _begin, passed to _end. */
 typedef struct plm_profile_mark {
-  size_t index;    /* the record, or SIZE_MAX when dropped */
+  size_t index; /* the record, or SIZE_MAX when dropped */
   double host_start_ns;
 } plm_profile_mark;
 
@@ -141,9 +141,9 @@ typedef struct plm_profile_mark {
  * Thread-safe. Errors: PLM_ERR_INVALID_ARG (NULL arguments, a stream of another
  * context), PLM_ERR_OUT_OF_MEMORY (an event). When max_launches are recorded already,
  * both succeed and the launch is counted as dropped. */
-PLM_API plm_status plm_profiler_begin(plm_profiler *profiler, plm_stream *stream,
-                                      const char *name, int64_t frame,
-                                      const plm_op_cost *cost, plm_profile_mark *mark);
+PLM_API plm_status plm_profiler_begin(plm_profiler *profiler, plm_stream *stream, const char *name,
+                                      int64_t frame, const plm_op_cost *cost,
+                                      plm_profile_mark *mark);
 PLM_API plm_status plm_profiler_end(plm_profiler *profiler, plm_stream *stream,
                                     plm_profile_mark *mark);
 
