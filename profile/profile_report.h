@@ -3,7 +3,8 @@
  * profile_report_html.c writes the page (header, tables, bottlenecks) and calls the
  * chart writers of profile_report_svg.c, each of which writes one inline <svg> (and, at
  * most, a paragraph of notes after it) to the page's file. All text that comes from
- * users (titles, op names, configs, units) goes through plm__report_text, which escapes
+ * users (titles, op names, configs, units) goes through plm__report_text
+ * (profile_report_text.c, below both), which escapes
  * it for HTML. Output errors are not checked per call: the file's error flag is checked
  * once, when the page is committed (plm__profile_file_commit).
  */

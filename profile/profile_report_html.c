@@ -29,26 +29,6 @@ static const char page_style[] =
     "p.note{font-size:13px;color:#555}p.empty{font-size:16px;font-weight:600}\n"
     "ul.bottlenecks li{margin-bottom:6px}\n";
 
-void plm__report_text(FILE *f, const char *s) {
-  for (const char *p = s ? s : ""; *p; p++) {
-    switch (*p) {
-      case '&': fputs("&amp;", f); break;
-      case '<': fputs("&lt;", f); break;
-      case '>': fputs("&gt;", f); break;
-      case '"': fputs("&quot;", f); break;
-      case '\'': fputs("&#39;", f); break;
-      default: fputc(*p, f);
-    }
-  }
-}
-
-void plm__report_number(FILE *f, const char *fmt, double x) {
-  if (isfinite(x))
-    fprintf(f, fmt, x);
-  else
-    fputs("n/a", f);
-}
-
 /* ---- header ---------------------------------------------------------------------- */
 
 static void meta_row(FILE *f, const char *key, const char *value) {
