@@ -240,14 +240,15 @@ plm_status detect_run(const detect_config *config, detect_result *result, char *
     fail(err, err_size, status, "%s", job.first_failure[0] ? job.first_failure : plm_last_error());
     return release(&job, status);
   }
-  if (job.profiler) {
+  image_writer *csv = job.csv;
+  job.csv = NULL;
+  status = image_writer_commit(csv, err, err_size);
+  /* The detections are kept even when the profile cannot be written. */
+  if (status == PLM_OK && job.profiler) {
     const plm_profile_write_options profile = {.title = "plume detect"};
     if ((status = plm_profiler_write(job.profiler, config->profile_dir, &profile)) != PLM_OK)
       return library_failure(&job, status);
   }
-  image_writer *csv = job.csv;
-  job.csv = NULL;
-  status = image_writer_commit(csv, err, err_size);
   return release(&job, status);
 }
 

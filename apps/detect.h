@@ -60,7 +60,7 @@ typedef struct detect_config {
   const volatile sig_atomic_t *stop;
   /* When not NULL: profile the run (plume/profile.h: every step, upload and download of
    * every frame; no CUDA graphs) and write profile.json, trace.json and report.html into
-   * this directory after it. */
+   * this directory after it (after the CSV, which stays when the profile fails). */
   const char *profile_dir;
 } detect_config;
 

@@ -126,6 +126,8 @@ plm_status plm_pipeline_set_profiler(plm_pipeline *pl, plm_profiler *profiler) {
   PLM__REQUIRE_NOT_NULL(pl);
   if (profiler && plm__profiler_context(profiler) != pl->ctx)
     return plm__fail(PLM_ERR_INVALID_ARG, "profiler belongs to another context than the pipeline");
+  if (profiler) plm__profiler_attach(profiler, +1);
+  if (pl->profiler) plm__profiler_attach(pl->profiler, -1);
   pl->profiler = profiler;
   return PLM_OK;
 }
@@ -135,6 +137,7 @@ plm_status plm_pipeline_destroy(plm_pipeline *pl) {
   PLM__REFUSE_IN_HOST_CALLBACK();
   plm_status status = PLM_OK;
   if (pl->compiled) status = plm_context_synchronize(pl->ctx); /* the frames in flight */
+  if (pl->profiler) plm__profiler_attach(pl->profiler, -1);
   plm__context_detach(pl->ctx, &pl->attachment);
   destroy_pipeline(pl, true);
   return plm__propagate(status);

@@ -1,12 +1,15 @@
 /* profile/calibrate.c: the device's measured peaks (see plume/profile.h).
  *
- * Each bandwidth is the best of a few timed copies of COPY_BYTES between two buffers
+ * Each bandwidth is the best of a few timed copies of 256 MiB (cuda: well beyond an
+ * H100's 50 MB L2) or 64 MiB (host) between two buffers
  * (device to device: pool-less device memory; host to device and back: pinned host
  * memory from the context's host pool), timed with events on a private stream; a
  * device-to-device copy counts its bytes twice (read and written). The FMA rate is the
  * best of a few runs of the probe in kernels/common/fma_peak.h. A result is kept for the
  * process (by backend and device name) and in a cache file, one line per device:
- *   plume-calibration-1 <TAB> backend <TAB> device <TAB> copy <TAB> h2d <TAB> d2h <TAB> fma
+ *   plume-calibration-2 <TAB> backend <TAB> key <TAB> copy <TAB> h2d <TAB> d2h <TAB> fma
+ * where the key is the device's name and its multiprocessors (host: cores, since the
+ * CPU pool uses them all), "AMD EPYC|2".
  * in $XDG_CACHE_HOME/plume/calibration.tsv (else ~/.cache/plume/calibration.tsv).
  * PLUME_CALIBRATION_CACHE=off skips the file (reading and writing). */
 #define _GNU_SOURCE /* mkdir's mode_t in sys/stat.h under _POSIX_C_SOURCE is fine too */
@@ -23,30 +26,28 @@
 #include "plume/pool.h"
 #include "profile/profile_internal.h"
 
-enum { COPY_BYTES = 32 << 20, TIMED_RUNS = 5, MAX_REMEMBERED = 8, LINE_SIZE = 512 };
+enum { TIMED_RUNS = 5, MAX_REMEMBERED = 8, LINE_SIZE = 512, KEY_SIZE = 300 };
 
-static const char CACHE_TAG[] = "plume-calibration-1";
+static const char CACHE_TAG[] = "plume-calibration-2";
 
 /* ---- the process's memory of earlier calibrations ------------------------------------ */
 
 static struct {
   pthread_mutex_t lock;
   plm_profile_calibration entries[MAX_REMEMBERED];
+  char keys[MAX_REMEMBERED][KEY_SIZE];
   int count;
 } remembered = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 _Static_assert(sizeof(((plm_device_info *)0)->name) == PLM_PROFILE_DEVICE_SIZE,
                "a calibration holds a device name whole");
 
-static bool same_device(const plm_profile_calibration *a, const char *backend, const char *device) {
-  return strcmp(a->backend, backend) == 0 && strcmp(a->device, device) == 0;
-}
-
-static bool recall(const char *backend, const char *device, plm_profile_calibration *out) {
+static bool recall(const char *backend, const char *key, plm_profile_calibration *out) {
   bool found = false;
   pthread_mutex_lock(&remembered.lock);
   for (int i = 0; i < remembered.count && !found; i++)
-    if (same_device(&remembered.entries[i], backend, device)) {
+    if (strcmp(remembered.entries[i].backend, backend) == 0 &&
+        strcmp(remembered.keys[i], key) == 0) {
       *out = remembered.entries[i];
       found = true;
     }
@@ -54,9 +55,12 @@ static bool recall(const char *backend, const char *device, plm_profile_calibrat
   return found;
 }
 
-static void remember(const plm_profile_calibration *c) {
+static void remember(const plm_profile_calibration *c, const char *key) {
   pthread_mutex_lock(&remembered.lock);
-  if (remembered.count < MAX_REMEMBERED) remembered.entries[remembered.count++] = *c;
+  if (remembered.count < MAX_REMEMBERED) {
+    snprintf(remembered.keys[remembered.count], KEY_SIZE, "%s", key);
+    remembered.entries[remembered.count++] = *c;
+  }
   pthread_mutex_unlock(&remembered.lock);
 }
 
@@ -88,7 +92,8 @@ static void tidy_name(char *name) {
     if (*c == '\t' || *c == '\n' || *c == '\r') *c = ' ';
 }
 
-static bool cache_load(const char *backend, const char *device, plm_profile_calibration *out) {
+static bool cache_load(const char *backend, const char *key, const char *device,
+                       plm_profile_calibration *out) {
   char dir[LINE_SIZE], path[LINE_SIZE], line[LINE_SIZE];
   if (!cache_file_wanted() || !cache_paths(dir, sizeof dir, path, sizeof path)) return false;
   FILE *f = fopen(path, "r");
@@ -102,7 +107,7 @@ static bool cache_load(const char *backend, const char *device, plm_profile_cali
          tok = strtok_r(NULL, "\t", &save))
       fields[n++] = tok;
     if (n != 7 || strcmp(fields[0], CACHE_TAG) != 0 || strcmp(fields[1], backend) != 0 ||
-        strcmp(fields[2], device) != 0)
+        strcmp(fields[2], key) != 0)
       continue;
     plm_profile_calibration c = {0};
     snprintf(c.backend, sizeof c.backend, "%s", backend);
@@ -124,7 +129,7 @@ static bool cache_load(const char *backend, const char *device, plm_profile_cali
 }
 
 /* Append the line; a failure only means the next process measures again. */
-static void cache_store(const plm_profile_calibration *c) {
+static void cache_store(const plm_profile_calibration *c, const char *key) {
   char dir[LINE_SIZE], path[LINE_SIZE];
   if (!cache_file_wanted() || !cache_paths(dir, sizeof dir, path, sizeof path)) return;
   char parent[LINE_SIZE];
@@ -137,7 +142,7 @@ static void cache_store(const plm_profile_calibration *c) {
   if (mkdir(dir, 0755) != 0 && errno != EEXIST) return;
   FILE *f = fopen(path, "a");
   if (!f) return;
-  fprintf(f, "%s\t%s\t%s\t%.6g\t%.6g\t%.6g\t%.6g\n", CACHE_TAG, c->backend, c->device,
+  fprintf(f, "%s\t%s\t%s\t%.6g\t%.6g\t%.6g\t%.6g\n", CACHE_TAG, c->backend, key,
           c->device_copy_gbps, c->h2d_gbps, c->d2h_gbps, c->fma_gflops);
   fclose(f);
 }
@@ -180,11 +185,12 @@ typedef struct copy_job {
   void *dst;
   const void *src;
   plm_copy_kind kind;
+  size_t bytes;
 } copy_job;
 
 static plm_status enqueue_copy(probe *p, void *state) {
   const copy_job *job = state;
-  return plm_stream_memcpy(p->stream, job->dst, job->src, COPY_BYTES, job->kind);
+  return plm_stream_memcpy(p->stream, job->dst, job->src, job->bytes, job->kind);
 }
 
 static void fma_peak_task(const void *args) {
@@ -209,6 +215,8 @@ static double gbps(double bytes, double ms) {
 }
 
 static plm_status measure(probe *p, const plm_device_info *info, plm_profile_calibration *c) {
+  const bool on_gpu = info->backend == PLM_BACKEND_CUDA;
+  const size_t COPY_BYTES = on_gpu ? (size_t)256 << 20 : (size_t)64 << 20;
   void *device_a = NULL, *device_b = NULL, *pinned = NULL, *lanes_out = NULL;
   plm_status status = plm_device_alloc(p->ctx, COPY_BYTES, &device_a);
   if (status == PLM_OK) status = plm_device_alloc(p->ctx, COPY_BYTES, &device_b);
@@ -217,9 +225,9 @@ static plm_status measure(probe *p, const plm_device_info *info, plm_profile_cal
   if (status == PLM_OK) memset(pinned, 1, COPY_BYTES);
 
   double ms = 0.0;
-  copy_job d2d = {device_b, device_a, PLM_COPY_DEVICE_TO_DEVICE};
-  copy_job h2d = {device_a, pinned, PLM_COPY_HOST_TO_DEVICE};
-  copy_job d2h = {pinned, device_b, PLM_COPY_DEVICE_TO_HOST};
+  copy_job d2d = {device_b, device_a, PLM_COPY_DEVICE_TO_DEVICE, COPY_BYTES};
+  copy_job h2d = {device_a, pinned, PLM_COPY_HOST_TO_DEVICE, COPY_BYTES};
+  copy_job d2h = {pinned, device_b, PLM_COPY_DEVICE_TO_HOST, COPY_BYTES};
   if (status == PLM_OK && (status = best_ms(p, enqueue_copy, &d2d, &ms)) == PLM_OK)
     c->device_copy_gbps = gbps(2.0 * COPY_BYTES, ms);
   if (status == PLM_OK && (status = best_ms(p, enqueue_copy, &h2d, &ms)) == PLM_OK)
@@ -227,11 +235,11 @@ static plm_status measure(probe *p, const plm_device_info *info, plm_profile_cal
   if (status == PLM_OK && (status = best_ms(p, enqueue_copy, &d2h, &ms)) == PLM_OK)
     c->d2h_gbps = gbps(COPY_BYTES, ms);
 
-  /* GPU: 2048 threads per SM; CPU: 64 blocks of vector lanes, a few per core. */
-  const bool on_gpu = info->backend == PLM_BACKEND_CUDA;
+  /* GPU: 2048 threads per SM, 16384 steps (about 70 GFLOP: milliseconds on an H100, so
+   * that the launch and the tail do not count); CPU: 64 blocks of vector lanes, a few per
+   * core. */
   const int64_t units = info->multiprocessors > 0 ? info->multiprocessors : 1;
-  plm__fma_peak_args fma = {.lanes = on_gpu ? units * 2048 : 1024,
-                            .iterations = on_gpu ? 2048 : 16384};
+  plm__fma_peak_args fma = {.lanes = on_gpu ? units * 2048 : 1024, .iterations = 16384};
   if (status == PLM_OK)
     status = plm_device_alloc(p->ctx, (size_t)fma.lanes * sizeof(float), &lanes_out);
   fma.out = lanes_out;
@@ -256,9 +264,11 @@ plm_status plm__profile_calibrate(plm_context *ctx, plm_profile_calibration *out
   memcpy(c.device, info.name, sizeof c.device); /* the same size */
   c.device[sizeof c.device - 1] = '\0';
   tidy_name(c.device);
-  if (recall(c.backend, c.device, out)) return PLM_OK;
-  if (cache_load(c.backend, c.device, out)) {
-    remember(out);
+  char key[KEY_SIZE];
+  snprintf(key, sizeof key, "%.255s|%d", c.device, info.multiprocessors);
+  if (recall(c.backend, key, out)) return PLM_OK;
+  if (cache_load(c.backend, key, c.device, out)) {
+    remember(out, key);
     return PLM_OK;
   }
 
@@ -271,8 +281,8 @@ plm_status plm__profile_calibrate(plm_context *ctx, plm_profile_calibration *out
   if (p.start) plm_event_destroy(p.start);
   if (p.stream) plm_stream_destroy(p.stream);
   if (status != PLM_OK) return status;
-  remember(&c);
-  cache_store(&c);
+  remember(&c, key);
+  cache_store(&c, key);
   *out = c;
   return PLM_OK;
 }

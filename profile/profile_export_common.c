@@ -196,6 +196,10 @@ void plm__profile_op_why(const plm_profile_op_stats *op, char *out, size_t size)
   if (strcmp(op->bound, "memory") == 0) {
     snprintf(out, size, "%.0f%% of the time; memory bound: %.3g GB/s, %.0f%% of the copy bandwidth",
              share, op->gb_per_s, op->bandwidth_fraction * 100);
+  } else if (strcmp(op->bound, "link") == 0) {
+    snprintf(out, size,
+             "%.0f%% of the time; a host-device copy: %.3g GB/s, %.0f%% of the pinned bandwidth",
+             share, op->gb_per_s, op->bandwidth_fraction * 100);
   } else if (strcmp(op->bound, "compute") == 0) {
     snprintf(out, size, "%.0f%% of the time; compute bound: %.3g GFLOP/s, %.0f%% of the FMA peak",
              share, op->gflop_per_s, op->compute_fraction * 100);

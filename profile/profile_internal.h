@@ -11,4 +11,8 @@ plm_status plm__profile_calibrate(plm_context *ctx, plm_profile_calibration *out
 /* The context the profiler was created on. */
 plm_context *plm__profiler_context(const plm_profiler *profiler);
 
+/* A pipeline takes (+1) or lets go of (-1) the profiler; plm_profiler_destroy refuses
+ * while any holds it. */
+void plm__profiler_attach(plm_profiler *profiler, int pipelines);
+
 #endif /* PLUME_PROFILE_PROFILE_INTERNAL_H */

@@ -7,6 +7,7 @@
  * the profiler's life), and gives the events back. Records live in one array that grows
  * by doubling up to max_launches; everything is under the profiler's lock. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,12 +24,16 @@ enum { DEFAULT_MAX_LAUNCHES = 1 << 20, MAX_STREAMS = 256, OVERHEAD_PROBES = 64 }
 
 typedef struct pending_events {
   plm_event *start, *end; /* NULL once collected */
+  bool ended;             /* _end recorded the end event */
 } pending_events;
 
 struct plm_profiler {
   plm_context *ctx;
   pthread_mutex_t lock;
-  size_t max_launches, capacity, count, collected, dropped;
+  atomic_int attached; /* pipelines holding it (plm__profiler_attach) */
+  size_t max_launches, capacity, count, collected;
+  size_t dropped;               /* beyond max_launches */
+  size_t abandoned;             /* begun but never ended (their times are NaN) */
   plm_profile_launch *launches; /* [capacity] */
   pending_events *events;       /* [capacity] */
   plm_event *origin;            /* launch 0's start event */
@@ -37,6 +42,8 @@ struct plm_profiler {
   plm_profile_calibration calibration;
   double overhead_us;
 };
+
+static void collect_ready_locked(plm_profiler *p);
 
 static double now_ns(void) {
   struct timespec t;
@@ -90,6 +97,7 @@ plm_status plm_profiler_begin(plm_profiler *profiler, plm_stream *stream, const 
     mark->host_start_ns = now_ns();
     return PLM_OK;
   }
+  collect_ready_locked(p); /* events of finished launches go back as it runs */
   plm_status status = grow(p);
   pending_events ev = {0};
   if (status == PLM_OK) status = plm_event_create(p->ctx, 0, &ev.start);
@@ -137,32 +145,67 @@ plm_status plm_profiler_end(plm_profiler *profiler, plm_stream *stream, plm_prof
   if (status == PLM_OK) {
     p->launches[mark->index].enqueue_us = (host_end_ns - mark->host_start_ns) / 1e3;
     status = plm_event_record(p->events[mark->index].end, stream);
-    if (status != PLM_OK) status = plm__propagate(status);
+    if (status == PLM_OK)
+      p->events[mark->index].ended = true;
+    else /* the launch is abandoned at collection: its times stay NaN */
+      status = plm__propagate(status);
   }
   pthread_mutex_unlock(&p->lock);
   mark->index = SIZE_MAX;
   return status;
 }
 
-/* Resolve launches [collected, count): wait, read the times, give the events back.
+/* Give launch i's events back (the origin stays: every time is measured from it). */
+static void release_events(plm_profiler *p, size_t i) {
+  pending_events *ev = &p->events[i];
+  if (ev->start && ev->start != p->origin) plm_event_destroy(ev->start);
+  if (ev->end) plm_event_destroy(ev->end);
+  ev->start = ev->end = NULL;
+}
+
+/* Resolve launch i, waiting for it or not: its start from the origin and its duration
+ * between its own two events (a float of milliseconds from the origin alone would lose
+ * microseconds after a few seconds). A launch never ended is abandoned (NaN times).
+ * Returns PLM_ERR_NOT_READY, changing nothing, when not waiting and it has not finished.
  * Under the lock. */
-static plm_status collect_locked(plm_profiler *p) {
+static plm_status resolve(plm_profiler *p, size_t i, bool wait) {
+  pending_events *ev = &p->events[i];
+  plm_profile_launch *launch = &p->launches[i];
   plm_status status = PLM_OK;
-  for (; status == PLM_OK && p->collected < p->count; p->collected++) {
-    pending_events *ev = &p->events[p->collected];
-    plm_profile_launch *launch = &p->launches[p->collected];
-    float start = 0.0f, end = 0.0f;
-    status = plm_event_synchronize(ev->end);
+  if (!ev->ended) {
+    p->abandoned++;
+  } else {
+    bool finished = true;
+    status = wait ? plm_event_synchronize(ev->end) : plm_event_query(ev->end, &finished);
+    if (status == PLM_OK && !finished) return PLM_ERR_NOT_READY;
+    float start = 0.0f, duration = 0.0f;
     if (status == PLM_OK) status = plm_event_elapsed_ms(p->origin, ev->start, &start);
-    if (status == PLM_OK) status = plm_event_elapsed_ms(p->origin, ev->end, &end);
-    if (status != PLM_OK) break;
-    launch->start_ms = start;
-    launch->end_ms = end;
-    if (ev->start != p->origin) plm_event_destroy(ev->start);
-    plm_event_destroy(ev->end);
-    ev->start = ev->end = NULL;
+    if (status == PLM_OK) status = plm_event_elapsed_ms(ev->start, ev->end, &duration);
+    if (status == PLM_OK) {
+      launch->start_ms = start;
+      launch->end_ms = (double)start + duration;
+    }
   }
+  release_events(p, i);
   return status;
+}
+
+/* Resolve launches [collected, count), waiting for each; a failure is returned after
+ * all are resolved (the failed ones abandoned), so the profiler stays usable. */
+static plm_status collect_locked(plm_profiler *p) {
+  plm_status first = PLM_OK;
+  for (; p->collected < p->count; p->collected++) {
+    plm_status status = resolve(p, p->collected, true);
+    if (status != PLM_OK && first == PLM_OK) first = status;
+  }
+  return first;
+}
+
+/* Resolve the oldest launches that have finished, without waiting. */
+static void collect_ready_locked(plm_profiler *p) {
+  while (p->collected < p->count && p->events[p->collected].ended &&
+         resolve(p, p->collected, false) == PLM_OK)
+    p->collected++;
 }
 
 plm_status plm_profiler_collect(plm_profiler *profiler) {
@@ -173,17 +216,21 @@ plm_status plm_profiler_collect(plm_profiler *profiler) {
   return plm__propagate(status);
 }
 
-/* Forget every record (after collecting them): the overhead probe's launches. */
+/* Forget every record, giving back the events of those not collected: the overhead
+ * probe's launches, and everything at destroy. */
 static void forget_records(plm_profiler *p) {
+  for (size_t i = p->collected; i < p->count; i++) release_events(p, i);
   if (p->origin) plm_event_destroy(p->origin);
   p->origin = NULL;
-  p->count = p->collected = p->dropped = 0;
+  p->count = p->collected = p->dropped = p->abandoned = 0;
   p->stream_count = 0;
 }
 
 /* The host cost of recording a launch: OVERHEAD_PROBES empty launches on a private
  * stream, timed on the host, then forgotten. */
 static plm_status measure_overhead(plm_profiler *p) {
+  const size_t max_launches = p->max_launches; /* every probe is recorded, not dropped */
+  if (p->max_launches < OVERHEAD_PROBES) p->max_launches = OVERHEAD_PROBES;
   plm_stream *stream = NULL;
   plm_status status = plm_stream_create(p->ctx, 0, &stream);
   const double start = now_ns();
@@ -198,6 +245,7 @@ static plm_status measure_overhead(plm_profiler *p) {
   if (stream) plm_stream_destroy(stream);
   if (status == PLM_OK) p->overhead_us = elapsed_ns / 1e3 / probes;
   forget_records(p);
+  p->max_launches = max_launches;
   return status;
 }
 
@@ -226,12 +274,13 @@ plm_status plm_profiler_create(plm_context *ctx, const plm_profiler_config *cfg,
 
 plm_status plm_profiler_destroy(plm_profiler *profiler) {
   if (!profiler) return PLM_OK;
+  const int attached = atomic_load(&profiler->attached);
+  if (attached > 0)
+    return plm__fail(PLM_ERR_INVALID_STATE,
+                     "the profiler is attached to %d pipeline(s): detach it first "
+                     "(plm_pipeline_set_profiler(pl, NULL)) or destroy them",
+                     attached);
   plm_status status = collect_locked(profiler);
-  for (size_t i = profiler->collected; i < profiler->count; i++) { /* after a failure */
-    if (profiler->events[i].start && profiler->events[i].start != profiler->origin)
-      plm_event_destroy(profiler->events[i].start);
-    if (profiler->events[i].end) plm_event_destroy(profiler->events[i].end);
-  }
   forget_records(profiler);
   free(profiler->launches);
   free(profiler->events);
@@ -244,6 +293,10 @@ plm_context *plm__profiler_context(const plm_profiler *profiler) {
   return profiler->ctx;
 }
 
+void plm__profiler_attach(plm_profiler *profiler, int pipelines) {
+  atomic_fetch_add(&profiler->attached, pipelines);
+}
+
 plm_status plm_profiler_launches(plm_profiler *profiler, const plm_profile_launch **launches,
                                  size_t *count, size_t *dropped) {
   PLM__REQUIRE_NOT_NULL(profiler);
@@ -252,7 +305,7 @@ plm_status plm_profiler_launches(plm_profiler *profiler, const plm_profile_launc
   pthread_mutex_lock(&profiler->lock);
   *launches = profiler->launches;
   *count = profiler->count;
-  if (dropped) *dropped = profiler->dropped;
+  if (dropped) *dropped = profiler->dropped + profiler->abandoned;
   pthread_mutex_unlock(&profiler->lock);
   return PLM_OK;
 }
@@ -290,14 +343,20 @@ static int by_total_descending(const void *a, const void *b) {
 
 /* The cost-model figures of one op's statistics, against the calibration. */
 static void add_rates(plm_profile_op_stats *s, const plm_profile_calibration *c) {
+  /* A copy between host and device moves its bytes once, over the link: against the
+   * pinned bandwidth of its direction, and bound by the transfer, not by memory. */
+  const bool h2d = strcmp(s->name, "h2d") == 0, d2h = strcmp(s->name, "d2h") == 0;
   const double seconds = s->mean_ms / 1e3;
   s->gb_per_s = seconds > 0.0 ? s->bytes / seconds / 1e9 : 0.0;
   s->gflop_per_s = seconds > 0.0 ? s->flops / seconds / 1e9 : 0.0;
   s->intensity = s->bytes > 0.0 ? s->flops / s->bytes : 0.0;
-  s->bandwidth_fraction = c->device_copy_gbps > 0.0 ? s->gb_per_s / c->device_copy_gbps : 0.0;
+  const double bandwidth = h2d ? c->h2d_gbps : d2h ? c->d2h_gbps : c->device_copy_gbps;
+  s->bandwidth_fraction = bandwidth > 0.0 ? s->gb_per_s / bandwidth : 0.0;
   s->compute_fraction = c->fma_gflops > 0.0 ? s->gflop_per_s / c->fma_gflops : 0.0;
   s->bound[0] = '\0';
-  if (c->device_copy_gbps > 0.0 && c->fma_gflops > 0.0 && s->bytes > 0.0) {
+  if (h2d || d2h) {
+    snprintf(s->bound, sizeof s->bound, "%s", "link");
+  } else if (c->device_copy_gbps > 0.0 && c->fma_gflops > 0.0 && s->bytes > 0.0) {
     const double ridge = c->fma_gflops / c->device_copy_gbps;
     snprintf(s->bound, sizeof s->bound, "%s", s->intensity < ridge ? "memory" : "compute");
   }
@@ -349,13 +408,16 @@ plm_status plm_profiler_op_stats(plm_profiler *profiler, plm_profile_op_stats **
       status =
           plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no memory for the statistics of %zu launches", n);
   }
-  if (status == PLM_OK && n > 0) {
-    for (size_t i = 0; i < n; i++) order[i] = i;
+  size_t timed = 0; /* launches with times (abandoned ones have none) */
+  if (status == PLM_OK)
+    for (size_t i = 0; i < n; i++)
+      if (!isnan(p->launches[i].start_ms)) order[timed++] = i;
+  if (status == PLM_OK && timed > 0) {
     sort_base = p->launches;
-    qsort(order, n, sizeof *order, by_name_then_start);
+    qsort(order, timed, sizeof *order, by_name_then_start);
     size_t first = 0;
-    for (size_t i = 1; status == PLM_OK && i <= n; i++) {
-      if (i < n && strcmp(p->launches[order[i]].name, p->launches[order[first]].name) == 0)
+    for (size_t i = 1; status == PLM_OK && i <= timed; i++) {
+      if (i < timed && strcmp(p->launches[order[i]].name, p->launches[order[first]].name) == 0)
         continue;
       status = stats_of_group(p, order, first, i, times, &out[groups++]);
       first = i;
@@ -411,6 +473,7 @@ plm_status plm_profiler_write(plm_profiler *profiler, const char *dir,
   PLM__REQUIRE_NOT_NULL(profiler);
   PLM__REQUIRE_NOT_NULL(dir);
   PLM__REFUSE_IN_HOST_CALLBACK();
+  if (!dir[0]) return plm__fail(PLM_ERR_INVALID_ARG, "dir is empty");
   const plm_profile_write_options none = {0};
   if (!options) options = &none;
   if (options->ab_count > 0 && !options->ab)
@@ -424,15 +487,17 @@ plm_status plm_profiler_write(plm_profiler *profiler, const char *dir,
   /* The launches by start time, from 0 (an event on another stream may precede the
    * origin, which is only the first recorded). */
   pthread_mutex_lock(&profiler->lock);
-  const size_t n = profiler->count;
-  plm_profile_launch *launches = n ? malloc(n * sizeof *launches) : NULL;
-  if (n && launches) memcpy(launches, profiler->launches, n * sizeof *launches);
-  const size_t dropped = profiler->dropped;
+  const size_t recorded = profiler->count;
+  plm_profile_launch *launches = recorded ? malloc(recorded * sizeof *launches) : NULL;
+  size_t n = 0; /* those with times */
+  for (size_t i = 0; launches && i < recorded; i++)
+    if (!isnan(profiler->launches[i].start_ms)) launches[n++] = profiler->launches[i];
+  const size_t dropped = profiler->dropped + profiler->abandoned;
   const int stream_count = profiler->stream_count;
   pthread_mutex_unlock(&profiler->lock);
-  if (n && !launches) {
+  if (recorded && !launches) {
     free(ops);
-    return plm__fail(PLM_ERR_OUT_OF_MEMORY, "no memory to copy %zu launches", n);
+    return plm__fail(PLM_ERR_OUT_OF_MEMORY, "no memory to copy %zu launches", recorded);
   }
   double first = 0.0;
   for (size_t i = 0; i < n; i++)

@@ -4,7 +4,8 @@
  *               stddev, numpy's interpolated percentiles, CV, the seeds' warnings);
  *   recording   launches around ops on two streams: names, streams, frames, costs,
  *               device times, statistics per op (counts, shares, GB/s from the cost);
- *               max_launches drops and counts the rest;
+ *               max_launches drops and counts the rest; a launch never ended (or whose
+ *               end failed) is abandoned and the profiler goes on; four threads at once;
  *   pipelines   an attached profiler records every step of plm_pipeline_run (frames
  *               0, 1, 2) and, in plm_pipeline_run_stream, each frame's h2d and d2h;
  *               graphs are off while it is attached;
@@ -16,6 +17,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -186,6 +188,90 @@ START_TEST(test_launches_beyond_the_limit_are_dropped) {
 }
 END_TEST
 
+START_TEST(test_a_launch_never_ended_is_abandoned) {
+  plm_profiler *p = quiet_profiler(0);
+  plm_profile_mark first, lost, wrong, last;
+  PLM_CHECK_OK(plm_profiler_begin(p, plm_test_stream, "memset", 0, NULL, &first));
+  PLM_CHECK_OK(plm_profiler_end(p, plm_test_stream, &first));
+  PLM_CHECK_OK(plm_profiler_begin(p, plm_test_stream, "lost", 1, NULL, &lost)); /* no end */
+  /* An end on the wrong stream fails; that launch is abandoned too. */
+  plm_stream *other = NULL;
+  PLM_CHECK_OK(plm_stream_create(plm_test_ctx, 0, &other));
+  PLM_CHECK_OK(plm_profiler_begin(p, plm_test_stream, "wrong", 2, NULL, &wrong));
+  PLM_CHECK_FAILS(plm_profiler_end(p, other, &wrong), PLM_ERR_INVALID_ARG, "stream");
+  PLM_CHECK_OK(plm_profiler_collect(p));
+  PLM_CHECK_OK(plm_profiler_begin(p, plm_test_stream, "memset", 3, NULL, &last));
+  PLM_CHECK_OK(plm_profiler_end(p, plm_test_stream, &last));
+  PLM_CHECK_OK(plm_profiler_collect(p)); /* the profiler goes on */
+
+  const plm_profile_launch *launches = NULL;
+  size_t count = 0, dropped = 0;
+  PLM_CHECK_OK(plm_profiler_launches(p, &launches, &count, &dropped));
+  ck_assert_uint_eq(count, 4);
+  ck_assert_uint_eq(dropped, 2);
+  ck_assert(isnan(launches[1].start_ms) && isnan(launches[2].start_ms));
+  ck_assert(!isnan(launches[3].start_ms));
+  plm_profile_op_stats *stats = NULL;
+  size_t ops = 0;
+  PLM_CHECK_OK(plm_profiler_op_stats(p, &stats, &ops));
+  ck_assert_uint_eq(ops, 1); /* the abandoned ones are in no statistics */
+  ck_assert_str_eq(stats[0].name, "memset");
+  ck_assert_int_eq(stats[0].count, 2);
+  free(stats);
+  PLM_CHECK_OK(plm_stream_destroy(other));
+  PLM_CHECK_OK(plm_profiler_destroy(p));
+}
+END_TEST
+
+/* Four threads record on streams of their own into one profiler. */
+enum { THREADS = 4, LAUNCHES_PER_THREAD = 150, KEPT = 400 };
+
+typedef struct recorder {
+  plm_profiler *profiler;
+  plm_stream *stream;
+  int failures;
+} recorder;
+
+static void *record_launches(void *arg) {
+  recorder *r = arg;
+  for (int i = 0; i < LAUNCHES_PER_THREAD; i++) {
+    plm_profile_mark mark;
+    if (plm_profiler_begin(r->profiler, r->stream, "memset", i, NULL, &mark) != PLM_OK ||
+        plm_profiler_end(r->profiler, r->stream, &mark) != PLM_OK)
+      r->failures++;
+  }
+  return NULL;
+}
+
+START_TEST(test_threads_record_at_once) {
+  plm_profiler *p = quiet_profiler(KEPT);
+  recorder recorders[THREADS];
+  pthread_t threads[THREADS];
+  for (int t = 0; t < THREADS; t++) {
+    recorders[t] = (recorder){.profiler = p};
+    PLM_CHECK_OK(plm_stream_create(plm_test_ctx, 0, &recorders[t].stream));
+  }
+  for (int t = 0; t < THREADS; t++)
+    ck_assert_int_eq(pthread_create(&threads[t], NULL, record_launches, &recorders[t]), 0);
+  for (int t = 0; t < THREADS; t++) ck_assert_int_eq(pthread_join(threads[t], NULL), 0);
+  const plm_profile_launch *launches = NULL;
+  size_t count = 0, dropped = 0;
+  PLM_CHECK_OK(plm_profiler_collect(p));
+  PLM_CHECK_OK(plm_profiler_launches(p, &launches, &count, &dropped));
+  ck_assert_uint_eq(count, KEPT);
+  ck_assert_uint_eq(dropped, THREADS * LAUNCHES_PER_THREAD - KEPT);
+  for (size_t i = 0; i < count; i++) {
+    ck_assert(launches[i].stream >= 0 && launches[i].stream < THREADS);
+    ck_assert(launches[i].end_ms >= launches[i].start_ms);
+  }
+  for (int t = 0; t < THREADS; t++) {
+    ck_assert_int_eq(recorders[t].failures, 0);
+    PLM_CHECK_OK(plm_stream_destroy(recorders[t].stream));
+  }
+  PLM_CHECK_OK(plm_profiler_destroy(p));
+}
+END_TEST
+
 /* ---- pipelines --------------------------------------------------------------------------------
  */
 
@@ -236,7 +322,8 @@ START_TEST(test_an_attached_pipeline_records_its_steps) {
                     (long long)frame);
   for (size_t i = 0; i < count; i++) ck_assert(launches[i].end_ms >= launches[i].start_ms);
 
-  /* Detached: nothing more is recorded. */
+  /* Attached, it cannot be destroyed; detached, nothing more is recorded. */
+  PLM_CHECK_FAILS(plm_profiler_destroy(p), PLM_ERR_INVALID_STATE, "attached");
   PLM_CHECK_OK(plm_pipeline_set_profiler(pl, NULL));
   PLM_CHECK_OK(plm_pipeline_run_stream(pl, ramp_source, NULL, NULL, NULL, &report));
   size_t after = 0;
@@ -317,7 +404,7 @@ START_TEST(test_calibration_is_measured_once_and_cached) {
   if (!a.from_cache) { /* measured by this process: it wrote the line */
     ck_assert_msg(f != NULL, "no cache file %s", path);
     ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
-    ck_assert(strncmp(line, "plume-calibration-1\t", 20) == 0);
+    ck_assert(strncmp(line, "plume-calibration-2\t", 20) == 0);
     ck_assert(strstr(line, a.device) != NULL);
   }
   if (f) fclose(f);
@@ -414,6 +501,7 @@ START_TEST(test_bad_arguments) {
   PLM_CHECK_OK(plm_profiler_end(p, plm_test_stream, &mark));
   PLM_CHECK_OK(plm_profiler_collect(p));
   PLM_CHECK_FAILS(plm_profiler_write(p, NULL, NULL), PLM_ERR_INVALID_ARG, "dir");
+  PLM_CHECK_FAILS(plm_profiler_write(p, "", NULL), PLM_ERR_INVALID_ARG, "empty");
   PLM_CHECK_OK(plm_profiler_destroy(p));
   PLM_CHECK_OK(plm_profiler_destroy(NULL));
 }
@@ -428,6 +516,8 @@ static Suite *profile_suite(void) {
   tcase_add_test(tcase, test_statistics_by_hand);
   tcase_add_test(tcase, test_launches_on_two_streams);
   tcase_add_test(tcase, test_launches_beyond_the_limit_are_dropped);
+  tcase_add_test(tcase, test_a_launch_never_ended_is_abandoned);
+  tcase_add_test(tcase, test_threads_record_at_once);
   tcase_add_test(tcase, test_an_attached_pipeline_records_its_steps);
   tcase_add_test(tcase, test_pipeline_run_numbers_its_frames);
   tcase_add_test(tcase, test_calibration_is_measured_once_and_cached);

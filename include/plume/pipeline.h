@@ -131,8 +131,8 @@ PLM_API plm_status plm_pipeline_destroy(plm_pipeline *pl);
  * launch named after its op ("sobel", "sobel_entropy_threshold", ...) with its cost
  * model and its frame (plm_pipeline_run numbers its calls 0, 1, ...; in
  * plm_pipeline_run_stream the frame index, with the uploads "h2d" and downloads "d2h").
- * NULL detaches. The profiler must be of the pipeline's context and outlive the runs it
- * records. While one is attached, run_stream uses no CUDA graphs (a replay has no
+ * NULL detaches. The profiler must be of the pipeline's context; while attached it
+ * cannot be destroyed (plm_profiler_destroy refuses). While one is attached, run_stream uses no CUDA graphs (a replay has no
  * per-step events; graphs_note says so). Not while a run is in progress on another
  * thread. Errors: PLM_ERR_INVALID_ARG (NULL pl, a profiler of another context). */
 PLM_API plm_status plm_pipeline_set_profiler(plm_pipeline *pl, plm_profiler *profiler);

@@ -100,9 +100,11 @@ typedef struct plm_profile_op_stats {
   double bytes, flops;          /* per launch (mean) */
   double gb_per_s, gflop_per_s; /* bytes / mean time, flops / mean time */
   double intensity;             /* flops per byte (0 when no bytes) */
-  double bandwidth_fraction;    /* gb_per_s / the calibrated copy bandwidth */
+  double bandwidth_fraction;    /* gb_per_s / the calibrated copy bandwidth (h2d, d2h:
+                                 * the pinned bandwidth of that direction) */
   double compute_fraction;      /* gflop_per_s / the calibrated FMA rate */
-  char bound[8];                /* "memory" or "compute" (see the top), or "" */
+  char bound[8];                /* "memory" or "compute" (see the top), "link" for h2d
+                                 * and d2h, or "" (no calibration) */
   double enqueue_mean_us;       /* host time per enqueue */
 } plm_profile_op_stats;
 
@@ -126,7 +128,9 @@ typedef struct plm_profile_write_options {
 PLM_API plm_status plm_profiler_create(plm_context *ctx, const plm_profiler_config *cfg,
                                        plm_profiler **out);
 
-/* Waits for recorded launches' events, then frees everything. NULL is a no-op. */
+/* Waits for recorded launches' events, then frees everything. NULL is a no-op.
+ * Errors: PLM_ERR_INVALID_STATE while a pipeline holds it (plm_pipeline_set_profiler:
+ * detach it, or destroy the pipeline, first); nothing is freed then. */
 PLM_API plm_status plm_profiler_destroy(plm_profiler *profiler);
 
 /* A launch being recorded: filled by _begin, passed to _end. */
@@ -147,11 +151,17 @@ PLM_API plm_status plm_profiler_begin(plm_profiler *profiler, plm_stream *stream
 PLM_API plm_status plm_profiler_end(plm_profiler *profiler, plm_stream *stream,
                                     plm_profile_mark *mark);
 
-/* Wait for every recorded launch and resolve its times. Blocking. */
+/* Wait for every recorded launch and resolve its times (start from the origin, the
+ * duration between the launch's own two events). A launch begun but not ended is
+ * abandoned (see _launches). Events of finished launches are also given back as
+ * recording goes on, so a long run holds events only for the launches in flight.
+ * Blocking. After an error the launches are still resolved and the profiler usable. */
 PLM_API plm_status plm_profiler_collect(plm_profiler *profiler);
 
 /* The launches recorded so far (after collect: with their times), valid until the
- * next call on the profiler; *dropped (may be NULL) counts those not kept. */
+ * next call on the profiler; *dropped (may be NULL) counts those not kept: beyond
+ * max_launches, or abandoned (begun, but collected before their _end succeeded; their
+ * records stay, with NaN times, and no statistics count them). */
 PLM_API plm_status plm_profiler_launches(plm_profiler *profiler,
                                          const plm_profile_launch **launches, size_t *count,
                                          size_t *dropped);
@@ -177,8 +187,10 @@ PLM_API plm_status plm_profile_stats_of(const double *times_ms, size_t n,
                                         plm_profile_op_stats *stats);
 
 /* Collect, then write DIR/profile.json, DIR/trace.json and DIR/report.html (DIR is
- * created when missing; each file is written whole or not at all). options may be
- * NULL. Errors: PLM_ERR_INVALID_ARG, PLM_ERR_IO (with the path). */
+ * created when missing; each file is written whole or not at all, in that order, so
+ * after a failure the later ones may be those of an earlier write). Times in the
+ * files start at the earliest launch. options may be NULL. Errors:
+ * PLM_ERR_INVALID_ARG (NULL or empty dir), PLM_ERR_IO (with the path). */
 PLM_API plm_status plm_profiler_write(plm_profiler *profiler, const char *dir,
                                       const plm_profile_write_options *options);
 

@@ -132,10 +132,29 @@ for op in conv2d threshold label regions h2d d2h; do
   checks=$((checks + 1))
   grep -q "\"name\": \"$op\"" prof/run/trace.json || fail "--profile: no $op in trace.json"
 done
+# The first run measured the device and cached it; a later process reads the cache (here
+# with its FMA rate changed, to see that it is the file that is read), and a damaged line
+# is measured again.
+checks=$((checks + 1))
+grep -q '"from_cache": false' prof/run/profile.json || fail "--profile: the first run did not measure"
+cache=cache/plume/calibration.tsv
+checks=$((checks + 1))
+[[ $(wc -l <"$cache") == 1 ]] && grep -q "^plume-calibration-2	host	" "$cache" ||
+  fail "--profile: the cache holds: $(cat "$cache")"
+awk 'BEGIN {FS = OFS = "\t"} {$7 = "123.5"; print}' "$cache" >cache.tmp && mv cache.tmp "$cache"
+run 0 "--profile, cached" detect --frames s.npy --pipeline "$pipeline" --out p.csv --profile prof/cached
+checks=$((checks + 1))
+grep -q '"from_cache": true' prof/cached/profile.json && grep -q '"fma_gflops": 123.5' prof/cached/profile.json ||
+  fail "--profile: the cached calibration was not used: $(grep -A7 calibration prof/cached/profile.json)"
+awk 'BEGIN {FS = OFS = "\t"} {$4 = "fast"; print}' "$cache" >cache.tmp && mv cache.tmp "$cache"
+run 0 "--profile, damaged cache" detect --frames s.npy --pipeline "$pipeline" --out p.csv --profile prof/damaged
+checks=$((checks + 1))
+grep -q '"from_cache": false' prof/damaged/profile.json || fail "--profile: a damaged cache line was used"
 : >not-a-dir
 run 2 "--profile into a file" detect --frames s.npy --pipeline "$pipeline" --out q.csv \
   --profile not-a-dir/sub
-absent "--profile into a file" q.csv
+checks=$((checks + 1))
+cmp -s a.csv q.csv || fail "--profile into a file: the detections were not kept"
 
 # ---- the same rows as plume op --------------------------------------------------------------
 run 0 "op threshold" op threshold --in s.npy --value 3500 --out m.npy
