@@ -58,31 +58,26 @@ static json_t *launch_event(const plm_profile_launch *l) {
   return NULL;
 }
 
-/* The process's name, then one thread name per stream. */
-static bool append_metadata(json_t *events, const plm__profile_snapshot *s) {
-  if (json_array_append_new(events, metadata_event("process_name", 0, "plume")) != 0) return false;
+/* Write one event on a line of its own, after a comma unless it is the first; takes e. */
+static bool write_event(FILE *f, json_t *e, bool *first) {
+  bool ok = e && fputs(*first ? "\n" : ",\n", f) != EOF && json_dumpf(e, f, 0) == 0;
+  json_decref(e);
+  *first = false;
+  return ok;
+}
+
+/* The process's name, one thread name per stream, then every launch. */
+static bool write_events(FILE *f, const plm__profile_snapshot *s) {
+  bool first = true;
+  if (!write_event(f, metadata_event("process_name", 0, "plume"), &first)) return false;
   for (int k = 0; k < s->stream_count; k++) {
     char name[32];
     snprintf(name, sizeof name, "stream %d", k);
-    if (json_array_append_new(events, metadata_event("thread_name", k + 1, name)) != 0)
-      return false;
+    if (!write_event(f, metadata_event("thread_name", k + 1, name), &first)) return false;
   }
+  for (size_t i = 0; i < s->launch_count; i++)
+    if (!write_event(f, launch_event(&s->launches[i]), &first)) return false;
   return true;
-}
-
-static json_t *events_json(const plm__profile_snapshot *s) {
-  json_t *events = json_array();
-  if (!events || !append_metadata(events, s)) {
-    json_decref(events);
-    return NULL;
-  }
-  for (size_t i = 0; i < s->launch_count; i++) {
-    if (json_array_append_new(events, launch_event(&s->launches[i])) != 0) {
-      json_decref(events);
-      return NULL;
-    }
-  }
-  return events;
 }
 
 static json_t *other_data(const plm__profile_snapshot *s) {
@@ -94,17 +89,26 @@ static json_t *other_data(const plm__profile_snapshot *s) {
   return NULL;
 }
 
+/* The events are written one at a time, so a long profile needs no tree of them all in
+ * memory (a million launches would take over a gigabyte as jansson objects). */
 plm_status plm__profile_write_trace(const plm__profile_snapshot *snapshot, const char *path) {
   if (!snapshot || !path)
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s is NULL", snapshot ? "path" : "snapshot");
   if (snapshot->launch_count && !snapshot->launches)
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s: the snapshot's launches array is NULL", path);
-  json_t *root = json_object();
-  if (root &&
-      !(SET(root, "traceEvents", events_json(snapshot)) &&
-        SET(root, "displayTimeUnit", STR("ms")) && SET(root, "otherData", other_data(snapshot)))) {
-    json_decref(root);
-    root = NULL;
+  plm__profile_file out;
+  plm_status status = plm__profile_file_open(path, &out);
+  if (status != PLM_OK) return status;
+  json_t *other = other_data(snapshot);
+  const bool written = other &&
+                       fputs("{\"displayTimeUnit\":\"ms\",\"otherData\":", out.file) != EOF &&
+                       json_dumpf(other, out.file, JSON_COMPACT) == 0 &&
+                       fputs(",\"traceEvents\":[", out.file) != EOF &&
+                       write_events(out.file, snapshot) && fputs("]}\n", out.file) != EOF;
+  json_decref(other);
+  if (!written) {
+    plm__profile_file_abort(&out);
+    return plm__fail_raw(PLM_ERR_IO, "%s: cannot write the trace", path);
   }
-  return plm__profile_write_json_file(root, path);
+  return plm__profile_file_commit(&out);
 }
