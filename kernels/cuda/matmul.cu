@@ -1,0 +1,220 @@
+/* kernels/cuda/matmul.cu: matmul on the GPU.
+ *
+ * FP32: a tiled SGEMM on the CUDA cores. A block of 256 threads computes a 64 x 64 tile
+ * of out, each thread a 4 x 4 sub-block, stepping through the depth 16 at a time with a
+ * 64 x 16 tile of a and a 16 x 64 tile of b in shared memory.
+ *
+ * TF32 and BF16: tensor cores through WMMA (sm_80 and later). A block of 4 warps
+ * computes a 64 x 64 tile, each warp 32 x 32 as 2 x 2 fragments of 16 x 16, with f32
+ * accumulators; the depth advances 16 at a time (two m16n16k8 steps for TF32, one
+ * m16n16k16 step for BF16). The tiles of a and b are rounded to the precision as they
+ * are staged in shared memory (plm__round_mantissa, round to nearest even: exactly what
+ * the host backend does), so the tensor cores see the same inputs as the CPU.
+ *
+ * Both kernels zero-pad the staged tiles past m, n and k, and guard every store, so any
+ * shape works. The bias and the activation are applied as out is written (the
+ * accumulators go through shared memory on the tensor-core path). A device older than
+ * sm_80 runs the FP32 kernel on inputs rounded to the precision instead.
+ */
+#include <cuda_bf16.h>
+#include <mma.h>
+
+#include "kernels/common/matmul.h"
+#include "kernels/cuda/launch.h"
+
+namespace {
+
+constexpr int TILE = 64;  /* out tile edge, both kernels */
+constexpr int DEPTH = 16; /* depth step, both kernels */
+constexpr int SGEMM_THREADS = 256;
+constexpr int WMMA_THREADS = 128;
+
+__device__ inline float epilogue(float sum, const float *bias, int64_t col,
+                                 plm_activation activation) {
+  if (bias) sum += bias[col];
+  return plm__activate(sum, activation);
+}
+
+/* FP32 (or, below sm_80, rounded inputs) on the CUDA cores. */
+__global__ void __launch_bounds__(SGEMM_THREADS) sgemm_kernel(plm__matmul_args args) {
+  __shared__ float a_tile[DEPTH][TILE + 4]; /* transposed: a_tile[k][row] */
+  __shared__ float b_tile[DEPTH][TILE + 4];
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+  const int64_t row0 = (int64_t)blockIdx.y * TILE, col0 = (int64_t)blockIdx.x * TILE;
+  float sums[4][4] = {};
+  for (int64_t k0 = 0; k0 < args.k; k0 += DEPTH) {
+    for (int e = threadIdx.x; e < TILE * DEPTH; e += SGEMM_THREADS) {
+      int r = e / DEPTH, kk = e % DEPTH; /* a: consecutive threads along k */
+      int64_t gr = row0 + r, gk = k0 + kk;
+      a_tile[kk][r] = gr < args.m && gk < args.k
+                          ? plm__round_to_precision(args.a[gr * args.k + gk], args.precision)
+                          : 0.0f;
+      int bk = e / TILE, c = e % TILE; /* b: consecutive threads along n */
+      int64_t gbk = k0 + bk, gc = col0 + c;
+      b_tile[bk][c] = gbk < args.k && gc < args.n
+                          ? plm__round_to_precision(args.b[gbk * args.n + gc], args.precision)
+                          : 0.0f;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int kk = 0; kk < DEPTH; kk++) {
+      float av[4], bv[4];
+#pragma unroll
+      for (int i = 0; i < 4; i++) av[i] = a_tile[kk][ty + 16 * i];
+#pragma unroll
+      for (int j = 0; j < 4; j++) bv[j] = b_tile[kk][tx + 16 * j];
+#pragma unroll
+      for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++) sums[i][j] = fmaf(av[i], bv[j], sums[i][j]);
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int i = 0; i < 4; i++)
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+      int64_t r = row0 + ty + 16 * i, c = col0 + tx + 16 * j;
+      if (r < args.m && c < args.n)
+        args.out[r * args.n + c] = epilogue(sums[i][j], args.bias, c, args.activation);
+    }
+}
+
+/* What the tensor-core kernel stages and multiplies, per precision. */
+template <plm_precision P>
+struct wmma_traits;
+
+template <>
+struct wmma_traits<PLM_PRECISION_TF32> {
+  typedef float staged; /* already rounded to tf32 */
+  typedef nvcuda::wmma::precision::tf32 element;
+  static constexpr int FRAG_K = 8;
+  static constexpr int PAD = 4; /* WMMA wants ldm a multiple of 16 bytes */
+  static __device__ float stage(float x) { return plm__round_tf32(x); }
+};
+
+template <>
+struct wmma_traits<PLM_PRECISION_BF16> {
+  typedef __nv_bfloat16 staged;
+  typedef __nv_bfloat16 element;
+  static constexpr int FRAG_K = 16;
+  static constexpr int PAD = 8;
+  static __device__ __nv_bfloat16 stage(float x) { return __float2bfloat16_rn(x); }
+};
+
+template <plm_precision P>
+__global__ void __launch_bounds__(WMMA_THREADS) wmma_kernel(plm__matmul_args args) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+  /* Never launched below sm_80 (the launcher checks the device). */
+  (void)args;
+#else
+  using namespace nvcuda;
+  typedef wmma_traits<P> traits;
+  typedef typename traits::staged staged;
+  constexpr int LDA = DEPTH + traits::PAD, LDB = TILE + traits::PAD, LDC = TILE + 4;
+  /* The staged tiles, and after the last step the f32 results, share the memory. */
+  constexpr int STAGED_BYTES = (TILE * LDA + DEPTH * LDB) * (int)sizeof(staged);
+  constexpr int OUT_BYTES = TILE * LDC * (int)sizeof(float);
+  __shared__ __align__(
+      32) unsigned char shared[STAGED_BYTES > OUT_BYTES ? STAGED_BYTES : OUT_BYTES];
+  staged *a_tile = reinterpret_cast<staged *>(shared); /* [TILE][LDA] */
+  staged *b_tile = a_tile + TILE * LDA;                /* [DEPTH][LDB] */
+  float *out_tile = reinterpret_cast<float *>(shared); /* [TILE][LDC] */
+
+  const int warp = threadIdx.x / 32;
+  const int warp_row = (warp / 2) * 32, warp_col = (warp % 2) * 32;
+  const int64_t row0 = (int64_t)blockIdx.y * TILE, col0 = (int64_t)blockIdx.x * TILE;
+
+  wmma::fragment<wmma::accumulator, 16, 16, traits::FRAG_K, float> acc[2][2];
+#pragma unroll
+  for (int i = 0; i < 2; i++)
+#pragma unroll
+    for (int j = 0; j < 2; j++) wmma::fill_fragment(acc[i][j], 0.0f);
+
+  for (int64_t k0 = 0; k0 < args.k; k0 += DEPTH) {
+    for (int e = threadIdx.x; e < TILE * DEPTH; e += WMMA_THREADS) {
+      int r = e / DEPTH, kk = e % DEPTH;
+      int64_t gr = row0 + r, gk = k0 + kk;
+      a_tile[r * LDA + kk] = traits::stage(
+          gr < args.m && gk < args.k ? plm__round_to_precision(args.a[gr * args.k + gk], P) : 0.0f);
+      int bk = e / TILE, c = e % TILE;
+      int64_t gbk = k0 + bk, gc = col0 + c;
+      b_tile[bk * LDB + c] = traits::stage(
+          gbk < args.k && gc < args.n ? plm__round_to_precision(args.b[gbk * args.n + gc], P)
+                                      : 0.0f);
+    }
+    __syncthreads();
+#pragma unroll
+    for (int kk = 0; kk < DEPTH; kk += traits::FRAG_K) {
+      wmma::fragment<wmma::matrix_a, 16, 16, traits::FRAG_K, typename traits::element,
+                     wmma::row_major>
+          a_frag[2];
+      wmma::fragment<wmma::matrix_b, 16, 16, traits::FRAG_K, typename traits::element,
+                     wmma::row_major>
+          b_frag[2];
+#pragma unroll
+      for (int i = 0; i < 2; i++) {
+        wmma::load_matrix_sync(a_frag[i], a_tile + (warp_row + 16 * i) * LDA + kk, LDA);
+        wmma::load_matrix_sync(b_frag[i], b_tile + kk * LDB + warp_col + 16 * i, LDB);
+        if constexpr (P == PLM_PRECISION_TF32) {
+          /* Already tf32 values: the conversion WMMA asks for changes nothing. */
+          for (int t = 0; t < a_frag[i].num_elements; t++)
+            a_frag[i].x[t] = wmma::__float_to_tf32(a_frag[i].x[t]);
+          for (int t = 0; t < b_frag[i].num_elements; t++)
+            b_frag[i].x[t] = wmma::__float_to_tf32(b_frag[i].x[t]);
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < 2; i++)
+#pragma unroll
+        for (int j = 0; j < 2; j++) wmma::mma_sync(acc[i][j], a_frag[i], b_frag[j], acc[i][j]);
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int i = 0; i < 2; i++)
+#pragma unroll
+    for (int j = 0; j < 2; j++)
+      wmma::store_matrix_sync(out_tile + (warp_row + 16 * i) * LDC + warp_col + 16 * j, acc[i][j],
+                              LDC, wmma::mem_row_major);
+  __syncthreads();
+  for (int e = threadIdx.x; e < TILE * TILE; e += WMMA_THREADS) {
+    int r = e / TILE, c = e % TILE;
+    int64_t gr = row0 + r, gc = col0 + c;
+    if (gr < args.m && gc < args.n)
+      args.out[gr * args.n + gc] = epilogue(out_tile[r * LDC + c], args.bias, gc, args.activation);
+  }
+#endif
+}
+
+}  // namespace
+
+extern "C" plm_status plm__matmul_cuda(void *stream, const plm__matmul_args *args) {
+  cudaStream_t s = (cudaStream_t)stream;
+  const int64_t tiles_m = (args->m + TILE - 1) / TILE, tiles_n = (args->n + TILE - 1) / TILE;
+  if (tiles_m > 65535 || tiles_n > 2147483647LL)
+    return plm__fail_raw(PLM_ERR_UNSUPPORTED, "matmul: %lld rows exceed the grid (at most %d)",
+                         (long long)args->m, 65535 * TILE);
+  dim3 grid((unsigned)tiles_n, (unsigned)tiles_m);
+  bool tensor_cores = false;
+  if (args->precision != PLM_PRECISION_FP32) {
+    int device = 0, major = 0;
+    cudaError_t err = cudaGetDevice(&device);
+    if (err == cudaSuccess)
+      err = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+    if (err != cudaSuccess)
+      return plm__fail_raw(PLM_ERR_BACKEND, "matmul: reading the compute capability failed: %s",
+                           cudaGetErrorString(err));
+    tensor_cores = major >= 8;
+  }
+  if (!tensor_cores) {
+    sgemm_kernel<<<grid, SGEMM_THREADS, 0, s>>>(*args);
+    return plm__cuda_check_launch("matmul sgemm_kernel");
+  }
+  if (args->precision == PLM_PRECISION_TF32) {
+    wmma_kernel<PLM_PRECISION_TF32><<<grid, WMMA_THREADS, 0, s>>>(*args);
+    return plm__cuda_check_launch("matmul wmma_kernel<tf32>");
+  }
+  wmma_kernel<PLM_PRECISION_BF16><<<grid, WMMA_THREADS, 0, s>>>(*args);
+  return plm__cuda_check_launch("matmul wmma_kernel<bf16>");
+}

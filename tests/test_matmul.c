@@ -1,0 +1,360 @@
+/* tests/test_matmul.c: the matmul op (plume/matmul.h) on the backend under test,
+ * against a float64 reference computed here: numpy's act(a @ b + bias). The error of
+ * each element is measured against the standard GEMM error scale,
+ * Σ_k |a_ik|·|b_kj| + |bias_j|: at most 1e-5 of it for FP32, 1e-3 for TF32, 1e-2 for
+ * BF16 (the activations are 1-Lipschitz, so the bound carries through them, plus the
+ * f32 evaluation of the activation itself). Inputs go to the device with stream copies,
+ * so the same test runs on cuda. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "kernels/common/matmul.h"
+
+static const plm_activation activations[] = {PLM_ACTIVATION_NONE, PLM_ACTIVATION_RELU,
+                                             PLM_ACTIVATION_SIGMOID, PLM_ACTIVATION_TANH};
+static const char *const activation_names[] = {"none", "relu", "sigmoid", "tanh"};
+static const char *const precision_names[] = {"fp32", "tf32", "bf16", "auto"};
+
+static double activate(double x, plm_activation activation) {
+  switch (activation) {
+    case PLM_ACTIVATION_RELU: return x < 0 ? 0 : x;
+    case PLM_ACTIVATION_SIGMOID: return 1.0 / (1.0 + exp(-x));
+    case PLM_ACTIVATION_TANH: return tanh(x);
+    case PLM_ACTIVATION_NONE: break;
+  }
+  return x;
+}
+
+/* x rounded to nearest, ties to even, to `bits` mantissa bits, in double (the
+ * reference's own rounding, independent of the library's). */
+static double round_mantissa(double x, int bits) {
+  if (x == 0 || !isfinite(x)) return x;
+  int e;
+  double f = frexp(x, &e); /* x = f · 2^e, 0.5 <= |f| < 1 */
+  return ldexp(nearbyint(ldexp(f, bits + 1)), e - bits - 1);
+}
+
+static double input_as(float x, plm_precision precision) {
+  if (precision == PLM_PRECISION_TF32) return round_mantissa(x, 10);
+  if (precision == PLM_PRECISION_BF16) return round_mantissa(x, 7);
+  return x;
+}
+
+static float *random_matrix(int64_t count, uint64_t seed) {
+  float *m = malloc((size_t)count * sizeof *m);
+  ck_assert_ptr_nonnull(m);
+  uint64_t state = seed | 1;
+  for (int64_t i = 0; i < count; i++)
+    m[i] = (float)((double)(plm_test_random(&state) % 2000001) / 1000000.0 - 1.0);
+  return m;
+}
+
+static plm_tensor upload(const float *host, int ndim, const int64_t *dims) {
+  plm_tensor t;
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, ndim, dims, &t));
+  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, t.data, host, plm_tensor_bytes(&t),
+                                 PLM_COPY_HOST_TO_DEVICE));
+  return t;
+}
+
+/* plm_matmul on host inputs; returns out (m·n floats, the caller frees it). */
+static float *run_matmul(const float *a, const float *b, const float *bias, int64_t m, int64_t k,
+                         int64_t n, plm_matmul_params params) {
+  const int64_t a_dims[2] = {m, k}, b_dims[2] = {k, n}, out_dims[2] = {m, n};
+  plm_tensor ta = upload(a, 2, a_dims), tb = upload(b, 2, b_dims), tbias, tout;
+  if (bias) tbias = upload(bias, 1, &n);
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, out_dims, &tout));
+  PLM_CHECK_OK(plm_matmul(plm_test_stream, &ta, &tb, bias ? &tbias : NULL, &params, &tout));
+  float *out = malloc((size_t)(m * n) * sizeof *out);
+  ck_assert_ptr_nonnull(out);
+  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, out, tout.data, plm_tensor_bytes(&tout),
+                                 PLM_COPY_DEVICE_TO_HOST));
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &ta));
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &tb));
+  if (bias) PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &tbias));
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &tout));
+  return out;
+}
+
+/* The worst error of out against the float64 reference, as a fraction of each element's
+ * error scale. The reference reads the inputs as `reference_precision` rounds them. */
+static double worst_error(const float *out, const float *a, const float *b, const float *bias,
+                          int64_t m, int64_t k, int64_t n, plm_activation activation,
+                          plm_precision reference_precision) {
+  double worst = 0;
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < n; j++) {
+      double sum = 0, scale = 0;
+      for (int64_t p = 0; p < k; p++) {
+        double x = input_as(a[i * k + p], reference_precision);
+        double y = input_as(b[p * n + j], reference_precision);
+        sum += x * y;
+        scale += fabs(x * y);
+      }
+      if (bias) {
+        sum += bias[j];
+        scale += fabs(bias[j]);
+      }
+      double expected = activate(sum, activation);
+      /* The activation's own f32 evaluation: a few ulp of its value. */
+      double slack = 4.0 * FLT_EPSILON * fabs(expected);
+      double error = fabs((double)out[i * n + j] - expected) - slack;
+      double relative = error <= 0 ? 0 : error / (scale > 0 ? scale : DBL_MIN);
+      if (!(relative <= worst)) worst = relative; /* NaN counts as the worst */
+    }
+  return worst;
+}
+
+static double tolerance(plm_precision precision) {
+  return precision == PLM_PRECISION_BF16 ? 1e-2 : precision == PLM_PRECISION_TF32 ? 1e-3 : 1e-5;
+}
+
+static const int64_t sizes[][3] = {/* m, k, n */
+                                   {1, 1, 1},     {7, 13, 5},    {33, 65, 17},
+                                   {128, 64, 96}, {5, 300, 130}, {150, 200, 70}};
+
+START_TEST(test_matches_the_reference_for_every_size_precision_activation_and_bias) {
+  for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+    const int64_t m = sizes[s][0], k = sizes[s][1], n = sizes[s][2];
+    float *a = random_matrix(m * k, 11 + s), *b = random_matrix(k * n, 23 + s);
+    float *bias = random_matrix(n, 37 + s);
+    for (int p = PLM_PRECISION_FP32; p <= PLM_PRECISION_AUTO; p++)
+      for (int act = 0; act < 4; act++)
+        for (int with_bias = 0; with_bias < 2; with_bias++) {
+          plm_matmul_params params = {.precision = (plm_precision)p,
+                                      .activation = activations[act]};
+          float *out = run_matmul(a, b, with_bias ? bias : NULL, m, k, n, params);
+          /* AUTO is FP32 at these sizes (below PLM_MATMUL_AUTO_TF32_MIN_WORK). */
+          plm_precision meaning = p == PLM_PRECISION_AUTO ? PLM_PRECISION_FP32 : (plm_precision)p;
+          double worst = worst_error(out, a, b, with_bias ? bias : NULL, m, k, n, activations[act],
+                                     PLM_PRECISION_FP32);
+          ck_assert_msg(worst <= tolerance(meaning),
+                        "%lldx%lldx%lld %s %s bias %d: error %.3g of the scale (tolerance %g)",
+                        (long long)m, (long long)k, (long long)n, precision_names[p],
+                        activation_names[act], with_bias, worst, tolerance(meaning));
+          free(out);
+        }
+    free(a);
+    free(b);
+    free(bias);
+  }
+}
+END_TEST
+
+/* TF32 and BF16 mean "the inputs rounded to nearest even, then an f32 product": against
+ * a reference that rounds its inputs so, the result is as close as FP32's. A backend
+ * that truncated instead, or skipped the rounding, fails this. */
+START_TEST(test_reduced_precisions_round_their_inputs_to_nearest_even) {
+  for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+    const int64_t m = sizes[s][0], k = sizes[s][1], n = sizes[s][2];
+    float *a = random_matrix(m * k, 101 + s), *b = random_matrix(k * n, 211 + s);
+    const plm_precision precisions[] = {PLM_PRECISION_TF32, PLM_PRECISION_BF16};
+    for (int p = 0; p < 2; p++) {
+      plm_matmul_params params = {.precision = precisions[p]};
+      float *out = run_matmul(a, b, NULL, m, k, n, params);
+      double worst = worst_error(out, a, b, NULL, m, k, n, PLM_ACTIVATION_NONE, precisions[p]);
+      ck_assert_msg(worst <= 1e-5, "%lldx%lldx%lld %s: error %.3g against rounded inputs",
+                    (long long)m, (long long)k, (long long)n, precision_names[precisions[p]],
+                    worst);
+      free(out);
+    }
+    free(a);
+    free(b);
+  }
+}
+END_TEST
+
+/* AUTO is TF32 from PLM_MATMUL_AUTO_TF32_MIN_WORK on, FP32 below: the same kernels,
+ * so the same bits. */
+START_TEST(test_auto_switches_to_tf32_at_the_threshold) {
+  const int64_t sides[2][3] = {{256, 256, 256}, {255, 256, 256}}; /* 2^24, and just below */
+  ck_assert(256LL * 256 * 256 == PLM_MATMUL_AUTO_TF32_MIN_WORK);
+  for (int s = 0; s < 2; s++) {
+    const int64_t m = sides[s][0], k = sides[s][1], n = sides[s][2];
+    float *a = random_matrix(m * k, 5 + s), *b = random_matrix(k * n, 7 + s);
+    float *automatic =
+        run_matmul(a, b, NULL, m, k, n, (plm_matmul_params){.precision = PLM_PRECISION_AUTO});
+    plm_precision expected = s == 0 ? PLM_PRECISION_TF32 : PLM_PRECISION_FP32;
+    float *explicit = run_matmul(a, b, NULL, m, k, n, (plm_matmul_params){.precision = expected});
+    ck_assert_msg(memcmp(automatic, explicit, (size_t)(m * n) * sizeof(float)) == 0,
+                  "AUTO at %lld is not %s", (long long)(m * k * n), precision_names[expected]);
+    float *other = run_matmul(
+        a, b, NULL, m, k, n,
+        (plm_matmul_params){.precision = s == 0 ? PLM_PRECISION_FP32 : PLM_PRECISION_TF32});
+    ck_assert(memcmp(automatic, other, (size_t)(m * n) * sizeof(float)) != 0);
+    free(a);
+    free(b);
+    free(automatic);
+    free(explicit);
+    free(other);
+  }
+}
+END_TEST
+
+START_TEST(test_rounding_helpers_round_to_nearest_even) {
+  const float one = 1.0f;
+  ck_assert(plm__round_tf32(one + ldexpf(1, -11)) == one); /* a tie: to even */
+  ck_assert(plm__round_tf32(one + 3 * ldexpf(1, -11)) == one + ldexpf(1, -9));
+  ck_assert(plm__round_tf32(one + ldexpf(1, -11) + ldexpf(1, -20)) == one + ldexpf(1, -10));
+  ck_assert(plm__round_tf32(-(one + 3 * ldexpf(1, -11))) == -(one + ldexpf(1, -9)));
+  ck_assert(plm__round_bf16(one + ldexpf(1, -8)) == one);
+  ck_assert(plm__round_bf16(one + 3 * ldexpf(1, -8)) == one + ldexpf(1, -6));
+  ck_assert(plm__round_bf16(FLT_MAX) == INFINITY); /* overflow rounds to infinity */
+  ck_assert(plm__round_tf32(INFINITY) == INFINITY);
+  ck_assert(isnan(plm__round_bf16(NAN)));
+  ck_assert(plm__round_to_precision(0.1f, PLM_PRECISION_FP32) == 0.1f);
+  uint64_t state = 99;
+  for (int i = 0; i < 100000; i++) {
+    uint32_t bits = (uint32_t)plm_test_random(&state) & 0x7e7fffffu; /* normal numbers */
+    float x;
+    memcpy(&x, &bits, sizeof x);
+    if (x == 0 || !isnormal(x)) continue;
+    ck_assert(plm__round_tf32(x) == (float)round_mantissa(x, 10));
+    ck_assert(plm__round_bf16(x) == (float)round_mantissa(x, 7));
+  }
+  ck_assert(plm__activate(-2.0f, PLM_ACTIVATION_RELU) == 0.0f);
+  ck_assert(isnan(plm__activate(NAN, PLM_ACTIVATION_RELU)));
+  ck_assert(fabs(plm__activate(0.5f, PLM_ACTIVATION_SIGMOID) - 1 / (1 + exp(-0.5))) < 1e-7);
+  ck_assert(plm__activate(-100.0f, PLM_ACTIVATION_SIGMOID) >= 0.0f);
+  ck_assert(plm__activate(100.0f, PLM_ACTIVATION_SIGMOID) == 1.0f);
+}
+END_TEST
+
+START_TEST(test_output_shape_and_cost) {
+  const int64_t a_dims[2] = {6, 4}, b_dims[2] = {4, 5}, bias_dims[1] = {5};
+  float storage[64];
+  plm_tensor a, b, bias;
+  PLM_CHECK_OK(plm_tensor_wrap(plm_test_ctx, storage, PLM_DTYPE_F32, 2, a_dims, &a));
+  PLM_CHECK_OK(plm_tensor_wrap(plm_test_ctx, storage, PLM_DTYPE_F32, 2, b_dims, &b));
+  PLM_CHECK_OK(plm_tensor_wrap(plm_test_ctx, storage, PLM_DTYPE_F32, 1, bias_dims, &bias));
+  plm_matmul_params params = {.activation = PLM_ACTIVATION_RELU};
+  plm_shape shape;
+  PLM_CHECK_OK(plm_matmul_output(&a, &b, &params, &shape));
+  ck_assert(shape.dtype == PLM_DTYPE_F32 && shape.ndim == 2 && shape.dims[0] == 6 &&
+            shape.dims[1] == 5);
+  plm_op_cost cost;
+  PLM_CHECK_OK(plm_matmul_cost(&a, &b, &bias, &params, &cost));
+  ck_assert(cost.bytes == 4.0 * (24 + 20 + 30 + 5));
+  ck_assert(cost.flops == 2.0 * 6 * 5 * 4 + 30 + 30);
+  params.activation = PLM_ACTIVATION_NONE;
+  PLM_CHECK_OK(plm_matmul_cost(&a, &b, NULL, &params, &cost));
+  ck_assert(cost.bytes == 4.0 * (24 + 20 + 30) && cost.flops == 240.0);
+  PLM_CHECK_FAILS(plm_matmul_output(&b, &b, &params, &shape), PLM_ERR_INVALID_ARG,
+                  "b has 4 rows but a has 5 columns");
+  PLM_CHECK_FAILS(plm_matmul_cost(&a, &b, &a, &params, &cost), PLM_ERR_INVALID_ARG,
+                  "bias->ndim is 2, expected 1");
+  plm_tensor broken = {.dtype = PLM_DTYPE_F32, .ndim = 2, .dims = {4, 0}};
+  PLM_CHECK_FAILS(plm_matmul_cost(&a, &broken, NULL, &params, &cost), PLM_ERR_INVALID_ARG,
+                  "b->dims[1] is 0");
+}
+END_TEST
+
+START_TEST(test_bad_input_is_refused_and_nothing_is_enqueued) {
+  const int64_t a_dims[2] = {8, 6}, b_dims[2] = {6, 5}, out_dims[2] = {8, 5}, n = 5, four = 4;
+  const int64_t wrong_dims[2] = {8, 4}, three_dims[3] = {2, 4, 5};
+  plm_tensor a, b, bias, out, wrong_out, short_bias, as_i32, three_d;
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, a_dims, &a));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, b_dims, &b));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 1, &n, &bias));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, out_dims, &out));
+  PLM_CHECK_OK(
+      plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, wrong_dims, &wrong_out));
+  PLM_CHECK_OK(
+      plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 1, &four, &short_bias));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_I32, 2, a_dims, &as_i32));
+  PLM_CHECK_OK(
+      plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 3, three_dims, &three_d));
+  plm_matmul_params params = {0};
+  plm_stream *s = plm_test_stream;
+
+  PLM_CHECK_FAILS(plm_matmul(NULL, &a, &b, &bias, &params, &out), PLM_ERR_INVALID_ARG,
+                  "plm_matmul: stream is NULL");
+  PLM_CHECK_FAILS(plm_matmul(s, NULL, &b, &bias, &params, &out), PLM_ERR_INVALID_ARG,
+                  "plm_matmul: a is NULL");
+  PLM_CHECK_FAILS(plm_matmul(s, &a, NULL, &bias, &params, &out), PLM_ERR_INVALID_ARG, "b is NULL");
+  PLM_CHECK_FAILS(plm_matmul(s, &a, &b, &bias, NULL, &out), PLM_ERR_INVALID_ARG, "params is NULL");
+  PLM_CHECK_FAILS(plm_matmul(s, &a, &b, &bias, &params, NULL), PLM_ERR_INVALID_ARG, "out is NULL");
+  PLM_CHECK_FAILS(plm_matmul(s, &as_i32, &b, &bias, &params, &out), PLM_ERR_INVALID_ARG,
+                  "a->dtype i32 is not f32");
+  PLM_CHECK_FAILS(plm_matmul(s, &a, &three_d, &bias, &params, &out), PLM_ERR_INVALID_ARG,
+                  "b->ndim is 3, expected 2");
+  PLM_CHECK_FAILS(plm_matmul(s, &a, &a, &bias, &params, &out), PLM_ERR_INVALID_ARG,
+                  "b has 8 rows but a has 6 columns");
+  PLM_CHECK_FAILS(plm_matmul(s, &a, &b, &short_bias, &params, &out), PLM_ERR_INVALID_ARG,
+                  "bias has 4 elements but b has 5 columns");
+  PLM_CHECK_FAILS(plm_matmul(s, &a, &b, &bias, &params, &wrong_out), PLM_ERR_INVALID_ARG,
+                  "out is 8x4, expected 8x5");
+  PLM_CHECK_FAILS(plm_matmul(s, &a, &b, &bias, &params, &three_d), PLM_ERR_INVALID_ARG,
+                  "out->ndim is 3, expected 2");
+  PLM_CHECK_FAILS(plm_matmul(s, &a, &b, &bias, &params, &as_i32), PLM_ERR_INVALID_ARG,
+                  "out->dtype i32 is not f32");
+  plm_matmul_params bad = {.precision = (plm_precision)7};
+  PLM_CHECK_FAILS(plm_matmul(s, &a, &b, &bias, &bad, &out), PLM_ERR_INVALID_ARG,
+                  "params->precision 7 is not a plm_precision");
+  bad = (plm_matmul_params){.activation = (plm_activation)-1};
+  PLM_CHECK_FAILS(plm_matmul(s, &a, &b, &bias, &bad, &out), PLM_ERR_INVALID_ARG,
+                  "params->activation -1 is not a plm_activation");
+  plm_tensor strided = out;
+  strided.strides[0] = 16;
+  PLM_CHECK_FAILS(plm_matmul(s, &a, &b, &bias, &params, &strided), PLM_ERR_UNSUPPORTED,
+                  "out is not contiguous");
+  plm_tensor no_data = bias;
+  no_data.data = NULL;
+  PLM_CHECK_FAILS(plm_matmul(s, &a, &b, &no_data, &params, &out), PLM_ERR_INVALID_ARG,
+                  "bias->data is NULL");
+  plm_tensor over_a = out;
+  over_a.data = (char *)a.data + 4;
+  PLM_CHECK_FAILS(plm_matmul(s, &a, &b, &bias, &params, &over_a), PLM_ERR_INVALID_ARG,
+                  "out overlaps a");
+  plm_tensor over_b = out;
+  over_b.data = b.data;
+  PLM_CHECK_FAILS(plm_matmul(s, &a, &b, &bias, &params, &over_b), PLM_ERR_INVALID_ARG,
+                  "out overlaps b");
+  plm_tensor over_bias = out;
+  over_bias.data = bias.data;
+  PLM_CHECK_FAILS(plm_matmul(s, &a, &b, &bias, &params, &over_bias), PLM_ERR_INVALID_ARG,
+                  "out overlaps bias");
+
+  plm_context *other = NULL;
+  plm_context_config config = {.backend = plm_test_backend};
+  PLM_CHECK_OK(plm_context_create(&config, &other));
+  plm_tensor foreign = bias;
+  foreign.ctx = other;
+  PLM_CHECK_FAILS(plm_matmul(s, &a, &b, &foreign, &params, &out), PLM_ERR_INVALID_ARG,
+                  "bias belongs to another context than stream");
+  PLM_CHECK_OK(plm_context_destroy(other));
+
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+  plm_tensor *all[] = {&a, &b, &bias, &out, &wrong_out, &short_bias, &as_i32, &three_d};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, all[i]));
+}
+END_TEST
+
+static Suite *matmul_suite(void) {
+  Suite *suite = suite_create("matmul");
+  TCase *tcase = tcase_create("matmul");
+  plm_test_add_fixture(tcase);
+  plm_test_add_stream_fixture(tcase);
+  tcase_set_timeout(tcase, 120);
+  tcase_add_test(tcase, test_matches_the_reference_for_every_size_precision_activation_and_bias);
+  tcase_add_test(tcase, test_reduced_precisions_round_their_inputs_to_nearest_even);
+  tcase_add_test(tcase, test_auto_switches_to_tf32_at_the_threshold);
+  tcase_add_test(tcase, test_rounding_helpers_round_to_nearest_even);
+  tcase_add_test(tcase, test_output_shape_and_cost);
+  tcase_add_test(tcase, test_bad_input_is_refused_and_nothing_is_enqueued);
+  suite_add_tcase(suite, tcase);
+  return suite;
+}
+
+int main(void) {
+  return plm_test_main(matmul_suite);
+}
