@@ -16,6 +16,7 @@
 #include "plume/export.h"
 #include "plume/fused.h"
 #include "plume/label.h"
+#include "plume/lstm.h"
 #include "plume/matmul.h"
 #include "plume/ops.h"
 #include "plume/pipeline.h"

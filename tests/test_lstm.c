@@ -1,0 +1,243 @@
+/* tests/test_lstm.c: the lstm_cell op (plume/lstm.h) on the backend under test,
+ * against a float64 reference of torch.nn.LSTMCell computed here. Each result must be
+ * within 1e-5 · (1 + Σ |terms of its unit's four gate sums|) of the reference (the gates'
+ * nonlinearities are at most 1-Lipschitz, so the f32 sums' error bound carries through).
+ * Inputs go to the device with stream copies, so the same test runs on cuda. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+static double sigmoid(double x) {
+  return 1.0 / (1.0 + exp(-x));
+}
+
+/* count values uniform in [-range, range]. */
+static float *random_values(int64_t count, double range, uint64_t seed) {
+  float *v = malloc((size_t)count * sizeof *v);
+  ck_assert_ptr_nonnull(v);
+  uint64_t state = seed | 1;
+  for (int64_t i = 0; i < count; i++)
+    v[i] = (float)(range * ((double)(plm_test_random(&state) % 2000001) / 1000000.0 - 1.0));
+  return v;
+}
+
+static plm_tensor upload(const float *host, int ndim, const int64_t *dims) {
+  plm_tensor t;
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, ndim, dims, &t));
+  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, t.data, host, plm_tensor_bytes(&t),
+                                 PLM_COPY_HOST_TO_DEVICE));
+  return t;
+}
+
+static void download(float *host, const plm_tensor *t) {
+  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, host, t->data, plm_tensor_bytes(t),
+                                 PLM_COPY_DEVICE_TO_HOST));
+}
+
+/* One LSTM step of the given sizes against the reference; with_bias 0 (none), 1 (both),
+ * 2 (b_ih only); in_place writes out_c over c. Returns the worst error as a fraction of
+ * its tolerance (<= 1 passes). */
+static double run_case(int64_t batch, int64_t in, int64_t hid, int with_bias, bool in_place,
+                       uint64_t seed) {
+  const double w_range = 1.0 / sqrt((double)hid); /* torch's initialisation */
+  float *x = random_values(batch * in, 1.0, seed), *h = random_values(batch * hid, 1.0, seed + 1);
+  float *c = random_values(batch * hid, 2.0, seed + 2);
+  float *w_ih = random_values(4 * hid * in, w_range, seed + 3);
+  float *w_hh = random_values(4 * hid * hid, w_range, seed + 4);
+  float *b_ih = random_values(4 * hid, w_range, seed + 5);
+  float *b_hh = random_values(4 * hid, w_range, seed + 6);
+  const int64_t x_dims[2] = {batch, in}, s_dims[2] = {batch, hid};
+  const int64_t wi_dims[2] = {4 * hid, in}, wh_dims[2] = {4 * hid, hid}, g_dims[1] = {4 * hid};
+  plm_tensor tx = upload(x, 2, x_dims), th = upload(h, 2, s_dims), tc = upload(c, 2, s_dims);
+  plm_tensor twi = upload(w_ih, 2, wi_dims), twh = upload(w_hh, 2, wh_dims);
+  plm_tensor tbi = upload(b_ih, 1, g_dims), tbh = upload(b_hh, 1, g_dims), tout_h, tout_c;
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, s_dims, &tout_h));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, s_dims, &tout_c));
+  const bool use_ih = with_bias >= 1, use_hh = with_bias == 1;
+  PLM_CHECK_OK(plm_lstm_cell(plm_test_stream, &tx, &th, &tc, &twi, &twh, use_ih ? &tbi : NULL,
+                             use_hh ? &tbh : NULL, &tout_h, in_place ? &tc : &tout_c));
+  float *out_h = malloc((size_t)(batch * hid) * sizeof(float));
+  float *out_c = malloc((size_t)(batch * hid) * sizeof(float));
+  ck_assert(out_h && out_c);
+  download(out_h, &tout_h);
+  download(out_c, in_place ? &tc : &tout_c);
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+  double worst = 0;
+  for (int64_t b = 0; b < batch; b++)
+    for (int64_t j = 0; j < hid; j++) {
+      double gates[4], scale = 1.0;
+      for (int g = 0; g < 4; g++) {
+        const int64_t row = g * hid + j;
+        double sum = 0;
+        for (int64_t k = 0; k < in; k++) {
+          sum += (double)x[b * in + k] * w_ih[row * in + k];
+          scale += fabs((double)x[b * in + k] * w_ih[row * in + k]);
+        }
+        for (int64_t k = 0; k < hid; k++) {
+          sum += (double)h[b * hid + k] * w_hh[row * hid + k];
+          scale += fabs((double)h[b * hid + k] * w_hh[row * hid + k]);
+        }
+        if (use_ih) sum += b_ih[row], scale += fabs(b_ih[row]);
+        if (use_hh) sum += b_hh[row], scale += fabs(b_hh[row]);
+        gates[g] = sum;
+      }
+      double cell = sigmoid(gates[1]) * c[b * hid + j] + sigmoid(gates[0]) * tanh(gates[2]);
+      double hidden = sigmoid(gates[3]) * tanh(cell);
+      double tol = 1e-5 * scale;
+      double e_c = fabs(out_c[b * hid + j] - cell) / tol;
+      double e_h = fabs(out_h[b * hid + j] - hidden) / tol;
+      if (!(e_c <= worst)) worst = e_c; /* NaN counts as the worst */
+      if (!(e_h <= worst)) worst = e_h;
+    }
+  plm_tensor *all[] = {&tx, &th, &tc, &twi, &twh, &tbi, &tbh, &tout_h, &tout_c};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, all[i]));
+  float *host[] = {x, h, c, w_ih, w_hh, b_ih, b_hh, out_h, out_c};
+  for (size_t i = 0; i < sizeof host / sizeof host[0]; i++) free(host[i]);
+  return worst;
+}
+
+START_TEST(test_matches_torch_lstm_cell_for_the_seeds_sizes_and_odd_ones) {
+  static const int64_t sizes[][3] = {
+      /* batch, input, hidden */
+      {1, 64, 128}, {32, 64, 128}, {1, 1, 1}, {3, 7, 5}, {5, 33, 17}, {2, 200, 70}};
+  for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+    for (int with_bias = 0; with_bias < 3; with_bias++)
+      for (int in_place = 0; in_place < 2; in_place++) {
+        double worst = run_case(sizes[s][0], sizes[s][1], sizes[s][2], with_bias, in_place,
+                                1000 + s * 10 + (uint64_t)with_bias * 2 + (uint64_t)in_place);
+        ck_assert_msg(worst <= 1.0, "B %lld I %lld H %lld bias %d in place %d: %.3g x tolerance",
+                      (long long)sizes[s][0], (long long)sizes[s][1], (long long)sizes[s][2],
+                      with_bias, in_place, worst);
+      }
+}
+END_TEST
+
+START_TEST(test_output_shape_and_cost) {
+  const int64_t x_dims[2] = {3, 5}, h_dims[2] = {3, 7}, g_dims[1] = {28};
+  float storage[64];
+  plm_tensor x, h, bias;
+  PLM_CHECK_OK(plm_tensor_wrap(plm_test_ctx, storage, PLM_DTYPE_F32, 2, x_dims, &x));
+  PLM_CHECK_OK(plm_tensor_wrap(plm_test_ctx, storage, PLM_DTYPE_F32, 2, h_dims, &h));
+  PLM_CHECK_OK(plm_tensor_wrap(plm_test_ctx, storage, PLM_DTYPE_F32, 1, g_dims, &bias));
+  plm_shape shape;
+  PLM_CHECK_OK(plm_lstm_cell_output(&x, &h, &shape));
+  ck_assert(shape.dtype == PLM_DTYPE_F32 && shape.ndim == 2 && shape.dims[0] == 3 &&
+            shape.dims[1] == 7);
+  plm_op_cost cost;
+  PLM_CHECK_OK(plm_lstm_cell_cost(&x, &h, &bias, &bias, &cost));
+  ck_assert(cost.bytes == 4.0 * (15 + 42 + 28 * 5 + 28 * 7 + 56 + 42));
+  ck_assert(cost.flops == 2.0 * 3 * 28 * 12 + 2 * 3 * 28 + 9 * 21);
+  PLM_CHECK_OK(plm_lstm_cell_cost(&x, &h, NULL, NULL, &cost));
+  ck_assert(cost.bytes == 4.0 * (15 + 42 + 28 * 5 + 28 * 7 + 42));
+  ck_assert(cost.flops == 2.0 * 3 * 28 * 12 + 9 * 21);
+  PLM_CHECK_FAILS(plm_lstm_cell_cost(&x, &h, &x, NULL, &cost), PLM_ERR_INVALID_ARG,
+                  "b_ih->ndim is 2, expected 1");
+  const int64_t other[2] = {4, 7};
+  plm_tensor h4;
+  PLM_CHECK_OK(plm_tensor_wrap(plm_test_ctx, storage, PLM_DTYPE_F32, 2, other, &h4));
+  PLM_CHECK_FAILS(plm_lstm_cell_output(&x, &h4, &shape), PLM_ERR_INVALID_ARG,
+                  "h->dims[0] is 4, expected 3");
+}
+END_TEST
+
+START_TEST(test_bad_input_is_refused_and_nothing_is_enqueued) {
+  const int64_t B = 2, I = 3, H = 4;
+  const int64_t x_dims[2] = {B, I}, s_dims[2] = {B, H}, wi_dims[2] = {4 * H, I};
+  const int64_t wh_dims[2] = {4 * H, H}, g_dims[1] = {4 * H}, bad_dims[2] = {B, H + 1};
+  plm_tensor x, h, c, wi, wh, bi, bh, oh, oc, bad;
+  struct {
+    plm_tensor *t;
+    int ndim;
+    const int64_t *dims;
+  } make[] = {{&x, 2, x_dims},   {&h, 2, s_dims},    {&c, 2, s_dims},  {&wi, 2, wi_dims},
+              {&wh, 2, wh_dims}, {&bi, 1, g_dims},   {&bh, 1, g_dims}, {&oh, 2, s_dims},
+              {&oc, 2, s_dims},  {&bad, 2, bad_dims}};
+  for (size_t i = 0; i < sizeof make / sizeof make[0]; i++)
+    PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, make[i].ndim,
+                                  make[i].dims, make[i].t));
+  plm_stream *s = plm_test_stream;
+  PLM_CHECK_FAILS(plm_lstm_cell(NULL, &x, &h, &c, &wi, &wh, &bi, &bh, &oh, &oc),
+                  PLM_ERR_INVALID_ARG, "plm_lstm_cell: stream is NULL");
+  PLM_CHECK_FAILS(plm_lstm_cell(s, NULL, &h, &c, &wi, &wh, &bi, &bh, &oh, &oc), PLM_ERR_INVALID_ARG,
+                  "plm_lstm_cell: x is NULL");
+  PLM_CHECK_FAILS(plm_lstm_cell(s, &x, &h, NULL, &wi, &wh, &bi, &bh, &oh, &oc), PLM_ERR_INVALID_ARG,
+                  "c is NULL");
+  PLM_CHECK_FAILS(plm_lstm_cell(s, &x, &h, &c, NULL, &wh, &bi, &bh, &oh, &oc), PLM_ERR_INVALID_ARG,
+                  "w_ih is NULL");
+  PLM_CHECK_FAILS(plm_lstm_cell(s, &x, &h, &c, &wi, &wh, &bi, &bh, NULL, &oc), PLM_ERR_INVALID_ARG,
+                  "out_h is NULL");
+  PLM_CHECK_FAILS(plm_lstm_cell(s, &x, &h, &c, &wi, &wh, &bi, &bh, &oh, NULL), PLM_ERR_INVALID_ARG,
+                  "out_c is NULL");
+  PLM_CHECK_FAILS(plm_lstm_cell(s, &x, &bad, &c, &wi, &wh, &bi, &bh, &oh, &oc), PLM_ERR_INVALID_ARG,
+                  "c->dims[1] is 4, expected 5");
+  PLM_CHECK_FAILS(plm_lstm_cell(s, &x, &h, &bad, &wi, &wh, &bi, &bh, &oh, &oc), PLM_ERR_INVALID_ARG,
+                  "c->dims[1] is 5, expected 4");
+  PLM_CHECK_FAILS(plm_lstm_cell(s, &x, &h, &c, &wh, &wh, &bi, &bh, &oh, &oc), PLM_ERR_INVALID_ARG,
+                  "w_ih->dims[1] is 4, expected 3");
+  PLM_CHECK_FAILS(plm_lstm_cell(s, &x, &h, &c, &wi, &wi, &bi, &bh, &oh, &oc), PLM_ERR_INVALID_ARG,
+                  "w_hh->dims[1] is 3, expected 4");
+  PLM_CHECK_FAILS(plm_lstm_cell(s, &x, &h, &c, &wi, &wh, &h, &bh, &oh, &oc), PLM_ERR_INVALID_ARG,
+                  "b_ih->ndim is 2, expected 1");
+  PLM_CHECK_FAILS(plm_lstm_cell(s, &x, &h, &c, &wi, &wh, &bi, &bad, &oh, &oc), PLM_ERR_INVALID_ARG,
+                  "b_hh->ndim is 2, expected 1");
+  PLM_CHECK_FAILS(plm_lstm_cell(s, &x, &h, &c, &wi, &wh, &bi, &bh, &bad, &oc), PLM_ERR_INVALID_ARG,
+                  "out_h->dims[1] is 5, expected 4");
+  PLM_CHECK_FAILS(plm_lstm_cell(s, &x, &h, &c, &wi, &wh, &bi, &bh, &oh, &bad), PLM_ERR_INVALID_ARG,
+                  "out_c->dims[1] is 5, expected 4");
+  PLM_CHECK_FAILS(plm_lstm_cell(s, &x, &h, &c, &wi, &wh, &bi, &bh, &h, &oc), PLM_ERR_INVALID_ARG,
+                  "out_h overlaps h");
+  PLM_CHECK_FAILS(plm_lstm_cell(s, &x, &h, &c, &wi, &wh, &bi, &bh, &oh, &oh), PLM_ERR_INVALID_ARG,
+                  "out_h overlaps out_c");
+  PLM_CHECK_FAILS(plm_lstm_cell(s, &x, &h, &c, &wi, &wh, &bi, &bh, &oh, &h), PLM_ERR_INVALID_ARG,
+                  "out_c overlaps h");
+  plm_tensor shifted_c = c;
+  shifted_c.data = (char *)c.data + 4;
+  plm_tensor shifted_out = oc;
+  shifted_out.data = shifted_c.data;
+  PLM_CHECK_FAILS(plm_lstm_cell(s, &x, &h, &c, &wi, &wh, &bi, &bh, &oh, &shifted_out),
+                  PLM_ERR_INVALID_ARG, "out_c overlaps c without being the same memory");
+  plm_tensor as_i32 = x;
+  as_i32.dtype = PLM_DTYPE_I32;
+  PLM_CHECK_FAILS(plm_lstm_cell(s, &as_i32, &h, &c, &wi, &wh, &bi, &bh, &oh, &oc),
+                  PLM_ERR_INVALID_ARG, "x is not a 2-D f32 tensor (dtype i32, ndim 2)");
+  plm_tensor strided = wi;
+  strided.strides[0] = 8;
+  PLM_CHECK_FAILS(plm_lstm_cell(s, &x, &h, &c, &strided, &wh, &bi, &bh, &oh, &oc),
+                  PLM_ERR_UNSUPPORTED, "w_ih is not contiguous");
+  plm_context *other = NULL;
+  plm_context_config config = {.backend = plm_test_backend};
+  PLM_CHECK_OK(plm_context_create(&config, &other));
+  plm_tensor foreign = bh;
+  foreign.ctx = other;
+  PLM_CHECK_FAILS(plm_lstm_cell(s, &x, &h, &c, &wi, &wh, &bi, &foreign, &oh, &oc),
+                  PLM_ERR_INVALID_ARG, "b_hh belongs to another context than stream");
+  PLM_CHECK_OK(plm_context_destroy(other));
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+  for (size_t i = 0; i < sizeof make / sizeof make[0]; i++)
+    PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, make[i].t));
+}
+END_TEST
+
+static Suite *lstm_suite(void) {
+  Suite *suite = suite_create("lstm");
+  TCase *tcase = tcase_create("lstm");
+  plm_test_add_fixture(tcase);
+  plm_test_add_stream_fixture(tcase);
+  tcase_set_timeout(tcase, 60);
+  tcase_add_test(tcase, test_matches_torch_lstm_cell_for_the_seeds_sizes_and_odd_ones);
+  tcase_add_test(tcase, test_output_shape_and_cost);
+  tcase_add_test(tcase, test_bad_input_is_refused_and_nothing_is_enqueued);
+  suite_add_tcase(suite, tcase);
+  return suite;
+}
+
+int main(void) {
+  return plm_test_main(lstm_suite);
+}
