@@ -28,9 +28,9 @@ extern "C" {
  *   AUTO  TF32 when M·N·K >= PLM_MATMUL_AUTO_TF32_MIN_WORK, else FP32.
  * The host backend has no tensor cores: it rounds the inputs exactly as above and
  * multiplies in f32, so both backends give TF32 and BF16 (and AUTO) the same meaning and
- * agree up to the order of the f32 sums. On a GPU older than sm_80 (a build with
- * CMAKE_CUDA_ARCHITECTURES below 80) the tensor-core path is not available: the inputs
- * are still rounded, and the FP32 kernel multiplies them.
+ * agree up to the order of the f32 sums. Where the code built for the GPU is older than
+ * sm_80 (CMAKE_CUDA_ARCHITECTURES below 80), WMMA on tf32 / bf16 does not exist: the
+ * inputs are still rounded, and the FP32 kernel multiplies them.
  * Accuracy (tested against float64): |error| <= tol · Σ_k |a_ik|·|b_kj| (+ |bias_j|) per
  * element before the activation, tol 1e-5 for FP32, 1e-3 for TF32, 1e-2 for BF16.
  * NaN and infinities propagate as in any f32 product sum. */

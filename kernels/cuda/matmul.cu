@@ -13,8 +13,9 @@
  *
  * Both kernels zero-pad the staged tiles past m, n and k, and guard every store, so any
  * shape works. The bias and the activation are applied as out is written (the
- * accumulators go through shared memory on the tensor-core path). A device older than
- * sm_80 runs the FP32 kernel on inputs rounded to the precision instead.
+ * accumulators go through shared memory on the tensor-core path). Where the code built
+ * for the device is older than sm_80 (no WMMA on tf32 / bf16), the FP32 kernel runs on
+ * inputs rounded to the precision instead.
  */
 #include <cuda_bf16.h>
 #include <mma.h>
@@ -80,6 +81,13 @@ __global__ void __launch_bounds__(SGEMM_THREADS) sgemm_kernel(plm__matmul_args a
     }
 }
 
+/* WMMA on tf32 and bf16 exists from sm_80 on (mma.h declares it only there). Below, the
+ * tensor-core kernel compiles to nothing and is never launched. */
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+#define PLM__WMMA_TF32_BF16 1
+#endif
+
+#ifdef PLM__WMMA_TF32_BF16
 /* What the tensor-core kernel stages and multiplies, per precision. */
 template <plm_precision P>
 struct wmma_traits;
@@ -102,9 +110,11 @@ struct wmma_traits<PLM_PRECISION_BF16> {
   static __device__ __nv_bfloat16 stage(float x) { return __float2bfloat16_rn(x); }
 };
 
+#endif /* PLM__WMMA_TF32_BF16 */
+
 template <plm_precision P>
 __global__ void __launch_bounds__(WMMA_THREADS) wmma_kernel(plm__matmul_args args) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#ifndef PLM__WMMA_TF32_BF16
   /* Never launched below sm_80 (the launcher checks the device). */
   (void)args;
 #else
@@ -196,16 +206,19 @@ extern "C" plm_status plm__matmul_cuda(void *stream, const plm__matmul_args *arg
     return plm__fail_raw(PLM_ERR_UNSUPPORTED, "matmul: %lld rows exceed the grid (at most %d)",
                          (long long)args->m, 65535 * TILE);
   dim3 grid((unsigned)tiles_n, (unsigned)tiles_m);
+  /* The tensor-core kernel as built for this device: empty where that code is older than
+   * sm_80 (a build for older architectures, even on a newer GPU). */
+  const void *wmma = args->precision == PLM_PRECISION_TF32
+                         ? (const void *)wmma_kernel<PLM_PRECISION_TF32>
+                         : (const void *)wmma_kernel<PLM_PRECISION_BF16>;
   bool tensor_cores = false;
   if (args->precision != PLM_PRECISION_FP32) {
-    int device = 0, major = 0;
-    cudaError_t err = cudaGetDevice(&device);
-    if (err == cudaSuccess)
-      err = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+    cudaFuncAttributes attributes;
+    cudaError_t err = cudaFuncGetAttributes(&attributes, wmma);
     if (err != cudaSuccess)
-      return plm__fail_raw(PLM_ERR_BACKEND, "matmul: reading the compute capability failed: %s",
+      return plm__fail_raw(PLM_ERR_BACKEND, "matmul: reading wmma_kernel's attributes failed: %s",
                            cudaGetErrorString(err));
-    tensor_cores = major >= 8;
+    tensor_cores = attributes.binaryVersion >= 80;
   }
   if (!tensor_cores) {
     sgemm_kernel<<<grid, SGEMM_THREADS, 0, s>>>(*args);
