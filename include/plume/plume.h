@@ -11,6 +11,7 @@
 
 #include "plume/context.h"
 #include "plume/conv.h"
+#include "plume/dendritic.h"
 #include "plume/entropy.h"
 #include "plume/event.h"
 #include "plume/export.h"
