@@ -106,11 +106,12 @@ plm_status plm_matmul(plm_stream *stream, const plm_tensor *a, const plm_tensor 
                            .k = a->dims[1],
                            .precision = params->precision,
                            .activation = params->activation};
+  /* AUTO: tensor cores where the size pays; the host has none, so it stays exact. */
   if (args.precision == PLM_PRECISION_AUTO)
-    args.precision =
-        (double)args.m * (double)args.n * (double)args.k >= (double)PLM_MATMUL_AUTO_TF32_MIN_WORK
-            ? PLM_PRECISION_TF32
-            : PLM_PRECISION_FP32;
+    args.precision = plm__op_on_cuda(stream) && (double)args.m * (double)args.n * (double)args.k >=
+                                                    (double)PLM_MATMUL_AUTO_TF32_MIN_WORK
+                         ? PLM_PRECISION_TF32
+                         : PLM_PRECISION_FP32;
 #ifdef PLM_HAVE_CUDA
   if (plm__op_on_cuda(stream)) {
     PLM__OP_ON_DEVICE(stream, "matmul", status, plm__matmul_cuda(stream->handle, &args));

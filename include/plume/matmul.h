@@ -25,9 +25,10 @@ extern "C" {
  *         (WMMA m16n16k8, sm_80 and later).
  *   BF16  the same with a 7-bit mantissa (bfloat16). CUDA: tensor cores (WMMA
  *         m16n16k16 on __nv_bfloat16, sm_80 and later).
- *   AUTO  TF32 when M·N·K >= PLM_MATMUL_AUTO_TF32_MIN_WORK, else FP32.
+ *   AUTO  on cuda, TF32 when M·N·K >= PLM_MATMUL_AUTO_TF32_MIN_WORK, else FP32; on the
+ *         host (no tensor cores, so lower precision would buy nothing) always FP32.
  * The host backend has no tensor cores: it rounds the inputs exactly as above and
- * multiplies in f32, so both backends give TF32 and BF16 (and AUTO) the same meaning and
+ * multiplies in f32, so both backends give TF32 and BF16 the same meaning and
  * agree up to the order of the f32 sums. Where the code built for the GPU is older than
  * sm_80 (CMAKE_CUDA_ARCHITECTURES below 80), WMMA on tf32 / bf16 does not exist: the
  * inputs are still rounded, and the FP32 kernel multiplies them.
