@@ -17,7 +17,8 @@
  * Each family of operations has a header of its own, included by plume/plume.h:
  * plume/threshold.h (threshold), plume/conv.h (conv2d, sobel), plume/entropy.h
  * (local entropy), plume/label.h (label, regions), plume/segment.h (segment),
- * plume/fused.h (sobel -> entropy -> threshold in one pass).
+ * plume/fused.h (sobel -> entropy -> threshold in one pass), plume/vector.h
+ * (vector_add, vector_add_batched, dot).
  */
 #ifndef PLUME_OPS_H
 #define PLUME_OPS_H

@@ -25,6 +25,7 @@
 #include "plume/stream.h"
 #include "plume/tensor.h"
 #include "plume/threshold.h"
+#include "plume/vector.h"
 #include "plume/version.h"
 
 #endif /* PLUME_PLUME_H */
