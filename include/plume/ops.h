@@ -18,7 +18,7 @@
  * plume/threshold.h (threshold), plume/conv.h (conv2d, sobel), plume/entropy.h
  * (local entropy), plume/label.h (label, regions), plume/segment.h (segment),
  * plume/fused.h (sobel -> entropy -> threshold in one pass), plume/vector.h
- * (vector_add, vector_add_batched, dot).
+ * (vector_add, vector_add_batched, dot), plume/forecast.h (ar_forecast).
  */
 #ifndef PLUME_OPS_H
 #define PLUME_OPS_H

@@ -13,6 +13,7 @@
 #include "plume/conv.h"
 #include "plume/entropy.h"
 #include "plume/event.h"
+#include "plume/forecast.h"
 #include "plume/export.h"
 #include "plume/fused.h"
 #include "plume/label.h"
