@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "kernels/common/forecast.h"
 
 /* The reference forecast of x (length T) into out (h values), in double. */
 static void reference_forecast(const float *x, int64_t length, int lags, int horizon, double *out) {
@@ -272,6 +273,40 @@ START_TEST(test_bad_arguments_are_refused_and_nothing_is_enqueued) {
 }
 END_TEST
 
+/* The CUDA kernel runs plm__ar_forecast_one with its working doubles interleaved across
+ * the series (stride S, series s at offset s). Emulated here one series at a time over a
+ * poisoned buffer: each series writes only its own slots (s, s + S, ...; a thread that
+ * wrote another's would race on the GPU) and gives the bits of the contiguous layout
+ * that the CPU kernel uses, so the GPU's indexing is checked on every build. */
+START_TEST(test_the_cuda_kernel_s_interleaved_layout_gives_the_same_bits) {
+  enum { S = 37, T = 90, P = 6, H = 11 };
+  float *x = ar2_series(S, T, 21);
+  float strided[S * H], contiguous[S * H];
+  const int64_t work_doubles = plm__ar_work_doubles(P), total = S * work_doubles;
+  double *interleaved = malloc((size_t)total * sizeof *interleaved);
+  double *own = malloc((size_t)work_doubles * sizeof *own);
+  ck_assert(interleaved && own);
+  const double poison = -1.2345e300;
+  for (int64_t s = 0; s < S; s++) {
+    for (int64_t i = 0; i < total; i++) interleaved[i] = poison;
+    plm__ar_forecast_one(x + s * T, T, P, H, strided + s * H, interleaved + s, S);
+    for (int64_t i = 0; i < total; i++)
+      if (i % S != s)
+        ck_assert_msg(interleaved[i] == poison, "series %lld wrote slot %lld", (long long)s,
+                      (long long)i);
+    plm__ar_forecast_one(x + s * T, T, P, H, contiguous + s * H, own, 1);
+  }
+  ck_assert(memcmp(strided, contiguous, sizeof strided) == 0);
+  double expected[H];
+  for (int64_t s = 0; s < S; s++) {
+    reference_forecast(x + s * T, T, P, H, expected);
+    for (int k = 0; k < H; k++)
+      ck_assert(fabs(strided[s * H + k] - expected[k]) <= 1e-4 * fabs(expected[k]) + 1e-6);
+  }
+  free(x), free(interleaved), free(own);
+}
+END_TEST
+
 static Suite *forecast_suite(void) {
   Suite *suite = suite_create("forecast");
   TCase *tcase = tcase_create("forecast");
@@ -283,6 +318,7 @@ static Suite *forecast_suite(void) {
   tcase_add_test(tcase, test_series_just_long_enough);
   tcase_add_test(tcase, test_singular_designs_give_the_minimum_norm_solution_s_forecasts);
   tcase_add_test(tcase, test_a_series_with_nan_gives_nan_and_spares_the_others);
+  tcase_add_test(tcase, test_the_cuda_kernel_s_interleaved_layout_gives_the_same_bits);
   tcase_add_test(tcase, test_output_shape_and_cost);
   tcase_add_test(tcase, test_bad_arguments_are_refused_and_nothing_is_enqueued);
   suite_add_tcase(suite, tcase);
