@@ -21,7 +21,11 @@
  *   matmul     f32 (n, n) x (n, n) + bias, ReLU, fp32 (CUDA cores on cuda); size = n
  *   lstm_cell  one torch.nn.LSTMCell step, input 64, hidden 128; size = the batch
  *   dendritic  10 neurons x 8 dendrites x 16 inputs, NMDA; size = the batch
- * (for these three the sizes are the seed's, 2048 and 4096 of their scale: matmul up to
+ *   vector_add f32 (n, n) a + b; n = 316 is the seeds' 100k elements
+ *   dot        n rows of n f32, one f64 sum per row; n = 316 as vector_add
+ *   ar_forecast  `size` series of 1000 points, AR(5) fitted, 10 steps ahead: the seeds'
+ *              one series, then 10,000 and (full runs) 100,000
+ * (for these the sizes are the seed's, 2048 and 4096 of their scale: matmul up to
  * 4096^3, batches up to 4096; the table's Mel/s counts output elements, GFLOP/s the
  * cost model's flops).
  *
@@ -239,6 +243,8 @@ typedef struct op_state {
   plm_sobel_entropy_threshold_params fused;
   plm_matmul_params matmul;
   plm_dendritic_params dendritic;
+  plm_vector_add_params vector_add;
+  plm_ar_forecast_params forecast;
   /* The further operands of the core and neuron ops (lstm_cell: h, c, w_ih, w_hh, b_ih,
    * b_hh, out_c). */
   plm_tensor extra[8];
@@ -478,6 +484,71 @@ static bool dendritic_run(bench_env *env, void *state) {
   return true;
 }
 
+/* vector_add: a and b f32 (n, n), out = a + b; the seed n = 316 is the seeds' 100k. */
+static bool vector_add_setup(bench_env *env, int64_t n, int64_t unused, op_state *s) {
+  (void)unused;
+  if (!random_tensor(env, PLM_DTYPE_F32, n, n, &s->in) ||
+      !random_tensor(env, PLM_DTYPE_F32, n, n, &s->in2))
+    return false;
+  s->has_in = s->has_in2 = true;
+  s->vector_add = (plm_vector_add_params){.alpha = 1.0, .beta = 1.0};
+  plm_shape shape;
+  CALL("vector_add setup", plm_vector_add_output(&s->in, &s->in2, &s->vector_add, &shape));
+  if (!output_tensor(env, &shape, &s->out)) return false;
+  s->has_out = true;
+  CALL("vector_add setup", plm_vector_add_cost(&s->in, &s->in2, &s->vector_add, &s->cost));
+  return true;
+}
+
+static bool vector_add_run(bench_env *env, void *state) {
+  op_state *s = state;
+  CALL("vector_add", plm_vector_add(env->stream, &s->in, &s->in2, &s->vector_add, &s->out));
+  return true;
+}
+
+/* dot: n rows of n f32 (the seed n = 316: 100k elements), one f64 per row. */
+static bool dot_setup(bench_env *env, int64_t n, int64_t unused, op_state *s) {
+  (void)unused;
+  if (!random_tensor(env, PLM_DTYPE_F32, n, n, &s->in) ||
+      !random_tensor(env, PLM_DTYPE_F32, n, n, &s->in2))
+    return false;
+  s->has_in = s->has_in2 = true;
+  plm_shape shape;
+  CALL("dot setup", plm_dot_output(&s->in, &s->in2, NULL, &shape));
+  if (!output_tensor(env, &shape, &s->out)) return false;
+  s->has_out = true;
+  CALL("dot setup", plm_dot_cost(&s->in, &s->in2, NULL, &s->cost));
+  return true;
+}
+
+static bool dot_run(bench_env *env, void *state) {
+  op_state *s = state;
+  CALL("dot", plm_dot(env->stream, &s->in, &s->in2, NULL, &s->out));
+  return true;
+}
+
+/* ar_forecast: `series` series of the seeds' 1000 points, AR(5), 10 steps ahead. */
+enum { AR_POINTS = 1000, AR_LAGS = 5, AR_HORIZON = 10 };
+
+static bool forecast_setup(bench_env *env, int64_t series, int64_t unused, op_state *s) {
+  (void)unused;
+  if (!random_tensor(env, PLM_DTYPE_F32, series, AR_POINTS, &s->in)) return false;
+  s->has_in = true;
+  s->forecast = (plm_ar_forecast_params){.lags = AR_LAGS, .horizon = AR_HORIZON};
+  plm_shape shape;
+  CALL("ar_forecast setup", plm_ar_forecast_output(&s->in, &s->forecast, &shape));
+  if (!output_tensor(env, &shape, &s->out)) return false;
+  s->has_out = true;
+  CALL("ar_forecast setup", plm_ar_forecast_cost(&s->in, &s->forecast, &s->cost));
+  return true;
+}
+
+static bool forecast_run(bench_env *env, void *state) {
+  op_state *s = state;
+  CALL("ar_forecast", plm_ar_forecast(env->stream, &s->in, &s->forecast, &s->out));
+  return true;
+}
+
 typedef struct op_entry {
   const char *name;
   const char *dtype;       /* the input's, for the table and JSON */
@@ -488,26 +559,123 @@ typedef struct op_entry {
   bool (*setup)(bench_env *env, int64_t h, int64_t w, op_state *s);
   enqueue_fn run;
   const char *scale; /* NULL: an image of size x size; else what size counts ("n", "batch") */
+  int large[2];      /* the larger sizes (quick: the first); {0, 0}: 2048 and 4096 */
 } op_entry;
 
 /* The seed budgets are the (RTX 4090, per call). */
 static const op_entry ops[] = {
-    {"conv2d", "f32", "3x3 same", 256, "conv2d 256x256 3x3", 800, 2000, conv2d_setup, conv2d_run,
-     NULL},
-    {"sobel", "u8", "magnitude", 256, NULL, 0, 0, sobel_setup, sobel_run, NULL},
-    {"entropy", "u8", "w16 value-bins", 512, "entropy 512x512 w16", 3000, 8000, entropy_setup,
-     entropy_run, NULL},
-    {"threshold", "f32", "> 0.5", 256, "image_segmentation 256x256", 400, 1000, threshold_setup,
-     threshold_run, NULL},
-    {"fused", "f32", "sobel>entropy>threshold w16 b64", 512, NULL, 0, 0, fused_setup, fused_run,
-     NULL},
-    {"unfused", "f32", "the same as 3 ops", 512, NULL, 0, 0, unfused_setup, unfused_run, NULL},
-    {"matmul", "f32", "n^3 fp32 +bias relu", 256, "matmul 256^3", 3000, 3000, matmul_setup,
-     matmul_run, "n"},
-    {"lstm_cell", "f32", "batch x 64 -> 128", 32, "lstm_cell 32x64x128", 3000, 3000, lstm_setup,
-     lstm_run, "batch"},
-    {"dendritic", "f32", "batch x 10x8x16 nmda", 1, "dendritic 10x8x16", 300, 300, dendritic_setup,
-     dendritic_run, "batch"},
+    {"conv2d",
+     "f32",
+     "3x3 same",
+     256,
+     "conv2d 256x256 3x3",
+     800,
+     2000,
+     conv2d_setup,
+     conv2d_run,
+     NULL,
+     {0, 0}},
+    {"sobel", "u8", "magnitude", 256, NULL, 0, 0, sobel_setup, sobel_run, NULL, {0, 0}},
+    {"entropy",
+     "u8",
+     "w16 value-bins",
+     512,
+     "entropy 512x512 w16",
+     3000,
+     8000,
+     entropy_setup,
+     entropy_run,
+     NULL,
+     {0, 0}},
+    {"threshold",
+     "f32",
+     "> 0.5",
+     256,
+     "image_segmentation 256x256",
+     400,
+     1000,
+     threshold_setup,
+     threshold_run,
+     NULL,
+     {0, 0}},
+    {"fused",
+     "f32",
+     "sobel>entropy>threshold w16 b64",
+     512,
+     NULL,
+     0,
+     0,
+     fused_setup,
+     fused_run,
+     NULL,
+     {0, 0}},
+    {"unfused",
+     "f32",
+     "the same as 3 ops",
+     512,
+     NULL,
+     0,
+     0,
+     unfused_setup,
+     unfused_run,
+     NULL,
+     {0, 0}},
+    {"matmul",
+     "f32",
+     "n^3 fp32 +bias relu",
+     256,
+     "matmul 256^3",
+     3000,
+     3000,
+     matmul_setup,
+     matmul_run,
+     "n",
+     {0, 0}},
+    {"lstm_cell",
+     "f32",
+     "batch x 64 -> 128",
+     32,
+     "lstm_cell 32x64x128",
+     3000,
+     3000,
+     lstm_setup,
+     lstm_run,
+     "batch",
+     {0, 0}},
+    {"dendritic",
+     "f32",
+     "batch x 10x8x16 nmda",
+     1,
+     "dendritic 10x8x16",
+     300,
+     300,
+     dendritic_setup,
+     dendritic_run,
+     "batch",
+     {0, 0}},
+    {"vector_add",
+     "f32",
+     "n x n, a + b",
+     316,
+     NULL,
+     0,
+     0,
+     vector_add_setup,
+     vector_add_run,
+     "n",
+     {0, 0}},
+    {"dot", "f32", "n rows of n, f64 sums", 316, NULL, 0, 0, dot_setup, dot_run, "n", {0, 0}},
+    {"ar_forecast",
+     "f32",
+     "1000 pts AR(5) 10 steps",
+     1,
+     "ar_forecast 1000 AR(5) 10",
+     500,
+     500,
+     forecast_setup,
+     forecast_run,
+     "series",
+     {10000, 100000}},
 };
 enum { OP_COUNT = sizeof ops / sizeof ops[0] };
 
@@ -861,14 +1029,14 @@ static bool write_profile(bench_env *env, const fusion_ratio *ratios, size_t fus
 
 /* The sizes a case runs at, from its seed size: the seed, 2048 and 4096 (--quick: not
  * 4096; --smoke: 64 alone). Returns how many (at most 3). */
-static int run_sizes(const bench_env *env, int seed, int sizes[3]) {
+static int run_sizes(const bench_env *env, int seed, const int large[2], int sizes[3]) {
   if (env->opt.size == RUN_SMOKE) {
     sizes[0] = 64;
     return 1;
   }
   sizes[0] = seed;
-  sizes[1] = 2048;
-  sizes[2] = 4096;
+  sizes[1] = large && large[0] ? large[0] : 2048;
+  sizes[2] = large && large[1] ? large[1] : 4096;
   return env->opt.size == RUN_FULL ? 3 : 2;
 }
 
@@ -889,8 +1057,8 @@ static int64_t count_cases(const bench_env *env) {
   int sizes[3];
   int64_t cases = 0;
   for (int o = 0; o < OP_COUNT; o++)
-    if (wants_op(env, &ops[o])) cases += run_sizes(env, ops[o].seed, sizes);
-  if (wants_fusion(env)) cases += run_sizes(env, FUSION_SEED, sizes);
+    if (wants_op(env, &ops[o])) cases += run_sizes(env, ops[o].seed, ops[o].large, sizes);
+  if (wants_fusion(env)) cases += run_sizes(env, FUSION_SEED, NULL, sizes);
   return cases;
 }
 
@@ -903,7 +1071,7 @@ static bool run_all(bench_env *env, result *rs, size_t *count) {
     const op_entry *op = &ops[o];
     if (!wants_op(env, op)) continue;
     int sizes[3];
-    int nsizes = run_sizes(env, op->seed, sizes);
+    int nsizes = run_sizes(env, op->seed, op->large, sizes);
     for (int i = 0; i < nsizes; i++) {
       result *r = &rs[*count];
       if (!run_op(env, op, sizes[i], r)) return false;
@@ -920,7 +1088,7 @@ static bool run_all(bench_env *env, result *rs, size_t *count) {
 static bool run_fusion(bench_env *env, fusion_ratio *ratios, size_t *count) {
   if (!wants_fusion(env)) return true;
   int sizes[3];
-  int nsizes = run_sizes(env, FUSION_SEED, sizes);
+  int nsizes = run_sizes(env, FUSION_SEED, NULL, sizes);
   int warmups = env->opt.size == RUN_SMOKE ? 1 : 3, pairs = env->opt.size == RUN_SMOKE ? 3 : 20;
   for (int i = 0; i < nsizes && i < MAX_FUSION; i++) {
     if (!measure_fusion(env, sizes[i], warmups, pairs, &ratios[*count])) return false;
