@@ -35,10 +35,14 @@ enum op {
   OP_LABEL,
   OP_REGIONS,
   OP_SEGMENT,
+  OP_MATMUL,
+  OP_DOT,
+  OP_AR_FORECAST,
   OP_COUNT
 };
-static const char *const op_names[OP_COUNT] = {"conv2d", "sobel",   "entropy", "threshold",
-                                               "label",  "regions", "segment"};
+static const char *const op_names[OP_COUNT] = {"conv2d", "sobel",      "entropy", "threshold",
+                                               "label",  "regions",    "segment", "matmul",
+                                               "dot",    "ar_forecast"};
 
 static const char *fixtures_dir = PLUME_FIXTURES_DIR;
 static json_t *manifest;                    /* MANIFEST.json, or NULL */
@@ -514,6 +518,91 @@ START_TEST(test_segment_matches_the_fixture) {
 }
 END_TEST
 
+/* ---- matmul, dot, ar_forecast --------------------------------------------------------------- */
+
+/* A tensor of `ndim` dims holding img's elements (f32), e.g. a (1, N) file as (N). */
+static plm_tensor upload_as(const image *img, int ndim, const int64_t *dims) {
+  image shaped = *img;
+  shaped.ndim = ndim;
+  for (int d = 0; d < ndim; d++) shaped.dims[d] = dims[d];
+  return upload(&shaped);
+}
+
+static plm_activation activation_of(const char *name) {
+  static const char *const names[] = {"none", "relu", "sigmoid", "tanh"};
+  for (int a = 0; a < 4; a++)
+    if (strcmp(name, names[a]) == 0) return (plm_activation)a;
+  CASE_ASSERT(false, "unknown activation \"%s\"", name);
+  return PLM_ACTIVATION_NONE;
+}
+
+START_TEST(test_matmul_matches_the_fixture) {
+  const json_t *c = get_case(OP_MATMUL, _i), *params = field(c, "params");
+  image a = load(c, "input"), b = load(c, "b"), expected = load(c, "expected");
+  const bool with_bias = !json_is_null(field(c, "bias"));
+  image bias = {0};
+  if (with_bias) bias = load(c, "bias");
+  CASE_ASSERT(strcmp(string(params, "precision"), "fp32") == 0, "only fp32 cases are made");
+  plm_matmul_params p = {.precision = PLM_PRECISION_FP32,
+                         .activation = activation_of(string(params, "activation"))};
+  plm_tensor t_a = upload(&a), t_b = upload(&b), t_bias = {0};
+  const int64_t n = b.dims[1];
+  if (with_bias) t_bias = upload_as(&bias, 1, &n);
+  plm_tensor out = alloc_like(&expected, PLM_DTYPE_F32);
+  CASE_OK(plm_matmul(plm_test_stream, &t_a, &t_b, with_bias ? &t_bias : NULL, &p, &out));
+  float *got = download(&out);
+  release(&t_a);
+  release(&t_b);
+  if (with_bias) release(&t_bias);
+  release(&out);
+  bool ok = same_image("out", got, PLM_DTYPE_F32, &expected, number(c, "tolerance"));
+  free(got);
+  image_free(&a, NULL);
+  image_free(&b, NULL);
+  if (with_bias) image_free(&bias, NULL);
+  image_free(&expected, NULL);
+  ck_assert_msg(ok, "%s", mismatch);
+}
+END_TEST
+
+START_TEST(test_dot_matches_the_fixture) {
+  const json_t *c = get_case(OP_DOT, _i);
+  image a = load(c, "input"), b = load(c, "b"), expected = load(c, "expected");
+  plm_tensor t_a = upload(&a), t_b = upload(&b), out;
+  const int64_t rows = a.dims[0];
+  CASE_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F64, 1, &rows, &out));
+  CASE_OK(plm_dot(plm_test_stream, &t_a, &t_b, NULL, &out));
+  double *got = download(&out);
+  release(&t_a);
+  release(&t_b);
+  release(&out);
+  bool ok = same_image("dot", got, PLM_DTYPE_F64, &expected, number(c, "tolerance"));
+  free(got);
+  image_free(&a, NULL);
+  image_free(&b, NULL);
+  image_free(&expected, NULL);
+  ck_assert_msg(ok, "%s", mismatch);
+}
+END_TEST
+
+START_TEST(test_ar_forecast_matches_the_fixture) {
+  const json_t *c = get_case(OP_AR_FORECAST, _i), *params = field(c, "params");
+  image series = load(c, "input"), expected = load(c, "expected");
+  plm_ar_forecast_params p = {.lags = integer(params, "lags"),
+                              .horizon = integer(params, "horizon")};
+  plm_tensor t_series = upload(&series), out = alloc_like(&expected, PLM_DTYPE_F32);
+  CASE_OK(plm_ar_forecast(plm_test_stream, &t_series, &p, &out));
+  float *got = download(&out);
+  release(&t_series);
+  release(&out);
+  bool ok = same_image("forecast", got, PLM_DTYPE_F32, &expected, number(c, "tolerance"));
+  free(got);
+  image_free(&series, NULL);
+  image_free(&expected, NULL);
+  ck_assert_msg(ok, "%s", mismatch);
+}
+END_TEST
+
 /* The manifest was read and lists cases for every op (a loop over no cases would pass
  * silently otherwise). */
 START_TEST(test_manifest_lists_cases_for_every_op) {
@@ -539,6 +628,10 @@ static Suite *fixtures_suite(void) {
   tcase_add_loop_test(tcase, test_label_matches_the_fixture, 0, (int)case_count(OP_LABEL));
   tcase_add_loop_test(tcase, test_regions_match_the_fixture, 0, (int)case_count(OP_REGIONS));
   tcase_add_loop_test(tcase, test_segment_matches_the_fixture, 0, (int)case_count(OP_SEGMENT));
+  tcase_add_loop_test(tcase, test_matmul_matches_the_fixture, 0, (int)case_count(OP_MATMUL));
+  tcase_add_loop_test(tcase, test_dot_matches_the_fixture, 0, (int)case_count(OP_DOT));
+  tcase_add_loop_test(tcase, test_ar_forecast_matches_the_fixture, 0,
+                      (int)case_count(OP_AR_FORECAST));
   suite_add_tcase(suite, tcase);
   return suite;
 }
