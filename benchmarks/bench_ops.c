@@ -25,6 +25,10 @@
  *   dot        n rows of n f32, one f64 sum per row; n = 316 as vector_add
  *   ar_forecast  `size` series of 1000 points, AR(5) fitted, 10 steps ahead: the seeds'
  *              one series, then 10,000 and (full runs) 100,000
+ *   cublas_sgemm  on cuda, cuBLAS's SGEMM on matmul's n^3 (no bias or activation), on the
+ *              same stream (plm_stream_native_handle), the peer matmul is measured
+ *              against; libcublas is loaded at run time, and the row is skipped, with the
+ *              reason, on host or where it is missing (--op matmul runs it too)
  * (for these the sizes are the seed's, 2048 and 4096 of their scale: matmul up to
  * 4096^3, batches up to 4096; the table's Mel/s counts output elements, GFLOP/s the
  * cost model's flops).
@@ -71,6 +75,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -549,6 +554,87 @@ static bool forecast_run(bench_env *env, void *state) {
   return true;
 }
 
+/* cuBLAS's SGEMM, the baseline for matmul on cuda: loaded at run time (dlopen), so that
+ * bench_ops needs no cuBLAS to build or to run on host; its C API is declared here by
+ * hand (handles are pointers, statuses ints, CUBLAS_OP_N is 0). */
+typedef struct cublas_api {
+  void *library;
+  void *handle;
+  int (*create)(void **handle);
+  int (*destroy)(void *handle);
+  int (*set_stream)(void *handle, void *stream);
+  int (*sgemm)(void *handle, int transa, int transb, int m, int n, int k, const float *alpha,
+               const float *a, int lda, const float *b, int ldb, const float *beta, float *c,
+               int ldc);
+  char why[160]; /* why it is not there */
+} cublas_api;
+
+static cublas_api cublas;
+
+/* Load cuBLAS and make a handle on the bench's stream; false (with cublas.why) when
+ * there is none to load or the backend is not cuda. */
+static bool cublas_ready(bench_env *env) {
+  if (cublas.handle) return true;
+  if (cublas.why[0]) return false;
+  void *stream = NULL;
+  if (plm_stream_native_handle(env->stream, &stream) != PLM_OK) {
+    snprintf(cublas.why, sizeof cublas.why, "the %s backend has no cuBLAS",
+             plm_backend_name(env->backend));
+    return false;
+  }
+  static const char *const names[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so"};
+  for (size_t i = 0; !cublas.library && i < sizeof names / sizeof *names; i++)
+    cublas.library = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+  if (!cublas.library) {
+    snprintf(cublas.why, sizeof cublas.why, "libcublas.so not found (%s)", dlerror());
+    return false;
+  }
+  *(void **)&cublas.create = dlsym(cublas.library, "cublasCreate_v2");
+  *(void **)&cublas.destroy = dlsym(cublas.library, "cublasDestroy_v2");
+  *(void **)&cublas.set_stream = dlsym(cublas.library, "cublasSetStream_v2");
+  *(void **)&cublas.sgemm = dlsym(cublas.library, "cublasSgemm_v2");
+  if (!cublas.create || !cublas.destroy || !cublas.set_stream || !cublas.sgemm ||
+      cublas.create(&cublas.handle) != 0 || cublas.set_stream(cublas.handle, stream) != 0) {
+    snprintf(cublas.why, sizeof cublas.why, "cuBLAS did not start");
+    cublas.handle = NULL;
+    return false;
+  }
+  return true;
+}
+
+static void cublas_release(void) {
+  if (cublas.handle) cublas.destroy(cublas.handle);
+  if (cublas.library) dlclose(cublas.library);
+  memset(&cublas, 0, sizeof cublas);
+}
+
+/* cublas_sgemm: the matmul case's n^3 product alone (no bias, no activation) by cuBLAS,
+ * on the same stream. */
+static bool cublas_setup(bench_env *env, int64_t n, int64_t unused, op_state *s) {
+  (void)unused;
+  if (!cublas_ready(env)) return fail("cublas_sgemm: %s", cublas.why);
+  if (!random_tensor(env, PLM_DTYPE_F32, n, n, &s->in) ||
+      !random_tensor(env, PLM_DTYPE_F32, n, n, &s->in2) ||
+      !random_tensor(env, PLM_DTYPE_F32, n, n, &s->out))
+    return false;
+  s->has_in = s->has_in2 = s->has_out = true;
+  s->cost = (plm_op_cost){.bytes = 12.0 * (double)n * (double)n,
+                          .flops = 2.0 * (double)n * (double)n * (double)n};
+  return true;
+}
+
+static bool cublas_run(bench_env *env, void *state) {
+  (void)env;
+  op_state *s = state;
+  const int n = (int)s->in.dims[0];
+  const float one = 1.0f, zero = 0.0f;
+  /* Row-major C = A B is column-major C^T = B^T A^T: swap the operands. */
+  if (cublas.sgemm(cublas.handle, 0, 0, n, n, n, &one, s->in2.data, n, s->in.data, n, &zero,
+                   s->out.data, n) != 0)
+    return fail("cublasSgemm failed at n = %d", n);
+  return true;
+}
+
 typedef struct op_entry {
   const char *name;
   const char *dtype;       /* the input's, for the table and JSON */
@@ -560,9 +646,11 @@ typedef struct op_entry {
   enqueue_fn run;
   const char *scale; /* NULL: an image of size x size; else what size counts ("n", "batch") */
   int large[2];      /* the larger sizes (quick: the first); {0, 0}: 2048 and 4096 */
+  bool cuda_only;    /* a peer that exists only on cuda (cuBLAS) */
 } op_entry;
 
 /* The seed budgets are the (RTX 4090, per call). */
+/* clang-format off: one operation a line */
 static const op_entry ops[] = {
     {"conv2d",
      "f32",
@@ -574,8 +662,9 @@ static const op_entry ops[] = {
      conv2d_setup,
      conv2d_run,
      NULL,
-     {0, 0}},
-    {"sobel", "u8", "magnitude", 256, NULL, 0, 0, sobel_setup, sobel_run, NULL, {0, 0}},
+     {0, 0},
+     false},
+    {"sobel", "u8", "magnitude", 256, NULL, 0, 0, sobel_setup, sobel_run, NULL, {0, 0}, false},
     {"entropy",
      "u8",
      "w16 value-bins",
@@ -586,7 +675,8 @@ static const op_entry ops[] = {
      entropy_setup,
      entropy_run,
      NULL,
-     {0, 0}},
+     {0, 0},
+     false},
     {"threshold",
      "f32",
      "> 0.5",
@@ -597,7 +687,8 @@ static const op_entry ops[] = {
      threshold_setup,
      threshold_run,
      NULL,
-     {0, 0}},
+     {0, 0},
+     false},
     {"fused",
      "f32",
      "sobel>entropy>threshold w16 b64",
@@ -608,7 +699,8 @@ static const op_entry ops[] = {
      fused_setup,
      fused_run,
      NULL,
-     {0, 0}},
+     {0, 0},
+     false},
     {"unfused",
      "f32",
      "the same as 3 ops",
@@ -619,7 +711,8 @@ static const op_entry ops[] = {
      unfused_setup,
      unfused_run,
      NULL,
-     {0, 0}},
+     {0, 0},
+     false},
     {"matmul",
      "f32",
      "n^3 fp32 +bias relu",
@@ -630,7 +723,8 @@ static const op_entry ops[] = {
      matmul_setup,
      matmul_run,
      "n",
-     {0, 0}},
+     {0, 0},
+     false},
     {"lstm_cell",
      "f32",
      "batch x 64 -> 128",
@@ -641,7 +735,8 @@ static const op_entry ops[] = {
      lstm_setup,
      lstm_run,
      "batch",
-     {0, 0}},
+     {0, 0},
+     false},
     {"dendritic",
      "f32",
      "batch x 10x8x16 nmda",
@@ -652,7 +747,8 @@ static const op_entry ops[] = {
      dendritic_setup,
      dendritic_run,
      "batch",
-     {0, 0}},
+     {0, 0},
+     false},
     {"vector_add",
      "f32",
      "n x n, a + b",
@@ -663,8 +759,20 @@ static const op_entry ops[] = {
      vector_add_setup,
      vector_add_run,
      "n",
-     {0, 0}},
-    {"dot", "f32", "n rows of n, f64 sums", 316, NULL, 0, 0, dot_setup, dot_run, "n", {0, 0}},
+     {0, 0},
+     false},
+    {"dot",
+     "f32",
+     "n rows of n, f64 sums",
+     316,
+     NULL,
+     0,
+     0,
+     dot_setup,
+     dot_run,
+     "n",
+     {0, 0},
+     false},
     {"ar_forecast",
      "f32",
      "1000 pts AR(5) 10 steps",
@@ -675,8 +783,22 @@ static const op_entry ops[] = {
      forecast_setup,
      forecast_run,
      "series",
-     {10000, 100000}},
+     {10000, 100000},
+     false},
+    {"cublas_sgemm",
+     "f32",
+     "n^3 fp32, the baseline",
+     256,
+     NULL,
+     0,
+     0,
+     cublas_setup,
+     cublas_run,
+     "n",
+     {0, 0},
+     true},
 };
+/* clang-format on */
 enum { OP_COUNT = sizeof ops / sizeof ops[0] };
 
 static void op_state_release(bench_env *env, op_state *s) {
@@ -1040,8 +1162,10 @@ static int run_sizes(const bench_env *env, int seed, const int large[2], int siz
   return env->opt.size == RUN_FULL ? 3 : 2;
 }
 
-static bool wants_op(const bench_env *env, const op_entry *op) {
-  return !env->opt.only_op || strcmp(env->opt.only_op, op->name) == 0;
+static bool wants_op(bench_env *env, const op_entry *op) {
+  if (op->cuda_only && !cublas_ready(env)) return false; /* said after the table */
+  return !env->opt.only_op || strcmp(env->opt.only_op, op->name) == 0 ||
+         (op->cuda_only && strcmp(env->opt.only_op, "matmul") == 0);
 }
 
 /* The fusion pairs run unless --op chose an operation other than fused or unfused. */
@@ -1053,7 +1177,7 @@ static bool wants_fusion(const bench_env *env) {
 enum { FUSION_SEED = 512 };
 
 /* The progress bar's total: every operation x size of the table, then the fusion sizes. */
-static int64_t count_cases(const bench_env *env) {
+static int64_t count_cases(bench_env *env) {
   int sizes[3];
   int64_t cases = 0;
   for (int o = 0; o < OP_COUNT; o++)
@@ -1081,6 +1205,9 @@ static bool run_all(bench_env *env, result *rs, size_t *count) {
       case_done(env);
     }
   }
+  if (cublas.why[0] && (!env->opt.only_op || strcmp(env->opt.only_op, "matmul") == 0 ||
+                        strcmp(env->opt.only_op, "cublas_sgemm") == 0))
+    printf("cublas_sgemm (the baseline of matmul): skipped: %s\n", cublas.why);
   return true;
 }
 
@@ -1118,6 +1245,7 @@ static bool open_env(bench_env *env) {
 }
 
 static void close_env(bench_env *env) {
+  cublas_release();
   plm_profiler_destroy(env->profiler); /* before its context */
   if (env->start) plm_event_destroy(env->start);
   if (env->end) plm_event_destroy(env->end);

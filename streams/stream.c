@@ -84,6 +84,17 @@ plm_status plm_stream_flags(const plm_stream *stream, unsigned *out) {
   return PLM_OK;
 }
 
+plm_status plm_stream_native_handle(const plm_stream *stream, void **native) {
+  PLM__REQUIRE_NOT_NULL(stream);
+  PLM__REQUIRE_NOT_NULL(native);
+  *native = NULL;
+  if (stream->ctx->backend->kind != PLM_BACKEND_CUDA)
+    return plm__fail(PLM_ERR_UNSUPPORTED, "a %s stream has no native handle (cuda streams do)",
+                     plm_backend_name(stream->ctx->backend->kind));
+  *native = stream->handle;
+  return PLM_OK;
+}
+
 plm_status plm_stream_memcpy(plm_stream *stream, void *dst, const void *src, size_t bytes,
                              plm_copy_kind kind) {
   PLM__REQUIRE_NOT_NULL(stream);

@@ -65,6 +65,24 @@ START_TEST(test_create_destroy_with_each_flag) {
 }
 END_TEST
 
+/* cuda streams hand out their cudaStream_t; host streams have none to give. */
+START_TEST(test_native_handle) {
+  plm_stream *stream = NULL;
+  PLM_CHECK_OK(plm_stream_create(plm_test_ctx, 0, &stream));
+  void *native = (void *)&native;
+  if (plm_test_backend == PLM_BACKEND_CUDA) {
+    PLM_CHECK_OK(plm_stream_native_handle(stream, &native));
+    ck_assert_ptr_nonnull(native);
+  } else {
+    PLM_CHECK_FAILS(plm_stream_native_handle(stream, &native), PLM_ERR_UNSUPPORTED, "host");
+    ck_assert_ptr_null(native);
+  }
+  PLM_CHECK_FAILS(plm_stream_native_handle(NULL, &native), PLM_ERR_INVALID_ARG, "stream");
+  PLM_CHECK_FAILS(plm_stream_native_handle(stream, NULL), PLM_ERR_INVALID_ARG, "native");
+  PLM_CHECK_OK(plm_stream_destroy(stream));
+}
+END_TEST
+
 START_TEST(test_empty_stream_is_finished) {
   plm_stream *stream = NULL;
   PLM_CHECK_OK(plm_stream_create(plm_test_ctx, 0, &stream));
@@ -422,6 +440,7 @@ static Suite *stream_suite(void) {
   plm_test_add_fixture(lifecycle);
   tcase_add_test(lifecycle, test_create_destroy_with_each_flag);
   tcase_add_test(lifecycle, test_empty_stream_is_finished);
+  tcase_add_test(lifecycle, test_native_handle);
   tcase_add_test(lifecycle, test_destroy_finishes_pending_work);
   tcase_add_test(lifecycle, test_query_reports_pending_work_without_blocking);
   suite_add_tcase(suite, lifecycle);

@@ -72,6 +72,14 @@ PLM_API plm_status plm_stream_context(const plm_stream *stream, plm_context **ou
 /* The flags the stream was created with. */
 PLM_API plm_status plm_stream_flags(const plm_stream *stream, unsigned *out);
 
+/* The backend's own stream, for work from other libraries in this stream's order (cuBLAS:
+ * cublasSetStream(handle, (cudaStream_t)native)): on cuda the cudaStream_t, valid until
+ * plm_stream_destroy. Work enqueued on it directly is ordered with the stream's, and the
+ * caller keeps the device current (the context's device) for it. Errors:
+ * PLM_ERR_INVALID_ARG (NULL arguments), PLM_ERR_UNSUPPORTED (the host backend, whose
+ * streams are plume's own worker threads). */
+PLM_API plm_status plm_stream_native_handle(const plm_stream *stream, void **native);
+
 /* Asynchronously copy bytes from src to dst, in stream order. kind says which
  * side is device memory of the stream's context. bytes 0 is a no-op. Errors:
  * PLM_ERR_INVALID_ARG (NULL stream, NULL dst or src with bytes > 0, unknown kind,
