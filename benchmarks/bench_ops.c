@@ -18,6 +18,16 @@
  *              (window 16, 64 bins over the fixed range [0, 4)) -> > 5 bits, one op
  *   unfused    the same input and parameters through plm_sobel, plm_entropy and
  *              plm_threshold one after another (intermediates allocated once)
+ *   matmul     f32 (n, n) x (n, n) + bias, ReLU, fp32 (CUDA cores on cuda); size = n
+ *   lstm_cell  one torch.nn.LSTMCell step, input 64, hidden 128; size = the batch
+ *   dendritic  10 neurons x 8 dendrites x 16 inputs, NMDA; size = the batch
+ *   vector_add f32 (n, n) a + b; n = 316 is the seeds' 100k elements
+ *   dot        n rows of n f32, one f64 sum per row; n = 316 as vector_add
+ *   ar_forecast  `size` series of 1000 points, AR(5) fitted, 10 steps ahead: the seeds'
+ *              one series, then 10,000 and (full runs) 100,000
+ * (for these the sizes are the seed's, 2048 and 4096 of their scale: matmul up to
+ * 4096^3, batches up to 4096; the table's Mel/s counts output elements, GFLOP/s the
+ * cost model's flops).
  *
  * Fusion. After the table (unless --op chose another operation), the fused op and
  * the chain again, on one input per size (512x512, 2048x2048; full runs 4096x4096,
@@ -31,8 +41,9 @@
  * bracketed by plm_event_record on the stream before and after the operation, the
  * host waits for the second event and plm_event_elapsed_ms gives the time: device
  * time on cuda, the host stream's execution time on host. Reported: mean, sample
- * standard deviation, min, max, CV (stddev / mean), Mpix/s (output pixels / mean)
- * and GB/s (the operation's plm_<op>_cost bytes / mean).
+ * standard deviation, min, max, CV (stddev / mean), Mel/s (output elements, pixels for
+ * an image, / mean), GB/s and GFLOP/s (the operation's plm_<op>_cost bytes and flops /
+ * mean).
  *
  * Floor. bytes / peak bandwidth: on cuda the peak is plm_device_info's
  * memory_bandwidth_gbps; on host it is measured once: a 64 MiB device-to-device
@@ -182,10 +193,13 @@ static uint64_t rng_next(void) {
 
 /* A (H, W) tensor of dtype from the default pool, filled with random values (u8:
  * 0..255; f32: [0, 1)). */
-static bool random_tensor(bench_env *env, plm_dtype dtype, int64_t h, int64_t w, plm_tensor *out) {
-  int64_t dims[2] = {h, w};
-  CALL("setup", plm_tensor_alloc(env->pool, env->stream, dtype, 2, dims, out));
-  size_t count = (size_t)(h * w), bytes = count * plm_dtype_size(dtype);
+/* A tensor of ndim dims, filled with pseudo-random values: u8 over 0..255, f32 in [0, 1). */
+static bool random_tensor_nd(bench_env *env, plm_dtype dtype, int ndim, const int64_t *dims,
+                             plm_tensor *out) {
+  CALL("setup", plm_tensor_alloc(env->pool, env->stream, dtype, ndim, dims, out));
+  size_t count = 1;
+  for (int d = 0; d < ndim; d++) count *= (size_t)dims[d];
+  size_t bytes = count * plm_dtype_size(dtype);
   void *host = malloc(bytes);
   if (!host) return fail("out of host memory for a %zu-byte input", bytes);
   for (size_t i = 0; i < count; i++) {
@@ -201,6 +215,11 @@ static bool random_tensor(bench_env *env, plm_dtype dtype, int64_t h, int64_t w,
   free(host);
   if (status != PLM_OK) return fail_call("setup", "plm_stream_memcpy (input)", status);
   return true;
+}
+
+static bool random_tensor(bench_env *env, plm_dtype dtype, int64_t h, int64_t w, plm_tensor *out) {
+  const int64_t dims[2] = {h, w};
+  return random_tensor_nd(env, dtype, 2, dims, out);
 }
 
 static bool output_tensor(bench_env *env, const plm_shape *shape, plm_tensor *out) {
@@ -222,6 +241,14 @@ typedef struct op_state {
   plm_entropy_params entropy;
   plm_threshold_params threshold;
   plm_sobel_entropy_threshold_params fused;
+  plm_matmul_params matmul;
+  plm_dendritic_params dendritic;
+  plm_vector_add_params vector_add;
+  plm_ar_forecast_params forecast;
+  /* The further operands of the core and neuron ops (lstm_cell: h, c, w_ih, w_hh, b_ih,
+   * b_hh, out_c). */
+  plm_tensor extra[8];
+  int extra_count;
   plm_op_cost cost;
 } op_state;
 
@@ -366,6 +393,162 @@ static bool unfused_run(bench_env *env, void *state) {
   return true;
 }
 
+/* ---- the core and neuron operations: `size` is their scale (see the top) ---------------- */
+
+/* One more random f32 operand of the given dims, kept in s->extra. */
+static plm_tensor *extra_operand(bench_env *env, op_state *s, int ndim, int64_t d0, int64_t d1,
+                                 int64_t d2) {
+  const int64_t dims[3] = {d0, d1, d2};
+  plm_tensor *t = &s->extra[s->extra_count];
+  if (!random_tensor_nd(env, PLM_DTYPE_F32, ndim, dims, t)) return NULL;
+  s->extra_count++;
+  return t;
+}
+
+/* matmul: (n, n) x (n, n) + bias (n), ReLU, fp32 on CUDA cores / the host. */
+static bool matmul_setup(bench_env *env, int64_t n, int64_t unused, op_state *s) {
+  (void)unused;
+  if (!random_tensor(env, PLM_DTYPE_F32, n, n, &s->in) ||
+      !random_tensor(env, PLM_DTYPE_F32, n, n, &s->in2))
+    return false;
+  s->has_in = s->has_in2 = true;
+  const plm_tensor *bias = extra_operand(env, s, 1, n, 0, 0);
+  if (!bias) return false;
+  s->matmul =
+      (plm_matmul_params){.precision = PLM_PRECISION_FP32, .activation = PLM_ACTIVATION_RELU};
+  plm_shape shape;
+  CALL("matmul setup", plm_matmul_output(&s->in, &s->in2, &s->matmul, &shape));
+  if (!output_tensor(env, &shape, &s->out)) return false;
+  s->has_out = true;
+  CALL("matmul setup", plm_matmul_cost(&s->in, &s->in2, bias, &s->matmul, &s->cost));
+  return true;
+}
+
+static bool matmul_run(bench_env *env, void *state) {
+  op_state *s = state;
+  CALL("matmul", plm_matmul(env->stream, &s->in, &s->in2, &s->extra[0], &s->matmul, &s->out));
+  return true;
+}
+
+/* lstm_cell: the seeds' input 64 and hidden 128, batch `batch`. */
+enum { LSTM_INPUT = 64, LSTM_HIDDEN = 128 };
+
+static bool lstm_setup(bench_env *env, int64_t batch, int64_t unused, op_state *s) {
+  (void)unused;
+  const int64_t b = batch, i = LSTM_INPUT, h = LSTM_HIDDEN;
+  if (!random_tensor(env, PLM_DTYPE_F32, b, i, &s->in)) return false;
+  s->has_in = true;
+  if (!extra_operand(env, s, 2, b, h, 0) || !extra_operand(env, s, 2, b, h, 0) || /* h, c */
+      !extra_operand(env, s, 2, 4 * h, i, 0) || !extra_operand(env, s, 2, 4 * h, h, 0) ||
+      !extra_operand(env, s, 1, 4 * h, 0, 0) || !extra_operand(env, s, 1, 4 * h, 0, 0))
+    return false;
+  plm_shape shape;
+  CALL("lstm_cell setup", plm_lstm_cell_output(&s->in, &s->extra[0], &shape));
+  if (!output_tensor(env, &shape, &s->out) || !output_tensor(env, &shape, &s->extra[6]))
+    return false;
+  s->has_out = true;
+  s->extra_count++; /* out_c */
+  CALL("lstm_cell setup",
+       plm_lstm_cell_cost(&s->in, &s->extra[0], &s->extra[4], &s->extra[5], &s->cost));
+  return true;
+}
+
+static bool lstm_run(bench_env *env, void *state) {
+  op_state *s = state;
+  CALL("lstm_cell", plm_lstm_cell(env->stream, &s->in, &s->extra[0], &s->extra[1], &s->extra[2],
+                                  &s->extra[3], &s->extra[4], &s->extra[5], &s->out, &s->extra[6]));
+  return true;
+}
+
+/* dendritic: the seeds' 10 neurons x 8 dendrites x 16 inputs, NMDA, batch `batch`. */
+enum { DENDRITE_NEURONS = 10, DENDRITES = 8, DENDRITE_INPUTS = 16 };
+
+static bool dendritic_setup(bench_env *env, int64_t batch, int64_t unused, op_state *s) {
+  (void)unused;
+  if (!random_tensor(env, PLM_DTYPE_F32, batch, DENDRITE_INPUTS, &s->in)) return false;
+  s->has_in = true;
+  if (!extra_operand(env, s, 3, DENDRITE_NEURONS, DENDRITES, DENDRITE_INPUTS)) return false;
+  s->dendritic =
+      (plm_dendritic_params){.mode = PLM_DENDRITE_NMDA, .k = 4.0f, .theta = 2.0f, .beta = 0.5f};
+  plm_shape shape;
+  CALL("dendritic setup", plm_dendritic_output(&s->in, &s->extra[0], &s->dendritic, &shape));
+  if (!output_tensor(env, &shape, &s->out)) return false;
+  s->has_out = true;
+  CALL("dendritic setup", plm_dendritic_cost(&s->in, &s->extra[0], &s->dendritic, &s->cost));
+  return true;
+}
+
+static bool dendritic_run(bench_env *env, void *state) {
+  op_state *s = state;
+  CALL("dendritic", plm_dendritic(env->stream, &s->in, &s->extra[0], &s->dendritic, &s->out));
+  return true;
+}
+
+/* vector_add: a and b f32 (n, n), out = a + b; the seed n = 316 is the seeds' 100k. */
+static bool vector_add_setup(bench_env *env, int64_t n, int64_t unused, op_state *s) {
+  (void)unused;
+  if (!random_tensor(env, PLM_DTYPE_F32, n, n, &s->in) ||
+      !random_tensor(env, PLM_DTYPE_F32, n, n, &s->in2))
+    return false;
+  s->has_in = s->has_in2 = true;
+  s->vector_add = (plm_vector_add_params){.alpha = 1.0, .beta = 1.0};
+  plm_shape shape;
+  CALL("vector_add setup", plm_vector_add_output(&s->in, &s->in2, &s->vector_add, &shape));
+  if (!output_tensor(env, &shape, &s->out)) return false;
+  s->has_out = true;
+  CALL("vector_add setup", plm_vector_add_cost(&s->in, &s->in2, &s->vector_add, &s->cost));
+  return true;
+}
+
+static bool vector_add_run(bench_env *env, void *state) {
+  op_state *s = state;
+  CALL("vector_add", plm_vector_add(env->stream, &s->in, &s->in2, &s->vector_add, &s->out));
+  return true;
+}
+
+/* dot: n rows of n f32 (the seed n = 316: 100k elements), one f64 per row. */
+static bool dot_setup(bench_env *env, int64_t n, int64_t unused, op_state *s) {
+  (void)unused;
+  if (!random_tensor(env, PLM_DTYPE_F32, n, n, &s->in) ||
+      !random_tensor(env, PLM_DTYPE_F32, n, n, &s->in2))
+    return false;
+  s->has_in = s->has_in2 = true;
+  plm_shape shape;
+  CALL("dot setup", plm_dot_output(&s->in, &s->in2, NULL, &shape));
+  if (!output_tensor(env, &shape, &s->out)) return false;
+  s->has_out = true;
+  CALL("dot setup", plm_dot_cost(&s->in, &s->in2, NULL, &s->cost));
+  return true;
+}
+
+static bool dot_run(bench_env *env, void *state) {
+  op_state *s = state;
+  CALL("dot", plm_dot(env->stream, &s->in, &s->in2, NULL, &s->out));
+  return true;
+}
+
+/* ar_forecast: `series` series of the seeds' 1000 points, AR(5), 10 steps ahead. */
+enum { AR_POINTS = 1000, AR_LAGS = 5, AR_HORIZON = 10 };
+
+static bool forecast_setup(bench_env *env, int64_t series, int64_t unused, op_state *s) {
+  (void)unused;
+  if (!random_tensor(env, PLM_DTYPE_F32, series, AR_POINTS, &s->in)) return false;
+  s->has_in = true;
+  s->forecast = (plm_ar_forecast_params){.lags = AR_LAGS, .horizon = AR_HORIZON};
+  plm_shape shape;
+  CALL("ar_forecast setup", plm_ar_forecast_output(&s->in, &s->forecast, &shape));
+  if (!output_tensor(env, &shape, &s->out)) return false;
+  s->has_out = true;
+  CALL("ar_forecast setup", plm_ar_forecast_cost(&s->in, &s->forecast, &s->cost));
+  return true;
+}
+
+static bool forecast_run(bench_env *env, void *state) {
+  op_state *s = state;
+  CALL("ar_forecast", plm_ar_forecast(env->stream, &s->in, &s->forecast, &s->out));
+  return true;
+}
+
 typedef struct op_entry {
   const char *name;
   const char *dtype;       /* the input's, for the table and JSON */
@@ -375,18 +558,124 @@ typedef struct op_entry {
   double budget_lo_us, budget_hi_us;
   bool (*setup)(bench_env *env, int64_t h, int64_t w, op_state *s);
   enqueue_fn run;
+  const char *scale; /* NULL: an image of size x size; else what size counts ("n", "batch") */
+  int large[2];      /* the larger sizes (quick: the first); {0, 0}: 2048 and 4096 */
 } op_entry;
 
 /* The seed budgets are the (RTX 4090, per call). */
 static const op_entry ops[] = {
-    {"conv2d", "f32", "3x3 same", 256, "conv2d 256x256 3x3", 800, 2000, conv2d_setup, conv2d_run},
-    {"sobel", "u8", "magnitude", 256, NULL, 0, 0, sobel_setup, sobel_run},
-    {"entropy", "u8", "w16 value-bins", 512, "entropy 512x512 w16", 3000, 8000, entropy_setup,
-     entropy_run},
-    {"threshold", "f32", "> 0.5", 256, "image_segmentation 256x256", 400, 1000, threshold_setup,
-     threshold_run},
-    {"fused", "f32", "sobel>entropy>threshold w16 b64", 512, NULL, 0, 0, fused_setup, fused_run},
-    {"unfused", "f32", "the same as 3 ops", 512, NULL, 0, 0, unfused_setup, unfused_run},
+    {"conv2d",
+     "f32",
+     "3x3 same",
+     256,
+     "conv2d 256x256 3x3",
+     800,
+     2000,
+     conv2d_setup,
+     conv2d_run,
+     NULL,
+     {0, 0}},
+    {"sobel", "u8", "magnitude", 256, NULL, 0, 0, sobel_setup, sobel_run, NULL, {0, 0}},
+    {"entropy",
+     "u8",
+     "w16 value-bins",
+     512,
+     "entropy 512x512 w16",
+     3000,
+     8000,
+     entropy_setup,
+     entropy_run,
+     NULL,
+     {0, 0}},
+    {"threshold",
+     "f32",
+     "> 0.5",
+     256,
+     "image_segmentation 256x256",
+     400,
+     1000,
+     threshold_setup,
+     threshold_run,
+     NULL,
+     {0, 0}},
+    {"fused",
+     "f32",
+     "sobel>entropy>threshold w16 b64",
+     512,
+     NULL,
+     0,
+     0,
+     fused_setup,
+     fused_run,
+     NULL,
+     {0, 0}},
+    {"unfused",
+     "f32",
+     "the same as 3 ops",
+     512,
+     NULL,
+     0,
+     0,
+     unfused_setup,
+     unfused_run,
+     NULL,
+     {0, 0}},
+    {"matmul",
+     "f32",
+     "n^3 fp32 +bias relu",
+     256,
+     "matmul 256^3",
+     3000,
+     3000,
+     matmul_setup,
+     matmul_run,
+     "n",
+     {0, 0}},
+    {"lstm_cell",
+     "f32",
+     "batch x 64 -> 128",
+     32,
+     "lstm_cell 32x64x128",
+     3000,
+     3000,
+     lstm_setup,
+     lstm_run,
+     "batch",
+     {0, 0}},
+    {"dendritic",
+     "f32",
+     "batch x 10x8x16 nmda",
+     1,
+     "dendritic 10x8x16",
+     300,
+     300,
+     dendritic_setup,
+     dendritic_run,
+     "batch",
+     {0, 0}},
+    {"vector_add",
+     "f32",
+     "n x n, a + b",
+     316,
+     NULL,
+     0,
+     0,
+     vector_add_setup,
+     vector_add_run,
+     "n",
+     {0, 0}},
+    {"dot", "f32", "n rows of n, f64 sums", 316, NULL, 0, 0, dot_setup, dot_run, "n", {0, 0}},
+    {"ar_forecast",
+     "f32",
+     "1000 pts AR(5) 10 steps",
+     1,
+     "ar_forecast 1000 AR(5) 10",
+     500,
+     500,
+     forecast_setup,
+     forecast_run,
+     "series",
+     {10000, 100000}},
 };
 enum { OP_COUNT = sizeof ops / sizeof ops[0] };
 
@@ -395,6 +684,7 @@ static void op_state_release(bench_env *env, op_state *s) {
   if (s->has_in2) plm_tensor_free(env->pool, env->stream, &s->in2);
   if (s->has_out) plm_tensor_free(env->pool, env->stream, &s->out);
   for (int i = 0; i < s->mid_count; i++) plm_tensor_free(env->pool, env->stream, &s->mid[i]);
+  for (int i = 0; i < s->extra_count; i++) plm_tensor_free(env->pool, env->stream, &s->extra[i]);
   plm_stream_synchronize(env->stream);
   memset(s, 0, sizeof *s);
 }
@@ -408,26 +698,37 @@ typedef struct result {
   int runs;
   double mean_us, stddev_us, min_us, max_us, cv;
   double mpix_per_s, gbps, floor_us, of_floor;
-  double bytes;
+  double bytes, flops, gflops;
 } result;
 
 enum { MAX_RESULTS = OP_COUNT * 4 };
 
+/* "512x512" for an image, "n=256" or "batch=32" for the others. */
+static void size_label(const op_entry *op, int size, char *out, size_t room) {
+  if (op->scale)
+    snprintf(out, room, "%s=%d", op->scale, size);
+  else
+    snprintf(out, room, "%dx%d", size, size);
+}
+
 static void print_table_header(void) {
-  printf("%-10s %-5s %-11s %5s %10s %9s %10s %10s %6s %9s %8s %10s %8s  %s\n", "op", "dtype",
-         "size", "runs", "mean_us", "stddev_us", "min_us", "max_us", "cv", "Mpix/s", "GB/s",
-         "floor_us", "of_floor", "seed budget (RTX 4090)");
+  printf("%-10s %-5s %-11s %5s %10s %9s %10s %10s %6s %9s %8s %8s %10s %8s  %s\n", "op", "dtype",
+         "size", "runs", "mean_us", "stddev_us", "min_us", "max_us", "cv", "Mel/s", "GB/s",
+         "GFLOP/s", "floor_us", "of_floor", "seed budget (RTX 4090)");
 }
 
 static void print_row(const result *r) {
   char size[32], budget[96] = "";
-  snprintf(size, sizeof size, "%dx%d", r->size, r->size);
-  if (r->seed && r->op->budget_name)
+  size_label(r->op, r->size, size, sizeof size);
+  if (r->seed && r->op->budget_name && r->op->budget_lo_us == r->op->budget_hi_us)
+    snprintf(budget, sizeof budget, "%s: %.0f us", r->op->budget_name, r->op->budget_hi_us);
+  else if (r->seed && r->op->budget_name)
     snprintf(budget, sizeof budget, "%s: %.0f-%.0f us", r->op->budget_name, r->op->budget_lo_us,
              r->op->budget_hi_us);
-  printf("%-10s %-5s %-11s %5d %10.1f %9.1f %10.1f %10.1f %6.3f %9.1f %8.2f %10.1f %8.1f  %s\n",
-         r->op->name, r->op->dtype, size, r->runs, r->mean_us, r->stddev_us, r->min_us, r->max_us,
-         r->cv, r->mpix_per_s, r->gbps, r->floor_us, r->of_floor, budget);
+  printf(
+      "%-10s %-5s %-11s %5d %10.1f %9.1f %10.1f %10.1f %6.3f %9.1f %8.2f %8.2f %10.1f %8.1f  %s\n",
+      r->op->name, r->op->dtype, size, r->runs, r->mean_us, r->stddev_us, r->min_us, r->max_us,
+      r->cv, r->mpix_per_s, r->gbps, r->gflops, r->floor_us, r->of_floor, budget);
   fflush(stdout);
 }
 
@@ -435,8 +736,9 @@ static void print_row(const result *r) {
  * profiler around its enqueue as "<op> <size>x<size>" with the run's index as frame,
  * the host waiting for each before the next, as the timed runs do. */
 static bool profile_op(bench_env *env, const op_entry *op, int size, int runs, op_state *s) {
-  char name[PLM_PROFILE_NAME_SIZE];
-  snprintf(name, sizeof name, "%s %dx%d", op->name, size, size);
+  char name[PLM_PROFILE_NAME_SIZE], label[13]; /* "batch=4096" */
+  size_label(op, size, label, sizeof label);
+  snprintf(name, sizeof name, "%.9s %s", op->name, label); /* the longest fits */
   for (int i = 0; i < runs; i++) {
     plm_profile_mark mark;
     CALL("profile", plm_profiler_begin(env->profiler, env->stream, name, i, &s->cost, &mark));
@@ -469,7 +771,7 @@ static bool run_op(bench_env *env, const op_entry *op, int size, result *r) {
   }
   double mean = sum / runs, var = 0;
   for (int i = 0; i < runs; i++) var += (times[i] - mean) * (times[i] - mean);
-  double pixels = (double)cost_copy.out.dims[0] * (double)cost_copy.out.dims[1];
+  double pixels = (double)plm_tensor_numel(&cost_copy.out); /* pixels, or elements */
   *r = (result){.op = op,
                 .size = size,
                 .seed = size == op->seed,
@@ -478,10 +780,12 @@ static bool run_op(bench_env *env, const op_entry *op, int size, result *r) {
                 .stddev_us = runs > 1 ? sqrt(var / (runs - 1)) : 0,
                 .min_us = lo,
                 .max_us = hi,
-                .bytes = cost_copy.cost.bytes};
+                .bytes = cost_copy.cost.bytes,
+                .flops = cost_copy.cost.flops};
   r->cv = mean > 0 ? r->stddev_us / mean : 0;
   r->mpix_per_s = mean > 0 ? pixels / mean : 0; /* pixels per us = Mpix per s */
   r->gbps = mean > 0 ? r->bytes / (mean * 1e3) : 0;
+  r->gflops = mean > 0 ? r->flops / (mean * 1e3) : 0;
   r->floor_us = env->peak_gbps > 0 ? r->bytes / (env->peak_gbps * 1e3) : 0;
   r->of_floor = r->floor_us > 0 ? mean / r->floor_us : 0;
   return true;
@@ -586,7 +890,7 @@ static const char *run_size_name(run_size size) {
 
 static json_t *result_json(const result *r) {
   char size[32];
-  snprintf(size, sizeof size, "%dx%d", r->size, r->size);
+  size_label(r->op, r->size, size, sizeof size);
   json_t *o = json_object();
   json_object_set_new(o, "op", json_string(r->op->name));
   json_object_set_new(o, "size", json_string(size));
@@ -601,6 +905,8 @@ static json_t *result_json(const result *r) {
   json_object_set_new(o, "mpix_per_s", json_real(r->mpix_per_s));
   json_object_set_new(o, "bytes", json_real(r->bytes));
   json_object_set_new(o, "gbps", json_real(r->gbps));
+  json_object_set_new(o, "flops", json_real(r->flops));
+  json_object_set_new(o, "gflop_per_s", json_real(r->gflops));
   json_object_set_new(o, "floor_us", json_real(r->floor_us));
   json_object_set_new(o, "of_floor", json_real(r->of_floor));
   if (r->seed && r->op->budget_name) {
@@ -723,14 +1029,14 @@ static bool write_profile(bench_env *env, const fusion_ratio *ratios, size_t fus
 
 /* The sizes a case runs at, from its seed size: the seed, 2048 and 4096 (--quick: not
  * 4096; --smoke: 64 alone). Returns how many (at most 3). */
-static int run_sizes(const bench_env *env, int seed, int sizes[3]) {
+static int run_sizes(const bench_env *env, int seed, const int large[2], int sizes[3]) {
   if (env->opt.size == RUN_SMOKE) {
     sizes[0] = 64;
     return 1;
   }
   sizes[0] = seed;
-  sizes[1] = 2048;
-  sizes[2] = 4096;
+  sizes[1] = large && large[0] ? large[0] : 2048;
+  sizes[2] = large && large[1] ? large[1] : 4096;
   return env->opt.size == RUN_FULL ? 3 : 2;
 }
 
@@ -751,8 +1057,8 @@ static int64_t count_cases(const bench_env *env) {
   int sizes[3];
   int64_t cases = 0;
   for (int o = 0; o < OP_COUNT; o++)
-    if (wants_op(env, &ops[o])) cases += run_sizes(env, ops[o].seed, sizes);
-  if (wants_fusion(env)) cases += run_sizes(env, FUSION_SEED, sizes);
+    if (wants_op(env, &ops[o])) cases += run_sizes(env, ops[o].seed, ops[o].large, sizes);
+  if (wants_fusion(env)) cases += run_sizes(env, FUSION_SEED, NULL, sizes);
   return cases;
 }
 
@@ -765,7 +1071,7 @@ static bool run_all(bench_env *env, result *rs, size_t *count) {
     const op_entry *op = &ops[o];
     if (!wants_op(env, op)) continue;
     int sizes[3];
-    int nsizes = run_sizes(env, op->seed, sizes);
+    int nsizes = run_sizes(env, op->seed, op->large, sizes);
     for (int i = 0; i < nsizes; i++) {
       result *r = &rs[*count];
       if (!run_op(env, op, sizes[i], r)) return false;
@@ -782,7 +1088,7 @@ static bool run_all(bench_env *env, result *rs, size_t *count) {
 static bool run_fusion(bench_env *env, fusion_ratio *ratios, size_t *count) {
   if (!wants_fusion(env)) return true;
   int sizes[3];
-  int nsizes = run_sizes(env, FUSION_SEED, sizes);
+  int nsizes = run_sizes(env, FUSION_SEED, NULL, sizes);
   int warmups = env->opt.size == RUN_SMOKE ? 1 : 3, pairs = env->opt.size == RUN_SMOKE ? 3 : 20;
   for (int i = 0; i < nsizes && i < MAX_FUSION; i++) {
     if (!measure_fusion(env, sizes[i], warmups, pairs, &ratios[*count])) return false;

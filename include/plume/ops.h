@@ -18,8 +18,9 @@
  * plume/threshold.h (threshold), plume/conv.h (conv2d, sobel), plume/entropy.h
  * (local entropy), plume/label.h (label, regions), plume/segment.h (segment),
  * plume/fused.h (sobel -> entropy -> threshold in one pass), plume/matmul.h (matmul
- * with bias and activation), plume/lstm.h (an LSTM cell step),
- * plume/dendritic.h (neurons with nonlinear dendrites).
+ * with bias and activation), plume/lstm.h (an LSTM cell step), plume/dendritic.h
+ * (neurons with nonlinear dendrites), plume/vector.h (vector_add, vector_add_batched,
+ * dot), plume/forecast.h (ar_forecast).
  */
 #ifndef PLUME_OPS_H
 #define PLUME_OPS_H

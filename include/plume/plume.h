@@ -14,6 +14,7 @@
 #include "plume/dendritic.h"
 #include "plume/entropy.h"
 #include "plume/event.h"
+#include "plume/forecast.h"
 #include "plume/export.h"
 #include "plume/fused.h"
 #include "plume/label.h"
@@ -28,6 +29,7 @@
 #include "plume/stream.h"
 #include "plume/tensor.h"
 #include "plume/threshold.h"
+#include "plume/vector.h"
 #include "plume/version.h"
 
 #endif /* PLUME_PLUME_H */

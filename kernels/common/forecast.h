@@ -1,0 +1,157 @@
+/* kernels/common/forecast.h: the AR(p) fit and forecast of one series, run by both
+ * backends (one CPU task per series, one CUDA thread per series), and the arguments of
+ * an ar_forecast launch (semantics in plume/forecast.h). */
+#ifndef PLUME_KERNELS_COMMON_FORECAST_H
+#define PLUME_KERNELS_COMMON_FORECAST_H
+
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "kernels/common/plm_hd.h"
+#include "plume/forecast.h"
+
+typedef struct plm__ar_forecast_args {
+  const float *series; /* (S, T) */
+  float *out;          /* (S, h) */
+  int64_t count;       /* S */
+  int64_t length;      /* T */
+  int lags;            /* p */
+  int horizon;         /* h */
+  double *scratch;     /* cuda: S * plm__ar_work_doubles(p) doubles; host: unused */
+} plm__ar_forecast_args;
+
+/* The working doubles of one series: R and V ((p + 1)^2 each), Q^T y, a row (p + 1 each)
+ * and the forecast's history (p). */
+static inline PLM_HD int64_t plm__ar_work_doubles(int lags) {
+  int64_t n = lags + 1;
+  return 2 * n * n + 2 * n + lags;
+}
+
+/* Fit and forecast series x (length T) into out (h values). work holds
+ * plm__ar_work_doubles(p) doubles, element i at work[i * stride] (the CUDA kernel
+ * interleaves its threads' work; the CPU passes stride 1). */
+static inline PLM_HD void plm__ar_forecast_one(const float *x, int64_t length, int lags,
+                                               int horizon, float *out, double *work,
+                                               int64_t stride) {
+  const int n = lags + 1;
+#define PLM__AR_R(i, j) work[((int64_t)(i)*n + (j)) * stride]
+#define PLM__AR_V(i, j) work[((int64_t)n * n + (int64_t)(i)*n + (j)) * stride]
+#define PLM__AR_QTY(i) work[((int64_t)2 * n * n + (i)) * stride]
+#define PLM__AR_ROW(i) work[((int64_t)2 * n * n + n + (i)) * stride]
+#define PLM__AR_HIST(i) work[((int64_t)2 * n * n + 2 * n + (i)) * stride]
+  for (int i = 0; i < n; i++) {
+    PLM__AR_QTY(i) = 0;
+    for (int j = 0; j < n; j++) {
+      PLM__AR_R(i, j) = 0;
+      PLM__AR_V(i, j) = i == j;
+    }
+  }
+  /* Givens QR, one equation at a time: [1, x[t-1], ..., x[t-p]] . c = x[t]. */
+  for (int64_t t = lags; t < length; t++) {
+    PLM__AR_ROW(0) = 1.0;
+    for (int k = 1; k < n; k++) PLM__AR_ROW(k) = (double)x[t - k];
+    double y = (double)x[t];
+    for (int j = 0; j < n; j++) {
+      double rj = PLM__AR_ROW(j);
+      if (rj == 0) continue;
+      double rjj = PLM__AR_R(j, j), h = hypot(rjj, rj), c = rjj / h, s = rj / h;
+      PLM__AR_R(j, j) = h;
+      for (int k = j + 1; k < n; k++) {
+        double a = PLM__AR_R(j, k), b = PLM__AR_ROW(k);
+        PLM__AR_R(j, k) = c * a + s * b;
+        PLM__AR_ROW(k) = c * b - s * a;
+      }
+      double a = PLM__AR_QTY(j);
+      PLM__AR_QTY(j) = c * a + s * y;
+      y = c * y - s * a;
+    }
+  }
+  /* One-sided Jacobi on R's columns: R V = U S, V accumulated. */
+  for (int sweep = 0; sweep < 60; sweep++) {
+    int rotated = 0;
+    for (int p = 0; p < n - 1; p++)
+      for (int q = p + 1; q < n; q++) {
+        double alpha = 0, beta = 0, gamma = 0;
+        for (int i = 0; i < n; i++) {
+          double ap = PLM__AR_R(i, p), aq = PLM__AR_R(i, q);
+          alpha += ap * ap;
+          beta += aq * aq;
+          gamma += ap * aq;
+        }
+        if (!(fabs(gamma) > DBL_EPSILON * sqrt(alpha * beta))) continue;
+        double zeta = (beta - alpha) / (2 * gamma);
+        double t = fabs(zeta) > 1e150
+                       ? 0.5 / zeta
+                       : (zeta >= 0 ? 1.0 : -1.0) / (fabs(zeta) + sqrt(1 + zeta * zeta));
+        double c = 1 / sqrt(1 + t * t), s = c * t;
+        for (int i = 0; i < n; i++) {
+          double ap = PLM__AR_R(i, p), aq = PLM__AR_R(i, q);
+          PLM__AR_R(i, p) = c * ap - s * aq;
+          PLM__AR_R(i, q) = s * ap + c * aq;
+          double vp = PLM__AR_V(i, p), vq = PLM__AR_V(i, q);
+          PLM__AR_V(i, p) = c * vp - s * vq;
+          PLM__AR_V(i, q) = s * vp + c * vq;
+        }
+        rotated = 1;
+      }
+    if (!rotated) break;
+  }
+  /* coef = sum over kept j of v_j (a_j . Q^T y) / s_j^2, into ROW. */
+  double largest = 0;
+  for (int j = 0; j < n; j++) {
+    double norm2 = 0;
+    for (int i = 0; i < n; i++) norm2 += PLM__AR_R(i, j) * PLM__AR_R(i, j);
+    PLM__AR_ROW(j) = sqrt(norm2); /* s_j, for now */
+    if (PLM__AR_ROW(j) > largest) largest = PLM__AR_ROW(j);
+  }
+  int64_t equations = length - lags;
+  double cutoff = (double)(equations > n ? equations : n) * DBL_EPSILON * largest;
+  for (int j = 0; j < n; j++) {
+    double sj = PLM__AR_ROW(j), weight = 0;
+    if (sj > cutoff) {
+      for (int i = 0; i < n; i++) weight += PLM__AR_R(i, j) * PLM__AR_QTY(i);
+      weight /= sj * sj;
+    } else if (!(sj <= cutoff)) {
+      weight = NAN; /* a NaN in the series */
+    }
+    PLM__AR_R(0, j) = weight; /* column j is done with: R's first row keeps the weights */
+  }
+  for (int i = 0; i < n; i++) {
+    double coef = 0;
+    for (int j = 0; j < n; j++) coef += PLM__AR_V(i, j) * PLM__AR_R(0, j);
+    PLM__AR_ROW(i) = coef;
+  }
+  /* Recursive forecast: HIST(k) is the value at lag k + 1. */
+  for (int k = 0; k < lags; k++) PLM__AR_HIST(k) = (double)x[length - 1 - k];
+  for (int step = 0; step < horizon; step++) {
+    double f = PLM__AR_ROW(0);
+    for (int k = 1; k < n; k++) f += PLM__AR_ROW(k) * PLM__AR_HIST(k - 1);
+    for (int k = lags - 1; k > 0; k--) PLM__AR_HIST(k) = PLM__AR_HIST(k - 1);
+    PLM__AR_HIST(0) = f;
+    out[step] = (float)f;
+  }
+#undef PLM__AR_R
+#undef PLM__AR_V
+#undef PLM__AR_QTY
+#undef PLM__AR_ROW
+#undef PLM__AR_HIST
+}
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The CPU kernel (kernels/cpu/forecast.c): runs on the calling thread and the CPU pool;
+ * returns when done. */
+void plm__ar_forecast_cpu(const plm__ar_forecast_args *args);
+
+/* Enqueue the CUDA kernel (kernels/cuda/forecast.cu) on a cudaStream_t; args->scratch
+ * is device memory of S * plm__ar_work_doubles(p) doubles. */
+plm_status plm__ar_forecast_cuda(void *stream, const plm__ar_forecast_args *args);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PLUME_KERNELS_COMMON_FORECAST_H */

@@ -1,0 +1,101 @@
+/* ops/forecast.c: ar_forecast (plume/forecast.h). */
+#include "kernels/common/forecast.h"
+#include "ops/op_internal.h"
+#include "ops/op_scratch.h"
+#include "streams/error.h"
+
+static plm_status check_params(const plm_ar_forecast_params *params) {
+  if (!params) return plm__fail_raw(PLM_ERR_INVALID_ARG, "params is NULL");
+  if (params->lags < 1 || params->lags > PLM_AR_MAX_LAGS)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "params->lags %d is not in 1..%d", params->lags,
+                         PLM_AR_MAX_LAGS);
+  if (params->horizon < 1 || params->horizon > PLM_AR_MAX_HORIZON)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "params->horizon %d is not in 1..%d", params->horizon,
+                         PLM_AR_MAX_HORIZON);
+  return PLM_OK;
+}
+
+/* series as a description: f32 (S, T) with T >= 2p + 1; params valid. */
+static plm_status check_series(const plm_tensor *series, const plm_ar_forecast_params *params) {
+  plm_status status = check_params(params);
+  if (status != PLM_OK) return status;
+  if (series->dtype != PLM_DTYPE_F32)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "series->dtype %s is not f32",
+                         plm_dtype_name(series->dtype));
+  if (series->ndim != 2)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "series has %d dims, not (S, T)", series->ndim);
+  if (series->dims[1] < 2 * (int64_t)params->lags + 1)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG,
+                         "series of length T = %lld are too short for params->lags %d "
+                         "(T >= 2 * lags + 1 = %d gives at least lags + 1 equations)",
+                         (long long)series->dims[1], params->lags, 2 * params->lags + 1);
+  return PLM_OK;
+}
+
+plm_status plm_ar_forecast_output(const plm_tensor *series, const plm_ar_forecast_params *params,
+                                  plm_shape *out) {
+  PLM__REQUIRE_NOT_NULL(series);
+  PLM__REQUIRE_NOT_NULL(out);
+  plm_status status = plm__op_check_shape(series, "series");
+  if (status == PLM_OK) status = check_series(series, params);
+  if (status != PLM_OK) return plm__propagate(status);
+  *out = (plm_shape){.dtype = PLM_DTYPE_F32, .ndim = 2, .dims = {series->dims[0], params->horizon}};
+  return PLM_OK;
+}
+
+plm_status plm_ar_forecast_cost(const plm_tensor *series, const plm_ar_forecast_params *params,
+                                plm_op_cost *cost) {
+  PLM__REQUIRE_NOT_NULL(series);
+  PLM__REQUIRE_NOT_NULL(cost);
+  plm_status status = plm__op_check_shape(series, "series");
+  if (status == PLM_OK) status = check_series(series, params);
+  if (status != PLM_OK) return plm__propagate(status);
+  double s = (double)series->dims[0], t = (double)series->dims[1], p = params->lags,
+         h = params->horizon, n = p + 1, m = t - p;
+  double per_series = 3.0 * m * n * (n + 1) + 10.0 * n * n * n + 2.0 * n * n + 2.0 * h * p;
+  *cost = (plm_op_cost){.bytes = 4.0 * s * t + 4.0 * s * h, .flops = s * per_series};
+  return PLM_OK;
+}
+
+static void forecast_task(const void *args) {
+  plm__ar_forecast_cpu(args);
+}
+
+plm_status plm_ar_forecast(plm_stream *stream, const plm_tensor *series,
+                           const plm_ar_forecast_params *params, plm_tensor *out) {
+  PLM__REQUIRE_NOT_NULL(stream);
+  plm_status status = plm__op_check_tensor(stream, series, "series");
+  if (status == PLM_OK) status = plm__op_check_tensor(stream, out, "out");
+  if (status == PLM_OK) status = check_series(series, params);
+  if (status == PLM_OK && out->dtype != PLM_DTYPE_F32)
+    status =
+        plm__fail_raw(PLM_ERR_INVALID_ARG, "out->dtype %s is not f32", plm_dtype_name(out->dtype));
+  if (status == PLM_OK &&
+      (out->ndim != 2 || out->dims[0] != series->dims[0] || out->dims[1] != params->horizon))
+    status = plm__fail_raw(
+        PLM_ERR_INVALID_ARG, "out is not (S, horizon) = (%lld, %d): it has %d dims, the first %lld",
+        (long long)series->dims[0], params->horizon, out->ndim, (long long)out->dims[0]);
+  if (status == PLM_OK) status = plm__op_check_disjoint(series, "series", out, "out");
+  if (status != PLM_OK) return plm__propagate(status);
+
+  plm__ar_forecast_args args = {.series = series->data,
+                                .out = out->data,
+                                .count = series->dims[0],
+                                .length = series->dims[1],
+                                .lags = params->lags,
+                                .horizon = params->horizon};
+#ifdef PLM_HAVE_CUDA
+  if (plm__op_on_cuda(stream)) {
+    plm_pool *pool = NULL;
+    void *scratch = NULL;
+    size_t bytes = (size_t)args.count * (size_t)plm__ar_work_doubles(args.lags) * sizeof(double);
+    status = plm__op_scratch_take(stream, bytes, &pool, &scratch);
+    args.scratch = scratch;
+    if (status == PLM_OK)
+      PLM__OP_ON_DEVICE(stream, "ar_forecast", status,
+                        plm__ar_forecast_cuda(stream->handle, &args));
+    return plm__propagate(plm__op_scratch_give(stream, pool, scratch, status));
+  }
+#endif
+  return plm__propagate(plm__op_launch_cpu(stream, forecast_task, &args, sizeof args));
+}

@@ -1,0 +1,330 @@
+/* tests/test_forecast.c: ar_forecast (plume/forecast.h) on the backend under test,
+ * against a float64 reference computed here: statsmodels' AutoReg(x, lags=p,
+ * trend="c").fit() is ordinary least squares of x[t] on [1, x[t-1], ..., x[t-p]],
+ * t = p..T-1, solved here by the normal equations with Gaussian elimination (fine for
+ * the well-conditioned AR processes used), then a recursive forecast. Singular designs
+ * (a constant series, a straight line) are checked against their exact forecasts. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "kernels/common/forecast.h"
+
+/* The reference forecast of x (length T) into out (h values), in double. */
+static void reference_forecast(const float *x, int64_t length, int lags, int horizon, double *out) {
+  enum { N = PLM_AR_MAX_LAGS + 1 };
+  const int n = lags + 1;
+  double a[N][N + 1] = {{0}}, row[N], coef[N];
+  for (int64_t t = lags; t < length; t++) {
+    row[0] = 1;
+    for (int k = 1; k < n; k++) row[k] = x[t - k];
+    for (int i = 0; i < n; i++) {
+      for (int j = 0; j < n; j++) a[i][j] += row[i] * row[j];
+      a[i][n] += row[i] * x[t];
+    }
+  }
+  for (int c = 0; c < n; c++) { /* elimination with partial pivoting */
+    int pivot = c;
+    for (int r = c + 1; r < n; r++)
+      if (fabs(a[r][c]) > fabs(a[pivot][c])) pivot = r;
+    for (int j = 0; j <= n; j++) {
+      double swap = a[c][j];
+      a[c][j] = a[pivot][j];
+      a[pivot][j] = swap;
+    }
+    for (int r = c + 1; r < n; r++) {
+      double f = a[r][c] / a[c][c];
+      for (int j = c; j <= n; j++) a[r][j] -= f * a[c][j];
+    }
+  }
+  for (int i = n - 1; i >= 0; i--) {
+    double sum = a[i][n];
+    for (int j = i + 1; j < n; j++) sum -= a[i][j] * coef[j];
+    coef[i] = sum / a[i][i];
+  }
+  double history[PLM_AR_MAX_LAGS + PLM_AR_MAX_HORIZON];
+  for (int k = 0; k < lags; k++) history[k] = x[length - lags + k];
+  for (int s = 0; s < horizon; s++) {
+    double f = coef[0];
+    for (int k = 1; k < n; k++) f += coef[k] * history[s + lags - k];
+    history[s + lags] = f;
+    out[s] = f;
+  }
+}
+
+/* S series of length T: a stable AR(2) (coefficients varying per series) driven by
+ * uniform noise, with an intercept. */
+static float *ar2_series(int64_t count, int64_t length, uint64_t seed) {
+  float *x = malloc((size_t)(count * length) * sizeof *x);
+  ck_assert_ptr_nonnull(x);
+  uint64_t state = seed | 1;
+  for (int64_t s = 0; s < count; s++) {
+    double phi1 = 0.2 + 0.5 * (double)(s % 7) / 7, phi2 = -0.3 + 0.05 * (double)(s % 5);
+    double c = 1.0 + (double)(s % 3), previous = 0, before = 0;
+    for (int64_t t = 0; t < length; t++) {
+      double noise = (double)(plm_test_random(&state) >> 11) / 9007199254740992.0 - 0.5;
+      double v = c + phi1 * previous + phi2 * before + noise;
+      x[s * length + t] = (float)v;
+      before = previous;
+      previous = v;
+    }
+  }
+  return x;
+}
+
+/* Run ar_forecast on host series (S, T) and return the (S, h) forecasts (malloc'd). */
+static float *run_forecast(const float *x, int64_t count, int64_t length, int lags, int horizon) {
+  const int64_t dims[2] = {count, length}, out_dims[2] = {count, horizon};
+  plm_tensor series, out;
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, dims, &series));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, out_dims, &out));
+  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, series.data, x, plm_tensor_bytes(&series),
+                                 PLM_COPY_HOST_TO_DEVICE));
+  plm_ar_forecast_params params = {.lags = lags, .horizon = horizon};
+  PLM_CHECK_OK(plm_ar_forecast(plm_test_stream, &series, &params, &out));
+  float *got = malloc(plm_tensor_bytes(&out));
+  ck_assert_ptr_nonnull(got);
+  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, got, out.data, plm_tensor_bytes(&out),
+                                 PLM_COPY_DEVICE_TO_HOST));
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &series));
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &out));
+  return got;
+}
+
+static void check_against_reference(int64_t count, int64_t length, int lags, int horizon,
+                                    uint64_t seed) {
+  float *x = ar2_series(count, length, seed);
+  float *got = run_forecast(x, count, length, lags, horizon);
+  double expected[PLM_AR_MAX_HORIZON];
+  for (int64_t s = 0; s < count; s++) {
+    reference_forecast(x + s * length, length, lags, horizon, expected);
+    for (int k = 0; k < horizon; k++)
+      ck_assert_msg(fabs(got[s * horizon + k] - expected[k]) <= 1e-4 * fabs(expected[k]) + 1e-6,
+                    "S %lld T %lld p %d: series %lld step %d: %.9g, expected %.9g",
+                    (long long)count, (long long)length, lags, (long long)s, k,
+                    (double)got[s * horizon + k], expected[k]);
+  }
+  free(x);
+  free(got);
+}
+
+START_TEST(test_matches_least_squares_for_one_and_for_a_thousand_series) {
+  check_against_reference(1, 200, 2, 10, 1);
+  check_against_reference(1000, 100, 2, 20, 2);
+  check_against_reference(7, 333, 1, 1, 3);
+  check_against_reference(3, 501, 5, 64, 4);
+}
+END_TEST
+
+START_TEST(test_most_lags_and_longest_horizon) {
+  check_against_reference(20, 600, PLM_AR_MAX_LAGS, PLM_AR_MAX_HORIZON, 5);
+}
+END_TEST
+
+START_TEST(test_series_just_long_enough) {
+  /* T = 2p + 1: p + 1 equations for p + 1 unknowns. */
+  check_against_reference(5, 5, 2, 4, 6);
+  check_against_reference(5, 9, 4, 3, 7);
+  check_against_reference(2, 3, 1, 2, 8);
+}
+END_TEST
+
+START_TEST(test_singular_designs_give_the_minimum_norm_solution_s_forecasts) {
+  enum { T = 40, H = 9 };
+  float x[4 * T];
+  for (int t = 0; t < T; t++) {
+    x[t] = 3.5f;              /* constant: forecast 3.5 */
+    x[T + t] = 0.0f;          /* zeros: forecast 0 */
+    x[2 * T + t] = (float)t;  /* a line: [1, t-1, t-2] are collinear; forecast T, T+1, ... */
+    x[3 * T + t] = -1234.25f; /* constant, large */
+  }
+  for (int lags = 1; lags <= 4; lags++) {
+    float *got = run_forecast(x, 4, T, lags, H);
+    for (int k = 0; k < H; k++) {
+      ck_assert_msg(fabsf(got[k] - 3.5f) <= 3.5e-5f, "p %d: constant step %d: %.9g", lags, k,
+                    (double)got[k]);
+      ck_assert_msg(got[H + k] == 0.0f, "p %d: zeros step %d: %.9g", lags, k, (double)got[H + k]);
+      if (lags >= 2)
+        ck_assert_msg(fabsf(got[2 * H + k] - (float)(T + k)) <= 1e-4f * (T + k),
+                      "p %d: line step %d: %.9g", lags, k, (double)got[2 * H + k]);
+      ck_assert_msg(fabsf(got[3 * H + k] + 1234.25f) <= 1234.25f * 1e-5f,
+                    "p %d: large constant step %d: %.9g", lags, k, (double)got[3 * H + k]);
+    }
+    free(got);
+  }
+}
+END_TEST
+
+START_TEST(test_a_series_with_nan_gives_nan_and_spares_the_others) {
+  enum { T = 30, H = 3 };
+  float *x = ar2_series(3, T, 9);
+  x[T + 10] = NAN;
+  float *got = run_forecast(x, 3, T, 2, H);
+  double expected[H];
+  for (int s = 0; s < 3; s += 2) {
+    reference_forecast(x + s * T, T, 2, H, expected);
+    for (int k = 0; k < H; k++)
+      ck_assert(fabs(got[s * H + k] - expected[k]) <= 1e-4 * fabs(expected[k]) + 1e-6);
+  }
+  for (int k = 0; k < H; k++) ck_assert(isnan(got[H + k]));
+  free(x);
+  free(got);
+}
+END_TEST
+
+START_TEST(test_output_shape_and_cost) {
+  const int64_t dims[2] = {4, 20};
+  static float storage[80];
+  plm_tensor series;
+  PLM_CHECK_OK(plm_tensor_wrap(plm_test_ctx, storage, PLM_DTYPE_F32, 2, dims, &series));
+  plm_ar_forecast_params params = {.lags = 3, .horizon = 5};
+  plm_shape shape;
+  PLM_CHECK_OK(plm_ar_forecast_output(&series, &params, &shape));
+  ck_assert(shape.dtype == PLM_DTYPE_F32 && shape.ndim == 2 && shape.dims[0] == 4 &&
+            shape.dims[1] == 5);
+  plm_op_cost cost;
+  PLM_CHECK_OK(plm_ar_forecast_cost(&series, &params, &cost));
+  /* n = 4, m = 17: 3 * 17 * 4 * 5 + 10 * 64 + 2 * 16 + 2 * 5 * 3 = 1722 per series. */
+  ck_assert_msg(cost.bytes == 400.0 && cost.flops == 4.0 * 1722.0, "bytes %g flops %g", cost.bytes,
+                cost.flops);
+  params.lags = 10;
+  PLM_CHECK_FAILS(plm_ar_forecast_cost(&series, &params, &cost), PLM_ERR_INVALID_ARG,
+                  "T = 20 are too short for params->lags 10");
+  PLM_CHECK_FAILS(plm_ar_forecast_output(&series, NULL, &shape), PLM_ERR_INVALID_ARG,
+                  "params is NULL");
+}
+END_TEST
+
+START_TEST(test_bad_arguments_are_refused_and_nothing_is_enqueued) {
+  const int64_t dims[2] = {6, 12}, out_dims[2] = {6, 4}, short_dims[2] = {6, 4};
+  const int64_t rows_wrong[2] = {5, 4}, cols_wrong[2] = {6, 5}, flat[1] = {72};
+  plm_tensor series, out, as_u8, as_f64, wrong_rows, wrong_cols, one_dim, too_short;
+  plm_pool *pool = plm_test_pool;
+  plm_stream *s = plm_test_stream;
+  PLM_CHECK_OK(plm_tensor_alloc(pool, s, PLM_DTYPE_F32, 2, dims, &series));
+  PLM_CHECK_OK(plm_tensor_alloc(pool, s, PLM_DTYPE_F32, 2, out_dims, &out));
+  PLM_CHECK_OK(plm_tensor_alloc(pool, s, PLM_DTYPE_U8, 2, dims, &as_u8));
+  PLM_CHECK_OK(plm_tensor_alloc(pool, s, PLM_DTYPE_F64, 2, out_dims, &as_f64));
+  PLM_CHECK_OK(plm_tensor_alloc(pool, s, PLM_DTYPE_F32, 2, rows_wrong, &wrong_rows));
+  PLM_CHECK_OK(plm_tensor_alloc(pool, s, PLM_DTYPE_F32, 2, cols_wrong, &wrong_cols));
+  PLM_CHECK_OK(plm_tensor_alloc(pool, s, PLM_DTYPE_F32, 1, flat, &one_dim));
+  PLM_CHECK_OK(plm_tensor_alloc(pool, s, PLM_DTYPE_F32, 2, short_dims, &too_short));
+  plm_ar_forecast_params params = {.lags = 2, .horizon = 4};
+
+  PLM_CHECK_FAILS(plm_ar_forecast(NULL, &series, &params, &out), PLM_ERR_INVALID_ARG,
+                  "plm_ar_forecast: stream is NULL");
+  PLM_CHECK_FAILS(plm_ar_forecast(s, NULL, &params, &out), PLM_ERR_INVALID_ARG,
+                  "plm_ar_forecast: series is NULL");
+  PLM_CHECK_FAILS(plm_ar_forecast(s, &series, NULL, &out), PLM_ERR_INVALID_ARG, "params is NULL");
+  PLM_CHECK_FAILS(plm_ar_forecast(s, &series, &params, NULL), PLM_ERR_INVALID_ARG, "out is NULL");
+  PLM_CHECK_FAILS(plm_ar_forecast(s, &as_u8, &params, &out), PLM_ERR_INVALID_ARG,
+                  "series->dtype u8 is not f32");
+  PLM_CHECK_FAILS(plm_ar_forecast(s, &series, &params, &as_f64), PLM_ERR_INVALID_ARG,
+                  "out->dtype f64 is not f32");
+  PLM_CHECK_FAILS(plm_ar_forecast(s, &one_dim, &params, &out), PLM_ERR_INVALID_ARG,
+                  "series has 1 dims, not (S, T)");
+  PLM_CHECK_FAILS(plm_ar_forecast(s, &series, &params, &wrong_rows), PLM_ERR_INVALID_ARG,
+                  "out is not (S, horizon) = (6, 4)");
+  PLM_CHECK_FAILS(plm_ar_forecast(s, &series, &params, &wrong_cols), PLM_ERR_INVALID_ARG,
+                  "out is not (S, horizon) = (6, 4)");
+  plm_ar_forecast_params bad = {.lags = 0, .horizon = 4};
+  PLM_CHECK_FAILS(plm_ar_forecast(s, &series, &bad, &out), PLM_ERR_INVALID_ARG,
+                  "params->lags 0 is not in 1..32");
+  bad.lags = 33;
+  PLM_CHECK_FAILS(plm_ar_forecast(s, &series, &bad, &out), PLM_ERR_INVALID_ARG,
+                  "params->lags 33 is not in 1..32");
+  bad.lags = 6; /* T = 12 < 2 * 6 + 1 */
+  PLM_CHECK_FAILS(plm_ar_forecast(s, &series, &bad, &out), PLM_ERR_INVALID_ARG,
+                  "T = 12 are too short for params->lags 6");
+  PLM_CHECK_FAILS(plm_ar_forecast(s, &too_short, &params, &out), PLM_ERR_INVALID_ARG,
+                  "T = 4 are too short for params->lags 2");
+  bad = (plm_ar_forecast_params){.lags = 2, .horizon = 0};
+  PLM_CHECK_FAILS(plm_ar_forecast(s, &series, &bad, &out), PLM_ERR_INVALID_ARG,
+                  "params->horizon 0 is not in 1..1024");
+  bad.horizon = 1025;
+  PLM_CHECK_FAILS(plm_ar_forecast(s, &series, &bad, &out), PLM_ERR_INVALID_ARG,
+                  "params->horizon 1025 is not in 1..1024");
+  plm_tensor overlapping = out;
+  overlapping.data = (char *)series.data + 8;
+  PLM_CHECK_FAILS(plm_ar_forecast(s, &series, &params, &overlapping), PLM_ERR_INVALID_ARG,
+                  "out overlaps series");
+  plm_context *other = NULL;
+  plm_context_config config = {.backend = plm_test_backend};
+  PLM_CHECK_OK(plm_context_create(&config, &other));
+  plm_tensor foreign = out;
+  foreign.ctx = other;
+  PLM_CHECK_FAILS(plm_ar_forecast(s, &series, &params, &foreign), PLM_ERR_INVALID_ARG,
+                  "out belongs to another context than stream");
+  PLM_CHECK_OK(plm_context_destroy(other));
+
+  bool finished = false;
+  PLM_CHECK_OK(plm_stream_query(s, &finished));
+  ck_assert(finished);
+  plm_tensor *all[] = {&series,     &out,        &as_u8,   &as_f64,
+                       &wrong_rows, &wrong_cols, &one_dim, &too_short};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    PLM_CHECK_OK(plm_tensor_free(pool, s, all[i]));
+}
+END_TEST
+
+/* The CUDA kernel runs plm__ar_forecast_one with its working doubles interleaved across
+ * the series (stride S, series s at offset s). Emulated here one series at a time over a
+ * poisoned buffer: each series writes only its own slots (s, s + S, ...; a thread that
+ * wrote another's would race on the GPU) and gives the bits of the contiguous layout
+ * that the CPU kernel uses, so the GPU's indexing is checked on every build. */
+START_TEST(test_the_cuda_kernel_s_interleaved_layout_gives_the_same_bits) {
+  enum { S = 37, T = 90, P = 6, H = 11 };
+  float *x = ar2_series(S, T, 21);
+  float strided[S * H], contiguous[S * H];
+  const int64_t work_doubles = plm__ar_work_doubles(P), total = S * work_doubles;
+  double *interleaved = malloc((size_t)total * sizeof *interleaved);
+  double *own = malloc((size_t)work_doubles * sizeof *own);
+  ck_assert(interleaved && own);
+  const double poison = -1.2345e300;
+  for (int64_t s = 0; s < S; s++) {
+    for (int64_t i = 0; i < total; i++) interleaved[i] = poison;
+    plm__ar_forecast_one(x + s * T, T, P, H, strided + s * H, interleaved + s, S);
+    for (int64_t i = 0; i < total; i++)
+      if (i % S != s)
+        ck_assert_msg(interleaved[i] == poison, "series %lld wrote slot %lld", (long long)s,
+                      (long long)i);
+    plm__ar_forecast_one(x + s * T, T, P, H, contiguous + s * H, own, 1);
+  }
+  ck_assert(memcmp(strided, contiguous, sizeof strided) == 0);
+  double expected[H];
+  for (int64_t s = 0; s < S; s++) {
+    reference_forecast(x + s * T, T, P, H, expected);
+    for (int k = 0; k < H; k++)
+      ck_assert(fabs(strided[s * H + k] - expected[k]) <= 1e-4 * fabs(expected[k]) + 1e-6);
+  }
+  free(x), free(interleaved), free(own);
+}
+END_TEST
+
+static Suite *forecast_suite(void) {
+  Suite *suite = suite_create("forecast");
+  TCase *tcase = tcase_create("forecast");
+  plm_test_add_fixture(tcase);
+  plm_test_add_stream_fixture(tcase);
+  tcase_set_timeout(tcase, 120);
+  tcase_add_test(tcase, test_matches_least_squares_for_one_and_for_a_thousand_series);
+  tcase_add_test(tcase, test_most_lags_and_longest_horizon);
+  tcase_add_test(tcase, test_series_just_long_enough);
+  tcase_add_test(tcase, test_singular_designs_give_the_minimum_norm_solution_s_forecasts);
+  tcase_add_test(tcase, test_a_series_with_nan_gives_nan_and_spares_the_others);
+  tcase_add_test(tcase, test_the_cuda_kernel_s_interleaved_layout_gives_the_same_bits);
+  tcase_add_test(tcase, test_output_shape_and_cost);
+  tcase_add_test(tcase, test_bad_arguments_are_refused_and_nothing_is_enqueued);
+  suite_add_tcase(suite, tcase);
+  return suite;
+}
+
+int main(void) {
+  return plm_test_main(forecast_suite);
+}
