@@ -622,6 +622,12 @@ static int parse_choice(const char *flag, const char *value, const char *const n
   return -1;
 }
 
+/* An op with no options of its own. */
+static int no_option(void *args, const char *flag, const char *value, char *err, size_t err_size) {
+  (void)args, (void)value, (void)err, (void)err_size;
+  return flag ? 1 : 0;
+}
+
 /* ---- matmul ------------------------------------------------------------------------------ */
 
 typedef struct matmul_args {
@@ -670,12 +676,6 @@ static plm_status matmul_enqueue(plm_stream *stream, const plm_tensor *const in[
 
 /* in[0..6]: --x, --h, --c, --w-ih, --w-hh, --b-ih, --b-hh (the biases NULL when not
  * given); out[0] --out-h, out[1] --out-c, both of h's shape. */
-static int lstm_cell_option(void *args, const char *flag, const char *value, char *err,
-                            size_t err_size) {
-  (void)args, (void)value, (void)err, (void)err_size;
-  return flag ? 1 : 0;
-}
-
 static plm_status lstm_cell_output(const plm_tensor *const in[], const void *args,
                                    plm_shape out[]) {
   (void)args;
@@ -751,6 +751,98 @@ static plm_status dendritic_output(const plm_tensor *const in[], const void *arg
 static plm_status dendritic_enqueue(plm_stream *stream, const plm_tensor *const in[],
                                     const void *args, plm_tensor *const out[]) {
   return plm_dendritic(stream, in[0], in[1], &((const dendritic_args *)args)->params, out[0]);
+}
+
+/* ---- vector_add ------------------------------------------------------------------------ */
+
+typedef struct vector_add_args {
+  plm_vector_add_params params;
+} vector_add_args;
+_Static_assert(sizeof(vector_add_args) <= sizeof(op_args), "op_args is too small");
+
+static void vector_add_init(void *args) {
+  ((vector_add_args *)args)->params = (plm_vector_add_params){.alpha = 1.0, .beta = 1.0};
+}
+
+static int vector_add_option(void *args, const char *flag, const char *value, char *err,
+                             size_t err_size) {
+  vector_add_args *a = args;
+  if (!flag) return 0;
+  double *target = strcmp(flag, "--alpha") == 0  ? &a->params.alpha
+                   : strcmp(flag, "--beta") == 0 ? &a->params.beta
+                                                 : NULL;
+  if (!target) return 1;
+  if (!parse_finite(value, target)) {
+    snprintf(err, err_size, "%s '%s' is not a finite number", flag, value);
+    return -1;
+  }
+  return 0;
+}
+
+/* in[1] is --b. */
+static plm_status vector_add_output(const plm_tensor *const in[], const void *args,
+                                    plm_shape out[]) {
+  return plm_vector_add_output(in[0], in[1], &((const vector_add_args *)args)->params, &out[0]);
+}
+
+static plm_status vector_add_enqueue(plm_stream *stream, const plm_tensor *const in[],
+                                     const void *args, plm_tensor *const out[]) {
+  return plm_vector_add(stream, in[0], in[1], &((const vector_add_args *)args)->params, out[0]);
+}
+
+/* ---- dot ------------------------------------------------------------------------------- */
+
+/* in[1] is --b; out[0] is f64. */
+static plm_status dot_output(const plm_tensor *const in[], const void *args, plm_shape out[]) {
+  (void)args;
+  return plm_dot_output(in[0], in[1], NULL, &out[0]);
+}
+
+static plm_status dot_enqueue(plm_stream *stream, const plm_tensor *const in[], const void *args,
+                              plm_tensor *const out[]) {
+  (void)args;
+  return plm_dot(stream, in[0], in[1], NULL, out[0]);
+}
+
+/* ---- ar_forecast ----------------------------------------------------------------------- */
+
+typedef struct ar_forecast_args {
+  plm_ar_forecast_params params;
+} ar_forecast_args;
+_Static_assert(sizeof(ar_forecast_args) <= sizeof(op_args), "op_args is too small");
+
+static int ar_forecast_option(void *args, const char *flag, const char *value, char *err,
+                              size_t err_size) {
+  ar_forecast_args *a = args;
+  const char *end = NULL;
+  if (!flag) {
+    if (a->params.lags == 0 || a->params.horizon == 0) {
+      snprintf(err, err_size, "%s is required", a->params.lags == 0 ? "--lags" : "--horizon");
+      return -1;
+    }
+    return 0;
+  }
+  int *target = strcmp(flag, "--lags") == 0      ? &a->params.lags
+                : strcmp(flag, "--horizon") == 0 ? &a->params.horizon
+                                                 : NULL;
+  if (!target) return 1;
+  int max = target == &a->params.lags ? PLM_AR_MAX_LAGS : PLM_AR_MAX_HORIZON;
+  if (!parse_digits(value, &end, 1, max, target) || *end != '\0') {
+    *target = 0;
+    snprintf(err, err_size, "%s '%s' is not an integer from 1 to %d", flag, value, max);
+    return -1;
+  }
+  return 0;
+}
+
+static plm_status ar_forecast_output(const plm_tensor *const in[], const void *args,
+                                     plm_shape out[]) {
+  return plm_ar_forecast_output(in[0], &((const ar_forecast_args *)args)->params, &out[0]);
+}
+
+static plm_status ar_forecast_enqueue(plm_stream *stream, const plm_tensor *const in[],
+                                      const void *args, plm_tensor *const out[]) {
+  return plm_ar_forecast(stream, in[0], &((const ar_forecast_args *)args)->params, out[0]);
 }
 
 /* ---- the table ----------------------------------------------------------------------- */
@@ -884,7 +976,7 @@ static const op_spec ops[] = {
                 {.flag = "--b-ih"},
                 {.flag = "--b-hh"}},
      .outputs = {{.flag = "--out-c", .required = true}},
-     .option = lstm_cell_option,
+     .option = no_option,
      .output = lstm_cell_output,
      .enqueue = lstm_cell_enqueue},
     {.name = "dendritic",
@@ -910,6 +1002,46 @@ static const op_spec ops[] = {
      .option = dendritic_option,
      .output = dendritic_output,
      .enqueue = dendritic_enqueue},
+    {.name = "vector_add",
+     .summary = "out = alpha a + beta b element by element (axpby), f32 of a's shape",
+     .in_flag = "--a",
+     .arrays = true,
+     .synopsis = "--a A --b B --out C [--alpha X] [--beta Y]",
+     .options =
+         "  --a A, --b B          f32 arrays of one shape, 1-D to 4-D (f64 read as f32; required)\n"
+         "  --out C               alpha a + beta b, f32 .npy (required)\n"
+         "  --alpha X, --beta Y   finite scales (default 1, 1: a + b); each element is\n"
+         "                        computed in double and rounded once (plume/vector.h)\n",
+     .inputs = {{.flag = "--b", .required = true}},
+     .init = vector_add_init,
+     .option = vector_add_option,
+     .output = vector_add_output,
+     .enqueue = vector_add_enqueue},
+    {.name = "dot",
+     .summary = "out = a · b in f64: one value per row of 2-D (R, N) inputs, one for 1-D",
+     .in_flag = "--a",
+     .arrays = true,
+     .synopsis = "--a A --b B --out D",
+     .options =
+         "  --a A, --b B          f32 (N,) or (R, N) of one shape (f64 read as f32; required)\n"
+         "  --out D               f64 .npy: (1,) for 1-D inputs, (R,) for 2-D, each row's sum\n"
+         "                        of products accumulated in double (plume/vector.h)\n",
+     .inputs = {{.flag = "--b", .required = true}},
+     .option = no_option,
+     .output = dot_output,
+     .enqueue = dot_enqueue},
+    {.name = "ar_forecast",
+     .summary = "out = H-step AR(P) forecasts (S, H), f32, of each series (row) of (S, T)",
+     .arrays = true,
+     .synopsis = "--lags P --horizon H",
+     .options = "  --lags P              the AR order, 1..32 (required); T >= 2 P + 1\n"
+                "  --horizon H           the steps forecast, 1..1024 (required)\n"
+                "  --in is (S, T) f32 (f64 read as f32): S series of T points; each is fitted by\n"
+                "  least squares with an intercept and forecast recursively, as statsmodels'\n"
+                "  AutoReg(x, lags=P, trend=\"c\") (plume/forecast.h).\n",
+     .option = ar_forecast_option,
+     .output = ar_forecast_output,
+     .enqueue = ar_forecast_enqueue},
 };
 
 enum { OP_COUNT = sizeof ops / sizeof ops[0] };
@@ -947,10 +1079,12 @@ static void print_usage(FILE *out) {
           "usage: plume op <name> --in IN --out OUT [options] [--backend host|cuda|auto] "
           "[--repeat N]\n\nops:\n");
   op_commands_print_summary(out);
-  fprintf(out, "\nOps that name their files with flags of their own, not --in and --out:");
+  fprintf(out,
+          "\nOps that name their files with flags of their own, not --in and --out (see\n"
+          "plume op <name> --help):\n   ");
   for (int i = 0; i < OP_COUNT; i++)
     if (ops[i].in_flag || ops[i].out_flag) fprintf(out, " %s", ops[i].name);
-  fprintf(out, "\n(see plume op <name> --help).\n");
+  fprintf(out, "\n");
   fprintf(out, "\ncommon options:\n%s%s\nplume op <name> --help describes an op's options.\n",
           file_options, run_options);
 }

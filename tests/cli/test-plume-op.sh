@@ -607,7 +607,7 @@ run 2 "unwritable output" op threshold --in u8.npy --out no/such/dir/out.npy --v
   --backend host
 absent "unwritable output"
 
-# ---- ops on arrays: files named by flags of their own, any rank -------------------------
+# ---- ops on arrays: .npy of any rank, most with file flags of their own -------------------------
 # near FILE DESCR SHAPE NAME EXPECTED...: FILE is a .npy of DESCR ('<f4' or '<f8') and
 # SHAPE (as written in its header, e.g. '(1, 2)') whose values are within 1e-5 * (1 + |e|)
 # of the awk expressions EXPECTED, in order; sg(x) is the logistic function, th(x) tanh.
@@ -839,6 +839,95 @@ absent "dendritic w of the wrong width" bad.npy
 run 2 "dendritic 2-D w" op dendritic --x dx.npy --w ma.npy --out bad.npy --mode sigmoid \
   --backend host
 absent "dendritic 2-D w" bad.npy
+
+# vector_add: [1, 2, 3] + [10, 20, 30]; 2 a - b; a 2-D pair.
+write_npy va.npy '<f4' '(3,)' "$(f32 1 2 3)"
+write_npy vb.npy '<f4' '(3,)' "$(f32 10 20 30)"
+write_npy vab.npy '<f4' '(3,)' "$(f32 11 22 33)"
+write_npy vaxpby.npy '<f4' '(3,)' "$(f32 -8 -16 -24)"
+write_npy va2.npy '<f4' '(2, 2)' "$(f32 1 2 3 4)"
+write_npy vb2.npy '<f4' '(2, 2)' "$(f32 4 3 2 1)"
+write_npy vab2.npy '<f4' '(2, 2)' "$(f32 5 5 5 5)"
+run 0 "vector_add" op vector_add --a va.npy --b vb.npy --out vadd.npy --backend host &&
+  same vadd.npy vab.npy "vector_add"
+run 0 "vector_add, auto backend" op vector_add --a va.npy --b vb.npy --out vadd.auto.npy &&
+  same vadd.auto.npy vab.npy "vector_add, auto backend"
+run 0 "vector_add --alpha 2 --beta -1" op vector_add --a va.npy --b vb.npy --out vadd.npy \
+  --alpha 2 --beta=-1 --backend host && same vadd.npy vaxpby.npy "vector_add axpby"
+run 0 "vector_add 2-D" op vector_add --a va2.npy --b vb2.npy --out vadd.npy --backend host &&
+  same vadd.npy vab2.npy "vector_add 2-D"
+# 0.5 a + 0.25 b = [3, 6, 9]
+run 0 "vector_add fractions" op vector_add --a va.npy --b vb.npy --out vadd.npy --alpha 0.5 \
+  --beta 0.25 --backend host && near vadd.npy '<f4' '(3,)' "vector_add fractions" 3 6 9
+run 2 "vector_add shapes differ" op vector_add --a va.npy --b va2.npy --out bad.npy --backend host
+absent "vector_add shapes differ" bad.npy
+run 2 "vector_add without --b" op vector_add --a va.npy --out bad.npy --backend host &&
+  { grep -q -- '--b is required' err.txt || fail "vector_add without --b: $(cat err.txt)"; }
+absent "vector_add without --b" bad.npy
+for value in nan inf abc ''; do
+  run 2 "vector_add --alpha '$value'" op vector_add --a va.npy --b vb.npy --out bad.npy \
+    --alpha "$value" --backend host
+  absent "vector_add --alpha '$value'" bad.npy
+done
+run 2 "vector_add --beta 1e999" op vector_add --a va.npy --b vb.npy --out bad.npy \
+  --beta 1e999 --backend host
+absent "vector_add --beta 1e999" bad.npy
+
+# dot: rows [1, 2, 3] · [1, 1, 1] = 6 and [4, 5, 6] · [0, 1, -1] = -1, f64 (2,);
+# [1, 2, 3] · [10, 20, 30] = 140, f64 (1,).
+write_npy da.npy '<f4' '(2, 3)' "$(f32 1 2 3 4 5 6)"
+write_npy db.npy '<f4' '(2, 3)' "$(f32 1 1 1 0 1 -1)"
+run 0 "dot rows" op dot --a da.npy --b db.npy --out dot.npy --backend host &&
+  near dot.npy '<f8' '(2,)' "dot rows" 6 -1
+run 0 "dot 1-D, auto backend" op dot --a va.npy --b vb.npy --out dot.npy &&
+  near dot.npy '<f8' '(1,)' "dot 1-D" 140
+run 0 "dot --help" op dot --help && { grep -q 'usage: plume op dot --a A --b B --out D' out.txt ||
+  fail "dot --help: $(cat out.txt)"; }
+run 2 "dot shapes differ" op dot --a da.npy --b va.npy --out bad.npy --backend host
+absent "dot shapes differ" bad.npy
+run 2 "dot 3-D" op dot --a dw2.npy --b dw2.npy --out bad.npy --backend host
+absent "dot 3-D" bad.npy
+run 2 "dot takes no --alpha" op dot --a va.npy --b vb.npy --out bad.npy --alpha 2 --backend host
+absent "dot takes no --alpha" bad.npy
+run 2 "dot without --out" op dot --a va.npy --b vb.npy --backend host &&
+  { grep -q -- '--out is required' err.txt || fail "dot without --out: $(cat err.txt)"; }
+
+# ar_forecast, AR(1) fits exactly: doubling 1 2 4 8 16 -> 32 64; steps 1 2 3 4 5 -> 6 7;
+# a constant 3 (a singular design, fitted exactly) -> 3 3.
+write_npy series.npy '<f4' '(3, 5)' "$(f32 1 2 4 8 16 1 2 3 4 5 3 3 3 3 3)"
+run 0 "ar_forecast AR(1)" op ar_forecast --in series.npy --lags 1 --horizon 2 --out fc.npy \
+  --backend host && near fc.npy '<f4' '(3, 2)' "ar_forecast AR(1)" 32 64 6 7 3 3
+run 0 "ar_forecast, auto backend" op ar_forecast --in series.npy --lags=1 --horizon=3 \
+  --out fc.npy && near fc.npy '<f4' '(3, 3)' "ar_forecast, auto backend" 32 64 128 6 7 8 3 3 3
+# AR(2) on 1 2 4 8 16 32 64: x[t] = 2 x[t-1] (with 0 x[t-2] and no intercept) fits exactly.
+write_npy series7.npy '<f4' '(1, 7)' "$(f32 1 2 4 8 16 32 64)"
+run 0 "ar_forecast AR(2)" op ar_forecast --in series7.npy --lags 2 --horizon 1 --out fc.npy \
+  --backend host && near fc.npy '<f4' '(1, 1)' "ar_forecast AR(2)" 128
+run 0 "ar_forecast --help" op ar_forecast --help && { grep -q -- '--lags P' out.txt &&
+  grep -q -- '--in PATH' out.txt || fail "ar_forecast --help: $(cat out.txt)"; }
+run 2 "ar_forecast without --lags" op ar_forecast --in series.npy --horizon 2 --out bad.npy \
+  --backend host && { grep -q -- '--lags is required' err.txt || fail "no --lags: $(cat err.txt)"; }
+absent "ar_forecast without --lags" bad.npy
+run 2 "ar_forecast without --horizon" op ar_forecast --in series.npy --lags 1 --out bad.npy \
+  --backend host && { grep -q -- '--horizon is required' err.txt || fail "no --horizon: $(cat err.txt)"; }
+absent "ar_forecast without --horizon" bad.npy
+for lags in 0 33 -1 1.5 abc ''; do
+  run 2 "ar_forecast --lags '$lags'" op ar_forecast --in series.npy --lags "$lags" --horizon 2 \
+    --out bad.npy --backend host
+  absent "ar_forecast --lags '$lags'" bad.npy
+done
+for horizon in 0 1025 x; do
+  run 2 "ar_forecast --horizon '$horizon'" op ar_forecast --in series.npy --lags 1 \
+    --horizon "$horizon" --out bad.npy --backend host
+  absent "ar_forecast --horizon '$horizon'" bad.npy
+done
+# T = 5 < 2 P + 1 = 7.
+run 2 "ar_forecast series too short" op ar_forecast --in series.npy --lags 3 --horizon 2 \
+  --out bad.npy --backend host
+absent "ar_forecast series too short" bad.npy
+run 2 "ar_forecast 1-D series" op ar_forecast --in va.npy --lags 1 --horizon 1 --out bad.npy \
+  --backend host
+absent "ar_forecast 1-D series" bad.npy
 
 if ((failures > 0)); then
   echo "test-plume-op: $failures of $checks checks failed" >&2
