@@ -101,6 +101,7 @@ typedef struct reader {
   uint64_t size; /* bytes in the file */
   const image_allocator *allocator;
   bool keep_f64; /* a '<f8' .npy stays f64 instead of being narrowed to f32 */
+  bool any_rank; /* a .npy of 1 to PLM_TENSOR_MAX_DIMS dimensions, not only 2 or 3 */
   char *err;
   size_t err_size;
 } reader;
@@ -349,7 +350,10 @@ static plm_status read_npy_header(reader *r, image *out, uint64_t *data_offset, 
     return READ_FAIL(r, PLM_ERR_UNSUPPORTED,
                      "fortran_order is True: only C-order arrays are supported "
                      "(save np.ascontiguousarray(a))");
-  if (h.ndim != 2 && h.ndim != 3)
+  if (r->any_rank && (h.ndim < 1 || h.ndim > PLM_TENSOR_MAX_DIMS))
+    return READ_FAIL(r, PLM_ERR_UNSUPPORTED, "%d-D array: expected 1-D to %d-D", h.ndim,
+                     PLM_TENSOR_MAX_DIMS);
+  if (!r->any_rank && h.ndim != 2 && h.ndim != 3)
     return READ_FAIL(r, PLM_ERR_UNSUPPORTED, "%d-D array: expected 2-D (H, W) or 3-D (N, H, W)",
                      h.ndim);
   int64_t numel = 0;
@@ -590,7 +594,8 @@ static plm_status read_format(reader *r, file_format format, image *out) {
 }
 
 static plm_status read_image(const char *path, const image_allocator *allocator, bool keep_f64,
-                             image *out, char *err, size_t err_size, const char *caller) {
+                             bool any_rank, image *out, char *err, size_t err_size,
+                             const char *caller) {
   if (err && err_size) err[0] = '\0';
   if (!path) return fail(err, err_size, caller, PLM_ERR_INVALID_ARG, "path is NULL");
   if (!out) return fail(err, err_size, path, PLM_ERR_INVALID_ARG, "out is NULL");
@@ -598,6 +603,7 @@ static plm_status read_image(const char *path, const image_allocator *allocator,
   reader r = {.path = path,
               .allocator = allocator ? allocator : &default_allocator,
               .keep_f64 = keep_f64,
+              .any_rank = any_rank,
               .err = err,
               .err_size = err_size};
   file_format format = FORMAT_NPY;
@@ -611,12 +617,17 @@ static plm_status read_image(const char *path, const image_allocator *allocator,
 
 plm_status image_read(const char *path, const image_allocator *allocator, image *out, char *err,
                       size_t err_size) {
-  return read_image(path, allocator, false, out, err, err_size, "image_read");
+  return read_image(path, allocator, false, false, out, err, err_size, "image_read");
 }
 
 plm_status image_read_keep_f64(const char *path, const image_allocator *allocator, image *out,
                                char *err, size_t err_size) {
-  return read_image(path, allocator, true, out, err, err_size, "image_read_keep_f64");
+  return read_image(path, allocator, true, false, out, err, err_size, "image_read_keep_f64");
+}
+
+plm_status image_read_array(const char *path, const image_allocator *allocator, image *out,
+                            char *err, size_t err_size) {
+  return read_image(path, allocator, false, true, out, err, err_size, "image_read_array");
 }
 
 /* ---- reading frame by frame ----------------------------------------------------------- */

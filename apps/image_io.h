@@ -73,6 +73,12 @@ plm_status image_read(const char *path, const image_allocator *allocator, image 
 plm_status image_read_keep_f64(const char *path, const image_allocator *allocator, image *out,
                                char *err, size_t err_size);
 
+/* As image_read, except that a .npy may have any number of dimensions from 1 to
+ * PLM_TENSOR_MAX_DIMS: for arrays that are not images (a bias vector, a 3-D weight
+ * tensor), as `plume op matmul` and the other ops on arrays read them. */
+plm_status image_read_array(const char *path, const image_allocator *allocator, image *out,
+                            char *err, size_t err_size);
+
 /* ---- reading frame by frame ----------------------------------------------------------
  * An image_frames reads the frames of one image file as they are needed, so that a long
  * stack is never held in memory:

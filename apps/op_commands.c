@@ -1,7 +1,8 @@
 /* apps/op_commands.c: `plume op <name> ...` (apps/op_commands.h).
  *
  * Each op is one entry of `ops` below: its name, its help text, the files it reads
- * and writes besides --in and --out, a function that takes its own options, and two
+ * and writes besides its first input and output (--in and --out unless it names
+ * others), a function that takes its own options, and two
  * thin wrappers around the library's _output and enqueue functions. Everything else
  * (the common options, reading, uploading and writing files, context, stream, pool,
  * timing, exit codes) is shared.
@@ -33,9 +34,10 @@ typedef union op_args {
   unsigned char bytes[256];
 } op_args;
 
-/* Files of an op: input 0 is --in and output 0 is --out, always required; an op
- * names its further ones (in[1], in[2], ... and out[1], ...) in op_spec. */
-enum { OP_MAX_INPUTS = 3, OP_MAX_OUTPUTS = 4 };
+/* Files of an op: input 0 (--in, or the op's in_flag) and output 0 (--out, or its
+ * out_flag), always required; an op names its further ones (in[1], in[2], ... and
+ * out[1], ...) in op_spec. lstm_cell reads the most: x, h, c, two weights, two biases. */
+enum { OP_MAX_INPUTS = 7, OP_MAX_OUTPUTS = 4 };
 
 typedef struct op_file {
   const char *flag; /* e.g. "--kernel"; NULL ends the list */
@@ -52,7 +54,14 @@ typedef struct op_file {
 
 typedef struct op_spec {
   const char *name;
-  const char *summary;  /* one line, for plume --help */
+  const char *summary; /* one line, for plume --help */
+  /* The flags of input 0 and output 0; NULL: --in and --out. An op that names its own
+   * has its synopsis and options describe them too (the common options then leave out
+   * --in and --out). */
+  const char *in_flag, *out_flag;
+  /* Its .npy files are arrays of 1 to PLM_TENSOR_MAX_DIMS dimensions (image_read_array),
+   * not only 2-D or 3-D images. */
+  bool arrays;
   const char *synopsis; /* the op's own options and files, as in a usage line */
   const char *options;  /* one line per option or file of its own, for plume op <name> --help */
   op_file inputs[OP_MAX_INPUTS - 1];   /* read like --in: in[1], in[2], ... */
@@ -598,6 +607,244 @@ static plm_status entropy_enqueue(plm_stream *stream, const plm_tensor *const in
   return plm_entropy(stream, in[0], &((const entropy_args *)args)->params, out[0]);
 }
 
+/* ---- shared: a name from a list ----------------------------------------------------------- */
+
+/* value is one of names[0..n-1] (listed in the message as choices): *index gets its
+ * position. */
+static int parse_choice(const char *flag, const char *value, const char *const names[], size_t n,
+                        const char *choices, int *index, char *err, size_t err_size) {
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(value, names[i]) == 0) {
+      *index = (int)i;
+      return 0;
+    }
+  snprintf(err, err_size, "%s '%s' is not one of %s", flag, value, choices);
+  return -1;
+}
+
+/* An op with no options of its own. */
+static int no_option(void *args, const char *flag, const char *value, char *err, size_t err_size) {
+  (void)args, (void)value, (void)err, (void)err_size;
+  return flag ? 1 : 0;
+}
+
+/* ---- matmul ------------------------------------------------------------------------------ */
+
+typedef struct matmul_args {
+  plm_matmul_params params;
+} matmul_args;
+_Static_assert(sizeof(matmul_args) <= sizeof(op_args), "op_args is too small");
+
+static int matmul_option(void *args, const char *flag, const char *value, char *err,
+                         size_t err_size) {
+  matmul_args *a = args;
+  int index = 0;
+  if (!flag) return 0;
+  if (strcmp(flag, "--precision") == 0) {
+    static const char *const names[] = {"fp32", "tf32", "bf16", "auto"};
+    static const plm_precision precisions[] = {PLM_PRECISION_FP32, PLM_PRECISION_TF32,
+                                               PLM_PRECISION_BF16, PLM_PRECISION_AUTO};
+    if (parse_choice(flag, value, names, 4, "fp32, tf32, bf16, auto", &index, err, err_size) != 0)
+      return -1;
+    a->params.precision = precisions[index];
+    return 0;
+  }
+  if (strcmp(flag, "--act") == 0) {
+    static const char *const names[] = {"none", "relu", "sigmoid", "tanh"};
+    static const plm_activation activations[] = {PLM_ACTIVATION_NONE, PLM_ACTIVATION_RELU,
+                                                 PLM_ACTIVATION_SIGMOID, PLM_ACTIVATION_TANH};
+    if (parse_choice(flag, value, names, 4, "none, relu, sigmoid, tanh", &index, err, err_size) !=
+        0)
+      return -1;
+    a->params.activation = activations[index];
+    return 0;
+  }
+  return 1;
+}
+
+/* in[1] is --b, in[2] --bias (NULL: none). */
+static plm_status matmul_output(const plm_tensor *const in[], const void *args, plm_shape out[]) {
+  return plm_matmul_output(in[0], in[1], &((const matmul_args *)args)->params, &out[0]);
+}
+
+static plm_status matmul_enqueue(plm_stream *stream, const plm_tensor *const in[], const void *args,
+                                 plm_tensor *const out[]) {
+  return plm_matmul(stream, in[0], in[1], in[2], &((const matmul_args *)args)->params, out[0]);
+}
+
+/* ---- lstm_cell ------------------------------------------------------------------------- */
+
+/* in[0..6]: --x, --h, --c, --w-ih, --w-hh, --b-ih, --b-hh (the biases NULL when not
+ * given); out[0] --out-h, out[1] --out-c, both of h's shape. */
+static plm_status lstm_cell_output(const plm_tensor *const in[], const void *args,
+                                   plm_shape out[]) {
+  (void)args;
+  plm_status status = plm_lstm_cell_output(in[0], in[1], &out[0]);
+  if (status == PLM_OK) out[1] = out[0];
+  return status;
+}
+
+static plm_status lstm_cell_enqueue(plm_stream *stream, const plm_tensor *const in[],
+                                    const void *args, plm_tensor *const out[]) {
+  (void)args;
+  return plm_lstm_cell(stream, in[0], in[1], in[2], in[3], in[4], in[5], in[6], out[0], out[1]);
+}
+
+/* ---- dendritic ------------------------------------------------------------------------- */
+
+typedef struct dendritic_args {
+  plm_dendritic_params params;
+  bool have_mode;
+} dendritic_args;
+_Static_assert(sizeof(dendritic_args) <= sizeof(op_args), "op_args is too small");
+
+static void dendritic_init(void *args) {
+  ((dendritic_args *)args)->params = (plm_dendritic_params){.k = 1.0f, .theta = 0.0f, .beta = 1.0f};
+}
+
+/* A finite number that is also finite as f32, for a float parameter. */
+static int parse_float_param(const char *flag, const char *value, float *out, char *err,
+                             size_t err_size) {
+  double v = 0;
+  if (!parse_finite(value, &v) || !isfinite((float)v)) {
+    snprintf(err, err_size, "%s '%s' is not a finite number", flag, value);
+    return -1;
+  }
+  *out = (float)v;
+  return 0;
+}
+
+static int dendritic_option(void *args, const char *flag, const char *value, char *err,
+                            size_t err_size) {
+  dendritic_args *a = args;
+  if (!flag) {
+    if (a->have_mode) return 0;
+    snprintf(err, err_size, "--mode is required");
+    return -1;
+  }
+  if (strcmp(flag, "--mode") == 0) {
+    static const char *const names[] = {"sigmoid", "nmda", "active_bp", "multiplicative"};
+    static const plm_dendrite_mode modes[] = {PLM_DENDRITE_SIGMOID, PLM_DENDRITE_NMDA,
+                                              PLM_DENDRITE_ACTIVE_BP, PLM_DENDRITE_MULTIPLICATIVE};
+    int index = 0;
+    if (parse_choice(flag, value, names, 4, "sigmoid, nmda, active_bp, multiplicative", &index, err,
+                     err_size) != 0)
+      return -1;
+    a->params.mode = modes[index];
+    a->have_mode = true;
+    return 0;
+  }
+  if (strcmp(flag, "--k") == 0) return parse_float_param(flag, value, &a->params.k, err, err_size);
+  if (strcmp(flag, "--theta") == 0)
+    return parse_float_param(flag, value, &a->params.theta, err, err_size);
+  if (strcmp(flag, "--beta") == 0)
+    return parse_float_param(flag, value, &a->params.beta, err, err_size);
+  return 1;
+}
+
+/* in[1] is --w. */
+static plm_status dendritic_output(const plm_tensor *const in[], const void *args,
+                                   plm_shape out[]) {
+  return plm_dendritic_output(in[0], in[1], &((const dendritic_args *)args)->params, &out[0]);
+}
+
+static plm_status dendritic_enqueue(plm_stream *stream, const plm_tensor *const in[],
+                                    const void *args, plm_tensor *const out[]) {
+  return plm_dendritic(stream, in[0], in[1], &((const dendritic_args *)args)->params, out[0]);
+}
+
+/* ---- vector_add ------------------------------------------------------------------------ */
+
+typedef struct vector_add_args {
+  plm_vector_add_params params;
+} vector_add_args;
+_Static_assert(sizeof(vector_add_args) <= sizeof(op_args), "op_args is too small");
+
+static void vector_add_init(void *args) {
+  ((vector_add_args *)args)->params = (plm_vector_add_params){.alpha = 1.0, .beta = 1.0};
+}
+
+static int vector_add_option(void *args, const char *flag, const char *value, char *err,
+                             size_t err_size) {
+  vector_add_args *a = args;
+  if (!flag) return 0;
+  double *target = strcmp(flag, "--alpha") == 0  ? &a->params.alpha
+                   : strcmp(flag, "--beta") == 0 ? &a->params.beta
+                                                 : NULL;
+  if (!target) return 1;
+  if (!parse_finite(value, target)) {
+    snprintf(err, err_size, "%s '%s' is not a finite number", flag, value);
+    return -1;
+  }
+  return 0;
+}
+
+/* in[1] is --b. */
+static plm_status vector_add_output(const plm_tensor *const in[], const void *args,
+                                    plm_shape out[]) {
+  return plm_vector_add_output(in[0], in[1], &((const vector_add_args *)args)->params, &out[0]);
+}
+
+static plm_status vector_add_enqueue(plm_stream *stream, const plm_tensor *const in[],
+                                     const void *args, plm_tensor *const out[]) {
+  return plm_vector_add(stream, in[0], in[1], &((const vector_add_args *)args)->params, out[0]);
+}
+
+/* ---- dot ------------------------------------------------------------------------------- */
+
+/* in[1] is --b; out[0] is f64. */
+static plm_status dot_output(const plm_tensor *const in[], const void *args, plm_shape out[]) {
+  (void)args;
+  return plm_dot_output(in[0], in[1], NULL, &out[0]);
+}
+
+static plm_status dot_enqueue(plm_stream *stream, const plm_tensor *const in[], const void *args,
+                              plm_tensor *const out[]) {
+  (void)args;
+  return plm_dot(stream, in[0], in[1], NULL, out[0]);
+}
+
+/* ---- ar_forecast ----------------------------------------------------------------------- */
+
+typedef struct ar_forecast_args {
+  plm_ar_forecast_params params;
+} ar_forecast_args;
+_Static_assert(sizeof(ar_forecast_args) <= sizeof(op_args), "op_args is too small");
+
+static int ar_forecast_option(void *args, const char *flag, const char *value, char *err,
+                              size_t err_size) {
+  ar_forecast_args *a = args;
+  const char *end = NULL;
+  if (!flag) {
+    if (a->params.lags == 0 || a->params.horizon == 0) {
+      snprintf(err, err_size, "%s is required", a->params.lags == 0 ? "--lags" : "--horizon");
+      return -1;
+    }
+    return 0;
+  }
+  int *target = strcmp(flag, "--lags") == 0      ? &a->params.lags
+                : strcmp(flag, "--horizon") == 0 ? &a->params.horizon
+                                                 : NULL;
+  if (!target) return 1;
+  int max = target == &a->params.lags ? PLM_AR_MAX_LAGS : PLM_AR_MAX_HORIZON;
+  if (!parse_digits(value, &end, 1, max, target) || *end != '\0') {
+    *target = 0;
+    snprintf(err, err_size, "%s '%s' is not an integer from 1 to %d", flag, value, max);
+    return -1;
+  }
+  return 0;
+}
+
+static plm_status ar_forecast_output(const plm_tensor *const in[], const void *args,
+                                     plm_shape out[]) {
+  return plm_ar_forecast_output(in[0], &((const ar_forecast_args *)args)->params, &out[0]);
+}
+
+static plm_status ar_forecast_enqueue(plm_stream *stream, const plm_tensor *const in[],
+                                      const void *args, plm_tensor *const out[]) {
+  return plm_ar_forecast(stream, in[0], &((const ar_forecast_args *)args)->params, out[0]);
+}
+
 /* ---- the table ----------------------------------------------------------------------- */
 
 static const op_spec ops[] = {
@@ -688,16 +935,125 @@ static const op_spec ops[] = {
      .option = entropy_option,
      .output = entropy_output,
      .enqueue = entropy_enqueue},
+    {.name = "matmul",
+     .summary = "out = act(a · b + bias), f32 (M, N) from a (M, K) and b (K, N)",
+     .in_flag = "--a",
+     .arrays = true,
+     .synopsis = "--a A --b B --out C [--bias BIAS] [--act none|relu|sigmoid|tanh]\n"
+                 "       [--precision fp32|tf32|bf16|auto]",
+     .options =
+         "  --a A                 the left matrix (M, K), f32 (f64 read as f32; required)\n"
+         "  --b B                 the right matrix (K, N), not transposed (required)\n"
+         "  --out C               the product (M, N), f32 .npy (required; written atomically)\n"
+         "  --bias BIAS           (N,) added to every row before the activation\n"
+         "  --act A               none (default), relu, sigmoid or tanh\n"
+         "  --precision P         fp32 (default), tf32 or bf16 (inputs rounded to nearest even,\n"
+         "                        f32 sums), or auto: tf32 on cuda for large products, else fp32\n"
+         "  See plume/matmul.h.\n",
+     .inputs = {{.flag = "--b", .required = true}, {.flag = "--bias"}},
+     .option = matmul_option,
+     .output = matmul_output,
+     .enqueue = matmul_enqueue},
+    {.name = "lstm_cell",
+     .summary = "one torch.nn.LSTMCell step: out-h, out-c (B, H) from x (B, I), h, c (B, H)",
+     .in_flag = "--x",
+     .out_flag = "--out-h",
+     .arrays = true,
+     .synopsis = "--x X --h H --c C --w-ih W_IH --w-hh W_HH [--b-ih B_IH] [--b-hh B_HH]\n"
+                 "       --out-h H2 --out-c C2",
+     .options =
+         "  --x X                 the input (B, I), f32 (f64 read as f32; required)\n"
+         "  --h H, --c C          the hidden and cell state (B, H) (required)\n"
+         "  --w-ih W, --w-hh W    the weights (4H, I) and (4H, H), gates i, f, g, o (required)\n"
+         "  --b-ih B, --b-hh B    the biases (4H,) (default: none)\n"
+         "  --out-h H2, --out-c C2  the new hidden and cell state (B, H), f32 .npy (required;\n"
+         "                        each written atomically)\n"
+         "  See plume/lstm.h.\n",
+     .inputs = {{.flag = "--h", .required = true},
+                {.flag = "--c", .required = true},
+                {.flag = "--w-ih", .required = true},
+                {.flag = "--w-hh", .required = true},
+                {.flag = "--b-ih"},
+                {.flag = "--b-hh"}},
+     .outputs = {{.flag = "--out-c", .required = true}},
+     .option = no_option,
+     .output = lstm_cell_output,
+     .enqueue = lstm_cell_enqueue},
+    {.name = "dendritic",
+     .summary = "out = N neurons of D nonlinear dendrites, f32 (B, N) from x (B, I), w (N, D, I)",
+     .in_flag = "--x",
+     .arrays = true,
+     .synopsis = "--x X --w W --out Y --mode sigmoid|nmda|active_bp|multiplicative\n"
+                 "       [--k K] [--theta T] [--beta B]",
+     .options =
+         "  --x X                 the inputs (B, I), f32 (f64 read as f32; required)\n"
+         "  --w W                 the weights (N, D, I) (required)\n"
+         "  --out Y               the neurons' outputs (B, N), f32 .npy (required)\n"
+         "  --mode M              with a_d = w[n, d, :] · x[b, :] and s the logistic function\n"
+         "                        (required): sigmoid: sum of s(a_d); nmda: sum of\n"
+         "                        a_d s(k (a_d - theta)); active_bp: sum of a_d + beta\n"
+         "                        max(0, a_d - theta); multiplicative: product of s(a_d)\n"
+         "  --k K                 nmda: the gate's steepness (default 1)\n"
+         "  --theta T             nmda, active_bp: the threshold (default 0)\n"
+         "  --beta B              active_bp: the boost above theta (default 1)\n"
+         "  See plume/dendritic.h.\n",
+     .inputs = {{.flag = "--w", .required = true}},
+     .init = dendritic_init,
+     .option = dendritic_option,
+     .output = dendritic_output,
+     .enqueue = dendritic_enqueue},
+    {.name = "vector_add",
+     .summary = "out = alpha a + beta b element by element (axpby), f32 of a's shape",
+     .in_flag = "--a",
+     .arrays = true,
+     .synopsis = "--a A --b B --out C [--alpha X] [--beta Y]",
+     .options =
+         "  --a A, --b B          f32 arrays of one shape, 1-D to 4-D (f64 read as f32; required)\n"
+         "  --out C               alpha a + beta b, f32 .npy (required)\n"
+         "  --alpha X, --beta Y   finite scales (default 1, 1: a + b); each element is\n"
+         "                        computed in double and rounded once (plume/vector.h)\n",
+     .inputs = {{.flag = "--b", .required = true}},
+     .init = vector_add_init,
+     .option = vector_add_option,
+     .output = vector_add_output,
+     .enqueue = vector_add_enqueue},
+    {.name = "dot",
+     .summary = "out = a · b in f64: one value per row of 2-D (R, N) inputs, one for 1-D",
+     .in_flag = "--a",
+     .arrays = true,
+     .synopsis = "--a A --b B --out D",
+     .options =
+         "  --a A, --b B          f32 (N,) or (R, N) of one shape (f64 read as f32; required)\n"
+         "  --out D               f64 .npy: (1,) for 1-D inputs, (R,) for 2-D, each row's sum\n"
+         "                        of products accumulated in double (plume/vector.h)\n",
+     .inputs = {{.flag = "--b", .required = true}},
+     .option = no_option,
+     .output = dot_output,
+     .enqueue = dot_enqueue},
+    {.name = "ar_forecast",
+     .summary = "out = H-step AR(P) forecasts (S, H), f32, of each series (row) of (S, T)",
+     .arrays = true,
+     .synopsis = "--lags P --horizon H",
+     .options = "  --lags P              the AR order, 1..32 (required); T >= 2 P + 1\n"
+                "  --horizon H           the steps forecast, 1..1024 (required)\n"
+                "  --in is (S, T) f32 (f64 read as f32): S series of T points; each is fitted by\n"
+                "  least squares with an intercept and forecast recursively, as statsmodels'\n"
+                "  AutoReg(x, lags=P, trend=\"c\") (plume/forecast.h).\n",
+     .option = ar_forecast_option,
+     .output = ar_forecast_output,
+     .enqueue = ar_forecast_enqueue},
 };
 
 enum { OP_COUNT = sizeof ops / sizeof ops[0] };
 
 /* ---- help ---------------------------------------------------------------------------- */
 
-static const char common_options[] =
+/* --in and --out, then the options of every op. */
+static const char file_options[] =
     "  --in PATH             input image: .npy (2-D or 3-D; u8, u16, i32, f32, f64 read as\n"
     "                        f32), PGM (P5, 8/16-bit) or grayscale PNG (8/16-bit)\n"
-    "  --out PATH            output .npy (written atomically)\n"
+    "  --out PATH            output .npy (written atomically)\n";
+static const char run_options[] =
     "  --backend B           host, cuda or auto (default auto; PLUME_BACKEND overrides auto)\n"
     "  --repeat N            run the op N more times after a warm-up and print\n"
     "                        'time_ms median=M min=A max=B' on stderr\n"
@@ -710,10 +1066,12 @@ void op_commands_print_summary(FILE *out) {
 }
 
 static void print_op_usage(FILE *out, const op_spec *op) {
-  fprintf(out, "usage: plume op %s --in IN --out OUT %s [--backend host|cuda|auto] [--repeat N]\n",
-          op->name, op->synopsis);
-  fprintf(out, "\n%s\n\noptions of %s:\n%s\ncommon options:\n%s", op->summary, op->name,
-          op->options, common_options);
+  /* An op with flags of its own for its first files names them in its synopsis. */
+  bool own_files = op->in_flag || op->out_flag;
+  fprintf(out, "usage: plume op %s %s%s [--backend host|cuda|auto] [--repeat N]\n", op->name,
+          own_files ? "" : "--in IN --out OUT ", op->synopsis);
+  fprintf(out, "\n%s\n\noptions of %s:\n%s\ncommon options:\n%s%s", op->summary, op->name,
+          op->options, own_files ? "" : file_options, run_options);
 }
 
 static void print_usage(FILE *out) {
@@ -721,8 +1079,14 @@ static void print_usage(FILE *out) {
           "usage: plume op <name> --in IN --out OUT [options] [--backend host|cuda|auto] "
           "[--repeat N]\n\nops:\n");
   op_commands_print_summary(out);
-  fprintf(out, "\ncommon options:\n%s\nplume op <name> --help describes an op's options.\n",
-          common_options);
+  fprintf(out,
+          "\nOps that name their files with flags of their own, not --in and --out (see\n"
+          "plume op <name> --help):\n   ");
+  for (int i = 0; i < OP_COUNT; i++)
+    if (ops[i].in_flag || ops[i].out_flag) fprintf(out, " %s", ops[i].name);
+  fprintf(out, "\n");
+  fprintf(out, "\ncommon options:\n%s%s\nplume op <name> --help describes an op's options.\n",
+          file_options, run_options);
 }
 
 /* ---- timing -------------------------------------------------------------------------- */
@@ -743,21 +1107,23 @@ static int compare_doubles(const void *a, const void *b) {
 typedef struct op_run {
   const op_spec *op;
   op_args args;
-  const char *in_paths[OP_MAX_INPUTS];   /* [0] --in, then op->inputs; NULL: not given */
-  const char *out_paths[OP_MAX_OUTPUTS]; /* [0] --out, then op->outputs */
+  const char *in_paths[OP_MAX_INPUTS];   /* [0] input_flag 0, then op->inputs; NULL: not given */
+  const char *out_paths[OP_MAX_OUTPUTS]; /* [0] output_flag 0, then op->outputs */
   int n_in, n_out;                       /* 1 + the op's further files */
   plm_context_config config;
   long repeat;      /* 0: run once, untimed */
   double warmup_ms; /* with repeat: untimed runs until this long has passed (one at least) */
 } op_run;
 
-/* The flag of file k of the op (0: --in / --out). */
+/* The flag of file k of the op (0: --in / --out unless the op names its own). */
 static const char *input_flag(const op_spec *op, int k) {
-  return k == 0 ? "--in" : op->inputs[k - 1].flag;
+  if (k > 0) return op->inputs[k - 1].flag;
+  return op->in_flag ? op->in_flag : "--in";
 }
 
 static const char *output_flag(const op_spec *op, int k) {
-  return k == 0 ? "--out" : op->outputs[k - 1].flag;
+  if (k > 0) return op->outputs[k - 1].flag;
+  return op->out_flag ? op->out_flag : "--out";
 }
 
 /* Take a file flag of the op into run: true when flag is one. */
@@ -832,8 +1198,8 @@ static int parse_arguments(op_run *run, int argc, char **argv) {
       run->warmup_ms = strtod(value, &end);
       if (end == value || *end != '\0' || errno == ERANGE || !(run->warmup_ms >= 0.0) ||
           run->warmup_ms > 60000.0) {
-        fprintf(stderr, "plume op %s: --warmup-ms '%s' is not a time from 0 to 60000 ms\n",
-                prefix, value);
+        fprintf(stderr, "plume op %s: --warmup-ms '%s' is not a time from 0 to 60000 ms\n", prefix,
+                value);
         return EXIT_USAGE;
       }
     } else {
@@ -969,7 +1335,8 @@ static int execute(const op_run *run) {
   /* Every file is read before any device work. */
   for (int k = 0; k < run->n_in; k++)
     if (run->in_paths[k] &&
-        (status = image_read(run->in_paths[k], &s.pinned, &s.inputs[k], err, sizeof err)) != PLM_OK)
+        (status = (run->op->arrays ? image_read_array : image_read)(
+             run->in_paths[k], &s.pinned, &s.inputs[k], err, sizeof err)) != PLM_OK)
       return file_failure(&s, prefix, status, err);
   if ((status = plm_stream_create(s.ctx, 0, &s.stream)) != PLM_OK ||
       (status = plm_context_default_pool(s.ctx, &s.pool)) != PLM_OK)

@@ -31,16 +31,21 @@ write_npy() {
   } >"$1"
 }
 
-# f32 V...: printf escapes of the little-endian f32 bit patterns of the non-negative
-# integers V (exact below 2^24), computed here: 2^e * (1 + m / 2^23).
+# f32 V...: printf escapes of the little-endian f32 bit patterns of the integers V
+# (exact below 2^24 in magnitude), computed here: -1^s * 2^e * (1 + m / 2^23).
 f32() {
-  local v e bits out=''
+  local v e bits sign out=''
   for v in "$@"; do
     bits=0
+    sign=0
+    if ((v < 0)); then
+      sign=$((1 << 31))
+      v=$((-v))
+    fi
     if ((v > 0)); then
       e=0
       while (((v >> (e + 1)) > 0)); do e=$((e + 1)); done
-      bits=$((((127 + e) << 23) | ((v << (23 - e)) & 0x7fffff)))
+      bits=$((sign | ((127 + e) << 23) | ((v << (23 - e)) & 0x7fffff)))
     fi
     out+=$(printf '\\x%02x\\x%02x\\x%02x\\x%02x' $((bits & 255)) $((bits >> 8 & 255)) \
       $((bits >> 16 & 255)) $((bits >> 24 & 255)))
@@ -601,6 +606,328 @@ absent "entropy i32 input" bad.npy
 run 2 "unwritable output" op threshold --in u8.npy --out no/such/dir/out.npy --value 1 \
   --backend host
 absent "unwritable output"
+
+# ---- ops on arrays: .npy of any rank, most with file flags of their own -------------------------
+# near FILE DESCR SHAPE NAME EXPECTED...: FILE is a .npy of DESCR ('<f4' or '<f8') and
+# SHAPE (as written in its header, e.g. '(1, 2)') whose values are within 1e-5 * (1 + |e|)
+# of the awk expressions EXPECTED, in order; sg(x) is the logistic function, th(x) tanh.
+near() {
+  local file=$1 descr=$2 shape=$3 name=$4
+  shift 4
+  checks=$((checks + 1))
+  local dict="{'descr': '$descr', 'fortran_order': False, 'shape': $shape, }"
+  if [[ ! -f $file ]] || ! head -c 128 "$file" | grep -qF "$dict"; then
+    fail "$name: $file does not start with $dict"
+    return
+  fi
+  local type=f4 header e list=''
+  [[ $descr == '<f8' ]] && type=f8
+  header=$((10 + $(od -An -j8 -N2 -tu2 "$file")))
+  for e in "$@"; do list+="want[++m] = $e; "; done
+  od -An -v -j"$header" -t"$type" "$file" | awk "
+    function sg(x) { return 1 / (1 + exp(-x)) }
+    function th(x) { return (exp(2 * x) - 1) / (exp(2 * x) + 1) }
+    BEGIN { m = 0; $list }
+    { for (i = 1; i <= NF; i++) got[++n] = \$i }
+    END {
+      if (n != m) { printf \"%d values, expected %d\", n, m; exit 1 }
+      for (i = 1; i <= n; i++) {
+        d = got[i] - want[i]; a = want[i]; if (d < 0) d = -d; if (a < 0) a = -a
+        if (!(d <= 1e-5 * (1 + a))) { printf \"value %d is %s, expected %.9g\", i, got[i], want[i]; exit 1 }
+      }
+    }" >near.txt || fail "$name: $(cat near.txt)"
+}
+
+# matmul: [[1, 2], [3, 4]] · [[5, 6], [7, 8]] = [[19, 22], [43, 50]]; bias [1, -100].
+write_npy ma.npy '<f4' '(2, 2)' "$(f32 1 2 3 4)"
+write_npy mb.npy '<f4' '(2, 2)' "$(f32 5 6 7 8)"
+write_npy mbias.npy '<f4' '(2,)' "$(f32 1 -100)"
+write_npy mab.npy '<f4' '(2, 2)' "$(f32 19 22 43 50)"
+write_npy mab.bias.npy '<f4' '(2, 2)' "$(f32 20 -78 44 -50)"
+write_npy mab.relu.npy '<f4' '(2, 2)' "$(f32 20 0 44 0)"
+run 0 "matmul 2x2" op matmul --a ma.npy --b mb.npy --out mm.out.npy --backend host &&
+  same mm.out.npy mab.npy "matmul 2x2"
+run 0 "matmul, auto backend" op matmul --a ma.npy --b mb.npy --out mm.auto.npy &&
+  same mm.auto.npy mab.npy "matmul, auto backend"
+run 0 "matmul bias" op matmul --a ma.npy --b mb.npy --bias mbias.npy --out mm.out.npy \
+  --backend host && same mm.out.npy mab.bias.npy "matmul bias"
+run 0 "matmul bias relu" op matmul --a ma.npy --b mb.npy --bias=mbias.npy --act relu \
+  --out mm.out.npy --backend host && same mm.out.npy mab.relu.npy "matmul bias relu"
+# Small integers are exact in tf32 and bf16 (8 significant bits).
+for precision in fp32 tf32 bf16 auto; do
+  run 0 "matmul --precision $precision" op matmul --a ma.npy --b mb.npy --out mm.out.npy \
+    --precision "$precision" --backend host && same mm.out.npy mab.npy "matmul $precision"
+done
+# bf16 keeps 8 significant bits: 257 (1 0000 0001b) rounds to even, 256; tf32 keeps it.
+write_npy m257.npy '<f4' '(1, 1)' "$(f32 257)"
+write_npy m1.npy '<f4' '(1, 1)' "$(f32 1)"
+write_npy m256.npy '<f4' '(1, 1)' "$(f32 256)"
+run 0 "matmul bf16 rounding" op matmul --a m257.npy --b m1.npy --out mm.out.npy \
+  --precision bf16 --backend host && same mm.out.npy m256.npy "matmul bf16 rounding"
+run 0 "matmul tf32 keeps 257" op matmul --a m257.npy --b m1.npy --out mm.out.npy \
+  --precision tf32 --backend host && same mm.out.npy m257.npy "matmul tf32 keeps 257"
+# (1, 2) · (2, 3): [1, -1] · [[1, 0, 2], [0, 1, 2]] = [1, -1, 0] through the activations.
+write_npy mrow.npy '<f4' '(1, 2)' "$(f32 1 -1)"
+write_npy mwide.npy '<f4' '(2, 3)' "$(f32 1 0 2 0 1 2)"
+run 0 "matmul sigmoid" op matmul --a mrow.npy --b mwide.npy --out mm.sg.npy --act sigmoid \
+  --backend host && near mm.sg.npy '<f4' '(1, 3)' "matmul sigmoid" 'sg(1)' 'sg(-1)' 0.5
+run 0 "matmul tanh" op matmul --a mrow.npy --b mwide.npy --out mm.th.npy --act tanh \
+  --backend host && near mm.th.npy '<f4' '(1, 3)' "matmul tanh" 'th(1)' 'th(-1)' 0
+run 0 "matmul --act none" op matmul --a mrow.npy --b mwide.npy --out mm.none.npy --act none \
+  --backend host && near mm.none.npy '<f4' '(1, 3)' "matmul --act none" 1 -1 0
+if run 0 "matmul --repeat" op matmul --a ma.npy --b mb.npy --out mm.rep.npy --repeat 2 \
+  --backend host; then
+  same mm.rep.npy mab.npy "matmul --repeat output"
+  checks=$((checks + 1))
+  grep -Eq '^time_ms median=[0-9.]+ min=[0-9.]+ max=[0-9.]+$' err.txt ||
+    fail "matmul --repeat: stderr is '$(cat err.txt)'"
+fi
+run 0 "matmul --help" op matmul --help && { grep -q -- '--precision' out.txt &&
+  grep -q 'usage: plume op matmul --a A --b B --out C' out.txt && ! grep -q -- '--in PATH' out.txt ||
+  fail "matmul --help: $(cat out.txt)"; }
+run 0 "plume op --help names the array ops" op --help && {
+  grep -q 'matmul' out.txt && grep -q 'lstm_cell' out.txt && grep -q 'dendritic' out.txt ||
+    fail "plume op --help: $(cat out.txt)"; }
+# Bad arguments.
+write_npy m3x2.npy '<f4' '(3, 2)' "$(f32 1 2 3 4 5 6)"
+write_npy mbias3.npy '<f4' '(3,)' "$(f32 1 2 3)"
+write_npy mvec.npy '<f4' '(2,)' "$(f32 1 2)"
+run 2 "matmul without --b" op matmul --a ma.npy --out bad.npy --backend host &&
+  { grep -q -- '--b is required' err.txt || fail "matmul without --b: $(cat err.txt)"; }
+absent "matmul without --b" bad.npy
+run 2 "matmul without --a" op matmul --b mb.npy --out bad.npy --backend host &&
+  { grep -q -- '--a is required' err.txt || fail "matmul without --a: $(cat err.txt)"; }
+absent "matmul without --a" bad.npy
+run 2 "matmul without --out" op matmul --a ma.npy --b mb.npy --backend host &&
+  { grep -q -- '--out is required' err.txt || fail "matmul without --out: $(cat err.txt)"; }
+run 2 "matmul takes no --in" op matmul --in ma.npy --b mb.npy --out bad.npy --backend host
+absent "matmul takes no --in" bad.npy
+run 2 "matmul missing file" op matmul --a no-such.npy --b mb.npy --out bad.npy --backend host
+absent "matmul missing file" bad.npy
+run 2 "matmul --precision fp16" op matmul --a ma.npy --b mb.npy --out bad.npy --precision fp16 \
+  --backend host && { grep -q -- "--precision 'fp16'" err.txt || fail "--precision: $(cat err.txt)"; }
+absent "matmul --precision fp16" bad.npy
+run 2 "matmul --act gelu" op matmul --a ma.npy --b mb.npy --out bad.npy --act gelu \
+  --backend host && { grep -q -- "--act 'gelu'" err.txt || fail "--act: $(cat err.txt)"; }
+absent "matmul --act gelu" bad.npy
+run 2 "matmul inner sizes differ" op matmul --a ma.npy --b m3x2.npy --out bad.npy --backend host
+absent "matmul inner sizes differ" bad.npy
+run 2 "matmul bias of the wrong length" op matmul --a ma.npy --b mb.npy --bias mbias3.npy \
+  --out bad.npy --backend host
+absent "matmul bias of the wrong length" bad.npy
+run 2 "matmul 1-D a" op matmul --a mvec.npy --b mb.npy --out bad.npy --backend host
+absent "matmul 1-D a" bad.npy
+run 2 "matmul unwritable output" op matmul --a ma.npy --b mb.npy --out no/such/dir/c.npy \
+  --backend host
+absent "matmul unwritable output"
+
+# lstm_cell, B = I = H = 1: the gates are x·w_ih + b_ih + h·w_hh + b_hh in the order i, f,
+# g, o; c2 = sg(f) c + sg(i) th(g), h2 = sg(o) th(c2).
+write_npy lx.npy '<f4' '(1, 1)' "$(f32 1)"
+write_npy lh.npy '<f4' '(1, 1)' "$(f32 1)"
+write_npy lc.npy '<f4' '(1, 1)' "$(f32 2)"
+write_npy lwih.npy '<f4' '(4, 1)' "$(f32 1 1 1 1)"
+write_npy lwhh.npy '<f4' '(4, 1)' "$(f32 1 0 0 -2)"
+write_npy lbih.npy '<f4' '(4,)' "$(f32 1 0 0 0)"
+write_npy lbhh.npy '<f4' '(4,)' "$(f32 0 0 -1 0)"
+# No biases: gates i = 2, f = 1, g = 1, o = -1.
+run 0 "lstm_cell" op lstm_cell --x lx.npy --h lh.npy --c lc.npy --w-ih lwih.npy \
+  --w-hh lwhh.npy --out-h lh2.npy --out-c lc2.npy --backend host && {
+  near lc2.npy '<f4' '(1, 1)' "lstm_cell out-c" '2 * sg(1) + sg(2) * th(1)'
+  near lh2.npy '<f4' '(1, 1)' "lstm_cell out-h" 'sg(-1) * th(2 * sg(1) + sg(2) * th(1))'
+}
+# With both biases: i = 3, f = 1, g = 0, o = -1, so c2 = 2 sg(1).
+run 0 "lstm_cell with biases" op lstm_cell --x lx.npy --h lh.npy --c lc.npy --w-ih lwih.npy \
+  --w-hh lwhh.npy --b-ih lbih.npy --b-hh lbhh.npy --out-h lh2.npy --out-c=lc2.npy \
+  --backend host && {
+  near lc2.npy '<f4' '(1, 1)' "lstm_cell biases out-c" '2 * sg(1)'
+  near lh2.npy '<f4' '(1, 1)' "lstm_cell biases out-h" 'sg(-1) * th(2 * sg(1))'
+}
+# b_ih only: i = 3, f = 1, g = 1, o = -1.
+run 0 "lstm_cell, one bias, auto backend" op lstm_cell --x lx.npy --h lh.npy --c lc.npy \
+  --w-ih lwih.npy --w-hh lwhh.npy --b-ih lbih.npy --out-h lh2.npy --out-c lc2.npy &&
+  near lc2.npy '<f4' '(1, 1)' "lstm_cell one bias out-c" '2 * sg(1) + sg(3) * th(1)'
+# A batch of 2 with H = 2 and zero weights: every gate 0, c2 = c / 2, h2 = th(c2) / 2.
+write_npy lx2.npy '<f4' '(2, 3)' "$(f32 1 2 3 4 5 6)"
+write_npy lh22.npy '<f4' '(2, 2)' "$(f32 1 1 1 1)"
+write_npy lc22.npy '<f4' '(2, 2)' "$(f32 0 2 -2 4)"
+write_npy lwih0.npy '<f4' '(8, 3)' "$(f32 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0)"
+write_npy lwhh0.npy '<f4' '(8, 2)' "$(f32 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0)"
+run 0 "lstm_cell batch" op lstm_cell --x lx2.npy --h lh22.npy --c lc22.npy --w-ih lwih0.npy \
+  --w-hh lwhh0.npy --out-h lh2.npy --out-c lc2.npy --backend host && {
+  near lc2.npy '<f4' '(2, 2)' "lstm_cell batch out-c" 0 1 -1 2
+  near lh2.npy '<f4' '(2, 2)' "lstm_cell batch out-h" 0 'th(1) / 2' 'th(-1) / 2' 'th(2) / 2'
+}
+run 0 "lstm_cell --help" op lstm_cell --help && { grep -q -- '--w-ih' out.txt &&
+  grep -q -- '--out-c' out.txt || fail "lstm_cell --help: $(cat out.txt)"; }
+run 2 "lstm_cell without --out-c" op lstm_cell --x lx.npy --h lh.npy --c lc.npy \
+  --w-ih lwih.npy --w-hh lwhh.npy --out-h bad.npy --backend host &&
+  { grep -q -- '--out-c is required' err.txt || fail "no --out-c: $(cat err.txt)"; }
+absent "lstm_cell without --out-c" bad.npy
+run 2 "lstm_cell without --c" op lstm_cell --x lx.npy --h lh.npy --w-ih lwih.npy \
+  --w-hh lwhh.npy --out-h bad.npy --out-c bad2.npy --backend host &&
+  { grep -q -- '--c is required' err.txt || fail "no --c: $(cat err.txt)"; }
+absent "lstm_cell without --c" bad.npy bad2.npy
+run 2 "lstm_cell w-ih of the wrong shape" op lstm_cell --x lx.npy --h lh.npy --c lc.npy \
+  --w-ih m3x2.npy --w-hh lwhh.npy --out-h bad.npy --out-c bad2.npy --backend host
+absent "lstm_cell w-ih of the wrong shape" bad.npy bad2.npy
+run 2 "lstm_cell bias of the wrong length" op lstm_cell --x lx.npy --h lh.npy --c lc.npy \
+  --w-ih lwih.npy --w-hh lwhh.npy --b-hh mbias3.npy --out-h bad.npy --out-c bad2.npy \
+  --backend host
+absent "lstm_cell bias of the wrong length" bad.npy bad2.npy
+run 2 "lstm_cell c of the wrong shape" op lstm_cell --x lx.npy --h lh.npy --c lc22.npy \
+  --w-ih lwih.npy --w-hh lwhh.npy --out-h bad.npy --out-c bad2.npy --backend host
+absent "lstm_cell c of the wrong shape" bad.npy bad2.npy
+
+# dendritic: x = [1, 2]; one neuron of two dendrites w = [[1, -1], [0, 0]] (a = -1, 0),
+# and two neurons of one dendrite w = [[2, 1]], [[1, -1]] (a = 4, then -1).
+write_npy dx.npy '<f4' '(1, 2)' "$(f32 1 2)"
+write_npy dw2.npy '<f4' '(1, 2, 2)' "$(f32 1 -1 0 0)"
+write_npy dw1.npy '<f4' '(2, 1, 2)' "$(f32 2 1 1 -1)"
+run 0 "dendritic sigmoid" op dendritic --x dx.npy --w dw2.npy --mode sigmoid --out den.npy \
+  --backend host && near den.npy '<f4' '(1, 1)' "dendritic sigmoid" 'sg(-1) + 0.5'
+run 0 "dendritic multiplicative" op dendritic --x dx.npy --w dw2.npy --mode multiplicative \
+  --out den.npy --backend host && near den.npy '<f4' '(1, 1)' "dendritic multiplicative" \
+  'sg(-1) * 0.5'
+run 0 "dendritic sigmoid, one dendrite each" op dendritic --x dx.npy --w dw1.npy \
+  --mode=sigmoid --out den.npy && near den.npy '<f4' '(1, 2)' "dendritic one dendrite" \
+  'sg(4)' 'sg(-1)'
+# active_bp, theta 1, beta 2: a + 2 max(0, a - 1) = 10 and -1, exactly.
+write_npy den.abp.npy '<f4' '(1, 2)' "$(f32 10 -1)"
+run 0 "dendritic active_bp" op dendritic --x dx.npy --w dw1.npy --mode active_bp --theta 1 \
+  --beta 2 --out den.npy --backend host && same den.npy den.abp.npy "dendritic active_bp"
+# Defaults theta 0, beta 1: 4 + 4 = 8 and -1.
+write_npy den.abp0.npy '<f4' '(1, 2)' "$(f32 8 -1)"
+run 0 "dendritic active_bp defaults" op dendritic --x dx.npy --w dw1.npy --mode active_bp \
+  --out den.npy --backend host && same den.npy den.abp0.npy "dendritic active_bp defaults"
+run 0 "dendritic nmda" op dendritic --x dx.npy --w dw1.npy --mode nmda --k 2 --theta 1 \
+  --out den.npy --backend host && near den.npy '<f4' '(1, 2)' "dendritic nmda" '4 * sg(6)' \
+  '-sg(-4)'
+run 0 "dendritic nmda defaults" op dendritic --x dx.npy --w dw1.npy --mode nmda --out den.npy \
+  --backend host && near den.npy '<f4' '(1, 2)' "dendritic nmda defaults" '4 * sg(4)' '-sg(-1)'
+# A batch of two rows: x = [1, 2], [0, 1].
+write_npy dx2.npy '<f4' '(2, 2)' "$(f32 1 2 0 1)"
+run 0 "dendritic batch" op dendritic --x dx2.npy --w dw1.npy --mode active_bp --theta 1 \
+  --beta 2 --out den.npy --backend host && near den.npy '<f4' '(2, 2)' "dendritic batch" \
+  10 -1 1 -1
+run 0 "dendritic --help" op dendritic --help && { grep -q -- '--mode M' out.txt &&
+  grep -q -- '--theta T' out.txt || fail "dendritic --help: $(cat out.txt)"; }
+run 2 "dendritic without --mode" op dendritic --x dx.npy --w dw1.npy --out bad.npy \
+  --backend host && { grep -q -- '--mode is required' err.txt || fail "no --mode: $(cat err.txt)"; }
+absent "dendritic without --mode" bad.npy
+run 2 "dendritic --mode relu" op dendritic --x dx.npy --w dw1.npy --out bad.npy --mode relu \
+  --backend host && { grep -q -- "--mode 'relu'" err.txt || fail "--mode relu: $(cat err.txt)"; }
+absent "dendritic --mode relu" bad.npy
+run 2 "dendritic without --w" op dendritic --x dx.npy --out bad.npy --mode nmda --backend host
+absent "dendritic without --w" bad.npy
+for value in nan inf -inf 1e999 abc '' 1x; do
+  run 2 "dendritic --k '$value'" op dendritic --x dx.npy --w dw1.npy --out bad.npy --mode nmda \
+    --k "$value" --backend host
+  absent "dendritic --k '$value'" bad.npy
+done
+run 2 "dendritic --theta abc" op dendritic --x dx.npy --w dw1.npy --out bad.npy \
+  --mode active_bp --theta abc --backend host
+absent "dendritic --theta abc" bad.npy
+run 2 "dendritic --beta nan" op dendritic --x dx.npy --w dw1.npy --out bad.npy \
+  --mode active_bp --beta nan --backend host
+absent "dendritic --beta nan" bad.npy
+# w's inputs (3) are not x's (2); w 2-D.
+write_npy dw3.npy '<f4' '(1, 1, 3)' "$(f32 1 2 3)"
+run 2 "dendritic w of the wrong width" op dendritic --x dx.npy --w dw3.npy --out bad.npy \
+  --mode sigmoid --backend host
+absent "dendritic w of the wrong width" bad.npy
+run 2 "dendritic 2-D w" op dendritic --x dx.npy --w ma.npy --out bad.npy --mode sigmoid \
+  --backend host
+absent "dendritic 2-D w" bad.npy
+
+# vector_add: [1, 2, 3] + [10, 20, 30]; 2 a - b; a 2-D pair.
+write_npy va.npy '<f4' '(3,)' "$(f32 1 2 3)"
+write_npy vb.npy '<f4' '(3,)' "$(f32 10 20 30)"
+write_npy vab.npy '<f4' '(3,)' "$(f32 11 22 33)"
+write_npy vaxpby.npy '<f4' '(3,)' "$(f32 -8 -16 -24)"
+write_npy va2.npy '<f4' '(2, 2)' "$(f32 1 2 3 4)"
+write_npy vb2.npy '<f4' '(2, 2)' "$(f32 4 3 2 1)"
+write_npy vab2.npy '<f4' '(2, 2)' "$(f32 5 5 5 5)"
+run 0 "vector_add" op vector_add --a va.npy --b vb.npy --out vadd.npy --backend host &&
+  same vadd.npy vab.npy "vector_add"
+run 0 "vector_add, auto backend" op vector_add --a va.npy --b vb.npy --out vadd.auto.npy &&
+  same vadd.auto.npy vab.npy "vector_add, auto backend"
+run 0 "vector_add --alpha 2 --beta -1" op vector_add --a va.npy --b vb.npy --out vadd.npy \
+  --alpha 2 --beta=-1 --backend host && same vadd.npy vaxpby.npy "vector_add axpby"
+run 0 "vector_add 2-D" op vector_add --a va2.npy --b vb2.npy --out vadd.npy --backend host &&
+  same vadd.npy vab2.npy "vector_add 2-D"
+# 0.5 a + 0.25 b = [3, 6, 9]
+run 0 "vector_add fractions" op vector_add --a va.npy --b vb.npy --out vadd.npy --alpha 0.5 \
+  --beta 0.25 --backend host && near vadd.npy '<f4' '(3,)' "vector_add fractions" 3 6 9
+run 2 "vector_add shapes differ" op vector_add --a va.npy --b va2.npy --out bad.npy --backend host
+absent "vector_add shapes differ" bad.npy
+run 2 "vector_add without --b" op vector_add --a va.npy --out bad.npy --backend host &&
+  { grep -q -- '--b is required' err.txt || fail "vector_add without --b: $(cat err.txt)"; }
+absent "vector_add without --b" bad.npy
+for value in nan inf abc ''; do
+  run 2 "vector_add --alpha '$value'" op vector_add --a va.npy --b vb.npy --out bad.npy \
+    --alpha "$value" --backend host
+  absent "vector_add --alpha '$value'" bad.npy
+done
+run 2 "vector_add --beta 1e999" op vector_add --a va.npy --b vb.npy --out bad.npy \
+  --beta 1e999 --backend host
+absent "vector_add --beta 1e999" bad.npy
+
+# dot: rows [1, 2, 3] · [1, 1, 1] = 6 and [4, 5, 6] · [0, 1, -1] = -1, f64 (2,);
+# [1, 2, 3] · [10, 20, 30] = 140, f64 (1,).
+write_npy da.npy '<f4' '(2, 3)' "$(f32 1 2 3 4 5 6)"
+write_npy db.npy '<f4' '(2, 3)' "$(f32 1 1 1 0 1 -1)"
+run 0 "dot rows" op dot --a da.npy --b db.npy --out dot.npy --backend host &&
+  near dot.npy '<f8' '(2,)' "dot rows" 6 -1
+run 0 "dot 1-D, auto backend" op dot --a va.npy --b vb.npy --out dot.npy &&
+  near dot.npy '<f8' '(1,)' "dot 1-D" 140
+run 0 "dot --help" op dot --help && { grep -q 'usage: plume op dot --a A --b B --out D' out.txt ||
+  fail "dot --help: $(cat out.txt)"; }
+run 2 "dot shapes differ" op dot --a da.npy --b va.npy --out bad.npy --backend host
+absent "dot shapes differ" bad.npy
+run 2 "dot 3-D" op dot --a dw2.npy --b dw2.npy --out bad.npy --backend host
+absent "dot 3-D" bad.npy
+run 2 "dot takes no --alpha" op dot --a va.npy --b vb.npy --out bad.npy --alpha 2 --backend host
+absent "dot takes no --alpha" bad.npy
+run 2 "dot without --out" op dot --a va.npy --b vb.npy --backend host &&
+  { grep -q -- '--out is required' err.txt || fail "dot without --out: $(cat err.txt)"; }
+
+# ar_forecast, AR(1) fits exactly: doubling 1 2 4 8 16 -> 32 64; steps 1 2 3 4 5 -> 6 7;
+# a constant 3 (a singular design, fitted exactly) -> 3 3.
+write_npy series.npy '<f4' '(3, 5)' "$(f32 1 2 4 8 16 1 2 3 4 5 3 3 3 3 3)"
+run 0 "ar_forecast AR(1)" op ar_forecast --in series.npy --lags 1 --horizon 2 --out fc.npy \
+  --backend host && near fc.npy '<f4' '(3, 2)' "ar_forecast AR(1)" 32 64 6 7 3 3
+run 0 "ar_forecast, auto backend" op ar_forecast --in series.npy --lags=1 --horizon=3 \
+  --out fc.npy && near fc.npy '<f4' '(3, 3)' "ar_forecast, auto backend" 32 64 128 6 7 8 3 3 3
+# AR(2) on 1 2 4 8 16 32 64: x[t] = 2 x[t-1] (with 0 x[t-2] and no intercept) fits exactly.
+write_npy series7.npy '<f4' '(1, 7)' "$(f32 1 2 4 8 16 32 64)"
+run 0 "ar_forecast AR(2)" op ar_forecast --in series7.npy --lags 2 --horizon 1 --out fc.npy \
+  --backend host && near fc.npy '<f4' '(1, 1)' "ar_forecast AR(2)" 128
+run 0 "ar_forecast --help" op ar_forecast --help && { grep -q -- '--lags P' out.txt &&
+  grep -q -- '--in PATH' out.txt || fail "ar_forecast --help: $(cat out.txt)"; }
+run 2 "ar_forecast without --lags" op ar_forecast --in series.npy --horizon 2 --out bad.npy \
+  --backend host && { grep -q -- '--lags is required' err.txt || fail "no --lags: $(cat err.txt)"; }
+absent "ar_forecast without --lags" bad.npy
+run 2 "ar_forecast without --horizon" op ar_forecast --in series.npy --lags 1 --out bad.npy \
+  --backend host && { grep -q -- '--horizon is required' err.txt || fail "no --horizon: $(cat err.txt)"; }
+absent "ar_forecast without --horizon" bad.npy
+for lags in 0 33 -1 1.5 abc ''; do
+  run 2 "ar_forecast --lags '$lags'" op ar_forecast --in series.npy --lags "$lags" --horizon 2 \
+    --out bad.npy --backend host
+  absent "ar_forecast --lags '$lags'" bad.npy
+done
+for horizon in 0 1025 x; do
+  run 2 "ar_forecast --horizon '$horizon'" op ar_forecast --in series.npy --lags 1 \
+    --horizon "$horizon" --out bad.npy --backend host
+  absent "ar_forecast --horizon '$horizon'" bad.npy
+done
+# T = 5 < 2 P + 1 = 7.
+run 2 "ar_forecast series too short" op ar_forecast --in series.npy --lags 3 --horizon 2 \
+  --out bad.npy --backend host
+absent "ar_forecast series too short" bad.npy
+run 2 "ar_forecast 1-D series" op ar_forecast --in va.npy --lags 1 --horizon 1 --out bad.npy \
+  --backend host
+absent "ar_forecast 1-D series" bad.npy
 
 if ((failures > 0)); then
   echo "test-plume-op: $failures of $checks checks failed" >&2
