@@ -17,9 +17,9 @@
  * ---- the graph -----------------------------------------------------------------------
  * A plm_pipe_tensor names a tensor of one pipeline: an input (a frame the caller
  * passes to each run), a constant (host data the pipeline copies at once, owns, and
- * uploads at compile: conv2d kernels), or an output of a node. Each add call checks its
- * node as it is added, with the operation's own shape function (plm_<op>_output), so a
- * wrong dtype or shape is reported by the node that has it, for example
+ * uploads at compile: conv2d kernels, matmul, lstm_cell and dendritic weights), or an
+ * output of a node. Each add call checks its node as it is added, with the operation's
+ * own shape function (plm_<op>_output), so a wrong dtype or shape is reported by the node that has it, for example
  *   plm_pipeline_add_label: node 2 'label': mask->dtype f32 is not u8
  * Nodes are numbered from 0 in the order they are added. Parameters are copied; the
  * caller's structs need not outlive the call. A failed add changes nothing: the
@@ -52,8 +52,8 @@
  *     and high end of a workspace the size of the peak of live bytes); on a chain on
  *     one stream the workspace is that peak, which no plan can beat;
  *   - in place: threshold writes its mask over its input when the input is a u8
- *     intermediate read by nothing else (the only op whose contract allows its output to
- *     be its input). conv2d, sobel, entropy, label and regions never run in place.
+ *     intermediate read by nothing else. No other op runs in place, not even those whose
+ *     contract would allow it (lstm_cell's out_c over c, vector_add's out over a or b).
  * Inputs, outputs and constants are not in the workspace: inputs and outputs are the
  * caller's tensors, constants have a block of their own shared by all frames.
  *
