@@ -19,7 +19,8 @@
  * passes to each run), a constant (host data the pipeline copies at once, owns, and
  * uploads at compile: conv2d kernels, matmul, lstm_cell and dendritic weights), or an
  * output of a node. Each add call checks its node as it is added, with the operation's
- * own shape function (plm_<op>_output), so a wrong dtype or shape is reported by the node that has it, for example
+ * own shape function (plm_<op>_output), so a wrong dtype or shape is reported by the
+ * node that has it, for example
  *   plm_pipeline_add_label: node 2 'label': mask->dtype f32 is not u8
  * Nodes are numbered from 0 in the order they are added. Parameters are copied; the
  * caller's structs need not outlive the call. A failed add changes nothing: the
