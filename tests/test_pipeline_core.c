@@ -547,6 +547,65 @@ START_TEST(test_lstm_two_steps) {
 }
 END_TEST
 
+/* An lstm_cell whose seven operands are each made by a vector_add of its own: seven
+ * independent branches on their own streams (up to 8), the cell waiting for each. */
+START_TEST(test_lstm_waits_for_seven_branches) {
+  const int64_t B = 3, I = 4, H = 2;
+  const int64_t shapes[7][2] = {{B, I},     {B, H},     {B, H},    {4 * H, I},
+                                {4 * H, H}, {4 * H, 0}, {4 * H, 0}};
+  uint64_t seed = 0x7777ull;
+  plm_pipeline *pl;
+  PLM_CHECK_OK(plm_pipeline_create(plm_test_ctx, &pl));
+  plm_pipe_tensor in[14], sums[7], out_h, out_c;
+  plm_tensor dev[14], sum_dev[7];
+  float *host[14];
+  for (int k = 0; k < 7; k++) {
+    const int ndim = shapes[k][1] ? 2 : 1;
+    const plm_vector_add_params params = {.alpha = 0.5 + k, .beta = -1.0};
+    for (int j = 0; j < 2; j++) {
+      host[2 * k + j] = random_f32(count_of(ndim, shapes[k]), &seed);
+      PLM_CHECK_OK(plm_pipeline_add_input(pl, PLM_DTYPE_F32, ndim, shapes[k], &in[2 * k + j]));
+      dev[2 * k + j] = upload(PLM_DTYPE_F32, ndim, shapes[k], host[2 * k + j]);
+    }
+    PLM_CHECK_OK(plm_pipeline_add_vector_add(pl, in[2 * k], in[2 * k + 1], &params, &sums[k]));
+    const plm_shape shape = {
+        .dtype = PLM_DTYPE_F32, .ndim = ndim, .dims = {shapes[k][0], shapes[k][1]}};
+    sum_dev[k] = garbage(&shape);
+    PLM_CHECK_OK(
+        plm_vector_add(plm_test_stream, &dev[2 * k], &dev[2 * k + 1], &params, &sum_dev[k]));
+  }
+  PLM_CHECK_OK(plm_pipeline_add_lstm_cell(pl, sums[0], sums[1], sums[2], sums[3], sums[4], sums[5],
+                                          sums[6], &out_h, &out_c));
+  PLM_CHECK_OK(plm_pipeline_mark_output(pl, out_h));
+  PLM_CHECK_OK(plm_pipeline_mark_output(pl, out_c));
+  const plm_plan_config cfg = {.max_streams = 8};
+  PLM_CHECK_OK(plm_pipeline_compile(pl, &cfg));
+  plm_plan_info info;
+  PLM_CHECK_OK(plm_pipeline_plan_info(pl, &info));
+  ck_assert_int_eq(info.steps, 8);
+  ck_assert_int_eq(info.streams, 7);
+  ck_assert_int_eq(pl->plan.steps[7].kind, PLM__OP_LSTM_CELL);
+  ck_assert_int_eq(pl->plan.steps[7].wait_count, 6); /* the six other branches' events */
+  plm_tensor outputs[2] = {like_output(pl, 0), like_output(pl, 1)};
+  PLM_CHECK_OK(plm_pipeline_run(pl, dev, outputs, plm_test_stream));
+  plm_tensor want_h = like_output(pl, 0), want_c = like_output(pl, 1);
+  PLM_CHECK_OK(plm_lstm_cell(plm_test_stream, &sum_dev[0], &sum_dev[1], &sum_dev[2], &sum_dev[3],
+                             &sum_dev[4], &sum_dev[5], &sum_dev[6], &want_h, &want_c));
+  expect_same(&outputs[0], &want_h, "7 branches -> lstm_cell out_h");
+  expect_same(&outputs[1], &want_c, "7 branches -> lstm_cell out_c");
+  for (int k = 0; k < 14; k++) {
+    release(&dev[k]);
+    free(host[k]);
+  }
+  for (int k = 0; k < 7; k++) release(&sum_dev[k]);
+  release(&outputs[0]);
+  release(&outputs[1]);
+  release(&want_h);
+  release(&want_c);
+  PLM_CHECK_OK(plm_pipeline_destroy(pl));
+}
+END_TEST
+
 /* ---- errors ---------------------------------------------------------------------------------- */
 
 START_TEST(test_add_errors_name_the_node) {
@@ -720,6 +779,7 @@ static Suite *pipeline_core_suite(void) {
   tcase_add_test(chains, test_matmul_then_dendritic);
   tcase_add_test(chains, test_vector_add_then_dot);
   tcase_add_test(chains, test_lstm_two_steps);
+  tcase_add_test(chains, test_lstm_waits_for_seven_branches);
   suite_add_tcase(suite, chains);
   TCase *errors = tcase_create("errors");
   plm_test_add_fixture(errors);
