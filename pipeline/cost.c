@@ -25,6 +25,12 @@ plm_status plm__step_cost(const plm__step *step, const plm_tensor *tensors, plm_
       return plm_regions_cost(in[0], in[1], tensors[step->outputs[0]].dims[0], cost);
     case PLM__OP_SOBEL_ENTROPY_THRESHOLD:
       return plm_sobel_entropy_threshold_cost(in[0], &p->fused, cost);
+    case PLM__OP_MATMUL: return plm_matmul_cost(in[0], in[1], in[2], &p->matmul, cost);
+    case PLM__OP_LSTM_CELL: return plm_lstm_cell_cost(in[0], in[1], in[5], in[6], cost);
+    case PLM__OP_DENDRITIC: return plm_dendritic_cost(in[0], in[1], &p->dendritic, cost);
+    case PLM__OP_VECTOR_ADD: return plm_vector_add_cost(in[0], in[1], &p->vector_add, cost);
+    case PLM__OP_DOT: return plm_dot_cost(in[0], in[1], &p->dot, cost);
+    case PLM__OP_AR_FORECAST: return plm_ar_forecast_cost(in[0], &p->ar_forecast, cost);
     case PLM__OP_SEGMENT: break; /* lowered at compile */
   }
   return plm__fail_raw(PLM_ERR_INTERNAL, "step kind %d has no cost", (int)step->kind);

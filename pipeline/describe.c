@@ -73,6 +73,29 @@ static void params_text(text_buffer *text, plm__op_kind kind, const plm__op_para
       text_printf(text, " value=%g cmp=%s", p->fused.threshold.value,
                   compare_name(p->fused.threshold.compare));
       break;
+    case PLM__OP_MATMUL: {
+      static const char *const precisions[] = {"fp32", "tf32", "bf16", "auto"};
+      static const char *const activations[] = {"none", "relu", "sigmoid", "tanh"};
+      unsigned precision = (unsigned)p->matmul.precision, act = (unsigned)p->matmul.activation;
+      text_printf(text, " precision=%s activation=%s", precision < 4 ? precisions[precision] : "?",
+                  act < 4 ? activations[act] : "?");
+      break;
+    }
+    case PLM__OP_DENDRITIC: {
+      static const char *const modes[] = {"sigmoid", "nmda", "active_bp", "multiplicative"};
+      unsigned mode = (unsigned)p->dendritic.mode;
+      text_printf(text, " mode=%s k=%g theta=%g beta=%g", mode < 4 ? modes[mode] : "?",
+                  (double)p->dendritic.k, (double)p->dendritic.theta, (double)p->dendritic.beta);
+      break;
+    }
+    case PLM__OP_VECTOR_ADD:
+      text_printf(text, " alpha=%g beta=%g", p->vector_add.alpha, p->vector_add.beta);
+      break;
+    case PLM__OP_AR_FORECAST:
+      text_printf(text, " lags=%d horizon=%d", p->ar_forecast.lags, p->ar_forecast.horizon);
+      break;
+    case PLM__OP_LSTM_CELL:
+    case PLM__OP_DOT: break; /* no parameters */
   }
 }
 

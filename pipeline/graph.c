@@ -25,6 +25,14 @@ static const op_info ops[] = {
     [PLM__OP_REGIONS] = {"regions", {"labels", "intensity", "count"}, {"table"}},
     [PLM__OP_SEGMENT] = {"segment", {"image"}, {"labels", "count", "table"}},
     [PLM__OP_SOBEL_ENTROPY_THRESHOLD] = {"sobel_entropy_threshold", {"in"}, {"mask"}},
+    [PLM__OP_MATMUL] = {"matmul", {"a", "b", "bias"}, {"out"}},
+    [PLM__OP_LSTM_CELL] = {"lstm_cell",
+                           {"x", "h", "c", "w_ih", "w_hh", "b_ih", "b_hh"},
+                           {"out_h", "out_c"}},
+    [PLM__OP_DENDRITIC] = {"dendritic", {"x", "w"}, {"out"}},
+    [PLM__OP_VECTOR_ADD] = {"vector_add", {"a", "b"}, {"out"}},
+    [PLM__OP_DOT] = {"dot", {"a", "b"}, {"out"}},
+    [PLM__OP_AR_FORECAST] = {"ar_forecast", {"series"}, {"out"}},
 };
 
 const char *plm__op_name(plm__op_kind kind) {
@@ -187,6 +195,48 @@ static plm_status table_shape(int64_t capacity, const plm_shape *labels, int con
   return PLM_OK;
 }
 
+/* An lstm_cell node's out_h and out_c. plm_lstm_cell_output checks x and h only; the
+ * rest is checked here as plm_lstm_cell checks it (ops/lstm.c), so that a wrong c,
+ * weight or bias is reported when the node is added, not when it first runs. */
+static plm_status lstm_shapes(const plm_pipeline *pl, const int *inputs, plm_shape *out) {
+  plm_tensor x = describe(pl, inputs[0]), h = describe(pl, inputs[1]);
+  plm_status status = plm_lstm_cell_output(&x, &h, &out[0]);
+  if (status != PLM_OK) return status;
+  out[1] = out[0];
+  const int64_t hidden = h.dims[1], features = x.dims[1];
+  static const char *const names[] = {"c", "w_ih", "w_hh", "b_ih", "b_hh"};
+  const int64_t want[5][2] = {{x.dims[0], hidden},
+                              {4 * hidden, features},
+                              {4 * hidden, hidden},
+                              {4 * hidden},
+                              {4 * hidden}};
+  const int ranks[5] = {2, 2, 2, 1, 1};
+  for (int k = 0; k < 5; k++) {
+    if (inputs[2 + k] < 0) continue; /* the biases are optional */
+    const plm_shape *shape = &pl->graph.tensors[inputs[2 + k]].shape;
+    if (shape->dtype != PLM_DTYPE_F32)
+      return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s->dtype %s is not f32", names[k],
+                           plm_dtype_name(shape->dtype));
+    bool same = shape->ndim == ranks[k];
+    for (int d = 0; same && d < ranks[k]; d++) same = shape->dims[d] == want[k][d];
+    if (!same) {
+      char got[96] = "", expected[64];
+      for (int d = 0; d < shape->ndim; d++)
+        snprintf(got + strlen(got), sizeof got - strlen(got), d ? "x%lld" : "%lld",
+                 (long long)shape->dims[d]);
+      if (ranks[k] == 2)
+        snprintf(expected, sizeof expected, "%lldx%lld", (long long)want[k][0],
+                 (long long)want[k][1]);
+      else
+        snprintf(expected, sizeof expected, "%lld", (long long)want[k][0]);
+      return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s is %s, not %s (B %lld, I %lld, H %lld)",
+                           names[k], got, expected, (long long)x.dims[0], (long long)features,
+                           (long long)hidden);
+    }
+  }
+  return PLM_OK;
+}
+
 /* The output shapes of a node, checked by the ops' own functions; for regions and
  * segment, params->...capacity is resolved (0 -> the bound). */
 static plm_status node_shapes(const plm_pipeline *pl, plm__op_kind kind, const int *inputs,
@@ -235,6 +285,32 @@ static plm_status node_shapes(const plm_pipeline *pl, plm__op_kind kind, const i
     }
     case PLM__OP_SOBEL_ENTROPY_THRESHOLD:
       return plm__fail_raw(PLM_ERR_INTERNAL, "the fused op is made by compile, not added");
+    case PLM__OP_MATMUL: {
+      plm_tensor b = describe(pl, inputs[1]), bias;
+      if (inputs[2] >= 0) bias = describe(pl, inputs[2]);
+      status = plm_matmul_output(&in, &b, &p->matmul, &out[0]);
+      plm_op_cost cost; /* checks bias (f32, (N)) as plm_matmul does */
+      if (status == PLM_OK)
+        status = plm_matmul_cost(&in, &b, inputs[2] >= 0 ? &bias : NULL, &p->matmul, &cost);
+      break;
+    }
+    case PLM__OP_LSTM_CELL: status = lstm_shapes(pl, inputs, out); break;
+    case PLM__OP_DENDRITIC: {
+      plm_tensor w = describe(pl, inputs[1]);
+      status = plm_dendritic_output(&in, &w, &p->dendritic, &out[0]);
+      break;
+    }
+    case PLM__OP_VECTOR_ADD: {
+      plm_tensor b = describe(pl, inputs[1]);
+      status = plm_vector_add_output(&in, &b, &p->vector_add, &out[0]);
+      break;
+    }
+    case PLM__OP_DOT: {
+      plm_tensor b = describe(pl, inputs[1]);
+      status = plm_dot_output(&in, &b, &p->dot, &out[0]);
+      break;
+    }
+    case PLM__OP_AR_FORECAST: status = plm_ar_forecast_output(&in, &p->ar_forecast, &out[0]); break;
   }
   return status == PLM_OK ? PLM_OK : plm__pipe_reraise(status, "%s", "");
 }
@@ -297,14 +373,15 @@ static plm_status add(plm_pipeline *pl, plm__op_kind kind, const plm_pipe_tensor
   plm_status status = check_buildable(pl);
   if (status != PLM_OK) return status;
   int node = pl->graph.node_count;
-  int inputs[PLM__PIPE_MAX_IO] = {-1, -1, -1}, outputs[PLM__PIPE_MAX_IO];
+  int inputs[PLM__PIPE_MAX_IO], outputs[PLM__PIPE_MAX_IO];
+  plm__pipe_io(inputs, -1, -1, -1);
   for (int k = 0; k < count; k++) {
     if (optional && optional[k] && in[k].pipeline == 0 && in[k].id == 0) continue;
     inputs[k] = plm__graph_resolve(pl, in[k], ops[kind].inputs[k]);
     if (inputs[k] < 0)
       return plm__pipe_reraise(PLM_ERR_INVALID_ARG, "node %d '%s'", node, ops[kind].name);
   }
-  bool want[PLM__PIPE_MAX_IO] = {false, false, false};
+  bool want[PLM__PIPE_MAX_IO] = {false};
   int wanted = 0;
   for (int k = 0; k < PLM__PIPE_MAX_IO; k++) wanted += want[k] = ops[kind].outputs[k] && out[k];
   if (wanted == 0)
@@ -424,6 +501,73 @@ plm_status plm_pipeline_add_segment(plm_pipeline *pl, plm_pipe_tensor image,
   plm_pipe_tensor *const outputs[PLM__PIPE_MAX_IO] = {
       labels ? labels : &unnamed[0], count ? count : &unnamed[1], table ? table : &unnamed[2]};
   return plm__propagate(add(pl, PLM__OP_SEGMENT, &image, NULL, 1, &p, outputs));
+}
+
+plm_status plm_pipeline_add_matmul(plm_pipeline *pl, plm_pipe_tensor a, plm_pipe_tensor b,
+                                   plm_pipe_tensor bias, const plm_matmul_params *params,
+                                   plm_pipe_tensor *out) {
+  REQUIRE_PARAMS(params);
+  PLM__REQUIRE_NOT_NULL(out);
+  plm__op_params p = {.matmul = *params};
+  const plm_pipe_tensor inputs[] = {a, b, bias};
+  const bool optional[] = {false, false, true};
+  plm_pipe_tensor *const outputs[PLM__PIPE_MAX_IO] = {out};
+  return plm__propagate(add(pl, PLM__OP_MATMUL, inputs, optional, 3, &p, outputs));
+}
+
+plm_status plm_pipeline_add_lstm_cell(plm_pipeline *pl, plm_pipe_tensor x, plm_pipe_tensor h,
+                                      plm_pipe_tensor c, plm_pipe_tensor w_ih, plm_pipe_tensor w_hh,
+                                      plm_pipe_tensor b_ih, plm_pipe_tensor b_hh,
+                                      plm_pipe_tensor *out_h, plm_pipe_tensor *out_c) {
+  PLM__REQUIRE_NOT_NULL(pl);
+  PLM__REQUIRE_NOT_NULL(out_h);
+  PLM__REQUIRE_NOT_NULL(out_c);
+  plm__op_params p = {.matmul = {0}}; /* lstm_cell has no parameters */
+  const plm_pipe_tensor inputs[] = {x, h, c, w_ih, w_hh, b_ih, b_hh};
+  const bool optional[] = {false, false, false, false, false, true, true};
+  plm_pipe_tensor *const outputs[PLM__PIPE_MAX_IO] = {out_h, out_c};
+  return plm__propagate(add(pl, PLM__OP_LSTM_CELL, inputs, optional, 7, &p, outputs));
+}
+
+plm_status plm_pipeline_add_dendritic(plm_pipeline *pl, plm_pipe_tensor x, plm_pipe_tensor w,
+                                      const plm_dendritic_params *params, plm_pipe_tensor *out) {
+  REQUIRE_PARAMS(params);
+  PLM__REQUIRE_NOT_NULL(out);
+  plm__op_params p = {.dendritic = *params};
+  const plm_pipe_tensor inputs[] = {x, w};
+  plm_pipe_tensor *const outputs[PLM__PIPE_MAX_IO] = {out};
+  return plm__propagate(add(pl, PLM__OP_DENDRITIC, inputs, NULL, 2, &p, outputs));
+}
+
+plm_status plm_pipeline_add_vector_add(plm_pipeline *pl, plm_pipe_tensor a, plm_pipe_tensor b,
+                                       const plm_vector_add_params *params, plm_pipe_tensor *out) {
+  PLM__REQUIRE_NOT_NULL(pl);
+  PLM__REQUIRE_NOT_NULL(out);
+  /* NULL params: a + b, as plm_vector_add takes it. */
+  plm__op_params p = {.vector_add = params ? *params : (plm_vector_add_params){1.0, 1.0}};
+  const plm_pipe_tensor inputs[] = {a, b};
+  plm_pipe_tensor *const outputs[PLM__PIPE_MAX_IO] = {out};
+  return plm__propagate(add(pl, PLM__OP_VECTOR_ADD, inputs, NULL, 2, &p, outputs));
+}
+
+plm_status plm_pipeline_add_dot(plm_pipeline *pl, plm_pipe_tensor a, plm_pipe_tensor b,
+                                plm_pipe_tensor *out) {
+  PLM__REQUIRE_NOT_NULL(pl);
+  PLM__REQUIRE_NOT_NULL(out);
+  plm__op_params p = {.dot = {0}};
+  const plm_pipe_tensor inputs[] = {a, b};
+  plm_pipe_tensor *const outputs[PLM__PIPE_MAX_IO] = {out};
+  return plm__propagate(add(pl, PLM__OP_DOT, inputs, NULL, 2, &p, outputs));
+}
+
+plm_status plm_pipeline_add_ar_forecast(plm_pipeline *pl, plm_pipe_tensor series,
+                                        const plm_ar_forecast_params *params,
+                                        plm_pipe_tensor *out) {
+  REQUIRE_PARAMS(params);
+  PLM__REQUIRE_NOT_NULL(out);
+  plm__op_params p = {.ar_forecast = *params};
+  plm_pipe_tensor *const outputs[PLM__PIPE_MAX_IO] = {out};
+  return plm__propagate(add(pl, PLM__OP_AR_FORECAST, &series, NULL, 1, &p, outputs));
 }
 
 plm_status plm_pipeline_mark_output(plm_pipeline *pl, plm_pipe_tensor t) {

@@ -113,7 +113,10 @@ static plm_status add(chain *c, const element *e, plm__op_kind kind, const int *
   return PLM_OK;
 }
 
-static const bool first_output[] = {true, false, false};
+/* The inputs a, b, c (-1: absent), the other slots absent. */
+#define IN(a, b, c) plm__pipe_io((int[PLM__PIPE_MAX_IO]){0}, (a), (b), (c))
+
+static const bool first_output[PLM__PIPE_MAX_IO] = {true};
 
 /* ---- the elements --------------------------------------------------------------------------- */
 
@@ -146,7 +149,7 @@ static plm_status build_conv2d(chain *c, const element *e) {
   }
   free(taps);
   if (status == PLM_OK)
-    status = add(c, e, PLM__OP_CONV2D, (const int[]){c->main, kernel, -1}, &p, first_output, out);
+    status = add(c, e, PLM__OP_CONV2D, IN(c->main, kernel, -1), &p, first_output, out);
   if (status == PLM_OK) c->main = out[0];
   return status;
 }
@@ -155,9 +158,8 @@ static plm_status build_sobel(chain *c, const element *e) {
   int border = PLM_BORDER_REFLECT101, out[PLM__PIPE_MAX_IO];
   plm_status status = get_choice(e, "border", borders, 3, &border);
   plm__op_params p = {.sobel = {.border = (plm_border)border}};
-  const bool magnitude[] = {false, false, true};
-  if (status == PLM_OK)
-    status = add(c, e, PLM__OP_SOBEL, (const int[]){c->main, -1, -1}, &p, magnitude, out);
+  const bool magnitude[PLM__PIPE_MAX_IO] = {false, false, true};
+  if (status == PLM_OK) status = add(c, e, PLM__OP_SOBEL, IN(c->main, -1, -1), &p, magnitude, out);
   if (status == PLM_OK) c->main = out[2];
   return status;
 }
@@ -196,7 +198,7 @@ static plm_status build_entropy(chain *c, const element *e) {
     if (!good) return fail(e, "key 'range': '%s' is not LO,HI (two finite numbers) or auto", range);
   }
   int out[PLM__PIPE_MAX_IO];
-  status = add(c, e, PLM__OP_ENTROPY, (const int[]){c->main, -1, -1}, &p, first_output, out);
+  status = add(c, e, PLM__OP_ENTROPY, IN(c->main, -1, -1), &p, first_output, out);
   if (status == PLM_OK) c->main = out[0];
   return status;
 }
@@ -208,7 +210,7 @@ static plm_status build_threshold(chain *c, const element *e) {
   if (status == PLM_OK) status = get_choice(e, "cmp", compares, 4, &compare);
   p.threshold.compare = (plm_compare)compare;
   if (status == PLM_OK)
-    status = add(c, e, PLM__OP_THRESHOLD, (const int[]){c->main, -1, -1}, &p, first_output, out);
+    status = add(c, e, PLM__OP_THRESHOLD, IN(c->main, -1, -1), &p, first_output, out);
   if (status == PLM_OK) c->main = out[0];
   return status;
 }
@@ -217,9 +219,8 @@ static plm_status build_label(chain *c, const element *e) {
   int connectivity = 1, out[PLM__PIPE_MAX_IO];
   plm_status status = get_choice(e, "connectivity", connectivities, 2, &connectivity);
   plm__op_params p = {.label = {.connectivity = connectivity ? 8 : 4}};
-  const bool both[] = {true, true, false};
-  if (status == PLM_OK)
-    status = add(c, e, PLM__OP_LABEL, (const int[]){c->main, -1, -1}, &p, both, out);
+  const bool both[PLM__PIPE_MAX_IO] = {true, true};
+  if (status == PLM_OK) status = add(c, e, PLM__OP_LABEL, IN(c->main, -1, -1), &p, both, out);
   if (status != PLM_OK) return status;
   c->main = out[0];
   c->count = out[1];
@@ -235,7 +236,8 @@ static plm_status build_regions(chain *c, const element *e) {
   plm_status status = get_int(e, "capacity", 1, INT64_MAX, 0, &capacity);
   if (status == PLM_OK) status = get_choice(e, "intensity", intensities, 2, &intensity);
   plm__op_params p = {.regions = {.capacity = capacity}};
-  const int inputs[] = {c->main, intensity == 0 ? c->input : -1, c->count};
+  int inputs[PLM__PIPE_MAX_IO];
+  plm__pipe_io(inputs, c->main, intensity == 0 ? c->input : -1, c->count);
   if (status == PLM_OK) status = add(c, e, PLM__OP_REGIONS, inputs, &p, first_output, out);
   if (status == PLM_OK) c->main = out[0];
   return status;
@@ -252,13 +254,36 @@ static plm_status build_segment(chain *c, const element *e) {
   p.segment.params.compare = (plm_compare)compare;
   p.segment.params.connectivity = connectivity ? 8 : 4;
   p.segment.capacity = capacity;
-  const bool all[] = {true, true, true};
-  if (status == PLM_OK)
-    status = add(c, e, PLM__OP_SEGMENT, (const int[]){c->main, -1, -1}, &p, all, out);
+  const bool all[PLM__PIPE_MAX_IO] = {true, true, true};
+  if (status == PLM_OK) status = add(c, e, PLM__OP_SEGMENT, IN(c->main, -1, -1), &p, all, out);
   if (status != PLM_OK) return status;
   c->main = out[2];
   c->count = out[1];
   return PLM_OK;
+}
+
+static plm_status build_ar_forecast(chain *c, const element *e) {
+  int64_t lags = 0, horizon = 0;
+  if (!value_of(e, "lags")) return fail(e, "missing key 'lags'");
+  if (!value_of(e, "horizon")) return fail(e, "missing key 'horizon'");
+  plm_status status = get_int(e, "lags", 1, PLM_AR_MAX_LAGS, 0, &lags);
+  if (status == PLM_OK) status = get_int(e, "horizon", 1, PLM_AR_MAX_HORIZON, 0, &horizon);
+  plm__op_params p = {.ar_forecast = {.lags = (int)lags, .horizon = (int)horizon}};
+  int out[PLM__PIPE_MAX_IO];
+  if (status == PLM_OK)
+    status = add(c, e, PLM__OP_AR_FORECAST, IN(c->main, -1, -1), &p, first_output, out);
+  if (status == PLM_OK) c->main = out[0];
+  return status;
+}
+
+/* The operations whose second tensor (weights, a second operand) a chain over one input
+ * cannot name: C API only (plume/pipeline.h). */
+static plm_status build_c_api_only(chain *c, const element *e) {
+  (void)c;
+  return fail(e,
+              "has no text form: it needs a second tensor (weights or a second operand) that "
+              "the text cannot name; build it with plm_pipeline_add_%s",
+              e->name);
 }
 
 typedef struct element_kind {
@@ -275,6 +300,12 @@ static const element_kind kinds[] = {
     {"label", {"connectivity"}, build_label},
     {"regions", {"capacity", "intensity"}, build_regions},
     {"segment", {"value", "cmp", "connectivity", "capacity"}, build_segment},
+    {"ar_forecast", {"lags", "horizon"}, build_ar_forecast},
+    {"matmul", {NULL}, build_c_api_only},
+    {"lstm_cell", {NULL}, build_c_api_only},
+    {"dendritic", {NULL}, build_c_api_only},
+    {"vector_add", {NULL}, build_c_api_only},
+    {"dot", {NULL}, build_c_api_only},
 };
 enum { KINDS = sizeof kinds / sizeof kinds[0] };
 
@@ -341,12 +372,13 @@ static plm_status parse_element(chain *c, char *text, int index, bool last) {
   if (status != PLM_OK) return status;
   for (int k = 0; k < KINDS; k++) {
     if (strcmp(e.name, kinds[k].name) != 0) continue;
+    if (kinds[k].build == build_c_api_only) return build_c_api_only(c, &e);
     status = check_keys(&kinds[k], &e);
     return status == PLM_OK ? kinds[k].build(c, &e) : status;
   }
   return fail(&e,
               "unknown element (one of conv2d, sobel, entropy, threshold, label, regions, "
-              "segment)");
+              "segment, ar_forecast)");
 }
 
 /* The outputs: the main one, then the count after label, regions or segment. */

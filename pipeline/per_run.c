@@ -15,7 +15,7 @@
 
 /* Whether step s reads tensor t. */
 static bool reads(const plm__step *step, int t) {
-  return step->inputs[0] == t || step->inputs[1] == t || step->inputs[2] == t;
+  return plm__step_reads(step, t);
 }
 
 plm_status plm__per_run_prepare(plm_pipeline *pl) {

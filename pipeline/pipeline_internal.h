@@ -69,8 +69,8 @@
 
 enum {
   PLM__PIPE_ALIGN = 256,  /* workspace offsets and sizes */
-  PLM__PIPE_MAX_IO = 3,   /* inputs or outputs of one node */
-  PLM__PIPE_MAX_WAITS = 4 /* events a step waits for: its inputs, and the fork */
+  PLM__PIPE_MAX_IO = 7,   /* inputs or outputs of one node (lstm_cell reads 7) */
+  PLM__PIPE_MAX_WAITS = 8 /* events a step waits for: its inputs, and the fork */
 };
 
 /* The operations a node or step can be. */
@@ -81,8 +81,14 @@ typedef enum plm__op_kind {
   PLM__OP_THRESHOLD,
   PLM__OP_LABEL,
   PLM__OP_REGIONS,
-  PLM__OP_SEGMENT,                /* graph only: lowered at compile */
-  PLM__OP_SOBEL_ENTROPY_THRESHOLD /* plan only: made by the fusion pass */
+  PLM__OP_SEGMENT,                 /* graph only: lowered at compile */
+  PLM__OP_SOBEL_ENTROPY_THRESHOLD, /* plan only: made by the fusion pass */
+  PLM__OP_MATMUL,
+  PLM__OP_LSTM_CELL,
+  PLM__OP_DENDRITIC,
+  PLM__OP_VECTOR_ADD,
+  PLM__OP_DOT,
+  PLM__OP_AR_FORECAST
 } plm__op_kind;
 
 typedef union plm__op_params {
@@ -99,6 +105,11 @@ typedef union plm__op_params {
     int64_t capacity;
   } segment;
   plm_sobel_entropy_threshold_params fused;
+  plm_matmul_params matmul;
+  plm_dendritic_params dendritic;
+  plm_vector_add_params vector_add;
+  plm_dot_params dot;
+  plm_ar_forecast_params ar_forecast;
 } plm__op_params;
 
 /* The name of a kind ("entropy"), and of its input and output slots ("in", "labels"). */
@@ -122,6 +133,15 @@ typedef struct plm__tensor {
   void *host;   /* CONSTANT: the copied bytes (graph tensors only own them) */
   int producer_connectivity; /* VALUE labels of a label node: 4 or 8; else 0 */
 } plm__tensor;
+
+/* Set indices[0..PLM__PIPE_MAX_IO) to a, b, c, then -1 (absent); returns indices. */
+static inline int *plm__pipe_io(int *indices, int a, int b, int c) {
+  for (int k = 0; k < PLM__PIPE_MAX_IO; k++) indices[k] = -1;
+  indices[0] = a;
+  indices[1] = b;
+  indices[2] = c;
+  return indices;
+}
 
 typedef struct plm__node {
   plm__op_kind kind;
@@ -165,6 +185,13 @@ typedef struct plm__step {
   size_t scratch_bytes;  /* what its op needs besides its operands (0: none) */
   size_t scratch_offset; /* where that is in the workspace, when scratch_bytes > 0 */
 } plm__step;
+
+/* Whether a step reads tensor t (through any of its inputs). */
+static inline bool plm__step_reads(const plm__step *step, int t) {
+  for (int k = 0; k < PLM__PIPE_MAX_IO; k++)
+    if (step->inputs[k] == t) return true;
+  return false;
+}
 
 /* A chain the fusion pass recognised: steps sobel, entropy, threshold. */
 typedef struct plm__fusion {

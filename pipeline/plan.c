@@ -68,12 +68,13 @@ static plm_status lower(const plm__graph *graph, plm__plan *plan) {
     plm__op_params threshold = {.threshold = {.value = sp->value, .compare = sp->compare}};
     plm__op_params label = {.label = {.connectivity = sp->connectivity}};
     plm__op_params regions = {.regions = {.capacity = node->params.segment.capacity}};
-    add_step(plan, PLM__OP_THRESHOLD, (const int[]){image, -1, -1}, (const int[]){mask, -1, -1},
-             &threshold, n);
-    add_step(plan, PLM__OP_LABEL, (const int[]){mask, -1, -1},
-             (const int[]){node->outputs[0], node->outputs[1], -1}, &label, n);
-    add_step(plan, PLM__OP_REGIONS, (const int[]){node->outputs[0], image, node->outputs[1]},
-             (const int[]){node->outputs[2], -1, -1}, &regions, n);
+    int in[PLM__PIPE_MAX_IO], out[PLM__PIPE_MAX_IO];
+    add_step(plan, PLM__OP_THRESHOLD, plm__pipe_io(in, image, -1, -1),
+             plm__pipe_io(out, mask, -1, -1), &threshold, n);
+    add_step(plan, PLM__OP_LABEL, plm__pipe_io(in, mask, -1, -1),
+             plm__pipe_io(out, node->outputs[0], node->outputs[1], -1), &label, n);
+    add_step(plan, PLM__OP_REGIONS, plm__pipe_io(in, node->outputs[0], image, node->outputs[1]),
+             plm__pipe_io(out, node->outputs[2], -1, -1), &regions, n);
   }
   return PLM_OK;
 }
@@ -132,7 +133,7 @@ static int readers(const plm__plan *plan, int t) {
   int count = 0;
   for (int s = 0; s < plan->step_count; s++) {
     const plm__step *step = &plan->steps[s];
-    count += step->inputs[0] == t || step->inputs[1] == t || step->inputs[2] == t;
+    count += plm__step_reads(step, t);
   }
   return count;
 }
@@ -187,13 +188,13 @@ static plm_status fuse(plm__plan *plan, bool substitute) {
     plm__step *sobel = &plan->steps[found[f].sobel], *entropy = &plan->steps[found[f].entropy];
     plm__step *threshold = &plan->steps[found[f].threshold];
     plm__step fused = {.kind = PLM__OP_SOBEL_ENTROPY_THRESHOLD,
-                       .inputs = {sobel->inputs[0], -1, -1},
-                       .outputs = {threshold->outputs[0], -1, -1},
                        .params = {.fused = {.sobel = sobel->params.sobel,
                                             .entropy = entropy->params.entropy,
                                             .threshold = threshold->params.threshold}},
                        .nodes = {sobel->nodes[0], entropy->nodes[0], threshold->nodes[0]},
                        .record = -1};
+    plm__pipe_io(fused.inputs, sobel->inputs[0], -1, -1);
+    plm__pipe_io(fused.outputs, threshold->outputs[0], -1, -1);
     plan->tensors[sobel->outputs[2]].producer = -1;
     plan->tensors[entropy->outputs[0]].producer = -1;
     *threshold = fused;
@@ -378,7 +379,15 @@ static plm_status size_scratch(plm__plan *plan, plm_context *ctx) {
       case PLM__OP_CONV2D:
       case PLM__OP_SOBEL:
       case PLM__OP_THRESHOLD:
-      case PLM__OP_REGIONS: break; /* none */
+      case PLM__OP_REGIONS:
+      case PLM__OP_MATMUL:
+      case PLM__OP_LSTM_CELL:
+      case PLM__OP_DENDRITIC:
+      case PLM__OP_VECTOR_ADD:
+      case PLM__OP_DOT: break; /* none */
+      case PLM__OP_AR_FORECAST:
+        break;                     /* none from the workspace: cuda's comes from the pool
+                                      per call (run.c's allocates_per_call) */
       case PLM__OP_SEGMENT: break; /* lowered already */
     }
     if (status != PLM_OK)

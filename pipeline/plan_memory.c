@@ -64,9 +64,7 @@ static bool in_place_allowed(const plm__plan *plan, const plm__step *step) {
     return false;
   for (int s = 0; s < plan->step_count; s++) {
     const plm__step *other = &plan->steps[s];
-    if (other != step &&
-        (other->inputs[0] == in || other->inputs[1] == in || other->inputs[2] == in))
-      return false;
+    if (other != step && plm__step_reads(other, in)) return false;
   }
   return true;
 }

@@ -17,9 +17,10 @@
  * ---- the graph -----------------------------------------------------------------------
  * A plm_pipe_tensor names a tensor of one pipeline: an input (a frame the caller
  * passes to each run), a constant (host data the pipeline copies at once, owns, and
- * uploads at compile: conv2d kernels), or an output of a node. Each add call checks its
- * node as it is added, with the operation's own shape function (plm_<op>_output), so a
- * wrong dtype or shape is reported by the node that has it, for example
+ * uploads at compile: conv2d kernels, matmul, lstm_cell and dendritic weights), or an
+ * output of a node. Each add call checks its node as it is added, with the operation's
+ * own shape function (plm_<op>_output), so a wrong dtype or shape is reported by the
+ * node that has it, for example
  *   plm_pipeline_add_label: node 2 'label': mask->dtype f32 is not u8
  * Nodes are numbered from 0 in the order they are added. Parameters are copied; the
  * caller's structs need not outlive the call. A failed add changes nothing: the
@@ -52,8 +53,8 @@
  *     and high end of a workspace the size of the peak of live bytes); on a chain on
  *     one stream the workspace is that peak, which no plan can beat;
  *   - in place: threshold writes its mask over its input when the input is a u8
- *     intermediate read by nothing else (the only op whose contract allows its output to
- *     be its input). conv2d, sobel, entropy, label and regions never run in place.
+ *     intermediate read by nothing else. No other op runs in place, not even those whose
+ *     contract would allow it (lstm_cell's out_c over c, vector_add's out over a or b).
  * Inputs, outputs and constants are not in the workspace: inputs and outputs are the
  * caller's tensors, constants have a block of their own shared by all frames.
  *
@@ -65,11 +66,13 @@
  * call when called directly (plume/entropy.h, plume/fused.h, plume/label.h) is, in a
  * pipeline, a part of the slot's workspace (plm_plan_info's scratch_bytes). So every
  * step's memory is fixed, and plm_pipeline_run_stream can capture any plan into a CUDA
- * graph. (On host, the CPU conv2d and sobel kernels still malloc working buffers of
- * their own per work chunk, inside the kernel: kernels/cpu/conv.c. No pool is involved.)
- * The exception is a plan compiled with PLM_PLAN_ALLOCATE_PER_RUN (see the plan flags):
- * it has no workspace, and each run allocates and frees its intermediates, and the
- * steps their scratch, from cfg->pool.
+ * graph, except one with an ar_forecast step on cuda: plm_ar_forecast takes its scratch
+ * from the context's default pool per call, and so does its step, so such a plan is run
+ * without graphs (graphs_note says which step). (On host, the CPU conv2d and sobel kernels still
+ * malloc working buffers of their own per work chunk, inside the kernel: kernels/cpu/conv.c. No
+ * pool is involved.) The exception is a plan compiled with PLM_PLAN_ALLOCATE_PER_RUN (see the plan
+ * flags): it has no workspace, and each run allocates and frees its intermediates, and the steps
+ * their scratch, from cfg->pool.
  *
  * ---- threads and blocking ---------------------------------------------------------------
  * Building, compiling and destroying a pipeline are for one thread at a time. After
@@ -92,9 +95,13 @@
 
 #include "plume/context.h"
 #include "plume/conv.h"
+#include "plume/dendritic.h"
 #include "plume/entropy.h"
 #include "plume/export.h"
+#include "plume/forecast.h"
 #include "plume/label.h"
+#include "plume/lstm.h"
+#include "plume/matmul.h"
 #include "plume/ops.h"
 #include "plume/pool.h"
 #include "plume/profile.h"
@@ -103,6 +110,7 @@
 #include "plume/stream.h"
 #include "plume/tensor.h"
 #include "plume/threshold.h"
+#include "plume/vector.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -132,9 +140,10 @@ PLM_API plm_status plm_pipeline_destroy(plm_pipeline *pl);
  * model and its frame (plm_pipeline_run numbers its calls 0, 1, ...; in
  * plm_pipeline_run_stream the frame index, with the uploads "h2d" and downloads "d2h").
  * NULL detaches. The profiler must be of the pipeline's context; while attached it
- * cannot be destroyed (plm_profiler_destroy refuses). While one is attached, run_stream uses no CUDA graphs (a replay has no
- * per-step events; graphs_note says so). Not while a run is in progress on another
- * thread. Errors: PLM_ERR_INVALID_ARG (NULL pl, a profiler of another context). */
+ * cannot be destroyed (plm_profiler_destroy refuses). While one is attached, run_stream uses no
+ * CUDA graphs (a replay has no per-step events; graphs_note says so). Not while a run is in
+ * progress on another thread. Errors: PLM_ERR_INVALID_ARG (NULL pl, a profiler of another context).
+ */
 PLM_API plm_status plm_pipeline_set_profiler(plm_pipeline *pl, plm_profiler *profiler);
 
 /* ---- building ------------------------------------------------------------------------
@@ -193,6 +202,48 @@ PLM_API plm_status plm_pipeline_add_segment(plm_pipeline *pl, plm_pipe_tensor im
                                             plm_pipe_tensor *labels, plm_pipe_tensor *count,
                                             plm_pipe_tensor *table);
 
+/* plm_matmul (plume/matmul.h): out = act(a · b + bias). bias may be a zeroed handle (no
+ * bias); weights and bias are usually constants (plm_pipeline_add_constant). */
+PLM_API plm_status plm_pipeline_add_matmul(plm_pipeline *pl, plm_pipe_tensor a, plm_pipe_tensor b,
+                                           plm_pipe_tensor bias, const plm_matmul_params *params,
+                                           plm_pipe_tensor *out);
+
+/* plm_lstm_cell (plume/lstm.h): out_h and out_c (both made, both required). b_ih and
+ * b_hh may be zeroed handles (no bias). Every operand's dtype and shape is checked when
+ * the node is added. In a pipeline out_c is always a tensor of its own, never c's
+ * memory. */
+PLM_API plm_status plm_pipeline_add_lstm_cell(plm_pipeline *pl, plm_pipe_tensor x,
+                                              plm_pipe_tensor h, plm_pipe_tensor c,
+                                              plm_pipe_tensor w_ih, plm_pipe_tensor w_hh,
+                                              plm_pipe_tensor b_ih, plm_pipe_tensor b_hh,
+                                              plm_pipe_tensor *out_h, plm_pipe_tensor *out_c);
+
+/* plm_dendritic (plume/dendritic.h); w (N, D, I) is usually a constant. */
+PLM_API plm_status plm_pipeline_add_dendritic(plm_pipeline *pl, plm_pipe_tensor x,
+                                              plm_pipe_tensor w, const plm_dendritic_params *params,
+                                              plm_pipe_tensor *out);
+
+/* plm_vector_add (plume/vector.h): out = alpha a + beta b; params may be NULL (a + b).
+ * out is a tensor of its own (never a's or b's memory). */
+PLM_API plm_status plm_pipeline_add_vector_add(plm_pipeline *pl, plm_pipe_tensor a,
+                                               plm_pipe_tensor b,
+                                               const plm_vector_add_params *params,
+                                               plm_pipe_tensor *out);
+
+/* plm_dot (plume/vector.h): f64 (1) for (N) operands, (R) for (R, N). */
+PLM_API plm_status plm_pipeline_add_dot(plm_pipeline *pl, plm_pipe_tensor a, plm_pipe_tensor b,
+                                        plm_pipe_tensor *out);
+
+/* plm_ar_forecast (plume/forecast.h): series (S, T) -> forecasts (S, horizon). On cuda
+ * the op takes its per-series working memory from the context's default pool on every
+ * call, and so does its step in a pipeline (it has no workspace entry yet): a pipeline
+ * with an ar_forecast step allocates per run on cuda, and plm_pipeline_run_stream does
+ * not capture it into CUDA graphs (graphs_note names the step). On host nothing is
+ * allocated. */
+PLM_API plm_status plm_pipeline_add_ar_forecast(plm_pipeline *pl, plm_pipe_tensor series,
+                                                const plm_ar_forecast_params *params,
+                                                plm_pipe_tensor *out);
+
 /* Make a node's output a pipeline output: each run writes it into the caller's tensor
  * outputs[i], i counting the calls. Errors: PLM_ERR_INVALID_ARG (not a tensor of this
  * pipeline, an input or a constant, already an output), PLM_ERR_INVALID_STATE (after
@@ -220,6 +271,13 @@ PLM_API plm_status plm_pipeline_mark_output(plm_pipeline *pl, plm_pipe_tensor t)
  *             and count
  *   segment   value=T (required)  cmp=gt|ge|lt|le (gt)  connectivity=4|8 (8)  capacity=N;
  *             intensity is its own input
+ *   ar_forecast  lags=P (required, 1..PLM_AR_MAX_LAGS)  horizon=H (required,
+ *             1..PLM_AR_MAX_HORIZON): reads an f32 (S, T) of series, outputs (S, H)
+ *
+ * matmul, lstm_cell, dendritic, vector_add and dot have no text form: each needs a second
+ * tensor (weights, a second operand) that a chain over one input cannot name, and the
+ * text has no way to load one from a file. Build them with the C API
+ * (plm_pipeline_add_matmul, ...); in text they are refused with that reason.
  *
  * The keys are the `plume op` flags. Integers are plain decimal digits; numbers are
  * finite C numbers (strtod). `pad=same` is ((KH-1)/2, (KW-1)/2) for odd kernels. Kernels
