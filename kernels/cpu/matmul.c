@@ -66,21 +66,25 @@ static void pack_b(const plm__matmul_args *args, int64_t k0, int64_t kc, int64_t
   }
 }
 
-/* a[m0 .. m0+mc, k0 .. k0+kc] into panels of MR rows, column by column. */
+/* a[m0 .. m0+mc, k0 .. k0+kc] into panels of MR rows, column by column. A full FP32
+ * panel reads its MR rows side by side, so the stores are contiguous. */
+PLM__CPU_CLONES
 static void pack_a(const plm__matmul_args *args, int64_t m0, int64_t mc, int64_t k0, int64_t kc,
                    float *restrict packed) {
   const plm_precision precision = args->precision;
+  const int64_t lda = args->k;
   for (int64_t p = 0; p < mc; p += MR) {
     float *restrict panel = packed + p * kc;
     const int64_t height = min64(MR, mc - p);
-    for (int64_t i = 0; i < height; i++) {
-      const float *restrict row = args->a + (m0 + p + i) * args->k + k0;
-      if (precision == PLM_PRECISION_FP32)
-        for (int64_t kk = 0; kk < kc; kk++) panel[kk * MR + i] = row[kk];
-      else
-        for (int64_t kk = 0; kk < kc; kk++)
-          panel[kk * MR + i] = plm__round_to_precision(row[kk], precision);
+    const float *restrict row = args->a + (m0 + p) * lda + k0;
+    if (height == MR && precision == PLM_PRECISION_FP32) {
+      for (int64_t kk = 0; kk < kc; kk++)
+        for (int i = 0; i < MR; i++) panel[kk * MR + i] = row[i * lda + kk];
+      continue;
     }
+    for (int64_t i = 0; i < height; i++)
+      for (int64_t kk = 0; kk < kc; kk++)
+        panel[kk * MR + i] = plm__round_to_precision(row[i * lda + kk], precision);
     for (int64_t i = height; i < MR; i++)
       for (int64_t kk = 0; kk < kc; kk++) panel[kk * MR + i] = 0.0f;
   }
