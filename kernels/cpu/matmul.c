@@ -205,7 +205,8 @@ void plm__matmul_cpu(const plm__matmul_args *args) {
   const int64_t m = args->m, n = args->n, k = args->k;
   if (m <= 0 || n <= 0) return;
   /* Rows per task: all of them for a small product (under ~2 Mflop a hand-off costs
-   * more than it saves), an even share per core up to MC rows, then MC rows each. */
+   * more than it saves), an even share per core while that is at most 2·MC rows, else
+   * MC rows each, which a busier core takes fewer of. */
   const int threads = plm__parallel_threads();
   const int64_t flops = 2 * m * n * (k > 0 ? k : 1);
   int64_t rows_per_task;
