@@ -102,6 +102,13 @@ static void pack_a(const plm__matmul_args *args, int64_t m0, int64_t mc, int64_t
 static inline __attribute__((always_inline)) void micro_kernel(
     int64_t kc, const float *restrict a_panel, const float *restrict b_panel, float *restrict out,
     int64_t ldc, int64_t rows, int64_t cols, int accumulate) {
+  /* The tile of out is read (or written) after the loop: ask for its lines now, so a
+   * large out's rows (ldc floats apart, in no cache after the last depth block) do
+   * not stall the accumulation. */
+  for (int64_t i = 0; i < rows; i++) {
+    __builtin_prefetch(out + i * ldc, 1);
+    __builtin_prefetch(out + i * ldc + NR - 1, 1);
+  }
   v8f c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0};
   v8f c30 = {0}, c31 = {0}, c40 = {0}, c41 = {0}, c50 = {0}, c51 = {0};
   for (int64_t kk = 0; kk < kc; kk++) {
