@@ -1,114 +1,242 @@
-/* kernels/cpu/matmul.c: matmul on the CPU, a cache-blocked GEMM.
+/* kernels/cpu/matmul.c: matmul on the CPU, a cache-blocked GEMM (the BLIS loop order).
  *
- * The rows of out are split across cores in panels of MR rows. Each task walks out in
- * column blocks of NC and the depth in blocks of KC; for each it packs the KC x NC block
- * of b into NR-wide panels (rounded to the requested precision, zero-padded past n) and
- * then, per MC rows, the MC x KC block of a into MR-tall panels. The micro-kernel keeps
- * an MR x NR block of out in registers over KC steps; its inner loop over NR columns is
- * what the compiler vectorises (AVX2 or SSE2: kernels/cpu/dispatch.h). The packed blocks
- * live on the task's stack (32 KiB each), so a call allocates nothing. The bias and the
- * activation are applied once a column block's sums are complete.
+ * out is walked in column blocks of NC and the depth in blocks of KC. For each such
+ * block the calling thread packs the KC x NC block of b into NR-wide panels (rounded to
+ * the requested precision, zero-padded past n; it stays in L2), then one parallel_for
+ * hands the rows of out to the cores in contiguous ranges (one per core when the
+ * product is small, MC rows each when it is large, so a busy core takes fewer). A task
+ * packs MC x KC of a at a time into MR-tall panels (L2) and runs the micro-kernel on
+ * every MR x NR tile: 6 x 16 sums held in twelve 8-float registers over the KC steps,
+ * each step one 16-float row of the b panel (L1) and six broadcasts of a, multiplied and
+ * added (separately: no FMA contraction, kernels/cpu/dispatch.h). The sums of a depth
+ * block are added to out in order of the blocks, so an element's sum does not depend on
+ * how the rows were split. The bias and the activation are applied once a column
+ * block's sums are complete. The packed blocks live on the stack (512 KiB for b on the
+ * calling thread, 96 KiB for a per task), so a call allocates nothing.
  */
+#include <string.h>
+
 #include "kernels/common/matmul.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/parallel.h"
 
 enum {
-  MR = 4,   /* rows of the register block */
-  NR = 16,  /* columns of the register block: two AVX2 vectors */
-  KC = 128, /* depth of a packed block */
-  NC = 64,  /* columns of a packed block of b: KC x NC floats, 32 KiB */
-  MC = 64   /* rows of a packed block of a: MC x KC floats, 32 KiB */
+  MR = 6,   /* rows of the register block */
+  NR = 16,  /* columns of the register block: two 8-float vectors */
+  KC = 256, /* depth of a packed block: an a panel (6 KiB) and a b panel (16 KiB) in L1 */
+  MC = 96,  /* rows of a packed block of a: MC x KC floats, 96 KiB, in L2 */
+  NC = 512  /* columns of a packed block of b: KC x NC floats, 512 KiB, in L2 */
 };
+
+/* Eight floats; GCC and Clang lower the arithmetic to one AVX instruction (AVX2 clone)
+ * or two SSE ones (baseline). Only ever a local: never passed by value, so no ABI
+ * question between the clones. */
+typedef float v8f __attribute__((vector_size(32)));
 
 static inline int64_t min64(int64_t x, int64_t y) {
   return x < y ? x : y;
 }
 
+typedef struct matmul_job {
+  const plm__matmul_args *args;
+  const float *b_packed; /* kc x nc, in NR-wide panels */
+  int64_t k0, kc, n0, nc;
+  int64_t rows_per_task;
+} matmul_job;
+
 /* b[k0 .. k0+kc, n0 .. n0+nc] into panels of NR columns: panel p holds, for each depth
  * step, NR consecutive values. */
+PLM__CPU_CLONES
 static void pack_b(const plm__matmul_args *args, int64_t k0, int64_t kc, int64_t n0, int64_t nc,
-                   float *packed) {
+                   float *restrict packed) {
+  const plm_precision precision = args->precision;
   for (int64_t p = 0; p < nc; p += NR) {
-    float *panel = packed + p * kc;
-    int64_t width = min64(NR, nc - p);
+    float *restrict panel = packed + p * kc;
+    const int64_t width = min64(NR, nc - p);
     for (int64_t kk = 0; kk < kc; kk++) {
-      const float *row = args->b + (k0 + kk) * args->n + n0 + p;
-      for (int64_t j = 0; j < width; j++)
-        panel[kk * NR + j] = plm__round_to_precision(row[j], args->precision);
-      for (int64_t j = width; j < NR; j++) panel[kk * NR + j] = 0.0f;
+      const float *restrict row = args->b + (k0 + kk) * args->n + n0 + p;
+      float *restrict dst = panel + kk * NR;
+      if (width == NR && precision == PLM_PRECISION_FP32) {
+        memcpy(dst, row, NR * sizeof(float));
+        continue;
+      }
+      for (int64_t j = 0; j < width; j++) dst[j] = plm__round_to_precision(row[j], precision);
+      for (int64_t j = width; j < NR; j++) dst[j] = 0.0f;
     }
   }
 }
 
-/* a[m0 .. m0+mc, k0 .. k0+kc] into panels of MR rows, column by column. */
+/* a[m0 .. m0+mc, k0 .. k0+kc] into panels of MR rows, column by column. A full FP32
+ * panel reads its MR rows side by side, so the stores are contiguous. */
+PLM__CPU_CLONES
 static void pack_a(const plm__matmul_args *args, int64_t m0, int64_t mc, int64_t k0, int64_t kc,
-                   float *packed) {
+                   float *restrict packed) {
+  const plm_precision precision = args->precision;
+  const int64_t lda = args->k;
   for (int64_t p = 0; p < mc; p += MR) {
-    float *panel = packed + p * kc;
-    int64_t height = min64(MR, mc - p);
-    for (int64_t i = 0; i < height; i++) {
-      const float *row = args->a + (m0 + p + i) * args->k + k0;
+    float *restrict panel = packed + p * kc;
+    const int64_t height = min64(MR, mc - p);
+    const float *restrict row = args->a + (m0 + p) * lda + k0;
+    if (height == MR && precision == PLM_PRECISION_FP32) {
       for (int64_t kk = 0; kk < kc; kk++)
-        panel[kk * MR + i] = plm__round_to_precision(row[kk], args->precision);
+        for (int i = 0; i < MR; i++) panel[kk * MR + i] = row[i * lda + kk];
+      continue;
     }
+    for (int64_t i = 0; i < height; i++)
+      for (int64_t kk = 0; kk < kc; kk++)
+        panel[kk * MR + i] = plm__round_to_precision(row[i * lda + kk], precision);
     for (int64_t i = height; i < MR; i++)
       for (int64_t kk = 0; kk < kc; kk++) panel[kk * MR + i] = 0.0f;
   }
 }
 
-/* out block (rows x cols, at most MR x NR, leading dimension ldc) += or = the product of
- * an a panel and a b panel over kc steps. */
-static inline void micro_kernel(int64_t kc, const float *restrict a_panel,
-                                const float *restrict b_panel, float *restrict out, int64_t ldc,
-                                int64_t rows, int64_t cols, int accumulate) {
-  float sums[MR][NR] = {{0}};
-  for (int64_t kk = 0; kk < kc; kk++) {
-    const float *restrict bk = b_panel + kk * NR;
-    const float *restrict ak = a_panel + kk * MR;
-    for (int i = 0; i < MR; i++)
-      for (int j = 0; j < NR; j++) sums[i][j] += ak[i] * bk[j];
+/* Macros rather than functions: a function taking or returning v8f would have a
+ * different ABI in the two clones (GCC's -Wpsabi). memcpy: unaligned, no aliasing. */
+#define LOAD8(dst, p) memcpy(&(dst), (p), sizeof(v8f))
+#define STORE8(p, v) memcpy((p), &(v), sizeof(v8f))
+#define SPLAT8(x) ((v8f){(x), (x), (x), (x), (x), (x), (x), (x)})
+
+/* The rows x cols (at most MR x NR) tile of out at `out` (leading dimension ldc) set to,
+ * or with `accumulate` increased by, the product of an a panel and a b panel over kc
+ * steps. */
+static inline __attribute__((always_inline)) void micro_kernel(
+    int64_t kc, const float *restrict a_panel, const float *restrict b_panel, float *restrict out,
+    int64_t ldc, int64_t rows, int64_t cols, int accumulate) {
+  /* The tile of out is read (or written) after the loop: ask for its lines now, so a
+   * large out's rows (ldc floats apart, in no cache after the last depth block) do
+   * not stall the accumulation. */
+  for (int64_t i = 0; i < rows; i++) {
+    __builtin_prefetch(out + i * ldc, 1);
+    __builtin_prefetch(out + i * ldc + NR - 1, 1);
   }
+  v8f c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0};
+  v8f c30 = {0}, c31 = {0}, c40 = {0}, c41 = {0}, c50 = {0}, c51 = {0};
+  for (int64_t kk = 0; kk < kc; kk++) {
+    const float *restrict ak = a_panel + kk * MR;
+    v8f b0, b1, a;
+    LOAD8(b0, b_panel + kk * NR);
+    LOAD8(b1, b_panel + kk * NR + 8);
+    a = SPLAT8(ak[0]);
+    c00 += a * b0;
+    c01 += a * b1;
+    a = SPLAT8(ak[1]);
+    c10 += a * b0;
+    c11 += a * b1;
+    a = SPLAT8(ak[2]);
+    c20 += a * b0;
+    c21 += a * b1;
+    a = SPLAT8(ak[3]);
+    c30 += a * b0;
+    c31 += a * b1;
+    a = SPLAT8(ak[4]);
+    c40 += a * b0;
+    c41 += a * b1;
+    a = SPLAT8(ak[5]);
+    c50 += a * b0;
+    c51 += a * b1;
+  }
+  if (rows == MR && cols == NR) {
+#define PLM__STORE_ROW(i, lo, hi) \
+  do {                            \
+    float *row = out + (i)*ldc;   \
+    if (accumulate) {             \
+      v8f old0, old1;             \
+      LOAD8(old0, row);           \
+      LOAD8(old1, row + 8);       \
+      old0 += (lo);               \
+      old1 += (hi);               \
+      STORE8(row, old0);          \
+      STORE8(row + 8, old1);      \
+    } else {                      \
+      STORE8(row, lo);            \
+      STORE8(row + 8, hi);        \
+    }                             \
+  } while (0)
+    PLM__STORE_ROW(0, c00, c01);
+    PLM__STORE_ROW(1, c10, c11);
+    PLM__STORE_ROW(2, c20, c21);
+    PLM__STORE_ROW(3, c30, c31);
+    PLM__STORE_ROW(4, c40, c41);
+    PLM__STORE_ROW(5, c50, c51);
+#undef PLM__STORE_ROW
+    return;
+  }
+  float sums[MR][NR];
+  STORE8(sums[0], c00);
+  STORE8(sums[0] + 8, c01);
+  STORE8(sums[1], c10);
+  STORE8(sums[1] + 8, c11);
+  STORE8(sums[2], c20);
+  STORE8(sums[2] + 8, c21);
+  STORE8(sums[3], c30);
+  STORE8(sums[3] + 8, c31);
+  STORE8(sums[4], c40);
+  STORE8(sums[4] + 8, c41);
+  STORE8(sums[5], c50);
+  STORE8(sums[5] + 8, c51);
   for (int64_t i = 0; i < rows; i++)
     for (int64_t j = 0; j < cols; j++)
       out[i * ldc + j] = accumulate ? out[i * ldc + j] + sums[i][j] : sums[i][j];
 }
 
-/* Rows [panel_begin·MR, panel_end·MR) of out. */
+/* Rows [task_begin, task_end)·rows_per_task of out, for the job's depth and column block. */
 PLM__CPU_CLONES
-static void matmul_rows(void *context, int64_t panel_begin, int64_t panel_end) {
-  const plm__matmul_args *args = context;
-  const int64_t m_begin = panel_begin * MR, m_end = min64(panel_end * MR, args->m);
-  float b_packed[KC * NC], a_packed[MC * KC];
-  for (int64_t n0 = 0; n0 < args->n; n0 += NC) {
-    const int64_t nc = min64(NC, args->n - n0);
-    for (int64_t k0 = 0; k0 < args->k; k0 += KC) {
-      const int64_t kc = min64(KC, args->k - k0);
-      pack_b(args, k0, kc, n0, nc, b_packed);
-      for (int64_t m0 = m_begin; m0 < m_end; m0 += MC) {
-        const int64_t mc = min64(MC, m_end - m0);
-        pack_a(args, m0, mc, k0, kc, a_packed);
-        for (int64_t i = 0; i < mc; i += MR)
-          for (int64_t j = 0; j < nc; j += NR)
-            micro_kernel(kc, a_packed + i * kc, b_packed + j * kc,
-                         args->out + (m0 + i) * args->n + n0 + j, args->n, min64(MR, mc - i),
-                         min64(NR, nc - j), k0 > 0);
-      }
-    }
-    for (int64_t i = m_begin; i < m_end; i++) {
-      float *row = args->out + i * args->n + n0;
-      if (args->bias)
-        for (int64_t j = 0; j < nc; j++) row[j] += args->bias[n0 + j];
-      if (args->activation != PLM_ACTIVATION_NONE)
-        for (int64_t j = 0; j < nc; j++) row[j] = plm__activate(row[j], args->activation);
-    }
+static void matmul_rows(void *context, int64_t task_begin, int64_t task_end) {
+  const matmul_job *job = context;
+  const plm__matmul_args *args = job->args;
+  const int64_t m_begin = task_begin * job->rows_per_task;
+  const int64_t m_end = min64(task_end * job->rows_per_task, args->m);
+  const int64_t k0 = job->k0, kc = job->kc, n0 = job->n0, nc = job->nc, ldc = args->n;
+  _Alignas(64) float a_packed[MC * KC];
+  for (int64_t m0 = m_begin; m0 < m_end; m0 += MC) {
+    const int64_t mc = min64(MC, m_end - m0);
+    pack_a(args, m0, mc, k0, kc, a_packed);
+    /* A b panel stays in L1 while every a panel of the block passes over it. */
+    for (int64_t j = 0; j < nc; j += NR)
+      for (int64_t i = 0; i < mc; i += MR)
+        micro_kernel(kc, a_packed + i * kc, job->b_packed + j * kc,
+                     args->out + (m0 + i) * ldc + n0 + j, ldc, min64(MR, mc - i), min64(NR, nc - j),
+                     k0 > 0);
+  }
+  if (k0 + kc < args->k) return;
+  for (int64_t i = m_begin; i < m_end; i++) {
+    float *row = args->out + i * ldc + n0;
+    if (args->bias)
+      for (int64_t j = 0; j < nc; j++) row[j] += args->bias[n0 + j];
+    if (args->activation != PLM_ACTIVATION_NONE)
+      for (int64_t j = 0; j < nc; j++) row[j] = plm__activate(row[j], args->activation);
   }
 }
 
 void plm__matmul_cpu(const plm__matmul_args *args) {
-  const int64_t panels = (args->m + MR - 1) / MR;
-  /* At least ~1 Mflop per chunk, so small products stay on one thread. */
-  const int64_t per_panel = 2 * MR * args->n * args->k;
-  const int64_t grain = per_panel >= (1 << 20) ? 1 : (1 << 20) / per_panel + 1;
-  plm__parallel_for(panels, grain, matmul_rows, (void *)args);
+  const int64_t m = args->m, n = args->n, k = args->k;
+  if (m <= 0 || n <= 0) return;
+  /* Rows per task: all of them for a small product (under ~2 Mflop a hand-off costs
+   * more than it saves), an even share per core while that is at most 2·MC rows, else
+   * MC rows each, which a busier core takes fewer of. */
+  const int threads = plm__parallel_threads();
+  const int64_t flops = 2 * m * n * (k > 0 ? k : 1);
+  int64_t rows_per_task;
+  if (threads == 1 || flops < (2 << 20)) {
+    rows_per_task = m;
+  } else {
+    const int64_t share = (m + threads - 1) / threads;
+    rows_per_task = share <= 2 * MC ? (share + MR - 1) / MR * MR : MC;
+  }
+  const int64_t tasks = (m + rows_per_task - 1) / rows_per_task;
+  _Alignas(64) float b_packed[KC * NC];
+  matmul_job job = {.args = args, .b_packed = b_packed, .rows_per_task = rows_per_task};
+  for (int64_t n0 = 0; n0 < n; n0 += NC) {
+    job.n0 = n0;
+    job.nc = min64(NC, n - n0);
+    /* k == 0: one empty depth block, so out still gets zero + bias. */
+    int64_t k0 = 0;
+    do {
+      job.k0 = k0;
+      job.kc = min64(KC, k - k0);
+      pack_b(args, job.k0, job.kc, n0, job.nc, b_packed);
+      plm__parallel_for(tasks, 1, matmul_rows, &job);
+      k0 += KC;
+    } while (k0 < k);
+  }
 }
