@@ -7,7 +7,7 @@
  * device-to-device copy counts its bytes twice (read and written). The FMA rate is the
  * best of a few runs of the probe in kernels/common/fma_peak.h. A result is kept for the
  * process (by backend and device name) and in a cache file, one line per device:
- *   plume-calibration-2 <TAB> backend <TAB> key <TAB> copy <TAB> h2d <TAB> d2h <TAB> fma
+ *   plume-calibration-3 <TAB> backend <TAB> key <TAB> copy <TAB> h2d <TAB> d2h <TAB> fma
  * where the key is the device's name and its multiprocessors (host: cores, since the
  * CPU pool uses them all), "AMD EPYC|2".
  * in $XDG_CACHE_HOME/plume/calibration.tsv (else ~/.cache/plume/calibration.tsv).
@@ -28,7 +28,7 @@
 
 enum { TIMED_RUNS = 5, MAX_REMEMBERED = 8, LINE_SIZE = 512, KEY_SIZE = 300 };
 
-static const char CACHE_TAG[] = "plume-calibration-2";
+static const char CACHE_TAG[] = "plume-calibration-3";
 
 /* ---- the process's memory of earlier calibrations ------------------------------------ */
 

@@ -3,13 +3,16 @@
  * Lanes go in blocks of LANE_BLOCK, one block per pool task; within a block the
  * compiler vectorises the lanes of each chain, so the probe measures what vectorised
  * f32 multiply-adds reach on this machine with plume's CPU pool: the ceiling the CPU
- * kernels (built for the baseline ISA, without FMA contraction) can aim for. */
+ * kernels (AVX2 clones where the CPU has it, without FMA contraction) can aim for. */
 #include "kernels/common/fma_peak.h"
+#include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/parallel.h"
 
 enum { LANE_BLOCK = 16 };
 
-static void probe_blocks(void *context, int64_t begin, int64_t end) {
+/* Built for AVX2 too (kernels/cpu/dispatch.h), as the kernels it is a ceiling for are: the
+ * baseline's 4-wide SSE2 would understate the peak they reach. */
+PLM__CPU_CLONES static void probe_blocks(void *context, int64_t begin, int64_t end) {
   const plm__fma_peak_args *args = context;
   for (int64_t block = begin; block < end; block++) {
     float x[FMA_PEAK_CHAINS][LANE_BLOCK];
