@@ -146,7 +146,11 @@ static void write_roofline(FILE *f, const plm__profile_snapshot *s) {
     plm__report_number(f, "%.4g", c->device_copy_gbps);
     fprintf(f, " GB/s, FMA peak ");
     plm__report_number(f, "%.4g", c->fma_gflops);
-    fprintf(f, " GFLOP/s, ridge %.3g flops/byte.", plm__profile_ridge(c));
+    const double ridge = plm__profile_ridge(c);
+    if (ridge > 0)
+      fprintf(f, " GFLOP/s, ridge %.3g flops/byte.", ridge);
+    else
+      fprintf(f, " GFLOP/s; with one peak unknown there is no ridge.");
   } else {
     fprintf(f, "No calibration (all peaks are 0): the roofs are not drawn; the ops are.");
   }
