@@ -19,21 +19,12 @@ static plm_status check_params(const plm_dendritic_params *params) {
   return PLM_OK;
 }
 
-static plm_status check_f32(const plm_tensor *t, const char *name, int ndim) {
-  if (t->dtype != PLM_DTYPE_F32)
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s->dtype %s is not f32", name,
-                         plm_dtype_name(t->dtype));
-  if (t->ndim != ndim)
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s->ndim is %d, expected %d", name, t->ndim, ndim);
-  return PLM_OK;
-}
-
 /* x (B, I) and w (N, D, I), already valid descriptions, and params agree. */
 static plm_status check_inputs(const plm_tensor *x, const plm_tensor *w,
                                const plm_dendritic_params *params) {
   plm_status status = check_params(params);
-  if (status == PLM_OK) status = check_f32(x, "x", 2);
-  if (status == PLM_OK) status = check_f32(w, "w", 3);
+  if (status == PLM_OK) status = plm__op_check_f32(x, "x", 2);
+  if (status == PLM_OK) status = plm__op_check_f32(w, "w", 3);
   if (status == PLM_OK && w->dims[2] != x->dims[1])
     status = plm__fail_raw(PLM_ERR_INVALID_ARG, "w has %lld inputs per dendrite but x has %lld",
                            (long long)w->dims[2], (long long)x->dims[1]);
@@ -85,7 +76,7 @@ plm_status plm_dendritic(plm_stream *stream, const plm_tensor *x, const plm_tens
   if (status == PLM_OK) status = plm__op_check_tensor(stream, w, "w");
   if (status == PLM_OK) status = plm__op_check_tensor(stream, out, "out");
   if (status == PLM_OK) status = check_inputs(x, w, params);
-  if (status == PLM_OK) status = check_f32(out, "out", 2);
+  if (status == PLM_OK) status = plm__op_check_f32(out, "out", 2);
   if (status == PLM_OK && (out->dims[0] != x->dims[0] || out->dims[1] != w->dims[0]))
     status = plm__fail_raw(PLM_ERR_INVALID_ARG, "out is %lldx%lld, expected %lldx%lld",
                            (long long)out->dims[0], (long long)out->dims[1], (long long)x->dims[0],

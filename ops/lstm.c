@@ -7,11 +7,8 @@
 static plm_status check_f32_shape(const plm_tensor *t, const char *name, int ndim,
                                   const int64_t *dims) {
   if (!t) return PLM_OK;
-  if (t->dtype != PLM_DTYPE_F32)
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s->dtype %s is not f32", name,
-                         plm_dtype_name(t->dtype));
-  if (t->ndim != ndim)
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s->ndim is %d, expected %d", name, t->ndim, ndim);
+  plm_status status = plm__op_check_f32(t, name, ndim);
+  if (status != PLM_OK) return status;
   for (int d = 0; d < ndim; d++)
     if (t->dims[d] != dims[d])
       return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s->dims[%d] is %lld, expected %lld", name, d,

@@ -14,24 +14,15 @@ static plm_status check_params(const plm_matmul_params *params) {
   return PLM_OK;
 }
 
-static plm_status check_f32(const plm_tensor *t, const char *name, int ndim) {
-  if (t->dtype != PLM_DTYPE_F32)
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s->dtype %s is not f32", name,
-                         plm_dtype_name(t->dtype));
-  if (t->ndim != ndim)
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s->ndim is %d, expected %d", name, t->ndim, ndim);
-  return PLM_OK;
-}
-
 /* The shapes of a, b and bias (NULL allowed) agree; a and b are already checked to be
  * valid tensor descriptions. */
 static plm_status check_shapes(const plm_tensor *a, const plm_tensor *b, const plm_tensor *bias) {
-  plm_status status = check_f32(a, "a", 2);
-  if (status == PLM_OK) status = check_f32(b, "b", 2);
+  plm_status status = plm__op_check_f32(a, "a", 2);
+  if (status == PLM_OK) status = plm__op_check_f32(b, "b", 2);
   if (status == PLM_OK && a->dims[1] != b->dims[0])
     status = plm__fail_raw(PLM_ERR_INVALID_ARG, "b has %lld rows but a has %lld columns",
                            (long long)b->dims[0], (long long)a->dims[1]);
-  if (status == PLM_OK && bias) status = check_f32(bias, "bias", 1);
+  if (status == PLM_OK && bias) status = plm__op_check_f32(bias, "bias", 1);
   if (status == PLM_OK && bias && bias->dims[0] != b->dims[1])
     status = plm__fail_raw(PLM_ERR_INVALID_ARG, "bias has %lld elements but b has %lld columns",
                            (long long)bias->dims[0], (long long)b->dims[1]);
@@ -87,7 +78,7 @@ plm_status plm_matmul(plm_stream *stream, const plm_tensor *a, const plm_tensor 
   if (status == PLM_OK) status = plm__op_check_tensor(stream, out, "out");
   if (status == PLM_OK) status = check_params(params);
   if (status == PLM_OK) status = check_shapes(a, b, bias);
-  if (status == PLM_OK) status = check_f32(out, "out", 2);
+  if (status == PLM_OK) status = plm__op_check_f32(out, "out", 2);
   if (status == PLM_OK && (out->dims[0] != a->dims[0] || out->dims[1] != b->dims[1]))
     status = plm__fail_raw(PLM_ERR_INVALID_ARG, "out is %lldx%lld, expected %lldx%lld",
                            (long long)out->dims[0], (long long)out->dims[1], (long long)a->dims[0],

@@ -66,6 +66,15 @@ plm_status plm__op_check_same_dims(const plm_tensor *a, const char *a_name, cons
                        a_shape);
 }
 
+plm_status plm__op_check_f32(const plm_tensor *t, const char *name, int ndim) {
+  if (t->dtype != PLM_DTYPE_F32)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s->dtype %s is not f32", name,
+                         plm_dtype_name(t->dtype));
+  if (ndim > 0 && t->ndim != ndim)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s->ndim is %d, expected %d", name, t->ndim, ndim);
+  return PLM_OK;
+}
+
 plm_status plm__op_check_no_partial_overlap(const plm_tensor *a, const char *a_name,
                                             const plm_tensor *b, const char *b_name) {
   uintptr_t a_begin = (uintptr_t)a->data, b_begin = (uintptr_t)b->data;

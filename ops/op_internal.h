@@ -28,6 +28,10 @@ plm_status plm__op_check_tensor(const plm_stream *stream, const plm_tensor *tens
  * _cost functions, which take no stream. */
 plm_status plm__op_check_shape(const plm_tensor *tensor, const char *name);
 
+/* t is f32 and, when ndim > 0, has ndim dims; "<name>->dtype u8 is not f32" or
+ * "<name>->ndim is 3, expected 2" otherwise. */
+plm_status plm__op_check_f32(const plm_tensor *t, const char *name, int ndim);
+
 /* The same dims (dtypes may differ). */
 plm_status plm__op_check_same_dims(const plm_tensor *a, const char *a_name, const plm_tensor *b,
                                    const char *b_name);

@@ -18,19 +18,13 @@ static plm_status check_add_params(const plm_vector_add_params *params) {
   return PLM_OK;
 }
 
-static plm_status check_f32(const plm_tensor *t, const char *name) {
-  if (t->dtype == PLM_DTYPE_F32) return PLM_OK;
-  return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s->dtype %s is not f32", name,
-                       plm_dtype_name(t->dtype));
-}
-
 /* a and b as descriptions: valid, f32, one shape. */
 static plm_status check_add_shapes(const plm_tensor *a, const char *a_name, const plm_tensor *b,
                                    const char *b_name) {
   plm_status status = plm__op_check_shape(a, a_name);
   if (status == PLM_OK) status = plm__op_check_shape(b, b_name);
-  if (status == PLM_OK) status = check_f32(a, a_name);
-  if (status == PLM_OK) status = check_f32(b, b_name);
+  if (status == PLM_OK) status = plm__op_check_f32(a, a_name, 0);
+  if (status == PLM_OK) status = plm__op_check_f32(b, b_name, 0);
   if (status == PLM_OK) status = plm__op_check_same_dims(a, a_name, b, b_name);
   return status;
 }
@@ -42,9 +36,9 @@ static plm_status check_add_operands(const plm_stream *stream, const plm_tensor 
   plm_status status = plm__op_check_tensor(stream, a, a_name);
   if (status == PLM_OK) status = plm__op_check_tensor(stream, b, b_name);
   if (status == PLM_OK) status = plm__op_check_tensor(stream, out, out_name);
-  if (status == PLM_OK) status = check_f32(a, a_name);
-  if (status == PLM_OK) status = check_f32(b, b_name);
-  if (status == PLM_OK) status = check_f32(out, out_name);
+  if (status == PLM_OK) status = plm__op_check_f32(a, a_name, 0);
+  if (status == PLM_OK) status = plm__op_check_f32(b, b_name, 0);
+  if (status == PLM_OK) status = plm__op_check_f32(out, out_name, 0);
   if (status == PLM_OK) status = plm__op_check_same_dims(a, a_name, b, b_name);
   if (status == PLM_OK) status = plm__op_check_same_dims(a, a_name, out, out_name);
   if (status == PLM_OK) status = plm__op_check_no_partial_overlap(a, a_name, out, out_name);
