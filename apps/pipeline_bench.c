@@ -1007,18 +1007,14 @@ static bool run_all(bench *b) {
     bench_case *c = &b->cases[i];
     c->timed_frames = default_frames(b, c);
     bool ran = run_case(b, c);
-    progress_end(&b->bar);
+    progress_clear(&b->bar); /* for the table; the next run draws it again */
     if (!ran) return false;
     print_case(b, c);
     if (i == 0 && b->opt.profile_dir && !profile_case(b, c)) return false;
-    /* The bar was erased for the table; it goes on from where it was. */
-    if (i + 1 < b->case_count) {
-      progress_begin(&b->bar, b->prog, "runs", b->bar.total);
-      progress_update(&b->bar, b->runs_done);
-    }
     /* Free this case's pipelines and pools before the next, larger one. */
     for (int j = 0; j < c->config_count; j++) config_release(&c->configs[j]);
   }
+  progress_end(&b->bar);
   return true;
 }
 
