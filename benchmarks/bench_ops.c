@@ -75,7 +75,6 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -88,6 +87,7 @@
 
 #include "apps/progress.h"
 #include "bench_common.h"
+#include "cublas_loader.h"
 #include "plume/plume.h"
 #include "plume/pool.h"
 
@@ -121,8 +121,10 @@ static void print_usage(FILE *out) {
           "  --backend NAME      host, cuda or auto (default auto: cuda when a GPU is present)\n"
           "  --json PATH         write the results as JSON to PATH (then re-read and check it)\n"
           "  --op NAME           run one operation: conv2d, sobel, entropy, threshold, fused\n"
-          "                      (sobel -> entropy -> threshold in one op) or unfused (the\n"
-          "                      same three ops one after another)\n"
+          "                      (sobel -> entropy -> threshold in one op), unfused (the\n"
+          "                      same three ops one after another), matmul (with cuBLAS on\n"
+          "                      cuda), lstm_cell, dendritic, vector_add, dot, ar_forecast or\n"
+          "                      cublas_sgemm (bench_matmul compares matmul's precisions)\n"
           "  --profile DIR       after each operation's timed runs, run it as often again with\n"
           "                      the profiler recording every launch, and write\n"
           "                      DIR/profile.json, DIR/trace.json and DIR/report.html (the\n"
@@ -554,65 +556,15 @@ static bool forecast_run(bench_env *env, void *state) {
   return true;
 }
 
-/* cuBLAS's SGEMM, the baseline for matmul on cuda: loaded at run time (dlopen), so that
- * bench_ops needs no cuBLAS to build or to run on host; its C API is declared here by
- * hand (handles are pointers, statuses ints, CUBLAS_OP_N is 0). */
-typedef struct cublas_api {
-  void *library;
-  void *handle;
-  int (*create)(void **handle);
-  int (*destroy)(void *handle);
-  int (*set_stream)(void *handle, void *stream);
-  int (*sgemm)(void *handle, int transa, int transb, int m, int n, int k, const float *alpha,
-               const float *a, int lda, const float *b, int ldb, const float *beta, float *c,
-               int ldc);
-  char why[160]; /* why it is not there */
-} cublas_api;
-
-static cublas_api cublas;
-
-/* Load cuBLAS and make a handle on the bench's stream; false (with cublas.why) when
- * there is none to load or the backend is not cuda. */
-static bool cublas_ready(bench_env *env) {
-  if (cublas.handle) return true;
-  if (cublas.why[0]) return false;
-  void *stream = NULL;
-  if (plm_stream_native_handle(env->stream, &stream) != PLM_OK) {
-    snprintf(cublas.why, sizeof cublas.why, "the %s backend has no cuBLAS",
-             plm_backend_name(env->backend));
-    return false;
-  }
-  static const char *const names[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so"};
-  for (size_t i = 0; !cublas.library && i < sizeof names / sizeof *names; i++)
-    cublas.library = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-  if (!cublas.library) {
-    snprintf(cublas.why, sizeof cublas.why, "libcublas.so not found (%s)", dlerror());
-    return false;
-  }
-  *(void **)&cublas.create = dlsym(cublas.library, "cublasCreate_v2");
-  *(void **)&cublas.destroy = dlsym(cublas.library, "cublasDestroy_v2");
-  *(void **)&cublas.set_stream = dlsym(cublas.library, "cublasSetStream_v2");
-  *(void **)&cublas.sgemm = dlsym(cublas.library, "cublasSgemm_v2");
-  if (!cublas.create || !cublas.destroy || !cublas.set_stream || !cublas.sgemm ||
-      cublas.create(&cublas.handle) != 0 || cublas.set_stream(cublas.handle, stream) != 0) {
-    snprintf(cublas.why, sizeof cublas.why, "cuBLAS did not start");
-    cublas.handle = NULL;
-    return false;
-  }
-  return true;
-}
-
-static void cublas_release(void) {
-  if (cublas.handle) cublas.destroy(cublas.handle);
-  if (cublas.library) dlclose(cublas.library);
-  memset(&cublas, 0, sizeof cublas);
-}
+/* cuBLAS's SGEMM, the baseline for matmul on cuda (benchmarks/cublas_loader.h). */
+static cublas_peer cublas;
 
 /* cublas_sgemm: the matmul case's n^3 product alone (no bias, no activation) by cuBLAS,
  * on the same stream. */
 static bool cublas_setup(bench_env *env, int64_t n, int64_t unused, op_state *s) {
   (void)unused;
-  if (!cublas_ready(env)) return fail("cublas_sgemm: %s", cublas.why);
+  if (!cublas_peer_load(&cublas, env->stream, env->backend))
+    return fail("cublas_sgemm: %s", cublas.why);
   if (!random_tensor(env, PLM_DTYPE_F32, n, n, &s->in) ||
       !random_tensor(env, PLM_DTYPE_F32, n, n, &s->in2) ||
       !random_tensor(env, PLM_DTYPE_F32, n, n, &s->out))
@@ -627,11 +579,8 @@ static bool cublas_run(bench_env *env, void *state) {
   (void)env;
   op_state *s = state;
   const int n = (int)s->in.dims[0];
-  const float one = 1.0f, zero = 0.0f;
-  /* Row-major C = A B is column-major C^T = B^T A^T: swap the operands. */
-  if (cublas.sgemm(cublas.handle, 0, 0, n, n, n, &one, s->in2.data, n, s->in.data, n, &zero,
-                   s->out.data, n) != 0)
-    return fail("cublasSgemm failed at n = %d", n);
+  if (!cublas_peer_sgemm(&cublas, CUBLAS_MATH_FP32, n, n, n, s->in.data, s->in2.data, s->out.data))
+    return fail("cublas_sgemm: %s", cublas.why);
   return true;
 }
 
@@ -1163,7 +1112,8 @@ static int run_sizes(const bench_env *env, int seed, const int large[2], int siz
 }
 
 static bool wants_op(bench_env *env, const op_entry *op) {
-  if (op->cuda_only && !cublas_ready(env)) return false; /* said after the table */
+  if (op->cuda_only && !cublas_peer_load(&cublas, env->stream, env->backend))
+    return false; /* said after the table */
   return !env->opt.only_op || strcmp(env->opt.only_op, op->name) == 0 ||
          (op->cuda_only && strcmp(env->opt.only_op, "matmul") == 0);
 }
@@ -1245,7 +1195,7 @@ static bool open_env(bench_env *env) {
 }
 
 static void close_env(bench_env *env) {
-  cublas_release();
+  cublas_peer_release(&cublas);
   plm_profiler_destroy(env->profiler); /* before its context */
   if (env->start) plm_event_destroy(env->start);
   if (env->end) plm_event_destroy(env->end);
@@ -1285,10 +1235,9 @@ static int parse_args(int argc, char **argv, options *opt, const char **validate
       bool known = false;
       for (int o = 0; o < OP_COUNT; o++) known |= strcmp(opt->only_op, ops[o].name) == 0;
       if (!known) {
-        fprintf(stderr,
-                "bench_ops: --op '%s': expected conv2d, sobel, entropy, threshold, fused or "
-                "unfused\n",
-                opt->only_op);
+        fprintf(stderr, "bench_ops: --op '%s': expected one of", opt->only_op);
+        for (int o = 0; o < OP_COUNT; o++) fprintf(stderr, "%s %s", o ? "," : "", ops[o].name);
+        fprintf(stderr, "\n");
         return EXIT_USAGE;
       }
     } else if (strcmp(arg, "--json") == 0 || strcmp(arg, "--backend") == 0 ||

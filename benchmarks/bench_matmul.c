@@ -1,0 +1,537 @@
+/* benchmarks/bench_matmul.c: matmul's precisions against each other and against
+ * cuBLAS, over sizes, to place PRECISION_AUTO's switch to the tensor cores.
+ *
+ *   bench_matmul [--quick | --smoke] [--backend host|cuda|auto] [--json PATH]
+ *   bench_matmul --validate-json PATH
+ *
+ * Shapes (M x N x K, row-major f32, no bias, no activation: cuBLAS's job exactly):
+ * squares of 32 to 4096 (--quick: to 1024, --smoke: 32 and 64), and lstm_cell's gate
+ * product at the seeds' batch 32 and at batch 4096 (N = 4 hidden = 512, K = input +
+ * hidden = 192). Variants: plume at fp32, tf32, bf16 and auto; on cuda, cuBLAS SGEMM
+ * (default math: CUDA cores) and cuBLAS SGEMM with TF32 tensor-op math, on the same
+ * stream, loaded at run time (benchmarks/cublas_loader.h; skipped, with the reason,
+ * where it is missing).
+ *
+ * Timing. Per shape, every variant runs twice to warm up, then `rounds` rounds (full
+ * 15, quick 9, smoke 3; five times as many where every warm-up run took under 1 ms),
+ * each running every variant once, in an order rotated by one each round, so that a change of the
+ * machine's load between rounds reaches all of them alike. Each run is bracketed by events on the
+ * stream (device time on cuda, the host stream's execution time on host); reported: median, min and
+ * max in µs, GFLOP/s (2·M·N·K / median) and the median against plume fp32 and cuBLAS's.
+ *
+ * Crossover. For tf32 and bf16: the smallest work M·N·K from which the precision's
+ * median is below fp32's at that shape and at every larger one (JSON null when the
+ * largest shape is not faster: no crossover among these shapes). Printed beside
+ * PLM_MATMUL_AUTO_TF32_MIN_WORK, AUTO's current rule (plume/matmul.h), with the shapes
+ * where AUTO's choice is more than 10% slower than the better of fp32 and tf32. On host
+ * the precisions run the same kernel on rounded inputs and AUTO stays fp32, so no
+ * crossover is expected there: the rule is for the GPU.
+ *
+ * The benchmark never fails on timing. Exit codes: 0 success, 1 a runtime failure,
+ * 2 bad usage.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_common.h"
+#include "cublas_loader.h"
+#include "plume/plume.h"
+
+enum { EXIT_RUNTIME_FAILURE = 1, EXIT_USAGE = 2 };
+
+typedef enum run_size { RUN_FULL, RUN_QUICK, RUN_SMOKE } run_size;
+
+typedef struct options {
+  run_size size;
+  plm_backend backend;
+  const char *json_path; /* NULL: no JSON */
+} options;
+
+static void print_usage(FILE *out) {
+  fprintf(out,
+          "usage: bench_matmul [--quick | --smoke] [--backend host|cuda|auto] [--json PATH]\n"
+          "       bench_matmul --validate-json PATH\n"
+          "\n"
+          "matmul at fp32, tf32, bf16 and auto, and cuBLAS SGEMM (CUDA cores and TF32) on\n"
+          "cuda, over square sizes 32..4096 and lstm_cell's gate product: medians of\n"
+          "interleaved event-timed rounds, GFLOP/s, ratios, and the work M*N*K from which\n"
+          "tensor cores pay (AUTO's rule).\n"
+          "\n"
+          "options:\n"
+          "  --quick             squares up to 1024\n"
+          "  --smoke             32 and 64 only, 3 rounds (proves every path works)\n"
+          "  --backend NAME      host, cuda or auto (default auto: cuda when a GPU is present)\n"
+          "  --json PATH         write the results as JSON to PATH (then re-read and check it)\n"
+          "  --validate-json PATH  check that PATH is a bench_matmul result file, and exit\n"
+          "  -h, --help          show this help\n");
+}
+
+/* ---- errors ----------------------------------------------------------------------------- */
+
+static char bench_error[1024];
+
+static bool fail(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(bench_error, sizeof bench_error, fmt, ap);
+  va_end(ap);
+  return false;
+}
+
+#define CALL(where, expr)                                                         \
+  do {                                                                            \
+    plm_status call_status_ = (expr);                                             \
+    if (call_status_ != PLM_OK)                                                   \
+      return fail("%s: %s -> %s: %s", where, #expr, plm_status_str(call_status_), \
+                  plm_last_error());                                              \
+  } while (0)
+
+/* ---- shapes and variants ---------------------------------------------------------------- */
+
+typedef struct shape {
+  int64_t m, n, k;
+  const char *note; /* NULL, or what the shape stands for */
+} shape;
+
+static const shape shapes[] = {
+    {32, 32, 32, NULL},
+    {64, 64, 64, NULL},
+    {128, 128, 128, NULL},
+    {256, 256, 256, NULL},
+    {512, 512, 512, NULL},
+    {1024, 1024, 1024, NULL},
+    {2048, 2048, 2048, NULL},
+    {4096, 4096, 4096, NULL},
+    {32, 512, 192, "lstm_cell batch 32"},
+    {4096, 512, 192, "lstm_cell batch 4096"},
+};
+enum { SHAPE_COUNT = sizeof shapes / sizeof shapes[0] };
+
+typedef enum variant {
+  PLUME_FP32,
+  PLUME_TF32,
+  PLUME_BF16,
+  PLUME_AUTO,
+  CUBLAS_FP32,
+  CUBLAS_TF32,
+  VARIANTS
+} variant;
+
+static const char *const variant_names[VARIANTS] = {"fp32", "tf32",        "bf16",
+                                                    "auto", "cublas_fp32", "cublas_tf32"};
+static const plm_precision precisions[] = {PLM_PRECISION_FP32, PLM_PRECISION_TF32,
+                                           PLM_PRECISION_BF16, PLM_PRECISION_AUTO};
+
+/* Whether the shape runs at this size of run. */
+static bool shape_runs(const shape *s, run_size size) {
+  int64_t largest = size == RUN_SMOKE ? 64 : size == RUN_QUICK ? 1024 : 4096;
+  if (s->note) return size != RUN_SMOKE;
+  return s->m <= largest;
+}
+
+/* ---- environment -------------------------------------------------------------------------- */
+
+typedef struct bench_env {
+  options opt;
+  plm_context *ctx;
+  plm_backend backend;
+  plm_device_info info;
+  plm_pool *pool;
+  plm_stream *stream;
+  plm_event *start, *end;
+  cublas_peer cublas;
+  bool has_cublas;
+} bench_env;
+
+typedef struct measured {
+  const shape *shape;
+  int rounds;
+  bool ran[VARIANTS];
+  double median_us[VARIANTS], min_us[VARIANTS], max_us[VARIANTS];
+} measured;
+
+static uint64_t rng_state = 20261125;
+
+static float random_unit(void) {
+  uint64_t z = (rng_state += 0x9E3779B97F4A7C15u);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
+  z ^= z >> 31;
+  return (float)((double)(z >> 40) / (double)(UINT64_C(1) << 24)) - 0.5f;
+}
+
+/* An (rows, cols) f32 tensor from the pool, random in [-0.5, 0.5), or zeros. */
+static bool make_tensor(bench_env *env, int64_t rows, int64_t cols, bool random, plm_tensor *out) {
+  const int64_t dims[2] = {rows, cols};
+  CALL("setup", plm_tensor_alloc(env->pool, env->stream, PLM_DTYPE_F32, 2, dims, out));
+  size_t count = (size_t)(rows * cols);
+  float *host = calloc(count, sizeof *host);
+  if (!host) return fail("out of host memory for a %zu-float operand", count);
+  if (random)
+    for (size_t i = 0; i < count; i++) host[i] = random_unit();
+  plm_status status = plm_stream_memcpy(env->stream, out->data, host, count * sizeof *host,
+                                        PLM_COPY_HOST_TO_DEVICE);
+  if (status == PLM_OK) status = plm_stream_synchronize(env->stream);
+  free(host);
+  CALL("setup", status);
+  return true;
+}
+
+typedef struct operands {
+  plm_tensor a, b, out;
+} operands;
+
+static bool run_variant(bench_env *env, variant v, operands *o) {
+  if (v >= CUBLAS_FP32) {
+    cublas_math math = v == CUBLAS_FP32 ? CUBLAS_MATH_FP32 : CUBLAS_MATH_TF32;
+    if (!cublas_peer_sgemm(&env->cublas, math, (int)o->a.dims[0], (int)o->b.dims[1],
+                           (int)o->a.dims[1], o->a.data, o->b.data, o->out.data))
+      return fail("%s", env->cublas.why);
+    return true;
+  }
+  plm_matmul_params params = {.precision = precisions[v], .activation = PLM_ACTIVATION_NONE};
+  CALL("matmul", plm_matmul(env->stream, &o->a, &o->b, NULL, &params, &o->out));
+  return true;
+}
+
+static bool time_variant(bench_env *env, variant v, operands *o, double *us) {
+  CALL("timing", plm_event_record(env->start, env->stream));
+  if (!run_variant(env, v, o)) return false;
+  CALL("timing", plm_event_record(env->end, env->stream));
+  CALL("timing", plm_event_synchronize(env->end));
+  float ms = 0;
+  CALL("timing", plm_event_elapsed_ms(env->start, env->end, &ms));
+  *us = (double)ms * 1000.0;
+  return true;
+}
+
+/* Runs under a millisecond swing with the host stream's hand-off and the launch
+ * latency: they get SHORT_FACTOR times the rounds. */
+enum { FULL_ROUNDS = 15, SHORT_FACTOR = 5, MAX_ROUNDS = FULL_ROUNDS * SHORT_FACTOR };
+
+static int rounds_of(run_size size) {
+  return size == RUN_SMOKE ? 3 : size == RUN_QUICK ? 9 : FULL_ROUNDS;
+}
+
+static bool measure_shape(bench_env *env, const shape *s, measured *r) {
+  *r = (measured){.shape = s};
+  operands o = {0};
+  bool ok = make_tensor(env, s->m, s->k, true, &o.a) && make_tensor(env, s->k, s->n, true, &o.b) &&
+            make_tensor(env, s->m, s->n, false, &o.out);
+  int count = env->has_cublas ? VARIANTS : CUBLAS_FP32;
+  static double times[VARIANTS][MAX_ROUNDS];
+  double slowest_warm_up = 0;
+  for (int v = 0; ok && v < count; v++)
+    for (int i = 0; ok && i < 2; i++) {
+      double us = 0;
+      ok = time_variant(env, (variant)v, &o, &us);
+      slowest_warm_up = fmax(slowest_warm_up, us);
+    }
+  const int rounds = rounds_of(env->opt.size) * (slowest_warm_up < 1000.0 ? SHORT_FACTOR : 1);
+  r->rounds = rounds;
+  for (int round = 0; ok && round < rounds; round++)
+    for (int i = 0; ok && i < count; i++) {
+      int v = (i + round) % count;
+      ok = time_variant(env, (variant)v, &o, &times[v][round]);
+    }
+  for (int v = 0; ok && v < count; v++) {
+    r->ran[v] = true;
+    r->min_us[v] = r->max_us[v] = times[v][0];
+    for (int i = 1; i < rounds; i++) {
+      r->min_us[v] = fmin(r->min_us[v], times[v][i]);
+      r->max_us[v] = fmax(r->max_us[v], times[v][i]);
+    }
+    r->median_us[v] = bench_median(times[v], (size_t)rounds);
+  }
+  plm_tensor *tensors[] = {&o.a, &o.b, &o.out};
+  for (int t = 0; t < 3; t++)
+    if (tensors[t]->data) plm_tensor_free(env->pool, env->stream, tensors[t]);
+  plm_stream_synchronize(env->stream);
+  return ok;
+}
+
+/* ---- results -------------------------------------------------------------------------------- */
+
+static double work_of(const shape *s) {
+  return (double)s->m * (double)s->n * (double)s->k;
+}
+
+static double gflops(const shape *s, double us) {
+  return us > 0 ? 2.0 * work_of(s) / (us * 1e3) : 0.0;
+}
+
+/* The smallest work from which variant v beats fp32 at every shape of at least that
+ * work (the measured ones, by work); NAN when the largest does not. */
+static double crossover(const measured *rs, int count, variant v) {
+  int order[SHAPE_COUNT];
+  for (int i = 0; i < count; i++) order[i] = i;
+  for (int i = 1; i < count; i++) /* by work, a handful of shapes */
+    for (int j = i; j > 0 && work_of(rs[order[j]].shape) < work_of(rs[order[j - 1]].shape); j--) {
+      int t = order[j];
+      order[j] = order[j - 1];
+      order[j - 1] = t;
+    }
+  double from = NAN;
+  for (int i = count - 1; i >= 0; i--) {
+    const measured *r = &rs[order[i]];
+    if (!(r->median_us[v] < r->median_us[PLUME_FP32])) break;
+    from = work_of(r->shape);
+  }
+  return from;
+}
+
+static void shape_label(const shape *s, char *out, size_t room) {
+  snprintf(out, room, "%lldx%lldx%lld", (long long)s->m, (long long)s->n, (long long)s->k);
+}
+
+static void print_results(const bench_env *env, const measured *rs, int count) {
+  int variants = env->has_cublas ? VARIANTS : CUBLAS_FP32;
+  printf("%-16s", "M x N x K");
+  for (int v = 0; v < variants; v++) printf(" %13s", variant_names[v]);
+  printf("   (median us, GFLOP/s)\n");
+  for (int i = 0; i < count; i++) {
+    char label[48];
+    shape_label(rs[i].shape, label, sizeof label);
+    printf("%-16s", label);
+    for (int v = 0; v < variants; v++)
+      printf(" %7.1f %5.0f", rs[i].median_us[v], gflops(rs[i].shape, rs[i].median_us[v]));
+    if (rs[i].shape->note) printf("  %s", rs[i].shape->note);
+    printf("\n");
+  }
+  printf("\nagainst plume fp32 (median / median; below 1 is faster)%s\n",
+         env->has_cublas ? ", and plume fp32 / cuBLAS fp32, plume tf32 / cuBLAS tf32" : "");
+  for (int i = 0; i < count; i++) {
+    char label[48];
+    shape_label(rs[i].shape, label, sizeof label);
+    const double *m = rs[i].median_us;
+    printf("%-16s tf32 %.2f  bf16 %.2f  auto %.2f", label, m[PLUME_TF32] / m[PLUME_FP32],
+           m[PLUME_BF16] / m[PLUME_FP32], m[PLUME_AUTO] / m[PLUME_FP32]);
+    if (env->has_cublas)
+      printf("   fp32/cuBLAS %.2f  tf32/cuBLAS %.2f", m[PLUME_FP32] / m[CUBLAS_FP32],
+             m[PLUME_TF32] / m[CUBLAS_TF32]);
+    printf("\n");
+  }
+  printf("\ncrossover (smallest M*N*K from which it beats fp32 at every larger shape):\n");
+  for (variant v = PLUME_TF32; v <= PLUME_BF16; v++) {
+    double from = crossover(rs, count, v);
+    if (isnan(from))
+      printf("  %s: none among these shapes\n", variant_names[v]);
+    else
+      printf("  %s: %.0f (%.0f^3)\n", variant_names[v], from, cbrt(from));
+  }
+  printf("  AUTO's rule: tf32 from %lld (%.0f^3) on cuda, fp32 on host\n",
+         (long long)PLM_MATMUL_AUTO_TF32_MIN_WORK, cbrt((double)PLM_MATMUL_AUTO_TF32_MIN_WORK));
+  /* On host AUTO is fp32's very kernel: a difference there is the timing's noise. */
+  for (int i = 0; env->backend == PLM_BACKEND_CUDA && i < count; i++) {
+    const double *m = rs[i].median_us;
+    double best = fmin(m[PLUME_FP32], m[PLUME_TF32]);
+    if (m[PLUME_AUTO] > 1.1 * best) {
+      char label[48];
+      shape_label(rs[i].shape, label, sizeof label);
+      printf("  AUTO is %.2fx the better of fp32 and tf32 at %s\n", m[PLUME_AUTO] / best, label);
+    }
+  }
+  if (!env->has_cublas) printf("cuBLAS: skipped: %s\n", env->cublas.why);
+}
+
+static const char *run_size_name(run_size size) {
+  return size == RUN_SMOKE ? "smoke" : size == RUN_QUICK ? "quick" : "full";
+}
+
+static json_t *number_or_null(double x) {
+  return isfinite(x) ? json_real(x) : json_null();
+}
+
+static json_t *document_json(const bench_env *env, const measured *rs, int count) {
+  const plm_build_info *build = plm_build_info_get();
+  json_t *doc = json_object();
+  json_object_set_new(doc, "benchmark", json_string("matmul"));
+  json_object_set_new(doc, "backend", json_string(plm_backend_name(env->backend)));
+  json_object_set_new(doc, "device", json_string(env->info.name));
+  json_object_set_new(doc, "commit", json_string(build->git_commit));
+  json_object_set_new(doc, "plume_version", json_string(build->version));
+  json_object_set_new(doc, "build_type", json_string(build->build_type));
+  char date[32];
+  bench_utc_date(date, sizeof date);
+  json_object_set_new(doc, "date", json_string(date));
+  json_object_set_new(doc, "run", json_string(run_size_name(env->opt.size)));
+  json_object_set_new(doc, "cublas", env->has_cublas ? json_true() : json_false());
+  if (!env->has_cublas) json_object_set_new(doc, "cublas_why", json_string(env->cublas.why));
+  json_t *list = json_array();
+  for (int i = 0; i < count; i++) {
+    const shape *s = rs[i].shape;
+    json_t *o = json_object();
+    json_object_set_new(o, "m", json_integer(s->m));
+    json_object_set_new(o, "n", json_integer(s->n));
+    json_object_set_new(o, "k", json_integer(s->k));
+    json_object_set_new(o, "work", json_real(work_of(s)));
+    json_object_set_new(o, "rounds", json_integer(rs[i].rounds));
+    if (s->note) json_object_set_new(o, "note", json_string(s->note));
+    json_t *variants = json_object();
+    for (int v = 0; v < VARIANTS; v++) {
+      if (!rs[i].ran[v]) continue;
+      json_t *t = json_object();
+      json_object_set_new(t, "median_us", json_real(rs[i].median_us[v]));
+      json_object_set_new(t, "min_us", json_real(rs[i].min_us[v]));
+      json_object_set_new(t, "max_us", json_real(rs[i].max_us[v]));
+      json_object_set_new(t, "gflop_per_s", json_real(gflops(s, rs[i].median_us[v])));
+      json_object_set_new(variants, variant_names[v], t);
+    }
+    json_object_set_new(o, "variants", variants);
+    json_array_append_new(list, o);
+  }
+  json_object_set_new(doc, "results", list);
+  json_t *cross = json_object();
+  json_object_set_new(cross, "tf32_from_work", number_or_null(crossover(rs, count, PLUME_TF32)));
+  json_object_set_new(cross, "bf16_from_work", number_or_null(crossover(rs, count, PLUME_BF16)));
+  json_object_set_new(cross, "auto_rule_tf32_min_work",
+                      json_real((double)PLM_MATMUL_AUTO_TF32_MIN_WORK));
+  json_object_set_new(doc, "crossover", cross);
+  return doc;
+}
+
+/* Check that path holds a bench_matmul result document; prints why not. */
+static bool validate_json(const char *path) {
+  json_error_t error;
+  json_t *doc = json_load_file(path, 0, &error);
+  if (!doc) {
+    fprintf(stderr, "bench_matmul: %s:%d:%d: %s\n", path, error.line, error.column, error.text);
+    return false;
+  }
+  const char *problem = NULL;
+  const char *benchmark = json_string_value(json_object_get(doc, "benchmark"));
+  json_t *list = json_object_get(doc, "results");
+  json_t *cross = json_object_get(doc, "crossover");
+  if (!benchmark || strcmp(benchmark, "matmul") != 0)
+    problem = "\"benchmark\" is not \"matmul\"";
+  else if (!json_is_array(list) || json_array_size(list) == 0)
+    problem = "\"results\" is not a non-empty array";
+  else if (!json_is_object(cross) || !json_object_get(cross, "tf32_from_work"))
+    problem = "\"crossover\" lacks \"tf32_from_work\"";
+  for (size_t i = 0; !problem && i < json_array_size(list); i++) {
+    json_t *variants = json_object_get(json_array_get(list, i), "variants");
+    for (int v = 0; !problem && v <= PLUME_AUTO; v++) {
+      json_t *t = json_object_get(variants, variant_names[v]);
+      if (!json_is_number(json_object_get(t, "median_us")) ||
+          !(json_number_value(json_object_get(t, "median_us")) >= 0))
+        problem = "a result lacks a plume variant's median_us";
+    }
+  }
+  if (problem) fprintf(stderr, "bench_matmul: %s: %s\n", path, problem);
+  json_decref(doc);
+  return problem == NULL;
+}
+
+/* ---- main ----------------------------------------------------------------------------------- */
+
+static bool open_env(bench_env *env) {
+  plm_context_config config = {.backend = env->opt.backend};
+  CALL("setup", plm_context_create(&config, &env->ctx));
+  CALL("setup", plm_context_backend(env->ctx, &env->backend));
+  CALL("setup", plm_context_device_info(env->ctx, &env->info));
+  CALL("setup", plm_context_default_pool(env->ctx, &env->pool));
+  CALL("setup", plm_stream_create(env->ctx, PLM_STREAM_DEFAULT, &env->stream));
+  CALL("setup", plm_event_create(env->ctx, PLM_EVENT_DEFAULT, &env->start));
+  CALL("setup", plm_event_create(env->ctx, PLM_EVENT_DEFAULT, &env->end));
+  env->has_cublas = cublas_peer_load(&env->cublas, env->stream, env->backend);
+  return true;
+}
+
+static void close_env(bench_env *env) {
+  cublas_peer_release(&env->cublas);
+  if (env->start) plm_event_destroy(env->start);
+  if (env->end) plm_event_destroy(env->end);
+  if (env->stream) plm_stream_destroy(env->stream);
+  if (env->ctx && plm_context_destroy(env->ctx) != PLM_OK)
+    fprintf(stderr, "bench_matmul: warning: plm_context_destroy: %s\n", plm_last_error());
+}
+
+static int parse_args(int argc, char **argv, options *opt, const char **validate) {
+  for (int i = 1; i < argc; i++) {
+    const char *arg = argv[i];
+    bool has_value = i + 1 < argc;
+    if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+      print_usage(stdout);
+      exit(0);
+    } else if (strcmp(arg, "--quick") == 0) {
+      opt->size = RUN_QUICK;
+    } else if (strcmp(arg, "--smoke") == 0) {
+      opt->size = RUN_SMOKE;
+    } else if (strcmp(arg, "--json") == 0 && has_value) {
+      opt->json_path = argv[++i];
+    } else if (strcmp(arg, "--validate-json") == 0 && has_value) {
+      *validate = argv[++i];
+    } else if (strcmp(arg, "--backend") == 0 && has_value) {
+      if (plm_backend_parse(argv[++i], &opt->backend) != PLM_OK) {
+        fprintf(stderr, "bench_matmul: --backend '%s': expected host, cuda or auto\n", argv[i]);
+        return EXIT_USAGE;
+      }
+    } else if (strcmp(arg, "--json") == 0 || strcmp(arg, "--backend") == 0 ||
+               strcmp(arg, "--validate-json") == 0) {
+      fprintf(stderr, "bench_matmul: %s needs a value (see bench_matmul --help)\n", arg);
+      return EXIT_USAGE;
+    } else {
+      fprintf(stderr, "bench_matmul: unknown argument '%s' (see bench_matmul --help)\n", arg);
+      return EXIT_USAGE;
+    }
+  }
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  bench_env env = {0};
+  const char *validate = NULL;
+  int usage = parse_args(argc, argv, &env.opt, &validate);
+  if (usage) return usage;
+  if (validate) {
+    if (!validate_json(validate)) return EXIT_RUNTIME_FAILURE;
+    printf("%s: a valid bench_matmul result file\n", validate);
+    return 0;
+  }
+  if (env.opt.json_path && !bench_json_path_writable("bench_matmul", env.opt.json_path))
+    return EXIT_RUNTIME_FAILURE;
+  if (!open_env(&env)) {
+    fprintf(stderr, "bench_matmul: %s\n", bench_error);
+    close_env(&env);
+    return EXIT_RUNTIME_FAILURE;
+  }
+  const plm_build_info *build = plm_build_info_get();
+  printf("bench_matmul: %s backend, %s; plume %s (commit %s, %s); %s run\n\n",
+         plm_backend_name(env.backend), env.info.name, build->version, build->git_commit,
+         build->build_type, run_size_name(env.opt.size));
+  static measured rs[SHAPE_COUNT];
+  int count = 0, exit_code = 0;
+  for (int i = 0; i < SHAPE_COUNT; i++) {
+    if (!shape_runs(&shapes[i], env.opt.size)) continue;
+    if (!measure_shape(&env, &shapes[i], &rs[count])) {
+      fprintf(stderr, "bench_matmul: %s\n", bench_error);
+      exit_code = EXIT_RUNTIME_FAILURE;
+      break;
+    }
+    count++;
+  }
+  if (count > 0) print_results(&env, rs, count);
+  if (exit_code == 0 && env.opt.json_path) {
+    json_t *doc = document_json(&env, rs, count);
+    if (json_dump_file(doc, env.opt.json_path, JSON_INDENT(2) | JSON_REAL_PRECISION(6)) != 0) {
+      fprintf(stderr, "bench_matmul: cannot write %s: %s\n", env.opt.json_path, strerror(errno));
+      exit_code = EXIT_RUNTIME_FAILURE;
+    } else if (!validate_json(env.opt.json_path)) {
+      exit_code = EXIT_RUNTIME_FAILURE;
+    } else {
+      printf("\nwrote %s\n", env.opt.json_path);
+    }
+    json_decref(doc);
+  }
+  close_env(&env);
+  return exit_code;
+}
