@@ -76,3 +76,43 @@ double bench_median(double *values, size_t count) {
   qsort(values, count, sizeof values[0], compare_double);
   return count % 2 ? values[count / 2] : (values[count / 2 - 1] + values[count / 2]) / 2;
 }
+
+json_t *bench_json_document(const char *benchmark, plm_backend backend, const plm_device_info *info,
+                            const char *run) {
+  const plm_build_info *build = plm_build_info_get();
+  json_t *doc = json_object();
+  json_object_set_new(doc, "benchmark", json_string(benchmark));
+  json_object_set_new(doc, "backend", json_string(plm_backend_name(backend)));
+  json_object_set_new(doc, "device", json_string(info->name));
+  json_object_set_new(doc, "commit", json_string(build->git_commit));
+  if (backend == PLM_BACKEND_CUDA) {
+    char driver[32], runtime[32];
+    snprintf(driver, sizeof driver, "%d.%d", info->driver_version / 1000,
+             info->driver_version % 1000 / 10);
+    snprintf(runtime, sizeof runtime, "%d.%d", info->runtime_version / 1000,
+             info->runtime_version % 1000 / 10);
+    json_object_set_new(doc, "driver", json_string(driver));
+    json_object_set_new(doc, "cuda_runtime", json_string(runtime));
+  } else {
+    json_object_set_new(doc, "driver", json_null());
+    json_object_set_new(doc, "cuda_runtime", json_null());
+  }
+  json_object_set_new(doc, "plume_version", json_string(build->version));
+  json_object_set_new(doc, "build_type", json_string(build->build_type));
+  char date[32];
+  bench_utc_date(date, sizeof date);
+  json_object_set_new(doc, "date", json_string(date));
+  json_object_set_new(doc, "run", json_string(run));
+  return doc;
+}
+
+bool bench_json_write(const char *prog, json_t *doc, const char *path,
+                      bool (*validate)(const char *path)) {
+  if (json_dump_file(doc, path, JSON_INDENT(2) | JSON_REAL_PRECISION(6)) != 0) {
+    fprintf(stderr, "%s: cannot write %s: %s\n", prog, path, strerror(errno));
+    return false;
+  }
+  if (!validate(path)) return false;
+  printf("\nwrote %s\n", path);
+  return true;
+}

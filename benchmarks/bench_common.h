@@ -2,8 +2,11 @@
 #ifndef PLUME_BENCH_COMMON_H
 #define PLUME_BENCH_COMMON_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+
+#include "plume/plume.h"
 
 /* Learn before a run, not after it, that the JSON at path cannot be written: open it
  * for appending (removing it again if it did not exist). Prints "<prog>: cannot write
@@ -19,6 +22,19 @@ bool bench_profile_dir_ready(const char *prog, const char *dir);
 
 /* The current UTC time as "YYYY-MM-DDTHH:MM:SSZ" in out (at least 21 bytes). */
 void bench_utc_date(char *out, size_t size);
+
+/* A new JSON object holding the keys every benchmark's result file starts with:
+ * benchmark (its name: "ops", "pool", ...), backend, device, commit, driver and
+ * cuda_runtime ("13.0"; null on host), plume_version, build_type, date (UTC) and run
+ * ("full", "quick" or "smoke"). */
+json_t *bench_json_document(const char *benchmark, plm_backend backend, const plm_device_info *info,
+                            const char *run);
+
+/* Write doc to path (indented, reals to 6 digits), re-read it with validate (which
+ * prints what is wrong) and print "wrote PATH". Prints "<prog>: cannot write PATH:
+ * reason" and returns false when it cannot; doc stays the caller's. */
+bool bench_json_write(const char *prog, json_t *doc, const char *path,
+                      bool (*validate)(const char *path));
 
 /* The median of count doubles (sorts them in place); 0 for none. */
 double bench_median(double *values, size_t count);

@@ -32,7 +32,6 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
@@ -352,18 +351,8 @@ static json_t *number_or_null(double x) {
 }
 
 static json_t *document_json(const bench_env *env, const measured *rs, int count) {
-  const plm_build_info *build = plm_build_info_get();
-  json_t *doc = json_object();
-  json_object_set_new(doc, "benchmark", json_string("matmul"));
-  json_object_set_new(doc, "backend", json_string(plm_backend_name(env->backend)));
-  json_object_set_new(doc, "device", json_string(env->info.name));
-  json_object_set_new(doc, "commit", json_string(build->git_commit));
-  json_object_set_new(doc, "plume_version", json_string(build->version));
-  json_object_set_new(doc, "build_type", json_string(build->build_type));
-  char date[32];
-  bench_utc_date(date, sizeof date);
-  json_object_set_new(doc, "date", json_string(date));
-  json_object_set_new(doc, "run", json_string(run_size_name(env->opt.size)));
+  json_t *doc =
+      bench_json_document("matmul", env->backend, &env->info, run_size_name(env->opt.size));
   json_object_set_new(doc, "cublas", env->has_cublas ? json_true() : json_false());
   if (!env->has_cublas) json_object_set_new(doc, "cublas_why", json_string(env->cublas.why));
   json_t *list = json_array();
@@ -522,14 +511,8 @@ int main(int argc, char **argv) {
   if (count > 0) print_results(&env, rs, count);
   if (exit_code == 0 && env.opt.json_path) {
     json_t *doc = document_json(&env, rs, count);
-    if (json_dump_file(doc, env.opt.json_path, JSON_INDENT(2) | JSON_REAL_PRECISION(6)) != 0) {
-      fprintf(stderr, "bench_matmul: cannot write %s: %s\n", env.opt.json_path, strerror(errno));
+    if (!bench_json_write("bench_matmul", doc, env.opt.json_path, validate_json))
       exit_code = EXIT_RUNTIME_FAILURE;
-    } else if (!validate_json(env.opt.json_path)) {
-      exit_code = EXIT_RUNTIME_FAILURE;
-    } else {
-      printf("\nwrote %s\n", env.opt.json_path);
-    }
     json_decref(doc);
   }
   close_env(&env);

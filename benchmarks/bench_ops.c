@@ -75,7 +75,6 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
@@ -993,18 +992,7 @@ static json_t *result_json(const result *r) {
 
 static json_t *document_json(const bench_env *env, const result *rs, size_t count,
                              const fusion_ratio *ratios, size_t fusion_count) {
-  const plm_build_info *build = plm_build_info_get();
-  json_t *doc = json_object();
-  json_object_set_new(doc, "benchmark", json_string("ops"));
-  json_object_set_new(doc, "backend", json_string(plm_backend_name(env->backend)));
-  json_object_set_new(doc, "device", json_string(env->info.name));
-  json_object_set_new(doc, "commit", json_string(build->git_commit));
-  json_object_set_new(doc, "plume_version", json_string(build->version));
-  json_object_set_new(doc, "build_type", json_string(build->build_type));
-  char date[32];
-  bench_utc_date(date, sizeof date);
-  json_object_set_new(doc, "date", json_string(date));
-  json_object_set_new(doc, "run", json_string(run_size_name(env->opt.size)));
+  json_t *doc = bench_json_document("ops", env->backend, &env->info, run_size_name(env->opt.size));
   json_object_set_new(doc, "peak_gbps", json_real(env->peak_gbps));
   json_object_set_new(doc, "peak_source", json_string(env->peak_source));
   json_t *list = json_array();
@@ -1296,14 +1284,8 @@ int main(int argc, char **argv) {
   print_fusion(ratios, fusion_count);
   if (env.opt.json_path && count > 0) {
     json_t *doc = document_json(&env, rs, count, ratios, fusion_count);
-    if (json_dump_file(doc, env.opt.json_path, JSON_INDENT(2) | JSON_REAL_PRECISION(6)) != 0) {
-      fprintf(stderr, "bench_ops: cannot write %s: %s\n", env.opt.json_path, strerror(errno));
+    if (!bench_json_write("bench_ops", doc, env.opt.json_path, validate_json))
       exit_code = EXIT_RUNTIME_FAILURE;
-    } else if (!validate_json(env.opt.json_path)) {
-      exit_code = EXIT_RUNTIME_FAILURE;
-    } else {
-      printf("\nwrote %s\n", env.opt.json_path);
-    }
     json_decref(doc);
   }
   if (exit_code == 0 && env.profiler && !write_profile(&env, ratios, fusion_count)) {

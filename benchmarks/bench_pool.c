@@ -1165,29 +1165,7 @@ static const char *run_size_name(run_size size) {
 }
 
 static json_t *document_json(const bench_env *env, json_t *ratios, json_t *goals) {
-  const plm_build_info *build = plm_build_info_get();
-  json_t *doc = json_object();
-  json_object_set_new(doc, "benchmark", json_string("pool"));
-  json_object_set_new(doc, "backend", json_string(plm_backend_name(env->backend)));
-  json_object_set_new(doc, "device", json_string(env->info.name));
-  json_object_set_new(doc, "commit", json_string(build->git_commit));
-  if (env->backend == PLM_BACKEND_CUDA) {
-    char driver[32], runtime[32];
-    snprintf(driver, sizeof driver, "%d.%d", env->info.driver_version / 1000,
-             env->info.driver_version % 1000 / 10);
-    snprintf(runtime, sizeof runtime, "%d.%d", env->info.runtime_version / 1000,
-             env->info.runtime_version % 1000 / 10);
-    json_object_set_new(doc, "driver", json_string(driver));
-    json_object_set_new(doc, "cuda_runtime", json_string(runtime));
-  } else {
-    json_object_set_new(doc, "driver", json_null());
-  }
-  json_object_set_new(doc, "plume_version", json_string(build->version));
-  json_object_set_new(doc, "build_type", json_string(build->build_type));
-  char date[32];
-  bench_utc_date(date, sizeof date);
-  json_object_set_new(doc, "date", json_string(date));
-  json_object_set_new(doc, "run", json_string(run_size_name(env->opt.size)));
+  json_t *doc = bench_json_document("pool", env->backend, &env->info, run_size_name(env->opt.size));
   json_object_set_new(doc, "cores", json_integer(env->info.multiprocessors));
   json_object_set_new(doc, "timer_overhead_ns", json_u64(timer_overhead_ns));
   json_object_set_new(doc, "live_bytes_cap", json_u64(env->live_cap));
@@ -1546,14 +1524,8 @@ int main(int argc, char **argv) {
   json_t *goals = print_goals(&env);
   json_t *doc = document_json(&env, ratios, goals);
   if (env.opt.json_path) {
-    if (json_dump_file(doc, env.opt.json_path, JSON_INDENT(2) | JSON_REAL_PRECISION(6)) != 0) {
-      fprintf(stderr, "bench_pool: cannot write %s: %s\n", env.opt.json_path, strerror(errno));
+    if (!bench_json_write("bench_pool", doc, env.opt.json_path, validate_json))
       exit_code = EXIT_RUNTIME_FAILURE;
-    } else if (!validate_json(env.opt.json_path)) {
-      exit_code = EXIT_RUNTIME_FAILURE;
-    } else {
-      printf("\nwrote %s\n", env.opt.json_path);
-    }
   }
   if (exit_code == 0 && env.opt.profile_dir && !write_profile(&env)) {
     fprintf(stderr, "bench_pool: %s\n", bench_error);
