@@ -873,6 +873,59 @@ run 2 "vector_add --beta 1e999" op vector_add --a va.npy --b vb.npy --out bad.np
   --beta 1e999 --backend host
 absent "vector_add --beta 1e999" bad.npy
 
+# vector_add_batched: row i of --a and --b is pair i, all in one batched call. Its rows
+# are vector_add's elements, so vector_add on the whole arrays is the expectation.
+run 0 "vector_add_batched 2 rows" op vector_add_batched --a va2.npy --b vb2.npy --out vbat.npy \
+  --backend host && same vbat.npy vab2.npy "vector_add_batched 2 rows"
+run 0 "vector_add_batched, auto backend" op vector_add_batched --a va2.npy --b vb2.npy \
+  --out vbat.auto.npy && same vbat.auto.npy vab2.npy "vector_add_batched, auto backend"
+run 0 "vector_add_batched 1-D: one pair" op vector_add_batched --a va.npy --b vb.npy \
+  --out vbat.npy --backend host && same vbat.npy vab.npy "vector_add_batched 1-D: one pair"
+write_npy vfa.npy '<f4' '(2, 3)' "$(f32 1 2 3 4 5 6)"
+write_npy vfb.npy '<f4' '(2, 3)' "$(f32 1 1 1 0 1 -1)"
+run 0 "vector_add_batched fractions" op vector_add_batched --a vfa.npy --b vfb.npy \
+  --out vbat.npy --alpha 0.3 --beta=-0.7 --backend host &&
+  run 0 "vector_add fractions, whole" op vector_add --a vfa.npy --b vfb.npy --out vwhole.npy \
+    --alpha 0.3 --beta=-0.7 --backend host && same vbat.npy vwhole.npy "vector_add_batched fractions"
+# 40 pairs (more than PLM_VECTOR_ADD_BATCH_INLINE: cuda's table travels in memory) of 3:
+# a[i] = (i, -i, 2i), b[i] = (1, i, 3) -> 2 a[i] + b[i] = (2i + 1, -i, 4i + 3); timed.
+a_values=() b_values=() want=()
+for ((i = 0; i < 40; i++)); do
+  a_values+=("$i" "$((-i))" "$((2 * i))")
+  b_values+=(1 "$i" 3)
+  want+=("$((2 * i + 1))" "$((-i))" "$((4 * i + 3))")
+done
+write_npy vba.npy '<f4' '(40, 3)' "$(f32 "${a_values[@]}")"
+write_npy vbb.npy '<f4' '(40, 3)' "$(f32 "${b_values[@]}")"
+write_npy vbwant.npy '<f4' '(40, 3)' "$(f32 "${want[@]}")"
+run 0 "vector_add_batched 40 pairs, --repeat" op vector_add_batched --a vba.npy --b vbb.npy \
+  --out vbat.npy --alpha 2 --repeat 3 --backend host &&
+  same vbat.npy vbwant.npy "vector_add_batched 40 pairs" && {
+  grep -q '^time_ms median=' err.txt || fail "vector_add_batched --repeat: $(cat err.txt)"
+}
+# (2, 1, 2): two pairs of (1, 2).
+write_npy vb3a.npy '<f4' '(2, 1, 2)' "$(f32 1 2 3 4)"
+write_npy vb3b.npy '<f4' '(2, 1, 2)' "$(f32 10 20 30 40)"
+write_npy vb3want.npy '<f4' '(2, 1, 2)' "$(f32 11 22 33 44)"
+run 0 "vector_add_batched 3-D" op vector_add_batched --a vb3a.npy --b vb3b.npy --out vbat.npy \
+  --backend host && same vbat.npy vb3want.npy "vector_add_batched 3-D"
+run 0 "vector_add_batched --help" op vector_add_batched --help && {
+  grep -q 'usage: plume op vector_add_batched --a A --b B --out C' out.txt ||
+    fail "vector_add_batched --help: $(cat out.txt)"
+}
+run 0 "op --help lists vector_add_batched" op --help && {
+  grep -q '^    vector_add_batched$' out.txt || fail "op --help: $(cat out.txt)"
+}
+run 2 "vector_add_batched shapes differ" op vector_add_batched --a va2.npy --b vb3a.npy \
+  --out bad.npy --backend host
+absent "vector_add_batched shapes differ" bad.npy
+run 2 "vector_add_batched without --b" op vector_add_batched --a va2.npy --out bad.npy \
+  --backend host && { grep -q -- '--b is required' err.txt || fail "no --b: $(cat err.txt)"; }
+absent "vector_add_batched without --b" bad.npy
+run 2 "vector_add_batched --alpha nan" op vector_add_batched --a va2.npy --b vb2.npy \
+  --out bad.npy --alpha nan --backend host
+absent "vector_add_batched --alpha nan" bad.npy
+
 # dot: rows [1, 2, 3] · [1, 1, 1] = 6 and [4, 5, 6] · [0, 1, -1] = -1, f64 (2,);
 # [1, 2, 3] · [10, 20, 30] = 140, f64 (1,).
 write_npy da.npy '<f4' '(2, 3)' "$(f32 1 2 3 4 5 6)"
