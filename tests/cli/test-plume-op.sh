@@ -5,18 +5,9 @@
 # codes (0 ok, 2 bad usage or bad file), one-line messages on stderr, and that no
 # output (or temporary) file is left behind by a failure. No Python needed.
 set -u
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 plume=$1
-scratch=$2
-rm -rf "$scratch"
-mkdir -p "$scratch"
-cd "$scratch" || exit 1
-
-failures=0
-checks=0
-fail() {
-  echo "FAIL: $*" >&2
-  failures=$((failures + 1))
-}
+cli_begin "$plume" "$2" --commands
 
 # write_npy FILE DESCR SHAPE DATA: a version 1.0 .npy whose header is padded to 128
 # bytes, as numpy pads it; DATA is a printf format of the raw bytes.
@@ -51,43 +42,6 @@ f32() {
       $((bits >> 16 & 255)) $((bits >> 24 & 255)))
   done
   printf '%s' "$out"
-}
-
-# run EXPECTED_RC NAME ARGS...: run plume, check the exit code; stderr goes to err.txt.
-run() {
-  local expected=$1 name=$2
-  shift 2
-  checks=$((checks + 1))
-  "$plume" "$@" >out.txt 2>err.txt
-  local rc=$?
-  if [[ $rc != "$expected" ]]; then
-    fail "$name: exit $rc, expected $expected (stderr: $(cat err.txt))"
-    return 1
-  fi
-  if [[ $expected == 2 ]]; then
-    if [[ $(wc -l <err.txt) != 1 ]] || ! grep -q '^plume op' err.txt; then
-      fail "$name: expected one 'plume op...' line on stderr, got: $(cat err.txt)"
-    fi
-  fi
-  return 0
-}
-
-# same FILE EXPECTED NAME: the two files are byte-identical.
-same() {
-  checks=$((checks + 1))
-  if ! cmp -s "$1" "$2"; then
-    fail "$3: $1 differs from $2: $(od -An -v -tu1 "$1" | tail -c 80) vs $(od -An -v -tu1 "$2" | tail -c 80)"
-  fi
-}
-
-# absent NAME FILES...: none of the files exists, and no temporary file is left.
-absent() {
-  local name=$1
-  shift
-  checks=$((checks + 1))
-  for f in "$@"; do [[ -e $f ]] && fail "$name: $f was created"; done
-  if compgen -G '*.tmp-*' >/dev/null; then fail "$name: a temporary file was left: $(ls ./*.tmp-*)"; fi
-  rm -f "$@"
 }
 
 # ---- good runs ------------------------------------------------------------------------
@@ -982,8 +936,4 @@ run 2 "ar_forecast 1-D series" op ar_forecast --in va.npy --lags 1 --horizon 1 -
   --backend host
 absent "ar_forecast 1-D series" bad.npy
 
-if ((failures > 0)); then
-  echo "test-plume-op: $failures of $checks checks failed" >&2
-  exit 1
-fi
-echo "test-plume-op: $checks checks passed"
+cli_end
