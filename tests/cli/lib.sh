@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # tests/cli/lib.sh: what the command-line tests (tests/cli/test-*.sh) share. Sourced by
 # each, after `set -u`:
 #
