@@ -790,6 +790,63 @@ static plm_status vector_add_enqueue(plm_stream *stream, const plm_tensor *const
   return plm_vector_add(stream, in[0], in[1], &((const vector_add_args *)args)->params, out[0]);
 }
 
+/* ---- vector_add_batched ---------------------------------------------------------------- */
+
+/* Takes vector_add's options (vector_add_args, vector_add_init, vector_add_option). in[0]
+ * is --a, in[1] --b: the pairs are their slices along the first axis (a[i], b[i]), a 1-D
+ * array being one pair; out[0] has their shape (plm_vector_add_output checks it). */
+static plm_status vector_add_batched_output(const plm_tensor *const in[], const void *args,
+                                            plm_shape out[]) {
+  return plm_vector_add_output(in[0], in[1], &((const vector_add_args *)args)->params, &out[0]);
+}
+
+static int64_t pair_count(const plm_tensor *t) {
+  return t->ndim > 1 ? t->dims[0] : 1;
+}
+
+/* The slices of t along its first axis (all of t when 1-D) into views[0 .. pair_count),
+ * each pointed to by pointers[i]. */
+static plm_status slice_rows(const plm_tensor *t, plm_tensor *views, plm_tensor **pointers) {
+  const int64_t pairs = pair_count(t);
+  const int ndim = t->ndim > 1 ? t->ndim - 1 : 1;
+  const int64_t *dims = t->ndim > 1 ? t->dims + 1 : t->dims;
+  const size_t row_bytes = plm_tensor_bytes(t) / (size_t)pairs;
+  for (int64_t i = 0; i < pairs; i++) {
+    plm_status status = plm_tensor_wrap(t->ctx, (char *)t->data + (size_t)i * row_bytes, t->dtype,
+                                        ndim, dims, &views[i]);
+    if (status != PLM_OK) return status;
+    pointers[i] = &views[i];
+  }
+  return PLM_OK;
+}
+
+/* One plm_vector_add_batched call of all the pairs, the row views made here (host
+ * memory for 3 P views and pointers, freed once the call has enqueued its launch: the
+ * library reads the arrays during the call only). */
+static plm_status vector_add_batched_enqueue(plm_stream *stream, const plm_tensor *const in[],
+                                             const void *args, plm_tensor *const out[]) {
+  const int64_t pairs = pair_count(in[0]);
+  if (pair_count(in[1]) != pairs || pair_count(out[0]) != pairs) {
+    plm_clear_error(); /* not reached: the _output call checked the shapes */
+    return PLM_ERR_INTERNAL;
+  }
+  plm_tensor *views = malloc((size_t)pairs * 3 * (sizeof *views + sizeof(plm_tensor *)));
+  if (!views) {
+    plm_clear_error(); /* library_failure then names the status */
+    return PLM_ERR_OUT_OF_MEMORY;
+  }
+  plm_tensor **pointers = (plm_tensor **)(views + 3 * pairs);
+  plm_status status = slice_rows(in[0], views, pointers);
+  if (status == PLM_OK) status = slice_rows(in[1], views + pairs, pointers + pairs);
+  if (status == PLM_OK) status = slice_rows(out[0], views + 2 * pairs, pointers + 2 * pairs);
+  if (status == PLM_OK)
+    status = plm_vector_add_batched(
+        stream, (const plm_tensor *const *)pointers, (const plm_tensor *const *)(pointers + pairs),
+        &((const vector_add_args *)args)->params, pointers + 2 * pairs, pairs);
+  free(views);
+  return status;
+}
+
 /* ---- dot ------------------------------------------------------------------------------- */
 
 /* in[1] is --b; out[0] is f64. */
@@ -1017,6 +1074,25 @@ static const op_spec ops[] = {
      .option = vector_add_option,
      .output = vector_add_output,
      .enqueue = vector_add_enqueue},
+    {.name = "vector_add_batched",
+     .summary = "out[i] = alpha a[i] + beta b[i] for each row i, all in one launch, f32",
+     .in_flag = "--a",
+     .arrays = true,
+     .synopsis = "--a A --b B --out C [--alpha X] [--beta Y]",
+     .options =
+         "  --a A, --b B          f32 arrays of one shape (P, ...) (f64 read as f32;\n"
+         "                        required): row i of each (its slice along the first axis)\n"
+         "                        is one pair; a 1-D array is a single pair\n"
+         "  --out C               (P, ...) f32 .npy: row i is alpha a[i] + beta b[i] (required)\n"
+         "  --alpha X, --beta Y   finite scales for every pair (default 1, 1), as vector_add\n"
+         "  The P pairs are one plm_vector_add_batched call (plume/vector.h): one kernel on\n"
+         "  cuda, one CPU task on host; --repeat times that call, the host's P row views\n"
+         "  included. Results equal vector_add on each row, bit for bit.\n",
+     .inputs = {{.flag = "--b", .required = true}},
+     .init = vector_add_init,
+     .option = vector_add_option,
+     .output = vector_add_batched_output,
+     .enqueue = vector_add_batched_enqueue},
     {.name = "dot",
      .summary = "out = a · b in f64: one value per row of 2-D (R, N) inputs, one for 1-D",
      .in_flag = "--a",
@@ -1062,7 +1138,12 @@ static const char run_options[] =
     "  -h, --help            show this help\n";
 
 void op_commands_print_summary(FILE *out) {
-  for (int i = 0; i < OP_COUNT; i++) fprintf(out, "    %-12s %s\n", ops[i].name, ops[i].summary);
+  /* A name longer than the column has its summary on the next line. */
+  for (int i = 0; i < OP_COUNT; i++)
+    if (strlen(ops[i].name) > 12)
+      fprintf(out, "    %s\n%17s%s\n", ops[i].name, "", ops[i].summary);
+    else
+      fprintf(out, "    %-12s %s\n", ops[i].name, ops[i].summary);
 }
 
 static void print_op_usage(FILE *out, const op_spec *op) {
@@ -1302,7 +1383,8 @@ static int release_run(op_state *s, const char *prefix, int exit_code) {
 /* A library call failed: print its message; exit 2 when the caller's input was at
  * fault (invalid argument), else 1. */
 static int library_failure(op_state *s, const char *prefix, plm_status status) {
-  fprintf(stderr, "plume op %s: %s\n", prefix, plm_last_error());
+  const char *message = plm_last_error();
+  fprintf(stderr, "plume op %s: %s\n", prefix, message[0] ? message : plm_status_str(status));
   return release_run(s, prefix, status == PLM_ERR_INVALID_ARG ? EXIT_USAGE : EXIT_RUNTIME_FAILURE);
 }
 

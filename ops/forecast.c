@@ -1,4 +1,6 @@
 /* ops/forecast.c: ar_forecast (plume/forecast.h). */
+#include <stdint.h>
+
 #include "kernels/common/forecast.h"
 #include "ops/op_internal.h"
 #include "ops/op_scratch.h"
@@ -61,9 +63,44 @@ static void forecast_task(const void *args) {
   plm__ar_forecast_cpu(args);
 }
 
-plm_status plm_ar_forecast(plm_stream *stream, const plm_tensor *series,
-                           const plm_ar_forecast_params *params, plm_tensor *out) {
-  PLM__REQUIRE_NOT_NULL(stream);
+/* The CUDA kernel's scratch for a checked series description: S * plm__ar_work_doubles(p)
+ * doubles, one series' numbers interleaved with the others' (kernels/cuda/forecast.cu);
+ * the CPU kernel keeps each series' numbers on its task's stack and needs none. */
+static plm_status scratch_bytes_of(const plm_context *ctx, const plm_tensor *series,
+                                   const plm_ar_forecast_params *params, size_t *bytes) {
+  *bytes = 0;
+#ifdef PLM_HAVE_CUDA
+  if (ctx->backend->kind == PLM_BACKEND_CUDA) {
+    const size_t per_series = (size_t)plm__ar_work_doubles(params->lags) * sizeof(double);
+    if ((uint64_t)series->dims[0] > SIZE_MAX / per_series)
+      return plm__fail_raw(PLM_ERR_UNSUPPORTED,
+                           "the working memory of %lld series of lags %d does not fit in size_t",
+                           (long long)series->dims[0], params->lags);
+    *bytes = (size_t)series->dims[0] * per_series;
+  }
+#endif
+  (void)ctx;
+  (void)series;
+  (void)params;
+  return PLM_OK;
+}
+
+plm_status plm__ar_forecast_scratch_bytes(const plm_context *ctx, const plm_tensor *series,
+                                          const plm_ar_forecast_params *params, size_t *bytes) {
+  if (!ctx) return plm__fail_raw(PLM_ERR_INVALID_ARG, "ctx is NULL");
+  if (!bytes) return plm__fail_raw(PLM_ERR_INVALID_ARG, "bytes is NULL");
+  if (!series) return plm__fail_raw(PLM_ERR_INVALID_ARG, "series is NULL");
+  plm_status status = plm__op_check_shape(series, "series");
+  if (status == PLM_OK) status = check_series(series, params);
+  if (status != PLM_OK) return status;
+  return scratch_bytes_of(ctx, series, params, bytes);
+}
+
+/* What plm_ar_forecast checks; on success *args is the launch's (scratch unset). */
+static plm_status check_call(plm_stream *stream, const plm_tensor *series,
+                             const plm_ar_forecast_params *params, plm_tensor *out,
+                             plm__ar_forecast_args *args) {
+  if (!stream) return plm__fail_raw(PLM_ERR_INVALID_ARG, "stream is NULL");
   plm_status status = plm__op_check_tensor(stream, series, "series");
   if (status == PLM_OK) status = plm__op_check_tensor(stream, out, "out");
   if (status == PLM_OK) status = check_series(series, params);
@@ -76,26 +113,56 @@ plm_status plm_ar_forecast(plm_stream *stream, const plm_tensor *series,
         PLM_ERR_INVALID_ARG, "out is not (S, horizon) = (%lld, %d): it has %d dims, the first %lld",
         (long long)series->dims[0], params->horizon, out->ndim, (long long)out->dims[0]);
   if (status == PLM_OK) status = plm__op_check_disjoint(series, "series", out, "out");
-  if (status != PLM_OK) return plm__propagate(status);
+  if (status != PLM_OK) return status;
+  *args = (plm__ar_forecast_args){.series = series->data,
+                                  .out = out->data,
+                                  .count = series->dims[0],
+                                  .length = series->dims[1],
+                                  .lags = params->lags,
+                                  .horizon = params->horizon};
+  return PLM_OK;
+}
 
-  plm__ar_forecast_args args = {.series = series->data,
-                                .out = out->data,
-                                .count = series->dims[0],
-                                .length = series->dims[1],
-                                .lags = params->lags,
-                                .horizon = params->horizon};
+/* Enqueue the kernel of checked arguments whose scratch is set (on cuda). */
+static plm_status launch(plm_stream *stream, const plm__ar_forecast_args *args) {
 #ifdef PLM_HAVE_CUDA
   if (plm__op_on_cuda(stream)) {
-    plm_pool *pool = NULL;
-    void *scratch = NULL;
-    size_t bytes = (size_t)args.count * (size_t)plm__ar_work_doubles(args.lags) * sizeof(double);
-    status = plm__op_scratch_take(stream, bytes, &pool, &scratch);
-    args.scratch = scratch;
-    if (status == PLM_OK)
-      PLM__OP_ON_DEVICE(stream, "ar_forecast", status,
-                        plm__ar_forecast_cuda(stream->handle, &args));
-    return plm__propagate(plm__op_scratch_give(stream, pool, scratch, status));
+    plm_status status;
+    PLM__OP_ON_DEVICE(stream, "ar_forecast", status, plm__ar_forecast_cuda(stream->handle, args));
+    return status;
   }
 #endif
-  return plm__propagate(plm__op_launch_cpu(stream, forecast_task, &args, sizeof args));
+  return plm__op_launch_cpu(stream, forecast_task, args, sizeof *args);
+}
+
+plm_status plm__ar_forecast_enqueue(plm_stream *stream, const plm_tensor *series,
+                                    const plm_ar_forecast_params *params, plm_tensor *out,
+                                    void *scratch, size_t scratch_bytes) {
+  plm__ar_forecast_args args;
+  size_t needed = 0;
+  plm_status status = check_call(stream, series, params, out, &args);
+  if (status == PLM_OK) status = scratch_bytes_of(stream->ctx, series, params, &needed);
+  if (status != PLM_OK) return status;
+  const plm_tensor *const operands[] = {series, out};
+  static const char *const names[] = {"series", "out"};
+  status = plm__op_check_scratch("ar_forecast", scratch, scratch_bytes, needed, operands, names, 2);
+  if (status != PLM_OK) return status;
+  args.scratch = scratch;
+  return launch(stream, &args);
+}
+
+plm_status plm_ar_forecast(plm_stream *stream, const plm_tensor *series,
+                           const plm_ar_forecast_params *params, plm_tensor *out) {
+  PLM__REQUIRE_NOT_NULL(stream);
+  plm__ar_forecast_args args;
+  size_t bytes = 0;
+  plm_pool *pool = NULL;
+  void *scratch = NULL;
+  plm_status status = check_call(stream, series, params, out, &args);
+  if (status == PLM_OK) status = scratch_bytes_of(stream->ctx, series, params, &bytes);
+  if (status == PLM_OK) status = plm__op_scratch_take(stream, bytes, &pool, &scratch);
+  if (status != PLM_OK) return plm__propagate(status);
+  args.scratch = scratch;
+  status = launch(stream, &args);
+  return plm__propagate(plm__op_scratch_give(stream, pool, scratch, status));
 }

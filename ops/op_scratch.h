@@ -9,7 +9,10 @@
  *                              else the global histograms (kernels/common/fused.h);
  *   label                      cuda: the ranks and CUB's prefix-sum storage; host:
  *                              nothing (its union-find works in labels itself);
- *   segment                    its mask, then label's scratch.
+ *   segment                    its mask, then label's scratch;
+ *   ar_forecast                cuda: each series' working doubles, interleaved across
+ *                              the series (kernels/common/forecast.h); host: nothing
+ *                              (each CPU task keeps its series' numbers on its stack).
  * conv2d, sobel, threshold and regions take none from a pool (the CPU conv2d and sobel
  * kernels malloc working buffers per work chunk inside the kernel, kernels/cpu/conv.c,
  * and fall back to a slower path when malloc fails; the CUDA kernels need none).
@@ -45,6 +48,7 @@
 #include <stddef.h>
 
 #include "plume/entropy.h"
+#include "plume/forecast.h"
 #include "plume/fused.h"
 #include "plume/label.h"
 #include "plume/pool.h"
@@ -84,6 +88,14 @@ plm_status plm__segment_enqueue(plm_stream *stream, const plm_tensor *image,
                                 const plm_segment_params *params, plm_tensor *labels,
                                 plm_tensor *count, plm_tensor *table, void *scratch,
                                 size_t scratch_bytes);
+
+/* plm_ar_forecast: series is f32 (S, T). cuda: S * plm__ar_work_doubles(lags) doubles;
+ * 0 bytes on host. */
+plm_status plm__ar_forecast_scratch_bytes(const plm_context *ctx, const plm_tensor *series,
+                                          const plm_ar_forecast_params *params, size_t *bytes);
+plm_status plm__ar_forecast_enqueue(plm_stream *stream, const plm_tensor *series,
+                                    const plm_ar_forecast_params *params, plm_tensor *out,
+                                    void *scratch, size_t scratch_bytes);
 
 /* ---- shared by the ops above (ops/op_scratch.c) ---- */
 

@@ -376,6 +376,9 @@ static plm_status size_scratch(plm__plan *plan, plm_context *ctx) {
         status =
             plm__sobel_entropy_threshold_scratch_bytes(ctx, &in, &p->fused, &step->scratch_bytes);
         break;
+      case PLM__OP_AR_FORECAST:
+        status = plm__ar_forecast_scratch_bytes(ctx, &in, &p->ar_forecast, &step->scratch_bytes);
+        break;
       case PLM__OP_CONV2D:
       case PLM__OP_SOBEL:
       case PLM__OP_THRESHOLD:
@@ -384,10 +387,7 @@ static plm_status size_scratch(plm__plan *plan, plm_context *ctx) {
       case PLM__OP_LSTM_CELL:
       case PLM__OP_DENDRITIC:
       case PLM__OP_VECTOR_ADD:
-      case PLM__OP_DOT: break; /* none */
-      case PLM__OP_AR_FORECAST:
-        break;                     /* none from the workspace: cuda's comes from the pool
-                                      per call (run.c's allocates_per_call) */
+      case PLM__OP_DOT: break;     /* none */
       case PLM__OP_SEGMENT: break; /* lowered already */
     }
     if (status != PLM_OK)

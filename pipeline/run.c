@@ -87,6 +87,7 @@ static plm_status run_step(const plm__step *step, plm_stream *stream, plm_tensor
       case PLM__OP_LABEL: return plm_label(stream, in[0], &p->label, out[0], out[1]);
       case PLM__OP_SOBEL_ENTROPY_THRESHOLD:
         return plm_sobel_entropy_threshold(stream, in[0], &p->fused, out[0]);
+      case PLM__OP_AR_FORECAST: return plm_ar_forecast(stream, in[0], &p->ar_forecast, out[0]);
       default: break; /* the ops without scratch, below */
     }
   }
@@ -109,7 +110,8 @@ static plm_status run_step(const plm__step *step, plm_stream *stream, plm_tensor
     case PLM__OP_DENDRITIC: return plm_dendritic(stream, in[0], in[1], &p->dendritic, out[0]);
     case PLM__OP_VECTOR_ADD: return plm_vector_add(stream, in[0], in[1], &p->vector_add, out[0]);
     case PLM__OP_DOT: return plm_dot(stream, in[0], in[1], &p->dot, out[0]);
-    case PLM__OP_AR_FORECAST: return plm_ar_forecast(stream, in[0], &p->ar_forecast, out[0]);
+    case PLM__OP_AR_FORECAST:
+      return plm__ar_forecast_enqueue(stream, in[0], &p->ar_forecast, out[0], scratch, bytes);
     case PLM__OP_SEGMENT: break; /* lowered at compile */
   }
   return plm__fail_raw(PLM_ERR_INTERNAL, "step kind %d cannot run", (int)step->kind);
@@ -204,6 +206,7 @@ plm_status plm_pipeline_run(plm_pipeline *pl, const plm_tensor *inputs, plm_tens
  * something that takes memory from a pool per call. The switch has no default, so a new
  * kind must be decided here. */
 static bool allocates_per_call(plm__op_kind kind, plm_backend backend) {
+  (void)backend; /* no kind's answer depends on it now */
   switch (kind) {
     case PLM__OP_CONV2D:
     case PLM__OP_SOBEL:
@@ -214,13 +217,11 @@ static bool allocates_per_call(plm__op_kind kind, plm_backend backend) {
     case PLM__OP_DENDRITIC:
     case PLM__OP_VECTOR_ADD:        /* one triple: no table (only vector_add_batched takes one) */
     case PLM__OP_DOT: return false; /* no scratch */
-    case PLM__OP_AR_FORECAST:
-      /* cuda: plm_ar_forecast takes its per-series scratch from the default pool. */
-      return backend == PLM_BACKEND_CUDA;
     case PLM__OP_ENTROPY:
     case PLM__OP_LABEL:
-    case PLM__OP_SOBEL_ENTROPY_THRESHOLD: return false; /* scratch from the workspace */
-    case PLM__OP_SEGMENT: return true; /* never a step (lowered); plm_segment would allocate */
+    case PLM__OP_SOBEL_ENTROPY_THRESHOLD:
+    case PLM__OP_AR_FORECAST: return false; /* scratch from the workspace */
+    case PLM__OP_SEGMENT: return true;      /* never a step (lowered); plm_segment would allocate */
   }
   return true;
 }

@@ -14,6 +14,7 @@
 
 #include "harness.h"
 #include "kernels/common/forecast.h"
+#include "ops/op_scratch.h"
 
 /* The reference forecast of x (length T) into out (h values), in double. */
 static void reference_forecast(const float *x, int64_t length, int lags, int horizon, double *out) {
@@ -307,6 +308,233 @@ START_TEST(test_the_cuda_kernel_s_interleaved_layout_gives_the_same_bits) {
 }
 END_TEST
 
+/* ---- the scratch entry points (ops/op_scratch.h) and a pipeline step ------------------- */
+
+/* What ar_forecast needs on the backend under test: S * plm__ar_work_doubles(p) doubles on
+ * cuda (interleaved across the series), nothing on host (each CPU task's stack). */
+static size_t expected_scratch(int64_t count, int lags) {
+  return plm_test_backend == PLM_BACKEND_CUDA
+             ? (size_t)count * (size_t)plm__ar_work_doubles(lags) * sizeof(double)
+             : 0;
+}
+
+/* Device series (S, T) from x and an (S, h) output. */
+static void make_operands(const float *x, int64_t count, int64_t length, int horizon,
+                          plm_tensor *series, plm_tensor *out) {
+  const int64_t dims[2] = {count, length}, out_dims[2] = {count, horizon};
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, dims, series));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, out_dims, out));
+  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, series->data, x, plm_tensor_bytes(series),
+                                 PLM_COPY_HOST_TO_DEVICE));
+}
+
+/* out's values on the host (malloc'd), the stream synchronised. */
+static float *download(const plm_tensor *out) {
+  float *got = malloc(plm_tensor_bytes(out));
+  ck_assert_ptr_nonnull(got);
+  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, got, out->data, plm_tensor_bytes(out),
+                                 PLM_COPY_DEVICE_TO_HOST));
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+  return got;
+}
+
+START_TEST(test_scratch_bytes_follow_the_series_and_the_backend) {
+  const int64_t dims[2] = {37, 50};
+  static float storage[37 * 50];
+  plm_tensor series;
+  PLM_CHECK_OK(plm_tensor_wrap(plm_test_ctx, storage, PLM_DTYPE_F32, 2, dims, &series));
+  plm_ar_forecast_params params = {.lags = 3, .horizon = 7};
+  size_t bytes = 1;
+  PLM_CHECK_OK(plm__ar_forecast_scratch_bytes(plm_test_ctx, &series, &params, &bytes));
+  ck_assert_uint_eq(bytes, expected_scratch(37, 3));
+  params.lags = PLM_AR_MAX_LAGS;
+  series.dims[1] = 2 * PLM_AR_MAX_LAGS + 1;
+  PLM_CHECK_OK(plm__ar_forecast_scratch_bytes(plm_test_ctx, &series, &params, &bytes));
+  ck_assert_uint_eq(bytes, expected_scratch(37, PLM_AR_MAX_LAGS));
+  /* A description is enough: no data is looked at. */
+  series.data = NULL;
+  PLM_CHECK_OK(plm__ar_forecast_scratch_bytes(plm_test_ctx, &series, &params, &bytes));
+  ck_assert_uint_eq(bytes, expected_scratch(37, PLM_AR_MAX_LAGS));
+
+  PLM_CHECK_FAILS(plm__ar_forecast_scratch_bytes(NULL, &series, &params, &bytes),
+                  PLM_ERR_INVALID_ARG, "ctx is NULL");
+  PLM_CHECK_FAILS(plm__ar_forecast_scratch_bytes(plm_test_ctx, &series, &params, NULL),
+                  PLM_ERR_INVALID_ARG, "bytes is NULL");
+  PLM_CHECK_FAILS(plm__ar_forecast_scratch_bytes(plm_test_ctx, NULL, &params, &bytes),
+                  PLM_ERR_INVALID_ARG, "series is NULL");
+  PLM_CHECK_FAILS(plm__ar_forecast_scratch_bytes(plm_test_ctx, &series, NULL, &bytes),
+                  PLM_ERR_INVALID_ARG, "params is NULL");
+  params.lags = PLM_AR_MAX_LAGS + 1;
+  PLM_CHECK_FAILS(plm__ar_forecast_scratch_bytes(plm_test_ctx, &series, &params, &bytes),
+                  PLM_ERR_INVALID_ARG, "params->lags 33 is not in 1..32");
+  params.lags = 3;
+  series.dtype = PLM_DTYPE_U8;
+  PLM_CHECK_FAILS(plm__ar_forecast_scratch_bytes(plm_test_ctx, &series, &params, &bytes),
+                  PLM_ERR_INVALID_ARG, "series->dtype u8 is not f32");
+  series.dtype = PLM_DTYPE_F32;
+  series.dims[1] = 6; /* T < 2p + 1 */
+  PLM_CHECK_FAILS(plm__ar_forecast_scratch_bytes(plm_test_ctx, &series, &params, &bytes),
+                  PLM_ERR_INVALID_ARG, "T = 6 are too short for params->lags 3");
+}
+END_TEST
+
+/* plm__ar_forecast_enqueue with the scratch it asks for gives plm_ar_forecast's bits. */
+START_TEST(test_the_enqueue_entry_with_its_scratch_matches_the_op) {
+  enum { S = 45, T = 70, P = 4, H = 9 };
+  float *x = ar2_series(S, T, 31);
+  const plm_ar_forecast_params params = {.lags = P, .horizon = H};
+  plm_tensor series, out, want;
+  make_operands(x, S, T, H, &series, &out);
+  const int64_t out_dims[2] = {S, H};
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, out_dims, &want));
+  size_t bytes = 0;
+  PLM_CHECK_OK(plm__ar_forecast_scratch_bytes(plm_test_ctx, &series, &params, &bytes));
+  void *scratch = NULL;
+  if (bytes) PLM_CHECK_OK(plm_pool_alloc(plm_test_pool, bytes, plm_test_stream, &scratch));
+  PLM_CHECK_OK(plm__ar_forecast_enqueue(plm_test_stream, &series, &params, &out, scratch, bytes));
+  PLM_CHECK_OK(plm_ar_forecast(plm_test_stream, &series, &params, &want));
+  float *got = download(&out), *expected = download(&want);
+  ck_assert(memcmp(got, expected, sizeof(float) * S * H) == 0);
+  /* More scratch than needed is fine too. */
+  if (scratch) PLM_CHECK_OK(plm_pool_free(plm_test_pool, scratch, plm_test_stream));
+  scratch = NULL;
+  PLM_CHECK_OK(plm_pool_alloc(plm_test_pool, bytes + 4096, plm_test_stream, &scratch));
+  PLM_CHECK_OK(
+      plm__ar_forecast_enqueue(plm_test_stream, &series, &params, &out, scratch, bytes + 4096));
+  free(got);
+  got = download(&out);
+  ck_assert(memcmp(got, expected, sizeof(float) * S * H) == 0);
+  PLM_CHECK_OK(plm_pool_free(plm_test_pool, scratch, plm_test_stream));
+  free(got), free(expected), free(x);
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &series));
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &out));
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &want));
+}
+END_TEST
+
+/* The enqueue entry checks what the op checks (raw messages: no function name) and then
+ * its scratch; a refused call enqueues nothing. The scratch cases need scratch, so they
+ * run in the suite's cuda variant; on host none is needed and NULL, 0 is accepted. */
+START_TEST(test_the_enqueue_entry_refuses_bad_arguments_and_bad_scratch) {
+  enum { S = 6, T = 12, P = 2, H = 4 };
+  float *x = ar2_series(S, T, 41);
+  const plm_ar_forecast_params params = {.lags = P, .horizon = H};
+  plm_stream *s = plm_test_stream;
+  plm_tensor series, out;
+  make_operands(x, S, T, H, &series, &out);
+  PLM_CHECK_OK(plm_stream_synchronize(s));
+  const size_t needed = expected_scratch(S, P);
+  void *scratch = NULL;
+  if (needed) PLM_CHECK_OK(plm_pool_alloc(plm_test_pool, needed + 256, s, &scratch));
+
+  PLM_CHECK_FAILS(plm__ar_forecast_enqueue(NULL, &series, &params, &out, scratch, needed),
+                  PLM_ERR_INVALID_ARG, "stream is NULL");
+  PLM_CHECK_FAILS(plm__ar_forecast_enqueue(s, NULL, &params, &out, scratch, needed),
+                  PLM_ERR_INVALID_ARG, "series is NULL");
+  PLM_CHECK_FAILS(plm__ar_forecast_enqueue(s, &series, NULL, &out, scratch, needed),
+                  PLM_ERR_INVALID_ARG, "params is NULL");
+  PLM_CHECK_FAILS(plm__ar_forecast_enqueue(s, &series, &params, NULL, scratch, needed),
+                  PLM_ERR_INVALID_ARG, "out is NULL");
+  const plm_ar_forecast_params long_lags = {.lags = 6, .horizon = H};
+  PLM_CHECK_FAILS(plm__ar_forecast_enqueue(s, &series, &long_lags, &out, scratch, needed),
+                  PLM_ERR_INVALID_ARG, "T = 12 are too short for params->lags 6");
+  plm_tensor overlapping = out;
+  overlapping.data = (char *)series.data + 8;
+  PLM_CHECK_FAILS(plm__ar_forecast_enqueue(s, &series, &params, &overlapping, scratch, needed),
+                  PLM_ERR_INVALID_ARG, "out overlaps series");
+  if (needed) {
+    char message[128];
+    snprintf(message, sizeof message,
+             "scratch_bytes %zu is less than the %zu bytes ar_forecast needs here", needed - 1,
+             needed);
+    PLM_CHECK_FAILS(plm__ar_forecast_enqueue(s, &series, &params, &out, scratch, needed - 1),
+                    PLM_ERR_INVALID_ARG, message);
+    PLM_CHECK_FAILS(plm__ar_forecast_enqueue(s, &series, &params, &out, scratch, 0),
+                    PLM_ERR_INVALID_ARG, "scratch_bytes 0 is less than");
+    snprintf(message, sizeof message, "scratch is NULL but ar_forecast needs %zu bytes", needed);
+    PLM_CHECK_FAILS(plm__ar_forecast_enqueue(s, &series, &params, &out, NULL, needed),
+                    PLM_ERR_INVALID_ARG, message);
+    PLM_CHECK_FAILS(
+        plm__ar_forecast_enqueue(s, &series, &params, &out, (char *)scratch + 8, needed),
+        PLM_ERR_INVALID_ARG, "is not 256-byte aligned");
+    PLM_CHECK_FAILS(plm__ar_forecast_enqueue(s, &series, &params, &out, series.data, needed),
+                    PLM_ERR_INVALID_ARG, "scratch overlaps series");
+    PLM_CHECK_FAILS(plm__ar_forecast_enqueue(s, &series, &params, &out, out.data, needed),
+                    PLM_ERR_INVALID_ARG, "scratch overlaps out");
+  }
+  bool finished = false;
+  PLM_CHECK_OK(plm_stream_query(s, &finished));
+  ck_assert(finished);
+
+  if (!needed) { /* host: no scratch, and none needed, so any scratch is ignored */
+    PLM_CHECK_OK(plm__ar_forecast_enqueue(s, &series, &params, &out, NULL, 0));
+    float *got = download(&out);
+    double expected[H];
+    for (int64_t r = 0; r < S; r++) {
+      reference_forecast(x + r * T, T, P, H, expected);
+      for (int k = 0; k < H; k++)
+        ck_assert(fabs(got[r * H + k] - expected[k]) <= 1e-4 * fabs(expected[k]) + 1e-6);
+    }
+    free(got);
+  }
+  if (scratch) PLM_CHECK_OK(plm_pool_free(plm_test_pool, scratch, s));
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, s, &series));
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, s, &out));
+  free(x);
+}
+END_TEST
+
+/* "ar_forecast lags=P horizon=H" as a pipeline: on cuda its step's scratch is a part of
+ * the workspace (plm_pipeline_describe shows it), on host it has none; the results are
+ * plm_ar_forecast's, with a workspace and allocating per run. */
+START_TEST(test_a_pipeline_step_takes_its_scratch_from_the_workspace) {
+  enum { S = 29, T = 64, P = 5, H = 12 };
+  const int64_t dims[2] = {S, T};
+  float *x = ar2_series(S, T, 51);
+  const plm_ar_forecast_params params = {.lags = P, .horizon = H};
+  plm_tensor series, want;
+  make_operands(x, S, T, H, &series, &want);
+  PLM_CHECK_OK(plm_ar_forecast(plm_test_stream, &series, &params, &want));
+  float *expected = download(&want);
+  const size_t needed = expected_scratch(S, P);
+  const size_t aligned = (needed + 255) / 256 * 256;
+  for (int per_run = 0; per_run < 2; per_run++) {
+    plm_pipeline *pl = NULL;
+    PLM_CHECK_OK(plm_pipeline_parse(plm_test_ctx, "ar_forecast lags=5 horizon=12", PLM_DTYPE_F32, 2,
+                                    dims, &pl));
+    const plm_plan_config config = {.flags = per_run ? PLM_PLAN_ALLOCATE_PER_RUN : 0};
+    PLM_CHECK_OK(plm_pipeline_compile(pl, &config));
+    plm_plan_info info;
+    PLM_CHECK_OK(plm_pipeline_plan_info(pl, &info));
+    ck_assert_uint_eq(info.scratch_bytes, aligned);
+    char text[4096], line[160];
+    PLM_CHECK_OK(plm_pipeline_describe(pl, text, sizeof text, NULL));
+    if (!per_run) {
+      ck_assert_uint_ge(info.workspace_bytes, aligned);
+      snprintf(line, sizeof line, "\n    scratch %zu bytes at workspace[", needed);
+      if (needed)
+        ck_assert_msg(strstr(text, line) != NULL, "no '%s' in\n%s", line, text);
+      else
+        ck_assert_msg(strstr(text, "\n    scratch ") == NULL, "scratch on host in\n%s", text);
+    }
+    plm_tensor out;
+    const int64_t out_dims[2] = {S, H};
+    PLM_CHECK_OK(
+        plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, out_dims, &out));
+    PLM_CHECK_OK(plm_stream_memset(plm_test_stream, out.data, 0xff, plm_tensor_bytes(&out)));
+    PLM_CHECK_OK(plm_pipeline_run(pl, &series, &out, plm_test_stream));
+    float *got = download(&out);
+    ck_assert_msg(memcmp(got, expected, sizeof(float) * S * H) == 0, "per_run %d", per_run);
+    free(got);
+    PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &out));
+    PLM_CHECK_OK(plm_pipeline_destroy(pl));
+  }
+  free(expected), free(x);
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &series));
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &want));
+}
+END_TEST
+
 static Suite *forecast_suite(void) {
   Suite *suite = suite_create("forecast");
   TCase *tcase = tcase_create("forecast");
@@ -321,6 +549,10 @@ static Suite *forecast_suite(void) {
   tcase_add_test(tcase, test_the_cuda_kernel_s_interleaved_layout_gives_the_same_bits);
   tcase_add_test(tcase, test_output_shape_and_cost);
   tcase_add_test(tcase, test_bad_arguments_are_refused_and_nothing_is_enqueued);
+  tcase_add_test(tcase, test_scratch_bytes_follow_the_series_and_the_backend);
+  tcase_add_test(tcase, test_the_enqueue_entry_with_its_scratch_matches_the_op);
+  tcase_add_test(tcase, test_the_enqueue_entry_refuses_bad_arguments_and_bad_scratch);
+  tcase_add_test(tcase, test_a_pipeline_step_takes_its_scratch_from_the_workspace);
   suite_add_tcase(suite, tcase);
   return suite;
 }

@@ -62,17 +62,16 @@
  * At compile, cfg->frames_in_flight workspaces (one per frame slot) and the constants
  * come from cfg->pool (the context's default pool when NULL), once; they go back at
  * destroy. A run allocates nothing from any pool, on either backend: the scratch that
- * entropy, the fused step and label (on cuda) take from the context's default pool per
- * call when called directly (plume/entropy.h, plume/fused.h, plume/label.h) is, in a
- * pipeline, a part of the slot's workspace (plm_plan_info's scratch_bytes). So every
- * step's memory is fixed, and plm_pipeline_run_stream can capture any plan into a CUDA
- * graph, except one with an ar_forecast step on cuda: plm_ar_forecast takes its scratch
- * from the context's default pool per call, and so does its step, so such a plan is run
- * without graphs (graphs_note says which step). (On host, the CPU conv2d and sobel kernels still
- * malloc working buffers of their own per work chunk, inside the kernel: kernels/cpu/conv.c. No
- * pool is involved.) The exception is a plan compiled with PLM_PLAN_ALLOCATE_PER_RUN (see the plan
- * flags): it has no workspace, and each run allocates and frees its intermediates, and the steps
- * their scratch, from cfg->pool.
+ * entropy, the fused step, label and ar_forecast (the last two on cuda) take from the
+ * context's default pool per call when called directly (plume/entropy.h, plume/fused.h,
+ * plume/label.h, plume/forecast.h) is, in a pipeline, a part of the slot's workspace
+ * (plm_plan_info's scratch_bytes). So every step's memory is fixed, and
+ * plm_pipeline_run_stream can capture any plan into a CUDA graph. (On host, the CPU
+ * conv2d and sobel kernels still malloc working buffers of their own per work chunk,
+ * inside the kernel: kernels/cpu/conv.c. No pool is involved.) The exception is a plan
+ * compiled with PLM_PLAN_ALLOCATE_PER_RUN (see the plan flags): it has no workspace, and
+ * each run allocates and frees its intermediates, and the steps their scratch, from
+ * cfg->pool.
  *
  * ---- threads and blocking ---------------------------------------------------------------
  * Building, compiling and destroying a pipeline are for one thread at a time. After
@@ -235,11 +234,9 @@ PLM_API plm_status plm_pipeline_add_dot(plm_pipeline *pl, plm_pipe_tensor a, plm
                                         plm_pipe_tensor *out);
 
 /* plm_ar_forecast (plume/forecast.h): series (S, T) -> forecasts (S, horizon). On cuda
- * the op takes its per-series working memory from the context's default pool on every
- * call, and so does its step in a pipeline (it has no workspace entry yet): a pipeline
- * with an ar_forecast step allocates per run on cuda, and plm_pipeline_run_stream does
- * not capture it into CUDA graphs (graphs_note names the step). On host nothing is
- * allocated. */
+ * the step's per-series working memory (S * ((p + 1)^2 * 2 + 3p + 2) doubles) is its
+ * scratch in the slot's workspace, so a run allocates nothing for it and the plan can be
+ * captured into a CUDA graph; on host it needs none. */
 PLM_API plm_status plm_pipeline_add_ar_forecast(plm_pipeline *pl, plm_pipe_tensor series,
                                                 const plm_ar_forecast_params *params,
                                                 plm_pipe_tensor *out);
@@ -441,7 +438,7 @@ PLM_API plm_status plm_pipeline_run(plm_pipeline *pl, const plm_tensor *inputs, 
  * CUDA graphs (cuda backend, options->use_graphs): after each slot's first frame (the
  * warm-up), the slot's plan is captured once into a graph and replayed for every later
  * frame on that slot. When capture fails, the backend has none or the plan cannot be
- * captured (a step that takes scratch from a pool per call, PLM_PLAN_ALLOCATE_PER_RUN,
+ * captured (a profiler attached, PLM_PLAN_ALLOCATE_PER_RUN,
  * PLM_PLAN_SYNCHRONOUS_STEPS), frames run without graphs, and the reason is written
  * once to stderr and to report->graphs_note.
  *

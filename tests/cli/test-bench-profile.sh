@@ -8,37 +8,13 @@
 # flag; a DIR that cannot be created fails (exit 1, one line on stderr) before the run,
 # and --profile without a value is bad usage (exit 2).
 set -u
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 bench=$1
 size=$2
-scratch=$3
+cli_begin "$bench" "$3"
 shift 3
-prog=$(basename "$bench")
-rm -rf "$scratch"
-mkdir -p "$scratch"
-cd "$scratch" || exit 1
+prog=$cli_name
 export XDG_CACHE_HOME=$PWD/cache # the calibration is measured here, not read from ~/.cache
-
-failures=0
-checks=0
-fail() {
-  echo "FAIL: $*" >&2
-  failures=$((failures + 1))
-}
-
-# run EXPECTED_RC NAME ARGS...: run the benchmark, check the exit code; stdout goes to
-# out.txt, stderr to err.txt.
-run() {
-  local expected=$1 name=$2
-  shift 2
-  checks=$((checks + 1))
-  "$bench" "$@" >out.txt 2>err.txt
-  local rc=$?
-  if [[ $rc != "$expected" ]]; then
-    fail "$name: exit $rc, expected $expected (stderr: $(head -c 400 err.txt))"
-    return 1
-  fi
-  return 0
-}
 
 # ---- a run with a profile ------------------------------------------------------------------
 dir=profile/nested
@@ -91,5 +67,4 @@ if run 1 "--profile under a file" --smoke --profile a-file/profile; then
   [[ ! -s out.txt ]] || fail "--profile under a file: the run started: $(head -c 200 out.txt)"
 fi
 
-echo "$checks checks, $failures failures"
-[[ $failures == 0 ]]
+cli_end

@@ -10,56 +10,9 @@
 # its files are removed (or kept with --keep) and `plume score` agrees with it.
 # Python (any python3, standard library only) makes the PNG frames when it is found.
 set -u
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 plume=$1
-scratch=$2
-rm -rf "$scratch"
-mkdir -p "$scratch"
-cd "$scratch" || exit 1
-
-failures=0
-checks=0
-fail() {
-  echo "FAIL: $*" >&2
-  failures=$((failures + 1))
-}
-
-# run EXPECTED_RC NAME ARGS...: run plume, check the exit code; stdout goes to out.txt,
-# stderr to err.txt. A usage error must print one line starting "plume <command>".
-run() {
-  local expected=$1 name=$2
-  shift 2
-  checks=$((checks + 1))
-  "$plume" "$@" >out.txt 2>err.txt
-  local rc=$?
-  if [[ $rc != "$expected" ]]; then
-    fail "$name: exit $rc, expected $expected (stderr: $(cat err.txt))"
-    return 1
-  fi
-  if [[ $expected == 2 ]]; then
-    if [[ $(wc -l <err.txt) != 1 ]] || ! grep -q "^plume $1" err.txt; then
-      fail "$name: expected one 'plume $1...' line on stderr, got: $(cat err.txt)"
-    fi
-  fi
-  return 0
-}
-
-# absent NAME FILES...: none of the files exists, and no temporary file is left.
-absent() {
-  local name=$1
-  shift
-  checks=$((checks + 1))
-  for f in "$@"; do [[ -e $f ]] && fail "$name: $f was created"; done
-  if compgen -G '*.tmp-*' >/dev/null || compgen -G '*/*.tmp-*' >/dev/null; then
-    fail "$name: a temporary file was left: $(ls ./*.tmp-* ./*/*.tmp-* 2>/dev/null)"
-  fi
-  rm -f "$@"
-}
-
-# expect_err NAME NEEDLE: the message on stderr contains NEEDLE.
-expect_err() {
-  checks=$((checks + 1))
-  grep -qF -- "$2" err.txt || fail "$1: stderr lacks '$2': $(cat err.txt)"
-}
+cli_begin "$plume" "$2" --commands
 
 log="conv2d kernel=log:9:1.5 pad=same border=replicate ! threshold value=25 ! label connectivity=8"
 pipeline="$log ! regions capacity=64"
@@ -387,5 +340,4 @@ run 0 "demo help" demo -h
 checks=$((checks + 1))
 grep -q "^usage: plume demo" out.txt || fail "demo -h: $(cat out.txt)"
 
-echo "$checks checks, $failures failures"
-[[ $failures == 0 ]]
+cli_end

@@ -5,18 +5,9 @@
 # codes (0 ok, 2 bad usage or bad file), one-line messages on stderr, and that no
 # output (or temporary) file is left behind by a failure. No Python needed.
 set -u
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 plume=$1
-scratch=$2
-rm -rf "$scratch"
-mkdir -p "$scratch"
-cd "$scratch" || exit 1
-
-failures=0
-checks=0
-fail() {
-  echo "FAIL: $*" >&2
-  failures=$((failures + 1))
-}
+cli_begin "$plume" "$2" --commands
 
 # write_npy FILE DESCR SHAPE DATA: a version 1.0 .npy whose header is padded to 128
 # bytes, as numpy pads it; DATA is a printf format of the raw bytes.
@@ -51,43 +42,6 @@ f32() {
       $((bits >> 16 & 255)) $((bits >> 24 & 255)))
   done
   printf '%s' "$out"
-}
-
-# run EXPECTED_RC NAME ARGS...: run plume, check the exit code; stderr goes to err.txt.
-run() {
-  local expected=$1 name=$2
-  shift 2
-  checks=$((checks + 1))
-  "$plume" "$@" >out.txt 2>err.txt
-  local rc=$?
-  if [[ $rc != "$expected" ]]; then
-    fail "$name: exit $rc, expected $expected (stderr: $(cat err.txt))"
-    return 1
-  fi
-  if [[ $expected == 2 ]]; then
-    if [[ $(wc -l <err.txt) != 1 ]] || ! grep -q '^plume op' err.txt; then
-      fail "$name: expected one 'plume op...' line on stderr, got: $(cat err.txt)"
-    fi
-  fi
-  return 0
-}
-
-# same FILE EXPECTED NAME: the two files are byte-identical.
-same() {
-  checks=$((checks + 1))
-  if ! cmp -s "$1" "$2"; then
-    fail "$3: $1 differs from $2: $(od -An -v -tu1 "$1" | tail -c 80) vs $(od -An -v -tu1 "$2" | tail -c 80)"
-  fi
-}
-
-# absent NAME FILES...: none of the files exists, and no temporary file is left.
-absent() {
-  local name=$1
-  shift
-  checks=$((checks + 1))
-  for f in "$@"; do [[ -e $f ]] && fail "$name: $f was created"; done
-  if compgen -G '*.tmp-*' >/dev/null; then fail "$name: a temporary file was left: $(ls ./*.tmp-*)"; fi
-  rm -f "$@"
 }
 
 # ---- good runs ------------------------------------------------------------------------
@@ -873,6 +827,59 @@ run 2 "vector_add --beta 1e999" op vector_add --a va.npy --b vb.npy --out bad.np
   --beta 1e999 --backend host
 absent "vector_add --beta 1e999" bad.npy
 
+# vector_add_batched: row i of --a and --b is pair i, all in one batched call. Its rows
+# are vector_add's elements, so vector_add on the whole arrays is the expectation.
+run 0 "vector_add_batched 2 rows" op vector_add_batched --a va2.npy --b vb2.npy --out vbat.npy \
+  --backend host && same vbat.npy vab2.npy "vector_add_batched 2 rows"
+run 0 "vector_add_batched, auto backend" op vector_add_batched --a va2.npy --b vb2.npy \
+  --out vbat.auto.npy && same vbat.auto.npy vab2.npy "vector_add_batched, auto backend"
+run 0 "vector_add_batched 1-D: one pair" op vector_add_batched --a va.npy --b vb.npy \
+  --out vbat.npy --backend host && same vbat.npy vab.npy "vector_add_batched 1-D: one pair"
+write_npy vfa.npy '<f4' '(2, 3)' "$(f32 1 2 3 4 5 6)"
+write_npy vfb.npy '<f4' '(2, 3)' "$(f32 1 1 1 0 1 -1)"
+run 0 "vector_add_batched fractions" op vector_add_batched --a vfa.npy --b vfb.npy \
+  --out vbat.npy --alpha 0.3 --beta=-0.7 --backend host &&
+  run 0 "vector_add fractions, whole" op vector_add --a vfa.npy --b vfb.npy --out vwhole.npy \
+    --alpha 0.3 --beta=-0.7 --backend host && same vbat.npy vwhole.npy "vector_add_batched fractions"
+# 40 pairs (more than PLM_VECTOR_ADD_BATCH_INLINE: cuda's table travels in memory) of 3:
+# a[i] = (i, -i, 2i), b[i] = (1, i, 3) -> 2 a[i] + b[i] = (2i + 1, -i, 4i + 3); timed.
+a_values=() b_values=() want=()
+for ((i = 0; i < 40; i++)); do
+  a_values+=("$i" "$((-i))" "$((2 * i))")
+  b_values+=(1 "$i" 3)
+  want+=("$((2 * i + 1))" "$((-i))" "$((4 * i + 3))")
+done
+write_npy vba.npy '<f4' '(40, 3)' "$(f32 "${a_values[@]}")"
+write_npy vbb.npy '<f4' '(40, 3)' "$(f32 "${b_values[@]}")"
+write_npy vbwant.npy '<f4' '(40, 3)' "$(f32 "${want[@]}")"
+run 0 "vector_add_batched 40 pairs, --repeat" op vector_add_batched --a vba.npy --b vbb.npy \
+  --out vbat.npy --alpha 2 --repeat 3 --backend host &&
+  same vbat.npy vbwant.npy "vector_add_batched 40 pairs" && {
+  grep -q '^time_ms median=' err.txt || fail "vector_add_batched --repeat: $(cat err.txt)"
+}
+# (2, 1, 2): two pairs of (1, 2).
+write_npy vb3a.npy '<f4' '(2, 1, 2)' "$(f32 1 2 3 4)"
+write_npy vb3b.npy '<f4' '(2, 1, 2)' "$(f32 10 20 30 40)"
+write_npy vb3want.npy '<f4' '(2, 1, 2)' "$(f32 11 22 33 44)"
+run 0 "vector_add_batched 3-D" op vector_add_batched --a vb3a.npy --b vb3b.npy --out vbat.npy \
+  --backend host && same vbat.npy vb3want.npy "vector_add_batched 3-D"
+run 0 "vector_add_batched --help" op vector_add_batched --help && {
+  grep -q 'usage: plume op vector_add_batched --a A --b B --out C' out.txt ||
+    fail "vector_add_batched --help: $(cat out.txt)"
+}
+run 0 "op --help lists vector_add_batched" op --help && {
+  grep -q '^    vector_add_batched$' out.txt || fail "op --help: $(cat out.txt)"
+}
+run 2 "vector_add_batched shapes differ" op vector_add_batched --a va2.npy --b vb3a.npy \
+  --out bad.npy --backend host
+absent "vector_add_batched shapes differ" bad.npy
+run 2 "vector_add_batched without --b" op vector_add_batched --a va2.npy --out bad.npy \
+  --backend host && { grep -q -- '--b is required' err.txt || fail "no --b: $(cat err.txt)"; }
+absent "vector_add_batched without --b" bad.npy
+run 2 "vector_add_batched --alpha nan" op vector_add_batched --a va2.npy --b vb2.npy \
+  --out bad.npy --alpha nan --backend host
+absent "vector_add_batched --alpha nan" bad.npy
+
 # dot: rows [1, 2, 3] · [1, 1, 1] = 6 and [4, 5, 6] · [0, 1, -1] = -1, f64 (2,);
 # [1, 2, 3] · [10, 20, 30] = 140, f64 (1,).
 write_npy da.npy '<f4' '(2, 3)' "$(f32 1 2 3 4 5 6)"
@@ -929,8 +936,4 @@ run 2 "ar_forecast 1-D series" op ar_forecast --in va.npy --lags 1 --horizon 1 -
   --backend host
 absent "ar_forecast 1-D series" bad.npy
 
-if ((failures > 0)); then
-  echo "test-plume-op: $failures of $checks checks failed" >&2
-  exit 1
-fi
-echo "test-plume-op: $checks checks passed"
+cli_end

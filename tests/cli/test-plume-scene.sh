@@ -6,50 +6,8 @@
 # exit codes (0 ok, 2 bad usage or a bad file) with one-line messages on stderr, and
 # that no output (or temporary) file is left behind by a failure. No Python needed.
 set -u
-plume=$1
-scratch=$2
-rm -rf "$scratch"
-mkdir -p "$scratch"
-cd "$scratch" || exit 1
-
-failures=0
-checks=0
-fail() {
-  echo "FAIL: $*" >&2
-  failures=$((failures + 1))
-}
-
-# run EXPECTED_RC NAME ARGS...: run plume, check the exit code; stdout goes to out.txt,
-# stderr to err.txt. A usage error must print one line starting "plume <command>".
-run() {
-  local expected=$1 name=$2
-  shift 2
-  checks=$((checks + 1))
-  "$plume" "$@" >out.txt 2>err.txt
-  local rc=$?
-  if [[ $rc != "$expected" ]]; then
-    fail "$name: exit $rc, expected $expected (stderr: $(cat err.txt))"
-    return 1
-  fi
-  if [[ $expected == 2 ]]; then
-    if [[ $(wc -l <err.txt) != 1 ]] || ! grep -q "^plume $1" err.txt; then
-      fail "$name: expected one 'plume $1...' line on stderr, got: $(cat err.txt)"
-    fi
-  fi
-  return 0
-}
-
-# absent NAME FILES...: none of the files exists, and no temporary file is left.
-absent() {
-  local name=$1
-  shift
-  checks=$((checks + 1))
-  for f in "$@"; do [[ -e $f ]] && fail "$name: $f was created"; done
-  if compgen -G '*.tmp-*' >/dev/null || compgen -G '*/*.tmp-*' >/dev/null; then
-    fail "$name: a temporary file was left: $(ls ./*.tmp-* ./*/*.tmp-* 2>/dev/null)"
-  fi
-  rm -f "$@"
-}
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cli_begin "$1" "$2" --commands
 
 # ---- a scene ---------------------------------------------------------------------------
 run 0 "scene" scene --frames 3 --size 32,40 --out a.npy --truth a.csv
@@ -201,5 +159,4 @@ run 0 "score help" score -h
 checks=$((checks + 1))
 grep -q "^usage: plume score" out.txt || fail "score -h: $(cat out.txt)"
 
-echo "$checks checks, $failures failures"
-[[ $failures == 0 ]]
+cli_end

@@ -1,0 +1,92 @@
+# shellcheck shell=bash
+# tests/cli/lib.sh: what the command-line tests (tests/cli/test-*.sh) share. Sourced by
+# each, after `set -u`:
+#
+#   cli_begin PROGRAM SCRATCH [--commands]
+#       PROGRAM is the binary under test; SCRATCH is emptied and becomes the working
+#       directory; `checks` and `failures` start at 0. --commands: PROGRAM's first
+#       argument is a command whose usage errors name it ("plume op: ...", "plume scene:
+#       ..."), else they start with PROGRAM's name alone ("bench_ops: ...").
+#   fail MESSAGE
+#       a failed check: "FAIL: MESSAGE" on stderr, counted in `failures`.
+#   run EXPECTED_RC NAME ARGS...
+#       runs PROGRAM ARGS, stdout to out.txt and stderr to err.txt, and checks the exit
+#       code (returns 1 when it is wrong, so `run ... && more checks` skips the rest). A
+#       usage error (EXPECTED_RC 2) must print one line on stderr, starting as above.
+#   expect_err NAME NEEDLE
+#       err.txt contains NEEDLE (a fixed string).
+#   same FILE EXPECTED NAME
+#       the two files are byte-identical.
+#   absent NAME FILES...
+#       none of FILES exists, and no temporary file (*.tmp-*) is left in . or a folder
+#       below it; FILES are removed.
+#   cli_end
+#       prints "SCRIPT: N checks, M failures"; its status (the script's last command) is
+#       0 only when no check failed.
+#
+# Each of these checks counts 1 in `checks`; a script's own checks add theirs
+# (checks=$((checks + 1))) before each condition.
+
+cli_begin() {
+  cli_program=$1
+  cli_name=$(basename "$1")
+  cli_commands=$([[ ${3-} == --commands ]] && echo 1 || echo 0)
+  rm -rf "$2"
+  mkdir -p "$2"
+  cd "$2" || exit 1
+  checks=0
+  failures=0
+}
+
+fail() {
+  echo "FAIL: $*" >&2
+  failures=$((failures + 1))
+}
+
+run() {
+  local expected=$1 name=$2
+  shift 2
+  checks=$((checks + 1))
+  "$cli_program" "$@" >out.txt 2>err.txt
+  local rc=$?
+  if [[ $rc != "$expected" ]]; then
+    fail "$name: exit $rc, expected $expected (stderr: $(head -c 1000 err.txt))"
+    return 1
+  fi
+  if [[ $expected == 2 ]]; then
+    local prefix=$cli_name
+    if ((cli_commands)); then prefix="$cli_name ${1-}"; fi
+    if [[ $(wc -l <err.txt) != 1 || $(head -n 1 err.txt) != "$prefix"* ]]; then
+      fail "$name: expected one '$prefix...' line on stderr, got: $(cat err.txt)"
+    fi
+  fi
+  return 0
+}
+
+expect_err() {
+  checks=$((checks + 1))
+  grep -qF -- "$2" err.txt || fail "$1: stderr lacks '$2': $(cat err.txt)"
+}
+
+same() {
+  checks=$((checks + 1))
+  if ! cmp -s "$1" "$2"; then
+    fail "$3: $1 differs from $2: $(od -An -v -tu1 "$1" | tail -c 80) vs $(od -An -v -tu1 "$2" | tail -c 80)"
+  fi
+}
+
+absent() {
+  local name=$1
+  shift
+  checks=$((checks + 1))
+  for f in "$@"; do [[ -e $f ]] && fail "$name: $f was created"; done
+  if compgen -G '*.tmp-*' >/dev/null || compgen -G '*/*.tmp-*' >/dev/null; then
+    fail "$name: a temporary file was left: $(ls ./*.tmp-* ./*/*.tmp-* 2>/dev/null)"
+  fi
+  rm -f "$@"
+}
+
+cli_end() {
+  echo "$(basename "$0" .sh): $checks checks, $failures failures"
+  ((failures == 0))
+}
