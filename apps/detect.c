@@ -33,8 +33,9 @@ typedef struct detect_job {
   plm_pipeline *pl;
   plm_profiler *profiler; /* with config->profile_dir */
   image_writer *csv;
-  char *rows;       /* one frame's CSV lines */
-  size_t rows_room; /* bytes */
+  image tensors[DETECT_MAX_TENSORS]; /* config->tensors' arrays until the pipeline is built */
+  char *rows;                        /* one frame's CSV lines */
+  size_t rows_room;                  /* bytes */
   progress bar;
   char *err; /* the caller's message buffer */
   size_t err_size;
@@ -43,8 +44,16 @@ typedef struct detect_job {
   char scratch[DETECT_ERROR_SIZE], first_failure[DETECT_ERROR_SIZE];
 } detect_job;
 
+static void free_tensors(detect_job *job) {
+  for (int t = 0; t < DETECT_MAX_TENSORS; t++) {
+    free(job->tensors[t].data);
+    job->tensors[t].data = NULL;
+  }
+}
+
 static plm_status release(detect_job *job, plm_status status) {
   progress_end(&job->bar);
+  free_tensors(job);
   image_writer_abort(job->csv);
   plm_pipeline_destroy(job->pl);
   plm_profiler_destroy(job->profiler);
@@ -78,6 +87,25 @@ static void shape_text(const plm_shape *shape, char *buf, size_t size) {
   for (int d = 0; d < shape->ndim && used < size; d++)
     used +=
         (size_t)snprintf(buf + used, size - used, d ? "x%lld" : "%lld", (long long)shape->dims[d]);
+}
+
+/* Read config->tensors' files into job->tensors, and name them in named[]. */
+static plm_status read_tensors(detect_job *job, plm_named_tensor *named) {
+  const detect_config *config = job->config;
+  for (int t = 0; t < config->tensor_count; t++) {
+    image *array = &job->tensors[t];
+    char message[IMAGE_ERROR_SIZE];
+    plm_status status =
+        image_read_array(config->tensors[t].path, NULL, array, message, sizeof message);
+    if (status != PLM_OK)
+      return fail(job->err, job->err_size, status, "tensor @%s: %s", config->tensors[t].name,
+                  message);
+    named[t] = (plm_named_tensor){.name = config->tensors[t].name,
+                                  .shape = {.dtype = array->dtype, .ndim = array->ndim},
+                                  .host_data = array->data};
+    for (int d = 0; d < array->ndim; d++) named[t].shape.dims[d] = array->dims[d];
+  }
+  return PLM_OK;
 }
 
 /* The outputs must be a regions table (f64 (C, 12)) and the count (i32 (1,)). */
@@ -171,6 +199,15 @@ static plm_status check_config(const detect_config *config, char *err, size_t er
                 !config->frames_path ? "frames_path"
                 : !config->pipeline  ? "pipeline"
                                      : "out_path");
+  if (config->tensor_count < 0 || config->tensor_count > DETECT_MAX_TENSORS ||
+      (config->tensor_count > 0 && !config->tensors))
+    return fail(err, err_size, PLM_ERR_INVALID_ARG,
+                "detect_run: %d tensors (config->tensors %s); at most %d", config->tensor_count,
+                config->tensors ? "given" : "NULL", DETECT_MAX_TENSORS);
+  for (int t = 0; t < config->tensor_count; t++)
+    if (!config->tensors[t].name || !config->tensors[t].path)
+      return fail(err, err_size, PLM_ERR_INVALID_ARG, "detect_run: config->tensors[%d].%s is NULL",
+                  t, !config->tensors[t].name ? "name" : "path");
   if (config->frames_in_flight < 0 || config->frames_in_flight > PLM_PIPELINE_MAX_FRAMES)
     return fail(err, err_size, PLM_ERR_INVALID_ARG,
                 "frames in flight %d is not from 1 to %d (0: the default)",
@@ -207,14 +244,18 @@ plm_status detect_run(const detect_config *config, detect_result *result, char *
                               "%s: frames of %s: plume detect takes u8, u16 or f32 frames",
                               config->frames_path, plm_dtype_name(frames->dtype)));
 
+  plm_named_tensor named[DETECT_MAX_TENSORS];
+  if ((status = read_tensors(&job, named)) != PLM_OK) return release(&job, status);
+
   plm_context_config context_config = {.backend = config->backend};
   if ((status = plm_context_create(&context_config, &job.ctx)) != PLM_OK ||
       (status = plm_context_backend(job.ctx, &result->backend)) != PLM_OK)
     return library_failure(&job, status);
   const int64_t dims[2] = {frames->height, frames->width};
-  if ((status = plm_pipeline_parse(job.ctx, config->pipeline, frames->dtype, 2, dims, &job.pl)) !=
-      PLM_OK)
-    return library_failure(&job, status);
+  status = plm_pipeline_parse_with_tensors(job.ctx, config->pipeline, frames->dtype, 2, dims, named,
+                                           config->tensor_count, &job.pl);
+  free_tensors(&job); /* the pipeline has its copies */
+  if (status != PLM_OK) return library_failure(&job, status);
   if ((status = check_outputs(&job)) != PLM_OK) return release(&job, status);
   plm_plan_config plan = {.frames_in_flight = result->frames_in_flight};
   if ((status = plm_pipeline_compile(job.pl, &plan)) != PLM_OK)

@@ -20,6 +20,12 @@
  * the regions kept per frame: a frame with more has its first C written, and the result
  * counts the frames and the regions so lost.
  *
+ * Tensors: the pipeline may name arrays read from .npy files (config->tensors) as @NAME,
+ * for example a matched filter `conv2d kernel=@psf pad=same` or a background subtraction
+ * `vector_add b=@dark beta=-1` (plm_pipeline_parse_with_tensors): each file is read whole
+ * (1 to 4 dimensions, '<f8' read as f32; image_read_array) before the pipeline is built,
+ * becomes one of its constants, and is freed once the pipeline holds its copy.
+ *
  * Frames: the source of the run reads frame k from the reader when the pipeline asks for
  * it, into the run's pinned buffer, so a long stack is never held in memory; the sink
  * writes each frame's rows as it arrives. Frames u8, u16 and f32 are taken (a file of
@@ -48,6 +54,15 @@
 /* Room for any message of this module. */
 enum { DETECT_ERROR_SIZE = FRAME_READER_ERROR_SIZE + 512 };
 
+/* The most tensors a run takes. */
+enum { DETECT_MAX_TENSORS = 16 };
+
+/* An array the pipeline names as @name. */
+typedef struct detect_tensor {
+  const char *name; /* letters, digits, '_', '-' and '.' */
+  const char *path; /* a .npy */
+} detect_tensor;
+
 typedef struct detect_config {
   const char *frames_path; /* a stack or a folder (apps/frame_reader.h) */
   const char *pipeline;    /* plm_pipeline_parse's text */
@@ -62,6 +77,8 @@ typedef struct detect_config {
    * every frame; no CUDA graphs) and write profile.json, trace.json and report.html into
    * this directory after it (after the CSV, which stays when the profile fails). */
   const char *profile_dir;
+  const detect_tensor *tensors; /* tensor_count of them (0..DETECT_MAX_TENSORS), above */
+  int tensor_count;
 } detect_config;
 
 typedef struct detect_result {
@@ -80,7 +97,8 @@ typedef struct detect_result {
  * does not parse or whose outputs are not a regions table and a count), PLM_ERR_IO and
  * PLM_ERR_UNSUPPORTED (the frames: a missing, bad or mismatched file, a dtype other than
  * u8, u16, f32; the output: cannot be written), PLM_ERR_OUT_OF_MEMORY, and the context's
- * or the run's failures (PLM_ERR_NO_DEVICE, PLM_ERR_BACKEND, ...). */
+ * or the run's failures (PLM_ERR_NO_DEVICE, PLM_ERR_BACKEND, ...). A tensor's file fails
+ * as a frame file does, its name in the message. */
 plm_status detect_run(const detect_config *config, detect_result *result, char *err,
                       size_t err_size);
 

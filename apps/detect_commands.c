@@ -1,7 +1,9 @@
 /* apps/detect_commands.c: `plume detect` (apps/detect_commands.h). */
 #include "apps/detect_commands.h"
 
+#include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "apps/detect.h"
@@ -12,7 +14,8 @@ enum { EXIT_USAGE = 2 };
 
 static const char detect_usage[] =
     "usage: plume detect --frames FRAMES.npy|DIR --pipeline \"TEXT\" --out DETECTIONS.csv\n"
-    "                    [--backend host|cuda|auto] [--streams K] [--profile DIR]\n"
+    "                    [--tensor NAME=FILE.npy]... [--backend host|cuda|auto]\n"
+    "                    [--streams K] [--profile DIR]\n"
     "\n"
     "Run a pipeline over a sequence of frames and write the regions it finds.\n"
     "\n"
@@ -31,6 +34,11 @@ static const char detect_usage[] =
     "  --out CSV             one row per region: frame,label,area,min_row,min_col,max_row,\n"
     "                        max_col,centroid_row,centroid_col,sum,max,wcentroid_row,\n"
     "                        wcentroid_col (what plume score reads); written atomically\n"
+    "  --tensor NAME=FILE    an array (.npy, 1-D to 4-D; '<f8' read as f32) that the\n"
+    "                        pipeline names as @NAME, for example a matched filter,\n"
+    "                        \"conv2d kernel=@psf pad=same ! ...\", or a background to take\n"
+    "                        away from f32 values, \"... ! vector_add b=@dark beta=-1 ! ...\";\n"
+    "                        NAME is letters, digits, '_', '-' and '.'; up to 16 of them\n"
     "  --backend B           host, cuda or auto (default auto; PLUME_BACKEND overrides auto)\n"
     "  --streams K           frames in flight, 1..16 (default 3): each has its own stream,\n"
     "                        pinned buffers and workspace, so that one frame's upload\n"
@@ -44,6 +52,68 @@ static const char detect_usage[] =
     "A progress bar is drawn on stderr when it is a terminal; at the end the frames per\n"
     "second are printed.\n";
 
+/* The --tensor NAME=FILE arguments, which may be repeated (options_take takes each flag
+ * once): taken out of argv into tensors[] (names copied into names[]), the other
+ * arguments left in rest[] in their order. Returns -1 to go on, else 2 after a message. */
+enum { TENSOR_NAME_SIZE = 64 };
+
+static int take_tensors(int argc, char **argv, char **rest, int *rest_count, detect_tensor *tensors,
+                        char (*names)[TENSOR_NAME_SIZE], int *count) {
+  *rest_count = *count = 0;
+  for (int i = 0; i < argc; i++) {
+    const char *value = NULL;
+    if (strcmp(argv[i], "--tensor") == 0) {
+      if (i + 1 >= argc) {
+        fprintf(stderr, "plume detect: option --tensor needs a value\n");
+        return EXIT_USAGE;
+      }
+      value = argv[++i];
+    } else if (strncmp(argv[i], "--tensor=", 9) == 0) {
+      value = argv[i] + 9;
+    } else {
+      /* Another flag's value is left with it, even when it reads "--tensor". */
+      bool has_value = strncmp(argv[i], "--", 2) == 0 && !strchr(argv[i], '=') &&
+                       strcmp(argv[i], "--help") != 0 && i + 1 < argc;
+      rest[(*rest_count)++] = argv[i];
+      if (has_value) rest[(*rest_count)++] = argv[++i];
+      continue;
+    }
+    const char *equals = strchr(value, '=');
+    size_t length = equals ? (size_t)(equals - value) : 0;
+    if (!equals || length == 0 || equals[1] == '\0') {
+      fprintf(stderr, "plume detect: --tensor '%.60s' is not NAME=FILE\n", value);
+      return EXIT_USAGE;
+    }
+    bool good = length < TENSOR_NAME_SIZE;
+    for (size_t k = 0; good && k < length; k++) {
+      char c = value[k];
+      good = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+             c == '_' || c == '-' || c == '.';
+    }
+    if (!good) {
+      fprintf(stderr,
+              "plume detect: --tensor '%.60s': the name is not letters, digits, '_', '-' and "
+              "'.' (at most %d)\n",
+              value, TENSOR_NAME_SIZE - 1);
+      return EXIT_USAGE;
+    }
+    if (*count == DETECT_MAX_TENSORS) {
+      fprintf(stderr, "plume detect: more than %d --tensor options\n", DETECT_MAX_TENSORS);
+      return EXIT_USAGE;
+    }
+    memcpy(names[*count], value, length);
+    names[*count][length] = '\0';
+    for (int t = 0; t < *count; t++)
+      if (strcmp(names[t], names[*count]) == 0) {
+        fprintf(stderr, "plume detect: --tensor %s is given twice\n", names[t]);
+        return EXIT_USAGE;
+      }
+    tensors[*count] = (detect_tensor){.name = names[*count], .path = equals + 1};
+    (*count)++;
+  }
+  return -1;
+}
+
 int detect_command_main(int argc, char **argv) {
   const char *frames = NULL, *pipeline = NULL, *out = NULL, *backend = NULL, *streams = NULL,
              *profile = NULL;
@@ -54,7 +124,17 @@ int detect_command_main(int argc, char **argv) {
                       {"--streams", &streams, false},
                       {"--profile", &profile, false},
                       {NULL, NULL, false}};
-  int exit_code = options_take("detect", detect_usage, options, argc, argv);
+  detect_tensor tensors[DETECT_MAX_TENSORS];
+  char names[DETECT_MAX_TENSORS][TENSOR_NAME_SIZE];
+  char **rest = malloc((size_t)(argc + 1) * sizeof *rest);
+  int rest_count = 0, tensor_count = 0;
+  if (!rest) {
+    fprintf(stderr, "plume detect: out of memory\n");
+    return 1;
+  }
+  int exit_code = take_tensors(argc, argv, rest, &rest_count, tensors, names, &tensor_count);
+  if (exit_code < 0) exit_code = options_take("detect", detect_usage, options, rest_count, rest);
+  free(rest);
   if (exit_code >= 0) return exit_code;
   const char *missing = !frames ? "--frames" : !pipeline ? "--pipeline" : !out ? "--out" : NULL;
   if (missing) {
@@ -65,7 +145,9 @@ int detect_command_main(int argc, char **argv) {
                           .pipeline = pipeline,
                           .out_path = out,
                           .show_progress = true,
-                          .profile_dir = profile};
+                          .profile_dir = profile,
+                          .tensors = tensors,
+                          .tensor_count = tensor_count};
   if (backend && plm_backend_parse(backend, &config.backend) != PLM_OK) {
     fprintf(stderr, "plume detect: --backend '%.60s' is not host, cuda or auto\n", backend);
     return EXIT_USAGE;

@@ -1,7 +1,11 @@
 /* pipeline/parse.c: text pipelines, "sobel ! entropy window=16 ! threshold value=4.5"
- * (plm_pipeline_parse; the grammar is in plume/pipeline.h). The text is cut into
- * elements and key=value pairs, each element is checked against its table of keys, and
- * the nodes are added with plm__graph_add_node, which checks them as the C API does. */
+ * (plm_pipeline_parse, plm_pipeline_parse_with_tensors; the grammar is in
+ * plume/pipeline.h). The text is cut into elements and key=value pairs, each element is
+ * checked against its table of keys, and the nodes are added with plm__graph_add_node,
+ * which checks them as the C API does. A value @NAME names one of the caller's tensors,
+ * which becomes a constant of the pipeline the first time the text names it. */
+#include <float.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +34,11 @@ typedef struct chain {
   int input; /* the frame */
   int main;  /* what the next element reads */
   int count; /* the count of the last label (or segment), -1 when none */
+  int cell;  /* out_c of the last lstm_cell, -1 when none */
   plm__op_kind last;
+  const plm_named_tensor *tensors; /* the caller's, tensor_count of them */
+  int tensor_count;
+  int *constants; /* the constant each tensor became, -1 until the text names it */
 } chain;
 
 static plm_status fail(const element *e, const char *fmt, ...) PLM__PRINTF(2, 3);
@@ -60,12 +68,69 @@ static plm_status get_int(const element *e, const char *key, int64_t min, int64_
   return PLM_OK;
 }
 
-static plm_status get_number(const element *e, const char *key, double *out) {
+/* A number key; *out unchanged when absent. */
+static plm_status get_optional_number(const element *e, const char *key, double *out) {
   const char *value = value_of(e, key);
-  if (!value) return fail(e, "missing key '%s'", key);
-  if (!plm__parse_number(value, NULL, out))
+  if (value && !plm__parse_number(value, NULL, out))
     return fail(e, "key '%s': '%s' is not a finite number", key, value);
   return PLM_OK;
+}
+
+static plm_status get_number(const element *e, const char *key, double *out) {
+  if (!value_of(e, key)) return fail(e, "missing key '%s'", key);
+  return get_optional_number(e, key, out);
+}
+
+/* A number that is finite in f32; *out unchanged when absent. */
+static plm_status get_f32(const element *e, const char *key, float *out) {
+  const char *value = value_of(e, key);
+  double v = 0;
+  if (!value) return PLM_OK;
+  if (!plm__parse_number(value, NULL, &v) || fabs(v) > FLT_MAX)
+    return fail(e, "key '%s': '%s' is not a finite f32 number", key, value);
+  *out = (float)v;
+  return PLM_OK;
+}
+
+/* The caller's tensors' names, for a message: "the tensors are w, bias". */
+static void tensor_names(const chain *c, char *list, size_t size) {
+  if (c->tensor_count == 0) {
+    snprintf(list, size, "no tensors were given");
+    return;
+  }
+  snprintf(list, size, "the tensors are ");
+  for (int t = 0; t < c->tensor_count; t++)
+    snprintf(list + strlen(list), size - strlen(list), "%s%s", t ? ", " : "", c->tensors[t].name);
+}
+
+/* The tensor a key names (key=@NAME), as a tensor index: the caller's tensor NAME, added
+ * as a constant of the pipeline the first time the text names it; -1 when the key is
+ * absent and not required. */
+static plm_status get_tensor(chain *c, const element *e, const char *key, bool required,
+                             int *index) {
+  const char *value = value_of(e, key);
+  *index = -1;
+  if (!value) return required ? fail(e, "missing key '%s' (a tensor: %s=@NAME)", key, key) : PLM_OK;
+  if (value[0] != '@')
+    return fail(e, "key '%s': '%s' is not a tensor (%s=@NAME names one of the tensors given)", key,
+                value, key);
+  const char *name = value + 1;
+  for (int t = 0; t < c->tensor_count; t++) {
+    if (strcmp(c->tensors[t].name, name) != 0) continue;
+    if (c->constants[t] < 0) {
+      const plm_shape *shape = &c->tensors[t].shape;
+      plm_status status =
+          plm__graph_add_source(c->pl, PLM__TENSOR_CONSTANT, shape->dtype, shape->ndim, shape->dims,
+                                c->tensors[t].host_data, &c->constants[t]);
+      if (status != PLM_OK)
+        return plm__pipe_reraise(status, "element %d '%s': key '%s'", e->index, e->name, key);
+    }
+    *index = c->constants[t];
+    return PLM_OK;
+  }
+  char list[256];
+  tensor_names(c, list, sizeof list);
+  return fail(e, "key '%s': no tensor named '%s' (%s)", key, name, list);
 }
 
 /* One of names[] (index into *out); *out unchanged when absent. */
@@ -120,13 +185,40 @@ static const bool first_output[PLM__PIPE_MAX_IO] = {true};
 
 /* ---- the elements --------------------------------------------------------------------------- */
 
+/* kernel=@NAME: the caller's tensor; its height and width when it is 2-D (else the op
+ * refuses it when the node is added). */
+static plm_status named_kernel(chain *c, const element *e, int *kernel, int *kh, int *kw) {
+  if (value_of(e, "size"))
+    return fail(e, "key 'size' is for inline kernels, not '%s'", value_of(e, "kernel"));
+  plm_status status = get_tensor(c, e, "kernel", true, kernel);
+  const plm_shape *shape = status == PLM_OK ? &c->pl->graph.tensors[*kernel].shape : NULL;
+  if (shape && shape->ndim == 2) {
+    *kh = (int)shape->dims[0];
+    *kw = (int)shape->dims[1];
+  }
+  return status;
+}
+
+/* A built-in or inline kernel, added as a constant. */
+static plm_status spec_kernel(chain *c, const element *e, int *kernel, int *kh, int *kw) {
+  float *taps = NULL;
+  plm_status status = plm__parse_kernel(value_of(e, "kernel"), value_of(e, "size"), &taps, kh, kw);
+  const int64_t dims[2] = {*kh, *kw};
+  if (status == PLM_OK)
+    status =
+        plm__graph_add_source(c->pl, PLM__TENSOR_CONSTANT, PLM_DTYPE_F32, 2, dims, taps, kernel);
+  free(taps);
+  if (status != PLM_OK) return plm__pipe_reraise(status, "element %d '%s'", e->index, e->name);
+  return PLM_OK;
+}
+
 static plm_status build_conv2d(chain *c, const element *e) {
   const char *spec = value_of(e, "kernel");
   if (!spec) return fail(e, "missing key 'kernel'");
-  float *taps = NULL;
-  int kh = 0, kw = 0, border = PLM_BORDER_ZERO;
-  plm_status status = plm__parse_kernel(spec, value_of(e, "size"), &taps, &kh, &kw);
-  if (status != PLM_OK) return plm__pipe_reraise(status, "element %d '%s'", e->index, e->name);
+  int kernel = -1, kh = 1, kw = 1, border = PLM_BORDER_ZERO, out[PLM__PIPE_MAX_IO];
+  plm_status status =
+      spec[0] == '@' ? named_kernel(c, e, &kernel, &kh, &kw) : spec_kernel(c, e, &kernel, &kh, &kw);
+  if (status != PLM_OK) return status;
   plm__op_params p = {.conv2d = plm_conv2d_params_default()};
   status = get_pair(e, "stride", "SY,SX", 1, INT32_MAX, &p.conv2d.stride_y, &p.conv2d.stride_x);
   const char *pad = value_of(e, "pad");
@@ -140,14 +232,6 @@ static plm_status build_conv2d(chain *c, const element *e) {
   }
   if (status == PLM_OK) status = get_choice(e, "border", borders, 3, &border);
   p.conv2d.border = (plm_border)border;
-  int kernel = -1, out[PLM__PIPE_MAX_IO];
-  const int64_t dims[2] = {kh, kw};
-  if (status == PLM_OK) {
-    status =
-        plm__graph_add_source(c->pl, PLM__TENSOR_CONSTANT, PLM_DTYPE_F32, 2, dims, taps, &kernel);
-    if (status != PLM_OK) status = plm__pipe_reraise(status, "element %d '%s'", e->index, e->name);
-  }
-  free(taps);
   if (status == PLM_OK)
     status = add(c, e, PLM__OP_CONV2D, IN(c->main, kernel, -1), &p, first_output, out);
   if (status == PLM_OK) c->main = out[0];
@@ -276,36 +360,107 @@ static plm_status build_ar_forecast(chain *c, const element *e) {
   return status;
 }
 
-/* The operations whose second tensor (weights, a second operand) a chain over one input
- * cannot name: C API only (plume/pipeline.h). */
-static plm_status build_c_api_only(chain *c, const element *e) {
-  (void)c;
-  return fail(e,
-              "has no text form: it needs a second tensor (weights or a second operand) that "
-              "the text cannot name; build it with plm_pipeline_add_%s",
-              e->name);
+static const char *const activations[] = {"none", "relu", "sigmoid", "tanh"};
+static const char *const precisions[] = {"fp32", "tf32", "bf16", "auto"};
+static const char *const dendrite_modes[] = {"sigmoid", "nmda", "active_bp", "multiplicative"};
+
+/* The names above are in the order of their enums' values. */
+_Static_assert(PLM_ACTIVATION_TANH == 3 && PLM_PRECISION_AUTO == 3 &&
+                   PLM_DENDRITE_MULTIPLICATIVE == 3,
+               "the choices' names follow the enums");
+
+static plm_status build_matmul(chain *c, const element *e) {
+  int b = -1, bias = -1, activation = PLM_ACTIVATION_NONE, precision = PLM_PRECISION_FP32;
+  int out[PLM__PIPE_MAX_IO];
+  plm_status status = get_tensor(c, e, "b", true, &b);
+  if (status == PLM_OK) status = get_tensor(c, e, "bias", false, &bias);
+  if (status == PLM_OK) status = get_choice(e, "act", activations, 4, &activation);
+  if (status == PLM_OK) status = get_choice(e, "precision", precisions, 4, &precision);
+  plm__op_params p = {
+      .matmul = {.precision = (plm_precision)precision, .activation = (plm_activation)activation}};
+  if (status == PLM_OK)
+    status = add(c, e, PLM__OP_MATMUL, IN(c->main, b, bias), &p, first_output, out);
+  if (status == PLM_OK) c->main = out[0];
+  return status;
+}
+
+/* k 1, theta 0, beta 1 unless given: `plume op dendritic`'s defaults. */
+static plm_status build_dendritic(chain *c, const element *e) {
+  int w = -1, mode = PLM_DENDRITE_SIGMOID, out[PLM__PIPE_MAX_IO];
+  plm__op_params p = {.dendritic = {.k = 1.0f, .theta = 0.0f, .beta = 1.0f}};
+  plm_status status = get_tensor(c, e, "w", true, &w);
+  if (status == PLM_OK) status = get_choice(e, "mode", dendrite_modes, 4, &mode);
+  if (status == PLM_OK) status = get_f32(e, "k", &p.dendritic.k);
+  if (status == PLM_OK) status = get_f32(e, "theta", &p.dendritic.theta);
+  if (status == PLM_OK) status = get_f32(e, "beta", &p.dendritic.beta);
+  p.dendritic.mode = (plm_dendrite_mode)mode;
+  if (status == PLM_OK)
+    status = add(c, e, PLM__OP_DENDRITIC, IN(c->main, w, -1), &p, first_output, out);
+  if (status == PLM_OK) c->main = out[0];
+  return status;
+}
+
+static plm_status build_vector_add(chain *c, const element *e) {
+  int b = -1, out[PLM__PIPE_MAX_IO];
+  plm__op_params p = {.vector_add = {.alpha = 1.0, .beta = 1.0}};
+  plm_status status = get_tensor(c, e, "b", true, &b);
+  if (status == PLM_OK) status = get_optional_number(e, "alpha", &p.vector_add.alpha);
+  if (status == PLM_OK) status = get_optional_number(e, "beta", &p.vector_add.beta);
+  if (status == PLM_OK)
+    status = add(c, e, PLM__OP_VECTOR_ADD, IN(c->main, b, -1), &p, first_output, out);
+  if (status == PLM_OK) c->main = out[0];
+  return status;
+}
+
+static plm_status build_dot(chain *c, const element *e) {
+  int b = -1, out[PLM__PIPE_MAX_IO];
+  plm__op_params p = {.dot = {0}};
+  plm_status status = get_tensor(c, e, "b", true, &b);
+  if (status == PLM_OK) status = add(c, e, PLM__OP_DOT, IN(c->main, b, -1), &p, first_output, out);
+  if (status == PLM_OK) c->main = out[0];
+  return status;
+}
+
+/* The chain's tensor is x; the next element reads out_h, and out_c is an output when
+ * lstm_cell is the last element. */
+static plm_status build_lstm_cell(chain *c, const element *e) {
+  static const char *const keys[] = {"h", "c", "w_ih", "w_hh", "b_ih", "b_hh"};
+  int inputs[PLM__PIPE_MAX_IO], out[PLM__PIPE_MAX_IO];
+  plm__pipe_io(inputs, c->main, -1, -1);
+  plm_status status = PLM_OK;
+  for (int k = 0; k < 6 && status == PLM_OK; k++)
+    status = get_tensor(c, e, keys[k], k < 4, &inputs[1 + k]);
+  plm__op_params p = {.matmul = {0}}; /* lstm_cell has no parameters */
+  const bool both[PLM__PIPE_MAX_IO] = {true, true};
+  if (status == PLM_OK) status = add(c, e, PLM__OP_LSTM_CELL, inputs, &p, both, out);
+  if (status != PLM_OK) return status;
+  c->main = out[0];
+  c->cell = out[1];
+  return PLM_OK;
 }
 
 typedef struct element_kind {
   const char *name;
-  const char *keys[8]; /* NULL-terminated */
+  const char *keys[8];    /* that take values, NULL-terminated */
+  const char *tensors[8]; /* that take a tensor (@NAME), NULL-terminated */
   plm_status (*build)(chain *c, const element *e);
 } element_kind;
 
+/* conv2d's kernel is in both lists: a kernel spec or a tensor. */
 static const element_kind kinds[] = {
-    {"conv2d", {"kernel", "size", "stride", "pad", "border"}, build_conv2d},
-    {"sobel", {"border"}, build_sobel},
-    {"entropy", {"window", "bins", "range"}, build_entropy},
-    {"threshold", {"value", "cmp"}, build_threshold},
-    {"label", {"connectivity"}, build_label},
-    {"regions", {"capacity", "intensity"}, build_regions},
-    {"segment", {"value", "cmp", "connectivity", "capacity"}, build_segment},
-    {"ar_forecast", {"lags", "horizon"}, build_ar_forecast},
-    {"matmul", {NULL}, build_c_api_only},
-    {"lstm_cell", {NULL}, build_c_api_only},
-    {"dendritic", {NULL}, build_c_api_only},
-    {"vector_add", {NULL}, build_c_api_only},
-    {"dot", {NULL}, build_c_api_only},
+    {"conv2d", {"kernel", "size", "stride", "pad", "border"}, {"kernel"}, build_conv2d},
+    {"sobel", {"border"}, {NULL}, build_sobel},
+    {"entropy", {"window", "bins", "range"}, {NULL}, build_entropy},
+    {"threshold", {"value", "cmp"}, {NULL}, build_threshold},
+    {"label", {"connectivity"}, {NULL}, build_label},
+    {"regions", {"capacity", "intensity"}, {NULL}, build_regions},
+    {"segment", {"value", "cmp", "connectivity", "capacity"}, {NULL}, build_segment},
+    {"ar_forecast", {"lags", "horizon"}, {NULL}, build_ar_forecast},
+    {"matmul", {"act", "precision"}, {"b", "bias"}, build_matmul},
+    {"lstm_cell", {NULL}, {"h", "c", "w_ih", "w_hh", "b_ih", "b_hh"}, build_lstm_cell},
+    {"dendritic", {"mode", "k", "theta", "beta"}, {"w"}, build_dendritic},
+    {"vector_add", {"alpha", "beta"}, {"b"}, build_vector_add},
+    {"dot", {NULL}, {"b"}, build_dot},
 };
 enum { KINDS = sizeof kinds / sizeof kinds[0] };
 
@@ -342,17 +497,31 @@ static plm_status split(char *text, element *e) {
   return PLM_OK;
 }
 
+static bool listed(const char *const *names, const char *key) {
+  for (int k = 0; names[k]; k++)
+    if (strcmp(names[k], key) == 0) return true;
+  return false;
+}
+
+/* Every key is one of the kind's, and only tensor keys are given a tensor (@NAME); a
+ * tensor key given something else is refused when it is read (get_tensor). */
 static plm_status check_keys(const element_kind *kind, const element *e) {
   for (int i = 0; i < e->count; i++) {
-    bool known = false;
-    for (int k = 0; kind->keys[k] && !known; k++)
-      known = strcmp(e->pairs[i].key, kind->keys[k]) == 0;
-    if (known) continue;
-    char list[128] = "";
+    const pair *kv = &e->pairs[i];
+    const bool value = listed(kind->keys, kv->key), tensor = listed(kind->tensors, kv->key);
+    if (value && !tensor && kv->value[0] == '@')
+      return fail(e, "key '%s': '%s' names a tensor, but %s takes a value", kv->key, kv->value,
+                  kv->key);
+    if (value || tensor) continue;
+    char list[256] = ""; /* the tensor-only keys first: "b=@NAME, bias=@NAME, act, ..." */
+    for (int k = 0; kind->tensors[k]; k++)
+      if (!listed(kind->keys, kind->tensors[k]))
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s=@NAME", list[0] ? ", " : "",
+                 kind->tensors[k]);
     for (int k = 0; kind->keys[k]; k++)
-      snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", k ? ", " : "",
+      snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", list[0] ? ", " : "",
                kind->keys[k]);
-    return fail(e, "unknown key '%s' (%s takes %s)", e->pairs[i].key, kind->name, list);
+    return fail(e, "unknown key '%s' (%s takes %s)", kv->key, kind->name, list);
   }
   return PLM_OK;
 }
@@ -372,22 +541,25 @@ static plm_status parse_element(chain *c, char *text, int index, bool last) {
   if (status != PLM_OK) return status;
   for (int k = 0; k < KINDS; k++) {
     if (strcmp(e.name, kinds[k].name) != 0) continue;
-    if (kinds[k].build == build_c_api_only) return build_c_api_only(c, &e);
     status = check_keys(&kinds[k], &e);
     return status == PLM_OK ? kinds[k].build(c, &e) : status;
   }
-  return fail(&e,
-              "unknown element (one of conv2d, sobel, entropy, threshold, label, regions, "
-              "segment, ar_forecast)");
+  char list[160] = "";
+  for (int k = 0; k < KINDS; k++)
+    snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", k ? ", " : "", kinds[k].name);
+  return fail(&e, "unknown element (one of %s)", list);
 }
 
-/* The outputs: the main one, then the count after label, regions or segment. */
+/* The outputs: the main one, then the count after label, regions or segment, or out_c
+ * after lstm_cell. */
 static plm_status mark_outputs(chain *c) {
   plm_status status = plm_pipeline_mark_output(c->pl, plm__graph_handle(c->pl, c->main));
   bool counted =
       c->last == PLM__OP_LABEL || c->last == PLM__OP_REGIONS || c->last == PLM__OP_SEGMENT;
   if (status == PLM_OK && counted)
     status = plm_pipeline_mark_output(c->pl, plm__graph_handle(c->pl, c->count));
+  if (status == PLM_OK && c->last == PLM__OP_LSTM_CELL)
+    status = plm_pipeline_mark_output(c->pl, plm__graph_handle(c->pl, c->cell));
   return status == PLM_OK ? PLM_OK : plm__pipe_reraise(status, "%s", "");
 }
 
@@ -404,6 +576,75 @@ static plm_status parse(chain *c, char *text) {
   return mark_outputs(c);
 }
 
+/* The caller's tensors, checked before anything is built: names that the text can
+ * write (letters, digits, '_', '-', '.'), each once, and data of a valid dtype and shape. */
+static plm_status check_tensors(plm_context *ctx, const plm_named_tensor *tensors, int count) {
+  if (count < 0) return plm__fail_raw(PLM_ERR_INVALID_ARG, "count %d is negative", count);
+  if (count > 0 && !tensors)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "tensors is NULL (count %d)", count);
+  for (int i = 0; i < count; i++) {
+    const plm_named_tensor *t = &tensors[i];
+    if (!t->name) return plm__fail_raw(PLM_ERR_INVALID_ARG, "tensors[%d].name is NULL", i);
+    if (!t->name[0]) return plm__fail_raw(PLM_ERR_INVALID_ARG, "tensors[%d].name is empty", i);
+    for (const char *p = t->name; *p; p++)
+      if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+            *p == '_' || *p == '-' || *p == '.'))
+        return plm__fail_raw(PLM_ERR_INVALID_ARG,
+                             "tensors[%d].name '%s' is not letters, digits, '_', '-' and '.' "
+                             "only (the text could not name it)",
+                             i, t->name);
+    for (int j = 0; j < i; j++)
+      if (strcmp(tensors[j].name, t->name) == 0)
+        return plm__fail_raw(PLM_ERR_INVALID_ARG,
+                             "tensors[%d].name '%s' is given twice (also tensors[%d])", i, t->name,
+                             j);
+    if (!t->host_data)
+      return plm__fail_raw(PLM_ERR_INVALID_ARG, "tensors[%d] '%s': host_data is NULL", i, t->name);
+    plm_tensor checked; /* plm_tensor_wrap checks the dtype and the shape */
+    if (plm_tensor_wrap(ctx, (void *)t->host_data, t->shape.dtype, t->shape.ndim, t->shape.dims,
+                        &checked) != PLM_OK)
+      return plm__pipe_reraise(PLM_ERR_INVALID_ARG, "tensors[%d] '%s'", i, t->name);
+  }
+  return PLM_OK;
+}
+
+/* The arguments were checked for NULL by the public functions; the messages are raw. */
+static plm_status parse_text(plm_context *ctx, const char *text, plm_dtype dtype, int ndim,
+                             const int64_t *dims, const plm_named_tensor *tensors, int count,
+                             plm_pipeline **out) {
+  plm_status status = check_tensors(ctx, tensors, count);
+  if (status != PLM_OK) return status;
+  chain c = {.input = -1,
+             .count = -1,
+             .cell = -1,
+             .last = PLM__OP_SOBEL_ENTROPY_THRESHOLD /* none yet */,
+             .tensors = tensors,
+             .tensor_count = count};
+  char *copy = malloc(strlen(text) + 1);
+  c.constants = malloc((size_t)count * sizeof *c.constants + 1);
+  if (!copy || !c.constants) {
+    free(copy);
+    free(c.constants);
+    return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for the text");
+  }
+  strcpy(copy, text);
+  for (int t = 0; t < count; t++) c.constants[t] = -1;
+  status = plm_pipeline_create(ctx, &c.pl);
+  if (status == PLM_OK) {
+    status = plm__graph_add_source(c.pl, PLM__TENSOR_INPUT, dtype, ndim, dims, NULL, &c.input);
+    c.main = c.input;
+  }
+  if (status == PLM_OK) status = parse(&c, copy);
+  free(copy);
+  free(c.constants);
+  if (status != PLM_OK) {
+    plm_pipeline_destroy(c.pl);
+    return status;
+  }
+  *out = c.pl;
+  return PLM_OK;
+}
+
 plm_status plm_pipeline_parse(plm_context *ctx, const char *text, plm_dtype dtype, int ndim,
                               const int64_t *dims, plm_pipeline **out) {
   PLM__REQUIRE_NOT_NULL(out);
@@ -411,21 +652,17 @@ plm_status plm_pipeline_parse(plm_context *ctx, const char *text, plm_dtype dtyp
   PLM__REQUIRE_NOT_NULL(ctx);
   PLM__REQUIRE_NOT_NULL(text);
   PLM__REQUIRE_NOT_NULL(dims);
-  char *copy = malloc(strlen(text) + 1);
-  if (!copy) return plm__fail(PLM_ERR_OUT_OF_MEMORY, "no host memory for the text");
-  strcpy(copy, text);
-  chain c = {.input = -1, .count = -1, .last = PLM__OP_SOBEL_ENTROPY_THRESHOLD /* none yet */};
-  plm_status status = plm_pipeline_create(ctx, &c.pl);
-  if (status == PLM_OK) {
-    status = plm__graph_add_source(c.pl, PLM__TENSOR_INPUT, dtype, ndim, dims, NULL, &c.input);
-    c.main = c.input;
-  }
-  if (status == PLM_OK) status = parse(&c, copy);
-  free(copy);
-  if (status != PLM_OK) {
-    plm_pipeline_destroy(c.pl);
-    return plm__propagate(status);
-  }
-  *out = c.pl;
-  return PLM_OK;
+  return plm__propagate(parse_text(ctx, text, dtype, ndim, dims, NULL, 0, out));
+}
+
+plm_status plm_pipeline_parse_with_tensors(plm_context *ctx, const char *text, plm_dtype dtype,
+                                           int ndim, const int64_t *dims,
+                                           const plm_named_tensor *tensors, int count,
+                                           plm_pipeline **out) {
+  PLM__REQUIRE_NOT_NULL(out);
+  *out = NULL;
+  PLM__REQUIRE_NOT_NULL(ctx);
+  PLM__REQUIRE_NOT_NULL(text);
+  PLM__REQUIRE_NOT_NULL(dims);
+  return plm__propagate(parse_text(ctx, text, dtype, ndim, dims, tensors, count, out));
 }

@@ -10,6 +10,10 @@
  *   fusion    the recogniser on chains it must and must not fuse, and the substitution
  *             (planned; the fused pipeline is also run against the unfused one);
  *   parser    each kind of error and its message;
+ *   text_tensors  plm_pipeline_parse_with_tensors: each operation that reads tensors
+ *             (matmul, dendritic, vector_add, dot, lstm_cell, conv2d's kernel=@NAME), and
+ *             chains of them, against the same pipeline built by hand (the same bytes);
+ *             a tensor named twice is one constant; every error and its exact message;
  *   results   pipelines against the same ops run one by one on the same stream: the same
  *             bytes (intensities are integers, so region sums are exact on either
  *             backend);
@@ -1837,6 +1841,550 @@ START_TEST(test_context_destroys_a_leftover_pipeline) {
 }
 END_TEST
 
+/* ---- text with tensors ------------------------------------------------------------------ */
+
+/* The tensors the text names, made once per test (tensors_make): an f32 input x (5, 12)
+ * and operands shaped for it. */
+enum { TT_B = 5, TT_I = 12, TT_H = 6, TT_N = 4, TT_D = 3, TT_COUNT = 14 };
+static const int64_t tt_x_dims[2] = {TT_B, TT_I};
+static plm_named_tensor tt[TT_COUNT];
+static float *tt_data[TT_COUNT];
+
+/* n f32 values in [-1, 1), deterministic. */
+static float *random_unit(int64_t n, uint64_t *seed) {
+  float *host = malloc((size_t)n * sizeof *host);
+  ck_assert_ptr_nonnull(host);
+  for (int64_t i = 0; i < n; i++)
+    host[i] = (float)((double)(plm_test_random(seed) >> 11) / 4503599627370496.0 - 1.0);
+  return host;
+}
+
+static void tensors_make(void) {
+  static const struct {
+    const char *name;
+    plm_dtype dtype;
+    int ndim;
+    int64_t dims[3];
+  } specs[TT_COUNT] = {
+      {"w", PLM_DTYPE_F32, 2, {TT_I, TT_I}},        /* matmul (I, I): chains */
+      {"bias", PLM_DTYPE_F32, 1, {TT_I}},           /* matmul's bias */
+      {"bias2", PLM_DTYPE_F32, 2, {TT_B, TT_I}},    /* vector_add after matmul */
+      {"wd", PLM_DTYPE_F32, 3, {TT_N, TT_D, TT_I}}, /* dendritic */
+      {"b", PLM_DTYPE_F32, 2, {TT_B, TT_I}},        /* vector_add, dot */
+      {"h", PLM_DTYPE_F32, 2, {TT_B, TT_H}},        /* lstm_cell */
+      {"c", PLM_DTYPE_F32, 2, {TT_B, TT_H}},        /* */
+      {"w_ih", PLM_DTYPE_F32, 2, {4 * TT_H, TT_I}}, /* */
+      {"w_hh", PLM_DTYPE_F32, 2, {4 * TT_H, TT_H}}, /* */
+      {"b.ih", PLM_DTYPE_F32, 1, {4 * TT_H}},       /* (a name with '.') */
+      {"b-hh", PLM_DTYPE_F32, 1, {4 * TT_H}},       /* (a name with '-') */
+      {"wo", PLM_DTYPE_F32, 2, {TT_H, TT_I}},       /* matmul after lstm_cell */
+      {"k", PLM_DTYPE_F32, 2, {3, 5}},              /* conv2d */
+      {"u8w", PLM_DTYPE_U8, 2, {TT_I, TT_I}},       /* a wrong dtype */
+  };
+  uint64_t seed = 0x7e57ull;
+  for (int t = 0; t < TT_COUNT; t++) {
+    tt[t] = (plm_named_tensor){.name = specs[t].name,
+                               .shape = {.dtype = specs[t].dtype, .ndim = specs[t].ndim}};
+    int64_t n = 1;
+    for (int d = 0; d < specs[t].ndim; d++) n *= tt[t].shape.dims[d] = specs[t].dims[d];
+    tt_data[t] = random_unit(n, &seed); /* u8w: its bytes, whatever they are */
+    tt[t].host_data = tt_data[t];
+  }
+}
+
+static void tensors_free(void) {
+  for (int t = 0; t < TT_COUNT; t++) free(tt_data[t]);
+}
+
+/* The named tensor as a constant of a pipeline built by hand. */
+static plm_pipe_tensor tt_constant(plm_pipeline *pl, const char *name) {
+  for (int t = 0; t < TT_COUNT; t++)
+    if (strcmp(tt[t].name, name) == 0) {
+      plm_pipe_tensor out;
+      PLM_CHECK_OK(plm_pipeline_add_constant(pl, tt[t].shape.dtype, tt[t].shape.ndim,
+                                             tt[t].shape.dims, tt[t].host_data, &out));
+      return out;
+    }
+  ck_abort_msg("no test tensor %s", name);
+  return (plm_pipe_tensor){0, 0};
+}
+
+static int count_constants(const plm_pipeline *pl) {
+  int constants = 0;
+  for (int t = 0; t < pl->graph.tensor_count; t++)
+    constants += pl->graph.tensors[t].kind == PLM__TENSOR_CONSTANT;
+  return constants;
+}
+
+/* Compile pl and run it once on x (host, (TT_B, TT_I)); the outputs' bytes, malloc'd. */
+static void run_on(plm_pipeline *pl, const float *x, int *n_out, void **host_out, size_t *bytes) {
+  PLM_CHECK_OK(plm_pipeline_compile(pl, NULL));
+  PLM_CHECK_OK(plm_pipeline_io_count(pl, NULL, n_out));
+  const plm_shape in_shape = {.dtype = PLM_DTYPE_F32, .ndim = 2, .dims = {TT_B, TT_I}};
+  plm_tensor in = device_tensor(&in_shape), out[4];
+  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, in.data, x, plm_tensor_bytes(&in),
+                                 PLM_COPY_HOST_TO_DEVICE));
+  for (int o = 0; o < *n_out; o++) {
+    plm_shape shape;
+    PLM_CHECK_OK(plm_pipeline_output_shape(pl, o, &shape));
+    out[o] = device_tensor(&shape);
+  }
+  PLM_CHECK_OK(plm_pipeline_run(pl, &in, out, plm_test_stream));
+  for (int o = 0; o < *n_out; o++) {
+    host_out[o] = to_host(&out[o]);
+    bytes[o] = plm_tensor_bytes(&out[o]);
+  }
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+  for (int o = 0; o < *n_out; o++) release(&out[o]);
+  release(&in);
+}
+
+/* The pipeline parsed from text and the one `build` makes from the input by hand (adding
+ * the same tensors as constants) have the same outputs, byte for byte, on one random x. */
+typedef void (*hand_fn)(plm_pipeline *pl, plm_pipe_tensor x);
+
+static void expect_text_equals_hand(const char *text, hand_fn build, int outputs) {
+  plm_pipeline *parsed = NULL, *built = NULL;
+  plm_status status = plm_pipeline_parse_with_tensors(plm_test_ctx, text, PLM_DTYPE_F32, 2,
+                                                      tt_x_dims, tt, TT_COUNT, &parsed);
+  ck_assert_msg(status == PLM_OK, "'%s': %s", text, plm_last_error());
+  plm_pipe_tensor x;
+  PLM_CHECK_OK(plm_pipeline_create(plm_test_ctx, &built));
+  PLM_CHECK_OK(plm_pipeline_add_input(built, PLM_DTYPE_F32, 2, tt_x_dims, &x));
+  build(built, x);
+  ck_assert_int_eq(count_constants(parsed), count_constants(built));
+  uint64_t seed = 0x1badull;
+  float *host_x = random_unit(TT_B * TT_I, &seed);
+  int n_text = 0, n_hand = 0;
+  void *got[4], *want[4];
+  size_t got_bytes[4], want_bytes[4];
+  run_on(parsed, host_x, &n_text, got, got_bytes);
+  run_on(built, host_x, &n_hand, want, want_bytes);
+  ck_assert_msg(n_text == outputs && n_hand == outputs, "'%s': %d outputs, by hand %d, not %d",
+                text, n_text, n_hand, outputs);
+  for (int o = 0; o < outputs; o++) {
+    plm_shape a, b;
+    PLM_CHECK_OK(plm_pipeline_output_shape(parsed, o, &a));
+    PLM_CHECK_OK(plm_pipeline_output_shape(built, o, &b));
+    ck_assert_msg(memcmp(&a, &b, sizeof a) == 0, "'%s': output %d's shape differs", text, o);
+    ck_assert_uint_eq(got_bytes[o], want_bytes[o]);
+    ck_assert_msg(memcmp(got[o], want[o], got_bytes[o]) == 0,
+                  "'%s': output %d differs from the pipeline built by hand", text, o);
+    free(got[o]);
+    free(want[o]);
+  }
+  free(host_x);
+  PLM_CHECK_OK(plm_pipeline_destroy(parsed));
+  PLM_CHECK_OK(plm_pipeline_destroy(built));
+}
+
+static void hand_matmul(plm_pipeline *pl, plm_pipe_tensor x) {
+  const plm_matmul_params params = {0};
+  plm_pipe_tensor out, none = {0, 0};
+  PLM_CHECK_OK(plm_pipeline_add_matmul(pl, x, tt_constant(pl, "w"), none, &params, &out));
+  PLM_CHECK_OK(plm_pipeline_mark_output(pl, out));
+}
+
+static void hand_matmul_keys(plm_pipeline *pl, plm_pipe_tensor x) {
+  const plm_matmul_params params = {.precision = PLM_PRECISION_TF32,
+                                    .activation = PLM_ACTIVATION_SIGMOID};
+  plm_pipe_tensor w = tt_constant(pl, "w"), bias = tt_constant(pl, "bias"), out;
+  PLM_CHECK_OK(plm_pipeline_add_matmul(pl, x, w, bias, &params, &out));
+  PLM_CHECK_OK(plm_pipeline_mark_output(pl, out));
+}
+
+/* matmul relu, then + bias2: the chain of the issue. */
+static void hand_matmul_vector_add(plm_pipeline *pl, plm_pipe_tensor x) {
+  const plm_matmul_params relu = {.activation = PLM_ACTIVATION_RELU};
+  plm_pipe_tensor hidden, out, none = {0, 0};
+  PLM_CHECK_OK(plm_pipeline_add_matmul(pl, x, tt_constant(pl, "w"), none, &relu, &hidden));
+  PLM_CHECK_OK(plm_pipeline_add_vector_add(pl, hidden, tt_constant(pl, "bias2"), NULL, &out));
+  PLM_CHECK_OK(plm_pipeline_mark_output(pl, out));
+}
+
+/* w named twice: one constant read by both nodes. */
+static void hand_matmul_twice(plm_pipeline *pl, plm_pipe_tensor x) {
+  const plm_matmul_params tanh_act = {.activation = PLM_ACTIVATION_TANH}, plain = {0};
+  plm_pipe_tensor w = tt_constant(pl, "w"), bias = tt_constant(pl, "bias"), hidden, out;
+  PLM_CHECK_OK(plm_pipeline_add_matmul(pl, x, w, bias, &tanh_act, &hidden));
+  PLM_CHECK_OK(plm_pipeline_add_matmul(pl, hidden, w, bias, &plain, &out));
+  PLM_CHECK_OK(plm_pipeline_mark_output(pl, out));
+}
+
+static void hand_dendritic(plm_pipeline *pl, plm_pipe_tensor x) {
+  /* The text's defaults: sigmoid, k 1, theta 0, beta 1. */
+  const plm_dendritic_params params = {.mode = PLM_DENDRITE_SIGMOID, .k = 1, .beta = 1};
+  plm_pipe_tensor out;
+  PLM_CHECK_OK(plm_pipeline_add_dendritic(pl, x, tt_constant(pl, "wd"), &params, &out));
+  PLM_CHECK_OK(plm_pipeline_mark_output(pl, out));
+}
+
+static void hand_dendritic_nmda(plm_pipeline *pl, plm_pipe_tensor x) {
+  const plm_dendritic_params params = {
+      .mode = PLM_DENDRITE_NMDA, .k = 2.5f, .theta = 0.25f, .beta = 1};
+  plm_pipe_tensor out;
+  PLM_CHECK_OK(plm_pipeline_add_dendritic(pl, x, tt_constant(pl, "wd"), &params, &out));
+  PLM_CHECK_OK(plm_pipeline_mark_output(pl, out));
+}
+
+static void hand_dendritic_active_bp(plm_pipeline *pl, plm_pipe_tensor x) {
+  const plm_dendritic_params params = {
+      .mode = PLM_DENDRITE_ACTIVE_BP, .k = 1, .theta = -0.125f, .beta = 1.5f};
+  plm_pipe_tensor out;
+  PLM_CHECK_OK(plm_pipeline_add_dendritic(pl, x, tt_constant(pl, "wd"), &params, &out));
+  PLM_CHECK_OK(plm_pipeline_mark_output(pl, out));
+}
+
+/* nmda and active_bp with the text's default k and beta (1), theta given. */
+static void hand_dendritic_nmda_default(plm_pipeline *pl, plm_pipe_tensor x) {
+  const plm_dendritic_params params = {
+      .mode = PLM_DENDRITE_NMDA, .k = 1, .theta = 0.25f, .beta = 1};
+  plm_pipe_tensor out;
+  PLM_CHECK_OK(plm_pipeline_add_dendritic(pl, x, tt_constant(pl, "wd"), &params, &out));
+  PLM_CHECK_OK(plm_pipeline_mark_output(pl, out));
+}
+
+static void hand_dendritic_active_bp_default(plm_pipeline *pl, plm_pipe_tensor x) {
+  const plm_dendritic_params params = {
+      .mode = PLM_DENDRITE_ACTIVE_BP, .k = 1, .theta = 0.25f, .beta = 1};
+  plm_pipe_tensor out;
+  PLM_CHECK_OK(plm_pipeline_add_dendritic(pl, x, tt_constant(pl, "wd"), &params, &out));
+  PLM_CHECK_OK(plm_pipeline_mark_output(pl, out));
+}
+
+static void hand_dendritic_multiplicative(plm_pipeline *pl, plm_pipe_tensor x) {
+  const plm_dendritic_params params = {.mode = PLM_DENDRITE_MULTIPLICATIVE, .k = 1, .beta = 1};
+  plm_pipe_tensor out;
+  PLM_CHECK_OK(plm_pipeline_add_dendritic(pl, x, tt_constant(pl, "wd"), &params, &out));
+  PLM_CHECK_OK(plm_pipeline_mark_output(pl, out));
+}
+
+static void hand_vector_add(plm_pipeline *pl, plm_pipe_tensor x) {
+  plm_pipe_tensor out;
+  PLM_CHECK_OK(plm_pipeline_add_vector_add(pl, x, tt_constant(pl, "b"), NULL, &out));
+  PLM_CHECK_OK(plm_pipeline_mark_output(pl, out));
+}
+
+static void hand_axpby(plm_pipeline *pl, plm_pipe_tensor x) {
+  const plm_vector_add_params params = {.alpha = 2.0, .beta = -0.375};
+  plm_pipe_tensor out;
+  PLM_CHECK_OK(plm_pipeline_add_vector_add(pl, x, tt_constant(pl, "b"), &params, &out));
+  PLM_CHECK_OK(plm_pipeline_mark_output(pl, out));
+}
+
+static void hand_dot(plm_pipeline *pl, plm_pipe_tensor x) {
+  plm_pipe_tensor out;
+  PLM_CHECK_OK(plm_pipeline_add_dot(pl, x, tt_constant(pl, "b"), &out));
+  PLM_CHECK_OK(plm_pipeline_mark_output(pl, out));
+}
+
+/* lstm_cell last: out_h, then out_c. */
+static void hand_lstm_cell(plm_pipeline *pl, plm_pipe_tensor x) {
+  plm_pipe_tensor h = tt_constant(pl, "h"), c = tt_constant(pl, "c");
+  plm_pipe_tensor wi = tt_constant(pl, "w_ih"), wh = tt_constant(pl, "w_hh"), none = {0, 0};
+  plm_pipe_tensor out_h, out_c;
+  PLM_CHECK_OK(plm_pipeline_add_lstm_cell(pl, x, h, c, wi, wh, none, none, &out_h, &out_c));
+  PLM_CHECK_OK(plm_pipeline_mark_output(pl, out_h));
+  PLM_CHECK_OK(plm_pipeline_mark_output(pl, out_c));
+}
+
+/* With biases, and a matmul after it reading out_h (one output). */
+static void hand_lstm_cell_then_matmul(plm_pipeline *pl, plm_pipe_tensor x) {
+  plm_pipe_tensor h = tt_constant(pl, "h"), c = tt_constant(pl, "c");
+  plm_pipe_tensor wi = tt_constant(pl, "w_ih"), wh = tt_constant(pl, "w_hh");
+  plm_pipe_tensor bi = tt_constant(pl, "b.ih"), bh = tt_constant(pl, "b-hh");
+  plm_pipe_tensor out_h, out_c, out, none = {0, 0};
+  PLM_CHECK_OK(plm_pipeline_add_lstm_cell(pl, x, h, c, wi, wh, bi, bh, &out_h, &out_c));
+  const plm_matmul_params params = {0};
+  PLM_CHECK_OK(plm_pipeline_add_matmul(pl, out_h, tt_constant(pl, "wo"), none, &params, &out));
+  PLM_CHECK_OK(plm_pipeline_mark_output(pl, out));
+}
+
+/* conv2d over the (5, 12) frame with the 3x5 kernel k, pad=same. */
+static void hand_conv2d(plm_pipeline *pl, plm_pipe_tensor x) {
+  plm_conv2d_params params = plm_conv2d_params_default();
+  params.pad_y = 1;
+  params.pad_x = 2;
+  params.border = PLM_BORDER_REPLICATE;
+  plm_pipe_tensor out;
+  PLM_CHECK_OK(plm_pipeline_add_conv2d(pl, x, tt_constant(pl, "k"), &params, &out));
+  PLM_CHECK_OK(plm_pipeline_mark_output(pl, out));
+}
+
+START_TEST(test_text_tensors_equal_hand_built) {
+  static const struct {
+    const char *text;
+    hand_fn build;
+    int outputs;
+  } cases[] = {
+      {"matmul b=@w", hand_matmul, 1},
+      {"matmul b=@w bias=@bias act=sigmoid precision=tf32", hand_matmul_keys, 1},
+      {"matmul b=@w act=relu ! vector_add b=@bias2", hand_matmul_vector_add, 1},
+      {"matmul b=@w bias=@bias act=tanh ! matmul bias=@bias b=@w", hand_matmul_twice, 1},
+      {"dendritic w=@wd", hand_dendritic, 1},
+      {"dendritic w=@wd mode=nmda k=2.5 theta=0.25", hand_dendritic_nmda, 1},
+      {"dendritic mode=active_bp theta=-0.125 beta=1.5 w=@wd", hand_dendritic_active_bp, 1},
+      {"dendritic w=@wd mode=nmda theta=0.25", hand_dendritic_nmda_default, 1},
+      {"dendritic w=@wd mode=active_bp theta=0.25", hand_dendritic_active_bp_default, 1},
+      {"dendritic w=@wd mode=multiplicative", hand_dendritic_multiplicative, 1},
+      {"vector_add b=@b", hand_vector_add, 1},
+      {"vector_add b=@b alpha=2 beta=-0.375", hand_axpby, 1},
+      {"dot b=@b", hand_dot, 1},
+      {"lstm_cell h=@h c=@c w_ih=@w_ih w_hh=@w_hh", hand_lstm_cell, 2},
+      {"lstm_cell h=@h c=@c w_ih=@w_ih w_hh=@w_hh b_ih=@b.ih b_hh=@b-hh ! matmul b=@wo",
+       hand_lstm_cell_then_matmul, 1},
+      {"conv2d kernel=@k pad=same border=replicate", hand_conv2d, 1},
+  };
+  tensors_make();
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    expect_text_equals_hand(cases[i].text, cases[i].build, cases[i].outputs);
+  tensors_free();
+}
+END_TEST
+
+/* A tensor named twice becomes one constant; one not named, none; plm_pipeline_parse is
+ * the case of no tensors, and a chain without tensors is the same with or without them. */
+START_TEST(test_text_tensors_become_constants_once) {
+  tensors_make();
+  plm_pipeline *pl = NULL;
+  PLM_CHECK_OK(plm_pipeline_parse_with_tensors(plm_test_ctx, "matmul b=@w ! matmul b=@w bias=@bias",
+                                               PLM_DTYPE_F32, 2, tt_x_dims, tt, TT_COUNT, &pl));
+  ck_assert_int_eq(count_constants(pl), 2); /* w and bias; nothing else of the 13 */
+  PLM_CHECK_OK(plm_pipeline_compile(pl, NULL));
+  plm_plan_info info;
+  PLM_CHECK_OK(plm_pipeline_plan_info(pl, &info));
+  ck_assert_uint_eq(info.constant_bytes, aligned(TT_I * TT_I * 4) + aligned(TT_I * 4));
+  PLM_CHECK_OK(plm_pipeline_destroy(pl));
+
+  /* Tensors given to a text that names none: the same pipeline as plm_pipeline_parse's. */
+  PLM_CHECK_OK(plm_pipeline_parse_with_tensors(plm_test_ctx, "threshold value=0", PLM_DTYPE_F32, 2,
+                                               tt_x_dims, tt, TT_COUNT, &pl));
+  ck_assert_int_eq(count_constants(pl), 0);
+  ck_assert_int_eq(pl->graph.node_count, 1);
+  PLM_CHECK_OK(plm_pipeline_destroy(pl));
+  PLM_CHECK_OK(plm_pipeline_parse_with_tensors(plm_test_ctx, "threshold value=0", PLM_DTYPE_F32, 2,
+                                               tt_x_dims, NULL, 0, &pl));
+  PLM_CHECK_OK(plm_pipeline_destroy(pl));
+
+  /* conv2d's kernel as a tensor: one constant (a spec would make one of its own too). */
+  PLM_CHECK_OK(plm_pipeline_parse_with_tensors(plm_test_ctx, "conv2d kernel=@k ! conv2d kernel=@k",
+                                               PLM_DTYPE_F32, 2, tt_x_dims, tt, TT_COUNT, &pl));
+  ck_assert_int_eq(count_constants(pl), 1);
+  plm_shape shape;
+  PLM_CHECK_OK(plm_pipeline_output_shape(pl, 0, &shape));
+  ck_assert_int_eq(shape.dims[0], TT_B - 4); /* 3x5 kernel twice, no padding */
+  ck_assert_int_eq(shape.dims[1], TT_I - 8);
+  PLM_CHECK_OK(plm_pipeline_destroy(pl));
+
+  /* The caller's arrays need not outlive the call: the constant is a copy. */
+  float *copy = malloc((size_t)TT_I * TT_I * sizeof *copy);
+  ck_assert_ptr_nonnull(copy);
+  memcpy(copy, tt_data[0], (size_t)TT_I * TT_I * sizeof *copy);
+  char name[] = "weights";
+  plm_named_tensor one = {.name = name, .shape = tt[0].shape, .host_data = copy};
+  PLM_CHECK_OK(plm_pipeline_parse_with_tensors(plm_test_ctx, "matmul b=@weights", PLM_DTYPE_F32, 2,
+                                               tt_x_dims, &one, 1, &pl));
+  memset(copy, 0, (size_t)TT_I * TT_I * sizeof *copy);
+  memset(name, 'x', sizeof name - 1);
+  const plm__tensor *constant = &pl->graph.tensors[pl->graph.nodes[0].inputs[1]];
+  ck_assert_int_eq(constant->kind, PLM__TENSOR_CONSTANT);
+  ck_assert_int_eq(memcmp(constant->host, tt_data[0], (size_t)TT_I * TT_I * 4), 0);
+  PLM_CHECK_OK(plm_pipeline_destroy(pl));
+  free(copy);
+  tensors_free();
+}
+END_TEST
+
+START_TEST(test_text_tensor_errors) {
+  static const char *const known =
+      "(the tensors are w, bias, bias2, wd, b, h, c, w_ih, w_hh, b.ih, b-hh, wo, k, u8w)";
+  static const struct {
+    const char *text, *message;
+    bool exact; /* the whole message, else a part of it (the ops' own checks) */
+  } cases[] = {
+      {"matmul", "element 1 'matmul': missing key 'b' (a tensor: b=@NAME)", true},
+      {"dendritic mode=nmda", "element 1 'dendritic': missing key 'w' (a tensor: w=@NAME)", true},
+      {"vector_add alpha=2", "element 1 'vector_add': missing key 'b' (a tensor: b=@NAME)", true},
+      {"sobel ! dot", "element 2 'dot': missing key 'b' (a tensor: b=@NAME)", true},
+      {"lstm_cell h=@h c=@c w_ih=@w_ih",
+       "element 1 'lstm_cell': missing key 'w_hh' (a tensor: w_hh=@NAME)", true},
+      {"matmul b=@nope", "element 1 'matmul': key 'b': no tensor named 'nope' ", true},
+      {"matmul b=@w ! vector_add b=@W", "element 2 'vector_add': key 'b': no tensor named 'W' ",
+       true},
+      {"vector_add b=@", "element 1 'vector_add': key 'b': no tensor named '' ", true},
+      {"conv2d kernel=@kk", "element 1 'conv2d': key 'kernel': no tensor named 'kk' ", true},
+      {"matmul b=3",
+       "element 1 'matmul': key 'b': '3' is not a tensor (b=@NAME names one of "
+       "the tensors given)",
+       true},
+      {"lstm_cell h=@h c=@c w_ih=@w_ih w_hh=@w_hh b_hh=0",
+       "element 1 'lstm_cell': key 'b_hh': '0' is not a tensor (b_hh=@NAME names one of the "
+       "tensors given)",
+       true},
+      {"vector_add b=@b alpha=@w",
+       "element 1 'vector_add': key 'alpha': '@w' names a tensor, but alpha takes a value", true},
+      {"matmul b=@w act=@w",
+       "element 1 'matmul': key 'act': '@w' names a tensor, but act takes a value", true},
+      {"threshold value=@b",
+       "element 1 'threshold': key 'value': '@b' names a tensor, but value takes a value", true},
+      {"dot b=@b c=@c", "element 1 'dot': unknown key 'c' (dot takes b=@NAME)", true},
+      {"matmul b=@w transpose=1",
+       "element 1 'matmul': unknown key 'transpose' (matmul takes b=@NAME, bias=@NAME, act, "
+       "precision)",
+       true},
+      {"lstm_cell x=@b",
+       "element 1 'lstm_cell': unknown key 'x' (lstm_cell takes h=@NAME, c=@NAME, w_ih=@NAME, "
+       "w_hh=@NAME, b_ih=@NAME, b_hh=@NAME)",
+       true},
+      {"conv2d kernel=box:3 weights=@k",
+       "element 1 'conv2d': unknown key 'weights' (conv2d takes kernel, size, stride, pad, "
+       "border)",
+       true},
+      {"matmul b=@w act=gelu",
+       "element 1 'matmul': key 'act': 'gelu' is not one of none, relu, sigmoid, tanh", true},
+      {"matmul b=@w precision=fp16",
+       "element 1 'matmul': key 'precision': 'fp16' is not one of fp32, tf32, bf16, auto", true},
+      {"dendritic w=@wd mode=fast",
+       "element 1 'dendritic': key 'mode': 'fast' is not one of sigmoid, nmda, active_bp, "
+       "multiplicative",
+       true},
+      {"dendritic w=@wd k=1e39",
+       "element 1 'dendritic': key 'k': '1e39' is not a finite f32 number", true},
+      {"dendritic w=@wd theta=x",
+       "element 1 'dendritic': key 'theta': 'x' is not a finite f32 number", true},
+      {"vector_add b=@b beta=inf",
+       "element 1 'vector_add': key 'beta': 'inf' is not a finite number", true},
+      {"conv2d kernel=@k size=3x5",
+       "element 1 'conv2d': key 'size' is for inline kernels, not '@k'", true},
+      {"conv2d kernel=@w pad=same",
+       "element 1 'conv2d': key 'pad': 'same' needs a kernel of odd sizes, not 12x12", true},
+      {"matmul b=@w b=@bias", "element 1 'matmul': key 'b' is given twice", true},
+      /* The nodes' own checks when they are added, the element named. */
+      {"matmul b=@b", "element 1 'matmul': ", false},
+      {"matmul b=@w bias=@b", "element 1 'matmul': ", false},
+      {"matmul b=@u8w", "element 1 'matmul': ", false},
+      {"dendritic w=@w", "element 1 'dendritic': ", false},
+      {"vector_add b=@h", "element 1 'vector_add': ", false},
+      {"dot b=@bias", "element 1 'dot': ", false},
+      {"lstm_cell h=@h c=@b w_ih=@w_ih w_hh=@w_hh",
+       "element 1 'lstm_cell': c is 5x12, not 5x6 (B 5, I 12, H 6)", false},
+      {"lstm_cell h=@h c=@c w_ih=@w_hh w_hh=@w_hh",
+       "element 1 'lstm_cell': w_ih is 24x6, not 24x12 (B 5, I 12, H 6)", false},
+      {"lstm_cell h=@h c=@c w_ih=@w_ih w_hh=@w_hh b_ih=@bias",
+       "element 1 'lstm_cell': b_ih is 12, not 24 (B 5, I 12, H 6)", false},
+      {"conv2d kernel=@wd", "element 1 'conv2d': ", false},
+      /* A failure after constants were added: nothing leaks (the fixture, ASan). */
+      {"matmul b=@w bias=@bias ! dendritic w=@wd ! vector_add b=@b",
+       "element 3 'vector_add': ", false},
+  };
+  tensors_make();
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    plm_pipeline *pl = (plm_pipeline *)&pl; /* must be reset to NULL */
+    plm_clear_error();
+    plm_status status = plm_pipeline_parse_with_tensors(plm_test_ctx, cases[i].text, PLM_DTYPE_F32,
+                                                        2, tt_x_dims, tt, TT_COUNT, &pl);
+    ck_assert_msg(status == PLM_ERR_INVALID_ARG, "'%s' -> %s (%s)", cases[i].text,
+                  plm_status_str(status), plm_last_error());
+    ck_assert_ptr_null(pl);
+    char want[512];
+    snprintf(want, sizeof want, "plm_pipeline_parse_with_tensors: %s%s", cases[i].message,
+             strstr(cases[i].message, "no tensor named") ? known : "");
+    bool good = cases[i].exact ? strcmp(plm_last_error(), want) == 0
+                               : strncmp(plm_last_error(), want, strlen(want)) == 0;
+    ck_assert_msg(good, "'%s': message\n  \"%s\", not\n  \"%s\"%s", cases[i].text, plm_last_error(),
+                  want, cases[i].exact ? "" : "...");
+  }
+  tensors_free();
+
+  /* plm_pipeline_parse names no tensors, so @NAME is unknown. */
+  plm_pipeline *pl = (plm_pipeline *)&pl;
+  const int64_t dims[2] = {4, 4};
+  plm_clear_error();
+  ck_assert_int_eq(plm_pipeline_parse(plm_test_ctx, "dot b=@w", PLM_DTYPE_F32, 2, dims, &pl),
+                   PLM_ERR_INVALID_ARG);
+  ck_assert_ptr_null(pl);
+  ck_assert_str_eq(plm_last_error(),
+                   "plm_pipeline_parse: element 1 'dot': key 'b': no tensor "
+                   "named 'w' (no tensors were given)");
+}
+END_TEST
+
+START_TEST(test_text_tensor_argument_errors) {
+  float data[12] = {0};
+  static const char *const prefix = "plm_pipeline_parse_with_tensors: ";
+  const plm_shape shape = {.dtype = PLM_DTYPE_F32, .ndim = 2, .dims = {3, 4}};
+  const plm_named_tensor good = {.name = "a", .shape = shape, .host_data = data};
+  static const struct {
+    int which; /* the field of tensors[1] to spoil */
+    const char *message;
+  } cases[] = {
+      {0, "tensors[1].name is NULL"},
+      {1, "tensors[1].name is empty"},
+      {2,
+       "tensors[1].name 'a b' is not letters, digits, '_', '-' and '.' only (the text could "
+       "not name it)"},
+      {3,
+       "tensors[1].name 'w@1' is not letters, digits, '_', '-' and '.' only (the text could "
+       "not name it)"},
+      {4, "tensors[1].name 'a' is given twice (also tensors[0])"},
+      {5, "tensors[1] 'b': host_data is NULL"},
+      {6, "tensors[1] 'b': ndim 0 is not in 1..4"},
+      {7, "tensors[1] 'b': ndim 5 is not in 1..4"},
+      {8, "tensors[1] 'b': dtype 99 is not a plm_dtype"},
+      {9, "tensors[1] 'b': dims[1] is 0; dimensions must be >= 1"},
+  };
+  const int64_t dims[2] = {3, 4};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    plm_named_tensor tensors[2] = {good, good};
+    tensors[1].name = "b";
+    plm_named_tensor *t = &tensors[1];
+    switch (cases[i].which) {
+      case 0: t->name = NULL; break;
+      case 1: t->name = ""; break;
+      case 2: t->name = "a b"; break;
+      case 3: t->name = "w@1"; break;
+      case 4: t->name = "a"; break;
+      case 5: t->host_data = NULL; break;
+      case 6: t->shape.ndim = 0; break;
+      case 7: t->shape.ndim = 5; break;
+      case 8: t->shape.dtype = (plm_dtype)99; break;
+      case 9: t->shape.dims[1] = 0; break;
+    }
+    /* Checked whether the text names it or not. */
+    plm_pipeline *pl = (plm_pipeline *)&pl;
+    plm_clear_error();
+    ck_assert_int_eq(plm_pipeline_parse_with_tensors(plm_test_ctx, "vector_add b=@a", PLM_DTYPE_F32,
+                                                     2, dims, tensors, 2, &pl),
+                     PLM_ERR_INVALID_ARG);
+    ck_assert_ptr_null(pl);
+    char want[256];
+    snprintf(want, sizeof want, "%s%s", prefix, cases[i].message);
+    ck_assert_str_eq(plm_last_error(), want);
+  }
+  plm_pipeline *pl = (plm_pipeline *)&pl;
+  PLM_CHECK_FAILS(plm_pipeline_parse_with_tensors(plm_test_ctx, "sobel", PLM_DTYPE_F32, 2, dims,
+                                                  &good, -1, &pl),
+                  PLM_ERR_INVALID_ARG, "plm_pipeline_parse_with_tensors: count -1 is negative");
+  ck_assert_ptr_null(pl);
+  PLM_CHECK_FAILS(
+      plm_pipeline_parse_with_tensors(plm_test_ctx, "sobel", PLM_DTYPE_F32, 2, dims, NULL, 2, &pl),
+      PLM_ERR_INVALID_ARG, "plm_pipeline_parse_with_tensors: tensors is NULL (count 2)");
+  PLM_CHECK_FAILS(
+      plm_pipeline_parse_with_tensors(NULL, "sobel", PLM_DTYPE_F32, 2, dims, &good, 1, &pl),
+      PLM_ERR_INVALID_ARG, "plm_pipeline_parse_with_tensors: ctx is NULL");
+  PLM_CHECK_FAILS(
+      plm_pipeline_parse_with_tensors(plm_test_ctx, NULL, PLM_DTYPE_F32, 2, dims, &good, 1, &pl),
+      PLM_ERR_INVALID_ARG, "plm_pipeline_parse_with_tensors: text is NULL");
+  PLM_CHECK_FAILS(
+      plm_pipeline_parse_with_tensors(plm_test_ctx, "sobel", PLM_DTYPE_F32, 2, NULL, &good, 1, &pl),
+      PLM_ERR_INVALID_ARG, "plm_pipeline_parse_with_tensors: dims is NULL");
+  PLM_CHECK_FAILS(plm_pipeline_parse_with_tensors(plm_test_ctx, "sobel", PLM_DTYPE_F32, 2, dims,
+                                                  &good, 1, NULL),
+                  PLM_ERR_INVALID_ARG, "plm_pipeline_parse_with_tensors: out is NULL");
+  ck_assert_ptr_null(pl);
+}
+END_TEST
+
 static Suite *pipeline_suite(void) {
   Suite *suite = suite_create("pipeline");
   TCase *planner = tcase_create("planner");
@@ -1859,6 +2407,15 @@ static Suite *pipeline_suite(void) {
   tcase_add_test(parser, test_parser_accepts);
   tcase_add_test(parser, test_builtin_kernels);
   suite_add_tcase(suite, parser);
+
+  TCase *text_tensors = tcase_create("text_tensors");
+  plm_test_add_fixture(text_tensors);
+  plm_test_add_stream_fixture(text_tensors);
+  tcase_add_test(text_tensors, test_text_tensors_equal_hand_built);
+  tcase_add_test(text_tensors, test_text_tensors_become_constants_once);
+  tcase_add_test(text_tensors, test_text_tensor_errors);
+  tcase_add_test(text_tensors, test_text_tensor_argument_errors);
+  suite_add_tcase(suite, text_tensors);
 
   TCase *results = tcase_create("results");
   plm_test_add_fixture(results);

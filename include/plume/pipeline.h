@@ -1,7 +1,8 @@
 /* plume/pipeline.h: pipelines of operations, planned once and run per frame.
  *
  * A pipeline is a graph of operations (plume/ops.h) over symbolic tensors. Build it
- * node by node (plm_pipeline_add_*) or from text (plm_pipeline_parse), compile it once
+ * node by node (plm_pipeline_add_*) or from text (plm_pipeline_parse, with named host
+ * tensors plm_pipeline_parse_with_tensors), compile it once
  * (plm_pipeline_compile), then run it on frame after frame (plm_pipeline_run):
  *
  *   plm_pipeline *pl;  plm_pipe_tensor frame, edges, mask;
@@ -256,7 +257,7 @@ PLM_API plm_status plm_pipeline_mark_output(plm_pipeline *pl, plm_pipe_tensor t)
  * separated by spaces or tabs; a value has no spaces. Each element reads the previous
  * element's main output (the first element reads the input frame):
  *
- *   conv2d    kernel=K (required)  stride=SY,SX (1,1)  pad=PY,PX|same (0,0)
+ *   conv2d    kernel=K|@NAME (required)  stride=SY,SX (1,1)  pad=PY,PX|same (0,0)
  *             border=zero|replicate|reflect101 (zero)  size=KHxKW (inline kernels)
  *   sobel     border=reflect101|replicate|zero (reflect101); its output is the magnitude
  *   entropy   window=W (required)  bins=B (0; required for f32)  range=LO,HI|auto
@@ -271,14 +272,32 @@ PLM_API plm_status plm_pipeline_mark_output(plm_pipeline *pl, plm_pipe_tensor t)
  *   ar_forecast  lags=P (required, 1..PLM_AR_MAX_LAGS)  horizon=H (required,
  *             1..PLM_AR_MAX_HORIZON): reads an f32 (S, T) of series, outputs (S, H)
  *
- * matmul, lstm_cell, dendritic, vector_add and dot have no text form: each needs a second
- * tensor (weights, a second operand) that a chain over one input cannot name, and the
- * text has no way to load one from a file. Build them with the C API
- * (plm_pipeline_add_matmul, ...); in text they are refused with that reason.
+ * and, with the tensors of plm_pipeline_parse_with_tensors (below), the operations whose
+ * other operands are tensors; the chain's tensor is the operand after "reads":
  *
- * The keys are the `plume op` flags. Integers are plain decimal digits; numbers are
- * finite C numbers (strtod). `pad=same` is ((KH-1)/2, (KW-1)/2) for odd kernels. Kernels
- * (f32, made in double precision; c = (K-1)/2, r^2 = (i-c)^2 + (j-c)^2):
+ *   matmul     b=@NAME (required)  bias=@NAME (none)  act=none|relu|sigmoid|tanh (none)
+ *              precision=fp32|tf32|bf16|auto (fp32): reads a
+ *   dendritic  w=@NAME (required)  mode=sigmoid|nmda|active_bp|multiplicative (sigmoid)
+ *              k=K (1)  theta=T (0)  beta=B (1), each finite in f32: reads x
+ *   vector_add b=@NAME (required)  alpha=A (1)  beta=B (1): reads a
+ *   dot        b=@NAME (required): reads a
+ *   lstm_cell  h=@NAME c=@NAME w_ih=@NAME w_hh=@NAME (required)  b_ih=@NAME b_hh=@NAME
+ *              (none): reads x; its main output is out_h. h and c are constants like
+ *              the weights, so every frame starts from the same state (a state that
+ *              changes per frame is an input: plm_pipeline_add_lstm_cell)
+ *
+ * A value @NAME names the caller's tensor NAME (a tensor key takes nothing else, and no
+ * other key takes one); conv2d's kernel=@NAME is that tensor instead of a kernel spec.
+ * Each tensor the text names becomes a constant of the pipeline (plm_pipeline_add_constant)
+ * the first time it is named; naming it again, in the same element or another, reads the
+ * same constant; a tensor the text does not name is not added. The defaults are those of
+ * the C API (plm_matmul_params zeroed; vector_add's NULL params: a + b) and, for dendritic's
+ * k and beta, which plm_dendritic_params leaves to the caller, `plume op dendritic`'s.
+ *
+ * The keys are the `plume op` flags (lstm_cell's w_ih for --w-ih, as in C). Integers are
+ * plain decimal digits; numbers are finite C numbers (strtod). `pad=same` is ((KH-1)/2,
+ * (KW-1)/2) for odd kernels. Kernels (f32, made in double precision; c = (K-1)/2, r^2 =
+ * (i-c)^2 + (j-c)^2):
  *   box:K           K x K (1..31) taps of 1/K^2;
  *   gauss:K:SIGMA   K odd, SIGMA > 0: exp(-r^2 / (2 SIGMA^2)), scaled to sum to 1;
  *   log:K:SIGMA     K odd >= 3, SIGMA > 0: the NEGATED Laplacian of Gaussian,
@@ -289,15 +308,40 @@ PLM_API plm_status plm_pipeline_mark_output(plm_pipeline *pl, plm_pipe_tensor t)
  *                   number of values without it.
  *
  * Outputs, in this order: the last element's main output, then, when it is label,
- * regions or segment, the count of components (for regions, its label element's). So
- * the chain above outputs the regions table and the count.
+ * regions or segment, the count of components (for regions, its label element's), and
+ * when it is lstm_cell, out_c. So the chain above outputs the regions table and the
+ * count, and "matmul b=@w act=tanh ! lstm_cell h=@h c=@c w_ih=@wi w_hh=@wh" outputs out_h
+ * and out_c.
  *
  * Errors (PLM_ERR_INVALID_ARG, and *out stays NULL) name the element, counted from 1,
  * and the key: "plm_pipeline_parse: element 2 'entropy': unknown key 'windw'"; an empty
  * element (including a leading or trailing '!'), an unknown element, a key given twice,
- * a missing required key, a bad value, or the node's own check when it is added. */
+ * a missing required key, a bad value, a tensor key given a value or a value key given
+ * a tensor, an unknown @NAME (the message lists the names), or the node's own check when
+ * it is added. plm_pipeline_parse is plm_pipeline_parse_with_tensors with no tensors. */
 PLM_API plm_status plm_pipeline_parse(plm_context *ctx, const char *text, plm_dtype dtype, int ndim,
                                       const int64_t *dims, plm_pipeline **out);
+
+/* A tensor in host memory that a text pipeline names as @name: dtype and shape as
+ * plm_pipeline_add_constant takes them, and host_data, row-major, of that many bytes. */
+typedef struct plm_named_tensor {
+  const char *name; /* letters, digits, '_', '-' and '.'; unique among the tensors */
+  plm_shape shape;
+  const void *host_data;
+} plm_named_tensor;
+
+/* plm_pipeline_parse over the text above with count tensors (tensors may be NULL when
+ * count is 0). The tensors the text names are copied during the call, as
+ * plm_pipeline_add_constant copies them; neither the array, the names nor the data need
+ * outlive it. Every tensor is checked first, named or not. Errors besides the text's:
+ * PLM_ERR_INVALID_ARG for count negative, tensors NULL with count > 0, a NULL or empty
+ * name, one with another character, a name given twice, NULL host_data, a dtype or shape
+ * plm_tensor_wrap refuses (the message names tensors[i] and its name), and
+ * PLM_ERR_OUT_OF_MEMORY; *out stays NULL and nothing is left allocated. */
+PLM_API plm_status plm_pipeline_parse_with_tensors(plm_context *ctx, const char *text,
+                                                   plm_dtype dtype, int ndim, const int64_t *dims,
+                                                   const plm_named_tensor *tensors, int count,
+                                                   plm_pipeline **out);
 
 /* ---- compiling -------------------------------------------------------------------------- */
 

@@ -4,9 +4,10 @@
 # the stack, from a folder of the same frames as .npy, PGM and PNG files, and with any
 # number of frames in flight; the rows equal `plume op threshold` + `plume op label
 # --regions --intensity` for the same chain; no progress bar when stderr is not a
-# terminal, and one on a terminal; exit codes (0 ok, 2 bad usage, a bad pipeline or a bad
-# frame file) with one-line messages on stderr, and no output (or temporary) file left
-# by a failure. Then `plume demo` on a short scene: its precision and recall are >= 0.95,
+# terminal, and one on a terminal; arrays named by the pipeline (--tensor) give the
+# same rows as the built-in kernel and threshold they stand for; exit codes (0 ok, 2 bad
+# usage, a bad pipeline, a bad frame or tensor file) with one-line messages on stderr, and
+# no output (or temporary) file left by a failure. Then `plume demo` on a short scene: its precision and recall are >= 0.95,
 # its files are removed (or kept with --keep) and `plume score` agrees with it.
 # Python (any python3, standard library only) makes the PNG frames when it is found.
 set -u
@@ -130,6 +131,58 @@ run 0 "segment" detect --frames s.npy --pipeline "conv2d kernel=log:9:1.5 pad=sa
   --out g.csv
 checks=$((checks + 1))
 [[ $(head -n 1 g.csv) == "$header" && $(wc -l <g.csv) -gt 1 ]] || fail "segment: $(head -n 2 g.csv)"
+
+# ---- arrays the pipeline names (--tensor NAME=FILE) -----------------------------------------
+# npy_f32 SHAPE: the header of a '<f4' .npy of that shape ("3, 3"), 128 bytes.
+npy_f32() {
+  printf '\x93NUMPY\x01\x00\x76\x00'
+  printf "%-117s\n" "{'descr': '<f4', 'fortran_order': False, 'shape': ($1), }"
+}
+# box.npy: 3x3 taps of 1/9 in f32 (0x3de38e39), the taps kernel=box:3 makes; dark.npy: an
+# (H, W) background of 1000 (0x447a0000).
+{ npy_f32 "3, 3"; printf '\x39\x8e\xe3\x3d%.0s' {1..9}; } >box.npy
+{ npy_f32 "$H, $W"; printf '\x00\x00\x7a\x44%.0s' $(seq $((H * W))); } >dark.npy
+boxed="conv2d kernel=box:3 pad=same ! threshold value=3500 ! label ! regions"
+run 0 "kernel=box:3" detect --frames s.npy --pipeline "$boxed" --out box.csv
+checks=$((checks + 1))
+[[ $(wc -l <box.csv) -gt 1 ]] || fail "kernel=box:3 found no regions"
+run 0 "kernel=@box" detect --frames s.npy --tensor box=box.npy --out t.csv \
+  --pipeline "conv2d kernel=@box pad=same ! threshold value=3500 ! label ! regions"
+checks=$((checks + 1))
+cmp -s box.csv t.csv || fail "kernel=@box differs from kernel=box:3"
+# Taking the background away, then a threshold 1000 lower: the same regions (exact in f32).
+run 0 "vector_add b=@dark" detect --frames s.npy --tensor=box=box.npy --tensor dark=dark.npy \
+  --pipeline "conv2d kernel=@box pad=same ! vector_add b=@dark beta=-1 ! threshold value=2500 ! label ! regions" \
+  --out t.csv
+checks=$((checks + 1))
+cmp -s box.csv t.csv || fail "vector_add b=@dark beta=-1 differs from a threshold 1000 higher"
+# "--tensor" as another option's value is that option's: here the output's name.
+run 0 "--tensor as a value" detect --frames s.npy --pipeline "$boxed" --out --tensor
+checks=$((checks + 1))
+cmp -s box.csv ./--tensor || fail "--out --tensor did not write the file '--tensor'"
+rm -f ./--tensor
+run 2 "unknown @name" detect --frames s.npy --out x.csv \
+  --pipeline "conv2d kernel=@psf ! threshold value=1 ! label ! regions" && absent "unknown @name" x.csv
+expect_err "unknown @name" "element 1 'conv2d': key 'kernel': no tensor named 'psf' (no tensors were given)"
+run 2 "a tensor of the wrong shape" detect --frames s.npy --tensor dark=box.npy --out x.csv \
+  --pipeline "conv2d kernel=box:3 ! vector_add b=@dark ! threshold value=1 ! label ! regions" &&
+  absent "a tensor of the wrong shape" x.csv
+expect_err "a tensor of the wrong shape" "element 2 'vector_add': "
+run 2 "a missing tensor file" detect --frames s.npy --tensor k=missing.npy --pipeline "$boxed" \
+  --out x.csv && absent "a missing tensor file" x.csv
+expect_err "a missing tensor file" "tensor @k: missing.npy: cannot open"
+run 2 "--tensor without =" detect --frames s.npy --tensor box.npy --pipeline "$boxed" --out x.csv &&
+  absent "--tensor without =" x.csv
+expect_err "--tensor without =" "--tensor 'box.npy' is not NAME=FILE"
+run 2 "--tensor bad name" detect --frames s.npy --tensor "a b=box.npy" --pipeline "$boxed" \
+  --out x.csv && absent "--tensor bad name" x.csv
+expect_err "--tensor bad name" "the name is not letters, digits"
+run 2 "--tensor twice" detect --frames s.npy --tensor k=box.npy --tensor=k=dark.npy \
+  --pipeline "$boxed" --out x.csv && absent "--tensor twice" x.csv
+expect_err "--tensor twice" "--tensor k is given twice"
+run 2 "--tensor without a value" detect --frames s.npy --pipeline "$boxed" --out x.csv --tensor &&
+  absent "--tensor without a value" x.csv
+expect_err "--tensor without a value" "option --tensor needs a value"
 
 # ---- the same frames from a folder ---------------------------------------------------------------
 # frame K of the stack: its bytes (little-endian u16).
