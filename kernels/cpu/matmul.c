@@ -13,6 +13,10 @@
  * how the rows were split. The bias and the activation are applied once a column
  * block's sums are complete. The packed blocks live on the stack (512 KiB for b on the
  * calling thread, 96 KiB for a per task), so a call allocates nothing.
+ *
+ * Two options serve internal callers (kernels/common/matmul.h): a transposed b (stored
+ * (n, k), torch's weight layout) changes only how pack_b reads it, and accumulate makes
+ * the first depth block add to out as the later ones do.
  */
 #include <string.h>
 
@@ -45,7 +49,9 @@ typedef struct matmul_job {
 } matmul_job;
 
 /* b[k0 .. k0+kc, n0 .. n0+nc] into panels of NR columns: panel p holds, for each depth
- * step, NR consecutive values. */
+ * step, NR consecutive values. A transposed b (stored (n, k)) has the panel's columns as
+ * rows: a full FP32 panel reads its NR rows side by side, so the stores are contiguous
+ * (as pack_a does), the rest is read row by row. */
 PLM__CPU_CLONES
 static void pack_b(const plm__matmul_args *args, int64_t k0, int64_t kc, int64_t n0, int64_t nc,
                    float *restrict packed) {
@@ -53,6 +59,21 @@ static void pack_b(const plm__matmul_args *args, int64_t k0, int64_t kc, int64_t
   for (int64_t p = 0; p < nc; p += NR) {
     float *restrict panel = packed + p * kc;
     const int64_t width = min64(NR, nc - p);
+    if (args->b_transposed) {
+      const int64_t ldb = args->k;
+      const float *restrict rows = args->b + (n0 + p) * ldb + k0;
+      if (width == NR && precision == PLM_PRECISION_FP32) {
+        for (int64_t kk = 0; kk < kc; kk++)
+          for (int j = 0; j < NR; j++) panel[kk * NR + j] = rows[j * ldb + kk];
+        continue;
+      }
+      for (int64_t j = 0; j < width; j++)
+        for (int64_t kk = 0; kk < kc; kk++)
+          panel[kk * NR + j] = plm__round_to_precision(rows[j * ldb + kk], precision);
+      for (int64_t j = width; j < NR; j++)
+        for (int64_t kk = 0; kk < kc; kk++) panel[kk * NR + j] = 0.0f;
+      continue;
+    }
     for (int64_t kk = 0; kk < kc; kk++) {
       const float *restrict row = args->b + (k0 + kk) * args->n + n0 + p;
       float *restrict dst = panel + kk * NR;
@@ -196,7 +217,7 @@ static void matmul_rows(void *context, int64_t task_begin, int64_t task_end) {
       for (int64_t i = 0; i < mc; i += MR)
         micro_kernel(kc, a_packed + i * kc, job->b_packed + j * kc,
                      args->out + (m0 + i) * ldc + n0 + j, ldc, min64(MR, mc - i), min64(NR, nc - j),
-                     k0 > 0);
+                     k0 > 0 || args->accumulate);
   }
   if (k0 + kc < args->k) return;
   for (int64_t i = m_begin; i < m_end; i++) {
