@@ -87,6 +87,9 @@ static plm_status run_step(const plm__step *step, plm_stream *stream, plm_tensor
       case PLM__OP_LABEL: return plm_label(stream, in[0], &p->label, out[0], out[1]);
       case PLM__OP_SOBEL_ENTROPY_THRESHOLD:
         return plm_sobel_entropy_threshold(stream, in[0], &p->fused, out[0]);
+      case PLM__OP_LSTM_CELL:
+        return plm_lstm_cell(stream, in[0], in[1], in[2], in[3], in[4], in[5], in[6], out[0],
+                             out[1]);
       default: break; /* the ops without scratch, below */
     }
   }
@@ -105,7 +108,8 @@ static plm_status run_step(const plm__step *step, plm_stream *stream, plm_tensor
       return plm__sobel_entropy_threshold_enqueue(stream, in[0], &p->fused, out[0], scratch, bytes);
     case PLM__OP_MATMUL: return plm_matmul(stream, in[0], in[1], in[2], &p->matmul, out[0]);
     case PLM__OP_LSTM_CELL:
-      return plm_lstm_cell(stream, in[0], in[1], in[2], in[3], in[4], in[5], in[6], out[0], out[1]);
+      return plm__lstm_cell_enqueue(stream, in[0], in[1], in[2], in[3], in[4], in[5], in[6], out[0],
+                                    out[1], scratch, bytes);
     case PLM__OP_DENDRITIC: return plm_dendritic(stream, in[0], in[1], &p->dendritic, out[0]);
     case PLM__OP_VECTOR_ADD: return plm_vector_add(stream, in[0], in[1], &p->vector_add, out[0]);
     case PLM__OP_DOT: return plm_dot(stream, in[0], in[1], &p->dot, out[0]);
@@ -210,7 +214,6 @@ static bool allocates_per_call(plm__op_kind kind, plm_backend backend) {
     case PLM__OP_THRESHOLD:
     case PLM__OP_REGIONS:
     case PLM__OP_MATMUL:
-    case PLM__OP_LSTM_CELL:
     case PLM__OP_DENDRITIC:
     case PLM__OP_VECTOR_ADD:        /* one triple: no table (only vector_add_batched takes one) */
     case PLM__OP_DOT: return false; /* no scratch */
@@ -219,6 +222,7 @@ static bool allocates_per_call(plm__op_kind kind, plm_backend backend) {
       return backend == PLM_BACKEND_CUDA;
     case PLM__OP_ENTROPY:
     case PLM__OP_LABEL:
+    case PLM__OP_LSTM_CELL:
     case PLM__OP_SOBEL_ENTROPY_THRESHOLD: return false; /* scratch from the workspace */
     case PLM__OP_SEGMENT: return true; /* never a step (lowered); plm_segment would allocate */
   }
