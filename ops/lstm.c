@@ -1,6 +1,9 @@
-/* ops/lstm.c: the lstm_cell operation (plume/lstm.h). */
+/* ops/lstm.c: the lstm_cell operation (plume/lstm.h): the public op, whose gates' scratch
+ * (the GEMM path) comes from the context's default pool, and the internal scratch pair
+ * (ops/op_scratch.h). */
 #include "kernels/common/lstm.h"
 #include "ops/op_internal.h"
+#include "ops/op_scratch.h"
 #include "streams/error.h"
 
 /* t is f32 with `ndim` dims equal to dims[] (a NULL t passes: an absent bias). */
@@ -69,15 +72,39 @@ static void lstm_task(const void *args) {
   plm__lstm_cpu(args);
 }
 
-plm_status plm_lstm_cell(plm_stream *stream, const plm_tensor *x, const plm_tensor *h,
-                         const plm_tensor *c, const plm_tensor *w_ih, const plm_tensor *w_hh,
-                         const plm_tensor *b_ih, const plm_tensor *b_hh, plm_tensor *out_h,
-                         plm_tensor *out_c) {
-  PLM__REQUIRE_NOT_NULL(stream);
-  const plm_tensor *tensors[] = {x, h, c, w_ih, w_hh, b_ih, b_hh, out_h, out_c};
-  const char *names[] = {"x", "h", "c", "w_ih", "w_hh", "b_ih", "b_hh", "out_h", "out_c"};
+/* The gates' scratch (kernels/common/lstm.h: 0 where the per-unit path runs). */
+static size_t scratch_bytes_of(const plm_context *ctx, int64_t batch, int64_t hidden) {
+  return plm__lstm_scratch_bytes(ctx->backend->kind == PLM_BACKEND_CUDA, batch, hidden);
+}
+
+plm_status plm__lstm_cell_scratch_bytes(const plm_context *ctx, const plm_tensor *x,
+                                        const plm_tensor *h, size_t *bytes) {
+  if (!ctx) return plm__fail_raw(PLM_ERR_INVALID_ARG, "ctx is NULL");
+  if (!bytes) return plm__fail_raw(PLM_ERR_INVALID_ARG, "bytes is NULL");
+  if (!x) return plm__fail_raw(PLM_ERR_INVALID_ARG, "x is NULL");
+  if (!h) return plm__fail_raw(PLM_ERR_INVALID_ARG, "h is NULL");
+  plm_status status = plm__op_check_shape(x, "x");
+  if (status == PLM_OK) status = plm__op_check_shape(h, "h");
+  if (status == PLM_OK) status = check_x_and_h(x, h);
+  if (status != PLM_OK) return status;
+  *bytes = scratch_bytes_of(ctx, x->dims[0], h->dims[1]);
+  return PLM_OK;
+}
+
+/* The operands in the public op's order, as the messages name them. */
+enum { OPERANDS = 9 };
+static const char *const names[OPERANDS] = {"x",    "h",    "c",     "w_ih", "w_hh",
+                                            "b_ih", "b_hh", "out_h", "out_c"};
+
+/* What plm_lstm_cell checks; on success *args is the launch's (gates unset). */
+static plm_status check_call(plm_stream *stream, const plm_tensor *const tensors[OPERANDS],
+                             plm__lstm_args *args) {
+  const plm_tensor *x = tensors[0], *h = tensors[1], *c = tensors[2];
+  const plm_tensor *w_ih = tensors[3], *w_hh = tensors[4], *b_ih = tensors[5], *b_hh = tensors[6];
+  const plm_tensor *out_h = tensors[7], *out_c = tensors[8];
+  if (!stream) return plm__fail_raw(PLM_ERR_INVALID_ARG, "stream is NULL");
   plm_status status = PLM_OK;
-  for (int t = 0; t < 9 && status == PLM_OK; t++)
+  for (int t = 0; t < OPERANDS && status == PLM_OK; t++)
     if (tensors[t] || (t != 5 && t != 6))
       status = plm__op_check_tensor(stream, tensors[t], names[t]);
   if (status == PLM_OK) status = check_x_and_h(x, h);
@@ -92,30 +119,73 @@ plm_status plm_lstm_cell(plm_stream *stream, const plm_tensor *x, const plm_tens
     if (status == PLM_OK) status = check_f32_shape(out_c, "out_c", 2, state);
   }
   /* out_h overlaps nothing; out_c nothing but, exactly, c. */
-  for (int t = 0; t < 9 && status == PLM_OK; t++)
+  for (int t = 0; t < OPERANDS && status == PLM_OK; t++)
     if (tensors[t] && t != 7) status = plm__op_check_disjoint(tensors[t], names[t], out_h, "out_h");
   for (int t = 0; t < 7 && status == PLM_OK; t++)
     if (tensors[t] && t != 2) status = plm__op_check_disjoint(tensors[t], names[t], out_c, "out_c");
   if (status == PLM_OK) status = plm__op_check_no_partial_overlap(c, "c", out_c, "out_c");
-  if (status != PLM_OK) return plm__propagate(status);
+  if (status != PLM_OK) return status;
+  *args = (plm__lstm_args){.x = x->data,
+                           .h = h->data,
+                           .c = c->data,
+                           .w_ih = w_ih->data,
+                           .w_hh = w_hh->data,
+                           .b_ih = b_ih ? b_ih->data : NULL,
+                           .b_hh = b_hh ? b_hh->data : NULL,
+                           .out_h = out_h->data,
+                           .out_c = out_c->data,
+                           .batch = x->dims[0],
+                           .input = x->dims[1],
+                           .hidden = h->dims[1]};
+  return PLM_OK;
+}
 
-  plm__lstm_args args = {.x = x->data,
-                         .h = h->data,
-                         .c = c->data,
-                         .w_ih = w_ih->data,
-                         .w_hh = w_hh->data,
-                         .b_ih = b_ih ? b_ih->data : NULL,
-                         .b_hh = b_hh ? b_hh->data : NULL,
-                         .out_h = out_h->data,
-                         .out_c = out_c->data,
-                         .batch = x->dims[0],
-                         .input = x->dims[1],
-                         .hidden = h->dims[1]};
+/* Enqueue the kernels of checked arguments, with their gates set where the GEMM path
+ * runs. */
+static plm_status launch(plm_stream *stream, const plm__lstm_args *args) {
+  plm_status status = PLM_OK;
 #ifdef PLM_HAVE_CUDA
   if (plm__op_on_cuda(stream)) {
-    PLM__OP_ON_DEVICE(stream, "lstm_cell", status, plm__lstm_cuda(stream->handle, &args));
-    return plm__propagate(status);
+    PLM__OP_ON_DEVICE(stream, "lstm_cell", status, plm__lstm_cuda(stream->handle, args));
+    return status;
   }
 #endif
-  return plm__propagate(plm__op_launch_cpu(stream, lstm_task, &args, sizeof args));
+  status = plm__op_launch_cpu(stream, lstm_task, args, sizeof *args);
+  return status;
+}
+
+plm_status plm__lstm_cell_enqueue(plm_stream *stream, const plm_tensor *x, const plm_tensor *h,
+                                  const plm_tensor *c, const plm_tensor *w_ih,
+                                  const plm_tensor *w_hh, const plm_tensor *b_ih,
+                                  const plm_tensor *b_hh, plm_tensor *out_h, plm_tensor *out_c,
+                                  void *scratch, size_t scratch_bytes) {
+  const plm_tensor *const tensors[OPERANDS] = {x, h, c, w_ih, w_hh, b_ih, b_hh, out_h, out_c};
+  plm__lstm_args args;
+  plm_status status = check_call(stream, tensors, &args);
+  if (status != PLM_OK) return status;
+  const size_t needed = scratch_bytes_of(stream->ctx, args.batch, args.hidden);
+  status =
+      plm__op_check_scratch("lstm_cell", scratch, scratch_bytes, needed, tensors, names, OPERANDS);
+  if (status != PLM_OK) return status;
+  args.gates = needed ? scratch : NULL;
+  return launch(stream, &args);
+}
+
+plm_status plm_lstm_cell(plm_stream *stream, const plm_tensor *x, const plm_tensor *h,
+                         const plm_tensor *c, const plm_tensor *w_ih, const plm_tensor *w_hh,
+                         const plm_tensor *b_ih, const plm_tensor *b_hh, plm_tensor *out_h,
+                         plm_tensor *out_c) {
+  PLM__REQUIRE_NOT_NULL(stream);
+  const plm_tensor *const tensors[OPERANDS] = {x, h, c, w_ih, w_hh, b_ih, b_hh, out_h, out_c};
+  plm__lstm_args args;
+  plm_pool *pool = NULL;
+  void *scratch = NULL;
+  plm_status status = check_call(stream, tensors, &args);
+  if (status == PLM_OK)
+    status = plm__op_scratch_take(stream, scratch_bytes_of(stream->ctx, args.batch, args.hidden),
+                                  &pool, &scratch);
+  if (status != PLM_OK) return plm__propagate(status);
+  args.gates = scratch;
+  status = launch(stream, &args);
+  return plm__propagate(plm__op_scratch_give(stream, pool, scratch, status));
 }

@@ -12,7 +12,9 @@
  *   segment                    its mask, then label's scratch;
  *   ar_forecast                cuda: each series' working doubles, interleaved across
  *                              the series (kernels/common/forecast.h); host: nothing
- *                              (each CPU task keeps its series' numbers on its stack).
+ *                              (each CPU task keeps its series' numbers on its stack);
+ *   lstm_cell                  both backends, from a batch size on: the gates of the
+ *                              GEMM path (kernels/common/lstm.h); none below it.
  * conv2d, sobel, threshold and regions take none from a pool (the CPU conv2d and sobel
  * kernels malloc working buffers per work chunk inside the kernel, kernels/cpu/conv.c,
  * and fall back to a slower path when malloc fails; the CUDA kernels need none).
@@ -51,6 +53,7 @@
 #include "plume/forecast.h"
 #include "plume/fused.h"
 #include "plume/label.h"
+#include "plume/lstm.h"
 #include "plume/pool.h"
 #include "plume/segment.h"
 #include "streams/runtime.h"
@@ -96,6 +99,15 @@ plm_status plm__ar_forecast_scratch_bytes(const plm_context *ctx, const plm_tens
 plm_status plm__ar_forecast_enqueue(plm_stream *stream, const plm_tensor *series,
                                     const plm_ar_forecast_params *params, plm_tensor *out,
                                     void *scratch, size_t scratch_bytes);
+
+/* plm_lstm_cell: x (B, I) and h (B, H) describe the sizes (the other operands' follow). */
+plm_status plm__lstm_cell_scratch_bytes(const plm_context *ctx, const plm_tensor *x,
+                                        const plm_tensor *h, size_t *bytes);
+plm_status plm__lstm_cell_enqueue(plm_stream *stream, const plm_tensor *x, const plm_tensor *h,
+                                  const plm_tensor *c, const plm_tensor *w_ih,
+                                  const plm_tensor *w_hh, const plm_tensor *b_ih,
+                                  const plm_tensor *b_hh, plm_tensor *out_h, plm_tensor *out_c,
+                                  void *scratch, size_t scratch_bytes);
 
 /* ---- shared by the ops above (ops/op_scratch.c) ---- */
 

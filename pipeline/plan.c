@@ -379,12 +379,16 @@ static plm_status size_scratch(plm__plan *plan, plm_context *ctx) {
       case PLM__OP_AR_FORECAST:
         status = plm__ar_forecast_scratch_bytes(ctx, &in, &p->ar_forecast, &step->scratch_bytes);
         break;
+      case PLM__OP_LSTM_CELL: { /* x, then h */
+        const plm_tensor h = plm__pipe_describe(ctx, &plan->tensors[step->inputs[1]].shape);
+        status = plm__lstm_cell_scratch_bytes(ctx, &in, &h, &step->scratch_bytes);
+        break;
+      }
       case PLM__OP_CONV2D:
       case PLM__OP_SOBEL:
       case PLM__OP_THRESHOLD:
       case PLM__OP_REGIONS:
       case PLM__OP_MATMUL:
-      case PLM__OP_LSTM_CELL:
       case PLM__OP_DENDRITIC:
       case PLM__OP_VECTOR_ADD:
       case PLM__OP_DOT: break;     /* none */

@@ -88,6 +88,9 @@ static plm_status run_step(const plm__step *step, plm_stream *stream, plm_tensor
       case PLM__OP_SOBEL_ENTROPY_THRESHOLD:
         return plm_sobel_entropy_threshold(stream, in[0], &p->fused, out[0]);
       case PLM__OP_AR_FORECAST: return plm_ar_forecast(stream, in[0], &p->ar_forecast, out[0]);
+      case PLM__OP_LSTM_CELL:
+        return plm_lstm_cell(stream, in[0], in[1], in[2], in[3], in[4], in[5], in[6], out[0],
+                             out[1]);
       default: break; /* the ops without scratch, below */
     }
   }
@@ -106,7 +109,8 @@ static plm_status run_step(const plm__step *step, plm_stream *stream, plm_tensor
       return plm__sobel_entropy_threshold_enqueue(stream, in[0], &p->fused, out[0], scratch, bytes);
     case PLM__OP_MATMUL: return plm_matmul(stream, in[0], in[1], in[2], &p->matmul, out[0]);
     case PLM__OP_LSTM_CELL:
-      return plm_lstm_cell(stream, in[0], in[1], in[2], in[3], in[4], in[5], in[6], out[0], out[1]);
+      return plm__lstm_cell_enqueue(stream, in[0], in[1], in[2], in[3], in[4], in[5], in[6], out[0],
+                                    out[1], scratch, bytes);
     case PLM__OP_DENDRITIC: return plm_dendritic(stream, in[0], in[1], &p->dendritic, out[0]);
     case PLM__OP_VECTOR_ADD: return plm_vector_add(stream, in[0], in[1], &p->vector_add, out[0]);
     case PLM__OP_DOT: return plm_dot(stream, in[0], in[1], &p->dot, out[0]);
@@ -202,23 +206,22 @@ plm_status plm_pipeline_run(plm_pipeline *pl, const plm_tensor *inputs, plm_tens
   return plm__propagate(status);
 }
 
-/* Whether run_step enqueues a step of this kind, on a context of this backend, through
- * something that takes memory from a pool per call. The switch has no default, so a new
- * kind must be decided here. */
-static bool allocates_per_call(plm__op_kind kind, plm_backend backend) {
-  (void)backend; /* no kind's answer depends on it now */
+/* Whether run_step enqueues a step of this kind, on either backend, through something
+ * that takes memory from a pool per call. The switch has no default, so a new kind must
+ * be decided here. */
+static bool allocates_per_call(plm__op_kind kind) {
   switch (kind) {
     case PLM__OP_CONV2D:
     case PLM__OP_SOBEL:
     case PLM__OP_THRESHOLD:
     case PLM__OP_REGIONS:
     case PLM__OP_MATMUL:
-    case PLM__OP_LSTM_CELL:
     case PLM__OP_DENDRITIC:
     case PLM__OP_VECTOR_ADD:        /* one triple: no table (only vector_add_batched takes one) */
     case PLM__OP_DOT: return false; /* no scratch */
     case PLM__OP_ENTROPY:
     case PLM__OP_LABEL:
+    case PLM__OP_LSTM_CELL:
     case PLM__OP_SOBEL_ENTROPY_THRESHOLD:
     case PLM__OP_AR_FORECAST: return false; /* scratch from the workspace */
     case PLM__OP_SEGMENT: return true;      /* never a step (lowered); plm_segment would allocate */
@@ -241,7 +244,7 @@ bool plm__pipeline_capturable(const plm_pipeline *pl, char *why, size_t size) {
   }
   for (int s = 0; s < pl->plan.step_count; s++) {
     const plm__step *step = &pl->plan.steps[s];
-    if (allocates_per_call(step->kind, pl->ctx->backend->kind)) {
+    if (allocates_per_call(step->kind)) {
       snprintf(why, size, "step %d '%s' takes memory from a pool per call", s,
                plm__op_name(step->kind));
       return false;

@@ -2,7 +2,11 @@
  * against a float64 reference of torch.nn.LSTMCell computed here. Each result must be
  * within 1e-5 · (1 + Σ |terms of its unit's four gate sums|) of the reference (the gates'
  * nonlinearities are at most 1-Lipschitz, so the f32 sums' error bound carries through).
- * Inputs go to the device with stream copies, so the same test runs on cuda. */
+ * Both ways of computing the gates run (per unit below the backend's batch threshold,
+ * the GEMM above it: kernels/common/lstm.h), at odd sizes and at sizes that span several
+ * of the CPU GEMM's depth and column blocks. The scratch pair (ops/op_scratch.h) is
+ * checked: its size, its errors, and a pipeline step taking its scratch from the
+ * workspace. Inputs go to the device with stream copies, so the same test runs on cuda. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <math.h>
@@ -12,6 +16,8 @@
 #include <string.h>
 
 #include "harness.h"
+#include "kernels/common/lstm.h"
+#include "ops/op_scratch.h"
 
 static double sigmoid(double x) {
   return 1.0 / (1.0 + exp(-x));
@@ -103,10 +109,50 @@ static double run_case(int64_t batch, int64_t in, int64_t hid, int with_bias, bo
   return worst;
 }
 
+/* The gates' scratch lstm_cell asks for at (batch, input, hidden) on the test's context:
+ * 0 where the per-unit path runs. */
+static plm_tensor description(int64_t rows, int64_t cols) {
+  return (plm_tensor){.ctx = plm_test_ctx,
+                      .dtype = PLM_DTYPE_F32,
+                      .ndim = 2,
+                      .dims = {rows, cols},
+                      .strides = {cols, 1}};
+}
+
+static size_t gate_scratch(int64_t batch, int64_t in, int64_t hid) {
+  const plm_tensor x = description(batch, in), h = description(batch, hid);
+  size_t bytes = 0;
+  PLM_CHECK_OK(plm__lstm_cell_scratch_bytes(plm_test_ctx, &x, &h, &bytes));
+  return bytes;
+}
+
+/* The smallest batch the GEMM path takes on the backend under test. */
+static int64_t gemm_min_batch(void) {
+  return plm_test_backend == PLM_BACKEND_CUDA ? PLM__LSTM_CUDA_GEMM_MIN_BATCH
+                                              : PLM__LSTM_CPU_GEMM_MIN_BATCH;
+}
+
 START_TEST(test_matches_torch_lstm_cell_for_the_seeds_sizes_and_odd_ones) {
-  static const int64_t sizes[][3] = {
-      /* batch, input, hidden */
-      {1, 64, 128}, {32, 64, 128}, {1, 1, 1}, {3, 7, 5}, {5, 33, 17}, {2, 200, 70}};
+  const int64_t gemm = gemm_min_batch();
+  const int64_t sizes[][3] = {/* batch, input, hidden */
+                              {1, 64, 128},
+                              {32, 64, 128},
+                              {1, 1, 1},
+                              {3, 7, 5},
+                              {5, 33, 17},
+                              {2, 200, 70},
+                              /* just below and at the GEMM's threshold; odd sizes (not multiples of
+                               * the CPU micro-kernel's 6 x 16); depth over one block of 256 (I =
+                               * 300) and 4H over one column block of 512 (H = 131) */
+                              {gemm - 1, 13, 9},
+                              {gemm, 13, 9},
+                              {gemm + 7, 300, 131},
+                              {gemm + 1, 1, 1}};
+  int paths[2] = {0, 0}; /* cases per unit, by GEMM */
+  for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+    paths[gate_scratch(sizes[s][0], sizes[s][1], sizes[s][2]) > 0]++;
+  ck_assert_msg(paths[0] >= 3 && paths[1] >= 3, "%d cases per unit, %d by GEMM", paths[0],
+                paths[1]);
   for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
     for (int with_bias = 0; with_bias < 3; with_bias++)
       for (int in_place = 0; in_place < 2; in_place++) {
@@ -225,6 +271,235 @@ START_TEST(test_bad_input_is_refused_and_nothing_is_enqueued) {
 }
 END_TEST
 
+/* The update's arithmetic-only e^x, σ and tanh (kernels/common/lstm.h, both backends'
+ * code) on a spread of f32 values against double: e^x within 1e-7 relatively on
+ * [-87, 88], σ and tanh within 1e-7 absolutely everywhere; the extremes and NaN. */
+START_TEST(test_update_nonlinearities_match_double) {
+  double worst_exp = 0, worst_sigmoid = 0, worst_tanh = 0;
+  for (uint64_t u = 0; u <= 0xffffffffu; u += 4093) {
+    const uint32_t bits = (uint32_t)u;
+    float x;
+    memcpy(&x, &bits, sizeof x);
+    if (isnan(x)) continue;
+    const double xd = x;
+    if (xd >= -87.0 && xd <= 88.0) {
+      double e = fabs(plm__lstm_expf(x) - exp(xd)) / exp(xd);
+      if (!(e <= worst_exp)) worst_exp = e;
+    }
+    double es = fabs(plm__lstm_sigmoidf(x) - 1.0 / (1.0 + exp(-xd)));
+    double et = fabs(plm__lstm_tanhf(x) - tanh(xd));
+    if (!(es <= worst_sigmoid)) worst_sigmoid = es;
+    if (!(et <= worst_tanh)) worst_tanh = et;
+  }
+  ck_assert_msg(worst_exp <= 1e-7 && worst_sigmoid <= 1e-7 && worst_tanh <= 1e-7,
+                "e^x %.3g (relative), sigmoid %.3g, tanh %.3g", worst_exp, worst_sigmoid,
+                worst_tanh);
+  ck_assert(plm__lstm_sigmoidf(INFINITY) == 1.0f && plm__lstm_sigmoidf(-INFINITY) <= 1e-38f);
+  ck_assert(plm__lstm_tanhf(INFINITY) == 1.0f && plm__lstm_tanhf(-INFINITY) == -1.0f);
+  ck_assert(isnan(plm__lstm_expf(NAN)) && isnan(plm__lstm_sigmoidf(NAN)) &&
+            isnan(plm__lstm_tanhf(NAN)));
+}
+END_TEST
+
+START_TEST(test_gate_scratch_follows_the_path) {
+  const int64_t gemm = gemm_min_batch();
+  ck_assert_uint_eq(gate_scratch(gemm - 1, 64, 128), 0);
+  ck_assert_uint_eq(gate_scratch(1, 5, 3), 0);
+  ck_assert_uint_eq(gate_scratch(gemm, 64, 128), (size_t)gemm * 4 * 128 * sizeof(float));
+  ck_assert_uint_eq(gate_scratch(gemm + 5, 7, 3), (size_t)(gemm + 5) * 4 * 3 * sizeof(float));
+  const plm_tensor x = description(gemm, 5), h = description(gemm, 3),
+                   h2 = description(gemm + 1, 3);
+  size_t bytes = 0;
+  PLM_CHECK_FAILS(plm__lstm_cell_scratch_bytes(NULL, &x, &h, &bytes), PLM_ERR_INVALID_ARG,
+                  "ctx is NULL");
+  PLM_CHECK_FAILS(plm__lstm_cell_scratch_bytes(plm_test_ctx, NULL, &h, &bytes), PLM_ERR_INVALID_ARG,
+                  "x is NULL");
+  PLM_CHECK_FAILS(plm__lstm_cell_scratch_bytes(plm_test_ctx, &x, NULL, &bytes), PLM_ERR_INVALID_ARG,
+                  "h is NULL");
+  PLM_CHECK_FAILS(plm__lstm_cell_scratch_bytes(plm_test_ctx, &x, &h, NULL), PLM_ERR_INVALID_ARG,
+                  "bytes is NULL");
+  PLM_CHECK_FAILS(plm__lstm_cell_scratch_bytes(plm_test_ctx, &x, &h2, &bytes), PLM_ERR_INVALID_ARG,
+                  "h->dims[0] is");
+}
+END_TEST
+
+/* The operands of one step at (batch, in, hid), with biases, on the test's stream. */
+typedef struct step_operands {
+  plm_tensor x, h, c, w_ih, w_hh, b_ih, b_hh, out_h, out_c;
+  float *host[7];
+} step_operands;
+
+static step_operands make_operands(int64_t batch, int64_t in, int64_t hid, uint64_t seed) {
+  step_operands o;
+  const double w_range = 1.0 / sqrt((double)hid);
+  const int64_t x_dims[2] = {batch, in}, s_dims[2] = {batch, hid};
+  const int64_t wi_dims[2] = {4 * hid, in}, wh_dims[2] = {4 * hid, hid}, g_dims[1] = {4 * hid};
+  o.host[0] = random_values(batch * in, 1.0, seed);
+  o.host[1] = random_values(batch * hid, 1.0, seed + 1);
+  o.host[2] = random_values(batch * hid, 2.0, seed + 2);
+  o.host[3] = random_values(4 * hid * in, w_range, seed + 3);
+  o.host[4] = random_values(4 * hid * hid, w_range, seed + 4);
+  o.host[5] = random_values(4 * hid, w_range, seed + 5);
+  o.host[6] = random_values(4 * hid, w_range, seed + 6);
+  o.x = upload(o.host[0], 2, x_dims);
+  o.h = upload(o.host[1], 2, s_dims);
+  o.c = upload(o.host[2], 2, s_dims);
+  o.w_ih = upload(o.host[3], 2, wi_dims);
+  o.w_hh = upload(o.host[4], 2, wh_dims);
+  o.b_ih = upload(o.host[5], 1, g_dims);
+  o.b_hh = upload(o.host[6], 1, g_dims);
+  PLM_CHECK_OK(
+      plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, s_dims, &o.out_h));
+  PLM_CHECK_OK(
+      plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, s_dims, &o.out_c));
+  return o;
+}
+
+static void free_operands(step_operands *o) {
+  plm_tensor *all[] = {&o->x,    &o->h,    &o->c,     &o->w_ih, &o->w_hh,
+                       &o->b_ih, &o->b_hh, &o->out_h, &o->out_c};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, all[i]));
+  for (int i = 0; i < 7; i++) free(o->host[i]);
+}
+
+/* t's values on the host (malloc'd). */
+static float *fetch(const plm_tensor *t) {
+  float *host = malloc(plm_tensor_bytes(t));
+  ck_assert_ptr_nonnull(host);
+  download(host, t);
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+  return host;
+}
+
+/* plm__lstm_cell_enqueue with the scratch given gives the public op's bytes (the same
+ * path), on both paths; bad scratch is refused and nothing is enqueued. */
+START_TEST(test_enqueue_uses_the_given_scratch_and_refuses_bad_scratch) {
+  const int64_t batches[2] = {gemm_min_batch() - 1, gemm_min_batch() + 3};
+  for (int k = 0; k < 2; k++) {
+    const int64_t batch = batches[k], in = 9, hid = 11;
+    step_operands o = make_operands(batch, in, hid, 77 + (uint64_t)k);
+    const size_t needed = gate_scratch(batch, in, hid);
+    ck_assert_uint_eq(needed > 0, k == 1);
+    void *scratch = NULL;
+    PLM_CHECK_OK(plm_pool_alloc(plm_test_pool, needed + 256, plm_test_stream, &scratch));
+    PLM_CHECK_OK(plm_lstm_cell(plm_test_stream, &o.x, &o.h, &o.c, &o.w_ih, &o.w_hh, &o.b_ih,
+                               &o.b_hh, &o.out_h, &o.out_c));
+    float *want_h = fetch(&o.out_h), *want_c = fetch(&o.out_c);
+    PLM_CHECK_OK(plm_stream_memset(plm_test_stream, o.out_h.data, 0, plm_tensor_bytes(&o.out_h)));
+    PLM_CHECK_OK(plm_stream_memset(plm_test_stream, o.out_c.data, 0, plm_tensor_bytes(&o.out_c)));
+    /* Per unit, no scratch is needed: NULL and 0 bytes are fine. */
+    PLM_CHECK_OK(plm__lstm_cell_enqueue(plm_test_stream, &o.x, &o.h, &o.c, &o.w_ih, &o.w_hh,
+                                        &o.b_ih, &o.b_hh, &o.out_h, &o.out_c,
+                                        needed ? scratch : NULL, needed));
+    float *got_h = fetch(&o.out_h), *got_c = fetch(&o.out_c);
+    const size_t state_bytes = (size_t)(batch * hid) * sizeof(float);
+    ck_assert_msg(memcmp(got_h, want_h, state_bytes) == 0, "batch %lld: out_h differs",
+                  (long long)batch);
+    ck_assert_msg(memcmp(got_c, want_c, state_bytes) == 0, "batch %lld: out_c differs",
+                  (long long)batch);
+    free(got_h);
+    free(got_c);
+    if (needed) {
+      /* Each failure leaves out_h and out_c as they are (zero): nothing was enqueued. */
+      PLM_CHECK_OK(plm_stream_memset(plm_test_stream, o.out_h.data, 0, state_bytes));
+      PLM_CHECK_OK(plm_stream_memset(plm_test_stream, o.out_c.data, 0, state_bytes));
+      plm_stream *s = plm_test_stream;
+      PLM_CHECK_FAILS(plm__lstm_cell_enqueue(s, &o.x, &o.h, &o.c, &o.w_ih, &o.w_hh, &o.b_ih,
+                                             &o.b_hh, &o.out_h, &o.out_c, scratch, needed - 1),
+                      PLM_ERR_INVALID_ARG, "is less than the");
+      PLM_CHECK_FAILS(plm__lstm_cell_enqueue(s, &o.x, &o.h, &o.c, &o.w_ih, &o.w_hh, &o.b_ih,
+                                             &o.b_hh, &o.out_h, &o.out_c, NULL, needed),
+                      PLM_ERR_INVALID_ARG, "scratch is NULL but lstm_cell needs");
+      PLM_CHECK_FAILS(
+          plm__lstm_cell_enqueue(s, &o.x, &o.h, &o.c, &o.w_ih, &o.w_hh, &o.b_ih, &o.b_hh, &o.out_h,
+                                 &o.out_c, (char *)scratch + 4, needed),
+          PLM_ERR_INVALID_ARG, "-byte aligned");
+      PLM_CHECK_FAILS(plm__lstm_cell_enqueue(s, &o.x, &o.h, &o.c, &o.w_ih, &o.w_hh, &o.b_ih,
+                                             &o.b_hh, &o.out_h, &o.out_c, o.x.data, needed),
+                      PLM_ERR_INVALID_ARG, "scratch overlaps x");
+      PLM_CHECK_FAILS(plm__lstm_cell_enqueue(s, &o.x, &o.h, &o.c, &o.w_ih, &o.w_hh, &o.b_ih,
+                                             &o.b_hh, &o.out_h, &o.out_c, o.out_c.data, needed),
+                      PLM_ERR_INVALID_ARG, "scratch overlaps out_c");
+      PLM_CHECK_FAILS(plm__lstm_cell_enqueue(NULL, &o.x, &o.h, &o.c, &o.w_ih, &o.w_hh, &o.b_ih,
+                                             &o.b_hh, &o.out_h, &o.out_c, scratch, needed),
+                      PLM_ERR_INVALID_ARG, "stream is NULL");
+      PLM_CHECK_FAILS(plm__lstm_cell_enqueue(s, &o.x, &o.h, &o.c, &o.w_ih, &o.w_hh, &o.b_ih,
+                                             &o.b_hh, &o.h, &o.out_c, scratch, needed),
+                      PLM_ERR_INVALID_ARG, "out_h overlaps h");
+      float *after_h = fetch(&o.out_h), *after_c = fetch(&o.out_c);
+      for (int64_t i = 0; i < batch * hid; i++)
+        ck_assert_msg(after_h[i] == 0.0f && after_c[i] == 0.0f, "unit %lld was written",
+                      (long long)i);
+      free(after_h);
+      free(after_c);
+    }
+    PLM_CHECK_OK(plm_pool_free(plm_test_pool, scratch, plm_test_stream));
+    free(want_h);
+    free(want_c);
+    free_operands(&o);
+  }
+}
+END_TEST
+
+/* A pipeline with an lstm_cell step on the GEMM path: the plan gives the step the gates'
+ * scratch in the workspace, the outputs are the eager op's bytes, and frames make no
+ * pool allocation. */
+START_TEST(test_pipeline_step_takes_its_scratch_from_the_workspace) {
+  const int64_t batch = gemm_min_batch() + 2, in = 10, hid = 7;
+  step_operands o = make_operands(batch, in, hid, 4242);
+  const int64_t x_dims[2] = {batch, in}, s_dims[2] = {batch, hid};
+  const int64_t wi_dims[2] = {4 * hid, in}, wh_dims[2] = {4 * hid, hid}, g_dims[1] = {4 * hid};
+  plm_pipeline *pl = NULL;
+  plm_pipe_tensor px, ph, pc, pwi, pwh, pbi, pbh, out_h, out_c;
+  PLM_CHECK_OK(plm_pipeline_create(plm_test_ctx, &pl));
+  PLM_CHECK_OK(plm_pipeline_add_input(pl, PLM_DTYPE_F32, 2, x_dims, &px));
+  PLM_CHECK_OK(plm_pipeline_add_input(pl, PLM_DTYPE_F32, 2, s_dims, &ph));
+  PLM_CHECK_OK(plm_pipeline_add_input(pl, PLM_DTYPE_F32, 2, s_dims, &pc));
+  PLM_CHECK_OK(plm_pipeline_add_constant(pl, PLM_DTYPE_F32, 2, wi_dims, o.host[3], &pwi));
+  PLM_CHECK_OK(plm_pipeline_add_constant(pl, PLM_DTYPE_F32, 2, wh_dims, o.host[4], &pwh));
+  PLM_CHECK_OK(plm_pipeline_add_constant(pl, PLM_DTYPE_F32, 1, g_dims, o.host[5], &pbi));
+  PLM_CHECK_OK(plm_pipeline_add_constant(pl, PLM_DTYPE_F32, 1, g_dims, o.host[6], &pbh));
+  PLM_CHECK_OK(plm_pipeline_add_lstm_cell(pl, px, ph, pc, pwi, pwh, pbi, pbh, &out_h, &out_c));
+  PLM_CHECK_OK(plm_pipeline_mark_output(pl, out_h));
+  PLM_CHECK_OK(plm_pipeline_mark_output(pl, out_c));
+  PLM_CHECK_OK(plm_pipeline_compile(pl, NULL));
+  plm_plan_info info;
+  PLM_CHECK_OK(plm_pipeline_plan_info(pl, &info));
+  const size_t needed = gate_scratch(batch, in, hid);
+  ck_assert_uint_gt(needed, 0);
+  ck_assert_uint_eq(info.scratch_bytes, (needed + 255) / 256 * 256);
+  ck_assert_uint_ge(info.workspace_bytes, needed);
+
+  PLM_CHECK_OK(plm_lstm_cell(plm_test_stream, &o.x, &o.h, &o.c, &o.w_ih, &o.w_hh, &o.b_ih, &o.b_hh,
+                             &o.out_h, &o.out_c));
+  float *want_h = fetch(&o.out_h), *want_c = fetch(&o.out_c);
+  const plm_tensor inputs[3] = {o.x, o.h, o.c};
+  plm_tensor outputs[2] = {o.out_h, o.out_c};
+  PLM_CHECK_OK(plm_stream_memset(plm_test_stream, o.out_h.data, 0, plm_tensor_bytes(&o.out_h)));
+  PLM_CHECK_OK(plm_stream_memset(plm_test_stream, o.out_c.data, 0, plm_tensor_bytes(&o.out_c)));
+  PLM_CHECK_OK(plm_pipeline_run(pl, inputs, outputs, plm_test_stream));
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+  plm_pool_stats before, after;
+  PLM_CHECK_OK(plm_pool_stats_get(plm_test_pool, &before));
+  for (int f = 0; f < 3; f++) PLM_CHECK_OK(plm_pipeline_run(pl, inputs, outputs, plm_test_stream));
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+  PLM_CHECK_OK(plm_pool_stats_get(plm_test_pool, &after));
+  ck_assert_msg(after.requests == before.requests, "%llu pool allocations in 3 frames",
+                (unsigned long long)(after.requests - before.requests));
+  float *got_h = fetch(&o.out_h), *got_c = fetch(&o.out_c);
+  const size_t state_bytes = (size_t)(batch * hid) * sizeof(float);
+  ck_assert(memcmp(got_h, want_h, state_bytes) == 0);
+  ck_assert(memcmp(got_c, want_c, state_bytes) == 0);
+  free(got_h);
+  free(got_c);
+  free(want_h);
+  free(want_c);
+  PLM_CHECK_OK(plm_pipeline_destroy(pl));
+  free_operands(&o);
+}
+END_TEST
+
 static Suite *lstm_suite(void) {
   Suite *suite = suite_create("lstm");
   TCase *tcase = tcase_create("lstm");
@@ -234,6 +509,10 @@ static Suite *lstm_suite(void) {
   tcase_add_test(tcase, test_matches_torch_lstm_cell_for_the_seeds_sizes_and_odd_ones);
   tcase_add_test(tcase, test_output_shape_and_cost);
   tcase_add_test(tcase, test_bad_input_is_refused_and_nothing_is_enqueued);
+  tcase_add_test(tcase, test_update_nonlinearities_match_double);
+  tcase_add_test(tcase, test_gate_scratch_follows_the_path);
+  tcase_add_test(tcase, test_enqueue_uses_the_given_scratch_and_refuses_bad_scratch);
+  tcase_add_test(tcase, test_pipeline_step_takes_its_scratch_from_the_workspace);
   suite_add_tcase(suite, tcase);
   return suite;
 }

@@ -149,6 +149,72 @@ START_TEST(test_matches_the_reference_for_every_size_precision_activation_and_bi
 }
 END_TEST
 
+/* The CPU kernel's internal options (kernels/common/matmul.h), called directly on the host
+ * whatever the backend under test: a transposed b gives exactly the bytes of the plain
+ * one (the same packed panels, so the same sums), and accumulate adds out's old values
+ * (against the reference, each old value counted in the error scale). Sizes span several
+ * depth and column blocks (k 300 > 256, n 530 > 512). */
+START_TEST(test_cpu_kernel_takes_a_transposed_b_and_accumulates) {
+  static const int64_t cases[][3] = {{1, 1, 1}, {7, 13, 5}, {13, 300, 530}, {64, 40, 48}};
+  for (size_t s = 0; s < sizeof cases / sizeof cases[0]; s++) {
+    const int64_t m = cases[s][0], k = cases[s][1], n = cases[s][2];
+    float *a = random_matrix(m * k, 51 + s), *b = random_matrix(k * n, 53 + s);
+    float *bias = random_matrix(n, 57 + s), *old = random_matrix(m * n, 59 + s);
+    float *b_t = malloc((size_t)(k * n) * sizeof *b_t);
+    float *plain = malloc((size_t)(m * n) * sizeof *plain);
+    float *got = malloc((size_t)(m * n) * sizeof *got);
+    ck_assert(b_t && plain && got);
+    for (int64_t p = 0; p < k; p++)
+      for (int64_t j = 0; j < n; j++) b_t[j * k + p] = b[p * n + j];
+    for (int p = PLM_PRECISION_FP32; p <= PLM_PRECISION_BF16; p++)
+      for (int act = 0; act < 4; act += 2) {
+        plm__matmul_args args = {.a = a,
+                                 .b = b,
+                                 .bias = bias,
+                                 .out = plain,
+                                 .m = m,
+                                 .n = n,
+                                 .k = k,
+                                 .precision = (plm_precision)p,
+                                 .activation = activations[act]};
+        plm__matmul_cpu(&args);
+        args.b = b_t;
+        args.b_transposed = true;
+        args.out = got;
+        plm__matmul_cpu(&args);
+        ck_assert_msg(memcmp(got, plain, (size_t)(m * n) * sizeof *got) == 0,
+                      "%lldx%lldx%lld %s: transposed b differs", (long long)m, (long long)k,
+                      (long long)n, precision_names[p]);
+        memcpy(got, old, (size_t)(m * n) * sizeof *got);
+        args.accumulate = true;
+        plm__matmul_cpu(&args);
+        double worst = 0;
+        for (int64_t i = 0; i < m; i++)
+          for (int64_t j = 0; j < n; j++) {
+            double sum = (double)old[i * n + j] + bias[j];
+            double scale = fabs(old[i * n + j]) + fabs(bias[j]);
+            for (int64_t q = 0; q < k; q++) {
+              double x = input_as(a[i * k + q], (plm_precision)p);
+              double y = input_as(b[q * n + j], (plm_precision)p);
+              sum += x * y;
+              scale += fabs(x * y);
+            }
+            double expected = activate(sum, activations[act]);
+            double error =
+                fabs((double)got[i * n + j] - expected) - 4.0 * FLT_EPSILON * fabs(expected);
+            double relative = error <= 0 ? 0 : error / scale;
+            if (!(relative <= worst)) worst = relative;
+          }
+        ck_assert_msg(worst <= 1e-5, "%lldx%lldx%lld %s %s: accumulate error %.3g of the scale",
+                      (long long)m, (long long)k, (long long)n, precision_names[p],
+                      activation_names[act], worst);
+      }
+    float *all[] = {a, b, bias, old, b_t, plain, got};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
+  }
+}
+END_TEST
+
 /* TF32 and BF16 mean "the inputs rounded to nearest even, then an f32 product": against
  * a reference that rounds its inputs so, the result is as close as FP32's. A backend
  * that truncated instead, or skipped the rounding, fails this. */
@@ -348,6 +414,7 @@ static Suite *matmul_suite(void) {
   tcase_set_timeout(tcase, 120);
   tcase_add_test(tcase, test_matches_the_reference_for_every_size_precision_activation_and_bias);
   tcase_add_test(tcase, test_reduced_precisions_round_their_inputs_to_nearest_even);
+  tcase_add_test(tcase, test_cpu_kernel_takes_a_transposed_b_and_accumulates);
   tcase_add_test(tcase, test_auto_switches_to_tf32_at_the_threshold);
   tcase_add_test(tcase, test_rounding_helpers_round_to_nearest_even);
   tcase_add_test(tcase, test_output_shape_and_cost);

@@ -4,6 +4,7 @@
 #ifndef PLUME_KERNELS_COMMON_MATMUL_H
 #define PLUME_KERNELS_COMMON_MATMUL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -11,14 +12,25 @@
 #include "kernels/common/plm_hd.h"
 #include "plume/matmul.h"
 
+/* out = activation(a · b + bias), or with accumulate out = activation(out + a · b + bias).
+ * plm_matmul leaves b_transposed and accumulate false; the internal callers that set them
+ * (lstm_cell's gate products, kernels/common/lstm.h) get the same blocking, rounding and
+ * summation order as plm_matmul on the transposed b, on both backends. */
+/* The most rows (m) the CUDA kernels take: 65535 row tiles of 64 (the grid's y). */
+#define PLM__MATMUL_CUDA_MAX_ROWS (65535LL * 64)
+
 typedef struct plm__matmul_args {
   const float *a;    /* (m, k) */
-  const float *b;    /* (k, n) */
+  const float *b;    /* (k, n), or (n, k) when b_transposed */
   const float *bias; /* (n) or NULL */
   float *out;        /* (m, n) */
   int64_t m, n, k;
   plm_precision precision; /* resolved: FP32, TF32 or BF16, never AUTO */
   plm_activation activation;
+  bool b_transposed; /* b is stored (n, k) row-major and out gets a · bᵀ: torch's weight
+                        layout (out_features, in_features) */
+  bool accumulate;   /* out's old values are added to the product (the bias and the
+                        activation still come after) */
 } plm__matmul_args;
 
 /* x rounded to nearest, ties to even, keeping `mantissa_bits` of f32's 23 (10 for TF32,

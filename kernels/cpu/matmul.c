@@ -13,6 +13,10 @@
  * how the rows were split. The bias and the activation are applied once a column
  * block's sums are complete. The packed blocks live on the stack (512 KiB for b on the
  * calling thread, 96 KiB for a per task), so a call allocates nothing.
+ *
+ * Two options serve internal callers (kernels/common/matmul.h): a transposed b (stored
+ * (n, k), torch's weight layout) changes only how pack_b reads it, and accumulate makes
+ * the first depth block add to out as the later ones do.
  */
 #include <string.h>
 
@@ -37,6 +41,70 @@ static inline int64_t min64(int64_t x, int64_t y) {
   return x < y ? x : y;
 }
 
+/* Macros rather than functions: a function taking or returning v8f would have a
+ * different ABI in the two clones (GCC's -Wpsabi). memcpy: unaligned, no aliasing. */
+#define LOAD8(dst, p) memcpy(&(dst), (p), sizeof(v8f))
+#define STORE8(p, v) memcpy((p), &(v), sizeof(v8f))
+#define SPLAT8(x) ((v8f){(x), (x), (x), (x), (x), (x), (x), (x)})
+
+/* GCC 12 and Clang: a generic two-vector shuffle (an 8 x 8 transpose below). */
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_shufflevector)
+#define PLM__HAVE_SHUFFLEVECTOR 1
+#endif
+#endif
+
+#ifdef PLM__HAVE_SHUFFLEVECTOR
+/* dst row q (rows dst_ld floats apart) = column q of the 8 x 8 block at src (rows ld
+ * floats apart): pairs, then quads, then halves interleaved (AVX2: unpack, shuffle,
+ * permute2f128; the baseline clone lowers the same shuffles to SSE). Pointers, not v8f
+ * arguments, so the clones' ABIs agree; inlined into each clone. */
+static inline __attribute__((always_inline)) void transpose8(const float *restrict src, int64_t ld,
+                                                             float *restrict dst, int64_t dst_ld) {
+  v8f r0, r1, r2, r3, r4, r5, r6, r7;
+  LOAD8(r0, src);
+  LOAD8(r1, src + ld);
+  LOAD8(r2, src + 2 * ld);
+  LOAD8(r3, src + 3 * ld);
+  LOAD8(r4, src + 4 * ld);
+  LOAD8(r5, src + 5 * ld);
+  LOAD8(r6, src + 6 * ld);
+  LOAD8(r7, src + 7 * ld);
+#define PLM__PAIRS_LO(a, b) __builtin_shufflevector(a, b, 0, 8, 1, 9, 4, 12, 5, 13)
+#define PLM__PAIRS_HI(a, b) __builtin_shufflevector(a, b, 2, 10, 3, 11, 6, 14, 7, 15)
+#define PLM__QUADS_LO(a, b) __builtin_shufflevector(a, b, 0, 1, 8, 9, 4, 5, 12, 13)
+#define PLM__QUADS_HI(a, b) __builtin_shufflevector(a, b, 2, 3, 10, 11, 6, 7, 14, 15)
+#define PLM__HALVES_LO(a, b) __builtin_shufflevector(a, b, 0, 1, 2, 3, 8, 9, 10, 11)
+#define PLM__HALVES_HI(a, b) __builtin_shufflevector(a, b, 4, 5, 6, 7, 12, 13, 14, 15)
+  const v8f t0 = PLM__PAIRS_LO(r0, r1), t1 = PLM__PAIRS_HI(r0, r1);
+  const v8f t2 = PLM__PAIRS_LO(r2, r3), t3 = PLM__PAIRS_HI(r2, r3);
+  const v8f t4 = PLM__PAIRS_LO(r4, r5), t5 = PLM__PAIRS_HI(r4, r5);
+  const v8f t6 = PLM__PAIRS_LO(r6, r7), t7 = PLM__PAIRS_HI(r6, r7);
+  const v8f u0 = PLM__QUADS_LO(t0, t2), u1 = PLM__QUADS_HI(t0, t2);
+  const v8f u2 = PLM__QUADS_LO(t1, t3), u3 = PLM__QUADS_HI(t1, t3);
+  const v8f u4 = PLM__QUADS_LO(t4, t6), u5 = PLM__QUADS_HI(t4, t6);
+  const v8f u6 = PLM__QUADS_LO(t5, t7), u7 = PLM__QUADS_HI(t5, t7);
+  const v8f o0 = PLM__HALVES_LO(u0, u4), o4 = PLM__HALVES_HI(u0, u4);
+  const v8f o1 = PLM__HALVES_LO(u1, u5), o5 = PLM__HALVES_HI(u1, u5);
+  const v8f o2 = PLM__HALVES_LO(u2, u6), o6 = PLM__HALVES_HI(u2, u6);
+  const v8f o3 = PLM__HALVES_LO(u3, u7), o7 = PLM__HALVES_HI(u3, u7);
+#undef PLM__PAIRS_LO
+#undef PLM__PAIRS_HI
+#undef PLM__QUADS_LO
+#undef PLM__QUADS_HI
+#undef PLM__HALVES_LO
+#undef PLM__HALVES_HI
+  STORE8(dst, o0);
+  STORE8(dst + dst_ld, o1);
+  STORE8(dst + 2 * dst_ld, o2);
+  STORE8(dst + 3 * dst_ld, o3);
+  STORE8(dst + 4 * dst_ld, o4);
+  STORE8(dst + 5 * dst_ld, o5);
+  STORE8(dst + 6 * dst_ld, o6);
+  STORE8(dst + 7 * dst_ld, o7);
+}
+#endif
+
 typedef struct matmul_job {
   const plm__matmul_args *args;
   const float *b_packed; /* kc x nc, in NR-wide panels */
@@ -45,7 +113,9 @@ typedef struct matmul_job {
 } matmul_job;
 
 /* b[k0 .. k0+kc, n0 .. n0+nc] into panels of NR columns: panel p holds, for each depth
- * step, NR consecutive values. */
+ * step, NR consecutive values. A transposed b (stored (n, k)) has the panel's columns as
+ * rows: a full FP32 panel is transposed 8 x 8 blocks at a time (contiguous 8-float loads
+ * and stores), the rest is read row by row. */
 PLM__CPU_CLONES
 static void pack_b(const plm__matmul_args *args, int64_t k0, int64_t kc, int64_t n0, int64_t nc,
                    float *restrict packed) {
@@ -53,6 +123,28 @@ static void pack_b(const plm__matmul_args *args, int64_t k0, int64_t kc, int64_t
   for (int64_t p = 0; p < nc; p += NR) {
     float *restrict panel = packed + p * kc;
     const int64_t width = min64(NR, nc - p);
+    if (args->b_transposed) {
+      const int64_t ldb = args->k;
+      const float *restrict rows = args->b + (n0 + p) * ldb + k0;
+      if (width == NR && precision == PLM_PRECISION_FP32) {
+        int64_t kk = 0;
+#ifdef PLM__HAVE_SHUFFLEVECTOR
+        for (; kk + 8 <= kc; kk += 8) {
+          transpose8(rows + kk, ldb, panel + kk * NR, NR);
+          transpose8(rows + 8 * ldb + kk, ldb, panel + kk * NR + 8, NR);
+        }
+#endif
+        for (; kk < kc; kk++)
+          for (int j = 0; j < NR; j++) panel[kk * NR + j] = rows[j * ldb + kk];
+        continue;
+      }
+      for (int64_t j = 0; j < width; j++)
+        for (int64_t kk = 0; kk < kc; kk++)
+          panel[kk * NR + j] = plm__round_to_precision(rows[j * ldb + kk], precision);
+      for (int64_t j = width; j < NR; j++)
+        for (int64_t kk = 0; kk < kc; kk++) panel[kk * NR + j] = 0.0f;
+      continue;
+    }
     for (int64_t kk = 0; kk < kc; kk++) {
       const float *restrict row = args->b + (k0 + kk) * args->n + n0 + p;
       float *restrict dst = panel + kk * NR;
@@ -89,12 +181,6 @@ static void pack_a(const plm__matmul_args *args, int64_t m0, int64_t mc, int64_t
       for (int64_t kk = 0; kk < kc; kk++) panel[kk * MR + i] = 0.0f;
   }
 }
-
-/* Macros rather than functions: a function taking or returning v8f would have a
- * different ABI in the two clones (GCC's -Wpsabi). memcpy: unaligned, no aliasing. */
-#define LOAD8(dst, p) memcpy(&(dst), (p), sizeof(v8f))
-#define STORE8(p, v) memcpy((p), &(v), sizeof(v8f))
-#define SPLAT8(x) ((v8f){(x), (x), (x), (x), (x), (x), (x), (x)})
 
 /* The rows x cols (at most MR x NR) tile of out at `out` (leading dimension ldc) set to,
  * or with `accumulate` increased by, the product of an a panel and a b panel over kc
@@ -196,7 +282,7 @@ static void matmul_rows(void *context, int64_t task_begin, int64_t task_end) {
       for (int64_t i = 0; i < mc; i += MR)
         micro_kernel(kc, a_packed + i * kc, job->b_packed + j * kc,
                      args->out + (m0 + i) * ldc + n0 + j, ldc, min64(MR, mc - i), min64(NR, nc - j),
-                     k0 > 0);
+                     k0 > 0 || args->accumulate);
   }
   if (k0 + kc < args->k) return;
   for (int64_t i = m_begin; i < m_end; i++) {

@@ -1,7 +1,12 @@
-/* kernels/cuda/lstm.cu: one LSTM step on the GPU. One warp per unit (batch row, hidden
- * index): its lanes stride along the weight rows (coalesced reads of w_ih and w_hh),
- * four gate sums are reduced with shuffles, and lane 0 applies the state update shared
- * with the CPU (kernels/common/lstm.h). */
+/* kernels/cuda/lstm.cu: one LSTM step on the GPU, per unit or through the GEMM (the two
+ * paths and the rule between them: kernels/common/lstm.h).
+ *
+ * Per unit: one warp per unit (batch row, hidden index): its lanes stride along the
+ * weight rows (coalesced reads of w_ih and w_hh), four gate sums are reduced with
+ * shuffles, and lane 0 applies the state update shared with the CPU.
+ *
+ * GEMM: the two gate products with the matmul kernels (plm__matmul_cuda, FP32 SGEMM),
+ * then one thread per unit applies the update to its four gates. */
 #include "kernels/common/lstm.h"
 #include "kernels/cuda/launch.h"
 
@@ -37,10 +42,34 @@ __global__ void __launch_bounds__(THREADS) lstm_kernel(plm__lstm_args args) {
   }
 }
 
+/* The new state of each unit from its gates (row b's i, f, g, o at
+ * gates[b · 4 hidden + {0, 1, 2, 3} · hidden + j]); consecutive threads take consecutive
+ * units, so every read and write is coalesced. */
+__global__ void __launch_bounds__(THREADS) lstm_update_kernel(plm__lstm_args args) {
+  const int64_t units = args.batch * args.hidden, hid = args.hidden;
+  const int64_t step = (int64_t)gridDim.x * THREADS;
+  for (int64_t unit = (int64_t)blockIdx.x * THREADS + threadIdx.x; unit < units; unit += step) {
+    const int64_t b = unit / hid, j = unit % hid;
+    const float *g = args.gates + b * 4 * hid + j;
+    plm__lstm_update(g[0], g[hid], g[2 * hid], g[3 * hid], args.c[unit], &args.out_h[unit],
+                     &args.out_c[unit]);
+  }
+}
+
 }  // namespace
 
 extern "C" plm_status plm__lstm_cuda(void *stream, const plm__lstm_args *args) {
-  unsigned blocks = plm__cuda_blocks(args->batch * args->hidden, WARPS);
-  lstm_kernel<<<blocks, THREADS, 0, (cudaStream_t)stream>>>(*args);
+  const int64_t units = args->batch * args->hidden;
+  if (args->gates) {
+    for (int which = 0; which < 2; which++) {
+      const plm__matmul_args product = plm__lstm_gate_product(args, which);
+      plm_status status = plm__matmul_cuda(stream, &product);
+      if (status != PLM_OK) return status;
+    }
+    lstm_update_kernel<<<plm__cuda_blocks(units, THREADS), THREADS, 0, (cudaStream_t)stream>>>(
+        *args);
+    return plm__cuda_check_launch("lstm_update_kernel");
+  }
+  lstm_kernel<<<plm__cuda_blocks(units, WARPS), THREADS, 0, (cudaStream_t)stream>>>(*args);
   return plm__cuda_check_launch("lstm_kernel");
 }

@@ -13,7 +13,9 @@
  *
  * Both kernels zero-pad the staged tiles past m, n and k, and guard every store, so any
  * shape works. The bias and the activation are applied as out is written (the
- * accumulators go through shared memory on the tensor-core path). Where the code built
+ * accumulators go through shared memory on the tensor-core path), after out's old value
+ * when accumulating. A transposed b (stored (n, k)) is staged into the same tile, its
+ * threads numbered along k so that they read consecutive addresses, as a's do. Where the code built
  * for the device is older than sm_80 (no WMMA on tf32 / bf16), the FP32 kernel runs on
  * inputs rounded to the precision instead.
  */
@@ -29,11 +31,34 @@ constexpr int TILE = 64;  /* out tile edge, both kernels */
 constexpr int DEPTH = 16; /* depth step, both kernels */
 constexpr int SGEMM_THREADS = 256;
 constexpr int WMMA_THREADS = 128;
+static_assert(PLM__MATMUL_CUDA_MAX_ROWS == 65535LL * TILE, "the grid's y counts row tiles");
 
-__device__ inline float epilogue(float sum, const float *bias, int64_t col,
-                                 plm_activation activation) {
-  if (bias) sum += bias[col];
-  return plm__activate(sum, activation);
+/* out[row, col] from its sum: the old value added first when accumulating, then the
+ * bias and the activation. */
+__device__ inline void store_out(const plm__matmul_args &args, int64_t row, int64_t col,
+                                 float sum) {
+  float *out = args.out + row * args.n + col;
+  if (args.accumulate) sum = *out + sum;
+  if (args.bias) sum += args.bias[col];
+  *out = plm__activate(sum, args.activation);
+}
+
+/* Element e of a DEPTH x TILE tile of b (depth step bk, column c), numbered so that
+ * consecutive threads read consecutive addresses: along n for b stored (k, n), along k
+ * for b stored (n, k) (b_transposed). */
+__device__ inline void b_tile_element(const plm__matmul_args &args, int e, int *bk, int *c) {
+  if (args.b_transposed) {
+    *bk = e % DEPTH;
+    *c = e / DEPTH;
+  } else {
+    *bk = e / TILE;
+    *c = e % TILE;
+  }
+}
+
+/* b's value at depth gk and column gc (both in range). */
+__device__ inline float b_at(const plm__matmul_args &args, int64_t gk, int64_t gc) {
+  return args.b_transposed ? args.b[gc * args.k + gk] : args.b[gk * args.n + gc];
 }
 
 /* FP32 (or, below sm_80, rounded inputs) on the CUDA cores. */
@@ -50,10 +75,11 @@ __global__ void __launch_bounds__(SGEMM_THREADS) sgemm_kernel(plm__matmul_args a
       a_tile[kk][r] = gr < args.m && gk < args.k
                           ? plm__round_to_precision(args.a[gr * args.k + gk], args.precision)
                           : 0.0f;
-      int bk = e / TILE, c = e % TILE; /* b: consecutive threads along n */
+      int bk, c;
+      b_tile_element(args, e, &bk, &c);
       int64_t gbk = k0 + bk, gc = col0 + c;
       b_tile[bk][c] = gbk < args.k && gc < args.n
-                          ? plm__round_to_precision(args.b[gbk * args.n + gc], args.precision)
+                          ? plm__round_to_precision(b_at(args, gbk, gc), args.precision)
                           : 0.0f;
     }
     __syncthreads();
@@ -76,8 +102,7 @@ __global__ void __launch_bounds__(SGEMM_THREADS) sgemm_kernel(plm__matmul_args a
 #pragma unroll
     for (int j = 0; j < 4; j++) {
       int64_t r = row0 + ty + 16 * i, c = col0 + tx + 16 * j;
-      if (r < args.m && c < args.n)
-        args.out[r * args.n + c] = epilogue(sums[i][j], args.bias, c, args.activation);
+      if (r < args.m && c < args.n) store_out(args, r, c, sums[i][j]);
     }
 }
 
@@ -147,11 +172,11 @@ __global__ void __launch_bounds__(WMMA_THREADS) wmma_kernel(plm__matmul_args arg
       int64_t gr = row0 + r, gk = k0 + kk;
       a_tile[r * LDA + kk] = traits::stage(
           gr < args.m && gk < args.k ? plm__round_to_precision(args.a[gr * args.k + gk], P) : 0.0f);
-      int bk = e / TILE, c = e % TILE;
+      int bk, c;
+      b_tile_element(args, e, &bk, &c);
       int64_t gbk = k0 + bk, gc = col0 + c;
       b_tile[bk * LDB + c] = traits::stage(
-          gbk < args.k && gc < args.n ? plm__round_to_precision(args.b[gbk * args.n + gc], P)
-                                      : 0.0f);
+          gbk < args.k && gc < args.n ? plm__round_to_precision(b_at(args, gbk, gc), P) : 0.0f);
     }
     __syncthreads();
 #pragma unroll
@@ -191,8 +216,7 @@ __global__ void __launch_bounds__(WMMA_THREADS) wmma_kernel(plm__matmul_args arg
   for (int e = threadIdx.x; e < TILE * TILE; e += WMMA_THREADS) {
     int r = e / TILE, c = e % TILE;
     int64_t gr = row0 + r, gc = col0 + c;
-    if (gr < args.m && gc < args.n)
-      args.out[gr * args.n + gc] = epilogue(out_tile[r * LDC + c], args.bias, gc, args.activation);
+    if (gr < args.m && gc < args.n) store_out(args, gr, gc, out_tile[r * LDC + c]);
   }
 #endif
 }
@@ -202,9 +226,9 @@ __global__ void __launch_bounds__(WMMA_THREADS) wmma_kernel(plm__matmul_args arg
 extern "C" plm_status plm__matmul_cuda(void *stream, const plm__matmul_args *args) {
   cudaStream_t s = (cudaStream_t)stream;
   const int64_t tiles_m = (args->m + TILE - 1) / TILE, tiles_n = (args->n + TILE - 1) / TILE;
-  if (tiles_m > 65535 || tiles_n > 2147483647LL)
-    return plm__fail_raw(PLM_ERR_UNSUPPORTED, "matmul: %lld rows exceed the grid (at most %d)",
-                         (long long)args->m, 65535 * TILE);
+  if (args->m > PLM__MATMUL_CUDA_MAX_ROWS || tiles_n > 2147483647LL)
+    return plm__fail_raw(PLM_ERR_UNSUPPORTED, "matmul: %lld rows exceed the grid (at most %lld)",
+                         (long long)args->m, PLM__MATMUL_CUDA_MAX_ROWS);
   dim3 grid((unsigned)tiles_n, (unsigned)tiles_m);
   /* The tensor-core kernel as built for this device: empty where that code is older than
    * sm_80 (a build for older architectures, even on a newer GPU). */
