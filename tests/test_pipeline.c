@@ -181,6 +181,13 @@ static size_t op_scratch(const plm__plan *plan, int s) {
   if (step->kind == PLM__OP_SOBEL_ENTROPY_THRESHOLD)
     PLM_CHECK_OK(
         plm__sobel_entropy_threshold_scratch_bytes(plm_test_ctx, &in, &step->params.fused, &bytes));
+  if (step->kind == PLM__OP_AR_FORECAST)
+    PLM_CHECK_OK(
+        plm__ar_forecast_scratch_bytes(plm_test_ctx, &in, &step->params.ar_forecast, &bytes));
+  if (step->kind == PLM__OP_LSTM_CELL) { /* x, then h */
+    const plm_tensor h = plm__pipe_describe(plm_test_ctx, &plan->tensors[step->inputs[1]].shape);
+    PLM_CHECK_OK(plm__lstm_cell_scratch_bytes(plm_test_ctx, &in, &h, &bytes));
+  }
   return bytes;
 }
 
