@@ -162,6 +162,22 @@ START_TEST(test_singular_designs_give_the_minimum_norm_solution_s_forecasts) {
 }
 END_TEST
 
+START_TEST(test_the_rotations_hypot_agrees_with_libm_at_every_scale) {
+  /* The plain formula in range, libm's hypot past 2^-450 and 2^450 (forecast.h). */
+  const double scales[] = {0x1p-1060, 1e-300,  0x1p-451, 0x1p-449, 1e-30,   1.0,
+                           1e30,      0x1p449, 0x1p451,  1e300,    0x1p1020};
+  const double pairs[][2] = {{3, 4}, {1, 1e-9}, {-5, 12}, {0, -7}, {1e-3, 1}, {0.75, 0.6}};
+  for (size_t i = 0; i < sizeof scales / sizeof *scales; i++)
+    for (size_t j = 0; j < sizeof pairs / sizeof *pairs; j++) {
+      const double a = pairs[j][0] * scales[i], b = pairs[j][1] * scales[i];
+      const double got = plm__ar_hypot(a, b), want = hypot(a, b);
+      ck_assert_msg(isfinite(got) && fabs(got - want) <= 4e-16 * want,
+                    "hypot(%g, %g): %.17g, libm %.17g", a, b, got, want);
+    }
+  ck_assert(isnan(plm__ar_hypot(NAN, 1.0)));
+}
+END_TEST
+
 START_TEST(test_a_series_with_nan_gives_nan_and_spares_the_others) {
   enum { T = 30, H = 3 };
   float *x = ar2_series(3, T, 9);
@@ -545,6 +561,7 @@ static Suite *forecast_suite(void) {
   tcase_add_test(tcase, test_most_lags_and_longest_horizon);
   tcase_add_test(tcase, test_series_just_long_enough);
   tcase_add_test(tcase, test_singular_designs_give_the_minimum_norm_solution_s_forecasts);
+  tcase_add_test(tcase, test_the_rotations_hypot_agrees_with_libm_at_every_scale);
   tcase_add_test(tcase, test_a_series_with_nan_gives_nan_and_spares_the_others);
   tcase_add_test(tcase, test_the_cuda_kernel_s_interleaved_layout_gives_the_same_bits);
   tcase_add_test(tcase, test_output_shape_and_cost);

@@ -28,6 +28,17 @@ static inline PLM_HD int64_t plm__ar_work_doubles(int lags) {
   return 2 * n * n + 2 * n + lags;
 }
 
+/* sqrt(a^2 + b^2) for the Givens rotations, within an ulp or two of hypot(a, b).
+ * libm's hypot guards against overflow and underflow at the price of a call (it was half
+ * of a series' time). The values here come from f32 data, |x| < 2^128, rotated (|c|,
+ * |s| <= 1) and summed over the equations, so their squares stay far inside double's
+ * range and the plain formula serves; hypot takes over outside [2^-450, 2^450] (values
+ * that cancellation left tiny, or anything unforeseen), and for NaN. */
+static inline PLM_HD double plm__ar_hypot(double a, double b) {
+  const double h = sqrt(a * a + b * b);
+  return h > 0x1p-450 && h < 0x1p450 ? h : hypot(a, b);
+}
+
 /* Fit and forecast series x (length T) into out (h values). work holds
  * plm__ar_work_doubles(p) doubles, element i at work[i * stride] (the CUDA kernel
  * interleaves its threads' work; the CPU passes stride 1). */
@@ -55,7 +66,7 @@ static inline PLM_HD void plm__ar_forecast_one(const float *x, int64_t length, i
     for (int j = 0; j < n; j++) {
       double rj = PLM__AR_ROW(j);
       if (rj == 0) continue;
-      double rjj = PLM__AR_R(j, j), h = hypot(rjj, rj), c = rjj / h, s = rj / h;
+      double rjj = PLM__AR_R(j, j), h = plm__ar_hypot(rjj, rj), c = rjj / h, s = rj / h;
       PLM__AR_R(j, j) = h;
       for (int k = j + 1; k < n; k++) {
         double a = PLM__AR_R(j, k), b = PLM__AR_ROW(k);
