@@ -1,8 +1,11 @@
-/* ops/dendritic.c: the dendritic operation (plume/dendritic.h). */
+/* ops/dendritic.c: the dendritic operation (plume/dendritic.h): the public op, whose
+ * sums' scratch (the GEMM path) comes from the context's default pool, and the internal
+ * scratch pair (ops/op_scratch.h). */
 #include <math.h>
 
 #include "kernels/common/dendritic.h"
 #include "ops/op_internal.h"
+#include "ops/op_scratch.h"
 #include "streams/error.h"
 
 static plm_status check_params(const plm_dendritic_params *params) {
@@ -69,12 +72,40 @@ static void dendritic_task(const void *args) {
   plm__dendritic_cpu(args);
 }
 
-plm_status plm_dendritic(plm_stream *stream, const plm_tensor *x, const plm_tensor *w,
-                         const plm_dendritic_params *params, plm_tensor *out) {
-  PLM__REQUIRE_NOT_NULL(stream);
-  plm_status status = plm__op_check_tensor(stream, x, "x");
-  if (status == PLM_OK) status = plm__op_check_tensor(stream, w, "w");
-  if (status == PLM_OK) status = plm__op_check_tensor(stream, out, "out");
+/* The sums' scratch (kernels/common/dendritic.h: 0 where the per-output path runs). */
+static size_t scratch_bytes_of(const plm_context *ctx, const plm__dendritic_args *args) {
+  return plm__dendritic_sums_bytes(ctx->backend->kind == PLM_BACKEND_CUDA, args->batch,
+                                   args->neurons, args->dendrites);
+}
+
+plm_status plm__dendritic_scratch_bytes(const plm_context *ctx, const plm_tensor *x,
+                                        const plm_tensor *w, const plm_dendritic_params *params,
+                                        size_t *bytes) {
+  if (!ctx) return plm__fail_raw(PLM_ERR_INVALID_ARG, "ctx is NULL");
+  if (!bytes) return plm__fail_raw(PLM_ERR_INVALID_ARG, "bytes is NULL");
+  if (!x) return plm__fail_raw(PLM_ERR_INVALID_ARG, "x is NULL");
+  if (!w) return plm__fail_raw(PLM_ERR_INVALID_ARG, "w is NULL");
+  plm_status status = check_descriptions(x, w, params);
+  if (status != PLM_OK) return status;
+  const plm__dendritic_args sizes = {
+      .batch = x->dims[0], .neurons = w->dims[0], .dendrites = w->dims[1]};
+  *bytes = scratch_bytes_of(ctx, &sizes);
+  return PLM_OK;
+}
+
+/* The operands in the public op's order, as the messages name them. */
+enum { OPERANDS = 3 };
+static const char *const names[OPERANDS] = {"x", "w", "out"};
+
+/* What plm_dendritic checks (raw messages); on success *args is the launch's (sums
+ * unset). */
+static plm_status check_call(plm_stream *stream, const plm_tensor *const tensors[OPERANDS],
+                             const plm_dendritic_params *params, plm__dendritic_args *args) {
+  const plm_tensor *x = tensors[0], *w = tensors[1], *out = tensors[2];
+  if (!stream) return plm__fail_raw(PLM_ERR_INVALID_ARG, "stream is NULL");
+  plm_status status = PLM_OK;
+  for (int t = 0; t < OPERANDS && status == PLM_OK; t++)
+    status = plm__op_check_tensor(stream, tensors[t], names[t]);
   if (status == PLM_OK) status = check_inputs(x, w, params);
   if (status == PLM_OK) status = plm__op_check_f32(out, "out", 2);
   if (status == PLM_OK && (out->dims[0] != x->dims[0] || out->dims[1] != w->dims[0]))
@@ -83,21 +114,58 @@ plm_status plm_dendritic(plm_stream *stream, const plm_tensor *x, const plm_tens
                            (long long)w->dims[0]);
   if (status == PLM_OK) status = plm__op_check_disjoint(x, "x", out, "out");
   if (status == PLM_OK) status = plm__op_check_disjoint(w, "w", out, "out");
-  if (status != PLM_OK) return plm__propagate(status);
+  if (status != PLM_OK) return status;
+  *args = (plm__dendritic_args){.x = x->data,
+                                .w = w->data,
+                                .out = out->data,
+                                .batch = x->dims[0],
+                                .input = x->dims[1],
+                                .neurons = w->dims[0],
+                                .dendrites = w->dims[1],
+                                .params = *params};
+  return PLM_OK;
+}
 
-  plm__dendritic_args args = {.x = x->data,
-                              .w = w->data,
-                              .out = out->data,
-                              .batch = x->dims[0],
-                              .input = x->dims[1],
-                              .neurons = w->dims[0],
-                              .dendrites = w->dims[1],
-                              .params = *params};
+/* Enqueue the kernels of checked arguments, with their sums set where the GEMM path
+ * runs. */
+static plm_status launch(plm_stream *stream, const plm__dendritic_args *args) {
 #ifdef PLM_HAVE_CUDA
   if (plm__op_on_cuda(stream)) {
-    PLM__OP_ON_DEVICE(stream, "dendritic", status, plm__dendritic_cuda(stream->handle, &args));
-    return plm__propagate(status);
+    plm_status status = PLM_OK;
+    PLM__OP_ON_DEVICE(stream, "dendritic", status, plm__dendritic_cuda(stream->handle, args));
+    return status;
   }
 #endif
-  return plm__propagate(plm__op_launch_cpu(stream, dendritic_task, &args, sizeof args));
+  return plm__op_launch_cpu(stream, dendritic_task, args, sizeof *args);
+}
+
+plm_status plm__dendritic_enqueue(plm_stream *stream, const plm_tensor *x, const plm_tensor *w,
+                                  const plm_dendritic_params *params, plm_tensor *out,
+                                  void *scratch, size_t scratch_bytes) {
+  const plm_tensor *const tensors[OPERANDS] = {x, w, out};
+  plm__dendritic_args args;
+  plm_status status = check_call(stream, tensors, params, &args);
+  if (status != PLM_OK) return status;
+  const size_t needed = scratch_bytes_of(stream->ctx, &args);
+  status =
+      plm__op_check_scratch("dendritic", scratch, scratch_bytes, needed, tensors, names, OPERANDS);
+  if (status != PLM_OK) return status;
+  args.sums = needed ? scratch : NULL;
+  return launch(stream, &args);
+}
+
+plm_status plm_dendritic(plm_stream *stream, const plm_tensor *x, const plm_tensor *w,
+                         const plm_dendritic_params *params, plm_tensor *out) {
+  PLM__REQUIRE_NOT_NULL(stream);
+  const plm_tensor *const tensors[OPERANDS] = {x, w, out};
+  plm__dendritic_args args;
+  plm_pool *pool = NULL;
+  void *scratch = NULL;
+  plm_status status = check_call(stream, tensors, params, &args);
+  if (status == PLM_OK)
+    status = plm__op_scratch_take(stream, scratch_bytes_of(stream->ctx, &args), &pool, &scratch);
+  if (status != PLM_OK) return plm__propagate(status);
+  args.sums = scratch;
+  status = launch(stream, &args);
+  return plm__propagate(plm__op_scratch_give(stream, pool, scratch, status));
 }

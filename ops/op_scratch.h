@@ -14,7 +14,10 @@
  *                              the series (kernels/common/forecast.h); host: nothing
  *                              (each CPU task keeps its series' numbers on its stack);
  *   lstm_cell                  both backends, from a batch size on: the gates of the
- *                              GEMM path (kernels/common/lstm.h); none below it.
+ *                              GEMM path (kernels/common/lstm.h); none below it;
+ *   dendritic                  both backends, from a batch size on: the dendrites' sums
+ *                              of the GEMM path (kernels/common/dendritic.h); none below
+ *                              it.
  * conv2d, sobel, threshold and regions take none from a pool (the CPU conv2d and sobel
  * kernels malloc working buffers per work chunk inside the kernel, kernels/cpu/conv.c,
  * and fall back to a slower path when malloc fails; the CUDA kernels need none).
@@ -49,6 +52,7 @@
 
 #include <stddef.h>
 
+#include "plume/dendritic.h"
 #include "plume/entropy.h"
 #include "plume/forecast.h"
 #include "plume/fused.h"
@@ -107,6 +111,14 @@ plm_status plm__lstm_cell_enqueue(plm_stream *stream, const plm_tensor *x, const
                                   const plm_tensor *c, const plm_tensor *w_ih,
                                   const plm_tensor *w_hh, const plm_tensor *b_ih,
                                   const plm_tensor *b_hh, plm_tensor *out_h, plm_tensor *out_c,
+                                  void *scratch, size_t scratch_bytes);
+
+/* plm_dendritic: x (B, I) and w (N, D, I). B·N·D floats where the GEMM path runs. */
+plm_status plm__dendritic_scratch_bytes(const plm_context *ctx, const plm_tensor *x,
+                                        const plm_tensor *w, const plm_dendritic_params *params,
+                                        size_t *bytes);
+plm_status plm__dendritic_enqueue(plm_stream *stream, const plm_tensor *x, const plm_tensor *w,
+                                  const plm_dendritic_params *params, plm_tensor *out,
                                   void *scratch, size_t scratch_bytes);
 
 /* ---- shared by the ops above (ops/op_scratch.c) ---- */

@@ -384,12 +384,16 @@ static plm_status size_scratch(plm__plan *plan, plm_context *ctx) {
         status = plm__lstm_cell_scratch_bytes(ctx, &in, &h, &step->scratch_bytes);
         break;
       }
+      case PLM__OP_DENDRITIC: { /* x, then w */
+        const plm_tensor w = plm__pipe_describe(ctx, &plan->tensors[step->inputs[1]].shape);
+        status = plm__dendritic_scratch_bytes(ctx, &in, &w, &p->dendritic, &step->scratch_bytes);
+        break;
+      }
       case PLM__OP_CONV2D:
       case PLM__OP_SOBEL:
       case PLM__OP_THRESHOLD:
       case PLM__OP_REGIONS:
       case PLM__OP_MATMUL:
-      case PLM__OP_DENDRITIC:
       case PLM__OP_VECTOR_ADD:
       case PLM__OP_DOT: break;     /* none */
       case PLM__OP_SEGMENT: break; /* lowered already */

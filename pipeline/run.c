@@ -91,6 +91,7 @@ static plm_status run_step(const plm__step *step, plm_stream *stream, plm_tensor
       case PLM__OP_LSTM_CELL:
         return plm_lstm_cell(stream, in[0], in[1], in[2], in[3], in[4], in[5], in[6], out[0],
                              out[1]);
+      case PLM__OP_DENDRITIC: return plm_dendritic(stream, in[0], in[1], &p->dendritic, out[0]);
       default: break; /* the ops without scratch, below */
     }
   }
@@ -111,7 +112,8 @@ static plm_status run_step(const plm__step *step, plm_stream *stream, plm_tensor
     case PLM__OP_LSTM_CELL:
       return plm__lstm_cell_enqueue(stream, in[0], in[1], in[2], in[3], in[4], in[5], in[6], out[0],
                                     out[1], scratch, bytes);
-    case PLM__OP_DENDRITIC: return plm_dendritic(stream, in[0], in[1], &p->dendritic, out[0]);
+    case PLM__OP_DENDRITIC:
+      return plm__dendritic_enqueue(stream, in[0], in[1], &p->dendritic, out[0], scratch, bytes);
     case PLM__OP_VECTOR_ADD: return plm_vector_add(stream, in[0], in[1], &p->vector_add, out[0]);
     case PLM__OP_DOT: return plm_dot(stream, in[0], in[1], &p->dot, out[0]);
     case PLM__OP_AR_FORECAST:
@@ -216,12 +218,12 @@ static bool allocates_per_call(plm__op_kind kind) {
     case PLM__OP_THRESHOLD:
     case PLM__OP_REGIONS:
     case PLM__OP_MATMUL:
-    case PLM__OP_DENDRITIC:
     case PLM__OP_VECTOR_ADD:        /* one triple: no table (only vector_add_batched takes one) */
     case PLM__OP_DOT: return false; /* no scratch */
     case PLM__OP_ENTROPY:
     case PLM__OP_LABEL:
     case PLM__OP_LSTM_CELL:
+    case PLM__OP_DENDRITIC:
     case PLM__OP_SOBEL_ENTROPY_THRESHOLD:
     case PLM__OP_AR_FORECAST: return false; /* scratch from the workspace */
     case PLM__OP_SEGMENT: return true;      /* never a step (lowered); plm_segment would allocate */

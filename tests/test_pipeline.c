@@ -188,6 +188,11 @@ static size_t op_scratch(const plm__plan *plan, int s) {
     const plm_tensor h = plm__pipe_describe(plm_test_ctx, &plan->tensors[step->inputs[1]].shape);
     PLM_CHECK_OK(plm__lstm_cell_scratch_bytes(plm_test_ctx, &in, &h, &bytes));
   }
+  if (step->kind == PLM__OP_DENDRITIC) { /* x, then w */
+    const plm_tensor w = plm__pipe_describe(plm_test_ctx, &plan->tensors[step->inputs[1]].shape);
+    PLM_CHECK_OK(
+        plm__dendritic_scratch_bytes(plm_test_ctx, &in, &w, &step->params.dendritic, &bytes));
+  }
   return bytes;
 }
 

@@ -21,8 +21,23 @@ extern "C" {
  *                   boosts a dendrite above threshold)
  *   MULTIPLICATIVE  out[b, n] = Π_d σ(a_d)
  * k, theta and beta are read by the modes that use them and must be finite. out may not
- * overlap x or w. The test holds each result within 1e-5 · (1 + |out|) · (1 + Σ_d L_d ·
- * Σ_i |w·x|) of a float64 reference, L_d the slope bound of the dendrite's function. */
+ * overlap x or w. σ is evaluated in f32 from an arithmetic-only e^x, within 1e-7 of the
+ * exact σ. The test holds each result within 1e-5 · (1 + |out|) · (1 + Σ_d L_d ·
+ * Σ_i |w·x|) of a float64 reference, L_d the slope bound of the dendrite's function.
+ *
+ * How the dendrites' sums are computed depends on the batch B and the backend (the rule
+ * and its measurements: kernels/common/dendritic.h):
+ *   B < 8 on host, B < 64 on cuda: per output, each (row, neuron) its own D dot
+ *       products; no scratch.
+ *   from there on (on cuda up to 65535 · 64 rows): one matrix product, sums (B, N·D) =
+ *       x · wᵀ with w read as (N·D, I), with the FP32 matmul kernels (plume/matmul.h),
+ *       then each output's dendrite functions and soma from its sums. The sums, 4·B·N·D
+ *       bytes, are scratch from the context's default pool, taken and given back in
+ *       stream order (PLM_ERR_OUT_OF_MEMORY when the pool has none).
+ * The two paths add the products in different orders (both within the tolerance above);
+ * each neuron's soma folds its dendrites in order d = 0, 1, ... on both. Which one runs
+ * depends on B and the backend only, and neither's sums depend on how the work is split
+ * across threads, so on a backend the result is the same whatever the thread count. */
 
 typedef enum plm_dendrite_mode {
   PLM_DENDRITE_SIGMOID = 0, /* the default */
@@ -41,7 +56,8 @@ typedef struct plm_dendritic_params {
 /* Enqueue the layer on stream. Errors (PLM_ERR_INVALID_ARG unless said): a NULL stream,
  * x, w, params or out; a tensor not f32, of the wrong rank (x, out 2-D; w 3-D), not
  * contiguous (PLM_ERR_UNSUPPORTED) or of another context; w's I not x's; out not
- * (B, N); out overlapping x or w; an unknown mode; k, theta or beta not finite. */
+ * (B, N); out overlapping x or w; an unknown mode; k, theta or beta not finite;
+ * PLM_ERR_OUT_OF_MEMORY when the sums' scratch cannot be had (above). */
 PLM_API plm_status plm_dendritic(plm_stream *stream, const plm_tensor *x, const plm_tensor *w,
                                  const plm_dendritic_params *params, plm_tensor *out);
 /* out's shape: f32 (B, N). */

@@ -63,10 +63,11 @@
  * At compile, cfg->frames_in_flight workspaces (one per frame slot) and the constants
  * come from cfg->pool (the context's default pool when NULL), once; they go back at
  * destroy. A run allocates nothing from any pool, on either backend: the scratch that
- * entropy, the fused step, label and ar_forecast (the last two on cuda) take from the
- * context's default pool per call when called directly (plume/entropy.h, plume/fused.h,
- * plume/label.h, plume/forecast.h) is, in a pipeline, a part of the slot's workspace
- * (plm_plan_info's scratch_bytes). So every step's memory is fixed, and
+ * entropy, the fused step, label and ar_forecast (the last two on cuda), and lstm_cell
+ * and dendritic (from a batch size on) take from the context's default pool per call
+ * when called directly (plume/entropy.h, plume/fused.h, plume/label.h,
+ * plume/forecast.h, plume/lstm.h, plume/dendritic.h) is, in a pipeline, a part of the
+ * slot's workspace (plm_plan_info's scratch_bytes). So every step's memory is fixed, and
  * plm_pipeline_run_stream can capture any plan into a CUDA graph. (On host, the CPU
  * conv2d and sobel kernels still malloc working buffers of their own per work chunk,
  * inside the kernel: kernels/cpu/conv.c. No pool is involved.) The exception is a plan
@@ -218,7 +219,9 @@ PLM_API plm_status plm_pipeline_add_lstm_cell(plm_pipeline *pl, plm_pipe_tensor 
                                               plm_pipe_tensor b_ih, plm_pipe_tensor b_hh,
                                               plm_pipe_tensor *out_h, plm_pipe_tensor *out_c);
 
-/* plm_dendritic (plume/dendritic.h); w (N, D, I) is usually a constant. */
+/* plm_dendritic (plume/dendritic.h); w (N, D, I) is usually a constant. From the batch
+ * where its sums are one matmul, those sums (4·B·N·D bytes) are the step's scratch in
+ * the slot's workspace. */
 PLM_API plm_status plm_pipeline_add_dendritic(plm_pipeline *pl, plm_pipe_tensor x,
                                               plm_pipe_tensor w, const plm_dendritic_params *params,
                                               plm_pipe_tensor *out);

@@ -48,8 +48,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <string.h>
 
+#include "kernels/common/activation.h"
 #include "kernels/common/matmul.h"
 #include "kernels/common/plm_hd.h"
 #include "plume/lstm.h"
@@ -93,52 +93,16 @@ static inline plm__matmul_args plm__lstm_gate_product(const plm__lstm_args *args
                             .accumulate = which != 0};
 }
 
-/* e^x in f32 from arithmetic alone, so that a loop over units vectorises (libm's expf is
- * a call; glibc's tanhf, through expm1f, was slower than the GEMM path's products at a
- * batch of 2048): x clamped to [-87, 88] (NaN stays NaN), x = n·ln 2 + r with
- * |r| <= ln 2 / 2 (n rounded by adding 1.5·2^23; ln 2 in two parts, Cody-Waite), e^r by
- * Cephes expf's polynomial, 2^n written into the exponent bits. Within 1e-7 of e^x
- * relatively on [-87, 88]; σ and tanh below within 1e-7 absolutely everywhere (checked
- * against double on every 7th f32). */
-static inline PLM_HD float plm__lstm_expf(float x) {
-  x = x < -87.0f ? -87.0f : x;
-  x = x > 88.0f ? 88.0f : x;
-  const float shifted = x * 1.44269504f + 12582912.0f;
-  const float n = shifted - 12582912.0f;
-  const float r = (x - n * 0.693359375f) - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  uint32_t bits;
-  memcpy(&bits, &shifted, sizeof bits); /* 0x4b400000 + n */
-  bits = (bits - 0x4b400000u + 127u) << 23;
-  float scale;
-  memcpy(&scale, &bits, sizeof scale);
-  return p * scale;
-}
-
-/* σ(x) = 1 / (1 + e^-x): 1 and 0 (within 1e-38) at the extremes, NaN for NaN. */
-static inline PLM_HD float plm__lstm_sigmoidf(float x) {
-  return 1.0f / (1.0f + plm__lstm_expf(-x));
-}
-
-/* tanh x as (1 - e^-2|x|) / (1 + e^-2|x|) with x's sign: ±1 at ±infinity, NaN for NaN. */
-static inline PLM_HD float plm__lstm_tanhf(float x) {
-  const float t = plm__lstm_expf(-2.0f * fabsf(x));
-  return copysignf((1.0f - t) / (1.0f + t), x);
-}
-
 /* One unit's new state from its four gate sums (i, f, g, o, in torch's order) and its
- * cell value c: *out_c = σ(f)·c + σ(i)·tanh(g), *out_h = σ(o)·tanh(*out_c). */
+ * cell value c: *out_c = σ(f)·c + σ(i)·tanh(g), *out_h = σ(o)·tanh(*out_c), with the
+ * arithmetic-only σ and tanh of kernels/common/activation.h (within 1e-7 of double), so
+ * that a loop over units vectorises: glibc's tanhf, through expm1f, was slower than the
+ * GEMM path's products at a batch of 2048. */
 static inline PLM_HD void plm__lstm_update(float i, float f, float g, float o, float c,
                                            float *out_h, float *out_c) {
-  float cell = plm__lstm_sigmoidf(f) * c + plm__lstm_sigmoidf(i) * plm__lstm_tanhf(g);
+  float cell = plm__fast_sigmoidf(f) * c + plm__fast_sigmoidf(i) * plm__fast_tanhf(g);
   *out_c = cell;
-  *out_h = plm__lstm_sigmoidf(o) * plm__lstm_tanhf(cell);
+  *out_h = plm__fast_sigmoidf(o) * plm__fast_tanhf(cell);
 }
 
 #ifdef __cplusplus
