@@ -215,6 +215,80 @@ START_TEST(test_cpu_kernel_takes_a_transposed_b_and_accumulates) {
 }
 END_TEST
 
+/* The CPU kernel's sums have one order whatever the machine: each output adds its depth
+ * blocks of 256 (kernels/cpu/matmul.c's KC) in order, each block's terms summed in f32
+ * from 0 in order of depth, then the bias, then the activation. A serial f32 reference in
+ * that order gives exactly the kernel's bytes, for shapes that take each way the kernel
+ * splits the work (few rows: by columns, alone or across the cores; more: by rows, b
+ * packed across the cores), so the result does not depend on the split or the number
+ * of threads. */
+static void ordered_reference(const plm__matmul_args *args, const float *b_plain, float *out) {
+  const int64_t m = args->m, n = args->n, k = args->k;
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < n; j++) {
+      float total = out[i * n + j]; /* the old value, read only when accumulating */
+      int64_t k0 = 0;
+      do {
+        float sum = 0.0f;
+        for (int64_t q = k0; q < k && q < k0 + 256; q++) {
+          const float term = plm__round_to_precision(args->a[i * k + q], args->precision) *
+                             plm__round_to_precision(b_plain[q * n + j], args->precision);
+          sum += term;
+        }
+        total = k0 == 0 && !args->accumulate ? sum : total + sum;
+        k0 += 256;
+      } while (k0 < k);
+      if (args->bias) total += args->bias[j];
+      out[i * n + j] = plm__activate(total, args->activation);
+    }
+}
+
+START_TEST(test_cpu_kernel_sums_in_one_order_however_it_splits) {
+  static const int64_t cases[][3] = {
+      /* m, n, k */
+      {1, 17, 7},     {4, 1100, 600},  {13, 530, 300}, {33, 530, 600}, {64, 1100, 300},
+      {65, 530, 300}, {150, 530, 300}, {7, 16, 3000},  {40, 48, 800},  {5, 40, 0}};
+  for (size_t s = 0; s < sizeof cases / sizeof cases[0]; s++) {
+    const int64_t m = cases[s][0], n = cases[s][1], k = cases[s][2];
+    float *a = random_matrix(m * k + 1, 71 + s), *b = random_matrix(k * n + 1, 73 + s);
+    float *bias = random_matrix(n, 79 + s), *old = random_matrix(m * n, 83 + s);
+    float *b_t = malloc((size_t)(k * n + 1) * sizeof *b_t);
+    float *expected = malloc((size_t)(m * n) * sizeof *expected);
+    float *got = malloc((size_t)(m * n) * sizeof *got);
+    ck_assert(b_t && expected && got);
+    for (int64_t q = 0; q < k; q++)
+      for (int64_t j = 0; j < n; j++) b_t[j * k + q] = b[q * n + j];
+    for (int variant = 0; variant < 8; variant++) {
+      const bool transposed = variant & 1, accumulate = variant & 2, reduced = variant & 4;
+      plm__matmul_args args = {
+          .a = a,
+          .b = transposed ? b_t : b,
+          .bias = accumulate ? NULL : bias,
+          .out = got,
+          .m = m,
+          .n = n,
+          .k = k,
+          .precision = reduced ? PLM_PRECISION_BF16 : PLM_PRECISION_FP32,
+          .activation = accumulate ? PLM_ACTIVATION_NONE : PLM_ACTIVATION_SIGMOID,
+          .b_transposed = transposed,
+          .accumulate = accumulate};
+      memcpy(got, old, (size_t)(m * n) * sizeof *got);
+      memcpy(expected, old, (size_t)(m * n) * sizeof *expected);
+      plm__matmul_cpu(&args);
+      ordered_reference(&args, b, expected);
+      for (int64_t i = 0; i < m * n; i++)
+        ck_assert_msg(memcmp(&got[i], &expected[i], sizeof(float)) == 0,
+                      "%lldx%lldx%lld%s%s %s: out[%lld] is %a, in order %a", (long long)m,
+                      (long long)n, (long long)k, transposed ? " transposed" : "",
+                      accumulate ? " accumulate" : "", reduced ? "bf16" : "fp32", (long long)i,
+                      (double)got[i], (double)expected[i]);
+    }
+    float *all[] = {a, b, bias, old, b_t, expected, got};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
+  }
+}
+END_TEST
+
 /* TF32 and BF16 mean "the inputs rounded to nearest even, then an f32 product": against
  * a reference that rounds its inputs so, the result is as close as FP32's. A backend
  * that truncated instead, or skipped the rounding, fails this. */
@@ -534,6 +608,7 @@ static Suite *matmul_suite(void) {
   tcase_add_test(tcase, test_matches_the_reference_for_every_size_precision_activation_and_bias);
   tcase_add_test(tcase, test_reduced_precisions_round_their_inputs_to_nearest_even);
   tcase_add_test(tcase, test_cpu_kernel_takes_a_transposed_b_and_accumulates);
+  tcase_add_test(tcase, test_cpu_kernel_sums_in_one_order_however_it_splits);
   tcase_add_test(tcase, test_auto_switches_to_tf32_at_the_threshold);
   tcase_add_test(tcase, test_rounding_helpers_round_to_nearest_even);
   tcase_add_test(tcase, test_rounding_keeps_the_bits_on_edge_values);
