@@ -48,7 +48,10 @@ enum {
   /* The most rows split by columns (see the top). Measured on the 2-core host with b
    * 512 x 1024 and 192 x 512: the column split was faster to 64 rows, the row split from
    * 72 on. */
-  COLUMN_SPLIT_MAX_ROWS = 64
+  COLUMN_SPLIT_MAX_ROWS = 64,
+  /* The smallest block of b the row split packs across the cores: 128 KiB, about 10 us
+   * of packing, several hand-offs' worth. */
+  PACK_SPLIT_MIN_FLOATS = 32768
 };
 _Static_assert(COLUMN_SPLIT_MAX_ROWS <= MC, "the column split packs all of a in one block");
 
@@ -407,9 +410,10 @@ void plm__matmul_cpu(const plm__matmul_args *args) {
     do {
       job.k0 = k0;
       job.kc = min64(KC, k - k0);
-      /* The block's panels across the cores too (a few at a time), where its rows are. */
+      /* The block's panels across the cores too (a few at a time) where its rows are and
+       * it takes longer to pack than a hand-off. */
       const int64_t block_panels = (job.nc + NR - 1) / NR;
-      if (tasks > 1)
+      if (tasks > 1 && job.kc * job.nc >= PACK_SPLIT_MIN_FLOATS)
         plm__parallel_for(block_panels, 2, pack_b_panels, &job);
       else
         pack_b_panels(&job, 0, block_panels);
