@@ -375,9 +375,11 @@ static void matmul_columns(void *context, int64_t begin, int64_t end) {
 void plm__matmul_cpu(const plm__matmul_args *args) {
   const int64_t m = args->m, n = args->n, k = args->k;
   if (m <= 0 || n <= 0) return;
-  /* Under ~2 Mflop a hand-off costs more than it saves: the caller does it all. */
+  /* Under ~2 Mflop a hand-off costs more than it saves: the caller does it all. The
+   * flops the micro-kernel does, its rows rounded up to MR: with fewer rows than that it
+   * still computes MR, and packing b costs about as much again. */
   const int threads = plm__parallel_threads();
-  const int64_t flops = 2 * m * n * (k > 0 ? k : 1);
+  const int64_t flops = 2 * ((m + MR - 1) / MR * MR) * n * (k > 0 ? k : 1);
   const bool alone = threads == 1 || flops < (2 << 20);
   const int64_t panels = (n + NR - 1) / NR;
   /* Each task of the column split packs all of a again: at least 4·m columns each, so
