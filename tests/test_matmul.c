@@ -215,6 +215,80 @@ START_TEST(test_cpu_kernel_takes_a_transposed_b_and_accumulates) {
 }
 END_TEST
 
+/* The CPU kernel's sums have one order whatever the machine: each output adds its depth
+ * blocks of 256 (kernels/cpu/matmul.c's KC) in order, each block's terms summed in f32
+ * from 0 in order of depth, then the bias, then the activation. A serial f32 reference in
+ * that order gives exactly the kernel's bytes, for shapes that take each way the kernel
+ * splits the work (few rows: by columns, alone or across the cores; more: by rows, b
+ * packed across the cores), so the result does not depend on the split or the number
+ * of threads. */
+static void ordered_reference(const plm__matmul_args *args, const float *b_plain, float *out) {
+  const int64_t m = args->m, n = args->n, k = args->k;
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < n; j++) {
+      float total = out[i * n + j]; /* the old value, read only when accumulating */
+      int64_t k0 = 0;
+      do {
+        float sum = 0.0f;
+        for (int64_t q = k0; q < k && q < k0 + 256; q++) {
+          const float term = plm__round_to_precision(args->a[i * k + q], args->precision) *
+                             plm__round_to_precision(b_plain[q * n + j], args->precision);
+          sum += term;
+        }
+        total = k0 == 0 && !args->accumulate ? sum : total + sum;
+        k0 += 256;
+      } while (k0 < k);
+      if (args->bias) total += args->bias[j];
+      out[i * n + j] = plm__activate(total, args->activation);
+    }
+}
+
+START_TEST(test_cpu_kernel_sums_in_one_order_however_it_splits) {
+  static const int64_t cases[][3] = {
+      /* m, n, k */
+      {1, 17, 7},     {4, 1100, 600},  {13, 530, 300}, {33, 530, 600}, {64, 1100, 300},
+      {65, 530, 300}, {150, 530, 300}, {7, 16, 3000},  {40, 48, 800},  {5, 40, 0}};
+  for (size_t s = 0; s < sizeof cases / sizeof cases[0]; s++) {
+    const int64_t m = cases[s][0], n = cases[s][1], k = cases[s][2];
+    float *a = random_matrix(m * k + 1, 71 + s), *b = random_matrix(k * n + 1, 73 + s);
+    float *bias = random_matrix(n, 79 + s), *old = random_matrix(m * n, 83 + s);
+    float *b_t = malloc((size_t)(k * n + 1) * sizeof *b_t);
+    float *expected = malloc((size_t)(m * n) * sizeof *expected);
+    float *got = malloc((size_t)(m * n) * sizeof *got);
+    ck_assert(b_t && expected && got);
+    for (int64_t q = 0; q < k; q++)
+      for (int64_t j = 0; j < n; j++) b_t[j * k + q] = b[q * n + j];
+    for (int variant = 0; variant < 8; variant++) {
+      const bool transposed = variant & 1, accumulate = variant & 2, reduced = variant & 4;
+      plm__matmul_args args = {
+          .a = a,
+          .b = transposed ? b_t : b,
+          .bias = accumulate ? NULL : bias,
+          .out = got,
+          .m = m,
+          .n = n,
+          .k = k,
+          .precision = reduced ? PLM_PRECISION_BF16 : PLM_PRECISION_FP32,
+          .activation = accumulate ? PLM_ACTIVATION_NONE : PLM_ACTIVATION_SIGMOID,
+          .b_transposed = transposed,
+          .accumulate = accumulate};
+      memcpy(got, old, (size_t)(m * n) * sizeof *got);
+      memcpy(expected, old, (size_t)(m * n) * sizeof *expected);
+      plm__matmul_cpu(&args);
+      ordered_reference(&args, b, expected);
+      for (int64_t i = 0; i < m * n; i++)
+        ck_assert_msg(memcmp(&got[i], &expected[i], sizeof(float)) == 0,
+                      "%lldx%lldx%lld%s%s %s: out[%lld] is %a, in order %a", (long long)m,
+                      (long long)n, (long long)k, transposed ? " transposed" : "",
+                      accumulate ? " accumulate" : "", reduced ? "bf16" : "fp32", (long long)i,
+                      (double)got[i], (double)expected[i]);
+    }
+    float *all[] = {a, b, bias, old, b_t, expected, got};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
+  }
+}
+END_TEST
+
 /* TF32 and BF16 mean "the inputs rounded to nearest even, then an f32 product": against
  * a reference that rounds its inputs so, the result is as close as FP32's. A backend
  * that truncated instead, or skipped the rounding, fails this. */
@@ -292,6 +366,125 @@ START_TEST(test_rounding_helpers_round_to_nearest_even) {
   ck_assert(fabs(plm__activate(0.5f, PLM_ACTIVATION_SIGMOID) - 1 / (1 + exp(-0.5))) < 1e-7);
   ck_assert(plm__activate(-100.0f, PLM_ACTIVATION_SIGMOID) >= 0.0f);
   ck_assert(plm__activate(100.0f, PLM_ACTIVATION_SIGMOID) == 1.0f);
+}
+END_TEST
+
+/* Edge values and what TF32 and BF16 make of them (bits): ties go to the even neighbour,
+ * the largest finite values round to infinity, subnormals round on the same grid as
+ * normals (the largest one up to the smallest normal), infinities and NaN (quiet or
+ * signalling, any payload) stay as they are, zeros keep their sign. */
+static const struct {
+  uint32_t in, tf32, bf16;
+} edges[] = {
+    {0x3f801000u, 0x3f800000u, 0x3f800000u}, /* 1 + 2^-11: a TF32 tie, to even (down) */
+    {0x3f803000u, 0x3f804000u, 0x3f800000u}, /* 1 + 3·2^-11: a TF32 tie, to even (up) */
+    {0x3f808000u, 0x3f808000u, 0x3f800000u}, /* 1 + 2^-8: a BF16 tie, to even (down) */
+    {0x3f818000u, 0x3f818000u, 0x3f820000u}, /* 1 + 3·2^-8: a BF16 tie, to even (up) */
+    {0xbf803001u, 0xbf804000u, 0xbf800000u}, /* negative, just past a TF32 tie */
+    {0x7f7fffffu, 0x7f800000u, 0x7f800000u}, /* FLT_MAX: to infinity */
+    {0xff7fffffu, 0xff800000u, 0xff800000u}, /* -FLT_MAX: to -infinity */
+    {0x7f7fefffu, 0x7f7fe000u, 0x7f800000u}, /* the largest TF32 stays finite */
+    {0x7f7f7fffu, 0x7f7f8000u, 0x7f7f0000u}, /* below BF16's tie to infinity: finite */
+    {0x007fffffu, 0x00800000u, 0x00800000u}, /* the largest subnormal: up to FLT_MIN */
+    {0x00001000u, 0x00000000u, 0x00000000u}, /* a subnormal TF32 tie, to even (zero) */
+    {0x00003000u, 0x00004000u, 0x00000000u}, /* a subnormal TF32 tie, to even (up) */
+    {0x80018000u, 0x80018000u, 0x80020000u}, /* a negative subnormal BF16 tie, up */
+    {0x00000001u, 0x00000000u, 0x00000000u}, /* the smallest subnormal: to zero */
+    {0x7f800000u, 0x7f800000u, 0x7f800000u}, /* infinity */
+    {0xff800000u, 0xff800000u, 0xff800000u}, /* -infinity */
+    {0x7fc00001u, 0x7fc00001u, 0x7fc00001u}, /* a quiet NaN with a payload */
+    {0x7f800001u, 0x7f800001u, 0x7f800001u}, /* a signalling NaN, not infinity */
+    {0xffffffffu, 0xffffffffu, 0xffffffffu}, /* a negative NaN, every bit set */
+    {0x00000000u, 0x00000000u, 0x00000000u}, /* zero */
+    {0x80000000u, 0x80000000u, 0x80000000u}, /* negative zero */
+};
+enum { EDGES = sizeof edges / sizeof edges[0] };
+
+static float from_bits(uint32_t bits) {
+  float x;
+  memcpy(&x, &bits, sizeof x);
+  return x;
+}
+
+static uint32_t to_bits(float x) {
+  uint32_t bits;
+  memcpy(&bits, &x, sizeof bits);
+  return bits;
+}
+
+static uint32_t edge_rounded(int e, plm_precision precision) {
+  return precision == PLM_PRECISION_TF32   ? edges[e].tf32
+         : precision == PLM_PRECISION_BF16 ? edges[e].bf16
+                                           : edges[e].in;
+}
+
+START_TEST(test_rounding_keeps_the_bits_on_edge_values) {
+  for (int e = 0; e < EDGES; e++) {
+    const float x = from_bits(edges[e].in);
+    ck_assert_msg(to_bits(plm__round_tf32(x)) == edges[e].tf32, "tf32 of 0x%08x: 0x%08x",
+                  edges[e].in, to_bits(plm__round_tf32(x)));
+    ck_assert_msg(to_bits(plm__round_bf16(x)) == edges[e].bf16, "bf16 of 0x%08x: 0x%08x",
+                  edges[e].in, to_bits(plm__round_bf16(x)));
+  }
+}
+END_TEST
+
+/* The CPU kernel rounds its packed inputs with vector code: the edge values above go
+ * through every packing path (a's full and partial panels; b plain and transposed, full
+ * 16-column panels with 8 x 8 transposes and their depth tail, and a partial panel) and
+ * come out as the helpers round them. Each is the only nonzero term of its output's
+ * sum, times 1: out = round(edge) exactly (zero's sign aside: the sum starts from +0, so
+ * negative zero comes out as +0; the helpers' test above checks its bits). NaN is
+ * checked as NaN (a product need not keep its payload). */
+START_TEST(test_packing_rounds_edge_values_as_the_helpers) {
+  const int64_t k = 21; /* two 8-deep transposes and a tail of 5 */
+  float *ones = malloc((size_t)(EDGES * k) * sizeof *ones);
+  float *hot = malloc((size_t)(EDGES * k) * sizeof *hot);
+  float *hot_t = malloc((size_t)(EDGES * k) * sizeof *hot_t);
+  float *out = malloc((size_t)(EDGES * EDGES) * sizeof *out);
+  ck_assert(ones && hot && hot_t && out);
+  for (int64_t i = 0; i < EDGES * k; i++) ones[i] = 1.0f;
+  for (int p = PLM_PRECISION_FP32; p <= PLM_PRECISION_BF16; p++)
+    for (int side = 0; side < 3; side++) /* the edges in a, in b, in a transposed b */
+      for (int shift = 0; shift < EDGES; shift += 11) { /* each edge in full and partial panels */
+        /* Edge e at depth (5e mod k) of a's row, or b's column, (e + shift) mod EDGES. */
+        memset(hot, 0, (size_t)(EDGES * k) * sizeof *hot);
+        memset(hot_t, 0, (size_t)(EDGES * k) * sizeof *hot_t);
+        for (int e = 0; e < EDGES; e++) {
+          const int64_t depth = 5 * e % k, at = (e + shift) % EDGES;
+          hot[side == 0 ? at * k + depth : depth * EDGES + at] = from_bits(edges[e].in);
+          hot_t[at * k + depth] = from_bits(edges[e].in);
+        }
+        plm__matmul_args args = {.a = side == 0 ? hot : ones,
+                                 .b = side == 0   ? ones
+                                      : side == 1 ? hot
+                                                  : hot_t,
+                                 .out = out,
+                                 .m = side == 0 ? EDGES : 7,
+                                 .n = side == 0 ? 3 : EDGES,
+                                 .k = k,
+                                 .precision = (plm_precision)p,
+                                 .b_transposed = side == 2};
+        plm__matmul_cpu(&args);
+        for (int64_t i = 0; i < args.m; i++)
+          for (int64_t j = 0; j < args.n; j++) {
+            const int e = (int)(((side == 0 ? i : j) + EDGES - shift) % EDGES);
+            const uint32_t expected = edge_rounded(e, (plm_precision)p) &
+                                      ~(edges[e].in == 0x80000000u ? 0x80000000u : 0u);
+            const float got = out[i * args.n + j];
+            const bool ok = isnan(from_bits(expected)) ? isnan(got) : to_bits(got) == expected;
+            ck_assert_msg(ok, "%s, edge in %s: 0x%08x came out 0x%08x, expected 0x%08x",
+                          precision_names[p],
+                          side == 0   ? "a"
+                          : side == 1 ? "b"
+                                      : "transposed b",
+                          edges[e].in, to_bits(got), expected);
+          }
+      }
+  free(ones);
+  free(hot);
+  free(hot_t);
+  free(out);
 }
 END_TEST
 
@@ -415,8 +608,11 @@ static Suite *matmul_suite(void) {
   tcase_add_test(tcase, test_matches_the_reference_for_every_size_precision_activation_and_bias);
   tcase_add_test(tcase, test_reduced_precisions_round_their_inputs_to_nearest_even);
   tcase_add_test(tcase, test_cpu_kernel_takes_a_transposed_b_and_accumulates);
+  tcase_add_test(tcase, test_cpu_kernel_sums_in_one_order_however_it_splits);
   tcase_add_test(tcase, test_auto_switches_to_tf32_at_the_threshold);
   tcase_add_test(tcase, test_rounding_helpers_round_to_nearest_even);
+  tcase_add_test(tcase, test_rounding_keeps_the_bits_on_edge_values);
+  tcase_add_test(tcase, test_packing_rounds_edge_values_as_the_helpers);
   tcase_add_test(tcase, test_output_shape_and_cost);
   tcase_add_test(tcase, test_bad_input_is_refused_and_nothing_is_enqueued);
   suite_add_tcase(suite, tcase);

@@ -1,22 +1,37 @@
 /* kernels/cpu/matmul.c: matmul on the CPU, a cache-blocked GEMM (the BLIS loop order).
  *
- * out is walked in column blocks of NC and the depth in blocks of KC. For each such
- * block the calling thread packs the KC x NC block of b into NR-wide panels (rounded to
- * the requested precision, zero-padded past n; it stays in L2), then one parallel_for
- * hands the rows of out to the cores in contiguous ranges (one per core when the
- * product is small, MC rows each when it is large, so a busy core takes fewer). A task
- * packs MC x KC of a at a time into MR-tall panels (L2) and runs the micro-kernel on
- * every MR x NR tile: 6 x 16 sums held in twelve 8-float registers over the KC steps,
- * each step one 16-float row of the b panel (L1) and six broadcasts of a, multiplied and
- * added (separately: no FMA contraction, kernels/cpu/dispatch.h). The sums of a depth
- * block are added to out in order of the blocks, so an element's sum does not depend on
- * how the rows were split. The bias and the activation are applied once a column
- * block's sums are complete. The packed blocks live on the stack (512 KiB for b on the
- * calling thread, 96 KiB for a per task), so a call allocates nothing.
+ * out is walked in column blocks of NC and the depth in blocks of KC. b is packed into
+ * NR-wide panels and a into MR-tall panels (both rounded to the requested precision,
+ * zero-padded past the edges), and the micro-kernel runs on every MR x NR tile: 6 x 16
+ * sums held in twelve 8-float registers over the KC steps, each step one 16-float row
+ * of the b panel (L1) and six broadcasts of a, multiplied and added (separately: no FMA
+ * contraction, kernels/cpu/dispatch.h). The work is split across the cores one of two
+ * ways:
+ *
+ * By rows (more than COLUMN_SPLIT_MAX_ROWS rows, or too few columns to split). For each
+ * column and depth block, the KC x NC block of b is packed (L2) by the cores together,
+ * a few panels each, then one parallel_for hands the rows of out to the cores in
+ * contiguous ranges (one per core when the product is small, MC rows each when it is
+ * large, so a busy core takes fewer). A task packs MC x KC of a at a time (L2) and
+ * passes every a panel over each b panel.
+ *
+ * By columns (few rows: lstm_cell's gate products, where packing the weights costs
+ * as much as the products). One parallel_for over the NR-wide panels of out's columns,
+ * at least 4·m columns a task. A task, for each column and depth block of its own,
+ * packs all of a (at most MC rows), then packs each of its b panels in turn (L1) and
+ * passes every a panel over it: b is packed once, by all the cores, with one hand-off
+ * per call.
+ *
+ * Either way an element's depth blocks are summed in order, each from 0 in order of
+ * depth, and added to out in order of the blocks, then the bias and the activation
+ * come once its sums are complete: the same operations, in the same order, however the
+ * work was split and on however many threads. The packed blocks live on the stack
+ * (512 KiB for b on the calling thread of the row split, 96 KiB for a and 16 KiB for a
+ * b panel per task), so a call allocates nothing.
  *
  * Two options serve internal callers (kernels/common/matmul.h): a transposed b (stored
- * (n, k), torch's weight layout) changes only how pack_b reads it, and accumulate makes
- * the first depth block add to out as the later ones do.
+ * (n, k), torch's weight layout) changes only how a b panel is packed, and accumulate
+ * makes the first depth block add to out as the later ones do.
  */
 #include <string.h>
 
@@ -29,8 +44,16 @@ enum {
   NR = 16,  /* columns of the register block: two 8-float vectors */
   KC = 256, /* depth of a packed block: an a panel (6 KiB) and a b panel (16 KiB) in L1 */
   MC = 96,  /* rows of a packed block of a: MC x KC floats, 96 KiB, in L2 */
-  NC = 512  /* columns of a packed block of b: KC x NC floats, 512 KiB, in L2 */
+  NC = 512, /* columns of a packed block of b: KC x NC floats, 512 KiB, in L2 */
+  /* The most rows split by columns (see the top). Measured on the 2-core host with b
+   * 512 x 1024 and 192 x 512: the column split was faster to 64 rows, the row split from
+   * 72 on. */
+  COLUMN_SPLIT_MAX_ROWS = 64,
+  /* The smallest block of b the row split packs across the cores: 128 KiB, about 10 us
+   * of packing, several hand-offs' worth. */
+  PACK_SPLIT_MIN_FLOATS = 32768
 };
+_Static_assert(COLUMN_SPLIT_MAX_ROWS <= MC, "the column split packs all of a in one block");
 
 /* Eight floats; GCC and Clang lower the arithmetic to one AVX instruction (AVX2 clone)
  * or two SSE ones (baseline). Only ever a local: never passed by value, so no ABI
@@ -107,78 +130,96 @@ static inline __attribute__((always_inline)) void transpose8(const float *restri
 
 typedef struct matmul_job {
   const plm__matmul_args *args;
-  const float *b_packed; /* kc x nc, in NR-wide panels */
+  float *b_packed; /* kc x nc, in NR-wide panels (the row split) */
   int64_t k0, kc, n0, nc;
   int64_t rows_per_task;
 } matmul_job;
 
-/* b[k0 .. k0+kc, n0 .. n0+nc] into panels of NR columns: panel p holds, for each depth
- * step, NR consecutive values. A transposed b (stored (n, k)) has the panel's columns as
- * rows: a full FP32 panel is transposed 8 x 8 blocks at a time (contiguous 8-float loads
- * and stores), the rest is read row by row. */
-PLM__CPU_CLONES
-static void pack_b(const plm__matmul_args *args, int64_t k0, int64_t kc, int64_t n0, int64_t nc,
-                   float *restrict packed) {
-  const plm_precision precision = args->precision;
-  for (int64_t p = 0; p < nc; p += NR) {
-    float *restrict panel = packed + p * kc;
-    const int64_t width = min64(NR, nc - p);
-    if (args->b_transposed) {
-      const int64_t ldb = args->k;
-      const float *restrict rows = args->b + (n0 + p) * ldb + k0;
-      if (width == NR && precision == PLM_PRECISION_FP32) {
-        int64_t kk = 0;
+/* p[0 .. count) rounded as `precision` reads its inputs (plm__round_to_precision), in
+ * place: the precision is chosen once, outside the loop, so the loop over the branch-free
+ * plm__round_mantissa vectorises (eight lanes in the AVX2 clone, four in the baseline). */
+static inline __attribute__((always_inline)) void round_packed(float *restrict p, int64_t count,
+                                                               plm_precision precision) {
+  if (precision == PLM_PRECISION_TF32)
+    for (int64_t i = 0; i < count; i++) p[i] = plm__round_tf32(p[i]);
+  else if (precision == PLM_PRECISION_BF16)
+    for (int64_t i = 0; i < count; i++) p[i] = plm__round_bf16(p[i]);
+}
+
+/* b[k0 .. k0+kc, col .. col+width] (width <= NR) into one panel: for each depth step, NR
+ * consecutive values, zero past width. A transposed b (stored (n, k)) has the panel's
+ * columns as rows: a full panel is transposed 8 x 8 blocks at a time (contiguous
+ * 8-float loads and stores), the rest is read row by row. The panel is rounded to the
+ * precision once packed, while it is in L1. */
+static inline __attribute__((always_inline)) void pack_b_panel(const plm__matmul_args *args,
+                                                               int64_t k0, int64_t kc, int64_t col,
+                                                               int64_t width,
+                                                               float *restrict panel) {
+  if (args->b_transposed) {
+    const int64_t ldb = args->k;
+    const float *restrict rows = args->b + col * ldb + k0;
+    int64_t kk = 0;
+    if (width == NR) {
 #ifdef PLM__HAVE_SHUFFLEVECTOR
-        for (; kk + 8 <= kc; kk += 8) {
-          transpose8(rows + kk, ldb, panel + kk * NR, NR);
-          transpose8(rows + 8 * ldb + kk, ldb, panel + kk * NR + 8, NR);
-        }
-#endif
-        for (; kk < kc; kk++)
-          for (int j = 0; j < NR; j++) panel[kk * NR + j] = rows[j * ldb + kk];
-        continue;
+      for (; kk + 8 <= kc; kk += 8) {
+        transpose8(rows + kk, ldb, panel + kk * NR, NR);
+        transpose8(rows + 8 * ldb + kk, ldb, panel + kk * NR + 8, NR);
       }
+#endif
+      for (; kk < kc; kk++)
+        for (int j = 0; j < NR; j++) panel[kk * NR + j] = rows[j * ldb + kk];
+    } else {
       for (int64_t j = 0; j < width; j++)
-        for (int64_t kk = 0; kk < kc; kk++)
-          panel[kk * NR + j] = plm__round_to_precision(rows[j * ldb + kk], precision);
+        for (kk = 0; kk < kc; kk++) panel[kk * NR + j] = rows[j * ldb + kk];
       for (int64_t j = width; j < NR; j++)
-        for (int64_t kk = 0; kk < kc; kk++) panel[kk * NR + j] = 0.0f;
-      continue;
+        for (kk = 0; kk < kc; kk++) panel[kk * NR + j] = 0.0f;
     }
+  } else {
     for (int64_t kk = 0; kk < kc; kk++) {
-      const float *restrict row = args->b + (k0 + kk) * args->n + n0 + p;
+      const float *restrict row = args->b + (k0 + kk) * args->n + col;
       float *restrict dst = panel + kk * NR;
-      if (width == NR && precision == PLM_PRECISION_FP32) {
+      if (width == NR) {
         memcpy(dst, row, NR * sizeof(float));
         continue;
       }
-      for (int64_t j = 0; j < width; j++) dst[j] = plm__round_to_precision(row[j], precision);
+      for (int64_t j = 0; j < width; j++) dst[j] = row[j];
       for (int64_t j = width; j < NR; j++) dst[j] = 0.0f;
     }
   }
+  round_packed(panel, kc * NR, args->precision);
 }
 
-/* a[m0 .. m0+mc, k0 .. k0+kc] into panels of MR rows, column by column. A full FP32
- * panel reads its MR rows side by side, so the stores are contiguous. */
+/* Panels [begin, end) of the job's KC x NC block of b (columns n0 + NR·p on) into
+ * b_packed, panel p at p·kc: a body for plm__parallel_for, the panels being disjoint. */
+PLM__CPU_CLONES
+static void pack_b_panels(void *context, int64_t begin, int64_t end) {
+  const matmul_job *job = context;
+  for (int64_t p = begin; p < end; p++)
+    pack_b_panel(job->args, job->k0, job->kc, job->n0 + p * NR, min64(NR, job->nc - p * NR),
+                 job->b_packed + p * NR * job->kc);
+}
+
+/* a[m0 .. m0+mc, k0 .. k0+kc] into panels of MR rows, column by column, each rounded to
+ * the precision once packed. A full panel reads its MR rows side by side, so the
+ * stores are contiguous. */
 PLM__CPU_CLONES
 static void pack_a(const plm__matmul_args *args, int64_t m0, int64_t mc, int64_t k0, int64_t kc,
                    float *restrict packed) {
-  const plm_precision precision = args->precision;
   const int64_t lda = args->k;
   for (int64_t p = 0; p < mc; p += MR) {
     float *restrict panel = packed + p * kc;
     const int64_t height = min64(MR, mc - p);
     const float *restrict row = args->a + (m0 + p) * lda + k0;
-    if (height == MR && precision == PLM_PRECISION_FP32) {
+    if (height == MR) {
       for (int64_t kk = 0; kk < kc; kk++)
         for (int i = 0; i < MR; i++) panel[kk * MR + i] = row[i * lda + kk];
-      continue;
+    } else {
+      for (int64_t i = 0; i < height; i++)
+        for (int64_t kk = 0; kk < kc; kk++) panel[kk * MR + i] = row[i * lda + kk];
+      for (int64_t i = height; i < MR; i++)
+        for (int64_t kk = 0; kk < kc; kk++) panel[kk * MR + i] = 0.0f;
     }
-    for (int64_t i = 0; i < height; i++)
-      for (int64_t kk = 0; kk < kc; kk++)
-        panel[kk * MR + i] = plm__round_to_precision(row[i * lda + kk], precision);
-    for (int64_t i = height; i < MR; i++)
-      for (int64_t kk = 0; kk < kc; kk++) panel[kk * MR + i] = 0.0f;
+    round_packed(panel, kc * MR, args->precision);
   }
 }
 
@@ -265,6 +306,20 @@ static inline __attribute__((always_inline)) void micro_kernel(
       out[i * ldc + j] = accumulate ? out[i * ldc + j] + sums[i][j] : sums[i][j];
 }
 
+/* The bias and the activation on rows [m_begin, m_end) x columns [n_begin, n_end) of out,
+ * once their sums are complete. */
+static inline __attribute__((always_inline)) void finish_out(const plm__matmul_args *args,
+                                                             int64_t m_begin, int64_t m_end,
+                                                             int64_t n_begin, int64_t n_end) {
+  for (int64_t i = m_begin; i < m_end; i++) {
+    float *row = args->out + i * args->n;
+    if (args->bias)
+      for (int64_t j = n_begin; j < n_end; j++) row[j] += args->bias[j];
+    if (args->activation != PLM_ACTIVATION_NONE)
+      for (int64_t j = n_begin; j < n_end; j++) row[j] = plm__activate(row[j], args->activation);
+  }
+}
+
 /* Rows [task_begin, task_end)·rows_per_task of out, for the job's depth and column block. */
 PLM__CPU_CLONES
 static void matmul_rows(void *context, int64_t task_begin, int64_t task_end) {
@@ -284,26 +339,63 @@ static void matmul_rows(void *context, int64_t task_begin, int64_t task_end) {
                      args->out + (m0 + i) * ldc + n0 + j, ldc, min64(MR, mc - i), min64(NR, nc - j),
                      k0 > 0 || args->accumulate);
   }
-  if (k0 + kc < args->k) return;
-  for (int64_t i = m_begin; i < m_end; i++) {
-    float *row = args->out + i * ldc + n0;
-    if (args->bias)
-      for (int64_t j = 0; j < nc; j++) row[j] += args->bias[n0 + j];
-    if (args->activation != PLM_ACTIVATION_NONE)
-      for (int64_t j = 0; j < nc; j++) row[j] = plm__activate(row[j], args->activation);
+  if (k0 + kc >= args->k) finish_out(args, m_begin, m_end, n0, n0 + nc);
+}
+
+/* Panels [begin, end) of out's columns (NR each), every row (m <= MC): the split for a
+ * product with few rows. For each column block of at most NC and each depth block, the
+ * task packs all of a (one MC x KC block, L2), then each of its b panels in turn into a
+ * panel of its own (L1), which every a panel passes over at once. */
+PLM__CPU_CLONES
+static void matmul_columns(void *context, int64_t begin, int64_t end) {
+  const plm__matmul_args *args = context;
+  const int64_t m = args->m, k = args->k, ldc = args->n;
+  const int64_t col_end = min64(end * NR, args->n);
+  _Alignas(64) float a_packed[MC * KC];
+  _Alignas(64) float b_panel[KC * NR];
+  for (int64_t n0 = begin * NR; n0 < col_end; n0 += NC) {
+    const int64_t n1 = min64(n0 + NC, col_end);
+    int64_t k0 = 0; /* k == 0: one empty depth block, as in the row split */
+    do {
+      const int64_t kc = min64(KC, k - k0);
+      pack_a(args, 0, m, k0, kc, a_packed);
+      for (int64_t j = n0; j < n1; j += NR) {
+        const int64_t width = min64(NR, n1 - j);
+        pack_b_panel(args, k0, kc, j, width, b_panel);
+        for (int64_t i = 0; i < m; i += MR)
+          micro_kernel(kc, a_packed + i * kc, b_panel, args->out + i * ldc + j, ldc,
+                       min64(MR, m - i), width, k0 > 0 || args->accumulate);
+      }
+      k0 += KC;
+    } while (k0 < k);
+    finish_out(args, 0, m, n0, n1);
   }
 }
 
 void plm__matmul_cpu(const plm__matmul_args *args) {
   const int64_t m = args->m, n = args->n, k = args->k;
   if (m <= 0 || n <= 0) return;
-  /* Rows per task: all of them for a small product (under ~2 Mflop a hand-off costs
-   * more than it saves), an even share per core while that is at most 2·MC rows, else
-   * MC rows each, which a busier core takes fewer of. */
+  /* Under ~2 Mflop a hand-off costs more than it saves: the caller does it all. The
+   * flops the micro-kernel does, its rows rounded up to MR: with fewer rows than that it
+   * still computes MR, and packing b costs about as much again. */
   const int threads = plm__parallel_threads();
-  const int64_t flops = 2 * m * n * (k > 0 ? k : 1);
+  const int64_t flops = 2 * ((m + MR - 1) / MR * MR) * n * (k > 0 ? k : 1);
+  const bool alone = threads == 1 || flops < (2 << 20);
+  const int64_t panels = (n + NR - 1) / NR;
+  /* Each task of the column split packs all of a again: at least 4·m columns each, so
+   * that costs at most a quarter of packing their b. */
+  const int64_t column_grain = (4 * m + NR - 1) / NR;
+  if (m <= COLUMN_SPLIT_MAX_ROWS && (alone || panels >= 2 * column_grain)) {
+    if (alone)
+      matmul_columns((void *)args, 0, panels);
+    else
+      plm__parallel_for(panels, column_grain, matmul_columns, (void *)args);
+    return;
+  }
+  /* Rows per task: all of them for a small product, an even share per core while that
+   * is at most 2·MC rows, else MC rows each, which a busier core takes fewer of. */
   int64_t rows_per_task;
-  if (threads == 1 || flops < (2 << 20)) {
+  if (alone) {
     rows_per_task = m;
   } else {
     const int64_t share = (m + threads - 1) / threads;
@@ -320,7 +412,13 @@ void plm__matmul_cpu(const plm__matmul_args *args) {
     do {
       job.k0 = k0;
       job.kc = min64(KC, k - k0);
-      pack_b(args, job.k0, job.kc, n0, job.nc, b_packed);
+      /* The block's panels across the cores too (a few at a time) where its rows are and
+       * it takes longer to pack than a hand-off. */
+      const int64_t block_panels = (job.nc + NR - 1) / NR;
+      if (tasks > 1 && job.kc * job.nc >= PACK_SPLIT_MIN_FLOATS)
+        plm__parallel_for(block_panels, 2, pack_b_panels, &job);
+      else
+        pack_b_panels(&job, 0, block_panels);
       plm__parallel_for(tasks, 1, matmul_rows, &job);
       k0 += KC;
     } while (k0 < k);
