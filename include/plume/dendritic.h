@@ -27,7 +27,7 @@ extern "C" {
  *
  * How the dendrites' sums are computed depends on the batch B and the backend (the rule
  * and its measurements: kernels/common/dendritic.h):
- *   B < 8 on host, B < 64 on cuda: per output, each (row, neuron) its own D dot
+ *   B < 4 on host, B < 64 on cuda: per output, each (row, neuron) its own D dot
  *       products; no scratch.
  *   from there on (on cuda up to 65535 · 64 rows): one matrix product, sums (B, N·D) =
  *       x · wᵀ with w read as (N·D, I), with the FP32 matmul kernels (plume/matmul.h),

@@ -10,8 +10,8 @@
  * GEMM: sums (batch, neurons · dendrites) = x · wᵀ, w read as its (N·D, I) rows
  * (b_transposed), with the matmul kernels in FP32 (kernels/common/matmul.h), into
  * scratch (ops/op_scratch.h); then each output folds its D terms from there. Matmul
- * speed for the products, but the CPU GEMM packs all the weights on one thread whatever
- * the batch, so for a few rows the dot products are faster.
+ * speed for the products, but a fixed cost for packing the weights (spread over the
+ * cores, kernels/cpu/matmul.c) that a row or two of dot products undercut.
  *
  * On both paths, and both backends, a dendrite's term is plm__dendritic_term of its sum
  * (σ from the arithmetic-only e^x of kernels/common/activation.h, within 1e-7 of σ), and
@@ -26,22 +26,19 @@
  * path runs, and with it every rounding, is the same on any machine of a backend. Both
  * paths sum in f32 (the order differs, within plume/dendritic.h's tolerance).
  *
- * Host: GEMM from a batch of 8. Measured 2026-11-25 on the 2-core AMD EPYC VM (shared
- * with other work), plm__dendritic_cpu called directly, NMDA, the two paths alternating
- * three times, each time the median of 3000 (10 x 8 x 16), 1000 (64 x 8 x 64) or 200
- * (256 x 8 x 256) runs; microseconds, per-output path / GEMM path (a range where the
- * three times differed, the per-output path splitting across both cores or not):
- *     N x D x I      B = 1          2             4              8              16
- *     10 x 8 x 16    0.22 / 0.32    0.40 / 0.38   0.77 / 0.56    1.53 / 0.90    3.0 / 1.5
- *     64 x 8 x 64    2.0 / 5.8      3.9 / 6.2     7.5 / 6.9      14.7 / 11.1    17-30 / 17.5
- *     256 x 8 x 256  17-29 / 93     32-57 / 95    58-113 / 99    117-121 /      231 / 179
- *                                                                121-154
- * At a batch of 2048: 10 x 8 x 16 185 / 84 µs, 256 x 8 x 256 29.2 / 10.8 ms. The GEMM's
- * fixed cost grows with the weights it packs: with 2 MiB of them (256 x 8 x 256) it was
- * even with the dot products at 8 rows and faster from 16, while the seed's layer
- * (10 x 8 x 16) gains from 2 to 4 rows on. The rule stays on the batch alone: 8, where
- * the seed's layer gains 1.7x and the large one is even to a quarter slower (up to 15
- * rows).
+ * Host: GEMM from a batch of 4. Measured 2026-11-25 on the 2-core AMD EPYC VM (shared
+ * with other work), plm__dendritic_cpu called directly, NMDA, the two paths alternating,
+ * each time the median of 3000 (10 x 8 x 16) or 200 (256 x 8 x 256) runs, after the CPU
+ * GEMM learnt to pack b on both cores; microseconds, per-output path / GEMM path (a range
+ * over two runs where they differed, the per-output path splitting across both cores or
+ * not):
+ *     N x D x I      B = 1          2              4              8              16
+ *     10 x 8 x 16    0.23 / 0.33    0.42 / 0.40    0.79 / 0.58    1.55 / 0.91
+ *     256 x 8 x 256  19-28 / 43-58  29-56 / 47-49  62-70 / 49-58  116-118 / 78   227-230 /
+ *                                                                                119-127
+ * At a batch of 2048: 10 x 8 x 16 185 / 84 µs, 256 x 8 x 256 29.2 / 10.8 ms. While the
+ * packing ran on one thread the large layer's GEMM took 93-99 µs at 1 to 4 rows and the
+ * rule was 8; now both layers gain from 4 (1.4x and 1.2x), and 2 is a toss-up.
  *
  * cuda: unmeasured (no GPU where this was written): GEMM from a batch of 64, as
  * lstm_cell (kernels/common/lstm.h). The SGEMM kernel computes 64 x 64 tiles of out, so
@@ -63,7 +60,7 @@
 #include "plume/dendritic.h"
 
 enum {
-  PLM__DENDRITIC_CPU_GEMM_MIN_BATCH = 8,  /* measured, above */
+  PLM__DENDRITIC_CPU_GEMM_MIN_BATCH = 4,  /* measured, above */
   PLM__DENDRITIC_CUDA_GEMM_MIN_BATCH = 64 /* unmeasured, above */
 };
 

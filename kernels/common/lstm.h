@@ -12,8 +12,8 @@
  * weights in torch's layout, accumulate adds the second product), then a pointwise
  * kernel applies plm__lstm_update to each unit's four gates. The gates live in scratch
  * (ops/op_scratch.h). Matmul speed for the products (about 180 GFLOP/s on the host),
- * but the CPU GEMM packs all the weights on one thread whatever the batch, so for a
- * batch of 1 or 2 the dot products are faster.
+ * but a fixed cost for packing the weights (spread over the cores, kernels/cpu/matmul.c)
+ * that one or two rows of dot products undercut.
  *
  * The rule (plm__lstm_scratch_bytes): GEMM when batch >= the backend's minimum below,
  * else per unit. It depends on the batch only, never on the thread count, so which
@@ -21,19 +21,18 @@
  * paths sum in f32 (the order differs, within plume/lstm.h's tolerance).
  *
  * Host: GEMM from a batch of 4. Measured 2026-11-25 on the 2-core AMD EPYC VM (shared
- * with other work), plm__lstm_cpu called directly, the two paths alternating, median of
- * 60 to 300 runs each, at a quiet moment; microseconds per unit / GEMM:
+ * with other work), plm__lstm_cpu called directly, the two paths alternating, medians,
+ * ranges over 3 runs, after the CPU GEMM learnt to pack b on both cores; microseconds
+ * per unit / GEMM:
  *     input x hidden   B = 1         2             3             4             8
- *     64 x 128         9.6 / 16.6    19.2 / 17.7   16.6 / 19.6   26.2 / 20.8   59.4 / 34.7
- *     256 x 256        36.7 / 94.6   56.9 / 97.4   80.5 / 102    98.6 / 105    154 / 129
- *     512 x 512        101 / 406     170 / 397     235 / 404     311 / 418     567 / 509
- *     16 x 16          0.9 / 0.6     1.7 / 0.7     2.5 / 0.9     3.3 / 1.1     6.6 / 1.8
- * (64 x 128 at 32 rows: 220 / 98.5.) The GEMM packs the weights on one thread, so its
- * fixed cost grows with them: with 2 MiB of weights or more (256 x 256, 512 x 512) and
- * the second core idle, the per-unit path was still faster at 4 rows (not at 8), but
- * with that core busy (minutes apart, 512 x 512 at 4 rows: 578 / 413) the GEMM won from
- * 4 rows on. The rule stays on the batch alone: 4, where the seed's size (64 x 128)
- * gains, and large weights lose at most about a third on an idle machine.
+ *     64 x 128         9.8 / 15.5    19.5 / 16.7   16.5 / 18.1   38.4 / 19.2   59-78 / 32.6
+ *     256 x 256        20.0 / 47.8   39.5 / 49.4   59.3 / 53.6   77.5 / 55.5   159 / 90.4
+ *     512 x 512        74 / 182      144 / 186     214 / 193     277 / 197     550 / 318
+ * (64 x 128 at 32 rows: 156 / 71.5; the per-unit path splits across the cores only from
+ * 3 rows, hence 64 x 128's dip there.) The large weights would gain from 3 rows (10%);
+ * 4 keeps the seed's size (64 x 128) on its faster side at 3. Before the packing was
+ * shared, the GEMM at 512 x 512 took 383-418 µs at 1 to 4 rows and lost to per unit
+ * until 8.
  *
  * cuda: unmeasured (no GPU where this was written): GEMM from a batch of 64. The SGEMM
  * kernel computes 64 x 64 tiles of out, so below 64 rows most of each tile is padding
