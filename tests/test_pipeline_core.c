@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "ops/op_scratch.h"
 #include "pipeline/pipeline_internal.h"
 
 /* ---- helpers --------------------------------------------------------------------------------- */
@@ -410,9 +411,14 @@ START_TEST(test_matmul_then_dendritic) {
   ck_assert_int_eq(info.streams, 1);
   const size_t hidden_bytes = (size_t)count_of(2, hidden_dims) * sizeof(float);
   const size_t aligned = (hidden_bytes + 255) / 256 * 256;
+  /* dendritic's sums where its GEMM path runs (from a batch on: kernels/common/dendritic.h),
+   * beside the hidden layer it reads. */
+  size_t sums_bytes = 0;
+  PLM_CHECK_OK(plm__dendritic_scratch_bytes(plm_test_ctx, &th, &tw2, &dp, &sums_bytes));
+  const size_t sums = (sums_bytes + 255) / 256 * 256;
   ck_assert_uint_eq(info.intermediate_bytes, aligned);
-  ck_assert_uint_eq(info.scratch_bytes, 0);
-  ck_assert_uint_eq(info.workspace_bytes, aligned);
+  ck_assert_uint_eq(info.scratch_bytes, sums);
+  ck_assert_uint_eq(info.workspace_bytes, aligned + sums);
   ck_assert_uint_ge(info.constant_bytes, (size_t)(I * J + J + N * D * J) * sizeof(float));
   plm_op_cost c1, c2;
   PLM_CHECK_OK(plm_matmul_cost(&tx, &tw1, &tbias, &mp, &c1));
