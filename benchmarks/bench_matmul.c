@@ -13,15 +13,18 @@
  * where it is missing).
  *
  * Timing. Per shape, every variant runs twice to warm up, then `rounds` rounds (full
- * 15, quick 9, smoke 3; five times as many where every warm-up run took under 1 ms),
+ * 15, quick 9, smoke 3; five times as many where every variant's second warm-up run
+ * took under 1 ms: the first may carry cuBLAS's or a module's lazy start),
  * each running every variant once, in an order rotated by one each round, so that a change of the
  * machine's load between rounds reaches all of them alike. Each run is bracketed by events on the
  * stream (device time on cuda, the host stream's execution time on host); reported: median, min and
  * max in µs, GFLOP/s (2·M·N·K / median) and the median against plume fp32 and cuBLAS's.
  *
  * Crossover. For tf32 and bf16: the smallest work M·N·K from which the precision's
- * median is below fp32's at that shape and at every larger one (JSON null when the
- * largest shape is not faster: no crossover among these shapes). Printed beside
+ * median is at most WIN (0.95) of fp32's at that shape and at every larger one, so that
+ * a tie within the timing's noise is no win (JSON null when the largest shape does not
+ * win: no crossover among these shapes; integers, exact, as PLM_MATMUL_AUTO_TF32_MIN_WORK
+ * takes them). Printed beside
  * PLM_MATMUL_AUTO_TF32_MIN_WORK, AUTO's current rule (plume/matmul.h), with the shapes
  * where AUTO's choice is more than 10% slower than the better of fp32 and tf32. On host
  * the precisions run the same kernel on rounded inputs and AUTO stays fp32, so no
@@ -228,12 +231,12 @@ static bool measure_shape(bench_env *env, const shape *s, measured *r) {
             make_tensor(env, s->m, s->n, false, &o.out);
   int count = env->has_cublas ? VARIANTS : CUBLAS_FP32;
   static double times[VARIANTS][MAX_ROUNDS];
-  double slowest_warm_up = 0;
+  double slowest_warm_up = 0; /* of the second runs */
   for (int v = 0; ok && v < count; v++)
     for (int i = 0; ok && i < 2; i++) {
       double us = 0;
       ok = time_variant(env, (variant)v, &o, &us);
-      slowest_warm_up = fmax(slowest_warm_up, us);
+      if (i == 1) slowest_warm_up = fmax(slowest_warm_up, us);
     }
   const int rounds = rounds_of(env->opt.size) * (slowest_warm_up < 1000.0 ? SHORT_FACTOR : 1);
   r->rounds = rounds;
@@ -260,17 +263,20 @@ static bool measure_shape(bench_env *env, const shape *s, measured *r) {
 
 /* ---- results -------------------------------------------------------------------------------- */
 
-static double work_of(const shape *s) {
-  return (double)s->m * (double)s->n * (double)s->k;
+static int64_t work_of(const shape *s) {
+  return s->m * s->n * s->k;
 }
 
 static double gflops(const shape *s, double us) {
-  return us > 0 ? 2.0 * work_of(s) / (us * 1e3) : 0.0;
+  return us > 0 ? 2.0 * (double)work_of(s) / (us * 1e3) : 0.0;
 }
 
+/* A variant beats fp32 where its median is at most this fraction of fp32's. */
+#define WIN 0.95
+
 /* The smallest work from which variant v beats fp32 at every shape of at least that
- * work (the measured ones, by work); NAN when the largest does not. */
-static double crossover(const measured *rs, int count, variant v) {
+ * work (the measured ones, by work); -1 when the largest does not. */
+static int64_t crossover(const measured *rs, int count, variant v) {
   int order[SHAPE_COUNT];
   for (int i = 0; i < count; i++) order[i] = i;
   for (int i = 1; i < count; i++) /* by work, a handful of shapes */
@@ -279,10 +285,10 @@ static double crossover(const measured *rs, int count, variant v) {
       order[j] = order[j - 1];
       order[j - 1] = t;
     }
-  double from = NAN;
+  int64_t from = -1;
   for (int i = count - 1; i >= 0; i--) {
     const measured *r = &rs[order[i]];
-    if (!(r->median_us[v] < r->median_us[PLUME_FP32])) break;
+    if (!(r->median_us[v] <= WIN * r->median_us[PLUME_FP32])) break;
     from = work_of(r->shape);
   }
   return from;
@@ -319,13 +325,16 @@ static void print_results(const bench_env *env, const measured *rs, int count) {
              m[PLUME_TF32] / m[CUBLAS_TF32]);
     printf("\n");
   }
-  printf("\ncrossover (smallest M*N*K from which it beats fp32 at every larger shape):\n");
+  printf(
+      "\ncrossover (smallest M*N*K from which it takes at most %.2f of fp32's time at every "
+      "larger shape):\n",
+      WIN);
   for (variant v = PLUME_TF32; v <= PLUME_BF16; v++) {
-    double from = crossover(rs, count, v);
-    if (isnan(from))
+    int64_t from = crossover(rs, count, v);
+    if (from < 0)
       printf("  %s: none among these shapes\n", variant_names[v]);
     else
-      printf("  %s: %.0f (%.0f^3)\n", variant_names[v], from, cbrt(from));
+      printf("  %s: %lld (%.0f^3)\n", variant_names[v], (long long)from, cbrt((double)from));
   }
   printf("  AUTO's rule: tf32 from %lld (%.0f^3) on cuda, fp32 on host\n",
          (long long)PLM_MATMUL_AUTO_TF32_MIN_WORK, cbrt((double)PLM_MATMUL_AUTO_TF32_MIN_WORK));
@@ -346,8 +355,8 @@ static const char *run_size_name(run_size size) {
   return size == RUN_SMOKE ? "smoke" : size == RUN_QUICK ? "quick" : "full";
 }
 
-static json_t *number_or_null(double x) {
-  return isfinite(x) ? json_real(x) : json_null();
+static json_t *work_or_null(int64_t work) {
+  return work >= 0 ? json_integer(work) : json_null();
 }
 
 static json_t *document_json(const bench_env *env, const measured *rs, int count) {
@@ -362,7 +371,7 @@ static json_t *document_json(const bench_env *env, const measured *rs, int count
     json_object_set_new(o, "m", json_integer(s->m));
     json_object_set_new(o, "n", json_integer(s->n));
     json_object_set_new(o, "k", json_integer(s->k));
-    json_object_set_new(o, "work", json_real(work_of(s)));
+    json_object_set_new(o, "work", json_integer(work_of(s)));
     json_object_set_new(o, "rounds", json_integer(rs[i].rounds));
     if (s->note) json_object_set_new(o, "note", json_string(s->note));
     json_t *variants = json_object();
@@ -380,10 +389,10 @@ static json_t *document_json(const bench_env *env, const measured *rs, int count
   }
   json_object_set_new(doc, "results", list);
   json_t *cross = json_object();
-  json_object_set_new(cross, "tf32_from_work", number_or_null(crossover(rs, count, PLUME_TF32)));
-  json_object_set_new(cross, "bf16_from_work", number_or_null(crossover(rs, count, PLUME_BF16)));
+  json_object_set_new(cross, "tf32_from_work", work_or_null(crossover(rs, count, PLUME_TF32)));
+  json_object_set_new(cross, "bf16_from_work", work_or_null(crossover(rs, count, PLUME_BF16)));
   json_object_set_new(cross, "auto_rule_tf32_min_work",
-                      json_real((double)PLM_MATMUL_AUTO_TF32_MIN_WORK));
+                      json_integer(PLM_MATMUL_AUTO_TF32_MIN_WORK));
   json_object_set_new(doc, "crossover", cross);
   return doc;
 }
@@ -404,9 +413,18 @@ static bool validate_json(const char *path) {
     problem = "\"benchmark\" is not \"matmul\"";
   else if (!json_is_array(list) || json_array_size(list) == 0)
     problem = "\"results\" is not a non-empty array";
-  else if (!json_is_object(cross) || !json_object_get(cross, "tf32_from_work"))
-    problem = "\"crossover\" lacks \"tf32_from_work\"";
+  else if (!json_is_object(cross))
+    problem = "\"crossover\" is not an object";
+  for (int k = 0; !problem && k < 3; k++) { /* exact works: integers, or null for none */
+    static const char *const keys[] = {"tf32_from_work", "bf16_from_work",
+                                       "auto_rule_tf32_min_work"};
+    json_t *work = json_object_get(cross, keys[k]);
+    if (!json_is_integer(work) && !(k < 2 && json_is_null(work)))
+      problem = "a crossover work is not an integer (or null)";
+  }
   for (size_t i = 0; !problem && i < json_array_size(list); i++) {
+    if (!json_is_integer(json_object_get(json_array_get(list, i), "work")))
+      problem = "a result's work is not an integer";
     json_t *variants = json_object_get(json_array_get(list, i), "variants");
     for (int v = 0; !problem && v <= PLUME_AUTO; v++) {
       json_t *t = json_object_get(variants, variant_names[v]);
