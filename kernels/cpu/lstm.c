@@ -47,7 +47,7 @@ static void lstm_update_rows(void *context, int64_t begin, int64_t end) {
   const int64_t hid = args->hidden;
   for (int64_t b = begin; b < end; b++) {
     const float *restrict gates = args->gates + b * 4 * hid;
-    const float *restrict c = args->c + b * hid;
+    const float *c = args->c + b * hid; /* not restrict: out_c may be c */
     for (int64_t j0 = 0; j0 < hid; j0 += UPDATE_BLOCK) {
       const int64_t count = hid - j0 < UPDATE_BLOCK ? hid - j0 : UPDATE_BLOCK;
       float new_h[UPDATE_BLOCK], new_c[UPDATE_BLOCK];
