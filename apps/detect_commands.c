@@ -132,6 +132,12 @@ int detect_command_main(int argc, char **argv) {
     fprintf(stderr, "plume detect: out of memory\n");
     return 1;
   }
+  /* --help wins over everything, a malformed --tensor included. */
+  for (int i = 0; i < argc; i++)
+    if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+      free(rest);
+      return options_take("detect", detect_usage, options, 1, &argv[i]);
+    }
   int exit_code = take_tensors(argc, argv, rest, &rest_count, tensors, names, &tensor_count);
   if (exit_code < 0) exit_code = options_take("detect", detect_usage, options, rest_count, rest);
   free(rest);

@@ -260,6 +260,9 @@ run 2 "--backend" detect --frames s.npy --pipeline "$pipeline" --out x.csv --bac
 run 0 "help" detect --help
 checks=$((checks + 1))
 grep -q "^usage: plume detect" out.txt || fail "detect --help: $(cat out.txt)"
+run 0 "help beside a malformed --tensor" detect --tensor bad --help
+checks=$((checks + 1))
+grep -q "^usage: plume detect" out.txt || fail "detect --tensor bad --help: $(cat out.txt)"
 
 # ---- bad pipelines ----------------------------------------------------------------------------
 run 2 "pipeline does not parse" detect --frames s.npy --pipeline "conv2d pad=same" --out x.csv &&
