@@ -12,13 +12,14 @@
 #include "kernels/common/plm_hd.h"
 #include "plume/matmul.h"
 
-/* out = activation(a · b + bias), or with accumulate out = activation(out + a · b + bias).
- * plm_matmul leaves b_transposed and accumulate false; the internal callers that set them
- * (lstm_cell's gate products, kernels/common/lstm.h) get the same blocking, rounding and
- * summation order as plm_matmul on the transposed b, on both backends. */
 /* The most rows (m) the CUDA kernels take: 65535 row tiles of 64 (the grid's y). */
 #define PLM__MATMUL_CUDA_MAX_ROWS (65535LL * 64)
 
+/* out = activation(a · b + bias), or with accumulate out = activation(out + a · b + bias).
+ * plm_matmul leaves b_transposed and accumulate false; the internal callers that set them
+ * (lstm_cell's gate products, kernels/common/lstm.h; dendritic's sums,
+ * kernels/common/dendritic.h) get the same blocking, rounding and summation order as
+ * plm_matmul on the transposed b, on both backends. */
 typedef struct plm__matmul_args {
   const float *a;    /* (m, k) */
   const float *b;    /* (k, n), or (n, k) when b_transposed */
