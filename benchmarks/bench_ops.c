@@ -49,10 +49,14 @@
  * an image, / mean), GB/s and GFLOP/s (the operation's plm_<op>_cost bytes and flops /
  * mean).
  *
- * Floor. bytes / peak bandwidth: on cuda the peak is plm_device_info's
- * memory_bandwidth_gbps; on host it is measured once: a 64 MiB device-to-device
- * plm_stream_memcpy (read plus written, 128 MiB moved) timed with events, the
- * median of 5 after one warm-up. of_floor = mean / floor (>= 1; 1 is the floor).
+ * Floor. The larger of bytes / peak bandwidth (the memory floor) and flops / peak f32
+ * FMA rate (the compute floor), from the op's cost model; `bound` says which ("mem" or
+ * "fma"). The bandwidth: on cuda plm_device_info's memory_bandwidth_gbps; on host
+ * measured once, a 64 MiB device-to-device plm_stream_memcpy (read plus written, 128
+ * MiB moved) timed with events, the median of 5 after one warm-up. The FMA rate: the
+ * profiler's calibration of the device (plume/profile.h: the FMA probe, measured once
+ * and cached per machine); when it is unknown the floor is the memory one alone.
+ * of_floor = mean / floor (>= 1; 1 is the floor).
  *
  * The sobel cost model (plm_sobel_cost) counts all three f32 outputs; with the
  * magnitude alone two of them are not written, so 8 bytes per pixel are taken off.
@@ -165,8 +169,9 @@ typedef struct bench_env {
   plm_pool *pool;
   plm_stream *stream;
   plm_event *start, *end;
-  double peak_gbps;        /* for the floor */
+  double peak_gbps;        /* for the memory floor */
   const char *peak_source; /* "device_info" or "measured_copy" */
+  double peak_gflops;      /* for the compute floor: the calibrated FMA rate; 0: unknown */
   plm_profiler *profiler;  /* with --profile */
   progress bar;            /* the cases done, on a terminal */
   int64_t cases_done;
@@ -768,6 +773,8 @@ typedef struct result {
   int runs;
   double mean_us, stddev_us, min_us, max_us, cv;
   double mpix_per_s, gbps, floor_us, of_floor;
+  double memory_floor_us, compute_floor_us; /* floor_us is the larger */
+  bool compute_bound;
   double bytes, flops, gflops;
 } result;
 
@@ -781,10 +788,15 @@ static void size_label(const op_entry *op, int size, char *out, size_t room) {
     snprintf(out, room, "%dx%d", size, size);
 }
 
+/* Which floor is the larger: "fma" (flops / the FMA rate) or "mem" (bytes / bandwidth). */
+static const char *bound_name(const result *r) {
+  return r->compute_bound ? "fma" : "mem";
+}
+
 static void print_table_header(void) {
-  printf("%-10s %-5s %-11s %5s %10s %9s %10s %10s %6s %9s %8s %8s %10s %8s  %s\n", "op", "dtype",
-         "size", "runs", "mean_us", "stddev_us", "min_us", "max_us", "cv", "Mel/s", "GB/s",
-         "GFLOP/s", "floor_us", "of_floor", "seed budget (RTX 4090)");
+  printf("%-10s %-5s %-11s %5s %10s %9s %10s %10s %6s %9s %8s %8s %10s %5s %8s  %s\n", "op",
+         "dtype", "size", "runs", "mean_us", "stddev_us", "min_us", "max_us", "cv", "Mel/s", "GB/s",
+         "GFLOP/s", "floor_us", "bound", "of_floor", "seed budget (RTX 4090)");
 }
 
 static void print_row(const result *r) {
@@ -796,9 +808,10 @@ static void print_row(const result *r) {
     snprintf(budget, sizeof budget, "%s: %.0f-%.0f us", r->op->budget_name, r->op->budget_lo_us,
              r->op->budget_hi_us);
   printf(
-      "%-10s %-5s %-11s %5d %10.1f %9.1f %10.1f %10.1f %6.3f %9.1f %8.2f %8.2f %10.1f %8.1f  %s\n",
+      "%-10s %-5s %-11s %5d %10.1f %9.1f %10.1f %10.1f %6.3f %9.1f %8.2f %8.2f %10.1f %5s "
+      "%8.1f  %s\n",
       r->op->name, r->op->dtype, size, r->runs, r->mean_us, r->stddev_us, r->min_us, r->max_us,
-      r->cv, r->mpix_per_s, r->gbps, r->gflops, r->floor_us, r->of_floor, budget);
+      r->cv, r->mpix_per_s, r->gbps, r->gflops, r->floor_us, bound_name(r), r->of_floor, budget);
   fflush(stdout);
 }
 
@@ -856,7 +869,10 @@ static bool run_op(bench_env *env, const op_entry *op, int size, result *r) {
   r->mpix_per_s = mean > 0 ? pixels / mean : 0; /* pixels per us = Mpix per s */
   r->gbps = mean > 0 ? r->bytes / (mean * 1e3) : 0;
   r->gflops = mean > 0 ? r->flops / (mean * 1e3) : 0;
-  r->floor_us = env->peak_gbps > 0 ? r->bytes / (env->peak_gbps * 1e3) : 0;
+  r->memory_floor_us = env->peak_gbps > 0 ? r->bytes / (env->peak_gbps * 1e3) : 0;
+  r->compute_floor_us = env->peak_gflops > 0 ? r->flops / (env->peak_gflops * 1e3) : 0;
+  r->compute_bound = r->compute_floor_us > r->memory_floor_us;
+  r->floor_us = fmax(r->memory_floor_us, r->compute_floor_us);
   r->of_floor = r->floor_us > 0 ? mean / r->floor_us : 0;
   return true;
 }
@@ -978,6 +994,9 @@ static json_t *result_json(const result *r) {
   json_object_set_new(o, "flops", json_real(r->flops));
   json_object_set_new(o, "gflop_per_s", json_real(r->gflops));
   json_object_set_new(o, "floor_us", json_real(r->floor_us));
+  json_object_set_new(o, "memory_floor_us", json_real(r->memory_floor_us));
+  json_object_set_new(o, "compute_floor_us", json_real(r->compute_floor_us));
+  json_object_set_new(o, "bound", json_string(r->compute_bound ? "compute" : "memory"));
   json_object_set_new(o, "of_floor", json_real(r->of_floor));
   if (r->seed && r->op->budget_name) {
     json_t *b = json_object();
@@ -995,6 +1014,7 @@ static json_t *document_json(const bench_env *env, const result *rs, size_t coun
   json_t *doc = bench_json_document("ops", env->backend, &env->info, run_size_name(env->opt.size));
   json_object_set_new(doc, "peak_gbps", json_real(env->peak_gbps));
   json_object_set_new(doc, "peak_source", json_string(env->peak_source));
+  json_object_set_new(doc, "peak_gflops", json_real(env->peak_gflops));
   json_t *list = json_array();
   for (size_t i = 0; i < count; i++) json_array_append_new(list, result_json(&rs[i]));
   json_object_set_new(doc, "results", list);
@@ -1172,7 +1192,16 @@ static bool open_env(bench_env *env) {
   CALL("setup", plm_stream_create(env->ctx, PLM_STREAM_DEFAULT, &env->stream));
   CALL("setup", plm_event_create(env->ctx, PLM_EVENT_DEFAULT, &env->start));
   CALL("setup", plm_event_create(env->ctx, PLM_EVENT_DEFAULT, &env->end));
-  if (env->opt.profile_dir) CALL("setup", plm_profiler_create(env->ctx, NULL, &env->profiler));
+  /* The profiler (calibrating, or loading the cached calibration) for --profile, and for
+   * the FMA rate of the compute floor in any case. */
+  CALL("setup", plm_profiler_create(env->ctx, NULL, &env->profiler));
+  plm_profile_calibration calibration;
+  CALL("setup", plm_profiler_calibration(env->profiler, &calibration));
+  env->peak_gflops = calibration.fma_gflops;
+  if (!env->opt.profile_dir) {
+    plm_profiler_destroy(env->profiler);
+    env->profiler = NULL;
+  }
   if (env->backend == PLM_BACKEND_CUDA && env->info.memory_bandwidth_gbps > 0) {
     env->peak_gbps = env->info.memory_bandwidth_gbps;
     env->peak_source = "device_info";
@@ -1264,9 +1293,14 @@ int main(int argc, char **argv) {
   printf("bench_ops: %s backend, %s; plume %s (commit %s, %s); %s run\n",
          plm_backend_name(env.backend), env.info.name, build->version, build->git_commit,
          build->build_type, run_size_name(env.opt.size));
-  printf("event-timed runs; floor = cost bytes / %.1f GB/s (%s)\n\n", env.peak_gbps,
-         strcmp(env.peak_source, "device_info") == 0 ? "the device's peak"
-                                                     : "measured device-to-device copy");
+  printf(
+      "event-timed runs; floor = the larger of cost bytes / %.1f GB/s (%s) and cost flops "
+      "/ %.0f GFLOP/s (%s)\n\n",
+      env.peak_gbps,
+      strcmp(env.peak_source, "device_info") == 0 ? "the device's peak"
+                                                  : "measured device-to-device copy",
+      env.peak_gflops,
+      env.peak_gflops > 0 ? "the calibrated FMA probe" : "unknown: memory floor only");
   print_table_header();
 
   static result rs[MAX_RESULTS];
@@ -1281,6 +1315,14 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench_ops: %s\n", bench_error);
     exit_code = EXIT_RUNTIME_FAILURE;
   }
+  int below_floor = 0;
+  for (size_t i = 0; i < count; i++) below_floor += rs[i].of_floor > 0 && rs[i].of_floor < 1;
+  if (below_floor)
+    printf(
+        "\n%d row(s) ran faster than their floor: the peaks are low (the FMA rate is the "
+        "profiler's cached calibration, %.0f GFLOP/s; PLUME_CALIBRATION_CACHE=refresh measures "
+        "it again, best on an idle machine)\n",
+        below_floor, env.peak_gflops);
   print_fusion(ratios, fusion_count);
   if (env.opt.json_path && count > 0) {
     json_t *doc = document_json(&env, rs, count, ratios, fusion_count);

@@ -11,7 +11,10 @@
  * where the key is the device's name and its multiprocessors (host: cores, since the
  * CPU pool uses them all), "AMD EPYC|2".
  * in $XDG_CACHE_HOME/plume/calibration.tsv (else ~/.cache/plume/calibration.tsv).
- * PLUME_CALIBRATION_CACHE=off skips the file (reading and writing). */
+ * The last line of a device counts (a later measurement supersedes an earlier one).
+ * PLUME_CALIBRATION_CACHE=off skips the file (reading and writing); =refresh measures
+ * again, in this process, and appends the result (for peaks measured while the machine
+ * was busy: they stay low until measured again). */
 #define _GNU_SOURCE /* mkdir's mode_t in sys/stat.h under _POSIX_C_SOURCE is fine too */
 #include <errno.h>
 #include <pthread.h>
@@ -66,9 +69,13 @@ static void remember(const plm_profile_calibration *c, const char *key) {
 
 /* ---- the cache file ------------------------------------------------------------------ */
 
-static bool cache_file_wanted(void) {
+static bool cache_setting_is(const char *value) {
   const char *setting = getenv("PLUME_CALIBRATION_CACHE");
-  return !(setting && strcmp(setting, "off") == 0);
+  return setting && strcmp(setting, value) == 0;
+}
+
+static bool cache_file_wanted(void) {
+  return !cache_setting_is("off");
 }
 
 /* The cache's directory and file; false when neither XDG_CACHE_HOME nor HOME is set. */
@@ -95,11 +102,13 @@ static void tidy_name(char *name) {
 static bool cache_load(const char *backend, const char *key, const char *device,
                        plm_profile_calibration *out) {
   char dir[LINE_SIZE], path[LINE_SIZE], line[LINE_SIZE];
-  if (!cache_file_wanted() || !cache_paths(dir, sizeof dir, path, sizeof path)) return false;
+  if (!cache_file_wanted() || cache_setting_is("refresh") ||
+      !cache_paths(dir, sizeof dir, path, sizeof path))
+    return false;
   FILE *f = fopen(path, "r");
   if (!f) return false;
   bool found = false;
-  while (!found && fgets(line, sizeof line, f)) {
+  while (fgets(line, sizeof line, f)) { /* to the end: the last good line counts */
     line[strcspn(line, "\n")] = '\0';
     char *fields[7];
     int n = 0;

@@ -29,8 +29,11 @@
  * $XDG_CACHE_HOME/plume or ~/.cache/plume, keyed by backend and device name): device
  * copy bandwidth (bytes read plus written per second), pinned host-to-device and
  * device-to-host bandwidth (bytes per second), and the f32 FMA rate (2 flops per FMA).
- * An op's roofline bound is "memory" when its arithmetic intensity (flops per byte) is
- * below the ridge (FMA rate / copy bandwidth), else "compute".
+ * The environment's PLUME_CALIBRATION_CACHE=off leaves the file alone; =refresh measures
+ * again and records the new figures (peaks measured on a busy machine stay low until
+ * then: an op faster than its floor is the sign). An op's roofline bound is "memory" when its
+ * arithmetic intensity (flops per byte) is below the ridge (FMA rate / copy bandwidth), else
+ * "compute".
  *
  * Thread-safety: a profiler may record from several threads at once (its own lock);
  * plm_profiler_collect, _op_stats and _write must not run while launches are being

@@ -104,6 +104,20 @@ awk 'BEGIN {FS = OFS = "\t"} {$4 = "fast"; print}' "$cache" >cache.tmp && mv cac
 run 0 "--profile, damaged cache" detect --frames s.npy --pipeline "$pipeline" --out p.csv --profile prof/damaged
 checks=$((checks + 1))
 grep -q '"from_cache": false' prof/damaged/profile.json || fail "--profile: a damaged cache line was used"
+# A later line of the device supersedes an earlier one; PLUME_CALIBRATION_CACHE=refresh
+# measures again and appends.
+tail -n 1 "$cache" | awk 'BEGIN {FS = OFS = "\t"} {$7 = "321.5"; print}' >>"$cache"
+run 0 "--profile, the last line" detect --frames s.npy --pipeline "$pipeline" --out p.csv --profile prof/last
+checks=$((checks + 1))
+grep -q '"from_cache": true' prof/last/profile.json && grep -q '"fma_gflops": 321.5' prof/last/profile.json ||
+  fail "--profile: the last cache line was not used: $(grep -A7 calibration prof/last/profile.json)"
+lines=$(wc -l <"$cache")
+export PLUME_CALIBRATION_CACHE=refresh
+run 0 "--profile, refresh" detect --frames s.npy --pipeline "$pipeline" --out p.csv --profile prof/refresh
+unset PLUME_CALIBRATION_CACHE
+checks=$((checks + 1))
+grep -q '"from_cache": false' prof/refresh/profile.json && [[ $(wc -l <"$cache") == $((lines + 1)) ]] ||
+  fail "--profile: refresh did not measure and append ($(wc -l <"$cache") lines)"
 : >not-a-dir
 run 2 "--profile into a file" detect --frames s.npy --pipeline "$pipeline" --out q.csv \
   --profile not-a-dir/sub
