@@ -94,3 +94,21 @@ int plm_test_main(Suite *(*make_suite)(void)) {
   srunner_free(runner);
   return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
+
+float *plm_test_uniform_f32(int64_t count, double range, uint64_t seed) {
+  float *v = malloc((size_t)count * sizeof *v);
+  ck_assert_ptr_nonnull(v);
+  uint64_t state = seed | 1;
+  for (int64_t i = 0; i < count; i++)
+    v[i] = (float)(range * ((double)(plm_test_random(&state) % 2000001) / 1000000.0 - 1.0));
+  return v;
+}
+
+plm_tensor plm_test_upload(plm_dtype dtype, int ndim, const int64_t *dims, const void *host) {
+  plm_tensor t;
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, dtype, ndim, dims, &t));
+  if (host)
+    PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, t.data, host, plm_tensor_bytes(&t),
+                                   PLM_COPY_HOST_TO_DEVICE));
+  return t;
+}

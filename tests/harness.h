@@ -43,6 +43,14 @@ static inline uint64_t plm_test_random(uint64_t *state) {
   return *state;
 }
 
+/* count f32 values uniform in [-range, range] (on a grid of 1e-6 · range), from seed;
+ * malloc'd, the caller frees them. */
+float *plm_test_uniform_f32(int64_t count, double range, uint64_t seed);
+
+/* A tensor of dtype and shape from plm_test_pool, holding host's bytes (host NULL: left
+ * as the pool gave it), uploaded on plm_test_stream. */
+plm_tensor plm_test_upload(plm_dtype dtype, int ndim, const int64_t *dims, const void *host);
+
 /* Assert a call succeeded, printing plume's message when it did not. */
 #define PLM_CHECK_OK(call)                                              \
   do {                                                                  \

@@ -25,32 +25,16 @@ static double sigmoid(double x) {
   return 1.0 / (1.0 + exp(-x));
 }
 
-static float *random_values(int64_t count, double range, uint64_t seed) {
-  float *v = malloc((size_t)count * sizeof *v);
-  ck_assert_ptr_nonnull(v);
-  uint64_t state = seed | 1;
-  for (int64_t i = 0; i < count; i++)
-    v[i] = (float)(range * ((double)(plm_test_random(&state) % 2000001) / 1000000.0 - 1.0));
-  return v;
-}
-
-static plm_tensor upload(const float *host, int ndim, const int64_t *dims) {
-  plm_tensor t;
-  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, ndim, dims, &t));
-  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, t.data, host, plm_tensor_bytes(&t),
-                                 PLM_COPY_HOST_TO_DEVICE));
-  return t;
-}
-
 /* The layer of the given sizes against the reference; the worst error as a fraction of
  * its tolerance (<= 1 passes). */
 static double run_case(int64_t batch, int64_t in, int64_t neurons, int64_t dendrites,
                        plm_dendritic_params params, uint64_t seed) {
-  float *x = random_values(batch * in, 1.0, seed);
-  float *w = random_values(neurons * dendrites * in, 1.0 / sqrt((double)in), seed + 1);
+  float *x = plm_test_uniform_f32(batch * in, 1.0, seed);
+  float *w = plm_test_uniform_f32(neurons * dendrites * in, 1.0 / sqrt((double)in), seed + 1);
   const int64_t x_dims[2] = {batch, in}, w_dims[3] = {neurons, dendrites, in};
   const int64_t out_dims[2] = {batch, neurons};
-  plm_tensor tx = upload(x, 2, x_dims), tw = upload(w, 3, w_dims), tout;
+  plm_tensor tx = plm_test_upload(PLM_DTYPE_F32, 2, x_dims, x),
+             tw = plm_test_upload(PLM_DTYPE_F32, 3, w_dims, w), tout;
   PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, out_dims, &tout));
   PLM_CHECK_OK(plm_dendritic(plm_test_stream, &tx, &tw, &params, &tout));
   float *out = malloc((size_t)(batch * neurons) * sizeof *out);
@@ -173,7 +157,8 @@ END_TEST
 START_TEST(test_each_mode_applies_its_own_function) {
   const int64_t x_dims[2] = {1, 2}, w_dims[3] = {1, 2, 2}, out_dims[2] = {1, 1};
   const float x[2] = {1.0f, 2.0f}, w[4] = {0.5f, 0.25f, -1.0f, 0.0f}; /* a = 1, -1 */
-  plm_tensor tx = upload(x, 2, x_dims), tw = upload(w, 3, w_dims), tout;
+  plm_tensor tx = plm_test_upload(PLM_DTYPE_F32, 2, x_dims, x),
+             tw = plm_test_upload(PLM_DTYPE_F32, 3, w_dims, w), tout;
   PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, out_dims, &tout));
   const plm_dendritic_params modes[] = {
       {.mode = PLM_DENDRITE_SIGMOID},
@@ -363,10 +348,10 @@ static layer_operands make_operands(int64_t batch, int64_t in, int64_t neurons, 
   layer_operands o;
   const int64_t x_dims[2] = {batch, in}, w_dims[3] = {neurons, dendrites, in};
   const int64_t out_dims[2] = {batch, neurons};
-  o.host_x = random_values(batch * in, 1.0, seed);
-  o.host_w = random_values(neurons * dendrites * in, 1.0 / sqrt((double)in), seed + 1);
-  o.x = upload(o.host_x, 2, x_dims);
-  o.w = upload(o.host_w, 3, w_dims);
+  o.host_x = plm_test_uniform_f32(batch * in, 1.0, seed);
+  o.host_w = plm_test_uniform_f32(neurons * dendrites * in, 1.0 / sqrt((double)in), seed + 1);
+  o.x = plm_test_upload(PLM_DTYPE_F32, 2, x_dims, o.host_x);
+  o.w = plm_test_upload(PLM_DTYPE_F32, 3, w_dims, o.host_w);
   PLM_CHECK_OK(
       plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, out_dims, &o.out));
   return o;

@@ -23,24 +23,6 @@ static double sigmoid(double x) {
   return 1.0 / (1.0 + exp(-x));
 }
 
-/* count values uniform in [-range, range]. */
-static float *random_values(int64_t count, double range, uint64_t seed) {
-  float *v = malloc((size_t)count * sizeof *v);
-  ck_assert_ptr_nonnull(v);
-  uint64_t state = seed | 1;
-  for (int64_t i = 0; i < count; i++)
-    v[i] = (float)(range * ((double)(plm_test_random(&state) % 2000001) / 1000000.0 - 1.0));
-  return v;
-}
-
-static plm_tensor upload(const float *host, int ndim, const int64_t *dims) {
-  plm_tensor t;
-  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, ndim, dims, &t));
-  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, t.data, host, plm_tensor_bytes(&t),
-                                 PLM_COPY_HOST_TO_DEVICE));
-  return t;
-}
-
 static void download(float *host, const plm_tensor *t) {
   PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, host, t->data, plm_tensor_bytes(t),
                                  PLM_COPY_DEVICE_TO_HOST));
@@ -52,17 +34,22 @@ static void download(float *host, const plm_tensor *t) {
 static double run_case(int64_t batch, int64_t in, int64_t hid, int with_bias, bool in_place,
                        uint64_t seed) {
   const double w_range = 1.0 / sqrt((double)hid); /* torch's initialisation */
-  float *x = random_values(batch * in, 1.0, seed), *h = random_values(batch * hid, 1.0, seed + 1);
-  float *c = random_values(batch * hid, 2.0, seed + 2);
-  float *w_ih = random_values(4 * hid * in, w_range, seed + 3);
-  float *w_hh = random_values(4 * hid * hid, w_range, seed + 4);
-  float *b_ih = random_values(4 * hid, w_range, seed + 5);
-  float *b_hh = random_values(4 * hid, w_range, seed + 6);
+  float *x = plm_test_uniform_f32(batch * in, 1.0, seed),
+        *h = plm_test_uniform_f32(batch * hid, 1.0, seed + 1);
+  float *c = plm_test_uniform_f32(batch * hid, 2.0, seed + 2);
+  float *w_ih = plm_test_uniform_f32(4 * hid * in, w_range, seed + 3);
+  float *w_hh = plm_test_uniform_f32(4 * hid * hid, w_range, seed + 4);
+  float *b_ih = plm_test_uniform_f32(4 * hid, w_range, seed + 5);
+  float *b_hh = plm_test_uniform_f32(4 * hid, w_range, seed + 6);
   const int64_t x_dims[2] = {batch, in}, s_dims[2] = {batch, hid};
   const int64_t wi_dims[2] = {4 * hid, in}, wh_dims[2] = {4 * hid, hid}, g_dims[1] = {4 * hid};
-  plm_tensor tx = upload(x, 2, x_dims), th = upload(h, 2, s_dims), tc = upload(c, 2, s_dims);
-  plm_tensor twi = upload(w_ih, 2, wi_dims), twh = upload(w_hh, 2, wh_dims);
-  plm_tensor tbi = upload(b_ih, 1, g_dims), tbh = upload(b_hh, 1, g_dims), tout_h, tout_c;
+  plm_tensor tx = plm_test_upload(PLM_DTYPE_F32, 2, x_dims, x),
+             th = plm_test_upload(PLM_DTYPE_F32, 2, s_dims, h),
+             tc = plm_test_upload(PLM_DTYPE_F32, 2, s_dims, c);
+  plm_tensor twi = plm_test_upload(PLM_DTYPE_F32, 2, wi_dims, w_ih),
+             twh = plm_test_upload(PLM_DTYPE_F32, 2, wh_dims, w_hh);
+  plm_tensor tbi = plm_test_upload(PLM_DTYPE_F32, 1, g_dims, b_ih),
+             tbh = plm_test_upload(PLM_DTYPE_F32, 1, g_dims, b_hh), tout_h, tout_c;
   PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, s_dims, &tout_h));
   PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, s_dims, &tout_c));
   const bool use_ih = with_bias >= 1, use_hh = with_bias == 1;
@@ -335,20 +322,20 @@ static step_operands make_operands(int64_t batch, int64_t in, int64_t hid, uint6
   const double w_range = 1.0 / sqrt((double)hid);
   const int64_t x_dims[2] = {batch, in}, s_dims[2] = {batch, hid};
   const int64_t wi_dims[2] = {4 * hid, in}, wh_dims[2] = {4 * hid, hid}, g_dims[1] = {4 * hid};
-  o.host[0] = random_values(batch * in, 1.0, seed);
-  o.host[1] = random_values(batch * hid, 1.0, seed + 1);
-  o.host[2] = random_values(batch * hid, 2.0, seed + 2);
-  o.host[3] = random_values(4 * hid * in, w_range, seed + 3);
-  o.host[4] = random_values(4 * hid * hid, w_range, seed + 4);
-  o.host[5] = random_values(4 * hid, w_range, seed + 5);
-  o.host[6] = random_values(4 * hid, w_range, seed + 6);
-  o.x = upload(o.host[0], 2, x_dims);
-  o.h = upload(o.host[1], 2, s_dims);
-  o.c = upload(o.host[2], 2, s_dims);
-  o.w_ih = upload(o.host[3], 2, wi_dims);
-  o.w_hh = upload(o.host[4], 2, wh_dims);
-  o.b_ih = upload(o.host[5], 1, g_dims);
-  o.b_hh = upload(o.host[6], 1, g_dims);
+  o.host[0] = plm_test_uniform_f32(batch * in, 1.0, seed);
+  o.host[1] = plm_test_uniform_f32(batch * hid, 1.0, seed + 1);
+  o.host[2] = plm_test_uniform_f32(batch * hid, 2.0, seed + 2);
+  o.host[3] = plm_test_uniform_f32(4 * hid * in, w_range, seed + 3);
+  o.host[4] = plm_test_uniform_f32(4 * hid * hid, w_range, seed + 4);
+  o.host[5] = plm_test_uniform_f32(4 * hid, w_range, seed + 5);
+  o.host[6] = plm_test_uniform_f32(4 * hid, w_range, seed + 6);
+  o.x = plm_test_upload(PLM_DTYPE_F32, 2, x_dims, o.host[0]);
+  o.h = plm_test_upload(PLM_DTYPE_F32, 2, s_dims, o.host[1]);
+  o.c = plm_test_upload(PLM_DTYPE_F32, 2, s_dims, o.host[2]);
+  o.w_ih = plm_test_upload(PLM_DTYPE_F32, 2, wi_dims, o.host[3]);
+  o.w_hh = plm_test_upload(PLM_DTYPE_F32, 2, wh_dims, o.host[4]);
+  o.b_ih = plm_test_upload(PLM_DTYPE_F32, 1, g_dims, o.host[5]);
+  o.b_hh = plm_test_upload(PLM_DTYPE_F32, 1, g_dims, o.host[6]);
   PLM_CHECK_OK(
       plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, s_dims, &o.out_h));
   PLM_CHECK_OK(

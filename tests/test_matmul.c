@@ -47,29 +47,13 @@ static double input_as(float x, plm_precision precision) {
   return x;
 }
 
-static float *random_matrix(int64_t count, uint64_t seed) {
-  float *m = malloc((size_t)count * sizeof *m);
-  ck_assert_ptr_nonnull(m);
-  uint64_t state = seed | 1;
-  for (int64_t i = 0; i < count; i++)
-    m[i] = (float)((double)(plm_test_random(&state) % 2000001) / 1000000.0 - 1.0);
-  return m;
-}
-
-static plm_tensor upload(const float *host, int ndim, const int64_t *dims) {
-  plm_tensor t;
-  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, ndim, dims, &t));
-  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, t.data, host, plm_tensor_bytes(&t),
-                                 PLM_COPY_HOST_TO_DEVICE));
-  return t;
-}
-
 /* plm_matmul on host inputs; returns out (m·n floats, the caller frees it). */
 static float *run_matmul(const float *a, const float *b, const float *bias, int64_t m, int64_t k,
                          int64_t n, plm_matmul_params params) {
   const int64_t a_dims[2] = {m, k}, b_dims[2] = {k, n}, out_dims[2] = {m, n};
-  plm_tensor ta = upload(a, 2, a_dims), tb = upload(b, 2, b_dims), tbias, tout;
-  if (bias) tbias = upload(bias, 1, &n);
+  plm_tensor ta = plm_test_upload(PLM_DTYPE_F32, 2, a_dims, a),
+             tb = plm_test_upload(PLM_DTYPE_F32, 2, b_dims, b), tbias, tout;
+  if (bias) tbias = plm_test_upload(PLM_DTYPE_F32, 1, &n, bias);
   PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, out_dims, &tout));
   PLM_CHECK_OK(plm_matmul(plm_test_stream, &ta, &tb, bias ? &tbias : NULL, &params, &tout));
   float *out = malloc((size_t)(m * n) * sizeof *out);
@@ -124,8 +108,9 @@ static const int64_t sizes[][3] = {/* m, k, n */
 START_TEST(test_matches_the_reference_for_every_size_precision_activation_and_bias) {
   for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
     const int64_t m = sizes[s][0], k = sizes[s][1], n = sizes[s][2];
-    float *a = random_matrix(m * k, 11 + s), *b = random_matrix(k * n, 23 + s);
-    float *bias = random_matrix(n, 37 + s);
+    float *a = plm_test_uniform_f32(m * k, 1.0, 11 + s),
+          *b = plm_test_uniform_f32(k * n, 1.0, 23 + s);
+    float *bias = plm_test_uniform_f32(n, 1.0, 37 + s);
     for (int p = PLM_PRECISION_FP32; p <= PLM_PRECISION_AUTO; p++)
       for (int act = 0; act < 4; act++)
         for (int with_bias = 0; with_bias < 2; with_bias++) {
@@ -158,8 +143,10 @@ START_TEST(test_cpu_kernel_takes_a_transposed_b_and_accumulates) {
   static const int64_t cases[][3] = {{1, 1, 1}, {7, 13, 5}, {13, 300, 530}, {64, 40, 48}};
   for (size_t s = 0; s < sizeof cases / sizeof cases[0]; s++) {
     const int64_t m = cases[s][0], k = cases[s][1], n = cases[s][2];
-    float *a = random_matrix(m * k, 51 + s), *b = random_matrix(k * n, 53 + s);
-    float *bias = random_matrix(n, 57 + s), *old = random_matrix(m * n, 59 + s);
+    float *a = plm_test_uniform_f32(m * k, 1.0, 51 + s),
+          *b = plm_test_uniform_f32(k * n, 1.0, 53 + s);
+    float *bias = plm_test_uniform_f32(n, 1.0, 57 + s),
+          *old = plm_test_uniform_f32(m * n, 1.0, 59 + s);
     float *b_t = malloc((size_t)(k * n) * sizeof *b_t);
     float *plain = malloc((size_t)(m * n) * sizeof *plain);
     float *got = malloc((size_t)(m * n) * sizeof *got);
@@ -250,8 +237,10 @@ START_TEST(test_cpu_kernel_sums_in_one_order_however_it_splits) {
       {65, 530, 300}, {150, 530, 300}, {7, 16, 3000},  {40, 48, 800},  {5, 40, 0}};
   for (size_t s = 0; s < sizeof cases / sizeof cases[0]; s++) {
     const int64_t m = cases[s][0], n = cases[s][1], k = cases[s][2];
-    float *a = random_matrix(m * k + 1, 71 + s), *b = random_matrix(k * n + 1, 73 + s);
-    float *bias = random_matrix(n, 79 + s), *old = random_matrix(m * n, 83 + s);
+    float *a = plm_test_uniform_f32(m * k + 1, 1.0, 71 + s),
+          *b = plm_test_uniform_f32(k * n + 1, 1.0, 73 + s);
+    float *bias = plm_test_uniform_f32(n, 1.0, 79 + s),
+          *old = plm_test_uniform_f32(m * n, 1.0, 83 + s);
     float *b_t = malloc((size_t)(k * n + 1) * sizeof *b_t);
     float *expected = malloc((size_t)(m * n) * sizeof *expected);
     float *got = malloc((size_t)(m * n) * sizeof *got);
@@ -295,7 +284,8 @@ END_TEST
 START_TEST(test_reduced_precisions_round_their_inputs_to_nearest_even) {
   for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
     const int64_t m = sizes[s][0], k = sizes[s][1], n = sizes[s][2];
-    float *a = random_matrix(m * k, 101 + s), *b = random_matrix(k * n, 211 + s);
+    float *a = plm_test_uniform_f32(m * k, 1.0, 101 + s),
+          *b = plm_test_uniform_f32(k * n, 1.0, 211 + s);
     const plm_precision precisions[] = {PLM_PRECISION_TF32, PLM_PRECISION_BF16};
     for (int p = 0; p < 2; p++) {
       plm_matmul_params params = {.precision = precisions[p]};
@@ -319,7 +309,8 @@ START_TEST(test_auto_switches_to_tf32_at_the_threshold) {
   ck_assert(256LL * 256 * 256 == PLM_MATMUL_AUTO_TF32_MIN_WORK);
   for (int s = 0; s < 2; s++) {
     const int64_t m = sides[s][0], k = sides[s][1], n = sides[s][2];
-    float *a = random_matrix(m * k, 5 + s), *b = random_matrix(k * n, 7 + s);
+    float *a = plm_test_uniform_f32(m * k, 1.0, 5 + s),
+          *b = plm_test_uniform_f32(k * n, 1.0, 7 + s);
     float *automatic =
         run_matmul(a, b, NULL, m, k, n, (plm_matmul_params){.precision = PLM_PRECISION_AUTO});
     const bool tensor_cores = s == 0 && plm_test_backend == PLM_BACKEND_CUDA;

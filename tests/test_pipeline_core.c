@@ -29,15 +29,6 @@ static int64_t count_of(int ndim, const int64_t *dims) {
   return n;
 }
 
-/* A device tensor holding host's bytes. */
-static plm_tensor upload(plm_dtype dtype, int ndim, const int64_t *dims, const void *host) {
-  plm_tensor t;
-  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, dtype, ndim, dims, &t));
-  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, t.data, host, plm_tensor_bytes(&t),
-                                 PLM_COPY_HOST_TO_DEVICE));
-  return t;
-}
-
 /* A device tensor of shape, filled with garbage (the same in every such tensor). */
 static plm_tensor garbage(const plm_shape *shape) {
   plm_tensor t;
@@ -119,9 +110,9 @@ START_TEST(test_matmul_node) {
     PLM_CHECK_OK(plm_pipeline_add_matmul(pl, a, b, bias, &params, &out));
     PLM_CHECK_OK(plm_pipeline_mark_output(pl, out));
 
-    plm_tensor ta = upload(PLM_DTYPE_F32, 2, a_dims, a_host);
-    plm_tensor tb = upload(PLM_DTYPE_F32, 2, b_dims, b_host);
-    plm_tensor tbias = upload(PLM_DTYPE_F32, 1, bias_dims, bias_host);
+    plm_tensor ta = plm_test_upload(PLM_DTYPE_F32, 2, a_dims, a_host);
+    plm_tensor tb = plm_test_upload(PLM_DTYPE_F32, 2, b_dims, b_host);
+    plm_tensor tbias = plm_test_upload(PLM_DTYPE_F32, 1, bias_dims, bias_host);
     plm_tensor inputs[3] = {ta, tb, tbias}, outputs[1];
     compile_and_run(pl, inputs, outputs);
     plm_tensor want = like_output(pl, 0);
@@ -176,12 +167,13 @@ START_TEST(test_lstm_cell_node) {
     PLM_CHECK_OK(plm_pipeline_mark_output(pl, out_h));
     PLM_CHECK_OK(plm_pipeline_mark_output(pl, out_c));
 
-    plm_tensor inputs[5] = {
-        upload(PLM_DTYPE_F32, 2, x_dims, x), upload(PLM_DTYPE_F32, 2, s_dims, h),
-        upload(PLM_DTYPE_F32, 2, s_dims, c), upload(PLM_DTYPE_F32, 2, wi_dims, wi),
-        upload(PLM_DTYPE_F32, 2, wh_dims, wh)};
-    plm_tensor tbi = upload(PLM_DTYPE_F32, 1, b_dims, bi),
-               tbh = upload(PLM_DTYPE_F32, 1, b_dims, bh);
+    plm_tensor inputs[5] = {plm_test_upload(PLM_DTYPE_F32, 2, x_dims, x),
+                            plm_test_upload(PLM_DTYPE_F32, 2, s_dims, h),
+                            plm_test_upload(PLM_DTYPE_F32, 2, s_dims, c),
+                            plm_test_upload(PLM_DTYPE_F32, 2, wi_dims, wi),
+                            plm_test_upload(PLM_DTYPE_F32, 2, wh_dims, wh)};
+    plm_tensor tbi = plm_test_upload(PLM_DTYPE_F32, 1, b_dims, bi),
+               tbh = plm_test_upload(PLM_DTYPE_F32, 1, b_dims, bh);
     plm_tensor outputs[2];
     compile_and_run(pl, inputs, outputs);
     plm_tensor want_h = like_output(pl, 0), want_c = like_output(pl, 1);
@@ -232,7 +224,8 @@ START_TEST(test_dendritic_node) {
     PLM_CHECK_OK(plm_pipeline_add_constant(pl, PLM_DTYPE_F32, 3, w_dims, w, &pw));
     PLM_CHECK_OK(plm_pipeline_add_dendritic(pl, px, pw, &params, &out));
     PLM_CHECK_OK(plm_pipeline_mark_output(pl, out));
-    plm_tensor tx = upload(PLM_DTYPE_F32, 2, x_dims, x), tw = upload(PLM_DTYPE_F32, 3, w_dims, w);
+    plm_tensor tx = plm_test_upload(PLM_DTYPE_F32, 2, x_dims, x),
+               tw = plm_test_upload(PLM_DTYPE_F32, 3, w_dims, w);
     plm_tensor outputs[1];
     compile_and_run(pl, &tx, outputs);
     plm_tensor want = like_output(pl, 0);
@@ -266,7 +259,8 @@ START_TEST(test_vector_add_node) {
     PLM_CHECK_OK(plm_pipeline_add_input(pl, PLM_DTYPE_F32, 3, dims, &pb));
     PLM_CHECK_OK(plm_pipeline_add_vector_add(pl, pa, pb, plain ? NULL : &axpby, &out));
     PLM_CHECK_OK(plm_pipeline_mark_output(pl, out));
-    plm_tensor inputs[2] = {upload(PLM_DTYPE_F32, 3, dims, a), upload(PLM_DTYPE_F32, 3, dims, b)};
+    plm_tensor inputs[2] = {plm_test_upload(PLM_DTYPE_F32, 3, dims, a),
+                            plm_test_upload(PLM_DTYPE_F32, 3, dims, b)};
     plm_tensor outputs[1];
     compile_and_run(pl, inputs, outputs);
     plm_tensor want = like_output(pl, 0);
@@ -303,8 +297,8 @@ START_TEST(test_dot_node) {
     PLM_CHECK_OK(plm_pipeline_tensor_shape(pl, out, &shape));
     ck_assert_int_eq(shape.dtype, PLM_DTYPE_F64);
     ck_assert_int_eq(shape.dims[0], ndim == 2 ? shapes[v][0] : 1);
-    plm_tensor inputs[2] = {upload(PLM_DTYPE_F32, ndim, shapes[v], a),
-                            upload(PLM_DTYPE_F32, ndim, shapes[v], b)};
+    plm_tensor inputs[2] = {plm_test_upload(PLM_DTYPE_F32, ndim, shapes[v], a),
+                            plm_test_upload(PLM_DTYPE_F32, ndim, shapes[v], b)};
     plm_tensor outputs[1];
     compile_and_run(pl, inputs, outputs);
     plm_tensor want = like_output(pl, 0);
@@ -348,7 +342,7 @@ START_TEST(test_ar_forecast_node) {
       PLM_CHECK_OK(plm_pipeline_add_ar_forecast(pl, in, &params, &out));
       PLM_CHECK_OK(plm_pipeline_mark_output(pl, out));
     }
-    plm_tensor in = upload(PLM_DTYPE_F32, 2, dims, series), outputs[1];
+    plm_tensor in = plm_test_upload(PLM_DTYPE_F32, 2, dims, series), outputs[1];
     compile_and_run(pl, &in, outputs);
     plm_tensor want = like_output(pl, 0);
     ck_assert_int_eq(want.dims[0], S);
@@ -393,9 +387,10 @@ START_TEST(test_matmul_then_dendritic) {
   PLM_CHECK_OK(plm_pipeline_add_dendritic(pl, hidden, pw2, &dp, &out));
   PLM_CHECK_OK(plm_pipeline_mark_output(pl, out));
 
-  plm_tensor tx = upload(PLM_DTYPE_F32, 2, x_dims, x), tw1 = upload(PLM_DTYPE_F32, 2, w1_dims, w1);
-  plm_tensor tbias = upload(PLM_DTYPE_F32, 1, bias_dims, bias);
-  plm_tensor tw2 = upload(PLM_DTYPE_F32, 3, w2_dims, w2);
+  plm_tensor tx = plm_test_upload(PLM_DTYPE_F32, 2, x_dims, x),
+             tw1 = plm_test_upload(PLM_DTYPE_F32, 2, w1_dims, w1);
+  plm_tensor tbias = plm_test_upload(PLM_DTYPE_F32, 1, bias_dims, bias);
+  plm_tensor tw2 = plm_test_upload(PLM_DTYPE_F32, 3, w2_dims, w2);
   plm_tensor outputs[1];
   compile_and_run(pl, &tx, outputs);
   const plm_shape hidden_shape = {.dtype = PLM_DTYPE_F32, .ndim = 2, .dims = {B, J}};
@@ -464,8 +459,9 @@ START_TEST(test_vector_add_then_dot) {
   PLM_CHECK_OK(plm_pipeline_add_vector_add(pl, pa, pb, NULL, &sum));
   PLM_CHECK_OK(plm_pipeline_add_dot(pl, sum, pc, &out));
   PLM_CHECK_OK(plm_pipeline_mark_output(pl, out));
-  plm_tensor inputs[3] = {upload(PLM_DTYPE_F32, 2, dims, a), upload(PLM_DTYPE_F32, 2, dims, b),
-                          upload(PLM_DTYPE_F32, 2, dims, c)};
+  plm_tensor inputs[3] = {plm_test_upload(PLM_DTYPE_F32, 2, dims, a),
+                          plm_test_upload(PLM_DTYPE_F32, 2, dims, b),
+                          plm_test_upload(PLM_DTYPE_F32, 2, dims, c)};
   plm_tensor outputs[1];
   compile_and_run(pl, inputs, outputs);
   const plm_shape sum_shape = {.dtype = PLM_DTYPE_F32, .ndim = 2, .dims = {dims[0], dims[1]}};
@@ -511,11 +507,11 @@ START_TEST(test_lstm_two_steps) {
     PLM_CHECK_OK(plm_pipeline_add_lstm_cell(pl, px, h1, c1, pwi, pwh, none, none, &h2, &c2));
     PLM_CHECK_OK(plm_pipeline_mark_output(pl, h2));
     PLM_CHECK_OK(plm_pipeline_mark_output(pl, c2));
-    plm_tensor inputs[3] = {upload(PLM_DTYPE_F32, 2, x_dims, x),
-                            upload(PLM_DTYPE_F32, 2, s_dims, h),
-                            upload(PLM_DTYPE_F32, 2, s_dims, c)};
-    plm_tensor twi = upload(PLM_DTYPE_F32, 2, wi_dims, wi),
-               twh = upload(PLM_DTYPE_F32, 2, wh_dims, wh);
+    plm_tensor inputs[3] = {plm_test_upload(PLM_DTYPE_F32, 2, x_dims, x),
+                            plm_test_upload(PLM_DTYPE_F32, 2, s_dims, h),
+                            plm_test_upload(PLM_DTYPE_F32, 2, s_dims, c)};
+    plm_tensor twi = plm_test_upload(PLM_DTYPE_F32, 2, wi_dims, wi),
+               twh = plm_test_upload(PLM_DTYPE_F32, 2, wh_dims, wh);
     const plm_plan_config cfg = {.flags = per_run ? PLM_PLAN_ALLOCATE_PER_RUN : 0};
     PLM_CHECK_OK(plm_pipeline_compile(pl, &cfg));
     plm_tensor outputs[2] = {like_output(pl, 0), like_output(pl, 1)};
@@ -565,7 +561,7 @@ START_TEST(test_lstm_waits_for_seven_branches) {
     for (int j = 0; j < 2; j++) {
       host[2 * k + j] = random_f32(count_of(ndim, shapes[k]), &seed);
       PLM_CHECK_OK(plm_pipeline_add_input(pl, PLM_DTYPE_F32, ndim, shapes[k], &in[2 * k + j]));
-      dev[2 * k + j] = upload(PLM_DTYPE_F32, ndim, shapes[k], host[2 * k + j]);
+      dev[2 * k + j] = plm_test_upload(PLM_DTYPE_F32, ndim, shapes[k], host[2 * k + j]);
     }
     PLM_CHECK_OK(plm_pipeline_add_vector_add(pl, in[2 * k], in[2 * k + 1], &params, &sums[k]));
     const plm_shape shape = {

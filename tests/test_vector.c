@@ -25,16 +25,6 @@ static float *random_floats(int64_t count, double scale, uint64_t seed) {
   return values;
 }
 
-/* A tensor of the given shape and dtype holding host's bytes (host may be NULL). */
-static plm_tensor upload(plm_dtype dtype, int ndim, const int64_t *dims, const void *host) {
-  plm_tensor t;
-  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, dtype, ndim, dims, &t));
-  if (host)
-    PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, t.data, host, plm_tensor_bytes(&t),
-                                   PLM_COPY_HOST_TO_DEVICE));
-  return t;
-}
-
 static void *download(const plm_tensor *t) {
   void *host = malloc(plm_tensor_bytes(t));
   ck_assert_ptr_nonnull(host);
@@ -71,8 +61,9 @@ static void run_add_case(int ndim, const int64_t *dims, double alpha, double bet
   int64_t count = 1;
   for (int d = 0; d < ndim; d++) count *= dims[d];
   float *a = random_floats(count, 1000, seed), *b = random_floats(count, 3, seed + 99);
-  plm_tensor ta = upload(PLM_DTYPE_F32, ndim, dims, a), tb = upload(PLM_DTYPE_F32, ndim, dims, b);
-  plm_tensor tout = upload(PLM_DTYPE_F32, ndim, dims, NULL);
+  plm_tensor ta = plm_test_upload(PLM_DTYPE_F32, ndim, dims, a),
+             tb = plm_test_upload(PLM_DTYPE_F32, ndim, dims, b);
+  plm_tensor tout = plm_test_upload(PLM_DTYPE_F32, ndim, dims, NULL);
   plm_vector_add_params params = {.alpha = alpha, .beta = beta};
   PLM_CHECK_OK(plm_vector_add(plm_test_stream, &ta, &tb, &params, &tout));
   float *got = download(&tout);
@@ -102,7 +93,8 @@ END_TEST
 START_TEST(test_vector_add_with_null_params_is_a_plain_add_and_may_run_in_place) {
   const int64_t dims[1] = {4099};
   float *a = random_floats(4099, 100, 5), *b = random_floats(4099, 100, 6);
-  plm_tensor ta = upload(PLM_DTYPE_F32, 1, dims, a), tb = upload(PLM_DTYPE_F32, 1, dims, b);
+  plm_tensor ta = plm_test_upload(PLM_DTYPE_F32, 1, dims, a),
+             tb = plm_test_upload(PLM_DTYPE_F32, 1, dims, b);
   PLM_CHECK_OK(plm_vector_add(plm_test_stream, &ta, &tb, NULL, &ta));
   float *got = download(&ta);
   ck_assert_int_eq(add_mismatches(a, b, got, 4099, 1, 1, true), 0);
@@ -132,9 +124,9 @@ static void run_batch_case(int64_t count, const int64_t *lengths, double alpha, 
   for (int64_t i = 0; i < count; i++) {
     a[i] = random_floats(lengths[i], 50, seed + (uint64_t)i * 2);
     b[i] = random_floats(lengths[i], 50, seed + (uint64_t)i * 2 + 1);
-    ta[i] = upload(PLM_DTYPE_F32, 1, &lengths[i], a[i]);
-    tb[i] = upload(PLM_DTYPE_F32, 1, &lengths[i], b[i]);
-    tout[i] = upload(PLM_DTYPE_F32, 1, &lengths[i], NULL);
+    ta[i] = plm_test_upload(PLM_DTYPE_F32, 1, &lengths[i], a[i]);
+    tb[i] = plm_test_upload(PLM_DTYPE_F32, 1, &lengths[i], b[i]);
+    tout[i] = plm_test_upload(PLM_DTYPE_F32, 1, &lengths[i], NULL);
     pa[i] = &ta[i];
     pb[i] = &tb[i];
     pout[i] = &tout[i];
@@ -177,10 +169,11 @@ END_TEST
 START_TEST(test_vector_add_batched_triples_may_run_in_place_and_share_inputs) {
   const int64_t dims[1] = {1000};
   float *a = random_floats(1000, 10, 1), *b = random_floats(1000, 10, 2);
-  plm_tensor ta = upload(PLM_DTYPE_F32, 1, dims, a), tb = upload(PLM_DTYPE_F32, 1, dims, b);
-  plm_tensor tout = upload(PLM_DTYPE_F32, 1, dims, NULL);
+  plm_tensor ta = plm_test_upload(PLM_DTYPE_F32, 1, dims, a),
+             tb = plm_test_upload(PLM_DTYPE_F32, 1, dims, b);
+  plm_tensor tout = plm_test_upload(PLM_DTYPE_F32, 1, dims, NULL);
   /* Triples may share inputs: out[0] = a + b and out[1] = a + a. */
-  plm_tensor tout2 = upload(PLM_DTYPE_F32, 1, dims, NULL);
+  plm_tensor tout2 = plm_test_upload(PLM_DTYPE_F32, 1, dims, NULL);
   const plm_tensor *pa[2] = {&ta, &ta}, *pb[2] = {&tb, &ta};
   plm_tensor *pout[2] = {&tout, &tout2};
   PLM_CHECK_OK(plm_vector_add_batched(plm_test_stream, pa, pb, NULL, pout, 2));
@@ -215,9 +208,9 @@ static void run_dot_case(int64_t rows, int64_t length, bool as_matrix, uint64_t 
   int64_t count = rows * length;
   float *a = random_floats(count, 100, seed), *b = random_floats(count, 1, seed + 1);
   int64_t dims[2] = {rows, length}, out_dims[1] = {rows};
-  plm_tensor ta = upload(PLM_DTYPE_F32, as_matrix ? 2 : 1, as_matrix ? dims : &dims[1], a);
-  plm_tensor tb = upload(PLM_DTYPE_F32, as_matrix ? 2 : 1, as_matrix ? dims : &dims[1], b);
-  plm_tensor tout = upload(PLM_DTYPE_F64, 1, out_dims, NULL);
+  plm_tensor ta = plm_test_upload(PLM_DTYPE_F32, as_matrix ? 2 : 1, as_matrix ? dims : &dims[1], a);
+  plm_tensor tb = plm_test_upload(PLM_DTYPE_F32, as_matrix ? 2 : 1, as_matrix ? dims : &dims[1], b);
+  plm_tensor tout = plm_test_upload(PLM_DTYPE_F64, 1, out_dims, NULL);
   PLM_CHECK_OK(plm_dot(plm_test_stream, &ta, &tb, NULL, &tout));
   double *got = download(&tout);
   for (int64_t r = 0; r < rows; r++) {
@@ -258,8 +251,9 @@ START_TEST(test_dot_propagates_nan_and_infinity) {
   for (int i = 0; i < 15; i++) a[i] = b[i] = 1;
   a[2] = NAN;
   a[6] = INFINITY;
-  plm_tensor ta = upload(PLM_DTYPE_F32, 2, dims, a), tb = upload(PLM_DTYPE_F32, 2, dims, b);
-  plm_tensor tout = upload(PLM_DTYPE_F64, 1, out_dims, NULL);
+  plm_tensor ta = plm_test_upload(PLM_DTYPE_F32, 2, dims, a),
+             tb = plm_test_upload(PLM_DTYPE_F32, 2, dims, b);
+  plm_tensor tout = plm_test_upload(PLM_DTYPE_F64, 1, out_dims, NULL);
   PLM_CHECK_OK(plm_dot(plm_test_stream, &ta, &tb, NULL, &tout));
   double *got = download(&tout);
   ck_assert(isnan(got[0]));
@@ -306,13 +300,14 @@ END_TEST
 
 START_TEST(test_bad_arguments_are_refused_and_nothing_is_enqueued) {
   const int64_t dims[2] = {8, 8}, other_dims[2] = {8, 9}, rows[1] = {8}, wrong_rows[1] = {7};
-  plm_tensor a = upload(PLM_DTYPE_F32, 2, dims, NULL), b = upload(PLM_DTYPE_F32, 2, dims, NULL);
-  plm_tensor out = upload(PLM_DTYPE_F32, 2, dims, NULL);
-  plm_tensor wrong = upload(PLM_DTYPE_F32, 2, other_dims, NULL);
-  plm_tensor as_u8 = upload(PLM_DTYPE_U8, 2, dims, NULL);
-  plm_tensor dot_out = upload(PLM_DTYPE_F64, 1, rows, NULL);
-  plm_tensor dot_wrong = upload(PLM_DTYPE_F64, 1, wrong_rows, NULL);
-  plm_tensor dot_f32 = upload(PLM_DTYPE_F32, 1, rows, NULL);
+  plm_tensor a = plm_test_upload(PLM_DTYPE_F32, 2, dims, NULL),
+             b = plm_test_upload(PLM_DTYPE_F32, 2, dims, NULL);
+  plm_tensor out = plm_test_upload(PLM_DTYPE_F32, 2, dims, NULL);
+  plm_tensor wrong = plm_test_upload(PLM_DTYPE_F32, 2, other_dims, NULL);
+  plm_tensor as_u8 = plm_test_upload(PLM_DTYPE_U8, 2, dims, NULL);
+  plm_tensor dot_out = plm_test_upload(PLM_DTYPE_F64, 1, rows, NULL);
+  plm_tensor dot_wrong = plm_test_upload(PLM_DTYPE_F64, 1, wrong_rows, NULL);
+  plm_tensor dot_f32 = plm_test_upload(PLM_DTYPE_F32, 1, rows, NULL);
   plm_vector_add_params params = {.alpha = 1, .beta = 2};
   plm_stream *s = plm_test_stream;
 
@@ -377,7 +372,7 @@ START_TEST(test_bad_arguments_are_refused_and_nothing_is_enqueued) {
   const plm_tensor *foreign_entry[2] = {&a, &foreign};
   PLM_CHECK_FAILS(plm_vector_add_batched(s, foreign_entry, pb, NULL, pout, 2), PLM_ERR_INVALID_ARG,
                   "a[1] belongs to another context than stream");
-  plm_tensor out2 = upload(PLM_DTYPE_F32, 2, dims, NULL);
+  plm_tensor out2 = plm_test_upload(PLM_DTYPE_F32, 2, dims, NULL);
   plm_tensor *same_out[2] = {&out, &out};
   PLM_CHECK_FAILS(plm_vector_add_batched(s, pa, pb, NULL, same_out, 2), PLM_ERR_INVALID_ARG,
                   "overlaps out[");
