@@ -80,9 +80,39 @@ static bool choose_backend(plm_backend *out, char *why, size_t why_size) {
   return true;
 }
 
+/* PLUME_REQUIRE_BACKEND, when set, names the backend the suite must run on: a run that
+ * would skip, or resolve to another backend, fails instead. False, with the reason in
+ * why, when the requirement is malformed or not met; true when it is met or unset. */
+static bool check_required_backend(bool available, plm_backend chosen, char *why, size_t why_size) {
+  const char *env = getenv("PLUME_REQUIRE_BACKEND");
+  if (!env || !*env) return true;
+  plm_backend required = PLM_BACKEND_AUTO;
+  if (plm_backend_parse(env, &required) != PLM_OK || required == PLM_BACKEND_AUTO) {
+    snprintf(why, why_size, "PLUME_REQUIRE_BACKEND='%s' is not host or cuda", env);
+    return false;
+  }
+  if (!available) {
+    /* why already says why the backend could not be opened; add what that costs */
+    size_t used = strlen(why);
+    snprintf(why + used, why_size - used, " (PLUME_REQUIRE_BACKEND=%s: a skip is a failure)", env);
+    return false;
+  }
+  if (chosen != required) {
+    snprintf(why, why_size, "the suite would run on %s, but PLUME_REQUIRE_BACKEND=%s",
+             plm_backend_name(chosen), env);
+    return false;
+  }
+  return true;
+}
+
 int plm_test_main(Suite *(*make_suite)(void)) {
-  char why[1024];
-  if (!choose_backend(&plm_test_backend, why, sizeof why)) {
+  char why[1024] = "";
+  bool available = choose_backend(&plm_test_backend, why, sizeof why);
+  if (!check_required_backend(available, plm_test_backend, why, sizeof why)) {
+    printf("FAIL: %s\n", why);
+    return EXIT_FAILURE;
+  }
+  if (!available) {
     printf("SKIP: %s\n", why);
     return EXIT_SKIP;
   }

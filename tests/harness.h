@@ -4,7 +4,10 @@
  * (host, cuda or auto), host when it is unset. When that backend cannot be opened
  * here (no GPU, or a build without CUDA) the binary prints why and exits with 77,
  * which CTest reports as skipped (SKIP_RETURN_CODE), so a GPU test never passes
- * silently on a machine without a GPU.
+ * silently on a machine without a GPU. Where a skip must not pass for a run
+ * (scripts/gpu-campaign on a GPU), PLUME_REQUIRE_BACKEND=host|cuda names the backend
+ * the suite has to run on: a backend that cannot be opened, or another backend than
+ * that one, then makes the binary print "FAIL: ..." and exit 1.
  *
  * Suites run without forking (CK_NOFORK) so sanitizers see the whole process;
  * CTest's TIMEOUT guards against hangs, and tests that wait on other threads use
@@ -76,7 +79,8 @@ double plm_test_now_ms(void);
 void plm_test_sleep_ms(double ms);
 
 /* Build the suite with make_suite and run it on the backend under test; returns the
- * process exit code (77 when the backend is unavailable here). */
+ * process exit code (77 when the backend is unavailable here, 1 instead when
+ * PLUME_REQUIRE_BACKEND asks for it). */
 int plm_test_main(Suite *(*make_suite)(void));
 
 #endif /* PLUME_TESTS_HARNESS_H */
