@@ -5,6 +5,21 @@
  * asked. Events map onto cudaEvent_t, copies onto cudaMemcpyAsync, host callbacks
  * onto cudaLaunchHostFunc.
  *
+ * The backend keeps a list of its streams, so that synchronize waits for this
+ * context's work alone: cudaDeviceSynchronize would also wait for every other
+ * context's streams on the device (other pipelines, other libraries) and fails while
+ * any thread captures a graph. A stream under capture is passed over: what it has
+ * recorded does not run until the graph is launched.
+ *
+ * Host callbacks run through a trampoline that marks the CUDA callback thread as
+ * inside a host callback (plm__set_in_host_callback), so that plume calls that would
+ * wait for streams, or make a CUDA call, which CUDA forbids there, are refused with a
+ * status as on the host backend. The trampoline's argument, a host_call (fn, user),
+ * comes without a malloc per call: records of callbacks enqueued outside capture go
+ * back to a free list once they have run; records enqueued into a capture stay,
+ * interned by (fn, user), for as long as the backend, since a graph replays the same
+ * record every time it is launched.
+ *
  * The current device is per host thread in CUDA, and applications may call
  * plume from any thread, so every call that creates, frees or synchronises device
  * state makes the context's device current for that call and then gives the
@@ -14,6 +29,8 @@
  * A failed CUDA call is reported with its name and CUDA's error name and text, and
  * the runtime's last-error slot is cleared so a later launch check is not misled.
  */
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,12 +39,41 @@
 
 #include "streams/backend.h"
 #include "streams/error.h"
+#include "streams/hash.h"
 
-typedef struct cuda_backend {
+typedef struct cuda_backend cuda_backend;
+
+/* The user data cudaLaunchHostFunc hands to the trampoline. */
+typedef struct host_call_key {
+  plm_host_fn fn;
+  void *user;
+} host_call_key;
+
+typedef struct host_call {
+  host_call_key key;
+  cuda_backend *backend;
+  bool captured;          /* interned: replayed by a graph, never recycled */
+  struct host_call *next; /* in the free list, while not captured */
+  UT_hash_handle hh;      /* in the interned table, while captured */
+} host_call;
+
+struct cuda_backend {
   int device;
   int least_priority, greatest_priority;
   plm_device_info info;
-} cuda_backend;
+
+  /* This context's streams, for synchronize. Read-locked while synchronising (so that
+   * several threads may synchronise at once), write-locked to add or remove one. */
+  pthread_rwlock_t streams_lock;
+  cudaStream_t *streams;
+  size_t stream_count, stream_capacity;
+
+  /* Host-call records: free ones (calls outside capture) and interned ones (calls
+   * captured into graphs). Every record is freed at close. */
+  pthread_mutex_t calls_lock;
+  host_call *free_calls;     /* linked through next */
+  host_call *captured_calls; /* a uthash table by key */
+};
 
 static plm_status status_of(cudaError_t err) {
   switch (err) {
@@ -130,8 +176,30 @@ static plm_status cuda_memory_info(void *ctx, uint64_t *free_bytes, uint64_t *to
 
 /* ---- memory and synchronisation ------------------------------------------------- */
 
+/* Wait for each of this context's streams (see the header: not cudaDeviceSynchronize),
+ * passing over streams under capture; the first failure is reported after all have
+ * been waited for. */
 static plm_status cuda_synchronize(void *ctx) {
-  ON_DEVICE(ctx, "cudaDeviceSynchronize", err = cudaDeviceSynchronize());
+  cuda_backend *backend = ctx;
+  cudaError_t first = cudaSuccess;
+  const char *first_call = NULL;
+  pthread_rwlock_rdlock(&backend->streams_lock);
+  for (size_t i = 0; i < backend->stream_count; i++) {
+    enum cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    cudaError_t err = cudaStreamIsCapturing(backend->streams[i], &capture);
+    const char *call = "cudaStreamIsCapturing";
+    if (err == cudaSuccess && capture != cudaStreamCaptureStatusNone) continue;
+    if (err == cudaSuccess) {
+      err = cudaStreamSynchronize(backend->streams[i]);
+      call = "cudaStreamSynchronize";
+    }
+    if (err != cudaSuccess && first == cudaSuccess) {
+      first = err;
+      first_call = call;
+    }
+  }
+  pthread_rwlock_unlock(&backend->streams_lock);
+  if (first != cudaSuccess) return cuda_fail(first, first_call);
   return PLM_OK;
 }
 
@@ -155,13 +223,42 @@ static plm_status cuda_stream_create(void *ctx, unsigned flags, void **out) {
   cudaStream_t stream = NULL;
   ON_DEVICE(backend, "cudaStreamCreateWithPriority",
             err = cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, priority));
+  pthread_rwlock_wrlock(&backend->streams_lock);
+  bool listed = true;
+  if (backend->stream_count == backend->stream_capacity) {
+    size_t capacity = backend->stream_capacity ? 2 * backend->stream_capacity : 16;
+    cudaStream_t *grown = realloc(backend->streams, capacity * sizeof *grown);
+    if (grown) {
+      backend->streams = grown;
+      backend->stream_capacity = capacity;
+    } else {
+      listed = false;
+    }
+  }
+  if (listed) backend->streams[backend->stream_count++] = stream;
+  pthread_rwlock_unlock(&backend->streams_lock);
+  if (!listed) {
+    cudaStreamDestroy(stream);
+    return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory to list a stream");
+  }
   *out = stream;
   return PLM_OK;
 }
 
+static void unlist_stream(cuda_backend *backend, cudaStream_t stream) {
+  pthread_rwlock_wrlock(&backend->streams_lock);
+  for (size_t i = 0; i < backend->stream_count; i++) {
+    if (backend->streams[i] == stream) {
+      backend->streams[i] = backend->streams[--backend->stream_count];
+      break;
+    }
+  }
+  pthread_rwlock_unlock(&backend->streams_lock);
+}
+
 static plm_status cuda_stream_destroy(void *ctx, void *handle) {
-  (void)ctx;
   cudaStream_t stream = handle;
+  unlist_stream(ctx, stream);
   cudaError_t pending = cudaStreamSynchronize(stream);
   cudaError_t destroyed = cudaStreamDestroy(stream);
   if (pending != cudaSuccess) return cuda_fail(pending, "cudaStreamSynchronize");
@@ -210,10 +307,86 @@ static plm_status cuda_stream_memset(void *ctx, void *handle, void *dst, int val
   return PLM_OK;
 }
 
+/* ---- host callbacks ------------------------------------------------------------------- */
+
+static void give_back_call(cuda_backend *backend, host_call *call) {
+  pthread_mutex_lock(&backend->calls_lock);
+  call->next = backend->free_calls;
+  backend->free_calls = call;
+  pthread_mutex_unlock(&backend->calls_lock);
+}
+
+/* What CUDA runs: the user's function, with the thread marked as inside a callback. A
+ * record that no graph holds goes back to the free list first (its key is copied). */
+static void CUDART_CB run_host_call(void *data) {
+  host_call *call = data;
+  host_call_key key = call->key;
+  if (!call->captured) give_back_call(call->backend, call);
+  plm__set_in_host_callback(true);
+  key.fn(key.user);
+  plm__set_in_host_callback(false);
+}
+
+/* A record for (fn, user): the interned one when the stream is being captured, else a
+ * free one. NULL when no host memory is left. */
+static host_call *take_call(cuda_backend *backend, host_call_key key, bool captured) {
+  pthread_mutex_lock(&backend->calls_lock);
+  host_call *call = NULL;
+  if (captured) HASH_FIND(hh, backend->captured_calls, &key, sizeof key, call);
+  if (!call && !captured && backend->free_calls) {
+    call = backend->free_calls;
+    backend->free_calls = call->next;
+  }
+  if (!call) {
+    call = calloc(1, sizeof *call);
+    if (call) {
+      call->backend = backend;
+      call->captured = captured;
+      call->key = key;
+      if (captured) {
+        HASH_ADD(hh, backend->captured_calls, key, sizeof key, call);
+        if (!PLM__HASH_ADDED(call)) {
+          free(call);
+          call = NULL;
+        }
+      }
+    }
+  }
+  if (call) call->key = key;
+  pthread_mutex_unlock(&backend->calls_lock);
+  return call;
+}
+
 static plm_status cuda_stream_enqueue_host(void *ctx, void *handle, plm_host_fn fn, void *user) {
-  (void)ctx;
-  CUDA_TRY(cudaLaunchHostFunc((cudaStream_t)handle, fn, user));
+  cuda_backend *backend = ctx;
+  cudaStream_t stream = handle;
+  enum cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  CUDA_TRY(cudaStreamIsCapturing(stream, &capture));
+  bool captured = capture != cudaStreamCaptureStatusNone;
+  host_call_key key;
+  memset(&key, 0, sizeof key);
+  key.fn = fn;
+  key.user = user;
+  host_call *call = take_call(backend, key, captured);
+  if (!call) return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for a host callback");
+  cudaError_t err = cudaLaunchHostFunc(stream, run_host_call, call);
+  if (err != cudaSuccess) {
+    if (!captured) give_back_call(backend, call);
+    return cuda_fail(err, "cudaLaunchHostFunc");
+  }
   return PLM_OK;
+}
+
+static void free_calls(cuda_backend *backend) {
+  host_call *call, *next;
+  for (call = backend->free_calls; call; call = next) {
+    next = call->next;
+    free(call);
+  }
+  HASH_ITER(hh, backend->captured_calls, call, next) {
+    HASH_DEL(backend->captured_calls, call);
+    free(call);
+  }
 }
 
 static plm_status cuda_stream_wait_event(void *ctx, void *handle, void *event) {
@@ -386,7 +559,8 @@ static plm_status cuda_stream_capture_begin(void *ctx, void *handle) {
   return PLM_OK;
 }
 
-/* End the capture and instantiate it; the graph itself is only needed until then. */
+/* End the capture and instantiate it; the graph itself is only needed until then, and
+ * is destroyed on every path. */
 static plm_status cuda_stream_capture_end(void *ctx, void *handle, void **out) {
   cudaGraph_t graph = NULL;
   cudaError_t end_err = cudaStreamEndCapture((cudaStream_t)handle, &graph);
@@ -394,9 +568,17 @@ static plm_status cuda_stream_capture_end(void *ctx, void *handle, void **out) {
     if (graph) cudaGraphDestroy(graph);
     return cuda_fail(end_err, "cudaStreamEndCapture");
   }
+  int previous = 0;
+  plm_status status = device_enter(ctx, &previous);
+  if (status != PLM_OK) {
+    cudaGraphDestroy(graph);
+    return status;
+  }
   cudaGraphExec_t exec = NULL;
-  ON_DEVICE(ctx, "cudaGraphInstantiate", err = cudaGraphInstantiate(&exec, graph, 0);
-            cudaGraphDestroy(graph));
+  cudaError_t err = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  device_leave(ctx, previous);
+  if (err != cudaSuccess) return cuda_fail(err, "cudaGraphInstantiate");
   *out = exec;
   return PLM_OK;
 }
@@ -413,7 +595,12 @@ static void cuda_graph_destroy(void *ctx, void *graph) {
 }
 
 static void cuda_close(void *ctx) {
-  free(ctx);
+  cuda_backend *backend = ctx;
+  free_calls(backend);
+  free(backend->streams);
+  pthread_mutex_destroy(&backend->calls_lock);
+  pthread_rwlock_destroy(&backend->streams_lock);
+  free(backend);
 }
 
 static const plm__backend_iface cuda_iface = {
@@ -479,6 +666,8 @@ plm_status plm__cuda_backend_open(int device, const plm__backend_iface **iface, 
   cuda_backend *backend = calloc(1, sizeof *backend);
   if (!backend) return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for the backend");
   backend->device = device;
+  pthread_rwlock_init(&backend->streams_lock, NULL);
+  pthread_mutex_init(&backend->calls_lock, NULL);
   int previous = 0;
   plm_status status = device_enter(backend, &previous);
   if (status == PLM_OK) {
@@ -490,7 +679,7 @@ plm_status plm__cuda_backend_open(int device, const plm__backend_iface **iface, 
     device_leave(backend, previous);
   }
   if (status != PLM_OK) {
-    free(backend);
+    cuda_close(backend);
     return status;
   }
   *iface = &cuda_iface;

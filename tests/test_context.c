@@ -8,7 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gate.h"
 #include "harness.h"
+
+enum { GATE_TIMEOUT_MS = 10000 };
 
 /* plm_device_alloc(SIZE_MAX / 2) must come back as PLM_ERR_OUT_OF_MEMORY. Under
  * AddressSanitizer or ThreadSanitizer an impossible allocation aborts the process
@@ -390,6 +393,48 @@ START_TEST(test_synchronize_waits_for_every_stream) {
 }
 END_TEST
 
+/* A context waits for its own streams only: another context's stream, held at a gate,
+ * does not hold up plm_context_synchronize (cudaDeviceSynchronize, which waits for the
+ * whole device, would block here until the gate's deadline). */
+START_TEST(test_synchronize_waits_for_its_own_streams_only) {
+  plm_context *other = NULL;
+  plm_context_config config = {.backend = plm_test_backend, .device = 0};
+  PLM_CHECK_OK(plm_context_create(&config, &other));
+  plm_stream *held = NULL, *mine = NULL;
+  PLM_CHECK_OK(plm_stream_create(other, 0, &held));
+  PLM_CHECK_OK(plm_stream_create(plm_test_ctx, 0, &mine));
+  void *memory = NULL;
+  PLM_CHECK_OK(plm_device_alloc(plm_test_ctx, 1 << 20, &memory));
+  gate hold;
+  gate_init(&hold, GATE_TIMEOUT_MS);
+  PLM_CHECK_OK(plm_stream_enqueue_host(held, gate_wait_task, &hold));
+  /* Device work on this context's stream (no host callback: on cuda a held callback
+   * may hold up the callbacks of every stream). */
+  PLM_CHECK_OK(plm_stream_memset(mine, memory, 0x5a, 1 << 20));
+
+  double before = plm_test_now_ms();
+  plm_status status = plm_context_synchronize(plm_test_ctx);
+  double waited_ms = plm_test_now_ms() - before;
+  bool mine_finished = false, held_finished = true;
+  PLM_CHECK_OK(plm_stream_query(mine, &mine_finished));
+  PLM_CHECK_OK(plm_stream_query(held, &held_finished));
+  gate_open(&hold);
+  PLM_CHECK_OK(plm_stream_synchronize(held));
+  ck_assert(!hold.timed_out);
+
+  PLM_CHECK_OK(plm_device_free(plm_test_ctx, memory));
+  PLM_CHECK_OK(plm_stream_destroy(mine));
+  PLM_CHECK_OK(plm_stream_destroy(held));
+  PLM_CHECK_OK(plm_context_destroy(other));
+  gate_destroy(&hold);
+  ck_assert_msg(status == PLM_OK, "plm_context_synchronize: %s", plm_last_error());
+  ck_assert_msg(waited_ms < 2000, "synchronize waited %.0f ms for another context's stream",
+                waited_ms);
+  ck_assert_msg(mine_finished, "synchronize returned before this context's stream finished");
+  ck_assert_msg(!held_finished, "the other context's stream finished while held at the gate");
+}
+END_TEST
+
 START_TEST(test_destroy_null_is_a_no_op) {
   plm_clear_error();
   PLM_CHECK_OK(plm_context_destroy(NULL));
@@ -613,6 +658,7 @@ static Suite *context_suite(void) {
   TCase *lifecycle = tcase_create("lifecycle");
   plm_test_add_fixture(lifecycle);
   tcase_add_test(lifecycle, test_synchronize_waits_for_every_stream);
+  tcase_add_test(lifecycle, test_synchronize_waits_for_its_own_streams_only);
   tcase_add_test(lifecycle, test_destroy_null_is_a_no_op);
   tcase_add_test(lifecycle, test_destroy_reports_and_releases_leftovers);
   tcase_add_test(lifecycle, test_destroy_counts_each_kind_of_leftover);

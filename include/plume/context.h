@@ -95,8 +95,12 @@ PLM_API plm_status plm_context_destroy(plm_context *ctx);
 /* The backend the context runs on (never AUTO). */
 PLM_API plm_status plm_context_backend(const plm_context *ctx, plm_backend *out);
 
-/* Block until all work enqueued on all of the context's streams has finished.
- * Streams created or destroyed by other threads meanwhile wait for it to return. */
+/* Block until all work enqueued on all of the context's streams has finished. Only
+ * this context's streams: another context's work (on the same device too) is not
+ * waited for, and a stream being captured into a graph (a pipeline capturing on
+ * another thread) is passed over, since what it records runs only when the graph is
+ * launched. Streams created or destroyed by other threads meanwhile wait for it to
+ * return. */
 PLM_API plm_status plm_context_synchronize(plm_context *ctx);
 
 /* Describe the context's device. free_memory is read now; the rest is cached. */

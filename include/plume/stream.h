@@ -99,10 +99,11 @@ PLM_API plm_status plm_stream_memset(plm_stream *stream, void *dst, int value, s
  * call returns at once. fn must not call plume functions that enqueue work or
  * may wait for it (stream, event and synchronising calls, plm_device_free,
  * plm_stream_destroy, plm_pool_alloc, plm_pool_trim, plm_pool_destroy), as with
- * cudaLaunchHostFunc: waiting on its own stream from inside it would deadlock. The
- * host backend detects the waiting ones and fails them with PLM_ERR_INVALID_STATE;
- * on cuda the rule is CUDA's own. plm_pool_free never waits and is allowed. fn
- * should return quickly, since it holds up the stream.
+ * cudaLaunchHostFunc: waiting on its own stream from inside it would deadlock, and on
+ * cuda a host function may make no CUDA call at all. Both backends detect the
+ * waiting ones and fail them with PLM_ERR_INVALID_STATE. plm_pool_free never waits
+ * and is allowed. fn should return quickly, since it holds up the stream (on cuda,
+ * possibly the host functions of other streams too).
  * Errors: PLM_ERR_INVALID_ARG (NULL stream or fn). */
 PLM_API plm_status plm_stream_enqueue_host(plm_stream *stream, plm_host_fn fn, void *user);
 
