@@ -4,9 +4,11 @@
 #include "kernels/common/threshold.h"
 #include "kernels/cuda/launch.h"
 
+/* in and out are not __restrict__: plm_threshold allows out == in for u8 (the pipeline
+ * runs a mask's threshold in place), and restrict on either would make that undefined. */
 template <typename T>
-__global__ void threshold_kernel(const T *__restrict__ in, uint8_t *__restrict__ out, int64_t count,
-                                 double value, plm_compare compare) {
+__global__ void threshold_kernel(const T *in, uint8_t *out, int64_t count, double value,
+                                 plm_compare compare) {
   int64_t step = (int64_t)gridDim.x * blockDim.x;
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += step)
     out[i] = plm__threshold_one((double)in[i], value, compare);

@@ -75,8 +75,7 @@ extern "C" plm_status plm__vector_add_batch_cuda(void *stream,
         cudaMemcpyAsync(device_table, args->entries, (size_t)args->count * sizeof *args->entries,
                         cudaMemcpyHostToDevice, s);
     if (err != cudaSuccess)
-      return plm__fail_raw(PLM_ERR_BACKEND, "copying the batch's table failed: %s (%s)",
-                           cudaGetErrorName(err), cudaGetErrorString(err));
+      return plm__cuda_call_failed(err, "vector_add_batched: copying the batch's table");
     table = (const plm__vector_add_entry *)device_table;
   }
   unsigned blocks = plm__cuda_blocks((args->total + BATCH_CHUNK - 1) / BATCH_CHUNK, 1);
