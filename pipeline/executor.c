@@ -184,13 +184,12 @@ static void close_run(frame_run *run) {
 
 /* ---- one frame --------------------------------------------------------------------------- */
 
-/* Say once, on stderr and in the report, why graphs are not used. */
+/* Say once, in the report, why graphs are not used (the library prints nothing). */
 static void refuse_graphs(frame_run *run, const char *why) {
   run->graphs_refused = true;
   plm_run_stream_report *report = run->report;
   if (report->graphs_note[0]) return;
   snprintf(report->graphs_note, sizeof report->graphs_note, "%s", why);
-  fprintf(stderr, "plume: pipeline graphs off: %s\n", why);
 }
 
 /* Capture the slot's plan into a graph. A failure leaves the slot without one and turns
@@ -521,10 +520,7 @@ plm_status plm_pipeline_run_stream(plm_pipeline *pl, plm_frame_source_fn source,
     else
       plm__pipeline_capturable(pl, why, sizeof why);
     run.graphs_wanted = why[0] == '\0';
-    /* Said once: in the report and, where graphs could have run, on stderr. */
     if (!run.graphs_wanted) snprintf(report->graphs_note, sizeof report->graphs_note, "%s", why);
-    if (!run.graphs_wanted && plm__stream_graph_supported(pl->ctx))
-      fprintf(stderr, "plume: pipeline graphs off: %s\n", why);
   }
 
   const double started_s = now_s();

@@ -487,7 +487,7 @@ PLM_API plm_status plm_pipeline_run(plm_pipeline *pl, const plm_tensor *inputs, 
  * frame on that slot. When capture fails, the backend has none or the plan cannot be
  * captured (a profiler attached, PLM_PLAN_ALLOCATE_PER_RUN,
  * PLM_PLAN_SYNCHRONOUS_STEPS), frames run without graphs, and the reason is written
- * once to stderr and to report->graphs_note.
+ * once to report->graphs_note (the library prints nothing; plume detect prints it).
  *
  * Failure: when the source, the sink or the device work of frame k fails, frames
  * 0 .. k - 1 are all delivered to the sink first, no frame after k is delivered, the

@@ -341,11 +341,7 @@ extern "C" plm_status plm__entropy_cuda(void *stream, const plm__entropy_args *a
   float *ranges = (float *)args->scratch;
   void *hists = (char *)args->scratch + ranges_bytes(args);
   cudaError_t err = cudaMemsetAsync(hists, 0, hists_bytes(*args), s);
-  if (err != cudaSuccess) {
-    (void)cudaGetLastError();
-    return plm__fail_raw(PLM_ERR_BACKEND, "entropy: clearing the histograms failed: %s (%s)",
-                         cudaGetErrorName(err), cudaGetErrorString(err));
-  }
+  if (err != cudaSuccess) return plm__cuda_call_failed(err, "entropy: clearing the histograms");
   if (args->range_auto) {
     int64_t frames = args->frames < 65535 ? args->frames : 65535;
     range_kernel<<<(unsigned)frames, kRangeThreads, 0, s>>>((const float *)args->in, args->frames,

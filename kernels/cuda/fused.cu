@@ -220,9 +220,7 @@ extern "C" plm_status plm__sobel_entropy_threshold_cuda(void *stream, const fuse
   if (p.scratch > 0) {
     cudaError_t err = cudaMemsetAsync(args->scratch, 0, p.scratch, s);
     if (err != cudaSuccess)
-      return plm__fail_raw(PLM_ERR_BACKEND,
-                           "sobel_entropy_threshold: clearing the histograms failed: %s (%s)",
-                           cudaGetErrorName(err), cudaGetErrorString(err));
+      return plm__cuda_call_failed(err, "sobel_entropy_threshold: clearing the histograms");
   }
   fused_kernel<<<p.blocks, (unsigned)p.threads, p.smem, s>>>(*args, p, (uint16_t *)args->scratch);
   return plm__cuda_check_launch("sobel_entropy_threshold fused_kernel");

@@ -123,14 +123,11 @@ __global__ void label_number(int32_t *__restrict__ labels, const uint32_t *__res
   }
 }
 
-/* A status for what CUB returned, clearing CUB's launch error (it only peeks) so that
- * a later launch check is not misled. */
+/* A status for what CUB returned (CUB only peeks at a launch error, so the slot is
+ * emptied here). */
 plm_status scan_error(cudaError_t err) {
   if (err == cudaSuccess) return PLM_OK;
-  (void)cudaGetLastError();
-  return plm__fail_raw(err == cudaErrorMemoryAllocation ? PLM_ERR_OUT_OF_MEMORY : PLM_ERR_BACKEND,
-                       "label: cub::DeviceScan::ExclusiveSum failed: %s (%s)",
-                       cudaGetErrorName(err), cudaGetErrorString(err));
+  return plm__cuda_call_failed(err, "label: cub::DeviceScan::ExclusiveSum");
 }
 
 /* Atomically lower (or raise) *address to value, when value is lower (higher). */

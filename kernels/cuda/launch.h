@@ -4,7 +4,12 @@
  * (PLM__OP_ON_DEVICE in ops/op_internal.h) and enqueues everything on the cudaStream_t
  * it is given, never on the legacy default stream, without waiting for the device.
  * plm__cuda_check_launch turns the state left by a kernel launch into a status,
- * naming the kernel and CUDA's error; call it right after every launch. */
+ * naming the kernel and CUDA's error; call it right after every launch.
+ * plm__cuda_call_failed does the same for a runtime call a launcher makes besides its
+ * kernels (a memset of scratch, a copy of a table, an attribute query). Every failed
+ * runtime call also leaves its error in the runtime's per-thread last-error slot, and
+ * the next launch check (of this op or of the next one) would blame its own kernel for
+ * it; so every failure goes through one of these two, which empty the slot. */
 #ifndef PLUME_KERNELS_CUDA_LAUNCH_H
 #define PLUME_KERNELS_CUDA_LAUNCH_H
 
@@ -13,11 +18,22 @@
 #include "plume/status.h"
 #include "streams/error.h"
 
+static inline plm_status plm__cuda_status_of(cudaError_t err) {
+  return err == cudaErrorMemoryAllocation ? PLM_ERR_OUT_OF_MEMORY : PLM_ERR_BACKEND;
+}
+
 static inline plm_status plm__cuda_check_launch(const char *kernel) {
-  cudaError_t err = cudaGetLastError();
+  cudaError_t err = cudaGetLastError(); /* reads and empties the slot */
   if (err == cudaSuccess) return PLM_OK;
-  return plm__fail_raw(err == cudaErrorMemoryAllocation ? PLM_ERR_OUT_OF_MEMORY : PLM_ERR_BACKEND,
-                       "launching %s failed: %s (%s)", kernel, cudaGetErrorName(err),
+  return plm__fail_raw(plm__cuda_status_of(err), "launching %s failed: %s (%s)", kernel,
+                       cudaGetErrorName(err), cudaGetErrorString(err));
+}
+
+/* err (not cudaSuccess) from the call that `what` describes ("entropy: clearing the
+ * histograms"), as a status and the message "<what> failed: <name> (<text>)". */
+static inline plm_status plm__cuda_call_failed(cudaError_t err, const char *what) {
+  (void)cudaGetLastError();
+  return plm__fail_raw(plm__cuda_status_of(err), "%s failed: %s (%s)", what, cudaGetErrorName(err),
                        cudaGetErrorString(err));
 }
 

@@ -240,8 +240,7 @@ extern "C" plm_status plm__matmul_cuda(void *stream, const plm__matmul_args *arg
     cudaFuncAttributes attributes;
     cudaError_t err = cudaFuncGetAttributes(&attributes, wmma);
     if (err != cudaSuccess)
-      return plm__fail_raw(PLM_ERR_BACKEND, "matmul: reading wmma_kernel's attributes failed: %s",
-                           cudaGetErrorString(err));
+      return plm__cuda_call_failed(err, "matmul: reading wmma_kernel's attributes");
     tensor_cores = attributes.binaryVersion >= 80;
   }
   if (!tensor_cores) {
