@@ -67,6 +67,19 @@
  * when steady_state did not run, of the first workload that did), lower is better.
  * DIR is created (with its parents) before anything runs.
  *
+ * Traces (--write-trace DIR). Instead of timing anything, write the allocation
+ * sequence of each random_allocations and steady_state case of the run size (--quick,
+ * --smoke or full) into DIR/<workload>-<parameters>.trace, as the workloads above make
+ * it (same seed, same cap on live bytes, which depends on the device: write the traces
+ * on the machine they describe), so that other allocators replay exactly what plume's
+ * pool is measured on (benchmarks/peers_gpu.py: PyTorch's caching allocator and CuPy's
+ * memory pool). The format, one line each:
+ *   # plume-pool-trace 1
+ *   # workload NAME KEY VALUE ...      (max_size, n or frames, live_cap, seed)
+ *   a ID BYTES                         allocate BYTES as block ID (IDs from 1, never reused)
+ *   f ID                               free block ID
+ * Every block is freed by the end of its file.
+ *
  * On a terminal a progress bar on stderr counts the cases (workload x parameters).
  *
  * The benchmark reports its goals and never fails on timing. It exits 1 only on a
@@ -110,6 +123,7 @@ typedef struct options {
   const char *json_path;     /* NULL: no JSON */
   const char *only_workload; /* NULL: all */
   const char *profile_dir;   /* NULL: no profile */
+  const char *trace_dir;     /* NULL: timed runs; else write traces there */
 } options;
 
 static const char *const workload_names[] = {"random_allocations", "steady_state", "multi_stream",
@@ -119,6 +133,7 @@ static void print_usage(FILE *out) {
   fprintf(out,
           "usage: bench_pool [--quick | --smoke] [--backend host|cuda|auto] [--json PATH]\n"
           "                  [--workload NAME] [--profile DIR]\n"
+          "       bench_pool [--quick | --smoke] [--workload NAME] --write-trace DIR\n"
           "       bench_pool --validate-json PATH\n"
           "\n"
           "A/B benchmark of plume's stream-ordered device pool: pooled against\n"
@@ -136,6 +151,10 @@ static void print_usage(FILE *out) {
           "                      each frame's allocations and frees recorded as one launch,\n"
           "                      and write DIR/profile.json, DIR/trace.json and\n"
           "                      DIR/report.html (A/B bars: the table's steady_state medians)\n"
+          "  --write-trace DIR   time nothing: write the allocation sequences of the\n"
+          "                      random_allocations and steady_state cases to\n"
+          "                      DIR/<workload>-<parameters>.trace, for other\n"
+          "                      allocators to replay (format: the header of bench_pool.c)\n"
           "  --validate-json PATH  check that PATH is a bench_pool result file, and exit\n"
           "  -h, --help          show this help\n");
 }
@@ -261,25 +280,33 @@ enum { BENCH_SEED = 20240611 };
 
 /* ---- allocators under test --------------------------------------------------------- */
 
+/* MODE_TRACE allocates nothing: it writes each call to trace_file (--write-trace) and
+ * hands out the block's ID as its pointer. */
 typedef enum bench_mode {
   MODE_POOLED,
   MODE_PASSTHROUGH,
   MODE_JEMALLOC,
-  MODE_CUDA_ASYNC
+  MODE_CUDA_ASYNC,
+  MODE_TRACE
 } bench_mode;
 
-static const char *const mode_names[] = {"pooled", "passthrough", "jemalloc", "cuda_async"};
+static const char *const mode_names[] = {"pooled", "passthrough", "jemalloc", "cuda_async",
+                                         "trace"};
+
+static FILE *trace_file; /* MODE_TRACE's output */
 
 typedef struct allocator {
   bench_mode mode;
-  plm_pool *pool; /* every mode but jemalloc */
+  plm_pool *pool; /* every mode but jemalloc and trace */
   unsigned arena; /* jemalloc */
   int jemalloc_flags;
+  uint64_t last_id; /* trace */
 } allocator;
 
 static bool allocator_open(plm_context *ctx, bench_mode mode, unsigned pool_flags, allocator *a) {
   memset(a, 0, sizeof *a);
   a->mode = mode;
+  if (mode == MODE_TRACE) return trace_file != NULL || fail("trace: no file to write to");
   if (mode == MODE_JEMALLOC) {
     size_t len = sizeof a->arena;
     int err = mallctl("arenas.create", &a->arena, &len, NULL, 0);
@@ -299,6 +326,11 @@ static bool allocator_open(plm_context *ctx, bench_mode mode, unsigned pool_flag
 
 static inline plm_status allocator_alloc(allocator *a, size_t bytes, plm_stream *stream,
                                          void **ptr) {
+  if (a->mode == MODE_TRACE) {
+    uint64_t id = ++a->last_id;
+    *ptr = (void *)(uintptr_t)id;
+    return fprintf(trace_file, "a %" PRIu64 " %zu\n", id, bytes) > 0 ? PLM_OK : PLM_ERR_INTERNAL;
+  }
   if (a->mode == MODE_JEMALLOC) {
     *ptr = mallocx(bytes, a->jemalloc_flags);
     return *ptr ? PLM_OK : PLM_ERR_OUT_OF_MEMORY;
@@ -307,6 +339,9 @@ static inline plm_status allocator_alloc(allocator *a, size_t bytes, plm_stream 
 }
 
 static inline plm_status allocator_free(allocator *a, void *ptr, plm_stream *stream) {
+  if (a->mode == MODE_TRACE)
+    return fprintf(trace_file, "f %" PRIu64 "\n", (uint64_t)(uintptr_t)ptr) > 0 ? PLM_OK
+                                                                                : PLM_ERR_INTERNAL;
   if (a->mode == MODE_JEMALLOC) {
     dallocx(ptr, a->jemalloc_flags);
     return PLM_OK;
@@ -314,9 +349,9 @@ static inline plm_status allocator_free(allocator *a, void *ptr, plm_stream *str
   return plm_pool_free(a->pool, ptr, stream);
 }
 
-/* The pool's statistics; false (and nothing written) for jemalloc. */
+/* The pool's statistics; false (and nothing written) for jemalloc and trace. */
 static bool allocator_stats(allocator *a, plm_pool_stats *out) {
-  if (a->mode == MODE_JEMALLOC) return false;
+  if (a->mode == MODE_JEMALLOC || a->mode == MODE_TRACE) return false;
   plm_status status = plm_pool_stats_get(a->pool, out);
   if (status != PLM_OK) {
     warn("%s: plm_pool_stats_get -> %s: %s", mode_names[a->mode], plm_status_str(status),
@@ -327,6 +362,7 @@ static bool allocator_stats(allocator *a, plm_pool_stats *out) {
 }
 
 static bool allocator_close(allocator *a, const char *where) {
+  if (a->mode == MODE_TRACE) return true;
   if (a->mode == MODE_JEMALLOC) {
     char name[64];
     snprintf(name, sizeof name, "arena.%u.destroy", a->arena);
@@ -1323,6 +1359,49 @@ static bool run_all(bench_env *env) {
   return ok;
 }
 
+/* ---- traces --------------------------------------------------------------------------- */
+
+/* --write-trace DIR: the random_allocations and steady_state cases of the run, each
+ * into its own file through MODE_TRACE (the header of this file has the format). */
+static bool write_traces(bench_env *env) {
+  pool_case cases[MAX_CASES];
+  size_t count = plan_cases(env, cases);
+  size_t written = 0;
+  for (size_t i = 0; i < count; i++) {
+    const pool_case *c = &cases[i];
+    bool steady = strcmp(c->workload, "steady_state") == 0;
+    if (!steady && strcmp(c->workload, "random_allocations") != 0) continue;
+    char path[4096], params[96];
+    if (steady)
+      snprintf(params, sizeof params, "frames%zu", c->n);
+    else
+      snprintf(params, sizeof params, "max%zu-n%zu", c->max_size, c->n);
+    if (snprintf(path, sizeof path, "%s/%s-%s.trace", env->opt.trace_dir, c->workload, params) >=
+        (int)sizeof path)
+      return fail("--write-trace: the path %s/... is too long", env->opt.trace_dir);
+    trace_file = fopen(path, "w");
+    if (!trace_file) return fail("--write-trace: cannot write %s: %s", path, strerror(errno));
+    fprintf(trace_file, "# plume-pool-trace 1\n");
+    if (steady)
+      fprintf(trace_file, "# workload steady_state frames %zu\n", c->n);
+    else
+      fprintf(trace_file, "# workload random_allocations max_size %zu n %zu live_cap %zu seed %d\n",
+              c->max_size, c->n, env->live_cap, BENCH_SEED);
+    result scratch;
+    memset(&scratch, 0, sizeof scratch);
+    bool ok = run_case(env, c, MODE_TRACE, &scratch);
+    bool closed = fclose(trace_file) == 0;
+    trace_file = NULL;
+    if (!ok) return false;
+    if (!closed) return fail("--write-trace: writing %s failed: %s", path, strerror(errno));
+    printf("%s\n", path);
+    written++;
+  }
+  if (written == 0)
+    return fail("--write-trace: no random_allocations or steady_state case to write");
+  return true;
+}
+
 /* ---- profile -------------------------------------------------------------------------- */
 
 /* The profiled pass, after the table: per mode, a fresh allocator and `frames`
@@ -1453,6 +1532,8 @@ static int parse_args(int argc, char **argv, options *opt, const char **validate
       opt->profile_dir = argv[++i];
     } else if (strcmp(arg, "--validate-json") == 0 && has_value) {
       *validate = argv[++i];
+    } else if (strcmp(arg, "--write-trace") == 0 && has_value) {
+      opt->trace_dir = argv[++i];
     } else if (strcmp(arg, "--backend") == 0 && has_value) {
       if (plm_backend_parse(argv[++i], &opt->backend) != PLM_OK) {
         fprintf(stderr, "bench_pool: --backend '%s': expected host, cuda or auto\n", argv[i]);
@@ -1472,7 +1553,7 @@ static int parse_args(int argc, char **argv, options *opt, const char **validate
       }
     } else if (strcmp(arg, "--json") == 0 || strcmp(arg, "--backend") == 0 ||
                strcmp(arg, "--workload") == 0 || strcmp(arg, "--validate-json") == 0 ||
-               strcmp(arg, "--profile") == 0) {
+               strcmp(arg, "--profile") == 0 || strcmp(arg, "--write-trace") == 0) {
       fprintf(stderr, "bench_pool: %s needs a value (see bench_pool --help)\n", arg);
       return EXIT_USAGE;
     } else {
@@ -1494,6 +1575,12 @@ int main(int argc, char **argv) {
     return 0;
   }
 
+  if (env.opt.trace_dir && (env.opt.json_path || env.opt.profile_dir)) {
+    fprintf(stderr, "bench_pool: --write-trace times nothing: it takes no --json or --profile\n");
+    return EXIT_USAGE;
+  }
+  if (env.opt.trace_dir && !bench_profile_dir_ready("bench_pool", env.opt.trace_dir))
+    return EXIT_RUNTIME_FAILURE;
   if (env.opt.json_path && !bench_json_path_writable("bench_pool", env.opt.json_path))
     return EXIT_RUNTIME_FAILURE;
   if (env.opt.profile_dir && !bench_profile_dir_ready("bench_pool", env.opt.profile_dir))
@@ -1505,6 +1592,16 @@ int main(int argc, char **argv) {
     close_env(&env);
     json_decref(warnings);
     return EXIT_RUNTIME_FAILURE;
+  }
+  if (env.opt.trace_dir) {
+    int code = 0;
+    if (!write_traces(&env)) {
+      fprintf(stderr, "bench_pool: %s\n", bench_error);
+      code = EXIT_RUNTIME_FAILURE;
+    }
+    close_env(&env);
+    json_decref(warnings);
+    return code;
   }
   const plm_build_info *build = plm_build_info_get();
   printf("bench_pool: %s backend, %s; plume %s (commit %s, %s); %s run\n",
