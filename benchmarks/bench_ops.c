@@ -3,6 +3,7 @@
  *   bench_ops [--quick | --smoke] [--backend host|cuda|auto] [--json PATH] [--op NAME]
  *             [--profile DIR]
  *   bench_ops --validate-json PATH
+ *   bench_ops --list-ops
  *
  * Each operation of the table `ops` below runs at its seed size (the size of the
  * issue's per-frame budget, measured on an RTX 4090) and at 2048x2048 and 4096x4096
@@ -128,6 +129,7 @@ static void print_usage(FILE *out) {
           "                      same three ops one after another), matmul (with cuBLAS on\n"
           "                      cuda), lstm_cell, dendritic, vector_add, dot, ar_forecast or\n"
           "                      cublas_sgemm (bench_matmul compares matmul's precisions)\n"
+          "  --list-ops          print the operations --op takes (cuBLAS aside), one a line\n"
           "  --profile DIR       after each operation's timed runs, run it as often again with\n"
           "                      the profiler recording every launch, and write\n"
           "                      DIR/profile.json, DIR/trace.json and DIR/report.html (the\n"
@@ -1247,6 +1249,12 @@ static int parse_args(int argc, char **argv, options *opt, const char **validate
         fprintf(stderr, "bench_ops: --backend '%s': expected host, cuda or auto\n", argv[i]);
         return EXIT_USAGE;
       }
+    } else if (strcmp(arg, "--list-ops") == 0) {
+      /* The names --op takes, one a line, peers (cuda_only) left out: what runs each op
+       * on its own (scripts/gpu-campaign) loops over. */
+      for (int o = 0; o < OP_COUNT; o++)
+        if (!ops[o].cuda_only) printf("%s\n", ops[o].name);
+      exit(0);
     } else if (strcmp(arg, "--op") == 0 && has_value) {
       opt->only_op = argv[++i];
       bool known = false;
