@@ -1,0 +1,229 @@
+#!/usr/bin/env python3
+"""scripts/gpu_campaign_tables.py: the README's GPU tables from one campaign's results.
+
+    python3 scripts/gpu_campaign_tables.py benchmarks/results/<date>-<gpu>-<commit>
+
+The folder is what `scripts/gpu-campaign import` made (or a run's build-gpu-run/results):
+core/ (device.log, suites/status, bench_ops/<op>.json, bench_pipeline.json,
+bench_pool.json, bench_matmul.json, peers.json) and sanitize/ (sanitize/status). Each
+table is printed as Markdown, ready to paste, from the JSON alone: the README's GPU
+figures come from these files and nothing else. A part that is missing (a step that
+failed or never ran) is said to be missing, never filled in. Standard library only.
+"""
+
+import glob
+import json
+import os
+import sys
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError) as error:
+        print(f"(missing or unreadable: {os.path.basename(path)}: {error})\n")
+        return None
+
+
+def table(header, rows):
+    print("| " + " | ".join(header) + " |")
+    print("| " + " | ".join("---" if i == 0 else "---:" for i in range(len(header))) + " |")
+    for row in rows:
+        print("| " + " | ".join(str(cell) for cell in row) + " |")
+    print()
+
+
+def fmt(value, digits=3):
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        return f"{value:.{digits}g}" if abs(value) < 10 ** digits else f"{value:,.0f}"
+    return str(value)
+
+
+def lines_of(path):
+    try:
+        with open(path) as f:
+            return [line.rstrip("\n") for line in f]
+    except OSError:
+        return None
+
+
+def device(core):
+    log = lines_of(os.path.join(core, "device.log")) or []
+    picked = [l for l in log if l.startswith(("date:", "name,")) or ", " in l and "MiB" in l
+              or l.startswith(("Cuda compilation", "Build cuda", "python", "torch", "cupy"))]
+    print("### Device\n")
+    print("\n".join(f"    {l}" for l in picked) or "    (no device.log)")
+    print()
+
+
+def statuses(path, what):
+    lines = lines_of(path)
+    if lines is None:
+        print(f"{what}: no status file (the step did not run)\n")
+        return
+    verdicts = {}
+    for line in lines:
+        verdicts.setdefault(line.split(" ", 1)[0], []).append(line)
+    counts = ", ".join(f"{len(v)} {k.lower()}" for k, v in sorted(verdicts.items()))
+    print(f"{what}: {counts}\n")
+    for key, items in sorted(verdicts.items()):
+        if key not in ("PASS", "CLEAN"):
+            for item in items:
+                print(f"- {item}")
+    print()
+
+
+def bench_ops(core):
+    files = sorted(glob.glob(os.path.join(core, "bench_ops", "*.json")))
+    print("### bench_ops (event-timed means; floor from the device's bandwidth and FMA rate)\n")
+    if not files:
+        print("(no bench_ops JSON)\n")
+        return
+    rows, fusion = [], []
+    for path in files:
+        doc = load(path)
+        if not doc:
+            continue
+        for r in doc.get("results", []):
+            rows.append((f"{r['op']} {r.get('dtype', '')} {r.get('params', '')}".strip(), r["size"],
+                         fmt(r.get("mean_us")), fmt(r.get("cv"), 2), fmt(r.get("gbps")),
+                         fmt(r.get("gflop_per_s")), fmt(r.get("of_floor"), 3), r.get("bound", "")))
+        for f in doc.get("fusion", []) or []:
+            if all(f.get("size") != seen.get("size") for seen in fusion):
+                fusion.append(f)  # --op fused and --op unfused both measure the pairs
+    table(("op", "size", "mean µs", "CV", "GB/s", "GFLOP/s", "of_floor", "bound"), rows)
+    if fusion:
+        print("fusion (median of unfused / fused pairs):\n")
+        table(("size", "fused µs", "unfused µs", "speedup"),
+              [(f.get("size"), fmt(f.get("fused_median_us")), fmt(f.get("unfused_median_us")),
+                fmt(f.get("speedup"))) for f in fusion])
+
+
+def bench_pipeline(core):
+    doc = load(os.path.join(core, "bench_pipeline.json"))
+    print("### bench_pipeline --quick\n")
+    if not doc:
+        return
+    rows = [(r["config"], r["streams"], r["frame"], r["dtype"], fmt(r.get("frames_per_s")),
+             fmt(r.get("latency_p50_ms")), fmt(r.get("latency_p99_ms")),
+             fmt(r.get("speedup_vs_naive")), fmt(r.get("pool_hit_rate"), 2),
+             fmt(r.get("overlap"), 2), r.get("graph_replays", ""), r.get("note", ""))
+            for r in doc.get("results", []) if not r.get("skipped")]
+    table(("config", "K", "frame", "dtype", "frames/s", "p50 ms", "p99 ms", "× naive", "hit rate",
+           "overlap", "graph replays", "note"), rows)
+    for g in doc.get("goals", []):
+        print(f"- {g.get('goal')} ({g.get('case', '')}): {g.get('verdict')}; {g.get('detail', '')}")
+    print()
+
+
+def bench_pool(core):
+    doc = load(os.path.join(core, "bench_pool.json"))
+    peers = load(os.path.join(core, "peers.json")) or {}
+    print("### bench_pool --quick (median ns per alloc+free pair; reserved over in use)\n")
+    if not doc:
+        return
+    by_case = {}
+    for r in doc.get("results", []):
+        key = (r["workload"], r.get("max_size"), r.get("n"), r.get("threads", 0),
+               r.get("stream_waits", -1))
+        by_case.setdefault(key, {})[r["mode"]] = r
+    peer_by_trace = {}
+    for p in peers.get("pools", []) or []:
+        params = p.get("params", {}) or {}
+        if p.get("workload") == "steady_state":
+            peer_by_trace[("steady_state", int(params.get("frames", 0)))] = p
+        else:
+            peer_by_trace[(p.get("workload"), int(params.get("max_size", 0)),
+                           int(params.get("n", 0)))] = p
+    rows = []
+    for (workload, max_size, n, threads, waits), modes in by_case.items():
+        params = f"max {max_size}, n {n}" if workload == "random_allocations" else f"n {n}"
+        if threads:
+            params += f", {threads} threads"
+        if waits in (0, 1):
+            params += ", waits" if waits else ", no waits"
+        cells = [workload, params]
+        for mode in ("pooled", "passthrough", "cuda_async"):
+            r = modes.get(mode)
+            cells.append(fmt(r["ns_per_pair_median"]) if r else "")
+        pooled = modes.get("pooled")
+        cells.append(fmt(pooled.get("peak_reserved_over_in_use"), 3) if pooled else "")
+        key = (("steady_state", n) if workload == "steady_state"
+               else (workload, max_size or 0, n or 0))
+        peer = peer_by_trace.get(key)
+        for name in ("torch_caching", "cupy_pool"):
+            a = (peer or {}).get("allocators", {}).get(name) if peer else None
+            cells.append(f"{fmt(a.get('median_ns_per_pair'))} "
+                         f"({fmt((a.get('minus_overhead') or {}).get('median_ns_per_pair'))}); "
+                         f"{fmt(a.get('reserved_over_in_use'), 3)}" if a else "")
+        rows.append(cells)
+    table(("workload", "parameters", "pooled", "passthrough", "cuda_async", "pooled reserved/in use",
+           "torch caching: ns (less Python); reserved/in use",
+           "CuPy pool: ns (less Python); reserved/in use"), rows)
+    for g in doc.get("goals", []):
+        print(f"- {g.get('goal')}: {g.get('measured')} ({'met' if g.get('met') else 'NOT met'})")
+    print()
+
+
+def bench_matmul(core):
+    doc = load(os.path.join(core, "bench_matmul.json"))
+    print("### bench_matmul --quick (median µs)\n")
+    if not doc:
+        return
+    names = []
+    for r in doc.get("results", []):
+        for v in r.get("variants", {}):
+            if v not in names:
+                names.append(v)
+    rows = [[f"{r['m']}×{r['n']}×{r['k']}"] + [fmt(r["variants"].get(v, {}).get("median_us"))
+                                              for v in names] for r in doc.get("results", [])]
+    table(["shape"] + names, rows)
+    print(f"crossover: {json.dumps(doc.get('crossover'))}\n")
+
+
+def peers_ops(core):
+    doc = load(os.path.join(core, "peers.json"))
+    print("### plume against the peers on the GPU (same inputs; ms, host-timed with a sync)\n")
+    if not doc:
+        return
+    rows = []
+    for case in doc.get("ops", []):
+        plume = (case.get("plume") or {}).get("median_ms")
+        check = case.get("check", {})
+        for name, peer in (case.get("peers") or {}).items():
+            sync = (peer or {}).get("sync", {}).get("median_ms")
+            events = (peer or {}).get("events", {}).get("median_ms")
+            ratio = sync / plume if sync and plume else None
+            rows.append((case.get("op"), case.get("size"), name, fmt(plume), fmt(sync), fmt(events),
+                         fmt(ratio), "ok" if check.get("ok") else f"MISMATCH {check.get('detail', '')}"))
+    table(("op", "size", "peer", "plume ms", "peer ms", "peer ms (events)", "peer / plume", "results"),
+          rows)
+    for error in doc.get("errors", []) or []:
+        print(f"- error: {error}")
+    print()
+
+
+def main():
+    if len(sys.argv) != 2 or not os.path.isdir(sys.argv[1]):
+        print(__doc__.split("\n\n")[1], file=sys.stderr)
+        return 2
+    folder = sys.argv[1]
+    core, sanitize = os.path.join(folder, "core"), os.path.join(folder, "sanitize")
+    if os.path.isdir(core):
+        device(core)
+        statuses(os.path.join(core, "suites", "status"), "suites on cuda")
+        bench_ops(core)
+        peers_ops(core)
+        bench_pipeline(core)
+        bench_pool(core)
+        bench_matmul(core)
+    if os.path.isdir(sanitize):
+        statuses(os.path.join(sanitize, "sanitize", "status"), "compute-sanitizer runs")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
