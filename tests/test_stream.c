@@ -11,6 +11,7 @@
 
 #include "gate.h"
 #include "harness.h"
+#include "streams/stream_graph.h"
 
 enum { GATE_TIMEOUT_MS = 10000 };
 
@@ -434,6 +435,110 @@ START_TEST(test_bad_input_is_reported) {
 }
 END_TEST
 
+/* ---- graphs (cuda) ------------------------------------------------------------------ */
+
+static void count_call(void *user) {
+  atomic_fetch_add((atomic_int *)user, 1);
+}
+
+/* A host callback captured into a graph runs once per replay: the cuda backend's
+ * trampoline keeps its record for as long as the graph may be launched. */
+START_TEST(test_captured_host_callback_runs_at_every_replay) {
+  plm_stream *stream = NULL;
+  PLM_CHECK_OK(plm_stream_create(plm_test_ctx, 0, &stream));
+  if (!plm__stream_graph_supported(plm_test_ctx)) {
+    PLM_CHECK_FAILS(plm__stream_graph_capture_begin(stream), PLM_ERR_UNSUPPORTED, "");
+    PLM_CHECK_OK(plm_stream_destroy(stream));
+    printf("SKIP test_captured_host_callback_runs_at_every_replay: no graphs on this backend\n");
+    return;
+  }
+  atomic_int calls;
+  atomic_init(&calls, 0);
+  void *memory = NULL;
+  PLM_CHECK_OK(plm_device_alloc(plm_test_ctx, 4096, &memory));
+  PLM_CHECK_OK(plm__stream_graph_capture_begin(stream));
+  PLM_CHECK_OK(plm_stream_memset(stream, memory, 1, 4096));
+  PLM_CHECK_OK(plm_stream_enqueue_host(stream, count_call, &calls));
+  plm__stream_graph *graph = NULL;
+  PLM_CHECK_OK(plm__stream_graph_capture_end(stream, &graph));
+  ck_assert_int_eq(atomic_load(&calls), 0); /* recorded, not run */
+  for (int i = 0; i < 3; i++) PLM_CHECK_OK(plm__stream_graph_launch(graph, stream));
+  /* The same callback outside capture, between the replays and after them. */
+  PLM_CHECK_OK(plm_stream_enqueue_host(stream, count_call, &calls));
+  PLM_CHECK_OK(plm__stream_graph_launch(graph, stream));
+  PLM_CHECK_OK(plm_stream_synchronize(stream));
+  ck_assert_int_eq(atomic_load(&calls), 5);
+  plm__stream_graph_destroy(graph);
+  PLM_CHECK_OK(plm_device_free(plm_test_ctx, memory));
+  PLM_CHECK_OK(plm_stream_destroy(stream));
+}
+END_TEST
+
+typedef struct capture_run {
+  plm_stream *stream;
+  gate begun, may_end;
+  plm_status begin, end;
+  plm__stream_graph *graph;
+} capture_run;
+
+static void *capture_between_gates(void *arg) {
+  capture_run *run = arg;
+  run->begin = plm__stream_graph_capture_begin(run->stream);
+  gate_open(&run->begun);
+  if (run->begin != PLM_OK) return NULL;
+  (void)gate_wait(&run->may_end);
+  run->end = plm__stream_graph_capture_end(run->stream, &run->graph);
+  return NULL;
+}
+
+/* plm_context_synchronize while another thread captures one of the context's streams:
+ * it waits for the others and passes the capturing one over (cudaDeviceSynchronize
+ * would fail, or break the capture); the capture still ends in a graph that runs. */
+START_TEST(test_context_synchronize_while_another_thread_captures) {
+  capture_run run = {0};
+  PLM_CHECK_OK(plm_stream_create(plm_test_ctx, 0, &run.stream));
+  if (!plm__stream_graph_supported(plm_test_ctx)) {
+    PLM_CHECK_OK(plm_stream_destroy(run.stream));
+    printf("SKIP test_context_synchronize_while_another_thread_captures: no graphs here\n");
+    return;
+  }
+  plm_stream *other = NULL;
+  PLM_CHECK_OK(plm_stream_create(plm_test_ctx, 0, &other));
+  void *memory = NULL;
+  PLM_CHECK_OK(plm_device_alloc(plm_test_ctx, 1 << 20, &memory));
+  gate_init(&run.begun, GATE_TIMEOUT_MS);
+  gate_init(&run.may_end, GATE_TIMEOUT_MS);
+  pthread_t capturer;
+  ck_assert_int_eq(pthread_create(&capturer, NULL, capture_between_gates, &run), 0);
+  ck_assert(gate_wait(&run.begun));
+  PLM_CHECK_OK(run.begin);
+  PLM_CHECK_OK(plm_stream_memset(run.stream, memory, 2, 1 << 20)); /* recorded */
+  PLM_CHECK_OK(plm_stream_memset(other, memory, 3, 1 << 20));      /* runs */
+  plm_status synced = plm_context_synchronize(plm_test_ctx);
+  char message[256];
+  snprintf(message, sizeof message, "%s", plm_last_error());
+  bool other_finished = false;
+  PLM_CHECK_OK(plm_stream_query(other, &other_finished));
+  gate_open(&run.may_end);
+  pthread_join(capturer, NULL);
+  ck_assert_msg(synced == PLM_OK, "plm_context_synchronize during a capture: %s", message);
+  ck_assert_msg(other_finished, "synchronize returned before the other stream finished");
+  PLM_CHECK_OK(run.end);
+  PLM_CHECK_OK(plm__stream_graph_launch(run.graph, run.stream));
+  PLM_CHECK_OK(plm_stream_synchronize(run.stream));
+  unsigned char byte = 0;
+  PLM_CHECK_OK(plm_stream_memcpy(run.stream, &byte, memory, 1, PLM_COPY_DEVICE_TO_HOST));
+  PLM_CHECK_OK(plm_stream_synchronize(run.stream));
+  ck_assert_int_eq(byte, 2); /* the replay ran after the other stream's memset */
+  plm__stream_graph_destroy(run.graph);
+  gate_destroy(&run.begun);
+  gate_destroy(&run.may_end);
+  PLM_CHECK_OK(plm_device_free(plm_test_ctx, memory));
+  PLM_CHECK_OK(plm_stream_destroy(other));
+  PLM_CHECK_OK(plm_stream_destroy(run.stream));
+}
+END_TEST
+
 static Suite *stream_suite(void) {
   Suite *suite = suite_create("stream");
   TCase *lifecycle = tcase_create("lifecycle");
@@ -458,6 +563,12 @@ static Suite *stream_suite(void) {
   tcase_add_test(copies, test_zero_byte_copies_are_no_ops);
   tcase_add_test(copies, test_host_callbacks_run_in_stream_order_with_copies);
   suite_add_tcase(suite, copies);
+
+  TCase *graphs = tcase_create("graphs");
+  plm_test_add_fixture(graphs);
+  tcase_add_test(graphs, test_captured_host_callback_runs_at_every_replay);
+  tcase_add_test(graphs, test_context_synchronize_while_another_thread_captures);
+  suite_add_tcase(suite, graphs);
 
   TCase *bad_input = tcase_create("bad_input");
   plm_test_add_fixture(bad_input);
