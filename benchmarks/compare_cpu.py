@@ -112,7 +112,14 @@ def scene(m, rng, h, w):
     """A synthetic infrared frame in [0, 255] (f32): smooth clutter, hot spots, noise."""
     np, ndimage = m["np"], m["ndimage"]
     clutter = ndimage.gaussian_filter(rng.standard_normal((h, w)), sigma=max(1.0, min(h, w) / 64))
-    clutter = (clutter - clutter.min()) / max(clutter.ptp(), 1e-12)
+    return scene_over_clutter(np, ndimage, rng, clutter)
+
+
+def scene_over_clutter(np, ndimage, rng, clutter):
+    """The frame over a clutter field (any range, normalised here to [60, 150]): hot
+    spots, one per 4096 pixels, and sensor noise, from rng; clipped to [0, 255], f32."""
+    h, w = clutter.shape
+    clutter = (clutter - clutter.min()) / max(float(np.ptp(clutter)), 1e-12)
     image = 60.0 + 90.0 * clutter
     spots = max(1, h * w // 4096)
     ys, xs = rng.integers(0, h, spots), rng.integers(0, w, spots)

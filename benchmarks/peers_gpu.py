@@ -105,7 +105,7 @@ sys.dont_write_bytecode = True  # no __pycache__ beside the sources from compare
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from compare_cpu import (EXIT_SKIP, TIME_LINE, WARMUP_MS, Inputs, Mismatch,  # noqa: E402
                          PlumeError, check_close, check_same_partition, git_commit,
-                         time_peer)
+                         scene_over_clutter, time_peer)
 
 OPS = ("conv2d", "sobel", "label")
 SIZES = [(256, 256), (2048, 2048), (4096, 4096)]
@@ -340,22 +340,13 @@ def rehearsal_modules(np, ndimage):
 
 
 def scene(np, ndimage, rng, h, w):
-    """A synthetic infrared frame in [0, 255] (f32): smooth clutter, hot spots, noise.
-    compare_cpu.scene's recipe, but the clutter is drawn at 1/32 scale and interpolated
-    up, so that 4096x4096 takes a second or two rather than a minute of filtering."""
+    """compare_cpu's synthetic infrared frame (scene_over_clutter), but with the clutter
+    drawn at 1/32 scale and interpolated up, so that 4096x4096 takes a second or two
+    rather than a minute of filtering."""
     ch, cw = max(2, h // 32), max(2, w // 32)
     coarse = ndimage.gaussian_filter(rng.standard_normal((ch, cw)), sigma=1.0)
     clutter = ndimage.zoom(coarse, (h / ch, w / cw), order=1)[:h, :w]
-    clutter = (clutter - clutter.min()) / max(float(np.ptp(clutter)), 1e-12)
-    image = 60.0 + 90.0 * clutter
-    spots = max(1, h * w // 4096)
-    ys, xs = rng.integers(0, h, spots), rng.integers(0, w, spots)
-    amplitude, radius = rng.uniform(40, 100, spots), rng.uniform(1.0, 4.0, spots)
-    spot_map = np.zeros((h, w))
-    spot_map[ys, xs] = amplitude * radius * radius
-    image += ndimage.gaussian_filter(spot_map, sigma=2.0)
-    image += rng.normal(0.0, 6.0, (h, w))
-    return np.clip(image, 0.0, 255.0).astype(np.float32)
+    return scene_over_clutter(np, ndimage, rng, clutter)
 
 
 class SceneInputs(Inputs):
