@@ -617,11 +617,26 @@ plm_status plm_pool_free(plm_pool *pool, void *ptr, plm_stream *stream) {
   PLM__REQUIRE_NOT_NULL(pool);
   PLM__REQUIRE_NOT_NULL(stream);
   if (!ptr) return PLM_OK;
+  /* Pooled frees make no backend call; the other modes give the block upstream (on cuda
+   * cudaFree waits for the device, and a host function may make no CUDA call). */
+  if (pool->config.mode != PLM_POOL_POOLED) PLM__REFUSE_IN_HOST_CALLBACK();
   plm_status status = check_stream(pool, stream);
   if (status == PLM_OK)
     status = pool->config.mode == PLM_POOL_POOLED ? pooled_free(pool, ptr, stream)
                                                   : plm__pool_upstream_free(pool, ptr, stream);
   return plm__propagate(status);
+}
+
+/* Wait for every stream that has freed blocks into the pool: exactly what makes their
+ * closed epochs safe for all (a context-wide synchronize passes over a stream under
+ * capture, whose earlier frees would then be taken as done). A failure (a stream under
+ * capture is refused) moves nothing. slow_lock held. */
+static plm_status synchronize_owners(plm_pool *pool, pool_owner **owners, size_t count) {
+  for (size_t i = 0; i < count; i++) {
+    plm_status status = pool->backend->stream_synchronize(pool->backend_ctx, owners[i]->handle);
+    if (status != PLM_OK) return status;
+  }
+  return PLM_OK;
 }
 
 plm_status plm_pool_trim(plm_pool *pool, size_t keep_bytes) {
@@ -646,7 +661,7 @@ plm_status plm_pool_trim(plm_pool *pool, size_t keep_bytes) {
     owners[i]->open_epoch_used = false;
   }
   pthread_mutex_unlock(&pool->lock);
-  plm_status status = closed ? pool->backend->synchronize(pool->backend_ctx)
+  plm_status status = closed ? synchronize_owners(pool, owners, count)
                              : plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory to trim");
   if (status == PLM_OK) {
     for (size_t i = 0; i < count; i++) plm__pool_drop_marks(pool, owners[i]);

@@ -9,16 +9,25 @@
  * context's work alone: cudaDeviceSynchronize would also wait for every other
  * context's streams on the device (other pipelines, other libraries) and fails while
  * any thread captures a graph. A stream under capture is passed over: what it has
- * recorded does not run until the graph is launched.
+ * recorded does not run until the graph is launched, and synchronising it would
+ * invalidate the capture. A capture begins under the list's write lock, so none
+ * begins between synchronize's check and its wait; a stream that joins a capture by
+ * waiting on an event of a captured stream meanwhile is passed over too, though CUDA
+ * may then have invalidated that capture (a pipeline then runs without graphs).
+ * stream_synchronize refuses a stream under capture, and leaves the capture intact.
  *
  * Host callbacks run through a trampoline that marks the CUDA callback thread as
- * inside a host callback (plm__set_in_host_callback), so that plume calls that would
- * wait for streams, or make a CUDA call, which CUDA forbids there, are refused with a
- * status as on the host backend. The trampoline's argument, a host_call (fn, user),
- * comes without a malloc per call: records of callbacks enqueued outside capture go
- * back to a free list once they have run; records enqueued into a capture stay,
- * interned by (fn, user), for as long as the backend, since a graph replays the same
- * record every time it is launched.
+ * inside a host callback (plm__set_in_host_callback). A host function may make no
+ * CUDA call at all, so every entry of this backend that would make one refuses there
+ * with PLM_ERR_INVALID_STATE (REFUSE_IN_CALLBACK, in CUDA_TRY and ON_DEVICE), and the
+ * public calls that may wait refuse first, as on the host backend. The trampoline's
+ * argument, a host_call (fn, user), comes without a malloc per call: a record of a
+ * callback enqueued outside capture goes back to a free list when it runs; a record
+ * enqueued into a capture is interned by (fn, user) and pinned for as long as the
+ * backend, since a graph replays the same record every time it is launched (so there
+ * is one record per distinct captured (fn, user): plume itself captures none). Every
+ * record is on the backend's list of all records and is freed at close, also one
+ * whose callback never ran (CUDA skips host functions after an error in the context).
  *
  * The current device is per host thread in CUDA, and applications may call
  * plume from any thread, so every call that creates, frees or synchronises device
@@ -50,11 +59,13 @@ typedef struct host_call_key {
 } host_call_key;
 
 typedef struct host_call {
-  host_call_key key;
+  host_call_key key; /* written only while no callback can read it */
   cuda_backend *backend;
-  bool captured;          /* interned: replayed by a graph, never recycled */
-  struct host_call *next; /* in the free list, while not captured */
-  UT_hash_handle hh;      /* in the interned table, while captured */
+  bool pinned;            /* may be replayed by a graph: never recycled */
+  bool in_free_list;      /* its callback ran and gave it back */
+  struct host_call *next; /* in the free list */
+  struct host_call *all;  /* in the backend's list of every record */
+  UT_hash_handle hh;      /* in the interned table (pinned by a capture) */
 } host_call;
 
 struct cuda_backend {
@@ -68,11 +79,12 @@ struct cuda_backend {
   cudaStream_t *streams;
   size_t stream_count, stream_capacity;
 
-  /* Host-call records: free ones (calls outside capture) and interned ones (calls
-   * captured into graphs). Every record is freed at close. */
+  /* Host-call records, all guarded by calls_lock: free ones (calls outside capture),
+   * interned ones (calls captured into graphs), and every record made, for close. */
   pthread_mutex_t calls_lock;
   host_call *free_calls;     /* linked through next */
   host_call *captured_calls; /* a uthash table by key */
+  host_call *all_calls;      /* linked through all */
 };
 
 static plm_status status_of(cudaError_t err) {
@@ -93,14 +105,27 @@ static plm_status cuda_fail(cudaError_t err, const char *call) {
                        cudaGetErrorString(err));
 }
 
+/* CUDA allows no CUDA call in a host function (cudaLaunchHostFunc): on the callback
+ * thread every entry that would make one returns this instead. */
+#define REFUSE_IN_CALLBACK(call)                                                         \
+  do {                                                                                   \
+    if (plm__in_host_callback())                                                         \
+      return plm__fail_raw(PLM_ERR_INVALID_STATE,                                        \
+                           "%s: called from a host callback (plm_stream_enqueue_host), " \
+                           "where CUDA allows no CUDA call",                             \
+                           (call));                                                      \
+  } while (0)
+
 #define CUDA_TRY(call)                                                        \
   do {                                                                        \
+    REFUSE_IN_CALLBACK(#call);                                                \
     cudaError_t cuda_try_err_ = (call);                                       \
     if (cuda_try_err_ != cudaSuccess) return cuda_fail(cuda_try_err_, #call); \
   } while (0)
 
 /* Make the context's device current; *previous receives the caller's. */
 static plm_status device_enter(const cuda_backend *backend, int *previous) {
+  *previous = backend->device;
   CUDA_TRY(cudaGetDevice(previous));
   if (*previous != backend->device) CUDA_TRY(cudaSetDevice(backend->device));
   return PLM_OK;
@@ -116,6 +141,7 @@ static void device_leave(const cuda_backend *backend, int previous) {
  * `call` names the CUDA call for the message when err is not cudaSuccess. */
 #define ON_DEVICE(backend, call, body)                                            \
   do {                                                                            \
+    REFUSE_IN_CALLBACK(call);                                                     \
     int on_device_previous_ = 0;                                                  \
     plm_status on_device_status_ = device_enter((backend), &on_device_previous_); \
     if (on_device_status_ != PLM_OK) return on_device_status_;                    \
@@ -176,30 +202,41 @@ static plm_status cuda_memory_info(void *ctx, uint64_t *free_bytes, uint64_t *to
 
 /* ---- memory and synchronisation ------------------------------------------------- */
 
+/* A stream under capture (or one that an error of capture shows joined one). */
+static bool capturing(cudaStream_t stream) {
+  enum cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return capture != cudaStreamCaptureStatusNone;
+}
+
+static bool capture_error(cudaError_t err) {
+  return err == cudaErrorStreamCaptureUnsupported || err == cudaErrorStreamCaptureInvalidated ||
+         err == cudaErrorStreamCaptureImplicit || err == cudaErrorStreamCaptureWrongThread;
+}
+
 /* Wait for each of this context's streams (see the header: not cudaDeviceSynchronize),
  * passing over streams under capture; the first failure is reported after all have
  * been waited for. */
 static plm_status cuda_synchronize(void *ctx) {
+  REFUSE_IN_CALLBACK("synchronize");
   cuda_backend *backend = ctx;
   cudaError_t first = cudaSuccess;
-  const char *first_call = NULL;
   pthread_rwlock_rdlock(&backend->streams_lock);
   for (size_t i = 0; i < backend->stream_count; i++) {
-    enum cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    cudaError_t err = cudaStreamIsCapturing(backend->streams[i], &capture);
-    const char *call = "cudaStreamIsCapturing";
-    if (err == cudaSuccess && capture != cudaStreamCaptureStatusNone) continue;
-    if (err == cudaSuccess) {
-      err = cudaStreamSynchronize(backend->streams[i]);
-      call = "cudaStreamSynchronize";
+    cudaStream_t stream = backend->streams[i];
+    if (capturing(stream)) continue;
+    cudaError_t err = cudaStreamSynchronize(stream);
+    if (err != cudaSuccess && capture_error(err)) { /* it joined a capture meanwhile */
+      (void)cudaGetLastError();
+      continue;
     }
-    if (err != cudaSuccess && first == cudaSuccess) {
-      first = err;
-      first_call = call;
-    }
+    if (err != cudaSuccess && first == cudaSuccess) first = err;
   }
   pthread_rwlock_unlock(&backend->streams_lock);
-  if (first != cudaSuccess) return cuda_fail(first, first_call);
+  if (first != cudaSuccess) return cuda_fail(first, "cudaStreamSynchronize");
   return PLM_OK;
 }
 
@@ -257,6 +294,7 @@ static void unlist_stream(cuda_backend *backend, cudaStream_t stream) {
 }
 
 static plm_status cuda_stream_destroy(void *ctx, void *handle) {
+  REFUSE_IN_CALLBACK("cudaStreamDestroy");
   cudaStream_t stream = handle;
   unlist_stream(ctx, stream);
   cudaError_t pending = cudaStreamSynchronize(stream);
@@ -266,14 +304,22 @@ static plm_status cuda_stream_destroy(void *ctx, void *handle) {
   return PLM_OK;
 }
 
+/* A stream under capture is refused, not waited for: the wait would invalidate the
+ * capture, and what the stream recorded runs only when the graph is launched. */
 static plm_status cuda_stream_synchronize(void *ctx, void *handle) {
   (void)ctx;
+  REFUSE_IN_CALLBACK("cudaStreamSynchronize");
+  if (capturing((cudaStream_t)handle))
+    return plm__fail_raw(PLM_ERR_INVALID_STATE,
+                         "the stream is being captured into a graph: its work runs only when "
+                         "the graph is launched");
   CUDA_TRY(cudaStreamSynchronize((cudaStream_t)handle));
   return PLM_OK;
 }
 
 static plm_status cuda_stream_query(void *ctx, void *handle, bool *finished) {
   (void)ctx;
+  REFUSE_IN_CALLBACK("cudaStreamQuery");
   cudaError_t err = cudaStreamQuery((cudaStream_t)handle);
   if (err == cudaErrorNotReady) {
     (void)cudaGetLastError();
@@ -309,90 +355,99 @@ static plm_status cuda_stream_memset(void *ctx, void *handle, void *dst, int val
 
 /* ---- host callbacks ------------------------------------------------------------------- */
 
-static void give_back_call(cuda_backend *backend, host_call *call) {
-  pthread_mutex_lock(&backend->calls_lock);
-  call->next = backend->free_calls;
-  backend->free_calls = call;
-  pthread_mutex_unlock(&backend->calls_lock);
-}
-
 /* What CUDA runs: the user's function, with the thread marked as inside a callback. A
- * record that no graph holds goes back to the free list first (its key is copied). */
+ * record that no graph may replay goes back to the free list first (its key copied). */
 static void CUDART_CB run_host_call(void *data) {
   host_call *call = data;
+  cuda_backend *backend = call->backend;
+  pthread_mutex_lock(&backend->calls_lock);
   host_call_key key = call->key;
-  if (!call->captured) give_back_call(call->backend, call);
+  if (!call->pinned) {
+    call->next = backend->free_calls;
+    call->in_free_list = true;
+    backend->free_calls = call;
+  }
+  pthread_mutex_unlock(&backend->calls_lock);
   plm__set_in_host_callback(true);
   key.fn(key.user);
   plm__set_in_host_callback(false);
 }
 
-/* A record for (fn, user): the interned one when the stream is being captured, else a
- * free one. NULL when no host memory is left. */
+/* A record for key: while the stream is captured, the interned one (made and pinned on
+ * first use); otherwise one from the free list or a new one. NULL when no host memory
+ * is left. calls_lock held. */
 static host_call *take_call(cuda_backend *backend, host_call_key key, bool captured) {
-  pthread_mutex_lock(&backend->calls_lock);
   host_call *call = NULL;
-  if (captured) HASH_FIND(hh, backend->captured_calls, &key, sizeof key, call);
-  if (!call && !captured && backend->free_calls) {
+  if (captured) {
+    HASH_FIND(hh, backend->captured_calls, &key, sizeof key, call);
+    if (call) return call; /* its key is key already, and a replay may be reading it */
+  } else if (backend->free_calls) {
     call = backend->free_calls;
     backend->free_calls = call->next;
+    call->in_free_list = false;
+    call->key = key; /* no callback reads a record in the free list */
+    return call;
   }
-  if (!call) {
-    call = calloc(1, sizeof *call);
-    if (call) {
-      call->backend = backend;
-      call->captured = captured;
-      call->key = key;
-      if (captured) {
-        HASH_ADD(hh, backend->captured_calls, key, sizeof key, call);
-        if (!PLM__HASH_ADDED(call)) {
-          free(call);
-          call = NULL;
-        }
-      }
+  call = calloc(1, sizeof *call);
+  if (!call) return NULL;
+  call->backend = backend;
+  call->key = key;
+  call->pinned = captured;
+  if (captured) {
+    HASH_ADD(hh, backend->captured_calls, key, sizeof key, call);
+    if (!PLM__HASH_ADDED(call)) {
+      free(call);
+      return NULL;
     }
   }
-  if (call) call->key = key;
-  pthread_mutex_unlock(&backend->calls_lock);
+  call->all = backend->all_calls;
+  backend->all_calls = call;
   return call;
 }
 
 static plm_status cuda_stream_enqueue_host(void *ctx, void *handle, plm_host_fn fn, void *user) {
   cuda_backend *backend = ctx;
   cudaStream_t stream = handle;
-  enum cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  CUDA_TRY(cudaStreamIsCapturing(stream, &capture));
-  bool captured = capture != cudaStreamCaptureStatusNone;
+  REFUSE_IN_CALLBACK("cudaLaunchHostFunc");
+  bool captured = capturing(stream);
   host_call_key key;
   memset(&key, 0, sizeof key);
   key.fn = fn;
   key.user = user;
+  pthread_mutex_lock(&backend->calls_lock);
   host_call *call = take_call(backend, key, captured);
+  pthread_mutex_unlock(&backend->calls_lock);
   if (!call) return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for a host callback");
   cudaError_t err = cudaLaunchHostFunc(stream, run_host_call, call);
-  if (err != cudaSuccess) {
-    if (!captured) give_back_call(backend, call);
-    return cuda_fail(err, "cudaLaunchHostFunc");
+  pthread_mutex_lock(&backend->calls_lock);
+  if (err != cudaSuccess && !call->pinned) {
+    call->next = backend->free_calls;
+    call->in_free_list = true;
+    backend->free_calls = call;
+  } else if (err == cudaSuccess && !call->pinned && !call->in_free_list && capturing(stream)) {
+    /* The stream joined a capture (another thread made it wait on a captured event)
+     * between the check above and the launch: a graph may hold this record. */
+    call->pinned = true;
   }
+  pthread_mutex_unlock(&backend->calls_lock);
+  if (err != cudaSuccess) return cuda_fail(err, "cudaLaunchHostFunc");
   return PLM_OK;
-}
-
-static void free_calls(cuda_backend *backend) {
-  host_call *call, *next;
-  for (call = backend->free_calls; call; call = next) {
-    next = call->next;
-    free(call);
-  }
-  HASH_ITER(hh, backend->captured_calls, call, next) {
-    HASH_DEL(backend->captured_calls, call);
-    free(call);
-  }
 }
 
 static plm_status cuda_stream_wait_event(void *ctx, void *handle, void *event) {
   (void)ctx;
   CUDA_TRY(cudaStreamWaitEvent((cudaStream_t)handle, (cudaEvent_t)event, 0));
   return PLM_OK;
+}
+
+static void free_calls(cuda_backend *backend) {
+  HASH_CLEAR(hh, backend->captured_calls);
+  host_call *call, *next;
+  for (call = backend->all_calls; call; call = next) {
+    next = call->all;
+    free(call);
+  }
+  backend->all_calls = backend->free_calls = NULL;
 }
 
 /* ---- events ------------------------------------------------------------------- */
@@ -420,6 +475,7 @@ static plm_status cuda_event_record(void *ctx, void *handle, void *stream) {
 
 static plm_status cuda_event_query(void *ctx, void *handle, bool *complete) {
   (void)ctx;
+  REFUSE_IN_CALLBACK("cudaEventQuery");
   cudaError_t err = cudaEventQuery((cudaEvent_t)handle);
   if (err == cudaErrorNotReady) {
     (void)cudaGetLastError();
@@ -553,9 +609,15 @@ static void cuda_device_leave(void *ctx, int previous) {
 
 /* Relaxed capture: other threads may go on using CUDA (allocating, querying events)
  * while one of the pipeline's streams is being captured. */
+/* Under the stream list's write lock: no capture begins while synchronize checks and
+ * waits (see the header). */
 static plm_status cuda_stream_capture_begin(void *ctx, void *handle) {
-  (void)ctx;
-  CUDA_TRY(cudaStreamBeginCapture((cudaStream_t)handle, cudaStreamCaptureModeRelaxed));
+  cuda_backend *backend = ctx;
+  REFUSE_IN_CALLBACK("cudaStreamBeginCapture");
+  pthread_rwlock_wrlock(&backend->streams_lock);
+  cudaError_t err = cudaStreamBeginCapture((cudaStream_t)handle, cudaStreamCaptureModeRelaxed);
+  pthread_rwlock_unlock(&backend->streams_lock);
+  if (err != cudaSuccess) return cuda_fail(err, "cudaStreamBeginCapture");
   return PLM_OK;
 }
 

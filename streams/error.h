@@ -38,9 +38,10 @@ plm_status plm__fail_raw(plm_status status, const char *fmt, ...) PLM__PRINTF(2,
  * through untouched, so `return plm__propagate(status);` ends any wrapper. */
 plm_status plm__propagate_in(const char *func, plm_status status);
 
-/* Whether this thread is running a host callback (plm_stream_enqueue_host) of the
- * host backend. Functions that may wait for streams refuse to run there: waiting on
- * the callback's own stream would deadlock. */
+/* Whether this thread is running a host callback (plm_stream_enqueue_host), on either
+ * backend (each marks the thread around the user's function). Functions that may wait
+ * for streams refuse to run there: waiting on the callback's own stream would
+ * deadlock; on cuda, every backend entry that makes a CUDA call refuses as well. */
 bool plm__in_host_callback(void);
 void plm__set_in_host_callback(bool inside);
 

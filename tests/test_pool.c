@@ -485,10 +485,10 @@ END_TEST
 /* Calls that may wait for streams are refused inside a host callback, where waiting
  * on the callback's own stream would deadlock; a free never waits and is allowed. */
 typedef struct callback_probe {
-  plm_pool *pool;
+  plm_pool *pool, *passthrough;
   plm_stream *stream;
-  void *block;
-  plm_status alloc_status, trim_status, free_status, sync_status;
+  void *block, *upstream_block;
+  plm_status alloc_status, trim_status, free_status, sync_status, upstream_free_status;
   char message[256];
 } callback_probe;
 
@@ -500,17 +500,30 @@ static void pool_calls_from_callback(void *user) {
   probe->trim_status = plm_pool_trim(probe->pool, 0);
   probe->sync_status = plm_stream_synchronize(probe->stream);
   probe->free_status = plm_pool_free(probe->pool, probe->block, probe->stream);
+  probe->upstream_free_status =
+      plm_pool_free(probe->passthrough, probe->upstream_block, probe->stream);
 }
 
 /* On both backends: on cuda the callback runs through the backend's trampoline, which
  * marks CUDA's callback thread as inside a callback. */
 START_TEST(test_waiting_calls_are_refused_in_host_callbacks) {
   plm_pool *pool = fixed_pool(2 * MiB, 0, 0);
+  plm_pool_config config = plm_pool_config_default();
+  config.mode = PLM_POOL_PASSTHROUGH;
+  plm_pool *passthrough = NULL;
+  PLM_CHECK_OK(plm_pool_create(plm_test_ctx, &config, &passthrough));
   plm_stream *stream = new_stream();
-  callback_probe probe = {.pool = pool, .stream = stream};
+  callback_probe probe = {.pool = pool, .passthrough = passthrough, .stream = stream};
   PLM_CHECK_OK(plm_pool_alloc(pool, 5000, stream, &probe.block));
+  PLM_CHECK_OK(plm_pool_alloc(passthrough, 5000, stream, &probe.upstream_block));
   PLM_CHECK_OK(plm_stream_enqueue_host(stream, pool_calls_from_callback, &probe));
   PLM_CHECK_OK(plm_stream_synchronize(stream));
+  /* A passthrough free gives the block upstream (cudaFree waits for the device): refused
+   * in the callback, the block still live and freed normally afterwards. */
+  ck_assert_int_eq(probe.upstream_free_status, PLM_ERR_INVALID_STATE);
+  ck_assert_uint_eq(stats_of(passthrough).live_blocks, 1);
+  PLM_CHECK_OK(plm_pool_free(passthrough, probe.upstream_block, stream));
+  PLM_CHECK_OK(plm_pool_destroy(passthrough));
   ck_assert_int_eq(probe.alloc_status, PLM_ERR_INVALID_STATE);
   ck_assert_msg(strstr(probe.message, "plm_pool_alloc: called from a host callback"), "%s",
                 probe.message);

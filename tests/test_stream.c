@@ -435,6 +435,56 @@ START_TEST(test_bad_input_is_reported) {
 }
 END_TEST
 
+/* ---- host callbacks that call plume ---------------------------------------------------- */
+
+typedef struct callback_calls {
+  plm_stream *other, *made;
+  void *memory;
+  plm_event *event;
+  plm_status memset_status, query_status, create_status;
+  char message[256];
+} callback_calls;
+
+static void call_plume_from_callback(void *user) {
+  callback_calls *calls = user;
+  calls->memset_status = plm_stream_memset(calls->other, calls->memory, 0, 64);
+  snprintf(calls->message, sizeof calls->message, "%s", plm_last_error());
+  bool complete = false;
+  calls->query_status = plm_event_query(calls->event, &complete);
+  calls->create_status = plm_stream_create(plm_test_ctx, 0, &calls->made);
+}
+
+/* On cuda a host function may make no CUDA call, so every plume call that would reach
+ * CUDA from one is refused with PLM_ERR_INVALID_STATE (the host backend runs the ones
+ * that do not wait: the calls here). */
+START_TEST(test_cuda_calls_from_a_host_callback_are_refused) {
+  callback_calls calls = {0};
+  plm_stream *stream = NULL;
+  PLM_CHECK_OK(plm_stream_create(plm_test_ctx, 0, &stream));
+  PLM_CHECK_OK(plm_stream_create(plm_test_ctx, 0, &calls.other));
+  PLM_CHECK_OK(plm_device_alloc(plm_test_ctx, 64, &calls.memory));
+  PLM_CHECK_OK(plm_event_create(plm_test_ctx, 0, &calls.event));
+  PLM_CHECK_OK(plm_stream_enqueue_host(stream, call_plume_from_callback, &calls));
+  PLM_CHECK_OK(plm_stream_synchronize(stream));
+  PLM_CHECK_OK(plm_stream_synchronize(calls.other));
+  if (plm_test_backend == PLM_BACKEND_CUDA) {
+    ck_assert_int_eq(calls.memset_status, PLM_ERR_INVALID_STATE);
+    ck_assert_msg(strstr(calls.message, "where CUDA allows no CUDA call"), "%s", calls.message);
+    ck_assert_int_eq(calls.query_status, PLM_ERR_INVALID_STATE);
+    ck_assert_int_eq(calls.create_status, PLM_ERR_INVALID_STATE);
+  } else {
+    ck_assert_int_eq(calls.memset_status, PLM_OK);
+    ck_assert_int_eq(calls.query_status, PLM_OK);
+    ck_assert_int_eq(calls.create_status, PLM_OK);
+  }
+  PLM_CHECK_OK(plm_stream_destroy(calls.made)); /* NULL (a no-op) where it was refused */
+  PLM_CHECK_OK(plm_event_destroy(calls.event));
+  PLM_CHECK_OK(plm_device_free(plm_test_ctx, calls.memory));
+  PLM_CHECK_OK(plm_stream_destroy(calls.other));
+  PLM_CHECK_OK(plm_stream_destroy(stream));
+}
+END_TEST
+
 /* ---- graphs (cuda) ------------------------------------------------------------------ */
 
 static void count_call(void *user) {
@@ -563,6 +613,11 @@ static Suite *stream_suite(void) {
   tcase_add_test(copies, test_zero_byte_copies_are_no_ops);
   tcase_add_test(copies, test_host_callbacks_run_in_stream_order_with_copies);
   suite_add_tcase(suite, copies);
+
+  TCase *callbacks = tcase_create("callbacks");
+  plm_test_add_fixture(callbacks);
+  tcase_add_test(callbacks, test_cuda_calls_from_a_host_callback_are_refused);
+  suite_add_tcase(suite, callbacks);
 
   TCase *graphs = tcase_create("graphs");
   plm_test_add_fixture(graphs);

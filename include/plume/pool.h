@@ -153,8 +153,8 @@ PLM_API plm_status plm_pool_destroy(plm_pool *pool);
 PLM_API plm_status plm_context_default_pool(plm_context *ctx, plm_pool **out);
 
 /* Allocate bytes (> 0) for use on stream, in stream order (see above). Thread-safe;
- * blocks only as described above. Not from a host callback (the host backend
- * reports PLM_ERR_INVALID_STATE). Errors:
+ * blocks only as described above. Not from a host callback (PLM_ERR_INVALID_STATE on
+ * both backends). Errors:
  * PLM_ERR_INVALID_ARG (NULL pool, stream or ptr; bytes 0 or too large to align; a
  * stream of another context), PLM_ERR_OUT_OF_MEMORY (with the diagnostic). *ptr is
  * NULL on failure. */
@@ -162,9 +162,11 @@ PLM_API plm_status plm_pool_alloc(plm_pool *pool, size_t bytes, plm_stream *stre
 
 /* Free a block in stream order: work enqueued on stream before this call may still
  * use it. Thread-safe; never blocks in pooled and CUDA_ASYNC modes. ptr NULL is a
- * no-op. Errors: PLM_ERR_INVALID_ARG (NULL pool or stream, a stream of another
- * context), PLM_ERR_NOT_FOUND (ptr is not a live block of this pool: never
- * allocated, already freed, or an interior pointer; nothing changes). */
+ * no-op. From a host callback only in pooled mode (the others give the block
+ * upstream: PLM_ERR_INVALID_STATE, the block stays live). Errors: PLM_ERR_INVALID_ARG
+ * (NULL pool or stream, a stream of another context), PLM_ERR_NOT_FOUND (ptr is not a
+ * live block of this pool: never allocated, already freed, or an interior pointer;
+ * nothing changes). */
 PLM_API plm_status plm_pool_free(plm_pool *pool, void *ptr, plm_stream *stream);
 
 /* A snapshot of the statistics. O(number of free-list classes). */
@@ -172,7 +174,9 @@ PLM_API plm_status plm_pool_stats_get(plm_pool *pool, plm_pool_stats *out);
 
 /* Give idle chunks back upstream while more than keep_bytes stay reserved (or
  * until no chunk is idle). Waits for the device work of pending frees to finish
- * first, so that their chunks can be given back: this call blocks. */
+ * first (each stream that freed into the pool), so that their chunks can be given
+ * back: this call blocks. Fails with PLM_ERR_INVALID_STATE, giving nothing back, while
+ * one of those streams is being captured into a graph (a pipeline's capture). */
 PLM_API plm_status plm_pool_trim(plm_pool *pool, size_t keep_bytes);
 
 /* The pool's mode and the context it belongs to. */

@@ -101,9 +101,11 @@ PLM_API plm_status plm_stream_memset(plm_stream *stream, void *dst, int value, s
  * plm_stream_destroy, plm_pool_alloc, plm_pool_trim, plm_pool_destroy), as with
  * cudaLaunchHostFunc: waiting on its own stream from inside it would deadlock, and on
  * cuda a host function may make no CUDA call at all. Both backends detect the
- * waiting ones and fail them with PLM_ERR_INVALID_STATE. plm_pool_free never waits
- * and is allowed. fn should return quickly, since it holds up the stream (on cuda,
- * possibly the host functions of other streams too).
+ * waiting ones and fail them with PLM_ERR_INVALID_STATE, and on cuda every call that
+ * would reach CUDA fails so too. plm_pool_free on a PLM_POOL_POOLED pool makes no
+ * backend call and is allowed; on the other modes it gives the block upstream and is
+ * refused. fn should return quickly, since it holds up the stream (on cuda, possibly
+ * the host functions of other streams too).
  * Errors: PLM_ERR_INVALID_ARG (NULL stream or fn). */
 PLM_API plm_status plm_stream_enqueue_host(plm_stream *stream, plm_host_fn fn, void *user);
 
