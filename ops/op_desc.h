@@ -250,9 +250,6 @@ const plm__op_desc *plm__op_get(plm__op_kind kind);
 /* The descriptor named `name`, or NULL. */
 const plm__op_desc *plm__op_find(const char *name);
 
-/* Write the schema's defaults into params (op->params_size bytes, zeroed first). */
-void plm__op_params_default(const plm__op_desc *op, void *params);
-
 /* A kind's name ("entropy"), and its input and output slots' names ("in", "labels"). */
 const char *plm__op_name(plm__op_kind kind);
 const char *plm__op_input_name(plm__op_kind kind, int slot);
@@ -262,9 +259,7 @@ const char *plm__op_output_name(plm__op_kind kind, int slot);
 int plm__op_input_index(const plm__op_desc *op, const char *name);
 int plm__op_output_index(const plm__op_desc *op, const char *name);
 
-/* The choice name of a CHOICE parameter's current value in params (0, when no choice is
- * 0, is the default's), or "?". */
-const char *plm__op_param_choice(const plm__op_param *param, const void *params);
+/* ---- parameter values (ops/op_params.c) ---------------------------------------------------- */
 
 /* The field of a parameter in a params struct. */
 static inline void *plm__op_param_field(void *params, size_t offset) {
@@ -273,6 +268,30 @@ static inline void *plm__op_param_field(void *params, size_t offset) {
 static inline const void *plm__op_param_cfield(const void *params, size_t offset) {
   return (const char *)params + offset;
 }
+
+/* Write the schema's defaults into params (op->params_size bytes, zeroed first). */
+void plm__op_params_default(const plm__op_desc *op, void *params);
+
+/* The choice name of a CHOICE parameter's current value in params (0, when no choice is
+ * 0, is the default's), or "?". */
+const char *plm__op_param_choice(const plm__op_param *param, const void *params);
+
+/* Read `value` (text) into p's field(s) of params, as the text form's key=value and
+ * `plume op`'s --key value both do; kh x kw: the op's kernel (PLM__PARAM_SAME_PADDING).
+ * On failure writes why into why ("'abc' is not an integer in 1..255"; the caller names
+ * the key) and returns false, params unchanged. */
+bool plm__op_param_parse(const plm__op_param *p, const char *value, int kh, int kw, void *params,
+                         char *why, size_t size);
+
+/* p's value in params as text, as plm__op_param_parse reads it ("3,3", "auto", "gt"). */
+void plm__op_param_format(const plm__op_param *p, const void *params, char *text, size_t size);
+
+/* A decimal integer of digits only (no sign, no spaces) in min..max. With end, *end is
+ * left after the digits; without, the digits must be all of text. */
+bool plm__parse_int(const char *text, const char **end, int64_t min, int64_t max, int64_t *value);
+
+/* A finite number (strtod, no leading space); end as for plm__parse_int. */
+bool plm__parse_number(const char *text, const char **end, double *value);
 
 /* ---- the dispatch (ops/op_dispatch.c) -------------------------------------------------- */
 

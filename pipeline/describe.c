@@ -28,27 +28,9 @@ static void text_printf(text_buffer *text, const char *fmt, ...) {
 static void params_text(text_buffer *text, plm__op_kind kind, const plm__op_params *params) {
   const plm__op_desc *op = plm__op_get(kind);
   for (int i = 0; i < op->param_count; i++) {
-    const plm__op_param *p = &op->params[i];
-    const void *field = plm__op_param_cfield(params, p->offset);
-    text_printf(text, " %s=", p->name);
-    switch (p->type) {
-      case PLM__PARAM_INT: text_printf(text, "%d", *(const int *)field); break;
-      case PLM__PARAM_INT64: text_printf(text, "%lld", (long long)*(const int64_t *)field); break;
-      case PLM__PARAM_DOUBLE: text_printf(text, "%g", *(const double *)field); break;
-      case PLM__PARAM_FLOAT: text_printf(text, "%g", (double)*(const float *)field); break;
-      case PLM__PARAM_CHOICE: text_printf(text, "%s", plm__op_param_choice(p, params)); break;
-      case PLM__PARAM_PAIR:
-        text_printf(text, "%d,%d", *(const int *)field,
-                    *(const int *)plm__op_param_cfield(params, p->offset2));
-        break;
-      case PLM__PARAM_RANGE:
-        if (*(const bool *)plm__op_param_cfield(params, p->offset3))
-          text_printf(text, "auto");
-        else
-          text_printf(text, "%g,%g", *(const double *)field,
-                      *(const double *)plm__op_param_cfield(params, p->offset2));
-        break;
-    }
+    char value[96];
+    plm__op_param_format(&op->params[i], params, value, sizeof value);
+    text_printf(text, " %s=%s", op->params[i].name, value);
   }
 }
 

@@ -60,36 +60,6 @@ static const char *value_of(const element *e, const char *key) {
   return NULL;
 }
 
-/* An integer key in min..max; `fallback` when absent. */
-static plm_status get_int(const element *e, const char *key, int64_t min, int64_t max,
-                          int64_t fallback, int64_t *out) {
-  const char *value = value_of(e, key);
-  *out = fallback;
-  if (value && !plm__parse_int(value, NULL, min, max, out))
-    return fail(e, "key '%s': '%s' is not an integer in %lld..%lld", key, value, (long long)min,
-                (long long)max);
-  return PLM_OK;
-}
-
-/* A number key; *out unchanged when absent. */
-static plm_status get_optional_number(const element *e, const char *key, double *out) {
-  const char *value = value_of(e, key);
-  if (value && !plm__parse_number(value, NULL, out))
-    return fail(e, "key '%s': '%s' is not a finite number", key, value);
-  return PLM_OK;
-}
-
-/* A number that is finite in f32; *out unchanged when absent. */
-static plm_status get_f32(const element *e, const char *key, float *out) {
-  const char *value = value_of(e, key);
-  double v = 0;
-  if (!value) return PLM_OK;
-  if (!plm__parse_number(value, NULL, &v) || fabs(v) > FLT_MAX)
-    return fail(e, "key '%s': '%s' is not a finite f32 number", key, value);
-  *out = (float)v;
-  return PLM_OK;
-}
-
 /* The caller's tensors' names, for a message: "the tensors are w, bias". */
 static void tensor_names(const chain *c, char *list, size_t size) {
   if (c->tensor_count == 0) {
@@ -145,21 +115,6 @@ static plm_status get_choice(const element *e, const char *key, const char *cons
   for (int i = 0; i < count; i++)
     snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", names[i]);
   return fail(e, "key '%s': '%s' is not one of %s", key, value, list);
-}
-
-/* "A,B": two integers in min..max. */
-static plm_status get_pair(const element *e, const char *key, const char *form, int64_t min,
-                           int64_t max, int *a, int *b) {
-  const char *value = value_of(e, key), *p = value;
-  if (!value) return PLM_OK;
-  int64_t first = 0, second = 0;
-  if (!plm__parse_int(p, &p, min, max, &first) || *p != ',' ||
-      !plm__parse_int(p + 1, NULL, min, max, &second))
-    return fail(e, "key '%s': '%s' is not %s (two integers in %lld..%lld)", key, value, form,
-                (long long)min, (long long)max);
-  *a = (int)first;
-  *b = (int)second;
-  return PLM_OK;
 }
 
 /* Add a node whose outputs[k] are made when want[k]; the node's own check names the
@@ -269,89 +224,6 @@ static plm_status get_inputs(chain *c, const element *e, const plm__op_desc *op,
 
 /* ---- parameters --------------------------------------------------------------------------- */
 
-static void set_int(void *params, size_t offset, int value) {
-  memcpy(plm__op_param_field(params, offset), &value, sizeof value);
-}
-
-/* "LO,HI" or "auto". */
-static plm_status get_range(const element *e, const plm__op_param *p, void *params) {
-  const char *range = value_of(e, p->name);
-  if (strcmp(range, "auto") == 0) {
-    *(bool *)plm__op_param_field(params, p->offset3) = true;
-    return PLM_OK;
-  }
-  const char *comma = strchr(range, ',');
-  char lo[64];
-  size_t length = comma ? (size_t)(comma - range) : 0;
-  bool good = comma && length < sizeof lo;
-  if (good) {
-    memcpy(lo, range, length);
-    lo[length] = '\0';
-    good = plm__parse_number(lo, NULL, plm__op_param_field(params, p->offset)) &&
-           plm__parse_number(comma + 1, NULL, plm__op_param_field(params, p->offset2));
-  }
-  if (!good)
-    return fail(e, "key '%s': '%s' is not LO,HI (two finite numbers) or auto", p->name, range);
-  return PLM_OK;
-}
-
-/* "A,B", or "same" for a padding pair: half the kernel's odd sizes. */
-static plm_status get_pair_param(const element *e, const plm__op_param *p, int kh, int kw,
-                                 void *params) {
-  int a = 0, b = 0;
-  const char *value = value_of(e, p->name);
-  if ((p->flags & PLM__PARAM_SAME_PADDING) && strcmp(value, "same") == 0) {
-    if (kh % 2 == 0 || kw % 2 == 0)
-      return fail(e, "key '%s': 'same' needs a kernel of odd sizes, not %dx%d", p->name, kh, kw);
-    a = (kh - 1) / 2;
-    b = (kw - 1) / 2;
-  } else {
-    plm_status status = get_pair(e, p->name, p->form, (int64_t)p->min, (int64_t)p->max, &a, &b);
-    if (status != PLM_OK) return status;
-  }
-  set_int(params, p->offset, a);
-  set_int(params, p->offset2, b);
-  return PLM_OK;
-}
-
-static int choice_count(const plm__op_param *p) {
-  int n = 0;
-  while (p->choices[n]) n++;
-  return n;
-}
-
-/* One parameter given as key=value, into params (present: value_of(e, p->name)). */
-static plm_status get_param(const element *e, const plm__op_param *p, int kh, int kw,
-                            void *params) {
-  void *field = plm__op_param_field(params, p->offset);
-  switch (p->type) {
-    case PLM__PARAM_INT:
-    case PLM__PARAM_INT64: {
-      /* A double holds INT64_MAX only rounded up to 2^63: the schema's "no limit". */
-      const int64_t max = p->max >= 0x1p63 ? INT64_MAX : (int64_t)p->max;
-      int64_t v = 0;
-      plm_status status = get_int(e, p->name, (int64_t)p->min, max, 0, &v);
-      if (status != PLM_OK) return status;
-      if (p->type == PLM__PARAM_INT)
-        set_int(params, p->offset, (int)v);
-      else
-        memcpy(field, &v, sizeof v);
-      return PLM_OK;
-    }
-    case PLM__PARAM_DOUBLE: return get_optional_number(e, p->name, field);
-    case PLM__PARAM_FLOAT: return get_f32(e, p->name, field);
-    case PLM__PARAM_CHOICE: {
-      int index = 0;
-      plm_status status = get_choice(e, p->name, p->choices, choice_count(p), &index);
-      if (status == PLM_OK) set_int(params, p->offset, p->values ? p->values[index] : index);
-      return status;
-    }
-    case PLM__PARAM_PAIR: return get_pair_param(e, p, kh, kw, params);
-    case PLM__PARAM_RANGE: return get_range(e, p, params);
-  }
-  return plm__fail_raw(PLM_ERR_INTERNAL, "parameter type %d", (int)p->type);
-}
-
 /* The op's parameters: the schema's defaults, then what the element gives. Which are
  * required may depend on the dtype of the element's first input. */
 static plm_status get_params(const element *e, const plm__op_desc *op, plm_dtype dtype, int kh,
@@ -368,8 +240,9 @@ static plm_status get_params(const element *e, const plm__op_desc *op, plm_dtype
     }
     if (!f32 && (p->flags & PLM__PARAM_FLOAT_ONLY))
       return fail(e, "key '%s' is for f32 input, not %s", p->name, plm_dtype_name(dtype));
-    plm_status status = get_param(e, p, kh, kw, params);
-    if (status != PLM_OK) return status;
+    char why[256];
+    if (!plm__op_param_parse(p, value_of(e, p->name), kh, kw, params, why, sizeof why))
+      return fail(e, "key '%s': %s", p->name, why);
   }
   return PLM_OK;
 }
