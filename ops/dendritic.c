@@ -135,6 +135,7 @@ const plm__op_desc plm__op_dendritic = {
         "a dendritic layer: out (B, N) from x (B, I) and w (N, D, I), D dendrites per "
         "neuron",
     .kind = PLM__OP_DENDRITIC,
+    .flags = PLM__OP_NAMED_OPERANDS,
     .input_count = 2,
     .inputs = {{.name = "x", .dtypes = "f32 (B, I)"},
                {.name = "w", .dtypes = "f32 (N, D, I)", .role = PLM__IN_TENSOR}},

@@ -141,6 +141,7 @@ const plm__op_desc plm__op_lstm_cell = {
     .name = "lstm_cell",
     .summary = "one LSTM step (PyTorch's LSTMCell): out_h, out_c from x, h, c and the weights",
     .kind = PLM__OP_LSTM_CELL,
+    .flags = PLM__OP_NAMED_OPERANDS,
     .input_count = 7,
     .inputs = {{.name = "x", .dtypes = "f32 (B, I)"},
                {.name = "h", .dtypes = "f32 (B, H)", .role = PLM__IN_TENSOR},

@@ -121,6 +121,7 @@ const plm__op_desc plm__op_matmul = {
     .name = "matmul",
     .summary = "out = act(a . b + bias), f32 (M, K) x (K, N) -> (M, N)",
     .kind = PLM__OP_MATMUL,
+    .flags = PLM__OP_NAMED_OPERANDS,
     .input_count = 3,
     .inputs = {{.name = "a", .dtypes = "f32 (M, K)"},
                {.name = "b", .dtypes = "f32 (K, N)", .role = PLM__IN_TENSOR},

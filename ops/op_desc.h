@@ -190,7 +190,10 @@ typedef struct plm__op_call {
 enum {
   PLM__OP_GRAPH_ONLY = 1u << 0, /* a node that compile lowers into other steps (segment) */
   PLM__OP_PLAN_ONLY = 1u << 1,  /* a step that compile makes, never a node (the fused op) */
-  PLM__OP_ONE_OUTPUT = 1u << 2  /* its optional outputs: at least one must be wanted */
+  PLM__OP_ONE_OUTPUT = 1u << 2, /* its optional outputs: at least one must be wanted */
+  /* Its operands are arrays named by their slots on the command line (--a, --b, --out-h);
+   * else an image op: --in for its first input, --out for its main output. */
+  PLM__OP_NAMED_OPERANDS = 1u << 3
 };
 
 typedef struct plm__op_desc {
