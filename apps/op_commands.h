@@ -1,16 +1,23 @@
-/* apps/op_commands.h: `plume op <name> ...`, one operation on an image file.
+/* apps/op_commands.h: `plume op <name> ...`, one operation on files.
  *
  *   plume op <name> --in IN --out OUT [op options] [--backend host|cuda|auto]
- *                   [--repeat N] [-h|--help]
+ *                   [--repeat N] [--warmup-ms MS] [-h|--help]
  *
- * An op may read further files besides IN (conv2d: --kernel K) and write further
- * ones besides OUT, each named by its own flag; these may be text (label: --regions
- * CSV), made after the op has run and before any file is written.
+ * Every operation of the table (ops/op_desc.h) is a command, its flags, help, defaults,
+ * values and messages generated from its descriptor: an image op reads --in and writes
+ * --out (further inputs named by their slots: conv2d's --kernel); an op on arrays
+ * (PLM__OP_NAMED_OPERANDS) names every operand file by its slot (--a, --w-ih, --out-h);
+ * each parameter is --NAME ('_' read as '-'), read as the pipeline text form reads it
+ * ("--window 'abc' is not an integer in 1..255"). Not commands: the fused op (made only
+ * by the pipeline's fusion) and regions (label --regions runs it). Besides the table:
+ * label's and segment's --regions CSV (label's with --intensity IMG), made after the op
+ * has run and before any file is written, and vector_add_batched (vector_add's flags
+ * over plm_vector_add_batched).
  *
- * The flow, shared by every op: read IN and the op's other input files
- * (apps/image_io.h) into pinned host memory (plm_host_alloc) -> the context on the
- * chosen backend -> a stream -> the default pool -> the input tensors and H2D copies
- * -> the op -> D2H copies -> write OUT and any other outputs (.npy, each atomically). With --repeat N the op runs once to warm up and then N more
+ * The flow, shared by every op: read the input files (apps/image_io.h) into pinned host
+ * memory (plm_host_alloc) -> the context on the chosen backend -> a stream -> the default
+ * pool -> the input tensors and H2D copies -> the op -> D2H copies -> write each output
+ * (.npy, each atomically). With --repeat N the op runs once to warm up and then N more
  * times, each timed alone between stream synchronisations, and
  * "time_ms median=M min=A max=B" is printed on stderr.
  *
@@ -19,9 +26,7 @@
  * the op refuses, or an output that cannot be written. OUT is never left partly
  * written.
  *
- * Adding an op: one entry in the table in op_commands.c, with the flags of its
- * further input and output files, the function that takes its options and the
- * library's _output and enqueue functions.
+ * Adding an op: nothing here; its descriptor makes its command.
  */
 #ifndef PLUME_APPS_OP_COMMANDS_H
 #define PLUME_APPS_OP_COMMANDS_H

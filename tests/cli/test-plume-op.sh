@@ -637,7 +637,7 @@ if run 0 "matmul --repeat" op matmul --a ma.npy --b mb.npy --out mm.rep.npy --re
     fail "matmul --repeat: stderr is '$(cat err.txt)'"
 fi
 run 0 "matmul --help" op matmul --help && { grep -q -- '--precision' out.txt &&
-  grep -q 'usage: plume op matmul --a A --b B --out C' out.txt && ! grep -q -- '--in PATH' out.txt ||
+  grep -q 'usage: plume op matmul --a A --b B --out OUT' out.txt && ! grep -q -- '--in PATH' out.txt ||
   fail "matmul --help: $(cat out.txt)"; }
 run 0 "plume op --help names the array ops" op --help && {
   grep -q 'matmul' out.txt && grep -q 'lstm_cell' out.txt && grep -q 'dendritic' out.txt ||
@@ -764,11 +764,12 @@ write_npy dx2.npy '<f4' '(2, 2)' "$(f32 1 2 0 1)"
 run 0 "dendritic batch" op dendritic --x dx2.npy --w dw1.npy --mode active_bp --theta 1 \
   --beta 2 --out den.npy --backend host && near den.npy '<f4' '(2, 2)' "dendritic batch" \
   10 -1 1 -1
-run 0 "dendritic --help" op dendritic --help && { grep -q -- '--mode M' out.txt &&
+run 0 "dendritic --help" op dendritic --help && {
+  grep -q -- '--mode sigmoid|nmda|active_bp|multiplicative' out.txt &&
   grep -q -- '--theta T' out.txt || fail "dendritic --help: $(cat out.txt)"; }
-run 2 "dendritic without --mode" op dendritic --x dx.npy --w dw1.npy --out bad.npy \
-  --backend host && { grep -q -- '--mode is required' err.txt || fail "no --mode: $(cat err.txt)"; }
-absent "dendritic without --mode" bad.npy
+# --mode defaults to sigmoid, as in the schema (plm_dendritic_params_default, the text form).
+run 0 "dendritic without --mode" op dendritic --x dx.npy --w dw1.npy --out den.npy \
+  --backend host && near den.npy '<f4' '(1, 2)' "dendritic without --mode" 'sg(4)' 'sg(-1)'
 run 2 "dendritic --mode relu" op dendritic --x dx.npy --w dw1.npy --out bad.npy --mode relu \
   --backend host && { grep -q -- "--mode 'relu'" err.txt || fail "--mode relu: $(cat err.txt)"; }
 absent "dendritic --mode relu" bad.npy
@@ -864,7 +865,7 @@ write_npy vb3want.npy '<f4' '(2, 1, 2)' "$(f32 11 22 33 44)"
 run 0 "vector_add_batched 3-D" op vector_add_batched --a vb3a.npy --b vb3b.npy --out vbat.npy \
   --backend host && same vbat.npy vb3want.npy "vector_add_batched 3-D"
 run 0 "vector_add_batched --help" op vector_add_batched --help && {
-  grep -q 'usage: plume op vector_add_batched --a A --b B --out C' out.txt ||
+  grep -q 'usage: plume op vector_add_batched --a A --b B --out OUT' out.txt ||
     fail "vector_add_batched --help: $(cat out.txt)"
 }
 run 0 "op --help lists vector_add_batched" op --help && {
@@ -888,7 +889,7 @@ run 0 "dot rows" op dot --a da.npy --b db.npy --out dot.npy --backend host &&
   near dot.npy '<f8' '(2,)' "dot rows" 6 -1
 run 0 "dot 1-D, auto backend" op dot --a va.npy --b vb.npy --out dot.npy &&
   near dot.npy '<f8' '(1,)' "dot 1-D" 140
-run 0 "dot --help" op dot --help && { grep -q 'usage: plume op dot --a A --b B --out D' out.txt ||
+run 0 "dot --help" op dot --help && { grep -q 'usage: plume op dot --a A --b B --out OUT' out.txt ||
   fail "dot --help: $(cat out.txt)"; }
 run 2 "dot shapes differ" op dot --a da.npy --b va.npy --out bad.npy --backend host
 absent "dot shapes differ" bad.npy
@@ -910,8 +911,8 @@ run 0 "ar_forecast, auto backend" op ar_forecast --in series.npy --lags=1 --hori
 write_npy series7.npy '<f4' '(1, 7)' "$(f32 1 2 4 8 16 32 64)"
 run 0 "ar_forecast AR(2)" op ar_forecast --in series7.npy --lags 2 --horizon 1 --out fc.npy \
   --backend host && near fc.npy '<f4' '(1, 1)' "ar_forecast AR(2)" 128
-run 0 "ar_forecast --help" op ar_forecast --help && { grep -q -- '--lags P' out.txt &&
-  grep -q -- '--in PATH' out.txt || fail "ar_forecast --help: $(cat out.txt)"; }
+run 0 "ar_forecast --help" op ar_forecast --help && { grep -q -- '--lags LAGS' out.txt &&
+  grep -q -- '--in IN' out.txt || fail "ar_forecast --help: $(cat out.txt)"; }
 run 2 "ar_forecast without --lags" op ar_forecast --in series.npy --horizon 2 --out bad.npy \
   --backend host && { grep -q -- '--lags is required' err.txt || fail "no --lags: $(cat err.txt)"; }
 absent "ar_forecast without --lags" bad.npy
@@ -935,5 +936,23 @@ absent "ar_forecast series too short" bad.npy
 run 2 "ar_forecast 1-D series" op ar_forecast --in va.npy --lags 1 --horizon 1 --out bad.npy \
   --backend host
 absent "ar_forecast 1-D series" bad.npy
+
+# ---- flags and values from the ops' parameter schemas -------------------------------------
+run 0 "conv2d --pad same" op conv2d --in nine.npy --kernel box.npy --out conv.same.npy \
+  --pad same --backend host && same conv.same.npy box.same.npy "conv2d --pad same"
+run 2 "conv2d --pad same, even kernel" op conv2d --in nine.npy --kernel k32.npy --out bad.npy \
+  --pad same --backend host && expect_err "--pad same, even kernel" "'same' needs a kernel of odd"
+absent "conv2d --pad same, even kernel" bad.npy
+run 2 "entropy --window abc" op entropy --in quad.npy --out bad.npy --window abc &&
+  expect_err "entropy --window abc" "--window 'abc' is not an integer in 1..255"
+absent "entropy --window abc" bad.npy
+run 0 "conv2d --help shows defaults" op conv2d --help && {
+  grep -q -- '--stride SY,SX.*(default 1,1)' out.txt || fail "conv2d --help: $(cat out.txt)"; }
+# regions reads the count of the labelling before it (label --regions runs it), and the
+# fused op is made only by the pipeline's fusion: neither is a command.
+for op in regions sobel_entropy_threshold; do
+  run 2 "no command $op" op "$op" --in mask.npy --out bad.npy && expect_err "no command $op" "unknown op"
+  absent "no command $op" bad.npy
+done
 
 cli_end
