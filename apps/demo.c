@@ -15,12 +15,12 @@
 #include <unistd.h>
 
 #include "apps/detect.h"
-#include "apps/image_io.h"
 #include "apps/options.h"
-#include "apps/pipeline_bench.h"
-#include "apps/scene.h"
 #include "apps/scene_commands.h"
-#include "apps/score.h"
+#include "tools/image_io.h"
+#include "tools/pipeline_bench.h"
+#include "tools/scene.h"
+#include "tools/score.h"
 
 enum { EXIT_RUNTIME_FAILURE = 1, EXIT_USAGE = 2 };
 enum { DEMO_FRAMES = 2000, DEMO_SIDE = 512, DEMO_PATH_SIZE = 4096 };
@@ -241,7 +241,7 @@ static plm_status describe_device(plm_backend backend, char *text, size_t size) 
   return status;
 }
 
-/* bench_pipeline's comparison (apps/pipeline_bench.h) on the scene's first frames, for
+/* bench_pipeline's comparison (tools/pipeline_bench.h) on the scene's first frames, for
  * the demo's pipeline and for bench_pipeline's default one, whose sobel -> entropy ->
  * threshold chain fuses. Returns pipeline_bench_run's exit code. */
 static int compare_configs(const demo_config *config, const demo_files *files, char *err,

@@ -21,8 +21,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "apps/csv.h"
-#include "apps/image_io.h"
+#include "tools/csv.h"
+#include "tools/image_io.h"
 #include "plume/plume.h"
 
 enum { EXIT_RUNTIME_FAILURE = 1, EXIT_USAGE = 2 };

@@ -8,7 +8,7 @@
  * CSV), made after the op has run and before any file is written.
  *
  * The flow, shared by every op: read IN and the op's other input files
- * (apps/image_io.h) into pinned host memory (plm_host_alloc) -> the context on the
+ * (tools/image_io.h) into pinned host memory (plm_host_alloc) -> the context on the
  * chosen backend -> a stream -> the default pool -> the input tensors and H2D copies
  * -> the op -> D2H copies -> write OUT and any other outputs (.npy, each atomically). With --repeat N the op runs once to warm up and then N more
  * times, each timed alone between stream synchronisations, and

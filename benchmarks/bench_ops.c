@@ -89,11 +89,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apps/progress.h"
 #include "bench_common.h"
 #include "cublas_loader.h"
 #include "plume/plume.h"
 #include "plume/pool.h"
+#include "tools/progress.h"
 
 enum { EXIT_RUNTIME_FAILURE = 1, EXIT_USAGE = 2 };
 

@@ -7,7 +7,7 @@
  * The same frames through one pipeline as naive, pooled, streams (K = 2, 3, 4), graph
  * and fused, side by side in one run, at 512x512 and 2048x2048 (--quick: 512x512 only),
  * u16 and f32. The method, the configs, the floors and the JSON are described in
- * apps/pipeline_bench.h, which runs it (`plume demo` prints the same comparison for its
+ * tools/pipeline_bench.h, which runs it (`plume demo` prints the same comparison for its
  * scene). --frames sets the frames per timed run (by default 20 per 512x512 frame's worth
  * with --quick, 100 without, times 20 on cuda) and --repeats the timed rounds (3 with
  * --quick, else 5). The benchmark never fails on timing. Exit codes: 0 success, 1 a
@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apps/pipeline_bench.h"
 #include "bench_common.h"
+#include "tools/pipeline_bench.h"
 
 enum { EXIT_RUNTIME_FAILURE = 1, EXIT_USAGE = 2 };
 

@@ -102,10 +102,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "apps/progress.h"
 #include "bench_common.h"
 #include "plume/plume.h"
 #include "plume/pool.h"
+#include "tools/progress.h"
 
 enum { EXIT_RUNTIME_FAILURE = 1, EXIT_USAGE = 2 };
 

@@ -2,7 +2,7 @@
  * reference fixtures of tests/fixtures/, which tests/fixtures/make_fixtures.py generates
  * with scipy, scikit-image and OpenCV (the conventions of each reference are described
  * there). MANIFEST.json lists the cases: op, parameters, the .npy input and expected files
- * (read with apps/image_io.c) and the tolerance. Each op is a loop test over its cases, so
+ * (read with tools/image_io.c) and the tolerance. Each op is a loop test over its cases, so
  * a failure names the case, the first element that differs (frame, row, column, or label
  * and column of a region table), both values and the tolerance.
  *
@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apps/image_io.h"
+#include "tools/image_io.h"
 #include "harness.h"
 
 #ifndef PLUME_FIXTURES_DIR

@@ -1,7 +1,7 @@
-/* apps/progress.c: a progress bar on a terminal (apps/progress.h). */
+/* tools/progress.c: a progress bar on a terminal (tools/progress.h). */
 #define _POSIX_C_SOURCE 200809L
 
-#include "apps/progress.h"
+#include "tools/progress.h"
 
 #include <stdio.h>
 #include <time.h>
