@@ -24,6 +24,7 @@
 #include "tools/csv.h"
 #include "tools/image_io.h"
 #include "plume/plume.h"
+#include "streams/clock.h"
 
 enum { EXIT_RUNTIME_FAILURE = 1, EXIT_USAGE = 2 };
 enum { ERROR_SIZE = IMAGE_ERROR_SIZE };
@@ -1172,12 +1173,6 @@ static void print_usage(FILE *out) {
 
 /* ---- timing -------------------------------------------------------------------------- */
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 static int compare_doubles(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
@@ -1400,10 +1395,10 @@ static int file_failure(op_state *s, const char *prefix, plm_status status, cons
 static plm_status run_op_once(const op_run *run, op_state *s, double *time) {
   plm_status status = PLM_OK;
   if (time) status = plm_stream_synchronize(s->stream);
-  double start = now_ms();
+  double start = plm__monotonic_seconds() * 1e3;
   if (status == PLM_OK) status = run->op->enqueue(s->stream, s->in, &run->args, s->out);
   if (status == PLM_OK && time) status = plm_stream_synchronize(s->stream);
-  if (time) *time = now_ms() - start;
+  if (time) *time = plm__monotonic_seconds() * 1e3 - start;
   return status;
 }
 
@@ -1453,12 +1448,13 @@ static int execute(const op_run *run) {
   /* One run (the warm-up when timing; more until --warmup-ms has passed), then the timed
    * ones. A few runs pass before the CPU pool's threads and the caches settle: on the
    * 2-core VM a 256x256 label takes 3x its steady time over its first ten runs. */
-  const double warmup_end = now_ms() + (run->repeat > 0 ? run->warmup_ms : 0.0);
+  const double warmup_end =
+      plm__monotonic_seconds() * 1e3 + (run->repeat > 0 ? run->warmup_ms : 0.0);
   double warmup_time; /* each warm-up run waits for the one before, as the timed ones do */
   do {
     if ((status = run_op_once(run, &s, run->repeat > 0 ? &warmup_time : NULL)) != PLM_OK)
       return library_failure(&s, prefix, status);
-  } while (now_ms() < warmup_end);
+  } while (plm__monotonic_seconds() * 1e3 < warmup_end);
   if (run->repeat > 0) {
     s.times = malloc((size_t)run->repeat * sizeof *s.times);
     if (!s.times) {

@@ -100,11 +100,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "bench_common.h"
 #include "plume/plume.h"
 #include "plume/pool.h"
+#include "streams/clock.h"
 #include "tools/progress.h"
 
 enum { EXIT_RUNTIME_FAILURE = 1, EXIT_USAGE = 2 };
@@ -195,12 +195,6 @@ static void warn(const char *fmt, ...) {
 
 /* ---- clock and statistics ------------------------------------------------------- */
 
-static inline uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static uint64_t timer_overhead_ns;
 
 static int compare_u64(const void *a, const void *b) {
@@ -221,8 +215,8 @@ static void measure_timer_overhead(void) {
   enum { SAMPLES = 2001 };
   static uint64_t samples[SAMPLES];
   for (int i = 0; i < SAMPLES; i++) {
-    uint64_t t0 = now_ns();
-    uint64_t t1 = now_ns();
+    uint64_t t0 = plm__monotonic_ns();
+    uint64_t t1 = plm__monotonic_ns();
     samples[i] = t1 - t0;
   }
   qsort(samples, SAMPLES, sizeof samples[0], compare_u64);
@@ -519,16 +513,16 @@ static bool random_allocations(bench_env *env, bench_mode mode, size_t max_size,
   rng g = {BENCH_SEED ^ (uint64_t)max_size * 31 ^ (uint64_t)n};
   size_t live_count = 0, live_bytes = 0, allocs = 0;
   bool ok = true;
-  uint64_t start = now_ns();
+  uint64_t start = plm__monotonic_ns();
   while (ok && (allocs < n || live_count > 0)) {
     size_t size = 1 + (size_t)rng_below(&g, max_size);
     bool do_alloc = allocs < n && (live_count == 0 || rng_below(&g, 100) < 73);
     if (do_alloc && live_count > 0 && live_bytes + size > env->live_cap) do_alloc = false;
     if (do_alloc) {
       void *ptr = NULL;
-      uint64_t t0 = now_ns();
+      uint64_t t0 = plm__monotonic_ns();
       plm_status status = allocator_alloc(&a, size, env->stream1, &ptr);
-      uint64_t t1 = now_ns();
+      uint64_t t1 = plm__monotonic_ns();
       if (status != PLM_OK) {
         char call[96];
         snprintf(call, sizeof call, "alloc(%zu bytes) with %zu bytes live", size, live_bytes);
@@ -541,9 +535,9 @@ static bool random_allocations(bench_env *env, bench_mode mode, size_t max_size,
     } else {
       size_t index = (size_t)rng_below(&g, live_count);
       live_block b = live[index];
-      uint64_t t0 = now_ns();
+      uint64_t t0 = plm__monotonic_ns();
       plm_status status = allocator_free(&a, b.ptr, env->stream1);
-      uint64_t t1 = now_ns();
+      uint64_t t1 = plm__monotonic_ns();
       if (status != PLM_OK) {
         ok = fail_call(where, "free", status);
         break;
@@ -553,7 +547,7 @@ static bool random_allocations(bench_env *env, bench_mode mode, size_t max_size,
       live_bytes -= b.size;
     }
   }
-  r->wall_s = (double)(now_ns() - start) * 1e-9;
+  r->wall_s = (double)(plm__monotonic_ns() - start) * 1e-9;
   /* After an error, give back what is still live so the pool can be destroyed. */
   for (size_t i = 0; i < live_count; i++) allocator_free(&a, live[i].ptr, env->stream1);
   if (ok) {
@@ -635,13 +629,13 @@ static bool steady_state(bench_env *env, bench_mode mode, size_t frames, result 
   plm_pool_stats warm = {0};
   bool has_warm = false, ok = true;
   uint64_t allocs = 0;
-  uint64_t start = now_ns();
+  uint64_t start = plm__monotonic_ns();
   for (size_t frame = 0; ok && frame < frames; frame++) {
     for (int step = 0; step < FRAME_STEPS; step++) {
       int k = abs(frame_script[step]) - 1;
-      uint64_t t0 = now_ns();
+      uint64_t t0 = plm__monotonic_ns();
       plm_status status = frame_step(&a, env->stream1, step, ptr);
-      uint64_t t1 = now_ns();
+      uint64_t t1 = plm__monotonic_ns();
       if (status != PLM_OK) {
         char call[160];
         snprintf(call, sizeof call, "%s(%s, %zu bytes) in frame %zu",
@@ -659,7 +653,7 @@ static bool steady_state(bench_env *env, bench_mode mode, size_t frames, result 
     }
     if (frame + 1 == STEADY_WARMUP_FRAMES) has_warm = allocator_stats(&a, &warm);
   }
-  r->wall_s = (double)(now_ns() - start) * 1e-9;
+  r->wall_s = (double)(plm__monotonic_ns() - start) * 1e-9;
   for (int k = 0; k < FRAME_BUFFERS; k++)
     if (ptr[k]) allocator_free(&a, ptr[k], env->stream1);
   if (ok) {
@@ -707,13 +701,13 @@ static bool multi_stream(bench_env *env, bench_mode mode, bool waits, size_t max
   rng g = {BENCH_SEED ^ 0x5157u ^ (uint64_t)n};
   bool ok = true;
   uint64_t allocs = 0;
-  uint64_t start = now_ns();
+  uint64_t start = plm__monotonic_ns();
   for (size_t i = 0; ok && i < n; i++) {
     size_t size = 1 + (size_t)rng_below(&g, max_size);
     void *ptr = NULL;
-    uint64_t t0 = now_ns();
+    uint64_t t0 = plm__monotonic_ns();
     status = allocator_alloc(&a, size, env->stream1, &ptr);
-    uint64_t t1 = now_ns();
+    uint64_t t1 = plm__monotonic_ns();
     if (status != PLM_OK) {
       char call[96];
       snprintf(call, sizeof call, "alloc(%zu bytes) on stream 1, iteration %zu", size, i);
@@ -728,16 +722,16 @@ static bool multi_stream(bench_env *env, bench_mode mode, bool waits, size_t max
       ok = fail_call(where, "plm_event_record on stream 1", status);
     else if ((status = plm_stream_wait_event(env->stream2, used)) != PLM_OK)
       ok = fail_call(where, "plm_stream_wait_event on stream 2", status);
-    uint64_t t2 = now_ns();
+    uint64_t t2 = plm__monotonic_ns();
     status = allocator_free(&a, ptr, env->stream2);
-    uint64_t t3 = now_ns();
+    uint64_t t3 = plm__monotonic_ns();
     if (status != PLM_OK) {
       if (ok) ok = fail_call(where, "free on stream 2", status);
       break;
     }
     samples_push(&pairs, elapsed(t0, t1) + elapsed(t2, t3));
   }
-  r->wall_s = (double)(now_ns() - start) * 1e-9;
+  r->wall_s = (double)(plm__monotonic_ns() - start) * 1e-9;
   plm_stream_synchronize(env->stream1);
   plm_stream_synchronize(env->stream2);
   if (ok) {
@@ -796,13 +790,13 @@ static void *thread_main(void *arg) {
   uint64_t alloc_ns[THREAD_WINDOW] = {0};
   job->ok = true;
   if (gate_wait(job->gate) < 0) return NULL;
-  job->start_ns = now_ns();
+  job->start_ns = plm__monotonic_ns();
   for (size_t i = 0; i < job->n + THREAD_WINDOW; i++) {
     size_t slot = i % THREAD_WINDOW;
     if (ptr[slot]) {
-      uint64_t t0 = now_ns();
+      uint64_t t0 = plm__monotonic_ns();
       plm_status status = allocator_free(job->a, ptr[slot], job->stream);
-      uint64_t t1 = now_ns();
+      uint64_t t1 = plm__monotonic_ns();
       if (status != PLM_OK) {
         snprintf(job->error, sizeof job->error, "thread %d: free -> %s: %s", job->index,
                  plm_status_str(status), plm_last_error());
@@ -814,9 +808,9 @@ static void *thread_main(void *arg) {
     }
     if (i >= job->n) continue; /* the last THREAD_WINDOW steps only free */
     size_t size = 1 + (size_t)rng_below(&g, THREAD_MAX_SIZE);
-    uint64_t t0 = now_ns();
+    uint64_t t0 = plm__monotonic_ns();
     plm_status status = allocator_alloc(job->a, size, job->stream, &ptr[slot]);
-    uint64_t t1 = now_ns();
+    uint64_t t1 = plm__monotonic_ns();
     if (status != PLM_OK) {
       snprintf(job->error, sizeof job->error, "thread %d: alloc(%zu bytes) -> %s: %s", job->index,
                size, plm_status_str(status), plm_last_error());
@@ -827,7 +821,7 @@ static void *thread_main(void *arg) {
     alloc_ns[slot] = elapsed(t0, t1);
     job->allocs++;
   }
-  job->end_ns = now_ns();
+  job->end_ns = plm__monotonic_ns();
   for (int slot = 0; slot < THREAD_WINDOW; slot++)
     if (ptr[slot]) allocator_free(job->a, ptr[slot], job->stream);
   return NULL;

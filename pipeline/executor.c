@@ -24,9 +24,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "pipeline/pipeline_internal.h"
+#include "streams/clock.h"
 #include "streams/nvtx.h"
 #include "streams/error.h"
 #include "streams/stream_graph.h"
@@ -58,12 +58,6 @@ typedef struct frame_run {
   double *timings; /* TIMING_POINTS per delivered frame, ms after origin */
   size_t timed_frames, timed_capacity;
 } frame_run;
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* ---- set-up and tear-down ---------------------------------------------------------------- */
 
@@ -324,7 +318,7 @@ static plm_status retire_frame(frame_run *run, frame_slot *slot, plm_frame_sink_
                            plm_status_str(status));
     }
   }
-  status = keep_latency(run, (now_s() - slot->submitted_s) * 1e3);
+  status = keep_latency(run, (plm__monotonic_seconds() - slot->submitted_s) * 1e3);
   if (status != PLM_OK) return status;
   run->report->frames_delivered++;
   slot->frame = -1;
@@ -415,7 +409,7 @@ static void measure_overlap(frame_run *run) {
 
 static void finish_report(frame_run *run, double started_s) {
   plm_run_stream_report *report = run->report;
-  report->seconds = now_s() - started_s;
+  report->seconds = plm__monotonic_seconds() - started_s;
   if (report->seconds > 0)
     report->frames_per_s = (double)report->frames_delivered / report->seconds;
   if (run->latency_count > 0)
@@ -456,7 +450,7 @@ static plm_status stream_frames(frame_run *run, plm_frame_source_fn source, plm_
                            plm_status_str(status));
     }
     /* Latency counts from here: enqueueing may block (PLM_PLAN_SYNCHRONOUS_STEPS). */
-    slot->submitted_s = now_s();
+    slot->submitted_s = plm__monotonic_seconds();
     status = submit_frame(run, frame);
     if (status != PLM_OK) {
       run->report->failed_frame = frame;
@@ -523,7 +517,7 @@ plm_status plm_pipeline_run_stream(plm_pipeline *pl, plm_frame_source_fn source,
     if (!run.graphs_wanted) snprintf(report->graphs_note, sizeof report->graphs_note, "%s", why);
   }
 
-  const double started_s = now_s();
+  const double started_s = plm__monotonic_seconds();
   plm_status status = open_run(&run);
   if (status == PLM_OK) {
     status = stream_frames(&run, source, sink, user);
