@@ -24,6 +24,7 @@
 #include "tools/csv.h"
 #include "tools/image_io.h"
 #include "plume/plume.h"
+#include "profile/stats.h"
 #include "streams/clock.h"
 
 enum { EXIT_RUNTIME_FAILURE = 1, EXIT_USAGE = 2 };
@@ -1171,13 +1172,6 @@ static void print_usage(FILE *out) {
           file_options, run_options);
 }
 
-/* ---- timing -------------------------------------------------------------------------- */
-
-static int compare_doubles(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 /* ---- running an op ------------------------------------------------------------------- */
 
 typedef struct op_run {
@@ -1473,9 +1467,9 @@ static int execute(const op_run *run) {
   if ((status = plm_stream_synchronize(s.stream)) != PLM_OK)
     return library_failure(&s, prefix, status);
   if (run->repeat > 0) {
-    qsort(s.times, (size_t)run->repeat, sizeof *s.times, compare_doubles);
+    plm__sort_doubles(s.times, (size_t)run->repeat);
     long n = run->repeat;
-    double median = n % 2 ? s.times[n / 2] : 0.5 * (s.times[n / 2 - 1] + s.times[n / 2]);
+    double median = plm__median_sorted(s.times, (size_t)n);
     fprintf(stderr, "time_ms median=%.4f min=%.4f max=%.4f\n", median, s.times[0], s.times[n - 1]);
   }
 

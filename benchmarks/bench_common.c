@@ -11,6 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "profile/stats.h"
+
 bool bench_json_path_writable(const char *prog, const char *path) {
   FILE *probe = fopen(path, "r");
   bool existed = probe != NULL;
@@ -66,15 +68,9 @@ void bench_utc_date(char *out, size_t size) {
   strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &utc);
 }
 
-static int compare_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 double bench_median(double *values, size_t count) {
-  if (count == 0) return 0;
-  qsort(values, count, sizeof values[0], compare_double);
-  return count % 2 ? values[count / 2] : (values[count / 2 - 1] + values[count / 2]) / 2;
+  plm__sort_doubles(values, count);
+  return plm__median_sorted(values, count);
 }
 
 json_t *bench_json_document(const char *benchmark, plm_backend backend, const plm_device_info *info,

@@ -36,7 +36,8 @@ json_t *bench_json_document(const char *benchmark, plm_backend backend, const pl
 bool bench_json_write(const char *prog, json_t *doc, const char *path,
                       bool (*validate)(const char *path));
 
-/* The median of count doubles (sorts them in place); 0 for none. */
+/* The median of count doubles (sorts them in place): the middle one or the mean of the
+ * two middle ones (profile/stats.h's plm__median_sorted); 0 for none. */
 double bench_median(double *values, size_t count);
 
 #endif /* PLUME_BENCH_COMMON_H */

@@ -104,6 +104,7 @@
 #include "bench_common.h"
 #include "plume/plume.h"
 #include "plume/pool.h"
+#include "profile/stats.h"
 #include "streams/clock.h"
 #include "tools/progress.h"
 
@@ -202,13 +203,9 @@ static int compare_u64(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* Nearest-rank percentile of sorted values (q in (0, 1]). */
+/* Nearest-rank percentile of sorted values (q in (0, 1]; profile/stats.h); 0 for none. */
 static uint64_t percentile(const uint64_t *sorted, size_t count, double q) {
-  if (count == 0) return 0;
-  size_t rank = (size_t)(q * (double)count + 0.999999);
-  if (rank < 1) rank = 1;
-  if (rank > count) rank = count;
-  return sorted[rank - 1];
+  return count ? sorted[plm__nearest_rank(count, q)] : 0;
 }
 
 static void measure_timer_overhead(void) {

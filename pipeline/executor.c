@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "pipeline/pipeline_internal.h"
+#include "profile/stats.h"
 #include "streams/clock.h"
 #include "streams/nvtx.h"
 #include "streams/error.h"
@@ -337,13 +338,6 @@ static int compare_interval(const void *a, const void *b) {
   return (x[0] > y[0]) - (x[0] < y[0]);
 }
 
-/* The q-quantile (0..1) of sorted values, by nearest rank. */
-static double quantile(const float *sorted, size_t n, double q) {
-  if (n == 0) return 0.0;
-  size_t rank = (size_t)ceil(q * (double)n);
-  return sorted[rank ? rank - 1 : 0];
-}
-
 /* Merge intervals (begin, end pairs) sorted by begin into disjoint ones, in place;
  * returns how many remain. Disjoint and sorted by begin, they are sorted by end too. */
 static size_t merge_intervals(double *intervals, size_t n) {
@@ -412,10 +406,12 @@ static void finish_report(frame_run *run, double started_s) {
   report->seconds = plm__monotonic_seconds() - started_s;
   if (report->seconds > 0)
     report->frames_per_s = (double)report->frames_delivered / report->seconds;
-  if (run->latency_count > 0)
+  report->latency_p50_ms = report->latency_p99_ms = 0.0;
+  if (run->latency_count > 0) { /* by nearest rank (profile/stats.h) */
     qsort(run->latency_ms, run->latency_count, sizeof *run->latency_ms, compare_float);
-  report->latency_p50_ms = quantile(run->latency_ms, run->latency_count, 0.50);
-  report->latency_p99_ms = quantile(run->latency_ms, run->latency_count, 0.99);
+    report->latency_p50_ms = run->latency_ms[plm__nearest_rank(run->latency_count, 0.50)];
+    report->latency_p99_ms = run->latency_ms[plm__nearest_rank(run->latency_count, 0.99)];
+  }
   report->graphs_used = report->graph_replays > 0;
   if (run->options->record_timing) measure_overlap(run);
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "profile/stats.h"
 #include "tools/progress.h"
 #include "tools/scene.h"
 
@@ -112,20 +113,15 @@ static bool fail(bench *b, int code, const char *fmt, ...) {
                   plm_status_str(call_status_), plm_last_error());               \
   } while (0)
 
-static int compare_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-/* The median of the finite values among n (NaN when there are none). */
+/* The median of the finite values among n (NaN when there are none; profile/stats.h). */
 static double median(const double *values, int n) {
   double sorted[MAX_REPEATS];
-  int m = 0;
+  size_t m = 0;
   for (int i = 0; i < n; i++)
     if (isfinite(values[i])) sorted[m++] = values[i];
   if (m == 0) return NAN;
-  qsort(sorted, (size_t)m, sizeof sorted[0], compare_double);
-  return m % 2 ? sorted[m / 2] : (sorted[m / 2 - 1] + sorted[m / 2]) / 2;
+  plm__sort_doubles(sorted, m);
+  return plm__median_sorted(sorted, m);
 }
 
 static void frame_name(const bench_case *c, char *out, size_t size) {
