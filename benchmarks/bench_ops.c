@@ -95,11 +95,7 @@
 #include "plume/pool.h"
 #include "tools/progress.h"
 
-enum { EXIT_RUNTIME_FAILURE = 1, EXIT_USAGE = 2 };
-
 /* ---- options ------------------------------------------------------------------ */
-
-typedef enum run_size { RUN_FULL, RUN_QUICK, RUN_SMOKE } run_size;
 
 typedef struct options {
   run_size size;
@@ -109,34 +105,14 @@ typedef struct options {
   const char *profile_dir; /* NULL: no profile */
 } options;
 
-static void print_usage(FILE *out) {
-  fprintf(out,
-          "usage: bench_ops [--quick | --smoke] [--backend host|cuda|auto] [--json PATH]\n"
-          "                 [--op NAME] [--profile DIR]\n"
-          "       bench_ops --validate-json PATH\n"
-          "\n"
-          "Benchmark of plume's operations at the issue's seed sizes and at 2048x2048 and\n"
-          "4096x4096: event-timed runs, Mpix/s, GB/s and the bandwidth floor. Prints a\n"
-          "table (with the seed budgets) and writes JSON.\n"
-          "\n"
-          "options:\n"
-          "  --quick             no 4096x4096 (under a minute on host)\n"
-          "  --smoke             tiny runs that only prove every path works (seconds)\n"
-          "  --backend NAME      host, cuda or auto (default auto: cuda when a GPU is present)\n"
-          "  --json PATH         write the results as JSON to PATH (then re-read and check it)\n"
-          "  --op NAME           run one operation: conv2d, sobel, entropy, threshold, fused\n"
-          "                      (sobel -> entropy -> threshold in one op), unfused (the\n"
-          "                      same three ops one after another), matmul (with cuBLAS on\n"
-          "                      cuda), lstm_cell, dendritic, vector_add, dot, ar_forecast or\n"
-          "                      cublas_sgemm (bench_matmul compares matmul's precisions)\n"
-          "  --list-ops          print the operations --op takes (cuBLAS aside), one a line\n"
-          "  --profile DIR       after each operation's timed runs, run it as often again with\n"
-          "                      the profiler recording every launch, and write\n"
-          "                      DIR/profile.json, DIR/trace.json and DIR/report.html (the\n"
-          "                      table's times come from the unprofiled runs)\n"
-          "  --validate-json PATH  check that PATH is a bench_ops result file, and exit\n"
-          "  -h, --help          show this help\n");
-}
+static const char usage[] =
+    "usage: bench_ops [--quick | --smoke] [--backend host|cuda|auto] [--json PATH]\n"
+    "                 [--op NAME] [--profile DIR]\n"
+    "       bench_ops --validate-json PATH\n"
+    "\n"
+    "Benchmark of plume's operations at the issue's seed sizes and at 2048x2048 and\n"
+    "4096x4096: event-timed runs, Mpix/s, GB/s and the bandwidth floor. Prints a\n"
+    "table (with the seed budgets) and writes JSON.\n";
 
 /* ---- errors --------------------------------------------------------------------- */
 
@@ -972,10 +948,6 @@ static void print_fusion(const fusion_ratio *ratios, size_t count) {
 
 /* ---- JSON -------------------------------------------------------------------------------- */
 
-static const char *run_size_name(run_size size) {
-  return size == RUN_SMOKE ? "smoke" : size == RUN_QUICK ? "quick" : "full";
-}
-
 static json_t *result_json(const result *r) {
   char size[32];
   size_label(r->op, r->size, size, sizeof size);
@@ -1013,7 +985,7 @@ static json_t *result_json(const result *r) {
 
 static json_t *document_json(const bench_env *env, const result *rs, size_t count,
                              const fusion_ratio *ratios, size_t fusion_count) {
-  json_t *doc = bench_json_document("ops", env->backend, &env->info, run_size_name(env->opt.size));
+  json_t *doc = bench_json_document("ops", env->backend, &env->info, env->opt.size);
   json_object_set_new(doc, "peak_gbps", json_real(env->peak_gbps));
   json_object_set_new(doc, "peak_source", json_string(env->peak_source));
   json_object_set_new(doc, "peak_gflops", json_real(env->peak_gflops));
@@ -1227,80 +1199,64 @@ static void close_env(bench_env *env) {
   }
 }
 
-static int parse_args(int argc, char **argv, options *opt, const char **validate) {
-  for (int i = 1; i < argc; i++) {
-    const char *arg = argv[i];
-    bool has_value = i + 1 < argc;
-    if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
-      print_usage(stdout);
-      exit(0);
-    } else if (strcmp(arg, "--quick") == 0) {
-      opt->size = RUN_QUICK;
-    } else if (strcmp(arg, "--smoke") == 0) {
-      opt->size = RUN_SMOKE;
-    } else if (strcmp(arg, "--json") == 0 && has_value) {
-      opt->json_path = argv[++i];
-    } else if (strcmp(arg, "--profile") == 0 && has_value) {
-      opt->profile_dir = argv[++i];
-    } else if (strcmp(arg, "--validate-json") == 0 && has_value) {
-      *validate = argv[++i];
-    } else if (strcmp(arg, "--backend") == 0 && has_value) {
-      if (plm_backend_parse(argv[++i], &opt->backend) != PLM_OK) {
-        fprintf(stderr, "bench_ops: --backend '%s': expected host, cuda or auto\n", argv[i]);
-        return EXIT_USAGE;
-      }
-    } else if (strcmp(arg, "--list-ops") == 0) {
-      /* The names --op takes, one a line, peers (cuda_only) left out: what runs each op
-       * on its own (scripts/gpu-campaign) loops over. */
-      for (int o = 0; o < OP_COUNT; o++)
-        if (!ops[o].cuda_only) printf("%s\n", ops[o].name);
-      exit(0);
-    } else if (strcmp(arg, "--op") == 0 && has_value) {
-      opt->only_op = argv[++i];
-      bool known = false;
-      for (int o = 0; o < OP_COUNT; o++) known |= strcmp(opt->only_op, ops[o].name) == 0;
-      if (!known) {
-        fprintf(stderr, "bench_ops: --op '%s': expected one of", opt->only_op);
-        for (int o = 0; o < OP_COUNT; o++) fprintf(stderr, "%s %s", o ? "," : "", ops[o].name);
-        fprintf(stderr, "\n");
-        return EXIT_USAGE;
-      }
-    } else if (strcmp(arg, "--json") == 0 || strcmp(arg, "--backend") == 0 ||
-               strcmp(arg, "--op") == 0 || strcmp(arg, "--validate-json") == 0 ||
-               strcmp(arg, "--profile") == 0) {
-      fprintf(stderr, "bench_ops: %s needs a value (see bench_ops --help)\n", arg);
-      return EXIT_USAGE;
-    } else {
-      fprintf(stderr, "bench_ops: unknown argument '%s' (see bench_ops --help)\n", arg);
-      return EXIT_USAGE;
-    }
+/* --op NAME: one of the table's operations. */
+static int parse_op(const char *name, void *only_op) {
+  bool known = false;
+  for (int o = 0; o < OP_COUNT; o++) known |= strcmp(name, ops[o].name) == 0;
+  if (!known) {
+    fprintf(stderr, "bench_ops: --op '%s': expected one of", name);
+    for (int o = 0; o < OP_COUNT; o++) fprintf(stderr, "%s %s", o ? "," : "", ops[o].name);
+    fprintf(stderr, "\n");
+    return BENCH_EXIT_USAGE;
   }
-  return 0;
+  *(const char **)only_op = name;
+  return BENCH_RUN;
+}
+
+/* --list-ops: the names --op takes, one a line, peers (cuda_only) left out: what runs each
+ * op on its own (scripts/gpu-campaign) loops over. */
+static int list_ops(const char *unused, void *unused_target) {
+  (void)unused, (void)unused_target;
+  for (int o = 0; o < OP_COUNT; o++)
+    if (!ops[o].cuda_only) printf("%s\n", ops[o].name);
+  return BENCH_EXIT_OK;
 }
 
 int main(int argc, char **argv) {
   bench_env env = {0};
-  const char *validate = NULL;
-  int usage = parse_args(argc, argv, &env.opt, &validate);
-  if (usage) return usage;
-  if (validate) {
-    if (!validate_json(validate)) return EXIT_RUNTIME_FAILURE;
-    printf("%s: a valid bench_ops result file\n", validate);
-    return 0;
-  }
-  if (env.opt.json_path && !bench_json_path_writable("bench_ops", env.opt.json_path))
-    return EXIT_RUNTIME_FAILURE;
-  if (env.opt.profile_dir && !bench_profile_dir_ready("bench_ops", env.opt.profile_dir))
-    return EXIT_RUNTIME_FAILURE;
+  const bench_option table[] = {
+      BENCH_OPT_RUN_SIZE("--quick", RUN_QUICK, &env.opt.size,
+                         "no 4096x4096 (under a minute on host)"),
+      BENCH_OPT_RUN_SIZE("--smoke", RUN_SMOKE, &env.opt.size,
+                         "tiny runs that only prove every path works (seconds)"),
+      BENCH_OPT_BACKEND(&env.opt.backend),
+      BENCH_OPT_JSON(&env.opt.json_path),
+      BENCH_OPT_CALLBACK("--op", "NAME", parse_op, &env.opt.only_op,
+                         "run one operation: conv2d, sobel, entropy, threshold, fused\n"
+                         "(sobel -> entropy -> threshold in one op), unfused (the\n"
+                         "same three ops one after another), matmul (with cuBLAS on\n"
+                         "cuda), lstm_cell, dendritic, vector_add, dot, ar_forecast or\n"
+                         "cublas_sgemm (bench_matmul compares matmul's precisions)"),
+      BENCH_OPT_CALLBACK("--list-ops", NULL, list_ops, NULL,
+                         "print the operations --op takes (cuBLAS aside), one a line"),
+      BENCH_OPT_PROFILE(&env.opt.profile_dir,
+                        "after each operation's timed runs, run it as often again with\n"
+                        "the profiler recording every launch, and write\n"
+                        "DIR/profile.json, DIR/trace.json and DIR/report.html (the\n"
+                        "table's times come from the unprofiled runs)"),
+      BENCH_OPT_VALIDATE_JSON,
+      BENCH_OPT_HELP,
+      BENCH_OPT_END};
+  const bench_cli cli = {
+      .prog = "bench_ops", .usage = usage, .options = table, .validate_json = validate_json};
+  int code = bench_start(&cli, argc, argv);
+  if (code != BENCH_RUN) return code;
   if (!open_env(&env)) {
     fprintf(stderr, "bench_ops: %s\n", bench_error);
     close_env(&env);
-    return EXIT_RUNTIME_FAILURE;
+    return BENCH_EXIT_FAILURE;
   }
-  const plm_build_info *build = plm_build_info_get();
-  printf("bench_ops: %s backend, %s; plume %s (commit %s, %s); %s run\n",
-         plm_backend_name(env.backend), env.info.name, build->version, build->git_commit,
-         build->build_type, run_size_name(env.opt.size));
+  bench_print_header("bench_ops", env.backend, &env.info, env.opt.size);
   printf(
       "event-timed runs; floor = the larger of cost bytes / %.1f GB/s (%s) and cost flops "
       "/ %.0f GFLOP/s (%s)\n\n",
@@ -1321,7 +1277,7 @@ int main(int argc, char **argv) {
   progress_end(&env.bar);
   if (!ran) {
     fprintf(stderr, "bench_ops: %s\n", bench_error);
-    exit_code = EXIT_RUNTIME_FAILURE;
+    exit_code = BENCH_EXIT_FAILURE;
   }
   int below_floor = 0;
   for (size_t i = 0; i < count; i++) below_floor += rs[i].of_floor > 0 && rs[i].of_floor < 1;
@@ -1335,12 +1291,12 @@ int main(int argc, char **argv) {
   if (env.opt.json_path && count > 0) {
     json_t *doc = document_json(&env, rs, count, ratios, fusion_count);
     if (!bench_json_write("bench_ops", doc, env.opt.json_path, validate_json))
-      exit_code = EXIT_RUNTIME_FAILURE;
+      exit_code = BENCH_EXIT_FAILURE;
     json_decref(doc);
   }
   if (exit_code == 0 && env.profiler && !write_profile(&env, ratios, fusion_count)) {
     fprintf(stderr, "bench_ops: %s\n", bench_error);
-    exit_code = EXIT_RUNTIME_FAILURE;
+    exit_code = BENCH_EXIT_FAILURE;
   }
   close_env(&env);
   return exit_code;

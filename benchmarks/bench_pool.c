@@ -108,15 +108,11 @@
 #include "streams/clock.h"
 #include "tools/progress.h"
 
-enum { EXIT_RUNTIME_FAILURE = 1, EXIT_USAGE = 2 };
-
 #define KIB ((size_t)1024)
 #define MIB (1024 * KIB)
 #define GIB (1024 * MIB)
 
 /* ---- options ------------------------------------------------------------------ */
-
-typedef enum run_size { RUN_FULL, RUN_QUICK, RUN_SMOKE } run_size;
 
 typedef struct options {
   run_size size;
@@ -130,35 +126,15 @@ typedef struct options {
 static const char *const workload_names[] = {"random_allocations", "steady_state", "multi_stream",
                                              "threads"};
 
-static void print_usage(FILE *out) {
-  fprintf(out,
-          "usage: bench_pool [--quick | --smoke] [--backend host|cuda|auto] [--json PATH]\n"
-          "                  [--workload NAME] [--profile DIR]\n"
-          "       bench_pool [--quick | --smoke] [--workload NAME] --write-trace DIR\n"
-          "       bench_pool --validate-json PATH\n"
-          "\n"
-          "A/B benchmark of plume's stream-ordered device pool: pooled against\n"
-          "passthrough (upstream on every call) and, on host, a jemalloc arena or, on\n"
-          "cuda, cudaMallocAsync. Prints a table, the ratios and the goals; writes JSON.\n"
-          "\n"
-          "options:\n"
-          "  --quick             fewer operations (about 30 s on host)\n"
-          "  --smoke             tiny runs that only prove every path works (seconds)\n"
-          "  --backend NAME      host, cuda or auto (default auto: cuda when a GPU is present)\n"
-          "  --json PATH         write the results as JSON to PATH (then re-read and check it)\n"
-          "  --workload NAME     run one workload: random_allocations, steady_state,\n"
-          "                      multi_stream or threads\n"
-          "  --profile DIR       after the table, a short pass of steady_state frames per mode,\n"
-          "                      each frame's allocations and frees recorded as one launch,\n"
-          "                      and write DIR/profile.json, DIR/trace.json and\n"
-          "                      DIR/report.html (A/B bars: the table's steady_state medians)\n"
-          "  --write-trace DIR   time nothing: write the allocation sequences of the\n"
-          "                      random_allocations and steady_state cases to\n"
-          "                      DIR/<workload>-<parameters>.trace, for other\n"
-          "                      allocators to replay (format: the header of bench_pool.c)\n"
-          "  --validate-json PATH  check that PATH is a bench_pool result file, and exit\n"
-          "  -h, --help          show this help\n");
-}
+static const char usage[] =
+    "usage: bench_pool [--quick | --smoke] [--backend host|cuda|auto] [--json PATH]\n"
+    "                  [--workload NAME] [--profile DIR]\n"
+    "       bench_pool [--quick | --smoke] [--workload NAME] --write-trace DIR\n"
+    "       bench_pool --validate-json PATH\n"
+    "\n"
+    "A/B benchmark of plume's stream-ordered device pool: pooled against\n"
+    "passthrough (upstream on every call) and, on host, a jemalloc arena or, on\n"
+    "cuda, cudaMallocAsync. Prints a table, the ratios and the goals; writes JSON.\n";
 
 /* ---- errors --------------------------------------------------------------------- */
 
@@ -1187,12 +1163,8 @@ static json_t *result_json(const result *r) {
   return o;
 }
 
-static const char *run_size_name(run_size size) {
-  return size == RUN_SMOKE ? "smoke" : size == RUN_QUICK ? "quick" : "full";
-}
-
 static json_t *document_json(const bench_env *env, json_t *ratios, json_t *goals) {
-  json_t *doc = bench_json_document("pool", env->backend, &env->info, run_size_name(env->opt.size));
+  json_t *doc = bench_json_document("pool", env->backend, &env->info, env->opt.size);
   json_object_set_new(doc, "cores", json_integer(env->info.multiprocessors));
   json_object_set_new(doc, "timer_overhead_ns", json_u64(timer_overhead_ns));
   json_object_set_new(doc, "live_bytes_cap", json_u64(env->live_cap));
@@ -1506,98 +1478,86 @@ static void close_env(bench_env *env) {
   free(env->results.v);
 }
 
-static int parse_args(int argc, char **argv, options *opt, const char **validate) {
-  for (int i = 1; i < argc; i++) {
-    const char *arg = argv[i];
-    bool has_value = i + 1 < argc;
-    if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
-      print_usage(stdout);
-      exit(0);
-    } else if (strcmp(arg, "--quick") == 0) {
-      opt->size = RUN_QUICK;
-    } else if (strcmp(arg, "--smoke") == 0) {
-      opt->size = RUN_SMOKE;
-    } else if (strcmp(arg, "--json") == 0 && has_value) {
-      opt->json_path = argv[++i];
-    } else if (strcmp(arg, "--profile") == 0 && has_value) {
-      opt->profile_dir = argv[++i];
-    } else if (strcmp(arg, "--validate-json") == 0 && has_value) {
-      *validate = argv[++i];
-    } else if (strcmp(arg, "--write-trace") == 0 && has_value) {
-      opt->trace_dir = argv[++i];
-    } else if (strcmp(arg, "--backend") == 0 && has_value) {
-      if (plm_backend_parse(argv[++i], &opt->backend) != PLM_OK) {
-        fprintf(stderr, "bench_pool: --backend '%s': expected host, cuda or auto\n", argv[i]);
-        return EXIT_USAGE;
-      }
-    } else if (strcmp(arg, "--workload") == 0 && has_value) {
-      opt->only_workload = argv[++i];
-      bool known = false;
-      for (size_t w = 0; w < sizeof workload_names / sizeof workload_names[0]; w++)
-        known |= strcmp(opt->only_workload, workload_names[w]) == 0;
-      if (!known) {
-        fprintf(stderr,
-                "bench_pool: --workload '%s': expected random_allocations, steady_state, "
-                "multi_stream or threads\n",
-                opt->only_workload);
-        return EXIT_USAGE;
-      }
-    } else if (strcmp(arg, "--json") == 0 || strcmp(arg, "--backend") == 0 ||
-               strcmp(arg, "--workload") == 0 || strcmp(arg, "--validate-json") == 0 ||
-               strcmp(arg, "--profile") == 0 || strcmp(arg, "--write-trace") == 0) {
-      fprintf(stderr, "bench_pool: %s needs a value (see bench_pool --help)\n", arg);
-      return EXIT_USAGE;
-    } else {
-      fprintf(stderr, "bench_pool: unknown argument '%s' (see bench_pool --help)\n", arg);
-      return EXIT_USAGE;
-    }
+/* --workload NAME: one of workload_names. */
+static int parse_workload(const char *name, void *only_workload) {
+  bool known = false;
+  for (size_t w = 0; w < sizeof workload_names / sizeof workload_names[0]; w++)
+    known |= strcmp(name, workload_names[w]) == 0;
+  if (!known) {
+    fprintf(stderr,
+            "bench_pool: --workload '%s': expected random_allocations, steady_state, "
+            "multi_stream or threads\n",
+            name);
+    return BENCH_EXIT_USAGE;
   }
-  return 0;
+  *(const char **)only_workload = name;
+  return BENCH_RUN;
+}
+
+/* --write-trace times nothing, so it takes no --json or --profile; its DIR is made. */
+static int check_trace_options(void *opt_) {
+  const options *opt = opt_;
+  if (opt->trace_dir && (opt->json_path || opt->profile_dir)) {
+    fprintf(stderr, "bench_pool: --write-trace times nothing: it takes no --json or --profile\n");
+    return BENCH_EXIT_USAGE;
+  }
+  if (opt->trace_dir && !bench_profile_dir_ready("bench_pool", opt->trace_dir))
+    return BENCH_EXIT_FAILURE;
+  return BENCH_RUN;
 }
 
 int main(int argc, char **argv) {
   bench_env env = {0};
-  const char *validate = NULL;
-  int usage = parse_args(argc, argv, &env.opt, &validate);
-  if (usage) return usage;
-  if (validate) {
-    if (!validate_json(validate)) return EXIT_RUNTIME_FAILURE;
-    printf("%s: a valid bench_pool result file\n", validate);
-    return 0;
-  }
-
-  if (env.opt.trace_dir && (env.opt.json_path || env.opt.profile_dir)) {
-    fprintf(stderr, "bench_pool: --write-trace times nothing: it takes no --json or --profile\n");
-    return EXIT_USAGE;
-  }
-  if (env.opt.trace_dir && !bench_profile_dir_ready("bench_pool", env.opt.trace_dir))
-    return EXIT_RUNTIME_FAILURE;
-  if (env.opt.json_path && !bench_json_path_writable("bench_pool", env.opt.json_path))
-    return EXIT_RUNTIME_FAILURE;
-  if (env.opt.profile_dir && !bench_profile_dir_ready("bench_pool", env.opt.profile_dir))
-    return EXIT_RUNTIME_FAILURE;
+  const bench_option table[] = {
+      BENCH_OPT_RUN_SIZE("--quick", RUN_QUICK, &env.opt.size,
+                         "fewer operations (about 30 s on host)"),
+      BENCH_OPT_RUN_SIZE("--smoke", RUN_SMOKE, &env.opt.size,
+                         "tiny runs that only prove every path works (seconds)"),
+      BENCH_OPT_BACKEND(&env.opt.backend),
+      BENCH_OPT_JSON(&env.opt.json_path),
+      BENCH_OPT_CALLBACK("--workload", "NAME", parse_workload, &env.opt.only_workload,
+                         "run one workload: random_allocations, steady_state,\n"
+                         "multi_stream or threads"),
+      BENCH_OPT_PROFILE(&env.opt.profile_dir,
+                        "after the table, a short pass of steady_state frames per mode,\n"
+                        "each frame's allocations and frees recorded as one launch,\n"
+                        "and write DIR/profile.json, DIR/trace.json and\n"
+                        "DIR/report.html (A/B bars: the table's steady_state medians)"),
+      BENCH_OPT_STRING("--write-trace", "DIR", &env.opt.trace_dir,
+                       "time nothing: write the allocation sequences of the\n"
+                       "random_allocations and steady_state cases to\n"
+                       "DIR/<workload>-<parameters>.trace, for other\n"
+                       "allocators to replay (format: the header of bench_pool.c)"),
+      BENCH_OPT_VALIDATE_JSON,
+      BENCH_OPT_HELP,
+      BENCH_OPT_END};
+  const bench_cli cli = {.prog = "bench_pool",
+                         .usage = usage,
+                         .options = table,
+                         .validate_json = validate_json,
+                         .check = check_trace_options,
+                         .user = &env.opt};
+  int start = bench_start(&cli, argc, argv);
+  if (start != BENCH_RUN) return start;
   warnings = json_array();
   measure_timer_overhead();
   if (!open_env(&env)) {
     fprintf(stderr, "bench_pool: %s\n", bench_error);
     close_env(&env);
     json_decref(warnings);
-    return EXIT_RUNTIME_FAILURE;
+    return BENCH_EXIT_FAILURE;
   }
   if (env.opt.trace_dir) {
     int code = 0;
     if (!write_traces(&env)) {
       fprintf(stderr, "bench_pool: %s\n", bench_error);
-      code = EXIT_RUNTIME_FAILURE;
+      code = BENCH_EXIT_FAILURE;
     }
     close_env(&env);
     json_decref(warnings);
     return code;
   }
-  const plm_build_info *build = plm_build_info_get();
-  printf("bench_pool: %s backend, %s; plume %s (commit %s, %s); %s run\n",
-         plm_backend_name(env.backend), env.info.name, build->version, build->git_commit,
-         build->build_type, run_size_name(env.opt.size));
+  bench_print_header("bench_pool", env.backend, &env.info, env.opt.size);
   printf("per-op clock overhead %" PRIu64
          " ns (subtracted); a pair = one block's alloc + its free\n\n",
          timer_overhead_ns);
@@ -1606,18 +1566,18 @@ int main(int argc, char **argv) {
   int exit_code = 0;
   if (!run_all(&env)) {
     fprintf(stderr, "bench_pool: %s\n", bench_error);
-    exit_code = EXIT_RUNTIME_FAILURE;
+    exit_code = BENCH_EXIT_FAILURE;
   }
   json_t *ratios = print_ratios(&env);
   json_t *goals = print_goals(&env);
   json_t *doc = document_json(&env, ratios, goals);
   if (env.opt.json_path) {
     if (!bench_json_write("bench_pool", doc, env.opt.json_path, validate_json))
-      exit_code = EXIT_RUNTIME_FAILURE;
+      exit_code = BENCH_EXIT_FAILURE;
   }
   if (exit_code == 0 && env.opt.profile_dir && !write_profile(&env)) {
     fprintf(stderr, "bench_pool: %s\n", bench_error);
-    exit_code = EXIT_RUNTIME_FAILURE;
+    exit_code = BENCH_EXIT_FAILURE;
   }
   json_decref(doc);
   close_env(&env);
