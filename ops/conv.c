@@ -1,18 +1,13 @@
-/* ops/conv.c: the conv2d and sobel operations (plume/conv.h). */
+/* ops/conv.c: the conv2d and sobel operations (plume/conv.h) and their descriptors. */
+#include <stddef.h>
 #include <stdint.h>
 
 #include "kernels/common/conv.h"
+#include "ops/op_desc.h"
 #include "ops/op_internal.h"
 #include "streams/error.h"
 
-plm_conv2d_params plm_conv2d_params_default(void) {
-  return (plm_conv2d_params){
-      .stride_y = 1, .stride_x = 1, .pad_y = 0, .pad_x = 0, .border = PLM_BORDER_ZERO};
-}
-
-plm_sobel_params plm_sobel_params_default(void) {
-  return (plm_sobel_params){.border = PLM_BORDER_REFLECT101};
-}
+const char *const plm__border_names[] = {"zero", "replicate", "reflect101", NULL};
 
 /* prefix: how the message names the struct holding the field ("params->"). */
 static plm_status check_border(plm_border border, const char *prefix) {
@@ -72,13 +67,9 @@ static plm_status check_kernel(const plm_tensor *kernel) {
   return PLM_OK;
 }
 
-/* Check everything but the tensors' memory and context; give the output's shape. */
+/* The output's shape of checked operands; fails when no output pixel is left. */
 static plm_status conv2d_shape(const plm_tensor *in, const plm_tensor *kernel,
                                const plm_conv2d_params *params, plm_shape *shape) {
-  plm_status status = check_conv2d_params(params);
-  if (status == PLM_OK) status = check_image(in);
-  if (status == PLM_OK) status = check_kernel(kernel);
-  if (status != PLM_OK) return status;
   int64_t dims[3];
   image_dims(in, dims);
   int64_t span_y = dims[1] + 2 * (int64_t)params->pad_y - kernel->dims[0];
@@ -96,12 +87,147 @@ static plm_status conv2d_shape(const plm_tensor *in, const plm_tensor *kernel,
   return PLM_OK;
 }
 
+static plm_status check_f32_output(const plm_tensor *out, const char *name) {
+  if (out->dtype == PLM_DTYPE_F32) return PLM_OK;
+  return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s->dtype %s is not f32", name,
+                       plm_dtype_name(out->dtype));
+}
+
+static plm_status conv2d_check(const plm__op_call *call) {
+  const plm_tensor *in = call->in[0], *kernel = call->in[1], *out = call->out[0];
+  plm_status status = check_conv2d_params(call->params);
+  if (status == PLM_OK) status = check_image(in);
+  if (status == PLM_OK && kernel) status = check_kernel(kernel);
+  if (status != PLM_OK || !kernel) return status;
+  plm_shape shape;
+  status = conv2d_shape(in, kernel, call->params, &shape);
+  if (status != PLM_OK || !out) return status;
+  status = check_f32_output(out, "out");
+  if (status != PLM_OK) return status;
+  plm_tensor expected = *out;
+  expected.ndim = shape.ndim;
+  for (int d = 0; d < shape.ndim; d++) expected.dims[d] = shape.dims[d];
+  return plm__op_check_same_dims(&expected, "the output of conv2d", out, "out");
+}
+
+static plm_status conv2d_shapes(const plm__op_call *call, plm_shape *out, void *resolved) {
+  (void)resolved;
+  return conv2d_shape(call->in[0], call->in[1], call->params, &out[0]);
+}
+
+static void conv2d_cost(const plm__op_call *call, plm_op_cost *cost) {
+  const plm_tensor *in = call->in[0], *kernel = call->in[1];
+  plm_shape shape;
+  conv2d_shape(in, kernel, call->params, &shape); /* checked */
+  double outputs = 1.0, taps = (double)(kernel->dims[0] * kernel->dims[1]);
+  for (int d = 0; d < shape.ndim; d++) outputs *= (double)shape.dims[d];
+  double inputs = (double)plm_tensor_numel(in);
+  *cost = (plm_op_cost){
+      .bytes = inputs * (double)plm_dtype_size(in->dtype) + taps * 4.0 + outputs * 4.0,
+      .flops = 2.0 * outputs * taps};
+}
+
+static void conv2d_pack(const plm_context *ctx, const plm__op_call *call, void *scratch,
+                        void *args) {
+  (void)ctx;
+  (void)scratch;
+  const plm_tensor *in = call->in[0], *kernel = call->in[1], *out = call->out[0];
+  const plm_conv2d_params *params = call->params;
+  int64_t dims[3];
+  image_dims(in, dims);
+  *(plm__conv2d_args *)args = (plm__conv2d_args){.in = in->data,
+                                                 .taps = kernel->data,
+                                                 .out = out->data,
+                                                 .n = dims[0],
+                                                 .h = dims[1],
+                                                 .w = dims[2],
+                                                 .ho = out->dims[out->ndim - 2],
+                                                 .wo = out->dims[out->ndim - 1],
+                                                 .dtype = in->dtype,
+                                                 .kh = (int)kernel->dims[0],
+                                                 .kw = (int)kernel->dims[1],
+                                                 .stride_y = params->stride_y,
+                                                 .stride_x = params->stride_x,
+                                                 .pad_y = params->pad_y,
+                                                 .pad_x = params->pad_x,
+                                                 .border = params->border};
+}
+
+static void conv2d_cpu(const void *args) {
+  plm__conv2d_cpu(args);
+}
+
+#ifdef PLM_HAVE_CUDA
+static plm_status conv2d_cuda(void *stream, const void *args) {
+  return plm__conv2d_cuda(stream, args);
+}
+#endif
+
+static const plm__op_param conv2d_params[] = {
+    {.name = "stride",
+     .type = PLM__PARAM_PAIR,
+     .offset = offsetof(plm_conv2d_params, stride_y),
+     .offset2 = offsetof(plm_conv2d_params, stride_x),
+     .min = 1,
+     .max = INT32_MAX,
+     .fallback = 1,
+     .form = "SY,SX",
+     .help = "the output's step in rows, columns (each >= 1)"},
+    {.name = "pad",
+     .type = PLM__PARAM_PAIR,
+     .offset = offsetof(plm_conv2d_params, pad_y),
+     .offset2 = offsetof(plm_conv2d_params, pad_x),
+     .min = 0,
+     .max = PLM_CONV2D_MAX_PAD,
+     .fallback = 0,
+     .flags = PLM__PARAM_SAME_PADDING,
+     .form = "PY,PX",
+     .help = "rows, columns added on each side, or same ((KH-1)/2,(KW-1)/2 for an odd kernel)"},
+    {.name = "border",
+     .type = PLM__PARAM_CHOICE,
+     .offset = offsetof(plm_conv2d_params, border),
+     .fallback = PLM_BORDER_ZERO,
+     .choices = plm__border_names,
+     .help = "where padded pixels come from: zero, replicate (aaa|abcd|ddd) or reflect101 "
+             "(dcb|abcd|cba)"},
+};
+
+const plm__op_desc plm__op_conv2d = {
+    .name = "conv2d",
+    .summary = "out = in cross-correlated with a kernel (no flip), f32; u8, u16 or f32 input",
+    .kind = PLM__OP_CONV2D,
+    .input_count = 2,
+    .inputs = {{.name = "in", .dtypes = "u8, u16 or f32"},
+               {.name = "kernel",
+                .dtypes = "f32 (KH, KW), 1..31 taps a side",
+                .role = PLM__IN_KERNEL}},
+    .output_count = 1,
+    .outputs = {{.name = "out", .dtypes = "f32", .role = PLM__OUT_MAIN}},
+    .params_size = sizeof(plm_conv2d_params),
+    .param_count = sizeof conv2d_params / sizeof conv2d_params[0],
+    .params = conv2d_params,
+    .check = conv2d_check,
+    .shapes = conv2d_shapes,
+    .cost = conv2d_cost,
+    .args_size = sizeof(plm__conv2d_args),
+    .pack = conv2d_pack,
+    .cpu = conv2d_cpu,
+    .cuda = PLM__CUDA_ENTRY(conv2d_cuda),
+};
+
+plm_conv2d_params plm_conv2d_params_default(void) {
+  plm_conv2d_params params;
+  plm__op_params_default(&plm__op_conv2d, &params);
+  return params;
+}
+
 plm_status plm_conv2d_output(const plm_tensor *in, const plm_tensor *kernel,
                              const plm_conv2d_params *params, plm_shape *out) {
   PLM__REQUIRE_NOT_NULL(in);
   PLM__REQUIRE_NOT_NULL(kernel);
   PLM__REQUIRE_NOT_NULL(out);
-  return plm__propagate(conv2d_shape(in, kernel, params, out));
+  const plm__op_call call = {.in = {in, kernel}, .params = params};
+  return plm__propagate(plm__op_shapes(&plm__op_conv2d, &call, out, NULL));
 }
 
 plm_status plm_conv2d_cost(const plm_tensor *in, const plm_tensor *kernel,
@@ -109,72 +235,14 @@ plm_status plm_conv2d_cost(const plm_tensor *in, const plm_tensor *kernel,
   PLM__REQUIRE_NOT_NULL(in);
   PLM__REQUIRE_NOT_NULL(kernel);
   PLM__REQUIRE_NOT_NULL(cost);
-  plm_shape shape;
-  plm_status status = conv2d_shape(in, kernel, params, &shape);
-  if (status != PLM_OK) return plm__propagate(status);
-  double outputs = 1.0, taps = (double)(kernel->dims[0] * kernel->dims[1]);
-  for (int d = 0; d < shape.ndim; d++) outputs *= (double)shape.dims[d];
-  double inputs = (double)plm_tensor_numel(in);
-  *cost = (plm_op_cost){
-      .bytes = inputs * (double)plm_dtype_size(in->dtype) + taps * 4.0 + outputs * 4.0,
-      .flops = 2.0 * outputs * taps};
-  return PLM_OK;
-}
-
-static plm_status check_f32_output(const plm_tensor *out, const char *name) {
-  if (out->dtype == PLM_DTYPE_F32) return PLM_OK;
-  return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s->dtype %s is not f32", name,
-                       plm_dtype_name(out->dtype));
-}
-
-static void conv2d_task(const void *args) {
-  plm__conv2d_cpu(args);
+  const plm__op_call call = {.in = {in, kernel}, .params = params};
+  return plm__propagate(plm__op_cost(&plm__op_conv2d, &call, cost));
 }
 
 plm_status plm_conv2d(plm_stream *stream, const plm_tensor *in, const plm_tensor *kernel,
                       const plm_conv2d_params *params, plm_tensor *out) {
-  PLM__REQUIRE_NOT_NULL(stream);
-  plm_shape shape;
-  plm_status status = plm__op_check_tensor(stream, in, "in");
-  if (status == PLM_OK) status = plm__op_check_tensor(stream, kernel, "kernel");
-  if (status == PLM_OK) status = plm__op_check_tensor(stream, out, "out");
-  if (status == PLM_OK) status = conv2d_shape(in, kernel, params, &shape);
-  if (status == PLM_OK) status = check_f32_output(out, "out");
-  if (status == PLM_OK) {
-    plm_tensor expected = *out;
-    expected.ndim = shape.ndim;
-    for (int d = 0; d < shape.ndim; d++) expected.dims[d] = shape.dims[d];
-    status = plm__op_check_same_dims(&expected, "the output of conv2d", out, "out");
-  }
-  if (status == PLM_OK) status = plm__op_check_disjoint(in, "in", out, "out");
-  if (status == PLM_OK) status = plm__op_check_disjoint(kernel, "kernel", out, "out");
-  if (status != PLM_OK) return plm__propagate(status);
-
-  int64_t dims[3];
-  image_dims(in, dims);
-  plm__conv2d_args args = {.in = in->data,
-                           .taps = kernel->data,
-                           .out = out->data,
-                           .n = dims[0],
-                           .h = dims[1],
-                           .w = dims[2],
-                           .ho = shape.dims[shape.ndim - 2],
-                           .wo = shape.dims[shape.ndim - 1],
-                           .dtype = in->dtype,
-                           .kh = (int)kernel->dims[0],
-                           .kw = (int)kernel->dims[1],
-                           .stride_y = params->stride_y,
-                           .stride_x = params->stride_x,
-                           .pad_y = params->pad_y,
-                           .pad_x = params->pad_x,
-                           .border = params->border};
-#ifdef PLM_HAVE_CUDA
-  if (plm__op_on_cuda(stream)) {
-    PLM__OP_ON_DEVICE(stream, "conv2d", status, plm__conv2d_cuda(stream->handle, &args));
-    return plm__propagate(status);
-  }
-#endif
-  return plm__propagate(plm__op_launch_cpu(stream, conv2d_task, &args, sizeof args));
+  const plm__op_call call = {.in = {in, kernel}, .out = {out}, .params = params};
+  return plm__op_call_public(&plm__op_conv2d, stream, &call);
 }
 
 /* ---- sobel ------------------------------------------------------------------------- */
@@ -183,76 +251,129 @@ plm_status plm__sobel_check_params(const plm_sobel_params *params, const char *p
   return check_border(params->border, prefix);
 }
 
-static plm_status check_sobel_params(const plm_sobel_params *params) {
+static plm_status sobel_check(const plm__op_call *call) {
+  const plm_sobel_params *params = call->params;
   if (!params) return plm__fail_raw(PLM_ERR_INVALID_ARG, "params is NULL");
-  return plm__sobel_check_params(params, "params->");
+  plm_status status = plm__sobel_check_params(params, "params->");
+  if (status == PLM_OK) status = check_image(call->in[0]);
+  static const char *const names[3] = {"gx", "gy", "magnitude"};
+  for (int o = 0; o < 3 && status == PLM_OK; o++) {
+    if (!call->out[o]) continue;
+    status = check_f32_output(call->out[o], names[o]);
+    if (status == PLM_OK)
+      status = plm__op_check_same_dims(call->in[0], "in", call->out[o], names[o]);
+  }
+  return status;
+}
+
+static plm_status sobel_shapes(const plm__op_call *call, plm_shape *out, void *resolved) {
+  (void)resolved;
+  const plm_tensor *in = call->in[0];
+  out[0] = (plm_shape){.dtype = PLM_DTYPE_F32, .ndim = in->ndim};
+  for (int d = 0; d < in->ndim; d++) out[0].dims[d] = in->dims[d];
+  out[1] = out[2] = out[0];
+  return PLM_OK;
+}
+
+/* gx 6, gy 7, the magnitude 4 (the square root counted as one); the outputs written. A
+ * call without outputs (plm_sobel_cost) counts all three. */
+static void sobel_cost(const plm__op_call *call, plm_op_cost *cost) {
+  const plm_tensor *in = call->in[0];
+  double count = (double)plm_tensor_numel(in), written = 0.0;
+  for (int o = 0; o < 3; o++) written += call->out[o] != NULL;
+  if (written == 0.0) written = 3.0;
+  *cost = (plm_op_cost){.bytes = count * ((double)plm_dtype_size(in->dtype) + written * 4.0),
+                        .flops = count * 17.0};
+}
+
+static void sobel_pack(const plm_context *ctx, const plm__op_call *call, void *scratch,
+                       void *args) {
+  (void)ctx;
+  (void)scratch;
+  const plm_tensor *in = call->in[0];
+  const plm_sobel_params *params = call->params;
+  int64_t dims[3];
+  image_dims(in, dims);
+  *(plm__sobel_args *)args =
+      (plm__sobel_args){.in = in->data,
+                        .gx = call->out[0] ? call->out[0]->data : NULL,
+                        .gy = call->out[1] ? call->out[1]->data : NULL,
+                        .magnitude = call->out[2] ? call->out[2]->data : NULL,
+                        .n = dims[0],
+                        .h = dims[1],
+                        .w = dims[2],
+                        .dtype = in->dtype,
+                        .border = params->border};
+}
+
+static void sobel_cpu(const void *args) {
+  plm__sobel_cpu(args);
+}
+
+#ifdef PLM_HAVE_CUDA
+static plm_status sobel_cuda(void *stream, const void *args) {
+  return plm__sobel_cuda(stream, args);
+}
+#endif
+
+static const plm__op_param sobel_params[] = {
+    {.name = "border",
+     .type = PLM__PARAM_CHOICE,
+     .offset = offsetof(plm_sobel_params, border),
+     .fallback = PLM_BORDER_REFLECT101,
+     .choices = plm__border_names,
+     .help = "pixels outside the image: reflect101 (dcb|abcd|cba), replicate (aaa|abcd|ddd) "
+             "or zero"},
+};
+
+const plm__op_desc plm__op_sobel = {
+    .name = "sobel",
+    .summary = "out = Sobel gradient magnitude sqrt(gx^2 + gy^2), f32; u8, u16 or f32 input",
+    .kind = PLM__OP_SOBEL,
+    .flags = PLM__OP_ONE_OUTPUT,
+    .input_count = 1,
+    .inputs = {{.name = "in", .dtypes = "u8, u16 or f32"}},
+    .output_count = 3,
+    .outputs = {{.name = "gx", .dtypes = "f32", .optional = true, .role = PLM__OUT_UNMADE},
+                {.name = "gy", .dtypes = "f32", .optional = true, .role = PLM__OUT_UNMADE},
+                {.name = "magnitude", .dtypes = "f32", .optional = true, .role = PLM__OUT_MAIN}},
+    .params_size = sizeof(plm_sobel_params),
+    .param_count = sizeof sobel_params / sizeof sobel_params[0],
+    .params = sobel_params,
+    .check = sobel_check,
+    .shapes = sobel_shapes,
+    .cost = sobel_cost,
+    .args_size = sizeof(plm__sobel_args),
+    .pack = sobel_pack,
+    .cpu = sobel_cpu,
+    .cuda = PLM__CUDA_ENTRY(sobel_cuda),
+};
+
+plm_sobel_params plm_sobel_params_default(void) {
+  plm_sobel_params params;
+  plm__op_params_default(&plm__op_sobel, &params);
+  return params;
 }
 
 plm_status plm_sobel_output(const plm_tensor *in, const plm_sobel_params *params, plm_shape *out) {
   PLM__REQUIRE_NOT_NULL(in);
   PLM__REQUIRE_NOT_NULL(out);
-  plm_status status = check_sobel_params(params);
-  if (status == PLM_OK) status = check_image(in);
-  if (status != PLM_OK) return plm__propagate(status);
-  *out = (plm_shape){.dtype = PLM_DTYPE_F32, .ndim = in->ndim};
-  for (int d = 0; d < in->ndim; d++) out->dims[d] = in->dims[d];
-  return PLM_OK;
+  const plm__op_call call = {.in = {in}, .params = params};
+  plm_shape shapes[3];
+  plm_status status = plm__op_shapes(&plm__op_sobel, &call, shapes, NULL);
+  if (status == PLM_OK) *out = shapes[0];
+  return plm__propagate(status);
 }
 
 plm_status plm_sobel_cost(const plm_tensor *in, const plm_sobel_params *params, plm_op_cost *cost) {
   PLM__REQUIRE_NOT_NULL(in);
   PLM__REQUIRE_NOT_NULL(cost);
-  plm_status status = check_sobel_params(params);
-  if (status == PLM_OK) status = check_image(in);
-  if (status != PLM_OK) return plm__propagate(status);
-  double count = (double)plm_tensor_numel(in);
-  /* gx 6, gy 7, the magnitude 4 (the square root counted as one). */
-  *cost = (plm_op_cost){.bytes = count * ((double)plm_dtype_size(in->dtype) + 3.0 * 4.0),
-                        .flops = count * 17.0};
-  return PLM_OK;
-}
-
-static void sobel_task(const void *args) {
-  plm__sobel_cpu(args);
+  const plm__op_call call = {.in = {in}, .params = params};
+  return plm__propagate(plm__op_cost(&plm__op_sobel, &call, cost));
 }
 
 plm_status plm_sobel(plm_stream *stream, const plm_tensor *in, const plm_sobel_params *params,
                      plm_tensor *gx, plm_tensor *gy, plm_tensor *magnitude) {
-  PLM__REQUIRE_NOT_NULL(stream);
-  plm_status status = plm__op_check_tensor(stream, in, "in");
-  if (status == PLM_OK) status = check_sobel_params(params);
-  if (status == PLM_OK) status = check_image(in);
-  if (status == PLM_OK && !gx && !gy && !magnitude)
-    status = plm__fail_raw(PLM_ERR_INVALID_ARG, "gx, gy and magnitude are all NULL");
-  plm_tensor *outs[3] = {gx, gy, magnitude};
-  const char *names[3] = {"gx", "gy", "magnitude"};
-  for (int o = 0; o < 3 && status == PLM_OK; o++) {
-    if (!outs[o]) continue;
-    status = plm__op_check_tensor(stream, outs[o], names[o]);
-    if (status == PLM_OK) status = check_f32_output(outs[o], names[o]);
-    if (status == PLM_OK) status = plm__op_check_same_dims(in, "in", outs[o], names[o]);
-    if (status == PLM_OK) status = plm__op_check_disjoint(in, "in", outs[o], names[o]);
-    for (int p = 0; p < o && status == PLM_OK; p++)
-      if (outs[p]) status = plm__op_check_disjoint(outs[p], names[p], outs[o], names[o]);
-  }
-  if (status != PLM_OK) return plm__propagate(status);
-
-  int64_t dims[3];
-  image_dims(in, dims);
-  plm__sobel_args args = {.in = in->data,
-                          .gx = gx ? gx->data : NULL,
-                          .gy = gy ? gy->data : NULL,
-                          .magnitude = magnitude ? magnitude->data : NULL,
-                          .n = dims[0],
-                          .h = dims[1],
-                          .w = dims[2],
-                          .dtype = in->dtype,
-                          .border = params->border};
-#ifdef PLM_HAVE_CUDA
-  if (plm__op_on_cuda(stream)) {
-    PLM__OP_ON_DEVICE(stream, "sobel", status, plm__sobel_cuda(stream->handle, &args));
-    return plm__propagate(status);
-  }
-#endif
-  return plm__propagate(plm__op_launch_cpu(stream, sobel_task, &args, sizeof args));
+  const plm__op_call call = {.in = {in}, .out = {gx, gy, magnitude}, .params = params};
+  return plm__op_call_public(&plm__op_sobel, stream, &call);
 }

@@ -1,9 +1,10 @@
-/* ops/dendritic.c: the dendritic operation (plume/dendritic.h): the public op, whose
- * sums' scratch (the GEMM path) comes from the context's default pool, and the internal
- * scratch pair (ops/op_scratch.h). */
+/* ops/dendritic.c: the dendritic operation (plume/dendritic.h) and its descriptor: the
+ * dendrites' sums are the scratch where the GEMM path runs. */
 #include <math.h>
+#include <stddef.h>
 
 #include "kernels/common/dendritic.h"
+#include "ops/op_desc.h"
 #include "ops/op_internal.h"
 #include "ops/op_scratch.h"
 #include "streams/error.h"
@@ -34,12 +35,132 @@ static plm_status check_inputs(const plm_tensor *x, const plm_tensor *w,
   return status;
 }
 
-static plm_status check_descriptions(const plm_tensor *x, const plm_tensor *w,
-                                     const plm_dendritic_params *params) {
-  plm_status status = plm__op_check_shape(x, "x");
-  if (status == PLM_OK) status = plm__op_check_shape(w, "w");
-  if (status == PLM_OK) status = check_inputs(x, w, params);
+static plm_status check(const plm__op_call *call) {
+  const plm_tensor *x = call->in[0], *w = call->in[1], *out = call->out[0];
+  plm_status status = check_inputs(x, w, call->params);
+  if (status != PLM_OK || !out) return status;
+  status = plm__op_check_f32(out, "out", 2);
+  if (status == PLM_OK && (out->dims[0] != x->dims[0] || out->dims[1] != w->dims[0]))
+    status = plm__fail_raw(PLM_ERR_INVALID_ARG, "out is %lldx%lld, expected %lldx%lld",
+                           (long long)out->dims[0], (long long)out->dims[1], (long long)x->dims[0],
+                           (long long)w->dims[0]);
   return status;
+}
+
+static plm_status shapes(const plm__op_call *call, plm_shape *out, void *resolved) {
+  (void)resolved;
+  out[0] = (plm_shape){
+      .dtype = PLM_DTYPE_F32, .ndim = 2, .dims = {call->in[0]->dims[0], call->in[1]->dims[0]}};
+  return PLM_OK;
+}
+
+static void cost(const plm__op_call *call, plm_op_cost *cost) {
+  const plm_tensor *x = call->in[0], *w = call->in[1];
+  const plm_dendritic_params *params = call->params;
+  const double b = (double)x->dims[0], in = (double)x->dims[1];
+  const double n = (double)w->dims[0], d = (double)w->dims[1];
+  const bool five = params->mode == PLM_DENDRITE_NMDA || params->mode == PLM_DENDRITE_ACTIVE_BP;
+  *cost = (plm_op_cost){.bytes = 4.0 * (b * in + n * d * in + b * n),
+                        .flops = 2.0 * b * n * d * in + (five ? 5.0 : 2.0) * b * n * d};
+}
+
+/* The sums are the scratch, where the GEMM path runs (kernels/common/dendritic.h). */
+static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch, void *out_args) {
+  const plm_tensor *x = call->in[0], *w = call->in[1];
+  plm__dendritic_args *args = out_args;
+  *args = (plm__dendritic_args){.x = x->data,
+                                .w = w->data,
+                                .out = call->out[0] ? call->out[0]->data : NULL,
+                                .batch = x->dims[0],
+                                .input = x->dims[1],
+                                .neurons = w->dims[0],
+                                .dendrites = w->dims[1],
+                                .params = *(const plm_dendritic_params *)call->params};
+  const bool gemm = plm__dendritic_sums_bytes(ctx->backend->kind == PLM_BACKEND_CUDA, args->batch,
+                                              args->neurons, args->dendrites) > 0;
+  args->sums = gemm ? scratch : NULL;
+}
+
+static size_t cpu_scratch(const void *args) {
+  const plm__dendritic_args *a = args;
+  return plm__dendritic_sums_bytes(false, a->batch, a->neurons, a->dendrites);
+}
+
+static void run_cpu(const void *args) {
+  plm__dendritic_cpu(args);
+}
+
+#ifdef PLM_HAVE_CUDA
+static plm_status cuda_scratch(const void *args, size_t *bytes) {
+  const plm__dendritic_args *a = args;
+  *bytes = plm__dendritic_sums_bytes(true, a->batch, a->neurons, a->dendrites);
+  return PLM_OK;
+}
+
+static plm_status run_cuda(void *stream, const void *args) {
+  return plm__dendritic_cuda(stream, args);
+}
+#endif
+
+static const char *const mode_names[] = {"sigmoid", "nmda", "active_bp", "multiplicative", NULL};
+_Static_assert(PLM_DENDRITE_MULTIPLICATIVE == 3, "the modes' names follow the enum");
+
+static const plm__op_param schema[] = {
+    {.name = "mode",
+     .type = PLM__PARAM_CHOICE,
+     .offset = offsetof(plm_dendritic_params, mode),
+     .fallback = PLM_DENDRITE_SIGMOID,
+     .choices = mode_names,
+     .help = "the dendrites' nonlinearity: sigmoid, nmda, active_bp or multiplicative"},
+    {.name = "k",
+     .type = PLM__PARAM_FLOAT,
+     .offset = offsetof(plm_dendritic_params, k),
+     .fallback = 1.0,
+     .help = "NMDA: the gate's steepness"},
+    {.name = "theta",
+     .type = PLM__PARAM_FLOAT,
+     .offset = offsetof(plm_dendritic_params, theta),
+     .fallback = 0.0,
+     .help = "NMDA, ACTIVE_BP: the threshold"},
+    {.name = "beta",
+     .type = PLM__PARAM_FLOAT,
+     .offset = offsetof(plm_dendritic_params, beta),
+     .fallback = 1.0,
+     .help = "ACTIVE_BP: the boost above the threshold"},
+};
+
+const plm__op_desc plm__op_dendritic = {
+    .name = "dendritic",
+    .summary =
+        "a dendritic layer: out (B, N) from x (B, I) and w (N, D, I), D dendrites per "
+        "neuron",
+    .kind = PLM__OP_DENDRITIC,
+    .flags = PLM__OP_NAMED_OPERANDS,
+    .input_count = 2,
+    .inputs = {{.name = "x", .dtypes = "f32 (B, I)"},
+               {.name = "w", .dtypes = "f32 (N, D, I)", .role = PLM__IN_TENSOR}},
+    .output_count = 1,
+    .outputs = {{.name = "out", .dtypes = "f32 (B, N)", .role = PLM__OUT_MAIN}},
+    .params_size = sizeof(plm_dendritic_params),
+    .param_count = sizeof schema / sizeof schema[0],
+    .params = schema,
+    .check = check,
+    .shapes = shapes,
+    .cost = cost,
+    .args_size = sizeof(plm__dendritic_args),
+    .pack = pack,
+    .cpu_scratch = cpu_scratch,
+    .cuda_scratch = PLM__CUDA_ENTRY(cuda_scratch),
+    .cpu = run_cpu,
+    .cuda = PLM__CUDA_ENTRY(run_cuda),
+};
+
+/* ---- the public and internal entries ------------------------------------------------------ */
+
+plm_dendritic_params plm_dendritic_params_default(void) {
+  plm_dendritic_params params;
+  plm__op_params_default(&plm__op_dendritic, &params);
+  return params;
 }
 
 plm_status plm_dendritic_output(const plm_tensor *x, const plm_tensor *w,
@@ -47,10 +168,8 @@ plm_status plm_dendritic_output(const plm_tensor *x, const plm_tensor *w,
   PLM__REQUIRE_NOT_NULL(x);
   PLM__REQUIRE_NOT_NULL(w);
   PLM__REQUIRE_NOT_NULL(out);
-  plm_status status = check_descriptions(x, w, params);
-  if (status != PLM_OK) return plm__propagate(status);
-  *out = (plm_shape){.dtype = PLM_DTYPE_F32, .ndim = 2, .dims = {x->dims[0], w->dims[0]}};
-  return PLM_OK;
+  const plm__op_call call = {.in = {x, w}, .params = params};
+  return plm__propagate(plm__op_shapes(&plm__op_dendritic, &call, out, NULL));
 }
 
 plm_status plm_dendritic_cost(const plm_tensor *x, const plm_tensor *w,
@@ -58,24 +177,8 @@ plm_status plm_dendritic_cost(const plm_tensor *x, const plm_tensor *w,
   PLM__REQUIRE_NOT_NULL(x);
   PLM__REQUIRE_NOT_NULL(w);
   PLM__REQUIRE_NOT_NULL(cost);
-  plm_status status = check_descriptions(x, w, params);
-  if (status != PLM_OK) return plm__propagate(status);
-  const double b = (double)x->dims[0], in = (double)x->dims[1];
-  const double n = (double)w->dims[0], d = (double)w->dims[1];
-  const bool five = params->mode == PLM_DENDRITE_NMDA || params->mode == PLM_DENDRITE_ACTIVE_BP;
-  *cost = (plm_op_cost){.bytes = 4.0 * (b * in + n * d * in + b * n),
-                        .flops = 2.0 * b * n * d * in + (five ? 5.0 : 2.0) * b * n * d};
-  return PLM_OK;
-}
-
-static void dendritic_task(const void *args) {
-  plm__dendritic_cpu(args);
-}
-
-/* The sums' scratch (kernels/common/dendritic.h: 0 where the per-output path runs). */
-static size_t scratch_bytes_of(const plm_context *ctx, const plm__dendritic_args *args) {
-  return plm__dendritic_sums_bytes(ctx->backend->kind == PLM_BACKEND_CUDA, args->batch,
-                                   args->neurons, args->dendrites);
+  const plm__op_call call = {.in = {x, w}, .params = params};
+  return plm__propagate(plm__op_cost(&plm__op_dendritic, &call, cost));
 }
 
 plm_status plm__dendritic_scratch_bytes(const plm_context *ctx, const plm_tensor *x,
@@ -85,87 +188,21 @@ plm_status plm__dendritic_scratch_bytes(const plm_context *ctx, const plm_tensor
   if (!bytes) return plm__fail_raw(PLM_ERR_INVALID_ARG, "bytes is NULL");
   if (!x) return plm__fail_raw(PLM_ERR_INVALID_ARG, "x is NULL");
   if (!w) return plm__fail_raw(PLM_ERR_INVALID_ARG, "w is NULL");
-  plm_status status = check_descriptions(x, w, params);
-  if (status != PLM_OK) return status;
-  const plm__dendritic_args sizes = {
-      .batch = x->dims[0], .neurons = w->dims[0], .dendrites = w->dims[1]};
-  *bytes = scratch_bytes_of(ctx, &sizes);
-  return PLM_OK;
-}
-
-/* The operands in the public op's order, as the messages name them. */
-enum { OPERANDS = 3 };
-static const char *const names[OPERANDS] = {"x", "w", "out"};
-
-/* What plm_dendritic checks (raw messages); on success *args is the launch's (sums
- * unset). */
-static plm_status check_call(plm_stream *stream, const plm_tensor *const tensors[OPERANDS],
-                             const plm_dendritic_params *params, plm__dendritic_args *args) {
-  const plm_tensor *x = tensors[0], *w = tensors[1], *out = tensors[2];
-  if (!stream) return plm__fail_raw(PLM_ERR_INVALID_ARG, "stream is NULL");
-  plm_status status = PLM_OK;
-  for (int t = 0; t < OPERANDS && status == PLM_OK; t++)
-    status = plm__op_check_tensor(stream, tensors[t], names[t]);
-  if (status == PLM_OK) status = check_inputs(x, w, params);
-  if (status == PLM_OK) status = plm__op_check_f32(out, "out", 2);
-  if (status == PLM_OK && (out->dims[0] != x->dims[0] || out->dims[1] != w->dims[0]))
-    status = plm__fail_raw(PLM_ERR_INVALID_ARG, "out is %lldx%lld, expected %lldx%lld",
-                           (long long)out->dims[0], (long long)out->dims[1], (long long)x->dims[0],
-                           (long long)w->dims[0]);
-  if (status == PLM_OK) status = plm__op_check_disjoint(x, "x", out, "out");
-  if (status == PLM_OK) status = plm__op_check_disjoint(w, "w", out, "out");
-  if (status != PLM_OK) return status;
-  *args = (plm__dendritic_args){.x = x->data,
-                                .w = w->data,
-                                .out = out->data,
-                                .batch = x->dims[0],
-                                .input = x->dims[1],
-                                .neurons = w->dims[0],
-                                .dendrites = w->dims[1],
-                                .params = *params};
-  return PLM_OK;
-}
-
-/* Enqueue the kernels of checked arguments, with their sums set where the GEMM path
- * runs. */
-static plm_status launch(plm_stream *stream, const plm__dendritic_args *args) {
-#ifdef PLM_HAVE_CUDA
-  if (plm__op_on_cuda(stream)) {
-    plm_status status = PLM_OK;
-    PLM__OP_ON_DEVICE(stream, "dendritic", status, plm__dendritic_cuda(stream->handle, args));
-    return status;
-  }
-#endif
-  return plm__op_launch_cpu(stream, dendritic_task, args, sizeof *args);
+  const plm__op_call call = {.in = {x, w}, .params = params};
+  plm_op_cost unused;
+  plm_status status = plm__op_cost(&plm__op_dendritic, &call, &unused);
+  return status == PLM_OK ? plm__op_scratch_of(&plm__op_dendritic, ctx, &call, bytes) : status;
 }
 
 plm_status plm__dendritic_enqueue(plm_stream *stream, const plm_tensor *x, const plm_tensor *w,
                                   const plm_dendritic_params *params, plm_tensor *out,
                                   void *scratch, size_t scratch_bytes) {
-  const plm_tensor *const tensors[OPERANDS] = {x, w, out};
-  plm__dendritic_args args;
-  plm_status status = check_call(stream, tensors, params, &args);
-  if (status != PLM_OK) return status;
-  const size_t needed = scratch_bytes_of(stream->ctx, &args);
-  status =
-      plm__op_check_scratch("dendritic", scratch, scratch_bytes, needed, tensors, names, OPERANDS);
-  if (status != PLM_OK) return status;
-  args.sums = needed ? scratch : NULL;
-  return launch(stream, &args);
+  const plm__op_call call = {.in = {x, w}, .out = {out}, .params = params};
+  return plm__op_call_with_scratch(&plm__op_dendritic, stream, &call, scratch, scratch_bytes);
 }
 
 plm_status plm_dendritic(plm_stream *stream, const plm_tensor *x, const plm_tensor *w,
                          const plm_dendritic_params *params, plm_tensor *out) {
-  PLM__REQUIRE_NOT_NULL(stream);
-  const plm_tensor *const tensors[OPERANDS] = {x, w, out};
-  plm__dendritic_args args;
-  plm_pool *pool = NULL;
-  void *scratch = NULL;
-  plm_status status = check_call(stream, tensors, params, &args);
-  if (status == PLM_OK)
-    status = plm__op_scratch_take(stream, scratch_bytes_of(stream->ctx, &args), &pool, &scratch);
-  if (status != PLM_OK) return plm__propagate(status);
-  args.sums = scratch;
-  status = launch(stream, &args);
-  return plm__propagate(plm__op_scratch_give(stream, pool, scratch, status));
+  const plm__op_call call = {.in = {x, w}, .out = {out}, .params = params};
+  return plm__op_call_public(&plm__op_dendritic, stream, &call);
 }

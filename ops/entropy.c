@@ -1,7 +1,9 @@
-/* ops/entropy.c: the local entropy operation (plume/entropy.h). */
+/* ops/entropy.c: the local entropy operation (plume/entropy.h) and its descriptor. */
 #include <math.h>
+#include <stddef.h>
 
 #include "kernels/common/entropy.h"
+#include "ops/op_desc.h"
 #include "ops/op_internal.h"
 #include "ops/op_scratch.h"
 #include "streams/error.h"
@@ -31,89 +33,167 @@ plm_status plm__entropy_check_params(const plm_entropy_params *params, plm_dtype
   return PLM_OK;
 }
 
-static plm_status check_params(const plm_entropy_params *params, plm_dtype dtype) {
-  if (!params) return plm__fail_raw(PLM_ERR_INVALID_ARG, "params is NULL");
-  return plm__entropy_check_params(params, dtype, "params->");
-}
-
-static plm_status check_input(const plm_tensor *in) {
+static plm_status check(const plm__op_call *call) {
+  const plm_tensor *in = call->in[0], *out = call->out[0];
+  const plm_entropy_params *params = call->params;
   if (in->dtype != PLM_DTYPE_U8 && in->dtype != PLM_DTYPE_U16 && in->dtype != PLM_DTYPE_F32)
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "in->dtype %s is not u8, u16 or f32",
                          plm_dtype_name(in->dtype));
   if (in->ndim < 2)
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "in->ndim %d: entropy needs (H, W) or (N, H, W)",
                          in->ndim);
+  if (!params) return plm__fail_raw(PLM_ERR_INVALID_ARG, "params is NULL");
+  plm_status status = plm__entropy_check_params(params, in->dtype, "params->");
+  if (status != PLM_OK || !out) return status;
+  if (out->dtype != PLM_DTYPE_F32)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "out->dtype %s is not f32",
+                         plm_dtype_name(out->dtype));
+  return plm__op_check_same_dims(in, "in", out, "out");
+}
+
+static plm_status shapes(const plm__op_call *call, plm_shape *out, void *resolved) {
+  (void)resolved;
+  const plm_tensor *in = call->in[0];
+  out[0] = (plm_shape){.dtype = PLM_DTYPE_F32, .ndim = in->ndim};
+  for (int d = 0; d < in->ndim; d++) out[0].dims[d] = in->dims[d];
   return PLM_OK;
 }
 
-/* Params and input, for _output and _cost (tensors of any context). */
-static plm_status check_all(const plm_tensor *in, const plm_entropy_params *params) {
+static void cost(const plm__op_call *call, plm_op_cost *cost) {
+  const plm_tensor *in = call->in[0];
+  const plm_entropy_params *params = call->params;
+  double count = (double)plm_tensor_numel(in);
+  /* Per pixel: 2w count updates of about 3 operations each, and the entropy itself. */
+  *cost = (plm_op_cost){.bytes = count * ((double)plm_dtype_size(in->dtype) + 4.0),
+                        .flops = count * (6.0 * params->window + 4.0)};
+}
+
+/* The kernels' arguments (in->data may be NULL: a description, for the scratch size). */
+static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch, void *out_args) {
+  (void)ctx;
+  const plm_tensor *in = call->in[0];
+  const plm_entropy_params *params = call->params;
+  const int nd = in->ndim, bits = in->dtype == PLM_DTYPE_U8 ? 8 : 16;
+  int64_t frames = 1;
+  for (int d = 0; d < nd - 2; d++) frames *= in->dims[d];
+  *(plm__entropy_args *)out_args =
+      (plm__entropy_args){.in = in->data,
+                          .out = call->out[0] ? call->out[0]->data : NULL,
+                          .scratch = scratch,
+                          .frames = frames,
+                          .height = in->dims[nd - 2],
+                          .width = in->dims[nd - 1],
+                          .dtype = in->dtype,
+                          .window = params->window,
+                          .bins = params->bins ? params->bins : 1 << bits,
+                          .range_auto = in->dtype == PLM_DTYPE_F32 && params->range_auto,
+                          .lo = params->range_lo,
+                          .hi = params->range_hi};
+}
+
+static void run_cpu(const void *args) {
+  plm__entropy_cpu(args);
+}
+
+static size_t cpu_scratch(const void *args) {
+  return plm__entropy_cpu_scratch_bytes(args);
+}
+
+#ifdef PLM_HAVE_CUDA
+static plm_status run_cuda(void *stream, const void *args) {
+  return plm__entropy_cuda(stream, args);
+}
+
+static plm_status cuda_scratch(const void *args, size_t *bytes) {
+  *bytes = plm__entropy_cuda_scratch_bytes(args);
+  return PLM_OK;
+}
+#endif
+
+static const plm__op_param schema[] = {
+    {.name = "window",
+     .type = PLM__PARAM_INT,
+     .offset = offsetof(plm_entropy_params, window),
+     .min = 1,
+     .max = PLM__ENTROPY_MAX_WINDOW,
+     .flags = PLM__PARAM_REQUIRED,
+     .help = "the window's side w: each pixel's w x w neighbourhood (odd w centred; even w "
+             "one more on the top and left)"},
+    {.name = "bins",
+     .type = PLM__PARAM_INT,
+     .offset = offsetof(plm_entropy_params, bins),
+     .min = 0,
+     .max = PLM__ENTROPY_MAX_BINS,
+     .flags = PLM__PARAM_REQUIRED_FOR_FLOAT,
+     .help = "histogram bins: 0 (default) makes each u8/u16 value its own bin; f32 needs a "
+             "count"},
+    {.name = "range",
+     .type = PLM__PARAM_RANGE,
+     .offset = offsetof(plm_entropy_params, range_lo),
+     .offset2 = offsetof(plm_entropy_params, range_hi),
+     .offset3 = offsetof(plm_entropy_params, range_auto),
+     .flags = PLM__PARAM_REQUIRED_FOR_FLOAT | PLM__PARAM_FLOAT_ONLY,
+     .help = "f32 only: the binned range LO,HI, or auto (each frame's finite min and max)"},
+};
+
+const plm__op_desc plm__op_entropy = {
+    .name = "entropy",
+    .summary =
+        "out = Shannon entropy (bits) of each pixel's w x w window, f32; u8, u16 or f32 "
+        "input",
+    .kind = PLM__OP_ENTROPY,
+    .input_count = 1,
+    .inputs = {{.name = "in", .dtypes = "u8, u16 or f32"}},
+    .output_count = 1,
+    .outputs = {{.name = "out", .dtypes = "f32", .role = PLM__OUT_MAIN}},
+    .params_size = sizeof(plm_entropy_params),
+    .param_count = sizeof schema / sizeof schema[0],
+    .params = schema,
+    .check = check,
+    .shapes = shapes,
+    .cost = cost,
+    .args_size = sizeof(plm__entropy_args),
+    .pack = pack,
+    .cpu_scratch = cpu_scratch,
+    .cuda_scratch = PLM__CUDA_ENTRY(cuda_scratch),
+    .cpu = run_cpu,
+    .cuda = PLM__CUDA_ENTRY(run_cuda),
+};
+
+/* ---- the public and internal entries ------------------------------------------------------ */
+
+plm_entropy_params plm_entropy_params_default(void) {
+  plm_entropy_params params;
+  plm__op_params_default(&plm__op_entropy, &params);
+  return params;
+}
+
+/* in's rank first: the message a 5-D description deserves. */
+static plm_status check_rank(const plm_tensor *in) {
   if (in->ndim < 1 || in->ndim > PLM_TENSOR_MAX_DIMS)
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "in->ndim %d is not in 1..%d", in->ndim,
                          PLM_TENSOR_MAX_DIMS);
-  plm_status status = check_input(in);
-  if (status == PLM_OK) status = check_params(params, in->dtype);
-  return status;
+  return PLM_OK;
 }
 
 plm_status plm_entropy_output(const plm_tensor *in, const plm_entropy_params *params,
                               plm_shape *out) {
   PLM__REQUIRE_NOT_NULL(in);
   PLM__REQUIRE_NOT_NULL(out);
-  plm_status status = check_all(in, params);
-  if (status != PLM_OK) return plm__propagate(status);
-  *out = (plm_shape){.dtype = PLM_DTYPE_F32, .ndim = in->ndim};
-  for (int d = 0; d < in->ndim; d++) out->dims[d] = in->dims[d];
-  return PLM_OK;
+  const plm__op_call call = {.in = {in}, .params = params};
+  plm_status status = check_rank(in);
+  if (status == PLM_OK) status = plm__op_shapes(&plm__op_entropy, &call, out, NULL);
+  return plm__propagate(status);
 }
 
 plm_status plm_entropy_cost(const plm_tensor *in, const plm_entropy_params *params,
                             plm_op_cost *cost) {
   PLM__REQUIRE_NOT_NULL(in);
   PLM__REQUIRE_NOT_NULL(cost);
-  plm_status status = check_all(in, params);
-  if (status != PLM_OK) return plm__propagate(status);
-  double count = (double)plm_tensor_numel(in);
-  /* Per pixel: 2w count updates of about 3 operations each, and the entropy itself. */
-  *cost = (plm_op_cost){.bytes = count * ((double)plm_dtype_size(in->dtype) + 4.0),
-                        .flops = count * (6.0 * params->window + 4.0)};
-  return PLM_OK;
-}
-
-static plm_status check_no_overlap(const plm_tensor *in, const plm_tensor *out) {
-  uintptr_t in_begin = (uintptr_t)in->data, out_begin = (uintptr_t)out->data;
-  uintptr_t in_end = in_begin + plm_tensor_bytes(in), out_end = out_begin + plm_tensor_bytes(out);
-  if (in_end <= out_begin || out_end <= in_begin) return PLM_OK;
-  return plm__fail_raw(PLM_ERR_INVALID_ARG, "out overlaps in (entropy cannot run in place)");
-}
-
-static void entropy_task(const void *args) {
-  plm__entropy_cpu(args);
-}
-
-/* The kernels' arguments for in's shape (in->data may be NULL: a description). */
-static plm__entropy_args args_of(const plm_tensor *in, const plm_entropy_params *params) {
-  const int nd = in->ndim, bits = in->dtype == PLM_DTYPE_U8 ? 8 : 16;
-  int64_t frames = 1;
-  for (int d = 0; d < nd - 2; d++) frames *= in->dims[d];
-  return (plm__entropy_args){.in = in->data,
-                             .frames = frames,
-                             .height = in->dims[nd - 2],
-                             .width = in->dims[nd - 1],
-                             .dtype = in->dtype,
-                             .window = params->window,
-                             .bins = params->bins ? params->bins : 1 << bits,
-                             .range_auto = in->dtype == PLM_DTYPE_F32 && params->range_auto,
-                             .lo = params->range_lo,
-                             .hi = params->range_hi};
-}
-
-static size_t scratch_bytes_of(const plm_context *ctx, const plm__entropy_args *args) {
-#ifdef PLM_HAVE_CUDA
-  if (ctx->backend->kind == PLM_BACKEND_CUDA) return plm__entropy_cuda_scratch_bytes(args);
-#endif
-  (void)ctx;
-  return plm__entropy_cpu_scratch_bytes(args);
+  const plm__op_call call = {.in = {in}, .params = params};
+  plm_status status = check_rank(in);
+  if (status == PLM_OK) status = plm__op_cost(&plm__op_entropy, &call, cost);
+  return plm__propagate(status);
 }
 
 plm_status plm__entropy_scratch_bytes(const plm_context *ctx, const plm_tensor *in,
@@ -121,72 +201,21 @@ plm_status plm__entropy_scratch_bytes(const plm_context *ctx, const plm_tensor *
   if (!ctx) return plm__fail_raw(PLM_ERR_INVALID_ARG, "ctx is NULL");
   if (!bytes) return plm__fail_raw(PLM_ERR_INVALID_ARG, "bytes is NULL");
   if (!in) return plm__fail_raw(PLM_ERR_INVALID_ARG, "in is NULL");
-  plm_status status = plm__op_check_shape(in, "in");
-  if (status == PLM_OK) status = check_all(in, params);
-  if (status != PLM_OK) return status;
-  plm__entropy_args args = args_of(in, params);
-  *bytes = scratch_bytes_of(ctx, &args);
-  return PLM_OK;
-}
-
-/* What plm_entropy checks; on success *args is the launch's (scratch unset). */
-static plm_status check_call(plm_stream *stream, const plm_tensor *in,
-                             const plm_entropy_params *params, plm_tensor *out,
-                             plm__entropy_args *args) {
-  if (!stream) return plm__fail_raw(PLM_ERR_INVALID_ARG, "stream is NULL");
-  plm_status status = plm__op_check_tensor(stream, in, "in");
-  if (status == PLM_OK) status = plm__op_check_tensor(stream, out, "out");
-  if (status == PLM_OK) status = check_input(in);
-  if (status == PLM_OK) status = check_params(params, in->dtype);
-  if (status == PLM_OK && out->dtype != PLM_DTYPE_F32)
-    status =
-        plm__fail_raw(PLM_ERR_INVALID_ARG, "out->dtype %s is not f32", plm_dtype_name(out->dtype));
-  if (status == PLM_OK) status = plm__op_check_same_dims(in, "in", out, "out");
-  if (status == PLM_OK) status = check_no_overlap(in, out);
-  if (status != PLM_OK) return status;
-  *args = args_of(in, params);
-  args->out = out->data;
-  return PLM_OK;
-}
-
-/* Enqueue the kernels of checked arguments whose scratch is set. */
-static plm_status launch(plm_stream *stream, const plm__entropy_args *args) {
-  plm_status status = PLM_OK;
-#ifdef PLM_HAVE_CUDA
-  if (plm__op_on_cuda(stream)) {
-    PLM__OP_ON_DEVICE(stream, "entropy", status, plm__entropy_cuda(stream->handle, args));
-    return status;
-  }
-#endif
-  status = plm__op_launch_cpu(stream, entropy_task, args, sizeof *args);
-  return status;
+  const plm__op_call call = {.in = {in}, .params = params};
+  plm_op_cost unused;
+  plm_status status = plm__op_cost(&plm__op_entropy, &call, &unused);
+  return status == PLM_OK ? plm__op_scratch_of(&plm__op_entropy, ctx, &call, bytes) : status;
 }
 
 plm_status plm__entropy_enqueue(plm_stream *stream, const plm_tensor *in,
                                 const plm_entropy_params *params, plm_tensor *out, void *scratch,
                                 size_t scratch_bytes) {
-  plm__entropy_args args;
-  plm_status status = check_call(stream, in, params, out, &args);
-  if (status != PLM_OK) return status;
-  const plm_tensor *const operands[] = {in, out};
-  static const char *const names[] = {"in", "out"};
-  status = plm__op_check_scratch("entropy", scratch, scratch_bytes,
-                                 scratch_bytes_of(stream->ctx, &args), operands, names, 2);
-  if (status != PLM_OK) return status;
-  args.scratch = scratch;
-  return launch(stream, &args);
+  const plm__op_call call = {.in = {in}, .out = {out}, .params = params};
+  return plm__op_call_with_scratch(&plm__op_entropy, stream, &call, scratch, scratch_bytes);
 }
 
 plm_status plm_entropy(plm_stream *stream, const plm_tensor *in, const plm_entropy_params *params,
                        plm_tensor *out) {
-  PLM__REQUIRE_NOT_NULL(stream);
-  plm__entropy_args args;
-  plm_pool *pool = NULL;
-  plm_status status = check_call(stream, in, params, out, &args);
-  if (status == PLM_OK)
-    status =
-        plm__op_scratch_take(stream, scratch_bytes_of(stream->ctx, &args), &pool, &args.scratch);
-  if (status != PLM_OK) return plm__propagate(status);
-  status = launch(stream, &args);
-  return plm__propagate(plm__op_scratch_give(stream, pool, args.scratch, status));
+  const plm__op_call call = {.in = {in}, .out = {out}, .params = params};
+  return plm__op_call_public(&plm__op_entropy, stream, &call);
 }

@@ -1,7 +1,9 @@
-/* ops/forecast.c: ar_forecast (plume/forecast.h). */
+/* ops/forecast.c: ar_forecast (plume/forecast.h) and its descriptor. */
+#include <stddef.h>
 #include <stdint.h>
 
 #include "kernels/common/forecast.h"
+#include "ops/op_desc.h"
 #include "ops/op_internal.h"
 #include "ops/op_scratch.h"
 #include "streams/error.h"
@@ -34,55 +36,138 @@ static plm_status check_series(const plm_tensor *series, const plm_ar_forecast_p
   return PLM_OK;
 }
 
+static plm_status check(const plm__op_call *call) {
+  const plm_tensor *series = call->in[0], *out = call->out[0];
+  const plm_ar_forecast_params *params = call->params;
+  plm_status status = check_series(series, params);
+  if (status != PLM_OK || !out) return status;
+  if (out->dtype != PLM_DTYPE_F32)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "out->dtype %s is not f32",
+                         plm_dtype_name(out->dtype));
+  if (out->ndim != 2 || out->dims[0] != series->dims[0] || out->dims[1] != params->horizon)
+    return plm__fail_raw(
+        PLM_ERR_INVALID_ARG, "out is not (S, horizon) = (%lld, %d): it has %d dims, the first %lld",
+        (long long)series->dims[0], params->horizon, out->ndim, (long long)out->dims[0]);
+  return PLM_OK;
+}
+
+static plm_status shapes(const plm__op_call *call, plm_shape *out, void *resolved) {
+  (void)resolved;
+  const plm_ar_forecast_params *params = call->params;
+  out[0] = (plm_shape){
+      .dtype = PLM_DTYPE_F32, .ndim = 2, .dims = {call->in[0]->dims[0], params->horizon}};
+  return PLM_OK;
+}
+
+static void cost(const plm__op_call *call, plm_op_cost *cost) {
+  const plm_tensor *series = call->in[0];
+  const plm_ar_forecast_params *params = call->params;
+  double s = (double)series->dims[0], t = (double)series->dims[1], p = params->lags,
+         h = params->horizon, n = p + 1, m = t - p;
+  double per_series = 3.0 * m * n * (n + 1) + 10.0 * n * n * n + 2.0 * n * n + 2.0 * h * p;
+  *cost = (plm_op_cost){.bytes = 4.0 * s * t + 4.0 * s * h, .flops = s * per_series};
+}
+
+static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch, void *args) {
+  (void)ctx;
+  const plm_tensor *series = call->in[0];
+  const plm_ar_forecast_params *params = call->params;
+  *(plm__ar_forecast_args *)args =
+      (plm__ar_forecast_args){.series = series->data,
+                              .out = call->out[0] ? call->out[0]->data : NULL,
+                              .scratch = scratch,
+                              .count = series->dims[0],
+                              .length = series->dims[1],
+                              .lags = params->lags,
+                              .horizon = params->horizon};
+}
+
+static void run_cpu(const void *args) {
+  plm__ar_forecast_cpu(args);
+}
+
+#ifdef PLM_HAVE_CUDA
+/* S * plm__ar_work_doubles(p) doubles, one series' numbers interleaved with the others'
+ * (kernels/cuda/forecast.cu); the CPU kernel keeps each series' numbers on its task's
+ * stack and needs none. */
+static plm_status cuda_scratch(const void *args, size_t *bytes) {
+  const plm__ar_forecast_args *a = args;
+  const size_t per_series = (size_t)plm__ar_work_doubles(a->lags) * sizeof(double);
+  if ((uint64_t)a->count > SIZE_MAX / per_series)
+    return plm__fail_raw(PLM_ERR_UNSUPPORTED,
+                         "the working memory of %lld series of lags %d does not fit in size_t",
+                         (long long)a->count, a->lags);
+  *bytes = (size_t)a->count * per_series;
+  return PLM_OK;
+}
+
+static plm_status run_cuda(void *stream, const void *args) {
+  return plm__ar_forecast_cuda(stream, args);
+}
+#endif
+
+static const plm__op_param schema[] = {
+    {.name = "lags",
+     .type = PLM__PARAM_INT,
+     .offset = offsetof(plm_ar_forecast_params, lags),
+     .min = 1,
+     .max = PLM_AR_MAX_LAGS,
+     .flags = PLM__PARAM_REQUIRED,
+     .help = "p, the model's order: each value from the p before it"},
+    {.name = "horizon",
+     .type = PLM__PARAM_INT,
+     .offset = offsetof(plm_ar_forecast_params, horizon),
+     .min = 1,
+     .max = PLM_AR_MAX_HORIZON,
+     .flags = PLM__PARAM_REQUIRED,
+     .help = "h, the values forecast after each series' last"},
+};
+
+const plm__op_desc plm__op_ar_forecast = {
+    .name = "ar_forecast",
+    .summary =
+        "out = the next h values of each series from an AR(p) model fitted by least "
+        "squares (statsmodels' AutoReg with a constant)",
+    .kind = PLM__OP_AR_FORECAST,
+    .input_count = 1,
+    .inputs = {{.name = "series", .dtypes = "f32 (S, T)"}},
+    .output_count = 1,
+    .outputs = {{.name = "out", .dtypes = "f32 (S, h)", .role = PLM__OUT_MAIN}},
+    .params_size = sizeof(plm_ar_forecast_params),
+    .param_count = sizeof schema / sizeof schema[0],
+    .params = schema,
+    .check = check,
+    .shapes = shapes,
+    .cost = cost,
+    .args_size = sizeof(plm__ar_forecast_args),
+    .pack = pack,
+    .cuda_scratch = PLM__CUDA_ENTRY(cuda_scratch),
+    .cpu = run_cpu,
+    .cuda = PLM__CUDA_ENTRY(run_cuda),
+};
+
+/* ---- the public and internal entries ------------------------------------------------------ */
+
+plm_ar_forecast_params plm_ar_forecast_params_default(void) {
+  plm_ar_forecast_params params;
+  plm__op_params_default(&plm__op_ar_forecast, &params);
+  return params;
+}
+
 plm_status plm_ar_forecast_output(const plm_tensor *series, const plm_ar_forecast_params *params,
                                   plm_shape *out) {
   PLM__REQUIRE_NOT_NULL(series);
   PLM__REQUIRE_NOT_NULL(out);
-  plm_status status = plm__op_check_shape(series, "series");
-  if (status == PLM_OK) status = check_series(series, params);
-  if (status != PLM_OK) return plm__propagate(status);
-  *out = (plm_shape){.dtype = PLM_DTYPE_F32, .ndim = 2, .dims = {series->dims[0], params->horizon}};
-  return PLM_OK;
+  const plm__op_call call = {.in = {series}, .params = params};
+  return plm__propagate(plm__op_shapes(&plm__op_ar_forecast, &call, out, NULL));
 }
 
 plm_status plm_ar_forecast_cost(const plm_tensor *series, const plm_ar_forecast_params *params,
                                 plm_op_cost *cost) {
   PLM__REQUIRE_NOT_NULL(series);
   PLM__REQUIRE_NOT_NULL(cost);
-  plm_status status = plm__op_check_shape(series, "series");
-  if (status == PLM_OK) status = check_series(series, params);
-  if (status != PLM_OK) return plm__propagate(status);
-  double s = (double)series->dims[0], t = (double)series->dims[1], p = params->lags,
-         h = params->horizon, n = p + 1, m = t - p;
-  double per_series = 3.0 * m * n * (n + 1) + 10.0 * n * n * n + 2.0 * n * n + 2.0 * h * p;
-  *cost = (plm_op_cost){.bytes = 4.0 * s * t + 4.0 * s * h, .flops = s * per_series};
-  return PLM_OK;
-}
-
-static void forecast_task(const void *args) {
-  plm__ar_forecast_cpu(args);
-}
-
-/* The CUDA kernel's scratch for a checked series description: S * plm__ar_work_doubles(p)
- * doubles, one series' numbers interleaved with the others' (kernels/cuda/forecast.cu);
- * the CPU kernel keeps each series' numbers on its task's stack and needs none. */
-static plm_status scratch_bytes_of(const plm_context *ctx, const plm_tensor *series,
-                                   const plm_ar_forecast_params *params, size_t *bytes) {
-  *bytes = 0;
-#ifdef PLM_HAVE_CUDA
-  if (ctx->backend->kind == PLM_BACKEND_CUDA) {
-    const size_t per_series = (size_t)plm__ar_work_doubles(params->lags) * sizeof(double);
-    if ((uint64_t)series->dims[0] > SIZE_MAX / per_series)
-      return plm__fail_raw(PLM_ERR_UNSUPPORTED,
-                           "the working memory of %lld series of lags %d does not fit in size_t",
-                           (long long)series->dims[0], params->lags);
-    *bytes = (size_t)series->dims[0] * per_series;
-  }
-#endif
-  (void)ctx;
-  (void)series;
-  (void)params;
-  return PLM_OK;
+  const plm__op_call call = {.in = {series}, .params = params};
+  return plm__propagate(plm__op_cost(&plm__op_ar_forecast, &call, cost));
 }
 
 plm_status plm__ar_forecast_scratch_bytes(const plm_context *ctx, const plm_tensor *series,
@@ -90,79 +175,21 @@ plm_status plm__ar_forecast_scratch_bytes(const plm_context *ctx, const plm_tens
   if (!ctx) return plm__fail_raw(PLM_ERR_INVALID_ARG, "ctx is NULL");
   if (!bytes) return plm__fail_raw(PLM_ERR_INVALID_ARG, "bytes is NULL");
   if (!series) return plm__fail_raw(PLM_ERR_INVALID_ARG, "series is NULL");
-  plm_status status = plm__op_check_shape(series, "series");
-  if (status == PLM_OK) status = check_series(series, params);
-  if (status != PLM_OK) return status;
-  return scratch_bytes_of(ctx, series, params, bytes);
-}
-
-/* What plm_ar_forecast checks; on success *args is the launch's (scratch unset). */
-static plm_status check_call(plm_stream *stream, const plm_tensor *series,
-                             const plm_ar_forecast_params *params, plm_tensor *out,
-                             plm__ar_forecast_args *args) {
-  if (!stream) return plm__fail_raw(PLM_ERR_INVALID_ARG, "stream is NULL");
-  plm_status status = plm__op_check_tensor(stream, series, "series");
-  if (status == PLM_OK) status = plm__op_check_tensor(stream, out, "out");
-  if (status == PLM_OK) status = check_series(series, params);
-  if (status == PLM_OK && out->dtype != PLM_DTYPE_F32)
-    status =
-        plm__fail_raw(PLM_ERR_INVALID_ARG, "out->dtype %s is not f32", plm_dtype_name(out->dtype));
-  if (status == PLM_OK &&
-      (out->ndim != 2 || out->dims[0] != series->dims[0] || out->dims[1] != params->horizon))
-    status = plm__fail_raw(
-        PLM_ERR_INVALID_ARG, "out is not (S, horizon) = (%lld, %d): it has %d dims, the first %lld",
-        (long long)series->dims[0], params->horizon, out->ndim, (long long)out->dims[0]);
-  if (status == PLM_OK) status = plm__op_check_disjoint(series, "series", out, "out");
-  if (status != PLM_OK) return status;
-  *args = (plm__ar_forecast_args){.series = series->data,
-                                  .out = out->data,
-                                  .count = series->dims[0],
-                                  .length = series->dims[1],
-                                  .lags = params->lags,
-                                  .horizon = params->horizon};
-  return PLM_OK;
-}
-
-/* Enqueue the kernel of checked arguments whose scratch is set (on cuda). */
-static plm_status launch(plm_stream *stream, const plm__ar_forecast_args *args) {
-#ifdef PLM_HAVE_CUDA
-  if (plm__op_on_cuda(stream)) {
-    plm_status status;
-    PLM__OP_ON_DEVICE(stream, "ar_forecast", status, plm__ar_forecast_cuda(stream->handle, args));
-    return status;
-  }
-#endif
-  return plm__op_launch_cpu(stream, forecast_task, args, sizeof *args);
+  const plm__op_call call = {.in = {series}, .params = params};
+  plm_op_cost unused;
+  plm_status status = plm__op_cost(&plm__op_ar_forecast, &call, &unused);
+  return status == PLM_OK ? plm__op_scratch_of(&plm__op_ar_forecast, ctx, &call, bytes) : status;
 }
 
 plm_status plm__ar_forecast_enqueue(plm_stream *stream, const plm_tensor *series,
                                     const plm_ar_forecast_params *params, plm_tensor *out,
                                     void *scratch, size_t scratch_bytes) {
-  plm__ar_forecast_args args;
-  size_t needed = 0;
-  plm_status status = check_call(stream, series, params, out, &args);
-  if (status == PLM_OK) status = scratch_bytes_of(stream->ctx, series, params, &needed);
-  if (status != PLM_OK) return status;
-  const plm_tensor *const operands[] = {series, out};
-  static const char *const names[] = {"series", "out"};
-  status = plm__op_check_scratch("ar_forecast", scratch, scratch_bytes, needed, operands, names, 2);
-  if (status != PLM_OK) return status;
-  args.scratch = scratch;
-  return launch(stream, &args);
+  const plm__op_call call = {.in = {series}, .out = {out}, .params = params};
+  return plm__op_call_with_scratch(&plm__op_ar_forecast, stream, &call, scratch, scratch_bytes);
 }
 
 plm_status plm_ar_forecast(plm_stream *stream, const plm_tensor *series,
                            const plm_ar_forecast_params *params, plm_tensor *out) {
-  PLM__REQUIRE_NOT_NULL(stream);
-  plm__ar_forecast_args args;
-  size_t bytes = 0;
-  plm_pool *pool = NULL;
-  void *scratch = NULL;
-  plm_status status = check_call(stream, series, params, out, &args);
-  if (status == PLM_OK) status = scratch_bytes_of(stream->ctx, series, params, &bytes);
-  if (status == PLM_OK) status = plm__op_scratch_take(stream, bytes, &pool, &scratch);
-  if (status != PLM_OK) return plm__propagate(status);
-  args.scratch = scratch;
-  status = launch(stream, &args);
-  return plm__propagate(plm__op_scratch_give(stream, pool, scratch, status));
+  const plm__op_call call = {.in = {series}, .out = {out}, .params = params};
+  return plm__op_call_public(&plm__op_ar_forecast, stream, &call);
 }

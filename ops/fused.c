@@ -1,9 +1,14 @@
-/* ops/fused.c: the fused sobel -> entropy -> threshold operation (plume/fused.h).
+/* ops/fused.c: the fused sobel -> entropy -> threshold operation (plume/fused.h) and its
+ * descriptor.
  *
  * It checks what plm_sobel, plm_entropy and plm_threshold check, with the shared
  * checks of their parameter structs (ops/op_internal.h), so that the fused op refuses
  * exactly what the chain would, plus the auto range, which it cannot do. */
+#include <stddef.h>
+
+#include "kernels/common/entropy.h"
 #include "kernels/common/fused.h"
+#include "ops/op_desc.h"
 #include "ops/op_internal.h"
 #include "ops/op_scratch.h"
 #include "plume/fused.h"
@@ -36,25 +41,154 @@ static plm_status check_input(const plm_tensor *in) {
   return PLM_OK;
 }
 
-/* For _output and _cost: a description of in (any context, no data needed). */
-static plm_status check_description(const plm_tensor *in,
-                                    const plm_sobel_entropy_threshold_params *params) {
-  plm_status status = plm__op_check_shape(in, "in");
-  if (status == PLM_OK) status = check_params(params);
+static plm_status check(const plm__op_call *call) {
+  const plm_tensor *in = call->in[0], *mask = call->out[0];
+  plm_status status = check_params(call->params);
   if (status == PLM_OK) status = check_input(in);
-  return status;
+  if (status != PLM_OK || !mask) return status;
+  if (mask->dtype != PLM_DTYPE_U8)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "mask->dtype %s is not u8",
+                         plm_dtype_name(mask->dtype));
+  return plm__op_check_same_dims(in, "in", mask, "mask");
 }
+
+static plm_status shapes(const plm__op_call *call, plm_shape *out, void *resolved) {
+  (void)resolved;
+  const plm_tensor *in = call->in[0];
+  out[0] = (plm_shape){.dtype = PLM_DTYPE_U8, .ndim = in->ndim};
+  for (int d = 0; d < in->ndim; d++) out[0].dims[d] = in->dims[d];
+  return PLM_OK;
+}
+
+/* Per pixel: Sobel 17 (as sobel's cost), the bin 4, the entropy 6w + 4 (as entropy's), the
+ * comparison 1. Only in and mask reach memory. */
+static void cost(const plm__op_call *call, plm_op_cost *cost) {
+  const plm_tensor *in = call->in[0];
+  const plm_sobel_entropy_threshold_params *params = call->params;
+  double count = (double)plm_tensor_numel(in);
+  *cost = (plm_op_cost){.bytes = count * ((double)plm_dtype_size(in->dtype) + 1.0),
+                        .flops = count * (17.0 + 4.0 + 6.0 * params->entropy.window + 4.0 + 1.0)};
+}
+
+/* The kernel's arguments (in->data may be NULL: a description, for the scratch size). */
+static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch, void *args) {
+  (void)ctx;
+  const plm_tensor *in = call->in[0];
+  const plm_sobel_entropy_threshold_params *params = call->params;
+  const int nd = in->ndim;
+  *(plm__sobel_entropy_threshold_args *)args =
+      (plm__sobel_entropy_threshold_args){.sobel = {.in = in->data,
+                                                    .n = nd == 3 ? in->dims[0] : 1,
+                                                    .h = in->dims[nd - 2],
+                                                    .w = in->dims[nd - 1],
+                                                    .dtype = in->dtype,
+                                                    .border = params->sobel.border},
+                                          .mask = call->out[0] ? call->out[0]->data : NULL,
+                                          .scratch = scratch,
+                                          .window = params->entropy.window,
+                                          .bins = params->entropy.bins,
+                                          .lo = params->entropy.range_lo,
+                                          .hi = params->entropy.range_hi,
+                                          .value = params->threshold.value,
+                                          .compare = params->threshold.compare};
+}
+
+static void run_cpu(const void *args) {
+  plm__sobel_entropy_threshold_cpu(args);
+}
+
+static size_t cpu_scratch(const void *args) {
+  return plm__sobel_entropy_threshold_cpu_scratch_bytes(args);
+}
+
+#ifdef PLM_HAVE_CUDA
+static plm_status run_cuda(void *stream, const void *args) {
+  return plm__sobel_entropy_threshold_cuda(stream, args);
+}
+
+static plm_status cuda_scratch(const void *args, size_t *bytes) {
+  *bytes = plm__sobel_entropy_threshold_cuda_scratch_bytes(args);
+  return PLM_OK;
+}
+#endif
+
+typedef plm_sobel_entropy_threshold_params fused_params;
+
+static const plm__op_param schema[] = {
+    {.name = "border",
+     .type = PLM__PARAM_CHOICE,
+     .offset = offsetof(fused_params, sobel.border),
+     .fallback = PLM_BORDER_REFLECT101,
+     .choices = plm__border_names,
+     .help = "Sobel's border"},
+    {.name = "window",
+     .type = PLM__PARAM_INT,
+     .offset = offsetof(fused_params, entropy.window),
+     .min = 1,
+     .max = PLM__ENTROPY_MAX_WINDOW,
+     .flags = PLM__PARAM_REQUIRED,
+     .help = "the entropy's window"},
+    {.name = "bins",
+     .type = PLM__PARAM_INT,
+     .offset = offsetof(fused_params, entropy.bins),
+     .min = 1,
+     .max = PLM__ENTROPY_MAX_BINS,
+     .flags = PLM__PARAM_REQUIRED,
+     .help = "the entropy's bins over the Sobel magnitude"},
+    {.name = "range",
+     .type = PLM__PARAM_RANGE,
+     .offset = offsetof(fused_params, entropy.range_lo),
+     .offset2 = offsetof(fused_params, entropy.range_hi),
+     .offset3 = offsetof(fused_params, entropy.range_auto),
+     .flags = PLM__PARAM_REQUIRED,
+     .help = "the magnitude's binned range LO,HI (auto is refused: the fused op needs it fixed)"},
+    {.name = "value",
+     .type = PLM__PARAM_DOUBLE,
+     .offset = offsetof(fused_params, threshold.value),
+     .flags = PLM__PARAM_REQUIRED,
+     .help = "the entropy's threshold"},
+    {.name = "cmp",
+     .type = PLM__PARAM_CHOICE,
+     .offset = offsetof(fused_params, threshold.compare),
+     .fallback = PLM_COMPARE_GT,
+     .choices = plm__compare_names,
+     .help = "the comparison: gt, ge, lt or le"},
+};
+
+const plm__op_desc plm__op_sobel_entropy_threshold = {
+    .name = "sobel_entropy_threshold",
+    .summary =
+        "mask = threshold(entropy(sobel magnitude)) in one pass over the input; the "
+        "fusion pass makes it from such a chain",
+    .kind = PLM__OP_SOBEL_ENTROPY_THRESHOLD,
+    .flags = PLM__OP_PLAN_ONLY,
+    .input_count = 1,
+    .inputs = {{.name = "in", .dtypes = "u8, u16 or f32"}},
+    .output_count = 1,
+    .outputs = {{.name = "mask", .dtypes = "u8", .role = PLM__OUT_MAIN}},
+    .params_size = sizeof(fused_params),
+    .param_count = sizeof schema / sizeof schema[0],
+    .params = schema,
+    .check = check,
+    .shapes = shapes,
+    .cost = cost,
+    .args_size = sizeof(plm__sobel_entropy_threshold_args),
+    .pack = pack,
+    .cpu_scratch = cpu_scratch,
+    .cuda_scratch = PLM__CUDA_ENTRY(cuda_scratch),
+    .cpu = run_cpu,
+    .cuda = PLM__CUDA_ENTRY(run_cuda),
+};
+
+/* ---- the public and internal entries ------------------------------------------------------ */
 
 plm_status plm_sobel_entropy_threshold_output(const plm_tensor *in,
                                               const plm_sobel_entropy_threshold_params *params,
                                               plm_shape *mask) {
   PLM__REQUIRE_NOT_NULL(in);
   PLM__REQUIRE_NOT_NULL(mask);
-  plm_status status = check_description(in, params);
-  if (status != PLM_OK) return plm__propagate(status);
-  *mask = (plm_shape){.dtype = PLM_DTYPE_U8, .ndim = in->ndim};
-  for (int d = 0; d < in->ndim; d++) mask->dims[d] = in->dims[d];
-  return PLM_OK;
+  const plm__op_call call = {.in = {in}, .params = params};
+  return plm__propagate(plm__op_shapes(&plm__op_sobel_entropy_threshold, &call, mask, NULL));
 }
 
 plm_status plm_sobel_entropy_threshold_cost(const plm_tensor *in,
@@ -62,46 +196,8 @@ plm_status plm_sobel_entropy_threshold_cost(const plm_tensor *in,
                                             plm_op_cost *cost) {
   PLM__REQUIRE_NOT_NULL(in);
   PLM__REQUIRE_NOT_NULL(cost);
-  plm_status status = check_description(in, params);
-  if (status != PLM_OK) return plm__propagate(status);
-  double count = (double)plm_tensor_numel(in);
-  /* Per pixel: Sobel 17 (as plm_sobel_cost), the bin 4, the entropy 6w + 4 (as
-   * plm_entropy_cost), the comparison 1. Only in and mask reach memory. */
-  *cost = (plm_op_cost){.bytes = count * ((double)plm_dtype_size(in->dtype) + 1.0),
-                        .flops = count * (17.0 + 4.0 + 6.0 * params->entropy.window + 4.0 + 1.0)};
-  return PLM_OK;
-}
-
-static void fused_task(const void *args) {
-  plm__sobel_entropy_threshold_cpu(args);
-}
-
-/* The kernel's arguments for in's shape (in->data may be NULL: a description). */
-static plm__sobel_entropy_threshold_args args_of(const plm_tensor *in,
-                                                 const plm_sobel_entropy_threshold_params *params) {
-  const int nd = in->ndim;
-  return (plm__sobel_entropy_threshold_args){.sobel = {.in = in->data,
-                                                       .n = nd == 3 ? in->dims[0] : 1,
-                                                       .h = in->dims[nd - 2],
-                                                       .w = in->dims[nd - 1],
-                                                       .dtype = in->dtype,
-                                                       .border = params->sobel.border},
-                                             .window = params->entropy.window,
-                                             .bins = params->entropy.bins,
-                                             .lo = params->entropy.range_lo,
-                                             .hi = params->entropy.range_hi,
-                                             .value = params->threshold.value,
-                                             .compare = params->threshold.compare};
-}
-
-static size_t scratch_bytes_of(const plm_context *ctx,
-                               const plm__sobel_entropy_threshold_args *args) {
-#ifdef PLM_HAVE_CUDA
-  if (ctx->backend->kind == PLM_BACKEND_CUDA)
-    return plm__sobel_entropy_threshold_cuda_scratch_bytes(args);
-#endif
-  (void)ctx;
-  return plm__sobel_entropy_threshold_cpu_scratch_bytes(args);
+  const plm__op_call call = {.in = {in}, .params = params};
+  return plm__propagate(plm__op_cost(&plm__op_sobel_entropy_threshold, &call, cost));
 }
 
 plm_status plm__sobel_entropy_threshold_scratch_bytes(
@@ -110,75 +206,31 @@ plm_status plm__sobel_entropy_threshold_scratch_bytes(
   if (!ctx) return plm__fail_raw(PLM_ERR_INVALID_ARG, "ctx is NULL");
   if (!bytes) return plm__fail_raw(PLM_ERR_INVALID_ARG, "bytes is NULL");
   if (!in) return plm__fail_raw(PLM_ERR_INVALID_ARG, "in is NULL");
-  plm_status status = check_description(in, params);
-  if (status != PLM_OK) return status;
-  plm__sobel_entropy_threshold_args args = args_of(in, params);
-  *bytes = scratch_bytes_of(ctx, &args);
-  return PLM_OK;
-}
-
-/* What plm_sobel_entropy_threshold checks; on success *args is the launch's (scratch
- * unset). */
-static plm_status check_call(plm_stream *stream, const plm_tensor *in,
-                             const plm_sobel_entropy_threshold_params *params, plm_tensor *mask,
-                             plm__sobel_entropy_threshold_args *args) {
-  if (!stream) return plm__fail_raw(PLM_ERR_INVALID_ARG, "stream is NULL");
-  plm_status status = plm__op_check_tensor(stream, in, "in");
-  if (status == PLM_OK) status = plm__op_check_tensor(stream, mask, "mask");
-  if (status == PLM_OK) status = check_params(params);
-  if (status == PLM_OK) status = check_input(in);
-  if (status == PLM_OK && mask->dtype != PLM_DTYPE_U8)
-    status =
-        plm__fail_raw(PLM_ERR_INVALID_ARG, "mask->dtype %s is not u8", plm_dtype_name(mask->dtype));
-  if (status == PLM_OK) status = plm__op_check_same_dims(in, "in", mask, "mask");
-  if (status == PLM_OK) status = plm__op_check_disjoint(in, "in", mask, "mask");
-  if (status != PLM_OK) return status;
-  *args = args_of(in, params);
-  args->mask = mask->data;
-  return PLM_OK;
-}
-
-/* Enqueue the kernel of checked arguments whose scratch is set (when it needs any). */
-static plm_status launch(plm_stream *stream, const plm__sobel_entropy_threshold_args *args) {
-  plm_status status = PLM_OK;
-#ifdef PLM_HAVE_CUDA
-  if (plm__op_on_cuda(stream)) {
-    PLM__OP_ON_DEVICE(stream, "sobel_entropy_threshold", status,
-                      plm__sobel_entropy_threshold_cuda(stream->handle, args));
-    return status;
-  }
-#endif
-  status = plm__op_launch_cpu(stream, fused_task, args, sizeof *args);
-  return status;
+  const plm__op_call call = {.in = {in}, .params = params};
+  plm_op_cost unused;
+  plm_status status = plm__op_cost(&plm__op_sobel_entropy_threshold, &call, &unused);
+  return status == PLM_OK ? plm__op_scratch_of(&plm__op_sobel_entropy_threshold, ctx, &call, bytes)
+                          : status;
 }
 
 plm_status plm__sobel_entropy_threshold_enqueue(plm_stream *stream, const plm_tensor *in,
                                                 const plm_sobel_entropy_threshold_params *params,
                                                 plm_tensor *mask, void *scratch,
                                                 size_t scratch_bytes) {
-  plm__sobel_entropy_threshold_args args;
-  plm_status status = check_call(stream, in, params, mask, &args);
-  if (status != PLM_OK) return status;
-  const plm_tensor *const operands[] = {in, mask};
-  static const char *const names[] = {"in", "mask"};
-  status = plm__op_check_scratch("sobel_entropy_threshold", scratch, scratch_bytes,
-                                 scratch_bytes_of(stream->ctx, &args), operands, names, 2);
-  if (status != PLM_OK) return status;
-  args.scratch = scratch;
-  return launch(stream, &args);
+  const plm__op_call call = {.in = {in}, .out = {mask}, .params = params};
+  return plm__op_call_with_scratch(&plm__op_sobel_entropy_threshold, stream, &call, scratch,
+                                   scratch_bytes);
 }
 
 plm_status plm_sobel_entropy_threshold(plm_stream *stream, const plm_tensor *in,
                                        const plm_sobel_entropy_threshold_params *params,
                                        plm_tensor *mask) {
-  PLM__REQUIRE_NOT_NULL(stream);
-  plm__sobel_entropy_threshold_args args;
-  plm_pool *pool = NULL;
-  plm_status status = check_call(stream, in, params, mask, &args);
-  if (status == PLM_OK)
-    status =
-        plm__op_scratch_take(stream, scratch_bytes_of(stream->ctx, &args), &pool, &args.scratch);
-  if (status != PLM_OK) return plm__propagate(status);
-  status = launch(stream, &args);
-  return plm__propagate(plm__op_scratch_give(stream, pool, args.scratch, status));
+  const plm__op_call call = {.in = {in}, .out = {mask}, .params = params};
+  return plm__op_call_public(&plm__op_sobel_entropy_threshold, stream, &call);
+}
+
+plm_sobel_entropy_threshold_params plm_sobel_entropy_threshold_params_default(void) {
+  plm_sobel_entropy_threshold_params params;
+  plm__op_params_default(&plm__op_sobel_entropy_threshold, &params);
+  return params;
 }

@@ -1,7 +1,10 @@
-/* ops/label.c: connected-component labelling and region statistics (plume/label.h). */
+/* ops/label.c: connected-component labelling and region statistics (plume/label.h) and
+ * their descriptors. */
+#include <stddef.h>
 #include <stdint.h>
 
 #include "kernels/common/label.h"
+#include "ops/op_desc.h"
 #include "ops/op_internal.h"
 #include "ops/op_scratch.h"
 #include "streams/error.h"
@@ -34,84 +37,149 @@ static int64_t frames_of(const plm_tensor *mask) {
   return mask->ndim == 3 ? mask->dims[0] : 1;
 }
 
-/* The memory of a and b is disjoint. */
-static plm_status check_disjoint(const plm_tensor *a, const char *a_name, const plm_tensor *b,
-                                 const char *b_name) {
-  uintptr_t a_begin = (uintptr_t)a->data, b_begin = (uintptr_t)b->data;
-  uintptr_t a_end = a_begin + plm_tensor_bytes(a), b_end = b_begin + plm_tensor_bytes(b);
-  if (a_end <= b_begin || b_end <= a_begin) return PLM_OK;
-  return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s overlaps %s", b_name, a_name);
+/* ---- label ------------------------------------------------------------------------- */
+
+const char *const plm__connectivity_names[] = {"4", "8", NULL};
+const int plm__connectivity_values[] = {4, 8};
+
+static plm_status label_check(const plm__op_call *call) {
+  const plm_tensor *mask = call->in[0], *labels = call->out[0], *count = call->out[1];
+  plm_status status = check_params(call->params);
+  if (status == PLM_OK) status = check_mask(mask);
+  if (status == PLM_OK && labels && labels->dtype != PLM_DTYPE_I32)
+    status = plm__fail_raw(PLM_ERR_INVALID_ARG, "labels->dtype %s is not i32",
+                           plm_dtype_name(labels->dtype));
+  if (status == PLM_OK && labels) status = plm__op_check_same_dims(mask, "mask", labels, "labels");
+  if (status == PLM_OK && count && count->dtype != PLM_DTYPE_I32)
+    status = plm__fail_raw(PLM_ERR_INVALID_ARG, "count->dtype %s is not i32",
+                           plm_dtype_name(count->dtype));
+  if (status == PLM_OK && count && (count->ndim != 1 || count->dims[0] != frames_of(mask)))
+    status = plm__fail_raw(PLM_ERR_INVALID_ARG, "count must have shape (%lld,), one per frame",
+                           (long long)frames_of(mask));
+  return status;
+}
+
+static plm_status label_shapes(const plm__op_call *call, plm_shape *out, void *resolved) {
+  (void)resolved;
+  const plm_tensor *mask = call->in[0];
+  out[0] = (plm_shape){.dtype = PLM_DTYPE_I32, .ndim = mask->ndim};
+  for (int d = 0; d < mask->ndim; d++) out[0].dims[d] = mask->dims[d];
+  out[1] = (plm_shape){.dtype = PLM_DTYPE_I32, .ndim = 1, .dims = {frames_of(mask)}};
+  return PLM_OK;
+}
+
+/* The mask is read, the labels written and read back (parents, then numbers). */
+static void label_cost(const plm__op_call *call, plm_op_cost *cost) {
+  const plm_tensor *mask = call->in[0];
+  const plm_label_params *params = call->params;
+  const double pixels = (double)plm_tensor_numel(mask);
+  const int neighbours = params->connectivity == 4 ? 2 : 4;
+  *cost = (plm_op_cost){.bytes = pixels * (1.0 + 4.0 * 3.0) + 4.0 * (double)frames_of(mask),
+                        .flops = pixels * (neighbours + 2)};
+}
+
+static int label_connectivity(const void *params) {
+  return ((const plm_label_params *)params)->connectivity == 4 ? 4 : 8;
+}
+
+/* The kernels' arguments (mask->data may be NULL: a description, for the scratch size). */
+static void label_pack(const plm_context *ctx, const plm__op_call *call, void *scratch,
+                       void *args) {
+  (void)ctx;
+  const plm_tensor *mask = call->in[0];
+  *(plm__label_args *)args = (plm__label_args){.mask = mask->data,
+                                               .labels = call->out[0] ? call->out[0]->data : NULL,
+                                               .count = call->out[1] ? call->out[1]->data : NULL,
+                                               .scratch = scratch,
+                                               .frames = frames_of(mask),
+                                               .height = mask->dims[mask->ndim - 2],
+                                               .width = mask->dims[mask->ndim - 1],
+                                               .connectivity = label_connectivity(call->params)};
+}
+
+static void label_cpu(const void *args) {
+  plm__label_cpu(args);
+}
+
+#ifdef PLM_HAVE_CUDA
+static plm_status label_cuda(void *stream, const void *args) {
+  return plm__label_cuda(stream, args);
+}
+
+/* The ranks and CUB's prefix-sum storage, sized by CUB for the current device. */
+static plm_status label_cuda_scratch(const void *args, size_t *bytes) {
+  return plm__label_cuda_scratch_bytes(args, bytes);
+}
+#endif
+
+static const plm__op_param label_params[] = {
+    {.name = "connectivity",
+     .type = PLM__PARAM_CHOICE,
+     .offset = offsetof(plm_label_params, connectivity),
+     .fallback = 8,
+     .choices = plm__connectivity_names,
+     .values = plm__connectivity_values,
+     .help = "4: edge neighbours; 8: edge and corner neighbours"},
+};
+
+const plm__op_desc plm__op_label = {
+    .name = "label",
+    .summary = "out = connected components of a mask (non-zero: foreground), i32 labels 1..K",
+    .kind = PLM__OP_LABEL,
+    .input_count = 1,
+    .inputs = {{.name = "mask", .dtypes = "u8 (H, W) or (N, H, W)"}},
+    .output_count = 2,
+    .outputs = {{.name = "labels", .dtypes = "i32", .role = PLM__OUT_MAIN, .labels = true},
+                {.name = "count", .dtypes = "i32 (N,)", .role = PLM__OUT_COUNT}},
+    .params_size = sizeof(plm_label_params),
+    .param_count = sizeof label_params / sizeof label_params[0],
+    .params = label_params,
+    .check = label_check,
+    .shapes = label_shapes,
+    .cost = label_cost,
+    .labels_connectivity = label_connectivity,
+    .args_size = sizeof(plm__label_args),
+    .pack = label_pack,
+    .cuda_scratch = PLM__CUDA_ENTRY(label_cuda_scratch),
+    .cpu = label_cpu,
+    .cuda = PLM__CUDA_ENTRY(label_cuda),
+};
+
+plm_label_params plm_label_params_default(void) {
+  plm_label_params params;
+  plm__op_params_default(&plm__op_label, &params);
+  return params;
+}
+
+static plm_status label_output(const plm_tensor *mask, const plm_label_params *params, int slot,
+                               plm_shape *out) {
+  const plm__op_call call = {.in = {mask}, .params = params};
+  plm_shape shapes[2];
+  plm_status status = plm__op_shapes(&plm__op_label, &call, shapes, NULL);
+  if (status == PLM_OK) *out = shapes[slot];
+  return status;
 }
 
 plm_status plm_label_output(const plm_tensor *mask, const plm_label_params *params,
                             plm_shape *labels) {
   PLM__REQUIRE_NOT_NULL(mask);
   PLM__REQUIRE_NOT_NULL(labels);
-  plm_status status = check_params(params);
-  if (status == PLM_OK) status = check_mask(mask);
-  if (status != PLM_OK) return plm__propagate(status);
-  *labels = (plm_shape){.dtype = PLM_DTYPE_I32, .ndim = mask->ndim};
-  for (int d = 0; d < mask->ndim; d++) labels->dims[d] = mask->dims[d];
-  return PLM_OK;
+  return plm__propagate(label_output(mask, params, 0, labels));
 }
 
 plm_status plm_label_count_output(const plm_tensor *mask, const plm_label_params *params,
                                   plm_shape *count) {
   PLM__REQUIRE_NOT_NULL(mask);
   PLM__REQUIRE_NOT_NULL(count);
-  plm_status status = check_params(params);
-  if (status == PLM_OK) status = check_mask(mask);
-  if (status != PLM_OK) return plm__propagate(status);
-  *count = (plm_shape){.dtype = PLM_DTYPE_I32, .ndim = 1, .dims = {frames_of(mask)}};
-  return PLM_OK;
+  return plm__propagate(label_output(mask, params, 1, count));
 }
 
 plm_status plm_label_cost(const plm_tensor *mask, const plm_label_params *params,
                           plm_op_cost *cost) {
   PLM__REQUIRE_NOT_NULL(mask);
   PLM__REQUIRE_NOT_NULL(cost);
-  plm_status status = check_params(params);
-  if (status == PLM_OK) status = check_mask(mask);
-  if (status != PLM_OK) return plm__propagate(status);
-  /* The mask is read, the labels written and read back (parents, then numbers). */
-  const double pixels = (double)plm_tensor_numel(mask);
-  const int neighbours = params->connectivity == 4 ? 2 : 4;
-  *cost = (plm_op_cost){.bytes = pixels * (1.0 + 4.0 * 3.0) + 4.0 * (double)frames_of(mask),
-                        .flops = pixels * (neighbours + 2)};
-  return PLM_OK;
-}
-
-static void label_task(const void *args) {
-  plm__label_cpu(args);
-}
-
-/* The kernels' arguments for mask's shape (mask->data may be NULL: a description). */
-static plm__label_args args_of(const plm_tensor *mask, const plm_label_params *params) {
-  return (plm__label_args){.mask = mask->data,
-                           .frames = frames_of(mask),
-                           .height = mask->dims[mask->ndim - 2],
-                           .width = mask->dims[mask->ndim - 1],
-                           .connectivity = params->connectivity == 4 ? 4 : 8};
-}
-
-/* The CUDA kernels' scratch, sized by CUB for ctx's device (made current for the call);
- * the CPU kernel needs none. */
-static plm_status scratch_bytes_of(const plm_context *ctx, const plm__label_args *args,
-                                   size_t *bytes) {
-  *bytes = 0;
-#ifdef PLM_HAVE_CUDA
-  if (ctx->backend->kind == PLM_BACKEND_CUDA) {
-    int previous = 0;
-    plm_status status = plm__op_context_device_enter(ctx, &previous);
-    if (status != PLM_OK) return status;
-    status = plm__label_cuda_scratch_bytes(args, bytes);
-    plm__op_context_device_leave(ctx, previous);
-    return status;
-  }
-#endif
-  (void)ctx;
-  (void)args;
-  return PLM_OK;
+  const plm__op_call call = {.in = {mask}, .params = params};
+  return plm__propagate(plm__op_cost(&plm__op_label, &call, cost));
 }
 
 plm_status plm__label_scratch_bytes(const plm_context *ctx, const plm_tensor *mask,
@@ -119,87 +187,36 @@ plm_status plm__label_scratch_bytes(const plm_context *ctx, const plm_tensor *ma
   if (!ctx) return plm__fail_raw(PLM_ERR_INVALID_ARG, "ctx is NULL");
   if (!bytes) return plm__fail_raw(PLM_ERR_INVALID_ARG, "bytes is NULL");
   if (!mask) return plm__fail_raw(PLM_ERR_INVALID_ARG, "mask is NULL");
-  plm_status status = plm__op_check_shape(mask, "mask");
-  if (status == PLM_OK) status = check_params(params);
-  if (status == PLM_OK) status = check_mask(mask);
-  if (status != PLM_OK) return status;
-  plm__label_args args = args_of(mask, params);
-  return scratch_bytes_of(ctx, &args, bytes);
-}
-
-/* What plm_label checks; on success *args is the launch's (scratch unset). */
-static plm_status check_call(plm_stream *stream, const plm_tensor *mask,
-                             const plm_label_params *params, plm_tensor *labels, plm_tensor *count,
-                             plm__label_args *args) {
-  if (!stream) return plm__fail_raw(PLM_ERR_INVALID_ARG, "stream is NULL");
-  plm_status status = plm__op_check_tensor(stream, mask, "mask");
-  if (status == PLM_OK) status = plm__op_check_tensor(stream, labels, "labels");
-  if (status == PLM_OK) status = plm__op_check_tensor(stream, count, "count");
-  if (status == PLM_OK) status = check_params(params);
-  if (status == PLM_OK) status = check_mask(mask);
-  if (status == PLM_OK && labels->dtype != PLM_DTYPE_I32)
-    status = plm__fail_raw(PLM_ERR_INVALID_ARG, "labels->dtype %s is not i32",
-                           plm_dtype_name(labels->dtype));
-  if (status == PLM_OK) status = plm__op_check_same_dims(mask, "mask", labels, "labels");
-  if (status == PLM_OK && count->dtype != PLM_DTYPE_I32)
-    status = plm__fail_raw(PLM_ERR_INVALID_ARG, "count->dtype %s is not i32",
-                           plm_dtype_name(count->dtype));
-  if (status == PLM_OK && (count->ndim != 1 || count->dims[0] != frames_of(mask)))
-    status = plm__fail_raw(PLM_ERR_INVALID_ARG, "count must have shape (%lld,), one per frame",
-                           (long long)frames_of(mask));
-  if (status == PLM_OK) status = check_disjoint(mask, "mask", labels, "labels");
-  if (status == PLM_OK) status = check_disjoint(mask, "mask", count, "count");
-  if (status == PLM_OK) status = check_disjoint(labels, "labels", count, "count");
-  if (status != PLM_OK) return status;
-  *args = args_of(mask, params);
-  args->labels = labels->data;
-  args->count = count->data;
-  return PLM_OK;
-}
-
-/* Enqueue the kernels of checked arguments whose scratch is set (on cuda). */
-static plm_status launch(plm_stream *stream, const plm__label_args *args) {
-#ifdef PLM_HAVE_CUDA
-  if (plm__op_on_cuda(stream)) {
-    plm_status status;
-    PLM__OP_ON_DEVICE(stream, "label", status, plm__label_cuda(stream->handle, args));
-    return status;
-  }
-#endif
-  return plm__op_launch_cpu(stream, label_task, args, sizeof *args);
+  const plm__op_call call = {.in = {mask}, .params = params};
+  plm_op_cost unused;
+  plm_status status = plm__op_cost(&plm__op_label, &call, &unused);
+  return status == PLM_OK ? plm__op_scratch_of(&plm__op_label, ctx, &call, bytes) : status;
 }
 
 plm_status plm__label_enqueue(plm_stream *stream, const plm_tensor *mask,
                               const plm_label_params *params, plm_tensor *labels, plm_tensor *count,
                               void *scratch, size_t scratch_bytes) {
-  plm__label_args args;
-  size_t needed = 0;
-  plm_status status = check_call(stream, mask, params, labels, count, &args);
-  if (status == PLM_OK) status = scratch_bytes_of(stream->ctx, &args, &needed);
-  if (status != PLM_OK) return status;
-  const plm_tensor *const operands[] = {mask, labels, count};
-  static const char *const names[] = {"mask", "labels", "count"};
-  status = plm__op_check_scratch("label", scratch, scratch_bytes, needed, operands, names, 3);
-  if (status != PLM_OK) return status;
-  args.scratch = scratch;
-  return launch(stream, &args);
+  const plm__op_call call = {.in = {mask}, .out = {labels, count}, .params = params};
+  return plm__op_call_with_scratch(&plm__op_label, stream, &call, scratch, scratch_bytes);
 }
 
 plm_status plm_label(plm_stream *stream, const plm_tensor *mask, const plm_label_params *params,
                      plm_tensor *labels, plm_tensor *count) {
-  PLM__REQUIRE_NOT_NULL(stream);
-  plm__label_args args;
-  size_t bytes = 0;
-  plm_pool *pool = NULL;
-  plm_status status = check_call(stream, mask, params, labels, count, &args);
-  if (status == PLM_OK) status = scratch_bytes_of(stream->ctx, &args, &bytes);
-  if (status == PLM_OK) status = plm__op_scratch_take(stream, bytes, &pool, &args.scratch);
-  if (status != PLM_OK) return plm__propagate(status);
-  status = launch(stream, &args);
-  return plm__propagate(plm__op_scratch_give(stream, pool, args.scratch, status));
+  const plm__op_call call = {.in = {mask}, .out = {labels, count}, .params = params};
+  return plm__op_call_public(&plm__op_label, stream, &call);
 }
 
-static plm_status check_regions_inputs(const plm_tensor *labels, const plm_tensor *intensity) {
+/* ---- regions -------------------------------------------------------------------------- */
+
+int64_t plm__regions_bound(int64_t height, int64_t width, int connectivity) {
+  if (connectivity == 4) return (height * width + 1) / 2;
+  return ((height + 1) / 2) * ((width + 1) / 2);
+}
+
+static plm_status regions_check(const plm__op_call *call) {
+  const plm_tensor *labels = call->in[0], *intensity = call->in[1], *count = call->in[2];
+  const plm_tensor *table = call->out[0];
+  const plm__regions_params *params = call->params;
   if (labels->dtype != PLM_DTYPE_I32)
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "labels->dtype %s is not i32",
                          plm_dtype_name(labels->dtype));
@@ -210,9 +227,118 @@ static plm_status check_regions_inputs(const plm_tensor *labels, const plm_tenso
       intensity->dtype != PLM_DTYPE_F32)
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "intensity->dtype %s is not u8, u16 or f32",
                          plm_dtype_name(intensity->dtype));
-  if (intensity) return plm__op_check_same_dims(labels, "labels", intensity, "intensity");
+  plm_status status =
+      intensity ? plm__op_check_same_dims(labels, "labels", intensity, "intensity") : PLM_OK;
+  if (status != PLM_OK) return status;
+  if (count && (count->dtype != PLM_DTYPE_I32 || count->ndim != 1 || count->dims[0] != 1))
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "count must be i32 of shape (1,)");
+  if (params->capacity < 0)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "capacity %lld is negative",
+                         (long long)params->capacity);
+  if (table &&
+      (table->dtype != PLM_DTYPE_F64 || table->ndim != 2 || table->dims[1] != PLM_REGION_COLUMNS))
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "table must be f64 of shape (capacity, %d)",
+                         PLM_REGION_COLUMNS);
   return PLM_OK;
 }
+
+/* The table of (capacity, PLM_REGION_COLUMNS); capacity 0 becomes the bound of labels made
+ * with a known connectivity. */
+plm_status plm__regions_table_shape(int64_t capacity, const plm_tensor *labels, int connectivity,
+                                    plm_shape *table) {
+  if (capacity == 0) {
+    if (connectivity == 0)
+      return plm__fail_raw(PLM_ERR_INVALID_ARG,
+                           "capacity 0 (the bound) needs labels made by a label node; give a "
+                           "capacity");
+    capacity = plm__regions_bound(labels->dims[labels->ndim - 2], labels->dims[labels->ndim - 1],
+                                  connectivity);
+  }
+  *table = (plm_shape){.dtype = PLM_DTYPE_F64, .ndim = 2, .dims = {capacity, PLM_REGION_COLUMNS}};
+  if ((uint64_t)capacity > SIZE_MAX / (8u * PLM_REGION_COLUMNS))
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "capacity %lld is too large", (long long)capacity);
+  return PLM_OK;
+}
+
+static plm_status regions_shapes(const plm__op_call *call, plm_shape *out, void *resolved) {
+  const plm__regions_params *params = call->params;
+  plm_status status =
+      plm__regions_table_shape(params->capacity, call->in[0], call->in_connectivity[0], &out[0]);
+  if (status == PLM_OK && resolved) ((plm__regions_params *)resolved)->capacity = out[0].dims[0];
+  return status;
+}
+
+static void regions_cost(const plm__op_call *call, plm_op_cost *cost) {
+  const plm_tensor *labels = call->in[0], *intensity = call->in[1];
+  const double capacity = (double)((const plm__regions_params *)call->params)->capacity;
+  const double pixels = (double)plm_tensor_numel(labels);
+  const double per_pixel = 4.0 + (intensity ? (double)plm_dtype_size(intensity->dtype) : 0.0);
+  *cost = (plm_op_cost){.bytes = pixels * per_pixel + 4.0 + capacity * PLM_REGION_COLUMNS * 8.0,
+                        .flops = pixels * (intensity ? 12.0 : 7.0) + capacity * 4.0};
+}
+
+static void regions_pack(const plm_context *ctx, const plm__op_call *call, void *scratch,
+                         void *args) {
+  (void)ctx;
+  (void)scratch;
+  const plm_tensor *labels = call->in[0], *intensity = call->in[1], *table = call->out[0];
+  *(plm__regions_args *)args =
+      (plm__regions_args){.labels = labels->data,
+                          .intensity = intensity ? intensity->data : NULL,
+                          .intensity_dtype = intensity ? intensity->dtype : PLM_DTYPE_U8,
+                          .count = call->in[2]->data,
+                          .table = table->data,
+                          .capacity = table->dims[0],
+                          .height = labels->dims[0],
+                          .width = labels->dims[1]};
+}
+
+static void regions_cpu(const void *args) {
+  plm__regions_cpu(args);
+}
+
+#ifdef PLM_HAVE_CUDA
+static plm_status regions_cuda(void *stream, const void *args) {
+  return plm__regions_cuda(stream, args);
+}
+#endif
+
+static const plm__op_param regions_params[] = {
+    {.name = "capacity",
+     .type = PLM__PARAM_INT64,
+     .offset = offsetof(plm__regions_params, capacity),
+     .min = 1,
+     .max = (double)INT64_MAX,
+     .fallback = 0,
+     .help = "the table's rows (default: the most regions the labels can hold)"},
+};
+
+const plm__op_desc plm__op_regions = {
+    .name = "regions",
+    .summary =
+        "table = one row of statistics per label of one frame (area, box, centroid; "
+        "with intensity its sum, max and weighted centroid)",
+    .kind = PLM__OP_REGIONS,
+    .input_count = 3,
+    .inputs = {{.name = "labels", .dtypes = "i32 (H, W)"},
+               {.name = "intensity",
+                .dtypes = "u8, u16 or f32 (H, W)",
+                .optional = true,
+                .role = PLM__IN_FRAME},
+               {.name = "count", .dtypes = "i32 (1,)", .role = PLM__IN_COUNT}},
+    .output_count = 1,
+    .outputs = {{.name = "table", .dtypes = "f64 (capacity, 12)", .role = PLM__OUT_MAIN}},
+    .params_size = sizeof(plm__regions_params),
+    .param_count = sizeof regions_params / sizeof regions_params[0],
+    .params = regions_params,
+    .check = regions_check,
+    .shapes = regions_shapes,
+    .cost = regions_cost,
+    .args_size = sizeof(plm__regions_args),
+    .pack = regions_pack,
+    .cpu = regions_cpu,
+    .cuda = PLM__CUDA_ENTRY(regions_cuda),
+};
 
 plm_status plm_regions_cost(const plm_tensor *labels, const plm_tensor *intensity, int64_t capacity,
                             plm_op_cost *cost) {
@@ -220,54 +346,14 @@ plm_status plm_regions_cost(const plm_tensor *labels, const plm_tensor *intensit
   PLM__REQUIRE_NOT_NULL(cost);
   if (capacity < 1)
     return plm__fail(PLM_ERR_INVALID_ARG, "capacity %lld is not positive", (long long)capacity);
-  plm_status status = check_regions_inputs(labels, intensity);
-  if (status != PLM_OK) return plm__propagate(status);
-  const double pixels = (double)plm_tensor_numel(labels);
-  const double per_pixel = 4.0 + (intensity ? (double)plm_dtype_size(intensity->dtype) : 0.0);
-  *cost =
-      (plm_op_cost){.bytes = pixels * per_pixel + 4.0 + (double)capacity * PLM_REGION_COLUMNS * 8.0,
-                    .flops = pixels * (intensity ? 12.0 : 7.0) + (double)capacity * 4.0};
-  return PLM_OK;
-}
-
-static void regions_task(const void *args) {
-  plm__regions_cpu(args);
+  const plm__regions_params params = {.capacity = capacity};
+  const plm__op_call call = {.in = {labels, intensity}, .params = &params};
+  return plm__propagate(plm__op_cost(&plm__op_regions, &call, cost));
 }
 
 plm_status plm_regions(plm_stream *stream, const plm_tensor *labels, const plm_tensor *intensity,
                        const plm_tensor *count, plm_tensor *table) {
-  PLM__REQUIRE_NOT_NULL(stream);
-  plm_status status = plm__op_check_tensor(stream, labels, "labels");
-  if (status == PLM_OK && intensity) status = plm__op_check_tensor(stream, intensity, "intensity");
-  if (status == PLM_OK) status = plm__op_check_tensor(stream, count, "count");
-  if (status == PLM_OK) status = plm__op_check_tensor(stream, table, "table");
-  if (status == PLM_OK) status = check_regions_inputs(labels, intensity);
-  if (status == PLM_OK &&
-      (count->dtype != PLM_DTYPE_I32 || count->ndim != 1 || count->dims[0] != 1))
-    status = plm__fail_raw(PLM_ERR_INVALID_ARG, "count must be i32 of shape (1,)");
-  if (status == PLM_OK &&
-      (table->dtype != PLM_DTYPE_F64 || table->ndim != 2 || table->dims[1] != PLM_REGION_COLUMNS))
-    status = plm__fail_raw(PLM_ERR_INVALID_ARG, "table must be f64 of shape (capacity, %d)",
-                           PLM_REGION_COLUMNS);
-  if (status == PLM_OK) status = check_disjoint(labels, "labels", table, "table");
-  if (status == PLM_OK) status = check_disjoint(count, "count", table, "table");
-  if (status == PLM_OK && intensity)
-    status = check_disjoint(intensity, "intensity", table, "table");
-  if (status != PLM_OK) return plm__propagate(status);
-
-  plm__regions_args args = {.labels = labels->data,
-                            .intensity = intensity ? intensity->data : NULL,
-                            .intensity_dtype = intensity ? intensity->dtype : PLM_DTYPE_U8,
-                            .count = count->data,
-                            .table = table->data,
-                            .capacity = table->dims[0],
-                            .height = labels->dims[0],
-                            .width = labels->dims[1]};
-#ifdef PLM_HAVE_CUDA
-  if (plm__op_on_cuda(stream)) {
-    PLM__OP_ON_DEVICE(stream, "regions", status, plm__regions_cuda(stream->handle, &args));
-    return plm__propagate(status);
-  }
-#endif
-  return plm__propagate(plm__op_launch_cpu(stream, regions_task, &args, sizeof args));
+  const plm__regions_params params = {.capacity = table ? table->dims[0] : 0};
+  const plm__op_call call = {.in = {labels, intensity, count}, .out = {table}, .params = &params};
+  return plm__op_call_public(&plm__op_regions, stream, &call);
 }

@@ -1,15 +1,42 @@
-/* ops/lstm.c: the lstm_cell operation (plume/lstm.h): the public op, whose gates' scratch
- * (the GEMM path) comes from the context's default pool, and the internal scratch pair
- * (ops/op_scratch.h). */
+/* ops/lstm.c: the lstm_cell operation (plume/lstm.h) and its descriptor: its gates are
+ * the scratch where the GEMM path runs. */
+#include <stdio.h>
+#include <string.h>
+
 #include "kernels/common/lstm.h"
+#include "ops/op_desc.h"
 #include "ops/op_internal.h"
 #include "ops/op_scratch.h"
 #include "streams/error.h"
 
-/* t is f32 with `ndim` dims equal to dims[] (a NULL t passes: an absent bias). */
+/* "5x12" */
+static void dims_text(int ndim, const int64_t *dims, char *text, size_t size) {
+  text[0] = '\0';
+  for (int d = 0; d < ndim; d++)
+    snprintf(text + strlen(text), size - strlen(text), d ? "x%lld" : "%lld", (long long)dims[d]);
+}
+
+/* t is f32 of the shape dims[] (rank `ndim`) that x (B, I) and h (B, H) imply; a NULL t
+ * passes (an absent operand). "c is 5x12, not 5x6 (B 5, I 12, H 6)". */
+static plm_status check_operand(const plm_tensor *t, const char *name, int ndim,
+                                const int64_t *dims, const plm_tensor *x, const plm_tensor *h) {
+  if (!t) return PLM_OK;
+  if (t->dtype != PLM_DTYPE_F32)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s->dtype %s is not f32", name,
+                         plm_dtype_name(t->dtype));
+  bool same = t->ndim == ndim;
+  for (int d = 0; same && d < ndim; d++) same = t->dims[d] == dims[d];
+  if (same) return PLM_OK;
+  char got[96], want[96];
+  dims_text(t->ndim, t->dims, got, sizeof got);
+  dims_text(ndim, dims, want, sizeof want);
+  return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s is %s, not %s (B %lld, I %lld, H %lld)", name, got,
+                       want, (long long)x->dims[0], (long long)x->dims[1], (long long)h->dims[1]);
+}
+
+/* t is f32 with `ndim` dims equal to dims[]. */
 static plm_status check_f32_shape(const plm_tensor *t, const char *name, int ndim,
                                   const int64_t *dims) {
-  if (!t) return PLM_OK;
   plm_status status = plm__op_check_f32(t, name, ndim);
   if (status != PLM_OK) return status;
   for (int d = 0; d < ndim; d++)
@@ -28,23 +55,128 @@ static plm_status check_x_and_h(const plm_tensor *x, const plm_tensor *h) {
   return check_f32_shape(h, "h", 2, h_dims);
 }
 
-static plm_status check_biases(const plm_tensor *b_ih, const plm_tensor *b_hh, int64_t hidden) {
-  const int64_t gates = 4 * hidden;
-  plm_status status = check_f32_shape(b_ih, "b_ih", 1, &gates);
-  if (status == PLM_OK) status = check_f32_shape(b_hh, "b_hh", 1, &gates);
+static plm_status check(const plm__op_call *call) {
+  const plm_tensor *x = call->in[0], *h = call->in[1];
+  plm_status status = check_x_and_h(x, h);
+  if (status != PLM_OK) return status;
+  const int64_t batch = x->dims[0], in = x->dims[1], hid = h->dims[1];
+  const int64_t state[2] = {batch, hid}, wi[2] = {4 * hid, in}, wh[2] = {4 * hid, hid};
+  const int64_t gates[1] = {4 * hid};
+  const plm_tensor *const operands[7] = {call->in[2], call->in[3],  call->in[4], call->in[5],
+                                         call->in[6], call->out[0], call->out[1]};
+  static const char *const names[7] = {"c", "w_ih", "w_hh", "b_ih", "b_hh", "out_h", "out_c"};
+  const int64_t *const dims[7] = {state, wi, wh, gates, gates, state, state};
+  static const int ranks[7] = {2, 2, 2, 1, 1, 2, 2};
+  for (int k = 0; k < 7 && status == PLM_OK; k++)
+    status = check_operand(operands[k], names[k], ranks[k], dims[k], x, h);
   return status;
 }
+
+static plm_status shapes(const plm__op_call *call, plm_shape *out, void *resolved) {
+  (void)resolved;
+  const plm_tensor *h = call->in[1];
+  out[0] = (plm_shape){.dtype = PLM_DTYPE_F32, .ndim = 2, .dims = {h->dims[0], h->dims[1]}};
+  out[1] = out[0];
+  return PLM_OK;
+}
+
+static void cost(const plm__op_call *call, plm_op_cost *cost) {
+  const plm_tensor *x = call->in[0], *h = call->in[1];
+  const double b = (double)x->dims[0], in = (double)x->dims[1], hid = (double)h->dims[1];
+  const double biases = (call->in[5] ? 1.0 : 0.0) + (call->in[6] ? 1.0 : 0.0);
+  *cost =
+      (plm_op_cost){.bytes = 4.0 * (b * in + 2 * b * hid + 4 * hid * in + 4 * hid * hid +
+                                    biases * 4 * hid + 2 * b * hid),
+                    .flops = 2.0 * b * 4 * hid * (in + hid) + biases * b * 4 * hid + 9.0 * b * hid};
+}
+
+static const void *data_of(const plm_tensor *t) {
+  return t ? t->data : NULL;
+}
+
+/* The gates are the scratch, where the GEMM path runs (x->data may be NULL: a description,
+ * for the scratch size). */
+static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch, void *out_args) {
+  const plm_tensor *x = call->in[0], *h = call->in[1];
+  plm__lstm_args *args = out_args;
+  *args = (plm__lstm_args){.x = x->data,
+                           .h = h->data,
+                           .c = data_of(call->in[2]),
+                           .w_ih = data_of(call->in[3]),
+                           .w_hh = data_of(call->in[4]),
+                           .b_ih = data_of(call->in[5]),
+                           .b_hh = data_of(call->in[6]),
+                           .out_h = call->out[0] ? call->out[0]->data : NULL,
+                           .out_c = call->out[1] ? call->out[1]->data : NULL,
+                           .batch = x->dims[0],
+                           .input = x->dims[1],
+                           .hidden = h->dims[1]};
+  const bool gemm = plm__lstm_scratch_bytes(ctx->backend->kind == PLM_BACKEND_CUDA, args->batch,
+                                            args->hidden) > 0;
+  args->gates = gemm ? scratch : NULL;
+}
+
+static size_t cpu_scratch(const void *args) {
+  const plm__lstm_args *a = args;
+  return plm__lstm_scratch_bytes(false, a->batch, a->hidden);
+}
+
+static void run_cpu(const void *args) {
+  plm__lstm_cpu(args);
+}
+
+#ifdef PLM_HAVE_CUDA
+static plm_status cuda_scratch(const void *args, size_t *bytes) {
+  const plm__lstm_args *a = args;
+  *bytes = plm__lstm_scratch_bytes(true, a->batch, a->hidden);
+  return PLM_OK;
+}
+
+static plm_status run_cuda(void *stream, const void *args) {
+  return plm__lstm_cuda(stream, args);
+}
+#endif
+
+const plm__op_desc plm__op_lstm_cell = {
+    .name = "lstm_cell",
+    .summary = "one LSTM step (PyTorch's LSTMCell): out_h, out_c from x, h, c and the weights",
+    .kind = PLM__OP_LSTM_CELL,
+    .flags = PLM__OP_NAMED_OPERANDS,
+    .input_count = 7,
+    .inputs = {{.name = "x", .dtypes = "f32 (B, I)"},
+               {.name = "h", .dtypes = "f32 (B, H)", .role = PLM__IN_TENSOR},
+               {.name = "c", .dtypes = "f32 (B, H)", .role = PLM__IN_TENSOR},
+               {.name = "w_ih", .dtypes = "f32 (4H, I)", .role = PLM__IN_TENSOR},
+               {.name = "w_hh", .dtypes = "f32 (4H, H)", .role = PLM__IN_TENSOR},
+               {.name = "b_ih", .dtypes = "f32 (4H,)", .optional = true, .role = PLM__IN_TENSOR},
+               {.name = "b_hh", .dtypes = "f32 (4H,)", .optional = true, .role = PLM__IN_TENSOR}},
+    .output_count = 2,
+    .outputs =
+        {{.name = "out_h", .dtypes = "f32 (B, H)", .role = PLM__OUT_MAIN},
+         {.name = "out_c", .dtypes = "f32 (B, H)", .role = PLM__OUT_SIDE, .in_place = 1u << 2}},
+    .params_size = sizeof(plm__no_params),
+    .check = check,
+    .shapes = shapes,
+    .cost = cost,
+    .args_size = sizeof(plm__lstm_args),
+    .pack = pack,
+    .cpu_scratch = cpu_scratch,
+    .cuda_scratch = PLM__CUDA_ENTRY(cuda_scratch),
+    .cpu = run_cpu,
+    .cuda = PLM__CUDA_ENTRY(run_cuda),
+};
+
+/* ---- the public and internal entries ------------------------------------------------------ */
 
 plm_status plm_lstm_cell_output(const plm_tensor *x, const plm_tensor *h, plm_shape *out) {
   PLM__REQUIRE_NOT_NULL(x);
   PLM__REQUIRE_NOT_NULL(h);
   PLM__REQUIRE_NOT_NULL(out);
-  plm_status status = plm__op_check_shape(x, "x");
-  if (status == PLM_OK) status = plm__op_check_shape(h, "h");
-  if (status == PLM_OK) status = check_x_and_h(x, h);
-  if (status != PLM_OK) return plm__propagate(status);
-  *out = (plm_shape){.dtype = PLM_DTYPE_F32, .ndim = 2, .dims = {h->dims[0], h->dims[1]}};
-  return PLM_OK;
+  const plm__op_call call = {.in = {x, h}};
+  plm_shape shapes[2];
+  plm_status status = plm__op_shapes(&plm__op_lstm_cell, &call, shapes, NULL);
+  if (status == PLM_OK) *out = shapes[0];
+  return plm__propagate(status);
 }
 
 plm_status plm_lstm_cell_cost(const plm_tensor *x, const plm_tensor *h, const plm_tensor *b_ih,
@@ -52,29 +184,8 @@ plm_status plm_lstm_cell_cost(const plm_tensor *x, const plm_tensor *h, const pl
   PLM__REQUIRE_NOT_NULL(x);
   PLM__REQUIRE_NOT_NULL(h);
   PLM__REQUIRE_NOT_NULL(cost);
-  plm_status status = plm__op_check_shape(x, "x");
-  if (status == PLM_OK) status = plm__op_check_shape(h, "h");
-  if (status == PLM_OK) status = check_x_and_h(x, h);
-  if (status == PLM_OK && b_ih) status = plm__op_check_shape(b_ih, "b_ih");
-  if (status == PLM_OK && b_hh) status = plm__op_check_shape(b_hh, "b_hh");
-  if (status == PLM_OK) status = check_biases(b_ih, b_hh, h->dims[1]);
-  if (status != PLM_OK) return plm__propagate(status);
-  const double b = (double)x->dims[0], in = (double)x->dims[1], hid = (double)h->dims[1];
-  const double biases = (b_ih ? 1.0 : 0.0) + (b_hh ? 1.0 : 0.0);
-  *cost =
-      (plm_op_cost){.bytes = 4.0 * (b * in + 2 * b * hid + 4 * hid * in + 4 * hid * hid +
-                                    biases * 4 * hid + 2 * b * hid),
-                    .flops = 2.0 * b * 4 * hid * (in + hid) + biases * b * 4 * hid + 9.0 * b * hid};
-  return PLM_OK;
-}
-
-static void lstm_task(const void *args) {
-  plm__lstm_cpu(args);
-}
-
-/* The gates' scratch (kernels/common/lstm.h: 0 where the per-unit path runs). */
-static size_t scratch_bytes_of(const plm_context *ctx, int64_t batch, int64_t hidden) {
-  return plm__lstm_scratch_bytes(ctx->backend->kind == PLM_BACKEND_CUDA, batch, hidden);
+  const plm__op_call call = {.in = {x, h, NULL, NULL, NULL, b_ih, b_hh}};
+  return plm__propagate(plm__op_cost(&plm__op_lstm_cell, &call, cost));
 }
 
 plm_status plm__lstm_cell_scratch_bytes(const plm_context *ctx, const plm_tensor *x,
@@ -83,75 +194,10 @@ plm_status plm__lstm_cell_scratch_bytes(const plm_context *ctx, const plm_tensor
   if (!bytes) return plm__fail_raw(PLM_ERR_INVALID_ARG, "bytes is NULL");
   if (!x) return plm__fail_raw(PLM_ERR_INVALID_ARG, "x is NULL");
   if (!h) return plm__fail_raw(PLM_ERR_INVALID_ARG, "h is NULL");
-  plm_status status = plm__op_check_shape(x, "x");
-  if (status == PLM_OK) status = plm__op_check_shape(h, "h");
-  if (status == PLM_OK) status = check_x_and_h(x, h);
-  if (status != PLM_OK) return status;
-  *bytes = scratch_bytes_of(ctx, x->dims[0], h->dims[1]);
-  return PLM_OK;
-}
-
-/* The operands in the public op's order, as the messages name them. */
-enum { OPERANDS = 9 };
-static const char *const names[OPERANDS] = {"x",    "h",    "c",     "w_ih", "w_hh",
-                                            "b_ih", "b_hh", "out_h", "out_c"};
-
-/* What plm_lstm_cell checks; on success *args is the launch's (gates unset). */
-static plm_status check_call(plm_stream *stream, const plm_tensor *const tensors[OPERANDS],
-                             plm__lstm_args *args) {
-  const plm_tensor *x = tensors[0], *h = tensors[1], *c = tensors[2];
-  const plm_tensor *w_ih = tensors[3], *w_hh = tensors[4], *b_ih = tensors[5], *b_hh = tensors[6];
-  const plm_tensor *out_h = tensors[7], *out_c = tensors[8];
-  if (!stream) return plm__fail_raw(PLM_ERR_INVALID_ARG, "stream is NULL");
-  plm_status status = PLM_OK;
-  for (int t = 0; t < OPERANDS && status == PLM_OK; t++)
-    if (tensors[t] || (t != 5 && t != 6))
-      status = plm__op_check_tensor(stream, tensors[t], names[t]);
-  if (status == PLM_OK) status = check_x_and_h(x, h);
-  if (status == PLM_OK) {
-    const int64_t batch = x->dims[0], in = x->dims[1], hid = h->dims[1];
-    const int64_t state[2] = {batch, hid}, wi[2] = {4 * hid, in}, wh[2] = {4 * hid, hid};
-    status = check_f32_shape(c, "c", 2, state);
-    if (status == PLM_OK) status = check_f32_shape(w_ih, "w_ih", 2, wi);
-    if (status == PLM_OK) status = check_f32_shape(w_hh, "w_hh", 2, wh);
-    if (status == PLM_OK) status = check_biases(b_ih, b_hh, hid);
-    if (status == PLM_OK) status = check_f32_shape(out_h, "out_h", 2, state);
-    if (status == PLM_OK) status = check_f32_shape(out_c, "out_c", 2, state);
-  }
-  /* out_h overlaps nothing; out_c nothing but, exactly, c. */
-  for (int t = 0; t < OPERANDS && status == PLM_OK; t++)
-    if (tensors[t] && t != 7) status = plm__op_check_disjoint(tensors[t], names[t], out_h, "out_h");
-  for (int t = 0; t < 7 && status == PLM_OK; t++)
-    if (tensors[t] && t != 2) status = plm__op_check_disjoint(tensors[t], names[t], out_c, "out_c");
-  if (status == PLM_OK) status = plm__op_check_no_partial_overlap(c, "c", out_c, "out_c");
-  if (status != PLM_OK) return status;
-  *args = (plm__lstm_args){.x = x->data,
-                           .h = h->data,
-                           .c = c->data,
-                           .w_ih = w_ih->data,
-                           .w_hh = w_hh->data,
-                           .b_ih = b_ih ? b_ih->data : NULL,
-                           .b_hh = b_hh ? b_hh->data : NULL,
-                           .out_h = out_h->data,
-                           .out_c = out_c->data,
-                           .batch = x->dims[0],
-                           .input = x->dims[1],
-                           .hidden = h->dims[1]};
-  return PLM_OK;
-}
-
-/* Enqueue the kernels of checked arguments, with their gates set where the GEMM path
- * runs. */
-static plm_status launch(plm_stream *stream, const plm__lstm_args *args) {
-  plm_status status = PLM_OK;
-#ifdef PLM_HAVE_CUDA
-  if (plm__op_on_cuda(stream)) {
-    PLM__OP_ON_DEVICE(stream, "lstm_cell", status, plm__lstm_cuda(stream->handle, args));
-    return status;
-  }
-#endif
-  status = plm__op_launch_cpu(stream, lstm_task, args, sizeof *args);
-  return status;
+  const plm__op_call call = {.in = {x, h}};
+  plm_op_cost unused;
+  plm_status status = plm__op_cost(&plm__op_lstm_cell, &call, &unused);
+  return status == PLM_OK ? plm__op_scratch_of(&plm__op_lstm_cell, ctx, &call, bytes) : status;
 }
 
 plm_status plm__lstm_cell_enqueue(plm_stream *stream, const plm_tensor *x, const plm_tensor *h,
@@ -159,33 +205,14 @@ plm_status plm__lstm_cell_enqueue(plm_stream *stream, const plm_tensor *x, const
                                   const plm_tensor *w_hh, const plm_tensor *b_ih,
                                   const plm_tensor *b_hh, plm_tensor *out_h, plm_tensor *out_c,
                                   void *scratch, size_t scratch_bytes) {
-  const plm_tensor *const tensors[OPERANDS] = {x, h, c, w_ih, w_hh, b_ih, b_hh, out_h, out_c};
-  plm__lstm_args args;
-  plm_status status = check_call(stream, tensors, &args);
-  if (status != PLM_OK) return status;
-  const size_t needed = scratch_bytes_of(stream->ctx, args.batch, args.hidden);
-  status =
-      plm__op_check_scratch("lstm_cell", scratch, scratch_bytes, needed, tensors, names, OPERANDS);
-  if (status != PLM_OK) return status;
-  args.gates = needed ? scratch : NULL;
-  return launch(stream, &args);
+  const plm__op_call call = {.in = {x, h, c, w_ih, w_hh, b_ih, b_hh}, .out = {out_h, out_c}};
+  return plm__op_call_with_scratch(&plm__op_lstm_cell, stream, &call, scratch, scratch_bytes);
 }
 
 plm_status plm_lstm_cell(plm_stream *stream, const plm_tensor *x, const plm_tensor *h,
                          const plm_tensor *c, const plm_tensor *w_ih, const plm_tensor *w_hh,
                          const plm_tensor *b_ih, const plm_tensor *b_hh, plm_tensor *out_h,
                          plm_tensor *out_c) {
-  PLM__REQUIRE_NOT_NULL(stream);
-  const plm_tensor *const tensors[OPERANDS] = {x, h, c, w_ih, w_hh, b_ih, b_hh, out_h, out_c};
-  plm__lstm_args args;
-  plm_pool *pool = NULL;
-  void *scratch = NULL;
-  plm_status status = check_call(stream, tensors, &args);
-  if (status == PLM_OK)
-    status = plm__op_scratch_take(stream, scratch_bytes_of(stream->ctx, args.batch, args.hidden),
-                                  &pool, &scratch);
-  if (status != PLM_OK) return plm__propagate(status);
-  args.gates = scratch;
-  status = launch(stream, &args);
-  return plm__propagate(plm__op_scratch_give(stream, pool, scratch, status));
+  const plm__op_call call = {.in = {x, h, c, w_ih, w_hh, b_ih, b_hh}, .out = {out_h, out_c}};
+  return plm__op_call_public(&plm__op_lstm_cell, stream, &call);
 }

@@ -1,5 +1,8 @@
-/* ops/matmul.c: the matmul operation (plume/matmul.h). */
+/* ops/matmul.c: the matmul operation (plume/matmul.h) and its descriptor. */
+#include <stddef.h>
+
 #include "kernels/common/matmul.h"
+#include "ops/op_desc.h"
 #include "ops/op_internal.h"
 #include "streams/error.h"
 
@@ -29,14 +32,120 @@ static plm_status check_shapes(const plm_tensor *a, const plm_tensor *b, const p
   return status;
 }
 
-static plm_status check_descriptions(const plm_tensor *a, const plm_tensor *b,
-                                     const plm_tensor *bias, const plm_matmul_params *params) {
-  plm_status status = plm__op_check_shape(a, "a");
-  if (status == PLM_OK) status = plm__op_check_shape(b, "b");
-  if (status == PLM_OK && bias) status = plm__op_check_shape(bias, "bias");
-  if (status == PLM_OK) status = check_params(params);
+static plm_status check(const plm__op_call *call) {
+  const plm_tensor *a = call->in[0], *b = call->in[1], *bias = call->in[2], *out = call->out[0];
+  plm_status status = check_params(call->params);
   if (status == PLM_OK) status = check_shapes(a, b, bias);
+  if (status != PLM_OK || !out) return status;
+  status = plm__op_check_f32(out, "out", 2);
+  if (status == PLM_OK && (out->dims[0] != a->dims[0] || out->dims[1] != b->dims[1]))
+    status = plm__fail_raw(PLM_ERR_INVALID_ARG, "out is %lldx%lld, expected %lldx%lld",
+                           (long long)out->dims[0], (long long)out->dims[1], (long long)a->dims[0],
+                           (long long)b->dims[1]);
   return status;
+}
+
+static plm_status shapes(const plm__op_call *call, plm_shape *out, void *resolved) {
+  (void)resolved;
+  out[0] = (plm_shape){
+      .dtype = PLM_DTYPE_F32, .ndim = 2, .dims = {call->in[0]->dims[0], call->in[1]->dims[1]}};
+  return PLM_OK;
+}
+
+static void cost(const plm__op_call *call, plm_op_cost *cost) {
+  const plm_tensor *a = call->in[0], *b = call->in[1], *bias = call->in[2];
+  const plm_matmul_params *params = call->params;
+  const double m = (double)a->dims[0], k = (double)a->dims[1], n = (double)b->dims[1];
+  double flops = 2.0 * m * n * k;
+  if (bias) flops += m * n;
+  if (params->activation != PLM_ACTIVATION_NONE) flops += m * n;
+  *cost = (plm_op_cost){.bytes = 4.0 * (m * k + k * n + m * n + (bias ? n : 0.0)), .flops = flops};
+}
+
+/* AUTO: tensor cores where the size pays; the host has none, so it stays exact. */
+static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch, void *out_args) {
+  (void)scratch;
+  const plm_tensor *a = call->in[0], *b = call->in[1], *bias = call->in[2];
+  const plm_matmul_params *params = call->params;
+  plm__matmul_args *args = out_args;
+  *args = (plm__matmul_args){.a = a->data,
+                             .b = b->data,
+                             .bias = bias ? bias->data : NULL,
+                             .out = call->out[0]->data,
+                             .m = a->dims[0],
+                             .n = b->dims[1],
+                             .k = a->dims[1],
+                             .precision = params->precision,
+                             .activation = params->activation};
+  if (args->precision == PLM_PRECISION_AUTO)
+    args->precision = ctx->backend->kind == PLM_BACKEND_CUDA &&
+                              (double)args->m * (double)args->n * (double)args->k >=
+                                  (double)PLM_MATMUL_AUTO_TF32_MIN_WORK
+                          ? PLM_PRECISION_TF32
+                          : PLM_PRECISION_FP32;
+}
+
+static void run_cpu(const void *args) {
+  plm__matmul_cpu(args);
+}
+
+#ifdef PLM_HAVE_CUDA
+static plm_status run_cuda(void *stream, const void *args) {
+  return plm__matmul_cuda(stream, args);
+}
+#endif
+
+/* In the enums' order. */
+const char *const plm__activation_names[] = {"none", "relu", "sigmoid", "tanh", NULL};
+static const char *const precision_names[] = {"fp32", "tf32", "bf16", "auto", NULL};
+_Static_assert(PLM_ACTIVATION_TANH == 3 && PLM_PRECISION_AUTO == 3,
+               "the choices' names follow the enums");
+
+static const plm__op_param schema[] = {
+    {.name = "act",
+     .type = PLM__PARAM_CHOICE,
+     .offset = offsetof(plm_matmul_params, activation),
+     .fallback = PLM_ACTIVATION_NONE,
+     .choices = plm__activation_names,
+     .help = "the activation applied to a.b + bias: none, relu, sigmoid or tanh"},
+    {.name = "precision",
+     .type = PLM__PARAM_CHOICE,
+     .offset = offsetof(plm_matmul_params, precision),
+     .fallback = PLM_PRECISION_FP32,
+     .choices = precision_names,
+     .help = "fp32 (exact order-independent sums), tf32 or bf16 (tensor cores on cuda; "
+             "rounded on host), auto (tf32 from 2^24 multiply-adds on cuda)"},
+};
+
+const plm__op_desc plm__op_matmul = {
+    .name = "matmul",
+    .summary = "out = act(a . b + bias), f32 (M, K) x (K, N) -> (M, N)",
+    .kind = PLM__OP_MATMUL,
+    .flags = PLM__OP_NAMED_OPERANDS,
+    .input_count = 3,
+    .inputs = {{.name = "a", .dtypes = "f32 (M, K)"},
+               {.name = "b", .dtypes = "f32 (K, N)", .role = PLM__IN_TENSOR},
+               {.name = "bias", .dtypes = "f32 (N,)", .optional = true, .role = PLM__IN_TENSOR}},
+    .output_count = 1,
+    .outputs = {{.name = "out", .dtypes = "f32 (M, N)", .role = PLM__OUT_MAIN}},
+    .params_size = sizeof(plm_matmul_params),
+    .param_count = sizeof schema / sizeof schema[0],
+    .params = schema,
+    .check = check,
+    .shapes = shapes,
+    .cost = cost,
+    .args_size = sizeof(plm__matmul_args),
+    .pack = pack,
+    .cpu = run_cpu,
+    .cuda = PLM__CUDA_ENTRY(run_cuda),
+};
+
+/* ---- the public functions ---------------------------------------------------------------- */
+
+plm_matmul_params plm_matmul_params_default(void) {
+  plm_matmul_params params;
+  plm__op_params_default(&plm__op_matmul, &params);
+  return params;
 }
 
 plm_status plm_matmul_output(const plm_tensor *a, const plm_tensor *b,
@@ -44,10 +153,8 @@ plm_status plm_matmul_output(const plm_tensor *a, const plm_tensor *b,
   PLM__REQUIRE_NOT_NULL(a);
   PLM__REQUIRE_NOT_NULL(b);
   PLM__REQUIRE_NOT_NULL(out);
-  plm_status status = check_descriptions(a, b, NULL, params);
-  if (status != PLM_OK) return plm__propagate(status);
-  *out = (plm_shape){.dtype = PLM_DTYPE_F32, .ndim = 2, .dims = {a->dims[0], b->dims[1]}};
-  return PLM_OK;
+  const plm__op_call call = {.in = {a, b}, .params = params};
+  return plm__propagate(plm__op_shapes(&plm__op_matmul, &call, out, NULL));
 }
 
 plm_status plm_matmul_cost(const plm_tensor *a, const plm_tensor *b, const plm_tensor *bias,
@@ -55,59 +162,12 @@ plm_status plm_matmul_cost(const plm_tensor *a, const plm_tensor *b, const plm_t
   PLM__REQUIRE_NOT_NULL(a);
   PLM__REQUIRE_NOT_NULL(b);
   PLM__REQUIRE_NOT_NULL(cost);
-  plm_status status = check_descriptions(a, b, bias, params);
-  if (status != PLM_OK) return plm__propagate(status);
-  const double m = (double)a->dims[0], k = (double)a->dims[1], n = (double)b->dims[1];
-  double flops = 2.0 * m * n * k;
-  if (bias) flops += m * n;
-  if (params->activation != PLM_ACTIVATION_NONE) flops += m * n;
-  *cost = (plm_op_cost){.bytes = 4.0 * (m * k + k * n + m * n + (bias ? n : 0.0)), .flops = flops};
-  return PLM_OK;
-}
-
-static void matmul_task(const void *args) {
-  plm__matmul_cpu(args);
+  const plm__op_call call = {.in = {a, b, bias}, .params = params};
+  return plm__propagate(plm__op_cost(&plm__op_matmul, &call, cost));
 }
 
 plm_status plm_matmul(plm_stream *stream, const plm_tensor *a, const plm_tensor *b,
                       const plm_tensor *bias, const plm_matmul_params *params, plm_tensor *out) {
-  PLM__REQUIRE_NOT_NULL(stream);
-  plm_status status = plm__op_check_tensor(stream, a, "a");
-  if (status == PLM_OK) status = plm__op_check_tensor(stream, b, "b");
-  if (status == PLM_OK && bias) status = plm__op_check_tensor(stream, bias, "bias");
-  if (status == PLM_OK) status = plm__op_check_tensor(stream, out, "out");
-  if (status == PLM_OK) status = check_params(params);
-  if (status == PLM_OK) status = check_shapes(a, b, bias);
-  if (status == PLM_OK) status = plm__op_check_f32(out, "out", 2);
-  if (status == PLM_OK && (out->dims[0] != a->dims[0] || out->dims[1] != b->dims[1]))
-    status = plm__fail_raw(PLM_ERR_INVALID_ARG, "out is %lldx%lld, expected %lldx%lld",
-                           (long long)out->dims[0], (long long)out->dims[1], (long long)a->dims[0],
-                           (long long)b->dims[1]);
-  if (status == PLM_OK) status = plm__op_check_disjoint(a, "a", out, "out");
-  if (status == PLM_OK) status = plm__op_check_disjoint(b, "b", out, "out");
-  if (status == PLM_OK && bias) status = plm__op_check_disjoint(bias, "bias", out, "out");
-  if (status != PLM_OK) return plm__propagate(status);
-
-  plm__matmul_args args = {.a = a->data,
-                           .b = b->data,
-                           .bias = bias ? bias->data : NULL,
-                           .out = out->data,
-                           .m = a->dims[0],
-                           .n = b->dims[1],
-                           .k = a->dims[1],
-                           .precision = params->precision,
-                           .activation = params->activation};
-  /* AUTO: tensor cores where the size pays; the host has none, so it stays exact. */
-  if (args.precision == PLM_PRECISION_AUTO)
-    args.precision = plm__op_on_cuda(stream) && (double)args.m * (double)args.n * (double)args.k >=
-                                                    (double)PLM_MATMUL_AUTO_TF32_MIN_WORK
-                         ? PLM_PRECISION_TF32
-                         : PLM_PRECISION_FP32;
-#ifdef PLM_HAVE_CUDA
-  if (plm__op_on_cuda(stream)) {
-    PLM__OP_ON_DEVICE(stream, "matmul", status, plm__matmul_cuda(stream->handle, &args));
-    return plm__propagate(status);
-  }
-#endif
-  return plm__propagate(plm__op_launch_cpu(stream, matmul_task, &args, sizeof args));
+  const plm__op_call call = {.in = {a, b, bias}, .out = {out}, .params = params};
+  return plm__op_call_public(&plm__op_matmul, stream, &call);
 }

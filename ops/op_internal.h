@@ -54,6 +54,13 @@ plm_status plm__entropy_check_params(const plm_entropy_params *params, plm_dtype
                                      const char *prefix);
 plm_status plm__threshold_check_params(const plm_threshold_params *params, const char *prefix);
 
+/* regions' table bound: the most components a height x width frame of labels can hold
+ * under connectivity; and the table's shape for a capacity (0: that bound, which needs the
+ * labels' connectivity, else the message says to give a capacity). Raw messages. */
+int64_t plm__regions_bound(int64_t height, int64_t width, int connectivity);
+plm_status plm__regions_table_shape(int64_t capacity, const plm_tensor *labels, int connectivity,
+                                    plm_shape *table);
+
 static inline bool plm__op_on_cuda(const plm_stream *stream) {
   return stream->ctx->backend->kind == PLM_BACKEND_CUDA;
 }

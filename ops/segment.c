@@ -1,8 +1,10 @@
-/* ops/segment.c: threshold + label + regions (plume/segment.h), composed from the
- * public ops on the stream, its mask (and label's scratch) taken from the context's default
+/* ops/segment.c: threshold + label + regions (plume/segment.h), composed from their
+ * descriptors on the stream, its mask (and label's scratch) taken from the context's default
  * pool, or given by the caller of plm__segment_enqueue (ops/op_scratch.h). */
+#include <stddef.h>
 #include <stdint.h>
 
+#include "ops/op_desc.h"
 #include "ops/op_internal.h"
 #include "ops/op_scratch.h"
 #include "plume/label.h"
@@ -39,56 +41,6 @@ static plm_status check_image(const plm_tensor *image) {
   return PLM_OK;
 }
 
-/* The memory of a and b does not overlap. */
-static plm_status check_disjoint(const plm_tensor *a, const char *a_name, const plm_tensor *b,
-                                 const char *b_name) {
-  const char *a0 = a->data, *b0 = b->data;
-  const char *a1 = a0 + plm_tensor_bytes(a), *b1 = b0 + plm_tensor_bytes(b);
-  if (a0 < b1 && b0 < a1)
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s and %s overlap", a_name, b_name);
-  return PLM_OK;
-}
-
-plm_status plm_segment_output(const plm_tensor *image, const plm_segment_params *params,
-                              plm_shape *labels, plm_shape *count) {
-  PLM__REQUIRE_NOT_NULL(image);
-  PLM__REQUIRE_NOT_NULL(labels);
-  PLM__REQUIRE_NOT_NULL(count);
-  plm_status status = check_params(params);
-  if (status == PLM_OK) status = check_image(image);
-  if (status != PLM_OK) return plm__propagate(status);
-  *labels =
-      (plm_shape){.dtype = PLM_DTYPE_I32, .ndim = 2, .dims = {image->dims[0], image->dims[1]}};
-  *count = (plm_shape){.dtype = PLM_DTYPE_I32, .ndim = 1, .dims = {1}};
-  return PLM_OK;
-}
-
-plm_status plm_segment_cost(const plm_tensor *image, const plm_segment_params *params,
-                            int64_t capacity, plm_op_cost *cost) {
-  PLM__REQUIRE_NOT_NULL(image);
-  PLM__REQUIRE_NOT_NULL(cost);
-  plm_status status = check_params(params);
-  if (status == PLM_OK) status = check_image(image);
-  if (status == PLM_OK && capacity < 1)
-    status =
-        plm__fail_raw(PLM_ERR_INVALID_ARG, "capacity %lld is not positive", (long long)capacity);
-  if (status != PLM_OK) return plm__propagate(status);
-  /* Descriptions of the intermediate tensors, for the parts' cost functions. */
-  plm_tensor mask = *image, labels = *image;
-  mask.dtype = PLM_DTYPE_U8;
-  labels.dtype = PLM_DTYPE_I32;
-  plm_threshold_params tp = threshold_params(params);
-  plm_label_params lp = {.connectivity = params->connectivity};
-  plm_op_cost parts[3];
-  status = plm_threshold_cost(image, &tp, &parts[0]);
-  if (status == PLM_OK) status = plm_label_cost(&mask, &lp, &parts[1]);
-  if (status == PLM_OK) status = plm_regions_cost(&labels, image, capacity, &parts[2]);
-  if (status != PLM_OK) return plm__propagate(status);
-  *cost = (plm_op_cost){.bytes = parts[0].bytes + parts[1].bytes + parts[2].bytes,
-                        .flops = parts[0].flops + parts[1].flops + parts[2].flops};
-  return PLM_OK;
-}
-
 /* The scratch: the mask (256-byte aligned), then label's scratch for the mask. */
 static size_t mask_bytes(const plm_tensor *image) {
   const size_t bytes = (size_t)image->dims[0] * (size_t)image->dims[1];
@@ -104,14 +56,204 @@ static plm_tensor mask_of(const plm_tensor *image, void *data) {
                       .strides = {image->dims[1], 1}};
 }
 
-static plm_status scratch_bytes_of(const plm_context *ctx, const plm_tensor *image,
-                                   const plm_segment_params *params, size_t *bytes) {
-  plm_tensor mask = mask_of(image, NULL);
-  plm_label_params lp = {.connectivity = params->connectivity};
-  size_t label_bytes = 0;
-  plm_status status = plm__label_scratch_bytes(ctx, &mask, &lp, &label_bytes);
-  if (status == PLM_OK) *bytes = mask_bytes(image) + label_bytes;
+static plm_status check(const plm__op_call *call) {
+  const plm__segment_op_params *p = call->params;
+  const plm_tensor *image = call->in[0];
+  plm_status status = check_params(p ? &p->segment : NULL);
+  if (status == PLM_OK) status = check_image(image);
+  if (status != PLM_OK) return status;
+  const plm_tensor *labels = call->out[0], *count = call->out[1], *table = call->out[2];
+  if (labels && (labels->dtype != PLM_DTYPE_I32 || labels->ndim != 2 ||
+                 labels->dims[0] != image->dims[0] || labels->dims[1] != image->dims[1]))
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "labels must be i32 of image's shape");
+  if (count && (count->dtype != PLM_DTYPE_I32 || count->ndim != 1 || count->dims[0] != 1))
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "count must be i32 of shape (1,)");
+  if (table &&
+      (table->dtype != PLM_DTYPE_F64 || table->ndim != 2 || table->dims[1] != PLM_REGION_COLUMNS))
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "table must be f64 of shape (capacity, %d)",
+                         PLM_REGION_COLUMNS);
+  if (p->capacity < 0)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "capacity %lld is negative", (long long)p->capacity);
+  return PLM_OK;
+}
+
+static int labels_connectivity(const void *params) {
+  return ((const plm__segment_op_params *)params)->segment.connectivity == 4 ? 4 : 8;
+}
+
+static plm_status shapes(const plm__op_call *call, plm_shape *out, void *resolved) {
+  const plm__segment_op_params *p = call->params;
+  const plm_tensor *image = call->in[0];
+  out[0] = (plm_shape){.dtype = PLM_DTYPE_I32, .ndim = 2, .dims = {image->dims[0], image->dims[1]}};
+  out[1] = (plm_shape){.dtype = PLM_DTYPE_I32, .ndim = 1, .dims = {1}};
+  plm_status status = plm__regions_table_shape(p->capacity, image, labels_connectivity(p), &out[2]);
+  if (status == PLM_OK && resolved) ((plm__segment_op_params *)resolved)->capacity = out[2].dims[0];
   return status;
+}
+
+/* The parts' costs, on descriptions of the intermediate tensors. */
+static void cost(const plm__op_call *call, plm_op_cost *cost) {
+  const plm__segment_op_params *p = call->params;
+  const plm_tensor *image = call->in[0];
+  plm_tensor mask = *image, labels = *image;
+  mask.dtype = PLM_DTYPE_U8;
+  labels.dtype = PLM_DTYPE_I32;
+  plm_threshold_params tp = threshold_params(&p->segment);
+  plm_label_params lp = {.connectivity = p->segment.connectivity};
+  plm__regions_params rp = {.capacity = p->capacity};
+  const plm__op_call parts[3] = {{.in = {image}, .params = &tp},
+                                 {.in = {&mask}, .params = &lp},
+                                 {.in = {&labels, image}, .params = &rp}};
+  const plm__op_desc *ops[3] = {&plm__op_threshold, &plm__op_label, &plm__op_regions};
+  *cost = (plm_op_cost){0};
+  for (int k = 0; k < 3; k++) {
+    plm_op_cost part;
+    ops[k]->cost(&parts[k], &part);
+    cost->bytes += part.bytes;
+    cost->flops += part.flops;
+  }
+}
+
+static plm_status label_scratch(const plm_context *ctx, const plm__op_call *call, size_t *bytes) {
+  const plm__segment_op_params *p = call->params;
+  const plm_tensor mask = mask_of(call->in[0], NULL);
+  const plm_label_params lp = {.connectivity = p->segment.connectivity};
+  const plm__op_call label = {.in = {&mask}, .params = &lp};
+  return plm__op_scratch_of(&plm__op_label, ctx, &label, bytes);
+}
+
+static plm_status scratch_bytes(const plm_context *ctx, const plm__op_call *call, size_t *bytes) {
+  size_t label_bytes = 0;
+  plm_status status = label_scratch(ctx, call, &label_bytes);
+  if (status == PLM_OK) *bytes = mask_bytes(call->in[0]) + label_bytes;
+  return status;
+}
+
+/* The three parts on checked operands, the mask then label's scratch in `scratch`. Every
+ * argument is good: the parts cannot refuse them. */
+static plm_status enqueue(plm_stream *stream, const plm__op_call *call, void *scratch) {
+  const plm__segment_op_params *p = call->params;
+  const plm_tensor *image = call->in[0];
+  plm_tensor mask = mask_of(image, scratch);
+  plm_threshold_params tp = threshold_params(&p->segment);
+  plm_label_params lp = {.connectivity = p->segment.connectivity};
+  plm__regions_params rp = {.capacity = call->out[2]->dims[0]};
+  size_t label_bytes = 0;
+  plm_status status = label_scratch(stream->ctx, call, &label_bytes);
+  void *label_scratch_at = label_bytes ? (char *)scratch + mask_bytes(image) : NULL;
+  const plm__op_call threshold = {.in = {image}, .out = {&mask}, .params = &tp};
+  const plm__op_call label = {.in = {&mask}, .out = {call->out[0], call->out[1]}, .params = &lp};
+  const plm__op_call regions = {
+      .in = {call->out[0], image, call->out[1]}, .out = {call->out[2]}, .params = &rp};
+  if (status == PLM_OK) status = plm__op_enqueue(&plm__op_threshold, stream, &threshold, NULL);
+  if (status == PLM_OK) status = plm__op_enqueue(&plm__op_label, stream, &label, label_scratch_at);
+  if (status == PLM_OK) status = plm__op_enqueue(&plm__op_regions, stream, &regions, NULL);
+  return status;
+}
+
+static const plm__op_param schema[] = {
+    {.name = "value",
+     .type = PLM__PARAM_DOUBLE,
+     .offset = offsetof(plm__segment_op_params, segment.value),
+     .flags = PLM__PARAM_REQUIRED,
+     .help = "the threshold T (foreground: image CMP T)"},
+    {.name = "cmp",
+     .type = PLM__PARAM_CHOICE,
+     .offset = offsetof(plm__segment_op_params, segment.compare),
+     .fallback = PLM_COMPARE_GT,
+     .choices = plm__compare_names,
+     .help = "the comparison: gt, ge, lt or le"},
+    {.name = "connectivity",
+     .type = PLM__PARAM_CHOICE,
+     .offset = offsetof(plm__segment_op_params, segment.connectivity),
+     .fallback = 8,
+     .choices = plm__connectivity_names,
+     .values = plm__connectivity_values,
+     .help = "4: edge neighbours; 8: edge and corner neighbours"},
+    {.name = "capacity",
+     .type = PLM__PARAM_INT64,
+     .offset = offsetof(plm__segment_op_params, capacity),
+     .min = 1,
+     .max = (double)INT64_MAX,
+     .fallback = 0,
+     .help = "the table's rows (default: the most regions the frame can hold)"},
+};
+
+const plm__op_desc plm__op_segment = {
+    .name = "segment",
+    .summary = "threshold, label and regions in one call: labels, count and a table of regions",
+    .kind = PLM__OP_SEGMENT,
+    .flags = PLM__OP_GRAPH_ONLY,
+    .input_count = 1,
+    .inputs = {{.name = "image", .dtypes = "u8, u16 or f32 (H, W)"}},
+    .output_count = 3,
+    .outputs = {{.name = "labels", .dtypes = "i32 (H, W)", .labels = true},
+                {.name = "count", .dtypes = "i32 (1,)", .role = PLM__OUT_COUNT},
+                {.name = "table", .dtypes = "f64 (capacity, 12)", .role = PLM__OUT_MAIN}},
+    .params_size = sizeof(plm__segment_op_params),
+    .param_count = sizeof schema / sizeof schema[0],
+    .params = schema,
+    .check = check,
+    .shapes = shapes,
+    .cost = cost,
+    .labels_connectivity = labels_connectivity,
+    .scratch_bytes = scratch_bytes,
+    .enqueue = enqueue,
+};
+
+/* ---- the public and internal entries ------------------------------------------------------ */
+
+plm_segment_params plm_segment_params_default(void) {
+  plm__segment_op_params params;
+  plm__op_params_default(&plm__op_segment, &params);
+  return params.segment;
+}
+
+plm_status plm_segment_output(const plm_tensor *image, const plm_segment_params *params,
+                              plm_shape *labels, plm_shape *count) {
+  PLM__REQUIRE_NOT_NULL(image);
+  PLM__REQUIRE_NOT_NULL(labels);
+  PLM__REQUIRE_NOT_NULL(count);
+  plm_status status = check_params(params);
+  if (status != PLM_OK) return plm__propagate(status);
+  const plm__segment_op_params p = {.segment = *params};
+  const plm__op_call call = {.in = {image}, .params = &p};
+  plm_shape shapes[3];
+  status = plm__op_shapes(&plm__op_segment, &call, shapes, NULL);
+  if (status == PLM_OK) {
+    *labels = shapes[0];
+    *count = shapes[1];
+  }
+  return plm__propagate(status);
+}
+
+plm_status plm_segment_cost(const plm_tensor *image, const plm_segment_params *params,
+                            int64_t capacity, plm_op_cost *cost) {
+  PLM__REQUIRE_NOT_NULL(image);
+  PLM__REQUIRE_NOT_NULL(cost);
+  plm_status status = check_params(params);
+  if (status == PLM_OK && capacity < 1)
+    status =
+        plm__fail_raw(PLM_ERR_INVALID_ARG, "capacity %lld is not positive", (long long)capacity);
+  if (status != PLM_OK) return plm__propagate(status);
+  const plm__segment_op_params p = {.segment = *params, .capacity = capacity};
+  const plm__op_call call = {.in = {image}, .params = &p};
+  return plm__propagate(plm__op_cost(&plm__op_segment, &call, cost));
+}
+
+/* The call of the public arguments (params NULL stays NULL: the check names it). */
+typedef struct segment_call {
+  plm__segment_op_params params;
+  plm__op_call call;
+} segment_call;
+
+static void segment_call_of(const plm_tensor *image, const plm_segment_params *params,
+                            plm_tensor *labels, plm_tensor *count, plm_tensor *table,
+                            segment_call *c) {
+  c->params = (plm__segment_op_params){.capacity = table ? table->dims[0] : 0};
+  if (params) c->params.segment = *params;
+  c->call = (plm__op_call){
+      .in = {image}, .out = {labels, count, table}, .params = params ? &c->params : NULL};
 }
 
 plm_status plm__segment_scratch_bytes(const plm_context *ctx, const plm_tensor *image,
@@ -119,88 +261,27 @@ plm_status plm__segment_scratch_bytes(const plm_context *ctx, const plm_tensor *
   if (!ctx) return plm__fail_raw(PLM_ERR_INVALID_ARG, "ctx is NULL");
   if (!bytes) return plm__fail_raw(PLM_ERR_INVALID_ARG, "bytes is NULL");
   if (!image) return plm__fail_raw(PLM_ERR_INVALID_ARG, "image is NULL");
-  plm_status status = check_params(params);
-  if (status == PLM_OK) status = check_image(image);
-  if (status != PLM_OK) return status;
-  return scratch_bytes_of(ctx, image, params, bytes);
-}
-
-/* What plm_segment checks. */
-static plm_status check_call(plm_stream *stream, const plm_tensor *image,
-                             const plm_segment_params *params, plm_tensor *labels,
-                             plm_tensor *count, plm_tensor *table) {
-  if (!stream) return plm__fail_raw(PLM_ERR_INVALID_ARG, "stream is NULL");
-  plm_status status = check_params(params);
-  if (status == PLM_OK) status = plm__op_check_tensor(stream, image, "image");
-  if (status == PLM_OK) status = plm__op_check_tensor(stream, labels, "labels");
-  if (status == PLM_OK) status = plm__op_check_tensor(stream, count, "count");
-  if (status == PLM_OK) status = plm__op_check_tensor(stream, table, "table");
-  if (status == PLM_OK) status = check_image(image);
-  if (status == PLM_OK && (labels->dtype != PLM_DTYPE_I32 || labels->ndim != 2 ||
-                           labels->dims[0] != image->dims[0] || labels->dims[1] != image->dims[1]))
-    status = plm__fail_raw(PLM_ERR_INVALID_ARG, "labels must be i32 of image's shape");
-  if (status == PLM_OK &&
-      (count->dtype != PLM_DTYPE_I32 || count->ndim != 1 || count->dims[0] != 1))
-    status = plm__fail_raw(PLM_ERR_INVALID_ARG, "count must be i32 of shape (1,)");
-  if (status == PLM_OK &&
-      (table->dtype != PLM_DTYPE_F64 || table->ndim != 2 || table->dims[1] != PLM_REGION_COLUMNS))
-    status = plm__fail_raw(PLM_ERR_INVALID_ARG, "table must be f64 of shape (capacity, %d)",
-                           PLM_REGION_COLUMNS);
-  const plm_tensor *const all[] = {image, labels, count, table};
-  static const char *const names[] = {"image", "labels", "count", "table"};
-  for (int i = 0; status == PLM_OK && i < 4; i++)
-    for (int j = i + 1; status == PLM_OK && j < 4; j++)
-      status = check_disjoint(all[i], names[i], all[j], names[j]);
-  return status;
-}
-
-/* The three parts on checked arguments, the mask and label's scratch in `scratch`
- * (label_bytes of it after the mask). Every argument is good: the parts cannot refuse
- * them. Messages as the parts' public functions give them. */
-static plm_status enqueue_parts(plm_stream *stream, const plm_tensor *image,
-                                const plm_segment_params *params, plm_tensor *labels,
-                                plm_tensor *count, plm_tensor *table, void *scratch,
-                                size_t label_bytes) {
-  plm_tensor mask = mask_of(image, scratch);
-  plm_threshold_params tp = threshold_params(params);
-  plm_label_params lp = {.connectivity = params->connectivity};
-  void *label_scratch = label_bytes ? (char *)scratch + mask_bytes(image) : NULL;
-  plm_status status = plm_threshold(stream, image, &tp, &mask);
-  if (status == PLM_OK)
-    status = plm__propagate_in("plm_label", plm__label_enqueue(stream, &mask, &lp, labels, count,
-                                                               label_scratch, label_bytes));
-  if (status == PLM_OK) status = plm_regions(stream, labels, image, count, table);
-  return status;
+  segment_call c;
+  segment_call_of(image, params, NULL, NULL, NULL, &c);
+  c.params.capacity = 1;
+  plm_op_cost unused;
+  plm_status status = plm__op_cost(&plm__op_segment, &c.call, &unused);
+  return status == PLM_OK ? plm__op_scratch_of(&plm__op_segment, ctx, &c.call, bytes) : status;
 }
 
 plm_status plm__segment_enqueue(plm_stream *stream, const plm_tensor *image,
                                 const plm_segment_params *params, plm_tensor *labels,
                                 plm_tensor *count, plm_tensor *table, void *scratch,
                                 size_t scratch_bytes) {
-  size_t needed = 0;
-  plm_status status = check_call(stream, image, params, labels, count, table);
-  if (status == PLM_OK) status = scratch_bytes_of(stream->ctx, image, params, &needed);
-  if (status != PLM_OK) return status;
-  const plm_tensor *const operands[] = {image, labels, count, table};
-  static const char *const names[] = {"image", "labels", "count", "table"};
-  status = plm__op_check_scratch("segment", scratch, scratch_bytes, needed, operands, names, 4);
-  if (status != PLM_OK) return status;
-  return enqueue_parts(stream, image, params, labels, count, table, scratch,
-                       needed - mask_bytes(image));
+  segment_call c;
+  segment_call_of(image, params, labels, count, table, &c);
+  return plm__op_call_with_scratch(&plm__op_segment, stream, &c.call, scratch, scratch_bytes);
 }
 
 plm_status plm_segment(plm_stream *stream, const plm_tensor *image,
                        const plm_segment_params *params, plm_tensor *labels, plm_tensor *count,
                        plm_tensor *table) {
-  PLM__REQUIRE_NOT_NULL(stream);
-  size_t bytes = 0;
-  plm_pool *pool = NULL;
-  void *scratch = NULL;
-  plm_status status = check_call(stream, image, params, labels, count, table);
-  if (status == PLM_OK) status = scratch_bytes_of(stream->ctx, image, params, &bytes);
-  if (status == PLM_OK) status = plm__op_scratch_take(stream, bytes, &pool, &scratch);
-  if (status != PLM_OK) return plm__propagate(status);
-  status = enqueue_parts(stream, image, params, labels, count, table, scratch,
-                         bytes - mask_bytes(image));
-  return plm__propagate(plm__op_scratch_give(stream, pool, scratch, status));
+  segment_call c;
+  segment_call_of(image, params, labels, count, table, &c);
+  return plm__op_call_public(&plm__op_segment, stream, &c.call);
 }

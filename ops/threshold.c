@@ -1,7 +1,9 @@
-/* ops/threshold.c: the threshold operation (plume/ops.h). */
+/* ops/threshold.c: the threshold operation (plume/threshold.h) and its descriptor. */
 #include <math.h>
+#include <stddef.h>
 
 #include "kernels/common/threshold.h"
+#include "ops/op_desc.h"
 #include "ops/op_internal.h"
 #include "streams/error.h"
 
@@ -13,73 +15,120 @@ plm_status plm__threshold_check_params(const plm_threshold_params *params, const
   return PLM_OK;
 }
 
-static plm_status check_params(const plm_threshold_params *params) {
+static plm_status check(const plm__op_call *call) {
+  const plm_tensor *in = call->in[0], *out = call->out[0];
+  const plm_threshold_params *params = call->params;
   if (!params) return plm__fail_raw(PLM_ERR_INVALID_ARG, "params is NULL");
-  return plm__threshold_check_params(params, "params->");
+  plm_status status = plm__threshold_check_params(params, "params->");
+  if (status != PLM_OK) return status;
+  if (in->dtype != PLM_DTYPE_U8 && in->dtype != PLM_DTYPE_U16 && in->dtype != PLM_DTYPE_F32)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "in->dtype %s is not u8, u16 or f32",
+                         plm_dtype_name(in->dtype));
+  if (!out) return PLM_OK;
+  if (out->dtype != PLM_DTYPE_U8)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "out->dtype %s is not u8",
+                         plm_dtype_name(out->dtype));
+  return plm__op_check_same_dims(in, "in", out, "out");
 }
 
-static plm_status check_input_dtype(const plm_tensor *in) {
-  if (in->dtype == PLM_DTYPE_U8 || in->dtype == PLM_DTYPE_U16 || in->dtype == PLM_DTYPE_F32)
-    return PLM_OK;
-  return plm__fail_raw(PLM_ERR_INVALID_ARG, "in->dtype %s is not u8, u16 or f32",
-                       plm_dtype_name(in->dtype));
+static plm_status shapes(const plm__op_call *call, plm_shape *out, void *resolved) {
+  (void)resolved;
+  const plm_tensor *in = call->in[0];
+  out[0] = (plm_shape){.dtype = PLM_DTYPE_U8, .ndim = in->ndim};
+  for (int d = 0; d < in->ndim; d++) out[0].dims[d] = in->dims[d];
+  return PLM_OK;
+}
+
+static void cost(const plm__op_call *call, plm_op_cost *cost) {
+  const plm_tensor *in = call->in[0];
+  double count = (double)plm_tensor_numel(in);
+  *cost = (plm_op_cost){.bytes = count * ((double)plm_dtype_size(in->dtype) + 1.0), .flops = count};
+}
+
+static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch, void *args) {
+  (void)ctx;
+  (void)scratch;
+  const plm_threshold_params *params = call->params;
+  *(plm__threshold_args *)args = (plm__threshold_args){.in = call->in[0]->data,
+                                                       .out = call->out[0]->data,
+                                                       .count = plm_tensor_numel(call->in[0]),
+                                                       .dtype = call->in[0]->dtype,
+                                                       .value = params->value,
+                                                       .compare = params->compare};
+}
+
+static void run_cpu(const void *args) {
+  plm__threshold_cpu(args);
+}
+
+#ifdef PLM_HAVE_CUDA
+static plm_status run_cuda(void *stream, const void *args) {
+  return plm__threshold_cuda(stream, args);
+}
+#endif
+
+const char *const plm__compare_names[] = {"gt", "ge", "lt", "le", NULL};
+
+static const plm__op_param schema[] = {
+    {.name = "value",
+     .type = PLM__PARAM_DOUBLE,
+     .offset = offsetof(plm_threshold_params, value),
+     .flags = PLM__PARAM_REQUIRED,
+     .help = "the threshold T (compared in double precision)"},
+    {.name = "cmp",
+     .type = PLM__PARAM_CHOICE,
+     .offset = offsetof(plm_threshold_params, compare),
+     .fallback = PLM_COMPARE_GT,
+     .choices = plm__compare_names,
+     .help = "the comparison: in > T (gt), >= (ge), < (lt) or <= (le)"},
+};
+
+const plm__op_desc plm__op_threshold = {
+    .name = "threshold",
+    .summary = "out = (in CMP T) as a u8 0/1 mask; u8, u16 or f32 input",
+    .kind = PLM__OP_THRESHOLD,
+    .input_count = 1,
+    .inputs = {{.name = "in", .dtypes = "u8, u16 or f32"}},
+    .output_count = 1,
+    .outputs = {{.name = "out", .dtypes = "u8", .role = PLM__OUT_MAIN, .in_place = 1u << 0}},
+    .params_size = sizeof(plm_threshold_params),
+    .param_count = sizeof schema / sizeof schema[0],
+    .params = schema,
+    .check = check,
+    .shapes = shapes,
+    .cost = cost,
+    .args_size = sizeof(plm__threshold_args),
+    .pack = pack,
+    .cpu = run_cpu,
+    .cuda = PLM__CUDA_ENTRY(run_cuda),
+};
+
+/* ---- the public functions ---------------------------------------------------------------- */
+
+plm_threshold_params plm_threshold_params_default(void) {
+  plm_threshold_params params;
+  plm__op_params_default(&plm__op_threshold, &params);
+  return params;
 }
 
 plm_status plm_threshold_output(const plm_tensor *in, const plm_threshold_params *params,
                                 plm_shape *out) {
   PLM__REQUIRE_NOT_NULL(in);
   PLM__REQUIRE_NOT_NULL(out);
-  plm_status status = plm__op_check_shape(in, "in");
-  if (status == PLM_OK) status = check_params(params);
-  if (status == PLM_OK) status = check_input_dtype(in);
-  if (status != PLM_OK) return plm__propagate(status);
-  *out = (plm_shape){.dtype = PLM_DTYPE_U8, .ndim = in->ndim};
-  for (int d = 0; d < in->ndim; d++) out->dims[d] = in->dims[d];
-  return PLM_OK;
+  const plm__op_call call = {.in = {in}, .params = params};
+  return plm__propagate(plm__op_shapes(&plm__op_threshold, &call, out, NULL));
 }
 
 plm_status plm_threshold_cost(const plm_tensor *in, const plm_threshold_params *params,
                               plm_op_cost *cost) {
   PLM__REQUIRE_NOT_NULL(in);
   PLM__REQUIRE_NOT_NULL(cost);
-  plm_status status = plm__op_check_shape(in, "in");
-  if (status == PLM_OK) status = check_params(params);
-  if (status == PLM_OK) status = check_input_dtype(in);
-  if (status != PLM_OK) return plm__propagate(status);
-  double count = (double)plm_tensor_numel(in);
-  *cost = (plm_op_cost){.bytes = count * ((double)plm_dtype_size(in->dtype) + 1.0), .flops = count};
-  return PLM_OK;
-}
-
-static void threshold_task(const void *args) {
-  plm__threshold_cpu(args);
+  const plm__op_call call = {.in = {in}, .params = params};
+  return plm__propagate(plm__op_cost(&plm__op_threshold, &call, cost));
 }
 
 plm_status plm_threshold(plm_stream *stream, const plm_tensor *in,
                          const plm_threshold_params *params, plm_tensor *out) {
-  PLM__REQUIRE_NOT_NULL(stream);
-  plm_status status = plm__op_check_tensor(stream, in, "in");
-  if (status == PLM_OK) status = plm__op_check_tensor(stream, out, "out");
-  if (status == PLM_OK) status = check_params(params);
-  if (status == PLM_OK) status = check_input_dtype(in);
-  if (status == PLM_OK && out->dtype != PLM_DTYPE_U8)
-    status =
-        plm__fail_raw(PLM_ERR_INVALID_ARG, "out->dtype %s is not u8", plm_dtype_name(out->dtype));
-  if (status == PLM_OK) status = plm__op_check_same_dims(in, "in", out, "out");
-  if (status == PLM_OK) status = plm__op_check_no_partial_overlap(in, "in", out, "out");
-  if (status != PLM_OK) return plm__propagate(status);
-
-  plm__threshold_args args = {.in = in->data,
-                              .out = out->data,
-                              .count = plm_tensor_numel(in),
-                              .dtype = in->dtype,
-                              .value = params->value,
-                              .compare = params->compare};
-#ifdef PLM_HAVE_CUDA
-  if (plm__op_on_cuda(stream)) {
-    PLM__OP_ON_DEVICE(stream, "threshold", status, plm__threshold_cuda(stream->handle, &args));
-    return plm__propagate(status);
-  }
-#endif
-  return plm__propagate(plm__op_launch_cpu(stream, threshold_task, &args, sizeof args));
+  const plm__op_call call = {.in = {in}, .out = {out}, .params = params};
+  return plm__op_call_public(&plm__op_threshold, stream, &call);
 }

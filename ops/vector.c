@@ -1,9 +1,12 @@
-/* ops/vector.c: vector_add, its batched form and dot (plume/vector.h). */
+/* ops/vector.c: vector_add, its batched form and dot (plume/vector.h), and the
+ * descriptors of vector_add and dot. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "kernels/common/vector.h"
+#include "ops/op_desc.h"
 #include "ops/op_internal.h"
 #include "streams/error.h"
 
@@ -46,22 +49,104 @@ static plm_status check_add_operands(const plm_stream *stream, const plm_tensor 
   return status;
 }
 
+static plm_op_cost add_cost(const plm_tensor *a) {
+  double count = (double)plm_tensor_numel(a);
+  return (plm_op_cost){.bytes = 12.0 * count, .flops = 3.0 * count};
+}
+
+static plm_status add_check(const plm__op_call *call) {
+  const plm_tensor *a = call->in[0], *b = call->in[1], *out = call->out[0];
+  plm_status status = plm__op_check_f32(a, "a", 0);
+  if (status == PLM_OK) status = plm__op_check_f32(b, "b", 0);
+  if (status == PLM_OK && out) status = plm__op_check_f32(out, "out", 0);
+  if (status == PLM_OK) status = plm__op_check_same_dims(a, "a", b, "b");
+  if (status == PLM_OK && out) status = plm__op_check_same_dims(a, "a", out, "out");
+  if (status == PLM_OK) status = check_add_params(call->params);
+  return status;
+}
+
+static plm_status add_shapes(const plm__op_call *call, plm_shape *out, void *resolved) {
+  (void)resolved;
+  const plm_tensor *a = call->in[0];
+  out[0] = (plm_shape){.dtype = PLM_DTYPE_F32, .ndim = a->ndim};
+  for (int d = 0; d < a->ndim; d++) out[0].dims[d] = a->dims[d];
+  return PLM_OK;
+}
+
+static void add_cost_of(const plm__op_call *call, plm_op_cost *cost) {
+  *cost = add_cost(call->in[0]);
+}
+
+static void add_pack(const plm_context *ctx, const plm__op_call *call, void *scratch, void *args) {
+  (void)ctx;
+  (void)scratch;
+  const plm_vector_add_params *params = call->params ? call->params : &plain_add;
+  *(plm__vector_add_args *)args = (plm__vector_add_args){.a = call->in[0]->data,
+                                                         .b = call->in[1]->data,
+                                                         .out = call->out[0]->data,
+                                                         .count = plm_tensor_numel(call->in[0]),
+                                                         .alpha = params->alpha,
+                                                         .beta = params->beta};
+}
+
+static void add_cpu(const void *args) {
+  plm__vector_add_cpu(args);
+}
+
+#ifdef PLM_HAVE_CUDA
+static plm_status add_cuda(void *stream, const void *args) {
+  return plm__vector_add_cuda(stream, args);
+}
+#endif
+
+static const plm__op_param add_params[] = {
+    {.name = "alpha",
+     .type = PLM__PARAM_DOUBLE,
+     .offset = offsetof(plm_vector_add_params, alpha),
+     .fallback = 1.0,
+     .help = "a's factor"},
+    {.name = "beta",
+     .type = PLM__PARAM_DOUBLE,
+     .offset = offsetof(plm_vector_add_params, beta),
+     .fallback = 1.0,
+     .help = "b's factor"},
+};
+
+const plm__op_desc plm__op_vector_add = {
+    .name = "vector_add",
+    .summary = "out = alpha a + beta b, f32, any shape (out may be a or b)",
+    .kind = PLM__OP_VECTOR_ADD,
+    .flags = PLM__OP_NAMED_OPERANDS,
+    .input_count = 2,
+    .inputs = {{.name = "a", .dtypes = "f32"},
+               {.name = "b", .dtypes = "f32", .role = PLM__IN_TENSOR}},
+    .output_count = 1,
+    .outputs = {{.name = "out", .dtypes = "f32", .role = PLM__OUT_MAIN, .in_place = 3u}},
+    .params_size = sizeof(plm_vector_add_params),
+    .param_count = sizeof add_params / sizeof add_params[0],
+    .params = add_params,
+    .check = add_check,
+    .shapes = add_shapes,
+    .cost = add_cost_of,
+    .args_size = sizeof(plm__vector_add_args),
+    .pack = add_pack,
+    .cpu = add_cpu,
+    .cuda = PLM__CUDA_ENTRY(add_cuda),
+};
+
+plm_vector_add_params plm_vector_add_params_default(void) {
+  plm_vector_add_params params;
+  plm__op_params_default(&plm__op_vector_add, &params);
+  return params;
+}
+
 plm_status plm_vector_add_output(const plm_tensor *a, const plm_tensor *b,
                                  const plm_vector_add_params *params, plm_shape *out) {
   PLM__REQUIRE_NOT_NULL(a);
   PLM__REQUIRE_NOT_NULL(b);
   PLM__REQUIRE_NOT_NULL(out);
-  plm_status status = check_add_shapes(a, "a", b, "b");
-  if (status == PLM_OK) status = check_add_params(params);
-  if (status != PLM_OK) return plm__propagate(status);
-  *out = (plm_shape){.dtype = PLM_DTYPE_F32, .ndim = a->ndim};
-  for (int d = 0; d < a->ndim; d++) out->dims[d] = a->dims[d];
-  return PLM_OK;
-}
-
-static plm_op_cost add_cost(const plm_tensor *a) {
-  double count = (double)plm_tensor_numel(a);
-  return (plm_op_cost){.bytes = 12.0 * count, .flops = 3.0 * count};
+  const plm__op_call call = {.in = {a, b}, .params = params};
+  return plm__propagate(plm__op_shapes(&plm__op_vector_add, &call, out, NULL));
 }
 
 plm_status plm_vector_add_cost(const plm_tensor *a, const plm_tensor *b,
@@ -69,37 +154,14 @@ plm_status plm_vector_add_cost(const plm_tensor *a, const plm_tensor *b,
   PLM__REQUIRE_NOT_NULL(a);
   PLM__REQUIRE_NOT_NULL(b);
   PLM__REQUIRE_NOT_NULL(cost);
-  plm_status status = check_add_shapes(a, "a", b, "b");
-  if (status == PLM_OK) status = check_add_params(params);
-  if (status != PLM_OK) return plm__propagate(status);
-  *cost = add_cost(a);
-  return PLM_OK;
-}
-
-static void vector_add_task(const void *args) {
-  plm__vector_add_cpu(args);
+  const plm__op_call call = {.in = {a, b}, .params = params};
+  return plm__propagate(plm__op_cost(&plm__op_vector_add, &call, cost));
 }
 
 plm_status plm_vector_add(plm_stream *stream, const plm_tensor *a, const plm_tensor *b,
                           const plm_vector_add_params *params, plm_tensor *out) {
-  PLM__REQUIRE_NOT_NULL(stream);
-  plm_status status = check_add_operands(stream, a, "a", b, "b", out, "out");
-  if (status == PLM_OK) status = check_add_params(params);
-  if (status != PLM_OK) return plm__propagate(status);
-  if (!params) params = &plain_add;
-  plm__vector_add_args args = {.a = a->data,
-                               .b = b->data,
-                               .out = out->data,
-                               .count = plm_tensor_numel(a),
-                               .alpha = params->alpha,
-                               .beta = params->beta};
-#ifdef PLM_HAVE_CUDA
-  if (plm__op_on_cuda(stream)) {
-    PLM__OP_ON_DEVICE(stream, "vector_add", status, plm__vector_add_cuda(stream->handle, &args));
-    return plm__propagate(status);
-  }
-#endif
-  return plm__propagate(plm__op_launch_cpu(stream, vector_add_task, &args, sizeof args));
+  const plm__op_call call = {.in = {a, b}, .out = {out}, .params = params};
+  return plm__op_call_public(&plm__op_vector_add, stream, &call);
 }
 
 /* ---- batched ---- */
@@ -271,16 +333,90 @@ static plm_status check_dot_shapes(const plm_tensor *a, const plm_tensor *b) {
   return status;
 }
 
+static int64_t dot_rows(const plm_tensor *a) {
+  return a->ndim == 2 ? a->dims[0] : 1;
+}
+
+static plm_status dot_check(const plm__op_call *call) {
+  const plm_tensor *a = call->in[0], *out = call->out[0];
+  plm_status status = check_dot_shapes(a, call->in[1]);
+  if (status == PLM_OK) status = check_dot_params(call->params);
+  if (status != PLM_OK || !out) return status;
+  if (out->dtype != PLM_DTYPE_F64)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "out->dtype %s is not f64",
+                         plm_dtype_name(out->dtype));
+  if (out->ndim != 1 || out->dims[0] != dot_rows(a))
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "out has %d dims (first %lld), expected (%lld)",
+                         out->ndim, (long long)out->dims[0], (long long)dot_rows(a));
+  return PLM_OK;
+}
+
+static plm_status dot_shapes(const plm__op_call *call, plm_shape *out, void *resolved) {
+  (void)resolved;
+  out[0] = (plm_shape){.dtype = PLM_DTYPE_F64, .ndim = 1, .dims = {dot_rows(call->in[0])}};
+  return PLM_OK;
+}
+
+static void dot_cost(const plm__op_call *call, plm_op_cost *cost) {
+  const plm_tensor *a = call->in[0];
+  double count = (double)plm_tensor_numel(a), rows = (double)dot_rows(a);
+  *cost = (plm_op_cost){.bytes = 8.0 * count + 8.0 * rows, .flops = 2.0 * count};
+}
+
+static void dot_pack(const plm_context *ctx, const plm__op_call *call, void *scratch, void *args) {
+  (void)ctx;
+  (void)scratch;
+  const plm_tensor *a = call->in[0];
+  *(plm__dot_args *)args = (plm__dot_args){.a = a->data,
+                                           .b = call->in[1]->data,
+                                           .out = call->out[0]->data,
+                                           .rows = dot_rows(a),
+                                           .length = a->dims[a->ndim - 1]};
+}
+
+static void dot_cpu(const void *args) {
+  plm__dot_cpu(args);
+}
+
+#ifdef PLM_HAVE_CUDA
+static plm_status dot_cuda(void *stream, const void *args) {
+  return plm__dot_cuda(stream, args);
+}
+#endif
+
+const plm__op_desc plm__op_dot = {
+    .name = "dot",
+    .summary = "out = a . b in f64 per row: (N) . (N) -> (1), (R, N) . (R, N) -> (R)",
+    .kind = PLM__OP_DOT,
+    .flags = PLM__OP_NAMED_OPERANDS,
+    .input_count = 2,
+    .inputs = {{.name = "a", .dtypes = "f32 (N) or (R, N)"},
+               {.name = "b", .dtypes = "f32, a's shape", .role = PLM__IN_TENSOR}},
+    .output_count = 1,
+    .outputs = {{.name = "out", .dtypes = "f64 (R,)", .role = PLM__OUT_MAIN}},
+    .params_size = sizeof(plm_dot_params),
+    .check = dot_check,
+    .shapes = dot_shapes,
+    .cost = dot_cost,
+    .args_size = sizeof(plm__dot_args),
+    .pack = dot_pack,
+    .cpu = dot_cpu,
+    .cuda = PLM__CUDA_ENTRY(dot_cuda),
+};
+
+plm_dot_params plm_dot_params_default(void) {
+  plm_dot_params params;
+  plm__op_params_default(&plm__op_dot, &params);
+  return params;
+}
+
 plm_status plm_dot_output(const plm_tensor *a, const plm_tensor *b, const plm_dot_params *params,
                           plm_shape *out) {
   PLM__REQUIRE_NOT_NULL(a);
   PLM__REQUIRE_NOT_NULL(b);
   PLM__REQUIRE_NOT_NULL(out);
-  plm_status status = check_dot_shapes(a, b);
-  if (status == PLM_OK) status = check_dot_params(params);
-  if (status != PLM_OK) return plm__propagate(status);
-  *out = (plm_shape){.dtype = PLM_DTYPE_F64, .ndim = 1, .dims = {a->ndim == 2 ? a->dims[0] : 1}};
-  return PLM_OK;
+  const plm__op_call call = {.in = {a, b}, .params = params};
+  return plm__propagate(plm__op_shapes(&plm__op_dot, &call, out, NULL));
 }
 
 plm_status plm_dot_cost(const plm_tensor *a, const plm_tensor *b, const plm_dot_params *params,
@@ -288,44 +424,12 @@ plm_status plm_dot_cost(const plm_tensor *a, const plm_tensor *b, const plm_dot_
   PLM__REQUIRE_NOT_NULL(a);
   PLM__REQUIRE_NOT_NULL(b);
   PLM__REQUIRE_NOT_NULL(cost);
-  plm_status status = check_dot_shapes(a, b);
-  if (status == PLM_OK) status = check_dot_params(params);
-  if (status != PLM_OK) return plm__propagate(status);
-  double count = (double)plm_tensor_numel(a), rows = a->ndim == 2 ? (double)a->dims[0] : 1.0;
-  *cost = (plm_op_cost){.bytes = 8.0 * count + 8.0 * rows, .flops = 2.0 * count};
-  return PLM_OK;
-}
-
-static void dot_task(const void *args) {
-  plm__dot_cpu(args);
+  const plm__op_call call = {.in = {a, b}, .params = params};
+  return plm__propagate(plm__op_cost(&plm__op_dot, &call, cost));
 }
 
 plm_status plm_dot(plm_stream *stream, const plm_tensor *a, const plm_tensor *b,
                    const plm_dot_params *params, plm_tensor *out) {
-  PLM__REQUIRE_NOT_NULL(stream);
-  plm_status status = plm__op_check_tensor(stream, a, "a");
-  if (status == PLM_OK) status = plm__op_check_tensor(stream, b, "b");
-  if (status == PLM_OK) status = plm__op_check_tensor(stream, out, "out");
-  if (status == PLM_OK) status = check_dot_shapes(a, b);
-  if (status == PLM_OK) status = check_dot_params(params);
-  if (status == PLM_OK && out->dtype != PLM_DTYPE_F64)
-    status =
-        plm__fail_raw(PLM_ERR_INVALID_ARG, "out->dtype %s is not f64", plm_dtype_name(out->dtype));
-  int64_t rows = status == PLM_OK && a->ndim == 2 ? a->dims[0] : 1;
-  if (status == PLM_OK && (out->ndim != 1 || out->dims[0] != rows))
-    status = plm__fail_raw(PLM_ERR_INVALID_ARG, "out has %d dims (first %lld), expected (%lld)",
-                           out->ndim, (long long)out->dims[0], (long long)rows);
-  if (status == PLM_OK) status = plm__op_check_disjoint(a, "a", out, "out");
-  if (status == PLM_OK) status = plm__op_check_disjoint(b, "b", out, "out");
-  if (status != PLM_OK) return plm__propagate(status);
-
-  plm__dot_args args = {
-      .a = a->data, .b = b->data, .out = out->data, .rows = rows, .length = a->dims[a->ndim - 1]};
-#ifdef PLM_HAVE_CUDA
-  if (plm__op_on_cuda(stream)) {
-    PLM__OP_ON_DEVICE(stream, "dot", status, plm__dot_cuda(stream->handle, &args));
-    return plm__propagate(status);
-  }
-#endif
-  return plm__propagate(plm__op_launch_cpu(stream, dot_task, &args, sizeof args));
+  const plm__op_call call = {.in = {a, b}, .out = {out}, .params = params};
+  return plm__op_call_public(&plm__op_dot, stream, &call);
 }

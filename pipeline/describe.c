@@ -23,79 +23,14 @@ static void text_printf(text_buffer *text, const char *fmt, ...) {
   if (wrote > 0) text->used += (size_t)wrote;
 }
 
-static const char *border_name(plm_border border) {
-  switch (border) {
-    case PLM_BORDER_ZERO: return "zero";
-    case PLM_BORDER_REPLICATE: return "replicate";
-    case PLM_BORDER_REFLECT101: return "reflect101";
-  }
-  return "?";
-}
-
-static const char *compare_name(plm_compare compare) {
-  static const char *const names[] = {"gt", "ge", "lt", "le"};
-  return compare >= PLM_COMPARE_GT && compare <= PLM_COMPARE_LE ? names[compare] : "?";
-}
-
-static void entropy_text(text_buffer *text, const plm_entropy_params *e) {
-  text_printf(text, " window=%d bins=%d", e->window, e->bins);
-  if (e->range_auto)
-    text_printf(text, " range=auto");
-  else
-    text_printf(text, " range=%g,%g", e->range_lo, e->range_hi);
-}
-
-static void params_text(text_buffer *text, plm__op_kind kind, const plm__op_params *p) {
-  switch (kind) {
-    case PLM__OP_CONV2D:
-      text_printf(text, " stride=%d,%d pad=%d,%d border=%s", p->conv2d.stride_y, p->conv2d.stride_x,
-                  p->conv2d.pad_y, p->conv2d.pad_x, border_name(p->conv2d.border));
-      break;
-    case PLM__OP_SOBEL: text_printf(text, " border=%s", border_name(p->sobel.border)); break;
-    case PLM__OP_ENTROPY: entropy_text(text, &p->entropy); break;
-    case PLM__OP_THRESHOLD:
-      text_printf(text, " value=%g cmp=%s", p->threshold.value, compare_name(p->threshold.compare));
-      break;
-    case PLM__OP_LABEL:
-      text_printf(text, " connectivity=%d", p->label.connectivity == 4 ? 4 : 8);
-      break;
-    case PLM__OP_REGIONS:
-      text_printf(text, " capacity=%lld", (long long)p->regions.capacity);
-      break;
-    case PLM__OP_SEGMENT:
-      text_printf(text, " value=%g cmp=%s connectivity=%d capacity=%lld", p->segment.params.value,
-                  compare_name(p->segment.params.compare),
-                  p->segment.params.connectivity == 4 ? 4 : 8, (long long)p->segment.capacity);
-      break;
-    case PLM__OP_SOBEL_ENTROPY_THRESHOLD:
-      text_printf(text, " border=%s", border_name(p->fused.sobel.border));
-      entropy_text(text, &p->fused.entropy);
-      text_printf(text, " value=%g cmp=%s", p->fused.threshold.value,
-                  compare_name(p->fused.threshold.compare));
-      break;
-    case PLM__OP_MATMUL: {
-      static const char *const precisions[] = {"fp32", "tf32", "bf16", "auto"};
-      static const char *const activations[] = {"none", "relu", "sigmoid", "tanh"};
-      unsigned precision = (unsigned)p->matmul.precision, act = (unsigned)p->matmul.activation;
-      text_printf(text, " precision=%s activation=%s", precision < 4 ? precisions[precision] : "?",
-                  act < 4 ? activations[act] : "?");
-      break;
-    }
-    case PLM__OP_DENDRITIC: {
-      static const char *const modes[] = {"sigmoid", "nmda", "active_bp", "multiplicative"};
-      unsigned mode = (unsigned)p->dendritic.mode;
-      text_printf(text, " mode=%s k=%g theta=%g beta=%g", mode < 4 ? modes[mode] : "?",
-                  (double)p->dendritic.k, (double)p->dendritic.theta, (double)p->dendritic.beta);
-      break;
-    }
-    case PLM__OP_VECTOR_ADD:
-      text_printf(text, " alpha=%g beta=%g", p->vector_add.alpha, p->vector_add.beta);
-      break;
-    case PLM__OP_AR_FORECAST:
-      text_printf(text, " lags=%d horizon=%d", p->ar_forecast.lags, p->ar_forecast.horizon);
-      break;
-    case PLM__OP_LSTM_CELL:
-    case PLM__OP_DOT: break; /* no parameters */
+/* " window=16 bins=0 range=0,0": every parameter of the op's schema as the text form
+ * writes it (ops/op_desc.h). */
+static void params_text(text_buffer *text, plm__op_kind kind, const plm__op_params *params) {
+  const plm__op_desc *op = plm__op_get(kind);
+  for (int i = 0; i < op->param_count; i++) {
+    char value[96];
+    plm__op_param_format(&op->params[i], params, value, sizeof value);
+    text_printf(text, " %s=%s", op->params[i].name, value);
   }
 }
 

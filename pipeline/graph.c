@@ -1,5 +1,6 @@
 /* pipeline/graph.c: building a pipeline's graph (plume/pipeline.h): inputs, constants,
- * nodes checked by the ops' shape functions, outputs, and the shape queries. */
+ * nodes checked by their ops' descriptors (ops/op_desc.h), outputs, and the shape
+ * queries. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,45 +8,6 @@
 
 #include "pipeline/pipeline_internal.h"
 #include "streams/error.h"
-
-/* ---- the operations' names -------------------------------------------------------------- */
-
-typedef struct op_info {
-  const char *name;
-  const char *inputs[PLM__PIPE_MAX_IO];
-  const char *outputs[PLM__PIPE_MAX_IO];
-} op_info;
-
-static const op_info ops[] = {
-    [PLM__OP_CONV2D] = {"conv2d", {"in", "kernel"}, {"out"}},
-    [PLM__OP_SOBEL] = {"sobel", {"in"}, {"gx", "gy", "magnitude"}},
-    [PLM__OP_ENTROPY] = {"entropy", {"in"}, {"out"}},
-    [PLM__OP_THRESHOLD] = {"threshold", {"in"}, {"out"}},
-    [PLM__OP_LABEL] = {"label", {"mask"}, {"labels", "count"}},
-    [PLM__OP_REGIONS] = {"regions", {"labels", "intensity", "count"}, {"table"}},
-    [PLM__OP_SEGMENT] = {"segment", {"image"}, {"labels", "count", "table"}},
-    [PLM__OP_SOBEL_ENTROPY_THRESHOLD] = {"sobel_entropy_threshold", {"in"}, {"mask"}},
-    [PLM__OP_MATMUL] = {"matmul", {"a", "b", "bias"}, {"out"}},
-    [PLM__OP_LSTM_CELL] = {"lstm_cell",
-                           {"x", "h", "c", "w_ih", "w_hh", "b_ih", "b_hh"},
-                           {"out_h", "out_c"}},
-    [PLM__OP_DENDRITIC] = {"dendritic", {"x", "w"}, {"out"}},
-    [PLM__OP_VECTOR_ADD] = {"vector_add", {"a", "b"}, {"out"}},
-    [PLM__OP_DOT] = {"dot", {"a", "b"}, {"out"}},
-    [PLM__OP_AR_FORECAST] = {"ar_forecast", {"series"}, {"out"}},
-};
-
-const char *plm__op_name(plm__op_kind kind) {
-  return ops[kind].name;
-}
-
-const char *plm__op_input_name(plm__op_kind kind, int slot) {
-  return ops[kind].inputs[slot];
-}
-
-const char *plm__op_output_name(plm__op_kind kind, int slot) {
-  return ops[kind].outputs[slot];
-}
 
 /* ---- messages ------------------------------------------------------------------------------ */
 
@@ -172,147 +134,30 @@ plm_status plm__graph_add_source(plm_pipeline *pl, plm__tensor_kind kind, plm_dt
 
 /* ---- nodes ------------------------------------------------------------------------------- */
 
-int64_t plm__regions_bound(int64_t height, int64_t width, int connectivity) {
-  if (connectivity == 4) return (height * width + 1) / 2;
-  return ((height + 1) / 2) * ((width + 1) / 2);
-}
-
-/* The table of a regions (or segment) node: capacity 0 becomes the bound. */
-static plm_status table_shape(int64_t capacity, const plm_shape *labels, int connectivity,
-                              plm_shape *table) {
-  if (capacity < 0)
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "capacity %lld is negative", (long long)capacity);
-  if (capacity == 0) {
-    if (connectivity == 0)
-      return plm__fail_raw(PLM_ERR_INVALID_ARG,
-                           "capacity 0 (the bound) needs labels made by a label node; give a "
-                           "capacity");
-    capacity = plm__regions_bound(labels->dims[0], labels->dims[1], connectivity);
-  }
-  *table = (plm_shape){.dtype = PLM_DTYPE_F64, .ndim = 2, .dims = {capacity, PLM_REGION_COLUMNS}};
-  if (shape_bytes(table) == 0)
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "capacity %lld is too large", (long long)capacity);
-  return PLM_OK;
-}
-
-/* An lstm_cell node's out_h and out_c. plm_lstm_cell_output checks x and h only; the
- * rest is checked here as plm_lstm_cell checks it (ops/lstm.c), so that a wrong c,
- * weight or bias is reported when the node is added, not when it first runs. */
-static plm_status lstm_shapes(const plm_pipeline *pl, const int *inputs, plm_shape *out) {
-  plm_tensor x = describe(pl, inputs[0]), h = describe(pl, inputs[1]);
-  plm_status status = plm_lstm_cell_output(&x, &h, &out[0]);
-  if (status != PLM_OK) return status;
-  out[1] = out[0];
-  const int64_t hidden = h.dims[1], features = x.dims[1];
-  static const char *const names[] = {"c", "w_ih", "w_hh", "b_ih", "b_hh"};
-  const int64_t want[5][2] = {{x.dims[0], hidden},
-                              {4 * hidden, features},
-                              {4 * hidden, hidden},
-                              {4 * hidden},
-                              {4 * hidden}};
-  const int ranks[5] = {2, 2, 2, 1, 1};
-  for (int k = 0; k < 5; k++) {
-    if (inputs[2 + k] < 0) continue; /* the biases are optional */
-    const plm_shape *shape = &pl->graph.tensors[inputs[2 + k]].shape;
-    if (shape->dtype != PLM_DTYPE_F32)
-      return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s->dtype %s is not f32", names[k],
-                           plm_dtype_name(shape->dtype));
-    bool same = shape->ndim == ranks[k];
-    for (int d = 0; same && d < ranks[k]; d++) same = shape->dims[d] == want[k][d];
-    if (!same) {
-      char got[96] = "", expected[64];
-      for (int d = 0; d < shape->ndim; d++)
-        snprintf(got + strlen(got), sizeof got - strlen(got), d ? "x%lld" : "%lld",
-                 (long long)shape->dims[d]);
-      if (ranks[k] == 2)
-        snprintf(expected, sizeof expected, "%lldx%lld", (long long)want[k][0],
-                 (long long)want[k][1]);
-      else
-        snprintf(expected, sizeof expected, "%lld", (long long)want[k][0]);
-      return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s is %s, not %s (B %lld, I %lld, H %lld)",
-                           names[k], got, expected, (long long)x.dims[0], (long long)features,
-                           (long long)hidden);
-    }
-  }
-  return PLM_OK;
-}
-
-/* The output shapes of a node, checked by the ops' own functions; for regions and
- * segment, params->...capacity is resolved (0 -> the bound). */
+/* The output shapes of a node, checked by its op's descriptor on descriptions of its
+ * inputs; the params the op resolves (regions' and segment's capacity 0 -> the bound) are
+ * written back into p. */
 static plm_status node_shapes(const plm_pipeline *pl, plm__op_kind kind, const int *inputs,
                               plm__op_params *p, plm_shape *out) {
-  plm_tensor in = describe(pl, inputs[0]);
-  const plm__tensor *tensors = pl->graph.tensors;
-  plm_status status = PLM_OK;
-  switch (kind) {
-    case PLM__OP_CONV2D: {
-      plm_tensor kernel = describe(pl, inputs[1]);
-      status = plm_conv2d_output(&in, &kernel, &p->conv2d, &out[0]);
-      break;
+  const plm__op_desc *op = plm__op_get(kind);
+  if (op->flags & PLM__OP_PLAN_ONLY)
+    return plm__fail_raw(PLM_ERR_INTERNAL, "%s is made by compile, not added", op->name);
+  plm_tensor described[PLM__OP_MAX_IN];
+  plm__op_call call = {.params = p};
+  for (int k = 0; k < op->input_count; k++) {
+    if (inputs[k] < 0) {
+      if (op->inputs[k].optional) continue;
+      return plm__fail_raw(PLM_ERR_INTERNAL, "input %s is missing", op->inputs[k].name);
     }
-    case PLM__OP_SOBEL:
-      status = plm_sobel_output(&in, &p->sobel, &out[0]);
-      out[1] = out[2] = out[0];
-      break;
-    case PLM__OP_ENTROPY: status = plm_entropy_output(&in, &p->entropy, &out[0]); break;
-    case PLM__OP_THRESHOLD: status = plm_threshold_output(&in, &p->threshold, &out[0]); break;
-    case PLM__OP_LABEL:
-      status = plm_label_output(&in, &p->label, &out[0]);
-      if (status == PLM_OK) status = plm_label_count_output(&in, &p->label, &out[1]);
-      break;
-    case PLM__OP_REGIONS: {
-      plm_tensor intensity, count = describe(pl, inputs[2]);
-      if (inputs[1] >= 0) intensity = describe(pl, inputs[1]);
-      status = table_shape(p->regions.capacity, &tensors[inputs[0]].shape,
-                           tensors[inputs[0]].producer_connectivity, &out[0]);
-      if (status != PLM_OK) return status;
-      p->regions.capacity = out[0].dims[0];
-      plm_op_cost cost; /* checks labels and intensity as plm_regions does */
-      status =
-          plm_regions_cost(&in, inputs[1] >= 0 ? &intensity : NULL, p->regions.capacity, &cost);
-      if (status == PLM_OK &&
-          (count.dtype != PLM_DTYPE_I32 || count.ndim != 1 || count.dims[0] != 1))
-        return plm__fail_raw(PLM_ERR_INVALID_ARG, "count must be i32 of shape (1,)");
-      break;
-    }
-    case PLM__OP_SEGMENT: {
-      status = plm_segment_output(&in, &p->segment.params, &out[0], &out[1]);
-      if (status != PLM_OK) break;
-      int connectivity = p->segment.params.connectivity == 4 ? 4 : 8;
-      status = table_shape(p->segment.capacity, &out[0], connectivity, &out[2]);
-      if (status == PLM_OK) p->segment.capacity = out[2].dims[0];
-      return status;
-    }
-    case PLM__OP_SOBEL_ENTROPY_THRESHOLD:
-      return plm__fail_raw(PLM_ERR_INTERNAL, "the fused op is made by compile, not added");
-    case PLM__OP_MATMUL: {
-      plm_tensor b = describe(pl, inputs[1]), bias;
-      if (inputs[2] >= 0) bias = describe(pl, inputs[2]);
-      status = plm_matmul_output(&in, &b, &p->matmul, &out[0]);
-      plm_op_cost cost; /* checks bias (f32, (N)) as plm_matmul does */
-      if (status == PLM_OK)
-        status = plm_matmul_cost(&in, &b, inputs[2] >= 0 ? &bias : NULL, &p->matmul, &cost);
-      break;
-    }
-    case PLM__OP_LSTM_CELL: status = lstm_shapes(pl, inputs, out); break;
-    case PLM__OP_DENDRITIC: {
-      plm_tensor w = describe(pl, inputs[1]);
-      status = plm_dendritic_output(&in, &w, &p->dendritic, &out[0]);
-      break;
-    }
-    case PLM__OP_VECTOR_ADD: {
-      plm_tensor b = describe(pl, inputs[1]);
-      status = plm_vector_add_output(&in, &b, &p->vector_add, &out[0]);
-      break;
-    }
-    case PLM__OP_DOT: {
-      plm_tensor b = describe(pl, inputs[1]);
-      status = plm_dot_output(&in, &b, &p->dot, &out[0]);
-      break;
-    }
-    case PLM__OP_AR_FORECAST: status = plm_ar_forecast_output(&in, &p->ar_forecast, &out[0]); break;
+    described[k] = describe(pl, inputs[k]);
+    call.in[k] = &described[k];
+    call.in_connectivity[k] = pl->graph.tensors[inputs[k]].producer_connectivity;
   }
-  return status == PLM_OK ? PLM_OK : plm__pipe_reraise(status, "%s", "");
+  plm__op_params resolved = *p;
+  plm_status status = plm__op_shapes(op, &call, out, &resolved);
+  if (status != PLM_OK) return plm__pipe_reraise(status, "%s", "");
+  *p = resolved;
+  return PLM_OK;
 }
 
 plm_status plm__graph_add_node(plm_pipeline *pl, plm__op_kind kind, const int *inputs,
@@ -336,8 +181,9 @@ plm_status plm__graph_add_node(plm_pipeline *pl, plm__op_kind kind, const int *i
   int node = g->node_count++;
   plm__node *n = &g->nodes[node];
   *n = (plm__node){.kind = kind, .params = p};
+  const plm__op_desc *op = plm__op_get(kind);
   for (int k = 0; k < PLM__PIPE_MAX_IO; k++) {
-    n->inputs[k] = ops[kind].inputs[k] ? inputs[k] : -1;
+    n->inputs[k] = k < op->input_count ? inputs[k] : -1;
     n->outputs[k] = outputs[k] = -1;
     if (!want[k]) continue;
     plm__tensor t = {.kind = PLM__TENSOR_VALUE,
@@ -346,11 +192,7 @@ plm_status plm__graph_add_node(plm_pipeline *pl, plm__op_kind kind, const int *i
                      .producer = node,
                      .slot = k,
                      .io_index = -1};
-    bool labels = (kind == PLM__OP_LABEL || kind == PLM__OP_SEGMENT) && k == 0;
-    if (labels) {
-      int c = kind == PLM__OP_LABEL ? p.label.connectivity : p.segment.params.connectivity;
-      t.producer_connectivity = c == 4 ? 4 : 8;
-    }
+    if (op->outputs[k].labels) t.producer_connectivity = op->labels_connectivity(&p);
     n->outputs[k] = outputs[k] = g->tensor_count;
     g->tensors[g->tensor_count++] = t;
   }
@@ -372,23 +214,23 @@ static plm_status add(plm_pipeline *pl, plm__op_kind kind, const plm_pipe_tensor
                       plm_pipe_tensor *const *out) {
   plm_status status = check_buildable(pl);
   if (status != PLM_OK) return status;
+  const plm__op_desc *op = plm__op_get(kind);
   int node = pl->graph.node_count;
   int inputs[PLM__PIPE_MAX_IO], outputs[PLM__PIPE_MAX_IO];
   plm__pipe_io(inputs, -1, -1, -1);
   for (int k = 0; k < count; k++) {
     if (optional && optional[k] && in[k].pipeline == 0 && in[k].id == 0) continue;
-    inputs[k] = plm__graph_resolve(pl, in[k], ops[kind].inputs[k]);
+    inputs[k] = plm__graph_resolve(pl, in[k], op->inputs[k].name);
     if (inputs[k] < 0)
-      return plm__pipe_reraise(PLM_ERR_INVALID_ARG, "node %d '%s'", node, ops[kind].name);
+      return plm__pipe_reraise(PLM_ERR_INVALID_ARG, "node %d '%s'", node, op->name);
   }
   bool want[PLM__PIPE_MAX_IO] = {false};
   int wanted = 0;
-  for (int k = 0; k < PLM__PIPE_MAX_IO; k++) wanted += want[k] = ops[kind].outputs[k] && out[k];
+  for (int k = 0; k < PLM__PIPE_MAX_IO; k++) wanted += want[k] = k < op->output_count && out[k];
   if (wanted == 0)
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "node %d '%s': no output asked for", node,
-                         ops[kind].name);
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "node %d '%s': no output asked for", node, op->name);
   status = plm__graph_add_node(pl, kind, inputs, params, want, outputs);
-  if (status != PLM_OK) return plm__pipe_reraise(status, "node %d '%s'", node, ops[kind].name);
+  if (status != PLM_OK) return plm__pipe_reraise(status, "node %d '%s'", node, op->name);
   for (int k = 0; k < PLM__PIPE_MAX_IO; k++)
     if (want[k]) *out[k] = plm__graph_handle(pl, outputs[k]);
   return PLM_OK;
@@ -495,7 +337,7 @@ plm_status plm_pipeline_add_segment(plm_pipeline *pl, plm_pipe_tensor image,
                                     plm_pipe_tensor *labels, plm_pipe_tensor *count,
                                     plm_pipe_tensor *table) {
   REQUIRE_PARAMS(params);
-  plm__op_params p = {.segment = {.params = *params, .capacity = capacity}};
+  plm__op_params p = {.segment = {.segment = *params, .capacity = capacity}};
   /* All three are made (the lowered steps need them); NULL only means "not named". */
   plm_pipe_tensor unnamed[3];
   plm_pipe_tensor *const outputs[PLM__PIPE_MAX_IO] = {
@@ -522,7 +364,7 @@ plm_status plm_pipeline_add_lstm_cell(plm_pipeline *pl, plm_pipe_tensor x, plm_p
   PLM__REQUIRE_NOT_NULL(pl);
   PLM__REQUIRE_NOT_NULL(out_h);
   PLM__REQUIRE_NOT_NULL(out_c);
-  plm__op_params p = {.matmul = {0}}; /* lstm_cell has no parameters */
+  plm__op_params p = {.lstm_cell = {0}}; /* lstm_cell has no parameters */
   const plm_pipe_tensor inputs[] = {x, h, c, w_ih, w_hh, b_ih, b_hh};
   const bool optional[] = {false, false, false, false, false, true, true};
   plm_pipe_tensor *const outputs[PLM__PIPE_MAX_IO] = {out_h, out_c};

@@ -10,37 +10,6 @@
 #include "plume/conv.h"
 #include "streams/error.h"
 
-bool plm__parse_int(const char *text, const char **end, int64_t min, int64_t max, int64_t *value) {
-  int64_t v = 0;
-  const char *p = text;
-  while (*p >= '0' && *p <= '9') {
-    if (v > (INT64_MAX - (*p - '0')) / 10) return false;
-    v = v * 10 + (*p - '0');
-    p++;
-  }
-  if (p == text || v < min || v > max) return false;
-  if (end)
-    *end = p;
-  else if (*p != '\0')
-    return false;
-  *value = v;
-  return true;
-}
-
-bool plm__parse_number(const char *text, const char **end, double *value) {
-  if (text[0] == '\0' || text[0] == ' ' || text[0] == '\t') return false;
-  char *stop = NULL;
-  errno = 0;
-  double v = strtod(text, &stop);
-  if (stop == text || errno == ERANGE || !isfinite(v)) return false;
-  if (end)
-    *end = stop;
-  else if (*stop != '\0')
-    return false;
-  *value = v;
-  return true;
-}
-
 /* "K" or "K:SIGMA" after a built-in kernel's name. */
 static plm_status built_in_size(const char *spec, const char *args, bool odd, int min,
                                 bool with_sigma, int *k, double *sigma) {

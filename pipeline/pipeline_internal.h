@@ -62,60 +62,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ops/op_desc.h"
 #include "plume/fused.h"
 #include "plume/pipeline.h"
 #include "streams/error.h"
 #include "streams/runtime.h"
 
 enum {
-  PLM__PIPE_ALIGN = 256,  /* workspace offsets and sizes */
-  PLM__PIPE_MAX_IO = 7,   /* inputs or outputs of one node (lstm_cell reads 7) */
-  PLM__PIPE_MAX_WAITS = 8 /* events a step waits for: its inputs, and the fork */
+  PLM__PIPE_ALIGN = 256,             /* workspace offsets and sizes */
+  PLM__PIPE_MAX_IO = PLM__OP_MAX_IN, /* inputs or outputs of one node (lstm_cell reads 7) */
+  PLM__PIPE_MAX_WAITS = 8            /* events a step waits for: its inputs, and the fork */
 };
 
-/* The operations a node or step can be. */
-typedef enum plm__op_kind {
-  PLM__OP_CONV2D = 0,
-  PLM__OP_SOBEL,
-  PLM__OP_ENTROPY,
-  PLM__OP_THRESHOLD,
-  PLM__OP_LABEL,
-  PLM__OP_REGIONS,
-  PLM__OP_SEGMENT,                 /* graph only: lowered at compile */
-  PLM__OP_SOBEL_ENTROPY_THRESHOLD, /* plan only: made by the fusion pass */
-  PLM__OP_MATMUL,
-  PLM__OP_LSTM_CELL,
-  PLM__OP_DENDRITIC,
-  PLM__OP_VECTOR_ADD,
-  PLM__OP_DOT,
-  PLM__OP_AR_FORECAST
-} plm__op_kind;
-
-typedef union plm__op_params {
-  plm_conv2d_params conv2d;
-  plm_sobel_params sobel;
-  plm_entropy_params entropy;
-  plm_threshold_params threshold;
-  plm_label_params label;
-  struct {
-    int64_t capacity;
-  } regions;
-  struct {
-    plm_segment_params params;
-    int64_t capacity;
-  } segment;
-  plm_sobel_entropy_threshold_params fused;
-  plm_matmul_params matmul;
-  plm_dendritic_params dendritic;
-  plm_vector_add_params vector_add;
-  plm_dot_params dot;
-  plm_ar_forecast_params ar_forecast;
-} plm__op_params;
-
-/* The name of a kind ("entropy"), and of its input and output slots ("in", "labels"). */
-const char *plm__op_name(plm__op_kind kind);
-const char *plm__op_input_name(plm__op_kind kind, int slot);
-const char *plm__op_output_name(plm__op_kind kind, int slot);
+/* The operations a node or step can be, and their parameters: plm__op_kind and
+ * plm__op_params of ops/op_desc.h; plm__op_get(kind) is the descriptor every stage reads. */
 
 typedef enum plm__tensor_kind {
   PLM__TENSOR_INPUT = 0,
@@ -182,6 +142,7 @@ typedef struct plm__step {
   int wait_count;
   int record;            /* event recorded after it, or -1 */
   bool in_place;         /* outputs[0] is inputs[0]'s memory */
+  plm_op_cost cost;      /* its op's cost model on its shapes, computed at compile */
   size_t scratch_bytes;  /* what its op needs besides its operands (0: none) */
   size_t scratch_offset; /* where that is in the workspace, when scratch_bytes > 0 */
 } plm__step;
@@ -267,9 +228,6 @@ void plm__graph_free(plm__graph *graph);
  * shape functions take it. */
 plm_tensor plm__pipe_describe(plm_context *ctx, const plm_shape *shape);
 
-/* The most components a labels frame of height x width can hold under connectivity. */
-int64_t plm__regions_bound(int64_t height, int64_t width, int connectivity);
-
 /* ---- plan.c, plan_memory.c ----------------------------------------------------------------- */
 
 /* Build the plan of a graph under config (defaults filled in): every pass above, with
@@ -340,11 +298,13 @@ plm_status plm__per_run_release_rest(plm_pipeline *pl, plm__slot *slot, plm_stre
 
 /* ---- cost.c ------------------------------------------------------------------------------ */
 
-/* The plan's cost per frame (plm_plan_info's device_bytes and flops) from its steps'
- * cost models, on slot 0's tensor descriptions. The message is raw. */
+/* The plan's cost per frame (plm_plan_info's device_bytes and flops): the sum of the
+ * steps' cost models, which compile computed. */
 plm_status plm__plan_cost(const plm_pipeline *pl, double *bytes, double *flops);
 
-/* One step's cost model on the given tensor table. The message is raw. */
-plm_status plm__step_cost(const plm__step *step, const plm_tensor *tensors, plm_op_cost *cost);
+/* A step's (or node's) call on a tensor table: its inputs and outputs, its params. An
+ * in-place step writes its first input's memory. */
+plm__op_call plm__step_call(plm__op_kind kind, const int *inputs, const int *outputs,
+                            const plm__op_params *params, bool in_place, plm_tensor *tensors);
 
 #endif /* PLUME_PIPELINE_PIPELINE_INTERNAL_H */

@@ -64,7 +64,7 @@ static plm_status lower(const plm__graph *graph, plm__plan *plan) {
     m->shape.dtype = PLM_DTYPE_U8;
     m->bytes = 1;
     for (int d = 0; d < m->shape.ndim; d++) m->bytes *= (size_t)m->shape.dims[d];
-    const plm_segment_params *sp = &node->params.segment.params;
+    const plm_segment_params *sp = &node->params.segment.segment;
     plm__op_params threshold = {.threshold = {.value = sp->value, .compare = sp->compare}};
     plm__op_params label = {.label = {.connectivity = sp->connectivity}};
     plm__op_params regions = {.regions = {.capacity = node->params.segment.capacity}};
@@ -116,8 +116,9 @@ static plm_status prune(plm__plan *plan) {
     }
     for (int k = 0; k < PLM__PIPE_MAX_IO; k++)
       if (step->inputs[k] >= 0) needed[step->inputs[k]] = true;
-    for (int k = 0; step->kind == PLM__OP_SOBEL && k < PLM__PIPE_MAX_IO; k++)
-      if (step->outputs[k] >= 0 && !needed[step->outputs[k]]) {
+    const plm__op_desc *op = plm__op_get(step->kind);
+    for (int k = 0; k < op->output_count; k++)
+      if (op->outputs[k].optional && step->outputs[k] >= 0 && !needed[step->outputs[k]]) {
         plan->tensors[step->outputs[k]].producer = -1;
         step->outputs[k] = -1;
       }
@@ -187,12 +188,13 @@ static plm_status fuse(plm__plan *plan, bool substitute) {
   for (int f = 0; f < count; f++) {
     plm__step *sobel = &plan->steps[found[f].sobel], *entropy = &plan->steps[found[f].entropy];
     plm__step *threshold = &plan->steps[found[f].threshold];
-    plm__step fused = {.kind = PLM__OP_SOBEL_ENTROPY_THRESHOLD,
-                       .params = {.fused = {.sobel = sobel->params.sobel,
-                                            .entropy = entropy->params.entropy,
-                                            .threshold = threshold->params.threshold}},
-                       .nodes = {sobel->nodes[0], entropy->nodes[0], threshold->nodes[0]},
-                       .record = -1};
+    plm__step fused = {
+        .kind = PLM__OP_SOBEL_ENTROPY_THRESHOLD,
+        .params = {.sobel_entropy_threshold = {.sobel = sobel->params.sobel,
+                                               .entropy = entropy->params.entropy,
+                                               .threshold = threshold->params.threshold}},
+        .nodes = {sobel->nodes[0], entropy->nodes[0], threshold->nodes[0]},
+        .record = -1};
     plm__pipe_io(fused.inputs, sobel->inputs[0], -1, -1);
     plm__pipe_io(fused.outputs, threshold->outputs[0], -1, -1);
     plan->tensors[sobel->outputs[2]].producer = -1;
@@ -356,53 +358,28 @@ static plm_status locate(plm__plan *plan) {
   return PLM_OK;
 }
 
-/* The scratch each step's op needs on ctx's backend for its shapes (ops/op_scratch.h).
- * Every op with scratch reads its main operand as inputs[0]. */
-static plm_status size_scratch(plm__plan *plan, plm_context *ctx) {
-  for (int s = 0; s < plan->step_count; s++) {
+/* Each step checked by its op on descriptions of its tensors on ctx (the run enqueues
+ * it with no checks), its cost model, and the scratch its op needs on ctx's backend. */
+static plm_status check_and_size(plm__plan *plan, plm_context *ctx) {
+  plm_tensor *described = malloc((size_t)plan->tensor_count * sizeof *described + 1);
+  if (!described) return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for the plan");
+  for (int t = 0; t < plan->tensor_count; t++)
+    described[t] = plm__pipe_describe(ctx, &plan->tensors[t].shape);
+  plm_status status = PLM_OK;
+  for (int s = 0; s < plan->step_count && status == PLM_OK; s++) {
     plm__step *step = &plan->steps[s];
-    const plm_tensor in = plm__pipe_describe(ctx, &plan->tensors[step->inputs[0]].shape);
-    const plm__op_params *p = &step->params;
-    plm_status status = PLM_OK;
+    const plm__op_desc *op = plm__op_get(step->kind);
+    const plm__op_call call = plm__step_call(step->kind, step->inputs, step->outputs, &step->params,
+                                             step->in_place, described);
     step->scratch_bytes = 0;
-    switch (step->kind) {
-      case PLM__OP_ENTROPY:
-        status = plm__entropy_scratch_bytes(ctx, &in, &p->entropy, &step->scratch_bytes);
-        break;
-      case PLM__OP_LABEL:
-        status = plm__label_scratch_bytes(ctx, &in, &p->label, &step->scratch_bytes);
-        break;
-      case PLM__OP_SOBEL_ENTROPY_THRESHOLD:
-        status =
-            plm__sobel_entropy_threshold_scratch_bytes(ctx, &in, &p->fused, &step->scratch_bytes);
-        break;
-      case PLM__OP_AR_FORECAST:
-        status = plm__ar_forecast_scratch_bytes(ctx, &in, &p->ar_forecast, &step->scratch_bytes);
-        break;
-      case PLM__OP_LSTM_CELL: { /* x, then h */
-        const plm_tensor h = plm__pipe_describe(ctx, &plan->tensors[step->inputs[1]].shape);
-        status = plm__lstm_cell_scratch_bytes(ctx, &in, &h, &step->scratch_bytes);
-        break;
-      }
-      case PLM__OP_DENDRITIC: { /* x, then w */
-        const plm_tensor w = plm__pipe_describe(ctx, &plan->tensors[step->inputs[1]].shape);
-        status = plm__dendritic_scratch_bytes(ctx, &in, &w, &p->dendritic, &step->scratch_bytes);
-        break;
-      }
-      case PLM__OP_CONV2D:
-      case PLM__OP_SOBEL:
-      case PLM__OP_THRESHOLD:
-      case PLM__OP_REGIONS:
-      case PLM__OP_MATMUL:
-      case PLM__OP_VECTOR_ADD:
-      case PLM__OP_DOT: break;     /* none */
-      case PLM__OP_SEGMENT: break; /* lowered already */
-    }
+    status = plm__op_check_call(op, NULL, &call);
+    if (status == PLM_OK) op->cost(&call, &step->cost);
+    if (status == PLM_OK) status = plm__op_scratch_of(op, ctx, &call, &step->scratch_bytes);
     if (status != PLM_OK)
-      return plm__pipe_reraise(status, "step %d '%s' (node %d)", s, plm__op_name(step->kind),
-                               step->nodes[0]);
+      status = plm__pipe_reraise(status, "step %d '%s' (node %d)", s, op->name, step->nodes[0]);
   }
-  return PLM_OK;
+  free(described);
+  return status;
 }
 
 plm_status plm__plan_build(plm_context *ctx, const plm__graph *graph, const plm_plan_config *config,
@@ -414,7 +391,7 @@ plm_status plm__plan_build(plm_context *ctx, const plm__graph *graph, const plm_
   if (status == PLM_OK) status = order(plan);
   if (status == PLM_OK) status = assign_streams(plan, config->max_streams);
   if (status == PLM_OK) status = locate(plan);
-  if (status == PLM_OK) status = size_scratch(plan, ctx);
+  if (status == PLM_OK) status = check_and_size(plan, ctx);
   if (status == PLM_OK) status = plm__plan_memory(plan, !(config->flags & PLM_PLAN_NO_REUSE));
   if (status != PLM_OK) plm__plan_free(plan);
   return status;

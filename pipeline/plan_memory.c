@@ -54,13 +54,15 @@ static bool before(const plm__plan *plan, const buffer *a, const buffer *b) {
   return true;
 }
 
-/* A step may write outputs[0] over inputs[0]: threshold on a u8 intermediate that no
- * other step reads (plm_threshold allows out == in for u8 only). */
+/* A step may write outputs[0] over inputs[0] when its op allows that (the output slot's
+ * in_place, ops/op_desc.h: threshold, vector_add), both are intermediates of the same bytes
+ * (threshold: u8 in, u8 out), and no other step reads the input. */
 static bool in_place_allowed(const plm__plan *plan, const plm__step *step) {
-  if (step->kind != PLM__OP_THRESHOLD) return false;
+  if (!(plm__op_get(step->kind)->outputs[0].in_place & 1u)) return false;
   int in = step->inputs[0], out = step->outputs[0];
-  if (plan->location[in] != PLM__AT_WORKSPACE || plan->location[out] != PLM__AT_WORKSPACE ||
-      plan->tensors[in].shape.dtype != PLM_DTYPE_U8)
+  if (in < 0 || out < 0 || plan->location[in] != PLM__AT_WORKSPACE ||
+      plan->location[out] != PLM__AT_WORKSPACE ||
+      plan->tensors[in].bytes != plan->tensors[out].bytes)
     return false;
   for (int s = 0; s < plan->step_count; s++) {
     const plm__step *other = &plan->steps[s];

@@ -66,71 +66,33 @@ plm_status plm__pipeline_check_io(const plm_pipeline *pl, const plm_stream *stre
 
 /* ---- steps -------------------------------------------------------------------------------- */
 
-/* Enqueue one step: with the public op, or, for an op with scratch, its _enqueue entry
- * with the step's scratch in the slot's workspace (ops/op_scratch.h), so that nothing is
- * allocated. Without a workspace (PLM_PLAN_ALLOCATE_PER_RUN) an op with scratch is the
- * public op, which takes its scratch from the context's default pool, as eager code does.
- * The op checks its arguments again (cheaply). */
+/* Enqueue one step with the arguments compile checked (plm__op_enqueue: no checks, no
+ * allocation), its scratch at its offset in the slot's workspace. Without a workspace
+ * (PLM_PLAN_ALLOCATE_PER_RUN) a step's scratch comes from the context's default pool for
+ * the step, as eager code takes it. */
 static plm_status run_step(const plm__step *step, plm_stream *stream, plm_tensor *tensors,
                            void *workspace) {
-  plm_tensor *in[PLM__PIPE_MAX_IO], *out[PLM__PIPE_MAX_IO];
-  for (int k = 0; k < PLM__PIPE_MAX_IO; k++) {
-    in[k] = step->inputs[k] >= 0 ? &tensors[step->inputs[k]] : NULL;
-    out[k] = step->outputs[k] >= 0 ? &tensors[step->outputs[k]] : NULL;
-  }
-  void *scratch = step->scratch_bytes ? (char *)workspace + step->scratch_offset : NULL;
-  const size_t bytes = step->scratch_bytes;
-  const plm__op_params *p = &step->params;
-  if (!workspace) {
-    switch (step->kind) {
-      case PLM__OP_ENTROPY: return plm_entropy(stream, in[0], &p->entropy, out[0]);
-      case PLM__OP_LABEL: return plm_label(stream, in[0], &p->label, out[0], out[1]);
-      case PLM__OP_SOBEL_ENTROPY_THRESHOLD:
-        return plm_sobel_entropy_threshold(stream, in[0], &p->fused, out[0]);
-      case PLM__OP_AR_FORECAST: return plm_ar_forecast(stream, in[0], &p->ar_forecast, out[0]);
-      case PLM__OP_LSTM_CELL:
-        return plm_lstm_cell(stream, in[0], in[1], in[2], in[3], in[4], in[5], in[6], out[0],
-                             out[1]);
-      case PLM__OP_DENDRITIC: return plm_dendritic(stream, in[0], in[1], &p->dendritic, out[0]);
-      default: break; /* the ops without scratch, below */
-    }
-  }
-  switch (step->kind) {
-    case PLM__OP_CONV2D: return plm_conv2d(stream, in[0], in[1], &p->conv2d, out[0]);
-    case PLM__OP_SOBEL: return plm_sobel(stream, in[0], &p->sobel, out[0], out[1], out[2]);
-    case PLM__OP_ENTROPY:
-      return plm__entropy_enqueue(stream, in[0], &p->entropy, out[0], scratch, bytes);
-    case PLM__OP_THRESHOLD:
-      /* In place, the output is the input's memory (plm_threshold allows it for u8). */
-      return plm_threshold(stream, in[0], &p->threshold, step->in_place ? in[0] : out[0]);
-    case PLM__OP_LABEL:
-      return plm__label_enqueue(stream, in[0], &p->label, out[0], out[1], scratch, bytes);
-    case PLM__OP_REGIONS: return plm_regions(stream, in[0], in[1], in[2], out[0]);
-    case PLM__OP_SOBEL_ENTROPY_THRESHOLD:
-      return plm__sobel_entropy_threshold_enqueue(stream, in[0], &p->fused, out[0], scratch, bytes);
-    case PLM__OP_MATMUL: return plm_matmul(stream, in[0], in[1], in[2], &p->matmul, out[0]);
-    case PLM__OP_LSTM_CELL:
-      return plm__lstm_cell_enqueue(stream, in[0], in[1], in[2], in[3], in[4], in[5], in[6], out[0],
-                                    out[1], scratch, bytes);
-    case PLM__OP_DENDRITIC:
-      return plm__dendritic_enqueue(stream, in[0], in[1], &p->dendritic, out[0], scratch, bytes);
-    case PLM__OP_VECTOR_ADD: return plm_vector_add(stream, in[0], in[1], &p->vector_add, out[0]);
-    case PLM__OP_DOT: return plm_dot(stream, in[0], in[1], &p->dot, out[0]);
-    case PLM__OP_AR_FORECAST:
-      return plm__ar_forecast_enqueue(stream, in[0], &p->ar_forecast, out[0], scratch, bytes);
-    case PLM__OP_SEGMENT: break; /* lowered at compile */
-  }
-  return plm__fail_raw(PLM_ERR_INTERNAL, "step kind %d cannot run", (int)step->kind);
+  const plm__op_desc *op = plm__op_get(step->kind);
+  const plm__op_call call = plm__step_call(step->kind, step->inputs, step->outputs, &step->params,
+                                           step->in_place, tensors);
+  if (step->scratch_bytes == 0 || workspace)
+    return plm__op_enqueue(op, stream, &call,
+                           step->scratch_bytes ? (char *)workspace + step->scratch_offset : NULL);
+  plm_pool *pool = NULL;
+  void *scratch = NULL;
+  plm_status status = plm__op_scratch_take(stream, step->scratch_bytes, &pool, &scratch);
+  if (status != PLM_OK) return status;
+  status = plm__op_enqueue(op, stream, &call, scratch);
+  return plm__op_scratch_give(stream, pool, scratch, status);
 }
 
-/* run_step, recorded as a launch of `frame` by the pipeline's profiler. */
+/* run_step, recorded as a launch of `frame` by the pipeline's profiler with the cost
+ * compile computed. */
 static plm_status run_step_profiled(plm_pipeline *pl, const plm__step *step, plm_stream *stream,
                                     plm__slot *slot, int64_t frame) {
-  plm_op_cost cost = {0};
-  const bool costed = plm__step_cost(step, slot->tensors, &cost) == PLM_OK;
   plm_profile_mark mark;
-  plm_status status = plm_profiler_begin(pl->profiler, stream, plm__op_name(step->kind), frame,
-                                         costed ? &cost : NULL, &mark);
+  plm_status status =
+      plm_profiler_begin(pl->profiler, stream, plm__op_name(step->kind), frame, &step->cost, &mark);
   if (status == PLM_OK) status = run_step(step, stream, slot->tensors, slot->workspace);
   plm_status ended = plm_profiler_end(pl->profiler, stream, &mark);
   return status == PLM_OK ? ended : status;
@@ -208,29 +170,6 @@ plm_status plm_pipeline_run(plm_pipeline *pl, const plm_tensor *inputs, plm_tens
   return plm__propagate(status);
 }
 
-/* Whether run_step enqueues a step of this kind, on either backend, through something
- * that takes memory from a pool per call. The switch has no default, so a new kind must
- * be decided here. */
-static bool allocates_per_call(plm__op_kind kind) {
-  switch (kind) {
-    case PLM__OP_CONV2D:
-    case PLM__OP_SOBEL:
-    case PLM__OP_THRESHOLD:
-    case PLM__OP_REGIONS:
-    case PLM__OP_MATMUL:
-    case PLM__OP_VECTOR_ADD:        /* one triple: no table (only vector_add_batched takes one) */
-    case PLM__OP_DOT: return false; /* no scratch */
-    case PLM__OP_ENTROPY:
-    case PLM__OP_LABEL:
-    case PLM__OP_LSTM_CELL:
-    case PLM__OP_DENDRITIC:
-    case PLM__OP_SOBEL_ENTROPY_THRESHOLD:
-    case PLM__OP_AR_FORECAST: return false; /* scratch from the workspace */
-    case PLM__OP_SEGMENT: return true;      /* never a step (lowered); plm_segment would allocate */
-  }
-  return true;
-}
-
 bool plm__pipeline_capturable(const plm_pipeline *pl, char *why, size_t size) {
   if (pl->profiler) {
     snprintf(why, size, "a profiler is attached (each step is timed with its own events)");
@@ -244,13 +183,6 @@ bool plm__pipeline_capturable(const plm_pipeline *pl, char *why, size_t size) {
     snprintf(why, size, "the host waits after every step (PLM_PLAN_SYNCHRONOUS_STEPS)");
     return false;
   }
-  for (int s = 0; s < pl->plan.step_count; s++) {
-    const plm__step *step = &pl->plan.steps[s];
-    if (allocates_per_call(step->kind)) {
-      snprintf(why, size, "step %d '%s' takes memory from a pool per call", s,
-               plm__op_name(step->kind));
-      return false;
-    }
-  }
+  /* Every step's scratch is in the workspace (run_step): nothing allocates per call. */
   return true;
 }

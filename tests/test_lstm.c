@@ -171,7 +171,7 @@ START_TEST(test_output_shape_and_cost) {
   ck_assert(cost.bytes == 4.0 * (15 + 42 + 28 * 5 + 28 * 7 + 42));
   ck_assert(cost.flops == 2.0 * 3 * 28 * 12 + 9 * 21);
   PLM_CHECK_FAILS(plm_lstm_cell_cost(&x, &h, &x, NULL, &cost), PLM_ERR_INVALID_ARG,
-                  "b_ih->ndim is 2, expected 1");
+                  "b_ih is 3x5, not 28 (B 3, I 5, H 7)");
   const int64_t other[2] = {4, 7};
   plm_tensor h4;
   PLM_CHECK_OK(plm_tensor_wrap(plm_test_ctx, storage, PLM_DTYPE_F32, 2, other, &h4));
@@ -209,25 +209,25 @@ START_TEST(test_bad_input_is_refused_and_nothing_is_enqueued) {
   PLM_CHECK_FAILS(plm_lstm_cell(s, &x, &h, &c, &wi, &wh, &bi, &bh, &oh, NULL), PLM_ERR_INVALID_ARG,
                   "out_c is NULL");
   PLM_CHECK_FAILS(plm_lstm_cell(s, &x, &bad, &c, &wi, &wh, &bi, &bh, &oh, &oc), PLM_ERR_INVALID_ARG,
-                  "c->dims[1] is 4, expected 5");
+                  "c is 2x4, not 2x5 (B 2, I 3, H 5)");
   PLM_CHECK_FAILS(plm_lstm_cell(s, &x, &h, &bad, &wi, &wh, &bi, &bh, &oh, &oc), PLM_ERR_INVALID_ARG,
-                  "c->dims[1] is 5, expected 4");
+                  "c is 2x5, not 2x4 (B 2, I 3, H 4)");
   PLM_CHECK_FAILS(plm_lstm_cell(s, &x, &h, &c, &wh, &wh, &bi, &bh, &oh, &oc), PLM_ERR_INVALID_ARG,
-                  "w_ih->dims[1] is 4, expected 3");
+                  "w_ih is 16x4, not 16x3");
   PLM_CHECK_FAILS(plm_lstm_cell(s, &x, &h, &c, &wi, &wi, &bi, &bh, &oh, &oc), PLM_ERR_INVALID_ARG,
-                  "w_hh->dims[1] is 3, expected 4");
+                  "w_hh is 16x3, not 16x4");
   PLM_CHECK_FAILS(plm_lstm_cell(s, &x, &h, &c, &wi, &wh, &h, &bh, &oh, &oc), PLM_ERR_INVALID_ARG,
-                  "b_ih->ndim is 2, expected 1");
+                  "b_ih is 2x4, not 16");
   PLM_CHECK_FAILS(plm_lstm_cell(s, &x, &h, &c, &wi, &wh, &bi, &bad, &oh, &oc), PLM_ERR_INVALID_ARG,
-                  "b_hh->ndim is 2, expected 1");
+                  "b_hh is 2x5, not 16");
   PLM_CHECK_FAILS(plm_lstm_cell(s, &x, &h, &c, &wi, &wh, &bi, &bh, &bad, &oc), PLM_ERR_INVALID_ARG,
-                  "out_h->dims[1] is 5, expected 4");
+                  "out_h is 2x5, not 2x4");
   PLM_CHECK_FAILS(plm_lstm_cell(s, &x, &h, &c, &wi, &wh, &bi, &bh, &oh, &bad), PLM_ERR_INVALID_ARG,
-                  "out_c->dims[1] is 5, expected 4");
+                  "out_c is 2x5, not 2x4");
   PLM_CHECK_FAILS(plm_lstm_cell(s, &x, &h, &c, &wi, &wh, &bi, &bh, &h, &oc), PLM_ERR_INVALID_ARG,
                   "out_h overlaps h");
   PLM_CHECK_FAILS(plm_lstm_cell(s, &x, &h, &c, &wi, &wh, &bi, &bh, &oh, &oh), PLM_ERR_INVALID_ARG,
-                  "out_h overlaps out_c");
+                  "out_c overlaps out_h");
   PLM_CHECK_FAILS(plm_lstm_cell(s, &x, &h, &c, &wi, &wh, &bi, &bh, &oh, &h), PLM_ERR_INVALID_ARG,
                   "out_c overlaps h");
   plm_tensor shifted_c = c;

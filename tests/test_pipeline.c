@@ -179,8 +179,8 @@ static size_t op_scratch(const plm__plan *plan, int s) {
   if (step->kind == PLM__OP_LABEL)
     PLM_CHECK_OK(plm__label_scratch_bytes(plm_test_ctx, &in, &step->params.label, &bytes));
   if (step->kind == PLM__OP_SOBEL_ENTROPY_THRESHOLD)
-    PLM_CHECK_OK(
-        plm__sobel_entropy_threshold_scratch_bytes(plm_test_ctx, &in, &step->params.fused, &bytes));
+    PLM_CHECK_OK(plm__sobel_entropy_threshold_scratch_bytes(
+        plm_test_ctx, &in, &step->params.sobel_entropy_threshold, &bytes));
   if (step->kind == PLM__OP_AR_FORECAST)
     PLM_CHECK_OK(
         plm__ar_forecast_scratch_bytes(plm_test_ctx, &in, &step->params.ar_forecast, &bytes));
@@ -669,14 +669,14 @@ START_TEST(test_fusion_substitution) {
     ck_assert_int_eq(plan.steps[0].nodes[0], 0);
     ck_assert_int_eq(plan.steps[0].nodes[1], 1);
     ck_assert_int_eq(plan.steps[0].nodes[2], 2);
-    ck_assert_int_eq(plan.steps[0].params.fused.entropy.window, 5);
-    ck_assert_double_eq(plan.steps[0].params.fused.threshold.value, 2.5);
+    ck_assert_int_eq(plan.steps[0].params.sobel_entropy_threshold.entropy.window, 5);
+    ck_assert_double_eq(plan.steps[0].params.sobel_entropy_threshold.threshold.value, 2.5);
     /* The fused step's scratch (none on cuda at 32 bins: shared memory). */
     size_t fused = 0;
     const plm_shape frame = {.dtype = PLM_DTYPE_U16, .ndim = 2, .dims = {24, 30}};
     const plm_tensor in = plm__pipe_describe(plm_test_ctx, &frame);
-    PLM_CHECK_OK(plm__sobel_entropy_threshold_scratch_bytes(plm_test_ctx, &in,
-                                                            &plan.steps[0].params.fused, &fused));
+    PLM_CHECK_OK(plm__sobel_entropy_threshold_scratch_bytes(
+        plm_test_ctx, &in, &plan.steps[0].params.sobel_entropy_threshold, &fused));
     ck_assert_uint_eq(plan.steps[0].scratch_bytes, fused);
     if (variant == FUSABLE) {
       ck_assert_int_eq(plan.step_count, 1);

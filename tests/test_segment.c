@@ -182,7 +182,7 @@ START_TEST(test_bad_input_is_refused) {
   plm_tensor labels_on_table = labels;
   labels_on_table.data = table.data;
   PLM_CHECK_FAILS(plm_segment(plm_test_stream, &image, &params, &labels_on_table, &count, &table),
-                  PLM_ERR_INVALID_ARG, "labels and table overlap");
+                  PLM_ERR_INVALID_ARG, "table overlaps labels");
   PLM_CHECK_FAILS(plm_segment(plm_test_stream, &image, &params, &labels, &count2, &table),
                   PLM_ERR_INVALID_ARG, "count must be i32 of shape (1,)");
   PLM_CHECK_FAILS(plm_segment(plm_test_stream, &image, &params, &labels, &count, &table_narrow),

@@ -53,6 +53,10 @@ typedef struct plm_dendritic_params {
   float beta;  /* ACTIVE_BP: the boost above θ */
 } plm_dendritic_params;
 
+/* The defaults of the operation's parameter schema (ops/op_desc.h): PLM_DENDRITE_SIGMOID, k 1,
+ * theta 0, beta 1. */
+PLM_API plm_dendritic_params plm_dendritic_params_default(void);
+
 /* Enqueue the layer on stream. Errors (PLM_ERR_INVALID_ARG unless said): a NULL stream,
  * x, w, params or out; a tensor not f32, of the wrong rank (x, out 2-D; w 3-D), not
  * contiguous (PLM_ERR_UNSUPPORTED) or of another context; w's I not x's; out not

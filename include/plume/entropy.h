@@ -75,6 +75,10 @@ typedef struct plm_entropy_params {
   bool range_auto; /* f32: each frame's finite [min, max] instead of range_lo/hi */
 } plm_entropy_params;
 
+/* The defaults of the operation's parameter schema (ops/op_desc.h): bins 0 (each u8/u16 value its
+ * own bin), no range, window 0: set window (1..255). */
+PLM_API plm_entropy_params plm_entropy_params_default(void);
+
 PLM_API plm_status plm_entropy(plm_stream *stream, const plm_tensor *in,
                                const plm_entropy_params *params, plm_tensor *out);
 PLM_API plm_status plm_entropy_output(const plm_tensor *in, const plm_entropy_params *params,

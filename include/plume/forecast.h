@@ -45,6 +45,10 @@ typedef struct plm_ar_forecast_params {
   int horizon; /* h: 1..PLM_AR_MAX_HORIZON */
 } plm_ar_forecast_params;
 
+/* The defaults of the operation's parameter schema (ops/op_desc.h): lags 0 and horizon 0: both must
+ * be set (1..PLM_AR_MAX_LAGS, 1..PLM_AR_MAX_HORIZON). */
+PLM_API plm_ar_forecast_params plm_ar_forecast_params_default(void);
+
 PLM_API plm_status plm_ar_forecast(plm_stream *stream, const plm_tensor *series,
                                    const plm_ar_forecast_params *params, plm_tensor *out);
 PLM_API plm_status plm_ar_forecast_output(const plm_tensor *series,

@@ -46,6 +46,10 @@ typedef struct plm_sobel_entropy_threshold_params {
   plm_threshold_params threshold; /* as plm_threshold on the f32 entropy */
 } plm_sobel_entropy_threshold_params;
 
+/* The defaults of the operation's parameter schema (ops/op_desc.h): each part's defaults (sobel's
+ * border PLM_BORDER_REFLECT101); window, bins, the range and the threshold must be set. */
+PLM_API plm_sobel_entropy_threshold_params plm_sobel_entropy_threshold_params_default(void);
+
 /* Enqueue the fused op on stream (asynchronous; plume/ops.h). */
 PLM_API plm_status plm_sobel_entropy_threshold(plm_stream *stream, const plm_tensor *in,
                                                const plm_sobel_entropy_threshold_params *params,

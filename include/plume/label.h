@@ -66,6 +66,9 @@ typedef struct plm_label_params {
   int connectivity; /* 4 or 8; 0 means 8 */
 } plm_label_params;
 
+/* The defaults of the operation's parameter schema (ops/op_desc.h): connectivity 8. */
+PLM_API plm_label_params plm_label_params_default(void);
+
 /* Label mask into labels and write each frame's K into count (see above). */
 PLM_API plm_status plm_label(plm_stream *stream, const plm_tensor *mask,
                              const plm_label_params *params, plm_tensor *labels, plm_tensor *count);

@@ -60,6 +60,10 @@ typedef struct plm_matmul_params {
   plm_activation activation;
 } plm_matmul_params;
 
+/* The defaults of the operation's parameter schema (ops/op_desc.h): PLM_PRECISION_FP32,
+ * PLM_ACTIVATION_NONE. */
+PLM_API plm_matmul_params plm_matmul_params_default(void);
+
 /* Enqueue out = act(a · b + bias) on stream. bias may be NULL. Errors
  * (PLM_ERR_INVALID_ARG unless said): a NULL stream, a, b, params or out; a tensor not f32,
  * not 2-D (bias: 1-D), not contiguous (PLM_ERR_UNSUPPORTED) or of another context;

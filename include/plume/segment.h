@@ -36,6 +36,10 @@ typedef struct plm_segment_params {
   int connectivity;    /* 4 or 8; 0 means 8 */
 } plm_segment_params;
 
+/* The defaults of the operation's parameter schema (ops/op_desc.h): compare PLM_COMPARE_GT,
+ * connectivity 8, value 0. */
+PLM_API plm_segment_params plm_segment_params_default(void);
+
 /* Segment image into labels, count and table (see above). */
 PLM_API plm_status plm_segment(plm_stream *stream, const plm_tensor *image,
                                const plm_segment_params *params, plm_tensor *labels,

@@ -28,6 +28,10 @@ typedef struct plm_threshold_params {
   plm_compare compare;
 } plm_threshold_params;
 
+/* The defaults of the operation's parameter schema (ops/op_desc.h): compare PLM_COMPARE_GT, value 0
+ * (a threshold is usually given). */
+PLM_API plm_threshold_params plm_threshold_params_default(void);
+
 PLM_API plm_status plm_threshold(plm_stream *stream, const plm_tensor *in,
                                  const plm_threshold_params *params, plm_tensor *out);
 PLM_API plm_status plm_threshold_output(const plm_tensor *in, const plm_threshold_params *params,

@@ -24,6 +24,9 @@ typedef struct plm_vector_add_params {
   double beta;
 } plm_vector_add_params;
 
+/* The defaults of the operation's parameter schema (ops/op_desc.h): alpha 1, beta 1: a + b. */
+PLM_API plm_vector_add_params plm_vector_add_params_default(void);
+
 PLM_API plm_status plm_vector_add(plm_stream *stream, const plm_tensor *a, const plm_tensor *b,
                                   const plm_vector_add_params *params, plm_tensor *out);
 PLM_API plm_status plm_vector_add_output(const plm_tensor *a, const plm_tensor *b,
@@ -91,6 +94,9 @@ PLM_API plm_status plm_vector_add_batched_cost(const plm_tensor *const a[],
 typedef struct plm_dot_params {
   int reserved; /* 0; nothing to choose yet */
 } plm_dot_params;
+
+/* reserved 0. */
+PLM_API plm_dot_params plm_dot_params_default(void);
 
 PLM_API plm_status plm_dot(plm_stream *stream, const plm_tensor *a, const plm_tensor *b,
                            const plm_dot_params *params, plm_tensor *out);

@@ -1,0 +1,333 @@
+/* ops/op_desc.h: one descriptor per operation, listed once (internal).
+ *
+ * Every operation is a plm__op_desc defined in its own ops/<op>.c and named once in
+ * PLM__OP_MAP below, which generates the kind enum, the parameters union of a pipeline
+ * node and the table (ops/op_table.c). Everything that handles "an op" reads the
+ * descriptor instead of naming the op:
+ *
+ *   ops/op_dispatch.c     the one path from arguments to a kernel: the checks, the
+ *                         scratch, device enter/leave, NVTX and the CPU/CUDA choice;
+ *                         the public plm_<op> functions are one call into it;
+ *   pipeline/           graph (output shapes), plan (scratch), run (enqueue with the
+ *                         arguments compile checked), cost, describe;
+ *   pipeline/parse.c      the text form's keys, values, defaults and messages come from
+ *                         the slots and the parameter schema;
+ *   apps/, benchmarks/,   `plume op`, bench_ops and the fixture runner list and build
+ *   tests/test_fixtures   ops from the table.
+ *
+ * A descriptor says:
+ *   operands  input and output slots: name, whether optional, the dtypes accepted (text
+ *             for help), how the text form gives it (its role), which inputs an output
+ *             may be exactly (in place);
+ *   params    a schema over the op's parameter struct: for each field its name, type,
+ *             offset, default, range or choices, and flags; the default struct of every
+ *             op (plm_<op>_params_default) is built from it (plm__op_params_default);
+ *   check     the op's own rules on operands and parameters, on tensor descriptions:
+ *             dtypes, shapes, parameter values (a NULL params included). Absent
+ *             operands (NULL) are skipped: the dispatch decides what is required. Raw
+ *             messages naming the operand ("in->dtype f64 is not u8, u16 or f32");
+ *   shapes    the outputs' shapes of checked inputs and parameters;
+ *   cost      bytes moved and flops of a checked call (plm_op_cost);
+ *   pack      the kernels' argument struct of a checked call (args_size bytes), with the
+ *             scratch's address; cpu(args) runs on a host stream's worker, cuda(stream,
+ *             args) launches on a cudaStream_t. Scratch: cpu_scratch(args) and
+ *             cuda_scratch(args) bytes (NULL: none);
+ *   or, for an op composed of others (segment), its own scratch_bytes and enqueue.
+ *
+ * What the dispatch owns, so no op repeats it: stream and tensor checks (data set,
+ * contiguous, of the stream's context), overlap rules (every output is disjoint from
+ * every other operand, except exactly the memory of an input its slot allows), the
+ * scratch checks and the scratch taken from the context's default pool for a public
+ * call, and the choice of backend.
+ */
+#ifndef PLUME_OPS_OP_DESC_H
+#define PLUME_OPS_OP_DESC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plume/conv.h"
+#include "plume/dendritic.h"
+#include "plume/entropy.h"
+#include "plume/forecast.h"
+#include "plume/fused.h"
+#include "plume/label.h"
+#include "plume/lstm.h"
+#include "plume/matmul.h"
+#include "plume/ops.h"
+#include "plume/segment.h"
+#include "plume/threshold.h"
+#include "plume/vector.h"
+#include "streams/runtime.h"
+
+/* The parameters of the ops whose public functions take them as plain arguments. */
+typedef struct plm__regions_params {
+  int64_t capacity; /* the table's rows; 0 in a pipeline: the labels' bound */
+} plm__regions_params;
+
+typedef struct plm__segment_op_params {
+  plm_segment_params segment;
+  int64_t capacity; /* as regions' */
+} plm__segment_op_params;
+
+typedef struct plm__no_params {
+  int unused;
+} plm__no_params;
+
+/* X(KIND, name, params type): every operation, in the order of its kind. Adding an op
+ * is one line here and its descriptor plm__op_<name> in ops/<file>.c. */
+#define PLM__OP_MAP(X)                                                                    \
+  X(CONV2D, conv2d, plm_conv2d_params)                                                    \
+  X(SOBEL, sobel, plm_sobel_params)                                                       \
+  X(ENTROPY, entropy, plm_entropy_params)                                                 \
+  X(THRESHOLD, threshold, plm_threshold_params)                                           \
+  X(LABEL, label, plm_label_params)                                                       \
+  X(REGIONS, regions, plm__regions_params)                                                \
+  X(SEGMENT, segment, plm__segment_op_params)                                             \
+  X(SOBEL_ENTROPY_THRESHOLD, sobel_entropy_threshold, plm_sobel_entropy_threshold_params) \
+  X(MATMUL, matmul, plm_matmul_params)                                                    \
+  X(LSTM_CELL, lstm_cell, plm__no_params)                                                 \
+  X(DENDRITIC, dendritic, plm_dendritic_params)                                           \
+  X(VECTOR_ADD, vector_add, plm_vector_add_params)                                        \
+  X(DOT, dot, plm_dot_params)                                                             \
+  X(AR_FORECAST, ar_forecast, plm_ar_forecast_params)
+
+typedef enum plm__op_kind {
+#define PLM__OP_KIND(KIND, name, type) PLM__OP_##KIND,
+  PLM__OP_MAP(PLM__OP_KIND)
+#undef PLM__OP_KIND
+      PLM__OP_COUNT
+} plm__op_kind;
+
+/* A node's or step's parameters: the op's struct, under the op's name. */
+typedef union plm__op_params {
+#define PLM__OP_PARAMS_MEMBER(KIND, name, type) type name;
+  PLM__OP_MAP(PLM__OP_PARAMS_MEMBER)
+#undef PLM__OP_PARAMS_MEMBER
+} plm__op_params;
+
+enum {
+  PLM__OP_MAX_IN = 7,  /* lstm_cell reads 7 */
+  PLM__OP_MAX_OUT = 3, /* sobel and segment write 3 */
+  PLM__OP_MAX_PARAMS = 12
+};
+
+/* ---- operands --------------------------------------------------------------------------- */
+
+/* How the text form (pipeline/parse.c) gives an input. */
+typedef enum plm__input_role {
+  PLM__IN_CHAIN = 0, /* the tensor the chain has reached */
+  PLM__IN_TENSOR,    /* key=@NAME, the key being the slot's name */
+  PLM__IN_KERNEL,    /* key=@NAME or a conv2d kernel spec with size=KHxKW (plume/pipeline.h) */
+  PLM__IN_FRAME,     /* key=input (the default) or none: the pipeline's input frame */
+  PLM__IN_COUNT      /* the count made by the element just before, with its main output */
+} plm__input_role;
+
+/* What the text form does with an output. */
+typedef enum plm__output_role {
+  PLM__OUT_MADE = 0, /* made, not read on */
+  PLM__OUT_MAIN,     /* the chain continues from it (one per op) */
+  PLM__OUT_COUNT,    /* the chain's count: an output of the pipeline when its element is last */
+  PLM__OUT_SIDE,     /* an output of the pipeline when its element is last */
+  PLM__OUT_UNMADE    /* not made by the text form */
+} plm__output_role;
+
+typedef struct plm__op_slot {
+  const char *name;
+  const char *dtypes; /* what is accepted, for help: "u8, u16 or f32" */
+  bool optional;      /* inputs: may be absent; outputs: may be unwanted */
+  int role;           /* plm__input_role or plm__output_role */
+  unsigned in_place;  /* outputs: a mask of the inputs it may be exactly (1u << slot) */
+  bool labels;        /* outputs: connected-component labels (their connectivity is known) */
+} plm__op_slot;
+
+/* ---- parameters ------------------------------------------------------------------------- */
+
+typedef enum plm__param_type {
+  PLM__PARAM_INT = 0, /* int, in [min, max] */
+  PLM__PARAM_INT64,   /* int64_t, in [min, max] */
+  PLM__PARAM_DOUBLE,  /* double, finite */
+  PLM__PARAM_FLOAT,   /* float, finite in f32 */
+  PLM__PARAM_CHOICE,  /* an enum (int-sized): one of choices[], whose values are values[] (or
+                         their index) */
+  PLM__PARAM_PAIR,    /* two ints, "A,B" (form), at offset and offset2, each in [min, max] */
+  PLM__PARAM_RANGE    /* "LO,HI" (doubles at offset, offset2) or "auto" (the bool at offset3) */
+} plm__param_type;
+
+enum {
+  PLM__PARAM_REQUIRED = 1u << 0,           /* no default: the text must give it */
+  PLM__PARAM_REQUIRED_FOR_FLOAT = 1u << 1, /* required when the op's first input is f32 */
+  PLM__PARAM_FLOAT_ONLY = 1u << 2,         /* given only for an f32 first input */
+  PLM__PARAM_SAME_PADDING = 1u << 3        /* PAIR: "same" is (KH-1)/2,(KW-1)/2 of the kernel */
+};
+
+typedef struct plm__op_param {
+  const char *name;
+  plm__param_type type;
+  size_t offset, offset2, offset3;
+  double min, max;            /* INT, INT64, PAIR */
+  double fallback;            /* the default (CHOICE: the value, not the index) */
+  const char *const *choices; /* CHOICE: NULL-terminated */
+  const int *values;          /* CHOICE: each name's value; NULL: its index */
+  unsigned flags;
+  const char *form; /* PAIR: "SY,SX" */
+  const char *help; /* one line: what it is (`plume op`'s help) */
+} plm__op_param;
+
+/* ---- the descriptor ----------------------------------------------------------------------- */
+
+/* The operands and parameters of one call. Absent inputs and unwanted outputs are NULL. */
+typedef struct plm__op_call {
+  const plm_tensor *in[PLM__OP_MAX_IN];
+  plm_tensor *out[PLM__OP_MAX_OUT];
+  const void *params;
+  /* An input of labels made by a labelling op (a pipeline's): its connectivity, 4 or 8;
+   * else 0. regions sizes its table from it when its capacity is 0. */
+  int in_connectivity[PLM__OP_MAX_IN];
+} plm__op_call;
+
+enum {
+  PLM__OP_GRAPH_ONLY = 1u << 0, /* a node that compile lowers into other steps (segment) */
+  PLM__OP_PLAN_ONLY = 1u << 1,  /* a step that compile makes, never a node (the fused op) */
+  PLM__OP_ONE_OUTPUT = 1u << 2, /* its optional outputs: at least one must be wanted */
+  /* Its operands are arrays named by their slots on the command line (--a, --b, --out-h);
+   * else an image op: --in for its first input, --out for its main output. */
+  PLM__OP_NAMED_OPERANDS = 1u << 3
+};
+
+typedef struct plm__op_desc {
+  const char *name;    /* "entropy": the text form's element, plume op's command */
+  const char *summary; /* one line */
+  plm__op_kind kind;
+  unsigned flags;
+  int input_count, output_count;
+  plm__op_slot inputs[PLM__OP_MAX_IN];
+  plm__op_slot outputs[PLM__OP_MAX_OUT];
+  size_t params_size;
+  int param_count;
+  const plm__op_param *params;
+
+  plm_status (*check)(const plm__op_call *call);
+  /* resolved: a copy of the params the op may complete (capacity 0 -> the bound), or NULL */
+  plm_status (*shapes)(const plm__op_call *call, plm_shape *out, void *resolved);
+  /* Outputs flagged `labels`: their connectivity (4 or 8) under these params. */
+  int (*labels_connectivity)(const void *params);
+  void (*cost)(const plm__op_call *call, plm_op_cost *cost);
+
+  size_t args_size;
+  void (*pack)(const plm_context *ctx, const plm__op_call *call, void *scratch, void *args);
+  size_t (*cpu_scratch)(const void *args);                     /* NULL: none */
+  plm_status (*cuda_scratch)(const void *args, size_t *bytes); /* NULL: none */
+  void (*cpu)(const void *args);
+  plm_status (*cuda)(void *stream, const void *args);
+
+  /* Composite ops (pack is NULL): their scratch and their enqueue on checked operands. */
+  plm_status (*scratch_bytes)(const plm_context *ctx, const plm__op_call *call, size_t *bytes);
+  plm_status (*enqueue)(plm_stream *stream, const plm__op_call *call, void *scratch);
+} plm__op_desc;
+
+/* A CUDA entry of a descriptor: the function with the cuda backend built, else NULL. */
+#ifdef PLM_HAVE_CUDA
+#define PLM__CUDA_ENTRY(fn) (fn)
+#else
+#define PLM__CUDA_ENTRY(fn) NULL
+#endif
+
+/* The descriptors, each defined in its op's file. */
+#define PLM__OP_DECLARE(KIND, name, type) extern const plm__op_desc plm__op_##name;
+PLM__OP_MAP(PLM__OP_DECLARE)
+#undef PLM__OP_DECLARE
+
+/* Choice names several ops share, in their enums' order (NULL-terminated). */
+extern const char *const plm__compare_names[];      /* plm_compare (ops/threshold.c) */
+extern const char *const plm__border_names[];       /* plm_border (ops/conv.c) */
+extern const char *const plm__connectivity_names[]; /* "4", "8" (ops/label.c) */
+extern const int plm__connectivity_values[];
+
+/* ---- the table (ops/op_table.c) ------------------------------------------------------------ */
+
+/* The descriptor of a kind (kind in 0..PLM__OP_COUNT-1). */
+const plm__op_desc *plm__op_get(plm__op_kind kind);
+
+/* The descriptor named `name`, or NULL. */
+const plm__op_desc *plm__op_find(const char *name);
+
+/* A kind's name ("entropy"), and its input and output slots' names ("in", "labels"). */
+const char *plm__op_name(plm__op_kind kind);
+const char *plm__op_input_name(plm__op_kind kind, int slot);
+const char *plm__op_output_name(plm__op_kind kind, int slot);
+
+/* The index of an input or output slot named `name`, or -1. */
+int plm__op_input_index(const plm__op_desc *op, const char *name);
+int plm__op_output_index(const plm__op_desc *op, const char *name);
+
+/* ---- parameter values (ops/op_params.c) ---------------------------------------------------- */
+
+/* The field of a parameter in a params struct. */
+static inline void *plm__op_param_field(void *params, size_t offset) {
+  return (char *)params + offset;
+}
+static inline const void *plm__op_param_cfield(const void *params, size_t offset) {
+  return (const char *)params + offset;
+}
+
+/* Write the schema's defaults into params (op->params_size bytes, zeroed first). */
+void plm__op_params_default(const plm__op_desc *op, void *params);
+
+/* The choice name of a CHOICE parameter's current value in params (0, when no choice is
+ * 0, is the default's), or "?". */
+const char *plm__op_param_choice(const plm__op_param *param, const void *params);
+
+/* Read `value` (text) into p's field(s) of params, as the text form's key=value and
+ * `plume op`'s --key value both do; kh x kw: the op's kernel (PLM__PARAM_SAME_PADDING).
+ * On failure writes why into why ("'abc' is not an integer in 1..255"; the caller names
+ * the key) and returns false, params unchanged. */
+bool plm__op_param_parse(const plm__op_param *p, const char *value, int kh, int kw, void *params,
+                         char *why, size_t size);
+
+/* p's value in params as text, as plm__op_param_parse reads it ("3,3", "auto", "gt"). */
+void plm__op_param_format(const plm__op_param *p, const void *params, char *text, size_t size);
+
+/* A decimal integer of digits only (no sign, no spaces) in min..max. With end, *end is
+ * left after the digits; without, the digits must be all of text. */
+bool plm__parse_int(const char *text, const char **end, int64_t min, int64_t max, int64_t *value);
+
+/* A finite number (strtod, no leading space); end as for plm__parse_int. */
+bool plm__parse_number(const char *text, const char **end, double *value);
+
+/* ---- the dispatch (ops/op_dispatch.c) -------------------------------------------------- */
+
+/* The public op: check everything, take scratch from the stream's context's default pool,
+ * enqueue, give the scratch back on the stream. The message is prefixed "plm_<op>: ". */
+plm_status plm__op_call_public(const plm__op_desc *op, plm_stream *stream,
+                               const plm__op_call *call);
+
+/* The _enqueue entries of ops/op_scratch.h: check everything, then the scratch
+ * (scratch_bytes, alignment, overlaps), enqueue with it. Raw messages. */
+plm_status plm__op_call_with_scratch(const plm__op_desc *op, plm_stream *stream,
+                                     const plm__op_call *call, void *scratch, size_t scratch_bytes);
+
+/* Check a call on a stream (stream NULL: descriptions, as compile checks them; no data,
+ * context or overlap checks then). Raw messages. */
+plm_status plm__op_check_call(const plm__op_desc *op, const plm_stream *stream,
+                              const plm__op_call *call);
+
+/* The scratch bytes of a checked call on ctx's backend. Raw messages. */
+plm_status plm__op_scratch_of(const plm__op_desc *op, const plm_context *ctx,
+                              const plm__op_call *call, size_t *bytes);
+
+/* Enqueue a checked call with its scratch (at least plm__op_scratch_of bytes, or NULL
+ * when none is needed): no checks, no allocation. The pipeline's run path. Raw messages. */
+plm_status plm__op_enqueue(const plm__op_desc *op, plm_stream *stream, const plm__op_call *call,
+                           void *scratch);
+
+/* The output shapes of a call's inputs and parameters (outputs ignored): the inputs are
+ * checked as descriptions (plm__op_check_shape), then the op's check. Raw messages. */
+plm_status plm__op_shapes(const plm__op_desc *op, const plm__op_call *call, plm_shape *out,
+                          void *resolved);
+
+/* The cost of a call's inputs and parameters (as plm__op_shapes checks them). Raw. */
+plm_status plm__op_cost(const plm__op_desc *op, const plm__op_call *call, plm_op_cost *cost);
+
+#endif /* PLUME_OPS_OP_DESC_H */

@@ -1,0 +1,49 @@
+/* ops/op_table.c: the table of descriptors PLM__OP_MAP lists, and what reads a
+ * descriptor's schema (ops/op_desc.h). */
+#include <string.h>
+
+#include "ops/op_desc.h"
+
+#define PLM__OP_ENTRY(KIND, name, type) [PLM__OP_##KIND] = &plm__op_##name,
+static const plm__op_desc *const table[PLM__OP_COUNT] = {PLM__OP_MAP(PLM__OP_ENTRY)};
+#undef PLM__OP_ENTRY
+
+/* Every descriptor's params_size is its params type's, and its kind is its place. */
+#define PLM__OP_SIZE_CHECK(KIND, name, type) \
+  _Static_assert(sizeof(type) <= sizeof(plm__op_params), #name "'s params fit the union");
+PLM__OP_MAP(PLM__OP_SIZE_CHECK)
+#undef PLM__OP_SIZE_CHECK
+
+const plm__op_desc *plm__op_get(plm__op_kind kind) {
+  return (unsigned)kind < PLM__OP_COUNT ? table[kind] : NULL;
+}
+
+const plm__op_desc *plm__op_find(const char *name) {
+  for (int k = 0; name && k < PLM__OP_COUNT; k++)
+    if (strcmp(table[k]->name, name) == 0) return table[k];
+  return NULL;
+}
+
+const char *plm__op_name(plm__op_kind kind) {
+  return table[kind]->name;
+}
+
+const char *plm__op_input_name(plm__op_kind kind, int slot) {
+  return table[kind]->inputs[slot].name;
+}
+
+const char *plm__op_output_name(plm__op_kind kind, int slot) {
+  return table[kind]->outputs[slot].name;
+}
+
+int plm__op_input_index(const plm__op_desc *op, const char *name) {
+  for (int k = 0; k < op->input_count; k++)
+    if (strcmp(op->inputs[k].name, name) == 0) return k;
+  return -1;
+}
+
+int plm__op_output_index(const plm__op_desc *op, const char *name) {
+  for (int k = 0; k < op->output_count; k++)
+    if (strcmp(op->outputs[k].name, name) == 0) return k;
+  return -1;
+}
