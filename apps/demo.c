@@ -11,16 +11,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "apps/detect.h"
-#include "apps/image_io.h"
 #include "apps/options.h"
-#include "apps/pipeline_bench.h"
-#include "apps/scene.h"
 #include "apps/scene_commands.h"
-#include "apps/score.h"
+#include "streams/clock.h"
+#include "tools/image_io.h"
+#include "tools/pipeline_bench.h"
+#include "tools/scene.h"
+#include "tools/score.h"
 
 enum { EXIT_RUNTIME_FAILURE = 1, EXIT_USAGE = 2 };
 enum { DEMO_FRAMES = 2000, DEMO_SIDE = 512, DEMO_PATH_SIZE = 4096 };
@@ -52,12 +52,6 @@ static const char demo_usage[] =
     "                        truth.csv, detections.csv\n"
     "  --keep                keep the files (else they are removed at the end)\n"
     "  -h, --help            show this help\n";
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* ---- interruptions ------------------------------------------------------------------------
  * A default demo writes a 1 GiB scene: an interrupted one (Ctrl-C, a closed pipe, a
@@ -241,7 +235,7 @@ static plm_status describe_device(plm_backend backend, char *text, size_t size) 
   return status;
 }
 
-/* bench_pipeline's comparison (apps/pipeline_bench.h) on the scene's first frames, for
+/* bench_pipeline's comparison (tools/pipeline_bench.h) on the scene's first frames, for
  * the demo's pipeline and for bench_pipeline's default one, whose sobel -> entropy ->
  * threshold chain fuses. Returns pipeline_bench_run's exit code. */
 static int compare_configs(const demo_config *config, const demo_files *files, char *err,
@@ -305,7 +299,7 @@ int demo_command_main(int argc, char **argv) {
   catch_signals(); /* before the folder exists: a signal before it leaves nothing */
   demo_files files = {0};
   if ((exit_code = open_workdir(workdir, &files)) != 0) return exit_code;
-  const double started = now_s();
+  const double started = plm__monotonic_seconds();
   /* The backend is checked before the scene is written: an unusable one fails at once. */
   char device[320] = "";
   plm_status status = describe_device(config.detect.backend, device, sizeof device);
@@ -320,12 +314,12 @@ int demo_command_main(int argc, char **argv) {
 
   char err[DETECT_ERROR_SIZE] = "";
   int64_t plumes = 0;
-  double step = now_s();
+  double step = plm__monotonic_seconds();
   status = scene_write_files(sc, files.frames, files.truth, true, &interrupted, &plumes, err,
                              sizeof err);
   if (status != PLM_OK) return demo_failure(&files, config.keep, status, err);
   printf("scene: %lld frames, %lld plumes in the truth, written in %.2f s\n", (long long)sc->frames,
-         (long long)plumes, now_s() - step);
+         (long long)plumes, plm__monotonic_seconds() - step);
   fflush(stdout);
 
   config.detect.frames_path = files.frames;
@@ -350,7 +344,7 @@ int demo_command_main(int argc, char **argv) {
     return demo_failure(&files, config.keep, PLM_ERR_INVALID_STATE, err);
   }
 
-  printf("\ndemo: %.1f s in all\n", now_s() - started);
+  printf("\ndemo: %.1f s in all\n", plm__monotonic_seconds() - started);
   close_workdir(&files, config.keep);
   return 0;
 }

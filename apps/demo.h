@@ -2,10 +2,10 @@
  *
  *   plume demo [--frames N] [--size H,W] [--seed S] [--backend host|cuda|auto]
  *              [--streams K] [--workdir DIR] [--keep]
- *     Writes the synthetic infrared scene of apps/scene.h (default 2000 frames of
+ *     Writes the synthetic infrared scene of tools/scene.h (default 2000 frames of
  *     512 x 512, seed 1) and its truth into a working folder, runs PLUME_DEFAULT_PIPELINE
  *     over it as `plume detect` does (apps/detect.h), and scores the detections against
- *     the truth as `plume score` does (apps/score.h): precision, recall and the mean
+ *     the truth as `plume score` does (tools/score.h): precision, recall and the mean
  *     centroid error in pixels, and the frames per second. The folder is a new temporary
  *     one unless --workdir names one (made if missing); its files (frames.npy, truth.csv,
  *     detections.csv) are removed at the end unless --keep.

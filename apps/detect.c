@@ -8,9 +8,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "apps/csv.h"
-#include "apps/image_io.h"
-#include "apps/progress.h"
+#include "tools/csv.h"
+#include "tools/image_io.h"
+#include "tools/progress.h"
 
 static plm_status fail(char *err, size_t err_size, plm_status status, const char *fmt, ...) {
   if (err && err_size) {

@@ -1,9 +1,9 @@
 /* apps/detect.h: a detection pipeline over a sequence of frames (`plume detect`,
  * `plume demo`).
  *
- * detect_run reads the frames of a stack or a folder (apps/frame_reader.h), runs a text
+ * detect_run reads the frames of a stack or a folder (tools/frame_reader.h), runs a text
  * pipeline (plm_pipeline_parse) over them with plm_pipeline_run_stream, keeping K frames
- * in flight, and writes one CSV row per region found (apps/csv.h's regions rows):
+ * in flight, and writes one CSV row per region found (tools/csv.h's regions rows):
  *
  *   frame,label,area,min_row,min_col,max_row,max_col,centroid_row,centroid_col,sum,max,
  *   wcentroid_row,wcentroid_col
@@ -30,7 +30,7 @@
  * it, into the run's pinned buffer, so a long stack is never held in memory; the sink
  * writes each frame's rows as it arrives. Frames u8, u16 and f32 are taken (a file of
  * another dtype is refused). The CSV goes to a temporary file beside the output that is
- * renamed over it at the end (apps/image_io.h's writer): a failure leaves no file.
+ * renamed over it at the end (tools/image_io.h's writer): a failure leaves no file.
  *
  * Blocks; one call at a time per thread (it uses the thread's plume error message).
  */
@@ -43,7 +43,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "apps/frame_reader.h"
+#include "tools/frame_reader.h"
 #include "plume/plume.h"
 
 /* Frames in flight when the caller gives 0: upload, compute and download of three frames
@@ -64,7 +64,7 @@ typedef struct detect_tensor {
 } detect_tensor;
 
 typedef struct detect_config {
-  const char *frames_path; /* a stack or a folder (apps/frame_reader.h) */
+  const char *frames_path; /* a stack or a folder (tools/frame_reader.h) */
   const char *pipeline;    /* plm_pipeline_parse's text */
   const char *out_path;    /* the CSV */
   plm_backend backend;     /* PLM_BACKEND_AUTO (0), HOST or CUDA */

@@ -8,7 +8,7 @@
 
 #include "apps/detect.h"
 #include "apps/options.h"
-#include "apps/scene.h"
+#include "tools/scene.h"
 
 enum { EXIT_USAGE = 2 };
 

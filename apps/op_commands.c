@@ -35,10 +35,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "apps/csv.h"
-#include "apps/image_io.h"
 #include "ops/op_desc.h"
 #include "plume/plume.h"
+#include "profile/stats.h"
+#include "streams/clock.h"
+#include "tools/csv.h"
+#include "tools/image_io.h"
 
 enum { EXIT_RUNTIME_FAILURE = 1, EXIT_USAGE = 2 };
 enum { ERROR_SIZE = IMAGE_ERROR_SIZE, FLAG_SIZE = 64, TEXT_SIZE = 512 };
@@ -825,17 +827,6 @@ static bool resolve_params(op_run *run, plm_dtype dtype, int kh, int kw, char *e
 
 /* ---- running ----------------------------------------------------------------------------- */
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int compare_doubles(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 /* image_read's allocator: pinned staging memory of the context. */
 static void *pinned_alloc(void *user, size_t bytes) {
   void *ptr = NULL;
@@ -977,12 +968,12 @@ static plm_status make_outputs(op_run *run, op_state *s) {
 static plm_status run_op_once(const op_run *run, op_state *s, double *time) {
   plm_status status = PLM_OK;
   if (time) status = plm_stream_synchronize(s->stream);
-  double start = now_ms();
+  double start = plm__monotonic_seconds() * 1e3;
   if (status == PLM_OK)
     status = run->cmd->enqueue ? run->cmd->enqueue(s->stream, &s->call)
                                : plm__op_call_public(run->cmd->op, s->stream, &s->call);
   if (status == PLM_OK && time) status = plm_stream_synchronize(s->stream);
-  if (time) *time = now_ms() - start;
+  if (time) *time = plm__monotonic_seconds() * 1e3 - start;
   return status;
 }
 
@@ -992,13 +983,14 @@ static plm_status run_op_once(const op_run *run, op_state *s, double *time) {
  * steady time over its first ten runs. */
 static int run_op(const op_run *run, op_state *s) {
   const char *name = run->cmd->name;
-  const double warmup_end = now_ms() + (run->repeat > 0 ? run->warmup_ms : 0.0);
+  const double warmup_end =
+      plm__monotonic_seconds() * 1e3 + (run->repeat > 0 ? run->warmup_ms : 0.0);
   double warmup_time; /* each warm-up run waits for the one before, as the timed ones do */
   plm_status status;
   do {
     if ((status = run_op_once(run, s, run->repeat > 0 ? &warmup_time : NULL)) != PLM_OK)
       return library_failure(s, name, status);
-  } while (now_ms() < warmup_end);
+  } while (plm__monotonic_seconds() * 1e3 < warmup_end);
   if (run->repeat == 0) return -1;
   s->times = malloc((size_t)run->repeat * sizeof *s->times);
   if (!s->times) {
@@ -1008,9 +1000,9 @@ static int run_op(const op_run *run, op_state *s) {
   for (long i = 0; i < run->repeat; i++)
     if ((status = run_op_once(run, s, &s->times[i])) != PLM_OK)
       return library_failure(s, name, status);
-  qsort(s->times, (size_t)run->repeat, sizeof *s->times, compare_doubles);
+  plm__sort_doubles(s->times, (size_t)run->repeat);
   const long n = run->repeat;
-  const double median = n % 2 ? s->times[n / 2] : 0.5 * (s->times[n / 2 - 1] + s->times[n / 2]);
+  const double median = plm__median_sorted(s->times, (size_t)n);
   fprintf(stderr, "time_ms median=%.4f min=%.4f max=%.4f\n", median, s->times[0], s->times[n - 1]);
   return -1;
 }

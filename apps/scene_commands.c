@@ -12,11 +12,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "apps/image_io.h"
 #include "apps/options.h"
-#include "apps/progress.h"
-#include "apps/scene.h"
-#include "apps/score.h"
+#include "tools/image_io.h"
+#include "tools/progress.h"
+#include "tools/scene.h"
+#include "tools/score.h"
 
 enum { EXIT_RUNTIME_FAILURE = 1, EXIT_USAGE = 2 };
 enum { ERROR_SIZE = 1024 };
@@ -28,7 +28,7 @@ static const char scene_usage[] =
     "\n"
     "Write a deterministic synthetic infrared scene: a 14-bit sensor (u16 values 0..16383)\n"
     "looking at a cluttered sky and earth (a soft horizon, drifting clouds and bands, column\n"
-    "fixed-pattern noise, sensor noise) with hot moving plumes; see apps/scene.h.\n"
+    "fixed-pattern noise, sensor noise) with hot moving plumes; see tools/scene.h.\n"
     "\n"
     "options:\n"
     "  --frames N            the number of frames, 1..100000\n"
@@ -203,7 +203,7 @@ static const char score_usage[] =
     "\n"
     "Score detections against a scene's truth, frame by frame: a detection matches a plume\n"
     "of its frame when its centroid is within the radius of the plume's centre, closest\n"
-    "pairs first, each plume and detection at most once; see apps/score.h.\n"
+    "pairs first, each plume and detection at most once; see tools/score.h.\n"
     "\n"
     "options:\n"
     "  --truth TRUTH.csv     the truth of plume scene (frame,row,col,amplitude,sigma)\n"

@@ -1,7 +1,7 @@
 /* apps/scene_commands.h: `plume scene` and `plume score`.
  *
  *   plume scene --frames N --size H,W [--seed S] --out FRAMES.npy --truth TRUTH.csv
- *     Writes the synthetic infrared scene of apps/scene.h: FRAMES.npy, u16 of shape
+ *     Writes the synthetic infrared scene of tools/scene.h: FRAMES.npy, u16 of shape
  *     (N, H, W), streamed frame by frame (a long scene is never held in memory), and
  *     TRUTH.csv, "frame,row,col,amplitude,sigma" with one row per plume per frame. The
  *     seed defaults to 1; the same arguments give byte-identical files on any machine.
@@ -10,12 +10,12 @@
  *   plume score --truth TRUTH.csv --detections DETECTIONS.csv [--radius R]
  *     Matches detections (as `plume detect` writes them) to the truth and prints
  *     true/false positives, false negatives, precision, recall and the mean centroid
- *     error; the radius defaults to max(3, 2 sigma) of each plume (apps/score.h).
+ *     error; the radius defaults to max(3, 2 sigma) of each plume (tools/score.h).
  *
  * Options are "--flag value" or "--flag=value". Exit codes: 0 success; 1 a runtime
  * failure (out of memory); 2 bad usage, a bad or unreadable input file, or an output
  * that cannot be written, with a one-line message on stderr. Both outputs of
- * `plume scene` are written atomically (apps/image_io.h) and a failure leaves neither.
+ * `plume scene` are written atomically (tools/image_io.h) and a failure leaves neither.
  */
 #ifndef PLUME_APPS_SCENE_COMMANDS_H
 #define PLUME_APPS_SCENE_COMMANDS_H
@@ -25,7 +25,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "apps/scene.h"
+#include "tools/scene.h"
 #include "plume/status.h"
 
 /* Run `plume scene` / `plume score` with the arguments after the command's name;
@@ -35,7 +35,7 @@ int score_command_main(int argc, char **argv);
 
 /* Write the scene of config to frames_path (.npy, u16 (N, H, W)) and its truth to
  * truth_path, as `plume scene` does: streamed frame by frame, both atomically (a failure
- * leaves neither). With show_progress, a progress bar on a terminal (apps/progress.h).
+ * leaves neither). With show_progress, a progress bar on a terminal (tools/progress.h).
  * When stop is not NULL and *stop becomes non-zero (a signal handler's flag), the
  * writing stops before the next frame with PLM_ERR_INVALID_STATE ("interrupted") and
  * leaves no file. Sets *plume_rows (when not NULL) to the truth's rows. Errors:

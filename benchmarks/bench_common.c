@@ -1,4 +1,5 @@
-/* benchmarks/bench_common.c: small helpers shared by the benchmark binaries. */
+/* benchmarks/bench_common.c: the skeleton and helpers every benchmark shares
+ * (benchmarks/bench_common.h). */
 #define _POSIX_C_SOURCE 200809L
 
 #include "bench_common.h"
@@ -10,6 +11,149 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "profile/stats.h"
+
+/* ---- the skeleton of main ------------------------------------------------------------- */
+
+const char *bench_run_size_name(run_size size) {
+  return size == RUN_SMOKE ? "smoke" : size == RUN_QUICK ? "quick" : "full";
+}
+
+/* The help's column: options are listed as "  NAME VALUE", their text from column 22. */
+enum { HELP_COLUMN = 22 };
+
+static const char *default_help(const bench_option *o) {
+  switch (o->kind) {
+    case BENCH_OPTION_BACKEND:
+      return "host, cuda or auto (default auto: cuda when a GPU is present)";
+    case BENCH_OPTION_JSON: return "write the results as JSON to PATH (then re-read and check it)";
+    case BENCH_OPTION_HELP: return "show this help";
+    default: return "";
+  }
+}
+
+void bench_print_usage(const bench_cli *cli, FILE *out) {
+  fprintf(out, "%s\noptions:\n", cli->usage);
+  for (const bench_option *o = cli->options; o->kind != BENCH_OPTION_END; o++) {
+    int width = fprintf(out, "  %s%s%s", o->kind == BENCH_OPTION_HELP ? "-h, " : "", o->name,
+                        o->value ? " " : "");
+    if (o->value) width += fprintf(out, "%s", o->value);
+    fprintf(out, "%*s", width <= HELP_COLUMN - 2 ? HELP_COLUMN - width : 2, "");
+    char validate_help[128];
+    const char *help = o->help ? o->help : default_help(o);
+    if (o->kind == BENCH_OPTION_VALIDATE_JSON && !o->help) {
+      snprintf(validate_help, sizeof validate_help, "check that PATH is a %s result file, and exit",
+               cli->prog);
+      help = validate_help;
+    }
+    for (const char *line = help;;) { /* continuation lines indented to the column */
+      const char *end = strchr(line, '\n');
+      fprintf(out, "%.*s\n", (int)(end ? end - line : (ptrdiff_t)strlen(line)), line);
+      if (!end) break;
+      line = end + 1;
+      fprintf(out, "%*s", HELP_COLUMN, "");
+    }
+  }
+}
+
+/* A positive decimal integer, all of text, at most max. */
+static bool parse_count(const char *text, int64_t max, int64_t *out) {
+  char *end = NULL;
+  errno = 0;
+  long long value = strtoll(text, &end, 10);
+  if (errno || end == text || *end || value < 1 || value > max || text[0] == '+') return false;
+  *out = (int64_t)value;
+  return true;
+}
+
+static const bench_option *find_option(const bench_cli *cli, const char *arg) {
+  for (const bench_option *o = cli->options; o->kind != BENCH_OPTION_END; o++)
+    if (strcmp(arg, o->name) == 0 || (o->kind == BENCH_OPTION_HELP && strcmp(arg, "-h") == 0))
+      return o;
+  return NULL;
+}
+
+/* The string an option of `kind` received (NULL: not given or no such option). */
+static const char *given(const bench_cli *cli, bench_option_kind kind) {
+  for (const bench_option *o = cli->options; o->kind != BENCH_OPTION_END; o++)
+    if (o->kind == kind && o->target) return *(const char **)o->target;
+  return NULL;
+}
+
+/* One option: BENCH_RUN to go on, else an exit code. */
+static int take_option(const bench_cli *cli, const bench_option *o, const char *value,
+                       const char **validate) {
+  int64_t count = 0;
+  switch (o->kind) {
+    case BENCH_OPTION_RUN_SIZE: *(run_size *)o->target = (run_size)o->number; break;
+    case BENCH_OPTION_FLAG: *(bool *)o->target = true; break;
+    case BENCH_OPTION_STRING:
+    case BENCH_OPTION_JSON:
+    case BENCH_OPTION_PROFILE: *(const char **)o->target = value; break;
+    case BENCH_OPTION_VALIDATE_JSON: *validate = value; break;
+    case BENCH_OPTION_COUNT:
+      if (!parse_count(value, o->number, &count)) {
+        fprintf(stderr, "%s: %s '%s': expected an integer 1..%lld\n", cli->prog, o->name, value,
+                (long long)o->number);
+        return BENCH_EXIT_USAGE;
+      }
+      *(int64_t *)o->target = count;
+      break;
+    case BENCH_OPTION_BACKEND:
+      if (plm_backend_parse(value, (plm_backend *)o->target) != PLM_OK) {
+        fprintf(stderr, "%s: %s '%s': expected host, cuda or auto\n", cli->prog, o->name, value);
+        return BENCH_EXIT_USAGE;
+      }
+      break;
+    case BENCH_OPTION_CALLBACK: return o->parse(value, o->target);
+    case BENCH_OPTION_HELP: bench_print_usage(cli, stdout); return BENCH_EXIT_OK;
+    case BENCH_OPTION_END: break;
+  }
+  return BENCH_RUN;
+}
+
+int bench_start(const bench_cli *cli, int argc, char **argv) {
+  const char *validate = NULL;
+  for (int i = 1; i < argc; i++) {
+    const char *arg = argv[i];
+    const bench_option *o = find_option(cli, arg);
+    if (!o) {
+      fprintf(stderr, "%s: unknown argument '%s' (see %s --help)\n", cli->prog, arg, cli->prog);
+      return BENCH_EXIT_USAGE;
+    }
+    if (o->value && i + 1 >= argc) {
+      fprintf(stderr, "%s: %s needs a value (see %s --help)\n", cli->prog, arg, cli->prog);
+      return BENCH_EXIT_USAGE;
+    }
+    int code = take_option(cli, o, o->value ? argv[++i] : NULL, &validate);
+    if (code != BENCH_RUN) return code;
+  }
+  if (validate) {
+    if (!cli->validate_json(validate)) return BENCH_EXIT_FAILURE;
+    printf("%s: a valid %s result file\n", validate, cli->prog);
+    return BENCH_EXIT_OK;
+  }
+  if (cli->check) {
+    int code = cli->check(cli->user);
+    if (code != BENCH_RUN) return code;
+  }
+  const char *json_path = given(cli, BENCH_OPTION_JSON);
+  if (json_path && !bench_json_path_writable(cli->prog, json_path)) return BENCH_EXIT_FAILURE;
+  const char *profile_dir = given(cli, BENCH_OPTION_PROFILE);
+  if (profile_dir && !bench_profile_dir_ready(cli->prog, profile_dir)) return BENCH_EXIT_FAILURE;
+  return BENCH_RUN;
+}
+
+void bench_print_header(const char *prog, plm_backend backend, const plm_device_info *info,
+                        run_size size) {
+  const plm_build_info *build = plm_build_info_get();
+  printf("%s: %s backend, %s; plume %s (commit %s, %s); %s run\n", prog, plm_backend_name(backend),
+         info->name, build->version, build->git_commit, build->build_type,
+         bench_run_size_name(size));
+}
+
+/* ---- files and JSON --------------------------------------------------------------------- */
 
 bool bench_json_path_writable(const char *prog, const char *path) {
   FILE *probe = fopen(path, "r");
@@ -66,19 +210,13 @@ void bench_utc_date(char *out, size_t size) {
   strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &utc);
 }
 
-static int compare_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 double bench_median(double *values, size_t count) {
-  if (count == 0) return 0;
-  qsort(values, count, sizeof values[0], compare_double);
-  return count % 2 ? values[count / 2] : (values[count / 2 - 1] + values[count / 2]) / 2;
+  plm__sort_doubles(values, count);
+  return plm__median_sorted(values, count);
 }
 
 json_t *bench_json_document(const char *benchmark, plm_backend backend, const plm_device_info *info,
-                            const char *run) {
+                            run_size size) {
   const plm_build_info *build = plm_build_info_get();
   json_t *doc = json_object();
   json_object_set_new(doc, "benchmark", json_string(benchmark));
@@ -102,7 +240,7 @@ json_t *bench_json_document(const char *benchmark, plm_backend backend, const pl
   char date[32];
   bench_utc_date(date, sizeof date);
   json_object_set_new(doc, "date", json_string(date));
-  json_object_set_new(doc, "run", json_string(run));
+  json_object_set_new(doc, "run", json_string(bench_run_size_name(size)));
   return doc;
 }
 

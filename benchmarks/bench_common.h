@@ -1,12 +1,145 @@
-/* benchmarks/bench_common.h: small helpers shared by the benchmark binaries. */
+/* benchmarks/bench_common.h: what the benchmark binaries share: the skeleton of their main
+ * (options, --help, --validate-json, the checks before a run, the header line, exit
+ * codes) and the JSON helpers.
+ *
+ * A benchmark's main declares its options in a table, the common ones by the macros
+ * below and its own beside them, in the order --help lists them, then:
+ *
+ *   int code = bench_start(&cli, argc, argv);   parse; --help; --validate-json PATH;
+ *   if (code != BENCH_RUN) return code;          --json's file and --profile's folder
+ *   ... open a context on the chosen backend ...
+ *   bench_print_header(prog, backend, &info, size);
+ *   ... run, print the table, write the JSON (bench_json_document, bench_json_write) ...
+ *   return BENCH_EXIT_OK or BENCH_EXIT_FAILURE;
+ *
+ * Options are read in order, "--flag value" only (the value is the next argument, whatever
+ * it looks like); -h or --help prints the usage and exits 0 where it stands; a bad
+ * value, a missing one or an unknown argument prints one line on stderr ("<prog>: ...
+ * (see <prog> --help)") and exits 2. Messages start with the benchmark's name. Not
+ * thread-safe (a process runs one benchmark).
+ */
 #ifndef PLUME_BENCH_COMMON_H
 #define PLUME_BENCH_COMMON_H
 
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
 
 #include "plume/plume.h"
+
+/* ---- the skeleton of main ------------------------------------------------------------- */
+
+/* Exit codes. A benchmark never fails on timing. */
+enum {
+  BENCH_EXIT_OK = 0,
+  BENCH_EXIT_FAILURE = 1, /* a runtime failure: an API call failed, a check of the results
+                             failed, the JSON could not be written */
+  BENCH_EXIT_USAGE = 2,   /* bad usage */
+  BENCH_RUN = -1          /* bench_start and the parsers: go on */
+};
+
+/* How much a run does: full by default, --quick, --smoke (tiny, proves every path). */
+typedef enum run_size { RUN_FULL, RUN_QUICK, RUN_SMOKE } run_size;
+
+/* "full", "quick" or "smoke": the JSON's "run" and the header's. */
+const char *bench_run_size_name(run_size size);
+
+typedef enum bench_option_kind {
+  BENCH_OPTION_END,           /* ends the table */
+  BENCH_OPTION_RUN_SIZE,      /* a flag: *(run_size *)target = size */
+  BENCH_OPTION_FLAG,          /* a flag: *(bool *)target = true */
+  BENCH_OPTION_STRING,        /* *(const char **)target = the value */
+  BENCH_OPTION_COUNT,         /* a decimal integer 1..max into *(int64_t *)target */
+  BENCH_OPTION_BACKEND,       /* --backend NAME: host, cuda or auto (plm_backend_parse) */
+  BENCH_OPTION_JSON,          /* --json PATH: as STRING; the file is checked before the run */
+  BENCH_OPTION_PROFILE,       /* --profile DIR: as STRING; DIR is created before the run */
+  BENCH_OPTION_VALIDATE_JSON, /* --validate-json PATH: check the file (cli.validate_json), exit */
+  BENCH_OPTION_CALLBACK,      /* the benchmark's own: parse(value, target) */
+  BENCH_OPTION_HELP           /* -h, --help */
+} bench_option_kind;
+
+typedef struct bench_option {
+  bench_option_kind kind;
+  const char *name;  /* "--op" */
+  const char *value; /* the value's name in the usage ("NAME"); NULL: a flag */
+  const char *help;  /* lines separated by '\n'; NULL for the common options' own text */
+  void *target;      /* where the value goes (see the kinds) */
+  int64_t number;    /* RUN_SIZE: the run_size; COUNT: the largest value allowed */
+  /* CALLBACK: called with the value (NULL for a flag) and target. Returns BENCH_RUN to go
+   * on, or an exit code after printing why: BENCH_EXIT_USAGE for a bad value,
+   * BENCH_EXIT_OK for an option that has done the whole job (bench_ops --list-ops). */
+  int (*parse)(const char *value, void *target);
+} bench_option;
+
+#define BENCH_OPT_RUN_SIZE(name_, size_, target_, help_)                                  \
+  {                                                                                       \
+    .kind = BENCH_OPTION_RUN_SIZE, .name = (name_), .help = (help_), .target = (target_), \
+    .number = (size_)                                                                     \
+  }
+#define BENCH_OPT_FLAG(name_, target_, help_) \
+  { .kind = BENCH_OPTION_FLAG, .name = (name_), .help = (help_), .target = (target_) }
+#define BENCH_OPT_STRING(name_, value_, target_, help_)                               \
+  {                                                                                   \
+    .kind = BENCH_OPTION_STRING, .name = (name_), .value = (value_), .help = (help_), \
+    .target = (target_)                                                               \
+  }
+#define BENCH_OPT_COUNT(name_, max_, target_, help_)                            \
+  {                                                                             \
+    .kind = BENCH_OPTION_COUNT, .name = (name_), .value = "N", .help = (help_), \
+    .target = (target_), .number = (max_)                                       \
+  }
+#define BENCH_OPT_CALLBACK(name_, value_, parse_, target_, help_)                       \
+  {                                                                                     \
+    .kind = BENCH_OPTION_CALLBACK, .name = (name_), .value = (value_), .help = (help_), \
+    .target = (target_), .parse = (parse_)                                              \
+  }
+#define BENCH_OPT_BACKEND(target_) \
+  { .kind = BENCH_OPTION_BACKEND, .name = "--backend", .value = "NAME", .target = (target_) }
+#define BENCH_OPT_JSON(target_) \
+  { .kind = BENCH_OPTION_JSON, .name = "--json", .value = "PATH", .target = (target_) }
+#define BENCH_OPT_PROFILE(target_, help_)                                               \
+  {                                                                                     \
+    .kind = BENCH_OPTION_PROFILE, .name = "--profile", .value = "DIR", .help = (help_), \
+    .target = (target_)                                                                 \
+  }
+#define BENCH_OPT_VALIDATE_JSON \
+  { .kind = BENCH_OPTION_VALIDATE_JSON, .name = "--validate-json", .value = "PATH" }
+#define BENCH_OPT_HELP \
+  { .kind = BENCH_OPTION_HELP, .name = "--help" }
+#define BENCH_OPT_END \
+  { .kind = BENCH_OPTION_END }
+
+typedef struct bench_cli {
+  const char *prog;                        /* "bench_ops": the messages' first word */
+  const char *usage;                       /* the synopsis and what the benchmark does, printed
+                                              before the options */
+  const bench_option *options;             /* ends with BENCH_OPT_END */
+  bool (*validate_json)(const char *path); /* prints what is wrong to stderr */
+  /* (optional) After parsing and --validate-json, before --json's file and --profile's
+   * folder are checked: options that do not go together. Returns BENCH_RUN, or an exit
+   * code after printing why. */
+  int (*check)(void *user);
+  void *user;
+} bench_cli;
+
+/* Parse argv against cli's options and prepare the run: -h/--help prints the usage
+ * (stdout) and returns 0; --validate-json PATH checks the file, prints "PATH: a valid
+ * <prog> result file" and returns 0, or returns 1; then cli->check; then --json's file
+ * must be writable (bench_json_path_writable) and --profile's folder ready
+ * (bench_profile_dir_ready), else 1. Returns BENCH_RUN when the benchmark should run. */
+int bench_start(const bench_cli *cli, int argc, char **argv);
+
+/* The usage: cli->usage, then "options:" and a line or more per option, from the table. */
+void bench_print_usage(const bench_cli *cli, FILE *out);
+
+/* The first line of the table on stdout: "<prog>: <backend> backend, <device>; plume
+ * <version> (commit <commit>, <build type>); <size> run". */
+void bench_print_header(const char *prog, plm_backend backend, const plm_device_info *info,
+                        run_size size);
+
+/* ---- files and JSON --------------------------------------------------------------------- */
 
 /* Learn before a run, not after it, that the JSON at path cannot be written: open it
  * for appending (removing it again if it did not exist). Prints "<prog>: cannot write
@@ -26,9 +159,9 @@ void bench_utc_date(char *out, size_t size);
 /* A new JSON object holding the keys every benchmark's result file starts with:
  * benchmark (its name: "ops", "pool", ...), backend, device, commit, driver and
  * cuda_runtime ("13.0"; null on host), plume_version, build_type, date (UTC) and run
- * ("full", "quick" or "smoke"). */
+ * (bench_run_size_name: "full", "quick" or "smoke"). */
 json_t *bench_json_document(const char *benchmark, plm_backend backend, const plm_device_info *info,
-                            const char *run);
+                            run_size size);
 
 /* Write doc to path (indented, reals to 6 digits), re-read it with validate (which
  * prints what is wrong) and print "wrote PATH". Prints "<prog>: cannot write PATH:
@@ -36,7 +169,8 @@ json_t *bench_json_document(const char *benchmark, plm_backend backend, const pl
 bool bench_json_write(const char *prog, json_t *doc, const char *path,
                       bool (*validate)(const char *path));
 
-/* The median of count doubles (sorts them in place); 0 for none. */
+/* The median of count doubles (sorts them in place): the middle one or the mean of the
+ * two middle ones (profile/stats.h's plm__median_sorted); 0 for none. */
 double bench_median(double *values, size_t count);
 
 #endif /* PLUME_BENCH_COMMON_H */

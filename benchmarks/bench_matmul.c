@@ -48,34 +48,20 @@
 #include "cublas_loader.h"
 #include "plume/plume.h"
 
-enum { EXIT_RUNTIME_FAILURE = 1, EXIT_USAGE = 2 };
-
-typedef enum run_size { RUN_FULL, RUN_QUICK, RUN_SMOKE } run_size;
-
 typedef struct options {
   run_size size;
   plm_backend backend;
   const char *json_path; /* NULL: no JSON */
 } options;
 
-static void print_usage(FILE *out) {
-  fprintf(out,
-          "usage: bench_matmul [--quick | --smoke] [--backend host|cuda|auto] [--json PATH]\n"
-          "       bench_matmul --validate-json PATH\n"
-          "\n"
-          "matmul at fp32, tf32, bf16 and auto, and cuBLAS SGEMM (CUDA cores and TF32) on\n"
-          "cuda, over square sizes 32..4096 and lstm_cell's gate product: medians of\n"
-          "interleaved event-timed rounds, GFLOP/s, ratios, and the work M*N*K from which\n"
-          "tensor cores pay (AUTO's rule).\n"
-          "\n"
-          "options:\n"
-          "  --quick             squares up to 1024\n"
-          "  --smoke             32 and 64 only, 3 rounds (proves every path works)\n"
-          "  --backend NAME      host, cuda or auto (default auto: cuda when a GPU is present)\n"
-          "  --json PATH         write the results as JSON to PATH (then re-read and check it)\n"
-          "  --validate-json PATH  check that PATH is a bench_matmul result file, and exit\n"
-          "  -h, --help          show this help\n");
-}
+static const char usage[] =
+    "usage: bench_matmul [--quick | --smoke] [--backend host|cuda|auto] [--json PATH]\n"
+    "       bench_matmul --validate-json PATH\n"
+    "\n"
+    "matmul at fp32, tf32, bf16 and auto, and cuBLAS SGEMM (CUDA cores and TF32) on\n"
+    "cuda, over square sizes 32..4096 and lstm_cell's gate product: medians of\n"
+    "interleaved event-timed rounds, GFLOP/s, ratios, and the work M*N*K from which\n"
+    "tensor cores pay (AUTO's rule).\n";
 
 /* ---- errors ----------------------------------------------------------------------------- */
 
@@ -351,17 +337,12 @@ static void print_results(const bench_env *env, const measured *rs, int count) {
   if (!env->has_cublas) printf("cuBLAS: skipped: %s\n", env->cublas.why);
 }
 
-static const char *run_size_name(run_size size) {
-  return size == RUN_SMOKE ? "smoke" : size == RUN_QUICK ? "quick" : "full";
-}
-
 static json_t *work_or_null(int64_t work) {
   return work >= 0 ? json_integer(work) : json_null();
 }
 
 static json_t *document_json(const bench_env *env, const measured *rs, int count) {
-  json_t *doc =
-      bench_json_document("matmul", env->backend, &env->info, run_size_name(env->opt.size));
+  json_t *doc = bench_json_document("matmul", env->backend, &env->info, env->opt.size);
   json_object_set_new(doc, "cublas", env->has_cublas ? json_true() : json_false());
   if (!env->has_cublas) json_object_set_new(doc, "cublas_why", json_string(env->cublas.why));
   json_t *list = json_array();
@@ -462,66 +443,35 @@ static void close_env(bench_env *env) {
     fprintf(stderr, "bench_matmul: warning: plm_context_destroy: %s\n", plm_last_error());
 }
 
-static int parse_args(int argc, char **argv, options *opt, const char **validate) {
-  for (int i = 1; i < argc; i++) {
-    const char *arg = argv[i];
-    bool has_value = i + 1 < argc;
-    if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
-      print_usage(stdout);
-      exit(0);
-    } else if (strcmp(arg, "--quick") == 0) {
-      opt->size = RUN_QUICK;
-    } else if (strcmp(arg, "--smoke") == 0) {
-      opt->size = RUN_SMOKE;
-    } else if (strcmp(arg, "--json") == 0 && has_value) {
-      opt->json_path = argv[++i];
-    } else if (strcmp(arg, "--validate-json") == 0 && has_value) {
-      *validate = argv[++i];
-    } else if (strcmp(arg, "--backend") == 0 && has_value) {
-      if (plm_backend_parse(argv[++i], &opt->backend) != PLM_OK) {
-        fprintf(stderr, "bench_matmul: --backend '%s': expected host, cuda or auto\n", argv[i]);
-        return EXIT_USAGE;
-      }
-    } else if (strcmp(arg, "--json") == 0 || strcmp(arg, "--backend") == 0 ||
-               strcmp(arg, "--validate-json") == 0) {
-      fprintf(stderr, "bench_matmul: %s needs a value (see bench_matmul --help)\n", arg);
-      return EXIT_USAGE;
-    } else {
-      fprintf(stderr, "bench_matmul: unknown argument '%s' (see bench_matmul --help)\n", arg);
-      return EXIT_USAGE;
-    }
-  }
-  return 0;
-}
-
 int main(int argc, char **argv) {
   bench_env env = {0};
-  const char *validate = NULL;
-  int usage = parse_args(argc, argv, &env.opt, &validate);
-  if (usage) return usage;
-  if (validate) {
-    if (!validate_json(validate)) return EXIT_RUNTIME_FAILURE;
-    printf("%s: a valid bench_matmul result file\n", validate);
-    return 0;
-  }
-  if (env.opt.json_path && !bench_json_path_writable("bench_matmul", env.opt.json_path))
-    return EXIT_RUNTIME_FAILURE;
+  const bench_option table[] = {
+      BENCH_OPT_RUN_SIZE("--quick", RUN_QUICK, &env.opt.size, "squares up to 1024"),
+      BENCH_OPT_RUN_SIZE("--smoke", RUN_SMOKE, &env.opt.size,
+                         "32 and 64 only, 3 rounds (proves every path works)"),
+      BENCH_OPT_BACKEND(&env.opt.backend),
+      BENCH_OPT_JSON(&env.opt.json_path),
+      BENCH_OPT_VALIDATE_JSON,
+      BENCH_OPT_HELP,
+      BENCH_OPT_END};
+  const bench_cli cli = {
+      .prog = "bench_matmul", .usage = usage, .options = table, .validate_json = validate_json};
+  int code = bench_start(&cli, argc, argv);
+  if (code != BENCH_RUN) return code;
   if (!open_env(&env)) {
     fprintf(stderr, "bench_matmul: %s\n", bench_error);
     close_env(&env);
-    return EXIT_RUNTIME_FAILURE;
+    return BENCH_EXIT_FAILURE;
   }
-  const plm_build_info *build = plm_build_info_get();
-  printf("bench_matmul: %s backend, %s; plume %s (commit %s, %s); %s run\n\n",
-         plm_backend_name(env.backend), env.info.name, build->version, build->git_commit,
-         build->build_type, run_size_name(env.opt.size));
+  bench_print_header("bench_matmul", env.backend, &env.info, env.opt.size);
+  printf("\n");
   static measured rs[SHAPE_COUNT];
   int count = 0, exit_code = 0;
   for (int i = 0; i < SHAPE_COUNT; i++) {
     if (!shape_runs(&shapes[i], env.opt.size)) continue;
     if (!measure_shape(&env, &shapes[i], &rs[count])) {
       fprintf(stderr, "bench_matmul: %s\n", bench_error);
-      exit_code = EXIT_RUNTIME_FAILURE;
+      exit_code = BENCH_EXIT_FAILURE;
       break;
     }
     count++;
@@ -530,7 +480,7 @@ int main(int argc, char **argv) {
   if (exit_code == 0 && env.opt.json_path) {
     json_t *doc = document_json(&env, rs, count);
     if (!bench_json_write("bench_matmul", doc, env.opt.json_path, validate_json))
-      exit_code = EXIT_RUNTIME_FAILURE;
+      exit_code = BENCH_EXIT_FAILURE;
     json_decref(doc);
   }
   close_env(&env);

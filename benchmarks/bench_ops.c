@@ -15,6 +15,10 @@
  *   sobel      u8 (H, W), magnitude only (gx and gy NULL)
  *   entropy    u8 (H, W), window 16, every value its own bin
  *   threshold  f32 (H, W) > 0.5 to u8 (the segmentation step)
+ *   label      u8 (H, W) mask, half of it foreground at random (many small components),
+ *              8-connectivity
+ *   segment    f32 (H, W) > 0.5, label's components and a region table of H W / 16 rows
+ *              (regions itself runs inside it: it reads label's labels and count)
  *   fused      f32 (H, W): plm_sobel_entropy_threshold, Sobel magnitude -> entropy
  *              (window 16, 64 bins over the fixed range [0, 4)) -> > 5 bits, one op
  *   unfused    the same input and parameters through plm_sobel, plm_entropy and
@@ -74,7 +78,12 @@
  * On a terminal a progress bar on stderr counts the cases (operation x size, then the
  * fusion sizes).
  *
- * Adding an operation is one entry in `ops` (plus its setup and run functions).
+ * The rows follow the op table (ops/op_desc.h): each op's workload, then the ones beside
+ * it (unfused after fused, cuBLAS after matmul); every op of the table has a workload in
+ * `ops` or a reason in `unmeasured`, or the run fails. A workload of a table op only
+ * makes its inputs and parameters: its outputs come from the op's shapes, its cost from
+ * the op's model, and it runs through the op's dispatch (plm__op_call_public), as
+ * plm_<op> does. Adding an operation is one entry in `ops` and its setup function.
  * The benchmark never fails on timing. Exit codes: 0 success, 1 a runtime failure
  * (an API call failed, the JSON could not be written), 2 bad usage.
  */
@@ -89,17 +98,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apps/progress.h"
 #include "bench_common.h"
 #include "cublas_loader.h"
+#include "ops/op_desc.h"
 #include "plume/plume.h"
 #include "plume/pool.h"
-
-enum { EXIT_RUNTIME_FAILURE = 1, EXIT_USAGE = 2 };
+#include "tools/progress.h"
 
 /* ---- options ------------------------------------------------------------------ */
-
-typedef enum run_size { RUN_FULL, RUN_QUICK, RUN_SMOKE } run_size;
 
 typedef struct options {
   run_size size;
@@ -109,34 +115,14 @@ typedef struct options {
   const char *profile_dir; /* NULL: no profile */
 } options;
 
-static void print_usage(FILE *out) {
-  fprintf(out,
-          "usage: bench_ops [--quick | --smoke] [--backend host|cuda|auto] [--json PATH]\n"
-          "                 [--op NAME] [--profile DIR]\n"
-          "       bench_ops --validate-json PATH\n"
-          "\n"
-          "Benchmark of plume's operations at the issue's seed sizes and at 2048x2048 and\n"
-          "4096x4096: event-timed runs, Mpix/s, GB/s and the bandwidth floor. Prints a\n"
-          "table (with the seed budgets) and writes JSON.\n"
-          "\n"
-          "options:\n"
-          "  --quick             no 4096x4096 (under a minute on host)\n"
-          "  --smoke             tiny runs that only prove every path works (seconds)\n"
-          "  --backend NAME      host, cuda or auto (default auto: cuda when a GPU is present)\n"
-          "  --json PATH         write the results as JSON to PATH (then re-read and check it)\n"
-          "  --op NAME           run one operation: conv2d, sobel, entropy, threshold, fused\n"
-          "                      (sobel -> entropy -> threshold in one op), unfused (the\n"
-          "                      same three ops one after another), matmul (with cuBLAS on\n"
-          "                      cuda), lstm_cell, dendritic, vector_add, dot, ar_forecast or\n"
-          "                      cublas_sgemm (bench_matmul compares matmul's precisions)\n"
-          "  --list-ops          print the operations --op takes (cuBLAS aside), one a line\n"
-          "  --profile DIR       after each operation's timed runs, run it as often again with\n"
-          "                      the profiler recording every launch, and write\n"
-          "                      DIR/profile.json, DIR/trace.json and DIR/report.html (the\n"
-          "                      table's times come from the unprofiled runs)\n"
-          "  --validate-json PATH  check that PATH is a bench_ops result file, and exit\n"
-          "  -h, --help          show this help\n");
-}
+static const char usage[] =
+    "usage: bench_ops [--quick | --smoke] [--backend host|cuda|auto] [--json PATH]\n"
+    "                 [--op NAME] [--profile DIR]\n"
+    "       bench_ops --validate-json PATH\n"
+    "\n"
+    "Benchmark of plume's operations at the issue's seed sizes and at 2048x2048 and\n"
+    "4096x4096: event-timed runs, Mpix/s, GB/s and the bandwidth floor. Prints a\n"
+    "table (with the seed budgets) and writes JSON.\n";
 
 /* ---- errors --------------------------------------------------------------------- */
 
@@ -243,28 +229,60 @@ static bool output_tensor(bench_env *env, const plm_shape *shape, plm_tensor *ou
 
 /* ---- operations ----------------------------------------------------------------------- */
 
-/* What one operation needs at one size: up to two inputs, one output, up to two
- * intermediates (the unfused chain), its cost. */
+/* What one workload needs at one size: the tensors it made (inputs, outputs, the unfused
+ * chain's intermediates, further operands), and for an op of the table its descriptor and
+ * call (ops/op_desc.h), run through the op's one dispatch path; its cost. */
 typedef struct op_state {
+  const plm__op_desc *op; /* NULL: a workload outside the table (the chain, cuBLAS) */
+  plm__op_params params;
+  plm__op_call call;
   plm_tensor in, in2, out, mid[2];
   bool has_in, has_in2, has_out;
   int mid_count;
-  plm_conv2d_params conv;
-  plm_sobel_params sobel;
-  plm_entropy_params entropy;
-  plm_threshold_params threshold;
-  plm_sobel_entropy_threshold_params fused;
-  plm_matmul_params matmul;
-  plm_dendritic_params dendritic;
-  plm_vector_add_params vector_add;
-  plm_ar_forecast_params forecast;
-  /* The further operands of the core and neuron ops (lstm_cell: h, c, w_ih, w_hh, b_ih,
-   * b_hh, out_c). */
-  plm_tensor extra[8];
+  plm_sobel_entropy_threshold_params fused; /* the unfused chain's three ops' */
+  plm_tensor extra[8];                      /* further operands and outputs */
   int extra_count;
   plm_op_cost cost;
 } op_state;
 
+/* One more random f32 operand of the given dims, kept in s->extra. */
+static plm_tensor *extra_operand(bench_env *env, op_state *s, int ndim, int64_t d0, int64_t d1,
+                                 int64_t d2) {
+  const int64_t dims[3] = {d0, d1, d2};
+  plm_tensor *t = &s->extra[s->extra_count];
+  if (!random_tensor_nd(env, PLM_DTYPE_F32, ndim, dims, t)) return NULL;
+  s->extra_count++;
+  return t;
+}
+
+/* A table op's call once its setup has set the inputs and the params: the outputs made
+ * from the op's shapes (`want`: a mask of the output slots; 0: all), its cost from the
+ * op's model on exactly those outputs (sobel's magnitude alone writes a third of its
+ * model's outputs). */
+static bool finish_call(bench_env *env, op_state *s, unsigned want) {
+  const plm__op_desc *op = s->op;
+  s->call.params = &s->params;
+  plm_shape shapes[PLM__OP_MAX_OUT];
+  CALL(op->name, plm__op_shapes(op, &s->call, shapes, NULL));
+  for (int k = 0; k < op->output_count; k++) {
+    if (want && !(want & (1u << k))) continue;
+    plm_tensor *t = s->has_out ? &s->extra[s->extra_count++] : &s->out;
+    if (!output_tensor(env, &shapes[k], t)) return false;
+    s->has_out = true;
+    s->call.out[k] = t;
+  }
+  CALL(op->name, plm__op_cost(op, &s->call, &s->cost));
+  return true;
+}
+
+/* Every table op runs here: its public path (checks, scratch from the pool, kernel). */
+static bool table_op_run(bench_env *env, void *state) {
+  op_state *s = state;
+  CALL(s->op->name, plm__op_call_public(s->op, env->stream, &s->call));
+  return true;
+}
+
+/* conv2d: f32 (H, W) with a 3x3 f32 kernel, pad 1, reflect101: "same" size. */
 static bool conv2d_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
   static const float taps[9] = {1 / 16.f, 2 / 16.f, 1 / 16.f, 2 / 16.f, 4 / 16.f,
                                 2 / 16.f, 1 / 16.f, 2 / 16.f, 1 / 16.f};
@@ -276,77 +294,70 @@ static bool conv2d_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
   CALL("conv2d setup",
        plm_stream_memcpy(env->stream, s->in2.data, taps, sizeof taps, PLM_COPY_HOST_TO_DEVICE));
   CALL("conv2d setup", plm_stream_synchronize(env->stream));
-  s->conv = plm_conv2d_params_default();
-  s->conv.pad_y = s->conv.pad_x = 1;
-  s->conv.border = PLM_BORDER_REFLECT101;
-  plm_shape shape;
-  CALL("conv2d setup", plm_conv2d_output(&s->in, &s->in2, &s->conv, &shape));
-  if (!output_tensor(env, &shape, &s->out)) return false;
-  s->has_out = true;
-  CALL("conv2d setup", plm_conv2d_cost(&s->in, &s->in2, &s->conv, &s->cost));
-  return true;
+  s->params.conv2d = plm_conv2d_params_default();
+  s->params.conv2d.pad_y = s->params.conv2d.pad_x = 1;
+  s->params.conv2d.border = PLM_BORDER_REFLECT101;
+  s->call = (plm__op_call){.in = {&s->in, &s->in2}};
+  return finish_call(env, s, 0);
 }
 
-static bool conv2d_run(bench_env *env, void *state) {
-  op_state *s = state;
-  CALL("conv2d", plm_conv2d(env->stream, &s->in, &s->in2, &s->conv, &s->out));
-  return true;
-}
-
+/* sobel: u8 (H, W), the magnitude only (gx and gy not made). */
 static bool sobel_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
   if (!random_tensor(env, PLM_DTYPE_U8, h, w, &s->in)) return false;
   s->has_in = true;
-  s->sobel = plm_sobel_params_default();
-  plm_shape shape;
-  CALL("sobel setup", plm_sobel_output(&s->in, &s->sobel, &shape));
-  if (!output_tensor(env, &shape, &s->out)) return false;
-  s->has_out = true;
-  CALL("sobel setup", plm_sobel_cost(&s->in, &s->sobel, &s->cost));
-  /* The model counts gx, gy and the magnitude; only the magnitude is written. */
-  s->cost.bytes -= 2.0 * 4.0 * (double)(h * w);
-  return true;
+  s->params.sobel = plm_sobel_params_default();
+  s->call = (plm__op_call){.in = {&s->in}};
+  return finish_call(env, s, 1u << 2);
 }
 
-static bool sobel_run(bench_env *env, void *state) {
-  op_state *s = state;
-  CALL("sobel", plm_sobel(env->stream, &s->in, &s->sobel, NULL, NULL, &s->out));
-  return true;
-}
-
+/* entropy: u8 (H, W), window 16, every value its own bin. */
 static bool entropy_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
   if (!random_tensor(env, PLM_DTYPE_U8, h, w, &s->in)) return false;
   s->has_in = true;
-  s->entropy = (plm_entropy_params){.window = 16, .bins = 0};
-  plm_shape shape;
-  CALL("entropy setup", plm_entropy_output(&s->in, &s->entropy, &shape));
-  if (!output_tensor(env, &shape, &s->out)) return false;
-  s->has_out = true;
-  CALL("entropy setup", plm_entropy_cost(&s->in, &s->entropy, &s->cost));
-  return true;
+  s->params.entropy = (plm_entropy_params){.window = 16, .bins = 0};
+  s->call = (plm__op_call){.in = {&s->in}};
+  return finish_call(env, s, 0);
 }
 
-static bool entropy_run(bench_env *env, void *state) {
-  op_state *s = state;
-  CALL("entropy", plm_entropy(env->stream, &s->in, &s->entropy, &s->out));
-  return true;
-}
-
+/* threshold: f32 (H, W) > 0.5 to u8, the segmentation step. */
 static bool threshold_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
   if (!random_tensor(env, PLM_DTYPE_F32, h, w, &s->in)) return false;
   s->has_in = true;
-  s->threshold = (plm_threshold_params){.value = 0.5, .compare = PLM_COMPARE_GT};
-  plm_shape shape;
-  CALL("threshold setup", plm_threshold_output(&s->in, &s->threshold, &shape));
-  if (!output_tensor(env, &shape, &s->out)) return false;
-  s->has_out = true;
-  CALL("threshold setup", plm_threshold_cost(&s->in, &s->threshold, &s->cost));
+  s->params.threshold = (plm_threshold_params){.value = 0.5, .compare = PLM_COMPARE_GT};
+  s->call = (plm__op_call){.in = {&s->in}};
+  return finish_call(env, s, 0);
+}
+
+/* A u8 (H, W) mask, each pixel foreground with probability 1/2: many small components,
+ * label's hard case (a mostly full mask is one component). */
+static bool mask_tensor(bench_env *env, int64_t h, int64_t w, plm_tensor *out) {
+  if (!random_tensor(env, PLM_DTYPE_U8, h, w, out)) return false;
+  const plm_threshold_params half = {.value = 127.5, .compare = PLM_COMPARE_GT};
+  CALL("mask setup", plm_threshold(env->stream, out, &half, out)); /* in place, u8 */
+  CALL("mask setup", plm_stream_synchronize(env->stream));
   return true;
 }
 
-static bool threshold_run(bench_env *env, void *state) {
-  op_state *s = state;
-  CALL("threshold", plm_threshold(env->stream, &s->in, &s->threshold, &s->out));
-  return true;
+/* label: that mask, 8-connectivity, labels and the count. */
+static bool label_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
+  if (!mask_tensor(env, h, w, &s->in)) return false;
+  s->has_in = true;
+  s->params.label = plm_label_params_default();
+  s->call = (plm__op_call){.in = {&s->in}};
+  return finish_call(env, s, 0);
+}
+
+/* segment: f32 (H, W) > 0.5, labels, count and a table of H W / 16 rows (about the
+ * regions such a frame holds; the cost model counts every row of the table). */
+static bool segment_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
+  if (!random_tensor(env, PLM_DTYPE_F32, h, w, &s->in)) return false;
+  s->has_in = true;
+  const int64_t rows = h * w / 16 > 64 ? h * w / 16 : 64;
+  s->params.segment =
+      (plm__segment_op_params){.segment = plm_segment_params_default(), .capacity = rows};
+  s->params.segment.segment.value = 0.5;
+  s->call = (plm__op_call){.in = {&s->in}};
+  return finish_call(env, s, 0);
 }
 
 /* sobel -> entropy -> threshold: the issue's fusion chain, on f32 frames in [0, 1),
@@ -358,24 +369,18 @@ static plm_sobel_entropy_threshold_params fusion_params(void) {
       .threshold = {.value = 5.0, .compare = PLM_COMPARE_GT}};
 }
 
+/* fused: the chain as the one op the fusion pass makes. */
 static bool fused_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
+  s->op = &plm__op_sobel_entropy_threshold;
   if (!random_tensor(env, PLM_DTYPE_F32, h, w, &s->in)) return false;
   s->has_in = true;
-  s->fused = fusion_params();
-  plm_shape shape;
-  CALL("fused setup", plm_sobel_entropy_threshold_output(&s->in, &s->fused, &shape));
-  if (!output_tensor(env, &shape, &s->out)) return false;
-  s->has_out = true;
-  CALL("fused setup", plm_sobel_entropy_threshold_cost(&s->in, &s->fused, &s->cost));
-  return true;
+  s->params.sobel_entropy_threshold = fusion_params();
+  s->call = (plm__op_call){.in = {&s->in}};
+  return finish_call(env, s, 0);
 }
 
-static bool fused_run(bench_env *env, void *state) {
-  op_state *s = state;
-  CALL("fused", plm_sobel_entropy_threshold(env->stream, &s->in, &s->fused, &s->out));
-  return true;
-}
-
+/* unfused: the same input and parameters through the three ops one after another
+ * (intermediates allocated once), each op's cost as its descriptor models it. */
 static bool unfused_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
   if (!random_tensor(env, PLM_DTYPE_F32, h, w, &s->in)) return false;
   s->has_in = true;
@@ -387,14 +392,17 @@ static bool unfused_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
   CALL("unfused setup", plm_threshold_output(&s->mid[1], &s->fused.threshold, &shape));
   if (!output_tensor(env, &shape, &s->out)) return false;
   s->has_out = true;
-  /* The three ops' costs, the magnitude alone written by sobel (as sobel_setup). */
-  plm_op_cost sobel, entropy, threshold;
-  CALL("unfused setup", plm_sobel_cost(&s->in, &s->fused.sobel, &sobel));
-  CALL("unfused setup", plm_entropy_cost(&s->mid[0], &s->fused.entropy, &entropy));
-  CALL("unfused setup", plm_threshold_cost(&s->mid[1], &s->fused.threshold, &threshold));
-  s->cost = (plm_op_cost){
-      .bytes = sobel.bytes - 2.0 * 4.0 * (double)(h * w) + entropy.bytes + threshold.bytes,
-      .flops = sobel.flops + entropy.flops + threshold.flops};
+  const plm__op_call parts[3] = {
+      {.in = {&s->in}, .out = {NULL, NULL, &s->mid[0]}, .params = &s->fused.sobel},
+      {.in = {&s->mid[0]}, .out = {&s->mid[1]}, .params = &s->fused.entropy},
+      {.in = {&s->mid[1]}, .out = {&s->out}, .params = &s->fused.threshold}};
+  const plm__op_desc *ops3[3] = {&plm__op_sobel, &plm__op_entropy, &plm__op_threshold};
+  for (int k = 0; k < 3; k++) {
+    plm_op_cost part;
+    CALL("unfused setup", plm__op_cost(ops3[k], &parts[k], &part));
+    s->cost.bytes += part.bytes;
+    s->cost.flops += part.flops;
+  }
   return true;
 }
 
@@ -408,16 +416,6 @@ static bool unfused_run(bench_env *env, void *state) {
 
 /* ---- the core and neuron operations: `size` is their scale (see the top) ---------------- */
 
-/* One more random f32 operand of the given dims, kept in s->extra. */
-static plm_tensor *extra_operand(bench_env *env, op_state *s, int ndim, int64_t d0, int64_t d1,
-                                 int64_t d2) {
-  const int64_t dims[3] = {d0, d1, d2};
-  plm_tensor *t = &s->extra[s->extra_count];
-  if (!random_tensor_nd(env, PLM_DTYPE_F32, ndim, dims, t)) return NULL;
-  s->extra_count++;
-  return t;
-}
-
 /* matmul: (n, n) x (n, n) + bias (n), ReLU, fp32 on CUDA cores / the host. */
 static bool matmul_setup(bench_env *env, int64_t n, int64_t unused, op_state *s) {
   (void)unused;
@@ -427,20 +425,10 @@ static bool matmul_setup(bench_env *env, int64_t n, int64_t unused, op_state *s)
   s->has_in = s->has_in2 = true;
   const plm_tensor *bias = extra_operand(env, s, 1, n, 0, 0);
   if (!bias) return false;
-  s->matmul =
+  s->params.matmul =
       (plm_matmul_params){.precision = PLM_PRECISION_FP32, .activation = PLM_ACTIVATION_RELU};
-  plm_shape shape;
-  CALL("matmul setup", plm_matmul_output(&s->in, &s->in2, &s->matmul, &shape));
-  if (!output_tensor(env, &shape, &s->out)) return false;
-  s->has_out = true;
-  CALL("matmul setup", plm_matmul_cost(&s->in, &s->in2, bias, &s->matmul, &s->cost));
-  return true;
-}
-
-static bool matmul_run(bench_env *env, void *state) {
-  op_state *s = state;
-  CALL("matmul", plm_matmul(env->stream, &s->in, &s->in2, &s->extra[0], &s->matmul, &s->out));
-  return true;
+  s->call = (plm__op_call){.in = {&s->in, &s->in2, bias}};
+  return finish_call(env, s, 0);
 }
 
 /* lstm_cell: the seeds' input 64 and hidden 128, batch `batch`. */
@@ -455,22 +443,9 @@ static bool lstm_setup(bench_env *env, int64_t batch, int64_t unused, op_state *
       !extra_operand(env, s, 2, 4 * h, i, 0) || !extra_operand(env, s, 2, 4 * h, h, 0) ||
       !extra_operand(env, s, 1, 4 * h, 0, 0) || !extra_operand(env, s, 1, 4 * h, 0, 0))
     return false;
-  plm_shape shape;
-  CALL("lstm_cell setup", plm_lstm_cell_output(&s->in, &s->extra[0], &shape));
-  if (!output_tensor(env, &shape, &s->out) || !output_tensor(env, &shape, &s->extra[6]))
-    return false;
-  s->has_out = true;
-  s->extra_count++; /* out_c */
-  CALL("lstm_cell setup",
-       plm_lstm_cell_cost(&s->in, &s->extra[0], &s->extra[4], &s->extra[5], &s->cost));
-  return true;
-}
-
-static bool lstm_run(bench_env *env, void *state) {
-  op_state *s = state;
-  CALL("lstm_cell", plm_lstm_cell(env->stream, &s->in, &s->extra[0], &s->extra[1], &s->extra[2],
-                                  &s->extra[3], &s->extra[4], &s->extra[5], &s->out, &s->extra[6]));
-  return true;
+  s->call = (plm__op_call){.in = {&s->in, &s->extra[0], &s->extra[1], &s->extra[2], &s->extra[3],
+                                  &s->extra[4], &s->extra[5]}};
+  return finish_call(env, s, 0);
 }
 
 /* dendritic: the seeds' 10 neurons x 8 dendrites x 16 inputs, NMDA, batch `batch`. */
@@ -480,21 +455,12 @@ static bool dendritic_setup(bench_env *env, int64_t batch, int64_t unused, op_st
   (void)unused;
   if (!random_tensor(env, PLM_DTYPE_F32, batch, DENDRITE_INPUTS, &s->in)) return false;
   s->has_in = true;
-  if (!extra_operand(env, s, 3, DENDRITE_NEURONS, DENDRITES, DENDRITE_INPUTS)) return false;
-  s->dendritic =
+  const plm_tensor *w = extra_operand(env, s, 3, DENDRITE_NEURONS, DENDRITES, DENDRITE_INPUTS);
+  if (!w) return false;
+  s->params.dendritic =
       (plm_dendritic_params){.mode = PLM_DENDRITE_NMDA, .k = 4.0f, .theta = 2.0f, .beta = 0.5f};
-  plm_shape shape;
-  CALL("dendritic setup", plm_dendritic_output(&s->in, &s->extra[0], &s->dendritic, &shape));
-  if (!output_tensor(env, &shape, &s->out)) return false;
-  s->has_out = true;
-  CALL("dendritic setup", plm_dendritic_cost(&s->in, &s->extra[0], &s->dendritic, &s->cost));
-  return true;
-}
-
-static bool dendritic_run(bench_env *env, void *state) {
-  op_state *s = state;
-  CALL("dendritic", plm_dendritic(env->stream, &s->in, &s->extra[0], &s->dendritic, &s->out));
-  return true;
+  s->call = (plm__op_call){.in = {&s->in, w}};
+  return finish_call(env, s, 0);
 }
 
 /* vector_add: a and b f32 (n, n), out = a + b; the seed n = 316 is the seeds' 100k. */
@@ -504,19 +470,9 @@ static bool vector_add_setup(bench_env *env, int64_t n, int64_t unused, op_state
       !random_tensor(env, PLM_DTYPE_F32, n, n, &s->in2))
     return false;
   s->has_in = s->has_in2 = true;
-  s->vector_add = (plm_vector_add_params){.alpha = 1.0, .beta = 1.0};
-  plm_shape shape;
-  CALL("vector_add setup", plm_vector_add_output(&s->in, &s->in2, &s->vector_add, &shape));
-  if (!output_tensor(env, &shape, &s->out)) return false;
-  s->has_out = true;
-  CALL("vector_add setup", plm_vector_add_cost(&s->in, &s->in2, &s->vector_add, &s->cost));
-  return true;
-}
-
-static bool vector_add_run(bench_env *env, void *state) {
-  op_state *s = state;
-  CALL("vector_add", plm_vector_add(env->stream, &s->in, &s->in2, &s->vector_add, &s->out));
-  return true;
+  s->params.vector_add = plm_vector_add_params_default();
+  s->call = (plm__op_call){.in = {&s->in, &s->in2}};
+  return finish_call(env, s, 0);
 }
 
 /* dot: n rows of n f32 (the seed n = 316: 100k elements), one f64 per row. */
@@ -526,18 +482,8 @@ static bool dot_setup(bench_env *env, int64_t n, int64_t unused, op_state *s) {
       !random_tensor(env, PLM_DTYPE_F32, n, n, &s->in2))
     return false;
   s->has_in = s->has_in2 = true;
-  plm_shape shape;
-  CALL("dot setup", plm_dot_output(&s->in, &s->in2, NULL, &shape));
-  if (!output_tensor(env, &shape, &s->out)) return false;
-  s->has_out = true;
-  CALL("dot setup", plm_dot_cost(&s->in, &s->in2, NULL, &s->cost));
-  return true;
-}
-
-static bool dot_run(bench_env *env, void *state) {
-  op_state *s = state;
-  CALL("dot", plm_dot(env->stream, &s->in, &s->in2, NULL, &s->out));
-  return true;
+  s->call = (plm__op_call){.in = {&s->in, &s->in2}};
+  return finish_call(env, s, 0);
 }
 
 /* ar_forecast: `series` series of the seeds' 1000 points, AR(5), 10 steps ahead. */
@@ -547,19 +493,9 @@ static bool forecast_setup(bench_env *env, int64_t series, int64_t unused, op_st
   (void)unused;
   if (!random_tensor(env, PLM_DTYPE_F32, series, AR_POINTS, &s->in)) return false;
   s->has_in = true;
-  s->forecast = (plm_ar_forecast_params){.lags = AR_LAGS, .horizon = AR_HORIZON};
-  plm_shape shape;
-  CALL("ar_forecast setup", plm_ar_forecast_output(&s->in, &s->forecast, &shape));
-  if (!output_tensor(env, &shape, &s->out)) return false;
-  s->has_out = true;
-  CALL("ar_forecast setup", plm_ar_forecast_cost(&s->in, &s->forecast, &s->cost));
-  return true;
-}
-
-static bool forecast_run(bench_env *env, void *state) {
-  op_state *s = state;
-  CALL("ar_forecast", plm_ar_forecast(env->stream, &s->in, &s->forecast, &s->out));
-  return true;
+  s->params.ar_forecast = (plm_ar_forecast_params){.lags = AR_LAGS, .horizon = AR_HORIZON};
+  s->call = (plm__op_call){.in = {&s->in}};
+  return finish_call(env, s, 0);
 }
 
 /* cuBLAS's SGEMM, the baseline for matmul on cuda (benchmarks/cublas_loader.h). */
@@ -590,171 +526,155 @@ static bool cublas_run(bench_env *env, void *state) {
   return true;
 }
 
+/* A workload: an op of the table (`op`, run by table_op_run) or one beside it (`beside`:
+ * the op it is compared with and printed after, with its own run), its seed size and the
+ * issue's per-call budget there, its input's dtype and parameters for the table. The
+ * loop over the table (run_all) runs every op's workloads; an op without one is said
+ * with its reason (`unmeasured` below). */
 typedef struct op_entry {
-  const char *name;
-  const char *dtype;       /* the input's, for the table and JSON */
-  const char *detail;      /* parameters, for the table */
-  int seed;                /* the seed size (square) */
-  const char *budget_name; /* the name for the seed budget; NULL: none */
+  const plm__op_desc *op;     /* NULL: not an op of the table */
+  const plm__op_desc *beside; /* op NULL: the table op it is printed after */
+  const char *label;          /* the table's and JSON's name; NULL: op->name */
+  const char *dtype;          /* the input's, for the table and JSON */
+  const char *detail;         /* parameters, for the table */
+  int seed;                   /* the seed size (square) */
+  const char *budget_name;    /* the name for the seed budget; NULL: none */
   double budget_lo_us, budget_hi_us;
   bool (*setup)(bench_env *env, int64_t h, int64_t w, op_state *s);
-  enqueue_fn run;
+  enqueue_fn run;    /* NULL: table_op_run */
   const char *scale; /* NULL: an image of size x size; else what size counts ("n", "batch") */
   int large[2];      /* the larger sizes (quick: the first); {0, 0}: 2048 and 4096 */
   bool cuda_only;    /* a peer that exists only on cuda (cuBLAS) */
 } op_entry;
 
 /* The seed budgets are the (RTX 4090, per call). */
-/* clang-format off: one operation a line */
 static const op_entry ops[] = {
-    {"conv2d",
-     "f32",
-     "3x3 same",
-     256,
-     "conv2d 256x256 3x3",
-     800,
-     2000,
-     conv2d_setup,
-     conv2d_run,
-     NULL,
-     {0, 0},
-     false},
-    {"sobel", "u8", "magnitude", 256, NULL, 0, 0, sobel_setup, sobel_run, NULL, {0, 0}, false},
-    {"entropy",
-     "u8",
-     "w16 value-bins",
-     512,
-     "entropy 512x512 w16",
-     3000,
-     8000,
-     entropy_setup,
-     entropy_run,
-     NULL,
-     {0, 0},
-     false},
-    {"threshold",
-     "f32",
-     "> 0.5",
-     256,
-     "image_segmentation 256x256",
-     400,
-     1000,
-     threshold_setup,
-     threshold_run,
-     NULL,
-     {0, 0},
-     false},
-    {"fused",
-     "f32",
-     "sobel>entropy>threshold w16 b64",
-     512,
-     NULL,
-     0,
-     0,
-     fused_setup,
-     fused_run,
-     NULL,
-     {0, 0},
-     false},
-    {"unfused",
-     "f32",
-     "the same as 3 ops",
-     512,
-     NULL,
-     0,
-     0,
-     unfused_setup,
-     unfused_run,
-     NULL,
-     {0, 0},
-     false},
-    {"matmul",
-     "f32",
-     "n^3 fp32 +bias relu",
-     256,
-     "matmul 256^3",
-     3000,
-     3000,
-     matmul_setup,
-     matmul_run,
-     "n",
-     {0, 0},
-     false},
-    {"lstm_cell",
-     "f32",
-     "batch x 64 -> 128",
-     32,
-     "lstm_cell 32x64x128",
-     3000,
-     3000,
-     lstm_setup,
-     lstm_run,
-     "batch",
-     {0, 0},
-     false},
-    {"dendritic",
-     "f32",
-     "batch x 10x8x16 nmda",
-     1,
-     "dendritic 10x8x16",
-     300,
-     300,
-     dendritic_setup,
-     dendritic_run,
-     "batch",
-     {0, 0},
-     false},
-    {"vector_add",
-     "f32",
-     "n x n, a + b",
-     316,
-     NULL,
-     0,
-     0,
-     vector_add_setup,
-     vector_add_run,
-     "n",
-     {0, 0},
-     false},
-    {"dot",
-     "f32",
-     "n rows of n, f64 sums",
-     316,
-     NULL,
-     0,
-     0,
-     dot_setup,
-     dot_run,
-     "n",
-     {0, 0},
-     false},
-    {"ar_forecast",
-     "f32",
-     "1000 pts AR(5) 10 steps",
-     1,
-     "ar_forecast 1000 AR(5) 10",
-     500,
-     500,
-     forecast_setup,
-     forecast_run,
-     "series",
-     {10000, 100000},
-     false},
-    {"cublas_sgemm",
-     "f32",
-     "n^3 fp32, the baseline",
-     256,
-     NULL,
-     0,
-     0,
-     cublas_setup,
-     cublas_run,
-     "n",
-     {0, 0},
-     true},
+    {.op = &plm__op_conv2d,
+     .dtype = "f32",
+     .detail = "3x3 same",
+     .seed = 256,
+     .budget_name = "conv2d 256x256 3x3",
+     .budget_lo_us = 800,
+     .budget_hi_us = 2000,
+     .setup = conv2d_setup},
+    {.op = &plm__op_sobel, .dtype = "u8", .detail = "magnitude", .seed = 256, .setup = sobel_setup},
+    {.op = &plm__op_entropy,
+     .dtype = "u8",
+     .detail = "w16 value-bins",
+     .seed = 512,
+     .budget_name = "entropy 512x512 w16",
+     .budget_lo_us = 3000,
+     .budget_hi_us = 8000,
+     .setup = entropy_setup},
+    {.op = &plm__op_threshold,
+     .dtype = "f32",
+     .detail = "> 0.5",
+     .seed = 256,
+     .budget_name = "image_segmentation 256x256",
+     .budget_lo_us = 400,
+     .budget_hi_us = 1000,
+     .setup = threshold_setup},
+    {.op = &plm__op_label,
+     .dtype = "u8",
+     .detail = "half foreground, 8-conn",
+     .seed = 512,
+     .setup = label_setup},
+    {.op = &plm__op_segment,
+     .dtype = "f32",
+     .detail = "> 0.5, 8-conn, 64k rows",
+     .seed = 512,
+     .setup = segment_setup},
+    {.op = &plm__op_sobel_entropy_threshold,
+     .label = "fused",
+     .dtype = "f32",
+     .detail = "sobel>entropy>threshold w16 b64",
+     .seed = 512,
+     .setup = fused_setup},
+    {.beside = &plm__op_sobel_entropy_threshold,
+     .label = "unfused",
+     .dtype = "f32",
+     .detail = "the same as 3 ops",
+     .seed = 512,
+     .setup = unfused_setup,
+     .run = unfused_run},
+    {.op = &plm__op_matmul,
+     .dtype = "f32",
+     .detail = "n^3 fp32 +bias relu",
+     .seed = 256,
+     .budget_name = "matmul 256^3",
+     .budget_lo_us = 3000,
+     .budget_hi_us = 3000,
+     .setup = matmul_setup,
+     .scale = "n"},
+    {.beside = &plm__op_matmul,
+     .label = "cublas_sgemm",
+     .dtype = "f32",
+     .detail = "n^3 fp32, the baseline",
+     .seed = 256,
+     .setup = cublas_setup,
+     .run = cublas_run,
+     .scale = "n",
+     .cuda_only = true},
+    {.op = &plm__op_lstm_cell,
+     .dtype = "f32",
+     .detail = "batch x 64 -> 128",
+     .seed = 32,
+     .budget_name = "lstm_cell 32x64x128",
+     .budget_lo_us = 3000,
+     .budget_hi_us = 3000,
+     .setup = lstm_setup,
+     .scale = "batch"},
+    {.op = &plm__op_dendritic,
+     .dtype = "f32",
+     .detail = "batch x 10x8x16 nmda",
+     .seed = 1,
+     .budget_name = "dendritic 10x8x16",
+     .budget_lo_us = 300,
+     .budget_hi_us = 300,
+     .setup = dendritic_setup,
+     .scale = "batch"},
+    {.op = &plm__op_vector_add,
+     .dtype = "f32",
+     .detail = "n x n, a + b",
+     .seed = 316,
+     .setup = vector_add_setup,
+     .scale = "n"},
+    {.op = &plm__op_dot,
+     .dtype = "f32",
+     .detail = "n rows of n, f64 sums",
+     .seed = 316,
+     .setup = dot_setup,
+     .scale = "n"},
+    {.op = &plm__op_ar_forecast,
+     .dtype = "f32",
+     .detail = "1000 pts AR(5) 10 steps",
+     .seed = 1,
+     .budget_name = "ar_forecast 1000 AR(5) 10",
+     .budget_lo_us = 500,
+     .budget_hi_us = 500,
+     .setup = forecast_setup,
+     .scale = "series",
+     .large = {10000, 100000}},
 };
-/* clang-format on */
 enum { OP_COUNT = sizeof ops / sizeof ops[0] };
+
+/* The table's ops measured by no workload here, and why. */
+static const struct {
+  const plm__op_desc *op;
+  const char *why;
+} unmeasured[] = {
+    {&plm__op_regions, "measured inside segment (it reads label's labels and count)"},
+};
+
+/* The table's and JSON's name of a workload. */
+static const char *entry_name(const op_entry *e) {
+  return e->label ? e->label : e->op->name;
+}
+
+/* The op a workload's rows follow in the table: its own, or the one it is beside. */
+static const plm__op_desc *entry_op(const op_entry *e) {
+  return e->op ? e->op : e->beside;
+}
 
 static void op_state_release(bench_env *env, op_state *s) {
   if (s->has_in) plm_tensor_free(env->pool, env->stream, &s->in);
@@ -812,8 +732,9 @@ static void print_row(const result *r) {
   printf(
       "%-10s %-5s %-11s %5d %10.1f %9.1f %10.1f %10.1f %6.3f %9.1f %8.2f %8.2f %10.1f %5s "
       "%8.1f  %s\n",
-      r->op->name, r->op->dtype, size, r->runs, r->mean_us, r->stddev_us, r->min_us, r->max_us,
-      r->cv, r->mpix_per_s, r->gbps, r->gflops, r->floor_us, bound_name(r), r->of_floor, budget);
+      entry_name(r->op), r->op->dtype, size, r->runs, r->mean_us, r->stddev_us, r->min_us,
+      r->max_us, r->cv, r->mpix_per_s, r->gbps, r->gflops, r->floor_us, bound_name(r), r->of_floor,
+      budget);
   fflush(stdout);
 }
 
@@ -823,11 +744,12 @@ static void print_row(const result *r) {
 static bool profile_op(bench_env *env, const op_entry *op, int size, int runs, op_state *s) {
   char name[PLM_PROFILE_NAME_SIZE], label[13]; /* "batch=4096" */
   size_label(op, size, label, sizeof label);
-  snprintf(name, sizeof name, "%.9s %s", op->name, label); /* the longest fits */
+  snprintf(name, sizeof name, "%.9s %s", entry_name(op), label); /* the longest fits */
+  const enqueue_fn run = op->run ? op->run : table_op_run;
   for (int i = 0; i < runs; i++) {
     plm_profile_mark mark;
     CALL("profile", plm_profiler_begin(env->profiler, env->stream, name, i, &s->cost, &mark));
-    if (!op->run(env, s)) return false;
+    if (!run(env, s)) return false;
     CALL("profile", plm_profiler_end(env->profiler, env->stream, &mark));
     CALL("profile", plm_stream_synchronize(env->stream));
   }
@@ -835,14 +757,16 @@ static bool profile_op(bench_env *env, const op_entry *op, int size, int runs, o
 }
 
 static bool run_op(bench_env *env, const op_entry *op, int size, result *r) {
+  const enqueue_fn run = op->run ? op->run : table_op_run;
   int warmups = env->opt.size == RUN_SMOKE ? 1 : 3;
   int runs = env->opt.size == RUN_SMOKE ? 3 : 20;
   op_state s;
   memset(&s, 0, sizeof s);
+  s.op = op->op;
   double times[20];
   bool ok = op->setup(env, size, size, &s);
-  for (int i = 0; ok && i < warmups; i++) ok = time_once(env, op->run, &s, &times[0]);
-  for (int i = 0; ok && i < runs; i++) ok = time_once(env, op->run, &s, &times[i]);
+  for (int i = 0; ok && i < warmups; i++) ok = time_once(env, run, &s, &times[0]);
+  for (int i = 0; ok && i < runs; i++) ok = time_once(env, run, &s, &times[i]);
   if (ok && env->profiler) ok = profile_op(env, op, size, runs, &s);
   op_state cost_copy = s;
   op_state_release(env, &s);
@@ -939,10 +863,10 @@ static bool measure_fusion(bench_env *env, int size, int warmups, int pairs, fus
     ok = status == PLM_OK || fail_call("fusion setup", "plm_stream_memcpy", status);
   }
   for (int i = 0; ok && i < warmups; i++)
-    ok = time_once(env, fused_run, &f, &fused_us[0]) &&
+    ok = time_once(env, table_op_run, &f, &fused_us[0]) &&
          time_once(env, unfused_run, &u, &unfused_us[0]);
   for (int i = 0; ok && i < pairs; i++) {
-    ok = time_once(env, fused_run, &f, &fused_us[i]) &&
+    ok = time_once(env, table_op_run, &f, &fused_us[i]) &&
          time_once(env, unfused_run, &u, &unfused_us[i]);
     ratios[i] = ok && fused_us[i] > 0 ? unfused_us[i] / fused_us[i] : 0.0;
   }
@@ -972,15 +896,11 @@ static void print_fusion(const fusion_ratio *ratios, size_t count) {
 
 /* ---- JSON -------------------------------------------------------------------------------- */
 
-static const char *run_size_name(run_size size) {
-  return size == RUN_SMOKE ? "smoke" : size == RUN_QUICK ? "quick" : "full";
-}
-
 static json_t *result_json(const result *r) {
   char size[32];
   size_label(r->op, r->size, size, sizeof size);
   json_t *o = json_object();
-  json_object_set_new(o, "op", json_string(r->op->name));
+  json_object_set_new(o, "op", json_string(entry_name(r->op)));
   json_object_set_new(o, "size", json_string(size));
   json_object_set_new(o, "dtype", json_string(r->op->dtype));
   json_object_set_new(o, "params", json_string(r->op->detail));
@@ -1013,7 +933,7 @@ static json_t *result_json(const result *r) {
 
 static json_t *document_json(const bench_env *env, const result *rs, size_t count,
                              const fusion_ratio *ratios, size_t fusion_count) {
-  json_t *doc = bench_json_document("ops", env->backend, &env->info, run_size_name(env->opt.size));
+  json_t *doc = bench_json_document("ops", env->backend, &env->info, env->opt.size);
   json_object_set_new(doc, "peak_gbps", json_real(env->peak_gbps));
   json_object_set_new(doc, "peak_source", json_string(env->peak_source));
   json_object_set_new(doc, "peak_gflops", json_real(env->peak_gflops));
@@ -1124,8 +1044,9 @@ static int run_sizes(const bench_env *env, int seed, const int large[2], int siz
 static bool wants_op(bench_env *env, const op_entry *op) {
   if (op->cuda_only && !cublas_peer_load(&cublas, env->stream, env->backend))
     return false; /* said after the table */
-  return !env->opt.only_op || strcmp(env->opt.only_op, op->name) == 0 ||
-         (op->cuda_only && strcmp(env->opt.only_op, "matmul") == 0);
+  /* --op NAME runs NAME's workload and the peers beside it (--op matmul: cuBLAS too). */
+  return !env->opt.only_op || strcmp(env->opt.only_op, entry_name(op)) == 0 ||
+         (op->cuda_only && strcmp(env->opt.only_op, op->beside->name) == 0);
 }
 
 /* The fusion pairs run unless --op chose an operation other than fused or unfused. */
@@ -1150,22 +1071,42 @@ static void case_done(bench_env *env) {
   progress_update(&env->bar, ++env->cases_done);
 }
 
-static bool run_all(bench_env *env, result *rs, size_t *count) {
-  for (int o = 0; o < OP_COUNT; o++) {
-    const op_entry *op = &ops[o];
-    if (!wants_op(env, op)) continue;
-    int sizes[3];
-    int nsizes = run_sizes(env, op->seed, op->large, sizes);
-    for (int i = 0; i < nsizes; i++) {
-      result *r = &rs[*count];
-      if (!run_op(env, op, sizes[i], r)) return false;
-      (*count)++;
-      progress_clear(&env->bar);
-      print_row(r);
-      case_done(env);
-    }
+/* One workload at each of its sizes, a row each. */
+static bool run_workload(bench_env *env, const op_entry *op, result *rs, size_t *count) {
+  int sizes[3];
+  int nsizes = run_sizes(env, op->seed, op->large, sizes);
+  for (int i = 0; i < nsizes; i++) {
+    result *r = &rs[*count];
+    if (!run_op(env, op, sizes[i], r)) return false;
+    (*count)++;
+    progress_clear(&env->bar);
+    print_row(r);
+    case_done(env);
   }
-  if (cublas.why[0] && (!env->opt.only_op || strcmp(env->opt.only_op, "matmul") == 0 ||
+  return true;
+}
+
+/* The op table's order (ops/op_desc.h): each op's workloads, then those beside it; an op
+ * with none says why (without --op). */
+static bool run_all(bench_env *env, result *rs, size_t *count) {
+  for (int k = 0; k < PLM__OP_COUNT; k++) {
+    const plm__op_desc *table_op = plm__op_get((plm__op_kind)k);
+    bool measured = false;
+    for (int o = 0; o < OP_COUNT; o++) {
+      if (entry_op(&ops[o]) != table_op) continue;
+      measured = true;
+      if (wants_op(env, &ops[o]) && !run_workload(env, &ops[o], rs, count)) return false;
+    }
+    for (size_t u = 0; !measured && u < sizeof unmeasured / sizeof unmeasured[0]; u++)
+      if (unmeasured[u].op == table_op && !env->opt.only_op) {
+        progress_clear(&env->bar);
+        printf("%s: not measured here: %s\n", table_op->name, unmeasured[u].why);
+        measured = true;
+      }
+    if (!measured)
+      return fail("%s: an op of the table with no workload in bench_ops", table_op->name);
+  }
+  if (cublas.why[0] && (!env->opt.only_op || strcmp(env->opt.only_op, plm__op_matmul.name) == 0 ||
                         strcmp(env->opt.only_op, "cublas_sgemm") == 0))
     printf("cublas_sgemm (the baseline of matmul): skipped: %s\n", cublas.why);
   return true;
@@ -1227,80 +1168,64 @@ static void close_env(bench_env *env) {
   }
 }
 
-static int parse_args(int argc, char **argv, options *opt, const char **validate) {
-  for (int i = 1; i < argc; i++) {
-    const char *arg = argv[i];
-    bool has_value = i + 1 < argc;
-    if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
-      print_usage(stdout);
-      exit(0);
-    } else if (strcmp(arg, "--quick") == 0) {
-      opt->size = RUN_QUICK;
-    } else if (strcmp(arg, "--smoke") == 0) {
-      opt->size = RUN_SMOKE;
-    } else if (strcmp(arg, "--json") == 0 && has_value) {
-      opt->json_path = argv[++i];
-    } else if (strcmp(arg, "--profile") == 0 && has_value) {
-      opt->profile_dir = argv[++i];
-    } else if (strcmp(arg, "--validate-json") == 0 && has_value) {
-      *validate = argv[++i];
-    } else if (strcmp(arg, "--backend") == 0 && has_value) {
-      if (plm_backend_parse(argv[++i], &opt->backend) != PLM_OK) {
-        fprintf(stderr, "bench_ops: --backend '%s': expected host, cuda or auto\n", argv[i]);
-        return EXIT_USAGE;
-      }
-    } else if (strcmp(arg, "--list-ops") == 0) {
-      /* The names --op takes, one a line, peers (cuda_only) left out: what runs each op
-       * on its own (scripts/gpu-campaign) loops over. */
-      for (int o = 0; o < OP_COUNT; o++)
-        if (!ops[o].cuda_only) printf("%s\n", ops[o].name);
-      exit(0);
-    } else if (strcmp(arg, "--op") == 0 && has_value) {
-      opt->only_op = argv[++i];
-      bool known = false;
-      for (int o = 0; o < OP_COUNT; o++) known |= strcmp(opt->only_op, ops[o].name) == 0;
-      if (!known) {
-        fprintf(stderr, "bench_ops: --op '%s': expected one of", opt->only_op);
-        for (int o = 0; o < OP_COUNT; o++) fprintf(stderr, "%s %s", o ? "," : "", ops[o].name);
-        fprintf(stderr, "\n");
-        return EXIT_USAGE;
-      }
-    } else if (strcmp(arg, "--json") == 0 || strcmp(arg, "--backend") == 0 ||
-               strcmp(arg, "--op") == 0 || strcmp(arg, "--validate-json") == 0 ||
-               strcmp(arg, "--profile") == 0) {
-      fprintf(stderr, "bench_ops: %s needs a value (see bench_ops --help)\n", arg);
-      return EXIT_USAGE;
-    } else {
-      fprintf(stderr, "bench_ops: unknown argument '%s' (see bench_ops --help)\n", arg);
-      return EXIT_USAGE;
-    }
+/* --op NAME: one of the table's operations. */
+static int parse_op(const char *name, void *only_op) {
+  bool known = false;
+  for (int o = 0; o < OP_COUNT; o++) known |= strcmp(name, entry_name(&ops[o])) == 0;
+  if (!known) {
+    fprintf(stderr, "bench_ops: --op '%s': expected one of", name);
+    for (int o = 0; o < OP_COUNT; o++) fprintf(stderr, "%s %s", o ? "," : "", entry_name(&ops[o]));
+    fprintf(stderr, "\n");
+    return BENCH_EXIT_USAGE;
   }
-  return 0;
+  *(const char **)only_op = name;
+  return BENCH_RUN;
+}
+
+/* --list-ops: the names --op takes, one a line, peers (cuda_only) left out: what runs each
+ * op on its own (scripts/gpu-campaign) loops over. */
+static int list_ops(const char *unused, void *unused_target) {
+  (void)unused, (void)unused_target;
+  for (int o = 0; o < OP_COUNT; o++)
+    if (!ops[o].cuda_only) printf("%s\n", entry_name(&ops[o]));
+  return BENCH_EXIT_OK;
 }
 
 int main(int argc, char **argv) {
   bench_env env = {0};
-  const char *validate = NULL;
-  int usage = parse_args(argc, argv, &env.opt, &validate);
-  if (usage) return usage;
-  if (validate) {
-    if (!validate_json(validate)) return EXIT_RUNTIME_FAILURE;
-    printf("%s: a valid bench_ops result file\n", validate);
-    return 0;
-  }
-  if (env.opt.json_path && !bench_json_path_writable("bench_ops", env.opt.json_path))
-    return EXIT_RUNTIME_FAILURE;
-  if (env.opt.profile_dir && !bench_profile_dir_ready("bench_ops", env.opt.profile_dir))
-    return EXIT_RUNTIME_FAILURE;
+  const bench_option table[] = {
+      BENCH_OPT_RUN_SIZE("--quick", RUN_QUICK, &env.opt.size,
+                         "no 4096x4096 (under a minute on host)"),
+      BENCH_OPT_RUN_SIZE("--smoke", RUN_SMOKE, &env.opt.size,
+                         "tiny runs that only prove every path works (seconds)"),
+      BENCH_OPT_BACKEND(&env.opt.backend),
+      BENCH_OPT_JSON(&env.opt.json_path),
+      BENCH_OPT_CALLBACK("--op", "NAME", parse_op, &env.opt.only_op,
+                         "run one operation: conv2d, sobel, entropy, threshold, fused\n"
+                         "(sobel -> entropy -> threshold in one op), unfused (the\n"
+                         "same three ops one after another), matmul (with cuBLAS on\n"
+                         "cuda), lstm_cell, dendritic, vector_add, dot, ar_forecast or\n"
+                         "cublas_sgemm (bench_matmul compares matmul's precisions)"),
+      BENCH_OPT_CALLBACK("--list-ops", NULL, list_ops, NULL,
+                         "print the operations --op takes (cuBLAS aside), one a line"),
+      BENCH_OPT_PROFILE(&env.opt.profile_dir,
+                        "after each operation's timed runs, run it as often again with\n"
+                        "the profiler recording every launch, and write\n"
+                        "DIR/profile.json, DIR/trace.json and DIR/report.html (the\n"
+                        "table's times come from the unprofiled runs)"),
+      BENCH_OPT_VALIDATE_JSON,
+      BENCH_OPT_HELP,
+      BENCH_OPT_END};
+  const bench_cli cli = {
+      .prog = "bench_ops", .usage = usage, .options = table, .validate_json = validate_json};
+  int code = bench_start(&cli, argc, argv);
+  if (code != BENCH_RUN) return code;
   if (!open_env(&env)) {
     fprintf(stderr, "bench_ops: %s\n", bench_error);
     close_env(&env);
-    return EXIT_RUNTIME_FAILURE;
+    return BENCH_EXIT_FAILURE;
   }
-  const plm_build_info *build = plm_build_info_get();
-  printf("bench_ops: %s backend, %s; plume %s (commit %s, %s); %s run\n",
-         plm_backend_name(env.backend), env.info.name, build->version, build->git_commit,
-         build->build_type, run_size_name(env.opt.size));
+  bench_print_header("bench_ops", env.backend, &env.info, env.opt.size);
   printf(
       "event-timed runs; floor = the larger of cost bytes / %.1f GB/s (%s) and cost flops "
       "/ %.0f GFLOP/s (%s)\n\n",
@@ -1321,7 +1246,7 @@ int main(int argc, char **argv) {
   progress_end(&env.bar);
   if (!ran) {
     fprintf(stderr, "bench_ops: %s\n", bench_error);
-    exit_code = EXIT_RUNTIME_FAILURE;
+    exit_code = BENCH_EXIT_FAILURE;
   }
   int below_floor = 0;
   for (size_t i = 0; i < count; i++) below_floor += rs[i].of_floor > 0 && rs[i].of_floor < 1;
@@ -1335,12 +1260,12 @@ int main(int argc, char **argv) {
   if (env.opt.json_path && count > 0) {
     json_t *doc = document_json(&env, rs, count, ratios, fusion_count);
     if (!bench_json_write("bench_ops", doc, env.opt.json_path, validate_json))
-      exit_code = EXIT_RUNTIME_FAILURE;
+      exit_code = BENCH_EXIT_FAILURE;
     json_decref(doc);
   }
   if (exit_code == 0 && env.profiler && !write_profile(&env, ratios, fusion_count)) {
     fprintf(stderr, "bench_ops: %s\n", bench_error);
-    exit_code = EXIT_RUNTIME_FAILURE;
+    exit_code = BENCH_EXIT_FAILURE;
   }
   close_env(&env);
   return exit_code;

@@ -100,22 +100,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "apps/progress.h"
 #include "bench_common.h"
 #include "plume/plume.h"
 #include "plume/pool.h"
-
-enum { EXIT_RUNTIME_FAILURE = 1, EXIT_USAGE = 2 };
+#include "profile/stats.h"
+#include "streams/clock.h"
+#include "tools/progress.h"
 
 #define KIB ((size_t)1024)
 #define MIB (1024 * KIB)
 #define GIB (1024 * MIB)
 
 /* ---- options ------------------------------------------------------------------ */
-
-typedef enum run_size { RUN_FULL, RUN_QUICK, RUN_SMOKE } run_size;
 
 typedef struct options {
   run_size size;
@@ -129,35 +126,15 @@ typedef struct options {
 static const char *const workload_names[] = {"random_allocations", "steady_state", "multi_stream",
                                              "threads"};
 
-static void print_usage(FILE *out) {
-  fprintf(out,
-          "usage: bench_pool [--quick | --smoke] [--backend host|cuda|auto] [--json PATH]\n"
-          "                  [--workload NAME] [--profile DIR]\n"
-          "       bench_pool [--quick | --smoke] [--workload NAME] --write-trace DIR\n"
-          "       bench_pool --validate-json PATH\n"
-          "\n"
-          "A/B benchmark of plume's stream-ordered device pool: pooled against\n"
-          "passthrough (upstream on every call) and, on host, a jemalloc arena or, on\n"
-          "cuda, cudaMallocAsync. Prints a table, the ratios and the goals; writes JSON.\n"
-          "\n"
-          "options:\n"
-          "  --quick             fewer operations (about 30 s on host)\n"
-          "  --smoke             tiny runs that only prove every path works (seconds)\n"
-          "  --backend NAME      host, cuda or auto (default auto: cuda when a GPU is present)\n"
-          "  --json PATH         write the results as JSON to PATH (then re-read and check it)\n"
-          "  --workload NAME     run one workload: random_allocations, steady_state,\n"
-          "                      multi_stream or threads\n"
-          "  --profile DIR       after the table, a short pass of steady_state frames per mode,\n"
-          "                      each frame's allocations and frees recorded as one launch,\n"
-          "                      and write DIR/profile.json, DIR/trace.json and\n"
-          "                      DIR/report.html (A/B bars: the table's steady_state medians)\n"
-          "  --write-trace DIR   time nothing: write the allocation sequences of the\n"
-          "                      random_allocations and steady_state cases to\n"
-          "                      DIR/<workload>-<parameters>.trace, for other\n"
-          "                      allocators to replay (format: the header of bench_pool.c)\n"
-          "  --validate-json PATH  check that PATH is a bench_pool result file, and exit\n"
-          "  -h, --help          show this help\n");
-}
+static const char usage[] =
+    "usage: bench_pool [--quick | --smoke] [--backend host|cuda|auto] [--json PATH]\n"
+    "                  [--workload NAME] [--profile DIR]\n"
+    "       bench_pool [--quick | --smoke] [--workload NAME] --write-trace DIR\n"
+    "       bench_pool --validate-json PATH\n"
+    "\n"
+    "A/B benchmark of plume's stream-ordered device pool: pooled against\n"
+    "passthrough (upstream on every call) and, on host, a jemalloc arena or, on\n"
+    "cuda, cudaMallocAsync. Prints a table, the ratios and the goals; writes JSON.\n";
 
 /* ---- errors --------------------------------------------------------------------- */
 
@@ -195,12 +172,6 @@ static void warn(const char *fmt, ...) {
 
 /* ---- clock and statistics ------------------------------------------------------- */
 
-static inline uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static uint64_t timer_overhead_ns;
 
 static int compare_u64(const void *a, const void *b) {
@@ -208,21 +179,17 @@ static int compare_u64(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* Nearest-rank percentile of sorted values (q in (0, 1]). */
+/* Nearest-rank percentile of sorted values (q in (0, 1]; profile/stats.h); 0 for none. */
 static uint64_t percentile(const uint64_t *sorted, size_t count, double q) {
-  if (count == 0) return 0;
-  size_t rank = (size_t)(q * (double)count + 0.999999);
-  if (rank < 1) rank = 1;
-  if (rank > count) rank = count;
-  return sorted[rank - 1];
+  return count ? sorted[plm__nearest_rank(count, q)] : 0;
 }
 
 static void measure_timer_overhead(void) {
   enum { SAMPLES = 2001 };
   static uint64_t samples[SAMPLES];
   for (int i = 0; i < SAMPLES; i++) {
-    uint64_t t0 = now_ns();
-    uint64_t t1 = now_ns();
+    uint64_t t0 = plm__monotonic_ns();
+    uint64_t t1 = plm__monotonic_ns();
     samples[i] = t1 - t0;
   }
   qsort(samples, SAMPLES, sizeof samples[0], compare_u64);
@@ -519,16 +486,16 @@ static bool random_allocations(bench_env *env, bench_mode mode, size_t max_size,
   rng g = {BENCH_SEED ^ (uint64_t)max_size * 31 ^ (uint64_t)n};
   size_t live_count = 0, live_bytes = 0, allocs = 0;
   bool ok = true;
-  uint64_t start = now_ns();
+  uint64_t start = plm__monotonic_ns();
   while (ok && (allocs < n || live_count > 0)) {
     size_t size = 1 + (size_t)rng_below(&g, max_size);
     bool do_alloc = allocs < n && (live_count == 0 || rng_below(&g, 100) < 73);
     if (do_alloc && live_count > 0 && live_bytes + size > env->live_cap) do_alloc = false;
     if (do_alloc) {
       void *ptr = NULL;
-      uint64_t t0 = now_ns();
+      uint64_t t0 = plm__monotonic_ns();
       plm_status status = allocator_alloc(&a, size, env->stream1, &ptr);
-      uint64_t t1 = now_ns();
+      uint64_t t1 = plm__monotonic_ns();
       if (status != PLM_OK) {
         char call[96];
         snprintf(call, sizeof call, "alloc(%zu bytes) with %zu bytes live", size, live_bytes);
@@ -541,9 +508,9 @@ static bool random_allocations(bench_env *env, bench_mode mode, size_t max_size,
     } else {
       size_t index = (size_t)rng_below(&g, live_count);
       live_block b = live[index];
-      uint64_t t0 = now_ns();
+      uint64_t t0 = plm__monotonic_ns();
       plm_status status = allocator_free(&a, b.ptr, env->stream1);
-      uint64_t t1 = now_ns();
+      uint64_t t1 = plm__monotonic_ns();
       if (status != PLM_OK) {
         ok = fail_call(where, "free", status);
         break;
@@ -553,7 +520,7 @@ static bool random_allocations(bench_env *env, bench_mode mode, size_t max_size,
       live_bytes -= b.size;
     }
   }
-  r->wall_s = (double)(now_ns() - start) * 1e-9;
+  r->wall_s = (double)(plm__monotonic_ns() - start) * 1e-9;
   /* After an error, give back what is still live so the pool can be destroyed. */
   for (size_t i = 0; i < live_count; i++) allocator_free(&a, live[i].ptr, env->stream1);
   if (ok) {
@@ -635,13 +602,13 @@ static bool steady_state(bench_env *env, bench_mode mode, size_t frames, result 
   plm_pool_stats warm = {0};
   bool has_warm = false, ok = true;
   uint64_t allocs = 0;
-  uint64_t start = now_ns();
+  uint64_t start = plm__monotonic_ns();
   for (size_t frame = 0; ok && frame < frames; frame++) {
     for (int step = 0; step < FRAME_STEPS; step++) {
       int k = abs(frame_script[step]) - 1;
-      uint64_t t0 = now_ns();
+      uint64_t t0 = plm__monotonic_ns();
       plm_status status = frame_step(&a, env->stream1, step, ptr);
-      uint64_t t1 = now_ns();
+      uint64_t t1 = plm__monotonic_ns();
       if (status != PLM_OK) {
         char call[160];
         snprintf(call, sizeof call, "%s(%s, %zu bytes) in frame %zu",
@@ -659,7 +626,7 @@ static bool steady_state(bench_env *env, bench_mode mode, size_t frames, result 
     }
     if (frame + 1 == STEADY_WARMUP_FRAMES) has_warm = allocator_stats(&a, &warm);
   }
-  r->wall_s = (double)(now_ns() - start) * 1e-9;
+  r->wall_s = (double)(plm__monotonic_ns() - start) * 1e-9;
   for (int k = 0; k < FRAME_BUFFERS; k++)
     if (ptr[k]) allocator_free(&a, ptr[k], env->stream1);
   if (ok) {
@@ -707,13 +674,13 @@ static bool multi_stream(bench_env *env, bench_mode mode, bool waits, size_t max
   rng g = {BENCH_SEED ^ 0x5157u ^ (uint64_t)n};
   bool ok = true;
   uint64_t allocs = 0;
-  uint64_t start = now_ns();
+  uint64_t start = plm__monotonic_ns();
   for (size_t i = 0; ok && i < n; i++) {
     size_t size = 1 + (size_t)rng_below(&g, max_size);
     void *ptr = NULL;
-    uint64_t t0 = now_ns();
+    uint64_t t0 = plm__monotonic_ns();
     status = allocator_alloc(&a, size, env->stream1, &ptr);
-    uint64_t t1 = now_ns();
+    uint64_t t1 = plm__monotonic_ns();
     if (status != PLM_OK) {
       char call[96];
       snprintf(call, sizeof call, "alloc(%zu bytes) on stream 1, iteration %zu", size, i);
@@ -728,16 +695,16 @@ static bool multi_stream(bench_env *env, bench_mode mode, bool waits, size_t max
       ok = fail_call(where, "plm_event_record on stream 1", status);
     else if ((status = plm_stream_wait_event(env->stream2, used)) != PLM_OK)
       ok = fail_call(where, "plm_stream_wait_event on stream 2", status);
-    uint64_t t2 = now_ns();
+    uint64_t t2 = plm__monotonic_ns();
     status = allocator_free(&a, ptr, env->stream2);
-    uint64_t t3 = now_ns();
+    uint64_t t3 = plm__monotonic_ns();
     if (status != PLM_OK) {
       if (ok) ok = fail_call(where, "free on stream 2", status);
       break;
     }
     samples_push(&pairs, elapsed(t0, t1) + elapsed(t2, t3));
   }
-  r->wall_s = (double)(now_ns() - start) * 1e-9;
+  r->wall_s = (double)(plm__monotonic_ns() - start) * 1e-9;
   plm_stream_synchronize(env->stream1);
   plm_stream_synchronize(env->stream2);
   if (ok) {
@@ -796,13 +763,13 @@ static void *thread_main(void *arg) {
   uint64_t alloc_ns[THREAD_WINDOW] = {0};
   job->ok = true;
   if (gate_wait(job->gate) < 0) return NULL;
-  job->start_ns = now_ns();
+  job->start_ns = plm__monotonic_ns();
   for (size_t i = 0; i < job->n + THREAD_WINDOW; i++) {
     size_t slot = i % THREAD_WINDOW;
     if (ptr[slot]) {
-      uint64_t t0 = now_ns();
+      uint64_t t0 = plm__monotonic_ns();
       plm_status status = allocator_free(job->a, ptr[slot], job->stream);
-      uint64_t t1 = now_ns();
+      uint64_t t1 = plm__monotonic_ns();
       if (status != PLM_OK) {
         snprintf(job->error, sizeof job->error, "thread %d: free -> %s: %s", job->index,
                  plm_status_str(status), plm_last_error());
@@ -814,9 +781,9 @@ static void *thread_main(void *arg) {
     }
     if (i >= job->n) continue; /* the last THREAD_WINDOW steps only free */
     size_t size = 1 + (size_t)rng_below(&g, THREAD_MAX_SIZE);
-    uint64_t t0 = now_ns();
+    uint64_t t0 = plm__monotonic_ns();
     plm_status status = allocator_alloc(job->a, size, job->stream, &ptr[slot]);
-    uint64_t t1 = now_ns();
+    uint64_t t1 = plm__monotonic_ns();
     if (status != PLM_OK) {
       snprintf(job->error, sizeof job->error, "thread %d: alloc(%zu bytes) -> %s: %s", job->index,
                size, plm_status_str(status), plm_last_error());
@@ -827,7 +794,7 @@ static void *thread_main(void *arg) {
     alloc_ns[slot] = elapsed(t0, t1);
     job->allocs++;
   }
-  job->end_ns = now_ns();
+  job->end_ns = plm__monotonic_ns();
   for (int slot = 0; slot < THREAD_WINDOW; slot++)
     if (ptr[slot]) allocator_free(job->a, ptr[slot], job->stream);
   return NULL;
@@ -1196,12 +1163,8 @@ static json_t *result_json(const result *r) {
   return o;
 }
 
-static const char *run_size_name(run_size size) {
-  return size == RUN_SMOKE ? "smoke" : size == RUN_QUICK ? "quick" : "full";
-}
-
 static json_t *document_json(const bench_env *env, json_t *ratios, json_t *goals) {
-  json_t *doc = bench_json_document("pool", env->backend, &env->info, run_size_name(env->opt.size));
+  json_t *doc = bench_json_document("pool", env->backend, &env->info, env->opt.size);
   json_object_set_new(doc, "cores", json_integer(env->info.multiprocessors));
   json_object_set_new(doc, "timer_overhead_ns", json_u64(timer_overhead_ns));
   json_object_set_new(doc, "live_bytes_cap", json_u64(env->live_cap));
@@ -1515,98 +1478,86 @@ static void close_env(bench_env *env) {
   free(env->results.v);
 }
 
-static int parse_args(int argc, char **argv, options *opt, const char **validate) {
-  for (int i = 1; i < argc; i++) {
-    const char *arg = argv[i];
-    bool has_value = i + 1 < argc;
-    if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
-      print_usage(stdout);
-      exit(0);
-    } else if (strcmp(arg, "--quick") == 0) {
-      opt->size = RUN_QUICK;
-    } else if (strcmp(arg, "--smoke") == 0) {
-      opt->size = RUN_SMOKE;
-    } else if (strcmp(arg, "--json") == 0 && has_value) {
-      opt->json_path = argv[++i];
-    } else if (strcmp(arg, "--profile") == 0 && has_value) {
-      opt->profile_dir = argv[++i];
-    } else if (strcmp(arg, "--validate-json") == 0 && has_value) {
-      *validate = argv[++i];
-    } else if (strcmp(arg, "--write-trace") == 0 && has_value) {
-      opt->trace_dir = argv[++i];
-    } else if (strcmp(arg, "--backend") == 0 && has_value) {
-      if (plm_backend_parse(argv[++i], &opt->backend) != PLM_OK) {
-        fprintf(stderr, "bench_pool: --backend '%s': expected host, cuda or auto\n", argv[i]);
-        return EXIT_USAGE;
-      }
-    } else if (strcmp(arg, "--workload") == 0 && has_value) {
-      opt->only_workload = argv[++i];
-      bool known = false;
-      for (size_t w = 0; w < sizeof workload_names / sizeof workload_names[0]; w++)
-        known |= strcmp(opt->only_workload, workload_names[w]) == 0;
-      if (!known) {
-        fprintf(stderr,
-                "bench_pool: --workload '%s': expected random_allocations, steady_state, "
-                "multi_stream or threads\n",
-                opt->only_workload);
-        return EXIT_USAGE;
-      }
-    } else if (strcmp(arg, "--json") == 0 || strcmp(arg, "--backend") == 0 ||
-               strcmp(arg, "--workload") == 0 || strcmp(arg, "--validate-json") == 0 ||
-               strcmp(arg, "--profile") == 0 || strcmp(arg, "--write-trace") == 0) {
-      fprintf(stderr, "bench_pool: %s needs a value (see bench_pool --help)\n", arg);
-      return EXIT_USAGE;
-    } else {
-      fprintf(stderr, "bench_pool: unknown argument '%s' (see bench_pool --help)\n", arg);
-      return EXIT_USAGE;
-    }
+/* --workload NAME: one of workload_names. */
+static int parse_workload(const char *name, void *only_workload) {
+  bool known = false;
+  for (size_t w = 0; w < sizeof workload_names / sizeof workload_names[0]; w++)
+    known |= strcmp(name, workload_names[w]) == 0;
+  if (!known) {
+    fprintf(stderr,
+            "bench_pool: --workload '%s': expected random_allocations, steady_state, "
+            "multi_stream or threads\n",
+            name);
+    return BENCH_EXIT_USAGE;
   }
-  return 0;
+  *(const char **)only_workload = name;
+  return BENCH_RUN;
+}
+
+/* --write-trace times nothing, so it takes no --json or --profile; its DIR is made. */
+static int check_trace_options(void *opt_) {
+  const options *opt = opt_;
+  if (opt->trace_dir && (opt->json_path || opt->profile_dir)) {
+    fprintf(stderr, "bench_pool: --write-trace times nothing: it takes no --json or --profile\n");
+    return BENCH_EXIT_USAGE;
+  }
+  if (opt->trace_dir && !bench_profile_dir_ready("bench_pool", opt->trace_dir))
+    return BENCH_EXIT_FAILURE;
+  return BENCH_RUN;
 }
 
 int main(int argc, char **argv) {
   bench_env env = {0};
-  const char *validate = NULL;
-  int usage = parse_args(argc, argv, &env.opt, &validate);
-  if (usage) return usage;
-  if (validate) {
-    if (!validate_json(validate)) return EXIT_RUNTIME_FAILURE;
-    printf("%s: a valid bench_pool result file\n", validate);
-    return 0;
-  }
-
-  if (env.opt.trace_dir && (env.opt.json_path || env.opt.profile_dir)) {
-    fprintf(stderr, "bench_pool: --write-trace times nothing: it takes no --json or --profile\n");
-    return EXIT_USAGE;
-  }
-  if (env.opt.trace_dir && !bench_profile_dir_ready("bench_pool", env.opt.trace_dir))
-    return EXIT_RUNTIME_FAILURE;
-  if (env.opt.json_path && !bench_json_path_writable("bench_pool", env.opt.json_path))
-    return EXIT_RUNTIME_FAILURE;
-  if (env.opt.profile_dir && !bench_profile_dir_ready("bench_pool", env.opt.profile_dir))
-    return EXIT_RUNTIME_FAILURE;
+  const bench_option table[] = {
+      BENCH_OPT_RUN_SIZE("--quick", RUN_QUICK, &env.opt.size,
+                         "fewer operations (about 30 s on host)"),
+      BENCH_OPT_RUN_SIZE("--smoke", RUN_SMOKE, &env.opt.size,
+                         "tiny runs that only prove every path works (seconds)"),
+      BENCH_OPT_BACKEND(&env.opt.backend),
+      BENCH_OPT_JSON(&env.opt.json_path),
+      BENCH_OPT_CALLBACK("--workload", "NAME", parse_workload, &env.opt.only_workload,
+                         "run one workload: random_allocations, steady_state,\n"
+                         "multi_stream or threads"),
+      BENCH_OPT_PROFILE(&env.opt.profile_dir,
+                        "after the table, a short pass of steady_state frames per mode,\n"
+                        "each frame's allocations and frees recorded as one launch,\n"
+                        "and write DIR/profile.json, DIR/trace.json and\n"
+                        "DIR/report.html (A/B bars: the table's steady_state medians)"),
+      BENCH_OPT_STRING("--write-trace", "DIR", &env.opt.trace_dir,
+                       "time nothing: write the allocation sequences of the\n"
+                       "random_allocations and steady_state cases to\n"
+                       "DIR/<workload>-<parameters>.trace, for other\n"
+                       "allocators to replay (format: the header of bench_pool.c)"),
+      BENCH_OPT_VALIDATE_JSON,
+      BENCH_OPT_HELP,
+      BENCH_OPT_END};
+  const bench_cli cli = {.prog = "bench_pool",
+                         .usage = usage,
+                         .options = table,
+                         .validate_json = validate_json,
+                         .check = check_trace_options,
+                         .user = &env.opt};
+  int start = bench_start(&cli, argc, argv);
+  if (start != BENCH_RUN) return start;
   warnings = json_array();
   measure_timer_overhead();
   if (!open_env(&env)) {
     fprintf(stderr, "bench_pool: %s\n", bench_error);
     close_env(&env);
     json_decref(warnings);
-    return EXIT_RUNTIME_FAILURE;
+    return BENCH_EXIT_FAILURE;
   }
   if (env.opt.trace_dir) {
     int code = 0;
     if (!write_traces(&env)) {
       fprintf(stderr, "bench_pool: %s\n", bench_error);
-      code = EXIT_RUNTIME_FAILURE;
+      code = BENCH_EXIT_FAILURE;
     }
     close_env(&env);
     json_decref(warnings);
     return code;
   }
-  const plm_build_info *build = plm_build_info_get();
-  printf("bench_pool: %s backend, %s; plume %s (commit %s, %s); %s run\n",
-         plm_backend_name(env.backend), env.info.name, build->version, build->git_commit,
-         build->build_type, run_size_name(env.opt.size));
+  bench_print_header("bench_pool", env.backend, &env.info, env.opt.size);
   printf("per-op clock overhead %" PRIu64
          " ns (subtracted); a pair = one block's alloc + its free\n\n",
          timer_overhead_ns);
@@ -1615,18 +1566,18 @@ int main(int argc, char **argv) {
   int exit_code = 0;
   if (!run_all(&env)) {
     fprintf(stderr, "bench_pool: %s\n", bench_error);
-    exit_code = EXIT_RUNTIME_FAILURE;
+    exit_code = BENCH_EXIT_FAILURE;
   }
   json_t *ratios = print_ratios(&env);
   json_t *goals = print_goals(&env);
   json_t *doc = document_json(&env, ratios, goals);
   if (env.opt.json_path) {
     if (!bench_json_write("bench_pool", doc, env.opt.json_path, validate_json))
-      exit_code = EXIT_RUNTIME_FAILURE;
+      exit_code = BENCH_EXIT_FAILURE;
   }
   if (exit_code == 0 && env.opt.profile_dir && !write_profile(&env)) {
     fprintf(stderr, "bench_pool: %s\n", bench_error);
-    exit_code = EXIT_RUNTIME_FAILURE;
+    exit_code = BENCH_EXIT_FAILURE;
   }
   json_decref(doc);
   close_env(&env);

@@ -24,9 +24,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "pipeline/pipeline_internal.h"
+#include "profile/stats.h"
+#include "streams/clock.h"
 #include "streams/nvtx.h"
 #include "streams/error.h"
 #include "streams/stream_graph.h"
@@ -58,12 +59,6 @@ typedef struct frame_run {
   double *timings; /* TIMING_POINTS per delivered frame, ms after origin */
   size_t timed_frames, timed_capacity;
 } frame_run;
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* ---- set-up and tear-down ---------------------------------------------------------------- */
 
@@ -324,7 +319,7 @@ static plm_status retire_frame(frame_run *run, frame_slot *slot, plm_frame_sink_
                            plm_status_str(status));
     }
   }
-  status = keep_latency(run, (now_s() - slot->submitted_s) * 1e3);
+  status = keep_latency(run, (plm__monotonic_seconds() - slot->submitted_s) * 1e3);
   if (status != PLM_OK) return status;
   run->report->frames_delivered++;
   slot->frame = -1;
@@ -341,13 +336,6 @@ static int compare_float(const void *a, const void *b) {
 static int compare_interval(const void *a, const void *b) {
   const double *x = a, *y = b;
   return (x[0] > y[0]) - (x[0] < y[0]);
-}
-
-/* The q-quantile (0..1) of sorted values, by nearest rank. */
-static double quantile(const float *sorted, size_t n, double q) {
-  if (n == 0) return 0.0;
-  size_t rank = (size_t)ceil(q * (double)n);
-  return sorted[rank ? rank - 1 : 0];
 }
 
 /* Merge intervals (begin, end pairs) sorted by begin into disjoint ones, in place;
@@ -415,13 +403,15 @@ static void measure_overlap(frame_run *run) {
 
 static void finish_report(frame_run *run, double started_s) {
   plm_run_stream_report *report = run->report;
-  report->seconds = now_s() - started_s;
+  report->seconds = plm__monotonic_seconds() - started_s;
   if (report->seconds > 0)
     report->frames_per_s = (double)report->frames_delivered / report->seconds;
-  if (run->latency_count > 0)
+  report->latency_p50_ms = report->latency_p99_ms = 0.0;
+  if (run->latency_count > 0) { /* by nearest rank (profile/stats.h) */
     qsort(run->latency_ms, run->latency_count, sizeof *run->latency_ms, compare_float);
-  report->latency_p50_ms = quantile(run->latency_ms, run->latency_count, 0.50);
-  report->latency_p99_ms = quantile(run->latency_ms, run->latency_count, 0.99);
+    report->latency_p50_ms = run->latency_ms[plm__nearest_rank(run->latency_count, 0.50)];
+    report->latency_p99_ms = run->latency_ms[plm__nearest_rank(run->latency_count, 0.99)];
+  }
   report->graphs_used = report->graph_replays > 0;
   if (run->options->record_timing) measure_overlap(run);
 }
@@ -456,7 +446,7 @@ static plm_status stream_frames(frame_run *run, plm_frame_source_fn source, plm_
                            plm_status_str(status));
     }
     /* Latency counts from here: enqueueing may block (PLM_PLAN_SYNCHRONOUS_STEPS). */
-    slot->submitted_s = now_s();
+    slot->submitted_s = plm__monotonic_seconds();
     status = submit_frame(run, frame);
     if (status != PLM_OK) {
       run->report->failed_frame = frame;
@@ -523,7 +513,7 @@ plm_status plm_pipeline_run_stream(plm_pipeline *pl, plm_frame_source_fn source,
     if (!run.graphs_wanted) snprintf(report->graphs_note, sizeof report->graphs_note, "%s", why);
   }
 
-  const double started_s = now_s();
+  const double started_s = plm__monotonic_seconds();
   plm_status status = open_run(&run);
   if (status == PLM_OK) {
     status = stream_frames(&run, source, sink, user);

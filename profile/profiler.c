@@ -17,6 +17,7 @@
 #include "plume/event.h"
 #include "profile/profile_export.h"
 #include "profile/profile_internal.h"
+#include "streams/clock.h"
 #include "streams/error.h"
 #include "streams/runtime.h"
 
@@ -44,12 +45,6 @@ struct plm_profiler {
 };
 
 static void collect_ready_locked(plm_profiler *p);
-
-static double now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
-}
 
 plm_profiler_config plm_profiler_config_default(void) {
   return (plm_profiler_config){.max_launches = 0, .calibrate = true};
@@ -94,7 +89,7 @@ plm_status plm_profiler_begin(plm_profiler *profiler, plm_stream *stream, const 
   if (p->count >= p->max_launches) {
     p->dropped++;
     pthread_mutex_unlock(&p->lock);
-    mark->host_start_ns = now_ns();
+    mark->host_start_ns = plm__monotonic_ns();
     return PLM_OK;
   }
   collect_ready_locked(p); /* events of finished launches go back as it runs */
@@ -124,12 +119,12 @@ plm_status plm_profiler_begin(plm_profiler *profiler, plm_stream *stream, const 
   p->events[index] = ev;
   pthread_mutex_unlock(&p->lock);
   mark->index = index;
-  mark->host_start_ns = now_ns();
+  mark->host_start_ns = plm__monotonic_ns();
   return PLM_OK;
 }
 
 plm_status plm_profiler_end(plm_profiler *profiler, plm_stream *stream, plm_profile_mark *mark) {
-  const double host_end_ns = now_ns();
+  const double host_end_ns = plm__monotonic_ns();
   PLM__REQUIRE_NOT_NULL(profiler);
   PLM__REQUIRE_NOT_NULL(stream);
   PLM__REQUIRE_NOT_NULL(mark);
@@ -233,14 +228,14 @@ static plm_status measure_overhead(plm_profiler *p) {
   if (p->max_launches < OVERHEAD_PROBES) p->max_launches = OVERHEAD_PROBES;
   plm_stream *stream = NULL;
   plm_status status = plm_stream_create(p->ctx, 0, &stream);
-  const double start = now_ns();
+  const double start = plm__monotonic_ns();
   int probes = 0;
   for (; status == PLM_OK && probes < OVERHEAD_PROBES; probes++) {
     plm_profile_mark mark;
     status = plm_profiler_begin(p, stream, "overhead", -1, NULL, &mark);
     if (status == PLM_OK) status = plm_profiler_end(p, stream, &mark);
   }
-  const double elapsed_ns = now_ns() - start;
+  const double elapsed_ns = plm__monotonic_ns() - start;
   if (status == PLM_OK) status = plm_profiler_collect(p);
   if (stream) plm_stream_destroy(stream);
   if (status == PLM_OK) p->overhead_us = elapsed_ns / 1e3 / probes;

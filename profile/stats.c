@@ -3,10 +3,13 @@
  * Mean and population standard deviation in two passes (the second over deviations, so
  * large equal times do not cancel), percentiles by linear interpolation between order
  * statistics at rank q (n - 1) (numpy.percentile's default), and the seeds' warnings:
- * CV above 20% is high variance, a maximum above twice the mean an outlier. */
+ * CV above 20% is high variance, a maximum above twice the mean an outlier. Also the
+ * order statistics the rest of plume shares (profile/stats.h). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "profile/stats.h"
 
 #include "plume/profile.h"
 #include "streams/error.h"
@@ -18,13 +21,29 @@ static int compare_doubles(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* The q-quantile (0 <= q <= 1) of n >= 1 sorted values. */
-static double quantile(const double *sorted, size_t n, double q) {
+void plm__sort_doubles(double *values, size_t n) {
+  if (n > 1) qsort(values, n, sizeof *values, compare_doubles);
+}
+
+double plm__quantile_sorted(const double *sorted, size_t n, double q) {
+  if (n == 0) return 0.0;
   const double rank = q * (double)(n - 1);
   const size_t below = (size_t)floor(rank);
   if (below + 1 >= n) return sorted[n - 1];
   const double above_weight = rank - (double)below;
   return sorted[below] + above_weight * (sorted[below + 1] - sorted[below]);
+}
+
+double plm__median_sorted(const double *sorted, size_t n) {
+  if (n == 0) return 0.0;
+  return n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+}
+
+size_t plm__nearest_rank(size_t n, double q) {
+  const double rank = ceil(q * (double)n);
+  if (!(rank > 1.0)) return 0; /* also q NaN */
+  if (rank >= (double)n) return n ? n - 1 : 0;
+  return (size_t)rank - 1;
 }
 
 plm_status plm_profile_stats_of(const double *times_ms, size_t n, plm_profile_op_stats *stats) {
@@ -39,7 +58,7 @@ plm_status plm_profile_stats_of(const double *times_ms, size_t n, plm_profile_op
   double *sorted = malloc(n * sizeof *sorted);
   if (!sorted) return plm__fail(PLM_ERR_OUT_OF_MEMORY, "no memory to sort %zu times", n);
   memcpy(sorted, times_ms, n * sizeof *sorted);
-  qsort(sorted, n, sizeof *sorted, compare_doubles);
+  plm__sort_doubles(sorted, n);
 
   double total = 0.0;
   for (size_t i = 0; i < n; i++) total += sorted[i];
@@ -52,8 +71,8 @@ plm_status plm_profile_stats_of(const double *times_ms, size_t n, plm_profile_op
   stats->stddev_ms = sqrt(squares / (double)n);
   stats->min_ms = sorted[0];
   stats->max_ms = sorted[n - 1];
-  stats->p50_ms = quantile(sorted, n, 0.50);
-  stats->p99_ms = quantile(sorted, n, 0.99);
+  stats->p50_ms = plm__quantile_sorted(sorted, n, 0.50);
+  stats->p99_ms = plm__quantile_sorted(sorted, n, 0.99);
   stats->cv = mean > 0.0 ? stats->stddev_ms / mean : 0.0;
   stats->high_variance = stats->cv * 100.0 > HIGH_VARIANCE_CV_PERCENT;
   stats->outliers = stats->max_ms > OUTLIER_MAX_OVER_MEAN * mean;

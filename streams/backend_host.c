@@ -33,13 +33,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <utlist.h>
 
 #include "streams/assert.h"
 #include "streams/backend.h"
+#include "streams/clock.h"
 #include "streams/error.h"
 
 enum { DEVICE_ALIGNMENT = 256 };
@@ -107,12 +107,6 @@ struct host_backend {
   atomic_uint stream_serial; /* names worker threads */
 };
 
-static uint64_t monotonic_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* ---- markers ---------------------------------------------------------------- */
 
 static host_marker *marker_new(int refs) {
@@ -153,7 +147,7 @@ static void run_kernel(host_backend *backend, const host_task *task) {
 static void run_record(host_backend *backend, const host_task *task) {
   host_marker *marker = task->args.marker;
   pthread_mutex_lock(&backend->marker_lock);
-  marker->time_ns = monotonic_ns();
+  marker->time_ns = plm__monotonic_ns();
   marker->done = true;
   pthread_cond_broadcast(&backend->marker_done);
   pthread_mutex_unlock(&backend->marker_lock);
@@ -170,21 +164,15 @@ static void run_wait(host_backend *backend, const host_task *task) {
 
 /* ---- the worker and its queue ------------------------------------------------- */
 
-static int64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* Poll *counter until it reaches target or POLL_NS have passed, yielding the core:
  * the thread that moves it may be waiting for this very core. Returns whether it did. */
 static bool poll_counter(atomic_uint_fast64_t *counter, uint64_t target) {
-  const int64_t deadline = now_ns() + POLL_NS;
+  const int64_t deadline = plm__monotonic_ns() + POLL_NS;
   for (unsigned i = 1;; i++) {
     if (atomic_load_explicit(counter, memory_order_acquire) >= target) return true;
     if (i % 16 == 0) {
       sched_yield();
-      if (now_ns() > deadline) return false;
+      if (plm__monotonic_ns() > deadline) return false;
     }
   }
 }

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "streams/clock.h"
+
 enum { EXIT_SKIP = 77 };
 
 plm_backend plm_test_backend = PLM_BACKEND_HOST;
@@ -46,11 +48,7 @@ void plm_test_add_stream_fixture(TCase *tcase) {
   tcase_add_checked_fixture(tcase, stream_fixture_setup, stream_fixture_teardown);
 }
 
-double plm_test_now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
+double plm_test_now_ms(void) { return plm__monotonic_seconds() * 1e3; }
 
 void plm_test_sleep_ms(double ms) {
   struct timespec ts = {.tv_sec = (time_t)(ms / 1e3),

@@ -1,4 +1,4 @@
-/* tests/test_frame_reader.c: the frames of `plume detect` (apps/frame_reader.h).
+/* tests/test_frame_reader.c: the frames of `plume detect` (tools/frame_reader.h).
  *
  * A stack and a single image through the reader; folders of .npy, PGM and PNG files in
  * the byte order of their names, with the entries a folder may hold besides frames
@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "apps/frame_reader.h"
+#include "tools/frame_reader.h"
 
 static char dir[256];
 static char err[FRAME_READER_ERROR_SIZE];

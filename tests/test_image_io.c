@@ -1,4 +1,4 @@
-/* tests/test_image_io.c: the command-line tool's image files (apps/image_io.h).
+/* tests/test_image_io.c: the command-line tool's image files (tools/image_io.h).
  *
  * Round trips of every dtype and rank through .npy, .npy files written by hand
  * (f64, version 2.0), PGM 8/16-bit, PNG 8/16-bit written here with libpng, and
@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "apps/image_io.h"
+#include "tools/image_io.h"
 
 static char dir[256];
 static char err[IMAGE_ERROR_SIZE];

@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apps/image_io.h"
+#include "tools/image_io.h"
 #include "kernels/common/label.h"
 
 #ifndef PLUME_FIXTURES_DIR

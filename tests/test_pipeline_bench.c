@@ -1,4 +1,4 @@
-/* tests/test_pipeline_bench.c: the pipeline comparison engine (apps/pipeline_bench.h)
+/* tests/test_pipeline_bench.c: the pipeline comparison engine (tools/pipeline_bench.h)
  * with frames a caller supplies, as `plume demo` passes its scene: every config runs and
  * agrees with naive on the results, the table and the JSON say what ran, a pipeline
  * without a fusable chain reports fused as skipped, and bad options are refused (exit
@@ -13,8 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "apps/pipeline_bench.h"
-#include "apps/scene.h"
+#include "tools/pipeline_bench.h"
+#include "tools/scene.h"
 
 enum { H = 64, W = 80, FRAMES = 3 };
 

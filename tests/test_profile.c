@@ -1,7 +1,9 @@
 /* tests/test_profile.c: the profiler (plume/profile.h).
  *
  *   statistics  plm_profile_stats_of against values computed by hand (mean, population
- *               stddev, numpy's interpolated percentiles, CV, the seeds' warnings);
+ *               stddev, numpy's interpolated percentiles, CV, the seeds' warnings); the
+ *               order statistics the rest of plume shares (profile/stats.h) by hand, and
+ *               the nearest rank against the two formulas it replaced;
  *   recording   launches around ops on two streams: names, streams, frames, costs,
  *               device times, statistics per op (counts, shares, GB/s from the cost);
  *               max_launches drops and counts the rest; a launch never ended (or whose
@@ -25,6 +27,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "profile/stats.h"
 
 /* ---- statistics ------------------------------------------------------------------------- */
 
@@ -68,6 +71,47 @@ START_TEST(test_statistics_by_hand) {
   ck_assert_double_eq(s.mean_ms, 0.0);
   PLM_CHECK_FAILS(plm_profile_stats_of(NULL, 3, &s), PLM_ERR_INVALID_ARG, "times_ms");
   PLM_CHECK_FAILS(plm_profile_stats_of(times, 5, NULL), PLM_ERR_INVALID_ARG, "stats");
+}
+END_TEST
+
+START_TEST(test_order_statistics) {
+  double values[] = {4.0, 1.0, 10.0, 3.0, 2.0, 7.0};
+  plm__sort_doubles(values, 6);
+  for (int i = 1; i < 6; i++) ck_assert(values[i - 1] <= values[i]);
+  /* Linear interpolation at rank q (n - 1) (numpy.percentile's default). */
+  ck_assert_double_eq_tol(plm__quantile_sorted(values, 6, 0.5), 3.5, 1e-12);
+  ck_assert_double_eq_tol(plm__quantile_sorted(values, 6, 0.99), 7.0 + 0.95 * 3.0, 1e-12);
+  ck_assert_double_eq(plm__quantile_sorted(values, 6, 0.0), 1.0);
+  ck_assert_double_eq(plm__quantile_sorted(values, 6, 1.0), 10.0);
+  ck_assert_double_eq(plm__quantile_sorted(values, 0, 0.5), 0.0);
+  /* The middle value, or the mean of the two middle ones (numpy.median). */
+  ck_assert_double_eq(plm__median_sorted(values, 6), 3.5);
+  ck_assert_double_eq(plm__median_sorted(values, 5), 3.0);
+  ck_assert_double_eq(plm__median_sorted(values, 1), 1.0);
+  ck_assert_double_eq(plm__median_sorted(values, 0), 0.0);
+  /* Nearest rank: the ceil(q n)-th smallest. */
+  ck_assert_uint_eq(plm__nearest_rank(6, 0.5), 2);
+  ck_assert_uint_eq(plm__nearest_rank(5, 0.5), 2);
+  ck_assert_uint_eq(plm__nearest_rank(6, 0.99), 5);
+  ck_assert_uint_eq(plm__nearest_rank(1, 0.99), 0);
+  ck_assert_uint_eq(plm__nearest_rank(100, 0.99), 98);
+  ck_assert_uint_eq(plm__nearest_rank(101, 0.99), 99);
+  ck_assert_uint_eq(plm__nearest_rank(6, 0.0), 0);
+  ck_assert_uint_eq(plm__nearest_rank(6, 1.0), 5);
+  /* The same index as the two formulas it replaced, at the quantiles they took:
+   * bench_pool's (size_t)(q n + 0.999999) clamped to 1..n, and the pipeline executor's
+   * ceil(q n) (0 taken as 1). */
+  const double qs[] = {0.5, 0.99};
+  for (size_t n = 1; n <= 20000; n++)
+    for (int k = 0; k < 2; k++) {
+      size_t pool_rank = (size_t)(qs[k] * (double)n + 0.999999);
+      if (pool_rank < 1) pool_rank = 1;
+      if (pool_rank > n) pool_rank = n;
+      size_t executor_rank = (size_t)ceil(qs[k] * (double)n);
+      if (executor_rank == 0) executor_rank = 1;
+      ck_assert_uint_eq(plm__nearest_rank(n, qs[k]), pool_rank - 1);
+      ck_assert_uint_eq(plm__nearest_rank(n, qs[k]), executor_rank - 1);
+    }
 }
 END_TEST
 
@@ -514,6 +558,7 @@ static Suite *profile_suite(void) {
   plm_test_add_fixture(tcase);
   plm_test_add_stream_fixture(tcase);
   tcase_add_test(tcase, test_statistics_by_hand);
+  tcase_add_test(tcase, test_order_statistics);
   tcase_add_test(tcase, test_launches_on_two_streams);
   tcase_add_test(tcase, test_launches_beyond_the_limit_are_dropped);
   tcase_add_test(tcase, test_a_launch_never_ended_is_abandoned);

@@ -1,4 +1,4 @@
-/* tests/test_scene.c: the synthetic infrared scene (apps/scene.h).
+/* tests/test_scene.c: the synthetic infrared scene (tools/scene.h).
  *
  * Determinism (the same seed gives the same bytes, frames drawn in any order or from
  * any thread are the same, a short scene is the start of a long one, and a fixed scene
@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apps/scene.h"
+#include "tools/scene.h"
 
 static char err[SCENE_ERROR_SIZE];
 
@@ -170,7 +170,7 @@ END_TEST
 
 /* The bytes of a fixed scene on every machine: a change here means either that the
  * scene model was changed on purpose (record the new hashes) or that this machine or
- * compiler computes different bits (a bug: see "determinism" in apps/scene.h). */
+ * compiler computes different bits (a bug: see "determinism" in tools/scene.h). */
 START_TEST(test_known_scene_hashes) {
   static const struct {
     int64_t frames, height, width;

@@ -1,5 +1,5 @@
-/* tests/test_score.c: scoring detections against truth (apps/score.h) and the CSV
- * reader under it (apps/csv.h).
+/* tests/test_score.c: scoring detections against truth (tools/score.h) and the CSV
+ * reader under it (tools/csv.h).
  *
  * Hand-made cases with known answers: exact matches, misses, false alarms, two
  * detections of one plume, the radius's edge (inclusive) with the default and a fixed
@@ -19,8 +19,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "apps/csv.h"
-#include "apps/score.h"
+#include "tools/csv.h"
+#include "tools/score.h"
 
 static char err[SCORE_ERROR_SIZE];
 static char dir[256];

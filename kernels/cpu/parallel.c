@@ -29,8 +29,9 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "streams/clock.h"
 
 enum { MAX_THREADS = 64, CHUNKS_PER_THREAD = 4 };
 
@@ -69,12 +70,6 @@ static void cpu_relax(void) {
 #endif
 }
 
-static int64_t now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
-
 static bool job_published(uint64_t seen) {
   return atomic_load_explicit(&pool.generation, memory_order_relaxed) != seen;
 }
@@ -87,13 +82,13 @@ static bool workers_left(uint64_t unused) {
 /* Poll until ready(arg) or SPIN_NS have passed, yielding the core now and then: the
  * thread that will make it ready may be waiting for this very core (see the top). */
 static void poll_until(bool (*ready)(uint64_t), uint64_t arg) {
-  int64_t deadline = now_ns() + SPIN_NS;
+  int64_t deadline = plm__monotonic_ns() + SPIN_NS;
   for (unsigned i = 1;; i++) {
     if (ready(arg)) return;
     cpu_relax();
     if (i % 16 == 0) {
       sched_yield();
-      if (now_ns() > deadline) return;
+      if (plm__monotonic_ns() > deadline) return;
     }
   }
 }

@@ -1,5 +1,5 @@
-/* apps/csv.h: numeric CSV tables for the command-line tool: a small reader, and the
- * writer of regions tables.
+/* tools/csv.h: numeric CSV tables for the command-line tool and the tests: a small reader,
+ * and the writer of regions tables.
  *
  * The tables plume writes (truth tables, region tables, detections): a header line of
  * column names, then rows of numbers, every field separated by one comma, no quoting.
@@ -15,8 +15,8 @@
  *
  * Reentrant; a table is owned by its caller.
  */
-#ifndef PLUME_APPS_CSV_H
-#define PLUME_APPS_CSV_H
+#ifndef PLUME_TOOLS_CSV_H
+#define PLUME_TOOLS_CSV_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -70,4 +70,4 @@ size_t csv_regions_header(char *buf, size_t size, bool frame, bool intensity);
 /* One row of a regions table (PLM_REGION_COLUMNS doubles); frame < 0: no frame column. */
 size_t csv_regions_row(char *buf, size_t size, int64_t frame, const double *row, bool intensity);
 
-#endif /* PLUME_APPS_CSV_H */
+#endif /* PLUME_TOOLS_CSV_H */

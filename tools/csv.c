@@ -1,7 +1,7 @@
-/* apps/csv.c: numeric CSV tables (apps/csv.h). */
+/* tools/csv.c: numeric CSV tables (tools/csv.h). */
 #define _POSIX_C_SOURCE 200809L
 
-#include "apps/csv.h"
+#include "tools/csv.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -1,12 +1,12 @@
 #!/usr/bin/python3
 """Choose plume's default detection pipeline on the synthetic infrared scene.
 
-    /usr/bin/python3 apps/tools/tune_detection.py [--plume build/apps/plume]
+    /usr/bin/python3 tools/tune_detection.py [--plume build/apps/plume]
         [--frames 50] [--sizes 256x256,512x512] [--seeds 1,2,3] [--quick]
 
 Writes scenes with the C generator (`plume scene`, so what is scored is exactly what
 `plume demo` will see), runs candidate pipelines through a NumPy/SciPy model of plume's
-operations, scores their detections against the truth with the rule of apps/score.h, and
+operations, scores their detections against the truth with the rule of tools/score.h, and
 prints, for each candidate chain, the threshold sweep and the best operating point, and
 for comparison a naive threshold on raw intensity. The chosen chain is the one whose
 range of thresholds with precision and recall >= 0.95 is widest (then the best F1), at
@@ -14,7 +14,7 @@ its best F1. It is then scored on held-out seeds (each seed + 100), its detectio
 written as `plume detect` CSVs and scored by `plume score`, which must agree, and the
 chain is run once more by plume's own ops (`plume op conv2d`, `threshold`, `label
 --regions --intensity`) and scored. The output of a run is kept in tune_detection.out;
-the result is PLUME_DEFAULT_PIPELINE in apps/scene.h.
+the result is PLUME_DEFAULT_PIPELINE in tools/scene.h.
 
 The model of each op follows plume's headers (include/plume/*.h):
   conv2d    cross-correlation (no flip), f32; `pad=same` with a border mode: reflect101 is
@@ -30,7 +30,7 @@ The model of each op follows plume's headers (include/plume/*.h):
   label     scipy.ndimage.label, 8-connectivity.
   regions   the intensity is the input frame; wcentroid = sum(I * coord) / sum(I).
 
-Scoring (apps/score.h): per frame, pairs (truth, detection) within max(3, 2 sigma) px,
+Scoring (tools/score.h): per frame, pairs (truth, detection) within max(3, 2 sigma) px,
 closest first, each used once; precision = TP / (TP + FP), recall = TP / (TP + FN),
 centroid error = mean distance of the matched pairs.
 """
@@ -208,7 +208,7 @@ def run_pipeline(elements, frame, upto_threshold=None):
     raise ValueError("the chain does not end in label ! regions")
 
 
-# ---- scoring (apps/score.h) --------------------------------------------------------------
+# ---- scoring (tools/score.h) --------------------------------------------------------------
 
 
 def score(truth, detections, radius=None):
@@ -364,7 +364,7 @@ def plume_op_chain(plume, elements, truth_path, directory):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--plume", default=os.path.join(os.path.dirname(__file__), "..", "..",
+    ap.add_argument("--plume", default=os.path.join(os.path.dirname(__file__), "..",
                                                    "build", "apps", "plume"))
     ap.add_argument("--frames", type=int, default=50)
     ap.add_argument("--sizes", default="256x256,512x512")

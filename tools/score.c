@@ -1,5 +1,5 @@
-/* apps/score.c: detections against truth (apps/score.h). */
-#include "apps/score.h"
+/* tools/score.c: detections against truth (tools/score.h). */
+#include "tools/score.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apps/csv.h"
+#include "tools/csv.h"
 
 static plm_status fail(char *err, size_t err_size, plm_status status, const char *fmt, ...) {
   if (err && err_size) {

@@ -1,7 +1,7 @@
-/* apps/pipeline_bench.c: the pipeline comparison (apps/pipeline_bench.h). */
+/* tools/pipeline_bench.c: the pipeline comparison (tools/pipeline_bench.h). */
 #define _POSIX_C_SOURCE 200809L
 
-#include "apps/pipeline_bench.h"
+#include "tools/pipeline_bench.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -11,8 +11,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "apps/progress.h"
-#include "apps/scene.h"
+#include "profile/stats.h"
+#include "tools/progress.h"
+#include "tools/scene.h"
 
 enum { EXIT_RUNTIME_FAILURE = 1, EXIT_USAGE = 2 };
 
@@ -112,20 +113,15 @@ static bool fail(bench *b, int code, const char *fmt, ...) {
                   plm_status_str(call_status_), plm_last_error());               \
   } while (0)
 
-static int compare_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-/* The median of the finite values among n (NaN when there are none). */
+/* The median of the finite values among n (NaN when there are none; profile/stats.h). */
 static double median(const double *values, int n) {
   double sorted[MAX_REPEATS];
-  int m = 0;
+  size_t m = 0;
   for (int i = 0; i < n; i++)
     if (isfinite(values[i])) sorted[m++] = values[i];
   if (m == 0) return NAN;
-  qsort(sorted, (size_t)m, sizeof sorted[0], compare_double);
-  return m % 2 ? sorted[m / 2] : (sorted[m / 2 - 1] + sorted[m / 2]) / 2;
+  plm__sort_doubles(sorted, m);
+  return plm__median_sorted(sorted, m);
 }
 
 static void frame_name(const bench_case *c, char *out, size_t size) {
@@ -528,7 +524,7 @@ static void print_header(bench *b) {
             b->opt.frames_from->name ? b->opt.frames_from->name : "the caller's",
             (long long)b->opt.frames_from->count);
   else
-    fprintf(b->out, "frames: the synthetic scene (apps/scene.h, seed %d), u16 and as f32\n",
+    fprintf(b->out, "frames: the synthetic scene (tools/scene.h, seed %d), u16 and as f32\n",
             SCENE_SEED);
   fprintf(b->out,
           "each frame: copied from host memory into the pinned input by the source (host "
@@ -797,9 +793,10 @@ static json_t *document_json(const bench *b, const goal *goals, int goal_count) 
   json_object_set_new(doc, "pipeline", json_string(b->text));
   json_object_set_new(
       doc, "frames_source",
-      json_string(b->opt.frames_from
-                      ? (b->opt.frames_from->name ? b->opt.frames_from->name : "the caller's")
-                      : "synthetic scene (apps/scene.h), seed 1; f32 frames hold the same values"));
+      json_string(
+          b->opt.frames_from
+              ? (b->opt.frames_from->name ? b->opt.frames_from->name : "the caller's")
+              : "synthetic scene (tools/scene.h), seed 1; f32 frames hold the same values"));
   json_object_set_new(doc, "repeats", json_integer(b->repeats));
   json_object_set_new(doc, "host_side",
                       json_string("each frame is copied by the source from host memory into "

@@ -1,20 +1,14 @@
-/* apps/progress.c: a progress bar on a terminal (apps/progress.h). */
+/* tools/progress.c: a progress bar on a terminal (tools/progress.h). */
 #define _POSIX_C_SOURCE 200809L
 
-#include "apps/progress.h"
+#include "tools/progress.h"
+#include "streams/clock.h"
 
 #include <stdio.h>
-#include <time.h>
 #include <unistd.h>
 
 enum { BAR_WIDTH = 30 };
 static const double REDRAW_S = 0.1;
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void draw(progress *p, int64_t done, double now) {
   if (done > p->total) done = p->total;
@@ -40,13 +34,13 @@ void progress_begin(progress *p, const char *label, const char *unit, int64_t to
                   .label = label,
                   .unit = unit,
                   .total = total,
-                  .started_s = now_s()};
+                  .started_s = plm__monotonic_seconds()};
   if (p->shown) draw(p, 0, p->started_s);
 }
 
 void progress_update(progress *p, int64_t done) {
   if (!p->shown) return;
-  double now = now_s();
+  double now = plm__monotonic_seconds();
   if (now - p->drawn_s >= REDRAW_S || done >= p->total) draw(p, done, now);
 }
 

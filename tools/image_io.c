@@ -1,7 +1,7 @@
-/* apps/image_io.c: .npy, PGM and PNG reading, .npy writing (apps/image_io.h). */
+/* tools/image_io.c: .npy, PGM and PNG reading, .npy writing (tools/image_io.h). */
 #define _POSIX_C_SOURCE 200809L
 
-#include "apps/image_io.h"
+#include "tools/image_io.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -18,7 +18,8 @@
 #include <unistd.h>
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
-#error "apps/image_io.c reads and writes little-endian .npy data in place: little-endian hosts only"
+#error \
+    "tools/image_io.c reads and writes little-endian .npy data in place: little-endian hosts only"
 #endif
 
 /* The longest .npy header accepted; numpy writes well under 1 KiB. */

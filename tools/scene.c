@@ -1,9 +1,9 @@
-/* apps/scene.c: the synthetic infrared scene (apps/scene.h).
+/* tools/scene.c: the synthetic infrared scene (tools/scene.h).
  *
  * Only IEEE-754 double +, -, *, / and sqrt are used, in a fixed order (CMake compiles
  * this file with -ffp-contract=off), so every machine computes the same bits;
  * exp and sin are series evaluated here rather than libm's. */
-#include "apps/scene.h"
+#include "tools/scene.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -13,10 +13,10 @@
 #include <string.h>
 
 #if defined(__FLT_EVAL_METHOD__) && __FLT_EVAL_METHOD__ != 0
-#error "apps/scene.c needs double arithmetic evaluated in double precision (FLT_EVAL_METHOD 0)"
+#error "tools/scene.c needs double arithmetic evaluated in double precision (FLT_EVAL_METHOD 0)"
 #endif
 
-/* ---- the scene's constants (see the model in apps/scene.h) ----------------------------- */
+/* ---- the scene's constants (see the model in tools/scene.h) ----------------------------- */
 
 #define SKY_LEVEL_MIN 2400.0
 #define SKY_LEVEL_MAX 3200.0

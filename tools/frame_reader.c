@@ -1,7 +1,7 @@
-/* apps/frame_reader.c: frames from a stack or a folder (apps/frame_reader.h). */
+/* tools/frame_reader.c: frames from a stack or a folder (tools/frame_reader.h). */
 #define _POSIX_C_SOURCE 200809L
 
-#include "apps/frame_reader.h"
+#include "tools/frame_reader.h"
 
 #include <dirent.h>
 #include <errno.h>

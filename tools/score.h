@@ -1,4 +1,4 @@
-/* apps/score.h: scoring detections against a scene's truth (`plume score`, `plume demo`).
+/* tools/score.h: scoring detections against a scene's truth (`plume score`, `plume demo`).
  *
  * Matching, frame by frame: a detection and a truth plume of the same frame may match
  * when the detection's centroid lies within the truth's radius of the plume's centre
@@ -20,12 +20,12 @@
  * column and the REGIONS.csv columns of `plume op label`). A detection's position is
  * its intensity-weighted centroid (wcentroid_row, wcentroid_col), or, where that is
  * NaN (an intensity sum of 0) or those columns are absent, its centroid (centroid_row,
- * centroid_col). Columns are found by name, in any order (apps/csv.h).
+ * centroid_col). Columns are found by name, in any order (tools/csv.h).
  *
  * Reentrant; no global state.
  */
-#ifndef PLUME_APPS_SCORE_H
-#define PLUME_APPS_SCORE_H
+#ifndef PLUME_TOOLS_SCORE_H
+#define PLUME_TOOLS_SCORE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -68,7 +68,7 @@ plm_status score_match(const score_truth *truth, int64_t n_truth, const score_de
                        size_t err_size);
 
 /* Read a truth CSV into a malloc'd array (free it with free). Errors: those of csv_read
- * (apps/csv.h), and PLM_ERR_IO for a missing column, a frame that is not a
+ * (tools/csv.h), and PLM_ERR_IO for a missing column, a frame that is not a
  * non-negative integer, a non-finite row, col or sigma, or a negative sigma, with
  * "PATH:LINE: ..." in err. */
 plm_status score_read_truth(const char *path, score_truth **out, int64_t *count, char *err,
@@ -82,4 +82,4 @@ plm_status score_read_detections(const char *path, score_detection **out, int64_
  * 0.9950"); radius as given to score_match (SCORE_RADIUS_DEFAULT: the default rule). */
 void score_result_print(FILE *out, const score_result *r, double radius);
 
-#endif /* PLUME_APPS_SCORE_H */
+#endif /* PLUME_TOOLS_SCORE_H */

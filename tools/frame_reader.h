@@ -1,7 +1,7 @@
-/* apps/frame_reader.h: the frames of `plume detect`, one at a time, from a stack or a folder.
+/* tools/frame_reader.h: the frames of `plume detect`, one at a time, from a stack or a folder.
  *
  * A frame reader serves frames 0..N-1 of one dtype and one (H, W) shape from
- *   - a file (apps/image_io.h's image_frames): a 3-D .npy (N, H, W) is N frames, read from
+ *   - a file (tools/image_io.h's image_frames): a 3-D .npy (N, H, W) is N frames, read from
  *     the file one at a time, never held whole; a 2-D .npy, a PGM or a PNG is one frame;
  *   - a folder: every entry whose name ends in .npy, .pgm or .png (in any case) and does
  *     not start with '.', other than a directory, is one frame; frames are in the byte
@@ -16,14 +16,14 @@
  * A reader is used by one thread at a time; frames may be read in any order. The module
  * belongs to the command-line tool, not to libplume.
  */
-#ifndef PLUME_APPS_FRAME_READER_H
-#define PLUME_APPS_FRAME_READER_H
+#ifndef PLUME_TOOLS_FRAME_READER_H
+#define PLUME_TOOLS_FRAME_READER_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "apps/image_io.h"
+#include "tools/image_io.h"
 #include "plume/status.h"
 #include "plume/tensor.h"
 
@@ -60,4 +60,4 @@ const char *frame_reader_file(const frame_reader *r, int64_t k);
 /* Close; NULL is a no-op. */
 void frame_reader_close(frame_reader *r);
 
-#endif /* PLUME_APPS_FRAME_READER_H */
+#endif /* PLUME_TOOLS_FRAME_READER_H */

@@ -1,4 +1,4 @@
-/* apps/progress.h: a progress bar on stderr for the long runs of the plume command
+/* tools/progress.h: a progress bar on stderr for the long runs of the plume command
  * (plume detect, plume demo) and of the benchmark binaries (bench_ops, bench_pool).
  *
  *   detect [##############----------------]  1234/2000 frames  412 frames/s  2 s left
@@ -9,8 +9,8 @@
  * A progress belongs to one thread; nothing else should write to stderr while it is
  * shown.
  */
-#ifndef PLUME_APPS_PROGRESS_H
-#define PLUME_APPS_PROGRESS_H
+#ifndef PLUME_TOOLS_PROGRESS_H
+#define PLUME_TOOLS_PROGRESS_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -37,4 +37,4 @@ void progress_clear(progress *p);
 /* Erase the bar. */
 void progress_end(progress *p);
 
-#endif /* PLUME_APPS_PROGRESS_H */
+#endif /* PLUME_TOOLS_PROGRESS_H */

@@ -1,4 +1,4 @@
-/* apps/scene.h: the synthetic infrared scene of `plume scene` and `plume demo`.
+/* tools/scene.h: the synthetic infrared scene of `plume scene` and `plume demo`.
  *
  * ---- the scene model ------------------------------------------------------------------
  * A staring 14-bit infrared sensor looks at a sky/earth scene with hot moving plumes
@@ -48,9 +48,9 @@
  * plume-sized blob detector whose taps sum to 0, so smooth clutter and the level of the
  * background cancel) with a replicated border, then a threshold, connected components
  * and their intensity-weighted centroids on the input frame. Chosen with
- * apps/tools/tune_detection.py (its output: apps/tools/tune_detection.out), which runs
+ * tools/tune_detection.py (its output: tools/tune_detection.out), which runs
  * a NumPy model of plume's ops on scenes written by `plume scene` and scores them with
- * apps/score.h's rule (a match within max(3, 2 sigma) px). On 50-frame scenes, seeds
+ * tools/score.h's rule (a match within max(3, 2 sigma) px). On 50-frame scenes, seeds
  * 1, 2, 3, 256x256 and 512x512 (3,309 plumes):
  *
  *   chain (threshold at its best F1)                 precision  recall  centroid error
@@ -91,8 +91,8 @@
  * scene_render only reads the scene: several threads may render different frames of
  * one scene at once. The module belongs to the command-line tool, not to libplume.
  */
-#ifndef PLUME_APPS_SCENE_H
-#define PLUME_APPS_SCENE_H
+#ifndef PLUME_TOOLS_SCENE_H
+#define PLUME_TOOLS_SCENE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -166,4 +166,4 @@ plm_status scene_render(const scene *s, int64_t t, uint16_t *pixels, scene_truth
 enum { SCENE_TRUTH_ROW_SIZE = 128 };
 size_t scene_truth_csv_row(const scene_truth *row, char *buf, size_t size);
 
-#endif /* PLUME_APPS_SCENE_H */
+#endif /* PLUME_TOOLS_SCENE_H */

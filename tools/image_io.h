@@ -1,4 +1,5 @@
-/* apps/image_io.h: reading and writing image files for the `plume` command.
+/* tools/image_io.h: reading and writing image files for the `plume` command and the
+ * tests (the fixtures' .npy files).
  *
  * Reads, recognising the format by the file's first bytes (not its name):
  *   NumPy .npy   format versions 1.0, 2.0 and 3.0; C order only; dtypes '<f4' and
@@ -27,8 +28,8 @@
  * dtype and status enums only. Not thread-safe with respect to umask (the writer
  * reads it), otherwise reentrant.
  */
-#ifndef PLUME_APPS_IMAGE_IO_H
-#define PLUME_APPS_IMAGE_IO_H
+#ifndef PLUME_TOOLS_IMAGE_IO_H
+#define PLUME_TOOLS_IMAGE_IO_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -160,4 +161,4 @@ plm_status image_writer_commit(image_writer *w, char *err, size_t err_size);
 /* Give up: close and remove the temporary file, free w. NULL is a no-op. */
 void image_writer_abort(image_writer *w);
 
-#endif /* PLUME_APPS_IMAGE_IO_H */
+#endif /* PLUME_TOOLS_IMAGE_IO_H */

@@ -1,4 +1,4 @@
-/* apps/pipeline_bench.h: the pipeline comparison of bench_pipeline and `plume demo`.
+/* tools/pipeline_bench.h: the pipeline comparison of bench_pipeline and `plume demo`.
  *
  * The same frames through one pipeline, run side by side in one process, in five ways
  * (configs), each with a pool of its own:
@@ -50,15 +50,15 @@
  * On the host backend both bandwidths are memcpy speeds of a stream's worker thread.
  *
  * Progress: a bar on stderr, one step per config run, when stderr is a terminal
- * (apps/progress.h).
+ * (tools/progress.h).
  *
  * The issue's goals (on an H100/H200: 512x512 frames streamed from host at >= 80% of the
  * pinned-copy bound and >= 20,000 frames/s; streams >= 1.8x pooled where copy and
  * compute are of the same order; graphs and fusion each shortening device time per
  * frame) are printed with the measured figures; they are reported, never asserted.
  */
-#ifndef PLUME_APPS_PIPELINE_BENCH_H
-#define PLUME_APPS_PIPELINE_BENCH_H
+#ifndef PLUME_TOOLS_PIPELINE_BENCH_H
+#define PLUME_TOOLS_PIPELINE_BENCH_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -89,7 +89,7 @@ typedef struct pipeline_bench_options {
   const char *pipeline; /* plm_pipeline_parse text; NULL: PIPELINE_BENCH_DEFAULT */
   int64_t frames;       /* frames per timed run; 0: by frame size */
   int repeats;          /* timed rounds; 0: 3 (quick) or 5 */
-  const pipeline_bench_frames *frames_from; /* NULL: the synthetic scene (apps/scene.h),
+  const pipeline_bench_frames *frames_from; /* NULL: the synthetic scene (tools/scene.h),
                                                512x512 (and 2048x2048 unless quick),
                                                u16 and f32 */
   const char *prog; /* the name messages start with; NULL: "bench_pipeline" */
@@ -113,4 +113,4 @@ int pipeline_bench_run(const pipeline_bench_options *options, FILE *table, const
  * the floors); prints why not to err. */
 bool pipeline_bench_validate_json(const char *path, FILE *err);
 
-#endif /* PLUME_APPS_PIPELINE_BENCH_H */
+#endif /* PLUME_TOOLS_PIPELINE_BENCH_H */
