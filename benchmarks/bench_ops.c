@@ -1097,12 +1097,13 @@ static bool run_all(bench_env *env, result *rs, size_t *count) {
       measured = true;
       if (wants_op(env, &ops[o]) && !run_workload(env, &ops[o], rs, count)) return false;
     }
-    for (size_t u = 0; !measured && u < sizeof unmeasured / sizeof unmeasured[0]; u++)
-      if (unmeasured[u].op == table_op && !env->opt.only_op) {
-        progress_clear(&env->bar);
-        printf("%s: not measured here: %s\n", table_op->name, unmeasured[u].why);
-        measured = true;
-      }
+    for (size_t u = 0; !measured && u < sizeof unmeasured / sizeof unmeasured[0]; u++) {
+      if (unmeasured[u].op != table_op) continue;
+      measured = true;
+      if (env->opt.only_op) continue;
+      progress_clear(&env->bar);
+      printf("%s: not measured here: %s\n", table_op->name, unmeasured[u].why);
+    }
     if (!measured)
       return fail("%s: an op of the table with no workload in bench_ops", table_op->name);
   }
