@@ -1202,11 +1202,11 @@ int main(int argc, char **argv) {
       BENCH_OPT_BACKEND(&env.opt.backend),
       BENCH_OPT_JSON(&env.opt.json_path),
       BENCH_OPT_CALLBACK("--op", "NAME", parse_op, &env.opt.only_op,
-                         "run one operation: conv2d, sobel, entropy, threshold, fused\n"
-                         "(sobel -> entropy -> threshold in one op), unfused (the\n"
-                         "same three ops one after another), matmul (with cuBLAS on\n"
-                         "cuda), lstm_cell, dendritic, vector_add, dot, ar_forecast or\n"
-                         "cublas_sgemm (bench_matmul compares matmul's precisions)"),
+                         "run one workload: an op of the table (--list-ops lists\n"
+                         "them; fused is the sobel -> entropy -> threshold op and\n"
+                         "unfused the same three ops one after another), or\n"
+                         "cublas_sgemm (--op matmul runs it too on cuda; bench_matmul\n"
+                         "compares matmul's precisions)"),
       BENCH_OPT_CALLBACK("--list-ops", NULL, list_ops, NULL,
                          "print the operations --op takes (cuBLAS aside), one a line"),
       BENCH_OPT_PROFILE(&env.opt.profile_dir,
