@@ -24,9 +24,11 @@
  *             clocks    a vector clock per step (for each stream, how many of its steps
  *                       are ordered before this step starts), from stream order and the
  *                       events: step u happens before v iff clock[v][stream u] > pos u;
- *             scratch   the bytes each step's op needs besides its operands (entropy,
- *                       the fused step, label on cuda: plm__<op>_scratch_bytes of
- *                       ops/op_scratch.h, asked with the pipeline's context);
+ *             check     each step checked once by its op's descriptor on descriptions
+ *                       of its tensors (ops/op_desc.h: the run enqueues it with no
+ *                       checks), its cost model kept, and the bytes its op needs
+ *                       besides its operands (plm__op_scratch_of, asked with the
+ *                       pipeline's context);
  *             memory    buffers (a tensor, an in-place group, or a step's scratch) with
  *                       their uses; two buffers conflict unless every use of one happens
  *                       before the other is written; a scratch buffer is used by its
@@ -39,10 +41,11 @@
  *           workspace, the branch streams (streams 1..S-1), the events and a table of
  *           plm_tensor descriptors for every plan tensor with its address filled in.
  *           plm__pipeline_enqueue patches the caller's inputs and outputs into the
- *           slot's table and calls the ops, those with scratch through their _enqueue
- *           entry (ops/op_scratch.h) with the slot's workspace + the step's scratch
- *           offset: no allocation, no locks of its own, so a slot's frame can be
- *           captured into a CUDA graph and replayed.
+ *           slot's table and enqueues each step through its descriptor with the
+ *           arguments compile checked (plm__op_enqueue) and its scratch at the slot's
+ *           workspace + the step's scratch offset: no checks, no allocation, no locks
+ *           of its own, so a slot's frame can be captured into a CUDA graph and
+ *           replayed.
  *
  * Invariants: a plan tensor is produced by at most one step; steps are stored in
  * execution order; a step's waits name events recorded by earlier steps (or the fork);
