@@ -269,8 +269,7 @@ static plm_status sobel_check(const plm__op_call *call) {
 static plm_status sobel_shapes(const plm__op_call *call, plm_shape *out, void *resolved) {
   (void)resolved;
   const plm_tensor *in = call->in[0];
-  out[0] = (plm_shape){.dtype = PLM_DTYPE_F32, .ndim = in->ndim};
-  for (int d = 0; d < in->ndim; d++) out[0].dims[d] = in->dims[d];
+  out[0] = plm__op_shape_like(in, PLM_DTYPE_F32);
   out[1] = out[2] = out[0];
   return PLM_OK;
 }

@@ -76,8 +76,8 @@ static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch
                                 .neurons = w->dims[0],
                                 .dendrites = w->dims[1],
                                 .params = *(const plm_dendritic_params *)call->params};
-  const bool gemm = plm__dendritic_sums_bytes(ctx->backend->kind == PLM_BACKEND_CUDA, args->batch,
-                                              args->neurons, args->dendrites) > 0;
+  const bool gemm = plm__dendritic_sums_bytes(plm__op_ctx_on_cuda(ctx), args->batch, args->neurons,
+                                              args->dendrites) > 0;
   args->sums = gemm ? scratch : NULL;
 }
 

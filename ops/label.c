@@ -62,8 +62,7 @@ static plm_status label_check(const plm__op_call *call) {
 static plm_status label_shapes(const plm__op_call *call, plm_shape *out, void *resolved) {
   (void)resolved;
   const plm_tensor *mask = call->in[0];
-  out[0] = (plm_shape){.dtype = PLM_DTYPE_I32, .ndim = mask->ndim};
-  for (int d = 0; d < mask->ndim; d++) out[0].dims[d] = mask->dims[d];
+  out[0] = plm__op_shape_like(mask, PLM_DTYPE_I32);
   out[1] = (plm_shape){.dtype = PLM_DTYPE_I32, .ndim = 1, .dims = {frames_of(mask)}};
   return PLM_OK;
 }

@@ -111,8 +111,8 @@ static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch
                            .batch = x->dims[0],
                            .input = x->dims[1],
                            .hidden = h->dims[1]};
-  const bool gemm = plm__lstm_scratch_bytes(ctx->backend->kind == PLM_BACKEND_CUDA, args->batch,
-                                            args->hidden) > 0;
+  const bool gemm =
+      plm__lstm_scratch_bytes(plm__op_ctx_on_cuda(ctx), args->batch, args->hidden) > 0;
   args->gates = gemm ? scratch : NULL;
 }
 

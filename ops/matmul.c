@@ -78,11 +78,11 @@ static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch
                              .precision = params->precision,
                              .activation = params->activation};
   if (args->precision == PLM_PRECISION_AUTO)
-    args->precision = ctx->backend->kind == PLM_BACKEND_CUDA &&
-                              (double)args->m * (double)args->n * (double)args->k >=
-                                  (double)PLM_MATMUL_AUTO_TF32_MIN_WORK
-                          ? PLM_PRECISION_TF32
-                          : PLM_PRECISION_FP32;
+    args->precision =
+        plm__op_ctx_on_cuda(ctx) && (double)args->m * (double)args->n * (double)args->k >=
+                                        (double)PLM_MATMUL_AUTO_TF32_MIN_WORK
+            ? PLM_PRECISION_TF32
+            : PLM_PRECISION_FP32;
 }
 
 static void run_cpu(const void *args) {

@@ -134,7 +134,7 @@ plm_status plm__op_scratch_of(const plm__op_desc *op, const plm_context *ctx,
                               const plm__op_call *call, size_t *bytes) {
   *bytes = 0;
   if (op->scratch_bytes) return op->scratch_bytes(ctx, call, bytes);
-  const bool on_cuda = ctx->backend->kind == PLM_BACKEND_CUDA;
+  const bool on_cuda = plm__op_ctx_on_cuda(ctx);
   if (on_cuda ? !op->cuda_scratch : !op->cpu_scratch) return PLM_OK;
   args_buffer args;
   plm_status status = pack(op, ctx, call, NULL, &args);

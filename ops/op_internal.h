@@ -36,6 +36,13 @@ plm_status plm__op_check_f32(const plm_tensor *t, const char *name, int ndim);
 plm_status plm__op_check_same_dims(const plm_tensor *a, const char *a_name, const plm_tensor *b,
                                    const char *b_name);
 
+/* The shape of t with another dtype: an output the size of its input. */
+static inline plm_shape plm__op_shape_like(const plm_tensor *t, plm_dtype dtype) {
+  plm_shape shape = {.dtype = dtype, .ndim = t->ndim};
+  for (int d = 0; d < t->ndim; d++) shape.dims[d] = t->dims[d];
+  return shape;
+}
+
 /* b's memory either is a's exactly or does not overlap it. */
 plm_status plm__op_check_no_partial_overlap(const plm_tensor *a, const char *a_name,
                                             const plm_tensor *b, const char *b_name);
@@ -61,8 +68,14 @@ int64_t plm__regions_bound(int64_t height, int64_t width, int connectivity);
 plm_status plm__regions_table_shape(int64_t capacity, const plm_tensor *labels, int connectivity,
                                     plm_shape *table);
 
+/* Whether ctx's (or stream's) backend is cuda: where an op's kernels or their paths
+ * differ (lstm's and dendritic's GEMM paths, matmul's AUTO). */
+static inline bool plm__op_ctx_on_cuda(const plm_context *ctx) {
+  return ctx->backend->kind == PLM_BACKEND_CUDA;
+}
+
 static inline bool plm__op_on_cuda(const plm_stream *stream) {
-  return stream->ctx->backend->kind == PLM_BACKEND_CUDA;
+  return plm__op_ctx_on_cuda(stream->ctx);
 }
 
 /* Make ctx's device current on the calling thread for an op's own CUDA calls (CUDA

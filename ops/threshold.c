@@ -34,8 +34,7 @@ static plm_status check(const plm__op_call *call) {
 static plm_status shapes(const plm__op_call *call, plm_shape *out, void *resolved) {
   (void)resolved;
   const plm_tensor *in = call->in[0];
-  out[0] = (plm_shape){.dtype = PLM_DTYPE_U8, .ndim = in->ndim};
-  for (int d = 0; d < in->ndim; d++) out[0].dims[d] = in->dims[d];
+  out[0] = plm__op_shape_like(in, PLM_DTYPE_U8);
   return PLM_OK;
 }
 

@@ -68,8 +68,7 @@ static plm_status add_check(const plm__op_call *call) {
 static plm_status add_shapes(const plm__op_call *call, plm_shape *out, void *resolved) {
   (void)resolved;
   const plm_tensor *a = call->in[0];
-  out[0] = (plm_shape){.dtype = PLM_DTYPE_F32, .ndim = a->ndim};
-  for (int d = 0; d < a->ndim; d++) out[0].dims[d] = a->dims[d];
+  out[0] = plm__op_shape_like(a, PLM_DTYPE_F32);
   return PLM_OK;
 }
 
