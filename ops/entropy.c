@@ -124,8 +124,8 @@ static const plm__op_param schema[] = {
      .min = 0,
      .max = PLM__ENTROPY_MAX_BINS,
      .flags = PLM__PARAM_REQUIRED_FOR_FLOAT,
-     .help = "histogram bins: 0 (default) makes each u8/u16 value its own bin; f32 needs a "
-             "count"},
+     .help = "histogram bins, 1..65536 (bin = floor(v * B / 2^bits) for u8/u16); 0 makes "
+             "each u8/u16 value its own bin"},
     {.name = "range",
      .type = PLM__PARAM_RANGE,
      .offset = offsetof(plm_entropy_params, range_lo),

@@ -125,9 +125,7 @@ static const plm__op_param schema[] = {
 
 const plm__op_desc plm__op_ar_forecast = {
     .name = "ar_forecast",
-    .summary =
-        "out = the next h values of each series from an AR(p) model fitted by least "
-        "squares (statsmodels' AutoReg with a constant)",
+    .summary = "out = h-step AR(p) forecasts (S, h) of the rows of (S, T), as statsmodels' AutoReg",
     .kind = PLM__OP_AR_FORECAST,
     .input_count = 1,
     .inputs = {{.name = "series", .dtypes = "f32 (S, T)"}},
