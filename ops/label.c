@@ -238,6 +238,9 @@ static plm_status regions_check(const plm__op_call *call) {
       (table->dtype != PLM_DTYPE_F64 || table->ndim != 2 || table->dims[1] != PLM_REGION_COLUMNS))
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "table must be f64 of shape (capacity, %d)",
                          PLM_REGION_COLUMNS);
+  if (table && params->capacity > 0 && table->dims[0] != params->capacity)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "table has %lld rows but capacity is %lld",
+                         (long long)table->dims[0], (long long)params->capacity);
   return PLM_OK;
 }
 

@@ -79,7 +79,7 @@ plm_status plm__op_check_no_partial_overlap(const plm_tensor *a, const char *a_n
                                             const plm_tensor *b, const char *b_name) {
   uintptr_t a_begin = (uintptr_t)a->data, b_begin = (uintptr_t)b->data;
   uintptr_t a_end = a_begin + plm_tensor_bytes(a), b_end = b_begin + plm_tensor_bytes(b);
-  if (a_begin == b_begin || a_end <= b_begin || b_end <= a_begin) return PLM_OK;
+  if ((a_begin == b_begin && a_end == b_end) || a_end <= b_begin || b_end <= a_begin) return PLM_OK;
   return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s overlaps %s without being the same memory", b_name,
                        a_name);
 }

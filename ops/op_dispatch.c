@@ -9,8 +9,9 @@
 #include "ops/op_scratch.h"
 #include "streams/error.h"
 
-/* The largest kernel argument struct (checked against each descriptor's args_size). */
-enum { MAX_ARGS = 512 };
+/* The largest kernel argument struct: what a host stream's task holds (streams/backend.h;
+ * checked against each descriptor's args_size). */
+enum { MAX_ARGS = PLM__KERNEL_ARGS_MAX };
 
 typedef struct args_buffer {
   alignas(max_align_t) unsigned char bytes[MAX_ARGS];

@@ -43,7 +43,7 @@ static inline plm_shape plm__op_shape_like(const plm_tensor *t, plm_dtype dtype)
   return shape;
 }
 
-/* b's memory either is a's exactly or does not overlap it. */
+/* b's memory either is a's exactly (the same first byte and size) or does not overlap it. */
 plm_status plm__op_check_no_partial_overlap(const plm_tensor *a, const char *a_name,
                                             const plm_tensor *b, const char *b_name);
 

@@ -208,13 +208,23 @@ bool plm__op_param_parse(const plm__op_param *p, const char *value, int kh, int 
 
 /* ---- text out ---------------------------------------------------------------------------- */
 
+/* The shortest of %.6g .. %.17g (f32: .. %.9g) that reads back as v: 0.1 stays "0.1",
+ * and every value round-trips. */
+static void shortest(double v, bool f32, char *text, size_t size) {
+  for (int digits = 6; digits <= 17; digits++) {
+    snprintf(text, size, "%.*g", digits, v);
+    const double back = strtod(text, NULL);
+    if (f32 ? (float)back == (float)v : back == v) return;
+  }
+}
+
 void plm__op_param_format(const plm__op_param *p, const void *params, char *text, size_t size) {
   const void *field = plm__op_param_cfield(params, p->offset);
   switch (p->type) {
     case PLM__PARAM_INT: snprintf(text, size, "%d", *(const int *)field); return;
     case PLM__PARAM_INT64: snprintf(text, size, "%lld", (long long)*(const int64_t *)field); return;
-    case PLM__PARAM_DOUBLE: snprintf(text, size, "%g", *(const double *)field); return;
-    case PLM__PARAM_FLOAT: snprintf(text, size, "%g", (double)*(const float *)field); return;
+    case PLM__PARAM_DOUBLE: shortest(*(const double *)field, false, text, size); return;
+    case PLM__PARAM_FLOAT: shortest(*(const float *)field, true, text, size); return;
     case PLM__PARAM_CHOICE: snprintf(text, size, "%s", plm__op_param_choice(p, params)); return;
     case PLM__PARAM_PAIR:
       snprintf(text, size, "%d,%d", *(const int *)field,
@@ -223,9 +233,12 @@ void plm__op_param_format(const plm__op_param *p, const void *params, char *text
     case PLM__PARAM_RANGE:
       if (*(const bool *)plm__op_param_cfield(params, p->offset3))
         snprintf(text, size, "auto");
-      else
-        snprintf(text, size, "%g,%g", *(const double *)field,
-                 *(const double *)plm__op_param_cfield(params, p->offset2));
+      else {
+        char lo[40], hi[40];
+        shortest(*(const double *)field, false, lo, sizeof lo);
+        shortest(*(const double *)plm__op_param_cfield(params, p->offset2), false, hi, sizeof hi);
+        snprintf(text, size, "%s,%s", lo, hi);
+      }
       return;
   }
   snprintf(text, size, "?");

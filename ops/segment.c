@@ -74,6 +74,9 @@ static plm_status check(const plm__op_call *call) {
                          PLM_REGION_COLUMNS);
   if (p->capacity < 0)
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "capacity %lld is negative", (long long)p->capacity);
+  if (table && p->capacity > 0 && table->dims[0] != p->capacity)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "table has %lld rows but capacity is %lld",
+                         (long long)table->dims[0], (long long)p->capacity);
   return PLM_OK;
 }
 

@@ -235,7 +235,7 @@ static plm_status get_params(const element *e, const plm__op_desc *op, plm_dtype
     if (!value_of(e, p->name)) {
       if (p->flags & PLM__PARAM_REQUIRED) return fail(e, "missing key '%s'", p->name);
       if (f32 && (p->flags & PLM__PARAM_REQUIRED_FOR_FLOAT))
-        return fail(e, "missing key '%s' (f32 input needs it: %s)", p->name, p->help);
+        return fail(e, "missing key '%s' (f32 input needs it)", p->name);
       continue;
     }
     if (!f32 && (p->flags & PLM__PARAM_FLOAT_ONLY))

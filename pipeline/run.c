@@ -68,22 +68,23 @@ plm_status plm__pipeline_check_io(const plm_pipeline *pl, const plm_stream *stre
 
 /* Enqueue one step with the arguments compile checked (plm__op_enqueue: no checks, no
  * allocation), its scratch at its offset in the slot's workspace. Without a workspace
- * (PLM_PLAN_ALLOCATE_PER_RUN) a step's scratch comes from the context's default pool for
- * the step, as eager code takes it. */
-static plm_status run_step(const plm__step *step, plm_stream *stream, plm_tensor *tensors,
-                           void *workspace) {
+ * (PLM_PLAN_ALLOCATE_PER_RUN) a step's scratch comes from the pipeline's pool for the
+ * step, as its intermediates do (per_run.c). */
+static plm_status run_step(const plm_pipeline *pl, const plm__step *step, plm_stream *stream,
+                           plm__slot *slot) {
   const plm__op_desc *op = plm__op_get(step->kind);
   const plm__op_call call = plm__step_call(step->kind, step->inputs, step->outputs, &step->params,
-                                           step->in_place, tensors);
-  if (step->scratch_bytes == 0 || workspace)
-    return plm__op_enqueue(op, stream, &call,
-                           step->scratch_bytes ? (char *)workspace + step->scratch_offset : NULL);
-  plm_pool *pool = NULL;
+                                           step->in_place, slot->tensors);
+  if (step->scratch_bytes == 0 || slot->workspace)
+    return plm__op_enqueue(
+        op, stream, &call,
+        step->scratch_bytes ? (char *)slot->workspace + step->scratch_offset : NULL);
   void *scratch = NULL;
-  plm_status status = plm__op_scratch_take(stream, step->scratch_bytes, &pool, &scratch);
+  plm_status status = plm_pool_alloc(pl->pool, step->scratch_bytes, stream, &scratch);
   if (status != PLM_OK) return status;
   status = plm__op_enqueue(op, stream, &call, scratch);
-  return plm__op_scratch_give(stream, pool, scratch, status);
+  plm_status freed = plm_pool_free(pl->pool, scratch, stream);
+  return status != PLM_OK ? status : freed;
 }
 
 /* run_step, recorded as a launch of `frame` by the pipeline's profiler with the cost
@@ -93,7 +94,7 @@ static plm_status run_step_profiled(plm_pipeline *pl, const plm__step *step, plm
   plm_profile_mark mark;
   plm_status status =
       plm_profiler_begin(pl->profiler, stream, plm__op_name(step->kind), frame, &step->cost, &mark);
-  if (status == PLM_OK) status = run_step(step, stream, slot->tensors, slot->workspace);
+  if (status == PLM_OK) status = run_step(pl, step, stream, slot);
   plm_status ended = plm_profiler_end(pl->profiler, stream, &mark);
   return status == PLM_OK ? ended : status;
 }
@@ -123,7 +124,7 @@ plm_status plm__pipeline_enqueue(plm_pipeline *pl, int slot_index, plm_stream *s
     if (status == PLM_OK && per_run) status = plm__per_run_acquire(pl, slot, i, on);
     if (status == PLM_OK)
       status = pl->profiler ? run_step_profiled(pl, step, on, slot, frame)
-                            : run_step(step, on, slot->tensors, slot->workspace);
+                            : run_step(pl, step, on, slot);
     if (status == PLM_OK && step->record >= 0)
       status = plm_event_record(slot->events[step->record], on);
     if (status == PLM_OK && per_run) status = plm__per_run_release_after(pl, slot, i, on);

@@ -432,6 +432,7 @@ START_TEST(test_every_case_matches_its_fixture) {
   const json_t *c = get_case(_i);
   run r = {.op = plm__op_find(string(c, "op"))};
   const plm__op_desc *op = r.op;
+  CASE_ASSERT(op, "no op of the table is named \"%s\"", string(c, "op"));
   plm__op_params params;
   read_params(op, c, &params);
   plm__op_call call = {.params = &params};

@@ -196,7 +196,40 @@ START_TEST(test_refusals_name_the_value) {
 }
 END_TEST
 
+/* Numbers are written as the shortest text that reads back as them. */
+START_TEST(test_numbers_are_written_shortest_and_exact) {
+  plm__op_params params;
+  char text[64];
+  plm__op_params_default(&plm__op_threshold, &params);
+  params.threshold.value = 0.1;
+  plm__op_param_format(&plm__op_threshold.params[0], &params, text, sizeof text);
+  ck_assert_str_eq(text, "0.1");
+  params.threshold.value = 0.1234567890123;
+  plm__op_param_format(&plm__op_threshold.params[0], &params, text, sizeof text);
+  ck_assert_str_eq(text, "0.1234567890123");
+  plm__op_params_default(&plm__op_dendritic, &params);
+  params.dendritic.k = 0.1f;
+  plm__op_param_format(&plm__op_dendritic.params[1], &params, text, sizeof text);
+  ck_assert_str_eq(text, "0.1");
+}
+END_TEST
+
 /* ---- in place ------------------------------------------------------------------------------ */
+
+/* An output its slot lets be an input's memory must be exactly that memory: threshold's u8
+ * out at the first byte of an f32 in (a quarter of its bytes) is refused. */
+START_TEST(test_in_place_needs_exactly_the_same_memory) {
+  const int64_t dims[2] = {16, 16};
+  plm_tensor in, out;
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, dims, &in));
+  PLM_CHECK_OK(plm_tensor_wrap(plm_test_ctx, in.data, PLM_DTYPE_U8, 2, dims, &out));
+  const plm_threshold_params above = {.value = 1.0, .compare = PLM_COMPARE_GT};
+  PLM_CHECK_FAILS(plm_threshold(plm_test_stream, &in, &above, &out), PLM_ERR_INVALID_ARG,
+                  "out overlaps in without being the same memory");
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &in));
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+}
+END_TEST
 
 /* vector_add's output may be its first input's memory (its slot says so): in a chain of
  * three the middle one writes over the first's intermediate (the first reads the frame,
@@ -249,11 +282,13 @@ static Suite *op_table_suite(void) {
   tcase_add_test(schema, test_params_defaults_come_from_the_schema);
   tcase_add_test(schema, test_every_value_round_trips);
   tcase_add_test(schema, test_refusals_name_the_value);
+  tcase_add_test(schema, test_numbers_are_written_shortest_and_exact);
   suite_add_tcase(suite, schema);
   TCase *run = tcase_create("run");
   plm_test_add_fixture(run);
   plm_test_add_stream_fixture(run);
   tcase_add_test(run, test_vector_add_in_place_step_equals_the_plain_ops);
+  tcase_add_test(run, test_in_place_needs_exactly_the_same_memory);
   suite_add_tcase(suite, run);
   return suite;
 }

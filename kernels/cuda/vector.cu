@@ -14,8 +14,10 @@
 
 enum { ADD_THREADS = 256, BATCH_CHUNK = 4096, DOT_THREADS = 256 };
 
-__global__ void vector_add_kernel(const float *__restrict__ a, const float *__restrict__ b,
-                                  float *out, int64_t count, double alpha, double beta) {
+/* out may be a or b (vector_add in place: a pipeline step over its own intermediate), so
+ * neither is __restrict__. */
+__global__ void vector_add_kernel(const float *a, const float *b, float *out, int64_t count,
+                                  double alpha, double beta) {
   int64_t step = (int64_t)gridDim.x * blockDim.x;
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += step)
     out[i] = plm__axpby_one(alpha, a[i], beta, b[i]);
