@@ -9,6 +9,10 @@
  *
  *   source fills the pinned inputs -> upload -> plan (or its graph) -> download -> done
  *
+ * Only `done` is recorded on every frame (the host waits for it before reusing the slot);
+ * the three other timing events are recorded with record_timing alone, so a run without
+ * it spends no event records per frame on figures nobody asked for.
+ *
  * Before slot s takes frame k, the host waits for frame k - K (the slot's previous
  * frame) and hands it to the sink, so frames reach the sink in order, each once, and a
  * slot's buffers are never overwritten while in use. Meanwhile frames k - K + 1 ... k - 1
@@ -56,6 +60,8 @@ typedef struct frame_run {
   bool graphs_wanted, graphs_refused;
   float *latency_ms; /* per delivered frame */
   size_t latency_count, latency_capacity;
+  float *submit_us; /* per submitted frame: the host's enqueue time */
+  size_t submit_count, submit_capacity;
   double *timings; /* TIMING_POINTS per delivered frame, ms after origin */
   size_t timed_frames, timed_capacity;
 } frame_run;
@@ -174,6 +180,7 @@ static void close_run(frame_run *run) {
   free(run->input_bytes);
   free(run->output_bytes);
   free(run->latency_ms);
+  free(run->submit_us);
   free(run->timings);
 }
 
@@ -230,11 +237,12 @@ static plm_status submit_frame(frame_run *run, int64_t frame) {
   char range[32];
   snprintf(range, sizeof range, "frame %lld", (long long)frame);
   plm__nvtx_push(run->pl->ctx, range);
-  plm_status status = plm_event_record(slot->started, slot->stream);
+  const bool timed = run->options->record_timing;
+  plm_status status = timed ? plm_event_record(slot->started, slot->stream) : PLM_OK;
   for (int i = 0; status == PLM_OK && i < run->inputs_count; i++)
     status = copy(run, slot->stream, slot->inputs[i].data, slot->host_inputs[i],
                   run->input_bytes[i], PLM_COPY_HOST_TO_DEVICE, frame);
-  if (status == PLM_OK) status = plm_event_record(slot->uploaded, slot->stream);
+  if (status == PLM_OK && timed) status = plm_event_record(slot->uploaded, slot->stream);
   /* Each slot's first frame is its warm-up, run without a graph. */
   const bool warm = frame >= run->slots_count;
   if (status == PLM_OK && run->graphs_wanted && !run->graphs_refused && warm && !slot->graph)
@@ -248,7 +256,7 @@ static plm_status submit_frame(frame_run *run, int64_t frame) {
                                      frame);
     }
   }
-  if (status == PLM_OK) status = plm_event_record(slot->computed, slot->stream);
+  if (status == PLM_OK && timed) status = plm_event_record(slot->computed, slot->stream);
   for (int i = 0; status == PLM_OK && i < run->outputs_count; i++)
     status = copy(run, slot->stream, slot->host_outputs[i], slot->outputs[i].data,
                   run->output_bytes[i], PLM_COPY_DEVICE_TO_HOST, frame);
@@ -277,6 +285,18 @@ static plm_status keep_latency(frame_run *run, double ms) {
     run->latency_capacity = capacity;
   }
   run->latency_ms[run->latency_count++] = (float)ms;
+  return PLM_OK;
+}
+
+static plm_status keep_submit_time(frame_run *run, double us) {
+  if (run->submit_count == run->submit_capacity) {
+    size_t capacity = run->submit_capacity ? 2 * run->submit_capacity : 1024;
+    float *grown = realloc(run->submit_us, capacity * sizeof *grown);
+    if (!grown) return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for submit times");
+    run->submit_us = grown;
+    run->submit_capacity = capacity;
+  }
+  run->submit_us[run->submit_count++] = (float)us;
   return PLM_OK;
 }
 
@@ -412,6 +432,12 @@ static void finish_report(frame_run *run, double started_s) {
     report->latency_p50_ms = run->latency_ms[plm__nearest_rank(run->latency_count, 0.50)];
     report->latency_p99_ms = run->latency_ms[plm__nearest_rank(run->latency_count, 0.99)];
   }
+  report->submit_p50_us = report->submit_p99_us = 0.0;
+  if (run->submit_count > 0) {
+    qsort(run->submit_us, run->submit_count, sizeof *run->submit_us, compare_float);
+    report->submit_p50_us = run->submit_us[plm__nearest_rank(run->submit_count, 0.50)];
+    report->submit_p99_us = run->submit_us[plm__nearest_rank(run->submit_count, 0.99)];
+  }
   report->graphs_used = report->graph_replays > 0;
   if (run->options->record_timing) measure_overlap(run);
 }
@@ -448,6 +474,8 @@ static plm_status stream_frames(frame_run *run, plm_frame_source_fn source, plm_
     /* Latency counts from here: enqueueing may block (PLM_PLAN_SYNCHRONOUS_STEPS). */
     slot->submitted_s = plm__monotonic_seconds();
     status = submit_frame(run, frame);
+    if (status == PLM_OK)
+      status = keep_submit_time(run, (plm__monotonic_seconds() - slot->submitted_s) * 1e6);
     if (status != PLM_OK) {
       run->report->failed_frame = frame;
       slot->frame = -1; /* not delivered; its work, if any, is waited for at close */

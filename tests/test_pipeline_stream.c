@@ -35,7 +35,8 @@ static uint16_t pixel(int64_t frame, int64_t i) {
 static plm_pipeline *threshold_pipeline(int frames_in_flight) {
   const int64_t dims[2] = {H, W};
   plm_pipeline *pl = NULL;
-  PLM_CHECK_OK(plm_pipeline_parse(plm_test_ctx, "threshold value=500", PLM_DTYPE_U16, 2, dims, &pl));
+  PLM_CHECK_OK(
+      plm_pipeline_parse(plm_test_ctx, "threshold value=500", PLM_DTYPE_U16, 2, dims, &pl));
   plm_plan_config cfg = {.frames_in_flight = frames_in_flight};
   PLM_CHECK_OK(plm_pipeline_compile(pl, &cfg));
   return pl;
@@ -107,7 +108,8 @@ START_TEST(test_max_frames_and_a_slow_sink) {
   plm_run_stream_options options = plm_run_stream_options_default();
   options.max_frames = 12;
   plm_run_stream_report report;
-  PLM_CHECK_OK(plm_pipeline_run_stream(pl, threshold_source, threshold_sink, &f, &options, &report));
+  PLM_CHECK_OK(
+      plm_pipeline_run_stream(pl, threshold_source, threshold_sink, &f, &options, &report));
   ck_assert(!f.wrong);
   ck_assert_int_eq(f.delivered, 12);
   ck_assert_int_eq(f.sourced, 12); /* back-pressure: the source never ran ahead */
@@ -215,7 +217,8 @@ static void check_streamed_chain(const char *chain) {
     PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
   }
   PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &in));
-  for (int o = 0; o < 2; o++) PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &out[o]));
+  for (int o = 0; o < 2; o++)
+    PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &out[o]));
   PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
   PLM_CHECK_OK(plm_pipeline_destroy(one));
 
@@ -254,7 +257,8 @@ START_TEST(test_streamed_results_equal_runs_one_by_one) {
 }
 END_TEST
 
-/* ---- failures ---------------------------------------------------------------------------------- */
+/* ---- failures ----------------------------------------------------------------------------------
+ */
 
 START_TEST(test_a_failing_source_stops_the_run_at_its_frame) {
   for (int k = 1; k <= 4; k++) {
@@ -265,8 +269,8 @@ START_TEST(test_a_failing_source_stops_the_run_at_its_frame) {
     PLM_CHECK_FAILS(
         plm_pipeline_run_stream(pl, threshold_source, threshold_sink, &f, NULL, &report),
         PLM_ERR_NOT_FOUND, "frame 9: the source failed");
-    ck_assert_msg(strstr(plm_last_error(), "plm_pipeline_run_stream: ") == plm_last_error(),
-                  "%s", plm_last_error());
+    ck_assert_msg(strstr(plm_last_error(), "plm_pipeline_run_stream: ") == plm_last_error(), "%s",
+                  plm_last_error());
     ck_assert(!f.wrong);
     ck_assert_int_eq(f.delivered, 9); /* 0..8 */
     ck_assert_int_eq(report.frames_delivered, 9);
@@ -313,7 +317,8 @@ START_TEST(test_a_failure_at_the_first_frame) {
 }
 END_TEST
 
-/* ---- the report -------------------------------------------------------------------------------- */
+/* ---- the report --------------------------------------------------------------------------------
+ */
 
 START_TEST(test_the_report) {
   plm_pipeline *pl = threshold_pipeline(3);
@@ -322,7 +327,8 @@ START_TEST(test_the_report) {
   ck_assert(options.use_graphs);
   options.record_timing = true;
   plm_run_stream_report report;
-  PLM_CHECK_OK(plm_pipeline_run_stream(pl, threshold_source, threshold_sink, &f, &options, &report));
+  PLM_CHECK_OK(
+      plm_pipeline_run_stream(pl, threshold_source, threshold_sink, &f, &options, &report));
   ck_assert_int_eq(report.frames_delivered, 30);
   ck_assert(report.seconds > 0.0);
   ck_assert(fabs(report.frames_per_s - 30.0 / report.seconds) < 1e-6 * report.frames_per_s);
@@ -330,6 +336,9 @@ START_TEST(test_the_report) {
   ck_assert(report.latency_p50_ms <= report.latency_p99_ms);
   ck_assert(report.copy_ms >= 0.0 && report.compute_ms >= 0.0);
   ck_assert(report.overlap_ms >= 0.0 && report.overlap_ms <= report.copy_ms + 1e-6);
+  /* The host's enqueue time per frame: measured, and at most the frame's latency. */
+  ck_assert(report.submit_p50_us > 0.0 && report.submit_p50_us <= report.submit_p99_us);
+  ck_assert(report.submit_p50_us <= report.latency_p99_ms * 1e3);
   if (plm_test_backend == PLM_BACKEND_HOST) {
     ck_assert(!report.graphs_used);
     ck_assert_int_eq(report.graph_replays, 0);
@@ -341,9 +350,19 @@ START_TEST(test_the_report) {
   /* Graphs off: no note, no replays. */
   options.use_graphs = false;
   f = feed_of(5);
-  PLM_CHECK_OK(plm_pipeline_run_stream(pl, threshold_source, threshold_sink, &f, &options, &report));
+  PLM_CHECK_OK(
+      plm_pipeline_run_stream(pl, threshold_source, threshold_sink, &f, &options, &report));
   ck_assert_int_eq(report.graph_replays, 0);
   ck_assert_str_eq(report.graphs_note, "");
+  /* Without record_timing: no timing events, no device figures; the host's enqueue time
+   * is still measured. */
+  options.record_timing = false;
+  f = feed_of(5);
+  PLM_CHECK_OK(
+      plm_pipeline_run_stream(pl, threshold_source, threshold_sink, &f, &options, &report));
+  ck_assert_int_eq(report.frames_delivered, 5);
+  ck_assert(report.copy_ms == 0.0 && report.compute_ms == 0.0 && report.overlap_ms == 0.0);
+  ck_assert(report.submit_p50_us > 0.0 && report.submit_p50_us <= report.submit_p99_us);
   PLM_CHECK_OK(plm_pipeline_destroy(pl));
 
   /* A plan whose entropy and label take scratch: it is in the workspace, so on cuda this
@@ -373,14 +392,16 @@ START_TEST(test_the_report) {
 }
 END_TEST
 
-/* ---- errors ------------------------------------------------------------------------------------- */
+/* ---- errors -------------------------------------------------------------------------------------
+ */
 
 START_TEST(test_bad_arguments) {
   plm_pipeline *pl = threshold_pipeline(2);
   feed f = feed_of(3);
   plm_run_stream_report report;
-  PLM_CHECK_FAILS(plm_pipeline_run_stream(NULL, threshold_source, threshold_sink, &f, NULL, &report),
-                  PLM_ERR_INVALID_ARG, "pl is NULL");
+  PLM_CHECK_FAILS(
+      plm_pipeline_run_stream(NULL, threshold_source, threshold_sink, &f, NULL, &report),
+      PLM_ERR_INVALID_ARG, "pl is NULL");
   ck_assert_int_eq(report.failed_frame, -1);
   PLM_CHECK_FAILS(plm_pipeline_run_stream(pl, NULL, threshold_sink, &f, NULL, &report),
                   PLM_ERR_INVALID_ARG, "source is NULL");

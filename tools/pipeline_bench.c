@@ -48,11 +48,11 @@ typedef struct config {
   /* Per timed run. */
   int runs;
   double fps[MAX_REPEATS], p50[MAX_REPEATS], p99[MAX_REPEATS], overlap[MAX_REPEATS];
-  double device_ms[MAX_REPEATS], copy_ms[MAX_REPEATS];
+  double device_ms[MAX_REPEATS], copy_ms[MAX_REPEATS], submit_us[MAX_REPEATS];
   uint64_t requests, hits, upstream_allocs; /* over the timed runs */
   int64_t graph_replays;
   /* Medians over the runs (NaN when not measured). */
-  double m_fps, m_p50, m_p99, m_overlap, m_device_ms, m_copy_ms, speedup;
+  double m_fps, m_p50, m_p99, m_overlap, m_device_ms, m_copy_ms, m_submit_us, speedup;
 } config;
 
 typedef struct bench_case {
@@ -350,6 +350,7 @@ static bool config_timed_run(bench *b, bench_case *c, config *cfg) {
   cfg->fps[r] = report.frames_per_s;
   cfg->p50[r] = report.latency_p50_ms;
   cfg->p99[r] = report.latency_p99_ms;
+  cfg->submit_us[r] = report.submit_p50_us;
   /* Without device timing (a backend that has none) the sums stay 0. */
   const bool timed = report.copy_ms > 0.0;
   cfg->overlap[r] = timed ? report.overlap_ms / report.copy_ms : NAN;
@@ -365,6 +366,7 @@ static void config_summarise(config *cfg, double naive_fps) {
   cfg->m_overlap = median(cfg->overlap, cfg->runs);
   cfg->m_device_ms = median(cfg->device_ms, cfg->runs);
   cfg->m_copy_ms = median(cfg->copy_ms, cfg->runs);
+  cfg->m_submit_us = median(cfg->submit_us, cfg->runs);
   cfg->speedup = naive_fps > 0 ? cfg->m_fps / naive_fps : NAN;
 }
 
@@ -714,6 +716,8 @@ static json_t *config_json(const bench_case *c, const config *cfg) {
   json_object_set_new(o, "frames_per_s", number(ran ? cfg->m_fps : NAN));
   json_object_set_new(o, "latency_p50_ms", number(ran ? cfg->m_p50 : NAN));
   json_object_set_new(o, "latency_p99_ms", number(ran ? cfg->m_p99 : NAN));
+  /* The host's enqueue time per frame (plm_run_stream_report's submit_p50_us). */
+  json_object_set_new(o, "host_submit_us", number(ran ? cfg->m_submit_us : NAN));
   json_object_set_new(o, "speedup_vs_naive", number(ran ? cfg->speedup : NAN));
   json_object_set_new(
       o, "pool_hit_rate",
@@ -825,9 +829,9 @@ static json_t *document_json(const bench *b, const goal *goals, int goal_count) 
 bool pipeline_bench_validate_json(const char *path, FILE *err) {
   static const char *const top_keys[] = {"benchmark", "backend", "device",
                                          "commit",    "results", "floors"};
-  static const char *const numbers[] = {"frames_per_s",     "latency_p50_ms", "latency_p99_ms",
-                                        "speedup_vs_naive", "pool_hit_rate",  "upstream_allocs",
-                                        "overlap"};
+  static const char *const numbers[] = {"frames_per_s",    "latency_p50_ms",   "latency_p99_ms",
+                                        "host_submit_us",  "speedup_vs_naive", "pool_hit_rate",
+                                        "upstream_allocs", "overlap"};
   if (!err) err = stderr;
   json_error_t error;
   json_t *doc = json_load_file(path, 0, &error);

@@ -527,6 +527,11 @@ typedef struct plm_run_stream_report {
   double copy_ms;    /* uploads and downloads */
   double compute_ms; /* the plan */
   double overlap_ms; /* copy time during which some frame's compute was running */
+  /* The host's time to enqueue one frame (its copies, its plan or graph, its events; the
+   * source and the sink not counted), by nearest rank over the frames: what one
+   * submitting thread costs per frame. */
+  double submit_p50_us;
+  double submit_p99_us;
 } plm_run_stream_report;
 
 /* Run frames through the pipeline as above. options may be NULL (the defaults); report
