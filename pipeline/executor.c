@@ -48,6 +48,12 @@ typedef struct frame_slot {
   double submitted_s;       /* when its source call returned (for latency) */
 } frame_slot;
 
+/* A growing list of one figure per frame, for its p50 and p99. */
+typedef struct sample_series {
+  float *values;
+  size_t count, capacity;
+} sample_series;
+
 typedef struct frame_run {
   plm_pipeline *pl;
   int slots_count, inputs_count, outputs_count;
@@ -58,11 +64,9 @@ typedef struct frame_run {
   const plm_run_stream_options *options;
   plm_run_stream_report *report;
   bool graphs_wanted, graphs_refused;
-  float *latency_ms; /* per delivered frame */
-  size_t latency_count, latency_capacity;
-  float *submit_us; /* per submitted frame: the host's enqueue time */
-  size_t submit_count, submit_capacity;
-  double *timings; /* TIMING_POINTS per delivered frame, ms after origin */
+  sample_series latency_ms; /* per delivered frame */
+  sample_series submit_us;  /* per submitted frame: the host's enqueue time */
+  double *timings;          /* TIMING_POINTS per delivered frame, ms after origin */
   size_t timed_frames, timed_capacity;
 } frame_run;
 
@@ -179,8 +183,8 @@ static void close_run(frame_run *run) {
   free(run->output_shapes);
   free(run->input_bytes);
   free(run->output_bytes);
-  free(run->latency_ms);
-  free(run->submit_us);
+  free(run->latency_ms.values);
+  free(run->submit_us.values);
   free(run->timings);
 }
 
@@ -276,27 +280,16 @@ static double since_origin_ms(frame_run *run, plm_event *event) {
   return ms;
 }
 
-static plm_status keep_latency(frame_run *run, double ms) {
-  if (run->latency_count == run->latency_capacity) {
-    size_t capacity = run->latency_capacity ? 2 * run->latency_capacity : 1024;
-    float *grown = realloc(run->latency_ms, capacity * sizeof *grown);
-    if (!grown) return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for frame latencies");
-    run->latency_ms = grown;
-    run->latency_capacity = capacity;
+/* Append v to series; `what` names it in the out-of-memory message. */
+static plm_status series_add(sample_series *series, double v, const char *what) {
+  if (series->count == series->capacity) {
+    size_t capacity = series->capacity ? 2 * series->capacity : 1024;
+    float *grown = realloc(series->values, capacity * sizeof *grown);
+    if (!grown) return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for %s", what);
+    series->values = grown;
+    series->capacity = capacity;
   }
-  run->latency_ms[run->latency_count++] = (float)ms;
-  return PLM_OK;
-}
-
-static plm_status keep_submit_time(frame_run *run, double us) {
-  if (run->submit_count == run->submit_capacity) {
-    size_t capacity = run->submit_capacity ? 2 * run->submit_capacity : 1024;
-    float *grown = realloc(run->submit_us, capacity * sizeof *grown);
-    if (!grown) return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for submit times");
-    run->submit_us = grown;
-    run->submit_capacity = capacity;
-  }
-  run->submit_us[run->submit_count++] = (float)us;
+  series->values[series->count++] = (float)v;
   return PLM_OK;
 }
 
@@ -339,7 +332,8 @@ static plm_status retire_frame(frame_run *run, frame_slot *slot, plm_frame_sink_
                            plm_status_str(status));
     }
   }
-  status = keep_latency(run, (plm__monotonic_seconds() - slot->submitted_s) * 1e3);
+  status = series_add(&run->latency_ms, (plm__monotonic_seconds() - slot->submitted_s) * 1e3,
+                      "frame latencies");
   if (status != PLM_OK) return status;
   run->report->frames_delivered++;
   slot->frame = -1;
@@ -421,23 +415,22 @@ static void measure_overlap(frame_run *run) {
   free(compute);
 }
 
+/* A series' p50 and p99 by nearest rank (profile/stats.h); 0 for an empty one. */
+static void series_percentiles(sample_series *series, double *p50, double *p99) {
+  *p50 = *p99 = 0.0;
+  if (series->count == 0) return;
+  qsort(series->values, series->count, sizeof *series->values, compare_float);
+  *p50 = series->values[plm__nearest_rank(series->count, 0.50)];
+  *p99 = series->values[plm__nearest_rank(series->count, 0.99)];
+}
+
 static void finish_report(frame_run *run, double started_s) {
   plm_run_stream_report *report = run->report;
   report->seconds = plm__monotonic_seconds() - started_s;
   if (report->seconds > 0)
     report->frames_per_s = (double)report->frames_delivered / report->seconds;
-  report->latency_p50_ms = report->latency_p99_ms = 0.0;
-  if (run->latency_count > 0) { /* by nearest rank (profile/stats.h) */
-    qsort(run->latency_ms, run->latency_count, sizeof *run->latency_ms, compare_float);
-    report->latency_p50_ms = run->latency_ms[plm__nearest_rank(run->latency_count, 0.50)];
-    report->latency_p99_ms = run->latency_ms[plm__nearest_rank(run->latency_count, 0.99)];
-  }
-  report->submit_p50_us = report->submit_p99_us = 0.0;
-  if (run->submit_count > 0) {
-    qsort(run->submit_us, run->submit_count, sizeof *run->submit_us, compare_float);
-    report->submit_p50_us = run->submit_us[plm__nearest_rank(run->submit_count, 0.50)];
-    report->submit_p99_us = run->submit_us[plm__nearest_rank(run->submit_count, 0.99)];
-  }
+  series_percentiles(&run->latency_ms, &report->latency_p50_ms, &report->latency_p99_ms);
+  series_percentiles(&run->submit_us, &report->submit_p50_us, &report->submit_p99_us);
   report->graphs_used = report->graph_replays > 0;
   if (run->options->record_timing) measure_overlap(run);
 }
@@ -475,7 +468,8 @@ static plm_status stream_frames(frame_run *run, plm_frame_source_fn source, plm_
     slot->submitted_s = plm__monotonic_seconds();
     status = submit_frame(run, frame);
     if (status == PLM_OK)
-      status = keep_submit_time(run, (plm__monotonic_seconds() - slot->submitted_s) * 1e6);
+      status = series_add(&run->submit_us, (plm__monotonic_seconds() - slot->submitted_s) * 1e6,
+                          "submit times");
     if (status != PLM_OK) {
       run->report->failed_frame = frame;
       slot->frame = -1; /* not delivered; its work, if any, is waited for at close */
