@@ -259,9 +259,7 @@ static plm_status sobel_check(const plm__op_call *call) {
   static const char *const names[3] = {"gx", "gy", "magnitude"};
   for (int o = 0; o < 3 && status == PLM_OK; o++) {
     if (!call->out[o]) continue;
-    status = check_f32_output(call->out[o], names[o]);
-    if (status == PLM_OK)
-      status = plm__op_check_same_dims(call->in[0], "in", call->out[o], names[o]);
+    status = plm__op_check_output_like(call->in[0], "in", call->out[o], names[o], PLM_DTYPE_F32);
   }
   return status;
 }

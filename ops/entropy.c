@@ -45,10 +45,7 @@ static plm_status check(const plm__op_call *call) {
   if (!params) return plm__fail_raw(PLM_ERR_INVALID_ARG, "params is NULL");
   plm_status status = plm__entropy_check_params(params, in->dtype, "params->");
   if (status != PLM_OK || !out) return status;
-  if (out->dtype != PLM_DTYPE_F32)
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "out->dtype %s is not f32",
-                         plm_dtype_name(out->dtype));
-  return plm__op_check_same_dims(in, "in", out, "out");
+  return plm__op_check_output_like(in, "in", out, "out", PLM_DTYPE_F32);
 }
 
 static plm_status shapes(const plm__op_call *call, plm_shape *out, void *resolved) {

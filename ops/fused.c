@@ -46,10 +46,7 @@ static plm_status check(const plm__op_call *call) {
   plm_status status = check_params(call->params);
   if (status == PLM_OK) status = check_input(in);
   if (status != PLM_OK || !mask) return status;
-  if (mask->dtype != PLM_DTYPE_U8)
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "mask->dtype %s is not u8",
-                         plm_dtype_name(mask->dtype));
-  return plm__op_check_same_dims(in, "in", mask, "mask");
+  return plm__op_check_output_like(in, "in", mask, "mask", PLM_DTYPE_U8);
 }
 
 static plm_status shapes(const plm__op_call *call, plm_shape *out, void *resolved) {

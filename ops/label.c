@@ -46,10 +46,8 @@ static plm_status label_check(const plm__op_call *call) {
   const plm_tensor *mask = call->in[0], *labels = call->out[0], *count = call->out[1];
   plm_status status = check_params(call->params);
   if (status == PLM_OK) status = check_mask(mask);
-  if (status == PLM_OK && labels && labels->dtype != PLM_DTYPE_I32)
-    status = plm__fail_raw(PLM_ERR_INVALID_ARG, "labels->dtype %s is not i32",
-                           plm_dtype_name(labels->dtype));
-  if (status == PLM_OK && labels) status = plm__op_check_same_dims(mask, "mask", labels, "labels");
+  if (status == PLM_OK && labels)
+    status = plm__op_check_output_like(mask, "mask", labels, "labels", PLM_DTYPE_I32);
   if (status == PLM_OK && count && count->dtype != PLM_DTYPE_I32)
     status = plm__fail_raw(PLM_ERR_INVALID_ARG, "count->dtype %s is not i32",
                            plm_dtype_name(count->dtype));

@@ -91,3 +91,11 @@ plm_status plm__op_check_disjoint(const plm_tensor *a, const char *a_name, const
   if (a_end <= b_begin || b_end <= a_begin) return PLM_OK;
   return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s overlaps %s", b_name, a_name);
 }
+
+plm_status plm__op_check_output_like(const plm_tensor *in, const char *in_name,
+                                     const plm_tensor *out, const char *out_name, plm_dtype dtype) {
+  if (out->dtype != dtype)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s->dtype %s is not %s", out_name,
+                         plm_dtype_name(out->dtype), plm_dtype_name(dtype));
+  return plm__op_check_same_dims(in, in_name, out, out_name);
+}

@@ -32,6 +32,11 @@ plm_status plm__op_check_shape(const plm_tensor *tensor, const char *name);
  * "<name>->ndim is 3, expected 2" otherwise. */
 plm_status plm__op_check_f32(const plm_tensor *t, const char *name, int ndim);
 
+/* An output of an element-wise op: out->dtype is `dtype` ("out->dtype u8 is not f32"
+ * otherwise) and out has in's dims. */
+plm_status plm__op_check_output_like(const plm_tensor *in, const char *in_name,
+                                     const plm_tensor *out, const char *out_name, plm_dtype dtype);
+
 /* The same dims (dtypes may differ). */
 plm_status plm__op_check_same_dims(const plm_tensor *a, const char *a_name, const plm_tensor *b,
                                    const char *b_name);

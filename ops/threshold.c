@@ -25,10 +25,7 @@ static plm_status check(const plm__op_call *call) {
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "in->dtype %s is not u8, u16 or f32",
                          plm_dtype_name(in->dtype));
   if (!out) return PLM_OK;
-  if (out->dtype != PLM_DTYPE_U8)
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "out->dtype %s is not u8",
-                         plm_dtype_name(out->dtype));
-  return plm__op_check_same_dims(in, "in", out, "out");
+  return plm__op_check_output_like(in, "in", out, "out", PLM_DTYPE_U8);
 }
 
 static plm_status shapes(const plm__op_call *call, plm_shape *out, void *resolved) {
