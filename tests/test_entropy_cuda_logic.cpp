@@ -1,286 +1,423 @@
-/* tests/test_entropy_cuda_logic.cpp: the CUDA entropy kernel's segment logic, run on
- * the host, so that a machine without a GPU checks it too.
+/* tests/test_entropy_cuda_logic.cpp: the CUDA window kernel's block logic, for both
+ * of its ops (entropy and the fused sobel -> entropy -> threshold), run on the host,
+ * so that a machine without a GPU checks it too.
  *
  * kernels/cuda/entropy.cu is compiled here as plain C++ (its device-only parts are
- * under __CUDACC__): entropy_segment runs with a histogram per thread (ThreadOwner,
- * ThreadHist) directly, and with a histogram per warp (WarpHist) with the 32 lanes
- * emulated by 32 threads that meet at a barrier wherever a warp's lanes exchange
- * their sums, changing the shared counts with atomics, in whatever order the threads
- * run. Each owner takes many tasks, as on the GPU, so a histogram that a task did not
- * leave zeroed shows. Results are compared with a float64 reference that counts
- * every window from scratch (plume/entropy.h), and the two kinds of owner with each
- * other bit for bit. Exit status 0 is success.
+ * under __CUDACC__): run_block runs with a launch plan, each of a block's threads
+ * emulated by a thread that meets the others at a barrier where the GPU's threads call
+ * __syncthreads, the blocks of the grid one after another, the shared memory scribbled
+ * over between them. Every case runs with the plan the launcher makes and with plans
+ * chosen otherwise on the same input: each kind of histogram (dense shared, sparse
+ * shared, dense global) where it applies, the two-row ring, short and long segments,
+ * 32 and 128 threads.
+ *
+ * References, bit for bit: for entropy the CPU kernel (plm_entropy on a host context,
+ * itself checked against a float64 reference by tests/test_entropy.c); for the fused
+ * op the masks of plm_sobel, plm_entropy and plm_threshold run one after another on
+ * the host. The global histograms must be zeroed again at the end. Exit status 0 is
+ * success.
  */
 #include <pthread.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <string>
 #include <vector>
 
 #include "kernels/cuda/entropy.cu"
+#include "plume/plume.h"
 
 namespace {
 
-/* The lanes of a warp, emulated: lane() is the thread's own, sum() adds up one value
- * per lane between two barriers, sync() is a barrier. */
-struct EmulatedWarp {
-  static constexpr int kLanes = 32;
+#define CHECK(call)                                                                \
+  do {                                                                             \
+    plm_status check_status_ = (call);                                             \
+    if (check_status_ != PLM_OK) {                                                 \
+      std::fprintf(stderr, "%s -> %s: %s\n", #call, plm_status_str(check_status_), \
+                   plm_last_error());                                              \
+      std::exit(1);                                                                \
+    }                                                                              \
+  } while (0)
+
+/* ---- the grid, emulated ------------------------------------------------------------- */
+
+/* A block's threads, emulated: each is a thread; sync() is the block's barrier. */
+struct EmulatedBlock {
   pthread_barrier_t *barrier;
-  int64_t *slots;
-  int my_lane;
-  int lane() const { return my_lane; }
-  int64_t sum(int64_t v) const {
-    slots[my_lane] = v;
-    pthread_barrier_wait(barrier);
-    int64_t total = 0;
-    for (int i = 0; i < kLanes; i++) total += slots[i];
-    pthread_barrier_wait(barrier);
-    return total;
-  }
+  int my_thread, thread_count;
+  int64_t my_block, block_count;
+  int thread() const { return my_thread; }
+  int threads() const { return thread_count; }
+  int64_t index() const { return my_block; }
+  int64_t count() const { return block_count; }
   void sync() const { pthread_barrier_wait(barrier); }
 };
 
-/* One owner's tasks, as entropy_kernel gives them out, in segments of `rows` rows (0:
- * segment_rows, as the kernel takes them); with x_first > 0 only those of columns
- * x_first.. x_first + 2 (the others are left undone). */
-template <class Owner, class Hist>
-void run_tasks(const Owner &owner, const plm__entropy_args &args, const Hist &hist, int64_t o,
-               int64_t owners, int64_t x_first, int64_t rows) {
-  if (rows == 0) rows = segment_rows(args);
-  const int64_t segments = segment_count(args, rows), tasks = args.frames * segments * args.width;
-  for (int64_t task = o; task < tasks; task += owners) {
-    const int64_t x = task % args.width, rest = task / args.width;
-    if (x_first > 0 && (x < x_first || x > x_first + 2)) continue;
-    const int64_t y0 = rest % segments * rows, f = rest / segments;
-    entropy_segment(owner, args, nullptr, hist, f, y0, min64(y0 + rows, args.height), x);
-  }
-}
-
+template <class Hist, class Source, class Sink>
 struct Lane {
-  const plm__entropy_args *args;
-  uint32_t *words;
+  const plan *p;
+  const Source *source;
+  const Sink *sink;
+  int bins;
+  unsigned char *smem;
+  uint16_t *hists;
   pthread_barrier_t *barrier;
-  int64_t *slots;
-  int lane;
-  int64_t o, owners, x_first, rows;
+  int thread;
 };
 
+/* One thread of every block of the grid, the blocks one after another. */
+template <class Hist, class Source, class Sink>
 void *lane_main(void *arg) {
-  const Lane *l = static_cast<const Lane *>(arg);
-  EmulatedWarp warp = {l->barrier, l->slots, l->lane};
-  run_tasks(warp, *l->args, WarpHist{l->words}, l->o, l->owners, l->x_first, l->rows);
+  const auto *l = static_cast<const Lane<Hist, Source, Sink> *>(arg);
+  const int64_t blocks = (int64_t)l->p->blocks;
+  for (int64_t b = 0; b < blocks; b++) {
+    EmulatedBlock block = {l->barrier, l->thread, l->p->threads, b, blocks};
+    block.sync(); /* the previous block is done with the shared memory */
+    if (l->thread == 0) std::memset(l->smem, 0xa5, l->p->smem); /* no block inherits it */
+    block.sync();
+    run_block<Hist>(block, *l->p, *l->source, *l->sink, l->bins, l->smem, l->hists, kDelta);
+  }
   return nullptr;
 }
 
-/* The kernel's work with `owners` histograms of the given kind (x_first and rows as
- * run_tasks takes them); false when a histogram is not zeroed at the end. */
-bool run_kernel(const plm__entropy_args &args, bool by_warps, int64_t owners, int64_t x_first = 0,
-                int64_t rows = 0) {
-  if (!by_warps) {
-    std::vector<uint16_t> hists((size_t)(owners * args.bins), 0);
-    for (int64_t o = 0; o < owners; o++)
-      run_tasks(ThreadOwner{}, args, ThreadHist{hists.data() + o, owners}, o, owners, x_first,
-                rows);
-    for (uint16_t c : hists)
-      if (c) return false;
-    return true;
+/* The kernel's work under plan p; false when a global histogram is left dirty. */
+template <class Hist, class Source, class Sink>
+bool run_grid(const plan &p, const Source &source, const Sink &sink, int bins) {
+  std::vector<unsigned char> smem(p.smem + 16);
+  std::vector<uint16_t> hists(p.scratch / sizeof(uint16_t) + 1, 0);
+  pthread_barrier_t barrier;
+  pthread_barrier_init(&barrier, nullptr, (unsigned)p.threads);
+  std::vector<Lane<Hist, Source, Sink>> lanes((size_t)p.threads);
+  std::vector<pthread_t> threads((size_t)p.threads);
+  for (int t = 0; t < p.threads; t++) {
+    lanes[(size_t)t] = {&p, &source, &sink, bins, smem.data(), hists.data(), &barrier, t};
+    if (pthread_create(&threads[(size_t)t], nullptr, lane_main<Hist, Source, Sink>,
+                       &lanes[(size_t)t]) != 0)
+      std::abort();
   }
-  const int64_t words = (args.bins + 1) / 2;
-  std::vector<uint32_t> hists((size_t)(owners * words), 0);
-  for (int64_t o = 0; o < owners; o++) {
-    pthread_barrier_t barrier;
-    pthread_barrier_init(&barrier, nullptr, 32);
-    int64_t slots[32];
-    Lane lanes[32];
-    pthread_t threads[32];
-    for (int l = 0; l < 32; l++) {
-      lanes[l] =
-          Lane{&args, hists.data() + o * words, &barrier, slots, l, o, owners, x_first, rows};
-      if (pthread_create(&threads[l], nullptr, lane_main, &lanes[l]) != 0) std::abort();
-    }
-    for (int l = 0; l < 32; l++) pthread_join(threads[l], nullptr);
-    pthread_barrier_destroy(&barrier);
-  }
-  for (uint32_t w : hists)
-    if (w) return false;
-  return true;
+  for (pthread_t &thread : threads) pthread_join(thread, nullptr);
+  pthread_barrier_destroy(&barrier);
+  return std::all_of(hists.begin(), hists.end(), [](uint16_t c) { return c == 0; });
 }
 
-/* The worst difference from a float64 reference of every window. */
-double worst_error(const plm__entropy_args &args, const std::vector<float> &out) {
-  const int64_t h = args.height, w = args.width, left = args.window / 2;
-  std::vector<int> counts((size_t)args.bins, 0);
-  double worst = 0.0;
-  for (int64_t f = 0; f < args.frames; f++)
-    for (int64_t y = 0; y < h; y++)
-      for (int64_t x = 0; x < w; x++) {
-        std::vector<int> seen;
-        int64_t n = 0;
-        for (int64_t r = y - left; r < y - left + args.window; r++)
-          for (int64_t c = x - left; c < x - left + args.window; c++) {
-            if (r < 0 || r >= h || c < 0 || c >= w) continue;
-            int b = plm__entropy_bin(args.in, (f * h + r) * w + c, args.dtype, args.bins, args.lo,
-                                     args.hi);
-            if (counts[(size_t)b]++ == 0) seen.push_back(b);
-            n++;
-          }
-        double entropy = 0.0;
-        for (int b : seen) {
-          double p = (double)counts[(size_t)b] / (double)n;
-          entropy -= p * std::log2(p);
-          counts[(size_t)b] = 0;
-        }
-        double diff = std::fabs((double)out[(size_t)((f * h + y) * w + x)] - entropy);
-        if (!(diff <= worst)) worst = std::isnan(diff) ? INFINITY : diff;
-      }
-  return worst;
+/* As launch() in the kernel's file: the histogram type the plan's kind needs. */
+template <class Source, class Sink>
+bool run_plan(const plan &p, const Source &source, const Sink &sink, int bins) {
+  if (p.hist == HIST_SPARSE_SHARED) return run_grid<SparseHist>(p, source, sink, bins);
+  return run_grid<DenseHist>(p, source, sink, bins);
+}
+
+const char *kind_name(hist_kind kind) {
+  return kind == HIST_DENSE_SHARED    ? "dense shared"
+         : kind == HIST_SPARSE_SHARED ? "sparse shared"
+                                      : "dense global";
+}
+
+/* The plan the launcher makes, then others on the same shape, at 32 threads (the
+ * emulation's barriers are costly): each kind of histogram that applies (dense shared
+ * with at most 512 bins, sparse where its table fits 64 KiB), with the full ring and
+ * 5-row segments, and with the two-row ring and whole-frame segments. */
+std::vector<plan> plans_for(int64_t frames, int64_t height, int64_t width, int window, int bins) {
+  std::vector<plan> plans = {make_plan(frames, height, width, window, bins)};
+  const hist_kind kinds[] = {HIST_DENSE_SHARED, HIST_SPARSE_SHARED, HIST_DENSE_GLOBAL};
+  for (hist_kind kind : kinds) {
+    if (kind == HIST_DENSE_SHARED && (size_t)32 * bins * 2 > kDenseBudget) continue;
+    if (kind == HIST_SPARSE_SHARED &&
+        (size_t)32 * sparse_slots_for(window, bins) * 4 > kSparseBudget)
+      continue;
+    plans.push_back(
+        lay_out(frames, height, width, window, bins, plan_choice{kind, 32, window + 1, 5}));
+    plans.push_back(lay_out(frames, height, width, window, bins, plan_choice{kind, 32, 2, height}));
+  }
+  return plans;
+}
+
+std::string describe(const plan &p) {
+  char text[160];
+  std::snprintf(text, sizeof text, "%s, %d threads, %s ring, %lld-row segments, %u blocks",
+                kind_name(p.hist), p.threads, p.ring_rows > 2 ? "full" : "two-row",
+                (long long)p.segment_rows, p.blocks);
+  return text;
+}
+
+/* ---- inputs --------------------------------------------------------------------------- */
+
+uint64_t rng = 0x2545f4914f6cdd1dull;
+
+uint64_t next_random() {
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return rng;
 }
 
 struct Case {
   plm_dtype dtype;
   int64_t frames, height, width;
   int window, bins;
-  uint32_t levels; /* values drawn below this */
+  uint32_t levels;   /* values drawn below this (0: the dtype's own mix, see fill) */
+  bool range_auto;   /* f32 entropy */
 };
 
-int check(const Case &c, unsigned seed) {
+/* A tensor of random values of the case's dtype: below `levels`, or with levels 0 a
+ * mix: u8 of six levels, u16 anything, f32 in [0, 4) with some NaNs. */
+void fill(const Case &c, plm_tensor *t) {
   const int64_t count = c.frames * c.height * c.width;
-  std::vector<uint8_t> u8((size_t)count);
-  std::vector<uint16_t> u16((size_t)count);
-  std::vector<float> f32((size_t)count);
-  uint64_t state = seed * 2654435761u + 1;
   for (int64_t i = 0; i < count; i++) {
-    state ^= state << 13;
-    state ^= state >> 7;
-    state ^= state << 17;
-    const uint32_t v = (uint32_t)(state % c.levels);
-    u8[(size_t)i] = (uint8_t)v;
-    u16[(size_t)i] = (uint16_t)v;
-    f32[(size_t)i] = (float)v / (float)c.levels * 10.0f - 1.0f; /* some below lo, some above hi */
+    const uint64_t r = next_random();
+    const uint32_t v = c.levels ? (uint32_t)(r % c.levels) : 0;
+    switch (c.dtype) {
+      case PLM_DTYPE_U8: ((uint8_t *)t->data)[i] = (uint8_t)(c.levels ? v : r % 6 * 40); break;
+      case PLM_DTYPE_U16: ((uint16_t *)t->data)[i] = (uint16_t)(c.levels ? v : r); break;
+      case PLM_DTYPE_F32:
+        ((float *)t->data)[i] = c.levels          ? (float)v / (float)c.levels * 10.0f - 1.0f
+                                : r % 101 == 0 ? NAN
+                                               : (float)(r % 1000) / 250.0f;
+        break;
+      default: std::abort();
+    }
   }
+}
+
+/* Each frame's finite min and max, as the range kernel writes them. */
+std::vector<float> frame_ranges(const Case &c, const float *in) {
+  std::vector<float> ranges((size_t)(2 * c.frames), 0.0f);
+  const int64_t size = c.height * c.width;
+  for (int64_t f = 0; f < c.frames; f++) {
+    bool seen = false;
+    for (int64_t i = 0; i < size; i++) {
+      const float v = in[f * size + i];
+      if (!plm__entropy_in_auto_range(v)) continue;
+      if (!seen || v < ranges[(size_t)(2 * f)]) ranges[(size_t)(2 * f)] = v;
+      if (!seen || v > ranges[(size_t)(2 * f + 1)]) ranges[(size_t)(2 * f + 1)] = v;
+      seen = true;
+    }
+  }
+  return ranges;
+}
+
+struct Host {
+  plm_context *ctx;
+  plm_stream *stream;
+  plm_pool *pool;
+};
+
+plm_tensor make_tensor(const Host &host, plm_dtype dtype, const Case &c) {
+  const int64_t dims[3] = {c.frames, c.height, c.width};
+  plm_tensor t;
+  CHECK(plm_tensor_alloc(host.pool, host.stream, dtype, 3, dims, &t));
+  CHECK(plm_stream_synchronize(host.stream)); /* host memory: written directly */
+  return t;
+}
+
+/* ---- entropy ------------------------------------------------------------------------ */
+
+/* Every plan's entropy against the CPU kernel's (with whole_frames, only one plan:
+ * global histograms, segments of the whole frame, for windows whose fills would take
+ * the emulation too long); returns the failures. */
+int check_entropy(const Host &host, const Case &c, bool whole_frames = false) {
+  const int64_t count = c.frames * c.height * c.width;
+  plm_tensor in = make_tensor(host, c.dtype, c), expected = make_tensor(host, PLM_DTYPE_F32, c);
+  fill(c, &in);
+  plm_entropy_params params = plm_entropy_params_default();
+  params.window = c.window;
+  params.bins = c.bins;
+  params.range_auto = c.range_auto;
+  params.range_lo = 0.0;
+  params.range_hi = 8.0;
+  CHECK(plm_entropy(host.stream, &in, &params, &expected));
+  CHECK(plm_stream_synchronize(host.stream));
+
   plm__entropy_args args = {};
-  args.in = c.dtype == PLM_DTYPE_U8    ? (const void *)u8.data()
-            : c.dtype == PLM_DTYPE_U16 ? (const void *)u16.data()
-                                       : (const void *)f32.data();
+  args.in = in.data;
   args.frames = c.frames;
   args.height = c.height;
   args.width = c.width;
   args.dtype = c.dtype;
   args.window = c.window;
   args.bins = c.bins;
-  args.lo = 0.0;
-  args.hi = 8.0;
-  std::vector<float> by_thread((size_t)count, -1.0f), by_warp((size_t)count, -2.0f);
-  args.out = by_thread.data();
-  bool zeroed = run_kernel(args, false, 5);
-  args.out = by_warp.data();
-  zeroed = run_kernel(args, true, 3) && zeroed;
-  const double worst = worst_error(args, by_thread);
-  /* Any segment height gives the same bits: 1 row, a few, 64 and the kernel's own. */
-  bool heights_agree = true;
-  for (int64_t rows : {(int64_t)1, (int64_t)2, (int64_t)5, kMaxSegmentRows}) {
-    std::vector<float> other((size_t)count, -3.0f);
-    args.out = other.data();
-    zeroed = run_kernel(args, false, 4, 0, rows) && zeroed;
-    heights_agree = heights_agree && other == by_thread;
+  args.range_auto = c.range_auto;
+  args.lo = params.range_lo;
+  args.hi = params.range_hi;
+  const std::vector<float> ranges =
+      c.range_auto ? frame_ranges(c, (const float *)in.data) : std::vector<float>();
+  std::vector<float> out((size_t)count);
+  int failures = 0;
+  const std::vector<plan> plans =
+      whole_frames ? std::vector<plan>{lay_out(c.frames, c.height, c.width, c.window, c.bins,
+                                               plan_choice{HIST_DENSE_GLOBAL, 128, 2, c.height})}
+                   : plans_for(c.frames, c.height, c.width, c.window, c.bins);
+  for (const plan &p : plans) {
+    std::fill(out.begin(), out.end(), -1.0f);
+    args.out = out.data();
+    const EntropySource source = {args, ranges.data(), 0.0, 0.0};
+    const bool zeroed = run_plan(p, source, EntropySink{out.data()}, c.bins);
+    int64_t differ = 0;
+    for (int64_t i = 0; i < count; i++)
+      differ += std::memcmp(&out[(size_t)i], (const float *)expected.data + i, sizeof(float)) != 0;
+    const bool ok = differ == 0 && zeroed;
+    failures += !ok;
+    std::printf("entropy %s %lldx%lldx%lld w %d bins %d%s, %s: %lld differ%s%s\n",
+                plm_dtype_name(c.dtype), (long long)c.frames, (long long)c.height,
+                (long long)c.width, c.window, c.bins, c.range_auto ? " auto" : "",
+                describe(p).c_str(), (long long)differ, zeroed ? "" : ", histogram NOT zeroed",
+                ok ? "" : "  FAILED");
   }
-  const bool same = by_thread == by_warp && heights_agree;
-  std::printf(
-      "%s %lldx%lldx%lld window %d bins %d values < %u: segments of %lld rows, worst "
-      "%.3g, warp %s thread%s%s\n",
-      c.dtype == PLM_DTYPE_U8    ? "u8"
-      : c.dtype == PLM_DTYPE_U16 ? "u16"
-                                 : "f32",
-      (long long)c.frames, (long long)c.height, (long long)c.width, c.window, c.bins, c.levels,
-      (long long)segment_rows(args), worst, by_thread == by_warp ? "equals" : "DIFFERS from",
-      heights_agree ? "" : ", segment heights DISAGREE", zeroed ? "" : ", a histogram NOT zeroed");
-  return worst < 1e-4 && same && zeroed ? 0 : 1;
+  CHECK(plm_tensor_free(host.pool, host.stream, &in));
+  CHECK(plm_tensor_free(host.pool, host.stream, &expected));
+  return failures;
+}
+
+/* ---- fused ------------------------------------------------------------------------- */
+
+/* Every plan's masks against the chain's, for each comparison; returns the failures. */
+int check_fused(const Host &host, const Case &c, int index) {
+  const int64_t count = c.frames * c.height * c.width;
+  plm_tensor in = make_tensor(host, c.dtype, c), magnitude = make_tensor(host, PLM_DTYPE_F32, c);
+  plm_tensor entropy = make_tensor(host, PLM_DTYPE_F32, c);
+  plm_tensor chain_mask = make_tensor(host, PLM_DTYPE_U8, c);
+  fill(c, &in);
+  plm_sobel_entropy_threshold_params params = {};
+  params.sobel.border = (plm_border)(index % 3);
+  params.entropy.window = c.window;
+  params.entropy.bins = c.bins;
+  params.entropy.range_lo = c.dtype == PLM_DTYPE_U16 ? 20000.0 : 0.5;
+  params.entropy.range_hi = c.dtype == PLM_DTYPE_U16  ? 150000.0
+                            : c.dtype == PLM_DTYPE_U8 ? 600.0
+                                                      : 9.0;
+  CHECK(plm_sobel(host.stream, &in, &params.sobel, nullptr, nullptr, &magnitude));
+  CHECK(plm_entropy(host.stream, &magnitude, &params.entropy, &entropy));
+  CHECK(plm_stream_synchronize(host.stream));
+  std::vector<float> sorted((const float *)entropy.data, (const float *)entropy.data + count);
+  std::sort(sorted.begin(), sorted.end());
+
+  fused_args args = {};
+  args.sobel.in = in.data;
+  args.sobel.n = c.frames;
+  args.sobel.h = c.height;
+  args.sobel.w = c.width;
+  args.sobel.dtype = c.dtype;
+  args.sobel.border = params.sobel.border;
+  args.window = c.window;
+  args.bins = c.bins;
+  args.lo = params.entropy.range_lo;
+  args.hi = params.entropy.range_hi;
+  std::vector<uint8_t> mask((size_t)count);
+  args.mask = mask.data();
+  int failures = 0;
+  for (const plan &p : plans_for(c.frames, c.height, c.width, c.window, c.bins)) {
+    int64_t differ = 0;
+    bool zeroed = true;
+    for (int cmp = PLM_COMPARE_GT; cmp <= PLM_COMPARE_LE; cmp++) {
+      params.threshold.compare = (plm_compare)cmp;
+      params.threshold.value = sorted[(size_t)count / 2]; /* a tie with the median */
+      CHECK(plm_threshold(host.stream, &entropy, &params.threshold, &chain_mask));
+      CHECK(plm_stream_synchronize(host.stream));
+      args.value = params.threshold.value;
+      args.compare = params.threshold.compare;
+      std::fill(mask.begin(), mask.end(), 0xaa);
+      zeroed = run_plan(p, FusedSource{args}, FusedSink{args}, c.bins) && zeroed;
+      for (int64_t i = 0; i < count; i++)
+        differ += mask[(size_t)i] != ((uint8_t *)chain_mask.data)[i];
+    }
+    const bool ok = differ == 0 && zeroed;
+    failures += !ok;
+    std::printf("fused %s %lldx%lldx%lld w %d bins %d, %s: %lld differ%s%s\n",
+                plm_dtype_name(c.dtype), (long long)c.frames, (long long)c.height,
+                (long long)c.width, c.window, c.bins, describe(p).c_str(), (long long)differ,
+                zeroed ? "" : ", histogram NOT zeroed", ok ? "" : "  FAILED");
+  }
+  plm_tensor *all[] = {&in, &magnitude, &entropy, &chain_mask};
+  for (plm_tensor *t : all) CHECK(plm_tensor_free(host.pool, host.stream, t));
+  return failures;
+}
+
+/* ---- the plans themselves ------------------------------------------------------------- */
+
+/* What make_plan promises: the kind of histogram and threads the top of the kernel's
+ * file says, shared memory within the budgets, segments between 8 rows and max(2w,
+ * 32), halved only while there are fewer than 512 tasks. */
+int check_make_plan(int64_t frames, int64_t height, int64_t width, int window, int bins,
+                    hist_kind kind, int threads) {
+  const plan p = make_plan(frames, height, width, window, bins);
+  const int64_t longest = max64(2 * (int64_t)window, 32);
+  const int64_t longer = 2 * p.segment_rows; /* what the plan halved, if it did */
+  const bool rows_ok = p.segment_rows >= kMinSegmentRows && p.segment_rows <= longest &&
+                       (p.segment_rows == longest ||
+                        frames * p.strips * ((height + longer - 1) / longer) < kTargetTasks);
+  const size_t budget = kRingBudget + (kind == HIST_SPARSE_SHARED ? kSparseBudget : kDenseBudget) +
+                        kDeltaBudget;
+  const bool ok = p.hist == kind && p.threads == threads && rows_ok && p.smem <= budget &&
+                  (kind != HIST_DENSE_SHARED || p.smem <= kDefaultSharedLimit) &&
+                  p.scratch <= kGlobalHistBudget && p.blocks >= 1;
+  std::printf("plan %lldx%lldx%lld w %d bins %d: %s, %zu bytes of shared memory, %zu of scratch%s\n",
+              (long long)frames, (long long)height, (long long)width, window, bins,
+              describe(p).c_str(), p.smem, p.scratch, ok ? "" : "  WRONG");
+  return ok ? 0 : 1;
 }
 
 }  // namespace
 
-/* The segment height the kernel plans, and what it promises: between ceil(w / 4) and
- * 64 rows, 64 with warps' histograms or when the batch is large enough, else enough
- * tasks for every histogram the bounds allow, unless the segments are already as short
- * as ceil(w / 4); scratch within plume/entropy.h's bounds. */
-int check_plan(plm_dtype dtype, int64_t frames, int64_t height, int64_t width, int window, int bins,
-               int64_t expected_rows) {
-  plm__entropy_args args = {};
-  args.frames = frames;
-  args.height = height;
-  args.width = width;
-  args.dtype = dtype;
-  args.window = window;
-  args.bins = bins;
-  const int64_t rows = segment_rows(args), least = (window + 3) / 4;
-  const int64_t tasks = task_count(args), owners = owner_count(args);
-  const size_t bytes = plm__entropy_cuda_scratch_bytes(&args) - ranges_bytes(&args);
-  const size_t bound = bins <= kThreadBins ? (size_t)kFillThreads * bins * 2 : kHistBudget;
-  bool ok = rows == expected_rows && rows >= least && rows >= 1 && rows <= kMaxSegmentRows &&
-            (rows == kMaxSegmentRows || rows == least || tasks >= most_owners(args)) &&
-            (!warps_own(args) || rows == kMaxSegmentRows) &&
-            owners == (tasks < most_owners(args) ? tasks : most_owners(args)) && bytes <= bound;
-  std::printf(
-      "plan %lldx%lldx%lld window %d bins %d: segments of %lld rows (expected %lld), %lld "
-      "tasks, %lld histograms, %zu bytes%s\n",
-      (long long)frames, (long long)height, (long long)width, window, bins, (long long)rows,
-      (long long)expected_rows, (long long)tasks, (long long)owners, bytes, ok ? "" : ": WRONG");
-  return ok ? 0 : 1;
-}
-
 int main() {
   int failures = 0;
-  failures += check_plan(PLM_DTYPE_U8, 1, 512, 512, 16, 256, 4);      /* the seed size */
-  failures += check_plan(PLM_DTYPE_U8, 1, 512, 512, 3, 256, 2);       /* 131072 tasks */
-  failures += check_plan(PLM_DTYPE_U8, 1, 512, 512, 255, 256, 64);    /* fills would dominate */
-  failures += check_plan(PLM_DTYPE_U8, 1, 4096, 4096, 16, 256, 64);   /* big enough as it is */
-  failures += check_plan(PLM_DTYPE_U8, 16, 512, 512, 3, 256, 32);     /* a batch fills it too */
-  failures += check_plan(PLM_DTYPE_U8, 1, 1, 1, 1, 256, 1);           /* one pixel */
-  failures += check_plan(PLM_DTYPE_U8, 1, 5940, 1000, 5, 16, 45);     /* 132 segments a column */
-  failures += check_plan(PLM_DTYPE_U16, 1, 512, 512, 16, 65536, 64);  /* 4096 tasks, 2048 warps */
-  failures += check_plan(PLM_DTYPE_U16, 1, 128, 128, 16, 65536, 64);  /* warps: 64 rows */
-  failures += check_plan(PLM_DTYPE_F32, 1, 2048, 2048, 16, 4096, 64); /* warps, big */
-  const Case cases[] = {
-      {PLM_DTYPE_U16, 2, 150, 11, 16, 65536, 65536}, /* segments across frames */
-      {PLM_DTYPE_U16, 1, 70, 9, 1, 65536, 3},
-      {PLM_DTYPE_U16, 1, 130, 5, 33, 1000, 65536},
-      {PLM_DTYPE_U16, 1, 20, 30, 4, 65535, 65536}, /* an odd bin count: half a last word */
-      {PLM_DTYPE_U16, 1, 70, 4, 255, 65536, 2},    /* a window wider than the frame */
-      {PLM_DTYPE_U8, 3, 66, 7, 5, 256, 256},
-      {PLM_DTYPE_U8, 1, 65, 9, 2, 256, 4}, /* an even window */
-      {PLM_DTYPE_U8, 1, 1, 1, 3, 256, 256},
-      {PLM_DTYPE_F32, 1, 129, 6, 8, 4096, 1000},
+  failures += check_make_plan(1, 512, 512, 16, 256, HIST_DENSE_SHARED, 64);    /* u8 */
+  failures += check_make_plan(1, 4096, 4096, 16, 256, HIST_DENSE_SHARED, 64);  /* big */
+  failures += check_make_plan(1, 512, 512, 9, 64, HIST_DENSE_SHARED, 128);     /* fused */
+  failures += check_make_plan(1, 512, 512, 16, 65536, HIST_SPARSE_SHARED, 32); /* u16 */
+  failures += check_make_plan(1, 512, 512, 18, 65536, HIST_SPARSE_SHARED, 32);
+  failures += check_make_plan(1, 512, 512, 19, 65536, HIST_DENSE_GLOBAL, 128);
+  failures += check_make_plan(1, 512, 512, 5, 1000, HIST_SPARSE_SHARED, 128); /* 37 slots: 64 */
+  failures += check_make_plan(1, 512, 512, 255, 256, HIST_DENSE_SHARED, 64);  /* two-row ring */
+  failures += check_make_plan(1, 1, 1, 1, 256, HIST_DENSE_SHARED, 64);
+
+  plm_context_config config = {};
+  config.backend = PLM_BACKEND_HOST;
+  Host host = {};
+  CHECK(plm_context_create(&config, &host.ctx));
+  CHECK(plm_stream_create(host.ctx, PLM_STREAM_DEFAULT, &host.stream));
+  CHECK(plm_context_default_pool(host.ctx, &host.pool));
+
+  /* Shapes with one and several strips and segments, windows past the frame, even
+   * windows, odd bin counts; each kind of histogram by plans_for. */
+  const Case entropy_cases[] = {
+      {PLM_DTYPE_U8, 1, 1, 1, 3, 256, 0, false},
+      {PLM_DTYPE_U8, 3, 66, 7, 5, 256, 256, false},
+      {PLM_DTYPE_U8, 1, 65, 40, 2, 256, 4, false},
+      {PLM_DTYPE_U8, 2, 37, 130, 16, 16, 0, false},
+      {PLM_DTYPE_U16, 2, 70, 11, 16, 65536, 65536, false},
+      {PLM_DTYPE_U16, 1, 70, 9, 1, 65536, 3, false},
+      {PLM_DTYPE_U16, 1, 40, 33, 33, 1000, 0, false},
+      {PLM_DTYPE_U16, 1, 20, 30, 4, 65535, 65536, false},
+      {PLM_DTYPE_U16, 1, 70, 4, 255, 65536, 2, false},
+      {PLM_DTYPE_F32, 1, 29, 36, 8, 4096, 1000, false},
+      {PLM_DTYPE_F32, 2, 23, 41, 7, 64, 0, true},
+      {PLM_DTYPE_F32, 1, 30, 20, 3, 300, 17, true},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-    failures += check(cases[i], (unsigned)i + 1);
-  /* Counts near the most a window holds (255 * 255 = 65025, plus a row entering):
-   * two values packed in one word must never carry into each other. No reference
-   * (it would count 65025 pixels per window); the two kinds of owner must agree, on
-   * the columns around the middle. */
+  for (const Case &c : entropy_cases) failures += check_entropy(host, c);
+
+  const Case fused_cases[] = {
+      {PLM_DTYPE_U8, 1, 1, 1, 1, 64, 0, false},     {PLM_DTYPE_F32, 1, 1, 40, 3, 200, 0, false},
+      {PLM_DTYPE_U16, 1, 40, 1, 4, 400, 0, false},  {PLM_DTYPE_U8, 1, 7, 13, 2, 600, 0, false},
+      {PLM_DTYPE_F32, 2, 37, 29, 5, 64, 0, false},  {PLM_DTYPE_U8, 2, 37, 29, 16, 200, 0, false},
+      {PLM_DTYPE_U16, 2, 37, 29, 33, 400, 0, false}, {PLM_DTYPE_F32, 1, 30, 150, 2, 64, 0, false},
+      {PLM_DTYPE_U8, 1, 30, 70, 16, 65536, 0, false}, {PLM_DTYPE_U16, 3, 20, 33, 8, 7, 0, false},
+      {PLM_DTYPE_F32, 1, 20, 33, 255, 64, 0, false},
+  };
+  int index = 0;
+  for (const Case &c : fused_cases) failures += check_fused(host, c, index++);
+
+  /* Counts near the most a window holds (255 * 255 = 65025): one or two values over
+   * a frame larger than the window, whole-frame segments to keep it short. */
   for (uint32_t levels = 1; levels <= 2; levels++) {
-    const int64_t h = 260, w = 258, count = h * w;
-    std::vector<uint16_t> in((size_t)count);
-    for (int64_t i = 0; i < count; i++) in[(size_t)i] = (uint16_t)((i * 7 + i / w) % levels);
-    plm__entropy_args args = {};
-    args.in = in.data();
-    args.frames = 1;
-    args.height = h;
-    args.width = w;
-    args.dtype = PLM_DTYPE_U16;
-    args.window = 255;
-    args.bins = 65536;
-    std::vector<float> by_thread((size_t)count, 0.0f), by_warp((size_t)count, 0.0f);
-    args.out = by_thread.data();
-    bool zeroed = run_kernel(args, false, 5, w / 2 - 1);
-    args.out = by_warp.data();
-    zeroed = run_kernel(args, true, 3, w / 2 - 1) && zeroed;
-    const bool same = by_thread == by_warp;
-    std::printf("u16 %lldx%lld window 255, %u values: warp %s thread%s\n", (long long)h,
-                (long long)w, levels, same ? "equals" : "DIFFERS from",
-                zeroed ? "" : ", a histogram NOT zeroed");
-    failures += !(same && zeroed);
+    const Case c = {PLM_DTYPE_U16, 1, 260, 258, 255, 65536, levels, false};
+    failures += check_entropy(host, c, true);
   }
-  std::printf(failures ? "FAILED: %d cases\n" : "all cases passed\n", failures);
+
+  CHECK(plm_stream_destroy(host.stream));
+  CHECK(plm_context_destroy(host.ctx));
+  std::printf(failures ? "FAILED: %d\n" : "all cases passed\n", failures);
   return failures ? 1 : 0;
 }

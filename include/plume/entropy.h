@@ -53,19 +53,16 @@ extern "C" {
  * on host, per CPU work chunk (4 per core) a histogram of 2 bytes per bin and the bins
  * of at most 64 + w - 1 rows of a frame (2 bytes per pixel, rows padded to an odd
  * number of cache lines), plus 16 bytes per frame, so a long batch needs no more than
- * one frame; on cuda, 8 bytes per frame plus histograms of u16 counts, never more of
- * them than there are column segments (frames x ceil(H / s) x W, where a segment is
- * s = 64 rows, or, with at most 256 bins, fewer, down to ceil(w / 4), when the batch is
- * too small to give each histogram the bounds below allow a 64-row segment) and never
- * more than 256 MiB in all: with at most 256 bins (u8 by default) one per thread, up
- * to 131072 (64 MiB at 256 bins); with more (u16 by default: 65536) one per warp of 32
- * threads, which share it, up to min(4096, 256 MiB / (2 * bins)) of them (2048, 256
- * MiB, at 65536 bins).
+ * one frame; on cuda, 8 bytes per frame, plus, only when neither kind of shared-memory
+ * histogram fits (more than 512 bins and a window wider than 18), up to 64 MiB of
+ * per-thread histograms in device memory (zeroed on each such call).
  *
  * Cost: both kernels slide a histogram (the CPU's along rows, CUDA's down columns),
- * 2w count updates per pixel, each updating sum c log2 c in O(1), so time grows with
- * w, not with w*w or the bin count; the CUDA scratch is zeroed on every call, which
- * costs up to its size in memory bandwidth. */
+ * 2w count updates per pixel, each updating sum c log2 c in O(1) from a table, so time
+ * grows with w, not with w*w or the bin count. On cuda a histogram per thread lives
+ * in shared memory: a count per bin with at most 512 bins (u8 by default), else, for
+ * windows of at most 18, a small hash table of the bins the window holds (u16 by
+ * default); each input pixel is binned about once. */
 
 typedef struct plm_entropy_params {
   int window;      /* w, 1..255 */

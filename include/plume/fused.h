@@ -37,7 +37,8 @@ extern "C" {
  * in stream order (PLM_ERR_OUT_OF_MEMORY when it has none): on host, per CPU work
  * chunk, a few rows of bins and of staged input (O(rows x W), not O(H x W)) and a
  * histogram; on cuda, nothing when the per-thread histograms fit in shared memory
- * (bins <= 512), else up to 64 MiB of histograms in device memory. */
+ * (bins <= 512, or a window of at most 18 with more bins), else up to 64 MiB of
+ * histograms in device memory. */
 
 typedef struct plm_sobel_entropy_threshold_params {
   plm_sobel_params sobel;         /* as plm_sobel (border) */

@@ -4,7 +4,14 @@
  * Both kernels keep, for the window they slide, the counts c_b and the sum
  * S = sum_b c_b log2 c_b in 32.32 fixed point (plm__entropy_clogc), so adding a pixel
  * and taking it out again restores S exactly and no error builds up along a row;
- * then H = log2 n - S / n. Counts never exceed 255 * 255 = 65025.
+ * then H = log2 n - S / n. A window holds at most 255 * 255 = 65025 pixels; a count
+ * may pass that by the w pixels of a column or row entering before the one leaving is
+ * taken out.
+ *
+ * S changes by a table lookup per count change, never a logarithm: the table
+ * (plm__entropy_delta) is generated at build time by kernels/common/entropy_delta_gen.c
+ * from plm__entropy_clogc, into a file both backends compile, so the CPU and the GPU
+ * add up the same integers (the GPU's log2 and the host's may differ in the last bit).
  */
 #ifndef PLUME_KERNELS_COMMON_ENTROPY_H
 #define PLUME_KERNELS_COMMON_ENTROPY_H
@@ -19,7 +26,9 @@
 enum {
   PLM__ENTROPY_MAX_WINDOW = 255,
   PLM__ENTROPY_MAX_COUNT = 255 * 255,
-  PLM__ENTROPY_MAX_BINS = 65536
+  PLM__ENTROPY_MAX_BINS = 65536,
+  /* entries of the table of differences: every count a kernel may hold, plus one */
+  PLM__ENTROPY_DELTA_COUNT = PLM__ENTROPY_MAX_COUNT + PLM__ENTROPY_MAX_WINDOW + 1
 };
 
 typedef struct plm__entropy_args {
@@ -116,14 +125,16 @@ extern "C" {
 void plm__entropy_cpu(const plm__entropy_args *args);
 size_t plm__entropy_cpu_scratch_bytes(const plm__entropy_args *args);
 
+/* The table of differences on the host: plm__entropy_delta[c] = clogc(c + 1) -
+ * clogc(c) for c < PLM__ENTROPY_DELTA_COUNT (kernels/cpu/entropy.c; the CUDA kernels
+ * compile the same generated initialiser into device memory). */
+extern const int64_t plm__entropy_delta[PLM__ENTROPY_DELTA_COUNT];
+
 /* The CPU kernel's row step, which the fused sobel-entropy-threshold kernel shares
  * (kernels/cpu/fused.c): the entropy of one output row, out_row[x] for x < width,
  * from the `rows` rows of bins its window covers (plm__entropy_span), the first at
  * top and each `stride` bins after the previous. The window's histogram slides right
- * along the row. hist holds a u16 count per bin, zero on entry and on return. Call
- * plm__entropy_cpu_prepare once first (it fills a table; thread-safe, cheap after
- * the first call). */
-void plm__entropy_cpu_prepare(void);
+ * along the row. hist holds a u16 count per bin, zero on entry and on return. */
 /* The stride the CPU kernels give rows of bins of a given width: whole cache lines,
  * an odd number of them, so that the rows of a window, which plm__entropy_cpu_row
  * walks column by column, fall in different cache sets (at a width of 2048, rows
@@ -133,8 +144,9 @@ void plm__entropy_cpu_row(const uint16_t *top, int64_t rows, int64_t stride, int
                           int window, float *out_row, uint16_t *hist);
 
 /* Enqueue the CUDA kernels (kernels/cuda/entropy.cu) on a cudaStream_t, with the
- * context's device current. Scratch: each frame's range (auto) and one histogram per
- * thread (at most 256 bins) or per warp (more), bounded as plume/entropy.h says. */
+ * context's device current. Scratch: each frame's range (auto), and global histograms
+ * only when neither kind of shared one fits (more than 512 bins and a window past 18),
+ * at most 64 MiB (kernels/cuda/entropy.cu). */
 plm_status plm__entropy_cuda(void *stream, const plm__entropy_args *args);
 size_t plm__entropy_cuda_scratch_bytes(const plm__entropy_args *args);
 

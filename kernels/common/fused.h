@@ -65,9 +65,11 @@ void plm__sobel_entropy_threshold_cpu(const plm__sobel_entropy_threshold_args *a
 size_t plm__sobel_entropy_threshold_cpu_scratch_bytes(
     const plm__sobel_entropy_threshold_args *args);
 
-/* Enqueue the CUDA kernel (kernels/cuda/fused.cu) on a cudaStream_t, with the
+/* Enqueue the CUDA kernel (kernels/cuda/entropy.cu, the entropy op's window kernel
+ * with the Sobel magnitude's bins and a mask out) on a cudaStream_t, with the
  * context's device current. Scratch: none when the histograms fit in shared memory
- * (at most 512 bins), else the global histograms, at most 64 MiB. */
+ * (at most 512 bins, or a window of at most 18 with more), else the global
+ * histograms, at most 64 MiB. */
 plm_status plm__sobel_entropy_threshold_cuda(void *stream,
                                              const plm__sobel_entropy_threshold_args *args);
 size_t plm__sobel_entropy_threshold_cuda_scratch_bytes(

@@ -1,76 +1,114 @@
-/* kernels/cuda/entropy.cu: local entropy on the GPU.
+/* kernels/cuda/entropy.cu: local entropy on the GPU, for two ops, one kernel template
+ * (window_kernel<Source, Sink, Hist>):
+ *   - entropy: the bins of the input (u8, u16, f32), the entropy out (f32);
+ *   - sobel_entropy_threshold (fused): the bins of the Sobel magnitude, computed on
+ *     chip, a mask out; neither the magnitude nor the entropy reaches global memory.
  *
- * Every histogram has an owner, which takes tasks, segments of a column (frame, x) of
- * segment_rows rows (below), in a grid-stride loop: it fills the window of the
- * segment's first row, then slides down, adding the row segment that enters and taking
- * out the one that leaves (2w count updates per pixel), keeping S = sum c log2 c in
- * 32.32 fixed point as the CPU does (kernels/common/entropy.h), and ends by taking out
- * the last window, so every task leaves its histogram zeroed; the histograms are
- * zeroed once before the launch. Counts are u16: a window holds at most 255 * 255 =
- * 65025 pixels, and a count passes that by at most the w pixels of the row entering
- * before the row leaving is taken out.
+ * The work. A block of T threads (32..128) owns a strip of T output columns of one
+ * frame, one column per thread, and takes tasks (frame, strip, segment of R rows) in a
+ * grid-stride loop. For a task each thread fills its window's histogram for the
+ * segment's first row, then slides down its column: per row it takes out the row of
+ * the window that leaves and adds the row that enters (2w count changes), keeping
+ * S = sum c log2 c in 32.32 fixed point by one lookup per change in the table of
+ * differences (kernels/common/entropy.h), and writes its output. So S is the CPU's
+ * integer, and every output the CPU's bits.
  *
- * Two kinds of owner, one kernel template (entropy_kernel<Owner, Hist>):
- *   - a thread, when there are at most kThreadBins bins (u8 by default): u16 counts
- *     interleaved across threads (bin b of thread t at b * owners + t), so that the
- *     histograms of neighbouring threads, on neighbouring columns, share cache lines;
- *     up to kFillThreads threads (64 MiB for 256 bins).
- *   - a warp, with more bins (u16 by default: 65536), where a histogram per thread
- *     would leave the GPU nearly empty under any memory bound. The 32 lanes share one
- *     histogram: they split each step's 2w updates (and the w*w of a fill) among
- *     themselves, change the counts with atomics (u16 counts packed two to a u32 word;
- *     a count never goes below 0 or past 65535, so the halves never carry or borrow),
- *     and add up their changes of S with shuffles. Each lane's change of S is
- *     c' log2 c' - c log2 c for the count c its own atomic saw, so in whatever order
- *     the atomics land the changes of a bin telescope to its new term exactly, and S
- *     is the same integer as the CPU's. Up to min(kFillThreads / 32 warps,
- *     kHistBudget / histogram size) warps: 2048 warps and 256 MiB for 65536 bins.
- * Either way the scratch is at most kHistBudget (256 MiB) of histograms plus 8 bytes
- * per frame, and never more histograms than tasks.
+ * Bins once per pixel. The block bins each input row a task needs once, into a ring
+ * of w + 1 rows of T + w - 1 bins (u16) in shared memory: one thread computes a bin
+ * (entropy: a u8/u16 value scaled by a multiply and a shift, an f32 through the
+ * frame's range; fused: the Sobel magnitude of nine pixels read through the border
+ * rule, binned with the fixed range) and the w threads whose windows cover it read it.
+ * A task bins its first window's rows and one row per output row after: each input
+ * pixel is binned (R + w - 1) / R x (T + w - 1) / T times in all (1.8 for R = 32,
+ * T = 64, w = 16; the halo). When w + 1 rows do not fit the ring's budget (32 KiB: w
+ * past about 80 at T = 64) the ring is two rows, entering and leaving, and every row
+ * is binned twice as often.
  *
- * Segments are 64 rows (kMaxSegmentRows) where the batch has enough columns to give
- * every histogram the bounds allow a task at that height. With a histogram per thread
- * (at most 256 bins: 131072 histograms, about 4 x 132 SMs x 256 threads), smaller
- * batches get shorter segments, so that there are as many tasks as histograms and the
- * GPU fills up (a 512 x 512 u8 frame: 4096 tasks of 64 rows, but 65536 of 4 rows at
- * w = 16), down to ceil(w / 4) rows: a task's fill and final take-out cost 2 w^2
- * updates against 2 w per row it slides, so shorter segments would spend more than
- * 4 times the sliding on fills. More histograms cost more scratch to zero (32 MiB at
- * 256 bins for 65536 of them). A warp's histogram is large (128 KiB at 65536 bins)
- * and its fills are split 32 ways: warps keep 64-row segments, and their count stays
- * bounded by the tasks of 64 rows. The results do not depend on the segment height
- * (S is exact; tests/test_entropy_cuda_logic.cpp compares heights bit for bit).
+ * Histograms, one per thread, the kind chosen per launch (make_plan):
+ *   dense shared   a u16 count per bin in shared memory, bin b of thread t at b T + t,
+ *                  when T bins 2 bytes fit 32 KiB with T >= 32: up to 512 bins (u8's
+ *                  256 at T = 64), and the block stays within the 48 KiB a kernel gets
+ *                  without asking.
+ *   sparse shared  more bins (u16 value-as-bin: 65536) but a small window: a window
+ *                  holds at most min(bins, w^2) distinct bins, so each thread keeps an
+ *                  open-addressing table of (bin, count) pairs, u32 each, P of them,
+ *                  the power of two >= 1.5 times that (linear probing; an entry whose
+ *                  count falls to 0 is removed by shifting back the entries after it,
+ *                  so dead keys never fill the table), when T P 4 bytes fit 64 KiB
+ *                  (the kernel opts in to the shared memory past 48 KiB): w <= 18 at
+ *                  T = 32.
+ *   dense global   neither fits (more than 512 bins and a larger window): a u16 count
+ *                  per bin in global scratch, bin b of thread t of the grid at
+ *                  b (threads in the grid) + t, the grid capped so that they take at
+ *                  most 64 MiB, zeroed by one memset per launch. Slow; correct.
+ * Taking out the leaving row before adding the entering one bounds the counts by w^2
+ * and the distinct bins by min(bins, w^2). A task ends by clearing its histogram:
+ * shared ones are zeroed (cheaper than w^2 take-outs), the global one has its last
+ * window taken out (cheaper than zeroing 2 bins bytes), so the next task starts from
+ * zero. The differences a window reaches (counts up to w^2) are copied into shared
+ * memory at the start of each block when they take at most 8 KiB (w <= 31); beyond,
+ * the lookups go to the global table (L1, L2).
  *
- * With auto range, a first kernel (one block per frame) writes each frame's finite
- * min and max to scratch, where the entropy kernel reads them: no host round trip.
+ * Segments: R = max(2w, 32) rows, halved (down to 8) while the launch has fewer than
+ * 512 tasks, so that one small frame still spreads over the GPU. A task costs w^2
+ * count changes to fill its first window, then 2w per row: 2w + w^2 / R per pixel,
+ * against the 2w of a pure slide (40 against 32 for w = 16, R = 32).
  *
- * Not yet run on a GPU (none was available when it was written). The segment logic
- * of both kinds of owner (the functions below marked PLM_HD) runs on the host in
- * tests/test_entropy_cuda_logic.cpp (ctest entropy_cuda_logic), which compiles this
- * file as plain C++ (hence the __CUDACC__ guards around what only nvcc knows) and
- * emulates a warp's lanes with threads. tests/test_entropy.c checks the kernels
- * against the reference under PLUME_BACKEND=cuda (ctest entropy.cuda).
+ * Cost model per pixel (entropy, u8 in, f32 out, w = 16, dense shared, T = 64, R = 32):
+ *   DRAM: 1 byte read (halo rereads hit L2) and 4 written: 5 B. The memory floor is
+ *   84 MB / 3.35 TB/s = 25 us at 4096^2 (H100 SXM), 0.4 us at 512^2, where a launch
+ *   (a few us) dominates.
+ *   On chip: 40 count changes, each a shared load of a bin, a shared load and store of
+ *   its count (2-way bank conflicts: threads 2k and 2k + 1 share a bank) and a shared
+ *   load of a difference (random: conflicts): about 10 cycles of the SM's shared-memory
+ *   pipe per warp and change, 16.7 M x 40 / 32 x 10 / 132 SMs / 1.75 GHz = 0.9 ms at
+ *   4096^2, 14 us at 512^2. The kernel is bound by its count changes, not by memory:
+ *   2w changes per pixel is the least any exact sliding histogram does; only fewer
+ *   cycles per change (u8 counts for w <= 15, conflict-free layouts) would bring it
+ *   closer to the floor. Fused adds the Sobel magnitude (9 loads, ~20 flops) per binned
+ *   pixel and writes 1 byte instead of 4.
+ *   Launches per frame: 1, plus frame_range for f32 with auto range, plus a memset with
+ *   global histograms.
+ *   Occupancy is bounded by shared memory: dense u8 at T = 64 takes 32 KiB of
+ *   histograms, 3 KiB of ring and 2 KiB of differences: 6 blocks (384 threads) per SM.
+ *   Registers are capped at 64 per thread (__launch_bounds__(128, 8)).
+ * None of this has been measured: no line of it has run on a GPU yet.
+ *
+ * The host check: tests/test_entropy_cuda_logic.cpp compiles this file as plain C++
+ * (hence the __CUDACC__ guards around what only nvcc knows) and runs run_block for
+ * both sources and every kind of histogram, each block's threads emulated by threads
+ * meeting at a barrier, against the CPU kernels bit for bit. tests/test_entropy.c and
+ * tests/test_fused.c check the kernels themselves under PLUME_BACKEND=cuda.
  */
 #include "kernels/common/entropy.h"
+#include "kernels/common/fused.h"
 #include "kernels/cuda/launch.h"
 
 namespace {
 
-constexpr unsigned kThreads = 128; /* a multiple of 32: a warp never straddles owners */
+typedef plm__sobel_entropy_threshold_args fused_args;
+
+/* The table of differences, the same generated initialiser as the CPU's. */
+#ifdef __CUDACC__
+__device__
+#endif
+    const int64_t kDelta[PLM__ENTROPY_DELTA_COUNT] = {
+#include "entropy_delta.inc"
+};
+
+constexpr int kMaxThreads = 128;
+constexpr int kMinThreads = 32;
+constexpr size_t kDenseBudget = 32 * 1024;  /* dense shared histograms per block */
+constexpr size_t kSparseBudget = 64 * 1024; /* sparse ones (past 48 KiB in all: an opt-in) */
+constexpr size_t kRingBudget = 32 * 1024;          /* staged bins per block */
+constexpr size_t kDeltaBudget = 8 * 1024;          /* differences copied per block */
+constexpr size_t kGlobalHistBudget = size_t(64) << 20;
+constexpr size_t kDefaultSharedLimit = 48 * 1024;  /* beyond: an opt-in per kernel */
+constexpr int64_t kMinSegmentRows = 8;
+constexpr int64_t kTargetTasks = 512;
+constexpr int64_t kMaxBlocks = 65535LL * 32;
 constexpr unsigned kRangeThreads = 256;
-constexpr int64_t kMaxSegmentRows = 64;   /* rows an owner slides down at most per task */
-constexpr int kThreadBins = 256;          /* more bins: warps own the histograms */
-constexpr int64_t kFillThreads = 1 << 17; /* enough threads to fill any GPU */
-constexpr size_t kHistBudget = size_t(256) << 20;
-constexpr size_t kAlign = 256;
-
-size_t round_up(size_t bytes) {
-  return (bytes + kAlign - 1) / kAlign * kAlign;
-}
-
-size_t ranges_bytes(const plm__entropy_args *args) {
-  return round_up((size_t)args->frames * 2 * sizeof(float));
-}
+constexpr size_t kAlign = 16;
 
 PLM_HD int64_t min64(int64_t a, int64_t b) {
   return a < b ? a : b;
@@ -80,191 +118,411 @@ PLM_HD int64_t max64(int64_t a, int64_t b) {
   return a > b ? a : b;
 }
 
-/* ---- owners and their histograms ---------------------------------------------------- */
+size_t round_up(size_t bytes, size_t to) {
+  return (bytes + to - 1) / to * to;
+}
 
-/* A histogram of one thread: u16 counts, bin b at base[b * stride]. */
-struct ThreadHist {
+/* ---- the launch plan ------------------------------------------------------------------ */
+
+enum hist_kind { HIST_DENSE_SHARED, HIST_SPARSE_SHARED, HIST_DENSE_GLOBAL };
+
+struct plan {
+  hist_kind hist;
+  int threads;          /* per block: the columns of a strip */
+  int window, span;     /* span: staged bins per row, threads + window - 1 */
+  int ring_rows;        /* window + 1 (each row binned once per task) or 2 */
+  int sparse_slots;     /* P, a power of two (sparse shared) */
+  int delta_entries;    /* differences in shared memory; 0: read from the global table */
+  int64_t segment_rows; /* output rows per task */
+  int64_t strips, segments, tasks;
+  unsigned blocks;
+  size_t ring_bytes, hist_bytes, delta_bytes; /* the shared memory, in this order */
+  size_t smem;                                /* in all */
+  size_t scratch;                             /* global histograms, bytes */
+};
+
+/* The most threads (a power of two, kMinThreads..kMaxThreads) whose histograms of
+ * `each` bytes fit `budget`; 0 when not even kMinThreads do. */
+int threads_fitting(size_t each, size_t budget) {
+  for (int t = kMaxThreads; t >= kMinThreads; t /= 2)
+    if ((size_t)t * each <= budget) return t;
+  return 0;
+}
+
+/* P for a window: the power of two >= 1.5 x the most distinct bins it holds. */
+int sparse_slots_for(int window, int bins) {
+  const int64_t distinct = min64(bins, (int64_t)window * window);
+  int slots = 2;
+  while (slots < distinct + distinct / 2 + 1) slots *= 2;
+  return slots;
+}
+
+/* What a plan is made of: the shape, and the choices make_plan makes (which the host
+ * check also makes otherwise, to run every kind of histogram and ring on one input). */
+struct plan_choice {
+  hist_kind hist;
+  int threads;          /* kMinThreads..kMaxThreads, a power of two */
+  int ring_rows;        /* window + 1 or 2 */
+  int64_t segment_rows; /* >= 1 */
+};
+
+plan lay_out(int64_t frames, int64_t height, int64_t width, int window, int bins,
+             const plan_choice &choice) {
+  plan p = {};
+  p.hist = choice.hist;
+  p.threads = choice.threads;
+  p.window = window;
+  p.span = p.threads + window - 1;
+  p.ring_rows = choice.ring_rows;
+  p.ring_bytes = round_up((size_t)p.ring_rows * (size_t)p.span * sizeof(uint16_t), kAlign);
+  if (p.hist == HIST_DENSE_SHARED) {
+    p.hist_bytes = (size_t)p.threads * (size_t)bins * sizeof(uint16_t);
+  } else if (p.hist == HIST_SPARSE_SHARED) {
+    p.sparse_slots = sparse_slots_for(window, bins);
+    p.hist_bytes = (size_t)p.threads * (size_t)p.sparse_slots * sizeof(uint32_t);
+  }
+  const size_t entries = (size_t)window * window + 1; /* counts 0 .. w^2 - 1 change */
+  if (entries * sizeof(int64_t) <= kDeltaBudget) {
+    p.delta_entries = (int)entries;
+    p.delta_bytes = entries * sizeof(int64_t);
+  }
+  p.segment_rows = choice.segment_rows;
+  p.strips = (width + p.threads - 1) / p.threads;
+  p.segments = (height + p.segment_rows - 1) / p.segment_rows;
+  p.tasks = frames * p.strips * p.segments;
+  int64_t blocks = min64(p.tasks, kMaxBlocks);
+  if (p.hist == HIST_DENSE_GLOBAL) {
+    const size_t each = (size_t)p.threads * (size_t)bins * sizeof(uint16_t);
+    blocks = min64(blocks, max64((int64_t)(kGlobalHistBudget / each), 1));
+    p.scratch = (size_t)blocks * each;
+  }
+  p.blocks = (unsigned)blocks;
+  p.smem = p.ring_bytes + p.hist_bytes + p.delta_bytes;
+  return p;
+}
+
+/* The launch's plan (the choices at the top of the file). */
+plan make_plan(int64_t frames, int64_t height, int64_t width, int window, int bins) {
+  plan_choice choice = {};
+  const int dense_threads = threads_fitting((size_t)bins * sizeof(uint16_t), kDenseBudget);
+  const int sparse_threads =
+      threads_fitting((size_t)sparse_slots_for(window, bins) * sizeof(uint32_t), kSparseBudget);
+  if (dense_threads > 0) {
+    choice.hist = HIST_DENSE_SHARED;
+    choice.threads = dense_threads;
+  } else if (sparse_threads > 0) {
+    choice.hist = HIST_SPARSE_SHARED;
+    choice.threads = sparse_threads;
+  } else {
+    choice.hist = HIST_DENSE_GLOBAL;
+    choice.threads = kMaxThreads;
+  }
+  const size_t row_bytes = (size_t)(choice.threads + window - 1) * sizeof(uint16_t);
+  choice.ring_rows = (size_t)(window + 1) * row_bytes <= kRingBudget ? window + 1 : 2;
+  const int64_t strips = (width + choice.threads - 1) / choice.threads;
+  int64_t rows = max64(2 * (int64_t)window, 32);
+  while (rows > kMinSegmentRows && frames * strips * ((height + rows - 1) / rows) < kTargetTasks)
+    rows = max64(rows / 2, kMinSegmentRows);
+  choice.segment_rows = rows;
+  return lay_out(frames, height, width, window, bins, choice);
+}
+
+/* ---- histograms (one per thread; __host__ __device__ for the host check) -------------- */
+
+/* A u16 count per bin, bin b at base[b * stride]: dense shared (stride: the block's
+ * threads) or dense global (stride: the grid's). add/remove return the count before. */
+struct DenseHist {
   uint16_t *base;
   int64_t stride;
-  /* Add delta (+1 or -1) to bin b's count; returns the count before. */
-  PLM_HD uint32_t change(int b, int delta) const {
+  int bins;
+  PLM_HD uint32_t add(int b) const {
     uint16_t *count = base + (int64_t)b * stride;
-    uint32_t old = *count;
-    *count = (uint16_t)(old + delta);
+    const uint32_t old = *count;
+    *count = (uint16_t)(old + 1);
     return old;
   }
-};
-
-/* A histogram shared by the lanes of a warp: u16 counts packed two to a u32 word (bin
- * b in word b / 2, low half for even b), changed with atomics. */
-struct WarpHist {
-  uint32_t *words;
-  PLM_HD uint32_t change(int b, int delta) const {
-    const unsigned shift = (unsigned)(b & 1) * 16;
-    uint32_t *word = words + (b >> 1);
-#ifdef __CUDA_ARCH__
-    uint32_t old = delta > 0 ? atomicAdd(word, 1u << shift) : atomicSub(word, 1u << shift);
-#else /* the host check of the segment logic (see the top of the file) */
-    uint32_t old = delta > 0 ? __atomic_fetch_add(word, 1u << shift, __ATOMIC_SEQ_CST)
-                             : __atomic_fetch_sub(word, 1u << shift, __ATOMIC_SEQ_CST);
-#endif
-    return (old >> shift) & 0xffffu;
+  PLM_HD uint32_t remove(int b) const {
+    uint16_t *count = base + (int64_t)b * stride;
+    const uint32_t old = *count;
+    *count = (uint16_t)(old - 1);
+    return old;
+  }
+  PLM_HD void clear() const {
+    for (int b = 0; b < bins; b++) base[(int64_t)b * stride] = 0;
   }
 };
 
-/* Histograms' sizes in bytes, and how many there are. */
-PLM_HD size_t thread_hist_bytes(int bins) {
-  return (size_t)bins * sizeof(uint16_t);
-}
-
-PLM_HD size_t warp_hist_bytes(int bins) {
-  return (size_t)(bins + 1) / 2 * sizeof(uint32_t);
-}
-
-PLM_HD bool warps_own(const plm__entropy_args &args) {
-  return args.bins > kThreadBins;
-}
-
-/* The most histograms the bounds allow (see the top of the file). */
-PLM_HD int64_t most_owners(const plm__entropy_args &args) {
-  if (!warps_own(args)) return kFillThreads;
-  const int64_t fit = (int64_t)(kHistBudget / warp_hist_bytes(args.bins));
-  return min64(kFillThreads / 32, fit);
-}
-
-/* The rows of a task's segment: kMaxSegmentRows, or, with a histogram per thread,
- * fewer, down to ceil(w / 4), where that leaves fewer tasks than most_owners (see the
- * top of the file). */
-PLM_HD int64_t segment_rows(const plm__entropy_args &args) {
-  if (warps_own(args)) return kMaxSegmentRows;
-  const int64_t columns = args.frames * args.width;
-  const int64_t wanted = (most_owners(args) + columns - 1) / columns; /* segments per column */
-  const int64_t rows = wanted > 1 ? args.height / wanted : kMaxSegmentRows;
-  return min64(max64(rows, max64((args.window + 3) / 4, 1)), kMaxSegmentRows);
-}
-
-PLM_HD int64_t segment_count(const plm__entropy_args &args, int64_t rows) {
-  return (args.height + rows - 1) / rows;
-}
-
-int64_t task_count(const plm__entropy_args &args) {
-  return args.frames * segment_count(args, segment_rows(args)) * args.width;
-}
-
-int64_t owner_count(const plm__entropy_args &args) {
-  return min64(task_count(args), most_owners(args));
-}
-
-size_t hists_bytes(const plm__entropy_args &args) {
-  const size_t each = warps_own(args) ? warp_hist_bytes(args.bins) : thread_hist_bytes(args.bins);
-  return (size_t)owner_count(args) * each;
-}
-
-/* The owner is one thread: its lane is 0 and its sums are its own. */
-struct ThreadOwner {
-  static constexpr int kLanes = 1;
-  PLM_HD int lane() const { return 0; }
-  PLM_HD int64_t sum(int64_t v) const { return v; }
-  PLM_HD void sync() const {}
+/* An open-addressing table of P = mask + 1 entries (bin << 16 | count; 0: empty),
+ * entry i at base[i * stride]. A bin is looked for from its home slot onwards (linear
+ * probing); the table never holds a count of 0. */
+struct SparseHist {
+  uint32_t *base;
+  int64_t stride;
+  uint32_t mask;
+  PLM_HD uint32_t home(uint32_t bin) const { return (bin * 2654435761u >> 7) & mask; }
+  PLM_HD uint32_t &at(uint32_t i) const { return base[(int64_t)i * stride]; }
+  PLM_HD uint32_t add(int b) const {
+    const uint32_t bin = (uint32_t)b;
+    for (uint32_t i = home(bin);; i = (i + 1) & mask) {
+      const uint32_t e = at(i);
+      if (e == 0) {
+        at(i) = bin << 16 | 1u;
+        return 0;
+      }
+      if (e >> 16 == bin) {
+        at(i) = e + 1;
+        return e & 0xffffu;
+      }
+    }
+  }
+  /* The bin is in the table (its count is at least 1). */
+  PLM_HD uint32_t remove(int b) const {
+    const uint32_t bin = (uint32_t)b;
+    uint32_t i = home(bin);
+    while (at(i) >> 16 != bin || (at(i) & 0xffffu) == 0) i = (i + 1) & mask;
+    const uint32_t e = at(i);
+    if ((e & 0xffffu) > 1) {
+      at(i) = e - 1;
+      return e & 0xffffu;
+    }
+    /* The count falls to 0: close the gap, moving back each entry after it whose home
+     * is not between the gap and the entry (cyclically), until an empty slot. */
+    uint32_t gap = i;
+    for (uint32_t j = (i + 1) & mask;; j = (j + 1) & mask) {
+      const uint32_t next = at(j);
+      if (next == 0) break;
+      if (((j - home(next >> 16)) & mask) >= ((j - gap) & mask)) {
+        at(gap) = next;
+        gap = j;
+      }
+    }
+    at(gap) = 0;
+    return 1;
+  }
+  PLM_HD void clear() const {
+    for (uint32_t i = 0; i <= mask; i++) at(i) = 0;
+  }
 };
+
+/* ---- sources of bins and sinks of results --------------------------------------------- */
+
+/* entropy: the bin of an input pixel; f32 through the frame's range (the fixed one, or
+ * with range_auto the frame's finite [min, max] from frame_range, in `ranges`). */
+struct EntropySource {
+  plm__entropy_args a;
+  const float *ranges;
+  double lo, hi; /* the frame's, set by begin */
+  PLM_HD int64_t height() const { return a.height; }
+  PLM_HD int64_t width() const { return a.width; }
+  PLM_HD void begin(int64_t f) {
+    lo = a.range_auto ? (double)ranges[2 * f] : a.lo;
+    hi = a.range_auto ? (double)ranges[2 * f + 1] : a.hi;
+  }
+  PLM_HD int bin(int64_t f, int64_t y, int64_t x) const {
+    return plm__entropy_bin(a.in, (f * a.height + y) * a.width + x, a.dtype, a.bins, lo, hi);
+  }
+};
+
+struct EntropySink {
+  float *out;
+  PLM_HD void write(int64_t at, plm__entropy_norm norm, int64_t s) const {
+    out[at] = plm__entropy_from_sum(norm, s);
+  }
+};
+
+/* fused: the bin of the Sobel magnitude at a pixel (kernels/common/fused.h). */
+struct FusedSource {
+  fused_args a;
+  PLM_HD int64_t height() const { return a.sobel.h; }
+  PLM_HD int64_t width() const { return a.sobel.w; }
+  PLM_HD void begin(int64_t) {}
+  PLM_HD int bin(int64_t f, int64_t y, int64_t x) const {
+    return plm__sobel_entropy_bin_at(&a, f, y, x);
+  }
+};
+
+struct FusedSink {
+  fused_args a;
+  PLM_HD void write(int64_t at, plm__entropy_norm norm, int64_t s) const {
+    a.mask[at] = plm__sobel_entropy_threshold_mask(&a, norm, s);
+  }
+};
+
+/* ---- the block's logic (__host__ __device__ for the host check) ----------------------- */
+
+/* The bins of row r of frame f over columns x0 - left .. x0 - left + span - 1 (those
+ * inside the frame) into dst; every thread of the block takes part. */
+template <class Block, class Source>
+PLM_HD void stage_row(const Block &block, const Source &source, int64_t f, int64_t r, int64_t x0,
+                      int left, int span, uint16_t *dst) {
+  const int64_t width = source.width();
+  for (int k = block.thread(); k < span; k += block.threads()) {
+    const int64_t c = x0 - left + k;
+    if (c >= 0 && c < width) dst[k] = (uint16_t)source.bin(f, r, c);
+  }
+}
+
+/* Add the bins row[k0..k1] to the histogram; returns the new S. */
+template <class Hist>
+PLM_HD int64_t add_row(const Hist &hist, const int64_t *delta, const uint16_t *row, int k0, int k1,
+                       int64_t s) {
+  for (int k = k0; k <= k1; k++) s += delta[hist.add(row[k])];
+  return s;
+}
+
+/* Take the bins row[k0..k1] out of the histogram; returns the new S. */
+template <class Hist>
+PLM_HD int64_t remove_row(const Hist &hist, const int64_t *delta, const uint16_t *row, int k0,
+                          int k1, int64_t s) {
+  for (int k = k0; k <= k1; k++) s -= delta[hist.remove(row[k]) - 1];
+  return s;
+}
+
+/* The thread's histogram: in the block's shared memory (area, p.hist_bytes), or, for
+ * HIST_DENSE_GLOBAL, in the scratch. */
+template <class Hist>
+struct HistOf;
+
+template <>
+struct HistOf<DenseHist> {
+  template <class Block>
+  static PLM_HD DenseHist make(const Block &block, const plan &p, int bins, unsigned char *area,
+                               uint16_t *global_hists) {
+    const int t = block.thread(), threads = block.threads();
+    if (p.hist == HIST_DENSE_GLOBAL)
+      return DenseHist{global_hists + block.index() * threads + t, block.count() * threads, bins};
+    return DenseHist{(uint16_t *)area + t, threads, bins};
+  }
+};
+
+template <>
+struct HistOf<SparseHist> {
+  template <class Block>
+  static PLM_HD SparseHist make(const Block &block, const plan &p, int, unsigned char *area,
+                                uint16_t *) {
+    return SparseHist{(uint32_t *)area + block.thread(), block.threads(),
+                      (uint32_t)p.sparse_slots - 1};
+  }
+};
+
+/* One block's work: its tasks, in a grid-stride loop. smem is the block's dynamic
+ * shared memory (p.smem bytes), global_hists the scratch (p.scratch bytes, zeroed; used
+ * with HIST_DENSE_GLOBAL only), global_delta the table of differences. Every loop that
+ * synchronises runs the same trips in every thread: its bounds depend on the task. */
+template <class Hist, class Block, class Source, class Sink>
+PLM_HD void run_block(const Block &block, const plan &p, Source source, const Sink &sink,
+                      int bins, unsigned char *smem, uint16_t *global_hists,
+                      const int64_t *global_delta) {
+  const int t = block.thread(), T = block.threads();
+  uint16_t *ring = (uint16_t *)smem;
+  unsigned char *hist_area = smem + p.ring_bytes;
+  const int64_t *delta = global_delta;
+  if (p.delta_entries > 0) {
+    int64_t *shared_delta = (int64_t *)(smem + p.ring_bytes + p.hist_bytes);
+    for (int c = t; c < p.delta_entries; c += T) shared_delta[c] = global_delta[c];
+    delta = shared_delta;
+  }
+  const Hist hist = HistOf<Hist>::make(block, p, bins, hist_area, global_hists);
+  const bool drain = p.hist == HIST_DENSE_GLOBAL; /* else zeroed */
+  if (!drain) hist.clear();
+
+  const int64_t h = source.height(), w = source.width();
+  const int window = p.window, left = window / 2, right = window - 1 - left;
+  const bool ring_mode = p.ring_rows > 2;
+  auto slot = [&](int64_t r) { return ring + (r % p.ring_rows) * p.span; };
+  for (int64_t task = block.index(); task < p.tasks; task += block.count()) {
+    const int64_t strip = task % p.strips, rest = task / p.strips;
+    const int64_t f = rest / p.segments, y0 = rest % p.segments * p.segment_rows;
+    const int64_t y1 = min64(y0 + p.segment_rows, h);
+    const int64_t x0 = strip * T, x = x0 + t;
+    const bool active = x < w;
+    source.begin(f);
+    int64_t col_first = 0, cols = 0;
+    if (active) plm__entropy_span(x, w, window, &col_first, &cols);
+    const int k0 = (int)(col_first - x0 + left), k1 = k0 + (int)cols - 1; /* in a staged row */
+
+    /* The first window. */
+    int64_t row_first, rows, s = 0;
+    plm__entropy_span(y0, h, window, &row_first, &rows);
+    for (int64_t r = row_first; r < row_first + rows; r++) {
+      uint16_t *dst = ring_mode ? slot(r) : ring;
+      /* The previous task's readers are done with the ring; without one, with the row. */
+      if (!ring_mode || r == row_first) block.sync();
+      stage_row(block, source, f, r, x0, left, p.span, dst);
+      if (!ring_mode) {
+        block.sync();
+        if (active) s = add_row(hist, delta, dst, k0, k1, s);
+      }
+    }
+    if (ring_mode) {
+      block.sync();
+      for (int64_t r = row_first; active && r < row_first + rows; r++)
+        s = add_row(hist, delta, slot(r), k0, k1, s);
+    }
+    int64_t last_n = 0;
+    plm__entropy_norm norm = {0.0, 0.0};
+    for (int64_t y = y0; y < y1; y++) {
+      if (y > y0) { /* slide down a row: the top row leaves, the one below enters */
+        const int64_t enters = y + right, leaves = y - left - 1;
+        uint16_t *entering = ring_mode ? slot(enters) : ring;
+        uint16_t *leaving = ring_mode ? slot(leaves) : ring + p.span;
+        block.sync();
+        if (enters < h) stage_row(block, source, f, enters, x0, left, p.span, entering);
+        if (!ring_mode && leaves >= 0) stage_row(block, source, f, leaves, x0, left, p.span, leaving);
+        block.sync();
+        if (active && leaves >= 0) s = remove_row(hist, delta, leaving, k0, k1, s);
+        if (active && enters < h) s = add_row(hist, delta, entering, k0, k1, s);
+      }
+      if (active) {
+        plm__entropy_span(y, h, window, &row_first, &rows);
+        const int64_t n = rows * cols;
+        if (n != last_n) {
+          last_n = n;
+          norm = plm__entropy_norm_of(n);
+        }
+        sink.write((f * h + y) * w + x, norm, s);
+      }
+    }
+    /* Clear the histogram for the next task. */
+    if (!drain) {
+      if (active) hist.clear();
+      continue;
+    }
+    plm__entropy_span(y1 - 1, h, window, &row_first, &rows);
+    for (int64_t r = row_first; r < row_first + rows; r++) {
+      uint16_t *src = ring_mode ? slot(r) : ring;
+      if (!ring_mode) {
+        block.sync();
+        stage_row(block, source, f, r, x0, left, p.span, src);
+        block.sync();
+      }
+      if (active) s = remove_row(hist, delta, src, k0, k1, s);
+    }
+  }
+}
+
+/* ---- kernels and launchers ------------------------------------------------------------ */
 
 #ifdef __CUDACC__
 
-/* The owner is a warp: every lane gets the sum over the warp. */
-struct WarpOwner {
-  static constexpr int kLanes = 32;
-  __device__ int lane() const { return (int)(threadIdx.x & 31); }
-  __device__ int64_t sum(int64_t v) const {
-    __syncwarp(); /* the lanes' count updates are ordered before what follows */
-    for (int offset = 16; offset > 0; offset /= 2)
-      v += __shfl_xor_sync(0xffffffffu, (long long)v, offset);
-    return v;
-  }
-  __device__ void sync() const { __syncwarp(); }
+/* The block as the GPU runs it. */
+struct DeviceBlock {
+  __device__ int thread() const { return (int)threadIdx.x; }
+  __device__ int threads() const { return (int)blockDim.x; }
+  __device__ int64_t index() const { return blockIdx.x; }
+  __device__ int64_t count() const { return gridDim.x; }
+  __device__ void sync() const { __syncthreads(); }
 };
-#endif
 
-/* ---- the segment logic (both owners; __host__ __device__ for the host check) -------- */
-
-/* Add (sign > 0) or take out this lane's share (every kLanes-th pixel) of rows
- * [r0, r1] x columns [c0, c1] of the frame starting at element `base`; returns this
- * lane's change of S. Nothing when r1 < r0. */
-template <int kLanes, class Hist>
-PLM_HD int64_t update_rect(const plm__entropy_args &args, const Hist &hist, int lane, int64_t base,
-                           int64_t r0, int64_t r1, int64_t c0, int64_t c1, int sign, double lo,
-                           double hi) {
-  if (r1 < r0) return 0;
-  const int cols = (int)(c1 - c0 + 1), count = (int)(r1 - r0 + 1) * cols; /* <= 255 * 255 */
-  int64_t ds = 0;
-  for (int k = lane; k < count; k += kLanes) {
-    const int dr = k / cols, dc = k - dr * cols;
-    const int64_t at = base + (r0 + dr) * args.width + c0 + dc;
-    const int b = plm__entropy_bin(args.in, at, args.dtype, args.bins, lo, hi);
-    const int64_t old = hist.change(b, sign);
-    ds += plm__entropy_clogc(old + sign) - plm__entropy_clogc(old);
-  }
-  return ds;
+template <class Hist, class Source, class Sink>
+__global__ void __launch_bounds__(kMaxThreads, 8)
+    window_kernel(plan p, Source source, Sink sink, int bins, uint16_t *__restrict__ global_hists) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  run_block<Hist>(DeviceBlock{}, p, source, sink, bins, smem, global_hists, kDelta);
 }
 
-/* One step down: add row `in_row` and take out row `out_row` (either may be -1 for
- * none) of columns [c0, c1], this lane's share of the 2 (c1 - c0 + 1) updates;
- * returns this lane's change of S. */
-template <int kLanes, class Hist>
-PLM_HD int64_t update_step(const plm__entropy_args &args, const Hist &hist, int lane, int64_t base,
-                           int64_t in_row, int64_t out_row, int64_t c0, int64_t c1, double lo,
-                           double hi) {
-  const int cols = (int)(c1 - c0 + 1);
-  int64_t ds = 0;
-  for (int k = lane; k < 2 * cols; k += kLanes) {
-    const int64_t row = k < cols ? in_row : out_row;
-    if (row < 0) continue;
-    const int sign = k < cols ? 1 : -1;
-    const int64_t at = base + row * args.width + c0 + (k < cols ? k : k - cols);
-    const int b = plm__entropy_bin(args.in, at, args.dtype, args.bins, lo, hi);
-    const int64_t old = hist.change(b, sign);
-    ds += plm__entropy_clogc(old + sign) - plm__entropy_clogc(old);
-  }
-  return ds;
-}
-
-/* Rows [y0, y1) of column x of frame f: fill the window of row y0, slide down, then
- * take out the window of row y1 - 1, which leaves the histogram zeroed. Every lane of
- * the owner calls it with the same task; lane 0 writes the outputs. */
-template <class Owner, class Hist>
-PLM_HD void entropy_segment(const Owner &owner, const plm__entropy_args &args, const float *ranges,
-                            const Hist &hist, int64_t f, int64_t y0, int64_t y1, int64_t x) {
-  constexpr int kLanes = Owner::kLanes;
-  const int lane = owner.lane();
-  const int64_t height = args.height, width = args.width;
-  const int64_t left = args.window / 2, right = args.window - 1 - left;
-  const double lo = args.range_auto ? (double)ranges[2 * f] : args.lo;
-  const double hi = args.range_auto ? (double)ranges[2 * f + 1] : args.hi;
-  const int64_t c0 = max64(x - left, 0), c1 = min64(x + right, width - 1);
-  const int64_t base = f * height * width;
-  int64_t s = owner.sum(update_rect<kLanes>(args, hist, lane, base, max64(y0 - left, 0),
-                                            min64(y0 + right, height - 1), c0, c1, 1, lo, hi));
-  for (int64_t y = y0; y < y1; y++) {
-    if (y > y0) {
-      const int64_t in_row = y + right < height ? y + right : -1;
-      const int64_t out_row = y - left - 1 >= 0 ? y - left - 1 : -1;
-      s += owner.sum(update_step<kLanes>(args, hist, lane, base, in_row, out_row, c0, c1, lo, hi));
-    }
-    if (lane == 0) {
-      const int64_t rows = min64(y + right, height - 1) - max64(y - left, 0) + 1;
-      const int64_t n = (c1 - c0 + 1) * rows;
-      args.out[base + y * width + x] = plm__entropy_from_sum(plm__entropy_norm_of(n), s);
-    }
-  }
-  update_rect<kLanes>(args, hist, lane, base, max64(y1 - 1 - left, 0),
-                      min64(y1 - 1 + right, height - 1), c0, c1, -1, lo, hi);
-  owner.sync(); /* the next task starts from a histogram the whole owner has zeroed */
-}
-
-/* ---- kernels ------------------------------------------------------------------------ */
-
-#ifdef __CUDACC__
-__global__ void range_kernel(const float *__restrict__ in, int64_t frames, int64_t size,
-                             float *__restrict__ ranges) {
+/* The finite min and max of each frame (entropy with range_auto). */
+__global__ void range_kernel(const float *in, int64_t frames, int64_t size, float *ranges) {
   __shared__ float lo_s[kRangeThreads], hi_s[kRangeThreads];
   __shared__ int seen_s[kRangeThreads];
   for (int64_t f = blockIdx.x; f < frames; f += gridDim.x) { /* uniform across the block */
@@ -303,45 +561,63 @@ __global__ void range_kernel(const float *__restrict__ in, int64_t frames, int64
   }
 }
 
-/* Task (f, segment, x), x fastest, so that neighbouring owners read neighbouring
- * pixels. Owner o is thread o (ThreadOwner) or warp o (WarpOwner) of the grid; all the
- * lanes of an owner take the same tasks. */
-template <class Owner>
-__global__ void entropy_kernel(plm__entropy_args args, const float *__restrict__ ranges,
-                               void *hists, int64_t owners) {
-  const Owner owner;
-  const int64_t o = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / Owner::kLanes;
-  if (o >= owners) return; /* whole owners: kThreads is a multiple of 32 */
-  const int64_t rows = segment_rows(args), segments = segment_count(args, rows);
-  const int64_t tasks = args.frames * segments * args.width;
-  for (int64_t task = o; task < tasks; task += owners) {
-    const int64_t x = task % args.width, rest = task / args.width;
-    const int64_t y0 = rest % segments * rows, f = rest / segments;
-    const int64_t y1 = min64(y0 + rows, args.height);
-    if constexpr (Owner::kLanes == 1) {
-      ThreadHist hist = {(uint16_t *)hists + o, owners};
-      entropy_segment(owner, args, ranges, hist, f, y0, y1, x);
-    } else {
-      WarpHist hist = {(uint32_t *)hists + o * (int64_t)((args.bins + 1) / 2)};
-      entropy_segment(owner, args, ranges, hist, f, y0, y1, x);
-    }
+/* Launch window_kernel for the plan's kind of histogram: the memset of global ones
+ * first, the opt-in to more than 48 KiB of shared memory where the plan takes it. */
+template <class Hist, class Source, class Sink>
+plm_status launch_kind(cudaStream_t s, const plan &p, const Source &source, const Sink &sink,
+                       int bins, void *scratch, const char *name) {
+  auto kernel = window_kernel<Hist, Source, Sink>;
+  if (p.smem > kDefaultSharedLimit) {
+    cudaError_t err =
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)p.smem);
+    if (err != cudaSuccess) return plm__cuda_call_failed(err, name);
   }
+  if (p.scratch > 0) {
+    cudaError_t err = cudaMemsetAsync(scratch, 0, p.scratch, s);
+    if (err != cudaSuccess) return plm__cuda_call_failed(err, name);
+  }
+  kernel<<<p.blocks, (unsigned)p.threads, p.smem, s>>>(p, source, sink, bins, (uint16_t *)scratch);
+  return plm__cuda_check_launch(name);
+}
+
+template <class Source, class Sink>
+plm_status launch(cudaStream_t s, const plan &p, const Source &source, const Sink &sink, int bins,
+                  void *scratch, const char *name) {
+  if (p.hist == HIST_SPARSE_SHARED)
+    return launch_kind<SparseHist>(s, p, source, sink, bins, scratch, name);
+  return launch_kind<DenseHist>(s, p, source, sink, bins, scratch, name);
+}
+#endif
+
+#ifdef __CUDACC__
+/* entropy's scratch: each frame's range (auto), then the plan's global histograms. */
+size_t ranges_bytes(const plm__entropy_args *args) {
+  return round_up((size_t)args->frames * 2 * sizeof(float), 256);
+}
+
+plan entropy_plan(const plm__entropy_args *args) {
+  return make_plan(args->frames, args->height, args->width, args->window, args->bins);
+}
+
+plan fused_plan(const fused_args *args) {
+  return make_plan(args->sobel.n, args->sobel.h, args->sobel.w, args->window, args->bins);
 }
 #endif
 
 }  // namespace
 
+#ifdef __CUDACC__ /* (the host check links the library, which has these) */
 extern "C" size_t plm__entropy_cuda_scratch_bytes(const plm__entropy_args *args) {
-  return ranges_bytes(args) + hists_bytes(*args);
+  return ranges_bytes(args) + entropy_plan(args).scratch;
 }
 
-#ifdef __CUDACC__
+extern "C" size_t plm__sobel_entropy_threshold_cuda_scratch_bytes(const fused_args *args) {
+  return fused_plan(args).scratch;
+}
+
 extern "C" plm_status plm__entropy_cuda(void *stream, const plm__entropy_args *args) {
   cudaStream_t s = (cudaStream_t)stream;
   float *ranges = (float *)args->scratch;
-  void *hists = (char *)args->scratch + ranges_bytes(args);
-  cudaError_t err = cudaMemsetAsync(hists, 0, hists_bytes(*args), s);
-  if (err != cudaSuccess) return plm__cuda_call_failed(err, "entropy: clearing the histograms");
   if (args->range_auto) {
     int64_t frames = args->frames < 65535 ? args->frames : 65535;
     range_kernel<<<(unsigned)frames, kRangeThreads, 0, s>>>((const float *)args->in, args->frames,
@@ -349,15 +625,15 @@ extern "C" plm_status plm__entropy_cuda(void *stream, const plm__entropy_args *a
     plm_status status = plm__cuda_check_launch("entropy range_kernel");
     if (status != PLM_OK) return status;
   }
-  /* Few enough owners (at most kFillThreads threads) that one thread each is a grid. */
-  const int64_t owners = owner_count(*args);
-  if (warps_own(*args)) {
-    const unsigned blocks = (unsigned)((owners * 32 + kThreads - 1) / kThreads);
-    entropy_kernel<WarpOwner><<<blocks, kThreads, 0, s>>>(*args, ranges, hists, owners);
-    return plm__cuda_check_launch("entropy_kernel (a histogram per warp)");
-  }
-  const unsigned blocks = (unsigned)((owners + kThreads - 1) / kThreads);
-  entropy_kernel<ThreadOwner><<<blocks, kThreads, 0, s>>>(*args, ranges, hists, owners);
-  return plm__cuda_check_launch("entropy_kernel (a histogram per thread)");
+  const plan p = entropy_plan(args);
+  const EntropySource source = {*args, ranges, 0.0, 0.0};
+  return launch(s, p, source, EntropySink{args->out}, args->bins,
+                (char *)args->scratch + ranges_bytes(args), "entropy window_kernel");
+}
+
+extern "C" plm_status plm__sobel_entropy_threshold_cuda(void *stream, const fused_args *args) {
+  const plan p = fused_plan(args);
+  return launch((cudaStream_t)stream, p, FusedSource{*args}, FusedSink{*args}, args->bins,
+                args->scratch, "sobel_entropy_threshold window_kernel");
 }
 #endif
