@@ -103,7 +103,7 @@ static plm_status label_cuda(void *stream, const void *args) {
   return plm__label_cuda(stream, args);
 }
 
-/* The ranks and CUB's prefix-sum storage, sized by CUB for the current device. */
+/* A root count per image row (kernels/common/label.h). */
 static plm_status label_cuda_scratch(const void *args, size_t *bytes) {
   return plm__label_cuda_scratch_bytes(args, bytes);
 }

@@ -144,7 +144,7 @@ plm_status plm__op_scratch_of(const plm__op_desc *op, const plm_context *ctx,
     *bytes = op->cpu_scratch(args.bytes);
     return PLM_OK;
   }
-  /* CUDA libraries (CUB) size their storage for the current device: ctx's. */
+  /* A kernel may size its storage by the current device: make it ctx's. */
   int previous = 0;
   status = plm__op_context_device_enter(ctx, &previous);
   if (status != PLM_OK) return status;

@@ -84,8 +84,8 @@ static inline bool plm__op_on_cuda(const plm_stream *stream) {
 }
 
 /* Make ctx's device current on the calling thread for an op's own CUDA calls (CUDA
- * refuses a launch on a stream of another device than the current one, and CUB sizes
- * its work for the current device); *previous receives the thread's device, which
+ * refuses a launch on a stream of another device than the current one, and a kernel
+ * may size its work by the current device); *previous receives the thread's device, which
  * plm__op_context_device_leave gives back. Nothing to do on host. */
 static inline plm_status plm__op_context_device_enter(const plm_context *ctx, int *previous) {
   *previous = 0;

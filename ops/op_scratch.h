@@ -7,8 +7,8 @@
  *   sobel_entropy_threshold    host: per CPU work band, staged rows, bins and a
  *                              histogram; cuda: nothing up to 512 bins (shared memory),
  *                              else the global histograms (kernels/common/fused.h);
- *   label                      cuda: the ranks and CUB's prefix-sum storage; host:
- *                              nothing (its union-find works in labels itself);
+ *   label                      cuda: a root count per image row; host: nothing (its
+ *                              union-find works in labels itself);
  *   segment                    its mask, then label's scratch;
  *   ar_forecast                cuda: each series' working doubles, interleaved across
  *                              the series (kernels/common/forecast.h); host: nothing
@@ -30,9 +30,9 @@
  *       looked at, no stream is needed, nothing is enqueued, so a planner can call it
  *       at compile time. Thread-safe. The answer depends only on the shapes, the
  *       parameters and the backend (and, on host, the CPU pool's thread count, which is
- *       fixed once the pool has started; on cuda, for label, the device's architecture:
- *       CUB sizes its storage for the device of ctx, made current for the call as
- *       plm__op_device_enter does). 0 means the op needs no scratch there.
+ *       fixed once the pool has started). The CUDA sizes are asked with the device of
+ *       ctx current, as plm__op_device_enter makes it, for kernels that would size
+ *       their storage by the device. 0 means the op needs no scratch there.
  *   plm__<op>_enqueue(stream, <the public op's arguments>, scratch, scratch_bytes)
  *       checks what the public op checks, with the same messages, then checks the
  *       scratch (PLM_ERR_INVALID_ARG: scratch_bytes below what the op needs, scratch

@@ -4,9 +4,11 @@
  * emulate() does what kernels/cuda/label.cu does, calling the same per-pixel functions
  * of kernels/common/label.h: the tile pass tile by tile, with the threads of a block
  * run one after another between the barriers, in a shuffled order; the border pass
- * and the flattening over the whole batch in shuffled orders; CUB's prefix sum as a
- * u32 loop. Each union runs whole, so the shuffles give one of the interleavings the
- * GPU may take (not those inside a union; the union itself is Playne and Hawick's).
+ * and the flattening over the whole batch in shuffled orders; the numbering row by
+ * row in a shuffled order of rows, and the relabelling in a shuffled order, so that
+ * roots are relabelled before and after the pixels that read their slots. Each union
+ * runs whole, so the shuffles give one of the interleavings the GPU may take (not those
+ * inside a union; the union itself is Playne and Hawick's).
  *
  * References: the label fixtures of tests/fixtures (scipy.ndimage.label, read from
  * MANIFEST.json), and, for random and structured masks of many shapes, the CPU kernel
@@ -109,32 +111,43 @@ static void emulate(const batch *b, uint64_t seed, int32_t *labels, int32_t *cou
   }
   free(order);
 
-  /* Step 3, label_flatten; step 4, the prefix sum (u32, across frames). */
-  uint32_t *ranks = malloc((size_t)total * sizeof *ranks);
-  ck_assert_ptr_nonnull(ranks);
+  /* Step 3, label_flatten: the roots counted per row of the batch. */
+  int32_t *row_roots = calloc((size_t)(b->frames * b->height), sizeof *row_roots);
+  ck_assert_ptr_nonnull(row_roots);
   order = shuffled(total, &state);
   for (int64_t k = 0; k < total; k++) {
     const int64_t g = order[k], base = g - g % frame_pixels;
-    ranks[g] = plm__label_flatten(labels + base, (int32_t)(g - base));
+    if (plm__label_flatten(labels + base, (int32_t)(g - base))) row_roots[g / b->width]++;
   }
   free(order);
   *roots = malloc((size_t)total * sizeof **roots);
   ck_assert_ptr_nonnull(*roots);
   memcpy(*roots, labels, (size_t)total * sizeof **roots);
-  uint32_t sum = 0;
-  for (int64_t g = 0; g < total; g++) {
-    const uint32_t flag = ranks[g];
-    ranks[g] = sum;
-    sum += flag;
-  }
 
-  /* Steps 5 and 6, label_count and label_number. */
-  for (int64_t f = 0; f < b->frames; f++)
-    count[f] =
-        plm__label_frame_count(labels + f * frame_pixels, ranks + f * frame_pixels, frame_pixels);
-  for (int64_t g = 0; g < total; g++)
-    labels[g] = plm__label_number(labels[g], ranks + (g - g % frame_pixels));
-  free(ranks);
+  /* Step 4, label_number_roots: the rows in a shuffled order, each as its block does
+   * it (the earlier rows' counts, then the row's roots left to right). */
+  order = shuffled(b->frames * b->height, &state);
+  for (int64_t k = 0; k < b->frames * b->height; k++) {
+    const int64_t row = order[k], f = row / b->height, y = row % b->height;
+    int32_t next = 1;
+    for (int64_t i = 0; i < y; i++) next += row_roots[f * b->height + i];
+    for (int64_t c = 0; c < b->width; c++) {
+      const int64_t local = y * b->width + c;
+      int32_t *slot = labels + f * frame_pixels + local;
+      if (*slot == (int32_t)local) *slot = plm__label_root_mark(next++);
+    }
+    if (y == b->height - 1) count[f] = next - 1;
+  }
+  free(order);
+  free(row_roots);
+
+  /* Step 5, label_relabel, in a shuffled order: roots before or after their pixels. */
+  order = shuffled(total, &state);
+  for (int64_t k = 0; k < total; k++) {
+    const int64_t g = order[k], base = g - g % frame_pixels;
+    labels[g] = plm__label_final(labels + base, labels[g]);
+  }
+  free(order);
 }
 
 /* Emulate, then compare with the expected labels and counts and check that every

@@ -22,11 +22,11 @@
  * numbers the components. The CUDA kernel is a block-based union-find: each thread
  * block labels a 32 x 16 tile in shared memory, then only the pixels on tile borders
  * unite in global memory, with atomicMin (each component's root is its first pixel);
- * paths are compressed and the roots numbered with one prefix sum over the whole batch
- * (each frame counted from its first pixel), all on the device. On cuda the op takes
- * scratch from the context's default pool in stream order, 4 bytes per pixel of the
- * batch plus the prefix sum's working memory (PLM_ERR_OUT_OF_MEMORY when the pool
- * cannot give it); on host it takes none.
+ * paths are compressed, the roots counted per image row, and each row's roots numbered
+ * after the earlier rows' (raster order), all on the device, in five launches. On cuda
+ * the op takes scratch from the context's default pool in stream order, 4 bytes per
+ * image row of the batch (PLM_ERR_OUT_OF_MEMORY when the pool cannot give it); on host
+ * it takes none.
  *
  * ---- regions --------------------------------------------------------------------------
  * Per-label statistics of one labelled frame, as skimage.measure.regionprops(labels,

@@ -6,24 +6,36 @@
  * round trip:
  *   1. label_tiles: one block of PLM__LABEL_TILE_PIXELS threads per tile (grid-stride
  *      over the tiles of the whole batch), the tile's mask and parents in shared
- *      memory; writes every pixel's tile root (a frame index) or -1 to labels.
+ *      memory; writes every pixel's tile root (a frame index) or -1 to labels, and
+ *      the tiles of the first column zero their rows' root counts.
  *   2. label_borders: one thread per border pixel of every tile (the top row, the left
  *      column and, for 8-connectivity, the right column) unites across the tile
  *      borders with atomicMin on labels. A component's root stays its smallest index:
  *      its first pixel in raster order.
- *   3. label_flatten: every pixel's parent becomes its root, and ranks[g] = 1 where
- *      pixel g is a root, else 0.
- *   4. one in-place exclusive prefix sum (CUB) over the ranks of the whole batch. The
- *      sum runs on in u32 arithmetic across frame boundaries (it may wrap past 2^32
- *      on huge batches); a root's rank within its frame is its prefix minus the
- *      prefix at the frame's first pixel, exact modulo 2^32 and so exact, since a
- *      frame has fewer than 2^31 pixels. No loop over frames, whatever the batch.
- *   5. label_count: K of each frame = the prefix difference across the frame plus its
- *      last pixel's own flag (read from the parents: a root is its own parent).
- *   6. label_number: a pixel's label is its root's rank within the frame, plus one.
- * The scratch (the ranks and CUB's temporary storage, plm__label_cuda_scratch_bytes)
- * is the caller's (ops/op_scratch.h): plm_label takes it from the context's default
- * pool in stream order, a pipeline gives it from its workspace.
+ *   3. label_flatten: every pixel's parent becomes its root; each root adds one to its
+ *      row's count (an atomic per component, not per pixel).
+ *   4. label_number_roots: a block per image row (grid-stride over the rows of the
+ *      batch): the sum of the counts of the frame's earlier rows, then the row in
+ *      chunks of the block's width, each root's rank within a chunk from a ballot and
+ *      the warps' totals; each root's slot gets its label's mark; the frame's last row
+ *      writes K.
+ *   5. label_relabel: every pixel's label (plm__label_final).
+ * The scratch (a root count per image row, plm__label_cuda_scratch_bytes) is the
+ * caller's (ops/op_scratch.h): plm_label takes it from the context's default pool in
+ * stream order, a pipeline gives it from its workspace.
+ *
+ * Cost model per pixel: tiles read the mask (1 byte) and write a parent (4); borders
+ * touch the tile borders only (3/16 of the pixels at 8-connectivity, a few random
+ * reads each); flatten reads and writes the parents (8, plus the root's, mostly in
+ * cache); number_roots reads them (4); relabel reads them and the root's slot (8) and
+ * writes the labels (4): about 29 bytes against the floor's 5 (mask in, labels out),
+ * in 5 launches. Step 4 also sums the earlier rows' counts in every row's block, h^2/2
+ * reads of a frame's 4h bytes of counts (L1/L2): 8 M at 4096^2, 130 K at 512^2. At
+ * 4096^2 on an H100 (3.35 TB/s) that is 16.7 M x 29 B = 490 MB, 146 us, against the
+ * floor's 84 MB, 25 us; at 512^2 the launches (5 x 2-3 us, less in a graph) dominate.
+ * Fewer bytes would need the flattening folded into the numbering, which the
+ * relabelling's reads of other pixels' slots forbid within one kernel. Not yet
+ * measured.
  *
  * regions accumulates in the table itself: atomicAdd on doubles for the sums, and
  * compare-and-swap loops for the bounds and the maximum (taken only when a pixel
@@ -33,8 +45,6 @@
  * written): tests/test_label_cuda_logic.c runs its per-pixel steps on the host, tile
  * by tile and in shuffled thread orders; tests/test_label.c checks the kernels under
  * PLUME_BACKEND=cuda (ctest label.cuda). */
-#include <cub/cub.cuh>
-
 #include "kernels/common/label.h"
 #include "kernels/cuda/launch.h"
 
@@ -48,9 +58,9 @@ size_t round_up(size_t bytes) {
   return (bytes + kAlign - 1) / kAlign * kAlign;
 }
 
-/* The scratch: ranks (u32 per pixel of the batch), then CUB's temporary storage. */
-size_t ranks_bytes(const plm__label_args *args) {
-  return round_up((size_t)(args->frames * args->height * args->width) * sizeof(uint32_t));
+/* The scratch: a root count per image row of the batch. */
+size_t row_counts_bytes(const plm__label_args *args) {
+  return round_up((size_t)(args->frames * args->height) * sizeof(int32_t));
 }
 
 /* Step 1. Thread t of a block is pixel (t % TILE_W, t / TILE_W) of the block's tile: a
@@ -58,7 +68,8 @@ size_t ranks_bytes(const plm__label_args *args) {
  * uniform across the block, so every thread reaches every barrier. */
 __global__ void __launch_bounds__(PLM__LABEL_TILE_PIXELS)
     label_tiles(const uint8_t *__restrict__ mask, int32_t *__restrict__ parent,
-                plm__label_tiling tiling, int64_t height, int64_t width, int eight) {
+                int32_t *__restrict__ row_roots, plm__label_tiling tiling, int64_t height,
+                int64_t width, int eight) {
   __shared__ int32_t tile_parent[PLM__LABEL_TILE_PIXELS];
   __shared__ uint8_t tile_mask[PLM__LABEL_TILE_PIXELS];
   const int t = (int)threadIdx.x, tx = t % PLM__LABEL_TILE_W, ty = t / PLM__LABEL_TILE_W;
@@ -68,6 +79,7 @@ __global__ void __launch_bounds__(PLM__LABEL_TILE_PIXELS)
     const int64_t r = r0 + ty, c = c0 + tx;
     const bool inside = r < height && c < width;
     const int64_t g = (frame * height + r) * width + c;
+    if (c0 == 0 && tx == 0 && r < height) row_roots[frame * height + r] = 0; /* for step 3 */
     tile_mask[t] = inside && mask[g] != 0;
     __syncthreads();
     const int links = plm__label_tile_start(tile_parent, tile_mask, tx, ty, eight);
@@ -96,38 +108,68 @@ __global__ void label_borders(const uint8_t *__restrict__ mask, int32_t *parent,
   }
 }
 
-__global__ void label_flatten(int32_t *parent, uint32_t *__restrict__ ranks, int64_t total,
-                              int64_t frame_pixels) {
+/* Step 3. */
+__global__ void label_flatten(int32_t *parent, int32_t *__restrict__ row_roots, int64_t total,
+                              int64_t width, int64_t frame_pixels) {
   int64_t step = (int64_t)gridDim.x * blockDim.x;
   for (int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; g < total; g += step) {
     const int64_t base = g - g % frame_pixels;
-    ranks[g] = plm__label_flatten(parent + base, (int32_t)(g - base));
+    if (plm__label_flatten(parent + base, (int32_t)(g - base)))
+      atomicAdd(&row_roots[base / width + (g - base) / width], 1); /* the row of the batch */
   }
 }
 
-/* Before label_number: each frame's K from the scanned ranks and the parents. */
-__global__ void label_count(const int32_t *__restrict__ parent, const uint32_t *__restrict__ ranks,
-                            int32_t *__restrict__ count, int64_t frames, int64_t frame_pixels) {
-  int64_t step = (int64_t)gridDim.x * blockDim.x;
-  for (int64_t f = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; f < frames; f += step)
-    count[f] =
-        plm__label_frame_count(parent + f * frame_pixels, ranks + f * frame_pixels, frame_pixels);
+/* The sum of v over the block (blockDim.x a multiple of 32, at most 1024); every thread
+ * gets it. warp_sums: 32 ints of shared memory, free again on return. */
+__device__ int32_t block_sum(int32_t v, int32_t *warp_sums) {
+  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  const unsigned warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  if (threadIdx.x % 32 == 0) warp_sums[warp] = v;
+  __syncthreads();
+  int32_t total = 0;
+  for (unsigned i = 0; i < warps; i++) total += warp_sums[i];
+  __syncthreads();
+  return total;
 }
 
-__global__ void label_number(int32_t *__restrict__ labels, const uint32_t *__restrict__ ranks,
-                             int64_t total, int64_t frame_pixels) {
+/* Step 4, a block per image row of the batch. */
+__global__ void label_number_roots(int32_t *labels, const int32_t *__restrict__ row_roots,
+                                   int32_t *__restrict__ count, int64_t frames, int64_t height,
+                                   int64_t width) {
+  __shared__ int32_t warp_sums[32];
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  for (int64_t row = blockIdx.x; row < frames * height; row += gridDim.x) { /* uniform */
+    const int64_t f = row / height, y = row % height;
+    int32_t before = 0;
+    for (int64_t i = threadIdx.x; i < y; i += blockDim.x) before += row_roots[f * height + i];
+    int32_t next = block_sum(before, warp_sums) + 1; /* the row's first root's label */
+    for (int64_t c0 = 0; c0 < width; c0 += blockDim.x) {
+      const int64_t c = c0 + threadIdx.x, local = y * width + c;
+      int32_t *slot = labels + f * height * width + local;
+      const bool root = c < width && *slot == (int32_t)local;
+      const unsigned roots = __ballot_sync(0xffffffffu, root);
+      if (lane == 0) warp_sums[warp] = __popc(roots);
+      __syncthreads();
+      int32_t rank = __popc(roots & ((1u << lane) - 1u)), chunk = 0;
+      for (unsigned i = 0; i < warps; i++) {
+        if (i < warp) rank += warp_sums[i];
+        chunk += warp_sums[i];
+      }
+      if (root) *slot = plm__label_root_mark(next + rank);
+      next += chunk;
+      __syncthreads(); /* before the next chunk overwrites warp_sums */
+    }
+    if (y == height - 1 && threadIdx.x == 0) count[f] = next - 1;
+  }
+}
+
+/* Step 5. */
+__global__ void label_relabel(int32_t *labels, int64_t total, int64_t frame_pixels) {
   int64_t step = (int64_t)gridDim.x * blockDim.x;
   for (int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; g < total; g += step) {
     const int64_t base = g - g % frame_pixels;
-    labels[g] = plm__label_number(labels[g], ranks + base);
+    labels[g] = plm__label_final(labels + base, labels[g]);
   }
-}
-
-/* A status for what CUB returned (CUB only peeks at a launch error, so the slot is
- * emptied here). */
-plm_status scan_error(cudaError_t err) {
-  if (err == cudaSuccess) return PLM_OK;
-  return plm__cuda_call_failed(err, "label: cub::DeviceScan::ExclusiveSum");
 }
 
 /* Atomically lower (or raise) *address to value, when value is lower (higher). */
@@ -197,14 +239,7 @@ __global__ void regions_finish(double *table, const int32_t *count, int64_t capa
 }  // namespace
 
 extern "C" plm_status plm__label_cuda_scratch_bytes(const plm__label_args *args, size_t *bytes) {
-  const int64_t total = args->frames * args->height * args->width;
-  size_t temp_bytes = 0;
-  /* With no temporary storage CUB only sizes it (for the current device): nothing is
-   * enqueued, so no stream is needed. */
-  plm_status status = scan_error(
-      cub::DeviceScan::ExclusiveSum(NULL, temp_bytes, (uint32_t *)NULL, total, (cudaStream_t)0));
-  if (status != PLM_OK) return status;
-  *bytes = ranks_bytes(args) + (temp_bytes ? temp_bytes : 1);
+  *bytes = row_counts_bytes(args);
   return PLM_OK;
 }
 
@@ -214,17 +249,12 @@ extern "C" plm_status plm__label_cuda(void *stream, const plm__label_args *args)
   const plm__label_tiling tiling = plm__label_tiling_of(args->frames, args->height, args->width);
   const int eight = args->connectivity == 8;
   const unsigned blocks = plm__cuda_blocks(total, kThreads);
-  uint32_t *ranks = (uint32_t *)args->scratch;
-  void *temp = (char *)args->scratch + ranks_bytes(args);
-  size_t temp_bytes = 0;
-  plm_status status = scan_error(cub::DeviceScan::ExclusiveSum(NULL, temp_bytes, ranks, total, s));
-  if (status == PLM_OK) {
-    /* One block per tile, up to plm__cuda_blocks' bound (the blocks loop over the rest). */
-    const unsigned tile_blocks = plm__cuda_blocks(tiling.count * kTileThreads, kTileThreads);
-    label_tiles<<<tile_blocks, kTileThreads, 0, s>>>(args->mask, args->labels, tiling, args->height,
-                                                     args->width, eight);
-    status = plm__cuda_check_launch("label_tiles");
-  }
+  int32_t *row_roots = (int32_t *)args->scratch;
+  /* One block per tile, up to plm__cuda_blocks' bound (the blocks loop over the rest). */
+  const unsigned tile_blocks = plm__cuda_blocks(tiling.count * kTileThreads, kTileThreads);
+  label_tiles<<<tile_blocks, kTileThreads, 0, s>>>(args->mask, args->labels, row_roots, tiling,
+                                                   args->height, args->width, eight);
+  plm_status status = plm__cuda_check_launch("label_tiles");
   if (status == PLM_OK) {
     const int64_t border = tiling.count * plm__label_border_pixels(eight);
     label_borders<<<plm__cuda_blocks(border, kThreads), kThreads, 0, s>>>(
@@ -232,19 +262,19 @@ extern "C" plm_status plm__label_cuda(void *stream, const plm__label_args *args)
     status = plm__cuda_check_launch("label_borders");
   }
   if (status == PLM_OK) {
-    label_flatten<<<blocks, kThreads, 0, s>>>(args->labels, ranks, total, frame_pixels);
+    label_flatten<<<blocks, kThreads, 0, s>>>(args->labels, row_roots, total, args->width,
+                                              frame_pixels);
     status = plm__cuda_check_launch("label_flatten");
   }
-  if (status == PLM_OK)
-    status = scan_error(cub::DeviceScan::ExclusiveSum(temp, temp_bytes, ranks, total, s));
   if (status == PLM_OK) {
-    label_count<<<plm__cuda_blocks(args->frames, kThreads), kThreads, 0, s>>>(
-        args->labels, ranks, args->count, args->frames, frame_pixels);
-    status = plm__cuda_check_launch("label_count");
+    const unsigned row_blocks = plm__cuda_blocks(args->frames * args->height * kThreads, kThreads);
+    label_number_roots<<<row_blocks, kThreads, 0, s>>>(args->labels, row_roots, args->count,
+                                                       args->frames, args->height, args->width);
+    status = plm__cuda_check_launch("label_number_roots");
   }
   if (status == PLM_OK) {
-    label_number<<<blocks, kThreads, 0, s>>>(args->labels, ranks, total, frame_pixels);
-    status = plm__cuda_check_launch("label_number");
+    label_relabel<<<blocks, kThreads, 0, s>>>(args->labels, total, frame_pixels);
+    status = plm__cuda_check_launch("label_relabel");
   }
   return status;
 }
