@@ -6,8 +6,9 @@
  *   bench_ops --list-ops
  *
  * Each operation of the table `ops` below runs at its seed size (the size of the
- * issue's per-frame budget, measured on an RTX 4090) and at 2048x2048 and 4096x4096
- * (--quick drops 4096x4096; --smoke runs 64x64 only). Inputs are pseudo-random
+ * issue's per-frame budget, measured on an RTX 4090), at 512x512 (the product's frame)
+ * for an image op seeded at another size, and at 2048x2048 and 4096x4096 (--quick
+ * drops 4096x4096; --smoke runs 64x64 only). Inputs are pseudo-random
  * (fixed seed), uploaded once with plm_stream_memcpy into tensors from the context's
  * default pool; outputs are allocated once per size.
  *
@@ -700,7 +701,9 @@ typedef struct result {
   double bytes, flops, gflops;
 } result;
 
-enum { MAX_RESULTS = OP_COUNT * 4 };
+/* The most sizes a workload runs at (run_sizes), and 512x512, the product's frame. */
+enum { MAX_SIZES = 4, FRAME_SIZE = 512 };
+enum { MAX_RESULTS = OP_COUNT * MAX_SIZES };
 
 /* "512x512" for an image, "n=256" or "batch=32" for the others. */
 static void size_label(const op_entry *op, int size, char *out, size_t room) {
@@ -1028,17 +1031,20 @@ static bool write_profile(bench_env *env, const fusion_ratio *ratios, size_t fus
 
 /* ---- main ----------------------------------------------------------------------------- */
 
-/* The sizes a case runs at, from its seed size: the seed, 2048 and 4096 (--quick: not
- * 4096; --smoke: 64 alone). Returns how many (at most 3). */
-static int run_sizes(const bench_env *env, int seed, const int large[2], int sizes[3]) {
+/* The sizes a case runs at, from its seed size: the seed; for an image op whose seed
+ * is another, also 512x512, the product's frame; then 2048 and 4096 (--quick: not
+ * 4096; --smoke: 64 alone). Returns how many (at most MAX_SIZES). */
+static int run_sizes(const bench_env *env, const op_entry *op, int sizes[MAX_SIZES]) {
   if (env->opt.size == RUN_SMOKE) {
     sizes[0] = 64;
     return 1;
   }
-  sizes[0] = seed;
-  sizes[1] = large && large[0] ? large[0] : 2048;
-  sizes[2] = large && large[1] ? large[1] : 4096;
-  return env->opt.size == RUN_FULL ? 3 : 2;
+  int n = 0;
+  sizes[n++] = op->seed;
+  if (!op->scale && op->seed != FRAME_SIZE) sizes[n++] = FRAME_SIZE;
+  sizes[n++] = op->large[0] ? op->large[0] : 2048;
+  if (env->opt.size == RUN_FULL) sizes[n++] = op->large[1] ? op->large[1] : 4096;
+  return n;
 }
 
 static bool wants_op(bench_env *env, const op_entry *op) {
@@ -1057,13 +1063,19 @@ static bool wants_fusion(const bench_env *env) {
 
 enum { FUSION_SEED = 512 };
 
+/* The fusion pairs' sizes: those of an image op seeded at 512x512. */
+static int fusion_sizes(const bench_env *env, int sizes[MAX_SIZES]) {
+  const op_entry fusion = {.seed = FUSION_SEED};
+  return run_sizes(env, &fusion, sizes);
+}
+
 /* The progress bar's total: every operation x size of the table, then the fusion sizes. */
 static int64_t count_cases(bench_env *env) {
-  int sizes[3];
+  int sizes[MAX_SIZES];
   int64_t cases = 0;
   for (int o = 0; o < OP_COUNT; o++)
-    if (wants_op(env, &ops[o])) cases += run_sizes(env, ops[o].seed, ops[o].large, sizes);
-  if (wants_fusion(env)) cases += run_sizes(env, FUSION_SEED, NULL, sizes);
+    if (wants_op(env, &ops[o])) cases += run_sizes(env, &ops[o], sizes);
+  if (wants_fusion(env)) cases += fusion_sizes(env, sizes);
   return cases;
 }
 
@@ -1073,8 +1085,8 @@ static void case_done(bench_env *env) {
 
 /* One workload at each of its sizes, a row each. */
 static bool run_workload(bench_env *env, const op_entry *op, result *rs, size_t *count) {
-  int sizes[3];
-  int nsizes = run_sizes(env, op->seed, op->large, sizes);
+  int sizes[MAX_SIZES];
+  int nsizes = run_sizes(env, op, sizes);
   for (int i = 0; i < nsizes; i++) {
     result *r = &rs[*count];
     if (!run_op(env, op, sizes[i], r)) return false;
@@ -1116,8 +1128,8 @@ static bool run_all(bench_env *env, result *rs, size_t *count) {
 /* The fusion pairs at the fused op's sizes, unless --op chose another operation. */
 static bool run_fusion(bench_env *env, fusion_ratio *ratios, size_t *count) {
   if (!wants_fusion(env)) return true;
-  int sizes[3];
-  int nsizes = run_sizes(env, FUSION_SEED, NULL, sizes);
+  int sizes[MAX_SIZES];
+  int nsizes = fusion_sizes(env, sizes);
   int warmups = env->opt.size == RUN_SMOKE ? 1 : 3, pairs = env->opt.size == RUN_SMOKE ? 3 : 20;
   for (int i = 0; i < nsizes && i < MAX_FUSION; i++) {
     if (!measure_fusion(env, sizes[i], warmups, pairs, &ratios[*count])) return false;
