@@ -1,7 +1,7 @@
 /* benchmarks/bench_pipeline.c: what pooling, streams, graphs and fusion buy a pipeline.
  *
  *   bench_pipeline [--quick] [--backend host|cuda|auto] [--json PATH] [--pipeline TEXT]
- *                  [--frames N] [--repeats N] [--profile DIR]
+ *                  [--frames N] [--repeats N] [--source-ahead N] [--profile DIR]
  *   bench_pipeline --validate-json PATH
  *
  * The same frames through one pipeline as naive, pooled, streams (K = 2, 3, 4), graph
@@ -10,20 +10,25 @@
  * tools/pipeline_bench.h, which runs it (`plume demo` prints the same comparison for its
  * scene). --frames sets the frames per timed run (by default 20 per 512x512 frame's worth
  * with --quick, 100 without, times 20 on cuda) and --repeats the timed rounds (3 with
- * --quick, else 5). --profile's DIR is created (with its parents) before anything runs.
+ * --quick, else 5). --source-ahead N (default 4) runs every config's source on a thread of
+ * its own, up to N frames ahead (plm_run_stream_options.source_ahead; 0: on the
+ * enqueueing thread). --profile's DIR is created (with its parents) before anything runs.
  * The benchmark never fails on timing. Exit codes: 0 success, 1 a runtime failure (an
  * API call failed, configs disagree on the results, the JSON or the profile could not be
  * written), 2 bad usage.
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "bench_common.h"
 #include "tools/pipeline_bench.h"
 
 static const char usage[] =
     "usage: bench_pipeline [--quick] [--backend host|cuda|auto] [--json PATH]\n"
-    "                      [--pipeline TEXT] [--frames N] [--repeats N] [--profile DIR]\n"
+    "                      [--pipeline TEXT] [--frames N] [--repeats N]\n"
+    "                      [--source-ahead N] [--profile DIR]\n"
     "       bench_pipeline --validate-json PATH\n"
     "\n"
     "The same frames through one pipeline in five ways, side by side: naive (every\n"
@@ -37,8 +42,23 @@ static bool validate_json(const char *path) {
   return pipeline_bench_validate_json(path, stderr);
 }
 
+/* The frames the source may run ahead: 0 .. PLM_SOURCE_AHEAD_MAX. */
+static int parse_source_ahead(const char *value, void *target) {
+  char *end = NULL;
+  errno = 0;
+  long ahead = strtol(value, &end, 10);
+  if (errno || end == value || *end || value[0] == '+' || ahead < 0 ||
+      ahead > PLM_SOURCE_AHEAD_MAX) {
+    fprintf(stderr, "bench_pipeline: --source-ahead '%s': expected an integer 0..%d\n", value,
+            PLM_SOURCE_AHEAD_MAX);
+    return BENCH_EXIT_USAGE;
+  }
+  *(int *)target = (int)ahead;
+  return BENCH_RUN;
+}
+
 int main(int argc, char **argv) {
-  pipeline_bench_options options = {.prog = "bench_pipeline"};
+  pipeline_bench_options options = {.prog = "bench_pipeline", .source_ahead = 4};
   const char *json_path = NULL;
   int64_t repeats = 0;
   const bench_option table[] = {
@@ -54,6 +74,10 @@ int main(int argc, char **argv) {
                       "frames per timed run (default: by frame size)"),
       BENCH_OPT_COUNT("--repeats", 25, &repeats,
                       "timed runs per config (default 3 with --quick, else 5)"),
+      BENCH_OPT_CALLBACK("--source-ahead", "N", parse_source_ahead, &options.source_ahead,
+                         "the source (each frame's copy into pinned memory) on a\n"
+                         "thread of its own, up to N frames ahead of the enqueueing\n"
+                         "thread; 0: on the enqueueing thread (default 4)"),
       BENCH_OPT_PROFILE(&options.profile_dir,
                         "after the first frame size's timed runs, profile one more run\n"
                         "of its fastest optimised config and write DIR/profile.json,\n"

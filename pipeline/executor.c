@@ -1,24 +1,32 @@
 /* pipeline/executor.c: streaming frames through a compiled pipeline
  * (plm_pipeline_run_stream; the contract is in plume/pipeline.h, frame slots in
- * pipeline/pipeline_internal.h).
+ * pipeline/pipeline_internal.h, the ring of pinned inputs in pipeline/source_ring.h).
  *
  * K = the plan's frames in flight. Slot s (frame k with k mod K = s) owns a stream,
- * device tensors for the pipeline's inputs and outputs, pinned host buffers for them,
- * four timing events and, once captured, a graph of its plan; the plan's runtime slot s
- * (workspace, branch streams, events) is the pipeline's. Frame k on slot s:
+ * device tensors for the pipeline's inputs and outputs, pinned host buffers for the
+ * outputs, four timing events and, once captured, a graph of its plan; the plan's
+ * runtime slot s (workspace, branch streams, events) is the pipeline's. Frame k's pinned
+ * inputs are set k mod (K + N) of the source ring, N = source_ahead. Frame k on slot s:
  *
- *   source fills the pinned inputs -> upload -> plan (or its graph) -> download -> done
+ *   take its inputs from the ring -> upload -> plan (or its graph) -> download -> done
+ *
+ * Taking calls the source on this thread (N = 0) or waits until the source's thread has
+ * filled the frame (N > 0; it usually has, up to N frames ahead), so with N > 0 the
+ * calling thread's time per frame is the enqueueing and the sink, not the source's copy.
+ * The report keeps the two apart: source_* is the take, submit_* the enqueueing.
  *
  * Only `done` is recorded on every frame (the host waits for it before reusing the slot);
  * the three other timing events are recorded with record_timing alone, so a run without
  * it spends no event records per frame on figures nobody asked for.
  *
  * Before slot s takes frame k, the host waits for frame k - K (the slot's previous
- * frame) and hands it to the sink, so frames reach the sink in order, each once, and a
- * slot's buffers are never overwritten while in use. Meanwhile frames k - K + 1 ... k - 1
- * are queued on the other slots' streams: the upload of one frame overlaps the compute
- * of the previous one and the download of the one before. A slow sink holds the loop,
- * which is the back-pressure: at most K frames are queued.
+ * frame), hands it to the sink and releases its ring set (its upload is complete), so
+ * frames reach the sink in order, each once, a slot's buffers are never overwritten
+ * while in use, and the source refills a set only after its frame's upload. Meanwhile
+ * frames k - K + 1 ... k - 1 are queued on the other slots' streams: the upload of one
+ * frame overlaps the compute of the previous one and the download of the one before. A
+ * slow sink holds the loop, which is the back-pressure: at most K frames are queued
+ * (and N more filled by the source).
  *
  * Graphs: a slot's plan is captured after its first frame (the warm-up), and only when
  * every step takes its memory from the workspace (plm__pipeline_capturable): a step
@@ -30,6 +38,7 @@
 #include <string.h>
 
 #include "pipeline/pipeline_internal.h"
+#include "pipeline/source_ring.h"
 #include "profile/stats.h"
 #include "streams/clock.h"
 #include "streams/nvtx.h"
@@ -40,12 +49,12 @@ enum { TIMING_POINTS = 4 }; /* upload start, upload end, compute end, download e
 
 typedef struct frame_slot {
   plm_stream *stream;
-  plm_tensor *inputs, *outputs;       /* device memory, fixed for the run */
-  void **host_inputs, **host_outputs; /* pinned host memory (plm_host_alloc) */
+  plm_tensor *inputs, *outputs; /* device memory, fixed for the run */
+  void **host_outputs;          /* pinned host memory (plm_host_alloc) */
   plm_event *started, *uploaded, *computed, *done;
   plm__stream_graph *graph; /* the captured plan, once captured */
   int64_t frame;            /* the frame in flight here, -1 when none */
-  double submitted_s;       /* when its source call returned (for latency) */
+  double taken_s;           /* when its inputs were taken from the ring (for latency) */
 } frame_slot;
 
 /* A growing list of one figure per frame, for its p50 and p99. */
@@ -60,11 +69,16 @@ typedef struct frame_run {
   plm_shape *input_shapes, *output_shapes;
   size_t *input_bytes, *output_bytes;
   frame_slot *slots;
-  plm_event *origin; /* every timing point is measured from it */
+  plm__source_ring ring; /* the frames' pinned inputs, filled by the source */
+  plm_event *origin;     /* every timing point is measured from it */
+  plm_frame_source_fn source;
+  plm_frame_sink_fn sink; /* NULL: the results are discarded */
+  void *user;
   const plm_run_stream_options *options;
   plm_run_stream_report *report;
   bool graphs_wanted, graphs_refused;
   sample_series latency_ms; /* per delivered frame */
+  sample_series source_us;  /* per taken frame: the host's wait for its inputs */
   sample_series submit_us;  /* per submitted frame: the host's enqueue time */
   double *timings;          /* TIMING_POINTS per delivered frame, ms after origin */
   size_t timed_frames, timed_capacity;
@@ -72,33 +86,34 @@ typedef struct frame_run {
 
 /* ---- set-up and tear-down ---------------------------------------------------------------- */
 
+/* Device tensors of the given shapes and, when host is not NULL, pinned host buffers of
+ * their sizes. */
 static plm_status alloc_io(frame_run *run, int count, const plm_shape *shapes, plm_stream *stream,
                            plm_tensor *device, void **host) {
   plm_status status = PLM_OK;
   for (int i = 0; status == PLM_OK && i < count; i++) {
     status = plm_tensor_alloc(run->pl->pool, stream, shapes[i].dtype, shapes[i].ndim,
                               shapes[i].dims, &device[i]);
-    if (status == PLM_OK)
+    if (status == PLM_OK && host)
       status = plm_host_alloc(run->pl->ctx, plm_tensor_bytes(&device[i]), &host[i]);
   }
   return status;
 }
 
+/* A slot's stream, events and buffers. Its frames' pinned inputs are the ring's. */
 static plm_status slot_open(frame_run *run, frame_slot *slot) {
   slot->frame = -1;
   slot->inputs = calloc((size_t)run->inputs_count, sizeof *slot->inputs);
   slot->outputs = calloc((size_t)run->outputs_count, sizeof *slot->outputs);
-  slot->host_inputs = calloc((size_t)run->inputs_count, sizeof *slot->host_inputs);
   slot->host_outputs = calloc((size_t)run->outputs_count, sizeof *slot->host_outputs);
-  if (!slot->inputs || !slot->outputs || !slot->host_inputs || !slot->host_outputs)
+  if (!slot->inputs || !slot->outputs || !slot->host_outputs)
     return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for a frame slot");
   plm_status status = plm_stream_create(run->pl->ctx, 0, &slot->stream);
   plm_event **events[] = {&slot->started, &slot->uploaded, &slot->computed, &slot->done};
   for (size_t e = 0; status == PLM_OK && e < TIMING_POINTS; e++)
     status = plm_event_create(run->pl->ctx, 0, events[e]);
   if (status == PLM_OK)
-    status = alloc_io(run, run->inputs_count, run->input_shapes, slot->stream, slot->inputs,
-                      slot->host_inputs);
+    status = alloc_io(run, run->inputs_count, run->input_shapes, slot->stream, slot->inputs, NULL);
   if (status == PLM_OK)
     status = alloc_io(run, run->outputs_count, run->output_shapes, slot->stream, slot->outputs,
                       slot->host_outputs);
@@ -112,8 +127,6 @@ static void slot_close(frame_run *run, frame_slot *slot) {
     if (slot->inputs[i].data) plm_tensor_free(run->pl->pool, slot->stream, &slot->inputs[i]);
   for (int i = 0; slot->outputs && i < run->outputs_count; i++)
     if (slot->outputs[i].data) plm_tensor_free(run->pl->pool, slot->stream, &slot->outputs[i]);
-  for (int i = 0; slot->host_inputs && i < run->inputs_count; i++)
-    if (slot->host_inputs[i]) plm_host_free(run->pl->ctx, slot->host_inputs[i]);
   for (int i = 0; slot->host_outputs && i < run->outputs_count; i++)
     if (slot->host_outputs[i]) plm_host_free(run->pl->ctx, slot->host_outputs[i]);
   plm_event *events[] = {slot->started, slot->uploaded, slot->computed, slot->done};
@@ -122,7 +135,6 @@ static void slot_close(frame_run *run, frame_slot *slot) {
   if (slot->stream) plm_stream_destroy(slot->stream);
   free(slot->inputs);
   free(slot->outputs);
-  free(slot->host_inputs);
   free(slot->host_outputs);
   memset(slot, 0, sizeof *slot);
 }
@@ -149,6 +161,8 @@ static plm_status read_io(frame_run *run) {
   return status;
 }
 
+/* The slots, the origin event and, last because it may start the source's thread, the
+ * ring of pinned inputs. */
 static plm_status open_run(frame_run *run) {
   plm_status status = read_io(run);
   if (status != PLM_OK) return status;
@@ -168,6 +182,15 @@ static plm_status open_run(frame_run *run) {
   /* Every slot starts after the origin, so no timing point precedes it. */
   for (int s = 1; s < run->slots_count && status == PLM_OK; s++)
     status = plm_stream_wait_event(run->slots[s].stream, run->origin);
+  const plm__source_ring_config ring = {.ctx = run->pl->ctx,
+                                        .source = run->source,
+                                        .user = run->user,
+                                        .inputs_count = run->inputs_count,
+                                        .input_bytes = run->input_bytes,
+                                        .in_flight = run->slots_count,
+                                        .ahead = run->options->source_ahead,
+                                        .max_frames = run->options->max_frames};
+  if (status == PLM_OK) status = plm__source_ring_open(&run->ring, &ring);
   return status;
 }
 
@@ -177,6 +200,7 @@ static void close_run(frame_run *run) {
       if (run->slots[s].stream) plm_stream_synchronize(run->slots[s].stream);
     for (int s = 0; s < run->slots_count; s++) slot_close(run, &run->slots[s]);
   }
+  plm__source_ring_close(&run->ring); /* after the streams: uploads read its buffers */
   free(run->slots);
   if (run->origin) plm_event_destroy(run->origin);
   free(run->input_shapes);
@@ -184,6 +208,7 @@ static void close_run(frame_run *run) {
   free(run->input_bytes);
   free(run->output_bytes);
   free(run->latency_ms.values);
+  free(run->source_us.values);
   free(run->submit_us.values);
   free(run->timings);
 }
@@ -233,8 +258,8 @@ static plm_status copy(frame_run *run, plm_stream *stream, void *dst, const void
   return status == PLM_OK ? ended : status;
 }
 
-/* Queue frame `frame`, whose inputs the source has just filled, on its slot. */
-static plm_status submit_frame(frame_run *run, int64_t frame) {
+/* Queue frame `frame` on its slot, uploading it from `inputs` (its entry of the ring). */
+static plm_status submit_frame(frame_run *run, int64_t frame, void *const *inputs) {
   const int slot_index = (int)(frame % run->slots_count);
   frame_slot *slot = &run->slots[slot_index];
   slot->frame = frame;
@@ -244,8 +269,8 @@ static plm_status submit_frame(frame_run *run, int64_t frame) {
   const bool timed = run->options->record_timing;
   plm_status status = timed ? plm_event_record(slot->started, slot->stream) : PLM_OK;
   for (int i = 0; status == PLM_OK && i < run->inputs_count; i++)
-    status = copy(run, slot->stream, slot->inputs[i].data, slot->host_inputs[i],
-                  run->input_bytes[i], PLM_COPY_HOST_TO_DEVICE, frame);
+    status = copy(run, slot->stream, slot->inputs[i].data, inputs[i], run->input_bytes[i],
+                  PLM_COPY_HOST_TO_DEVICE, frame);
   if (status == PLM_OK && timed) status = plm_event_record(slot->uploaded, slot->stream);
   /* Each slot's first frame is its warm-up, run without a graph. */
   const bool warm = frame >= run->slots_count;
@@ -309,10 +334,9 @@ static plm_status keep_timings(frame_run *run, frame_slot *slot) {
   return PLM_OK;
 }
 
-/* Wait for the slot's frame and hand it to the sink. The message of a failure is raw
- * and names the frame. */
-static plm_status retire_frame(frame_run *run, frame_slot *slot, plm_frame_sink_fn sink,
-                               void *user) {
+/* Wait for the slot's frame, hand it to the sink and give its ring entry back to the
+ * source. The message of a failure is raw and names the frame. */
+static plm_status retire_frame(frame_run *run, frame_slot *slot) {
   const int64_t frame = slot->frame;
   plm_status status = plm_event_synchronize(slot->done);
   if (status != PLM_OK)
@@ -321,9 +345,9 @@ static plm_status retire_frame(frame_run *run, frame_slot *slot, plm_frame_sink_
     status = keep_timings(run, slot);
     if (status != PLM_OK) return status;
   }
-  if (sink) {
+  if (run->sink) {
     plm_clear_error();
-    status = sink(user, frame, (const void *const *)slot->host_outputs);
+    status = run->sink(run->user, frame, (const void *const *)slot->host_outputs);
     if (status != PLM_OK) {
       if (plm_last_error()[0])
         return plm__fail_raw(status, "frame %lld: the sink failed: %s", (long long)frame,
@@ -332,7 +356,8 @@ static plm_status retire_frame(frame_run *run, frame_slot *slot, plm_frame_sink_
                            plm_status_str(status));
     }
   }
-  status = series_add(&run->latency_ms, (plm__monotonic_seconds() - slot->submitted_s) * 1e3,
+  plm__source_ring_release(&run->ring, frame); /* its upload is complete */
+  status = series_add(&run->latency_ms, (plm__monotonic_seconds() - slot->taken_s) * 1e3,
                       "frame latencies");
   if (status != PLM_OK) return status;
   run->report->frames_delivered++;
@@ -430,6 +455,7 @@ static void finish_report(frame_run *run, double started_s) {
   if (report->seconds > 0)
     report->frames_per_s = (double)report->frames_delivered / report->seconds;
   series_percentiles(&run->latency_ms, &report->latency_p50_ms, &report->latency_p99_ms);
+  series_percentiles(&run->source_us, &report->source_p50_us, &report->source_p99_us);
   series_percentiles(&run->submit_us, &report->submit_p50_us, &report->submit_p99_us);
   report->graphs_used = report->graph_replays > 0;
   if (run->options->record_timing) measure_overlap(run);
@@ -437,38 +463,47 @@ static void finish_report(frame_run *run, double started_s) {
 
 /* ---- the loop ---------------------------------------------------------------------------- */
 
+/* Frame `frame`'s inputs from the ring (the source's call, or the wait for its thread),
+ * with the host's time for it; a source's failure is reported for the frame. */
+static plm_status take_frame(frame_run *run, int64_t frame, void *const **inputs, bool *end) {
+  const double asked_s = plm__monotonic_seconds();
+  plm_status status = plm__source_ring_take(&run->ring, frame, inputs, end);
+  if (status != PLM_OK) {
+    run->report->failed_frame = frame;
+    if (plm_last_error()[0])
+      return plm__fail_raw(status, "frame %lld: the source failed: %s", (long long)frame,
+                           plm_last_error());
+    return plm__fail_raw(status, "frame %lld: the source failed (%s)", (long long)frame,
+                         plm_status_str(status));
+  }
+  const double taken_s = plm__monotonic_seconds();
+  if (*end) return PLM_OK;
+  /* Latency counts from here: enqueueing may block (PLM_PLAN_SYNCHRONOUS_STEPS). */
+  run->slots[frame % run->slots_count].taken_s = taken_s;
+  return series_add(&run->source_us, (taken_s - asked_s) * 1e6, "source times");
+}
+
 /* Feed frames until the source ends, max_frames is reached or something fails; returns
  * the first failure, its frame in report->failed_frame. */
-static plm_status stream_frames(frame_run *run, plm_frame_source_fn source, plm_frame_sink_fn sink,
-                                void *user) {
+static plm_status stream_frames(frame_run *run) {
   const int64_t limit = run->options->max_frames;
   for (int64_t frame = 0; limit == 0 || frame < limit; frame++) {
     frame_slot *slot = &run->slots[frame % run->slots_count];
     if (slot->frame >= 0) {
       const int64_t previous = slot->frame;
-      plm_status status = retire_frame(run, slot, sink, user);
+      plm_status status = retire_frame(run, slot);
       if (status != PLM_OK) {
         run->report->failed_frame = previous;
         return status;
       }
     }
+    void *const *inputs = NULL;
     bool end = false;
-    plm_clear_error();
-    plm_status status = source(user, frame, slot->host_inputs, &end);
-    if (status == PLM_OK && end) return PLM_OK;
-    if (status != PLM_OK) {
-      run->report->failed_frame = frame;
-      if (plm_last_error()[0])
-        return plm__fail_raw(status, "frame %lld: the source failed: %s", (long long)frame,
-                             plm_last_error());
-      return plm__fail_raw(status, "frame %lld: the source failed (%s)", (long long)frame,
-                           plm_status_str(status));
-    }
-    /* Latency counts from here: enqueueing may block (PLM_PLAN_SYNCHRONOUS_STEPS). */
-    slot->submitted_s = plm__monotonic_seconds();
-    status = submit_frame(run, frame);
+    plm_status status = take_frame(run, frame, &inputs, &end);
+    if (status != PLM_OK || end) return status;
+    status = submit_frame(run, frame, inputs);
     if (status == PLM_OK)
-      status = series_add(&run->submit_us, (plm__monotonic_seconds() - slot->submitted_s) * 1e6,
+      status = series_add(&run->submit_us, (plm__monotonic_seconds() - slot->taken_s) * 1e6,
                           "submit times");
     if (status != PLM_OK) {
       run->report->failed_frame = frame;
@@ -481,7 +516,7 @@ static plm_status stream_frames(frame_run *run, plm_frame_source_fn source, plm_
 
 /* Deliver, in order, the frames still in flight before `stop` (all of them when stop is
  * -1). Stops at the first failure, which becomes the run's failed frame. */
-static plm_status drain_frames(frame_run *run, int64_t stop, plm_frame_sink_fn sink, void *user) {
+static plm_status drain_frames(frame_run *run, int64_t stop) {
   for (;;) {
     frame_slot *oldest = NULL;
     for (int s = 0; s < run->slots_count; s++) {
@@ -491,7 +526,7 @@ static plm_status drain_frames(frame_run *run, int64_t stop, plm_frame_sink_fn s
     }
     if (!oldest) return PLM_OK;
     const int64_t frame = oldest->frame;
-    plm_status status = retire_frame(run, oldest, sink, user);
+    plm_status status = retire_frame(run, oldest);
     if (status != PLM_OK) {
       run->report->failed_frame = frame;
       return status;
@@ -502,7 +537,8 @@ static plm_status drain_frames(frame_run *run, int64_t stop, plm_frame_sink_fn s
 /* ---- the public API ------------------------------------------------------------------------ */
 
 plm_run_stream_options plm_run_stream_options_default(void) {
-  return (plm_run_stream_options){.max_frames = 0, .use_graphs = true, .record_timing = false};
+  return (plm_run_stream_options){
+      .max_frames = 0, .use_graphs = true, .record_timing = false, .source_ahead = 0};
 }
 
 plm_status plm_pipeline_run_stream(plm_pipeline *pl, plm_frame_source_fn source,
@@ -520,10 +556,18 @@ plm_status plm_pipeline_run_stream(plm_pipeline *pl, plm_frame_source_fn source,
   if (options->max_frames < 0)
     return plm__fail(PLM_ERR_INVALID_ARG, "options->max_frames %lld is negative",
                      (long long)options->max_frames);
+  if (options->source_ahead < 0 || options->source_ahead > PLM_SOURCE_AHEAD_MAX)
+    return plm__fail(PLM_ERR_INVALID_ARG, "options->source_ahead %d is out of range (0 to %d)",
+                     options->source_ahead, PLM_SOURCE_AHEAD_MAX);
   if (!pl->compiled) return plm__fail(PLM_ERR_INVALID_STATE, "the pipeline is not compiled");
 
-  frame_run run = {
-      .pl = pl, .slots_count = pl->config.frames_in_flight, .options = options, .report = report};
+  frame_run run = {.pl = pl,
+                   .slots_count = pl->config.frames_in_flight,
+                   .source = source,
+                   .sink = sink,
+                   .user = user,
+                   .options = options,
+                   .report = report};
   if (options->use_graphs) {
     char why[sizeof report->graphs_note] = "";
     if (!plm__stream_graph_supported(pl->ctx))
@@ -538,12 +582,15 @@ plm_status plm_pipeline_run_stream(plm_pipeline *pl, plm_frame_source_fn source,
   const double started_s = plm__monotonic_seconds();
   plm_status status = open_run(&run);
   if (status == PLM_OK) {
-    status = stream_frames(&run, source, sink, user);
+    status = stream_frames(&run);
+    /* The source is not needed any more: after a failure its thread may still be
+     * filling frames ahead. */
+    plm__source_ring_stop(&run.ring);
     /* The frames before a failure are all delivered; a failure while draining becomes
      * the reported one only when there was none. */
     char first_error[512];
     snprintf(first_error, sizeof first_error, "%s", plm_last_error());
-    plm_status drained = drain_frames(&run, report->failed_frame, sink, user);
+    plm_status drained = drain_frames(&run, report->failed_frame);
     if (status == PLM_OK)
       status = drained;
     else

@@ -4,18 +4,26 @@
  *             results, for 1..4 frames in flight; the source's end and max_frames;
  *   results   two detection chains (one with entropy and label, whose scratch is in the
  *             workspace) streamed equal plm_pipeline_run frame by frame, planned and
- *             eager (PLM_PLAN_ALLOCATE_PER_RUN, PLM_PLAN_SYNCHRONOUS_STEPS);
+ *             eager (PLM_PLAN_ALLOCATE_PER_RUN, PLM_PLAN_SYNCHRONOUS_STEPS), with the
+ *             source inline and on its own thread;
  *   failures  a source or sink failing at frame k: frames 0..k-1 delivered, none after,
  *             failed_frame k, the message names k; the pipeline runs again afterwards;
+ *   ahead     the source on a thread of its own (source_ahead 1, 3, 8): the outputs of
+ *             the inline source, its calls on one other thread in frame order, the sink
+ *             on the caller's; end and max_frames never passed; a source's failure
+ *             reads as inline; a sink's or an enqueueing's failure stops and joins the
+ *             source's thread within its bound;
  *   report    frames/s, latencies, graphs (refused with a note where there are none;
  *             on cuda every frame after the warm-ups replays, with or without steps
  *             that take scratch), the copy/compute timing and its overlap bounds;
- *   errors    NULL arguments, a negative max_frames, a pipeline not compiled.
+ *   errors    NULL arguments, a negative max_frames, source_ahead out of range, a
+ *             pipeline not compiled.
  * The fixture's context teardown fails any test that leaves an object behind.
  */
 #define _POSIX_C_SOURCE 200809L
 
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,20 +51,47 @@ static plm_pipeline *threshold_pipeline(int frames_in_flight) {
 }
 
 typedef struct feed {
-  int64_t frames;       /* the source ends before this frame (-1: never) */
-  int64_t fail_source;  /* the source fails at this frame (-1: never) */
-  int64_t fail_sink;    /* the sink fails at this frame (-1: never) */
-  int64_t delivered;    /* frames the sink has seen, each checked */
-  int64_t next;         /* the frame the sink expects next */
-  int64_t sourced;      /* source calls */
-  int64_t slow_sink_us; /* the sink sleeps this long per frame */
-  bool wrong;           /* a frame out of order or with wrong results */
+  int64_t frames;         /* the source ends before this frame (-1: never) */
+  int64_t fail_source;    /* the source fails at this frame (-1: never) */
+  bool fail_with_message; /* ... as a failed plume call does, its message set */
+  int64_t fail_sink;      /* the sink fails at this frame (-1: never) */
+  int64_t slow_source_us; /* the source sleeps this long per frame */
+  int64_t slow_sink_us;   /* the sink sleeps this long per frame */
+  uint8_t *kept;          /* when not NULL: every frame's mask, PIXELS each */
+  /* What the source saw (written by the source's calls only). */
+  pthread_t caller;           /* the thread that runs the stream */
+  pthread_t source_thread;    /* the thread of the source's first call */
+  int64_t sourced;            /* source calls */
+  int64_t highest_asked;      /* the highest frame asked for (-1: none) */
+  bool source_out_of_order;   /* a call not for the frame after the previous call's */
+  bool source_threads_differ; /* calls on more than one thread */
+  bool source_on_caller;      /* a call on the caller's thread */
+  /* What the sink saw (written by the sink only). */
+  int64_t delivered; /* frames the sink has seen, each checked */
+  int64_t next;      /* the frame the sink expects next */
+  bool wrong;        /* a frame out of order or with wrong results */
+  bool sink_off_caller;
 } feed;
+
+/* Where and in what order the source is called. */
+static void note_source_call(feed *f, int64_t frame) {
+  const pthread_t self = pthread_self();
+  if (f->sourced == 0) f->source_thread = self;
+  f->source_threads_differ |= !pthread_equal(self, f->source_thread);
+  f->source_on_caller |= pthread_equal(self, f->caller) != 0;
+  f->source_out_of_order |= frame != f->highest_asked + 1;
+  f->highest_asked = frame;
+  f->sourced++;
+}
 
 static plm_status threshold_source(void *user, int64_t frame, void *const *inputs, bool *end) {
   feed *f = user;
-  f->sourced++;
-  if (frame == f->fail_source) return PLM_ERR_NOT_FOUND;
+  note_source_call(f, frame);
+  if (f->slow_source_us) plm_test_sleep_ms((double)f->slow_source_us / 1000.0);
+  if (frame == f->fail_source) {
+    plm_stream *stream = NULL;
+    return f->fail_with_message ? plm_stream_create(NULL, 0, &stream) : PLM_ERR_NOT_FOUND;
+  }
   if (f->frames >= 0 && frame >= f->frames) {
     *end = true;
     return PLM_OK;
@@ -68,11 +103,13 @@ static plm_status threshold_source(void *user, int64_t frame, void *const *input
 
 static plm_status threshold_sink(void *user, int64_t frame, const void *const *outputs) {
   feed *f = user;
+  f->sink_off_caller |= !pthread_equal(pthread_self(), f->caller);
   if (frame == f->fail_sink) return PLM_ERR_INVALID_STATE;
   if (frame != f->next) f->wrong = true;
   const uint8_t *mask = outputs[0];
   for (int64_t i = 0; i < PIXELS; i++)
     if (mask[i] != (pixel(frame, i) > 500)) f->wrong = true;
+  if (f->kept) memcpy(f->kept + frame * PIXELS, mask, PIXELS);
   if (f->slow_sink_us) plm_test_sleep_ms((double)f->slow_sink_us / 1000.0);
   f->next = frame + 1;
   f->delivered++;
@@ -80,7 +117,31 @@ static plm_status threshold_sink(void *user, int64_t frame, const void *const *o
 }
 
 static feed feed_of(int64_t frames) {
-  return (feed){.frames = frames, .fail_source = -1, .fail_sink = -1};
+  return (feed){.frames = frames,
+                .fail_source = -1,
+                .fail_sink = -1,
+                .caller = pthread_self(),
+                .highest_asked = -1};
+}
+
+/* Options with the source `ahead` frames ahead on a thread of its own (0: inline). */
+static plm_run_stream_options ahead_by(int ahead) {
+  plm_run_stream_options options = plm_run_stream_options_default();
+  options.source_ahead = ahead;
+  return options;
+}
+
+/* Whether the source was called as source_ahead says: on the caller's thread for 0, on
+ * one other thread otherwise; always in frame order. */
+static void check_source_thread(const feed *f, int ahead) {
+  ck_assert_msg(!f->source_out_of_order, "ahead %d: the source was called out of order", ahead);
+  ck_assert_msg(!f->sink_off_caller, "ahead %d: the sink ran off the calling thread", ahead);
+  if (f->sourced == 0) return;
+  ck_assert_msg(!f->source_threads_differ, "ahead %d: the source ran on several threads", ahead);
+  if (ahead == 0)
+    ck_assert_msg(pthread_equal(f->source_thread, f->caller), "ahead 0: the source ran elsewhere");
+  else
+    ck_assert_msg(!f->source_on_caller, "ahead %d: the source ran on the calling thread", ahead);
 }
 
 /* ---- order ----------------------------------------------------------------------------------- */
@@ -236,12 +297,18 @@ static void check_streamed_chain(const char *chain) {
     PLM_CHECK_OK(plm_pipeline_output_shape(streamed, 1, &count_shape));
     ck_assert_int_eq(count_shape.dtype, PLM_DTYPE_I32);
     plm_run_stream_report report;
-    c.delivered = 0;
-    c.wrong = false;
-    PLM_CHECK_OK(plm_pipeline_run_stream(streamed, chain_source, chain_sink, &c, NULL, &report));
-    ck_assert_int_eq(report.frames_delivered, CHAIN_FRAMES);
-    ck_assert_int_eq(c.delivered, CHAIN_FRAMES);
-    ck_assert_msg(!c.wrong, "config %zu: a streamed frame differs from plm_pipeline_run's", v);
+    for (int ahead = 0; ahead <= 2; ahead += 2) { /* the source inline, then on its thread */
+      const plm_run_stream_options options = ahead_by(ahead);
+      c.delivered = 0;
+      c.wrong = false;
+      PLM_CHECK_OK(
+          plm_pipeline_run_stream(streamed, chain_source, chain_sink, &c, &options, &report));
+      ck_assert_int_eq(report.frames_delivered, CHAIN_FRAMES);
+      ck_assert_int_eq(c.delivered, CHAIN_FRAMES);
+      ck_assert_msg(!c.wrong,
+                    "config %zu, ahead %d: a streamed frame differs from plm_pipeline_run's", v,
+                    ahead);
+    }
     /* Eager plans are never captured; graphs were asked for (the default options). */
     if (configs[v].flags && plm_test_backend == PLM_BACKEND_CUDA)
       ck_assert_msg(strstr(report.graphs_note, "PLM_PLAN_") != NULL, "%s", report.graphs_note);
@@ -317,6 +384,209 @@ START_TEST(test_a_failure_at_the_first_frame) {
 }
 END_TEST
 
+/* ---- the source on its own thread (source_ahead) ------------------------------------------ */
+
+static const int AHEADS[] = {1, 3, 8};
+enum { AHEAD_COUNT = sizeof AHEADS / sizeof AHEADS[0], AHEAD_FRAMES = 41 };
+
+/* Every frame once, in order, with the results the inline source gives; the source on
+ * one other thread, called in frame order; the sink on the caller's. */
+START_TEST(test_ahead_delivers_what_inline_does) {
+  uint8_t *inline_masks = malloc(AHEAD_FRAMES * PIXELS), *masks = malloc(AHEAD_FRAMES * PIXELS);
+  ck_assert_ptr_nonnull(inline_masks);
+  ck_assert_ptr_nonnull(masks);
+  for (int k = 1; k <= 3; k += 2) {
+    plm_pipeline *pl = threshold_pipeline(k);
+    for (int a = -1; a < AHEAD_COUNT; a++) { /* -1: inline, the reference */
+      const int ahead = a < 0 ? 0 : AHEADS[a];
+      feed f = feed_of(AHEAD_FRAMES);
+      f.kept = a < 0 ? inline_masks : masks;
+      memset(f.kept, 0xa5, AHEAD_FRAMES * PIXELS);
+      const plm_run_stream_options options = ahead_by(ahead);
+      plm_run_stream_report report;
+      PLM_CHECK_OK(
+          plm_pipeline_run_stream(pl, threshold_source, threshold_sink, &f, &options, &report));
+      ck_assert_msg(!f.wrong, "K=%d ahead %d: a frame out of order or wrong", k, ahead);
+      ck_assert_int_eq(f.delivered, AHEAD_FRAMES);
+      ck_assert_int_eq(report.frames_delivered, AHEAD_FRAMES);
+      ck_assert_int_eq(report.failed_frame, -1);
+      ck_assert_int_eq(f.sourced, AHEAD_FRAMES + 1); /* the last call said end */
+      check_source_thread(&f, ahead);
+      ck_assert(report.source_p50_us >= 0.0 && report.source_p50_us <= report.source_p99_us);
+      ck_assert(report.submit_p50_us > 0.0);
+      if (a >= 0)
+        ck_assert_msg(memcmp(masks, inline_masks, AHEAD_FRAMES * PIXELS) == 0,
+                      "K=%d ahead %d: the outputs differ from the inline source's", k, ahead);
+    }
+    PLM_CHECK_OK(plm_pipeline_destroy(pl));
+  }
+  free(masks);
+  free(inline_masks);
+}
+END_TEST
+
+/* End at frame 7: frames 0..6 delivered and the source never asked again after it said
+ * end; max_frames: never asked for frame max_frames, though it could run ahead. */
+START_TEST(test_ahead_end_and_max_frames) {
+  plm_pipeline *pl = threshold_pipeline(2);
+  for (int a = 0; a < AHEAD_COUNT; a++) {
+    plm_run_stream_options options = ahead_by(AHEADS[a]);
+    plm_run_stream_report report;
+    feed f = feed_of(7);
+    PLM_CHECK_OK(
+        plm_pipeline_run_stream(pl, threshold_source, threshold_sink, &f, &options, &report));
+    ck_assert(!f.wrong);
+    ck_assert_int_eq(report.frames_delivered, 7);
+    ck_assert_int_eq(f.delivered, 7);
+    ck_assert_int_eq(f.sourced, 8);
+    ck_assert_int_eq(f.highest_asked, 7);
+    check_source_thread(&f, AHEADS[a]);
+
+    f = feed_of(0); /* ends at once */
+    PLM_CHECK_OK(
+        plm_pipeline_run_stream(pl, threshold_source, threshold_sink, &f, &options, &report));
+    ck_assert_int_eq(report.frames_delivered, 0);
+    ck_assert_int_eq(f.sourced, 1);
+
+    f = feed_of(-1); /* never ends; a slow sink lets the source run as far ahead as it may */
+    f.slow_sink_us = 1000;
+    options.max_frames = 12;
+    PLM_CHECK_OK(
+        plm_pipeline_run_stream(pl, threshold_source, threshold_sink, &f, &options, &report));
+    ck_assert(!f.wrong);
+    ck_assert_int_eq(f.delivered, 12);
+    ck_assert_int_eq(f.sourced, 12);
+    ck_assert_int_eq(f.highest_asked, 11);
+    check_source_thread(&f, AHEADS[a]);
+  }
+  PLM_CHECK_OK(plm_pipeline_destroy(pl));
+}
+END_TEST
+
+/* A source failing at frame 9, with a message of its own (a failed plume call's) or
+ * none: the same status and message as inline, frames 0..8 delivered, the source never
+ * called again. The pipeline runs again afterwards. */
+START_TEST(test_ahead_source_failure_reads_as_inline) {
+  for (int k = 1; k <= 4; k++) {
+    plm_pipeline *pl = threshold_pipeline(k);
+    for (int with_message = 0; with_message <= 1; with_message++) {
+      char inline_message[1024] = "";
+      for (int a = -1; a < AHEAD_COUNT; a++) { /* -1: inline, the reference */
+        const int ahead = a < 0 ? 0 : AHEADS[a];
+        feed f = feed_of(100);
+        f.fail_source = 9;
+        f.fail_with_message = with_message;
+        const plm_run_stream_options options = ahead_by(ahead);
+        const plm_status expected = with_message ? PLM_ERR_INVALID_ARG : PLM_ERR_NOT_FOUND;
+        plm_run_stream_report report;
+        PLM_CHECK_FAILS(
+            plm_pipeline_run_stream(pl, threshold_source, threshold_sink, &f, &options, &report),
+            expected,
+            with_message ? "plm_pipeline_run_stream: frame 9: the source failed: "
+                           "plm_stream_create: ctx is NULL"
+                         : "plm_pipeline_run_stream: frame 9: the source failed "
+                           "(PLM_ERR_NOT_FOUND)");
+        if (a < 0)
+          snprintf(inline_message, sizeof inline_message, "%s", plm_last_error());
+        else
+          ck_assert_str_eq(plm_last_error(), inline_message);
+        ck_assert(!f.wrong);
+        ck_assert_int_eq(f.delivered, 9);
+        ck_assert_int_eq(report.frames_delivered, 9);
+        ck_assert_int_eq(report.failed_frame, 9);
+        ck_assert_int_eq(f.sourced, 10);
+        check_source_thread(&f, ahead);
+        f = feed_of(5);
+        PLM_CHECK_OK(
+            plm_pipeline_run_stream(pl, threshold_source, threshold_sink, &f, &options, &report));
+        ck_assert_int_eq(f.delivered, 5);
+      }
+    }
+    PLM_CHECK_OK(plm_pipeline_destroy(pl));
+  }
+}
+END_TEST
+
+/* The source calls stop, and after the run returns the source is not called again:
+ * its thread was joined (under TSan a late call would also be a race on the feed). */
+static void check_source_stopped(feed *f) {
+  const int64_t sourced = f->sourced;
+  plm_test_sleep_ms(5.0);
+  ck_assert_int_eq(f->sourced, sourced);
+}
+
+/* A sink failing at frame 6: its failure returned, frames 0..5 delivered, the source's
+ * thread stopped and joined after at most K + N - 1 frames beyond 6. */
+START_TEST(test_ahead_sink_failure_stops_the_source) {
+  for (int k = 1; k <= 4; k++) {
+    plm_pipeline *pl = threshold_pipeline(k);
+    for (int a = 0; a < AHEAD_COUNT; a++) {
+      feed f = feed_of(-1);
+      f.fail_sink = 6;
+      const plm_run_stream_options options = ahead_by(AHEADS[a]);
+      plm_run_stream_report report;
+      PLM_CHECK_FAILS(
+          plm_pipeline_run_stream(pl, threshold_source, threshold_sink, &f, &options, &report),
+          PLM_ERR_INVALID_STATE, "frame 6: the sink failed");
+      ck_assert(!f.wrong);
+      ck_assert_int_eq(f.delivered, 6);
+      ck_assert_int_eq(report.frames_delivered, 6);
+      ck_assert_int_eq(report.failed_frame, 6);
+      ck_assert_int_le(f.highest_asked, 6 + k + AHEADS[a] - 1);
+      check_source_thread(&f, AHEADS[a]);
+      check_source_stopped(&f);
+    }
+    PLM_CHECK_OK(plm_pipeline_destroy(pl));
+  }
+  /* A slow source, in a call when the sink fails: the call finishes, none follows. */
+  plm_pipeline *pl = threshold_pipeline(2);
+  feed f = feed_of(-1);
+  f.fail_sink = 1;
+  f.slow_source_us = 3000;
+  const plm_run_stream_options options = ahead_by(3);
+  plm_run_stream_report report;
+  PLM_CHECK_FAILS(
+      plm_pipeline_run_stream(pl, threshold_source, threshold_sink, &f, &options, &report),
+      PLM_ERR_INVALID_STATE, "frame 1: the sink failed");
+  ck_assert_int_eq(f.delivered, 1);
+  ck_assert_int_le(f.highest_asked, 1 + 2 + 3 - 1);
+  check_source_stopped(&f);
+  PLM_CHECK_OK(plm_pipeline_destroy(pl));
+}
+END_TEST
+
+/* Enqueueing frame 0 fails (an intermediate allocated per run does not fit the pool):
+ * that failure is returned and the source's thread is stopped and joined. */
+START_TEST(test_ahead_enqueue_failure_stops_the_source) {
+  const int64_t dims[2] = {H, W};
+  plm_pool *small = NULL;
+  /* One chunk: room for the slot's input (1,702 bytes) and mask (851), each rounded up to
+   * 256 bytes, not for sobel's f32 output (3,404) besides. */
+  plm_pool_config pool_cfg = {
+      .byte_limit = 4096, .min_chunk_bytes = 4096, .growth = PLM_POOL_GROW_FIXED};
+  PLM_CHECK_OK(plm_pool_create(plm_test_ctx, &pool_cfg, &small));
+  plm_pipeline *pl = NULL;
+  PLM_CHECK_OK(
+      plm_pipeline_parse(plm_test_ctx, "sobel ! threshold value=500", PLM_DTYPE_U16, 2, dims, &pl));
+  plm_plan_config cfg = {.pool = small, .flags = PLM_PLAN_ALLOCATE_PER_RUN | PLM_PLAN_NO_FUSION};
+  PLM_CHECK_OK(plm_pipeline_compile(pl, &cfg));
+  for (int ahead = 0; ahead <= 3; ahead += 3) {
+    feed f = feed_of(50); /* ends, should the pool be larger than thought */
+    const plm_run_stream_options options = ahead_by(ahead);
+    plm_run_stream_report report;
+    PLM_CHECK_FAILS(plm_pipeline_run_stream(pl, threshold_source, NULL, &f, &options, &report),
+                    PLM_ERR_OUT_OF_MEMORY, "plm_pipeline_run_stream: frame 0: ");
+    ck_assert_int_eq(report.failed_frame, 0);
+    ck_assert_int_eq(report.frames_delivered, 0);
+    ck_assert_int_le(f.highest_asked, ahead); /* frame 0 and up to N more */
+    check_source_thread(&f, ahead);
+    check_source_stopped(&f);
+  }
+  PLM_CHECK_OK(plm_pipeline_destroy(pl));
+  PLM_CHECK_OK(plm_pool_destroy(small));
+}
+END_TEST
+
 /* ---- the report --------------------------------------------------------------------------------
  */
 
@@ -339,6 +609,8 @@ START_TEST(test_the_report) {
   /* The host's enqueue time per frame: measured, and at most the frame's latency. */
   ck_assert(report.submit_p50_us > 0.0 && report.submit_p50_us <= report.submit_p99_us);
   ck_assert(report.submit_p50_us <= report.latency_p99_ms * 1e3);
+  /* The source's calls (inline by default), measured apart from the enqueueing. */
+  ck_assert(report.source_p50_us > 0.0 && report.source_p50_us <= report.source_p99_us);
   if (plm_test_backend == PLM_BACKEND_HOST) {
     ck_assert(!report.graphs_used);
     ck_assert_int_eq(report.graph_replays, 0);
@@ -412,7 +684,22 @@ START_TEST(test_bad_arguments) {
   PLM_CHECK_FAILS(
       plm_pipeline_run_stream(pl, threshold_source, threshold_sink, &f, &options, &report),
       PLM_ERR_INVALID_ARG, "options->max_frames -2 is negative");
+  options = plm_run_stream_options_default();
+  ck_assert_int_eq(options.source_ahead, 0);
+  options.source_ahead = -1;
+  PLM_CHECK_FAILS(
+      plm_pipeline_run_stream(pl, threshold_source, threshold_sink, &f, &options, &report),
+      PLM_ERR_INVALID_ARG, "options->source_ahead -1 is out of range (0 to 1024)");
+  options.source_ahead = PLM_SOURCE_AHEAD_MAX + 1;
+  PLM_CHECK_FAILS(
+      plm_pipeline_run_stream(pl, threshold_source, threshold_sink, &f, &options, &report),
+      PLM_ERR_INVALID_ARG, "options->source_ahead 1025 is out of range (0 to 1024)");
   ck_assert_int_eq(f.sourced, 0);
+  ck_assert_int_eq(report.failed_frame, -1);
+  options.source_ahead = PLM_SOURCE_AHEAD_MAX; /* the most is taken */
+  PLM_CHECK_OK(
+      plm_pipeline_run_stream(pl, threshold_source, threshold_sink, &f, &options, &report));
+  ck_assert_int_eq(f.delivered, 3);
   PLM_CHECK_OK(plm_pipeline_destroy(pl));
 
   const int64_t dims[2] = {H, W};
@@ -436,6 +723,11 @@ static Suite *stream_suite(void) {
   tcase_add_test(tcase, test_a_failing_source_stops_the_run_at_its_frame);
   tcase_add_test(tcase, test_a_failing_sink_stops_the_run_at_its_frame);
   tcase_add_test(tcase, test_a_failure_at_the_first_frame);
+  tcase_add_test(tcase, test_ahead_delivers_what_inline_does);
+  tcase_add_test(tcase, test_ahead_end_and_max_frames);
+  tcase_add_test(tcase, test_ahead_source_failure_reads_as_inline);
+  tcase_add_test(tcase, test_ahead_sink_failure_stops_the_source);
+  tcase_add_test(tcase, test_ahead_enqueue_failure_stops_the_source);
   tcase_add_test(tcase, test_the_report);
   tcase_add_test(tcase, test_bad_arguments);
   suite_add_tcase(suite, tcase);

@@ -49,10 +49,12 @@ typedef struct config {
   int runs;
   double fps[MAX_REPEATS], p50[MAX_REPEATS], p99[MAX_REPEATS], overlap[MAX_REPEATS];
   double device_ms[MAX_REPEATS], copy_ms[MAX_REPEATS], submit_us[MAX_REPEATS];
+  double source_us[MAX_REPEATS];
   uint64_t requests, hits, upstream_allocs; /* over the timed runs */
   int64_t graph_replays;
   /* Medians over the runs (NaN when not measured). */
-  double m_fps, m_p50, m_p99, m_overlap, m_device_ms, m_copy_ms, m_submit_us, speedup;
+  double m_fps, m_p50, m_p99, m_overlap, m_device_ms, m_copy_ms, m_submit_us, m_source_us;
+  double speedup;
 } config;
 
 typedef struct bench_case {
@@ -68,6 +70,8 @@ typedef struct bench_case {
   int best_streams;                        /* index of the fastest streams config */
   double device_bytes, device_bytes_fused; /* per frame, from the plans (0: none) */
   double d2h_bytes;                        /* the outputs' bytes per frame */
+  double frame_h2d_ms;   /* one frame's input copied host -> device (event-timed median) */
+  double copy_bound_fps; /* 1e3 / frame_h2d_ms: what the uploads alone would allow */
   /* Results check: naive's digests of frames 0..checked-1 (the first distinct frames, at
    * most MAX_CHECKED). */
   int64_t checked;
@@ -294,13 +298,20 @@ static void config_release(config *cfg) {
   cfg->pool = NULL;
 }
 
+/* The options every run shares: where the source runs. */
+static plm_run_stream_options run_options(const bench *b) {
+  plm_run_stream_options options = plm_run_stream_options_default();
+  options.source_ahead = b->opt.source_ahead;
+  return options;
+}
+
 /* The warm-up: the first frames, each slot's first use (and, with graphs, its capture),
  * with the results recorded (naive) or compared with naive's. */
 static bool config_warm_up(bench *b, bench_case *c, config *cfg) {
   feed f;
   if (!feed_open(b, cfg, c, &f)) return false;
   f.record = cfg->kind == NAIVE;
-  plm_run_stream_options options = plm_run_stream_options_default();
+  plm_run_stream_options options = run_options(b);
   options.use_graphs = cfg->graphs;
   options.max_frames = c->checked > 2 * cfg->k ? c->checked : 2 * cfg->k;
   plm_run_stream_report report;
@@ -323,7 +334,7 @@ static bool config_warm_up(bench *b, bench_case *c, config *cfg) {
 }
 
 static bool config_timed_run(bench *b, bench_case *c, config *cfg) {
-  plm_run_stream_options options = plm_run_stream_options_default();
+  plm_run_stream_options options = run_options(b);
   options.use_graphs = cfg->graphs;
   options.record_timing = true;
   options.max_frames = c->timed_frames;
@@ -351,6 +362,7 @@ static bool config_timed_run(bench *b, bench_case *c, config *cfg) {
   cfg->p50[r] = report.latency_p50_ms;
   cfg->p99[r] = report.latency_p99_ms;
   cfg->submit_us[r] = report.submit_p50_us;
+  cfg->source_us[r] = report.source_p50_us;
   /* Without device timing (a backend that has none) the sums stay 0. */
   const bool timed = report.copy_ms > 0.0;
   cfg->overlap[r] = timed ? report.overlap_ms / report.copy_ms : NAN;
@@ -367,6 +379,7 @@ static void config_summarise(config *cfg, double naive_fps) {
   cfg->m_device_ms = median(cfg->device_ms, cfg->runs);
   cfg->m_copy_ms = median(cfg->copy_ms, cfg->runs);
   cfg->m_submit_us = median(cfg->submit_us, cfg->runs);
+  cfg->m_source_us = median(cfg->source_us, cfg->runs);
   cfg->speedup = naive_fps > 0 ? cfg->m_fps / naive_fps : NAN;
 }
 
@@ -466,6 +479,22 @@ static bool time_copies(bench *b, plm_stream *stream, void *dst, const void *src
   return true;
 }
 
+/* Case c's copy bound: one frame's input bytes copied host -> device as the bandwidths
+ * are (NaN for a frame larger than their buffers). */
+static bool measure_copy_bound(bench *b, plm_stream *stream, void *dev, const void *host,
+                               bench_case *c) {
+  c->frame_h2d_ms = c->copy_bound_fps = NAN;
+  if (c->frame_bytes > BANDWIDTH_BYTES) return true;
+  double gbps = NAN;
+  if (!time_copies(b, stream, dev, host, c->frame_bytes, PLM_COPY_HOST_TO_DEVICE,
+                   (double)c->frame_bytes, &gbps))
+    return false;
+  if (gbps > 0) c->frame_h2d_ms = (double)c->frame_bytes / (gbps * 1e6);
+  if (c->frame_h2d_ms > 0) c->copy_bound_fps = 1e3 / c->frame_h2d_ms;
+  return true;
+}
+
+/* The bandwidths, then each case's copy bound. */
 static bool measure_bandwidths(bench *b) {
   plm_pool *pool = NULL;
   plm_stream *stream = NULL;
@@ -482,6 +511,8 @@ static bool measure_bandwidths(bench *b) {
                          (double)BANDWIDTH_BYTES, &b->h2d_gbps);
   ok = ok && time_copies(b, stream, dev_b, dev_a, BANDWIDTH_BYTES, PLM_COPY_DEVICE_TO_DEVICE,
                          2.0 * (double)BANDWIDTH_BYTES, &b->d2d_gbps);
+  for (int i = 0; ok && i < b->case_count; i++)
+    ok = measure_copy_bound(b, stream, dev_b, host, &b->cases[i]);
   if (dev_a) plm_pool_free(pool, dev_a, stream);
   if (dev_b) plm_pool_free(pool, dev_b, stream);
   plm_stream_synchronize(stream);
@@ -528,10 +559,16 @@ static void print_header(bench *b) {
   else
     fprintf(b->out, "frames: the synthetic scene (tools/scene.h, seed %d), u16 and as f32\n",
             SCENE_SEED);
-  fprintf(b->out,
-          "each frame: copied from host memory into the pinned input by the source (host "
-          "memcpy), uploaded, run, its outputs downloaded; %d timed runs per config "
-          "(medians)\n",
+  if (b->opt.source_ahead > 0)
+    fprintf(b->out,
+            "each frame: copied from host memory into a pinned input by the source (host "
+            "memcpy) on a thread of its own, up to %d frames ahead, then",
+            b->opt.source_ahead);
+  else
+    fprintf(b->out,
+            "each frame: copied from host memory into the pinned input by the source (host "
+            "memcpy) on the enqueueing thread, then");
+  fprintf(b->out, " uploaded, run, its outputs downloaded; %d timed runs per config (medians)\n",
           b->repeats);
   fprintf(b->out, "bandwidth (%s): pinned host->device %.2f GB/s, device copy %.2f GB/s\n",
           b->backend == PLM_BACKEND_HOST ? "host backend: memcpy by a stream's worker thread"
@@ -550,9 +587,11 @@ static void print_case(bench *b, const bench_case *c) {
   char frame[32];
   frame_name(c, frame, sizeof frame);
   fprintf(b->out,
-          "\n%-8s %2s %-9s %-5s %10s %8s %8s %7s %7s %8s %7s %9s %9s  (%lld frames per run)\n",
+          "\n%-8s %2s %-9s %-5s %10s %8s %8s %7s %7s %8s %7s %9s %9s %8s %8s  (%lld frames per "
+          "run)\n",
           "config", "K", "frame", "dtype", "frames/s", "p50_ms", "p99_ms", "xnaive", "hitrate",
-          "upstream", "overlap", "dev_ms/f", "copy_ms/f", (long long)c->timed_frames);
+          "upstream", "overlap", "dev_ms/f", "copy_ms/f", "src_us/f", "sub_us/f",
+          (long long)c->timed_frames);
   for (int i = 0; i < c->config_count; i++) {
     const config *cfg = &c->configs[i];
     fprintf(b->out, "%-8s %2d %-9s %-5s ", KIND_NAMES[cfg->kind], cfg->k, frame,
@@ -571,6 +610,8 @@ static void print_case(bench *b, const bench_case *c) {
     print_value(b->out, " %*.3f", 7, cfg->m_overlap);
     print_value(b->out, " %*.3f", 9, cfg->m_device_ms);
     print_value(b->out, " %*.3f", 9, cfg->m_copy_ms);
+    print_value(b->out, " %*.1f", 8, cfg->m_source_us);
+    print_value(b->out, " %*.1f", 8, cfg->m_submit_us);
     fprintf(b->out, "%s%s\n", cfg->note[0] ? "  " : "", cfg->note);
   }
   const floors f = case_floors(b, c);
@@ -580,12 +621,14 @@ static void print_case(bench *b, const bench_case *c) {
           frame, plm_dtype_name(c->dtype), f.h2d_bytes, f.h2d_ms, f.h2d_fps, f.device_bytes,
           c->device_bytes_fused > 0 ? " (fused plan)" : "", f.device_ms, f.device_fps,
           c->d2h_bytes);
+  fprintf(b->out, "copy bound %s %s: one frame's upload timed alone %.4f ms -> %.0f frames/s\n",
+          frame, plm_dtype_name(c->dtype), c->frame_h2d_ms, c->copy_bound_fps);
   if (f.best)
     fprintf(b->out,
-            "best: %s K=%d at %.1f frames/s = %.2f%% of the upload bound, %.2f%% of the device "
-            "bound\n",
+            "best: %s K=%d at %.1f frames/s = %.2f%% of the upload bound, %.2f%% of the copy "
+            "bound, %.2f%% of the device bound\n",
             KIND_NAMES[f.best->kind], f.best->k, f.best->m_fps, 100.0 * f.of_h2d,
-            100.0 * f.of_device);
+            100.0 * f.best->m_fps / c->copy_bound_fps, 100.0 * f.of_device);
   fflush(b->out);
 }
 
@@ -718,6 +761,8 @@ static json_t *config_json(const bench_case *c, const config *cfg) {
   json_object_set_new(o, "latency_p99_ms", number(ran ? cfg->m_p99 : NAN));
   /* The host's enqueue time per frame (plm_run_stream_report's submit_p50_us). */
   json_object_set_new(o, "host_submit_us", number(ran ? cfg->m_submit_us : NAN));
+  /* Its time per frame to get the inputs (submit_p50_us's companion, source_p50_us). */
+  json_object_set_new(o, "host_source_us", number(ran ? cfg->m_source_us : NAN));
   json_object_set_new(o, "speedup_vs_naive", number(ran ? cfg->speedup : NAN));
   json_object_set_new(
       o, "pool_hit_rate",
@@ -729,6 +774,8 @@ static json_t *config_json(const bench_case *c, const config *cfg) {
   json_object_set_new(o, "overlap", number(ran ? cfg->m_overlap : NAN));
   json_object_set_new(o, "device_ms_per_frame", number(ran ? cfg->m_device_ms : NAN));
   json_object_set_new(o, "copy_ms_per_frame", number(ran ? cfg->m_copy_ms : NAN));
+  json_object_set_new(o, "copy_bound_fps", number(c->copy_bound_fps));
+  json_object_set_new(o, "of_copy_bound", number(ran ? cfg->m_fps / c->copy_bound_fps : NAN));
   json_object_set_new(o, "graph_replays", json_integer(cfg->graph_replays));
   json_object_set_new(o, "runs", json_integer(cfg->runs));
   json_object_set_new(o, "frames_per_run", json_integer(c->timed_frames));
@@ -762,6 +809,8 @@ static json_t *floors_json(const bench *b) {
     json_object_set_new(k, "h2d_floor_ms", number(f.h2d_ms));
     json_object_set_new(k, "d2h_bytes_per_frame", bytes_json(c->d2h_bytes));
     json_object_set_new(k, "h2d_floor_frames_per_s", number(f.h2d_fps));
+    json_object_set_new(k, "frame_h2d_ms", number(c->frame_h2d_ms));
+    json_object_set_new(k, "copy_bound_fps", number(c->copy_bound_fps));
     json_object_set_new(k, "device_bytes_per_frame_unfused", bytes_json(c->device_bytes));
     json_object_set_new(k, "device_bytes_per_frame_fused", bytes_json(c->device_bytes_fused));
     json_object_set_new(k, "device_floor_ms", number(f.device_ms));
@@ -802,9 +851,15 @@ static json_t *document_json(const bench *b, const goal *goals, int goal_count) 
               ? (b->opt.frames_from->name ? b->opt.frames_from->name : "the caller's")
               : "synthetic scene (tools/scene.h), seed 1; f32 frames hold the same values"));
   json_object_set_new(doc, "repeats", json_integer(b->repeats));
+  json_object_set_new(doc, "source_ahead", json_integer(b->opt.source_ahead));
   json_object_set_new(doc, "host_side",
-                      json_string("each frame is copied by the source from host memory into "
-                                  "the pinned input buffer (a host memcpy), in every config"));
+                      json_string(b->opt.source_ahead > 0
+                                      ? "each frame is copied by the source from host memory "
+                                        "into a pinned input buffer (a host memcpy) on a thread "
+                                        "of its own, source_ahead frames ahead, in every config"
+                                      : "each frame is copied by the source from host memory "
+                                        "into the pinned input buffer (a host memcpy) on the "
+                                        "enqueueing thread, in every config"));
   json_t *results = json_array();
   for (int i = 0; i < b->case_count; i++)
     for (int j = 0; j < b->cases[i].config_count; j++)
@@ -829,9 +884,9 @@ static json_t *document_json(const bench *b, const goal *goals, int goal_count) 
 bool pipeline_bench_validate_json(const char *path, FILE *err) {
   static const char *const top_keys[] = {"benchmark", "backend", "device",
                                          "commit",    "results", "floors"};
-  static const char *const numbers[] = {"frames_per_s",    "latency_p50_ms",   "latency_p99_ms",
-                                        "host_submit_us",  "speedup_vs_naive", "pool_hit_rate",
-                                        "upstream_allocs", "overlap"};
+  static const char *const numbers[] = {"frames_per_s",   "latency_p50_ms",  "latency_p99_ms",
+                                        "host_submit_us", "host_source_us",  "speedup_vs_naive",
+                                        "pool_hit_rate",  "upstream_allocs", "overlap"};
   if (!err) err = stderr;
   json_error_t error;
   json_t *doc = json_load_file(path, 0, &error);
@@ -871,7 +926,8 @@ bool pipeline_bench_validate_json(const char *path, FILE *err) {
       json_t *v = json_object_get(r, numbers[k]);
       /* A skipped config has nulls; a run one may have null overlap (no device timing)
        * and null hit rate (no pool requests). */
-      bool may_be_null = skipped || k == 4 || k == 6;
+      bool may_be_null =
+          skipped || strcmp(numbers[k], "overlap") == 0 || strcmp(numbers[k], "pool_hit_rate") == 0;
       if (!v || !(json_is_number(v) || (may_be_null && json_is_null(v)))) {
         snprintf(problem, sizeof problem, "result %zu (%s) lacks a number \"%s\"", i, name,
                  numbers[k]);
@@ -950,7 +1006,7 @@ static bool profile_case(bench *b, bench_case *c) {
   plm_profiler *profiler = NULL;
   CALL(b, "profile", plm_profiler_create(b->ctx, NULL, &profiler));
   plm_status status = plm_pipeline_set_profiler(cfg->pl, profiler);
-  plm_run_stream_options options = plm_run_stream_options_default();
+  plm_run_stream_options options = run_options(b);
   options.use_graphs = false; /* a profiled run times each step; graphs replay none */
   options.max_frames = c->timed_frames;
   feed f = {.c = c};
@@ -1029,6 +1085,11 @@ int pipeline_bench_run(const pipeline_bench_options *options, FILE *table, const
   b.repeats = b.opt.repeats > 0 ? b.opt.repeats : b.opt.quick ? 3 : 5;
   if (b.repeats > MAX_REPEATS) {
     fprintf(stderr, "%s: at most %d repeats\n", b.prog, MAX_REPEATS);
+    return EXIT_USAGE;
+  }
+  if (b.opt.source_ahead < 0 || b.opt.source_ahead > PLM_SOURCE_AHEAD_MAX) {
+    fprintf(stderr, "%s: source_ahead %d is out of range (0 to %d)\n", b.prog, b.opt.source_ahead,
+            PLM_SOURCE_AHEAD_MAX);
     return EXIT_USAGE;
   }
   if (b.opt.frames < 0) {

@@ -23,15 +23,20 @@
  *
  * Every config runs through plm_pipeline_run_stream (plume/pipeline.h): frame k's source
  * copies pre-rendered frame k mod M from host memory into the pinned input buffer (a
- * host memcpy, part of every config's frame time), the outputs come back to pinned host
- * memory, and copy/compute timing is recorded on the device (record_timing). After a
+ * host memcpy), on the enqueueing thread or, with options.source_ahead N > 0, on a
+ * thread of its own up to N frames ahead (the same N for every config); the outputs
+ * come back to pinned host memory, and copy/compute timing is recorded on the device
+ * (record_timing). After a
  * warm-up run per config, the timed runs are interleaved (naive, pooled, streams K = 2,
  * 3, 4, once each per round, then graph and fused at the best K, once each per round),
  * so that a change in the machine's load hits every config alike. Reported per config:
  * medians over the rounds of frames/s (plm_pipeline_run_stream's report: frames over the
  * run's wall time, the set-up of its K slots included), latency p50 and p99 (from the
- * source's return to the frame's outputs being on the host), device (compute) and copy
- * time per frame and overlap = copy time during which some frame computed / copy time;
+ * enqueueing thread taking the frame to its outputs being on the host), the enqueueing
+ * thread's time per frame to enqueue it (host_submit_us) and to get its inputs
+ * (host_source_us: the source's call, or with N > 0 the wait for the source's thread),
+ * device (compute) and copy time per frame and overlap = copy time during which some
+ * frame computed / copy time;
  * speedup_vs_naive (medians' ratio); the pool's hit rate and upstream allocations over
  * the timed runs (plm_pool_stats_get deltas of the config's own pool; ops' scratch comes
  * from the context's default pool and is not counted).
@@ -48,6 +53,11 @@
  * floor = input bytes / pinned bandwidth, the device floor = the plan's device bytes
  * (plm_plan_info.device_bytes; the fused plan's where there is one) / copy bandwidth.
  * On the host backend both bandwidths are memcpy speeds of a stream's worker thread.
+ * The copy bound, per case: one frame's input bytes copied from plm_host_alloc memory
+ * into the pool, event-timed the same way (median of 5): copy_bound_fps = 1 / that time,
+ * the frames/s the uploads alone would allow at this frame size (per-copy overheads
+ * included, which the 64 MiB bandwidth leaves out), and each config's of_copy_bound =
+ * its frames/s / copy_bound_fps.
  *
  * Progress: a bar on stderr, one step per config run, when stderr is a terminal
  * (tools/progress.h).
@@ -93,6 +103,8 @@ typedef struct pipeline_bench_options {
                                                512x512 (and 2048x2048 unless quick),
                                                u16 and f32 */
   const char *prog; /* the name messages start with; NULL: "bench_pipeline" */
+  int source_ahead; /* plm_run_stream_options.source_ahead for every run: 0, the source on
+                       the enqueueing thread; N > 0, on its own thread, N frames ahead */
   /* When not NULL: after the first case's timed runs, one more run of its fastest
    * optimised config (fused, else the best streams K) with a profiler attached
    * (plume/profile.h), written to this directory with the case's frames/s per config as

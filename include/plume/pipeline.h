@@ -472,15 +472,34 @@ PLM_API plm_status plm_pipeline_run(plm_pipeline *pl, const plm_tensor *inputs, 
  *                                   output i, valid only during the call.
  *
  * Each frame slot s (frame k uses s = k mod K) has its own stream, its own device
- * copies of the inputs and outputs, its own pinned host buffers (plm_host_alloc) and
- * the plan's workspace s. Frame k is uploaded, computed and downloaded on slot s's
- * stream while frames k - 1 ... k - K + 1 are still queued on the others, so the upload
- * of one frame overlaps the compute of the previous one and the download of the one
- * before. Before slot s takes frame k the host waits for frame k - K and hands it to the
- * sink: the sink sees every frame exactly once, in order (0, 1, 2, ...), on the calling
- * thread, and a slow sink holds the loop (back-pressure: never more than K frames
- * queued). Nothing is allocated per frame: the buffers are made when the run starts
- * and released when it ends.
+ * copies of the inputs and outputs, its own pinned host buffers for the outputs
+ * (plm_host_alloc) and the plan's workspace s; frame k's inputs are pinned too, in set
+ * k mod (K + N) of a ring of input sets (N = source_ahead, below). Frame k is uploaded,
+ * computed and downloaded on slot s's stream while frames k - 1 ... k - K + 1 are still
+ * queued on the others, so the upload of one frame overlaps the compute of the previous
+ * one and the download of the one before. Before slot s takes frame k the host waits
+ * for frame k - K and hands it to the sink: the sink sees every frame exactly once, in
+ * order (0, 1, 2, ...), on the calling thread, and a slow sink holds the loop
+ * (back-pressure: never more than K frames queued). Nothing is allocated per frame: the
+ * buffers are made when the run starts and released when it ends.
+ *
+ * Which thread calls the source (options->source_ahead, N):
+ *   N = 0 (the default)  the calling thread, just before it enqueues the frame: the
+ *                        source's copy into the pinned inputs is part of that thread's
+ *                        time per frame;
+ *   N > 0                a thread the run starts (and joins before returning), which
+ *                        fills a ring of K + N sets of pinned input buffers up to N
+ *                        frames ahead of the frame being enqueued: frame k's buffers are
+ *                        filled again for frame k + K + N once frame k has been
+ *                        delivered. The calling thread only enqueues frames and hands
+ *                        them to the sink. Worth it when the source's copy is a large
+ *                        part of a frame's host time (512x512 frames at thousands per
+ *                        second), if the source may be called from another thread.
+ * Either way the source's calls are sequential (one at a time, never concurrent with
+ * each other) and in frame order 0, 1, 2, ...; the sink stays on the calling thread, in
+ * order. With N > 0 a source call may run while the sink runs for an earlier frame. In
+ * either mode inputs[] changes from frame to frame (set k mod (K + N)). The source is
+ * never asked for frame max_frames or later, nor after it set end or failed.
  *
  * CUDA graphs (cuda backend, options->use_graphs): after each slot's first frame (the
  * warm-up), the slot's plan is captured once into a graph and replayed for every later
@@ -493,7 +512,14 @@ PLM_API plm_status plm_pipeline_run(plm_pipeline *pl, const plm_tensor *inputs, 
  * 0 .. k - 1 are all delivered to the sink first, no frame after k is delivered, the
  * run stops, report->failed_frame is k, and the status is returned with the message
  * naming frame k (a source or sink returning a failure may set its own message with
- * plm_last_error's conventions; otherwise one is made). Everything the run allocated
+ * plm_last_error's conventions; otherwise one is made). A source's failure reads the
+ * same whichever thread called it ("frame k: the source failed: <its message>": with
+ * N > 0 the message is taken on the source's thread and set on the calling thread).
+ * When the sink, the device work or the enqueueing of frame k fails, the source's
+ * thread is told to stop and joined before the run returns: it finishes a call in
+ * progress and begins no other, but may have been called for up to N frames more than
+ * with N = 0 (whose last call is for frame k + K - 1 when the sink or the device work
+ * of frame k fails, for frame k when its enqueueing does). Everything the run allocated
  * is released on every path. The source's and sink's status must be a plm_status.
  *
  * Blocking: returns when the last frame has been delivered (or on failure). Not to be
@@ -503,14 +529,22 @@ typedef plm_status (*plm_frame_source_fn)(void *user, int64_t frame, void *const
                                           bool *end);
 typedef plm_status (*plm_frame_sink_fn)(void *user, int64_t frame, const void *const *outputs);
 
+/* The most frames the source may run ahead (plm_run_stream_options.source_ahead). */
+#define PLM_SOURCE_AHEAD_MAX 1024
+
 typedef struct plm_run_stream_options {
   int64_t max_frames; /* stop after this many frames; 0: until the source sets end */
   bool use_graphs;    /* capture and replay CUDA graphs (cuda backend) */
   bool record_timing; /* time each frame's upload, compute and download on the device
                          (copy_ms, compute_ms, overlap_ms in the report) */
+  int source_ahead;   /* 0: the source runs on the calling thread, as before; N > 0
+                         (at most PLM_SOURCE_AHEAD_MAX): the source runs on a thread of
+                         its own, filling a ring of pinned input buffers up to N frames
+                         ahead of the frames being enqueued (above) */
 } plm_run_stream_options;
 
-/* max_frames 0, use_graphs true, record_timing false. */
+/* max_frames 0, use_graphs true, record_timing false, source_ahead 0 (a source may not
+ * expect to be called from another thread). */
 PLM_API plm_run_stream_options plm_run_stream_options_default(void);
 
 typedef struct plm_run_stream_report {
@@ -518,7 +552,8 @@ typedef struct plm_run_stream_report {
   int64_t failed_frame;     /* the frame that failed, or -1 */
   double seconds;           /* wall time of the whole run, set-up included */
   double frames_per_s;      /* frames_delivered / seconds */
-  double latency_p50_ms;    /* from the source returning a frame to the sink getting it */
+  double latency_p50_ms;    /* from the calling thread taking a frame (the source having
+                               returned it) to the sink getting it */
   double latency_p99_ms;
   int64_t graph_replays; /* frames run as a graph replay */
   bool graphs_used;      /* graph_replays > 0 */
@@ -527,18 +562,25 @@ typedef struct plm_run_stream_report {
   double copy_ms;    /* uploads and downloads */
   double compute_ms; /* the plan */
   double overlap_ms; /* copy time during which some frame's compute was running */
-  /* The host's time to enqueue one frame (its copies, its plan or graph, its events; the
-   * source and the sink not counted), by nearest rank over the frames: what one
-   * submitting thread costs per frame. */
+  /* The calling thread's time to enqueue one frame (its copies, its plan or graph, its
+   * events; the source and the sink not counted), by nearest rank over the frames: what
+   * one submitting thread costs per frame. */
   double submit_p50_us;
   double submit_p99_us;
+  /* The calling thread's time to get one frame's inputs, likewise: with source_ahead 0
+   * the source's call, with N > 0 its wait for the source's thread (near 0 while the
+   * source keeps ahead). Added to submit_*, what the calling thread spends per frame
+   * before the sink. */
+  double source_p50_us;
+  double source_p99_us;
 } plm_run_stream_report;
 
 /* Run frames through the pipeline as above. options may be NULL (the defaults); report
  * is filled on every return. Errors: PLM_ERR_INVALID_ARG (NULL pl, source or report,
- * max_frames negative), PLM_ERR_INVALID_STATE (not compiled; in a host callback),
- * PLM_ERR_OUT_OF_MEMORY (the buffers), and whatever a frame's source, work or sink
- * failed with (report->failed_frame says which). */
+ * max_frames negative, source_ahead out of 0 .. PLM_SOURCE_AHEAD_MAX),
+ * PLM_ERR_INVALID_STATE (not compiled; in a host callback), PLM_ERR_OUT_OF_MEMORY (the
+ * buffers), PLM_ERR_BACKEND (no thread for the source), and whatever a frame's source,
+ * work or sink failed with (report->failed_frame says which). */
 PLM_API plm_status plm_pipeline_run_stream(plm_pipeline *pl, plm_frame_source_fn source,
                                            plm_frame_sink_fn sink, void *user,
                                            const plm_run_stream_options *options,
