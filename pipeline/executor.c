@@ -28,9 +28,16 @@
  * slow sink holds the loop, which is the back-pressure: at most K frames are queued
  * (and N more filled by the source).
  *
- * Graphs: a slot's plan is captured after its first frame (the warm-up), and only when
+ * Graphs: a slot's work is captured after its first frame (the warm-up), and only when
  * every step takes its memory from the workspace (plm__pipeline_capturable): a step
  * that allocates from a pool would bake one allocation's address into every replay.
+ * Without record_timing and a profiler (whose marks go between the copies and the
+ * plan) the whole frame is captured: upload, plan and download, so a frame costs the
+ * host one graph launch and the `done` record. Such a graph bakes in the pinned inputs'
+ * addresses, which are the frame's ring entry, so a slot keeps one graph per entry it
+ * meets (R / K of them when R = K + N is a multiple of K, at most R), each captured on
+ * its first use. With timing or a profiler only the plan is captured, one graph per
+ * slot, and the copies and marks are enqueued around its launch.
  */
 #include <math.h>
 #include <stdio.h>
@@ -52,8 +59,8 @@ typedef struct frame_slot {
   plm_tensor *inputs, *outputs; /* device memory, fixed for the run */
   void **host_outputs;          /* pinned host memory (plm_host_alloc) */
   plm_event *started, *uploaded, *computed, *done;
-  plm__stream_graph *graph; /* the captured plan, once captured */
-  int64_t frame;            /* the frame in flight here, -1 when none */
+  plm__stream_graph **graphs; /* graph_keys of them (graph_of), NULL until captured */
+  int64_t frame;              /* the frame in flight here, -1 when none */
   double taken_s;           /* when its inputs were taken from the ring (for latency) */
 } frame_slot;
 
@@ -77,6 +84,8 @@ typedef struct frame_run {
   const plm_run_stream_options *options;
   plm_run_stream_report *report;
   bool graphs_wanted, graphs_refused;
+  bool whole_frame_graphs; /* graphs hold the copies too (see the top of the file) */
+  int graph_keys;          /* graphs per slot: the ring's entries, or 1 */
   sample_series latency_ms; /* per delivered frame */
   sample_series source_us;  /* per taken frame: the host's wait for its inputs */
   sample_series submit_us;  /* per submitted frame: the host's enqueue time */
@@ -106,7 +115,8 @@ static plm_status slot_open(frame_run *run, frame_slot *slot) {
   slot->inputs = calloc((size_t)run->inputs_count, sizeof *slot->inputs);
   slot->outputs = calloc((size_t)run->outputs_count, sizeof *slot->outputs);
   slot->host_outputs = calloc((size_t)run->outputs_count, sizeof *slot->host_outputs);
-  if (!slot->inputs || !slot->outputs || !slot->host_outputs)
+  slot->graphs = calloc((size_t)run->graph_keys, sizeof *slot->graphs);
+  if (!slot->inputs || !slot->outputs || !slot->host_outputs || !slot->graphs)
     return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for a frame slot");
   plm_status status = plm_stream_create(run->pl->ctx, 0, &slot->stream);
   plm_event **events[] = {&slot->started, &slot->uploaded, &slot->computed, &slot->done};
@@ -122,7 +132,9 @@ static plm_status slot_open(frame_run *run, frame_slot *slot) {
 
 /* Release whatever slot_open made; the slot's work has finished. */
 static void slot_close(frame_run *run, frame_slot *slot) {
-  plm__stream_graph_destroy(slot->graph);
+  for (int k = 0; slot->graphs && k < run->graph_keys; k++)
+    plm__stream_graph_destroy(slot->graphs[k]);
+  free(slot->graphs);
   for (int i = 0; slot->inputs && i < run->inputs_count; i++)
     if (slot->inputs[i].data) plm_tensor_free(run->pl->pool, slot->stream, &slot->inputs[i]);
   for (int i = 0; slot->outputs && i < run->outputs_count; i++)
@@ -166,6 +178,9 @@ static plm_status read_io(frame_run *run) {
 static plm_status open_run(frame_run *run) {
   plm_status status = read_io(run);
   if (status != PLM_OK) return status;
+  run->whole_frame_graphs =
+      run->graphs_wanted && !run->options->record_timing && !run->pl->profiler;
+  run->graph_keys = run->whole_frame_graphs ? run->slots_count + run->options->source_ahead : 1;
   run->slots = calloc((size_t)run->slots_count, sizeof *run->slots);
   if (!run->slots)
     return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for %d frame slots",
@@ -223,23 +238,38 @@ static void refuse_graphs(frame_run *run, const char *why) {
   snprintf(report->graphs_note, sizeof report->graphs_note, "%s", why);
 }
 
-/* Capture the slot's plan into a graph. A failure leaves the slot without one and turns
- * graphs off for the run (said once); the frame then runs without. */
-static void capture_plan(frame_run *run, frame_slot *slot, int slot_index) {
+/* The graph of a slot for a frame: by the frame's ring entry when graphs hold the copies
+ * (the entry's addresses are baked in), else the slot's one. */
+static plm__stream_graph **graph_of(frame_run *run, frame_slot *slot, int64_t frame) {
+  return &slot->graphs[run->whole_frame_graphs ? frame % run->graph_keys : 0];
+}
+
+static plm_status upload(frame_run *run, frame_slot *slot, int64_t frame, void *const *inputs);
+static plm_status download(frame_run *run, frame_slot *slot, int64_t frame);
+
+/* Capture the slot's work for this frame into *graph: with whole_frame_graphs the
+ * upload from `inputs`, the plan and the download, else the plan alone. A failure
+ * leaves no graph and turns graphs off for the run (said once); the frame then runs
+ * without. */
+static void capture(frame_run *run, frame_slot *slot, int slot_index, int64_t frame,
+                    void *const *inputs, plm__stream_graph **graph) {
   plm_status status = plm__stream_graph_capture_begin(slot->stream);
   if (status != PLM_OK) {
     refuse_graphs(run, plm_last_error());
     return;
   }
-  plm_status enqueued = plm__pipeline_enqueue(run->pl, slot_index, slot->stream, slot->inputs,
-                                              slot->outputs, slot->frame);
+  plm_status enqueued = run->whole_frame_graphs ? upload(run, slot, frame, inputs) : PLM_OK;
+  if (enqueued == PLM_OK)
+    enqueued = plm__pipeline_enqueue(run->pl, slot_index, slot->stream, slot->inputs,
+                                     slot->outputs, slot->frame);
+  if (enqueued == PLM_OK && run->whole_frame_graphs) enqueued = download(run, slot, frame);
   char why[sizeof run->report->graphs_note] = "";
   if (enqueued != PLM_OK) snprintf(why, sizeof why, "%s", plm_last_error());
-  status = plm__stream_graph_capture_end(slot->stream, &slot->graph);
+  status = plm__stream_graph_capture_end(slot->stream, graph);
   if (enqueued == PLM_OK && status != PLM_OK) snprintf(why, sizeof why, "%s", plm_last_error());
   if (why[0]) {
-    plm__stream_graph_destroy(slot->graph);
-    slot->graph = NULL;
+    plm__stream_graph_destroy(*graph);
+    *graph = NULL;
     refuse_graphs(run, why);
   }
 }
@@ -258,7 +288,27 @@ static plm_status copy(frame_run *run, plm_stream *stream, void *dst, const void
   return status == PLM_OK ? ended : status;
 }
 
-/* Queue frame `frame` on its slot, uploading it from `inputs` (its entry of the ring). */
+/* The frame's inputs from `inputs` (its ring entry) to the slot's device tensors. */
+static plm_status upload(frame_run *run, frame_slot *slot, int64_t frame, void *const *inputs) {
+  plm_status status = PLM_OK;
+  for (int i = 0; status == PLM_OK && i < run->inputs_count; i++)
+    status = copy(run, slot->stream, slot->inputs[i].data, inputs[i], run->input_bytes[i],
+                  PLM_COPY_HOST_TO_DEVICE, frame);
+  return status;
+}
+
+/* The slot's device outputs to its pinned host outputs. */
+static plm_status download(frame_run *run, frame_slot *slot, int64_t frame) {
+  plm_status status = PLM_OK;
+  for (int i = 0; status == PLM_OK && i < run->outputs_count; i++)
+    status = copy(run, slot->stream, slot->host_outputs[i], slot->outputs[i].data,
+                  run->output_bytes[i], PLM_COPY_DEVICE_TO_HOST, frame);
+  return status;
+}
+
+/* Queue frame `frame` on its slot, uploading it from `inputs` (its entry of the ring):
+ * one graph launch when the frame's whole graph exists, else the copies around the plan
+ * (or the plan's graph), with the timing events when asked for. */
 static plm_status submit_frame(frame_run *run, int64_t frame, void *const *inputs) {
   const int slot_index = (int)(frame % run->slots_count);
   frame_slot *slot = &run->slots[slot_index];
@@ -266,29 +316,30 @@ static plm_status submit_frame(frame_run *run, int64_t frame, void *const *input
   char range[32];
   snprintf(range, sizeof range, "frame %lld", (long long)frame);
   plm__nvtx_push(run->pl->ctx, range);
-  const bool timed = run->options->record_timing;
-  plm_status status = timed ? plm_event_record(slot->started, slot->stream) : PLM_OK;
-  for (int i = 0; status == PLM_OK && i < run->inputs_count; i++)
-    status = copy(run, slot->stream, slot->inputs[i].data, inputs[i], run->input_bytes[i],
-                  PLM_COPY_HOST_TO_DEVICE, frame);
-  if (status == PLM_OK && timed) status = plm_event_record(slot->uploaded, slot->stream);
   /* Each slot's first frame is its warm-up, run without a graph. */
   const bool warm = frame >= run->slots_count;
-  if (status == PLM_OK && run->graphs_wanted && !run->graphs_refused && warm && !slot->graph)
-    capture_plan(run, slot, slot_index);
-  if (status == PLM_OK) {
-    if (slot->graph) {
-      status = plm__stream_graph_launch(slot->graph, slot->stream);
+  plm__stream_graph **graph = graph_of(run, slot, frame);
+  if (run->graphs_wanted && !run->graphs_refused && warm && !*graph)
+    capture(run, slot, slot_index, frame, inputs, graph);
+  plm_status status = PLM_OK;
+  if (*graph && run->whole_frame_graphs) {
+    status = plm__stream_graph_launch(*graph, slot->stream);
+    if (status == PLM_OK) run->report->graph_replays++;
+  } else {
+    const bool timed = run->options->record_timing;
+    if (timed) status = plm_event_record(slot->started, slot->stream);
+    if (status == PLM_OK) status = upload(run, slot, frame, inputs);
+    if (status == PLM_OK && timed) status = plm_event_record(slot->uploaded, slot->stream);
+    if (status == PLM_OK && *graph) {
+      status = plm__stream_graph_launch(*graph, slot->stream);
       if (status == PLM_OK) run->report->graph_replays++;
-    } else {
-      status = plm__pipeline_enqueue(run->pl, slot_index, slot->stream, slot->inputs, slot->outputs,
-                                     frame);
+    } else if (status == PLM_OK) {
+      status = plm__pipeline_enqueue(run->pl, slot_index, slot->stream, slot->inputs,
+                                     slot->outputs, frame);
     }
+    if (status == PLM_OK && timed) status = plm_event_record(slot->computed, slot->stream);
+    if (status == PLM_OK) status = download(run, slot, frame);
   }
-  if (status == PLM_OK && timed) status = plm_event_record(slot->computed, slot->stream);
-  for (int i = 0; status == PLM_OK && i < run->outputs_count; i++)
-    status = copy(run, slot->stream, slot->host_outputs[i], slot->outputs[i].data,
-                  run->output_bytes[i], PLM_COPY_DEVICE_TO_HOST, frame);
   if (status == PLM_OK) status = plm_event_record(slot->done, slot->stream);
   plm__nvtx_pop(run->pl->ctx);
   return status;

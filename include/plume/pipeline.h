@@ -502,8 +502,11 @@ PLM_API plm_status plm_pipeline_run(plm_pipeline *pl, const plm_tensor *inputs, 
  * never asked for frame max_frames or later, nor after it set end or failed.
  *
  * CUDA graphs (cuda backend, options->use_graphs): after each slot's first frame (the
- * warm-up), the slot's plan is captured once into a graph and replayed for every later
- * frame on that slot. When capture fails, the backend has none or the plan cannot be
+ * warm-up), the slot's work is captured into a graph and replayed for every later
+ * frame on that slot: without record_timing the whole frame (upload, plan, download:
+ * one launch per frame; a graph per ring set the slot meets, since the upload's source
+ * address is baked in), with it the plan alone (the timing events go between). When
+ * capture fails, the backend has none or the plan cannot be
  * captured (a profiler attached, PLM_PLAN_ALLOCATE_PER_RUN,
  * PLM_PLAN_SYNCHRONOUS_STEPS), frames run without graphs, and the reason is written
  * once to report->graphs_note (the library prints nothing; plume detect prints it).
