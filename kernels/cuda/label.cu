@@ -37,16 +37,21 @@
  * relabelling's reads of other pixels' slots forbid within one kernel. Not yet
  * measured.
  *
- * regions accumulates in the table itself: atomicAdd on doubles for the sums, and
- * compare-and-swap loops for the bounds and the maximum (taken only when a pixel
- * would change them), then a last kernel turns sums into means.
+ * regions starts the table's rows (regions_start), accumulates into them warp by warp
+ * (regions_accumulate: a warp combines the runs of each label along the rows of its
+ * tile and writes each run out with one atomic per column; the design, the exactness of
+ * the results and the device cost model are at the top of kernels/cuda/regions_warp.h),
+ * then turns sums into means (regions_finish): 3 launches, no scratch.
  *
- * Not yet run on a GPU (none was available when the block-based labelling was
- * written): tests/test_label_cuda_logic.c runs its per-pixel steps on the host, tile
- * by tile and in shuffled thread orders; tests/test_label.c checks the kernels under
- * PLUME_BACKEND=cuda (ctest label.cuda). */
+ * Not yet run on a GPU (none was available when the block-based labelling and the
+ * warp-level regions were written): tests/test_label_cuda_logic.c runs the labelling's
+ * per-pixel steps on the host, tile by tile and in shuffled thread orders, and
+ * tests/test_regions_cuda_logic.cpp runs regions' warp logic with emulated lanes;
+ * tests/test_label.c checks the kernels under PLUME_BACKEND=cuda (ctest label.cuda). */
 #include "kernels/common/label.h"
 #include "kernels/cuda/launch.h"
+#include "kernels/cuda/regions_warp.h"
+#include "kernels/cuda/warp.h"
 
 namespace {
 
@@ -172,27 +177,6 @@ __global__ void label_relabel(int32_t *labels, int64_t total, int64_t frame_pixe
   }
 }
 
-/* Atomically lower (or raise) *address to value, when value is lower (higher). */
-__device__ void atomic_min_double(double *address, double value) {
-  unsigned long long *bits = (unsigned long long *)address;
-  unsigned long long old = *bits;
-  while (value < __longlong_as_double((long long)old)) {
-    unsigned long long seen = atomicCAS(bits, old, (unsigned long long)__double_as_longlong(value));
-    if (seen == old) return;
-    old = seen;
-  }
-}
-
-__device__ void atomic_max_double(double *address, double value) {
-  unsigned long long *bits = (unsigned long long *)address;
-  unsigned long long old = *bits;
-  while (value > __longlong_as_double((long long)old)) {
-    unsigned long long seen = atomicCAS(bits, old, (unsigned long long)__double_as_longlong(value));
-    if (seen == old) return;
-    old = seen;
-  }
-}
-
 __global__ void regions_start(double *table, const int32_t *count, int64_t capacity) {
   const int64_t rows = plm__regions_rows(*count, capacity);
   int64_t step = (int64_t)gridDim.x * blockDim.x;
@@ -200,32 +184,19 @@ __global__ void regions_start(double *table, const int32_t *count, int64_t capac
     plm__regions_start_row(table + j * PLM_REGION_COLUMNS, j + 1);
 }
 
+/* Warp w of the grid takes tiles w, w + warps, ... (kernels/cuda/regions_warp.h). The
+ * loop is uniform across each warp: blocks are whole warps. */
 template <typename T>
-__global__ void regions_accumulate(const int32_t *__restrict__ labels, const T *intensity,
-                                   const int32_t *count, double *table, int64_t capacity,
-                                   int64_t height, int64_t width) {
-  const int64_t rows = plm__regions_rows(*count, capacity), total = height * width;
-  int64_t step = (int64_t)gridDim.x * blockDim.x;
-  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += step) {
-    const int32_t label = labels[i];
-    if (label < 1 || label > rows) continue;
-    double *row = table + (int64_t)(label - 1) * PLM_REGION_COLUMNS;
-    const double r = (double)(i / width), c = (double)(i % width);
-    atomicAdd(&row[PLM_REGION_AREA], 1.0);
-    atomic_min_double(&row[PLM_REGION_MIN_ROW], r);
-    atomic_min_double(&row[PLM_REGION_MIN_COL], c);
-    atomic_max_double(&row[PLM_REGION_MAX_ROW], r);
-    atomic_max_double(&row[PLM_REGION_MAX_COL], c);
-    atomicAdd(&row[PLM_REGION_CENTROID_ROW], r);
-    atomicAdd(&row[PLM_REGION_CENTROID_COL], c);
-    if (intensity) {
-      const double v = (double)intensity[i];
-      atomicAdd(&row[PLM_REGION_SUM], v);
-      atomic_max_double(&row[PLM_REGION_MAX], v);
-      atomicAdd(&row[PLM_REGION_WCENTROID_ROW], v * r);
-      atomicAdd(&row[PLM_REGION_WCENTROID_COL], v * c);
-    }
-  }
+__global__ void __launch_bounds__(kThreads)
+    regions_accumulate(const int32_t *__restrict__ labels, const T *__restrict__ intensity,
+                       const int32_t *count, double *table, int64_t capacity, int64_t height,
+                       int64_t width, plm__regions_tiling tiling) {
+  const int64_t rows = plm__regions_rows(*count, capacity);
+  const plm__cuda_warp warp;
+  const int64_t warps = (int64_t)gridDim.x * (blockDim.x / warp.kLanes);
+  for (int64_t tile = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / warp.kLanes;
+       tile < tiling.count; tile += warps)
+    plm__regions_tile(warp, labels, intensity, table, rows, height, width, tiling, tile);
 }
 
 __global__ void regions_finish(double *table, const int32_t *count, int64_t capacity,
@@ -281,16 +252,16 @@ extern "C" plm_status plm__label_cuda(void *stream, const plm__label_args *args)
 
 extern "C" plm_status plm__regions_cuda(void *stream, const plm__regions_args *args) {
   cudaStream_t s = (cudaStream_t)stream;
-  const int64_t total = args->height * args->width;
   const unsigned row_blocks = plm__cuda_blocks(args->capacity, kThreads);
   regions_start<<<row_blocks, kThreads, 0, s>>>(args->table, args->count, args->capacity);
   plm_status status = plm__cuda_check_launch("regions_start");
   if (status != PLM_OK) return status;
-  const unsigned blocks = plm__cuda_blocks(total, kThreads);
+  const plm__regions_tiling tiling = plm__regions_tiling_of(args->height, args->width);
+  const unsigned blocks = plm__cuda_blocks(tiling.count * 32, kThreads); /* a warp per tile */
 #define REGIONS_ACCUMULATE(type)                                                             \
   regions_accumulate<type>                                                                   \
       <<<blocks, kThreads, 0, s>>>(args->labels, (const type *)args->intensity, args->count, \
-                                   args->table, args->capacity, args->height, args->width)
+                                   args->table, args->capacity, args->height, args->width, tiling)
   switch (args->intensity ? args->intensity_dtype : PLM_DTYPE_U8) {
     case PLM_DTYPE_U8: REGIONS_ACCUMULATE(uint8_t); break;
     case PLM_DTYPE_U16: REGIONS_ACCUMULATE(uint16_t); break;
