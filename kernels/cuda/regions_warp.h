@@ -48,14 +48,16 @@
  *
  * ---- device cost model -------------------------------------------------------------------
  * Per pixel: 4 bytes of label read, plus the intensity (1, 2 or 4 bytes) where labelled;
- * nothing else per pixel but registers and shuffles (3 ballots and 1 shuffle per 32
- * pixels, 5 shuffles of 24 bytes more with intensity where a step is labelled).
- * Table: per run written out, 7 f64 atomics (11 with intensity) on one row; a run is
- * written out when its label ends inside the tile, so a frame costs about
- * (runs of labels along its rows, merged across the steps and rows of a tile) + (tiles a
- * label meets) updates. Before: 7 to 11 atomics per labelled pixel, 4 to 5 of them
- * compare-and-swap loops. A 2048 x 2048 frame with one blob of 10^6 pixels: about 4,000
- * row updates instead of 10^7 atomics.
+ * nothing else per pixel but registers and shuffles: per 32 pixels 2 ballots and a
+ * shuffle of 4 bytes, and where a step is labelled, with intensity, 5 shuffles of 24
+ * bytes, and one of 96 bytes where the carry moves to another lane.
+ * Table: per run written out, 7 f64 atomics (11 with intensity) on its label's row. A
+ * run is written out unless it carries on into the next labelled step of the tile, so
+ * a frame costs about (label changes along the rows of each tile) + (tiles each label
+ * meets) updates. Before: 7 to 11 atomics per labelled pixel, 4 to 5 of them
+ * compare-and-swap loops. A 2048 x 2048 frame (tiles of 128 x 8) with one 1000 x 1000
+ * blob: about 8 x 125 = 1,000 updates of its row (11,000 atomics with intensity) instead
+ * of 11 million.
  * Launches: 3 (start rows, accumulate, finish rows), as before.
  * Floor: H * W * (4 + intensity bytes) / memory bandwidth: a 2048 x 2048 frame with an
  * f32 image is 32 MiB, 10 us at 3.35 TB/s (H100 SXM). The table (capacity x 96 bytes)
