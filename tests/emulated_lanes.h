@@ -1,26 +1,30 @@
 /* tests/emulated_lanes.h: the threads of a CUDA warp or block, emulated on the host, for
  * the tests that run a CUDA kernel's logic without a GPU (tests/test_*_cuda_logic.cpp).
  *
- * A LaneGroup runs one function on N lanes, each a fibre of its own (ucontext), on the
- * calling thread. The lanes run in lockstep between barriers: a round lets every lane
- * run until it reaches its next barrier (or returns), in an order shuffled afresh each
- * round, so that code which reads what another lane writes without a barrier between
- * sees the writes in varying orders, as it would on a GPU. Exchanges between lanes (a
- * warp's shuffle, ballot, reduction) go through per-lane slots between two barriers:
- * write, barrier, read, barrier. Every lane must reach the same barriers (the code is
- * warp- or block-uniform, as the kernels require); a lane that returns while another
- * still waits at a barrier, or the reverse, is a divergence, reported and fatal.
+ * A LaneGroup runs one function on N lanes (a block; every 32 consecutive lanes a warp),
+ * each a fibre of its own (ucontext), on the calling thread. A lane runs until it waits
+ * at a barrier, of its warp (the exchanges of a warp's shuffle and ballot) or of the
+ * whole group (a block's __syncthreads), or returns; then the scheduler resumes a lane
+ * drawn at random among those that may run, now and then favouring one warp, which
+ * then runs ahead of the others up to its next block barrier. A barrier lets its lanes
+ * go on when all the lanes it covers have come to it. So warps run ahead of each other
+ * between block barriers as on a GPU, and code that reads what another lane wrote
+ * without a barrier between, or that lets a warp overwrite shared memory that another
+ * warp still reads, sees varying orders. Exchanges go through per-lane slots: write, warp barrier,
+ * read, warp barrier. Every lane must reach the same barriers (the code is warp- or block-uniform,
+ * as the kernels require); when no lane may run and not every lane has returned, the lanes
+ * diverged: reported, and fatal.
  *
  * Fibres rather than threads: the kernels' loops exchange values many times per pixel,
  * and a context switch costs far less than a barrier of 32 threads on a small machine,
- * so the tests can cover whole frames. Not thread-safe: one group runs at a time per
- * thread. Not for ThreadSanitizer (it does not follow ucontext switches). */
+ * so the tests can cover whole frames, and a seed makes a run repeatable. Not
+ * thread-safe: one group runs at a time per thread. Not for ThreadSanitizer (it does not
+ * follow ucontext switches). */
 #ifndef PLUME_TESTS_EMULATED_LANES_H
 #define PLUME_TESTS_EMULATED_LANES_H
 
 #include <ucontext.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -31,13 +35,15 @@
 
 class LaneGroup {
  public:
-  /* A group of `lanes` lanes; `seed` picks the orders of the rounds. */
+  static constexpr int kWarp = 32;
+
+  /* A group of `lanes` lanes (a multiple of 32, or fewer than 32: one warp); `seed`
+   * picks the order in which they run. */
   LaneGroup(int lanes, uint64_t seed)
       : lanes_(lanes),
         contexts_((size_t)lanes),
         stacks_((size_t)lanes),
-        barriers_((size_t)lanes),
-        done_((size_t)lanes),
+        state_((size_t)lanes),
         slots_((size_t)lanes * kSlotBytes),
         random_(seed) {}
 
@@ -56,73 +62,111 @@ class LaneGroup {
       contexts_[(size_t)l].uc_stack.ss_size = stack.size();
       contexts_[(size_t)l].uc_link = &scheduler_;
       makecontext(&contexts_[(size_t)l], (void (*)())lane_main, 1, l);
-      barriers_[(size_t)l] = 0;
-      done_[(size_t)l] = false;
+      state_[(size_t)l] = kRunnable;
     }
-    std::vector<int> order((size_t)lanes_);
-    for (int l = 0; l < lanes_; l++) order[(size_t)l] = l;
-    for (int64_t round = 0;; round++) {
-      std::shuffle(order.begin(), order.end(), random_);
-      for (int l : order) swapcontext(&scheduler_, &contexts_[(size_t)l]);
-      int finished = 0;
-      for (int l = 0; l < lanes_; l++) {
-        finished += done_[(size_t)l] ? 1 : 0;
-        if (!done_[(size_t)l] && barriers_[(size_t)l] != round + 1) diverged(l, round);
+    std::vector<int> runnable((size_t)lanes_);
+    for (int l = 0; l < lanes_; l++) runnable[(size_t)l] = l;
+    std::vector<int> at_warp_barrier((size_t)(lanes_ + kWarp - 1) / kWarp, 0);
+    int at_group_barrier = 0;
+    int favourite = -1; /* a warp that runs ahead of the others, or none */
+    while (!runnable.empty()) {
+      const size_t pick = next_lane(runnable, &favourite);
+      const int l = runnable[pick];
+      runnable[pick] = runnable.back();
+      runnable.pop_back();
+      swapcontext(&scheduler_, &contexts_[(size_t)l]);
+      /* Lane l now waits or is done: release its barrier if it was the last to come. */
+      const int first = l - l % kWarp, end = first + kWarp < lanes_ ? first + kWarp : lanes_;
+      if (state_[(size_t)l] == kAtWarpBarrier &&
+          ++at_warp_barrier[(size_t)(l / kWarp)] == end - first) {
+        at_warp_barrier[(size_t)(l / kWarp)] = 0;
+        for (int k = first; k < end; k++) release(k, runnable);
+      } else if (state_[(size_t)l] == kAtGroupBarrier && ++at_group_barrier == lanes_) {
+        at_group_barrier = 0;
+        for (int k = 0; k < lanes_; k++) release(k, runnable);
+        draw_favourite(runnable, &favourite);
       }
-      if (finished == lanes_) break;
-      if (finished > 0) diverged(-1, round);
     }
+    for (int l = 0; l < lanes_; l++)
+      if (state_[(size_t)l] != kDone) diverged(l);
     current_ = outer;
   }
 
-  /* Called by a lane's code: wait until every lane of the group has come here. */
-  void barrier(int lane) {
-    barriers_[(size_t)lane]++;
+  /* Called by a lane's code: wait until every lane of its warp (warp = true) or of the
+   * group has come to such a barrier. */
+  void barrier(int lane, bool warp) {
+    state_[(size_t)lane] = warp ? kAtWarpBarrier : kAtGroupBarrier;
     swapcontext(&contexts_[(size_t)lane], &scheduler_);
   }
 
-  /* The value that lane `from` passed, in every lane that calls it (all of them, as
-   * for a barrier). */
+  /* The value that lane `from` of the caller's warp passed, in every lane of the warp
+   * (all of them call it, as for a barrier). */
   template <class T>
   T exchange(int lane, const T &value, int from) {
     static_assert(sizeof(T) <= kSlotBytes, "a slot holds the value");
     std::memcpy(&slots_[(size_t)lane * kSlotBytes], &value, sizeof(T));
-    barrier(lane);
+    barrier(lane, true);
     T out;
-    std::memcpy(&out, &slots_[(size_t)from * kSlotBytes], sizeof(T));
-    barrier(lane);
+    std::memcpy(&out, &slots_[(size_t)(lane - lane % kWarp + from) * kSlotBytes], sizeof(T));
+    barrier(lane, true);
     return out;
   }
 
-  /* Every lane's value of [first, first + count), as each lane's code sees them. */
+  /* The values every lane of the caller's warp passed, in lane order. */
   template <class T>
-  std::vector<T> gather(int lane, const T &value, int first, int count) {
+  std::vector<T> gather(int lane, const T &value) {
     static_assert(sizeof(T) <= kSlotBytes, "a slot holds the value");
     std::memcpy(&slots_[(size_t)lane * kSlotBytes], &value, sizeof(T));
-    barrier(lane);
+    barrier(lane, true);
+    const int first = lane - lane % kWarp, count = lanes_ - first < kWarp ? lanes_ - first : kWarp;
     std::vector<T> all((size_t)count);
     for (int l = 0; l < count; l++)
       std::memcpy(&all[(size_t)l], &slots_[(size_t)(first + l) * kSlotBytes], sizeof(T));
-    barrier(lane);
+    barrier(lane, true);
     return all;
   }
 
  private:
+  enum State { kRunnable, kAtWarpBarrier, kAtGroupBarrier, kDone };
   static constexpr size_t kSlotBytes = 128;
   static constexpr size_t kStackBytes = 256 * 1024;
 
   static void lane_main(int lane) {
     LaneGroup *group = current_;
     (*group->body_)(lane);
-    group->done_[(size_t)lane] = true;
+    group->state_[(size_t)lane] = kDone;
   } /* returns to uc_link: the scheduler */
 
-  [[noreturn]] void diverged(int lane, int64_t round) {
+  /* Which of the runnable lanes runs next: one of the favourite warp's while it has
+   * any, else any. When the favourite has none left (it waits at a block barrier), or
+   * the group's barrier has just let every lane go on, a new favourite is drawn: the
+   * warp of a runnable lane (3 times in 4), which then runs ahead of the others up to
+   * its next block barrier, as a warp may on a GPU, or none (every lane alike). */
+  size_t next_lane(const std::vector<int> &runnable, int *favourite) {
+    if (*favourite >= 0) {
+      size_t candidates[kWarp], count = 0;
+      for (size_t i = 0; i < runnable.size() && count < (size_t)kWarp; i++)
+        if (runnable[i] / kWarp == *favourite) candidates[count++] = i;
+      if (count > 0) return candidates[random_() % count];
+      draw_favourite(runnable, favourite);
+    }
+    return (size_t)(random_() % runnable.size());
+  }
+
+  void draw_favourite(const std::vector<int> &runnable, int *favourite) {
+    *favourite = random_() % 4 ? runnable[random_() % runnable.size()] / kWarp : -1;
+  }
+
+  void release(int lane, std::vector<int> &runnable) {
+    state_[(size_t)lane] = kRunnable;
+    runnable.push_back(lane);
+  }
+
+  [[noreturn]] void diverged(int lane) {
     std::fprintf(stderr,
-                 "emulated lanes diverged in round %lld: lane %d stopped at barrier %lld while "
-                 "others %s\n",
-                 (long long)round, lane, lane >= 0 ? (long long)barriers_[(size_t)lane] : -1LL,
-                 lane >= 0 ? "went on" : "returned");
+                 "emulated lanes diverged: lane %d waits at a %s barrier that not all of "
+                 "its lanes reach\n",
+                 lane, state_[(size_t)lane] == kAtWarpBarrier ? "warp" : "block");
     std::abort();
   }
 
@@ -131,15 +175,14 @@ class LaneGroup {
   ucontext_t scheduler_{};
   std::vector<ucontext_t> contexts_;
   std::vector<std::vector<char>> stacks_;
-  std::vector<int64_t> barriers_;
-  std::vector<bool> done_;
+  std::vector<State> state_;
   std::vector<unsigned char> slots_;
   std::mt19937_64 random_;
   const std::function<void(int)> *body_ = nullptr;
 };
 
 /* A warp of 32 emulated lanes, as the kernels' Warp parameter sees it (the device's
- * counterpart is kernels/cuda/warp.h): lane(), shuffle(value, from), ballot(p). The
+ * counterpart is kernels/cuda/lanes.h): lane(), shuffle(value, from), ballot(p). The
  * warp may be one of several inside a LaneGroup that emulates a block: its lanes are
  * those of group lanes [32 w, 32 w + 32). */
 struct EmulatedWarp {
@@ -149,15 +192,25 @@ struct EmulatedWarp {
   int lane() const { return my_thread % kLanes; }
   template <class T>
   T shuffle(const T &value, int from) const {
-    return group->exchange(my_thread, value, my_thread - lane() + from);
+    return group->exchange(my_thread, value, from);
   }
   uint32_t ballot(bool p) const {
-    const std::vector<char> all =
-        group->gather(my_thread, (char)(p ? 1 : 0), my_thread - lane(), kLanes);
+    const std::vector<char> all = group->gather(my_thread, (char)(p ? 1 : 0));
     uint32_t bits = 0;
-    for (int l = 0; l < kLanes; l++) bits |= (uint32_t)(all[(size_t)l] != 0) << l;
+    for (size_t l = 0; l < all.size(); l++) bits |= (uint32_t)(all[l] != 0) << l;
     return bits;
   }
+};
+
+/* A block of emulated threads, the whole LaneGroup, as the kernels' Block parameter sees
+ * it (kernels/cuda/lanes.h): thread(), threads(), sync(). Its warps are EmulatedWarps of
+ * the same group. */
+struct EmulatedBlock {
+  LaneGroup *group;
+  int my_thread;
+  int thread() const { return my_thread; }
+  int threads() const { return group->size(); }
+  void sync() const { group->barrier(my_thread, false); }
 };
 
 #endif /* PLUME_TESTS_EMULATED_LANES_H */

@@ -50,8 +50,8 @@
  * tests/test_label.c checks the kernels under PLUME_BACKEND=cuda (ctest label.cuda). */
 #include "kernels/common/label.h"
 #include "kernels/cuda/launch.h"
+#include "kernels/cuda/lanes.h"
 #include "kernels/cuda/regions_warp.h"
-#include "kernels/cuda/warp.h"
 
 namespace {
 

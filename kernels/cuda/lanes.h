@@ -1,17 +1,20 @@
-/* kernels/cuda/warp.h: the 32 lanes of a CUDA warp as kernels' warp-level logic sees them
- * (internal; C++, nvcc only).
+/* kernels/cuda/lanes.h: the threads of a CUDA warp and of a block as kernels' logic sees
+ * them (internal; C++, nvcc only).
  *
- * Logic written against a Warp parameter with these members runs on the GPU with this
- * one and on the host, in the tests, with tests/emulated_lanes.h's EmulatedWarp, which
- * has the same members:
+ * Logic written against a Warp or Block parameter with these members runs on the GPU
+ * with these and on the host, in the tests, with tests/emulated_lanes.h's EmulatedWarp
+ * and EmulatedBlock, which have the same members. A warp:
  *   lane()                 this lane's index in its warp, 0..31;
  *   shuffle(value, from)   every lane gets lane `from`'s value (any trivially copyable
  *                          type whose size is a multiple of 4 bytes);
  *   ballot(p)              every lane gets the bits of the lanes whose p is true.
  * Every lane of the warp must call them together: the kernels launch whole warps (blocks
- * of a multiple of 32 threads, 1-D) and keep the loops around them warp-uniform. */
-#ifndef PLUME_KERNELS_CUDA_WARP_H
-#define PLUME_KERNELS_CUDA_WARP_H
+ * of a multiple of 32 threads, 1-D) and keep the loops around them warp-uniform.
+ * A block (1-D):
+ *   thread(), threads()    this thread's index in the block, and the block's threads;
+ *   sync()                 a barrier of the block's threads (all of them call it). */
+#ifndef PLUME_KERNELS_CUDA_LANES_H
+#define PLUME_KERNELS_CUDA_LANES_H
 
 #include <stdint.h>
 #include <string.h>
@@ -37,4 +40,10 @@ struct plm__cuda_warp {
   __device__ uint32_t ballot(bool p) const { return __ballot_sync(kAll, p); }
 };
 
-#endif /* PLUME_KERNELS_CUDA_WARP_H */
+struct plm__cuda_block {
+  __device__ int thread() const { return (int)threadIdx.x; }
+  __device__ int threads() const { return (int)blockDim.x; }
+  __device__ void sync() const { __syncthreads(); }
+};
+
+#endif /* PLUME_KERNELS_CUDA_LANES_H */
