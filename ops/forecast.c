@@ -87,13 +87,13 @@ static void run_cpu(const void *args) {
 }
 
 #ifdef PLM_HAVE_CUDA
-/* S * plm__ar_work_doubles(p) doubles, one series' numbers interleaved with the others'
- * (kernels/cuda/forecast.cu); the CPU kernel keeps each series' numbers on its task's
- * stack and needs none. */
+/* S * plm__ar_cuda_scratch_doubles(p) doubles, one series' numbers interleaved with the
+ * others' (kernels/cuda/forecast.cu), none for the lags whose numbers stay in shared
+ * memory; the CPU kernel keeps each series' numbers on its task's stack and needs none. */
 static plm_status cuda_scratch(const void *args, size_t *bytes) {
   const plm__ar_forecast_args *a = args;
-  const size_t per_series = (size_t)plm__ar_work_doubles(a->lags) * sizeof(double);
-  if ((uint64_t)a->count > SIZE_MAX / per_series)
+  const size_t per_series = (size_t)plm__ar_cuda_scratch_doubles(a->lags) * sizeof(double);
+  if (per_series && (uint64_t)a->count > SIZE_MAX / per_series)
     return plm__fail_raw(PLM_ERR_UNSUPPORTED,
                          "the working memory of %lld series of lags %d does not fit in size_t",
                          (long long)a->count, a->lags);

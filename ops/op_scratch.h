@@ -96,8 +96,8 @@ plm_status plm__segment_enqueue(plm_stream *stream, const plm_tensor *image,
                                 plm_tensor *count, plm_tensor *table, void *scratch,
                                 size_t scratch_bytes);
 
-/* plm_ar_forecast: series is f32 (S, T). cuda: S * plm__ar_work_doubles(lags) doubles;
- * 0 bytes on host. */
+/* plm_ar_forecast: series is f32 (S, T). cuda: S * plm__ar_cuda_scratch_doubles(lags)
+ * doubles (none for lags 1..8); 0 bytes on host. */
 plm_status plm__ar_forecast_scratch_bytes(const plm_context *ctx, const plm_tensor *series,
                                           const plm_ar_forecast_params *params, size_t *bytes);
 plm_status plm__ar_forecast_enqueue(plm_stream *stream, const plm_tensor *series,

@@ -290,47 +290,72 @@ START_TEST(test_bad_arguments_are_refused_and_nothing_is_enqueued) {
 }
 END_TEST
 
-/* The CUDA kernel runs plm__ar_forecast_one with its working doubles interleaved across
- * the series (stride S, series s at offset s). Emulated here one series at a time over a
- * poisoned buffer: each series writes only its own slots (s, s + S, ...; a thread that
- * wrote another's would race on the GPU) and gives the bits of the contiguous layout
- * that the CPU kernel uses, so the GPU's indexing is checked on every build. */
-START_TEST(test_the_cuda_kernel_s_interleaved_layout_gives_the_same_bits) {
-  enum { S = 37, T = 90, P = 6, H = 11 };
-  float *x = ar2_series(S, T, 21);
-  float strided[S * H], contiguous[S * H];
-  const int64_t work_doubles = plm__ar_work_doubles(P), total = S * work_doubles;
+/* The CUDA kernels run plm__ar_forecast_one with its working doubles interleaved: across
+ * `owners` threads (the series of the scratch kernel, or a block's threads in shared
+ * memory), owner o at offset o with stride owners. Emulated here one owner at a time
+ * over a poisoned buffer: each owner writes only its own slots (o, o + owners, ...; a
+ * thread that wrote another's would race on the GPU) and gives the bits of the
+ * contiguous layout that the CPU kernel uses, so the GPU's indexing is checked on every
+ * build. */
+static void check_interleaved_layout(int64_t owners, int lags) {
+  enum { T = 90, H = 11 };
+  float *x = ar2_series(owners, T, 21 + (uint64_t)lags);
+  float *strided = malloc((size_t)(owners * H) * sizeof *strided);
+  float *contiguous = malloc((size_t)(owners * H) * sizeof *contiguous);
+  const int64_t work_doubles = plm__ar_work_doubles(lags), total = owners * work_doubles;
   double *interleaved = malloc((size_t)total * sizeof *interleaved);
   double *own = malloc((size_t)work_doubles * sizeof *own);
-  ck_assert(interleaved && own);
+  ck_assert(x && strided && contiguous && interleaved && own);
   const double poison = -1.2345e300;
-  for (int64_t s = 0; s < S; s++) {
+  for (int64_t o = 0; o < owners; o++) {
     for (int64_t i = 0; i < total; i++) interleaved[i] = poison;
-    plm__ar_forecast_one(x + s * T, T, P, H, strided + s * H, interleaved + s, S);
+    plm__ar_forecast_one(x + o * T, T, lags, H, strided + o * H, interleaved + o, owners);
     for (int64_t i = 0; i < total; i++)
-      if (i % S != s)
-        ck_assert_msg(interleaved[i] == poison, "series %lld wrote slot %lld", (long long)s,
-                      (long long)i);
-    plm__ar_forecast_one(x + s * T, T, P, H, contiguous + s * H, own, 1);
+      if (i % owners != o)
+        ck_assert_msg(interleaved[i] == poison, "p %d: owner %lld of %lld wrote slot %lld", lags,
+                      (long long)o, (long long)owners, (long long)i);
+    plm__ar_forecast_one(x + o * T, T, lags, H, contiguous + o * H, own, 1);
   }
-  ck_assert(memcmp(strided, contiguous, sizeof strided) == 0);
+  ck_assert(memcmp(strided, contiguous, (size_t)(owners * H) * sizeof *strided) == 0);
   double expected[H];
-  for (int64_t s = 0; s < S; s++) {
-    reference_forecast(x + s * T, T, P, H, expected);
+  for (int64_t o = 0; o < owners; o++) {
+    reference_forecast(x + o * T, T, lags, H, expected);
     for (int k = 0; k < H; k++)
-      ck_assert(fabs(strided[s * H + k] - expected[k]) <= 1e-4 * fabs(expected[k]) + 1e-6);
+      ck_assert(fabs(strided[o * H + k] - expected[k]) <= 1e-4 * fabs(expected[k]) + 1e-6);
   }
-  free(x), free(interleaved), free(own);
+  free(x), free(strided), free(contiguous), free(interleaved), free(own);
+}
+
+START_TEST(test_the_cuda_kernels_interleaved_layouts_give_the_same_bits) {
+  /* The scratch kernel: 37 series, lags past the shared path's. */
+  ck_assert_int_eq(plm__ar_shared_threads(9), 0);
+  check_interleaved_layout(37, 9);
+  check_interleaved_layout(37, 12);
+  /* The shared kernel: a block's threads, lags 1..8, in 48 KiB. */
+  for (int lags = 1; lags <= 8; lags++) {
+    const int threads = plm__ar_shared_threads(lags);
+    ck_assert_msg(threads >= 32 && threads % 32 == 0 && threads <= PLM__AR_SHARED_MAX_THREADS,
+                  "p %d: %d threads", lags, threads);
+    ck_assert_int_le((int64_t)threads * plm__ar_work_doubles(lags) * 8, PLM__AR_SHARED_BYTES);
+    ck_assert_int_eq(plm__ar_cuda_scratch_doubles(lags), 0);
+    check_interleaved_layout(threads, lags);
+  }
+  ck_assert_int_eq(plm__ar_shared_threads(1), 256);
+  ck_assert_int_eq(plm__ar_shared_threads(4), 96);
+  ck_assert_int_eq(plm__ar_shared_threads(8), 32);
+  for (int lags = 9; lags <= PLM_AR_MAX_LAGS; lags++)
+    ck_assert_int_eq(plm__ar_cuda_scratch_doubles(lags), plm__ar_work_doubles(lags));
 }
 END_TEST
 
 /* ---- the scratch entry points (ops/op_scratch.h) and a pipeline step ------------------- */
 
-/* What ar_forecast needs on the backend under test: S * plm__ar_work_doubles(p) doubles on
- * cuda (interleaved across the series), nothing on host (each CPU task's stack). */
+/* What ar_forecast needs on the backend under test: S * plm__ar_cuda_scratch_doubles(p)
+ * doubles on cuda (interleaved across the series; none for lags 1..8, whose numbers stay in
+ * shared memory), nothing on host (each CPU task's stack). */
 static size_t expected_scratch(int64_t count, int lags) {
   return plm_test_backend == PLM_BACKEND_CUDA
-             ? (size_t)count * (size_t)plm__ar_work_doubles(lags) * sizeof(double)
+             ? (size_t)count * (size_t)plm__ar_cuda_scratch_doubles(lags) * sizeof(double)
              : 0;
 }
 
@@ -430,9 +455,10 @@ END_TEST
 
 /* The enqueue entry checks what the op checks (raw messages: no function name) and then
  * its scratch; a refused call enqueues nothing. The scratch cases need scratch, so they
- * run in the suite's cuda variant; on host none is needed and NULL, 0 is accepted. */
+ * run in the suite's cuda variant (lags past 8: the kernel's numbers in global scratch);
+ * on host none is needed and NULL, 0 is accepted. */
 START_TEST(test_the_enqueue_entry_refuses_bad_arguments_and_bad_scratch) {
-  enum { S = 6, T = 12, P = 2, H = 4 };
+  enum { S = 6, T = 40, P = 9, H = 4 };
   float *x = ar2_series(S, T, 41);
   const plm_ar_forecast_params params = {.lags = P, .horizon = H};
   plm_stream *s = plm_test_stream;
@@ -451,9 +477,9 @@ START_TEST(test_the_enqueue_entry_refuses_bad_arguments_and_bad_scratch) {
                   PLM_ERR_INVALID_ARG, "params is NULL");
   PLM_CHECK_FAILS(plm__ar_forecast_enqueue(s, &series, &params, NULL, scratch, needed),
                   PLM_ERR_INVALID_ARG, "out is NULL");
-  const plm_ar_forecast_params long_lags = {.lags = 6, .horizon = H};
+  const plm_ar_forecast_params long_lags = {.lags = 20, .horizon = H};
   PLM_CHECK_FAILS(plm__ar_forecast_enqueue(s, &series, &long_lags, &out, scratch, needed),
-                  PLM_ERR_INVALID_ARG, "T = 12 are too short for params->lags 6");
+                  PLM_ERR_INVALID_ARG, "T = 40 are too short for params->lags 20");
   plm_tensor overlapping = out;
   overlapping.data = (char *)series.data + 8;
   PLM_CHECK_FAILS(plm__ar_forecast_enqueue(s, &series, &params, &overlapping, scratch, needed),
@@ -500,11 +526,11 @@ START_TEST(test_the_enqueue_entry_refuses_bad_arguments_and_bad_scratch) {
 }
 END_TEST
 
-/* "ar_forecast lags=P horizon=H" as a pipeline: on cuda its step's scratch is a part of
- * the workspace (plm_pipeline_describe shows it), on host it has none; the results are
- * plm_ar_forecast's, with a workspace and allocating per run. */
+/* "ar_forecast lags=P horizon=H" as a pipeline: on cuda its step's scratch (lags past 8)
+ * is a part of the workspace (plm_pipeline_describe shows it), on host it has none; the
+ * results are plm_ar_forecast's, with a workspace and allocating per run. */
 START_TEST(test_a_pipeline_step_takes_its_scratch_from_the_workspace) {
-  enum { S = 29, T = 64, P = 5, H = 12 };
+  enum { S = 29, T = 64, P = 9, H = 12 };
   const int64_t dims[2] = {S, T};
   float *x = ar2_series(S, T, 51);
   const plm_ar_forecast_params params = {.lags = P, .horizon = H};
@@ -516,7 +542,7 @@ START_TEST(test_a_pipeline_step_takes_its_scratch_from_the_workspace) {
   const size_t aligned = (needed + 255) / 256 * 256;
   for (int per_run = 0; per_run < 2; per_run++) {
     plm_pipeline *pl = NULL;
-    PLM_CHECK_OK(plm_pipeline_parse(plm_test_ctx, "ar_forecast lags=5 horizon=12", PLM_DTYPE_F32, 2,
+    PLM_CHECK_OK(plm_pipeline_parse(plm_test_ctx, "ar_forecast lags=9 horizon=12", PLM_DTYPE_F32, 2,
                                     dims, &pl));
     const plm_plan_config config = {.flags = per_run ? PLM_PLAN_ALLOCATE_PER_RUN : 0};
     PLM_CHECK_OK(plm_pipeline_compile(pl, &config));
@@ -563,7 +589,7 @@ static Suite *forecast_suite(void) {
   tcase_add_test(tcase, test_singular_designs_give_the_minimum_norm_solution_s_forecasts);
   tcase_add_test(tcase, test_the_rotations_hypot_agrees_with_libm_at_every_scale);
   tcase_add_test(tcase, test_a_series_with_nan_gives_nan_and_spares_the_others);
-  tcase_add_test(tcase, test_the_cuda_kernel_s_interleaved_layout_gives_the_same_bits);
+  tcase_add_test(tcase, test_the_cuda_kernels_interleaved_layouts_give_the_same_bits);
   tcase_add_test(tcase, test_output_shape_and_cost);
   tcase_add_test(tcase, test_bad_arguments_are_refused_and_nothing_is_enqueued);
   tcase_add_test(tcase, test_scratch_bytes_follow_the_series_and_the_backend);

@@ -34,10 +34,11 @@ extern "C" {
  * zeros forecasts zeros. Non-finite values in a series give NaN forecasts for it.
  *
  * host: the series are split across cores. cuda: one thread per series, its working
- * numbers ((p + 1)^2 * 2 + 3p + 2 doubles) in scratch from the context's default pool
- * (taken and given back, stream-ordered, on every call; a pipeline's ar_forecast step
- * uses its workspace instead, so it can be captured into a CUDA graph), interleaved
- * across series so that the threads of a warp read and write together. */
+ * numbers ((p + 1)^2 * 2 + 3p + 2 doubles) in the block's shared memory for p <= 8, else
+ * in scratch from the context's default pool (taken and given back, stream-ordered, on
+ * every call; a pipeline's ar_forecast step uses its workspace instead, so it can be
+ * captured into a CUDA graph), interleaved across series so that the threads of a warp
+ * read and write together. */
 enum { PLM_AR_MAX_LAGS = 32, PLM_AR_MAX_HORIZON = 1024 };
 
 typedef struct plm_ar_forecast_params {

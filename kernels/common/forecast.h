@@ -18,7 +18,7 @@ typedef struct plm__ar_forecast_args {
   int64_t length;      /* T */
   int lags;            /* p */
   int horizon;         /* h */
-  double *scratch;     /* cuda: S * plm__ar_work_doubles(p) doubles; host: unused */
+  double *scratch;     /* cuda: S * plm__ar_cuda_scratch_doubles(p) doubles; host: unused */
 } plm__ar_forecast_args;
 
 /* The working doubles of one series: R and V ((p + 1)^2 each), Q^T y, a row (p + 1 each)
@@ -26,6 +26,27 @@ typedef struct plm__ar_forecast_args {
 static inline PLM_HD int64_t plm__ar_work_doubles(int lags) {
   int64_t n = lags + 1;
   return 2 * n * n + 2 * n + lags;
+}
+
+/* Where the CUDA kernel keeps a series' working doubles (kernels/cuda/forecast.cu): in
+ * shared memory, interleaved across a block's threads, when at least a warp's worth of
+ * them fits in PLM__AR_SHARED_BYTES (48 KiB, what a block may have without opting in):
+ * lags 1..8 (8: 188 doubles, 1504 bytes, 32 threads); else in global scratch,
+ * interleaved across all the series. plm__ar_shared_threads gives the threads per block
+ * of the shared path (a multiple of 32, at most PLM__AR_SHARED_MAX_THREADS), or 0 for
+ * the scratch path; plm__ar_cuda_scratch_doubles the scratch doubles per series (0 on
+ * the shared path). */
+enum { PLM__AR_SHARED_BYTES = 48 * 1024, PLM__AR_SHARED_MAX_THREADS = 256 };
+
+static inline PLM_HD int plm__ar_shared_threads(int lags) {
+  const int64_t per_thread = plm__ar_work_doubles(lags) * (int64_t)sizeof(double);
+  const int64_t warps = PLM__AR_SHARED_BYTES / (32 * per_thread);
+  const int64_t threads = 32 * warps;
+  return (int)(threads < PLM__AR_SHARED_MAX_THREADS ? threads : PLM__AR_SHARED_MAX_THREADS);
+}
+
+static inline PLM_HD int64_t plm__ar_cuda_scratch_doubles(int lags) {
+  return plm__ar_shared_threads(lags) > 0 ? 0 : plm__ar_work_doubles(lags);
 }
 
 /* sqrt(a^2 + b^2) for the Givens rotations, within an ulp or two of hypot(a, b).
@@ -158,7 +179,7 @@ extern "C" {
 void plm__ar_forecast_cpu(const plm__ar_forecast_args *args);
 
 /* Enqueue the CUDA kernel (kernels/cuda/forecast.cu) on a cudaStream_t; args->scratch
- * is device memory of S * plm__ar_work_doubles(p) doubles. */
+ * is device memory of S * plm__ar_cuda_scratch_doubles(p) doubles (none for lags 1..8). */
 plm_status plm__ar_forecast_cuda(void *stream, const plm__ar_forecast_args *args);
 
 #ifdef __cplusplus
