@@ -123,6 +123,31 @@ START_TEST(test_matches_least_squares_for_one_and_for_a_thousand_series) {
 }
 END_TEST
 
+/* The backend's forecasts are the CPU kernel's, bit for bit: on host trivially (the same
+ * code), on cuda because the kernel rounds every operation as the CPU does (no fused
+ * multiply-adds; kernels/cuda/forecast.cu), on both of its paths (shared memory for
+ * lags 1..8, global scratch above). */
+START_TEST(test_the_backend_gives_the_cpu_kernel_s_bits) {
+  enum { S = 300, T = 150, H = 16 };
+  float *x = ar2_series(S, T, 61);
+  const int lags[] = {1, 4, 8, 9, 20};
+  for (size_t i = 0; i < sizeof lags / sizeof lags[0]; i++) {
+    float *got = run_forecast(x, S, T, lags[i], H);
+    float *want = malloc(sizeof(float) * S * H);
+    ck_assert_ptr_nonnull(want);
+    const plm__ar_forecast_args args = {
+        .series = x, .out = want, .count = S, .length = T, .lags = lags[i], .horizon = H};
+    plm__ar_forecast_cpu(&args);
+    for (int64_t k = 0; k < S * H; k++)
+      ck_assert_msg(memcmp(&got[k], &want[k], sizeof(float)) == 0,
+                    "p %d: series %lld step %lld: %a, the CPU kernel %a", lags[i],
+                    (long long)(k / H), (long long)(k % H), (double)got[k], (double)want[k]);
+    free(got), free(want);
+  }
+  free(x);
+}
+END_TEST
+
 START_TEST(test_most_lags_and_longest_horizon) {
   check_against_reference(20, 600, PLM_AR_MAX_LAGS, PLM_AR_MAX_HORIZON, 5);
 }
@@ -585,6 +610,7 @@ static Suite *forecast_suite(void) {
   tcase_set_timeout(tcase, 120);
   tcase_add_test(tcase, test_matches_least_squares_for_one_and_for_a_thousand_series);
   tcase_add_test(tcase, test_most_lags_and_longest_horizon);
+  tcase_add_test(tcase, test_the_backend_gives_the_cpu_kernel_s_bits);
   tcase_add_test(tcase, test_series_just_long_enough);
   tcase_add_test(tcase, test_singular_designs_give_the_minimum_norm_solution_s_forecasts);
   tcase_add_test(tcase, test_the_rotations_hypot_agrees_with_libm_at_every_scale);

@@ -10,7 +10,11 @@
  *     of series s at scratch[i * S + s]), so a warp's accesses coalesce; 18 KiB per series
  *     at p = 32, more than shared memory holds for a warp.
  * Both run the same function with the same doubles in the same order: only the address
- * of each number differs, so the two paths give the same bits.
+ * of each number differs. This file is compiled without contracting multiplies and adds
+ * into fused multiply-adds (--fmad=false, CMakeLists.txt), as the CPU kernel is (C11, no
+ * contraction), so both backends round every operation alike and give the same bits:
+ * sqrt and division are correctly rounded on both; only plm__ar_hypot's fallback to
+ * hypot, for values outside [2^-450, 2^450] or NaN, may differ in the last bit.
  *
  * Device cost model, per series of T points at lags p (n = p + 1, m = T - p equations):
  *   - global memory: 4 T bytes of series read, 4 h bytes of forecasts written.
