@@ -41,8 +41,8 @@
  * elements, else 2 (the second reads frames x parts x 8 bytes, a 1024th of the first's).
  * Blocks per frame: ceil(frame_size / chunk) with chunk = max(8192, frame_size / 1024
  * rounded up to 256 elements): a 512 x 512 frame gets 32 blocks, a 2048 x 2048 frame
- * 512 (about 4 per SM of an H100's 132), a 4096 x 4096 frame 1024. Each thread has 32
- * to 64 loads in flight over its loop.
+ * 512 (about 4 per SM of an H100's 132), a 4096 x 4096 frame 1024. Each thread loads
+ * chunk / 256 elements: 32, 64 at 4096 x 4096, more only past 1024 x 8192 elements.
  * Floor: frames x frame_size x 4 bytes / memory bandwidth: a 2048 x 2048 frame is
  * 16 MiB, 5.0 us at 3.35 TB/s (H100 SXM), 3.5 us at 4.8 TB/s (H200); plus a launch (a
  * few us) for the finish. The entropy kernel's own range_kernel, one block per frame,
