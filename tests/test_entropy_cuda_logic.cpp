@@ -78,7 +78,8 @@ void *lane_main(void *arg) {
     block.sync(); /* the previous block is done with the shared memory */
     if (l->thread == 0) std::memset(l->smem, 0xa5, l->p->smem); /* no block inherits it */
     block.sync();
-    run_block<Hist>(block, *l->p, *l->source, *l->sink, l->bins, l->smem, l->hists, kDelta);
+    run_block<Hist>(block, *l->p, *l->source, *l->sink, l->bins, l->smem, l->hists,
+                    plm__entropy_delta_table());
   }
   return nullptr;
 }

@@ -53,9 +53,12 @@ extern "C" {
  * on host, per CPU work chunk (4 per core) a histogram of 2 bytes per bin and the bins
  * of at most 64 + w - 1 rows of a frame (2 bytes per pixel, rows padded to an odd
  * number of cache lines), plus 16 bytes per frame, so a long batch needs no more than
- * one frame; on cuda, 8 bytes per frame, plus, only when neither kind of shared-memory
- * histogram fits (more than 512 bins and a window wider than 18), up to 64 MiB of
- * per-thread histograms in device memory (zeroed on each such call).
+ * one frame; on cuda, with range_auto 8 bytes per frame and 8 per part of at least
+ * 8192 pixels of a frame (the range is found by many blocks per frame), plus, only when
+ * neither kind of shared-memory histogram fits (more than 512 bins and a window wider
+ * than 18), up to 64 MiB of per-thread histograms in device memory (zeroed on each such
+ * call). The first call on a device copies a 522 KiB table there, synchronously: it
+ * must not be inside a CUDA graph capture of its own stream (PLM_ERR_INVALID_STATE).
  *
  * Cost: both kernels slide a histogram (the CPU's along rows, CUDA's down columns),
  * 2w count updates per pixel, each updating sum c log2 c in O(1) from a table, so time

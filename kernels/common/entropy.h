@@ -9,9 +9,9 @@
  * taken out.
  *
  * S changes by a table lookup per count change, never a logarithm: the table
- * (plm__entropy_delta) is generated at build time by kernels/common/entropy_delta_gen.c
- * from plm__entropy_clogc, into a file both backends compile, so the CPU and the GPU
- * add up the same integers (the GPU's log2 and the host's may differ in the last bit).
+ * (plm__entropy_delta_table) is filled once on the host from plm__entropy_clogc and
+ * the CUDA kernels use a copy of it uploaded to each device, so the CPU and the GPU add
+ * up the same integers (the GPU's log2 and the host's may differ in the last bit).
  */
 #ifndef PLUME_KERNELS_COMMON_ENTROPY_H
 #define PLUME_KERNELS_COMMON_ENTROPY_H
@@ -125,16 +125,18 @@ extern "C" {
 void plm__entropy_cpu(const plm__entropy_args *args);
 size_t plm__entropy_cpu_scratch_bytes(const plm__entropy_args *args);
 
-/* The table of differences on the host: plm__entropy_delta[c] = clogc(c + 1) -
- * clogc(c) for c < PLM__ENTROPY_DELTA_COUNT (kernels/cpu/entropy.c; the CUDA kernels
- * compile the same generated initialiser into device memory). */
-extern const int64_t plm__entropy_delta[PLM__ENTROPY_DELTA_COUNT];
+/* The table of differences: entry c is clogc(c + 1) - clogc(c), what S gains when a
+ * count goes from c to c + 1, for c < PLM__ENTROPY_DELTA_COUNT. Filled on the first
+ * call (thread-safe), then constant (kernels/cpu/entropy.c); the CUDA kernels upload
+ * it to each device once (kernels/cuda/entropy.cu). */
+const int64_t *plm__entropy_delta_table(void);
 
 /* The CPU kernel's row step, which the fused sobel-entropy-threshold kernel shares
  * (kernels/cpu/fused.c): the entropy of one output row, out_row[x] for x < width,
  * from the `rows` rows of bins its window covers (plm__entropy_span), the first at
  * top and each `stride` bins after the previous. The window's histogram slides right
- * along the row. hist holds a u16 count per bin, zero on entry and on return. */
+ * along the row. hist holds a u16 count per bin, zero on entry and on return. Call
+ * plm__entropy_delta_table once first (it fills the table the row step reads). */
 /* The stride the CPU kernels give rows of bins of a given width: whole cache lines,
  * an odd number of them, so that the rows of a window, which plm__entropy_cpu_row
  * walks column by column, fall in different cache sets (at a width of 2048, rows

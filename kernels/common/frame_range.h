@@ -45,8 +45,8 @@
  * chunk / 256 elements: 32, 64 at 4096 x 4096, more only past 1024 x 8192 elements.
  * Floor: frames x frame_size x 4 bytes / memory bandwidth: a 2048 x 2048 frame is
  * 16 MiB, 5.0 us at 3.35 TB/s (H100 SXM), 3.5 us at 4.8 TB/s (H200); plus a launch (a
- * few us) for the finish. The entropy kernel's own range_kernel, one block per frame,
- * reads a frame through one SM, whose share of the bandwidth is a fraction of the GPU's.
+ * few us) for the finish. (It replaced a kernel of one block per frame, which read a
+ * frame through one SM, whose share of the bandwidth is a fraction of the GPU's.)
  */
 #ifndef PLUME_KERNELS_COMMON_FRAME_RANGE_H
 #define PLUME_KERNELS_COMMON_FRAME_RANGE_H

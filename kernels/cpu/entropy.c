@@ -14,6 +14,7 @@
  * buffer of at most BLOCK_ROWS + w - 1 rows, so it grows with the frame width and the
  * core count, not with the batch. Every row leaves the histogram zeroed again.
  */
+#include <pthread.h>
 #include <string.h>
 
 #include "kernels/common/entropy.h"
@@ -23,9 +24,18 @@ enum { BANDS_PER_THREAD = 4, BLOCK_ROWS = 64, ALIGN = 64 };
 
 /* What S gains when a count goes from c to c + 1, for every count a window reaches,
  * including swap_columns' one past a full 255 x 255 window (kernels/common/entropy.h). */
-const int64_t plm__entropy_delta[PLM__ENTROPY_DELTA_COUNT] = {
-#include "entropy_delta.inc"
-};
+static int64_t delta[PLM__ENTROPY_DELTA_COUNT];
+static pthread_once_t delta_once = PTHREAD_ONCE_INIT;
+
+static void fill_delta(void) {
+  for (int64_t c = 0; c < PLM__ENTROPY_DELTA_COUNT; c++)
+    delta[c] = plm__entropy_clogc(c + 1) - plm__entropy_clogc(c);
+}
+
+const int64_t *plm__entropy_delta_table(void) {
+  pthread_once(&delta_once, fill_delta);
+  return delta;
+}
 
 static size_t round_up(size_t bytes) {
   return (bytes + ALIGN - 1) / ALIGN * ALIGN;
@@ -131,7 +141,7 @@ static inline int64_t add_column(uint16_t *hist, const uint16_t *column, int64_t
   for (int64_t r = 0; r < rows; r++) {
     uint16_t b = column[r * stride];
     uint16_t c = hist[b];
-    s += plm__entropy_delta[c];
+    s += delta[c];
     hist[b] = (uint16_t)(c + 1);
   }
   return s;
@@ -142,7 +152,7 @@ static inline int64_t remove_column(uint16_t *hist, const uint16_t *column, int6
   for (int64_t r = 0; r < rows; r++) {
     uint16_t b = column[r * stride];
     uint16_t c = (uint16_t)(hist[b] - 1);
-    s -= plm__entropy_delta[c];
+    s -= delta[c];
     hist[b] = c;
   }
   return s;
@@ -156,10 +166,10 @@ static inline int64_t swap_columns(uint16_t *hist, const uint16_t *entering,
   for (int64_t r = 0; r < rows; r++) {
     uint16_t a = entering[r * stride], b = leaving[r * stride];
     uint16_t ca = hist[a];
-    s += plm__entropy_delta[ca];
+    s += delta[ca];
     hist[a] = (uint16_t)(ca + 1);
     uint16_t cb = (uint16_t)(hist[b] - 1);
-    s -= plm__entropy_delta[cb];
+    s -= delta[cb];
     hist[b] = cb;
   }
   return s;
@@ -227,6 +237,7 @@ int64_t plm__entropy_cpu_bins_stride(int64_t width) {
 }
 
 void plm__entropy_cpu(const plm__entropy_args *args) {
+  plm__entropy_delta_table(); /* filled before the workers read it */
   void *context = (void *)args;
   if (args->dtype == PLM_DTYPE_F32 && args->range_auto)
     plm__parallel_for(args->frames, 1, range_frames, context);

@@ -45,9 +45,12 @@
  * and the distinct bins by min(bins, w^2). A task ends by clearing its histogram:
  * shared ones are zeroed (cheaper than w^2 take-outs), the global one has its last
  * window taken out (cheaper than zeroing 2 bins bytes), so the next task starts from
- * zero. The differences a window reaches (counts up to w^2) are copied into shared
- * memory at the start of each block when they take at most 8 KiB (w <= 31); beyond,
- * the lookups go to the global table (L1, L2).
+ * zero. The table of differences is the host's (plm__entropy_delta_table), copied to
+ * each device once, on the first call there (522 KiB, a synchronous copy, so that
+ * first call must not be inside a graph capture of its own stream; plume's executor
+ * captures after a warm-up frame). The differences a window reaches (counts up to
+ * w^2) are copied into shared memory at the start of each block when they take at most
+ * 8 KiB (w <= 31); beyond, the lookups go to the device's table (L1, L2).
  *
  * Segments: R = max(2w, 32) rows, halved (down to 8) while the launch has fewer than
  * 512 tasks, so that one small frame still spreads over the GPU. A task costs w^2
@@ -67,8 +70,8 @@
  *   cycles per change (u8 counts for w <= 15, conflict-free layouts) would bring it
  *   closer to the floor. Fused adds the Sobel magnitude (9 loads, ~20 flops) per binned
  *   pixel and writes 1 byte instead of 4.
- *   Launches per frame: 1, plus frame_range for f32 with auto range, plus a memset with
- *   global histograms.
+ *   Launches per frame: 1, plus frame_range's 1 or 2 for f32 with auto range
+ *   (kernels/common/frame_range.h), plus a memset with global histograms.
  *   Occupancy is bounded by shared memory: dense u8 at T = 64 takes 32 KiB of
  *   histograms, 3 KiB of ring and 2 KiB of differences: 6 blocks (384 threads) per SM.
  *   Registers are capped at 64 per thread (__launch_bounds__(128, 8)).
@@ -80,21 +83,16 @@
  * meeting at a barrier, against the CPU kernels bit for bit. tests/test_entropy.c and
  * tests/test_fused.c check the kernels themselves under PLUME_BACKEND=cuda.
  */
+#include <pthread.h>
+
 #include "kernels/common/entropy.h"
+#include "kernels/common/frame_range.h"
 #include "kernels/common/fused.h"
 #include "kernels/cuda/launch.h"
 
 namespace {
 
 typedef plm__sobel_entropy_threshold_args fused_args;
-
-/* The table of differences, the same generated initialiser as the CPU's. */
-#ifdef __CUDACC__
-__device__
-#endif
-    const int64_t kDelta[PLM__ENTROPY_DELTA_COUNT] = {
-#include "entropy_delta.inc"
-};
 
 constexpr int kMaxThreads = 128;
 constexpr int kMinThreads = 32;
@@ -107,7 +105,6 @@ constexpr size_t kDefaultSharedLimit = 48 * 1024;  /* beyond: an opt-in per kern
 constexpr int64_t kMinSegmentRows = 8;
 constexpr int64_t kTargetTasks = 512;
 constexpr int64_t kMaxBlocks = 65535LL * 32;
-constexpr unsigned kRangeThreads = 256;
 constexpr size_t kAlign = 16;
 
 PLM_HD int64_t min64(int64_t a, int64_t b) {
@@ -505,6 +502,46 @@ PLM_HD void run_block(const Block &block, const plan &p, Source source, const Si
 
 #ifdef __CUDACC__
 
+/* The table of differences on the device (a copy of the host's, see upload_table). */
+__device__ int64_t device_delta[PLM__ENTROPY_DELTA_COUNT];
+
+constexpr int kMaxDevices = 64;
+pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
+bool table_uploaded[kMaxDevices]; /* per device, under table_lock */
+
+/* Copy the host's table of differences to the current device, once per device (and
+ * process). Refused while `s` is being captured: the copy is synchronous. */
+plm_status upload_table(cudaStream_t s, const char *name) {
+  int device = 0;
+  cudaError_t err = cudaGetDevice(&device);
+  if (err != cudaSuccess) return plm__cuda_call_failed(err, "entropy: cudaGetDevice");
+  if (device < 0 || device >= kMaxDevices)
+    return plm__fail_raw(PLM_ERR_UNSUPPORTED, "%s: device %d is past the %d this kernel serves",
+                         name, device, kMaxDevices);
+  pthread_mutex_lock(&table_lock);
+  plm_status status = PLM_OK;
+  if (!table_uploaded[device]) {
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    err = cudaStreamIsCapturing(s, &capture);
+    if (err != cudaSuccess) {
+      status = plm__cuda_call_failed(err, "entropy: cudaStreamIsCapturing");
+    } else if (capture != cudaStreamCaptureStatusNone) {
+      status = plm__fail_raw(PLM_ERR_INVALID_STATE,
+                             "%s: the first entropy on a device copies its table there and "
+                             "cannot be captured: run it once before capturing",
+                             name);
+    } else {
+      err = cudaMemcpyToSymbol(device_delta, plm__entropy_delta_table(), sizeof device_delta);
+      if (err != cudaSuccess)
+        status = plm__cuda_call_failed(err, "entropy: copying the table of differences");
+      else
+        table_uploaded[device] = true;
+    }
+  }
+  pthread_mutex_unlock(&table_lock);
+  return status;
+}
+
 /* The block as the GPU runs it. */
 struct DeviceBlock {
   __device__ int thread() const { return (int)threadIdx.x; }
@@ -518,47 +555,7 @@ template <class Hist, class Source, class Sink>
 __global__ void __launch_bounds__(kMaxThreads, 8)
     window_kernel(plan p, Source source, Sink sink, int bins, uint16_t *__restrict__ global_hists) {
   extern __shared__ __align__(16) unsigned char smem[];
-  run_block<Hist>(DeviceBlock{}, p, source, sink, bins, smem, global_hists, kDelta);
-}
-
-/* The finite min and max of each frame (entropy with range_auto). */
-__global__ void range_kernel(const float *in, int64_t frames, int64_t size, float *ranges) {
-  __shared__ float lo_s[kRangeThreads], hi_s[kRangeThreads];
-  __shared__ int seen_s[kRangeThreads];
-  for (int64_t f = blockIdx.x; f < frames; f += gridDim.x) { /* uniform across the block */
-    const float *frame = in + f * size;
-    float lo = 0.0f, hi = 0.0f;
-    int seen = 0;
-    for (int64_t i = threadIdx.x; i < size; i += blockDim.x) {
-      float v = frame[i];
-      if (!plm__entropy_in_auto_range(v)) continue;
-      if (!seen || v < lo) lo = v;
-      if (!seen || v > hi) hi = v;
-      seen = 1;
-    }
-    lo_s[threadIdx.x] = lo;
-    hi_s[threadIdx.x] = hi;
-    seen_s[threadIdx.x] = seen;
-    __syncthreads();
-    for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
-      if (threadIdx.x < half) {
-        unsigned other = threadIdx.x + half;
-        if (seen_s[other]) {
-          if (!seen_s[threadIdx.x] || lo_s[other] < lo_s[threadIdx.x])
-            lo_s[threadIdx.x] = lo_s[other];
-          if (!seen_s[threadIdx.x] || hi_s[other] > hi_s[threadIdx.x])
-            hi_s[threadIdx.x] = hi_s[other];
-          seen_s[threadIdx.x] = 1;
-        }
-      }
-      __syncthreads();
-    }
-    if (threadIdx.x == 0) {
-      ranges[2 * f] = lo_s[0]; /* 0, 0 when the frame has no finite value */
-      ranges[2 * f + 1] = hi_s[0];
-    }
-    __syncthreads(); /* before the next frame overwrites the shared arrays */
-  }
+  run_block<Hist>(DeviceBlock{}, p, source, sink, bins, smem, global_hists, device_delta);
 }
 
 /* Launch window_kernel for the plan's kind of histogram: the memset of global ones
@@ -567,6 +564,8 @@ template <class Hist, class Source, class Sink>
 plm_status launch_kind(cudaStream_t s, const plan &p, const Source &source, const Sink &sink,
                        int bins, void *scratch, const char *name) {
   auto kernel = window_kernel<Hist, Source, Sink>;
+  plm_status status = upload_table(s, name);
+  if (status != PLM_OK) return status;
   if (p.smem > kDefaultSharedLimit) {
     cudaError_t err =
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)p.smem);
@@ -590,9 +589,12 @@ plm_status launch(cudaStream_t s, const plan &p, const Source &source, const Sin
 #endif
 
 #ifdef __CUDACC__
-/* entropy's scratch: each frame's range (auto), then the plan's global histograms. */
+/* entropy's scratch: each frame's range and frame_range's own (auto), then the plan's
+ * global histograms. */
 size_t ranges_bytes(const plm__entropy_args *args) {
-  return round_up((size_t)args->frames * 2 * sizeof(float), 256);
+  if (!args->range_auto) return 0;
+  return round_up((size_t)args->frames * 2 * sizeof(float), 256) +
+         plm__frame_range_cuda_scratch_bytes(args->frames, args->height * args->width);
 }
 
 plan entropy_plan(const plm__entropy_args *args) {
@@ -619,10 +621,13 @@ extern "C" plm_status plm__entropy_cuda(void *stream, const plm__entropy_args *a
   cudaStream_t s = (cudaStream_t)stream;
   float *ranges = (float *)args->scratch;
   if (args->range_auto) {
-    int64_t frames = args->frames < 65535 ? args->frames : 65535;
-    range_kernel<<<(unsigned)frames, kRangeThreads, 0, s>>>((const float *)args->in, args->frames,
-                                                            args->height * args->width, ranges);
-    plm_status status = plm__cuda_check_launch("entropy range_kernel");
+    const size_t own = round_up((size_t)args->frames * 2 * sizeof(float), 256);
+    void *range_scratch =
+        plm__frame_range_cuda_scratch_bytes(args->frames, args->height * args->width) > 0
+            ? (char *)args->scratch + own
+            : NULL;
+    plm_status status = plm__frame_range_cuda(stream, (const float *)args->in, args->frames,
+                                              args->height * args->width, ranges, range_scratch);
     if (status != PLM_OK) return status;
   }
   const plan p = entropy_plan(args);
