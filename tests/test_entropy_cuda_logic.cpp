@@ -11,6 +11,11 @@
  * shared, dense global) where it applies, the two-row ring, short and long segments,
  * 32 and 128 threads.
  *
+ * The entropy op's warp-owned histograms (more than 512 bins and a window past 18) run
+ * with each warp's 32 lanes emulated by threads that meet at a barrier wherever the
+ * lanes exchange their sums, changing the shared counts with atomics in whatever order
+ * the threads run.
+ *
  * References, bit for bit: for entropy the CPU kernel (plm_entropy on a host context,
  * itself checked against a float64 reference by tests/test_entropy.c); for the fused
  * op the masks of plm_sobel, plm_entropy and plm_threshold run one after another on
@@ -109,6 +114,74 @@ template <class Source, class Sink>
 bool run_plan(const plan &p, const Source &source, const Sink &sink, int bins) {
   if (p.hist == HIST_SPARSE_SHARED) return run_grid<SparseHist>(p, source, sink, bins);
   return run_grid<DenseHist>(p, source, sink, bins);
+}
+
+/* The lanes of a warp, emulated: each is a thread; sum() adds up one value per lane
+ * between two barriers, sync() is a barrier. */
+struct EmulatedLane {
+  pthread_barrier_t *barrier;
+  int64_t *slots;
+  int my_lane;
+  int lane() const { return my_lane; }
+  int64_t sum(int64_t v) const {
+    slots[my_lane] = v;
+    pthread_barrier_wait(barrier);
+    int64_t total = 0;
+    for (int i = 0; i < kLanes; i++) total += slots[i];
+    pthread_barrier_wait(barrier);
+    return total;
+  }
+  void sync() const { pthread_barrier_wait(barrier); }
+};
+
+struct WarpLane {
+  const plm__entropy_args *args;
+  const warp_plan *p;
+  const float *ranges;
+  uint32_t *hists;
+  pthread_barrier_t *barrier;
+  int64_t *slots;
+  int lane;
+  int64_t x_first; /* < 0: every task; else only columns x_first .. x_first + 2, one warp */
+};
+
+/* One lane of every warp, the warps one after another (or, with x_first, of one warp
+ * doing the tasks of three columns). */
+void *warp_lane_main(void *arg) {
+  const WarpLane *l = static_cast<const WarpLane *>(arg);
+  const EmulatedLane lane = {l->barrier, l->slots, l->lane};
+  const int64_t *delta = plm__entropy_delta_table();
+  if (l->x_first < 0) {
+    for (int64_t o = 0; o < l->p->warps; o++)
+      warp_tasks(lane, *l->args, *l->p, l->ranges, l->hists, delta, o);
+    return nullptr;
+  }
+  const plm__entropy_args &a = *l->args;
+  const WarpHist hist = {l->hists};
+  for (int64_t x = l->x_first; x < l->x_first + 3; x++)
+    for (int64_t y0 = 0; y0 < a.height; y0 += kWarpSegmentRows)
+      warp_segment(lane, a, l->ranges, hist, delta, 0, y0, min64(y0 + kWarpSegmentRows, a.height),
+                   x);
+  return nullptr;
+}
+
+/* warp_kernel's work (args.out filled), or with x_first >= 0 only that of frame 0's
+ * columns x_first .. x_first + 2; false when a histogram is left dirty. */
+bool run_warps(const plm__entropy_args &args, const float *ranges, warp_plan p,
+               int64_t x_first = -1) {
+  std::vector<uint32_t> hists(p.scratch / sizeof(uint32_t), 0);
+  pthread_barrier_t barrier;
+  pthread_barrier_init(&barrier, nullptr, kLanes);
+  int64_t slots[kLanes];
+  WarpLane lanes[kLanes];
+  pthread_t threads[kLanes];
+  for (int l = 0; l < kLanes; l++) {
+    lanes[l] = WarpLane{&args, &p, ranges, hists.data(), &barrier, slots, l, x_first};
+    if (pthread_create(&threads[l], nullptr, warp_lane_main, &lanes[l]) != 0) std::abort();
+  }
+  for (pthread_t &thread : threads) pthread_join(thread, nullptr);
+  pthread_barrier_destroy(&barrier);
+  return std::all_of(hists.begin(), hists.end(), [](uint32_t w) { return w == 0; });
 }
 
 const char *kind_name(hist_kind kind) {
@@ -267,6 +340,52 @@ int check_entropy(const Host &host, const Case &c, bool whole_frames = false) {
                 describe(p).c_str(), (long long)differ, zeroed ? "" : ", histogram NOT zeroed",
                 ok ? "" : "  FAILED");
   }
+  /* Where the launcher gives warps the histograms: their kernel, with the plan it
+   * makes and with as few warps as tasks allow down to 3 (each taking many tasks). */
+  if (!whole_frames &&
+      make_plan(c.frames, c.height, c.width, c.window, c.bins).hist == HIST_DENSE_GLOBAL) {
+    const warp_plan natural = make_warp_plan(args);
+    warp_plan few = natural;
+    few.warps = min64(natural.warps, 3);
+    few.scratch = (size_t)few.warps * warp_hist_words(c.bins) * sizeof(uint32_t);
+    for (const warp_plan &wp : {natural, few}) {
+      std::fill(out.begin(), out.end(), -1.0f);
+      args.out = out.data();
+      const bool zeroed = run_warps(args, ranges.data(), wp);
+      int64_t differ = 0;
+      for (int64_t i = 0; i < count; i++)
+        differ +=
+            std::memcmp(&out[(size_t)i], (const float *)expected.data + i, sizeof(float)) != 0;
+      const bool ok = differ == 0 && zeroed;
+      failures += !ok;
+      std::printf("entropy %s %lldx%lldx%lld w %d bins %d, %lld warp-owned histograms: %lld "
+                  "differ%s%s\n",
+                  plm_dtype_name(c.dtype), (long long)c.frames, (long long)c.height,
+                  (long long)c.width, c.window, c.bins, (long long)wp.warps, (long long)differ,
+                  zeroed ? "" : ", histogram NOT zeroed", ok ? "" : "  FAILED");
+    }
+  }
+  /* With whole_frames (large windows), the warps on three middle columns alone: counts
+   * near the most a window holds, two to a word, must never carry into each other. */
+  if (whole_frames) {
+    const int64_t x_first = c.width / 2 - 1;
+    std::fill(out.begin(), out.end(), -1.0f);
+    args.out = out.data();
+    const bool zeroed = run_warps(args, ranges.data(), make_warp_plan(args), x_first);
+    int64_t differ = 0;
+    for (int64_t y = 0; y < c.height; y++)
+      for (int64_t x = x_first; x < x_first + 3; x++) {
+        const int64_t i = y * c.width + x;
+        differ += std::memcmp(&out[(size_t)i], (const float *)expected.data + i, sizeof(float)) != 0;
+      }
+    const bool ok = differ == 0 && zeroed;
+    failures += !ok;
+    std::printf("entropy %s %lldx%lldx%lld w %d bins %d, a warp-owned histogram on columns "
+                "%lld..%lld: %lld differ%s%s\n",
+                plm_dtype_name(c.dtype), (long long)c.frames, (long long)c.height,
+                (long long)c.width, c.window, c.bins, (long long)x_first, (long long)x_first + 2,
+                (long long)differ, zeroed ? "" : ", histogram NOT zeroed", ok ? "" : "  FAILED");
+  }
   CHECK(plm_tensor_free(host.pool, host.stream, &in));
   CHECK(plm_tensor_free(host.pool, host.stream, &expected));
   return failures;
@@ -396,6 +515,8 @@ int main() {
       {PLM_DTYPE_F32, 1, 29, 36, 8, 4096, 1000, false},
       {PLM_DTYPE_F32, 2, 23, 41, 7, 64, 0, true},
       {PLM_DTYPE_F32, 1, 30, 20, 3, 300, 17, true},
+      {PLM_DTYPE_U16, 1, 40, 30, 33, 65536, 0, false}, /* warp-owned histograms */
+      {PLM_DTYPE_F32, 2, 20, 9, 25, 1000, 0, true},
   };
   for (const Case &c : entropy_cases) failures += check_entropy(host, c);
 

@@ -56,8 +56,9 @@ extern "C" {
  * one frame; on cuda, with range_auto 8 bytes per frame and 8 per part of at least
  * 8192 pixels of a frame (the range is found by many blocks per frame), plus, only when
  * neither kind of shared-memory histogram fits (more than 512 bins and a window wider
- * than 18), up to 64 MiB of per-thread histograms in device memory (zeroed on each such
- * call). The first call on a device copies a 522 KiB table there, synchronously: it
+ * than 18), histograms of 2 bytes per bin in device memory, one per warp of 32 threads,
+ * at most min(2048, 256 MiB / (2 bins)) of them and never more than frames x ceil(H /
+ * 64) x W (256 MiB at 65536 bins), zeroed on each such call. The first call on a device copies a 522 KiB table there, synchronously: it
  * must not be inside a CUDA graph capture of its own stream (PLM_ERR_INVALID_STATE).
  *
  * Cost: both kernels slide a histogram (the CPU's along rows, CUDA's down columns),

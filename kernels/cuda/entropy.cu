@@ -37,10 +37,13 @@
  *                  so dead keys never fill the table), when T P 4 bytes fit 64 KiB
  *                  (the kernel opts in to the shared memory past 48 KiB): w <= 18 at
  *                  T = 32.
- *   dense global   neither fits (more than 512 bins and a larger window): a u16 count
- *                  per bin in global scratch, bin b of thread t of the grid at
- *                  b (threads in the grid) + t, the grid capped so that they take at
- *                  most 64 MiB, zeroed by one memset per launch. Slow; correct.
+ *   global         neither fits (more than 512 bins and a larger window): the entropy
+ *                  op gives each warp one histogram in global memory, its lanes sharing
+ *                  the count changes (warp_kernel, "warp-owned histograms" below); the
+ *                  fused op a u16 count per bin per thread in global scratch, bin b of
+ *                  thread t of the grid at b (threads in the grid) + t, the grid capped
+ *                  so that they take at most 64 MiB. Either is zeroed by one memset per
+ *                  launch. Slow; correct.
  * Taking out the leaving row before adding the entering one bounds the counts by w^2
  * and the distinct bins by min(bins, w^2). A task ends by clearing its histogram:
  * shared ones are zeroed (cheaper than w^2 take-outs), the global one has its last
@@ -498,6 +501,138 @@ PLM_HD void run_block(const Block &block, const plan &p, Source source, const Si
   }
 }
 
+/* ---- warp-owned histograms in global memory (entropy: bins > 512, w > 18) ------------- */
+
+/* Where no per-thread histogram fits in shared memory (more than 512 bins, and a window
+ * past 18, whose distinct bins overflow a hash table of 64 KiB per 32 threads), the
+ * entropy op gives each warp one histogram in global scratch, as u16 counts packed two
+ * to a u32 word, and the warp takes tasks (frame, 64-row segment, column): it fills the
+ * segment's first window, slides down, and takes the last window out again, so the
+ * histogram is zeroed for the next task (the scratch is zeroed once per call). The 32
+ * lanes split each step's 2w count changes (and a fill's w^2) among themselves, change
+ * the counts with atomics (a count never goes below 0 or past 65535, so the halves of a
+ * word never carry or borrow), and add up their changes of S with shuffles: each lane's
+ * change is the difference for the count its own atomic saw, so in whatever order the
+ * atomics land a bin's changes telescope to its new term, and S is the CPU's integer.
+ * Bins are computed per change (a multiply and a shift for u16). Up to 2048 warps
+ * (65536 threads) and 256 MiB of histograms: 2048 of 128 KiB at 65536 bins. Slower than
+ * the shared-memory kinds (random read-modify-writes in L2 and DRAM) and a memset of
+ * the scratch per call; the fused op, whose Sobel bins would be recomputed per change,
+ * keeps a dense global histogram per thread instead. */
+
+constexpr int kLanes = 32;
+constexpr int64_t kWarpSegmentRows = 64;
+constexpr int64_t kMostWarps = 2048;
+constexpr size_t kWarpHistBudget = size_t(256) << 20;
+
+/* A histogram shared by the lanes of a warp (bin b in word b / 2, low half for even
+ * b); returns the count before. */
+struct WarpHist {
+  uint32_t *words;
+  PLM_HD uint32_t change(int b, int sign) const {
+    const unsigned shift = (unsigned)(b & 1) * 16;
+    uint32_t *word = words + (b >> 1);
+#ifdef __CUDA_ARCH__
+    const uint32_t old = sign > 0 ? atomicAdd(word, 1u << shift) : atomicSub(word, 1u << shift);
+#else /* the host check */
+    const uint32_t old = sign > 0 ? __atomic_fetch_add(word, 1u << shift, __ATOMIC_SEQ_CST)
+                                  : __atomic_fetch_sub(word, 1u << shift, __ATOMIC_SEQ_CST);
+#endif
+    return (old >> shift) & 0xffffu;
+  }
+};
+
+PLM_HD size_t warp_hist_words(int bins) {
+  return (size_t)(bins + 1) / 2;
+}
+
+struct warp_plan {
+  int64_t segments, tasks, warps;
+  size_t scratch;
+};
+
+warp_plan make_warp_plan(const plm__entropy_args &a) {
+  warp_plan p = {};
+  p.segments = (a.height + kWarpSegmentRows - 1) / kWarpSegmentRows;
+  p.tasks = a.frames * p.segments * a.width;
+  const size_t each = warp_hist_words(a.bins) * sizeof(uint32_t);
+  p.warps = min64(p.tasks, min64(kMostWarps, (int64_t)(kWarpHistBudget / each)));
+  p.scratch = (size_t)p.warps * each;
+  return p;
+}
+
+/* This lane's change of S for count changes of `sign` on its share (every kLanes-th) of
+ * the `count` pixels `pixel(k)` gives (k < count). */
+template <class Lane, class Pixel>
+PLM_HD int64_t warp_changes(const Lane &lane, const WarpHist &hist, const int64_t *delta,
+                            const plm__entropy_args &a, double lo, double hi, int count,
+                            int sign, const Pixel &pixel) {
+  int64_t ds = 0;
+  for (int k = lane.lane(); k < count; k += kLanes) {
+    int64_t at;
+    int s = sign;
+    if (!pixel(k, &at, &s)) continue;
+    const uint32_t old = hist.change(plm__entropy_bin(a.in, at, a.dtype, a.bins, lo, hi), s);
+    ds += s > 0 ? delta[old] : -delta[old - 1];
+  }
+  return ds;
+}
+
+/* Rows [y0, y1) of column x of frame f, by the warp whose lanes `lane` stands for (lane()
+ * its index, sum() the warp's total of a value, sync() a barrier of the warp): fill the
+ * window of row y0, slide down, take out the window of row y1 - 1. Lane 0 writes. */
+template <class Lane>
+PLM_HD void warp_segment(const Lane &lane, const plm__entropy_args &a, const float *ranges,
+                         const WarpHist &hist, const int64_t *delta, int64_t f, int64_t y0,
+                         int64_t y1, int64_t x) {
+  const int64_t h = a.height, w = a.width, left = a.window / 2, right = a.window - 1 - left;
+  const double lo = a.range_auto ? (double)ranges[2 * f] : a.lo;
+  const double hi = a.range_auto ? (double)ranges[2 * f + 1] : a.hi;
+  const int64_t c0 = max64(x - left, 0), c1 = min64(x + right, w - 1), base = f * h * w;
+  const int cols = (int)(c1 - c0 + 1);
+  /* The pixels of rows [r0, r1] x [c0, c1], all with the same sign. */
+  auto rect = [&](int64_t r0, int64_t r1, int sign) {
+    const int count = r1 < r0 ? 0 : (int)(r1 - r0 + 1) * cols;
+    return warp_changes(lane, hist, delta, a, lo, hi, count, sign, [&](int k, int64_t *at, int *) {
+      *at = base + (r0 + k / cols) * w + c0 + k % cols;
+      return true;
+    });
+  };
+  int64_t s = lane.sum(rect(max64(y0 - left, 0), min64(y0 + right, h - 1), 1));
+  for (int64_t y = y0; y < y1; y++) {
+    if (y > y0) { /* the row leaving (-1) and the row entering (+1), when inside */
+      const int64_t leaves = y - left - 1, enters = y + right;
+      s += lane.sum(warp_changes(lane, hist, delta, a, lo, hi, 2 * cols, 1,
+                                 [&](int k, int64_t *at, int *sign) {
+                                   const bool out = k < cols;
+                                   const int64_t row = out ? leaves : enters;
+                                   if (row < 0 || row >= h) return false;
+                                   *at = base + row * w + c0 + (out ? k : k - cols);
+                                   *sign = out ? -1 : 1;
+                                   return true;
+                                 }));
+    }
+    if (lane.lane() == 0) {
+      const int64_t rows = min64(y + right, h - 1) - max64(y - left, 0) + 1;
+      a.out[base + y * w + x] = plm__entropy_from_sum(plm__entropy_norm_of(rows * cols), s);
+    }
+  }
+  rect(max64(y1 - 1 - left, 0), min64(y1 - 1 + right, h - 1), -1);
+  lane.sync(); /* the next task starts from a histogram the whole warp has zeroed */
+}
+
+/* Warp o's tasks (task = (frame, segment, column), column fastest). */
+template <class Lane>
+PLM_HD void warp_tasks(const Lane &lane, const plm__entropy_args &a, const warp_plan &p,
+                       const float *ranges, uint32_t *hists, const int64_t *delta, int64_t o) {
+  const WarpHist hist = {hists + o * (int64_t)warp_hist_words(a.bins)};
+  for (int64_t task = o; task < p.tasks; task += p.warps) {
+    const int64_t x = task % a.width, rest = task / a.width;
+    const int64_t y0 = rest % p.segments * kWarpSegmentRows, f = rest / p.segments;
+    warp_segment(lane, a, ranges, hist, delta, f, y0, min64(y0 + kWarpSegmentRows, a.height), x);
+  }
+}
+
 /* ---- kernels and launchers ------------------------------------------------------------ */
 
 #ifdef __CUDACC__
@@ -550,6 +685,24 @@ struct DeviceBlock {
   __device__ int64_t count() const { return gridDim.x; }
   __device__ void sync() const { __syncthreads(); }
 };
+
+/* The lanes of a warp as the GPU runs them. */
+struct DeviceLane {
+  __device__ int lane() const { return (int)(threadIdx.x & 31); }
+  __device__ int64_t sum(int64_t v) const {
+    __syncwarp(); /* the lanes' count changes are ordered before what follows */
+    for (int offset = 16; offset > 0; offset /= 2)
+      v += __shfl_xor_sync(0xffffffffu, (long long)v, offset);
+    return v;
+  }
+  __device__ void sync() const { __syncwarp(); }
+};
+
+__global__ void warp_kernel(plm__entropy_args a, warp_plan p, const float *__restrict__ ranges,
+                            uint32_t *hists) {
+  const int64_t o = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / kLanes;
+  if (o < p.warps) warp_tasks(DeviceLane{}, a, p, ranges, hists, device_delta, o);
+}
 
 template <class Hist, class Source, class Sink>
 __global__ void __launch_bounds__(kMaxThreads, 8)
@@ -609,8 +762,14 @@ plan fused_plan(const fused_args *args) {
 }  // namespace
 
 #ifdef __CUDACC__ /* (the host check links the library, which has these) */
+/* Whether the entropy op takes warp-owned global histograms (see above). */
+bool warps_own(const plan &p) {
+  return p.hist == HIST_DENSE_GLOBAL;
+}
+
 extern "C" size_t plm__entropy_cuda_scratch_bytes(const plm__entropy_args *args) {
-  return ranges_bytes(args) + entropy_plan(args).scratch;
+  const plan p = entropy_plan(args);
+  return ranges_bytes(args) + (warps_own(p) ? make_warp_plan(*args).scratch : p.scratch);
 }
 
 extern "C" size_t plm__sobel_entropy_threshold_cuda_scratch_bytes(const fused_args *args) {
@@ -631,9 +790,19 @@ extern "C" plm_status plm__entropy_cuda(void *stream, const plm__entropy_args *a
     if (status != PLM_OK) return status;
   }
   const plan p = entropy_plan(args);
+  void *hists = (char *)args->scratch + ranges_bytes(args);
+  if (warps_own(p)) {
+    plm_status status = upload_table(s, "entropy");
+    if (status != PLM_OK) return status;
+    const warp_plan wp = make_warp_plan(*args);
+    cudaError_t err = cudaMemsetAsync(hists, 0, wp.scratch, s);
+    if (err != cudaSuccess) return plm__cuda_call_failed(err, "entropy: clearing the histograms");
+    const unsigned blocks = (unsigned)((wp.warps * kLanes + kMaxThreads - 1) / kMaxThreads);
+    warp_kernel<<<blocks, kMaxThreads, 0, s>>>(*args, wp, ranges, (uint32_t *)hists);
+    return plm__cuda_check_launch("entropy warp_kernel");
+  }
   const EntropySource source = {*args, ranges, 0.0, 0.0};
-  return launch(s, p, source, EntropySink{args->out}, args->bins,
-                (char *)args->scratch + ranges_bytes(args), "entropy window_kernel");
+  return launch(s, p, source, EntropySink{args->out}, args->bins, hists, "entropy window_kernel");
 }
 
 extern "C" plm_status plm__sobel_entropy_threshold_cuda(void *stream, const fused_args *args) {
