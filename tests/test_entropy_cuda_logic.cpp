@@ -198,7 +198,7 @@ std::vector<plan> plans_for(int64_t frames, int64_t height, int64_t width, int w
   std::vector<plan> plans = {make_plan(frames, height, width, window, bins)};
   const hist_kind kinds[] = {HIST_DENSE_SHARED, HIST_SPARSE_SHARED, HIST_DENSE_GLOBAL};
   for (hist_kind kind : kinds) {
-    if (kind == HIST_DENSE_SHARED && (size_t)32 * bins * 2 > kDenseBudget) continue;
+    if (kind == HIST_DENSE_SHARED && (size_t)32 * dense_bytes(bins) > kDenseBudget) continue;
     if (kind == HIST_SPARSE_SHARED &&
         (size_t)32 * sparse_slots_for(window, bins) * 4 > kSparseBudget)
       continue;

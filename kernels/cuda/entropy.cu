@@ -25,8 +25,9 @@
  * is binned twice as often.
  *
  * Histograms, one per thread, the kind chosen per launch (make_plan):
- *   dense shared   a u16 count per bin in shared memory, bin b of thread t at b T + t,
- *                  when T bins 2 bytes fit 32 KiB with T >= 32: up to 512 bins (u8's
+ *   dense shared   a u16 count per bin in shared memory, two bins to a 32-bit word,
+ *                  each thread's words in its own bank (DenseHist: no bank conflicts
+ *                  between a warp's updates), when T bins 2 bytes fit 32 KiB, T >= 32: up to 512 bins (u8's
  *                  256 at T = 64), and the block stays within the 48 KiB a kernel gets
  *                  without asking.
  *   sparse shared  more bins (u16 value-as-bin: 65536) but a small window: a window
@@ -64,15 +65,15 @@
  *   DRAM: 1 byte read (halo rereads hit L2) and 4 written: 5 B. The memory floor is
  *   84 MB / 3.35 TB/s = 25 us at 4096^2 (H100 SXM), 0.4 us at 512^2, where a launch
  *   (a few us) dominates.
- *   On chip: 40 count changes, each a shared load of a bin, a shared load and store of
- *   its count (2-way bank conflicts: threads 2k and 2k + 1 share a bank) and a shared
- *   load of a difference (random: conflicts): about 10 cycles of the SM's shared-memory
- *   pipe per warp and change, 16.7 M x 40 / 32 x 10 / 132 SMs / 1.75 GHz = 0.9 ms at
+ *   On chip: 40 count changes, each a shared load of a bin (the lanes read neighbouring
+ *   bins: no conflict), a shared load and store of its count (each lane in its own bank:
+ *   none) and a shared load of a difference (random: conflicts), about 10 cycles of the
+ *   SM's shared-memory pipe per warp and change with the differences' conflicts, 16.7 M x 40 / 32 x 10 / 132 SMs / 1.75 GHz = 0.9 ms at
  *   4096^2, 14 us at 512^2. The kernel is bound by its count changes, not by memory:
  *   2w changes per pixel is the least any exact sliding histogram does; only fewer
- *   cycles per change (u8 counts for w <= 15, conflict-free layouts) would bring it
- *   closer to the floor. Fused adds the Sobel magnitude (9 loads, ~20 flops) per binned
- *   pixel and writes 1 byte instead of 4.
+ *   cycles per change (u8 counts for w <= 15, the differences in registers for small
+ *   windows) would bring it closer to the floor. Fused adds the Sobel magnitude (9
+ *   loads, ~20 flops) per binned pixel and writes 1 byte instead of 4.
  *   Launches per frame: 1, plus frame_range's 1 or 2 for f32 with auto range
  *   (kernels/common/frame_range.h), plus a memset with global histograms.
  *   Occupancy is bounded by shared memory: dense u8 at T = 64 takes 32 KiB of
@@ -149,6 +150,12 @@ int threads_fitting(size_t each, size_t budget) {
   return 0;
 }
 
+/* The bytes of one dense histogram: a u16 count per bin, two to a 32-bit word (an odd
+ * count's last word half used; DenseHist). */
+size_t dense_bytes(int bins) {
+  return (size_t)(bins + 1) / 2 * sizeof(uint32_t);
+}
+
 /* P for a window: the power of two >= 1.5 x the most distinct bins it holds. */
 int sparse_slots_for(int window, int bins) {
   const int64_t distinct = min64(bins, (int64_t)window * window);
@@ -176,7 +183,7 @@ plan lay_out(int64_t frames, int64_t height, int64_t width, int window, int bins
   p.ring_rows = choice.ring_rows;
   p.ring_bytes = round_up((size_t)p.ring_rows * (size_t)p.span * sizeof(uint16_t), kAlign);
   if (p.hist == HIST_DENSE_SHARED) {
-    p.hist_bytes = (size_t)p.threads * (size_t)bins * sizeof(uint16_t);
+    p.hist_bytes = (size_t)p.threads * dense_bytes(bins);
   } else if (p.hist == HIST_SPARSE_SHARED) {
     p.sparse_slots = sparse_slots_for(window, bins);
     p.hist_bytes = (size_t)p.threads * (size_t)p.sparse_slots * sizeof(uint32_t);
@@ -192,7 +199,7 @@ plan lay_out(int64_t frames, int64_t height, int64_t width, int window, int bins
   p.tasks = frames * p.strips * p.segments;
   int64_t blocks = min64(p.tasks, kMaxBlocks);
   if (p.hist == HIST_DENSE_GLOBAL) {
-    const size_t each = (size_t)p.threads * (size_t)bins * sizeof(uint16_t);
+    const size_t each = (size_t)p.threads * dense_bytes(bins);
     blocks = min64(blocks, max64((int64_t)(kGlobalHistBudget / each), 1));
     p.scratch = (size_t)blocks * each;
   }
@@ -204,7 +211,7 @@ plan lay_out(int64_t frames, int64_t height, int64_t width, int window, int bins
 /* The launch's plan (the choices at the top of the file). */
 plan make_plan(int64_t frames, int64_t height, int64_t width, int window, int bins) {
   plan_choice choice = {};
-  const int dense_threads = threads_fitting((size_t)bins * sizeof(uint16_t), kDenseBudget);
+  const int dense_threads = threads_fitting(dense_bytes(bins), kDenseBudget);
   const int sparse_threads =
       threads_fitting((size_t)sparse_slots_for(window, bins) * sizeof(uint32_t), kSparseBudget);
   if (dense_threads > 0) {
@@ -229,28 +236,36 @@ plan make_plan(int64_t frames, int64_t height, int64_t width, int window, int bi
 
 /* ---- histograms (one per thread; __host__ __device__ for the host check) -------------- */
 
-/* A u16 count per bin, bin b at base[b * stride]: dense shared (stride: the block's
- * threads) or dense global (stride: the grid's). add/remove return the count before. */
+/* A u16 count per bin, a thread's bins 2j and 2j + 1 side by side in one 32-bit word,
+ * its words `owners` apart (the block's threads in shared memory, the grid's in global
+ * memory): thread t's word j is word j * owners + t, so in shared memory a thread's
+ * counts are all in bank t mod 32 and a warp's updates never conflict, whatever bins its
+ * lanes touch. base points at the thread's first word; add/remove return the count
+ * before. */
 struct DenseHist {
   uint16_t *base;
-  int64_t stride;
+  int64_t owners;
   int bins;
+  PLM_HD uint16_t *count(int b) const {
+    return base + 2 * ((int64_t)(b >> 1) * owners) + (b & 1);
+  }
   PLM_HD uint32_t add(int b) const {
-    uint16_t *count = base + (int64_t)b * stride;
-    const uint32_t old = *count;
-    *count = (uint16_t)(old + 1);
+    uint16_t *c = count(b);
+    const uint32_t old = *c;
+    *c = (uint16_t)(old + 1);
     return old;
   }
   PLM_HD uint32_t remove(int b) const {
-    uint16_t *count = base + (int64_t)b * stride;
-    const uint32_t old = *count;
-    *count = (uint16_t)(old - 1);
+    uint16_t *c = count(b);
+    const uint32_t old = *c;
+    *c = (uint16_t)(old - 1);
     return old;
   }
   PLM_HD void clear() const {
-    for (int b = 0; b < bins; b++) base[(int64_t)b * stride] = 0;
+    for (int b = 0; b < bins; b++) *count(b) = 0;
   }
 };
+
 
 /* An open-addressing table of P = mask + 1 entries (bin << 16 | count; 0: empty),
  * entry i at base[i * stride]. A bin is looked for from its home slot onwards (linear
@@ -390,8 +405,9 @@ struct HistOf<DenseHist> {
                                uint16_t *global_hists) {
     const int t = block.thread(), threads = block.threads();
     if (p.hist == HIST_DENSE_GLOBAL)
-      return DenseHist{global_hists + block.index() * threads + t, block.count() * threads, bins};
-    return DenseHist{(uint16_t *)area + t, threads, bins};
+      return DenseHist{global_hists + 2 * (block.index() * threads + t), block.count() * threads,
+                       bins};
+    return DenseHist{(uint16_t *)area + 2 * t, threads, bins};
   }
 };
 
