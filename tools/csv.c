@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "tools/csv.h"
+#include "tools/regular_file.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -47,15 +48,12 @@ int csv_column(const csv_table *table, const char *name) {
 
 /* Read the whole file, NUL-terminated. */
 static plm_status slurp(const char *path, char **text, size_t *length, char *err, size_t err_size) {
-  FILE *file = fopen(path, "rb");
-  if (!file) return fail(err, err_size, path, 0, PLM_ERR_IO, "cannot open: %s", strerror(errno));
   struct stat st;
+  char why[160];
+  FILE *file = regular_file_open(path, &st, why, sizeof why);
+  if (!file) return fail(err, err_size, path, 0, PLM_ERR_IO, "%s", why);
   plm_status status = PLM_OK;
-  if (fstat(fileno(file), &st) != 0)
-    status = fail(err, err_size, path, 0, PLM_ERR_IO, "cannot stat: %s", strerror(errno));
-  else if (!S_ISREG(st.st_mode))
-    status = fail(err, err_size, path, 0, PLM_ERR_IO, "not a regular file");
-  else if ((int64_t)st.st_size > CSV_MAX_BYTES)
+  if ((int64_t)st.st_size > CSV_MAX_BYTES)
     status = fail(err, err_size, path, 0, PLM_ERR_IO, "%lld bytes: larger than the %lld read",
                   (long long)st.st_size, (long long)CSV_MAX_BYTES);
   size_t size = status == PLM_OK ? (size_t)st.st_size : 0;

@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "tools/image_io.h"
+#include "tools/regular_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -551,33 +552,28 @@ typedef enum file_format { FORMAT_NPY, FORMAT_PGM, FORMAT_PNG } file_format;
 /* Open r->path, check that it is a regular file, set r->size and recognise the format by
  * the first bytes. On failure the file is closed again (r->file NULL). */
 static plm_status open_image_file(reader *r, file_format *format) {
-  r->file = fopen(r->path, "rb");
-  if (!r->file) return READ_FAIL(r, PLM_ERR_IO, "cannot open: %s", strerror(errno));
   struct stat st;
+  char why[160];
+  r->file = regular_file_open(r->path, &st, why, sizeof why);
+  if (!r->file) return READ_FAIL(r, PLM_ERR_IO, "%s", why);
+  r->size = (uint64_t)st.st_size;
+  unsigned char magic[8] = {0};
+  size_t got = fread(magic, 1, sizeof magic, r->file);
+  rewind(r->file);
   plm_status status = PLM_OK;
-  if (fstat(fileno(r->file), &st) != 0)
-    status = READ_FAIL(r, PLM_ERR_IO, "cannot stat: %s", strerror(errno));
-  else if (!S_ISREG(st.st_mode))
-    status = READ_FAIL(r, PLM_ERR_IO, "not a regular file");
-  if (status == PLM_OK) {
-    r->size = (uint64_t)st.st_size;
-    unsigned char magic[8] = {0};
-    size_t got = fread(magic, 1, sizeof magic, r->file);
-    rewind(r->file);
-    if (got == 0)
-      status = READ_FAIL(r, PLM_ERR_IO, "the file is empty");
-    else if (got >= 6 && memcmp(magic, "\x93NUMPY", 6) == 0)
-      *format = FORMAT_NPY;
-    else if (got >= 2 && magic[0] == 'P' && magic[1] == '5')
-      *format = FORMAT_PGM;
-    else if (got == 8 && png_sig_cmp(magic, 0, 8) == 0)
-      *format = FORMAT_PNG;
-    else if (got >= 2 && magic[0] == 'P' && magic[1] >= '1' && magic[1] <= '7')
-      status = READ_FAIL(r, PLM_ERR_UNSUPPORTED,
-                         "Netpbm P%c file: only binary graymaps (P5) are read", magic[1]);
-    else
-      status = READ_FAIL(r, PLM_ERR_IO, "not a .npy, PGM (P5) or PNG file (unknown magic)");
-  }
+  if (got == 0)
+    status = READ_FAIL(r, PLM_ERR_IO, "the file is empty");
+  else if (got >= 6 && memcmp(magic, "\x93NUMPY", 6) == 0)
+    *format = FORMAT_NPY;
+  else if (got >= 2 && magic[0] == 'P' && magic[1] == '5')
+    *format = FORMAT_PGM;
+  else if (got == 8 && png_sig_cmp(magic, 0, 8) == 0)
+    *format = FORMAT_PNG;
+  else if (got >= 2 && magic[0] == 'P' && magic[1] >= '1' && magic[1] <= '7')
+    status = READ_FAIL(r, PLM_ERR_UNSUPPORTED,
+                       "Netpbm P%c file: only binary graymaps (P5) are read", magic[1]);
+  else
+    status = READ_FAIL(r, PLM_ERR_IO, "not a .npy, PGM (P5) or PNG file (unknown magic)");
   if (status != PLM_OK) {
     fclose(r->file);
     r->file = NULL;

@@ -299,6 +299,15 @@ expect_err "missing frames" "missing.npy: cannot open"
 mkdir -p empty
 run 2 "empty folder" detect --frames empty --pipeline "$pipeline" --out x.csv && absent "empty folder" x.csv
 expect_err "empty folder" "no frames in the folder"
+# A FIFO among a folder's frames is refused at once, and nothing is left behind.
+mkfifo empty/0001.npy
+checks=$((checks + 1))
+timeout 20 "$cli_program" detect --frames empty --pipeline "$pipeline" --out x.csv >out.txt 2>err.txt
+rc=$?
+[[ $rc == 2 ]] || fail "a FIFO frame: exit $rc, expected 2 (stderr: $(cat err.txt))"
+expect_err "a FIFO frame" "not a regular file"
+absent "a FIFO frame" x.csv
+rm -f empty/0001.npy
 head -c $((128 + 3 * frame_bytes)) s.npy >short.npy
 run 2 "truncated stack" detect --frames short.npy --pipeline "$pipeline" --out x.csv &&
   absent "truncated stack" x.csv

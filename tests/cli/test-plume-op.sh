@@ -948,6 +948,17 @@ run 2 "entropy --window abc" op entropy --in quad.npy --out bad.npy --window abc
 absent "entropy --window abc" bad.npy
 run 0 "conv2d --help shows defaults" op conv2d --help && {
   grep -q -- '--stride SY,SX.*(default 1,1)' out.txt || fail "conv2d --help: $(cat out.txt)"; }
+# A FIFO named as the input is refused at once, never waited on (the command is given 20
+# s: a reader that opened it blocking would wait for a writer for ever).
+mkfifo fifo.npy
+checks=$((checks + 1))
+timeout 20 "$cli_program" op threshold --in fifo.npy --out bad.npy --value 1 >out.txt 2>err.txt
+rc=$?
+[[ $rc == 2 ]] || fail "a FIFO input: exit $rc, expected 2 (stderr: $(cat err.txt))"
+expect_err "a FIFO input" "fifo.npy: not a regular file"
+absent "a FIFO input" bad.npy
+rm -f fifo.npy
+
 # regions reads the count of the labelling before it (label --regions runs it), and the
 # fused op is made only by the pipeline's fusion: neither is a command.
 for op in regions sobel_entropy_threshold; do

@@ -146,6 +146,13 @@ done
 run 2 "score missing file" score --truth missing.csv --detections perfect.csv
 checks=$((checks + 1))
 grep -q "missing.csv: cannot open" err.txt || fail "score missing file: $(cat err.txt)"
+mkfifo fifo.csv
+checks=$((checks + 1))
+timeout 20 "$cli_program" score --truth fifo.csv --detections perfect.csv >out.txt 2>err.txt
+rc=$?
+[[ $rc == 2 ]] || fail "score a FIFO: exit $rc, expected 2 (stderr: $(cat err.txt))"
+grep -q "fifo.csv: not a regular file" err.txt || fail "score a FIFO: $(cat err.txt)"
+rm -f fifo.csv
 printf 'frame,row,col,amplitude,sigma\n0,1,2,3\n' >short.csv
 run 2 "score short row" score --truth short.csv --detections perfect.csv
 checks=$((checks + 1))
