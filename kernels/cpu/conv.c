@@ -322,13 +322,22 @@ PLM__CPU_CLONES static void sobel_block(const plm__sobel_args *a, const float *r
   }
 }
 
-PLM__CPU_CLONES void plm__sobel_magnitude_row(const float *restrict top, const float *restrict mid,
-                                              const float *restrict bot, int64_t w,
-                                              float *restrict magnitude) {
+PLM__CPU_CLONES static void sobel_magnitude_row(const float *restrict top,
+                                                const float *restrict mid,
+                                                const float *restrict bot, int64_t w,
+                                                float *restrict magnitude) {
   for (int64_t x = 0; x < w; x++) {
     float gx = plm__sobel_gx(top + x, mid + x, bot + x), gy = plm__sobel_gy(top + x, bot + x);
     magnitude[x] = plm__sobel_magnitude(gx, gy);
   }
+}
+
+/* The clones stay static, called through this plain function: clang 14 defines only the
+ * ifunc symbol (name.ifunc) of an extern function with target_clones, and the fused
+ * kernel, in another file, would not link. */
+void plm__sobel_magnitude_row(const float *restrict top, const float *restrict mid,
+                              const float *restrict bot, int64_t w, float *restrict magnitude) {
+  sobel_magnitude_row(top, mid, bot, w, magnitude);
 }
 
 void plm__sobel_stage_row(const plm__sobel_args *a, int64_t frame, int64_t v, float *dst) {

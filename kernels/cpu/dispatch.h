@@ -5,7 +5,9 @@
  * Clang target_clones, an ifunc on x86-64 ELF); elsewhere, and under ThreadSanitizer,
  * it is empty. Files using it are compiled with -ffp-contract=off, so no clone fuses
  * a multiply and an add: every clone rounds exactly as the baseline does and results
- * do not depend on the CPU.
+ * do not depend on the CPU. Put it on static functions only: for an extern one clang 14
+ * defines only the resolver's symbol (name.ifunc), and other files do not link; an extern
+ * entry point is a plain function calling the static clones (plm__sobel_magnitude_row).
  */
 #ifndef PLUME_KERNELS_CPU_DISPATCH_H
 #define PLUME_KERNELS_CPU_DISPATCH_H
