@@ -8,6 +8,7 @@
 
 #include "apps/detect.h"
 #include "apps/options.h"
+#include "tools/regular_file.h"
 #include "tools/scene.h"
 
 enum { EXIT_USAGE = 2 };
@@ -145,6 +146,14 @@ int detect_command_main(int argc, char **argv) {
   const char *missing = !frames ? "--frames" : !pipeline ? "--pipeline" : !out ? "--out" : NULL;
   if (missing) {
     fprintf(stderr, "plume detect: %s is required (see plume detect --help)\n", missing);
+    return EXIT_USAGE;
+  }
+  /* The CSV would replace its own frames or a tensor file before they are read. */
+  const char *clash = same_file(out, frames) ? "--frames" : NULL;
+  for (int t = 0; !clash && t < tensor_count; t++)
+    if (same_file(out, tensors[t].path)) clash = "--tensor";
+  if (clash) {
+    fprintf(stderr, "plume detect: --out and %s name the same file ('%.200s')\n", clash, out);
     return EXIT_USAGE;
   }
   detect_config config = {.frames_path = frames,

@@ -41,6 +41,7 @@
 #include "streams/clock.h"
 #include "tools/csv.h"
 #include "tools/image_io.h"
+#include "tools/regular_file.h"
 
 enum { EXIT_RUNTIME_FAILURE = 1, EXIT_USAGE = 2 };
 enum { ERROR_SIZE = IMAGE_ERROR_SIZE, FLAG_SIZE = 64, TEXT_SIZE = 512 };
@@ -755,6 +756,16 @@ static int check_given(const op_run *run) {
         if (run->files[j].kind == FILE_REGIONS && !run->paths[j])
           return usage_error(run, "%s is taken only with %s (see plume op %s --help)",
                              run->files[k].flag, run->files[j].flag, run->cmd->name);
+  /* An output may name no other file of the command: it would replace an input before
+   * it is read, or another output. */
+  for (int k = 0; k < run->file_count; k++) {
+    const file_kind kind = run->files[k].kind;
+    if (!run->paths[k] || (kind != FILE_OUTPUT && kind != FILE_REGIONS)) continue;
+    for (int j = 0; j < run->file_count; j++)
+      if (j != k && run->paths[j] && same_file(run->paths[k], run->paths[j]))
+        return usage_error(run, "%s and %s name the same file ('%s')", run->files[j].flag,
+                           run->files[k].flag, run->paths[k]);
+  }
   const plm__op_desc *op = run->cmd->op;
   for (int i = 0; i < op->param_count; i++)
     if ((op->params[i].flags & PLM__PARAM_REQUIRED) && !run->values[i]) {

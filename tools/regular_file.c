@@ -1,10 +1,13 @@
 /* tools/regular_file.c: see tools/regular_file.h. */
-#define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700 /* realpath */
 
 #include "tools/regular_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -39,4 +42,23 @@ FILE *regular_file_open(const char *path, struct stat *st, char *why, size_t why
     close_keeping_errno(fd);
   }
   return file;
+}
+
+/* path's folder made canonical, then its last component: "a/../b/x.npy" -> "/abs/b/x.npy".
+ * False when the folder cannot be resolved (then no comparison by name is made). */
+static bool canonical_path(const char *path, char *out, size_t size) {
+  char folder_copy[PATH_MAX], base_copy[PATH_MAX], folder[PATH_MAX];
+  if (snprintf(folder_copy, sizeof folder_copy, "%s", path) >= (int)sizeof folder_copy) return false;
+  snprintf(base_copy, sizeof base_copy, "%s", path);
+  if (!realpath(dirname(folder_copy), folder)) return false;
+  return snprintf(out, size, "%s/%s", folder, basename(base_copy)) < (int)size;
+}
+
+bool same_file(const char *a, const char *b) {
+  struct stat sa, sb;
+  if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
+    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  char ca[PATH_MAX + NAME_MAX + 2], cb[PATH_MAX + NAME_MAX + 2];
+  return canonical_path(a, ca, sizeof ca) && canonical_path(b, cb, sizeof cb) &&
+         strcmp(ca, cb) == 0;
 }

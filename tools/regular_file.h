@@ -12,10 +12,18 @@
 #ifndef PLUME_TOOLS_REGULAR_FILE_H
 #define PLUME_TOOLS_REGULAR_FILE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <sys/stat.h>
 
 FILE *regular_file_open(const char *path, struct stat *st, char *why, size_t why_size);
+
+/* Whether the paths a and b name one file: the same device and inode where both exist
+ * (hard links and other spellings included), else the same canonical path (the
+ * canonical folder and the last component), so that two outputs not yet written are
+ * compared too. Commands refuse an output that names one of their inputs or another
+ * output before they run. */
+bool same_file(const char *a, const char *b);
 
 #endif /* PLUME_TOOLS_REGULAR_FILE_H */

@@ -299,6 +299,19 @@ expect_err "missing frames" "missing.npy: cannot open"
 mkdir -p empty
 run 2 "empty folder" detect --frames empty --pipeline "$pipeline" --out x.csv && absent "empty folder" x.csv
 expect_err "empty folder" "no frames in the folder"
+# --out naming its own input (by another spelling, or a hard link) is refused before
+# anything runs, and the input is left as it was.
+cp s.npy own.npy
+ln -f own.npy own-link.npy
+for out in own.npy ./own.npy own-link.npy; do
+  run 2 "--out $out is the frames" detect --frames own.npy --pipeline "$pipeline" --out "$out" &&
+    expect_err "--out $out is the frames" "--out and --frames name the same file"
+  same own.npy s.npy "--out $out is the frames: the frames unchanged"
+done
+run 2 "--out is a --tensor" detect --frames s.npy --tensor k=own.npy --pipeline "$boxed" \
+  --out own.npy && expect_err "--out is a --tensor" "--out and --tensor"
+same own.npy s.npy "--out is a --tensor: the tensor unchanged"
+rm -f own.npy own-link.npy
 # A FIFO among a folder's frames is refused at once, and nothing is left behind.
 mkfifo empty/0001.npy
 checks=$((checks + 1))

@@ -948,6 +948,17 @@ run 2 "entropy --window abc" op entropy --in quad.npy --out bad.npy --window abc
 absent "entropy --window abc" bad.npy
 run 0 "conv2d --help shows defaults" op conv2d --help && {
   grep -q -- '--stride SY,SX.*(default 1,1)' out.txt || fail "conv2d --help: $(cat out.txt)"; }
+# An output naming an input or another output is refused before anything runs, and the
+# files are left as they were.
+cp quad.npy own.npy
+run 2 "--out is --in" op threshold --in own.npy --out ./own.npy --value 1 &&
+  expect_err "--out is --in" "--in and --out name the same file"
+same own.npy quad.npy "--out is --in: the input unchanged"
+run 2 "--regions is --out" op label --in mask.npy --out x.npy --regions x.npy &&
+  expect_err "--regions is --out" "name the same file"
+absent "--regions is --out" x.npy
+rm -f own.npy
+
 # A FIFO named as the input is refused at once, never waited on (the command is given 20
 # s: a reader that opened it blocking would wait for a writer for ever).
 mkfifo fifo.npy
