@@ -1,9 +1,10 @@
-/* pool/pool_snapshot.c: plm_pool_snapshot_take and plm_pool_snapshot_free
+/* pool/pool_snapshot.c: plm_pool_snapshot_take, _copy and _free
  * (plume/pool.h). The snapshot reads the pool's chunks and block descriptors under
  * both locks (pool/pool_internal.h) and changes nothing: counting the blocks, then
  * copying them into arrays allocated while the locks are held, so that what is
  * copied is what was counted. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "pool/pool_internal.h"
 #include "streams/clock.h"
@@ -138,6 +139,31 @@ plm_status plm_pool_snapshot_take(plm_pool *pool, plm_pool_snapshot **out) {
   s->taken_at = plm__monotonic_seconds();
   derive_figures(s);
   *out = s;
+  return PLM_OK;
+}
+
+plm_status plm_pool_snapshot_copy(const plm_pool_snapshot *snapshot, plm_pool_snapshot **out) {
+  PLM__REQUIRE_NOT_NULL(out);
+  *out = NULL;
+  PLM__REQUIRE_NOT_NULL(snapshot);
+  plm_pool_snapshot *copy = malloc(sizeof *copy);
+  if (copy) {
+    *copy = *snapshot;
+    size_t segments = snapshot->segment_count ? snapshot->segment_count : 1;
+    size_t blocks = snapshot->block_count ? snapshot->block_count : 1;
+    copy->segments = calloc(segments, sizeof *copy->segments);
+    copy->blocks = calloc(blocks, sizeof *copy->blocks);
+  }
+  if (!copy || !copy->segments || !copy->blocks) {
+    plm_pool_snapshot_free(copy);
+    return plm__fail(PLM_ERR_OUT_OF_MEMORY, "no host memory to copy a snapshot of %zu blocks",
+                     snapshot->block_count);
+  }
+  if (snapshot->segment_count)
+    memcpy(copy->segments, snapshot->segments, snapshot->segment_count * sizeof *copy->segments);
+  if (snapshot->block_count)
+    memcpy(copy->blocks, snapshot->blocks, snapshot->block_count * sizeof *copy->blocks);
+  *out = copy;
   return PLM_OK;
 }
 

@@ -261,6 +261,12 @@ typedef struct plm_pool_snapshot {
  * PLM_ERR_OUT_OF_MEMORY (nothing is leaked). *out is NULL on failure. */
 PLM_API plm_status plm_pool_snapshot_take(plm_pool *pool, plm_pool_snapshot **out);
 
+/* A new copy of a snapshot into *out (give it to plm_pool_snapshot_free). Thread-safe
+ * on distinct snapshots. Errors: PLM_ERR_INVALID_ARG (NULL snapshot or out),
+ * PLM_ERR_OUT_OF_MEMORY (nothing is leaked). *out is NULL on failure. */
+PLM_API plm_status plm_pool_snapshot_copy(const plm_pool_snapshot *snapshot,
+                                          plm_pool_snapshot **out);
+
 /* Free a snapshot. NULL is a no-op. */
 PLM_API void plm_pool_snapshot_free(plm_pool_snapshot *snapshot);
 
