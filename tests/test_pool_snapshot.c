@@ -1,7 +1,7 @@
 /* tests/test_pool_snapshot.c: plm_pool_snapshot_take and its JSON (plume/pool.h) on
  * the backend under test: a known layout made on two streams, read back block by
  * block; the totals against plm_pool_stats_get; the JSON parsed back with jansson and
- * compared field by field; huge chunks; an empty pool; and bad input. */
+ * compared field by field; a copy; huge chunks; an empty pool; and bad input. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <jansson.h>
@@ -183,6 +183,15 @@ START_TEST(test_snapshot_shows_a_known_layout_on_two_streams) {
   ck_assert_uint_eq(s->free_blocks, 3);
   check_totals_match_stats(pool, s);
   check_json_round_trip(s);
+  /* A copy is equal, in arrays of its own. */
+  plm_pool_snapshot *copy = NULL;
+  PLM_CHECK_OK(plm_pool_snapshot_copy(s, &copy));
+  ck_assert_ptr_ne(copy->blocks, s->blocks);
+  ck_assert_uint_eq(copy->block_count, s->block_count);
+  ck_assert_mem_eq(copy->blocks, s->blocks, s->block_count * sizeof *s->blocks);
+  ck_assert_mem_eq(copy->segments, s->segments, s->segment_count * sizeof *s->segments);
+  ck_assert_uint_eq(copy->bytes_pending, s->bytes_pending);
+  plm_pool_snapshot_free(copy);
   plm_pool_snapshot_free(s);
 
   PLM_CHECK_OK(plm_pool_free(pool, a, first));
@@ -253,6 +262,10 @@ START_TEST(test_bad_input_is_reported) {
   PLM_CHECK_FAILS(plm_pool_snapshot_to_json(s, NULL), PLM_ERR_INVALID_ARG, "json");
   PLM_CHECK_FAILS(plm_pool_snapshot_write_json(s, NULL), PLM_ERR_INVALID_ARG, "file");
   PLM_CHECK_FAILS(plm_pool_snapshot_write_json(NULL, stdout), PLM_ERR_INVALID_ARG, "snapshot");
+  plm_pool_snapshot *copy = (plm_pool_snapshot *)&copy;
+  PLM_CHECK_FAILS(plm_pool_snapshot_copy(NULL, &copy), PLM_ERR_INVALID_ARG, "snapshot");
+  ck_assert_ptr_null(copy);
+  PLM_CHECK_FAILS(plm_pool_snapshot_copy(s, NULL), PLM_ERR_INVALID_ARG, "out");
   plm_pool_snapshot_free(s);
   plm_pool_snapshot_free(NULL);
   ck_assert_str_eq(plm_pool_block_state_name((plm_pool_block_state)7), "unknown");
