@@ -118,6 +118,7 @@ plm_status plm_pool_snapshot_take(plm_pool *pool, plm_pool_snapshot **out) {
   PLM__REQUIRE_NOT_NULL(out);
   *out = NULL;
   PLM__REQUIRE_NOT_NULL(pool);
+  PLM__REFUSE_IN_HOST_CALLBACK(); /* slow_lock's holder may be waiting for this stream */
   if (pool->config.mode != PLM_POOL_POOLED)
     return plm__fail(PLM_ERR_UNSUPPORTED, "pool is in %s mode, which keeps no chunks to show",
                      plm_pool_mode_name(pool->config.mode));

@@ -280,6 +280,35 @@ START_TEST(test_bad_input_is_reported) {
 }
 END_TEST
 
+typedef struct callback_probe {
+  plm_pool *pool;
+  plm_status status;
+  plm_pool_snapshot *snapshot;
+  char message[256];
+} callback_probe;
+
+static void snapshot_from_callback(void *user) {
+  callback_probe *probe = user;
+  probe->status = plm_pool_snapshot_take(probe->pool, &probe->snapshot);
+  snprintf(probe->message, sizeof probe->message, "%s", plm_last_error());
+}
+
+/* The slow path holds the pool's slow lock while it waits for a stream's event: a
+ * snapshot from that stream's host callback would wait for it forever, so it is refused. */
+START_TEST(test_a_snapshot_is_refused_in_a_host_callback) {
+  plm_pool *pool = fixed_pool(0);
+  plm_stream *stream = new_stream();
+  callback_probe probe = {.pool = pool};
+  PLM_CHECK_OK(plm_stream_enqueue_host(stream, snapshot_from_callback, &probe));
+  PLM_CHECK_OK(plm_stream_synchronize(stream));
+  ck_assert_int_eq(probe.status, PLM_ERR_INVALID_STATE);
+  ck_assert_ptr_null(probe.snapshot);
+  ck_assert_msg(strstr(probe.message, "host callback"), "%s", probe.message);
+  PLM_CHECK_OK(plm_pool_destroy(pool));
+  PLM_CHECK_OK(plm_stream_destroy(stream));
+}
+END_TEST
+
 static Suite *pool_snapshot_suite(void) {
   Suite *suite = suite_create("pool_snapshot");
   TCase *tcase = tcase_create("snapshot");
@@ -288,6 +317,7 @@ static Suite *pool_snapshot_suite(void) {
   tcase_add_test(tcase, test_huge_requests_show_as_huge_segments);
   tcase_add_test(tcase, test_an_empty_pool_has_no_segments);
   tcase_add_test(tcase, test_bad_input_is_reported);
+  tcase_add_test(tcase, test_a_snapshot_is_refused_in_a_host_callback);
   suite_add_tcase(suite, tcase);
   return suite;
 }
