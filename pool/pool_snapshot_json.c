@@ -26,13 +26,15 @@ static json_t *totals_json(const plm_pool_snapshot *s) {
                    "reserved_per_in_use", s->reserved_per_in_use);
 }
 
-static json_t *segment_json(const plm_pool_segment *segment) {
+static json_t *segment_json(const plm_pool_snapshot *s, size_t i) {
+  const plm_pool_segment *segment = &s->segments[i];
   return json_pack("{s:o, s:o, s:b, s:o, s:o}", "base", integer(segment->base), "size",
                    integer(segment->size), "huge", segment->huge, "first_block",
                    integer(segment->first_block), "block_count", integer(segment->block_count));
 }
 
-static json_t *block_json(const plm_pool_block_info *b) {
+static json_t *block_json(const plm_pool_snapshot *s, size_t i) {
+  const plm_pool_block_info *b = &s->blocks[i];
   json_t *stream = b->stream_index >= 0 ? json_integer(b->stream_index) : json_null();
   return json_pack("{s:o, s:o, s:o, s:o, s:s, s:o, s:i, s:o}", "segment", integer(b->segment),
                    "offset", integer(b->offset), "size", integer(b->size), "requested",
@@ -40,21 +42,12 @@ static json_t *block_json(const plm_pool_block_info *b) {
                    stream, "size_class", b->size_class, "freed_at", time_or_null(b->freed_at));
 }
 
-/* Append each item's JSON to a new array; NULL when memory ran out. */
-static json_t *segments_json(const plm_pool_snapshot *s) {
+/* An array of item(s, i) for i in [0, count); NULL when memory ran out. */
+static json_t *array_json(const plm_pool_snapshot *s, size_t count,
+                          json_t *(*item)(const plm_pool_snapshot *, size_t)) {
   json_t *array = json_array();
-  for (size_t i = 0; array && i < s->segment_count; i++)
-    if (json_array_append_new(array, segment_json(&s->segments[i])) != 0) {
-      json_decref(array);
-      array = NULL;
-    }
-  return array;
-}
-
-static json_t *blocks_json(const plm_pool_snapshot *s) {
-  json_t *array = json_array();
-  for (size_t i = 0; array && i < s->block_count; i++)
-    if (json_array_append_new(array, block_json(&s->blocks[i])) != 0) {
+  for (size_t i = 0; array && i < count; i++)
+    if (json_array_append_new(array, item(s, i)) != 0) { /* takes the item, even NULL */
       json_decref(array);
       array = NULL;
     }
@@ -65,7 +58,8 @@ json_t *plm__pool_snapshot_json(const plm_pool_snapshot *s) {
   /* json_pack's "o" takes each value even when packing fails, so nothing leaks. */
   return json_pack("{s:s, s:i, s:f, s:o, s:o, s:o}", "schema", "plume-pool-snapshot", "version",
                    SNAPSHOT_SCHEMA_VERSION, "taken_at", s->taken_at, "totals", totals_json(s),
-                   "segments", segments_json(s), "blocks", blocks_json(s));
+                   "segments", array_json(s, s->segment_count, segment_json), "blocks",
+                   array_json(s, s->block_count, block_json));
 }
 
 plm_status plm_pool_snapshot_to_json(const plm_pool_snapshot *snapshot, char **json) {
