@@ -269,6 +269,7 @@ plm_status plm_profiler_create(plm_context *ctx, const plm_profiler_config *cfg,
   return PLM_OK;
 }
 
+/* Free the pool snapshots' copies (the profiler owns them, hence the casts). */
 static void forget_pool_snapshots(plm_profiler *p) {
   for (size_t i = 0; i < p->pool_snapshot_count; i++) {
     free((char *)p->pool_snapshots[i].name);
@@ -449,7 +450,6 @@ plm_status plm_profiler_op_stats(plm_profiler *profiler, plm_profile_op_stats **
 
 /* ---- writing ------------------------------------------------------------------------------ */
 
-/* mkdir -p for dir; a message naming it on failure. */
 plm_status plm_profiler_add_pool_snapshot(plm_profiler *profiler, const char *name,
                                           const plm_pool_snapshot *snapshot) {
   PLM__REQUIRE_NOT_NULL(profiler);
@@ -477,6 +477,7 @@ plm_status plm_profiler_add_pool_snapshot(plm_profiler *profiler, const char *na
   return PLM_OK;
 }
 
+/* mkdir -p for dir; a message naming it on failure. */
 static plm_status make_directories(const char *dir) {
   char path[4096];
   int n = snprintf(path, sizeof path, "%s", dir);

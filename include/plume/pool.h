@@ -254,13 +254,13 @@ typedef struct plm_pool_snapshot {
 /* Take a snapshot of a pooled-mode pool into a new *out (malloc'd; give it to
  * plm_pool_snapshot_free). Consistent: taken under the pool's locks, so it waits for
  * a slow path in progress (which may be waiting on the device) and holds up other
- * threads' calls for O(blocks) time. Thread-safe; makes no backend call; not from a host
- * callback (PLM_ERR_INVALID_STATE: the slow path it waits for may be waiting for that
- * very stream). Its totals
+ * threads' calls for O(blocks) time. Thread-safe; makes no backend call. Its totals
  * equal plm_pool_stats_get's bytes_reserved, bytes_in_use, largest_free_block and
  * fragmentation at the same instant. Errors: PLM_ERR_INVALID_ARG (NULL pool or out),
- * PLM_ERR_UNSUPPORTED (passthrough or cuda_async mode: there are no chunks to show),
- * PLM_ERR_OUT_OF_MEMORY (nothing is leaked). *out is NULL on failure. */
+ * PLM_ERR_INVALID_STATE (called from a host callback: the slow path it waits for may be
+ * waiting for that very stream), PLM_ERR_UNSUPPORTED (passthrough or cuda_async mode:
+ * there are no chunks to show), PLM_ERR_OUT_OF_MEMORY (nothing is leaked). *out is NULL
+ * on failure. */
 PLM_API plm_status plm_pool_snapshot_take(plm_pool *pool, plm_pool_snapshot **out);
 
 /* A new copy of a snapshot into *out (give it to plm_pool_snapshot_free). Thread-safe
