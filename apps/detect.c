@@ -64,6 +64,20 @@ static plm_status release(detect_job *job, plm_status status) {
   return status;
 }
 
+/* A snapshot of the context's default pool, which the pipeline allocates from, for the
+ * profile: taken after the run, while the pipeline still holds its workspaces. */
+static plm_status add_pool_snapshot(detect_job *job) {
+  plm_pool *pool = NULL;
+  plm_pool_snapshot *snapshot = NULL;
+  plm_status status = plm_context_default_pool(job->ctx, &pool);
+  if (status == PLM_OK) status = plm_pool_snapshot_take(pool, &snapshot);
+  if (status == PLM_OK)
+    status = plm_profiler_add_pool_snapshot(job->profiler, "default pool at the end of the run",
+                                            snapshot);
+  plm_pool_snapshot_free(snapshot);
+  return status;
+}
+
 /* A library call failed: its message. */
 static plm_status library_failure(detect_job *job, plm_status status) {
   return release(job, fail(job->err, job->err_size, status, "%s", plm_last_error()));
@@ -287,7 +301,8 @@ plm_status detect_run(const detect_config *config, detect_result *result, char *
   /* The detections are kept even when the profile cannot be written. */
   if (status == PLM_OK && job.profiler) {
     const plm_profile_write_options profile = {.title = "plume detect"};
-    if ((status = plm_profiler_write(job.profiler, config->profile_dir, &profile)) != PLM_OK)
+    if ((status = add_pool_snapshot(&job)) != PLM_OK ||
+        (status = plm_profiler_write(job.profiler, config->profile_dir, &profile)) != PLM_OK)
       return library_failure(&job, status);
   }
   return release(&job, status);

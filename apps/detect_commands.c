@@ -46,8 +46,9 @@ static const char detect_usage[] =
     "                        overlaps the previous one's compute\n"
     "  --profile DIR         time every step, upload and download of every frame and write\n"
     "                        DIR/profile.json (statistics per op), DIR/trace.json (Chrome\n"
-    "                        trace: Perfetto, chrome://tracing) and DIR/report.html; CUDA\n"
-    "                        graphs are off while profiling\n"
+    "                        trace: Perfetto, chrome://tracing), DIR/report.html (with a\n"
+    "                        map of the device pool at the end of the run) and\n"
+    "                        DIR/pool_snapshot.json; CUDA graphs are off while profiling\n"
     "  -h, --help            show this help\n"
     "\n"
     "A progress bar is drawn on stderr when it is a terminal; at the end the frames per\n"
@@ -188,7 +189,8 @@ int detect_command_main(int argc, char **argv) {
          (long long)result.frames.width, plm_dtype_name(result.frames.dtype), frames,
          (long long)result.regions, out);
   detect_print_summary(stdout, &result);
-  if (profile) printf("profile: %s/profile.json, trace.json, report.html\n", profile);
+  if (profile)
+    printf("profile: %s/profile.json, trace.json, report.html, pool_snapshot.json\n", profile);
   return 0;
 }
 

@@ -67,6 +67,16 @@
  * when steady_state did not run, of the first workload that did), lower is better.
  * DIR is created (with its parents) before anything runs.
  *
+ * Pool snapshots (--profile DIR). The first pooled run of each workload, max_size and
+ * stream-wait setting (so each shape of load once, at its smallest n) takes one
+ * snapshot of its pool (plm_pool_snapshot_take) at its fullest moment:
+ * random_allocations after its last allocation (before the frees that empty it),
+ * steady_state in its last frame after the step with the most bytes live, multi_stream
+ * in its last iteration before the last free (earlier blocks pending or reused on
+ * stream 2), threads after every thread has freed everything. Taking it is left out of
+ * the run's wall time and of every timed pair. report.html draws each as a segment map
+ * and DIR/pool_snapshot.json holds them (docs/profile-schema.md).
+ *
  * Traces (--write-trace DIR). Instead of timing anything, write the allocation
  * sequence of each random_allocations and steady_state case of the run size (--quick,
  * --smoke or full) into DIR/<workload>-<parameters>.trace, as the workloads above make
@@ -442,7 +452,16 @@ static void finish_stats(result *r, allocator *a, const char *where, uint64_t al
 
 /* ---- the environment shared by all runs ---------------------------------------------- */
 
-enum { MAX_THREADS = 4 };
+enum { MAX_THREADS = 4, MAX_SNAPSHOTS = 16 };
+
+/* A snapshot of a pooled run's pool (--profile), kept until the profiler exists. */
+typedef struct kept_snapshot {
+  char name[160];
+  const char *workload; /* with max_size and stream_waits: which runs it stands for */
+  size_t max_size;
+  bool stream_waits;
+  plm_pool_snapshot *snapshot;
+} kept_snapshot;
 
 typedef struct bench_env {
   options opt;
@@ -454,7 +473,51 @@ typedef struct bench_env {
   plm_profiler *profiler; /* with --profile */
   size_t live_cap;        /* random_allocations' cap on live bytes */
   results results;
+  kept_snapshot snapshots[MAX_SNAPSHOTS]; /* with --profile */
+  size_t snapshot_count;
 } bench_env;
+
+/* Whether the pooled run r keeps a snapshot of its pool (--profile): the first run of each
+ * workload, max_size and stream waits does, so that a report shows each shape of load
+ * once, at its smallest n. */
+static bool wants_snapshot(const bench_env *env, const result *r) {
+  if (!env->opt.profile_dir || r->mode != MODE_POOLED || env->snapshot_count == MAX_SNAPSHOTS)
+    return false;
+  for (size_t i = 0; i < env->snapshot_count; i++) {
+    const kept_snapshot *k = &env->snapshots[i];
+    if (strcmp(k->workload, r->workload) == 0 && k->max_size == r->max_size &&
+        k->stream_waits == r->stream_waits)
+      return false;
+  }
+  return true;
+}
+
+static void format_params(char *out, size_t size, const result *r);
+
+/* Keep a snapshot of a's pool for run r, named after the run and `moment` ("after the
+ * last allocation"), when wants_snapshot says so. Returns the nanoseconds it took, which
+ * the caller leaves out of the run's wall time. A failure is warned about; the run goes
+ * on. */
+static uint64_t keep_snapshot(bench_env *env, const allocator *a, const result *r,
+                              const char *moment) {
+  if (!wants_snapshot(env, r)) return 0;
+  uint64_t t0 = plm__monotonic_ns();
+  kept_snapshot *k = &env->snapshots[env->snapshot_count];
+  plm_status status = plm_pool_snapshot_take(a->pool, &k->snapshot);
+  if (status != PLM_OK) {
+    warn("%s: plm_pool_snapshot_take -> %s: %s", r->workload, plm_status_str(status),
+         plm_last_error());
+    return plm__monotonic_ns() - t0;
+  }
+  char params[96];
+  format_params(params, sizeof params, r);
+  snprintf(k->name, sizeof k->name, "%s (%s): %s", r->workload, params, moment);
+  k->workload = r->workload;
+  k->max_size = r->max_size;
+  k->stream_waits = r->stream_waits;
+  env->snapshot_count++;
+  return plm__monotonic_ns() - t0;
+}
 
 /* ---- workload: random_allocations --------------------------------------------------- */
 
@@ -505,6 +568,7 @@ static bool random_allocations(bench_env *env, bench_mode mode, size_t max_size,
       live[live_count++] = (live_block){ptr, size, elapsed(t0, t1)};
       live_bytes += size;
       allocs++;
+      if (allocs == n) start += keep_snapshot(env, &a, r, "after the last allocation");
     } else {
       size_t index = (size_t)rng_below(&g, live_count);
       live_block b = live[index];
@@ -581,6 +645,21 @@ static inline plm_status frame_step(allocator *a, plm_stream *stream, int step, 
   return status;
 }
 
+/* The step of frame_script after which the most bytes are live: a frame's peak. */
+static int frame_peak_step(void) {
+  size_t live = 0, most = 0;
+  int peak = 0;
+  for (int step = 0; step < FRAME_STEPS; step++) {
+    int k = abs(frame_script[step]) - 1;
+    live = frame_script[step] > 0 ? live + frame_buffers[k].bytes : live - frame_buffers[k].bytes;
+    if (live > most) {
+      most = live;
+      peak = step;
+    }
+  }
+  return peak;
+}
+
 static bool steady_state(bench_env *env, bench_mode mode, size_t frames, result *r) {
   char where[96];
   snprintf(where, sizeof where, "steady_state (%s, %zu frames)", mode_names[mode], frames);
@@ -599,6 +678,7 @@ static bool steady_state(bench_env *env, bench_mode mode, size_t frames, result 
   }
   void *ptr[FRAME_BUFFERS] = {0};
   uint64_t alloc_ns[FRAME_BUFFERS] = {0};
+  const int peak_step = frame_peak_step();
   plm_pool_stats warm = {0};
   bool has_warm = false, ok = true;
   uint64_t allocs = 0;
@@ -623,6 +703,8 @@ static bool steady_state(bench_env *env, bench_mode mode, size_t frames, result 
       } else {
         samples_push(&pairs, alloc_ns[k] + elapsed(t0, t1));
       }
+      if (frame + 1 == frames && step == peak_step)
+        start += keep_snapshot(env, &a, r, "the last frame at its peak");
     }
     if (frame + 1 == STEADY_WARMUP_FRAMES) has_warm = allocator_stats(&a, &warm);
   }
@@ -695,6 +777,9 @@ static bool multi_stream(bench_env *env, bench_mode mode, bool waits, size_t max
       ok = fail_call(where, "plm_event_record on stream 1", status);
     else if ((status = plm_stream_wait_event(env->stream2, used)) != PLM_OK)
       ok = fail_call(where, "plm_stream_wait_event on stream 2", status);
+    if (i + 1 == n)
+      start +=
+          keep_snapshot(env, &a, r, "the last block allocated, earlier ones freed on stream 2");
     uint64_t t2 = plm__monotonic_ns();
     status = allocator_free(&a, ptr, env->stream2);
     uint64_t t3 = plm__monotonic_ns();
@@ -832,6 +917,7 @@ static bool threads_workload(bench_env *env, bench_mode mode, int threads, size_
   }
   gate_set(&gate, ok ? 1 : -1);
   for (int t = 0; t < started; t++) pthread_join(tids[t], NULL);
+  if (ok) (void)keep_snapshot(env, &a, r, "after every thread's frees");
 
   if (ok) {
     samples all;
@@ -1426,6 +1512,11 @@ static bool write_profile(bench_env *env) {
   if (status != PLM_OK) return fail_call("profile", "plm_profiler_create", status);
   size_t frames = env->opt.size == RUN_SMOKE ? 20 : 200;
   if (!profile_frames(env, frames)) return false;
+  for (size_t i = 0; i < env->snapshot_count; i++) {
+    const kept_snapshot *k = &env->snapshots[i];
+    status = plm_profiler_add_pool_snapshot(env->profiler, k->name, k->snapshot);
+    if (status != PLM_OK) return fail_call("profile", "plm_profiler_add_pool_snapshot", status);
+  }
   plm_profile_ab bars[3];
   const result *pooled;
   size_t n = ab_bars(env, bars, &pooled);
@@ -1469,6 +1560,8 @@ static bool open_env(bench_env *env) {
 
 static void close_env(bench_env *env) {
   plm_profiler_destroy(env->profiler); /* before its streams and context */
+  for (size_t i = 0; i < env->snapshot_count; i++)
+    plm_pool_snapshot_free(env->snapshots[i].snapshot);
   plm_stream_destroy(env->stream1);
   plm_stream_destroy(env->stream2);
   for (int t = 0; t < MAX_THREADS; t++) plm_stream_destroy(env->thread_streams[t]);
@@ -1521,8 +1614,9 @@ int main(int argc, char **argv) {
       BENCH_OPT_PROFILE(&env.opt.profile_dir,
                         "after the table, a short pass of steady_state frames per mode,\n"
                         "each frame's allocations and frees recorded as one launch,\n"
-                        "and write DIR/profile.json, DIR/trace.json and\n"
-                        "DIR/report.html (A/B bars: the table's steady_state medians)"),
+                        "and write DIR/profile.json, DIR/trace.json,\n"
+                        "DIR/report.html (A/B bars: the table's steady_state medians;\n"
+                        "maps of the pooled runs' pools) and DIR/pool_snapshot.json"),
       BENCH_OPT_STRING("--write-trace", "DIR", &env.opt.trace_dir,
                        "time nothing: write the allocation sequences of the\n"
                        "random_allocations and steady_state cases to\n"

@@ -37,6 +37,7 @@ struct pool_block {
   pool_owner *owner;          /* pending on this stream; NULL: safe for all */
   const plm_stream *freed_on; /* the stream of the last free (statistics only) */
   uint64_t epoch;             /* owner's epoch at the free */
+  double freed_at;            /* monotonic seconds of the last free in it; 0: never */
   size_t requested;           /* bytes asked for (USED) */
   pool_block_state state;
   UT_hash_handle hh; /* in the live table, keyed by addr (USED) */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "pool/pool_internal.h"
+#include "streams/clock.h"
 
 /* ---- block descriptors ---------------------------------------------------------- */
 
@@ -164,6 +165,7 @@ void plm__pool_absorb_next(plm_pool *pool, pool_block *block, pool_block *next) 
   block->phys_next = next->phys_next;
   if (next->phys_next) next->phys_next->phys_prev = block;
   if (next->epoch > block->epoch) block->epoch = next->epoch;
+  if (next->freed_at > block->freed_at) block->freed_at = next->freed_at;
   plm__pool_descriptor_release(pool, next);
 }
 
@@ -203,6 +205,7 @@ void plm__pool_take_block(plm_pool *pool, pool_block *block, size_t size) {
       rest->owner = block->owner;
       rest->epoch = block->epoch;
       rest->freed_on = block->freed_on;
+      rest->freed_at = block->freed_at;
       rest->state = BLOCK_FREE;
       rest->phys_prev = block;
       rest->phys_next = block->phys_next;
@@ -224,6 +227,7 @@ void plm__pool_release_block(plm_pool *pool, pool_block *block, pool_owner *owne
   block->owner = owner;
   block->epoch = owner->open_epoch;
   block->freed_on = owner->stream;
+  block->freed_at = plm__monotonic_seconds();
   owner->open_epoch_used = true;
   if (block->size <= POOL_SMALL_MAX_BYTES) {
     block->state = BLOCK_CACHED;

@@ -14,13 +14,22 @@
  *                             {"frame", "bytes", "flops", "enqueue_us"}
  *   plm__profile_write_html   report.html: self-contained (no network, no external
  *                             scripts, styles or fonts), charts as inline SVG
+ *   plm__profile_write_pool_snapshots  pool_snapshot.json: schema
+ *                             "plume-pool-snapshots", version 1 (plume/profile.h)
  */
 #ifndef PLUME_PROFILE_PROFILE_EXPORT_H
 #define PLUME_PROFILE_PROFILE_EXPORT_H
 
 #include <stddef.h>
 
+#include "plume/pool.h"
 #include "plume/profile.h"
+
+/* A pool snapshot added to the profiler, with its name. */
+typedef struct plm__profile_pool_snapshot {
+  const char *name;
+  const plm_pool_snapshot *snapshot;
+} plm__profile_pool_snapshot;
 
 typedef struct plm__profile_snapshot {
   const char *title;   /* the report's heading */
@@ -40,10 +49,14 @@ typedef struct plm__profile_snapshot {
   size_t ab_count;
   const char *ab_unit;
   bool ab_higher_is_better;
+  const plm__profile_pool_snapshot *pool_snapshots; /* may be NULL */
+  size_t pool_snapshot_count;
 } plm__profile_snapshot;
 
 plm_status plm__profile_write_json(const plm__profile_snapshot *snapshot, const char *path);
 plm_status plm__profile_write_trace(const plm__profile_snapshot *snapshot, const char *path);
 plm_status plm__profile_write_html(const plm__profile_snapshot *snapshot, const char *path);
+plm_status plm__profile_write_pool_snapshots(const plm__profile_snapshot *snapshot,
+                                             const char *path);
 
 #endif /* PLUME_PROFILE_PROFILE_EXPORT_H */

@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "profile/profile_export.h"
+#include "pool/pool_snapshot_json.h"
 #include "profile/profile_export_common.h"
 #include "streams/error.h"
 
@@ -156,4 +157,48 @@ plm_status plm__profile_write_json(const plm__profile_snapshot *snapshot, const 
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s: the snapshot's %s array is NULL", path,
                          snapshot->op_count && !snapshot->ops ? "ops" : "ab");
   return plm__profile_write_json_file(profile_json(snapshot), path);
+}
+
+/* ---- pool_snapshot.json ------------------------------------------------------------ */
+
+enum { POOL_SNAPSHOTS_SCHEMA_VERSION = 1 };
+
+static json_t *pool_snapshots_json(const plm__profile_snapshot *s) {
+  json_t *array = json_array();
+  for (size_t i = 0; array && i < s->pool_snapshot_count; i++) {
+    const plm__profile_pool_snapshot *named = &s->pool_snapshots[i];
+    json_t *o = json_object();
+    if (o && !(SET(o, "name", STR(named->name)) &&
+               SET(o, "snapshot", plm__pool_snapshot_json(named->snapshot)))) {
+      json_decref(o);
+      o = NULL;
+    }
+    /* Appending takes o, even when it fails. */
+    if (json_array_append_new(array, o) != 0) {
+      json_decref(array);
+      array = NULL;
+    }
+  }
+  json_t *root = array ? json_object() : NULL;
+  if (!root) {
+    json_decref(array);
+    return NULL;
+  }
+  /* array last: setting it hands it over to root, even when that fails. */
+  if (SET(root, "schema", STR("plume-pool-snapshots")) &&
+      SET(root, "version", json_integer(POOL_SNAPSHOTS_SCHEMA_VERSION)) &&
+      SET(root, "snapshots", array))
+    return root;
+  json_decref(root);
+  return NULL;
+}
+
+plm_status plm__profile_write_pool_snapshots(const plm__profile_snapshot *snapshot,
+                                             const char *path) {
+  if (!snapshot || !path)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s is NULL", snapshot ? "path" : "snapshot");
+  if (snapshot->pool_snapshot_count && !snapshot->pool_snapshots)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s: the snapshot's pool_snapshots array is NULL",
+                         path);
+  return plm__profile_write_json_file(pool_snapshots_json(snapshot), path);
 }

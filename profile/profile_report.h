@@ -11,6 +11,7 @@
 #ifndef PLUME_PROFILE_PROFILE_REPORT_H
 #define PLUME_PROFILE_PROFILE_REPORT_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "profile/profile_export.h"
@@ -30,11 +31,23 @@ void plm__report_text(FILE *f, const char *s);
 /* Write x with printf format fmt, or "n/a" when x is not finite. */
 void plm__report_number(FILE *f, const char *fmt, double x);
 
+/* Write a byte count in binary units: "512 B", "1.5 KiB", "2.0 MiB", "3.25 GiB". */
+void plm__report_bytes(FILE *f, uint64_t bytes);
+
 /* The charts: time per op (bars), the timeline of the first frames, the A/B bars and
  * the roofline. Each writes one <svg> element. */
 void plm__report_svg_time_per_op(FILE *f, const plm__profile_snapshot *snapshot);
 void plm__report_svg_timeline(FILE *f, const plm__profile_snapshot *snapshot);
 void plm__report_svg_ab(FILE *f, const plm__profile_snapshot *snapshot);
 void plm__report_svg_roofline(FILE *f, const plm__profile_snapshot *snapshot);
+
+/* The segment map of a pool snapshot (the index-th of the page, which names the <svg>
+ * "pool-map-INDEX"): a legend, then one bar per segment scaled by its size against the
+ * largest, its blocks drawn as rects of class "block" coloured by state, each with a
+ * <title> tooltip (offset, size, state, stream, size class, time since its last free).
+ * Past PLM__REPORT_POOL_MAP_MAX_BLOCKS blocks, the rest are not drawn and a note after
+ * the <svg> says how many. */
+enum { PLM__REPORT_POOL_MAP_MAX_BLOCKS = 20000 };
+void plm__report_svg_pool_map(FILE *f, const plm_pool_snapshot *snapshot, size_t index);
 
 #endif /* PLUME_PROFILE_PROFILE_REPORT_H */

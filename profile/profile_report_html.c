@@ -3,8 +3,9 @@
  * the charts are inline SVG (profile/profile_report_svg.c). Sections: the header (what
  * ran, where, and what recording cost), time per op (bars and a table of the
  * statistics), the timeline of the first frames, the A/B bars (when given), the
- * roofline, and the bottlenecks with their warnings. A snapshot without launches gives
- * a page that says so. All user text is escaped (plm__report_text). */
+ * roofline, the bottlenecks with their warnings, and the pool snapshots' segment maps
+ * (when any were added). A snapshot without launches gives a page that says so. All
+ * user text is escaped (plm__report_text). */
 #include <errno.h>
 #include <math.h>
 #include <string.h>
@@ -27,7 +28,8 @@ static const char page_style[] =
     "td.warn,.warn{color:#b03a2e;font-weight:600}td.warnings{text-align:left;min-width:220px}\n"
     "svg.chart{display:block;font-size:12px;margin-top:8px}\n"
     "p.note{font-size:13px;color:#555}p.empty{font-size:16px;font-weight:600}\n"
-    "ul.bottlenecks li{margin-bottom:6px}\n";
+    "ul.bottlenecks li{margin-bottom:6px}h3{font-size:15px;margin-top:20px}\n"
+    "svg.pool-map rect.block:hover{stroke:#000;stroke-width:1}\n";
 
 /* ---- header ---------------------------------------------------------------------- */
 
@@ -181,6 +183,48 @@ static void write_bottlenecks(FILE *f, const plm__profile_snapshot *s) {
   fprintf(f, "</ul>\n</section>\n");
 }
 
+/* ---- pool snapshots -------------------------------------------------------------- */
+
+static void pool_total(FILE *f, const char *what, uint64_t bytes) {
+  fprintf(f, "<dt>%s</dt><dd>", what);
+  plm__report_bytes(f, bytes);
+  fprintf(f, "</dd>\n");
+}
+
+static void write_pool_totals(FILE *f, const plm_pool_snapshot *p) {
+  fprintf(f, "<dl class=\"meta\">\n");
+  pool_total(f, "reserved", p->bytes_reserved);
+  pool_total(f, "in use", p->bytes_in_use);
+  pool_total(f, "free", p->bytes_free);
+  pool_total(f, "pending", p->bytes_pending);
+  pool_total(f, "largest free block", p->largest_free_block);
+  fprintf(f, "<dt>free blocks</dt><dd>%llu</dd>\n", (unsigned long long)p->free_blocks);
+  fprintf(f, "<dt>fragmentation</dt><dd>");
+  plm__report_number(f, "%.3f", p->fragmentation);
+  fprintf(f, " (1 &minus; largest free / free and pending)</dd>\n<dt>reserved / in use</dt><dd>");
+  plm__report_number(f, "%.2f", p->reserved_per_in_use);
+  fprintf(f, "</dd>\n<dt>segments</dt><dd>%zu, %zu blocks, %d streams</dd>\n</dl>\n",
+          p->segment_count, p->block_count, p->stream_count);
+}
+
+static void write_pool_snapshots(FILE *f, const plm__profile_snapshot *s) {
+  fprintf(f,
+          "<section id=\"pool-snapshots\">\n<h2>Pool snapshots</h2>\n<p class=\"note\">Each "
+          "bar is a chunk the pool reserved upstream, scaled by its size against the largest; "
+          "its blocks are coloured by state. Hover a block for its offset, size, state, "
+          "stream, size class and how long before the snapshot it was last freed. The same "
+          "data is in pool_snapshot.json.</p>\n");
+  for (size_t i = 0; i < s->pool_snapshot_count; i++) {
+    const plm__profile_pool_snapshot *named = &s->pool_snapshots[i];
+    fprintf(f, "<h3>");
+    plm__report_text(f, named->name);
+    fprintf(f, "</h3>\n");
+    write_pool_totals(f, named->snapshot);
+    plm__report_svg_pool_map(f, named->snapshot, i);
+  }
+  fprintf(f, "</section>\n");
+}
+
 static void write_page(FILE *f, const plm__profile_snapshot *s) {
   fprintf(f,
           "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
@@ -202,6 +246,7 @@ static void write_page(FILE *f, const plm__profile_snapshot *s) {
     write_roofline(f, s);
     write_bottlenecks(f, s);
   }
+  if (s->pool_snapshot_count > 0) write_pool_snapshots(f, s);
   fprintf(f, "</body>\n</html>\n");
 }
 
@@ -209,7 +254,8 @@ plm_status plm__profile_write_html(const plm__profile_snapshot *snapshot, const 
   if (!snapshot || !path)
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s is NULL", snapshot ? "path" : "snapshot");
   if ((snapshot->op_count && !snapshot->ops) || (snapshot->ab_count && !snapshot->ab) ||
-      (snapshot->launch_count && !snapshot->launches))
+      (snapshot->launch_count && !snapshot->launches) ||
+      (snapshot->pool_snapshot_count && !snapshot->pool_snapshots))
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s: an array of the snapshot is NULL", path);
   plm__profile_file file;
   plm_status status = plm__profile_file_open(path, &file);

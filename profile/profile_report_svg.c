@@ -1,7 +1,7 @@
 /* profile/profile_report_svg.c: the charts of report.html as inline SVG
  * (profile/profile_report.h): time per op, the timeline of the first frames across
- * streams, the A/B bars and the roofline. No script: every label is text in the SVG and
- * every shape carries a <title> tooltip. */
+ * streams, the A/B bars, the roofline and the segment maps of pool snapshots. No script: every
+ * label is text in the SVG and every shape carries a <title> tooltip. */
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -417,4 +417,109 @@ void plm__report_svg_roofline(FILE *f, const plm__profile_snapshot *s) {
   roof_dots(f, s, &ax, &ay);
   fprintf(f, "</svg>\n");
   roof_unplotted(f, s);
+}
+
+/* ---- pool segment map ------------------------------------------------------------- */
+
+enum { POOL_MAP_LEGEND = 28 };
+
+/* By plm_pool_block_state: used, free, pending. */
+static const char *const pool_state_colours[] = {"#2e86c1", "#d5dbdb", "#e67e22"};
+
+static const char *pool_state_colour(plm_pool_block_state state) {
+  return (unsigned)state < 3 ? pool_state_colours[state] : PLM__REPORT_OTHER_COLOUR;
+}
+
+static void pool_map_legend(FILE *f) {
+  static const char *const words[] = {"used", "free (safe for all streams)",
+                                      "pending (free, owned by the stream that freed it)"};
+  double x = LABEL_WIDTH;
+  for (int state = 0; state < 3; state++) {
+    fprintf(f,
+            "<rect x=\"%.0f\" y=\"6\" width=\"14\" height=\"14\" fill=\"%s\" "
+            "stroke=\"#888\"/><text x=\"%.0f\" y=\"18\">%s</text>\n",
+            x, pool_state_colours[state], x + 20, words[state]);
+    x += 40 + 7.0 * (double)strlen(words[state]);
+  }
+}
+
+static void pool_block_title(FILE *f, const plm_pool_snapshot *s, const plm_pool_block_info *b) {
+  fprintf(f, "<title>offset 0x%llx (", (unsigned long long)b->offset);
+  plm__report_bytes(f, b->offset);
+  fprintf(f, "), ");
+  plm__report_bytes(f, b->size);
+  fprintf(f, ", %s", plm_pool_block_state_name(b->state));
+  if (b->state == PLM_POOL_BLOCK_USED)
+    fprintf(f, " (%llu bytes asked for)", (unsigned long long)b->requested);
+  if (b->stream_index >= 0)
+    fprintf(f, ", %s stream %d", b->state == PLM_POOL_BLOCK_PENDING ? "on" : "last freed on",
+            b->stream_index);
+  else
+    fprintf(f, ", never freed");
+  if (b->size_class >= 0)
+    fprintf(f, ", small class %d", b->size_class);
+  else
+    fprintf(f, ", TLSF");
+  if (b->freed_at > 0) {
+    fprintf(f, ", last freed ");
+    plm__report_number(f, "%.3f", s->taken_at - b->freed_at);
+    fprintf(f, " s before the snapshot");
+  }
+  fprintf(f, "</title>");
+}
+
+static void pool_segment_label(FILE *f, const plm_pool_segment *segment, size_t i, double y) {
+  fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">#%zu: ", LABEL_WIDTH - 8, y + 13, i);
+  plm__report_bytes(f, segment->size);
+  fprintf(f, "%s</text>\n", segment->huge ? ", huge" : "");
+}
+
+/* The segment's outline, under its blocks; its tooltip gives the base address. */
+static void pool_segment_outline(FILE *f, const plm_pool_segment *segment, size_t i, double y,
+                                 double width) {
+  fprintf(f,
+          "<rect class=\"segment\" x=\"%d\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" "
+          "fill=\"none\" stroke=\"#555\"><title>segment %zu at 0x%llx: ",
+          LABEL_WIDTH, y - 1, width, BAR_HEIGHT + 2, i, (unsigned long long)segment->base);
+  plm__report_bytes(f, segment->size);
+  fprintf(f, " in %zu blocks%s</title></rect>\n", segment->block_count,
+          segment->huge ? " (a huge request's own chunk)" : "");
+}
+
+void plm__report_svg_pool_map(FILE *f, const plm_pool_snapshot *s, size_t index) {
+  uint64_t largest = 1;
+  for (size_t i = 0; i < s->segment_count; i++)
+    if (s->segments[i].size > largest) largest = s->segments[i].size;
+  const double plot = CHART_WIDTH - LABEL_WIDTH - 10;
+  const size_t height = POOL_MAP_LEGEND + s->segment_count * BAR_ROW + 8;
+  fprintf(f,
+          "<svg class=\"chart pool-map\" id=\"pool-map-%zu\" width=\"%d\" height=\"%zu\" "
+          "viewBox=\"0 0 %d %zu\" role=\"img\" aria-label=\"pool segment map\">\n",
+          index, CHART_WIDTH, height, CHART_WIDTH, height);
+  pool_map_legend(f);
+  size_t drawn = 0;
+  for (size_t i = 0; i < s->segment_count; i++) {
+    const plm_pool_segment *segment = &s->segments[i];
+    const double y = POOL_MAP_LEGEND + (double)i * BAR_ROW, scale = plot / (double)largest;
+    pool_segment_label(f, segment, i, y);
+    for (size_t k = 0; k < segment->block_count && drawn < PLM__REPORT_POOL_MAP_MAX_BLOCKS;
+         k++, drawn++) {
+      const plm_pool_block_info *b = &s->blocks[segment->first_block + k];
+      const double width = (double)b->size * scale;
+      /* At least 1.5 pixels, so that a 256-byte block in a large segment still shows
+       * (over its neighbours' edge when it must). */
+      fprintf(f,
+              "<rect class=\"block\" x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" "
+              "fill=\"%s\" stroke=\"#fff\" stroke-width=\"0.5\">",
+              LABEL_WIDTH + (double)b->offset * scale, y, width > 1.5 ? width : 1.5, BAR_HEIGHT,
+              pool_state_colour(b->state));
+      pool_block_title(f, s, b);
+      fprintf(f, "</rect>\n");
+    }
+    pool_segment_outline(f, segment, i, y, (double)segment->size * scale);
+  }
+  fprintf(f, "</svg>\n");
+  if (drawn < s->block_count)
+    fprintf(f, "<p class=\"note\">The first %zu blocks are drawn; %zu more are not.</p>\n", drawn,
+            s->block_count - drawn);
 }

@@ -42,6 +42,8 @@ struct plm_profiler {
   int stream_count;
   plm_profile_calibration calibration;
   double overhead_us;
+  plm__profile_pool_snapshot *pool_snapshots; /* copies: names and snapshots owned */
+  size_t pool_snapshot_count;
 };
 
 static void collect_ready_locked(plm_profiler *p);
@@ -267,6 +269,17 @@ plm_status plm_profiler_create(plm_context *ctx, const plm_profiler_config *cfg,
   return PLM_OK;
 }
 
+/* Free the pool snapshots' copies (the profiler owns them, hence the casts). */
+static void forget_pool_snapshots(plm_profiler *p) {
+  for (size_t i = 0; i < p->pool_snapshot_count; i++) {
+    free((char *)p->pool_snapshots[i].name);
+    plm_pool_snapshot_free((plm_pool_snapshot *)p->pool_snapshots[i].snapshot);
+  }
+  free(p->pool_snapshots);
+  p->pool_snapshots = NULL;
+  p->pool_snapshot_count = 0;
+}
+
 plm_status plm_profiler_destroy(plm_profiler *profiler) {
   if (!profiler) return PLM_OK;
   const int attached = atomic_load(&profiler->attached);
@@ -277,6 +290,7 @@ plm_status plm_profiler_destroy(plm_profiler *profiler) {
                      attached);
   plm_status status = collect_locked(profiler);
   forget_records(profiler);
+  forget_pool_snapshots(profiler);
   free(profiler->launches);
   free(profiler->events);
   pthread_mutex_destroy(&profiler->lock);
@@ -436,6 +450,33 @@ plm_status plm_profiler_op_stats(plm_profiler *profiler, plm_profile_op_stats **
 
 /* ---- writing ------------------------------------------------------------------------------ */
 
+plm_status plm_profiler_add_pool_snapshot(plm_profiler *profiler, const char *name,
+                                          const plm_pool_snapshot *snapshot) {
+  PLM__REQUIRE_NOT_NULL(profiler);
+  PLM__REQUIRE_NOT_NULL(name);
+  PLM__REQUIRE_NOT_NULL(snapshot);
+  plm_pool_snapshot *copy = NULL;
+  plm_status status = plm_pool_snapshot_copy(snapshot, &copy);
+  if (status != PLM_OK) return plm__propagate(status);
+  char *name_copy = strdup(name);
+  pthread_mutex_lock(&profiler->lock);
+  const size_t count = profiler->pool_snapshot_count;
+  plm__profile_pool_snapshot *grown =
+      name_copy ? realloc(profiler->pool_snapshots, (count + 1) * sizeof *grown) : NULL;
+  if (grown) {
+    grown[count] = (plm__profile_pool_snapshot){.name = name_copy, .snapshot = copy};
+    profiler->pool_snapshots = grown;
+    profiler->pool_snapshot_count = count + 1;
+  }
+  pthread_mutex_unlock(&profiler->lock);
+  if (!grown) {
+    free(name_copy);
+    plm_pool_snapshot_free(copy);
+    return plm__fail(PLM_ERR_OUT_OF_MEMORY, "no host memory to keep pool snapshot '%s'", name);
+  }
+  return PLM_OK;
+}
+
 /* mkdir -p for dir; a message naming it on failure. */
 static plm_status make_directories(const char *dir) {
   char path[4096];
@@ -536,7 +577,9 @@ plm_status plm_profiler_write(plm_profiler *profiler, const char *dir,
       .ab = options->ab,
       .ab_count = options->ab_count,
       .ab_unit = options->ab_unit ? options->ab_unit : "",
-      .ab_higher_is_better = options->ab_higher_is_better};
+      .ab_higher_is_better = options->ab_higher_is_better,
+      .pool_snapshots = profiler->pool_snapshots,
+      .pool_snapshot_count = profiler->pool_snapshot_count};
 
   char path[4096];
   status = make_directories(dir);
@@ -551,6 +594,10 @@ plm_status plm_profiler_write(plm_profiler *profiler, const char *dir,
   if (status == PLM_OK) {
     snprintf(path, sizeof path, "%s/report.html", dir);
     status = plm__profile_write_html(&snapshot, path);
+  }
+  if (status == PLM_OK && snapshot.pool_snapshot_count > 0) {
+    snprintf(path, sizeof path, "%s/pool_snapshot.json", dir);
+    status = plm__profile_write_pool_snapshots(&snapshot, path);
   }
   free(launches);
   free(ops);

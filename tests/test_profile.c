@@ -503,6 +503,50 @@ START_TEST(test_write_makes_the_three_files) {
 }
 END_TEST
 
+/* A snapshot of the test pool, given to the profiler, is drawn in report.html and written to
+ * pool_snapshot.json; the profiler keeps its own copy. */
+START_TEST(test_write_adds_pool_snapshots) {
+  plm_profiler *p = quiet_profiler(0);
+  void *block = NULL;
+  PLM_CHECK_OK(plm_pool_alloc(plm_test_pool, 300000, plm_test_stream, &block));
+  plm_pool_snapshot *snapshot = NULL;
+  PLM_CHECK_OK(plm_pool_snapshot_take(plm_test_pool, &snapshot));
+  PLM_CHECK_OK(plm_profiler_add_pool_snapshot(p, "after one alloc", snapshot));
+  PLM_CHECK_OK(plm_profiler_add_pool_snapshot(p, "the same again", snapshot));
+  PLM_CHECK_FAILS(plm_profiler_add_pool_snapshot(NULL, "x", snapshot), PLM_ERR_INVALID_ARG,
+                  "profiler");
+  PLM_CHECK_FAILS(plm_profiler_add_pool_snapshot(p, NULL, snapshot), PLM_ERR_INVALID_ARG, "name");
+  PLM_CHECK_FAILS(plm_profiler_add_pool_snapshot(p, "x", NULL), PLM_ERR_INVALID_ARG, "snapshot");
+  plm_pool_snapshot_free(snapshot);
+  PLM_CHECK_OK(plm_pool_free(plm_test_pool, block, plm_test_stream));
+
+  char dir[256], path[512];
+  temporary_directory(dir, sizeof dir);
+  PLM_CHECK_OK(plm_profiler_write(p, dir, NULL));
+  snprintf(path, sizeof path, "%s/pool_snapshot.json", dir);
+  FILE *f = fopen(path, "r");
+  ck_assert_msg(f != NULL, "no %s", path);
+  char text[4096] = "";
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  ck_assert_uint_gt(n, 0);
+  ck_assert_ptr_nonnull(strstr(text, "\"plume-pool-snapshots\""));
+  ck_assert_ptr_nonnull(strstr(text, "\"the same again\""));
+  snprintf(path, sizeof path, "%s/report.html", dir);
+  f = fopen(path, "r");
+  ck_assert_ptr_nonnull(f);
+  static char html[1 << 20];
+  html[fread(html, 1, sizeof html - 1, f)] = '\0';
+  fclose(f);
+  ck_assert_ptr_nonnull(strstr(html, "id=\"pool-map-1\""));
+  ck_assert_ptr_nonnull(strstr(html, "after one alloc"));
+  const char *const names[] = {"profile.json", "trace.json", "report.html", "pool_snapshot.json"};
+  remove_files(dir, names, 4);
+  rmdir(dir);
+  PLM_CHECK_OK(plm_profiler_destroy(p));
+}
+END_TEST
+
 /* ---- errors -------------------------------------------------------------------------------------
  */
 
@@ -567,6 +611,7 @@ static Suite *profile_suite(void) {
   tcase_add_test(tcase, test_pipeline_run_numbers_its_frames);
   tcase_add_test(tcase, test_calibration_is_measured_once_and_cached);
   tcase_add_test(tcase, test_write_makes_the_three_files);
+  tcase_add_test(tcase, test_write_adds_pool_snapshots);
   tcase_add_test(tcase, test_bad_arguments);
   suite_add_tcase(suite, tcase);
   return suite;

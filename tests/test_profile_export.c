@@ -1,12 +1,14 @@
-/* tests/test_profile_export.c: the profile's three files (profile/profile_export.h),
+/* tests/test_profile_export.c: the profile's files (profile/profile_export.h),
  * written from snapshots made here by hand: profile.json read back with jansson (every
  * documented key, its type and value; NaN as null), trace.json (a thread name per
  * stream, one complete event per launch with its times, stream and args), report.html
- * (self-contained, an <svg> per chart, user text escaped, an empty profile), and write
+ * (self-contained, an <svg> per chart, user text escaped, an empty profile, the pool
+ * snapshots' segment maps), pool_snapshot.json read back, and write
  * failures that leave no file behind. No backend is used: the writers take a snapshot.
  *
- * `test_profile_export --sample DIR` writes the sample report to DIR/report.html and
- * exits: tests/report/test-report-html.sh renders it with headless Chromium.
+ * `test_profile_export --sample DIR` writes the sample report to DIR/report.html (and
+ * its pool snapshots to DIR/pool_snapshot.json) and exits:
+ * tests/report/test-report-html.sh renders it with headless Chromium.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -105,6 +107,36 @@ static void make_launches(void) {
   }
 }
 
+/* A pool snapshot made by hand: a 2 MiB chunk in five blocks (used, pending, free,
+ * used, free) and a huge 8 MiB chunk with one used block. */
+static const size_t KiB = 1024, MiB = 1024 * 1024;
+static const plm_pool_segment pool_segments[] = {
+    {.base = 0x7f0000000000, .size = 2 * MiB, .first_block = 0, .block_count = 5},
+    {.base = 0x7f0000400000, .size = 8 * MiB, .huge = true, .first_block = 5, .block_count = 1}};
+static const plm_pool_block_info pool_blocks[] = {
+    {0, 0, 512 * KiB, 500000, PLM_POOL_BLOCK_USED, NULL, -1, -1, 0},
+    {0, 512 * KiB, 1 * KiB, 0, PLM_POOL_BLOCK_PENDING, NULL, 0, 3, 99.5},
+    {0, 513 * KiB, 511 * KiB, 0, PLM_POOL_BLOCK_FREE, NULL, 1, -1, 98},
+    {0, 1 * MiB, 256 * KiB, 262144, PLM_POOL_BLOCK_USED, NULL, 0, -1, 97},
+    {0, 1280 * KiB, 768 * KiB, 0, PLM_POOL_BLOCK_FREE, NULL, -1, -1, 0},
+    {1, 0, 8 * MiB, 8 * MiB, PLM_POOL_BLOCK_USED, NULL, -1, -1, 0}};
+enum { POOL_BLOCKS = sizeof pool_blocks / sizeof pool_blocks[0] };
+static const plm_pool_snapshot pool_snapshot = {.taken_at = 100,
+                                                .segments = (plm_pool_segment *)pool_segments,
+                                                .segment_count = 2,
+                                                .blocks = (plm_pool_block_info *)pool_blocks,
+                                                .block_count = POOL_BLOCKS,
+                                                .stream_count = 2,
+                                                .bytes_reserved = 10 * MiB,
+                                                .bytes_in_use = 768 * KiB + 8 * MiB,
+                                                .bytes_free = 1279 * KiB,
+                                                .bytes_pending = 1 * KiB,
+                                                .largest_free_block = 768 * KiB,
+                                                .free_blocks = 3,
+                                                .fragmentation = 0.4,
+                                                .reserved_per_in_use = 10.0 / 8.75};
+static const plm__profile_pool_snapshot pool_snapshots[] = {{ODD_NAME, &pool_snapshot}};
+
 static plm__profile_snapshot sample(void) {
   make_ops();
   make_launches();
@@ -125,7 +157,9 @@ static plm__profile_snapshot sample(void) {
                                  .ab = ab,
                                  .ab_count = 3,
                                  .ab_unit = "frames/s",
-                                 .ab_higher_is_better = true};
+                                 .ab_higher_is_better = true,
+                                 .pool_snapshots = pool_snapshots,
+                                 .pool_snapshot_count = 1};
 }
 
 static plm__profile_snapshot empty(void) {
@@ -427,6 +461,32 @@ static void check_event(json_t *e, const plm_profile_launch *l) {
   ck_assert_double_eq(num(args, "enqueue_us"), l->enqueue_us);
 }
 
+START_TEST(pool_snapshots_json_has_every_snapshot) {
+  make_dir();
+  plm__profile_snapshot s = sample();
+  PLM_CHECK_OK(plm__profile_write_pool_snapshots(&s, in_dir("pool_snapshot.json")));
+  json_t *root = load("pool_snapshot.json");
+  ck_assert_str_eq(str(root, "schema"), "plume-pool-snapshots");
+  ck_assert_int_eq(json_integer_value(get(root, "version", JSON_INTEGER)), 1);
+  json_t *snapshots = get(root, "snapshots", JSON_ARRAY);
+  ck_assert_uint_eq(json_array_size(snapshots), 1);
+  json_t *named = json_array_get(snapshots, 0);
+  ck_assert_str_eq(str(named, "name"), ODD_NAME);
+  json_t *snapshot = get(named, "snapshot", JSON_OBJECT);
+  ck_assert_str_eq(str(snapshot, "schema"), "plume-pool-snapshot");
+  json_t *blocks = get(snapshot, "blocks", JSON_ARRAY);
+  ck_assert_uint_eq(json_array_size(blocks), POOL_BLOCKS);
+  ck_assert_str_eq(str(json_array_get(blocks, 1), "state"), "pending");
+  ck_assert_int_eq(json_integer_value(get(json_array_get(blocks, 2), "stream", JSON_INTEGER)), 1);
+  json_t *totals = get(snapshot, "totals", JSON_OBJECT);
+  ck_assert_double_eq(num(totals, "fragmentation"), 0.4);
+  ck_assert_int_eq(json_integer_value(get(totals, "bytes_reserved", JSON_INTEGER)), 10 * MiB);
+  ck_assert_uint_eq(json_array_size(get(snapshot, "segments", JSON_ARRAY)), 2);
+  json_decref(root);
+  remove_dir();
+}
+END_TEST
+
 START_TEST(trace_has_every_launch) {
   make_dir();
   plm__profile_snapshot s = sample();
@@ -484,8 +544,9 @@ START_TEST(html_has_every_chart) {
   PLM_CHECK_OK(plm__profile_write_html(&s, in_dir("report.html")));
   char *html = slurp("report.html");
   check_self_contained(html);
-  static const char *const charts[] = {"time-per-op", "timeline", "ab", "roofline"};
-  for (size_t i = 0; i < 4; i++) {
+  static const char *const charts[] = {"time-per-op", "timeline", "ab", "roofline",
+                                       "pool-snapshots"};
+  for (size_t i = 0; i < 5; i++) {
     char needle[64];
     snprintf(needle, sizeof needle, "<section id=\"%s\">", charts[i]);
     const char *section = strstr(html, needle);
@@ -493,13 +554,21 @@ START_TEST(html_has_every_chart) {
     const char *svg = strstr(section, "<svg"), *end = strstr(section, "</section>");
     ck_assert_msg(svg && svg < end, "no <svg in section %s", charts[i]);
   }
-  ck_assert_int_eq(count_of(html, "<svg"), 4);
+  ck_assert_int_eq(count_of(html, "<svg"), 5);
   ck_assert_ptr_nonnull(strstr(html, "id=\"bottlenecks\""));
+  /* The pool map: a rect with a tooltip per block, an outline per segment. */
+  ck_assert_ptr_nonnull(strstr(html, "id=\"pool-map-0\""));
+  ck_assert_int_eq(count_of(html, "<rect class=\"block\""), POOL_BLOCKS);
+  ck_assert_int_eq(count_of(html, "<rect class=\"segment\""), 2);
+  ck_assert_ptr_nonnull(strstr(html,
+                               "offset 0x80000 (512 KiB), 1.00 KiB, pending, on stream 0, "
+                               "small class 3, last freed 0.500 s before the snapshot"));
+  ck_assert_ptr_nonnull(strstr(html, "#1: 8.00 MiB, huge"));
   /* User text is escaped everywhere. */
   ck_assert_ptr_null(strstr(html, ODD_NAME));
   ck_assert_ptr_null(strstr(html, "<sample>"));
   ck_assert_ptr_null(strstr(html, "<8 cores>"));
-  ck_assert_int_ge(count_of(html, "a&lt;b&amp;&quot;c&quot;"), 4);
+  ck_assert_int_ge(count_of(html, "a&lt;b&amp;&quot;c&quot;"), 5);
   ck_assert_ptr_nonnull(strstr(html, "bench &lt;sample&gt; &amp; co"));
   /* The warnings, the ridge and the A/B unit are shown. */
   ck_assert_ptr_nonnull(strstr(html, "high variance: CV 34% &gt; 20%"));
@@ -519,12 +588,14 @@ START_TEST(html_without_calibration_or_frames) {
   plm__profile_snapshot s = sample();
   s.calibration = &no_calibration;
   s.ab_count = 0;
+  s.pool_snapshot_count = 0;
   for (size_t i = 0; i < LAUNCHES; i++) launches[i].frame = -1;
   PLM_CHECK_OK(plm__profile_write_html(&s, in_dir("report.html")));
   char *html = slurp("report.html");
   check_self_contained(html);
   ck_assert_ptr_nonnull(strstr(html, "No calibration"));
   ck_assert_ptr_null(strstr(html, "id=\"ab\""));
+  ck_assert_ptr_null(strstr(html, "id=\"pool-snapshots\""));
   ck_assert_int_eq(count_of(html, "<svg"), 3);
   /* The roofline still plots the ops: a dot per op with flops and bytes. */
   ck_assert_int_eq(count_of(html, "<circle"), 2);
@@ -541,6 +612,15 @@ START_TEST(html_empty) {
   char *html = slurp("report.html");
   check_self_contained(html);
   ck_assert_ptr_nonnull(strstr(html, "No launches were recorded"));
+  free(html);
+  /* Pool snapshots are drawn without launches too (bench_pool records none). */
+  s.pool_snapshots = pool_snapshots;
+  s.pool_snapshot_count = 1;
+  PLM_CHECK_OK(plm__profile_write_html(&s, in_dir("report.html")));
+  html = slurp("report.html");
+  ck_assert_ptr_nonnull(strstr(html, "No launches were recorded"));
+  ck_assert_int_eq(count_of(html, "<svg"), 1);
+  ck_assert_int_eq(count_of(html, "<rect class=\"block\""), POOL_BLOCKS);
   free(html);
   remove_dir();
 }
@@ -575,12 +655,13 @@ END_TEST
 
 typedef plm_status (*writer)(const plm__profile_snapshot *, const char *);
 static const writer writers[] = {plm__profile_write_json, plm__profile_write_trace,
-                                 plm__profile_write_html};
+                                 plm__profile_write_html, plm__profile_write_pool_snapshots};
+enum { WRITERS = sizeof writers / sizeof writers[0] };
 
 START_TEST(write_into_missing_dir_fails) {
   make_dir();
   plm__profile_snapshot s = sample();
-  for (size_t i = 0; i < 3; i++) {
+  for (size_t i = 0; i < WRITERS; i++) {
     PLM_CHECK_FAILS(writers[i](&s, in_dir("missing/out.json")), PLM_ERR_IO, "missing/out.json");
     ck_assert_int_eq(dir_entries(), 0);
   }
@@ -593,7 +674,7 @@ START_TEST(write_over_a_dir_fails) {
   make_dir();
   plm__profile_snapshot s = sample();
   ck_assert_int_eq(mkdir(in_dir("out"), 0755), 0);
-  for (size_t i = 0; i < 3; i++) {
+  for (size_t i = 0; i < WRITERS; i++) {
     PLM_CHECK_FAILS(writers[i](&s, in_dir("out")), PLM_ERR_IO, "cannot rename");
     ck_assert_int_eq(dir_entries(), 1);
   }
@@ -603,7 +684,7 @@ END_TEST
 
 START_TEST(null_arguments_fail) {
   plm__profile_snapshot s = sample();
-  for (size_t i = 0; i < 3; i++) {
+  for (size_t i = 0; i < WRITERS; i++) {
     PLM_CHECK_FAILS(writers[i](NULL, "/tmp/x"), PLM_ERR_INVALID_ARG, "snapshot is NULL");
     PLM_CHECK_FAILS(writers[i](&s, NULL), PLM_ERR_INVALID_ARG, "path is NULL");
   }
@@ -617,6 +698,7 @@ static Suite *profile_export_suite(void) {
   tcase_add_test(json, json_empty_has_no_ab);
   tcase_add_test(json, json_non_finite_is_null);
   tcase_add_test(json, json_bad_utf8_is_replaced);
+  tcase_add_test(json, pool_snapshots_json_has_every_snapshot);
   suite_add_tcase(suite, json);
   TCase *trace = tcase_create("trace");
   tcase_add_test(trace, trace_has_every_launch);
@@ -636,12 +718,16 @@ static Suite *profile_export_suite(void) {
   return suite;
 }
 
-/* Write the sample report for the Chromium check. */
+/* Write the sample report (and its pool snapshots) for the Chromium check. */
 static int write_sample(const char *out_dir) {
   plm__profile_snapshot s = sample();
   char file[1024];
   snprintf(file, sizeof file, "%s/report.html", out_dir);
   plm_status status = plm__profile_write_html(&s, file);
+  if (status == PLM_OK) {
+    snprintf(file, sizeof file, "%s/pool_snapshot.json", out_dir);
+    status = plm__profile_write_pool_snapshots(&s, file);
+  }
   if (status != PLM_OK) fprintf(stderr, "test_profile_export: %s\n", plm_last_error());
   return status == PLM_OK ? EXIT_SUCCESS : EXIT_FAILURE;
 }

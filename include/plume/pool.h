@@ -55,8 +55,10 @@
 #ifndef PLUME_POOL_H
 #define PLUME_POOL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "plume/context.h"
 #include "plume/export.h"
@@ -185,6 +187,111 @@ PLM_API plm_status plm_pool_context(const plm_pool *pool, plm_context **out);
 
 /* "pooled", "passthrough", "cuda_async". */
 PLM_API const char *plm_pool_mode_name(plm_pool_mode mode);
+
+/* ---- snapshots: what the pool holds, block by block ------------------------------
+ *
+ * A snapshot is a copy of the pooled mode's layout taken at one instant: one segment
+ * per chunk reserved from upstream, in the pool's chunk order, and the blocks that
+ * tile each chunk, in address order. Addresses are integers (offsets from the
+ * segment's base) and are never dereferenced, so a snapshot reads the same on the host
+ * and cuda backends. It is for looking at fragmentation and reuse: the profiler draws
+ * it (plm_profiler_add_pool_snapshot, plume/profile.h) and it writes itself as JSON.
+ */
+
+/* The state of a block in a snapshot. A PENDING block is free but was freed on a
+ * stream that the pool does not yet know to have passed the free: only that stream may
+ * take it now (another may, behind a stream wait). */
+typedef enum plm_pool_block_state {
+  PLM_POOL_BLOCK_USED = 0,   /* handed out by plm_pool_alloc, not yet freed */
+  PLM_POOL_BLOCK_FREE = 1,   /* free and safe for every stream */
+  PLM_POOL_BLOCK_PENDING = 2 /* free, owned by the stream it was freed on */
+} plm_pool_block_state;
+
+/* One chunk reserved from upstream. */
+typedef struct plm_pool_segment {
+  uint64_t base;      /* the chunk's device address, as an integer */
+  uint64_t size;      /* bytes */
+  bool huge;          /* at least the pool's huge_bytes (a request that large gets a
+                         chunk of its own) */
+  size_t first_block; /* its blocks are blocks[first_block .. first_block + block_count) */
+  size_t block_count;
+} plm_pool_segment;
+
+/* One block of a segment. */
+typedef struct plm_pool_block_info {
+  size_t segment;     /* index in the snapshot's segments */
+  uint64_t offset;    /* from the segment's base */
+  uint64_t size;      /* bytes, a multiple of 256 */
+  uint64_t requested; /* USED: the bytes asked for; 0 otherwise */
+  plm_pool_block_state state;
+  const plm_stream *stream; /* PENDING: the owning stream; else the stream of the last
+                               free in the block, or NULL when never freed. An opaque id
+                               to compare: the stream may be destroyed since */
+  int stream_index;         /* stream numbered 0, 1, ... by first appearance in the
+                               snapshot's blocks; -1 for NULL */
+  int size_class;           /* the small size class (up to 64 KiB, kept unmerged) of a
+                               USED or cached small block; -1 for the TLSF lists */
+  double freed_at;          /* monotonic seconds (CLOCK_MONOTONIC) of the last free in
+                               the block; 0 when never freed */
+} plm_pool_block_info;
+
+typedef struct plm_pool_snapshot {
+  double taken_at; /* monotonic seconds, as freed_at */
+  plm_pool_segment *segments;
+  size_t segment_count;
+  plm_pool_block_info *blocks; /* segment by segment, each in address order */
+  size_t block_count;
+  int stream_count; /* distinct streams among the blocks */
+  /* Totals: reserved = in_use + free + pending, and each equals the sum of its blocks. */
+  uint64_t bytes_reserved, bytes_in_use, bytes_free, bytes_pending;
+  /* Fragmentation, over FREE and PENDING blocks (as plm_pool_stats): */
+  uint64_t largest_free_block;
+  uint64_t free_blocks;       /* how many blocks are FREE or PENDING */
+  double fragmentation;       /* 1 - largest free / (free + pending); 0 when nothing is free */
+  double reserved_per_in_use; /* bytes_reserved / bytes_in_use; 0 when nothing is in use */
+} plm_pool_snapshot;
+
+/* Take a snapshot of a pooled-mode pool into a new *out (malloc'd; give it to
+ * plm_pool_snapshot_free). Consistent: taken under the pool's locks, so it waits for
+ * a slow path in progress (which may be waiting on the device) and holds up other
+ * threads' calls for O(blocks) time. Thread-safe; makes no backend call. Its totals
+ * equal plm_pool_stats_get's bytes_reserved, bytes_in_use, largest_free_block and
+ * fragmentation at the same instant. Errors: PLM_ERR_INVALID_ARG (NULL pool or out),
+ * PLM_ERR_INVALID_STATE (called from a host callback: the slow path it waits for may be
+ * waiting for that very stream), PLM_ERR_UNSUPPORTED (passthrough or cuda_async mode:
+ * there are no chunks to show), PLM_ERR_OUT_OF_MEMORY (nothing is leaked). *out is NULL
+ * on failure. */
+PLM_API plm_status plm_pool_snapshot_take(plm_pool *pool, plm_pool_snapshot **out);
+
+/* A new copy of a snapshot into *out (give it to plm_pool_snapshot_free). Thread-safe
+ * on distinct snapshots. Errors: PLM_ERR_INVALID_ARG (NULL snapshot or out),
+ * PLM_ERR_OUT_OF_MEMORY (nothing is leaked). *out is NULL on failure. */
+PLM_API plm_status plm_pool_snapshot_copy(const plm_pool_snapshot *snapshot,
+                                          plm_pool_snapshot **out);
+
+/* Free a snapshot. NULL is a no-op. */
+PLM_API void plm_pool_snapshot_free(plm_pool_snapshot *snapshot);
+
+/* The snapshot as JSON text (UTF-8, indented, malloc'd: free() it), schema
+ * "plume-pool-snapshot", version 1:
+ *   {"schema", "version", "taken_at",
+ *    "totals": {"bytes_reserved", "bytes_in_use", "bytes_free", "bytes_pending",
+ *               "largest_free_block", "free_blocks", "fragmentation",
+ *               "reserved_per_in_use"},
+ *    "segments": [{"base", "size", "huge", "first_block", "block_count"}],
+ *    "blocks": [{"segment", "offset", "size", "requested", "state" ("used", "free" or
+ *               "pending"), "stream" (stream_index, or null), "size_class",
+ *               "freed_at" (null when never freed)}]}
+ * Integers are JSON integers (exact up to 2^63). Thread-safe on distinct snapshots.
+ * Errors: PLM_ERR_INVALID_ARG (NULL snapshot or json), PLM_ERR_OUT_OF_MEMORY. */
+PLM_API plm_status plm_pool_snapshot_to_json(const plm_pool_snapshot *snapshot, char **json);
+
+/* Write the JSON above to file (not closed). Errors: PLM_ERR_INVALID_ARG (NULL
+ * snapshot or file), PLM_ERR_OUT_OF_MEMORY, PLM_ERR_IO (the write failed). */
+PLM_API plm_status plm_pool_snapshot_write_json(const plm_pool_snapshot *snapshot, FILE *file);
+
+/* "used", "free", "pending"; "unknown" for any other value. */
+PLM_API const char *plm_pool_block_state_name(plm_pool_block_state state);
 
 /* ---- pinned host memory --------------------------------------------------------
  *

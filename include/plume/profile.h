@@ -14,7 +14,12 @@
  *                     stream, each launch a slice named after its op, frame in args
  *   DIR/report.html   one self-contained page with inline SVG charts: time per op, a
  *                     timeline of a few frames across streams, A/B bars (when given),
- *                     each op's roofline position, the bottlenecks and warnings
+ *                     each op's roofline position, the bottlenecks and warnings, and a
+ *                     segment map of each pool snapshot added (when any)
+ *   DIR/pool_snapshot.json  the pool snapshots added with plm_profiler_add_pool_snapshot
+ *                     (only when any were): schema "plume-pool-snapshots", version 1,
+ *                     {"schema", "version", "snapshots": [{"name", "snapshot"}]}, each
+ *                     "snapshot" a "plume-pool-snapshot" object (plm_pool_snapshot_to_json)
  *
  * Attaching: plm_pipeline_set_profiler(pl, p) (plume/pipeline.h) records every step of
  * the pipeline's runs and, in plm_pipeline_run_stream, the uploads ("h2d") and
@@ -50,6 +55,7 @@
 #include "plume/context.h"
 #include "plume/export.h"
 #include "plume/ops.h"
+#include "plume/pool.h"
 #include "plume/status.h"
 #include "plume/stream.h"
 
@@ -189,10 +195,19 @@ PLM_API plm_status plm_profiler_overhead_us(const plm_profiler *profiler, double
 PLM_API plm_status plm_profile_stats_of(const double *times_ms, size_t n,
                                         plm_profile_op_stats *stats);
 
-/* Collect, then write DIR/profile.json, DIR/trace.json and DIR/report.html (DIR is
- * created when missing; each file is written whole or not at all, in that order, so
- * after a failure the later ones may be those of an earlier write). Times in the
- * files start at the earliest launch. options may be NULL. Errors:
+/* Keep a copy of a pool snapshot (plm_pool_snapshot_take, plume/pool.h) under a name
+ * ("peak of churn", "end of run"), so that plm_profiler_write draws it in report.html
+ * (the section "Pool snapshots": one segment map per snapshot, in the order added) and
+ * writes it to DIR/pool_snapshot.json. name and snapshot are copied: the caller may free
+ * them at once. Thread-safe. Errors: PLM_ERR_INVALID_ARG (NULL profiler, name or
+ * snapshot), PLM_ERR_OUT_OF_MEMORY (nothing is kept). */
+PLM_API plm_status plm_profiler_add_pool_snapshot(plm_profiler *profiler, const char *name,
+                                                  const plm_pool_snapshot *snapshot);
+
+/* Collect, then write DIR/profile.json, DIR/trace.json, DIR/report.html and, when pool
+ * snapshots were added, DIR/pool_snapshot.json (DIR is created when missing; each file is written
+ * whole or not at all, in that order, so after a failure the later ones may be those of an earlier
+ * write). Times in the files start at the earliest launch. options may be NULL. Errors:
  * PLM_ERR_INVALID_ARG (NULL or empty dir), PLM_ERR_IO (with the path). */
 PLM_API plm_status plm_profiler_write(plm_profiler *profiler, const char *dir,
                                       const plm_profile_write_options *options);

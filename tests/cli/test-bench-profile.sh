@@ -3,7 +3,8 @@
 # binary (bench_ops, bench_pool) end to end. BENCH SIZE (--smoke or --quick) --profile DIR
 # exits 0, says "profile: DIR/report.html", and writes DIR/profile.json (schema
 # "plume-profile", a launch of every NAME, the A/B bars), DIR/trace.json and
-# DIR/report.html, DIR created with its missing parents; no progress bar on stderr when it
+# DIR/report.html, DIR created with its missing parents (bench_pool also
+# DIR/pool_snapshot.json, a snapshot of every workload, drawn in report.html); no progress bar on stderr when it
 # is not a terminal, and one on a terminal (when `script` is found); --help names the
 # flag; a DIR that cannot be created fails (exit 1, one line on stderr) before the run,
 # and --profile without a value is bad usage (exit 2).
@@ -38,6 +39,19 @@ if run 0 "$prog $size --profile" "$size" --profile "$dir"; then
   grep -q '"ab"' "$dir/profile.json" || fail "profile.json has no A/B bars"
   checks=$((checks + 1))
   grep -qF "<title>$prog (" "$dir/report.html" || fail "report.html's title is not '$prog (...'"
+  if [[ $prog == bench_pool ]]; then
+    checks=$((checks + 1))
+    grep -Eq '"schema": *"plume-pool-snapshots"' "$dir/pool_snapshot.json" ||
+      fail "no pool_snapshot.json with \"schema\": \"plume-pool-snapshots\""
+    for workload in random_allocations steady_state multi_stream threads; do
+      checks=$((checks + 1))
+      grep -qF "\"name\": \"$workload (" "$dir/pool_snapshot.json" ||
+        fail "pool_snapshot.json has no snapshot of $workload"
+    done
+    checks=$((checks + 1))
+    grep -q '<svg[^>]*id="pool-map-0"' "$dir/report.html" && grep -q '<rect class="block"' "$dir/report.html" ||
+      fail "report.html has no pool map with blocks"
+  fi
   # Not a terminal: no progress bar.
   checks=$((checks + 1))
   ! grep -q "cases" err.txt || fail "a progress bar without a terminal: $(cat -v err.txt)"

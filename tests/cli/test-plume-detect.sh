@@ -66,20 +66,28 @@ run 0 "no capacity" detect --frames=s.npy "--pipeline=$log ! regions" --out=k.cs
 checks=$((checks + 1))
 cmp -s a.csv k.csv || fail "regions without capacity changes the CSV"
 
-# --profile: the same CSV, and the three files with every step of the pipeline in them.
+# --profile: the same CSV, the three files with every step of the pipeline in them, and a
+# snapshot of the default pool at the end of the run (pool_snapshot.json, its map in
+# report.html).
 export XDG_CACHE_HOME=$PWD/cache # the calibration's cache stays in the test's directory
 run 0 "--profile" detect --frames s.npy --pipeline "$pipeline" --out p.csv --profile prof/run
 checks=$((checks + 1))
 cmp -s a.csv p.csv || fail "--profile changes the CSV"
 checks=$((checks + 1))
-grep -q "^profile: prof/run/profile.json, trace.json, report.html$" out.txt ||
+grep -q "^profile: prof/run/profile.json, trace.json, report.html, pool_snapshot.json$" out.txt ||
   fail "--profile: $(cat out.txt)"
-for f in profile.json trace.json report.html; do
+for f in profile.json trace.json report.html pool_snapshot.json; do
   checks=$((checks + 1))
   [[ -s prof/run/$f ]] || fail "--profile: prof/run/$f is missing or empty"
 done
 checks=$((checks + 1))
 grep -q '"schema": "plume-profile"' prof/run/profile.json || fail "--profile: profile.json schema"
+checks=$((checks + 1))
+grep -q '"name": "default pool at the end of the run"' prof/run/pool_snapshot.json &&
+  grep -q '"state": "used"' prof/run/pool_snapshot.json ||
+  fail "--profile: pool_snapshot.json has no default pool with used blocks"
+checks=$((checks + 1))
+grep -q '<rect class="block"' prof/run/report.html || fail "--profile: report.html has no pool map"
 for op in conv2d threshold label regions h2d d2h; do
   checks=$((checks + 1))
   grep -q "\"name\": \"$op\"" prof/run/profile.json || fail "--profile: no $op in profile.json"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The profile report (report.html) rendered by headless Chromium: the page must log
-# nothing to the console (it has no script, so any console line from it is an error)
-# and the screenshot must show the charts, in the colours the report draws them with.
+# nothing to the console (it has no script, so any console line from it is an error),
+# the screenshot must show the charts, in the colours the report draws them with, and
+# the DOM Chromium builds must hold the pool snapshot's segment map with its blocks.
 #
 #   test-report-html.sh TEST_PROFILE_EXPORT PNG_COLOURS SCRATCH_DIR
 #
@@ -32,7 +33,7 @@ render() {
   HOME="$scratch/home" XDG_CONFIG_HOME="$scratch/home" XDG_CACHE_HOME="$scratch/home" \
     timeout 120 "$chromium" --headless --no-sandbox --disable-gpu \
       --disable-background-networking --no-first-run --enable-logging=stderr --v=0 \
-      --user-data-dir="$scratch/profile-$out" --window-size=1280,2400 \
+      --user-data-dir="$scratch/profile-$out" --window-size=1280,4000 \
       --screenshot="$scratch/$out.png" "file://$page" 2>"$scratch/$out.log" ||
     fail "chromium exited with $? on $page (log: $scratch/$out.log)"
   [[ -s $scratch/$out.png ]] || fail "chromium wrote no screenshot of $page"
@@ -65,7 +66,21 @@ if [[ -n $errors ]]; then
 fi
 
 # Not blank, and the charts are there: the first op's colour (time-per-op bars, timeline
-# slices), the second's and third's, the A/B chart's best bar, and the roofline's roofs.
+# slices), the second's and third's, the A/B chart's best bar, the roofline's roofs, and
+# the pool map's used and pending blocks.
 "$png_colours" "$scratch/report.png" 50 4e79a7:10000 f28e2b:4000 e15759:1000 59a14f:3000 \
-  c0392b:200 || fail "the screenshot $scratch/report.png does not show the charts"
-echo "PASS: $report renders without console errors and shows its charts"
+  c0392b:200 2e86c1:5000 e67e22:20 || fail "the screenshot $scratch/report.png does not show the charts"
+# The pool snapshot's map as Chromium parsed it: the <svg> and a rect per block of the
+# sample (pool_snapshot.json says how many).
+HOME="$scratch/home" XDG_CONFIG_HOME="$scratch/home" XDG_CACHE_HOME="$scratch/home" \
+  timeout 120 "$chromium" --headless --no-sandbox --disable-gpu --disable-background-networking \
+    --no-first-run --user-data-dir="$scratch/profile-dom" --dump-dom "file://$report" \
+    >"$scratch/report.dom" 2>"$scratch/dom.log" || fail "chromium --dump-dom exited with $?"
+grep -q '<svg[^>]*id="pool-map-0"' "$scratch/report.dom" ||
+  fail "the rendered page has no pool map (DOM: $scratch/report.dom)"
+blocks=$(grep -o '<rect class="block"' "$scratch/report.dom" | wc -l)
+expected=$(grep -c '"state":' "$scratch/pool_snapshot.json")
+((expected > 0 && blocks == expected)) ||
+  fail "the pool map has $blocks block rects, the snapshot $expected blocks"
+
+echo "PASS: $report renders without console errors and shows its charts and pool map"
