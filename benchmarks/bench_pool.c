@@ -2,6 +2,7 @@
  *
  *   bench_pool [--quick | --smoke] [--backend host|cuda|auto] [--json PATH]
  *              [--workload NAME] [--profile DIR]
+ *   bench_pool --lookup [--quick]
  *   bench_pool --validate-json PATH
  *
  * Each workload runs once per allocator mode, each run on a fresh pool (or a fresh
@@ -90,6 +91,11 @@
  *   f ID                               free block ID
  * Every block is freed by the end of its file.
  *
+ * Lookup (--lookup). Instead of the workloads, time the pool's pointer -> descriptor
+ * lookup alone over 100,000 live blocks, in the old table (uthash) and in the one
+ * that replaced it (pool/pool_live.h): ns per lookup, and per lookup + take out +
+ * put back. Printed only (no JSON); the layout and loops are described in pool_lookup.c.
+ *
  * On a terminal a progress bar on stderr counts the cases (workload x parameters).
  *
  * The benchmark reports its goals and never fails on timing. It exits 1 only on a
@@ -112,6 +118,7 @@
 #include <string.h>
 
 #include "bench_common.h"
+#include "pool_lookup.h"
 #include "plume/plume.h"
 #include "plume/pool.h"
 #include "profile/stats.h"
@@ -131,6 +138,7 @@ typedef struct options {
   const char *only_workload; /* NULL: all */
   const char *profile_dir;   /* NULL: no profile */
   const char *trace_dir;     /* NULL: timed runs; else write traces there */
+  bool lookup;               /* time the descriptor lookup alone */
 } options;
 
 static const char *const workload_names[] = {"random_allocations", "steady_state", "multi_stream",
@@ -140,6 +148,7 @@ static const char usage[] =
     "usage: bench_pool [--quick | --smoke] [--backend host|cuda|auto] [--json PATH]\n"
     "                  [--workload NAME] [--profile DIR]\n"
     "       bench_pool [--quick | --smoke] [--workload NAME] --write-trace DIR\n"
+    "       bench_pool --lookup [--quick]\n"
     "       bench_pool --validate-json PATH\n"
     "\n"
     "A/B benchmark of plume's stream-ordered device pool: pooled against\n"
@@ -1622,6 +1631,9 @@ int main(int argc, char **argv) {
                        "random_allocations and steady_state cases to\n"
                        "DIR/<workload>-<parameters>.trace, for other\n"
                        "allocators to replay (format: the header of bench_pool.c)"),
+      BENCH_OPT_FLAG("--lookup", &env.opt.lookup,
+                     "time the pool's pointer -> descriptor lookup alone\n"
+                     "(100,000 live blocks; the old table and pool_live.h)"),
       BENCH_OPT_VALIDATE_JSON,
       BENCH_OPT_HELP,
       BENCH_OPT_END};
@@ -1633,6 +1645,7 @@ int main(int argc, char **argv) {
                          .user = &env.opt};
   int start = bench_start(&cli, argc, argv);
   if (start != BENCH_RUN) return start;
+  if (env.opt.lookup) return bench_pool_lookup(env.opt.size != RUN_FULL) ? 0 : BENCH_EXIT_FAILURE;
   warnings = json_array();
   measure_timer_overhead();
   if (!open_env(&env)) {

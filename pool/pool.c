@@ -30,6 +30,8 @@ static void check_invariants(const plm_pool *pool) {
       PLM_ASSERT(block->addr == expected && block->chunk == chunk);
       PLM_ASSERT(block->phys_prev == prev && block->size % POOL_GRANULE == 0);
       PLM_ASSERT(block->state != BLOCK_USED || !block->owner);
+      PLM_ASSERT((pool_live_find(&pool->live, block->addr) == block) ==
+                 (block->state == BLOCK_USED));
       if (prev && prev->state == BLOCK_FREE && block->state == BLOCK_FREE)
         PLM_ASSERT(prev->owner != block->owner);
       used += block->state == BLOCK_USED;
@@ -38,7 +40,7 @@ static void check_invariants(const plm_pool *pool) {
     }
     PLM_ASSERT(expected == chunk->base + chunk->size);
   }
-  PLM_ASSERT(used == HASH_COUNT(pool->live));
+  PLM_ASSERT(used == pool->live.count);
   for (const pool_owner *owner = pool->owners; owner; owner = owner->hh.next) {
     uint64_t epoch = 0;
     for (const pool_block *block = owner->queue_head; block; block = block->epoch_next) {
@@ -90,8 +92,7 @@ static pool_block *try_take(plm_pool *pool, pool_owner *owner, const request *r)
 static bool make_live(plm_pool *pool, pool_block *block, const request *r, plm_stream *stream,
                       bool reserved_memory) {
   block->requested = r->bytes;
-  HASH_ADD(hh, pool->live, addr, sizeof block->addr, block);
-  if (!PLM__HASH_ADDED(block)) {
+  if (!pool_live_insert(&pool->live, block)) {
     pool_owner *owner = plm__pool_owner_find(pool, stream);
     if (owner) plm__pool_release_block(pool, block, owner);
     return false;
@@ -385,11 +386,10 @@ static plm_status pooled_alloc(plm_pool *pool, size_t bytes, plm_stream *stream,
 static plm_status pooled_free(plm_pool *pool, void *ptr, plm_stream *stream) {
   uintptr_t addr = (uintptr_t)ptr;
   pthread_mutex_lock(&pool->lock);
-  pool_block *block = NULL;
-  HASH_FIND(hh, pool->live, &addr, sizeof addr, block);
+  pool_block *block = pool_live_find(&pool->live, addr);
   pool_owner *owner = block ? plm__pool_owner_get(pool, stream) : NULL;
   if (owner) {
-    HASH_DELETE(hh, pool->live, block);
+    pool_live_remove(&pool->live, addr);
     pool->stats.live_blocks--;
     pool->stats.bytes_in_use -= block->size;
     pool->stats.bytes_requested -= block->requested;
@@ -429,15 +429,16 @@ static void pool_stream_destroying(plm__attachment *self, plm_stream *stream) {
 /* Release everything; returns the number of blocks that were still live. */
 static size_t pool_teardown(plm_pool *pool) {
   pool->backend->synchronize(pool->backend_ctx);
-  size_t live = HASH_COUNT(pool->live);
-  pool_block *block, *next_block;
-  HASH_ITER(hh, pool->live, block, next_block) {
-    HASH_DELETE(hh, pool->live, block);
+  size_t live = pool->live.count;
+  for (size_t i = 0; pool->live.slots && i <= pool->live.mask; i++) {
+    void *memory = (void *)pool->live.slots[i].addr;
+    if (!memory) continue;
     if (pool->config.mode == PLM_POOL_PASSTHROUGH)
-      pool->backend->mem_free(pool->backend_ctx, (void *)block->addr);
+      pool->backend->mem_free(pool->backend_ctx, memory);
     else if (pool->config.mode == PLM_POOL_CUDA_ASYNC)
-      pool->backend->async_free(pool->backend_ctx, pool->async_pool, (void *)block->addr, NULL);
+      pool->backend->async_free(pool->backend_ctx, pool->async_pool, memory, NULL);
   }
+  pool_live_destroy(&pool->live);
   if (pool->async_pool) {
     pool->backend->synchronize(pool->backend_ctx);
     pool->backend->async_pool_destroy(pool->backend_ctx, pool->async_pool);

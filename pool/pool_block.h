@@ -5,7 +5,7 @@
  * phys_next link a block to its neighbours in address order, which is what
  * coalescing needs. A block is in exactly one of three states, and its links say
  * where it is:
- *   USED    handed out; in the pool's live table (hh);
+ *   USED    handed out; in the pool's live table (pool_live.h);
  *   FREE    in an index's `lists` (free_prev/free_next), may be merged;
  *   CACHED  a small block in an index's `cached` list, not merged.
  * A FREE or CACHED block whose `owner` is not NULL was freed on that stream and is
@@ -16,8 +16,6 @@
 #define PLUME_POOL_BLOCK_H
 
 #include <stdint.h>
-
-#include "streams/hash.h"
 
 #include "plume/stream.h"
 
@@ -40,7 +38,6 @@ struct pool_block {
   double freed_at;            /* monotonic seconds of the last free in it; 0: never */
   size_t requested;           /* bytes asked for (USED) */
   pool_block_state state;
-  UT_hash_handle hh; /* in the live table, keyed by addr (USED) */
 };
 
 struct pool_chunk {

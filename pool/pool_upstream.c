@@ -17,8 +17,7 @@ static plm_status track_upstream(plm_pool *pool, void *memory, size_t bytes) {
     block->size = pool_round_up(bytes, POOL_GRANULE);
     block->requested = bytes;
     block->state = BLOCK_USED;
-    HASH_ADD(hh, pool->live, addr, sizeof block->addr, block);
-    if (!PLM__HASH_ADDED(block)) {
+    if (!pool_live_insert(&pool->live, block)) {
       plm__pool_descriptor_release(pool, block);
       block = NULL;
     }
@@ -35,10 +34,9 @@ static plm_status track_upstream(plm_pool *pool, void *memory, size_t bytes) {
 static bool untrack_upstream(plm_pool *pool, void *ptr) {
   uintptr_t addr = (uintptr_t)ptr;
   pthread_mutex_lock(&pool->lock);
-  pool_block *block = NULL;
-  HASH_FIND(hh, pool->live, &addr, sizeof addr, block);
+  pool_block *block = pool_live_find(&pool->live, addr);
   if (block) {
-    HASH_DELETE(hh, pool->live, block);
+    pool_live_remove(&pool->live, addr);
     pool->stats.live_blocks--;
     pool->stats.bytes_in_use -= block->size;
     pool->stats.bytes_requested -= block->requested;

@@ -766,6 +766,102 @@ START_TEST(test_bad_input_is_reported_and_nothing_is_corrupted) {
 }
 END_TEST
 
+/* The live table (pool/pool_live.h) refuses every pointer that is not a live block's
+ * start: around and inside a chunk, inside blocks, at free blocks, freed twice. */
+START_TEST(test_frees_of_pointers_that_are_not_live_blocks_are_refused) {
+  plm_pool *pool = fixed_pool(2 * MiB, 2 * MiB, 0);
+  plm_stream *stream = new_stream();
+  void *first = NULL, *second = NULL, *medium = NULL;
+  PLM_CHECK_OK(plm_pool_alloc(pool, 256, stream, &first)); /* the chunk's base */
+  PLM_CHECK_OK(plm_pool_alloc(pool, 256, stream, &second));
+  PLM_CHECK_OK(plm_pool_alloc(pool, 100000, stream, &medium));
+  char *base = first;
+  char *const around[] = {
+      base - 256,     /* just before the chunk */
+      base - 1,       /* just before, unaligned */
+      base + 2 * MiB, /* just after the chunk (its end) */
+      base + 2 * MiB + 256,
+      base + 1,             /* inside the first block, unaligned */
+      (char *)medium + 256, /* inside a block, on a granule */
+      (char *)medium + 99840,
+      base + 2 * MiB - 256, /* the last granule of the chunk: free memory */
+  };
+  for (size_t i = 0; i < sizeof around / sizeof around[0]; i++)
+    PLM_CHECK_FAILS(plm_pool_free(pool, around[i], stream), PLM_ERR_NOT_FOUND,
+                    "is not a live block of this pool");
+  ck_assert_uint_eq(stats_of(pool).live_blocks, 3);
+
+  /* A freed block freed again; then reused, freed once more, and refused again. */
+  PLM_CHECK_OK(plm_pool_free(pool, second, stream));
+  PLM_CHECK_FAILS(plm_pool_free(pool, second, stream), PLM_ERR_NOT_FOUND, "already freed");
+  void *again = NULL;
+  PLM_CHECK_OK(plm_pool_alloc(pool, 256, stream, &again));
+  ck_assert_ptr_eq(again, second);
+  PLM_CHECK_OK(plm_pool_free(pool, again, stream));
+  PLM_CHECK_FAILS(plm_pool_free(pool, again, stream), PLM_ERR_NOT_FOUND, "already freed");
+  PLM_CHECK_OK(plm_pool_free(pool, medium, stream));
+  PLM_CHECK_FAILS(plm_pool_free(pool, medium, stream), PLM_ERR_NOT_FOUND, "already freed");
+  PLM_CHECK_OK(plm_pool_free(pool, first, stream));
+  ck_assert_uint_eq(stats_of(pool).live_blocks, 0);
+  PLM_CHECK_OK(plm_pool_destroy(pool));
+  PLM_CHECK_OK(plm_stream_destroy(stream));
+}
+END_TEST
+
+/* Many live blocks (the table grows several times and shrinks again), freed in a
+ * scrambled order: every free finds its block exactly once. */
+START_TEST(test_many_live_blocks_are_each_found_once) {
+  enum { COUNT = 20000 };
+  plm_pool *pool = NULL;
+  PLM_CHECK_OK(plm_pool_create(plm_test_ctx, NULL, &pool));
+  plm_stream *stream = new_stream();
+  void **ptrs = calloc(COUNT, sizeof *ptrs);
+  ck_assert_ptr_nonnull(ptrs);
+  for (size_t i = 0; i < COUNT; i++)
+    PLM_CHECK_OK(plm_pool_alloc(pool, 256 * (1 + i % 16), stream, &ptrs[i]));
+  ck_assert_uint_eq(stats_of(pool).live_blocks, COUNT);
+  /* Every other block first (odd strides of a prime walk the whole array). */
+  for (size_t k = 0, i = 0; k < COUNT; k++, i = (i + 7919) % COUNT) {
+    if (i % 2) continue;
+    PLM_CHECK_OK(plm_pool_free(pool, ptrs[i], stream));
+    PLM_CHECK_FAILS(plm_pool_free(pool, ptrs[i], stream), PLM_ERR_NOT_FOUND, "already freed");
+    if (i % 16) /* a block of two granules or more: +256 is inside it */
+      PLM_CHECK_FAILS(plm_pool_free(pool, (char *)ptrs[i] + 256, stream), PLM_ERR_NOT_FOUND,
+                      "is not a live block");
+  }
+  ck_assert_uint_eq(stats_of(pool).live_blocks, COUNT / 2);
+  for (size_t k = 0, i = 0; k < COUNT; k++, i = (i + 7919) % COUNT)
+    if (i % 2) PLM_CHECK_OK(plm_pool_free(pool, ptrs[i], stream));
+  ck_assert_uint_eq(stats_of(pool).live_blocks, 0);
+  for (size_t i = 0; i < COUNT; i += 997)
+    PLM_CHECK_FAILS(plm_pool_free(pool, ptrs[i], stream), PLM_ERR_NOT_FOUND, "already freed");
+  free(ptrs);
+  PLM_CHECK_OK(plm_pool_destroy(pool));
+  PLM_CHECK_OK(plm_stream_destroy(stream));
+}
+END_TEST
+
+/* Passthrough blocks are in the same table: interior pointers and double frees are
+ * refused there too. */
+START_TEST(test_passthrough_refuses_what_is_not_a_live_block) {
+  plm_pool_config config = plm_pool_config_default();
+  config.mode = PLM_POOL_PASSTHROUGH;
+  plm_pool *pool = NULL;
+  PLM_CHECK_OK(plm_pool_create(plm_test_ctx, &config, &pool));
+  plm_stream *stream = new_stream();
+  void *ptr = NULL;
+  PLM_CHECK_OK(plm_pool_alloc(pool, 4096, stream, &ptr));
+  PLM_CHECK_FAILS(plm_pool_free(pool, (char *)ptr + 256, stream), PLM_ERR_NOT_FOUND,
+                  "interior pointer");
+  PLM_CHECK_FAILS(plm_pool_free(pool, (char *)ptr - 256, stream), PLM_ERR_NOT_FOUND,
+                  "is not a live block");
+  PLM_CHECK_OK(plm_pool_free(pool, ptr, stream));
+  PLM_CHECK_FAILS(plm_pool_free(pool, ptr, stream), PLM_ERR_NOT_FOUND, "already freed");
+  PLM_CHECK_OK(plm_pool_destroy(pool));
+  PLM_CHECK_OK(plm_stream_destroy(stream));
+}
+END_TEST
+
 static Suite *pool_suite(void) {
   Suite *suite = suite_create("pool");
   TCase *shapes = tcase_create("shapes");
@@ -807,6 +903,9 @@ static Suite *pool_suite(void) {
   tcase_add_test(lifecycle, test_destroy_reports_live_blocks_and_leftover_pools);
   tcase_add_test(lifecycle, test_bad_config_is_refused);
   tcase_add_test(lifecycle, test_bad_input_is_reported_and_nothing_is_corrupted);
+  tcase_add_test(lifecycle, test_frees_of_pointers_that_are_not_live_blocks_are_refused);
+  tcase_add_test(lifecycle, test_many_live_blocks_are_each_found_once);
+  tcase_add_test(lifecycle, test_passthrough_refuses_what_is_not_a_live_block);
   suite_add_tcase(suite, lifecycle);
   return suite;
 }
