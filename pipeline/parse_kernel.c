@@ -35,8 +35,10 @@ static double built_in_tap(char name, int k, double sigma, int i, int j) {
   return 1.0;
 }
 
-/* The taps, normalised in double precision, then rounded to f32. */
-static void built_in_taps(char name, int k, double sigma, float *taps) {
+/* The taps, normalised in double precision, then rounded to f32; false when one is not a
+ * finite f32 (a sigma so small that its square underflows, or a LoG's scale overflows). */
+static bool built_in_taps(char name, int k, double sigma, float *taps) {
+  bool finite = true;
   double sum = 0.0;
   for (int i = 0; i < k; i++)
     for (int j = 0; j < k; j++) sum += built_in_tap(name, k, sigma, i, j);
@@ -48,7 +50,9 @@ static void built_in_taps(char name, int k, double sigma, float *taps) {
       else
         v /= sum; /* the taps sum to 1 */
       taps[i * k + j] = (float)v;
+      finite = finite && isfinite(taps[i * k + j]);
     }
+  return finite;
 }
 
 static plm_status inline_taps(const char *spec, const char *size, float **taps, int *height,
@@ -113,7 +117,13 @@ plm_status plm__parse_kernel(const char *spec, const char *size, float **taps, i
     if (status != PLM_OK) return status;
     *taps = malloc((size_t)k * (size_t)k * sizeof **taps);
     if (!*taps) return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for a kernel");
-    built_in_taps(spec[0], k, sigma, *taps);
+    if (!built_in_taps(spec[0], k, sigma, *taps)) {
+      free(*taps);
+      *taps = NULL;
+      return plm__fail_raw(PLM_ERR_INVALID_ARG,
+                           "key 'kernel': '%s': SIGMA %g gives taps that are not finite numbers",
+                           spec, sigma);
+    }
     *height = *width = k;
     return PLM_OK;
   }
