@@ -255,8 +255,15 @@ plm_status plm__regions_table_shape(int64_t capacity, const plm_tensor *labels, 
                                   connectivity);
   }
   *table = (plm_shape){.dtype = PLM_DTYPE_F64, .ndim = 2, .dims = {capacity, PLM_REGION_COLUMNS}};
-  if ((uint64_t)capacity > SIZE_MAX / (8u * PLM_REGION_COLUMNS))
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "capacity %lld is too large", (long long)capacity);
+  /* No labelling of the frame has more components than 4-connectivity's checkerboard:
+   * rows past that could never be filled, and a huge capacity would only fail later, as
+   * an allocation. */
+  const int64_t h = labels->dims[labels->ndim - 2], w = labels->dims[labels->ndim - 1];
+  const int64_t most = plm__regions_bound(h, w, 4);
+  if (capacity > most)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG,
+                         "capacity %lld is more than the %lld regions a %lldx%lld frame can have",
+                         (long long)capacity, (long long)most, (long long)h, (long long)w);
   return PLM_OK;
 }
 

@@ -734,6 +734,9 @@ START_TEST(test_parser_errors) {
       {"regions", "element 1 'regions': needs a label element just before it"},
       {"threshold value=1 ! label ! regions capacity=0",
        "element 3 'regions': key 'capacity': '0' is not an integer"},
+      {"threshold value=1 ! label ! regions capacity=9223372036854775807",
+       "element 3 'regions': capacity 9223372036854775807 is more than the 160 regions a 16x20 "
+       "frame can have"},
       {"threshold value=1 ! label ! regions intensity=frame",
        "key 'intensity': 'frame' is not one of input, none"},
       {"conv2d", "element 1 'conv2d': missing key 'kernel'"},
