@@ -11,7 +11,6 @@
 
 enum { KNOWN_POOL_FLAGS = PLM_POOL_NO_STREAM_WAITS, SLOW_PATH_ROUNDS = 4 };
 
-static const size_t CHUNK_GRANULE = (size_t)2 << 20; /* chunks are multiples of 2 MiB */
 static const size_t DEFAULT_MIN_CHUNK = (size_t)2 << 20;
 static const size_t DEFAULT_HUGE = (size_t)256 << 20;
 static const size_t MAX_REQUEST_BYTES = (size_t)1 << 48; /* keeps every size inside the index */
@@ -102,6 +101,19 @@ static bool make_live(plm_pool *pool, pool_block *block, const request *r, plm_s
 
 /* ---- the slow path: chunks --------------------------------------------------------- */
 
+size_t plm__pool_chunk_size(const plm_pool_config *config, size_t need, size_t reserved) {
+  if (need >= config->huge_bytes) return need;
+  size_t bytes = pool_round_up(need, POOL_CHUNK_GRANULE);
+  if (bytes < config->min_chunk_bytes) bytes = config->min_chunk_bytes;
+  if (config->growth == PLM_POOL_GROW_PROPORTIONAL) {
+    size_t step = reserved / POOL_GROWTH_DIVISOR;
+    if (step > POOL_GROWTH_CAP) step = POOL_GROWTH_CAP;
+    step = step / POOL_CHUNK_GRANULE * POOL_CHUNK_GRANULE;
+    if (bytes < step) bytes = step;
+  }
+  return bytes;
+}
+
 /* Reserve a chunk for at least `need` bytes and, when `r` is given, take the
  * request's block from it at once. slow_lock held, lock not held. */
 static plm_status grow(plm_pool *pool, size_t need, const request *r, pool_block **taken) {
@@ -112,15 +124,9 @@ static plm_status grow(plm_pool *pool, size_t need, const request *r, pool_block
   if (config->byte_limit && (reserved > config->byte_limit || need > config->byte_limit - reserved))
     return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "the byte limit of %zu would be passed",
                          config->byte_limit);
-  size_t bytes = need;
-  if (need < config->huge_bytes) {
-    bytes = pool_round_up(need, CHUNK_GRANULE);
-    if (bytes < config->min_chunk_bytes) bytes = config->min_chunk_bytes;
-    if (config->growth == PLM_POOL_GROW_PROPORTIONAL && bytes < reserved / 4)
-      bytes = pool_round_up(reserved / 4, CHUNK_GRANULE);
-    if (config->byte_limit && bytes > config->byte_limit - reserved)
-      bytes = (config->byte_limit - reserved) / POOL_GRANULE * POOL_GRANULE;
-  }
+  size_t bytes = plm__pool_chunk_size(config, need, reserved);
+  if (need < config->huge_bytes && config->byte_limit && bytes > config->byte_limit - reserved)
+    bytes = (config->byte_limit - reserved) / POOL_GRANULE * POOL_GRANULE;
   void *memory = NULL;
   plm_status status = pool->backend->mem_alloc(pool->backend_ctx, bytes, &memory);
   if (status != PLM_OK && bytes > need) {

@@ -219,13 +219,21 @@ void plm__pool_take_block(plm_pool *pool, pool_block *block, size_t size) {
   block->state = BLOCK_USED;
 }
 
+/* Whether a small block going into `index` may stay cached, unmerged: an index
+ * caches at most POOL_CACHE_MAX_BYTES, and what is freed beyond that merges with its
+ * neighbours, so that memory cached in one class cannot be missing from the others. */
+static bool may_cache(const pool_index *index, const pool_block *block) {
+  return block->size <= POOL_SMALL_MAX_BYTES &&
+         index->cached_bytes + block->size <= POOL_CACHE_MAX_BYTES;
+}
+
 /* Free a USED block on `owner`'s stream: it becomes pending there. */
 void plm__pool_release_block(plm_pool *pool, pool_block *block, pool_owner *owner) {
   block->owner = owner;
   block->epoch = owner->open_epoch;
   block->freed_on = owner->stream;
   owner->open_epoch_used = true;
-  if (block->size <= POOL_SMALL_MAX_BYTES) {
+  if (may_cache(&owner->pending, block)) {
     block->state = BLOCK_CACHED;
     pool_index_push_cached(&owner->pending, block, cached_class(block));
     queue_append(owner, block);
@@ -244,6 +252,8 @@ void plm__pool_migrate(plm_pool *pool, pool_owner *owner, uint64_t upto) {
     plm__pool_detach_free_block(pool, block);
     block->owner = NULL;
     block->epoch = 0;
+    if (block->state == BLOCK_CACHED && !may_cache(&pool->global, block))
+      block->state = BLOCK_FREE;
     if (block->state == BLOCK_FREE) block = plm__pool_merge_neighbours(pool, block);
     plm__pool_attach_free_block(pool, block);
   }

@@ -107,10 +107,23 @@ struct plm_pool {
 };
 
 static const size_t POOL_SMALL_MAX_BYTES = (size_t)POOL_SMALL_MAX_GRANULES * POOL_GRANULE;
+/* The most bytes one index (a stream's pending one, or the global one) keeps cached. */
+static const size_t POOL_CACHE_MAX_BYTES = (size_t)512 << 10;
 
 static inline size_t pool_round_up(size_t value, size_t multiple) {
   return (value + multiple - 1) / multiple * multiple;
 }
+
+/* The growth policy (the design comment above): chunks are multiples of
+ * POOL_CHUNK_GRANULE, and a proportional step adds reserved / POOL_GROWTH_DIVISOR,
+ * at most POOL_GROWTH_CAP. */
+static const size_t POOL_CHUNK_GRANULE = (size_t)2 << 20;
+static const size_t POOL_GROWTH_DIVISOR = 8;
+static const size_t POOL_GROWTH_CAP = (size_t)64 << 20;
+
+/* The size of the chunk the pool reserves for a request of `need` bytes (a multiple
+ * of POOL_GRANULE) while `reserved` bytes are reserved; the byte limit aside. */
+size_t plm__pool_chunk_size(const plm_pool_config *config, size_t need, size_t reserved);
 
 /* The size a request is served at, and whether it is small (and its class). */
 typedef struct request {
