@@ -38,7 +38,9 @@ static void check_invariants(const plm_pool *pool) {
     PLM_ASSERT(expected == chunk->base + chunk->size);
   }
   PLM_ASSERT(used == HASH_COUNT(pool->live));
+  PLM_ASSERT(pool->global.cached_bytes <= POOL_CACHE_MAX_BYTES);
   for (const pool_owner *owner = pool->owners; owner; owner = owner->hh.next) {
+    PLM_ASSERT(owner->pending.cached_bytes <= POOL_CACHE_MAX_BYTES);
     uint64_t epoch = 0;
     for (const pool_block *block = owner->queue_head; block; block = block->epoch_next) {
       PLM_ASSERT(block->owner == owner && block->state != BLOCK_USED);
@@ -263,7 +265,7 @@ static pool_block *take_with_stream_wait(plm_pool *pool, pool_owner **owners, si
     pthread_mutex_lock(&pool->lock);
     block->owner = from;
     block->epoch = epoch;
-    block->state = block->size <= POOL_SMALL_MAX_BYTES ? BLOCK_CACHED : BLOCK_FREE;
+    block->state = plm__pool_may_cache(&from->pending, block) ? BLOCK_CACHED : BLOCK_FREE;
     if (block->state == BLOCK_FREE) block = plm__pool_merge_neighbours(pool, block);
     plm__pool_attach_free_block(pool, block);
     pthread_mutex_unlock(&pool->lock);

@@ -222,7 +222,7 @@ void plm__pool_take_block(plm_pool *pool, pool_block *block, size_t size) {
 /* Whether a small block going into `index` may stay cached, unmerged: an index
  * caches at most POOL_CACHE_MAX_BYTES, and what is freed beyond that merges with its
  * neighbours, so that memory cached in one class cannot be missing from the others. */
-static bool may_cache(const pool_index *index, const pool_block *block) {
+bool plm__pool_may_cache(const pool_index *index, const pool_block *block) {
   return block->size <= POOL_SMALL_MAX_BYTES &&
          index->cached_bytes + block->size <= POOL_CACHE_MAX_BYTES;
 }
@@ -233,7 +233,7 @@ void plm__pool_release_block(plm_pool *pool, pool_block *block, pool_owner *owne
   block->epoch = owner->open_epoch;
   block->freed_on = owner->stream;
   owner->open_epoch_used = true;
-  if (may_cache(&owner->pending, block)) {
+  if (plm__pool_may_cache(&owner->pending, block)) {
     block->state = BLOCK_CACHED;
     pool_index_push_cached(&owner->pending, block, cached_class(block));
     queue_append(owner, block);
@@ -252,7 +252,7 @@ void plm__pool_migrate(plm_pool *pool, pool_owner *owner, uint64_t upto) {
     plm__pool_detach_free_block(pool, block);
     block->owner = NULL;
     block->epoch = 0;
-    if (block->state == BLOCK_CACHED && !may_cache(&pool->global, block))
+    if (block->state == BLOCK_CACHED && !plm__pool_may_cache(&pool->global, block))
       block->state = BLOCK_FREE;
     if (block->state == BLOCK_FREE) block = plm__pool_merge_neighbours(pool, block);
     plm__pool_attach_free_block(pool, block);

@@ -144,6 +144,7 @@ void plm__pool_attach_free_block(plm_pool *pool, pool_block *block);
 void plm__pool_absorb_next(plm_pool *pool, pool_block *block, pool_block *next);
 pool_block *plm__pool_merge_neighbours(plm_pool *pool, pool_block *block);
 void plm__pool_take_block(plm_pool *pool, pool_block *block, size_t size);
+bool plm__pool_may_cache(const pool_index *index, const pool_block *block);
 void plm__pool_release_block(plm_pool *pool, pool_block *block, pool_owner *owner);
 void plm__pool_migrate(plm_pool *pool, pool_owner *owner, uint64_t upto);
 void plm__pool_uncache_index(plm_pool *pool, pool_index *index);
