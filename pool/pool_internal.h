@@ -4,9 +4,51 @@
  * cuts them into 256-byte-aligned blocks described in host memory (pool_block.h).
  * Requests up to 64 KiB are small: they are served at the exact size of their
  * class and, when freed, cached in that class without merging (a list push and a
- * pop: the hot path). Larger requests take a good fit from the TLSF lists
- * (pool_index.h), split off the rest, and merge with free neighbours when freed.
- * Requests of at least huge_bytes get a chunk of their own.
+ * pop: the hot path), as long as the index they go to (the freeing stream's, or
+ * the global one) caches at most POOL_CACHE_MAX_BYTES (512 KiB); a small block
+ * freed beyond that merges with its free neighbours like a larger one. Without
+ * that cap every class kept what it had ever held: a stream cycling through the
+ * 81 small classes kept about 1.5 MiB per stream cached that no other class could
+ * use (bench_pool's threads workload reserved 7.5x what it used). Larger requests
+ * take a good fit from the TLSF lists (pool_index.h), split off the rest, and
+ * merge with free neighbours when freed. Requests of at least huge_bytes get a
+ * chunk of their own.
+ *
+ * Growth (plm__pool_chunk_size). When nothing free fits, the pool reserves one
+ * chunk of max(the request rounded up to POOL_CHUNK_GRANULE (2 MiB, not to a power
+ * of two), min_chunk_bytes (2 MiB), and, with PLM_POOL_GROW_PROPORTIONAL, an
+ * eighth of what is reserved rounded down to 2 MiB, that step at most
+ * POOL_GROWTH_CAP (64 MiB)). So the pool starts at 2 MiB, grows geometrically by
+ * 12.5% a step once past 16 MiB (few upstream calls: 97 chunks reach 4 GiB), and
+ * never reserves more than 64 MiB beyond a request: the overshoot of the last chunk
+ * is at most an eighth of what is reserved, and 64 MiB once that is 512 MiB or more
+ * (it was a quarter of what is reserved, uncapped: 1 GiB at 4 GiB).
+ *
+ * Fragmentation bound. What is reserved beyond what is in use is (a) the unused
+ * tail of the last chunk (above), (b) cached small blocks, at most
+ * POOL_CACHE_MAX_BYTES per index, and (c) holes between live blocks that no
+ * request fits. (a) and (b) are bounded by this policy; (c) depends on the order of
+ * frees and sizes and is what the TLSF good fit and immediate merging keep small.
+ * A pending block never merges with a global neighbour (below), so holes on the two
+ * sides of a stream's frees stay apart until the slow path makes them safe for all.
+ *
+ * Giving memory back. A chunk returns upstream only when it is one free block safe
+ * for all: plm_pool_trim makes every pending block safe (it waits for the streams),
+ * returns cached small blocks to the merging lists so that they coalesce, and
+ * gives back whole free chunks; the slow path does the same beyond
+ * release_threshold. A chunk with one live block stays. The physical release that
+ * would lift that on cuda is the next step, not built: reserve one large virtual
+ * range per pool (cuMemAddressReserve) and map 2 MiB physical pages into it as the
+ * pool grows (cuMemCreate + cuMemMap + cuMemSetAccess), as PyTorch's expandable
+ * segments do. Then a new chunk extends the previous one, so a free tail merges
+ * with the new memory instead of staying a hole at a chunk's end, and the pages
+ * under any free run of 2 MiB or more, inside a chunk that still has live blocks,
+ * can be unmapped and released (cuMemUnmap + cuMemRelease) after the frees'
+ * events complete, without moving a live block. cudaMemPool-style release
+ * (cudaMemPoolTrimTo, a release threshold) would not help: it only returns memory
+ * that is wholly unused, which is what release_idle_chunks already does. Those
+ * driver calls need a device to test, and the host backend has no virtual memory
+ * API behind mem_alloc, so neither is written here.
  *
  * Streams. All streams share one global index of blocks safe for anyone. A block
  * freed on stream S is not safe for another stream until S has executed past the
@@ -38,6 +80,8 @@
  *
  * Invariants (checked by PLM_ASSERT in debug builds, after every slow path):
  *   - the blocks of a chunk tile it exactly, in address order;
+ *   - every index (global, and each stream's pending one) caches at most
+ *     POOL_CACHE_MAX_BYTES of small blocks;
  *   - no two adjacent FREE blocks have the same owner (they would have merged);
  *   - a block is in the live table iff it is USED;
  *   - every pending block (owner != NULL) is in its owner's epoch queue, whose
