@@ -82,8 +82,7 @@ static pool_block *try_take(plm_pool *pool, pool_owner *owner, const request *r)
     block = mine;
     if (!mine || (anyone && anyone->size < mine->size)) block = anyone;
   }
-  if (block) plm__pool_take_block(pool, block, r->size);
-  return block;
+  return block ? plm__pool_take_block(pool, block, r->size) : NULL;
 }
 
 /* Record a taken block as live; false (block put back) when the table is out of
@@ -158,8 +157,7 @@ static plm_status grow(plm_pool *pool, size_t need, const request *r, pool_block
   pool->stats.upstream_allocs++;
   plm__pool_note_reserved(pool, bytes);
   if (r) {
-    plm__pool_take_block(pool, block, r->size);
-    *taken = block;
+    *taken = plm__pool_take_block(pool, block, r->size);
   }
   pthread_mutex_unlock(&pool->lock);
   return PLM_OK;
@@ -257,7 +255,7 @@ static pool_block *take_with_stream_wait(plm_pool *pool, pool_owner **owners, si
     from = owners[i];
   }
   uint64_t epoch = block ? block->epoch : 0;
-  if (block) plm__pool_take_block(pool, block, r->size);
+  if (block) block = plm__pool_take_block(pool, block, r->size);
   pthread_mutex_unlock(&pool->lock);
   if (!block) return NULL;
 
@@ -378,6 +376,7 @@ static plm_status pooled_alloc(plm_pool *pool, size_t bytes, plm_stream *stream,
   request r = make_request(bytes);
   pthread_mutex_lock(&pool->lock);
   pool_owner *owner = plm__pool_owner_get(pool, stream);
+  if (owner) owner->allocates = true;
   pool_block *block = owner ? try_take(pool, owner, &r) : NULL;
   bool live = block && make_live(pool, block, &r, stream, false);
   pthread_mutex_unlock(&pool->lock);

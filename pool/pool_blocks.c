@@ -149,12 +149,18 @@ void plm__pool_attach_free_block(plm_pool *pool, pool_block *block) {
 }
 
 /* FREE neighbours merge when they have the same owner (the same stream, or both
- * safe for all). Merging global memory into a pending block would be safe, but it
- * would hide that memory from other streams until the pending stream catches up,
- * and they would grow the pool instead; only the slow path does it, on purpose
- * (extend_with_global). */
+ * safe for all), and a block pending on a stream that allocates absorbs its global
+ * free neighbours: that stream may use them at once, and a hole on each side of its
+ * free would otherwise stay apart until the slow path makes the free safe for all
+ * (the pool grew instead). A stream that only frees (another stream's blocks) does
+ * not: the global memory would be hidden from the streams that allocate until the
+ * freeing stream catches up, and they would grow the pool instead; for them only
+ * the slow path does it, behind a wait (extend_with_global). A global block never
+ * absorbs a pending one, which is not yet safe for all. */
 static bool can_merge(const pool_block *neighbour, const pool_block *block) {
-  return neighbour && neighbour->state == BLOCK_FREE && neighbour->owner == block->owner;
+  if (!neighbour || neighbour->state != BLOCK_FREE) return false;
+  if (neighbour->owner == block->owner) return true;
+  return block->owner && !neighbour->owner && block->owner->allocates;
 }
 
 /* Absorb `next` (detached by the caller) into `block`. Global blocks carry epoch 0,
@@ -174,8 +180,10 @@ pool_block *plm__pool_merge_neighbours(plm_pool *pool, pool_block *block) {
   if (can_merge(prev, block)) {
     plm__pool_detach_free_block(pool, prev);
     const plm_stream *freed_on = block->freed_on;
+    pool_owner *owner = block->owner;
     plm__pool_absorb_next(pool, prev, block);
     prev->freed_on = freed_on;
+    prev->owner = owner;
     block = prev;
   }
   pool_block *next = block->phys_next;
@@ -186,37 +194,76 @@ pool_block *plm__pool_merge_neighbours(plm_pool *pool, pool_block *block) {
   return block;
 }
 
-/* Hand out `block` (FREE or CACHED, attached) for `size` bytes: detach it, split
- * off the rest of a FREE block (which keeps its owner, epoch and queue place). */
-void plm__pool_take_block(plm_pool *pool, pool_block *block, size_t size) {
+/* Split a detached FREE block: a new descriptor for its last `size` bytes, which is
+ * returned; `block` keeps the front, its owner, epoch and queue place, and goes back
+ * into `index`. NULL (nothing changed) when no descriptor is left. */
+static pool_block *split_tail(plm_pool *pool, pool_index *index, pool_block *block, size_t size) {
+  pool_block *tail = plm__pool_descriptor_new(pool);
+  if (!tail) return NULL;
+  block->size -= size;
+  tail->addr = block->addr + block->size;
+  tail->size = size;
+  tail->chunk = block->chunk;
+  tail->freed_on = block->freed_on;
+  tail->phys_prev = block;
+  tail->phys_next = block->phys_next;
+  if (block->phys_next) block->phys_next->phys_prev = tail;
+  block->phys_next = tail;
+  pool_index_insert(index, block);
+  return tail;
+}
+
+/* Split a detached FREE block: `block` keeps its first `size` bytes; the rest, a new
+ * descriptor, takes its owner, epoch and queue place and goes into `index`. False
+ * (nothing changed) when no descriptor is left. */
+static bool split_front(plm_pool *pool, pool_index *index, pool_block *block, size_t size) {
+  pool_block *rest = plm__pool_descriptor_new(pool);
+  if (!rest) return false;
+  rest->addr = block->addr + size;
+  rest->size = block->size - size;
+  rest->chunk = block->chunk;
+  rest->owner = block->owner;
+  rest->epoch = block->epoch;
+  rest->freed_on = block->freed_on;
+  rest->state = BLOCK_FREE;
+  rest->phys_prev = block;
+  rest->phys_next = block->phys_next;
+  if (block->phys_next) block->phys_next->phys_prev = rest;
+  block->phys_next = rest;
+  block->size = size;
+  pool_index_insert(index, rest);
+  if (block->owner) queue_replace(block->owner, block, rest);
+  return true;
+}
+
+/* Hand out `size` bytes of `block` (FREE or CACHED, attached) and return the USED
+ * block. A CACHED block is handed out whole. A FREE block larger than `size` is
+ * split: a small request takes its tail and a larger one its front, so that small
+ * blocks gather at the ends of free runs and leave the rest of each run whole for
+ * large requests (a tiny block cut from the front of a 1 MiB run leaves 1 MiB minus
+ * 256 bytes, which no 1 MiB request fits). */
+pool_block *plm__pool_take_block(plm_pool *pool, pool_block *block, size_t size) {
   pool_index *index = index_of(pool, block);
   if (block->state == BLOCK_CACHED) {
     pool_index_remove_cached(index, block, cached_class(block));
-    if (block->owner) queue_unlink(block->owner, block);
   } else {
     pool_index_remove(index, block);
-    pool_block *rest = block->size > size ? plm__pool_descriptor_new(pool) : NULL;
-    if (rest) {
-      rest->addr = block->addr + size;
-      rest->size = block->size - size;
-      rest->chunk = block->chunk;
-      rest->owner = block->owner;
-      rest->epoch = block->epoch;
-      rest->freed_on = block->freed_on;
-      rest->state = BLOCK_FREE;
-      rest->phys_prev = block;
-      rest->phys_next = block->phys_next;
-      if (block->phys_next) block->phys_next->phys_prev = rest;
-      block->phys_next = rest;
-      block->size = size;
-      pool_index_insert(index, rest);
-      if (block->owner) queue_replace(block->owner, block, rest);
-    } else if (block->owner) {
-      queue_unlink(block->owner, block);
+    if (block->size > size && size <= POOL_SMALL_MAX_BYTES) {
+      pool_block *tail = split_tail(pool, index, block, size);
+      if (tail) {
+        tail->state = BLOCK_USED;
+        return tail;
+      }
+    } else if (block->size > size && split_front(pool, index, block, size)) {
+      block->owner = NULL;
+      block->state = BLOCK_USED;
+      return block;
     }
   }
+  if (block->owner) queue_unlink(block->owner, block);
   block->owner = NULL;
   block->state = BLOCK_USED;
+  return block;
 }
 
 /* Whether a small block going into `index` may stay cached, unmerged: an index

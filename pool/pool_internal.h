@@ -116,6 +116,7 @@ struct pool_owner {
   pool_block *queue_head, *queue_tail;
   uint64_t open_epoch;  /* frees now are tagged with this */
   bool open_epoch_used; /* some block carries open_epoch */
+  bool allocates;       /* an allocation was made on this stream (see can_merge) */
   epoch_mark marks[POOL_EPOCH_RING];
   unsigned mark_first, mark_count;
   UT_hash_handle hh;
@@ -187,7 +188,7 @@ void plm__pool_detach_free_block(plm_pool *pool, pool_block *block);
 void plm__pool_attach_free_block(plm_pool *pool, pool_block *block);
 void plm__pool_absorb_next(plm_pool *pool, pool_block *block, pool_block *next);
 pool_block *plm__pool_merge_neighbours(plm_pool *pool, pool_block *block);
-void plm__pool_take_block(plm_pool *pool, pool_block *block, size_t size);
+pool_block *plm__pool_take_block(plm_pool *pool, pool_block *block, size_t size);
 bool plm__pool_may_cache(const pool_index *index, const pool_block *block);
 void plm__pool_release_block(plm_pool *pool, pool_block *block, pool_owner *owner);
 void plm__pool_migrate(plm_pool *pool, pool_owner *owner, uint64_t upto);
