@@ -11,8 +11,11 @@
  * 81 small classes kept about 1.5 MiB per stream cached that no other class could
  * use (bench_pool's threads workload reserved 7.5x what it used). Larger requests
  * take a good fit from the TLSF lists (pool_index.h), split off the rest, and
- * merge with free neighbours when freed. Requests of at least huge_bytes get a
- * chunk of their own.
+ * merge with free neighbours when freed. A small request served from a larger
+ * free block takes that block's tail, a larger request its front: tiny blocks
+ * gather at the ends of free runs instead of cutting a granule off the front of a
+ * run that a large request would have fitted exactly. Requests of at least
+ * huge_bytes get a chunk of their own.
  *
  * Growth (plm__pool_chunk_size). When nothing free fits, the pool reserves one
  * chunk of max(the request rounded up to POOL_CHUNK_GRANULE (2 MiB, not to a power
@@ -28,9 +31,11 @@
  * tail of the last chunk (above), (b) cached small blocks, at most
  * POOL_CACHE_MAX_BYTES per index, and (c) holes between live blocks that no
  * request fits. (a) and (b) are bounded by this policy; (c) depends on the order of
- * frees and sizes and is what the TLSF good fit and immediate merging keep small.
- * A pending block never merges with a global neighbour (below), so holes on the two
- * sides of a stream's frees stay apart until the slow path makes them safe for all.
+ * frees and sizes and is what the TLSF good fit, immediate merging and the tail
+ * placement of small blocks keep small, not a bound: with many live blocks freed in
+ * a random order while requests of other sizes arrive (bench_pool's fragmentation
+ * workload) the holes left are too small for the new sizes, and no allocator that
+ * never moves a live block avoids that; see physical release below.
  *
  * Giving memory back. A chunk returns upstream only when it is one free block safe
  * for all: plm_pool_trim makes every pending block safe (it waits for the streams),
@@ -55,6 +60,10 @@
  * free, so it goes into S's own index (pool_owner.pending) instead, tagged with
  * S's current epoch, and is appended to S's epoch queue. Later work on S may take
  * it at once. An allocation searches its own stream's index and the global one.
+ * When S also allocates, the freed block absorbs its global free neighbours (S may
+ * use them at once), so that a hole is not split in two between S's index and the
+ * global one until S's epoch completes; a stream that only frees leaves them
+ * global, where the streams that allocate can take them (see can_merge).
  *
  * Epochs. To learn that S has passed its frees without a backend call on the fast
  * path, the slow path closes S's open epoch by recording an event on S (taken from
