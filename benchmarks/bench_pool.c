@@ -89,14 +89,15 @@
  * DIR is created (with its parents) before anything runs.
  *
  * Traces (--write-trace DIR). Instead of timing anything, write the allocation
- * sequence of each random_allocations and steady_state case of the run size (--quick,
- * --smoke or full) into DIR/<workload>-<parameters>.trace, as the workloads above make
- * it (same seed, same cap on live bytes, which depends on the device: write the traces
- * on the machine they describe), so that other allocators replay exactly what plume's
- * pool is measured on (benchmarks/peers_gpu.py: PyTorch's caching allocator and CuPy's
+ * sequence of each random_allocations, fragmentation and steady_state case of the run
+ * size (--quick, --smoke or full) into DIR/<workload>-<parameters>.trace, as the
+ * workloads above make it (same seed, same cap on live bytes, which depends on the
+ * device: write the traces on the machine they describe), so that other allocators
+ * replay exactly what plume's pool is measured on (benchmarks/peers_gpu.py: PyTorch's caching allocator and CuPy's
  * memory pool). The format, one line each:
  *   # plume-pool-trace 1
- *   # workload NAME KEY VALUE ...      (max_size, n or frames, live_cap, seed)
+ *   # workload NAME KEY VALUE ...      (max_size, n or frames, live_cap or
+ *                                       live_target, seed)
  *   a ID BYTES                         allocate BYTES as block ID (IDs from 1, never reused)
  *   f ID                               free block ID
  * Every block is freed by the end of its file.
@@ -1522,7 +1523,8 @@ static bool run_all(bench_env *env) {
 
 /* ---- traces --------------------------------------------------------------------------- */
 
-/* --write-trace DIR: the random_allocations and steady_state cases of the run, each
+/* --write-trace DIR: the random_allocations, fragmentation and steady_state cases of
+ * the run, each
  * into its own file through MODE_TRACE (the header of this file has the format). */
 static bool write_traces(bench_env *env) {
   pool_case cases[MAX_CASES];
@@ -1531,7 +1533,8 @@ static bool write_traces(bench_env *env) {
   for (size_t i = 0; i < count; i++) {
     const pool_case *c = &cases[i];
     bool steady = strcmp(c->workload, "steady_state") == 0;
-    if (!steady && strcmp(c->workload, "random_allocations") != 0) continue;
+    bool fragments = strcmp(c->workload, "fragmentation") == 0;
+    if (!steady && !fragments && strcmp(c->workload, "random_allocations") != 0) continue;
     char path[4096], params[96];
     if (steady)
       snprintf(params, sizeof params, "frames%zu", c->n);
@@ -1545,6 +1548,9 @@ static bool write_traces(bench_env *env) {
     fprintf(trace_file, "# plume-pool-trace 1\n");
     if (steady)
       fprintf(trace_file, "# workload steady_state frames %zu\n", c->n);
+    else if (fragments)
+      fprintf(trace_file, "# workload fragmentation max_size %zu n %zu live_target %zu seed %d\n",
+              c->max_size, c->n, fragmentation_target(env), BENCH_SEED);
     else
       fprintf(trace_file, "# workload random_allocations max_size %zu n %zu live_cap %zu seed %d\n",
               c->max_size, c->n, env->live_cap, BENCH_SEED);
@@ -1559,7 +1565,9 @@ static bool write_traces(bench_env *env) {
     written++;
   }
   if (written == 0)
-    return fail("--write-trace: no random_allocations or steady_state case to write");
+    return fail(
+        "--write-trace: no random_allocations, fragmentation or steady_state case to "
+        "write");
   return true;
 }
 
@@ -1723,7 +1731,8 @@ int main(int argc, char **argv) {
                         "DIR/report.html (A/B bars: the table's steady_state medians)"),
       BENCH_OPT_STRING("--write-trace", "DIR", &env.opt.trace_dir,
                        "time nothing: write the allocation sequences of the\n"
-                       "random_allocations and steady_state cases to\n"
+                       "random_allocations, fragmentation and steady_state\n"
+                       "cases to\n"
                        "DIR/<workload>-<parameters>.trace, for other\n"
                        "allocators to replay (format: the header of bench_pool.c)"),
       BENCH_OPT_VALIDATE_JSON,
