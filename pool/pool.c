@@ -11,7 +11,6 @@
 
 enum { KNOWN_POOL_FLAGS = PLM_POOL_NO_STREAM_WAITS, SLOW_PATH_ROUNDS = 4 };
 
-static const size_t CHUNK_GRANULE = (size_t)2 << 20; /* chunks are multiples of 2 MiB */
 static const size_t DEFAULT_MIN_CHUNK = (size_t)2 << 20;
 static const size_t DEFAULT_HUGE = (size_t)256 << 20;
 static const size_t MAX_REQUEST_BYTES = (size_t)1 << 48; /* keeps every size inside the index */
@@ -41,7 +40,9 @@ static void check_invariants(const plm_pool *pool) {
     PLM_ASSERT(expected == chunk->base + chunk->size);
   }
   PLM_ASSERT(used == pool->live.count);
+  PLM_ASSERT(pool->global.cached_bytes <= POOL_CACHE_MAX_BYTES);
   for (const pool_owner *owner = pool->owners; owner; owner = owner->hh.next) {
+    PLM_ASSERT(owner->pending.cached_bytes <= POOL_CACHE_MAX_BYTES);
     uint64_t epoch = 0;
     for (const pool_block *block = owner->queue_head; block; block = block->epoch_next) {
       PLM_ASSERT(block->owner == owner && block->state != BLOCK_USED);
@@ -83,8 +84,7 @@ static pool_block *try_take(plm_pool *pool, pool_owner *owner, const request *r)
     block = mine;
     if (!mine || (anyone && anyone->size < mine->size)) block = anyone;
   }
-  if (block) plm__pool_take_block(pool, block, r->size);
-  return block;
+  return block ? plm__pool_take_block(pool, block, r->size) : NULL;
 }
 
 /* Record a taken block as live; false (block put back) when the table is out of
@@ -103,6 +103,19 @@ static bool make_live(plm_pool *pool, pool_block *block, const request *r, plm_s
 
 /* ---- the slow path: chunks --------------------------------------------------------- */
 
+size_t plm__pool_chunk_size(const plm_pool_config *config, size_t need, size_t reserved) {
+  if (need >= config->huge_bytes) return need;
+  size_t bytes = pool_round_up(need, POOL_CHUNK_GRANULE);
+  if (bytes < config->min_chunk_bytes) bytes = config->min_chunk_bytes;
+  if (config->growth == PLM_POOL_GROW_PROPORTIONAL) {
+    size_t step = reserved / POOL_GROWTH_DIVISOR;
+    if (step > POOL_GROWTH_CAP) step = POOL_GROWTH_CAP;
+    step = step / POOL_CHUNK_GRANULE * POOL_CHUNK_GRANULE;
+    if (bytes < step) bytes = step;
+  }
+  return bytes;
+}
+
 /* Reserve a chunk for at least `need` bytes and, when `r` is given, take the
  * request's block from it at once. slow_lock held, lock not held. */
 static plm_status grow(plm_pool *pool, size_t need, const request *r, pool_block **taken) {
@@ -113,15 +126,9 @@ static plm_status grow(plm_pool *pool, size_t need, const request *r, pool_block
   if (config->byte_limit && (reserved > config->byte_limit || need > config->byte_limit - reserved))
     return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "the byte limit of %zu would be passed",
                          config->byte_limit);
-  size_t bytes = need;
-  if (need < config->huge_bytes) {
-    bytes = pool_round_up(need, CHUNK_GRANULE);
-    if (bytes < config->min_chunk_bytes) bytes = config->min_chunk_bytes;
-    if (config->growth == PLM_POOL_GROW_PROPORTIONAL && bytes < reserved / 4)
-      bytes = pool_round_up(reserved / 4, CHUNK_GRANULE);
-    if (config->byte_limit && bytes > config->byte_limit - reserved)
-      bytes = (config->byte_limit - reserved) / POOL_GRANULE * POOL_GRANULE;
-  }
+  size_t bytes = plm__pool_chunk_size(config, need, reserved);
+  if (need < config->huge_bytes && config->byte_limit && bytes > config->byte_limit - reserved)
+    bytes = (config->byte_limit - reserved) / POOL_GRANULE * POOL_GRANULE;
   void *memory = NULL;
   plm_status status = pool->backend->mem_alloc(pool->backend_ctx, bytes, &memory);
   if (status != PLM_OK && bytes > need) {
@@ -151,8 +158,7 @@ static plm_status grow(plm_pool *pool, size_t need, const request *r, pool_block
   pool->stats.upstream_allocs++;
   plm__pool_note_reserved(pool, bytes);
   if (r) {
-    plm__pool_take_block(pool, block, r->size);
-    *taken = block;
+    *taken = plm__pool_take_block(pool, block, r->size);
   }
   pthread_mutex_unlock(&pool->lock);
   return PLM_OK;
@@ -250,7 +256,7 @@ static pool_block *take_with_stream_wait(plm_pool *pool, pool_owner **owners, si
     from = owners[i];
   }
   uint64_t epoch = block ? block->epoch : 0;
-  if (block) plm__pool_take_block(pool, block, r->size);
+  if (block) block = plm__pool_take_block(pool, block, r->size);
   pthread_mutex_unlock(&pool->lock);
   if (!block) return NULL;
 
@@ -258,7 +264,7 @@ static pool_block *take_with_stream_wait(plm_pool *pool, pool_owner **owners, si
     pthread_mutex_lock(&pool->lock);
     block->owner = from;
     block->epoch = epoch;
-    block->state = block->size <= POOL_SMALL_MAX_BYTES ? BLOCK_CACHED : BLOCK_FREE;
+    block->state = plm__pool_may_cache(&from->pending, block) ? BLOCK_CACHED : BLOCK_FREE;
     if (block->state == BLOCK_FREE) block = plm__pool_merge_neighbours(pool, block);
     plm__pool_attach_free_block(pool, block);
     pthread_mutex_unlock(&pool->lock);
@@ -371,6 +377,7 @@ static plm_status pooled_alloc(plm_pool *pool, size_t bytes, plm_stream *stream,
   request r = make_request(bytes);
   pthread_mutex_lock(&pool->lock);
   pool_owner *owner = plm__pool_owner_get(pool, stream);
+  if (owner) owner->allocates = true;
   pool_block *block = owner ? try_take(pool, owner, &r) : NULL;
   bool live = block && make_live(pool, block, &r, stream, false);
   pthread_mutex_unlock(&pool->lock);

@@ -150,12 +150,18 @@ void plm__pool_attach_free_block(plm_pool *pool, pool_block *block) {
 }
 
 /* FREE neighbours merge when they have the same owner (the same stream, or both
- * safe for all). Merging global memory into a pending block would be safe, but it
- * would hide that memory from other streams until the pending stream catches up,
- * and they would grow the pool instead; only the slow path does it, on purpose
- * (extend_with_global). */
+ * safe for all), and a block pending on a stream that allocates absorbs its global
+ * free neighbours: that stream may use them at once, and a hole on each side of its
+ * free would otherwise stay apart until the slow path makes the free safe for all
+ * (the pool grew instead). A stream that only frees (another stream's blocks) does
+ * not: the global memory would be hidden from the streams that allocate until the
+ * freeing stream catches up, and they would grow the pool instead; for them only
+ * the slow path does it, behind a wait (extend_with_global). A global block never
+ * absorbs a pending one, which is not yet safe for all. */
 static bool can_merge(const pool_block *neighbour, const pool_block *block) {
-  return neighbour && neighbour->state == BLOCK_FREE && neighbour->owner == block->owner;
+  if (!neighbour || neighbour->state != BLOCK_FREE) return false;
+  if (neighbour->owner == block->owner) return true;
+  return block->owner && !neighbour->owner && block->owner->allocates;
 }
 
 /* Absorb `next` (detached by the caller) into `block`. Global blocks carry epoch 0,
@@ -176,8 +182,10 @@ pool_block *plm__pool_merge_neighbours(plm_pool *pool, pool_block *block) {
   if (can_merge(prev, block)) {
     plm__pool_detach_free_block(pool, prev);
     const plm_stream *freed_on = block->freed_on;
+    pool_owner *owner = block->owner;
     plm__pool_absorb_next(pool, prev, block);
     prev->freed_on = freed_on;
+    prev->owner = owner;
     block = prev;
   }
   pool_block *next = block->phys_next;
@@ -188,38 +196,86 @@ pool_block *plm__pool_merge_neighbours(plm_pool *pool, pool_block *block) {
   return block;
 }
 
-/* Hand out `block` (FREE or CACHED, attached) for `size` bytes: detach it, split
- * off the rest of a FREE block (which keeps its owner, epoch and queue place). */
-void plm__pool_take_block(plm_pool *pool, pool_block *block, size_t size) {
+/* Split a detached FREE block: a new descriptor for its last `size` bytes, which is
+ * returned; `block` keeps the front, its owner, epoch and queue place, and goes back
+ * into `index`. NULL (nothing changed) when no descriptor is left. */
+static pool_block *split_tail(plm_pool *pool, pool_index *index, pool_block *block, size_t size) {
+  pool_block *tail = plm__pool_descriptor_new(pool);
+  if (!tail) return NULL;
+  block->size -= size;
+  tail->addr = block->addr + block->size;
+  tail->size = size;
+  tail->chunk = block->chunk;
+  tail->freed_on = block->freed_on;
+  tail->freed_at = block->freed_at;
+  tail->phys_prev = block;
+  tail->phys_next = block->phys_next;
+  if (block->phys_next) block->phys_next->phys_prev = tail;
+  block->phys_next = tail;
+  pool_index_insert(index, block);
+  return tail;
+}
+
+/* Split a detached FREE block: `block` keeps its first `size` bytes; the rest, a new
+ * descriptor, takes its owner, epoch and queue place and goes into `index`. False
+ * (nothing changed) when no descriptor is left. */
+static bool split_front(plm_pool *pool, pool_index *index, pool_block *block, size_t size) {
+  pool_block *rest = plm__pool_descriptor_new(pool);
+  if (!rest) return false;
+  rest->addr = block->addr + size;
+  rest->size = block->size - size;
+  rest->chunk = block->chunk;
+  rest->owner = block->owner;
+  rest->epoch = block->epoch;
+  rest->freed_on = block->freed_on;
+  rest->freed_at = block->freed_at;
+  rest->state = BLOCK_FREE;
+  rest->phys_prev = block;
+  rest->phys_next = block->phys_next;
+  if (block->phys_next) block->phys_next->phys_prev = rest;
+  block->phys_next = rest;
+  block->size = size;
+  pool_index_insert(index, rest);
+  if (block->owner) queue_replace(block->owner, block, rest);
+  return true;
+}
+
+/* Hand out `size` bytes of `block` (FREE or CACHED, attached) and return the USED
+ * block. A CACHED block is handed out whole. A FREE block larger than `size` is
+ * split: a small request takes its tail and a larger one its front, so that small
+ * blocks gather at the ends of free runs and leave the rest of each run whole for
+ * large requests (a tiny block cut from the front of a 1 MiB run leaves 1 MiB minus
+ * 256 bytes, which no 1 MiB request fits). */
+pool_block *plm__pool_take_block(plm_pool *pool, pool_block *block, size_t size) {
   pool_index *index = index_of(pool, block);
   if (block->state == BLOCK_CACHED) {
     pool_index_remove_cached(index, block, cached_class(block));
-    if (block->owner) queue_unlink(block->owner, block);
   } else {
     pool_index_remove(index, block);
-    pool_block *rest = block->size > size ? plm__pool_descriptor_new(pool) : NULL;
-    if (rest) {
-      rest->addr = block->addr + size;
-      rest->size = block->size - size;
-      rest->chunk = block->chunk;
-      rest->owner = block->owner;
-      rest->epoch = block->epoch;
-      rest->freed_on = block->freed_on;
-      rest->freed_at = block->freed_at;
-      rest->state = BLOCK_FREE;
-      rest->phys_prev = block;
-      rest->phys_next = block->phys_next;
-      if (block->phys_next) block->phys_next->phys_prev = rest;
-      block->phys_next = rest;
-      block->size = size;
-      pool_index_insert(index, rest);
-      if (block->owner) queue_replace(block->owner, block, rest);
-    } else if (block->owner) {
-      queue_unlink(block->owner, block);
+    if (block->size > size && size <= POOL_SMALL_MAX_BYTES) {
+      pool_block *tail = split_tail(pool, index, block, size);
+      if (tail) {
+        tail->state = BLOCK_USED;
+        return tail;
+      }
+    } else if (block->size > size && split_front(pool, index, block, size)) {
+      block->owner = NULL;
+      block->state = BLOCK_USED;
+      return block;
     }
   }
+  if (block->owner) queue_unlink(block->owner, block);
   block->owner = NULL;
   block->state = BLOCK_USED;
+  return block;
+}
+
+/* Whether a small block going into `index` may stay cached, unmerged: an index
+ * caches at most POOL_CACHE_MAX_BYTES, and what is freed beyond that merges with its
+ * neighbours, so that memory cached in one class cannot be missing from the others. */
+bool plm__pool_may_cache(const pool_index *index, const pool_block *block) {
+  return block->size <= POOL_SMALL_MAX_BYTES &&
+         index->cached_bytes + block->size <= POOL_CACHE_MAX_BYTES;
 }
 
 /* Free a USED block on `owner`'s stream: it becomes pending there. */
@@ -229,7 +285,7 @@ void plm__pool_release_block(plm_pool *pool, pool_block *block, pool_owner *owne
   block->freed_on = owner->stream;
   block->freed_at = plm__monotonic_seconds();
   owner->open_epoch_used = true;
-  if (block->size <= POOL_SMALL_MAX_BYTES) {
+  if (plm__pool_may_cache(&owner->pending, block)) {
     block->state = BLOCK_CACHED;
     pool_index_push_cached(&owner->pending, block, cached_class(block));
     queue_append(owner, block);
@@ -248,6 +304,8 @@ void plm__pool_migrate(plm_pool *pool, pool_owner *owner, uint64_t upto) {
     plm__pool_detach_free_block(pool, block);
     block->owner = NULL;
     block->epoch = 0;
+    if (block->state == BLOCK_CACHED && !plm__pool_may_cache(&pool->global, block))
+      block->state = BLOCK_FREE;
     if (block->state == BLOCK_FREE) block = plm__pool_merge_neighbours(pool, block);
     plm__pool_attach_free_block(pool, block);
   }

@@ -98,6 +98,7 @@ pool_block *pool_index_find(const pool_index *index, size_t granules) {
 void pool_index_push_cached(pool_index *index, pool_block *block, unsigned klass) {
   list_push(&index->cached[klass], block);
   index->free_bytes += block->size;
+  index->cached_bytes += block->size;
 }
 
 pool_block *pool_index_pop_cached(pool_index *index, unsigned klass) {
@@ -109,6 +110,7 @@ pool_block *pool_index_pop_cached(pool_index *index, unsigned klass) {
 void pool_index_remove_cached(pool_index *index, pool_block *block, unsigned klass) {
   list_unlink(&index->cached[klass], block);
   index->free_bytes -= block->size;
+  index->cached_bytes -= block->size;
 }
 
 size_t pool_index_largest(const pool_index *index) {

@@ -42,6 +42,7 @@ typedef struct pool_index {
   pool_block *lists[POOL_CLASS_COUNT];
   pool_block *cached[POOL_CLASS_COUNT]; /* only small classes are used */
   size_t free_bytes;                    /* in lists and cached */
+  size_t cached_bytes;                  /* in cached only */
 } pool_index;
 
 /* The class a block of `granules` belongs to (rounding down). */

@@ -4,9 +4,56 @@
  * cuts them into 256-byte-aligned blocks described in host memory (pool_block.h).
  * Requests up to 64 KiB are small: they are served at the exact size of their
  * class and, when freed, cached in that class without merging (a list push and a
- * pop: the hot path). Larger requests take a good fit from the TLSF lists
- * (pool_index.h), split off the rest, and merge with free neighbours when freed.
- * Requests of at least huge_bytes get a chunk of their own.
+ * pop: the hot path), as long as the index they go to (the freeing stream's, or
+ * the global one) caches at most POOL_CACHE_MAX_BYTES (512 KiB); a small block
+ * freed beyond that merges with its free neighbours like a larger one. Without
+ * that cap every class kept what it had ever held: a stream cycling through the
+ * 81 small classes kept about 1.5 MiB per stream cached that no other class could
+ * use (bench_pool's threads workload reserved 7.5x what it used). Larger requests
+ * take a good fit from the TLSF lists (pool_index.h), split off the rest, and
+ * merge with free neighbours when freed. A small request served from a larger
+ * free block takes that block's tail, a larger request its front: tiny blocks
+ * gather at the ends of free runs instead of cutting a granule off the front of a
+ * run that a large request would have fitted exactly. Requests of at least
+ * huge_bytes get a chunk of their own.
+ *
+ * Growth (plm__pool_chunk_size). When nothing free fits, the pool reserves one
+ * chunk of max(the request rounded up to POOL_CHUNK_GRANULE (2 MiB, not to a power
+ * of two), min_chunk_bytes (2 MiB), and, with PLM_POOL_GROW_PROPORTIONAL, an
+ * eighth of what is reserved rounded down to 2 MiB, that step at most
+ * POOL_GROWTH_CAP (64 MiB)). So the pool starts at 2 MiB, grows geometrically by
+ * 12.5% a step once past 16 MiB (few upstream calls: 97 chunks reach 4 GiB), and
+ * never reserves more than 64 MiB beyond a request: the overshoot of the last chunk
+ * is at most an eighth of what is reserved, and 64 MiB once that is 512 MiB or more
+ * (it was a quarter of what is reserved, uncapped: 1 GiB at 4 GiB).
+ *
+ * Fragmentation bound. What is reserved beyond what is in use is (a) the unused
+ * tail of the last chunk (above), (b) cached small blocks, at most
+ * POOL_CACHE_MAX_BYTES per index, and (c) holes between live blocks that no
+ * request fits. (a) and (b) are bounded by this policy; (c) depends on the order of
+ * frees and sizes and is what the TLSF good fit, immediate merging and the tail
+ * placement of small blocks keep small, not a bound: with many live blocks freed in
+ * a random order while requests of other sizes arrive (bench_pool's fragmentation
+ * workload) the holes left are too small for the new sizes, and no allocator that
+ * never moves a live block avoids that; see physical release below.
+ *
+ * Giving memory back. A chunk returns upstream only when it is one free block safe
+ * for all: plm_pool_trim makes every pending block safe (it waits for the streams),
+ * returns cached small blocks to the merging lists so that they coalesce, and
+ * gives back whole free chunks; the slow path does the same beyond
+ * release_threshold. A chunk with one live block stays. The physical release that
+ * would lift that on cuda is the next step, not built: reserve one large virtual
+ * range per pool (cuMemAddressReserve) and map 2 MiB physical pages into it as the
+ * pool grows (cuMemCreate + cuMemMap + cuMemSetAccess), as PyTorch's expandable
+ * segments do. Then a new chunk extends the previous one, so a free tail merges
+ * with the new memory instead of staying a hole at a chunk's end, and the pages
+ * under any free run of 2 MiB or more, inside a chunk that still has live blocks,
+ * can be unmapped and released (cuMemUnmap + cuMemRelease) after the frees'
+ * events complete, without moving a live block. cudaMemPool-style release
+ * (cudaMemPoolTrimTo, a release threshold) would not help: it only returns memory
+ * that is wholly unused, which is what release_idle_chunks already does. Those
+ * driver calls need a device to test, and the host backend has no virtual memory
+ * API behind mem_alloc, so neither is written here.
  *
  * Lookup. A free finds its block's descriptor in the live table (pool_live.h):
  * open addressing over 16-byte slots holding the address and the descriptor, so
@@ -23,6 +70,10 @@
  * free, so it goes into S's own index (pool_owner.pending) instead, tagged with
  * S's current epoch, and is appended to S's epoch queue. Later work on S may take
  * it at once. An allocation searches its own stream's index and the global one.
+ * When S also allocates, the freed block absorbs its global free neighbours (S may
+ * use them at once), so that a hole is not split in two between S's index and the
+ * global one until S's epoch completes; a stream that only frees leaves them
+ * global, where the streams that allocate can take them (see can_merge).
  *
  * Epochs. To learn that S has passed its frees without a backend call on the fast
  * path, the slow path closes S's open epoch by recording an event on S (taken from
@@ -48,6 +99,8 @@
  *
  * Invariants (checked by PLM_ASSERT in debug builds, after every slow path):
  *   - the blocks of a chunk tile it exactly, in address order;
+ *   - every index (global, and each stream's pending one) caches at most
+ *     POOL_CACHE_MAX_BYTES of small blocks;
  *   - no two adjacent FREE blocks have the same owner (they would have merged);
  *   - a block is in the live table iff it is USED;
  *   - every pending block (owner != NULL) is in its owner's epoch queue, whose
@@ -84,6 +137,7 @@ struct pool_owner {
   pool_block *queue_head, *queue_tail;
   uint64_t open_epoch;  /* frees now are tagged with this */
   bool open_epoch_used; /* some block carries open_epoch */
+  bool allocates;       /* an allocation was made on this stream (see can_merge) */
   epoch_mark marks[POOL_EPOCH_RING];
   unsigned mark_first, mark_count;
   UT_hash_handle hh;
@@ -119,10 +173,23 @@ struct plm_pool {
 };
 
 static const size_t POOL_SMALL_MAX_BYTES = (size_t)POOL_SMALL_MAX_GRANULES * POOL_GRANULE;
+/* The most bytes one index (a stream's pending one, or the global one) keeps cached. */
+static const size_t POOL_CACHE_MAX_BYTES = (size_t)512 << 10;
 
 static inline size_t pool_round_up(size_t value, size_t multiple) {
   return (value + multiple - 1) / multiple * multiple;
 }
+
+/* The growth policy (the design comment above): chunks are multiples of
+ * POOL_CHUNK_GRANULE, and a proportional step adds reserved / POOL_GROWTH_DIVISOR,
+ * at most POOL_GROWTH_CAP. */
+static const size_t POOL_CHUNK_GRANULE = (size_t)2 << 20;
+static const size_t POOL_GROWTH_DIVISOR = 8;
+static const size_t POOL_GROWTH_CAP = (size_t)64 << 20;
+
+/* The size of the chunk the pool reserves for a request of `need` bytes (a multiple
+ * of POOL_GRANULE) while `reserved` bytes are reserved; the byte limit aside. */
+size_t plm__pool_chunk_size(const plm_pool_config *config, size_t need, size_t reserved);
 
 /* The size a request is served at, and whether it is small (and its class). */
 typedef struct request {
@@ -142,7 +209,8 @@ void plm__pool_detach_free_block(plm_pool *pool, pool_block *block);
 void plm__pool_attach_free_block(plm_pool *pool, pool_block *block);
 void plm__pool_absorb_next(plm_pool *pool, pool_block *block, pool_block *next);
 pool_block *plm__pool_merge_neighbours(plm_pool *pool, pool_block *block);
-void plm__pool_take_block(plm_pool *pool, pool_block *block, size_t size);
+pool_block *plm__pool_take_block(plm_pool *pool, pool_block *block, size_t size);
+bool plm__pool_may_cache(const pool_index *index, const pool_block *block);
 void plm__pool_release_block(plm_pool *pool, pool_block *block, pool_owner *owner);
 void plm__pool_migrate(plm_pool *pool, pool_owner *owner, uint64_t upto);
 void plm__pool_uncache_index(plm_pool *pool, pool_index *index);

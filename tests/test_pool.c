@@ -103,11 +103,11 @@ START_TEST(test_medium_blocks_split_and_coalesce) {
   ck_assert_ptr_eq(merged, a);
   PLM_CHECK_OK(plm_pool_free(pool, merged, stream));
   PLM_CHECK_OK(plm_pool_free(pool, c, stream));
-  /* On the stream, a, b and c merged into one pending 384 KiB block; the rest of the
-   * chunk stays safe for all streams and apart until the stream's frees are known
-   * complete. Trimming (keeping every chunk) makes them safe: the chunk is whole. */
+  /* On the stream, a, b and c merged into one pending block, which took in the rest of
+   * the chunk (safe for all) too, since this stream allocates: the stream may use the
+   * whole chunk at once. Trimming (keeping every chunk) makes it safe for all. */
   plm_pool_stats stats = stats_of(pool);
-  ck_assert_uint_eq(stats.largest_free_block, 2 * MiB - 384 * KiB);
+  ck_assert_uint_eq(stats.largest_free_block, 2 * MiB);
   PLM_CHECK_OK(plm_pool_trim(pool, SIZE_MAX));
   stats = stats_of(pool);
   ck_assert_uint_eq(stats.upstream_allocs, 1);
@@ -147,6 +147,93 @@ START_TEST(test_huge_requests_get_their_own_chunk) {
   plm_pool_stats stats = stats_of(pool);
   ck_assert_uint_eq(stats.bytes_reserved, 5 * MiB + 256);
   PLM_CHECK_OK(plm_pool_free(pool, huge, stream));
+  PLM_CHECK_OK(plm_pool_trim(pool, 0));
+  stats = stats_of(pool);
+  ck_assert_uint_eq(stats.bytes_reserved, 0);
+  ck_assert_uint_eq(stats.upstream_frees, stats.upstream_allocs);
+  PLM_CHECK_OK(plm_pool_destroy(pool));
+  PLM_CHECK_OK(plm_stream_destroy(stream));
+}
+END_TEST
+
+/* ---- the growth policy and the bound on cached memory ------------------------------ */
+
+/* The documented growth policy (pool/pool_internal.h): a chunk is the request rounded
+ * up to 2 MiB, at least min_chunk_bytes (2 MiB), and at least reserved / 8 rounded
+ * down to 2 MiB, that step capped at 64 MiB. */
+static size_t expected_chunk(size_t need, size_t reserved) {
+  size_t bytes = (need + 2 * MiB - 1) / (2 * MiB) * (2 * MiB);
+  if (bytes < 2 * MiB) bytes = 2 * MiB;
+  size_t step = reserved / 8;
+  if (step > 64 * MiB) step = 64 * MiB;
+  step = step / (2 * MiB) * (2 * MiB);
+  return bytes > step ? bytes : step;
+}
+
+START_TEST(test_chunk_sizes_follow_the_growth_policy) {
+  plm_pool *pool = NULL;
+  PLM_CHECK_OK(plm_pool_create(plm_test_ctx, NULL, &pool));
+  plm_stream *stream = new_stream();
+  /* Large requests are rounded to 2 MiB, not to a power of two. */
+  void *odd = NULL, *large = NULL;
+  PLM_CHECK_OK(plm_pool_alloc(pool, 5 * MiB + 1, stream, &odd));
+  ck_assert_uint_eq(stats_of(pool).bytes_reserved, 6 * MiB);
+  PLM_CHECK_OK(plm_pool_alloc(pool, 70 * MiB, stream, &large));
+  ck_assert_uint_eq(stats_of(pool).bytes_reserved, 76 * MiB);
+  PLM_CHECK_OK(plm_pool_free(pool, odd, stream));
+  PLM_CHECK_OK(plm_pool_free(pool, large, stream));
+  PLM_CHECK_OK(plm_pool_destroy(pool));
+
+  /* 2 MiB blocks kept live fill each chunk exactly, so every growth step shows: the
+   * chunks grow geometrically (an eighth of what is reserved) up to 64 MiB. */
+  enum { BLOCKS = 320 };
+  static void *blocks[BLOCKS];
+  PLM_CHECK_OK(plm_pool_create(plm_test_ctx, NULL, &pool));
+  size_t reserved = 0, room = 0, chunks = 0, largest_chunk = 0;
+  for (int i = 0; i < BLOCKS; i++) {
+    if (room < 2 * MiB) {
+      size_t chunk = expected_chunk(2 * MiB, reserved);
+      reserved += chunk;
+      room += chunk;
+      chunks++;
+      if (chunk > largest_chunk) largest_chunk = chunk;
+    }
+    room -= 2 * MiB;
+    PLM_CHECK_OK(plm_pool_alloc(pool, 2 * MiB, stream, &blocks[i]));
+    plm_pool_stats stats = stats_of(pool);
+    ck_assert_msg(stats.bytes_reserved == reserved && stats.upstream_allocs == chunks,
+                  "block %d: %llu bytes in %llu chunks reserved, expected %zu in %zu", i,
+                  (unsigned long long)stats.bytes_reserved,
+                  (unsigned long long)stats.upstream_allocs, reserved, chunks);
+  }
+  ck_assert_uint_eq(largest_chunk, 64 * MiB); /* the cap was reached */
+  for (int i = 0; i < BLOCKS; i++) PLM_CHECK_OK(plm_pool_free(pool, blocks[i], stream));
+  PLM_CHECK_OK(plm_pool_destroy(pool));
+  PLM_CHECK_OK(plm_stream_destroy(stream));
+}
+END_TEST
+
+/* Every small size class in turn: eight blocks allocated, then freed. Each class used
+ * to keep its eight blocks cached for ever (about 20 MiB over the 81 classes); an
+ * index now caches at most 512 KiB and the rest merges back, so one stream's pattern
+ * stays within one 2 MiB chunk beyond what is in use (the fragmentation bound of
+ * pool_internal.h), and trimming gives the emptied chunks back. */
+START_TEST(test_cached_small_blocks_are_bounded_and_go_back_on_trim) {
+  plm_pool *pool = NULL;
+  PLM_CHECK_OK(plm_pool_create(plm_test_ctx, NULL, &pool));
+  plm_stream *stream = new_stream();
+  void *blocks[8];
+  for (size_t granules = 1; granules <= 256; granules++) {
+    for (int i = 0; i < 8; i++)
+      PLM_CHECK_OK(plm_pool_alloc(pool, granules * 256, stream, &blocks[i]));
+    for (int i = 0; i < 8; i++) PLM_CHECK_OK(plm_pool_free(pool, blocks[i], stream));
+  }
+  plm_pool_stats stats = stats_of(pool);
+  ck_assert_uint_le(stats.peak_bytes_in_use, 8 * 64 * KiB);
+  ck_assert_msg(stats.peak_bytes_reserved <= stats.peak_bytes_in_use + 2 * MiB,
+                "peak reserved %llu for peak in use %llu",
+                (unsigned long long)stats.peak_bytes_reserved,
+                (unsigned long long)stats.peak_bytes_in_use);
   PLM_CHECK_OK(plm_pool_trim(pool, 0));
   stats = stats_of(pool);
   ck_assert_uint_eq(stats.bytes_reserved, 0);
@@ -871,6 +958,8 @@ static Suite *pool_suite(void) {
   tcase_add_test(shapes, test_medium_blocks_split_and_coalesce);
   tcase_add_test(shapes, test_fragmentation_is_reported);
   tcase_add_test(shapes, test_huge_requests_get_their_own_chunk);
+  tcase_add_test(shapes, test_chunk_sizes_follow_the_growth_policy);
+  tcase_add_test(shapes, test_cached_small_blocks_are_bounded_and_go_back_on_trim);
   suite_add_tcase(suite, shapes);
 
   TCase *accounting = tcase_create("accounting");

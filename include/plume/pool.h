@@ -26,7 +26,9 @@
  *
  * How the pooled mode works (the design notes are in pool/pool_internal.h):
  * memory is reserved from upstream in chunks; small requests (up to 64 KiB) are
- * served from exact size classes, medium ones by a two-level segregated fit
+ * served from exact size classes (at most 512 KiB of freed small blocks stay cached
+ * per stream and for all streams; the rest merges), medium ones by a two-level
+ * segregated fit
  * (TLSF) with splitting and immediate coalescing, and requests at or above
  * `huge_bytes` get a chunk of their own. All streams share one free structure;
  * a block freed on stream S is first usable by S only, and becomes usable by all
@@ -78,11 +80,12 @@ typedef enum plm_pool_mode {
 } plm_pool_mode;
 
 typedef enum plm_pool_growth {
-  /* Each new chunk is max(request, min_chunk_bytes, reserved / 4): few upstream
-   * calls, and a chunk never adds more than a quarter of what is already reserved
-   * (beyond the request itself). */
+  /* Each new chunk is max(request rounded up to 2 MiB, min_chunk_bytes, min(reserved
+   * / 8, 64 MiB)): few upstream calls while the pool is small (it grows by 12.5% a
+   * step), and a chunk never adds more than an eighth of what is already reserved,
+   * nor more than 64 MiB, beyond the request itself. */
   PLM_POOL_GROW_PROPORTIONAL = 0,
-  /* Each new chunk is max(request, min_chunk_bytes). */
+  /* Each new chunk is max(request rounded up to 2 MiB, min_chunk_bytes). */
   PLM_POOL_GROW_FIXED = 1
 } plm_pool_growth;
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/cli/test-pool-traces.sh BENCH_POOL SCRATCH: bench_pool --write-trace writes one
-# file per random_allocations and steady_state case, in the format of bench_pool.c's
+# file per random_allocations, fragmentation and steady_state case, in the format of bench_pool.c's
 # header, every block allocated once and freed once; and the same run writes the same
 # bytes again (the sequences are what the timed runs do, from a fixed seed).
 set -uo pipefail
@@ -12,10 +12,11 @@ fail() { echo "FAILED: $*"; exit 1; }
 "$bench" --smoke --backend host --write-trace "$scratch/a" >"$scratch/a.out" || fail "bench_pool --write-trace exited $?"
 "$bench" --smoke --backend host --write-trace "$scratch/b" >/dev/null || fail "second run exited $?"
 files=("$scratch"/a/*.trace)
-# --smoke: random_allocations at three sizes and steady_state.
-((${#files[@]} == 4)) || fail "expected 4 trace files, found ${#files[@]}: ${files[*]}"
+# --smoke: random_allocations at three sizes, fragmentation and steady_state.
+((${#files[@]} == 5)) || fail "expected 5 trace files, found ${#files[@]}: ${files[*]}"
 [[ -f $scratch/a/steady_state-frames30.trace ]] || fail "no steady_state-frames30.trace"
 [[ -f $scratch/a/random_allocations-max4096-n200.trace ]] || fail "no random_allocations-max4096-n200.trace"
+[[ -f $scratch/a/fragmentation-max16777216-n500.trace ]] || fail "no fragmentation-max16777216-n500.trace"
 for f in "${files[@]}"; do
   cmp -s "$f" "$scratch/b/$(basename "$f")" || fail "$f differs between two runs"
   head -n 1 "$f" | grep -qx '# plume-pool-trace 1' || fail "$f: first line is not the format's"
