@@ -862,16 +862,18 @@ START_TEST(test_frees_of_pointers_that_are_not_live_blocks_are_refused) {
   PLM_CHECK_OK(plm_pool_alloc(pool, 256, stream, &first)); /* the chunk's base */
   PLM_CHECK_OK(plm_pool_alloc(pool, 256, stream, &second));
   PLM_CHECK_OK(plm_pool_alloc(pool, 100000, stream, &medium));
-  char *base = first;
+  /* medium is cut from the front of the chunk, the small blocks from its tail
+   * (pool/pool_internal.h). */
+  char *base = medium;
   char *const around[] = {
       base - 256,     /* just before the chunk */
       base - 1,       /* just before, unaligned */
       base + 2 * MiB, /* just after the chunk (its end) */
       base + 2 * MiB + 256,
-      base + 1,             /* inside the first block, unaligned */
+      (char *)first + 1,    /* inside a small block, unaligned */
       (char *)medium + 256, /* inside a block, on a granule */
       (char *)medium + 99840,
-      base + 2 * MiB - 256, /* the last granule of the chunk: free memory */
+      base + 1 * MiB, /* the middle of the chunk: free memory */
   };
   for (size_t i = 0; i < sizeof around / sizeof around[0]; i++)
     PLM_CHECK_FAILS(plm_pool_free(pool, around[i], stream), PLM_ERR_NOT_FOUND,

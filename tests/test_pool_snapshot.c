@@ -142,7 +142,8 @@ START_TEST(test_snapshot_shows_a_known_layout_on_two_streams) {
   plm_pool *pool = fixed_pool(0);
   plm_stream *first = new_stream(), *second = new_stream();
   void *a = NULL, *b = NULL, *c = NULL, *d = NULL;
-  /* One chunk, cut in address order: a 100 KiB, b 1 KiB, c 200 KiB, d 300 KiB, rest. */
+  /* One chunk: a 100 KiB, c 200 KiB and d 300 KiB cut from the front of the free run in
+   * address order, b (a small block) from its tail (pool/pool_internal.h). */
   PLM_CHECK_OK(plm_pool_alloc(pool, 100 * KiB, first, &a));
   PLM_CHECK_OK(plm_pool_alloc(pool, 1000, first, &b));
   PLM_CHECK_OK(plm_pool_alloc(pool, 200 * KiB, first, &c));
@@ -159,24 +160,25 @@ START_TEST(test_snapshot_shows_a_known_layout_on_two_streams) {
   ck_assert(!s->segments[0].huge);
   ck_assert_uint_eq(s->block_count, 5);
   check_tiling(s);
+  /* Streams are numbered by first appearance in address order: c's (second) is 0. */
   check_block(&s->blocks[0], 0, 100 * KiB, PLM_POOL_BLOCK_USED, -1);
-  check_block(&s->blocks[1], 100 * KiB, 1 * KiB, PLM_POOL_BLOCK_PENDING, 0);
-  check_block(&s->blocks[2], 101 * KiB, 200 * KiB, PLM_POOL_BLOCK_PENDING, 1);
-  check_block(&s->blocks[3], 301 * KiB, 300 * KiB, PLM_POOL_BLOCK_USED, -1);
-  check_block(&s->blocks[4], 601 * KiB, 2 * MiB - 601 * KiB, PLM_POOL_BLOCK_FREE, -1);
-  ck_assert_ptr_eq(s->blocks[1].stream, first);
-  ck_assert_ptr_eq(s->blocks[2].stream, second);
+  check_block(&s->blocks[1], 100 * KiB, 200 * KiB, PLM_POOL_BLOCK_PENDING, 0);
+  check_block(&s->blocks[2], 300 * KiB, 300 * KiB, PLM_POOL_BLOCK_USED, -1);
+  check_block(&s->blocks[3], 600 * KiB, 2 * MiB - 601 * KiB, PLM_POOL_BLOCK_FREE, -1);
+  check_block(&s->blocks[4], 2 * MiB - 1 * KiB, 1 * KiB, PLM_POOL_BLOCK_PENDING, 1);
+  ck_assert_ptr_eq(s->blocks[1].stream, second);
+  ck_assert_ptr_eq(s->blocks[4].stream, first);
   ck_assert_int_eq(s->stream_count, 2);
   ck_assert_uint_eq(s->blocks[0].requested, 100 * KiB);
-  ck_assert_uint_eq(s->blocks[3].requested, 300 * KiB);
+  ck_assert_uint_eq(s->blocks[2].requested, 300 * KiB);
   /* Small classes: USED and cached blocks up to 64 KiB; the rest are TLSF's. */
-  ck_assert_int_ge(s->blocks[1].size_class, 0);
+  ck_assert_int_ge(s->blocks[4].size_class, 0);
   for (size_t i = 0; i < s->block_count; i++)
-    if (i != 1) ck_assert_int_eq(s->blocks[i].size_class, -1);
-  /* Times of the last free: only b and c were freed, before the snapshot. */
-  ck_assert(s->blocks[1].freed_at > 0 && s->blocks[1].freed_at <= s->taken_at);
-  ck_assert(s->blocks[2].freed_at >= s->blocks[1].freed_at);
-  ck_assert(s->blocks[0].freed_at == 0 && s->blocks[3].freed_at == 0);
+    if (i != 4) ck_assert_int_eq(s->blocks[i].size_class, -1);
+  /* Times of the last free: only b and then c were freed, before the snapshot. */
+  ck_assert(s->blocks[4].freed_at > 0 && s->blocks[4].freed_at <= s->taken_at);
+  ck_assert(s->blocks[1].freed_at >= s->blocks[4].freed_at);
+  ck_assert(s->blocks[0].freed_at == 0 && s->blocks[2].freed_at == 0);
   ck_assert_uint_eq(s->bytes_in_use, 400 * KiB);
   ck_assert_uint_eq(s->bytes_pending, 201 * KiB);
   ck_assert_uint_eq(s->bytes_free, 2 * MiB - 601 * KiB);
