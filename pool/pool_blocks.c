@@ -175,11 +175,12 @@ void plm__pool_absorb_next(plm_pool *pool, pool_block *block, pool_block *next) 
   plm__pool_descriptor_release(pool, next);
 }
 
-/* Merge a detached FREE block with the neighbours can_merge allows; returns the
- * merged (still detached) block, which keeps the block's owner. */
+/* Merge a detached FREE block with the neighbours can_merge allows, on each side for as
+ * long as it allows: a global neighbour absorbed by a pending block may have had a block
+ * pending on the same stream beyond it, now adjacent. Returns the merged (still
+ * detached) block, which keeps the block's owner. */
 pool_block *plm__pool_merge_neighbours(plm_pool *pool, pool_block *block) {
-  pool_block *prev = block->phys_prev;
-  if (can_merge(prev, block)) {
+  for (pool_block *prev = block->phys_prev; can_merge(prev, block); prev = block->phys_prev) {
     plm__pool_detach_free_block(pool, prev);
     const plm_stream *freed_on = block->freed_on;
     pool_owner *owner = block->owner;
@@ -188,8 +189,7 @@ pool_block *plm__pool_merge_neighbours(plm_pool *pool, pool_block *block) {
     prev->owner = owner;
     block = prev;
   }
-  pool_block *next = block->phys_next;
-  if (can_merge(next, block)) {
+  for (pool_block *next = block->phys_next; can_merge(next, block); next = block->phys_next) {
     plm__pool_detach_free_block(pool, next);
     plm__pool_absorb_next(pool, block, next);
   }
