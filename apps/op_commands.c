@@ -776,7 +776,18 @@ static int check_given(const op_run *run) {
   return -1;
 }
 
-/* Parse the arguments after the command's name. Returns -1 to go on, else an exit code. */
+/* Whether `flag` is among the options before argv[until] (as --flag value or
+ * --flag=value). */
+static bool given_before(char **argv, int until, const char *flag) {
+  const size_t length = strlen(flag);
+  for (int i = 0; i < until; i++)
+    if (strncmp(argv[i], flag, length) == 0 && (argv[i][length] == '\0' || argv[i][length] == '='))
+      return true;
+  return false;
+}
+
+/* Parse the arguments after the command's name. Returns -1 to go on, else an exit code.
+ * An option given twice is refused, as plume detect and plume scene refuse it. */
 static int parse_arguments(op_run *run, int argc, char **argv) {
   const char *name = run->cmd->name;
   for (int i = 0; i < argc; i++) {
@@ -795,6 +806,7 @@ static int parse_arguments(op_run *run, int argc, char **argv) {
     if (flag_length >= sizeof flag) return usage_error(run, "unknown option '%.40s...'", arg);
     memcpy(flag, arg, flag_length);
     flag[flag_length] = '\0';
+    if (given_before(argv, i, flag)) return usage_error(run, "option %s is given twice", flag);
     if (equals)
       value = equals + 1;
     else if (i + 1 < argc)

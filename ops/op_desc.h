@@ -293,7 +293,8 @@ void plm__op_param_format(const plm__op_param *p, const void *params, char *text
  * left after the digits; without, the digits must be all of text. */
 bool plm__parse_int(const char *text, const char **end, int64_t min, int64_t max, int64_t *value);
 
-/* A finite number (strtod, no leading space); end as for plm__parse_int. */
+/* A finite number (strtod, no leading space; one too small for a double, 1e-400, reads
+ * as the 0 or subnormal strtod gives); end as for plm__parse_int. */
 bool plm__parse_number(const char *text, const char **end, double *value);
 
 /* ---- the dispatch (ops/op_dispatch.c) -------------------------------------------------- */

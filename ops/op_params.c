@@ -32,7 +32,9 @@ bool plm__parse_number(const char *text, const char **end, double *value) {
   char *stop = NULL;
   errno = 0;
   double v = strtod(text, &stop);
-  if (stop == text || errno == ERANGE || !isfinite(v)) return false;
+  /* An overflow is infinite and refused; an underflow (1e-400) reads as the 0 or
+   * subnormal strtod gives, as the CSV readers take it. */
+  if (stop == text || !isfinite(v)) return false;
   if (end)
     *end = stop;
   else if (*stop != '\0')

@@ -948,6 +948,14 @@ run 2 "entropy --window abc" op entropy --in quad.npy --out bad.npy --window abc
 absent "entropy --window abc" bad.npy
 run 0 "conv2d --help shows defaults" op conv2d --help && {
   grep -q -- '--stride SY,SX.*(default 1,1)' out.txt || fail "conv2d --help: $(cat out.txt)"; }
+# An option given twice is refused (as plume detect and plume scene refuse it), and a
+# value too small for a double reads as 0, as the CSV readers take it.
+run 2 "--value twice" op threshold --in quad.npy --out bad.npy --value 1 --value=2 &&
+  expect_err "--value twice" "option --value is given twice"
+absent "--value twice" bad.npy
+run 0 "--value 1e-400" op threshold --in quad.npy --out tiny.npy --value 1e-400 --backend host
+rm -f tiny.npy
+
 # An output naming an input or another output is refused before anything runs, and the
 # files are left as they were.
 cp quad.npy own.npy
