@@ -22,7 +22,6 @@
 #include "tools/scene.h"
 #include "tools/score.h"
 
-enum { EXIT_RUNTIME_FAILURE = 1, EXIT_USAGE = 2 };
 enum { DEMO_FRAMES = 2000, DEMO_SIDE = 512, DEMO_PATH_SIZE = 4096 };
 enum { BENCH_FRAMES = 64 }; /* the scene's first frames, for the comparison */
 

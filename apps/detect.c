@@ -198,7 +198,10 @@ static plm_status write_frame(void *user, int64_t frame, const void *const *outp
                               table + j * PLM_REGION_COLUMNS, true);
   plm_status status =
       image_writer_write(job->csv, job->rows, length, job->scratch, sizeof job->scratch);
-  if (status != PLM_OK) return keep_failure(job, status);
+  if (status != PLM_OK) {
+    result->write_failed = true;
+    return keep_failure(job, status);
+  }
   result->regions += rows;
   progress_update(&job->bar, frame + 1);
   return PLM_OK;
@@ -282,8 +285,10 @@ plm_status detect_run(const detect_config *config, detect_result *result, char *
   char header[CSV_REGIONS_ROW_SIZE];
   size_t header_length = csv_regions_header(header, sizeof header, true, true);
   if ((status = image_writer_open_text(config->out_path, &job.csv, err, err_size)) != PLM_OK ||
-      (status = image_writer_write(job.csv, header, header_length, err, err_size)) != PLM_OK)
+      (status = image_writer_write(job.csv, header, header_length, err, err_size)) != PLM_OK) {
+    result->write_failed = job.csv != NULL; /* opened, then not written */
     return release(&job, status);
+  }
 
   if (config->show_progress) progress_begin(&job.bar, "detect", "frames", frames->count);
   plm_run_stream_options options = plm_run_stream_options_default();
@@ -298,6 +303,7 @@ plm_status detect_run(const detect_config *config, detect_result *result, char *
   image_writer *csv = job.csv;
   job.csv = NULL;
   status = image_writer_commit(csv, err, err_size);
+  result->write_failed = status != PLM_OK;
   /* The detections are kept even when the profile cannot be written. */
   if (status == PLM_OK && job.profiler) {
     const plm_profile_write_options profile = {.title = "plume detect"};

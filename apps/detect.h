@@ -89,6 +89,7 @@ typedef struct detect_result {
   int64_t regions;          /* rows written */
   int64_t truncated_frames; /* frames with more than C regions */
   int64_t missing_regions;  /* the regions of those beyond their first C */
+  bool write_failed;        /* the run failed writing the CSV (a full disk): a runtime failure */
   plm_run_stream_report report;
 } detect_result;
 

@@ -11,7 +11,6 @@
 #include "tools/regular_file.h"
 #include "tools/scene.h"
 
-enum { EXIT_USAGE = 2 };
 
 static const char detect_usage[] =
     "usage: plume detect --frames FRAMES.npy|DIR --pipeline \"TEXT\" --out DETECTIONS.csv\n"
@@ -149,6 +148,11 @@ int detect_command_main(int argc, char **argv) {
     fprintf(stderr, "plume detect: %s is required (see plume detect --help)\n", missing);
     return EXIT_USAGE;
   }
+  char why[256];
+  if (!output_path_usable(out, why, sizeof why)) {
+    fprintf(stderr, "plume detect: --out '%.200s': %s\n", out, why);
+    return EXIT_USAGE;
+  }
   /* The CSV would replace its own frames or a tensor file before they are read. */
   const char *clash = same_file(out, frames) ? "--frames" : NULL;
   for (int t = 0; !clash && t < tensor_count; t++)
@@ -182,7 +186,7 @@ int detect_command_main(int argc, char **argv) {
   plm_status status = detect_run(&config, &result, err, sizeof err);
   if (status != PLM_OK) {
     fprintf(stderr, "plume detect: %s\n", err);
-    return detect_exit_code(status);
+    return result.write_failed ? EXIT_RUNTIME_FAILURE : detect_exit_code(status);
   }
   printf("detect: %lld frames of %lldx%lld %s from %s, %lld regions -> %s\n",
          (long long)result.frames.count, (long long)result.frames.height,

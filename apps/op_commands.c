@@ -35,6 +35,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "apps/options.h"
 #include "ops/op_desc.h"
 #include "plume/plume.h"
 #include "profile/stats.h"
@@ -43,7 +44,6 @@
 #include "tools/image_io.h"
 #include "tools/regular_file.h"
 
-enum { EXIT_RUNTIME_FAILURE = 1, EXIT_USAGE = 2 };
 enum { ERROR_SIZE = IMAGE_ERROR_SIZE, FLAG_SIZE = 64, TEXT_SIZE = 512 };
 
 /* "--" and name, '_' read as '-': "w_ih" -> "--w-ih". */
@@ -757,10 +757,13 @@ static int check_given(const op_run *run) {
           return usage_error(run, "%s is taken only with %s (see plume op %s --help)",
                              run->files[k].flag, run->files[j].flag, run->cmd->name);
   /* An output may name no other file of the command: it would replace an input before
-   * it is read, or another output. */
+   * it is read, or another output; and its folder must take it. */
   for (int k = 0; k < run->file_count; k++) {
     const file_kind kind = run->files[k].kind;
     if (!run->paths[k] || (kind != FILE_OUTPUT && kind != FILE_REGIONS)) continue;
+    char why[TEXT_SIZE];
+    if (!output_path_usable(run->paths[k], why, sizeof why))
+      return usage_error(run, "%s '%s': %s", run->files[k].flag, run->paths[k], why);
     for (int j = 0; j < run->file_count; j++)
       if (j != k && run->paths[j] && same_file(run->paths[k], run->paths[j]))
         return usage_error(run, "%s and %s name the same file ('%s')", run->files[j].flag,
@@ -906,6 +909,13 @@ static int library_failure(op_state *s, const char *name, plm_status status) {
   const char *message = plm_last_error();
   fprintf(stderr, "plume op %s: %s\n", name, message[0] ? message : plm_status_str(status));
   return release_run(s, name, status == PLM_ERR_INVALID_ARG ? EXIT_USAGE : EXIT_RUNTIME_FAILURE);
+}
+
+/* An output could not be written (a full disk: its folder was checked before the run):
+ * its message; exit 1, a runtime failure. */
+static int write_failure(op_state *s, const char *name, const char *err) {
+  fprintf(stderr, "plume op %s: %s\n", name, err);
+  return release_run(s, name, EXIT_RUNTIME_FAILURE);
 }
 
 /* A file could not be read or written, or a value was refused: its message; exit 1 when
@@ -1057,11 +1067,11 @@ static int write_outputs(const op_run *run, op_state *s) {
     image result = {.dtype = shape->dtype, .ndim = shape->ndim, .data = s->host_out[k]};
     memcpy(result.dims, shape->dims, sizeof result.dims);
     status = image_write_npy(run->paths[output_file(run, k)], &result, err, sizeof err);
-    if (status != PLM_OK) return file_failure(s, name, status, err);
+    if (status != PLM_OK) return write_failure(s, name, err);
   }
   if (csv_file >= 0) {
     status = image_write_text(run->paths[csv_file], s->csv, s->csv_length, err, sizeof err);
-    if (status != PLM_OK) return file_failure(s, name, status, err);
+    if (status != PLM_OK) return write_failure(s, name, err);
   }
   return release_run(s, name, 0);
 }

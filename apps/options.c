@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { EXIT_USAGE = 2 };
 
 int options_take(const char *command, const char *usage, option *options, int argc, char **argv) {
   for (int i = 0; i < argc; i++) {

@@ -15,6 +15,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* The exit codes of every plume command: 0 success; 1 a runtime failure (the device, the
+ * memory, a full disk, an interruption reports 128 + the signal); 2 bad usage or a bad
+ * input file, found before anything is written. */
+enum { EXIT_RUNTIME_FAILURE = 1, EXIT_USAGE = 2 };
+
 typedef struct option {
   const char *flag;   /* "--frames"; NULL ends the table */
   const char **value; /* where the value goes */

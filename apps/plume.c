@@ -17,10 +17,10 @@
 #include "apps/demo.h"
 #include "apps/detect_commands.h"
 #include "apps/op_commands.h"
+#include "apps/options.h"
 #include "apps/scene_commands.h"
 #include "plume/plume.h"
 
-enum { EXIT_RUNTIME_FAILURE = 1, EXIT_USAGE = 2 };
 
 static void print_usage(FILE *out) {
   fprintf(out,

@@ -15,10 +15,10 @@
 #include "apps/options.h"
 #include "tools/image_io.h"
 #include "tools/progress.h"
+#include "tools/regular_file.h"
 #include "tools/scene.h"
 #include "tools/score.h"
 
-enum { EXIT_RUNTIME_FAILURE = 1, EXIT_USAGE = 2 };
 enum { ERROR_SIZE = 1024 };
 
 /* ---- plume scene ----------------------------------------------------------------------- */
@@ -123,15 +123,35 @@ plm_status scene_write_files(const scene_config *config, const char *frames_path
   return scene_release(&r, PLM_OK);
 }
 
+/* Both outputs may be written, and are two files: checked before the scene is made, so
+ * that a failure while writing (a full disk) is a runtime failure. */
+static int check_outputs(const char *out_path, const char *truth_path) {
+  const char *flags[] = {"--out", "--truth"}, *paths[] = {out_path, truth_path};
+  char why[256];
+  for (int i = 0; i < 2; i++)
+    if (!output_path_usable(paths[i], why, sizeof why)) {
+      fprintf(stderr, "plume scene: %s '%.200s': %s\n", flags[i], paths[i], why);
+      return EXIT_USAGE;
+    }
+  if (same_file(out_path, truth_path)) {
+    fprintf(stderr, "plume scene: --out and --truth name the same file ('%.200s')\n", out_path);
+    return EXIT_USAGE;
+  }
+  return -1;
+}
+
 static int scene_write(const scene_config *config, const char *out_path, const char *truth_path) {
+  const int refused = check_outputs(out_path, truth_path);
+  if (refused >= 0) return refused;
   char err[ERROR_SIZE] = "";
   int64_t plumes = 0;
   plm_status status =
       scene_write_files(config, out_path, truth_path, false, NULL, &plumes, err, sizeof err);
   if (status != PLM_OK) {
-    /* Exit 1 when out of memory, else 2. */
+    /* Exit 2 for a scene the config refuses, else 1: the outputs were checked, so a
+     * failure to write them is the machine's (a full disk), not the arguments'. */
     fprintf(stderr, "plume scene: %s\n", err);
-    return status == PLM_ERR_OUT_OF_MEMORY ? EXIT_RUNTIME_FAILURE : EXIT_USAGE;
+    return status == PLM_ERR_INVALID_ARG ? EXIT_USAGE : EXIT_RUNTIME_FAILURE;
   }
   printf("scene: %lld frames of %lldx%lld (seed %llu), %lld plume rows -> %s, %s\n",
          (long long)config->frames, (long long)config->height, (long long)config->width,

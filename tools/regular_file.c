@@ -62,3 +62,30 @@ bool same_file(const char *a, const char *b) {
   return canonical_path(a, ca, sizeof ca) && canonical_path(b, cb, sizeof cb) &&
          strcmp(ca, cb) == 0;
 }
+
+bool output_path_usable(const char *path, char *why, size_t why_size) {
+  char copy[PATH_MAX];
+  if (snprintf(copy, sizeof copy, "%s", path) >= (int)sizeof copy) {
+    snprintf(why, why_size, "the path is longer than %d bytes", PATH_MAX - 1);
+    return false;
+  }
+  const char *folder = dirname(copy);
+  struct stat st;
+  if (stat(folder, &st) != 0) {
+    snprintf(why, why_size, "its folder '%s' does not exist: %s", folder, strerror(errno));
+    return false;
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    snprintf(why, why_size, "'%s' is not a folder", folder);
+    return false;
+  }
+  if (access(folder, W_OK | X_OK) != 0) {
+    snprintf(why, why_size, "its folder '%s' cannot be written: %s", folder, strerror(errno));
+    return false;
+  }
+  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+    snprintf(why, why_size, "is a folder");
+    return false;
+  }
+  return true;
+}

@@ -20,6 +20,8 @@
 #   absent NAME FILES...
 #       none of FILES exists, and no temporary file (*.tmp-*) is left in . or a folder
 #       below it; FILES are removed.
+#   run_full_disk EXPECTED_RC NAME ARGS...
+#       as run, with every write failing as on a full disk (ulimit -f 0); no stderr check.
 #   cli_end
 #       prints "SCRIPT: N checks, M failures"; its status (the script's last command) is
 #       0 only when no check failed.
@@ -84,6 +86,18 @@ absent() {
     fail "$name: a temporary file was left: $(ls ./*.tmp-* ./*/*.tmp-* 2>/dev/null)"
   fi
   rm -f "$@"
+}
+
+# run_full_disk EXPECTED_RC NAME ARGS...: run, but with no file allowed to grow (ulimit -f
+# 0, SIGXFSZ ignored: a write fails with EFBIG, as on a full disk); checks the exit code.
+run_full_disk() {
+  local expected=$1 name=$2
+  shift 2
+  checks=$((checks + 1))
+  # stderr through a pipe to cat, which the limit does not bind (err.txt is a file).
+  (trap '' XFSZ; ulimit -f 0; exec "$cli_program" "$@") 2>&1 >/dev/null | cat >err.txt
+  local rc=${PIPESTATUS[0]}
+  [[ $rc == "$expected" ]] || { fail "$name: exit $rc, expected $expected (stderr: $(cat err.txt))"; return 1; }
 }
 
 cli_end() {

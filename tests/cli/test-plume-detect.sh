@@ -320,6 +320,12 @@ run 2 "--out is a --tensor" detect --frames s.npy --tensor k=own.npy --pipeline 
   --out own.npy && expect_err "--out is a --tensor" "--out and --tensor"
 same own.npy s.npy "--out is a --tensor: the tensor unchanged"
 rm -f own.npy own-link.npy
+# A full disk: exit 1, the CSV not left behind; a missing folder: refused before the run.
+run_full_disk 1 "full disk" detect --frames s.npy --pipeline "$pipeline" --out full.csv &&
+  expect_err "full disk" "full.csv"
+absent "full disk" full.csv
+run 2 "--out in a missing folder" detect --frames s.npy --pipeline "$pipeline" --out no/x.csv &&
+  expect_err "--out in a missing folder" "its folder 'no' does not exist"
 # A FIFO among a folder's frames is refused at once, and nothing is left behind.
 mkfifo empty/0001.npy
 checks=$((checks + 1))

@@ -956,6 +956,14 @@ absent "--value twice" bad.npy
 run 0 "--value 1e-400" op threshold --in quad.npy --out tiny.npy --value 1e-400 --backend host
 rm -f tiny.npy
 
+# A write that fails (a full disk) is a runtime failure, exit 1, naming the file and the
+# error, leaving nothing; an output whose folder is missing is refused before the run.
+run_full_disk 1 "full disk" op threshold --in quad.npy --out full.npy --value 1 &&
+  expect_err "full disk" "full.npy: writing"
+absent "full disk" full.npy
+run 2 "--out in a missing folder" op threshold --in quad.npy --out nowhere/x.npy --value 1 &&
+  expect_err "--out in a missing folder" "--out 'nowhere/x.npy': its folder 'nowhere' does not exist"
+
 # An output naming an input or another output is refused before anything runs, and the
 # files are left as they were.
 cp quad.npy own.npy

@@ -86,6 +86,15 @@ grep -q "^recall: *0.0000$" out.txt && grep -q "^false negatives: *$rows$" out.t
   fail "score none: $(cat out.txt)"
 
 # ---- bad usage: exit 2, one line, no file ---------------------------------------------------
+run_full_disk 1 "full disk" scene --frames 2 --size 32,32 --out full.npy --truth full.csv &&
+  expect_err "full disk" "full.npy"
+absent "full disk" full.npy full.csv
+run 2 "--truth in a missing folder" scene --frames 2 --size 32,32 --out x.npy --truth no/x.csv &&
+  expect_err "--truth in a missing folder" "its folder 'no' does not exist"
+absent "--truth in a missing folder" x.npy
+run 2 "--out is --truth" scene --frames 2 --size 32,32 --out same.npy --truth ./same.npy &&
+  expect_err "--out is --truth" "--out and --truth name the same file"
+absent "--out is --truth" same.npy
 run 2 "no arguments" scene && absent "no arguments" x.npy x.csv
 run 2 "no --frames" scene --size 32,32 --out x.npy --truth x.csv && absent "no --frames" x.npy x.csv
 run 2 "no --size" scene --frames 2 --out x.npy --truth x.csv && absent "no --size" x.npy x.csv
