@@ -558,6 +558,47 @@ typedef struct live_block {
   uint64_t alloc_ns;
 } live_block;
 
+/* The live blocks of random_allocations and fragmentation (room for all of them in
+ * blocks), and their bytes. */
+typedef struct live_set {
+  live_block *blocks;
+  size_t count, bytes;
+} live_set;
+
+/* Allocate `size` bytes on stream, timed; the block joins the set. False, the failure
+ * said, when the allocator refuses. */
+static bool live_alloc(live_set *live, allocator *a, size_t size, plm_stream *stream,
+                       const char *where) {
+  void *ptr = NULL;
+  uint64_t t0 = plm__monotonic_ns();
+  plm_status status = allocator_alloc(a, size, stream, &ptr);
+  uint64_t t1 = plm__monotonic_ns();
+  if (status != PLM_OK) {
+    char call[96];
+    snprintf(call, sizeof call, "alloc(%zu bytes) with %zu bytes live", size, live->bytes);
+    return fail_call(where, call, status);
+  }
+  live->blocks[live->count++] = (live_block){ptr, size, elapsed(t0, t1)};
+  live->bytes += size;
+  return true;
+}
+
+/* Free a live block chosen at random (the set is not empty), timed; its alloc + free
+ * pair goes into pairs. False, the failure said, when the allocator refuses. */
+static bool live_free_random(live_set *live, allocator *a, rng *g, samples *pairs,
+                             plm_stream *stream, const char *where) {
+  size_t index = (size_t)rng_below(g, live->count);
+  live_block b = live->blocks[index];
+  uint64_t t0 = plm__monotonic_ns();
+  plm_status status = allocator_free(a, b.ptr, stream);
+  uint64_t t1 = plm__monotonic_ns();
+  if (status != PLM_OK) return fail_call(where, "free", status);
+  samples_push(pairs, b.alloc_ns + elapsed(t0, t1));
+  live->blocks[index] = live->blocks[--live->count];
+  live->bytes -= b.size;
+  return true;
+}
+
 static bool random_allocations(bench_env *env, bench_mode mode, size_t max_size, size_t n,
                                result *r) {
   char where[128];
@@ -570,59 +611,35 @@ static bool random_allocations(bench_env *env, bench_mode mode, size_t max_size,
 
   allocator a;
   if (!allocator_open(env->ctx, mode, 0, &a)) return false;
-  live_block *live = malloc(n * sizeof *live);
+  live_set live = {.blocks = malloc(n * sizeof *live.blocks)};
   samples pairs;
-  if (!live || !samples_reserve(&pairs, n)) {
-    free(live);
+  if (!live.blocks || !samples_reserve(&pairs, n)) {
+    free(live.blocks);
     allocator_close(&a, where);
     return fail("%s: out of host memory", where);
   }
   rng g = {BENCH_SEED ^ (uint64_t)max_size * 31 ^ (uint64_t)n};
-  size_t live_count = 0, live_bytes = 0, allocs = 0;
+  size_t allocs = 0;
   bool ok = true;
   uint64_t start = plm__monotonic_ns();
-  while (ok && (allocs < n || live_count > 0)) {
+  while (ok && (allocs < n || live.count > 0)) {
     size_t size = 1 + (size_t)rng_below(&g, max_size);
-    bool do_alloc = allocs < n && (live_count == 0 || rng_below(&g, 100) < 73);
-    if (do_alloc && live_count > 0 && live_bytes + size > env->live_cap) do_alloc = false;
-    if (do_alloc) {
-      void *ptr = NULL;
-      uint64_t t0 = plm__monotonic_ns();
-      plm_status status = allocator_alloc(&a, size, env->stream1, &ptr);
-      uint64_t t1 = plm__monotonic_ns();
-      if (status != PLM_OK) {
-        char call[96];
-        snprintf(call, sizeof call, "alloc(%zu bytes) with %zu bytes live", size, live_bytes);
-        ok = fail_call(where, call, status);
-        break;
-      }
-      live[live_count++] = (live_block){ptr, size, elapsed(t0, t1)};
-      live_bytes += size;
-      allocs++;
-      if (allocs == n) start += keep_snapshot(env, &a, r, "after the last allocation");
-    } else {
-      size_t index = (size_t)rng_below(&g, live_count);
-      live_block b = live[index];
-      uint64_t t0 = plm__monotonic_ns();
-      plm_status status = allocator_free(&a, b.ptr, env->stream1);
-      uint64_t t1 = plm__monotonic_ns();
-      if (status != PLM_OK) {
-        ok = fail_call(where, "free", status);
-        break;
-      }
-      samples_push(&pairs, b.alloc_ns + elapsed(t0, t1));
-      live[index] = live[--live_count];
-      live_bytes -= b.size;
+    bool do_alloc = allocs < n && (live.count == 0 || rng_below(&g, 100) < 73);
+    if (do_alloc && live.count > 0 && live.bytes + size > env->live_cap) do_alloc = false;
+    if (!do_alloc) {
+      ok = live_free_random(&live, &a, &g, &pairs, env->stream1, where);
+    } else if ((ok = live_alloc(&live, &a, size, env->stream1, where)) && ++allocs == n) {
+      start += keep_snapshot(env, &a, r, "after the last allocation");
     }
   }
   r->wall_s = (double)(plm__monotonic_ns() - start) * 1e-9;
   /* After an error, give back what is still live so the pool can be destroyed. */
-  for (size_t i = 0; i < live_count; i++) allocator_free(&a, live[i].ptr, env->stream1);
+  for (size_t i = 0; i < live.count; i++) allocator_free(&a, live.blocks[i].ptr, env->stream1);
   if (ok) {
     summarize(r, &pairs);
     finish_stats(r, &a, where, allocs);
   }
-  free(live);
+  free(live.blocks);
   samples_release(&pairs);
   return allocator_close(&a, where) && ok;
 }
@@ -665,70 +682,33 @@ static bool fragmentation(bench_env *env, bench_mode mode, size_t max_size, size
   size_t target = fragmentation_target(env);
   size_t capacity = target / 256 + 1; /* every block has at least 256 bytes */
   if (capacity > n) capacity = n;
-  live_block *live = malloc(capacity * sizeof *live);
+  live_set live = {.blocks = malloc(capacity * sizeof *live.blocks)};
   samples pairs;
-  if (!live || !samples_reserve(&pairs, n)) {
-    free(live);
+  if (!live.blocks || !samples_reserve(&pairs, n)) {
+    free(live.blocks);
     allocator_close(&a, where);
     return fail("%s: out of host memory", where);
   }
   rng g = {BENCH_SEED ^ 0x6672u ^ (uint64_t)n};
-  size_t live_count = 0, live_bytes = 0;
   bool ok = true;
   uint64_t start = plm__monotonic_ns();
   for (size_t i = 0; ok && i < n; i++) {
     size_t phase = i * FRAGMENTATION_PHASES / n;
     size_t size = fragmentation_size(&g, phase, max_size);
     /* Make room: free live blocks in a random order until the new one fits. */
-    while (ok && live_count > 0 && (live_bytes + size > target || live_count == capacity)) {
-      size_t index = (size_t)rng_below(&g, live_count);
-      live_block b = live[index];
-      uint64_t t0 = plm__monotonic_ns();
-      plm_status status = allocator_free(&a, b.ptr, env->stream1);
-      uint64_t t1 = plm__monotonic_ns();
-      if (status != PLM_OK) {
-        ok = fail_call(where, "free", status);
-        break;
-      }
-      samples_push(&pairs, b.alloc_ns + elapsed(t0, t1));
-      live[index] = live[--live_count];
-      live_bytes -= b.size;
-    }
-    if (!ok) break;
-    void *ptr = NULL;
-    uint64_t t0 = plm__monotonic_ns();
-    plm_status status = allocator_alloc(&a, size, env->stream1, &ptr);
-    uint64_t t1 = plm__monotonic_ns();
-    if (status != PLM_OK) {
-      char call[96];
-      snprintf(call, sizeof call, "alloc(%zu bytes) with %zu bytes live", size, live_bytes);
-      ok = fail_call(where, call, status);
-      break;
-    }
-    live[live_count++] = (live_block){ptr, size, elapsed(t0, t1)};
-    live_bytes += size;
+    while (ok && live.count > 0 && (live.bytes + size > target || live.count == capacity))
+      ok = live_free_random(&live, &a, &g, &pairs, env->stream1, where);
+    if (ok) ok = live_alloc(&live, &a, size, env->stream1, where);
   }
   /* The rest, in random order. */
-  while (ok && live_count > 0) {
-    size_t index = (size_t)rng_below(&g, live_count);
-    live_block b = live[index];
-    uint64_t t0 = plm__monotonic_ns();
-    plm_status status = allocator_free(&a, b.ptr, env->stream1);
-    uint64_t t1 = plm__monotonic_ns();
-    if (status != PLM_OK) {
-      ok = fail_call(where, "free", status);
-      break;
-    }
-    samples_push(&pairs, b.alloc_ns + elapsed(t0, t1));
-    live[index] = live[--live_count];
-  }
+  while (ok && live.count > 0) ok = live_free_random(&live, &a, &g, &pairs, env->stream1, where);
   r->wall_s = (double)(plm__monotonic_ns() - start) * 1e-9;
-  for (size_t i = 0; i < live_count; i++) allocator_free(&a, live[i].ptr, env->stream1);
+  for (size_t i = 0; i < live.count; i++) allocator_free(&a, live.blocks[i].ptr, env->stream1);
   if (ok) {
     summarize(r, &pairs);
     finish_stats(r, &a, where, n);
   }
-  free(live);
+  free(live.blocks);
   samples_release(&pairs);
   return allocator_close(&a, where) && ok;
 }
