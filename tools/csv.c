@@ -14,20 +14,13 @@
 
 #include "plume/label.h"
 
+/* "path:line: message" into err (file_failure_v). */
 static plm_status fail(char *err, size_t err_size, const char *path, int64_t line,
                        plm_status status, const char *fmt, ...) {
-  if (!err || err_size == 0) return status;
-  int n = line > 0 ? snprintf(err, err_size, "%s:%lld: ", path, (long long)line)
-                   : snprintf(err, err_size, "%s: ", path);
-  if (n < 0) n = 0;
-  if ((size_t)n < err_size) {
-    va_list args;
-    va_start(args, fmt);
-    vsnprintf(err + n, err_size - (size_t)n, fmt, args);
-    va_end(args);
-  }
-  for (char *c = err; *c; c++)
-    if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = ' ';
+  va_list args;
+  va_start(args, fmt);
+  file_failure_v(err, err_size, path, line, status, fmt, args);
+  va_end(args);
   return status;
 }
 

@@ -89,3 +89,16 @@ bool output_path_usable(const char *path, char *why, size_t why_size) {
   }
   return true;
 }
+
+plm_status file_failure_v(char *err, size_t err_size, const char *path, int64_t line,
+                          plm_status status, const char *fmt, va_list args) {
+  if (!err || err_size == 0) return status;
+  if (!path) path = "(null)";
+  int n = line > 0 ? snprintf(err, err_size, "%s:%lld: ", path, (long long)line)
+                   : snprintf(err, err_size, "%s: ", path);
+  if (n < 0) n = 0;
+  if ((size_t)n < err_size) vsnprintf(err + n, err_size - (size_t)n, fmt, args);
+  for (char *c = err; *c; c++)
+    if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = ' ';
+  return status;
+}

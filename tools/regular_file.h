@@ -1,6 +1,7 @@
-/* tools/regular_file.h: opening a user's file for reading without ever blocking on one
- * that is not a regular file (internal to the tools; the readers of image files and CSV
- * tables use it).
+/* tools/regular_file.h: the user's files around the commands (internal to the tools):
+ * opening one for reading without ever blocking on one that is not a regular file,
+ * telling whether two paths name one file and whether an output may be written, and the
+ * one-line messages of the image and CSV readers and writers.
  *
  * A FIFO, a terminal or a socket named as an input would make a plain fopen wait for a
  * writer, or read forever. regular_file_open opens `path` read-only with O_NONBLOCK
@@ -12,12 +13,23 @@
 #ifndef PLUME_TOOLS_REGULAR_FILE_H
 #define PLUME_TOOLS_REGULAR_FILE_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/stat.h>
 
+#include "plume/status.h"
+
 FILE *regular_file_open(const char *path, struct stat *st, char *why, size_t why_size);
+
+/* The message of a failure about a file, as the image and CSV readers and writers give
+ * it: "PATH: message" (line > 0: "PATH:LINE: message"; path NULL: "(null)"), fmt and args
+ * as vsnprintf's, on one line (control characters become spaces), into err (err_size
+ * bytes; nothing when err is NULL). Returns status. */
+plm_status file_failure_v(char *err, size_t err_size, const char *path, int64_t line,
+                          plm_status status, const char *fmt, va_list args);
 
 /* Whether the paths a and b name one file: the same device and inode where both exist
  * (hard links and other spellings included), else the same canonical path (the
