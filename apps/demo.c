@@ -4,7 +4,6 @@
 #include "apps/demo.h"
 
 #include <errno.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -14,6 +13,7 @@
 #include <unistd.h>
 
 #include "apps/detect.h"
+#include "apps/interrupt.h"
 #include "apps/options.h"
 #include "apps/scene_commands.h"
 #include "streams/clock.h"
@@ -51,28 +51,6 @@ static const char demo_usage[] =
     "                        truth.csv, detections.csv\n"
     "  --keep                keep the files (else they are removed at the end)\n"
     "  -h, --help            show this help\n";
-
-/* ---- interruptions ------------------------------------------------------------------------
- * A default demo writes a 1 GiB scene: an interrupted one (Ctrl-C, a closed pipe, a
- * terminal gone, kill) must not leave it behind. The handler only raises a flag; the
- * scene's writer and the detection's source look at it before each frame, stop, and
- * the normal failure path removes every file. */
-
-static volatile sig_atomic_t interrupted;
-
-static void on_signal(int signo) {
-  interrupted = signo;
-}
-
-static void catch_signals(void) {
-  struct sigaction action;
-  memset(&action, 0, sizeof action);
-  action.sa_handler = on_signal;
-  sigemptyset(&action.sa_mask);
-  const int signals[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
-  for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++)
-    sigaction(signals[i], &action, NULL);
-}
 
 /* ---- the working folder ----------------------------------------------------------------- */
 
@@ -178,7 +156,7 @@ static int parse_arguments(int argc, char **argv, demo_config *config, const cha
   }
   detect_config *detect = &config->detect;
   *detect = (detect_config){
-      .pipeline = PLUME_DEFAULT_PIPELINE, .show_progress = true, .stop = &interrupted};
+      .pipeline = PLUME_DEFAULT_PIPELINE, .show_progress = true, .stop = &interrupt_signal};
   if (backend && plm_backend_parse(backend, &detect->backend) != PLM_OK) {
     fprintf(stderr, "plume demo: --backend '%.60s' is not host, cuda or auto\n", backend);
     return EXIT_USAGE;
@@ -263,7 +241,7 @@ static int compare_configs(const demo_config *config, const demo_files *files, c
                                       .dtype = frame.dtype,
                                       .name = name};
   const char *pipelines[] = {config->detect.pipeline, PIPELINE_BENCH_DEFAULT};
-  for (int p = 0; exit_code == 0 && p < 2 && !interrupted; p++) {
+  for (int p = 0; exit_code == 0 && p < 2 && !interrupt_signal; p++) {
     printf("\ncomparison %d of 2 (as bench_pipeline --quick):\n", p + 1);
     fflush(stdout);
     const pipeline_bench_options options = {.backend = config->detect.backend,
@@ -281,13 +259,15 @@ static int compare_configs(const demo_config *config, const demo_files *files, c
 /* Report a failure, remove the files (unless kept); an interruption exits 128 + signal. */
 static int demo_failure(const demo_files *files, bool keep, plm_status status, const char *err) {
   close_workdir(files, keep);
-  if (interrupted) {
-    fprintf(stderr, "plume demo: interrupted by signal %d (%s)%s\n", (int)interrupted, err,
+  if (interrupt_signal) {
+    fprintf(stderr, "plume demo: interrupted by signal %d (%s)%s\n", (int)interrupt_signal, err,
             keep ? "" : "; its files are removed");
-    return 128 + interrupted;
+    return interrupt_exit_code();
   }
   fprintf(stderr, "plume demo: %s\n", err);
-  return detect_exit_code(status);
+  /* The working folder was checked when it was made: a file that fails after that is
+   * the machine's failure (a full disk), not the arguments'. */
+  return status == PLM_ERR_IO ? EXIT_RUNTIME_FAILURE : detect_exit_code(status);
 }
 
 int demo_command_main(int argc, char **argv) {
@@ -295,7 +275,7 @@ int demo_command_main(int argc, char **argv) {
   const char *workdir = NULL;
   int exit_code = parse_arguments(argc, argv, &config, &workdir);
   if (exit_code >= 0) return exit_code;
-  catch_signals(); /* before the folder exists: a signal before it leaves nothing */
+  interrupt_catch(); /* before the folder exists: a signal before it leaves nothing */
   demo_files files = {0};
   if ((exit_code = open_workdir(workdir, &files)) != 0) return exit_code;
   const double started = plm__monotonic_seconds();
@@ -314,7 +294,7 @@ int demo_command_main(int argc, char **argv) {
   char err[DETECT_ERROR_SIZE] = "";
   int64_t plumes = 0;
   double step = plm__monotonic_seconds();
-  status = scene_write_files(sc, files.frames, files.truth, true, &interrupted, &plumes, err,
+  status = scene_write_files(sc, files.frames, files.truth, true, &interrupt_signal, &plumes, err,
                              sizeof err);
   if (status != PLM_OK) return demo_failure(&files, config.keep, status, err);
   printf("scene: %lld frames, %lld plumes in the truth, written in %.2f s\n", (long long)sc->frames,
@@ -330,7 +310,7 @@ int demo_command_main(int argc, char **argv) {
   detect_print_summary(stdout, &detected);
 
   status = score_files(&files, err, sizeof err);
-  if (status == PLM_OK && interrupted) {
+  if (status == PLM_OK && interrupt_signal) {
     snprintf(err, sizeof err, "after the score");
     status = PLM_ERR_INVALID_STATE;
   }
@@ -338,7 +318,7 @@ int demo_command_main(int argc, char **argv) {
 
   if (compare_configs(&config, &files, err, sizeof err) != 0)
     return demo_failure(&files, config.keep, PLM_ERR_INVALID_STATE, err);
-  if (interrupted) {
+  if (interrupt_signal) {
     snprintf(err, sizeof err, "during the comparison");
     return demo_failure(&files, config.keep, PLM_ERR_INVALID_STATE, err);
   }

@@ -10,10 +10,11 @@
  *     one unless --workdir names one (made if missing); its files (frames.npy, truth.csv,
  *     detections.csv) are removed at the end unless --keep.
  *
- * Exit codes as `plume detect`'s: 0 success; 1 a runtime failure; 2 bad usage or a
- * working folder that cannot be used, with a one-line message on stderr. SIGINT,
- * SIGTERM, SIGHUP and SIGPIPE stop it before the next frame: it removes its files
- * (unless --keep) and exits with 128 + the signal.
+ * Exit codes as `plume detect`'s: 0 success; 1 a runtime failure (a file that cannot be
+ * written in the working folder included: a full disk); 2 bad usage or a working
+ * folder that cannot be used, with a one-line message on stderr. SIGINT, SIGTERM,
+ * SIGHUP and SIGPIPE stop it before the next frame (apps/interrupt.h): it removes its
+ * files (unless --keep) and exits with 128 + the signal.
  */
 #ifndef PLUME_APPS_DEMO_H
 #define PLUME_APPS_DEMO_H

@@ -300,6 +300,11 @@ plm_status detect_run(const detect_config *config, detect_result *result, char *
     fail(err, err_size, status, "%s", job.first_failure[0] ? job.first_failure : plm_last_error());
     return release(&job, status);
   }
+  /* The last frame may have been read before a signal came: nothing replaces --out. */
+  if (config->stop && *config->stop)
+    return release(&job, fail(err, err_size, PLM_ERR_INVALID_STATE,
+                              "interrupted after the last frame, before %s was written",
+                              config->out_path));
   image_writer *csv = job.csv;
   job.csv = NULL;
   status = image_writer_commit(csv, err, err_size);

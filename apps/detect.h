@@ -71,7 +71,8 @@ typedef struct detect_config {
   int frames_in_flight;    /* K, 1..PLM_PIPELINE_MAX_FRAMES; 0: the default above */
   bool show_progress;      /* a progress bar on stderr when it is a terminal */
   /* When not NULL and *stop becomes non-zero (a signal handler's flag), the run stops
-   * before its next frame with PLM_ERR_INVALID_STATE ("interrupted"), leaving no file. */
+   * before its next frame, or before the CSV replaces out_path, with
+   * PLM_ERR_INVALID_STATE ("interrupted"), leaving no file (apps/interrupt.h). */
   const volatile sig_atomic_t *stop;
   /* When not NULL: profile the run (plume/profile.h: every step, upload and download of
    * every frame; no CUDA graphs) and write profile.json, trace.json and report.html into

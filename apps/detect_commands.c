@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "apps/detect.h"
+#include "apps/interrupt.h"
 #include "apps/options.h"
 #include "tools/regular_file.h"
 #include "tools/scene.h"
@@ -183,7 +184,14 @@ int detect_command_main(int argc, char **argv) {
   }
   char err[DETECT_ERROR_SIZE] = "";
   detect_result result;
+  interrupt_catch();
+  config.stop = &interrupt_signal;
   plm_status status = detect_run(&config, &result, err, sizeof err);
+  if (status != PLM_OK && interrupt_signal) {
+    fprintf(stderr, "plume detect: interrupted by signal %d (%s); %s is as it was\n",
+            (int)interrupt_signal, err, out);
+    return interrupt_exit_code();
+  }
   if (status != PLM_OK) {
     fprintf(stderr, "plume detect: %s\n", err);
     return result.write_failed ? EXIT_RUNTIME_FAILURE : detect_exit_code(status);
@@ -195,7 +203,7 @@ int detect_command_main(int argc, char **argv) {
   detect_print_summary(stdout, &result);
   if (profile)
     printf("profile: %s/profile.json, trace.json, report.html, pool_snapshot.json\n", profile);
-  return 0;
+  return interrupt_exit_code(); /* 0, or a signal that came during the renames */
 }
 
 void detect_commands_print_summary(FILE *out) {

@@ -35,6 +35,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "apps/interrupt.h"
 #include "apps/options.h"
 #include "ops/op_desc.h"
 #include "plume/plume.h"
@@ -878,6 +879,7 @@ typedef struct op_state {
   void *host_out[PLM__OP_MAX_OUT]; /* of the outputs written */
   char *csv;
   size_t csv_length;
+  int csv_file; /* the regions CSV's file, or -1 */
   double *times;
 } op_state;
 
@@ -923,6 +925,13 @@ static int write_failure(op_state *s, const char *name, const char *err) {
 static int file_failure(op_state *s, const char *name, plm_status status, const char *err) {
   fprintf(stderr, "plume op %s: %s\n", name, err);
   return release_run(s, name, status == PLM_ERR_OUT_OF_MEMORY ? EXIT_RUNTIME_FAILURE : EXIT_USAGE);
+}
+
+/* Stop before writing when a signal came (apps/interrupt.h): no output is touched. */
+static int interrupted(op_state *s, const char *name) {
+  fprintf(stderr, "plume op %s: interrupted by signal %d; the outputs are as they were\n", name,
+          (int)interrupt_signal);
+  return release_run(s, name, interrupt_exit_code());
 }
 
 /* Read every input file given (before any device work), then the parameters, which may
@@ -1021,6 +1030,7 @@ static int run_op(const op_run *run, op_state *s) {
   double warmup_time; /* each warm-up run waits for the one before, as the timed ones do */
   plm_status status;
   do {
+    if (interrupt_signal) return interrupted(s, name);
     if ((status = run_op_once(run, s, run->repeat > 0 ? &warmup_time : NULL)) != PLM_OK)
       return library_failure(s, name, status);
   } while (plm__monotonic_seconds() * 1e3 < warmup_end);
@@ -1030,9 +1040,11 @@ static int run_op(const op_run *run, op_state *s) {
     fprintf(stderr, "plume op %s: out of memory for %ld timings\n", name, run->repeat);
     return release_run(s, name, EXIT_RUNTIME_FAILURE);
   }
-  for (long i = 0; i < run->repeat; i++)
+  for (long i = 0; i < run->repeat; i++) {
+    if (interrupt_signal) return interrupted(s, name);
     if ((status = run_op_once(run, s, &s->times[i])) != PLM_OK)
       return library_failure(s, name, status);
+  }
   plm__sort_doubles(s->times, (size_t)run->repeat);
   const long n = run->repeat;
   const double median = plm__median_sorted(s->times, (size_t)n);
@@ -1040,8 +1052,36 @@ static int run_op(const op_run *run, op_state *s) {
   return -1;
 }
 
-/* The outputs read back, the regions CSV made, then every file written atomically, in
- * order (the CSV last); a failure stops at that file. */
+/* Write every output (the arrays, then the regions CSV) to its temporary file, then
+ * commit them together: every path gets its new file, or, when anything fails (a full
+ * disk, a signal), every path keeps its old one (image_writers_commit). */
+static int write_files(const op_run *run, op_state *s, char *err, size_t err_size) {
+  image_writer *writers[PLM__OP_MAX_OUT + 1] = {0};
+  int count = 0;
+  plm_status status = PLM_OK;
+  for (int k = 0; k < PLM__OP_MAX_OUT && status == PLM_OK; k++) {
+    if (!s->host_out[k]) continue;
+    const plm_shape *shape = &s->shapes[k];
+    image result = {.dtype = shape->dtype, .ndim = shape->ndim};
+    memcpy(result.dims, shape->dims, sizeof result.dims);
+    const char *path = run->paths[output_file(run, k)];
+    if ((status = image_writer_open_npy(path, &result, &writers[count], err, err_size)) == PLM_OK)
+      status = image_writer_write(writers[count++], s->host_out[k], image_bytes(&result), err,
+                                  err_size);
+  }
+  if (status == PLM_OK && s->csv_file >= 0 &&
+      (status = image_writer_open_text(run->paths[s->csv_file], &writers[count], err,
+                                       err_size)) == PLM_OK)
+    status = image_writer_write(writers[count++], s->csv, s->csv_length, err, err_size);
+  if (status == PLM_OK && interrupt_signal) status = PLM_ERR_INVALID_STATE;
+  if (status != PLM_OK) {
+    for (int i = 0; i < count; i++) image_writer_abort(writers[i]);
+    return status;
+  }
+  return image_writers_commit(writers, count, err, err_size);
+}
+
+/* The outputs read back and the regions CSV made, then the files written. */
 static int write_outputs(const op_run *run, op_state *s) {
   const char *name = run->cmd->name;
   char err[ERROR_SIZE] = "";
@@ -1052,28 +1092,20 @@ static int write_outputs(const op_run *run, op_state *s) {
                                  plm_tensor_bytes(&s->made[k]), PLM_COPY_DEVICE_TO_HOST);
   if (status == PLM_OK) status = plm_stream_synchronize(s->stream);
   if (status != PLM_OK) return library_failure(s, name, status);
-  int csv_file = -1;
+  s->csv_file = -1;
   for (int k = 0; k < run->file_count; k++)
-    if (run->files[k].kind == FILE_REGIONS && run->paths[k]) csv_file = k;
-  if (csv_file >= 0) {
+    if (run->files[k].kind == FILE_REGIONS && run->paths[k]) s->csv_file = k;
+  if (s->csv_file >= 0) {
     status = run->cmd->regions->make(s->stream, s->pool, run->cmd->op, &s->call, s->intensity,
                                      &s->csv, &s->csv_length, err, sizeof err);
     if (status != PLM_OK)
       return err[0] ? file_failure(s, name, status, err) : library_failure(s, name, status);
   }
-  for (int k = 0; k < PLM__OP_MAX_OUT; k++) {
-    if (!s->host_out[k]) continue;
-    const plm_shape *shape = &s->shapes[k];
-    image result = {.dtype = shape->dtype, .ndim = shape->ndim, .data = s->host_out[k]};
-    memcpy(result.dims, shape->dims, sizeof result.dims);
-    status = image_write_npy(run->paths[output_file(run, k)], &result, err, sizeof err);
-    if (status != PLM_OK) return write_failure(s, name, err);
-  }
-  if (csv_file >= 0) {
-    status = image_write_text(run->paths[csv_file], s->csv, s->csv_length, err, sizeof err);
-    if (status != PLM_OK) return write_failure(s, name, err);
-  }
-  return release_run(s, name, 0);
+  if (interrupt_signal) return interrupted(s, name);
+  status = write_files(run, s, err, sizeof err);
+  if (status != PLM_OK && interrupt_signal) return interrupted(s, name);
+  if (status != PLM_OK) return write_failure(s, name, err);
+  return release_run(s, name, interrupt_exit_code()); /* a signal during the renames */
 }
 
 static int execute(op_run *run) {
@@ -1115,5 +1147,6 @@ int op_command_main(int argc, char **argv) {
   run.file_count = list_files(cmd, run.files);
   int exit_code = parse_arguments(&run, argc - 1, argv + 1);
   if (exit_code >= 0) return exit_code;
+  interrupt_catch();
   return execute(&run);
 }

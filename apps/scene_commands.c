@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
+#include "apps/interrupt.h"
 #include "apps/options.h"
 #include "tools/image_io.h"
 #include "tools/progress.h"
@@ -107,18 +107,15 @@ plm_status scene_write_files(const scene_config *config, const char *frames_path
     progress_update(&r.bar, t + 1);
   }
   progress_end(&r.bar);
-  /* Both files are complete: rename them into place; if the second rename fails, the
-   * first file is removed again so that no half of a pair is left. */
-  image_writer *frames = r.frames, *truth = r.truth;
-  r.frames = NULL;
-  status = image_writer_commit(frames, err, err_size);
-  if (status != PLM_OK) return scene_release(&r, status);
-  r.truth = NULL;
-  status = image_writer_commit(truth, err, err_size);
-  if (status != PLM_OK) {
-    unlink(frames_path);
-    return scene_release(&r, status);
+  if (stop && *stop) {
+    snprintf(err, err_size, "interrupted after the last frame, before the files were written");
+    return scene_release(&r, PLM_ERR_INVALID_STATE);
   }
+  /* Both files are complete: they replace their paths together, or neither does. */
+  image_writer *both[2] = {r.frames, r.truth};
+  r.frames = r.truth = NULL;
+  status = image_writers_commit(both, 2, err, err_size);
+  if (status != PLM_OK) return scene_release(&r, status);
   if (plume_rows) *plume_rows = plumes;
   return scene_release(&r, PLM_OK);
 }
@@ -145,8 +142,14 @@ static int scene_write(const scene_config *config, const char *out_path, const c
   if (refused >= 0) return refused;
   char err[ERROR_SIZE] = "";
   int64_t plumes = 0;
-  plm_status status =
-      scene_write_files(config, out_path, truth_path, false, NULL, &plumes, err, sizeof err);
+  interrupt_catch();
+  plm_status status = scene_write_files(config, out_path, truth_path, false, &interrupt_signal,
+                                        &plumes, err, sizeof err);
+  if (status != PLM_OK && interrupt_signal) {
+    fprintf(stderr, "plume scene: interrupted by signal %d (%s); the outputs are as they were\n",
+            (int)interrupt_signal, err);
+    return interrupt_exit_code();
+  }
   if (status != PLM_OK) {
     /* Exit 2 for a scene the config refuses, else 1: the outputs were checked, so a
      * failure to write them is the machine's (a full disk), not the arguments'. */
@@ -156,7 +159,7 @@ static int scene_write(const scene_config *config, const char *out_path, const c
   printf("scene: %lld frames of %lldx%lld (seed %llu), %lld plume rows -> %s, %s\n",
          (long long)config->frames, (long long)config->height, (long long)config->width,
          (unsigned long long)config->seed, (long long)plumes, out_path, truth_path);
-  return 0;
+  return interrupt_exit_code(); /* 0, or a signal that came during the renames */
 }
 
 int scene_command_main(int argc, char **argv) {

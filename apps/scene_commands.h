@@ -34,11 +34,12 @@ int scene_command_main(int argc, char **argv);
 int score_command_main(int argc, char **argv);
 
 /* Write the scene of config to frames_path (.npy, u16 (N, H, W)) and its truth to
- * truth_path, as `plume scene` does: streamed frame by frame, both atomically (a failure
- * leaves neither). With show_progress, a progress bar on a terminal (tools/progress.h).
- * When stop is not NULL and *stop becomes non-zero (a signal handler's flag), the
- * writing stops before the next frame with PLM_ERR_INVALID_STATE ("interrupted") and
- * leaves no file. Sets *plume_rows (when not NULL) to the truth's rows. Errors:
+ * truth_path, as `plume scene` does: streamed frame by frame, committed together
+ * (image_writers_commit: both files replace their paths, or neither does, and a failure
+ * leaves no temporary file). With show_progress, a progress bar on a terminal
+ * (tools/progress.h). When stop is not NULL and *stop becomes non-zero (a signal
+ * handler's flag), the writing stops before the next frame, or before the commit, with
+ * PLM_ERR_INVALID_STATE ("interrupted") and leaves the paths as they were. Sets *plume_rows (when not NULL) to the truth's rows. Errors:
  * scene_create's, PLM_ERR_IO (a file that cannot be written), PLM_ERR_OUT_OF_MEMORY;
  * the message goes into err. */
 plm_status scene_write_files(const scene_config *config, const char *frames_path,

@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "tools/image_io.h"
+#include "tools/output_file.h"
 #include "tools/regular_file.h"
 
 #include <errno.h>
@@ -772,73 +773,25 @@ static size_t npy_format_header(const image *img, char *buf, size_t cap) {
   return padded;
 }
 
-/* ---- atomic writers ------------------------------------------------------------------ */
+/* ---- atomic writers: an output_file (tools/output_file.h) with a .npy's byte count ----- */
 
 struct image_writer {
-  char *path;        /* the destination */
-  char *tmp;         /* PATH.tmp-XXXXXX beside it */
-  FILE *file;        /* the open temporary file */
+  output_file *file;
   uint64_t written;  /* data bytes appended (after any .npy header) */
   uint64_t expected; /* UINT64_MAX: any amount (text); else the .npy data size */
 };
 
-/* Close and remove the temporary file, free the writer. */
-static void writer_discard(image_writer *w) {
-  if (w->file) fclose(w->file);
-  unlink(w->tmp);
-  free(w->tmp);
-  free(w->path);
-  free(w);
-}
-
-/* Create the temporary file beside path, with the mode a plain create would give. */
 static plm_status writer_open(const char *path, uint64_t expected, image_writer **out, char *err,
                               size_t err_size) {
-  size_t path_length = strlen(path);
   image_writer *w = calloc(1, sizeof *w);
-  if (w) w->path = malloc(path_length + 1);
-  if (w && w->path) w->tmp = malloc(path_length + sizeof ".tmp-XXXXXX");
-  if (!w || !w->path || !w->tmp) {
-    if (w) free(w->path);
-    free(w);
-    return fail(err, err_size, path, PLM_ERR_OUT_OF_MEMORY, "out of memory");
-  }
-  memcpy(w->path, path, path_length + 1);
-  memcpy(w->tmp, path, path_length);
-  memcpy(w->tmp + path_length, ".tmp-XXXXXX", sizeof ".tmp-XXXXXX");
+  if (!w) return fail(err, err_size, path, PLM_ERR_OUT_OF_MEMORY, "out of memory");
   w->expected = expected;
-  int fd = mkstemp(w->tmp);
-  if (fd < 0) {
-    plm_status status = fail(err, err_size, path, PLM_ERR_IO, "cannot create a temporary file: %s",
-                             strerror(errno));
-    free(w->tmp);
-    free(w->path);
-    free(w);
-    return status;
-  }
-  /* mkstemp makes the file 0600; give it the mode a plain create would. */
-  mode_t mask = umask(0);
-  umask(mask);
-  plm_status status = PLM_OK;
-  if (fchmod(fd, 0666 & ~mask) != 0)
-    status = fail(err, err_size, path, PLM_ERR_IO, "chmod %s failed: %s", w->tmp, strerror(errno));
-  else if (!(w->file = fdopen(fd, "wb")))
-    status = fail(err, err_size, path, PLM_ERR_IO, "fdopen failed: %s", strerror(errno));
+  plm_status status = output_file_open(path, &w->file, err, err_size);
   if (status != PLM_OK) {
-    if (!w->file) close(fd);
-    writer_discard(w);
+    free(w);
     return status;
   }
   *out = w;
-  return PLM_OK;
-}
-
-/* Write bytes to the temporary file (no count kept: the .npy header goes here). */
-static plm_status writer_put(image_writer *w, const void *data, size_t bytes, char *err,
-                             size_t err_size) {
-  if (bytes && fwrite(data, 1, bytes, w->file) != bytes)
-    return fail(err, err_size, w->path, PLM_ERR_IO, "writing %s failed: %s", w->tmp,
-                strerror(errno));
   return PLM_OK;
 }
 
@@ -871,8 +824,8 @@ plm_status image_writer_open_npy(const char *path, const image *shape, image_wri
   size_t header_bytes = npy_format_header(shape, header, sizeof header);
   plm_status status = writer_open(path, image_bytes(shape), out, err, err_size);
   if (status == PLM_OK &&
-      (status = writer_put(*out, header, header_bytes, err, err_size)) != PLM_OK) {
-    writer_discard(*out);
+      (status = output_file_write((*out)->file, header, header_bytes, err, err_size)) != PLM_OK) {
+    image_writer_abort(*out);
     *out = NULL;
   }
   return status;
@@ -882,48 +835,62 @@ plm_status image_writer_write(image_writer *w, const void *data, size_t bytes, c
                               size_t err_size) {
   if (err && err_size) err[0] = '\0';
   if (!w) return fail(err, err_size, "image_writer_write", PLM_ERR_INVALID_ARG, "writer is NULL");
-  if (!data && bytes) return fail(err, err_size, w->path, PLM_ERR_INVALID_ARG, "data is NULL");
+  const char *path = output_file_path(w->file);
+  if (!data && bytes) return fail(err, err_size, path, PLM_ERR_INVALID_ARG, "data is NULL");
   if (w->expected != UINT64_MAX && bytes > w->expected - w->written)
-    return fail(err, err_size, w->path, PLM_ERR_INVALID_ARG,
+    return fail(err, err_size, path, PLM_ERR_INVALID_ARG,
                 "%zu more bytes would exceed the %llu bytes of data the .npy header promises "
                 "(%llu written)",
                 bytes, (unsigned long long)w->expected, (unsigned long long)w->written);
-  plm_status status = writer_put(w, data, bytes, err, err_size);
+  plm_status status = output_file_write(w->file, data, bytes, err, err_size);
   if (status == PLM_OK) w->written += bytes;
   return status;
 }
 
-plm_status image_writer_commit(image_writer *w, char *err, size_t err_size) {
+plm_status image_writers_commit(image_writer **writers, int count, char *err, size_t err_size) {
   if (err && err_size) err[0] = '\0';
-  if (!w) return fail(err, err_size, "image_writer_commit", PLM_ERR_INVALID_ARG, "writer is NULL");
+  if (count <= 0) return PLM_OK;
+  if (!writers)
+    return fail(err, err_size, "image_writers_commit", PLM_ERR_INVALID_ARG, "writers is NULL");
+  enum { MOST = 16 };
+  output_file *files[MOST];
   plm_status status = PLM_OK;
-  if (w->expected != UINT64_MAX && w->written != w->expected)
-    status = fail(err, err_size, w->path, PLM_ERR_INVALID_ARG,
-                  "only %llu of the %llu bytes of data the .npy header promises were written",
-                  (unsigned long long)w->written, (unsigned long long)w->expected);
-  if (status == PLM_OK && fflush(w->file) != 0)
-    status =
-        fail(err, err_size, w->path, PLM_ERR_IO, "writing %s failed: %s", w->tmp, strerror(errno));
-  FILE *file = w->file;
-  w->file = NULL;
-  if (fclose(file) != 0 && status == PLM_OK)
-    status =
-        fail(err, err_size, w->path, PLM_ERR_IO, "closing %s failed: %s", w->tmp, strerror(errno));
-  if (status == PLM_OK && rename(w->tmp, w->path) != 0)
-    status = fail(err, err_size, w->path, PLM_ERR_IO, "cannot rename %s to it: %s", w->tmp,
-                  strerror(errno));
-  if (status == PLM_OK) {
-    free(w->tmp);
-    free(w->path);
-    free(w);
-    return PLM_OK;
+  if (count > MOST)
+    status = fail(err, err_size, "image_writers_commit", PLM_ERR_INVALID_ARG,
+                  "%d writers; at most %d", count, MOST);
+  for (int i = 0; i < count && status == PLM_OK; i++) {
+    const image_writer *w = writers[i];
+    if (!w)
+      status = fail(err, err_size, "image_writers_commit", PLM_ERR_INVALID_ARG,
+                    "writers[%d] is NULL", i);
+    else if (w->expected != UINT64_MAX && w->written != w->expected)
+      status = fail(err, err_size, output_file_path(w->file), PLM_ERR_INVALID_ARG,
+                    "only %llu of the %llu bytes of data the .npy header promises were written",
+                    (unsigned long long)w->written, (unsigned long long)w->expected);
   }
-  writer_discard(w);
-  return status;
+  if (status != PLM_OK) {
+    for (int i = 0; i < count; i++) image_writer_abort(writers[i]);
+    return status;
+  }
+  for (int i = 0; i < count; i++) {
+    files[i] = writers[i]->file;
+    free(writers[i]);
+  }
+  return output_files_commit(files, count, err, err_size);
+}
+
+plm_status image_writer_commit(image_writer *w, char *err, size_t err_size) {
+  if (!w) {
+    if (err && err_size) err[0] = '\0';
+    return fail(err, err_size, "image_writer_commit", PLM_ERR_INVALID_ARG, "writer is NULL");
+  }
+  return image_writers_commit(&w, 1, err, err_size);
 }
 
 void image_writer_abort(image_writer *w) {
-  if (w) writer_discard(w);
+  if (!w) return;
+  output_file_abort(w->file);
+  free(w);
 }
 
 plm_status image_write_npy(const char *path, const image *img, char *err, size_t err_size) {

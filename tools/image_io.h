@@ -18,9 +18,10 @@
  * data. Every failure returns a status and leaves a one-line message naming the
  * file and the problem in the caller's buffer ("in.npy: truncated: ...").
  *
- * Every writer writes PATH.tmp-XXXXXX in the same directory and renames it over PATH
- * at the end, so PATH is never left partly written; the temporary file is removed
- * when anything fails. A file too large to hold in memory (a long stack of frames) is
+ * Every writer is an output_file (tools/output_file.h): PATH.tmp-XXXXXX in the same
+ * directory, fsync'd and renamed over PATH at the end, so PATH is never left partly
+ * written; the temporary file is removed when anything fails, and several writers
+ * commit together, all or none (image_writers_commit). A file too large to hold in memory (a long stack of frames) is
  * streamed through an image_writer: open it with the .npy's whole shape, append the
  * data in pieces (frame by frame), then commit (or abort).
  *
@@ -152,11 +153,18 @@ plm_status image_writer_open_text(const char *path, image_writer **out, char *er
 plm_status image_writer_write(image_writer *w, const void *data, size_t bytes, char *err,
                               size_t err_size);
 
-/* Finish: flush and close the temporary file and rename it over PATH. Fails (and
- * removes the temporary file, leaving PATH as it was) when a .npy's data is
- * incomplete (PLM_ERR_INVALID_ARG) or the flush, close or rename fails (PLM_ERR_IO).
- * Frees w in every case. */
+/* Finish: check that a .npy's data is complete, then commit the temporary file over
+ * PATH as output_files_commit does (tools/output_file.h: flushed, fsync'd, renamed).
+ * Fails (and removes the temporary file, leaving PATH as it was) when the data is
+ * incomplete (PLM_ERR_INVALID_ARG) or the flush, fsync, close or rename fails
+ * (PLM_ERR_IO). Frees w in every case. */
 plm_status image_writer_commit(image_writer *w, char *err, size_t err_size);
+
+/* Commit writers[0..count) (at most 16) together, all or none (tools/output_file.h): a
+ * command's several outputs are replaced together, or each path keeps its old file.
+ * Errors as image_writer_commit's, and PLM_ERR_INVALID_ARG for a NULL entry or more
+ * than 16. Frees every writer in every case. */
+plm_status image_writers_commit(image_writer **writers, int count, char *err, size_t err_size);
 
 /* Give up: close and remove the temporary file, free w. NULL is a no-op. */
 void image_writer_abort(image_writer *w);

@@ -22,6 +22,13 @@
 #       below it; FILES are removed.
 #   run_full_disk EXPECTED_RC NAME ARGS...
 #       as run, with every write failing as on a full disk (ulimit -f 0); no stderr check.
+#   run_disk_room KIB EXPECTED_RC NAME ARGS...
+#       as run_full_disk, with room for files of up to KIB KiB each (ulimit -f KIB).
+#   run_interrupted SIGNAL WATCH EXPECTED_RC NAME ARGS...
+#       runs PROGRAM ARGS in the background, waits (up to 60 s) for a file matching the
+#       glob WATCH to appear (the command's temporary output: it is mid-run), stops it,
+#       checks that WATCH still matches (it has not finished), sends SIGNAL, lets it go
+#       on, and checks the exit code (stdout to out.txt, stderr to err.txt).
 #   cli_end
 #       prints "SCRIPT: N checks, M failures"; its status (the script's last command) is
 #       0 only when no check failed.
@@ -91,13 +98,46 @@ absent() {
 # run_full_disk EXPECTED_RC NAME ARGS...: run, but with no file allowed to grow (ulimit -f
 # 0, SIGXFSZ ignored: a write fails with EFBIG, as on a full disk); checks the exit code.
 run_full_disk() {
-  local expected=$1 name=$2
-  shift 2
+  run_disk_room 0 "$@"
+}
+
+run_disk_room() {
+  local room=$1 expected=$2 name=$3
+  shift 3
   checks=$((checks + 1))
   # stderr through a pipe to cat, which the limit does not bind (err.txt is a file).
-  (trap '' XFSZ; ulimit -f 0; exec "$cli_program" "$@") 2>&1 >/dev/null | cat >err.txt
+  (trap '' XFSZ; ulimit -f "$room"; exec "$cli_program" "$@") 2>&1 >/dev/null | cat >err.txt
   local rc=${PIPESTATUS[0]}
   [[ $rc == "$expected" ]] || { fail "$name: exit $rc, expected $expected (stderr: $(cat err.txt))"; return 1; }
+}
+
+run_interrupted() {
+  local signal=$1 watch=$2 expected=$3 name=$4
+  shift 4
+  checks=$((checks + 1))
+  "$cli_program" "$@" >out.txt 2>err.txt &
+  local pid=$! waited=0
+  until compgen -G "$watch" >/dev/null; do
+    if ! kill -0 "$pid" 2>/dev/null || ((waited >= 6000)); then
+      wait "$pid"
+      fail "$name: $watch never appeared (exit $?; stderr: $(head -c 1000 err.txt))"
+      return 1
+    fi
+    sleep 0.01
+    waited=$((waited + 1))
+  done
+  kill -STOP "$pid"
+  if ! compgen -G "$watch" >/dev/null; then
+    kill -CONT "$pid"
+    wait "$pid"
+    fail "$name: finished before the signal could be sent (make its work longer)"
+    return 1
+  fi
+  kill "-$signal" "$pid"
+  kill -CONT "$pid"
+  wait "$pid"
+  local rc=$?
+  [[ $rc == "$expected" ]] || { fail "$name: exit $rc, expected $expected (stderr: $(head -c 1000 err.txt))"; return 1; }
 }
 
 cli_end() {

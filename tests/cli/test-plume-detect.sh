@@ -326,6 +326,22 @@ run_full_disk 1 "full disk" detect --frames s.npy --pipeline "$pipeline" --out f
 absent "full disk" full.csv
 run 2 "--out in a missing folder" detect --frames s.npy --pipeline "$pipeline" --out no/x.csv &&
   expect_err "--out in a missing folder" "its folder 'no' does not exist"
+# A signal mid-run (SIGTERM, SIGINT, SIGHUP, SIGPIPE) stops it before the next frame:
+# exit 128 + the signal, the old CSV kept, no temporary file left. A slow pipeline (a
+# 31 x 31 entropy window) over 1500 frames gives the signal time to land mid-run.
+"$cli_program" scene --frames 1500 --size 128,128 --out long.npy --truth long.csv >/dev/null
+slow="entropy window=31 bins=64 ! threshold value=4 ! label ! regions capacity=64"
+for sig in TERM INT HUP PIPE; do
+  echo "old detections" >kept.csv
+  run_interrupted "$sig" 'kept.csv.tmp-*' $((128 + $(kill -l "$sig"))) "SIG$sig" \
+    detect --frames long.npy --pipeline "$slow" --out kept.csv --backend host &&
+    expect_err "SIG$sig" "interrupted by signal"
+  checks=$((checks + 1))
+  [[ $(cat kept.csv) == "old detections" ]] || fail "SIG$sig: the old CSV was replaced"
+  absent "SIG$sig"
+done
+rm -f long.npy long.csv kept.csv
+
 # A FIFO among a folder's frames is refused at once, and nothing is left behind.
 mkfifo empty/0001.npy
 checks=$((checks + 1))

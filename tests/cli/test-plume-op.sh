@@ -964,6 +964,45 @@ absent "full disk" full.npy
 run 2 "--out in a missing folder" op threshold --in quad.npy --out nowhere/x.npy --value 1 &&
   expect_err "--out in a missing folder" "--out 'nowhere/x.npy': its folder 'nowhere' does not exist"
 
+# Several outputs are committed together: with room for the labels of 169 dots (2832
+# bytes) but not for their regions CSV (over 3 KiB), neither file is replaced.
+dots=''
+for ((r = 0; r < 26; r++)); do
+  for ((c = 0; c < 26; c++)); do
+    if ((r % 2 == 0 && c % 2 == 0)); then dots+='\x01'; else dots+='\x00'; fi
+  done
+done
+write_npy dots.npy '|u1' '(26, 26)' "$dots"
+run 0 "dots: label and regions" op label --in dots.npy --out dots.labels.npy --regions dots.csv
+checks=$((checks + 1))
+(($(stat -c %s dots.labels.npy) < 3072 && $(stat -c %s dots.csv) > 3072)) ||
+  fail "dots: the sizes do not straddle 3 KiB: $(stat -c '%n %s' dots.labels.npy dots.csv)"
+echo "old labels" >L.npy
+echo "old regions" >R.csv
+run_disk_room 3 1 "room for one output only" op label --in dots.npy --out L.npy --regions R.csv &&
+  expect_err "room for one output only" "R.csv"
+checks=$((checks + 1))
+[[ $(cat L.npy) == "old labels" && $(cat R.csv) == "old regions" ]] ||
+  fail "room for one output only: an old file was replaced"
+absent "room for one output only"
+# A signal before the outputs are written (here during a minute of warm-up) keeps the
+# old files and exits 128 + the signal.
+checks=$((checks + 1))
+"$cli_program" op label --in dots.npy --out L.npy --regions R.csv --repeat 1 \
+  --warmup-ms 60000 >out.txt 2>err.txt &
+pid=$!
+sleep 1
+kill -TERM "$pid"
+wait "$pid"
+rc=$?
+[[ $rc == 143 ]] || fail "SIGTERM during the warm-up: exit $rc, expected 143 ($(cat err.txt))"
+expect_err "SIGTERM during the warm-up" "interrupted by signal 15"
+checks=$((checks + 1))
+[[ $(cat L.npy) == "old labels" && $(cat R.csv) == "old regions" ]] ||
+  fail "SIGTERM during the warm-up: an old file was replaced"
+absent "SIGTERM during the warm-up"
+rm -f dots.npy dots.labels.npy dots.csv L.npy R.csv
+
 # An output naming an input or another output is refused before anything runs, and the
 # files are left as they were.
 cp quad.npy own.npy

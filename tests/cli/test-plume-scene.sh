@@ -85,6 +85,20 @@ checks=$((checks + 1))
 grep -q "^recall: *0.0000$" out.txt && grep -q "^false negatives: *$rows$" out.txt ||
   fail "score none: $(cat out.txt)"
 
+# ---- signals: stopped before the next frame, exit 128 + the signal, old files kept ----------
+for sig in TERM INT; do
+  echo "old frames" >kept.npy
+  echo "old truth" >kept.csv
+  run_interrupted "$sig" 'kept.npy.tmp-*' $((128 + $(kill -l "$sig"))) "scene SIG$sig" \
+    scene --frames 4000 --size 128,128 --out kept.npy --truth kept.csv &&
+    expect_err "scene SIG$sig" "interrupted by signal"
+  checks=$((checks + 1))
+  [[ $(cat kept.npy) == "old frames" && $(cat kept.csv) == "old truth" ]] ||
+    fail "scene SIG$sig: an old file was replaced"
+  absent "scene SIG$sig"
+done
+rm -f kept.npy kept.csv
+
 # ---- bad usage: exit 2, one line, no file ---------------------------------------------------
 run_full_disk 1 "full disk" scene --frames 2 --size 32,32 --out full.npy --truth full.csv &&
   expect_err "full disk" "full.npy"
