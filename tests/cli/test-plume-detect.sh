@@ -430,6 +430,12 @@ run 0 "score the demo's files" score --truth kept/truth.csv --detections kept/de
 checks=$((checks + 1))
 cmp -s <(grep -E "^(precision|recall|centroid error):" demo.txt) \
   <(grep -E "^(precision|recall|centroid error):" out.txt) || fail "plume score disagrees with demo"
+# A full disk while the demo writes its scene is a runtime failure (exit 1), and its
+# folder is removed.
+run_full_disk 1 "demo on a full disk" demo --frames 5 --size 64,64 --workdir full &&
+  expect_err "demo on a full disk" "frames.npy"
+checks=$((checks + 1))
+[[ ! -e full ]] || fail "demo on a full disk left $(ls -R full)"
 # A work folder given without --keep is emptied, and removed when the demo made it.
 run 0 "demo --workdir" demo --frames 5 --size 64,64 --workdir made
 checks=$((checks + 1))
