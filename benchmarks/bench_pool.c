@@ -161,6 +161,7 @@ typedef struct options {
   const char *profile_dir;   /* NULL: no profile */
   const char *trace_dir;     /* NULL: timed runs; else write traces there */
   bool lookup;               /* time the descriptor lookup alone */
+  bool keep_pages;           /* pooled pools with PLM_POOL_KEEP_PAGES */
 } options;
 
 static const char *const workload_names[] = {"random_allocations", "fragmentation", "steady_state",
@@ -168,7 +169,7 @@ static const char *const workload_names[] = {"random_allocations", "fragmentatio
 
 static const char usage[] =
     "usage: bench_pool [--quick | --smoke] [--backend host|cuda|auto] [--json PATH]\n"
-    "                  [--workload NAME] [--profile DIR]\n"
+    "                  [--workload NAME] [--profile DIR] [--keep-pages]\n"
     "       bench_pool [--quick | --smoke] [--workload NAME] --write-trace DIR\n"
     "       bench_pool --lookup [--quick]\n"
     "       bench_pool --validate-json PATH\n"
@@ -303,6 +304,9 @@ static const char *const mode_names[] = {"pooled", "passthrough", "jemalloc", "c
 
 static FILE *trace_file; /* MODE_TRACE's output */
 
+/* Flags every pooled pool gets besides its workload's (--keep-pages). */
+static unsigned pooled_extra_flags;
+
 typedef struct allocator {
   bench_mode mode;
   plm_pool *pool; /* every mode but jemalloc and trace */
@@ -326,7 +330,7 @@ static bool allocator_open(plm_context *ctx, bench_mode mode, unsigned pool_flag
   config.mode = mode == MODE_POOLED        ? PLM_POOL_POOLED
                 : mode == MODE_PASSTHROUGH ? PLM_POOL_PASSTHROUGH
                                            : PLM_POOL_CUDA_ASYNC;
-  config.flags = pool_flags;
+  config.flags = pool_flags | (mode == MODE_POOLED ? pooled_extra_flags : 0);
   plm_status status = plm_pool_create(ctx, &config, &a->pool);
   if (status != PLM_OK) return fail_call(mode_names[mode], "plm_pool_create", status);
   return true;
@@ -1818,6 +1822,9 @@ int main(int argc, char **argv) {
                        "cases to\n"
                        "DIR/<workload>-<parameters>.trace, for other\n"
                        "allocators to replay (format: the header of bench_pool.c)"),
+      BENCH_OPT_FLAG("--keep-pages", &env.opt.keep_pages,
+                     "pooled pools keep the memory under free pages\n"
+                     "(PLM_POOL_KEEP_PAGES): what giving it back buys"),
       BENCH_OPT_FLAG("--lookup", &env.opt.lookup,
                      "time the pool's pointer -> descriptor lookup alone\n"
                      "(100,000 live blocks; the old table and pool_live.h)"),
@@ -1833,6 +1840,7 @@ int main(int argc, char **argv) {
   int start = bench_start(&cli, argc, argv);
   if (start != BENCH_RUN) return start;
   if (env.opt.lookup) return bench_pool_lookup(env.opt.size != RUN_FULL) ? 0 : BENCH_EXIT_FAILURE;
+  if (env.opt.keep_pages) pooled_extra_flags = PLM_POOL_KEEP_PAGES;
   warnings = json_array();
   measure_timer_overhead();
   if (!open_env(&env)) {

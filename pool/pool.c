@@ -9,7 +9,10 @@
 #include "streams/assert.h"
 #include "streams/error.h"
 
-enum { KNOWN_POOL_FLAGS = PLM_POOL_NO_STREAM_WAITS, SLOW_PATH_ROUNDS = 4 };
+enum {
+  KNOWN_POOL_FLAGS = PLM_POOL_NO_STREAM_WAITS | PLM_POOL_KEEP_PAGES,
+  SLOW_PATH_ROUNDS = 4
+};
 
 static const size_t DEFAULT_MIN_CHUNK = (size_t)2 << 20;
 static const size_t DEFAULT_HUGE = (size_t)256 << 20;
@@ -20,11 +23,19 @@ static const size_t MAX_REQUEST_BYTES = (size_t)1 << 48; /* keeps every size ins
 #ifndef NDEBUG
 /* Walk every chunk and every epoch queue. Called with `lock` held, on the slow
  * path and after trimming only: O(blocks). */
+static void check_released(const pool_block *block, const pool_block *prev) {
+  PLM_ASSERT(!block->owner);
+  PLM_ASSERT((block->addr - block->chunk->base) % POOL_PAGE == 0);
+  PLM_ASSERT(block->size % POOL_PAGE == 0);
+  PLM_ASSERT(!prev || prev->state != BLOCK_RELEASED);
+}
+
 static void check_invariants(const plm_pool *pool) {
-  size_t used = 0;
+  size_t used = 0, held = 0, released = 0, listed = 0;
   for (const pool_chunk *chunk = pool->chunks; chunk; chunk = chunk->next) {
     uintptr_t expected = chunk->base;
     const pool_block *prev = NULL;
+    size_t released_here = 0;
     for (const pool_block *block = chunk->first; block; block = block->phys_next) {
       PLM_ASSERT(block->addr == expected && block->chunk == chunk);
       PLM_ASSERT(block->phys_prev == prev && block->size % POOL_GRANULE == 0);
@@ -33,12 +44,25 @@ static void check_invariants(const plm_pool *pool) {
                  (block->state == BLOCK_USED));
       if (prev && prev->state == BLOCK_FREE && block->state == BLOCK_FREE)
         PLM_ASSERT(prev->owner != block->owner);
+      if (block->state == BLOCK_RELEASED) {
+        check_released(block, prev);
+        released_here += block->size;
+      }
       used += block->state == BLOCK_USED;
       expected += block->size;
       prev = block;
     }
     PLM_ASSERT(expected == chunk->base + chunk->size);
+    PLM_ASSERT(released_here == chunk->released);
+    held += chunk->size - chunk->released;
+    released += chunk->released;
   }
+  for (const pool_block *block = pool->released; block; block = block->free_next) {
+    PLM_ASSERT(block->state == BLOCK_RELEASED);
+    listed += block->size;
+  }
+  PLM_ASSERT(listed == released && released == pool->stats.bytes_released);
+  PLM_ASSERT(held == pool->stats.bytes_reserved);
   PLM_ASSERT(used == pool->live.count);
   PLM_ASSERT(pool->global.cached_bytes <= POOL_CACHE_MAX_BYTES);
   for (const pool_owner *owner = pool->owners; owner; owner = owner->hh.next) {
@@ -164,7 +188,34 @@ static plm_status grow(plm_pool *pool, size_t need, const request *r, pool_block
   return PLM_OK;
 }
 
-/* Give idle chunks (one free block, safe for all) back upstream while more than
+/* Whether nothing in a chunk is used or pending: its blocks are FREE and safe for
+ * all, or RELEASED (alternating: neighbours of one state merge). */
+static bool chunk_is_idle(const pool_chunk *chunk) {
+  for (const pool_block *block = chunk->first; block; block = block->phys_next) {
+    bool idle = (block->state == BLOCK_FREE && !block->owner) || block->state == BLOCK_RELEASED;
+    if (!idle) return false;
+  }
+  return true;
+}
+
+/* Take an idle chunk's blocks out of the global index and the released list, and its
+ * bytes out of the counts. `lock` held. */
+static void forget_idle_chunk(plm_pool *pool, pool_chunk *chunk) {
+  pool_block *block = chunk->first;
+  while (block) {
+    pool_block *next = block->phys_next;
+    if (block->state == BLOCK_RELEASED)
+      DL_DELETE2(pool->released, block, free_prev, free_next);
+    else
+      pool_index_remove(&pool->global, block);
+    plm__pool_descriptor_release(pool, block);
+    block = next;
+  }
+  pool->stats.bytes_reserved -= chunk->size - chunk->released;
+  pool->stats.bytes_released -= chunk->released;
+}
+
+/* Give idle chunks (nothing used or pending in them) back upstream while more than
  * `keep` bytes are reserved (the last one released may take it below `keep`).
  * slow_lock held, lock not held. */
 static size_t release_idle_chunks(plm_pool *pool, size_t keep) {
@@ -173,14 +224,10 @@ static size_t release_idle_chunks(plm_pool *pool, size_t keep) {
   pthread_mutex_lock(&pool->lock);
   pool_chunk *chunk, *next;
   DL_FOREACH_SAFE(pool->chunks, chunk, next) {
-    pool_block *block = chunk->first;
-    bool whole = block->state == BLOCK_FREE && !block->owner && block->size == chunk->size;
-    if (!whole || pool->stats.bytes_reserved <= keep) continue;
-    pool_index_remove(&pool->global, block);
-    plm__pool_descriptor_release(pool, block);
+    if (!chunk_is_idle(chunk) || pool->stats.bytes_reserved <= keep) continue;
+    forget_idle_chunk(pool, chunk);
     DL_DELETE(pool->chunks, chunk);
     DL_APPEND(idle, chunk);
-    pool->stats.bytes_reserved -= chunk->size;
     pool->stats.upstream_frees++;
     released++;
   }
@@ -276,6 +323,23 @@ static pool_block *take_with_stream_wait(plm_pool *pool, pool_owner **owners, si
   return block;
 }
 
+/* Memory for a request the free blocks cannot serve (pool_pages.c): first the memory
+ * under the largest holes goes back, beyond the slack the new memory would leave; then
+ * released pages are taken again where they, with the free blocks beside them, hold
+ * the request (the block is taken from them), else a new chunk is reserved. slow_lock
+ * held, lock not held. */
+static plm_status reserve_memory(plm_pool *pool, pool_owner *requester, const request *r,
+                                 pool_block **taken) {
+  plm__pool_decommit_before_growth(pool, r->size);
+  if (plm__pool_recommit_for(pool, r->size)) {
+    pthread_mutex_lock(&pool->lock);
+    *taken = try_take(pool, requester, r);
+    pthread_mutex_unlock(&pool->lock);
+    if (*taken) return PLM_OK;
+  }
+  return grow(pool, r->size, r, taken);
+}
+
 /* Serve a request the fast path could not, following the ladder in plume/pool.h.
  * Returns the live block, or NULL with *status and the message set: out-of-memory
  * with the diagnostic, or the first backend error met on the way. */
@@ -315,9 +379,10 @@ static pool_block *alloc_slow(plm_pool *pool, plm_stream *stream, const request 
       if (block) break;
     }
 
-    /* 3. Grow, after giving idle chunks back beyond the release threshold. */
+    /* 3. Take released pages again, or grow, after giving idle chunks back beyond the
+     * release threshold. */
     release_idle_chunks_counted(pool, keep_reserved(pool));
-    plm_status grown = grow(pool, r->size, r, &block);
+    plm_status grown = reserve_memory(pool, requester, r, &block);
     if (grown == PLM_OK) {
       reserved_memory = true;
       break;
@@ -335,9 +400,11 @@ static pool_block *alloc_slow(plm_pool *pool, plm_stream *stream, const request 
     pthread_mutex_unlock(&pool->lock);
     if (block) break;
 
-    /* 5. Give every idle chunk back upstream and grow again. */
+    /* 5. Give every idle chunk, and the memory under every free page, back upstream,
+     * and reserve again. */
     release_idle_chunks_counted(pool, 0);
-    grown = grow(pool, r->size, r, &block);
+    plm__pool_decommit(pool, SIZE_MAX);
+    grown = reserve_memory(pool, requester, r, &block);
     if (grown == PLM_OK) {
       reserved_memory = true;
       break;
@@ -680,6 +747,10 @@ plm_status plm_pool_trim(plm_pool *pool, size_t keep_bytes) {
     check_invariants(pool);
     pthread_mutex_unlock(&pool->lock);
     release_idle_chunks(pool, keep_bytes);
+    pthread_mutex_lock(&pool->lock);
+    const size_t reserved = (size_t)pool->stats.bytes_reserved;
+    pthread_mutex_unlock(&pool->lock);
+    if (reserved > keep_bytes) plm__pool_decommit(pool, reserved - keep_bytes);
   } else if (closed) {
     /* Nothing moved: let a later slow path close those epochs again. */
     pthread_mutex_lock(&pool->lock);

@@ -3,11 +3,14 @@
  * Descriptors live in host memory (device memory cannot hold headers). A chunk
  * reserved from upstream is cut into blocks that tile it exactly; phys_prev and
  * phys_next link a block to its neighbours in address order, which is what
- * coalescing needs. A block is in exactly one of three states, and its links say
+ * coalescing needs. A block is in exactly one of four states, and its links say
  * where it is:
- *   USED    handed out; in the pool's live table (pool_live.h);
- *   FREE    in an index's `lists` (free_prev/free_next), may be merged;
- *   CACHED  a small block in an index's `cached` list, not merged.
+ *   USED      handed out; in the pool's live table (pool_live.h);
+ *   FREE      in an index's `lists` (free_prev/free_next), may be merged;
+ *   CACHED    a small block in an index's `cached` list, not merged;
+ *   RELEASED  whole pages whose memory went back to the backend (mem_decommit), the
+ *             addresses kept: in the pool's `released` list (free_prev/free_next),
+ *             never handed out until recommitted (pool/pool_pages.c).
  * A FREE or CACHED block whose `owner` is not NULL was freed on that stream and is
  * not yet known to be safe for other streams; it is also in the owner's epoch
  * queue (epoch_prev/epoch_next), oldest free first.
@@ -23,7 +26,12 @@ typedef struct pool_block pool_block;
 typedef struct pool_chunk pool_chunk;
 typedef struct pool_owner pool_owner;
 
-typedef enum pool_block_state { BLOCK_USED, BLOCK_FREE, BLOCK_CACHED } pool_block_state;
+typedef enum pool_block_state {
+  BLOCK_USED,
+  BLOCK_FREE,
+  BLOCK_CACHED,
+  BLOCK_RELEASED
+} pool_block_state;
 
 struct pool_block {
   uintptr_t addr;
@@ -43,6 +51,7 @@ struct pool_block {
 struct pool_chunk {
   uintptr_t base;
   size_t size;
+  size_t released;   /* bytes of its RELEASED blocks */
   pool_block *first; /* the block at base */
   pool_chunk *prev, *next;
 };

@@ -130,3 +130,21 @@ size_t pool_index_largest(const pool_index *index) {
   }
   return largest;
 }
+
+pool_block *pool_index_find_largest(const pool_index *index, size_t min_granules,
+                                    bool (*accept)(const pool_block *block)) {
+  const unsigned lowest = pool_class_of(min_granules);
+  for (uint64_t fl_map = index->fl_map; fl_map;) {
+    unsigned fl = 63u - (unsigned)__builtin_clzll(fl_map);
+    fl_map &= ~((uint64_t)1 << fl);
+    for (uint32_t sl_map = index->sl_map[fl]; sl_map;) {
+      unsigned sl = 31u - (unsigned)__builtin_clz(sl_map);
+      sl_map &= ~(1u << sl);
+      unsigned klass = class_from_levels(fl, sl);
+      if (klass < lowest) return NULL;
+      for (pool_block *b = index->lists[klass]; b; b = b->free_next)
+        if (accept(b)) return b;
+    }
+  }
+  return NULL;
+}

@@ -64,6 +64,12 @@ void pool_index_push_cached(pool_index *index, pool_block *block, unsigned klass
 pool_block *pool_index_pop_cached(pool_index *index, unsigned klass);
 void pool_index_remove_cached(pool_index *index, pool_block *block, unsigned klass);
 
+/* A block of `lists` that `accept` takes, searching from the highest non-empty class
+ * down to the class of min_granules (larger classes first; any order within a class),
+ * or NULL. Not removed. O(classes + blocks looked at). */
+pool_block *pool_index_find_largest(const pool_index *index, size_t min_granules,
+                                    bool (*accept)(const pool_block *block));
+
 /* The size in bytes of the largest free block (lists and cached); scans only the
  * highest non-empty class. */
 size_t pool_index_largest(const pool_index *index);

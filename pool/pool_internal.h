@@ -31,29 +31,32 @@
  * tail of the last chunk (above), (b) cached small blocks, at most
  * POOL_CACHE_MAX_BYTES per index, and (c) holes between live blocks that no
  * request fits. (a) and (b) are bounded by this policy; (c) depends on the order of
- * frees and sizes and is what the TLSF good fit, immediate merging and the tail
- * placement of small blocks keep small, not a bound: with many live blocks freed in
- * a random order while requests of other sizes arrive (bench_pool's fragmentation
- * workload) the holes left are too small for the new sizes, and no allocator that
- * never moves a live block avoids that; see physical release below.
+ * frees and sizes: the TLSF good fit, immediate merging and the tail placement of
+ * small blocks keep it small, and where the backend can, the pages under the holes
+ * go back (below), so that a hole costs at most the parts of two pages at its ends.
  *
- * Giving memory back. A chunk returns upstream only when it is one free block safe
- * for all: plm_pool_trim makes every pending block safe (it waits for the streams),
- * returns cached small blocks to the merging lists so that they coalesce, and
- * gives back whole free chunks; the slow path does the same beyond
- * release_threshold. A chunk with one live block stays. The physical release that
- * would lift that on cuda is the next step, not built: reserve one large virtual
- * range per pool (cuMemAddressReserve) and map 2 MiB physical pages into it as the
- * pool grows (cuMemCreate + cuMemMap + cuMemSetAccess), as PyTorch's expandable
- * segments do. Then a new chunk extends the previous one, so a free tail merges
- * with the new memory instead of staying a hole at a chunk's end, and the pages
- * under any free run of 2 MiB or more, inside a chunk that still has live blocks,
- * can be unmapped and released (cuMemUnmap + cuMemRelease) after the frees'
- * events complete, without moving a live block. cudaMemPool-style release
- * (cudaMemPoolTrimTo, a release threshold) would not help: it only returns memory
- * that is wholly unused, which is what release_idle_chunks already does. Those
- * driver calls need a device to test, and the host backend has no virtual memory
- * API behind mem_alloc, so neither is written here.
+ * Giving memory back (pool_pages.c). A chunk returns upstream only when it is idle
+ * (every block FREE and safe for all, or RELEASED): plm_pool_trim makes every pending
+ * block safe (it waits for the streams), returns cached small blocks to the merging
+ * lists so that they coalesce, and gives back idle chunks; the slow path does the
+ * same beyond release_threshold. A chunk with one live block stays, but its free
+ * runs need not hold memory: where the backend has mem_decommit (the host backend:
+ * madvise), the whole POOL_PAGE (2 MiB) pages inside a FREE, safe-for-all block are
+ * given back and the block's middle becomes RELEASED (its addresses kept, its memory
+ * not counted in bytes_reserved). The slow path does that before it grows, to the
+ * largest holes first, until the chunk it is about to reserve would leave at most an
+ * eighth of what is in use (and 2 MiB) reserved beyond use; plm_pool_trim does it
+ * down to keep_bytes. Before growing, the slow path first recommits released pages
+ * where they, with the free blocks beside them, hold the request (the fewest pages
+ * that do), so the addresses are reused before new ones are reserved. Page
+ * boundaries count from the chunk's base. PLM_POOL_KEEP_PAGES turns this off.
+ *
+ * On cuda mem_decommit is not written yet: it needs chunks made of physical
+ * allocations mapped into a reserved range (cuMemAddressReserve, cuMemCreate,
+ * cuMemMap, cuMemSetAccess; cuMemUnmap and cuMemRelease to decommit), which is what
+ * PyTorch's expandable segments do, and a device to test it. cudaMemPool-style
+ * release (cudaMemPoolTrimTo) would not help: it returns only memory wholly unused,
+ * which release_idle_chunks already does.
  *
  * Lookup. A free finds its block's descriptor in the live table (pool_live.h):
  * open addressing over 16-byte slots holding the address and the descriptor, so
@@ -92,7 +95,8 @@
  * released.
  *
  * Files: pool_index.c (the TLSF index), pool_live.c (the live table), pool_blocks.c (descriptors,
- * owners, epoch queues, moving blocks between states), pool_epochs.c (closing, marking and polling
+ * owners, epoch queues, moving blocks between states), pool_pages.c (giving the memory under
+ * free pages back and taking it again), pool_epochs.c (closing, marking and polling
  * epochs; reuse behind waits), pool_upstream.c (PASSTHROUGH, CUDA_ASYNC), pool_stats.c (statistics,
  * the out-of-memory message), pool.c (the fast path, chunks, the out-of-memory ladder, lifecycle,
  * the rest of the public API).
@@ -103,6 +107,10 @@
  *     POOL_CACHE_MAX_BYTES of small blocks;
  *   - no two adjacent FREE blocks have the same owner (they would have merged);
  *   - a block is in the live table iff it is USED;
+ *   - a RELEASED block is safe for all, starts and ends on page boundaries of its
+ *     chunk, has no RELEASED neighbour (they would have merged), and is in the
+ *     `released` list; each chunk's `released` and the pool's bytes_released count
+ *     them, and bytes_reserved is what the chunks hold less that;
  *   - every pending block (owner != NULL) is in its owner's epoch queue, whose
  *     epochs never decrease from head to tail.
  */
@@ -164,6 +172,7 @@ struct plm_pool {
   pool_owner *owners;     /* hash by stream */
   pool_owner *last_owner; /* the owner found last: most calls repeat a stream */
   pool_live live;         /* the USED blocks by address (every mode) */
+  pool_block *released;   /* the RELEASED blocks (free_prev/free_next), any order */
   pool_chunk *chunks;
   pool_block *spare_descriptors;
   descriptor_slab *slabs;
@@ -184,6 +193,8 @@ static inline size_t pool_round_up(size_t value, size_t multiple) {
  * POOL_CHUNK_GRANULE, and a proportional step adds reserved / POOL_GROWTH_DIVISOR,
  * at most POOL_GROWTH_CAP. */
 static const size_t POOL_CHUNK_GRANULE = (size_t)2 << 20;
+/* The unit of memory given back under free blocks: cuda's allocation granularity. */
+static const size_t POOL_PAGE = (size_t)2 << 20;
 static const size_t POOL_GROWTH_DIVISOR = 8;
 static const size_t POOL_GROWTH_CAP = (size_t)64 << 20;
 
@@ -214,6 +225,13 @@ bool plm__pool_may_cache(const pool_index *index, const pool_block *block);
 void plm__pool_release_block(plm_pool *pool, pool_block *block, pool_owner *owner);
 void plm__pool_migrate(plm_pool *pool, pool_owner *owner, uint64_t upto);
 void plm__pool_uncache_index(plm_pool *pool, pool_index *index);
+
+/* pool/pool_pages.c: the memory under free pages given back and taken again;
+ * `slow_lock` held, `lock` not held (they take it, and call the backend without it). */
+bool plm__pool_pages_enabled(const plm_pool *pool);
+size_t plm__pool_decommit(plm_pool *pool, size_t goal_bytes);
+void plm__pool_decommit_before_growth(plm_pool *pool, size_t need);
+bool plm__pool_recommit_for(plm_pool *pool, size_t need);
 
 /* pool/pool_epochs.c: epochs and marks; `slow_lock` held, `lock` not held (except
  * find_covered_pending: `lock` held). */

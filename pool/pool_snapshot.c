@@ -37,6 +37,7 @@ static size_t count_blocks(const plm_pool *pool, size_t *segments) {
 
 static plm_pool_block_state public_state(const pool_block *block) {
   if (block->state == BLOCK_USED) return PLM_POOL_BLOCK_USED;
+  if (block->state == BLOCK_RELEASED) return PLM_POOL_BLOCK_RELEASED;
   return block->owner ? PLM_POOL_BLOCK_PENDING : PLM_POOL_BLOCK_FREE;
 }
 
@@ -69,6 +70,10 @@ static void add_to_totals(plm_pool_snapshot *s, const plm_pool_block_info *b) {
     s->bytes_in_use += b->size;
     return;
   }
+  if (b->state == PLM_POOL_BLOCK_RELEASED) {
+    s->bytes_released += b->size;
+    return;
+  }
   if (b->state == PLM_POOL_BLOCK_PENDING)
     s->bytes_pending += b->size;
   else
@@ -90,7 +95,7 @@ static void copy_layout(const plm_pool *pool, plm_pool_snapshot *s, stream_numbe
       add_to_totals(s, &s->blocks[b]);
     }
     s->segments[c].block_count = b - s->segments[c].first_block;
-    s->bytes_reserved += chunk->size;
+    s->bytes_reserved += chunk->size - chunk->released;
   }
   s->stream_count = numbers->count;
 }
@@ -180,6 +185,7 @@ const char *plm_pool_block_state_name(plm_pool_block_state state) {
     case PLM_POOL_BLOCK_USED: return "used";
     case PLM_POOL_BLOCK_FREE: return "free";
     case PLM_POOL_BLOCK_PENDING: return "pending";
+    case PLM_POOL_BLOCK_RELEASED: return "released";
   }
   return "unknown";
 }

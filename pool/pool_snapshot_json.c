@@ -18,10 +18,10 @@ static json_t *time_or_null(double seconds) {
 }
 
 static json_t *totals_json(const plm_pool_snapshot *s) {
-  return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:f, s:f}", "bytes_reserved",
+  return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:f, s:f}", "bytes_reserved",
                    integer(s->bytes_reserved), "bytes_in_use", integer(s->bytes_in_use),
                    "bytes_free", integer(s->bytes_free), "bytes_pending", integer(s->bytes_pending),
-                   "largest_free_block", integer(s->largest_free_block), "free_blocks",
+                   "bytes_released", integer(s->bytes_released), "largest_free_block", integer(s->largest_free_block), "free_blocks",
                    integer(s->free_blocks), "fragmentation", s->fragmentation,
                    "reserved_per_in_use", s->reserved_per_in_use);
 }

@@ -197,6 +197,7 @@ static void write_pool_totals(FILE *f, const plm_pool_snapshot *p) {
   pool_total(f, "in use", p->bytes_in_use);
   pool_total(f, "free", p->bytes_free);
   pool_total(f, "pending", p->bytes_pending);
+  pool_total(f, "released (addresses without memory)", p->bytes_released);
   pool_total(f, "largest free block", p->largest_free_block);
   fprintf(f, "<dt>free blocks</dt><dd>%llu</dd>\n", (unsigned long long)p->free_blocks);
   fprintf(f, "<dt>fragmentation</dt><dd>");

@@ -423,18 +423,22 @@ void plm__report_svg_roofline(FILE *f, const plm__profile_snapshot *s) {
 
 enum { POOL_MAP_LEGEND = 28 };
 
-/* By plm_pool_block_state: used, free, pending. */
-static const char *const pool_state_colours[] = {"#2e86c1", "#d5dbdb", "#e67e22"};
+/* By plm_pool_block_state: used, free, pending, released (white: no memory there). */
+enum { POOL_STATES = 4 };
+static const char *const pool_state_colours[POOL_STATES] = {"#2e86c1", "#d5dbdb", "#e67e22",
+                                                            "#ffffff"};
 
 static const char *pool_state_colour(plm_pool_block_state state) {
-  return (unsigned)state < 3 ? pool_state_colours[state] : PLM__REPORT_OTHER_COLOUR;
+  return (unsigned)state < POOL_STATES ? pool_state_colours[state] : PLM__REPORT_OTHER_COLOUR;
 }
 
 static void pool_map_legend(FILE *f) {
-  static const char *const words[] = {"used", "free (safe for all streams)",
-                                      "pending (free, owned by the stream that freed it)"};
+  /* Short enough for the four to fit the chart's width. */
+  static const char *const words[POOL_STATES] = {"used", "free (safe for all streams)",
+                                                 "pending (owned by the freeing stream)",
+                                                 "released (no memory behind)"};
   double x = LABEL_WIDTH;
-  for (int state = 0; state < 3; state++) {
+  for (int state = 0; state < POOL_STATES; state++) {
     fprintf(f,
             "<rect x=\"%.0f\" y=\"6\" width=\"14\" height=\"14\" fill=\"%s\" "
             "stroke=\"#888\"/><text x=\"%.0f\" y=\"18\">%s</text>\n",

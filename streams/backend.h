@@ -49,6 +49,15 @@ typedef struct plm__backend_iface {
   plm_status (*mem_alloc)(void *ctx, size_t bytes, void **ptr);
   plm_status (*mem_free)(void *ctx, void *ptr);
 
+  /* (optional, both or neither) The physical memory under part of a mem_alloc block:
+   * mem_decommit gives back what lies under [ptr, ptr + bytes) while the addresses stay
+   * the block's (the contents are lost; nothing may be using the range), and
+   * mem_recommit makes the range usable again (contents undefined). The pool calls
+   * them on whole pages of free blocks (pool/pool_internal.h, "Giving memory back").
+   * NULL: the pool keeps every page it has reserved until the chunk goes back. */
+  plm_status (*mem_decommit)(void *ctx, void *ptr, size_t bytes);
+  plm_status (*mem_recommit)(void *ctx, void *ptr, size_t bytes);
+
   plm_status (*stream_create)(void *ctx, unsigned flags, void **stream);
   /* Wait for the stream's pending work, then release it. */
   plm_status (*stream_destroy)(void *ctx, void *stream);

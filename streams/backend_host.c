@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <utlist.h>
@@ -468,6 +469,29 @@ static plm_status host_mem_free(void *ctx, void *ptr) {
   return PLM_OK;
 }
 
+/* The pages of [ptr, ptr + bytes) go back to the kernel (madvise MADV_DONTNEED: the
+ * addresses stay mapped and read as zeros when touched again, which faults fresh pages
+ * in). Only the system pages wholly inside the range are given: a chunk from
+ * posix_memalign need not start on a page. */
+static plm_status host_mem_decommit(void *ctx, void *ptr, size_t bytes) {
+  (void)ctx;
+  const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+  uintptr_t first = ((uintptr_t)ptr + page - 1) / page * page;
+  uintptr_t end = ((uintptr_t)ptr + bytes) / page * page;
+  if (end > first && madvise((void *)first, end - first, MADV_DONTNEED) != 0)
+    return plm__fail_raw(PLM_ERR_INTERNAL, "host backend: madvise(MADV_DONTNEED) of %zu bytes: %s",
+                         (size_t)(end - first), strerror(errno));
+  return PLM_OK;
+}
+
+/* Nothing to do: a decommitted page is mapped again on its first touch. */
+static plm_status host_mem_recommit(void *ctx, void *ptr, size_t bytes) {
+  (void)ctx;
+  (void)ptr;
+  (void)bytes;
+  return PLM_OK;
+}
+
 /* ---- device information --------------------------------------------------------- */
 
 /* The value of the first line in `path` that starts with `key`, after the colon. */
@@ -546,6 +570,8 @@ static const plm__backend_iface host_iface = {
     /* .synchronize         = */ host_synchronize,
     /* .mem_alloc           = */ host_mem_alloc,
     /* .mem_free            = */ host_mem_free,
+    /* .mem_decommit        = */ host_mem_decommit,
+    /* .mem_recommit        = */ host_mem_recommit,
     /* .stream_create       = */ host_stream_create,
     /* .stream_destroy      = */ host_stream_destroy,
     /* .stream_synchronize  = */ host_stream_synchronize,

@@ -307,11 +307,14 @@ START_TEST(test_trim_gives_idle_chunks_back) {
 END_TEST
 
 /* Reserve 4 MiB, free it, then ask for 5 MiB: only with a release threshold does
- * the slow path give the idle chunk back before growing. */
+ * the slow path give the idle chunk back before growing. (Its pages would otherwise
+ * go back on their own: PLM_POOL_KEEP_PAGES, here, keeps them; tests/test_pool_pages.c
+ * covers them.) */
 static plm_pool_stats grow_past_an_idle_chunk(size_t release_threshold) {
   plm_pool_config config = plm_pool_config_default();
   config.growth = PLM_POOL_GROW_FIXED;
   config.release_threshold = release_threshold;
+  config.flags = PLM_POOL_KEEP_PAGES;
   plm_pool *pool = NULL;
   PLM_CHECK_OK(plm_pool_create(plm_test_ctx, &config, &pool));
   plm_stream *stream = new_stream();
@@ -365,7 +368,7 @@ START_TEST(test_byte_limit_out_of_memory_and_recovery) {
 END_TEST
 
 START_TEST(test_out_of_memory_gives_idle_chunks_back_before_failing) {
-  plm_pool *pool = fixed_pool(2 * MiB, 6 * MiB, 0);
+  plm_pool *pool = fixed_pool(2 * MiB, 6 * MiB, PLM_POOL_KEEP_PAGES);
   plm_stream *stream = new_stream();
   void *a = NULL, *b = NULL, *c = NULL;
   PLM_CHECK_OK(plm_pool_alloc(pool, 2 * MiB, stream, &a));

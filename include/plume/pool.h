@@ -47,6 +47,13 @@
  * fragmentation. A backend failure on the way is returned as such, with its
  * message. The pool never aborts, and stays usable after a failure.
  *
+ * Holes: where the backend can give back the memory under part of a chunk (the host
+ * backend; not cuda yet), the pages (2 MiB) wholly inside free runs go back before the
+ * pool grows, so that memory held beyond what is in use stays within about an eighth
+ * of it, and come back, at the same addresses, before new chunks are reserved
+ * (pool/pool_internal.h, "Giving memory back"). bytes_reserved counts the memory
+ * held, bytes_released the addresses kept without it.
+ *
  * Waits or memory: when one stream frees what another allocates and the host runs
  * ahead of the device, the frees stay pending. By default the allocating stream
  * then waits for them on the device (as cudaMallocAsync does with internal
@@ -94,7 +101,11 @@ enum {
   PLM_POOL_DEFAULT = 0,
   /* Never make one stream wait for another to reuse a block; such blocks wait
    * until their free has completed (cudaMemPoolReuseAllowInternalDependencies off). */
-  PLM_POOL_NO_STREAM_WAITS = 1u << 0
+  PLM_POOL_NO_STREAM_WAITS = 1u << 0,
+  /* Keep the memory under free blocks until their whole chunk goes back: never give
+   * back pages inside a chunk that still has live blocks (the behaviour where the
+   * backend cannot). */
+  PLM_POOL_KEEP_PAGES = 1u << 1
 };
 
 /* A zeroed config is valid and means: pooled, no byte limit, idle chunks kept
@@ -127,7 +138,9 @@ typedef struct plm_pool_stats {
   uint64_t upstream_frees;  /* chunks (or blocks) given back upstream */
   uint64_t bytes_in_use;    /* bytes of live blocks (rounded to 256) */
   uint64_t bytes_requested; /* bytes the live blocks were asked for */
-  uint64_t bytes_reserved;  /* bytes held from upstream */
+  uint64_t bytes_reserved;  /* bytes of memory held from upstream */
+  uint64_t bytes_released;  /* bytes of addresses held whose memory went back (pages
+                               under free runs; not in bytes_reserved) */
   uint64_t peak_bytes_in_use;
   uint64_t peak_bytes_reserved;
   uint64_t largest_free_block; /* bytes; free blocks pending on a stream included */
@@ -178,9 +191,10 @@ PLM_API plm_status plm_pool_free(plm_pool *pool, void *ptr, plm_stream *stream);
 PLM_API plm_status plm_pool_stats_get(plm_pool *pool, plm_pool_stats *out);
 
 /* Give idle chunks back upstream while more than keep_bytes stay reserved (or
- * until no chunk is idle). Waits for the device work of pending frees to finish
- * first (each stream that freed into the pool), so that their chunks can be given
- * back: this call blocks. Fails with PLM_ERR_INVALID_STATE, giving nothing back, while
+ * until no chunk is idle), then, where the backend can, the memory under the pages
+ * of free runs, largest first, until at most keep_bytes stay reserved. Waits for the
+ * device work of pending frees to finish first (each stream that freed into the
+ * pool), so that their memory can be given back: this call blocks. Fails with PLM_ERR_INVALID_STATE, giving nothing back, while
  * one of those streams is being captured into a graph (a pipeline's capture). */
 PLM_API plm_status plm_pool_trim(plm_pool *pool, size_t keep_bytes);
 
@@ -205,9 +219,10 @@ PLM_API const char *plm_pool_mode_name(plm_pool_mode mode);
  * stream that the pool does not yet know to have passed the free: only that stream may
  * take it now (another may, behind a stream wait). */
 typedef enum plm_pool_block_state {
-  PLM_POOL_BLOCK_USED = 0,   /* handed out by plm_pool_alloc, not yet freed */
-  PLM_POOL_BLOCK_FREE = 1,   /* free and safe for every stream */
-  PLM_POOL_BLOCK_PENDING = 2 /* free, owned by the stream it was freed on */
+  PLM_POOL_BLOCK_USED = 0,    /* handed out by plm_pool_alloc, not yet freed */
+  PLM_POOL_BLOCK_FREE = 1,    /* free and safe for every stream */
+  PLM_POOL_BLOCK_PENDING = 2, /* free, owned by the stream it was freed on */
+  PLM_POOL_BLOCK_RELEASED = 3 /* free pages whose memory went back; addresses kept */
 } plm_pool_block_state;
 
 /* One chunk reserved from upstream. */
@@ -245,8 +260,10 @@ typedef struct plm_pool_snapshot {
   plm_pool_block_info *blocks; /* segment by segment, each in address order */
   size_t block_count;
   int stream_count; /* distinct streams among the blocks */
-  /* Totals: reserved = in_use + free + pending, and each equals the sum of its blocks. */
-  uint64_t bytes_reserved, bytes_in_use, bytes_free, bytes_pending;
+  /* Totals: reserved = in_use + free + pending (memory held), released the addresses
+   * held without memory; each equals the sum of its blocks, and the segments' sizes
+   * add up to reserved + released. */
+  uint64_t bytes_reserved, bytes_in_use, bytes_free, bytes_pending, bytes_released;
   /* Fragmentation, over FREE and PENDING blocks (as plm_pool_stats): */
   uint64_t largest_free_block;
   uint64_t free_blocks;       /* how many blocks are FREE or PENDING */
@@ -279,11 +296,11 @@ PLM_API void plm_pool_snapshot_free(plm_pool_snapshot *snapshot);
  * "plume-pool-snapshot", version 1:
  *   {"schema", "version", "taken_at",
  *    "totals": {"bytes_reserved", "bytes_in_use", "bytes_free", "bytes_pending",
- *               "largest_free_block", "free_blocks", "fragmentation",
+ *               "bytes_released", "largest_free_block", "free_blocks", "fragmentation",
  *               "reserved_per_in_use"},
  *    "segments": [{"base", "size", "huge", "first_block", "block_count"}],
- *    "blocks": [{"segment", "offset", "size", "requested", "state" ("used", "free" or
- *               "pending"), "stream" (stream_index, or null), "size_class",
+ *    "blocks": [{"segment", "offset", "size", "requested", "state" ("used", "free",
+ *               "pending" or "released"), "stream" (stream_index, or null), "size_class",
  *               "freed_at" (null when never freed)}]}
  * Integers are JSON integers (exact up to 2^63). Thread-safe on distinct snapshots.
  * Errors: PLM_ERR_INVALID_ARG (NULL snapshot or json), PLM_ERR_OUT_OF_MEMORY. */
@@ -293,7 +310,7 @@ PLM_API plm_status plm_pool_snapshot_to_json(const plm_pool_snapshot *snapshot, 
  * snapshot or file), PLM_ERR_OUT_OF_MEMORY, PLM_ERR_IO (the write failed). */
 PLM_API plm_status plm_pool_snapshot_write_json(const plm_pool_snapshot *snapshot, FILE *file);
 
-/* "used", "free", "pending"; "unknown" for any other value. */
+/* "used", "free", "pending", "released"; "unknown" for any other value. */
 PLM_API const char *plm_pool_block_state_name(plm_pool_block_state state);
 
 /* ---- pinned host memory --------------------------------------------------------
