@@ -6,6 +6,7 @@
  * twice changes nothing. A plain unit test: no context or backend is involved.
  */
 #include <check.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -101,6 +102,15 @@ START_TEST(test_a_small_buffer_shows_less) {
 }
 END_TEST
 
+START_TEST(test_errno_is_left_as_it_was) {
+  /* So that quote_value may sit beside strerror(errno) among a call's arguments. */
+  errno = ENOSPC;
+  quote_value("a\x01\xff\xc3\xa9", out, sizeof out);
+  quote_text(NULL, out, sizeof out);
+  ck_assert_int_eq(errno, ENOSPC);
+}
+END_TEST
+
 START_TEST(test_quote_text_escapes_a_whole_message) {
   char message[64];
   ck_assert_str_eq(quote_text("key 'value': '1\n2' is not a number", message, sizeof message),
@@ -161,6 +171,7 @@ static Suite *quote_suite(void) {
   tcase_add_test(tc, test_control_characters_are_escaped);
   tcase_add_test(tc, test_long_values_are_cut_with_an_ellipsis);
   tcase_add_test(tc, test_a_small_buffer_shows_less);
+  tcase_add_test(tc, test_errno_is_left_as_it_was);
   tcase_add_test(tc, test_quote_text_escapes_a_whole_message);
   tcase_add_test(tc, test_random_bytes_come_out_on_one_line);
   suite_add_tcase(suite, tc);

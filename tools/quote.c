@@ -3,7 +3,6 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <string.h>
 
 /* The length of the well-formed UTF-8 character at p (2 to 4 bytes) when it may be shown
@@ -30,11 +29,18 @@ static size_t escape_one(const unsigned char *p, char piece[5]) {
     piece[length] = '\0';
     return length;
   }
-  const char *named = c == '\n' ? "\\n" : c == '\t' ? "\\t" : c == '\r' ? "\\r" : NULL;
-  if (named)
-    snprintf(piece, 5, "%s", named);
-  else
-    snprintf(piece, 5, "\\x%02x", c);
+  static const char hex[] = "0123456789abcdef";
+  const char named = c == '\n' ? 'n' : c == '\t' ? 't' : c == '\r' ? 'r' : '\0';
+  piece[0] = '\\';
+  if (named) {
+    piece[1] = named;
+    piece[2] = '\0';
+  } else {
+    piece[1] = 'x';
+    piece[2] = hex[c >> 4];
+    piece[3] = hex[c & 15];
+    piece[4] = '\0';
+  }
   return 1;
 }
 
@@ -48,7 +54,7 @@ static const char *escape(const char *text, size_t limit, const char *quote, cha
     return out;
   }
   if (!text) {
-    snprintf(out, size, "(null)");
+    memcpy(out, "(null)", 7);
     return out;
   }
   const unsigned char *p = (const unsigned char *)text;

@@ -20,7 +20,9 @@
  * fit in out is cut, ending in "...".
  *
  * Both write into the caller's out (size bytes, NUL-terminated; a size below 8 gives
- * "") and return out, to be used as a printf argument. Reentrant; no global state.
+ * "") and return out, to be used as a printf argument. They call nothing that may set
+ * errno, so one may sit beside strerror(errno) among a call's arguments. Reentrant; no
+ * global state.
  */
 #ifndef PLUME_TOOLS_QUOTE_H
 #define PLUME_TOOLS_QUOTE_H
