@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "tools/csv.h"
+#include "tools/regular_file.h"
 
 static plm_status fail(char *err, size_t err_size, plm_status status, const char *fmt, ...) {
   if (err && err_size) {
@@ -273,12 +274,23 @@ plm_status score_match(const score_truth *truth, int64_t n_truth, const score_de
 
 /* ---- files ----------------------------------------------------------------------------- */
 
+/* A message about the file at path (line > 0: "PATH:LINE: "), on one line as the CSV
+ * reader's are (tools/regular_file.h): path is the user's, as given. */
+static plm_status file_fail(char *err, size_t err_size, const char *path, int64_t line,
+                            plm_status status, const char *fmt, ...) {
+  va_list args;
+  va_start(args, fmt);
+  file_failure_v(err, err_size, path, line, status, fmt, args);
+  va_end(args);
+  return status;
+}
+
 /* The column named name, or a message. */
 static plm_status need_column(const char *path, const csv_table *table, const char *name,
                               int *column, char *err, size_t err_size) {
   *column = csv_column(table, name);
   if (*column < 0)
-    return fail(err, err_size, PLM_ERR_IO, "%s: no column '%s' in the header", path, name);
+    return file_fail(err, err_size, path, 0, PLM_ERR_IO, "no column '%s' in the header", name);
   return PLM_OK;
 }
 
@@ -311,7 +323,7 @@ plm_status score_read_truth(const char *path, score_truth **out, int64_t *count,
   score_truth *rows = malloc((size_t)(table.rows + 1) * sizeof *rows);
   if (!rows) {
     csv_free(&table);
-    return fail(err, err_size, PLM_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    return file_fail(err, err_size, path, 0, PLM_ERR_OUT_OF_MEMORY, "out of memory");
   }
   for (int64_t r = 0; r < table.rows; r++) {
     double frame = csv_value(&table, r, c_frame);
@@ -326,7 +338,7 @@ plm_status score_read_truth(const char *path, score_truth **out, int64_t *count,
       free(rows);
       csv_free(&table);
       /* Data row r is line r + 2 (the header is line 1). */
-      return fail(err, err_size, PLM_ERR_IO, "%s:%lld: %s", path, (long long)(r + 2), bad);
+      return file_fail(err, err_size, path, r + 2, PLM_ERR_IO, "%s", bad);
     }
     t.frame = (int64_t)frame;
     rows[r] = t;
@@ -354,9 +366,9 @@ plm_status score_read_detections(const char *path, score_detection **out, int64_
   int c_wrow = csv_column(&table, "wcentroid_row"), c_wcol = csv_column(&table, "wcentroid_col");
   if ((c_wrow < 0) != (c_wcol < 0)) {
     csv_free(&table);
-    return fail(err, err_size, PLM_ERR_IO, "%s: '%s' without '%s' in the header", path,
-                c_wrow < 0 ? "wcentroid_col" : "wcentroid_row",
-                c_wrow < 0 ? "wcentroid_row" : "wcentroid_col");
+    return file_fail(err, err_size, path, 0, PLM_ERR_IO, "'%s' without '%s' in the header",
+                     c_wrow < 0 ? "wcentroid_col" : "wcentroid_row",
+                     c_wrow < 0 ? "wcentroid_row" : "wcentroid_col");
   }
   if ((status = need_column(path, &table, "frame", &c_frame, err, err_size)) != PLM_OK ||
       (status = need_column(path, &table, "centroid_row", &c_row, err, err_size)) != PLM_OK ||
@@ -367,7 +379,7 @@ plm_status score_read_detections(const char *path, score_detection **out, int64_
   score_detection *rows = malloc((size_t)(table.rows + 1) * sizeof *rows);
   if (!rows) {
     csv_free(&table);
-    return fail(err, err_size, PLM_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    return file_fail(err, err_size, path, 0, PLM_ERR_OUT_OF_MEMORY, "out of memory");
   }
   for (int64_t r = 0; r < table.rows; r++) {
     double frame = csv_value(&table, r, c_frame);
@@ -382,7 +394,7 @@ plm_status score_read_detections(const char *path, score_detection **out, int64_
     if (bad) {
       free(rows);
       csv_free(&table);
-      return fail(err, err_size, PLM_ERR_IO, "%s:%lld: %s", path, (long long)(r + 2), bad);
+      return file_fail(err, err_size, path, r + 2, PLM_ERR_IO, "%s", bad);
     }
     d.frame = (int64_t)frame;
     rows[r] = d;
