@@ -19,6 +19,7 @@
 #include "streams/clock.h"
 #include "tools/image_io.h"
 #include "tools/pipeline_bench.h"
+#include "tools/quote.h"
 #include "tools/scene.h"
 #include "tools/score.h"
 
@@ -63,6 +64,7 @@ typedef struct demo_files {
 /* Make (or take) the working folder and name the files in it. Returns 0, or EXIT_USAGE
  * after a message. */
 static int open_workdir(const char *workdir, demo_files *files) {
+  char q[QUOTE_SIZE];
   if (workdir) {
     if (snprintf(files->dir, sizeof files->dir, "%s", workdir) >= (int)sizeof files->dir) {
       fprintf(stderr, "plume demo: --workdir is longer than %d bytes\n", DEMO_PATH_SIZE - 64);
@@ -71,12 +73,13 @@ static int open_workdir(const char *workdir, demo_files *files) {
     struct stat st;
     if (stat(workdir, &st) == 0) {
       if (!S_ISDIR(st.st_mode)) {
-        fprintf(stderr, "plume demo: --workdir %.200s: not a directory\n", workdir);
+        fprintf(stderr, "plume demo: --workdir %s: not a directory\n",
+                quote_value(workdir, q, sizeof q));
         return EXIT_USAGE;
       }
     } else if (mkdir(workdir, 0777) != 0) {
-      fprintf(stderr, "plume demo: --workdir %.200s: cannot make it: %s\n", workdir,
-              strerror(errno));
+      fprintf(stderr, "plume demo: --workdir %s: cannot make it: %s\n",
+              quote_value(workdir, q, sizeof q), strerror(errno));
       return EXIT_USAGE;
     } else {
       files->made_dir = true;
@@ -85,8 +88,8 @@ static int open_workdir(const char *workdir, demo_files *files) {
     const char *tmp = getenv("TMPDIR");
     snprintf(files->dir, sizeof files->dir, "%s/plume-demo-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(files->dir)) {
-      fprintf(stderr, "plume demo: cannot make a temporary folder %.200s: %s\n", files->dir,
-              strerror(errno));
+      fprintf(stderr, "plume demo: cannot make a temporary folder %s: %s\n",
+              quote_value(files->dir, q, sizeof q), strerror(errno));
       return EXIT_USAGE;
     }
     files->made_dir = true;
@@ -129,23 +132,25 @@ static int parse_arguments(int argc, char **argv, demo_config *config, const cha
   int exit_code = options_take("demo", demo_usage, options, argc, argv);
   if (exit_code >= 0) return exit_code;
   scene_config *sc = &config->scene;
+  char q[QUOTE_SIZE];
   *sc = (scene_config){.frames = DEMO_FRAMES, .height = DEMO_SIDE, .width = DEMO_SIDE, .seed = 1};
   uint64_t v = 0;
   if (frames) {
     if (!options_parse_count(frames, NULL, 1, SCENE_MAX_FRAMES, &v)) {
-      fprintf(stderr, "plume demo: --frames '%.60s' is not a count from 1 to %d\n", frames,
-              SCENE_MAX_FRAMES);
+      fprintf(stderr, "plume demo: --frames %s is not a count from 1 to %d\n",
+              quote_value(frames, q, sizeof q), SCENE_MAX_FRAMES);
       return EXIT_USAGE;
     }
     sc->frames = (int64_t)v;
   }
   if (size && !options_parse_size(size, SCENE_MIN_SIDE, SCENE_MAX_SIDE, &sc->height, &sc->width)) {
-    fprintf(stderr, "plume demo: --size '%.60s' is not H,W: two integers from %d to %d\n", size,
-            SCENE_MIN_SIDE, SCENE_MAX_SIDE);
+    fprintf(stderr, "plume demo: --size %s is not H,W: two integers from %d to %d\n",
+            quote_value(size, q, sizeof q), SCENE_MIN_SIDE, SCENE_MAX_SIDE);
     return EXIT_USAGE;
   }
   if (seed && !options_parse_count(seed, NULL, 0, UINT64_MAX, &sc->seed)) {
-    fprintf(stderr, "plume demo: --seed '%.60s' is not an integer from 0 to 2^64-1\n", seed);
+    fprintf(stderr, "plume demo: --seed %s is not an integer from 0 to 2^64-1\n",
+            quote_value(seed, q, sizeof q));
     return EXIT_USAGE;
   }
   if (sc->frames > IMAGE_MAX_ELEMENTS / (sc->height * sc->width)) {
@@ -158,13 +163,14 @@ static int parse_arguments(int argc, char **argv, demo_config *config, const cha
   *detect = (detect_config){
       .pipeline = PLUME_DEFAULT_PIPELINE, .show_progress = true, .stop = &interrupt_signal};
   if (backend && plm_backend_parse(backend, &detect->backend) != PLM_OK) {
-    fprintf(stderr, "plume demo: --backend '%.60s' is not host, cuda or auto\n", backend);
+    fprintf(stderr, "plume demo: --backend %s is not host, cuda or auto\n",
+            quote_value(backend, q, sizeof q));
     return EXIT_USAGE;
   }
   if (streams) {
     if (!options_parse_count(streams, NULL, 1, PLM_PIPELINE_MAX_FRAMES, &v)) {
-      fprintf(stderr, "plume demo: --streams '%.60s' is not a count from 1 to %d\n", streams,
-              PLM_PIPELINE_MAX_FRAMES);
+      fprintf(stderr, "plume demo: --streams %s is not a count from 1 to %d\n",
+              quote_value(streams, q, sizeof q), PLM_PIPELINE_MAX_FRAMES);
       return EXIT_USAGE;
     }
     detect->frames_in_flight = (int)v;

@@ -11,15 +11,19 @@
 #include "tools/csv.h"
 #include "tools/image_io.h"
 #include "tools/progress.h"
+#include "tools/quote.h"
 
+/* The message on one line, its control characters escaped (tools/quote.h): it may hold
+ * a user's value as given, such as a word of the pipeline's text in the library's
+ * message. */
 static plm_status fail(char *err, size_t err_size, plm_status status, const char *fmt, ...) {
   if (err && err_size) {
+    char message[DETECT_ERROR_SIZE];
     va_list args;
     va_start(args, fmt);
-    vsnprintf(err, err_size, fmt, args);
+    vsnprintf(message, sizeof message, fmt, args);
     va_end(args);
-    for (char *c = err; *c; c++)
-      if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = ' ';
+    quote_text(message, err, err_size);
   }
   return status;
 }

@@ -9,9 +9,9 @@
 #include "apps/detect.h"
 #include "apps/interrupt.h"
 #include "apps/options.h"
+#include "tools/quote.h"
 #include "tools/regular_file.h"
 #include "tools/scene.h"
-
 
 static const char detect_usage[] =
     "usage: plume detect --frames FRAMES.npy|DIR --pipeline \"TEXT\" --out DETECTIONS.csv\n"
@@ -62,6 +62,7 @@ enum { TENSOR_NAME_SIZE = 64 };
 static int take_tensors(int argc, char **argv, char **rest, int *rest_count, detect_tensor *tensors,
                         char (*names)[TENSOR_NAME_SIZE], int *count) {
   *rest_count = *count = 0;
+  char q[QUOTE_SIZE];
   for (int i = 0; i < argc; i++) {
     const char *value = NULL;
     if (strcmp(argv[i], "--tensor") == 0) {
@@ -83,7 +84,8 @@ static int take_tensors(int argc, char **argv, char **rest, int *rest_count, det
     const char *equals = strchr(value, '=');
     size_t length = equals ? (size_t)(equals - value) : 0;
     if (!equals || length == 0 || equals[1] == '\0') {
-      fprintf(stderr, "plume detect: --tensor '%.60s' is not NAME=FILE\n", value);
+      fprintf(stderr, "plume detect: --tensor %s is not NAME=FILE\n",
+              quote_value(value, q, sizeof q));
       return EXIT_USAGE;
     }
     bool good = length < TENSOR_NAME_SIZE;
@@ -94,9 +96,9 @@ static int take_tensors(int argc, char **argv, char **rest, int *rest_count, det
     }
     if (!good) {
       fprintf(stderr,
-              "plume detect: --tensor '%.60s': the name is not letters, digits, '_', '-' and "
+              "plume detect: --tensor %s: the name is not letters, digits, '_', '-' and "
               "'.' (at most %d)\n",
-              value, TENSOR_NAME_SIZE - 1);
+              quote_value(value, q, sizeof q), TENSOR_NAME_SIZE - 1);
       return EXIT_USAGE;
     }
     if (*count == DETECT_MAX_TENSORS) {
@@ -149,9 +151,9 @@ int detect_command_main(int argc, char **argv) {
     fprintf(stderr, "plume detect: %s is required (see plume detect --help)\n", missing);
     return EXIT_USAGE;
   }
-  char why[256];
+  char why[OUTPUT_PATH_WHY_SIZE], q[QUOTE_SIZE];
   if (!output_path_usable(out, why, sizeof why)) {
-    fprintf(stderr, "plume detect: --out '%.200s': %s\n", out, why);
+    fprintf(stderr, "plume detect: --out %s: %s\n", quote_value(out, q, sizeof q), why);
     return EXIT_USAGE;
   }
   /* The CSV would replace its own frames or a tensor file before they are read. */
@@ -159,7 +161,8 @@ int detect_command_main(int argc, char **argv) {
   for (int t = 0; !clash && t < tensor_count; t++)
     if (same_file(out, tensors[t].path)) clash = "--tensor";
   if (clash) {
-    fprintf(stderr, "plume detect: --out and %s name the same file ('%.200s')\n", clash, out);
+    fprintf(stderr, "plume detect: --out and %s name the same file (%s)\n", clash,
+            quote_value(out, q, sizeof q));
     return EXIT_USAGE;
   }
   detect_config config = {.frames_path = frames,
@@ -170,14 +173,15 @@ int detect_command_main(int argc, char **argv) {
                           .tensors = tensors,
                           .tensor_count = tensor_count};
   if (backend && plm_backend_parse(backend, &config.backend) != PLM_OK) {
-    fprintf(stderr, "plume detect: --backend '%.60s' is not host, cuda or auto\n", backend);
+    fprintf(stderr, "plume detect: --backend %s is not host, cuda or auto\n",
+            quote_value(backend, q, sizeof q));
     return EXIT_USAGE;
   }
   uint64_t k = 0;
   if (streams) {
     if (!options_parse_count(streams, NULL, 1, PLM_PIPELINE_MAX_FRAMES, &k)) {
-      fprintf(stderr, "plume detect: --streams '%.60s' is not a count from 1 to %d\n", streams,
-              PLM_PIPELINE_MAX_FRAMES);
+      fprintf(stderr, "plume detect: --streams %s is not a count from 1 to %d\n",
+              quote_value(streams, q, sizeof q), PLM_PIPELINE_MAX_FRAMES);
       return EXIT_USAGE;
     }
     config.frames_in_flight = (int)k;

@@ -43,6 +43,7 @@
 #include "streams/clock.h"
 #include "tools/csv.h"
 #include "tools/image_io.h"
+#include "tools/quote.h"
 #include "tools/regular_file.h"
 
 enum { ERROR_SIZE = IMAGE_ERROR_SIZE, FLAG_SIZE = 64, TEXT_SIZE = 512 };
@@ -715,8 +716,11 @@ static int take_op_flag(op_run *run, const char *flag, const char *value) {
     /* Read once now for its message; resolve_params reads it with the kernel's size. */
     plm__op_params scratch;
     plm__op_params_default(op, &scratch);
-    if (!plm__op_param_parse(&op->params[i], value, 1, 1, &scratch, why, sizeof why))
-      return usage_error(run, "%s %s", flag, why);
+    if (!plm__op_param_parse(&op->params[i], value, 1, 1, &scratch, why, sizeof why)) {
+      /* why quotes the value raw ("'1\n2' is not a finite number"). */
+      char shown[TEXT_SIZE];
+      return usage_error(run, "%s %s", flag, quote_text(why, shown, sizeof shown));
+    }
     run->values[i] = value;
     return 1;
   }
@@ -725,20 +729,23 @@ static int take_op_flag(op_run *run, const char *flag, const char *value) {
 
 /* The shared options: 1 taken, 0 not one of them, else an exit code. */
 static int take_common_flag(op_run *run, const char *flag, const char *value) {
-  char *end = NULL;
+  char *end = NULL, q[QUOTE_SIZE];
   errno = 0;
   if (strcmp(flag, "--backend") == 0) {
     if (plm_backend_parse(value, &run->config.backend) != PLM_OK)
-      return usage_error(run, "--backend '%s' is not host, cuda or auto", value);
+      return usage_error(run, "--backend %s is not host, cuda or auto",
+                         quote_value(value, q, sizeof q));
   } else if (strcmp(flag, "--repeat") == 0) {
     run->repeat = strtol(value, &end, 10);
     if (end == value || *end != '\0' || errno == ERANGE || run->repeat < 1 || run->repeat > 1000000)
-      return usage_error(run, "--repeat '%s' is not a count from 1 to 1000000", value);
+      return usage_error(run, "--repeat %s is not a count from 1 to 1000000",
+                         quote_value(value, q, sizeof q));
   } else if (strcmp(flag, "--warmup-ms") == 0) {
     run->warmup_ms = strtod(value, &end);
     if (end == value || *end != '\0' || errno == ERANGE || !(run->warmup_ms >= 0.0) ||
         run->warmup_ms > 60000.0)
-      return usage_error(run, "--warmup-ms '%s' is not a time from 0 to 60000 ms", value);
+      return usage_error(run, "--warmup-ms %s is not a time from 0 to 60000 ms",
+                         quote_value(value, q, sizeof q));
   } else {
     return 0;
   }
@@ -762,13 +769,14 @@ static int check_given(const op_run *run) {
   for (int k = 0; k < run->file_count; k++) {
     const file_kind kind = run->files[k].kind;
     if (!run->paths[k] || (kind != FILE_OUTPUT && kind != FILE_REGIONS)) continue;
-    char why[TEXT_SIZE];
+    char why[OUTPUT_PATH_WHY_SIZE], q[QUOTE_SIZE];
     if (!output_path_usable(run->paths[k], why, sizeof why))
-      return usage_error(run, "%s '%s': %s", run->files[k].flag, run->paths[k], why);
+      return usage_error(run, "%s %s: %s", run->files[k].flag,
+                         quote_value(run->paths[k], q, sizeof q), why);
     for (int j = 0; j < run->file_count; j++)
       if (j != k && run->paths[j] && same_file(run->paths[k], run->paths[j]))
-        return usage_error(run, "%s and %s name the same file ('%s')", run->files[j].flag,
-                           run->files[k].flag, run->paths[k]);
+        return usage_error(run, "%s and %s name the same file (%s)", run->files[j].flag,
+                           run->files[k].flag, quote_value(run->paths[k], q, sizeof q));
   }
   const plm__op_desc *op = run->cmd->op;
   for (int i = 0; i < op->param_count; i++)
@@ -794,6 +802,7 @@ static bool given_before(char **argv, int until, const char *flag) {
  * An option given twice is refused, as plume detect and plume scene refuse it. */
 static int parse_arguments(op_run *run, int argc, char **argv) {
   const char *name = run->cmd->name;
+  char q[QUOTE_SIZE];
   for (int i = 0; i < argc; i++) {
     const char *arg = argv[i];
     if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
@@ -801,13 +810,15 @@ static int parse_arguments(op_run *run, int argc, char **argv) {
       return 0;
     }
     if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0')
-      return usage_error(run, "unexpected argument '%s' (see plume op %s --help)", arg, name);
+      return usage_error(run, "unexpected argument %s (see plume op %s --help)",
+                         quote_value(arg, q, sizeof q), name);
     /* --flag value or --flag=value */
     char flag[FLAG_SIZE];
     const char *value = NULL;
     const char *equals = strchr(arg, '=');
     size_t flag_length = equals ? (size_t)(equals - arg) : strlen(arg);
-    if (flag_length >= sizeof flag) return usage_error(run, "unknown option '%.40s...'", arg);
+    if (flag_length >= sizeof flag)
+      return usage_error(run, "unknown option %s", quote_value(arg, q, sizeof q));
     memcpy(flag, arg, flag_length);
     flag[flag_length] = '\0';
     if (given_before(argv, i, flag)) return usage_error(run, "option %s is given twice", flag);
@@ -820,7 +831,8 @@ static int parse_arguments(op_run *run, int argc, char **argv) {
     int taken = take_op_flag(run, flag, value);
     if (taken == 0) taken = take_common_flag(run, flag, value);
     if (taken == 0)
-      return usage_error(run, "unknown option '%s' (see plume op %s --help)", flag, name);
+      return usage_error(run, "unknown option %s (see plume op %s --help)",
+                         quote_value(flag, q, sizeof q), name);
     if (taken != 1) return taken;
   }
   return check_given(run);
@@ -845,7 +857,8 @@ static bool resolve_params(op_run *run, plm_dtype dtype, int kh, int kw, char *e
     }
     if (!run->values[i] || (!f32 && (p->flags & PLM__PARAM_FLOAT_ONLY))) continue;
     if (!plm__op_param_parse(p, run->values[i], kh, kw, &run->params, why, sizeof why)) {
-      snprintf(err, err_size, "%s %s", flag, why);
+      char shown[TEXT_SIZE];
+      snprintf(err, err_size, "%s %s", flag, quote_text(why, shown, sizeof shown));
       return false;
     }
   }
@@ -1140,7 +1153,9 @@ int op_command_main(int argc, char **argv) {
   for (int i = 0; i < n; i++)
     if (strcmp(argv[0], list[i].name) == 0) cmd = &list[i];
   if (!cmd) {
-    fprintf(stderr, "plume op: unknown op '%s' (see plume op --help)\n", argv[0]);
+    char q[QUOTE_SIZE];
+    fprintf(stderr, "plume op: unknown op %s (see plume op --help)\n",
+            quote_value(argv[0], q, sizeof q));
     return EXIT_USAGE;
   }
   op_run run = {.cmd = cmd};

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "tools/quote.h"
 
 int options_take(const char *command, const char *usage, option *options, int argc, char **argv) {
   for (int i = 0; i < argc; i++) {
@@ -18,8 +19,9 @@ int options_take(const char *command, const char *usage, option *options, int ar
     for (option *p = options; p->flag; p++)
       if (strlen(p->flag) == flag_length && strncmp(arg, p->flag, flag_length) == 0) o = p;
     if (!o) {
-      fprintf(stderr, "plume %s: unknown argument '%.60s' (see plume %s --help)\n", command, arg,
-              command);
+      char q[QUOTE_SIZE];
+      fprintf(stderr, "plume %s: unknown argument %s (see plume %s --help)\n", command,
+              quote_value(arg, q, sizeof q), command);
       return EXIT_USAGE;
     }
     if (o->is_switch && equals) {

@@ -6,8 +6,9 @@
  * each flag at most once, and leaves each value (NULL when not given) in its pointer. A
  * switch (a flag without a value, such as --keep) is listed with its own .is_switch:
  * its value is set to "" when given. Messages are one line on stderr, starting
- * "plume <command>: ". The parsers below take plain decimal digits only (no sign, no
- * spaces, no 0x). Reentrant.
+ * "plume <command>: "; every command shows a value it was given through quote_value
+ * (tools/quote.h), quoted and escaped, never raw. The parsers below take plain decimal
+ * digits only (no sign, no spaces, no 0x). Reentrant.
  */
 #ifndef PLUME_APPS_OPTIONS_H
 #define PLUME_APPS_OPTIONS_H

@@ -20,7 +20,7 @@
 #include "apps/options.h"
 #include "apps/scene_commands.h"
 #include "plume/plume.h"
-
+#include "tools/quote.h"
 
 static void print_usage(FILE *out) {
   fprintf(out,
@@ -99,17 +99,19 @@ static void print_device(const plm_device_info *info) {
 
 static int command_info(int argc, char **argv) {
   plm_context_config config = {0};
+  char q[QUOTE_SIZE];
   for (int i = 0; i < argc; i++) {
     if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
       if (plm_backend_parse(argv[++i], &config.backend) != PLM_OK) {
-        fprintf(stderr, "plume info: %s\n", plm_last_error());
+        fprintf(stderr, "plume info: %s\n", quote_text(plm_last_error(), q, sizeof q));
         return EXIT_USAGE;
       }
     } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
       printf("usage: plume info [--backend host|cuda|auto]\n");
       return 0;
     } else {
-      fprintf(stderr, "plume info: unknown argument '%s' (see plume info --help)\n", argv[i]);
+      fprintf(stderr, "plume info: unknown argument %s (see plume info --help)\n",
+              quote_value(argv[i], q, sizeof q));
       return EXIT_USAGE;
     }
   }
@@ -153,6 +155,8 @@ int main(int argc, char **argv) {
   if (strcmp(command, "score") == 0) return score_command_main(argc - 2, argv + 2);
   if (strcmp(command, "detect") == 0) return detect_command_main(argc - 2, argv + 2);
   if (strcmp(command, "demo") == 0) return demo_command_main(argc - 2, argv + 2);
-  fprintf(stderr, "plume: unknown command '%s' (see plume --help)\n", command);
+  char q[QUOTE_SIZE];
+  fprintf(stderr, "plume: unknown command %s (see plume --help)\n",
+          quote_value(command, q, sizeof q));
   return EXIT_USAGE;
 }

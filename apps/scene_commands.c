@@ -15,6 +15,7 @@
 #include "apps/options.h"
 #include "tools/image_io.h"
 #include "tools/progress.h"
+#include "tools/quote.h"
 #include "tools/regular_file.h"
 #include "tools/scene.h"
 #include "tools/score.h"
@@ -124,14 +125,16 @@ plm_status scene_write_files(const scene_config *config, const char *frames_path
  * that a failure while writing (a full disk) is a runtime failure. */
 static int check_outputs(const char *out_path, const char *truth_path) {
   const char *flags[] = {"--out", "--truth"}, *paths[] = {out_path, truth_path};
-  char why[256];
+  char why[OUTPUT_PATH_WHY_SIZE], q[QUOTE_SIZE];
   for (int i = 0; i < 2; i++)
     if (!output_path_usable(paths[i], why, sizeof why)) {
-      fprintf(stderr, "plume scene: %s '%.200s': %s\n", flags[i], paths[i], why);
+      fprintf(stderr, "plume scene: %s %s: %s\n", flags[i], quote_value(paths[i], q, sizeof q),
+              why);
       return EXIT_USAGE;
     }
   if (same_file(out_path, truth_path)) {
-    fprintf(stderr, "plume scene: --out and --truth name the same file ('%.200s')\n", out_path);
+    fprintf(stderr, "plume scene: --out and --truth name the same file (%s)\n",
+            quote_value(out_path, q, sizeof q));
     return EXIT_USAGE;
   }
   return -1;
@@ -180,19 +183,21 @@ int scene_command_main(int argc, char **argv) {
   }
   scene_config config = {.seed = 1};
   uint64_t v = 0;
+  char q[QUOTE_SIZE];
   if (!options_parse_count(frames, NULL, 1, SCENE_MAX_FRAMES, &v)) {
-    fprintf(stderr, "plume scene: --frames '%.60s' is not a count from 1 to %d\n", frames,
-            SCENE_MAX_FRAMES);
+    fprintf(stderr, "plume scene: --frames %s is not a count from 1 to %d\n",
+            quote_value(frames, q, sizeof q), SCENE_MAX_FRAMES);
     return EXIT_USAGE;
   }
   config.frames = (int64_t)v;
   if (!options_parse_size(size, SCENE_MIN_SIDE, SCENE_MAX_SIDE, &config.height, &config.width)) {
-    fprintf(stderr, "plume scene: --size '%.60s' is not H,W: two integers from %d to %d\n", size,
-            SCENE_MIN_SIDE, SCENE_MAX_SIDE);
+    fprintf(stderr, "plume scene: --size %s is not H,W: two integers from %d to %d\n",
+            quote_value(size, q, sizeof q), SCENE_MIN_SIDE, SCENE_MAX_SIDE);
     return EXIT_USAGE;
   }
   if (seed && !options_parse_count(seed, NULL, 0, UINT64_MAX, &config.seed)) {
-    fprintf(stderr, "plume scene: --seed '%.60s' is not an integer from 0 to 2^64-1\n", seed);
+    fprintf(stderr, "plume scene: --seed %s is not an integer from 0 to 2^64-1\n",
+            quote_value(seed, q, sizeof q));
     return EXIT_USAGE;
   }
   if (config.frames > IMAGE_MAX_ELEMENTS / (config.height * config.width)) {
@@ -204,7 +209,8 @@ int scene_command_main(int argc, char **argv) {
     return EXIT_USAGE;
   }
   if (strcmp(out, truth) == 0) {
-    fprintf(stderr, "plume scene: --out and --truth name the same file '%.200s'\n", out);
+    fprintf(stderr, "plume scene: --out and --truth name the same file %s\n",
+            quote_value(out, q, sizeof q));
     return EXIT_USAGE;
   }
   /* A directory in the way would fail only at the renames, after all the work. */
@@ -212,7 +218,7 @@ int scene_command_main(int argc, char **argv) {
   for (int i = 0; i < 2; i++) {
     struct stat st;
     if (stat(paths[i], &st) == 0 && S_ISDIR(st.st_mode)) {
-      fprintf(stderr, "plume scene: %.200s: is a directory\n", paths[i]);
+      fprintf(stderr, "plume scene: %s: is a directory\n", quote_value(paths[i], q, sizeof q));
       return EXIT_USAGE;
     }
   }
@@ -257,7 +263,9 @@ int score_command_main(int argc, char **argv) {
     radius = strtod(radius_text, &end);
     if (end == radius_text || *end != '\0' || errno == ERANGE || !isfinite(radius) ||
         !(radius > 0)) {
-      fprintf(stderr, "plume score: --radius '%.60s' is not a number > 0\n", radius_text);
+      char q[QUOTE_SIZE];
+      fprintf(stderr, "plume score: --radius %s is not a number > 0\n",
+              quote_value(radius_text, q, sizeof q));
       return EXIT_USAGE;
     }
   }

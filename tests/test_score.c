@@ -5,14 +5,18 @@
  * detections of one plume, the radius's edge (inclusive) with the default and a fixed
  * radius, frames kept apart, unsorted input, empty input; then the files: columns in
  * any order, the centroid used where the weighted one is NaN, and every kind of bad
- * file refused with "PATH:LINE: ..." (and never a crash). A plain unit test: no context
- * or backend is involved.
+ * file refused with "PATH:LINE: ..." (and never a crash). Then the grid that finds the
+ * candidate pairs against a plain test of all pairs kept here (reference_match): random
+ * cases of many seeds, extreme values, and large cases. A plain unit test: no context or
+ * backend is involved.
  */
 #define _POSIX_C_SOURCE 200809L
 
 #include <check.h>
 #include <dirent.h>
+#include <float.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -198,6 +202,250 @@ START_TEST(test_bad_arguments) {
   score_detection bad_d[] = {{0, 1, INFINITY}};
   ck_assert_int_eq(score_match(t, 1, bad_d, 1, 0, &r, err, sizeof err), PLM_ERR_INVALID_ARG);
   ck_assert_ptr_nonnull(strstr(err, "detection 0"));
+}
+END_TEST
+
+/* ---- the grid against all pairs --------------------------------------------------------- */
+
+/* The reference: tools/score.h's matching written plainly, as score_match was before its
+ * grid. Every pair of one frame within radius, with the distance computed as score_match
+ * computes it, sorted by (frame, distance, truth row, detection row) and taken greedily;
+ * frames in ascending order, so that the errors add up in score_match's order and the
+ * means compare exactly. O(truth x detections). */
+typedef struct reference_pair {
+  int64_t frame;
+  double distance;
+  int64_t truth, detection;
+} reference_pair;
+
+static int compare_reference_pairs(const void *a, const void *b) {
+  const reference_pair *x = a, *y = b;
+  if (x->frame != y->frame) return x->frame < y->frame ? -1 : 1;
+  if (x->distance != y->distance) return x->distance < y->distance ? -1 : 1;
+  if (x->truth != y->truth) return x->truth < y->truth ? -1 : 1;
+  return (x->detection > y->detection) - (x->detection < y->detection);
+}
+
+static score_result reference_match(const score_truth *t, int64_t nt, const score_detection *d,
+                                    int64_t nd, double radius) {
+  size_t n = 0, room = 64;
+  reference_pair *pairs = malloc(room * sizeof *pairs);
+  ck_assert_ptr_nonnull(pairs);
+  for (int64_t i = 0; i < nt; i++) {
+    double r = radius > 0 ? radius : fmax(SCORE_RADIUS_MIN, SCORE_RADIUS_SIGMAS * t[i].sigma);
+    for (int64_t j = 0; j < nd; j++) {
+      if (d[j].frame != t[i].frame) continue;
+      double dy = d[j].row - t[i].row, dx = d[j].col - t[i].col;
+      double distance = sqrt(dy * dy + dx * dx);
+      if (!(distance <= r)) continue;
+      if (n == room) {
+        room *= 2;
+        pairs = realloc(pairs, room * sizeof *pairs);
+        ck_assert_ptr_nonnull(pairs);
+      }
+      pairs[n++] = (reference_pair){t[i].frame, distance, i, j};
+    }
+  }
+  qsort(pairs, n, sizeof *pairs, compare_reference_pairs);
+  char *truth_taken = calloc((size_t)nt + 1, 1), *detection_taken = calloc((size_t)nd + 1, 1);
+  ck_assert(truth_taken && detection_taken);
+  int64_t matches = 0;
+  double sum = 0, max = 0;
+  for (size_t k = 0; k < n; k++) {
+    if (truth_taken[pairs[k].truth] || detection_taken[pairs[k].detection]) continue;
+    truth_taken[pairs[k].truth] = detection_taken[pairs[k].detection] = 1;
+    matches++;
+    sum += pairs[k].distance;
+    if (pairs[k].distance > max) max = pairs[k].distance;
+  }
+  free(pairs);
+  free(truth_taken);
+  free(detection_taken);
+  return (score_result){.truths = nt,
+                        .detections = nd,
+                        .true_positives = matches,
+                        .false_positives = nd - matches,
+                        .false_negatives = nt - matches,
+                        .precision = nd ? (double)matches / (double)nd : 1.0,
+                        .recall = nt ? (double)matches / (double)nt : 1.0,
+                        .mean_error = matches ? sum / (double)matches : NAN,
+                        .max_error = matches ? max : NAN};
+}
+
+static bool same_number(double a, double b) {
+  return a == b || (isnan(a) && isnan(b));
+}
+
+/* score_match must give exactly what the reference gives. */
+static void check_against_reference(const score_truth *t, int64_t nt, const score_detection *d,
+                                    int64_t nd, double radius, const char *what) {
+  score_result got = match(t, nt, d, nd, radius), want = reference_match(t, nt, d, nd, radius);
+  ck_assert_msg(
+      got.true_positives == want.true_positives && same_number(got.precision, want.precision) &&
+          same_number(got.recall, want.recall) && same_number(got.mean_error, want.mean_error) &&
+          same_number(got.max_error, want.max_error),
+      "%s (radius %g): got TP %lld, errors %.17g %.17g; all pairs give TP %lld, "
+      "errors %.17g %.17g",
+      what, radius, (long long)got.true_positives, got.mean_error, got.max_error,
+      (long long)want.true_positives, want.mean_error, want.max_error);
+}
+
+/* splitmix64: the same numbers on every platform. */
+static uint64_t next_random(uint64_t *state) {
+  uint64_t z = (*state += 0x9e3779b97f4a7c15u);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+  return z ^ (z >> 31);
+}
+
+static int64_t random_below(uint64_t *state, int64_t n) {
+  return (int64_t)(next_random(state) % (uint64_t)n);
+}
+
+static double random_unit(uint64_t *state) {
+  return (double)(next_random(state) >> 11) * 0x1p-53;
+}
+
+/* A position near one of the clusters: mostly on a lattice of whole or half pixels, so
+ * that many distances are equal (ties) or fall exactly on a radius (3-4-5 triangles),
+ * sometimes anywhere within 8 px. */
+static void random_position(uint64_t *state, const double (*clusters)[2], int n_clusters,
+                            double *row, double *col) {
+  const double *centre = clusters[random_below(state, n_clusters)];
+  if (random_below(state, 4) == 0) {
+    *row = centre[0] + 16 * random_unit(state) - 8;
+    *col = centre[1] + 16 * random_unit(state) - 8;
+  } else {
+    double step = random_below(state, 2) ? 1.0 : 0.5;
+    *row = centre[0] + step * (double)(random_below(state, 17) - 8);
+    *col = centre[1] + step * (double)(random_below(state, 17) - 8);
+  }
+}
+
+START_TEST(test_grid_matches_all_pairs_on_random_cases) {
+  static const double sigmas[] = {0, 0.5, 1.5, 2, 2.5, 3.25, 4};
+  static const double radii[] = {SCORE_RADIUS_DEFAULT, SCORE_RADIUS_DEFAULT, 1, 2.5, 3, 5};
+  enum { MAX_ROWS = 120 };
+  score_truth t[MAX_ROWS];
+  score_detection d[MAX_ROWS];
+  for (uint64_t seed = 1; seed <= 2000; seed++) {
+    uint64_t state = seed;
+    int frames = 1 + (int)random_below(&state, 4);
+    int64_t nt = random_below(&state, MAX_ROWS + 1), nd = random_below(&state, MAX_ROWS + 1);
+    /* Clusters, some across the cells' edges at 0 and negative coordinates. */
+    double clusters[4][2];
+    int n_clusters = 1 + (int)random_below(&state, 4);
+    for (int c = 0; c < n_clusters; c++)
+      for (int axis = 0; axis < 2; axis++)
+        clusters[c][axis] =
+            (double)(random_below(&state, 64) - 16) * (random_below(&state, 2) ? 3 : 2.5);
+    for (int64_t i = 0; i < nt; i++) {
+      t[i].frame = random_below(&state, frames);
+      random_position(&state, clusters, n_clusters, &t[i].row, &t[i].col);
+      t[i].sigma =
+          random_below(&state, 3) ? sigmas[random_below(&state, 7)] : 4 * random_unit(&state);
+    }
+    for (int64_t j = 0; j < nd; j++) {
+      d[j].frame = random_below(&state, frames + 1); /* some in a frame without truth */
+      random_position(&state, clusters, n_clusters, &d[j].row, &d[j].col);
+    }
+    double radius =
+        random_below(&state, 5) ? radii[random_below(&state, 6)] : 0.1 + 9.9 * random_unit(&state);
+    char what[64];
+    snprintf(what, sizeof what, "seed %llu", (unsigned long long)seed);
+    check_against_reference(t, nt, d, nd, radius, what);
+  }
+}
+END_TEST
+
+START_TEST(test_grid_matches_all_pairs_at_extremes) {
+  /* Huge coordinates (cells past what an int64 holds), a plume whose radius is
+   * infinite (2 sigma overflows), one reaching across the frame, pairs far apart. */
+  score_truth t[] = {{0, 1e300, -1e300, 1}, {0, -1e300, 1e300, 1},  {0, 1e20, 1e20, 1},
+                     {0, 0, 0, 1e308},      {1, 5, 5, 1e6},         {1, 16383, 16383, 1},
+                     {2, 1e300, 1e300, 1},  {2, -1e300, -1e300, 1}, {3, 0, 0, 0}};
+  score_detection d[] = {{0, 1e300, -1e300},  {0, -1e300 + 1e285, 1e300},
+                         {0, 1e20 + 2, 1e20}, {0, 1e20, 1e20 + 4096},
+                         {0, 1e308, -1e308},  {1, 0, 0},
+                         {1, 16383, 16386},   {1, 1e7, 1e7},
+                         {2, -1e300, 1e300},  {2, 1e300, -1e300},
+                         {3, 3, 0},           {3, 0, -3}};
+  int64_t nt = sizeof t / sizeof *t, nd = sizeof d / sizeof *d;
+  check_against_reference(t, nt, d, nd, SCORE_RADIUS_DEFAULT, "extremes, default radius");
+  check_against_reference(t, nt, d, nd, 3, "extremes, radius 3");
+  check_against_reference(t, nt, d, nd, 1e300, "extremes, radius 1e300");
+  check_against_reference(t, nt, d, nd, DBL_MAX, "extremes, radius DBL_MAX");
+  /* Tiny radii: differences whose squares underflow to 0 are within any radius. */
+  score_truth tiny_t[] = {{0, 1, 1, 0}, {0, 0, 0, 0}, {1, 1e-300, 0, 0}};
+  score_detection tiny_d[] = {{0, 1, 1 + 0x1p-52}, {0, 1e-160, 0}, {0, 0, 1e-300},
+                              {1, 0, 0},           {1, 2e-300, 0}, {1, 1e-300, 1e-310}};
+  nt = sizeof tiny_t / sizeof *tiny_t;
+  nd = sizeof tiny_d / sizeof *tiny_d;
+  static const double tiny_radii[] = {1e-300, 1e-310, 5e-324, 1e-160, 1e-15};
+  for (size_t k = 0; k < sizeof tiny_radii / sizeof *tiny_radii; k++)
+    check_against_reference(tiny_t, nt, tiny_d, nd, tiny_radii[k], "tiny radius");
+  /* Pairs exactly on the radius, on the cells' edges (cells as wide as a little more
+   * than the largest radius). */
+  score_truth edge_t[] = {{0, 0, 0, 1}, {0, 6, 6, 1}, {0, -3, 9, 1}, {0, 12, -12, 2.5}};
+  score_detection edge_d[] = {{0, 3, 0},  {0, 0, -3}, {0, 6, 3},   {0, 9, 6},
+                              {0, -6, 9}, {0, 0, 9},  {0, 15, -8}, {0, 7, -12}};
+  check_against_reference(edge_t, 4, edge_d, 8, SCORE_RADIUS_DEFAULT, "edges, default radius");
+  check_against_reference(edge_t, 4, edge_d, 8, 3, "edges, radius 3");
+  check_against_reference(edge_t, 4, edge_d, 8, 5, "edges, radius 5");
+}
+END_TEST
+
+START_TEST(test_grid_on_large_frames) {
+  /* 3000 plumes and 3000 detections in one frame of 1000 x 1000 px, against all pairs. */
+  enum { N = 3000 };
+  score_truth *t = malloc(N * sizeof *t);
+  score_detection *d = malloc(N * sizeof *d);
+  ck_assert(t && d);
+  uint64_t state = 19;
+  for (int64_t i = 0; i < N; i++) {
+    t[i] = (score_truth){0, 1000 * random_unit(&state), 1000 * random_unit(&state),
+                         3 * random_unit(&state)};
+    d[i] = (score_detection){0, 1000 * random_unit(&state), 1000 * random_unit(&state)};
+  }
+  check_against_reference(t, N, d, N, SCORE_RADIUS_DEFAULT, "3000 x 3000 in one frame");
+  /* The same spread over a frame of 16384 x 16384 px with a radius of 3: the grid's
+   * memory follows the rows, not the area. */
+  for (int64_t i = 0; i < N; i++) {
+    t[i].row *= 16.384, t[i].col *= 16.384;
+    d[i].row = t[(i * 7) % N].row + 2 * random_unit(&state);
+    d[i].col = t[(i * 7) % N].col - 2 * random_unit(&state);
+  }
+  check_against_reference(t, N, d, N, 3, "3000 x 3000 over 16384 x 16384 px");
+  free(t);
+  free(d);
+}
+END_TEST
+
+START_TEST(test_grid_on_many_frames) {
+  /* 100 frames of 1000 plumes on a 10 px lattice (jittered by eighths of a pixel, exact
+   * in binary), rows from the last frame to the first: each plume's detection 1 px to
+   * its right matches it, and a second detection 5 px below it (5 px from two plumes,
+   * beyond their radius of 3) is a false positive. */
+  enum { FRAMES = 100, PER_FRAME = 1000, N = FRAMES * PER_FRAME };
+  score_truth *t = malloc(N * sizeof *t);
+  score_detection *d = malloc(2 * N * sizeof *d);
+  ck_assert(t && d);
+  uint64_t state = 23;
+  for (int64_t i = 0; i < N; i++) {
+    int64_t frame = FRAMES - 1 - i / PER_FRAME, k = i % PER_FRAME;
+    double row = 10.0 * (double)(k / 32) + (double)random_below(&state, 9) / 8;
+    double col = 10.0 * (double)(k % 32) + (double)random_below(&state, 9) / 8;
+    t[i] = (score_truth){frame, row, col, 1.5};
+    d[2 * i] = (score_detection){frame, row + 5, col};
+    d[2 * i + 1] = (score_detection){frame, row, col + 1};
+  }
+  score_result r = match(t, N, d, 2 * N, SCORE_RADIUS_DEFAULT);
+  ck_assert_int_eq(r.true_positives, N);
+  ck_assert_int_eq(r.false_positives, N);
+  ck_assert_double_eq(r.mean_error, 1.0);
+  ck_assert_double_eq(r.max_error, 1.0);
+  free(t);
+  free(d);
 }
 END_TEST
 
@@ -391,6 +639,13 @@ static Suite *score_suite(void) {
   tcase_add_test(matching, test_empty_inputs);
   tcase_add_test(matching, test_bad_arguments);
   suite_add_tcase(suite, matching);
+  TCase *grid = tcase_create("grid");
+  tcase_set_timeout(grid, 120);
+  tcase_add_test(grid, test_grid_matches_all_pairs_on_random_cases);
+  tcase_add_test(grid, test_grid_matches_all_pairs_at_extremes);
+  tcase_add_test(grid, test_grid_on_large_frames);
+  tcase_add_test(grid, test_grid_on_many_frames);
+  suite_add_tcase(suite, grid);
   TCase *files = tcase_create("files");
   tcase_add_checked_fixture(files, make_dir, remove_dir);
   tcase_set_timeout(files, 120);

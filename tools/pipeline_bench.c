@@ -13,6 +13,7 @@
 
 #include "profile/stats.h"
 #include "tools/progress.h"
+#include "tools/quote.h"
 #include "tools/scene.h"
 
 enum { EXIT_RUNTIME_FAILURE = 1, EXIT_USAGE = 2 };
@@ -890,8 +891,10 @@ bool pipeline_bench_validate_json(const char *path, FILE *err) {
   if (!err) err = stderr;
   json_error_t error;
   json_t *doc = json_load_file(path, 0, &error);
+  char shown[QUOTE_SIZE]; /* path as given, escaped: the messages stay one line */
+  quote_text(path, shown, sizeof shown);
   if (!doc) {
-    fprintf(err, "%s:%d:%d: %s\n", path, error.line, error.column, error.text);
+    fprintf(err, "%s:%d:%d: %s\n", shown, error.line, error.column, error.text);
     return false;
   }
   char problem[160] = "";
@@ -936,7 +939,7 @@ bool pipeline_bench_validate_json(const char *path, FILE *err) {
     }
   }
   if (!problem[0] && !naive_seen) snprintf(problem, sizeof problem, "no naive result");
-  if (problem[0]) fprintf(err, "%s: not a bench_pipeline result: %s\n", path, problem);
+  if (problem[0]) fprintf(err, "%s: not a bench_pipeline result: %s\n", shown, problem);
   json_decref(doc);
   return problem[0] == '\0';
 }
@@ -1108,7 +1111,10 @@ int pipeline_bench_run(const pipeline_bench_options *options, FILE *table, const
     if (json_path) {
       json_t *doc = document_json(&b, goals, goal_count);
       if (json_dump_file(doc, json_path, JSON_INDENT(2) | JSON_REAL_PRECISION(6)) != 0) {
-        fprintf(stderr, "%s: cannot write %s: %s\n", b.prog, json_path, strerror(errno));
+        const int error = errno;
+        char shown[QUOTE_SIZE];
+        fprintf(stderr, "%s: cannot write %s: %s\n", b.prog,
+                quote_text(json_path, shown, sizeof shown), strerror(error));
         code = EXIT_RUNTIME_FAILURE;
       } else if (!pipeline_bench_validate_json(json_path, stderr)) {
         code = EXIT_RUNTIME_FAILURE;

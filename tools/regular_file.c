@@ -48,7 +48,8 @@ FILE *regular_file_open(const char *path, struct stat *st, char *why, size_t why
  * False when the folder cannot be resolved (then no comparison by name is made). */
 static bool canonical_path(const char *path, char *out, size_t size) {
   char folder_copy[PATH_MAX], base_copy[PATH_MAX], folder[PATH_MAX];
-  if (snprintf(folder_copy, sizeof folder_copy, "%s", path) >= (int)sizeof folder_copy) return false;
+  if (snprintf(folder_copy, sizeof folder_copy, "%s", path) >= (int)sizeof folder_copy)
+    return false;
   snprintf(base_copy, sizeof base_copy, "%s", path);
   if (!realpath(dirname(folder_copy), folder)) return false;
   return snprintf(out, size, "%s/%s", folder, basename(base_copy)) < (int)size;
@@ -70,17 +71,20 @@ bool output_path_usable(const char *path, char *why, size_t why_size) {
     return false;
   }
   const char *folder = dirname(copy);
+  char q[QUOTE_SIZE];
   struct stat st;
   if (stat(folder, &st) != 0) {
-    snprintf(why, why_size, "its folder '%s' does not exist: %s", folder, strerror(errno));
+    snprintf(why, why_size, "its folder %s does not exist: %s", quote_value(folder, q, sizeof q),
+             strerror(errno));
     return false;
   }
   if (!S_ISDIR(st.st_mode)) {
-    snprintf(why, why_size, "'%s' is not a folder", folder);
+    snprintf(why, why_size, "%s is not a folder", quote_value(folder, q, sizeof q));
     return false;
   }
   if (access(folder, W_OK | X_OK) != 0) {
-    snprintf(why, why_size, "its folder '%s' cannot be written: %s", folder, strerror(errno));
+    snprintf(why, why_size, "its folder %s cannot be written: %s", quote_value(folder, q, sizeof q),
+             strerror(errno));
     return false;
   }
   if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 
 #include "plume/status.h"
+#include "tools/quote.h"
 
 FILE *regular_file_open(const char *path, struct stat *st, char *why, size_t why_size);
 
@@ -41,9 +42,11 @@ bool same_file(const char *a, const char *b);
 /* Whether an output may be written at `path`, checked before a command runs: its folder
  * exists and is a folder this process may create files in, and path itself is not a
  * folder. False with why ("its folder 'F' does not exist: <strerror>", "'F' is not a
- * folder", "its folder 'F' cannot be written: <strerror>", "is a folder"), so that what
- * fails later, while writing (a full disk), is a runtime failure and not the command's
- * arguments. */
+ * folder", "its folder 'F' cannot be written: <strerror>", "is a folder"; F quoted by
+ * quote_value, tools/quote.h), so that what fails later, while writing (a full disk), is
+ * a runtime failure and not the command's arguments. OUTPUT_PATH_WHY_SIZE bytes hold any
+ * why. */
+enum { OUTPUT_PATH_WHY_SIZE = QUOTE_SIZE + 128 };
 bool output_path_usable(const char *path, char *why, size_t why_size);
 
 #endif /* PLUME_TOOLS_REGULAR_FILE_H */

@@ -1,6 +1,7 @@
 /* tools/score.c: detections against truth (tools/score.h). */
 #include "tools/score.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 
 #include "tools/csv.h"
+#include "tools/regular_file.h"
 
 static plm_status fail(char *err, size_t err_size, plm_status status, const char *fmt, ...) {
   if (err && err_size) {
@@ -45,13 +47,27 @@ static int compare_pairs(const void *a, const void *b) {
   return (x->detection > y->detection) - (x->detection < y->detection);
 }
 
+/* A detection in the grid of its frame: its cell (tools/score.h) and its input index. */
+typedef struct cell_entry {
+  int64_t row, col, detection;
+} cell_entry;
+
+static int compare_cells(const void *a, const void *b) {
+  const cell_entry *x = a, *y = b;
+  if (x->row != y->row) return x->row < y->row ? -1 : 1;
+  if (x->col != y->col) return x->col < y->col ? -1 : 1;
+  return (x->detection > y->detection) - (x->detection < y->detection);
+}
+
 typedef struct matcher {
   const score_truth *truth;
   const score_detection *detections;
   double radius;
   bool *truth_taken, *detection_taken;
   pair *pairs;
-  size_t pair_room;
+  size_t pair_count, pair_room;
+  cell_entry *cells; /* the detections of the frame, sorted by cell */
+  size_t cell_room;
   int64_t matches;
   double error_sum, error_max;
 } matcher;
@@ -62,27 +78,103 @@ static double radius_of(const matcher *m, const score_truth *t) {
   return r > SCORE_RADIUS_MIN ? r : SCORE_RADIUS_MIN;
 }
 
-/* Match the truth rows t[0..nt) to the detections d[0..nd) of one frame. */
+/* How far from a plume, along each axis, a detection may lie and still be within radius
+ * as the distance is computed (rounded): a little more than radius, and never less
+ * than 2^-500, below which a squared difference may underflow to 0. Infinite for an
+ * infinite radius (a sigma near DBL_MAX). */
+static double reach_of(double radius) {
+  double reach = radius * (1 + 0x1p-20);
+  return reach > 0x1p-500 ? reach : 0x1p-500;
+}
+
+/* The grid cell of a coordinate (or of a box's edge, which may be infinite):
+ * floor(x / side), held within +-2^52 so that it is an exact int64 whatever x is.
+ * Monotone in x, which is all that the search relies on. */
+static int64_t cell_of(double x, double side) {
+  double cell = floor(x / side);
+  if (!(cell >= -0x1p52)) cell = -0x1p52;
+  if (cell > 0x1p52) cell = 0x1p52;
+  return (int64_t)cell;
+}
+
+/* The first of cells[from..n) at or after cell (row, col), in their sorted order. */
+static size_t cells_from(const cell_entry *cells, size_t from, size_t n, int64_t row, int64_t col) {
+  while (from < n) {
+    size_t mid = from + (n - from) / 2;
+    if (cells[mid].row < row || (cells[mid].row == row && cells[mid].col < col))
+      from = mid + 1;
+    else
+      n = mid;
+  }
+  return from;
+}
+
+/* Add (truth, detection) to the frame's pairs when the detection is within radius. */
+static bool consider_pair(matcher *m, int64_t truth_index, double radius, int64_t detection) {
+  const score_truth *truth = &m->truth[truth_index];
+  const score_detection *det = &m->detections[detection];
+  double dy = det->row - truth->row, dx = det->col - truth->col;
+  double distance = sqrt(dy * dy + dx * dx);
+  if (!(distance <= radius)) return true;
+  if (m->pair_count == m->pair_room) {
+    size_t room = m->pair_room ? 2 * m->pair_room : 64;
+    pair *grown = realloc(m->pairs, room * sizeof *grown);
+    if (!grown) return false;
+    m->pairs = grown;
+    m->pair_room = room;
+  }
+  m->pairs[m->pair_count++] = (pair){distance, truth_index, detection};
+  return true;
+}
+
+/* Put the detections d[0..nd) into cells of the given side, sorted by cell. */
+static bool fill_cells(matcher *m, const by_frame *d, int64_t nd, double side) {
+  if ((size_t)nd > m->cell_room) {
+    cell_entry *grown = realloc(m->cells, (size_t)nd * sizeof *grown);
+    if (!grown) return false;
+    m->cells = grown;
+    m->cell_room = (size_t)nd;
+  }
+  for (int64_t j = 0; j < nd; j++) {
+    const score_detection *det = &m->detections[d[j].index];
+    m->cells[j] = (cell_entry){cell_of(det->row, side), cell_of(det->col, side), d[j].index};
+  }
+  qsort(m->cells, (size_t)nd, sizeof *m->cells, compare_cells);
+  return true;
+}
+
+/* Match the truth rows t[0..nt) to the detections d[0..nd) of one frame. The candidate
+ * pairs are those of each plume with the detections of the cells its reach touches:
+ * cells are as wide as the largest reach of the frame, so that is a block of about 3 x 3
+ * cells, of which only those holding a detection are visited. They include every pair
+ * within radius, so the pairs kept are those that testing all pairs would keep. */
 static bool match_frame(matcher *m, const by_frame *t, int64_t nt, const by_frame *d, int64_t nd) {
-  size_t n = 0;
+  double side = 0;
+  for (int64_t i = 0; i < nt; i++) {
+    double reach = reach_of(radius_of(m, &m->truth[t[i].index]));
+    if (reach > side) side = reach;
+  }
+  if (side > DBL_MAX) side = DBL_MAX;
+  if (!fill_cells(m, d, nd, side)) return false;
+  const cell_entry *cells = m->cells;
+  size_t n_cells = (size_t)nd;
+  m->pair_count = 0;
   for (int64_t i = 0; i < nt; i++) {
     const score_truth *truth = &m->truth[t[i].index];
-    double radius = radius_of(m, truth);
-    for (int64_t j = 0; j < nd; j++) {
-      const score_detection *det = &m->detections[d[j].index];
-      double dy = det->row - truth->row, dx = det->col - truth->col;
-      double distance = sqrt(dy * dy + dx * dx);
-      if (!(distance <= radius)) continue;
-      if (n == m->pair_room) {
-        size_t room = m->pair_room ? 2 * m->pair_room : 64;
-        pair *grown = realloc(m->pairs, room * sizeof *grown);
-        if (!grown) return false;
-        m->pairs = grown;
-        m->pair_room = room;
-      }
-      m->pairs[n++] = (pair){distance, t[i].index, d[j].index};
+    double radius = radius_of(m, truth), reach = reach_of(radius);
+    int64_t row_last = cell_of(truth->row + reach, side);
+    int64_t col_first = cell_of(truth->col - reach, side);
+    int64_t col_last = cell_of(truth->col + reach, side);
+    size_t k = cells_from(cells, 0, n_cells, cell_of(truth->row - reach, side), INT64_MIN);
+    while (k < n_cells && cells[k].row <= row_last) {
+      int64_t row = cells[k].row;
+      size_t end = cells_from(cells, k, n_cells, row, col_last + 1);
+      for (size_t c = cells_from(cells, k, end, row, col_first); c < end; c++)
+        if (!consider_pair(m, t[i].index, radius, cells[c].detection)) return false;
+      k = cells_from(cells, end, n_cells, row + 1, INT64_MIN);
     }
   }
+  size_t n = m->pair_count;
   if (n > 1) qsort(m->pairs, n, sizeof *m->pairs, compare_pairs);
   for (size_t k = 0; k < n; k++) {
     const pair *p = &m->pairs[k];
@@ -165,6 +257,7 @@ plm_status score_match(const score_truth *truth, int64_t n_truth, const score_de
   free(m.truth_taken);
   free(m.detection_taken);
   free(m.pairs);
+  free(m.cells);
   if (!ok) return fail(err, err_size, PLM_ERR_OUT_OF_MEMORY, "score_match: out of memory");
   score_result r = {.truths = n_truth,
                     .detections = n_detections,
@@ -181,12 +274,23 @@ plm_status score_match(const score_truth *truth, int64_t n_truth, const score_de
 
 /* ---- files ----------------------------------------------------------------------------- */
 
+/* A message about the file at path (line > 0: "PATH:LINE: "), on one line as the CSV
+ * reader's are (tools/regular_file.h): path is the user's, as given. */
+static plm_status file_fail(char *err, size_t err_size, const char *path, int64_t line,
+                            plm_status status, const char *fmt, ...) {
+  va_list args;
+  va_start(args, fmt);
+  file_failure_v(err, err_size, path, line, status, fmt, args);
+  va_end(args);
+  return status;
+}
+
 /* The column named name, or a message. */
 static plm_status need_column(const char *path, const csv_table *table, const char *name,
                               int *column, char *err, size_t err_size) {
   *column = csv_column(table, name);
   if (*column < 0)
-    return fail(err, err_size, PLM_ERR_IO, "%s: no column '%s' in the header", path, name);
+    return file_fail(err, err_size, path, 0, PLM_ERR_IO, "no column '%s' in the header", name);
   return PLM_OK;
 }
 
@@ -219,7 +323,7 @@ plm_status score_read_truth(const char *path, score_truth **out, int64_t *count,
   score_truth *rows = malloc((size_t)(table.rows + 1) * sizeof *rows);
   if (!rows) {
     csv_free(&table);
-    return fail(err, err_size, PLM_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    return file_fail(err, err_size, path, 0, PLM_ERR_OUT_OF_MEMORY, "out of memory");
   }
   for (int64_t r = 0; r < table.rows; r++) {
     double frame = csv_value(&table, r, c_frame);
@@ -234,7 +338,7 @@ plm_status score_read_truth(const char *path, score_truth **out, int64_t *count,
       free(rows);
       csv_free(&table);
       /* Data row r is line r + 2 (the header is line 1). */
-      return fail(err, err_size, PLM_ERR_IO, "%s:%lld: %s", path, (long long)(r + 2), bad);
+      return file_fail(err, err_size, path, r + 2, PLM_ERR_IO, "%s", bad);
     }
     t.frame = (int64_t)frame;
     rows[r] = t;
@@ -262,9 +366,9 @@ plm_status score_read_detections(const char *path, score_detection **out, int64_
   int c_wrow = csv_column(&table, "wcentroid_row"), c_wcol = csv_column(&table, "wcentroid_col");
   if ((c_wrow < 0) != (c_wcol < 0)) {
     csv_free(&table);
-    return fail(err, err_size, PLM_ERR_IO, "%s: '%s' without '%s' in the header", path,
-                c_wrow < 0 ? "wcentroid_col" : "wcentroid_row",
-                c_wrow < 0 ? "wcentroid_row" : "wcentroid_col");
+    return file_fail(err, err_size, path, 0, PLM_ERR_IO, "'%s' without '%s' in the header",
+                     c_wrow < 0 ? "wcentroid_col" : "wcentroid_row",
+                     c_wrow < 0 ? "wcentroid_row" : "wcentroid_col");
   }
   if ((status = need_column(path, &table, "frame", &c_frame, err, err_size)) != PLM_OK ||
       (status = need_column(path, &table, "centroid_row", &c_row, err, err_size)) != PLM_OK ||
@@ -275,7 +379,7 @@ plm_status score_read_detections(const char *path, score_detection **out, int64_
   score_detection *rows = malloc((size_t)(table.rows + 1) * sizeof *rows);
   if (!rows) {
     csv_free(&table);
-    return fail(err, err_size, PLM_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    return file_fail(err, err_size, path, 0, PLM_ERR_OUT_OF_MEMORY, "out of memory");
   }
   for (int64_t r = 0; r < table.rows; r++) {
     double frame = csv_value(&table, r, c_frame);
@@ -290,7 +394,7 @@ plm_status score_read_detections(const char *path, score_detection **out, int64_
     if (bad) {
       free(rows);
       csv_free(&table);
-      return fail(err, err_size, PLM_ERR_IO, "%s:%lld: %s", path, (long long)(r + 2), bad);
+      return file_fail(err, err_size, path, r + 2, PLM_ERR_IO, "%s", bad);
     }
     d.frame = (int64_t)frame;
     rows[r] = d;

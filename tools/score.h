@@ -15,6 +15,15 @@
  * A second detection of an already matched plume is a false positive; a detection in a
  * frame that has no truth rows is a false positive. Rows need not be sorted.
  *
+ * Cost: the candidate pairs of a frame come from a grid, not from all truth x detection
+ * pairs: the frame's detections are sorted into square cells as wide as its largest
+ * radius (a sort, not a dense array, so memory is O(rows) however far apart they lie),
+ * and each plume is tested against the detections of the cells around it only. Time
+ * is O(n log n) per frame plus the pairs in neighbouring cells: linear-ish for plumes
+ * spread over the frame, all pairs only when everything sits within one radius (or one
+ * plume's radius spans the frame). The pairs found, and so the result, are exactly
+ * those of testing every pair.
+ *
  * Files: the truth CSV of `plume scene` (columns frame, row, col, sigma; others such as
  * amplitude are ignored) and a detections CSV as `plume detect` writes it (a frame
  * column and the REGIONS.csv columns of `plume op label`). A detection's position is
