@@ -192,8 +192,9 @@ int detect_command_main(int argc, char **argv) {
   config.stop = &interrupt_signal;
   plm_status status = detect_run(&config, &result, err, sizeof err);
   if (status != PLM_OK && interrupt_signal) {
-    fprintf(stderr, "plume detect: interrupted by signal %d (%s); %s is as it was\n",
-            (int)interrupt_signal, err, out);
+    char shown[QUOTE_SIZE];
+    fprintf(stderr, "plume detect: interrupted by signal %d (%s); --out %s is as it was\n",
+            (int)interrupt_signal, err, quote_value(out, shown, sizeof shown));
     return interrupt_exit_code();
   }
   if (status != PLM_OK) {

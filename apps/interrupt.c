@@ -4,20 +4,37 @@
 #include "apps/interrupt.h"
 
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tools/output_file.h"
 
+/* A second signal sooner than this after the first is the same request. */
+enum { INSIST_AFTER_S = 2 };
+
 volatile sig_atomic_t interrupt_signal;
+
+/* When the first signal came (CLOCK_MONOTONIC seconds). */
+static volatile sig_atomic_t first_signal_at;
+
+static sig_atomic_t now_seconds(void) {
+  struct timespec now = {0, 0};
+  clock_gettime(CLOCK_MONOTONIC, &now); /* async-signal-safe */
+  return (sig_atomic_t)now.tv_sec;
+}
 
 static void on_signal(int signo) {
   if (interrupt_signal == 0) {
+    first_signal_at = now_seconds();
     interrupt_signal = signo;
     return;
   }
   /* A second signal: stop now, unless a commit is renaming (it ends in microseconds).
-   * SIGPIPE comes back on every write to the closed pipe: it is not someone insisting. */
-  if (signo != SIGPIPE && output_files_remove_temporaries()) _exit(128 + interrupt_signal);
+   * Not SIGPIPE, which comes back on every write to the closed pipe, nor a signal within
+   * INSIST_AFTER_S of the first: one kill is often delivered twice, to the process and
+   * to its group (timeout(1) does so), and that is no one insisting. */
+  if (signo == SIGPIPE || now_seconds() - first_signal_at < INSIST_AFTER_S) return;
+  if (output_files_remove_temporaries()) _exit(128 + interrupt_signal);
 }
 
 void interrupt_catch(void) {

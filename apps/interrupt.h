@@ -12,11 +12,12 @@
  * that comes while the outputs are being renamed into place (microseconds) lets the
  * renames finish (the outputs are then complete) and is reported by the exit code.
  *
- * A second signal (other than SIGPIPE, which each write to a closed pipe raises again),
- * for a command that does not stop soon enough, removes the listed
- * temporary files (output_files_remove_temporaries, async-signal-safe) and exits at
- * once with 128 + the signal; during a commit's renames it waits for them as the first
- * one does.
+ * A second signal at least 2 s after the first (not SIGPIPE, which each write to a
+ * closed pipe raises again; and not sooner, since one kill is often delivered twice, to
+ * the process and to its group), for a command that does not stop soon enough, removes
+ * the listed temporary files (output_files_remove_temporaries, async-signal-safe) and
+ * exits at once with 128 + the signal, leaving what is not a temporary file (plume
+ * demo's folder); during a commit's renames it waits for them as the first one does.
  *
  * Process-wide; interrupt_catch is called once, from the main thread, before any
  * output is opened. */
