@@ -19,42 +19,23 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "scratch_dir.h"
 #include "tools/frame_reader.h"
 
-static char dir[256];
+static char dir[SCRATCH_DIR_SIZE];
 static char err[FRAME_READER_ERROR_SIZE];
 
-/* Remove a directory tree (two levels are enough here). */
-static void remove_tree(const char *path) {
-  DIR *d = opendir(path);
-  if (!d) return;
-  struct dirent *e;
-  char child[512];
-  while ((e = readdir(d)) != NULL) {
-    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-    snprintf(child, sizeof child, "%s/%s", path, e->d_name);
-    if (unlink(child) != 0) remove_tree(child);
-  }
-  closedir(d);
-  rmdir(path);
-}
 
 static void make_dir(void) {
-  const char *tmp = getenv("TMPDIR");
-  snprintf(dir, sizeof dir, "%s/plume-frame-reader-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-  ck_assert_ptr_nonnull(mkdtemp(dir));
+  scratch_dir_make(dir, "frame-reader");
 }
 
 static void remove_dir(void) {
-  remove_tree(dir);
+  scratch_dir_remove(dir);
 }
 
 static const char *path_of(const char *name) {
-  static char path[8][512];
-  static int next;
-  char *p = path[next++ % 8];
-  snprintf(p, 512, "%s/%s", dir, name);
-  return p;
+  return scratch_path(dir, name);
 }
 
 static void write_bytes(const char *path, const void *data, size_t bytes) {

@@ -19,29 +19,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "scratch_dir.h"
 #include "tools/image_io.h"
 
-static char dir[256];
+static char dir[SCRATCH_DIR_SIZE];
 static char err[IMAGE_ERROR_SIZE];
 
 static void make_dir(void) {
-  const char *tmp = getenv("TMPDIR");
-  snprintf(dir, sizeof dir, "%s/plume-image-io-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-  ck_assert_ptr_nonnull(mkdtemp(dir));
+  scratch_dir_make(dir, "image-io");
 }
 
 static void remove_dir(void) {
-  DIR *d = opendir(dir);
-  ck_assert_ptr_nonnull(d);
-  struct dirent *e;
-  char path[512];
-  while ((e = readdir(d)) != NULL) {
-    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-    if (rmdir(path) != 0) unlink(path);
-  }
-  closedir(d);
-  rmdir(dir);
+  scratch_dir_remove(dir);
 }
 
 /* Files in the test directory whose name contains needle. */
@@ -57,11 +46,7 @@ static int count_files(const char *needle) {
 }
 
 static const char *path_of(const char *name) {
-  static char path[8][512];
-  static int next;
-  char *p = path[next++ % 8];
-  snprintf(p, 512, "%s/%s", dir, name);
-  return p;
+  return scratch_path(dir, name);
 }
 
 static void write_bytes(const char *path, const void *data, size_t bytes) {

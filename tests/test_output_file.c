@@ -19,37 +19,21 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "scratch_dir.h"
 #include "tools/image_io.h"
 #include "tools/output_file.h"
 
-static char dir[256];
+static char dir[SCRATCH_DIR_SIZE];
 static char err[1024];
 
 static void make_dir(void) {
-  const char *tmp = getenv("TMPDIR");
-  snprintf(dir, sizeof dir, "%s/plume-output-file-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-  ck_assert_ptr_nonnull(mkdtemp(dir));
+  scratch_dir_make(dir, "output-file");
 }
 
 static void remove_dir(void) {
-  DIR *d = opendir(dir);
-  ck_assert_ptr_nonnull(d);
-  struct dirent *e;
-  char path[512];
-  while ((e = readdir(d)) != NULL) {
-    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-    if (rmdir(path) != 0) unlink(path);
-  }
-  closedir(d);
-  rmdir(dir);
+  scratch_dir_remove(dir);
 }
 
-static const char *path_of(int slot, const char *name) {
-  static char path[4][512];
-  snprintf(path[slot], sizeof path[slot], "%s/%s", dir, name);
-  return path[slot];
-}
 
 /* Files in the test directory whose name contains ".tmp-". */
 static int temporaries(void) {
@@ -89,7 +73,7 @@ static output_file *open_with(const char *path, const char *text) {
 
 START_TEST(commit_replaces_every_path) {
   make_dir();
-  const char *a = path_of(0, "a.txt"), *b = path_of(1, "b.txt");
+  const char *a = scratch_path(dir, "a.txt"), *b = scratch_path(dir, "b.txt");
   put(a, "old a");
   output_file *files[2] = {open_with(a, "new a"), open_with(b, "new b")};
   ck_assert_int_eq(temporaries(), 2);
@@ -109,11 +93,11 @@ END_TEST
  * b, which had none, stays a folder; nothing else is left. */
 START_TEST(a_failed_rename_puts_the_old_files_back) {
   make_dir();
-  const char *a = path_of(0, "a.txt"), *b = path_of(1, "b"), *c = path_of(2, "c.txt");
+  const char *a = scratch_path(dir, "a.txt"), *b = scratch_path(dir, "b"), *c = scratch_path(dir, "c.txt");
   put(a, "old a");
   output_file *files[3] = {open_with(c, "new c"), open_with(a, "new a"), open_with(b, "new b")};
   ck_assert_int_eq(mkdir(b, 0755), 0);
-  put(path_of(3, "b/inside"), "keeps the folder from being replaced");
+  put(scratch_path(dir, "b/inside"), "keeps the folder from being replaced");
   ck_assert_int_eq(output_files_commit(files, 3, err, sizeof err), PLM_ERR_IO);
   ck_assert_ptr_nonnull(strstr(err, "cannot rename"));
   ck_assert_ptr_nonnull(strstr(err, b));
@@ -123,7 +107,7 @@ START_TEST(a_failed_rename_puts_the_old_files_back) {
   ck_assert_int_eq(stat(b, &st), 0);
   ck_assert(S_ISDIR(st.st_mode));
   ck_assert_int_eq(temporaries(), 0);
-  unlink(path_of(3, "b/inside"));
+  unlink(scratch_path(dir, "b/inside"));
   remove_dir();
 }
 END_TEST
@@ -132,7 +116,7 @@ END_TEST
  * limit and SIGXFSZ stay there. The commit fails before any rename: old files kept. */
 START_TEST(a_full_disk_leaves_every_old_file) {
   make_dir();
-  const char *a = path_of(0, "a.txt"), *b = path_of(1, "b.txt");
+  const char *a = scratch_path(dir, "a.txt"), *b = scratch_path(dir, "b.txt");
   put(a, "old a");
   put(b, "old b");
   pid_t child = fork();
@@ -165,14 +149,14 @@ END_TEST
 
 START_TEST(abort_and_bad_arguments) {
   make_dir();
-  const char *a = path_of(0, "a.txt");
+  const char *a = scratch_path(dir, "a.txt");
   output_file *f = open_with(a, "never");
   output_file_abort(f);
   output_file_abort(NULL);
   ck_assert_int_eq(access(a, F_OK), -1);
   ck_assert_int_eq(temporaries(), 0);
   ck_assert_int_eq(output_file_open(NULL, &f, err, sizeof err), PLM_ERR_INVALID_ARG);
-  ck_assert_int_eq(output_file_open(path_of(1, "missing/x"), &f, err, sizeof err), PLM_ERR_IO);
+  ck_assert_int_eq(output_file_open(scratch_path(dir, "missing/x"), &f, err, sizeof err), PLM_ERR_IO);
   ck_assert_ptr_nonnull(strstr(err, "cannot create a temporary file"));
   ck_assert_ptr_null(f);
   ck_assert_int_eq(output_files_commit(NULL, 0, err, sizeof err), PLM_OK);
@@ -189,7 +173,7 @@ END_TEST
  * exits as the handler's _exit would). */
 START_TEST(the_signal_list_removes_open_temporaries) {
   make_dir();
-  const char *a = path_of(0, "a.txt"), *b = path_of(1, "b.txt");
+  const char *a = scratch_path(dir, "a.txt"), *b = scratch_path(dir, "b.txt");
   put(a, "old a");
   pid_t child = fork();
   ck_assert_int_ne(child, -1);
@@ -213,7 +197,7 @@ END_TEST
 /* A signal's flag cancels a commit that has not begun to rename. */
 START_TEST(the_cancel_flag_keeps_the_old_files) {
   make_dir();
-  const char *a = path_of(0, "a.txt"), *b = path_of(1, "b.txt");
+  const char *a = scratch_path(dir, "a.txt"), *b = scratch_path(dir, "b.txt");
   put(a, "old a");
   static volatile sig_atomic_t flag;
   output_files_cancel_on(&flag);
@@ -236,7 +220,7 @@ END_TEST
 /* image_writers_commit: a .npy short of its data fails the whole set. */
 START_TEST(image_writers_commit_all_or_none) {
   make_dir();
-  const char *a = path_of(0, "a.npy"), *b = path_of(1, "b.csv");
+  const char *a = scratch_path(dir, "a.npy"), *b = scratch_path(dir, "b.csv");
   put(a, "old a");
   image_writer *w[2] = {NULL, NULL};
   image shape = {.dtype = PLM_DTYPE_U8, .ndim = 1, .dims = {4}};

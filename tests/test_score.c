@@ -23,30 +23,19 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "scratch_dir.h"
 #include "tools/csv.h"
 #include "tools/score.h"
 
 static char err[SCORE_ERROR_SIZE];
-static char dir[256];
+static char dir[SCRATCH_DIR_SIZE];
 
 static void make_dir(void) {
-  const char *tmp = getenv("TMPDIR");
-  snprintf(dir, sizeof dir, "%s/plume-score-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-  ck_assert_ptr_nonnull(mkdtemp(dir));
+  scratch_dir_make(dir, "score");
 }
 
 static void remove_dir(void) {
-  DIR *d = opendir(dir);
-  ck_assert_ptr_nonnull(d);
-  struct dirent *e;
-  char path[512];
-  while ((e = readdir(d)) != NULL) {
-    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-    if (rmdir(path) != 0) unlink(path);
-  }
-  closedir(d);
-  rmdir(dir);
+  scratch_dir_remove(dir);
 }
 
 /* Write text to a file of the test directory; returns its path. */
