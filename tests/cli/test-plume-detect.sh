@@ -153,6 +153,14 @@ run 0 "segment" detect --frames s.npy --pipeline "conv2d kernel=log:9:1.5 pad=sa
   --out g.csv
 checks=$((checks + 1))
 [[ $(head -n 1 g.csv) == "$header" && $(wc -l <g.csv) -gt 1 ]] || fail "segment: $(head -n 2 g.csv)"
+# cfar (cell-averaging CFAR) as the detector: the same regions as plume op cfar then label.
+run 0 "detect cfar" detect --frames s.npy --pipeline "cfar window=15 guard=5 k=5 ! label ! regions" \
+  --out f.csv
+run 0 "op cfar" op cfar --in s.npy --window 15 --guard 5 --k 5 --out fm.npy
+run 0 "op label of cfar" op label --in fm.npy --out fl.npy --regions fr.csv --intensity s.npy
+checks=$((checks + 1))
+[[ $(wc -l <f.csv) -gt 1 ]] && cmp -s fr.csv f.csv ||
+  fail "detect cfar: $(($(wc -l <f.csv) - 1)) regions, or it differs from plume op cfar + label"
 
 # ---- arrays the pipeline names (--tensor NAME=FILE) -----------------------------------------
 # npy_f32 SHAPE: the header of a '<f4' .npy of that shape ("3, 3"), 128 bytes.
