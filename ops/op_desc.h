@@ -56,6 +56,7 @@
 #include "plume/label.h"
 #include "plume/lstm.h"
 #include "plume/matmul.h"
+#include "plume/nuc.h"
 #include "plume/ops.h"
 #include "plume/segment.h"
 #include "plume/threshold.h"
@@ -93,7 +94,8 @@ typedef struct plm__no_params {
   X(VECTOR_ADD, vector_add, plm_vector_add_params)                                        \
   X(DOT, dot, plm_dot_params)                                                             \
   X(AR_FORECAST, ar_forecast, plm_ar_forecast_params)                                     \
-  X(CFAR, cfar, plm_cfar_params)
+  X(CFAR, cfar, plm_cfar_params)                                                          \
+  X(NUC, nuc, plm__no_params)
 
 typedef enum plm__op_kind {
 #define PLM__OP_KIND(KIND, name, type) PLM__OP_##KIND,

@@ -21,6 +21,7 @@
 #include "plume/label.h"
 #include "plume/lstm.h"
 #include "plume/matmul.h"
+#include "plume/nuc.h"
 #include "plume/ops.h"
 #include "plume/pipeline.h"
 #include "plume/pool.h"

@@ -426,6 +426,28 @@ expect_err "cfar k 0" "k 0 is not finite and > 0"
 run 2 "cfar bad output" op cfar --in spot.npy --out cfar.bad.npy --output score
 absent "cfar refusals" cfar.bad.npy
 
+# ---- nuc -------------------------------------------------------------------------------------
+# u16 stack (2, 1, 2) [1 300; 65535 0], gain [2 0.5], offset [1 -1]: out = gain x + offset,
+# frame by frame with the same calibration: [3 149; 131071 -1].
+write_npy nuc.in.npy '<u2' '(2, 1, 2)' '\x01\x00\x2c\x01\xff\xff\x00\x00'
+write_npy nuc.gain.npy '<f4' '(1, 2)' "$(f32 2)\\x00\\x00\\x00\\x3f"
+write_npy nuc.offset.npy '<f4' '(1, 2)' "$(f32 1 -1)"
+write_npy nuc.expected.npy '<f4' '(2, 1, 2)' "$(f32 3 149 131071 -1)"
+run 0 "nuc u16 stack" op nuc --in nuc.in.npy --gain nuc.gain.npy --offset nuc.offset.npy \
+  --out nuc.out.npy --backend host && same nuc.out.npy nuc.expected.npy "nuc u16 stack"
+run 0 "nuc, auto backend" op nuc --in nuc.in.npy --gain nuc.gain.npy --offset=nuc.offset.npy \
+  --out nuc.auto.npy && same nuc.auto.npy nuc.expected.npy "nuc, auto backend"
+# The committed fixture (tests/fixtures/make_fixtures.py: exact, rounded once), byte for byte.
+run 0 "nuc fixture" op nuc --in "$fixtures/in-f32-3x32x40-nuc.npy" \
+  --gain "$fixtures/gain-f32-32x40-nuc.npy" --offset "$fixtures/offset-f32-32x40-nuc.npy" \
+  --out nuc.fixture.npy --backend host &&
+  same nuc.fixture.npy "$fixtures/nuc-f32-3x32x40.npy" "nuc fixture"
+run 2 "nuc calibration of another shape" op nuc --in "$fixtures/in-u16-32x40-nuc.npy" \
+  --gain nuc.gain.npy --offset nuc.offset.npy --out nuc.bad.npy
+expect_err "nuc calibration of another shape" "gain is 1x2 but in's frames are 32x40"
+run 2 "nuc without --offset" op nuc --in nuc.in.npy --gain nuc.gain.npy --out nuc.bad.npy
+absent "nuc refusals" nuc.bad.npy
+
 # --repeat: one timing line on stderr, and the same output
 if run 0 "--repeat" op threshold --in u8.npy --out rep.npy --value 9 --repeat 3 --backend host; then
   same rep.npy u8.expected.npy "--repeat output"
@@ -442,6 +464,7 @@ run 0 "sobel --help" op sobel --help && { grep -q -- '--border' out.txt || fail 
 run 0 "conv2d --help" op conv2d -h && { grep -q -- '--kernel K' out.txt || fail "conv2d --help"; }
 run 0 "entropy --help" op entropy --help && { grep -q -- '--window W' out.txt || fail "entropy --help"; }
 run 0 "cfar --help" op cfar --help && { grep -q -- '--output mask|z' out.txt || fail "cfar --help"; }
+run 0 "nuc --help" op nuc --help && { grep -q -- '--gain GAIN' out.txt || fail "nuc --help"; }
 checks=$((checks + 1))
 "$plume" --help | grep -q 'sobel' && "$plume" --help | grep -q 'conv2d' &&
   "$plume" --help | grep -q 'entropy' || fail "plume --help lacks sobel, conv2d or entropy"
