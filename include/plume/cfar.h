@@ -36,8 +36,9 @@ extern "C" {
  *            reference on frames of a few thousand pixels, and the mask agrees except
  *            within about 1e-9 of the decision boundary. The host and cuda sum in
  *            different orders, so their last bits may differ. A window of equal f32
- *            values may then get a rounding-sized std instead of 0, and a NaN or
- *            infinity makes every pixel whose tables pass it NaN-scored (mask 0, z NaN).
+ *            values may then get a rounding-sized std instead of 0. A NaN or infinity
+ *            spoils the tables below and right of it: those pixels get mask 0 and z 0
+ *            or NaN (no error is reported; the data is on the device).
  * The tolerance of the tests: z within 1e-4 absolute, the mask exact (the fixtures keep
  * every pixel's z at least 1e-6 away from k).
  *
