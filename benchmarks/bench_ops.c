@@ -16,6 +16,8 @@
  *   sobel      u8 (H, W), magnitude only (gx and gy NULL)
  *   entropy    u8 (H, W), window 16, every value its own bin
  *   threshold  f32 (H, W) > 0.5 to u8 (the segmentation step)
+ *   cfar       f32 (H, W), window 15, guard 5, k 5, the u8 mask
+ *   nuc        u8 (H, W) with an f32 (H, W) gain and offset, f32 out
  *   label      u8 (H, W) mask, half of it foreground at random (many small components),
  *              8-connectivity
  *   segment    f32 (H, W) > 0.5, label's components and a region table of H W / 16 rows
@@ -320,6 +322,26 @@ static bool entropy_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
   return finish_call(env, s, 0);
 }
 
+/* cfar: f32 (H, W), the default window 15, guard 5, k 5, the u8 mask. */
+static bool cfar_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
+  if (!random_tensor(env, PLM_DTYPE_F32, h, w, &s->in)) return false;
+  s->has_in = true;
+  s->params.cfar = plm_cfar_params_default();
+  s->call = (plm__op_call){.in = {&s->in}};
+  return finish_call(env, s, 0);
+}
+
+/* nuc: u8 (H, W) (the generator makes u8 or f32 frames), f32 (H, W) gain and offset. */
+static bool nuc_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
+  if (!random_tensor(env, PLM_DTYPE_U8, h, w, &s->in)) return false;
+  s->has_in = true;
+  plm_tensor *gain = extra_operand(env, s, 2, h, w, 0);
+  plm_tensor *offset = gain ? extra_operand(env, s, 2, h, w, 0) : NULL;
+  if (!offset) return false;
+  s->call = (plm__op_call){.in = {&s->in, gain, offset}};
+  return finish_call(env, s, 0);
+}
+
 /* threshold: f32 (H, W) > 0.5 to u8, the segmentation step. */
 static bool threshold_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
   if (!random_tensor(env, PLM_DTYPE_F32, h, w, &s->in)) return false;
@@ -575,6 +597,16 @@ static const op_entry ops[] = {
      .budget_lo_us = 400,
      .budget_hi_us = 1000,
      .setup = threshold_setup},
+    {.op = &plm__op_nuc,
+     .dtype = "u8",
+     .detail = "f32 gain, offset",
+     .seed = 512,
+     .setup = nuc_setup},
+    {.op = &plm__op_cfar,
+     .dtype = "f32",
+     .detail = "w15 g5 k5 mask",
+     .seed = 512,
+     .setup = cfar_setup},
     {.op = &plm__op_label,
      .dtype = "u8",
      .detail = "half foreground, 8-conn",

@@ -47,6 +47,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "plume/cfar.h"
 #include "plume/conv.h"
 #include "plume/dendritic.h"
 #include "plume/entropy.h"
@@ -55,6 +56,7 @@
 #include "plume/label.h"
 #include "plume/lstm.h"
 #include "plume/matmul.h"
+#include "plume/nuc.h"
 #include "plume/ops.h"
 #include "plume/segment.h"
 #include "plume/threshold.h"
@@ -91,7 +93,9 @@ typedef struct plm__no_params {
   X(DENDRITIC, dendritic, plm_dendritic_params)                                           \
   X(VECTOR_ADD, vector_add, plm_vector_add_params)                                        \
   X(DOT, dot, plm_dot_params)                                                             \
-  X(AR_FORECAST, ar_forecast, plm_ar_forecast_params)
+  X(AR_FORECAST, ar_forecast, plm_ar_forecast_params)                                     \
+  X(CFAR, cfar, plm_cfar_params)                                                          \
+  X(NUC, nuc, plm__no_params)
 
 typedef enum plm__op_kind {
 #define PLM__OP_KIND(KIND, name, type) PLM__OP_##KIND,

@@ -20,7 +20,8 @@
  * plume/fused.h (sobel -> entropy -> threshold in one pass), plume/matmul.h (matmul
  * with bias and activation), plume/lstm.h (an LSTM cell step), plume/dendritic.h
  * (neurons with nonlinear dendrites), plume/vector.h (vector_add, vector_add_batched,
- * dot), plume/forecast.h (ar_forecast).
+ * dot), plume/forecast.h (ar_forecast), plume/cfar.h (cell-averaging CFAR detection),
+ * plume/nuc.h (non-uniformity correction).
  */
 #ifndef PLUME_OPS_H
 #define PLUME_OPS_H

@@ -9,6 +9,7 @@
 #ifndef PLUME_PLUME_H
 #define PLUME_PLUME_H
 
+#include "plume/cfar.h"
 #include "plume/context.h"
 #include "plume/conv.h"
 #include "plume/dendritic.h"
@@ -20,6 +21,7 @@
 #include "plume/label.h"
 #include "plume/lstm.h"
 #include "plume/matmul.h"
+#include "plume/nuc.h"
 #include "plume/ops.h"
 #include "plume/pipeline.h"
 #include "plume/pool.h"

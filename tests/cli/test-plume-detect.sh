@@ -153,6 +153,14 @@ run 0 "segment" detect --frames s.npy --pipeline "conv2d kernel=log:9:1.5 pad=sa
   --out g.csv
 checks=$((checks + 1))
 [[ $(head -n 1 g.csv) == "$header" && $(wc -l <g.csv) -gt 1 ]] || fail "segment: $(head -n 2 g.csv)"
+# cfar (cell-averaging CFAR) as the detector: the same regions as plume op cfar then label.
+run 0 "detect cfar" detect --frames s.npy --pipeline "cfar window=15 guard=5 k=5 ! label ! regions" \
+  --out f.csv
+run 0 "op cfar" op cfar --in s.npy --window 15 --guard 5 --k 5 --out fm.npy
+run 0 "op label of cfar" op label --in fm.npy --out fl.npy --regions fr.csv --intensity s.npy
+checks=$((checks + 1))
+[[ $(wc -l <f.csv) -gt 1 ]] && cmp -s fr.csv f.csv ||
+  fail "detect cfar: $(($(wc -l <f.csv) - 1)) regions, or it differs from plume op cfar + label"
 
 # ---- arrays the pipeline names (--tensor NAME=FILE) -----------------------------------------
 # npy_f32 SHAPE: the header of a '<f4' .npy of that shape ("3, 3"), 128 bytes.
@@ -178,6 +186,25 @@ run 0 "vector_add b=@dark" detect --frames s.npy --tensor=box=box.npy --tensor d
   --out t.csv
 checks=$((checks + 1))
 cmp -s box.csv t.csv || fail "vector_add b=@dark beta=-1 differs from a threshold 1000 higher"
+# nuc with a gain of 2 and an offset of -2000 everywhere, then a threshold of 5000: the regions
+# of a threshold of 3500 (exact in f32), the intensities still the frame's.
+{ npy_f32 "$H, $W"; printf '\x00\x00\x00\x40%.0s' $(seq $((H * W))); } >gain2.npy
+{ npy_f32 "$H, $W"; printf '\x00\x00\xfa\xc4%.0s' $(seq $((H * W))); } >minus2000.npy
+run 0 "nuc gain=@gain offset=@offset" detect --frames s.npy --tensor gain=gain2.npy \
+  --tensor offset=minus2000.npy --out n.csv \
+  --pipeline "nuc gain=@gain offset=@offset ! threshold value=5000 ! label ! regions"
+checks=$((checks + 1))
+cmp -s d.csv n.csv || fail "nuc then threshold 5000 differs from threshold 3500"
+run 0 "nuc ! cfar" detect --frames s.npy --tensor gain=gain2.npy --tensor offset=minus2000.npy \
+  --pipeline "nuc gain=@gain offset=@offset ! cfar window=15 guard=5 k=5 ! label ! regions" \
+  --out nc.csv
+checks=$((checks + 1))
+[[ $(wc -l <nc.csv) -gt 1 ]] || fail "nuc ! cfar found no regions"
+run 2 "nuc of the wrong calibration" detect --frames s.npy --tensor gain=box.npy \
+  --tensor offset=minus2000.npy --out x.csv \
+  --pipeline "nuc gain=@gain offset=@offset ! threshold value=1 ! label ! regions" &&
+  absent "nuc of the wrong calibration" x.csv
+expect_err "nuc of the wrong calibration" "gain is 3x3 but in's frames are 128x128"
 # "--tensor" as another option's value is that option's: here the output's name.
 run 0 "--tensor as a value" detect --frames s.npy --pipeline "$boxed" --out --tensor
 checks=$((checks + 1))

@@ -7,6 +7,7 @@
 set -u
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 plume=$1
+fixtures=$(cd "$(dirname "${BASH_SOURCE[0]}")/../fixtures" && pwd)
 cli_begin "$plume" "$2" --commands
 
 # write_npy FILE DESCR SHAPE DATA: a version 1.0 .npy whose header is padded to 128
@@ -398,6 +399,55 @@ if run 0 "entropy --repeat" op entropy --in quad.npy --out ent.rep.npy --window 
     [[ $(wc -l <err.txt) == 1 ]] || fail "entropy --repeat: stderr is '$(cat err.txt)'"
 fi
 
+# ---- cfar ----------------------------------------------------------------------------------
+# 3x3 [1 0 1; 0 9 0; 1 0 1], window 3, guard 1: the centre's 8 cells have mean 0.5 and std
+# 0.5, so z = 17 > k; every other pixel is below its cells' mean. Mask: the centre only.
+write_npy spot.npy '|u1' '(3, 3)' '\x01\x00\x01\x00\x09\x00\x01\x00\x01'
+write_npy spot.mask.npy '|u1' '(3, 3)' '\x00\x00\x00\x00\x01\x00\x00\x00\x00'
+run 0 "cfar 3x3 spot" op cfar --in spot.npy --out cfar.out.npy --window 3 --guard 1 \
+  --backend host && same cfar.out.npy spot.mask.npy "cfar 3x3 spot"
+# The committed fixtures (tests/fixtures/make_fixtures.py, numpy's float64 CFAR): the mask of
+# a u8 scene and the z-score of a u16 one, byte for byte.
+run 0 "cfar u8 mask fixture" op cfar --in "$fixtures/in-u8-32x40-cfar.npy" --out cfar.mask.npy \
+  --window 15 --guard 5 --k 3.5 --backend host &&
+  same cfar.mask.npy "$fixtures/cfar-u8-32x40-w15-g5-k3.5.npy" "cfar u8 mask fixture"
+run 0 "cfar u16 z fixture" op cfar --in "$fixtures/in-u16-32x40-cfar.npy" --out cfar.z.npy \
+  --window 31 --guard 9 --output z --backend host &&
+  same cfar.z.npy "$fixtures/cfar-u16-32x40-w31-g9-k2.5-z.npy" "cfar u16 z fixture"
+run 0 "cfar, auto backend" op cfar --in "$fixtures/in-u8-32x40-cfar.npy" --out cfar.auto.npy \
+  --window 15 --guard 5 --k 3.5 &&
+  same cfar.auto.npy "$fixtures/cfar-u8-32x40-w15-g5-k3.5.npy" "cfar, auto backend"
+run 2 "cfar even window" op cfar --in spot.npy --out cfar.bad.npy --window 4
+expect_err "cfar even window" "window 4 is not odd in 3..255"
+run 2 "cfar guard not below window" op cfar --in spot.npy --out cfar.bad.npy --window 5 --guard 5
+expect_err "cfar guard not below window" "guard 5 is not below params->window 5"
+run 2 "cfar k 0" op cfar --in spot.npy --out cfar.bad.npy --k 0
+expect_err "cfar k 0" "k 0 is not finite and > 0"
+run 2 "cfar bad output" op cfar --in spot.npy --out cfar.bad.npy --output score
+absent "cfar refusals" cfar.bad.npy
+
+# ---- nuc -------------------------------------------------------------------------------------
+# u16 stack (2, 1, 2) [1 300; 65535 0], gain [2 0.5], offset [1 -1]: out = gain x + offset,
+# frame by frame with the same calibration: [3 149; 131071 -1].
+write_npy nuc.in.npy '<u2' '(2, 1, 2)' '\x01\x00\x2c\x01\xff\xff\x00\x00'
+write_npy nuc.gain.npy '<f4' '(1, 2)' "$(f32 2)\\x00\\x00\\x00\\x3f"
+write_npy nuc.offset.npy '<f4' '(1, 2)' "$(f32 1 -1)"
+write_npy nuc.expected.npy '<f4' '(2, 1, 2)' "$(f32 3 149 131071 -1)"
+run 0 "nuc u16 stack" op nuc --in nuc.in.npy --gain nuc.gain.npy --offset nuc.offset.npy \
+  --out nuc.out.npy --backend host && same nuc.out.npy nuc.expected.npy "nuc u16 stack"
+run 0 "nuc, auto backend" op nuc --in nuc.in.npy --gain nuc.gain.npy --offset=nuc.offset.npy \
+  --out nuc.auto.npy && same nuc.auto.npy nuc.expected.npy "nuc, auto backend"
+# The committed fixture (tests/fixtures/make_fixtures.py: exact, rounded once), byte for byte.
+run 0 "nuc fixture" op nuc --in "$fixtures/in-f32-3x32x40-nuc.npy" \
+  --gain "$fixtures/gain-f32-32x40-nuc.npy" --offset "$fixtures/offset-f32-32x40-nuc.npy" \
+  --out nuc.fixture.npy --backend host &&
+  same nuc.fixture.npy "$fixtures/nuc-f32-3x32x40.npy" "nuc fixture"
+run 2 "nuc calibration of another shape" op nuc --in "$fixtures/in-u16-32x40-nuc.npy" \
+  --gain nuc.gain.npy --offset nuc.offset.npy --out nuc.bad.npy
+expect_err "nuc calibration of another shape" "gain is 1x2 but in's frames are 32x40"
+run 2 "nuc without --offset" op nuc --in nuc.in.npy --gain nuc.gain.npy --out nuc.bad.npy
+absent "nuc refusals" nuc.bad.npy
+
 # --repeat: one timing line on stderr, and the same output
 if run 0 "--repeat" op threshold --in u8.npy --out rep.npy --value 9 --repeat 3 --backend host; then
   same rep.npy u8.expected.npy "--repeat output"
@@ -413,6 +463,8 @@ run 0 "plume --help" --help && { grep -q 'threshold' out.txt || fail "plume --he
 run 0 "sobel --help" op sobel --help && { grep -q -- '--border' out.txt || fail "sobel --help"; }
 run 0 "conv2d --help" op conv2d -h && { grep -q -- '--kernel K' out.txt || fail "conv2d --help"; }
 run 0 "entropy --help" op entropy --help && { grep -q -- '--window W' out.txt || fail "entropy --help"; }
+run 0 "cfar --help" op cfar --help && { grep -q -- '--output mask|z' out.txt || fail "cfar --help"; }
+run 0 "nuc --help" op nuc --help && { grep -q -- '--gain GAIN' out.txt || fail "nuc --help"; }
 checks=$((checks + 1))
 "$plume" --help | grep -q 'sobel' && "$plume" --help | grep -q 'conv2d' &&
   "$plume" --help | grep -q 'entropy' || fail "plume --help lacks sobel, conv2d or entropy"

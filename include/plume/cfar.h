@@ -1,0 +1,90 @@
+/* plume/cfar.h: cell-averaging CFAR detection (conventions in plume/ops.h). */
+#ifndef PLUME_CFAR_H
+#define PLUME_CFAR_H
+
+#include "plume/export.h"
+#include "plume/ops.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- cfar ---------------------------------------------------------------------------
+ * Cell-averaging constant-false-alarm-rate detection: each pixel is compared with the
+ * statistics of the cells around it. Matches a float64 numpy reference of cell-averaging
+ * CFAR; scipy.ndimage.uniform_filter-based sums (tests/fixtures/make_fixtures.py).
+ *
+ * Reference cells of (y, x): the window x window square centred on (y, x) minus the
+ * centred guard x guard square (which holds the pixel itself), each cell inside the
+ * image; cells outside the image are left out, so border pixels have fewer (n = w^2 - g^2
+ * inside). Over those n cells:
+ *   mean = sum / n,  std = sqrt(sum (v - mean)^2 / n)   (the population std, ddof = 0)
+ *   output = mask:  (x - mean) > k * std   as u8 0/1 (the default)
+ *   output = z:     (x - mean) / std       as f32
+ * A pixel without reference cells (n = 0: the guard square covers the whole image
+ * around it) or whose cells are all equal (std = 0) gets 0 in both outputs.
+ *
+ * Computed as z = (n x - S1) / sqrt(n S2 - S1^2), with S1 and S2 the sums of v and v^2
+ * over the cells, and mask = (n x - S1) > k sqrt(n S2 - S1^2), from summed-area tables
+ * (integral images): O(1) per pixel whatever the window.
+ *   u8, u16  The tables are exact 64-bit integers, and so are n x - S1 and n S2 - S1^2
+ *            (which fit in 64 bits for every window up to 255); the mask and z then take
+ *            two or three roundings in double. Both backends give the same bits.
+ *   f32      The tables are double sums of v - v0 (v0: the frame's first pixel when it
+ *            is finite, else 0, so a large constant level costs no precision), their
+ *            rounding relative to the frame's totals: z is within 1e-4 of the float64
+ *            reference on frames of a few thousand pixels, and the mask agrees except
+ *            within about 1e-9 of the decision boundary. The host and cuda sum in
+ *            different orders, so their last bits may differ. A window of equal f32
+ *            values may then get a rounding-sized std instead of 0. A NaN or infinity
+ *            spoils the tables below and right of it: those pixels get mask 0 and z 0
+ *            or NaN (no error is reported; the data is on the device).
+ * The tolerance of the tests: z within 1e-4 absolute, the mask exact (the fixtures keep
+ * every pixel's z at least 1e-6 away from k).
+ *
+ * Parameters: window, the side w of the square, odd, 3..255 (default 15); guard, the side
+ * g of the guard square, odd, 1..w-2 (default 5; 1 leaves out only the pixel itself); k,
+ * the detection factor, finite and > 0 (default 5); output, PLM_CFAR_MASK (default) or
+ * PLM_CFAR_Z (the text form's and `plume op`'s output=mask|z).
+ *
+ * Shapes: in is u8, u16 or f32 with 2 to 4 dims; the last two are (H, W) and the leading
+ * ones count independent frames. out has in's shape, u8 for the mask and f32 for z, and
+ * must not overlap in.
+ *
+ * Errors (PLM_ERR_INVALID_ARG, the message names the field): params NULL; window even or
+ * outside 3..255; guard even, below 1 or not below window; k not finite or <= 0; output not a
+ * plm_cfar_result; in of another dtype or 1 dim; out of the wrong dtype or shape, or
+ * overlapping in. The op takes scratch memory from the context's default pool in stream
+ * order (PLM_ERR_OUT_OF_MEMORY when it has none): the two tables of one frame,
+ * 16 (H + 1)(W + 1) bytes, reused frame after frame. */
+
+typedef enum plm_cfar_result {
+  PLM_CFAR_MASK = 0, /* u8: 1 where (x - mean) > k std */
+  PLM_CFAR_Z = 1     /* f32: (x - mean) / std */
+} plm_cfar_result;
+
+typedef struct plm_cfar_params {
+  int window;             /* odd, 3..255 */
+  int guard;              /* odd, 1..window - 2 */
+  double k;               /* > 0 */
+  plm_cfar_result output; /* mask or z */
+} plm_cfar_params;
+
+/* The defaults of the operation's parameter schema (ops/op_desc.h): window 15, guard 5,
+ * k 5, output PLM_CFAR_MASK. */
+PLM_API plm_cfar_params plm_cfar_params_default(void);
+
+PLM_API plm_status plm_cfar(plm_stream *stream, const plm_tensor *in, const plm_cfar_params *params,
+                            plm_tensor *out);
+PLM_API plm_status plm_cfar_output(const plm_tensor *in, const plm_cfar_params *params,
+                                   plm_shape *out);
+/* bytes = in, out and four passes over the two 8-byte tables per pixel; flops = about 30
+ * per pixel (the tables' sums, the eight corners, the statistics). */
+PLM_API plm_status plm_cfar_cost(const plm_tensor *in, const plm_cfar_params *params,
+                                 plm_op_cost *cost);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PLUME_CFAR_H */

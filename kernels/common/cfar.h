@@ -1,0 +1,175 @@
+/* kernels/common/cfar.h: the per-pixel math of cell-averaging CFAR that both backends
+ * run, and the arguments of a cfar launch (semantics in plume/cfar.h).
+ *
+ * Each frame gets two summed-area tables in the scratch, of (H + 1) x (W + 1) entries of
+ * 8 bytes: the sums of v and of v^2 over rows < r and columns < c at (r, c), so row 0 and
+ * column 0 are 0. Entries are uint64_t for u8 and u16 (exact; a box's sum is a difference
+ * of four entries, exact even if an entry wrapped, since the box's own sum fits) and
+ * double for f32, of v - v0 (plm__cfar_level). The kernels differ only in how they fill
+ * the tables; from the tables on, every pixel goes through plm__cfar_pixel, so for
+ * integer inputs the two backends give the same bits.
+ */
+#ifndef PLUME_KERNELS_COMMON_CFAR_H
+#define PLUME_KERNELS_COMMON_CFAR_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/common/plm_hd.h"
+#include "plume/cfar.h"
+
+enum { PLM__CFAR_MAX_WINDOW = 255 };
+
+typedef struct plm__cfar_args {
+  const void *in;
+  void *out;     /* u8 (mask) or f32 (z) */
+  void *scratch; /* plm__cfar_scratch_bytes(args): one frame's two tables */
+  int64_t frames, height, width;
+  plm_dtype dtype; /* of in: u8, u16 or f32 */
+  int window, guard;
+  double k;
+  plm_cfar_result output;
+} plm__cfar_args;
+
+/* Entries per table, and the scratch of both (one frame's, reused by the next). */
+static inline PLM_HD int64_t plm__cfar_table_entries(const plm__cfar_args *args) {
+  return (args->height + 1) * (args->width + 1);
+}
+static inline size_t plm__cfar_scratch_bytes(const plm__cfar_args *args) {
+  return 2 * (size_t)plm__cfar_table_entries(args) * 8;
+}
+
+/* Frame f's first element of in and of out. */
+static inline PLM_HD const void *plm__cfar_frame_in(const plm__cfar_args *args, int64_t f) {
+  const int64_t size = args->dtype == PLM_DTYPE_U8 ? 1 : args->dtype == PLM_DTYPE_U16 ? 2 : 4;
+  return (const char *)args->in + f * args->height * args->width * size;
+}
+static inline PLM_HD void *plm__cfar_frame_out(const plm__cfar_args *args, int64_t f) {
+  const int64_t size = args->output == PLM_CFAR_Z ? 4 : 1;
+  return (char *)args->out + f * args->height * args->width * size;
+}
+
+/* The level f32 tables are summed from: a frame's first pixel when finite, else 0 (0 for
+ * integers, whose tables are exact anyway). */
+static inline PLM_HD double plm__cfar_level(const void *frame, plm_dtype dtype) {
+  if (dtype != PLM_DTYPE_F32) return 0.0;
+  double v = (double)((const float *)frame)[0];
+  return v - v == 0.0 ? v : 0.0;
+}
+
+/* Element i of a frame, as an integer table takes it (u8, u16) and as an f32 table does. */
+static inline PLM_HD uint64_t plm__cfar_value_int(const void *frame, int64_t i, plm_dtype dtype) {
+  return dtype == PLM_DTYPE_U8 ? (uint64_t)((const uint8_t *)frame)[i]
+                               : (uint64_t)((const uint16_t *)frame)[i];
+}
+static inline PLM_HD double plm__cfar_value_f32(const void *frame, int64_t i, double level) {
+  return (double)((const float *)frame)[i] - level;
+}
+
+/* Products and differences rounded one by one: nvcc would contract a * b - c into a fused
+ * multiply-add, C11 does not. */
+static inline PLM_HD double plm__cfar_mul(double a, double b) {
+#ifdef __CUDA_ARCH__
+  return __dmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+static inline PLM_HD double plm__cfar_sub(double a, double b) {
+#ifdef __CUDA_ARCH__
+  return __dsub_rn(a, b);
+#else
+  return a - b;
+#endif
+}
+
+/* A box of table coordinates: rows [y0, y1), columns [x0, x1) of the image. */
+typedef struct plm__cfar_box {
+  int64_t y0, y1, x0, x1;
+} plm__cfar_box;
+
+/* The side x side square centred on (y, x), clipped to the height x width image. */
+static inline PLM_HD plm__cfar_box plm__cfar_square(int64_t y, int64_t x, int side, int64_t height,
+                                                    int64_t width) {
+  const int64_t half = side / 2;
+  plm__cfar_box b = {y - half, y + half + 1, x - half, x + half + 1};
+  if (b.y0 < 0) b.y0 = 0;
+  if (b.x0 < 0) b.x0 = 0;
+  if (b.y1 > height) b.y1 = height;
+  if (b.x1 > width) b.x1 = width;
+  return b;
+}
+
+static inline PLM_HD int64_t plm__cfar_area(plm__cfar_box b) {
+  return (b.y1 - b.y0) * (b.x1 - b.x0);
+}
+
+/* A box's sum from a table of `stride` (W + 1) entries per row. */
+static inline PLM_HD uint64_t plm__cfar_box_int(const uint64_t *t, int64_t stride,
+                                                plm__cfar_box b) {
+  return t[b.y1 * stride + b.x1] - t[b.y0 * stride + b.x1] - t[b.y1 * stride + b.x0] +
+         t[b.y0 * stride + b.x0];
+}
+static inline PLM_HD double plm__cfar_box_f64(const double *t, int64_t stride, plm__cfar_box b) {
+  return (t[b.y1 * stride + b.x1] - t[b.y0 * stride + b.x1]) -
+         (t[b.y1 * stride + b.x0] - t[b.y0 * stride + b.x0]);
+}
+
+/* The two outputs from d = n x - S1 and m = n S2 - S1^2 (plume/cfar.h): 0 when m is not
+ * positive (no reference cell, or all equal); NaN makes the mask 0. */
+static inline PLM_HD uint8_t plm__cfar_mask(double d, double m, double k) {
+  return m > 0.0 && d > plm__cfar_mul(k, sqrt(m));
+}
+static inline PLM_HD float plm__cfar_z(double d, double m) {
+  return m > 0.0 ? (float)(d / sqrt(m)) : 0.0f;
+}
+
+/* Pixel (y, x) of a frame: its reference cells' sums from the frame's tables, then its
+ * output. frame_in and frame_out point at the frame's first element; level is
+ * plm__cfar_level of the frame. */
+static inline PLM_HD void plm__cfar_pixel(const plm__cfar_args *args, const void *frame_in,
+                                          void *frame_out, const void *sums, const void *squares,
+                                          double level, int64_t y, int64_t x) {
+  const int64_t w = args->width, stride = w + 1, i = y * w + x;
+  const plm__cfar_box outer = plm__cfar_square(y, x, args->window, args->height, w);
+  const plm__cfar_box guard = plm__cfar_square(y, x, args->guard, args->height, w);
+  const int64_t n = plm__cfar_area(outer) - plm__cfar_area(guard);
+  double d, m;
+  if (args->dtype == PLM_DTYPE_F32) {
+    const double *s = (const double *)sums, *q = (const double *)squares;
+    const double s1 = plm__cfar_box_f64(s, stride, outer) - plm__cfar_box_f64(s, stride, guard);
+    const double s2 = plm__cfar_box_f64(q, stride, outer) - plm__cfar_box_f64(q, stride, guard);
+    d = plm__cfar_sub(plm__cfar_mul((double)n, plm__cfar_value_f32(frame_in, i, level)), s1);
+    m = plm__cfar_sub(plm__cfar_mul((double)n, s2), plm__cfar_mul(s1, s1));
+  } else {
+    /* Exact: n <= 255^2 - 1 and v <= 65535, so n S2 and S1^2 stay below 2^64. */
+    const uint64_t *s = (const uint64_t *)sums, *q = (const uint64_t *)squares;
+    const uint64_t s1 = plm__cfar_box_int(s, stride, outer) - plm__cfar_box_int(s, stride, guard);
+    const uint64_t s2 = plm__cfar_box_int(q, stride, outer) - plm__cfar_box_int(q, stride, guard);
+    const uint64_t v = plm__cfar_value_int(frame_in, i, args->dtype);
+    d = (double)((int64_t)((uint64_t)n * v) - (int64_t)s1);
+    m = (double)((uint64_t)n * s2 - s1 * s1);
+  }
+  if (args->output == PLM_CFAR_Z)
+    ((float *)frame_out)[i] = plm__cfar_z(d, m);
+  else
+    ((uint8_t *)frame_out)[i] = plm__cfar_mask(d, m, args->k);
+}
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The CPU kernel (kernels/cpu/cfar.c): runs on the calling thread and the CPU pool;
+ * returns when done. */
+void plm__cfar_cpu(const plm__cfar_args *args);
+
+/* Enqueue the CUDA kernels (kernels/cuda/cfar.cu) on a cudaStream_t. */
+plm_status plm__cfar_cuda(void *stream, const plm__cfar_args *args);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PLUME_KERNELS_COMMON_CFAR_H */

@@ -1,0 +1,42 @@
+/* kernels/common/nuc.h: the per-pixel correction both backends run, and the arguments of
+ * a nuc launch (semantics in plume/nuc.h). */
+#ifndef PLUME_KERNELS_COMMON_NUC_H
+#define PLUME_KERNELS_COMMON_NUC_H
+
+#include <math.h>
+#include <stdint.h>
+
+#include "kernels/common/plm_hd.h"
+#include "plume/nuc.h"
+
+typedef struct plm__nuc_args {
+  const void *in;
+  const float *gain, *offset; /* (H, W) */
+  float *out;
+  int64_t count;        /* elements of in */
+  int64_t frame_pixels; /* H * W: element i takes gain and offset i % frame_pixels */
+  plm_dtype dtype;      /* of in: u8, u16 or f32 */
+} plm__nuc_args;
+
+/* gain * x + offset, rounded once (CUDA's fmaf and C's are both the correctly rounded
+ * fused multiply-add). */
+static inline PLM_HD float plm__nuc_one(float gain, float x, float offset) {
+  return fmaf(gain, x, offset);
+}
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The CPU kernel (kernels/cpu/nuc.c): runs on the calling thread and the CPU pool;
+ * returns when done. */
+void plm__nuc_cpu(const plm__nuc_args *args);
+
+/* Enqueue the CUDA kernel (kernels/cuda/nuc.cu) on a cudaStream_t. */
+plm_status plm__nuc_cuda(void *stream, const plm__nuc_args *args);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PLUME_KERNELS_COMMON_NUC_H */

@@ -1,0 +1,108 @@
+/* kernels/cpu/cfar.c: cell-averaging CFAR on the CPU, frame by frame, each frame in
+ * three passes split across cores: every row's running sums into the tables (rows in
+ * parallel), the running sums down the columns (bands of columns in parallel, a row at a
+ * time so the loop vectorises), then every pixel from the tables (kernels/common/cfar.h). */
+#include "kernels/common/cfar.h"
+#include "kernels/cpu/parallel.h"
+
+enum {
+  ROW_GRAIN = 16,     /* rows per chunk at least */
+  COLUMN_BAND = 512,  /* table columns per chunk of the column pass */
+  PIXEL_GRAIN = 4096, /* pixels per chunk at least */
+};
+
+typedef struct frame_work {
+  const plm__cfar_args *args;
+  const void *in;
+  void *out;
+  double level;
+} frame_work;
+
+static void *table_sums(const plm__cfar_args *args) {
+  return args->scratch;
+}
+static void *table_squares(const plm__cfar_args *args) {
+  return (char *)args->scratch + (size_t)plm__cfar_table_entries(args) * 8;
+}
+
+/* Table rows 1 + r for image rows r in [begin, end): each row's running sums; row 0 and
+ * column 0 of the tables are written 0 by the chunk holding image row 0 and by each row. */
+static void row_sums(void *context, int64_t begin, int64_t end) {
+  const frame_work *work = context;
+  const plm__cfar_args *args = work->args;
+  const int64_t w = args->width, stride = w + 1;
+  if (args->dtype == PLM_DTYPE_F32) {
+    double *s = table_sums(args), *q = table_squares(args);
+    if (begin == 0)
+      for (int64_t c = 0; c < stride; c++) s[c] = q[c] = 0.0;
+    for (int64_t r = begin; r < end; r++) {
+      double *srow = s + (r + 1) * stride, *qrow = q + (r + 1) * stride, a = 0.0, b = 0.0;
+      srow[0] = qrow[0] = 0.0;
+      for (int64_t c = 0; c < w; c++) {
+        const double v = plm__cfar_value_f32(work->in, r * w + c, work->level);
+        a += v;
+        b += v * v;
+        srow[c + 1] = a;
+        qrow[c + 1] = b;
+      }
+    }
+    return;
+  }
+  uint64_t *s = table_sums(args), *q = table_squares(args);
+  if (begin == 0)
+    for (int64_t c = 0; c < stride; c++) s[c] = q[c] = 0;
+  for (int64_t r = begin; r < end; r++) {
+    uint64_t *srow = s + (r + 1) * stride, *qrow = q + (r + 1) * stride, a = 0, b = 0;
+    srow[0] = qrow[0] = 0;
+    for (int64_t c = 0; c < w; c++) {
+      const uint64_t v = plm__cfar_value_int(work->in, r * w + c, args->dtype);
+      a += v;
+      b += v * v;
+      srow[c + 1] = a;
+      qrow[c + 1] = b;
+    }
+  }
+}
+
+/* Bands [begin, end) of COLUMN_BAND table columns: each row adds the row above. */
+static void column_sums(void *context, int64_t begin, int64_t end) {
+  const frame_work *work = context;
+  const plm__cfar_args *args = work->args;
+  const int64_t stride = args->width + 1, c0 = begin * COLUMN_BAND;
+  const int64_t c1 = end * COLUMN_BAND < stride ? end * COLUMN_BAND : stride;
+  for (int64_t r = 2; r <= args->height; r++) {
+    if (args->dtype == PLM_DTYPE_F32) {
+      double *s = table_sums(args), *q = table_squares(args);
+      for (int64_t c = c0; c < c1; c++) {
+        s[r * stride + c] += s[(r - 1) * stride + c];
+        q[r * stride + c] += q[(r - 1) * stride + c];
+      }
+    } else {
+      uint64_t *s = table_sums(args), *q = table_squares(args);
+      for (int64_t c = c0; c < c1; c++) {
+        s[r * stride + c] += s[(r - 1) * stride + c];
+        q[r * stride + c] += q[(r - 1) * stride + c];
+      }
+    }
+  }
+}
+
+static void pixels(void *context, int64_t begin, int64_t end) {
+  const frame_work *work = context;
+  const plm__cfar_args *args = work->args;
+  for (int64_t i = begin; i < end; i++)
+    plm__cfar_pixel(args, work->in, work->out, table_sums(args), table_squares(args), work->level,
+                    i / args->width, i % args->width);
+}
+
+void plm__cfar_cpu(const plm__cfar_args *args) {
+  const int64_t bands = (args->width + 1 + COLUMN_BAND - 1) / COLUMN_BAND;
+  for (int64_t f = 0; f < args->frames; f++) {
+    frame_work work = {
+        .args = args, .in = plm__cfar_frame_in(args, f), .out = plm__cfar_frame_out(args, f)};
+    work.level = plm__cfar_level(work.in, args->dtype);
+    plm__parallel_for(args->height, ROW_GRAIN, row_sums, &work);
+    plm__parallel_for(bands, 1, column_sums, &work);
+    plm__parallel_for(args->height * args->width, PIXEL_GRAIN, pixels, &work);
+  }
+}

@@ -1,0 +1,186 @@
+/* ops/cfar.c: the cell-averaging CFAR operation (plume/cfar.h) and its descriptor. */
+#include <math.h>
+#include <stddef.h>
+
+#include "kernels/common/cfar.h"
+#include "ops/op_desc.h"
+#include "ops/op_internal.h"
+#include "streams/error.h"
+
+static plm_status check_params(const plm_cfar_params *params) {
+  if (!params) return plm__fail_raw(PLM_ERR_INVALID_ARG, "params is NULL");
+  if (params->window < 3 || params->window > PLM__CFAR_MAX_WINDOW || params->window % 2 == 0)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "params->window %d is not odd in 3..%d",
+                         params->window, PLM__CFAR_MAX_WINDOW);
+  if (params->guard < 1 || params->guard % 2 == 0)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "params->guard %d is not odd and >= 1",
+                         params->guard);
+  if (params->guard >= params->window)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG,
+                         "params->guard %d is not below params->window %d (no reference cells)",
+                         params->guard, params->window);
+  if (!isfinite(params->k) || !(params->k > 0.0))
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "params->k %g is not finite and > 0", params->k);
+  if (params->output != PLM_CFAR_MASK && params->output != PLM_CFAR_Z)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "params->output %d is not a plm_cfar_result",
+                         (int)params->output);
+  return PLM_OK;
+}
+
+static plm_dtype output_dtype(const plm_cfar_params *params) {
+  return params->output == PLM_CFAR_Z ? PLM_DTYPE_F32 : PLM_DTYPE_U8;
+}
+
+static plm_status check(const plm__op_call *call) {
+  const plm_tensor *in = call->in[0], *out = call->out[0];
+  const plm_cfar_params *params = call->params;
+  if (in->dtype != PLM_DTYPE_U8 && in->dtype != PLM_DTYPE_U16 && in->dtype != PLM_DTYPE_F32)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "in->dtype %s is not u8, u16 or f32",
+                         plm_dtype_name(in->dtype));
+  if (in->ndim < 2)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "in->ndim %d: cfar needs (H, W) or (N, H, W)",
+                         in->ndim);
+  plm_status status = check_params(params);
+  if (status != PLM_OK || !out) return status;
+  return plm__op_check_output_like(in, "in", out, "out", output_dtype(params));
+}
+
+static plm_status shapes(const plm__op_call *call, plm_shape *out, void *resolved) {
+  (void)resolved;
+  out[0] = plm__op_shape_like(call->in[0], output_dtype(call->params));
+  return PLM_OK;
+}
+
+static void cost(const plm__op_call *call, plm_op_cost *cost) {
+  const plm_tensor *in = call->in[0];
+  const plm_cfar_params *params = call->params;
+  double count = (double)plm_tensor_numel(in);
+  double out_size = (double)plm_dtype_size(output_dtype(params));
+  /* The two tables are written by the rows, read and written down the columns and read
+   * by the pixels: 4 passes of 16 bytes per pixel. */
+  *cost =
+      (plm_op_cost){.bytes = count * ((double)plm_dtype_size(in->dtype) + out_size + 4.0 * 16.0),
+                    .flops = 30.0 * count};
+}
+
+static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch, void *out_args) {
+  (void)ctx;
+  const plm_tensor *in = call->in[0];
+  const plm_cfar_params *params = call->params;
+  const int nd = in->ndim;
+  int64_t frames = 1;
+  for (int d = 0; d < nd - 2; d++) frames *= in->dims[d];
+  *(plm__cfar_args *)out_args = (plm__cfar_args){.in = in->data,
+                                                 .out = call->out[0] ? call->out[0]->data : NULL,
+                                                 .scratch = scratch,
+                                                 .frames = frames,
+                                                 .height = in->dims[nd - 2],
+                                                 .width = in->dims[nd - 1],
+                                                 .dtype = in->dtype,
+                                                 .window = params->window,
+                                                 .guard = params->guard,
+                                                 .k = params->k,
+                                                 .output = params->output};
+}
+
+static void run_cpu(const void *args) {
+  plm__cfar_cpu(args);
+}
+
+static size_t cpu_scratch(const void *args) {
+  return plm__cfar_scratch_bytes(args);
+}
+
+#ifdef PLM_HAVE_CUDA
+static plm_status run_cuda(void *stream, const void *args) {
+  return plm__cfar_cuda(stream, args);
+}
+
+static plm_status cuda_scratch(const void *args, size_t *bytes) {
+  *bytes = plm__cfar_scratch_bytes(args);
+  return PLM_OK;
+}
+#endif
+
+static const char *const output_names[] = {"mask", "z", NULL};
+
+static const plm__op_param schema[] = {
+    {.name = "window",
+     .type = PLM__PARAM_INT,
+     .offset = offsetof(plm_cfar_params, window),
+     .min = 3,
+     .max = PLM__CFAR_MAX_WINDOW,
+     .fallback = 15,
+     .help = "the reference window's side w, odd: the w x w square centred on each pixel"},
+    {.name = "guard",
+     .type = PLM__PARAM_INT,
+     .offset = offsetof(plm_cfar_params, guard),
+     .min = 1,
+     .max = PLM__CFAR_MAX_WINDOW - 2,
+     .fallback = 5,
+     .help = "the guard square's side g, odd, below w: left out of the reference cells "
+             "(1: only the pixel itself)"},
+    {.name = "k",
+     .type = PLM__PARAM_DOUBLE,
+     .offset = offsetof(plm_cfar_params, k),
+     .fallback = 5.0,
+     .help = "the detection factor, > 0: a pixel is detected when (x - mean) > k std"},
+    {.name = "output",
+     .type = PLM__PARAM_CHOICE,
+     .offset = offsetof(plm_cfar_params, output),
+     .fallback = PLM_CFAR_MASK,
+     .choices = output_names,
+     .help = "mask: the u8 0/1 detections; z: the f32 score (x - mean) / std"},
+};
+
+const plm__op_desc plm__op_cfar = {
+    .name = "cfar",
+    .summary =
+        "cell-averaging CFAR: (x - mean) > k std over a window less its guard, as a u8 "
+        "mask or the f32 score; u8, u16 or f32 input",
+    .kind = PLM__OP_CFAR,
+    .input_count = 1,
+    .inputs = {{.name = "in", .dtypes = "u8, u16 or f32"}},
+    .output_count = 1,
+    .outputs = {{.name = "out", .dtypes = "u8 (mask) or f32 (z)", .role = PLM__OUT_MAIN}},
+    .params_size = sizeof(plm_cfar_params),
+    .param_count = sizeof schema / sizeof schema[0],
+    .params = schema,
+    .check = check,
+    .shapes = shapes,
+    .cost = cost,
+    .args_size = sizeof(plm__cfar_args),
+    .pack = pack,
+    .cpu_scratch = cpu_scratch,
+    .cuda_scratch = PLM__CUDA_ENTRY(cuda_scratch),
+    .cpu = run_cpu,
+    .cuda = PLM__CUDA_ENTRY(run_cuda),
+};
+
+/* ---- the public functions ---------------------------------------------------------------- */
+
+plm_cfar_params plm_cfar_params_default(void) {
+  plm_cfar_params params;
+  plm__op_params_default(&plm__op_cfar, &params);
+  return params;
+}
+
+plm_status plm_cfar_output(const plm_tensor *in, const plm_cfar_params *params, plm_shape *out) {
+  PLM__REQUIRE_NOT_NULL(in);
+  PLM__REQUIRE_NOT_NULL(out);
+  const plm__op_call call = {.in = {in}, .params = params};
+  return plm__propagate(plm__op_shapes(&plm__op_cfar, &call, out, NULL));
+}
+
+plm_status plm_cfar_cost(const plm_tensor *in, const plm_cfar_params *params, plm_op_cost *cost) {
+  PLM__REQUIRE_NOT_NULL(in);
+  PLM__REQUIRE_NOT_NULL(cost);
+  const plm__op_call call = {.in = {in}, .params = params};
+  return plm__propagate(plm__op_cost(&plm__op_cfar, &call, cost));
+}
+
+plm_status plm_cfar(plm_stream *stream, const plm_tensor *in, const plm_cfar_params *params,
+                    plm_tensor *out) {
+  const plm__op_call call = {.in = {in}, .out = {out}, .params = params};
+  return plm__op_call_public(&plm__op_cfar, stream, &call);
+}

@@ -1,0 +1,124 @@
+/* ops/nuc.c: the non-uniformity correction operation (plume/nuc.h) and its descriptor. */
+#include <stddef.h>
+#include <stdio.h>
+
+#include "kernels/common/nuc.h"
+#include "ops/op_desc.h"
+#include "ops/op_internal.h"
+#include "streams/error.h"
+
+/* gain or offset: f32 (H, W) of in's frames. */
+static plm_status check_calibration(const plm_tensor *t, const char *name, const plm_tensor *in) {
+  plm_status status = plm__op_check_f32(t, name, 0);
+  if (status != PLM_OK) return status;
+  const int64_t h = in->dims[in->ndim - 2], w = in->dims[in->ndim - 1];
+  if (t->ndim == 2 && t->dims[0] == h && t->dims[1] == w) return PLM_OK;
+  char shape[96] = "";
+  size_t used = 0;
+  for (int d = 0; d < t->ndim && used < sizeof shape; d++)
+    used += (size_t)snprintf(shape + used, sizeof shape - used, d ? "x%lld" : "%lld",
+                             (long long)t->dims[d]);
+  return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s is %s but in's frames are %lldx%lld", name, shape,
+                       (long long)h, (long long)w);
+}
+
+static plm_status check(const plm__op_call *call) {
+  const plm_tensor *in = call->in[0], *out = call->out[0];
+  if (in->dtype != PLM_DTYPE_U8 && in->dtype != PLM_DTYPE_U16 && in->dtype != PLM_DTYPE_F32)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "in->dtype %s is not u8, u16 or f32",
+                         plm_dtype_name(in->dtype));
+  if (in->ndim < 2)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "in->ndim %d: nuc needs (H, W) or (N, H, W)",
+                         in->ndim);
+  plm_status status = check_calibration(call->in[1], "gain", in);
+  if (status == PLM_OK) status = check_calibration(call->in[2], "offset", in);
+  if (status != PLM_OK || !out) return status;
+  return plm__op_check_output_like(in, "in", out, "out", PLM_DTYPE_F32);
+}
+
+static plm_status shapes(const plm__op_call *call, plm_shape *out, void *resolved) {
+  (void)resolved;
+  out[0] = plm__op_shape_like(call->in[0], PLM_DTYPE_F32);
+  return PLM_OK;
+}
+
+static void cost(const plm__op_call *call, plm_op_cost *cost) {
+  const plm_tensor *in = call->in[0];
+  double count = (double)plm_tensor_numel(in);
+  *cost = (plm_op_cost){.bytes = count * ((double)plm_dtype_size(in->dtype) + 4.0 + 8.0),
+                        .flops = 2.0 * count};
+}
+
+static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch, void *args) {
+  (void)ctx;
+  (void)scratch;
+  const plm_tensor *in = call->in[0];
+  *(plm__nuc_args *)args =
+      (plm__nuc_args){.in = in->data,
+                      .gain = call->in[1]->data,
+                      .offset = call->in[2]->data,
+                      .out = call->out[0]->data,
+                      .count = plm_tensor_numel(in),
+                      .frame_pixels = in->dims[in->ndim - 2] * in->dims[in->ndim - 1],
+                      .dtype = in->dtype};
+}
+
+static void run_cpu(const void *args) {
+  plm__nuc_cpu(args);
+}
+
+#ifdef PLM_HAVE_CUDA
+static plm_status run_cuda(void *stream, const void *args) {
+  return plm__nuc_cuda(stream, args);
+}
+#endif
+
+const plm__op_desc plm__op_nuc = {
+    .name = "nuc",
+    .summary =
+        "non-uniformity correction: out = gain * in + offset per pixel (f32 (H, W) "
+        "calibration), f32; u8, u16 or f32 input",
+    .kind = PLM__OP_NUC,
+    .input_count = 3,
+    .inputs = {{.name = "in", .dtypes = "u8, u16 or f32"},
+               {.name = "gain", .dtypes = "f32 (H, W)", .role = PLM__IN_TENSOR},
+               {.name = "offset", .dtypes = "f32 (H, W)", .role = PLM__IN_TENSOR}},
+    .output_count = 1,
+    .outputs = {{.name = "out", .dtypes = "f32", .role = PLM__OUT_MAIN, .in_place = 1u << 0}},
+    .params_size = sizeof(plm__no_params),
+    .check = check,
+    .shapes = shapes,
+    .cost = cost,
+    .args_size = sizeof(plm__nuc_args),
+    .pack = pack,
+    .cpu = run_cpu,
+    .cuda = PLM__CUDA_ENTRY(run_cuda),
+};
+
+/* ---- the public functions ---------------------------------------------------------------- */
+
+plm_status plm_nuc_output(const plm_tensor *in, const plm_tensor *gain, const plm_tensor *offset,
+                          plm_shape *out) {
+  PLM__REQUIRE_NOT_NULL(in);
+  PLM__REQUIRE_NOT_NULL(gain);
+  PLM__REQUIRE_NOT_NULL(offset);
+  PLM__REQUIRE_NOT_NULL(out);
+  const plm__op_call call = {.in = {in, gain, offset}};
+  return plm__propagate(plm__op_shapes(&plm__op_nuc, &call, out, NULL));
+}
+
+plm_status plm_nuc_cost(const plm_tensor *in, const plm_tensor *gain, const plm_tensor *offset,
+                        plm_op_cost *cost) {
+  PLM__REQUIRE_NOT_NULL(in);
+  PLM__REQUIRE_NOT_NULL(gain);
+  PLM__REQUIRE_NOT_NULL(offset);
+  PLM__REQUIRE_NOT_NULL(cost);
+  const plm__op_call call = {.in = {in, gain, offset}};
+  return plm__propagate(plm__op_cost(&plm__op_nuc, &call, cost));
+}
+
+plm_status plm_nuc(plm_stream *stream, const plm_tensor *in, const plm_tensor *gain,
+                   const plm_tensor *offset, plm_tensor *out) {
+  const plm__op_call call = {.in = {in, gain, offset}, .out = {out}};
+  return plm__op_call_public(&plm__op_nuc, stream, &call);
+}

@@ -1,0 +1,256 @@
+/* tests/test_cfar.c: the cfar op (plume/cfar.h) on the backend under test, against a
+ * brute-force float64 reference computed here: each pixel's reference cells visited one
+ * by one, a two-pass mean and population std. The z-score must agree within 1e-4
+ * (relative above 1), the mask exactly wherever z is more than 1e-6 from k. Also the
+ * defaults, the output's shape and cost, and every refusal. Inputs go to the device
+ * with stream copies, so the same test runs on cuda (the fixtures of
+ * tests/fixtures/MANIFEST.json check it against numpy too). */
+#define _POSIX_C_SOURCE 200809L
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+/* One frame's reference at (y, x): the z-score (0 without cells or spread). */
+static double reference_z(const double *frame, int64_t h, int64_t w, int64_t y, int64_t x,
+                          int window, int guard) {
+  const int64_t half = window / 2, ghalf = guard / 2;
+  double sum = 0.0;
+  int64_t n = 0;
+  for (int pass = 0; pass < 2; pass++) {
+    double mean = n ? sum / (double)n : 0.0, squares = 0.0;
+    for (int64_t r = y - half < 0 ? 0 : y - half; r <= y + half && r < h; r++)
+      for (int64_t c = x - half < 0 ? 0 : x - half; c <= x + half && c < w; c++) {
+        if (r >= y - ghalf && r <= y + ghalf && c >= x - ghalf && c <= x + ghalf) continue;
+        if (pass == 0) {
+          sum += frame[r * w + c];
+          n++;
+        } else {
+          squares += (frame[r * w + c] - mean) * (frame[r * w + c] - mean);
+        }
+      }
+    if (pass == 1) {
+      double std = n ? sqrt(squares / (double)n) : 0.0;
+      return std > 0.0 ? (frame[y * w + x] - mean) / std : 0.0;
+    }
+  }
+  return 0.0;
+}
+
+/* Host input of count elements: noise around `level` (integers rounded and clipped), a
+ * few bright pixels, and, with `flat`, a constant band of rows (std 0 inside). */
+static void *make_input(plm_dtype dtype, int64_t count, int64_t w, double level, double spread,
+                        bool flat, double *as_double, uint64_t seed) {
+  void *host = malloc((size_t)count * plm_dtype_size(dtype));
+  ck_assert_ptr_nonnull(host);
+  uint64_t state = seed | 1;
+  for (int64_t i = 0; i < count; i++) {
+    uint64_t r = plm_test_random(&state);
+    double v = level + spread * ((double)(r % 10001) / 5000.0 - 1.0);
+    if (r % 61 == 0) v += 6.0 * spread;
+    if (flat && (i / w) % 16 < 6) v = level;
+    switch (dtype) {
+      case PLM_DTYPE_U8: ((uint8_t *)host)[i] = (uint8_t)fmin(fmax(round(v), 0), 255); break;
+      case PLM_DTYPE_U16: ((uint16_t *)host)[i] = (uint16_t)fmin(fmax(round(v), 0), 65535); break;
+      default: ((float *)host)[i] = (float)v;
+    }
+    as_double[i] = dtype == PLM_DTYPE_U8    ? ((uint8_t *)host)[i]
+                   : dtype == PLM_DTYPE_U16 ? ((uint16_t *)host)[i]
+                                            : ((float *)host)[i];
+  }
+  return host;
+}
+
+typedef struct cfar_case {
+  plm_dtype dtype;
+  int ndim;
+  int64_t dims[3];
+  int window, guard;
+  double k, level, spread;
+  bool flat;
+} cfar_case;
+
+/* Run both outputs of one case and compare with the reference; returns the mismatches and
+ * describes the first in `first`. */
+static int64_t run_case(const cfar_case *t, uint64_t seed, char *first, size_t size) {
+  plm_tensor in = {0}, mask, z;
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, t->dtype, t->ndim, t->dims, &in));
+  PLM_CHECK_OK(
+      plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_U8, t->ndim, t->dims, &mask));
+  PLM_CHECK_OK(
+      plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, t->ndim, t->dims, &z));
+  const int64_t count = plm_tensor_numel(&in);
+  const int64_t h = t->dims[t->ndim - 2], w = t->dims[t->ndim - 1];
+  double *as_double = malloc((size_t)count * sizeof *as_double);
+  uint8_t *got_mask = malloc((size_t)count);
+  float *got_z = malloc((size_t)count * sizeof *got_z);
+  ck_assert(as_double && got_mask && got_z);
+  void *host = make_input(t->dtype, count, w, t->level, t->spread, t->flat, as_double, seed);
+  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, in.data, host, plm_tensor_bytes(&in),
+                                 PLM_COPY_HOST_TO_DEVICE));
+  plm_cfar_params params = {.window = t->window, .guard = t->guard, .k = t->k};
+  PLM_CHECK_OK(plm_cfar(plm_test_stream, &in, &params, &mask));
+  params.output = PLM_CFAR_Z;
+  PLM_CHECK_OK(plm_cfar(plm_test_stream, &in, &params, &z));
+  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, got_mask, mask.data, (size_t)count,
+                                 PLM_COPY_DEVICE_TO_HOST));
+  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, got_z, z.data, (size_t)count * sizeof *got_z,
+                                 PLM_COPY_DEVICE_TO_HOST));
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+  int64_t bad = 0;
+  for (int64_t i = 0; i < count; i++) {
+    const int64_t frame = i / (h * w), y = i / w % h, x = i % w;
+    const double want = reference_z(as_double + frame * h * w, h, w, y, x, t->window, t->guard);
+    const bool z_ok = fabs(got_z[i] - want) <= 1e-4 * fmax(1.0, fabs(want));
+    const bool mask_ok = fabs(want - t->k) <= 1e-6 || got_mask[i] == (want > t->k);
+    if ((!z_ok || !mask_ok) && bad++ == 0)
+      snprintf(first, size, "frame %lld, (%lld, %lld): z %.9g mask %d, expected z %.9g",
+               (long long)frame, (long long)y, (long long)x, got_z[i], got_mask[i], want);
+  }
+  plm_tensor *all[] = {&in, &mask, &z};
+  for (int i = 0; i < 3; i++) PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, all[i]));
+  free(host);
+  free(as_double);
+  free(got_mask);
+  free(got_z);
+  return bad;
+}
+
+START_TEST(test_matches_a_brute_force_reference_at_every_border) {
+  const cfar_case cases[] = {
+      {PLM_DTYPE_U8, 2, {1, 1}, 3, 1, 1.0, 100, 20, false},
+      {PLM_DTYPE_U8, 2, {1, 37}, 5, 3, 1.5, 100, 20, false},
+      {PLM_DTYPE_U16, 2, {41, 1}, 7, 1, 1.5, 30000, 3000, false},
+      {PLM_DTYPE_U8, 3, {3, 7, 13}, 5, 1, 1.25, 100, 40, false},
+      {PLM_DTYPE_U8, 2, {64, 61}, 15, 5, 2.0, 120, 50, true},
+      {PLM_DTYPE_U16, 2, {61, 64}, 31, 9, 2.0, 40000, 20000, true},
+      {PLM_DTYPE_U16, 2, {20, 300}, 255, 253, 1.0, 65000, 500, false},
+      {PLM_DTYPE_F32, 2, {64, 61}, 9, 3, 2.0, 0.0, 10.0, false},
+      {PLM_DTYPE_F32, 3, {2, 33, 70}, 21, 7, 2.5, 1e4, 5.0, true}, /* a large level */
+      {PLM_DTYPE_F32, 2, {5, 6}, 7, 5, 1.0, -3.0, 1.0, false},     /* cells only at corners */
+  };
+  char first[256] = "";
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    int64_t bad = run_case(&cases[c], 0x51ed270b27a4d3c1ull + c, first, sizeof first);
+    ck_assert_msg(bad == 0, "case %zu (%s, window %d, guard %d): %lld mismatches, the first %s", c,
+                  plm_dtype_name(cases[c].dtype), cases[c].window, cases[c].guard, (long long)bad,
+                  first);
+  }
+}
+END_TEST
+
+START_TEST(test_defaults_output_shape_and_cost) {
+  plm_cfar_params params = plm_cfar_params_default();
+  ck_assert_int_eq(params.window, 15);
+  ck_assert_int_eq(params.guard, 5);
+  ck_assert(params.k == 5.0);
+  ck_assert_int_eq(params.output, PLM_CFAR_MASK);
+  const int64_t dims[3] = {2, 6, 8};
+  float storage[2 * 6 * 8];
+  plm_tensor in;
+  PLM_CHECK_OK(plm_tensor_wrap(plm_test_ctx, storage, PLM_DTYPE_F32, 3, dims, &in));
+  plm_shape shape;
+  PLM_CHECK_OK(plm_cfar_output(&in, &params, &shape));
+  ck_assert_int_eq(shape.dtype, PLM_DTYPE_U8);
+  ck_assert_int_eq(shape.ndim, 3);
+  ck_assert_int_eq(shape.dims[2], 8);
+  params.output = PLM_CFAR_Z;
+  PLM_CHECK_OK(plm_cfar_output(&in, &params, &shape));
+  ck_assert_int_eq(shape.dtype, PLM_DTYPE_F32);
+  plm_op_cost cost;
+  PLM_CHECK_OK(plm_cfar_cost(&in, &params, &cost));
+  ck_assert(cost.bytes == 96.0 * (4 + 4 + 64) && cost.flops == 96.0 * 30);
+}
+END_TEST
+
+START_TEST(test_bad_input_is_refused_and_nothing_is_enqueued) {
+  const int64_t dims[2] = {8, 8}, other_dims[2] = {8, 9}, line[1] = {8};
+  plm_tensor in, out, wrong_shape, as_i32, as_f32_out, one_dim;
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_U16, 2, dims, &in));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_U8, 2, dims, &out));
+  PLM_CHECK_OK(
+      plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_U8, 2, other_dims, &wrong_shape));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_I32, 2, dims, &as_i32));
+  PLM_CHECK_OK(
+      plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, dims, &as_f32_out));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_U8, 1, line, &one_dim));
+  const plm_cfar_params params = plm_cfar_params_default();
+
+  PLM_CHECK_FAILS(plm_cfar(NULL, &in, &params, &out), PLM_ERR_INVALID_ARG,
+                  "plm_cfar: stream is NULL");
+  PLM_CHECK_FAILS(plm_cfar(plm_test_stream, NULL, &params, &out), PLM_ERR_INVALID_ARG,
+                  "plm_cfar: in is NULL");
+  PLM_CHECK_FAILS(plm_cfar(plm_test_stream, &in, NULL, &out), PLM_ERR_INVALID_ARG,
+                  "params is NULL");
+  PLM_CHECK_FAILS(plm_cfar(plm_test_stream, &in, &params, NULL), PLM_ERR_INVALID_ARG,
+                  "out is NULL");
+  PLM_CHECK_FAILS(plm_cfar(plm_test_stream, &as_i32, &params, &out), PLM_ERR_INVALID_ARG,
+                  "in->dtype i32 is not u8, u16 or f32");
+  PLM_CHECK_FAILS(plm_cfar(plm_test_stream, &one_dim, &params, &one_dim), PLM_ERR_INVALID_ARG,
+                  "in->ndim 1: cfar needs (H, W) or (N, H, W)");
+  PLM_CHECK_FAILS(plm_cfar(plm_test_stream, &in, &params, &as_f32_out), PLM_ERR_INVALID_ARG,
+                  "out->dtype f32 is not u8");
+  plm_cfar_params z = params;
+  z.output = PLM_CFAR_Z;
+  PLM_CHECK_FAILS(plm_cfar(plm_test_stream, &in, &z, &out), PLM_ERR_INVALID_ARG,
+                  "out->dtype u8 is not f32");
+  PLM_CHECK_FAILS(plm_cfar(plm_test_stream, &in, &params, &wrong_shape), PLM_ERR_INVALID_ARG,
+                  "out is 8x9 but in is 8x8");
+
+  const struct {
+    plm_cfar_params params;
+    const char *message;
+  } bad[] = {
+      {{.window = 14, .guard = 5, .k = 5}, "params->window 14 is not odd in 3..255"},
+      {{.window = 1, .guard = 1, .k = 5}, "params->window 1 is not odd in 3..255"},
+      {{.window = 257, .guard = 5, .k = 5}, "params->window 257 is not odd in 3..255"},
+      {{.window = 15, .guard = 4, .k = 5}, "params->guard 4 is not odd and >= 1"},
+      {{.window = 15, .guard = -1, .k = 5}, "params->guard -1 is not odd and >= 1"},
+      {{.window = 15, .guard = 15, .k = 5}, "params->guard 15 is not below params->window 15"},
+      {{.window = 15, .guard = 17, .k = 5}, "params->guard 17 is not below params->window 15"},
+      {{.window = 15, .guard = 5, .k = 0}, "params->k 0 is not finite and > 0"},
+      {{.window = 15, .guard = 5, .k = -1}, "params->k -1 is not finite and > 0"},
+      {{.window = 15, .guard = 5, .k = NAN}, "params->k nan is not finite and > 0"},
+      {{.window = 15, .guard = 5, .k = INFINITY}, "params->k inf is not finite and > 0"},
+      {{.window = 15, .guard = 5, .k = 5, .output = (plm_cfar_result)7},
+       "params->output 7 is not a plm_cfar_result"},
+  };
+  for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++)
+    PLM_CHECK_FAILS(plm_cfar(plm_test_stream, &in, &bad[b].params, &out), PLM_ERR_INVALID_ARG,
+                    bad[b].message);
+
+  plm_tensor shifted = as_f32_out;
+  shifted.data = (char *)in.data + 4;
+  PLM_CHECK_FAILS(plm_cfar(plm_test_stream, &in, &z, &shifted), PLM_ERR_INVALID_ARG,
+                  "out overlaps in");
+  plm_tensor same = in;
+  same.dtype = PLM_DTYPE_U8;
+  PLM_CHECK_FAILS(plm_cfar(plm_test_stream, &in, &params, &same), PLM_ERR_INVALID_ARG, "overlap");
+
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+  plm_tensor *all[] = {&in, &out, &wrong_shape, &as_i32, &as_f32_out, &one_dim};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, all[i]));
+}
+END_TEST
+
+static Suite *cfar_suite(void) {
+  Suite *suite = suite_create("cfar");
+  TCase *tcase = tcase_create("cfar");
+  plm_test_add_fixture(tcase);
+  plm_test_add_stream_fixture(tcase);
+  tcase_set_timeout(tcase, 120);
+  tcase_add_test(tcase, test_matches_a_brute_force_reference_at_every_border);
+  tcase_add_test(tcase, test_defaults_output_shape_and_cost);
+  tcase_add_test(tcase, test_bad_input_is_refused_and_nothing_is_enqueued);
+  suite_add_tcase(suite, tcase);
+  return suite;
+}
+
+int main(void) {
+  return plm_test_main(cfar_suite);
+}
