@@ -216,15 +216,20 @@ static void forget_idle_chunk(plm_pool *pool, pool_chunk *chunk) {
 }
 
 /* Give idle chunks (nothing used or pending in them) back upstream while more than
- * `keep` bytes are reserved (the last one released may take it below `keep`).
- * slow_lock held, lock not held. */
-static size_t release_idle_chunks(plm_pool *pool, size_t keep) {
+ * `keep` bytes are reserved (the last one released may take it below `keep`); with
+ * `addresses_too` (a trim), also idle chunks whose memory has all gone back (released
+ * pages only), whatever `keep` is. The slow path keeps those: their addresses cost
+ * nothing, and taking them again is cheaper than a new chunk. slow_lock held, lock not
+ * held. */
+static size_t release_idle_chunks(plm_pool *pool, size_t keep, bool addresses_too) {
   size_t released = 0;
   pool_chunk *idle = NULL;
   pthread_mutex_lock(&pool->lock);
   pool_chunk *chunk, *next;
   DL_FOREACH_SAFE(pool->chunks, chunk, next) {
-    if (!chunk_is_idle(chunk) || pool->stats.bytes_reserved <= keep) continue;
+    bool addresses_only = addresses_too && chunk->released == chunk->size;
+    if (!chunk_is_idle(chunk) || (!addresses_only && pool->stats.bytes_reserved <= keep))
+      continue;
     forget_idle_chunk(pool, chunk);
     DL_DELETE(pool->chunks, chunk);
     DL_APPEND(idle, chunk);
@@ -242,7 +247,7 @@ static size_t release_idle_chunks(plm_pool *pool, size_t keep) {
 /* Give idle chunks back on the slow path; an upstream free waits for the device
  * (cudaFree does), so it counts as a host synchronisation. */
 static void release_idle_chunks_counted(plm_pool *pool, size_t keep) {
-  if (release_idle_chunks(pool, keep) == 0) return;
+  if (release_idle_chunks(pool, keep, false) == 0) return;
   pthread_mutex_lock(&pool->lock);
   pool->stats.host_synchronizations++;
   pthread_mutex_unlock(&pool->lock);
@@ -746,7 +751,7 @@ plm_status plm_pool_trim(plm_pool *pool, size_t keep_bytes) {
     plm__pool_uncache_index(pool, &pool->global);
     check_invariants(pool);
     pthread_mutex_unlock(&pool->lock);
-    release_idle_chunks(pool, keep_bytes);
+    release_idle_chunks(pool, keep_bytes, true);
     pthread_mutex_lock(&pool->lock);
     const size_t reserved = (size_t)pool->stats.bytes_reserved;
     pthread_mutex_unlock(&pool->lock);

@@ -177,6 +177,41 @@ START_TEST(test_trim_gives_pages_back_and_the_snapshot_shows_them) {
 }
 END_TEST
 
+/* A chunk whose pages have all gone back holds no memory but still addresses: trim
+ * gives it back whatever keep_bytes is (it was kept while keep_bytes was met). */
+START_TEST(test_a_wholly_released_chunk_goes_back_on_any_trim) {
+  plm_pool *pool = fixed_pool(0, 0);
+  plm_stream *stream = NULL;
+  PLM_CHECK_OK(plm_stream_create(plm_test_ctx, 0, &stream));
+  void *a = NULL, *b = NULL, *c = NULL;
+  PLM_CHECK_OK(plm_pool_alloc(pool, 4 * MiB, stream, &a));
+  PLM_CHECK_OK(plm_pool_alloc(pool, 4 * MiB, stream, &b));
+  PLM_CHECK_OK(plm_pool_free(pool, a, stream));
+  PLM_CHECK_OK(plm_stream_synchronize(stream));
+  /* 6 MiB fits nowhere: A's whole chunk goes back before a 6 MiB chunk is reserved. */
+  PLM_CHECK_OK(plm_pool_alloc(pool, 6 * MiB, stream, &c));
+  plm_pool_stats stats = stats_of(pool);
+  ck_assert_uint_eq(stats.upstream_allocs, 3);
+  if (pages_go_back()) {
+    ck_assert_uint_eq(stats.bytes_released, 4 * MiB);
+    ck_assert_uint_eq(stats.bytes_reserved, 10 * MiB);
+  }
+  PLM_CHECK_OK(plm_pool_trim(pool, 100 * MiB));
+  stats = stats_of(pool);
+  ck_assert_uint_eq(stats.upstream_frees, pages_go_back() ? 1 : 0);
+  ck_assert_uint_eq(stats.bytes_released, 0);
+  ck_assert_uint_eq(stats.bytes_reserved, pages_go_back() ? 10 * MiB : 14 * MiB);
+  PLM_CHECK_OK(plm_pool_free(pool, b, stream));
+  PLM_CHECK_OK(plm_pool_free(pool, c, stream));
+  PLM_CHECK_OK(plm_pool_trim(pool, 0));
+  stats = stats_of(pool);
+  ck_assert_uint_eq(stats.upstream_frees, stats.upstream_allocs);
+  ck_assert_uint_eq(stats.bytes_reserved, 0);
+  PLM_CHECK_OK(plm_pool_destroy(pool));
+  PLM_CHECK_OK(plm_stream_destroy(stream));
+}
+END_TEST
+
 /* With a byte limit, the memory under free pages makes room before the pool fails:
  * 10 MiB reserved under a 12 MiB limit, 1 KiB in use, and a 10 MiB request. */
 START_TEST(test_released_pages_make_room_under_the_byte_limit) {
@@ -255,6 +290,7 @@ static Suite *pool_pages_suite(void) {
   tcase_add_test(pages, test_pages_go_back_before_growing_and_come_back_before_new_chunks);
   tcase_add_test(pages, test_keep_pages_keeps_them);
   tcase_add_test(pages, test_trim_gives_pages_back_and_the_snapshot_shows_them);
+  tcase_add_test(pages, test_a_wholly_released_chunk_goes_back_on_any_trim);
   tcase_add_test(pages, test_released_pages_make_room_under_the_byte_limit);
   tcase_add_test(pages, test_mixed_sizes_through_released_pages_stay_consistent);
   suite_add_tcase(suite, pages);
