@@ -229,6 +229,7 @@ int scene_command_main(int argc, char **argv) {
 
 static const char score_usage[] =
     "usage: plume score --truth TRUTH.csv --detections DETECTIONS.csv [--radius R]\n"
+    "                   [--skip-frames N]\n"
     "\n"
     "Score detections against a scene's truth, frame by frame: a detection matches a plume\n"
     "of its frame when its centroid is within the radius of the plume's centre, closest\n"
@@ -241,13 +242,18 @@ static const char score_usage[] =
     "                        wcentroid_row,wcentroid_col (centroid_* where that is nan)\n"
     "  --radius R            the match radius in pixels (default: max(3, 2 sigma) of each\n"
     "                        plume)\n"
+    "  --skip-frames N       leave frames 0..N-1 out of the score, truth and detections\n"
+    "                        alike (the frames a temporal background needs to settle);\n"
+    "                        default 0\n"
     "  -h, --help            show this help\n";
 
 int score_command_main(int argc, char **argv) {
-  const char *truth_path = NULL, *detections_path = NULL, *radius_text = NULL;
+  const char *truth_path = NULL, *detections_path = NULL, *radius_text = NULL,
+             *skip_text = NULL;
   option options[] = {{"--truth", &truth_path, false},
                       {"--detections", &detections_path, false},
                       {"--radius", &radius_text, false},
+                      {"--skip-frames", &skip_text, false},
                       {NULL, NULL, false}};
   int exit_code = options_take("score", score_usage, options, argc, argv);
   if (exit_code >= 0) return exit_code;
@@ -269,6 +275,13 @@ int score_command_main(int argc, char **argv) {
       return EXIT_USAGE;
     }
   }
+  uint64_t skip = 0;
+  if (skip_text && !options_parse_count(skip_text, NULL, 0, INT64_MAX, &skip)) {
+    char q[QUOTE_SIZE];
+    fprintf(stderr, "plume score: --skip-frames %s is not a count of frames\n",
+            quote_value(skip_text, q, sizeof q));
+    return EXIT_USAGE;
+  }
   char err[ERROR_SIZE] = "";
   score_truth *truth = NULL;
   score_detection *detections = NULL;
@@ -277,9 +290,11 @@ int score_command_main(int argc, char **argv) {
   plm_status status = score_read_truth(truth_path, &truth, &n_truth, err, sizeof err);
   if (status == PLM_OK)
     status = score_read_detections(detections_path, &detections, &n_detections, err, sizeof err);
-  if (status == PLM_OK)
+  if (status == PLM_OK) {
+    score_skip_frames(truth, &n_truth, detections, &n_detections, (int64_t)skip);
     status =
         score_match(truth, n_truth, detections, n_detections, radius, &result, err, sizeof err);
+  }
   free(truth);
   free(detections);
   if (status != PLM_OK) {

@@ -78,6 +78,25 @@ START_TEST(test_exact_matches) {
 }
 END_TEST
 
+/* score_skip_frames drops the rows of frames before the first kept, in order. */
+START_TEST(test_skip_frames_leaves_early_frames_out) {
+  score_truth truth[4] = {{0, 1, 1, 1}, {2, 2, 2, 1}, {1, 3, 3, 1}, {3, 4, 4, 1}};
+  score_detection detections[3] = {{1, 3, 3}, {3, 4, 4}, {0, 9, 9}};
+  int64_t n_truth = 4, n_detections = 3;
+  score_skip_frames(truth, &n_truth, detections, &n_detections, 2);
+  ck_assert_int_eq(n_truth, 2);
+  ck_assert_int_eq(truth[0].frame, 2);
+  ck_assert_int_eq(truth[1].frame, 3);
+  ck_assert_int_eq(n_detections, 1);
+  ck_assert_int_eq(detections[0].frame, 3);
+  score_skip_frames(truth, &n_truth, detections, &n_detections, 0); /* nothing to drop */
+  ck_assert_int_eq(n_truth, 2);
+  score_skip_frames(truth, &n_truth, detections, &n_detections, 100);
+  ck_assert_int_eq(n_truth, 0);
+  ck_assert_int_eq(n_detections, 0);
+}
+END_TEST
+
 START_TEST(test_misses_and_false_alarms) {
   score_truth t[] = {{0, 10, 10, 1}, {0, 40, 40, 1}, {0, 70, 70, 1}, {2, 5, 5, 1}};
   /* One hit 1 px off (a 3-4-5 triangle scaled: 0.6, 0.8), one false alarm far away,
@@ -621,6 +640,7 @@ static Suite *score_suite(void) {
   TCase *matching = tcase_create("matching");
   tcase_add_test(matching, test_exact_matches);
   tcase_add_test(matching, test_misses_and_false_alarms);
+  tcase_add_test(matching, test_skip_frames_leaves_early_frames_out);
   tcase_add_test(matching, test_two_detections_of_one_plume);
   tcase_add_test(matching, test_closest_pairs_first_one_to_one);
   tcase_add_test(matching, test_radius_edge_is_inclusive);

@@ -422,3 +422,15 @@ void score_result_print(FILE *out, const score_result *r, double radius) {
   fprintf(out, "recall:            %.4f\n", r->recall);
   fprintf(out, "centroid error:    mean %.3f px, max %.3f px\n", r->mean_error, r->max_error);
 }
+
+void score_skip_frames(score_truth *truth, int64_t *n_truth, score_detection *detections,
+                       int64_t *n_detections, int64_t first_frame) {
+  int64_t kept = 0;
+  for (int64_t i = 0; i < *n_truth; i++)
+    if (truth[i].frame >= first_frame) truth[kept++] = truth[i];
+  *n_truth = kept;
+  kept = 0;
+  for (int64_t i = 0; i < *n_detections; i++)
+    if (detections[i].frame >= first_frame) detections[kept++] = detections[i];
+  *n_detections = kept;
+}

@@ -91,4 +91,10 @@ plm_status score_read_detections(const char *path, score_detection **out, int64_
  * 0.9950"); radius as given to score_match (SCORE_RADIUS_DEFAULT: the default rule). */
 void score_result_print(FILE *out, const score_result *r, double radius);
 
+/* Leave frames before `first_frame` out of the score (the frames a temporal background
+ * needs to settle): drops the truth rows and detections of those frames, keeping the
+ * others in their order, and updates the counts. In place; no allocation. */
+void score_skip_frames(score_truth *truth, int64_t *n_truth, score_detection *detections,
+                       int64_t *n_detections, int64_t first_frame);
+
 #endif /* PLUME_TOOLS_SCORE_H */

@@ -74,6 +74,21 @@ run 0 "score radius 5" score --truth d.csv --detections moved.csv --radius 5
 checks=$((checks + 1))
 grep -q "^true positives: *$rows$" out.txt && grep -q "mean 4.000 px" out.txt ||
   fail "score radius 5: $(cat out.txt)"
+# --skip-frames 2: the moved detections of frames 0 and 1 and the plumes of those frames
+# are left out alike, so only frames 2..4 count (all false at radius 3.9 below).
+skipped=$(awk -F, 'NR > 1 && $1 >= 2' d.csv | wc -l)
+run 0 "score --skip-frames 2" score --truth d.csv --detections moved.csv --radius 5 \
+  --skip-frames 2
+checks=$((checks + 1))
+grep -q "^true positives: *$skipped$" out.txt && grep -q "^false positives: *0$" out.txt ||
+  fail "score --skip-frames 2 ($skipped rows from frame 2): $(cat out.txt)"
+run 0 "score --skip-frames past the end" score --truth d.csv --detections moved.csv \
+  --skip-frames 99
+checks=$((checks + 1))
+grep -q "^true positives: *0$" out.txt && grep -q "^false negatives: *0$" out.txt ||
+  fail "score --skip-frames 99: $(cat out.txt)"
+run 2 "score --skip-frames -1" score --truth d.csv --detections moved.csv --skip-frames -1 &&
+  expect_err "score --skip-frames -1" "--skip-frames '-1' is not a count of frames"
 run 0 "score radius 3.9" score --truth d.csv --detections moved.csv --radius=3.9
 checks=$((checks + 1))
 grep -q "^true positives: *0$" out.txt && grep -q "^false positives: *$rows$" out.txt ||
