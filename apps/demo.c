@@ -136,19 +136,19 @@ static int parse_arguments(int argc, char **argv, demo_config *config, const cha
   *sc = (scene_config){.frames = DEMO_FRAMES, .height = DEMO_SIDE, .width = DEMO_SIDE, .seed = 1};
   uint64_t v = 0;
   if (frames) {
-    if (!options_parse_count(frames, NULL, 1, SCENE_MAX_FRAMES, &v)) {
+    if (!count_parse(frames, NULL, 1, SCENE_MAX_FRAMES, &v)) {
       fprintf(stderr, "plume demo: --frames %s is not a count from 1 to %d\n",
               quote_value(frames, q, sizeof q), SCENE_MAX_FRAMES);
       return EXIT_USAGE;
     }
     sc->frames = (int64_t)v;
   }
-  if (size && !options_parse_size(size, SCENE_MIN_SIDE, SCENE_MAX_SIDE, &sc->height, &sc->width)) {
+  if (size && !size_parse(size, SCENE_MIN_SIDE, SCENE_MAX_SIDE, &sc->height, &sc->width)) {
     fprintf(stderr, "plume demo: --size %s is not H,W: two integers from %d to %d\n",
             quote_value(size, q, sizeof q), SCENE_MIN_SIDE, SCENE_MAX_SIDE);
     return EXIT_USAGE;
   }
-  if (seed && !options_parse_count(seed, NULL, 0, UINT64_MAX, &sc->seed)) {
+  if (seed && !count_parse(seed, NULL, 0, UINT64_MAX, &sc->seed)) {
     fprintf(stderr, "plume demo: --seed %s is not an integer from 0 to 2^64-1\n",
             quote_value(seed, q, sizeof q));
     return EXIT_USAGE;
@@ -168,7 +168,7 @@ static int parse_arguments(int argc, char **argv, demo_config *config, const cha
     return EXIT_USAGE;
   }
   if (streams) {
-    if (!options_parse_count(streams, NULL, 1, PLM_PIPELINE_MAX_FRAMES, &v)) {
+    if (!count_parse(streams, NULL, 1, PLM_PIPELINE_MAX_FRAMES, &v)) {
       fprintf(stderr, "plume demo: --streams %s is not a count from 1 to %d\n",
               quote_value(streams, q, sizeof q), PLM_PIPELINE_MAX_FRAMES);
       return EXIT_USAGE;

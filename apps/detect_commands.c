@@ -179,7 +179,7 @@ int detect_command_main(int argc, char **argv) {
   }
   uint64_t k = 0;
   if (streams) {
-    if (!options_parse_count(streams, NULL, 1, PLM_PIPELINE_MAX_FRAMES, &k)) {
+    if (!count_parse(streams, NULL, 1, PLM_PIPELINE_MAX_FRAMES, &k)) {
       fprintf(stderr, "plume detect: --streams %s is not a count from 1 to %d\n",
               quote_value(streams, q, sizeof q), PLM_PIPELINE_MAX_FRAMES);
       return EXIT_USAGE;

@@ -7,14 +7,16 @@
  * switch (a flag without a value, such as --keep) is listed with its own .is_switch:
  * its value is set to "" when given. Messages are one line on stderr, starting
  * "plume <command>: "; every command shows a value it was given through quote_value
- * (tools/quote.h), quoted and escaped, never raw. The parsers below take plain decimal
- * digits only (no sign, no spaces, no 0x). Reentrant.
+ * (tools/quote.h), quoted and escaped, never raw. The values' counts and sizes are read
+ * by tools/count_parse.h. Reentrant.
  */
 #ifndef PLUME_APPS_OPTIONS_H
 #define PLUME_APPS_OPTIONS_H
 
 #include <stdbool.h>
 #include <stdint.h>
+
+#include "tools/count_parse.h" /* the counts and sizes the commands parse */
 
 /* The exit codes of every plume command: 0 success; 1 a runtime failure (the device, the
  * memory, a full disk, an interruption reports 128 + the signal); 2 bad usage or a bad
@@ -30,14 +32,5 @@ typedef struct option {
 /* Take the arguments: returns -1 to go on, 0 after printing usage to stdout (-h,
  * --help), else 2 (bad usage) after a message naming the argument. */
 int options_take(const char *command, const char *usage, option *options, int argc, char **argv);
-
-/* A decimal integer of digits only, from min to max; with end, the parse stops at the
- * first non-digit and *end is left there, else the whole text must be digits. */
-bool options_parse_count(const char *text, const char **end, uint64_t min, uint64_t max,
-                         uint64_t *value);
-
-/* "H,W": two such integers from min to max. */
-bool options_parse_size(const char *text, uint64_t min, uint64_t max, int64_t *height,
-                        int64_t *width);
 
 #endif /* PLUME_APPS_OPTIONS_H */

@@ -184,18 +184,18 @@ int scene_command_main(int argc, char **argv) {
   scene_config config = {.seed = 1};
   uint64_t v = 0;
   char q[QUOTE_SIZE];
-  if (!options_parse_count(frames, NULL, 1, SCENE_MAX_FRAMES, &v)) {
+  if (!count_parse(frames, NULL, 1, SCENE_MAX_FRAMES, &v)) {
     fprintf(stderr, "plume scene: --frames %s is not a count from 1 to %d\n",
             quote_value(frames, q, sizeof q), SCENE_MAX_FRAMES);
     return EXIT_USAGE;
   }
   config.frames = (int64_t)v;
-  if (!options_parse_size(size, SCENE_MIN_SIDE, SCENE_MAX_SIDE, &config.height, &config.width)) {
+  if (!size_parse(size, SCENE_MIN_SIDE, SCENE_MAX_SIDE, &config.height, &config.width)) {
     fprintf(stderr, "plume scene: --size %s is not H,W: two integers from %d to %d\n",
             quote_value(size, q, sizeof q), SCENE_MIN_SIDE, SCENE_MAX_SIDE);
     return EXIT_USAGE;
   }
-  if (seed && !options_parse_count(seed, NULL, 0, UINT64_MAX, &config.seed)) {
+  if (seed && !count_parse(seed, NULL, 0, UINT64_MAX, &config.seed)) {
     fprintf(stderr, "plume scene: --seed %s is not an integer from 0 to 2^64-1\n",
             quote_value(seed, q, sizeof q));
     return EXIT_USAGE;
@@ -276,7 +276,7 @@ int score_command_main(int argc, char **argv) {
     }
   }
   uint64_t skip = 0;
-  if (skip_text && !options_parse_count(skip_text, NULL, 0, INT64_MAX, &skip)) {
+  if (skip_text && !count_parse(skip_text, NULL, 0, INT64_MAX, &skip)) {
     char q[QUOTE_SIZE];
     fprintf(stderr, "plume score: --skip-frames %s is not a count of frames\n",
             quote_value(skip_text, q, sizeof q));

@@ -1,5 +1,5 @@
 /* tests/fuzz/fuzz_numbers.c: the numeric parsers of the command line on arbitrary text:
- * options_parse_count and options_parse_size (apps/options.h: plume scene, score, detect
+ * count_parse and size_parse (tools/count_parse.h: plume scene, score, detect
  * and demo), plm__parse_int and plm__parse_number, and plm__op_param_parse, which reads
  * every op parameter of `plume op --key value` and of text pipelines (ops/op_desc.h).
  *
@@ -19,9 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apps/options.h"
 #include "ops/op_desc.h"
 #include "plume/pipeline.h"
+#include "tools/count_parse.h"
 #include "tools/scene.h"
 
 /* Every character from text to end is a digit, and end is not one. */
@@ -43,8 +43,8 @@ static int prints_as(uint64_t value, const char *text, const char *end) {
 static void check_count(const char *text, uint64_t min, uint64_t max) {
   uint64_t whole = 12345, part = 12345;
   const char *end = NULL;
-  const int got_whole = options_parse_count(text, NULL, min, max, &whole);
-  const int got_part = options_parse_count(text, &end, min, max, &part);
+  const int got_whole = count_parse(text, NULL, min, max, &whole);
+  const int got_part = count_parse(text, &end, min, max, &part);
   if (!got_whole && whole != 12345) abort();
   if (!got_part && (part != 12345 || end)) abort();
   if (got_part && (!digits_up_to(text, end) || part < min || part > max ||
@@ -56,7 +56,7 @@ static void check_count(const char *text, uint64_t min, uint64_t max) {
 
 static void check_size(const char *text) {
   int64_t h = -1, w = -1;
-  if (!options_parse_size(text, SCENE_MIN_SIDE, SCENE_MAX_SIDE, &h, &w)) {
+  if (!size_parse(text, SCENE_MIN_SIDE, SCENE_MAX_SIDE, &h, &w)) {
     if (h != -1 || w != -1) abort();
     return;
   }
