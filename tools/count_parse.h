@@ -1,6 +1,7 @@
 /* tools/count_parse.h: the counts and sizes of the command line (internal to the tools):
- * `plume scene --frames 2000 --size 512,512`, `--streams 3`, `--skip-frames 10`. Plain decimal digits only: no sign, no spaces, no 0x, no
- * exponent, so that "1e3" or "-1" is refused rather than read as something else.
+ * `plume scene --frames 2000 --size 512,512`, `--streams 3`, `--skip-frames 10`. Plain
+ * decimal digits only: no sign, no spaces, no 0x, no exponent, so that "1e3" or "-1" is
+ * refused rather than read as something else.
  * Reentrant; a failure leaves every output as it was. Fuzzed by tests/fuzz/fuzz_numbers.c. */
 #ifndef PLUME_TOOLS_COUNT_PARSE_H
 #define PLUME_TOOLS_COUNT_PARSE_H
