@@ -14,6 +14,7 @@
 #include "gate.h"
 #include "harness.h"
 #include "plume/pool.h"
+#include "pool_test.h"
 
 enum { GATE_TIMEOUT_MS = 10000 };
 
@@ -26,21 +27,7 @@ static plm_pool *fixed_pool(size_t chunk, size_t limit, unsigned flags) {
   config.min_chunk_bytes = chunk;
   config.byte_limit = limit;
   config.flags = flags;
-  plm_pool *pool = NULL;
-  PLM_CHECK_OK(plm_pool_create(plm_test_ctx, &config, &pool));
-  return pool;
-}
-
-static plm_stream *new_stream(void) {
-  plm_stream *stream = NULL;
-  PLM_CHECK_OK(plm_stream_create(plm_test_ctx, 0, &stream));
-  return stream;
-}
-
-static plm_pool_stats stats_of(plm_pool *pool) {
-  plm_pool_stats stats;
-  PLM_CHECK_OK(plm_pool_stats_get(pool, &stats));
-  return stats;
+  return pool_with(&config);
 }
 
 /* ---- shapes and classes ------------------------------------------------------------ */

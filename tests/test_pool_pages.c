@@ -20,6 +20,7 @@
 
 #include "harness.h"
 #include "plume/pool.h"
+#include "pool_test.h"
 
 static const size_t KiB = 1024, MiB = 1024 * 1024;
 
@@ -35,15 +36,7 @@ static plm_pool *fixed_pool(unsigned flags, size_t release_threshold) {
   config.growth = PLM_POOL_GROW_FIXED;
   config.flags = flags;
   config.release_threshold = release_threshold;
-  plm_pool *pool = NULL;
-  PLM_CHECK_OK(plm_pool_create(plm_test_ctx, &config, &pool));
-  return pool;
-}
-
-static plm_pool_stats stats_of(plm_pool *pool) {
-  plm_pool_stats stats;
-  PLM_CHECK_OK(plm_pool_stats_get(pool, &stats));
-  return stats;
+  return pool_with(&config);
 }
 
 /* The layout above; returns Y (X is freed, and the free is complete). */
@@ -72,8 +65,7 @@ static void check_holds(plm_stream *stream, void *block, size_t bytes, int value
 
 START_TEST(test_pages_go_back_before_growing_and_come_back_before_new_chunks) {
   plm_pool *pool = fixed_pool(0, 0);
-  plm_stream *stream = NULL;
-  PLM_CHECK_OK(plm_stream_create(plm_test_ctx, 0, &stream));
+  plm_stream *stream = new_stream();
   void *chunk = NULL, *y = free_run_beside_a_small_block(pool, stream, &chunk);
 
   /* 12 MiB fits nowhere: before a 12 MiB chunk is reserved, pages 0..3 of the free
@@ -115,8 +107,7 @@ END_TEST
 
 START_TEST(test_keep_pages_keeps_them) {
   plm_pool *pool = fixed_pool(PLM_POOL_KEEP_PAGES, 0);
-  plm_stream *stream = NULL;
-  PLM_CHECK_OK(plm_stream_create(plm_test_ctx, 0, &stream));
+  plm_stream *stream = new_stream();
   void *chunk = NULL, *y = free_run_beside_a_small_block(pool, stream, &chunk), *z = NULL;
   PLM_CHECK_OK(plm_pool_alloc(pool, 12 * MiB, stream, &z));
   plm_pool_stats stats = stats_of(pool);
@@ -136,8 +127,7 @@ END_TEST
  * back whole once Y is freed. */
 START_TEST(test_trim_gives_pages_back_and_the_snapshot_shows_them) {
   plm_pool *pool = fixed_pool(0, 0);
-  plm_stream *stream = NULL;
-  PLM_CHECK_OK(plm_stream_create(plm_test_ctx, 0, &stream));
+  plm_stream *stream = new_stream();
   void *chunk = NULL, *y = free_run_beside_a_small_block(pool, stream, &chunk);
   PLM_CHECK_OK(plm_pool_trim(pool, 0));
   plm_pool_stats stats = stats_of(pool);
@@ -181,8 +171,7 @@ END_TEST
  * gives it back whatever keep_bytes is (it was kept while keep_bytes was met). */
 START_TEST(test_a_wholly_released_chunk_goes_back_on_any_trim) {
   plm_pool *pool = fixed_pool(0, 0);
-  plm_stream *stream = NULL;
-  PLM_CHECK_OK(plm_stream_create(plm_test_ctx, 0, &stream));
+  plm_stream *stream = new_stream();
   void *a = NULL, *b = NULL, *c = NULL;
   PLM_CHECK_OK(plm_pool_alloc(pool, 4 * MiB, stream, &a));
   PLM_CHECK_OK(plm_pool_alloc(pool, 4 * MiB, stream, &b));
@@ -218,10 +207,8 @@ START_TEST(test_released_pages_make_room_under_the_byte_limit) {
   plm_pool_config config = plm_pool_config_default();
   config.growth = PLM_POOL_GROW_FIXED;
   config.byte_limit = 12 * MiB;
-  plm_pool *pool = NULL;
-  PLM_CHECK_OK(plm_pool_create(plm_test_ctx, &config, &pool));
-  plm_stream *stream = NULL;
-  PLM_CHECK_OK(plm_stream_create(plm_test_ctx, 0, &stream));
+  plm_pool *pool = pool_with(&config);
+  plm_stream *stream = new_stream();
   void *chunk = NULL, *y = free_run_beside_a_small_block(pool, stream, &chunk), *z = NULL;
   plm_status status = plm_pool_alloc(pool, 10 * MiB, stream, &z);
   if (pages_go_back()) {
@@ -244,8 +231,7 @@ END_TEST
  * debug builds). */
 START_TEST(test_mixed_sizes_through_released_pages_stay_consistent) {
   plm_pool *pool = fixed_pool(0, 0);
-  plm_stream *stream = NULL;
-  PLM_CHECK_OK(plm_stream_create(plm_test_ctx, 0, &stream));
+  plm_stream *stream = new_stream();
   enum { LIVE = 24 };
   void *live[LIVE] = {0};
   size_t sizes[LIVE] = {0};

@@ -12,6 +12,7 @@
 
 #include "harness.h"
 #include "plume/pool.h"
+#include "pool_test.h"
 
 static const size_t KiB = 1024, MiB = 1024 * 1024;
 
@@ -21,15 +22,7 @@ static plm_pool *fixed_pool(size_t huge_bytes) {
   config.growth = PLM_POOL_GROW_FIXED;
   config.min_chunk_bytes = 2 * MiB;
   config.huge_bytes = huge_bytes;
-  plm_pool *pool = NULL;
-  PLM_CHECK_OK(plm_pool_create(plm_test_ctx, &config, &pool));
-  return pool;
-}
-
-static plm_stream *new_stream(void) {
-  plm_stream *stream = NULL;
-  PLM_CHECK_OK(plm_stream_create(plm_test_ctx, 0, &stream));
-  return stream;
+  return pool_with(&config);
 }
 
 /* Every segment's blocks start at offset 0, follow each other without a gap, and end at
