@@ -1067,7 +1067,8 @@ static int run_op(const op_run *run, op_state *s) {
 
 /* Write every output (the arrays, then the regions CSV) to its temporary file, then
  * commit them together: every path gets its new file, or, when anything fails (a full
- * disk, a signal), every path keeps its old one (image_writers_commit). */
+ * disk, a signal: interrupt_catch made the commit watch for one), every path keeps its
+ * old one (image_writers_commit). */
 static int write_files(const op_run *run, op_state *s, char *err, size_t err_size) {
   image_writer *writers[PLM__OP_MAX_OUT + 1] = {0};
   int count = 0;
@@ -1086,7 +1087,6 @@ static int write_files(const op_run *run, op_state *s, char *err, size_t err_siz
       (status = image_writer_open_text(run->paths[s->csv_file], &writers[count], err,
                                        err_size)) == PLM_OK)
     status = image_writer_write(writers[count++], s->csv, s->csv_length, err, err_size);
-  if (status == PLM_OK && interrupt_signal) status = PLM_ERR_INVALID_STATE;
   if (status != PLM_OK) {
     for (int i = 0; i < count; i++) image_writer_abort(writers[i]);
     return status;
