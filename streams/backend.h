@@ -115,6 +115,12 @@ typedef struct plm__backend_iface {
   plm_status (*stream_capture_end)(void *ctx, void *stream, void **graph);
   plm_status (*graph_launch)(void *ctx, void *graph, void *stream);
   void (*graph_destroy)(void *ctx, void *graph);
+  /* (optional) event_record and stream_wait_event for an event that orders work of one
+   * graph after work outside it: in a capture they become external event nodes, which
+   * record or wait at each replay (cudaEventRecordExternal, cudaEventWaitExternal);
+   * outside a capture they are the plain calls. NULL: the plain calls always. */
+  plm_status (*event_record_external)(void *ctx, void *event, void *stream);
+  plm_status (*stream_wait_event_external)(void *ctx, void *stream, void *event);
 } plm__backend_iface;
 
 /* Open the host backend (device must be 0; the wrapper checks). */

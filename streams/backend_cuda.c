@@ -656,6 +656,25 @@ static void cuda_graph_destroy(void *ctx, void *graph) {
   if (cudaGraphExecDestroy((cudaGraphExec_t)graph) != cudaSuccess) (void)cudaGetLastError();
 }
 
+/* Events that order one graph's work after work outside it (the previous frame's
+ * update of a pipeline's state): captured as external event nodes, which record or wait
+ * at each replay; the plain calls outside a capture. */
+static plm_status cuda_event_record_external(void *ctx, void *event, void *stream) {
+  (void)ctx;
+  cudaStream_t s = (cudaStream_t)stream;
+  CUDA_TRY(cudaEventRecordWithFlags(
+      (cudaEvent_t)event, s, capturing(s) ? cudaEventRecordExternal : cudaEventRecordDefault));
+  return PLM_OK;
+}
+
+static plm_status cuda_stream_wait_event_external(void *ctx, void *stream, void *event) {
+  (void)ctx;
+  cudaStream_t s = (cudaStream_t)stream;
+  CUDA_TRY(cudaStreamWaitEvent(s, (cudaEvent_t)event,
+                               capturing(s) ? cudaEventWaitExternal : cudaEventWaitDefault));
+  return PLM_OK;
+}
+
 static void cuda_close(void *ctx) {
   cuda_backend *backend = ctx;
   free_calls(backend);
@@ -704,6 +723,8 @@ static const plm__backend_iface cuda_iface = {
     /* .stream_capture_end  = */ cuda_stream_capture_end,
     /* .graph_launch        = */ cuda_graph_launch,
     /* .graph_destroy       = */ cuda_graph_destroy,
+    /* .event_record_external      = */ cuda_event_record_external,
+    /* .stream_wait_event_external = */ cuda_stream_wait_event_external,
 };
 
 void plm__cuda_device_count(int *count, const char **reason) {

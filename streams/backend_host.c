@@ -87,8 +87,8 @@ typedef struct host_stream {
   pthread_mutex_t lock;
   pthread_cond_t work_ready;
   pthread_cond_t work_done;
-  host_task *head, *tail; /* pending tasks, oldest first */
-  host_task *spare;       /* finished task nodes for reuse */
+  host_task *head, *tail;                  /* pending tasks, oldest first */
+  host_task *spare;                        /* finished task nodes for reuse */
   atomic_uint_fast64_t enqueued, finished; /* written under lock; polled without it */
   int sync_waiters;
   bool stopping;
@@ -601,6 +601,8 @@ static const plm__backend_iface host_iface = {
     /* .stream_capture_end  = */ NULL,
     /* .graph_launch        = */ NULL,
     /* .graph_destroy       = */ NULL,
+    /* .event_record_external      = */ NULL, /* no graphs: the plain calls */
+    /* .stream_wait_event_external = */ NULL,
 };
 
 plm_status plm__host_backend_open(const plm__backend_iface **iface, void **ctx) {

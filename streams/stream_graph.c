@@ -56,12 +56,35 @@ plm_status plm__stream_graph_launch(plm__stream_graph *graph, plm_stream *stream
   if (stream->ctx != graph->ctx)
     return plm__fail(PLM_ERR_INVALID_ARG, "stream belongs to another context than graph");
   plm_context *ctx = graph->ctx;
-  return plm__propagate(ctx->backend->graph_launch(ctx->backend_ctx, graph->handle,
-                                                   stream->handle));
+  return plm__propagate(
+      ctx->backend->graph_launch(ctx->backend_ctx, graph->handle, stream->handle));
 }
 
 void plm__stream_graph_destroy(plm__stream_graph *graph) {
   if (!graph) return;
   graph->ctx->backend->graph_destroy(graph->ctx->backend_ctx, graph->handle);
   free(graph);
+}
+
+plm_status plm__event_record_across_graphs(plm_event *event, plm_stream *stream) {
+  PLM__REQUIRE_NOT_NULL(event);
+  PLM__REQUIRE_NOT_NULL(stream);
+  plm_context *ctx = stream->ctx;
+  if (!ctx->backend->event_record_external || event->ctx != ctx)
+    return plm_event_record(event, stream);
+  plm_status status =
+      ctx->backend->event_record_external(ctx->backend_ctx, event->handle, stream->handle);
+  if (status != PLM_OK) return plm__propagate(status);
+  atomic_store(&event->recorded, true);
+  return PLM_OK;
+}
+
+plm_status plm__stream_wait_event_across_graphs(plm_stream *stream, plm_event *event) {
+  PLM__REQUIRE_NOT_NULL(stream);
+  PLM__REQUIRE_NOT_NULL(event);
+  plm_context *ctx = stream->ctx;
+  if (!ctx->backend->stream_wait_event_external || event->ctx != ctx)
+    return plm_stream_wait_event(stream, event);
+  return plm__propagate(
+      ctx->backend->stream_wait_event_external(ctx->backend_ctx, stream->handle, event->handle));
 }

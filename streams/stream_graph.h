@@ -43,4 +43,12 @@ plm_status plm__stream_graph_launch(plm__stream_graph *graph, plm_stream *stream
 /* Release graph; NULL is a no-op. */
 void plm__stream_graph_destroy(plm__stream_graph *graph);
 
+/* plm_event_record and plm_stream_wait_event for an event that orders a graph's work
+ * after work outside the graph, or work outside after it: captured, they become event
+ * nodes that record or wait at each replay (an external event node on cuda), where the
+ * plain calls would join the event's stream into the capture. Outside a capture, and on
+ * backends without graphs, they are the plain calls. */
+plm_status plm__event_record_across_graphs(plm_event *event, plm_stream *stream);
+plm_status plm__stream_wait_event_across_graphs(plm_stream *stream, plm_event *event);
+
 #endif /* PLUME_STREAMS_STREAM_GRAPH_H */
