@@ -18,6 +18,7 @@
  *   threshold  f32 (H, W) > 0.5 to u8 (the segmentation step)
  *   cfar       f32 (H, W), window 15, guard 5, k 5, the u8 mask
  *   nuc        u8 (H, W) with an f32 (H, W) gain and offset, f32 out
+ *   background f32 (H, W) against a carried f32 (H, W) state, ema alpha 0.05, f32 out
  *   label      u8 (H, W) mask, half of it foreground at random (many small components),
  *              8-connectivity
  *   segment    f32 (H, W) > 0.5, label's components and a region table of H W / 16 rows
@@ -342,6 +343,18 @@ static bool nuc_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
   return finish_call(env, s, 0);
 }
 
+/* background: f32 (H, W) frames against a carried f32 (H, W) state (random values: the
+ * steady state's arithmetic, every call continuing it), ema alpha 0.05. */
+static bool background_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
+  if (!random_tensor(env, PLM_DTYPE_F32, h, w, &s->in)) return false;
+  s->has_in = true;
+  plm_tensor *state = extra_operand(env, s, 2, h, w, 0);
+  if (!state) return false;
+  s->params.background = plm_background_params_default();
+  s->call = (plm__op_call){.in = {&s->in}, .state = state, .state_fresh = false};
+  return finish_call(env, s, 0);
+}
+
 /* threshold: f32 (H, W) > 0.5 to u8, the segmentation step. */
 static bool threshold_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
   if (!random_tensor(env, PLM_DTYPE_F32, h, w, &s->in)) return false;
@@ -602,6 +615,11 @@ static const op_entry ops[] = {
      .detail = "f32 gain, offset",
      .seed = 512,
      .setup = nuc_setup},
+    {.op = &plm__op_background,
+     .dtype = "f32",
+     .detail = "ema, state carried",
+     .seed = 512,
+     .setup = background_setup},
     {.op = &plm__op_cfar,
      .dtype = "f32",
      .detail = "w15 g5 k5 mask",

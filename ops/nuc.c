@@ -13,11 +13,8 @@ static plm_status check_calibration(const plm_tensor *t, const char *name, const
   if (status != PLM_OK) return status;
   const int64_t h = in->dims[in->ndim - 2], w = in->dims[in->ndim - 1];
   if (t->ndim == 2 && t->dims[0] == h && t->dims[1] == w) return PLM_OK;
-  char shape[96] = "";
-  size_t used = 0;
-  for (int d = 0; d < t->ndim && used < sizeof shape; d++)
-    used += (size_t)snprintf(shape + used, sizeof shape - used, d ? "x%lld" : "%lld",
-                             (long long)t->dims[d]);
+  char shape[96];
+  plm__dims_text(t->dims, t->ndim, shape, sizeof shape);
   return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s is %s but in's frames are %lldx%lld", name, shape,
                        (long long)h, (long long)w);
 }

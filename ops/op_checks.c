@@ -5,6 +5,19 @@
 #include "ops/op_internal.h"
 #include "streams/error.h"
 
+void plm__dims_text(const int64_t *dims, int ndim, char *text, size_t size) {
+  size_t used = 0;
+  text[0] = '\0';
+  for (int d = 0; d < ndim && used < size; d++)
+    used += (size_t)snprintf(text + used, size - used, d ? "x%lld" : "%lld", (long long)dims[d]);
+}
+
+void plm__shape_text(const plm_shape *shape, char *text, size_t size) {
+  int used = snprintf(text, size, "%s ", plm_dtype_name(shape->dtype));
+  if (used > 0 && (size_t)used < size)
+    plm__dims_text(shape->dims, shape->ndim, text + used, size - (size_t)used);
+}
+
 plm_status plm__op_check_tensor(const plm_stream *stream, const plm_tensor *tensor,
                                 const char *name) {
   if (!tensor) return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s is NULL", name);

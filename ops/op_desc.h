@@ -47,6 +47,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "plume/background.h"
 #include "plume/cfar.h"
 #include "plume/conv.h"
 #include "plume/dendritic.h"
@@ -95,7 +96,8 @@ typedef struct plm__no_params {
   X(DOT, dot, plm_dot_params)                                                             \
   X(AR_FORECAST, ar_forecast, plm_ar_forecast_params)                                     \
   X(CFAR, cfar, plm_cfar_params)                                                          \
-  X(NUC, nuc, plm__no_params)
+  X(NUC, nuc, plm__no_params)                                                             \
+  X(BACKGROUND, background, plm_background_params)
 
 typedef enum plm__op_kind {
 #define PLM__OP_KIND(KIND, name, type) PLM__OP_##KIND,
@@ -189,6 +191,11 @@ typedef struct plm__op_call {
   /* An input of labels made by a labelling op (a pipeline's): its connectivity, 4 or 8;
    * else 0. regions sizes its table from it when its capacity is 0. */
   int in_connectivity[PLM__OP_MAX_IN];
+  /* A stateful op's state (the descriptor's state_shape), read and written, or NULL: the
+   * op then starts from a fresh state in its scratch. state_fresh: the call initialises
+   * the state instead of continuing it. */
+  plm_tensor *state;
+  bool state_fresh;
 } plm__op_call;
 
 enum {
@@ -218,6 +225,11 @@ typedef struct plm__op_desc {
   /* Outputs flagged `labels`: their connectivity (4 or 8) under these params. */
   int (*labels_connectivity)(const void *params);
   void (*cost)(const plm__op_call *call, plm_op_cost *cost);
+  /* A stateful op (NULL: stateless): the shape of the state a call carries from one call
+   * to the next (call->state), for checked inputs and parameters. A pipeline keeps one
+   * per node, orders the node's frames one after another and resets it on request
+   * (pipeline/pipeline_internal.h). */
+  void (*state_shape)(const plm__op_call *call, plm_shape *state);
 
   size_t args_size;
   void (*pack)(const plm_context *ctx, const plm__op_call *call, void *scratch, void *args);

@@ -65,6 +65,35 @@ static plm_status check_operands(const plm__op_desc *op, const plm_stream *strea
   return PLM_OK;
 }
 
+/* A stateful op's state: valid, of the shape the op carries, disjoint from every operand
+ * (checked after the op's own check, on checked inputs). */
+static plm_status check_state(const plm__op_desc *op, const plm_stream *stream,
+                              const plm__op_call *call) {
+  const plm_tensor *state = call->state;
+  if (!state) return PLM_OK;
+  if (!op->state_shape)
+    return plm__fail_raw(PLM_ERR_INTERNAL, "%s has no state but was given one", op->name);
+  plm_status status =
+      stream ? plm__op_check_tensor(stream, state, "state") : plm__op_check_shape(state, "state");
+  if (status != PLM_OK) return status;
+  plm_shape want;
+  op->state_shape(call, &want);
+  bool same = state->dtype == want.dtype && state->ndim == want.ndim;
+  for (int d = 0; same && d < want.ndim; d++) same = state->dims[d] == want.dims[d];
+  if (!same) {
+    char text[96];
+    plm__shape_text(&want, text, sizeof text);
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "state is not %s (a frame of in)", text);
+  }
+  for (int i = 0; stream && status == PLM_OK && i < op->input_count; i++)
+    if (call->in[i])
+      status = plm__op_check_disjoint(call->in[i], op->inputs[i].name, state, "state");
+  for (int o = 0; stream && status == PLM_OK && o < op->output_count; o++)
+    if (call->out[o])
+      status = plm__op_check_disjoint(call->out[o], op->outputs[o].name, state, "state");
+  return status;
+}
+
 /* Every output is disjoint from every input (or exactly one its slot allows) and from
  * the outputs before it. */
 static plm_status check_overlaps(const plm__op_desc *op, const plm__op_call *call) {
@@ -94,6 +123,7 @@ plm_status plm__op_check_call(const plm__op_desc *op, const plm_stream *stream,
                               const plm__op_call *call) {
   plm_status status = check_operands(op, stream, call);
   if (status == PLM_OK) status = op->check(call);
+  if (status == PLM_OK) status = check_state(op, stream, call);
   if (status == PLM_OK && stream) status = check_overlaps(op, call);
   return status;
 }

@@ -48,6 +48,12 @@ static inline plm_shape plm__op_shape_like(const plm_tensor *t, plm_dtype dtype)
   return shape;
 }
 
+/* "f32 32x40": a shape's dtype and dims, for messages (at most size bytes, terminated). */
+void plm__shape_text(const plm_shape *shape, char *text, size_t size);
+
+/* "32x40": the dims alone. */
+void plm__dims_text(const int64_t *dims, int ndim, char *text, size_t size);
+
 /* b's memory either is a's exactly (the same first byte and size) or does not overlap it. */
 plm_status plm__op_check_no_partial_overlap(const plm_tensor *a, const char *a_name,
                                             const plm_tensor *b, const char *b_name);

@@ -128,6 +128,15 @@ static void plan_text(text_buffer *text, const plm_pipeline *pl) {
       text_printf(text, "    scratch %zu bytes at workspace[%zu, %zu)\n", step->scratch_bytes,
                   step->scratch_offset, step->scratch_offset + step->scratch_bytes);
     if (step->record >= 0) text_printf(text, "    then records e%d\n", step->record);
+    if (step->state >= 0) {
+      const plm__state *state = &plan->states[step->state];
+      text_printf(text, "    state s%d ", step->state);
+      shape_text(text, &state->shape);
+      text_printf(text,
+                  " at state[%zu, %zu), read and written: after the previous frame's update "
+                  "(its slot's state event), then records this slot's for the next frame\n",
+                  state->offset, state->offset + state->bytes);
+    }
   }
   for (int s = 1; s < plan->stream_count; s++)
     text_printf(text, "  stream %d records e%d at the end; stream 0 waits for it\n", s,
@@ -139,6 +148,13 @@ static void plan_text(text_buffer *text, const plm_pipeline *pl) {
               plan->peak_live_bytes, plan->constant_bytes, plan->in_place);
   if (pl->config.flags & PLM_PLAN_ALLOCATE_PER_RUN)
     text_printf(text, "memory: intermediates and scratch allocated per run, no workspace\n");
+  if (plan->state_count)
+    text_printf(
+        text,
+        "state: %d state(s), %zu bytes for the pipeline (not per slot); frame k's "
+        "updates follow frame k-1's across slots; %s\n",
+        plan->state_count, plan->state_bytes,
+        pl->state_fresh[0] ? "the next frame initialises them" : "the next frame continues them");
   if (pl->config.flags & PLM_PLAN_SYNCHRONOUS_STEPS)
     text_printf(text, "steps: the host waits after every step\n");
   text_printf(text, "fusion: %d chain(s) found, %d fused\n", plan->fusable_chains,

@@ -61,7 +61,7 @@ typedef struct frame_slot {
   plm_event *started, *uploaded, *computed, *done;
   plm__stream_graph **graphs; /* graph_keys of them (graph_of), NULL until captured */
   int64_t frame;              /* the frame in flight here, -1 when none */
-  double taken_s;           /* when its inputs were taken from the ring (for latency) */
+  double taken_s;             /* when its inputs were taken from the ring (for latency) */
 } frame_slot;
 
 /* A growing list of one figure per frame, for its p50 and p99. */
@@ -84,8 +84,8 @@ typedef struct frame_run {
   const plm_run_stream_options *options;
   plm_run_stream_report *report;
   bool graphs_wanted, graphs_refused;
-  bool whole_frame_graphs; /* graphs hold the copies too (see the top of the file) */
-  int graph_keys;          /* graphs per slot: the ring's entries, or 1 */
+  bool whole_frame_graphs;  /* graphs hold the copies too (see the top of the file) */
+  int graph_keys;           /* graphs per slot: the ring's entries, or 1 */
   sample_series latency_ms; /* per delivered frame */
   sample_series source_us;  /* per taken frame: the host's wait for its inputs */
   sample_series submit_us;  /* per submitted frame: the host's enqueue time */
@@ -260,8 +260,8 @@ static void capture(frame_run *run, frame_slot *slot, int slot_index, int64_t fr
   }
   plm_status enqueued = run->whole_frame_graphs ? upload(run, slot, frame, inputs) : PLM_OK;
   if (enqueued == PLM_OK)
-    enqueued = plm__pipeline_enqueue(run->pl, slot_index, slot->stream, slot->inputs,
-                                     slot->outputs, slot->frame);
+    enqueued = plm__pipeline_enqueue(run->pl, slot_index, slot->stream, slot->inputs, slot->outputs,
+                                     slot->frame);
   if (enqueued == PLM_OK && run->whole_frame_graphs) enqueued = download(run, slot, frame);
   char why[sizeof run->report->graphs_note] = "";
   if (enqueued != PLM_OK) snprintf(why, sizeof why, "%s", plm_last_error());
@@ -334,8 +334,8 @@ static plm_status submit_frame(frame_run *run, int64_t frame, void *const *input
       status = plm__stream_graph_launch(*graph, slot->stream);
       if (status == PLM_OK) run->report->graph_replays++;
     } else if (status == PLM_OK) {
-      status = plm__pipeline_enqueue(run->pl, slot_index, slot->stream, slot->inputs,
-                                     slot->outputs, frame);
+      status = plm__pipeline_enqueue(run->pl, slot_index, slot->stream, slot->inputs, slot->outputs,
+                                     frame);
     }
     if (status == PLM_OK && timed) status = plm_event_record(slot->computed, slot->stream);
     if (status == PLM_OK) status = download(run, slot, frame);
@@ -631,6 +631,7 @@ plm_status plm_pipeline_run_stream(plm_pipeline *pl, plm_frame_source_fn source,
   }
 
   const double started_s = plm__monotonic_seconds();
+  pl->streaming = true; /* plm_pipeline_reset_state refuses until the run returns */
   plm_status status = open_run(&run);
   if (status == PLM_OK) {
     status = stream_frames(&run);
@@ -649,5 +650,6 @@ plm_status plm_pipeline_run_stream(plm_pipeline *pl, plm_frame_source_fn source,
   }
   finish_report(&run, started_s);
   close_run(&run);
+  pl->streaming = false;
   return status == PLM_OK ? PLM_OK : plm__propagate(status);
 }

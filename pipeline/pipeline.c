@@ -25,6 +25,9 @@ static void release_runtime(plm_pipeline *pl, bool free_memory) {
     for (int e = 0; slot->events && e < pl->plan.event_count; e++)
       plm_event_destroy(slot->events[e]);
     plm_event_destroy(slot->done);
+    for (int j = 0; slot->state_events && j < pl->plan.state_count; j++)
+      plm_event_destroy(slot->state_events[j]);
+    free(slot->state_events);
     free(slot->events);
     free(slot->tensors);
   }
@@ -32,6 +35,14 @@ static void release_runtime(plm_pipeline *pl, bool free_memory) {
   pl->slots = NULL;
   if (free_memory && pl->constants) plm_pool_free(pl->pool, pl->constants, pl->control);
   pl->constants = NULL;
+  if (free_memory && pl->state) plm_pool_free(pl->pool, pl->state, pl->control);
+  pl->state = NULL;
+  free(pl->state_tensors);
+  free(pl->state_fresh);
+  free(pl->state_last);
+  pl->state_tensors = NULL;
+  pl->state_fresh = NULL;
+  pl->state_last = NULL;
   plm_stream_destroy(pl->control); /* waits for the frees' place in its order */
   pl->control = NULL;
   free(pl->release_after);
@@ -49,10 +60,13 @@ static plm_status create_slot(plm_pipeline *pl, plm__slot *slot) {
     status = plm_stream_create(pl->ctx, PLM_STREAM_DEFAULT, &slot->streams[s]);
   slot->events = calloc((size_t)plan->event_count + 1, sizeof *slot->events);
   slot->tensors = calloc((size_t)plan->tensor_count + 1, sizeof *slot->tensors);
-  if (status == PLM_OK && (!slot->events || !slot->tensors))
+  slot->state_events = calloc((size_t)plan->state_count + 1, sizeof *slot->state_events);
+  if (status == PLM_OK && (!slot->events || !slot->tensors || !slot->state_events))
     status = plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for a frame slot");
   for (int e = 0; status == PLM_OK && e < plan->event_count; e++)
     status = plm_event_create(pl->ctx, PLM_EVENT_DISABLE_TIMING, &slot->events[e]);
+  for (int j = 0; status == PLM_OK && j < plan->state_count; j++)
+    status = plm_event_create(pl->ctx, PLM_EVENT_DISABLE_TIMING, &slot->state_events[j]);
   if (status == PLM_OK) status = plm_event_create(pl->ctx, PLM_EVENT_DISABLE_TIMING, &slot->done);
   if (status != PLM_OK) return status;
   for (int t = 0; t < plan->tensor_count; t++) {
@@ -66,12 +80,33 @@ static plm_status create_slot(plm_pipeline *pl, plm__slot *slot) {
   return PLM_OK;
 }
 
-/* The runtime of a built plan: control stream, constants, slots. */
+/* The state block and the states' tensors in it, each fresh (its first update
+ * initialises it: the memory is not read before). */
+static plm_status create_states(plm_pipeline *pl) {
+  const plm__plan *plan = &pl->plan;
+  const size_t n = (size_t)plan->state_count + 1;
+  pl->state_tensors = calloc(n, sizeof *pl->state_tensors);
+  pl->state_fresh = calloc(n, sizeof *pl->state_fresh);
+  pl->state_last = calloc(n, sizeof *pl->state_last);
+  if (!pl->state_tensors || !pl->state_fresh || !pl->state_last)
+    return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for the pipeline's state");
+  if (plan->state_bytes == 0) return PLM_OK;
+  plm_status status = plm_pool_alloc(pl->pool, plan->state_bytes, pl->control, &pl->state);
+  for (int j = 0; status == PLM_OK && j < plan->state_count; j++) {
+    pl->state_tensors[j] = plm__pipe_describe(pl->ctx, &plan->states[j].shape);
+    pl->state_tensors[j].data = (char *)pl->state + plan->states[j].offset;
+    pl->state_fresh[j] = true;
+  }
+  return status;
+}
+
+/* The runtime of a built plan: control stream, constants, state, slots. */
 static plm_status create_runtime(plm_pipeline *pl) {
   const plm__plan *plan = &pl->plan;
   plm_status status = plm_stream_create(pl->ctx, PLM_STREAM_DEFAULT, &pl->control);
   if (status == PLM_OK && plan->constant_bytes)
     status = plm_pool_alloc(pl->pool, plan->constant_bytes, pl->control, &pl->constants);
+  if (status == PLM_OK) status = create_states(pl);
   for (int t = 0; status == PLM_OK && t < plan->tensor_count; t++)
     if (plan->location[t] == PLM__AT_CONSTANT)
       status =
@@ -213,6 +248,20 @@ plm_status plm_pipeline_plan_info(const plm_pipeline *pl, plm_plan_info *out) {
                          .streams = plan->stream_count,
                          .events = plan->event_count,
                          .device_bytes = pl->device_bytes,
-                         .flops = pl->flops};
+                         .flops = pl->flops,
+                         .states = plan->state_count,
+                         .state_bytes = plan->state_bytes};
+  return PLM_OK;
+}
+
+plm_status plm_pipeline_reset_state(plm_pipeline *pl) {
+  PLM__REQUIRE_NOT_NULL(pl);
+  PLM__REFUSE_IN_HOST_CALLBACK();
+  if (!pl->compiled) return plm__fail(PLM_ERR_INVALID_STATE, "the pipeline is not compiled");
+  if (pl->streaming)
+    return plm__fail(PLM_ERR_INVALID_STATE,
+                     "plm_pipeline_run_stream is running this pipeline (its frames share the "
+                     "state in order); reset after it returns");
+  for (int j = 0; j < pl->plan.state_count; j++) pl->state_fresh[j] = true;
   return PLM_OK;
 }

@@ -24,6 +24,8 @@
  *             clocks    a vector clock per step (for each stream, how many of its steps
  *                       are ordered before this step starts), from stream order and the
  *                       events: step u happens before v iff clock[v][stream u] > pos u;
+ *             states    each stateful step (its op has a state_shape: background) gets
+ *                       its state's range in the pipeline's state block;
  *             check     each step checked once by its op's descriptor on descriptions
  *                       of its tensors (ops/op_desc.h: the run enqueues it with no
  *                       checks), its cost model kept, and the bytes its op needs
@@ -57,6 +59,19 @@
  * frames in different slots never share memory or events. Reusing a slot is the
  * executor's business: it must order frame f + K after frame f (plm_pipeline_run does it
  * with the slot's `done` event).
+ *
+ * State. A stateful step's state is the one thing frames share: it lives in the state
+ * block compile allocates (one address, so a captured graph replays against it) and
+ * carries from each frame to the next, across slots, runs and plm_pipeline_run /
+ * plm_pipeline_run_stream alike. Frame f's update must come after frame f - 1's, on
+ * whatever streams they run: before a stateful step, plm__pipeline_enqueue makes its
+ * stream wait for the step's previous update (state_last, the event the previous frame
+ * recorded after it) and records the slot's own state event after it. Those two cross
+ * frames, so inside a graph capture they are external event nodes
+ * (plm__event_record_across_graphs), acting at each replay. Everything else of the
+ * frames still overlaps. The first update after compile or plm_pipeline_reset_state
+ * initialises the state (the call's state_fresh, from state_fresh[]); a slot's first
+ * frame is never captured, so no graph holds a fresh update.
  */
 #ifndef PLUME_PIPELINE_PIPELINE_INTERNAL_H
 #define PLUME_PIPELINE_PIPELINE_INTERNAL_H
@@ -148,7 +163,16 @@ typedef struct plm__step {
   plm_op_cost cost;      /* its op's cost model on its shapes, computed at compile */
   size_t scratch_bytes;  /* what its op needs besides its operands (0: none) */
   size_t scratch_offset; /* where that is in the workspace, when scratch_bytes > 0 */
+  int state;             /* a stateful op's: its index in plan->states, else -1 */
 } plm__step;
+
+/* The state of a stateful step (ops/op_desc.h's state_shape): one for the pipeline, not
+ * per slot, at offset in the pipeline's state block. */
+typedef struct plm__state {
+  int step;
+  plm_shape shape;
+  size_t bytes, offset;
+} plm__state;
 
 /* Whether a step reads tensor t (through any of its inputs). */
 static inline bool plm__step_reads(const plm__step *step, int t) {
@@ -171,8 +195,11 @@ typedef struct plm__plan {
   size_t *offset;          /* per tensor: in the workspace or the constants' block */
   int *clock;              /* step_count x PLM_PIPELINE_MAX_STREAMS vector clocks */
   int stream_count;
-  int event_count;  /* per slot: event 0 is the fork, then one per recording step, then joins */
-  int *join_events; /* per stream (index 0 unused): the event stream s records at the end */
+  int event_count;    /* per slot: event 0 is the fork, then one per recording step, then joins */
+  int *join_events;   /* per stream (index 0 unused): the event stream s records at the end */
+  plm__state *states; /* state_count of them, in step order */
+  int state_count;
+  size_t state_bytes; /* the state block: every state, each at a PLM__PIPE_ALIGN offset */
   int fusable_chains, fused_steps, in_place;
   size_t workspace_bytes, intermediate_bytes, scratch_bytes, peak_live_bytes, constant_bytes;
 } plm__plan;
@@ -184,7 +211,8 @@ typedef struct plm__slot {
   plm_event **events;                            /* plan.event_count of them */
   plm_event *done; /* recorded at the end of each plm_pipeline_run on this slot */
   bool done_recorded;
-  plm_tensor *tensors; /* per plan tensor, addresses filled in (inputs/outputs per run) */
+  plm_tensor *tensors;      /* per plan tensor, addresses filled in (inputs/outputs per run) */
+  plm_event **state_events; /* per state: recorded after this slot's update of it */
 } plm__slot;
 
 struct plm_pipeline {
@@ -203,6 +231,11 @@ struct plm_pipeline {
   double device_bytes, flops; /* the plan's cost per frame (cost.c) */
   plm_profiler *profiler;     /* records each step, or NULL */
   int64_t frames_run;         /* plm_pipeline_run's calls: the frame index it records */
+  void *state;                /* the state block (plan.state_bytes), or NULL */
+  plm_tensor *state_tensors;  /* per state, its address in the block */
+  bool *state_fresh;          /* per state: its next update initialises it */
+  plm_event **state_last;     /* per state: the event after its last update, or NULL */
+  bool streaming;             /* inside plm_pipeline_run_stream (reset_state refuses) */
 };
 
 /* ---- graph.c ----------------------------------------------------------------------------- */

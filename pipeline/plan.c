@@ -15,6 +15,7 @@ void plm__plan_free(plm__plan *plan) {
   free(plan->offset);
   free(plan->clock);
   free(plan->join_events);
+  free(plan->states);
   *plan = (plm__plan){0};
 }
 
@@ -358,8 +359,40 @@ static plm_status locate(plm__plan *plan) {
   return PLM_OK;
 }
 
-/* Each step checked by its op on descriptions of its tensors on ctx (the run enqueues
- * it with no checks), its cost model, and the scratch its op needs on ctx's backend. */
+/* The states of the stateful steps, each its own range of the state block. */
+static plm_status place_states(plm__plan *plan, plm_context *ctx) {
+  plm_tensor *described = malloc((size_t)plan->tensor_count * sizeof *described + 1);
+  plan->states = calloc((size_t)plan->step_count + 1, sizeof *plan->states);
+  if (!described || !plan->states) {
+    free(described);
+    return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for the plan");
+  }
+  for (int t = 0; t < plan->tensor_count; t++)
+    described[t] = plm__pipe_describe(ctx, &plan->tensors[t].shape);
+  plan->state_count = 0;
+  plan->state_bytes = 0;
+  for (int s = 0; s < plan->step_count; s++) {
+    plm__step *step = &plan->steps[s];
+    const plm__op_desc *op = plm__op_get(step->kind);
+    step->state = -1;
+    if (!op->state_shape) continue;
+    const plm__op_call call = plm__step_call(step->kind, step->inputs, step->outputs, &step->params,
+                                             step->in_place, described);
+    plm__state *state = &plan->states[plan->state_count];
+    *state = (plm__state){.step = s, .offset = plan->state_bytes};
+    op->state_shape(&call, &state->shape);
+    state->bytes = plm_dtype_size(state->shape.dtype);
+    for (int d = 0; d < state->shape.ndim; d++) state->bytes *= (size_t)state->shape.dims[d];
+    plan->state_bytes += (state->bytes + PLM__PIPE_ALIGN - 1) / PLM__PIPE_ALIGN * PLM__PIPE_ALIGN;
+    step->state = plan->state_count++;
+  }
+  free(described);
+  return PLM_OK;
+}
+
+/* Each step checked by its op on descriptions of its tensors (and state) on ctx (the run
+ * enqueues it with no checks), its cost model, and the scratch its op needs on ctx's
+ * backend. */
 static plm_status check_and_size(plm__plan *plan, plm_context *ctx) {
   plm_tensor *described = malloc((size_t)plan->tensor_count * sizeof *described + 1);
   if (!described) return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for the plan");
@@ -369,8 +402,13 @@ static plm_status check_and_size(plm__plan *plan, plm_context *ctx) {
   for (int s = 0; s < plan->step_count && status == PLM_OK; s++) {
     plm__step *step = &plan->steps[s];
     const plm__op_desc *op = plm__op_get(step->kind);
-    const plm__op_call call = plm__step_call(step->kind, step->inputs, step->outputs, &step->params,
-                                             step->in_place, described);
+    plm__op_call call = plm__step_call(step->kind, step->inputs, step->outputs, &step->params,
+                                       step->in_place, described);
+    plm_tensor state;
+    if (step->state >= 0) {
+      state = plm__pipe_describe(ctx, &plan->states[step->state].shape);
+      call.state = &state;
+    }
     step->scratch_bytes = 0;
     status = plm__op_check_call(op, NULL, &call);
     if (status == PLM_OK) op->cost(&call, &step->cost);
@@ -391,6 +429,7 @@ plm_status plm__plan_build(plm_context *ctx, const plm__graph *graph, const plm_
   if (status == PLM_OK) status = order(plan);
   if (status == PLM_OK) status = assign_streams(plan, config->max_streams);
   if (status == PLM_OK) status = locate(plan);
+  if (status == PLM_OK) status = place_states(plan, ctx);
   if (status == PLM_OK) status = check_and_size(plan, ctx);
   if (status == PLM_OK) status = plm__plan_memory(plan, !(config->flags & PLM_PLAN_NO_REUSE));
   if (status != PLM_OK) plm__plan_free(plan);

@@ -7,15 +7,9 @@
 #include "ops/op_scratch.h"
 #include "pipeline/pipeline_internal.h"
 #include "streams/error.h"
+#include "streams/stream_graph.h"
 
 /* ---- checks ------------------------------------------------------------------------------- */
-
-static void shape_text(const plm_shape *shape, char *text, size_t size) {
-  size_t used = (size_t)snprintf(text, size, "%s ", plm_dtype_name(shape->dtype));
-  for (int d = 0; d < shape->ndim && used < size; d++)
-    used +=
-        (size_t)snprintf(text + used, size - used, d ? "x%lld" : "%lld", (long long)shape->dims[d]);
-}
 
 static plm_status check_tensor(const plm_stream *stream, const plm_tensor *tensor,
                                const plm_shape *shape, const char *array, int i) {
@@ -29,8 +23,8 @@ static plm_status check_tensor(const plm_stream *stream, const plm_tensor *tenso
   plm_shape given = {.dtype = tensor->dtype, .ndim = tensor->ndim};
   for (int d = 0; d < tensor->ndim; d++) given.dims[d] = tensor->dims[d];
   char want[96], got[96];
-  shape_text(shape, want, sizeof want);
-  shape_text(&given, got, sizeof got);
+  plm__shape_text(shape, want, sizeof want);
+  plm__shape_text(&given, got, sizeof got);
   return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s is %s but the pipeline's %s %d is %s", name, got,
                        array[0] == 'i' ? "input" : "output", i, want);
 }
@@ -73,8 +67,12 @@ plm_status plm__pipeline_check_io(const plm_pipeline *pl, const plm_stream *stre
 static plm_status run_step(const plm_pipeline *pl, const plm__step *step, plm_stream *stream,
                            plm__slot *slot) {
   const plm__op_desc *op = plm__op_get(step->kind);
-  const plm__op_call call = plm__step_call(step->kind, step->inputs, step->outputs, &step->params,
-                                           step->in_place, slot->tensors);
+  plm__op_call call = plm__step_call(step->kind, step->inputs, step->outputs, &step->params,
+                                     step->in_place, slot->tensors);
+  if (step->state >= 0) {
+    call.state = &pl->state_tensors[step->state];
+    call.state_fresh = pl->state_fresh[step->state];
+  }
   if (step->scratch_bytes == 0 || slot->workspace)
     return plm__op_enqueue(
         op, stream, &call,
@@ -97,6 +95,23 @@ static plm_status run_step_profiled(plm_pipeline *pl, const plm__step *step, plm
   if (status == PLM_OK) status = run_step(pl, step, stream, slot);
   plm_status ended = plm_profiler_end(pl->profiler, stream, &mark);
   return status == PLM_OK ? ended : status;
+}
+
+/* A stateful step, after the previous frame's update of its state and recorded for the
+ * next (pipeline_internal.h: State); the update after compile or a reset initialises. */
+static plm_status run_stateful_step(plm_pipeline *pl, const plm__step *step, plm_stream *stream,
+                                    plm__slot *slot, int64_t frame) {
+  const int j = step->state;
+  plm_status status = PLM_OK;
+  if (pl->state_last[j]) status = plm__stream_wait_event_across_graphs(stream, pl->state_last[j]);
+  if (status == PLM_OK)
+    status = pl->profiler ? run_step_profiled(pl, step, stream, slot, frame)
+                          : run_step(pl, step, stream, slot);
+  if (status == PLM_OK) status = plm__event_record_across_graphs(slot->state_events[j], stream);
+  if (status != PLM_OK) return status;
+  pl->state_last[j] = slot->state_events[j];
+  pl->state_fresh[j] = false;
+  return PLM_OK;
 }
 
 plm_status plm__pipeline_enqueue(plm_pipeline *pl, int slot_index, plm_stream *stream,
@@ -122,7 +137,9 @@ plm_status plm__pipeline_enqueue(plm_pipeline *pl, int slot_index, plm_stream *s
     for (int w = 0; status == PLM_OK && w < step->wait_count; w++)
       status = plm_stream_wait_event(on, slot->events[step->waits[w]]);
     if (status == PLM_OK && per_run) status = plm__per_run_acquire(pl, slot, i, on);
-    if (status == PLM_OK)
+    if (status == PLM_OK && step->state >= 0)
+      status = run_stateful_step(pl, step, on, slot, frame);
+    else if (status == PLM_OK)
       status = pl->profiler ? run_step_profiled(pl, step, on, slot, frame)
                             : run_step(pl, step, on, slot);
     if (status == PLM_OK && step->record >= 0)

@@ -417,6 +417,8 @@ typedef struct plm_plan_info {
                                 plume/ops.h: bytes read plus written in device memory;
                                 a sobel step counts only the outputs it writes) */
   double flops;              /* per frame: the steps' arithmetic, likewise */
+  int states;                /* stateful steps (background): their state carries over */
+  size_t state_bytes;        /* their state block, shared by all slots */
 } plm_plan_info;
 
 /* The plan of a compiled pipeline. Errors: PLM_ERR_INVALID_STATE (not compiled). */
@@ -460,6 +462,23 @@ PLM_API plm_status plm_pipeline_tensor_shape(const plm_pipeline *pl, plm_pipe_te
  * scratch is in the workspace. */
 PLM_API plm_status plm_pipeline_run(plm_pipeline *pl, const plm_tensor *inputs, plm_tensor *outputs,
                                     plm_stream *stream);
+
+/* ---- state ---------------------------------------------------------------------------------
+ * A stateful node (background, plume/background.h) keeps its state in the compiled
+ * pipeline, not in a frame slot: one f32 frame per node, carried from each frame to the
+ * next in the order the frames are run, across plm_pipeline_run and
+ * plm_pipeline_run_stream calls alike. Frame k's update of a state happens after frame
+ * k - 1's and before frame k + 1's, whatever slots and streams they run on (an event
+ * chain; the rest of the frames still overlaps), so K frames in flight give the same
+ * bytes as one. CUDA graphs still replay: the state has a fixed address. The first frame
+ * after compile initialises every state (background: b = the frame, output 0).
+ *
+ * plm_pipeline_reset_state makes the next frame run initialise every state again, as
+ * after compile (a new sequence: another sensor, a cut in the video). Frames already
+ * enqueued are not affected. Errors: PLM_ERR_INVALID_STATE (not compiled; during a
+ * plm_pipeline_run_stream of this pipeline, from its source or sink; from a host
+ * callback). A pipeline without state accepts it and nothing changes. */
+PLM_API plm_status plm_pipeline_reset_state(plm_pipeline *pl);
 
 /* ---- streaming frames ------------------------------------------------------------------
  * plm_pipeline_run_stream runs a compiled pipeline over a sequence of frames

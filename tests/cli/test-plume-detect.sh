@@ -205,6 +205,16 @@ run 2 "nuc of the wrong calibration" detect --frames s.npy --tensor gain=box.npy
   --pipeline "nuc gain=@gain offset=@offset ! threshold value=1 ! label ! regions" &&
   absent "nuc of the wrong calibration" x.csv
 expect_err "nuc of the wrong calibration" "gain is 3x3 but in's frames are 128x128"
+# A stateful pipeline: the background carries from frame to frame in order, so 1 and 4
+# frames in flight write the same bytes; a settled background leaves the plumes to cfar.
+stateful="background alpha=0.2 ! cfar window=15 guard=5 k=4 ! label connectivity=8 ! regions"
+run 0 "background, 1 frame in flight" detect --frames s.npy --pipeline "$stateful" --streams 1 \
+  --out bg1.csv
+run 0 "background, 4 frames in flight" detect --frames s.npy --pipeline "$stateful" --streams 4 \
+  --out bg4.csv
+checks=$((checks + 1))
+cmp -s bg1.csv bg4.csv || fail "background ! cfar: 4 frames in flight differ from 1"
+[[ $(wc -l <bg1.csv) -gt 1 ]] || fail "background ! cfar found no regions"
 # "--tensor" as another option's value is that option's: here the output's name.
 run 0 "--tensor as a value" detect --frames s.npy --pipeline "$boxed" --out --tensor
 checks=$((checks + 1))

@@ -448,6 +448,29 @@ expect_err "nuc calibration of another shape" "gain is 1x2 but in's frames are 3
 run 2 "nuc without --offset" op nuc --in nuc.in.npy --gain nuc.gain.npy --out nuc.bad.npy
 absent "nuc refusals" nuc.bad.npy
 
+# ---- background ------------------------------------------------------------------------------
+# u16 stack (3, 1, 2) [10 20; 30 20; 30 40], alpha 0.5: frame 0 initialises b = [10 20] (out 0),
+# frame 1 gives [20 0] and b = [20 20], frame 2 gives [10 20].
+write_npy bg.in.npy '<u2' '(3, 1, 2)' '\x0a\x00\x14\x00\x1e\x00\x14\x00\x1e\x00\x28\x00'
+write_npy bg.expected.npy '<f4' '(3, 1, 2)' "$(f32 0 0 20 0 10 20)"
+run 0 "background u16 stack" op background --in bg.in.npy --alpha 0.5 --out bg.out.npy \
+  --backend host && same bg.out.npy bg.expected.npy "background u16 stack"
+# --repeat runs each repetition from a fresh background: the same output.
+run 0 "background --repeat" op background --in bg.in.npy --alpha 0.5 --out bg.rep.npy \
+  --repeat 3 --backend host && same bg.rep.npy bg.expected.npy "background --repeat"
+# median: b walks by --step 4 towards x: [0 0], then [20 0] with b = [14 20], then [16 20].
+write_npy bg.median.npy '<f4' '(3, 1, 2)' "$(f32 0 0 20 0 16 20)"
+run 0 "background median" op background --in bg.in.npy --mode median --step 4 --out bg.m.npy \
+  --backend host && same bg.m.npy bg.median.npy "background median"
+# The committed fixture (tests/fixtures/make_fixtures.py), byte for byte.
+run 0 "background fixture" op background --in "$fixtures/in-u16-6x16x20-background.npy" \
+  --alpha 0.2 --out bg.fixture.npy --backend host &&
+  same bg.fixture.npy "$fixtures/background-u16-6x16x20-ema.npy" "background fixture"
+run 2 "background alpha 0" op background --in bg.in.npy --alpha 0 --out bg.bad.npy
+expect_err "background alpha 0" "alpha 0 is not in (0, 1]"
+run 2 "background mode" op background --in bg.in.npy --mode mean --out bg.bad.npy
+absent "background refusals" bg.bad.npy
+
 # --repeat: one timing line on stderr, and the same output
 if run 0 "--repeat" op threshold --in u8.npy --out rep.npy --value 9 --repeat 3 --backend host; then
   same rep.npy u8.expected.npy "--repeat output"
@@ -465,6 +488,8 @@ run 0 "conv2d --help" op conv2d -h && { grep -q -- '--kernel K' out.txt || fail 
 run 0 "entropy --help" op entropy --help && { grep -q -- '--window W' out.txt || fail "entropy --help"; }
 run 0 "cfar --help" op cfar --help && { grep -q -- '--output mask|z' out.txt || fail "cfar --help"; }
 run 0 "nuc --help" op nuc --help && { grep -q -- '--gain GAIN' out.txt || fail "nuc --help"; }
+run 0 "background --help" op background --help &&
+  { grep -q -- '--mode ema|median' out.txt || fail "background --help"; }
 checks=$((checks + 1))
 "$plume" --help | grep -q 'sobel' && "$plume" --help | grep -q 'conv2d' &&
   "$plume" --help | grep -q 'entropy' || fail "plume --help lacks sobel, conv2d or entropy"

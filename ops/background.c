@@ -1,0 +1,182 @@
+/* ops/background.c: the temporal background suppression operation (plume/background.h)
+ * and its descriptor: the one stateful op. Its state is call->state, or, for a call
+ * without one, a fresh background in the call's scratch. */
+#include <math.h>
+#include <stddef.h>
+
+#include "kernels/common/background.h"
+#include "ops/op_desc.h"
+#include "ops/op_internal.h"
+#include "streams/error.h"
+
+static plm_status check_params(const plm_background_params *params) {
+  if (!params) return plm__fail_raw(PLM_ERR_INVALID_ARG, "params is NULL");
+  if (params->mode != PLM_BACKGROUND_EMA && params->mode != PLM_BACKGROUND_MEDIAN)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "params->mode %d is not a plm_background_mode",
+                         (int)params->mode);
+  if (!(params->alpha > 0.0f && params->alpha <= 1.0f))
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "params->alpha %g is not in (0, 1]",
+                         (double)params->alpha);
+  if (!isfinite(params->step) || !(params->step > 0.0f))
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "params->step %g is not finite and > 0",
+                         (double)params->step);
+  return PLM_OK;
+}
+
+static plm_status check(const plm__op_call *call) {
+  const plm_tensor *in = call->in[0], *out = call->out[0];
+  if (in->dtype != PLM_DTYPE_U8 && in->dtype != PLM_DTYPE_U16 && in->dtype != PLM_DTYPE_F32)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "in->dtype %s is not u8, u16 or f32",
+                         plm_dtype_name(in->dtype));
+  if (in->ndim < 2)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "in->ndim %d: background needs (H, W) or (N, H, W)",
+                         in->ndim);
+  plm_status status = check_params(call->params);
+  if (status != PLM_OK || !out) return status;
+  return plm__op_check_output_like(in, "in", out, "out", PLM_DTYPE_F32);
+}
+
+static plm_status shapes(const plm__op_call *call, plm_shape *out, void *resolved) {
+  (void)resolved;
+  out[0] = plm__op_shape_like(call->in[0], PLM_DTYPE_F32);
+  return PLM_OK;
+}
+
+static void state_shape(const plm__op_call *call, plm_shape *state) {
+  const plm_tensor *in = call->in[0];
+  *state = (plm_shape){
+      .dtype = PLM_DTYPE_F32, .ndim = 2, .dims = {in->dims[in->ndim - 2], in->dims[in->ndim - 1]}};
+}
+
+static int64_t frame_pixels(const plm_tensor *in) {
+  return in->dims[in->ndim - 2] * in->dims[in->ndim - 1];
+}
+
+static void cost(const plm__op_call *call, plm_op_cost *cost) {
+  const plm_tensor *in = call->in[0];
+  double count = (double)plm_tensor_numel(in);
+  *cost = (plm_op_cost){
+      .bytes = count * ((double)plm_dtype_size(in->dtype) + 4.0) + 8.0 * (double)frame_pixels(in),
+      .flops = 3.0 * count};
+}
+
+static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch, void *args) {
+  (void)ctx;
+  const plm_tensor *in = call->in[0];
+  const plm_background_params *params = call->params;
+  *(plm__background_args *)args =
+      (plm__background_args){.in = in->data,
+                             .state = call->state ? call->state->data : scratch,
+                             .out = call->out[0]->data,
+                             .frames = plm_tensor_numel(in) / frame_pixels(in),
+                             .frame_pixels = frame_pixels(in),
+                             .dtype = in->dtype,
+                             .first = call->state ? call->state_fresh : true,
+                             .mode = params->mode,
+                             .alpha = params->alpha,
+                             .step = params->step};
+}
+
+/* A call without a state keeps a fresh one in its scratch. */
+static size_t scratch_bytes(const plm__background_args *args) {
+  return args->state ? 0 : (size_t)args->frame_pixels * sizeof(float);
+}
+
+static size_t cpu_scratch(const void *args) {
+  return scratch_bytes(args);
+}
+
+static void run_cpu(const void *args) {
+  plm__background_cpu(args);
+}
+
+#ifdef PLM_HAVE_CUDA
+static plm_status cuda_scratch(const void *args, size_t *bytes) {
+  *bytes = scratch_bytes(args);
+  return PLM_OK;
+}
+
+static plm_status run_cuda(void *stream, const void *args) {
+  return plm__background_cuda(stream, args);
+}
+#endif
+
+static const char *const mode_names[] = {"ema", "median", NULL};
+
+static const plm__op_param schema[] = {
+    {.name = "mode",
+     .type = PLM__PARAM_CHOICE,
+     .offset = offsetof(plm_background_params, mode),
+     .fallback = PLM_BACKGROUND_EMA,
+     .choices = mode_names,
+     .help = "ema: b += alpha (x - b); median: b moves by step towards x (a running median)"},
+    {.name = "alpha",
+     .type = PLM__PARAM_FLOAT,
+     .offset = offsetof(plm_background_params, alpha),
+     .fallback = 0.05,
+     .help = "ema's weight of the new frame, in (0, 1]: a time constant of 1/alpha frames"},
+    {.name = "step",
+     .type = PLM__PARAM_FLOAT,
+     .offset = offsetof(plm_background_params, step),
+     .fallback = 1.0,
+     .help = "median's change of the background per frame, > 0, in the input's units"},
+};
+
+const plm__op_desc plm__op_background = {
+    .name = "background",
+    .summary =
+        "temporal background suppression (stateful): x - b per frame, b a running "
+        "average (ema) or median of the frames before; f32; u8, u16 or f32 input",
+    .kind = PLM__OP_BACKGROUND,
+    .input_count = 1,
+    .inputs = {{.name = "in", .dtypes = "u8, u16 or f32"}},
+    .output_count = 1,
+    .outputs = {{.name = "out", .dtypes = "f32", .role = PLM__OUT_MAIN, .in_place = 1u << 0}},
+    .params_size = sizeof(plm_background_params),
+    .param_count = sizeof schema / sizeof schema[0],
+    .params = schema,
+    .check = check,
+    .shapes = shapes,
+    .cost = cost,
+    .state_shape = state_shape,
+    .args_size = sizeof(plm__background_args),
+    .pack = pack,
+    .cpu_scratch = cpu_scratch,
+    .cuda_scratch = PLM__CUDA_ENTRY(cuda_scratch),
+    .cpu = run_cpu,
+    .cuda = PLM__CUDA_ENTRY(run_cuda),
+};
+
+/* ---- the public functions ---------------------------------------------------------------- */
+
+plm_background_params plm_background_params_default(void) {
+  plm_background_params params;
+  plm__op_params_default(&plm__op_background, &params);
+  return params;
+}
+
+plm_status plm_background_output(const plm_tensor *in, const plm_background_params *params,
+                                 plm_shape *out) {
+  PLM__REQUIRE_NOT_NULL(in);
+  PLM__REQUIRE_NOT_NULL(out);
+  const plm__op_call call = {.in = {in}, .params = params};
+  return plm__propagate(plm__op_shapes(&plm__op_background, &call, out, NULL));
+}
+
+plm_status plm_background_cost(const plm_tensor *in, const plm_background_params *params,
+                               plm_op_cost *cost) {
+  PLM__REQUIRE_NOT_NULL(in);
+  PLM__REQUIRE_NOT_NULL(cost);
+  const plm__op_call call = {.in = {in}, .params = params};
+  return plm__propagate(plm__op_cost(&plm__op_background, &call, cost));
+}
+
+plm_status plm_background(plm_stream *stream, const plm_tensor *in, plm_tensor *state, bool first,
+                          const plm_background_params *params, plm_tensor *out) {
+  if (!state && !first)
+    return plm__fail(PLM_ERR_INVALID_ARG,
+                     "state is NULL but first is false: there is no background to continue");
+  const plm__op_call call = {
+      .in = {in}, .out = {out}, .params = params, .state = state, .state_fresh = first};
+  return plm__op_call_public(&plm__op_background, stream, &call);
+}

@@ -1,0 +1,440 @@
+/* tests/test_background.c: the background op (plume/background.h) and state in
+ * pipelines (plume/pipeline.h: plm_pipeline_reset_state).
+ *
+ * The op on the backend under test against the reference computed here with the same
+ * f32 roundings (plm__background_one's: d = x - b, then fmaf or b +- step), bit for bit,
+ * itself within 1e-5 relative of the float64 recurrence; a stack equals its frames run one
+ * call at a time with the state carried; the NaN rules; in place; every refusal.
+ *
+ * Pipelines: the same frames through a pipeline with a background node give the same
+ * bytes with K = 1..4 frames in flight (each with the source inline and ahead), the same
+ * as the op over the whole stack, and the same whether streamed in one run, in two runs
+ * or frame by frame with plm_pipeline_run; plm_pipeline_reset_state starts the state
+ * again, and is refused from inside a run_stream. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+enum { H = 19, W = 27, PIXELS = H * W, FRAMES = 24 };
+
+/* Frame t's pixel i of a slowly changing scene with a bright spot moving across it. */
+static uint16_t scene_pixel(int64_t t, int64_t i) {
+  const int64_t y = i / W, x = i % W;
+  int64_t v = 1000 + 13 * y + 7 * x + (int64_t)((t * 37 + i * 101) % 23);
+  const int64_t spot_x = (2 * t) % W, spot_y = H / 2;
+  if (llabs(x - spot_x) <= 1 && llabs(y - spot_y) <= 1) v += 400;
+  return (uint16_t)v;
+}
+
+/* ---- the reference ----------------------------------------------------------------------- */
+
+/* One pixel, as plume/background.h states it. */
+static float reference_one(float x, float *b, bool first, plm_background_mode mode, float alpha,
+                           float step) {
+  if (first || !isfinite(*b)) {
+    if (!first && !isfinite(x)) return x - *b;
+    *b = x;
+    return 0.0f;
+  }
+  const float d = x - *b;
+  if (!isfinite(x)) return d;
+  if (mode == PLM_BACKGROUND_MEDIAN)
+    *b = d > 0.0f ? *b + step : d < 0.0f ? *b - step : *b;
+  else
+    *b = fmaf(alpha, d, *b);
+  return d;
+}
+
+/* The op over frames x[0..frames) of `pixels` each, starting from b (first: fresh). */
+static void reference(const float *x, float *out, float *b, int64_t frames, int64_t pixels,
+                      bool first, const plm_background_params *params) {
+  for (int64_t t = 0; t < frames; t++)
+    for (int64_t p = 0; p < pixels; p++)
+      out[t * pixels + p] = reference_one(x[t * pixels + p], &b[p], first && t == 0, params->mode,
+                                          params->alpha, params->step);
+}
+
+static bool same_bits(const float *a, const float *b, int64_t count) {
+  return memcmp(a, b, (size_t)count * sizeof *a) == 0;
+}
+
+/* Run the op over host frames of dtype (as floats in x), return out (malloc'd). state may
+ * be NULL (a fresh background in scratch). */
+static float *run_op(plm_dtype dtype, const void *host, int64_t frames, plm_tensor *state,
+                     bool first, const plm_background_params *params) {
+  const int64_t dims[3] = {frames, H, W};
+  plm_tensor in = plm_test_upload(dtype, 3, dims, host), out;
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 3, dims, &out));
+  PLM_CHECK_OK(plm_background(plm_test_stream, &in, state, first, params, &out));
+  float *got = malloc((size_t)(frames * PIXELS) * sizeof *got);
+  ck_assert_ptr_nonnull(got);
+  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, got, out.data, plm_tensor_bytes(&out),
+                                 PLM_COPY_DEVICE_TO_HOST));
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &in));
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &out));
+  return got;
+}
+
+/* FRAMES frames of the scene as u16 and as floats. */
+static void scene_frames(uint16_t *u16, float *f32) {
+  for (int64_t t = 0; t < FRAMES; t++)
+    for (int64_t i = 0; i < PIXELS; i++) {
+      u16[t * PIXELS + i] = scene_pixel(t, i);
+      f32[t * PIXELS + i] = (float)scene_pixel(t, i);
+    }
+}
+
+START_TEST(test_matches_the_reference_in_every_dtype_and_mode) {
+  uint16_t *u16 = malloc(FRAMES * PIXELS * sizeof *u16);
+  uint8_t *u8 = malloc(FRAMES * PIXELS);
+  float *x = malloc(FRAMES * PIXELS * sizeof *x), *want = malloc(FRAMES * PIXELS * sizeof *want);
+  float *b = malloc(PIXELS * sizeof *b);
+  ck_assert(u16 && u8 && x && want && b);
+  scene_frames(u16, x);
+  const plm_background_params modes[] = {
+      {.mode = PLM_BACKGROUND_EMA, .alpha = 0.05f, .step = 1.0f},
+      {.mode = PLM_BACKGROUND_EMA, .alpha = 0.3f, .step = 1.0f},
+      {.mode = PLM_BACKGROUND_EMA, .alpha = 1.0f, .step = 1.0f},
+      {.mode = PLM_BACKGROUND_MEDIAN, .alpha = 0.05f, .step = 2.5f}};
+  for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+    reference(x, want, b, FRAMES, PIXELS, true, &modes[m]);
+    float *got = run_op(PLM_DTYPE_U16, u16, FRAMES, NULL, true, &modes[m]);
+    ck_assert_msg(same_bits(got, want, FRAMES * PIXELS), "u16, mode %zu", m);
+    free(got);
+    got = run_op(PLM_DTYPE_F32, x, FRAMES, NULL, true, &modes[m]);
+    ck_assert_msg(same_bits(got, want, FRAMES * PIXELS), "f32, mode %zu", m);
+    free(got);
+  }
+  /* u8: the scene's values mod 256. */
+  for (int64_t i = 0; i < FRAMES * PIXELS; i++) {
+    u8[i] = (uint8_t)u16[i];
+    x[i] = (float)u8[i];
+  }
+  reference(x, want, b, FRAMES, PIXELS, true, &modes[1]);
+  float *got = run_op(PLM_DTYPE_U8, u8, FRAMES, NULL, true, &modes[1]);
+  ck_assert(same_bits(got, want, FRAMES * PIXELS));
+  free(got);
+
+  /* The f32 recurrence stays within 1e-5 relative of float64's (ema, alpha 0.3). */
+  scene_frames(u16, x);
+  reference(x, want, b, FRAMES, PIXELS, true, &modes[1]);
+  for (int64_t p = 0; p < PIXELS; p++) {
+    double b64 = x[p];
+    for (int64_t t = 1; t < FRAMES; t++) {
+      const double d = (double)x[t * PIXELS + p] - b64;
+      ck_assert_double_le(fabs(d - (double)want[t * PIXELS + p]), 1e-5 * (fabs(b64) + 1.0));
+      b64 += 0.3 * d;
+    }
+  }
+  free(u16);
+  free(u8);
+  free(x);
+  free(want);
+  free(b);
+}
+END_TEST
+
+START_TEST(test_a_stack_equals_its_frames_one_call_at_a_time) {
+  uint16_t *u16 = malloc(FRAMES * PIXELS * sizeof *u16);
+  float *x = malloc(FRAMES * PIXELS * sizeof *x);
+  ck_assert(u16 && x);
+  scene_frames(u16, x);
+  const plm_background_params params = plm_background_params_default();
+  float *whole = run_op(PLM_DTYPE_U16, u16, FRAMES, NULL, true, &params);
+  const int64_t hw[2] = {H, W};
+  plm_tensor state = plm_test_upload(PLM_DTYPE_F32, 2, hw, NULL);
+  /* Frames 0..4 in one call, then one call per frame, then the rest in one. */
+  int64_t t = 0;
+  const int64_t sizes[] = {5, 1, 1, 1, FRAMES - 8};
+  for (size_t c = 0; c < sizeof sizes / sizeof sizes[0]; c++) {
+    float *part = run_op(PLM_DTYPE_U16, u16 + t * PIXELS, sizes[c], &state, t == 0, &params);
+    ck_assert_msg(same_bits(part, whole + t * PIXELS, sizes[c] * PIXELS), "call %zu", c);
+    free(part);
+    t += sizes[c];
+  }
+  /* first = true starts again, whatever the state holds. */
+  float *again = run_op(PLM_DTYPE_U16, u16, FRAMES, &state, true, &params);
+  ck_assert(same_bits(again, whole, FRAMES * PIXELS));
+  free(again);
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &state));
+  free(whole);
+  free(u16);
+  free(x);
+}
+END_TEST
+
+START_TEST(test_values_that_are_not_numbers_leave_the_background) {
+  /* One pixel (1 x 1 frames): NaN first, then finite, then inf, then finite. */
+  const float x[] = {NAN, 10.0f, 20.0f, INFINITY, 30.0f, NAN, 30.0f};
+  const int64_t n = sizeof x / sizeof x[0], dims[3] = {n, 1, 1};
+  plm_tensor in = plm_test_upload(PLM_DTYPE_F32, 3, dims, x), out;
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 3, dims, &out));
+  const plm_background_params params = {.mode = PLM_BACKGROUND_EMA, .alpha = 0.5f, .step = 1.0f};
+  PLM_CHECK_OK(plm_background(plm_test_stream, &in, NULL, true, &params, &out));
+  float got[7];
+  PLM_CHECK_OK(
+      plm_stream_memcpy(plm_test_stream, got, out.data, sizeof got, PLM_COPY_DEVICE_TO_HOST));
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+  ck_assert(got[0] == 0.0f);  /* b = NaN */
+  ck_assert(got[1] == 0.0f);  /* b was NaN: re-initialised to 10 */
+  ck_assert(got[2] == 10.0f); /* 20 - 10; b = 15 */
+  ck_assert(isinf(got[3]));   /* inf - 15; b stays 15 */
+  ck_assert(got[4] == 15.0f); /* 30 - 15; b = 22.5 */
+  ck_assert(isnan(got[5]));   /* b stays 22.5 */
+  ck_assert(got[6] == 7.5f);  /* 30 - 22.5 */
+  /* In place on f32 gives the same. */
+  PLM_CHECK_OK(plm_background(plm_test_stream, &in, NULL, true, &params, &in));
+  float in_place[7];
+  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, in_place, in.data, sizeof in_place,
+                                 PLM_COPY_DEVICE_TO_HOST));
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+  ck_assert(memcmp(in_place, got, sizeof got) == 0);
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &in));
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &out));
+}
+END_TEST
+
+START_TEST(test_output_shape_cost_and_defaults) {
+  const plm_background_params defaults = plm_background_params_default();
+  ck_assert_int_eq(defaults.mode, PLM_BACKGROUND_EMA);
+  ck_assert(defaults.alpha == 0.05f && defaults.step == 1.0f);
+  const int64_t dims[3] = {4, 6, 8};
+  plm_tensor in;
+  PLM_CHECK_OK(plm_tensor_wrap(plm_test_ctx, (void *)&dims, PLM_DTYPE_U16, 3, dims, &in));
+  plm_shape shape;
+  PLM_CHECK_OK(plm_background_output(&in, &defaults, &shape));
+  ck_assert_int_eq(shape.dtype, PLM_DTYPE_F32);
+  ck_assert(shape.ndim == 3 && shape.dims[0] == 4 && shape.dims[1] == 6 && shape.dims[2] == 8);
+  plm_op_cost cost;
+  PLM_CHECK_OK(plm_background_cost(&in, &defaults, &cost));
+  ck_assert_double_eq(cost.bytes, 4 * 48 * (2.0 + 4.0) + 8.0 * 48);
+  ck_assert_double_eq(cost.flops, 3.0 * 4 * 48);
+}
+END_TEST
+
+START_TEST(test_bad_input_is_refused) {
+  const int64_t dims[3] = {2, 4, 5}, hw[2] = {4, 5}, wh[2] = {5, 4};
+  plm_tensor in = plm_test_upload(PLM_DTYPE_U16, 3, dims, NULL);
+  plm_tensor out = plm_test_upload(PLM_DTYPE_F32, 3, dims, NULL);
+  plm_tensor state = plm_test_upload(PLM_DTYPE_F32, 2, hw, NULL);
+  plm_tensor turned = plm_test_upload(PLM_DTYPE_F32, 2, wh, NULL);
+  plm_tensor state_u16 = plm_test_upload(PLM_DTYPE_U16, 2, hw, NULL);
+  plm_background_params params = plm_background_params_default();
+  PLM_CHECK_FAILS(plm_background(plm_test_stream, &in, &state, false, NULL, &out),
+                  PLM_ERR_INVALID_ARG, "params is NULL");
+  PLM_CHECK_FAILS(plm_background(plm_test_stream, &in, NULL, false, &params, &out),
+                  PLM_ERR_INVALID_ARG, "state is NULL but first is false");
+  PLM_CHECK_FAILS(plm_background(plm_test_stream, &in, &turned, false, &params, &out),
+                  PLM_ERR_INVALID_ARG, "state is not f32 4x5");
+  PLM_CHECK_FAILS(plm_background(plm_test_stream, &in, &state_u16, false, &params, &out),
+                  PLM_ERR_INVALID_ARG, "state is not f32 4x5");
+  plm_tensor state_in_out = state;
+  state_in_out.data = out.data;
+  PLM_CHECK_FAILS(plm_background(plm_test_stream, &in, &state_in_out, false, &params, &out),
+                  PLM_ERR_INVALID_ARG, "overlaps out");
+  PLM_CHECK_FAILS(plm_background(plm_test_stream, &out, &state_in_out, false, &params, &out),
+                  PLM_ERR_INVALID_ARG, "overlaps in");
+  plm_background_params bad = params;
+  bad.alpha = 0.0f;
+  PLM_CHECK_FAILS(plm_background(plm_test_stream, &in, &state, true, &bad, &out),
+                  PLM_ERR_INVALID_ARG, "params->alpha 0 is not in (0, 1]");
+  bad.alpha = 1.5f;
+  PLM_CHECK_FAILS(plm_background(plm_test_stream, &in, &state, true, &bad, &out),
+                  PLM_ERR_INVALID_ARG, "params->alpha 1.5 is not in (0, 1]");
+  bad = params;
+  bad.step = -1.0f;
+  PLM_CHECK_FAILS(plm_background(plm_test_stream, &in, &state, true, &bad, &out),
+                  PLM_ERR_INVALID_ARG, "params->step -1 is not finite and > 0");
+  bad = params;
+  bad.mode = (plm_background_mode)7;
+  PLM_CHECK_FAILS(plm_background(plm_test_stream, &in, &state, true, &bad, &out),
+                  PLM_ERR_INVALID_ARG, "params->mode 7 is not a plm_background_mode");
+  PLM_CHECK_FAILS(plm_background(plm_test_stream, &in, &state, true, &params, &in),
+                  PLM_ERR_INVALID_ARG, "out->dtype u16 is not f32");
+  PLM_CHECK_FAILS(plm_background(plm_test_stream, &state_u16, NULL, true, &params, &turned),
+                  PLM_ERR_INVALID_ARG, "out is 5x4 but in is 4x5");
+  PLM_CHECK_FAILS(plm_background(plm_test_stream, NULL, NULL, true, &params, &out),
+                  PLM_ERR_INVALID_ARG, "in is NULL");
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+  plm_tensor *all[] = {&in, &out, &state, &turned, &state_u16};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, all[i]));
+}
+END_TEST
+
+/* ---- pipelines ------------------------------------------------------------------------ */
+
+#define CHAIN "background alpha=0.25 ! cfar window=7 guard=3 k=2 output=z"
+
+static plm_pipeline *chain_pipeline(const char *text, int frames_in_flight) {
+  const int64_t dims[2] = {H, W};
+  plm_pipeline *pl = NULL;
+  PLM_CHECK_OK(plm_pipeline_parse(plm_test_ctx, text, PLM_DTYPE_U16, 2, dims, &pl));
+  plm_plan_config cfg = {.frames_in_flight = frames_in_flight};
+  PLM_CHECK_OK(plm_pipeline_compile(pl, &cfg));
+  return pl;
+}
+
+typedef struct frames_run {
+  int64_t first, frames; /* the source gives scene frames first .. first + frames - 1 */
+  float *kept;           /* each delivered frame's output, PIXELS floats, by run index */
+  plm_pipeline *pl;      /* the sink tries to reset it (must be refused) when set */
+  bool reset_refused;
+} frames_run;
+
+static plm_status scene_source(void *user, int64_t frame, void *const *inputs, bool *end) {
+  frames_run *r = user;
+  if (frame >= r->frames) {
+    *end = true;
+    return PLM_OK;
+  }
+  uint16_t *in = inputs[0];
+  for (int64_t i = 0; i < PIXELS; i++) in[i] = scene_pixel(r->first + frame, i);
+  return PLM_OK;
+}
+
+static plm_status keep_sink(void *user, int64_t frame, const void *const *outputs) {
+  frames_run *r = user;
+  memcpy(r->kept + frame * PIXELS, outputs[0], PIXELS * sizeof(float));
+  if (r->pl && frame == 2) {
+    plm_clear_error();
+    r->reset_refused = plm_pipeline_reset_state(r->pl) == PLM_ERR_INVALID_STATE &&
+                       strstr(plm_last_error(), "run_stream") != NULL;
+  }
+  return PLM_OK;
+}
+
+/* Stream scene frames first .. first + frames - 1 through pl into kept. */
+static void stream_frames(plm_pipeline *pl, int64_t first, int64_t frames, int ahead, float *kept) {
+  frames_run r = {.first = first, .frames = frames, .kept = kept};
+  plm_run_stream_options options = plm_run_stream_options_default();
+  options.source_ahead = ahead;
+  plm_run_stream_report report;
+  PLM_CHECK_OK(plm_pipeline_run_stream(pl, scene_source, keep_sink, &r, &options, &report));
+  ck_assert_int_eq(report.frames_delivered, frames);
+}
+
+START_TEST(test_frames_in_flight_give_the_same_bytes) {
+  float *one = malloc(FRAMES * PIXELS * sizeof *one), *got = malloc(FRAMES * PIXELS * sizeof *got);
+  ck_assert(one && got);
+  plm_pipeline *pl = chain_pipeline(CHAIN, 1);
+  stream_frames(pl, 0, FRAMES, 0, one);
+  PLM_CHECK_OK(plm_pipeline_destroy(pl));
+  for (int k = 1; k <= 4; k++)
+    for (int ahead = 0; ahead <= 3; ahead += 3) {
+      pl = chain_pipeline(CHAIN, k);
+      memset(got, 0xff, FRAMES * PIXELS * sizeof *got);
+      stream_frames(pl, 0, FRAMES, ahead, got);
+      ck_assert_msg(memcmp(got, one, FRAMES * PIXELS * sizeof *got) == 0, "K = %d, source %d ahead",
+                    k, ahead);
+      PLM_CHECK_OK(plm_pipeline_destroy(pl));
+    }
+  free(one);
+  free(got);
+}
+END_TEST
+
+START_TEST(test_a_pipeline_equals_the_op_and_carries_its_state_across_runs) {
+  uint16_t *u16 = malloc(FRAMES * PIXELS * sizeof *u16);
+  float *x = malloc(FRAMES * PIXELS * sizeof *x), *got = malloc(FRAMES * PIXELS * sizeof *got);
+  ck_assert(u16 && x && got);
+  scene_frames(u16, x);
+  plm_background_params params = plm_background_params_default();
+  params.alpha = 0.25f;
+  float *op = run_op(PLM_DTYPE_U16, u16, FRAMES, NULL, true, &params);
+
+  /* Two streamed runs: the second continues the first's state. */
+  plm_pipeline *pl = chain_pipeline("background alpha=0.25", 3);
+  stream_frames(pl, 0, 10, 0, got);
+  stream_frames(pl, 10, FRAMES - 10, 2, got + 10 * PIXELS);
+  ck_assert(same_bits(got, op, FRAMES * PIXELS));
+
+  /* After a reset, frame by frame with plm_pipeline_run, then streamed: the same again. */
+  PLM_CHECK_OK(plm_pipeline_reset_state(pl));
+  const int64_t hw[2] = {H, W};
+  plm_tensor in = plm_test_upload(PLM_DTYPE_U16, 2, hw, NULL);
+  plm_tensor out = plm_test_upload(PLM_DTYPE_F32, 2, hw, NULL);
+  for (int64_t t = 0; t < 6; t++) {
+    PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, in.data, u16 + t * PIXELS, PIXELS * sizeof *u16,
+                                   PLM_COPY_HOST_TO_DEVICE));
+    PLM_CHECK_OK(plm_pipeline_run(pl, &in, &out, plm_test_stream));
+    PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, got + t * PIXELS, out.data,
+                                   PIXELS * sizeof *got, PLM_COPY_DEVICE_TO_HOST));
+  }
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+  stream_frames(pl, 6, FRAMES - 6, 0, got + 6 * PIXELS);
+  ck_assert(same_bits(got, op, FRAMES * PIXELS));
+
+  /* A reset from the sink of a run is refused; the run goes on. */
+  PLM_CHECK_OK(plm_pipeline_reset_state(pl));
+  frames_run r = {.first = 0, .frames = FRAMES, .kept = got, .pl = pl};
+  plm_run_stream_report report;
+  PLM_CHECK_OK(plm_pipeline_run_stream(pl, scene_source, keep_sink, &r, NULL, &report));
+  ck_assert(r.reset_refused);
+  ck_assert(same_bits(got, op, FRAMES * PIXELS));
+
+  plm_plan_info info;
+  PLM_CHECK_OK(plm_pipeline_plan_info(pl, &info));
+  ck_assert_int_eq(info.states, 1);
+  ck_assert_uint_eq(info.state_bytes, 2304); /* 19 x 27 x 4 = 2052, to 256 */
+  char text[8192];
+  PLM_CHECK_OK(plm_pipeline_describe(pl, text, sizeof text, NULL));
+  ck_assert_msg(strstr(text, "state s0 f32 19x27 at state[0, 2052)") != NULL, "%s", text);
+  ck_assert_msg(strstr(text, "state: 1 state(s), 2304 bytes") != NULL, "%s", text);
+
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &in));
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &out));
+  PLM_CHECK_OK(plm_pipeline_destroy(pl));
+  free(op);
+  free(u16);
+  free(x);
+  free(got);
+}
+END_TEST
+
+START_TEST(test_reset_state_is_refused_before_compile) {
+  const int64_t dims[2] = {H, W};
+  plm_pipeline *pl = NULL;
+  PLM_CHECK_OK(plm_pipeline_parse(plm_test_ctx, "background", PLM_DTYPE_U16, 2, dims, &pl));
+  PLM_CHECK_FAILS(plm_pipeline_reset_state(pl), PLM_ERR_INVALID_STATE, "not compiled");
+  PLM_CHECK_FAILS(plm_pipeline_reset_state(NULL), PLM_ERR_INVALID_ARG, "pl is NULL");
+  PLM_CHECK_OK(plm_pipeline_destroy(pl));
+  /* A pipeline without state accepts a reset. */
+  pl = chain_pipeline("threshold value=3", 2);
+  PLM_CHECK_OK(plm_pipeline_reset_state(pl));
+  PLM_CHECK_OK(plm_pipeline_destroy(pl));
+}
+END_TEST
+
+static Suite *background_suite(void) {
+  Suite *suite = suite_create("background");
+  TCase *op = tcase_create("op");
+  plm_test_add_fixture(op);
+  plm_test_add_stream_fixture(op);
+  tcase_add_test(op, test_matches_the_reference_in_every_dtype_and_mode);
+  tcase_add_test(op, test_a_stack_equals_its_frames_one_call_at_a_time);
+  tcase_add_test(op, test_values_that_are_not_numbers_leave_the_background);
+  tcase_add_test(op, test_output_shape_cost_and_defaults);
+  tcase_add_test(op, test_bad_input_is_refused);
+  suite_add_tcase(suite, op);
+  TCase *pipeline = tcase_create("pipeline");
+  plm_test_add_fixture(pipeline);
+  plm_test_add_stream_fixture(pipeline);
+  tcase_set_timeout(pipeline, 120);
+  tcase_add_test(pipeline, test_frames_in_flight_give_the_same_bytes);
+  tcase_add_test(pipeline, test_a_pipeline_equals_the_op_and_carries_its_state_across_runs);
+  tcase_add_test(pipeline, test_reset_state_is_refused_before_compile);
+  suite_add_tcase(suite, pipeline);
+  return suite;
+}
+
+int main(void) {
+  return plm_test_main(background_suite);
+}
