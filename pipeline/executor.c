@@ -38,6 +38,12 @@
  * meets (R / K of them when R = K + N is a multiple of K, at most R), each captured on
  * its first use. With timing or a profiler only the plan is captured, one graph per
  * slot, and the copies and marks are enqueued around its launch.
+ *
+ * State (pipeline_internal.h): a stateful step's wait for the previous frame's update and
+ * the record of its own are captured as external event nodes. Frame k's previous frame
+ * is always on slot (k - 1) mod K, so a slot's graphs wait on the right event at every
+ * replay; after each launch the pipeline's order of updates moves on to the slot
+ * (plm__pipeline_state_replayed), and a failed capture puts it back.
  */
 #include <math.h>
 #include <stdio.h>
@@ -258,6 +264,9 @@ static void capture(frame_run *run, frame_slot *slot, int slot_index, int64_t fr
     refuse_graphs(run, plm_last_error());
     return;
   }
+  /* The capture moves the states' order on (the frame's updates are in the graph); a
+   * failed one runs the frame again without a graph, after the same previous updates. */
+  plm__pipeline_state_save(run->pl);
   plm_status enqueued = run->whole_frame_graphs ? upload(run, slot, frame, inputs) : PLM_OK;
   if (enqueued == PLM_OK)
     enqueued = plm__pipeline_enqueue(run->pl, slot_index, slot->stream, slot->inputs, slot->outputs,
@@ -270,6 +279,7 @@ static void capture(frame_run *run, frame_slot *slot, int slot_index, int64_t fr
   if (why[0]) {
     plm__stream_graph_destroy(*graph);
     *graph = NULL;
+    plm__pipeline_state_restore(run->pl);
     refuse_graphs(run, why);
   }
 }
@@ -325,6 +335,7 @@ static plm_status submit_frame(frame_run *run, int64_t frame, void *const *input
   if (*graph && run->whole_frame_graphs) {
     status = plm__stream_graph_launch(*graph, slot->stream);
     if (status == PLM_OK) run->report->graph_replays++;
+    if (status == PLM_OK) plm__pipeline_state_replayed(run->pl, slot_index);
   } else {
     const bool timed = run->options->record_timing;
     if (timed) status = plm_event_record(slot->started, slot->stream);
@@ -333,6 +344,7 @@ static plm_status submit_frame(frame_run *run, int64_t frame, void *const *input
     if (status == PLM_OK && *graph) {
       status = plm__stream_graph_launch(*graph, slot->stream);
       if (status == PLM_OK) run->report->graph_replays++;
+      if (status == PLM_OK) plm__pipeline_state_replayed(run->pl, slot_index);
     } else if (status == PLM_OK) {
       status = plm__pipeline_enqueue(run->pl, slot_index, slot->stream, slot->inputs, slot->outputs,
                                      frame);

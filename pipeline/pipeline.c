@@ -40,9 +40,12 @@ static void release_runtime(plm_pipeline *pl, bool free_memory) {
   free(pl->state_tensors);
   free(pl->state_fresh);
   free(pl->state_last);
+  free(pl->saved_last);
+  free(pl->saved_fresh);
   pl->state_tensors = NULL;
   pl->state_fresh = NULL;
-  pl->state_last = NULL;
+  pl->state_last = pl->saved_last = NULL;
+  pl->saved_fresh = NULL;
   plm_stream_destroy(pl->control); /* waits for the frees' place in its order */
   pl->control = NULL;
   free(pl->release_after);
@@ -88,7 +91,10 @@ static plm_status create_states(plm_pipeline *pl) {
   pl->state_tensors = calloc(n, sizeof *pl->state_tensors);
   pl->state_fresh = calloc(n, sizeof *pl->state_fresh);
   pl->state_last = calloc(n, sizeof *pl->state_last);
-  if (!pl->state_tensors || !pl->state_fresh || !pl->state_last)
+  pl->saved_last = calloc(n, sizeof *pl->saved_last);
+  pl->saved_fresh = calloc(n, sizeof *pl->saved_fresh);
+  if (!pl->state_tensors || !pl->state_fresh || !pl->state_last || !pl->saved_last ||
+      !pl->saved_fresh)
     return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for the pipeline's state");
   if (plan->state_bytes == 0) return PLM_OK;
   plm_status status = plm_pool_alloc(pl->pool, plan->state_bytes, pl->control, &pl->state);
@@ -252,6 +258,27 @@ plm_status plm_pipeline_plan_info(const plm_pipeline *pl, plm_plan_info *out) {
                          .states = plan->state_count,
                          .state_bytes = plan->state_bytes};
   return PLM_OK;
+}
+
+void plm__pipeline_state_save(plm_pipeline *pl) {
+  for (int j = 0; j < pl->plan.state_count; j++) {
+    pl->saved_last[j] = pl->state_last[j];
+    pl->saved_fresh[j] = pl->state_fresh[j];
+  }
+}
+
+void plm__pipeline_state_restore(plm_pipeline *pl) {
+  for (int j = 0; j < pl->plan.state_count; j++) {
+    pl->state_last[j] = pl->saved_last[j];
+    pl->state_fresh[j] = pl->saved_fresh[j];
+  }
+}
+
+void plm__pipeline_state_replayed(plm_pipeline *pl, int slot) {
+  for (int j = 0; j < pl->plan.state_count; j++) {
+    pl->state_last[j] = pl->slots[slot].state_events[j];
+    pl->state_fresh[j] = false;
+  }
 }
 
 plm_status plm_pipeline_reset_state(plm_pipeline *pl) {

@@ -235,6 +235,8 @@ struct plm_pipeline {
   plm_tensor *state_tensors;  /* per state, its address in the block */
   bool *state_fresh;          /* per state: its next update initialises it */
   plm_event **state_last;     /* per state: the event after its last update, or NULL */
+  plm_event **saved_last;     /* state_last and state_fresh as plm__pipeline_state_save */
+  bool *saved_fresh;          /* left them */
   bool streaming;             /* inside plm_pipeline_run_stream (reset_state refuses) */
 };
 
@@ -302,6 +304,15 @@ plm_status plm__pipeline_check_io(const plm_pipeline *pl, const plm_stream *stre
  * step is recorded as a launch of frame `frame`. */
 plm_status plm__pipeline_enqueue(plm_pipeline *pl, int slot, plm_stream *stream,
                                  const plm_tensor *inputs, plm_tensor *outputs, int64_t frame);
+
+/* Keep the states' order (state_last, state_fresh) before enqueueing a frame that may
+ * not run (a graph capture that may fail), and put it back when it did not. */
+void plm__pipeline_state_save(plm_pipeline *pl);
+void plm__pipeline_state_restore(plm_pipeline *pl);
+
+/* A graph of slot's frame was launched: its updates of the states are now the last ones
+ * (as plm__pipeline_enqueue would have left them). */
+void plm__pipeline_state_replayed(plm_pipeline *pl, int slot);
 
 /* Whether the slot's plan can be captured into a graph and replayed: every step's
  * memory must be fixed, so no step may take memory from a pool per call (a replay would
