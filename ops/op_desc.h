@@ -47,6 +47,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "plume/badpixel.h"
 #include "plume/cfar.h"
 #include "plume/conv.h"
 #include "plume/dendritic.h"
@@ -95,7 +96,8 @@ typedef struct plm__no_params {
   X(DOT, dot, plm_dot_params)                                                             \
   X(AR_FORECAST, ar_forecast, plm_ar_forecast_params)                                     \
   X(CFAR, cfar, plm_cfar_params)                                                          \
-  X(NUC, nuc, plm__no_params)
+  X(NUC, nuc, plm__no_params)                                                             \
+  X(BADPIXEL, badpixel, plm__no_params)
 
 typedef enum plm__op_kind {
 #define PLM__OP_KIND(KIND, name, type) PLM__OP_##KIND,

@@ -9,6 +9,7 @@
 #ifndef PLUME_PLUME_H
 #define PLUME_PLUME_H
 
+#include "plume/badpixel.h"
 #include "plume/cfar.h"
 #include "plume/context.h"
 #include "plume/conv.h"
