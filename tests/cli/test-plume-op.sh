@@ -448,6 +448,30 @@ expect_err "nuc calibration of another shape" "gain is 1x2 but in's frames are 3
 run 2 "nuc without --offset" op nuc --in nuc.in.npy --gain nuc.gain.npy --out nuc.bad.npy
 absent "nuc refusals" nuc.bad.npy
 
+# ---- badpixel --------------------------------------------------------------------------
+# u16 stack (2, 2, 3) [1 2 3; 4 5 6] and ten times it, flagged (0,1) and (1,2): (0,1) takes
+# the median of 1 3 4 5, (3 + 4) / 2 = 3.5 (0x40600000); (1,2) the mean of its two valid
+# neighbours 3 and 5, 4; the second frame ten times that, with the same map.
+write_npy bp.in.npy '<u2' '(2, 2, 3)' \
+  '\x01\x00\x02\x00\x03\x00\x04\x00\x05\x00\x06\x00\x0a\x00\x14\x00\x1e\x00\x28\x00\x32\x00\x3c\x00'
+write_npy bp.map.npy '|u1' '(2, 3)' '\x00\x01\x00\x00\x00\x01'
+write_npy bp.expected.npy '<f4' '(2, 2, 3)' "$(f32 1)\\x00\\x00\\x60\\x40$(f32 3 4 5 4 10 35 30 40 50 40)"
+run 0 "badpixel u16 stack" op badpixel --in bp.in.npy --bad bp.map.npy --out bp.out.npy \
+  --backend host && same bp.out.npy bp.expected.npy "badpixel u16 stack"
+run 0 "badpixel, auto backend" op badpixel --in bp.in.npy --bad=bp.map.npy --out bp.auto.npy &&
+  same bp.auto.npy bp.expected.npy "badpixel, auto backend"
+# The committed fixture (tests/fixtures/make_fixtures.py: numpy.median), byte for byte.
+run 0 "badpixel fixture" op badpixel --in "$fixtures/in-f32-3x32x40-badpixel.npy" \
+  --bad "$fixtures/bad-u8-32x40-badpixel.npy" --out bp.fixture.npy --backend host &&
+  same bp.fixture.npy "$fixtures/badpixel-f32-3x32x40.npy" "badpixel fixture"
+run 2 "badpixel map of another shape" op badpixel --in "$fixtures/in-u16-32x40-badpixel.npy" \
+  --bad bp.map.npy --out bp.bad.npy
+expect_err "badpixel map of another shape" "bad is 2x3 but in's frames are 32x40"
+run 2 "badpixel map not u8" op badpixel --in bp.in.npy --bad bp.expected.npy --out bp.bad.npy
+expect_err "badpixel map not u8" "bad->dtype f32 is not u8"
+run 2 "badpixel without --bad" op badpixel --in bp.in.npy --out bp.bad.npy
+absent "badpixel refusals" bp.bad.npy
+
 # --repeat: one timing line on stderr, and the same output
 if run 0 "--repeat" op threshold --in u8.npy --out rep.npy --value 9 --repeat 3 --backend host; then
   same rep.npy u8.expected.npy "--repeat output"
@@ -465,6 +489,8 @@ run 0 "conv2d --help" op conv2d -h && { grep -q -- '--kernel K' out.txt || fail 
 run 0 "entropy --help" op entropy --help && { grep -q -- '--window W' out.txt || fail "entropy --help"; }
 run 0 "cfar --help" op cfar --help && { grep -q -- '--output mask|z' out.txt || fail "cfar --help"; }
 run 0 "nuc --help" op nuc --help && { grep -q -- '--gain GAIN' out.txt || fail "nuc --help"; }
+run 0 "badpixel --help" op badpixel --help && { grep -q -- '--bad BAD' out.txt ||
+  fail "badpixel --help"; }
 checks=$((checks + 1))
 "$plume" --help | grep -q 'sobel' && "$plume" --help | grep -q 'conv2d' &&
   "$plume" --help | grep -q 'entropy' || fail "plume --help lacks sobel, conv2d or entropy"
