@@ -19,12 +19,6 @@ static plm_status check(const plm__op_call *call) {
   return plm__op_check_output_like(in, "in", out, "out", PLM_DTYPE_F32);
 }
 
-static plm_status shapes(const plm__op_call *call, plm_shape *out, void *resolved) {
-  (void)resolved;
-  out[0] = plm__op_shape_like(call->in[0], PLM_DTYPE_F32);
-  return PLM_OK;
-}
-
 static void cost(const plm__op_call *call, plm_op_cost *cost) {
   const plm_tensor *in = call->in[0];
   double count = (double)plm_tensor_numel(in);
@@ -69,7 +63,7 @@ const plm__op_desc plm__op_badpixel = {
     .outputs = {{.name = "out", .dtypes = "f32", .role = PLM__OUT_MAIN}},
     .params_size = sizeof(plm__no_params),
     .check = check,
-    .shapes = shapes,
+    .shapes = plm__op_shapes_f32_like_in,
     .cost = cost,
     .args_size = sizeof(plm__badpixel_args),
     .pack = pack,

@@ -44,13 +44,6 @@ static plm_status check(const plm__op_call *call) {
   return plm__op_check_output_like(in, "in", out, "out", PLM_DTYPE_F32);
 }
 
-static plm_status shapes(const plm__op_call *call, plm_shape *out, void *resolved) {
-  (void)resolved;
-  const plm_tensor *in = call->in[0];
-  out[0] = plm__op_shape_like(in, PLM_DTYPE_F32);
-  return PLM_OK;
-}
-
 static void cost(const plm__op_call *call, plm_op_cost *cost) {
   const plm_tensor *in = call->in[0];
   const plm_entropy_params *params = call->params;
@@ -142,7 +135,7 @@ const plm__op_desc plm__op_entropy = {
     .param_count = sizeof schema / sizeof schema[0],
     .params = schema,
     .check = check,
-    .shapes = shapes,
+    .shapes = plm__op_shapes_f32_like_in,
     .cost = cost,
     .args_size = sizeof(plm__entropy_args),
     .pack = pack,

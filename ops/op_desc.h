@@ -334,6 +334,10 @@ plm_status plm__op_enqueue(const plm__op_desc *op, plm_stream *stream, const plm
 plm_status plm__op_shapes(const plm__op_desc *op, const plm__op_call *call, plm_shape *out,
                           void *resolved);
 
+/* The shapes entry of an op whose one output is f32 of its first input's shape (entropy,
+ * nuc, badpixel). */
+plm_status plm__op_shapes_f32_like_in(const plm__op_call *call, plm_shape *out, void *resolved);
+
 /* The cost of a call's inputs and parameters (as plm__op_shapes checks them). Raw. */
 plm_status plm__op_cost(const plm__op_desc *op, const plm__op_call *call, plm_op_cost *cost);
 
