@@ -18,6 +18,7 @@
  *   threshold  f32 (H, W) > 0.5 to u8 (the segmentation step)
  *   cfar       f32 (H, W), window 15, guard 5, k 5, the u8 mask
  *   nuc        u8 (H, W) with an f32 (H, W) gain and offset, f32 out
+ *   badpixel   f32 (H, W) with a u8 (H, W) map flagging 1 pixel in 16 at random, f32 out
  *   background f32 (H, W) against a carried f32 (H, W) state, ema alpha 0.05, f32 out
  *   label      u8 (H, W) mask, half of it foreground at random (many small components),
  *              8-connectivity
@@ -364,22 +365,34 @@ static bool threshold_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
   return finish_call(env, s, 0);
 }
 
-/* A u8 (H, W) mask, each pixel foreground with probability 1/2: many small components,
- * label's hard case (a mostly full mask is one component). */
-static bool mask_tensor(bench_env *env, int64_t h, int64_t w, plm_tensor *out) {
+/* A u8 (H, W) mask of the random bytes above `above`: at 127.5 each pixel is foreground
+ * with probability 1/2, many small components, label's hard case (a mostly full mask is
+ * one component). */
+static bool mask_tensor(bench_env *env, int64_t h, int64_t w, double above, plm_tensor *out) {
   if (!random_tensor(env, PLM_DTYPE_U8, h, w, out)) return false;
-  const plm_threshold_params half = {.value = 127.5, .compare = PLM_COMPARE_GT};
-  CALL("mask setup", plm_threshold(env->stream, out, &half, out)); /* in place, u8 */
+  const plm_threshold_params cut = {.value = above, .compare = PLM_COMPARE_GT};
+  CALL("mask setup", plm_threshold(env->stream, out, &cut, out)); /* in place, u8 */
   CALL("mask setup", plm_stream_synchronize(env->stream));
   return true;
 }
 
 /* label: that mask, 8-connectivity, labels and the count. */
 static bool label_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
-  if (!mask_tensor(env, h, w, &s->in)) return false;
+  if (!mask_tensor(env, h, w, 127.5, &s->in)) return false;
   s->has_in = true;
   s->params.label = plm_label_params_default();
   s->call = (plm__op_call){.in = {&s->in}};
+  return finish_call(env, s, 0);
+}
+
+/* badpixel: f32 (H, W), a u8 (H, W) map flagging the 1 in 16 of random bytes above 239. */
+static bool badpixel_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
+  if (!random_tensor(env, PLM_DTYPE_F32, h, w, &s->in)) return false;
+  s->has_in = true;
+  plm_tensor *bad = &s->extra[s->extra_count];
+  if (!mask_tensor(env, h, w, 239.5, bad)) return false;
+  s->extra_count++;
+  s->call = (plm__op_call){.in = {&s->in, bad}};
   return finish_call(env, s, 0);
 }
 
@@ -615,6 +628,11 @@ static const op_entry ops[] = {
      .detail = "f32 gain, offset",
      .seed = 512,
      .setup = nuc_setup},
+    {.op = &plm__op_badpixel,
+     .dtype = "f32",
+     .detail = "1/16 flagged",
+     .seed = 512,
+     .setup = badpixel_setup},
     {.op = &plm__op_background,
      .dtype = "f32",
      .detail = "ema, state carried",

@@ -25,21 +25,10 @@ static plm_status check_params(const plm_background_params *params) {
 
 static plm_status check(const plm__op_call *call) {
   const plm_tensor *in = call->in[0], *out = call->out[0];
-  if (in->dtype != PLM_DTYPE_U8 && in->dtype != PLM_DTYPE_U16 && in->dtype != PLM_DTYPE_F32)
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "in->dtype %s is not u8, u16 or f32",
-                         plm_dtype_name(in->dtype));
-  if (in->ndim < 2)
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "in->ndim %d: background needs (H, W) or (N, H, W)",
-                         in->ndim);
-  plm_status status = check_params(call->params);
+  plm_status status = plm__op_check_frames(in, "background");
+  if (status == PLM_OK) status = check_params(call->params);
   if (status != PLM_OK || !out) return status;
   return plm__op_check_output_like(in, "in", out, "out", PLM_DTYPE_F32);
-}
-
-static plm_status shapes(const plm__op_call *call, plm_shape *out, void *resolved) {
-  (void)resolved;
-  out[0] = plm__op_shape_like(call->in[0], PLM_DTYPE_F32);
-  return PLM_OK;
 }
 
 static void state_shape(const plm__op_call *call, plm_shape *state) {
@@ -136,7 +125,7 @@ const plm__op_desc plm__op_background = {
     .param_count = sizeof schema / sizeof schema[0],
     .params = schema,
     .check = check,
-    .shapes = shapes,
+    .shapes = plm__op_shapes_f32_like_in,
     .cost = cost,
     .state_shape = state_shape,
     .args_size = sizeof(plm__background_args),

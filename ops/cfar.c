@@ -34,13 +34,9 @@ static plm_dtype output_dtype(const plm_cfar_params *params) {
 static plm_status check(const plm__op_call *call) {
   const plm_tensor *in = call->in[0], *out = call->out[0];
   const plm_cfar_params *params = call->params;
-  if (in->dtype != PLM_DTYPE_U8 && in->dtype != PLM_DTYPE_U16 && in->dtype != PLM_DTYPE_F32)
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "in->dtype %s is not u8, u16 or f32",
-                         plm_dtype_name(in->dtype));
-  if (in->ndim < 2)
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "in->ndim %d: cfar needs (H, W) or (N, H, W)",
-                         in->ndim);
-  plm_status status = check_params(params);
+  plm_status status = plm__op_check_frames(in, "cfar");
+  if (status != PLM_OK) return status;
+  status = check_params(params);
   if (status != PLM_OK || !out) return status;
   return plm__op_check_output_like(in, "in", out, "out", output_dtype(params));
 }

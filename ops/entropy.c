@@ -36,23 +36,12 @@ plm_status plm__entropy_check_params(const plm_entropy_params *params, plm_dtype
 static plm_status check(const plm__op_call *call) {
   const plm_tensor *in = call->in[0], *out = call->out[0];
   const plm_entropy_params *params = call->params;
-  if (in->dtype != PLM_DTYPE_U8 && in->dtype != PLM_DTYPE_U16 && in->dtype != PLM_DTYPE_F32)
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "in->dtype %s is not u8, u16 or f32",
-                         plm_dtype_name(in->dtype));
-  if (in->ndim < 2)
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "in->ndim %d: entropy needs (H, W) or (N, H, W)",
-                         in->ndim);
+  plm_status status = plm__op_check_frames(in, "entropy");
+  if (status != PLM_OK) return status;
   if (!params) return plm__fail_raw(PLM_ERR_INVALID_ARG, "params is NULL");
-  plm_status status = plm__entropy_check_params(params, in->dtype, "params->");
+  status = plm__entropy_check_params(params, in->dtype, "params->");
   if (status != PLM_OK || !out) return status;
   return plm__op_check_output_like(in, "in", out, "out", PLM_DTYPE_F32);
-}
-
-static plm_status shapes(const plm__op_call *call, plm_shape *out, void *resolved) {
-  (void)resolved;
-  const plm_tensor *in = call->in[0];
-  out[0] = plm__op_shape_like(in, PLM_DTYPE_F32);
-  return PLM_OK;
 }
 
 static void cost(const plm__op_call *call, plm_op_cost *cost) {
@@ -146,7 +135,7 @@ const plm__op_desc plm__op_entropy = {
     .param_count = sizeof schema / sizeof schema[0],
     .params = schema,
     .check = check,
-    .shapes = shapes,
+    .shapes = plm__op_shapes_f32_like_in,
     .cost = cost,
     .args_size = sizeof(plm__entropy_args),
     .pack = pack,

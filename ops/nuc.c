@@ -1,6 +1,5 @@
 /* ops/nuc.c: the non-uniformity correction operation (plume/nuc.h) and its descriptor. */
 #include <stddef.h>
-#include <stdio.h>
 
 #include "kernels/common/nuc.h"
 #include "ops/op_desc.h"
@@ -10,33 +9,17 @@
 /* gain or offset: f32 (H, W) of in's frames. */
 static plm_status check_calibration(const plm_tensor *t, const char *name, const plm_tensor *in) {
   plm_status status = plm__op_check_f32(t, name, 0);
-  if (status != PLM_OK) return status;
-  const int64_t h = in->dims[in->ndim - 2], w = in->dims[in->ndim - 1];
-  if (t->ndim == 2 && t->dims[0] == h && t->dims[1] == w) return PLM_OK;
-  char shape[96];
-  plm__dims_text(t->dims, t->ndim, shape, sizeof shape);
-  return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s is %s but in's frames are %lldx%lld", name, shape,
-                       (long long)h, (long long)w);
+  return status == PLM_OK ? plm__op_check_frame_map(t, name, in) : status;
 }
 
 static plm_status check(const plm__op_call *call) {
   const plm_tensor *in = call->in[0], *out = call->out[0];
-  if (in->dtype != PLM_DTYPE_U8 && in->dtype != PLM_DTYPE_U16 && in->dtype != PLM_DTYPE_F32)
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "in->dtype %s is not u8, u16 or f32",
-                         plm_dtype_name(in->dtype));
-  if (in->ndim < 2)
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "in->ndim %d: nuc needs (H, W) or (N, H, W)",
-                         in->ndim);
-  plm_status status = check_calibration(call->in[1], "gain", in);
+  plm_status status = plm__op_check_frames(in, "nuc");
+  if (status != PLM_OK) return status;
+  status = check_calibration(call->in[1], "gain", in);
   if (status == PLM_OK) status = check_calibration(call->in[2], "offset", in);
   if (status != PLM_OK || !out) return status;
   return plm__op_check_output_like(in, "in", out, "out", PLM_DTYPE_F32);
-}
-
-static plm_status shapes(const plm__op_call *call, plm_shape *out, void *resolved) {
-  (void)resolved;
-  out[0] = plm__op_shape_like(call->in[0], PLM_DTYPE_F32);
-  return PLM_OK;
 }
 
 static void cost(const plm__op_call *call, plm_op_cost *cost) {
@@ -84,7 +67,7 @@ const plm__op_desc plm__op_nuc = {
     .outputs = {{.name = "out", .dtypes = "f32", .role = PLM__OUT_MAIN, .in_place = 1u << 0}},
     .params_size = sizeof(plm__no_params),
     .check = check,
-    .shapes = shapes,
+    .shapes = plm__op_shapes_f32_like_in,
     .cost = cost,
     .args_size = sizeof(plm__nuc_args),
     .pack = pack,

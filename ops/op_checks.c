@@ -66,15 +66,9 @@ plm_status plm__op_check_same_dims(const plm_tensor *a, const char *a_name, cons
   bool same = a->ndim == b->ndim;
   for (int d = 0; same && d < a->ndim; d++) same = a->dims[d] == b->dims[d];
   if (same) return PLM_OK;
-  char a_shape[96] = "", b_shape[96] = "";
-  const plm_tensor *tensors[2] = {a, b};
-  char *texts[2] = {a_shape, b_shape};
-  for (int t = 0; t < 2; t++) {
-    size_t used = 0;
-    for (int d = 0; d < tensors[t]->ndim && used < sizeof a_shape; d++)
-      used += (size_t)snprintf(texts[t] + used, sizeof a_shape - used, d ? "x%lld" : "%lld",
-                               (long long)tensors[t]->dims[d]);
-  }
+  char a_shape[96], b_shape[96];
+  plm__dims_text(a->dims, a->ndim, a_shape, sizeof a_shape);
+  plm__dims_text(b->dims, b->ndim, b_shape, sizeof b_shape);
   return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s is %s but %s is %s", b_name, b_shape, a_name,
                        a_shape);
 }
@@ -86,6 +80,25 @@ plm_status plm__op_check_f32(const plm_tensor *t, const char *name, int ndim) {
   if (ndim > 0 && t->ndim != ndim)
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s->ndim is %d, expected %d", name, t->ndim, ndim);
   return PLM_OK;
+}
+
+plm_status plm__op_check_frames(const plm_tensor *in, const char *op) {
+  if (in->dtype != PLM_DTYPE_U8 && in->dtype != PLM_DTYPE_U16 && in->dtype != PLM_DTYPE_F32)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "in->dtype %s is not u8, u16 or f32",
+                         plm_dtype_name(in->dtype));
+  if (in->ndim < 2)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "in->ndim %d: %s needs (H, W) or (N, H, W)", in->ndim,
+                         op);
+  return PLM_OK;
+}
+
+plm_status plm__op_check_frame_map(const plm_tensor *t, const char *name, const plm_tensor *in) {
+  const int64_t h = in->dims[in->ndim - 2], w = in->dims[in->ndim - 1];
+  if (t->ndim == 2 && t->dims[0] == h && t->dims[1] == w) return PLM_OK;
+  char shape[96];
+  plm__dims_text(t->dims, t->ndim, shape, sizeof shape);
+  return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s is %s but in's frames are %lldx%lld", name, shape,
+                       (long long)h, (long long)w);
 }
 
 plm_status plm__op_check_no_partial_overlap(const plm_tensor *a, const char *a_name,

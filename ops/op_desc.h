@@ -48,6 +48,7 @@
 #include <stdint.h>
 
 #include "plume/background.h"
+#include "plume/badpixel.h"
 #include "plume/cfar.h"
 #include "plume/conv.h"
 #include "plume/dendritic.h"
@@ -97,6 +98,7 @@ typedef struct plm__no_params {
   X(AR_FORECAST, ar_forecast, plm_ar_forecast_params)                                     \
   X(CFAR, cfar, plm_cfar_params)                                                          \
   X(NUC, nuc, plm__no_params)                                                             \
+  X(BADPIXEL, badpixel, plm__no_params)                                                   \
   X(BACKGROUND, background, plm_background_params)
 
 typedef enum plm__op_kind {
@@ -343,6 +345,10 @@ plm_status plm__op_enqueue(const plm__op_desc *op, plm_stream *stream, const plm
  * checked as descriptions (plm__op_check_shape), then the op's check. Raw messages. */
 plm_status plm__op_shapes(const plm__op_desc *op, const plm__op_call *call, plm_shape *out,
                           void *resolved);
+
+/* The shapes entry of an op whose one output is f32 of its first input's shape (entropy,
+ * nuc, badpixel). */
+plm_status plm__op_shapes_f32_like_in(const plm__op_call *call, plm_shape *out, void *resolved);
 
 /* The cost of a call's inputs and parameters (as plm__op_shapes checks them). Raw. */
 plm_status plm__op_cost(const plm__op_desc *op, const plm__op_call *call, plm_op_cost *cost);

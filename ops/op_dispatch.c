@@ -138,6 +138,12 @@ static plm_status check_inputs(const plm__op_desc *op, const plm__op_call *call)
   return op->check(call);
 }
 
+plm_status plm__op_shapes_f32_like_in(const plm__op_call *call, plm_shape *out, void *resolved) {
+  (void)resolved;
+  out[0] = plm__op_shape_like(call->in[0], PLM_DTYPE_F32);
+  return PLM_OK;
+}
+
 plm_status plm__op_shapes(const plm__op_desc *op, const plm__op_call *call, plm_shape *out,
                           void *resolved) {
   plm_status status = check_inputs(op, call);

@@ -32,6 +32,15 @@ plm_status plm__op_check_shape(const plm_tensor *tensor, const char *name);
  * "<name>->ndim is 3, expected 2" otherwise. */
 plm_status plm__op_check_f32(const plm_tensor *t, const char *name, int ndim);
 
+/* in is an image or a stack of them for op (its name, for the message): u8, u16 or f32
+ * ("in->dtype i32 is not u8, u16 or f32") with at least 2 dims ("in->ndim 1: OP needs
+ * (H, W) or (N, H, W)"). */
+plm_status plm__op_check_frames(const plm_tensor *in, const char *op);
+
+/* t is a map of in's frames: (H, W), in's last two dims; "<name> is 5x4 but in's frames
+ * are 4x5" otherwise. in has at least 2 dims. */
+plm_status plm__op_check_frame_map(const plm_tensor *t, const char *name, const plm_tensor *in);
+
 /* An output of an element-wise op: out->dtype is `dtype` ("out->dtype u8 is not f32"
  * otherwise) and out has in's dims. */
 plm_status plm__op_check_output_like(const plm_tensor *in, const char *in_name,

@@ -21,8 +21,8 @@
  * with bias and activation), plume/lstm.h (an LSTM cell step), plume/dendritic.h
  * (neurons with nonlinear dendrites), plume/vector.h (vector_add, vector_add_batched,
  * dot), plume/forecast.h (ar_forecast), plume/cfar.h (cell-averaging CFAR detection),
- * plume/nuc.h (non-uniformity correction), plume/background.h (temporal background
- * suppression: the one op with a state).
+ * plume/nuc.h (non-uniformity correction), plume/badpixel.h (bad-pixel replacement),
+ * plume/background.h (temporal background suppression: the one op with a state).
  */
 #ifndef PLUME_OPS_H
 #define PLUME_OPS_H

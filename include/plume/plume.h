@@ -10,6 +10,7 @@
 #define PLUME_PLUME_H
 
 #include "plume/background.h"
+#include "plume/badpixel.h"
 #include "plume/cfar.h"
 #include "plume/context.h"
 #include "plume/conv.h"

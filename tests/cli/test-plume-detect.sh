@@ -163,11 +163,14 @@ checks=$((checks + 1))
   fail "detect cfar: $(($(wc -l <f.csv) - 1)) regions, or it differs from plume op cfar + label"
 
 # ---- arrays the pipeline names (--tensor NAME=FILE) -----------------------------------------
-# npy_f32 SHAPE: the header of a '<f4' .npy of that shape ("3, 3"), 128 bytes.
-npy_f32() {
+# npy DESCR SHAPE: the header of a .npy of that type ('<f4') and shape ("3, 3"), 128 bytes;
+# npy_f32 SHAPE and npy_u8 SHAPE for '<f4' and '|u1'.
+npy() {
   printf '\x93NUMPY\x01\x00\x76\x00'
-  printf "%-117s\n" "{'descr': '<f4', 'fortran_order': False, 'shape': ($1), }"
+  printf "%-117s\n" "{'descr': '$1', 'fortran_order': False, 'shape': ($2), }"
 }
+npy_f32() { npy '<f4' "$1"; }
+npy_u8() { npy '|u1' "$1"; }
 # box.npy: 3x3 taps of 1/9 in f32 (0x3de38e39), the taps kernel=box:3 makes; dark.npy: an
 # (H, W) background of 1000 (0x447a0000).
 { npy_f32 "3, 3"; printf '\x39\x8e\xe3\x3d%.0s' {1..9}; } >box.npy
@@ -215,6 +218,40 @@ run 0 "background, 4 frames in flight" detect --frames s.npy --pipeline "$statef
 checks=$((checks + 1))
 cmp -s bg1.csv bg4.csv || fail "background ! cfar: 4 frames in flight differ from 1"
 [[ $(wc -l <bg1.csv) -gt 1 ]] || fail "background ! cfar found no regions"
+# badpixel: with no pixel flagged, and with every pixel flagged (none has a valid neighbour,
+# so none is replaced), the frames go on unchanged: the regions of threshold 3500.
+{ npy_u8 "$H, $W"; head -c $((H * W)) /dev/zero; } >none.npy
+{ npy_u8 "$H, $W"; head -c $((H * W)) /dev/zero | tr '\0' '\1'; } >all.npy
+for map in none all; do
+  run 0 "badpixel bad=@bad, $map flagged" detect --frames s.npy --tensor bad=$map.npy \
+    --pipeline "badpixel bad=@bad ! threshold value=3500 ! label ! regions" --out b.csv
+  checks=$((checks + 1))
+  cmp -s d.csv b.csv || fail "badpixel with $map flagged differs from threshold 3500 alone"
+done
+# Every eighth pixel flagged: the same rows as plume op badpixel, threshold and label.
+{ npy_u8 "$H, $W"; for ((i = 0; i < H * W / 8; i++)); do printf '\x01\0\0\0\0\0\0\0'; done; } >some.npy
+run 0 "badpixel ! threshold" detect --frames s.npy --tensor bad=some.npy --out b.csv \
+  --pipeline "badpixel bad=@bad ! threshold value=3500 ! label ! regions"
+run 0 "op badpixel" op badpixel --in s.npy --bad some.npy --out bm.npy
+run 0 "op threshold of badpixel" op threshold --in bm.npy --value 3500 --out bt.npy
+run 0 "op label of badpixel" op label --in bt.npy --out bl.npy --regions br.csv --intensity s.npy
+checks=$((checks + 1))
+[[ $(wc -l <b.csv) -gt 1 ]] && cmp -s br.csv b.csv ||
+  fail "detect badpixel: $(($(wc -l <b.csv) - 1)) regions, or it differs from plume op"
+run 0 "badpixel ! nuc ! cfar" detect --frames s.npy --tensor bad=some.npy --tensor gain=gain2.npy \
+  --tensor offset=minus2000.npy --out bc.csv --pipeline \
+  "badpixel bad=@bad ! nuc gain=@gain offset=@offset ! cfar window=15 guard=5 k=5 ! label ! regions"
+checks=$((checks + 1))
+[[ $(wc -l <bc.csv) -gt 1 ]] || fail "badpixel ! nuc ! cfar found no regions"
+{ npy_u8 "3, 3"; head -c 9 /dev/zero; } >bad3.npy
+run 2 "badpixel of the wrong map" detect --frames s.npy --tensor bad=bad3.npy --out x.csv \
+  --pipeline "badpixel bad=@bad ! threshold value=1 ! label ! regions" &&
+  absent "badpixel of the wrong map" x.csv
+expect_err "badpixel of the wrong map" "bad is 3x3 but in's frames are 128x128"
+run 2 "badpixel of an f32 map" detect --frames s.npy --tensor bad=box.npy --out x.csv \
+  --pipeline "badpixel bad=@bad ! threshold value=1 ! label ! regions" &&
+  absent "badpixel of an f32 map" x.csv
+expect_err "badpixel of an f32 map" "bad->dtype f32 is not u8"
 # "--tensor" as another option's value is that option's: here the output's name.
 run 0 "--tensor as a value" detect --frames s.npy --pipeline "$boxed" --out --tensor
 checks=$((checks + 1))

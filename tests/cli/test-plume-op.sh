@@ -470,6 +470,29 @@ run 2 "background alpha 0" op background --in bg.in.npy --alpha 0 --out bg.bad.n
 expect_err "background alpha 0" "alpha 0 is not in (0, 1]"
 run 2 "background mode" op background --in bg.in.npy --mode mean --out bg.bad.npy
 absent "background refusals" bg.bad.npy
+# ---- badpixel --------------------------------------------------------------------------
+# u16 stack (2, 2, 3) [1 2 3; 4 5 6] and ten times it, flagged (0,1) and (1,2): (0,1) takes
+# the median of 1 3 4 5, (3 + 4) / 2 = 3.5 (0x40600000); (1,2) the mean of its two valid
+# neighbours 3 and 5, 4; the second frame ten times that, with the same map.
+write_npy bp.in.npy '<u2' '(2, 2, 3)' \
+  '\x01\x00\x02\x00\x03\x00\x04\x00\x05\x00\x06\x00\x0a\x00\x14\x00\x1e\x00\x28\x00\x32\x00\x3c\x00'
+write_npy bp.map.npy '|u1' '(2, 3)' '\x00\x01\x00\x00\x00\x01'
+write_npy bp.expected.npy '<f4' '(2, 2, 3)' "$(f32 1)\\x00\\x00\\x60\\x40$(f32 3 4 5 4 10 35 30 40 50 40)"
+run 0 "badpixel u16 stack" op badpixel --in bp.in.npy --bad bp.map.npy --out bp.out.npy \
+  --backend host && same bp.out.npy bp.expected.npy "badpixel u16 stack"
+run 0 "badpixel, auto backend" op badpixel --in bp.in.npy --bad=bp.map.npy --out bp.auto.npy &&
+  same bp.auto.npy bp.expected.npy "badpixel, auto backend"
+# The committed fixture (tests/fixtures/make_fixtures.py: numpy.median), byte for byte.
+run 0 "badpixel fixture" op badpixel --in "$fixtures/in-f32-3x32x40-badpixel.npy" \
+  --bad "$fixtures/bad-u8-32x40-badpixel.npy" --out bp.fixture.npy --backend host &&
+  same bp.fixture.npy "$fixtures/badpixel-f32-3x32x40.npy" "badpixel fixture"
+run 2 "badpixel map of another shape" op badpixel --in "$fixtures/in-u16-32x40-badpixel.npy" \
+  --bad bp.map.npy --out bp.bad.npy
+expect_err "badpixel map of another shape" "bad is 2x3 but in's frames are 32x40"
+run 2 "badpixel map not u8" op badpixel --in bp.in.npy --bad bp.expected.npy --out bp.bad.npy
+expect_err "badpixel map not u8" "bad->dtype f32 is not u8"
+run 2 "badpixel without --bad" op badpixel --in bp.in.npy --out bp.bad.npy
+absent "badpixel refusals" bp.bad.npy
 
 # --repeat: one timing line on stderr, and the same output
 if run 0 "--repeat" op threshold --in u8.npy --out rep.npy --value 9 --repeat 3 --backend host; then
@@ -490,6 +513,8 @@ run 0 "cfar --help" op cfar --help && { grep -q -- '--output mask|z' out.txt || 
 run 0 "nuc --help" op nuc --help && { grep -q -- '--gain GAIN' out.txt || fail "nuc --help"; }
 run 0 "background --help" op background --help &&
   { grep -q -- '--mode ema|median' out.txt || fail "background --help"; }
+run 0 "badpixel --help" op badpixel --help && { grep -q -- '--bad BAD' out.txt ||
+  fail "badpixel --help"; }
 checks=$((checks + 1))
 "$plume" --help | grep -q 'sobel' && "$plume" --help | grep -q 'conv2d' &&
   "$plume" --help | grep -q 'entropy' || fail "plume --help lacks sobel, conv2d or entropy"

@@ -1,0 +1,95 @@
+/* kernels/common/badpixel.h: the per-pixel replacement both backends run, and the
+ * arguments of a badpixel launch (semantics in plume/badpixel.h).
+ *
+ * Every output pixel is plm__badpixel_at of its frame, row and column, on both backends:
+ * the kernels differ only in how they walk the pixels. A flagged pixel gathers its valid
+ * neighbours in raster order, pads the rest of 8 slots with +inf and sorts them with one
+ * fixed network of 19 compare-exchanges (no branch on the data, so no divergence on the
+ * GPU); the first n slots are then the n valid values in order (a valid +inf ties with
+ * the padding, which changes nothing). NaN never reaches the sort: it is not valid.
+ */
+#ifndef PLUME_KERNELS_COMMON_BADPIXEL_H
+#define PLUME_KERNELS_COMMON_BADPIXEL_H
+
+#include <math.h>
+#include <stdint.h>
+
+#include "kernels/common/plm_hd.h"
+#include "plume/badpixel.h"
+
+typedef struct plm__badpixel_args {
+  const void *in;
+  const uint8_t *bad; /* (H, W), nonzero: bad */
+  float *out;         /* never in's memory */
+  int64_t frames, height, width;
+  plm_dtype dtype; /* of in: u8, u16 or f32 */
+} plm__badpixel_args;
+
+/* Element i of in as f32 (exact for u8 and u16). */
+static inline PLM_HD float plm__badpixel_value(const void *in, int64_t i, plm_dtype dtype) {
+  return dtype == PLM_DTYPE_U8    ? (float)((const uint8_t *)in)[i]
+         : dtype == PLM_DTYPE_U16 ? (float)((const uint16_t *)in)[i]
+                                  : ((const float *)in)[i];
+}
+
+/* Slots a and b of s in order. */
+static inline PLM_HD void plm__badpixel_order(float *s, int a, int b) {
+  const float lo = s[b] < s[a] ? s[b] : s[a], hi = s[b] < s[a] ? s[a] : s[b];
+  s[a] = lo;
+  s[b] = hi;
+}
+
+/* The median of the n (1..8) valid values in s[0..n), s[n..8) being +inf: sorted by an
+ * optimal network for 8 (Knuth, TAOCP 5.3.4: 19 exchanges in layers of 4, 4, 4, 2, 2 and
+ * 3, written two or three to a line), then the middle value, or the two middle ones'
+ * (a + b) * 0.5f rounded as written on both backends. */
+static inline PLM_HD float plm__badpixel_median(float *s, int n) {
+  plm__badpixel_order(s, 0, 2), plm__badpixel_order(s, 1, 3);
+  plm__badpixel_order(s, 4, 6), plm__badpixel_order(s, 5, 7);
+  plm__badpixel_order(s, 0, 4), plm__badpixel_order(s, 1, 5);
+  plm__badpixel_order(s, 2, 6), plm__badpixel_order(s, 3, 7);
+  plm__badpixel_order(s, 0, 1), plm__badpixel_order(s, 2, 3);
+  plm__badpixel_order(s, 4, 5), plm__badpixel_order(s, 6, 7);
+  plm__badpixel_order(s, 2, 4), plm__badpixel_order(s, 3, 5);
+  plm__badpixel_order(s, 1, 4), plm__badpixel_order(s, 3, 6);
+  plm__badpixel_order(s, 1, 2), plm__badpixel_order(s, 3, 4), plm__badpixel_order(s, 5, 6);
+  return n % 2 ? s[n / 2] : PLM__FMUL(PLM__FADD(s[n / 2 - 1], s[n / 2]), 0.5f);
+}
+
+/* Output pixel (y, x) of frame f (in's and out's frame base offset f * H * W). */
+static inline PLM_HD float plm__badpixel_at(const plm__badpixel_args *args, int64_t f, int64_t y,
+                                            int64_t x) {
+  const int64_t h = args->height, w = args->width, base = f * h * w;
+  const float self = plm__badpixel_value(args->in, base + y * w + x, args->dtype);
+  if (!args->bad[y * w + x]) return self;
+  float s[8];
+  int n = 0;
+  for (int64_t dy = -1; dy <= 1; dy++)
+    for (int64_t dx = -1; dx <= 1; dx++) {
+      const int64_t yy = y + dy, xx = x + dx;
+      if ((dy == 0 && dx == 0) || yy < 0 || yy >= h || xx < 0 || xx >= w || args->bad[yy * w + xx])
+        continue;
+      const float v = plm__badpixel_value(args->in, base + yy * w + xx, args->dtype);
+      if (v == v) s[n++] = v; /* NaN is no sample */
+    }
+  if (n == 0) return self;
+  for (int k = n; k < 8; k++) s[k] = INFINITY;
+  return plm__badpixel_median(s, n);
+}
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The CPU kernel (kernels/cpu/badpixel.c): runs on the calling thread and the CPU pool;
+ * returns when done. */
+void plm__badpixel_cpu(const plm__badpixel_args *args);
+
+/* Enqueue the CUDA kernel (kernels/cuda/badpixel.cu) on a cudaStream_t. */
+plm_status plm__badpixel_cuda(void *stream, const plm__badpixel_args *args);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PLUME_KERNELS_COMMON_BADPIXEL_H */

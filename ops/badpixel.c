@@ -1,0 +1,96 @@
+/* ops/badpixel.c: the bad-pixel replacement operation (plume/badpixel.h) and its
+ * descriptor. */
+#include <stddef.h>
+
+#include "kernels/common/badpixel.h"
+#include "ops/op_desc.h"
+#include "ops/op_internal.h"
+#include "streams/error.h"
+
+static plm_status check(const plm__op_call *call) {
+  const plm_tensor *in = call->in[0], *bad = call->in[1], *out = call->out[0];
+  plm_status status = plm__op_check_frames(in, "badpixel");
+  if (status != PLM_OK) return status;
+  if (bad->dtype != PLM_DTYPE_U8)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "bad->dtype %s is not u8",
+                         plm_dtype_name(bad->dtype));
+  status = plm__op_check_frame_map(bad, "bad", in);
+  if (status != PLM_OK || !out) return status;
+  return plm__op_check_output_like(in, "in", out, "out", PLM_DTYPE_F32);
+}
+
+static void cost(const plm__op_call *call, plm_op_cost *cost) {
+  const plm_tensor *in = call->in[0];
+  double count = (double)plm_tensor_numel(in);
+  *cost = (plm_op_cost){.bytes = count * ((double)plm_dtype_size(in->dtype) + 4.0 + 1.0),
+                        .flops = count};
+}
+
+static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch, void *args) {
+  (void)ctx;
+  (void)scratch;
+  const plm_tensor *in = call->in[0];
+  const int64_t h = in->dims[in->ndim - 2], w = in->dims[in->ndim - 1];
+  *(plm__badpixel_args *)args = (plm__badpixel_args){.in = in->data,
+                                                     .bad = call->in[1]->data,
+                                                     .out = call->out[0]->data,
+                                                     .frames = plm_tensor_numel(in) / (h * w),
+                                                     .height = h,
+                                                     .width = w,
+                                                     .dtype = in->dtype};
+}
+
+static void run_cpu(const void *args) {
+  plm__badpixel_cpu(args);
+}
+
+#ifdef PLM_HAVE_CUDA
+static plm_status run_cuda(void *stream, const void *args) {
+  return plm__badpixel_cuda(stream, args);
+}
+#endif
+
+const plm__op_desc plm__op_badpixel = {
+    .name = "badpixel",
+    .summary =
+        "bad-pixel replacement: pixels flagged in a u8 (H, W) map become the median of their "
+        "valid 3x3 neighbours, f32; u8, u16 or f32 input",
+    .kind = PLM__OP_BADPIXEL,
+    .input_count = 2,
+    .inputs = {{.name = "in", .dtypes = "u8, u16 or f32"},
+               {.name = "bad", .dtypes = "u8 (H, W)", .role = PLM__IN_TENSOR}},
+    .output_count = 1,
+    .outputs = {{.name = "out", .dtypes = "f32", .role = PLM__OUT_MAIN}},
+    .params_size = sizeof(plm__no_params),
+    .check = check,
+    .shapes = plm__op_shapes_f32_like_in,
+    .cost = cost,
+    .args_size = sizeof(plm__badpixel_args),
+    .pack = pack,
+    .cpu = run_cpu,
+    .cuda = PLM__CUDA_ENTRY(run_cuda),
+};
+
+/* ---- the public functions ---------------------------------------------------------------- */
+
+plm_status plm_badpixel_output(const plm_tensor *in, const plm_tensor *bad, plm_shape *out) {
+  PLM__REQUIRE_NOT_NULL(in);
+  PLM__REQUIRE_NOT_NULL(bad);
+  PLM__REQUIRE_NOT_NULL(out);
+  const plm__op_call call = {.in = {in, bad}};
+  return plm__propagate(plm__op_shapes(&plm__op_badpixel, &call, out, NULL));
+}
+
+plm_status plm_badpixel_cost(const plm_tensor *in, const plm_tensor *bad, plm_op_cost *cost) {
+  PLM__REQUIRE_NOT_NULL(in);
+  PLM__REQUIRE_NOT_NULL(bad);
+  PLM__REQUIRE_NOT_NULL(cost);
+  const plm__op_call call = {.in = {in, bad}};
+  return plm__propagate(plm__op_cost(&plm__op_badpixel, &call, cost));
+}
+
+plm_status plm_badpixel(plm_stream *stream, const plm_tensor *in, const plm_tensor *bad,
+                        plm_tensor *out) {
+  const plm__op_call call = {.in = {in, bad}, .out = {out}};
+  return plm__op_call_public(&plm__op_badpixel, stream, &call);
+}
