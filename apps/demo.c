@@ -300,8 +300,8 @@ int demo_command_main(int argc, char **argv) {
   char err[DETECT_ERROR_SIZE] = "";
   int64_t plumes = 0;
   double step = plm__monotonic_seconds();
-  status = scene_write_files(sc, files.frames, files.truth, true, &interrupt_signal, &plumes, err,
-                             sizeof err);
+  status = scene_write_files(sc, files.frames, files.truth, NULL, true, &interrupt_signal, &plumes,
+                             err, sizeof err);
   if (status != PLM_OK) return demo_failure(&files, config.keep, status, err);
   printf("scene: %lld frames, %lld plumes in the truth, written in %.2f s\n", (long long)sc->frames,
          (long long)plumes, plm__monotonic_seconds() - step);

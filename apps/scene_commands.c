@@ -26,10 +26,14 @@ enum { ERROR_SIZE = 1024 };
 
 static const char scene_usage[] =
     "usage: plume scene --frames N --size H,W [--seed S] --out FRAMES.npy --truth TRUTH.csv\n"
+    "                   [--difficulty normal|hard] [--calibration DIR]\n"
     "\n"
     "Write a deterministic synthetic infrared scene: a 14-bit sensor (u16 values 0..16383)\n"
     "looking at a cluttered sky and earth (a soft horizon, drifting clouds and bands, column\n"
     "fixed-pattern noise, sensor noise) with hot moving plumes; see tools/scene.h.\n"
+    "The hard scene is a raw sensor (per-pixel gain and offset, dead and hot pixels, a\n"
+    "global gain drift) looking at bright sharp drifting clutter, with plumes of 3..8\n"
+    "noise sigmas: a detector needs its calibration and the frames before.\n"
     "\n"
     "options:\n"
     "  --frames N            the number of frames, 1..100000\n"
@@ -41,13 +45,22 @@ static const char scene_usage[] =
     "                        whose centre is inside the frame (row, col: its centre in\n"
     "                        pixels; amplitude: its peak above the background in counts;\n"
     "                        sigma: its larger standard deviation in pixels)\n"
+    "  --difficulty D        normal (the default) or hard\n"
+    "  --calibration DIR     with hard: write the sensor's calibration into the existing\n"
+    "                        folder DIR: gain.npy and offset.npy (f32 (H, W), the operands\n"
+    "                        of nuc: gain * raw + offset gives the radiance) and bad.npy\n"
+    "                        (u8 (H, W), 1 for a dead or hot pixel)\n"
     "  -h, --help            show this help\n"
     "\n"
-    "Both files are written atomically; a failure leaves neither.\n";
+    "All the files are written atomically, together: a failure leaves none.\n";
+
+/* The writers of a run: the frames, the truth, then the calibration's files. */
+enum { FRAMES_WRITER, TRUTH_WRITER, CALIBRATION_WRITER, MAX_WRITERS = CALIBRATION_WRITER + 3 };
 
 typedef struct scene_run {
   scene *scene;
-  image_writer *frames, *truth;
+  image_writer *writers[MAX_WRITERS];
+  int n_writers;
   uint16_t *pixels;
   scene_truth *rows;
   char *text; /* the truth lines of one frame */
@@ -56,8 +69,7 @@ typedef struct scene_run {
 
 static plm_status scene_release(scene_run *r, plm_status status) {
   progress_end(&r->bar);
-  image_writer_abort(r->frames);
-  image_writer_abort(r->truth);
+  for (int i = 0; i < r->n_writers; i++) image_writer_abort(r->writers[i]);
   scene_destroy(r->scene);
   free(r->pixels);
   free(r->rows);
@@ -65,10 +77,47 @@ static plm_status scene_release(scene_run *r, plm_status status) {
   return status;
 }
 
+const char *const scene_calibration_files[SCENE_CALIBRATION_FILES] = {"gain.npy", "offset.npy",
+                                                                      "bad.npy"};
+
+/* Open the writers of the calibration's files in dir and write them whole: gain and
+ * offset f32 (H, W), bad u8 (H, W). */
+static plm_status write_calibration(scene_run *r, const char *dir, char *err, size_t err_size) {
+  const scene_config config = scene_get_config(r->scene);
+  const size_t pixels = (size_t)(config.height * config.width);
+  float *gain = malloc(pixels * sizeof *gain), *offset = malloc(pixels * sizeof *offset);
+  uint8_t *bad = malloc(pixels);
+  plm_status status = PLM_ERR_OUT_OF_MEMORY;
+  if (!gain || !offset || !bad)
+    snprintf(err, err_size, "out of memory for the calibration of a %lldx%lld frame",
+             (long long)config.height, (long long)config.width);
+  else
+    status = scene_calibration(r->scene, gain, offset, bad, err, err_size);
+  const void *data[SCENE_CALIBRATION_FILES] = {gain, offset, bad};
+  const plm_dtype dtypes[SCENE_CALIBRATION_FILES] = {PLM_DTYPE_F32, PLM_DTYPE_F32, PLM_DTYPE_U8};
+  for (int i = 0; status == PLM_OK && i < SCENE_CALIBRATION_FILES; i++) {
+    char path[SCENE_PATH_SIZE];
+    if (snprintf(path, sizeof path, "%s/%s", dir, scene_calibration_files[i]) >= (int)sizeof path) {
+      snprintf(err, err_size, "--calibration: the folder's name is too long");
+      status = PLM_ERR_INVALID_ARG;
+      break;
+    }
+    image shape = {.dtype = dtypes[i], .ndim = 2, .dims = {config.height, config.width}};
+    image_writer **w = &r->writers[r->n_writers];
+    if ((status = image_writer_open_npy(path, &shape, w, err, err_size)) != PLM_OK) break;
+    r->n_writers++;
+    status = image_writer_write(*w, data[i], image_bytes(&shape), err, err_size);
+  }
+  free(gain);
+  free(offset);
+  free(bad);
+  return status;
+}
+
 plm_status scene_write_files(const scene_config *config, const char *frames_path,
-                             const char *truth_path, bool show_progress,
-                             const volatile sig_atomic_t *stop, int64_t *plume_rows, char *err,
-                             size_t err_size) {
+                             const char *truth_path, const char *calibration_dir,
+                             bool show_progress, const volatile sig_atomic_t *stop,
+                             int64_t *plume_rows, char *err, size_t err_size) {
   scene_run r = {0};
   plm_status status = scene_create(config, &r.scene, err, err_size);
   if (status != PLM_OK) return scene_release(&r, status);
@@ -82,10 +131,17 @@ plm_status scene_write_files(const scene_config *config, const char *frames_path
     return scene_release(&r, PLM_ERR_OUT_OF_MEMORY);
   }
   image shape = {.dtype = PLM_DTYPE_U16, .ndim = 3, .dims = {n, h, w}};
-  if ((status = image_writer_open_npy(frames_path, &shape, &r.frames, err, err_size)) != PLM_OK ||
-      (status = image_writer_open_text(truth_path, &r.truth, err, err_size)) != PLM_OK ||
-      (status = image_writer_write(r.truth, SCENE_TRUTH_HEADER, strlen(SCENE_TRUTH_HEADER), err,
-                                   err_size)) != PLM_OK)
+  image_writer **frames = &r.writers[FRAMES_WRITER], **truth = &r.writers[TRUTH_WRITER];
+  if ((status = image_writer_open_npy(frames_path, &shape, frames, err, err_size)) != PLM_OK)
+    return scene_release(&r, status);
+  r.n_writers++;
+  if ((status = image_writer_open_text(truth_path, truth, err, err_size)) != PLM_OK)
+    return scene_release(&r, status);
+  r.n_writers++;
+  if ((status = image_writer_write(*truth, SCENE_TRUTH_HEADER, strlen(SCENE_TRUTH_HEADER), err,
+                                   err_size)) != PLM_OK ||
+      (calibration_dir &&
+       (status = write_calibration(&r, calibration_dir, err, err_size)) != PLM_OK))
     return scene_release(&r, status);
   if (show_progress) progress_begin(&r.bar, "scene", "frames", n);
   int64_t plumes = 0;
@@ -101,9 +157,9 @@ plm_status scene_write_files(const scene_config *config, const char *frames_path
     for (int i = 0; i < count; i++)
       length += scene_truth_csv_row(&r.rows[i], r.text + length, SCENE_TRUTH_ROW_SIZE);
     plumes += count;
-    if ((status = image_writer_write(r.frames, r.pixels, (size_t)(h * w) * sizeof *r.pixels, err,
+    if ((status = image_writer_write(*frames, r.pixels, (size_t)(h * w) * sizeof *r.pixels, err,
                                      err_size)) != PLM_OK ||
-        (status = image_writer_write(r.truth, r.text, length, err, err_size)) != PLM_OK)
+        (status = image_writer_write(*truth, r.text, length, err, err_size)) != PLM_OK)
       return scene_release(&r, status);
     progress_update(&r.bar, t + 1);
   }
@@ -112,42 +168,59 @@ plm_status scene_write_files(const scene_config *config, const char *frames_path
     snprintf(err, err_size, "interrupted after the last frame, before the files were written");
     return scene_release(&r, PLM_ERR_INVALID_STATE);
   }
-  /* Both files are complete: they replace their paths together, or neither does. */
-  image_writer *both[2] = {r.frames, r.truth};
-  r.frames = r.truth = NULL;
-  status = image_writers_commit(both, 2, err, err_size);
+  /* The files are complete: they replace their paths together, or none does. */
+  const int count = r.n_writers;
+  r.n_writers = 0;
+  status = image_writers_commit(r.writers, count, err, err_size);
   if (status != PLM_OK) return scene_release(&r, status);
   if (plume_rows) *plume_rows = plumes;
   return scene_release(&r, PLM_OK);
 }
 
-/* Both outputs may be written, and are two files: checked before the scene is made, so
- * that a failure while writing (a full disk) is a runtime failure. */
-static int check_outputs(const char *out_path, const char *truth_path) {
-  const char *flags[] = {"--out", "--truth"}, *paths[] = {out_path, truth_path};
+/* The outputs may be written and are different files: checked before the scene is made,
+ * so that a failure while writing (a full disk) is a runtime failure. */
+static int check_outputs(const char *out_path, const char *truth_path,
+                         const char *calibration_dir) {
+  const char *flags[2 + SCENE_CALIBRATION_FILES] = {"--out", "--truth"},
+                        *paths[2 + SCENE_CALIBRATION_FILES] = {out_path, truth_path};
+  char calibration[SCENE_CALIBRATION_FILES][SCENE_PATH_SIZE];
   char why[OUTPUT_PATH_WHY_SIZE], q[QUOTE_SIZE];
-  for (int i = 0; i < 2; i++)
+  int count = 2;
+  for (int i = 0; calibration_dir && i < SCENE_CALIBRATION_FILES; i++, count++) {
+    if (snprintf(calibration[i], SCENE_PATH_SIZE, "%s/%s", calibration_dir,
+                 scene_calibration_files[i]) >= SCENE_PATH_SIZE) {
+      fprintf(stderr, "plume scene: --calibration %s: too long\n",
+              quote_value(calibration_dir, q, sizeof q));
+      return EXIT_USAGE;
+    }
+    flags[count] = "--calibration";
+    paths[count] = calibration[i];
+  }
+  for (int i = 0; i < count; i++)
     if (!output_path_usable(paths[i], why, sizeof why)) {
       fprintf(stderr, "plume scene: %s %s: %s\n", flags[i], quote_value(paths[i], q, sizeof q),
               why);
       return EXIT_USAGE;
     }
-  if (same_file(out_path, truth_path)) {
-    fprintf(stderr, "plume scene: --out and --truth name the same file (%s)\n",
-            quote_value(out_path, q, sizeof q));
-    return EXIT_USAGE;
-  }
+  for (int i = 0; i < count; i++)
+    for (int j = i + 1; j < count; j++)
+      if (same_file(paths[i], paths[j])) {
+        fprintf(stderr, "plume scene: %s and %s name the same file (%s)\n", flags[i], flags[j],
+                quote_value(paths[i], q, sizeof q));
+        return EXIT_USAGE;
+      }
   return -1;
 }
 
-static int scene_write(const scene_config *config, const char *out_path, const char *truth_path) {
-  const int refused = check_outputs(out_path, truth_path);
+static int scene_write(const scene_config *config, const char *out_path, const char *truth_path,
+                       const char *calibration_dir) {
+  const int refused = check_outputs(out_path, truth_path, calibration_dir);
   if (refused >= 0) return refused;
   char err[ERROR_SIZE] = "";
   int64_t plumes = 0;
   interrupt_catch();
-  plm_status status = scene_write_files(config, out_path, truth_path, false, &interrupt_signal,
-                                        &plumes, err, sizeof err);
+  plm_status status = scene_write_files(config, out_path, truth_path, calibration_dir, false,
+                                        &interrupt_signal, &plumes, err, sizeof err);
   if (status != PLM_OK && interrupt_signal) {
     fprintf(stderr, "plume scene: interrupted by signal %d (%s); the outputs are as they were\n",
             (int)interrupt_signal, err);
@@ -159,17 +232,25 @@ static int scene_write(const scene_config *config, const char *out_path, const c
     fprintf(stderr, "plume scene: %s\n", err);
     return status == PLM_ERR_INVALID_ARG ? EXIT_USAGE : EXIT_RUNTIME_FAILURE;
   }
-  printf("scene: %lld frames of %lldx%lld (seed %llu), %lld plume rows -> %s, %s\n",
+  printf("scene: %lld frames of %lldx%lld (seed %llu%s), %lld plume rows -> %s, %s%s%s\n",
          (long long)config->frames, (long long)config->height, (long long)config->width,
-         (unsigned long long)config->seed, (long long)plumes, out_path, truth_path);
+         (unsigned long long)config->seed, config->difficulty == SCENE_HARD ? ", hard" : "",
+         (long long)plumes, out_path, truth_path, calibration_dir ? ", calibration in " : "",
+         calibration_dir ? calibration_dir : "");
   return interrupt_exit_code(); /* 0, or a signal that came during the renames */
 }
 
 int scene_command_main(int argc, char **argv) {
-  const char *frames = NULL, *size = NULL, *seed = NULL, *out = NULL, *truth = NULL;
-  option options[] = {{"--frames", &frames, false}, {"--size", &size, false},
-                      {"--seed", &seed, false},     {"--out", &out, false},
-                      {"--truth", &truth, false},   {NULL, NULL, false}};
+  const char *frames = NULL, *size = NULL, *seed = NULL, *out = NULL, *truth = NULL,
+             *difficulty = NULL, *calibration = NULL;
+  option options[] = {{"--frames", &frames, false},
+                      {"--size", &size, false},
+                      {"--seed", &seed, false},
+                      {"--out", &out, false},
+                      {"--truth", &truth, false},
+                      {"--difficulty", &difficulty, false},
+                      {"--calibration", &calibration, false},
+                      {NULL, NULL, false}};
   int exit_code = options_take("scene", scene_usage, options, argc, argv);
   if (exit_code >= 0) return exit_code;
   const char *missing = !frames  ? "--frames"
@@ -200,6 +281,23 @@ int scene_command_main(int argc, char **argv) {
             quote_value(seed, q, sizeof q));
     return EXIT_USAGE;
   }
+  if (difficulty && !scene_difficulty_parse(difficulty, &config.difficulty)) {
+    fprintf(stderr, "plume scene: --difficulty %s is not normal or hard\n",
+            quote_value(difficulty, q, sizeof q));
+    return EXIT_USAGE;
+  }
+  if (calibration && config.difficulty != SCENE_HARD) {
+    fprintf(stderr,
+            "plume scene: --calibration needs --difficulty hard (the normal scene has no "
+            "calibration)\n");
+    return EXIT_USAGE;
+  }
+  struct stat st;
+  if (calibration && (stat(calibration, &st) != 0 || !S_ISDIR(st.st_mode))) {
+    fprintf(stderr, "plume scene: --calibration %s is not an existing folder\n",
+            quote_value(calibration, q, sizeof q));
+    return EXIT_USAGE;
+  }
   if (config.frames > IMAGE_MAX_ELEMENTS / (config.height * config.width)) {
     fprintf(stderr,
             "plume scene: %lld frames of %lldx%lld exceed the %lld pixels a .npy plume reads "
@@ -216,13 +314,12 @@ int scene_command_main(int argc, char **argv) {
   /* A directory in the way would fail only at the renames, after all the work. */
   const char *paths[2] = {out, truth};
   for (int i = 0; i < 2; i++) {
-    struct stat st;
     if (stat(paths[i], &st) == 0 && S_ISDIR(st.st_mode)) {
       fprintf(stderr, "plume scene: %s: is a directory\n", quote_value(paths[i], q, sizeof q));
       return EXIT_USAGE;
     }
   }
-  return scene_write(&config, out, truth);
+  return scene_write(&config, out, truth, calibration);
 }
 
 /* ---- plume score ----------------------------------------------------------------------- */
@@ -248,8 +345,7 @@ static const char score_usage[] =
     "  -h, --help            show this help\n";
 
 int score_command_main(int argc, char **argv) {
-  const char *truth_path = NULL, *detections_path = NULL, *radius_text = NULL,
-             *skip_text = NULL;
+  const char *truth_path = NULL, *detections_path = NULL, *radius_text = NULL, *skip_text = NULL;
   option options[] = {{"--truth", &truth_path, false},
                       {"--detections", &detections_path, false},
                       {"--radius", &radius_text, false},
@@ -307,7 +403,7 @@ int score_command_main(int argc, char **argv) {
 
 void scene_commands_print_summary(FILE *out) {
   fprintf(out,
-          "  scene --frames N --size H,W --out F.npy --truth T.csv\n"
+          "  scene --frames N --size H,W --out F.npy --truth T.csv [--difficulty hard]\n"
           "                                    write a synthetic infrared scene and its truth\n"
           "  score --truth T.csv --detections D.csv\n"
           "                                    score detections against a scene's truth\n");

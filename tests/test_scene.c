@@ -5,8 +5,12 @@
  * hashes to a value recorded here, so a machine or compiler that computes other bits
  * fails), different seeds give different scenes, the truth is consistent with the
  * frames (inside the image, one row per drawn plume, a bright spot where it says), the
- * values stay within 14 bits, and bad arguments are refused with a message. A plain
- * unit test: no context or backend is involved.
+ * values stay within 14 bits, and bad arguments are refused with a message. The hard
+ * scene is deterministic in the same ways and differs from the normal one; its
+ * calibration turns its frames back into their radiance within the stated errors, its
+ * bad pixels (about 0.1%) are stuck at their values in every frame, and its plumes are
+ * 3..8 noise sigmas bright and move 0.3..2 px per frame. A plain unit test: no context
+ * or backend is involved.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -23,8 +27,10 @@
 
 static char err[SCENE_ERROR_SIZE];
 
-static scene *make(int64_t frames, int64_t height, int64_t width, uint64_t seed) {
-  scene_config config = {.frames = frames, .height = height, .width = width, .seed = seed};
+static scene *make(int64_t frames, int64_t height, int64_t width, uint64_t seed,
+                   scene_difficulty difficulty) {
+  scene_config config = {
+      .frames = frames, .height = height, .width = width, .seed = seed, .difficulty = difficulty};
   scene *s = NULL;
   ck_assert_msg(scene_create(&config, &s, err, sizeof err) == PLM_OK, "%s", err);
   ck_assert_ptr_nonnull(s);
@@ -71,7 +77,7 @@ static uint64_t fnv1a(const void *data, size_t bytes, uint64_t hash) {
 }
 
 START_TEST(test_same_seed_same_bytes_and_truth) {
-  scene *a = make(12, 64, 80, 7), *b = make(12, 64, 80, 7);
+  scene *a = make(12, 64, 80, 7, _i), *b = make(12, 64, 80, 7, _i);
   rendered ra = render_all(a), rb = render_all(b);
   ck_assert_int_eq(ra.rows, rb.rows);
   ck_assert_int_eq(memcmp(ra.pixels, rb.pixels, (size_t)12 * 64 * 80 * sizeof *ra.pixels), 0);
@@ -84,7 +90,7 @@ START_TEST(test_same_seed_same_bytes_and_truth) {
 END_TEST
 
 START_TEST(test_different_seed_different_scene) {
-  scene *a = make(4, 64, 64, 1), *b = make(4, 64, 64, 2);
+  scene *a = make(4, 64, 64, 1, _i), *b = make(4, 64, 64, 2, _i);
   rendered ra = render_all(a), rb = render_all(b);
   size_t pixels = (size_t)4 * 64 * 64;
   size_t differ = 0;
@@ -102,7 +108,7 @@ START_TEST(test_different_seed_different_scene) {
 END_TEST
 
 START_TEST(test_frames_in_any_order_and_a_short_scene_starts_a_long_one) {
-  scene *longer = make(40, 48, 48, 3), *shorter = make(15, 48, 48, 3);
+  scene *longer = make(40, 48, 48, 3, _i), *shorter = make(15, 48, 48, 3, _i);
   rendered all = render_all(longer), start = render_all(shorter);
   size_t frame = 48 * 48;
   ck_assert_int_eq(memcmp(all.pixels, start.pixels, 15 * frame * sizeof *all.pixels), 0);
@@ -151,7 +157,7 @@ static void *render_every_other(void *arg) {
 }
 
 START_TEST(test_threads_render_the_same_frames) {
-  scene *s = make(10, 64, 64, 11);
+  scene *s = make(10, 64, 64, 11, _i);
   rendered alone = render_all(s);
   uint16_t *pixels = calloc((size_t)10 * 64 * 64, sizeof *pixels);
   job jobs[2] = {{s, 0, 2, pixels, PLM_OK}, {s, 1, 2, pixels, PLM_OK}};
@@ -174,13 +180,19 @@ END_TEST
 START_TEST(test_known_scene_hashes) {
   static const struct {
     int64_t frames, height, width;
-    uint64_t seed, pixels_hash, truth_hash;
+    uint64_t seed;
+    scene_difficulty difficulty;
+    uint64_t pixels_hash, truth_hash;
   } known[] = {
-      {8, 96, 128, 1, 0x39cb2ec6dd1f309cull, 0x7def2df689ff60e2ull},
-      {3, 256, 256, 12345678901234567ull, 0x6013f6cfa4360c19ull, 0xea7c41c67f285651ull},
+      {8, 96, 128, 1, SCENE_NORMAL, 0x39cb2ec6dd1f309cull, 0x7def2df689ff60e2ull},
+      {3, 256, 256, 12345678901234567ull, SCENE_NORMAL, 0x6013f6cfa4360c19ull,
+       0xea7c41c67f285651ull},
+      {8, 96, 128, 1, SCENE_HARD, 0xf32112bfa438ca63ull, 0x8b3c0a0925bdb748ull},
+      {3, 256, 256, 12345678901234567ull, SCENE_HARD, 0x2098f3e001970b7full, 0x4a7c7c0f4e847fadull},
   };
   for (size_t k = 0; k < sizeof known / sizeof known[0]; k++) {
-    scene *s = make(known[k].frames, known[k].height, known[k].width, known[k].seed);
+    scene *s =
+        make(known[k].frames, known[k].height, known[k].width, known[k].seed, known[k].difficulty);
     rendered r = render_all(s);
     uint64_t pixels = fnv1a(
         r.pixels, (size_t)(known[k].frames * known[k].height * known[k].width) * sizeof *r.pixels,
@@ -203,7 +215,7 @@ END_TEST
 
 START_TEST(test_truth_is_inside_and_marks_bright_spots) {
   const int64_t n = 30, h = 128, w = 160;
-  scene *s = make(n, h, w, 5);
+  scene *s = make(n, h, w, 5, SCENE_NORMAL);
   rendered r = render_all(s);
   ck_assert_int_gt(r.rows, n); /* more than one plume per frame on average */
   int64_t bright = 0, last_frame = -1;
@@ -240,7 +252,7 @@ START_TEST(test_truth_is_inside_and_marks_bright_spots) {
 END_TEST
 
 START_TEST(test_values_stay_within_14_bits_and_vary) {
-  scene *s = make(6, 200, 120, 9);
+  scene *s = make(6, 200, 120, 9, SCENE_NORMAL);
   rendered r = render_all(s);
   uint16_t lo = UINT16_MAX, hi = 0;
   for (size_t i = 0; i < (size_t)6 * 200 * 120; i++) {
@@ -287,7 +299,7 @@ START_TEST(test_bad_arguments_are_refused) {
   ck_assert_int_eq(scene_create(&bad, &s, err, sizeof err), PLM_ERR_INVALID_ARG);
   ck_assert_ptr_null(s);
 
-  s = make(2, 32, 32, 0);
+  s = make(2, 32, 32, 0, SCENE_NORMAL);
   uint16_t pixels[32 * 32];
   scene_truth truth[64];
   int count = 0;
@@ -308,19 +320,209 @@ START_TEST(test_bad_arguments_are_refused) {
 }
 END_TEST
 
+/* ---- the hard scene ------------------------------------------------------------------- */
+
+START_TEST(test_hard_scene_differs_from_the_normal_one) {
+  scene *normal = make(3, 64, 64, 4, SCENE_NORMAL), *hard = make(3, 64, 64, 4, SCENE_HARD);
+  rendered rn = render_all(normal), rh = render_all(hard);
+  size_t differ = 0, pixels = (size_t)3 * 64 * 64;
+  for (size_t i = 0; i < pixels; i++) differ += rn.pixels[i] != rh.pixels[i];
+  ck_assert_uint_gt(differ, pixels * 9 / 10);
+  ck_assert_int_eq(scene_get_config(hard).difficulty, SCENE_HARD);
+  rendered_free(&rn);
+  rendered_free(&rh);
+  scene_destroy(normal);
+  scene_destroy(hard);
+}
+END_TEST
+
+/* gain * raw + offset is the radiance times the frame's drift g(t), within the noise
+ * (|n| < 3.47 sigma) and the calibration's errors (0.3% and 3 counts rms, Gaussian-like,
+ * so within 3.47 times that) on every good pixel, while the raw counts are far from it. */
+START_TEST(test_hard_calibration_recovers_the_radiance) {
+  const int64_t h = 64, w = 96, n = 400;
+  scene *s = make(n, h, w, 21, SCENE_HARD);
+  const size_t pixels = (size_t)(h * w);
+  float *gain = malloc(pixels * sizeof *gain), *offset = malloc(pixels * sizeof *offset);
+  uint8_t *bad = malloc(pixels);
+  uint16_t *raw = malloc(pixels * sizeof *raw);
+  double *radiance = malloc(pixels * sizeof *radiance);
+  scene_truth truth[64];
+  ck_assert_int_eq(scene_calibration(s, gain, offset, bad, err, sizeof err), PLM_OK);
+  double drift_lo = 2.0, drift_hi = 0.0;
+  for (int64_t t = 0; t < n; t += 133) {
+    int count = 0;
+    ck_assert_int_eq(scene_render(s, t, raw, truth, &count, err, sizeof err), PLM_OK);
+    ck_assert_int_eq(scene_render_radiance(s, t, radiance, err, sizeof err), PLM_OK);
+    /* The frame's drift: the least-squares ratio of the corrected frame to the radiance. */
+    double num = 0, den = 0, raw_error = 0;
+    for (size_t i = 0; i < pixels; i++) {
+      if (bad[i]) continue;
+      double out = (double)gain[i] * raw[i] + (double)offset[i];
+      num += out * radiance[i];
+      den += radiance[i] * radiance[i];
+      raw_error += (raw[i] - radiance[i]) * (raw[i] - radiance[i]);
+    }
+    double drift = num / den;
+    drift_lo = fmin(drift_lo, drift);
+    drift_hi = fmax(drift_hi, drift);
+    ck_assert(drift > 0.95 && drift < 1.05);
+    double error = 0;
+    for (size_t i = 0; i < pixels; i++) {
+      if (bad[i]) continue;
+      double out = (double)gain[i] * raw[i] + (double)offset[i], d = out - drift * radiance[i];
+      double bound = drift * 3.47 * 30.0 + 3.47 * 0.003 * radiance[i] * drift + 3.47 * 3.0 + 2.0;
+      ck_assert_msg(fabs(d) <= bound, "frame %lld pixel %zu: %g from the radiance (bound %g)",
+                    (long long)t, i, d, bound);
+      error += d * d;
+    }
+    size_t good = pixels;
+    for (size_t i = 0; i < pixels; i++) good -= bad[i];
+    /* rms: noise 30, gain error 0.3% of ~5000, offset 3 */
+    ck_assert_double_lt(sqrt(error / (double)good), 40.0);
+    ck_assert_double_gt(sqrt(raw_error / (double)good), 150.0);
+  }
+  ck_assert_double_gt(drift_hi - drift_lo, 0.002); /* the gain drifts */
+  free(gain);
+  free(offset);
+  free(bad);
+  free(raw);
+  free(radiance);
+  scene_destroy(s);
+}
+END_TEST
+
+START_TEST(test_hard_bad_pixels_are_stuck) {
+  const int64_t h = 256, w = 256;
+  const size_t pixels = (size_t)(h * w);
+  scene *s = make(60, h, w, 8, SCENE_HARD);
+  uint8_t *bad = malloc(pixels);
+  uint16_t *first = malloc(pixels * sizeof *first), *frame = malloc(pixels * sizeof *frame);
+  scene_truth truth[64];
+  int count = 0;
+  ck_assert_int_eq(scene_calibration(s, NULL, NULL, bad, err, sizeof err), PLM_OK);
+  size_t n_bad = 0;
+  for (size_t i = 0; i < pixels; i++) {
+    ck_assert_uint_le(bad[i], 1);
+    n_bad += bad[i];
+  }
+  /* 0.1% of 65,536 pixels: 66 expected */
+  ck_assert_msg(n_bad >= 33 && n_bad <= 132, "%zu bad pixels", n_bad);
+  ck_assert_int_eq(scene_render(s, 0, first, truth, &count, err, sizeof err), PLM_OK);
+  size_t dead = 0, hot = 0;
+  for (size_t i = 0; i < pixels; i++) {
+    if (!bad[i]) continue;
+    dead += first[i] <= 63;
+    hot += first[i] >= 12000;
+  }
+  ck_assert_uint_eq(dead + hot, n_bad);
+  ck_assert_uint_gt(dead, 0);
+  ck_assert_uint_gt(hot, 0);
+  for (int64_t t = 1; t < 60; t += 29) {
+    ck_assert_int_eq(scene_render(s, t, frame, truth, &count, err, sizeof err), PLM_OK);
+    size_t changed = 0;
+    for (size_t i = 0; i < pixels; i++) {
+      if (bad[i])
+        ck_assert_uint_eq(frame[i], first[i]);
+      else
+        changed += frame[i] != first[i];
+    }
+    ck_assert_uint_gt(changed, pixels * 9 / 10); /* the good pixels see the noise */
+  }
+  free(bad);
+  free(first);
+  free(frame);
+  scene_destroy(s);
+}
+END_TEST
+
+/* Amplitudes 90..240 counts (3..8 sigmas of 30), sigma 1..2 px, and every plume's step
+ * from one frame to the next 0.3..2 px: a row of frame t + 1 is the same plume as one of
+ * frame t when it is the only row within 5 px of it and within 2 px + a margin. */
+START_TEST(test_hard_plumes_are_faint_and_fast) {
+  const int64_t n = 150, h = 128, w = 128;
+  scene *s = make(n, h, w, 13, SCENE_HARD);
+  rendered r = render_all(s);
+  ck_assert_int_gt(r.rows, n);
+  int64_t steps = 0, start = 0;
+  for (int64_t i = 0; i < r.rows; i++) {
+    const scene_truth *a = &r.truth[i];
+    ck_assert_msg(a->amplitude >= 90.0 && a->amplitude <= 240.0, "amplitude %g", a->amplitude);
+    ck_assert(a->sigma >= 1.0 && a->sigma <= 2.0);
+    if (i > 0 && a->frame != r.truth[i - 1].frame) start = i;
+    /* the rows of the next frame */
+    int64_t next = start;
+    while (next < r.rows && r.truth[next].frame == a->frame) next++;
+    int near = 0;
+    double step = 0;
+    for (int64_t j = next; j < r.rows && r.truth[j].frame == a->frame + 1; j++) {
+      double d = hypot(r.truth[j].row - a->row, r.truth[j].col - a->col);
+      if (d < 5.0) near++, step = d;
+    }
+    if (near != 1 || step > 2.5) continue;
+    ck_assert_msg(step >= 0.3 - 1e-9 && step <= 2.0 + 1e-9, "frame %lld: a step of %g px",
+                  (long long)a->frame, step);
+    steps++;
+  }
+  ck_assert_int_gt(steps, r.rows / 2);
+  rendered_free(&r);
+  scene_destroy(s);
+}
+END_TEST
+
+START_TEST(test_difficulty_names_and_refusals) {
+  scene_difficulty d = SCENE_NORMAL;
+  ck_assert(scene_difficulty_parse("hard", &d) && d == SCENE_HARD);
+  ck_assert(scene_difficulty_parse("normal", &d) && d == SCENE_NORMAL);
+  ck_assert(!scene_difficulty_parse("Hard", &d) && !scene_difficulty_parse("", &d));
+  ck_assert(!scene_difficulty_parse(NULL, &d));
+  ck_assert_str_eq(scene_difficulty_name(SCENE_HARD), "hard");
+  ck_assert_str_eq(scene_difficulty_name(SCENE_NORMAL), "normal");
+  scene_config bad = {.frames = 2, .height = 32, .width = 32, .difficulty = (scene_difficulty)2};
+  scene *s = NULL;
+  ck_assert_int_eq(scene_create(&bad, &s, err, sizeof err), PLM_ERR_INVALID_ARG);
+  ck_assert_ptr_nonnull(strstr(err, "difficulty"));
+  ck_assert_ptr_null(s);
+  s = make(2, 32, 32, 0, SCENE_NORMAL);
+  float gain[32 * 32];
+  ck_assert_int_eq(scene_calibration(s, gain, NULL, NULL, err, sizeof err), PLM_ERR_INVALID_ARG);
+  ck_assert_ptr_nonnull(strstr(err, "hard"));
+  ck_assert_int_eq(scene_calibration(NULL, gain, NULL, NULL, err, sizeof err), PLM_ERR_INVALID_ARG);
+  double radiance[32 * 32];
+  ck_assert_int_eq(scene_render_radiance(s, 2, radiance, err, sizeof err), PLM_ERR_INVALID_ARG);
+  ck_assert_ptr_nonnull(strstr(err, "frame 2"));
+  ck_assert_int_eq(scene_render_radiance(s, 0, NULL, err, sizeof err), PLM_ERR_INVALID_ARG);
+  /* The normal scene's radiance is its frame before the noise: within 3.47 sigma. */
+  uint16_t pixels[32 * 32];
+  scene_truth truth[64];
+  int count = 0;
+  ck_assert_int_eq(scene_render_radiance(s, 1, radiance, err, sizeof err), PLM_OK);
+  ck_assert_int_eq(scene_render(s, 1, pixels, truth, &count, err, sizeof err), PLM_OK);
+  for (int i = 0; i < 32 * 32; i++) ck_assert_double_le(fabs(pixels[i] - radiance[i]), 105.0);
+  scene_destroy(s);
+}
+END_TEST
+
 static Suite *scene_suite(void) {
   Suite *suite = suite_create("scene");
   TCase *tcase = tcase_create("scene");
   tcase_set_timeout(tcase, 120);
-  tcase_add_test(tcase, test_same_seed_same_bytes_and_truth);
-  tcase_add_test(tcase, test_different_seed_different_scene);
-  tcase_add_test(tcase, test_frames_in_any_order_and_a_short_scene_starts_a_long_one);
-  tcase_add_test(tcase, test_threads_render_the_same_frames);
+  /* The determinism tests run on both difficulties (_i). */
+  tcase_add_loop_test(tcase, test_same_seed_same_bytes_and_truth, SCENE_NORMAL, SCENE_HARD + 1);
+  tcase_add_loop_test(tcase, test_different_seed_different_scene, SCENE_NORMAL, SCENE_HARD + 1);
+  tcase_add_loop_test(tcase, test_frames_in_any_order_and_a_short_scene_starts_a_long_one,
+                      SCENE_NORMAL, SCENE_HARD + 1);
+  tcase_add_loop_test(tcase, test_threads_render_the_same_frames, SCENE_NORMAL, SCENE_HARD + 1);
   tcase_add_test(tcase, test_known_scene_hashes);
   tcase_add_test(tcase, test_truth_is_inside_and_marks_bright_spots);
   tcase_add_test(tcase, test_values_stay_within_14_bits_and_vary);
   tcase_add_test(tcase, test_truth_rows_print_with_four_decimals);
   tcase_add_test(tcase, test_bad_arguments_are_refused);
+  tcase_add_test(tcase, test_hard_scene_differs_from_the_normal_one);
+  tcase_add_test(tcase, test_hard_calibration_recovers_the_radiance);
+  tcase_add_test(tcase, test_hard_bad_pixels_are_stuck);
+  tcase_add_test(tcase, test_hard_plumes_are_faint_and_fast);
+  tcase_add_test(tcase, test_difficulty_names_and_refusals);
   suite_add_tcase(suite, tcase);
   return suite;
 }

@@ -43,21 +43,50 @@
 #define DRIFT_MAX 0.15
 #define FPN_RMS 15.0
 #define NOISE_RMS 30.0
-#define PLUME_AMPLITUDE_MIN 150.0
-#define PLUME_AMPLITUDE_DECADES 1.2 /* the brightest are 10^this times the faintest */
 #define PLUME_FLICKER 0.08
-#define PLUME_SIGMA_MIN 1.2
-#define PLUME_SIGMA_MAX 3.0
 #define PLUME_SIGMA_ACROSS_MIN 1.0
-#define PLUME_SPEED_MIN 0.2
-#define PLUME_SPEED_MAX 1.2
-#define PLUME_ACCEL_MAX 0.01
 #define PLUME_LIFE_MIN 20
 #define PLUME_LIFE_MAX 100
 #define PLUME_GAP_MAX 25
 #define PLUME_IGNITION_MARGIN 8.0
 #define PLUME_ENTERING_PERCENT 20
 #define MAX_SLOTS 64
+
+/* The hard scene's sensor and clutter. */
+#define DISC_RADIUS_MIN 6.0
+#define DISC_RADIUS_MAX 14.0
+#define DISC_AMPLITUDE_MIN 300.0
+#define DISC_AMPLITUDE_MAX 1500.0
+#define DISC_SPEED_MIN 0.05
+#define DISC_SPEED_MAX 0.3
+#define GAIN_RMS 0.04
+#define OFFSET_RMS 80.0
+#define DRIFT_AMPLITUDE_MIN 0.02
+#define DRIFT_AMPLITUDE_MAX 0.04
+#define DRIFT_PERIOD_MIN 300.0
+#define DRIFT_PERIOD_MAX 800.0
+#define DEAD_FRACTION 0.0005
+#define HOT_FRACTION 0.0005
+#define DEAD_MAX 63     /* stuck at 0..DEAD_MAX */
+#define HOT_LEVEL 12000 /* stuck at HOT_LEVEL..HOT_LEVEL + HOT_SPREAD - 1 */
+#define HOT_SPREAD 4096
+#define CAL_GAIN_ERROR 0.003
+#define CAL_OFFSET_ERROR 3.0
+#define HARD_BACKGROUND_PACE 0.05 /* the background's motion, relative to the normal scene's */
+
+/* The plumes of each difficulty: a peak log-uniform from amplitude_min to
+ * 10^amplitude_decades times that, sigma along the track, speed and acceleration. */
+typedef struct plume_model {
+  double amplitude_min, amplitude_decades;
+  double sigma_min, sigma_max;
+  double speed_min, speed_max, accel_max;
+} plume_model;
+
+static const plume_model PLUME_MODELS[] = {
+    [SCENE_NORMAL] = {150.0, 1.2, 1.2, 3.0, 0.2, 1.2, 0.01},
+    /* 98..221.6 counts: with the flicker 90..240, 3..8 noise sigmas */
+    [SCENE_HARD] = {98.0, 0.355, 1.0, 2.0, 0.3, 2.0, 0.0},
+};
 
 /* ---- deterministic math ---------------------------------------------------------------- */
 
@@ -224,6 +253,12 @@ typedef struct cloud {
   double vy, vx; /* px/frame */
 } cloud;
 
+typedef struct disc {
+  double amplitude, radius;
+  double y0, x0; /* position at t = 0 inside the wrap domain, from its start */
+  double vy, vx; /* px/frame */
+} disc;
+
 typedef struct track {
   int64_t first, last; /* ignition and burn-out frames, inclusive (first may be < 0) */
   double y0, x0;       /* centre at ignition */
@@ -246,12 +281,20 @@ struct scene {
   int64_t *slot_start; /* [slots + 1]: the slot's tracks in tracks[], by ignition */
   track *tracks;
   uint64_t noise_key;
+  const plume_model *model;
+  /* The hard scene only (n_discs 0 otherwise). */
+  int n_discs;
+  disc *discs;
+  double drift_amplitude, drift_rate, drift_phase; /* g(t) = 1 + a sin(rate t + phase) */
+  uint64_t gain_key, offset_key, bad_key, cal_gain_key, cal_offset_key;
 };
 
 enum {
   PURPOSE_CLUTTER = 1,
   PURPOSE_FPN = 2,
   PURPOSE_NOISE = 3,
+  PURPOSE_SENSOR = 4, /* the hard scene's */
+  PURPOSE_DISCS = 5,
   PURPOSE_SLOT = 1000 /* + slot */
 };
 
@@ -278,6 +321,43 @@ static void draw_clouds(scene *s, rng *r, int first, int count, double sigma_min
     c->x0 = rng_range(r, 0.0, w + 8.0 * c->sigma_x);
     c->vy = drift_y + rng_range(r, -0.03, 0.03);
     c->vx = drift_x + rng_range(r, -0.03, 0.03);
+  }
+}
+
+/* The hard scene's discs, drift and the keys of its per-pixel sensor. */
+static void draw_sensor(scene *s) {
+  double h = (double)s->config.height, w = (double)s->config.width;
+  rng r = rng_for(s->config.seed, PURPOSE_DISCS);
+  for (int i = 0; i < s->n_discs; i++) {
+    disc *d = &s->discs[i];
+    d->amplitude = rng_range(&r, DISC_AMPLITUDE_MIN, DISC_AMPLITUDE_MAX);
+    d->radius = rng_range(&r, DISC_RADIUS_MIN, DISC_RADIUS_MAX);
+    double span = 2.0 * d->radius + 2.0, speed = rng_range(&r, DISC_SPEED_MIN, DISC_SPEED_MAX);
+    d->y0 = rng_range(&r, 0.0, h + span);
+    d->x0 = rng_range(&r, 0.0, w + span);
+    rng_direction(&r, &d->vy, &d->vx);
+    d->vy *= speed;
+    d->vx *= speed;
+  }
+  rng sensor = rng_for(s->config.seed, PURPOSE_SENSOR);
+  s->drift_amplitude = rng_range(&sensor, DRIFT_AMPLITUDE_MIN, DRIFT_AMPLITUDE_MAX);
+  s->drift_rate = 2.0 * PI / rng_range(&sensor, DRIFT_PERIOD_MIN, DRIFT_PERIOD_MAX);
+  s->drift_phase = rng_range(&sensor, 0.0, 2.0 * PI);
+  s->gain_key = rng_next(&sensor);
+  s->offset_key = rng_next(&sensor);
+  s->bad_key = rng_next(&sensor);
+  s->cal_gain_key = rng_next(&sensor);
+  s->cal_offset_key = rng_next(&sensor);
+}
+
+/* The hard scene's background moves at HARD_BACKGROUND_PACE times the normal one's pace:
+ * its bright discs are the clutter that moves. */
+static void slow_background(scene *s) {
+  s->horizon_rate *= HARD_BACKGROUND_PACE;
+  for (int i = 0; i < WAVES; i++) s->waves[i].omega *= HARD_BACKGROUND_PACE;
+  for (int i = 0; i < s->n_clouds; i++) {
+    s->clouds[i].vy *= HARD_BACKGROUND_PACE;
+    s->clouds[i].vx *= HARD_BACKGROUND_PACE;
   }
 }
 
@@ -312,17 +392,17 @@ static void draw_launch(const scene *s, rng *r, track *k) {
 }
 
 static void draw_track(const scene *s, rng *r, int64_t first, track *k) {
-  k->sigma_along = rng_range(r, PLUME_SIGMA_MIN, PLUME_SIGMA_MAX);
+  const plume_model *m = s->model;
+  k->sigma_along = rng_range(r, m->sigma_min, m->sigma_max);
   double across_min = k->sigma_along / 2;
   if (across_min < PLUME_SIGMA_ACROSS_MIN) across_min = PLUME_SIGMA_ACROSS_MIN;
   k->sigma_across = rng_range(r, across_min, k->sigma_along);
   draw_launch(s, r, k);
   k->first = first;
   k->last = first + rng_int(r, PLUME_LIFE_MIN, PLUME_LIFE_MAX) - 1;
-  k->speed = rng_range(r, PLUME_SPEED_MIN, PLUME_SPEED_MAX);
-  k->accel = rng_range(r, 0.0, PLUME_ACCEL_MAX);
-  /* log-uniform from PLUME_AMPLITUDE_MIN to 10^PLUME_AMPLITUDE_DECADES times that */
-  k->amplitude = PLUME_AMPLITUDE_MIN * det_exp(rng_uniform(r) * (PLUME_AMPLITUDE_DECADES * LN10));
+  k->speed = rng_range(r, m->speed_min, m->speed_max);
+  k->accel = rng_range(r, 0.0, m->accel_max);
+  k->amplitude = m->amplitude_min * det_exp(rng_uniform(r) * (m->amplitude_decades * LN10));
   k->flicker_rate = rng_range(r, 0.2, 0.8);
   k->flicker_phase = rng_range(r, 0.0, 2.0 * PI);
 }
@@ -369,9 +449,15 @@ plm_status scene_create(const scene_config *config, scene **out, char *err, size
     return fail(err, err_size, PLM_ERR_INVALID_ARG,
                 "scene: size %lldx%lld: each side must be %d..%d", (long long)config->height,
                 (long long)config->width, SCENE_MIN_SIDE, SCENE_MAX_SIDE);
+  if (config->difficulty != SCENE_NORMAL && config->difficulty != SCENE_HARD)
+    return fail(err, err_size, PLM_ERR_INVALID_ARG,
+                "scene: difficulty %d is not %d (normal) or %d (hard)", (int)config->difficulty,
+                SCENE_NORMAL, SCENE_HARD);
   scene *s = calloc(1, sizeof *s);
   if (!s) return fail(err, err_size, PLM_ERR_OUT_OF_MEMORY, "scene: out of memory");
   s->config = *config;
+  s->model = &PLUME_MODELS[config->difficulty];
+  const bool hard = config->difficulty == SCENE_HARD;
   int64_t h = config->height, w = config->width, area = h * w;
   int n_big = (int)(3 + area / 40000);
   int n_puffs = (int)(area / 2304);
@@ -382,7 +468,9 @@ plm_status scene_create(const scene_config *config, scene **out, char *err, size
   s->wave_cos = malloc((size_t)(WAVES * w) * sizeof *s->wave_cos);
   s->fpn = malloc((size_t)w * sizeof *s->fpn);
   s->clouds = malloc((size_t)s->n_clouds * sizeof *s->clouds);
-  if (!s->wave_sin || !s->wave_cos || !s->fpn || !s->clouds) {
+  s->n_discs = hard ? (int)(2 + area / 65536) : 0;
+  s->discs = malloc((size_t)(s->n_discs + 1) * sizeof *s->discs);
+  if (!s->wave_sin || !s->wave_cos || !s->fpn || !s->clouds || !s->discs) {
     scene_destroy(s);
     return fail(err, err_size, PLM_ERR_OUT_OF_MEMORY, "scene: out of memory");
   }
@@ -417,9 +505,12 @@ plm_status scene_create(const scene_config *config, scene **out, char *err, size
               PUFF_AMPLITUDE_MAX, drift * drift_y, drift * drift_x);
 
   rng f = rng_for(config->seed, PURPOSE_FPN);
-  for (int64_t x = 0; x < w; x++) s->fpn[x] = FPN_RMS * normal_from_bits(rng_next(&f));
+  /* The hard sensor's offsets are per pixel instead (the radiance has no column pattern). */
+  for (int64_t x = 0; x < w; x++) s->fpn[x] = hard ? 0.0 : FPN_RMS * normal_from_bits(rng_next(&f));
   rng noise = rng_for(config->seed, PURPOSE_NOISE);
   s->noise_key = rng_next(&noise);
+  if (hard) draw_sensor(s);
+  if (hard) slow_background(s);
 
   plm_status status = draw_tracks(s, err, err_size);
   if (status != PLM_OK) {
@@ -436,6 +527,7 @@ void scene_destroy(scene *s) {
   free(s->wave_cos);
   free(s->fpn);
   free(s->clouds);
+  free(s->discs);
   free(s->tracks);
   free(s->slot_start);
   free(s);
@@ -466,6 +558,12 @@ typedef struct cloud_box {
   int64_t y0, y1, x0, x1;
   double *profile; /* [x1 - x0 + 1]: e^(-(x - col)^2 / (2 sx^2)) */
 } cloud_box;
+
+/* A disc of the hard scene as drawn in one frame. */
+typedef struct disc_box {
+  double row, col, rim, amplitude; /* rim: radius + 1/2 */
+  int64_t y0, y1, x0, x1;
+} disc_box;
 
 /* The pixels within centre +- radius, clipped to [0, size - 1]; false when none. */
 static bool clip_box(double centre, double radius, int64_t size, int64_t *lo, int64_t *hi) {
@@ -518,41 +616,55 @@ static int active_plumes(const scene *s, int64_t t, plume *plumes) {
   return n;
 }
 
-plm_status scene_render(const scene *s, int64_t t, uint16_t *pixels, scene_truth *truth, int *count,
-                        char *err, size_t err_size) {
-  if (err && err_size) err[0] = '\0';
-  if (!s || !pixels || !truth || !count)
-    return fail(err, err_size, PLM_ERR_INVALID_ARG, "scene_render: %s is NULL",
-                !s        ? "scene"
-                : !pixels ? "pixels"
-                : !truth  ? "truth"
-                          : "count");
+/* What one frame draws, row after row: the boxes of its clouds and discs, its plumes,
+ * the horizon, and scratch rows. */
+typedef struct frame_plan {
+  const scene *s;
+  int64_t t;
+  cloud_box *boxes;
+  int n_boxes;
+  disc_box *discs;
+  int n_discs;
+  plume plumes[MAX_SLOTS];
+  int n_plumes;
+  double horizon;
+  double *scratch, *row_values; /* row_values: [W] */
+} frame_plan;
+
+static void plan_free(frame_plan *p) {
+  free(p->boxes);
+  free(p->discs);
+  free(p->scratch);
+}
+
+static plm_status plan_frame(const scene *s, int64_t t, frame_plan *p, const char *caller,
+                             char *err, size_t err_size) {
   if (t < 0 || t >= s->config.frames)
-    return fail(err, err_size, PLM_ERR_INVALID_ARG, "scene_render: frame %lld is not 0..%lld",
+    return fail(err, err_size, PLM_ERR_INVALID_ARG, "%s: frame %lld is not 0..%lld", caller,
                 (long long)t, (long long)(s->config.frames - 1));
   const int64_t h = s->config.height, w = s->config.width;
   const double time = (double)t;
-
+  *p = (frame_plan){.s = s, .t = t};
   /* The clouds' boxes and column profiles. */
   int64_t profile_room = 0;
   for (int i = 0; i < s->n_clouds; i++) {
     int64_t span = (int64_t)(8.0 * s->clouds[i].sigma_x) + 3;
     profile_room += span < w ? span : w;
   }
-  cloud_box *boxes = malloc((size_t)s->n_clouds * sizeof *boxes);
-  double *scratch = malloc((size_t)(profile_room + w) * sizeof *scratch);
-  if (!boxes || !scratch) {
-    free(boxes);
-    free(scratch);
-    return fail(err, err_size, PLM_ERR_OUT_OF_MEMORY, "scene_render: out of memory");
+  p->boxes = malloc((size_t)s->n_clouds * sizeof *p->boxes);
+  p->discs = malloc((size_t)(s->n_discs + 1) * sizeof *p->discs);
+  p->scratch = malloc((size_t)(profile_room + w) * sizeof *p->scratch);
+  if (!p->boxes || !p->discs || !p->scratch) {
+    plan_free(p);
+    return fail(err, err_size, PLM_ERR_OUT_OF_MEMORY, "%s: out of memory", caller);
   }
-  double *row_values = scratch, *next_profile = scratch + w;
-  int n_boxes = 0;
+  p->row_values = p->scratch;
+  double *next_profile = p->scratch + w;
   for (int i = 0; i < s->n_clouds; i++) {
     const cloud *c = &s->clouds[i];
     double row = wrap(c->y0 + c->vy * time, (double)h + 8.0 * c->sigma_y) - 4.0 * c->sigma_y;
     double col = wrap(c->x0 + c->vx * time, (double)w + 8.0 * c->sigma_x) - 4.0 * c->sigma_x;
-    cloud_box *b = &boxes[n_boxes];
+    cloud_box *b = &p->boxes[p->n_boxes];
     if (!clip_box(row, 4.0 * c->sigma_y, h, &b->y0, &b->y1) ||
         !clip_box(col, 4.0 * c->sigma_x, w, &b->x0, &b->x1))
       continue;
@@ -566,74 +678,200 @@ plm_status scene_render(const scene *s, int64_t t, uint16_t *pixels, scene_truth
       b->profile[x - b->x0] = det_exp(-(d * d) * inv_2sx2);
     }
     next_profile += b->x1 - b->x0 + 1;
-    n_boxes++;
+    p->n_boxes++;
   }
+  for (int i = 0; i < s->n_discs; i++) {
+    const disc *d = &s->discs[i];
+    double margin = d->radius + 1.0;
+    disc_box *b = &p->discs[p->n_discs];
+    b->row = wrap(d->y0 + d->vy * time, (double)h + 2.0 * margin) - margin;
+    b->col = wrap(d->x0 + d->vx * time, (double)w + 2.0 * margin) - margin;
+    if (!clip_box(b->row, margin, h, &b->y0, &b->y1) ||
+        !clip_box(b->col, margin, w, &b->x0, &b->x1))
+      continue;
+    b->rim = d->radius + 0.5;
+    b->amplitude = d->amplitude;
+    p->n_discs++;
+  }
+  p->n_plumes = active_plumes(s, t, p->plumes);
+  p->horizon = s->horizon_row + HORIZON_SWAY * det_sin(s->horizon_rate * time + s->horizon_phase);
+  return PLM_OK;
+}
 
-  plume plumes[MAX_SLOTS];
-  int n_plumes = active_plumes(s, t, plumes);
-  double horizon =
-      s->horizon_row + HORIZON_SWAY * det_sin(s->horizon_rate * time + s->horizon_phase);
+/* Row y of the frame's radiance into row[0..W-1]: the background, the clouds, the discs
+ * and the plumes, added in that order. */
+static void radiance_row(const frame_plan *p, int64_t y, double *row) {
+  const scene *s = p->s;
+  const int64_t w = s->config.width;
+  const double fy = (double)y, time = (double)p->t;
+  double level =
+      s->sky + s->gradient * fy + s->horizon_step * logistic((fy - p->horizon) / s->horizon_width);
+  /* A sin(ky y + kx x + phase + omega t) = (A sin a) cos(kx x) + (A cos a) sin(kx x) */
+  double ws[WAVES], wc[WAVES];
+  for (int i = 0; i < WAVES; i++) {
+    const wave *v = &s->waves[i];
+    double a = v->ky * fy + v->phase + v->omega * time;
+    ws[i] = v->amplitude * det_sin(a);
+    wc[i] = v->amplitude * det_cos(a);
+  }
+  for (int64_t x = 0; x < w; x++) {
+    double v = level + s->fpn[x];
+    for (int i = 0; i < WAVES; i++)
+      v += ws[i] * s->wave_cos[i * w + x] + wc[i] * s->wave_sin[i * w + x];
+    row[x] = v;
+  }
+  for (int i = 0; i < p->n_boxes; i++) {
+    const cloud_box *b = &p->boxes[i];
+    if (y < b->y0 || y > b->y1) continue;
+    double d = fy - b->row;
+    double ey = b->amplitude * det_exp(-(d * d) * b->inv_2sy2);
+    for (int64_t x = b->x0; x <= b->x1; x++) row[x] += ey * b->profile[x - b->x0];
+  }
+  for (int i = 0; i < p->n_discs; i++) {
+    /* The covered fraction: 1 inside radius - 1/2, 0 outside radius + 1/2, linear between. */
+    const disc_box *b = &p->discs[i];
+    if (y < b->y0 || y > b->y1) continue;
+    double dy = fy - b->row;
+    for (int64_t x = b->x0; x <= b->x1; x++) {
+      double dx = (double)x - b->col;
+      double cover = b->rim - sqrt(dy * dy + dx * dx);
+      if (cover > 0) row[x] += b->amplitude * (cover < 1.0 ? cover : 1.0);
+    }
+  }
+  for (int i = 0; i < p->n_plumes; i++) {
+    const plume *q = &p->plumes[i];
+    if (y < q->y0 || y > q->y1) continue;
+    double ry = fy - q->row;
+    for (int64_t x = q->x0; x <= q->x1; x++) {
+      double rx = (double)x - q->col;
+      double u = ry * q->dy + rx * q->dx, v = rx * q->dy - ry * q->dx;
+      row[x] += q->amplitude * det_exp(-(u * u * q->inv_along + v * v * q->inv_across));
+    }
+  }
+}
 
+/* The hard sensor's pixel (y, x) = index: its gain, its offset, and whether it is stuck
+ * (then *stuck is its value). */
+typedef struct pixel_sensor {
+  double gain, offset;
+  bool bad;
+  uint16_t stuck;
+} pixel_sensor;
+
+static pixel_sensor sensor_at(const scene *s, uint64_t index) {
+  pixel_sensor p = {.gain = 1.0 + GAIN_RMS * normal_from_bits(mix64(index ^ s->gain_key)),
+                    .offset = OFFSET_RMS * normal_from_bits(mix64(index ^ s->offset_key))};
+  uint64_t b = mix64(index ^ s->bad_key);
+  double u = (double)(b >> 11) * (1.0 / 9007199254740992.0);
+  if (u < DEAD_FRACTION) {
+    p.bad = true;
+    p.stuck = (uint16_t)(b % (DEAD_MAX + 1));
+  } else if (u < DEAD_FRACTION + HOT_FRACTION) {
+    p.bad = true;
+    p.stuck = (uint16_t)(HOT_LEVEL + b % HOT_SPREAD);
+  }
+  return p;
+}
+
+/* A value rounded half up and clipped to 0..SCENE_MAX_VALUE. */
+static uint16_t counts(double v) {
+  double q = v + 0.5;
+  return q < 1.0 ? 0 : q >= (double)SCENE_MAX_VALUE ? SCENE_MAX_VALUE : (uint16_t)q;
+}
+
+plm_status scene_render(const scene *s, int64_t t, uint16_t *pixels, scene_truth *truth, int *count,
+                        char *err, size_t err_size) {
+  if (err && err_size) err[0] = '\0';
+  if (!s || !pixels || !truth || !count)
+    return fail(err, err_size, PLM_ERR_INVALID_ARG, "scene_render: %s is NULL",
+                !s        ? "scene"
+                : !pixels ? "pixels"
+                : !truth  ? "truth"
+                          : "count");
+  frame_plan p;
+  plm_status status = plan_frame(s, t, &p, "scene_render", err, err_size);
+  if (status != PLM_OK) return status;
+  const int64_t h = s->config.height, w = s->config.width;
+  const bool hard = s->config.difficulty == SCENE_HARD;
+  const double drift =
+      hard ? 1.0 + s->drift_amplitude * det_sin(s->drift_rate * (double)t + s->drift_phase) : 1.0;
   for (int64_t y = 0; y < h; y++) {
-    const double fy = (double)y;
-    double level =
-        s->sky + s->gradient * fy + s->horizon_step * logistic((fy - horizon) / s->horizon_width);
-    /* A sin(ky y + kx x + phase + omega t) = (A sin a) cos(kx x) + (A cos a) sin(kx x) */
-    double ws[WAVES], wc[WAVES];
-    for (int i = 0; i < WAVES; i++) {
-      const wave *v = &s->waves[i];
-      double a = v->ky * fy + v->phase + v->omega * time;
-      ws[i] = v->amplitude * det_sin(a);
-      wc[i] = v->amplitude * det_cos(a);
-    }
-    for (int64_t x = 0; x < w; x++) {
-      double v = level + s->fpn[x];
-      for (int i = 0; i < WAVES; i++)
-        v += ws[i] * s->wave_cos[i * w + x] + wc[i] * s->wave_sin[i * w + x];
-      row_values[x] = v;
-    }
-    for (int i = 0; i < n_boxes; i++) {
-      const cloud_box *b = &boxes[i];
-      if (y < b->y0 || y > b->y1) continue;
-      double d = fy - b->row;
-      double ey = b->amplitude * det_exp(-(d * d) * b->inv_2sy2);
-      for (int64_t x = b->x0; x <= b->x1; x++) row_values[x] += ey * b->profile[x - b->x0];
-    }
-    for (int i = 0; i < n_plumes; i++) {
-      const plume *p = &plumes[i];
-      if (y < p->y0 || y > p->y1) continue;
-      double ry = fy - p->row;
-      for (int64_t x = p->x0; x <= p->x1; x++) {
-        double rx = (double)x - p->col;
-        double u = ry * p->dy + rx * p->dx, v = rx * p->dy - ry * p->dx;
-        row_values[x] += p->amplitude * det_exp(-(u * u * p->inv_along + v * v * p->inv_across));
-      }
-    }
+    radiance_row(&p, y, p.row_values);
     /* Sensor noise, from a hash of (frame, pixel): any frame can be drawn alone. */
     uint64_t base = ((uint64_t)t * (uint64_t)h + (uint64_t)y) * (uint64_t)w;
     uint16_t *out = pixels + y * w;
     for (int64_t x = 0; x < w; x++) {
-      double v =
-          row_values[x] + NOISE_RMS * normal_from_bits(mix64((base + (uint64_t)x) ^ s->noise_key));
-      double q = v + 0.5;
-      out[x] = q < 1.0 ? 0 : q >= (double)SCENE_MAX_VALUE ? SCENE_MAX_VALUE : (uint16_t)q;
+      double v = p.row_values[x] +
+                 NOISE_RMS * normal_from_bits(mix64((base + (uint64_t)x) ^ s->noise_key));
+      if (!hard) {
+        out[x] = counts(v);
+        continue;
+      }
+      pixel_sensor sensor = sensor_at(s, (uint64_t)(y * w + x));
+      out[x] = sensor.bad ? sensor.stuck : counts(drift * sensor.gain * v + sensor.offset);
     }
   }
-  free(boxes);
-  free(scratch);
 
   int n = 0;
-  for (int i = 0; i < n_plumes; i++) {
-    const plume *p = &plumes[i];
-    if (p->row < 0 || p->row > (double)(h - 1) || p->col < 0 || p->col > (double)(w - 1)) continue;
+  for (int i = 0; i < p.n_plumes; i++) {
+    const plume *q = &p.plumes[i];
+    if (q->row < 0 || q->row > (double)(h - 1) || q->col < 0 || q->col > (double)(w - 1)) continue;
     truth[n++] = (scene_truth){.frame = t,
-                               .row = p->row,
-                               .col = p->col,
-                               .amplitude = p->amplitude,
-                               .sigma = p->sigma_along};
+                               .row = q->row,
+                               .col = q->col,
+                               .amplitude = q->amplitude,
+                               .sigma = q->sigma_along};
   }
   *count = n;
+  plan_free(&p);
   return PLM_OK;
+}
+
+plm_status scene_render_radiance(const scene *s, int64_t t, double *radiance, char *err,
+                                 size_t err_size) {
+  if (err && err_size) err[0] = '\0';
+  if (!s || !radiance)
+    return fail(err, err_size, PLM_ERR_INVALID_ARG, "scene_render_radiance: %s is NULL",
+                !s ? "scene" : "radiance");
+  frame_plan p;
+  plm_status status = plan_frame(s, t, &p, "scene_render_radiance", err, err_size);
+  if (status != PLM_OK) return status;
+  for (int64_t y = 0; y < s->config.height; y++)
+    radiance_row(&p, y, radiance + y * s->config.width);
+  plan_free(&p);
+  return PLM_OK;
+}
+
+plm_status scene_calibration(const scene *s, float *gain, float *offset, uint8_t *bad, char *err,
+                             size_t err_size) {
+  if (err && err_size) err[0] = '\0';
+  if (!s) return fail(err, err_size, PLM_ERR_INVALID_ARG, "scene_calibration: scene is NULL");
+  if (s->config.difficulty != SCENE_HARD)
+    return fail(err, err_size, PLM_ERR_INVALID_ARG,
+                "scene_calibration: only the hard scene has a calibration");
+  const uint64_t pixels = (uint64_t)(s->config.height * s->config.width);
+  for (uint64_t i = 0; i < pixels; i++) {
+    pixel_sensor p = sensor_at(s, i);
+    double gain_error = CAL_GAIN_ERROR * normal_from_bits(mix64(i ^ s->cal_gain_key));
+    double offset_error = CAL_OFFSET_ERROR * normal_from_bits(mix64(i ^ s->cal_offset_key));
+    if (gain) gain[i] = (float)((1.0 + gain_error) / p.gain);
+    if (offset) offset[i] = (float)(-p.offset / p.gain + offset_error);
+    if (bad) bad[i] = p.bad;
+  }
+  return PLM_OK;
+}
+
+const char *scene_difficulty_name(scene_difficulty difficulty) {
+  return difficulty == SCENE_HARD ? "hard" : difficulty == SCENE_NORMAL ? "normal" : "unknown";
+}
+
+bool scene_difficulty_parse(const char *text, scene_difficulty *out) {
+  for (scene_difficulty d = SCENE_NORMAL; d <= SCENE_HARD; d++)
+    if (text && strcmp(text, scene_difficulty_name(d)) == 0) {
+      *out = d;
+      return true;
+    }
+  return false;
 }
 
 size_t scene_truth_csv_row(const scene_truth *row, char *buf, size_t size) {

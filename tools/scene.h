@@ -41,6 +41,41 @@
  * 0 <= col <= W - 1, which are the plumes drawn, with their centre, A(t) and their
  * larger sigma sa.
  *
+ * ---- the hard scene (difficulty SCENE_HARD) ------------------------------------------
+ * The same sky and earth seen by a real staring sensor, as a detector that looks at one
+ * frame at a time (PLUME_DEFAULT_PIPELINE) cannot handle it. The radiance L(y, x, t) is
+ * the normal background without its column pattern, its clouds, bands and horizon
+ * moving at 1/20 of their normal pace (a staring sensor's slowly changing sky and earth),
+ * plus bright drifting clutter, plus fainter, faster plumes; the sensor turns it into
+ * counts pixel by pixel:
+ *
+ *   raw = clip(round(g(t) gain(y, x) (L + noise) + offset(y, x)), 0, 16383)
+ *
+ *   clutter     2 + H*W/65536 bright discs (radius 6..14 px, +300..1500 counts: brighter
+ *               than any plume) with edges 1 px wide (the covered fraction of each pixel,
+ *               a ramp of 1 px across the rim), each drifting in a straight line at
+ *               0.05..0.3 px/frame in its own direction, wrapping round the frame's
+ *               edges out of sight as the clouds do.
+ *   plumes      as in the normal scene but with a peak A of 98..222 counts (log-uniform)
+ *               and its 8% flicker, so 90..240 counts: 3..8 noise sigmas; sa 1..2 px;
+ *               a constant speed of 0.3..2 px/frame (no acceleration).
+ *   noise       as in the normal scene, 30 counts rms, in radiance counts (before gain).
+ *   gain        per pixel 1 + 4% rms (Gaussian-like as the noise, within +-14%), fixed.
+ *   offset      per pixel 80 counts rms, fixed (it replaces the column pattern).
+ *   g(t)        the global gain drift: 1 + a sin(2 pi t / P + phi), a 2..4%, P 300..800
+ *               frames.
+ *   bad pixels  0.05% dead, stuck at 0..63, and 0.05% hot, stuck at 12000..16095, each
+ *               its own value in every frame, whatever the radiance.
+ *
+ * The truth is as in the normal scene: the centre, A(t) in radiance counts above the
+ * background (before gain and drift) and sa. scene_calibration gives what a calibration of
+ * the sensor would have measured, in plm_nuc's convention out = gain * raw + offset
+ * (plume/nuc.h): gain = (1 + 0.3% rms error) / gain(y, x) and offset = -offset(y, x) /
+ * gain(y, x) + 3 counts rms error, so that out = g(t) (L + noise) within those errors,
+ * and the map of the dead and hot pixels. It leaves g(t) alone: a drift is not calibrated.
+ * A temporal detector solves this scene (tools/check_hard_scene.py: a per-pixel running
+ * background, a matched filter and a local threshold); see its scores in README.md.
+ *
  * ---- detecting the plumes: PLUME_DEFAULT_PIPELINE -------------------------------------
  * A raw intensity threshold cannot separate plumes from this clutter: the earth and the
  * clouds are brighter than many plumes' peaks, and faint plumes are 5 noise sigmas high.
@@ -74,7 +109,7 @@
  * and its 34 false alarms are single pixels, 24 of them on the frame's edge.
  *
  * ---- determinism ----------------------------------------------------------------------
- * A scene is a function of (seed, H, W) only: the same seed and size give the same
+ * A scene is a function of (seed, H, W, difficulty) only: the same seed and size give the same
  * bytes on every machine, and a scene of N frames is the first N frames of any longer
  * one. All randomness comes from plume's own integer generators (splitmix64), and all
  * floating-point work is IEEE-754 double arithmetic (+, -, *, /, sqrt) in a fixed
@@ -88,12 +123,15 @@
  * scene_create draws the scene's parameters and every plume track for N frames;
  * scene_render draws frame t (any order, random access) into caller memory with its
  * truth rows, so a long scene can be streamed frame by frame without being held.
- * scene_render only reads the scene: several threads may render different frames of
- * one scene at once. The module belongs to the command-line tool, not to libplume.
+ * scene_render_radiance draws frame t before the sensor (tests compare with it), and
+ * scene_calibration the hard sensor's calibration. scene_render and
+ * scene_render_radiance only read the scene: several threads may render different
+ * frames of one scene at once. The module belongs to the command-line tool, not to libplume.
  */
 #ifndef PLUME_TOOLS_SCENE_H
 #define PLUME_TOOLS_SCENE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -121,11 +159,18 @@
 /* Room for any message of this module. */
 enum { SCENE_ERROR_SIZE = 256 };
 
+/* Which scene (see the models above). */
+typedef enum scene_difficulty {
+  SCENE_NORMAL = 0, /* the default: clutter a spatial filter removes */
+  SCENE_HARD = 1    /* a raw sensor with bright sharp clutter: needs a temporal detector */
+} scene_difficulty;
+
 typedef struct scene_config {
-  int64_t frames; /* N, 1..SCENE_MAX_FRAMES */
-  int64_t height; /* H, SCENE_MIN_SIDE..SCENE_MAX_SIDE */
-  int64_t width;  /* W, likewise */
-  uint64_t seed;  /* any value */
+  int64_t frames;              /* N, 1..SCENE_MAX_FRAMES */
+  int64_t height;              /* H, SCENE_MIN_SIDE..SCENE_MAX_SIDE */
+  int64_t width;               /* W, likewise */
+  uint64_t seed;               /* any value */
+  scene_difficulty difficulty; /* SCENE_NORMAL (0) or SCENE_HARD */
 } scene_config;
 
 /* One row of the truth table: a plume whose centre is inside frame `frame`. */
@@ -139,8 +184,8 @@ typedef struct scene_truth {
 typedef struct scene scene;
 
 /* Make the scene of config (see above). Errors: PLM_ERR_INVALID_ARG (NULL arguments, a
- * size or length out of range), PLM_ERR_OUT_OF_MEMORY; the message goes into err
- * (err_size bytes; SCENE_ERROR_SIZE is enough). *out is NULL on failure. */
+ * size or length out of range, an unknown difficulty), PLM_ERR_OUT_OF_MEMORY; the message
+ * goes into err (err_size bytes; SCENE_ERROR_SIZE is enough). *out is NULL on failure. */
 plm_status scene_create(const scene_config *config, scene **out, char *err, size_t err_size);
 
 /* Free a scene; NULL is a no-op. */
@@ -158,6 +203,22 @@ int scene_max_plumes(const scene *s);
  * reads s: safe to call from several threads at once. */
 plm_status scene_render(const scene *s, int64_t t, uint16_t *pixels, scene_truth *truth, int *count,
                         char *err, size_t err_size);
+
+/* The radiance of frame t before the sensor, H*W doubles: the counts without noise and
+ * rounding (normal), L without noise, gain, drift, offset and bad pixels (hard). Errors
+ * and threads as scene_render's. */
+plm_status scene_render_radiance(const scene *s, int64_t t, double *radiance, char *err,
+                                 size_t err_size);
+
+/* The hard scene's calibration (see above), each H*W row-major: gain and offset (f32, the
+ * operands of plm_nuc) and bad (1 for a dead or hot pixel, else 0); any of the three may
+ * be NULL. Errors: PLM_ERR_INVALID_ARG (s NULL, or a normal scene, which has none). */
+plm_status scene_calibration(const scene *s, float *gain, float *offset, uint8_t *bad, char *err,
+                             size_t err_size);
+
+/* "normal" and "hard"; scene_difficulty_parse takes those and says whether it did. */
+const char *scene_difficulty_name(scene_difficulty difficulty);
+bool scene_difficulty_parse(const char *text, scene_difficulty *out);
 
 /* The truth CSV: the header line "frame,row,col,amplitude,sigma\n" and one line per row
  * ("3,17.2500,40.0000,812.5000,1.5000\n": four decimals). scene_truth_csv_row writes

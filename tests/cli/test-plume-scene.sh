@@ -2,7 +2,8 @@
 # tests/cli/test-plume-scene.sh PLUME SCRATCH: `plume scene` and `plume score` end to end,
 # through the built binary. Checks the files a scene writes (the .npy header and size,
 # the truth CSV's header and ranges), determinism (the same arguments give the same
-# bytes, another seed other bytes), that the truth scored as detections is perfect,
+# bytes, another seed other bytes), the hard scene's five files (frames, truth, gain,
+# offset, bad) and its refusals, that the truth scored as detections is perfect,
 # exit codes (0 ok, 2 bad usage or a bad file) with one-line messages on stderr, and
 # that no output (or temporary) file is left behind by a failure. No Python needed.
 set -u
@@ -51,6 +52,89 @@ run 0 "overwrite" scene --frames 3 --size 32,40 --out e.npy --truth e.csv
 checks=$((checks + 1))
 cmp -s a.npy e.npy || fail "an overwritten output differs"
 absent "good runs" nothing-here
+
+# ---- the hard scene and its calibration ------------------------------------------------------
+mkdir -p cal cal2
+run 0 "hard" scene --frames 3 --size 32,40 --difficulty hard --out h.npy --truth h.csv \
+  --calibration cal
+checks=$((checks + 1))
+grep -q "^scene: 3 frames of 32x40 (seed 1, hard), .* calibration in cal$" out.txt ||
+  fail "hard summary: $(cat out.txt)"
+# The five files: the frames as the normal scene's, gain and offset f32 (32, 40), bad u8.
+checks=$((checks + 1))
+[[ $(wc -c <h.npy) == $((128 + 3 * 32 * 40 * 2)) && $(wc -c <cal/gain.npy) == $((128 + 32 * 40 * 4)) &&
+  $(wc -c <cal/offset.npy) == $((128 + 32 * 40 * 4)) && $(wc -c <cal/bad.npy) == $((128 + 32 * 40)) ]] ||
+  fail "hard file sizes: $(wc -c h.npy cal/*.npy)"
+checks=$((checks + 1))
+head -c 128 cal/gain.npy | grep -aq "{'descr': '<f4', 'fortran_order': False, 'shape': (32, 40), }" &&
+  head -c 128 cal/offset.npy | grep -aq "'descr': '<f4'" &&
+  head -c 128 cal/bad.npy | grep -aq "{'descr': '|u1', 'fortran_order': False, 'shape': (32, 40), }" ||
+  fail "calibration headers: $(head -c 128 cal/gain.npy | tail -c +11) $(head -c 128 cal/bad.npy | tail -c +11)"
+checks=$((checks + 1))
+others=$(tail -c +129 cal/bad.npy | od -An -v -tu1 -w1 | awk '$1 > 1 {n++} END {print n + 0}')
+[[ $others == 0 ]] || fail "bad.npy has $others values other than 0 and 1"
+checks=$((checks + 1))
+[[ $(head -n 1 h.csv) == "frame,row,col,amplitude,sigma" ]] || fail "h.csv header: $(head -n 1 h.csv)"
+checks=$((checks + 1))
+cmp -s a.npy h.npy && fail "the hard scene's frames are the normal scene's"
+# Deterministic: the same arguments give the same five files; without --calibration, the
+# same frames and truth.
+run 0 "hard again" scene --frames 3 --size 32,40 --difficulty=hard --out h2.npy --truth h2.csv \
+  --calibration=cal2
+for f in gain.npy offset.npy bad.npy; do same cal/$f cal2/$f "hard again"; done
+same h.npy h2.npy "hard again"
+same h.csv h2.csv "hard again"
+run 0 "hard without --calibration" scene --frames 3 --size 32,40 --difficulty hard --out h3.npy \
+  --truth h3.csv
+same h.npy h3.npy "hard without --calibration"
+run 0 "--difficulty normal" scene --frames 3 --size 32,40 --difficulty normal --out n.npy --truth n.csv
+same a.npy n.npy "--difficulty normal"
+rm -f h2.npy h2.csv h3.npy h3.csv n.npy n.csv cal2/*.npy
+absent "hard runs" nothing-here
+# Refusals: exit 2, one line, no file.
+mkdir -p cal3
+for difficulty in easy Hard '' 1; do
+  run 2 "--difficulty '$difficulty'" scene --frames 2 --size 32,32 --difficulty "$difficulty" \
+    --out x.npy --truth x.csv && absent "--difficulty '$difficulty'" x.npy x.csv
+done
+expect_err "--difficulty '1'" "--difficulty '1' is not normal or hard"
+run 2 "--calibration without --difficulty" scene --frames 2 --size 32,32 --out x.npy --truth x.csv \
+  --calibration cal3 && expect_err "--calibration without --difficulty" \
+  "--calibration needs --difficulty hard"
+absent "--calibration without --difficulty" x.npy x.csv cal3/gain.npy cal3/offset.npy cal3/bad.npy
+run 2 "--calibration with normal" scene --frames 2 --size 32,32 --difficulty normal --out x.npy \
+  --truth x.csv --calibration cal3 && absent "--calibration with normal" x.npy x.csv cal3/gain.npy
+run 2 "--calibration missing" scene --frames 2 --size 32,32 --difficulty hard --out x.npy \
+  --truth x.csv --calibration no-such-dir && expect_err "--calibration missing" \
+  "--calibration 'no-such-dir' is not an existing folder"
+absent "--calibration missing" x.npy x.csv
+run 2 "--calibration a file" scene --frames 2 --size 32,32 --difficulty hard --out x.npy \
+  --truth x.csv --calibration a.csv && absent "--calibration a file" x.npy x.csv
+mkdir -p cal3/offset.npy
+run 2 "a calibration file is a folder" scene --frames 2 --size 32,32 --difficulty hard \
+  --out x.npy --truth x.csv --calibration cal3 &&
+  expect_err "a calibration file is a folder" "cal3/offset.npy"
+absent "a calibration file is a folder" x.npy x.csv cal3/gain.npy cal3/bad.npy
+rmdir cal3/offset.npy
+run 2 "--out in the calibration folder" scene --frames 2 --size 32,32 --difficulty hard \
+  --out cal3/gain.npy --truth x.csv --calibration cal3 &&
+  expect_err "--out in the calibration folder" "--out and --calibration name the same file"
+absent "--out in the calibration folder" x.csv cal3/gain.npy cal3/offset.npy cal3/bad.npy
+# All or none: a full disk, or a signal, leaves the old files of all five paths.
+for f in gain.npy offset.npy bad.npy; do echo "old $f" >cal3/$f; done
+echo "old frames" >kept.npy
+echo "old truth" >kept.csv
+run_full_disk 1 "hard on a full disk" scene --frames 2 --size 32,32 --difficulty hard \
+  --out kept.npy --truth kept.csv --calibration cal3
+run_interrupted TERM 'kept.npy.tmp-*' $((128 + $(kill -l TERM))) "hard SIGTERM" scene \
+  --frames 4000 --size 128,128 --difficulty hard --out kept.npy --truth kept.csv \
+  --calibration cal3 && expect_err "hard SIGTERM" "interrupted by signal"
+checks=$((checks + 1))
+[[ $(cat kept.npy) == "old frames" && $(cat kept.csv) == "old truth" && $(cat cal3/gain.npy) == "old gain.npy" &&
+  $(cat cal3/offset.npy) == "old offset.npy" && $(cat cal3/bad.npy) == "old bad.npy" ]] ||
+  fail "a failed hard scene replaced an old file: $(head -c 40 kept.npy cal3/*)"
+absent "hard failures"
+rm -f kept.npy kept.csv cal3/*.npy
 
 # ---- plume score ---------------------------------------------------------------------------
 # The truth as detections (frame, region columns, the centre as both centroids): perfect.
