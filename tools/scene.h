@@ -51,11 +51,11 @@
  *
  *   raw = clip(round(g(t) gain(y, x) (L + noise) + offset(y, x)), 0, 16383)
  *
- *   clutter     2 + H*W/65536 bright discs (radius 6..14 px, +300..1500 counts: brighter
+ *   clutter     1 + H*W/65536 bright discs (radius 6..14 px, +300..1500 counts: brighter
  *               than any plume) with edges 1 px wide (the covered fraction of each pixel,
  *               a ramp of 1 px across the rim), each drifting in a straight line at
- *               0.05..0.3 px/frame in its own direction, wrapping round the frame's
- *               edges out of sight as the clouds do.
+ *               0.05..0.3 px/frame in its own direction and bouncing off the frame's
+ *               edges, so that it never leaves the frame.
  *   plumes      as in the normal scene but with a peak A of 98..222 counts (log-uniform)
  *               and its 8% flicker, so 90..240 counts: 3..8 noise sigmas; sa 1..2 px;
  *               a constant speed of 0.3..2 px/frame (no acceleration).
