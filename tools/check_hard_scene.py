@@ -46,41 +46,14 @@ background; the false alarms single pixels at z just above k. Needs numpy and sc
 (/usr/bin/python3 here).
 """
 import argparse
-import csv
+import os
 import sys
 
 import numpy as np
 from scipy import ndimage
 
-
-def score(truth, detections, skip):
-    """(tp, fp, fn) over frames >= skip; truth: frame -> [(row, col, sigma)],
-    detections: frame -> [(row, col)]."""
-    tp = fp = fn = 0
-    frames = set(truth) | set(detections)
-    for f in frames:
-        if f < skip:
-            continue
-        ts = truth.get(f, [])
-        ds = detections.get(f, [])
-        pairs = []
-        for i, (tr, tc, ts_) in enumerate(ts):
-            radius = max(3.0, 2.0 * ts_)
-            for j, (dr, dc) in enumerate(ds):
-                d = np.hypot(tr - dr, tc - dc)
-                if d <= radius:
-                    pairs.append((d, i, j))
-        pairs.sort()
-        used_t, used_d = set(), set()
-        for d, i, j in pairs:
-            if i in used_t or j in used_d:
-                continue
-            used_t.add(i)
-            used_d.add(j)
-        tp += len(used_t)
-        fn += len(ts) - len(used_t)
-        fp += len(ds) - len(used_d)
-    return tp, fp, fn
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tune_detection import score  # noqa: E402  (plume score's rule, in NumPy)
 
 
 MODE = "constant"
@@ -110,8 +83,9 @@ def main():
     ap.add_argument("--sigma", type=float, default=1.2)
     ap.add_argument("--window", type=int, default=21)
     ap.add_argument("--guard", type=int, default=7)
-    ap.add_argument("--mode", default="constant")
-    ap.add_argument("--masked", type=float, default=0.3)
+    ap.add_argument("--mode", default="constant", help="scipy's edge mode of the filters")
+    ap.add_argument("--masked", type=float, default=0.3,
+                    help="the background's rate near detections, in alphas")
     ap.add_argument("--k", type=float, default=5.5)
     a = ap.parse_args()
     global MODE
@@ -120,11 +94,8 @@ def main():
     gain = np.load(f"{a.dir}/gain.npy").astype(np.float64)
     offset = np.load(f"{a.dir}/offset.npy").astype(np.float64)
     bad = np.load(f"{a.dir}/bad.npy").astype(bool)
-    truth = {}
-    with open(f"{a.dir}/{a.truth}") as fh:
-        for row in csv.DictReader(fh):
-            truth.setdefault(int(row["frame"]), []).append(
-                (float(row["row"]), float(row["col"]), float(row["sigma"])))
+    # frame, row, col, amplitude, sigma
+    truth = np.loadtxt(f"{a.dir}/{a.truth}", delimiter=",", skiprows=1, ndmin=2)
 
     background = None
     detections = {}
@@ -142,14 +113,16 @@ def main():
         if n:
             w = np.where(mask, np.maximum(f, 0), 0)
             cents = ndimage.center_of_mass(w, labels, range(1, n + 1))
-            detections[t] = [(c[0], c[1]) for c in cents]
+            detections[t] = np.array(cents)
         # The background learns the frame except where it found something.
         rate = np.where(ndimage.binary_dilation(mask, iterations=2), a.alpha * a.masked, a.alpha)
         background += rate * (x - background)
 
-    tp, fp, fn = score(truth, detections, a.skip)
-    precision = tp / max(tp + fp, 1)
-    recall = tp / max(tp + fn, 1)
+    # Frames before --skip are left out, truth and detections alike (plume score
+    # --skip-frames).
+    truth = truth[truth[:, 0] >= a.skip]
+    detections = {f: d for f, d in detections.items() if f >= a.skip}
+    tp, fp, fn, precision, recall, _ = score(truth, detections)
     print(f"frames {a.skip}..{raw.shape[0] - 1}: truth {tp + fn}, detections {tp + fp}, "
           f"true positives {tp}, precision {precision:.4f}, recall {recall:.4f}")
     return 0
