@@ -42,8 +42,8 @@
  * larger sigma sa.
  *
  * ---- the hard scene (difficulty SCENE_HARD) ------------------------------------------
- * The same sky and earth seen by a real staring sensor, as a detector that looks at one
- * frame at a time (PLUME_DEFAULT_PIPELINE) cannot handle it. The radiance L(y, x, t) is
+ * The same sky and earth seen by a real staring sensor, made so that a detector that
+ * looks at one frame at a time (PLUME_DEFAULT_PIPELINE) cannot handle it. The radiance L(y, x, t) is
  * the normal background without its column pattern, its clouds, bands and horizon
  * moving at 1/20 of their normal pace (a staring sensor's slowly changing sky and earth),
  * plus bright drifting clutter, plus fainter, faster plumes; the sensor turns it into
@@ -72,9 +72,13 @@
  * the sensor would have measured, in plm_nuc's convention out = gain * raw + offset
  * (plume/nuc.h): gain = (1 + 0.3% rms error) / gain(y, x) and offset = -offset(y, x) /
  * gain(y, x) + 3 counts rms error, so that out = g(t) (L + noise) within those errors,
- * and the map of the dead and hot pixels. It leaves g(t) alone: a drift is not calibrated.
- * A temporal detector solves this scene (tools/check_hard_scene.py: a per-pixel running
- * background, a matched filter and a local threshold); see its scores in README.md.
+ * and the map of the dead and hot pixels (whose gain and offset are given by the same
+ * formulas, meaningless for a stuck pixel). It leaves g(t) alone: a drift is not
+ * calibrated. A temporal detector solves this scene: tools/check_hard_scene.py (nuc, a
+ * per-pixel running background, a matched filter and a local threshold) scores precision
+ * 0.978 and recall 0.928 over seven scenes after 30 settling frames, where the default
+ * pipeline scores 0.002 and 0.56, and 0.043 and 0.64 after nuc (README.md, the script's
+ * header).
  *
  * ---- detecting the plumes: PLUME_DEFAULT_PIPELINE -------------------------------------
  * A raw intensity threshold cannot separate plumes from this clutter: the earth and the
