@@ -29,9 +29,10 @@ enum { BENCH_FRAMES = 64 }; /* the scene's first frames, for the comparison */
 static const char demo_usage[] =
     "usage: plume demo [--frames N] [--size H,W] [--seed S] [--backend host|cuda|auto]\n"
     "                  [--streams K] [--workdir DIR] [--keep]\n"
+    "                  [--difficulty normal|hard] [--pipeline TEXT]\n"
     "\n"
     "The main job: write a synthetic infrared scene with hot moving plumes and its truth\n"
-    "(as plume scene), detect the plumes with the default pipeline (as plume detect),\n"
+    "(as plume scene), detect the plumes with a pipeline (as plume detect), by default\n"
     "\n"
     "  " PLUME_DEFAULT_PIPELINE
     "\n"
@@ -39,7 +40,8 @@ static const char demo_usage[] =
     "and score the detections against the truth (as plume score): precision, recall, the\n"
     "mean centroid error in pixels, and the frames per second. Then bench_pipeline's\n"
     "comparison (naive, pooled, streams, graph, fused) on the scene's first frames, with\n"
-    "the default pipeline and with bench_pipeline's fusable one.\n"
+    "the demo's pipeline (unless it names tensors, which bench_pipeline does not take) and\n"
+    "with bench_pipeline's fusable one.\n"
     "\n"
     "options:\n"
     "  --frames N            frames of the scene, 1..100000 (default 2000)\n"
@@ -49,7 +51,13 @@ static const char demo_usage[] =
     "  --streams K           frames in flight, 1..16 (default 3)\n"
     "  --workdir DIR         where the files go (made if missing; default a new temporary\n"
     "                        folder): frames.npy (N*H*W*2 bytes: 1 GiB by default),\n"
-    "                        truth.csv, detections.csv\n"
+    "                        truth.csv, detections.csv, and with hard gain.npy,\n"
+    "                        offset.npy and bad.npy\n"
+    "  --difficulty D        normal (the default) or hard: the scene of plume scene\n"
+    "                        --difficulty D; with hard, the pipeline may name its\n"
+    "                        calibration as the tensors @gain, @offset and @bad, e.g.\n"
+    "                        'nuc gain=@gain offset=@offset ! conv2d ...'\n"
+    "  --pipeline TEXT       the detection pipeline (plume detect's; default above)\n"
     "  --keep                keep the files (else they are removed at the end)\n"
     "  -h, --help            show this help\n";
 
@@ -59,7 +67,13 @@ typedef struct demo_files {
   char dir[DEMO_PATH_SIZE];
   bool made_dir; /* removed at the end when empty, unless kept */
   char frames[DEMO_PATH_SIZE], truth[DEMO_PATH_SIZE], detections[DEMO_PATH_SIZE];
+  /* the hard scene's calibration (scene_calibration_files), written into dir */
+  char calibration[SCENE_CALIBRATION_FILES][DEMO_PATH_SIZE];
 } demo_files;
+
+/* The names of the calibration's tensors in the pipeline, in scene_calibration_files'
+ * order. */
+static const char *const calibration_tensors[SCENE_CALIBRATION_FILES] = {"gain", "offset", "bad"};
 
 /* Make (or take) the working folder and name the files in it. Returns 0, or EXIT_USAGE
  * after a message. */
@@ -94,9 +108,14 @@ static int open_workdir(const char *workdir, demo_files *files) {
     }
     files->made_dir = true;
   }
-  const char *names[3] = {"frames.npy", "truth.csv", "detections.csv"};
-  char *paths[3] = {files->frames, files->truth, files->detections};
-  for (int i = 0; i < 3; i++)
+  enum { FILES = 3 + SCENE_CALIBRATION_FILES };
+  const char *names[FILES] = {"frames.npy", "truth.csv", "detections.csv"};
+  char *paths[FILES] = {files->frames, files->truth, files->detections};
+  for (int i = 0; i < SCENE_CALIBRATION_FILES; i++) {
+    names[3 + i] = scene_calibration_files[i];
+    paths[3 + i] = files->calibration[i];
+  }
+  for (int i = 0; i < FILES; i++)
     if (snprintf(paths[i], DEMO_PATH_SIZE, "%s/%s", files->dir, names[i]) >= DEMO_PATH_SIZE) {
       fprintf(stderr, "plume demo: --workdir is too long\n");
       if (files->made_dir) rmdir(files->dir);
@@ -110,6 +129,7 @@ static void close_workdir(const demo_files *files, bool keep) {
   unlink(files->frames);
   unlink(files->truth);
   unlink(files->detections);
+  for (int i = 0; i < SCENE_CALIBRATION_FILES; i++) unlink(files->calibration[i]);
   if (files->made_dir) rmdir(files->dir);
 }
 
@@ -118,17 +138,19 @@ static void close_workdir(const demo_files *files, bool keep) {
 typedef struct demo_config {
   scene_config scene;
   detect_config detect;
+  detect_tensor tensors[SCENE_CALIBRATION_FILES]; /* the calibration, with hard */
   bool keep;
 } demo_config;
 
 /* Take the arguments into config. Returns -1 to go on, else an exit code. */
 static int parse_arguments(int argc, char **argv, demo_config *config, const char **workdir) {
   const char *frames = NULL, *size = NULL, *seed = NULL, *backend = NULL, *streams = NULL,
-             *keep = NULL;
-  option options[] = {{"--frames", &frames, false},   {"--size", &size, false},
-                      {"--seed", &seed, false},       {"--backend", &backend, false},
-                      {"--streams", &streams, false}, {"--workdir", workdir, false},
-                      {"--keep", &keep, true},        {NULL, NULL, false}};
+             *keep = NULL, *difficulty = NULL, *pipeline = NULL;
+  option options[] = {{"--frames", &frames, false},     {"--size", &size, false},
+                      {"--seed", &seed, false},         {"--backend", &backend, false},
+                      {"--streams", &streams, false},   {"--workdir", workdir, false},
+                      {"--keep", &keep, true},          {"--difficulty", &difficulty, false},
+                      {"--pipeline", &pipeline, false}, {NULL, NULL, false}};
   int exit_code = options_take("demo", demo_usage, options, argc, argv);
   if (exit_code >= 0) return exit_code;
   scene_config *sc = &config->scene;
@@ -153,6 +175,15 @@ static int parse_arguments(int argc, char **argv, demo_config *config, const cha
             quote_value(seed, q, sizeof q));
     return EXIT_USAGE;
   }
+  if (difficulty && !scene_difficulty_parse(difficulty, &sc->difficulty)) {
+    fprintf(stderr, "plume demo: --difficulty %s is not normal or hard\n",
+            quote_value(difficulty, q, sizeof q));
+    return EXIT_USAGE;
+  }
+  if (pipeline && !*pipeline) {
+    fprintf(stderr, "plume demo: --pipeline is empty\n");
+    return EXIT_USAGE;
+  }
   if (sc->frames > IMAGE_MAX_ELEMENTS / (sc->height * sc->width)) {
     fprintf(stderr, "plume demo: %lld frames of %lldx%lld exceed the %lld pixels a .npy may hold\n",
             (long long)sc->frames, (long long)sc->height, (long long)sc->width,
@@ -160,8 +191,9 @@ static int parse_arguments(int argc, char **argv, demo_config *config, const cha
     return EXIT_USAGE;
   }
   detect_config *detect = &config->detect;
-  *detect = (detect_config){
-      .pipeline = PLUME_DEFAULT_PIPELINE, .show_progress = true, .stop = &interrupt_signal};
+  *detect = (detect_config){.pipeline = pipeline ? pipeline : PLUME_DEFAULT_PIPELINE,
+                            .show_progress = true,
+                            .stop = &interrupt_signal};
   if (backend && plm_backend_parse(backend, &detect->backend) != PLM_OK) {
     fprintf(stderr, "plume demo: --backend %s is not host, cuda or auto\n",
             quote_value(backend, q, sizeof q));
@@ -248,6 +280,13 @@ static int compare_configs(const demo_config *config, const demo_files *files, c
                                       .name = name};
   const char *pipelines[] = {config->detect.pipeline, PIPELINE_BENCH_DEFAULT};
   for (int p = 0; exit_code == 0 && p < 2 && !interrupt_signal; p++) {
+    if (strchr(pipelines[p], '@')) {
+      printf(
+          "\ncomparison %d of 2: left out: the pipeline names tensors, which bench_pipeline "
+          "does not take\n",
+          p + 1);
+      continue;
+    }
     printf("\ncomparison %d of 2 (as bench_pipeline --quick):\n", p + 1);
     fflush(stdout);
     const pipeline_bench_options options = {.backend = config->detect.backend,
@@ -290,9 +329,11 @@ int demo_command_main(int argc, char **argv) {
   plm_status status = describe_device(config.detect.backend, device, sizeof device);
   if (status != PLM_OK) return demo_failure(&files, config.keep, status, plm_last_error());
   const scene_config *sc = &config.scene;
-  printf("plume demo: %lld frames of %lldx%lld (seed %llu) through the default pipeline\n  %s\n",
+  printf("plume demo: %lld frames of %lldx%lld (seed %llu%s) through the %s pipeline\n  %s\n",
          (long long)sc->frames, (long long)sc->height, (long long)sc->width,
-         (unsigned long long)sc->seed, config.detect.pipeline);
+         (unsigned long long)sc->seed, sc->difficulty == SCENE_HARD ? ", hard" : "",
+         strcmp(config.detect.pipeline, PLUME_DEFAULT_PIPELINE) == 0 ? "default" : "given",
+         config.detect.pipeline);
   printf("on %s\nfiles in %s (%s)\n\n", device, files.dir,
          config.keep ? "kept" : "removed at the end");
   fflush(stdout);
@@ -300,8 +341,9 @@ int demo_command_main(int argc, char **argv) {
   char err[DETECT_ERROR_SIZE] = "";
   int64_t plumes = 0;
   double step = plm__monotonic_seconds();
-  status = scene_write_files(sc, files.frames, files.truth, NULL, true, &interrupt_signal, &plumes,
-                             err, sizeof err);
+  const bool hard = sc->difficulty == SCENE_HARD;
+  status = scene_write_files(sc, files.frames, files.truth, hard ? files.dir : NULL, true,
+                             &interrupt_signal, &plumes, err, sizeof err);
   if (status != PLM_OK) return demo_failure(&files, config.keep, status, err);
   printf("scene: %lld frames, %lld plumes in the truth, written in %.2f s\n", (long long)sc->frames,
          (long long)plumes, plm__monotonic_seconds() - step);
@@ -309,6 +351,12 @@ int demo_command_main(int argc, char **argv) {
 
   config.detect.frames_path = files.frames;
   config.detect.out_path = files.detections;
+  /* The hard scene's calibration, for a pipeline that names @gain, @offset or @bad. */
+  for (int i = 0; hard && i < SCENE_CALIBRATION_FILES; i++)
+    config.tensors[i] =
+        (detect_tensor){.name = calibration_tensors[i], .path = files.calibration[i]};
+  config.detect.tensors = config.tensors;
+  config.detect.tensor_count = hard ? SCENE_CALIBRATION_FILES : 0;
   detect_result detected;
   status = detect_run(&config.detect, &detected, err, sizeof err);
   if (status != PLM_OK) return demo_failure(&files, config.keep, status, err);

@@ -2,13 +2,18 @@
  *
  *   plume demo [--frames N] [--size H,W] [--seed S] [--backend host|cuda|auto]
  *              [--streams K] [--workdir DIR] [--keep]
+ *              [--difficulty normal|hard] [--pipeline TEXT]
  *     Writes the synthetic infrared scene of tools/scene.h (default 2000 frames of
- *     512 x 512, seed 1) and its truth into a working folder, runs PLUME_DEFAULT_PIPELINE
- *     over it as `plume detect` does (apps/detect.h), and scores the detections against
- *     the truth as `plume score` does (tools/score.h): precision, recall and the mean
- *     centroid error in pixels, and the frames per second. The folder is a new temporary
- *     one unless --workdir names one (made if missing); its files (frames.npy, truth.csv,
- *     detections.csv) are removed at the end unless --keep.
+ *     512 x 512, seed 1, normal) and its truth into a working folder, runs the pipeline
+ *     (default PLUME_DEFAULT_PIPELINE) over it as `plume detect` does (apps/detect.h), and
+ *     scores the detections against the truth as `plume score` does (tools/score.h):
+ *     precision, recall and the mean centroid error in pixels, and the frames per second.
+ *     With --difficulty hard the scene is the hard one and its calibration (gain.npy,
+ *     offset.npy, bad.npy) goes into the folder too, given to the pipeline as the named
+ *     tensors gain, offset and bad (`nuc gain=@gain offset=@offset ! ...`). The folder
+ *     is a new temporary one unless --workdir names one (made if missing); its files
+ *     (frames.npy, truth.csv, detections.csv and the calibration's) are removed at the
+ *     end unless --keep.
  *
  * Exit codes as `plume detect`'s: 0 success; 1 a runtime failure (a file that cannot be
  * written in the working folder included: a full disk); 2 bad usage or a working

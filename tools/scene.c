@@ -181,6 +181,15 @@ static double wrap(double v, double length) {
   return v - length * (double)floor_int(v / length);
 }
 
+/* Where a disc of radius r is on an axis of size pixels after travel px from its phase
+ * (0..1 of its course): it goes back and forth between the edges, its rim a pixel inside
+ * them, so that it never leaves the frame (at the middle when there is no room). */
+static double bounce(double phase, double travel, double r, int64_t size) {
+  double room = (double)(size - 1) - 2.0 * (r + 1.0);
+  if (room <= 0) return 0.5 * (double)(size - 1);
+  return r + 1.0 + room - fabs(wrap(phase * 2.0 * room + travel, 2.0 * room) - room);
+}
+
 /* ---- random numbers: splitmix64 -------------------------------------------------------- */
 
 static uint64_t mix64(uint64_t z) {
@@ -255,7 +264,7 @@ typedef struct cloud {
 
 typedef struct disc {
   double amplitude, radius;
-  double y0, x0; /* position at t = 0 inside the wrap domain, from its start */
+  double y0, x0; /* position at t = 0: a phase 0..1 of its back-and-forth course */
   double vy, vx; /* px/frame */
 } disc;
 
@@ -326,15 +335,14 @@ static void draw_clouds(scene *s, rng *r, int first, int count, double sigma_min
 
 /* The hard scene's discs, drift and the keys of its per-pixel sensor. */
 static void draw_sensor(scene *s) {
-  double h = (double)s->config.height, w = (double)s->config.width;
   rng r = rng_for(s->config.seed, PURPOSE_DISCS);
   for (int i = 0; i < s->n_discs; i++) {
     disc *d = &s->discs[i];
     d->amplitude = rng_range(&r, DISC_AMPLITUDE_MIN, DISC_AMPLITUDE_MAX);
     d->radius = rng_range(&r, DISC_RADIUS_MIN, DISC_RADIUS_MAX);
-    double span = 2.0 * d->radius + 2.0, speed = rng_range(&r, DISC_SPEED_MIN, DISC_SPEED_MAX);
-    d->y0 = rng_range(&r, 0.0, h + span);
-    d->x0 = rng_range(&r, 0.0, w + span);
+    double speed = rng_range(&r, DISC_SPEED_MIN, DISC_SPEED_MAX);
+    d->y0 = rng_uniform(&r);
+    d->x0 = rng_uniform(&r);
     rng_direction(&r, &d->vy, &d->vx);
     d->vy *= speed;
     d->vx *= speed;
@@ -468,7 +476,7 @@ plm_status scene_create(const scene_config *config, scene **out, char *err, size
   s->wave_cos = malloc((size_t)(WAVES * w) * sizeof *s->wave_cos);
   s->fpn = malloc((size_t)w * sizeof *s->fpn);
   s->clouds = malloc((size_t)s->n_clouds * sizeof *s->clouds);
-  s->n_discs = hard ? (int)(2 + area / 65536) : 0;
+  s->n_discs = hard ? (int)(1 + area / 65536) : 0;
   s->discs = malloc((size_t)(s->n_discs + 1) * sizeof *s->discs);
   if (!s->wave_sin || !s->wave_cos || !s->fpn || !s->clouds || !s->discs) {
     scene_destroy(s);
@@ -684,8 +692,8 @@ static plm_status plan_frame(const scene *s, int64_t t, frame_plan *p, const cha
     const disc *d = &s->discs[i];
     double margin = d->radius + 1.0;
     disc_box *b = &p->discs[p->n_discs];
-    b->row = wrap(d->y0 + d->vy * time, (double)h + 2.0 * margin) - margin;
-    b->col = wrap(d->x0 + d->vx * time, (double)w + 2.0 * margin) - margin;
+    b->row = bounce(d->y0, d->vy * time, d->radius, h);
+    b->col = bounce(d->x0, d->vx * time, d->radius, w);
     if (!clip_box(b->row, margin, h, &b->y0, &b->y1) ||
         !clip_box(b->col, margin, w, &b->x0, &b->x1))
       continue;

@@ -8,7 +8,9 @@
 # same rows as the built-in kernel and threshold they stand for; exit codes (0 ok, 2 bad
 # usage, a bad pipeline, a bad frame or tensor file) with one-line messages on stderr, and
 # no output (or temporary) file left by a failure. Then `plume demo` on a short scene: its precision and recall are >= 0.95,
-# its files are removed (or kept with --keep) and `plume score` agrees with it.
+# its files are removed (or kept with --keep) and `plume score` agrees with it; with
+# --difficulty hard it writes the hard scene and its calibration, which a --pipeline names
+# as @gain and @offset.
 # Python (any python3, standard library only) makes the PNG frames when it is found.
 set -u
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -514,6 +516,36 @@ checks=$((checks + 1))
 run 0 "demo --workdir" demo --frames 5 --size 64,64 --workdir made
 checks=$((checks + 1))
 [[ ! -e made ]] || fail "demo --workdir left $(ls -R made)"
+# --difficulty hard: the hard scene and its calibration in the folder, which a pipeline
+# names as @gain and @offset; the files are all removed at the end unless --keep.
+run 0 "demo hard --keep" demo --frames 5 --size 64,64 --difficulty hard --workdir hard --keep \
+  --backend host
+checks=$((checks + 1))
+[[ -f hard/frames.npy && -f hard/truth.csv && -f hard/detections.csv && -f hard/gain.npy &&
+  -f hard/offset.npy && -f hard/bad.npy ]] || fail "demo hard --keep: $(ls hard)"
+run 0 "scene as the demo's" scene --frames 5 --size 64,64 --difficulty hard --out hard-f.npy \
+  --truth hard-t.csv --calibration .
+same hard/frames.npy hard-f.npy "demo hard: the frames"
+for f in gain.npy offset.npy bad.npy; do same hard/$f $f "demo hard: $f"; done
+rm -f hard-f.npy hard-t.csv gain.npy offset.npy bad.npy
+rm -rf hard
+nuc_pipeline="nuc gain=@gain offset=@offset ! $pipeline"
+run 0 "demo hard --pipeline nuc" demo --frames 5 --size 64,64 --difficulty hard --workdir made \
+  --backend host --pipeline "$nuc_pipeline"
+checks=$((checks + 1))
+grep -qF "through the given pipeline" out.txt && grep -qF "  $nuc_pipeline" out.txt &&
+  grep -q "^comparison 1 of 2: left out: the pipeline names tensors" out.txt &&
+  grep -q "^precision:" out.txt || fail "demo hard --pipeline nuc: $(head -20 out.txt)"
+checks=$((checks + 1))
+[[ ! -e made ]] || fail "demo hard left $(ls -R made)"
+run 2 "demo --difficulty easy" demo --frames 5 --size 64,64 --difficulty easy --workdir made &&
+  expect_err "demo --difficulty easy" "--difficulty 'easy' is not normal or hard"
+run 2 "demo --pipeline ''" demo --frames 5 --size 64,64 --pipeline ''
+# The normal scene has no calibration: a pipeline naming @gain fails, leaving nothing.
+run 2 "demo normal --pipeline nuc" demo --frames 5 --size 64,64 --workdir made --backend host \
+  --pipeline "$nuc_pipeline" && expect_err "demo normal --pipeline nuc" "gain"
+checks=$((checks + 1))
+[[ ! -e made ]] || fail "demo normal --pipeline nuc left $(ls -R made)"
 # Without a GPU, --backend cuda fails before any scene is written, leaving nothing.
 if "$plume" info | grep -q "cuda: no device"; then
   checks=$((checks + 1))
