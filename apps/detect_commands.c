@@ -11,12 +11,12 @@
 #include "apps/options.h"
 #include "tools/quote.h"
 #include "tools/regular_file.h"
-#include "tools/scene.h"
 
 static const char detect_usage[] =
-    "usage: plume detect --frames FRAMES.npy|DIR --pipeline \"TEXT\" --out DETECTIONS.csv\n"
-    "                    [--tensor NAME=FILE.npy]... [--backend host|cuda|auto]\n"
-    "                    [--streams K] [--profile DIR]\n"
+    "usage: plume detect --frames FRAMES.npy|DIR (--pipeline \"TEXT\" | --preset NAME)\n"
+    "                    --out DETECTIONS.csv [--tensor NAME=FILE.npy]...\n"
+    "                    [--backend host|cuda|auto] [--streams K] [--profile DIR]\n"
+    "       plume detect --list-presets\n"
     "\n"
     "Run a pipeline over a sequence of frames and write the regions it finds.\n"
     "\n"
@@ -28,10 +28,14 @@ static const char detect_usage[] =
     "                        numbers). u8, u16 or f32 (a '<f8' .npy is read as f32).\n"
     "  --pipeline TEXT       the pipeline (the text form of plume/pipeline.h), ending in\n"
     "                        'label ! regions' or 'segment', for example\n"
-    "                        \"" PLUME_DEFAULT_PIPELINE
+    "                        \"" PLM_PRESET_DEFAULT_PIPELINE
     "\"\n"
     "                        capacity=C of regions bounds the regions kept per frame\n"
     "                        (default: the most a frame can hold)\n"
+    "  --preset NAME         a named pipeline instead of --pipeline: default, robust or\n"
+    "                        calibrated (plume/presets.h; --list-presets shows them)\n"
+    "  --list-presets        print each preset's name, what it is for, the tensors it\n"
+    "                        needs, the frames its background needs to settle and its text\n"
     "  --out CSV             one row per region: frame,label,area,min_row,min_col,max_row,\n"
     "                        max_col,centroid_row,centroid_col,sum,max,wcentroid_row,\n"
     "                        wcentroid_col (what plume score reads); written atomically\n"
@@ -118,11 +122,67 @@ static int take_tensors(int argc, char **argv, char **rest, int *rest_count, det
   return -1;
 }
 
+/* --list-presets: the table of plume/presets.h. */
+static int list_presets(void) {
+  int count = 0;
+  const plm_preset *presets = plm_pipeline_presets(&count);
+  for (int i = 0; i < count; i++) {
+    const plm_preset *p = &presets[i];
+    printf("%s: %s\n", p->name, p->summary);
+    if (p->tensors[0]) printf("  tensors: %s (--tensor NAME=FILE.npy each)\n", p->tensors);
+    if (p->settle_frames)
+      printf("  settles: %d frames (plume score --skip-frames %d)\n", p->settle_frames,
+             p->settle_frames);
+    printf("  pipeline: %s\n", p->pipeline);
+  }
+  return 0;
+}
+
+/* The pipeline text of --pipeline or --preset (exactly one of them), with the tensors a
+ * preset needs given. NULL after a message (exit 2). */
+static const char *pipeline_text(const char *pipeline, const char *preset,
+                                 const detect_tensor *tensors, int tensor_count) {
+  char q[QUOTE_SIZE];
+  if (pipeline && preset) {
+    fprintf(stderr, "plume detect: --pipeline and --preset are given; choose one\n");
+    return NULL;
+  }
+  if (!preset) {
+    if (!pipeline)
+      fprintf(stderr,
+              "plume detect: --pipeline or --preset is required (see plume detect "
+              "--help)\n");
+    return pipeline;
+  }
+  const plm_preset *p = plm_pipeline_preset(preset);
+  if (!p) {
+    fprintf(stderr, "plume detect: --preset %s is not a preset (plume detect --list-presets)\n",
+            quote_value(preset, q, sizeof q));
+    return NULL;
+  }
+  /* Each name of p->tensors, space-separated, must be given as --tensor NAME=FILE. */
+  for (const char *name = p->tensors; *name;) {
+    size_t length = strcspn(name, " ");
+    bool given = false;
+    for (int t = 0; t < tensor_count; t++)
+      given |= strlen(tensors[t].name) == length && strncmp(tensors[t].name, name, length) == 0;
+    if (!given) {
+      fprintf(stderr, "plume detect: --preset %s needs --tensor %.*s=FILE.npy (it needs %s)\n",
+              p->name, (int)length, name, p->tensors);
+      return NULL;
+    }
+    name += length + (name[length] == ' ');
+  }
+  return p->pipeline;
+}
+
 int detect_command_main(int argc, char **argv) {
-  const char *frames = NULL, *pipeline = NULL, *out = NULL, *backend = NULL, *streams = NULL,
-             *profile = NULL;
+  const char *frames = NULL, *pipeline = NULL, *preset = NULL, *list = NULL, *out = NULL,
+             *backend = NULL, *streams = NULL, *profile = NULL;
   option options[] = {{"--frames", &frames, false},
                       {"--pipeline", &pipeline, false},
+                      {"--preset", &preset, false},
+                      {"--list-presets", &list, true},
                       {"--out", &out, false},
                       {"--backend", &backend, false},
                       {"--streams", &streams, false},
@@ -146,11 +206,14 @@ int detect_command_main(int argc, char **argv) {
   if (exit_code < 0) exit_code = options_take("detect", detect_usage, options, rest_count, rest);
   free(rest);
   if (exit_code >= 0) return exit_code;
-  const char *missing = !frames ? "--frames" : !pipeline ? "--pipeline" : !out ? "--out" : NULL;
+  if (list) return list_presets();
+  const char *missing = !frames ? "--frames" : !out ? "--out" : NULL;
   if (missing) {
     fprintf(stderr, "plume detect: %s is required (see plume detect --help)\n", missing);
     return EXIT_USAGE;
   }
+  pipeline = pipeline_text(pipeline, preset, tensors, tensor_count);
+  if (!pipeline) return EXIT_USAGE;
   char why[OUTPUT_PATH_WHY_SIZE], q[QUOTE_SIZE];
   if (!output_path_usable(out, why, sizeof why)) {
     fprintf(stderr, "plume detect: --out %s: %s\n", quote_value(out, q, sizeof q), why);
@@ -213,7 +276,7 @@ int detect_command_main(int argc, char **argv) {
 
 void detect_commands_print_summary(FILE *out) {
   fprintf(out,
-          "  detect --frames F.npy|DIR --pipeline \"...\" --out D.csv\n"
+          "  detect --frames F.npy|DIR --pipeline \"...\"|--preset NAME --out D.csv\n"
           "                                    run a pipeline over frames, write the regions\n"
           "  demo [--frames N] [--size H,W]    a scene, the default pipeline over it, its score\n");
 }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "tools/pipeline_bench.h"
+#include "plume/presets.h"
 #include "tools/scene.h"
 
 enum { H = 64, W = 80, FRAMES = 3 };
@@ -141,7 +142,7 @@ START_TEST(test_no_fusable_chain) {
   const pipeline_bench_frames from = {
       .pixels = frames_u16, .count = FRAMES, .height = H, .width = W, .dtype = PLM_DTYPE_U16};
   pipeline_bench_options options = options_for(&from);
-  options.pipeline = PLUME_DEFAULT_PIPELINE; /* conv2d ! threshold ! label ! regions */
+  options.pipeline = PLM_PRESET_DEFAULT_PIPELINE; /* conv2d ! threshold ! label ! regions */
   options.repeats = 1;
   int code = -1;
   char *table = run(&options, NULL, &code);

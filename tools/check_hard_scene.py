@@ -37,7 +37,7 @@ and on longer scenes (the same commands with --frames 300 at 256x256, --frames 2
   seed 2 512: frames 30..199: truth 2333, detections 2194, true positives 2174, precision 0.9909, recall 0.9318
   seed 3 512: frames 30..199: truth 2484, detections 2528, true positives 2343, precision 0.9268, recall 0.9432
   (all seven: precision 0.978, recall 0.928). On the 100-frame scene above, plume's
-  per-frame PLUME_DEFAULT_PIPELINE scores precision 0.0023, recall 0.557 (frames 30..99,
+  per-frame PLM_PRESET_DEFAULT_PIPELINE scores precision 0.0023, recall 0.557 (frames 30..99,
   and its 1024-row tables overflow in every frame), and `nuc gain=@gain offset=@offset`
   before it precision 0.043, recall 0.643: the hot pixels and the disc's edges are
   blobs to the Laplacian of Gaussian, and faint plumes are below its threshold.

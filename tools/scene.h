@@ -43,7 +43,7 @@
  *
  * ---- the hard scene (difficulty SCENE_HARD) ------------------------------------------
  * The same sky and earth seen by a real staring sensor, made so that a detector that
- * looks at one frame at a time (PLUME_DEFAULT_PIPELINE) cannot handle it. The radiance L(y, x, t) is
+ * looks at one frame at a time (the default preset) cannot handle it. The radiance L(y, x, t) is
  * the normal background without its column pattern, its clouds, bands and horizon
  * moving at 1/20 of their normal pace (a staring sensor's slowly changing sky and earth),
  * plus bright drifting clutter, plus fainter, faster plumes; the sensor turns it into
@@ -80,7 +80,7 @@
  * pipeline scores 0.002 and 0.56, and 0.043 and 0.64 after nuc (README.md, the script's
  * header).
  *
- * ---- detecting the plumes: PLUME_DEFAULT_PIPELINE -------------------------------------
+ * ---- detecting the plumes: the default preset (PLM_PRESET_DEFAULT_PIPELINE) ----------
  * A raw intensity threshold cannot separate plumes from this clutter: the earth and the
  * clouds are brighter than many plumes' peaks, and faint plumes are 5 noise sigmas high.
  * A background-removing filter can: the negated Laplacian of Gaussian (sigma 1.5 px, a
@@ -140,17 +140,6 @@
 #include <stdint.h>
 
 #include "plume/status.h"
-
-/* The detection chain `plume demo` runs on this scene by default (plm_pipeline_parse's
- * text form; see the scores above): the negated Laplacian of Gaussian of 9 x 9 taps,
- * sigma 1.5, "same" size with a replicated border; bright blobs above 25; 8-connected
- * components; their regions with the input frame as the intensity, in a table of 1024
- * rows (a 512 x 512 frame has about 16 plumes and rarely a false alarm; without a
- * capacity the table would have the 65,536 rows a 512 x 512 frame can hold, all of
- * them downloaded every frame). */
-#define PLUME_DEFAULT_PIPELINE                                                \
-  "conv2d kernel=log:9:1.5 pad=same border=replicate ! threshold value=25 ! " \
-  "label connectivity=8 ! regions capacity=1024"
 
 /* The largest pixel value: a 14-bit sensor. */
 #define SCENE_MAX_VALUE 16383

@@ -14,7 +14,7 @@ its best F1. It is then scored on held-out seeds (each seed + 100), its detectio
 written as `plume detect` CSVs and scored by `plume score`, which must agree, and the
 chain is run once more by plume's own ops (`plume op conv2d`, `threshold`, `label
 --regions --intensity`) and scored. The output of a run is kept in tune_detection.out;
-the result is PLUME_DEFAULT_PIPELINE in tools/scene.h.
+the result is the default preset, PLM_PRESET_DEFAULT_PIPELINE in include/plume/presets.h.
 
 The model of each op follows plume's headers (include/plume/*.h):
   conv2d    cross-correlation (no flip), f32; `pad=same` with a border mode: reflect101 is

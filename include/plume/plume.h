@@ -27,6 +27,7 @@
 #include "plume/ops.h"
 #include "plume/pipeline.h"
 #include "plume/pool.h"
+#include "plume/presets.h"
 #include "plume/profile.h"
 #include "plume/segment.h"
 #include "plume/status.h"

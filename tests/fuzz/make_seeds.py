@@ -14,7 +14,7 @@ import zlib
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PLUME_DEFAULT_PIPELINE = (  # tools/scene.h
+PLUME_DEFAULT_PIPELINE = (  # PLM_PRESET_DEFAULT_PIPELINE, include/plume/presets.h
     "conv2d kernel=log:9:1.5 pad=same border=replicate ! threshold value=25 ! "
     "label connectivity=8 ! regions capacity=1024")
 
