@@ -29,16 +29,14 @@ enum { BENCH_FRAMES = 64 }; /* the scene's first frames, for the comparison */
 static const char demo_usage[] =
     "usage: plume demo [--frames N] [--size H,W] [--seed S] [--backend host|cuda|auto]\n"
     "                  [--streams K] [--workdir DIR] [--keep]\n"
-    "                  [--difficulty normal|hard] [--pipeline TEXT]\n"
+    "                  [--difficulty normal|hard] [--preset NAME | --pipeline TEXT]\n"
     "\n"
     "The main job: write a synthetic infrared scene with hot moving plumes and its truth\n"
-    "(as plume scene), detect the plumes with a pipeline (as plume detect), by default\n"
-    "\n"
-    "  " PLUME_DEFAULT_PIPELINE
-    "\n"
-    "\n"
-    "and score the detections against the truth (as plume score): precision, recall, the\n"
-    "mean centroid error in pixels, and the frames per second. Then bench_pipeline's\n"
+    "(as plume scene), detect the plumes with a pipeline (as plume detect), by default the\n"
+    "preset 'default' on the normal scene and 'robust' on the hard one (plume detect\n"
+    "--list-presets), and score the detections against the truth (as plume score, after\n"
+    "the frames the preset's background needs to settle): precision, recall, the mean\n"
+    "centroid error in pixels, and the frames per second. Then bench_pipeline's\n"
     "comparison (naive, pooled, streams, graph, fused) on the scene's first frames, with\n"
     "the demo's pipeline (unless it names tensors, which bench_pipeline does not take) and\n"
     "with bench_pipeline's fusable one.\n"
@@ -57,7 +55,10 @@ static const char demo_usage[] =
     "                        --difficulty D; with hard, the pipeline may name its\n"
     "                        calibration as the tensors @gain, @offset and @bad, e.g.\n"
     "                        'nuc gain=@gain offset=@offset ! conv2d ...'\n"
-    "  --pipeline TEXT       the detection pipeline (plume detect's; default above)\n"
+    "  --preset NAME         a named pipeline: default, robust or calibrated (the hard\n"
+    "                        scene's calibration files are its tensors)\n"
+    "  --pipeline TEXT       a pipeline of plume detect's text form instead (scored from\n"
+    "                        frame 0)\n"
     "  --keep                keep the files (else they are removed at the end)\n"
     "  -h, --help            show this help\n";
 
@@ -139,18 +140,26 @@ typedef struct demo_config {
   scene_config scene;
   detect_config detect;
   detect_tensor tensors[SCENE_CALIBRATION_FILES]; /* the calibration, with hard */
+  const char *pipeline_name;                      /* the preset's name, or "given" */
+  int skip_frames; /* left out of the score: the preset's settle_frames */
   bool keep;
 } demo_config;
 
 /* Take the arguments into config. Returns -1 to go on, else an exit code. */
 static int parse_arguments(int argc, char **argv, demo_config *config, const char **workdir) {
   const char *frames = NULL, *size = NULL, *seed = NULL, *backend = NULL, *streams = NULL,
-             *keep = NULL, *difficulty = NULL, *pipeline = NULL;
-  option options[] = {{"--frames", &frames, false},     {"--size", &size, false},
-                      {"--seed", &seed, false},         {"--backend", &backend, false},
-                      {"--streams", &streams, false},   {"--workdir", workdir, false},
-                      {"--keep", &keep, true},          {"--difficulty", &difficulty, false},
-                      {"--pipeline", &pipeline, false}, {NULL, NULL, false}};
+             *keep = NULL, *difficulty = NULL, *pipeline = NULL, *preset = NULL;
+  option options[] = {{"--frames", &frames, false},
+                      {"--size", &size, false},
+                      {"--seed", &seed, false},
+                      {"--backend", &backend, false},
+                      {"--streams", &streams, false},
+                      {"--workdir", workdir, false},
+                      {"--keep", &keep, true},
+                      {"--difficulty", &difficulty, false},
+                      {"--pipeline", &pipeline, false},
+                      {"--preset", &preset, false},
+                      {NULL, NULL, false}};
   int exit_code = options_take("demo", demo_usage, options, argc, argv);
   if (exit_code >= 0) return exit_code;
   scene_config *sc = &config->scene;
@@ -184,6 +193,29 @@ static int parse_arguments(int argc, char **argv, demo_config *config, const cha
     fprintf(stderr, "plume demo: --pipeline is empty\n");
     return EXIT_USAGE;
   }
+  if (pipeline && preset) {
+    fprintf(stderr, "plume demo: --pipeline and --preset are given; choose one\n");
+    return EXIT_USAGE;
+  }
+  const plm_preset *named = NULL;
+  if (!pipeline) {
+    if (!preset) preset = sc->difficulty == SCENE_HARD ? "robust" : "default";
+    named = plm_pipeline_preset(preset);
+    if (!named) {
+      fprintf(stderr, "plume demo: --preset %s is not a preset (plume detect --list-presets)\n",
+              quote_value(preset, q, sizeof q));
+      return EXIT_USAGE;
+    }
+    if (named->tensors[0] && sc->difficulty != SCENE_HARD) {
+      fprintf(stderr,
+              "plume demo: --preset %s needs the hard scene's calibration "
+              "(--difficulty hard)\n",
+              named->name);
+      return EXIT_USAGE;
+    }
+  }
+  config->pipeline_name = named ? named->name : "given";
+  config->skip_frames = named ? named->settle_frames : 0;
   if (sc->frames > IMAGE_MAX_ELEMENTS / (sc->height * sc->width)) {
     fprintf(stderr, "plume demo: %lld frames of %lldx%lld exceed the %lld pixels a .npy may hold\n",
             (long long)sc->frames, (long long)sc->height, (long long)sc->width,
@@ -191,7 +223,7 @@ static int parse_arguments(int argc, char **argv, demo_config *config, const cha
     return EXIT_USAGE;
   }
   detect_config *detect = &config->detect;
-  *detect = (detect_config){.pipeline = pipeline ? pipeline : PLUME_DEFAULT_PIPELINE,
+  *detect = (detect_config){.pipeline = named ? named->pipeline : pipeline,
                             .show_progress = true,
                             .stop = &interrupt_signal};
   if (backend && plm_backend_parse(backend, &detect->backend) != PLM_OK) {
@@ -211,8 +243,8 @@ static int parse_arguments(int argc, char **argv, demo_config *config, const cha
   return -1;
 }
 
-/* Score the detections against the truth and print the figures. */
-static plm_status score_files(const demo_files *files, char *err, size_t err_size) {
+/* Score the detections against the truth from frame `skip` on and print the figures. */
+static plm_status score_files(const demo_files *files, int64_t skip, char *err, size_t err_size) {
   score_truth *truth = NULL;
   score_detection *detections = NULL;
   int64_t n_truth = 0, n_detections = 0;
@@ -220,16 +252,19 @@ static plm_status score_files(const demo_files *files, char *err, size_t err_siz
   plm_status status = score_read_truth(files->truth, &truth, &n_truth, err, err_size);
   if (status == PLM_OK)
     status = score_read_detections(files->detections, &detections, &n_detections, err, err_size);
-  if (status == PLM_OK)
+  if (status == PLM_OK) {
+    score_skip_frames(truth, &n_truth, detections, &n_detections, skip);
     status = score_match(truth, n_truth, detections, n_detections, SCORE_RADIUS_DEFAULT, &result,
                          err, err_size);
+  }
   free(truth);
   free(detections);
   if (status != PLM_OK) return status;
   printf(
       "\nscore: a detection matches a plume of its frame within max(%g, %g sigma) px of its "
-      "centre,\nclosest pairs first (as plume score)\n",
-      SCORE_RADIUS_MIN, SCORE_RADIUS_SIGMAS);
+      "centre,\nclosest pairs first (as plume score --skip-frames %lld: the frames the "
+      "background\nneeds to settle are left out)\n",
+      SCORE_RADIUS_MIN, SCORE_RADIUS_SIGMAS, (long long)skip);
   score_result_print(stdout, &result, SCORE_RADIUS_DEFAULT);
   return PLM_OK;
 }
@@ -332,8 +367,7 @@ int demo_command_main(int argc, char **argv) {
   printf("plume demo: %lld frames of %lldx%lld (seed %llu%s) through the %s pipeline\n  %s\n",
          (long long)sc->frames, (long long)sc->height, (long long)sc->width,
          (unsigned long long)sc->seed, sc->difficulty == SCENE_HARD ? ", hard" : "",
-         strcmp(config.detect.pipeline, PLUME_DEFAULT_PIPELINE) == 0 ? "default" : "given",
-         config.detect.pipeline);
+         config.pipeline_name, config.detect.pipeline);
   printf("on %s\nfiles in %s (%s)\n\n", device, files.dir,
          config.keep ? "kept" : "removed at the end");
   fflush(stdout);
@@ -363,7 +397,7 @@ int demo_command_main(int argc, char **argv) {
   printf("detect: %lld regions\n", (long long)detected.regions);
   detect_print_summary(stdout, &detected);
 
-  status = score_files(&files, err, sizeof err);
+  status = score_files(&files, config.skip_frames, err, sizeof err);
   if (status == PLM_OK && interrupt_signal) {
     snprintf(err, sizeof err, "after the score");
     status = PLM_ERR_INVALID_STATE;

@@ -254,6 +254,27 @@ run 2 "badpixel of an f32 map" detect --frames s.npy --tensor bad=box.npy --out 
   --pipeline "badpixel bad=@bad ! threshold value=1 ! label ! regions" &&
   absent "badpixel of an f32 map" x.csv
 expect_err "badpixel of an f32 map" "bad->dtype f32 is not u8"
+# Presets (plume/presets.h): --preset default is the default text; the others are listed
+# with what they need, and a calibrated preset without its tensors is refused before reading.
+run 0 "--preset default" detect --frames s.npy --preset default --out p.csv
+run 0 "the default text" detect --frames s.npy --pipeline "$log ! regions capacity=1024" \
+  --out a2.csv
+checks=$((checks + 1))
+cmp -s p.csv a2.csv || fail "--preset default differs from its text"
+run 0 "--list-presets" detect --list-presets &&
+  { grep -q '^robust: ' out.txt && grep -q '^calibrated: ' out.txt &&
+    grep -q '^  tensors: gain offset bad' out.txt || fail "--list-presets: $(cat out.txt)"; }
+run 0 "--preset robust" detect --frames s.npy --preset robust --streams 2 --out r.csv
+run 2 "--preset and --pipeline" detect --frames s.npy --preset robust --pipeline "$pipeline" \
+  --out x.csv && absent "--preset and --pipeline" x.csv
+expect_err "--preset and --pipeline" "--pipeline and --preset are given; choose one"
+run 2 "an unknown preset" detect --frames s.npy --preset fast --out x.csv
+expect_err "an unknown preset" "--preset 'fast' is not a preset"
+run 2 "calibrated without tensors" detect --frames s.npy --preset calibrated \
+  --tensor gain=gain2.npy --out x.csv && absent "calibrated without tensors" x.csv
+expect_err "calibrated without tensors" "--preset calibrated needs --tensor offset=FILE.npy"
+run 2 "neither --pipeline nor --preset" detect --frames s.npy --out x.csv
+expect_err "neither --pipeline nor --preset" "--pipeline or --preset is required"
 # "--tensor" as another option's value is that option's: here the output's name.
 run 0 "--tensor as a value" detect --frames s.npy --pipeline "$boxed" --out --tensor
 checks=$((checks + 1))
@@ -538,6 +559,27 @@ grep -qF "through the given pipeline" out.txt && grep -qF "  $nuc_pipeline" out.
   grep -q "^precision:" out.txt || fail "demo hard --pipeline nuc: $(head -20 out.txt)"
 checks=$((checks + 1))
 [[ ! -e made ]] || fail "demo hard left $(ls -R made)"
+# Presets: the hard scene runs 'robust' by default, scored after its 40 settling frames, and
+# finds the plumes (README: precision and recall >= 0.9); 'default' fails there.
+run 0 "demo hard" demo --frames 150 --size 256,256 --difficulty hard --backend host
+checks=$((checks + 1))
+grep -q "through the robust pipeline" out.txt && grep -q "score --skip-frames 40" out.txt &&
+  awk '/^precision:/ {p = $2} /^recall:/ {r = $2} END {exit !(p >= 0.9 && r >= 0.9)}' out.txt ||
+  fail "demo hard: robust below 0.9: $(grep -E '^(precision|recall|plume demo)' out.txt)"
+run 0 "demo hard --preset default" demo --frames 60 --size 128,128 --difficulty hard \
+  --preset default --backend host
+checks=$((checks + 1))
+awk '/^precision:/ {p = $2} END {exit !(p < 0.5)}' out.txt ||
+  fail "demo hard --preset default: precision $(grep '^precision:' out.txt)"
+run 2 "demo --preset calibrated, normal" demo --frames 5 --size 64,64 --preset calibrated \
+  --workdir made && expect_err "demo --preset calibrated, normal" "needs the hard scene's calibration"
+run 2 "demo --preset and --pipeline" demo --frames 5 --size 64,64 --preset robust \
+  --pipeline "$pipeline" --workdir made &&
+  expect_err "demo --preset and --pipeline" "--pipeline and --preset are given; choose one"
+run 2 "demo --preset fast" demo --frames 5 --size 64,64 --preset fast --workdir made &&
+  expect_err "demo --preset fast" "--preset 'fast' is not a preset"
+checks=$((checks + 1))
+[[ ! -e made ]] || fail "demo preset refusals left $(ls -R made)"
 run 2 "demo --difficulty easy" demo --frames 5 --size 64,64 --difficulty easy --workdir made &&
   expect_err "demo --difficulty easy" "--difficulty 'easy' is not normal or hard"
 run 2 "demo --pipeline ''" demo --frames 5 --size 64,64 --pipeline ''
