@@ -121,6 +121,12 @@ typedef struct plm__backend_iface {
    * outside a capture they are the plain calls. NULL: the plain calls always. */
   plm_status (*event_record_external)(void *ctx, void *event, void *stream);
   plm_status (*stream_wait_event_external)(void *ctx, void *stream, void *event);
+  /* (optional) Another library's stream (plm_stream_wrap): stream_adopt checks `native`
+   * and lists it as the backend's own streams are (synchronize covers it); stream_forget
+   * waits for it and unlists it, and never destroys it. NULL: the backend's streams are
+   * plume's only (the host backend), and plm_stream_wrap shares a plume stream. */
+  plm_status (*stream_adopt)(void *ctx, void *native, void **stream);
+  plm_status (*stream_forget)(void *ctx, void *stream);
 } plm__backend_iface;
 
 /* Open the host backend (device must be 0; the wrapper checks). */

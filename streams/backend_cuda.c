@@ -252,14 +252,8 @@ static plm_status cuda_mem_free(void *ctx, void *ptr) {
 
 /* ---- streams ------------------------------------------------------------------ */
 
-static plm_status cuda_stream_create(void *ctx, unsigned flags, void **out) {
-  cuda_backend *backend = ctx;
-  int priority = 0;
-  if (flags & PLM_STREAM_PRIORITY_HIGH) priority = backend->greatest_priority;
-  if (flags & PLM_STREAM_PRIORITY_LOW) priority = backend->least_priority;
-  cudaStream_t stream = NULL;
-  ON_DEVICE(backend, "cudaStreamCreateWithPriority",
-            err = cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, priority));
+/* Add a stream to the list synchronize walks; false without host memory. */
+static bool list_stream(cuda_backend *backend, cudaStream_t stream) {
   pthread_rwlock_wrlock(&backend->streams_lock);
   bool listed = true;
   if (backend->stream_count == backend->stream_capacity) {
@@ -274,11 +268,51 @@ static plm_status cuda_stream_create(void *ctx, unsigned flags, void **out) {
   }
   if (listed) backend->streams[backend->stream_count++] = stream;
   pthread_rwlock_unlock(&backend->streams_lock);
-  if (!listed) {
+  return listed;
+}
+
+static void unlist_stream(cuda_backend *backend, cudaStream_t stream);
+
+static plm_status cuda_stream_create(void *ctx, unsigned flags, void **out) {
+  cuda_backend *backend = ctx;
+  int priority = 0;
+  if (flags & PLM_STREAM_PRIORITY_HIGH) priority = backend->greatest_priority;
+  if (flags & PLM_STREAM_PRIORITY_LOW) priority = backend->least_priority;
+  cudaStream_t stream = NULL;
+  ON_DEVICE(backend, "cudaStreamCreateWithPriority",
+            err = cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, priority));
+  if (!list_stream(backend, stream)) {
     cudaStreamDestroy(stream);
     return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory to list a stream");
   }
   *out = stream;
+  return PLM_OK;
+}
+
+/* A stream of another library (plm_stream_wrap): listed as plume's are, never destroyed.
+ * NULL is the legacy default stream. */
+static plm_status cuda_stream_adopt(void *ctx, void *native, void **out) {
+  cuda_backend *backend = ctx;
+  cudaStream_t stream = native ? (cudaStream_t)native : cudaStreamLegacy;
+  if (stream != cudaStreamLegacy && stream != cudaStreamPerThread) {
+    int device = -1;
+    CUDA_TRY(cudaStreamGetDevice(stream, &device));
+    if (device != backend->device)
+      return plm__fail_raw(PLM_ERR_INVALID_ARG,
+                           "native is a stream of device %d, not of the context's device %d",
+                           device, backend->device);
+  }
+  if (!list_stream(backend, stream))
+    return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory to list a stream");
+  *out = stream;
+  return PLM_OK;
+}
+
+/* Forget an adopted stream after waiting for it (its owner destroys it). */
+static plm_status cuda_stream_forget(void *ctx, void *handle) {
+  REFUSE_IN_CALLBACK("cudaStreamSynchronize");
+  unlist_stream(ctx, (cudaStream_t)handle);
+  CUDA_TRY(cudaStreamSynchronize((cudaStream_t)handle));
   return PLM_OK;
 }
 
@@ -725,6 +759,8 @@ static const plm__backend_iface cuda_iface = {
     /* .graph_destroy       = */ cuda_graph_destroy,
     /* .event_record_external      = */ cuda_event_record_external,
     /* .stream_wait_event_external = */ cuda_stream_wait_event_external,
+    /* .stream_adopt               = */ cuda_stream_adopt,
+    /* .stream_forget              = */ cuda_stream_forget,
 };
 
 void plm__cuda_device_count(int *count, const char **reason) {

@@ -603,6 +603,8 @@ static const plm__backend_iface host_iface = {
     /* .graph_destroy       = */ NULL,
     /* .event_record_external      = */ NULL, /* no graphs: the plain calls */
     /* .stream_wait_event_external = */ NULL,
+    /* .stream_adopt               = */ NULL, /* plm_stream_wrap shares a plume stream */
+    /* .stream_forget              = */ NULL,
 };
 
 plm_status plm__host_backend_open(const plm__backend_iface **iface, void **ctx) {

@@ -150,7 +150,12 @@ static void destroy_leftovers(plm_context *ctx, size_t *streams, size_t *events,
   *streams = *events = *allocations = 0;
   plm_stream *stream, *next_stream;
   DL_FOREACH_SAFE(stream_list, stream, next_stream) {
-    ctx->backend->stream_destroy(ctx->backend_ctx, stream->handle);
+    /* A plm_stream_wrap stream: another library's is forgotten, never destroyed; one
+     * sharing a plume host stream leaves it to that stream's own entry. */
+    if (stream->adopted)
+      ctx->backend->stream_forget(ctx->backend_ctx, stream->handle);
+    else if (!stream->wraps)
+      ctx->backend->stream_destroy(ctx->backend_ctx, stream->handle);
     free(stream);
     (*streams)++;
   }

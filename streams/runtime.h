@@ -73,6 +73,9 @@ struct plm_stream {
   plm_context *ctx;
   void *handle; /* the backend's stream */
   unsigned flags;
+  plm_stream *wraps; /* plm_stream_wrap: the plume stream shared (host), or NULL */
+  bool adopted;      /* plm_stream_wrap: another library's stream, never destroyed */
+  int wrappers;      /* live plm_stream_wrap streams sharing this one (ctx->lock) */
   plm_stream *prev, *next;
 };
 

@@ -1,7 +1,10 @@
 /* streams/stream.c: the public stream API (plume/stream.h). Checks every argument,
  * then hands the work to the context's backend. */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+
+#include <utlist.h>
 
 #include "streams/error.h"
 #include "streams/runtime.h"
@@ -40,16 +43,80 @@ plm_status plm_stream_create(plm_context *ctx, unsigned flags, plm_stream **out)
   return PLM_OK;
 }
 
+/* The live stream of ctx that native names (a plm_stream *), or NULL. */
+static plm_stream *find_stream(plm_context *ctx, const void *native) {
+  plm_stream *found = NULL, *s;
+  pthread_mutex_lock(&ctx->lock);
+  DL_FOREACH(ctx->streams, s) {
+    if (s == native) found = s;
+  }
+  if (found) {
+    if (found->wraps) found = found->wraps; /* a wrapper of a wrapper shares the first */
+    found->wrappers++;
+  }
+  pthread_mutex_unlock(&ctx->lock);
+  return found;
+}
+
+plm_status plm_stream_wrap(plm_context *ctx, void *native, plm_stream **out) {
+  PLM__REQUIRE_NOT_NULL(ctx);
+  PLM__REQUIRE_NOT_NULL(out);
+  *out = NULL;
+  PLM__REFUSE_IN_HOST_CALLBACK();
+  plm_stream *stream = calloc(1, sizeof *stream);
+  if (!stream) return plm__fail(PLM_ERR_OUT_OF_MEMORY, "no host memory for a stream");
+  if (ctx->backend->stream_adopt) {
+    plm_status status = ctx->backend->stream_adopt(ctx->backend_ctx, native, &stream->handle);
+    if (status != PLM_OK) {
+      free(stream);
+      return plm__propagate(status);
+    }
+    stream->adopted = true;
+  } else {
+    plm_stream *shared = native ? find_stream(ctx, native) : NULL;
+    if (!shared) {
+      free(stream);
+      return plm__fail(PLM_ERR_INVALID_ARG,
+                       "native %s: on the %s backend it must be a plm_stream * of this "
+                       "context (its streams are plume's own worker threads)",
+                       native ? "is not a stream of this context" : "is NULL",
+                       plm_backend_name(ctx->backend->kind));
+    }
+    stream->wraps = shared;
+    stream->handle = shared->handle;
+  }
+  stream->ctx = ctx;
+  plm__context_add_stream(ctx, stream);
+  *out = stream;
+  return PLM_OK;
+}
+
 plm_status plm_stream_destroy(plm_stream *stream) {
   if (!stream) return PLM_OK;
   PLM__REFUSE_IN_HOST_CALLBACK();
   plm_context *ctx = stream->ctx;
+  pthread_mutex_lock(&ctx->lock);
+  int wrappers = stream->wrappers;
+  pthread_mutex_unlock(&ctx->lock);
+  if (wrappers > 0)
+    return plm__fail(PLM_ERR_INVALID_STATE,
+                     "%d plm_stream_wrap stream(s) share this stream; destroy them first",
+                     wrappers);
   /* Drain first, holding no lock, so the hooks below find the stream idle and the
    * context's registry is not held while work runs. */
   ctx->backend->stream_synchronize(ctx->backend_ctx, stream->handle);
   plm__context_notify_stream_destroying(ctx, stream);
   plm__context_remove_stream(ctx, stream);
-  plm_status status = ctx->backend->stream_destroy(ctx->backend_ctx, stream->handle);
+  plm_status status = PLM_OK;
+  if (stream->adopted) {
+    status = ctx->backend->stream_forget(ctx->backend_ctx, stream->handle);
+  } else if (stream->wraps) {
+    pthread_mutex_lock(&ctx->lock);
+    stream->wraps->wrappers--;
+    pthread_mutex_unlock(&ctx->lock);
+  } else {
+    status = ctx->backend->stream_destroy(ctx->backend_ctx, stream->handle);
+  }
   free(stream);
   return plm__propagate(status);
 }

@@ -15,6 +15,7 @@
 #include "plume/context.h"
 #include "plume/conv.h"
 #include "plume/dendritic.h"
+#include "plume/dlpack.h"
 #include "plume/entropy.h"
 #include "plume/event.h"
 #include "plume/forecast.h"

@@ -56,8 +56,24 @@ typedef void (*plm_host_fn)(void *user);
  * PLM_ERR_INVALID_ARG (ctx or out NULL, unknown flag bits, both priorities). */
 PLM_API plm_status plm_stream_create(plm_context *ctx, unsigned flags, plm_stream **out);
 
+/* A plume stream over a stream plume did not create, so that plume's work goes where the
+ * caller's library puts its own (CuPy's or PyTorch's current stream) instead of beside it:
+ *   cuda   native is a cudaStream_t of the context's device (NULL: the legacy default
+ *          stream; cudaStreamPerThread is taken as is). plume enqueues on it and never
+ *          destroys it: plm_stream_destroy waits for it and forgets it; its owner must
+ *          destroy it after that, not before.
+ *   host   the host backend's streams are plume's own worker threads: native must be a
+ *          plm_stream * of ctx, and the new stream shares its worker (the same order).
+ *          The shared stream cannot be destroyed while a wrapper of it lives.
+ * The stream has no flags. Errors: PLM_ERR_INVALID_ARG (ctx or out NULL; on host, native
+ * NULL or not a stream of ctx; on cuda, a stream of another device), PLM_ERR_BACKEND (on
+ * cuda, native is not a stream), PLM_ERR_OUT_OF_MEMORY. */
+PLM_API plm_status plm_stream_wrap(plm_context *ctx, void *native, plm_stream **out);
+
 /* Destroy a stream. Blocks until the work already enqueued on it has finished,
- * then releases it. NULL is a no-op. */
+ * then releases it (a plm_stream_wrap stream: forgets it). NULL is a no-op. Errors:
+ * PLM_ERR_INVALID_STATE (a host stream that plm_stream_wrap streams still share: destroy
+ * them first; nothing changes). */
 PLM_API plm_status plm_stream_destroy(plm_stream *stream);
 
 /* Block until all work enqueued on the stream before this call has finished. */

@@ -57,6 +57,16 @@ PLM_API const char *plm_dtype_name(plm_dtype dtype);
 PLM_API plm_status plm_tensor_wrap(plm_context *ctx, void *data, plm_dtype dtype, int ndim,
                                    const int64_t *dims, plm_tensor *out);
 
+/* plm_tensor_wrap for memory described with strides (in elements, as NumPy's divided by
+ * the item size, DLPack's and CuPy's), checked: the operations need compact row-major
+ * memory, so strides must be exactly those of a contiguous C-order array (a dimension of
+ * 1 may have any stride); NULL strides mean contiguous. The tensor gets the contiguous
+ * strides. Errors: those of plm_tensor_wrap, and PLM_ERR_UNSUPPORTED for other strides,
+ * with a message giving them and the ones expected. */
+PLM_API plm_status plm_tensor_wrap_strided(plm_context *ctx, void *data, plm_dtype dtype, int ndim,
+                                           const int64_t *dims, const int64_t *strides,
+                                           plm_tensor *out);
+
 /* Allocate a contiguous tensor from pool for use on stream (plm_pool_alloc's
  * contract). Errors: those of plm_tensor_wrap and plm_pool_alloc. */
 PLM_API plm_status plm_tensor_alloc(plm_pool *pool, plm_stream *stream, plm_dtype dtype, int ndim,
