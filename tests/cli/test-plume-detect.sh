@@ -265,6 +265,12 @@ run 0 "--list-presets" detect --list-presets &&
   { grep -q '^robust: ' out.txt && grep -q '^calibrated: ' out.txt &&
     grep -q '^  tensors: gain offset bad' out.txt || fail "--list-presets: $(cat out.txt)"; }
 run 0 "--preset robust" detect --frames s.npy --preset robust --streams 2 --out r.csv
+# Profiled, each step timed on its own: the state's order holds, the same bytes.
+run 0 "--preset robust --profile" detect --frames s.npy --preset robust --streams 3 \
+  --profile rprof --out rp.csv
+checks=$((checks + 1))
+cmp -s r.csv rp.csv || fail "--preset robust --profile differs from the run without profile"
+rm -rf rprof
 run 2 "--preset and --pipeline" detect --frames s.npy --preset robust --pipeline "$pipeline" \
   --out x.csv && absent "--preset and --pipeline" x.csv
 expect_err "--preset and --pipeline" "--pipeline and --preset are given; choose one"
