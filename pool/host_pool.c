@@ -9,6 +9,13 @@
  * thread cache, so that every block goes back to the arena at once and the arena
  * can be destroyed without flushing the caches of threads it never knew.
  *
+ * A user upstream (plm_context_config.host_upstream) takes mmap's place: the alloc
+ * hook asks it for the mapping plus room to align it (its pointers are only 256-byte
+ * aligned), page-locks the aligned part unless host_upstream_pinned, and tells
+ * jemalloc the memory is not zeroed; giving a mapping back unregisters it and hands
+ * the upstream exactly the pointer and size it gave. Everything else below holds as
+ * for mmap'd mappings.
+ *
  * Mappings. Every mmap the hooks make is recorded in `mappings` (a hash table keyed
  * by base address), registered with the backend as a whole. jemalloc may cut the
  * mapping into extents (split is allowed: the pieces stay inside one registration)
@@ -80,11 +87,13 @@ typedef struct host_block {
   UT_hash_handle hh;
 } host_block;
 
-/* One mmap made by the alloc hook. */
+/* One mmap (or piece of the context's host_upstream) taken by the alloc hook. */
 typedef struct host_mapping {
   void *base;
   size_t bytes;
-  bool registered; /* page-locked with the backend's host_register */
+  void *raw;        /* host_upstream: what its alloc returned (base lies inside) */
+  size_t raw_bytes; /* host_upstream: what was asked for */
+  bool registered;  /* page-locked with the backend's host_register */
   UT_hash_handle hh;
 } host_mapping;
 
@@ -134,12 +143,56 @@ static size_t page_size(void) {
   return page > 0 ? (size_t)page : 4096;
 }
 
-/* Unpin and unmap one mapping and forget its record (already out of the table). */
+/* Unpin and unmap (or give back upstream) one mapping and forget its record (already
+ * out of the table). */
 static void release_mapping(host_pool *pool, host_mapping *mapping) {
-  if (mapping->registered && pool->ctx->backend->host_unregister)
-    pool->ctx->backend->host_unregister(pool->ctx->backend_ctx, mapping->base);
-  munmap(mapping->base, mapping->bytes);
+  plm_context *ctx = pool->ctx;
+  if (mapping->registered && ctx->backend->host_unregister)
+    ctx->backend->host_unregister(ctx->backend_ctx, mapping->base);
+  if (mapping->raw)
+    ctx->host_upstream.free(mapping->raw, mapping->raw_bytes, NULL, ctx->host_upstream.user);
+  else
+    munmap(mapping->base, mapping->bytes);
   free(mapping);
+}
+
+/* Memory for a mapping of `size` bytes aligned to `alignment` (a power of two, at least
+ * a page) from the context's host_upstream: its alloc's pointer is only 256-byte
+ * aligned, so ask for enough to find an aligned start inside. NULL on failure, noted. */
+static void *upstream_map(plm_context *ctx, host_mapping *mapping, size_t size, size_t alignment) {
+  const plm_pool_upstream *up = &ctx->host_upstream;
+  size_t span = size + alignment - HOST_ALIGNMENT;
+  void *raw = NULL;
+  plm_status status = up->alloc(span, NULL, up->user, &raw);
+  if (status != PLM_OK || !raw || (uintptr_t)raw % HOST_ALIGNMENT != 0) {
+    if (status == PLM_OK && raw) up->free(raw, span, NULL, up->user);
+    note_hook_failure("the host upstream's alloc of %zu bytes failed (%s)", span,
+                      status != PLM_OK ? plm_status_str(status) : "no 256-aligned pointer");
+    return NULL;
+  }
+  mapping->raw = raw;
+  mapping->raw_bytes = span;
+  return (void *)(((uintptr_t)raw + alignment - 1) & ~(uintptr_t)(alignment - 1));
+}
+
+/* `size` bytes of fresh anonymous pages aligned to `alignment` (a power of two, at
+ * least a page). NULL on failure, noted. */
+static void *mmap_aligned(size_t size, size_t alignment, size_t page) {
+  /* Map enough to find an aligned start inside, then unmap the ends. */
+  size_t span = size + alignment - page;
+  char *raw = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) {
+    char reason[128];
+    note_hook_failure("mmap of %zu bytes failed: %s", span,
+                      describe_error(errno, reason, sizeof reason));
+    return NULL;
+  }
+  uintptr_t start = ((uintptr_t)raw + alignment - 1) & ~(uintptr_t)(alignment - 1);
+  size_t head = (size_t)(start - (uintptr_t)raw);
+  size_t tail = span - head - size;
+  if (head > 0) munmap(raw, head);
+  if (tail > 0) munmap((char *)start + size, tail);
+  return (void *)start;
 }
 
 /* ---- extent hooks --------------------------------------------------------------- */
@@ -164,37 +217,27 @@ static void *hook_alloc(extent_hooks_t *hooks, void *new_addr, size_t size, size
     return NULL;
   }
 
-  /* Map enough to find an aligned start inside, then unmap the ends. */
-  size_t span = size + alignment - page;
-  char *raw = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (raw == MAP_FAILED) {
-    char reason[128];
-    note_hook_failure("mmap of %zu bytes failed: %s", span,
-                      describe_error(errno, reason, sizeof reason));
+  plm_context *ctx = pool->ctx;
+  bool upstream = ctx->host_upstream.alloc != NULL;
+  void *base =
+      upstream ? upstream_map(ctx, mapping, size, alignment) : mmap_aligned(size, alignment, page);
+  if (!base) {
     free(mapping);
     return NULL;
   }
-  uintptr_t start = ((uintptr_t)raw + alignment - 1) & ~(uintptr_t)(alignment - 1);
-  size_t head = (size_t)(start - (uintptr_t)raw);
-  size_t tail = span - head - size;
-  if (head > 0) munmap(raw, head);
-  if (tail > 0) munmap((char *)start + size, tail);
-  void *base = (void *)start;
+  mapping->base = base;
+  mapping->bytes = size;
 
   /* Page-lock what plume's blocks will live in (see "Metadata" above). */
-  plm_context *ctx = pool->ctx;
-  if (ctx->backend->host_register && alignment <= page) {
+  if (ctx->backend->host_register && alignment <= page && !ctx->host_upstream_pinned) {
     plm_status status = ctx->backend->host_register(ctx->backend_ctx, base, size);
     if (status != PLM_OK) {
       note_hook_failure("could not page-lock %zu bytes: %s", size, plm_last_error());
-      munmap(base, size);
-      free(mapping);
+      release_mapping(pool, mapping);
       return NULL;
     }
     mapping->registered = true;
   }
-  mapping->base = base;
-  mapping->bytes = size;
   pthread_mutex_lock(&pool->mappings_lock);
   HASH_ADD_PTR(pool->mappings, base, mapping);
   bool recorded = PLM__HASH_ADDED(mapping);
@@ -204,7 +247,7 @@ static void *hook_alloc(extent_hooks_t *hooks, void *new_addr, size_t size, size
     release_mapping(pool, mapping);
     return NULL;
   }
-  *zero = true; /* fresh anonymous pages */
+  *zero = !upstream; /* fresh anonymous pages; the upstream's may hold anything */
   *commit = true;
   return base;
 }

@@ -9,10 +9,7 @@
 #include "streams/assert.h"
 #include "streams/error.h"
 
-enum {
-  KNOWN_POOL_FLAGS = PLM_POOL_NO_STREAM_WAITS | PLM_POOL_KEEP_PAGES,
-  SLOW_PATH_ROUNDS = 4
-};
+enum { KNOWN_POOL_FLAGS = PLM_POOL_NO_STREAM_WAITS | PLM_POOL_KEEP_PAGES, SLOW_PATH_ROUNDS = 4 };
 
 static const size_t DEFAULT_MIN_CHUNK = (size_t)2 << 20;
 static const size_t DEFAULT_HUGE = (size_t)256 << 20;
@@ -154,10 +151,10 @@ static plm_status grow(plm_pool *pool, size_t need, const request *r, pool_block
   if (need < config->huge_bytes && config->byte_limit && bytes > config->byte_limit - reserved)
     bytes = (config->byte_limit - reserved) / POOL_GRANULE * POOL_GRANULE;
   void *memory = NULL;
-  plm_status status = pool->backend->mem_alloc(pool->backend_ctx, bytes, &memory);
+  plm_status status = plm__pool_reserve(pool, bytes, NULL, &memory);
   if (status != PLM_OK && bytes > need) {
     bytes = need;
-    status = pool->backend->mem_alloc(pool->backend_ctx, bytes, &memory);
+    status = plm__pool_reserve(pool, bytes, NULL, &memory);
   }
   if (status != PLM_OK) return status;
 
@@ -167,7 +164,7 @@ static plm_status grow(plm_pool *pool, size_t need, const request *r, pool_block
   if (!block) {
     pthread_mutex_unlock(&pool->lock);
     free(chunk);
-    pool->backend->mem_free(pool->backend_ctx, memory);
+    plm__pool_unreserve(pool, memory, bytes, NULL);
     return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for a chunk descriptor");
   }
   chunk->base = (uintptr_t)memory;
@@ -228,8 +225,7 @@ static size_t release_idle_chunks(plm_pool *pool, size_t keep, bool addresses_to
   pool_chunk *chunk, *next;
   DL_FOREACH_SAFE(pool->chunks, chunk, next) {
     bool addresses_only = addresses_too && chunk->released == chunk->size;
-    if (!chunk_is_idle(chunk) || (!addresses_only && pool->stats.bytes_reserved <= keep))
-      continue;
+    if (!chunk_is_idle(chunk) || (!addresses_only && pool->stats.bytes_reserved <= keep)) continue;
     forget_idle_chunk(pool, chunk);
     DL_DELETE(pool->chunks, chunk);
     DL_APPEND(idle, chunk);
@@ -238,7 +234,7 @@ static size_t release_idle_chunks(plm_pool *pool, size_t keep, bool addresses_to
   }
   pthread_mutex_unlock(&pool->lock);
   DL_FOREACH_SAFE(idle, chunk, next) {
-    pool->backend->mem_free(pool->backend_ctx, (void *)chunk->base);
+    plm__pool_unreserve(pool, (void *)chunk->base, chunk->size, NULL);
     free(chunk);
   }
   return released;
@@ -351,6 +347,7 @@ static plm_status reserve_memory(plm_pool *pool, pool_owner *requester, const re
 static pool_block *alloc_slow(plm_pool *pool, plm_stream *stream, const request *r,
                               plm_status *status) {
   pthread_mutex_lock(&pool->slow_lock);
+  plm__pool_upstream_refused(true);
   pool_block *block = NULL;
   bool reserved_memory = false;
   plm_status error = PLM_OK; /* a failure other than lack of memory */
@@ -513,18 +510,19 @@ static size_t pool_teardown(plm_pool *pool) {
     void *memory = (void *)pool->live.slots[i].addr;
     if (!memory) continue;
     if (pool->config.mode == PLM_POOL_PASSTHROUGH)
-      pool->backend->mem_free(pool->backend_ctx, memory);
+      plm__pool_unreserve(pool, memory, pool->live.slots[i].block->requested, NULL);
     else if (pool->config.mode == PLM_POOL_CUDA_ASYNC)
       pool->backend->async_free(pool->backend_ctx, pool->async_pool, memory, NULL);
   }
   pool_live_destroy(&pool->live);
   if (pool->async_pool) {
     pool->backend->synchronize(pool->backend_ctx);
-    pool->backend->async_pool_destroy(pool->backend_ctx, pool->async_pool);
+    if (!pool->async_pool_adopted)
+      pool->backend->async_pool_destroy(pool->backend_ctx, pool->async_pool);
   }
   pool_chunk *chunk, *next_chunk;
   DL_FOREACH_SAFE(pool->chunks, chunk, next_chunk) {
-    pool->backend->mem_free(pool->backend_ctx, (void *)chunk->base);
+    plm__pool_unreserve(pool, (void *)chunk->base, chunk->size, NULL);
     free(chunk);
   }
   pool_owner *owner, *next_owner;
@@ -565,6 +563,20 @@ const char *plm_pool_mode_name(plm_pool_mode mode) {
   return "unknown";
 }
 
+static plm_status check_upstream(const plm_pool_config *config) {
+  const plm_pool_upstream *up = config->upstream;
+  if (!up) return PLM_OK;
+  if (config->mode == PLM_POOL_CUDA_ASYNC)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG,
+                         "cfg->upstream is for the pooled and passthrough modes; mode "
+                         "cuda_async allocates from a cudaMemPool (share one with "
+                         "cfg->cuda_mem_pool)");
+  if (!up->alloc || !up->free)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "cfg->upstream->%s is NULL",
+                         up->alloc ? "free" : "alloc");
+  return PLM_OK;
+}
+
 static plm_status check_config(const plm_context *ctx, const plm_pool_config *config) {
   if (config->mode != PLM_POOL_POOLED && config->mode != PLM_POOL_PASSTHROUGH &&
       config->mode != PLM_POOL_CUDA_ASYNC)
@@ -586,10 +598,19 @@ static plm_status check_config(const plm_context *ctx, const plm_pool_config *co
   if (config->initial_reservation > MAX_REQUEST_BYTES)
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "cfg->initial_reservation %zu is too large",
                          config->initial_reservation);
+  if (config->cuda_mem_pool && !ctx->backend->async_pool_adopt)
+    return plm__fail_raw(PLM_ERR_UNSUPPORTED,
+                         "cfg->cuda_mem_pool is given, but the %s backend has no cudaMemPool",
+                         plm_backend_name(ctx->backend->kind));
   if (config->mode == PLM_POOL_CUDA_ASYNC && !ctx->backend->async_pool_create)
     return plm__fail_raw(PLM_ERR_UNSUPPORTED, "mode cuda_async needs the cuda backend, not %s",
                          plm_backend_name(ctx->backend->kind));
-  return PLM_OK;
+  if (config->cuda_mem_pool && config->mode != PLM_POOL_CUDA_ASYNC)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG,
+                         "cfg->cuda_mem_pool is for mode cuda_async, not %s (for the other modes "
+                         "give cfg->upstream)",
+                         plm_pool_mode_name(config->mode));
+  return check_upstream(config);
 }
 
 static plm_status pool_create(plm_context *ctx, const plm_pool_config *cfg, bool is_default,
@@ -607,6 +628,10 @@ static plm_status pool_create(plm_context *ctx, const plm_pool_config *cfg, bool
   pool->backend = ctx->backend;
   pool->backend_ctx = ctx->backend_ctx;
   pool->config = config;
+  if (config.upstream) {
+    pool->upstream = *config.upstream;
+    pool->config.upstream = &pool->upstream;
+  }
   pool->is_default = is_default;
   pthread_mutex_init(&pool->lock, NULL);
   pthread_mutex_init(&pool->slow_lock, NULL);
@@ -614,7 +639,13 @@ static plm_status pool_create(plm_context *ctx, const plm_pool_config *cfg, bool
                                        .report_if_leftover = !is_default,
                                        .destroy = pool_destroy_attached,
                                        .stream_destroying = pool_stream_destroying};
-  if (config.mode == PLM_POOL_CUDA_ASYNC)
+  if (config.cuda_mem_pool) {
+    status = pool->backend->async_pool_adopt(pool->backend_ctx, config.cuda_mem_pool);
+    if (status == PLM_OK) {
+      pool->async_pool = config.cuda_mem_pool;
+      pool->async_pool_adopted = true;
+    }
+  } else if (config.mode == PLM_POOL_CUDA_ASYNC)
     status = pool->backend->async_pool_create(
         pool->backend_ctx, !(config.flags & PLM_POOL_NO_STREAM_WAITS), &pool->async_pool);
   if (status == PLM_OK && config.mode == PLM_POOL_POOLED && config.initial_reservation) {
@@ -661,8 +692,14 @@ plm_status plm_context_default_pool(plm_context *ctx, plm_pool **out) {
   pthread_mutex_lock(&ctx->lazy_lock);
   if (!ctx->default_pool) {
     plm_pool *pool = NULL;
-    status = pool_create(ctx, NULL, true, &pool);
-    if (status == PLM_OK) ctx->default_pool = &pool->attachment;
+    status = pool_create(ctx, &ctx->default_pool_config, true, &pool);
+    if (status == PLM_OK)
+      ctx->default_pool = &pool->attachment;
+    else {
+      char reason[256];
+      snprintf(reason, sizeof reason, "%s", plm_last_error());
+      plm__fail_raw(status, "the default pool: %s", reason);
+    }
   }
   *out = (plm_pool *)ctx->default_pool;
   pthread_mutex_unlock(&ctx->lazy_lock);

@@ -1,6 +1,7 @@
 /* pool/pool_internal.h: the device pool's design (internal).
  *
- * Memory. The pool reserves chunks from upstream (the backend's mem_alloc) and
+ * Memory. The pool reserves chunks from upstream (the backend's mem_alloc, or the
+ * user's plm_pool_upstream: plm__pool_reserve / plm__pool_unreserve choose) and
  * cuts them into 256-byte-aligned blocks described in host memory (pool_block.h).
  * Requests up to 64 KiB are small: they are served at the exact size of their
  * class and, when freed, cached in that class without merging (a list push and a
@@ -49,7 +50,8 @@
  * down to keep_bytes. Before growing, the slow path first recommits released pages
  * where they, with the free blocks beside them, hold the request (the fewest pages
  * that do), so the addresses are reused before new ones are reserved. Page
- * boundaries count from the chunk's base. PLM_POOL_KEEP_PAGES turns this off.
+ * boundaries count from the chunk's base. PLM_POOL_KEEP_PAGES turns this off, and so
+ * does a user upstream: its pages are not the backend's to decommit.
  *
  * On cuda mem_decommit is not written yet: it needs chunks made of physical
  * allocations mapped into a reserved range (cuMemAddressReserve, cuMemCreate,
@@ -164,7 +166,10 @@ struct plm_pool {
   void *backend_ctx;
   plm_pool_config config;
   bool is_default;
-  void *async_pool; /* CUDA_ASYNC: the backend's pool */
+  void *async_pool;           /* CUDA_ASYNC: the backend's pool, or the adopted one */
+  bool async_pool_adopted;    /* async_pool is config.cuda_mem_pool: never destroyed */
+  plm_pool_upstream upstream; /* config.upstream's copy (config.upstream points here);
+                                 alloc NULL: the backend */
 
   pthread_mutex_t slow_lock;
   pthread_mutex_t lock;
@@ -248,6 +253,15 @@ void plm__pool_note_allocated(plm_pool *pool, const pool_block *block, size_t re
                               const plm_stream *stream, bool reserved_memory);
 void plm__pool_note_reserved(plm_pool *pool, size_t bytes);
 void plm__pool_format_failure(plm_pool *pool, const request *r);
+
+/* pool/pool_upstream.c: memory from upstream (the user's plm_pool_upstream, else the
+ * backend's mem_alloc / mem_free), `lock` not held; `stream` is the backend handle of
+ * a passthrough block's stream, NULL for chunks. A failure has its message set. */
+plm_status plm__pool_reserve(plm_pool *pool, size_t bytes, void *stream, void **ptr);
+void plm__pool_unreserve(plm_pool *pool, void *ptr, size_t bytes, void *stream);
+/* The largest alloc the user upstream refused for lack of memory on this thread since
+ * the last call with clear (0: none), for the out-of-memory message. */
+size_t plm__pool_upstream_refused(bool clear);
 
 /* pool/pool_upstream.c: the PASSTHROUGH and CUDA_ASYNC modes. */
 plm_status plm__pool_upstream_alloc(plm_pool *pool, size_t bytes, plm_stream *stream, void **ptr);

@@ -12,7 +12,7 @@
 #include "pool/pool_internal.h"
 
 bool plm__pool_pages_enabled(const plm_pool *pool) {
-  return pool->backend->mem_decommit && pool->backend->mem_recommit &&
+  return pool->backend->mem_decommit && pool->backend->mem_recommit && !pool->upstream.alloc &&
          !(pool->config.flags & PLM_POOL_KEEP_PAGES);
 }
 

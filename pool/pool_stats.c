@@ -27,12 +27,16 @@ void plm__pool_note_reserved(plm_pool *pool, size_t bytes) {
 void plm__pool_format_failure(plm_pool *pool, const request *r) {
   plm_pool_stats stats;
   plm_pool_stats_get(pool, &stats);
+  char refusal[96] = "";
+  size_t refused = plm__pool_upstream_refused(true);
+  if (refused)
+    snprintf(refusal, sizeof refusal, "; the user upstream's alloc refused %zu bytes", refused);
   plm__fail_raw(PLM_ERR_OUT_OF_MEMORY,
                 "out of memory for %zu bytes: %llu bytes in use, %llu reserved (limit %zu), "
-                "largest free block %llu, fragmentation %.3f",
+                "largest free block %llu, fragmentation %.3f%s",
                 r->bytes, (unsigned long long)stats.bytes_in_use,
                 (unsigned long long)stats.bytes_reserved, pool->config.byte_limit,
-                (unsigned long long)stats.largest_free_block, stats.fragmentation);
+                (unsigned long long)stats.largest_free_block, stats.fragmentation, refusal);
 }
 
 plm_status plm_pool_stats_get(plm_pool *pool, plm_pool_stats *out) {

@@ -98,6 +98,10 @@ typedef struct plm__backend_iface {
    * cudaMemPool with release threshold UINT64_MAX), the anchor pools are measured
    * against. NULL: PLM_POOL_CUDA_ASYNC is unsupported. */
   plm_status (*async_pool_create)(void *ctx, bool allow_stream_waits, void **pool);
+  /* (optional) Check that a pool the caller owns (a cudaMemPool_t) can serve this
+   * context's device, before the entries below use it as `pool`; it is never given
+   * to async_pool_destroy. NULL: adopting a pool is unsupported. */
+  plm_status (*async_pool_adopt)(void *ctx, void *pool);
   void (*async_pool_destroy)(void *ctx, void *pool);
   plm_status (*async_alloc)(void *ctx, void *pool, size_t bytes, void *stream, void **ptr);
   plm_status (*async_free)(void *ctx, void *pool, void *ptr, void *stream);

@@ -592,6 +592,21 @@ static plm_status cuda_async_pool_create(void *ctx, bool allow_stream_waits, voi
   return PLM_OK;
 }
 
+/* An adopted pool must give memory this context's device may read and write: its own
+ * pool, or another device's pool that was given access (cudaMemPoolSetAccess). */
+static plm_status cuda_async_pool_adopt(void *ctx, void *pool) {
+  cuda_backend *backend = ctx;
+  struct cudaMemLocation location = {.type = cudaMemLocationTypeDevice, .id = backend->device};
+  enum cudaMemAccessFlags flags = cudaMemAccessFlagsProtNone;
+  CUDA_TRY(cudaMemPoolGetAccess(&flags, (cudaMemPool_t)pool, &location));
+  if (flags != cudaMemAccessFlagsProtReadWrite)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG,
+                         "cfg->cuda_mem_pool %p cannot be read and written by device %d (a pool "
+                         "of another device, not given access)",
+                         pool, backend->device);
+  return PLM_OK;
+}
+
 static plm_status cuda_async_pool_trim(void *ctx, void *pool, size_t keep_bytes) {
   (void)ctx;
   CUDA_TRY(cudaMemPoolTrimTo((cudaMemPool_t)pool, keep_bytes));
@@ -748,6 +763,7 @@ static const plm__backend_iface cuda_iface = {
     /* .host_register       = */ cuda_host_register,
     /* .host_unregister     = */ cuda_host_unregister,
     /* .async_pool_create   = */ cuda_async_pool_create,
+    /* .async_pool_adopt    = */ cuda_async_pool_adopt,
     /* .async_pool_destroy  = */ cuda_async_pool_destroy,
     /* .async_alloc         = */ cuda_async_alloc,
     /* .async_free          = */ cuda_async_free,

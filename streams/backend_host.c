@@ -592,6 +592,7 @@ static const plm__backend_iface host_iface = {
     /* .host_register       = */ NULL,
     /* .host_unregister     = */ NULL,
     /* .async_pool_create   = */ NULL,
+    /* .async_pool_adopt    = */ NULL,
     /* .async_pool_destroy  = */ NULL,
     /* .async_alloc         = */ NULL,
     /* .async_free          = */ NULL,

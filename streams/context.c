@@ -92,6 +92,11 @@ plm_status plm_context_create(const plm_context_config *cfg, plm_context **out) 
   if (config.device < 0)
     return plm__fail(PLM_ERR_INVALID_ARG, "cfg->device %d is negative", config.device);
 
+  const plm_pool_upstream *host_up = config.host_upstream;
+  if (host_up && (!host_up->alloc || !host_up->free))
+    return plm__fail(PLM_ERR_INVALID_ARG, "cfg->host_upstream->%s is NULL",
+                     host_up->alloc ? "free" : "alloc");
+
   plm_backend kind = config.backend;
   plm_status status = PLM_OK;
   if (kind == PLM_BACKEND_AUTO && (status = resolve_auto_backend(&kind)) != PLM_OK)
@@ -109,6 +114,15 @@ plm_status plm_context_create(const plm_context_config *cfg, plm_context **out) 
     return plm__propagate(status);
   }
   ctx->backend->device_info(ctx->backend_ctx, &ctx->info);
+  if (config.default_pool) {
+    ctx->default_pool_config = *config.default_pool;
+    if (config.default_pool->upstream) {
+      ctx->default_upstream = *config.default_pool->upstream;
+      ctx->default_pool_config.upstream = &ctx->default_upstream;
+    }
+  }
+  if (host_up) ctx->host_upstream = *host_up;
+  ctx->host_upstream_pinned = config.host_upstream_pinned != 0;
   *out = ctx;
   return PLM_OK;
 }

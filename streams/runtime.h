@@ -25,6 +25,7 @@
 
 #include "plume/context.h"
 #include "plume/event.h"
+#include "plume/pool.h" /* the pool configs the context keeps for the pool layer */
 #include "plume/stream.h"
 #include "streams/backend.h"
 
@@ -67,6 +68,13 @@ struct plm_context {
   pthread_mutex_t lazy_lock;
   plm__attachment *default_pool;
   plm__attachment *host_pool;
+
+  /* From plm_context_config, copied: the default pool's config (its upstream
+   * pointing at default_upstream), and the host pool's upstream (alloc NULL: mmap). */
+  plm_pool_config default_pool_config;
+  plm_pool_upstream default_upstream;
+  plm_pool_upstream host_upstream;
+  bool host_upstream_pinned;
 };
 
 struct plm_stream {

@@ -39,10 +39,34 @@ typedef enum plm_backend {
   PLM_BACKEND_CUDA = 2
 } plm_backend;
 
-/* A zeroed config (or NULL) means: backend AUTO, device 0. */
+struct plm_pool_config;   /* plume/pool.h */
+struct plm_pool_upstream; /* plume/pool.h */
+
+/* A zeroed config (or NULL) means: backend AUTO, device 0, the default pool with a
+ * zeroed plm_pool_config, the pinned host pool on mmap'd pages. */
 typedef struct plm_context_config {
   plm_backend backend;
   int device; /* index among the backend's devices; the host backend has one (0) */
+  /* The config of the context's default pool (plm_context_default_pool), the pool
+   * that tensors, op scratch and pipeline workspaces come from unless given another;
+   * copied (its upstream too) at creation. With default_pool->upstream set, all the
+   * device memory plume allocates for the context goes through the caller's
+   * allocator (plume/pool.h, "the pool's upstream"); with cuda_mem_pool, through the
+   * caller's cudaMemPool_t. NULL: a zeroed plm_pool_config. The config is checked
+   * when the pool is made, on first use: a bad one fails that use (plm_tensor_alloc,
+   * plm_pipeline_compile, ...) with the reason, prefixed "the default pool: ". */
+  const struct plm_pool_config *default_pool;
+  /* Where the pinned host pool (plm_host_alloc) takes its memory: the caller's
+   * callbacks (plume/pool.h's plm_pool_upstream; `stream` is always NULL, and the
+   * memory must be ordinary host memory, 256-byte aligned) instead of mmap. On cuda
+   * plume page-locks it with cudaHostRegister and unregisters it before giving it
+   * back, unless host_upstream_pinned says it is page-locked already (cudaHostAlloc,
+   * cudaMallocHost, a pinned memory resource): registering it again would fail. The
+   * host pool keeps what it takes until the context is destroyed (pinning is slow),
+   * then gives every piece back through free, with the size it asked for. Copied at
+   * creation; `user` must outlive the context. NULL: mmap. */
+  const struct plm_pool_upstream *host_upstream;
+  int host_upstream_pinned; /* nonzero: host_upstream's memory is page-locked already */
 } plm_context_config;
 
 /* What a device is. Figures a backend does not know are 0 (or "" for strings). */
@@ -79,9 +103,9 @@ typedef struct plm_build_info {
 /* Create a context. cfg may be NULL (AUTO, device 0). Blocks while the backend
  * starts (the CUDA runtime initialises on first use: up to a second).
  * Errors: PLM_ERR_INVALID_ARG (out NULL, unknown backend, bad device index, bad
- * PLUME_BACKEND value), PLM_ERR_NO_DEVICE (cuda asked for, none usable),
- * PLM_ERR_UNSUPPORTED (cuda asked for, this build has no CUDA). *out is set to
- * NULL on failure. */
+ * PLUME_BACKEND value, a host_upstream with a NULL callback), PLM_ERR_NO_DEVICE (cuda asked for,
+ * none usable), PLM_ERR_UNSUPPORTED (cuda asked for, this build has no CUDA). *out is set to NULL
+ * on failure. */
 PLM_API plm_status plm_context_create(const plm_context_config *cfg, plm_context **out);
 
 /* Destroy a context. Blocks until the work of its streams is finished. Pipelines, pools,

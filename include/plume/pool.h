@@ -108,6 +108,70 @@ enum {
   PLM_POOL_KEEP_PAGES = 1u << 1
 };
 
+/* ---- where the memory comes from: the pool's upstream ---------------------------
+ *
+ * By default a pool reserves its memory from the backend (cudaMalloc, or aligned host
+ * memory on the host backend). A process that runs another allocator beside plume
+ * (PyTorch's caching allocator, RMM, a framework's own) then has two pools, each
+ * holding memory the other cannot use. Two ways to make them one:
+ *
+ * A user upstream (plm_pool_upstream, below): the pool takes its memory from the
+ * caller's callbacks: in PLM_POOL_POOLED mode the chunks it reserves, in
+ * PLM_POOL_PASSTHROUGH mode every block. Point them at the other allocator (an RMM
+ * device_memory_resource, torch.cuda.caching_allocator_alloc, ...).
+ *
+ * An adopted cudaMemPool_t (plm_pool_config.cuda_mem_pool): in PLM_POOL_CUDA_ASYNC
+ * mode plume allocates with cudaMallocFromPoolAsync from the caller's pool instead of
+ * creating its own, so that plume and anyone else allocating from that pool (RMM's
+ * cuda_async_memory_resource, PyTorch with backend:cudaMallocAsync) share one pool.
+ * This part needs a CUDA device and has not been run by plume's own tests on one (the
+ * machines they run on have none); it is compiled, and refused on the host backend.
+ */
+
+/* A user upstream. The pool copies the struct at creation; `user` must stay valid
+ * until the pool is destroyed.
+ *
+ * alloc: reserve `bytes` (> 0; in pooled mode a multiple of 256, at least 2 MiB but
+ * for a byte limit's last chunk) into *ptr, aligned to at least 256 bytes, usable by
+ * the context's device (on cuda: device memory of the context's device, or managed
+ * memory; on the host backend: host memory). `stream` is the backend's native stream
+ * handle (a cudaStream_t on cuda, the host backend's opaque worker handle on host)
+ * when the memory is for one block in passthrough mode, to be used in that stream's
+ * order; it is NULL for the pooled mode's chunks, which any stream may use once
+ * alloc returns (so a stream-ordered allocator must make them safe for all streams,
+ * e.g. allocate on its own stream and synchronise it). Return PLM_OK, or
+ * PLM_ERR_OUT_OF_MEMORY when there is no memory: the pool then goes down its
+ * out-of-memory ladder (gives idle chunks back through `free`, retries with a
+ * chunk of just the request, waits for pending frees) and fails the plm_pool_alloc
+ * with PLM_ERR_OUT_OF_MEMORY and its diagnostic only when that finds nothing. Any
+ * other status is a hard failure: plm_pool_alloc fails at once with PLM_ERR_BACKEND,
+ * naming it. *ptr is not read after a failure; a NULL or misaligned *ptr with PLM_OK
+ * is given back through free and fails the same way.
+ *
+ * free: give back memory that alloc returned, with the same `bytes` it was asked
+ * for, exactly once. No work uses the memory any more when free is called: in
+ * passthrough mode the pool has waited for the block's freeing stream (`stream`,
+ * as in alloc; plm_pool_free blocks, as cudaFree does), and chunks (`stream` NULL)
+ * go back only when nothing in them is used or pending. Cannot fail.
+ *
+ * The pool calls neither on its fast path: only on the slow path (growing, giving
+ * chunks back), in plm_pool_trim and plm_pool_destroy (plm_context_destroy for the
+ * default pool), and in passthrough mode in every plm_pool_alloc / plm_pool_free, on
+ * whichever thread makes that call, with the pool's slow-path lock held in pooled
+ * mode. Calls on one pool are serialised in pooled mode; in passthrough mode they may
+ * come concurrently from several threads. The callbacks must not call back into this
+ * pool (they would deadlock), nor enqueue host work that does. The pool never frees
+ * memory it did not get from this upstream, and destroys nothing else of the caller's.
+ *
+ * Pages: with a user upstream the pool never gives back the memory under free pages
+ * of a chunk in use (mem_decommit, pool/pool_internal.h): the pages are the
+ * upstream's. PLM_POOL_KEEP_PAGES is implied; idle chunks still go back whole. */
+typedef struct plm_pool_upstream {
+  plm_status (*alloc)(size_t bytes, void *stream, void *user, void **ptr);
+  void (*free)(void *ptr, size_t bytes, void *stream, void *user);
+  void *user;
+} plm_pool_upstream;
+
 /* A zeroed config is valid and means: pooled, no byte limit, idle chunks kept
  * (release_threshold 0 is read as "keep all"; see PLM_POOL_RELEASE_IDLE), no
  * initial reservation, proportional growth from 2 MiB chunks, huge at 256 MiB,
@@ -122,6 +186,15 @@ typedef struct plm_pool_config {
   plm_pool_growth growth;
   size_t min_chunk_bytes; /* 0: 2 MiB */
   size_t huge_bytes;      /* requests this large get their own chunk; 0: 256 MiB */
+  /* Where the memory comes from (see "the pool's upstream" above). NULL: the backend.
+   * POOLED and PASSTHROUGH only; both callbacks must be set. Copied at creation. */
+  const plm_pool_upstream *upstream;
+  /* CUDA_ASYNC on the cuda backend only: a cudaMemPool_t of the context's device to
+   * allocate from (cudaMallocFromPoolAsync) instead of a pool of plume's own. The
+   * caller owns it and destroys it after this pool: plume never changes its
+   * attributes nor destroys it. plm_pool_trim trims it (cudaMemPoolTrimTo), and
+   * bytes_reserved counts what it holds for every user of it. NULL: plume's own. */
+  void *cuda_mem_pool;
 } plm_pool_config;
 
 /* release_threshold value that gives idle chunks back as soon as the slow path sees
@@ -157,7 +230,9 @@ PLM_API plm_pool_config plm_pool_config_default(void);
 
 /* Create a pool on ctx. Blocks while initial_reservation is reserved. Errors:
  * PLM_ERR_INVALID_ARG (NULL ctx or out, unknown mode or flags, byte_limit below
- * initial_reservation), PLM_ERR_UNSUPPORTED (CUDA_ASYNC on the host backend),
+ * initial_reservation, an upstream with a NULL callback or with CUDA_ASYNC,
+ * cuda_mem_pool without CUDA_ASYNC, a cuda_mem_pool not of the context's device),
+ * PLM_ERR_UNSUPPORTED (CUDA_ASYNC or cuda_mem_pool on the host backend),
  * PLM_ERR_OUT_OF_MEMORY (the initial reservation failed). */
 PLM_API plm_status plm_pool_create(plm_context *ctx, const plm_pool_config *cfg, plm_pool **out);
 
@@ -167,7 +242,9 @@ PLM_API plm_status plm_pool_create(plm_context *ctx, const plm_pool_config *cfg,
  * is a no-op. The context's default pool is destroyed with the context only. */
 PLM_API plm_status plm_pool_destroy(plm_pool *pool);
 
-/* The context's default pool (a zeroed config), created on first use. Thread-safe. */
+/* The context's default pool, created on first use with plm_context_config's
+ * default_pool (a zeroed config when that was NULL). Thread-safe. Errors: those of
+ * plm_pool_create, the message prefixed "the default pool: ". */
 PLM_API plm_status plm_context_default_pool(plm_context *ctx, plm_pool **out);
 
 /* Allocate bytes (> 0) for use on stream, in stream order (see above). Thread-safe;
@@ -194,8 +271,9 @@ PLM_API plm_status plm_pool_stats_get(plm_pool *pool, plm_pool_stats *out);
  * until no chunk is idle), then, where the backend can, the memory under the pages
  * of free runs, largest first, until at most keep_bytes stay reserved. Waits for the
  * device work of pending frees to finish first (each stream that freed into the
- * pool), so that their memory can be given back: this call blocks. Fails with PLM_ERR_INVALID_STATE, giving nothing back, while
- * one of those streams is being captured into a graph (a pipeline's capture). */
+ * pool), so that their memory can be given back: this call blocks. Fails with
+ * PLM_ERR_INVALID_STATE, giving nothing back, while one of those streams is being captured into a
+ * graph (a pipeline's capture). */
 PLM_API plm_status plm_pool_trim(plm_pool *pool, size_t keep_bytes);
 
 /* The pool's mode and the context it belongs to. */
