@@ -130,4 +130,24 @@ run "$cc" -std=c11 -Wall -Wextra -Werror ${san_flags[@]+"${san_flags[@]}"} ${pc_
 expect_shared "$scratch/pkg-config/consumer_static" static
 run_consumer "$scratch/pkg-config/consumer_static"
 
+step "(d) Python: PREFIX/python holds the module, which finds PREFIX's libplume"
+for f in "$prefix/python/pyproject.toml" "$prefix/python/plume/__init__.py" \
+         "$prefix/python/plume/_native.py"; do
+  [[ -e $f ]] || fail "not installed: $f"
+done
+python=
+for candidate in python3 /usr/bin/python3; do
+  if "$candidate" -c "import numpy" 2>/dev/null; then python=$candidate; break; fi
+done
+if [[ -n ${PLUME_SANITIZE:-} || -z $python ]]; then
+  echo "not imported: ${PLUME_SANITIZE:+a sanitized library}${python:-no python3 with numpy}"
+else
+  # Outside the tree, no PLUME_LIBRARY: the module looks in PREFIX/lib (multiarch too).
+  version=$(cd "$scratch" && env -u PLUME_LIBRARY PYTHONPATH="$prefix/python" \
+    GLIBC_TUNABLES=glibc.rtld.optional_static_tls=65536 \
+    "$python" -c "import plume; print(plume.version())")
+  echo "import plume: version $version"
+  [[ -n $version ]] || fail "import plume printed no version"
+fi
+
 step "install check passed"
