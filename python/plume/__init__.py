@@ -70,6 +70,25 @@ def _dims(shape):
     return shape, (ctypes.c_int64 * _native.MAX_DIMS)(*shape)
 
 
+def _as_array(obj):
+    """A host numpy array of obj: a numpy array as it is, another library's CPU tensor
+    through DLPack (np.from_dlpack: no copy), anything else through np.asarray. Device
+    tensors (DLPack's CUDA, __cuda_array_interface__) are refused: this module moves host
+    arrays only so far."""
+    if isinstance(obj, np.ndarray):
+        return obj
+    if hasattr(obj, "__dlpack__"):
+        device = obj.__dlpack_device__() if hasattr(obj, "__dlpack_device__") else (1, 0)
+        if device[0] in (1, 3):  # kDLCPU, kDLCUDAHost
+            return np.from_dlpack(obj)
+        raise Error("PLM_ERR_UNSUPPORTED", "a tensor on DLPack device %s: the Python module "
+                    "takes host arrays so far; copy it to the host first" % (tuple(device),))
+    if hasattr(obj, "__cuda_array_interface__"):
+        raise Error("PLM_ERR_UNSUPPORTED", "a CUDA array (__cuda_array_interface__): the Python "
+                    "module takes host arrays so far; copy it to the host first")
+    return np.asarray(obj)
+
+
 def _array_of(shape):
     """An empty numpy array of a plm_shape."""
     return np.empty(tuple(shape.dims[:shape.ndim]), BY_CODE[shape.dtype][1])
@@ -278,7 +297,7 @@ class Pipeline:
         results = [_array_of(shape) for shape in self._outputs]
         try:
             for i, frame in enumerate(frames):
-                inputs[i], array = ctx._device_tensor(np.asarray(frame), keep)
+                inputs[i], array = ctx._device_tensor(_as_array(frame), keep)
                 held.append(array)
             for i, result in enumerate(results):
                 if ctx.backend == "host":
@@ -327,7 +346,7 @@ class Pipeline:
                 end[0] = True
                 return 0
             try:
-                array = np.ascontiguousarray(next(iterator), dtype=in_type)
+                array = np.ascontiguousarray(_as_array(next(iterator)), dtype=in_type)
             except StopIteration:
                 end[0] = True
                 return 0
@@ -401,11 +420,11 @@ def op(name, array, context=None, **params):
     writes it (numbers, words, "3,3" pairs), a numpy array value becoming a named tensor
     (nuc's gain=, badpixel's bad=, conv2d's kernel=). A stack (N, H, W) runs frame by frame.
     Returns the op's main output (the text form's)."""
-    array = np.asarray(array)
+    array = _as_array(array)
     words, tensors = [name], {}
     for key, value in params.items():
-        if isinstance(value, np.ndarray):
-            tensors[key] = value
+        if isinstance(value, np.ndarray) or hasattr(value, "__dlpack__"):
+            tensors[key] = _as_array(value)
             words.append("%s=@%s" % (key, key))
         else:
             if isinstance(value, (tuple, list)):

@@ -55,6 +55,28 @@ class Ops(unittest.TestCase):
         ours = plume.op("background", stack, alpha=0.25)
         self.assertEqual(ours.tobytes(), np.load(self.path("bg.npy")).tobytes())
 
+    def test_another_library_s_cpu_tensor_comes_in_through_dlpack(self):
+        class Foreign:  # a CPU tensor of another library: DLPack only, no __array__
+            def __init__(self, array):
+                self._array = array
+
+            def __dlpack__(self, stream=None):
+                return self._array.__dlpack__()
+
+            def __dlpack_device__(self):
+                return self._array.__dlpack_device__()
+
+        mask = plume.op("threshold", Foreign(self.frame), value=2000)
+        np.testing.assert_array_equal(mask, (self.frame > 2000).astype(np.uint8))
+
+        class OnTheGpu(Foreign):
+            def __dlpack_device__(self):
+                return (2, 0)
+
+        with self.assertRaises(plume.Error) as caught:
+            plume.op("threshold", OnTheGpu(self.frame), value=1)
+        self.assertIn("DLPack device (2, 0)", str(caught.exception))
+
     def test_a_bad_parameter_raises_plume_s_message(self):
         with self.assertRaises(plume.Error) as caught:
             plume.op("threshold", self.frame, valeu=3)
