@@ -61,14 +61,16 @@ static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch
                              .frame_pixels = frame_pixels(in),
                              .dtype = in->dtype,
                              .first = call->state ? call->state_fresh : true,
+                             .state_in_scratch = !call->state,
                              .mode = params->mode,
                              .alpha = params->alpha,
                              .step = params->step};
 }
 
-/* A call without a state keeps a fresh one in its scratch. */
+/* A call without a state keeps a fresh one in its scratch (a call with one needs none,
+ * also when it is a description without data, as compile sizes a pipeline's steps). */
 static size_t scratch_bytes(const plm__background_args *args) {
-  return args->state ? 0 : (size_t)args->frame_pixels * sizeof(float);
+  return args->state_in_scratch ? (size_t)args->frame_pixels * sizeof(float) : 0;
 }
 
 static size_t cpu_scratch(const void *args) {

@@ -642,8 +642,12 @@ plm_status plm_pipeline_run_stream(plm_pipeline *pl, plm_frame_source_fn source,
     if (!run.graphs_wanted) snprintf(report->graphs_note, sizeof report->graphs_note, "%s", why);
   }
 
+  bool idle = false;
+  if (!atomic_compare_exchange_strong(&pl->streaming, &idle, true))
+    return plm__fail(PLM_ERR_INVALID_STATE,
+                     "plm_pipeline_run_stream is already running this pipeline (a run shares "
+                     "its frame slots and state): run one at a time");
   const double started_s = plm__monotonic_seconds();
-  pl->streaming = true; /* plm_pipeline_reset_state refuses until the run returns */
   plm_status status = open_run(&run);
   if (status == PLM_OK) {
     status = stream_frames(&run);
@@ -662,6 +666,6 @@ plm_status plm_pipeline_run_stream(plm_pipeline *pl, plm_frame_source_fn source,
   }
   finish_report(&run, started_s);
   close_run(&run);
-  pl->streaming = false;
+  atomic_store(&pl->streaming, false);
   return status == PLM_OK ? PLM_OK : plm__propagate(status);
 }

@@ -154,6 +154,7 @@ plm_status plm_pipeline_create(plm_context *ctx, plm_pipeline **out) {
   plm_pipeline *pl = calloc(1, sizeof *pl);
   if (!pl) return plm__fail(PLM_ERR_OUT_OF_MEMORY, "no host memory for a pipeline");
   pl->ctx = ctx;
+  atomic_init(&pl->streaming, false);
   pl->serial = atomic_fetch_add(&next_serial, 1);
   if (pl->serial == 0) pl->serial = atomic_fetch_add(&next_serial, 1); /* 0 means "none" */
   pl->attachment = (plm__attachment){
@@ -285,7 +286,7 @@ plm_status plm_pipeline_reset_state(plm_pipeline *pl) {
   PLM__REQUIRE_NOT_NULL(pl);
   PLM__REFUSE_IN_HOST_CALLBACK();
   if (!pl->compiled) return plm__fail(PLM_ERR_INVALID_STATE, "the pipeline is not compiled");
-  if (pl->streaming)
+  if (atomic_load(&pl->streaming))
     return plm__fail(PLM_ERR_INVALID_STATE,
                      "plm_pipeline_run_stream is running this pipeline (its frames share the "
                      "state in order); reset after it returns");

@@ -76,6 +76,7 @@
 #ifndef PLUME_PIPELINE_PIPELINE_INTERNAL_H
 #define PLUME_PIPELINE_PIPELINE_INTERNAL_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -237,7 +238,9 @@ struct plm_pipeline {
   plm_event **state_last;     /* per state: the event after its last update, or NULL */
   plm_event **saved_last;     /* state_last and state_fresh as plm__pipeline_state_save */
   bool *saved_fresh;          /* left them */
-  bool streaming;             /* inside plm_pipeline_run_stream (reset_state refuses) */
+  /* Inside plm_pipeline_run_stream: a second run_stream, plm_pipeline_run and
+   * plm_pipeline_reset_state refuse (they would share its slots and its state). */
+  atomic_bool streaming;
 };
 
 /* ---- graph.c ----------------------------------------------------------------------------- */

@@ -174,6 +174,10 @@ plm_status plm_pipeline_run(plm_pipeline *pl, const plm_tensor *inputs, plm_tens
   if (!pl->compiled) return plm__fail(PLM_ERR_INVALID_STATE, "the pipeline is not compiled");
   if (stream->ctx != pl->ctx)
     return plm__fail(PLM_ERR_INVALID_ARG, "stream belongs to another context than the pipeline");
+  if (atomic_load(&pl->streaming))
+    return plm__fail(PLM_ERR_INVALID_STATE,
+                     "plm_pipeline_run_stream is running this pipeline (it uses slot 0 and the "
+                     "state): run after it returns");
   plm_status status = plm__pipeline_check_io(pl, stream, inputs, outputs);
   if (status != PLM_OK) return plm__propagate(status);
   /* Slot 0's workspace: this frame starts after the previous run on it, whatever stream

@@ -285,8 +285,8 @@ static plm_pipeline *chain_pipeline(const char *text, int frames_in_flight) {
 typedef struct frames_run {
   int64_t first, frames; /* the source gives scene frames first .. first + frames - 1 */
   float *kept;           /* each delivered frame's output, PIXELS floats, by run index */
-  plm_pipeline *pl;      /* the sink tries to reset it (must be refused) when set */
-  bool reset_refused;
+  plm_pipeline *pl;      /* the sink tries to reset and rerun it (refused) when set */
+  bool reset_refused, run_refused, nested_refused;
 } frames_run;
 
 static plm_status scene_source(void *user, int64_t frame, void *const *inputs, bool *end) {
@@ -307,6 +307,13 @@ static plm_status keep_sink(void *user, int64_t frame, const void *const *output
     plm_clear_error();
     r->reset_refused = plm_pipeline_reset_state(r->pl) == PLM_ERR_INVALID_STATE &&
                        strstr(plm_last_error(), "run_stream") != NULL;
+    r->run_refused =
+        plm_pipeline_run(r->pl, NULL, NULL, plm_test_stream) == PLM_ERR_INVALID_STATE &&
+        strstr(plm_last_error(), "run after it returns") != NULL;
+    plm_run_stream_report report;
+    r->nested_refused = plm_pipeline_run_stream(r->pl, scene_source, NULL, r, NULL, &report) ==
+                            PLM_ERR_INVALID_STATE &&
+                        strstr(plm_last_error(), "already running this pipeline") != NULL;
   }
   return PLM_OK;
 }
@@ -377,13 +384,14 @@ START_TEST(test_a_pipeline_equals_the_op_and_carries_its_state_across_runs) {
   frames_run r = {.first = 0, .frames = FRAMES, .kept = got, .pl = pl};
   plm_run_stream_report report;
   PLM_CHECK_OK(plm_pipeline_run_stream(pl, scene_source, keep_sink, &r, NULL, &report));
-  ck_assert(r.reset_refused);
+  ck_assert(r.reset_refused && r.run_refused && r.nested_refused);
   ck_assert(same_bits(got, op, FRAMES * PIXELS));
 
   plm_plan_info info;
   PLM_CHECK_OK(plm_pipeline_plan_info(pl, &info));
   ck_assert_int_eq(info.states, 1);
   ck_assert_uint_eq(info.state_bytes, 2304); /* 19 x 27 x 4 = 2052, to 256 */
+  ck_assert_uint_eq(info.scratch_bytes, 0);  /* the state is not scratch */
   char text[8192];
   PLM_CHECK_OK(plm_pipeline_describe(pl, text, sizeof text, NULL));
   ck_assert_msg(strstr(text, "state s0 f32 19x27 at state[0, 2052)") != NULL, "%s", text);

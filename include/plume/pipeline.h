@@ -454,7 +454,8 @@ PLM_API plm_status plm_pipeline_tensor_shape(const plm_pipeline *pl, plm_pipe_te
  * frame. Successive runs use one workspace (slot 0) and are ordered after each other on
  * the device, whatever streams they are given. Every argument is checked before
  * anything is enqueued. Errors: PLM_ERR_INVALID_ARG (the argument named),
- * PLM_ERR_INVALID_STATE (not compiled; from a host callback); an operation's failure
+ * PLM_ERR_INVALID_STATE (not compiled; from a host callback; while a
+ * plm_pipeline_run_stream runs the pipeline); an operation's failure
  * while enqueueing (PLM_ERR_BACKEND: a launch refused; with PLM_PLAN_ALLOCATE_PER_RUN
  * also PLM_ERR_OUT_OF_MEMORY for an intermediate or a step's scratch) is returned with
  * the step named, the frame's outputs are then undefined, and the pipeline stays
@@ -600,7 +601,8 @@ typedef struct plm_run_stream_report {
 /* Run frames through the pipeline as above. options may be NULL (the defaults); report
  * is filled on every return. Errors: PLM_ERR_INVALID_ARG (NULL pl, source or report,
  * max_frames negative, source_ahead out of 0 .. PLM_SOURCE_AHEAD_MAX),
- * PLM_ERR_INVALID_STATE (not compiled; in a host callback), PLM_ERR_OUT_OF_MEMORY (the
+ * PLM_ERR_INVALID_STATE (not compiled; in a host callback; another plm_pipeline_run_stream
+ * of this pipeline is running: one at a time), PLM_ERR_OUT_OF_MEMORY (the
  * buffers), PLM_ERR_BACKEND (no thread for the source), and whatever a frame's source,
  * work or sink failed with (report->failed_frame says which). */
 PLM_API plm_status plm_pipeline_run_stream(plm_pipeline *pl, plm_frame_source_fn source,

@@ -14,10 +14,11 @@ typedef struct plm__background_args {
   const void *in;
   float *state; /* b, (H, W) */
   float *out;
-  int64_t frames;       /* in's frames, processed in order */
-  int64_t frame_pixels; /* H * W */
-  plm_dtype dtype;      /* of in: u8, u16 or f32 */
-  bool first;           /* frame 0 initialises the state */
+  int64_t frames;        /* in's frames, processed in order */
+  int64_t frame_pixels;  /* H * W */
+  plm_dtype dtype;       /* of in: u8, u16 or f32 */
+  bool first;            /* frame 0 initialises the state */
+  bool state_in_scratch; /* the call has no state: a fresh one in its scratch */
   plm_background_mode mode;
   float alpha, step;
 } plm__background_args;
