@@ -294,7 +294,11 @@ static plm_status cuda_stream_create(void *ctx, unsigned flags, void **out) {
 static plm_status cuda_stream_adopt(void *ctx, void *native, void **out) {
   cuda_backend *backend = ctx;
   cudaStream_t stream = native ? (cudaStream_t)native : cudaStreamLegacy;
-  if (stream != cudaStreamLegacy && stream != cudaStreamPerThread) {
+  if (stream == cudaStreamPerThread)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG,
+                         "native is cudaStreamPerThread, which is another stream on each thread "
+                         "(plume waits for it from others): wrap the thread's stream itself");
+  if (stream != cudaStreamLegacy) {
     int device = -1;
     CUDA_TRY(cudaStreamGetDevice(stream, &device));
     if (device != backend->device)

@@ -84,6 +84,7 @@ struct plm_stream {
   plm_stream *wraps; /* plm_stream_wrap: the plume stream shared (host), or NULL */
   bool adopted;      /* plm_stream_wrap: another library's stream, never destroyed */
   int wrappers;      /* live plm_stream_wrap streams sharing this one (ctx->lock) */
+  bool destroying;   /* plm_stream_destroy has begun: no new wrapper (ctx->lock) */
   plm_stream *prev, *next;
 };
 

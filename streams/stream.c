@@ -48,8 +48,9 @@ static plm_stream *find_stream(plm_context *ctx, const void *native) {
   plm_stream *found = NULL, *s;
   pthread_mutex_lock(&ctx->lock);
   DL_FOREACH(ctx->streams, s) {
-    if (s == native) found = s;
+    if (s == native && !s->destroying) found = s;
   }
+  if (found && found->wraps && found->wraps->destroying) found = NULL;
   if (found) {
     if (found->wraps) found = found->wraps; /* a wrapper of a wrapper shares the first */
     found->wrappers++;
@@ -97,6 +98,7 @@ plm_status plm_stream_destroy(plm_stream *stream) {
   plm_context *ctx = stream->ctx;
   pthread_mutex_lock(&ctx->lock);
   int wrappers = stream->wrappers;
+  if (wrappers == 0) stream->destroying = true; /* plm_stream_wrap passes it over now */
   pthread_mutex_unlock(&ctx->lock);
   if (wrappers > 0)
     return plm__fail(PLM_ERR_INVALID_STATE,

@@ -59,7 +59,7 @@ PLM_API plm_status plm_stream_create(plm_context *ctx, unsigned flags, plm_strea
 /* A plume stream over a stream plume did not create, so that plume's work goes where the
  * caller's library puts its own (CuPy's or PyTorch's current stream) instead of beside it:
  *   cuda   native is a cudaStream_t of the context's device (NULL: the legacy default
- *          stream; cudaStreamPerThread is taken as is). plume enqueues on it and never
+ *          stream; cudaStreamPerThread is refused: it is another stream on each thread). plume enqueues on it and never
  *          destroys it: plm_stream_destroy waits for it and forgets it; its owner must
  *          destroy it after that, not before.
  *   host   the host backend's streams are plume's own worker threads: native must be a
