@@ -19,6 +19,7 @@ Thread safety: a Context and what it made may be used from one thread at a time.
 import ctypes
 import queue
 import threading
+import weakref
 
 import numpy as np
 
@@ -106,6 +107,7 @@ class Context:
         handle = ctypes.c_void_p()
         _check(lib.plm_context_create(ctypes.byref(config), ctypes.byref(handle)))
         self._handle = handle
+        self._pipelines = weakref.WeakSet()  # closed before the context
         try:
             kind = ctypes.c_int()
             _check(lib.plm_context_backend(handle, ctypes.byref(kind)))
@@ -134,8 +136,10 @@ class Context:
         _check(lib.plm_stream_synchronize(self._stream))
 
     def close(self):
-        """Destroy the context (and what it still holds); later calls raise Error."""
+        """Close the context's pipelines, then destroy it; later calls raise Error."""
         if self._handle is not None:
+            for pipeline in list(self._pipelines):
+                pipeline.close()
             lib.plm_stream_destroy(self._stream)
             status = lib.plm_context_destroy(self._handle)
             self._handle = None
@@ -233,6 +237,8 @@ class Pipeline:
             self.context.handle, self.text.encode(), _dtype_code(dtype), len(frame_shape), dims,
             named, len(keep), ctypes.byref(handle)))
         self._handle = handle
+        self._generators = weakref.WeakSet()  # run_stream generators still open
+        self._lock = threading.Lock()         # one run at a time (plume refuses two)
         try:
             config = _native.PlanConfig(frames_in_flight=frames_in_flight)
             _check(lib.plm_pipeline_compile(handle, ctypes.byref(config)))
@@ -246,6 +252,7 @@ class Pipeline:
             lib.plm_pipeline_destroy(handle)
             self._handle = None
             raise
+        self.context._pipelines.add(self)
 
     @staticmethod
     def _named(tensors):
@@ -269,7 +276,7 @@ class Pipeline:
 
     @property
     def handle(self):
-        if self._handle is None:
+        if self._handle is None or self.context._handle is None:
             raise Error("PLM_ERR_INVALID_STATE", "the pipeline is closed")
         return self._handle
 
@@ -295,6 +302,9 @@ class Pipeline:
         inputs = (_native.Tensor * max(len(frames), 1))()
         outputs = (_native.Tensor * max(len(self._outputs), 1))()
         results = [_array_of(shape) for shape in self._outputs]
+        if not self._lock.acquire(blocking=False):
+            raise Error("PLM_ERR_INVALID_STATE", "the pipeline is running (a run_stream "
+                        "generator is open): run after it ends")
         try:
             for i, frame in enumerate(frames):
                 inputs[i], array = ctx._device_tensor(_as_array(frame), keep)
@@ -310,11 +320,12 @@ class Pipeline:
                     _check(lib.plm_stream_memcpy(ctx._stream,
                                                  result.ctypes.data_as(ctypes.c_void_p),
                                                  outputs[i].data, result.nbytes, DEVICE_TO_HOST))
-            ctx.synchronize()
         finally:
-            if keep:
-                ctx.synchronize()
-                ctx._release(keep)
+            # Whatever was enqueued finishes before the arrays it uses can go.
+            lib.plm_stream_synchronize(ctx._stream)
+            ctx._release(keep)
+            self._lock.release()
+        _check(lib.plm_stream_synchronize(ctx._stream))
         return results[0] if len(results) == 1 else tuple(results)
 
     def _wrap(self, array):
@@ -332,75 +343,108 @@ class Pipeline:
         consumer (back-pressure). The last frames' state carries on into later runs."""
         if len(self._inputs) != 1:
             raise Error("PLM_ERR_INVALID_ARG", "run_stream takes pipelines of one input")
+        generator = self._stream_frames(frames, depth)
+        self._generators.add(generator)
+        return generator
+
+    def _stream_frames(self, frames, depth):
+        handle = self.handle
+        iterator = iter(frames)
+        if not self._lock.acquire(blocking=False):
+            raise Error("PLM_ERR_INVALID_STATE", "the pipeline is running (another run_stream "
+                        "generator is open): one at a time")
         results = queue.Queue(maxsize=depth)
         done = object()
-        iterator = iter(frames)
         in_shape = self._inputs[0]
-        in_type = BY_CODE[in_shape.dtype][1]
-        in_bytes = int(np.prod(in_shape.dims[:in_shape.ndim])) * np.dtype(in_type).itemsize
+        in_type = np.dtype(BY_CODE[in_shape.dtype][1])
+        in_dims = tuple(in_shape.dims[:in_shape.ndim])
         stopping = threading.Event()
         failure = []
+        FAILED = -1  # PLM_ERR_INVALID_ARG: the run stops, the failure is raised here
 
+        # A Python exception in a ctypes callback would leave its C status undefined:
+        # both catch everything, keep it, and fail the run.
         def source(user, frame, inputs, end):
-            if stopping.is_set():
-                end[0] = True
-                return 0
             try:
-                array = np.ascontiguousarray(_as_array(next(iterator)), dtype=in_type)
-            except StopIteration:
-                end[0] = True
+                if stopping.is_set():
+                    end[0] = True
+                    return 0
+                try:
+                    array = np.ascontiguousarray(_as_array(next(iterator)))
+                except StopIteration:
+                    end[0] = True
+                    return 0
+                if array.dtype != in_type or array.shape != in_dims:
+                    raise Error("PLM_ERR_INVALID_ARG", "frame %d is %s %s, the pipeline's input "
+                                "%s %s" % (frame, array.dtype, array.shape, in_type, in_dims))
+                ctypes.memmove(inputs[0], array.ctypes.data, array.nbytes)
                 return 0
-            if array.nbytes != in_bytes:
-                failure.append(Error("PLM_ERR_INVALID_ARG", "frame %d has %d bytes, the pipeline's "
-                                     "input %d" % (frame, array.nbytes, in_bytes)))
-                return -1
-            ctypes.memmove(inputs[0], array.ctypes.data, in_bytes)
-            return 0
+            except BaseException as error:  # noqa: B902 - everything goes back to the caller
+                failure.append(error)
+                return FAILED
 
         def sink(user, frame, outputs):
-            outs = []
-            for i, shape in enumerate(self._outputs):
-                out = _array_of(shape)
-                ctypes.memmove(out.ctypes.data, outputs[i], out.nbytes)
-                outs.append(out)
-            results.put(outs[0] if len(outs) == 1 else tuple(outs))
-            return 0
+            try:
+                outs = []
+                for i, shape in enumerate(self._outputs):
+                    out = _array_of(shape)
+                    ctypes.memmove(out.ctypes.data, outputs[i], out.nbytes)
+                    outs.append(out)
+                item = outs[0] if len(outs) == 1 else tuple(outs)
+                while not stopping.is_set():  # a closed generator takes no more
+                    try:
+                        results.put(item, timeout=0.05)
+                        break
+                    except queue.Full:
+                        pass
+                return 0
+            except BaseException as error:  # noqa: B902
+                failure.append(error)
+                return FAILED
 
         source_fn, sink_fn = _native.SOURCE_FN(source), _native.SINK_FN(sink)
 
         def worker():
             report = _native.RunStreamReport()
-            status = lib.plm_pipeline_run_stream(self.handle, source_fn, sink_fn, None, None,
+            status = lib.plm_pipeline_run_stream(handle, source_fn, sink_fn, None, None,
                                                  ctypes.byref(report))
             if status != 0 and not failure:
                 failure.append(Error(lib.plm_status_str(status).decode(),
                                      lib.plm_last_error().decode()))
-            results.put(done)
+            while True:  # unless the consumer has gone
+                try:
+                    results.put(done, timeout=0.05)
+                    break
+                except queue.Full:
+                    if stopping.is_set():
+                        break
 
         thread = threading.Thread(target=worker, daemon=True)
-        thread.start()
         try:
+            thread.start()
             while True:
                 item = results.get()
                 if item is done:
                     break
                 yield item
         finally:
-            stopping.set()
-            while thread.is_alive():  # let the run end; drop what it still delivers
-                try:
-                    results.get(timeout=0.05)
-                except queue.Empty:
-                    pass
-            thread.join()
+            stopping.set()  # the source ends the run, the sink stops waiting
+            if thread.ident is not None and threading.current_thread() is not thread:
+                thread.join()
+            self._lock.release()
         if failure:
             raise failure[0]
 
     def close(self):
-        if self._handle is not None:
+        """End its open run_stream generators, then destroy it (a pipeline of a closed
+        context is gone already)."""
+        for generator in list(self._generators):
+            generator.close()
+        if self._handle is not None and self.context._handle is not None:
             status = lib.plm_pipeline_destroy(self._handle)
             self._handle = None
             _check(status)
+        self._handle = None
 
     def __enter__(self):
         return self
@@ -411,6 +455,7 @@ class Pipeline:
     def __del__(self):
         if getattr(self, "_handle", None) is not None and self.context._handle is not None:
             lib.plm_pipeline_destroy(self._handle)
+            self._handle = None
 
 
 # ---- ops --------------------------------------------------------------------------------

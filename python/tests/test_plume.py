@@ -153,6 +153,45 @@ class Pipelines(unittest.TestCase):
         b = self.frames[0].astype(np.float32)
         np.testing.assert_array_equal(first[1], self.frames[1].astype(np.float32) - b)
 
+    def test_runs_one_at_a_time_and_failures_come_back(self):
+        with plume.Pipeline("background alpha=0.5", "u16", (64, 80)) as pl:
+            first = pl.run_stream(self.frames, depth=1)
+            next(first)
+            second = pl.run_stream(self.frames)
+            with self.assertRaises(plume.Error) as caught:
+                next(second)
+            self.assertIn("one at a time", str(caught.exception))
+            with self.assertRaises(plume.Error):
+                pl.run(self.frames[0])
+            first.close()  # ends its run; the pipeline is free again
+            pl.run(self.frames[0])
+            bad = [self.frames[0], self.frames[1].astype(np.float32)]
+            with self.assertRaises(plume.Error) as caught:
+                list(pl.run_stream(bad))
+            self.assertIn("frame 1 is float32 (64, 80), the pipeline's input uint16",
+                          str(caught.exception))
+
+            def broken():
+                yield self.frames[0]
+                raise KeyError("the camera went away")
+
+            with self.assertRaises(KeyError):
+                list(pl.run_stream(broken()))
+
+    def test_closing_in_any_order_is_safe(self):
+        ctx = plume.Context("host")
+        pl = plume.Pipeline("background", "u16", (64, 80), context=ctx)
+        paused = pl.run_stream(self.frames, depth=1)
+        next(paused)
+        pl.close()  # ends the paused run first
+        ctx.close()
+        ctx = plume.Context("host")
+        pl = plume.Pipeline("threshold value=3", "u16", (64, 80), context=ctx)
+        ctx.close()  # closes the pipeline first
+        pl.close()
+        with self.assertRaises(plume.Error):
+            pl.describe()
+
     def test_the_default_context_and_its_pool(self):
         ctx = plume.default_context()
         self.assertIn(ctx.backend, ("host", "cuda"))
