@@ -149,12 +149,10 @@ static void plan_text(text_buffer *text, const plm_pipeline *pl) {
   if (pl->config.flags & PLM_PLAN_ALLOCATE_PER_RUN)
     text_printf(text, "memory: intermediates and scratch allocated per run, no workspace\n");
   if (plan->state_count)
-    text_printf(
-        text,
-        "state: %d state(s), %zu bytes for the pipeline (not per slot); frame k's "
-        "updates follow frame k-1's across slots; %s\n",
-        plan->state_count, plan->state_bytes,
-        pl->state_fresh[0] ? "the next frame initialises them" : "the next frame continues them");
+    text_printf(text,
+                "state: %d state(s), %zu bytes for the pipeline (not per slot); frame k's "
+                "updates follow frame k-1's across slots\n",
+                plan->state_count, plan->state_bytes);
   if (pl->config.flags & PLM_PLAN_SYNCHRONOUS_STEPS)
     text_printf(text, "steps: the host waits after every step\n");
   text_printf(text, "fusion: %d chain(s) found, %d fused\n", plan->fusable_chains,

@@ -329,13 +329,17 @@ static plm_status submit_frame(frame_run *run, int64_t frame, void *const *input
   /* Each slot's first frame is its warm-up, run without a graph. */
   const bool warm = frame >= run->slots_count;
   plm__stream_graph **graph = graph_of(run, slot, frame);
-  if (run->graphs_wanted && !run->graphs_refused && warm && !*graph)
+  bool captured_now = false, launched = false;
+  if (run->graphs_wanted && !run->graphs_refused && warm && !*graph) {
     capture(run, slot, slot_index, frame, inputs, graph);
+    captured_now = *graph != NULL;
+  }
   plm_status status = PLM_OK;
   if (*graph && run->whole_frame_graphs) {
     status = plm__stream_graph_launch(*graph, slot->stream);
-    if (status == PLM_OK) run->report->graph_replays++;
-    if (status == PLM_OK) plm__pipeline_state_replayed(run->pl, slot_index);
+    launched = status == PLM_OK;
+    if (launched) run->report->graph_replays++;
+    if (launched) plm__pipeline_state_replayed(run->pl, slot_index);
   } else {
     const bool timed = run->options->record_timing;
     if (timed) status = plm_event_record(slot->started, slot->stream);
@@ -343,8 +347,9 @@ static plm_status submit_frame(frame_run *run, int64_t frame, void *const *input
     if (status == PLM_OK && timed) status = plm_event_record(slot->uploaded, slot->stream);
     if (status == PLM_OK && *graph) {
       status = plm__stream_graph_launch(*graph, slot->stream);
-      if (status == PLM_OK) run->report->graph_replays++;
-      if (status == PLM_OK) plm__pipeline_state_replayed(run->pl, slot_index);
+      launched = status == PLM_OK;
+      if (launched) run->report->graph_replays++;
+      if (launched) plm__pipeline_state_replayed(run->pl, slot_index);
     } else if (status == PLM_OK) {
       status = plm__pipeline_enqueue(run->pl, slot_index, slot->stream, slot->inputs, slot->outputs,
                                      frame);
@@ -352,6 +357,8 @@ static plm_status submit_frame(frame_run *run, int64_t frame, void *const *input
     if (status == PLM_OK && timed) status = plm_event_record(slot->computed, slot->stream);
     if (status == PLM_OK) status = download(run, slot, frame);
   }
+  /* The capture moved the states' order on for a graph whose launch did not happen. */
+  if (status != PLM_OK && captured_now && !launched) plm__pipeline_state_restore(run->pl);
   if (status == PLM_OK) status = plm_event_record(slot->done, slot->stream);
   plm__nvtx_pop(run->pl->ctx);
   return status;
