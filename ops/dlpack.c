@@ -150,14 +150,6 @@ plm_status plm_tensor_to_dlpack(const plm_tensor *tensor, uint64_t flags,
 
 /* ---- import ----------------------------------------------------------------------------- */
 
-/* "[4, 2]" */
-static void list_text(const int64_t *v, int n, char *text, size_t size) {
-  size_t used = (size_t)snprintf(text, size, "[");
-  for (int i = 0; i < n && used < size; i++)
-    used += (size_t)snprintf(text + used, size - used, i ? ", %lld" : "%lld", (long long)v[i]);
-  if (used < size) snprintf(text + used, size - used, "]");
-}
-
 plm_status plm_tensor_from_dlpack(plm_context *ctx, const plm_dl_managed_tensor_versioned *managed,
                                   plm_tensor *out, bool *read_only) {
   PLM__REQUIRE_NOT_NULL(out);
@@ -188,7 +180,7 @@ plm_status plm_tensor_from_dlpack(plm_context *ctx, const plm_dl_managed_tensor_
   if (status != PLM_OK) {
     /* Name the DLPack fields instead of plm_tensor_wrap_strided's arguments. */
     char shown[160];
-    list_text(t->shape, (int)t->ndim, shown, sizeof shown);
+    plm__list_text(t->shape, (int)t->ndim, shown, sizeof shown);
     char subject[200];
     snprintf(subject, sizeof subject, "managed->dl_tensor (shape %s)", shown);
     return renamed(status, subject);

@@ -63,6 +63,9 @@ void plm__shape_text(const plm_shape *shape, char *text, size_t size);
 /* "32x40": the dims alone. */
 void plm__dims_text(const int64_t *dims, int ndim, char *text, size_t size);
 
+/* "[12, 4, 1]": a list of n values (strides, a DLPack shape). */
+void plm__list_text(const int64_t *values, int n, char *text, size_t size);
+
 /* b's memory either is a's exactly (the same first byte and size) or does not overlap it. */
 plm_status plm__op_check_no_partial_overlap(const plm_tensor *a, const char *a_name,
                                             const plm_tensor *b, const char *b_name);

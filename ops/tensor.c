@@ -1,8 +1,6 @@
 /* ops/tensor.c: tensor descriptors (plume/tensor.h). */
 #include "plume/tensor.h"
 
-#include <stdio.h>
-
 #include "ops/op_internal.h"
 #include "streams/error.h"
 
@@ -76,14 +74,6 @@ plm_status plm_tensor_wrap(plm_context *ctx, void *data, plm_dtype dtype, int nd
   return plm__propagate(status);
 }
 
-/* "[4, 2, 1]" */
-static void strides_text(const int64_t *v, int n, char *text, size_t size) {
-  size_t used = (size_t)snprintf(text, size, "[");
-  for (int i = 0; i < n && used < size; i++)
-    used += (size_t)snprintf(text + used, size - used, i ? ", %lld" : "%lld", (long long)v[i]);
-  if (used < size) snprintf(text + used, size - used, "]");
-}
-
 plm_status plm_tensor_wrap_strided(plm_context *ctx, void *data, plm_dtype dtype, int ndim,
                                    const int64_t *dims, const int64_t *strides, plm_tensor *out) {
   PLM__REQUIRE_NOT_NULL(out);
@@ -99,8 +89,8 @@ plm_status plm_tensor_wrap_strided(plm_context *ctx, void *data, plm_dtype dtype
     compact &= dims[d] == 1 || strides[d] == tensor.strides[d];
   if (!compact) {
     char given[128], wanted[128];
-    strides_text(strides, ndim, given, sizeof given);
-    strides_text(tensor.strides, ndim, wanted, sizeof wanted);
+    plm__list_text(strides, ndim, given, sizeof given);
+    plm__list_text(tensor.strides, ndim, wanted, sizeof wanted);
     return plm__fail(PLM_ERR_UNSUPPORTED,
                      "strides %s (in elements) are not compact row-major %s: plume's "
                      "operations need contiguous C-order memory; copy the tensor first",

@@ -85,10 +85,11 @@ static plm_status run_step(const plm_pipeline *pl, const plm__step *step, plm_st
   return status != PLM_OK ? status : freed;
 }
 
-/* run_step, recorded as a launch of `frame` by the pipeline's profiler with the cost
- * compile computed. */
+/* run_step, recorded as a launch of `frame` by the pipeline's profiler (when it has one)
+ * with the cost compile computed. */
 static plm_status run_step_profiled(plm_pipeline *pl, const plm__step *step, plm_stream *stream,
                                     plm__slot *slot, int64_t frame) {
+  if (!pl->profiler) return run_step(pl, step, stream, slot);
   plm_profile_mark mark;
   plm_status status =
       plm_profiler_begin(pl->profiler, stream, plm__op_name(step->kind), frame, &step->cost, &mark);
@@ -104,9 +105,7 @@ static plm_status run_stateful_step(plm_pipeline *pl, const plm__step *step, plm
   const int j = step->state;
   plm_status status = PLM_OK;
   if (pl->state_last[j]) status = plm__stream_wait_event_across_graphs(stream, pl->state_last[j]);
-  if (status == PLM_OK)
-    status = pl->profiler ? run_step_profiled(pl, step, stream, slot, frame)
-                          : run_step(pl, step, stream, slot);
+  if (status == PLM_OK) status = run_step_profiled(pl, step, stream, slot, frame);
   if (status == PLM_OK) status = plm__event_record_across_graphs(slot->state_events[j], stream);
   if (status != PLM_OK) return status;
   pl->state_last[j] = slot->state_events[j];
@@ -137,11 +136,9 @@ plm_status plm__pipeline_enqueue(plm_pipeline *pl, int slot_index, plm_stream *s
     for (int w = 0; status == PLM_OK && w < step->wait_count; w++)
       status = plm_stream_wait_event(on, slot->events[step->waits[w]]);
     if (status == PLM_OK && per_run) status = plm__per_run_acquire(pl, slot, i, on);
-    if (status == PLM_OK && step->state >= 0)
-      status = run_stateful_step(pl, step, on, slot, frame);
-    else if (status == PLM_OK)
-      status = pl->profiler ? run_step_profiled(pl, step, on, slot, frame)
-                            : run_step(pl, step, on, slot);
+    if (status == PLM_OK)
+      status = step->state >= 0 ? run_stateful_step(pl, step, on, slot, frame)
+                                : run_step_profiled(pl, step, on, slot, frame);
     if (status == PLM_OK && step->record >= 0)
       status = plm_event_record(slot->events[step->record], on);
     if (status == PLM_OK && per_run) status = plm__per_run_release_after(pl, slot, i, on);

@@ -153,24 +153,32 @@ class Context:
 
     # -- frames in and out: host arrays, on the device's memory --
 
-    def _device_tensor(self, array, keep):
+    def _device_tensor(self, array, keep, upload=True):
         """A plm_tensor over a contiguous host array (host backend: the array itself), or a
-        device copy of it (cuda; appended to keep for _release)."""
+        device tensor for it (cuda; appended to keep for _release), holding its values when
+        `upload` (an output's are not needed)."""
         array = np.ascontiguousarray(array)
+        if self.backend == "host":
+            return self._wrap(array), array
         shape, dims = _dims(array.shape)
         tensor = _native.Tensor()
-        code = _dtype_code(array.dtype)
-        if self.backend == "host":
-            _check(lib.plm_tensor_wrap(self.handle, array.ctypes.data_as(ctypes.c_void_p), code,
-                                       len(shape), dims, ctypes.byref(tensor)))
-        else:
-            _check(lib.plm_tensor_alloc(self._pool(), self._stream, code, len(shape), dims,
-                                        ctypes.byref(tensor)))
-            keep.append(tensor)
+        _check(lib.plm_tensor_alloc(self._pool(), self._stream, _dtype_code(array.dtype),
+                                    len(shape), dims, ctypes.byref(tensor)))
+        keep.append(tensor)
+        if upload:
             _check(lib.plm_stream_memcpy(self._stream, tensor.data,
                                          array.ctypes.data_as(ctypes.c_void_p), array.nbytes,
                                          HOST_TO_DEVICE))
         return tensor, array
+
+    def _wrap(self, array):
+        """A plm_tensor over a contiguous host array's own memory (the host backend's)."""
+        shape, dims = _dims(array.shape)
+        tensor = _native.Tensor()
+        _check(lib.plm_tensor_wrap(self.handle, array.ctypes.data_as(ctypes.c_void_p),
+                                   _dtype_code(array.dtype), len(shape), dims,
+                                   ctypes.byref(tensor)))
+        return tensor
 
     def _pool(self):
         pool = ctypes.c_void_p()
@@ -310,10 +318,7 @@ class Pipeline:
                 inputs[i], array = ctx._device_tensor(_as_array(frame), keep)
                 held.append(array)
             for i, result in enumerate(results):
-                if ctx.backend == "host":
-                    outputs[i] = self._wrap(result)  # plume writes the array itself
-                else:
-                    outputs[i], _ = ctx._device_tensor(result, keep)
+                outputs[i], _ = ctx._device_tensor(result, keep, upload=False)
             _check(lib.plm_pipeline_run(self.handle, inputs, outputs, ctx._stream))
             if ctx.backend != "host":
                 for i, result in enumerate(results):
@@ -327,14 +332,6 @@ class Pipeline:
             self._lock.release()
         _check(lib.plm_stream_synchronize(ctx._stream))
         return results[0] if len(results) == 1 else tuple(results)
-
-    def _wrap(self, array):
-        shape, dims = _dims(array.shape)
-        tensor = _native.Tensor()
-        _check(lib.plm_tensor_wrap(self.context.handle, array.ctypes.data_as(ctypes.c_void_p),
-                                   _dtype_code(array.dtype), len(shape), dims,
-                                   ctypes.byref(tensor)))
-        return tensor
 
     def run_stream(self, frames, depth=8):
         """Yield each frame's outputs (as run() returns them), in frame order, running
