@@ -9,7 +9,10 @@
 #include "streams/assert.h"
 #include "streams/error.h"
 
-enum { KNOWN_POOL_FLAGS = PLM_POOL_NO_STREAM_WAITS | PLM_POOL_KEEP_PAGES, SLOW_PATH_ROUNDS = 4 };
+enum {
+  KNOWN_POOL_FLAGS = PLM_POOL_NO_STREAM_WAITS | PLM_POOL_KEEP_PAGES | PLM_POOL_NO_SLABS,
+  SLOW_PATH_ROUNDS = 4
+};
 
 static const size_t DEFAULT_MIN_CHUNK = (size_t)2 << 20;
 static const size_t DEFAULT_HUGE = (size_t)256 << 20;
@@ -22,8 +25,8 @@ static const size_t MAX_REQUEST_BYTES = (size_t)1 << 48; /* keeps every size ins
  * path and after trimming only: O(blocks). */
 static void check_released(const pool_block *block, const pool_block *prev) {
   PLM_ASSERT(!block->owner);
-  PLM_ASSERT((block->addr - block->chunk->base) % POOL_PAGE == 0);
-  PLM_ASSERT(block->size % POOL_PAGE == 0);
+  PLM_ASSERT((block->addr - block->chunk->base) % block->chunk->page_bytes == 0);
+  PLM_ASSERT(block->size % block->chunk->page_bytes == 0);
   PLM_ASSERT(!prev || prev->state != BLOCK_RELEASED);
 }
 
@@ -61,6 +64,7 @@ static void check_invariants(const plm_pool *pool) {
   PLM_ASSERT(listed == released && released == pool->stats.bytes_released);
   PLM_ASSERT(held == pool->stats.bytes_reserved);
   PLM_ASSERT(used == pool->live.count);
+  plm__pool_slabs_check(pool);
   PLM_ASSERT(pool->global.cached_bytes <= POOL_CACHE_MAX_BYTES);
   for (const pool_owner *owner = pool->owners; owner; owner = owner->hh.next) {
     PLM_ASSERT(owner->pending.cached_bytes <= POOL_CACHE_MAX_BYTES);
@@ -112,13 +116,16 @@ static pool_block *try_take(plm_pool *pool, pool_owner *owner, const request *r)
  * memory. Called with `lock` held. */
 static bool make_live(plm_pool *pool, pool_block *block, const request *r, plm_stream *stream,
                       bool reserved_memory) {
-  block->requested = r->bytes;
+  block->requested = r->slab ? 0 : r->bytes;
   if (!pool_live_insert(&pool->live, block)) {
     pool_owner *owner = plm__pool_owner_find(pool, stream);
     if (owner) plm__pool_release_block(pool, block, owner);
     return false;
   }
-  plm__pool_note_allocated(pool, block, r->bytes, stream, reserved_memory);
+  if (r->slab) return true;
+  plm__pool_note_allocated(pool, block->size, r->bytes,
+                           block->freed_on && block->freed_on != stream, !reserved_memory);
+  plm__pool_slab_count(pool, block->size, +1);
   return true;
 }
 
@@ -169,6 +176,7 @@ static plm_status grow(plm_pool *pool, size_t need, const request *r, pool_block
   }
   chunk->base = (uintptr_t)memory;
   chunk->size = bytes;
+  chunk->page_bytes = pool->page_bytes;
   chunk->first = block;
   DL_APPEND(pool->chunks, chunk);
   block->addr = chunk->base;
@@ -394,8 +402,10 @@ static pool_block *alloc_slow(plm_pool *pool, plm_stream *stream, const request 
       break;
     }
 
-    /* Out of memory. 4. Coalesce cached small blocks. */
+    /* Out of memory. 4. Give back the requester's and the orphans' empty slabs, and
+     * coalesce cached small blocks. */
     pthread_mutex_lock(&pool->lock);
+    plm__pool_slabs_retire_empty(pool, requester);
     plm__pool_uncache_index(pool, &pool->global);
     plm__pool_uncache_index(pool, &requester->pending);
     block = try_take(pool, requester, r);
@@ -442,11 +452,49 @@ static pool_block *alloc_slow(plm_pool *pool, plm_stream *stream, const request 
 
 /* ---- pooled mode ------------------------------------------------------------------ */
 
+/* A new slab of `klass` for the stream, its block served as any other request, and a
+ * slot of it for `bytes`. */
+static plm_status slab_alloc_new(plm_pool *pool, unsigned klass, size_t bytes, plm_stream *stream,
+                                 void **ptr) {
+  size_t slab_bytes = plm__pool_slab_bytes(klass);
+  request r = {.bytes = slab_bytes, .size = slab_bytes, .slab = true};
+  pthread_mutex_lock(&pool->lock);
+  uint64_t upstream_allocs = pool->stats.upstream_allocs;
+  pool_owner *owner = plm__pool_owner_get(pool, stream);
+  pool_block *block = owner ? try_take(pool, owner, &r) : NULL;
+  bool live = block && make_live(pool, block, &r, stream, false);
+  pthread_mutex_unlock(&pool->lock);
+  if (!live) {
+    plm_status status;
+    block = alloc_slow(pool, stream, &r, &status);
+    if (!block) return status;
+  }
+  pthread_mutex_lock(&pool->lock);
+  bool hit = pool->stats.upstream_allocs == upstream_allocs;
+  owner = plm__pool_owner_get(pool, stream);
+  bool added = owner && plm__pool_slab_add(pool, owner, klass, block);
+  if (added) {
+    *ptr = plm__pool_slab_take(pool, owner, klass, bytes, hit);
+  } else {
+    pool_live_remove(&pool->live, block->addr);
+    if (owner) plm__pool_release_block(pool, block, owner);
+    pool->stats.failures++;
+  }
+  pthread_mutex_unlock(&pool->lock);
+  return added ? PLM_OK : plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for a slab's header");
+}
+
 static plm_status pooled_alloc(plm_pool *pool, size_t bytes, plm_stream *stream, void **ptr) {
   request r = make_request(bytes);
   pthread_mutex_lock(&pool->lock);
   pool_owner *owner = plm__pool_owner_get(pool, stream);
   if (owner) owner->allocates = true;
+  if (owner && r.small && plm__pool_slab_serves(pool, r.klass)) {
+    /* A slot of the owner's slabs, of an orphan it adopts, or of a new slab. */
+    *ptr = plm__pool_slab_take(pool, owner, r.klass, bytes, true);
+    pthread_mutex_unlock(&pool->lock);
+    return *ptr ? PLM_OK : slab_alloc_new(pool, r.klass, bytes, stream, ptr);
+  }
   pool_block *block = owner ? try_take(pool, owner, &r) : NULL;
   bool live = block && make_live(pool, block, &r, stream, false);
   pthread_mutex_unlock(&pool->lock);
@@ -462,6 +510,12 @@ static plm_status pooled_alloc(plm_pool *pool, size_t bytes, plm_stream *stream,
 static plm_status pooled_free(plm_pool *pool, void *ptr, plm_stream *stream) {
   uintptr_t addr = (uintptr_t)ptr;
   pthread_mutex_lock(&pool->lock);
+  pool_slab *slab = plm__pool_slab_find(pool, addr);
+  if (slab) {
+    plm_status status = plm__pool_slab_give(pool, slab, addr, stream);
+    pthread_mutex_unlock(&pool->lock);
+    return status;
+  }
   pool_block *block = pool_live_find(&pool->live, addr);
   pool_owner *owner = block ? plm__pool_owner_get(pool, stream) : NULL;
   if (owner) {
@@ -469,6 +523,7 @@ static plm_status pooled_free(plm_pool *pool, void *ptr, plm_stream *stream) {
     pool->stats.live_blocks--;
     pool->stats.bytes_in_use -= block->size;
     pool->stats.bytes_requested -= block->requested;
+    plm__pool_slab_count(pool, block->size, -1);
     plm__pool_release_block(pool, block, owner);
   }
   pthread_mutex_unlock(&pool->lock);
@@ -496,6 +551,7 @@ static void pool_stream_destroying(plm__attachment *self, plm_stream *stream) {
     plm__pool_drop_marks(pool, owner);
     pthread_mutex_lock(&pool->lock);
     plm__pool_migrate(pool, owner, UINT64_MAX);
+    plm__pool_slabs_orphan(pool, owner);
     plm__pool_owner_remove(pool, owner);
     pthread_mutex_unlock(&pool->lock);
   }
@@ -505,7 +561,7 @@ static void pool_stream_destroying(plm__attachment *self, plm_stream *stream) {
 /* Release everything; returns the number of blocks that were still live. */
 static size_t pool_teardown(plm_pool *pool) {
   pool->backend->synchronize(pool->backend_ctx);
-  size_t live = pool->live.count;
+  size_t live = (size_t)pool->stats.live_blocks;
   for (size_t i = 0; pool->live.slots && i <= pool->live.mask; i++) {
     void *memory = (void *)pool->live.slots[i].addr;
     if (!memory) continue;
@@ -535,10 +591,11 @@ static size_t pool_teardown(plm_pool *pool) {
   for (size_t i = 0; i < pool->spare_event_count; i++)
     pool->backend->event_destroy(pool->backend_ctx, pool->spare_events[i]);
   free(pool->spare_events);
-  while (pool->slabs) {
-    descriptor_slab *slab = pool->slabs;
-    pool->slabs = slab->next;
-    free(slab);
+  plm__pool_slabs_destroy(&pool->small_slabs);
+  while (pool->descriptor_slabs) {
+    descriptor_slab *batch = pool->descriptor_slabs;
+    pool->descriptor_slabs = batch->next;
+    free(batch);
   }
   pthread_mutex_destroy(&pool->lock);
   pthread_mutex_destroy(&pool->slow_lock);
@@ -613,10 +670,27 @@ static plm_status check_config(const plm_context *ctx, const plm_pool_config *co
   return check_upstream(config);
 }
 
+/* The backend's unit of giving memory back; 0 when it cannot. */
+static size_t decommit_unit(const plm_context *ctx) {
+  return ctx->backend->mem_decommit_unit ? ctx->backend->mem_decommit_unit(ctx->backend_ctx) : 0;
+}
+
+static plm_status check_page_bytes(const plm_context *ctx, const plm_pool_config *config) {
+  const size_t page = config->page_bytes, unit = decommit_unit(ctx);
+  const size_t least = unit > POOL_GRANULE ? unit : POOL_GRANULE;
+  if (page && ((page & (page - 1)) || page < least || page > POOL_PAGE_MAX))
+    return plm__fail_raw(PLM_ERR_INVALID_ARG,
+                         "cfg->page_bytes %zu is not a power of two from %zu (the %s backend's "
+                         "unit) to %zu",
+                         page, least, plm_backend_name(ctx->backend->kind), POOL_PAGE_MAX);
+  return PLM_OK;
+}
+
 static plm_status pool_create(plm_context *ctx, const plm_pool_config *cfg, bool is_default,
                               plm_pool **out) {
   plm_pool_config config = cfg ? *cfg : plm_pool_config_default();
   plm_status status = check_config(ctx, &config);
+  if (status == PLM_OK) status = check_page_bytes(ctx, &config);
   if (status != PLM_OK) return status;
   if (!config.min_chunk_bytes) config.min_chunk_bytes = DEFAULT_MIN_CHUNK;
   config.min_chunk_bytes = pool_round_up(config.min_chunk_bytes, POOL_GRANULE);
@@ -628,6 +702,9 @@ static plm_status pool_create(plm_context *ctx, const plm_pool_config *cfg, bool
   pool->backend = ctx->backend;
   pool->backend_ctx = ctx->backend_ctx;
   pool->config = config;
+  pool->page_bytes = config.page_bytes;
+  if (!pool->page_bytes)
+    pool->page_bytes = decommit_unit(ctx) > POOL_PAGE_DEFAULT ? decommit_unit(ctx) : POOL_PAGE_DEFAULT;
   if (config.upstream) {
     pool->upstream = *config.upstream;
     pool->config.upstream = &pool->upstream;
@@ -767,9 +844,11 @@ plm_status plm_pool_trim(plm_pool *pool, size_t keep_bytes) {
     return plm__propagate(status);
   }
   pthread_mutex_lock(&pool->slow_lock);
-  /* Close every stream's epoch first: the synchronisation below covers the frees
-   * made before it, not frees other threads make while it runs. */
+  /* Give empty slabs back (pending on their owners), then close every stream's epoch:
+   * the synchronisation below covers the frees made before it, not frees other threads
+   * make while it runs. */
   pthread_mutex_lock(&pool->lock);
+  plm__pool_slabs_retire_empty(pool, NULL);
   size_t count = 0;
   pool_owner **owners = plm__pool_snapshot_owners(pool, &count);
   uint64_t *closed = owners ? malloc((count ? count : 1) * sizeof *closed) : NULL;
@@ -785,6 +864,7 @@ plm_status plm_pool_trim(plm_pool *pool, size_t keep_bytes) {
     pthread_mutex_lock(&pool->lock);
     pool->stats.host_synchronizations++;
     for (size_t i = 0; i < count; i++) plm__pool_migrate(pool, owners[i], closed[i]);
+    plm__pool_slabs_retire_empty(pool, NULL); /* those the migration emptied */
     plm__pool_uncache_index(pool, &pool->global);
     check_invariants(pool);
     pthread_mutex_unlock(&pool->lock);

@@ -52,6 +52,7 @@ struct pool_chunk {
   uintptr_t base;
   size_t size;
   size_t released;   /* bytes of its RELEASED blocks */
+  size_t page_bytes; /* the unit of memory given back, counted from base */
   pool_block *first; /* the block at base */
   pool_chunk *prev, *next;
 };

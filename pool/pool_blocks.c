@@ -14,8 +14,8 @@ pool_block *plm__pool_descriptor_new(plm_pool *pool) {
   if (!pool->spare_descriptors) {
     descriptor_slab *slab = malloc(sizeof *slab);
     if (!slab) return NULL;
-    slab->next = pool->slabs;
-    pool->slabs = slab;
+    slab->next = pool->descriptor_slabs;
+    pool->descriptor_slabs = slab;
     for (size_t i = 0; i < sizeof slab->blocks / sizeof slab->blocks[0]; i++) {
       slab->blocks[i].free_next = pool->spare_descriptors;
       pool->spare_descriptors = &slab->blocks[i];
@@ -45,6 +45,7 @@ pool_owner *plm__pool_owner_find(plm_pool *pool, const plm_stream *stream) {
 void plm__pool_owner_remove(plm_pool *pool, pool_owner *owner) {
   if (pool->last_owner == owner) pool->last_owner = NULL;
   HASH_DEL(pool->owners, owner);
+  plm__pool_owner_slabs_release(&owner->slabs);
   free(owner);
 }
 
@@ -299,6 +300,8 @@ void plm__pool_release_block(plm_pool *pool, pool_block *block, pool_owner *owne
 
 /* Make every pending block of `owner` with an epoch up to `upto` safe for all. */
 void plm__pool_migrate(plm_pool *pool, pool_owner *owner, uint64_t upto) {
+  if (upto > owner->safe_epoch) owner->safe_epoch = upto;
+  plm__pool_slab_migrate(pool, owner, upto);
   while (owner->queue_head && owner->queue_head->epoch <= upto) {
     pool_block *block = owner->queue_head;
     plm__pool_detach_free_block(pool, block);

@@ -42,8 +42,9 @@
  * lists so that they coalesce, and gives back idle chunks; the slow path does the
  * same beyond release_threshold. A chunk with one live block stays, but its free
  * runs need not hold memory: where the backend has mem_decommit (the host backend:
- * madvise), the whole POOL_PAGE (2 MiB) pages inside a FREE, safe-for-all block are
- * given back and the block's middle becomes RELEASED (its addresses kept, its memory
+ * madvise), the whole pages (page_bytes: 16 KiB by default on the host) inside a FREE,
+ * safe-for-all block are given back and the block's middle becomes RELEASED (its
+ * addresses kept, its memory
  * not counted in bytes_reserved). The slow path does that before it grows, to the
  * largest holes first, until the chunk it is about to reserve would leave at most an
  * eighth of what is in use (and 2 MiB) reserved beyond use; plm_pool_trim does it
@@ -127,6 +128,7 @@
 #include "pool/pool_block.h"
 #include "pool/pool_index.h"
 #include "pool/pool_live.h"
+#include "pool/pool_slabs.h"
 #include "streams/hash.h"
 #include "streams/runtime.h"
 
@@ -146,14 +148,16 @@ struct pool_owner {
   pool_index pending;       /* blocks freed on this stream, not yet safe for all */
   pool_block *queue_head, *queue_tail;
   uint64_t open_epoch;  /* frees now are tagged with this */
+  uint64_t safe_epoch;  /* every free tagged up to this is known complete */
   bool open_epoch_used; /* some block carries open_epoch */
   bool allocates;       /* an allocation was made on this stream (see can_merge) */
   epoch_mark marks[POOL_EPOCH_RING];
   unsigned mark_first, mark_count;
+  pool_owner_slabs slabs; /* its slabs, and the slots it freed in others' (pool_slabs.h) */
   UT_hash_handle hh;
 };
 
-/* A slab of block descriptors. */
+/* A batch of block descriptors (not a pool_slab). */
 typedef struct descriptor_slab {
   struct descriptor_slab *next;
   pool_block blocks[256];
@@ -170,6 +174,7 @@ struct plm_pool {
   bool async_pool_adopted;    /* async_pool is config.cuda_mem_pool: never destroyed */
   plm_pool_upstream upstream; /* config.upstream's copy (config.upstream points here);
                                  alloc NULL: the backend */
+  size_t page_bytes;          /* the unit of memory given back (config.page_bytes) */
 
   pthread_mutex_t slow_lock;
   pthread_mutex_t lock;
@@ -179,8 +184,9 @@ struct plm_pool {
   pool_live live;         /* the USED blocks by address (every mode) */
   pool_block *released;   /* the RELEASED blocks (free_prev/free_next), any order */
   pool_chunk *chunks;
+  pool_slabs small_slabs; /* requests up to 16 KiB (pool_slabs.h) */
   pool_block *spare_descriptors;
-  descriptor_slab *slabs;
+  descriptor_slab *descriptor_slabs;
   void **spare_events;
   size_t spare_event_count, spare_event_capacity;
   plm_pool_stats stats;
@@ -198,8 +204,10 @@ static inline size_t pool_round_up(size_t value, size_t multiple) {
  * POOL_CHUNK_GRANULE, and a proportional step adds reserved / POOL_GROWTH_DIVISOR,
  * at most POOL_GROWTH_CAP. */
 static const size_t POOL_CHUNK_GRANULE = (size_t)2 << 20;
-/* The unit of memory given back under free blocks: cuda's allocation granularity. */
-static const size_t POOL_PAGE = (size_t)2 << 20;
+/* The default unit of memory given back under free blocks (plm_pool_config.page_bytes),
+ * and the largest. */
+static const size_t POOL_PAGE_DEFAULT = (size_t)16 << 10;
+static const size_t POOL_PAGE_MAX = (size_t)2 << 20;
 static const size_t POOL_GROWTH_DIVISOR = 8;
 static const size_t POOL_GROWTH_CAP = (size_t)64 << 20;
 
@@ -213,6 +221,7 @@ typedef struct request {
   size_t size;  /* served: a multiple of POOL_GRANULE */
   bool small;
   unsigned klass; /* small only */
+  bool slab;      /* the block under a new slab: not counted as handed out */
 } request;
 
 /* pool/pool_blocks.c: block bookkeeping; `lock` held. */
@@ -249,8 +258,8 @@ pool_block *plm__pool_find_covered_pending(plm_pool *pool, pool_owner *owner, co
 
 /* pool/pool_stats.c: statistics and the out-of-memory message; `lock` held for the
  * notes, not for the message. */
-void plm__pool_note_allocated(plm_pool *pool, const pool_block *block, size_t requested,
-                              const plm_stream *stream, bool reserved_memory);
+void plm__pool_note_allocated(plm_pool *pool, size_t size, size_t requested, bool cross_stream,
+                              bool hit);
 void plm__pool_note_reserved(plm_pool *pool, size_t bytes);
 void plm__pool_format_failure(plm_pool *pool, const request *r);
 

@@ -49,8 +49,9 @@ static void list_released_merged(plm_pool *pool, pool_block *block) {
  * [*first, *end), and whether there is one. */
 static bool page_interior(const pool_block *block, uintptr_t *first, uintptr_t *end) {
   const uintptr_t base = block->chunk->base;
-  *first = base + pool_round_up(block->addr - base, POOL_PAGE);
-  *end = base + (block->addr + block->size - base) / POOL_PAGE * POOL_PAGE;
+  const size_t page = block->chunk->page_bytes;
+  *first = base + pool_round_up(block->addr - base, page);
+  *end = base + (block->addr + block->size - base) / page * page;
   return *end > *first;
 }
 
@@ -125,7 +126,7 @@ size_t plm__pool_decommit(plm_pool *pool, size_t goal_bytes) {
   pthread_mutex_lock(&pool->lock);
   while (given < goal_bytes) {
     pool_block *block =
-        pool_index_find_largest(&pool->global, POOL_PAGE / POOL_GRANULE, has_free_page);
+        pool_index_find_largest(&pool->global, pool->page_bytes / POOL_GRANULE, has_free_page);
     size_t bytes = block ? decommit_block(pool, block) : 0;
     if (bytes == 0) break;
     given += bytes;
@@ -142,7 +143,7 @@ void plm__pool_decommit_before_growth(plm_pool *pool, size_t need) {
   pthread_mutex_unlock(&pool->lock);
   const size_t after = reserved + plm__pool_chunk_size(&pool->config, need, reserved);
   const size_t wanted = in_use + need;
-  const size_t slack = wanted / 8 > POOL_PAGE ? wanted / 8 : POOL_PAGE;
+  const size_t slack = wanted / 8 > pool->page_bytes ? wanted / 8 : pool->page_bytes;
   if (after > wanted + slack) plm__pool_decommit(pool, after - wanted - slack);
 }
 
@@ -154,8 +155,8 @@ static size_t free_beside(const pool_block *neighbour) {
   return neighbour && neighbour->state == BLOCK_FREE && !neighbour->owner ? neighbour->size : 0;
 }
 
-static size_t pages_for(size_t bytes) {
-  size_t pages = (bytes + POOL_PAGE - 1) / POOL_PAGE;
+static size_t pages_for(size_t bytes, size_t page) {
+  size_t pages = (bytes + page - 1) / page;
   return pages ? pages : 1;
 }
 
@@ -172,10 +173,10 @@ static recommit_plan plan_recommit(const plm_pool *pool, size_t need) {
   recommit_plan best = {.pages = SIZE_MAX};
   for (pool_block *r = pool->released; r; r = r->free_next) {
     const size_t before = free_beside(r->phys_prev), after = free_beside(r->phys_next);
-    const size_t all = r->size / POOL_PAGE;
+    const size_t page = r->chunk->page_bytes, all = r->size / page;
     const recommit_plan options[3] = {
-        {r, before >= need ? 1 : pages_for(need - before), false},
-        {r, after >= need ? 1 : pages_for(need - after), true},
+        {r, before >= need ? 1 : pages_for(need - before, page), false},
+        {r, after >= need ? 1 : pages_for(need - after, page), true},
         {r, before + r->size + after >= need ? all : SIZE_MAX, false}};
     for (int i = 0; i < 3; i++)
       if (options[i].pages <= all && options[i].pages < best.pages) best = options[i];
@@ -187,7 +188,7 @@ bool plm__pool_recommit_for(plm_pool *pool, size_t need) {
   if (!plm__pool_pages_enabled(pool)) return false;
   pthread_mutex_lock(&pool->lock);
   recommit_plan plan = plan_recommit(pool, need);
-  const size_t bytes = plan.block ? plan.pages * POOL_PAGE : 0;
+  const size_t bytes = plan.block ? plan.pages * plan.block->chunk->page_bytes : 0;
   const size_t limit = pool->config.byte_limit;
   if (!plan.block || (limit && pool->stats.bytes_reserved + bytes > limit)) {
     pthread_mutex_unlock(&pool->lock);

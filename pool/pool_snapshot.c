@@ -25,12 +25,16 @@ static int stream_number(stream_numbers *numbers, const plm_stream *stream) {
   return numbers->count++;
 }
 
+/* A slab's block shows as its slots, each a block of the snapshot. */
 static size_t count_blocks(const plm_pool *pool, size_t *segments) {
   size_t blocks = 0;
   *segments = 0;
   for (const pool_chunk *chunk = pool->chunks; chunk; chunk = chunk->next) {
     ++*segments;
-    for (const pool_block *block = chunk->first; block; block = block->phys_next) blocks++;
+    for (const pool_block *block = chunk->first; block; block = block->phys_next) {
+      const pool_slab *slab = plm__pool_slab_of_block(pool, block);
+      blocks += slab ? slab->slot_count : 1;
+    }
   }
   return blocks;
 }
@@ -65,6 +69,35 @@ static void copy_block(const pool_block *block, size_t segment, stream_numbers *
   };
 }
 
+/* One slot of a slab (plume/pool.h says what a slot shows). A free slot is safe for the
+ * slab's owner only (PENDING on it), or for all in an orphan (FREE); a slot freed on
+ * another stream is PENDING with no stream (the pool keeps the freeing stream with the
+ * free, not with the slot). Slots keep no history: a USED one shows no stream and no
+ * time, a free one the slab's last free. */
+static void copy_slot(const pool_slab *slab, unsigned slot, size_t segment,
+                      stream_numbers *numbers, plm_pool_block_info *out) {
+  pool_slot_state state = plm__pool_slot_state(slab, slot);
+  const plm_stream *stream = NULL;
+  plm_pool_block_state public = PLM_POOL_BLOCK_USED;
+  if (state == SLOT_FREE) {
+    public = slab->owner ? PLM_POOL_BLOCK_PENDING : PLM_POOL_BLOCK_FREE;
+    stream = slab->owner ? slab->owner->stream : slab->freed_on;
+  } else if (state == SLOT_PENDING) {
+    public = PLM_POOL_BLOCK_PENDING;
+  }
+  *out = (plm_pool_block_info){
+      .segment = segment,
+      .offset = slab->base + slot * slab->slot_bytes - slab->block->chunk->base,
+      .size = slab->slot_bytes,
+      .requested = state == SLOT_USED ? slab->requested[slot] : 0,
+      .state = public,
+      .stream = stream,
+      .stream_index = stream_number(numbers, stream),
+      .size_class = (int)slab->klass,
+      .freed_at = state == SLOT_USED ? 0 : slab->freed_at,
+  };
+}
+
 static void add_to_totals(plm_pool_snapshot *s, const plm_pool_block_info *b) {
   if (b->state == PLM_POOL_BLOCK_USED) {
     s->bytes_in_use += b->size;
@@ -90,9 +123,15 @@ static void copy_layout(const plm_pool *pool, plm_pool_snapshot *s, stream_numbe
                                         .size = chunk->size,
                                         .huge = chunk->size >= pool->config.huge_bytes,
                                         .first_block = b};
-    for (const pool_block *block = chunk->first; block; block = block->phys_next, b++) {
+    for (const pool_block *block = chunk->first; block; block = block->phys_next) {
+      const pool_slab *slab = plm__pool_slab_of_block(pool, block);
+      for (unsigned slot = 0; slab && slot < slab->slot_count; slot++, b++) {
+        copy_slot(slab, slot, c, numbers, &s->blocks[b]);
+        add_to_totals(s, &s->blocks[b]);
+      }
+      if (slab) continue;
       copy_block(block, c, numbers, &s->blocks[b]);
-      add_to_totals(s, &s->blocks[b]);
+      add_to_totals(s, &s->blocks[b++]);
     }
     s->segments[c].block_count = b - s->segments[c].first_block;
     s->bytes_reserved += chunk->size - chunk->released;

@@ -4,14 +4,14 @@
 #include "pool/pool_internal.h"
 #include "streams/error.h"
 
-void plm__pool_note_allocated(plm_pool *pool, const pool_block *block, size_t requested,
-                              const plm_stream *stream, bool reserved_memory) {
+void plm__pool_note_allocated(plm_pool *pool, size_t size, size_t requested, bool cross_stream,
+                              bool hit) {
   plm_pool_stats *stats = &pool->stats;
   stats->requests++;
-  if (!reserved_memory) stats->hits++;
-  if (block->freed_on && block->freed_on != stream) stats->cross_stream_reuses++;
+  if (hit) stats->hits++;
+  if (cross_stream) stats->cross_stream_reuses++;
   stats->live_blocks++;
-  stats->bytes_in_use += block->size;
+  stats->bytes_in_use += size;
   stats->bytes_requested += requested;
   if (stats->bytes_in_use > stats->peak_bytes_in_use)
     stats->peak_bytes_in_use = stats->bytes_in_use;
@@ -45,7 +45,9 @@ plm_status plm_pool_stats_get(plm_pool *pool, plm_pool_stats *out) {
   pthread_mutex_lock(&pool->lock);
   plm_pool_stats stats = pool->stats;
   size_t largest = pool_index_largest(&pool->global);
-  size_t free_bytes = pool->global.free_bytes;
+  size_t free_bytes = pool->global.free_bytes + pool->small_slabs.idle_bytes;
+  size_t slab_largest = plm__pool_slab_largest_idle(&pool->small_slabs);
+  if (slab_largest > largest) largest = slab_largest;
   pool_owner *owner, *next;
   HASH_ITER(hh, pool->owners, owner, next) {
     size_t pending_largest = pool_index_largest(&owner->pending);

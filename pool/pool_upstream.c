@@ -68,7 +68,7 @@ static plm_status track_upstream(plm_pool *pool, void *memory, size_t bytes) {
   }
   if (block) {
     pool->stats.upstream_allocs++;
-    plm__pool_note_allocated(pool, block, bytes, NULL, true);
+    plm__pool_note_allocated(pool, block->size, bytes, false, false);
   }
   pthread_mutex_unlock(&pool->lock);
   return block ? PLM_OK : plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory to track a block");

@@ -57,6 +57,10 @@ typedef struct plm__backend_iface {
    * NULL: the pool keeps every page it has reserved until the chunk goes back. */
   plm_status (*mem_decommit)(void *ctx, void *ptr, size_t bytes);
   plm_status (*mem_recommit)(void *ctx, void *ptr, size_t bytes);
+  /* (with mem_decommit) The unit mem_decommit gives back: only the units wholly inside
+   * a range go (the host's system page; cuda's would be its physical allocation
+   * granularity, 2 MiB). A power of two. */
+  size_t (*mem_decommit_unit)(void *ctx);
 
   plm_status (*stream_create)(void *ctx, unsigned flags, void **stream);
   /* Wait for the stream's pending work, then release it. */

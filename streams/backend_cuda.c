@@ -747,6 +747,7 @@ static const plm__backend_iface cuda_iface = {
     /* .mem_free            = */ cuda_mem_free,
     /* .mem_decommit        = */ NULL, /* needs cuMemCreate-backed chunks: not yet */
     /* .mem_recommit        = */ NULL,
+    /* .mem_decommit_unit   = */ NULL,
     /* .stream_create       = */ cuda_stream_create,
     /* .stream_destroy      = */ cuda_stream_destroy,
     /* .stream_synchronize  = */ cuda_stream_synchronize,

@@ -484,6 +484,11 @@ static plm_status host_mem_decommit(void *ctx, void *ptr, size_t bytes) {
   return PLM_OK;
 }
 
+static size_t host_mem_decommit_unit(void *ctx) {
+  (void)ctx;
+  return (size_t)sysconf(_SC_PAGESIZE);
+}
+
 /* Nothing to do: a decommitted page is mapped again on its first touch. */
 static plm_status host_mem_recommit(void *ctx, void *ptr, size_t bytes) {
   (void)ctx;
@@ -572,6 +577,7 @@ static const plm__backend_iface host_iface = {
     /* .mem_free            = */ host_mem_free,
     /* .mem_decommit        = */ host_mem_decommit,
     /* .mem_recommit        = */ host_mem_recommit,
+    /* .mem_decommit_unit   = */ host_mem_decommit_unit,
     /* .stream_create       = */ host_stream_create,
     /* .stream_destroy      = */ host_stream_destroy,
     /* .stream_synchronize  = */ host_stream_synchronize,

@@ -758,6 +758,13 @@ START_TEST(test_bad_config_is_refused) {
   config.initial_reservation = 2 * MiB;
   PLM_CHECK_FAILS(plm_pool_create(plm_test_ctx, &config, &pool), PLM_ERR_INVALID_ARG,
                   "above cfg->byte_limit");
+  const size_t bad_pages[] = {3000, 128, 4 * MiB};
+  for (size_t i = 0; i < sizeof bad_pages / sizeof bad_pages[0]; i++) {
+    config = plm_pool_config_default();
+    config.page_bytes = bad_pages[i];
+    PLM_CHECK_FAILS(plm_pool_create(plm_test_ctx, &config, &pool), PLM_ERR_INVALID_ARG,
+                    "is not a power of two from");
+  }
   ck_assert_ptr_null(pool);
   PLM_CHECK_OK(plm_pool_destroy(NULL));
 }

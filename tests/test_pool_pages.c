@@ -1,7 +1,7 @@
 /* tests/test_pool_pages.c: the memory under free pages given back and taken again
  * (pool/pool_internal.h, "Giving memory back"; pool/pool_pages.c).
  *
- * One chunk is laid out by hand: a 9 MiB block X and a 1 KiB block Y in a 10 MiB
+ * One chunk is laid out by hand: a 9 MiB block X and a 32 KiB block Y in a 10 MiB
  * chunk (a small request takes the tail of a free run), so that freeing X leaves a
  * free run over pages 0..3 and most of page 4, whose last bytes Y holds. Then the
  * slow path's choices can be checked to the byte: which pages go back before the pool
@@ -31,9 +31,12 @@ static bool pages_go_back(void) {
   return backend == PLM_BACKEND_HOST;
 }
 
+/* 2 MiB pages (cuda's granularity, not the host's default 16 KiB), so that the layouts
+ * below read in pages of the chunk. */
 static plm_pool *fixed_pool(unsigned flags, size_t release_threshold) {
   plm_pool_config config = plm_pool_config_default();
   config.growth = PLM_POOL_GROW_FIXED;
+  config.page_bytes = 2 * MiB;
   config.flags = flags;
   config.release_threshold = release_threshold;
   return pool_with(&config);
@@ -43,8 +46,8 @@ static plm_pool *fixed_pool(unsigned flags, size_t release_threshold) {
 static void *free_run_beside_a_small_block(plm_pool *pool, plm_stream *stream, void **chunk) {
   void *x = NULL, *y = NULL;
   PLM_CHECK_OK(plm_pool_alloc(pool, 9 * MiB, stream, &x));
-  PLM_CHECK_OK(plm_pool_alloc(pool, KiB, stream, &y));
-  ck_assert_ptr_eq((char *)y, (char *)x + 10 * MiB - KiB);
+  PLM_CHECK_OK(plm_pool_alloc(pool, 32 * KiB, stream, &y));
+  ck_assert_ptr_eq((char *)y, (char *)x + 10 * MiB - 32 * KiB);
   PLM_CHECK_OK(plm_pool_free(pool, x, stream));
   PLM_CHECK_OK(plm_stream_synchronize(stream));
   *chunk = x;
@@ -84,7 +87,7 @@ START_TEST(test_pages_go_back_before_growing_and_come_back_before_new_chunks) {
   }
 
   /* 7 MiB: the free run left (pages 4, less Y) and the last 3 released pages make
-   * 8 MiB - 1 KiB; those 3 come back, not all 4, and no chunk is reserved. */
+   * 8 MiB - 32 KiB; those 3 come back, not all 4, and no chunk is reserved. */
   void *w = NULL;
   PLM_CHECK_OK(plm_pool_alloc(pool, 7 * MiB, stream, &w));
   stats = stats_of(pool);
@@ -202,7 +205,7 @@ START_TEST(test_a_wholly_released_chunk_goes_back_on_any_trim) {
 END_TEST
 
 /* With a byte limit, the memory under free pages makes room before the pool fails:
- * 10 MiB reserved under a 12 MiB limit, 1 KiB in use, and a 10 MiB request. */
+ * 10 MiB reserved under a 12 MiB limit, 32 KiB in use, and a 10 MiB request. */
 START_TEST(test_released_pages_make_room_under_the_byte_limit) {
   plm_pool_config config = plm_pool_config_default();
   config.growth = PLM_POOL_GROW_FIXED;
@@ -269,6 +272,34 @@ START_TEST(test_mixed_sizes_through_released_pages_stay_consistent) {
 }
 END_TEST
 
+/* By default the host backend gives back 16 KiB pages: a 100 KiB hole between two live
+ * blocks gives back the 80 KiB of whole pages inside it (its ends share pages with its
+ * neighbours), where 2 MiB pages would give back nothing. */
+START_TEST(test_default_pages_give_back_holes_between_live_blocks) {
+  plm_pool_config config = plm_pool_config_default();
+  config.growth = PLM_POOL_GROW_FIXED;
+  plm_pool *pool = pool_with(&config);
+  plm_stream *stream = new_stream();
+  void *a = NULL, *b = NULL, *c = NULL;
+  PLM_CHECK_OK(plm_pool_alloc(pool, 100 * KiB, stream, &a));
+  PLM_CHECK_OK(plm_pool_alloc(pool, 100 * KiB, stream, &b));
+  PLM_CHECK_OK(plm_pool_alloc(pool, 100 * KiB, stream, &c));
+  ck_assert_ptr_eq((char *)b, (char *)a + 100 * KiB);
+  PLM_CHECK_OK(plm_pool_free(pool, b, stream));
+  PLM_CHECK_OK(plm_pool_trim(pool, 0));
+  plm_pool_stats stats = stats_of(pool);
+  /* b's pages: [112 KiB, 192 KiB) from the chunk's base; after c, the rest of the chunk
+   * from 304 KiB on. */
+  size_t expected = pages_go_back() ? 80 * KiB + 2 * MiB - 304 * KiB : 0;
+  ck_assert_uint_eq(stats.bytes_released, expected);
+  ck_assert_uint_eq(stats.bytes_reserved, 2 * MiB - expected);
+  PLM_CHECK_OK(plm_pool_free(pool, a, stream));
+  PLM_CHECK_OK(plm_pool_free(pool, c, stream));
+  PLM_CHECK_OK(plm_pool_destroy(pool));
+  PLM_CHECK_OK(plm_stream_destroy(stream));
+}
+END_TEST
+
 static Suite *pool_pages_suite(void) {
   Suite *suite = suite_create("pool_pages");
   TCase *pages = tcase_create("pages");
@@ -279,6 +310,7 @@ static Suite *pool_pages_suite(void) {
   tcase_add_test(pages, test_a_wholly_released_chunk_goes_back_on_any_trim);
   tcase_add_test(pages, test_released_pages_make_room_under_the_byte_limit);
   tcase_add_test(pages, test_mixed_sizes_through_released_pages_stay_consistent);
+  tcase_add_test(pages, test_default_pages_give_back_holes_between_live_blocks);
   suite_add_tcase(suite, pages);
   return suite;
 }

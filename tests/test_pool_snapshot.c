@@ -136,9 +136,10 @@ START_TEST(test_snapshot_shows_a_known_layout_on_two_streams) {
   plm_stream *first = new_stream(), *second = new_stream();
   void *a = NULL, *b = NULL, *c = NULL, *d = NULL;
   /* One chunk: a 100 KiB, c 200 KiB and d 300 KiB cut from the front of the free run in
-   * address order, b (a small block) from its tail (pool/pool_internal.h). */
+   * address order, b (a small block above the slabs' 16 KiB) from its tail
+   * (pool/pool_internal.h). */
   PLM_CHECK_OK(plm_pool_alloc(pool, 100 * KiB, first, &a));
-  PLM_CHECK_OK(plm_pool_alloc(pool, 1000, first, &b));
+  PLM_CHECK_OK(plm_pool_alloc(pool, 32 * KiB, first, &b));
   PLM_CHECK_OK(plm_pool_alloc(pool, 200 * KiB, first, &c));
   PLM_CHECK_OK(plm_pool_alloc(pool, 300 * KiB, second, &d));
   /* b pending on the first stream (a cached small block), c on the second. */
@@ -157,8 +158,8 @@ START_TEST(test_snapshot_shows_a_known_layout_on_two_streams) {
   check_block(&s->blocks[0], 0, 100 * KiB, PLM_POOL_BLOCK_USED, -1);
   check_block(&s->blocks[1], 100 * KiB, 200 * KiB, PLM_POOL_BLOCK_PENDING, 0);
   check_block(&s->blocks[2], 300 * KiB, 300 * KiB, PLM_POOL_BLOCK_USED, -1);
-  check_block(&s->blocks[3], 600 * KiB, 2 * MiB - 601 * KiB, PLM_POOL_BLOCK_FREE, -1);
-  check_block(&s->blocks[4], 2 * MiB - 1 * KiB, 1 * KiB, PLM_POOL_BLOCK_PENDING, 1);
+  check_block(&s->blocks[3], 600 * KiB, 2 * MiB - 632 * KiB, PLM_POOL_BLOCK_FREE, -1);
+  check_block(&s->blocks[4], 2 * MiB - 32 * KiB, 32 * KiB, PLM_POOL_BLOCK_PENDING, 1);
   ck_assert_ptr_eq(s->blocks[1].stream, second);
   ck_assert_ptr_eq(s->blocks[4].stream, first);
   ck_assert_int_eq(s->stream_count, 2);
@@ -173,8 +174,8 @@ START_TEST(test_snapshot_shows_a_known_layout_on_two_streams) {
   ck_assert(s->blocks[1].freed_at >= s->blocks[4].freed_at);
   ck_assert(s->blocks[0].freed_at == 0 && s->blocks[2].freed_at == 0);
   ck_assert_uint_eq(s->bytes_in_use, 400 * KiB);
-  ck_assert_uint_eq(s->bytes_pending, 201 * KiB);
-  ck_assert_uint_eq(s->bytes_free, 2 * MiB - 601 * KiB);
+  ck_assert_uint_eq(s->bytes_pending, 232 * KiB);
+  ck_assert_uint_eq(s->bytes_free, 2 * MiB - 632 * KiB);
   ck_assert_uint_eq(s->free_blocks, 3);
   check_totals_match_stats(pool, s);
   check_json_round_trip(s);
@@ -194,6 +195,72 @@ START_TEST(test_snapshot_shows_a_known_layout_on_two_streams) {
   PLM_CHECK_OK(plm_pool_destroy(pool));
   PLM_CHECK_OK(plm_stream_destroy(first));
   PLM_CHECK_OK(plm_stream_destroy(second));
+}
+END_TEST
+
+/* Requests up to 16 KiB become slots of a slab once enough of their class are live
+ * (pool/pool_slabs.h; 16 of the 1 KiB class, whose slabs hold 65 slots): the snapshot shows each slot as a block of
+ * its class, the slab's free slots pending on the stream that owns the slab, and a slot
+ * freed on another stream pending with no stream until that stream has passed the free. */
+START_TEST(test_snapshot_shows_the_slots_of_a_slab) {
+  enum { SLOTS = 65, ON = 16 };
+  plm_pool *pool = fixed_pool(0);
+  plm_stream *owner = new_stream(), *other = new_stream();
+  void *tail[ON], *slots[3] = {NULL};
+  /* 16 blocks of 1 KiB of their own, cut from the chunk's tail, then three slots of a slab
+   * at its front. */
+  for (int i = 0; i < ON; i++) PLM_CHECK_OK(plm_pool_alloc(pool, 1000, owner, &tail[i]));
+  for (int i = 0; i < 3; i++) PLM_CHECK_OK(plm_pool_alloc(pool, 1000, owner, &slots[i]));
+  ck_assert_ptr_eq((char *)slots[1], (char *)slots[0] + KiB);
+  ck_assert_ptr_eq((char *)slots[2], (char *)slots[0] + 2 * KiB);
+  PLM_CHECK_OK(plm_pool_free(pool, slots[1], other)); /* pending on `other` */
+  PLM_CHECK_OK(plm_pool_free(pool, slots[2], owner)); /* free at once for `owner` */
+
+  plm_pool_snapshot *s = NULL;
+  PLM_CHECK_OK(plm_pool_snapshot_take(pool, &s));
+  ck_assert_uint_eq(s->segment_count, 1);
+  ck_assert_uint_eq(s->segments[0].base, (uintptr_t)slots[0]);
+  ck_assert_uint_eq(s->block_count, SLOTS + 1 + ON); /* slots, the free run, the tail */
+  check_tiling(s);
+  const plm_pool_block_info *b = s->blocks;
+  check_block(&b[0], 0, KiB, PLM_POOL_BLOCK_USED, -1);
+  ck_assert_uint_eq(b[0].requested, 1000);
+  ck_assert_int_eq(b[1].state, PLM_POOL_BLOCK_PENDING);
+  ck_assert_ptr_null(b[1].stream);
+  ck_assert_uint_eq(b[1].requested, 0);
+  for (int i = 2; i < SLOTS; i++) {
+    ck_assert_int_eq(b[i].state, PLM_POOL_BLOCK_PENDING);
+    ck_assert_ptr_eq(b[i].stream, owner);
+    ck_assert_uint_eq(b[i].size, KiB);
+  }
+  for (int i = 0; i < SLOTS; i++) ck_assert_int_eq(b[i].size_class, b[0].size_class);
+  ck_assert_int_ge(b[0].size_class, 0);
+  check_block(&b[SLOTS], SLOTS * KiB, 2 * MiB - (SLOTS + ON) * KiB, PLM_POOL_BLOCK_FREE, -1);
+  for (int i = SLOTS + 1; i < SLOTS + 1 + ON; i++) ck_assert_int_eq(b[i].state, PLM_POOL_BLOCK_USED);
+  ck_assert_uint_eq(s->bytes_in_use, (ON + 1) * KiB);
+  ck_assert_uint_eq(s->bytes_pending, (SLOTS - 1) * KiB);
+  check_totals_match_stats(pool, s);
+  check_json_round_trip(s);
+  plm_pool_snapshot_free(s);
+
+  /* Once `other` has passed its free (a trim waits for it), the slot is the owner's
+   * again, as the slab's other free slots. */
+  PLM_CHECK_OK(plm_pool_trim(pool, SIZE_MAX));
+  PLM_CHECK_OK(plm_pool_snapshot_take(pool, &s));
+  ck_assert_ptr_eq(s->blocks[1].stream, owner);
+  check_totals_match_stats(pool, s);
+  plm_pool_snapshot_free(s);
+
+  /* Freed and trimmed, the slab goes back and the chunk with it. */
+  PLM_CHECK_OK(plm_pool_free(pool, slots[0], owner));
+  for (int i = 0; i < ON; i++) PLM_CHECK_OK(plm_pool_free(pool, tail[i], owner));
+  PLM_CHECK_OK(plm_pool_trim(pool, 0));
+  plm_pool_stats stats;
+  PLM_CHECK_OK(plm_pool_stats_get(pool, &stats));
+  ck_assert_uint_eq(stats.bytes_reserved, 0);
+  PLM_CHECK_OK(plm_pool_destroy(pool));
+  PLM_CHECK_OK(plm_stream_destroy(owner));
+  PLM_CHECK_OK(plm_stream_destroy(other));
 }
 END_TEST
 
@@ -309,6 +376,7 @@ static Suite *pool_snapshot_suite(void) {
   TCase *tcase = tcase_create("snapshot");
   plm_test_add_fixture(tcase);
   tcase_add_test(tcase, test_snapshot_shows_a_known_layout_on_two_streams);
+  tcase_add_test(tcase, test_snapshot_shows_the_slots_of_a_slab);
   tcase_add_test(tcase, test_huge_requests_show_as_huge_segments);
   tcase_add_test(tcase, test_an_empty_pool_has_no_segments);
   tcase_add_test(tcase, test_bad_input_is_reported);

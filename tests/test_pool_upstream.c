@@ -170,12 +170,12 @@ START_TEST(test_pooled_chunks_come_from_the_upstream_and_go_back) {
   ck_assert_uint_eq(stats.upstream_allocs, up->allocs);
 
   /* A free run beside a live block keeps its pages (on the host backend they would go
-   * back): they are the upstream's. X = 5 MiB and Y = 1 KiB share a 6 MiB chunk, Y at
+   * back): they are the upstream's. X = 5 MiB and Y = 32 KiB share a 6 MiB chunk, Y at
    * its end; freeing X leaves pages 0 and 1 wholly free. */
   void *x = NULL, *y = NULL;
   PLM_CHECK_OK(plm_pool_alloc(pool, 5 * MiB, stream, &x));
-  PLM_CHECK_OK(plm_pool_alloc(pool, KiB, stream, &y));
-  ck_assert_ptr_eq((char *)y, (char *)x + 6 * MiB - KiB);
+  PLM_CHECK_OK(plm_pool_alloc(pool, 32 * KiB, stream, &y));
+  ck_assert_ptr_eq((char *)y, (char *)x + 6 * MiB - 32 * KiB);
   PLM_CHECK_OK(plm_pool_free(pool, x, stream));
   PLM_CHECK_OK(plm_pool_trim(pool, 0));
   stats = stats_of(pool);

@@ -105,7 +105,11 @@ enum {
   /* Keep the memory under free blocks until their whole chunk goes back: never give
    * back pages inside a chunk that still has live blocks (the behaviour where the
    * backend cannot). */
-  PLM_POOL_KEEP_PAGES = 1u << 1
+  PLM_POOL_KEEP_PAGES = 1u << 1,
+  /* Serve requests up to 16 KiB like larger ones, each a block of its own with a
+   * descriptor, instead of as slots of per-class slabs (for A/B measurements of what
+   * the slabs buy; pool/pool_slabs.h). */
+  PLM_POOL_NO_SLABS = 1u << 2
 };
 
 /* ---- where the memory comes from: the pool's upstream ---------------------------
@@ -186,6 +190,14 @@ typedef struct plm_pool_config {
   plm_pool_growth growth;
   size_t min_chunk_bytes; /* 0: 2 MiB */
   size_t huge_bytes;      /* requests this large get their own chunk; 0: 256 MiB */
+  /* The unit in which the pool gives back the memory under free runs of a chunk in use
+   * (see "Holes" above): a power of two, at least the backend's unit (the host's system
+   * page) and at most 2 MiB. Smaller pages give back more of the holes between live
+   * blocks, at the cost of more backend calls on the slow path. 0: 16 KiB on the host
+   * backend (bench_pool's fragmentation workload: 1.18x reserved per byte in use, 1.28x
+   * at 64 KiB, 1.60x at 2 MiB), and the backend's unit where that is more (cuda's
+   * physical granularity, 2 MiB, once it gives pages back). */
+  size_t page_bytes;
   /* Where the memory comes from (see "the pool's upstream" above). NULL: the backend.
    * POOLED and PASSTHROUGH only; both callbacks must be set. Copied at creation. */
   const plm_pool_upstream *upstream;
@@ -324,11 +336,18 @@ typedef struct plm_pool_block_info {
                                free in the block, or NULL when never freed. An opaque id
                                to compare: the stream may be destroyed since */
   int stream_index;         /* stream numbered 0, 1, ... by first appearance in the
-                               snapshot's blocks; -1 for NULL */
-  int size_class;           /* the small size class (up to 64 KiB, kept unmerged) of a
-                               USED or cached small block; -1 for the TLSF lists */
+                               snapshot's blocks; -1 for NULL. A slot of a slab (a
+                               size_class up to 16 KiB) keeps no history: USED, no
+                               stream and freed_at 0; free, the stream it is safe for
+                               (PENDING: the slab's), or NULL when it waits for
+                               another stream's free */
+  int size_class;           /* the small size class: of a slot of a slab (up to 16 KiB,
+                               one block of the pool cut into equal slots), or of a
+                               USED or cached small block (up to 64 KiB, kept
+                               unmerged); -1 for the TLSF lists */
   double freed_at;          /* monotonic seconds (CLOCK_MONOTONIC) of the last free in
-                               the block; 0 when never freed */
+                               the block (a free slot: in its slab); 0 when never
+                               freed */
 } plm_pool_block_info;
 
 typedef struct plm_pool_snapshot {
