@@ -92,7 +92,7 @@
  * Pool snapshots (--profile DIR). The first pooled run of each workload, max_size and
  * stream-wait setting (so each shape of load once, at its smallest n) takes one
  * snapshot of its pool (plm_pool_snapshot_take) at its fullest moment:
- * random_allocations after its last allocation (before the frees that empty it),
+ * random_allocations and fragmentation after their last allocation (before the frees that empty them),
  * steady_state in its last frame after the step with the most bytes live, multi_stream
  * in its last iteration before the last free (earlier blocks pending or reused on
  * stream 2), threads after every thread has freed everything. Taking it is left out of
@@ -162,6 +162,8 @@ typedef struct options {
   const char *trace_dir;     /* NULL: timed runs; else write traces there */
   bool lookup;               /* time the descriptor lookup alone */
   bool keep_pages;           /* pooled pools with PLM_POOL_KEEP_PAGES */
+  bool no_slabs;             /* pooled pools with PLM_POOL_NO_SLABS */
+  int64_t page_bytes;        /* pooled pools' page_bytes; 0: the default */
 } options;
 
 static const char *const workload_names[] = {"random_allocations", "fragmentation", "steady_state",
@@ -169,7 +171,8 @@ static const char *const workload_names[] = {"random_allocations", "fragmentatio
 
 static const char usage[] =
     "usage: bench_pool [--quick | --smoke] [--backend host|cuda|auto] [--json PATH]\n"
-    "                  [--workload NAME] [--profile DIR] [--keep-pages]\n"
+    "                  [--workload NAME] [--profile DIR] [--keep-pages] [--no-slabs]\n"
+    "                  [--page-bytes N]\n"
     "       bench_pool [--quick | --smoke] [--workload NAME] --write-trace DIR\n"
     "       bench_pool --lookup [--quick]\n"
     "       bench_pool --validate-json PATH\n"
@@ -304,8 +307,10 @@ static const char *const mode_names[] = {"pooled", "passthrough", "jemalloc", "c
 
 static FILE *trace_file; /* MODE_TRACE's output */
 
-/* Flags every pooled pool gets besides its workload's (--keep-pages). */
+/* Flags every pooled pool gets besides its workload's (--keep-pages, --no-slabs), and
+ * its page_bytes (--page-bytes; 0: the default). */
 static unsigned pooled_extra_flags;
+static size_t pooled_page_bytes;
 
 typedef struct allocator {
   bench_mode mode;
@@ -331,6 +336,7 @@ static bool allocator_open(plm_context *ctx, bench_mode mode, unsigned pool_flag
                 : mode == MODE_PASSTHROUGH ? PLM_POOL_PASSTHROUGH
                                            : PLM_POOL_CUDA_ASYNC;
   config.flags = pool_flags | (mode == MODE_POOLED ? pooled_extra_flags : 0);
+  if (mode == MODE_POOLED) config.page_bytes = pooled_page_bytes;
   plm_status status = plm_pool_create(ctx, &config, &a->pool);
   if (status != PLM_OK) return fail_call(mode_names[mode], "plm_pool_create", status);
   return true;
@@ -704,6 +710,7 @@ static bool fragmentation(bench_env *env, bench_mode mode, size_t max_size, size
       ok = live_free_random(&live, &a, &g, &pairs, env->stream1, where);
     if (ok) ok = live_alloc(&live, &a, size, env->stream1, where);
   }
+  if (ok) start += keep_snapshot(env, &a, r, "after the last allocation");
   /* The rest, in random order. */
   while (ok && live.count > 0) ok = live_free_random(&live, &a, &g, &pairs, env->stream1, where);
   r->wall_s = (double)(plm__monotonic_ns() - start) * 1e-9;
@@ -1825,6 +1832,14 @@ int main(int argc, char **argv) {
       BENCH_OPT_FLAG("--keep-pages", &env.opt.keep_pages,
                      "pooled pools keep the memory under free pages\n"
                      "(PLM_POOL_KEEP_PAGES): what giving it back buys"),
+      BENCH_OPT_FLAG("--no-slabs", &env.opt.no_slabs,
+                     "pooled pools serve small requests as blocks of\n"
+                     "their own, never from slabs (PLM_POOL_NO_SLABS):\n"
+                     "what the slabs buy"),
+      BENCH_OPT_COUNT("--page-bytes", 2 << 20, &env.opt.page_bytes,
+                      "pooled pools give memory back in units of N bytes\n"
+                      "(plm_pool_config.page_bytes, a power of two up to\n"
+                      "2 MiB; default 16 KiB on host)"),
       BENCH_OPT_FLAG("--lookup", &env.opt.lookup,
                      "time the pool's pointer -> descriptor lookup alone\n"
                      "(100,000 live blocks; the old table and pool_live.h)"),
@@ -1840,7 +1855,9 @@ int main(int argc, char **argv) {
   int start = bench_start(&cli, argc, argv);
   if (start != BENCH_RUN) return start;
   if (env.opt.lookup) return bench_pool_lookup(env.opt.size != RUN_FULL) ? 0 : BENCH_EXIT_FAILURE;
-  if (env.opt.keep_pages) pooled_extra_flags = PLM_POOL_KEEP_PAGES;
+  if (env.opt.keep_pages) pooled_extra_flags |= PLM_POOL_KEEP_PAGES;
+  if (env.opt.no_slabs) pooled_extra_flags |= PLM_POOL_NO_SLABS;
+  pooled_page_bytes = (size_t)env.opt.page_bytes;
   warnings = json_array();
   measure_timer_overhead();
   if (!open_env(&env)) {
