@@ -23,19 +23,31 @@ int plm_op_count(void) {
   return PLM__OP_COUNT;
 }
 
-#define get_op(op, desc) get_op_in(__func__, (op), (desc))
-static plm_status get_op_in(const char *caller, int op, const plm__op_desc **desc) {
+/* What an index names besides the op: nothing, one of its inputs, one of its parameters. */
+typedef enum item_kind { ITEM_NONE, ITEM_INPUT, ITEM_PARAM } item_kind;
+
+/* The descriptor of op, with item checked against its inputs or parameters (kind), and
+ * the caller's out checked not NULL. */
+#define get_op(op, kind, item, out, desc) get_op_in(__func__, (op), (kind), (item), (out), (desc))
+static plm_status get_op_in(const char *caller, int op, item_kind kind, int item, const void *out,
+                            const plm__op_desc **desc) {
+  if (!out) return plm__fail_in(caller, PLM_ERR_INVALID_ARG, "out is NULL");
   if (op < 0 || op >= PLM__OP_COUNT)
     return plm__fail_in(caller, PLM_ERR_INVALID_ARG, "op %d is not in 0..%d", op,
                         PLM__OP_COUNT - 1);
-  *desc = plm__op_get((plm__op_kind)op);
+  const plm__op_desc *d = plm__op_get((plm__op_kind)op);
+  const int count = kind == ITEM_INPUT ? d->input_count : d->param_count;
+  if (kind != ITEM_NONE && (item < 0 || item >= count))
+    return plm__fail_in(caller, PLM_ERR_INVALID_ARG, "%s %d is not in 0..%d (%s's %s)",
+                        kind == ITEM_INPUT ? "input" : "param", item, count - 1, d->name,
+                        kind == ITEM_INPUT ? "inputs" : "parameters");
+  *desc = d;
   return PLM_OK;
 }
 
 plm_status plm_op_info_get(int op, plm_op_info *out) {
-  PLM__REQUIRE_NOT_NULL(out);
   const plm__op_desc *desc = NULL;
-  plm_status status = get_op(op, &desc);
+  plm_status status = get_op(op, ITEM_NONE, 0, out, &desc);
   if (status != PLM_OK) return status;
   *out = (plm_op_info){.name = desc->name,
                        .summary = desc->summary,
@@ -48,13 +60,9 @@ plm_status plm_op_info_get(int op, plm_op_info *out) {
 }
 
 plm_status plm_op_input_info_get(int op, int input, plm_op_input_info *out) {
-  PLM__REQUIRE_NOT_NULL(out);
   const plm__op_desc *desc = NULL;
-  plm_status status = get_op(op, &desc);
+  plm_status status = get_op(op, ITEM_INPUT, input, out, &desc);
   if (status != PLM_OK) return status;
-  if (input < 0 || input >= desc->input_count)
-    return plm__fail(PLM_ERR_INVALID_ARG, "input %d is not in 0..%d (%s's inputs)", input,
-                     desc->input_count - 1, desc->name);
   const plm__op_slot *slot = &desc->inputs[input];
   *out =
       (plm_op_input_info){.name = slot->name,
@@ -65,13 +73,9 @@ plm_status plm_op_input_info_get(int op, int input, plm_op_input_info *out) {
 }
 
 plm_status plm_op_param_info_get(int op, int param, plm_op_param_info *out) {
-  PLM__REQUIRE_NOT_NULL(out);
   const plm__op_desc *desc = NULL;
-  plm_status status = get_op(op, &desc);
+  plm_status status = get_op(op, ITEM_PARAM, param, out, &desc);
   if (status != PLM_OK) return status;
-  if (param < 0 || param >= desc->param_count)
-    return plm__fail(PLM_ERR_INVALID_ARG, "param %d is not in 0..%d (%s's parameters)", param,
-                     desc->param_count - 1, desc->name);
   const plm__op_param *p = &desc->params[param];
   *out = (plm_op_param_info){.name = p->name,
                              .type = type_name(p->type),

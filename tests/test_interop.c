@@ -372,6 +372,18 @@ START_TEST(test_the_consumer_waits_for_the_producer_on_the_device) {
 }
 END_TEST
 
+/* A slow write on producer, order(plm_test_stream, native), a read on consumer: the read
+ * sees the write (the host did not wait for it). */
+static void check_native_ordering(plm_stream *producer, plm_stream *consumer,
+                                  plm_status (*order)(plm_stream *, void *), void *native) {
+  ordering o = {0};
+  PLM_CHECK_OK(plm_stream_enqueue_host(producer, slow_write, &o));
+  PLM_CHECK_OK(order(plm_test_stream, native));
+  PLM_CHECK_OK(plm_stream_enqueue_host(consumer, read_it, &o));
+  PLM_CHECK_OK(plm_stream_synchronize(consumer));
+  ck_assert_int_eq(atomic_load(&o.seen), 1);
+}
+
 /* The native forms: on host there is no native stream to give; on cuda a stream plume made
  * stands in for another library's (its cudaStream_t). */
 START_TEST(test_the_stream_rule_with_native_streams) {
@@ -389,18 +401,8 @@ START_TEST(test_the_stream_rule_with_native_streams) {
   } else {
     void *native = NULL;
     PLM_CHECK_OK(plm_stream_native_handle(other, &native));
-    ordering o = {0};
-    PLM_CHECK_OK(plm_stream_enqueue_host(plm_test_stream, slow_write, &o));
-    PLM_CHECK_OK(plm_dlpack_order_before_native(plm_test_stream, native));
-    PLM_CHECK_OK(plm_stream_enqueue_host(other, read_it, &o));
-    PLM_CHECK_OK(plm_stream_synchronize(other));
-    ck_assert_int_eq(atomic_load(&o.seen), 1);
-    ordering back = {0};
-    PLM_CHECK_OK(plm_stream_enqueue_host(other, slow_write, &back));
-    PLM_CHECK_OK(plm_dlpack_order_after_native(plm_test_stream, native));
-    PLM_CHECK_OK(plm_stream_enqueue_host(plm_test_stream, read_it, &back));
-    PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
-    ck_assert_int_eq(atomic_load(&back.seen), 1);
+    check_native_ordering(plm_test_stream, other, plm_dlpack_order_before_native, native);
+    check_native_ordering(other, plm_test_stream, plm_dlpack_order_after_native, native);
   }
   PLM_CHECK_OK(plm_stream_destroy(other));
 }
