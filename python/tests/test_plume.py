@@ -13,6 +13,7 @@ np.from_dlpack takes; the ops made from the library's descriptors; streams made 
 wrapped. The CUDA paths (kDLCUDA capsules, interface pointers, streams as integers) need a
 GPU and are not run here.
 """
+import ctypes
 import gc
 import inspect
 import os
@@ -124,6 +125,38 @@ def capsule_name(capsule):
     return repr(capsule).split('"')[1]
 
 
+class DLTensor(ctypes.Structure):  # DLPack's DLTensor, as plume/dlpack.h declares it
+    _fields_ = [("data", ctypes.c_void_p), ("device_type", ctypes.c_int32),
+                ("device_id", ctypes.c_int32), ("ndim", ctypes.c_int32),
+                ("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16),
+                ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+class DLManagedTensor(ctypes.Structure):  # legacy DLPack's, without a deleter here
+    _fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p),
+                ("deleter", ctypes.c_void_p)]
+
+
+class LyingProducer:
+    """Says kDLCPU but hands over a legacy capsule of kDLCUDA memory (no destructor)."""
+
+    def __init__(self):
+        self.shape = (ctypes.c_int64 * 2)(4, 5)
+        self.managed = DLManagedTensor(DLTensor(data=0x10000, device_type=2, ndim=2, code=1,
+                                                bits=16, lanes=1, shape=self.shape))
+        new = ctypes.pythonapi.PyCapsule_New
+        new.restype, new.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p,
+                                                       ctypes.c_void_p]
+        self.capsule = new(ctypes.addressof(self.managed), b"dltensor", None)
+
+    def __dlpack__(self, **kwargs):
+        return self.capsule
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
 class Interop(unittest.TestCase):
     def setUp(self):
         self.ctx = plume.Context("host")
@@ -198,6 +231,21 @@ class Interop(unittest.TestCase):
             self.threshold(CudaArray())
         self.assertIn("a CUDA array (__cuda_array_interface__, uint16 (4, 5), of CudaArray) "
                       "given to a host context", str(caught.exception))
+
+    def test_a_capsule_plume_refuses_stays_the_producer_s(self):
+        lying = LyingProducer()
+        with self.assertRaises(plume.Error) as caught:
+            self.threshold(lying)
+        self.assertIn("plm_tensor_from_dlpack_legacy: managed->dl_tensor.device is kDLCUDA but "
+                      "the context is host", str(caught.exception))
+        self.assertEqual(capsule_name(lying.capsule), "dltensor")  # not taken
+
+    def test_a_stack_through_dlpack_runs_frame_by_frame_in_place(self):
+        stack = np.stack([self.frame, self.frame + 50, self.frame + 150]).astype(np.uint16)
+        ours = self.threshold(Producer(stack, legacy=True))
+        np.testing.assert_array_equal(ours, (stack > 900).astype(np.uint8))
+        tensors = self.threshold(stack, as_tensor=True)
+        self.assertEqual([t.shape for t in tensors], [(4, 5)] * 3)
 
     def test_the_cuda_array_interface_is_read_field_by_field(self):
         read = plume._interop.CudaArrayInterface
