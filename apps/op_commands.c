@@ -369,10 +369,7 @@ enum { MAX_COMMANDS = PLM__OP_COUNT + 1 };
  * (PLM__OP_PLAN_ONLY), and an op with a PLM__IN_COUNT input (regions) reads the count
  * of a labelling just before it, which no file gives: label's --regions runs it. */
 static bool has_command(const plm__op_desc *op) {
-  if (op->flags & PLM__OP_PLAN_ONLY) return false;
-  for (int k = 0; k < op->input_count; k++)
-    if (op->inputs[k].role == PLM__IN_COUNT) return false;
-  return true;
+  return plm__op_in_text(op);
 }
 
 /* Every command, in the table's order; returns the count. */
@@ -474,18 +471,6 @@ static void param_value(const plm__op_param *p, char *text, size_t size) {
   }
 }
 
-/* Whether the schema's default of p is a value (not a "not given" the help explains, such
- * as a capacity of 0 below its range, or a range of 0,0). */
-static bool has_default(const plm__op_param *p) {
-  switch (p->type) {
-    case PLM__PARAM_INT:
-    case PLM__PARAM_INT64:
-    case PLM__PARAM_PAIR: return p->fallback >= p->min && p->fallback <= p->max;
-    case PLM__PARAM_RANGE: return false;
-    default: return true;
-  }
-}
-
 /* "(default 8)", "(required)", "(default 0; required for f32 input)", ... */
 static void param_note(const plm__op_param *p, const void *defaults, char *text, size_t size) {
   char value[64];
@@ -493,7 +478,7 @@ static void param_note(const plm__op_param *p, const void *defaults, char *text,
   snprintf(text, size, "(");
   if (p->flags & PLM__PARAM_REQUIRED)
     snprintf(text + strlen(text), size - strlen(text), "required; ");
-  else if (has_default(p))
+  else if (plm__op_param_has_default(p))
     snprintf(text + strlen(text), size - strlen(text), "default %s; ", value);
   if (p->flags & PLM__PARAM_REQUIRED_FOR_FLOAT)
     snprintf(text + strlen(text), size - strlen(text), "required for f32 input; ");

@@ -1,7 +1,7 @@
 /* ops/dlpack.c: DLPack in and out (plume/dlpack.h). An export is one allocation: the
- * managed tensor, then its shape and strides, then the release callback, so that its
- * deleter frees one block and needs nothing of plume's (it may run after the context is
- * destroyed). */
+ * managed tensor (versioned or legacy), then its shape and strides, then the release
+ * callback, so that its deleter frees one block and needs nothing of plume's (it may run
+ * after the context is destroyed). */
 #include "plume/dlpack.h"
 
 #include <stdio.h>
@@ -13,24 +13,33 @@
 #include "streams/runtime.h"
 
 typedef struct exported {
-  plm_dl_managed_tensor_versioned managed; /* first: the deleter's pointer is the block's */
+  union { /* first: the deleter's pointer is the block's */
+    plm_dl_managed_tensor_versioned versioned;
+    plm_dl_managed_tensor legacy;
+  } managed;
   int64_t shape[PLM_TENSOR_MAX_DIMS];
   int64_t strides[PLM_TENSOR_MAX_DIMS];
   plm_dlpack_release_fn release;
   void *user;
 } exported;
 
-static void exported_deleter(plm_dl_managed_tensor_versioned *self) {
-  exported *e = (exported *)(void *)self;
+static void exported_free(exported *e) {
   plm_dlpack_release_fn release = e->release;
   void *user = e->user;
   free(e);
   if (release) release(user);
 }
 
+static void versioned_deleter(plm_dl_managed_tensor_versioned *self) {
+  exported_free((exported *)(void *)self);
+}
+
+static void legacy_deleter(plm_dl_managed_tensor *self) {
+  exported_free((exported *)(void *)self);
+}
+
 /* The failure of plm_tensor_wrap_strided ("plm_tensor_wrap_strided: strides ...") told of
  * `subject` instead: "plm_<caller>: <subject>: strides ...". */
-#define renamed(status, subject) renamed_in(__func__, (status), (subject))
 static plm_status renamed_in(const char *caller, plm_status status, const char *subject) {
   char message[512];
   const char *tail = strstr(plm_last_error(), ": ");
@@ -106,72 +115,99 @@ static plm_status check_device(const plm_context *ctx, plm_dl_device device) {
 
 enum { KNOWN_FLAGS = PLM_DLPACK_FLAG_READ_ONLY | PLM_DLPACK_FLAG_IS_COPIED };
 
-plm_status plm_tensor_to_dlpack(const plm_tensor *tensor, uint64_t flags,
-                                plm_dlpack_release_fn release, void *user,
-                                plm_dl_managed_tensor_versioned **out) {
-  PLM__REQUIRE_NOT_NULL(out);
-  *out = NULL;
-  PLM__REQUIRE_NOT_NULL(tensor);
-  if (flags & ~(uint64_t)KNOWN_FLAGS)
-    return plm__fail(PLM_ERR_INVALID_ARG,
-                     "flags 0x%llx has bits other than READ_ONLY and "
-                     "IS_COPIED",
-                     (unsigned long long)flags);
-  if (!tensor->ctx) return plm__fail(PLM_ERR_INVALID_ARG, "tensor->ctx is NULL");
-  if (!tensor->data) return plm__fail(PLM_ERR_INVALID_ARG, "tensor->data is NULL");
+/* The block of an export of tensor (checked here) with its DLTensor filled in; the caller
+ * fills the rest of its managed tensor. */
+#define exported_new(tensor, release, user, out) \
+  exported_new_in(__func__, (tensor), (release), (user), (out))
+static plm_status exported_new_in(const char *caller, const plm_tensor *tensor,
+                                  plm_dlpack_release_fn release, void *user, exported **out) {
+  if (!tensor) return plm__fail_in(caller, PLM_ERR_INVALID_ARG, "tensor is NULL");
+  if (!tensor->ctx) return plm__fail_in(caller, PLM_ERR_INVALID_ARG, "tensor->ctx is NULL");
+  if (!tensor->data) return plm__fail_in(caller, PLM_ERR_INVALID_ARG, "tensor->data is NULL");
   plm_tensor checked;
   plm_status status =
       plm_tensor_wrap_strided(tensor->ctx, tensor->data, tensor->dtype, tensor->ndim, tensor->dims,
                               tensor->strides, &checked);
-  if (status != PLM_OK) return renamed(status, "tensor");
+  if (status != PLM_OK) return renamed_in(caller, status, "tensor");
   exported *e = calloc(1, sizeof *e);
-  if (!e) return plm__fail(PLM_ERR_OUT_OF_MEMORY, "no host memory for a managed tensor");
+  if (!e) return plm__fail_in(caller, PLM_ERR_OUT_OF_MEMORY, "no host memory for a managed tensor");
   for (int d = 0; d < tensor->ndim; d++) {
     e->shape[d] = checked.dims[d];
     e->strides[d] = checked.strides[d];
   }
   e->release = release;
   e->user = user;
-  e->managed = (plm_dl_managed_tensor_versioned){
+  *out = e;
+  return PLM_OK;
+}
+
+static plm_dl_tensor dl_tensor_of(const plm_tensor *tensor, exported *e) {
+  plm_dl_tensor dl = {.data = tensor->data,
+                      .device = device_of(tensor->ctx),
+                      .ndim = tensor->ndim,
+                      .shape = e->shape,
+                      .strides = e->strides,
+                      .byte_offset = 0};
+  dl_dtype_of(tensor->dtype, &dl.dtype); /* checked by the wrap */
+  return dl;
+}
+
+plm_status plm_tensor_to_dlpack(const plm_tensor *tensor, uint64_t flags,
+                                plm_dlpack_release_fn release, void *user,
+                                plm_dl_managed_tensor_versioned **out) {
+  PLM__REQUIRE_NOT_NULL(out);
+  *out = NULL;
+  if (flags & ~(uint64_t)KNOWN_FLAGS)
+    return plm__fail(PLM_ERR_INVALID_ARG,
+                     "flags 0x%llx has bits other than READ_ONLY and "
+                     "IS_COPIED",
+                     (unsigned long long)flags);
+  exported *e = NULL;
+  plm_status status = exported_new(tensor, release, user, &e);
+  if (status != PLM_OK) return status;
+  e->managed.versioned = (plm_dl_managed_tensor_versioned){
       .version = {.major = PLM_DLPACK_MAJOR_VERSION, .minor = PLM_DLPACK_MINOR_VERSION},
       .manager_ctx = e,
-      .deleter = exported_deleter,
+      .deleter = versioned_deleter,
       .flags = flags,
-      .dl_tensor = {.data = tensor->data,
-                    .device = device_of(tensor->ctx),
-                    .ndim = tensor->ndim,
-                    .shape = e->shape,
-                    .strides = e->strides,
-                    .byte_offset = 0}};
-  dl_dtype_of(tensor->dtype, &e->managed.dl_tensor.dtype); /* checked by the wrap */
-  *out = &e->managed;
+      .dl_tensor = dl_tensor_of(tensor, e)};
+  *out = &e->managed.versioned;
+  return PLM_OK;
+}
+
+plm_status plm_tensor_to_dlpack_legacy(const plm_tensor *tensor, plm_dlpack_release_fn release,
+                                       void *user, plm_dl_managed_tensor **out) {
+  PLM__REQUIRE_NOT_NULL(out);
+  *out = NULL;
+  exported *e = NULL;
+  plm_status status = exported_new(tensor, release, user, &e);
+  if (status != PLM_OK) return status;
+  e->managed.legacy = (plm_dl_managed_tensor){
+      .dl_tensor = dl_tensor_of(tensor, e), .manager_ctx = e, .deleter = legacy_deleter};
+  *out = &e->managed.legacy;
   return PLM_OK;
 }
 
 /* ---- import ----------------------------------------------------------------------------- */
 
-plm_status plm_tensor_from_dlpack(plm_context *ctx, const plm_dl_managed_tensor_versioned *managed,
-                                  plm_tensor *out, bool *read_only) {
-  PLM__REQUIRE_NOT_NULL(out);
-  PLM__REQUIRE_NOT_NULL(ctx);
-  PLM__REQUIRE_NOT_NULL(managed);
-  const plm_dl_tensor *t = &managed->dl_tensor;
-  if (managed->version.major != PLM_DLPACK_MAJOR_VERSION)
-    return plm__fail(PLM_ERR_INVALID_ARG, "managed->version is %u.%u; plume reads DLPack 1.x",
-                     managed->version.major, managed->version.minor);
-  if (!t->data) return plm__fail(PLM_ERR_INVALID_ARG, "managed->dl_tensor.data is NULL");
+/* The checks and the wrap both imports share: t is `managed->dl_tensor`. */
+#define import_dl_tensor(ctx, t, out) import_dl_tensor_in(__func__, (ctx), (t), (out))
+static plm_status import_dl_tensor_in(const char *caller, plm_context *ctx, const plm_dl_tensor *t,
+                                      plm_tensor *out) {
+  if (!t->data) return plm__fail_in(caller, PLM_ERR_INVALID_ARG, "managed->dl_tensor.data is NULL");
   if (t->ndim < 1 || t->ndim > PLM_TENSOR_MAX_DIMS)
-    return plm__fail(PLM_ERR_INVALID_ARG, "managed->dl_tensor.ndim %d is not in 1..%d",
-                     (int)t->ndim, PLM_TENSOR_MAX_DIMS);
-  if (!t->shape) return plm__fail(PLM_ERR_INVALID_ARG, "managed->dl_tensor.shape is NULL");
+    return plm__fail_in(caller, PLM_ERR_INVALID_ARG, "managed->dl_tensor.ndim %d is not in 1..%d",
+                        (int)t->ndim, PLM_TENSOR_MAX_DIMS);
+  if (!t->shape)
+    return plm__fail_in(caller, PLM_ERR_INVALID_ARG, "managed->dl_tensor.shape is NULL");
   plm_dtype dtype;
   if (!plm_dtype_of(t->dtype, &dtype))
-    return plm__fail(PLM_ERR_INVALID_ARG,
-                     "managed->dl_tensor.dtype (code %u, %u bits, %u lanes) is not uint8, "
-                     "uint16, int32, float32 or float64 with one lane",
-                     t->dtype.code, t->dtype.bits, t->dtype.lanes);
+    return plm__fail_in(caller, PLM_ERR_INVALID_ARG,
+                        "managed->dl_tensor.dtype (code %u, %u bits, %u lanes) is not uint8, "
+                        "uint16, int32, float32 or float64 with one lane",
+                        t->dtype.code, t->dtype.bits, t->dtype.lanes);
   plm_status status = check_device(ctx, t->device);
-  if (status != PLM_OK) return plm__propagate(status);
+  if (status != PLM_OK) return plm__propagate_in(caller, status);
   int64_t strides[PLM_TENSOR_MAX_DIMS];
   if (t->strides) memcpy(strides, t->strides, (size_t)t->ndim * sizeof *strides);
   plm_tensor tensor;
@@ -183,14 +219,38 @@ plm_status plm_tensor_from_dlpack(plm_context *ctx, const plm_dl_managed_tensor_
     plm__list_text(t->shape, (int)t->ndim, shown, sizeof shown);
     char subject[200];
     snprintf(subject, sizeof subject, "managed->dl_tensor (shape %s)", shown);
-    return renamed(status, subject);
+    return renamed_in(caller, status, subject);
   }
   *out = tensor;
-  if (read_only) *read_only = managed->flags & PLM_DLPACK_FLAG_READ_ONLY;
   return PLM_OK;
 }
 
+plm_status plm_tensor_from_dlpack(plm_context *ctx, const plm_dl_managed_tensor_versioned *managed,
+                                  plm_tensor *out, bool *read_only) {
+  PLM__REQUIRE_NOT_NULL(out);
+  PLM__REQUIRE_NOT_NULL(ctx);
+  PLM__REQUIRE_NOT_NULL(managed);
+  if (managed->version.major != PLM_DLPACK_MAJOR_VERSION)
+    return plm__fail(PLM_ERR_INVALID_ARG, "managed->version is %u.%u; plume reads DLPack 1.x",
+                     managed->version.major, managed->version.minor);
+  plm_status status = import_dl_tensor(ctx, &managed->dl_tensor, out);
+  if (status == PLM_OK && read_only) *read_only = managed->flags & PLM_DLPACK_FLAG_READ_ONLY;
+  return status;
+}
+
+plm_status plm_tensor_from_dlpack_legacy(plm_context *ctx, const plm_dl_managed_tensor *managed,
+                                         plm_tensor *out) {
+  PLM__REQUIRE_NOT_NULL(out);
+  PLM__REQUIRE_NOT_NULL(ctx);
+  PLM__REQUIRE_NOT_NULL(managed);
+  return import_dl_tensor(ctx, &managed->dl_tensor, out);
+}
+
 void plm_dlpack_release(plm_dl_managed_tensor_versioned *managed) {
+  if (managed && managed->deleter) managed->deleter(managed);
+}
+
+void plm_dlpack_release_legacy(plm_dl_managed_tensor *managed) {
   if (managed && managed->deleter) managed->deleter(managed);
 }
 
@@ -209,4 +269,36 @@ plm_status plm_dlpack_order_after(plm_stream *consumer, plm_stream *producer) {
   /* An event may be destroyed once waited on: the wait keeps its record. */
   if (event) plm_event_destroy(event);
   return status;
+}
+
+/* The stream rule with the other side given as the backend's own stream: an event
+ * recorded on `from`, then `to` waits for it; each side is a plume stream or a native one. */
+static plm_status order_native(plm_context *ctx, void *to_native, plm_stream *to, void *from_native,
+                               plm_stream *from) {
+  if (ctx->backend->kind != PLM_BACKEND_CUDA)
+    return plm__fail_raw(PLM_ERR_UNSUPPORTED,
+                         "the host backend's streams are plume's own worker threads and have no "
+                         "native handle: synchronize the producer's stream for a CPU consumer");
+  plm_event *event = NULL;
+  plm_status status = plm_event_create(ctx, PLM_EVENT_DISABLE_TIMING, &event);
+  if (status == PLM_OK) {
+    status = from ? plm_event_record(event, from)
+                  : ctx->backend->event_record(ctx->backend_ctx, event->handle, from_native);
+    if (status == PLM_OK && !from) atomic_store(&event->recorded, true);
+  }
+  if (status == PLM_OK)
+    status = to ? plm_stream_wait_event(to, event)
+                : ctx->backend->stream_wait_event(ctx->backend_ctx, to_native, event->handle);
+  if (event) plm_event_destroy(event); /* the wait keeps its record */
+  return status;
+}
+
+plm_status plm_dlpack_order_before_native(plm_stream *producer, void *consumer) {
+  PLM__REQUIRE_NOT_NULL(producer);
+  return plm__propagate(order_native(producer->ctx, consumer, NULL, NULL, producer));
+}
+
+plm_status plm_dlpack_order_after_native(plm_stream *consumer, void *producer) {
+  PLM__REQUIRE_NOT_NULL(consumer);
+  return plm__propagate(order_native(consumer->ctx, NULL, consumer, producer, NULL));
 }

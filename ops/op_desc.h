@@ -280,6 +280,11 @@ const char *plm__op_output_name(plm__op_kind kind, int slot);
 int plm__op_input_index(const plm__op_desc *op, const char *name);
 int plm__op_output_index(const plm__op_desc *op, const char *name);
 
+/* Whether the text form can start a pipeline with op on a frame: not an op the planner
+ * makes alone (PLM__OP_PLAN_ONLY), and no input that is the count of the element before
+ * (PLM__IN_COUNT: regions reads label's). */
+bool plm__op_in_text(const plm__op_desc *op);
+
 /* ---- parameter values (ops/op_params.c) ---------------------------------------------------- */
 
 /* The field of a parameter in a params struct. */
@@ -306,6 +311,11 @@ bool plm__op_param_parse(const plm__op_param *p, const char *value, int kh, int 
 
 /* p's value in params as text, as plm__op_param_parse reads it ("3,3", "auto", "gt"). */
 void plm__op_param_format(const plm__op_param *p, const void *params, char *text, size_t size);
+
+/* Whether the schema's default of p is a value the text form could give (not required, and
+ * not a "not given" that the help explains, such as a capacity of 0 below its range, or a
+ * range of 0,0). */
+bool plm__op_param_has_default(const plm__op_param *p);
 
 /* A decimal integer of digits only (no sign, no spaces) in min..max. With end, *end is
  * left after the digits; without, the digits must be all of text. */

@@ -220,6 +220,17 @@ static void shortest(double v, bool f32, char *text, size_t size) {
   }
 }
 
+bool plm__op_param_has_default(const plm__op_param *p) {
+  if (p->flags & PLM__PARAM_REQUIRED) return false;
+  switch (p->type) {
+    case PLM__PARAM_INT:
+    case PLM__PARAM_INT64:
+    case PLM__PARAM_PAIR: return p->fallback >= p->min && p->fallback <= p->max;
+    case PLM__PARAM_RANGE: return false;
+    default: return true;
+  }
+}
+
 void plm__op_param_format(const plm__op_param *p, const void *params, char *text, size_t size) {
   const void *field = plm__op_param_cfield(params, p->offset);
   switch (p->type) {

@@ -47,3 +47,10 @@ int plm__op_output_index(const plm__op_desc *op, const char *name) {
     if (strcmp(op->outputs[k].name, name) == 0) return k;
   return -1;
 }
+
+bool plm__op_in_text(const plm__op_desc *op) {
+  if (op->flags & PLM__OP_PLAN_ONLY) return false;
+  for (int k = 0; k < op->input_count; k++)
+    if (op->inputs[k].role == PLM__IN_COUNT) return false;
+  return true;
+}

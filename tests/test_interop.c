@@ -7,8 +7,10 @@
  * flag, every refusal with its message, an op run on an imported tensor, and the stream
  * rule (the consumer's stream waits on the device for the producer's work). Streams: a
  * wrapped host stream shares its worker's order, refuses the destruction of the stream it
- * shares, and a context destroyed with wrappers left frees each once. The cuda paths (an
- * adopted cudaStream_t, kDLCUDA) run in the .cuda variant on a GPU. */
+ * shares, and a context destroyed with wrappers left frees each once. Legacy DLPack (0.x,
+ * NumPy 1.x's): the same export and import over the unversioned struct, its deleter once.
+ * The stream rule with native streams is refused on host. The cuda paths (an adopted
+ * cudaStream_t, kDLCUDA, native streams) run in the .cuda variant on a GPU. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <stdatomic.h>
@@ -255,6 +257,76 @@ START_TEST(test_an_op_runs_on_an_import_and_its_result_exports) {
 }
 END_TEST
 
+/* ---- legacy DLPack (0.x) ------------------------------------------------------------------ */
+
+typedef struct legacy_foreign {
+  plm_dl_managed_tensor managed;
+  int64_t shape[2];
+  int deleted;
+} legacy_foreign;
+
+static void legacy_foreign_deleter(plm_dl_managed_tensor *self) {
+  ((legacy_foreign *)self->manager_ctx)->deleted++;
+}
+
+START_TEST(test_legacy_dlpack_exports_and_imports_as_the_versioned_does) {
+  const int64_t shape[2] = {4, 6};
+  plm_tensor dev;
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, shape, &dev));
+  plm_dl_managed_tensor *m = NULL;
+  atomic_store(&released, 0);
+  PLM_CHECK_OK(plm_tensor_to_dlpack_legacy(&dev, count_release, &released, &m));
+  ck_assert_ptr_eq(m->dl_tensor.data, dev.data);
+  ck_assert_int_eq(m->dl_tensor.device.device_type,
+                   plm_test_backend == PLM_BACKEND_CUDA ? PLM_DL_CUDA : PLM_DL_CPU);
+  ck_assert(m->dl_tensor.dtype.code == PLM_DL_FLOAT && m->dl_tensor.dtype.bits == 32);
+  ck_assert(m->dl_tensor.shape[0] == 4 && m->dl_tensor.strides[0] == 6);
+  ck_assert_ptr_nonnull(m->manager_ctx);
+  plm_tensor back;
+  PLM_CHECK_OK(plm_tensor_from_dlpack_legacy(plm_test_ctx, m, &back));
+  ck_assert(back.data == dev.data && back.dtype == PLM_DTYPE_F32 && back.dims[1] == 6);
+  ck_assert_int_eq(atomic_load(&released), 0);
+  plm_dlpack_release_legacy(m);
+  ck_assert_int_eq(atomic_load(&released), 1);
+  plm_dlpack_release_legacy(NULL);
+  /* Refusals: the export's and the import's, named as the versioned ones are. */
+  plm_tensor strided = dev;
+  strided.strides[0] = 8;
+  PLM_CHECK_FAILS(plm_tensor_to_dlpack_legacy(&strided, count_release, &released, &m),
+                  PLM_ERR_UNSUPPORTED, "plm_tensor_to_dlpack_legacy: tensor: strides [8, 1]");
+  ck_assert_ptr_null(m);
+  PLM_CHECK_FAILS(plm_tensor_to_dlpack_legacy(NULL, NULL, NULL, &m), PLM_ERR_INVALID_ARG,
+                  "plm_tensor_to_dlpack_legacy: tensor is NULL");
+  ck_assert_int_eq(atomic_load(&released), 1); /* never called on a failure */
+  legacy_foreign f = {.shape = {4, 6}};
+  f.managed = (plm_dl_managed_tensor){
+      .dl_tensor = {.data = dev.data,
+                    .device = {plm_test_backend == PLM_BACKEND_CUDA ? PLM_DL_CUDA : PLM_DL_CPU, 0},
+                    .ndim = 2,
+                    .dtype = {PLM_DL_UINT, 16, 1},
+                    .shape = f.shape},
+      .manager_ctx = &f,
+      .deleter = legacy_foreign_deleter};
+  PLM_CHECK_OK(plm_tensor_from_dlpack_legacy(plm_test_ctx, &f.managed, &back));
+  ck_assert(back.dtype == PLM_DTYPE_U16 && back.data == dev.data);
+  f.managed.dl_tensor.dtype.bits = 12;
+  PLM_CHECK_FAILS(plm_tensor_from_dlpack_legacy(plm_test_ctx, &f.managed, &back),
+                  PLM_ERR_INVALID_ARG,
+                  "plm_tensor_from_dlpack_legacy: managed->dl_tensor.dtype (code 1, 12 bits");
+  f.managed.dl_tensor.dtype.bits = 16;
+  f.managed.dl_tensor.device.device_type = 7;
+  PLM_CHECK_FAILS(plm_tensor_from_dlpack_legacy(plm_test_ctx, &f.managed, &back),
+                  PLM_ERR_INVALID_ARG,
+                  "plm_tensor_from_dlpack_legacy: managed->dl_tensor.device type 7");
+  PLM_CHECK_FAILS(plm_tensor_from_dlpack_legacy(plm_test_ctx, NULL, &back), PLM_ERR_INVALID_ARG,
+                  "managed is NULL");
+  ck_assert_int_eq(f.deleted, 0); /* the import never owns it */
+  plm_dlpack_release_legacy(&f.managed);
+  ck_assert_int_eq(f.deleted, 1);
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &dev));
+}
+END_TEST
+
 /* ---- the stream rule and wrapped streams ---------------------------------------------- */
 
 typedef struct ordering {
@@ -297,6 +369,42 @@ START_TEST(test_the_consumer_waits_for_the_producer_on_the_device) {
   PLM_CHECK_OK(plm_context_destroy(other));
   PLM_CHECK_OK(plm_stream_destroy(producer));
   PLM_CHECK_OK(plm_stream_destroy(consumer));
+}
+END_TEST
+
+/* A slow write on producer, order(plm_test_stream, native), a read on consumer: the read
+ * sees the write (the host did not wait for it). */
+static void check_native_ordering(plm_stream *producer, plm_stream *consumer,
+                                  plm_status (*order)(plm_stream *, void *), void *native) {
+  ordering o = {0};
+  PLM_CHECK_OK(plm_stream_enqueue_host(producer, slow_write, &o));
+  PLM_CHECK_OK(order(plm_test_stream, native));
+  PLM_CHECK_OK(plm_stream_enqueue_host(consumer, read_it, &o));
+  PLM_CHECK_OK(plm_stream_synchronize(consumer));
+  ck_assert_int_eq(atomic_load(&o.seen), 1);
+}
+
+/* The native forms: on host there is no native stream to give; on cuda a stream plume made
+ * stands in for another library's (its cudaStream_t). */
+START_TEST(test_the_stream_rule_with_native_streams) {
+  plm_stream *other = NULL;
+  PLM_CHECK_OK(plm_stream_create(plm_test_ctx, 0, &other));
+  PLM_CHECK_FAILS(plm_dlpack_order_before_native(NULL, NULL), PLM_ERR_INVALID_ARG,
+                  "producer is NULL");
+  PLM_CHECK_FAILS(plm_dlpack_order_after_native(NULL, NULL), PLM_ERR_INVALID_ARG,
+                  "consumer is NULL");
+  if (plm_test_backend != PLM_BACKEND_CUDA) {
+    PLM_CHECK_FAILS(plm_dlpack_order_before_native(plm_test_stream, other), PLM_ERR_UNSUPPORTED,
+                    "plm_dlpack_order_before_native: the host backend's streams are plume's own");
+    PLM_CHECK_FAILS(plm_dlpack_order_after_native(plm_test_stream, other), PLM_ERR_UNSUPPORTED,
+                    "have no native handle");
+  } else {
+    void *native = NULL;
+    PLM_CHECK_OK(plm_stream_native_handle(other, &native));
+    check_native_ordering(plm_test_stream, other, plm_dlpack_order_before_native, native);
+    check_native_ordering(other, plm_test_stream, plm_dlpack_order_after_native, native);
+  }
+  PLM_CHECK_OK(plm_stream_destroy(other));
 }
 END_TEST
 
@@ -353,7 +461,9 @@ static Suite *interop_suite(void) {
   tcase_add_test(tcase, test_an_export_refuses_what_dlpack_cannot_say);
   tcase_add_test(tcase, test_an_import_describes_the_memory_and_refuses_what_ops_cannot_use);
   tcase_add_test(tcase, test_an_op_runs_on_an_import_and_its_result_exports);
+  tcase_add_test(tcase, test_legacy_dlpack_exports_and_imports_as_the_versioned_does);
   tcase_add_test(tcase, test_the_consumer_waits_for_the_producer_on_the_device);
+  tcase_add_test(tcase, test_the_stream_rule_with_native_streams);
   tcase_add_test(tcase, test_a_wrapped_host_stream_shares_the_order_of_the_one_it_wraps);
   tcase_add_test(tcase, test_a_context_destroyed_with_wrappers_left_frees_each_once);
   suite_add_tcase(suite, tcase);

@@ -6,7 +6,7 @@
  * written by plm__op_param_format read back unchanged by plm__op_param_parse (describe's
  * output is text the parser takes); the parser's refusals naming the value; and an in-place
  * step the generic rule now allows (vector_add over an intermediate) giving the same
- * result as the plain op. */
+ * result as the plain op; and the public plume/op_info.h reading the same table. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <math.h>
@@ -275,6 +275,70 @@ START_TEST(test_vector_add_in_place_step_equals_the_plain_ops) {
 }
 END_TEST
 
+/* ---- plume/op_info.h ---------------------------------------------------------------------- */
+
+START_TEST(test_op_info_reads_the_table) {
+  ck_assert_int_eq(plm_op_count(), PLM__OP_COUNT);
+  for (int k = 0; k < plm_op_count(); k++) {
+    const plm__op_desc *op = plm__op_get((plm__op_kind)k);
+    plm_op_info info;
+    PLM_CHECK_OK(plm_op_info_get(k, &info));
+    ck_assert_str_eq(info.name, op->name);
+    ck_assert_int_eq(info.param_count, op->param_count);
+    ck_assert_int_eq(info.input_count, op->input_count);
+    for (int i = 0; i < info.param_count; i++) {
+      plm_op_param_info param;
+      PLM_CHECK_OK(plm_op_param_info_get(k, i, &param));
+      ck_assert_str_eq(param.name, op->params[i].name);
+      ck_assert(param.required == ((op->params[i].flags & PLM__PARAM_REQUIRED) != 0));
+      ck_assert(!param.required || param.default_text[0] == '\0');
+      ck_assert((param.choices != NULL) == (strcmp(param.type, "choice") == 0));
+    }
+  }
+  /* threshold: in by the chain, cmp gt by default. */
+  const plm__op_desc *threshold = plm__op_find("threshold");
+  plm_op_info info;
+  PLM_CHECK_OK(plm_op_info_get(threshold->kind, &info));
+  ck_assert(info.in_text && !info.stateful);
+  ck_assert_str_eq(info.summary, threshold->summary);
+  plm_op_input_info in;
+  PLM_CHECK_OK(plm_op_input_info_get(threshold->kind, 0, &in));
+  ck_assert(!in.by_name && !in.optional);
+  ck_assert_str_eq(in.name, "in");
+  bool compared = false;
+  for (int i = 0; i < info.param_count; i++) {
+    plm_op_param_info param;
+    PLM_CHECK_OK(plm_op_param_info_get(threshold->kind, i, &param));
+    if (strcmp(param.name, "cmp") != 0) continue;
+    compared = true;
+    ck_assert_str_eq(param.type, "choice");
+    ck_assert_str_eq(param.default_text, "gt");
+  }
+  ck_assert(compared);
+  /* nuc's gain is a named tensor; background keeps a state; regions and the fused op are
+   * not the start of a text pipeline. */
+  const plm__op_desc *nuc = plm__op_find("nuc");
+  PLM_CHECK_OK(plm_op_input_info_get(nuc->kind, plm__op_input_index(nuc, "gain"), &in));
+  ck_assert(in.by_name);
+  PLM_CHECK_OK(plm_op_info_get(plm__op_find("background")->kind, &info));
+  ck_assert(info.stateful);
+  PLM_CHECK_OK(plm_op_info_get(plm__op_find("regions")->kind, &info));
+  ck_assert(!info.in_text);
+  PLM_CHECK_OK(plm_op_info_get(plm__op_find("sobel_entropy_threshold")->kind, &info));
+  ck_assert(!info.in_text);
+  /* Refusals. */
+  PLM_CHECK_FAILS(plm_op_info_get(PLM__OP_COUNT, &info), PLM_ERR_INVALID_ARG,
+                  "plm_op_info_get: op ");
+  PLM_CHECK_FAILS(plm_op_info_get(0, NULL), PLM_ERR_INVALID_ARG, "out is NULL");
+  PLM_CHECK_FAILS(plm_op_input_info_get(threshold->kind, 1, &in), PLM_ERR_INVALID_ARG,
+                  "input 1 is not in 0..0 (threshold's inputs)");
+  plm_op_param_info param;
+  PLM_CHECK_FAILS(plm_op_param_info_get(threshold->kind, -1, &param), PLM_ERR_INVALID_ARG,
+                  "param -1 is not in 0..");
+  PLM_CHECK_FAILS(plm_op_param_info_get(-1, 0, &param), PLM_ERR_INVALID_ARG, "op -1 is not in");
+}
+END_TEST
+
 static Suite *op_table_suite(void) {
   Suite *suite = suite_create("op_table");
   TCase *schema = tcase_create("schema");
@@ -283,6 +347,7 @@ static Suite *op_table_suite(void) {
   tcase_add_test(schema, test_every_value_round_trips);
   tcase_add_test(schema, test_refusals_name_the_value);
   tcase_add_test(schema, test_numbers_are_written_shortest_and_exact);
+  tcase_add_test(schema, test_op_info_reads_the_table);
   suite_add_tcase(suite, schema);
   TCase *run = tcase_create("run");
   plm_test_add_fixture(run);

@@ -21,6 +21,13 @@
  *                         not take ownership: the caller keeps the managed tensor alive
  *                         while the plm_tensor is used and releases it after.
  *
+ * Legacy DLPack (0.x: DLManagedTensor, without version or flags; the Python capsule
+ * "dltensor") is what consumers older than DLPack 1.0 ask for, NumPy 1.x among them:
+ * plm_tensor_to_dlpack_legacy and plm_tensor_from_dlpack_legacy are the same export and
+ * import over that struct, with the same ownership rules (the legacy deleter frees
+ * plume's allocation, then calls the release callback), and plm_dlpack_release_legacy
+ * calls its deleter.
+ *
  * Devices. plume's host backend is kDLCPU device 0; a cuda context is kDLCUDA with its
  * device index. kDLCUDAHost (pinned host memory) is accepted by both: ordinary memory to
  * the host backend, memory a kernel can read through unified addressing to cuda.
@@ -29,9 +36,11 @@
  * the consumer's stream S wait for the work that writes the tensor, on the device, without
  * the host waiting: plm_dlpack_order_after(consumer, producer) records an event on the
  * producer's stream and makes the consumer's wait for it. The consumer's stream is a plume
- * stream: wrap another library's cudaStream_t with plm_stream_wrap (plume/stream.h). For
- * kDLCPU there is no stream: synchronize the producer's stream before handing the tensor
- * to a CPU consumer.
+ * stream: wrap another library's cudaStream_t with plm_stream_wrap (plume/stream.h), or,
+ * for one ordering without a wrapper (whose destruction would wait for that stream), give
+ * the cudaStream_t itself to plm_dlpack_order_before_native / _after_native. For kDLCPU
+ * there is no stream: synchronize the producer's stream before handing the tensor to a
+ * CPU consumer.
  *
  * Thread safety: the functions are thread-safe; a managed tensor is not (its owner uses
  * it). A deleter may be called from any thread, after the plume context is gone too.
@@ -102,6 +111,12 @@ typedef struct plm_dl_managed_tensor_versioned { /* DLManagedTensorVersioned */
   plm_dl_tensor dl_tensor;
 } plm_dl_managed_tensor_versioned;
 
+typedef struct plm_dl_managed_tensor { /* DLManagedTensor: legacy DLPack 0.x */
+  plm_dl_tensor dl_tensor;
+  void *manager_ctx;
+  void (*deleter)(struct plm_dl_managed_tensor *self);
+} plm_dl_managed_tensor;
+
 /* Called once by an exported tensor's deleter, after plume's part is freed. */
 typedef void (*plm_dlpack_release_fn)(void *user);
 
@@ -127,15 +142,40 @@ PLM_API plm_status plm_tensor_from_dlpack(plm_context *ctx,
                                           const plm_dl_managed_tensor_versioned *managed,
                                           plm_tensor *out, bool *read_only);
 
+/* plm_tensor_to_dlpack as a legacy managed tensor (no version, no flags: a consumer of
+ * legacy DLPack may write into it). Errors: those of plm_tensor_to_dlpack. */
+PLM_API plm_status plm_tensor_to_dlpack_legacy(const plm_tensor *tensor,
+                                               plm_dlpack_release_fn release, void *user,
+                                               plm_dl_managed_tensor **out);
+
+/* plm_tensor_from_dlpack for a legacy managed tensor (no version to check, never
+ * read-only). Does not take ownership. Errors: those of plm_tensor_from_dlpack. */
+PLM_API plm_status plm_tensor_from_dlpack_legacy(plm_context *ctx,
+                                                 const plm_dl_managed_tensor *managed,
+                                                 plm_tensor *out);
+
 /* Call managed's deleter (once: the pointer is dead after). NULL, or a NULL deleter, is a
  * no-op. */
 PLM_API void plm_dlpack_release(plm_dl_managed_tensor_versioned *managed);
+PLM_API void plm_dlpack_release_legacy(plm_dl_managed_tensor *managed);
 
 /* The stream rule: make `consumer` wait, on the device, for the work enqueued on
  * `producer` so far (an event recorded there; the host does not wait). Both of one
  * context. Errors: PLM_ERR_INVALID_ARG (NULL, or streams of two contexts), and those of
  * the event calls. The same stream twice is a no-op. */
 PLM_API plm_status plm_dlpack_order_after(plm_stream *consumer, plm_stream *producer);
+
+/* The stream rule with the other library's stream given as the backend's own, without a
+ * plm_stream_wrap wrapper (Python's __dlpack__(stream=S) and __cuda_array_interface__'s
+ * "stream" give a cudaStream_t as an integer; cudaStreamLegacy (1) and cudaStreamPerThread
+ * (2) are taken too). Device-side waits, the host does not wait:
+ *   _before_native  the native stream `consumer` waits for the work enqueued on producer;
+ *   _after_native   consumer waits for the work enqueued on the native stream `producer`.
+ * cuda only. Errors: PLM_ERR_INVALID_ARG (a NULL plume stream), PLM_ERR_UNSUPPORTED (the
+ * host backend, whose streams have no native handle), PLM_ERR_BACKEND (not a stream of the
+ * context's device), and those of the event calls. */
+PLM_API plm_status plm_dlpack_order_before_native(plm_stream *producer, void *consumer);
+PLM_API plm_status plm_dlpack_order_after_native(plm_stream *consumer, void *producer);
 
 #ifdef __cplusplus
 }

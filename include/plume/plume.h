@@ -25,6 +25,7 @@
 #include "plume/lstm.h"
 #include "plume/matmul.h"
 #include "plume/nuc.h"
+#include "plume/op_info.h"
 #include "plume/ops.h"
 #include "plume/pipeline.h"
 #include "plume/pool.h"

@@ -75,6 +75,28 @@ class Preset(ctypes.Structure):  # plm_preset (plume/presets.h)
                 ("settle_frames", ctypes.c_int)]
 
 
+class OpInfo(ctypes.Structure):  # plm_op_info (plume/op_info.h)
+    _fields_ = [("name", ctypes.c_char_p), ("summary", ctypes.c_char_p),
+                ("input_count", ctypes.c_int), ("output_count", ctypes.c_int),
+                ("param_count", ctypes.c_int), ("in_text", ctypes.c_bool),
+                ("stateful", ctypes.c_bool)]
+
+
+class OpInputInfo(ctypes.Structure):  # plm_op_input_info
+    _fields_ = [("name", ctypes.c_char_p), ("dtypes", ctypes.c_char_p),
+                ("optional", ctypes.c_bool), ("by_name", ctypes.c_bool)]
+
+
+class OpParamInfo(ctypes.Structure):  # plm_op_param_info
+    _fields_ = [("name", ctypes.c_char_p), ("type", ctypes.c_char_p),
+                ("choices", ctypes.POINTER(ctypes.c_char_p)), ("form", ctypes.c_char_p),
+                ("help", ctypes.c_char_p), ("required", ctypes.c_bool),
+                ("required_for_float", ctypes.c_bool), ("default_text", ctypes.c_char * 64)]
+
+
+# plm_dlpack_release_fn
+RELEASE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
 # plm_frame_source_fn and plm_frame_sink_fn
 SOURCE_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int64,
                              ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_bool))
@@ -96,14 +118,34 @@ SIGNATURES = {
     "plm_context_default_pool": (ctypes.c_int, [P, PP]),
     "plm_pool_stats_get": (ctypes.c_int, [P, ctypes.POINTER(PoolStats)]),
     "plm_stream_create": (ctypes.c_int, [P, ctypes.c_uint, PP]),
+    "plm_stream_wrap": (ctypes.c_int, [P, P, PP]),
+    "plm_stream_native_handle": (ctypes.c_int, [P, PP]),
     "plm_stream_destroy": (ctypes.c_int, [P]),
     "plm_stream_synchronize": (ctypes.c_int, [P]),
     "plm_stream_memcpy": (ctypes.c_int, [P, P, P, ctypes.c_size_t, ctypes.c_int]),
     "plm_tensor_wrap": (ctypes.c_int, [P, P, ctypes.c_int, ctypes.c_int, I64P,
                                        ctypes.POINTER(Tensor)]),
+    "plm_tensor_wrap_strided": (ctypes.c_int, [P, P, ctypes.c_int, ctypes.c_int, I64P, I64P,
+                                               ctypes.POINTER(Tensor)]),
     "plm_tensor_alloc": (ctypes.c_int, [P, P, ctypes.c_int, ctypes.c_int, I64P,
                                         ctypes.POINTER(Tensor)]),
     "plm_tensor_free": (ctypes.c_int, [P, P, ctypes.POINTER(Tensor)]),
+    "plm_tensor_from_dlpack": (ctypes.c_int, [P, P, ctypes.POINTER(Tensor),
+                                              ctypes.POINTER(ctypes.c_bool)]),
+    "plm_tensor_from_dlpack_legacy": (ctypes.c_int, [P, P, ctypes.POINTER(Tensor)]),
+    "plm_tensor_to_dlpack": (ctypes.c_int, [ctypes.POINTER(Tensor), ctypes.c_uint64,
+                                            RELEASE_FN, P, PP]),
+    "plm_tensor_to_dlpack_legacy": (ctypes.c_int, [ctypes.POINTER(Tensor), RELEASE_FN, P, PP]),
+    "plm_dlpack_release": (None, [P]),
+    "plm_dlpack_release_legacy": (None, [P]),
+    "plm_dlpack_order_before_native": (ctypes.c_int, [P, P]),
+    "plm_dlpack_order_after_native": (ctypes.c_int, [P, P]),
+    "plm_op_count": (ctypes.c_int, []),
+    "plm_op_info_get": (ctypes.c_int, [ctypes.c_int, ctypes.POINTER(OpInfo)]),
+    "plm_op_input_info_get": (ctypes.c_int, [ctypes.c_int, ctypes.c_int,
+                                             ctypes.POINTER(OpInputInfo)]),
+    "plm_op_param_info_get": (ctypes.c_int, [ctypes.c_int, ctypes.c_int,
+                                             ctypes.POINTER(OpParamInfo)]),
     "plm_pipeline_parse_with_tensors": (ctypes.c_int, [P, ctypes.c_char_p, ctypes.c_int,
                                                        ctypes.c_int, I64P,
                                                        ctypes.POINTER(NamedTensor),

@@ -5,8 +5,17 @@
 
 (CTest runs it so: the test `python`.) Ops on numpy arrays equal numpy's own results and
 `plume op`'s files byte for byte; a preset streamed over a hard scene equals `plume detect`'s
-CSV; errors carry plume's message.
+CSV; errors carry plume's message. Other libraries' arrays: CPU producers through __dlpack__
+(the keywords they are called with, the versioned and the legacy capsule, each deleter
+called once), device arrays refused by a host context with what was given, the
+__cuda_array_interface__ parsed and refused field by field; results as plume.Tensor that
+np.from_dlpack takes; the ops made from the library's descriptors; streams made and
+wrapped. The CUDA paths (kDLCUDA capsules, interface pointers, streams as integers) need a
+GPU and are not run here.
 """
+import ctypes
+import gc
+import inspect
 import os
 import subprocess
 import tempfile
@@ -84,6 +93,281 @@ class Ops(unittest.TestCase):
         self.assertIn("unknown key 'valeu'", str(caught.exception))
         with self.assertRaises(plume.Error):
             plume.Pipeline("threshold value=1", "u16", (4, 5), preset="robust")
+
+
+class Producer:
+    """A CPU tensor of another library: DLPack only, recording how it is asked. legacy:
+    it knows no max_version (as NumPy 1.x) and makes a "dltensor" capsule."""
+
+    def __init__(self, array, legacy=False, device=(1, 0)):
+        self.array, self.legacy, self.device, self.calls = array, legacy, device, []
+
+    def __dlpack__(self, **kwargs):
+        self.calls.append(kwargs)
+        if self.legacy and "max_version" in kwargs:
+            raise TypeError("__dlpack__() got an unexpected keyword argument 'max_version'")
+        return self.array.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self.device
+
+
+class CudaArray:
+    """An object with a __cuda_array_interface__ and nothing else."""
+
+    def __init__(self, **interface):
+        self.__cuda_array_interface__ = dict(
+            {"version": 3, "shape": (4, 5), "typestr": "<u2", "data": (0x10000, False),
+             "strides": None}, **interface)
+
+
+def capsule_name(capsule):
+    return repr(capsule).split('"')[1]
+
+
+class DLTensor(ctypes.Structure):  # DLPack's DLTensor, as plume/dlpack.h declares it
+    _fields_ = [("data", ctypes.c_void_p), ("device_type", ctypes.c_int32),
+                ("device_id", ctypes.c_int32), ("ndim", ctypes.c_int32),
+                ("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16),
+                ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+class DLManagedTensor(ctypes.Structure):  # legacy DLPack's, without a deleter here
+    _fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p),
+                ("deleter", ctypes.c_void_p)]
+
+
+class LyingProducer:
+    """Says kDLCPU but hands over a legacy capsule of kDLCUDA memory (no destructor)."""
+
+    def __init__(self):
+        self.shape = (ctypes.c_int64 * 2)(4, 5)
+        self.managed = DLManagedTensor(DLTensor(data=0x10000, device_type=2, ndim=2, code=1,
+                                                bits=16, lanes=1, shape=self.shape))
+        new = ctypes.pythonapi.PyCapsule_New
+        new.restype, new.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p,
+                                                       ctypes.c_void_p]
+        self.capsule = new(ctypes.addressof(self.managed), b"dltensor", None)
+
+    def __dlpack__(self, **kwargs):
+        return self.capsule
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+class Interop(unittest.TestCase):
+    def setUp(self):
+        self.ctx = plume.Context("host")
+        self.frame = np.arange(20, dtype=np.uint16).reshape(4, 5) * 100
+
+    def tearDown(self):
+        self.ctx.close()
+
+    def threshold(self, array, **kwargs):
+        return plume.op("threshold", array, value=900, context=self.ctx, **kwargs)
+
+    def test_a_cpu_producer_is_asked_for_dlpack_1_1_with_no_stream(self):
+        expected = (self.frame > 900).astype(np.uint8)
+        legacy = Producer(self.frame, legacy=True)
+        np.testing.assert_array_equal(self.threshold(legacy), expected)
+        self.assertEqual(legacy.calls, [{"stream": None, "max_version": (1, 1)},
+                                        {"stream": None}])
+        # plume's own Tensor gives a versioned capsule when asked so: read as one.
+        tensor = plume.op("threshold", self.frame, value=0, context=self.ctx, as_tensor=True)
+        calls = []
+        original = tensor.__dlpack__
+
+        def recorded(**kwargs):
+            calls.append(kwargs)
+            capsule = original(**kwargs)
+            calls.append(capsule_name(capsule))
+            return capsule
+
+        tensor.__dlpack__ = recorded
+        again = plume.op("threshold", tensor, value=0, context=self.ctx)
+        np.testing.assert_array_equal(again, (self.frame > 0).astype(np.uint8))
+        self.assertEqual(calls, [{"stream": None, "max_version": (1, 1)}, "dltensor_versioned"])
+
+    def test_every_export_is_released_once(self):
+        owners = len(plume._capsule._owners)
+        tensor = self.threshold(self.frame, as_tensor=True)
+        used = tensor.__dlpack__(max_version=(1, 1))
+        unused = tensor.__dlpack__()
+        self.assertEqual(len(plume._capsule._owners), owners + 2)
+
+        class Given:  # hands the capsule over once
+            def __dlpack__(self, **kwargs):
+                return used
+
+            def __dlpack_device__(self):
+                return (1, 0)
+
+        self.threshold(Given())
+        self.assertEqual(capsule_name(used), "used_dltensor_versioned")
+        self.assertEqual(len(plume._capsule._owners), owners + 1)  # the consumer released it
+        with self.assertRaises(plume.Error) as caught:
+            self.threshold(Given())  # the same capsule again: spent
+        self.assertIn("capsule named b'used_dltensor_versioned'", str(caught.exception))
+        self.assertEqual(capsule_name(unused), "dltensor")
+        used = None
+        del unused  # collected unused: its destructor calls the deleter
+        gc.collect()
+        self.assertEqual(len(plume._capsule._owners), owners)  # the unused one's destructor
+
+    def test_device_arrays_are_refused_by_a_host_context_with_what_was_given(self):
+        on_gpu = Producer(self.frame, device=(2, 0))
+        with self.assertRaises(plume.Error) as caught:
+            self.threshold(on_gpu)
+        self.assertEqual(caught.exception.status, "PLM_ERR_UNSUPPORTED")
+        self.assertIn("DLPack device (2, 0) (kDLCUDA, GPU memory) given to a host context",
+                      str(caught.exception))
+        self.assertEqual(on_gpu.calls, [])  # refused before the producer did anything
+        with self.assertRaises(plume.Error) as caught:
+            self.threshold(Producer(self.frame, device=(4, 0)))
+        self.assertIn("(4, 0) (an unknown device type)", str(caught.exception))
+        with self.assertRaises(plume.Error) as caught:
+            self.threshold(CudaArray())
+        self.assertIn("a CUDA array (__cuda_array_interface__, uint16 (4, 5), of CudaArray) "
+                      "given to a host context", str(caught.exception))
+
+    def test_a_capsule_plume_refuses_stays_the_producer_s(self):
+        lying = LyingProducer()
+        with self.assertRaises(plume.Error) as caught:
+            self.threshold(lying)
+        self.assertIn("plm_tensor_from_dlpack_legacy: managed->dl_tensor.device is kDLCUDA but "
+                      "the context is host", str(caught.exception))
+        self.assertEqual(capsule_name(lying.capsule), "dltensor")  # not taken
+
+    def test_a_stack_through_dlpack_runs_frame_by_frame_in_place(self):
+        stack = np.stack([self.frame, self.frame + 50, self.frame + 150]).astype(np.uint16)
+        ours = self.threshold(Producer(stack, legacy=True))
+        np.testing.assert_array_equal(ours, (stack > 900).astype(np.uint8))
+        tensors = self.threshold(stack, as_tensor=True)
+        self.assertEqual([t.shape for t in tensors], [(4, 5)] * 3)
+
+    def test_the_cuda_array_interface_is_read_field_by_field(self):
+        read = plume._interop.CudaArrayInterface
+        parsed = read(CudaArray(typestr="<f4", shape=(2, 3), strides=(12, 4), data=(64, True),
+                                stream=7).__cuda_array_interface__)
+        self.assertEqual((parsed.dtype, parsed.shape, parsed.strides), (np.float32, (2, 3),
+                                                                         (3, 1)))
+        self.assertEqual((parsed.pointer, parsed.readonly, parsed.stream), (64, True, 7))
+        self.assertIsNone(read(CudaArray().__cuda_array_interface__).strides)
+        self.assertEqual(read(CudaArray(typestr="|u1").__cuda_array_interface__).dtype, np.uint8)
+        refusals = [({"version": 2}, "version 2: plume reads version 3"),
+                    ({"typestr": ">u2"}, "typestr '>u2' is not a little-endian"),
+                    ({"typestr": "<i8"}, "typestr '<i8'"),
+                    ({"strides": (10, 3)}, "strides (10, 3) (bytes) are not multiples of the "
+                                           "item size 2"),
+                    ({"strides": (10,)}, "do not match shape"),
+                    ({"stream": 0}, "stream 0: the protocol gives None or a nonzero int"),
+                    ({"mask": object()}, "has a mask"),
+                    ({"data": (0, False)}, "data pointer is 0")]
+        for change, message in refusals:
+            with self.assertRaises(plume.Error, msg=change) as caught:
+                read(CudaArray(**change).__cuda_array_interface__)
+            self.assertIn(message, str(caught.exception))
+        with self.assertRaises(plume.Error) as caught:
+            read({"shape": (1,)})
+        self.assertIn("version None", str(caught.exception))
+
+    def test_results_are_tensors_numpy_takes_through_dlpack(self):
+        tensor = self.threshold(self.frame, as_tensor=True)
+        expected = (self.frame > 900).astype(np.uint8)
+        self.assertIsInstance(tensor, plume.Tensor)
+        self.assertEqual((tensor.shape, tensor.dtype, tensor.device), ((4, 5), np.uint8, "host"))
+        self.assertEqual(tensor.__dlpack_device__(), (1, 0))
+        np.testing.assert_array_equal(tensor.numpy(), expected)
+        np.testing.assert_array_equal(np.asarray(tensor), expected)
+        taken = np.from_dlpack(tensor)  # NumPy 1.x asks for the legacy capsule
+        np.testing.assert_array_equal(taken, expected)
+        self.assertEqual(taken.ctypes.data, tensor.numpy().ctypes.data)  # no copy
+        self.assertEqual(capsule_name(tensor.__dlpack__()), "dltensor")
+        self.assertEqual(capsule_name(tensor.__dlpack__(max_version=(1, 0))),
+                         "dltensor_versioned")
+        self.assertEqual(capsule_name(tensor.__dlpack__(max_version=(0, 8))), "dltensor")
+        del tensor
+        gc.collect()
+        np.testing.assert_array_equal(taken, expected)  # the export holds the memory
+
+        class Copied:
+            def __init__(self, tensor):
+                self.tensor = tensor
+
+            def __dlpack__(self, **kwargs):
+                return self.tensor.__dlpack__(copy=True)
+
+            def __dlpack_device__(self):
+                return self.tensor.__dlpack_device__()
+
+        tensor = self.threshold(self.frame, as_tensor=True)
+        copy = np.from_dlpack(Copied(tensor))
+        np.testing.assert_array_equal(copy, expected)
+        self.assertNotEqual(copy.ctypes.data, tensor.numpy().ctypes.data)
+        with self.assertRaises(BufferError) as caught:
+            tensor.__dlpack__(stream=1)
+        self.assertIn("the protocol's stream is None for CPU memory", str(caught.exception))
+        with self.assertRaises(BufferError):
+            tensor.__dlpack__(dl_device=(2, 0))
+
+    def test_pipeline_run_gives_tensors_on_request(self):
+        with plume.Pipeline("threshold value=900", "u16", (4, 5), context=self.ctx) as pl:
+            as_array = pl.run(self.frame)
+            as_tensor = pl.run(self.frame, as_tensor=True)
+        self.assertIsInstance(as_array, np.ndarray)
+        np.testing.assert_array_equal(np.from_dlpack(as_tensor), as_array)
+
+    def test_streams_made_and_wrapped(self):
+        stream = self.ctx.stream()
+        wrapped = plume.Stream.wrap(self.ctx, stream)  # shares its worker (host)
+        for s in (stream, wrapped, self.ctx.default_stream):
+            np.testing.assert_array_equal(self.threshold(self.frame, stream=s),
+                                          (self.frame > 900).astype(np.uint8))
+        wrapped.synchronize()
+        with self.assertRaises(plume.Error) as caught:
+            stream.close()  # its wrapper is open
+        self.assertIn("destroy them first", str(caught.exception))
+        with self.assertRaises(plume.Error) as caught:
+            stream.native_handle
+        self.assertEqual(caught.exception.status, "PLM_ERR_UNSUPPORTED")
+        with self.assertRaises(plume.Error) as caught:
+            plume.Stream.wrap(self.ctx, 12345)
+        self.assertIn("takes a plume Stream of the context", str(caught.exception))
+        other = plume.Context("host")
+        with self.assertRaises(plume.Error) as caught:
+            self.threshold(self.frame, stream=other.default_stream)
+        self.assertIn("is not a plume Stream of this context", str(caught.exception))
+        other.close()
+        # The context closes the wrapper before the stream it wraps (tearDown).
+
+
+class GeneratedOps(unittest.TestCase):
+    def test_every_text_op_is_a_function_with_the_library_s_parameters(self):
+        for name in ("conv2d", "sobel", "entropy", "threshold", "label", "nuc", "badpixel",
+                     "background", "cfar"):
+            self.assertIn(name, plume.ops.__all__)
+        self.assertNotIn("regions", plume.ops.__all__)
+        self.assertNotIn("sobel_entropy_threshold", plume.ops.__all__)
+        params = inspect.signature(plume.ops.threshold).parameters
+        self.assertEqual(list(params), ["array", "value", "cmp", "context", "stream",
+                                        "as_tensor"])
+        self.assertIn("cmp (one of gt, ge, lt, le, default gt)", plume.ops.threshold.__doc__)
+        self.assertIn("gain (array of", plume.ops.nuc.__doc__)
+
+    def test_a_generated_op_equals_plume_op_on_the_command_line(self):
+        frame = np.random.default_rng(3).integers(0, 4000, (24, 32), dtype=np.uint16)
+        with tempfile.TemporaryDirectory() as d:
+            np.save(os.path.join(d, "in.npy"), frame)
+            cli("op", "threshold", "--in", os.path.join(d, "in.npy"), "--value", "2500",
+                "--cmp", "ge", "--out", os.path.join(d, "out.npy"), "--backend", "host")
+            theirs = np.load(os.path.join(d, "out.npy"))
+        ours = plume.ops.threshold(frame, value=2500, cmp="ge")
+        self.assertEqual(ours.tobytes(), theirs.tobytes())
+        with self.assertRaises(plume.Error) as caught:
+            plume.ops.threshold(frame)
+        self.assertIn("value", str(caught.exception))
 
 
 class Pipelines(unittest.TestCase):

@@ -1,0 +1,61 @@
+"""plume._common: what every part of the module shares: plume.Error, the status check, and
+plume's dtypes and shapes as numpy names them."""
+
+import ctypes
+
+import numpy as np
+
+from . import _native
+from ._native import lib
+
+DTYPES = {"u8": (1, np.uint8), "u16": (2, np.uint16), "i32": (3, np.int32),
+          "f32": (4, np.float32), "f64": (5, np.float64)}
+BY_CODE = {code: (name, np_type) for name, (code, np_type) in DTYPES.items()}
+
+
+class Error(Exception):
+    """A plume call failed: .status is the plm_status name, the message plume's."""
+
+    def __init__(self, status, message):
+        super().__init__(message)
+        self.status = status
+
+
+def check(status):
+    """Raise the library's failure (its status name and plm_last_error) unless status is 0."""
+    if status != 0:
+        raise Error(lib.plm_status_str(status).decode(), lib.plm_last_error().decode())
+
+
+def invalid(message):
+    """A plume.Error for an argument the module refuses before plume sees it."""
+    return Error("PLM_ERR_INVALID_ARG", message)
+
+
+def dtype_code(dtype):
+    """plume's dtype code of "u16", np.uint16 or np.dtype('uint16')."""
+    if isinstance(dtype, str) and dtype in DTYPES:
+        return DTYPES[dtype][0]
+    np_dtype = np.dtype(dtype)
+    for code, (_, np_type) in BY_CODE.items():
+        if np_dtype == np.dtype(np_type):
+            return code
+    raise invalid("dtype %r is not u8, u16, i32, f32 or f64" % (dtype,))
+
+
+def numpy_dtype(code):
+    """The numpy dtype of a plume dtype code."""
+    return np.dtype(BY_CODE[code][1])
+
+
+def dims(shape):
+    """shape as a tuple of ints and as the int64[4] plume takes; 1 to 4 dimensions."""
+    shape = tuple(int(d) for d in shape)
+    if not 1 <= len(shape) <= _native.MAX_DIMS:
+        raise invalid("shape %r: 1 to 4 dimensions" % (shape,))
+    return shape, (ctypes.c_int64 * _native.MAX_DIMS)(*shape)
+
+
+def tensor_shape(tensor):
+    """The shape of a plm_tensor (or plm_shape) as a tuple."""
+    return tuple(tensor.dims[:tensor.ndim])

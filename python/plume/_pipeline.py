@@ -1,0 +1,281 @@
+"""plume._pipeline: pipelines from plm_pipeline_parse's text form or a preset.
+
+Pipeline.run(frame) runs one frame on a stream (the context's default, or `stream=`)
+and returns when its results are there: numpy arrays by default, as the module always
+did, or plume.Tensor results with `as_tensor=True` (on cuda they stay on the device and
+leave through DLPack without a copy). Frames are anything plume._interop takes (numpy,
+__dlpack__, __cuda_array_interface__). run_stream(frames) streams host frames through
+plm_pipeline_run_stream on a thread of its own.
+"""
+
+import ctypes
+import queue
+import threading
+import weakref
+
+import numpy as np
+
+from . import _interop, _native
+from ._common import Error, check, dims, dtype_code, invalid, numpy_dtype, tensor_shape
+from ._context import default_context
+from ._native import lib
+from ._tensor import Tensor
+
+
+# ---- presets ------------------------------------------------------------------------------
+
+def presets():
+    """The named pipelines (plume/presets.h): a list of dicts with name, summary, pipeline,
+    tensors (the names the text needs) and settle_frames."""
+    count = ctypes.c_int()
+    table = lib.plm_pipeline_presets(ctypes.byref(count))
+    return [{"name": table[i].name.decode(), "summary": table[i].summary.decode(),
+             "pipeline": table[i].pipeline.decode(),
+             "tensors": table[i].tensors.decode().split(),
+             "settle_frames": table[i].settle_frames} for i in range(count.value)]
+
+
+def _preset_text(name):
+    for p in presets():
+        if p["name"] == name:
+            return p["pipeline"]
+    raise invalid("preset %r is not one of %s"
+                  % (name, ", ".join(p["name"] for p in presets())))
+
+
+class Pipeline:
+    """A compiled pipeline from plm_pipeline_parse's text form (or a preset) for frames of
+    `dtype` and `shape`; `tensors` maps the text's @NAME to numpy arrays (copied into the
+    pipeline). run(frame) gives the outputs as numpy arrays (or plume.Tensor results);
+    run_stream(frames) yields them frame by frame with `frames_in_flight` frames in
+    flight."""
+
+    def __init__(self, text=None, dtype="u16", shape=None, *, preset=None, tensors=None,
+                 context=None, frames_in_flight=3):
+        if (text is None) == (preset is None):
+            raise invalid("give the pipeline's text or a preset, not both")
+        if shape is None:
+            raise invalid("shape is required: the frames' (H, W)")
+        self.text = _preset_text(preset) if preset else text
+        self.context = context or default_context()
+        frame_shape, frame_dims = dims(shape)
+        named, keep = self._named(tensors or {})
+        handle = ctypes.c_void_p()
+        check(lib.plm_pipeline_parse_with_tensors(
+            self.context.handle, self.text.encode(), dtype_code(dtype), len(frame_shape),
+            frame_dims, named, len(keep), ctypes.byref(handle)))
+        self._handle = handle
+        self._generators = weakref.WeakSet()  # run_stream generators still open
+        self._lock = threading.Lock()         # one run at a time (plume refuses two)
+        try:
+            config = _native.PlanConfig(frames_in_flight=frames_in_flight)
+            check(lib.plm_pipeline_compile(handle, ctypes.byref(config)))
+            n_in, n_out = ctypes.c_int(), ctypes.c_int()
+            check(lib.plm_pipeline_io_count(handle, ctypes.byref(n_in), ctypes.byref(n_out)))
+            self._inputs = [self._shape(lib.plm_pipeline_input_shape, i)
+                            for i in range(n_in.value)]
+            self._outputs = [self._shape(lib.plm_pipeline_output_shape, i)
+                             for i in range(n_out.value)]
+        except Exception:
+            lib.plm_pipeline_destroy(handle)
+            self._handle = None
+            raise
+        self.context._pipelines.add(self)
+
+    @staticmethod
+    def _named(tensors):
+        keep = []
+        array = (_native.NamedTensor * max(len(tensors), 1))()
+        for i, (name, value) in enumerate(tensors.items()):
+            value = np.ascontiguousarray(value)
+            if value.dtype == np.float64:
+                value = value.astype(np.float32)  # as plume detect --tensor reads '<f8'
+            shape, shape_dims = dims(value.shape)
+            keep.append(value)
+            array[i].name = name.encode()
+            array[i].shape = _native.Shape(dtype_code(value.dtype), len(shape), shape_dims)
+            array[i].host_data = value.ctypes.data_as(ctypes.c_void_p)
+        return array, keep
+
+    def _shape(self, fn, i):
+        shape = _native.Shape()
+        check(fn(self._handle, i, ctypes.byref(shape)))
+        return shape
+
+    @property
+    def handle(self):
+        if self._handle is None or self.context._handle is None:
+            raise Error("PLM_ERR_INVALID_STATE", "the pipeline is closed")
+        return self._handle
+
+    def describe(self):
+        """plm_pipeline_describe's text."""
+        needed = ctypes.c_size_t()
+        check(lib.plm_pipeline_describe(self.handle, None, 0, ctypes.byref(needed)))
+        buf = ctypes.create_string_buffer(needed.value)
+        check(lib.plm_pipeline_describe(self.handle, buf, needed.value, None))
+        return buf.value.decode()
+
+    def reset_state(self):
+        """Start the state of stateful nodes (background) again from the next frame."""
+        check(lib.plm_pipeline_reset_state(self.handle))
+
+    def run(self, *frames, stream=None, as_tensor=False):
+        """Run one frame (one array per pipeline input) on `stream` (a plume Stream of the
+        pipeline's context; None: its default stream) and wait for it. Returns the outputs,
+        a tuple (one value when the pipeline has one output): numpy arrays, or plume.Tensor
+        results with as_tensor=True."""
+        if len(frames) != len(self._inputs):
+            raise invalid("the pipeline takes %d input(s), %d given"
+                          % (len(self._inputs), len(frames)))
+        ctx = self.context
+        stream = ctx.stream_of(stream)
+        if not self._lock.acquire(blocking=False):
+            raise Error("PLM_ERR_INVALID_STATE", "the pipeline is running (a run_stream "
+                        "generator is open): run after it ends")
+        operands, staged = [], []
+        try:
+            inputs = (_native.Tensor * max(len(frames), 1))()
+            outputs = (_native.Tensor * max(len(self._outputs), 1))()
+            results = [Tensor.empty(ctx, stream, numpy_dtype(shape.dtype), tensor_shape(shape))
+                       for shape in self._outputs]
+            for i, frame in enumerate(frames):
+                operands.append(_interop.operand(ctx, frame, stream))
+                inputs[i] = operands[-1].device_tensor(ctx, stream, staged)
+            for i, result in enumerate(results):
+                outputs[i] = result.tensor
+            check(lib.plm_pipeline_run(self.handle, inputs, outputs, stream.handle))
+        finally:
+            # Whatever was enqueued finishes before the memory it uses can go.
+            lib.plm_stream_synchronize(stream.handle)
+            for tensor in staged:
+                lib.plm_tensor_free(ctx.pool(), stream.handle, ctypes.byref(tensor))
+            for operand in operands:
+                operand.release()
+            self._lock.release()
+        check(lib.plm_stream_synchronize(stream.handle))
+        if not as_tensor:
+            results = [result.numpy() for result in results]
+        return results[0] if len(results) == 1 else tuple(results)
+
+    def run_stream(self, frames, depth=8):
+        """Yield each frame's outputs (as run() returns them), in frame order, running
+        `frames` (an iterable of arrays, or a stack whose first axis is the frames) through
+        plm_pipeline_run_stream on a thread of its own; at most `depth` results wait for the
+        consumer (back-pressure). The last frames' state carries on into later runs."""
+        if len(self._inputs) != 1:
+            raise invalid("run_stream takes pipelines of one input")
+        generator = self._stream_frames(frames, depth)
+        self._generators.add(generator)
+        return generator
+
+    def _stream_frames(self, frames, depth):
+        handle = self.handle
+        iterator = iter(frames)
+        if not self._lock.acquire(blocking=False):
+            raise Error("PLM_ERR_INVALID_STATE", "the pipeline is running (another run_stream "
+                        "generator is open): one at a time")
+        results = queue.Queue(maxsize=depth)
+        done = object()
+        in_shape = self._inputs[0]
+        in_type, in_dims = numpy_dtype(in_shape.dtype), tensor_shape(in_shape)
+        stopping = threading.Event()
+        failure = []
+        FAILED = -1  # PLM_ERR_INVALID_ARG: the run stops, the failure is raised here
+
+        # A Python exception in a ctypes callback would leave its C status undefined:
+        # both catch everything, keep it, and fail the run.
+        def source(user, frame, inputs, end):
+            try:
+                if stopping.is_set():
+                    end[0] = True
+                    return 0
+                try:
+                    array = np.ascontiguousarray(_interop.host_array(next(iterator)))
+                except StopIteration:
+                    end[0] = True
+                    return 0
+                if array.dtype != in_type or array.shape != in_dims:
+                    raise invalid("frame %d is %s %s, the pipeline's input %s %s"
+                                  % (frame, array.dtype, array.shape, in_type, in_dims))
+                ctypes.memmove(inputs[0], array.ctypes.data, array.nbytes)
+                return 0
+            except BaseException as error:  # noqa: B902 - everything goes back to the caller
+                failure.append(error)
+                return FAILED
+
+        def sink(user, frame, outputs):
+            try:
+                outs = []
+                for i, shape in enumerate(self._outputs):
+                    out = np.empty(tensor_shape(shape), numpy_dtype(shape.dtype))
+                    ctypes.memmove(out.ctypes.data, outputs[i], out.nbytes)
+                    outs.append(out)
+                item = outs[0] if len(outs) == 1 else tuple(outs)
+                while not stopping.is_set():  # a closed generator takes no more
+                    try:
+                        results.put(item, timeout=0.05)
+                        break
+                    except queue.Full:
+                        pass
+                return 0
+            except BaseException as error:  # noqa: B902
+                failure.append(error)
+                return FAILED
+
+        source_fn, sink_fn = _native.SOURCE_FN(source), _native.SINK_FN(sink)
+
+        def worker():
+            report = _native.RunStreamReport()
+            status = lib.plm_pipeline_run_stream(handle, source_fn, sink_fn, None, None,
+                                                 ctypes.byref(report))
+            if status != 0 and not failure:
+                failure.append(Error(lib.plm_status_str(status).decode(),
+                                     lib.plm_last_error().decode()))
+            while True:  # unless the consumer has gone
+                try:
+                    results.put(done, timeout=0.05)
+                    break
+                except queue.Full:
+                    if stopping.is_set():
+                        break
+
+        thread = threading.Thread(target=worker, daemon=True)
+        try:
+            thread.start()
+            while True:
+                item = results.get()
+                if item is done:
+                    break
+                yield item
+        finally:
+            stopping.set()  # the source ends the run, the sink stops waiting
+            if thread.ident is not None and threading.current_thread() is not thread:
+                thread.join()
+            self._lock.release()
+        if failure:
+            raise failure[0]
+
+    def close(self):
+        """End its open run_stream generators, then destroy it (a pipeline of a closed
+        context is gone already)."""
+        for generator in list(self._generators):
+            generator.close()
+        if self._handle is not None and self.context._handle is not None:
+            status = lib.plm_pipeline_destroy(self._handle)
+            self._handle = None
+            check(status)
+        self._handle = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        if getattr(self, "_handle", None) is not None and self.context._handle is not None:
+            lib.plm_pipeline_destroy(self._handle)
+            self._handle = None
+
+
