@@ -456,7 +456,7 @@ static pool_block *alloc_slow(plm_pool *pool, plm_stream *stream, const request 
  * slot of it for `bytes`. */
 static plm_status slab_alloc_new(plm_pool *pool, unsigned klass, size_t bytes, plm_stream *stream,
                                  void **ptr) {
-  size_t slab_bytes = plm__pool_slab_bytes(klass);
+  size_t slab_bytes = plm__pool_slab_bytes(pool, klass);
   request r = {.bytes = slab_bytes, .size = slab_bytes, .slab = true};
   pthread_mutex_lock(&pool->lock);
   uint64_t upstream_allocs = pool->stats.upstream_allocs;
@@ -702,6 +702,7 @@ static plm_status pool_create(plm_context *ctx, const plm_pool_config *cfg, bool
   pool->backend = ctx->backend;
   pool->backend_ctx = ctx->backend_ctx;
   pool->config = config;
+  plm__pool_slabs_init(&pool->small_slabs);
   pool->page_bytes = config.page_bytes;
   if (!pool->page_bytes)
     pool->page_bytes = decommit_unit(ctx) > POOL_PAGE_DEFAULT ? decommit_unit(ctx) : POOL_PAGE_DEFAULT;

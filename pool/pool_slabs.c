@@ -16,34 +16,36 @@ bool plm__pool_slab_serves(const plm_pool *pool, unsigned klass) {
   return klass < POOL_SLAB_CLASSES && pool->small_slabs.on[klass];
 }
 
-static size_t slot_bytes_of(unsigned klass) {
-  size_t granules = 0;
-  /* A class's lower bound is a size of that class: its request maps back to it. */
-  for (granules = 1; pool_class_of(granules) < klass; granules++) {
-  }
-  return granules * POOL_GRANULE;
-}
-
-/* The fewest slots that pass 64 KiB: a slab is never a small block itself. */
-static unsigned slot_count_of(size_t slot_bytes) {
-  return (unsigned)(((size_t)1 << POOL_SLAB_PAGE_SHIFT) / slot_bytes + 1);
-}
-
-size_t plm__pool_slab_bytes(unsigned klass) {
-  size_t slot = slot_bytes_of(klass);
-  return slot * slot_count_of(slot);
-}
-
 /* A class turns slabs on with a quarter of a slab's worth of blocks live (at least 4),
  * and off below a quarter of that: slabs pay when descriptors fall out of cache, not for a
- * handful of blocks (pool_slabs.h, "When"). */
+ * handful of blocks (pool_slabs.h, "When"). A slab has the fewest slots that pass 64 KiB,
+ * so it is never a small block itself. */
+void plm__pool_slabs_init(pool_slabs *slabs) {
+  for (size_t granules = 1; granules <= POOL_SLAB_MAX_GRANULES; granules++) {
+    size_t class_granules = 0;
+    unsigned klass = pool_class_for_request(granules, &class_granules);
+    pool_slab_class *c = &slabs->classes[klass];
+    c->slot_bytes = class_granules * POOL_GRANULE;
+    c->slot_count = (unsigned)(((size_t)1 << POOL_SLAB_PAGE_SHIFT) / c->slot_bytes + 1);
+    c->on_at = c->slot_count / 4 > 4 ? c->slot_count / 4 : 4;
+  }
+}
+
+static size_t slot_bytes_of(const plm_pool *pool, unsigned klass) {
+  return pool->small_slabs.classes[klass].slot_bytes;
+}
+
+size_t plm__pool_slab_bytes(const plm_pool *pool, unsigned klass) {
+  const pool_slab_class *c = &pool->small_slabs.classes[klass];
+  return c->slot_bytes * c->slot_count;
+}
+
 void plm__pool_slab_count(plm_pool *pool, size_t size, int change) {
   if (size > POOL_SLAB_MAX_BYTES || (pool->config.flags & PLM_POOL_NO_SLABS)) return;
   unsigned klass = pool_class_of(size / POOL_GRANULE);
   pool_slabs *slabs = &pool->small_slabs;
   slabs->live[klass] += (size_t)(ptrdiff_t)change;
-  unsigned on_at = slot_count_of(size) / 4;
-  if (on_at < 4) on_at = 4;
+  const unsigned on_at = slabs->classes[klass].on_at;
   if (slabs->live[klass] >= on_at)
     slabs->on[klass] = true;
   else if (slabs->live[klass] < on_at / 4)
@@ -216,8 +218,8 @@ static void note_empty(pool_slab *slab, bool empty) {
 
 bool plm__pool_slab_add(plm_pool *pool, pool_owner *owner, unsigned klass, pool_block *block) {
   pool_slab *slab = calloc(1, sizeof *slab);
-  size_t slot_bytes = slot_bytes_of(klass);
-  unsigned count = slot_count_of(slot_bytes);
+  size_t slot_bytes = slot_bytes_of(pool, klass);
+  unsigned count = pool->small_slabs.classes[klass].slot_count;
   PLM_ASSERT(block->size == slot_bytes * count && count <= POOL_SLAB_MAX_SLOTS);
   if (slab) slab->requested = calloc(count, sizeof *slab->requested);
   if (!slab || !slab->requested) {
@@ -429,12 +431,13 @@ void plm__pool_slabs_destroy(pool_slabs *slabs) {
     free(slab);
   }
   free(slabs->map.slots);
-  *slabs = (pool_slabs){0};
+  slabs->map = (pool_slab_map){0};
+  slabs->all = NULL;
 }
 
 size_t plm__pool_slab_largest_idle(const pool_slabs *slabs) {
   for (unsigned klass = POOL_SLAB_CLASSES; klass-- > 1;)
-    if (slabs->idle_slots[klass]) return slot_bytes_of(klass);
+    if (slabs->idle_slots[klass]) return slabs->classes[klass].slot_bytes;
   return 0;
 }
 

@@ -130,8 +130,17 @@ typedef struct pool_owner_slabs {
   size_t empty_bytes;                  /* the bytes of its empty slabs */
 } pool_owner_slabs;
 
+/* A class's slabs: the size of a slot, the slots of a slab, and the blocks live at which
+ * the class turns slabs on (pool_slabs.c). */
+typedef struct pool_slab_class {
+  size_t slot_bytes;
+  unsigned slot_count;
+  unsigned on_at;
+} pool_slab_class;
+
 /* What a pool keeps of slabs. */
 typedef struct pool_slabs {
+  pool_slab_class classes[POOL_SLAB_CLASSES]; /* index 0 unused */
   size_t live[POOL_SLAB_CLASSES]; /* live blocks of each class, slots or not */
   bool on[POOL_SLAB_CLASSES];     /* the class is served from slabs */
   pool_slab_map map;
@@ -142,13 +151,15 @@ typedef struct pool_slabs {
   size_t idle_bytes;                    /* their bytes */
 } pool_slabs;
 
+/* Fill in the classes of a new pool's slabs (its pool_slabs zeroed). */
+void plm__pool_slabs_init(pool_slabs *slabs);
 /* Whether a small request of class `klass` is served from a slab now. */
 bool plm__pool_slab_serves(const plm_pool *pool, unsigned klass);
 /* A block of `size` bytes (a multiple of POOL_GRANULE) of a small class up to 16 KiB
  * comes (+1) or goes (-1), slot or not: the class turns slabs on or off. */
 void plm__pool_slab_count(plm_pool *pool, size_t size, int change);
 /* The bytes of a slab of `klass`. */
-size_t plm__pool_slab_bytes(unsigned klass);
+size_t plm__pool_slab_bytes(const plm_pool *pool, unsigned klass);
 
 /* A slot of `klass` from the owner's slabs (or an orphan it adopts), `bytes` asked
  * for; counted in the statistics (`hit`: no memory was reserved for it). NULL when no
