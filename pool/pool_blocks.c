@@ -284,7 +284,7 @@ void plm__pool_release_block(plm_pool *pool, pool_block *block, pool_owner *owne
   block->owner = owner;
   block->epoch = owner->open_epoch;
   block->freed_on = owner->stream;
-  block->freed_at = plm__monotonic_seconds();
+  block->freed_at = plm__monotonic_seconds_coarse();
   owner->open_epoch_used = true;
   if (plm__pool_may_cache(&owner->pending, block)) {
     block->state = BLOCK_CACHED;

@@ -16,7 +16,10 @@
  * free block takes that block's tail, a larger request its front: tiny blocks
  * gather at the ends of free runs instead of cutting a granule off the front of a
  * run that a large request would have fitted exactly. Requests of at least
- * huge_bytes get a chunk of their own.
+ * huge_bytes get a chunk of their own. Requests up to 16 KiB of a class with many
+ * blocks live are slots of slabs instead (pool_slabs.h): a slab is one USED block of
+ * the above, cut into equal slots, with a host-side bitmap, so that a free touches no
+ * per-block descriptor.
  *
  * Growth (plm__pool_chunk_size). When nothing free fits, the pool reserves one
  * chunk of max(the request rounded up to POOL_CHUNK_GRANULE (2 MiB, not to a power
@@ -97,7 +100,8 @@
  * freed only under `slow_lock`, so the slow path may use them while `lock` is
  * released.
  *
- * Files: pool_index.c (the TLSF index), pool_live.c (the live table), pool_blocks.c (descriptors,
+ * Files: pool_index.c (the TLSF index), pool_live.c (the live table), pool_slabs.c (slabs of
+ * small slots), pool_blocks.c (descriptors,
  * owners, epoch queues, moving blocks between states), pool_pages.c (giving the memory under
  * free pages back and taking it again), pool_epochs.c (closing, marking and polling
  * epochs; reuse behind waits), pool_upstream.c (PASSTHROUGH, CUDA_ASYNC), pool_stats.c (statistics,
@@ -115,7 +119,11 @@
  *     `released` list; each chunk's `released` and the pool's bytes_released count
  *     them, and bytes_reserved is what the chunks hold less that;
  *   - every pending block (owner != NULL) is in its owner's epoch queue, whose
- *     epochs never decrease from head to tail.
+ *     epochs never decrease from head to tail;
+ *   - every slab's block is USED and in the live table, and the slab map finds the
+ *     slab at both its ends; its free and pending bitmaps are disjoint and count
+ *     what `used` does not; it is listed iff it has a free slot; the pool's counts of
+ *     idle slots per class add up (plm__pool_slabs_check).
  */
 #ifndef PLUME_POOL_INTERNAL_H
 #define PLUME_POOL_INTERNAL_H

@@ -268,7 +268,7 @@ static void retire(plm_pool *pool, pool_slab *slab) {
   block->owner = safe ? NULL : slab->owner;
   block->epoch = safe ? 0 : slab->epoch;
   block->freed_on = slab->freed_on;
-  block->freed_at = plm__monotonic_seconds();
+  block->freed_at = plm__monotonic_seconds_coarse();
   block->state = BLOCK_FREE;
   if (!safe) slab->owner->open_epoch_used = true;
   block = plm__pool_merge_neighbours(pool, block);
@@ -397,7 +397,7 @@ plm_status plm__pool_slab_give(plm_pool *pool, pool_slab *slab, uintptr_t addr,
   pool->small_slabs.idle_bytes += slab->slot_bytes;
   plm__pool_slab_count(pool, slab->slot_bytes, -1);
   slab->freed_on = stream;
-  slab->freed_at = plm__monotonic_seconds();
+  slab->freed_at = plm__monotonic_seconds_coarse();
   if (!bit_get(slab->pending_bits, slot)) after_slot_free(pool, slab);
   return PLM_OK;
 }

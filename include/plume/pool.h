@@ -27,7 +27,9 @@
  * How the pooled mode works (the design notes are in pool/pool_internal.h):
  * memory is reserved from upstream in chunks; small requests (up to 64 KiB) are
  * served from exact size classes (at most 512 KiB of freed small blocks stay cached
- * per stream and for all streams; the rest merges), medium ones by a two-level
+ * per stream and for all streams; the rest merges), and those up to 16 KiB, once many
+ * blocks of their class are live, as slots of slabs (one block cut into equal slots,
+ * a bitmap per slab: pool/pool_slabs.h); medium ones by a two-level
  * segregated fit
  * (TLSF) with splitting and immediate coalescing, and requests at or above
  * `huge_bytes` get a chunk of their own. All streams share one free structure;
@@ -48,8 +50,8 @@
  * message. The pool never aborts, and stays usable after a failure.
  *
  * Holes: where the backend can give back the memory under part of a chunk (the host
- * backend; not cuda yet), the pages (2 MiB) wholly inside free runs go back before the
- * pool grows, so that memory held beyond what is in use stays within about an eighth
+ * backend; not cuda yet), the pages (page_bytes: 16 KiB on the host) wholly inside
+ * free runs go back before the pool grows, so that memory held beyond what is in use stays within about an eighth
  * of it, and come back, at the same addresses, before new chunks are reserved
  * (pool/pool_internal.h, "Giving memory back"). bytes_reserved counts the memory
  * held, bytes_released the addresses kept without it.
