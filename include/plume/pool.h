@@ -347,9 +347,9 @@ typedef struct plm_pool_block_info {
                                one block of the pool cut into equal slots), or of a
                                USED or cached small block (up to 64 KiB, kept
                                unmerged); -1 for the TLSF lists */
-  double freed_at;          /* monotonic seconds (CLOCK_MONOTONIC) of the last free in
-                               the block (a free slot: in its slab); 0 when never
-                               freed */
+  double freed_at;          /* monotonic seconds (CLOCK_MONOTONIC, read coarsely: up to
+                               a few ms early) of the last free in the block (a free
+                               slot: in its slab); 0 when never freed */
 } plm_pool_block_info;
 
 typedef struct plm_pool_snapshot {
