@@ -31,7 +31,7 @@ static void check_released(const pool_block *block, const pool_block *prev) {
 }
 
 static void check_invariants(const plm_pool *pool) {
-  size_t used = 0, held = 0, released = 0, listed = 0;
+  size_t used = 0, held = 0, released = 0;
   for (const pool_chunk *chunk = pool->chunks; chunk; chunk = chunk->next) {
     uintptr_t expected = chunk->base;
     const pool_block *prev = NULL;
@@ -57,11 +57,7 @@ static void check_invariants(const plm_pool *pool) {
     held += chunk->size - chunk->released;
     released += chunk->released;
   }
-  for (const pool_block *block = pool->released; block; block = block->free_next) {
-    PLM_ASSERT(block->state == BLOCK_RELEASED);
-    listed += block->size;
-  }
-  PLM_ASSERT(listed == released && released == pool->stats.bytes_released);
+  PLM_ASSERT(pool->released.free_bytes == released && released == pool->stats.bytes_released);
   PLM_ASSERT(held == pool->stats.bytes_reserved);
   PLM_ASSERT(used == pool->live.count);
   plm__pool_slabs_check(pool);
@@ -210,7 +206,7 @@ static void forget_idle_chunk(plm_pool *pool, pool_chunk *chunk) {
   while (block) {
     pool_block *next = block->phys_next;
     if (block->state == BLOCK_RELEASED)
-      DL_DELETE2(pool->released, block, free_prev, free_next);
+      pool_index_remove(&pool->released, block);
     else
       pool_index_remove(&pool->global, block);
     plm__pool_descriptor_release(pool, block);

@@ -52,8 +52,11 @@
  * largest holes first, until the chunk it is about to reserve would leave at most an
  * eighth of what is in use (and 2 MiB) reserved beyond use; plm_pool_trim does it
  * down to keep_bytes. Before growing, the slow path first recommits released pages
- * where they, with the free blocks beside them, hold the request (the fewest pages
- * that do), so the addresses are reused before new ones are reserved. Page
+ * where they, with the free blocks beside them, hold the request (the fewer pages of
+ * two candidates found by size in the released index: the smallest released run that
+ * can hold it with a page of free memory on each side, and the largest; a scan of
+ * every released run cost a quarter of the fragmentation workload's time once pages
+ * were 16 KiB), so the addresses are reused before new ones are reserved. Page
  * boundaries count from the chunk's base. PLM_POOL_KEEP_PAGES turns this off, and so
  * does a user upstream: its pages are not the backend's to decommit.
  *
@@ -116,7 +119,7 @@
  *   - a block is in the live table iff it is USED;
  *   - a RELEASED block is safe for all, starts and ends on page boundaries of its
  *     chunk, has no RELEASED neighbour (they would have merged), and is in the
- *     `released` list; each chunk's `released` and the pool's bytes_released count
+ *     `released` index; each chunk's `released` and the pool's bytes_released count
  *     them, and bytes_reserved is what the chunks hold less that;
  *   - every pending block (owner != NULL) is in its owner's epoch queue, whose
  *     epochs never decrease from head to tail;
@@ -190,7 +193,7 @@ struct plm_pool {
   pool_owner *owners;     /* hash by stream */
   pool_owner *last_owner; /* the owner found last: most calls repeat a stream */
   pool_live live;         /* the USED blocks by address (every mode) */
-  pool_block *released;   /* the RELEASED blocks (free_prev/free_next), any order */
+  pool_index released;    /* the RELEASED blocks, by size (free_prev/free_next) */
   pool_chunk *chunks;
   pool_slabs small_slabs; /* requests up to 16 KiB (pool_slabs.h) */
   pool_block *spare_descriptors;

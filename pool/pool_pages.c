@@ -7,8 +7,6 @@
  * sees it (it is in no index and not live), neighbours never merge with it (only FREE
  * blocks merge), and only the slow path, which `slow_lock` serialises, lists it again.
  */
-#include <utlist.h>
-
 #include "pool/pool_internal.h"
 
 bool plm__pool_pages_enabled(const plm_pool *pool) {
@@ -16,15 +14,14 @@ bool plm__pool_pages_enabled(const plm_pool *pool) {
          !(pool->config.flags & PLM_POOL_KEEP_PAGES);
 }
 
-/* ---- the released list ---------------------------------------------------------------- */
+/* ---- the released index ---------------------------------------------------------------- */
 
 static void list_released(plm_pool *pool, pool_block *block) {
-  DL_PREPEND2(pool->released, block, free_prev, free_next);
+  pool_index_insert(&pool->released, block);
 }
 
 static void unlist_released(plm_pool *pool, pool_block *block) {
-  DL_DELETE2(pool->released, block, free_prev, free_next);
-  block->free_prev = block->free_next = NULL;
+  pool_index_remove(&pool->released, block);
 }
 
 /* List a RELEASED block, merged with the RELEASED blocks beside it. */
@@ -160,18 +157,30 @@ static size_t pages_for(size_t bytes, size_t page) {
   return pages ? pages : 1;
 }
 
-/* The fewest pages of one released block that, with the free blocks beside it, make a
- * run of `need` bytes: which block, how many pages, and whether they are its last ones
- * (joining the free block after it) rather than its first. `lock` held. */
+/* Pages of one released block that, with the free blocks beside it, make a run of
+ * `need` bytes: which block, how many pages, and whether they are its last ones (joining
+ * the free block after it) rather than its first. The fewer of two candidates' (see
+ * pool_internal.h, "Giving memory back"). `lock` held. */
 typedef struct recommit_plan {
   pool_block *block;
   size_t pages;
   bool from_end;
 } recommit_plan;
 
+static bool any_block(const pool_block *block) {
+  (void)block;
+  return true;
+}
+
 static recommit_plan plan_recommit(const plm_pool *pool, size_t need) {
   recommit_plan best = {.pages = SIZE_MAX};
-  for (pool_block *r = pool->released; r; r = r->free_next) {
+  const size_t edges = 2 * pool->page_bytes;
+  const size_t near = need > edges + POOL_GRANULE ? need - edges : POOL_GRANULE;
+  pool_block *const candidates[2] = {pool_index_find(&pool->released, near / POOL_GRANULE),
+                                     pool_index_find_largest(&pool->released, 1, any_block)};
+  for (int c = 0; c < 2; c++) {
+    pool_block *r = candidates[c];
+    if (!r) continue;
     const size_t before = free_beside(r->phys_prev), after = free_beside(r->phys_next);
     const size_t page = r->chunk->page_bytes, all = r->size / page;
     const recommit_plan options[3] = {
