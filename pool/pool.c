@@ -448,6 +448,14 @@ static pool_block *alloc_slow(plm_pool *pool, plm_stream *stream, const request 
 
 /* ---- pooled mode ------------------------------------------------------------------ */
 
+/* The fast path: a block for the request from the free lists, made live, or NULL (then
+ * the slow path serves it). `lock` held. */
+static pool_block *take_live(plm_pool *pool, pool_owner *owner, const request *r,
+                             plm_stream *stream) {
+  pool_block *block = owner ? try_take(pool, owner, r) : NULL;
+  return block && make_live(pool, block, r, stream, false) ? block : NULL;
+}
+
 /* A new slab of `klass` for the stream, its block served as any other request, and a
  * slot of it for `bytes`. */
 static plm_status slab_alloc_new(plm_pool *pool, unsigned klass, size_t bytes, plm_stream *stream,
@@ -457,14 +465,10 @@ static plm_status slab_alloc_new(plm_pool *pool, unsigned klass, size_t bytes, p
   pthread_mutex_lock(&pool->lock);
   uint64_t upstream_allocs = pool->stats.upstream_allocs;
   pool_owner *owner = plm__pool_owner_get(pool, stream);
-  pool_block *block = owner ? try_take(pool, owner, &r) : NULL;
-  bool live = block && make_live(pool, block, &r, stream, false);
+  pool_block *block = take_live(pool, owner, &r, stream);
   pthread_mutex_unlock(&pool->lock);
-  if (!live) {
-    plm_status status;
-    block = alloc_slow(pool, stream, &r, &status);
-    if (!block) return status;
-  }
+  plm_status status = PLM_OK;
+  if (!block && !(block = alloc_slow(pool, stream, &r, &status))) return status;
   pthread_mutex_lock(&pool->lock);
   bool hit = pool->stats.upstream_allocs == upstream_allocs;
   owner = plm__pool_owner_get(pool, stream);
@@ -491,14 +495,10 @@ static plm_status pooled_alloc(plm_pool *pool, size_t bytes, plm_stream *stream,
     pthread_mutex_unlock(&pool->lock);
     return *ptr ? PLM_OK : slab_alloc_new(pool, r.klass, bytes, stream, ptr);
   }
-  pool_block *block = owner ? try_take(pool, owner, &r) : NULL;
-  bool live = block && make_live(pool, block, &r, stream, false);
+  pool_block *block = take_live(pool, owner, &r, stream);
   pthread_mutex_unlock(&pool->lock);
-  if (!live) {
-    plm_status status;
-    block = alloc_slow(pool, stream, &r, &status);
-    if (!block) return status;
-  }
+  plm_status status = PLM_OK;
+  if (!block && !(block = alloc_slow(pool, stream, &r, &status))) return status;
   *ptr = (void *)block->addr;
   return PLM_OK;
 }
