@@ -1842,7 +1842,8 @@ int main(int argc, char **argv) {
                       "2 MiB; default 16 KiB on host)"),
       BENCH_OPT_FLAG("--lookup", &env.opt.lookup,
                      "time the pool's pointer -> descriptor lookup alone\n"
-                     "(100,000 live blocks; the old table and pool_live.h)"),
+                     "(100,000 live blocks; the old table, pool_live.h\n"
+                     "and the slab map)"),
       BENCH_OPT_VALIDATE_JSON,
       BENCH_OPT_HELP,
       BENCH_OPT_END};
