@@ -113,9 +113,22 @@ static pool_block *try_take(plm_pool *pool, pool_owner *owner, const request *r)
 static bool make_live(plm_pool *pool, pool_block *block, const request *r, plm_stream *stream,
                       bool reserved_memory) {
   block->requested = r->slab ? 0 : r->bytes;
-  if (!pool_live_insert(&pool->live, block)) {
+  bool tracked = pool_live_insert(&pool->live, block);
+  if (tracked && r->slab) {
+    /* A slab's block becomes the slab at once, so that no one sees it in between (a
+     * block split short for want of a descriptor is no slab). */
+    pool_owner *owner = plm__pool_owner_get(pool, stream);
+    if (owner && block->size == r->size && plm__pool_slab_add(pool, owner, r->klass, block))
+      return true;
+    pool_live_remove(&pool->live, block->addr);
+    tracked = false;
+  }
+  if (!tracked) {
     pool_owner *owner = plm__pool_owner_find(pool, stream);
-    if (owner) plm__pool_release_block(pool, block, owner);
+    if (owner)
+      plm__pool_release_block(pool, block, owner);
+    else /* the stream was destroyed meanwhile: its work is done */
+      plm__pool_release_block_safe(pool, block);
     return false;
   }
   if (r->slab) return true;
@@ -349,7 +362,7 @@ static plm_status reserve_memory(plm_pool *pool, pool_owner *requester, const re
  * Returns the live block, or NULL with *status and the message set: out-of-memory
  * with the diagnostic, or the first backend error met on the way. */
 static pool_block *alloc_slow(plm_pool *pool, plm_stream *stream, const request *r,
-                              plm_status *status) {
+                              plm_status *status, bool *reserved) {
   pthread_mutex_lock(&pool->slow_lock);
   plm__pool_upstream_refused(true);
   pool_block *block = NULL;
@@ -398,10 +411,10 @@ static pool_block *alloc_slow(plm_pool *pool, plm_stream *stream, const request 
       break;
     }
 
-    /* Out of memory. 4. Give back the requester's and the orphans' empty slabs, and
-     * coalesce cached small blocks. */
+    /* Out of memory. 4. Give back every empty slab (those not yet safe go back pending
+     * on their streams, for step 6), and coalesce cached small blocks. */
     pthread_mutex_lock(&pool->lock);
-    plm__pool_slabs_retire_empty(pool, requester);
+    plm__pool_slabs_retire_empty(pool, NULL);
     plm__pool_uncache_index(pool, &pool->global);
     plm__pool_uncache_index(pool, &requester->pending);
     block = try_take(pool, requester, r);
@@ -428,9 +441,10 @@ static pool_block *alloc_slow(plm_pool *pool, plm_stream *stream, const request 
 
   pthread_mutex_lock(&pool->lock);
   bool live = block && make_live(pool, block, r, stream, reserved_memory);
-  if (!live) pool->stats.failures++;
+  if (!live && !r->slab) pool->stats.failures++; /* a slab's: see pooled_alloc */
   check_invariants(pool);
   pthread_mutex_unlock(&pool->lock);
+  if (reserved) *reserved = live && reserved_memory;
   if (live)
     *status = PLM_OK;
   else if (block)
@@ -456,32 +470,28 @@ static pool_block *take_live(plm_pool *pool, pool_owner *owner, const request *r
   return block && make_live(pool, block, r, stream, false) ? block : NULL;
 }
 
-/* A new slab of `klass` for the stream, its block served as any other request, and a
- * slot of it for `bytes`. */
+/* A slot of `klass` for `bytes` from a new slab, whose block is served as any other
+ * request (make_live makes it the slab). */
 static plm_status slab_alloc_new(plm_pool *pool, unsigned klass, size_t bytes, plm_stream *stream,
                                  void **ptr) {
-  size_t slab_bytes = plm__pool_slab_bytes(pool, klass);
-  request r = {.bytes = slab_bytes, .size = slab_bytes, .slab = true};
-  pthread_mutex_lock(&pool->lock);
-  uint64_t upstream_allocs = pool->stats.upstream_allocs;
-  pool_owner *owner = plm__pool_owner_get(pool, stream);
-  pool_block *block = take_live(pool, owner, &r, stream);
-  pthread_mutex_unlock(&pool->lock);
-  plm_status status = PLM_OK;
-  if (!block && !(block = alloc_slow(pool, stream, &r, &status))) return status;
-  pthread_mutex_lock(&pool->lock);
-  bool hit = pool->stats.upstream_allocs == upstream_allocs;
-  owner = plm__pool_owner_get(pool, stream);
-  bool added = owner && plm__pool_slab_add(pool, owner, klass, block);
-  if (added) {
-    *ptr = plm__pool_slab_take(pool, owner, klass, bytes, hit);
-  } else {
-    pool_live_remove(&pool->live, block->addr);
-    if (owner) plm__pool_release_block(pool, block, owner);
-    pool->stats.failures++;
+  const size_t slab_bytes = plm__pool_slab_bytes(pool, klass);
+  const request r = {.bytes = slab_bytes, .size = slab_bytes, .klass = klass, .slab = true};
+  for (;;) {
+    pthread_mutex_lock(&pool->lock);
+    pool_owner *owner = plm__pool_owner_get(pool, stream);
+    pool_block *block = take_live(pool, owner, &r, stream);
+    pthread_mutex_unlock(&pool->lock);
+    plm_status status = PLM_OK;
+    bool reserved = false;
+    if (!block && !alloc_slow(pool, stream, &r, &status, &reserved)) return status;
+    pthread_mutex_lock(&pool->lock);
+    owner = plm__pool_owner_get(pool, stream);
+    /* Another thread on this stream may have emptied the new slab meanwhile: again. */
+    *ptr = owner ? plm__pool_slab_take(pool, owner, klass, bytes, !reserved) : NULL;
+    pthread_mutex_unlock(&pool->lock);
+    if (*ptr) return PLM_OK;
+    if (!owner) return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for a stream record");
   }
-  pthread_mutex_unlock(&pool->lock);
-  return added ? PLM_OK : plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for a slab's header");
 }
 
 static plm_status pooled_alloc(plm_pool *pool, size_t bytes, plm_stream *stream, void **ptr) {
@@ -490,15 +500,26 @@ static plm_status pooled_alloc(plm_pool *pool, size_t bytes, plm_stream *stream,
   pool_owner *owner = plm__pool_owner_get(pool, stream);
   if (owner) owner->allocates = true;
   if (owner && r.small && plm__pool_slab_serves(pool, r.klass)) {
-    /* A slot of the owner's slabs, of an orphan it adopts, or of a new slab. */
+    /* A slot of the owner's slabs, of an orphan it adopts, or of a new slab... */
     *ptr = plm__pool_slab_take(pool, owner, r.klass, bytes, true);
     pthread_mutex_unlock(&pool->lock);
-    return *ptr ? PLM_OK : slab_alloc_new(pool, r.klass, bytes, stream, ptr);
+    if (*ptr) return PLM_OK;
+    plm_status status = slab_alloc_new(pool, r.klass, bytes, stream, ptr);
+    if (status == PLM_OK) return PLM_OK;
+    pthread_mutex_lock(&pool->lock);
+    if (status != PLM_ERR_OUT_OF_MEMORY) {
+      pool->stats.failures++;
+      pthread_mutex_unlock(&pool->lock);
+      return status;
+    }
+    /* ...or, where no slab fits, a block of its own: the ladder again for the request
+     * itself (its diagnostic names the bytes asked for, and it counts the failure). */
+    owner = plm__pool_owner_get(pool, stream);
   }
   pool_block *block = take_live(pool, owner, &r, stream);
   pthread_mutex_unlock(&pool->lock);
   plm_status status = PLM_OK;
-  if (!block && !(block = alloc_slow(pool, stream, &r, &status))) return status;
+  if (!block && !(block = alloc_slow(pool, stream, &r, &status, NULL))) return status;
   *ptr = (void *)block->addr;
   return PLM_OK;
 }
@@ -841,11 +862,9 @@ plm_status plm_pool_trim(plm_pool *pool, size_t keep_bytes) {
     return plm__propagate(status);
   }
   pthread_mutex_lock(&pool->slow_lock);
-  /* Give empty slabs back (pending on their owners), then close every stream's epoch:
-   * the synchronisation below covers the frees made before it, not frees other threads
-   * make while it runs. */
+  /* Close every stream's epoch first: the synchronisation below covers the frees
+   * made before it, not frees other threads make while it runs. */
   pthread_mutex_lock(&pool->lock);
-  plm__pool_slabs_retire_empty(pool, NULL);
   size_t count = 0;
   pool_owner **owners = plm__pool_snapshot_owners(pool, &count);
   uint64_t *closed = owners ? malloc((count ? count : 1) * sizeof *closed) : NULL;
@@ -861,7 +880,8 @@ plm_status plm_pool_trim(plm_pool *pool, size_t keep_bytes) {
     pthread_mutex_lock(&pool->lock);
     pool->stats.host_synchronizations++;
     for (size_t i = 0; i < count; i++) plm__pool_migrate(pool, owners[i], closed[i]);
-    plm__pool_slabs_retire_empty(pool, NULL); /* those the migration emptied */
+    /* Empty slabs go back: safe for all when their last free is covered above. */
+    plm__pool_slabs_retire_empty(pool, NULL);
     plm__pool_uncache_index(pool, &pool->global);
     check_invariants(pool);
     pthread_mutex_unlock(&pool->lock);

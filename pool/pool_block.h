@@ -9,7 +9,7 @@
  *   FREE      in an index's `lists` (free_prev/free_next), may be merged;
  *   CACHED    a small block in an index's `cached` list, not merged;
  *   RELEASED  whole pages whose memory went back to the backend (mem_decommit), the
- *             addresses kept: in the pool's `released` list (free_prev/free_next),
+ *             addresses kept: in the pool's `released` index (free_prev/free_next),
  *             never handed out until recommitted (pool/pool_pages.c).
  * A FREE or CACHED block whose `owner` is not NULL was freed on that stream and is
  * not yet known to be safe for other streams; it is also in the owner's epoch

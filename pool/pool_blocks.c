@@ -298,6 +298,16 @@ void plm__pool_release_block(plm_pool *pool, pool_block *block, pool_owner *owne
   queue_append(owner, block);
 }
 
+/* Free a block that is not USED any more (out of the live table, in no index) as safe
+ * for all, merged with its neighbours. */
+void plm__pool_release_block_safe(plm_pool *pool, pool_block *block) {
+  block->owner = NULL;
+  block->epoch = 0;
+  block->freed_at = plm__monotonic_seconds_coarse();
+  block->state = BLOCK_FREE;
+  plm__pool_attach_free_block(pool, plm__pool_merge_neighbours(pool, block));
+}
+
 /* Make every pending block of `owner` with an epoch up to `upto` safe for all. */
 void plm__pool_migrate(plm_pool *pool, pool_owner *owner, uint64_t upto) {
   if (upto > owner->safe_epoch) owner->safe_epoch = upto;

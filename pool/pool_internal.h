@@ -54,7 +54,8 @@
  * down to keep_bytes. Before growing, the slow path first recommits released pages
  * where they, with the free blocks beside them, hold the request (the fewer pages of
  * two candidates found by size in the released index: the smallest released run that
- * can hold it with a page of free memory on each side, and the largest; a scan of
+ * can hold it with a page of free memory on each side, and one of the largest (the
+ * head of the highest class, within a sixteenth of the largest); a scan of
  * every released run cost a quarter of the fragmentation workload's time once pages
  * were 16 KiB), so the addresses are reused before new ones are reserved. Page
  * boundaries count from the chunk's base. PLM_POOL_KEEP_PAGES turns this off, and so
@@ -232,7 +233,7 @@ typedef struct request {
   size_t size;  /* served: a multiple of POOL_GRANULE */
   bool small;
   unsigned klass; /* small only */
-  bool slab;      /* the block under a new slab: not counted as handed out */
+  bool slab;      /* the block of a new slab of class klass: not counted as handed out */
 } request;
 
 /* pool/pool_blocks.c: block bookkeeping; `lock` held. */
@@ -248,6 +249,7 @@ pool_block *plm__pool_merge_neighbours(plm_pool *pool, pool_block *block);
 pool_block *plm__pool_take_block(plm_pool *pool, pool_block *block, size_t size);
 bool plm__pool_may_cache(const pool_index *index, const pool_block *block);
 void plm__pool_release_block(plm_pool *pool, pool_block *block, pool_owner *owner);
+void plm__pool_release_block_safe(plm_pool *pool, pool_block *block);
 void plm__pool_migrate(plm_pool *pool, pool_owner *owner, uint64_t upto);
 void plm__pool_uncache_index(plm_pool *pool, pool_index *index);
 

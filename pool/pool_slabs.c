@@ -227,12 +227,16 @@ bool plm__pool_slab_add(plm_pool *pool, pool_owner *owner, unsigned klass, pool_
     free(slab);
     return false;
   }
+  /* The block may have been freed on this stream a moment ago (a stream reuses its own
+   * frees at once), with that work still running: the slab's memory is safe for others
+   * only once the stream has passed its open epoch, as for a free made now. */
   *slab = (pool_slab){.base = block->addr,
                       .slot_bytes = slot_bytes,
                       .slot_count = count,
                       .klass = klass,
                       .block = block,
                       .owner = owner,
+                      .epoch = owner->open_epoch,
                       .requested = slab->requested};
   if (!map_add(&pool->small_slabs.map, slab)) {
     free(slab->requested);
@@ -264,15 +268,19 @@ static void retire(plm_pool *pool, pool_slab *slab) {
 
   pool_block *block = slab->block;
   pool_live_remove(&pool->live, block->addr);
-  bool safe = !slab->owner || slab->epoch <= slab->owner->safe_epoch;
-  block->owner = safe ? NULL : slab->owner;
-  block->epoch = safe ? 0 : slab->epoch;
-  block->freed_on = slab->freed_on;
-  block->freed_at = plm__monotonic_seconds_coarse();
-  block->state = BLOCK_FREE;
-  if (!safe) slab->owner->open_epoch_used = true;
-  block = plm__pool_merge_neighbours(pool, block);
-  plm__pool_attach_free_block(pool, block);
+  pool_owner *owner = slab->owner;
+  block->freed_on = owner ? owner->stream : slab->freed_on;
+  if (!owner || slab->epoch <= owner->safe_epoch) {
+    plm__pool_release_block_safe(pool, block);
+  } else {
+    /* Pending on the owner until it passes its last free into the slab. */
+    block->owner = owner;
+    block->epoch = slab->epoch;
+    block->freed_at = plm__monotonic_seconds_coarse();
+    block->state = BLOCK_FREE;
+    owner->open_epoch_used = true;
+    plm__pool_attach_free_block(pool, plm__pool_merge_neighbours(pool, block));
+  }
   free(slab->requested);
   free(slab);
 }

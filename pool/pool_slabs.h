@@ -86,8 +86,9 @@ struct pool_slab {
   bool listed;        /* in its owner's (or the orphans') list of its class */
   pool_block *block;  /* the pool block under it (USED) */
   pool_owner *owner;  /* NULL: an orphan */
-  uint64_t epoch;     /* the owner's epoch at its last free into the slab: once the
-                         owner has passed it, every free slot is safe for all */
+  uint64_t epoch;     /* the owner's open epoch when the slab was made or at its last
+                         free into it: once the owner has passed it, every free slot
+                         is safe for all (an orphan's: 0) */
   pool_slab *prev, *next;         /* the class list */
   pool_slab *all_prev, *all_next; /* every slab of the pool */
   const plm_stream *freed_on;     /* the stream of the last free (snapshots) */

@@ -59,7 +59,8 @@ typedef struct plm__backend_iface {
   plm_status (*mem_recommit)(void *ctx, void *ptr, size_t bytes);
   /* (with mem_decommit) The unit mem_decommit gives back: only the units wholly inside
    * a range go (the host's system page; cuda's would be its physical allocation
-   * granularity, 2 MiB). A power of two. */
+   * granularity, 2 MiB). A power of two. A mem_alloc block of at least this size starts
+   * on a unit boundary, so that pages counted from its base are whole units. */
   size_t (*mem_decommit_unit)(void *ctx);
 
   plm_status (*stream_create)(void *ctx, unsigned flags, void **stream);

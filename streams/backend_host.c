@@ -453,11 +453,15 @@ static plm_status host_event_elapsed_ms(void *ctx, void *start_handle, void *end
 
 /* ---- memory ------------------------------------------------------------------- */
 
+/* 256-byte aligned; a block of at least a system page starts on one, so that the pool's
+ * pages, counted from a chunk's base, are whole system pages (mem_decommit_unit). */
 static plm_status host_mem_alloc(void *ctx, size_t bytes, void **ptr) {
   (void)ctx;
   size_t rounded = (bytes + DEVICE_ALIGNMENT - 1) / DEVICE_ALIGNMENT * DEVICE_ALIGNMENT;
+  const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  const size_t alignment = rounded >= page && page > DEVICE_ALIGNMENT ? page : DEVICE_ALIGNMENT;
   void *memory = NULL;
-  if (posix_memalign(&memory, DEVICE_ALIGNMENT, rounded) != 0)
+  if (posix_memalign(&memory, alignment, rounded) != 0)
     return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "host backend: no memory for %zu bytes", bytes);
   *ptr = memory;
   return PLM_OK;

@@ -8,9 +8,15 @@
  * fewest past 64 KiB), and which turns slabs on with 16 blocks live (a quarter of a
  * slab's worth) and off below 4. Block contents are never touched, so every test runs on cuda as
  * well; debug builds check the pool's invariants on every slow path. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 
+#include "gate.h"
 #include "harness.h"
 #include "plume/pool.h"
 #include "pool_test.h"
@@ -139,6 +145,66 @@ START_TEST(test_a_slot_freed_on_another_stream_waits_for_it) {
 }
 END_TEST
 
+/* Opens a gate after a pause, saying so first. */
+typedef struct late_opener {
+  gate *gate;
+  atomic_bool opened;
+} late_opener;
+
+static void *open_later(void *arg) {
+  late_opener *o = arg;
+  nanosleep(&(struct timespec){.tv_nsec = 200 * 1000 * 1000}, NULL);
+  atomic_store(&o->opened, true);
+  gate_open(o->gate);
+  return NULL;
+}
+
+/* A stream takes its own frees at once, so a slab may be cut from memory its stream
+ * freed a moment ago, with that stream's work on it still to run. Emptied by frees on
+ * another stream, the slab goes back pending on its own stream: no other stream may
+ * have the memory before that stream has passed the free (the stress test caught the
+ * pool handing it over at once, and giving its pages back under a pending read). */
+START_TEST(test_a_slab_on_memory_its_stream_just_freed_waits_for_that_stream) {
+  gate hold;
+  gate_init(&hold, 10000);
+  plm_pool_config config = plm_pool_config_default();
+  config.growth = PLM_POOL_GROW_FIXED;
+  config.byte_limit = 2 * MiB;
+  /* No stream waits, no pages given back: the memory is either handed over or not. */
+  config.flags = PLM_POOL_NO_STREAM_WAITS | PLM_POOL_KEEP_PAGES;
+  plm_pool *pool = pool_with(&config);
+  plm_stream *owner = new_stream(), *other = new_stream(), *third = new_stream();
+  void *tail[SLABS_ON], *x = NULL, *slot = NULL, *big = NULL;
+  alloc_n(pool, owner, tail, SLABS_ON); /* the 1 KiB class is on */
+  char *base = base_below(tail[0]);
+  PLM_CHECK_OK(plm_pool_alloc(pool, SLAB_SLOTS * KiB, owner, &x)); /* a slab's size */
+  ck_assert_ptr_eq((char *)x, base);
+  PLM_CHECK_OK(plm_stream_enqueue_host(owner, gate_wait_task, &hold));
+  PLM_CHECK_OK(plm_pool_free(pool, x, owner)); /* pending on `owner`, behind the gate */
+  PLM_CHECK_OK(plm_pool_alloc(pool, REQUEST, owner, &slot));
+  ck_assert_ptr_eq(slot, x); /* the new slab took x's memory at once */
+  PLM_CHECK_OK(plm_pool_free(pool, slot, other)); /* the slab empties once `other` passes */
+  /* Under the byte limit only memory `owner` freed can hold this request (x's, and the
+   * rest of the chunk, which x's free absorbed): the pool must wait for `owner` to pass
+   * its free, however the slab went back. */
+  late_opener opener = {.gate = &hold};
+  pthread_t thread;
+  ck_assert_int_eq(pthread_create(&thread, NULL, open_later, &opener), 0);
+  PLM_CHECK_OK(plm_pool_alloc(pool, SLAB_SLOTS * KiB, third, &big));
+  ck_assert_msg(atomic_load(&opener.opened),
+                "another stream got memory its stream had freed before that stream ran");
+  ck_assert_int_eq(pthread_join(thread, NULL), 0);
+  ck_assert(!hold.timed_out);
+  PLM_CHECK_OK(plm_pool_free(pool, big, third));
+  free_n(pool, owner, tail, SLABS_ON);
+  PLM_CHECK_OK(plm_pool_destroy(pool));
+  PLM_CHECK_OK(plm_stream_destroy(owner));
+  PLM_CHECK_OK(plm_stream_destroy(other));
+  PLM_CHECK_OK(plm_stream_destroy(third));
+  gate_destroy(&hold);
+}
+END_TEST
+
 START_TEST(test_a_destroyed_streams_slabs_are_adopted) {
   plm_pool *pool = fixed_pool(0);
   plm_stream *owner = new_stream(), *heir = new_stream();
@@ -214,6 +280,7 @@ static Suite *pool_slabs_suite(void) {
   tcase_add_test(slabs, test_a_class_turns_slabs_on_and_off_by_its_blocks_live);
   tcase_add_test(slabs, test_a_slot_freed_on_its_stream_is_reused_there_at_once);
   tcase_add_test(slabs, test_a_slot_freed_on_another_stream_waits_for_it);
+  tcase_add_test(slabs, test_a_slab_on_memory_its_stream_just_freed_waits_for_that_stream);
   tcase_add_test(slabs, test_a_destroyed_streams_slabs_are_adopted);
   tcase_add_test(slabs, test_frees_that_are_not_a_live_slot_are_refused);
   tcase_add_test(slabs, test_destroy_counts_live_slots);

@@ -275,7 +275,9 @@ PLM_API plm_status plm_pool_alloc(plm_pool *pool, size_t bytes, plm_stream *stre
  * upstream: PLM_ERR_INVALID_STATE, the block stays live). Errors: PLM_ERR_INVALID_ARG
  * (NULL pool or stream, a stream of another context), PLM_ERR_NOT_FOUND (ptr is not a
  * live block of this pool: never allocated, already freed, or an interior pointer;
- * nothing changes). */
+ * nothing changes), PLM_ERR_OUT_OF_MEMORY (no host memory to record the free: the
+ * stream's record, or a slot freed on another stream than its slab's; the block stays
+ * live). */
 PLM_API plm_status plm_pool_free(plm_pool *pool, void *ptr, plm_stream *stream);
 
 /* A snapshot of the statistics. O(number of free-list classes). */
