@@ -205,6 +205,34 @@ START_TEST(test_a_slab_on_memory_its_stream_just_freed_waits_for_that_stream) {
 }
 END_TEST
 
+/* Where no slab fits (a byte limit, and no free run of a slab's size), a small request
+ * of a class that is on is served as a block of its own, and no failure is counted. */
+START_TEST(test_a_small_request_without_room_for_a_slab_is_a_block_of_its_own) {
+  plm_pool_config config = plm_pool_config_default();
+  config.growth = PLM_POOL_GROW_FIXED;
+  config.byte_limit = 2 * MiB;
+  config.flags = PLM_POOL_KEEP_PAGES;
+  plm_pool *pool = pool_with(&config);
+  plm_stream *stream = new_stream();
+  void *tail[SLABS_ON], *filler = NULL, *small = NULL;
+  alloc_n(pool, stream, tail, SLABS_ON); /* the 1 KiB class is on */
+  char *base = base_below(tail[0]);
+  /* All but 32 KiB of the chunk: no room for a slab (65 KiB), room for a block. */
+  PLM_CHECK_OK(plm_pool_alloc(pool, 2 * MiB - SLABS_ON * KiB - 32 * KiB, stream, &filler));
+  ck_assert_ptr_eq((char *)filler, base);
+  PLM_CHECK_OK(plm_pool_alloc(pool, REQUEST, stream, &small));
+  plm_pool_stats stats = stats_of(pool);
+  ck_assert_uint_eq(stats.failures, 0);
+  ck_assert_uint_eq(stats.bytes_reserved, 2 * MiB);
+  ck_assert_uint_eq(stats.live_blocks, SLABS_ON + 2);
+  PLM_CHECK_OK(plm_pool_free(pool, small, stream));
+  PLM_CHECK_OK(plm_pool_free(pool, filler, stream));
+  free_n(pool, stream, tail, SLABS_ON);
+  PLM_CHECK_OK(plm_pool_destroy(pool));
+  PLM_CHECK_OK(plm_stream_destroy(stream));
+}
+END_TEST
+
 START_TEST(test_a_destroyed_streams_slabs_are_adopted) {
   plm_pool *pool = fixed_pool(0);
   plm_stream *owner = new_stream(), *heir = new_stream();
@@ -281,6 +309,7 @@ static Suite *pool_slabs_suite(void) {
   tcase_add_test(slabs, test_a_slot_freed_on_its_stream_is_reused_there_at_once);
   tcase_add_test(slabs, test_a_slot_freed_on_another_stream_waits_for_it);
   tcase_add_test(slabs, test_a_slab_on_memory_its_stream_just_freed_waits_for_that_stream);
+  tcase_add_test(slabs, test_a_small_request_without_room_for_a_slab_is_a_block_of_its_own);
   tcase_add_test(slabs, test_a_destroyed_streams_slabs_are_adopted);
   tcase_add_test(slabs, test_frees_that_are_not_a_live_slot_are_refused);
   tcase_add_test(slabs, test_destroy_counts_live_slots);
