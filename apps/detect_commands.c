@@ -12,6 +12,7 @@
 #endif
 #include "apps/interrupt.h"
 #include "apps/options.h"
+#include "tools/launcher.h"
 #include "tools/quote.h"
 #include "tools/regular_file.h"
 
@@ -182,17 +183,6 @@ static const char *pipeline_text(const char *pipeline, const char *preset,
     name += length + (name[length] == ' ');
   }
   return p->pipeline;
-}
-
-/* Whether a launcher started this process as one of several (Open MPI's mpirun, or a
- * PMI one: MPICH, Slurm's srun). */
-static bool launched_by_mpi(void) {
-  const char *names[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"};
-  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-    const char *size = getenv(names[i]);
-    if (size && atoi(size) > 1) return true;
-  }
-  return false;
 }
 
 int detect_command_main(int argc, char **argv) {

@@ -4,9 +4,6 @@
 #include "apps/detect_mpi.h"
 
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <strings.h>
 
 #include "apps/interrupt.h"
 #include "plume/mpi.h"
@@ -43,29 +40,6 @@ static plm_status withdraw(const detect_runner *self, plm_status status, char *e
   return status;
 }
 
-/* The rank among the ranks of this node. */
-static int local_rank(void) {
-  MPI_Comm node;
-  int rank = 0;
-  if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) !=
-      MPI_SUCCESS)
-    return 0;
-  MPI_Comm_rank(node, &rank);
-  MPI_Comm_free(&node);
-  return rank;
-}
-
-/* The device of this rank: local rank mod the node's CUDA devices when the run is on
- * cuda, else 0 (the host backend has one). */
-static int device_of_rank(plm_backend backend) {
-  int cuda = 0;
-  plm_backend_device_count(PLM_BACKEND_CUDA, &cuda, NULL);
-  const char *env = getenv("PLUME_BACKEND");
-  bool host_forced = env && strcasecmp(env, "host") == 0;
-  bool on_cuda = backend == PLM_BACKEND_CUDA || (backend == PLM_BACKEND_AUTO && !host_forced);
-  return on_cuda && cuda > 0 ? local_rank() % cuda : 0;
-}
-
 plm_status detect_run_mpi(detect_config *config, detect_result *result, bool *writes, char *err,
                           size_t err_size) {
   int provided = 0, rank = 0;
@@ -80,7 +54,7 @@ plm_status detect_run_mpi(detect_config *config, detect_result *result, bool *wr
   *writes = rank == 0;
   const detect_runner runner = {.run = run_ranks, .withdraw = withdraw, .writes = *writes};
   config->runner = &runner;
-  config->device = device_of_rank(config->backend);
+  config->device = plm_mpi_local_device(MPI_COMM_WORLD, config->backend);
   if (!*writes) config->show_progress = false;
   plm_status status = detect_run(config, result, err, err_size);
   config->runner = NULL;

@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "streams/clock.h"
 #include "streams/error.h"
@@ -72,6 +73,21 @@ plm_status plm_mpi_share(int64_t frames, int rank, int ranks, int64_t *first, in
   *count = base + (rank < extra);
   *first = rank * base + (rank < extra ? rank : extra);
   return PLM_OK;
+}
+
+int plm_mpi_local_device(MPI_Comm comm, plm_backend backend) {
+  MPI_Comm node;
+  int local = 0, cuda = 0;
+  /* Collective whatever the backend, so that every rank makes the same calls. */
+  if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+    MPI_Comm_rank(node, &local);
+    MPI_Comm_free(&node);
+  }
+  plm_backend_device_count(PLM_BACKEND_CUDA, &cuda, NULL);
+  const char *env = getenv("PLUME_BACKEND");
+  const bool host_forced = env && strcasecmp(env, "host") == 0;
+  const bool on_cuda = backend == PLM_BACKEND_CUDA || (backend == PLM_BACKEND_AUTO && !host_forced);
+  return on_cuda && cuda > 0 ? local % cuda : 0;
 }
 
 /* ---- failures ------------------------------------------------------------------------------ */

@@ -54,6 +54,12 @@ extern "C" {
  * errors: PLM_ERR_INVALID_ARG (frames negative, rank outside 0 .. ranks - 1, NULL out). */
 plm_status plm_mpi_share(int64_t frames, int rank, int ranks, int64_t *first, int64_t *count);
 
+/* The device index for this rank's context (plm_context_config.device): its rank among
+ * the ranks of comm on its node (MPI_Comm_split_type, shared memory) modulo the node's
+ * CUDA devices, when the backend is cuda, or AUTO with a GPU present and PLUME_BACKEND
+ * not set to host; else 0 (the host backend has one device). Collective over comm. */
+int plm_mpi_local_device(MPI_Comm comm, plm_backend backend);
+
 /* Turn frame `frame`'s outputs (as plm_pipeline_run_stream's sink gets them) into bytes:
  * *bytes must stay valid until the next call (a buffer of the caller's), *length may be
  * 0. Called on every rank for its own frames, in order, on the calling thread. */
