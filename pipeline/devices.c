@@ -374,13 +374,8 @@ plm_status plm_pipeline_run_stream_devices(plm_pipeline *const *pipelines, int c
   PLM__REFUSE_IN_HOST_CALLBACK();
   const plm_run_stream_options defaults = plm_run_stream_options_default();
   if (!options) options = &defaults;
-  if (options->max_frames < 0)
-    return plm__fail(PLM_ERR_INVALID_ARG, "options->max_frames %lld is negative",
-                     (long long)options->max_frames);
-  if (options->source_ahead < 0 || options->source_ahead > PLM_SOURCE_AHEAD_MAX)
-    return plm__fail(PLM_ERR_INVALID_ARG, "options->source_ahead %d is out of range (0 to %d)",
-                     options->source_ahead, PLM_SOURCE_AHEAD_MAX);
-  plm_status status = check_pipelines(pipelines, count);
+  plm_status status = plm__run_stream_options_check(options);
+  if (status == PLM_OK) status = check_pipelines(pipelines, count);
   if (status != PLM_OK) return plm__propagate(status);
 
   devices_run run = {.source = source,

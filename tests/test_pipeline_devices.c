@@ -49,12 +49,7 @@ static plm_context *second_context(int host_threads) {
 }
 
 static plm_pipeline *compiled(plm_context *ctx, const char *text, int frames_in_flight) {
-  const int64_t dims[2] = {H, W};
-  plm_pipeline *pl = NULL;
-  PLM_CHECK_OK(plm_pipeline_parse(ctx, text, PLM_DTYPE_U16, 2, dims, &pl));
-  plm_plan_config cfg = {.frames_in_flight = frames_in_flight};
-  PLM_CHECK_OK(plm_pipeline_compile(pl, &cfg));
-  return pl;
+  return plm_test_pipeline(ctx, text, PLM_DTYPE_U16, H, W, frames_in_flight);
 }
 
 typedef struct feed {
@@ -259,10 +254,7 @@ START_TEST(test_refusals) {
                    PLM_ERR_INVALID_ARG);
   ck_assert_int_eq(plm_pipeline_run_stream_devices(pair, 2, source, sink, f, NULL, NULL),
                    PLM_ERR_INVALID_ARG);
-  plm_pipeline *smaller = NULL;
-  PLM_CHECK_OK(plm_pipeline_parse(other, "threshold value=100 ! label ! regions capacity=32",
-                                  PLM_DTYPE_U16, 2, dims, &smaller));
-  PLM_CHECK_OK(plm_pipeline_compile(smaller, NULL));
+  plm_pipeline *smaller = compiled(other, "threshold value=100 ! label ! regions capacity=32", 2);
   plm_pipeline *mixed[2] = {a, smaller};
   ck_assert_int_eq(plm_pipeline_run_stream_devices(mixed, 2, source, sink, f, NULL, &report),
                    PLM_ERR_INVALID_ARG);

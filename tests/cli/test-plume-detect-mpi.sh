@@ -5,7 +5,13 @@
 # file, no output file, an old one kept); a stateful pipeline refused; an interrupted run
 # (no output, no temporary file). Skips (77) when mpirun is missing. Ranks oversubscribe the
 # cores (--oversubscribe) and may run as root (--allow-run-as-root), as in CI.
+#
+# Under AddressSanitizer the ranks run without its leak check: Open MPI keeps memory past
+# MPI_Finalize in components it has unloaded by then, which no suppression can name. Every
+# other check of ASan and UBSan stays on; plume's own paths are leak-checked by the
+# single-process tests (plume_detect_cli) and tests/test_pipeline_devices.c.
 set -u
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 command -v mpirun >/dev/null || { echo "skip: no mpirun"; exit 77; }
