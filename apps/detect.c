@@ -335,7 +335,10 @@ plm_status detect_run(const detect_config *config, detect_result *result, char *
     return release(&job, status);
   }
 
-  if (config->show_progress && writes) progress_begin(&job.bar, "detect", "frames", frames->count);
+  if (config->force_progress && writes)
+    progress_begin_always(&job.bar, "detect", "frames", frames->count);
+  else if (config->show_progress && writes)
+    progress_begin(&job.bar, "detect", "frames", frames->count);
   if (runner) {
     const detect_frames all = {.count = frames->count,
                                .source = read_frame,

@@ -111,6 +111,7 @@ typedef struct detect_config {
   int device;              /* the backend's device index (plm_context_config.device) */
   int frames_in_flight;    /* K, 1..PLM_PIPELINE_MAX_FRAMES; 0: the default above */
   bool show_progress;      /* a progress bar on stderr when it is a terminal */
+  bool force_progress;     /* ... and when it is not (mpirun pipes it): --progress */
   /* When not NULL and *stop becomes non-zero (a signal handler's flag), the run stops
    * before its next frame, or before the CSV replaces out_path, with
    * PLM_ERR_INVALID_STATE ("interrupted"), leaving no file (apps/interrupt.h). */

@@ -19,7 +19,8 @@
 static const char detect_usage[] =
     "usage: plume detect --frames FRAMES.npy|DIR (--pipeline \"TEXT\" | --preset NAME)\n"
     "                    --out DETECTIONS.csv [--tensor NAME=FILE.npy]...\n"
-    "                    [--backend host|cuda|auto] [--streams K] [--profile DIR] [--mpi]\n"
+    "                    [--backend host|cuda|auto] [--streams K] [--profile DIR]\n"
+    "                    [--progress] [--mpi]\n"
     "       plume detect --list-presets\n"
     "\n"
     "Run a pipeline over a sequence of frames and write the regions it finds.\n"
@@ -57,6 +58,8 @@ static const char detect_usage[] =
     "                        trace: Perfetto, chrome://tracing), DIR/report.html (with a\n"
     "                        map of the device pool at the end of the run) and\n"
     "                        DIR/pool_snapshot.json; CUDA graphs are off while profiling\n"
+    "  --progress            draw the progress bar even when stderr is not a terminal\n"
+    "                        (under mpirun, rank 0 draws it over all the ranks' frames)\n"
     "  --mpi                 share the frames among the ranks of an MPI job (mpirun -n N\n"
     "                        plume detect ...): each rank runs its block of frames on its\n"
     "                        own device, rank 0 writes the one CSV, identical to one\n"
@@ -187,7 +190,8 @@ static const char *pipeline_text(const char *pipeline, const char *preset,
 
 int detect_command_main(int argc, char **argv) {
   const char *frames = NULL, *pipeline = NULL, *preset = NULL, *list = NULL, *out = NULL,
-             *backend = NULL, *streams = NULL, *profile = NULL, *mpi = NULL;
+             *backend = NULL, *streams = NULL, *profile = NULL, *mpi = NULL,
+             *progress = NULL;
   option options[] = {{"--frames", &frames, false},
                       {"--pipeline", &pipeline, false},
                       {"--preset", &preset, false},
@@ -196,6 +200,7 @@ int detect_command_main(int argc, char **argv) {
                       {"--backend", &backend, false},
                       {"--streams", &streams, false},
                       {"--profile", &profile, false},
+                      {"--progress", &progress, true},
                       {"--mpi", &mpi, true},
                       {NULL, NULL, false}};
   detect_tensor tensors[DETECT_MAX_TENSORS];
@@ -242,6 +247,7 @@ int detect_command_main(int argc, char **argv) {
                           .pipeline = pipeline,
                           .out_path = out,
                           .show_progress = true,
+                          .force_progress = progress != NULL,
                           .profile_dir = profile,
                           .tensors = tensors,
                           .tensor_count = tensor_count};

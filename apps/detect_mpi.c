@@ -55,7 +55,7 @@ plm_status detect_run_mpi(detect_config *config, detect_result *result, bool *wr
   const detect_runner runner = {.run = run_ranks, .withdraw = withdraw, .writes = *writes};
   config->runner = &runner;
   config->device = plm_mpi_local_device(MPI_COMM_WORLD, config->backend);
-  if (!*writes) config->show_progress = false;
+  if (!*writes) config->show_progress = config->force_progress = false;
   plm_status status = detect_run(config, result, err, err_size);
   config->runner = NULL;
   MPI_Finalize();

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # tests/cli/test-plume-detect-mpi.sh PLUME SCRATCH: `plume detect` under `mpirun -n 2` and
 # `-n 3` (and more ranks than frames): the CSV byte for byte what one process writes, from a
-# stack and from a folder; a bad frame on one rank (exit 2, one line naming the rank and the
-# file, no output file, an old one kept); a stateful pipeline refused; an interrupted run
-# (no output, no temporary file). Skips (77) when mpirun is missing. Ranks oversubscribe the
-# cores (--oversubscribe) and may run as root (--allow-run-as-root), as in CI.
+# stack and from a folder, with --progress over all the ranks' frames; a bad frame on one
+# rank (exit 2, one line naming the rank and the file, no output file, an old one kept); a
+# stateful pipeline refused; an interrupted run (no output, no temporary file). Skips (77)
+# when mpirun is missing. Ranks oversubscribe the cores (--oversubscribe) and may run as
+# root (--allow-run-as-root), as in CI.
 #
 # Under AddressSanitizer the ranks run without its leak check: Open MPI keeps memory past
 # MPI_Finalize in components it has unloaded by then, which no suppression can name. Every
@@ -52,6 +53,9 @@ for ranks in 2 3; do
   checks=$((checks + 1))
   grep -q "over $ranks ranks (rank 0 " out.txt || fail "-n $ranks: no frames/s per rank: $(cat out.txt)"
 done
+# --progress: rank 0 draws the bar over every rank's frames, though mpirun pipes its stderr.
+mpi_run 0 3 "--progress" detect --frames s.npy --pipeline "$pipeline" --out p3.csv --progress &&
+  expect_err "--progress" "$N/$N frames" && same p3.csv one.csv "--progress"
 # --mpi asks for it by name; one rank is one process.
 mpi_run 0 1 "--mpi, -n 1" detect --frames s.npy --pipeline "$pipeline" --out m1.csv --mpi &&
   same m1.csv one.csv "--mpi, -n 1"
