@@ -93,11 +93,14 @@ plm_status plm_context_create(const plm_context_config *cfg, plm_context **out) 
   if (config.device < 0)
     return plm__fail(PLM_ERR_INVALID_ARG, "cfg->device %d is negative", config.device);
 
-  const int cores = plm__parallel_threads();
-  if (config.host_threads < 0 || config.host_threads > cores)
+  if (config.host_threads < 0)
+    return plm__fail(PLM_ERR_INVALID_ARG, "cfg->host_threads %d is negative", config.host_threads);
+  /* The process-wide pool's threads are the cores the host backend uses (started here
+   * only when a budget is asked for). */
+  if (config.host_threads > 0 && config.host_threads > plm__parallel_threads())
     return plm__fail(PLM_ERR_INVALID_ARG,
-                     "cfg->host_threads %d is not from 0 to the %d cores the host backend uses",
-                     config.host_threads, cores);
+                     "cfg->host_threads %d is more than the %d cores the host backend uses",
+                     config.host_threads, plm__parallel_threads());
 
   const plm_pool_upstream *host_up = config.host_upstream;
   if (host_up && (!host_up->alloc || !host_up->free))
@@ -113,8 +116,7 @@ plm_status plm_context_create(const plm_context_config *cfg, plm_context **out) 
   if (!ctx) return plm__fail(PLM_ERR_OUT_OF_MEMORY, "no host memory for the context");
   pthread_mutex_init(&ctx->lock, NULL);
   pthread_mutex_init(&ctx->lazy_lock, NULL);
-  status = open_backend(kind, config.device, config.host_threads, &ctx->backend,
-                        &ctx->backend_ctx);
+  status = open_backend(kind, config.device, config.host_threads, &ctx->backend, &ctx->backend_ctx);
   if (status != PLM_OK) {
     pthread_mutex_destroy(&ctx->lazy_lock);
     pthread_mutex_destroy(&ctx->lock);

@@ -5,8 +5,9 @@
  *             split their work over the device's threads, scratch in the workspace) over
  *             two devices (on host: two contexts with budgets of 1 and 2 threads) gives
  *             the sink every frame once, in order, on the calling thread, with the bytes
- *             one device gives; each device took frames and their counts sum to the
- *             total; max_frames and the source's end;
+ *             one device gives; a device held back (the sink holding frame 0) leaves the
+ *             frames to the other; the counts sum to the total; max_frames and the
+ *             source's end;
  *   failures  a source or sink failing at frame k: frames 0..k-1 delivered, none after,
  *             failed_frame k, the message names k; the pipelines run again afterwards;
  *   refusals  a stateful pipeline over two devices (one is fine), NULL arguments, a count
@@ -57,10 +58,12 @@ typedef struct feed {
   int64_t fail_source; /* the source fails at this frame (-1: never) */
   int64_t fail_sink;   /* the sink fails at this frame (-1: never) */
   pthread_t caller;
-  pthread_mutex_t lock; /* the source's calls come from the devices' threads */
-  int64_t sourced_next; /* the frame the source expects next */
-  bool source_wrong;    /* a call out of order, or concurrent with another */
-  bool in_source;
+  pthread_mutex_t lock;   /* the source's calls come from the devices' threads */
+  int64_t sourced_next;   /* the frame the source expects next */
+  bool source_wrong;      /* a call out of order, or concurrent with another */
+  pthread_t first_thread; /* the thread of the source's first call */
+  bool two_threads;       /* a call came from another thread than the first */
+  bool await_two;         /* the sink holds frame 0 until both devices have taken frames */
   int64_t delivered;      /* frames the sink has seen */
   bool sink_wrong;        /* out of order, or off the calling thread */
   unsigned char *results; /* RESULT_BYTES per frame: table then count */
@@ -74,6 +77,8 @@ static plm_status source(void *user, int64_t k, void *const *inputs, bool *end) 
     return PLM_ERR_INTERNAL;
   }
   f->source_wrong |= k != f->sourced_next;
+  if (f->sourced_next == 0) f->first_thread = pthread_self();
+  f->two_threads |= !pthread_equal(pthread_self(), f->first_thread);
   f->sourced_next = k + 1;
   pthread_mutex_unlock(&f->lock);
   if (k >= f->frames) {
@@ -92,6 +97,15 @@ static plm_status sink(void *user, int64_t k, const void *const *outputs) {
   feed *f = user;
   f->sink_wrong |= k != f->delivered || !pthread_equal(pthread_self(), f->caller);
   if (k == f->fail_sink) return PLM_ERR_IO;
+  /* While frame 0 is held, the first device fills its slots and its share of the reorder
+   * ring and then waits: the second has to take the next frames (back-pressure). */
+  for (int waited = 0; k == 0 && f->await_two && waited < 10000; waited++) {
+    pthread_mutex_lock(&f->lock);
+    const bool two = f->two_threads;
+    pthread_mutex_unlock(&f->lock);
+    if (two) break;
+    plm_test_sleep_ms(1);
+  }
   unsigned char *result = f->results + k * RESULT_BYTES;
   int32_t count = 0;
   memcpy(&count, outputs[1], 4);
@@ -137,6 +151,7 @@ START_TEST(test_two_devices_give_what_one_gives) {
   /* Different frames in flight too: each device has its own plan. */
   plm_pipeline *pipelines[2] = {compiled(plm_test_ctx, chain, 2), compiled(other, chain, 3)};
   feed *f = feed_new(FRAMES);
+  f->await_two = true;
   plm_run_stream_devices_report report;
   PLM_CHECK_OK(plm_pipeline_run_stream_devices(pipelines, 2, source, sink, f, NULL, &report));
   ck_assert(!f->source_wrong);
