@@ -11,7 +11,7 @@
  *                                         .deliver = write, .user = &job};
  *                plm_mpi_run_stream(pl, comm, &frames, NULL, &report);
  *
- * Frames 0 .. frames - 1 are shared out in contiguous blocks (plm_mpi_share): rank r runs
+ * Frames 0 .. frames->count - 1 are shared out in contiguous blocks (plm_mpi_share): rank r runs
  * its block through its own pipeline (plm_pipeline_run_stream: its own device, K frames in
  * flight), its source is asked for the frames of that block only, by their index in the
  * whole sequence, and pack turns each frame's outputs into bytes (a CSV row, a compact
@@ -31,8 +31,9 @@
  * refused with PLM_ERR_UNSUPPORTED: each rank would start the state afresh at its
  * block's first frame, and the results would differ from one process's.
  *
- * All functions are collective over comm: every rank calls the same function, in the
- * same order, with the same frame count. Blocking.
+ * plm_mpi_run_stream, plm_mpi_withdraw and plm_mpi_local_device are collective over comm:
+ * every rank calls the same function, in the same order, with the same frame count.
+ * Blocking; not thread-safe on one communicator.
  */
 #ifndef PLUME_MPI_H
 #define PLUME_MPI_H
