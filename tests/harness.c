@@ -140,13 +140,3 @@ plm_tensor plm_test_upload(plm_dtype dtype, int ndim, const int64_t *dims, const
                                    PLM_COPY_HOST_TO_DEVICE));
   return t;
 }
-
-plm_pipeline *plm_test_pipeline(plm_context *ctx, const char *text, plm_dtype dtype, int64_t height,
-                                int64_t width, int frames_in_flight) {
-  const int64_t dims[2] = {height, width};
-  plm_pipeline *pl = NULL;
-  PLM_CHECK_OK(plm_pipeline_parse(ctx, text, dtype, 2, dims, &pl));
-  plm_plan_config cfg = {.frames_in_flight = frames_in_flight};
-  PLM_CHECK_OK(plm_pipeline_compile(pl, &cfg));
-  return pl;
-}
