@@ -188,6 +188,33 @@ static const char *pipeline_text(const char *pipeline, const char *preset,
   return p->pipeline;
 }
 
+/* Print a run's outcome (when this process is the one that prints) and return the exit
+ * code. */
+static int report_outcome(plm_status status, const detect_result *result, bool writes,
+                          const char *err, const char *frames, const char *out,
+                          const char *profile) {
+  if (status != PLM_OK && interrupt_signal) {
+    char shown[QUOTE_SIZE];
+    if (writes)
+      fprintf(stderr, "plume detect: interrupted by signal %d (%s); --out %s is as it was\n",
+              (int)interrupt_signal, err, quote_value(out, shown, sizeof shown));
+    return interrupt_exit_code();
+  }
+  if (status != PLM_OK) {
+    if (writes) fprintf(stderr, "plume detect: %s\n", err);
+    return result->write_failed ? EXIT_RUNTIME_FAILURE : detect_exit_code(status);
+  }
+  if (!writes) return interrupt_exit_code();
+  printf("detect: %lld frames of %lldx%lld %s from %s, %lld regions -> %s\n",
+         (long long)result->frames.count, (long long)result->frames.height,
+         (long long)result->frames.width, plm_dtype_name(result->frames.dtype), frames,
+         (long long)result->regions, out);
+  detect_print_summary(stdout, result);
+  if (profile)
+    printf("profile: %s/profile.json, trace.json, report.html, pool_snapshot.json\n", profile);
+  return interrupt_exit_code(); /* 0, or a signal that came during the renames */
+}
+
 int detect_command_main(int argc, char **argv) {
   const char *frames = NULL, *pipeline = NULL, *preset = NULL, *list = NULL, *out = NULL,
              *backend = NULL, *streams = NULL, *profile = NULL, *mpi = NULL,
@@ -268,11 +295,12 @@ int detect_command_main(int argc, char **argv) {
   char err[DETECT_ERROR_SIZE] = "";
   detect_result result;
   bool writes = true; /* this process prints (under MPI: rank 0) */
-  plm_status status;
   config.stop = &interrupt_signal;
   if (mpi || launched_by_mpi()) {
 #ifdef PLUME_HAVE_MPI
-    status = detect_run_mpi(&config, &result, &writes, err, sizeof err);
+    plm_status status = detect_run_mpi(&config, &result, &writes, err, sizeof err);
+    int code = report_outcome(status, &result, writes, err, frames, out, profile);
+    return detect_mpi_finish(code);
 #else
     fprintf(stderr,
             "plume detect: %s, but this plume was built without MPI (apt-get install "
@@ -280,30 +308,10 @@ int detect_command_main(int argc, char **argv) {
             mpi ? "--mpi is given" : "it runs under mpirun");
     return EXIT_USAGE;
 #endif
-  } else {
-    interrupt_catch();
-    status = detect_run(&config, &result, err, sizeof err);
   }
-  if (status != PLM_OK && interrupt_signal) {
-    char shown[QUOTE_SIZE];
-    if (writes)
-      fprintf(stderr, "plume detect: interrupted by signal %d (%s); --out %s is as it was\n",
-              (int)interrupt_signal, err, quote_value(out, shown, sizeof shown));
-    return interrupt_exit_code();
-  }
-  if (status != PLM_OK) {
-    if (writes) fprintf(stderr, "plume detect: %s\n", err);
-    return result.write_failed ? EXIT_RUNTIME_FAILURE : detect_exit_code(status);
-  }
-  if (!writes) return interrupt_exit_code();
-  printf("detect: %lld frames of %lldx%lld %s from %s, %lld regions -> %s\n",
-         (long long)result.frames.count, (long long)result.frames.height,
-         (long long)result.frames.width, plm_dtype_name(result.frames.dtype), frames,
-         (long long)result.regions, out);
-  detect_print_summary(stdout, &result);
-  if (profile)
-    printf("profile: %s/profile.json, trace.json, report.html, pool_snapshot.json\n", profile);
-  return interrupt_exit_code(); /* 0, or a signal that came during the renames */
+  interrupt_catch();
+  plm_status status = detect_run(&config, &result, err, sizeof err);
+  return report_outcome(status, &result, writes, err, frames, out, profile);
 }
 
 void detect_commands_print_summary(FILE *out) {

@@ -58,6 +58,15 @@ plm_status detect_run_mpi(detect_config *config, detect_result *result, bool *wr
   if (!*writes) config->show_progress = config->force_progress = false;
   plm_status status = detect_run(config, result, err, err_size);
   config->runner = NULL;
-  MPI_Finalize();
   return status;
+}
+
+int detect_mpi_finish(int exit_code) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Finalize();
+  }
+  return exit_code;
 }

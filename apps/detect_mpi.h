@@ -24,10 +24,16 @@
 
 #include "apps/detect.h"
 
-/* Initialise MPI (MPI_THREAD_FUNNELED), run detect_run on this rank with a runner over
- * MPI_COMM_WORLD, finalise MPI. *writes says whether this rank wrote (rank 0), which is
- * the one to print. The status is the one every rank agreed on; err its message. */
+/* Initialise MPI (MPI_THREAD_FUNNELED) and run detect_run on this rank with a runner over
+ * MPI_COMM_WORLD. *writes says whether this rank wrote (rank 0), which is the one to
+ * print. The status is the one every rank agreed on; err its message. MPI stays
+ * initialised for detect_mpi_finish. */
 plm_status detect_run_mpi(detect_config *config, detect_result *result, bool *writes, char *err,
                           size_t err_size);
+
+/* After rank 0 has printed: wait for every rank, finalise MPI, return exit_code. A rank
+ * that exits non-zero makes mpirun stop the others with SIGTERM, which must not reach
+ * rank 0 before its message is out. */
+int detect_mpi_finish(int exit_code);
 
 #endif /* PLUME_APPS_DETECT_MPI_H */
