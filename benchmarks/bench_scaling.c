@@ -5,6 +5,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bench_common.h"
 #include "tools/pipeline_bench.h"
@@ -81,16 +82,21 @@ static int run_devices(plm_pipeline **pipelines, int n, const frames *f, int rep
   return BENCH_EXIT_OK;
 }
 
+/* One row; the reference row (one device over every core) has no efficiency: it is not
+ * one of the N devices. */
 static void print_row(FILE *out, const char *devices, int threads,
-                      const plm_run_stream_devices_report *report, double one) {
+                      const plm_run_stream_devices_report *report, double one, bool reference) {
   char each[160] = "";
   size_t used = 0;
   for (int d = 0; d < report->devices && used < sizeof each; d++)
     used += (size_t)snprintf(each + used, sizeof each - used, "%s%.0f", d ? " / " : "",
                              report->device_frames_per_s[d]);
   const double speedup = one > 0 ? report->frames_per_s / one : 0;
-  fprintf(out, "%-9s %-8d %10.1f  %-24s %7.2fx %9.0f%%\n", devices, threads, report->frames_per_s,
-          each, speedup, 100.0 * speedup / report->devices);
+  char efficiency[16] = "-";
+  if (!reference)
+    snprintf(efficiency, sizeof efficiency, "%.0f%%", 100.0 * speedup / report->devices);
+  fprintf(out, "%-9s %-8d %10.1f  %-24s %7.2fx %10s\n", devices, threads, report->frames_per_s,
+          each, speedup, efficiency);
 }
 
 int scaling_bench_devices(const scaling_options *options, FILE *out) {
@@ -146,14 +152,14 @@ int scaling_bench_devices(const scaling_options *options, FILE *out) {
     if (n == 1) one = report.frames_per_s;
     char label[16];
     snprintf(label, sizeof label, "%d", n);
-    print_row(out, label, budget, &report, one);
+    print_row(out, label, budget, &report, one, false);
   }
   /* One host device over every core: what splitting the cores is measured against. */
   if (code == BENCH_EXIT_OK && host) {
     plm_pipeline *whole = compiled(probe, pipeline_of(options));
     plm_run_stream_devices_report report;
     code = whole ? run_devices(&whole, 1, &f, repeats, &report) : BENCH_EXIT_FAILURE;
-    if (code == BENCH_EXIT_OK) print_row(out, "1 (all)", cores, &report, one);
+    if (code == BENCH_EXIT_OK) print_row(out, "1 (all)", cores, &report, one, true);
     plm_pipeline_destroy(whole);
   }
   for (int d = 0; d < rows; d++) {
@@ -186,6 +192,18 @@ static plm_status deliver_nothing(void *user, int64_t frame, const void *bytes, 
   return PLM_OK;
 }
 
+/* Rank 0's figure to every rank, the others waiting asleep: a blocking MPI_Bcast polls,
+ * and the waiting ranks would take cores from rank 0's run alone. */
+static void share_sleeping(double *value) {
+  MPI_Request request;
+  MPI_Ibcast(value, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD, &request);
+  const struct timespec nap = {.tv_sec = 0, .tv_nsec = 1000000};
+  for (int done = 0; !done;) {
+    MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    if (!done) nanosleep(&nap, NULL);
+  }
+}
+
 /* Rank 0 alone, then every rank (see the header); rank 0 prints. */
 static int measure_ranks(const scaling_options *options, plm_pipeline *pl, frames *f, int rank,
                          int ranks, FILE *out) {
@@ -200,7 +218,7 @@ static int measure_ranks(const scaling_options *options, plm_pipeline *pl, frame
     }
     if (report.frames_per_s > alone) alone = report.frames_per_s;
   }
-  MPI_Bcast(&alone, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  share_sleeping(&alone);
   if (alone < 0) return rank == 0 ? failed() : BENCH_EXIT_FAILURE;
   /* All together: F frames each, the source dealing frame k mod the distinct ones. */
   f->count = per_rank * ranks;
