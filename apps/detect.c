@@ -38,8 +38,9 @@ typedef struct detect_job {
   plm_profiler *profiler; /* with config->profile_dir */
   image_writer *csv;
   image tensors[DETECT_MAX_TENSORS]; /* config->tensors' arrays until the pipeline is built */
-  char *rows;                        /* one frame's CSV lines */
+  char *rows;                        /* one frame's packed rows (detect_pack_fn) */
   size_t rows_room;                  /* bytes */
+  bool ran;                          /* the runner's run was reached (no withdraw) */
   progress bar;
   char *err; /* the caller's message buffer */
   size_t err_size;
@@ -56,6 +57,9 @@ static void free_tensors(detect_job *job) {
 }
 
 static plm_status release(detect_job *job, plm_status status) {
+  const detect_runner *runner = job->config->runner;
+  if (runner && !job->ran && status != PLM_OK)
+    status = runner->withdraw(runner, status, job->err, job->err_size);
   progress_end(&job->bar);
   free_tensors(job);
   image_writer_abort(job->csv);
@@ -171,9 +175,12 @@ static plm_status read_frame(void *user, int64_t frame, void *const *inputs, boo
       job, frame_reader_read(job->reader, frame, inputs[0], job->scratch, sizeof job->scratch));
 }
 
-static plm_status write_frame(void *user, int64_t frame, const void *const *outputs) {
+/* The rows of frame k (detect_pack_fn): the count of regions the table could not hold,
+ * then the CSV lines, in job->rows. */
+static plm_status pack_rows(void *user, int64_t frame, const void *const *outputs,
+                            const void **bytes, size_t *length) {
   detect_job *job = user;
-  detect_result *result = job->result;
+  const int64_t capacity = job->result->capacity;
   const double *table = outputs[0];
   int32_t count = 0;
   memcpy(&count, outputs[1], sizeof count);
@@ -181,12 +188,8 @@ static plm_status write_frame(void *user, int64_t frame, const void *const *outp
     return keep_failure(job,
                         fail(job->scratch, sizeof job->scratch, PLM_ERR_INTERNAL,
                              "frame %lld: a count of %d regions", (long long)frame, (int)count));
-  int64_t rows = count < result->capacity ? count : result->capacity;
-  if (count > result->capacity) {
-    result->truncated_frames++;
-    result->missing_regions += count - result->capacity;
-  }
-  size_t room = (size_t)rows * CSV_REGIONS_ROW_SIZE;
+  const int64_t rows = count < capacity ? count : capacity, missing = count - rows;
+  size_t room = sizeof missing + (size_t)rows * CSV_REGIONS_ROW_SIZE;
   if (room > job->rows_room) {
     char *grown = realloc(job->rows, room);
     if (!grown)
@@ -196,19 +199,49 @@ static plm_status write_frame(void *user, int64_t frame, const void *const *outp
     job->rows = grown;
     job->rows_room = room;
   }
-  size_t length = 0;
+  memcpy(job->rows, &missing, sizeof missing);
+  size_t used = sizeof missing;
   for (int64_t j = 0; j < rows; j++)
-    length += csv_regions_row(job->rows + length, CSV_REGIONS_ROW_SIZE, frame,
-                              table + j * PLM_REGION_COLUMNS, true);
-  plm_status status =
-      image_writer_write(job->csv, job->rows, length, job->scratch, sizeof job->scratch);
+    used += csv_regions_row(job->rows + used, CSV_REGIONS_ROW_SIZE, frame,
+                            table + j * PLM_REGION_COLUMNS, true);
+  *bytes = job->rows;
+  *length = used;
+  return PLM_OK;
+}
+
+/* Write frame k's packed rows into the CSV (detect_deliver_fn). */
+static plm_status write_rows(void *user, int64_t frame, const void *bytes, size_t length) {
+  detect_job *job = user;
+  detect_result *result = job->result;
+  int64_t missing = 0;
+  memcpy(&missing, bytes, sizeof missing);
+  const char *lines = (const char *)bytes + sizeof missing;
+  const size_t text = length - sizeof missing;
+  if (missing > 0) {
+    result->truncated_frames++;
+    result->missing_regions += missing;
+  }
+  plm_status status = image_writer_write(job->csv, lines, text, job->scratch, sizeof job->scratch);
   if (status != PLM_OK) {
     result->write_failed = true;
     return keep_failure(job, status);
   }
-  result->regions += rows;
+  for (size_t i = 0; i < text; i++) result->regions += lines[i] == '\n';
   progress_update(&job->bar, frame + 1);
   return PLM_OK;
+}
+
+/* The sink of a run here: pack, then write. */
+static plm_status write_frame(void *user, int64_t frame, const void *const *outputs) {
+  const void *bytes = NULL;
+  size_t length = 0;
+  plm_status status = pack_rows(user, frame, outputs, &bytes, &length);
+  return status == PLM_OK ? write_rows(user, frame, bytes, length) : status;
+}
+
+static void describe_failure(void *user, char *message, size_t size) {
+  detect_job *job = user;
+  snprintf(message, size, "%s", job->first_failure);
 }
 
 /* ---- the run ------------------------------------------------------------------------------ */
@@ -229,6 +262,9 @@ static plm_status check_config(const detect_config *config, char *err, size_t er
     if (!config->tensors[t].name || !config->tensors[t].path)
       return fail(err, err_size, PLM_ERR_INVALID_ARG, "detect_run: config->tensors[%d].%s is NULL",
                   t, !config->tensors[t].name ? "name" : "path");
+  if (config->runner && config->profile_dir)
+    return fail(err, err_size, PLM_ERR_INVALID_ARG,
+                "--profile is for one process, not a run over several (MPI)");
   if (config->frames_in_flight < 0 || config->frames_in_flight > PLM_PIPELINE_MAX_FRAMES)
     return fail(err, err_size, PLM_ERR_INVALID_ARG,
                 "frames in flight %d is not from 1 to %d (0: the default)",
@@ -251,6 +287,8 @@ plm_status detect_run(const detect_config *config, detect_result *result, char *
   memset(result, 0, sizeof *result);
   result->report.failed_frame = -1;
   plm_status status = check_config(config, err, err_size);
+  if (status != PLM_OK && config && config->runner)
+    return config->runner->withdraw(config->runner, status, err, err_size);
   if (status != PLM_OK) return status;
   detect_job job = {.config = config, .result = result, .err = err, .err_size = err_size};
   result->frames_in_flight =
@@ -268,7 +306,7 @@ plm_status detect_run(const detect_config *config, detect_result *result, char *
   plm_named_tensor named[DETECT_MAX_TENSORS];
   if ((status = read_tensors(&job, named)) != PLM_OK) return release(&job, status);
 
-  plm_context_config context_config = {.backend = config->backend};
+  plm_context_config context_config = {.backend = config->backend, .device = config->device};
   if ((status = plm_context_create(&context_config, &job.ctx)) != PLM_OK ||
       (status = plm_context_backend(job.ctx, &result->backend)) != PLM_OK)
     return library_failure(&job, status);
@@ -286,29 +324,46 @@ plm_status detect_run(const detect_config *config, detect_result *result, char *
        (status = plm_pipeline_set_profiler(job.pl, job.profiler)) != PLM_OK))
     return library_failure(&job, status);
 
+  const detect_runner *runner = config->runner;
+  const bool writes = !runner || runner->writes;
   char header[CSV_REGIONS_ROW_SIZE];
   size_t header_length = csv_regions_header(header, sizeof header, true, true);
-  if ((status = image_writer_open_text(config->out_path, &job.csv, err, err_size)) != PLM_OK ||
-      (status = image_writer_write(job.csv, header, header_length, err, err_size)) != PLM_OK) {
+  if (writes &&
+      ((status = image_writer_open_text(config->out_path, &job.csv, err, err_size)) != PLM_OK ||
+       (status = image_writer_write(job.csv, header, header_length, err, err_size)) != PLM_OK)) {
     result->write_failed = job.csv != NULL; /* opened, then not written */
     return release(&job, status);
   }
 
-  if (config->show_progress) progress_begin(&job.bar, "detect", "frames", frames->count);
-  plm_run_stream_options options = plm_run_stream_options_default();
-  status =
-      plm_pipeline_run_stream(job.pl, read_frame, write_frame, &job, &options, &result->report);
-  progress_end(&job.bar);
-  if (status != PLM_OK) {
+  if (config->force_progress && writes)
+    progress_begin_always(&job.bar, "detect", "frames", frames->count);
+  else if (config->show_progress && writes)
+    progress_begin(&job.bar, "detect", "frames", frames->count);
+  if (runner) {
+    const detect_frames all = {.count = frames->count,
+                               .source = read_frame,
+                               .pack = pack_rows,
+                               .deliver = write_rows,
+                               .describe_failure = describe_failure,
+                               .job = &job};
+    job.ran = true;
+    status = runner->run(runner, job.pl, &all, result, err, err_size);
+  } else {
+    plm_run_stream_options options = plm_run_stream_options_default();
+    status =
+        plm_pipeline_run_stream(job.pl, read_frame, write_frame, &job, &options, &result->report);
     /* The source's or sink's own message names the file; else the run's names the frame. */
-    fail(err, err_size, status, "%s", job.first_failure[0] ? job.first_failure : plm_last_error());
-    return release(&job, status);
+    if (status != PLM_OK)
+      fail(err, err_size, status, "%s",
+           job.first_failure[0] ? job.first_failure : plm_last_error());
   }
+  progress_end(&job.bar);
+  if (status != PLM_OK || !writes) return release(&job, status);
   /* The last frame may have been read before a signal came: nothing replaces --out. */
   if (config->stop && *config->stop)
-    return release(&job, fail(err, err_size, PLM_ERR_INVALID_STATE,
-                              "interrupted after the last frame, before %s was written",
-                              config->out_path));
+    return release(
+        &job, fail(err, err_size, PLM_ERR_INVALID_STATE,
+                   "interrupted after the last frame, before %s was written", config->out_path));
   image_writer *csv = job.csv;
   job.csv = NULL;
   status = image_writer_commit(csv, err, err_size);
@@ -335,12 +390,22 @@ int detect_exit_code(plm_status status) {
 
 void detect_print_summary(FILE *out, const detect_result *r) {
   const plm_run_stream_report *report = &r->report;
-  fprintf(out,
-          "%lld frames in %.2f s: %.1f frames/s (%s backend, %d frames in flight; latency p50 "
-          "%.1f ms, p99 %.1f ms)\n",
-          (long long)report->frames_delivered, report->seconds, report->frames_per_s,
-          plm_backend_name(r->backend), r->frames_in_flight, report->latency_p50_ms,
-          report->latency_p99_ms);
+  if (r->ranks > 0) {
+    fprintf(out, "%lld frames in %.2f s: %.1f frames/s over %d ranks (", (long long)r->frames_total,
+            r->seconds_total, r->frames_per_s_total, r->ranks);
+    for (int k = 0; k < r->ranks && k < DETECT_RANKS_SHOWN; k++)
+      fprintf(out, "%srank %d %.1f", k ? ", " : "", k, r->rank_frames_per_s[k]);
+    fprintf(out, "%s frames/s; %s backend, %d frames in flight each)\n",
+            r->ranks > DETECT_RANKS_SHOWN ? ", ..." : "", plm_backend_name(r->backend),
+            r->frames_in_flight);
+  } else {
+    fprintf(out,
+            "%lld frames in %.2f s: %.1f frames/s (%s backend, %d frames in flight; latency p50 "
+            "%.1f ms, p99 %.1f ms)\n",
+            (long long)report->frames_delivered, report->seconds, report->frames_per_s,
+            plm_backend_name(r->backend), r->frames_in_flight, report->latency_p50_ms,
+            report->latency_p99_ms);
+  }
   if (report->graphs_used)
     fprintf(out, "graphs: %lld of %lld frames replayed from CUDA graphs\n",
             (long long)report->graph_replays, (long long)report->frames_delivered);

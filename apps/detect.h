@@ -32,6 +32,10 @@
  * another dtype is refused). The CSV goes to a temporary file beside the output that is
  * renamed over it at the end (tools/image_io.h's writer): a failure leaves no file.
  *
+ * Processes: with config->runner (apps/detect_mpi.h) the frames are shared among MPI
+ * ranks, each reading and running its own block of frames; every frame's rows reach the
+ * rank that writes, in frame order, so the CSV is byte for byte what one process writes.
+ *
  * Blocks; one call at a time per thread (it uses the thread's plume error message).
  */
 #ifndef PLUME_APPS_DETECT_H
@@ -57,6 +61,42 @@ enum { DETECT_ERROR_SIZE = FRAME_READER_ERROR_SIZE + 512 };
 /* The most tensors a run takes. */
 enum { DETECT_MAX_TENSORS = 16 };
 
+/* The most ranks whose frames per second a result lists (apps/detect_mpi.h). */
+enum { DETECT_RANKS_SHOWN = 16 };
+
+/* A frame's CSV rows as a runner carries them from where the frame ran to where the CSV
+ * is written (pack, then deliver): an int64 count of the regions the table could not hold,
+ * then the rows. */
+typedef plm_status (*detect_pack_fn)(void *job, int64_t frame, const void *const *outputs,
+                                     const void **bytes, size_t *length);
+typedef plm_status (*detect_deliver_fn)(void *job, int64_t frame, const void *bytes, size_t length);
+
+/* What a runner runs: frames 0 .. count - 1. */
+typedef struct detect_frames {
+  int64_t count;
+  plm_frame_source_fn source; /* reads frame k by its index in the whole sequence */
+  detect_pack_fn pack;
+  detect_deliver_fn deliver; /* in frame order, where the CSV is written */
+  void (*describe_failure)(void *job, char *message, size_t size); /* the job's message */
+  void *job;
+} detect_frames;
+
+typedef struct detect_result detect_result;
+
+/* Where the frames run, when not all here (apps/detect_mpi.h: MPI ranks). */
+typedef struct detect_runner {
+  /* Run frames->count frames through pl. Returns the run's status and, on failure, a
+   * one-line message in err; result's report and rank figures are filled. */
+  plm_status (*run)(const struct detect_runner *self, plm_pipeline *pl, const detect_frames *frames,
+                    detect_result *result, char *err, size_t err_size);
+  /* This process failed before its run (status, the message in err): the others are
+   * told; returns the status agreed on, its message in err. */
+  plm_status (*withdraw)(const struct detect_runner *self, plm_status status, char *err,
+                         size_t err_size);
+  bool writes; /* this process writes out_path */
+  void *state;
+} detect_runner;
+
 /* An array the pipeline names as @name. */
 typedef struct detect_tensor {
   const char *name; /* letters, digits, '_', '-' and '.' */
@@ -68,8 +108,10 @@ typedef struct detect_config {
   const char *pipeline;    /* plm_pipeline_parse's text */
   const char *out_path;    /* the CSV */
   plm_backend backend;     /* PLM_BACKEND_AUTO (0), HOST or CUDA */
+  int device;              /* the backend's device index (plm_context_config.device) */
   int frames_in_flight;    /* K, 1..PLM_PIPELINE_MAX_FRAMES; 0: the default above */
   bool show_progress;      /* a progress bar on stderr when it is a terminal */
+  bool force_progress;     /* ... and when it is not (mpirun pipes it): --progress */
   /* When not NULL and *stop becomes non-zero (a signal handler's flag), the run stops
    * before its next frame, or before the CSV replaces out_path, with
    * PLM_ERR_INVALID_STATE ("interrupted"), leaving no file (apps/interrupt.h). */
@@ -80,9 +122,13 @@ typedef struct detect_config {
   const char *profile_dir;
   const detect_tensor *tensors; /* tensor_count of them (0..DETECT_MAX_TENSORS), above */
   int tensor_count;
+  /* NULL: every frame runs here. Else the runner's run replaces plm_pipeline_run_stream,
+   * every failure before it goes through its withdraw, and only a runner that `writes`
+   * opens out_path (the others write nothing). No profile_dir with a runner. */
+  const detect_runner *runner;
 } detect_config;
 
-typedef struct detect_result {
+struct detect_result {
   frame_reader_info frames;
   plm_backend backend;      /* the backend that ran */
   int frames_in_flight;     /* K */
@@ -91,8 +137,13 @@ typedef struct detect_result {
   int64_t truncated_frames; /* frames with more than C regions */
   int64_t missing_regions;  /* the regions of those beyond their first C */
   bool write_failed;        /* the run failed writing the CSV (a full disk): a runtime failure */
-  plm_run_stream_report report;
-} detect_result;
+  plm_run_stream_report report; /* this process's run */
+  /* With a runner over several processes (0 ranks otherwise), on the writing one: */
+  int ranks;
+  int64_t frames_total;                         /* frames written, all ranks */
+  double seconds_total, frames_per_s_total;     /* to the last frame written */
+  double rank_frames_per_s[DETECT_RANKS_SHOWN]; /* the first DETECT_RANKS_SHOWN ranks' */
+};
 
 /* Run the detection (above). *result is filled as far as the run got. Errors, with a
  * one-line message in err: PLM_ERR_INVALID_ARG (a NULL or bad config, a pipeline that

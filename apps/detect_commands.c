@@ -7,8 +7,12 @@
 #include <string.h>
 
 #include "apps/detect.h"
+#ifdef PLUME_HAVE_MPI
+#include "apps/detect_mpi.h"
+#endif
 #include "apps/interrupt.h"
 #include "apps/options.h"
+#include "tools/launcher.h"
 #include "tools/quote.h"
 #include "tools/regular_file.h"
 
@@ -16,6 +20,7 @@ static const char detect_usage[] =
     "usage: plume detect --frames FRAMES.npy|DIR (--pipeline \"TEXT\" | --preset NAME)\n"
     "                    --out DETECTIONS.csv [--tensor NAME=FILE.npy]...\n"
     "                    [--backend host|cuda|auto] [--streams K] [--profile DIR]\n"
+    "                    [--progress] [--mpi]\n"
     "       plume detect --list-presets\n"
     "\n"
     "Run a pipeline over a sequence of frames and write the regions it finds.\n"
@@ -53,6 +58,13 @@ static const char detect_usage[] =
     "                        trace: Perfetto, chrome://tracing), DIR/report.html (with a\n"
     "                        map of the device pool at the end of the run) and\n"
     "                        DIR/pool_snapshot.json; CUDA graphs are off while profiling\n"
+    "  --progress            draw the progress bar even when stderr is not a terminal\n"
+    "                        (under mpirun, rank 0 draws it over all the ranks' frames)\n"
+    "  --mpi                 share the frames among the ranks of an MPI job (mpirun -n N\n"
+    "                        plume detect ...): each rank runs its block of frames on its\n"
+    "                        own device, rank 0 writes the one CSV, identical to one\n"
+    "                        process's; taken by itself under mpirun (OMPI_COMM_WORLD_SIZE\n"
+    "                        or PMI_SIZE above 1). Not for stateful pipelines (background)\n"
     "  -h, --help            show this help\n"
     "\n"
     "A progress bar is drawn on stderr when it is a terminal; at the end the frames per\n"
@@ -176,9 +188,37 @@ static const char *pipeline_text(const char *pipeline, const char *preset,
   return p->pipeline;
 }
 
+/* Print a run's outcome (when this process is the one that prints) and return the exit
+ * code. */
+static int report_outcome(plm_status status, const detect_result *result, bool writes,
+                          const char *err, const char *frames, const char *out,
+                          const char *profile) {
+  if (status != PLM_OK && interrupt_signal) {
+    char shown[QUOTE_SIZE];
+    if (writes)
+      fprintf(stderr, "plume detect: interrupted by signal %d (%s); --out %s is as it was\n",
+              (int)interrupt_signal, err, quote_value(out, shown, sizeof shown));
+    return interrupt_exit_code();
+  }
+  if (status != PLM_OK) {
+    if (writes) fprintf(stderr, "plume detect: %s\n", err);
+    return result->write_failed ? EXIT_RUNTIME_FAILURE : detect_exit_code(status);
+  }
+  if (!writes) return interrupt_exit_code();
+  printf("detect: %lld frames of %lldx%lld %s from %s, %lld regions -> %s\n",
+         (long long)result->frames.count, (long long)result->frames.height,
+         (long long)result->frames.width, plm_dtype_name(result->frames.dtype), frames,
+         (long long)result->regions, out);
+  detect_print_summary(stdout, result);
+  if (profile)
+    printf("profile: %s/profile.json, trace.json, report.html, pool_snapshot.json\n", profile);
+  return interrupt_exit_code(); /* 0, or a signal that came during the renames */
+}
+
 int detect_command_main(int argc, char **argv) {
   const char *frames = NULL, *pipeline = NULL, *preset = NULL, *list = NULL, *out = NULL,
-             *backend = NULL, *streams = NULL, *profile = NULL;
+             *backend = NULL, *streams = NULL, *profile = NULL, *mpi = NULL,
+             *progress = NULL;
   option options[] = {{"--frames", &frames, false},
                       {"--pipeline", &pipeline, false},
                       {"--preset", &preset, false},
@@ -187,6 +227,8 @@ int detect_command_main(int argc, char **argv) {
                       {"--backend", &backend, false},
                       {"--streams", &streams, false},
                       {"--profile", &profile, false},
+                      {"--progress", &progress, true},
+                      {"--mpi", &mpi, true},
                       {NULL, NULL, false}};
   detect_tensor tensors[DETECT_MAX_TENSORS];
   char names[DETECT_MAX_TENSORS][TENSOR_NAME_SIZE];
@@ -232,6 +274,7 @@ int detect_command_main(int argc, char **argv) {
                           .pipeline = pipeline,
                           .out_path = out,
                           .show_progress = true,
+                          .force_progress = progress != NULL,
                           .profile_dir = profile,
                           .tensors = tensors,
                           .tensor_count = tensor_count};
@@ -251,27 +294,24 @@ int detect_command_main(int argc, char **argv) {
   }
   char err[DETECT_ERROR_SIZE] = "";
   detect_result result;
-  interrupt_catch();
+  bool writes = true; /* this process prints (under MPI: rank 0) */
   config.stop = &interrupt_signal;
+  if (mpi || launched_by_mpi()) {
+#ifdef PLUME_HAVE_MPI
+    plm_status status = detect_run_mpi(&config, &result, &writes, err, sizeof err);
+    int code = report_outcome(status, &result, writes, err, frames, out, profile);
+    return detect_mpi_finish(code);
+#else
+    fprintf(stderr,
+            "plume detect: %s, but this plume was built without MPI (apt-get install "
+            "libopenmpi-dev, then build with -DPLUME_MPI=ON)\n",
+            mpi ? "--mpi is given" : "it runs under mpirun");
+    return EXIT_USAGE;
+#endif
+  }
+  interrupt_catch();
   plm_status status = detect_run(&config, &result, err, sizeof err);
-  if (status != PLM_OK && interrupt_signal) {
-    char shown[QUOTE_SIZE];
-    fprintf(stderr, "plume detect: interrupted by signal %d (%s); --out %s is as it was\n",
-            (int)interrupt_signal, err, quote_value(out, shown, sizeof shown));
-    return interrupt_exit_code();
-  }
-  if (status != PLM_OK) {
-    fprintf(stderr, "plume detect: %s\n", err);
-    return result.write_failed ? EXIT_RUNTIME_FAILURE : detect_exit_code(status);
-  }
-  printf("detect: %lld frames of %lldx%lld %s from %s, %lld regions -> %s\n",
-         (long long)result.frames.count, (long long)result.frames.height,
-         (long long)result.frames.width, plm_dtype_name(result.frames.dtype), frames,
-         (long long)result.regions, out);
-  detect_print_summary(stdout, &result);
-  if (profile)
-    printf("profile: %s/profile.json, trace.json, report.html, pool_snapshot.json\n", profile);
-  return interrupt_exit_code(); /* 0, or a signal that came during the renames */
+  return report_outcome(status, &result, writes, err, frames, out, profile);
 }
 
 void detect_commands_print_summary(FILE *out) {

@@ -2,6 +2,8 @@
  *
  *   bench_pipeline [--quick] [--backend host|cuda|auto] [--json PATH] [--pipeline TEXT]
  *                  [--frames N] [--repeats N] [--source-ahead N] [--profile DIR]
+ *   bench_pipeline --devices N [--backend B] [--pipeline TEXT] [--frames N] [--repeats N]
+ *   mpirun -n R bench_pipeline [--backend B] [--pipeline TEXT] [--frames N] [--repeats N]
  *   bench_pipeline --validate-json PATH
  *
  * The same frames through one pipeline as naive, pooled, streams (K = 2, 3, 4), graph
@@ -13,6 +15,9 @@
  * --quick, else 5). --source-ahead N (default 4) runs every config's source on a thread of
  * its own, up to N frames ahead (plm_run_stream_options.source_ahead; 0: on the
  * enqueueing thread). --profile's DIR is created (with its parents) before anything runs.
+ * --devices N, and a run under mpirun (tools/launcher.h), measure frames/s against the
+ * number of devices and of ranks instead, with the scaling efficiency
+ * (benchmarks/bench_scaling.h; --frames is then per run or per rank, default 200).
  * The benchmark never fails on timing. Exit codes: 0 success, 1 a runtime failure (an
  * API call failed, configs disagree on the results, the JSON or the profile could not be
  * written), 2 bad usage.
@@ -23,12 +28,16 @@
 #include <stdlib.h>
 
 #include "bench_common.h"
+#include "bench_scaling.h"
+#include "tools/launcher.h"
 #include "tools/pipeline_bench.h"
 
 static const char usage[] =
     "usage: bench_pipeline [--quick] [--backend host|cuda|auto] [--json PATH]\n"
     "                      [--pipeline TEXT] [--frames N] [--repeats N]\n"
     "                      [--source-ahead N] [--profile DIR]\n"
+    "       bench_pipeline --devices N [--backend B] [--pipeline TEXT] [--frames N]\n"
+    "       mpirun -n R bench_pipeline [--backend B] [--pipeline TEXT] [--frames N]\n"
     "       bench_pipeline --validate-json PATH\n"
     "\n"
     "The same frames through one pipeline in five ways, side by side: naive (every\n"
@@ -36,7 +45,8 @@ static const char usage[] =
     "pooled (allocated from a pool), streams (the planned workspace, K = 2, 3, 4 frames\n"
     "in flight, copies overlapping compute), graph (+ CUDA graphs, cuda only) and\n"
     "fused (+ fusion). Prints frames/s, latencies, speedups, pool hits, overlap and the\n"
-    "copy-bandwidth floors, and writes JSON.\n";
+    "copy-bandwidth floors, and writes JSON. With --devices N, or under mpirun: frames/s\n"
+    "against the number of devices or ranks, and the scaling efficiency.\n";
 
 static bool validate_json(const char *path) {
   return pipeline_bench_validate_json(path, stderr);
@@ -60,7 +70,7 @@ static int parse_source_ahead(const char *value, void *target) {
 int main(int argc, char **argv) {
   pipeline_bench_options options = {.prog = "bench_pipeline", .source_ahead = 4};
   const char *json_path = NULL;
-  int64_t repeats = 0;
+  int64_t repeats = 0, devices = 0;
   const bench_option table[] = {
       BENCH_OPT_FLAG("--quick", &options.quick,
                      "512x512 frames only (u16 and f32), fewer frames (under a\n"
@@ -78,6 +88,9 @@ int main(int argc, char **argv) {
                          "the source (each frame's copy into pinned memory) on a\n"
                          "thread of its own, up to N frames ahead of the enqueueing\n"
                          "thread; 0: on the enqueueing thread (default 4)"),
+      BENCH_OPT_COUNT("--devices", PLM_RUN_STREAM_MAX_DEVICES, &devices,
+                      "frames/s over 1 .. N devices (GPUs 0 .. N - 1; on host, N\n"
+                      "host devices splitting the cores), with the scaling efficiency"),
       BENCH_OPT_PROFILE(&options.profile_dir,
                         "after the first frame size's timed runs, profile one more run\n"
                         "of its fastest optimised config and write DIR/profile.json,\n"
@@ -90,5 +103,12 @@ int main(int argc, char **argv) {
   int code = bench_start(&cli, argc, argv);
   if (code != BENCH_RUN) return code;
   options.repeats = (int)repeats;
+  const scaling_options scaling = {.pipeline = options.pipeline,
+                                   .backend = options.backend,
+                                   .devices = (int)devices,
+                                   .frames = options.frames,
+                                   .repeats = options.repeats};
+  if (launched_by_mpi()) return scaling_bench_ranks(&scaling, stdout);
+  if (devices > 0) return scaling_bench_devices(&scaling, stdout);
   return pipeline_bench_run(&options, stdout, json_path);
 }

@@ -611,6 +611,16 @@ plm_run_stream_options plm_run_stream_options_default(void) {
       .max_frames = 0, .use_graphs = true, .record_timing = false, .source_ahead = 0};
 }
 
+plm_status plm__run_stream_options_check(const plm_run_stream_options *options) {
+  if (options->max_frames < 0)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "options->max_frames %lld is negative",
+                         (long long)options->max_frames);
+  if (options->source_ahead < 0 || options->source_ahead > PLM_SOURCE_AHEAD_MAX)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "options->source_ahead %d is out of range (0 to %d)",
+                         options->source_ahead, PLM_SOURCE_AHEAD_MAX);
+  return PLM_OK;
+}
+
 plm_status plm_pipeline_run_stream(plm_pipeline *pl, plm_frame_source_fn source,
                                    plm_frame_sink_fn sink, void *user,
                                    const plm_run_stream_options *options,
@@ -623,12 +633,8 @@ plm_status plm_pipeline_run_stream(plm_pipeline *pl, plm_frame_source_fn source,
   PLM__REFUSE_IN_HOST_CALLBACK();
   const plm_run_stream_options defaults = plm_run_stream_options_default();
   if (!options) options = &defaults;
-  if (options->max_frames < 0)
-    return plm__fail(PLM_ERR_INVALID_ARG, "options->max_frames %lld is negative",
-                     (long long)options->max_frames);
-  if (options->source_ahead < 0 || options->source_ahead > PLM_SOURCE_AHEAD_MAX)
-    return plm__fail(PLM_ERR_INVALID_ARG, "options->source_ahead %d is out of range (0 to %d)",
-                     options->source_ahead, PLM_SOURCE_AHEAD_MAX);
+  plm_status checked = plm__run_stream_options_check(options);
+  if (checked != PLM_OK) return plm__propagate(checked);
   if (!pl->compiled) return plm__fail(PLM_ERR_INVALID_STATE, "the pipeline is not compiled");
 
   frame_run run = {.pl = pl,

@@ -346,6 +346,12 @@ plm_status plm__per_run_release_after(plm_pipeline *pl, plm__slot *slot, int ste
  * which are ordered before stream's current end). */
 plm_status plm__per_run_release_rest(plm_pipeline *pl, plm__slot *slot, plm_stream *stream);
 
+/* ---- executor.c, devices.c ------------------------------------------------------------------ */
+
+/* Check a run's options (max_frames, source_ahead) as plm_pipeline_run_stream and
+ * plm_pipeline_run_stream_devices take them; the message is raw. */
+plm_status plm__run_stream_options_check(const plm_run_stream_options *options);
+
 /* ---- cost.c ------------------------------------------------------------------------------ */
 
 /* The plan's cost per frame (plm_plan_info's device_bytes and flops): the sum of the

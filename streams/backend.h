@@ -138,8 +138,10 @@ typedef struct plm__backend_iface {
   plm_status (*stream_forget)(void *ctx, void *stream);
 } plm__backend_iface;
 
-/* Open the host backend (device must be 0; the wrapper checks). */
-plm_status plm__host_backend_open(const plm__backend_iface **iface, void **ctx);
+/* Open the host backend (device must be 0; the wrapper checks). threads > 0: its kernels
+ * run on a pool of that many threads of its own (plm_context_config.host_threads, checked
+ * by the wrapper); 0: on the process-wide pool. */
+plm_status plm__host_backend_open(int threads, const plm__backend_iface **iface, void **ctx);
 
 /* Open CUDA device `device`. PLM_ERR_NO_DEVICE when there is none, with the CUDA
  * error in the message; PLM_ERR_UNSUPPORTED in a build without CUDA. */

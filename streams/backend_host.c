@@ -38,6 +38,7 @@
 
 #include <utlist.h>
 
+#include "kernels/cpu/parallel.h"
 #include "streams/assert.h"
 #include "streams/backend.h"
 #include "streams/clock.h"
@@ -106,6 +107,8 @@ struct host_backend {
   pthread_mutex_t streams_lock;
   host_stream *streams;
   atomic_uint stream_serial; /* names worker threads */
+  plm__parallel_pool *parallel; /* the kernels' threads with a core budget; NULL: the
+                                   process-wide pool (kernels/cpu/parallel.h) */
 };
 
 /* ---- markers ---------------------------------------------------------------- */
@@ -180,6 +183,7 @@ static bool poll_counter(atomic_uint_fast64_t *counter, uint64_t target) {
 
 static void *worker_main(void *arg) {
   host_stream *stream = arg;
+  plm__parallel_use(stream->backend->parallel);
   pthread_mutex_lock(&stream->lock);
   for (;;) {
     if (!stream->head && !stream->stopping) { /* poll a while for the next task */
@@ -565,6 +569,7 @@ static plm_status host_memory_info(void *ctx, uint64_t *free_bytes, uint64_t *to
 static void host_close(void *ctx) {
   host_backend *backend = ctx;
   PLM_ASSERT(backend->streams == NULL);
+  plm__parallel_pool_destroy(backend->parallel);
   pthread_mutex_destroy(&backend->streams_lock);
   pthread_cond_destroy(&backend->marker_done);
   pthread_mutex_destroy(&backend->marker_lock);
@@ -618,14 +623,19 @@ static const plm__backend_iface host_iface = {
     /* .stream_forget              = */ NULL,
 };
 
-plm_status plm__host_backend_open(const plm__backend_iface **iface, void **ctx) {
+plm_status plm__host_backend_open(int threads, const plm__backend_iface **iface, void **ctx) {
   host_backend *backend = calloc(1, sizeof *backend);
   if (!backend) return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for the backend");
+  if (threads > 0 && !(backend->parallel = plm__parallel_pool_create(threads))) {
+    free(backend);
+    return plm__fail_raw(PLM_ERR_BACKEND, "no %d threads for the host device's kernels", threads);
+  }
   pthread_mutex_init(&backend->marker_lock, NULL);
   pthread_cond_init(&backend->marker_done, NULL);
   pthread_mutex_init(&backend->streams_lock, NULL);
   atomic_init(&backend->stream_serial, 0);
   describe_cpu(&backend->info);
+  if (threads > 0) backend->info.multiprocessors = threads;
   *iface = &host_iface;
   *ctx = backend;
   return PLM_OK;

@@ -7,6 +7,7 @@
 
 #include <utlist.h>
 
+#include "kernels/cpu/parallel.h"
 #include "streams/error.h"
 #include "streams/runtime.h"
 
@@ -68,14 +69,14 @@ static plm_status resolve_auto_backend(plm_backend *out) {
   return PLM_OK;
 }
 
-static plm_status open_backend(plm_backend kind, int device, const plm__backend_iface **iface,
-                               void **backend_ctx) {
+static plm_status open_backend(plm_backend kind, int device, int host_threads,
+                               const plm__backend_iface **iface, void **backend_ctx) {
   if (kind == PLM_BACKEND_HOST) {
     if (device != 0)
       return plm__fail_raw(PLM_ERR_INVALID_ARG,
                            "device %d is out of range: the host backend has one device (0)",
                            device);
-    return plm__host_backend_open(iface, backend_ctx);
+    return plm__host_backend_open(host_threads, iface, backend_ctx);
   }
   return plm__cuda_backend_open(device, iface, backend_ctx);
 }
@@ -92,6 +93,15 @@ plm_status plm_context_create(const plm_context_config *cfg, plm_context **out) 
   if (config.device < 0)
     return plm__fail(PLM_ERR_INVALID_ARG, "cfg->device %d is negative", config.device);
 
+  if (config.host_threads < 0)
+    return plm__fail(PLM_ERR_INVALID_ARG, "cfg->host_threads %d is negative", config.host_threads);
+  /* The process-wide pool's threads are the cores the host backend uses (started here
+   * only when a budget is asked for). */
+  if (config.host_threads > 0 && config.host_threads > plm__parallel_threads())
+    return plm__fail(PLM_ERR_INVALID_ARG,
+                     "cfg->host_threads %d is more than the %d cores the host backend uses",
+                     config.host_threads, plm__parallel_threads());
+
   const plm_pool_upstream *host_up = config.host_upstream;
   if (host_up && (!host_up->alloc || !host_up->free))
     return plm__fail(PLM_ERR_INVALID_ARG, "cfg->host_upstream->%s is NULL",
@@ -106,7 +116,7 @@ plm_status plm_context_create(const plm_context_config *cfg, plm_context **out) 
   if (!ctx) return plm__fail(PLM_ERR_OUT_OF_MEMORY, "no host memory for the context");
   pthread_mutex_init(&ctx->lock, NULL);
   pthread_mutex_init(&ctx->lazy_lock, NULL);
-  status = open_backend(kind, config.device, &ctx->backend, &ctx->backend_ctx);
+  status = open_backend(kind, config.device, config.host_threads, &ctx->backend, &ctx->backend_ctx);
   if (status != PLM_OK) {
     pthread_mutex_destroy(&ctx->lazy_lock);
     pthread_mutex_destroy(&ctx->lock);

@@ -54,6 +54,11 @@ float *plm_test_uniform_f32(int64_t count, double range, uint64_t seed);
  * as the pool gave it), uploaded on plm_test_stream. */
 plm_tensor plm_test_upload(plm_dtype dtype, int ndim, const int64_t *dims, const void *host);
 
+/* The pipeline of `text` over (height, width) frames of dtype on ctx, compiled with
+ * frames_in_flight; the test fails when it does not parse or compile. */
+plm_pipeline *plm_test_pipeline(plm_context *ctx, const char *text, plm_dtype dtype, int64_t height,
+                                int64_t width, int frames_in_flight);
+
 /* Assert a call succeeded, printing plume's message when it did not. */
 #define PLM_CHECK_OK(call)                                              \
   do {                                                                  \

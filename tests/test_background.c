@@ -274,12 +274,7 @@ END_TEST
 #define CHAIN "background alpha=0.25 ! cfar window=7 guard=3 k=2 output=z"
 
 static plm_pipeline *chain_pipeline(const char *text, int frames_in_flight) {
-  const int64_t dims[2] = {H, W};
-  plm_pipeline *pl = NULL;
-  PLM_CHECK_OK(plm_pipeline_parse(plm_test_ctx, text, PLM_DTYPE_U16, 2, dims, &pl));
-  plm_plan_config cfg = {.frames_in_flight = frames_in_flight};
-  PLM_CHECK_OK(plm_pipeline_compile(pl, &cfg));
-  return pl;
+  return plm_test_pipeline(plm_test_ctx, text, PLM_DTYPE_U16, H, W, frames_in_flight);
 }
 
 typedef struct frames_run {

@@ -29,13 +29,21 @@ static void draw(progress *p, int64_t done, double now) {
   p->drawn_s = now;
 }
 
-void progress_begin(progress *p, const char *label, const char *unit, int64_t total) {
-  *p = (progress){.shown = total > 0 && isatty(STDERR_FILENO),
+static void begin(progress *p, bool shown, const char *label, const char *unit, int64_t total) {
+  *p = (progress){.shown = shown && total > 0,
                   .label = label,
                   .unit = unit,
                   .total = total,
                   .started_s = plm__monotonic_seconds()};
   if (p->shown) draw(p, 0, p->started_s);
+}
+
+void progress_begin(progress *p, const char *label, const char *unit, int64_t total) {
+  begin(p, isatty(STDERR_FILENO), label, unit, total);
+}
+
+void progress_begin_always(progress *p, const char *label, const char *unit, int64_t total) {
+  begin(p, true, label, unit, total);
 }
 
 void progress_update(progress *p, int64_t done) {

@@ -26,6 +26,10 @@ typedef struct progress {
 /* Start a bar of total steps (draws it at 0 when shown). */
 void progress_begin(progress *p, const char *label, const char *unit, int64_t total);
 
+/* progress_begin, drawn even when stderr is not a terminal (plume detect --progress: under
+ * mpirun, which passes rank 0's stderr on through a pipe). */
+void progress_begin_always(progress *p, const char *label, const char *unit, int64_t total);
+
 /* done steps of total are finished: redraw when 0.1 s has passed since the last drawing
  * or done reaches total. */
 void progress_update(progress *p, int64_t done);

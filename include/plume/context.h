@@ -67,6 +67,14 @@ typedef struct plm_context_config {
    * creation; `user` must outlive the context. NULL: mmap. */
   const struct plm_pool_upstream *host_upstream;
   int host_upstream_pinned; /* nonzero: host_upstream's memory is page-locked already */
+  /* The host backend's core budget: 0 (the default), its kernels split their work over
+   * the process-wide pool of one thread per online core, shared by every host context;
+   * N > 0 (at most the online cores), over N threads of this context's own (its streams'
+   * workers and N - 1 kernel threads, started now, joined at destroy), so that several
+   * host contexts in one process are several "devices" sharing the cores as their
+   * budgets say (plm_pipeline_run_stream_devices). plm_context_device_info's
+   * multiprocessors says the budget. Ignored by the cuda backend. */
+  int host_threads;
 } plm_context_config;
 
 /* What a device is. Figures a backend does not know are 0 (or "" for strings). */
@@ -103,7 +111,8 @@ typedef struct plm_build_info {
 /* Create a context. cfg may be NULL (AUTO, device 0). Blocks while the backend
  * starts (the CUDA runtime initialises on first use: up to a second).
  * Errors: PLM_ERR_INVALID_ARG (out NULL, unknown backend, bad device index, bad
- * PLUME_BACKEND value, a host_upstream with a NULL callback), PLM_ERR_NO_DEVICE (cuda asked for,
+ * PLUME_BACKEND value, a host_upstream with a NULL callback, host_threads negative or
+ * above the online cores), PLM_ERR_NO_DEVICE (cuda asked for,
  * none usable), PLM_ERR_UNSUPPORTED (cuda asked for, this build has no CUDA). *out is set to NULL
  * on failure. */
 PLM_API plm_status plm_context_create(const plm_context_config *cfg, plm_context **out);

@@ -610,6 +610,69 @@ PLM_API plm_status plm_pipeline_run_stream(plm_pipeline *pl, plm_frame_source_fn
                                            const plm_run_stream_options *options,
                                            plm_run_stream_report *report);
 
+/* ---- several devices ----------------------------------------------------------------------
+ * plm_pipeline_run_stream_devices runs one sequence of frames over several devices: one
+ * compiled pipeline per device (a context each: a GPU, plm_context_config.device, or a
+ * host context with a core budget of its own, plm_context_config.host_threads), all
+ * built from the same text or graph (the same inputs and outputs; each may have its own
+ * frames_in_flight). Each device runs plm_pipeline_run_stream on a thread of its own (the
+ * run starts them and joins them before it returns) and takes the next frame of the
+ * sequence whenever one of its frame slots is free: a slow device takes fewer frames
+ * (back-pressure from its slot ring, nothing to tune). Frames' results wait in a reorder
+ * buffer (as many entries as the devices' frame slots together, the outputs' bytes each,
+ * allocated when the run starts) until every earlier frame has been handed over:
+ *
+ *   source(user, k, inputs, &end)  as plm_pipeline_run_stream's, called once per frame,
+ *                                  one call at a time and in frame order, but on the
+ *                                  devices' threads (never concurrently);
+ *   sink(user, k, outputs)         as plm_pipeline_run_stream's: every frame once, in
+ *                                  order, on the calling thread.
+ *
+ * So the sink sees what one device would give it: the same frames, in the same order,
+ * with the same bytes (the devices run the same plan; on different GPU models a kernel's
+ * floating-point rounding may differ, which the ops' headers state).
+ *
+ * Stateful pipelines (a background node: plm_plan_info.states > 0) are refused with more
+ * than one device: a state carries from each frame to the next, and devices taking
+ * frames in turn would each see a different part of the sequence.
+ *
+ * Failure: when the source, a device's work or the sink fails at frame k, frames 0 .. k - 1
+ * are all delivered, nothing after, the devices stop (a frame already dealt past k is
+ * computed, not delivered) and the status is returned with report->failed_frame k,
+ * report->failed_device the device that ran it (-1 for the sink) and the message
+ * "frame k: the source failed: ...", "frame k: the sink failed: ...", or "frame k
+ * (device d): <what the device's run said>". Everything the run allocated is released.
+ *
+ * Blocking; not from a host callback; none of the pipelines may be in another run. */
+#define PLM_RUN_STREAM_MAX_DEVICES 16
+
+typedef struct plm_run_stream_devices_report {
+  int64_t frames_delivered; /* frames the sink accepted */
+  int64_t failed_frame;     /* the frame that failed, or -1 */
+  int failed_device;        /* the device that ran it, or -1 (none, or the sink) */
+  double seconds;           /* wall time of the whole run, set-up included */
+  double frames_per_s;      /* frames_delivered / seconds: all devices together */
+  int devices;              /* count */
+  int64_t device_frames[PLM_RUN_STREAM_MAX_DEVICES];   /* frames each device delivered */
+  double device_frames_per_s[PLM_RUN_STREAM_MAX_DEVICES]; /* device_frames / seconds */
+  /* Each device's own run (its frames numbered 0, 1, ... in the order it took them). */
+  plm_run_stream_report device[PLM_RUN_STREAM_MAX_DEVICES];
+} plm_run_stream_devices_report;
+
+/* Run frames through pipelines[0 .. count) as above. options as plm_pipeline_run_stream's
+ * (max_frames counts the whole sequence), may be NULL. report is filled on every return.
+ * Errors: PLM_ERR_INVALID_ARG (NULL pipelines, source or report, count not from 1 to
+ * PLM_RUN_STREAM_MAX_DEVICES, a pipeline NULL or given twice, inputs or outputs unlike
+ * pipelines[0]'s, bad options), PLM_ERR_INVALID_STATE (a pipeline not compiled or already
+ * streaming; in a host callback), PLM_ERR_UNSUPPORTED (a stateful pipeline with count >
+ * 1), PLM_ERR_OUT_OF_MEMORY, PLM_ERR_BACKEND (no thread), and whatever a frame's source,
+ * work or sink failed with. */
+PLM_API plm_status plm_pipeline_run_stream_devices(plm_pipeline *const *pipelines, int count,
+                                                   plm_frame_source_fn source,
+                                                   plm_frame_sink_fn sink, void *user,
+                                                   const plm_run_stream_options *options,
+                                                   plm_run_stream_devices_report *report);
+
 #ifdef __cplusplus
 }
 #endif

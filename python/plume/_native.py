@@ -29,7 +29,7 @@ class Tensor(ctypes.Structure):  # plm_tensor (plume/tensor.h)
 class ContextConfig(ctypes.Structure):  # plm_context_config (plume/context.h)
     _fields_ = [("backend", ctypes.c_int), ("device", ctypes.c_int),
                 ("default_pool", ctypes.c_void_p), ("host_upstream", ctypes.c_void_p),
-                ("host_upstream_pinned", ctypes.c_int)]
+                ("host_upstream_pinned", ctypes.c_int), ("host_threads", ctypes.c_int)]
 
 
 class NamedTensor(ctypes.Structure):  # plm_named_tensor (plume/pipeline.h)
