@@ -28,7 +28,7 @@ enum { BENCH_FRAMES = 64 }; /* the scene's first frames, for the comparison */
 
 static const char demo_usage[] =
     "usage: plume demo [--frames N] [--size H,W] [--seed S] [--backend host|cuda|auto]\n"
-    "                  [--streams K] [--workdir DIR] [--keep]\n"
+    "                  [--streams K] [--workdir DIR] [--keep] [--compare-frames N]\n"
     "                  [--difficulty normal|hard] [--preset NAME | --pipeline TEXT]\n"
     "\n"
     "The main job: write a synthetic infrared scene with hot moving plumes and its truth\n"
@@ -60,6 +60,9 @@ static const char demo_usage[] =
     "  --pipeline TEXT       a pipeline of plume detect's text form instead (scored from\n"
     "                        frame 0)\n"
     "  --keep                keep the files (else they are removed at the end)\n"
+    "  --compare-frames N    frames per timed run of the comparison, 0..1000000; 0 leaves\n"
+    "                        it out (default: by frame size, as bench_pipeline --quick:\n"
+    "                        20 frames' worth of 512x512 pixels)\n"
     "  -h, --help            show this help\n";
 
 /* ---- the working folder ----------------------------------------------------------------- */
@@ -143,12 +146,14 @@ typedef struct demo_config {
   const char *pipeline_name;                      /* the preset's name, or "given" */
   int skip_frames; /* left out of the score: the preset's settle_frames */
   bool keep;
+  int64_t compare_frames; /* per timed run of the comparison; 0: none; -1: by frame size */
 } demo_config;
 
 /* Take the arguments into config. Returns -1 to go on, else an exit code. */
 static int parse_arguments(int argc, char **argv, demo_config *config, const char **workdir) {
   const char *frames = NULL, *size = NULL, *seed = NULL, *backend = NULL, *streams = NULL,
-             *keep = NULL, *difficulty = NULL, *pipeline = NULL, *preset = NULL;
+             *keep = NULL, *difficulty = NULL, *pipeline = NULL, *preset = NULL,
+             *compare_frames = NULL;
   option options[] = {{"--frames", &frames, false},
                       {"--size", &size, false},
                       {"--seed", &seed, false},
@@ -156,6 +161,7 @@ static int parse_arguments(int argc, char **argv, demo_config *config, const cha
                       {"--streams", &streams, false},
                       {"--workdir", workdir, false},
                       {"--keep", &keep, true},
+                      {"--compare-frames", &compare_frames, false},
                       {"--difficulty", &difficulty, false},
                       {"--pipeline", &pipeline, false},
                       {"--preset", &preset, false},
@@ -240,6 +246,15 @@ static int parse_arguments(int argc, char **argv, demo_config *config, const cha
     detect->frames_in_flight = (int)v;
   }
   config->keep = keep != NULL;
+  config->compare_frames = -1;
+  if (compare_frames) {
+    if (!count_parse(compare_frames, NULL, 0, 1000000, &v)) {
+      fprintf(stderr, "plume demo: --compare-frames %s is not a count from 0 to 1000000\n",
+              quote_value(compare_frames, q, sizeof q));
+      return EXIT_USAGE;
+    }
+    config->compare_frames = (int64_t)v;
+  }
   return -1;
 }
 
@@ -290,6 +305,10 @@ static plm_status describe_device(plm_backend backend, char *text, size_t size) 
  * threshold chain fuses. Returns pipeline_bench_run's exit code. */
 static int compare_configs(const demo_config *config, const demo_files *files, char *err,
                            size_t err_size) {
+  if (config->compare_frames == 0) {
+    printf("\ncomparison: left out (--compare-frames 0)\n");
+    return 0;
+  }
   image frame;
   int64_t count = 0;
   image_frames *frames = NULL;
@@ -326,6 +345,9 @@ static int compare_configs(const demo_config *config, const demo_files *files, c
     fflush(stdout);
     const pipeline_bench_options options = {.backend = config->detect.backend,
                                             .quick = true,
+                                            .frames = config->compare_frames > 0
+                                                          ? config->compare_frames
+                                                          : 0,
                                             .pipeline = pipelines[p],
                                             .frames_from = &from,
                                             .prog = "plume demo"};

@@ -523,7 +523,11 @@ else
   echo "note: no 'timeout' command: the demo's interruption is not checked"
 fi
 # --workdir and --keep: the files stay, and plume score reads the same figures from them.
-run 0 "demo --keep" demo --frames 60 --size 256,256 --workdir kept --keep --streams 2 --backend host
+# (The comparison runs 8 frames per timed run from here on: --compare-frames.)
+run 0 "demo --keep" demo --frames 60 --size 256,256 --workdir kept --keep --streams 2 --backend host \
+  --compare-frames 8
+checks=$((checks + 1))
+grep -q "(8 frames per run)" out.txt || fail "demo --compare-frames 8: $(grep 'frames per run' out.txt)"
 checks=$((checks + 1))
 [[ -f kept/frames.npy && -f kept/truth.csv && -f kept/detections.csv ]] || fail "demo --keep: $(ls kept)"
 checks=$((checks + 1))
@@ -540,13 +544,16 @@ run_full_disk 1 "demo on a full disk" demo --frames 5 --size 64,64 --workdir ful
 checks=$((checks + 1))
 [[ ! -e full ]] || fail "demo on a full disk left $(ls -R full)"
 # A work folder given without --keep is emptied, and removed when the demo made it.
-run 0 "demo --workdir" demo --frames 5 --size 64,64 --workdir made
+run 0 "demo --workdir" demo --frames 5 --size 64,64 --workdir made --compare-frames 0
+checks=$((checks + 1))
+grep -q "^comparison: left out (--compare-frames 0)" out.txt && ! grep -q "frames per run" out.txt ||
+  fail "demo --compare-frames 0: $(tail -5 out.txt)"
 checks=$((checks + 1))
 [[ ! -e made ]] || fail "demo --workdir left $(ls -R made)"
 # --difficulty hard: the hard scene and its calibration in the folder, which a pipeline
 # names as @gain and @offset; the files are all removed at the end unless --keep.
 run 0 "demo hard --keep" demo --frames 5 --size 64,64 --difficulty hard --workdir hard --keep \
-  --backend host
+  --backend host --compare-frames 0
 checks=$((checks + 1))
 [[ -f hard/frames.npy && -f hard/truth.csv && -f hard/detections.csv && -f hard/gain.npy &&
   -f hard/offset.npy && -f hard/bad.npy ]] || fail "demo hard --keep: $(ls hard)"
@@ -558,7 +565,7 @@ rm -f hard-f.npy hard-t.csv gain.npy offset.npy bad.npy
 rm -rf hard
 nuc_pipeline="nuc gain=@gain offset=@offset ! $pipeline"
 run 0 "demo hard --pipeline nuc" demo --frames 5 --size 64,64 --difficulty hard --workdir made \
-  --backend host --pipeline "$nuc_pipeline"
+  --backend host --pipeline "$nuc_pipeline" --compare-frames 8
 checks=$((checks + 1))
 grep -qF "through the given pipeline" out.txt && grep -qF "  $nuc_pipeline" out.txt &&
   grep -q "^comparison 1 of 2: left out: the pipeline names tensors" out.txt &&
@@ -567,13 +574,14 @@ checks=$((checks + 1))
 [[ ! -e made ]] || fail "demo hard left $(ls -R made)"
 # Presets: the hard scene runs 'robust' by default, scored after its 40 settling frames, and
 # finds the plumes (README: precision and recall >= 0.9); 'default' fails there.
-run 0 "demo hard" demo --frames 150 --size 256,256 --difficulty hard --backend host
+run 0 "demo hard" demo --frames 150 --size 256,256 --difficulty hard --backend host \
+  --compare-frames 8
 checks=$((checks + 1))
 grep -q "through the robust pipeline" out.txt && grep -q "score --skip-frames 40" out.txt &&
   awk '/^precision:/ {p = $2} /^recall:/ {r = $2} END {exit !(p >= 0.9 && r >= 0.9)}' out.txt ||
   fail "demo hard: robust below 0.9: $(grep -E '^(precision|recall|plume demo)' out.txt)"
 run 0 "demo hard --preset default" demo --frames 60 --size 128,128 --difficulty hard \
-  --preset default --backend host
+  --preset default --backend host --compare-frames 0
 checks=$((checks + 1))
 awk '/^precision:/ {p = $2} END {exit !(p < 0.5)}' out.txt ||
   fail "demo hard --preset default: precision $(grep '^precision:' out.txt)"
@@ -610,6 +618,8 @@ if "$plume" info | grep -q "cuda: no device"; then
     fail "detect --backend cuda without a GPU: exit $rc: $(cat err.txt)"
   absent "detect --backend cuda" x.csv
 fi
+run 2 "demo --compare-frames x" demo --frames 5 --size 64,64 --compare-frames x &&
+  expect_err "demo --compare-frames x" "--compare-frames 'x' is not a count from 0 to 1000000"
 run 2 "demo --frames 0" demo --frames 0
 run 2 "demo --size" demo --size 8,8
 run 2 "demo --seed" demo --seed -1
