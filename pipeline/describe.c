@@ -34,6 +34,22 @@ static void params_text(text_buffer *text, plm__op_kind kind, const plm__op_para
   }
 }
 
+/* "    tuned: bands_per_thread=8 (default 4)": the values compile resolved for the step's
+ * tunables on the pipeline's backend (plume/tuning.h), or nothing when it has none. */
+static void tuning_text(text_buffer *text, const plm_pipeline *pl, const plm__step *step) {
+  const plm__op_desc *op = plm__op_get(step->kind);
+  const char *sep = "    tuned: ";
+  for (int k = 0; k < op->tunable_count; k++) {
+    const plm__op_tunable *t = &op->tunables[k];
+    if (t->backend != pl->ctx->info.backend) continue;
+    text_printf(text, "%s%s=%lld", sep, t->name, (long long)step->tuning.values[k]);
+    if (step->tuning.values[k] != t->fallback)
+      text_printf(text, " (default %lld)", (long long)t->fallback);
+    sep = ", ";
+  }
+  if (sep[0] == ',') text_printf(text, "\n");
+}
+
 static void shape_text(text_buffer *text, const plm_shape *shape) {
   text_printf(text, "%s ", plm_dtype_name(shape->dtype));
   for (int d = 0; d < shape->ndim; d++)
@@ -127,6 +143,7 @@ static void plan_text(text_buffer *text, const plm_pipeline *pl) {
     if (step->scratch_bytes)
       text_printf(text, "    scratch %zu bytes at workspace[%zu, %zu)\n", step->scratch_bytes,
                   step->scratch_offset, step->scratch_offset + step->scratch_bytes);
+    tuning_text(text, pl, step);
     if (step->record >= 0) text_printf(text, "    then records e%d\n", step->record);
     if (step->state >= 0) {
       const plm__state *state = &plan->states[step->state];

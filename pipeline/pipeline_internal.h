@@ -165,6 +165,7 @@ typedef struct plm__step {
   size_t scratch_bytes;  /* what its op needs besides its operands (0: none) */
   size_t scratch_offset; /* where that is in the workspace, when scratch_bytes > 0 */
   int state;             /* a stateful op's: its index in plan->states, else -1 */
+  plm__op_tuning tuning; /* its op's tunables' values on the context, resolved at compile */
 } plm__step;
 
 /* The state of a stateful step (ops/op_desc.h's state_shape): one for the pipeline, not
