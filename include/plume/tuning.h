@@ -10,7 +10,7 @@
  *
  * The values in force come, in this order, from: a value set in this process
  * (plm_tuning_set), the tuning table of the device (written by `plume tune`, which
- * measures the candidates: plm_tune_run, plume/tune.h), the default. A table is per
+ * measures the candidates: plm_tune_run below), the default. A table is per
  * device and size class: a call's class is that of the bytes its cost model moves
  * (plm_size_class_of). The file is
  *   $XDG_CACHE_HOME/plume/tuning-<backend>-<hash>.json  (else ~/.cache/plume/...)
@@ -32,6 +32,7 @@
 #define PLUME_TUNING_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "plume/context.h"
@@ -125,6 +126,29 @@ PLM_API plm_status plm_tuning_entries(plm_context *ctx, plm_tuning_entry **entri
  * Errors: PLM_ERR_INVALID_ARG, PLM_ERR_IO (with the path). */
 PLM_API plm_status plm_tuning_store(plm_context *ctx, const plm_tuning_entry *entries, size_t count,
                                     char *path, size_t path_size);
+
+/* ---- measuring (`plume tune`) ------------------------------------------------------------ */
+
+typedef struct plm_tune_options {
+  bool quick;     /* fewer sizes and runs: seconds on a CPU (the CLI tests' mode) */
+  const char *op; /* only this op's tunables; NULL: every op's */
+  int runs;       /* timed runs per candidate and workload, 0..1000 (0: 5 quick, else 15) */
+} plm_tune_options;
+
+/* quick false, op NULL, runs 0. */
+PLM_API plm_tune_options plm_tune_options_default(void);
+
+/* Measure the tunables of ctx's backend (those of op only, when given) on ctx's device, on
+ * a stream of its own, and decide one entry per tunable and size class measured
+ * (plm_tuning_entry: a candidate other than the default is kept only when its gain over
+ * the default is above twice the larger CV of the two). Into *entries, a malloc'd array
+ * the caller frees with free(); nothing is stored: plm_tuning_store does that. Each op
+ * runs with call-local values, so other threads' calls are not affected. Blocking:
+ * seconds (quick) to about a minute on a CPU. options may be NULL (the defaults). Errors:
+ * PLM_ERR_INVALID_ARG (NULL arguments, runs out of range, an unknown op),
+ * PLM_ERR_OUT_OF_MEMORY, an op's failure (named). */
+PLM_API plm_status plm_tune_run(plm_context *ctx, const plm_tune_options *options,
+                                plm_tuning_entry **entries, size_t *count);
 
 #ifdef __cplusplus
 }
