@@ -175,6 +175,17 @@ static void plan_text(text_buffer *text, const plm_pipeline *pl) {
   text_printf(text, "fusion: %d chain(s) found, %d fused\n", plan->fusable_chains,
               plan->fused_steps);
   text_printf(text, "cost: %.0f device bytes, %.0f flops per frame\n", pl->device_bytes, pl->flops);
+  if (pl->predicted) {
+    const plm_placement *p = &pl->placement;
+    text_printf(text, "placement: predicted per frame: host ");
+    text_printf(text, p->host_ms > 0 ? "%.4f ms" : "not available", p->host_ms);
+    text_printf(text, ", cuda ");
+    text_printf(
+        text,
+        p->cuda_ms > 0 ? "%.4f ms (%.4f ms of copies: %.0f bytes up, %.0f down)" : "not available",
+        p->cuda_ms, p->cuda_copy_ms, p->input_bytes, p->output_bytes);
+    text_printf(text, " -> %s\n", plm_backend_name(p->choice));
+  }
 }
 
 plm_status plm_pipeline_describe(const plm_pipeline *pl, char *buf, size_t size, size_t *needed) {

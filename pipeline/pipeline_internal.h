@@ -232,6 +232,8 @@ struct plm_pipeline {
   int *release_after;         /* PLM_PLAN_ALLOCATE_PER_RUN: per plan tensor (per_run.c) */
   double device_bytes, flops; /* the plan's cost per frame (cost.c) */
   plm_profiler *profiler;     /* records each step, or NULL */
+  plm_placement placement;    /* the last plm_pipeline_predict's, when predicted */
+  bool predicted;
   int64_t frames_run;         /* plm_pipeline_run's calls: the frame index it records */
   void *state;                /* the state block (plan.state_bytes), or NULL */
   plm_tensor *state_tensors;  /* per state, its address in the block */
