@@ -79,6 +79,19 @@ static size_t compile_and_describe(plm_pipeline *pl, char *text, size_t size) {
   return info.scratch_bytes;
 }
 
+/* Run pl's one frame from in into result, download result into out, then free both, pl
+ * and the values forced for it. */
+static void run_and_destroy(plm_pipeline *pl, plm_tensor in, plm_tensor result, void *out) {
+  PLM_CHECK_OK(plm_pipeline_run(pl, &in, &result, plm_test_stream));
+  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, out, result.data, plm_tensor_bytes(&result),
+                                 PLM_COPY_DEVICE_TO_HOST));
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &in));
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &result));
+  PLM_CHECK_OK(plm_pipeline_destroy(pl));
+  plm_tuning_reset();
+}
+
 /* entropy window 5 over a 64 x 96 u8 frame with bands_per_thread `bands` (0: the default):
  * the output downloaded into out, the plan's scratch bytes returned. */
 static size_t entropy_with_bands(int64_t bands, const uint8_t *frame, float *out, char *text,
@@ -89,16 +102,8 @@ static size_t entropy_with_bands(int64_t bands, const uint8_t *frame, float *out
   plm_pipeline *pl = NULL;
   PLM_CHECK_OK(plm_pipeline_parse(plm_test_ctx, "entropy window=5", PLM_DTYPE_U8, 2, dims, &pl));
   const size_t scratch = compile_and_describe(pl, text, size);
-  plm_tensor in = plm_test_upload(PLM_DTYPE_U8, 2, dims, frame);
-  plm_tensor result = plm_test_upload(PLM_DTYPE_F32, 2, dims, NULL);
-  PLM_CHECK_OK(plm_pipeline_run(pl, &in, &result, plm_test_stream));
-  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, out, result.data, plm_tensor_bytes(&result),
-                                 PLM_COPY_DEVICE_TO_HOST));
-  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
-  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &in));
-  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &result));
-  PLM_CHECK_OK(plm_pipeline_destroy(pl));
-  plm_tuning_reset();
+  run_and_destroy(pl, plm_test_upload(PLM_DTYPE_U8, 2, dims, frame),
+                  plm_test_upload(PLM_DTYPE_F32, 2, dims, NULL), out);
   return scratch;
 }
 
@@ -144,16 +149,8 @@ static size_t lstm_with_gemm_from(int64_t from, const float *x, const float *wei
   char text[4096];
   const size_t scratch = compile_and_describe(pl, text, sizeof text);
   if (from) ck_assert_msg(strstr(text, "tuned: gemm_min_batch="), "%s", text);
-  plm_tensor in = plm_test_upload(PLM_DTYPE_F32, 2, (int64_t[]){B, I}, x);
-  plm_tensor result = plm_test_upload(PLM_DTYPE_F32, 2, (int64_t[]){B, H}, NULL);
-  PLM_CHECK_OK(plm_pipeline_run(pl, &in, &result, plm_test_stream));
-  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, out, result.data, plm_tensor_bytes(&result),
-                                 PLM_COPY_DEVICE_TO_HOST));
-  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
-  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &in));
-  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &result));
-  PLM_CHECK_OK(plm_pipeline_destroy(pl));
-  plm_tuning_reset();
+  run_and_destroy(pl, plm_test_upload(PLM_DTYPE_F32, 2, (int64_t[]){B, I}, x),
+                  plm_test_upload(PLM_DTYPE_F32, 2, (int64_t[]){B, H}, NULL), out);
   return scratch;
 }
 
