@@ -189,7 +189,8 @@ static void table_load(table *t, plm_backend backend) {
                           .default_ms = json_number_value(json_object_get(j, "default_ms")),
                           .best_ms = json_number_value(json_object_get(j, "best_ms")),
                           .cv = json_number_value(json_object_get(j, "cv")),
-                          .kept = json_is_true(json_object_get(j, "kept"))};
+                          .kept = json_is_true(json_object_get(j, "kept")),
+                          .model_ms = json_number_value(json_object_get(j, "model_ms"))};
     snprintf(e.op, sizeof e.op, "%s", string_of(j, "op"));
     snprintf(e.tunable, sizeof e.tunable, "%s", string_of(j, "tunable"));
     int index;
@@ -204,11 +205,11 @@ static json_t *table_json(const plm_context *ctx, const table *t) {
   for (size_t k = 0; entries && k < t->count; k++) {
     const plm_tuning_entry *e = &t->entries[k];
     json_array_append_new(
-        entries, json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:f, s:f, s:f, s:b}", "op", e->op,
+        entries, json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:f, s:f, s:f, s:b, s:f}", "op", e->op,
                            "tunable", e->tunable, "size_class", class_names[e->size_class], "value",
                            (json_int_t)e->value, "default", (json_int_t)e->fallback, "best",
                            (json_int_t)e->best, "default_ms", e->default_ms, "best_ms", e->best_ms,
-                           "cv", e->cv, "kept", (int)e->kept));
+                           "cv", e->cv, "kept", (int)e->kept, "model_ms", e->model_ms));
   }
   return json_pack("{s:s, s:i, s:s, s:s, s:s, s:i, s:s, s:o*}", "schema", SCHEMA, "version",
                    SCHEMA_VERSION, "key", t->key, "backend", plm_backend_name(ctx->info.backend),
@@ -281,6 +282,28 @@ void plm__op_tuning_resolve(const plm_context *ctx, const plm__op_desc *op,
     out->values[k] = op->tunables[k].backend == backend ? value_of(t, backend, op, k, size_class)
                                                         : op->tunables[k].fallback;
   pthread_mutex_unlock(&tuning.lock);
+}
+
+double plm__tuning_correction(plm_backend backend, const char *device, const plm__op_desc *op,
+                              plm_size_class size_class) {
+  char prefix[PATH_SIZE];
+  const int n = snprintf(prefix, sizeof prefix, "%s|%.255s|", plm_backend_name(backend), device);
+  double factor = 1.0;
+  pthread_mutex_lock(&tuning.lock);
+  for (int k = 0; k < tuning.table_count && factor == 1.0; k++) {
+    const table *t = &tuning.tables[k];
+    if (n < 0 || strncmp(t->key, prefix, (size_t)n) != 0) continue;
+    for (size_t i = 0; i < t->count; i++) {
+      const plm_tuning_entry *e = &t->entries[i];
+      if (e->size_class == size_class && e->model_ms > 0 && e->default_ms > 0 &&
+          strcmp(e->op, op->name) == 0) {
+        factor = e->default_ms / e->model_ms;
+        break;
+      }
+    }
+  }
+  pthread_mutex_unlock(&tuning.lock);
+  return factor;
 }
 
 /* ---- the public calls ---------------------------------------------------------------------- */

@@ -50,6 +50,13 @@ int plm__op_tunable_index(const plm__op_desc *op, const char *name, plm_backend 
 void plm__op_tuning_resolve(const plm_context *ctx, const plm__op_desc *op,
                             const plm__op_call *call, plm__op_tuning *tuning);
 
+/* The measured correction of the cost model for op in a size class on a device (its
+ * backend and name, as a calibration gives them): the first entry of op in that class,
+ * in a table of the device this process has loaded, with a model time, gives
+ * default_ms / model_ms; else 1. */
+double plm__tuning_correction(plm_backend backend, const char *device, const plm__op_desc *op,
+                              plm_size_class size_class);
+
 /* The cache directory of plume's files: $XDG_CACHE_HOME/plume, else $HOME/.cache/plume;
  * false when neither variable is set or the path does not fit. With make, the directory
  * (and its parent) is created when missing; false when that fails. */

@@ -3,18 +3,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/op_tuning.h"
 #include "pipeline/pipeline_internal.h"
 #include "profile/profile_internal.h"
 #include "streams/error.h"
 
-/* ms per frame of the plan's steps on a device of calibration c. */
-static double steps_ms(const plm__plan *plan, const plm_profile_calibration *c) {
+/* ms per frame of the plan's steps on a device of calibration c: each step's model time,
+ * times the op's measured correction where a tuning table of the device has one
+ * (*corrected counts those steps). */
+static double steps_ms(const plm__plan *plan, const plm_profile_calibration *c, int *corrected) {
+  plm_backend backend = PLM_BACKEND_HOST;
+  plm_backend_parse(c->backend, &backend);
   double ms = 0.0;
   for (int s = 0; s < plan->step_count; s++) {
     const plm_op_cost *cost = &plan->steps[s].cost;
-    const double memory = cost->bytes / (c->device_copy_gbps * 1e6);
-    const double compute = cost->flops / (c->fma_gflops * 1e6);
-    ms += (memory > compute ? memory : compute) + c->launch_us * 1e-3;
+    const double factor = plm__tuning_correction(
+        backend, c->device, plm__op_get(plan->steps[s].kind), plm_size_class_of(cost->bytes));
+    *corrected += factor != 1.0;
+    ms += plm__profile_model_ms(cost, c) * factor;
   }
   return ms;
 }
@@ -50,12 +56,12 @@ plm_status plm_pipeline_predict(plm_pipeline *pl, const plm_profile_calibration 
     *(input ? &p.input_bytes : &p.output_bytes) += (double)plan->tensors[t].bytes;
     copies++;
   }
-  if (host) p.host_ms = steps_ms(plan, host);
+  if (host) p.host_ms = steps_ms(plan, host, &p.corrected_steps);
   if (cuda) {
     p.cuda_copy_ms = p.input_bytes / (cuda->h2d_gbps * 1e6) +
                      p.output_bytes / (cuda->d2h_gbps * 1e6) +
                      copies * cuda->copy_latency_us * 1e-3;
-    p.cuda_ms = steps_ms(plan, cuda) + p.cuda_copy_ms;
+    p.cuda_ms = steps_ms(plan, cuda, &p.corrected_steps) + p.cuda_copy_ms;
     if (!host || p.cuda_ms < p.host_ms) p.choice = PLM_BACKEND_CUDA;
   }
   pl->placement = p;
@@ -68,7 +74,9 @@ plm_status plm_pipeline_predict(plm_pipeline *pl, const plm_profile_calibration 
 static plm_status calibrate_backend(plm_backend backend, plm_profile_calibration *out) {
   plm_context *ctx = NULL;
   plm_context_config config = {.backend = backend};
+  plm_tuning_table_info table; /* loads the device's tuning table: the model's corrections */
   plm_status status = plm_context_create(&config, &ctx);
+  if (status == PLM_OK) status = plm_tuning_table_info_get(ctx, &table);
   if (status == PLM_OK) status = plm__profile_calibrate(ctx, out);
   if (ctx) plm_context_destroy(ctx);
   return status;

@@ -260,6 +260,12 @@ static plm_status measure(probe *p, const plm_device_info *info, plm_profile_cal
   return status;
 }
 
+double plm__profile_model_ms(const plm_op_cost *cost, const plm_profile_calibration *c) {
+  const double memory = cost->bytes / (c->device_copy_gbps * 1e6);
+  const double compute = cost->flops / (c->fma_gflops * 1e6);
+  return (memory > compute ? memory : compute) + c->launch_us * 1e-3;
+}
+
 plm_status plm__profile_calibrate(plm_context *ctx, plm_profile_calibration *out) {
   plm_device_info info;
   plm_status status = plm_context_device_info(ctx, &info);

@@ -15,7 +15,9 @@
  * its median time; the best is kept only when it is not the default and its gain over
  * the default, (default - best) / default, is above twice the larger coefficient of
  * variation of the two (the noise of one run: a gain below it is not told apart from
- * the load). */
+ * the load). Each entry also records what the cost model predicts for its workloads at
+ * the default (model_ms, from the device's calibration), so that plm_pipeline_predict can
+ * scale the op's modelled time by the measured one. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +27,7 @@
 #include "plume/event.h"
 #include "plume/profile.h"
 #include "plume/tuning.h"
+#include "profile/profile_internal.h"
 #include "streams/error.h"
 
 enum { MAX_SIZES = 8, MAX_WORKLOADS = 16, WARM_UPS = 1 };
@@ -36,6 +39,7 @@ typedef struct workload {
   plm_tensor in[PLM__OP_MAX_IN], out[PLM__OP_MAX_OUT];
   void *memory[PLM__OP_MAX_IN + PLM__OP_MAX_OUT];
   plm_size_class size_class;
+  plm_op_cost cost;
 } workload;
 
 /* The sizes op's tunable is measured at (n: a frame's side, a batch, a matrix's side),
@@ -156,15 +160,15 @@ static plm_status workload_make(plm_context *ctx, plm_stream *stream, const plm_
     status = tensor_make(ctx, stream, w, PLM__OP_MAX_IN + k, &out[k], &w->out[k], &seed);
     w->call.out[k] = &w->out[k];
   }
-  plm_op_cost cost = {0};
-  if (status == PLM_OK) status = plm__op_cost(op, &w->call, &cost);
-  w->size_class = plm_size_class_of(cost.bytes);
+  if (status == PLM_OK) status = plm__op_cost(op, &w->call, &w->cost);
+  w->size_class = plm_size_class_of(w->cost.bytes);
   if (status != PLM_OK) workload_free(ctx, w);
   return status;
 }
 
 /* The timing of one tunable: times[workload][candidate][run] in ms. */
 typedef struct timing {
+  plm_profile_calibration calibration; /* the device's, for the model's time */
   plm_stream *stream;
   plm_event *start, *end;
   double *times;
@@ -197,11 +201,12 @@ static plm_status time_run(timing *t, const plm__op_desc *op, int index, int64_t
 static void decide(const timing *t, const plm__op_desc *op, const plm__op_tunable *tunable,
                    const workload *w, plm_tuning_entry *entries, size_t *count) {
   for (int c = 0; c < PLM_SIZE_CLASS_COUNT; c++) {
-    double score[PLM__OP_MAX_CANDIDATES] = {0}, cv[PLM__OP_MAX_CANDIDATES] = {0};
+    double score[PLM__OP_MAX_CANDIDATES] = {0}, cv[PLM__OP_MAX_CANDIDATES] = {0}, model = 0.0;
     bool any = false;
     for (int k = 0; k < t->workloads; k++) {
       if ((int)w[k].size_class != c) continue;
       any = true;
+      model += plm__profile_model_ms(&w[k].cost, &t->calibration);
       for (int v = 0; v < t->candidates; v++) {
         plm_profile_op_stats stats = {0};
         plm_profile_stats_of(time_at(t, k, v, 0), (size_t)t->runs, &stats);
@@ -224,7 +229,8 @@ static void decide(const timing *t, const plm__op_desc *op, const plm__op_tunabl
                             .default_ms = score[fallback],
                             .best_ms = score[best],
                             .cv = noise,
-                            .kept = best != fallback && gain > 2.0 * noise};
+                            .kept = best != fallback && gain > 2.0 * noise,
+                            .model_ms = model};
     e->value = e->kept ? e->best : e->fallback;
     snprintf(e->op, sizeof e->op, "%s", op->name);
     snprintf(e->tunable, sizeof e->tunable, "%s", tunable->name);
@@ -297,6 +303,7 @@ plm_status plm_tune_run(plm_context *ctx, const plm_tune_options *options,
   plm_tuning_entry *out = calloc(most + 1, sizeof *out);
   timing t = {.runs = options->runs ? options->runs : options->quick ? 5 : 15};
   plm_status status = out ? PLM_OK : plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory");
+  if (status == PLM_OK) status = plm__profile_calibrate(ctx, &t.calibration);
   if (status == PLM_OK) status = plm_stream_create(ctx, 0, &t.stream);
   if (status == PLM_OK) status = plm_event_create(ctx, 0, &t.start);
   if (status == PLM_OK) status = plm_event_create(ctx, 0, &t.end);

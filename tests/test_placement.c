@@ -4,11 +4,12 @@
  * a dearer launch, every input and output crossing a link). The choice must go from host
  * to cuda exactly once as the frame grows, where the predictions cross, and describe must
  * say so. */
-#define _POSIX_C_SOURCE 200809L /* setenv */
+#define _POSIX_C_SOURCE 200809L /* setenv, mkdtemp */
 #include <stdlib.h>
 #include <string.h>
 
 #include "harness.h"
+#include "scratch_dir.h"
 
 static const plm_profile_calibration cpu_like = {.backend = "host",
                                                  .device = "injected CPU",
@@ -130,6 +131,63 @@ START_TEST(test_place_follows_plume_backend) {
 }
 END_TEST
 
+/* A tuning table's measurement of an op scales that op's steps: entropy measured at 10x
+ * its model on this device makes the host's prediction grow by 9x the entropy step's. */
+START_TEST(test_a_tuning_table_corrects_the_model) {
+  if (plm_test_backend != PLM_BACKEND_HOST) return; /* the entry is of a host tunable */
+  char dir[SCRATCH_DIR_SIZE];
+  scratch_dir_make(dir, "placement");
+  setenv("XDG_CACHE_HOME", dir, 1);
+  setenv("PLUME_TUNING", "on", 1);
+  plm_tuning_reset();
+  plm_device_info info;
+  PLM_CHECK_OK(plm_context_device_info(plm_test_ctx, &info));
+  plm_profile_calibration host = cpu_like;
+  snprintf(host.device, sizeof host.device, "%s", info.name);
+  const int64_t dims[2] = {64, 64};
+  plm_pipeline *pl = NULL;
+  plm_placement before, after;
+  PLM_CHECK_OK(plm_pipeline_parse(plm_test_ctx, chain, PLM_DTYPE_U16, 2, dims, &pl));
+  const plm_plan_config unfused = {.flags = PLM_PLAN_NO_FUSION}; /* entropy a step of its own */
+  PLM_CHECK_OK(plm_pipeline_compile(pl, &unfused));
+  PLM_CHECK_OK(plm_pipeline_predict(pl, &host, NULL, &before));
+  ck_assert_int_eq(before.corrected_steps, 0);
+  plm_tuning_entry e = {.size_class = PLM_SIZE_SMALL,
+                        .value = 4,
+                        .fallback = 4,
+                        .best = 4,
+                        .default_ms = 10.0,
+                        .best_ms = 10.0,
+                        .model_ms = 1.0};
+  snprintf(e.op, sizeof e.op, "entropy");
+  snprintf(e.tunable, sizeof e.tunable, "bands_per_thread");
+  PLM_CHECK_OK(plm_tuning_store(plm_test_ctx, &e, 1, NULL, 0));
+  PLM_CHECK_OK(plm_pipeline_predict(pl, &host, NULL, &after));
+  ck_assert_int_eq(after.corrected_steps, 1);
+  /* entropy on a 64 x 64 f32 magnitude: the model's step time, 9 more of it */
+  plm_op_cost cost;
+  const plm_tensor magnitude = {
+      .ctx = plm_test_ctx, .dtype = PLM_DTYPE_F32, .ndim = 2, .dims = {64, 64}, .strides = {64, 1}};
+  plm_entropy_params params = plm_entropy_params_default();
+  params.window = 16;
+  params.bins = 64;
+  params.range_lo = 0;
+  params.range_hi = 2000;
+  PLM_CHECK_OK(plm_entropy_cost(&magnitude, &params, &cost));
+  const double memory = cost.bytes / (host.device_copy_gbps * 1e6);
+  const double compute = cost.flops / (host.fma_gflops * 1e6);
+  const double step = (memory > compute ? memory : compute) + host.launch_us * 1e-3;
+  ck_assert_double_eq_tol(after.host_ms - before.host_ms, 9.0 * step, 1e-9);
+  char text[8192];
+  PLM_CHECK_OK(plm_pipeline_describe(pl, text, sizeof text, NULL));
+  ck_assert_msg(strstr(text, "(1 step time(s) corrected by a tuning table)"), "%s", text);
+  PLM_CHECK_OK(plm_pipeline_destroy(pl));
+  setenv("PLUME_TUNING", "off", 1);
+  plm_tuning_reset();
+  scratch_dir_remove(dir);
+}
+END_TEST
+
 static Suite *placement_suite(void) {
   Suite *s = suite_create("placement");
   TCase *tc = tcase_create("core");
@@ -137,6 +195,7 @@ static Suite *placement_suite(void) {
   tcase_add_test(tc, test_the_choice_flips_once_at_the_break_even_frame);
   tcase_add_test(tc, test_one_device_is_the_choice_and_bad_calibrations_are_refused);
   tcase_add_test(tc, test_place_follows_plume_backend);
+  tcase_add_test(tc, test_a_tuning_table_corrects_the_model);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -437,9 +437,12 @@ PLM_API plm_status plm_pipeline_describe(const plm_pipeline *pl, char *buf, size
  * each step takes max(bytes / copy bandwidth, flops / FMA rate) plus the calibrated
  * launch floor (launch_us), and on cuda the frame's inputs go up and its outputs come back
  * (bytes / the pinned h2d and d2h bandwidths, plus copy_latency_us per tensor), which a
- * host run does not pay. The bytes and flops are the plan's as compiled, so a plan
- * compiled on host predicts the same frame on cuda. The faster backend is the choice; where
- * the two cross as the frame grows is the pipeline's break-even frame size. */
+ * host run does not pay. Where a tuning table of the device is loaded (plume/tuning.h) and
+ * holds a measurement of a step's op in the step's size class, the step's time is scaled by
+ * that op's measured / modelled time there (plume tune records both). The bytes and flops are the
+ * plan's as compiled, so a plan compiled on host predicts the same frame on cuda. The faster
+ * backend is the choice; where the two cross as the frame grows is the pipeline's break-even frame
+ * size. */
 typedef struct plm_placement {
   plm_backend choice;  /* PLM_BACKEND_HOST or PLM_BACKEND_CUDA: the faster predicted */
   double host_ms;      /* predicted per frame on host; 0 without a host calibration */
@@ -447,6 +450,7 @@ typedef struct plm_placement {
   double cuda_copy_ms; /* of cuda_ms, the uploads and downloads */
   double input_bytes;  /* per frame: the pipeline's inputs (uploaded on cuda) */
   double output_bytes; /* per frame: its outputs (downloaded on cuda) */
+  int corrected_steps; /* steps whose time a tuning table's measurement corrected */
 } plm_placement;
 
 /* Predict a compiled pipeline's time per frame on host and on cuda from their calibrations

@@ -100,6 +100,10 @@ typedef struct plm_tuning_entry {
   double default_ms, best_ms;
   double cv; /* the largest coefficient of variation of the two */
   bool kept; /* best != fallback and (default_ms - best_ms) / default_ms > 2 cv */
+  /* What the cost model (plm_pipeline_predict's roofline on the device's calibration)
+   * predicts for the same workloads at the default (0: not known). default_ms / model_ms
+   * is the op's measured correction of the model in this class. */
+  double model_ms;
 } plm_tuning_entry;
 
 /* The table of ctx's device as this process uses it. */
