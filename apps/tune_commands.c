@@ -37,16 +37,46 @@ void tune_commands_print_info(plm_context *ctx) {
 static void print_entry(const plm_tuning_entry *e) {
   const double used_ms = e->kept ? e->best_ms : e->default_ms;
   const double gain = e->default_ms > 0 ? (e->default_ms - used_ms) / e->default_ms : 0.0;
-  printf("%-24s %-17s %-6s %7lld %7lld %10.4f %7lld %10.4f %5.1f%% %6.1f%%  %s\n", e->op,
+  printf("%-24s %-17s %-6s %7lld %7lld %10.4f %7lld %10.4f %5.1f%% %6.1f%% %10.2f  %s\n", e->op,
          e->tunable, plm_size_class_name(e->size_class), (long long)e->fallback,
          (long long)e->value, e->default_ms, (long long)e->best, e->best_ms, 100.0 * e->cv,
-         100.0 * gain, e->kept ? "kept" : "default kept (within the noise)");
+         100.0 * gain, e->model_ms > 0 ? e->default_ms / e->model_ms : 0.0,
+         e->kept ? "kept" : "default kept (within the noise)");
 }
 
 static void print_table(const plm_tuning_entry *entries, size_t count) {
-  printf("%-24s %-17s %-6s %7s %7s %10s %7s %10s %6s %7s\n", "op", "tunable", "class", "default",
-         "chosen", "default_ms", "best", "best_ms", "cv", "gain");
+  printf("%-24s %-17s %-6s %7s %7s %10s %7s %10s %6s %7s %10s\n", "op", "tunable", "class",
+         "default", "chosen", "default_ms", "best", "best_ms", "cv", "gain", "meas/model");
   for (size_t k = 0; k < count; k++) print_entry(&entries[k]);
+}
+
+static bool same_entry(const plm_tuning_entry *a, const plm_tuning_entry *b) {
+  return a->size_class == b->size_class && strcmp(a->op, b->op) == 0 &&
+         strcmp(a->tunable, b->tunable) == 0;
+}
+
+/* Append to the measured entries those of the table in use that this run did not measure
+ * (another op with --op, a class --quick skips), so that a partial run refines the table
+ * instead of dropping the rest of it. */
+static plm_status keep_unmeasured(plm_context *ctx, plm_tuning_entry **entries, size_t *count) {
+  plm_tuning_entry *old = NULL;
+  size_t old_count = 0;
+  plm_status status = plm_tuning_entries(ctx, &old, &old_count);
+  if (status != PLM_OK || old_count == 0) return status;
+  plm_tuning_entry *all = realloc(*entries, (*count + old_count) * sizeof **entries);
+  if (!all) {
+    free(old);
+    return PLM_OK; /* the measured entries alone: the rest of the table is measured again */
+  }
+  *entries = all;
+  const size_t measured = *count;
+  for (size_t k = 0; k < old_count; k++) {
+    bool again = false;
+    for (size_t j = 0; j < measured && !again; j++) again = same_entry(&old[k], &all[j]);
+    if (!again) all[(*count)++] = old[k];
+  }
+  free(old);
+  return PLM_OK;
 }
 
 static int report(plm_context *ctx) {
@@ -120,7 +150,8 @@ int tune_command_main(int argc, char **argv) {
            op ? op : "");
   } else if (status == PLM_OK) {
     print_table(entries, count);
-    status = plm_tuning_store(ctx, entries, count, path, sizeof path);
+    status = keep_unmeasured(ctx, &entries, &count);
+    if (status == PLM_OK) status = plm_tuning_store(ctx, entries, count, path, sizeof path);
   }
   if (status != PLM_OK) {
     fprintf(stderr, "plume tune: %s\n", plm_last_error());

@@ -234,13 +234,13 @@ struct plm_pipeline {
   plm_profiler *profiler;     /* records each step, or NULL */
   plm_placement placement;    /* the last plm_pipeline_predict's, when predicted */
   bool predicted;
-  int64_t frames_run;         /* plm_pipeline_run's calls: the frame index it records */
-  void *state;                /* the state block (plan.state_bytes), or NULL */
-  plm_tensor *state_tensors;  /* per state, its address in the block */
-  bool *state_fresh;          /* per state: its next update initialises it */
-  plm_event **state_last;     /* per state: the event after its last update, or NULL */
-  plm_event **saved_last;     /* state_last and state_fresh as plm__pipeline_state_save */
-  bool *saved_fresh;          /* left them */
+  int64_t frames_run;        /* plm_pipeline_run's calls: the frame index it records */
+  void *state;               /* the state block (plan.state_bytes), or NULL */
+  plm_tensor *state_tensors; /* per state, its address in the block */
+  bool *state_fresh;         /* per state: its next update initialises it */
+  plm_event **state_last;    /* per state: the event after its last update, or NULL */
+  plm_event **saved_last;    /* state_last and state_fresh as plm__pipeline_state_save */
+  bool *saved_fresh;         /* left them */
   /* Inside plm_pipeline_run_stream: a second run_stream, plm_pipeline_run and
    * plm_pipeline_reset_state refuse (they would share its slots and its state). */
   atomic_bool streaming;

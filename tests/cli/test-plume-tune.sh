@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # tests/cli/test-plume-tune.sh PLUME SCRATCH: `plume tune` end to end, on host, in a cache
 # directory of its own (XDG_CACHE_HOME): the quick measurement writes a table (atomically,
-# where plume/tuning.h says), --report and `plume info` show it, PLUME_TUNING=off|refresh
-# leave it alone, a table edited to force a candidate is what the ops then use while their
-# results stay byte-identical, and bad usage is refused with one line.
+# where plume/tuning.h says), a partial run keeps the rest of it, --report and `plume info`
+# show it, PLUME_TUNING=off|refresh leave it alone, a table edited to force a candidate is
+# what the ops then use while their results stay byte-identical, and bad usage is refused
+# with one line.
 set -u
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 plume=$1
@@ -36,6 +37,10 @@ run 0 "report" tune --report && {
 }
 run 0 "info with a table" info --backend host &&
   { grep -q "^tuning: *table in use, 4 entries" out.txt || fail "info: $(grep tuning out.txt)"; }
+
+# A partial run refines the table: the other ops' entries stay.
+run 0 "tune --op entropy" tune --quick --op entropy && run 0 "report after --op" tune --report &&
+  { grep -q "of 4 entries differ from the default" out.txt || fail "--op dropped entries: $(cat out.txt)"; }
 
 # off: measured, not written; refresh: not read.
 cp "$table" table.before
