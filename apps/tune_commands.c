@@ -38,10 +38,12 @@ static void print_entry(const plm_tuning_entry *e) {
   const double used_ms = e->kept ? e->best_ms : e->default_ms;
   const double gain = e->default_ms > 0 ? (e->default_ms - used_ms) / e->default_ms : 0.0;
   printf("%-24s %-17s %-6s %7lld %7lld %10.4f %7lld %10.4f %5.1f%% %6.1f%% %10.2f  %s\n", e->op,
-         e->tunable, plm_size_class_name(e->size_class), (long long)e->fallback,
-         (long long)e->value, e->default_ms, (long long)e->best, e->best_ms, 100.0 * e->cv,
-         100.0 * gain, e->model_ms > 0 ? e->default_ms / e->model_ms : 0.0,
-         e->kept ? "kept" : "default kept (within the noise)");
+         e->tunable[0] ? e->tunable : "(model)", plm_size_class_name(e->size_class),
+         (long long)e->fallback, (long long)e->value, e->default_ms, (long long)e->best, e->best_ms,
+         100.0 * e->cv, 100.0 * gain, e->model_ms > 0 ? e->default_ms / e->model_ms : 0.0,
+         !e->tunable[0] ? "the op measured for the model"
+         : e->kept      ? "kept"
+                        : "default kept (within the noise)");
 }
 
 static void print_table(const plm_tuning_entry *entries, size_t count) {

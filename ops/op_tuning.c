@@ -96,9 +96,14 @@ static void candidates_text(const plm__op_tunable *t, char *text, size_t size) {
              t->candidates[k]);
 }
 
-/* An entry's op and tunable (of backend), its value a candidate; NULL op otherwise. */
+/* An entry's op and tunable (of backend), its value a candidate, or an entry of the op
+ * alone (tunable "", value 0; *index -1); NULL op otherwise. */
 static const plm__op_desc *entry_op(const plm_tuning_entry *e, plm_backend backend, int *index) {
   const plm__op_desc *op = plm__op_find(e->op);
+  *index = -1;
+  /* A measurement of the op alone (no tunable): the model's correction, value 0. */
+  if (op && e->tunable[0] == '\0')
+    return (unsigned)e->size_class < PLM_SIZE_CLASS_COUNT && e->value == 0 ? op : NULL;
   *index = op ? plm__op_tunable_index(op, e->tunable, backend) : -1;
   if (*index < 0 || (unsigned)e->size_class >= PLM_SIZE_CLASS_COUNT ||
       !is_candidate(&op->tunables[*index], e->value))

@@ -47,6 +47,9 @@ typedef struct workload {
  * 16, and 256 x 8 x 256 in a full run. */
 static int sizes_of(const plm__op_desc *op, const plm__op_tunable *t, bool quick, int64_t *sizes) {
   switch (op->kind) {
+    case PLM__OP_SOBEL:
+    case PLM__OP_THRESHOLD:
+    case PLM__OP_LABEL:
     case PLM__OP_ENTROPY:
     case PLM__OP_SOBEL_ENTROPY_THRESHOLD:
       sizes[0] = 256;
@@ -72,6 +75,9 @@ static int inputs_of(const plm__op_desc *op, int64_t n, bool layer, plm_shape *i
                      plm__op_params *params) {
   plm__op_params_default(op, params);
   switch (op->kind) {
+    case PLM__OP_SOBEL: in[0] = shape2(PLM_DTYPE_U16, n, n); return 1;
+    case PLM__OP_THRESHOLD: in[0] = shape2(PLM_DTYPE_F32, n, n); return 1;
+    case PLM__OP_LABEL: in[0] = shape2(PLM_DTYPE_U8, n, n); return 1;
     case PLM__OP_ENTROPY:
       params->entropy.window = 9;
       in[0] = shape2(PLM_DTYPE_U8, n, n);
@@ -157,6 +163,8 @@ static plm_status workload_make(plm_context *ctx, plm_stream *stream, const plm_
   }
   if (status == PLM_OK) status = plm__op_shapes(op, &w->call, out, NULL);
   for (int k = 0; k < op->output_count && status == PLM_OK; k++) {
+    /* The outputs a pipeline makes: the required ones and the main one (sobel's magnitude). */
+    if (op->outputs[k].optional && op->outputs[k].role != PLM__OUT_MAIN) continue;
     status = tensor_make(ctx, stream, w, PLM__OP_MAX_IN + k, &out[k], &w->out[k], &seed);
     w->call.out[k] = &w->out[k];
   }
@@ -179,12 +187,13 @@ static double *time_at(const timing *t, int w, int c, int r) {
   return &t->times[((size_t)w * (size_t)t->candidates + (size_t)c) * (size_t)t->runs + (size_t)r];
 }
 
-/* One run of w's call with op's tunable `index` at value (the others at their defaults). */
+/* One run of w's call with op's tunable `index` at value (the others at their defaults;
+ * index -1: all at their defaults). */
 static plm_status time_run(timing *t, const plm__op_desc *op, int index, int64_t value, workload *w,
                            double *ms) {
   plm__op_tuning tuning;
   for (int k = 0; k < op->tunable_count; k++) tuning.values[k] = op->tunables[k].fallback;
-  tuning.values[index] = value;
+  if (index >= 0) tuning.values[index] = value;
   w->call.tuning = &tuning;
   plm_status status = plm_event_record(t->start, t->stream);
   if (status == PLM_OK) status = plm__op_call_public(op, t->stream, &w->call);
@@ -237,11 +246,15 @@ static void decide(const timing *t, const plm__op_desc *op, const plm__op_tunabl
   }
 }
 
-/* Measure op's tunable `index` on its workloads; its entries appended to entries. */
+/* An op without a tunable: its one "candidate" is the op as it is. */
+static const plm__op_tunable model_only = {.name = "", .candidate_count = 1};
+
+/* Measure op's tunable `index` (-1: the op alone, for the model's correction) on its
+ * workloads; its entries appended to entries. */
 static plm_status tune_one(plm_context *ctx, timing *t, const plm__op_desc *op, int index,
                            const plm_tune_options *options, plm_tuning_entry *entries,
                            size_t *count) {
-  const plm__op_tunable *tunable = &op->tunables[index];
+  const plm__op_tunable *tunable = index >= 0 ? &op->tunables[index] : &model_only;
   int64_t sizes[MAX_SIZES];
   const int size_count = sizes_of(op, tunable, options->quick, sizes);
   const int layers = op->kind == PLM__OP_DENDRITIC && !options->quick ? 2 : 1;
@@ -299,7 +312,7 @@ plm_status plm_tune_run(plm_context *ctx, const plm_tune_options *options,
   const plm_backend backend = ctx->info.backend;
   size_t most = 0;
   for (int k = 0; k < PLM__OP_COUNT; k++)
-    most += (size_t)plm__op_get((plm__op_kind)k)->tunable_count * PLM_SIZE_CLASS_COUNT;
+    most += (size_t)(plm__op_get((plm__op_kind)k)->tunable_count + 1) * PLM_SIZE_CLASS_COUNT;
   plm_tuning_entry *out = calloc(most + 1, sizeof *out);
   timing t = {.runs = options->runs ? options->runs : options->quick ? 5 : 15};
   plm_status status = out ? PLM_OK : plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory");
@@ -310,9 +323,15 @@ plm_status plm_tune_run(plm_context *ctx, const plm_tune_options *options,
   for (int k = 0; k < PLM__OP_COUNT && status == PLM_OK; k++) {
     const plm__op_desc *op = plm__op_get((plm__op_kind)k);
     if (options->op && strcmp(options->op, op->name) != 0) continue;
+    bool tuned = false;
     for (int i = 0; i < op->tunable_count && status == PLM_OK; i++)
-      if (op->tunables[i].backend == backend)
+      if (op->tunables[i].backend == backend) {
         status = tune_one(ctx, &t, op, i, options, out, count);
+        tuned = true;
+      }
+    int64_t sizes[MAX_SIZES];
+    if (!tuned && status == PLM_OK && sizes_of(op, &model_only, true, sizes) > 0)
+      status = tune_one(ctx, &t, op, -1, options, out, count);
   }
   if (t.end) plm_event_destroy(t.end);
   if (t.start) plm_event_destroy(t.start);

@@ -90,7 +90,9 @@ PLM_API plm_status plm_tuning_get(plm_context *ctx, const char *op, const char *
                                   plm_size_class size_class, int64_t *value);
 
 /* One measured entry of a table: what `plume tune` chose for a tunable in a class. Times
- * are the sums, over the class's workloads, of each workload's median (ms). */
+ * are the sums, over the class's workloads, of each workload's median (ms). An op without
+ * a tunable on the device's backend has entries with tunable "" and value, fallback and
+ * best 0: its time measured only for the model's correction (model_ms). */
 typedef struct plm_tuning_entry {
   char op[32], tunable[32];
   plm_size_class size_class;

@@ -22,6 +22,12 @@ checks=$((checks + 1))
 for op in entropy sobel_entropy_threshold lstm_cell dendritic; do
   grep -q "^$op  *[a-z_]*  *small " out.txt || fail "tune --quick: no row for $op: $(cat out.txt)"
 done
+# The ops without a host tunable are measured for the placement model's correction.
+checks=$((checks + 1))
+for op in sobel threshold label matmul; do
+  grep -q "^$op  *(model)  *small .* the op measured for the model" out.txt ||
+    fail "tune --quick: no model row for $op: $(cat out.txt)"
+done
 table=$(ls cache/plume/tuning-host-*.json 2>/dev/null)
 checks=$((checks + 1))
 [[ -n $table ]] && grep -q "table written to $PWD/$table" out.txt ||
@@ -33,14 +39,14 @@ absent "tune --quick leaves no temporary file" cache/plume/*.tmp
 
 run 0 "report" tune --report && {
   grep -q "^tuning table $PWD/$table" out.txt || fail "report: $(head -n 2 out.txt)"
-  grep -q "of 4 entries differ from the default" out.txt || fail "report: $(tail -n 1 out.txt)"
+  grep -q "of 8 entries differ from the default" out.txt || fail "report: $(tail -n 1 out.txt)"
 }
 run 0 "info with a table" info --backend host &&
-  { grep -q "^tuning: *table in use, 4 entries" out.txt || fail "info: $(grep tuning out.txt)"; }
+  { grep -q "^tuning: *table in use, 8 entries" out.txt || fail "info: $(grep tuning out.txt)"; }
 
 # A partial run refines the table: the other ops' entries stay.
 run 0 "tune --op entropy" tune --quick --op entropy && run 0 "report after --op" tune --report &&
-  { grep -q "of 4 entries differ from the default" out.txt || fail "--op dropped entries: $(cat out.txt)"; }
+  { grep -q "of 8 entries differ from the default" out.txt || fail "--op dropped entries: $(cat out.txt)"; }
 
 # off: measured, not written; refresh: not read.
 cp "$table" table.before
@@ -57,15 +63,15 @@ PLUME_TUNING=off run 0 "info with PLUME_TUNING=off" info --backend host &&
 run 0 "scene for entropy" scene --frames 2 --size 96,80 --out frames.npy --truth truth.csv
 PLUME_TUNING=off run 0 "entropy with the defaults" op entropy --in frames.npy \
   --out defaults.npy --window 9 --backend host
-sed -i '0,/"value": [0-9]*/s//"value": 1/' "$table"
+sed -i '/"op": "entropy"/,/"value"/s/"value": [0-9]*/"value": 1/' "$table"
 run 0 "report of the edited table" tune --report &&
   { grep -Eq "^entropy +bands_per_thread +small +4 +1 " out.txt || fail "edited: $(cat out.txt)"; }
 run 0 "entropy with 1 band per thread" op entropy --in frames.npy --out forced.npy --window 9 \
   --backend host && same forced.npy defaults.npy "entropy with a forced candidate"
 # A value that is no candidate is skipped: the default runs.
-sed -i '0,/"value": [0-9]*/s//"value": 3/' "$table"
+sed -i '/"op": "entropy"/,/"value"/s/"value": [0-9]*/"value": 3/' "$table"
 run 0 "report of a damaged entry" tune --report &&
-  { grep -q "of 3 entries differ" out.txt || fail "damaged entry: $(tail -n 1 out.txt)"; }
+  { grep -q "of 7 entries differ" out.txt || fail "damaged entry: $(tail -n 1 out.txt)"; }
 
 run 2 "tune --runs 0" tune --runs 0 && expect_err "tune --runs 0" "--runs '0' is not a count"
 run 2 "tune --op nope" tune --quick --op nope && expect_err "tune --op nope" "no op named 'nope'"
