@@ -306,19 +306,32 @@ plm_status detect_run(const detect_config *config, detect_result *result, char *
   plm_named_tensor named[DETECT_MAX_TENSORS];
   if ((status = read_tensors(&job, named)) != PLM_OK) return release(&job, status);
 
-  plm_context_config context_config = {.backend = config->backend, .device = config->device};
-  if ((status = plm_context_create(&context_config, &job.ctx)) != PLM_OK ||
-      (status = plm_context_backend(job.ctx, &result->backend)) != PLM_OK)
-    return library_failure(&job, status);
-  const int64_t dims[2] = {frames->height, frames->width};
-  status = plm_pipeline_parse_with_tensors(job.ctx, config->pipeline, frames->dtype, 2, dims, named,
-                                           config->tensor_count, &job.pl);
+  /* AUTO: the backend the cost model predicts faster for this pipeline and frame size
+   * (plm_pipeline_place); built again there when it is not the context's. */
+  plm_backend backend = config->backend;
+  for (int attempt = 0; attempt < 2; attempt++) {
+    plm_context_config context_config = {.backend = backend, .device = config->device};
+    if ((status = plm_context_create(&context_config, &job.ctx)) != PLM_OK ||
+        (status = plm_context_backend(job.ctx, &result->backend)) != PLM_OK)
+      return library_failure(&job, status);
+    const int64_t dims[2] = {frames->height, frames->width};
+    status = plm_pipeline_parse_with_tensors(job.ctx, config->pipeline, frames->dtype, 2, dims,
+                                             named, config->tensor_count, &job.pl);
+    if (status != PLM_OK) return library_failure(&job, status);
+    if ((status = check_outputs(&job)) != PLM_OK) return release(&job, status);
+    plm_plan_config plan = {.frames_in_flight = result->frames_in_flight};
+    if ((status = plm_pipeline_compile(job.pl, &plan)) != PLM_OK)
+      return library_failure(&job, status);
+    if (config->backend != PLM_BACKEND_AUTO || attempt > 0) break;
+    if ((status = plm_pipeline_place(job.pl, &backend, &result->placement)) != PLM_OK)
+      return library_failure(&job, status);
+    if (backend == result->backend) break;
+    plm_pipeline_destroy(job.pl);
+    job.pl = NULL;
+    plm_context_destroy(job.ctx);
+    job.ctx = NULL;
+  }
   free_tensors(&job); /* the pipeline has its copies */
-  if (status != PLM_OK) return library_failure(&job, status);
-  if ((status = check_outputs(&job)) != PLM_OK) return release(&job, status);
-  plm_plan_config plan = {.frames_in_flight = result->frames_in_flight};
-  if ((status = plm_pipeline_compile(job.pl, &plan)) != PLM_OK)
-    return library_failure(&job, status);
   if (config->profile_dir &&
       ((status = plm_profiler_create(job.ctx, NULL, &job.profiler)) != PLM_OK ||
        (status = plm_pipeline_set_profiler(job.pl, job.profiler)) != PLM_OK))
@@ -406,6 +419,11 @@ void detect_print_summary(FILE *out, const detect_result *r) {
             plm_backend_name(r->backend), r->frames_in_flight, report->latency_p50_ms,
             report->latency_p99_ms);
   }
+  const plm_placement *p = &r->placement;
+  if (p->host_ms > 0 && p->cuda_ms > 0)
+    fprintf(out,
+            "placement: predicted %.4f ms per frame on host, %.4f ms on cuda (copies %.4f) -> %s\n",
+            p->host_ms, p->cuda_ms, p->cuda_copy_ms, plm_backend_name(p->choice));
   if (report->graphs_used)
     fprintf(out, "graphs: %lld of %lld frames replayed from CUDA graphs\n",
             (long long)report->graph_replays, (long long)report->frames_delivered);

@@ -107,7 +107,7 @@ typedef struct detect_config {
   const char *frames_path; /* a stack or a folder (tools/frame_reader.h) */
   const char *pipeline;    /* plm_pipeline_parse's text */
   const char *out_path;    /* the CSV */
-  plm_backend backend;     /* PLM_BACKEND_AUTO (0), HOST or CUDA */
+  plm_backend backend;     /* HOST, CUDA or AUTO (0): the faster predicted (plm_pipeline_place) */
   int device;              /* the backend's device index (plm_context_config.device) */
   int frames_in_flight;    /* K, 1..PLM_PIPELINE_MAX_FRAMES; 0: the default above */
   bool show_progress;      /* a progress bar on stderr when it is a terminal */
@@ -131,6 +131,7 @@ typedef struct detect_config {
 struct detect_result {
   frame_reader_info frames;
   plm_backend backend;      /* the backend that ran */
+  plm_placement placement;  /* with backend AUTO: the prediction that chose it (with a GPU) */
   int frames_in_flight;     /* K */
   int64_t capacity;         /* C: the rows of the regions table */
   int64_t regions;          /* rows written */

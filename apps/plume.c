@@ -7,6 +7,7 @@
  *   plume score --truth T.csv --detections D.csv  (apps/scene_commands.h)
  *   plume detect --frames F --pipeline P --out D  (apps/detect_commands.h)
  *   plume demo [--frames N] [--size H,W] ...      (apps/demo.h)
+ *   plume tune [--quick] [--report] ...           (apps/tune_commands.h)
  *
  * Exit codes: 0 success, 1 a runtime failure, 2 bad usage.
  */
@@ -19,6 +20,7 @@
 #include "apps/op_commands.h"
 #include "apps/options.h"
 #include "apps/scene_commands.h"
+#include "apps/tune_commands.h"
 #include "plume/plume.h"
 #include "tools/quote.h"
 
@@ -35,6 +37,7 @@ static void print_usage(FILE *out) {
   op_commands_print_summary(out);
   scene_commands_print_summary(out);
   detect_commands_print_summary(out);
+  tune_commands_print_summary(out);
   fprintf(out,
           "\n"
           "options:\n"
@@ -126,6 +129,7 @@ static int command_info(int argc, char **argv) {
   int exit_code = 0;
   if (plm_context_device_info(ctx, &info) == PLM_OK) {
     print_device(&info);
+    tune_commands_print_info(ctx);
   } else {
     fprintf(stderr, "plume info: %s\n", plm_last_error());
     exit_code = EXIT_RUNTIME_FAILURE;
@@ -154,6 +158,7 @@ int main(int argc, char **argv) {
   if (strcmp(command, "scene") == 0) return scene_command_main(argc - 2, argv + 2);
   if (strcmp(command, "score") == 0) return score_command_main(argc - 2, argv + 2);
   if (strcmp(command, "detect") == 0) return detect_command_main(argc - 2, argv + 2);
+  if (strcmp(command, "tune") == 0) return tune_command_main(argc - 2, argv + 2);
   if (strcmp(command, "demo") == 0) return demo_command_main(argc - 2, argv + 2);
   char q[QUOTE_SIZE];
   fprintf(stderr, "plume: unknown command %s (see plume --help)\n",

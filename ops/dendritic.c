@@ -5,6 +5,7 @@
 
 #include "kernels/common/dendritic.h"
 #include "ops/op_desc.h"
+#include "ops/op_tuning.h"
 #include "ops/op_internal.h"
 #include "ops/op_scratch.h"
 #include "streams/error.h"
@@ -64,6 +65,12 @@ static void cost(const plm__op_call *call, plm_op_cost *cost) {
                         .flops = 2.0 * b * n * d * in + (five ? 5.0 : 2.0) * b * n * d};
 }
 
+/* Where the GEMM path starts on each backend (kernels/common/dendritic.h): its tunables. */
+enum { TUNE_HOST_GEMM, TUNE_CUDA_GEMM };
+static const plm__op_tunable tunables[] = {PLM__GEMM_MIN_BATCH_TUNABLES(
+    PLM__DENDRITIC_CPU_GEMM_MIN_BATCH, PLM__DENDRITIC_CUDA_GEMM_MIN_BATCH,
+    "the sums are one GEMM (else per output)")};
+
 /* The sums are the scratch, where the GEMM path runs (kernels/common/dendritic.h). */
 static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch, void *out_args) {
   const plm_tensor *x = call->in[0], *w = call->in[1];
@@ -76,14 +83,17 @@ static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch
                                 .neurons = w->dims[0],
                                 .dendrites = w->dims[1],
                                 .params = *(const plm_dendritic_params *)call->params};
-  const bool gemm = plm__dendritic_sums_bytes(plm__op_ctx_on_cuda(ctx), args->batch, args->neurons,
-                                              args->dendrites) > 0;
+  const bool on_cuda = plm__op_ctx_on_cuda(ctx);
+  args->gemm_min_batch =
+      plm__op_tuned(&plm__op_dendritic, call, on_cuda ? TUNE_CUDA_GEMM : TUNE_HOST_GEMM);
+  const bool gemm = plm__dendritic_sums_bytes(on_cuda, args->gemm_min_batch, args->batch,
+                                              args->neurons, args->dendrites) > 0;
   args->sums = gemm ? scratch : NULL;
 }
 
 static size_t cpu_scratch(const void *args) {
   const plm__dendritic_args *a = args;
-  return plm__dendritic_sums_bytes(false, a->batch, a->neurons, a->dendrites);
+  return plm__dendritic_sums_bytes(false, a->gemm_min_batch, a->batch, a->neurons, a->dendrites);
 }
 
 static void run_cpu(const void *args) {
@@ -93,7 +103,7 @@ static void run_cpu(const void *args) {
 #ifdef PLM_HAVE_CUDA
 static plm_status cuda_scratch(const void *args, size_t *bytes) {
   const plm__dendritic_args *a = args;
-  *bytes = plm__dendritic_sums_bytes(true, a->batch, a->neurons, a->dendrites);
+  *bytes = plm__dendritic_sums_bytes(true, a->gemm_min_batch, a->batch, a->neurons, a->dendrites);
   return PLM_OK;
 }
 
@@ -153,6 +163,8 @@ const plm__op_desc plm__op_dendritic = {
     .cuda_scratch = PLM__CUDA_ENTRY(cuda_scratch),
     .cpu = run_cpu,
     .cuda = PLM__CUDA_ENTRY(run_cuda),
+    .tunable_count = 2,
+    .tunables = tunables,
 };
 
 /* ---- the public and internal entries ------------------------------------------------------ */

@@ -6,6 +6,7 @@
 #include "ops/op_desc.h"
 #include "ops/op_internal.h"
 #include "ops/op_scratch.h"
+#include "ops/op_tuning.h"
 #include "streams/error.h"
 
 plm_status plm__entropy_check_params(const plm_entropy_params *params, plm_dtype dtype,
@@ -73,7 +74,8 @@ static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch
                           .bins = params->bins ? params->bins : 1 << bits,
                           .range_auto = in->dtype == PLM_DTYPE_F32 && params->range_auto,
                           .lo = params->range_lo,
-                          .hi = params->range_hi};
+                          .hi = params->range_hi,
+                          .bands_per_thread = (int)plm__op_tuned(&plm__op_entropy, call, 0)};
 }
 
 static void run_cpu(const void *args) {
@@ -143,6 +145,9 @@ const plm__op_desc plm__op_entropy = {
     .cuda_scratch = PLM__CUDA_ENTRY(cuda_scratch),
     .cpu = run_cpu,
     .cuda = PLM__CUDA_ENTRY(run_cuda),
+    .tunable_count = 1,
+    .tunables =
+        &(const plm__op_tunable)PLM__BANDS_PER_THREAD_TUNABLE(PLM__ENTROPY_CPU_BANDS_PER_THREAD),
 };
 
 /* ---- the public and internal entries ------------------------------------------------------ */

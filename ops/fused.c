@@ -11,6 +11,7 @@
 #include "ops/op_desc.h"
 #include "ops/op_internal.h"
 #include "ops/op_scratch.h"
+#include "ops/op_tuning.h"
 #include "plume/fused.h"
 #include "streams/error.h"
 
@@ -72,21 +73,22 @@ static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch
   const plm_tensor *in = call->in[0];
   const plm_sobel_entropy_threshold_params *params = call->params;
   const int nd = in->ndim;
-  *(plm__sobel_entropy_threshold_args *)args =
-      (plm__sobel_entropy_threshold_args){.sobel = {.in = in->data,
-                                                    .n = nd == 3 ? in->dims[0] : 1,
-                                                    .h = in->dims[nd - 2],
-                                                    .w = in->dims[nd - 1],
-                                                    .dtype = in->dtype,
-                                                    .border = params->sobel.border},
-                                          .mask = call->out[0] ? call->out[0]->data : NULL,
-                                          .scratch = scratch,
-                                          .window = params->entropy.window,
-                                          .bins = params->entropy.bins,
-                                          .lo = params->entropy.range_lo,
-                                          .hi = params->entropy.range_hi,
-                                          .value = params->threshold.value,
-                                          .compare = params->threshold.compare};
+  *(plm__sobel_entropy_threshold_args *)args = (plm__sobel_entropy_threshold_args){
+      .sobel = {.in = in->data,
+                .n = nd == 3 ? in->dims[0] : 1,
+                .h = in->dims[nd - 2],
+                .w = in->dims[nd - 1],
+                .dtype = in->dtype,
+                .border = params->sobel.border},
+      .mask = call->out[0] ? call->out[0]->data : NULL,
+      .scratch = scratch,
+      .window = params->entropy.window,
+      .bins = params->entropy.bins,
+      .lo = params->entropy.range_lo,
+      .hi = params->entropy.range_hi,
+      .value = params->threshold.value,
+      .compare = params->threshold.compare,
+      .bands_per_thread = (int)plm__op_tuned(&plm__op_sobel_entropy_threshold, call, 0)};
 }
 
 static void run_cpu(const void *args) {
@@ -174,6 +176,9 @@ const plm__op_desc plm__op_sobel_entropy_threshold = {
     .cuda_scratch = PLM__CUDA_ENTRY(cuda_scratch),
     .cpu = run_cpu,
     .cuda = PLM__CUDA_ENTRY(run_cuda),
+    .tunable_count = 1,
+    .tunables =
+        &(const plm__op_tunable)PLM__BANDS_PER_THREAD_TUNABLE(PLM__FUSED_CPU_BANDS_PER_THREAD),
 };
 
 /* ---- the public and internal entries ------------------------------------------------------ */

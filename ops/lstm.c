@@ -5,6 +5,7 @@
 
 #include "kernels/common/lstm.h"
 #include "ops/op_desc.h"
+#include "ops/op_tuning.h"
 #include "ops/op_internal.h"
 #include "ops/op_scratch.h"
 #include "streams/error.h"
@@ -94,6 +95,12 @@ static const void *data_of(const plm_tensor *t) {
   return t ? t->data : NULL;
 }
 
+/* Where the GEMM path starts on each backend (kernels/common/lstm.h): its tunables. */
+enum { TUNE_HOST_GEMM, TUNE_CUDA_GEMM };
+static const plm__op_tunable tunables[] = {
+    PLM__GEMM_MIN_BATCH_TUNABLES(PLM__LSTM_CPU_GEMM_MIN_BATCH, PLM__LSTM_CUDA_GEMM_MIN_BATCH,
+                                 "the gates are two GEMMs (else per unit)")};
+
 /* The gates are the scratch, where the GEMM path runs (x->data may be NULL: a description,
  * for the scratch size). */
 static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch, void *out_args) {
@@ -111,14 +118,17 @@ static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch
                            .batch = x->dims[0],
                            .input = x->dims[1],
                            .hidden = h->dims[1]};
+  const bool on_cuda = plm__op_ctx_on_cuda(ctx);
+  args->gemm_min_batch =
+      plm__op_tuned(&plm__op_lstm_cell, call, on_cuda ? TUNE_CUDA_GEMM : TUNE_HOST_GEMM);
   const bool gemm =
-      plm__lstm_scratch_bytes(plm__op_ctx_on_cuda(ctx), args->batch, args->hidden) > 0;
+      plm__lstm_scratch_bytes(on_cuda, args->gemm_min_batch, args->batch, args->hidden) > 0;
   args->gates = gemm ? scratch : NULL;
 }
 
 static size_t cpu_scratch(const void *args) {
   const plm__lstm_args *a = args;
-  return plm__lstm_scratch_bytes(false, a->batch, a->hidden);
+  return plm__lstm_scratch_bytes(false, a->gemm_min_batch, a->batch, a->hidden);
 }
 
 static void run_cpu(const void *args) {
@@ -128,7 +138,7 @@ static void run_cpu(const void *args) {
 #ifdef PLM_HAVE_CUDA
 static plm_status cuda_scratch(const void *args, size_t *bytes) {
   const plm__lstm_args *a = args;
-  *bytes = plm__lstm_scratch_bytes(true, a->batch, a->hidden);
+  *bytes = plm__lstm_scratch_bytes(true, a->gemm_min_batch, a->batch, a->hidden);
   return PLM_OK;
 }
 
@@ -164,6 +174,8 @@ const plm__op_desc plm__op_lstm_cell = {
     .cuda_scratch = PLM__CUDA_ENTRY(cuda_scratch),
     .cpu = run_cpu,
     .cuda = PLM__CUDA_ENTRY(run_cuda),
+    .tunable_count = 2,
+    .tunables = tunables,
 };
 
 /* ---- the public and internal entries ------------------------------------------------------ */

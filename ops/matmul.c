@@ -80,10 +80,19 @@ static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch
   if (args->precision == PLM_PRECISION_AUTO)
     args->precision =
         plm__op_ctx_on_cuda(ctx) && (double)args->m * (double)args->n * (double)args->k >=
-                                        (double)PLM_MATMUL_AUTO_TF32_MIN_WORK
+                                        (double)plm__op_tuned(&plm__op_matmul, call, 0)
             ? PLM_PRECISION_TF32
             : PLM_PRECISION_FP32;
 }
+
+/* AUTO's TF32 threshold on cuda: M·N·K from which tensor cores pay (a guess until tuned). */
+static const plm__op_tunable tunables[] = {
+    {.name = "tf32_min_work",
+     .backend = PLM_BACKEND_CUDA,
+     .fallback = PLM_MATMUL_AUTO_TF32_MIN_WORK,
+     .candidate_count = 5,
+     .candidates = {1LL << 20, 1LL << 22, 1LL << 24, 1LL << 26, 1LL << 28},
+     .help = "precision auto: M*N*K from which the product runs in TF32"}};
 
 static void run_cpu(const void *args) {
   plm__matmul_cpu(args);
@@ -138,6 +147,8 @@ const plm__op_desc plm__op_matmul = {
     .pack = pack,
     .cpu = run_cpu,
     .cuda = PLM__CUDA_ENTRY(run_cuda),
+    .tunable_count = 1,
+    .tunables = tunables,
 };
 
 /* ---- the public functions ---------------------------------------------------------------- */

@@ -32,7 +32,12 @@
  *             scratch's address; cpu(args) runs on a host stream's worker, cuda(stream,
  *             args) launches on a cudaStream_t. Scratch: cpu_scratch(args) and
  *             cuda_scratch(args) bytes (NULL: none);
- *   or, for an op composed of others (segment), its own scratch_bytes and enqueue.
+ *   or, for an op composed of others (segment), its own scratch_bytes and enqueue;
+ *   tunables  the knobs of its kernels that a measurement may set per device (ops/op_tuning.h):
+ *             for each its name, backend, candidate values and default (today's constant).
+ *             pack reads the value in force from call->tuning (plm__op_tuned), resolved
+ *             once per call by the public entries and once per step by a pipeline's
+ *             compile; a call without one (NULL) runs with the defaults.
  *
  * What the dispatch owns, so no op repeats it: stream and tensor checks (data set,
  * contiguous, of the stream's context), overlap rules (every output is disjoint from
@@ -118,8 +123,29 @@ typedef union plm__op_params {
 enum {
   PLM__OP_MAX_IN = 7,  /* lstm_cell reads 7 */
   PLM__OP_MAX_OUT = 3, /* sobel and segment write 3 */
-  PLM__OP_MAX_PARAMS = 12
+  PLM__OP_MAX_PARAMS = 12,
+  PLM__OP_MAX_TUNABLES = 4,
+  PLM__OP_MAX_CANDIDATES = 8
 };
+
+/* ---- tunables --------------------------------------------------------------------------- */
+
+/* A knob of an op's kernels on one backend: a value among candidates, today's constant
+ * the default (one of them). Which value runs changes the speed, never the result beyond
+ * the op's stated tolerance (the GEMM paths round differently; band counts not at all). */
+typedef struct plm__op_tunable {
+  const char *name;    /* "bands_per_thread" */
+  plm_backend backend; /* where it acts: PLM_BACKEND_HOST or PLM_BACKEND_CUDA */
+  int64_t fallback;    /* the default */
+  int candidate_count;
+  int64_t candidates[PLM__OP_MAX_CANDIDATES]; /* ascending */
+  const char *help;                           /* one line */
+} plm__op_tunable;
+
+/* The values in force for one call, in the order of the descriptor's tunables. */
+typedef struct plm__op_tuning {
+  int64_t values[PLM__OP_MAX_TUNABLES];
+} plm__op_tuning;
 
 /* ---- operands --------------------------------------------------------------------------- */
 
@@ -198,6 +224,8 @@ typedef struct plm__op_call {
    * the state instead of continuing it. */
   plm_tensor *state;
   bool state_fresh;
+  /* The tunables' values (ops/op_tuning.h), or NULL: the descriptor's defaults. */
+  const plm__op_tuning *tuning;
 } plm__op_call;
 
 enum {
@@ -243,7 +271,15 @@ typedef struct plm__op_desc {
   /* Composite ops (pack is NULL): their scratch and their enqueue on checked operands. */
   plm_status (*scratch_bytes)(const plm_context *ctx, const plm__op_call *call, size_t *bytes);
   plm_status (*enqueue)(plm_stream *stream, const plm__op_call *call, void *scratch);
+
+  int tunable_count;
+  const plm__op_tunable *tunables; /* NULL when tunable_count is 0 */
 } plm__op_desc;
+
+/* The value of op's tunable `index` in force for call: call->tuning's, else the default. */
+static inline int64_t plm__op_tuned(const plm__op_desc *op, const plm__op_call *call, int index) {
+  return call->tuning ? call->tuning->values[index] : op->tunables[index].fallback;
+}
 
 /* A CUDA entry of a descriptor: the function with the cuda backend built, else NULL. */
 #ifdef PLM_HAVE_CUDA
@@ -327,12 +363,14 @@ bool plm__parse_number(const char *text, const char **end, double *value);
 
 /* ---- the dispatch (ops/op_dispatch.c) -------------------------------------------------- */
 
-/* The public op: check everything, take scratch from the stream's context's default pool,
- * enqueue, give the scratch back on the stream. The message is prefixed "plm_<op>: ". */
+/* The public op: check everything, resolve the tunables' values (unless call->tuning
+ * is set), take scratch from the stream's context's default pool, enqueue, give the
+ * scratch back on the stream. The message is prefixed "plm_<op>: ". */
 plm_status plm__op_call_public(const plm__op_desc *op, plm_stream *stream,
                                const plm__op_call *call);
 
-/* The _enqueue entries of ops/op_scratch.h: check everything, then the scratch
+/* The _enqueue entries of ops/op_scratch.h (with call->tuning's values, or the defaults,
+ * as their _scratch_bytes entries size them): check everything, then the scratch
  * (scratch_bytes, alignment, overlaps), enqueue with it. Raw messages. */
 plm_status plm__op_call_with_scratch(const plm__op_desc *op, plm_stream *stream,
                                      const plm__op_call *call, void *scratch, size_t scratch_bytes);

@@ -7,6 +7,7 @@
 #include "ops/op_desc.h"
 #include "ops/op_internal.h"
 #include "ops/op_scratch.h"
+#include "ops/op_tuning.h"
 #include "streams/error.h"
 
 /* The largest kernel argument struct: what a host stream's task holds (streams/backend.h;
@@ -215,10 +216,17 @@ plm_status plm__op_call_public(const plm__op_desc *op, plm_stream *stream,
   plm_pool *pool = NULL;
   void *scratch = NULL;
   plm_status status = plm__op_check_call(op, stream, call);
-  if (status == PLM_OK) status = plm__op_scratch_of(op, stream->ctx, call, &bytes);
+  /* The values of the op's tunables, resolved once for this call (plume/tuning.h). */
+  plm__op_tuning tuning;
+  plm__op_call tuned = *call;
+  if (status == PLM_OK && op->tunable_count > 0 && !call->tuning) {
+    plm__op_tuning_resolve(stream->ctx, op, call, &tuning);
+    tuned.tuning = &tuning;
+  }
+  if (status == PLM_OK) status = plm__op_scratch_of(op, stream->ctx, &tuned, &bytes);
   if (status == PLM_OK) status = plm__op_scratch_take(stream, bytes, &pool, &scratch);
   if (status != PLM_OK) return plm__propagate_in(function, status);
-  status = plm__op_enqueue(op, stream, call, scratch);
+  status = plm__op_enqueue(op, stream, &tuned, scratch);
   return plm__propagate_in(function, plm__op_scratch_give(stream, pool, scratch, status));
 }
 

@@ -34,6 +34,22 @@ static void params_text(text_buffer *text, plm__op_kind kind, const plm__op_para
   }
 }
 
+/* "    tuned: bands_per_thread=8 (default 4)": the values compile resolved for the step's
+ * tunables on the pipeline's backend (plume/tuning.h), or nothing when it has none. */
+static void tuning_text(text_buffer *text, const plm_pipeline *pl, const plm__step *step) {
+  const plm__op_desc *op = plm__op_get(step->kind);
+  const char *sep = "    tuned: ";
+  for (int k = 0; k < op->tunable_count; k++) {
+    const plm__op_tunable *t = &op->tunables[k];
+    if (t->backend != pl->ctx->info.backend) continue;
+    text_printf(text, "%s%s=%lld", sep, t->name, (long long)step->tuning.values[k]);
+    if (step->tuning.values[k] != t->fallback)
+      text_printf(text, " (default %lld)", (long long)t->fallback);
+    sep = ", ";
+  }
+  if (sep[0] == ',') text_printf(text, "\n");
+}
+
 static void shape_text(text_buffer *text, const plm_shape *shape) {
   text_printf(text, "%s ", plm_dtype_name(shape->dtype));
   for (int d = 0; d < shape->ndim; d++)
@@ -127,6 +143,7 @@ static void plan_text(text_buffer *text, const plm_pipeline *pl) {
     if (step->scratch_bytes)
       text_printf(text, "    scratch %zu bytes at workspace[%zu, %zu)\n", step->scratch_bytes,
                   step->scratch_offset, step->scratch_offset + step->scratch_bytes);
+    tuning_text(text, pl, step);
     if (step->record >= 0) text_printf(text, "    then records e%d\n", step->record);
     if (step->state >= 0) {
       const plm__state *state = &plan->states[step->state];
@@ -158,6 +175,20 @@ static void plan_text(text_buffer *text, const plm_pipeline *pl) {
   text_printf(text, "fusion: %d chain(s) found, %d fused\n", plan->fusable_chains,
               plan->fused_steps);
   text_printf(text, "cost: %.0f device bytes, %.0f flops per frame\n", pl->device_bytes, pl->flops);
+  if (pl->predicted) {
+    const plm_placement *p = &pl->placement;
+    text_printf(text, "placement: predicted per frame: host ");
+    text_printf(text, p->host_ms > 0 ? "%.4f ms" : "not available", p->host_ms);
+    text_printf(text, ", cuda ");
+    text_printf(
+        text,
+        p->cuda_ms > 0 ? "%.4f ms (%.4f ms of copies: %.0f bytes up, %.0f down)" : "not available",
+        p->cuda_ms, p->cuda_copy_ms, p->input_bytes, p->output_bytes);
+    text_printf(text, " -> %s", plm_backend_name(p->choice));
+    if (p->corrected_steps)
+      text_printf(text, " (%d step time(s) corrected by a tuning table)", p->corrected_steps);
+    text_printf(text, "\n");
+  }
 }
 
 plm_status plm_pipeline_describe(const plm_pipeline *pl, char *buf, size_t size, size_t *needed) {

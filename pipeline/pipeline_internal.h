@@ -165,6 +165,7 @@ typedef struct plm__step {
   size_t scratch_bytes;  /* what its op needs besides its operands (0: none) */
   size_t scratch_offset; /* where that is in the workspace, when scratch_bytes > 0 */
   int state;             /* a stateful op's: its index in plan->states, else -1 */
+  plm__op_tuning tuning; /* its op's tunables' values on the context, resolved at compile */
 } plm__step;
 
 /* The state of a stateful step (ops/op_desc.h's state_shape): one for the pipeline, not
@@ -231,13 +232,15 @@ struct plm_pipeline {
   int *release_after;         /* PLM_PLAN_ALLOCATE_PER_RUN: per plan tensor (per_run.c) */
   double device_bytes, flops; /* the plan's cost per frame (cost.c) */
   plm_profiler *profiler;     /* records each step, or NULL */
-  int64_t frames_run;         /* plm_pipeline_run's calls: the frame index it records */
-  void *state;                /* the state block (plan.state_bytes), or NULL */
-  plm_tensor *state_tensors;  /* per state, its address in the block */
-  bool *state_fresh;          /* per state: its next update initialises it */
-  plm_event **state_last;     /* per state: the event after its last update, or NULL */
-  plm_event **saved_last;     /* state_last and state_fresh as plm__pipeline_state_save */
-  bool *saved_fresh;          /* left them */
+  plm_placement placement;    /* the last plm_pipeline_predict's, when predicted */
+  bool predicted;
+  int64_t frames_run;        /* plm_pipeline_run's calls: the frame index it records */
+  void *state;               /* the state block (plan.state_bytes), or NULL */
+  plm_tensor *state_tensors; /* per state, its address in the block */
+  bool *state_fresh;         /* per state: its next update initialises it */
+  plm_event **state_last;    /* per state: the event after its last update, or NULL */
+  plm_event **saved_last;    /* state_last and state_fresh as plm__pipeline_state_save */
+  bool *saved_fresh;         /* left them */
   /* Inside plm_pipeline_run_stream: a second run_stream, plm_pipeline_run and
    * plm_pipeline_reset_state refuse (they would share its slots and its state). */
   atomic_bool streaming;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ops/op_scratch.h"
+#include "ops/op_tuning.h"
 #include "pipeline/pipeline_internal.h"
 #include "streams/assert.h"
 
@@ -391,8 +392,8 @@ static plm_status place_states(plm__plan *plan, plm_context *ctx) {
 }
 
 /* Each step checked by its op on descriptions of its tensors (and state) on ctx (the run
- * enqueues it with no checks), its cost model, and the scratch its op needs on ctx's
- * backend. */
+ * enqueues it with no checks), its cost model, its tunables' values on ctx (once: the run
+ * reads them from the step) and the scratch its op needs with them on ctx's backend. */
 static plm_status check_and_size(plm__plan *plan, plm_context *ctx) {
   plm_tensor *described = malloc((size_t)plan->tensor_count * sizeof *described + 1);
   if (!described) return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for the plan");
@@ -411,8 +412,12 @@ static plm_status check_and_size(plm__plan *plan, plm_context *ctx) {
     }
     step->scratch_bytes = 0;
     status = plm__op_check_call(op, NULL, &call);
-    if (status == PLM_OK) op->cost(&call, &step->cost);
-    if (status == PLM_OK) status = plm__op_scratch_of(op, ctx, &call, &step->scratch_bytes);
+    if (status == PLM_OK) {
+      op->cost(&call, &step->cost);
+      plm__op_tuning_resolve(ctx, op, &call, &step->tuning);
+      call.tuning = &step->tuning;
+      status = plm__op_scratch_of(op, ctx, &call, &step->scratch_bytes);
+    }
     if (status != PLM_OK)
       status = plm__pipe_reraise(status, "step %d '%s' (node %d)", s, op->name, step->nodes[0]);
   }

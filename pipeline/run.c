@@ -69,6 +69,7 @@ static plm_status run_step(const plm_pipeline *pl, const plm__step *step, plm_st
   const plm__op_desc *op = plm__op_get(step->kind);
   plm__op_call call = plm__step_call(step->kind, step->inputs, step->outputs, &step->params,
                                      step->in_place, slot->tensors);
+  call.tuning = &step->tuning;
   if (step->state >= 0) {
     call.state = &pl->state_tensors[step->state];
     call.state_fresh = pl->state_fresh[step->state];

@@ -7,7 +7,8 @@
  * device-to-device copy counts its bytes twice (read and written). The FMA rate is the
  * best of a few runs of the probe in kernels/common/fma_peak.h. A result is kept for the
  * process (by backend and device name) and in a cache file, one line per device:
- *   plume-calibration-3 <TAB> backend <TAB> key <TAB> copy <TAB> h2d <TAB> d2h <TAB> fma
+ *   plume-calibration-4 <TAB> backend <TAB> key <TAB> copy <TAB> h2d <TAB> d2h <TAB> fma
+ *       <TAB> launch_us <TAB> copy_latency_us
  * where the key is the device's name and its multiprocessors (host: cores, since the
  * CPU pool uses them all), "AMD EPYC|2".
  * in $XDG_CACHE_HOME/plume/calibration.tsv (else ~/.cache/plume/calibration.tsv).
@@ -15,23 +16,22 @@
  * PLUME_CALIBRATION_CACHE=off skips the file (reading and writing); =refresh measures
  * again, in this process, and appends the result (for peaks measured while the machine
  * was busy: they stay low until measured again). */
-#define _GNU_SOURCE /* mkdir's mode_t in sys/stat.h under _POSIX_C_SOURCE is fine too */
-#include <errno.h>
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "kernels/common/fma_peak.h"
 #include "ops/op_internal.h"
+#include "ops/op_tuning.h"
 #include "plume/event.h"
 #include "plume/pool.h"
 #include "profile/profile_internal.h"
 
 enum { TIMED_RUNS = 5, MAX_REMEMBERED = 8, LINE_SIZE = 512, KEY_SIZE = 300 };
 
-static const char CACHE_TAG[] = "plume-calibration-3";
+static const char CACHE_TAG[] = "plume-calibration-4";
 
 /* ---- the process's memory of earlier calibrations ------------------------------------ */
 
@@ -78,18 +78,11 @@ static bool cache_file_wanted(void) {
   return !cache_setting_is("off");
 }
 
-/* The cache's directory and file; false when neither XDG_CACHE_HOME nor HOME is set. */
-static bool cache_paths(char *dir, size_t dir_size, char *file, size_t file_size) {
-  const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-  int n;
-  if (xdg && xdg[0])
-    n = snprintf(dir, dir_size, "%s/plume", xdg);
-  else if (home && home[0])
-    n = snprintf(dir, dir_size, "%s/.cache/plume", home);
-  else
-    return false;
-  if (n < 0 || (size_t)n >= dir_size) return false;
-  n = snprintf(file, file_size, "%s/calibration.tsv", dir);
+/* The cache's directory and file (plm__cache_dir; make: create the directory); false
+ * when neither XDG_CACHE_HOME nor HOME is set, or the directory cannot be made. */
+static bool cache_paths(char *dir, size_t dir_size, char *file, size_t file_size, bool make) {
+  if (!plm__cache_dir(dir, dir_size, make)) return false;
+  int n = snprintf(file, file_size, "%s/calibration.tsv", dir);
   return n >= 0 && (size_t)n < file_size;
 }
 
@@ -103,31 +96,33 @@ static bool cache_load(const char *backend, const char *key, const char *device,
                        plm_profile_calibration *out) {
   char dir[LINE_SIZE], path[LINE_SIZE], line[LINE_SIZE];
   if (!cache_file_wanted() || cache_setting_is("refresh") ||
-      !cache_paths(dir, sizeof dir, path, sizeof path))
+      !cache_paths(dir, sizeof dir, path, sizeof path, false))
     return false;
   FILE *f = fopen(path, "r");
   if (!f) return false;
   bool found = false;
   while (fgets(line, sizeof line, f)) { /* to the end: the last good line counts */
     line[strcspn(line, "\n")] = '\0';
-    char *fields[7];
+    char *fields[9];
     int n = 0;
-    for (char *save = NULL, *tok = strtok_r(line, "\t", &save); tok && n < 7;
+    for (char *save = NULL, *tok = strtok_r(line, "\t", &save); tok && n < 9;
          tok = strtok_r(NULL, "\t", &save))
       fields[n++] = tok;
-    if (n != 7 || strcmp(fields[0], CACHE_TAG) != 0 || strcmp(fields[1], backend) != 0 ||
+    if (n != 9 || strcmp(fields[0], CACHE_TAG) != 0 || strcmp(fields[1], backend) != 0 ||
         strcmp(fields[2], key) != 0)
       continue;
     plm_profile_calibration c = {0};
     snprintf(c.backend, sizeof c.backend, "%s", backend);
     snprintf(c.device, sizeof c.device, "%s", device);
-    char *end[4];
-    c.device_copy_gbps = strtod(fields[3], &end[0]);
-    c.h2d_gbps = strtod(fields[4], &end[1]);
-    c.d2h_gbps = strtod(fields[5], &end[2]);
-    c.fma_gflops = strtod(fields[6], &end[3]);
-    if (*end[0] || *end[1] || *end[2] || *end[3] || !(c.device_copy_gbps > 0) ||
-        !(c.fma_gflops > 0))
+    double *values[6] = {&c.device_copy_gbps, &c.h2d_gbps,  &c.d2h_gbps,
+                         &c.fma_gflops,       &c.launch_us, &c.copy_latency_us};
+    bool parsed = true;
+    for (int k = 0; k < 6; k++) {
+      char *end = NULL;
+      *values[k] = strtod(fields[3 + k], &end);
+      parsed &= *end == '\0';
+    }
+    if (!parsed || !(c.device_copy_gbps > 0) || !(c.fma_gflops > 0))
       continue; /* a damaged line: measure again */
     c.from_cache = true;
     *out = c;
@@ -140,19 +135,12 @@ static bool cache_load(const char *backend, const char *key, const char *device,
 /* Append the line; a failure only means the next process measures again. */
 static void cache_store(const plm_profile_calibration *c, const char *key) {
   char dir[LINE_SIZE], path[LINE_SIZE];
-  if (!cache_file_wanted() || !cache_paths(dir, sizeof dir, path, sizeof path)) return;
-  char parent[LINE_SIZE];
-  snprintf(parent, sizeof parent, "%s", dir);
-  char *slash = strrchr(parent, '/');
-  if (slash && slash != parent) {
-    *slash = '\0';
-    if (mkdir(parent, 0755) != 0 && errno != EEXIST) return;
-  }
-  if (mkdir(dir, 0755) != 0 && errno != EEXIST) return;
+  if (!cache_file_wanted() || !cache_paths(dir, sizeof dir, path, sizeof path, true)) return;
   FILE *f = fopen(path, "a");
   if (!f) return;
-  fprintf(f, "%s\t%s\t%s\t%.6g\t%.6g\t%.6g\t%.6g\n", CACHE_TAG, c->backend, key,
-          c->device_copy_gbps, c->h2d_gbps, c->d2h_gbps, c->fma_gflops);
+  fprintf(f, "%s\t%s\t%s\t%.6g\t%.6g\t%.6g\t%.6g\t%.6g\t%.6g\n", CACHE_TAG, c->backend, key,
+          c->device_copy_gbps, c->h2d_gbps, c->d2h_gbps, c->fma_gflops, c->launch_us,
+          c->copy_latency_us);
   fclose(f);
 }
 
@@ -254,6 +242,14 @@ static plm_status measure(probe *p, const plm_device_info *info, plm_profile_cal
   fma.out = lanes_out;
   if (status == PLM_OK && (status = best_ms(p, enqueue_fma, &fma, &ms)) == PLM_OK)
     c->fma_gflops = ms > 0.0 ? plm__fma_peak_flops(&fma) / (ms * 1e6) : 0.0;
+  /* The floors: the probe on one lane for one step (a launch and nothing), a copy of 256
+   * bytes. */
+  plm__fma_peak_args tiny = {.lanes = 1, .iterations = 1, .out = lanes_out};
+  copy_job small = {device_a, pinned, PLM_COPY_HOST_TO_DEVICE, 256};
+  if (status == PLM_OK && (status = best_ms(p, enqueue_fma, &tiny, &ms)) == PLM_OK)
+    c->launch_us = ms * 1e3;
+  if (status == PLM_OK && (status = best_ms(p, enqueue_copy, &small, &ms)) == PLM_OK)
+    c->copy_latency_us = ms * 1e3;
 
   plm_status synced = plm_stream_synchronize(p->stream);
   if (status == PLM_OK) status = synced;
@@ -262,6 +258,12 @@ static plm_status measure(probe *p, const plm_device_info *info, plm_profile_cal
   if (device_b) plm_device_free(p->ctx, device_b);
   if (device_a) plm_device_free(p->ctx, device_a);
   return status;
+}
+
+double plm__profile_model_ms(const plm_op_cost *cost, const plm_profile_calibration *c) {
+  const double memory = cost->bytes / (c->device_copy_gbps * 1e6);
+  const double compute = cost->flops / (c->fma_gflops * 1e6);
+  return (memory > compute ? memory : compute) + c->launch_us * 1e-3;
 }
 
 plm_status plm__profile_calibrate(plm_context *ctx, plm_profile_calibration *out) {

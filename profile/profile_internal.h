@@ -8,6 +8,12 @@
  * file, else measured (then remembered and stored); see profile/calibrate.c. Blocking. */
 plm_status plm__profile_calibrate(plm_context *ctx, plm_profile_calibration *out);
 
+/* The cost model's time (ms) of one launch moving cost's bytes and doing its flops on a
+ * device of calibration c: max(bytes / copy bandwidth, flops / FMA rate) plus the launch
+ * floor (plm_pipeline_predict's step, plume tune's model_ms). c's copy bandwidth and FMA
+ * rate are > 0. */
+double plm__profile_model_ms(const plm_op_cost *cost, const plm_profile_calibration *c);
+
 /* The context the profiler was created on. */
 plm_context *plm__profiler_context(const plm_profiler *profiler);
 

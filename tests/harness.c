@@ -104,6 +104,9 @@ static bool check_required_backend(bool available, plm_backend chosen, char *why
 }
 
 int plm_test_main(Suite *(*make_suite)(void)) {
+  /* Suites run with the ops' default tunables, whatever `plume tune` left in the user's
+   * cache (plume/tuning.h); test_tuning sets its own. */
+  setenv("PLUME_TUNING", "off", 0);
   char why[1024] = "";
   bool available = choose_backend(&plm_test_backend, why, sizeof why);
   if (!check_required_backend(available, plm_test_backend, why, sizeof why)) {

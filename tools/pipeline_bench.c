@@ -56,6 +56,7 @@ typedef struct config {
   /* Medians over the runs (NaN when not measured). */
   double m_fps, m_p50, m_p99, m_overlap, m_device_ms, m_copy_ms, m_submit_us, m_source_us;
   double speedup;
+  double predicted_ms; /* the cost model's time per frame on the backend (plm_pipeline_predict) */
 } config;
 
 typedef struct bench_case {
@@ -86,6 +87,7 @@ typedef struct bench {
   plm_context *ctx;
   plm_backend backend;
   plm_device_info info;
+  plm_profile_calibration calibration; /* the device's peaks and floors, for the model */
   double h2d_gbps, d2d_gbps;
   int repeats;
   progress bar; /* config runs: warm-ups and timed runs */
@@ -289,6 +291,12 @@ static bool config_compile(bench *b, bench_case *c, config *cfg) {
   }
   if (cfg->kind == FUSED) c->device_bytes_fused = info.device_bytes;
   if (cfg->kind == STREAMS) c->device_bytes = info.device_bytes;
+  const bool cuda = b->backend == PLM_BACKEND_CUDA;
+  plm_placement placement;
+  CALL(b, "predict",
+       plm_pipeline_predict(cfg->pl, cuda ? NULL : &b->calibration, cuda ? &b->calibration : NULL,
+                            &placement));
+  cfg->predicted_ms = cuda ? placement.cuda_ms : placement.host_ms;
   return true;
 }
 
@@ -575,6 +583,12 @@ static void print_header(bench *b) {
           b->backend == PLM_BACKEND_HOST ? "host backend: memcpy by a stream's worker thread"
                                          : "64 MiB copies, event-timed",
           b->h2d_gbps, b->d2d_gbps);
+  const plm_profile_calibration *cal = &b->calibration;
+  fprintf(b->out,
+          "model (plm_pipeline_predict, calibration%s): copy %.2f GB/s, FMA %.1f GFLOP/s, launch "
+          "%.1f us%s; pred_ms/f is its time per frame, meas_ms/f = 1000 / frames/s\n",
+          cal->from_cache ? " cached" : "", cal->device_copy_gbps, cal->fma_gflops, cal->launch_us,
+          b->backend == PLM_BACKEND_CUDA ? ", the frame's copies included" : "");
 }
 
 static void print_value(FILE *out, const char *format, int width, double value) {
@@ -588,11 +602,11 @@ static void print_case(bench *b, const bench_case *c) {
   char frame[32];
   frame_name(c, frame, sizeof frame);
   fprintf(b->out,
-          "\n%-8s %2s %-9s %-5s %10s %8s %8s %7s %7s %8s %7s %9s %9s %8s %8s  (%lld frames per "
-          "run)\n",
+          "\n%-8s %2s %-9s %-5s %10s %8s %8s %7s %7s %8s %7s %9s %9s %8s %8s %9s %9s %9s  (%lld "
+          "frames per run)\n",
           "config", "K", "frame", "dtype", "frames/s", "p50_ms", "p99_ms", "xnaive", "hitrate",
-          "upstream", "overlap", "dev_ms/f", "copy_ms/f", "src_us/f", "sub_us/f",
-          (long long)c->timed_frames);
+          "upstream", "overlap", "dev_ms/f", "copy_ms/f", "src_us/f", "sub_us/f", "pred_ms/f",
+          "meas_ms/f", "meas/pred", (long long)c->timed_frames);
   for (int i = 0; i < c->config_count; i++) {
     const config *cfg = &c->configs[i];
     fprintf(b->out, "%-8s %2d %-9s %-5s ", KIND_NAMES[cfg->kind], cfg->k, frame,
@@ -613,6 +627,10 @@ static void print_case(bench *b, const bench_case *c) {
     print_value(b->out, " %*.3f", 9, cfg->m_copy_ms);
     print_value(b->out, " %*.1f", 8, cfg->m_source_us);
     print_value(b->out, " %*.1f", 8, cfg->m_submit_us);
+    const double measured_ms = cfg->m_fps > 0 ? 1e3 / cfg->m_fps : NAN;
+    print_value(b->out, " %*.4f", 9, cfg->predicted_ms);
+    print_value(b->out, " %*.4f", 9, measured_ms);
+    print_value(b->out, " %*.2f", 9, measured_ms / cfg->predicted_ms);
     fprintf(b->out, "%s%s\n", cfg->note[0] ? "  " : "", cfg->note);
   }
   const floors f = case_floors(b, c);
@@ -1060,6 +1078,13 @@ static bool run_all(bench *b) {
     return fail(b, EXIT_USAGE, "--pipeline: %s", plm_last_error());
   plm_pipeline_destroy(probe);
   if (!measure_bandwidths(b)) return false;
+  /* The device's calibration (plume/profile.h; cached per device) for the cost model's
+   * prediction of each config (plm_pipeline_predict). */
+  plm_profiler *calibrating = NULL;
+  CALL(b, "calibrate", plm_profiler_create(b->ctx, NULL, &calibrating));
+  plm_status calibrated = plm_profiler_calibration(calibrating, &b->calibration);
+  plm_profiler_destroy(calibrating);
+  CALL(b, "calibrate", calibrated);
   print_header(b);
   /* Per case: naive, pooled, 3 streams, graph and fused, each warmed up and timed. */
   progress_begin(&b->bar, b->prog, "runs", (int64_t)b->case_count * 7 * (1 + b->repeats));

@@ -59,6 +59,12 @@
  * included, which the 64 MiB bandwidth leaves out), and each config's of_copy_bound =
  * its frames/s / copy_bound_fps.
  *
+ * The model: each config's plan is priced by plm_pipeline_predict (plume/pipeline.h) from
+ * the device's calibration (plume/profile.h, measured once per device and cached): per
+ * step max(bytes / copy bandwidth, flops / FMA rate) plus the launch floor, on cuda the
+ * frame's copies too. The table prints that prediction (pred_ms/f), the measured time per
+ * frame (meas_ms/f = 1000 / frames/s) and their ratio (meas/pred), for every config.
+ *
  * Progress: a bar on stderr, one step per config run, when stderr is a terminal
  * (tools/progress.h).
  *

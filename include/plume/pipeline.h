@@ -432,6 +432,47 @@ PLM_API plm_status plm_pipeline_plan_info(const plm_pipeline *pl, plm_plan_info 
 PLM_API plm_status plm_pipeline_describe(const plm_pipeline *pl, char *buf, size_t size,
                                          size_t *needed);
 
+/* ---- placement: host or cuda by the predicted time per frame -------------------------------
+ * The cost model of a compiled plan against a device's calibrated peaks (plume/profile.h):
+ * each step takes max(bytes / copy bandwidth, flops / FMA rate) plus the calibrated
+ * launch floor (launch_us), and on cuda the frame's inputs go up and its outputs come back
+ * (bytes / the pinned h2d and d2h bandwidths, plus copy_latency_us per tensor), which a
+ * host run does not pay. Where a tuning table of the device is loaded (plume/tuning.h) and
+ * holds a measurement of a step's op in the step's size class, the step's time is scaled by
+ * that op's measured / modelled time there (plume tune records both). The bytes and flops are the
+ * plan's as compiled, so a plan compiled on host predicts the same frame on cuda. The faster
+ * backend is the choice; where the two cross as the frame grows is the pipeline's break-even frame
+ * size. */
+typedef struct plm_placement {
+  plm_backend choice;  /* PLM_BACKEND_HOST or PLM_BACKEND_CUDA: the faster predicted */
+  double host_ms;      /* predicted per frame on host; 0 without a host calibration */
+  double cuda_ms;      /* on cuda, copies included; 0 without a cuda calibration */
+  double cuda_copy_ms; /* of cuda_ms, the uploads and downloads */
+  double input_bytes;  /* per frame: the pipeline's inputs (uploaded on cuda) */
+  double output_bytes; /* per frame: its outputs (downloaded on cuda) */
+  int corrected_steps; /* steps whose time a tuning table's measurement corrected */
+} plm_placement;
+
+/* Predict a compiled pipeline's time per frame on host and on cuda from their calibrations
+ * (either may be NULL: that backend is not available; not both), choose the faster, and
+ * keep the prediction in the pipeline: plm_pipeline_describe prints it. Errors:
+ * PLM_ERR_INVALID_ARG (NULL pl or out, both calibrations NULL, a calibration without a
+ * copy bandwidth or FMA rate, a cuda one without h2d and d2h bandwidths),
+ * PLM_ERR_INVALID_STATE (not compiled). */
+PLM_API plm_status plm_pipeline_predict(plm_pipeline *pl, const plm_profile_calibration *host,
+                                        const plm_profile_calibration *cuda, plm_placement *out);
+
+/* PLM_BACKEND_AUTO for a compiled pipeline (on either backend): calibrate host and, when
+ * a GPU is present, cuda (device 0; plume/profile.h: cached per device), and predict
+ * (plm_pipeline_predict, which keeps the prediction for describe). Without a GPU the
+ * choice is host and nothing is measured (both predictions 0). PLUME_BACKEND=host|cuda,
+ * when set, is the choice, as it is for contexts. The caller builds the pipeline again on
+ * the chosen backend when it is not pl's (plume detect --backend auto does). out may be
+ * NULL. Blocking: up to about a second per device not yet calibrated. Errors:
+ * PLM_ERR_INVALID_ARG (NULL pl or choice, a bad PLUME_BACKEND), PLM_ERR_INVALID_STATE
+ * (not compiled), a calibration's failure. */
+PLM_API plm_status plm_pipeline_place(plm_pipeline *pl, plm_backend *choice, plm_placement *out);
+
 /* ---- shapes ------------------------------------------------------------------------------ */
 
 /* How many inputs and outputs the pipeline has (either pointer may be NULL). */

@@ -36,6 +36,7 @@
 #include "plume/stream.h"
 #include "plume/tensor.h"
 #include "plume/threshold.h"
+#include "plume/tuning.h"
 #include "plume/vector.h"
 #include "plume/version.h"
 

@@ -33,7 +33,8 @@
  * Calibration measures, once per device and process (then cached in memory and in
  * $XDG_CACHE_HOME/plume or ~/.cache/plume, keyed by backend and device name): device
  * copy bandwidth (bytes read plus written per second), pinned host-to-device and
- * device-to-host bandwidth (bytes per second), and the f32 FMA rate (2 flops per FMA).
+ * device-to-host bandwidth (bytes per second), the f32 FMA rate (2 flops per FMA), and
+ * the floors of one launch and of one small copy (plm_pipeline_predict's overheads).
  * The environment's PLUME_CALIBRATION_CACHE=off leaves the file alone; =refresh measures
  * again and records the new figures (peaks measured on a busy machine stay low until
  * then: an op faster than its floor is the sign). An op's roofline bound is "memory" when its
@@ -82,7 +83,9 @@ typedef struct plm_profile_calibration {
   double device_copy_gbps;              /* device to device, read plus written, GB/s */
   double h2d_gbps, d2h_gbps;            /* pinned host to device and back, GB/s */
   double fma_gflops;                    /* f32, 2 flops per FMA */
-  bool from_cache;                      /* loaded, not measured by this process */
+  double launch_us;       /* one tiny kernel launch, event to event (the per-step floor) */
+  double copy_latency_us; /* one 256-byte pinned host-to-device copy (the per-copy floor) */
+  bool from_cache;        /* loaded, not measured by this process */
 } plm_profile_calibration;
 
 /* One recorded launch (an op or a copy). Times in milliseconds of device time from the

@@ -23,7 +23,9 @@
  *
  * The rule (plm__dendritic_sums_bytes): GEMM when batch >= the backend's minimum below,
  * else per output. It depends on the batch only, never on the thread count, so which
- * path runs, and with it every rounding, is the same on any machine of a backend. Both
+ * path runs, and with it every rounding, is the same on any machine of a backend
+ * unless a tuning table (`plume tune`, ops/op_tuning.h) moved the minimum for a device:
+ * the minimum is the descriptor's tunable gemm_min_batch of the backend. Both
  * paths sum in f32 (the order differs, within plume/dendritic.h's tolerance).
  *
  * Host: GEMM from a batch of 4. Measured 2026-11-25 on the 2-core AMD EPYC VM (shared
@@ -70,17 +72,18 @@ typedef struct plm__dendritic_args {
   float *out;     /* (batch, neurons) */
   float *sums;    /* (batch, neurons · dendrites) scratch: the GEMM path; NULL: per output */
   int64_t batch, input, neurons, dendrites;
+  int64_t gemm_min_batch; /* the backend's minimum above, or the tuned one (ops/dendritic.c) */
   plm_dendritic_params params;
 } plm__dendritic_args;
 
-/* The scratch dendritic needs for these sizes on a backend (cuda or host): the
- * dendrites' sums where the GEMM path runs, 0 where the per-output one does (also where
- * their bytes would not fit in a size_t: B·N·D is no operand's size). */
-static inline size_t plm__dendritic_sums_bytes(bool cuda, int64_t batch, int64_t neurons,
-                                               int64_t dendrites) {
-  const bool gemm = cuda ? batch >= PLM__DENDRITIC_CUDA_GEMM_MIN_BATCH &&
-                               batch <= (int64_t)PLM__MATMUL_CUDA_MAX_ROWS
-                         : batch >= PLM__DENDRITIC_CPU_GEMM_MIN_BATCH;
+/* The scratch dendritic needs for these sizes on a backend (cuda or host), GEMM from a
+ * batch of gemm_min_batch: the dendrites' sums where the GEMM path runs, 0 where the
+ * per-output one does (also where their bytes would not fit in a size_t: B·N·D is no
+ * operand's size). */
+static inline size_t plm__dendritic_sums_bytes(bool cuda, int64_t gemm_min_batch, int64_t batch,
+                                               int64_t neurons, int64_t dendrites) {
+  const bool gemm =
+      batch >= gemm_min_batch && (!cuda || batch <= (int64_t)PLM__MATMUL_CUDA_MAX_ROWS);
   const size_t per_row = (size_t)neurons * (size_t)dendrites * sizeof(float);
   if (!gemm || per_row > SIZE_MAX / (size_t)batch) return 0;
   return (size_t)batch * per_row;

@@ -31,6 +31,10 @@ enum {
   PLM__ENTROPY_DELTA_COUNT = PLM__ENTROPY_MAX_COUNT + PLM__ENTROPY_MAX_WINDOW + 1
 };
 
+/* CPU work bands per pool thread, the default of entropy's host tunable bands_per_thread:
+ * more bands balance uneven cores, fewer cost less scratch and halo. */
+enum { PLM__ENTROPY_CPU_BANDS_PER_THREAD = 4 };
+
 typedef struct plm__entropy_args {
   const void *in;
   float *out;
@@ -38,9 +42,10 @@ typedef struct plm__entropy_args {
   int64_t frames, height, width;
   plm_dtype dtype; /* of in: u8, u16 or f32 */
   int window;
-  int bins;       /* the bin count in use: 2^bits for integer value-as-bin */
-  int range_auto; /* f32: per-frame finite [min, max] instead of [lo, hi) */
-  double lo, hi;  /* f32 without range_auto */
+  int bins;             /* the bin count in use: 2^bits for integer value-as-bin */
+  int range_auto;       /* f32: per-frame finite [min, max] instead of [lo, hi) */
+  double lo, hi;        /* f32 without range_auto */
+  int bands_per_thread; /* host: CPU work bands per pool thread (ops/entropy.c's tunable) */
 } plm__entropy_args;
 
 /* c log2 c in 32.32 fixed point (0 for c = 0 and 1). */

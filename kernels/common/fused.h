@@ -19,6 +19,9 @@
 #include "kernels/common/plm_hd.h"
 #include "kernels/common/threshold.h"
 
+/* CPU work bands per pool thread, the default of the fused op's host tunable. */
+enum { PLM__FUSED_CPU_BANDS_PER_THREAD = 4 };
+
 typedef struct plm__sobel_entropy_threshold_args {
   plm__sobel_args sobel; /* in, n, h, w, dtype, border; the outputs are NULL (not written) */
   uint8_t *mask;         /* (n, h, w) */
@@ -28,6 +31,7 @@ typedef struct plm__sobel_entropy_threshold_args {
   double lo, hi;         /* the fixed range, lo < hi, both finite */
   double value;          /* the threshold */
   plm_compare compare;
+  int bands_per_thread; /* host: CPU work bands per pool thread (ops/fused.c's tunable) */
 } plm__sobel_entropy_threshold_args;
 
 /* The bin of the Sobel magnitude at pixel (y, x) of frame `frame` (y and x inside the

@@ -17,7 +17,9 @@
  *
  * The rule (plm__lstm_scratch_bytes): GEMM when batch >= the backend's minimum below,
  * else per unit. It depends on the batch only, never on the thread count, so which
- * path runs, and with it every rounding, is the same on any machine of a backend. Both
+ * path runs, and with it every rounding, is the same on any machine of a backend
+ * unless a tuning table (`plume tune`, ops/op_tuning.h) moved the minimum for a device:
+ * the minimum is the descriptor's tunable gemm_min_batch of the backend. Both
  * paths sum in f32 (the order differs, within plume/lstm.h's tolerance).
  *
  * Host: GEMM from a batch of 4. Measured 2026-11-25 on the 2-core AMD EPYC VM (shared
@@ -66,14 +68,16 @@ typedef struct plm__lstm_args {
   float *out_h, *out_c;     /* (batch, hidden); out_c may be c */
   float *gates;             /* (batch, 4 hidden) scratch: the GEMM path; NULL: per unit */
   int64_t batch, input, hidden;
+  int64_t gemm_min_batch; /* the backend's minimum above, or the tuned one (ops/lstm.c) */
 } plm__lstm_args;
 
-/* The scratch lstm_cell needs for these sizes on a backend (cuda or host): the gates'
- * bytes where the GEMM path runs, 0 where the per-unit one does. */
-static inline size_t plm__lstm_scratch_bytes(bool cuda, int64_t batch, int64_t hidden) {
+/* The scratch lstm_cell needs for these sizes on a backend (cuda or host), GEMM from a
+ * batch of gemm_min_batch: the gates' bytes where the GEMM path runs, 0 where the
+ * per-unit one does. */
+static inline size_t plm__lstm_scratch_bytes(bool cuda, int64_t gemm_min_batch, int64_t batch,
+                                             int64_t hidden) {
   const bool gemm =
-      cuda ? batch >= PLM__LSTM_CUDA_GEMM_MIN_BATCH && batch <= (int64_t)PLM__MATMUL_CUDA_MAX_ROWS
-           : batch >= PLM__LSTM_CPU_GEMM_MIN_BATCH;
+      batch >= gemm_min_batch && (!cuda || batch <= (int64_t)PLM__MATMUL_CUDA_MAX_ROWS);
   return gemm ? (size_t)batch * (size_t)(4 * hidden) * sizeof(float) : 0;
 }
 

@@ -20,7 +20,7 @@
 #include "kernels/common/entropy.h"
 #include "kernels/cpu/parallel.h"
 
-enum { BANDS_PER_THREAD = 4, BLOCK_ROWS = 64, ALIGN = 64 };
+enum { BLOCK_ROWS = 64, ALIGN = 64 };
 
 /* What S gains when a count goes from c to c + 1, for every count a window reaches,
  * including swap_columns' one past a full 255 x 255 window (kernels/common/entropy.h). */
@@ -51,7 +51,7 @@ static inline int64_t max64(int64_t a, int64_t b) {
 
 static int64_t band_count(const plm__entropy_args *args) {
   int64_t rows = args->frames * args->height;
-  int64_t most = (int64_t)plm__parallel_threads() * BANDS_PER_THREAD;
+  int64_t most = (int64_t)plm__parallel_threads() * args->bands_per_thread;
   return rows < most ? rows : most;
 }
 
@@ -223,8 +223,8 @@ static void entropy_bands(void *context, int64_t begin, int64_t end) {
       for (int64_t y = y0; y < y1; y++) {
         int64_t first, count;
         plm__entropy_span(y, height, args->window, &first, &count);
-        plm__entropy_cpu_row(bins + (first - b0) * stride, count, stride, args->width,
-                             args->window, args->out + (f * height + y) * args->width, hist);
+        plm__entropy_cpu_row(bins + (first - b0) * stride, count, stride, args->width, args->window,
+                             args->out + (f * height + y) * args->width, hist);
       }
       row += y1 - y0;
     }

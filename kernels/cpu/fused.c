@@ -27,7 +27,7 @@
 #include "kernels/common/fused.h"
 #include "kernels/cpu/parallel.h"
 
-enum { BANDS_PER_THREAD = 4, MIN_BAND_ROWS = 16, STEP = 16, ALIGN = 64 };
+enum { MIN_BAND_ROWS = 16, STEP = 16, ALIGN = 64 };
 
 typedef plm__sobel_entropy_threshold_args fused_args;
 
@@ -37,7 +37,7 @@ static size_t round_up(size_t bytes) {
 
 static int64_t band_count(const fused_args *a) {
   int64_t rows = a->sobel.n * a->sobel.h;
-  int64_t most = (int64_t)plm__parallel_threads() * BANDS_PER_THREAD;
+  int64_t most = (int64_t)plm__parallel_threads() * a->bands_per_thread;
   int64_t by_size = (rows + MIN_BAND_ROWS - 1) / MIN_BAND_ROWS;
   return by_size < most ? by_size : most;
 }

@@ -103,7 +103,7 @@ checks=$((checks + 1))
 grep -q '"from_cache": false' prof/run/profile.json || fail "--profile: the first run did not measure"
 cache=cache/plume/calibration.tsv
 checks=$((checks + 1))
-[[ $(wc -l <"$cache") == 1 ]] && grep -q "^plume-calibration-3	host	" "$cache" ||
+[[ $(wc -l <"$cache") == 1 ]] && grep -q "^plume-calibration-4	host	" "$cache" ||
   fail "--profile: the cache holds: $(cat "$cache")"
 awk 'BEGIN {FS = OFS = "\t"} {$7 = "123.5"; print}' "$cache" >cache.tmp && mv cache.tmp "$cache"
 run 0 "--profile, cached" detect --frames s.npy --pipeline "$pipeline" --out p.csv --profile prof/cached

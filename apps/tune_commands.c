@@ -1,0 +1,172 @@
+/* apps/tune_commands.c: `plume tune` (apps/tune_commands.h). */
+#include "apps/tune_commands.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "apps/options.h"
+#include "plume/plume.h"
+#include "tools/quote.h"
+
+static const char tune_usage[] =
+    "usage: plume tune [--backend host|cuda|auto] [--quick] [--op NAME] [--runs N]\n"
+    "       plume tune --report [--backend host|cuda|auto]\n"
+    "Measures each op's tunables on the device and writes the table the ops read at plan\n"
+    "time ($XDG_CACHE_HOME/plume; PLUME_TUNING=off|refresh); --report prints it.\n";
+
+void tune_commands_print_summary(FILE *out) {
+  fprintf(out,
+          "  tune [--quick] [--report]          measure the ops' tunables on this device and\n"
+          "                                    keep the winners (plume tune --help)\n");
+}
+
+void tune_commands_print_info(plm_context *ctx) {
+  plm_tuning_table_info info;
+  if (plm_tuning_table_info_get(ctx, &info) != PLM_OK) return;
+  if (strcmp(info.setting, "off") == 0)
+    printf("tuning:           off (PLUME_TUNING=off): the ops' defaults\n");
+  else if (info.in_use)
+    printf("tuning:           table in use, %d entries, %d not the default: %s\n", info.entry_count,
+           info.kept_count, info.path);
+  else
+    printf("tuning:           no table%s: the ops' defaults (plume tune writes one)\n",
+           strcmp(info.setting, "refresh") == 0 ? " read (PLUME_TUNING=refresh)" : "");
+}
+
+/* One entry as a row; gain: what the value in use buys over the default. */
+static void print_entry(const plm_tuning_entry *e) {
+  const double used_ms = e->kept ? e->best_ms : e->default_ms;
+  const double gain = e->default_ms > 0 ? (e->default_ms - used_ms) / e->default_ms : 0.0;
+  printf("%-24s %-17s %-6s %7lld %7lld %10.4f %7lld %10.4f %5.1f%% %6.1f%% %10.2f  %s\n", e->op,
+         e->tunable[0] ? e->tunable : "(model)", plm_size_class_name(e->size_class),
+         (long long)e->fallback, (long long)e->value, e->default_ms, (long long)e->best, e->best_ms,
+         100.0 * e->cv, 100.0 * gain, e->model_ms > 0 ? e->default_ms / e->model_ms : 0.0,
+         !e->tunable[0] ? "the op measured for the model"
+         : e->kept      ? "kept"
+                        : "default kept (within the noise)");
+}
+
+static void print_table(const plm_tuning_entry *entries, size_t count) {
+  printf("%-24s %-17s %-6s %7s %7s %10s %7s %10s %6s %7s %10s\n", "op", "tunable", "class",
+         "default", "chosen", "default_ms", "best", "best_ms", "cv", "gain", "meas/model");
+  for (size_t k = 0; k < count; k++) print_entry(&entries[k]);
+}
+
+static bool same_entry(const plm_tuning_entry *a, const plm_tuning_entry *b) {
+  return a->size_class == b->size_class && strcmp(a->op, b->op) == 0 &&
+         strcmp(a->tunable, b->tunable) == 0;
+}
+
+/* Append to the measured entries those of the table in use that this run did not measure
+ * (another op with --op, a class --quick skips), so that a partial run refines the table
+ * instead of dropping the rest of it. */
+static plm_status keep_unmeasured(plm_context *ctx, plm_tuning_entry **entries, size_t *count) {
+  plm_tuning_entry *old = NULL;
+  size_t old_count = 0;
+  plm_status status = plm_tuning_entries(ctx, &old, &old_count);
+  if (status != PLM_OK || old_count == 0) return status;
+  plm_tuning_entry *all = realloc(*entries, (*count + old_count) * sizeof **entries);
+  if (!all) {
+    free(old);
+    return PLM_OK; /* the measured entries alone: the rest of the table is measured again */
+  }
+  *entries = all;
+  const size_t measured = *count;
+  for (size_t k = 0; k < old_count; k++) {
+    bool again = false;
+    for (size_t j = 0; j < measured && !again; j++) again = same_entry(&old[k], &all[j]);
+    if (!again) all[(*count)++] = old[k];
+  }
+  free(old);
+  return PLM_OK;
+}
+
+static int report(plm_context *ctx) {
+  plm_tuning_table_info info;
+  plm_tuning_entry *entries = NULL;
+  size_t count = 0;
+  if (plm_tuning_table_info_get(ctx, &info) != PLM_OK ||
+      plm_tuning_entries(ctx, &entries, &count) != PLM_OK) {
+    fprintf(stderr, "plume tune: %s\n", plm_last_error());
+    return EXIT_RUNTIME_FAILURE;
+  }
+  if (!info.in_use) {
+    printf("no tuning table for %s (PLUME_TUNING=%s): the ops run with their defaults\n", info.key,
+           info.setting);
+    return 0;
+  }
+  printf("tuning table %s\nkey %s\n", info.path, info.key);
+  print_table(entries, count);
+  printf("%d of %d entries differ from the default\n", info.kept_count, info.entry_count);
+  free(entries);
+  return 0;
+}
+
+int tune_command_main(int argc, char **argv) {
+  const char *backend_text = NULL, *quick = NULL, *op = NULL, *runs_text = NULL,
+             *report_flag = NULL;
+  option options[] = {
+      {"--backend", &backend_text, false}, {"--quick", &quick, true},        {"--op", &op, false},
+      {"--runs", &runs_text, false},       {"--report", &report_flag, true}, {NULL, NULL, false}};
+  int exit_code = options_take("tune", tune_usage, options, argc, argv);
+  if (exit_code >= 0) return exit_code;
+  char q[QUOTE_SIZE];
+  plm_context_config config = {0};
+  if (backend_text && plm_backend_parse(backend_text, &config.backend) != PLM_OK) {
+    fprintf(stderr, "plume tune: %s\n", quote_text(plm_last_error(), q, sizeof q));
+    return EXIT_USAGE;
+  }
+  plm_tune_options tune = plm_tune_options_default();
+  tune.quick = quick != NULL;
+  tune.op = op;
+  uint64_t runs = 0;
+  if (runs_text && !count_parse(runs_text, NULL, 1, 1000, &runs)) {
+    fprintf(stderr, "plume tune: --runs %s is not a count in 1..1000\n",
+            quote_value(runs_text, q, sizeof q));
+    return EXIT_USAGE;
+  }
+  tune.runs = (int)runs;
+  if (report_flag && (quick || op || runs_text)) {
+    fprintf(stderr, "plume tune: --report measures nothing: it takes only --backend\n");
+    return EXIT_USAGE;
+  }
+  plm_context *ctx = NULL;
+  if (plm_context_create(&config, &ctx) != PLM_OK) {
+    fprintf(stderr, "plume tune: %s\n", plm_last_error());
+    return EXIT_RUNTIME_FAILURE;
+  }
+  if (report_flag) {
+    exit_code = report(ctx);
+    plm_context_destroy(ctx);
+    return exit_code;
+  }
+  plm_tuning_entry *entries = NULL;
+  size_t count = 0;
+  char path[512] = "";
+  plm_backend backend = PLM_BACKEND_HOST;
+  plm_status status = plm_context_backend(ctx, &backend);
+  if (status == PLM_OK) status = plm_tune_run(ctx, &tune, &entries, &count);
+  exit_code = 0;
+  if (status == PLM_OK && count == 0) {
+    printf("nothing to tune on %s%s%s\n", plm_backend_name(backend), op ? " for " : "",
+           op ? op : "");
+  } else if (status == PLM_OK) {
+    print_table(entries, count);
+    status = keep_unmeasured(ctx, &entries, &count);
+    if (status == PLM_OK) status = plm_tuning_store(ctx, entries, count, path, sizeof path);
+  }
+  if (status != PLM_OK) {
+    fprintf(stderr, "plume tune: %s\n", plm_last_error());
+    exit_code = status == PLM_ERR_INVALID_ARG ? EXIT_USAGE : EXIT_RUNTIME_FAILURE;
+  } else if (count > 0) {
+    plm_tuning_table_info info;
+    plm_tuning_table_info_get(ctx, &info);
+    if (strcmp(info.setting, "off") == 0)
+      printf("table not written (PLUME_TUNING=off)\n");
+    else
+      printf("table written to %s\n", path);
+  }
+  free(entries);
+  plm_context_destroy(ctx);
+  return exit_code;
+}

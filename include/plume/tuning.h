@@ -1,0 +1,163 @@
+/* plume/tuning.h: each op's launch and tiling knobs, tuned per device.
+ *
+ * Some ops have knobs that change their speed and never their result beyond the op's
+ * stated tolerance: the CPU work bands per pool thread of entropy and the fused
+ * sobel_entropy_threshold (bit-equal results), the batch from which lstm_cell and
+ * dendritic run their GEMM path on each backend (the f32 sums round in another order,
+ * within their headers' tolerance), matmul's AUTO TF32 threshold on cuda. Each is a
+ * tunable of the op's descriptor: a name, the backend it acts on, its candidate values
+ * and its default (the constant plume used before it was tunable).
+ *
+ * The values in force come, in this order, from: a value set in this process
+ * (plm_tuning_set), the tuning table of the device (written by `plume tune`, which
+ * measures the candidates: plm_tune_run below), the default. A table is per
+ * device and size class: a call's class is that of the bytes its cost model moves
+ * (plm_size_class_of). The file is
+ *   $XDG_CACHE_HOME/plume/tuning-<backend>-<hash>.json  (else ~/.cache/plume/...)
+ * with the hash of its key, "backend|device name|device index|driver|plume version"
+ * (docs/tuning-schema.md); a table whose key is not the device's is never used. The
+ * environment's PLUME_TUNING=off leaves the files alone (nothing read, nothing written);
+ * =refresh reads none (the defaults run) while `plume tune` writes a new one.
+ *
+ * When the values are read: a pipeline's compile resolves each step's values once and
+ * keeps them (plm_pipeline_describe shows them); a public op call (plm_entropy, ...)
+ * resolves them once per call. The internal entries that take their scratch from the
+ * caller (ops/op_scratch.h) run with the defaults, so that the size they announce is the
+ * size they use.
+ *
+ * Thread-safe: the table is guarded by a lock; a table is loaded once per device and
+ * process, at the first call on a context of that device.
+ */
+#ifndef PLUME_TUNING_H
+#define PLUME_TUNING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plume/context.h"
+#include "plume/export.h"
+#include "plume/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The size classes a table distinguishes, by the bytes a call's cost model moves. */
+typedef enum plm_size_class {
+  PLM_SIZE_SMALL = 0, /* below 1 MiB */
+  PLM_SIZE_MEDIUM,    /* below 64 MiB */
+  PLM_SIZE_LARGE,
+  PLM_SIZE_CLASS_COUNT
+} plm_size_class;
+
+/* The class of a call moving `bytes`; "small", "medium", "large" (NULL out of range). */
+PLM_API plm_size_class plm_size_class_of(double bytes);
+PLM_API const char *plm_size_class_name(plm_size_class size_class);
+
+/* One tunable of an op. Strings and candidates are the library's own, static. */
+typedef struct plm_tunable_info {
+  const char *name;    /* "bands_per_thread" */
+  plm_backend backend; /* where it acts */
+  int64_t fallback;    /* the default */
+  int candidate_count;
+  const int64_t *candidates; /* ascending */
+  const char *help;
+} plm_tunable_info;
+
+/* The number of tunables of op `op` (0..plm_op_count()-1, plume/op_info.h), and tunable
+ * `tunable` of it. Errors: PLM_ERR_INVALID_ARG (NULL out or count, an index out of
+ * range). */
+PLM_API plm_status plm_op_tunable_count(int op, int *count);
+PLM_API plm_status plm_op_tunable_info_get(int op, int tunable, plm_tunable_info *out);
+
+/* Force a value in this process, for every device of backend: `op`'s tunable `tunable`
+ * of that backend, in size class `size_class`, or in every class when size_class is -1.
+ * It wins over a table; pipelines compiled later and op calls made later use it.
+ * value must be one of the candidates. Errors: PLM_ERR_INVALID_ARG (an unknown op or
+ * tunable, a class out of range, a value not among the candidates: the message lists
+ * them). */
+PLM_API plm_status plm_tuning_set(plm_backend backend, const char *op, const char *tunable,
+                                  int size_class, int64_t value);
+
+/* Forget every value set with plm_tuning_set, and the tables loaded (the next call on a
+ * context loads its device's table again, as PLUME_TUNING says). */
+PLM_API void plm_tuning_reset(void);
+
+/* The value in force on ctx's device for op's tunable (of ctx's backend) in a size class.
+ * Errors: PLM_ERR_INVALID_ARG (NULL arguments, unknown names, a class out of range). */
+PLM_API plm_status plm_tuning_get(plm_context *ctx, const char *op, const char *tunable,
+                                  plm_size_class size_class, int64_t *value);
+
+/* One measured entry of a table: what `plume tune` chose for a tunable in a class. Times
+ * are the sums, over the class's workloads, of each workload's median (ms). An op without
+ * a tunable on the device's backend has entries with tunable "" and value, fallback and
+ * best 0: its time measured only for the model's correction (model_ms). */
+typedef struct plm_tuning_entry {
+  char op[32], tunable[32];
+  plm_size_class size_class;
+  int64_t value;    /* the value chosen: the default unless the winner beat it clearly */
+  int64_t fallback; /* the default */
+  int64_t best;     /* the fastest candidate measured (may not be kept) */
+  double default_ms, best_ms;
+  double cv; /* the largest coefficient of variation of the two */
+  bool kept; /* best != fallback and (default_ms - best_ms) / default_ms > 2 cv */
+  /* What the cost model (plm_pipeline_predict's roofline on the device's calibration)
+   * predicts for the same workloads at the default (0: not known). default_ms / model_ms
+   * is the op's measured correction of the model in this class. */
+  double model_ms;
+} plm_tuning_entry;
+
+/* The table of ctx's device as this process uses it. */
+typedef struct plm_tuning_table_info {
+  bool in_use;         /* a table of this device was loaded */
+  char path[512];      /* where it is (or would be; "" with PLUME_TUNING=off or no HOME) */
+  char key[512];       /* "host|AMD EPYC 7B13|0|0|0.1.0" */
+  int entry_count;     /* its entries */
+  int kept_count;      /* of which not the default */
+  const char *setting; /* PLUME_TUNING as read: "on", "off" or "refresh" */
+} plm_tuning_table_info;
+
+/* The state of ctx's device's table (loading it if this process has not yet). */
+PLM_API plm_status plm_tuning_table_info_get(plm_context *ctx, plm_tuning_table_info *out);
+
+/* The entries of ctx's device's table, a malloc'd array the caller frees with free()
+ * (*count 0 and *entries NULL when none). Errors: PLM_ERR_INVALID_ARG (NULL arguments),
+ * PLM_ERR_OUT_OF_MEMORY. */
+PLM_API plm_status plm_tuning_entries(plm_context *ctx, plm_tuning_entry **entries, size_t *count);
+
+/* Make `entries` ctx's device's table in this process and, unless PLUME_TUNING=off, write
+ * it to the file (a temporary file renamed over it: whole or not at all); path (may be
+ * NULL) receives where. Entries whose op, tunable or value is unknown are refused.
+ * Errors: PLM_ERR_INVALID_ARG, PLM_ERR_IO (with the path). */
+PLM_API plm_status plm_tuning_store(plm_context *ctx, const plm_tuning_entry *entries, size_t count,
+                                    char *path, size_t path_size);
+
+/* ---- measuring (`plume tune`) ------------------------------------------------------------ */
+
+typedef struct plm_tune_options {
+  bool quick;     /* fewer sizes and runs: seconds on a CPU (the CLI tests' mode) */
+  const char *op; /* only this op's tunables; NULL: every op's */
+  int runs;       /* timed runs per candidate and workload, 0..1000 (0: 5 quick, else 15) */
+} plm_tune_options;
+
+/* quick false, op NULL, runs 0. */
+PLM_API plm_tune_options plm_tune_options_default(void);
+
+/* Measure the tunables of ctx's backend (those of op only, when given) on ctx's device, on
+ * a stream of its own, and decide one entry per tunable and size class measured
+ * (plm_tuning_entry: a candidate other than the default is kept only when its gain over
+ * the default is above twice the larger CV of the two). Into *entries, a malloc'd array
+ * the caller frees with free(); nothing is stored: plm_tuning_store does that. Each op
+ * runs with call-local values, so other threads' calls are not affected. Blocking:
+ * seconds (quick) to about a minute on a CPU. options may be NULL (the defaults). Errors:
+ * PLM_ERR_INVALID_ARG (NULL arguments, runs out of range, an unknown op),
+ * PLM_ERR_OUT_OF_MEMORY, an op's failure (named). */
+PLM_API plm_status plm_tune_run(plm_context *ctx, const plm_tune_options *options,
+                                plm_tuning_entry **entries, size_t *count);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PLUME_TUNING_H */

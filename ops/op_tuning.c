@@ -1,0 +1,480 @@
+/* ops/op_tuning.c: the tunables' values in force, and the tables `plume tune` writes
+ * (plume/tuning.h, ops/op_tuning.h).
+ *
+ * The process keeps, under one lock, the values forced by plm_tuning_set (per backend, op,
+ * tunable and size class; 0: none) and up to MAX_TABLES device tables, each found by its
+ * key and loaded from its file at the first call on a context of that device. A table
+ * file is JSON, schema "plume-tuning" version 1 (docs/tuning-schema.md):
+ *   {"schema", "version", "key", "backend", "device", "driver", "plume",
+ *    "entries": [{"op", "tunable", "size_class", "value", "default", "best",
+ *                 "default_ms", "best_ms", "cv", "kept"}]}
+ * An entry the library does not know (an op or tunable renamed since, a value no longer
+ * a candidate) is skipped on load, so an old table can only fall back to defaults. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ops/op_tuning.h"
+#include "plume/version.h"
+#include "streams/error.h"
+
+enum { MAX_TABLES = 8, PATH_SIZE = 512, SCHEMA_VERSION = 1 };
+
+static const char SCHEMA[] = "plume-tuning";
+
+typedef struct table {
+  char key[PATH_SIZE];
+  char path[PATH_SIZE];
+  bool in_use; /* loaded from a file, or stored in this process */
+  plm_tuning_entry *entries;
+  size_t count;
+} table;
+
+static struct {
+  pthread_mutex_t lock;
+  int64_t forced[2][PLM__OP_COUNT][PLM__OP_MAX_TUNABLES][PLM_SIZE_CLASS_COUNT];
+  table tables[MAX_TABLES];
+  int table_count;
+} tuning = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static const char *const class_names[] = {"small", "medium", "large"};
+
+plm_size_class plm_size_class_of(double bytes) {
+  if (bytes < (double)(1 << 20)) return PLM_SIZE_SMALL;
+  return bytes < (double)(64 << 20) ? PLM_SIZE_MEDIUM : PLM_SIZE_LARGE;
+}
+
+const char *plm_size_class_name(plm_size_class size_class) {
+  return (unsigned)size_class < PLM_SIZE_CLASS_COUNT ? class_names[size_class] : NULL;
+}
+
+static int class_index(const char *name) {
+  for (int c = 0; name && c < PLM_SIZE_CLASS_COUNT; c++)
+    if (strcmp(class_names[c], name) == 0) return c;
+  return -1;
+}
+
+static int backend_slot(plm_backend backend) {
+  return backend == PLM_BACKEND_CUDA ? 1 : 0;
+}
+
+/* PLUME_TUNING as read: "off", "refresh" or "on" (anything else). */
+static const char *setting(void) {
+  const char *value = getenv("PLUME_TUNING");
+  if (value && strcmp(value, "off") == 0) return "off";
+  if (value && strcmp(value, "refresh") == 0) return "refresh";
+  return "on";
+}
+
+int plm__op_tunable_index(const plm__op_desc *op, const char *name, plm_backend backend) {
+  for (int k = 0; name && k < op->tunable_count; k++)
+    if (op->tunables[k].backend == backend && strcmp(op->tunables[k].name, name) == 0) return k;
+  return -1;
+}
+
+static bool is_candidate(const plm__op_tunable *t, int64_t value) {
+  for (int k = 0; k < t->candidate_count; k++)
+    if (t->candidates[k] == value) return true;
+  return false;
+}
+
+/* "1, 2, 4, 8 or 16" */
+static void candidates_text(const plm__op_tunable *t, char *text, size_t size) {
+  text[0] = '\0';
+  for (int k = 0; k < t->candidate_count; k++)
+    snprintf(text + strlen(text), size - strlen(text), "%s%" PRId64,
+             k == 0                        ? ""
+             : k + 1 == t->candidate_count ? " or "
+                                           : ", ",
+             t->candidates[k]);
+}
+
+/* An entry's op and tunable (of backend), its value a candidate, or an entry of the op
+ * alone (tunable "", value 0; *index -1); NULL op otherwise. */
+static const plm__op_desc *entry_op(const plm_tuning_entry *e, plm_backend backend, int *index) {
+  const plm__op_desc *op = plm__op_find(e->op);
+  *index = -1;
+  /* A measurement of the op alone (no tunable): the model's correction, value 0. */
+  if (op && e->tunable[0] == '\0')
+    return (unsigned)e->size_class < PLM_SIZE_CLASS_COUNT && e->value == 0 ? op : NULL;
+  *index = op ? plm__op_tunable_index(op, e->tunable, backend) : -1;
+  if (*index < 0 || (unsigned)e->size_class >= PLM_SIZE_CLASS_COUNT ||
+      !is_candidate(&op->tunables[*index], e->value))
+    return NULL;
+  return op;
+}
+
+/* ---- the cache directory -------------------------------------------------------------- */
+
+static bool make_dir(const char *dir) {
+  return mkdir(dir, 0755) == 0 || errno == EEXIST;
+}
+
+bool plm__cache_dir(char *dir, size_t size, bool make) {
+  const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+  int n;
+  if (xdg && xdg[0])
+    n = snprintf(dir, size, "%s/plume", xdg);
+  else if (home && home[0])
+    n = snprintf(dir, size, "%s/.cache/plume", home);
+  else
+    return false;
+  if (n < 0 || (size_t)n >= size) return false;
+  if (!make) return true;
+  char *slash = strrchr(dir, '/');
+  if (slash && slash != dir) {
+    *slash = '\0';
+    bool made = make_dir(dir);
+    *slash = '/';
+    if (!made) return false;
+  }
+  return make_dir(dir);
+}
+
+/* ---- keys and files --------------------------------------------------------------------- */
+
+static void device_key(const plm_context *ctx, char *key, size_t size) {
+  snprintf(key, size, "%s|%.255s|%d|%d|%s", plm_backend_name(ctx->info.backend), ctx->info.name,
+           ctx->info.device, ctx->info.driver_version, plm_version_string());
+  for (char *c = key; *c; c++)
+    if (*c == '\n' || *c == '\t') *c = ' ';
+}
+
+/* FNV-1a: the file's name from its key (which the file holds, and loading compares). */
+static uint64_t key_hash(const char *key) {
+  uint64_t h = 1469598103934665603ULL;
+  for (const unsigned char *c = (const unsigned char *)key; *c; c++)
+    h = (h ^ *c) * 1099511628211ULL;
+  return h;
+}
+
+static void table_path(const plm_context *ctx, const char *key, char *path, size_t size) {
+  char dir[PATH_SIZE];
+  path[0] = '\0';
+  if (!plm__cache_dir(dir, sizeof dir, false)) return;
+  int n = snprintf(path, size, "%s/tuning-%s-%016" PRIx64 ".json", dir,
+                   plm_backend_name(ctx->info.backend), key_hash(key));
+  if (n < 0 || (size_t)n >= size) path[0] = '\0';
+}
+
+static const char *string_of(json_t *object, const char *name) {
+  const char *s = json_string_value(json_object_get(object, name));
+  return s ? s : "";
+}
+
+/* The file's entries into t (its key must be t's); nothing when anything is amiss. */
+static void table_load(table *t, plm_backend backend) {
+  json_t *root = json_load_file(t->path, 0, NULL);
+  json_t *entries = json_object_get(root, "entries");
+  if (!root || strcmp(string_of(root, "schema"), SCHEMA) != 0 ||
+      json_integer_value(json_object_get(root, "version")) != SCHEMA_VERSION ||
+      strcmp(string_of(root, "key"), t->key) != 0 || !json_is_array(entries)) {
+    json_decref(root);
+    return;
+  }
+  const size_t n = json_array_size(entries);
+  t->entries = calloc(n + 1, sizeof *t->entries);
+  if (!t->entries) {
+    json_decref(root);
+    return;
+  }
+  for (size_t k = 0; k < n; k++) {
+    json_t *j = json_array_get(entries, k);
+    plm_tuning_entry e = {.size_class = class_index(string_of(j, "size_class")),
+                          .value = json_integer_value(json_object_get(j, "value")),
+                          .fallback = json_integer_value(json_object_get(j, "default")),
+                          .best = json_integer_value(json_object_get(j, "best")),
+                          .default_ms = json_number_value(json_object_get(j, "default_ms")),
+                          .best_ms = json_number_value(json_object_get(j, "best_ms")),
+                          .cv = json_number_value(json_object_get(j, "cv")),
+                          .kept = json_is_true(json_object_get(j, "kept")),
+                          .model_ms = json_number_value(json_object_get(j, "model_ms"))};
+    snprintf(e.op, sizeof e.op, "%s", string_of(j, "op"));
+    snprintf(e.tunable, sizeof e.tunable, "%s", string_of(j, "tunable"));
+    int index;
+    if (entry_op(&e, backend, &index)) t->entries[t->count++] = e;
+  }
+  t->in_use = true;
+  json_decref(root);
+}
+
+static json_t *table_json(const plm_context *ctx, const table *t) {
+  json_t *entries = json_array();
+  for (size_t k = 0; entries && k < t->count; k++) {
+    const plm_tuning_entry *e = &t->entries[k];
+    json_array_append_new(
+        entries, json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:f, s:f, s:f, s:b, s:f}", "op", e->op,
+                           "tunable", e->tunable, "size_class", class_names[e->size_class], "value",
+                           (json_int_t)e->value, "default", (json_int_t)e->fallback, "best",
+                           (json_int_t)e->best, "default_ms", e->default_ms, "best_ms", e->best_ms,
+                           "cv", e->cv, "kept", (int)e->kept, "model_ms", e->model_ms));
+  }
+  return json_pack("{s:s, s:i, s:s, s:s, s:s, s:i, s:s, s:o*}", "schema", SCHEMA, "version",
+                   SCHEMA_VERSION, "key", t->key, "backend", plm_backend_name(ctx->info.backend),
+                   "device", ctx->info.name, "driver", ctx->info.driver_version, "plume",
+                   plm_version_string(), "entries", entries);
+}
+
+/* Write t to its path through a temporary file renamed over it. */
+static plm_status table_write(const plm_context *ctx, const table *t) {
+  char dir[PATH_SIZE], temporary[PATH_SIZE + 32];
+  if (!plm__cache_dir(dir, sizeof dir, true) || !t->path[0])
+    return plm__fail_raw(PLM_ERR_IO,
+                         "no cache directory for the tuning table "
+                         "(XDG_CACHE_HOME and HOME unset, or not writable)");
+  snprintf(temporary, sizeof temporary, "%s.%ld.tmp", t->path, (long)getpid());
+  json_t *root = table_json(ctx, t);
+  const int dumped = root ? json_dump_file(root, temporary, JSON_INDENT(2)) : -1;
+  json_decref(root);
+  if (dumped != 0 || rename(temporary, t->path) != 0) {
+    const int error = errno;
+    remove(temporary);
+    return plm__fail_raw(PLM_ERR_IO, "cannot write the tuning table %s: %s", t->path,
+                         dumped != 0 ? "writing failed" : strerror(error));
+  }
+  return PLM_OK;
+}
+
+/* ctx's device's table, found or made (and loaded as PLUME_TUNING says); under the lock.
+ * NULL when MAX_TABLES devices hold a table already (the defaults then). */
+static table *table_of(const plm_context *ctx) {
+  char key[PATH_SIZE];
+  device_key(ctx, key, sizeof key);
+  for (int k = 0; k < tuning.table_count; k++)
+    if (strcmp(tuning.tables[k].key, key) == 0) return &tuning.tables[k];
+  if (tuning.table_count == MAX_TABLES) return NULL;
+  table *t = &tuning.tables[tuning.table_count++];
+  *t = (table){0};
+  snprintf(t->key, sizeof t->key, "%s", key);
+  const char *mode = setting();
+  if (strcmp(mode, "off") != 0) table_path(ctx, key, t->path, sizeof t->path);
+  if (strcmp(mode, "on") == 0 && t->path[0]) table_load(t, ctx->info.backend);
+  return t;
+}
+
+/* The value in force under the lock: forced, else t's entry, else the default. */
+static int64_t value_of(const table *t, plm_backend backend, const plm__op_desc *op, int index,
+                        plm_size_class size_class) {
+  const int64_t forced = tuning.forced[backend_slot(backend)][op->kind][index][size_class];
+  if (forced) return forced;
+  for (size_t k = 0; t && k < t->count; k++) {
+    const plm_tuning_entry *e = &t->entries[k];
+    if (e->size_class == size_class && strcmp(e->op, op->name) == 0 &&
+        strcmp(e->tunable, op->tunables[index].name) == 0)
+      return e->value;
+  }
+  return op->tunables[index].fallback;
+}
+
+void plm__op_tuning_resolve(const plm_context *ctx, const plm__op_desc *op,
+                            const plm__op_call *call, plm__op_tuning *out) {
+  *out = (plm__op_tuning){{0}};
+  if (op->tunable_count == 0) return;
+  plm_op_cost cost = {0};
+  if (op->cost) op->cost(call, &cost);
+  const plm_size_class size_class = plm_size_class_of(cost.bytes);
+  const plm_backend backend = ctx->info.backend;
+  pthread_mutex_lock(&tuning.lock);
+  const table *t = table_of(ctx);
+  for (int k = 0; k < op->tunable_count; k++)
+    out->values[k] = op->tunables[k].backend == backend ? value_of(t, backend, op, k, size_class)
+                                                        : op->tunables[k].fallback;
+  pthread_mutex_unlock(&tuning.lock);
+}
+
+double plm__tuning_correction(plm_backend backend, const char *device, const plm__op_desc *op,
+                              plm_size_class size_class) {
+  char prefix[PATH_SIZE];
+  const int n = snprintf(prefix, sizeof prefix, "%s|%.255s|", plm_backend_name(backend), device);
+  double factor = 1.0;
+  pthread_mutex_lock(&tuning.lock);
+  for (int k = 0; k < tuning.table_count && factor == 1.0; k++) {
+    const table *t = &tuning.tables[k];
+    if (n < 0 || strncmp(t->key, prefix, (size_t)n) != 0) continue;
+    for (size_t i = 0; i < t->count; i++) {
+      const plm_tuning_entry *e = &t->entries[i];
+      if (e->size_class == size_class && e->model_ms > 0 && e->default_ms > 0 &&
+          strcmp(e->op, op->name) == 0) {
+        factor = e->default_ms / e->model_ms;
+        break;
+      }
+    }
+  }
+  pthread_mutex_unlock(&tuning.lock);
+  return factor;
+}
+
+/* ---- the public calls ---------------------------------------------------------------------- */
+
+/* op's tunable `name` on backend, or a message naming what is unknown. */
+static plm_status find_tunable(const char *caller, plm_backend backend, const char *op_name,
+                               const char *name, const plm__op_desc **op, int *index) {
+  if (!op_name || !name) return plm__fail_in(caller, PLM_ERR_INVALID_ARG, "op or tunable is NULL");
+  if (backend != PLM_BACKEND_HOST && backend != PLM_BACKEND_CUDA)
+    return plm__fail_in(caller, PLM_ERR_INVALID_ARG, "backend %d is not host or cuda",
+                        (int)backend);
+  *op = plm__op_find(op_name);
+  if (!*op) return plm__fail_in(caller, PLM_ERR_INVALID_ARG, "no op named '%s'", op_name);
+  *index = plm__op_tunable_index(*op, name, backend);
+  if (*index < 0)
+    return plm__fail_in(caller, PLM_ERR_INVALID_ARG, "%s has no tunable '%s' on %s", op_name, name,
+                        plm_backend_name(backend));
+  return PLM_OK;
+}
+
+plm_status plm_op_tunable_count(int op, int *count) {
+  PLM__REQUIRE_NOT_NULL(count);
+  const plm__op_desc *desc = plm__op_get((plm__op_kind)op);
+  if (!desc) return plm__fail(PLM_ERR_INVALID_ARG, "op %d is not in 0..%d", op, PLM__OP_COUNT - 1);
+  *count = desc->tunable_count;
+  return PLM_OK;
+}
+
+plm_status plm_op_tunable_info_get(int op, int tunable, plm_tunable_info *out) {
+  PLM__REQUIRE_NOT_NULL(out);
+  const plm__op_desc *desc = plm__op_get((plm__op_kind)op);
+  if (!desc) return plm__fail(PLM_ERR_INVALID_ARG, "op %d is not in 0..%d", op, PLM__OP_COUNT - 1);
+  if (tunable < 0 || tunable >= desc->tunable_count)
+    return plm__fail(PLM_ERR_INVALID_ARG, "tunable %d is not one of %s's %d", tunable, desc->name,
+                     desc->tunable_count);
+  const plm__op_tunable *t = &desc->tunables[tunable];
+  *out = (plm_tunable_info){.name = t->name,
+                            .backend = t->backend,
+                            .fallback = t->fallback,
+                            .candidate_count = t->candidate_count,
+                            .candidates = t->candidates,
+                            .help = t->help};
+  return PLM_OK;
+}
+
+plm_status plm_tuning_set(plm_backend backend, const char *op_name, const char *name,
+                          int size_class, int64_t value) {
+  const plm__op_desc *op = NULL;
+  int index = -1;
+  plm_status status = find_tunable(__func__, backend, op_name, name, &op, &index);
+  if (status != PLM_OK) return status;
+  if (size_class < -1 || size_class >= PLM_SIZE_CLASS_COUNT)
+    return plm__fail(PLM_ERR_INVALID_ARG, "size_class %d is not -1 (all) or 0..%d", size_class,
+                     PLM_SIZE_CLASS_COUNT - 1);
+  const plm__op_tunable *t = &op->tunables[index];
+  if (!is_candidate(t, value)) {
+    char text[160];
+    candidates_text(t, text, sizeof text);
+    return plm__fail(PLM_ERR_INVALID_ARG, "%s's %s %" PRId64 " is not %s", op_name, name, value,
+                     text);
+  }
+  pthread_mutex_lock(&tuning.lock);
+  for (int c = 0; c < PLM_SIZE_CLASS_COUNT; c++)
+    if (size_class < 0 || c == size_class)
+      tuning.forced[backend_slot(backend)][op->kind][index][c] = value;
+  pthread_mutex_unlock(&tuning.lock);
+  return PLM_OK;
+}
+
+void plm_tuning_reset(void) {
+  pthread_mutex_lock(&tuning.lock);
+  memset(tuning.forced, 0, sizeof tuning.forced);
+  for (int k = 0; k < tuning.table_count; k++) free(tuning.tables[k].entries);
+  tuning.table_count = 0;
+  pthread_mutex_unlock(&tuning.lock);
+}
+
+plm_status plm_tuning_get(plm_context *ctx, const char *op_name, const char *name,
+                          plm_size_class size_class, int64_t *value) {
+  PLM__REQUIRE_NOT_NULL(ctx);
+  PLM__REQUIRE_NOT_NULL(value);
+  const plm__op_desc *op = NULL;
+  int index = -1;
+  plm_status status = find_tunable(__func__, ctx->info.backend, op_name, name, &op, &index);
+  if (status != PLM_OK) return status;
+  if ((unsigned)size_class >= PLM_SIZE_CLASS_COUNT)
+    return plm__fail(PLM_ERR_INVALID_ARG, "size_class %d is not in 0..%d", (int)size_class,
+                     PLM_SIZE_CLASS_COUNT - 1);
+  pthread_mutex_lock(&tuning.lock);
+  *value = value_of(table_of(ctx), ctx->info.backend, op, index, size_class);
+  pthread_mutex_unlock(&tuning.lock);
+  return PLM_OK;
+}
+
+plm_status plm_tuning_table_info_get(plm_context *ctx, plm_tuning_table_info *out) {
+  PLM__REQUIRE_NOT_NULL(ctx);
+  PLM__REQUIRE_NOT_NULL(out);
+  *out = (plm_tuning_table_info){.setting = setting()};
+  pthread_mutex_lock(&tuning.lock);
+  const table *t = table_of(ctx);
+  if (t) {
+    out->in_use = t->in_use;
+    snprintf(out->path, sizeof out->path, "%s", t->path);
+    snprintf(out->key, sizeof out->key, "%s", t->key);
+    out->entry_count = (int)t->count;
+    for (size_t k = 0; k < t->count; k++)
+      out->kept_count += t->entries[k].value != t->entries[k].fallback;
+  }
+  pthread_mutex_unlock(&tuning.lock);
+  return PLM_OK;
+}
+
+plm_status plm_tuning_entries(plm_context *ctx, plm_tuning_entry **entries, size_t *count) {
+  PLM__REQUIRE_NOT_NULL(ctx);
+  PLM__REQUIRE_NOT_NULL(entries);
+  PLM__REQUIRE_NOT_NULL(count);
+  *entries = NULL;
+  *count = 0;
+  plm_status status = PLM_OK;
+  pthread_mutex_lock(&tuning.lock);
+  const table *t = table_of(ctx);
+  if (t && t->count) {
+    *entries = malloc(t->count * sizeof **entries);
+    if (*entries) {
+      memcpy(*entries, t->entries, t->count * sizeof **entries);
+      *count = t->count;
+    } else {
+      status = plm__fail(PLM_ERR_OUT_OF_MEMORY, "no memory for %zu entries", t->count);
+    }
+  }
+  pthread_mutex_unlock(&tuning.lock);
+  return status;
+}
+
+plm_status plm_tuning_store(plm_context *ctx, const plm_tuning_entry *entries, size_t count,
+                            char *path, size_t path_size) {
+  PLM__REQUIRE_NOT_NULL(ctx);
+  if (count && !entries) return plm__fail(PLM_ERR_INVALID_ARG, "entries is NULL");
+  for (size_t k = 0; k < count; k++) {
+    int index;
+    if (!entry_op(&entries[k], ctx->info.backend, &index))
+      return plm__fail(
+          PLM_ERR_INVALID_ARG, "entries[%zu]: %s's %s = %" PRId64 " is no tunable value on %s", k,
+          entries[k].op, entries[k].tunable, entries[k].value, plm_backend_name(ctx->info.backend));
+  }
+  plm_tuning_entry *copy = malloc((count + 1) * sizeof *copy);
+  if (!copy) return plm__fail(PLM_ERR_OUT_OF_MEMORY, "no memory for %zu entries", count);
+  if (count) memcpy(copy, entries, count * sizeof *copy);
+  plm_status status = PLM_OK;
+  pthread_mutex_lock(&tuning.lock);
+  table *t = table_of(ctx);
+  if (!t) {
+    free(copy);
+    status =
+        plm__fail(PLM_ERR_INVALID_STATE, "tables of %d devices are in use already", MAX_TABLES);
+  } else {
+    free(t->entries);
+    t->entries = copy;
+    t->count = count;
+    t->in_use = true;
+    if (strcmp(setting(), "off") != 0) {
+      if (!t->path[0]) table_path(ctx, t->key, t->path, sizeof t->path);
+      status = plm__propagate(table_write(ctx, t));
+    }
+    if (path && path_size) snprintf(path, path_size, "%s", t->path);
+  }
+  pthread_mutex_unlock(&tuning.lock);
+  return status;
+}

@@ -1,0 +1,65 @@
+/* ops/op_tuning.h: the values of the ops' tunables in force (internal; plume/tuning.h).
+ *
+ * A descriptor lists its tunables (ops/op_desc.h); this module keeps what overrides their
+ * defaults: values forced in the process (plm_tuning_set) and one table per device,
+ * loaded from the cache directory the first time a context of that device asks, and
+ * resolves a call's values from them (plm__op_tuning_resolve). The ops never look here:
+ * pack reads call->tuning (plm__op_tuned).
+ */
+#ifndef PLUME_OPS_OP_TUNING_H
+#define PLUME_OPS_OP_TUNING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "ops/op_desc.h"
+#include "plume/tuning.h"
+
+/* The batch from which an op runs its GEMM path, on host then on cuda (lstm_cell,
+ * dendritic): two tunables named gemm_min_batch, defaults host_default and cuda_default.
+ * `what` ends the help: "the gates are two GEMMs (else per unit)". */
+#define PLM__GEMM_MIN_BATCH_TUNABLES(host_default, cuda_default, what)                 \
+  {.name = "gemm_min_batch",                                                           \
+   .backend = PLM_BACKEND_HOST,                                                        \
+   .fallback = (host_default),                                                         \
+   .candidate_count = 6,                                                               \
+   .candidates = {1, 2, 4, 8, 16, 32},                                                 \
+   .help = "the batch from which " what},                                              \
+  {                                                                                    \
+    .name = "gemm_min_batch", .backend = PLM_BACKEND_CUDA, .fallback = (cuda_default), \
+    .candidate_count = 6, .candidates = {8, 16, 32, 64, 128, 256},                     \
+    .help = "the batch from which " what                                               \
+  }
+
+/* The CPU work bands per pool thread of a banded host kernel (entropy, the fused op). */
+#define PLM__BANDS_PER_THREAD_TUNABLE(fallback_value)                                      \
+  {                                                                                        \
+    .name = "bands_per_thread", .backend = PLM_BACKEND_HOST, .fallback = (fallback_value), \
+    .candidate_count = 5, .candidates = {1, 2, 4, 8, 16},                                  \
+    .help =                                                                                \
+        "CPU work bands per pool thread: more balance uneven cores, fewer cost less "      \
+        "scratch and halo"                                                                 \
+  }
+
+/* The index of op's tunable named `name` acting on backend, or -1. */
+int plm__op_tunable_index(const plm__op_desc *op, const char *name, plm_backend backend);
+
+/* The values in force for a checked call of op on ctx (its size class from the op's
+ * cost model), into *tuning: forced, else ctx's device's table (loaded on first use),
+ * else the defaults. Tunables of the other backend keep their defaults. */
+void plm__op_tuning_resolve(const plm_context *ctx, const plm__op_desc *op,
+                            const plm__op_call *call, plm__op_tuning *tuning);
+
+/* The measured correction of the cost model for op in a size class on a device (its
+ * backend and name, as a calibration gives them): the first entry of op in that class,
+ * in a table of the device this process has loaded, with a model time, gives
+ * default_ms / model_ms; else 1. */
+double plm__tuning_correction(plm_backend backend, const char *device, const plm__op_desc *op,
+                              plm_size_class size_class);
+
+/* The cache directory of plume's files: $XDG_CACHE_HOME/plume, else $HOME/.cache/plume;
+ * false when neither variable is set or the path does not fit. With make, the directory
+ * (and its parent) is created when missing; false when that fails. */
+bool plm__cache_dir(char *dir, size_t size, bool make);
+
+#endif /* PLUME_OPS_OP_TUNING_H */

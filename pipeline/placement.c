@@ -1,0 +1,108 @@
+/* pipeline/placement.c: a compiled plan's predicted time per frame on each backend, and
+ * the choice between them (plm_pipeline_predict, plm_pipeline_place; plume/pipeline.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/op_tuning.h"
+#include "pipeline/pipeline_internal.h"
+#include "profile/profile_internal.h"
+#include "streams/error.h"
+
+/* ms per frame of the plan's steps on a device of calibration c: each step's model time,
+ * times the op's measured correction where a tuning table of the device has one
+ * (*corrected counts those steps). */
+static double steps_ms(const plm__plan *plan, const plm_profile_calibration *c, int *corrected) {
+  plm_backend backend = PLM_BACKEND_HOST;
+  plm_backend_parse(c->backend, &backend);
+  double ms = 0.0;
+  for (int s = 0; s < plan->step_count; s++) {
+    const plm_op_cost *cost = &plan->steps[s].cost;
+    const double factor = plm__tuning_correction(
+        backend, c->device, plm__op_get(plan->steps[s].kind), plm_size_class_of(cost->bytes));
+    *corrected += factor != 1.0;
+    ms += plm__profile_model_ms(cost, c) * factor;
+  }
+  return ms;
+}
+
+static plm_status check_calibration(const plm_profile_calibration *c, const char *name,
+                                    bool copies) {
+  if (!c) return PLM_OK;
+  if (!(c->device_copy_gbps > 0) || !(c->fma_gflops > 0))
+    return plm__fail_raw(PLM_ERR_INVALID_ARG,
+                         "%s->device_copy_gbps %g and ->fma_gflops %g must both be > 0", name,
+                         c->device_copy_gbps, c->fma_gflops);
+  if (copies && (!(c->h2d_gbps > 0) || !(c->d2h_gbps > 0)))
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s->h2d_gbps %g and ->d2h_gbps %g must both be > 0",
+                         name, c->h2d_gbps, c->d2h_gbps);
+  return PLM_OK;
+}
+
+plm_status plm_pipeline_predict(plm_pipeline *pl, const plm_profile_calibration *host,
+                                const plm_profile_calibration *cuda, plm_placement *out) {
+  PLM__REQUIRE_NOT_NULL(pl);
+  PLM__REQUIRE_NOT_NULL(out);
+  if (!pl->compiled) return plm__fail(PLM_ERR_INVALID_STATE, "the pipeline is not compiled");
+  if (!host && !cuda) return plm__fail(PLM_ERR_INVALID_ARG, "host and cuda are both NULL");
+  plm_status status = check_calibration(host, "host", false);
+  if (status == PLM_OK) status = check_calibration(cuda, "cuda", true);
+  if (status != PLM_OK) return plm__propagate(status);
+  const plm__plan *plan = &pl->plan;
+  plm_placement p = {.choice = PLM_BACKEND_HOST};
+  int copies = 0;
+  for (int t = 0; t < plan->tensor_count; t++) {
+    const bool input = plan->location[t] == PLM__AT_INPUT;
+    if (!input && plan->location[t] != PLM__AT_OUTPUT) continue;
+    *(input ? &p.input_bytes : &p.output_bytes) += (double)plan->tensors[t].bytes;
+    copies++;
+  }
+  if (host) p.host_ms = steps_ms(plan, host, &p.corrected_steps);
+  if (cuda) {
+    p.cuda_copy_ms = p.input_bytes / (cuda->h2d_gbps * 1e6) +
+                     p.output_bytes / (cuda->d2h_gbps * 1e6) +
+                     copies * cuda->copy_latency_us * 1e-3;
+    p.cuda_ms = steps_ms(plan, cuda, &p.corrected_steps) + p.cuda_copy_ms;
+    if (!host || p.cuda_ms < p.host_ms) p.choice = PLM_BACKEND_CUDA;
+  }
+  pl->placement = p;
+  pl->predicted = true;
+  *out = p;
+  return PLM_OK;
+}
+
+/* The calibration of a context of backend (device 0), made for it. */
+static plm_status calibrate_backend(plm_backend backend, plm_profile_calibration *out) {
+  plm_context *ctx = NULL;
+  plm_context_config config = {.backend = backend};
+  plm_tuning_table_info table; /* loads the device's tuning table: the model's corrections */
+  plm_status status = plm_context_create(&config, &ctx);
+  if (status == PLM_OK) status = plm_tuning_table_info_get(ctx, &table);
+  if (status == PLM_OK) status = plm__profile_calibrate(ctx, out);
+  if (ctx) plm_context_destroy(ctx);
+  return status;
+}
+
+plm_status plm_pipeline_place(plm_pipeline *pl, plm_backend *choice, plm_placement *out) {
+  PLM__REQUIRE_NOT_NULL(pl);
+  PLM__REQUIRE_NOT_NULL(choice);
+  if (!pl->compiled) return plm__fail(PLM_ERR_INVALID_STATE, "the pipeline is not compiled");
+  const char *env = getenv("PLUME_BACKEND");
+  plm_backend forced = PLM_BACKEND_AUTO;
+  if (env && *env && plm_backend_parse(env, &forced) != PLM_OK)
+    return plm__fail(PLM_ERR_INVALID_ARG,
+                     "environment variable PLUME_BACKEND='%s' is not host, cuda or auto", env);
+  int gpus = 0;
+  const char *why = NULL;
+  plm_backend_device_count(PLM_BACKEND_CUDA, &gpus, &why);
+  plm_placement p = {.choice = forced == PLM_BACKEND_CUDA ? PLM_BACKEND_CUDA : PLM_BACKEND_HOST};
+  if (forced == PLM_BACKEND_AUTO && gpus > 0) {
+    plm_profile_calibration host, cuda;
+    plm_status status = calibrate_backend(PLM_BACKEND_HOST, &host);
+    if (status == PLM_OK) status = calibrate_backend(PLM_BACKEND_CUDA, &cuda);
+    if (status == PLM_OK) status = plm_pipeline_predict(pl, &host, &cuda, &p);
+    if (status != PLM_OK) return plm__propagate(status);
+  }
+  *choice = p.choice;
+  if (out) *out = p;
+  return PLM_OK;
+}

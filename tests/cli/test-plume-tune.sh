@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# tests/cli/test-plume-tune.sh PLUME SCRATCH: `plume tune` end to end, on host, in a cache
+# directory of its own (XDG_CACHE_HOME): the quick measurement writes a table (atomically,
+# where plume/tuning.h says), a partial run keeps the rest of it, --report and `plume info`
+# show it, PLUME_TUNING=off|refresh leave it alone, a table edited to force a candidate is
+# what the ops then use while their results stay byte-identical, and bad usage is refused
+# with one line.
+set -u
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+plume=$1
+cli_begin "$plume" "$2" --commands
+export XDG_CACHE_HOME=$PWD/cache
+unset PLUME_TUNING
+
+run 0 "report without a table" tune --report --backend host &&
+  { grep -q "no tuning table for host|" out.txt || fail "report without a table: $(cat out.txt)"; }
+run 0 "info without a table" info --backend host &&
+  { grep -q "^tuning: *no table: the ops' defaults" out.txt || fail "info: $(grep tuning out.txt)"; }
+
+run 0 "tune --quick" tune --quick --backend host
+checks=$((checks + 1))
+for op in entropy sobel_entropy_threshold lstm_cell dendritic; do
+  grep -q "^$op  *[a-z_]*  *small " out.txt || fail "tune --quick: no row for $op: $(cat out.txt)"
+done
+# The ops without a host tunable are measured for the placement model's correction.
+checks=$((checks + 1))
+for op in sobel threshold label matmul; do
+  grep -q "^$op  *(model)  *small .* the op measured for the model" out.txt ||
+    fail "tune --quick: no model row for $op: $(cat out.txt)"
+done
+table=$(ls cache/plume/tuning-host-*.json 2>/dev/null)
+checks=$((checks + 1))
+[[ -n $table ]] && grep -q "table written to $PWD/$table" out.txt ||
+  fail "tune --quick: no table written, or not said where: $(cat out.txt)"
+checks=$((checks + 1))
+grep -q '"schema": "plume-tuning"' "$table" && grep -q '"key": "host|' "$table" ||
+  fail "the table has no schema or key: $(head -c 300 "$table")"
+absent "tune --quick leaves no temporary file" cache/plume/*.tmp
+
+run 0 "report" tune --report && {
+  grep -q "^tuning table $PWD/$table" out.txt || fail "report: $(head -n 2 out.txt)"
+  grep -q "of 8 entries differ from the default" out.txt || fail "report: $(tail -n 1 out.txt)"
+}
+run 0 "info with a table" info --backend host &&
+  { grep -q "^tuning: *table in use, 8 entries" out.txt || fail "info: $(grep tuning out.txt)"; }
+
+# A partial run refines the table: the other ops' entries stay.
+run 0 "tune --op entropy" tune --quick --op entropy && run 0 "report after --op" tune --report &&
+  { grep -q "of 8 entries differ from the default" out.txt || fail "--op dropped entries: $(cat out.txt)"; }
+
+# off: measured, not written; refresh: not read.
+cp "$table" table.before
+PLUME_TUNING=off run 0 "tune with PLUME_TUNING=off" tune --quick --op entropy &&
+  { grep -q "table not written (PLUME_TUNING=off)" out.txt || fail "off: $(tail -n 1 out.txt)"; }
+same "$table" table.before "PLUME_TUNING=off leaves the table alone"
+PLUME_TUNING=refresh run 0 "report with PLUME_TUNING=refresh" tune --report &&
+  { grep -q "^no tuning table .*PLUME_TUNING=refresh" out.txt || fail "refresh: $(cat out.txt)"; }
+PLUME_TUNING=off run 0 "info with PLUME_TUNING=off" info --backend host &&
+  { grep -q "^tuning: *off (PLUME_TUNING=off)" out.txt || fail "info off: $(grep tuning out.txt)"; }
+
+# A table forcing entropy onto 1 band per thread (its first entry) is what runs, and the
+# output is the defaults' byte for byte.
+run 0 "scene for entropy" scene --frames 2 --size 96,80 --out frames.npy --truth truth.csv
+PLUME_TUNING=off run 0 "entropy with the defaults" op entropy --in frames.npy \
+  --out defaults.npy --window 9 --backend host
+sed -i '/"op": "entropy"/,/"value"/s/"value": [0-9]*/"value": 1/' "$table"
+run 0 "report of the edited table" tune --report &&
+  { grep -Eq "^entropy +bands_per_thread +small +4 +1 " out.txt || fail "edited: $(cat out.txt)"; }
+run 0 "entropy with 1 band per thread" op entropy --in frames.npy --out forced.npy --window 9 \
+  --backend host && same forced.npy defaults.npy "entropy with a forced candidate"
+# A value that is no candidate is skipped: the default runs.
+sed -i '/"op": "entropy"/,/"value"/s/"value": [0-9]*/"value": 3/' "$table"
+run 0 "report of a damaged entry" tune --report &&
+  { grep -q "of 7 entries differ" out.txt || fail "damaged entry: $(tail -n 1 out.txt)"; }
+
+run 2 "tune --runs 0" tune --runs 0 && expect_err "tune --runs 0" "--runs '0' is not a count"
+run 2 "tune --op nope" tune --quick --op nope && expect_err "tune --op nope" "no op named 'nope'"
+run 2 "tune --report --quick" tune --report --quick &&
+  expect_err "tune --report --quick" "--report measures nothing"
+run 0 "tune --op conv2d" tune --op conv2d --backend host &&
+  { grep -q "nothing to tune on host for conv2d" out.txt || fail "conv2d: $(cat out.txt)"; }
+XDG_CACHE_HOME=/proc/plume-no-such-dir run 1 "tune into an unwritable cache" tune --quick \
+  --op dendritic && expect_err "unwritable cache" "the tuning table"
+
+cli_end

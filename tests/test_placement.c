@@ -1,0 +1,205 @@
+/* tests/test_placement.c: host or cuda by the predicted time per frame
+ * (plm_pipeline_predict, plm_pipeline_place; plume/pipeline.h), on two injected "devices":
+ * a CPU-like one (low peaks, a cheap launch, no copies) and a GPU-like one (high peaks,
+ * a dearer launch, every input and output crossing a link). The choice must go from host
+ * to cuda exactly once as the frame grows, where the predictions cross, and describe must
+ * say so. */
+#define _POSIX_C_SOURCE 200809L /* setenv, mkdtemp */
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "scratch_dir.h"
+
+static const plm_profile_calibration cpu_like = {.backend = "host",
+                                                 .device = "injected CPU",
+                                                 .device_copy_gbps = 20.0,
+                                                 .fma_gflops = 100.0,
+                                                 .launch_us = 2.0};
+static const plm_profile_calibration gpu_like = {.backend = "cuda",
+                                                 .device = "injected GPU",
+                                                 .device_copy_gbps = 2000.0,
+                                                 .h2d_gbps = 20.0,
+                                                 .d2h_gbps = 20.0,
+                                                 .fma_gflops = 20000.0,
+                                                 .launch_us = 5.0,
+                                                 .copy_latency_us = 10.0};
+
+static const char chain[] = "sobel ! entropy window=16 bins=64 range=0,2000 ! threshold value=4.25";
+
+/* The chain compiled for n x n u16 frames, predicted on the two devices. */
+static plm_placement predict_at(int64_t n, char *text, size_t size) {
+  const int64_t dims[2] = {n, n};
+  plm_pipeline *pl = NULL;
+  PLM_CHECK_OK(plm_pipeline_parse(plm_test_ctx, chain, PLM_DTYPE_U16, 2, dims, &pl));
+  PLM_CHECK_OK(plm_pipeline_compile(pl, NULL));
+  plm_placement p;
+  PLM_CHECK_OK(plm_pipeline_predict(pl, &cpu_like, &gpu_like, &p));
+  if (text) PLM_CHECK_OK(plm_pipeline_describe(pl, text, size, NULL));
+  PLM_CHECK_OK(plm_pipeline_destroy(pl));
+  return p;
+}
+
+START_TEST(test_the_choice_flips_once_at_the_break_even_frame) {
+  int64_t flip = 0;
+  plm_backend previous = PLM_BACKEND_HOST;
+  double host_before = 0.0;
+  for (int64_t n = 8; n <= 2048; n *= 2) {
+    const plm_placement p = predict_at(n, NULL, 0);
+    ck_assert(p.host_ms > 0.0 && p.cuda_ms > p.cuda_copy_ms && p.cuda_copy_ms > 0.0);
+    ck_assert(p.host_ms > host_before); /* a larger frame takes longer */
+    host_before = p.host_ms;
+    /* u16 in, u8 mask out */
+    ck_assert_double_eq_tol(p.input_bytes, 2.0 * (double)(n * n), 1e-9);
+    ck_assert_double_eq_tol(p.output_bytes, (double)(n * n), 1e-9);
+    ck_assert_int_eq(p.choice, p.cuda_ms < p.host_ms ? PLM_BACKEND_CUDA : PLM_BACKEND_HOST);
+    if (p.choice != previous) {
+      ck_assert_msg(flip == 0, "the choice flipped back at %lld", (long long)n);
+      ck_assert_int_eq(p.choice, PLM_BACKEND_CUDA);
+      flip = n;
+    }
+    previous = p.choice;
+  }
+  /* Small frames stay on the CPU (launches and copies dominate), large ones go to the GPU. */
+  ck_assert_msg(flip > 8 && flip < 2048, "flip at %lld", (long long)flip);
+  char text[8192];
+  const plm_placement before = predict_at(flip / 2, text, sizeof text);
+  ck_assert_int_eq(before.choice, PLM_BACKEND_HOST);
+  ck_assert_msg(strstr(text, "placement: predicted per frame: host ") && strstr(text, "-> host\n"),
+                "%s", text);
+  const plm_placement after = predict_at(flip, text, sizeof text);
+  ck_assert_int_eq(after.choice, PLM_BACKEND_CUDA);
+  ck_assert_msg(strstr(text, "ms of copies") && strstr(text, "-> cuda\n"), "%s", text);
+}
+END_TEST
+
+START_TEST(test_one_device_is_the_choice_and_bad_calibrations_are_refused) {
+  const int64_t dims[2] = {64, 64};
+  plm_pipeline *pl = NULL;
+  plm_placement p;
+  PLM_CHECK_OK(plm_pipeline_parse(plm_test_ctx, chain, PLM_DTYPE_U16, 2, dims, &pl));
+  PLM_CHECK_FAILS(plm_pipeline_predict(pl, &cpu_like, NULL, &p), PLM_ERR_INVALID_STATE,
+                  "not compiled");
+  PLM_CHECK_OK(plm_pipeline_compile(pl, NULL));
+  PLM_CHECK_OK(plm_pipeline_predict(pl, NULL, &gpu_like, &p));
+  ck_assert_int_eq(p.choice, PLM_BACKEND_CUDA);
+  ck_assert(p.host_ms == 0.0);
+  PLM_CHECK_OK(plm_pipeline_predict(pl, &cpu_like, NULL, &p));
+  ck_assert_int_eq(p.choice, PLM_BACKEND_HOST);
+  ck_assert(p.cuda_ms == 0.0);
+  PLM_CHECK_FAILS(plm_pipeline_predict(pl, NULL, NULL, &p), PLM_ERR_INVALID_ARG, "both NULL");
+  plm_profile_calibration broken = gpu_like;
+  broken.h2d_gbps = 0.0;
+  PLM_CHECK_FAILS(plm_pipeline_predict(pl, &cpu_like, &broken, &p), PLM_ERR_INVALID_ARG,
+                  "cuda->h2d_gbps 0");
+  broken = cpu_like;
+  broken.fma_gflops = -1.0;
+  PLM_CHECK_FAILS(plm_pipeline_predict(pl, &broken, NULL, &p), PLM_ERR_INVALID_ARG,
+                  "host->device_copy_gbps");
+  PLM_CHECK_FAILS(plm_pipeline_predict(pl, &cpu_like, NULL, NULL), PLM_ERR_INVALID_ARG,
+                  "out is NULL");
+  PLM_CHECK_OK(plm_pipeline_destroy(pl));
+}
+END_TEST
+
+START_TEST(test_place_follows_plume_backend) {
+  const int64_t dims[2] = {32, 32};
+  plm_pipeline *pl = NULL;
+  plm_backend choice = PLM_BACKEND_AUTO;
+  PLM_CHECK_OK(plm_pipeline_parse(plm_test_ctx, chain, PLM_DTYPE_U16, 2, dims, &pl));
+  PLM_CHECK_FAILS(plm_pipeline_place(pl, &choice, NULL), PLM_ERR_INVALID_STATE, "not compiled");
+  PLM_CHECK_OK(plm_pipeline_compile(pl, NULL));
+  const char *saved = getenv("PLUME_BACKEND");
+  char restore[16] = "";
+  if (saved) snprintf(restore, sizeof restore, "%s", saved);
+  setenv("PLUME_BACKEND", "cuda", 1);
+  PLM_CHECK_OK(plm_pipeline_place(pl, &choice, NULL));
+  ck_assert_int_eq(choice, PLM_BACKEND_CUDA);
+  setenv("PLUME_BACKEND", "host", 1);
+  plm_placement p;
+  PLM_CHECK_OK(plm_pipeline_place(pl, &choice, &p));
+  ck_assert_int_eq(choice, PLM_BACKEND_HOST);
+  ck_assert(p.host_ms == 0.0 && p.cuda_ms == 0.0); /* forced: nothing measured */
+  setenv("PLUME_BACKEND", "gpu", 1);
+  PLM_CHECK_FAILS(plm_pipeline_place(pl, &choice, NULL), PLM_ERR_INVALID_ARG,
+                  "PLUME_BACKEND='gpu'");
+  if (saved)
+    setenv("PLUME_BACKEND", restore, 1);
+  else
+    unsetenv("PLUME_BACKEND");
+  PLM_CHECK_OK(plm_pipeline_destroy(pl));
+}
+END_TEST
+
+/* A tuning table's measurement of an op scales that op's steps: entropy measured at 10x
+ * its model on this device makes the host's prediction grow by 9x the entropy step's. */
+START_TEST(test_a_tuning_table_corrects_the_model) {
+  if (plm_test_backend != PLM_BACKEND_HOST) return; /* the entry is of a host tunable */
+  char dir[SCRATCH_DIR_SIZE];
+  scratch_dir_make(dir, "placement");
+  setenv("XDG_CACHE_HOME", dir, 1);
+  setenv("PLUME_TUNING", "on", 1);
+  plm_tuning_reset();
+  plm_device_info info;
+  PLM_CHECK_OK(plm_context_device_info(plm_test_ctx, &info));
+  plm_profile_calibration host = cpu_like;
+  snprintf(host.device, sizeof host.device, "%s", info.name);
+  const int64_t dims[2] = {64, 64};
+  plm_pipeline *pl = NULL;
+  plm_placement before, after;
+  PLM_CHECK_OK(plm_pipeline_parse(plm_test_ctx, chain, PLM_DTYPE_U16, 2, dims, &pl));
+  const plm_plan_config unfused = {.flags = PLM_PLAN_NO_FUSION}; /* entropy a step of its own */
+  PLM_CHECK_OK(plm_pipeline_compile(pl, &unfused));
+  PLM_CHECK_OK(plm_pipeline_predict(pl, &host, NULL, &before));
+  ck_assert_int_eq(before.corrected_steps, 0);
+  plm_tuning_entry e = {.size_class = PLM_SIZE_SMALL,
+                        .value = 4,
+                        .fallback = 4,
+                        .best = 4,
+                        .default_ms = 10.0,
+                        .best_ms = 10.0,
+                        .model_ms = 1.0};
+  snprintf(e.op, sizeof e.op, "entropy");
+  snprintf(e.tunable, sizeof e.tunable, "bands_per_thread");
+  PLM_CHECK_OK(plm_tuning_store(plm_test_ctx, &e, 1, NULL, 0));
+  PLM_CHECK_OK(plm_pipeline_predict(pl, &host, NULL, &after));
+  ck_assert_int_eq(after.corrected_steps, 1);
+  /* entropy on a 64 x 64 f32 magnitude: the model's step time, 9 more of it */
+  plm_op_cost cost;
+  const plm_tensor magnitude = {
+      .ctx = plm_test_ctx, .dtype = PLM_DTYPE_F32, .ndim = 2, .dims = {64, 64}, .strides = {64, 1}};
+  plm_entropy_params params = plm_entropy_params_default();
+  params.window = 16;
+  params.bins = 64;
+  params.range_lo = 0;
+  params.range_hi = 2000;
+  PLM_CHECK_OK(plm_entropy_cost(&magnitude, &params, &cost));
+  const double memory = cost.bytes / (host.device_copy_gbps * 1e6);
+  const double compute = cost.flops / (host.fma_gflops * 1e6);
+  const double step = (memory > compute ? memory : compute) + host.launch_us * 1e-3;
+  ck_assert_double_eq_tol(after.host_ms - before.host_ms, 9.0 * step, 1e-9);
+  char text[8192];
+  PLM_CHECK_OK(plm_pipeline_describe(pl, text, sizeof text, NULL));
+  ck_assert_msg(strstr(text, "(1 step time(s) corrected by a tuning table)"), "%s", text);
+  PLM_CHECK_OK(plm_pipeline_destroy(pl));
+  setenv("PLUME_TUNING", "off", 1);
+  plm_tuning_reset();
+  scratch_dir_remove(dir);
+}
+END_TEST
+
+static Suite *placement_suite(void) {
+  Suite *s = suite_create("placement");
+  TCase *tc = tcase_create("core");
+  plm_test_add_fixture(tc);
+  tcase_add_test(tc, test_the_choice_flips_once_at_the_break_even_frame);
+  tcase_add_test(tc, test_one_device_is_the_choice_and_bad_calibrations_are_refused);
+  tcase_add_test(tc, test_place_follows_plume_backend);
+  tcase_add_test(tc, test_a_tuning_table_corrects_the_model);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  return plm_test_main(placement_suite);
+}

@@ -1,0 +1,293 @@
+/* tests/test_tuning.c: the ops' tunables (plume/tuning.h): the descriptors' lists, values
+ * forced in the process changing what a pipeline runs while the results stay equal, and
+ * the tables written and read back as PLUME_TUNING says. */
+#define _POSIX_C_SOURCE 200809L /* setenv, mkdtemp */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "harness.h"
+#include "scratch_dir.h"
+
+/* ---- the descriptors -------------------------------------------------------------------- */
+
+START_TEST(test_every_tunable_has_its_default_among_ascending_candidates) {
+  int tunables = 0;
+  for (int op = 0; op < plm_op_count(); op++) {
+    plm_op_info info;
+    int count = -1;
+    PLM_CHECK_OK(plm_op_info_get(op, &info));
+    PLM_CHECK_OK(plm_op_tunable_count(op, &count));
+    for (int k = 0; k < count; k++, tunables++) {
+      plm_tunable_info t;
+      PLM_CHECK_OK(plm_op_tunable_info_get(op, k, &t));
+      ck_assert_msg(t.backend == PLM_BACKEND_HOST || t.backend == PLM_BACKEND_CUDA, "%s.%s",
+                    info.name, t.name);
+      ck_assert_int_ge(t.candidate_count, 2);
+      bool has_default = false;
+      for (int c = 0; c < t.candidate_count; c++) {
+        if (c) ck_assert_msg(t.candidates[c - 1] < t.candidates[c], "%s.%s", info.name, t.name);
+        has_default |= t.candidates[c] == t.fallback;
+      }
+      ck_assert_msg(has_default, "%s.%s: default %lld is no candidate", info.name, t.name,
+                    (long long)t.fallback);
+      for (int j = 0; j < k; j++) {
+        plm_tunable_info other;
+        PLM_CHECK_OK(plm_op_tunable_info_get(op, j, &other));
+        ck_assert_msg(other.backend != t.backend || strcmp(other.name, t.name) != 0,
+                      "%s.%s twice on one backend", info.name, t.name);
+      }
+    }
+    PLM_CHECK_FAILS(plm_op_tunable_info_get(op, count, &(plm_tunable_info){0}), PLM_ERR_INVALID_ARG,
+                    "is not one of");
+  }
+  /* entropy, the fused op, matmul, lstm_cell (2) and dendritic (2) */
+  ck_assert_int_eq(tunables, 7);
+  PLM_CHECK_FAILS(plm_op_tunable_count(plm_op_count(), &(int){0}), PLM_ERR_INVALID_ARG, "not in");
+}
+END_TEST
+
+START_TEST(test_set_refuses_what_is_not_a_tunable_value) {
+  PLM_CHECK_FAILS(plm_tuning_set(PLM_BACKEND_HOST, "entropi", "bands_per_thread", -1, 4),
+                  PLM_ERR_INVALID_ARG, "no op named 'entropi'");
+  PLM_CHECK_FAILS(plm_tuning_set(PLM_BACKEND_CUDA, "entropy", "bands_per_thread", -1, 4),
+                  PLM_ERR_INVALID_ARG, "entropy has no tunable 'bands_per_thread' on cuda");
+  PLM_CHECK_FAILS(plm_tuning_set(PLM_BACKEND_HOST, "entropy", "bands_per_thread", -1, 3),
+                  PLM_ERR_INVALID_ARG, "bands_per_thread 3 is not 1, 2, 4, 8 or 16");
+  PLM_CHECK_FAILS(plm_tuning_set(PLM_BACKEND_HOST, "entropy", "bands_per_thread", 3, 4),
+                  PLM_ERR_INVALID_ARG, "size_class 3");
+  PLM_CHECK_FAILS(plm_tuning_set(PLM_BACKEND_AUTO, "entropy", "bands_per_thread", 0, 4),
+                  PLM_ERR_INVALID_ARG, "backend 0");
+  PLM_CHECK_FAILS(plm_tuning_get(plm_test_ctx, "lstm_cell", "bands", PLM_SIZE_SMALL, &(int64_t){0}),
+                  PLM_ERR_INVALID_ARG, "has no tunable 'bands'");
+  ck_assert_str_eq(plm_size_class_name(plm_size_class_of(1000.0)), "small");
+  ck_assert_str_eq(plm_size_class_name(plm_size_class_of(2e6)), "medium");
+  ck_assert_str_eq(plm_size_class_name(plm_size_class_of(1e9)), "large");
+  ck_assert_ptr_null(plm_size_class_name(PLM_SIZE_CLASS_COUNT));
+}
+END_TEST
+
+/* ---- forcing a value changes what a pipeline runs, not what it computes ------------------ */
+
+/* Compile pl, then describe it into text and give its plan's scratch bytes. */
+static size_t compile_and_describe(plm_pipeline *pl, char *text, size_t size) {
+  PLM_CHECK_OK(plm_pipeline_compile(pl, NULL));
+  PLM_CHECK_OK(plm_pipeline_describe(pl, text, size, NULL));
+  plm_plan_info info;
+  PLM_CHECK_OK(plm_pipeline_plan_info(pl, &info));
+  return info.scratch_bytes;
+}
+
+/* Run pl's one frame from in into result, download result into out, then free both, pl
+ * and the values forced for it. */
+static void run_and_destroy(plm_pipeline *pl, plm_tensor in, plm_tensor result, void *out) {
+  PLM_CHECK_OK(plm_pipeline_run(pl, &in, &result, plm_test_stream));
+  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, out, result.data, plm_tensor_bytes(&result),
+                                 PLM_COPY_DEVICE_TO_HOST));
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &in));
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &result));
+  PLM_CHECK_OK(plm_pipeline_destroy(pl));
+  plm_tuning_reset();
+}
+
+/* entropy window 5 over a 64 x 96 u8 frame with bands_per_thread `bands` (0: the default):
+ * the output downloaded into out, the plan's scratch bytes returned. */
+static size_t entropy_with_bands(int64_t bands, const uint8_t *frame, float *out, char *text,
+                                 size_t size) {
+  if (bands)
+    PLM_CHECK_OK(plm_tuning_set(PLM_BACKEND_HOST, "entropy", "bands_per_thread", -1, bands));
+  const int64_t dims[2] = {64, 96};
+  plm_pipeline *pl = NULL;
+  PLM_CHECK_OK(plm_pipeline_parse(plm_test_ctx, "entropy window=5", PLM_DTYPE_U8, 2, dims, &pl));
+  const size_t scratch = compile_and_describe(pl, text, size);
+  run_and_destroy(pl, plm_test_upload(PLM_DTYPE_U8, 2, dims, frame),
+                  plm_test_upload(PLM_DTYPE_F32, 2, dims, NULL), out);
+  return scratch;
+}
+
+START_TEST(test_forced_bands_change_the_plan_and_keep_the_bits) {
+  if (plm_test_backend != PLM_BACKEND_HOST) return; /* a host tunable: the cuda plan has none */
+  enum { PIXELS = 64 * 96 };
+  uint8_t frame[PIXELS];
+  uint64_t seed = 23;
+  for (int k = 0; k < PIXELS; k++) frame[k] = (uint8_t)(plm_test_random(&seed) >> 56);
+  static float base[PIXELS], one[PIXELS], sixteen[PIXELS];
+  char text[4096];
+  const size_t scratch_default = entropy_with_bands(0, frame, base, text, sizeof text);
+  ck_assert_msg(strstr(text, "    tuned: bands_per_thread=4\n"), "%s", text);
+  const size_t scratch_one = entropy_with_bands(1, frame, one, text, sizeof text);
+  ck_assert_msg(strstr(text, "    tuned: bands_per_thread=1 (default 4)\n"), "%s", text);
+  const size_t scratch_sixteen = entropy_with_bands(16, frame, sixteen, text, sizeof text);
+  /* Each band has its own histogram and bin buffer: fewer bands, less scratch. */
+  ck_assert_uint_lt(scratch_one, scratch_default);
+  ck_assert_uint_lt(scratch_default, scratch_sixteen);
+  ck_assert_mem_eq(one, base, sizeof base);
+  ck_assert_mem_eq(sixteen, base, sizeof base);
+}
+END_TEST
+
+/* An lstm_cell pipeline (batch 16, input 24, hidden 20) with gemm_min_batch `from` on the
+ * backend under test (0: the default); out_h downloaded into out, the scratch returned. */
+static size_t lstm_with_gemm_from(int64_t from, const float *x, const float *weights, float *out) {
+  enum { B = 16, I = 24, H = 20 };
+  if (from) PLM_CHECK_OK(plm_tuning_set(plm_test_backend, "lstm_cell", "gemm_min_batch", -1, from));
+  plm_pipeline *pl = NULL;
+  PLM_CHECK_OK(plm_pipeline_create(plm_test_ctx, &pl));
+  plm_pipe_tensor tx, th, tc, wi, wh, oh, oc;
+  const plm_pipe_tensor none = {0};
+  PLM_CHECK_OK(plm_pipeline_add_input(pl, PLM_DTYPE_F32, 2, (int64_t[]){B, I}, &tx));
+  PLM_CHECK_OK(plm_pipeline_add_constant(pl, PLM_DTYPE_F32, 2, (int64_t[]){B, H}, weights, &th));
+  PLM_CHECK_OK(plm_pipeline_add_constant(pl, PLM_DTYPE_F32, 2, (int64_t[]){B, H}, weights, &tc));
+  PLM_CHECK_OK(
+      plm_pipeline_add_constant(pl, PLM_DTYPE_F32, 2, (int64_t[]){4 * H, I}, weights, &wi));
+  PLM_CHECK_OK(
+      plm_pipeline_add_constant(pl, PLM_DTYPE_F32, 2, (int64_t[]){4 * H, H}, weights, &wh));
+  PLM_CHECK_OK(plm_pipeline_add_lstm_cell(pl, tx, th, tc, wi, wh, none, none, &oh, &oc));
+  PLM_CHECK_OK(plm_pipeline_mark_output(pl, oh));
+  char text[4096];
+  const size_t scratch = compile_and_describe(pl, text, sizeof text);
+  if (from) ck_assert_msg(strstr(text, "tuned: gemm_min_batch="), "%s", text);
+  run_and_destroy(pl, plm_test_upload(PLM_DTYPE_F32, 2, (int64_t[]){B, I}, x),
+                  plm_test_upload(PLM_DTYPE_F32, 2, (int64_t[]){B, H}, NULL), out);
+  return scratch;
+}
+
+START_TEST(test_forced_gemm_threshold_switches_the_lstm_path_within_tolerance) {
+  float *x = plm_test_uniform_f32(16 * 24, 1.0, 5);
+  float *weights = plm_test_uniform_f32(80 * 24, 0.3, 7);
+  float gemm[16 * 20], per_unit[16 * 20];
+  /* The smallest candidate is at most the batch (GEMM), the largest above it (per unit). */
+  const bool cuda = plm_test_backend == PLM_BACKEND_CUDA;
+  ck_assert_uint_gt(lstm_with_gemm_from(cuda ? 8 : 1, x, weights, gemm), 0);
+  ck_assert_uint_eq(lstm_with_gemm_from(cuda ? 256 : 32, x, weights, per_unit), 0);
+  for (int k = 0; k < 16 * 20; k++)
+    ck_assert_msg(fabsf(gemm[k] - per_unit[k]) <= 1e-5f, "out_h[%d] %g vs %g", k, gemm[k],
+                  per_unit[k]);
+  free(x);
+  free(weights);
+}
+END_TEST
+
+/* ---- tables ------------------------------------------------------------------------------- */
+
+/* The backend's entry that the table tests store: a tunable of it and a non-default value. */
+static plm_tuning_entry sample_entry(void) {
+  const bool cuda = plm_test_backend == PLM_BACKEND_CUDA;
+  plm_tuning_entry e = {.size_class = PLM_SIZE_SMALL,
+                        .value = cuda ? 16 : 8,
+                        .fallback = cuda ? 64 : 4,
+                        .best = cuda ? 16 : 8,
+                        .default_ms = 2.0,
+                        .best_ms = 1.0,
+                        .cv = 0.05,
+                        .kept = true};
+  snprintf(e.op, sizeof e.op, "%s", cuda ? "lstm_cell" : "entropy");
+  snprintf(e.tunable, sizeof e.tunable, "%s", cuda ? "gemm_min_batch" : "bands_per_thread");
+  return e;
+}
+
+START_TEST(test_a_stored_table_is_read_back_as_plume_tuning_says) {
+  char dir[SCRATCH_DIR_SIZE], path[512];
+  scratch_dir_make(dir, "tuning");
+  setenv("XDG_CACHE_HOME", dir, 1);
+  setenv("PLUME_TUNING", "on", 1);
+  plm_tuning_reset();
+  plm_tuning_table_info info;
+  PLM_CHECK_OK(plm_tuning_table_info_get(plm_test_ctx, &info));
+  ck_assert(!info.in_use);
+  ck_assert_str_eq(info.setting, "on");
+
+  const plm_tuning_entry e = sample_entry();
+  PLM_CHECK_OK(plm_tuning_store(plm_test_ctx, &e, 1, path, sizeof path));
+  ck_assert_msg(strncmp(path, dir, strlen(dir)) == 0, "%s not in %s", path, dir);
+  struct stat st;
+  ck_assert_int_eq(stat(path, &st), 0);
+
+  /* A new process's view: the file alone. */
+  plm_tuning_reset();
+  PLM_CHECK_OK(plm_tuning_table_info_get(plm_test_ctx, &info));
+  ck_assert(info.in_use);
+  ck_assert_int_eq(info.entry_count, 1);
+  ck_assert_int_eq(info.kept_count, 1);
+  int64_t value = 0;
+  PLM_CHECK_OK(plm_tuning_get(plm_test_ctx, e.op, e.tunable, PLM_SIZE_SMALL, &value));
+  ck_assert_int_eq(value, e.value);
+  PLM_CHECK_OK(plm_tuning_get(plm_test_ctx, e.op, e.tunable, PLM_SIZE_MEDIUM, &value));
+  ck_assert_int_eq(value, e.fallback);
+  plm_tuning_entry *entries = NULL;
+  size_t count = 0;
+  PLM_CHECK_OK(plm_tuning_entries(plm_test_ctx, &entries, &count));
+  ck_assert_uint_eq(count, 1);
+  ck_assert_str_eq(entries[0].op, e.op);
+  ck_assert(entries[0].kept);
+  ck_assert_double_eq_tol(entries[0].default_ms, 2.0, 1e-12);
+  free(entries);
+
+  /* refresh: the file is not read (the defaults run) */
+  setenv("PLUME_TUNING", "refresh", 1);
+  plm_tuning_reset();
+  PLM_CHECK_OK(plm_tuning_get(plm_test_ctx, e.op, e.tunable, PLM_SIZE_SMALL, &value));
+  ck_assert_int_eq(value, e.fallback);
+  /* off: nor written */
+  setenv("PLUME_TUNING", "off", 1);
+  plm_tuning_reset();
+  PLM_CHECK_OK(plm_tuning_table_info_get(plm_test_ctx, &info));
+  ck_assert(!info.in_use);
+  ck_assert_str_eq(info.path, "");
+  ck_assert_str_eq(info.setting, "off");
+
+  /* a damaged file is no table */
+  setenv("PLUME_TUNING", "on", 1);
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs("{\"schema\": \"plume-tuning\", \"version\": 1, \"entries\": [", f);
+  fclose(f);
+  plm_tuning_reset();
+  PLM_CHECK_OK(plm_tuning_table_info_get(plm_test_ctx, &info));
+  ck_assert(!info.in_use);
+
+  /* an entry that names no tunable value is refused */
+  plm_tuning_entry bad = e;
+  bad.value = 3;
+  PLM_CHECK_FAILS(plm_tuning_store(plm_test_ctx, &bad, 1, NULL, 0), PLM_ERR_INVALID_ARG,
+                  "is no tunable value");
+  snprintf(bad.op, sizeof bad.op, "conv2d");
+  PLM_CHECK_FAILS(plm_tuning_store(plm_test_ctx, &bad, 1, NULL, 0), PLM_ERR_INVALID_ARG,
+                  "entries[0]: conv2d's");
+  /* An op measured alone (tunable "", value 0: the model's correction) is an entry; with a
+   * value it is not. */
+  plm_tuning_entry model = {.size_class = PLM_SIZE_MEDIUM, .default_ms = 3.0, .model_ms = 1.0};
+  snprintf(model.op, sizeof model.op, "conv2d");
+  PLM_CHECK_OK(plm_tuning_store(plm_test_ctx, &model, 1, NULL, 0));
+  PLM_CHECK_OK(plm_tuning_table_info_get(plm_test_ctx, &info));
+  ck_assert_int_eq(info.entry_count, 1);
+  ck_assert_int_eq(info.kept_count, 0);
+  model.value = 1;
+  PLM_CHECK_FAILS(plm_tuning_store(plm_test_ctx, &model, 1, NULL, 0), PLM_ERR_INVALID_ARG,
+                  "entries[0]: conv2d's");
+
+  setenv("PLUME_TUNING", "off", 1);
+  plm_tuning_reset();
+  scratch_dir_remove(dir);
+}
+END_TEST
+
+static Suite *tuning_suite(void) {
+  Suite *s = suite_create("tuning");
+  TCase *tc = tcase_create("core");
+  plm_test_add_fixture(tc);
+  plm_test_add_stream_fixture(tc);
+  tcase_add_test(tc, test_every_tunable_has_its_default_among_ascending_candidates);
+  tcase_add_test(tc, test_set_refuses_what_is_not_a_tunable_value);
+  tcase_add_test(tc, test_forced_bands_change_the_plan_and_keep_the_bits);
+  tcase_add_test(tc, test_forced_gemm_threshold_switches_the_lstm_path_within_tolerance);
+  tcase_add_test(tc, test_a_stored_table_is_read_back_as_plume_tuning_says);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  return plm_test_main(tuning_suite);
+}
