@@ -537,9 +537,7 @@ static plm_status pooled_free(plm_pool *pool, void *ptr, plm_stream *stream) {
   pool_owner *owner = block ? plm__pool_owner_get(pool, stream) : NULL;
   if (owner) {
     pool_live_remove(&pool->live, addr);
-    pool->stats.live_blocks--;
-    pool->stats.bytes_in_use -= block->size;
-    pool->stats.bytes_requested -= block->requested;
+    plm__pool_note_freed(pool, block->size, block->requested);
     plm__pool_slab_count(pool, block->size, -1);
     plm__pool_release_block(pool, block, owner);
   }

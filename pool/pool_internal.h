@@ -273,6 +273,9 @@ pool_block *plm__pool_find_covered_pending(plm_pool *pool, pool_owner *owner, co
  * notes, not for the message. */
 void plm__pool_note_allocated(plm_pool *pool, size_t size, size_t requested, bool cross_stream,
                               bool hit);
+/* A block (or slot) of `size` bytes served for `requested` is freed: the counts that
+ * plm__pool_note_allocated raised go down. */
+void plm__pool_note_freed(plm_pool *pool, size_t size, size_t requested);
 void plm__pool_note_reserved(plm_pool *pool, size_t bytes);
 void plm__pool_format_failure(plm_pool *pool, const request *r);
 

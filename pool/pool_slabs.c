@@ -397,10 +397,7 @@ plm_status plm__pool_slab_give(plm_pool *pool, pool_slab *slab, uintptr_t addr,
     slab->epoch = owner->open_epoch;
     owner->open_epoch_used = true;
   }
-  plm_pool_stats *stats = &pool->stats;
-  stats->live_blocks--;
-  stats->bytes_in_use -= slab->slot_bytes;
-  stats->bytes_requested -= slab->requested[slot];
+  plm__pool_note_freed(pool, slab->slot_bytes, slab->requested[slot]);
   pool->small_slabs.idle_slots[slab->klass]++;
   pool->small_slabs.idle_bytes += slab->slot_bytes;
   plm__pool_slab_count(pool, slab->slot_bytes, -1);

@@ -17,6 +17,13 @@ void plm__pool_note_allocated(plm_pool *pool, size_t size, size_t requested, boo
     stats->peak_bytes_in_use = stats->bytes_in_use;
 }
 
+void plm__pool_note_freed(plm_pool *pool, size_t size, size_t requested) {
+  plm_pool_stats *stats = &pool->stats;
+  stats->live_blocks--;
+  stats->bytes_in_use -= size;
+  stats->bytes_requested -= requested;
+}
+
 /* Count bytes taken from upstream (the caller counts the call itself). */
 void plm__pool_note_reserved(plm_pool *pool, size_t bytes) {
   pool->stats.bytes_reserved += bytes;

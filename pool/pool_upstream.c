@@ -81,9 +81,7 @@ static bool untrack_upstream(plm_pool *pool, void *ptr, size_t *bytes) {
   pool_block *block = pool_live_find(&pool->live, addr);
   if (block) {
     pool_live_remove(&pool->live, addr);
-    pool->stats.live_blocks--;
-    pool->stats.bytes_in_use -= block->size;
-    pool->stats.bytes_requested -= block->requested;
+    plm__pool_note_freed(pool, block->size, block->requested);
     pool->stats.bytes_reserved -= block->size;
     pool->stats.upstream_frees++;
     *bytes = block->requested;

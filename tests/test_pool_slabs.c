@@ -98,6 +98,17 @@ static char *fill_a_slab(plm_pool *pool, plm_stream *stream, void **tail, void *
   return base;
 }
 
+/* Free the slots and the tail of fill_a_slab on `stream`; then a trim gives everything
+ * back, and the pool and the stream go. */
+static void empty_and_destroy(plm_pool *pool, plm_stream *stream, void **tail, void **slots) {
+  free_n(pool, stream, slots, SLAB_SLOTS);
+  free_n(pool, stream, tail, SLABS_ON);
+  PLM_CHECK_OK(plm_pool_trim(pool, 0));
+  ck_assert_uint_eq(stats_of(pool).bytes_reserved, 0);
+  PLM_CHECK_OK(plm_pool_destroy(pool));
+  PLM_CHECK_OK(plm_stream_destroy(stream));
+}
+
 START_TEST(test_a_slot_freed_on_its_stream_is_reused_there_at_once) {
   plm_pool *pool = fixed_pool(0);
   plm_stream *stream = new_stream();
@@ -106,12 +117,7 @@ START_TEST(test_a_slot_freed_on_its_stream_is_reused_there_at_once) {
   PLM_CHECK_OK(plm_pool_free(pool, slots[7], stream));
   PLM_CHECK_OK(plm_pool_alloc(pool, REQUEST, stream, &again));
   ck_assert_ptr_eq(again, slots[7]);
-  free_n(pool, stream, slots, SLAB_SLOTS);
-  free_n(pool, stream, tail, SLABS_ON);
-  PLM_CHECK_OK(plm_pool_trim(pool, 0));
-  ck_assert_uint_eq(stats_of(pool).bytes_reserved, 0);
-  PLM_CHECK_OK(plm_pool_destroy(pool));
-  PLM_CHECK_OK(plm_stream_destroy(stream));
+  empty_and_destroy(pool, stream, tail, slots);
 }
 END_TEST
 
@@ -244,12 +250,7 @@ START_TEST(test_a_destroyed_streams_slabs_are_adopted) {
   PLM_CHECK_OK(plm_pool_free(pool, slots[3], heir));
   PLM_CHECK_OK(plm_pool_alloc(pool, REQUEST, heir, &again));
   ck_assert_ptr_eq(again, base + 3 * KiB);
-  free_n(pool, heir, slots, SLAB_SLOTS);
-  free_n(pool, heir, tail, SLABS_ON);
-  PLM_CHECK_OK(plm_pool_trim(pool, 0));
-  ck_assert_uint_eq(stats_of(pool).bytes_reserved, 0);
-  PLM_CHECK_OK(plm_pool_destroy(pool));
-  PLM_CHECK_OK(plm_stream_destroy(heir));
+  empty_and_destroy(pool, heir, tail, slots);
 }
 END_TEST
 
