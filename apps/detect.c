@@ -422,8 +422,9 @@ void detect_print_summary(FILE *out, const detect_result *r) {
   const plm_placement *p = &r->placement;
   if (p->host_ms > 0 && p->cuda_ms > 0)
     fprintf(out,
-            "placement: predicted %.4f ms per frame on host, %.4f ms on cuda (copies %.4f) -> %s\n",
-            p->host_ms, p->cuda_ms, p->cuda_copy_ms, plm_backend_name(p->choice));
+            "placement: predicted %.4f ms per frame on host (copies %.4f), %.4f ms on cuda (copies "
+            "%.4f) -> %s\n",
+            p->host_ms, p->host_copy_ms, p->cuda_ms, p->cuda_copy_ms, plm_backend_name(p->choice));
   if (report->graphs_used)
     fprintf(out, "graphs: %lld of %lld frames replayed from CUDA graphs\n",
             (long long)report->graph_replays, (long long)report->frames_delivered);

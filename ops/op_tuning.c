@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +26,7 @@
 #include "plume/version.h"
 #include "streams/error.h"
 
-enum { MAX_TABLES = 8, PATH_SIZE = 512, SCHEMA_VERSION = 1 };
+enum { MAX_TABLES = 8, MAX_POINTS = 64, PATH_SIZE = 512, SCHEMA_VERSION = 1 };
 
 static const char SCHEMA[] = "plume-tuning";
 
@@ -289,26 +290,55 @@ void plm__op_tuning_resolve(const plm_context *ctx, const plm__op_desc *op,
   pthread_mutex_unlock(&tuning.lock);
 }
 
-double plm__tuning_correction(plm_backend backend, const char *device, const plm__op_desc *op,
-                              plm_size_class size_class) {
+/* The points of op in table t: its entries of the op alone (tunable ""), else those of
+ * its tunables (sums over a class's workloads), with a model and a measured time. */
+static int points_of(const table *t, const plm__op_desc *op, plm__tuning_point *points, int max) {
+  int n = 0;
+  for (int pass = 0; pass < 2 && n == 0; pass++)
+    for (size_t i = 0; i < t->count && n < max; i++) {
+      const plm_tuning_entry *e = &t->entries[i];
+      if (strcmp(e->op, op->name) != 0 || (e->tunable[0] == '\0') != (pass == 0) ||
+          !(e->model_ms > 0) || !(e->default_ms > 0))
+        continue;
+      points[n++] = (plm__tuning_point){.model_ms = e->model_ms, .measured_ms = e->default_ms};
+    }
+  return n;
+}
+
+static int by_model_ms(const void *a, const void *b) {
+  const double x = ((const plm__tuning_point *)a)->model_ms;
+  const double y = ((const plm__tuning_point *)b)->model_ms;
+  return (x > y) - (x < y);
+}
+
+double plm__tuning_interpolate(plm__tuning_point *points, int count, double model_ms) {
+  qsort(points, (size_t)count, sizeof *points, by_model_ms);
+  const plm__tuning_point *first = &points[0], *last = &points[count - 1];
+  if (model_ms <= first->model_ms) return model_ms * first->measured_ms / first->model_ms;
+  if (model_ms >= last->model_ms) return model_ms * last->measured_ms / last->model_ms;
+  int k = 1;
+  while (points[k].model_ms < model_ms) k++;
+  const plm__tuning_point *a = &points[k - 1], *b = &points[k];
+  const double t = log(model_ms / a->model_ms) / log(b->model_ms / a->model_ms);
+  return exp(log(a->measured_ms) + t * (log(b->measured_ms) - log(a->measured_ms)));
+}
+
+bool plm__tuning_measured_ms(plm_backend backend, const char *device, const plm__op_desc *op,
+                             double model_ms, double *measured_ms) {
   char prefix[PATH_SIZE];
   const int n = snprintf(prefix, sizeof prefix, "%s|%.255s|", plm_backend_name(backend), device);
-  double factor = 1.0;
+  plm__tuning_point points[MAX_POINTS];
+  int count = 0;
   pthread_mutex_lock(&tuning.lock);
-  for (int k = 0; k < tuning.table_count && factor == 1.0; k++) {
+  for (int k = 0; k < tuning.table_count && count == 0; k++) {
     const table *t = &tuning.tables[k];
-    if (n < 0 || strncmp(t->key, prefix, (size_t)n) != 0) continue;
-    for (size_t i = 0; i < t->count; i++) {
-      const plm_tuning_entry *e = &t->entries[i];
-      if (e->size_class == size_class && e->model_ms > 0 && e->default_ms > 0 &&
-          strcmp(e->op, op->name) == 0) {
-        factor = e->default_ms / e->model_ms;
-        break;
-      }
-    }
+    if (n > 0 && strncmp(t->key, prefix, (size_t)n) == 0)
+      count = points_of(t, op, points, MAX_POINTS);
   }
   pthread_mutex_unlock(&tuning.lock);
-  return factor;
+  if (count == 0 || !(model_ms > 0)) return false;
+  *measured_ms = plm__tuning_interpolate(points, count, model_ms);
+  return true;
 }
 
 /* ---- the public calls ---------------------------------------------------------------------- */

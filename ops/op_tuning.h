@@ -50,12 +50,26 @@ int plm__op_tunable_index(const plm__op_desc *op, const char *name, plm_backend 
 void plm__op_tuning_resolve(const plm_context *ctx, const plm__op_desc *op,
                             const plm__op_call *call, plm__op_tuning *tuning);
 
-/* The measured correction of the cost model for op in a size class on a device (its
- * backend and name, as a calibration gives them): the first entry of op in that class,
- * in a table of the device this process has loaded, with a model time, gives
- * default_ms / model_ms; else 1. */
-double plm__tuning_correction(plm_backend backend, const char *device, const plm__op_desc *op,
-                              plm_size_class size_class);
+/* A point of the model's correction: one of an op's measured workloads (or a size
+ * class's sum of them), what the cost model predicted for it on the device's calibration
+ * and what it took (ms). */
+typedef struct plm__tuning_point {
+  double model_ms, measured_ms;
+} plm__tuning_point;
+
+/* The time `count` points (sorted here by model_ms) give a call the model predicts
+ * model_ms for: interpolated between the two points about it, linearly in log(model) ->
+ * log(measured) (a power law between them); outside their span, model_ms times the
+ * nearest point's measured / model ratio. count >= 1, every time > 0. */
+double plm__tuning_interpolate(plm__tuning_point *points, int count, double model_ms);
+
+/* What op takes on a device (its backend and name, as a calibration gives them) for a
+ * call the model predicts model_ms for, from the points of the device's table this
+ * process has loaded (the op's entries of the op alone, one per workload; else its
+ * tunables' entries) by plm__tuning_interpolate: true and *measured_ms; false when the
+ * table has no point of op (or none is loaded). */
+bool plm__tuning_measured_ms(plm_backend backend, const char *device, const plm__op_desc *op,
+                             double model_ms, double *measured_ms);
 
 /* The cache directory of plume's files: $XDG_CACHE_HOME/plume, else $HOME/.cache/plume;
  * false when neither variable is set or the path does not fit. With make, the directory

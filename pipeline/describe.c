@@ -178,7 +178,8 @@ static void plan_text(text_buffer *text, const plm_pipeline *pl) {
   if (pl->predicted) {
     const plm_placement *p = &pl->placement;
     text_printf(text, "placement: predicted per frame: host ");
-    text_printf(text, p->host_ms > 0 ? "%.4f ms" : "not available", p->host_ms);
+    text_printf(text, p->host_ms > 0 ? "%.4f ms (%.4f ms of copies)" : "not available", p->host_ms,
+                p->host_copy_ms);
     text_printf(text, ", cuda ");
     text_printf(
         text,

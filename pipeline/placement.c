@@ -9,20 +9,30 @@
 #include "streams/error.h"
 
 /* ms per frame of the plan's steps on a device of calibration c: each step's model time,
- * times the op's measured correction where a tuning table of the device has one
- * (*corrected counts those steps). */
+ * or, where a tuning table of the device has points of the step's op, the time they give
+ * for that model time (*corrected counts those steps). */
 static double steps_ms(const plm__plan *plan, const plm_profile_calibration *c, int *corrected) {
   plm_backend backend = PLM_BACKEND_HOST;
   plm_backend_parse(c->backend, &backend);
   double ms = 0.0;
   for (int s = 0; s < plan->step_count; s++) {
-    const plm_op_cost *cost = &plan->steps[s].cost;
-    const double factor = plm__tuning_correction(
-        backend, c->device, plm__op_get(plan->steps[s].kind), plm_size_class_of(cost->bytes));
-    *corrected += factor != 1.0;
-    ms += plm__profile_model_ms(cost, c) * factor;
+    const double model = plm__profile_model_ms(&plan->steps[s].cost, c);
+    double measured = 0.0;
+    const bool found = plm__tuning_measured_ms(backend, c->device,
+                                               plm__op_get(plan->steps[s].kind), model, &measured);
+    *corrected += found;
+    ms += found ? measured : model;
   }
   return ms;
+}
+
+/* ms per frame of the frame's copies on a device of calibration c: inputs in and outputs
+ * out at its h2d and d2h bandwidths, and its copy latency per tensor (0 where c has no
+ * copy bandwidths). */
+static double copies_ms(const plm_placement *p, int copies, const plm_profile_calibration *c) {
+  if (!(c->h2d_gbps > 0) || !(c->d2h_gbps > 0)) return 0.0;
+  return p->input_bytes / (c->h2d_gbps * 1e6) + p->output_bytes / (c->d2h_gbps * 1e6) +
+         copies * c->copy_latency_us * 1e-3;
 }
 
 static plm_status check_calibration(const plm_profile_calibration *c, const char *name,
@@ -56,11 +66,12 @@ plm_status plm_pipeline_predict(plm_pipeline *pl, const plm_profile_calibration 
     *(input ? &p.input_bytes : &p.output_bytes) += (double)plan->tensors[t].bytes;
     copies++;
   }
-  if (host) p.host_ms = steps_ms(plan, host, &p.corrected_steps);
+  if (host) {
+    p.host_copy_ms = copies_ms(&p, copies, host);
+    p.host_ms = steps_ms(plan, host, &p.corrected_steps) + p.host_copy_ms;
+  }
   if (cuda) {
-    p.cuda_copy_ms = p.input_bytes / (cuda->h2d_gbps * 1e6) +
-                     p.output_bytes / (cuda->d2h_gbps * 1e6) +
-                     copies * cuda->copy_latency_us * 1e-3;
+    p.cuda_copy_ms = copies_ms(&p, copies, cuda);
     p.cuda_ms = steps_ms(plan, cuda, &p.corrected_steps) + p.cuda_copy_ms;
     if (!host || p.cuda_ms < p.host_ms) p.choice = PLM_BACKEND_CUDA;
   }

@@ -18,6 +18,7 @@
  * the load). Each entry also records what the cost model predicts for its workloads at
  * the default (model_ms, from the device's calibration), so that plm_pipeline_predict can
  * scale the op's modelled time by the measured one. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +31,25 @@
 #include "profile/profile_internal.h"
 #include "streams/error.h"
 
-enum { MAX_SIZES = 8, MAX_WORKLOADS = 16, WARM_UPS = 1 };
+enum { MAX_SIZES = 8, MAX_WORKLOADS = 16, WARM_UPS = 1, BLOB_PITCH = 64, BLOB_RADIUS = 3 };
+
+/* What an input holds. The image ops' run time depends on their data (entropy's on how
+ * many pixels of a window share a bin, label's on the foreground), so they are measured
+ * on content like a sensor's frames and what a pipeline makes of them; the dense ops
+ * (matmul, lstm_cell, dendritic) on pseudo-random values. */
+typedef enum content {
+  RANDOM, /* bytes (f32: in [0, 1)) */
+  FRAME,  /* a sensor's frame as tools/scene.h draws one: 2800..3600 counts from top to
+             bottom, noise of 30 counts rms, hot blobs 1000 above it (u16 or f32) */
+  DETAIL, /* f32, a gradient's magnitude of FRAME: about 130 on average, the blobs 900 */
+  MASK,   /* u8 0/1: the blobs, under 1% of the pixels */
+  LABELS, /* i32: the blobs numbered 1..K */
+  COUNT,  /* i32 (1,): K */
+  KERNEL, /* f32 (k, k) summing to 1 */
+  GAIN,   /* f32 about 1 */
+  OFFSET, /* f32 about 0 */
+  BAD     /* u8 0/1: about one pixel in 200 */
+} content;
 
 /* A workload: the op's inputs and parameters at one size. */
 typedef struct workload {
@@ -42,21 +61,40 @@ typedef struct workload {
   plm_op_cost cost;
 } workload;
 
-/* The sizes op's tunable is measured at (n: a frame's side, a batch, a matrix's side),
- * and the layer of dendritic (neurons, dendrites, inputs) for each: the seeds' 10 x 8 x
- * 16, and 256 x 8 x 256 in a full run. */
-static int sizes_of(const plm__op_desc *op, const plm__op_tunable *t, bool quick, int64_t *sizes) {
+static bool is_frame_op(const plm__op_desc *op) {
   switch (op->kind) {
+    case PLM__OP_CONV2D:
     case PLM__OP_SOBEL:
+    case PLM__OP_ENTROPY:
     case PLM__OP_THRESHOLD:
     case PLM__OP_LABEL:
-    case PLM__OP_ENTROPY:
+    case PLM__OP_REGIONS:
     case PLM__OP_SOBEL_ENTROPY_THRESHOLD:
-      sizes[0] = 256;
-      sizes[1] = 1024;
-      return quick ? 1 : 2;
+    case PLM__OP_CFAR:
+    case PLM__OP_NUC:
+    case PLM__OP_BADPIXEL: return true;
+    default: return false;
+  }
+}
+
+/* The sizes op is measured at (n: a frame's side, a batch, a matrix's side). A tunable's
+ * run: frames of 256 x 256 (and 1024 x 1024 in a full run); lstm_cell's and dendritic's
+ * GEMM threshold a batch of each candidate, so that every candidate's split between the
+ * two paths is exercised. The model's run (t->candidate_count 1, model_only): frames
+ * from 256 x 256 to 512 x 512 (quick) or 2048 x 2048, the spread of the model's points. */
+static int sizes_of(const plm__op_desc *op, const plm__op_tunable *t, bool quick, int64_t *sizes) {
+  const bool model = t->name[0] == '\0';
+  if (is_frame_op(op)) {
+    for (int k = 0; k < 4; k++) sizes[k] = (int64_t)256 << (model ? k : 2 * k);
+    return model ? (quick ? 2 : 4) : (quick ? 1 : 2);
+  }
+  switch (op->kind) {
     case PLM__OP_LSTM_CELL:
     case PLM__OP_DENDRITIC:
+      if (model) {
+        for (int k = 0; k < 3; k++) sizes[k] = (int64_t)8 << (3 * k);
+        return quick ? 2 : 3;
+      }
       for (int k = 0; k < t->candidate_count; k++) sizes[k] = t->candidates[k];
       return t->candidate_count;
     case PLM__OP_MATMUL:
@@ -66,33 +104,105 @@ static int sizes_of(const plm__op_desc *op, const plm__op_tunable *t, bool quick
   }
 }
 
+/* The variants of op's workloads at each size: entropy's and the fused op's window 9
+ * and 16, conv2d's kernel 5 and 9, dendritic's layer (the seeds' 10 x 8 x 16, and 256 x 8
+ * x 256 in a full run). */
+static int variants_of(const plm__op_desc *op, bool quick) {
+  switch (op->kind) {
+    case PLM__OP_ENTROPY:
+    case PLM__OP_SOBEL_ENTROPY_THRESHOLD:
+    case PLM__OP_CONV2D: return 2;
+    case PLM__OP_DENDRITIC: return quick ? 1 : 2;
+    default: return 1;
+  }
+}
+
 static plm_shape shape2(plm_dtype dtype, int64_t a, int64_t b) {
   return (plm_shape){.dtype = dtype, .ndim = 2, .dims = {a, b}};
 }
 
-/* The input shapes and parameters of op at size n (layer: dendritic's large layer). */
-static int inputs_of(const plm__op_desc *op, int64_t n, bool layer, plm_shape *in,
+/* The input shapes, contents and parameters of op at size n, variant v; the parameters
+ * those of the presets and bench_pipeline's pipeline (plume/presets.h). */
+static int inputs_of(const plm__op_desc *op, int64_t n, int v, plm_shape *in, content *what,
                      plm__op_params *params) {
   plm__op_params_default(op, params);
+  for (int k = 0; k < PLM__OP_MAX_IN; k++) what[k] = RANDOM;
+  const int window = v ? 16 : 9;
   switch (op->kind) {
-    case PLM__OP_SOBEL: in[0] = shape2(PLM_DTYPE_U16, n, n); return 1;
-    case PLM__OP_THRESHOLD: in[0] = shape2(PLM_DTYPE_F32, n, n); return 1;
-    case PLM__OP_LABEL: in[0] = shape2(PLM_DTYPE_U8, n, n); return 1;
-    case PLM__OP_ENTROPY:
-      params->entropy.window = 9;
+    case PLM__OP_CONV2D: {
+      const int64_t k = v ? 9 : 5;
+      params->conv2d.pad_y = params->conv2d.pad_x = (int)(k / 2);
+      params->conv2d.border = PLM_BORDER_REPLICATE;
+      in[0] = shape2(PLM_DTYPE_U16, n, n);
+      in[1] = shape2(PLM_DTYPE_F32, k, k);
+      what[0] = FRAME;
+      what[1] = KERNEL;
+      return 2;
+    }
+    case PLM__OP_SOBEL:
+      in[0] = shape2(PLM_DTYPE_U16, n, n);
+      what[0] = FRAME;
+      return 1;
+    case PLM__OP_THRESHOLD:
+      params->threshold.value = 4.25;
+      in[0] = shape2(PLM_DTYPE_F32, n, n);
+      what[0] = DETAIL;
+      return 1;
+    case PLM__OP_LABEL:
+      params->label.connectivity = 8;
       in[0] = shape2(PLM_DTYPE_U8, n, n);
+      what[0] = MASK;
+      return 1;
+    case PLM__OP_REGIONS:
+      params->regions.capacity = 1024;
+      in[0] = shape2(PLM_DTYPE_I32, n, n);
+      in[1] = shape2(PLM_DTYPE_U16, n, n);
+      in[2] = (plm_shape){.dtype = PLM_DTYPE_I32, .ndim = 1, .dims = {1}};
+      what[0] = LABELS;
+      what[1] = FRAME;
+      what[2] = COUNT;
+      return 3;
+    case PLM__OP_ENTROPY: /* on a gradient's magnitude, as after sobel or conv2d */
+      params->entropy.window = window;
+      params->entropy.bins = 64;
+      params->entropy.range_auto = false;
+      params->entropy.range_lo = 0.0;
+      params->entropy.range_hi = 2000.0;
+      in[0] = shape2(PLM_DTYPE_F32, n, n);
+      what[0] = DETAIL;
       return 1;
     case PLM__OP_SOBEL_ENTROPY_THRESHOLD: {
       plm_sobel_entropy_threshold_params *p = &params->sobel_entropy_threshold;
-      p->entropy.window = 9;
+      p->entropy.window = window;
       p->entropy.bins = 64;
       p->entropy.range_auto = false;
       p->entropy.range_lo = 0.0;
-      p->entropy.range_hi = 4.0;
-      p->threshold.value = 5.0;
-      in[0] = shape2(PLM_DTYPE_U8, n, n);
+      p->entropy.range_hi = 2000.0;
+      p->threshold.value = 4.25;
+      in[0] = shape2(PLM_DTYPE_U16, n, n);
+      what[0] = FRAME;
       return 1;
     }
+    case PLM__OP_CFAR:
+      params->cfar.window = 21;
+      params->cfar.guard = 7;
+      params->cfar.k = 5.0;
+      in[0] = shape2(PLM_DTYPE_F32, n, n);
+      what[0] = FRAME;
+      return 1;
+    case PLM__OP_NUC:
+      in[0] = shape2(PLM_DTYPE_U16, n, n);
+      in[1] = in[2] = shape2(PLM_DTYPE_F32, n, n);
+      what[0] = FRAME;
+      what[1] = GAIN;
+      what[2] = OFFSET;
+      return 3;
+    case PLM__OP_BADPIXEL:
+      in[0] = shape2(PLM_DTYPE_U16, n, n);
+      in[1] = shape2(PLM_DTYPE_U8, n, n);
+      what[0] = FRAME;
+      what[1] = BAD;
+      return 2;
     case PLM__OP_LSTM_CELL: /* the seeds' input 64, hidden 128; no biases */
       in[0] = shape2(PLM_DTYPE_F32, n, 64);
       in[1] = in[2] = shape2(PLM_DTYPE_F32, n, 128);
@@ -100,7 +210,7 @@ static int inputs_of(const plm__op_desc *op, int64_t n, bool layer, plm_shape *i
       in[4] = shape2(PLM_DTYPE_F32, 512, 128);
       return 5;
     case PLM__OP_DENDRITIC: {
-      const int64_t neurons = layer ? 256 : 10, inputs = layer ? 256 : 16;
+      const int64_t neurons = v ? 256 : 10, inputs = v ? 256 : 16;
       in[0] = shape2(PLM_DTYPE_F32, n, inputs);
       in[1] = (plm_shape){.dtype = PLM_DTYPE_F32, .ndim = 3, .dims = {neurons, 8, inputs}};
       return 2;
@@ -125,24 +235,79 @@ static void workload_free(plm_context *ctx, workload *w) {
   memset(w, 0, sizeof *w);
 }
 
-/* A device tensor of shape s in w's slot k, holding pseudo-random bytes (f32: in [0, 1)). */
+static uint64_t next_random(uint64_t *seed) {
+  *seed ^= *seed << 13;
+  *seed ^= *seed >> 7;
+  *seed ^= *seed << 17;
+  return *seed;
+}
+
+/* The blob (1..K, in row-major order of a grid BLOB_PITCH apart) of pixel (y, x) of a
+ * frame `width` wide, or 0: disks of BLOB_RADIUS about each grid cell's centre. */
+static int32_t blob_at(int64_t y, int64_t x, int64_t width) {
+  const int64_t cy = y % BLOB_PITCH - BLOB_PITCH / 2, cx = x % BLOB_PITCH - BLOB_PITCH / 2;
+  if (cy * cy + cx * cx > BLOB_RADIUS * BLOB_RADIUS) return 0;
+  return (int32_t)((y / BLOB_PITCH) * ((width + BLOB_PITCH - 1) / BLOB_PITCH) + x / BLOB_PITCH + 1);
+}
+
+/* A Gaussian-like variate of rms `rms`: the sum of four uniform ones (as the scene's). */
+static double noise_of(uint64_t *seed, double rms) {
+  double sum = 0.0;
+  for (int k = 0; k < 4; k++) sum += (double)(next_random(seed) >> 11) * 0x1.0p-53 - 0.5;
+  return sum * rms * 1.7320508075688772; /* four U(-1/2, 1/2): rms 1/sqrt(3) */
+}
+
+/* Element i of a tensor of shape s holding `what`, as a double (its dtype's value). */
+static double content_at(content what, const plm_shape *s, size_t i, uint64_t *seed) {
+  const int64_t width = s->ndim >= 2 ? s->dims[s->ndim - 1] : 1;
+  const int64_t height = s->ndim >= 2 ? s->dims[s->ndim - 2] : 1;
+  const int64_t x = (int64_t)i % width, y = (int64_t)(i / (size_t)width) % height;
+  const int32_t blob = blob_at(y, x, width);
+  switch (what) {
+    case FRAME: /* tools/scene.h's counts: sky to earth, 30 counts of noise, hot plumes */
+      return 2800.0 + 800.0 * (double)y / (double)height + noise_of(seed, 30.0) +
+             (blob ? 1000.0 : 0.0);
+    case DETAIL: { /* the Sobel magnitude of that noise: sqrt(12) x 30 per axis */
+      const double gx = noise_of(seed, 104.0), gy = noise_of(seed, 104.0);
+      return sqrt(gx * gx + gy * gy) + (blob ? 900.0 : 0.0);
+    }
+    case MASK: return blob != 0;
+    case LABELS: return blob;
+    case KERNEL: return 1.0 / (double)(width * height);
+    case GAIN: return 1.0 + noise_of(seed, 0.01);
+    case OFFSET: return noise_of(seed, 10.0);
+    case BAD: return next_random(seed) % 200 == 0;
+    case COUNT: /* tensor_make's */
+    case RANDOM: break;
+  }
+  return (double)(next_random(seed) >> 56);
+}
+
+/* A device tensor of shape s in w's slot k, holding `what` (RANDOM: pseudo-random bytes;
+ * f32 in [0, 1); COUNT: the blobs of a frame of side n). */
 static plm_status tensor_make(plm_context *ctx, plm_stream *stream, workload *w, int k,
-                              const plm_shape *s, plm_tensor *t, uint64_t *seed) {
-  const size_t bytes = shape_bytes(s);
+                              const plm_shape *s, content what, int64_t n, plm_tensor *t,
+                              uint64_t *seed) {
+  const size_t bytes = shape_bytes(s), size = plm_dtype_size(s->dtype);
+  const int64_t cells = (n + BLOB_PITCH - 1) / BLOB_PITCH;
   plm_status status = plm_device_alloc(ctx, bytes, &w->memory[k]);
   if (status == PLM_OK) status = plm_tensor_wrap(ctx, w->memory[k], s->dtype, s->ndim, s->dims, t);
   unsigned char *host = status == PLM_OK ? malloc(bytes) : NULL;
   if (status == PLM_OK && !host)
     status = plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for %zu bytes", bytes);
   if (status != PLM_OK) return status;
-  for (size_t i = 0; i < bytes; i++) {
-    *seed ^= *seed << 13;
-    *seed ^= *seed >> 7;
-    *seed ^= *seed << 17;
-    host[i] = (unsigned char)(*seed >> 56);
+  for (size_t i = 0; i < bytes / size; i++) {
+    double v = content_at(what, s, i, seed);
+    if (what == COUNT) v = (double)(cells * cells);
+    if (what == RANDOM && s->dtype == PLM_DTYPE_F32) v /= 256.0;
+    switch (s->dtype) {
+      case PLM_DTYPE_U8: host[i] = (unsigned char)v; break;
+      case PLM_DTYPE_U16: ((uint16_t *)host)[i] = (uint16_t)v; break;
+      case PLM_DTYPE_I32: ((int32_t *)host)[i] = (int32_t)v; break;
+      case PLM_DTYPE_F32: ((float *)host)[i] = (float)v; break;
+      default: memset(host + i * size, (int)v, size); break;
+    }
   }
-  if (s->dtype == PLM_DTYPE_F32)
-    for (size_t i = 0; i < bytes / 4; i++) ((float *)host)[i] = (float)(host[4 * i] / 256.0);
   status = plm_stream_memcpy(stream, w->memory[k], host, bytes, PLM_COPY_HOST_TO_DEVICE);
   if (status == PLM_OK) status = plm_stream_synchronize(stream);
   free(host);
@@ -150,22 +315,23 @@ static plm_status tensor_make(plm_context *ctx, plm_stream *stream, workload *w,
 }
 
 static plm_status workload_make(plm_context *ctx, plm_stream *stream, const plm__op_desc *op,
-                                int64_t n, bool layer, workload *w) {
+                                int64_t n, int variant, workload *w) {
   memset(w, 0, sizeof *w);
   plm_shape in[PLM__OP_MAX_IN], out[PLM__OP_MAX_OUT];
-  const int inputs = inputs_of(op, n, layer, in, &w->params);
+  content what[PLM__OP_MAX_IN];
+  const int inputs = inputs_of(op, n, variant, in, what, &w->params);
   uint64_t seed = 0x9e3779b97f4a7c15ULL ^ (uint64_t)n;
   w->call.params = &w->params;
   plm_status status = PLM_OK;
   for (int k = 0; k < inputs && status == PLM_OK; k++) {
-    status = tensor_make(ctx, stream, w, k, &in[k], &w->in[k], &seed);
+    status = tensor_make(ctx, stream, w, k, &in[k], what[k], n, &w->in[k], &seed);
     w->call.in[k] = &w->in[k];
   }
   if (status == PLM_OK) status = plm__op_shapes(op, &w->call, out, NULL);
   for (int k = 0; k < op->output_count && status == PLM_OK; k++) {
     /* The outputs a pipeline makes: the required ones and the main one (sobel's magnitude). */
     if (op->outputs[k].optional && op->outputs[k].role != PLM__OUT_MAIN) continue;
-    status = tensor_make(ctx, stream, w, PLM__OP_MAX_IN + k, &out[k], &w->out[k], &seed);
+    status = tensor_make(ctx, stream, w, PLM__OP_MAX_IN + k, &out[k], RANDOM, n, &w->out[k], &seed);
     w->call.out[k] = &w->out[k];
   }
   if (status == PLM_OK) status = plm__op_cost(op, &w->call, &w->cost);
@@ -187,14 +353,10 @@ static double *time_at(const timing *t, int w, int c, int r) {
   return &t->times[((size_t)w * (size_t)t->candidates + (size_t)c) * (size_t)t->runs + (size_t)r];
 }
 
-/* One run of w's call with op's tunable `index` at value (the others at their defaults;
- * index -1: all at their defaults). */
-static plm_status time_run(timing *t, const plm__op_desc *op, int index, int64_t value, workload *w,
-                           double *ms) {
-  plm__op_tuning tuning;
-  for (int k = 0; k < op->tunable_count; k++) tuning.values[k] = op->tunables[k].fallback;
-  if (index >= 0) tuning.values[index] = value;
-  w->call.tuning = &tuning;
+/* One run of w's call with the tunables' values `values` (in the descriptor's order). */
+static plm_status time_run(timing *t, const plm__op_desc *op, const plm__op_tuning *values,
+                           workload *w, double *ms) {
+  w->call.tuning = values;
   plm_status status = plm_event_record(t->start, t->stream);
   if (status == PLM_OK) status = plm__op_call_public(op, t->stream, &w->call);
   if (status == PLM_OK) status = plm_event_record(t->end, t->stream);
@@ -204,6 +366,19 @@ static plm_status time_run(timing *t, const plm__op_desc *op, int index, int64_t
   w->call.tuning = NULL;
   *ms = elapsed;
   return status;
+}
+
+/* The values a call of op in size_class runs with after this run: each tunable of the
+ * context's backend as decided among entries[0..count) (its default when not measured). */
+static void values_decided(const plm__op_desc *op, plm_backend backend, plm_size_class size_class,
+                           const plm_tuning_entry *entries, size_t count, plm__op_tuning *values) {
+  for (int k = 0; k < op->tunable_count; k++) {
+    values->values[k] = op->tunables[k].fallback;
+    for (size_t i = 0; i < count && op->tunables[k].backend == backend; i++)
+      if (entries[i].size_class == size_class && strcmp(entries[i].op, op->name) == 0 &&
+          strcmp(entries[i].tunable, op->tunables[k].name) == 0)
+        values->values[k] = entries[i].value;
+  }
 }
 
 /* The entries of one tunable, one per size class its workloads fall in. */
@@ -246,25 +421,43 @@ static void decide(const timing *t, const plm__op_desc *op, const plm__op_tunabl
   }
 }
 
-/* An op without a tunable: its one "candidate" is the op as it is. */
+/* The model's points: one entry per workload (tunable "", value 0), its median as
+ * default_ms beside its model time. */
+static void points(const timing *t, const plm__op_desc *op, const workload *w,
+                   plm_tuning_entry *entries, size_t *count) {
+  for (int k = 0; k < t->workloads; k++) {
+    plm_profile_op_stats stats = {0};
+    plm_profile_stats_of(time_at(t, k, 0, 0), (size_t)t->runs, &stats);
+    plm_tuning_entry *e = &entries[(*count)++];
+    *e = (plm_tuning_entry){.size_class = w[k].size_class,
+                            .default_ms = stats.p50_ms,
+                            .best_ms = stats.p50_ms,
+                            .cv = stats.cv,
+                            .model_ms = plm__profile_model_ms(&w[k].cost, &t->calibration)};
+    snprintf(e->op, sizeof e->op, "%s", op->name);
+  }
+}
+
+/* The model's measurement: the op as it runs, one "candidate". */
 static const plm__op_tunable model_only = {.name = "", .candidate_count = 1};
 
-/* Measure op's tunable `index` (-1: the op alone, for the model's correction) on its
- * workloads; its entries appended to entries. */
+/* Measure op's tunable `index` on its workloads, its candidates taking turns, and decide
+ * an entry per size class; or, index -1, the op with the values decided so far among
+ * entries, for the model's points (an entry per workload). Appended to entries. */
 static plm_status tune_one(plm_context *ctx, timing *t, const plm__op_desc *op, int index,
                            const plm_tune_options *options, plm_tuning_entry *entries,
                            size_t *count) {
   const plm__op_tunable *tunable = index >= 0 ? &op->tunables[index] : &model_only;
   int64_t sizes[MAX_SIZES];
   const int size_count = sizes_of(op, tunable, options->quick, sizes);
-  const int layers = op->kind == PLM__OP_DENDRITIC && !options->quick ? 2 : 1;
+  const int variants = variants_of(op, options->quick);
   workload *w = calloc(MAX_WORKLOADS, sizeof *w);
   if (!w) return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for the workloads");
   plm_status status = PLM_OK;
   t->workloads = 0;
-  for (int layer = 0; layer < layers && status == PLM_OK; layer++)
+  for (int v = 0; v < variants && status == PLM_OK; v++)
     for (int s = 0; s < size_count && status == PLM_OK && t->workloads < MAX_WORKLOADS; s++)
-      if ((status = workload_make(ctx, t->stream, op, sizes[s], layer, &w[t->workloads])) == PLM_OK)
+      if ((status = workload_make(ctx, t->stream, op, sizes[s], v, &w[t->workloads])) == PLM_OK)
         t->workloads++;
   t->candidates = tunable->candidate_count;
   t->times = status == PLM_OK
@@ -274,14 +467,19 @@ static plm_status tune_one(plm_context *ctx, timing *t, const plm__op_desc *op, 
   if (status == PLM_OK && !t->times)
     status = plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for the times");
   /* Warm-ups, then the candidates in turn, run after run. */
+  const size_t decided = *count;
   for (int r = -WARM_UPS; r < t->runs && status == PLM_OK; r++)
     for (int k = 0; k < t->workloads && status == PLM_OK; k++)
       for (int v = 0; v < t->candidates && status == PLM_OK; v++) {
+        plm__op_tuning values;
+        values_decided(op, ctx->info.backend, w[k].size_class, entries, decided, &values);
+        if (index >= 0) values.values[index] = tunable->candidates[v];
         double ms = 0.0;
-        status = time_run(t, op, index, tunable->candidates[v], &w[k], &ms);
+        status = time_run(t, op, &values, &w[k], &ms);
         if (r >= 0) *time_at(t, k, v, r) = ms;
       }
-  if (status == PLM_OK) decide(t, op, tunable, w, entries, count);
+  if (status == PLM_OK && index >= 0) decide(t, op, tunable, w, entries, count);
+  if (status == PLM_OK && index < 0) points(t, op, w, entries, count);
   for (int k = 0; k < t->workloads; k++) workload_free(ctx, &w[k]);
   free(w);
   free(t->times);
@@ -289,7 +487,8 @@ static plm_status tune_one(plm_context *ctx, timing *t, const plm__op_desc *op, 
   if (status == PLM_OK) return PLM_OK;
   char message[1024];
   snprintf(message, sizeof message, "%s", plm_last_error());
-  return plm__fail_raw(status, "%s's %s: %s", op->name, tunable->name, message);
+  return plm__fail_raw(status, "%s's %s: %s", op->name, index >= 0 ? tunable->name : "model",
+                       message);
 }
 
 plm_tune_options plm_tune_options_default(void) {
@@ -312,7 +511,8 @@ plm_status plm_tune_run(plm_context *ctx, const plm_tune_options *options,
   const plm_backend backend = ctx->info.backend;
   size_t most = 0;
   for (int k = 0; k < PLM__OP_COUNT; k++)
-    most += (size_t)(plm__op_get((plm__op_kind)k)->tunable_count + 1) * PLM_SIZE_CLASS_COUNT;
+    most += (size_t)plm__op_get((plm__op_kind)k)->tunable_count * PLM_SIZE_CLASS_COUNT +
+            MAX_WORKLOADS;
   plm_tuning_entry *out = calloc(most + 1, sizeof *out);
   timing t = {.runs = options->runs ? options->runs : options->quick ? 5 : 15};
   plm_status status = out ? PLM_OK : plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory");
@@ -323,14 +523,10 @@ plm_status plm_tune_run(plm_context *ctx, const plm_tune_options *options,
   for (int k = 0; k < PLM__OP_COUNT && status == PLM_OK; k++) {
     const plm__op_desc *op = plm__op_get((plm__op_kind)k);
     if (options->op && strcmp(options->op, op->name) != 0) continue;
-    bool tuned = false;
     for (int i = 0; i < op->tunable_count && status == PLM_OK; i++)
-      if (op->tunables[i].backend == backend) {
-        status = tune_one(ctx, &t, op, i, options, out, count);
-        tuned = true;
-      }
+      if (op->tunables[i].backend == backend) status = tune_one(ctx, &t, op, i, options, out, count);
     int64_t sizes[MAX_SIZES];
-    if (!tuned && status == PLM_OK && sizes_of(op, &model_only, true, sizes) > 0)
+    if (status == PLM_OK && sizes_of(op, &model_only, true, sizes) > 0)
       status = tune_one(ctx, &t, op, -1, options, out, count);
   }
   if (t.end) plm_event_destroy(t.end);

@@ -1,10 +1,11 @@
 /* tests/test_placement.c: host or cuda by the predicted time per frame
  * (plm_pipeline_predict, plm_pipeline_place; plume/pipeline.h), on two injected "devices":
- * a CPU-like one (low peaks, a cheap launch, no copies) and a GPU-like one (high peaks,
+ * a CPU-like one (low peaks, a cheap launch, memcpy in and out) and a GPU-like one (high peaks,
  * a dearer launch, every input and output crossing a link). The choice must go from host
  * to cuda exactly once as the frame grows, where the predictions cross, and describe must
  * say so. */
 #define _POSIX_C_SOURCE 200809L /* setenv, mkdtemp */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,8 +15,11 @@
 static const plm_profile_calibration cpu_like = {.backend = "host",
                                                  .device = "injected CPU",
                                                  .device_copy_gbps = 20.0,
+                                                 .h2d_gbps = 10.0, /* memcpy in and out */
+                                                 .d2h_gbps = 10.0,
                                                  .fma_gflops = 100.0,
-                                                 .launch_us = 2.0};
+                                                 .launch_us = 2.0,
+                                                 .copy_latency_us = 1.0};
 static const plm_profile_calibration gpu_like = {.backend = "cuda",
                                                  .device = "injected GPU",
                                                  .device_copy_gbps = 2000.0,
@@ -52,6 +56,10 @@ START_TEST(test_the_choice_flips_once_at_the_break_even_frame) {
     /* u16 in, u8 mask out */
     ck_assert_double_eq_tol(p.input_bytes, 2.0 * (double)(n * n), 1e-9);
     ck_assert_double_eq_tol(p.output_bytes, (double)(n * n), 1e-9);
+    /* The host's copies of the streamed frame: memcpy in and out, a latency per tensor. */
+    ck_assert_double_eq_tol(p.host_copy_ms, 3.0 * (double)(n * n) / 10e6 + 2 * 1e-3, 1e-12);
+    ck_assert_double_eq_tol(p.cuda_copy_ms, 3.0 * (double)(n * n) / 20e6 + 2 * 10e-3, 1e-12);
+    ck_assert(p.host_ms > p.host_copy_ms);
     ck_assert_int_eq(p.choice, p.cuda_ms < p.host_ms ? PLM_BACKEND_CUDA : PLM_BACKEND_HOST);
     if (p.choice != previous) {
       ck_assert_msg(flip == 0, "the choice flipped back at %lld", (long long)n);
@@ -188,6 +196,87 @@ START_TEST(test_a_tuning_table_corrects_the_model) {
 }
 END_TEST
 
+/* The threshold step's model time on the CPU-like device: a 64 x 64 f32 entropy in. */
+static double threshold_model_ms(const plm_profile_calibration *c) {
+  const plm_tensor in = {
+      .ctx = plm_test_ctx, .dtype = PLM_DTYPE_F32, .ndim = 2, .dims = {64, 64}, .strides = {64, 1}};
+  plm_threshold_params params = plm_threshold_params_default();
+  params.value = 4.25;
+  plm_op_cost cost;
+  PLM_CHECK_OK(plm_threshold_cost(&in, &params, &cost));
+  const double memory = cost.bytes / (c->device_copy_gbps * 1e6);
+  const double compute = cost.flops / (c->fma_gflops * 1e6);
+  return (memory > compute ? memory : compute) + c->launch_us * 1e-3;
+}
+
+static plm_tuning_entry model_point(const char *op, double model_ms, double measured_ms) {
+  plm_tuning_entry e = {.size_class = PLM_SIZE_SMALL,
+                        .default_ms = measured_ms,
+                        .best_ms = measured_ms,
+                        .model_ms = model_ms};
+  snprintf(e.op, sizeof e.op, "%s", op);
+  return e;
+}
+
+/* plume tune's points of an op (tunable "", one per workload) give a step the time
+ * interpolated between the two about its model time, a power law between them, and
+ * beyond the points the nearest one's ratio. */
+START_TEST(test_tuning_points_are_interpolated) {
+  if (plm_test_backend != PLM_BACKEND_HOST) return;
+  char dir[SCRATCH_DIR_SIZE];
+  scratch_dir_make(dir, "placement-points");
+  setenv("XDG_CACHE_HOME", dir, 1);
+  setenv("PLUME_TUNING", "on", 1);
+  plm_tuning_reset();
+  plm_device_info info;
+  PLM_CHECK_OK(plm_context_device_info(plm_test_ctx, &info));
+  plm_profile_calibration host = cpu_like;
+  snprintf(host.device, sizeof host.device, "%s", info.name);
+  const int64_t dims[2] = {64, 64};
+  plm_pipeline *pl = NULL;
+  plm_placement before, p;
+  PLM_CHECK_OK(plm_pipeline_parse(plm_test_ctx, chain, PLM_DTYPE_U16, 2, dims, &pl));
+  const plm_plan_config unfused = {.flags = PLM_PLAN_NO_FUSION};
+  PLM_CHECK_OK(plm_pipeline_compile(pl, &unfused));
+  PLM_CHECK_OK(plm_pipeline_predict(pl, &host, NULL, &before));
+  const double m = threshold_model_ms(&host);
+  /* Points at m / 2 (3x the model) and 2 m (5x), stored out of order: at m, half way in
+   * log: sqrt(1.5 m x 10 m). */
+  plm_tuning_entry points[2] = {model_point("threshold", 2.0 * m, 10.0 * m),
+                                model_point("threshold", 0.5 * m, 1.5 * m)};
+  PLM_CHECK_OK(plm_tuning_store(plm_test_ctx, points, 2, NULL, 0));
+  PLM_CHECK_OK(plm_pipeline_predict(pl, &host, NULL, &p));
+  ck_assert_int_eq(p.corrected_steps, 1);
+  ck_assert_double_eq_tol(p.host_ms - before.host_ms, sqrt(15.0) * m - m, 1e-9 * m);
+  /* Both points below m: the larger one's ratio, 4. */
+  points[0] = model_point("threshold", 0.25 * m, 0.5 * m);
+  points[1] = model_point("threshold", 0.5 * m, 2.0 * m);
+  PLM_CHECK_OK(plm_tuning_store(plm_test_ctx, points, 2, NULL, 0));
+  PLM_CHECK_OK(plm_pipeline_predict(pl, &host, NULL, &p));
+  ck_assert_double_eq_tol(p.host_ms - before.host_ms, 3.0 * m, 1e-9 * m);
+  /* Both above: the smaller one's ratio, 0.5 (a model that overestimates). */
+  points[0] = model_point("threshold", 4.0 * m, 2.0 * m);
+  points[1] = model_point("threshold", 8.0 * m, 16.0 * m);
+  PLM_CHECK_OK(plm_tuning_store(plm_test_ctx, points, 2, NULL, 0));
+  PLM_CHECK_OK(plm_pipeline_predict(pl, &host, NULL, &p));
+  ck_assert_double_eq_tol(p.host_ms - before.host_ms, -0.5 * m, 1e-9 * m);
+  /* A table written and read back gives the same. */
+  plm_tuning_reset();
+  PLM_CHECK_OK(plm_pipeline_predict(pl, &host, NULL, &p));
+  ck_assert_int_eq(p.corrected_steps, 0); /* not loaded until a context asks */
+  plm_tuning_table_info table;
+  PLM_CHECK_OK(plm_tuning_table_info_get(plm_test_ctx, &table));
+  ck_assert(table.in_use);
+  PLM_CHECK_OK(plm_pipeline_predict(pl, &host, NULL, &p));
+  ck_assert_int_eq(p.corrected_steps, 1);
+  ck_assert_double_eq_tol(p.host_ms - before.host_ms, -0.5 * m, 1e-6 * m);
+  PLM_CHECK_OK(plm_pipeline_destroy(pl));
+  setenv("PLUME_TUNING", "off", 1);
+  plm_tuning_reset();
+  scratch_dir_remove(dir);
+}
+END_TEST
+
 static Suite *placement_suite(void) {
   Suite *s = suite_create("placement");
   TCase *tc = tcase_create("core");
@@ -196,6 +285,7 @@ static Suite *placement_suite(void) {
   tcase_add_test(tc, test_one_device_is_the_choice_and_bad_calibrations_are_refused);
   tcase_add_test(tc, test_place_follows_plume_backend);
   tcase_add_test(tc, test_a_tuning_table_corrects_the_model);
+  tcase_add_test(tc, test_tuning_points_are_interpolated);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -57,6 +57,8 @@ typedef struct config {
   double m_fps, m_p50, m_p99, m_overlap, m_device_ms, m_copy_ms, m_submit_us, m_source_us;
   double speedup;
   double predicted_ms; /* the cost model's time per frame on the backend (plm_pipeline_predict) */
+  int corrected_steps; /* of its steps, those a tuning table's points corrected */
+  int step_count;      /* the plan's steps */
 } config;
 
 typedef struct bench_case {
@@ -297,6 +299,8 @@ static bool config_compile(bench *b, bench_case *c, config *cfg) {
        plm_pipeline_predict(cfg->pl, cuda ? NULL : &b->calibration, cuda ? &b->calibration : NULL,
                             &placement));
   cfg->predicted_ms = cuda ? placement.cuda_ms : placement.host_ms;
+  cfg->corrected_steps = placement.corrected_steps;
+  cfg->step_count = info.steps;
   return true;
 }
 
@@ -661,7 +665,7 @@ typedef struct goal {
   char detail[200];
 } goal;
 
-enum { MAX_GOALS = MAX_CASES * 5 };
+enum { MAX_GOALS = MAX_CASES * 6 };
 
 static const config *find(const bench_case *c, config_kind kind) {
   for (int i = 0; i < c->config_count; i++)
@@ -684,6 +688,28 @@ static void judge(goal *g, double measured, double target, bool higher_is_better
   g->target = target;
   if (!isfinite(measured)) return;
   g->verdict = (higher_is_better ? measured >= target : measured < target) ? "met" : "not met";
+}
+
+/* The model's error over the case's configs: the largest |measured / predicted - 1|. */
+static void model_goal(goal *g, const bench_case *c) {
+  double lo = INFINITY, hi = -INFINITY, worst = NAN;
+  int configs = 0, corrected = 0, steps = 0;
+  for (int i = 0; i < c->config_count; i++) {
+    const config *cfg = &c->configs[i];
+    const double ratio = 1e3 / cfg->m_fps / cfg->predicted_ms;
+    if (cfg->skipped || !isfinite(ratio) || !(ratio > 0)) continue;
+    lo = fmin(lo, ratio);
+    hi = fmax(hi, ratio);
+    worst = fmax(isfinite(worst) ? worst : 0.0, fabs(ratio - 1.0));
+    corrected += cfg->corrected_steps;
+    steps += cfg->step_count;
+    configs++;
+  }
+  if (!configs) return;
+  judge(g, worst, 0.25, false);
+  snprintf(g->detail, sizeof g->detail, "meas/pred %.2f..%.2f over %d configs; %d of %d steps %s",
+           lo, hi, configs, corrected, steps,
+           corrected ? "from a tuning table's points" : "corrected: no tuning table (plume tune)");
 }
 
 static int collect_goals(const bench *b, goal *goals) {
@@ -732,6 +758,7 @@ static int collect_goals(const bench *b, goal *goals) {
     } else {
       snprintf(g->detail, sizeof g->detail, "%s", c->configs[c->config_count - 1].note);
     }
+    model_goal(new_goal(goals, &n, c, "the cost model within 25% of each config's ms/frame"), c);
   }
   return n;
 }
@@ -795,6 +822,12 @@ static json_t *config_json(const bench_case *c, const config *cfg) {
   json_object_set_new(o, "copy_ms_per_frame", number(ran ? cfg->m_copy_ms : NAN));
   json_object_set_new(o, "copy_bound_fps", number(c->copy_bound_fps));
   json_object_set_new(o, "of_copy_bound", number(ran ? cfg->m_fps / c->copy_bound_fps : NAN));
+  /* The cost model (plm_pipeline_predict) against the measured time per frame. */
+  const double measured_ms = ran && cfg->m_fps > 0 ? 1e3 / cfg->m_fps : NAN;
+  json_object_set_new(o, "predicted_ms_per_frame", number(cfg->predicted_ms));
+  json_object_set_new(o, "measured_ms_per_frame", number(measured_ms));
+  json_object_set_new(o, "measured_over_predicted", number(measured_ms / cfg->predicted_ms));
+  json_object_set_new(o, "steps_corrected_by_tuning", json_integer(cfg->corrected_steps));
   json_object_set_new(o, "graph_replays", json_integer(cfg->graph_replays));
   json_object_set_new(o, "runs", json_integer(cfg->runs));
   json_object_set_new(o, "frames_per_run", json_integer(c->timed_frames));

@@ -435,18 +435,26 @@ PLM_API plm_status plm_pipeline_describe(const plm_pipeline *pl, char *buf, size
 /* ---- placement: host or cuda by the predicted time per frame -------------------------------
  * The cost model of a compiled plan against a device's calibrated peaks (plume/profile.h):
  * each step takes max(bytes / copy bandwidth, flops / FMA rate) plus the calibrated
- * launch floor (launch_us), and on cuda the frame's inputs go up and its outputs come back
- * (bytes / the pinned h2d and d2h bandwidths, plus copy_latency_us per tensor), which a
- * host run does not pay. Where a tuning table of the device is loaded (plume/tuning.h) and
- * holds a measurement of a step's op in the step's size class, the step's time is scaled by
- * that op's measured / modelled time there (plume tune records both). The bytes and flops are the
- * plan's as compiled, so a plan compiled on host predicts the same frame on cuda. The faster
- * backend is the choice; where the two cross as the frame grows is the pipeline's break-even frame
- * size. */
+ * launch floor (launch_us). Where a tuning table of the device is loaded (plume/tuning.h)
+ * and holds measurements of a step's op (`plume tune` records, per workload, the model's
+ * time and the measured one), the step takes the time those points give for its model
+ * time, interpolated between the two about it (outside their span: the nearest one's
+ * measured / modelled ratio). The frame is streamed, as plm_pipeline_run_stream does it:
+ * its inputs go in and its outputs come out (bytes / the calibration's h2d and d2h
+ * bandwidths, plus copy_latency_us per tensor; on host, memcpy into and out of the
+ * context's memory; on cuda, the pinned copies over the link). The bytes and flops are
+ * the plan's as compiled, so a plan compiled on host predicts the same frame on cuda. The
+ * faster backend is the choice; where the two cross as the frame grows is the pipeline's
+ * break-even frame size. Not modelled: several frames or branches overlapping on several
+ * streams (a frame's steps are summed), and the data: the tuning points are measured on
+ * content like tools/scene.h's frames, and ops whose time depends on the data (entropy's
+ * on how many pixels of a window share a bin, label's on the foreground) take longer or
+ * shorter on other data. */
 typedef struct plm_placement {
   plm_backend choice;  /* PLM_BACKEND_HOST or PLM_BACKEND_CUDA: the faster predicted */
   double host_ms;      /* predicted per frame on host; 0 without a host calibration */
   double cuda_ms;      /* on cuda, copies included; 0 without a cuda calibration */
+  double host_copy_ms; /* of host_ms, the frame's copies in and out */
   double cuda_copy_ms; /* of cuda_ms, the uploads and downloads */
   double input_bytes;  /* per frame: the pipeline's inputs (uploaded on cuda) */
   double output_bytes; /* per frame: its outputs (downloaded on cuda) */

@@ -22,10 +22,10 @@ checks=$((checks + 1))
 for op in entropy sobel_entropy_threshold lstm_cell dendritic; do
   grep -q "^$op  *[a-z_]*  *small " out.txt || fail "tune --quick: no row for $op: $(cat out.txt)"
 done
-# The ops without a host tunable are measured for the placement model's correction.
+# Every op with workloads is measured for the placement model: a point per workload.
 checks=$((checks + 1))
-for op in sobel threshold label matmul; do
-  grep -q "^$op  *(model)  *small .* the op measured for the model" out.txt ||
+for op in sobel threshold label regions entropy matmul; do
+  grep -q "^$op  *(model)  *small .* a point of the model: [0-9.]* ms modelled" out.txt ||
     fail "tune --quick: no model row for $op: $(cat out.txt)"
 done
 table=$(ls cache/plume/tuning-host-*.json 2>/dev/null)
@@ -37,16 +37,17 @@ grep -q '"schema": "plume-tuning"' "$table" && grep -q '"key": "host|' "$table" 
   fail "the table has no schema or key: $(head -c 300 "$table")"
 absent "tune --quick leaves no temporary file" cache/plume/*.tmp
 
+entries=$(grep -c '"op":' "$table")
 run 0 "report" tune --report && {
   grep -q "^tuning table $PWD/$table" out.txt || fail "report: $(head -n 2 out.txt)"
-  grep -q "of 8 entries differ from the default" out.txt || fail "report: $(tail -n 1 out.txt)"
+  grep -q "of $entries entries differ from the default" out.txt || fail "report: $(tail -n 1 out.txt)"
 }
 run 0 "info with a table" info --backend host &&
-  { grep -q "^tuning: *table in use, 8 entries" out.txt || fail "info: $(grep tuning out.txt)"; }
+  { grep -q "^tuning: *table in use, $entries entries" out.txt || fail "info: $(grep tuning out.txt)"; }
 
 # A partial run refines the table: the other ops' entries stay.
 run 0 "tune --op entropy" tune --quick --op entropy && run 0 "report after --op" tune --report &&
-  { grep -q "of 8 entries differ from the default" out.txt || fail "--op dropped entries: $(cat out.txt)"; }
+  { grep -q "of $entries entries differ from the default" out.txt || fail "--op dropped entries: $(cat out.txt)"; }
 
 # off: measured, not written; refresh: not read.
 cp "$table" table.before
@@ -63,22 +64,27 @@ PLUME_TUNING=off run 0 "info with PLUME_TUNING=off" info --backend host &&
 run 0 "scene for entropy" scene --frames 2 --size 96,80 --out frames.npy --truth truth.csv
 PLUME_TUNING=off run 0 "entropy with the defaults" op entropy --in frames.npy \
   --out defaults.npy --window 9 --backend host
-sed -i '/"op": "entropy"/,/"value"/s/"value": [0-9]*/"value": 1/' "$table"
+# (the entry of entropy's bands_per_thread: "op", "tunable", "size_class", "value", a line each)
+force() { sed -i "/\"op\": \"entropy\"/{n;/\"bands_per_thread\"/{n;n;s/\"value\": [0-9]*/\"value\": $1/}}" "$table"; }
+force 1
 run 0 "report of the edited table" tune --report &&
   { grep -Eq "^entropy +bands_per_thread +small +4 +1 " out.txt || fail "edited: $(cat out.txt)"; }
 run 0 "entropy with 1 band per thread" op entropy --in frames.npy --out forced.npy --window 9 \
   --backend host && same forced.npy defaults.npy "entropy with a forced candidate"
 # A value that is no candidate is skipped: the default runs.
-sed -i '/"op": "entropy"/,/"value"/s/"value": [0-9]*/"value": 3/' "$table"
+force 3
 run 0 "report of a damaged entry" tune --report &&
-  { grep -q "of 7 entries differ" out.txt || fail "damaged entry: $(tail -n 1 out.txt)"; }
+  { grep -q "of $((entries - 1)) entries differ" out.txt || fail "damaged entry: $(tail -n 1 out.txt)"; }
 
 run 2 "tune --runs 0" tune --runs 0 && expect_err "tune --runs 0" "--runs '0' is not a count"
 run 2 "tune --op nope" tune --quick --op nope && expect_err "tune --op nope" "no op named 'nope'"
 run 2 "tune --report --quick" tune --report --quick &&
   expect_err "tune --report --quick" "--report measures nothing"
-run 0 "tune --op conv2d" tune --op conv2d --backend host &&
-  { grep -q "nothing to tune on host for conv2d" out.txt || fail "conv2d: $(cat out.txt)"; }
+run 0 "tune --op conv2d" tune --quick --op conv2d --backend host &&
+  { grep -q "^conv2d  *(model)  *small " out.txt && ! grep -q "^conv2d  *[a-z_]" out.txt ||
+    fail "conv2d: points of the model only: $(cat out.txt)"; }
+run 0 "tune --op vector_add" tune --op vector_add --backend host &&
+  { grep -q "nothing to tune on host for vector_add" out.txt || fail "vector_add: $(cat out.txt)"; }
 XDG_CACHE_HOME=/proc/plume-no-such-dir run 1 "tune into an unwritable cache" tune --quick \
   --op dendritic && expect_err "unwritable cache" "the tuning table"
 
