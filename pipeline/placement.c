@@ -57,6 +57,10 @@ plm_status plm_pipeline_predict(plm_pipeline *pl, const plm_profile_calibration 
   plm_status status = check_calibration(host, "host", false);
   if (status == PLM_OK) status = check_calibration(cuda, "cuda", true);
   if (status != PLM_OK) return plm__propagate(status);
+  /* The tuning table of the pipeline's own device, loaded if no call has loaded it yet
+   * (a pipeline of ops without tunables never asks for it at compile). */
+  plm_tuning_table_info table;
+  (void)plm_tuning_table_info_get(pl->ctx, &table);
   const plm__plan *plan = &pl->plan;
   plm_placement p = {.choice = PLM_BACKEND_HOST};
   int copies = 0;

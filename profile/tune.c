@@ -1,23 +1,34 @@
-/* profile/tune.c: measuring the ops' tunables on a device (plm_tune_run, plume/tuning.h).
+/* profile/tune.c: measuring the ops' tunables on a device, and the points of the
+ * placement model (plm_tune_run, plume/tuning.h).
  *
- * For each op with a tunable on the context's backend, a few workloads: the sizes where
- * the knob matters (entropy and the fused op: frames of 256 x 256, and 1024 x 1024 in a
- * full run; lstm_cell and dendritic: a batch of each candidate threshold, so that every
- * candidate's split between the two paths is exercised; matmul: n x n products across
- * the TF32 candidates). Each workload's inputs are pseudo-random device tensors; each run
- * of the op is timed with events on one stream (device time on cuda, the worker's time on
- * host), the candidates taking turns run after run, so that a change of the machine's load
- * hits all of them. A candidate runs with call->tuning set: the process's forced values
- * and tables are not touched.
+ * Two kinds of measurement, each on a few workloads per op, timed with events on one
+ * stream (device time on cuda, the worker's time on host), every workload run after run
+ * in turn, so that a change of the machine's load hits all of them:
  *
- * The decision, per tunable and size class (a workload's class is its cost model's,
- * plm_size_class_of): each candidate's score is the sum over the class's workloads of
- * its median time; the best is kept only when it is not the default and its gain over
- * the default, (default - best) / default, is above twice the larger coefficient of
- * variation of the two (the noise of one run: a gain below it is not told apart from
- * the load). Each entry also records what the cost model predicts for its workloads at
- * the default (model_ms, from the device's calibration), so that plm_pipeline_predict can
- * scale the op's modelled time by the measured one. */
+ *   a tunable   its candidates take turns at the sizes where the knob matters (entropy
+ *               and the fused op: frames of 256 x 256, and 1024 x 1024 in a full run, at
+ *               windows 9 and 16; lstm_cell and dendritic: a batch of each candidate
+ *               threshold, so that every candidate's split between the two paths is
+ *               exercised; matmul: n x n products across the TF32 candidates). Decided per
+ *               size class (a workload's class is its cost model's, plm_size_class_of):
+ *               each candidate's score is the sum over the class's workloads of its median
+ *               time; the best is kept only when it is not the default and its gain over
+ *               the default, (default - best) / default, is above twice the larger
+ *               coefficient of variation of the two (the noise of one run: a gain below it
+ *               is not told apart from the load).
+ *   the model   every op with workloads, with the values just decided, at frames from
+ *               256 x 256 to 2048 x 2048 (512 x 512 quick), batches 8 to 512, matrices 128
+ *               to 1024: one entry per workload (tunable "") holding its median time beside
+ *               what the cost model predicts for it on the device's calibration. These are
+ *               the points plm_pipeline_predict interpolates a step's time between.
+ *
+ * The inputs: the dense ops' (matmul, lstm_cell, dendritic) pseudo-random; the image ops'
+ * like a sensor's frames and what a pipeline makes of them (tools/scene.h's levels and
+ * noise, sparse hot blobs, their mask and labels; the parameters of the presets), because
+ * their time depends on the data: local entropy takes up to 3x longer when a window's
+ * pixels crowd into few bins (each count change then waits on the last), and label and
+ * regions scale with the foreground. A run sets call->tuning: the process's forced values
+ * and tables are not touched. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

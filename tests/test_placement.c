@@ -260,13 +260,9 @@ START_TEST(test_tuning_points_are_interpolated) {
   PLM_CHECK_OK(plm_tuning_store(plm_test_ctx, points, 2, NULL, 0));
   PLM_CHECK_OK(plm_pipeline_predict(pl, &host, NULL, &p));
   ck_assert_double_eq_tol(p.host_ms - before.host_ms, -0.5 * m, 1e-9 * m);
-  /* A table written and read back gives the same. */
+  /* A table written and read back gives the same: predict loads the pipeline's device's
+   * table when nothing has yet (this chain's threshold step has no tunable to ask). */
   plm_tuning_reset();
-  PLM_CHECK_OK(plm_pipeline_predict(pl, &host, NULL, &p));
-  ck_assert_int_eq(p.corrected_steps, 0); /* not loaded until a context asks */
-  plm_tuning_table_info table;
-  PLM_CHECK_OK(plm_tuning_table_info_get(plm_test_ctx, &table));
-  ck_assert(table.in_use);
   PLM_CHECK_OK(plm_pipeline_predict(pl, &host, NULL, &p));
   ck_assert_int_eq(p.corrected_steps, 1);
   ck_assert_double_eq_tol(p.host_ms - before.host_ms, -0.5 * m, 1e-6 * m);

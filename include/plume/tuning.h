@@ -90,9 +90,11 @@ PLM_API plm_status plm_tuning_get(plm_context *ctx, const char *op, const char *
                                   plm_size_class size_class, int64_t *value);
 
 /* One measured entry of a table: what `plume tune` chose for a tunable in a class. Times
- * are the sums, over the class's workloads, of each workload's median (ms). An op without
- * a tunable on the device's backend has entries with tunable "" and value, fallback and
- * best 0: its time measured only for the model's correction (model_ms). */
+ * are the sums, over the class's workloads, of each workload's median (ms). An entry with
+ * tunable "" (value, fallback and best 0) is a point of the placement model instead: one
+ * workload of the op, run as the table's values say, its median (default_ms, best_ms)
+ * beside its model time (model_ms); an op has one per workload measured, several in a
+ * class (plm_pipeline_predict, plume/pipeline.h, interpolates between them). */
 typedef struct plm_tuning_entry {
   char op[32], tunable[32];
   plm_size_class size_class;
@@ -103,8 +105,9 @@ typedef struct plm_tuning_entry {
   double cv; /* the largest coefficient of variation of the two */
   bool kept; /* best != fallback and (default_ms - best_ms) / default_ms > 2 cv */
   /* What the cost model (plm_pipeline_predict's roofline on the device's calibration)
-   * predicts for the same workloads at the default (0: not known). default_ms / model_ms
-   * is the op's measured correction of the model in this class. */
+   * predicts for the same workloads at the default (0: not known): with default_ms, a
+   * point of the model (an op's tunable entries are its points when it has no entry of
+   * tunable ""). */
   double model_ms;
 } plm_tuning_entry;
 
