@@ -38,6 +38,7 @@
 #include "apps/interrupt.h"
 #include "apps/options.h"
 #include "ops/op_desc.h"
+#include "pipeline/placement.h"
 #include "plume/plume.h"
 #include "profile/stats.h"
 #include "streams/clock.h"
@@ -601,7 +602,11 @@ static const char array_note[] =
     "  Inputs are .npy arrays of 1 to 4 dimensions (f64 read as f32); outputs are .npy,\n"
     "  each written atomically.\n";
 static const char run_options[] =
-    "  --backend B           host, cuda or auto (default auto; PLUME_BACKEND overrides auto)\n"
+    "  --backend B           host, cuda or auto (default auto: the backend the cost model\n"
+    "                        predicts faster for this call at its inputs' shapes, the copies\n"
+    "                        to and from the GPU included; host without a GPU. With a GPU,\n"
+    "                        auto prints 'placement: predicted H ms on host, C ms on cuda\n"
+    "                        (copies X) -> B' on stderr. PLUME_BACKEND overrides auto)\n"
     "  --repeat N            run the op N more times after a warm-up and print\n"
     "                        'time_ms median=M min=A max=B' on stderr\n"
     "  --warmup-ms MS        with --repeat: warm up for MS milliseconds (0 to 60000;\n"
@@ -1065,12 +1070,12 @@ static int write_files(const op_run *run, op_state *s, char *err, size_t err_siz
     memcpy(result.dims, shape->dims, sizeof result.dims);
     const char *path = run->paths[output_file(run, k)];
     if ((status = image_writer_open_npy(path, &result, &writers[count], err, err_size)) == PLM_OK)
-      status = image_writer_write(writers[count++], s->host_out[k], image_bytes(&result), err,
-                                  err_size);
+      status =
+          image_writer_write(writers[count++], s->host_out[k], image_bytes(&result), err, err_size);
   }
   if (status == PLM_OK && s->csv_file >= 0 &&
-      (status = image_writer_open_text(run->paths[s->csv_file], &writers[count], err,
-                                       err_size)) == PLM_OK)
+      (status = image_writer_open_text(run->paths[s->csv_file], &writers[count], err, err_size)) ==
+          PLM_OK)
     status = image_writer_write(writers[count++], s->csv, s->csv_length, err, err_size);
   if (status != PLM_OK) {
     for (int i = 0; i < count; i++) image_writer_abort(writers[i]);
@@ -1106,8 +1111,88 @@ static int write_outputs(const op_run *run, op_state *s) {
   return release_run(s, name, interrupt_exit_code()); /* a signal during the renames */
 }
 
+/* ---- --backend auto ----------------------------------------------------------------------- */
+
+/* read_inputs' allocator while choosing: plain memory, no context yet. */
+static void *plain_alloc(void *user, size_t bytes) {
+  (void)user;
+  return malloc(bytes);
+}
+
+static void plain_free(void *user, void *ptr) {
+  (void)user;
+  free(ptr);
+}
+
+static plm_tensor described(plm_dtype dtype, int ndim, const int64_t *dims) {
+  plm_tensor t = {.dtype = dtype, .ndim = ndim};
+  int64_t stride = 1;
+  for (int d = ndim - 1; d >= 0; d--) {
+    t.dims[d] = dims[d];
+    t.strides[d] = stride;
+    stride *= dims[d];
+  }
+  return t;
+}
+
+/* --backend auto (the default): the backend the cost model predicts faster for this call at
+ * its inputs' shapes and its parameters, the inputs' uploads and the outputs' downloads
+ * included on cuda (plm__op_call_place: the rules and the model of plm_op_place and
+ * plm_pipeline_place). PLUME_BACKEND, when set, decides; without a GPU the answer is host,
+ * and nothing is read or measured here. With a GPU the inputs are read once here, into
+ * plain memory, for their shapes and the parameters, and the call is described as execute
+ * makes it (the outputs make_outputs makes); the prediction goes to stderr, as plume detect
+ * prints its own. Sets run->config.backend; returns -1 to go on, else an exit code. */
+static int place(op_run *run) {
+  const char *name = run->cmd->name;
+  const plm__op_desc *op = run->cmd->op;
+  plm_backend choice = PLM_BACKEND_HOST;
+  bool model = false;
+  plm_status status = plm__placement_rule(&choice, &model);
+  if (status == PLM_OK && !model) {
+    run->config.backend = choice;
+    return -1;
+  }
+  op_state s = {.pinned = {plain_alloc, plain_free, NULL}};
+  char err[ERROR_SIZE] = "";
+  if (status == PLM_OK && (status = read_inputs(run, &s, err, sizeof err)) != PLM_OK)
+    return file_failure(&s, name, status, err);
+  plm_tensor in[PLM__OP_MAX_IN], out[PLM__OP_MAX_OUT];
+  plm__op_call call = {.params = &run->params};
+  for (int k = 0; k < run->file_count; k++) {
+    const image *file = &s.files[k];
+    if (!file->data || run->files[k].kind != FILE_INPUT) continue;
+    const int slot = run->files[k].slot;
+    in[slot] = described(file->dtype, file->ndim, file->dims);
+    call.in[slot] = &in[slot];
+  }
+  plm_shape shapes[PLM__OP_MAX_OUT];
+  plm__op_params resolved = run->params;
+  if (status == PLM_OK) status = plm__op_shapes(op, &call, shapes, &resolved);
+  call.params = &resolved;
+  for (int k = 0; status == PLM_OK && k < op->output_count; k++) {
+    const int file = output_file(run, k);
+    if (!(file >= 0 && run->paths[file]) && (file >= 0 || op->outputs[k].optional)) continue;
+    out[k] = described(shapes[k].dtype, shapes[k].ndim, shapes[k].dims);
+    call.out[k] = &out[k];
+  }
+  plm_placement p = {0};
+  if (status == PLM_OK) status = plm__op_call_place(op, &call, &choice, &p);
+  if (status != PLM_OK) return library_failure(&s, name, status);
+  if (p.host_ms > 0 && p.cuda_ms > 0)
+    fprintf(stderr, "placement: predicted %.4f ms on host, %.4f ms on cuda (copies %.4f) -> %s\n",
+            p.host_ms, p.cuda_ms, p.cuda_copy_ms, plm_backend_name(p.choice));
+  release_run(&s, name, 0);
+  run->config.backend = choice;
+  return -1;
+}
+
 static int execute(op_run *run) {
   const char *name = run->cmd->name;
+  if (run->config.backend == PLM_BACKEND_AUTO) {
+    const int exit_code = place(run);
+    if (exit_code >= 0) return exit_code;
+  }
   op_state s = {.call.params = &run->params};
   char err[ERROR_SIZE] = "";
   plm_status status = plm_context_create(&run->config, &s.ctx);

@@ -26,6 +26,7 @@
 #include "plume/matmul.h"
 #include "plume/nuc.h"
 #include "plume/op_info.h"
+#include "plume/op_placement.h"
 #include "plume/ops.h"
 #include "plume/pipeline.h"
 #include "plume/pool.h"
