@@ -39,7 +39,8 @@ static void print_entry(const plm_tuning_entry *e) {
   const double gain = e->default_ms > 0 ? (e->default_ms - used_ms) / e->default_ms : 0.0;
   char note[64];
   snprintf(note, sizeof note, "%s", e->kept ? "kept" : "default kept (within the noise)");
-  if (!e->tunable[0]) snprintf(note, sizeof note, "a point of the model: %.4f ms modelled", e->model_ms);
+  if (!e->tunable[0])
+    snprintf(note, sizeof note, "a point of the model: %.4f ms modelled", e->model_ms);
   printf("%-24s %-17s %-6s %7lld %7lld %10.4f %7lld %10.4f %5.1f%% %6.1f%% %10.2f  %s\n", e->op,
          e->tunable[0] ? e->tunable : "(model)", plm_size_class_name(e->size_class),
          (long long)e->fallback, (long long)e->value, e->default_ms, (long long)e->best, e->best_ms,

@@ -522,8 +522,8 @@ plm_status plm_tune_run(plm_context *ctx, const plm_tune_options *options,
   const plm_backend backend = ctx->info.backend;
   size_t most = 0;
   for (int k = 0; k < PLM__OP_COUNT; k++)
-    most += (size_t)plm__op_get((plm__op_kind)k)->tunable_count * PLM_SIZE_CLASS_COUNT +
-            MAX_WORKLOADS;
+    most +=
+        (size_t)plm__op_get((plm__op_kind)k)->tunable_count * PLM_SIZE_CLASS_COUNT + MAX_WORKLOADS;
   plm_tuning_entry *out = calloc(most + 1, sizeof *out);
   timing t = {.runs = options->runs ? options->runs : options->quick ? 5 : 15};
   plm_status status = out ? PLM_OK : plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory");
@@ -535,7 +535,8 @@ plm_status plm_tune_run(plm_context *ctx, const plm_tune_options *options,
     const plm__op_desc *op = plm__op_get((plm__op_kind)k);
     if (options->op && strcmp(options->op, op->name) != 0) continue;
     for (int i = 0; i < op->tunable_count && status == PLM_OK; i++)
-      if (op->tunables[i].backend == backend) status = tune_one(ctx, &t, op, i, options, out, count);
+      if (op->tunables[i].backend == backend)
+        status = tune_one(ctx, &t, op, i, options, out, count);
     int64_t sizes[MAX_SIZES];
     if (status == PLM_OK && sizes_of(op, &model_only, true, sizes) > 0)
       status = tune_one(ctx, &t, op, -1, options, out, count);

@@ -114,6 +114,15 @@ START_TEST(test_supplied_frames_every_config) {
       if (!skipped) {
         ck_assert_int_eq(json_integer_value(json_object_get(r, "runs")), 2);
         ck_assert(json_real_value(json_object_get(r, "frames_per_s")) > 0);
+        /* The cost model beside the measurement: measured = 1000 / frames/s. */
+        const double predicted = json_real_value(json_object_get(r, "predicted_ms_per_frame"));
+        const double measured = json_real_value(json_object_get(r, "measured_ms_per_frame"));
+        ck_assert(predicted > 0);
+        ck_assert_double_eq_tol(measured * json_real_value(json_object_get(r, "frames_per_s")), 1e3,
+                                1e-2); /* the JSON keeps 6 digits */
+        ck_assert_double_eq_tol(json_real_value(json_object_get(r, "measured_over_predicted")),
+                                measured / predicted, 1e-4 * measured / predicted);
+        ck_assert(json_is_integer(json_object_get(r, "steps_corrected_by_tuning")));
       }
     }
     /* naive: 4 intermediates and entropy's scratch per frame (all from its passthrough

@@ -936,9 +936,10 @@ static json_t *document_json(const bench *b, const goal *goals, int goal_count) 
 bool pipeline_bench_validate_json(const char *path, FILE *err) {
   static const char *const top_keys[] = {"benchmark", "backend", "device",
                                          "commit",    "results", "floors"};
-  static const char *const numbers[] = {"frames_per_s",   "latency_p50_ms",  "latency_p99_ms",
-                                        "host_submit_us", "host_source_us",  "speedup_vs_naive",
-                                        "pool_hit_rate",  "upstream_allocs", "overlap"};
+  static const char *const numbers[] = {
+      "frames_per_s",   "latency_p50_ms",         "latency_p99_ms",         "host_submit_us",
+      "host_source_us", "speedup_vs_naive",       "pool_hit_rate",          "upstream_allocs",
+      "overlap",        "predicted_ms_per_frame", "measured_over_predicted"};
   if (!err) err = stderr;
   json_error_t error;
   json_t *doc = json_load_file(path, 0, &error);
