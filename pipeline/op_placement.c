@@ -36,7 +36,7 @@ plm_status plm__op_call_predict(const plm__op_desc *op, const plm__op_call *call
     }
   if (host) p.host_ms = plm__placement_launch_ms(op, &cost, host, &p.corrected_steps);
   if (cuda) p.cuda_ms = plm__placement_launch_ms(op, &cost, cuda, &p.corrected_steps);
-  plm__placement_choose(&p, host, cuda, copies);
+  plm__placement_choose(&p, host, cuda, copies, false); /* one call: nothing to overlap */
   *out = p;
   return PLM_OK;
 }

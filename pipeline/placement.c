@@ -3,6 +3,7 @@
  * the model's pieces that one op call's prediction shares (pipeline/placement.h). */
 #include "pipeline/placement.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,7 +63,7 @@ static double copies_ms(const plm_placement *p, int copies, const plm_profile_ca
 }
 
 void plm__placement_choose(plm_placement *p, const plm_profile_calibration *host,
-                           const plm_profile_calibration *cuda, int copies) {
+                           const plm_profile_calibration *cuda, int copies, bool overlap) {
   p->choice = PLM_BACKEND_HOST;
   if (host) {
     p->host_copy_ms = copies_ms(p, copies, host);
@@ -70,7 +71,7 @@ void plm__placement_choose(plm_placement *p, const plm_profile_calibration *host
   }
   if (!cuda) return;
   p->cuda_copy_ms = copies_ms(p, copies, cuda);
-  p->cuda_ms += p->cuda_copy_ms;
+  p->cuda_ms = overlap ? fmax(p->cuda_ms, p->cuda_copy_ms) : p->cuda_ms + p->cuda_copy_ms;
   if (!host || p->cuda_ms < p->host_ms) p->choice = PLM_BACKEND_CUDA;
 }
 
@@ -96,7 +97,12 @@ plm_status plm_pipeline_predict(plm_pipeline *pl, const plm_profile_calibration 
   }
   if (host) p.host_ms = steps_ms(plan, host, &p.corrected_steps);
   if (cuda) p.cuda_ms = steps_ms(plan, cuda, &p.corrected_steps);
-  plm__placement_choose(&p, host, cuda, copies);
+  /* Frames in flight on cuda: one frame's copies (the copy engines) run beside another's
+   * steps (the SMs). Not on host, where both take the same cores, nor when the host waits
+   * after every step. */
+  const bool overlap =
+      pl->config.frames_in_flight >= 2 && !(pl->config.flags & PLM_PLAN_SYNCHRONOUS_STEPS);
+  plm__placement_choose(&p, host, cuda, copies, overlap);
   pl->placement = p;
   pl->predicted = true;
   *out = p;

@@ -25,9 +25,10 @@ double plm__placement_launch_ms(const plm__op_desc *op, const plm_op_cost *cost,
 /* p's host_ms and cuda_ms hold the launches' time on the devices given (host, cuda: either
  * NULL): add each device's copies of p's input_bytes in and output_bytes out, `copies`
  * transfers in all (host_copy_ms: memcpy, where the host calibration has its bandwidths;
- * cuda_copy_ms: over the link), and choose the faster. */
+ * cuda_copy_ms: over the link), and choose the faster. With overlap (several frames in
+ * flight), cuda's copies run beside the steps: cuda_ms is the larger of the two. */
 void plm__placement_choose(plm_placement *p, const plm_profile_calibration *host,
-                           const plm_profile_calibration *cuda, int copies);
+                           const plm_profile_calibration *cuda, int copies, bool overlap);
 
 /* The rules of PLM_BACKEND_AUTO before any model: PLUME_BACKEND=host|cuda is the choice;
  * else, without a GPU, host. *model is true when neither settles it (a GPU is present and

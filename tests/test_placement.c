@@ -196,6 +196,34 @@ START_TEST(test_a_tuning_table_corrects_the_model) {
 }
 END_TEST
 
+/* Several frames in flight on cuda: a frame's copies overlap another's steps, so the time
+ * per frame is the larger of the two; the host's copies still add up, and a plan whose
+ * host waits after every step overlaps nothing. */
+START_TEST(test_frames_in_flight_overlap_copies_on_cuda) {
+  for (int64_t n = 16; n <= 2048; n *= 4) {
+    const int64_t dims[2] = {n, n};
+    const plm_plan_config configs[3] = {
+        {.frames_in_flight = 1},
+        {.frames_in_flight = 3},
+        {.frames_in_flight = 3, .flags = PLM_PLAN_SYNCHRONOUS_STEPS}};
+    plm_placement p[3];
+    for (int k = 0; k < 3; k++) {
+      plm_pipeline *pl = NULL;
+      PLM_CHECK_OK(plm_pipeline_parse(plm_test_ctx, chain, PLM_DTYPE_U16, 2, dims, &pl));
+      PLM_CHECK_OK(plm_pipeline_compile(pl, &configs[k]));
+      PLM_CHECK_OK(plm_pipeline_predict(pl, &cpu_like, &gpu_like, &p[k]));
+      PLM_CHECK_OK(plm_pipeline_destroy(pl));
+    }
+    const double steps = p[0].cuda_ms - p[0].cuda_copy_ms;
+    ck_assert(steps > 0.0);
+    ck_assert_double_eq_tol(p[1].cuda_copy_ms, p[0].cuda_copy_ms, 1e-12);
+    ck_assert_double_eq_tol(p[1].cuda_ms, fmax(steps, p[0].cuda_copy_ms), 1e-12);
+    ck_assert_double_eq_tol(p[2].cuda_ms, p[0].cuda_ms, 1e-12);
+    ck_assert_double_eq_tol(p[1].host_ms, p[0].host_ms, 1e-12);
+  }
+}
+END_TEST
+
 /* The threshold step's model time on the CPU-like device: a 64 x 64 f32 entropy in. */
 static double threshold_model_ms(const plm_profile_calibration *c) {
   const plm_tensor in = {
@@ -282,6 +310,7 @@ static Suite *placement_suite(void) {
   tcase_add_test(tc, test_place_follows_plume_backend);
   tcase_add_test(tc, test_a_tuning_table_corrects_the_model);
   tcase_add_test(tc, test_tuning_points_are_interpolated);
+  tcase_add_test(tc, test_frames_in_flight_overlap_copies_on_cuda);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -445,15 +445,19 @@ PLM_API plm_status plm_pipeline_describe(const plm_pipeline *pl, char *buf, size
  * context's memory; on cuda, the pinned copies over the link). The bytes and flops are
  * the plan's as compiled, so a plan compiled on host predicts the same frame on cuda. The
  * faster backend is the choice; where the two cross as the frame grows is the pipeline's
- * break-even frame size. Not modelled: several frames or branches overlapping on several
- * streams (a frame's steps are summed), and the data: the tuning points are measured on
+ * break-even frame size. With several frames in flight (frames_in_flight >= 2, the host not
+ * waiting after every step), a frame's copies on cuda run beside another frame's steps, so
+ * its time per frame is the larger of steps and copies; on host the two share the cores and
+ * add up. Not modelled: branches of one frame overlapping on several streams (a frame's
+ * steps are summed), and the data: the tuning points are measured on
  * content like tools/scene.h's frames, and ops whose time depends on the data (entropy's
  * on how many pixels of a window share a bin, label's on the foreground) take longer or
  * shorter on other data. */
 typedef struct plm_placement {
   plm_backend choice;  /* PLM_BACKEND_HOST or PLM_BACKEND_CUDA: the faster predicted */
   double host_ms;      /* predicted per frame on host; 0 without a host calibration */
-  double cuda_ms;      /* on cuda, copies included; 0 without a cuda calibration */
+  double cuda_ms;      /* on cuda, copies included (overlapped with several frames in
+                          flight: see above); 0 without a cuda calibration */
   double host_copy_ms; /* of host_ms, the frame's copies in and out */
   double cuda_copy_ms; /* of cuda_ms, the uploads and downloads */
   double input_bytes;  /* per frame: the pipeline's inputs (uploaded on cuda) */
