@@ -24,7 +24,8 @@
  *
  * The inputs: the dense ops' (matmul, lstm_cell, dendritic) pseudo-random; the image ops'
  * like a sensor's frames and what a pipeline makes of them (tools/scene.h's levels and
- * noise, sparse hot blobs, their mask and labels; the parameters of the presets), because
+ * noise, sparse hot blobs, their mask and labels; the parameters of the presets; background
+ * continuing a state), because
  * their time depends on the data: local entropy takes up to 3x longer when a window's
  * pixels crowd into few bins (each count change then waits on the last), and label and
  * regions scale with the foreground. A run sets call->tuning: the process's forced values
@@ -66,8 +67,8 @@ typedef enum content {
 typedef struct workload {
   plm__op_call call;
   plm__op_params params;
-  plm_tensor in[PLM__OP_MAX_IN], out[PLM__OP_MAX_OUT];
-  void *memory[PLM__OP_MAX_IN + PLM__OP_MAX_OUT];
+  plm_tensor in[PLM__OP_MAX_IN], out[PLM__OP_MAX_OUT], state;
+  void *memory[PLM__OP_MAX_IN + PLM__OP_MAX_OUT + 1]; /* the inputs, outputs, state */
   plm_size_class size_class;
   plm_op_cost cost;
 } workload;
@@ -83,7 +84,8 @@ static bool is_frame_op(const plm__op_desc *op) {
     case PLM__OP_SOBEL_ENTROPY_THRESHOLD:
     case PLM__OP_CFAR:
     case PLM__OP_NUC:
-    case PLM__OP_BADPIXEL: return true;
+    case PLM__OP_BADPIXEL:
+    case PLM__OP_BACKGROUND: return true;
     default: return false;
   }
 }
@@ -194,6 +196,11 @@ static int inputs_of(const plm__op_desc *op, int64_t n, int v, plm_shape *in, co
       what[0] = FRAME;
       return 1;
     }
+    case PLM__OP_BACKGROUND:
+      params->background.alpha = 0.02;
+      in[0] = shape2(PLM_DTYPE_U16, n, n);
+      what[0] = FRAME;
+      return 1;
     case PLM__OP_CFAR:
       params->cfar.window = 21;
       params->cfar.guard = 7;
@@ -241,7 +248,7 @@ static size_t shape_bytes(const plm_shape *s) {
 }
 
 static void workload_free(plm_context *ctx, workload *w) {
-  for (int k = 0; k < PLM__OP_MAX_IN + PLM__OP_MAX_OUT; k++)
+  for (int k = 0; k < PLM__OP_MAX_IN + PLM__OP_MAX_OUT + 1; k++)
     if (w->memory[k]) plm_device_free(ctx, w->memory[k]);
   memset(w, 0, sizeof *w);
 }
@@ -344,6 +351,13 @@ static plm_status workload_make(plm_context *ctx, plm_stream *stream, const plm_
     if (op->outputs[k].optional && op->outputs[k].role != PLM__OUT_MAIN) continue;
     status = tensor_make(ctx, stream, w, PLM__OP_MAX_IN + k, &out[k], RANDOM, n, &w->out[k], &seed);
     w->call.out[k] = &w->out[k];
+  }
+  if (status == PLM_OK && op->state_shape) { /* a stateful op continues a background */
+    plm_shape state;
+    op->state_shape(&w->call, &state);
+    status = tensor_make(ctx, stream, w, PLM__OP_MAX_IN + PLM__OP_MAX_OUT, &state, FRAME, n,
+                         &w->state, &seed);
+    w->call.state = &w->state;
   }
   if (status == PLM_OK) status = plm__op_cost(op, &w->call, &w->cost);
   w->size_class = plm_size_class_of(w->cost.bytes);
