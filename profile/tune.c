@@ -25,11 +25,12 @@
  * The inputs: the dense ops' (matmul, lstm_cell, dendritic) pseudo-random; the image ops'
  * like a sensor's frames and what a pipeline makes of them (tools/scene.h's levels and
  * noise, sparse hot blobs, their mask and labels; the parameters of the presets; background
- * continuing a state), because
- * their time depends on the data: local entropy takes up to 3x longer when a window's
- * pixels crowd into few bins (each count change then waits on the last), and label and
- * regions scale with the foreground. A run sets call->tuning: the process's forced values
- * and tables are not touched. */
+ * continuing a state), because their time depends on the data: local entropy takes up to
+ * 3x longer when a window's pixels crowd into few bins (each count change then waits on
+ * the last), and label and regions scale with the foreground. A run sets call->tuning: the
+ * process's forced values and tables are not touched. The times are the machine's as it
+ * is: another job sharing the cores slows every point (up to 2x on a 2-core VM under a
+ * build), and the model then predicts that. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
