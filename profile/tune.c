@@ -2,9 +2,11 @@
  *
  * For each op with a tunable on the context's backend, a few workloads: the sizes where
  * the knob matters (entropy and the fused op: frames of 256 x 256, and 1024 x 1024 in a
- * full run; lstm_cell and dendritic: a batch of each candidate threshold, so that every
- * candidate's split between the two paths is exercised; matmul: n x n products across
- * the TF32 candidates). Each workload's inputs are pseudo-random device tensors; each run
+ * full run, and for their CUDA launch shape 4096 x 4096 too, where the segments are not
+ * halved for a launch of too few tasks and segment_windows alone sets them; lstm_cell
+ * and dendritic: a batch of each candidate threshold, so that every candidate's split
+ * between the two paths is exercised; matmul: n x n products across the TF32
+ * candidates). Each workload's inputs are pseudo-random device tensors; each run
  * of the op is timed with events on one stream (device time on cuda, the worker's time on
  * host), the candidates taking turns run after run, so that a change of the machine's load
  * hits all of them. A candidate runs with call->tuning set: the process's forced values
@@ -50,11 +52,15 @@ static int sizes_of(const plm__op_desc *op, const plm__op_tunable *t, bool quick
     case PLM__OP_SOBEL:
     case PLM__OP_THRESHOLD:
     case PLM__OP_LABEL:
+      sizes[0] = 256;
+      sizes[1] = 1024;
+      return quick ? 1 : 2;
     case PLM__OP_ENTROPY:
     case PLM__OP_SOBEL_ENTROPY_THRESHOLD:
       sizes[0] = 256;
       sizes[1] = 1024;
-      return quick ? 1 : 2;
+      sizes[2] = 4096; /* the large class: segment_windows unhalved (kernels/cuda/entropy.cu) */
+      return quick ? 1 : t->backend == PLM_BACKEND_CUDA ? 3 : 2;
     case PLM__OP_LSTM_CELL:
     case PLM__OP_DENDRITIC:
       for (int k = 0; k < t->candidate_count; k++) sizes[k] = t->candidates[k];
