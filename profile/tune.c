@@ -3,8 +3,9 @@
  * For each op with a tunable on the context's backend, a few workloads: the sizes where
  * the knob matters (entropy and the fused op: frames of 256 x 256, and 1024 x 1024 in a
  * full run, and for their CUDA launch shape 4096 x 4096 too, where the segments are not
- * halved for a launch of too few tasks and segment_windows alone sets them; lstm_cell
- * and dendritic: a batch of each candidate threshold, so that every candidate's split
+ * halved for a launch of too few tasks and segment_windows alone sets them; conv2d's
+ * CUDA block: 5 x 5 taps over u16 frames of the same three sizes; lstm_cell and
+ * dendritic: a batch of each candidate threshold, so that every candidate's split
  * between the two paths is exercised; matmul: n x n products across the TF32
  * candidates). Each workload's inputs are pseudo-random device tensors; each run
  * of the op is timed with events on one stream (device time on cuda, the worker's time on
@@ -61,6 +62,12 @@ static int sizes_of(const plm__op_desc *op, const plm__op_tunable *t, bool quick
       sizes[1] = 1024;
       sizes[2] = 4096; /* the large class: segment_windows unhalved (kernels/cuda/entropy.cu) */
       return quick ? 1 : t->backend == PLM_BACKEND_CUDA ? 3 : 2;
+    case PLM__OP_CONV2D: /* only for its cuda tile_width: on host no model row for it */
+      if (t->backend != PLM_BACKEND_CUDA) return 0;
+      sizes[0] = 256;
+      sizes[1] = 1024;
+      sizes[2] = 4096;
+      return quick ? 1 : 3;
     case PLM__OP_LSTM_CELL:
     case PLM__OP_DENDRITIC:
       for (int k = 0; k < t->candidate_count; k++) sizes[k] = t->candidates[k];
@@ -84,6 +91,11 @@ static int inputs_of(const plm__op_desc *op, int64_t n, bool layer, plm_shape *i
     case PLM__OP_SOBEL: in[0] = shape2(PLM_DTYPE_U16, n, n); return 1;
     case PLM__OP_THRESHOLD: in[0] = shape2(PLM_DTYPE_F32, n, n); return 1;
     case PLM__OP_LABEL: in[0] = shape2(PLM_DTYPE_U8, n, n); return 1;
+    case PLM__OP_CONV2D: /* 5 x 5 taps, same padding */
+      params->conv2d.pad_y = params->conv2d.pad_x = 2;
+      in[0] = shape2(PLM_DTYPE_U16, n, n);
+      in[1] = shape2(PLM_DTYPE_F32, 5, 5);
+      return 2;
     case PLM__OP_ENTROPY:
       params->entropy.window = 9;
       in[0] = shape2(PLM_DTYPE_U8, n, n);

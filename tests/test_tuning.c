@@ -42,8 +42,8 @@ START_TEST(test_every_tunable_has_its_default_among_ascending_candidates) {
     PLM_CHECK_FAILS(plm_op_tunable_info_get(op, count, &(plm_tunable_info){0}), PLM_ERR_INVALID_ARG,
                     "is not one of");
   }
-  /* entropy (4), the fused op (4), matmul, lstm_cell (2) and dendritic (2) */
-  ck_assert_int_eq(tunables, 13);
+  /* entropy (4), the fused op (4), conv2d, matmul, lstm_cell (2) and dendritic (2) */
+  ck_assert_int_eq(tunables, 14);
   PLM_CHECK_FAILS(plm_op_tunable_count(plm_op_count(), &(int){0}), PLM_ERR_INVALID_ARG, "not in");
 }
 END_TEST
@@ -126,6 +126,22 @@ START_TEST(test_the_window_kernels_launch_shape_is_listed_on_cuda) {
     PLM_CHECK_FAILS(plm_tuning_get(plm_test_ctx, "sobel_entropy_threshold", "min_tasks",
                                    PLM_SIZE_SMALL, &(int64_t){0}),
                     PLM_ERR_INVALID_ARG, "has no tunable 'min_tasks' on host");
+}
+END_TEST
+
+START_TEST(test_conv2d_lists_its_cuda_tile_width) {
+  const int op = op_index("conv2d");
+  int count = 0;
+  PLM_CHECK_OK(plm_op_tunable_count(op, &count));
+  ck_assert_int_eq(count, 1);
+  plm_tunable_info t;
+  PLM_CHECK_OK(plm_op_tunable_info_get(op, 0, &t));
+  ck_assert_str_eq(t.name, "tile_width");
+  ck_assert_int_eq(t.backend, PLM_BACKEND_CUDA);
+  ck_assert_int_eq(t.fallback, 16); /* 16 x 16, the block before it was tunable */
+  ck_assert_int_eq(t.candidate_count, 4);
+  const int64_t widths[] = {8, 16, 32, 64};
+  for (int c = 0; c < 4; c++) ck_assert_int_eq(t.candidates[c], widths[c]);
 }
 END_TEST
 
@@ -315,6 +331,69 @@ START_TEST(test_forced_launch_shapes_keep_the_bits) {
 }
 END_TEST
 
+/* conv2d with 5 x 5 taps (same padding, reflect101) and 3 x 3 taps at strides 2, 3 over
+ * two u16 frames of 160 x 600, conv2d's tile_width forced on cuda to `width` (0: none);
+ * both outputs into out, one after the other. */
+static void conv2d_with_tile_width(int64_t width, const plm_tensor *in, const plm_tensor *taps5,
+                                   const plm_tensor *taps3, float *out, size_t *floats) {
+  if (width) PLM_CHECK_OK(plm_tuning_set(PLM_BACKEND_CUDA, "conv2d", "tile_width", -1, width));
+  *floats = 0;
+  for (int run = 0; run < 2; run++) {
+    plm_conv2d_params params = plm_conv2d_params_default();
+    params.border = run == 0 ? PLM_BORDER_REFLECT101 : PLM_BORDER_ZERO;
+    params.pad_y = params.pad_x = run == 0 ? 2 : 1;
+    params.stride_y = run == 0 ? 1 : 2;
+    params.stride_x = run == 0 ? 1 : 3;
+    const plm_tensor *kernel = run == 0 ? taps5 : taps3;
+    plm_shape shape;
+    PLM_CHECK_OK(plm_conv2d_output(in, kernel, &params, &shape));
+    plm_tensor result = plm_test_upload(PLM_DTYPE_F32, shape.ndim, shape.dims, NULL);
+    PLM_CHECK_OK(plm_conv2d(plm_test_stream, in, kernel, &params, &result));
+    const size_t count = (size_t)plm_tensor_numel(&result);
+    PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, out + *floats, result.data,
+                                   count * sizeof(float), PLM_COPY_DEVICE_TO_HOST));
+    PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+    PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &result));
+    *floats += count;
+  }
+  plm_tuning_reset();
+}
+
+/* On cuda every block shape computes the default's bits; on host the value changes nothing. */
+START_TEST(test_forced_tile_widths_keep_the_conv2d_bits) {
+  uint16_t *frames = malloc((size_t)SHAPE_PIXELS * sizeof *frames);
+  ck_assert_ptr_nonnull(frames);
+  uint64_t seed = 43;
+  for (int k = 0; k < SHAPE_PIXELS; k++) frames[k] = (uint16_t)(plm_test_random(&seed) >> 48);
+  float *taps = plm_test_uniform_f32(25, 1.0, 11);
+  const int64_t dims[3] = {SHAPE_FRAMES, SHAPE_H, SHAPE_W};
+  plm_tensor in = plm_test_upload(PLM_DTYPE_U16, 3, dims, frames);
+  plm_tensor taps5 = plm_test_upload(PLM_DTYPE_F32, 2, (int64_t[]){5, 5}, taps);
+  plm_tensor taps3 = plm_test_upload(PLM_DTYPE_F32, 2, (int64_t[]){3, 3}, taps);
+  float *base = calloc((size_t)2 * SHAPE_PIXELS, sizeof(float));
+  float *forced = calloc((size_t)2 * SHAPE_PIXELS, sizeof(float));
+  ck_assert(base && forced);
+  size_t floats = 0, forced_floats = 0;
+  conv2d_with_tile_width(0, &in, &taps5, &taps3, base, &floats);
+  for (int64_t width = 8; width <= 64; width *= 2) {
+    memset(forced, 0xa5, (size_t)2 * SHAPE_PIXELS * sizeof(float));
+    conv2d_with_tile_width(width, &in, &taps5, &taps3, forced, &forced_floats);
+    ck_assert_uint_eq(forced_floats, floats);
+    ck_assert_msg(memcmp(forced, base, floats * sizeof(float)) == 0,
+                  "tile_width=%lld changes conv2d's output on %s", (long long)width,
+                  plm_backend_name(plm_test_backend));
+  }
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &in));
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &taps5));
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &taps3));
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+  free(frames);
+  free(taps);
+  free(base);
+  free(forced);
+}
+END_TEST
+
 /* A pipeline's compile resolves the launch shape forced on cuda into its fused step, and
  * describe shows it there, on cuda only (a host pipeline's steps have no cuda values). */
 START_TEST(test_a_forced_launch_shape_reaches_the_fused_step) {
@@ -453,6 +532,8 @@ static Suite *tuning_suite(void) {
   tcase_add_test(tc, test_every_tunable_has_its_default_among_ascending_candidates);
   tcase_add_test(tc, test_set_refuses_what_is_not_a_tunable_value);
   tcase_add_test(tc, test_the_window_kernels_launch_shape_is_listed_on_cuda);
+  tcase_add_test(tc, test_conv2d_lists_its_cuda_tile_width);
+  tcase_add_test(tc, test_forced_tile_widths_keep_the_conv2d_bits);
   tcase_add_test(tc, test_forced_launch_shapes_keep_the_bits);
   tcase_add_test(tc, test_a_forced_launch_shape_reaches_the_fused_step);
   tcase_add_test(tc, test_forced_bands_change_the_plan_and_keep_the_bits);
