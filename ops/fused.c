@@ -74,6 +74,8 @@ enum {
   TUNE_CUDA_SHAPE,
   TUNE_COUNT = TUNE_CUDA_SHAPE + PLM__ENTROPY_CUDA_TUNABLE_COUNT
 };
+_Static_assert((int)TUNE_COUNT <= (int)PLM__OP_MAX_TUNABLES,
+               "a call's plm__op_tuning holds them all");
 
 /* The kernel's arguments (in->data may be NULL: a description, for the scratch size). */
 static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch, void *args) {
