@@ -135,22 +135,24 @@ static void conv2d_pack(const plm_context *ctx, const plm__op_call *call, void *
   const plm_conv2d_params *params = call->params;
   int64_t dims[3];
   image_dims(in, dims);
-  *(plm__conv2d_args *)args = (plm__conv2d_args){.in = in->data,
-                                                 .taps = kernel->data,
-                                                 .out = out->data,
-                                                 .n = dims[0],
-                                                 .h = dims[1],
-                                                 .w = dims[2],
-                                                 .ho = out->dims[out->ndim - 2],
-                                                 .wo = out->dims[out->ndim - 1],
-                                                 .dtype = in->dtype,
-                                                 .kh = (int)kernel->dims[0],
-                                                 .kw = (int)kernel->dims[1],
-                                                 .stride_y = params->stride_y,
-                                                 .stride_x = params->stride_x,
-                                                 .pad_y = params->pad_y,
-                                                 .pad_x = params->pad_x,
-                                                 .border = params->border};
+  *(plm__conv2d_args *)args =
+      (plm__conv2d_args){.in = in->data,
+                         .taps = kernel->data,
+                         .out = out->data,
+                         .n = dims[0],
+                         .h = dims[1],
+                         .w = dims[2],
+                         .ho = out->dims[out->ndim - 2],
+                         .wo = out->dims[out->ndim - 1],
+                         .dtype = in->dtype,
+                         .kh = (int)kernel->dims[0],
+                         .kw = (int)kernel->dims[1],
+                         .stride_y = params->stride_y,
+                         .stride_x = params->stride_x,
+                         .pad_y = params->pad_y,
+                         .pad_x = params->pad_x,
+                         .border = params->border,
+                         .cuda_tile_width = (int)plm__op_tuned(&plm__op_conv2d, call, 0)};
 }
 
 static void conv2d_cpu(const void *args) {
@@ -213,6 +215,16 @@ const plm__op_desc plm__op_conv2d = {
     .pack = conv2d_pack,
     .cpu = conv2d_cpu,
     .cuda = PLM__CUDA_ENTRY(conv2d_cuda),
+    .tunable_count = 1,
+    .tunables =
+        &(const plm__op_tunable){
+            .name = "tile_width",
+            .backend = PLM_BACKEND_CUDA,
+            .fallback = PLM__CONV2D_CUDA_TILE_WIDTH,
+            .candidate_count = 4,
+            .candidates = {8, 16, 32, 64},
+            .help = "the columns of a block's output tile, one thread each, of 256 (rows: 256 / "
+                    "columns): wider reads longer rows, squarer stages less halo"},
 };
 
 plm_conv2d_params plm_conv2d_params_default(void) {

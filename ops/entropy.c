@@ -54,6 +54,16 @@ static void cost(const plm__op_call *call, plm_op_cost *cost) {
                         .flops = count * (6.0 * params->window + 4.0)};
 }
 
+/* The tunables, in the descriptor's order: the host's bands, then the CUDA launch shape's
+ * (ops/op_tuning.h). */
+enum {
+  TUNE_BANDS,
+  TUNE_CUDA_SHAPE,
+  TUNE_COUNT = TUNE_CUDA_SHAPE + PLM__ENTROPY_CUDA_TUNABLE_COUNT
+};
+_Static_assert((int)TUNE_COUNT <= (int)PLM__OP_MAX_TUNABLES,
+               "a call's plm__op_tuning holds them all");
+
 /* The kernels' arguments (in->data may be NULL: a description, for the scratch size). */
 static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch, void *out_args) {
   (void)ctx;
@@ -62,20 +72,21 @@ static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch
   const int nd = in->ndim, bits = in->dtype == PLM_DTYPE_U8 ? 8 : 16;
   int64_t frames = 1;
   for (int d = 0; d < nd - 2; d++) frames *= in->dims[d];
-  *(plm__entropy_args *)out_args =
-      (plm__entropy_args){.in = in->data,
-                          .out = call->out[0] ? call->out[0]->data : NULL,
-                          .scratch = scratch,
-                          .frames = frames,
-                          .height = in->dims[nd - 2],
-                          .width = in->dims[nd - 1],
-                          .dtype = in->dtype,
-                          .window = params->window,
-                          .bins = params->bins ? params->bins : 1 << bits,
-                          .range_auto = in->dtype == PLM_DTYPE_F32 && params->range_auto,
-                          .lo = params->range_lo,
-                          .hi = params->range_hi,
-                          .bands_per_thread = (int)plm__op_tuned(&plm__op_entropy, call, 0)};
+  *(plm__entropy_args *)out_args = (plm__entropy_args){
+      .in = in->data,
+      .out = call->out[0] ? call->out[0]->data : NULL,
+      .scratch = scratch,
+      .frames = frames,
+      .height = in->dims[nd - 2],
+      .width = in->dims[nd - 1],
+      .dtype = in->dtype,
+      .window = params->window,
+      .bins = params->bins ? params->bins : 1 << bits,
+      .range_auto = in->dtype == PLM_DTYPE_F32 && params->range_auto,
+      .lo = params->range_lo,
+      .hi = params->range_hi,
+      .bands_per_thread = (int)plm__op_tuned(&plm__op_entropy, call, TUNE_BANDS),
+      .cuda_shape = plm__entropy_cuda_shape_tuned(&plm__op_entropy, call, TUNE_CUDA_SHAPE)};
 }
 
 static void run_cpu(const void *args) {
@@ -145,9 +156,10 @@ const plm__op_desc plm__op_entropy = {
     .cuda_scratch = PLM__CUDA_ENTRY(cuda_scratch),
     .cpu = run_cpu,
     .cuda = PLM__CUDA_ENTRY(run_cuda),
-    .tunable_count = 1,
-    .tunables =
-        &(const plm__op_tunable)PLM__BANDS_PER_THREAD_TUNABLE(PLM__ENTROPY_CPU_BANDS_PER_THREAD),
+    .tunable_count = TUNE_COUNT,
+    .tunables = (const plm__op_tunable[TUNE_COUNT]){PLM__BANDS_PER_THREAD_TUNABLE(
+                                                        PLM__ENTROPY_CPU_BANDS_PER_THREAD),
+                                                    PLM__ENTROPY_CUDA_TUNABLES},
 };
 
 /* ---- the public and internal entries ------------------------------------------------------ */

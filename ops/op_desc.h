@@ -132,7 +132,9 @@ enum {
 
 /* A knob of an op's kernels on one backend: a value among candidates, today's constant
  * the default (one of them). Which value runs changes the speed, never the result beyond
- * the op's stated tolerance (the GEMM paths round differently; band counts not at all). */
+ * the op's stated tolerance (the GEMM paths round differently; band counts and CUDA
+ * launch shapes not at all). Every candidate must be valid for every input the op
+ * accepts: where one does not fit an input, the kernel's plan clamps it (and says how). */
 typedef struct plm__op_tunable {
   const char *name;    /* "bands_per_thread" */
   plm_backend backend; /* where it acts: PLM_BACKEND_HOST or PLM_BACKEND_CUDA */

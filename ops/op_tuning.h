@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "kernels/common/entropy.h"
 #include "ops/op_desc.h"
 #include "plume/tuning.h"
 
@@ -40,6 +41,46 @@
         "CPU work bands per pool thread: more balance uneven cores, fewer cost less "      \
         "scratch and halo"                                                                 \
   }
+
+/* The launch shape of the CUDA entropy window kernel (entropy and the fused op; what each
+ * is: kernels/common/entropy.h's plm__entropy_cuda_shape), three cuda tunables in that
+ * struct's order. Every candidate is valid for every input: the plan lowers the threads
+ * where the histograms' shared memory does not fit them, and no shape changes a bit. */
+#define PLM__ENTROPY_CUDA_TUNABLES                                                             \
+  {.name = "max_block_threads",                                                                \
+   .backend = PLM_BACKEND_CUDA,                                                                \
+   .fallback = PLM__ENTROPY_CUDA_MAX_THREADS,                                                  \
+   .candidate_count = 3,                                                                       \
+   .candidates = {32, 64, 128},                                                                \
+   .help =                                                                                     \
+       "the most threads per block of the window kernel, one output column each "              \
+       "(fewer where the histograms' shared memory does not fit them)"},                       \
+      {.name = "segment_windows",                                                              \
+       .backend = PLM_BACKEND_CUDA,                                                            \
+       .fallback = PLM__ENTROPY_CUDA_SEGMENT_WINDOWS,                                          \
+       .candidate_count = 4,                                                                   \
+       .candidates = {1, 2, 4, 8},                                                             \
+       .help =                                                                                 \
+           "a task's output rows, in max(window, 16): longer tasks fill fewer first "          \
+           "windows, shorter ones spread further"},                                            \
+  {                                                                                            \
+    .name = "min_tasks", .backend = PLM_BACKEND_CUDA, .fallback = PLM__ENTROPY_CUDA_MIN_TASKS, \
+    .candidate_count = 6, .candidates = {128, 256, 512, 1024, 2048, 4096},                     \
+    .help =                                                                                    \
+        "the tasks below which a launch halves its segments (down to 8 rows), so "             \
+        "that a small frame still spreads over the GPU"                                        \
+  }
+
+enum { PLM__ENTROPY_CUDA_TUNABLE_COUNT = 3 };
+
+/* The values in force of the three PLM__ENTROPY_CUDA_TUNABLES, op's tunables first..first+2. */
+static inline plm__entropy_cuda_shape plm__entropy_cuda_shape_tuned(const plm__op_desc *op,
+                                                                    const plm__op_call *call,
+                                                                    int first) {
+  return (plm__entropy_cuda_shape){.max_threads = (int)plm__op_tuned(op, call, first),
+                                   .segment_windows = (int)plm__op_tuned(op, call, first + 1),
+                                   .min_tasks = (int)plm__op_tuned(op, call, first + 2)};
+}
 
 /* The index of op's tunable named `name` acting on backend, or -1. */
 int plm__op_tunable_index(const plm__op_desc *op, const char *name, plm_backend backend);

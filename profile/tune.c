@@ -5,9 +5,10 @@
  * stream (device time on cuda, the worker's time on host), every workload run after run
  * in turn, so that a change of the machine's load hits all of them:
  *
- *   a tunable   its candidates take turns at the sizes where the knob matters (entropy
- *               and the fused op: frames of 256 x 256, and 1024 x 1024 in a full run, at
- *               windows 9 and 16; lstm_cell and dendritic: a batch of each candidate
+ *   a tunable   its candidates take turns at the sizes where the knob matters (entropy,
+ *               the fused op and conv2d: frames of 256 x 256, and 1024 x 1024 in a full
+ *               run, and 4096 x 4096 for a CUDA launch shape, at windows 9 and 16 or
+ *               kernels 5 and 9; lstm_cell and dendritic: a batch of each candidate
  *               threshold, so that every candidate's split between the two paths is
  *               exercised; matmul: n x n products across the TF32 candidates). Decided per
  *               size class (a workload's class is its cost model's, plm_size_class_of):
@@ -98,9 +99,10 @@ static bool is_frame_op(const plm__op_desc *op) {
  * from 256 x 256 to 512 x 512 (quick) or 2048 x 2048, the spread of the model's points. */
 static int sizes_of(const plm__op_desc *op, const plm__op_tunable *t, bool quick, int64_t *sizes) {
   const bool model = t->name[0] == '\0';
-  if (is_frame_op(op)) {
+  if (is_frame_op(op)) { /* a CUDA launch shape also at 4096 x 4096, where entropy's
+                            segments are not halved for a launch of too few tasks */
     for (int k = 0; k < 4; k++) sizes[k] = (int64_t)256 << (model ? k : 2 * k);
-    return model ? (quick ? 2 : 4) : (quick ? 1 : 2);
+    return model ? (quick ? 2 : 4) : quick ? 1 : t->backend == PLM_BACKEND_CUDA ? 3 : 2;
   }
   switch (op->kind) {
     case PLM__OP_LSTM_CELL:

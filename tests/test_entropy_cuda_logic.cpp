@@ -9,7 +9,15 @@
  * over between them. Every case runs with the plan the launcher makes and with plans
  * chosen otherwise on the same input: each kind of histogram (dense shared, sparse
  * shared, dense global) where it applies, the two-row ring, short and long segments,
- * 32 and 128 threads.
+ * 32 and 128 threads, and the plan of the smallest launch shape (the cuda tunables).
+ *
+ * The launch shapes themselves (plm__entropy_cuda_shape, the tunables entropy and the
+ * fused op list through plume/tuning.h): every candidate, one at a time as `plume tune`
+ * measures them and all at their smallest or largest, gives a valid plan for windows,
+ * bin counts and frames across their ranges (the kind of histogram the default's, the
+ * threads the most that fit its budget, shared memory within it, segments as the
+ * shape says); every candidate changes the plan somewhere; the default shape makes
+ * exactly the plan make_plan made before the shape was tunable (restated here).
  *
  * The entropy op's warp-owned histograms (more than 512 bins and a window past 18) run
  * with each warp's 32 lanes emulated by threads that meet at a barrier wherever the
@@ -29,6 +37,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -190,12 +199,31 @@ const char *kind_name(hist_kind kind) {
                                       : "dense global";
 }
 
-/* The plan the launcher makes, then others on the same shape, at 32 threads (the
- * emulation's barriers are costly): each kind of histogram that applies (dense shared
- * with at most 512 bins, sparse where its table fits 64 KiB), with the full ring and
- * 5-row segments, and with the two-row ring and whole-frame segments. */
+/* The launch shape plume runs without a tuning table, and the extreme ones. */
+const plm__entropy_cuda_shape kDefaultShape = {
+    PLM__ENTROPY_CUDA_MAX_THREADS, PLM__ENTROPY_CUDA_SEGMENT_WINDOWS, PLM__ENTROPY_CUDA_MIN_TASKS};
+const plm__entropy_cuda_shape kSmallestShape = {32, 1, 128}, kLargestShape = {128, 8, 4096};
+
+bool same_plan(const plan &a, const plan &b) {
+  return a.hist == b.hist && a.threads == b.threads && a.window == b.window && a.span == b.span &&
+         a.ring_rows == b.ring_rows && a.sparse_slots == b.sparse_slots &&
+         a.delta_entries == b.delta_entries && a.segment_rows == b.segment_rows &&
+         a.strips == b.strips && a.segments == b.segments && a.tasks == b.tasks &&
+         a.blocks == b.blocks && a.ring_bytes == b.ring_bytes && a.hist_bytes == b.hist_bytes &&
+         a.delta_bytes == b.delta_bytes && a.smem == b.smem && a.scratch == b.scratch;
+}
+
+/* The plan the launcher makes, then the smallest launch shape's where it differs (32
+ * threads, the shortest segments, the most tasks; the largest shape's longer segments
+ * and 128 threads the plans below and the default's cover), then others on the same
+ * input, at 32 threads (the emulation's barriers are costly): each kind of histogram
+ * that applies (dense shared with at most 512 bins, sparse where its table fits 64
+ * KiB), with the full ring and 5-row segments, and with the two-row ring and
+ * whole-frame segments. */
 std::vector<plan> plans_for(int64_t frames, int64_t height, int64_t width, int window, int bins) {
-  std::vector<plan> plans = {make_plan(frames, height, width, window, bins)};
+  std::vector<plan> plans = {make_plan(frames, height, width, window, bins, kDefaultShape)};
+  const plan smallest = make_plan(frames, height, width, window, bins, kSmallestShape);
+  if (!same_plan(smallest, plans[0])) plans.push_back(smallest);
   const hist_kind kinds[] = {HIST_DENSE_SHARED, HIST_SPARSE_SHARED, HIST_DENSE_GLOBAL};
   for (hist_kind kind : kinds) {
     if (kind == HIST_DENSE_SHARED && (size_t)32 * dense_bytes(bins) > kDenseBudget) continue;
@@ -343,7 +371,8 @@ int check_entropy(const Host &host, const Case &c, bool whole_frames = false) {
   /* Where the launcher gives warps the histograms: their kernel, with the plan it
    * makes and with as few warps as tasks allow down to 3 (each taking many tasks). */
   if (!whole_frames &&
-      make_plan(c.frames, c.height, c.width, c.window, c.bins).hist == HIST_DENSE_GLOBAL) {
+      make_plan(c.frames, c.height, c.width, c.window, c.bins, kDefaultShape).hist ==
+          HIST_DENSE_GLOBAL) {
     const warp_plan natural = make_warp_plan(args);
     warp_plan few = natural;
     few.warps = min64(natural.warps, 3);
@@ -462,12 +491,13 @@ int check_fused(const Host &host, const Case &c, int index) {
  * 32), halved only while there are fewer than 512 tasks. */
 int check_make_plan(int64_t frames, int64_t height, int64_t width, int window, int bins,
                     hist_kind kind, int threads) {
-  const plan p = make_plan(frames, height, width, window, bins);
+  const plan p = make_plan(frames, height, width, window, bins, kDefaultShape);
   const int64_t longest = max64(2 * (int64_t)window, 32);
   const int64_t longer = 2 * p.segment_rows; /* what the plan halved, if it did */
-  const bool rows_ok = p.segment_rows >= kMinSegmentRows && p.segment_rows <= longest &&
-                       (p.segment_rows == longest ||
-                        frames * p.strips * ((height + longer - 1) / longer) < kTargetTasks);
+  const bool rows_ok =
+      p.segment_rows >= kMinSegmentRows && p.segment_rows <= longest &&
+      (p.segment_rows == longest ||
+       frames * p.strips * ((height + longer - 1) / longer) < PLM__ENTROPY_CUDA_MIN_TASKS);
   const size_t budget = kRingBudget + (kind == HIST_SPARSE_SHARED ? kSparseBudget : kDenseBudget) +
                         kDeltaBudget;
   const bool ok = p.hist == kind && p.threads == threads && rows_ok && p.smem <= budget &&
@@ -477,6 +507,176 @@ int check_make_plan(int64_t frames, int64_t height, int64_t width, int window, i
               (long long)frames, (long long)height, (long long)width, window, bins,
               describe(p).c_str(), p.smem, p.scratch, ok ? "" : "  WRONG");
   return ok ? 0 : 1;
+}
+
+/* ---- the launch shapes ---------------------------------------------------------------- */
+
+/* make_plan as it was before the launch shape was tunable: the reference of the default
+ * shape. The most threads of 128, 64, 32 whose dense histograms fit 32 KiB, else whose
+ * sparse tables fit 64 KiB, else 128 with global histograms; segments of max(2w, 32)
+ * rows halved down to 8 while the launch has fewer than 512 tasks. */
+plan todays_plan(int64_t frames, int64_t height, int64_t width, int window, int bins) {
+  plan_choice choice = {HIST_DENSE_GLOBAL, 128, 0, 0};
+  int dense = 0, sparse = 0;
+  for (int t = 128; t >= 32; t /= 2) {
+    if (!dense && (size_t)t * dense_bytes(bins) <= 32 * 1024) dense = t;
+    if (!sparse && (size_t)t * (size_t)sparse_slots_for(window, bins) * 4 <= 64 * 1024) sparse = t;
+  }
+  if (dense)
+    choice = {HIST_DENSE_SHARED, dense, 0, 0};
+  else if (sparse)
+    choice = {HIST_SPARSE_SHARED, sparse, 0, 0};
+  const size_t row_bytes = (size_t)(choice.threads + window - 1) * 2;
+  choice.ring_rows = (size_t)(window + 1) * row_bytes <= 32 * 1024 ? window + 1 : 2;
+  const int64_t strips = (width + choice.threads - 1) / choice.threads;
+  int64_t rows = max64(2 * (int64_t)window, 32);
+  while (rows > 8 && frames * strips * ((height + rows - 1) / rows) < 512)
+    rows = max64(rows / 2, 8);
+  choice.segment_rows = rows;
+  return lay_out(frames, height, width, window, bins, choice);
+}
+
+/* The shape's field that the cuda tunable `name` sets (listed by plume/tuning.h), or NULL. */
+int *shape_field(plm__entropy_cuda_shape *shape, const char *name) {
+  if (std::strcmp(name, "max_block_threads") == 0) return &shape->max_threads;
+  if (std::strcmp(name, "segment_windows") == 0) return &shape->segment_windows;
+  if (std::strcmp(name, "min_tasks") == 0) return &shape->min_tasks;
+  return nullptr;
+}
+
+struct ShapeCase {
+  plm__entropy_cuda_shape shape;
+  std::string name; /* "segment_windows=4" */
+  bool changes;     /* the plan differs from the default's for some input */
+};
+
+/* The shapes to check, from op's cuda tunables as the public API lists them: each
+ * candidate alone (the others at their defaults), then the extremes. Adds to *failures
+ * what the listing gets wrong (a tunable the shape does not know, a default that is not
+ * the shape's). */
+std::vector<ShapeCase> shapes_of(const char *op_name, int *failures) {
+  std::vector<ShapeCase> shapes;
+  int op = -1;
+  for (int k = 0; k < plm_op_count(); k++) {
+    plm_op_info info;
+    CHECK(plm_op_info_get(k, &info));
+    if (std::strcmp(info.name, op_name) == 0) op = k;
+  }
+  int count = 0, listed = 0;
+  CHECK(plm_op_tunable_count(op, &count));
+  for (int k = 0; k < count; k++) {
+    plm_tunable_info t;
+    CHECK(plm_op_tunable_info_get(op, k, &t));
+    if (t.backend != PLM_BACKEND_CUDA) continue;
+    plm__entropy_cuda_shape shape = kDefaultShape;
+    int *field = shape_field(&shape, t.name);
+    if (!field || *field != t.fallback) {
+      std::printf(
+          "%s's cuda tunable %s: no field of the launch shape, or not its default  "
+          "WRONG\n",
+          op_name, t.name);
+      ++*failures;
+      continue;
+    }
+    listed++;
+    for (int c = 0; c < t.candidate_count; c++) {
+      *field = (int)t.candidates[c];
+      shapes.push_back({shape, std::string(t.name) + "=" + std::to_string(t.candidates[c]),
+                        t.candidates[c] == t.fallback});
+    }
+  }
+  if (listed != 3) {
+    std::printf("%s lists %d of the launch shape's 3 cuda tunables  WRONG\n", op_name, listed);
+    ++*failures;
+  }
+  shapes.push_back({kSmallestShape, "all smallest", false});
+  shapes.push_back({kLargestShape, "all largest", false});
+  return shapes;
+}
+
+/* What a plan of a shape must be, given the default shape's plan d; empty when it is. */
+std::string plan_problem(const plan &p, const plan &d, const plm__entropy_cuda_shape &shape,
+                         int64_t frames, int64_t height, int64_t width, int window, int bins) {
+  if (p.hist != d.hist) return "another kind of histogram";
+  if (p.threads < kMinThreads || p.threads > std::max(shape.max_threads, kMinThreads) ||
+      (p.threads & (p.threads - 1)) != 0)
+    return "threads not a power of two in 32..max_block_threads";
+  const size_t each = p.hist == HIST_DENSE_SHARED    ? dense_bytes(bins)
+                      : p.hist == HIST_SPARSE_SHARED ? (size_t)p.sparse_slots * 4
+                                                     : 0;
+  const size_t budget = p.hist == HIST_SPARSE_SHARED ? kSparseBudget : kDenseBudget;
+  if ((size_t)p.threads * each > budget) return "histograms past their budget";
+  if (p.threads < std::min(shape.max_threads, kMaxThreads) && 2 * p.threads * each <= budget)
+    return "fewer threads than fit";
+  /* Past 48 KiB the launch opts in; sm_80 allows up to 163 KiB, sm_90 227 KiB. */
+  if (p.smem > kRingBudget + kSparseBudget + kDeltaBudget || p.smem > 163 * 1024)
+    return "shared memory past the budgets";
+  if (p.ring_bytes > kRingBudget) return "the ring past its budget";
+  if (p.ring_rows != window + 1 && p.ring_rows != 2) return "a ring of neither w + 1 nor 2 rows";
+  /* From segment_windows x max(w, 16) rows, halved (down to 8) while too few tasks. */
+  auto tasks = [&](int64_t rows) { return frames * p.strips * ((height + rows - 1) / rows); };
+  int64_t rows = (int64_t)shape.segment_windows * max64(window, kSegmentUnit);
+  while (rows > p.segment_rows && tasks(rows) < shape.min_tasks)
+    rows = max64(rows / 2, kMinSegmentRows);
+  if (rows != p.segment_rows || (rows > kMinSegmentRows && tasks(rows) < shape.min_tasks))
+    return "segments not as the shape says";
+  if (p.strips * p.threads < width || p.segments * p.segment_rows < height ||
+      p.tasks != frames * p.strips * p.segments)
+    return "tasks that do not cover the output";
+  if (p.blocks < 1 || p.blocks > p.tasks || p.scratch > kGlobalHistBudget)
+    return "blocks or scratch out of bounds";
+  return "";
+}
+
+/* Every shape of op's tunables on inputs across the ranges: windows 1..255, bin counts
+ * 1..65536 (u8's 256 or fewer, u16's up to 65536, f32's and the fused op's any), frames
+ * from 1 x 1 to 4096 x 4096 and tall, wide and many. */
+int check_shapes(const char *op_name) {
+  int failures = 0;
+  std::vector<ShapeCase> shapes = shapes_of(op_name, &failures);
+  const int windows[] = {1, 2, 5, 9, 16, 17, 18, 19, 31, 32, 64, 80, 81, 128, 200, 255};
+  const int bin_counts[] = {1, 2, 64, 128, 129, 256, 257, 512, 513, 1000, 4096, 65535, 65536};
+  const int64_t frame_shapes[][3] = {{1, 1, 1},       {1, 64, 96},   {1, 512, 512}, {4, 256, 1024},
+                                     {1, 4096, 4096}, {3, 1000, 37}, {1, 7, 5000},  {16, 480, 640}};
+  int64_t plans = 0, reproduced = 0, compared = 0;
+  for (int window : windows)
+    for (int bins : bin_counts)
+      for (const auto &f : frame_shapes) {
+        const plan d = make_plan(f[0], f[1], f[2], window, bins, kDefaultShape);
+        compared++;
+        if (same_plan(d, todays_plan(f[0], f[1], f[2], window, bins))) {
+          reproduced++;
+        } else if (failures < 20) {
+          std::printf(
+              "%s %lldx%lldx%lld w %d bins %d: the default shape's plan is not "
+              "today's  WRONG\n",
+              op_name, (long long)f[0], (long long)f[1], (long long)f[2], window, bins);
+          failures++;
+        }
+        for (ShapeCase &s : shapes) {
+          const plan p = make_plan(f[0], f[1], f[2], window, bins, s.shape);
+          plans++;
+          s.changes = s.changes || !same_plan(p, d);
+          const std::string problem = plan_problem(p, d, s.shape, f[0], f[1], f[2], window, bins);
+          if (problem.empty()) continue;
+          if (failures++ < 20)
+            std::printf("%s %s, %lldx%lldx%lld w %d bins %d: %s (%s)  WRONG\n", op_name,
+                        s.name.c_str(), (long long)f[0], (long long)f[1], (long long)f[2], window,
+                        bins, problem.c_str(), describe(p).c_str());
+        }
+      }
+  for (const ShapeCase &s : shapes)
+    if (!s.changes) {
+      std::printf("%s %s: the same plan as the default's for every input  WRONG\n", op_name,
+                  s.name.c_str());
+      failures++;
+    }
+  std::printf(
+      "%s: %lld plans of %zu launch shapes valid, the default's today's on %lld of %lld "
+      "inputs%s\n",
+      op_name, (long long)plans, shapes.size(), (long long)reproduced, (long long)compared,
+      failures ? "  FAILED" : "");
+  return failures;
 }
 
 }  // namespace
@@ -492,6 +692,8 @@ int main() {
   failures += check_make_plan(1, 512, 512, 5, 1000, HIST_SPARSE_SHARED, 128); /* 37 slots: 64 */
   failures += check_make_plan(1, 512, 512, 255, 256, HIST_DENSE_SHARED, 64);  /* two-row ring */
   failures += check_make_plan(1, 1, 1, 1, 256, HIST_DENSE_SHARED, 64);
+  failures += check_shapes("entropy");
+  failures += check_shapes("sobel_entropy_threshold");
 
   plm_context_config config = {};
   config.backend = PLM_BACKEND_HOST;

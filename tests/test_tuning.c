@@ -42,8 +42,8 @@ START_TEST(test_every_tunable_has_its_default_among_ascending_candidates) {
     PLM_CHECK_FAILS(plm_op_tunable_info_get(op, count, &(plm_tunable_info){0}), PLM_ERR_INVALID_ARG,
                     "is not one of");
   }
-  /* entropy, the fused op, matmul, lstm_cell (2) and dendritic (2) */
-  ck_assert_int_eq(tunables, 7);
+  /* entropy (4), the fused op (4), conv2d, matmul, lstm_cell (2) and dendritic (2) */
+  ck_assert_int_eq(tunables, 14);
   PLM_CHECK_FAILS(plm_op_tunable_count(plm_op_count(), &(int){0}), PLM_ERR_INVALID_ARG, "not in");
 }
 END_TEST
@@ -65,6 +65,83 @@ START_TEST(test_set_refuses_what_is_not_a_tunable_value) {
   ck_assert_str_eq(plm_size_class_name(plm_size_class_of(2e6)), "medium");
   ck_assert_str_eq(plm_size_class_name(plm_size_class_of(1e9)), "large");
   ck_assert_ptr_null(plm_size_class_name(PLM_SIZE_CLASS_COUNT));
+}
+END_TEST
+
+/* The launch shape of the CUDA window kernel, three cuda tunables of entropy and of the
+ * fused op (kernels/common/entropy.h's plm__entropy_cuda_shape), with the shape plume
+ * launched before they were tunable as their defaults. */
+static const struct {
+  const char *name;
+  int64_t fallback;
+  int candidate_count;
+  int64_t candidates[6];
+} launch_shape[] = {
+    {"max_block_threads", 128, 3, {32, 64, 128}},
+    {"segment_windows", 2, 4, {1, 2, 4, 8}},
+    {"min_tasks", 512, 6, {128, 256, 512, 1024, 2048, 4096}},
+};
+enum { LAUNCH_SHAPE_TUNABLES = sizeof launch_shape / sizeof launch_shape[0] };
+
+static int op_index(const char *name) {
+  for (int op = 0; op < plm_op_count(); op++) {
+    plm_op_info info;
+    PLM_CHECK_OK(plm_op_info_get(op, &info));
+    if (strcmp(info.name, name) == 0) return op;
+  }
+  ck_abort_msg("no op %s", name);
+  return -1;
+}
+
+START_TEST(test_the_window_kernels_launch_shape_is_listed_on_cuda) {
+  const char *const ops[] = {"entropy", "sobel_entropy_threshold"};
+  for (int o = 0; o < 2; o++) {
+    const int op = op_index(ops[o]);
+    int count = 0;
+    PLM_CHECK_OK(plm_op_tunable_count(op, &count));
+    ck_assert_int_eq(count, 1 + LAUNCH_SHAPE_TUNABLES);
+    for (int k = 0; k < count; k++) {
+      plm_tunable_info t;
+      PLM_CHECK_OK(plm_op_tunable_info_get(op, k, &t));
+      if (strcmp(t.name, "bands_per_thread") == 0) {
+        ck_assert_int_eq(t.backend, PLM_BACKEND_HOST);
+        continue;
+      }
+      int j = 0;
+      while (j < LAUNCH_SHAPE_TUNABLES && strcmp(launch_shape[j].name, t.name) != 0) j++;
+      ck_assert_msg(j < LAUNCH_SHAPE_TUNABLES, "%s.%s is no launch shape", ops[o], t.name);
+      ck_assert_msg(t.backend == PLM_BACKEND_CUDA, "%s.%s", ops[o], t.name);
+      ck_assert_int_eq(t.fallback, launch_shape[j].fallback);
+      ck_assert_int_eq(t.candidate_count, launch_shape[j].candidate_count);
+      for (int c = 0; c < t.candidate_count; c++)
+        ck_assert_int_eq(t.candidates[c], launch_shape[j].candidates[c]);
+      ck_assert_msg(t.help && t.help[0], "%s.%s has no help", ops[o], t.name);
+    }
+  }
+  PLM_CHECK_FAILS(plm_tuning_set(PLM_BACKEND_CUDA, "entropy", "max_block_threads", -1, 96),
+                  PLM_ERR_INVALID_ARG, "max_block_threads 96 is not 32, 64 or 128");
+  PLM_CHECK_FAILS(plm_tuning_set(PLM_BACKEND_HOST, "entropy", "segment_windows", -1, 2),
+                  PLM_ERR_INVALID_ARG, "entropy has no tunable 'segment_windows' on host");
+  if (plm_test_backend == PLM_BACKEND_HOST)
+    PLM_CHECK_FAILS(plm_tuning_get(plm_test_ctx, "sobel_entropy_threshold", "min_tasks",
+                                   PLM_SIZE_SMALL, &(int64_t){0}),
+                    PLM_ERR_INVALID_ARG, "has no tunable 'min_tasks' on host");
+}
+END_TEST
+
+START_TEST(test_conv2d_lists_its_cuda_tile_width) {
+  const int op = op_index("conv2d");
+  int count = 0;
+  PLM_CHECK_OK(plm_op_tunable_count(op, &count));
+  ck_assert_int_eq(count, 1);
+  plm_tunable_info t;
+  PLM_CHECK_OK(plm_op_tunable_info_get(op, 0, &t));
+  ck_assert_str_eq(t.name, "tile_width");
+  ck_assert_int_eq(t.backend, PLM_BACKEND_CUDA);
+  ck_assert_int_eq(t.fallback, 16); /* 16 x 16, the block before it was tunable */
+  ck_assert_int_eq(t.candidate_count, 4);
+  const int64_t widths[] = {8, 16, 32, 64};
+  for (int c = 0; c < 4; c++) ck_assert_int_eq(t.candidates[c], widths[c]);
 }
 END_TEST
 
@@ -167,6 +244,179 @@ START_TEST(test_forced_gemm_threshold_switches_the_lstm_path_within_tolerance) {
                   per_unit[k]);
   free(x);
   free(weights);
+}
+END_TEST
+
+/* entropy (window 7 over u8, dense histograms; window 9 over u16 value-as-bin, sparse ones)
+ * and the fused op (window 7, 64 bins: dense; window 33, 4096 bins: global) over two frames
+ * of 160 x 600, each with the launch shape's values forced on cuda (index -1: none; else
+ * launch_shape[index] at candidate c), their outputs downloaded one after another into out
+ * (4 x the frames' pixels x 4 bytes). */
+enum {
+  SHAPE_FRAMES = 2,
+  SHAPE_H = 160,
+  SHAPE_W = 600,
+  SHAPE_PIXELS = SHAPE_FRAMES * SHAPE_H * SHAPE_W
+};
+
+static void window_ops_with_shape(int index, int c, const plm_tensor *u8, const plm_tensor *u16,
+                                  unsigned char *out) {
+  if (index >= 0) {
+    const int64_t value = launch_shape[index].candidates[c];
+    PLM_CHECK_OK(plm_tuning_set(PLM_BACKEND_CUDA, "entropy", launch_shape[index].name, -1, value));
+    PLM_CHECK_OK(plm_tuning_set(PLM_BACKEND_CUDA, "sobel_entropy_threshold",
+                                launch_shape[index].name, -1, value));
+  }
+  const int64_t dims[3] = {SHAPE_FRAMES, SHAPE_H, SHAPE_W};
+  plm_tensor result = plm_test_upload(PLM_DTYPE_F32, 3, dims, NULL);
+  plm_tensor mask = plm_test_upload(PLM_DTYPE_U8, 3, dims, NULL);
+  plm_entropy_params entropy = plm_entropy_params_default();
+  plm_sobel_entropy_threshold_params fused = {
+      .entropy = {.window = 7, .bins = 64, .range_lo = 0.0, .range_hi = 1000.0},
+      .threshold = {.value = 3.0, .compare = PLM_COMPARE_GT}};
+  const size_t floats = (size_t)SHAPE_PIXELS * sizeof(float);
+  for (int run = 0; run < 4; run++) {
+    if (run < 2) {
+      entropy.window = run == 0 ? 7 : 9;
+      PLM_CHECK_OK(plm_entropy(plm_test_stream, run == 0 ? u8 : u16, &entropy, &result));
+      PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, out + run * floats, result.data, floats,
+                                     PLM_COPY_DEVICE_TO_HOST));
+    } else {
+      fused.entropy.window = run == 2 ? 7 : 33;
+      fused.entropy.bins = run == 2 ? 64 : 4096;
+      PLM_CHECK_OK(plm_sobel_entropy_threshold(plm_test_stream, u8, &fused, &mask));
+      PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, out + run * floats, mask.data, SHAPE_PIXELS,
+                                     PLM_COPY_DEVICE_TO_HOST));
+    }
+  }
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &result));
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &mask));
+  plm_tuning_reset();
+}
+
+/* On cuda every launch shape computes the default's bits (the kernel's plan changes: see
+ * tests/test_entropy_cuda_logic.cpp); on host the cuda values, forced, change nothing. */
+START_TEST(test_forced_launch_shapes_keep_the_bits) {
+  uint8_t *frames = malloc((size_t)SHAPE_PIXELS * 3);
+  ck_assert_ptr_nonnull(frames);
+  uint64_t seed = 41;
+  for (int k = 0; k < SHAPE_PIXELS * 3; k++) frames[k] = (uint8_t)(plm_test_random(&seed) >> 59);
+  const int64_t dims[3] = {SHAPE_FRAMES, SHAPE_H, SHAPE_W};
+  plm_tensor u8 = plm_test_upload(PLM_DTYPE_U8, 3, dims, frames);
+  plm_tensor u16 = plm_test_upload(PLM_DTYPE_U16, 3, dims, frames + SHAPE_PIXELS);
+  const size_t bytes = (size_t)4 * SHAPE_PIXELS * sizeof(float);
+  unsigned char *base = calloc(1, bytes), *forced = calloc(1, bytes);
+  ck_assert(base && forced);
+  window_ops_with_shape(-1, 0, &u8, &u16, base);
+  for (int index = 0; index < LAUNCH_SHAPE_TUNABLES; index++)
+    for (int c = 0; c < launch_shape[index].candidate_count; c++) {
+      if (launch_shape[index].candidates[c] == launch_shape[index].fallback) continue;
+      memset(forced, 0xa5, bytes);
+      window_ops_with_shape(index, c, &u8, &u16, forced);
+      for (int run = 0; run < 4; run++) {
+        const size_t part = bytes / 4, used = run < 2 ? part : SHAPE_PIXELS;
+        ck_assert_msg(memcmp(forced + run * part, base + run * part, used) == 0,
+                      "%s=%lld changes run %d's output on %s", launch_shape[index].name,
+                      (long long)launch_shape[index].candidates[c], run,
+                      plm_backend_name(plm_test_backend));
+      }
+    }
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &u8));
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &u16));
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+  free(frames);
+  free(base);
+  free(forced);
+}
+END_TEST
+
+/* conv2d with 5 x 5 taps (same padding, reflect101) and 3 x 3 taps at strides 2, 3 over
+ * two u16 frames of 160 x 600, conv2d's tile_width forced on cuda to `width` (0: none);
+ * both outputs into out, one after the other. */
+static void conv2d_with_tile_width(int64_t width, const plm_tensor *in, const plm_tensor *taps5,
+                                   const plm_tensor *taps3, float *out, size_t *floats) {
+  if (width) PLM_CHECK_OK(plm_tuning_set(PLM_BACKEND_CUDA, "conv2d", "tile_width", -1, width));
+  *floats = 0;
+  for (int run = 0; run < 2; run++) {
+    plm_conv2d_params params = plm_conv2d_params_default();
+    params.border = run == 0 ? PLM_BORDER_REFLECT101 : PLM_BORDER_ZERO;
+    params.pad_y = params.pad_x = run == 0 ? 2 : 1;
+    params.stride_y = run == 0 ? 1 : 2;
+    params.stride_x = run == 0 ? 1 : 3;
+    const plm_tensor *kernel = run == 0 ? taps5 : taps3;
+    plm_shape shape;
+    PLM_CHECK_OK(plm_conv2d_output(in, kernel, &params, &shape));
+    plm_tensor result = plm_test_upload(PLM_DTYPE_F32, shape.ndim, shape.dims, NULL);
+    PLM_CHECK_OK(plm_conv2d(plm_test_stream, in, kernel, &params, &result));
+    const size_t count = (size_t)plm_tensor_numel(&result);
+    PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, out + *floats, result.data,
+                                   count * sizeof(float), PLM_COPY_DEVICE_TO_HOST));
+    PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+    PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &result));
+    *floats += count;
+  }
+  plm_tuning_reset();
+}
+
+/* On cuda every block shape computes the default's bits; on host the value changes nothing. */
+START_TEST(test_forced_tile_widths_keep_the_conv2d_bits) {
+  uint16_t *frames = malloc((size_t)SHAPE_PIXELS * sizeof *frames);
+  ck_assert_ptr_nonnull(frames);
+  uint64_t seed = 43;
+  for (int k = 0; k < SHAPE_PIXELS; k++) frames[k] = (uint16_t)(plm_test_random(&seed) >> 48);
+  float *taps = plm_test_uniform_f32(25, 1.0, 11);
+  const int64_t dims[3] = {SHAPE_FRAMES, SHAPE_H, SHAPE_W};
+  plm_tensor in = plm_test_upload(PLM_DTYPE_U16, 3, dims, frames);
+  plm_tensor taps5 = plm_test_upload(PLM_DTYPE_F32, 2, (int64_t[]){5, 5}, taps);
+  plm_tensor taps3 = plm_test_upload(PLM_DTYPE_F32, 2, (int64_t[]){3, 3}, taps);
+  float *base = calloc((size_t)2 * SHAPE_PIXELS, sizeof(float));
+  float *forced = calloc((size_t)2 * SHAPE_PIXELS, sizeof(float));
+  ck_assert(base && forced);
+  size_t floats = 0, forced_floats = 0;
+  conv2d_with_tile_width(0, &in, &taps5, &taps3, base, &floats);
+  for (int64_t width = 8; width <= 64; width *= 2) {
+    memset(forced, 0xa5, (size_t)2 * SHAPE_PIXELS * sizeof(float));
+    conv2d_with_tile_width(width, &in, &taps5, &taps3, forced, &forced_floats);
+    ck_assert_uint_eq(forced_floats, floats);
+    ck_assert_msg(memcmp(forced, base, floats * sizeof(float)) == 0,
+                  "tile_width=%lld changes conv2d's output on %s", (long long)width,
+                  plm_backend_name(plm_test_backend));
+  }
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &in));
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &taps5));
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &taps3));
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+  free(frames);
+  free(taps);
+  free(base);
+  free(forced);
+}
+END_TEST
+
+/* A pipeline's compile resolves the launch shape forced on cuda into its fused step, and
+ * describe shows it there, on cuda only (a host pipeline's steps have no cuda values). */
+START_TEST(test_a_forced_launch_shape_reaches_the_fused_step) {
+  PLM_CHECK_OK(
+      plm_tuning_set(PLM_BACKEND_CUDA, "sobel_entropy_threshold", "max_block_threads", -1, 32));
+  const int64_t dims[2] = {64, 96};
+  plm_pipeline *pl = NULL;
+  PLM_CHECK_OK(plm_pipeline_parse(plm_test_ctx,
+                                  "sobel ! entropy window=5 bins=64 range=0,1000 ! "
+                                  "threshold value=3",
+                                  PLM_DTYPE_U8, 2, dims, &pl));
+  char text[4096];
+  compile_and_describe(pl, text, sizeof text);
+  ck_assert_msg(strstr(text, "sobel_entropy_threshold"), "not fused: %s", text);
+  if (plm_test_backend == PLM_BACKEND_CUDA)
+    ck_assert_msg(strstr(text,
+                         "max_block_threads=32 (default 128), segment_windows=2, "
+                         "min_tasks=512\n"),
+                  "%s", text);
+  else
+    ck_assert_msg(!strstr(text, "max_block_threads"), "%s", text);
+  PLM_CHECK_OK(plm_pipeline_destroy(pl));
+  plm_tuning_reset();
 }
 END_TEST
 
@@ -281,6 +531,11 @@ static Suite *tuning_suite(void) {
   plm_test_add_stream_fixture(tc);
   tcase_add_test(tc, test_every_tunable_has_its_default_among_ascending_candidates);
   tcase_add_test(tc, test_set_refuses_what_is_not_a_tunable_value);
+  tcase_add_test(tc, test_the_window_kernels_launch_shape_is_listed_on_cuda);
+  tcase_add_test(tc, test_conv2d_lists_its_cuda_tile_width);
+  tcase_add_test(tc, test_forced_tile_widths_keep_the_conv2d_bits);
+  tcase_add_test(tc, test_forced_launch_shapes_keep_the_bits);
+  tcase_add_test(tc, test_a_forced_launch_shape_reaches_the_fused_step);
   tcase_add_test(tc, test_forced_bands_change_the_plan_and_keep_the_bits);
   tcase_add_test(tc, test_forced_gemm_threshold_switches_the_lstm_path_within_tolerance);
   tcase_add_test(tc, test_a_stored_table_is_read_back_as_plume_tuning_says);

@@ -15,6 +15,11 @@
 #include "kernels/common/plm_hd.h"
 #include "plume/conv.h"
 
+/* The CUDA conv2d kernel's block (kernels/cuda/conv.cu): a tile of tile_width x (256 /
+ * tile_width) outputs, one thread each; tile_width is the op's cuda tunable (8, 16, 32 or
+ * 64), 16 (16 x 16) the default, the block plume launched before it was tunable. */
+enum { PLM__CONV2D_CUDA_TILE_WIDTH = 16, PLM__CONV2D_CUDA_TILE_THREADS = 256 };
+
 typedef struct plm__conv2d_args {
   const void *in;    /* (n, h, w) of dtype */
   const float *taps; /* (kh, kw) */
@@ -23,6 +28,7 @@ typedef struct plm__conv2d_args {
   plm_dtype dtype; /* of in: u8, u16 or f32 */
   int kh, kw, stride_y, stride_x, pad_y, pad_x;
   plm_border border;
+  int cuda_tile_width; /* cuda: the block's tile width (ops/conv.c's tunable) */
 } plm__conv2d_args;
 
 typedef struct plm__sobel_args {

@@ -35,6 +35,26 @@ enum {
  * more bands balance uneven cores, fewer cost less scratch and halo. */
 enum { PLM__ENTROPY_CPU_BANDS_PER_THREAD = 4 };
 
+/* The launch shape of the CUDA window kernel (kernels/cuda/entropy.cu's make_plan), which
+ * entropy and the fused op both take from their cuda tunables (ops/op_tuning.h's
+ * PLM__ENTROPY_CUDA_TUNABLES, in this struct's order): at most max_threads threads per
+ * block (32, 64 or 128; fewer where the shared-memory budget of the plan's kind of
+ * histogram does not fit that many, never another kind), and tasks of segment_windows x
+ * max(w, 16) output rows, halved down to 8 while the launch has fewer than min_tasks
+ * tasks. Any shape computes the same bits: it changes the speed alone. */
+typedef struct plm__entropy_cuda_shape {
+  int max_threads;
+  int segment_windows;
+  int min_tasks;
+} plm__entropy_cuda_shape;
+
+/* The shape plume launched before it was tunable: the tunables' defaults. */
+enum {
+  PLM__ENTROPY_CUDA_MAX_THREADS = 128,
+  PLM__ENTROPY_CUDA_SEGMENT_WINDOWS = 2,
+  PLM__ENTROPY_CUDA_MIN_TASKS = 512
+};
+
 typedef struct plm__entropy_args {
   const void *in;
   float *out;
@@ -46,6 +66,7 @@ typedef struct plm__entropy_args {
   int range_auto;       /* f32: per-frame finite [min, max] instead of [lo, hi) */
   double lo, hi;        /* f32 without range_auto */
   int bands_per_thread; /* host: CPU work bands per pool thread (ops/entropy.c's tunable) */
+  plm__entropy_cuda_shape cuda_shape; /* cuda: the window kernel's (ops/entropy.c's tunables) */
 } plm__entropy_args;
 
 /* c log2 c in 32.32 fixed point (0 for c = 0 and 1). */

@@ -32,6 +32,7 @@ typedef struct plm__sobel_entropy_threshold_args {
   double value;          /* the threshold */
   plm_compare compare;
   int bands_per_thread; /* host: CPU work bands per pool thread (ops/fused.c's tunable) */
+  plm__entropy_cuda_shape cuda_shape; /* cuda: the window kernel's (ops/fused.c's tunables) */
 } plm__sobel_entropy_threshold_args;
 
 /* The bin of the Sobel magnitude at pixel (y, x) of frame `frame` (y and x inside the

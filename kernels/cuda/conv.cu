@@ -1,9 +1,10 @@
 /* kernels/cuda/conv.cu: conv2d and sobel on the GPU.
  *
- * One thread per output pixel, blocks of TILE x TILE pixels. A block walks the tiles
- * of the output in a grid-stride loop over (tile column, tile row, frame) on grid
- * (x, y, z), so that any output the CPU takes runs, however tall or wide or deep the
- * batch: each grid dimension is capped below its CUDA limit and the loop covers the
+ * One thread per output pixel, blocks of 16 x 16 pixels (conv2d: tile_width x 256 /
+ * tile_width, its cuda tunable, 16 x 16 by default: conv2d_launch_of). A block walks
+ * the tiles of the output in a grid-stride loop over (tile column, tile row, frame) on
+ * grid (x, y, z), so that any output the CPU takes runs, however tall or wide or deep
+ * the batch: each grid dimension is capped below its CUDA limit and the loop covers the
  * rest. Per tile, a block first stages its input tile plus halo in shared memory
  * (each pixel read once through the border rule, converted to f32), with conv2d's
  * taps beside it, then every thread sums its window from shared memory without
@@ -12,16 +13,18 @@
  * (plm__conv2d_pixel, the same function as the CPU's fallback).
  *
  * Staging (stage_tile) walks the tile's rows and columns with two loops, each thread of
- * the 16 x 16 block taking every 16th row and in it every 16th column, so no element
+ * a bx x by block taking every by-th row and in it every bx-th column, so no element
  * costs a division. tests/test_conv_cuda_logic.cpp compiles this file as plain C++
  * (the kernels and launchers are under __CUDACC__) and checks on the host that the
- * block's threads together write every element of tiles of the launchers' shapes
- * exactly once, with the value the border rule gives (as the former loop over
- * idx / cols, idx % cols did).
+ * block's threads together write every element of tiles of the launchers' shapes, for
+ * every block conv2d's tile_width gives, exactly once, with the value the border rule
+ * gives (as the former loop over idx / cols, idx % cols did), and that conv2d_launch_of
+ * makes the launch plume made before the block was tunable at the default.
  *
  * Device cost model, per output pixel (s: the input's bytes per element, 1, 2 or 4):
  *   - conv2d, tiled: the tile of a 16 x 16 block of outputs is R x C = (15 stride_y +
- *     kh) x (15 stride_x + kw) inputs, each read once through the border rule: R C / 256
+ *     kh) x (15 stride_x + kw) inputs (of a W x H block, (H - 1) stride_y + kh rows
+ *     by (W - 1) stride_x + kw columns), each read once through the border rule: R C / 256
  *     x s bytes read per output (3 x 3, stride 1: 1.27 s), the taps (kh kw x 4 bytes)
  *     once per block; 4 bytes written; 2 kh kw flops from shared memory. One launch.
  *     Floor: (R C / 256 x s + 4) bytes x outputs / bandwidth: a 2048 x 2048 u8 frame
@@ -41,6 +44,34 @@
 
 enum { TILE = 16, SMEM_MAX = 48 * 1024 };
 
+/* A conv2d launch: the block (tile_w x tile_h threads, one output each), the input tile
+ * that its outputs read (with the halo) and the tiled kernel's shared memory in bytes,
+ * past SMEM_MAX when the direct kernel runs instead. */
+struct conv2d_launch {
+  int tile_w, tile_h;
+  int64_t tile_rows, tile_cols, smem;
+};
+
+/* The launch for args: tile_w the largest power of two of at most args->cuda_tile_width
+ * (1..PLM__CONV2D_CUDA_TILE_THREADS; a value out of range is taken as the nearest end),
+ * tile_h the rest of the block's PLM__CONV2D_CUDA_TILE_THREADS threads. Every width gives
+ * a valid launch: a tile too large for shared memory runs the direct kernel. */
+static conv2d_launch conv2d_launch_of(const plm__conv2d_args *args) {
+  conv2d_launch l = {};
+  l.tile_w = PLM__CONV2D_CUDA_TILE_THREADS;
+  while (l.tile_w > 1 && l.tile_w > args->cuda_tile_width) l.tile_w /= 2;
+  l.tile_h = PLM__CONV2D_CUDA_TILE_THREADS / l.tile_w;
+  l.tile_rows = (int64_t)(l.tile_h - 1) * args->stride_y + args->kh;
+  l.tile_cols = (int64_t)(l.tile_w - 1) * args->stride_x + args->kw;
+  /* Either side alone past the budget means the direct kernel; checking that first
+   * keeps the product below from overflowing with huge strides. */
+  const int64_t most_floats = SMEM_MAX / (int64_t)sizeof(float);
+  l.smem = SMEM_MAX + 1;
+  if (l.tile_rows <= most_floats && l.tile_cols <= most_floats)
+    l.smem = (l.tile_rows * l.tile_cols + (int64_t)args->kh * args->kw) * (int64_t)sizeof(float);
+  return l;
+}
+
 /* Stage rows [y0, y0 + rows) x columns [x0, x0 + cols) of one frame, border applied,
  * into tile (row-major, cols wide); every thread of a bx x by block takes part, thread
  * (tx, ty) the rows ty, ty + by, ... and in each the columns tx, tx + bx, ... (a warp
@@ -59,15 +90,15 @@ static PLM_HD void stage_tile(float *tile, const void *frame, plm_dtype dtype, i
  * far more than any GPU runs at once, so the grid-stride loops lose nothing). */
 static const int64_t kGridYZ = 65535, kGridX = 1 << 20;
 
-/* The tiles of an output of n frames of h x w, TILE x TILE each, and a loop over the
- * ones of this block. The loop bounds are the same for every thread of a block, so
+/* The tiles of an output of n frames of h x w, tile_h x tile_w each, and a loop over
+ * the ones of this block. The loop bounds are the same for every thread of a block, so
  * its body may hold __syncthreads. */
 struct tiles {
   int64_t n, rows, cols; /* frames, and tiles per frame down and across */
 };
 
-static PLM_HD tiles tiles_of(int64_t n, int64_t h, int64_t w) {
-  return tiles{n, (h + TILE - 1) / TILE, (w + TILE - 1) / TILE};
+static PLM_HD tiles tiles_of(int64_t n, int64_t h, int64_t w, int64_t tile_h, int64_t tile_w) {
+  return tiles{n, (h + tile_h - 1) / tile_h, (w + tile_w - 1) / tile_w};
 }
 
 #define FOR_EACH_TILE(t, frame, tile_y, tile_x)                               \
@@ -91,9 +122,9 @@ __global__ void conv2d_tiled_kernel(plm__conv2d_args a, int tile_rows, int tile_
   for (int idx = threadIdx.y * blockDim.x + threadIdx.x; idx < a.kh * a.kw; idx += threads)
     taps[idx] = a.taps[idx];
   size_t element = plm__conv_element_size(a.dtype);
-  const tiles t = tiles_of(a.n, a.ho, a.wo);
+  const tiles t = tiles_of(a.n, a.ho, a.wo, blockDim.y, blockDim.x);
   FOR_EACH_TILE(t, frame, tile_y, tile_x) {
-    const int64_t oy0 = tile_y * TILE, ox0 = tile_x * TILE;
+    const int64_t oy0 = tile_y * blockDim.y, ox0 = tile_x * blockDim.x;
     const int64_t y = oy0 + threadIdx.y, x = ox0 + threadIdx.x;
     const void *in = (const char *)a.in + (size_t)(frame * a.h * a.w) * element;
     __syncthreads(); /* the taps are in; the previous tile's reads of tile are done */
@@ -111,9 +142,9 @@ __global__ void conv2d_tiled_kernel(plm__conv2d_args a, int tile_rows, int tile_
 }
 
 __global__ void conv2d_direct_kernel(plm__conv2d_args a) {
-  const tiles t = tiles_of(a.n, a.ho, a.wo);
+  const tiles t = tiles_of(a.n, a.ho, a.wo, blockDim.y, blockDim.x);
   FOR_EACH_TILE(t, frame, tile_y, tile_x) {
-    const int64_t y = tile_y * TILE + threadIdx.y, x = tile_x * TILE + threadIdx.x;
+    const int64_t y = tile_y * blockDim.y + threadIdx.y, x = tile_x * blockDim.x + threadIdx.x;
     if (y < a.ho && x < a.wo)
       a.out[(frame * a.ho + y) * a.wo + x] = plm__conv2d_pixel(&a, frame, y, x);
   }
@@ -122,7 +153,7 @@ __global__ void conv2d_direct_kernel(plm__conv2d_args a) {
 __global__ void sobel_kernel(plm__sobel_args a) {
   __shared__ float tile[TILE + 2][TILE + 2];
   size_t element = plm__conv_element_size(a.dtype);
-  const tiles t = tiles_of(a.n, a.h, a.w);
+  const tiles t = tiles_of(a.n, a.h, a.w, TILE, TILE);
   FOR_EACH_TILE(t, frame, tile_y, tile_x) {
     const int64_t y0 = tile_y * TILE, x0 = tile_x * TILE;
     const int64_t y = y0 + threadIdx.y, x = x0 + threadIdx.x;
@@ -146,26 +177,21 @@ __global__ void sobel_kernel(plm__sobel_args a) {
 
 /* The grid over an output's tiles, each dimension capped (FOR_EACH_TILE covers the
  * rest): never refused. */
-static dim3 make_grid(int64_t n, int64_t height, int64_t width) {
-  const tiles t = tiles_of(n, height, width);
+static dim3 make_grid(int64_t n, int64_t height, int64_t width, int tile_h, int tile_w) {
+  const tiles t = tiles_of(n, height, width, tile_h, tile_w);
   return dim3((unsigned)(t.cols < kGridX ? t.cols : kGridX),
               (unsigned)(t.rows < kGridYZ ? t.rows : kGridYZ),
               (unsigned)(t.n < kGridYZ ? t.n : kGridYZ));
 }
 
 extern "C" plm_status plm__conv2d_cuda(void *stream, const plm__conv2d_args *args) {
-  const dim3 grid = make_grid(args->n, args->ho, args->wo), block(TILE, TILE);
+  const conv2d_launch l = conv2d_launch_of(args);
+  const dim3 grid = make_grid(args->n, args->ho, args->wo, l.tile_h, l.tile_w);
+  const dim3 block((unsigned)l.tile_w, (unsigned)l.tile_h);
   cudaStream_t s = (cudaStream_t)stream;
-  int64_t tile_rows = (int64_t)(TILE - 1) * args->stride_y + args->kh;
-  int64_t tile_cols = (int64_t)(TILE - 1) * args->stride_x + args->kw;
-  /* Either side alone past the budget means the direct kernel; checking that first
-   * keeps the product below from overflowing with huge strides. */
-  const int64_t most_floats = SMEM_MAX / (int64_t)sizeof(float);
-  int64_t smem = SMEM_MAX + 1;
-  if (tile_rows <= most_floats && tile_cols <= most_floats)
-    smem = (tile_rows * tile_cols + (int64_t)args->kh * args->kw) * (int64_t)sizeof(float);
-  if (smem <= SMEM_MAX) {
-    conv2d_tiled_kernel<<<grid, block, (size_t)smem, s>>>(*args, (int)tile_rows, (int)tile_cols);
+  if (l.smem <= SMEM_MAX) {
+    conv2d_tiled_kernel<<<grid, block, (size_t)l.smem, s>>>(*args, (int)l.tile_rows,
+                                                            (int)l.tile_cols);
     return plm__cuda_check_launch("conv2d_tiled_kernel");
   }
   conv2d_direct_kernel<<<grid, block, 0, s>>>(*args);
@@ -173,7 +199,7 @@ extern "C" plm_status plm__conv2d_cuda(void *stream, const plm__conv2d_args *arg
 }
 
 extern "C" plm_status plm__sobel_cuda(void *stream, const plm__sobel_args *args) {
-  const dim3 grid = make_grid(args->n, args->h, args->w), block(TILE, TILE);
+  const dim3 grid = make_grid(args->n, args->h, args->w, TILE, TILE), block(TILE, TILE);
   sobel_kernel<<<grid, block, 0, (cudaStream_t)stream>>>(*args);
   return plm__cuda_check_launch("sobel_kernel");
 }

@@ -4,9 +4,9 @@
  *   - sobel_entropy_threshold (fused): the bins of the Sobel magnitude, computed on
  *     chip, a mask out; neither the magnitude nor the entropy reaches global memory.
  *
- * The work. A block of T threads (32..128) owns a strip of T output columns of one
- * frame, one column per thread, and takes tasks (frame, strip, segment of R rows) in a
- * grid-stride loop. For a task each thread fills its window's histogram for the
+ * The work. A block of T threads (32, 64 or 128) owns a strip of T output columns of
+ * one frame, one column per thread, and takes tasks (frame, strip, segment of R rows)
+ * in a grid-stride loop. For a task each thread fills its window's histogram for the
  * segment's first row, then slides down its column: per row it takes out the row of
  * the window that leaves and adds the row that enters (2w count changes), keeping
  * S = sum c log2 c in 32.32 fixed point by one lookup per change in the table of
@@ -24,12 +24,23 @@
  * past about 80 at T = 64) the ring is two rows, entering and leaving, and every row
  * is binned twice as often.
  *
+ * The launch shape is tunable per device (plm__entropy_cuda_shape, kernels/common/
+ * entropy.h: both ops' cuda tunables max_block_threads, segment_windows and min_tasks,
+ * resolved once per call or pipeline step and passed in the op's args): T is the most
+ * threads, up to max_block_threads, whose histograms fit the budget of the kind below
+ * (the kind itself is chosen as at 32 threads, so no candidate changes it, and every
+ * candidate fits every input), R the segments' rows below. The defaults (128, 2, 512)
+ * are the shape plume launched before it was tunable. The entropy op's warp-owned
+ * histograms (below) have a fixed shape of their own.
+ *
  * Histograms, one per thread, the kind chosen per launch (make_plan):
  *   dense shared   a u16 count per bin in shared memory, two bins to a 32-bit word,
  *                  each thread's words in its own bank (DenseHist: no bank conflicts
- *                  between a warp's updates), when T bins 2 bytes fit 32 KiB, T >= 32: up to 512 bins (u8's
- *                  256 at T = 64), and the block stays within the 48 KiB a kernel gets
- *                  without asking.
+ *                  between a warp's updates), when T bins 2 bytes fit 32 KiB, T >= 32:
+ *                  up to 512 bins (u8's 256 at T = 64). With the ring and the
+ *                  differences a block may pass the 48 KiB a kernel gets without
+ *                  asking (32 KiB of histograms and a window past about 24): the
+ *                  launch then opts in, as for the sparse kind (at most 104 KiB in all).
  *   sparse shared  more bins (u16 value-as-bin: 65536) but a small window: a window
  *                  holds at most min(bins, w^2) distinct bins, so each thread keeps an
  *                  open-addressing table of (bin, count) pairs, u32 each, P of them,
@@ -56,10 +67,11 @@
  * w^2) are copied into shared memory at the start of each block when they take at most
  * 8 KiB (w <= 31); beyond, the lookups go to the device's table (L1, L2).
  *
- * Segments: R = max(2w, 32) rows, halved (down to 8) while the launch has fewer than
- * 512 tasks, so that one small frame still spreads over the GPU. A task costs w^2
- * count changes to fill its first window, then 2w per row: 2w + w^2 / R per pixel,
- * against the 2w of a pure slide (40 against 32 for w = 16, R = 32).
+ * Segments: R = segment_windows x max(w, 16) rows (by default max(2w, 32)), halved
+ * (down to 8) while the launch has fewer than min_tasks tasks (by default 512), so that
+ * one small frame still spreads over the GPU. A task costs w^2 count changes to fill
+ * its first window, then 2w per row: 2w + w^2 / R per pixel, against the 2w of a pure
+ * slide (40 against 32 for w = 16, R = 32).
  *
  * Cost model per pixel (entropy, u8 in, f32 out, w = 16, dense shared, T = 64, R = 32):
  *   DRAM: 1 byte read (halo rereads hit L2) and 4 written: 5 B. The memory floor is
@@ -68,12 +80,13 @@
  *   On chip: 40 count changes, each a shared load of a bin (the lanes read neighbouring
  *   bins: no conflict), a shared load and store of its count (each lane in its own bank:
  *   none) and a shared load of a difference (random: conflicts), about 10 cycles of the
- *   SM's shared-memory pipe per warp and change with the differences' conflicts, 16.7 M x 40 / 32 x 10 / 132 SMs / 1.75 GHz = 0.9 ms at
- *   4096^2, 14 us at 512^2. The kernel is bound by its count changes, not by memory:
- *   2w changes per pixel is the least any exact sliding histogram does; only fewer
- *   cycles per change (u8 counts for w <= 15, the differences in registers for small
- *   windows) would bring it closer to the floor. Fused adds the Sobel magnitude (9
- *   loads, ~20 flops) per binned pixel and writes 1 byte instead of 4.
+ *   SM's shared-memory pipe per warp and change with the differences' conflicts,
+ *   16.7 M x 40 / 32 x 10 / 132 SMs / 1.75 GHz = 0.9 ms at 4096^2, 14 us at 512^2.
+ *   The kernel is bound by its count changes, not by memory: 2w changes per pixel is
+ *   the least any exact sliding histogram does; only fewer cycles per change (u8
+ *   counts for w <= 15, the differences in registers for small windows) would bring
+ *   it closer to the floor. Fused adds the Sobel magnitude (9 loads, ~20 flops) per
+ *   binned pixel and writes 1 byte instead of 4.
  *   Launches per frame: 1, plus frame_range's 1 or 2 for f32 with auto range
  *   (kernels/common/frame_range.h), plus a memset with global histograms.
  *   Occupancy is bounded by shared memory: dense u8 at T = 64 takes 32 KiB of
@@ -107,7 +120,8 @@ constexpr size_t kDeltaBudget = 8 * 1024;          /* differences copied per blo
 constexpr size_t kGlobalHistBudget = size_t(64) << 20;
 constexpr size_t kDefaultSharedLimit = 48 * 1024;  /* beyond: an opt-in per kernel */
 constexpr int64_t kMinSegmentRows = 8;
-constexpr int64_t kTargetTasks = 512;
+constexpr int64_t kSegmentUnit = 16; /* R = segment_windows x max(w, kSegmentUnit) */
+static_assert(PLM__ENTROPY_CUDA_MAX_THREADS <= kMaxThreads, "the launch bounds cap the threads");
 constexpr int64_t kMaxBlocks = 65535LL * 32;
 constexpr size_t kAlign = 16;
 
@@ -142,10 +156,18 @@ struct plan {
   size_t scratch;                             /* global histograms, bytes */
 };
 
-/* The most threads (a power of two, kMinThreads..kMaxThreads) whose histograms of
- * `each` bytes fit `budget`; 0 when not even kMinThreads do. */
-int threads_fitting(size_t each, size_t budget) {
-  for (int t = kMaxThreads; t >= kMinThreads; t /= 2)
+/* The most threads of a block up to `most`: a power of two, kMinThreads..kMaxThreads
+ * (kMinThreads when `most` is below). */
+int threads_at_most(int most) {
+  int t = kMaxThreads;
+  while (t > kMinThreads && t > most) t /= 2;
+  return t;
+}
+
+/* The most threads (a power of two, kMinThreads..threads_at_most(most)) whose
+ * histograms of `each` bytes fit `budget`; 0 when not even kMinThreads do. */
+int threads_fitting(size_t each, size_t budget, int most) {
+  for (int t = threads_at_most(most); t >= kMinThreads; t /= 2)
     if ((size_t)t * each <= budget) return t;
   return 0;
 }
@@ -208,27 +230,31 @@ plan lay_out(int64_t frames, int64_t height, int64_t width, int window, int bins
   return p;
 }
 
-/* The launch's plan (the choices at the top of the file). */
-plan make_plan(int64_t frames, int64_t height, int64_t width, int window, int bins) {
+/* The launch's plan for a shape (the choices at the top of the file). A shape's value
+ * out of its range is taken as the nearest in it (threads also down to a power of
+ * two), so that any shape gives a valid plan. */
+plan make_plan(int64_t frames, int64_t height, int64_t width, int window, int bins,
+               const plm__entropy_cuda_shape &shape) {
   plan_choice choice = {};
-  const int dense_threads = threads_fitting(dense_bytes(bins), kDenseBudget);
-  const int sparse_threads =
-      threads_fitting((size_t)sparse_slots_for(window, bins) * sizeof(uint32_t), kSparseBudget);
-  if (dense_threads > 0) {
+  const int most = shape.max_threads;
+  const size_t dense_each = dense_bytes(bins);
+  const size_t sparse_each = (size_t)sparse_slots_for(window, bins) * sizeof(uint32_t);
+  if (threads_fitting(dense_each, kDenseBudget, kMinThreads) > 0) {
     choice.hist = HIST_DENSE_SHARED;
-    choice.threads = dense_threads;
-  } else if (sparse_threads > 0) {
+    choice.threads = threads_fitting(dense_each, kDenseBudget, most);
+  } else if (threads_fitting(sparse_each, kSparseBudget, kMinThreads) > 0) {
     choice.hist = HIST_SPARSE_SHARED;
-    choice.threads = sparse_threads;
+    choice.threads = threads_fitting(sparse_each, kSparseBudget, most);
   } else {
     choice.hist = HIST_DENSE_GLOBAL;
-    choice.threads = kMaxThreads;
+    choice.threads = threads_at_most(most);
   }
   const size_t row_bytes = (size_t)(choice.threads + window - 1) * sizeof(uint16_t);
   choice.ring_rows = (size_t)(window + 1) * row_bytes <= kRingBudget ? window + 1 : 2;
   const int64_t strips = (width + choice.threads - 1) / choice.threads;
-  int64_t rows = max64(2 * (int64_t)window, 32);
-  while (rows > kMinSegmentRows && frames * strips * ((height + rows - 1) / rows) < kTargetTasks)
+  const int64_t windows = max64(shape.segment_windows, 1), least_tasks = shape.min_tasks;
+  int64_t rows = windows * max64(window, kSegmentUnit);
+  while (rows > kMinSegmentRows && frames * strips * ((height + rows - 1) / rows) < least_tasks)
     rows = max64(rows / 2, kMinSegmentRows);
   choice.segment_rows = rows;
   return lay_out(frames, height, width, window, bins, choice);
@@ -265,7 +291,6 @@ struct DenseHist {
     for (int b = 0; b < bins; b++) *count(b) = 0;
   }
 };
-
 
 /* An open-addressing table of P = mask + 1 entries (bin << 16 | count; 0: empty),
  * entry i at base[i * stride]. A bin is looked for from its home slot onwards (linear
@@ -767,11 +792,13 @@ size_t ranges_bytes(const plm__entropy_args *args) {
 }
 
 plan entropy_plan(const plm__entropy_args *args) {
-  return make_plan(args->frames, args->height, args->width, args->window, args->bins);
+  return make_plan(args->frames, args->height, args->width, args->window, args->bins,
+                   args->cuda_shape);
 }
 
 plan fused_plan(const fused_args *args) {
-  return make_plan(args->sobel.n, args->sobel.h, args->sobel.w, args->window, args->bins);
+  return make_plan(args->sobel.n, args->sobel.h, args->sobel.w, args->window, args->bins,
+                   args->cuda_shape);
 }
 #endif
 
