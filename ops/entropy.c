@@ -54,16 +54,6 @@ static void cost(const plm__op_call *call, plm_op_cost *cost) {
                         .flops = count * (6.0 * params->window + 4.0)};
 }
 
-/* The tunables, in the descriptor's order: the host's bands, then the CUDA launch shape's
- * (ops/op_tuning.h). */
-enum {
-  TUNE_BANDS,
-  TUNE_CUDA_SHAPE,
-  TUNE_COUNT = TUNE_CUDA_SHAPE + PLM__ENTROPY_CUDA_TUNABLE_COUNT
-};
-_Static_assert((int)TUNE_COUNT <= (int)PLM__OP_MAX_TUNABLES,
-               "a call's plm__op_tuning holds them all");
-
 /* The kernels' arguments (in->data may be NULL: a description, for the scratch size). */
 static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch, void *out_args) {
   (void)ctx;
@@ -85,8 +75,9 @@ static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch
       .range_auto = in->dtype == PLM_DTYPE_F32 && params->range_auto,
       .lo = params->range_lo,
       .hi = params->range_hi,
-      .bands_per_thread = (int)plm__op_tuned(&plm__op_entropy, call, TUNE_BANDS),
-      .cuda_shape = plm__entropy_cuda_shape_tuned(&plm__op_entropy, call, TUNE_CUDA_SHAPE)};
+      .bands_per_thread = (int)plm__op_tuned(&plm__op_entropy, call, PLM__WINDOW_TUNE_BANDS),
+      .cuda_shape =
+          plm__entropy_cuda_shape_tuned(&plm__op_entropy, call, PLM__WINDOW_TUNE_CUDA_SHAPE)};
 }
 
 static void run_cpu(const void *args) {
@@ -156,10 +147,8 @@ const plm__op_desc plm__op_entropy = {
     .cuda_scratch = PLM__CUDA_ENTRY(cuda_scratch),
     .cpu = run_cpu,
     .cuda = PLM__CUDA_ENTRY(run_cuda),
-    .tunable_count = TUNE_COUNT,
-    .tunables = (const plm__op_tunable[TUNE_COUNT]){PLM__BANDS_PER_THREAD_TUNABLE(
-                                                        PLM__ENTROPY_CPU_BANDS_PER_THREAD),
-                                                    PLM__ENTROPY_CUDA_TUNABLES},
+    .tunable_count = PLM__WINDOW_TUNE_COUNT,
+    .tunables = PLM__WINDOW_OP_TUNABLES(PLM__ENTROPY_CPU_BANDS_PER_THREAD),
 };
 
 /* ---- the public and internal entries ------------------------------------------------------ */

@@ -67,16 +67,6 @@ static void cost(const plm__op_call *call, plm_op_cost *cost) {
                         .flops = count * (17.0 + 4.0 + 6.0 * params->entropy.window + 4.0 + 1.0)};
 }
 
-/* The tunables, in the descriptor's order: the host's bands, then the CUDA launch shape's
- * (ops/op_tuning.h). */
-enum {
-  TUNE_BANDS,
-  TUNE_CUDA_SHAPE,
-  TUNE_COUNT = TUNE_CUDA_SHAPE + PLM__ENTROPY_CUDA_TUNABLE_COUNT
-};
-_Static_assert((int)TUNE_COUNT <= (int)PLM__OP_MAX_TUNABLES,
-               "a call's plm__op_tuning holds them all");
-
 /* The kernel's arguments (in->data may be NULL: a description, for the scratch size). */
 static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch, void *args) {
   (void)ctx;
@@ -98,9 +88,10 @@ static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch
       .hi = params->entropy.range_hi,
       .value = params->threshold.value,
       .compare = params->threshold.compare,
-      .bands_per_thread = (int)plm__op_tuned(&plm__op_sobel_entropy_threshold, call, TUNE_BANDS),
-      .cuda_shape =
-          plm__entropy_cuda_shape_tuned(&plm__op_sobel_entropy_threshold, call, TUNE_CUDA_SHAPE)};
+      .bands_per_thread =
+          (int)plm__op_tuned(&plm__op_sobel_entropy_threshold, call, PLM__WINDOW_TUNE_BANDS),
+      .cuda_shape = plm__entropy_cuda_shape_tuned(&plm__op_sobel_entropy_threshold, call,
+                                                  PLM__WINDOW_TUNE_CUDA_SHAPE)};
 }
 
 static void run_cpu(const void *args) {
@@ -188,10 +179,8 @@ const plm__op_desc plm__op_sobel_entropy_threshold = {
     .cuda_scratch = PLM__CUDA_ENTRY(cuda_scratch),
     .cpu = run_cpu,
     .cuda = PLM__CUDA_ENTRY(run_cuda),
-    .tunable_count = TUNE_COUNT,
-    .tunables = (const plm__op_tunable[TUNE_COUNT]){PLM__BANDS_PER_THREAD_TUNABLE(
-                                                        PLM__FUSED_CPU_BANDS_PER_THREAD),
-                                                    PLM__ENTROPY_CUDA_TUNABLES},
+    .tunable_count = PLM__WINDOW_TUNE_COUNT,
+    .tunables = PLM__WINDOW_OP_TUNABLES(PLM__FUSED_CPU_BANDS_PER_THREAD),
 };
 
 /* ---- the public and internal entries ------------------------------------------------------ */

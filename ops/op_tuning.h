@@ -73,6 +73,22 @@
 
 enum { PLM__ENTROPY_CUDA_TUNABLE_COUNT = 3 };
 
+/* The tunables of an op run by the window kernels (entropy, the fused op), in their
+ * descriptors' order: the host's bands per thread, then the CUDA launch shape's three. */
+enum {
+  PLM__WINDOW_TUNE_BANDS,
+  PLM__WINDOW_TUNE_CUDA_SHAPE,
+  PLM__WINDOW_TUNE_COUNT = PLM__WINDOW_TUNE_CUDA_SHAPE + PLM__ENTROPY_CUDA_TUNABLE_COUNT
+};
+_Static_assert((int)PLM__WINDOW_TUNE_COUNT <= (int)PLM__OP_MAX_TUNABLES,
+               "a call's plm__op_tuning holds a window op's tunables");
+
+/* A window op's descriptor's tunables, its host bands per thread defaulting to bands. */
+#define PLM__WINDOW_OP_TUNABLES(bands)                               \
+  (const plm__op_tunable[PLM__WINDOW_TUNE_COUNT]) {                  \
+    PLM__BANDS_PER_THREAD_TUNABLE(bands), PLM__ENTROPY_CUDA_TUNABLES \
+  }
+
 /* The values in force of the three PLM__ENTROPY_CUDA_TUNABLES, op's tunables first..first+2. */
 static inline plm__entropy_cuda_shape plm__entropy_cuda_shape_tuned(const plm__op_desc *op,
                                                                     const plm__op_call *call,
