@@ -1,6 +1,7 @@
 /* apps/tune_commands.c: `plume tune` (apps/tune_commands.h). */
 #include "apps/tune_commands.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,8 +12,9 @@
 static const char tune_usage[] =
     "usage: plume tune [--backend host|cuda|auto] [--quick] [--op NAME] [--runs N]\n"
     "       plume tune --report [--backend host|cuda|auto]\n"
-    "Measures each op's tunables on the device and writes the table the ops read at plan\n"
-    "time ($XDG_CACHE_HOME/plume; PLUME_TUNING=off|refresh); --report prints it.\n";
+    "Measures each op's tunables on the device, and each op's time on a few workloads\n"
+    "beside the cost model's (the placement model's points), and writes the table the ops\n"
+    "read at plan time ($XDG_CACHE_HOME/plume; PLUME_TUNING=off|refresh); --report prints it.\n";
 
 void tune_commands_print_summary(FILE *out) {
   fprintf(out,
@@ -53,9 +55,14 @@ static void print_table(const plm_tuning_entry *entries, size_t count) {
   for (size_t k = 0; k < count; k++) print_entry(&entries[k]);
 }
 
+/* The same entry measured again: a tunable's in the same class; a point of the model of
+ * the same workload (its model time, as the same calibration gives it: to the 6 digits the
+ * calibration cache keeps, where one run measured it and the next read it back). */
 static bool same_entry(const plm_tuning_entry *a, const plm_tuning_entry *b) {
-  return a->size_class == b->size_class && strcmp(a->op, b->op) == 0 &&
-         strcmp(a->tunable, b->tunable) == 0;
+  if (a->size_class != b->size_class || strcmp(a->op, b->op) != 0 ||
+      strcmp(a->tunable, b->tunable) != 0)
+    return false;
+  return a->tunable[0] || fabs(a->model_ms - b->model_ms) <= 1e-4 * fabs(b->model_ms);
 }
 
 /* Append to the measured entries those of the table in use that this run did not measure

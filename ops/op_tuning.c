@@ -102,7 +102,7 @@ static void candidates_text(const plm__op_tunable *t, char *text, size_t size) {
 static const plm__op_desc *entry_op(const plm_tuning_entry *e, plm_backend backend, int *index) {
   const plm__op_desc *op = plm__op_find(e->op);
   *index = -1;
-  /* A measurement of the op alone (no tunable): the model's correction, value 0. */
+  /* A point of the model (no tunable): value 0. */
   if (op && e->tunable[0] == '\0')
     return (unsigned)e->size_class < PLM_SIZE_CLASS_COUNT && e->value == 0 ? op : NULL;
   *index = op ? plm__op_tunable_index(op, e->tunable, backend) : -1;
@@ -300,7 +300,9 @@ static int points_of(const table *t, const plm__op_desc *op, plm__tuning_point *
       if (strcmp(e->op, op->name) != 0 || (e->tunable[0] == '\0') != (pass == 0) ||
           !(e->model_ms > 0) || !(e->default_ms > 0))
         continue;
-      points[n++] = (plm__tuning_point){.model_ms = e->model_ms, .measured_ms = e->default_ms};
+      /* A tunable's entry: its time with the value in use. */
+      const double measured = e->kept ? e->best_ms : e->default_ms;
+      points[n++] = (plm__tuning_point){.model_ms = e->model_ms, .measured_ms = measured};
     }
   return n;
 }
@@ -311,8 +313,26 @@ static int by_model_ms(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-double plm__tuning_interpolate(plm__tuning_point *points, int count, double model_ms) {
+/* Sort points by model time and merge those of one model time (within 1e-6 of it: two
+ * workloads the model cannot tell apart, such as entropy's windows where both are
+ * memory-bound) into one, the geometric mean of their times; the new count. */
+static int sort_and_merge(plm__tuning_point *points, int count) {
   qsort(points, (size_t)count, sizeof *points, by_model_ms);
+  int merged = 0;
+  for (int k = 0; k < count;) {
+    int end = k + 1;
+    double log_sum = log(points[k].measured_ms);
+    while (end < count && points[end].model_ms <= points[k].model_ms * (1.0 + 1e-6))
+      log_sum += log(points[end++].measured_ms);
+    points[merged++] = (plm__tuning_point){.model_ms = points[k].model_ms,
+                                           .measured_ms = exp(log_sum / (end - k))};
+    k = end;
+  }
+  return merged;
+}
+
+double plm__tuning_interpolate(plm__tuning_point *points, int count, double model_ms) {
+  count = sort_and_merge(points, count);
   const plm__tuning_point *first = &points[0], *last = &points[count - 1];
   if (model_ms <= first->model_ms) return model_ms * first->measured_ms / first->model_ms;
   if (model_ms >= last->model_ms) return model_ms * last->measured_ms / last->model_ms;

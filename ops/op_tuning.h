@@ -107,17 +107,18 @@ int plm__op_tunable_index(const plm__op_desc *op, const char *name, plm_backend 
 void plm__op_tuning_resolve(const plm_context *ctx, const plm__op_desc *op,
                             const plm__op_call *call, plm__op_tuning *tuning);
 
-/* A point of the model's correction: one of an op's measured workloads (or a size
- * class's sum of them), what the cost model predicted for it on the device's calibration
- * and what it took (ms). */
+/* A point of the model: one of an op's measured workloads (or a size class's sum of
+ * them), what the cost model predicted for it on the device's calibration and what it
+ * took with the values in use (ms). */
 typedef struct plm__tuning_point {
   double model_ms, measured_ms;
 } plm__tuning_point;
 
-/* The time `count` points (sorted here by model_ms) give a call the model predicts
- * model_ms for: interpolated between the two points about it, linearly in log(model) ->
- * log(measured) (a power law between them); outside their span, model_ms times the
- * nearest point's measured / model ratio. count >= 1, every time > 0. */
+/* The time `count` points (sorted here by model_ms, those of one model time merged into
+ * their geometric mean) give a call the model predicts model_ms for: interpolated between
+ * the two points about it, linearly in log(model) -> log(measured) (a power law between
+ * them); outside their span, model_ms times the nearest point's measured / model ratio.
+ * count >= 1, every time > 0. */
 double plm__tuning_interpolate(plm__tuning_point *points, int count, double model_ms);
 
 /* What op takes on a device (its backend and name, as a calibration gives them) for a

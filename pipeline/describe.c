@@ -181,10 +181,12 @@ static void plan_text(text_buffer *text, const plm_pipeline *pl) {
     text_printf(text, p->host_ms > 0 ? "%.4f ms (%.4f ms of copies)" : "not available", p->host_ms,
                 p->host_copy_ms);
     text_printf(text, ", cuda ");
-    text_printf(
-        text,
-        p->cuda_ms > 0 ? "%.4f ms (%.4f ms of copies: %.0f bytes up, %.0f down)" : "not available",
-        p->cuda_ms, p->cuda_copy_ms, p->input_bytes, p->output_bytes);
+    text_printf(text,
+                p->cuda_ms > 0 ? "%.4f ms (%.4f ms of copies%s: %.0f bytes up, %.0f down)"
+                               : "not available",
+                p->cuda_ms, p->cuda_copy_ms,
+                p->copies_overlapped ? ", beside another frame's steps" : "", p->input_bytes,
+                p->output_bytes);
     text_printf(text, " -> %s", plm_backend_name(p->choice));
     if (p->corrected_steps)
       text_printf(text, " (%d step time(s) corrected by a tuning table)", p->corrected_steps);

@@ -71,6 +71,7 @@ void plm__placement_choose(plm_placement *p, const plm_profile_calibration *host
   }
   if (!cuda) return;
   p->cuda_copy_ms = copies_ms(p, copies, cuda);
+  p->copies_overlapped = overlap;
   p->cuda_ms = overlap ? fmax(p->cuda_ms, p->cuda_copy_ms) : p->cuda_ms + p->cuda_copy_ms;
   if (!host || p->cuda_ms < p->host_ms) p->choice = PLM_BACKEND_CUDA;
 }
@@ -113,7 +114,7 @@ plm_status plm_pipeline_predict(plm_pipeline *pl, const plm_profile_calibration 
 static plm_status calibrate_backend(plm_backend backend, plm_profile_calibration *out) {
   plm_context *ctx = NULL;
   plm_context_config config = {.backend = backend};
-  plm_tuning_table_info table; /* loads the device's tuning table: the model's corrections */
+  plm_tuning_table_info table; /* loads the device's tuning table: the model's points */
   plm_status status = plm_context_create(&config, &ctx);
   if (status == PLM_OK) status = plm_tuning_table_info_get(ctx, &table);
   if (status == PLM_OK) status = plm__profile_calibrate(ctx, out);

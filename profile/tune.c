@@ -10,7 +10,10 @@
  *               run, and 4096 x 4096 for a CUDA launch shape, at windows 9 and 16 or
  *               kernels 5 and 9; lstm_cell and dendritic: a batch of each candidate
  *               threshold, so that every candidate's split between the two paths is
- *               exercised; matmul: n x n products across the TF32 candidates). Decided per
+ *               exercised; matmul: n x n products across the TF32 candidates), the op's
+ *               other tunables at the values in force (decided earlier in this run, else
+ *               forced or the table's, else the defaults: one tunable after the other, so
+ *               a later one is timed with an earlier one's winner). Decided per
  *               size class (a workload's class is its cost model's, plm_size_class_of):
  *               each candidate's score is the sum over the class's workloads of its median
  *               time; the best is kept only when it is not the default and its gain over
@@ -321,10 +324,10 @@ static plm_status tensor_make(plm_context *ctx, plm_stream *stream, workload *w,
     double v = content_at(what, s, i, seed);
     if (what == COUNT) v = (double)(cells * cells);
     if (what == RANDOM && s->dtype == PLM_DTYPE_F32) v /= 256.0;
-    switch (s->dtype) {
-      case PLM_DTYPE_U8: host[i] = (unsigned char)v; break;
-      case PLM_DTYPE_U16: ((uint16_t *)host)[i] = (uint16_t)v; break;
-      case PLM_DTYPE_I32: ((int32_t *)host)[i] = (int32_t)v; break;
+    switch (s->dtype) { /* clamped to the dtype: a content meant for another stays defined */
+      case PLM_DTYPE_U8: host[i] = (unsigned char)fmin(fmax(v, 0.0), 255.0); break;
+      case PLM_DTYPE_U16: ((uint16_t *)host)[i] = (uint16_t)fmin(fmax(v, 0.0), 65535.0); break;
+      case PLM_DTYPE_I32: ((int32_t *)host)[i] = (int32_t)fmin(fmax(v, -2e9), 2e9); break;
       case PLM_DTYPE_F32: ((float *)host)[i] = (float)v; break;
       default: memset(host + i * size, (int)v, size); break;
     }
@@ -396,17 +399,18 @@ static plm_status time_run(timing *t, const plm__op_desc *op, const plm__op_tuni
   return status;
 }
 
-/* The values a call of op in size_class runs with after this run: each tunable of the
- * context's backend as decided among entries[0..count) (its default when not measured). */
-static void values_decided(const plm__op_desc *op, plm_backend backend, plm_size_class size_class,
+/* The values w's call runs with after this run: each tunable of ctx's backend as decided
+ * among entries[0..count) in w's class, else as the process would resolve it (a value
+ * forced with plm_tuning_set, the table in use: its entries this run does not measure
+ * again stay, apps/tune_commands.c), else its default. */
+static void values_decided(plm_context *ctx, const plm__op_desc *op, const workload *w,
                            const plm_tuning_entry *entries, size_t count, plm__op_tuning *values) {
-  for (int k = 0; k < op->tunable_count; k++) {
-    values->values[k] = op->tunables[k].fallback;
-    for (size_t i = 0; i < count && op->tunables[k].backend == backend; i++)
-      if (entries[i].size_class == size_class && strcmp(entries[i].op, op->name) == 0 &&
+  plm__op_tuning_resolve(ctx, op, &w->call, values);
+  for (int k = 0; k < op->tunable_count; k++)
+    for (size_t i = 0; i < count && op->tunables[k].backend == ctx->info.backend; i++)
+      if (entries[i].size_class == w->size_class && strcmp(entries[i].op, op->name) == 0 &&
           strcmp(entries[i].tunable, op->tunables[k].name) == 0)
         values->values[k] = entries[i].value;
-  }
 }
 
 /* The entries of one tunable, one per size class its workloads fall in. */
@@ -500,7 +504,7 @@ static plm_status tune_one(plm_context *ctx, timing *t, const plm__op_desc *op, 
     for (int k = 0; k < t->workloads && status == PLM_OK; k++)
       for (int v = 0; v < t->candidates && status == PLM_OK; v++) {
         plm__op_tuning values;
-        values_decided(op, ctx->info.backend, w[k].size_class, entries, decided, &values);
+        values_decided(ctx, op, &w[k], entries, decided, &values);
         if (index >= 0) values.values[index] = tunable->candidates[v];
         double ms = 0.0;
         status = time_run(t, op, &values, &w[k], &ms);

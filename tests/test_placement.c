@@ -212,6 +212,11 @@ START_TEST(test_frames_in_flight_overlap_copies_on_cuda) {
       PLM_CHECK_OK(plm_pipeline_parse(plm_test_ctx, chain, PLM_DTYPE_U16, 2, dims, &pl));
       PLM_CHECK_OK(plm_pipeline_compile(pl, &configs[k]));
       PLM_CHECK_OK(plm_pipeline_predict(pl, &cpu_like, &gpu_like, &p[k]));
+      ck_assert(p[k].copies_overlapped == (k == 1));
+      char text[8192];
+      PLM_CHECK_OK(plm_pipeline_describe(pl, text, sizeof text, NULL));
+      ck_assert_msg((strstr(text, "of copies, beside another frame's steps") != NULL) == (k == 1),
+                    "%s", text);
       PLM_CHECK_OK(plm_pipeline_destroy(pl));
     }
     const double steps = p[0].cuda_ms - p[0].cuda_copy_ms;
@@ -288,6 +293,15 @@ START_TEST(test_tuning_points_are_interpolated) {
   PLM_CHECK_OK(plm_tuning_store(plm_test_ctx, points, 2, NULL, 0));
   PLM_CHECK_OK(plm_pipeline_predict(pl, &host, NULL, &p));
   ck_assert_double_eq_tol(p.host_ms - before.host_ms, -0.5 * m, 1e-9 * m);
+  /* Points of one model time (two workloads the model cannot tell apart) count as one, the
+   * geometric mean of their times: at m, sqrt(2 m x 8 m) = 4 m, whatever their order. */
+  plm_tuning_entry tied[3] = {model_point("threshold", m, 8.0 * m),
+                              model_point("threshold", 4.0 * m, 4.0 * m),
+                              model_point("threshold", m, 2.0 * m)};
+  PLM_CHECK_OK(plm_tuning_store(plm_test_ctx, tied, 3, NULL, 0));
+  PLM_CHECK_OK(plm_pipeline_predict(pl, &host, NULL, &p));
+  ck_assert_double_eq_tol(p.host_ms - before.host_ms, 3.0 * m, 1e-9 * m);
+  PLM_CHECK_OK(plm_tuning_store(plm_test_ctx, points, 2, NULL, 0)); /* back to the last pair */
   /* A table written and read back gives the same: predict loads the pipeline's device's
    * table when nothing has yet (this chain's threshold step has no tunable to ask). */
   plm_tuning_reset();

@@ -506,8 +506,8 @@ START_TEST(test_a_stored_table_is_read_back_as_plume_tuning_says) {
   snprintf(bad.op, sizeof bad.op, "conv2d");
   PLM_CHECK_FAILS(plm_tuning_store(plm_test_ctx, &bad, 1, NULL, 0), PLM_ERR_INVALID_ARG,
                   "entries[0]: conv2d's");
-  /* An op measured alone (tunable "", value 0: the model's correction) is an entry; with a
-   * value it is not. */
+  /* A point of the model (tunable "", value 0: a workload's model and measured times) is an
+   * entry; with a value it is not. */
   plm_tuning_entry model = {.size_class = PLM_SIZE_MEDIUM, .default_ms = 3.0, .model_ms = 1.0};
   snprintf(model.op, sizeof model.op, "conv2d");
   PLM_CHECK_OK(plm_tuning_store(plm_test_ctx, &model, 1, NULL, 0));

@@ -1,13 +1,15 @@
 /* plume/op_placement.h: host or cuda for one op call, by the cost model that places a
  * pipeline (plume/pipeline.h's placement section: plm_placement, plm_pipeline_predict).
  *
- * An op call is predicted as a pipeline of one step whose inputs are uploaded and whose
- * outputs come back: the op's cost (bytes, flops) at the inputs' shapes and the
- * parameters' values, against each device's calibrated peaks plus its launch floor, scaled
- * by a tuning table's measurement of the op where one is loaded; on cuda, plus the copies
- * of every input up and every output down (bytes / the pinned h2d and d2h bandwidths, plus
- * copy_latency_us per tensor). The faster backend is the choice. `plume op --backend auto`
- * runs each op where plm_op_place puts it.
+ * An op call is predicted as a pipeline of one step whose inputs go in and whose outputs
+ * come out: the op's cost (bytes, flops) at the inputs' shapes and the parameters' values,
+ * against each device's calibrated peaks plus its launch floor, or, where a tuning table of
+ * the device that this process has loaded holds points of the op (`plume tune`), the time
+ * interpolated between them (plm_pipeline_predict's rule); plus the copies of every input
+ * in and every output out (bytes / the calibration's h2d and d2h bandwidths, plus
+ * copy_latency_us per tensor: memcpys on host, the link on cuda; never overlapped, one
+ * call being all there is). The faster backend is the choice. `plume op --backend auto`
+ * runs each op where plm_op_place puts it (which loads both devices' tables).
  *
  * The op is named as in the table (plume/op_info.h: plm_op_info's name), its inputs given
  * by shape in slot order, and its parameters as the text form of a pipeline writes them:
@@ -35,7 +37,7 @@ extern "C" {
  * input not given: ndim 0, or beyond input_count) with parameters `params`, on host and on
  * cuda from their calibrations (either may be NULL: that backend is not available; not
  * both), and choose the faster into *out (its figures are of the call: host_ms, cuda_ms
- * per call; corrected_steps counts the launches a tuning table corrected). Errors:
+ * per call; corrected_steps counts the launches a tuning table's points gave). Errors:
  * PLM_ERR_INVALID_ARG (NULL op or out, an unknown op, input_count out of 0..the op's
  * inputs, NULL inputs with input_count > 0, a required input missing, a shape or parameter
  * the op refuses, an unknown, repeated or malformed key, both calibrations NULL, a

@@ -454,20 +454,26 @@ PLM_API plm_status plm_pipeline_describe(const plm_pipeline *pl, char *buf, size
  * on how many pixels of a window share a bin, label's on the foreground) take longer or
  * shorter on other data. */
 typedef struct plm_placement {
-  plm_backend choice;  /* PLM_BACKEND_HOST or PLM_BACKEND_CUDA: the faster predicted */
-  double host_ms;      /* predicted per frame on host; 0 without a host calibration */
-  double cuda_ms;      /* on cuda, copies included (overlapped with several frames in
-                          flight: see above); 0 without a cuda calibration */
-  double host_copy_ms; /* of host_ms, the frame's copies in and out */
-  double cuda_copy_ms; /* of cuda_ms, the uploads and downloads */
-  double input_bytes;  /* per frame: the pipeline's inputs (uploaded on cuda) */
-  double output_bytes; /* per frame: its outputs (downloaded on cuda) */
-  int corrected_steps; /* steps whose time a tuning table's measurement corrected */
+  plm_backend choice;     /* PLM_BACKEND_HOST or PLM_BACKEND_CUDA: the faster predicted */
+  double host_ms;         /* predicted per frame on host, copies included; 0 without a host
+                             calibration */
+  double cuda_ms;         /* on cuda, copies included (overlapped when copies_overlapped);
+                             0 without a cuda calibration */
+  double cuda_copy_ms;    /* cuda's uploads and downloads: part of cuda_ms, or, overlapped,
+                             run beside the steps (cuda_ms is then the larger of the two) */
+  double input_bytes;     /* per frame: the pipeline's inputs (uploaded on cuda) */
+  double output_bytes;    /* per frame: its outputs (downloaded on cuda) */
+  int corrected_steps;    /* steps whose time a tuning table's points gave */
+  double host_copy_ms;    /* of host_ms, the frame's copies in and out (memcpy) */
+  bool copies_overlapped; /* cuda's copies overlap another frame's steps (frames in flight) */
 } plm_placement;
 
 /* Predict a compiled pipeline's time per frame on host and on cuda from their calibrations
  * (either may be NULL: that backend is not available; not both), choose the faster, and
- * keep the prediction in the pipeline: plm_pipeline_describe prints it. Errors:
+ * keep the prediction in the pipeline: plm_pipeline_describe prints it. The tuning table
+ * of the pipeline's device is loaded from its file if no call has loaded it yet (a
+ * table of another device counts only once this process has loaded it: a context of that
+ * device, or plm_pipeline_place). Errors:
  * PLM_ERR_INVALID_ARG (NULL pl or out, both calibrations NULL, a calibration without a
  * copy bandwidth or FMA rate, a cuda one without h2d and d2h bandwidths),
  * PLM_ERR_INVALID_STATE (not compiled). */
@@ -706,7 +712,7 @@ typedef struct plm_run_stream_devices_report {
   double seconds;           /* wall time of the whole run, set-up included */
   double frames_per_s;      /* frames_delivered / seconds: all devices together */
   int devices;              /* count */
-  int64_t device_frames[PLM_RUN_STREAM_MAX_DEVICES];   /* frames each device delivered */
+  int64_t device_frames[PLM_RUN_STREAM_MAX_DEVICES];      /* frames each device delivered */
   double device_frames_per_s[PLM_RUN_STREAM_MAX_DEVICES]; /* device_frames / seconds */
   /* Each device's own run (its frames numbered 0, 1, ... in the order it took them). */
   plm_run_stream_report device[PLM_RUN_STREAM_MAX_DEVICES];

@@ -142,20 +142,23 @@ PLM_API plm_status plm_tuning_store(plm_context *ctx, const plm_tuning_entry *en
 
 typedef struct plm_tune_options {
   bool quick;     /* fewer sizes and runs: seconds on a CPU (the CLI tests' mode) */
-  const char *op; /* only this op's tunables; NULL: every op's */
+  const char *op; /* only this op's tunables and points; NULL: every op's */
   int runs;       /* timed runs per candidate and workload, 0..1000 (0: 5 quick, else 15) */
 } plm_tune_options;
 
 /* quick false, op NULL, runs 0. */
 PLM_API plm_tune_options plm_tune_options_default(void);
 
-/* Measure the tunables of ctx's backend (those of op only, when given) on ctx's device, on
- * a stream of its own, and decide one entry per tunable and size class measured
- * (plm_tuning_entry: a candidate other than the default is kept only when its gain over
- * the default is above twice the larger CV of the two). Into *entries, a malloc'd array
- * the caller frees with free(); nothing is stored: plm_tuning_store does that. Each op
- * runs with call-local values, so other threads' calls are not affected. Blocking:
- * seconds (quick) to about a minute on a CPU. options may be NULL (the defaults). Errors:
+/* Measure the tunables of ctx's backend on ctx's device, on a stream of its own, and
+ * decide one entry per tunable and size class measured (plm_tuning_entry: a candidate
+ * other than the default is kept only when its gain over the default is above twice the
+ * larger CV of the two); then time every op that has workloads (the image ops, matmul,
+ * lstm_cell, dendritic: with or without a tunable) with the values decided, one entry per
+ * workload of tunable "" (a point of the placement model). options->op limits both to
+ * that op. Into *entries, a malloc'd array the caller frees with free(); nothing is
+ * stored: plm_tuning_store does that. Each op runs with call-local values, so other
+ * threads' calls are not affected. Blocking: seconds (quick) to about half a minute on a
+ * 2-core CPU. options may be NULL (the defaults). Errors:
  * PLM_ERR_INVALID_ARG (NULL arguments, runs out of range, an unknown op),
  * PLM_ERR_OUT_OF_MEMORY, an op's failure (named). */
 PLM_API plm_status plm_tune_run(plm_context *ctx, const plm_tune_options *options,

@@ -76,6 +76,15 @@ force 3
 run 0 "report of a damaged entry" tune --report &&
   { grep -q "of $((entries - 1)) entries differ" out.txt || fail "damaged entry: $(tail -n 1 out.txt)"; }
 
+# A quick run measures again only its own workloads: the full run's larger points stay.
+count_points() { grep -c '"op": "threshold"' "$table"; }
+run 0 "tune --op threshold (full)" tune --op threshold --runs 3 && full=$(count_points) &&
+  run 0 "tune --op threshold --quick" tune --op threshold --quick && {
+  checks=$((checks + 1))
+  [[ $full -eq 4 && $(count_points) -eq 4 ]] ||
+    fail "threshold's points: $full after the full run, $(count_points) after the quick one"
+}
+
 run 2 "tune --runs 0" tune --runs 0 && expect_err "tune --runs 0" "--runs '0' is not a count"
 run 2 "tune --op nope" tune --quick --op nope && expect_err "tune --op nope" "no op named 'nope'"
 run 2 "tune --report --quick" tune --report --quick &&
