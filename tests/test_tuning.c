@@ -524,6 +524,48 @@ START_TEST(test_a_stored_table_is_read_back_as_plume_tuning_says) {
 }
 END_TEST
 
+/* A full run of one op on the backend under test (one timed run per candidate): an entry
+ * per size class for each of entropy's tunables of that backend (on cuda the launch shape
+ * also at 4096 x 4096: the large class), then its points of the model, one per workload
+ * (two windows at four frame sizes), each with a model and a measured time; an unknown op
+ * and runs out of range are refused. */
+START_TEST(test_a_full_tune_of_one_op_decides_its_tunables_and_measures_its_points) {
+  plm_tune_options options = plm_tune_options_default();
+  options.op = "entropy";
+  options.runs = 1;
+  plm_tuning_entry *entries = NULL;
+  size_t count = 0;
+  PLM_CHECK_OK(plm_tune_run(plm_test_ctx, &options, &entries, &count));
+  const bool cuda = plm_test_backend == PLM_BACKEND_CUDA;
+  int points = 0, decided[PLM_SIZE_CLASS_COUNT] = {0};
+  for (size_t k = 0; k < count; k++) {
+    const plm_tuning_entry *e = &entries[k];
+    ck_assert_str_eq(e->op, "entropy");
+    ck_assert(e->model_ms > 0.0 && e->default_ms > 0.0);
+    if (e->tunable[0] == '\0') {
+      ck_assert(e->value == 0 && !e->kept && e->best_ms == e->default_ms);
+      points++;
+    } else {
+      ck_assert_int_eq(strcmp(e->tunable, "bands_per_thread") == 0, !cuda);
+      decided[e->size_class]++;
+    }
+  }
+  ck_assert_int_eq(points, 2 * 4);
+  const int tunables = cuda ? 3 : 1; /* the launch shape's three, or the bands */
+  ck_assert_int_eq(decided[PLM_SIZE_SMALL], tunables);
+  ck_assert_int_eq(decided[PLM_SIZE_MEDIUM], tunables);
+  ck_assert_int_eq(decided[PLM_SIZE_LARGE], cuda ? tunables : 0);
+  free(entries);
+  options.op = "no_such_op";
+  PLM_CHECK_FAILS(plm_tune_run(plm_test_ctx, &options, &entries, &count), PLM_ERR_INVALID_ARG,
+                  "no op named 'no_such_op'");
+  options.op = NULL;
+  options.runs = 1001;
+  PLM_CHECK_FAILS(plm_tune_run(plm_test_ctx, &options, &entries, &count), PLM_ERR_INVALID_ARG,
+                  "options->runs 1001");
+}
+END_TEST
+
 static Suite *tuning_suite(void) {
   Suite *s = suite_create("tuning");
   TCase *tc = tcase_create("core");
@@ -539,6 +581,7 @@ static Suite *tuning_suite(void) {
   tcase_add_test(tc, test_forced_bands_change_the_plan_and_keep_the_bits);
   tcase_add_test(tc, test_forced_gemm_threshold_switches_the_lstm_path_within_tolerance);
   tcase_add_test(tc, test_a_stored_table_is_read_back_as_plume_tuning_says);
+  tcase_add_test(tc, test_a_full_tune_of_one_op_decides_its_tunables_and_measures_its_points);
   suite_add_tcase(s, tc);
   return s;
 }
