@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "ops/op_internal.h"
+#include "pipeline/pipeline_internal.h"
 #include "pipeline/placement.h"
 #include "plume/op_placement.h"
 #include "streams/error.h"
@@ -67,17 +68,6 @@ typedef struct described_call {
   plm__op_params params;
   plm__op_call call;
 } described_call;
-
-static plm_tensor describe(const plm_shape *shape) {
-  plm_tensor t = {.dtype = shape->dtype, .ndim = shape->ndim};
-  int64_t stride = 1;
-  for (int d = shape->ndim - 1; d >= 0; d--) {
-    t.dims[d] = shape->dims[d];
-    t.strides[d] = stride;
-    stride *= shape->dims[d];
-  }
-  return t;
-}
 
 /* "window, bins, range" */
 static void keys_text(const plm__op_desc *op, char *list, size_t size) {
@@ -170,7 +160,7 @@ static plm_status describe_call(const char *name, const plm_shape *inputs, int i
       return plm__fail_raw(PLM_ERR_INVALID_ARG, "inputs[%d] (%s's %s) is required", k, op->name,
                            op->inputs[k].name);
     }
-    d->in[k] = describe(shape);
+    d->in[k] = plm__pipe_describe(NULL, shape);
     d->call.in[k] = &d->in[k];
     plm_status status = plm__op_check_shape(&d->in[k], op->inputs[k].name);
     if (status != PLM_OK) return status;
@@ -192,12 +182,12 @@ static plm_status describe_call(const char *name, const plm_shape *inputs, int i
   for (int k = 0; k < op->output_count; k++) {
     if (op->outputs[k].role == PLM__OUT_MAIN) main_output = k;
     if (op->outputs[k].optional) continue;
-    d->out[k] = describe(&shapes[k]);
+    d->out[k] = plm__pipe_describe(NULL, &shapes[k]);
     d->call.out[k] = &d->out[k];
     made++;
   }
   if (made == 0) {
-    d->out[main_output] = describe(&shapes[main_output]);
+    d->out[main_output] = plm__pipe_describe(NULL, &shapes[main_output]);
     d->call.out[main_output] = &d->out[main_output];
   }
   *op_out = op;

@@ -499,12 +499,13 @@ static plm_status tune_one(plm_context *ctx, timing *t, const plm__op_desc *op, 
   if (status == PLM_OK && !t->times)
     status = plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for the times");
   /* Warm-ups, then the candidates in turn, run after run. */
-  const size_t decided = *count;
+  plm__op_tuning in_force[MAX_WORKLOADS]; /* each workload's values but the one timed */
+  for (int k = 0; k < t->workloads; k++)
+    values_decided(ctx, op, &w[k], entries, *count, &in_force[k]);
   for (int r = -WARM_UPS; r < t->runs && status == PLM_OK; r++)
     for (int k = 0; k < t->workloads && status == PLM_OK; k++)
       for (int v = 0; v < t->candidates && status == PLM_OK; v++) {
-        plm__op_tuning values;
-        values_decided(ctx, op, &w[k], entries, decided, &values);
+        plm__op_tuning values = in_force[k];
         if (index >= 0) values.values[index] = tunable->candidates[v];
         double ms = 0.0;
         status = time_run(t, op, &values, &w[k], &ms);

@@ -1,28 +1,15 @@
 /* tests/test_op_placement.c: host or cuda for one op call (plm_op_predict, plm_op_place;
- * plume/op_placement.h), on the two injected "devices" of test_placement.c: a CPU-like one
- * (low peaks, a cheap launch, no copies) and a GPU-like one (high peaks, a dearer launch,
- * every input and output crossing a link). Small calls stay on the host, large ones go to
- * the GPU, the choice flips once where the predictions cross, and a call predicts exactly
- * as the one-step pipeline of the same op does (the same model, not a second one). */
+ * plume/op_placement.h), on the two injected "devices" of tests/injected_devices.h: a
+ * CPU-like one (low peaks, a cheap launch, no copies) and a GPU-like one (high peaks, a
+ * dearer launch, every input and output crossing a link). Small calls stay on the host,
+ * large ones go to the GPU, the choice flips once where the predictions cross, and a call predicts
+ * exactly as the one-step pipeline of the same op does (the same model, not a second one). */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <stdlib.h>
 #include <string.h>
 
 #include "harness.h"
-
-static const plm_profile_calibration cpu_like = {.backend = "host",
-                                                 .device = "injected CPU",
-                                                 .device_copy_gbps = 20.0,
-                                                 .fma_gflops = 100.0,
-                                                 .launch_us = 2.0};
-static const plm_profile_calibration gpu_like = {.backend = "cuda",
-                                                 .device = "injected GPU",
-                                                 .device_copy_gbps = 2000.0,
-                                                 .h2d_gbps = 20.0,
-                                                 .d2h_gbps = 20.0,
-                                                 .fma_gflops = 20000.0,
-                                                 .launch_us = 5.0,
-                                                 .copy_latency_us = 10.0};
+#include "injected_devices.h"
 
 static const char entropy_params[] = "window=16 bins=64";
 
@@ -31,12 +18,6 @@ static plm_shape square(plm_dtype dtype, int64_t n) {
 }
 
 /* The model's time of one launch of cost on c (plume/pipeline.h's placement section). */
-static double launch_ms(const plm_op_cost *cost, const plm_profile_calibration *c) {
-  const double memory = cost->bytes / (c->device_copy_gbps * 1e6);
-  const double compute = cost->flops / (c->fma_gflops * 1e6);
-  return (memory > compute ? memory : compute) + c->launch_us * 1e-3;
-}
-
 START_TEST(test_small_calls_stay_on_the_host_and_large_ones_go_to_the_gpu) {
   int64_t flip = 0;
   plm_backend previous = PLM_BACKEND_HOST;
@@ -57,6 +38,7 @@ START_TEST(test_small_calls_stay_on_the_host_and_large_ones_go_to_the_gpu) {
     const double copies = p.input_bytes / (gpu_like.h2d_gbps * 1e6) +
                           p.output_bytes / (gpu_like.d2h_gbps * 1e6) +
                           2 * gpu_like.copy_latency_us * 1e-3;
+    ck_assert(p.host_copy_ms == 0.0);
     ck_assert_double_eq_tol(p.host_ms, launch_ms(&cost, &cpu_like), 1e-12);
     ck_assert_double_eq_tol(p.cuda_copy_ms, copies, 1e-12);
     ck_assert_double_eq_tol(p.cuda_ms, launch_ms(&cost, &gpu_like) + copies, 1e-12);

@@ -1,50 +1,45 @@
 /* tests/test_placement.c: host or cuda by the predicted time per frame
- * (plm_pipeline_predict, plm_pipeline_place; plume/pipeline.h), on two injected "devices":
- * a CPU-like one (low peaks, a cheap launch, memcpy in and out) and a GPU-like one (high peaks,
- * a dearer launch, every input and output crossing a link). The choice must go from host
- * to cuda exactly once as the frame grows, where the predictions cross, and describe must
- * say so. */
+ * (plm_pipeline_predict, plm_pipeline_place; plume/pipeline.h), on the two injected
+ * "devices" of tests/injected_devices.h: a CPU-like one (low peaks, a cheap launch, no
+ * copies; one test gives it memcpy bandwidths) and a GPU-like one (high peaks, a dearer launch,
+ * every input and output crossing a link). The choice must go from host to cuda exactly once as the
+ * frame grows, where the predictions cross, and describe must say so; a tuning table's points give
+ * the steps' times. */
 #define _POSIX_C_SOURCE 200809L /* setenv, mkdtemp */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "harness.h"
+#include "injected_devices.h"
 #include "scratch_dir.h"
-
-static const plm_profile_calibration cpu_like = {.backend = "host",
-                                                 .device = "injected CPU",
-                                                 .device_copy_gbps = 20.0,
-                                                 .h2d_gbps = 10.0, /* memcpy in and out */
-                                                 .d2h_gbps = 10.0,
-                                                 .fma_gflops = 100.0,
-                                                 .launch_us = 2.0,
-                                                 .copy_latency_us = 1.0};
-static const plm_profile_calibration gpu_like = {.backend = "cuda",
-                                                 .device = "injected GPU",
-                                                 .device_copy_gbps = 2000.0,
-                                                 .h2d_gbps = 20.0,
-                                                 .d2h_gbps = 20.0,
-                                                 .fma_gflops = 20000.0,
-                                                 .launch_us = 5.0,
-                                                 .copy_latency_us = 10.0};
 
 static const char chain[] = "sobel ! entropy window=16 bins=64 range=0,2000 ! threshold value=4.25";
 
-/* The chain compiled for n x n u16 frames, predicted on the two devices. */
-static plm_placement predict_at(int64_t n, char *text, size_t size) {
+/* The chain compiled for n x n u16 frames, predicted on host (the CPU-like device, or
+ * another calibration of it) and the GPU-like device. */
+static plm_placement predict_on(const plm_profile_calibration *host, int64_t n, char *text,
+                                size_t size) {
   const int64_t dims[2] = {n, n};
   plm_pipeline *pl = NULL;
   PLM_CHECK_OK(plm_pipeline_parse(plm_test_ctx, chain, PLM_DTYPE_U16, 2, dims, &pl));
   PLM_CHECK_OK(plm_pipeline_compile(pl, NULL));
   plm_placement p;
-  PLM_CHECK_OK(plm_pipeline_predict(pl, &cpu_like, &gpu_like, &p));
+  PLM_CHECK_OK(plm_pipeline_predict(pl, host, &gpu_like, &p));
   if (text) PLM_CHECK_OK(plm_pipeline_describe(pl, text, size, NULL));
   PLM_CHECK_OK(plm_pipeline_destroy(pl));
   return p;
 }
 
+static plm_placement predict_at(int64_t n, char *text, size_t size) {
+  return predict_on(&cpu_like, n, text, size);
+}
+
 START_TEST(test_the_choice_flips_once_at_the_break_even_frame) {
+  /* The CPU-like device with memcpy bandwidths: the streamed frame's copies in and out. */
+  plm_profile_calibration memcpy_cpu = cpu_like;
+  memcpy_cpu.h2d_gbps = memcpy_cpu.d2h_gbps = 10.0;
+  memcpy_cpu.copy_latency_us = 1.0;
   int64_t flip = 0;
   plm_backend previous = PLM_BACKEND_HOST;
   double host_before = 0.0;
@@ -56,10 +51,13 @@ START_TEST(test_the_choice_flips_once_at_the_break_even_frame) {
     /* u16 in, u8 mask out */
     ck_assert_double_eq_tol(p.input_bytes, 2.0 * (double)(n * n), 1e-9);
     ck_assert_double_eq_tol(p.output_bytes, (double)(n * n), 1e-9);
-    /* The host's copies of the streamed frame: memcpy in and out, a latency per tensor. */
-    ck_assert_double_eq_tol(p.host_copy_ms, 3.0 * (double)(n * n) / 10e6 + 2 * 1e-3, 1e-12);
     ck_assert_double_eq_tol(p.cuda_copy_ms, 3.0 * (double)(n * n) / 20e6 + 2 * 10e-3, 1e-12);
-    ck_assert(p.host_ms > p.host_copy_ms);
+    /* A host without copy bandwidths pays none; with them, memcpy in and out and a latency
+     * per tensor, on top of the same steps. */
+    ck_assert(p.host_copy_ms == 0.0);
+    const plm_placement q = predict_on(&memcpy_cpu, n, NULL, 0);
+    ck_assert_double_eq_tol(q.host_copy_ms, 3.0 * (double)(n * n) / 10e6 + 2 * 1e-3, 1e-12);
+    ck_assert_double_eq_tol(q.host_ms, p.host_ms + q.host_copy_ms, 1e-12);
     ck_assert_int_eq(p.choice, p.cuda_ms < p.host_ms ? PLM_BACKEND_CUDA : PLM_BACKEND_HOST);
     if (p.choice != previous) {
       ck_assert_msg(flip == 0, "the choice flipped back at %lld", (long long)n);
@@ -139,26 +137,47 @@ START_TEST(test_place_follows_plume_backend) {
 }
 END_TEST
 
-/* A tuning table's measurement of an op scales that op's steps: entropy measured at 10x
- * its model on this device makes the host's prediction grow by 9x the entropy step's. */
-START_TEST(test_a_tuning_table_corrects_the_model) {
-  if (plm_test_backend != PLM_BACKEND_HOST) return; /* the entry is of a host tunable */
+/* A test of tuning tables: a fresh cache with PLUME_TUNING=on and no table loaded, the
+ * CPU-like device named as this context's (so that a table stored for the context applies
+ * to it), and the chain compiled unfused for 64 x 64 frames (entropy and threshold steps
+ * of their own). */
+typedef struct table_test {
   char dir[SCRATCH_DIR_SIZE];
-  scratch_dir_make(dir, "placement");
-  setenv("XDG_CACHE_HOME", dir, 1);
+  plm_profile_calibration host;
+  plm_pipeline *pl;
+} table_test;
+
+static void table_test_begin(table_test *t, const char *name) {
+  scratch_dir_make(t->dir, name);
+  setenv("XDG_CACHE_HOME", t->dir, 1);
   setenv("PLUME_TUNING", "on", 1);
   plm_tuning_reset();
   plm_device_info info;
   PLM_CHECK_OK(plm_context_device_info(plm_test_ctx, &info));
-  plm_profile_calibration host = cpu_like;
-  snprintf(host.device, sizeof host.device, "%s", info.name);
+  t->host = cpu_like;
+  snprintf(t->host.device, sizeof t->host.device, "%s", info.name);
   const int64_t dims[2] = {64, 64};
-  plm_pipeline *pl = NULL;
+  t->pl = NULL;
+  PLM_CHECK_OK(plm_pipeline_parse(plm_test_ctx, chain, PLM_DTYPE_U16, 2, dims, &t->pl));
+  const plm_plan_config unfused = {.flags = PLM_PLAN_NO_FUSION};
+  PLM_CHECK_OK(plm_pipeline_compile(t->pl, &unfused));
+}
+
+static void table_test_end(table_test *t) {
+  PLM_CHECK_OK(plm_pipeline_destroy(t->pl));
+  setenv("PLUME_TUNING", "off", 1);
+  plm_tuning_reset();
+  scratch_dir_remove(t->dir);
+}
+
+/* A tuning table's measurement of an op scales that op's steps: entropy measured at 10x
+ * its model on this device makes the host's prediction grow by 9x the entropy step's. */
+START_TEST(test_a_tuning_table_corrects_the_model) {
+  if (plm_test_backend != PLM_BACKEND_HOST) return; /* the entry is of a host tunable */
+  table_test t;
+  table_test_begin(&t, "placement");
   plm_placement before, after;
-  PLM_CHECK_OK(plm_pipeline_parse(plm_test_ctx, chain, PLM_DTYPE_U16, 2, dims, &pl));
-  const plm_plan_config unfused = {.flags = PLM_PLAN_NO_FUSION}; /* entropy a step of its own */
-  PLM_CHECK_OK(plm_pipeline_compile(pl, &unfused));
-  PLM_CHECK_OK(plm_pipeline_predict(pl, &host, NULL, &before));
+  PLM_CHECK_OK(plm_pipeline_predict(t.pl, &t.host, NULL, &before));
   ck_assert_int_eq(before.corrected_steps, 0);
   plm_tuning_entry e = {.size_class = PLM_SIZE_SMALL,
                         .value = 4,
@@ -170,7 +189,7 @@ START_TEST(test_a_tuning_table_corrects_the_model) {
   snprintf(e.op, sizeof e.op, "entropy");
   snprintf(e.tunable, sizeof e.tunable, "bands_per_thread");
   PLM_CHECK_OK(plm_tuning_store(plm_test_ctx, &e, 1, NULL, 0));
-  PLM_CHECK_OK(plm_pipeline_predict(pl, &host, NULL, &after));
+  PLM_CHECK_OK(plm_pipeline_predict(t.pl, &t.host, NULL, &after));
   ck_assert_int_eq(after.corrected_steps, 1);
   /* entropy on a 64 x 64 f32 magnitude: the model's step time, 9 more of it */
   plm_op_cost cost;
@@ -182,17 +201,11 @@ START_TEST(test_a_tuning_table_corrects_the_model) {
   params.range_lo = 0;
   params.range_hi = 2000;
   PLM_CHECK_OK(plm_entropy_cost(&magnitude, &params, &cost));
-  const double memory = cost.bytes / (host.device_copy_gbps * 1e6);
-  const double compute = cost.flops / (host.fma_gflops * 1e6);
-  const double step = (memory > compute ? memory : compute) + host.launch_us * 1e-3;
-  ck_assert_double_eq_tol(after.host_ms - before.host_ms, 9.0 * step, 1e-9);
+  ck_assert_double_eq_tol(after.host_ms - before.host_ms, 9.0 * launch_ms(&cost, &t.host), 1e-9);
   char text[8192];
-  PLM_CHECK_OK(plm_pipeline_describe(pl, text, sizeof text, NULL));
+  PLM_CHECK_OK(plm_pipeline_describe(t.pl, text, sizeof text, NULL));
   ck_assert_msg(strstr(text, "(1 step time(s) corrected by a tuning table)"), "%s", text);
-  PLM_CHECK_OK(plm_pipeline_destroy(pl));
-  setenv("PLUME_TUNING", "off", 1);
-  plm_tuning_reset();
-  scratch_dir_remove(dir);
+  table_test_end(&t);
 }
 END_TEST
 
@@ -237,9 +250,7 @@ static double threshold_model_ms(const plm_profile_calibration *c) {
   params.value = 4.25;
   plm_op_cost cost;
   PLM_CHECK_OK(plm_threshold_cost(&in, &params, &cost));
-  const double memory = cost.bytes / (c->device_copy_gbps * 1e6);
-  const double compute = cost.flops / (c->fma_gflops * 1e6);
-  return (memory > compute ? memory : compute) + c->launch_us * 1e-3;
+  return launch_ms(&cost, c);
 }
 
 static plm_tuning_entry model_point(const char *op, double model_ms, double measured_ms) {
@@ -256,42 +267,30 @@ static plm_tuning_entry model_point(const char *op, double model_ms, double meas
  * beyond the points the nearest one's ratio. */
 START_TEST(test_tuning_points_are_interpolated) {
   if (plm_test_backend != PLM_BACKEND_HOST) return;
-  char dir[SCRATCH_DIR_SIZE];
-  scratch_dir_make(dir, "placement-points");
-  setenv("XDG_CACHE_HOME", dir, 1);
-  setenv("PLUME_TUNING", "on", 1);
-  plm_tuning_reset();
-  plm_device_info info;
-  PLM_CHECK_OK(plm_context_device_info(plm_test_ctx, &info));
-  plm_profile_calibration host = cpu_like;
-  snprintf(host.device, sizeof host.device, "%s", info.name);
-  const int64_t dims[2] = {64, 64};
-  plm_pipeline *pl = NULL;
+  table_test t;
+  table_test_begin(&t, "placement-points");
   plm_placement before, p;
-  PLM_CHECK_OK(plm_pipeline_parse(plm_test_ctx, chain, PLM_DTYPE_U16, 2, dims, &pl));
-  const plm_plan_config unfused = {.flags = PLM_PLAN_NO_FUSION};
-  PLM_CHECK_OK(plm_pipeline_compile(pl, &unfused));
-  PLM_CHECK_OK(plm_pipeline_predict(pl, &host, NULL, &before));
-  const double m = threshold_model_ms(&host);
+  PLM_CHECK_OK(plm_pipeline_predict(t.pl, &t.host, NULL, &before));
+  const double m = threshold_model_ms(&t.host);
   /* Points at m / 2 (3x the model) and 2 m (5x), stored out of order: at m, half way in
    * log: sqrt(1.5 m x 10 m). */
   plm_tuning_entry points[2] = {model_point("threshold", 2.0 * m, 10.0 * m),
                                 model_point("threshold", 0.5 * m, 1.5 * m)};
   PLM_CHECK_OK(plm_tuning_store(plm_test_ctx, points, 2, NULL, 0));
-  PLM_CHECK_OK(plm_pipeline_predict(pl, &host, NULL, &p));
+  PLM_CHECK_OK(plm_pipeline_predict(t.pl, &t.host, NULL, &p));
   ck_assert_int_eq(p.corrected_steps, 1);
   ck_assert_double_eq_tol(p.host_ms - before.host_ms, sqrt(15.0) * m - m, 1e-9 * m);
   /* Both points below m: the larger one's ratio, 4. */
   points[0] = model_point("threshold", 0.25 * m, 0.5 * m);
   points[1] = model_point("threshold", 0.5 * m, 2.0 * m);
   PLM_CHECK_OK(plm_tuning_store(plm_test_ctx, points, 2, NULL, 0));
-  PLM_CHECK_OK(plm_pipeline_predict(pl, &host, NULL, &p));
+  PLM_CHECK_OK(plm_pipeline_predict(t.pl, &t.host, NULL, &p));
   ck_assert_double_eq_tol(p.host_ms - before.host_ms, 3.0 * m, 1e-9 * m);
   /* Both above: the smaller one's ratio, 0.5 (a model that overestimates). */
   points[0] = model_point("threshold", 4.0 * m, 2.0 * m);
   points[1] = model_point("threshold", 8.0 * m, 16.0 * m);
   PLM_CHECK_OK(plm_tuning_store(plm_test_ctx, points, 2, NULL, 0));
-  PLM_CHECK_OK(plm_pipeline_predict(pl, &host, NULL, &p));
+  PLM_CHECK_OK(plm_pipeline_predict(t.pl, &t.host, NULL, &p));
   ck_assert_double_eq_tol(p.host_ms - before.host_ms, -0.5 * m, 1e-9 * m);
   /* Points of one model time (two workloads the model cannot tell apart) count as one, the
    * geometric mean of their times: at m, sqrt(2 m x 8 m) = 4 m, whatever their order. */
@@ -299,19 +298,16 @@ START_TEST(test_tuning_points_are_interpolated) {
                               model_point("threshold", 4.0 * m, 4.0 * m),
                               model_point("threshold", m, 2.0 * m)};
   PLM_CHECK_OK(plm_tuning_store(plm_test_ctx, tied, 3, NULL, 0));
-  PLM_CHECK_OK(plm_pipeline_predict(pl, &host, NULL, &p));
+  PLM_CHECK_OK(plm_pipeline_predict(t.pl, &t.host, NULL, &p));
   ck_assert_double_eq_tol(p.host_ms - before.host_ms, 3.0 * m, 1e-9 * m);
   PLM_CHECK_OK(plm_tuning_store(plm_test_ctx, points, 2, NULL, 0)); /* back to the last pair */
   /* A table written and read back gives the same: predict loads the pipeline's device's
    * table when nothing has yet (this chain's threshold step has no tunable to ask). */
   plm_tuning_reset();
-  PLM_CHECK_OK(plm_pipeline_predict(pl, &host, NULL, &p));
+  PLM_CHECK_OK(plm_pipeline_predict(t.pl, &t.host, NULL, &p));
   ck_assert_int_eq(p.corrected_steps, 1);
   ck_assert_double_eq_tol(p.host_ms - before.host_ms, -0.5 * m, 1e-6 * m);
-  PLM_CHECK_OK(plm_pipeline_destroy(pl));
-  setenv("PLUME_TUNING", "off", 1);
-  plm_tuning_reset();
-  scratch_dir_remove(dir);
+  table_test_end(&t);
 }
 END_TEST
 

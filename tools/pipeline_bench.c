@@ -595,6 +595,12 @@ static void print_header(bench *b) {
           b->backend == PLM_BACKEND_CUDA ? ", the frame's copies included" : "");
 }
 
+/* A config's measured time per frame, 1000 / its frames/s (NaN when it ran none), beside
+ * the model's predicted_ms. */
+static double measured_ms_of(const config *cfg) {
+  return !cfg->skipped && cfg->m_fps > 0 ? 1e3 / cfg->m_fps : NAN;
+}
+
 static void print_value(FILE *out, const char *format, int width, double value) {
   if (isfinite(value))
     fprintf(out, format, width, value);
@@ -631,7 +637,7 @@ static void print_case(bench *b, const bench_case *c) {
     print_value(b->out, " %*.3f", 9, cfg->m_copy_ms);
     print_value(b->out, " %*.1f", 8, cfg->m_source_us);
     print_value(b->out, " %*.1f", 8, cfg->m_submit_us);
-    const double measured_ms = cfg->m_fps > 0 ? 1e3 / cfg->m_fps : NAN;
+    const double measured_ms = measured_ms_of(cfg);
     print_value(b->out, " %*.4f", 9, cfg->predicted_ms);
     print_value(b->out, " %*.4f", 9, measured_ms);
     print_value(b->out, " %*.2f", 9, measured_ms / cfg->predicted_ms);
@@ -698,8 +704,8 @@ static void model_goal(goal *g, const bench_case *c) {
   int configs = 0, corrected = 0, steps = 0;
   for (int i = 0; i < c->config_count; i++) {
     const config *cfg = &c->configs[i];
-    const double ratio = 1e3 / cfg->m_fps / cfg->predicted_ms;
-    if (cfg->skipped || !isfinite(ratio) || !(ratio > 0)) continue;
+    const double ratio = measured_ms_of(cfg) / cfg->predicted_ms;
+    if (!(ratio > 0) || !isfinite(ratio)) continue; /* skipped, or no frame timed */
     if (cfg->kind == NAIVE) {
       naive = ratio;
       continue;
@@ -832,7 +838,7 @@ static json_t *config_json(const bench_case *c, const config *cfg) {
   json_object_set_new(o, "copy_bound_fps", number(c->copy_bound_fps));
   json_object_set_new(o, "of_copy_bound", number(ran ? cfg->m_fps / c->copy_bound_fps : NAN));
   /* The cost model (plm_pipeline_predict) against the measured time per frame. */
-  const double measured_ms = ran && cfg->m_fps > 0 ? 1e3 / cfg->m_fps : NAN;
+  const double measured_ms = measured_ms_of(cfg);
   json_object_set_new(o, "predicted_ms_per_frame", number(cfg->predicted_ms));
   json_object_set_new(o, "measured_ms_per_frame", number(measured_ms));
   json_object_set_new(o, "measured_over_predicted", number(measured_ms / cfg->predicted_ms));
