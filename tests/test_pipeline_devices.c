@@ -19,6 +19,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,11 +59,14 @@ typedef struct feed {
   int64_t fail_source; /* the source fails at this frame (-1: never) */
   int64_t fail_sink;   /* the sink fails at this frame (-1: never) */
   pthread_t caller;
-  pthread_mutex_t lock;   /* the source's calls come from the devices' threads */
-  int64_t sourced_next;   /* the frame the source expects next */
-  bool source_wrong;      /* a call out of order, or concurrent with another */
-  pthread_t first_thread; /* the thread of the source's first call */
-  bool two_threads;       /* a call came from another thread than the first */
+  /* The source's calls come from the devices' threads, one at a time: only the source
+   * takes this lock (trylock), so a call finding it held was concurrent with another.
+   * The sink reads two_threads while the source runs, hence the atomics. */
+  pthread_mutex_t source_lock;
+  int64_t sourced_next;         /* the frame the source expects next */
+  atomic_bool source_wrong;     /* a call out of order, or concurrent with another */
+  pthread_t first_thread;       /* the thread of the source's first call */
+  atomic_bool two_threads;      /* a call came from another thread than the first */
   bool await_two;         /* the sink holds frame 0 until both devices have taken frames */
   int64_t delivered;      /* frames the sink has seen */
   bool sink_wrong;        /* out of order, or off the calling thread */
@@ -72,15 +76,15 @@ typedef struct feed {
 static plm_status source(void *user, int64_t k, void *const *inputs, bool *end) {
   feed *f = user;
   /* One call at a time (trylock: a concurrent call is a failure, not a wait). */
-  if (pthread_mutex_trylock(&f->lock) != 0) {
-    f->source_wrong = true;
+  if (pthread_mutex_trylock(&f->source_lock) != 0) {
+    atomic_store(&f->source_wrong, true);
     return PLM_ERR_INTERNAL;
   }
-  f->source_wrong |= k != f->sourced_next;
+  if (k != f->sourced_next) atomic_store(&f->source_wrong, true);
   if (f->sourced_next == 0) f->first_thread = pthread_self();
-  f->two_threads |= !pthread_equal(pthread_self(), f->first_thread);
+  if (!pthread_equal(pthread_self(), f->first_thread)) atomic_store(&f->two_threads, true);
   f->sourced_next = k + 1;
-  pthread_mutex_unlock(&f->lock);
+  pthread_mutex_unlock(&f->source_lock);
   if (k >= f->frames) {
     *end = true;
     return PLM_OK;
@@ -100,10 +104,7 @@ static plm_status sink(void *user, int64_t k, const void *const *outputs) {
   /* While frame 0 is held, the first device fills its slots and its share of the reorder
    * ring and then waits: the second has to take the next frames (back-pressure). */
   for (int waited = 0; k == 0 && f->await_two && waited < 10000; waited++) {
-    pthread_mutex_lock(&f->lock);
-    const bool two = f->two_threads;
-    pthread_mutex_unlock(&f->lock);
-    if (two) break;
+    if (atomic_load(&f->two_threads)) break;
     plm_test_sleep_ms(1);
   }
   unsigned char *result = f->results + k * RESULT_BYTES;
@@ -122,14 +123,14 @@ static feed *feed_new(int64_t frames) {
   f->frames = frames;
   f->fail_source = f->fail_sink = -1;
   f->caller = pthread_self();
-  pthread_mutex_init(&f->lock, NULL);
+  pthread_mutex_init(&f->source_lock, NULL);
   f->results = calloc((size_t)FRAMES + 1, RESULT_BYTES);
   ck_assert_ptr_nonnull(f->results);
   return f;
 }
 
 static void feed_free(feed *f) {
-  pthread_mutex_destroy(&f->lock);
+  pthread_mutex_destroy(&f->source_lock);
   free(f->results);
   free(f);
 }
