@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gate.h"
 #include "harness.h"
 
 /* ---- plm_tensor_wrap_strided -------------------------------------------------------------- */
@@ -334,9 +335,12 @@ typedef struct ordering {
   atomic_int seen;    /* what the consumer saw */
 } ordering;
 
+static void write_it(void *user) { atomic_store(&((ordering *)user)->written, 1); }
+
+/* A write late enough that a read not ordered after it would see 0. */
 static void slow_write(void *user) {
   plm_test_sleep_ms(60);
-  atomic_store(&((ordering *)user)->written, 1);
+  write_it(user);
 }
 
 static void read_it(void *user) {
@@ -349,13 +353,24 @@ START_TEST(test_the_consumer_waits_for_the_producer_on_the_device) {
   PLM_CHECK_OK(plm_stream_create(plm_test_ctx, 0, &producer));
   PLM_CHECK_OK(plm_stream_create(plm_test_ctx, 0, &consumer));
   ordering o = {0};
-  PLM_CHECK_OK(plm_stream_enqueue_host(producer, slow_write, &o));
-  const double before = plm_test_now_ms();
+  /* The producer is held at a gate that only this thread opens: were order_after to wait
+   * on the host, it would wait for the gate's 10 s deadline. */
+  gate held;
+  gate_init(&held, 10000.0);
+  PLM_CHECK_OK(plm_stream_enqueue_host(producer, gate_wait_task, &held));
+  PLM_CHECK_OK(plm_stream_enqueue_host(producer, write_it, &o));
   PLM_CHECK_OK(plm_dlpack_order_after(consumer, producer));
-  ck_assert_double_lt(plm_test_now_ms() - before, 40.0); /* the host did not wait */
   PLM_CHECK_OK(plm_stream_enqueue_host(consumer, read_it, &o));
+  ck_assert(!held.timed_out); /* the host did not wait */
+  bool finished = true;
+  PLM_CHECK_OK(plm_stream_query(consumer, &finished));
+  ck_assert(!finished); /* the consumer waits for the producer's write */
+  gate_open(&held);
   PLM_CHECK_OK(plm_stream_synchronize(consumer));
   ck_assert_int_eq(atomic_load(&o.seen), 1);
+  PLM_CHECK_OK(plm_stream_synchronize(producer));
+  ck_assert(!held.timed_out);
+  gate_destroy(&held);
   PLM_CHECK_OK(plm_dlpack_order_after(consumer, consumer)); /* a no-op */
   PLM_CHECK_FAILS(plm_dlpack_order_after(NULL, producer), PLM_ERR_INVALID_ARG, "consumer is NULL");
   plm_context *other = NULL;
