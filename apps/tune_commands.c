@@ -7,7 +7,15 @@
 
 #include "apps/options.h"
 #include "plume/plume.h"
+#include "tools/cpu_share.h"
 #include "tools/quote.h"
+
+/* Above this share of the CPUs taken by other processes, the run's times are suspect and
+ * plume tune says so. On the idle 2-core VM others take about 1% during a tune; with a
+ * process spinning on each core, 84%. The runs' CV does not tell the two apart (a full
+ * tune's median CV: 4% idle, 13% so loaded; a --quick one's: 4% idle, 2% loaded; 35% for
+ * sobel's microsecond runs alone, idle), so it is reported, not judged. */
+enum { BUSY_SHARE_PERCENT = 10 };
 
 static const char tune_usage[] =
     "usage: plume tune [--backend host|cuda|auto] [--quick] [--op NAME] [--runs N]\n"
@@ -110,6 +118,46 @@ static int report(plm_context *ctx) {
   return 0;
 }
 
+static int by_value(const void *a, const void *b) {
+  const double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* The median of the entries' CVs (0 for none). */
+static double median_cv(const plm_tuning_entry *entries, size_t count) {
+  double *cv = malloc((count + 1) * sizeof *cv);
+  if (!cv || count == 0) {
+    free(cv);
+    return 0.0;
+  }
+  for (size_t k = 0; k < count; k++) cv[k] = entries[k].cv;
+  qsort(cv, count, sizeof *cv, by_value);
+  const double median = count % 2 ? cv[count / 2] : 0.5 * (cv[count / 2 - 1] + cv[count / 2]);
+  free(cv);
+  return median;
+}
+
+/* What the machine did while the run measured: a line on stdout, and a warning on stderr
+ * when other processes took more than BUSY_SHARE_PERCENT of the CPUs (the table is written
+ * all the same: the user decides). before->total 0: /proc could not be read before. */
+static void say_load(const cpu_times *before, const plm_tuning_entry *entries, size_t count) {
+  cpu_times after;
+  const bool known = before->total > 0 && cpu_times_now(&after);
+  const double others = known ? 100.0 * cpu_share_of_others(before, &after) : 0.0;
+  const double cv = 100.0 * median_cv(entries, count);
+  if (known)
+    printf("while measuring: other processes used %.0f%% of the CPUs; the runs' median CV %.1f%%\n",
+           others, cv);
+  else
+    printf("while measuring: the CPUs' load not known (no /proc); the runs' median CV %.1f%%\n", cv);
+  if (known && others > BUSY_SHARE_PERCENT)
+    fprintf(stderr,
+            "plume tune: warning: other processes used %.0f%% of the CPUs (more than %d%%) while "
+            "it measured: the table's times, and the placement model's points with them, carry "
+            "that load; run plume tune again on an idle machine\n",
+            others, BUSY_SHARE_PERCENT);
+}
+
 int tune_command_main(int argc, char **argv) {
   const char *backend_text = NULL, *quick = NULL, *op = NULL, *runs_text = NULL,
              *report_flag = NULL;
@@ -153,6 +201,8 @@ int tune_command_main(int argc, char **argv) {
   char path[512] = "";
   plm_backend backend = PLM_BACKEND_HOST;
   plm_status status = plm_context_backend(ctx, &backend);
+  cpu_times before = {0}; /* stays 0 where /proc cannot be read */
+  (void)cpu_times_now(&before);
   if (status == PLM_OK) status = plm_tune_run(ctx, &tune, &entries, &count);
   exit_code = 0;
   if (status == PLM_OK && count == 0) {
@@ -160,6 +210,7 @@ int tune_command_main(int argc, char **argv) {
            op ? op : "");
   } else if (status == PLM_OK) {
     print_table(entries, count);
+    say_load(&before, entries, count);
     status = keep_unmeasured(ctx, &entries, &count);
     if (status == PLM_OK) status = plm_tuning_store(ctx, entries, count, path, sizeof path);
   }

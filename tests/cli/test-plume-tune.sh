@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # tests/cli/test-plume-tune.sh PLUME SCRATCH: `plume tune` end to end, on host, in a cache
 # directory of its own (XDG_CACHE_HOME): the quick measurement writes a table (atomically,
-# where plume/tuning.h says), a partial run keeps the rest of it, --report and `plume info`
-# show it, PLUME_TUNING=off|refresh leave it alone, a table edited to force a candidate is
-# what the ops then use while their results stay byte-identical, and bad usage is refused
-# with one line.
+# where plume/tuning.h says) and says how busy the machine was (a warning when other
+# processes spin on every core meanwhile), a partial run keeps the rest of it, --report
+# and `plume info` show it, PLUME_TUNING=off|refresh leave it alone, a table edited to
+# force a candidate is what the ops then use while their results stay byte-identical, and
+# bad usage is refused with one line.
 set -u
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 plume=$1
@@ -36,6 +37,25 @@ checks=$((checks + 1))
 grep -q '"schema": "plume-tuning"' "$table" && grep -q '"key": "host|' "$table" ||
   fail "the table has no schema or key: $(head -c 300 "$table")"
 absent "tune --quick leaves no temporary file" cache/plume/*.tmp
+# What the machine did meanwhile (other tests may run beside this one: no bound on it).
+checks=$((checks + 1))
+grep -Eq "^while measuring: other processes used [0-9]+% of the CPUs; the runs' median CV [0-9.]+%$" out.txt ||
+  fail "tune --quick: no load line: $(grep -i measuring out.txt)"
+
+# A process spinning on every core while it measures: a warning, and the table all the same.
+spinners=()
+for ((core = 0; core < $(nproc); core++)); do
+  (while :; do :; done) &
+  spinners+=($!)
+done
+sleep 0.2
+run 0 "tune on a busy machine" tune --quick --op entropy --runs 40
+kill "${spinners[@]}" 2>/dev/null
+wait "${spinners[@]}" 2>/dev/null
+expect_err "tune on a busy machine" "plume tune: warning: other processes used "
+expect_err "tune on a busy machine" "run plume tune again on an idle machine"
+checks=$((checks + 1))
+grep -q "^table written to " out.txt || fail "tune on a busy machine: no table: $(tail -n 2 out.txt)"
 
 entries=$(grep -c '"op":' "$table")
 run 0 "report" tune --report && {
