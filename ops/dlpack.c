@@ -78,10 +78,15 @@ static bool plm_dtype_of(plm_dl_dtype dl, plm_dtype *out) {
   return false;
 }
 
-static plm_dl_device device_of(const plm_context *ctx) {
-  if (ctx->backend->kind == PLM_BACKEND_CUDA)
-    return (plm_dl_device){.device_type = PLM_DL_CUDA, .device_id = ctx->info.device};
-  return (plm_dl_device){.device_type = PLM_DL_CPU, .device_id = 0};
+/* Where a tensor of ctx at data lives: kDLCPU on host; on cuda kDLCUDA of the context's
+ * device, or kDLCUDAHost where data is the context's pinned host memory (plm_host_alloc),
+ * which a CPU consumer such as NumPy reads in place and must not take for device memory. */
+static plm_dl_device device_of(plm_context *ctx, const void *data) {
+  if (ctx->backend->kind != PLM_BACKEND_CUDA)
+    return (plm_dl_device){.device_type = PLM_DL_CPU, .device_id = 0};
+  if (plm__host_pool_holds(ctx, data))
+    return (plm_dl_device){.device_type = PLM_DL_CUDA_HOST, .device_id = 0};
+  return (plm_dl_device){.device_type = PLM_DL_CUDA, .device_id = ctx->info.device};
 }
 
 /* Whether ctx's kernels and copies can use memory of `device`; else the message. */
@@ -143,7 +148,7 @@ static plm_status exported_new_in(const char *caller, const plm_tensor *tensor,
 
 static plm_dl_tensor dl_tensor_of(const plm_tensor *tensor, exported *e) {
   plm_dl_tensor dl = {.data = tensor->data,
-                      .device = device_of(tensor->ctx),
+                      .device = device_of(tensor->ctx, tensor->data),
                       .ndim = tensor->ndim,
                       .shape = e->shape,
                       .strides = e->strides,

@@ -489,6 +489,25 @@ plm_status plm_host_alloc(plm_context *ctx, size_t bytes, void **ptr) {
   return PLM_OK;
 }
 
+bool plm__host_pool_holds(plm_context *ctx, const void *ptr) {
+  plm__attachment *attachment = __atomic_load_n(&ctx->host_pool, __ATOMIC_ACQUIRE);
+  if (!attachment || !ptr) return false;
+  host_pool *pool = pool_of_attachment(attachment);
+  const uintptr_t p = (uintptr_t)ptr;
+  bool held = false;
+  pthread_mutex_lock(&pool->mappings_lock);
+  host_mapping *mapping, *next;
+  HASH_ITER(hh, pool->mappings, mapping, next) {
+    const uintptr_t base = (uintptr_t)mapping->base;
+    if (p >= base && p - base < mapping->bytes) {
+      held = true;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&pool->mappings_lock);
+  return held;
+}
+
 plm_status plm_host_free(plm_context *ctx, void *ptr) {
   PLM__REQUIRE_NOT_NULL(ctx);
   if (!ptr) return PLM_OK;

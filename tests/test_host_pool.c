@@ -12,6 +12,7 @@
 
 #include "harness.h"
 #include "plume/pool.h"
+#include "streams/runtime.h"
 
 enum { ALIGNMENT = 256 };
 
@@ -237,6 +238,32 @@ START_TEST(test_free_rejects_what_is_not_a_live_block) {
 }
 END_TEST
 
+/* plm__host_pool_holds (streams/runtime.h), which DLPack's export asks to tell pinned host
+ * memory from the device's: a block's first and last bytes, not the stack, the heap,
+ * another context's blocks or NULL; nothing before the context's first block. */
+START_TEST(test_the_pool_knows_its_memory) {
+  plm_context *other = new_context();
+  int on_stack = 0;
+  void *heap = malloc(64), *ours = NULL, *theirs = NULL;
+  ck_assert_ptr_nonnull(heap);
+  ck_assert(!plm__host_pool_holds(other, heap)); /* no pool yet */
+  PLM_CHECK_OK(plm_host_alloc(plm_test_ctx, 5000, &ours));
+  PLM_CHECK_OK(plm_host_alloc(other, 4096, &theirs));
+  ck_assert(plm__host_pool_holds(plm_test_ctx, ours));
+  ck_assert(plm__host_pool_holds(plm_test_ctx, (char *)ours + 4999));
+  ck_assert(plm__host_pool_holds(other, theirs));
+  ck_assert(!plm__host_pool_holds(plm_test_ctx, theirs));
+  ck_assert(!plm__host_pool_holds(other, ours));
+  ck_assert(!plm__host_pool_holds(plm_test_ctx, &on_stack));
+  ck_assert(!plm__host_pool_holds(plm_test_ctx, heap));
+  ck_assert(!plm__host_pool_holds(plm_test_ctx, NULL));
+  PLM_CHECK_OK(plm_host_free(other, theirs));
+  PLM_CHECK_OK(plm_host_free(plm_test_ctx, ours));
+  PLM_CHECK_OK(plm_context_destroy(other));
+  free(heap);
+}
+END_TEST
+
 START_TEST(test_blocks_belong_to_their_context) {
   plm_context *other = new_context();
   void *theirs = NULL, *ours = NULL;
@@ -430,6 +457,7 @@ static Suite *host_pool_suite(void) {
   tcase_add_test(bad_input, test_free_of_null_is_a_no_op);
   tcase_add_test(bad_input, test_free_rejects_what_is_not_a_live_block);
   tcase_add_test(bad_input, test_blocks_belong_to_their_context);
+  tcase_add_test(bad_input, test_the_pool_knows_its_memory);
   tcase_add_test(bad_input, test_bad_arguments_are_reported);
   suite_add_tcase(suite, bad_input);
 

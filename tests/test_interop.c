@@ -109,6 +109,42 @@ START_TEST(test_an_export_lays_out_the_specification_and_releases_once) {
 }
 END_TEST
 
+/* The context's pinned host memory (plm_host_alloc) is kDLCUDAHost on cuda, so that a CPU
+ * consumer (NumPy) reads it in place and no consumer takes it for device memory; kDLCPU on
+ * host. A view inside the block too, legacy as versioned. The pool's tensors stay the
+ * device's. */
+START_TEST(test_pinned_host_memory_exports_as_what_it_is) {
+  const bool cuda = plm_test_backend == PLM_BACKEND_CUDA;
+  void *pinned = NULL;
+  PLM_CHECK_OK(plm_host_alloc(plm_test_ctx, 4096, &pinned));
+  const int64_t dims[2] = {8, 16};
+  for (int offset = 0; offset <= 1024; offset += 1024) {
+    plm_tensor t;
+    PLM_CHECK_OK(plm_tensor_wrap(plm_test_ctx, (char *)pinned + offset, PLM_DTYPE_F32, 2, dims, &t));
+    plm_dl_managed_tensor_versioned *m = NULL;
+    PLM_CHECK_OK(plm_tensor_to_dlpack(&t, 0, NULL, NULL, &m));
+    ck_assert_int_eq(m->dl_tensor.device.device_type, cuda ? PLM_DL_CUDA_HOST : PLM_DL_CPU);
+    ck_assert_int_eq(m->dl_tensor.device.device_id, 0);
+    plm_tensor back;
+    PLM_CHECK_OK(plm_tensor_from_dlpack(plm_test_ctx, m, &back, NULL)); /* and back */
+    ck_assert_ptr_eq(back.data, t.data);
+    plm_dlpack_release(m);
+    plm_dl_managed_tensor *legacy = NULL;
+    PLM_CHECK_OK(plm_tensor_to_dlpack_legacy(&t, NULL, NULL, &legacy));
+    ck_assert_int_eq(legacy->dl_tensor.device.device_type, cuda ? PLM_DL_CUDA_HOST : PLM_DL_CPU);
+    plm_dlpack_release_legacy(legacy);
+  }
+  plm_tensor dev;
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, dims, &dev));
+  plm_dl_managed_tensor_versioned *m = NULL;
+  PLM_CHECK_OK(plm_tensor_to_dlpack(&dev, 0, NULL, NULL, &m));
+  ck_assert_int_eq(m->dl_tensor.device.device_type, cuda ? PLM_DL_CUDA : PLM_DL_CPU);
+  plm_dlpack_release(m);
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &dev));
+  PLM_CHECK_OK(plm_host_free(plm_test_ctx, pinned));
+}
+END_TEST
+
 START_TEST(test_an_export_refuses_what_dlpack_cannot_say) {
   float data[12];
   const int64_t dims[2] = {3, 4};
@@ -473,6 +509,7 @@ static Suite *interop_suite(void) {
   plm_test_add_stream_fixture(tcase);
   tcase_add_test(tcase, test_wrap_strided_takes_compact_row_major_only);
   tcase_add_test(tcase, test_an_export_lays_out_the_specification_and_releases_once);
+  tcase_add_test(tcase, test_pinned_host_memory_exports_as_what_it_is);
   tcase_add_test(tcase, test_an_export_refuses_what_dlpack_cannot_say);
   tcase_add_test(tcase, test_an_import_describes_the_memory_and_refuses_what_ops_cannot_use);
   tcase_add_test(tcase, test_an_op_runs_on_an_import_and_its_result_exports);

@@ -29,8 +29,11 @@
  * calls its deleter.
  *
  * Devices. plume's host backend is kDLCPU device 0; a cuda context is kDLCUDA with its
- * device index. kDLCUDAHost (pinned host memory) is accepted by both: ordinary memory to
- * the host backend, memory a kernel can read through unified addressing to cuda.
+ * device index, except that an export of the context's own pinned host memory
+ * (plm_host_alloc, a view inside a block too) says kDLCUDAHost device 0, so that a CPU
+ * consumer reads it in place and none takes it for device memory. kDLCUDAHost is accepted
+ * on import by both: ordinary memory to the host backend, memory a kernel can read through
+ * unified addressing to cuda.
  *
  * Streams: the rule of the Python `__dlpack__(stream=S)` protocol. The producer must make
  * the consumer's stream S wait for the work that writes the tensor, on the device, without
