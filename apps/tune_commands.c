@@ -138,18 +138,22 @@ static double median_cv(const plm_tuning_entry *entries, size_t count) {
 }
 
 /* What the machine did while the run measured: a line on stdout, and a warning on stderr
- * when other processes took more than BUSY_SHARE_PERCENT of the CPUs (the table is written
- * all the same: the user decides). before->total 0: /proc could not be read before. */
+ * when other processes (on a VM, its host's other guests too: steal time) took more than
+ * BUSY_SHARE_PERCENT of this process's CPUs (the table is written all the same: the user
+ * decides). before->total 0: /proc could not be read before. */
 static void say_load(const cpu_times *before, const plm_tuning_entry *entries, size_t count) {
   cpu_times after;
   const bool known = before->total > 0 && cpu_times_now(&after);
-  const double others = known ? 100.0 * cpu_share_of_others(before, &after) : 0.0;
+  const double others = known ? round(100.0 * cpu_share_of_others(before, &after)) : 0.0;
   const double cv = 100.0 * median_cv(entries, count);
   if (known)
-    printf("while measuring: other processes used %.0f%% of the CPUs; the runs' median CV %.1f%%\n",
-           others, cv);
+    printf(
+        "while measuring: other processes used %.0f%% of the CPUs; the runs' median CV "
+        "%.1f%%\n",
+        others, cv);
   else
-    printf("while measuring: the CPUs' load not known (no /proc); the runs' median CV %.1f%%\n", cv);
+    printf("while measuring: the CPUs' load not known (no /proc); the runs' median CV %.1f%%\n",
+           cv);
   if (known && others > BUSY_SHARE_PERCENT)
     fprintf(stderr,
             "plume tune: warning: other processes used %.0f%% of the CPUs (more than %d%%) while "

@@ -120,7 +120,8 @@ START_TEST(test_pinned_host_memory_exports_as_what_it_is) {
   const int64_t dims[2] = {8, 16};
   for (int offset = 0; offset <= 1024; offset += 1024) {
     plm_tensor t;
-    PLM_CHECK_OK(plm_tensor_wrap(plm_test_ctx, (char *)pinned + offset, PLM_DTYPE_F32, 2, dims, &t));
+    PLM_CHECK_OK(
+        plm_tensor_wrap(plm_test_ctx, (char *)pinned + offset, PLM_DTYPE_F32, 2, dims, &t));
     plm_dl_managed_tensor_versioned *m = NULL;
     PLM_CHECK_OK(plm_tensor_to_dlpack(&t, 0, NULL, NULL, &m));
     ck_assert_int_eq(m->dl_tensor.device.device_type, cuda ? PLM_DL_CUDA_HOST : PLM_DL_CPU);
@@ -371,12 +372,10 @@ typedef struct ordering {
   atomic_int seen;    /* what the consumer saw */
 } ordering;
 
-static void write_it(void *user) { atomic_store(&((ordering *)user)->written, 1); }
-
 /* A write late enough that a read not ordered after it would see 0. */
 static void slow_write(void *user) {
   plm_test_sleep_ms(60);
-  write_it(user);
+  atomic_store(&((ordering *)user)->written, 1);
 }
 
 static void read_it(void *user) {
@@ -390,23 +389,27 @@ START_TEST(test_the_consumer_waits_for_the_producer_on_the_device) {
   PLM_CHECK_OK(plm_stream_create(plm_test_ctx, 0, &consumer));
   ordering o = {0};
   /* The producer is held at a gate that only this thread opens: were order_after to wait
-   * on the host, it would wait for the gate's 10 s deadline. */
+   * on the host, it would wait for the gate's 10 s deadline. After the gate its write
+   * comes late (slow_write), so that a read not ordered after it sees 0. */
   gate held;
   gate_init(&held, 10000.0);
   PLM_CHECK_OK(plm_stream_enqueue_host(producer, gate_wait_task, &held));
-  PLM_CHECK_OK(plm_stream_enqueue_host(producer, write_it, &o));
+  PLM_CHECK_OK(plm_stream_enqueue_host(producer, slow_write, &o));
   PLM_CHECK_OK(plm_dlpack_order_after(consumer, producer));
   PLM_CHECK_OK(plm_stream_enqueue_host(consumer, read_it, &o));
-  ck_assert(!held.timed_out); /* the host did not wait */
+  const bool waited_on_host = held.timed_out;
   bool finished = true;
-  PLM_CHECK_OK(plm_stream_query(consumer, &finished));
-  ck_assert(!finished); /* the consumer waits for the producer's write */
+  const plm_status queried = plm_stream_query(consumer, &finished);
+  /* Open before any check can fail: the streams must not be left waiting on this stack. */
   gate_open(&held);
   PLM_CHECK_OK(plm_stream_synchronize(consumer));
-  ck_assert_int_eq(atomic_load(&o.seen), 1);
   PLM_CHECK_OK(plm_stream_synchronize(producer));
-  ck_assert(!held.timed_out);
   gate_destroy(&held);
+  ck_assert_msg(!waited_on_host, "order_after waited for the producer on the host");
+  PLM_CHECK_OK(queried);
+  ck_assert_msg(!finished, "the consumer finished while the producer was held");
+  const int seen = atomic_load(&o.seen);
+  ck_assert_msg(seen == 1, "the consumer read before the producer wrote (seen %d)", seen);
   PLM_CHECK_OK(plm_dlpack_order_after(consumer, consumer)); /* a no-op */
   PLM_CHECK_FAILS(plm_dlpack_order_after(NULL, producer), PLM_ERR_INVALID_ARG, "consumer is NULL");
   plm_context *other = NULL;

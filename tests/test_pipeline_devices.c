@@ -63,14 +63,14 @@ typedef struct feed {
    * takes this lock (trylock), so a call finding it held was concurrent with another.
    * The sink reads two_threads while the source runs, hence the atomics. */
   pthread_mutex_t source_lock;
-  int64_t sourced_next;         /* the frame the source expects next */
-  atomic_bool source_wrong;     /* a call out of order, or concurrent with another */
-  pthread_t first_thread;       /* the thread of the source's first call */
-  atomic_bool two_threads;      /* a call came from another thread than the first */
-  bool await_two;         /* the sink holds frame 0 until both devices have taken frames */
-  int64_t delivered;      /* frames the sink has seen */
-  bool sink_wrong;        /* out of order, or off the calling thread */
-  unsigned char *results; /* RESULT_BYTES per frame: table then count */
+  int64_t sourced_next;     /* the frame the source expects next */
+  atomic_bool source_wrong; /* a call out of order, or concurrent with another */
+  pthread_t first_thread;   /* the thread of the source's first call */
+  atomic_bool two_threads;  /* a call came from another thread than the first */
+  bool await_two;           /* the sink holds frame 0 until both devices have taken frames */
+  int64_t delivered;        /* frames the sink has seen */
+  bool sink_wrong;          /* out of order, or off the calling thread */
+  unsigned char *results;   /* RESULT_BYTES per frame: table then count */
 } feed;
 
 static plm_status source(void *user, int64_t k, void *const *inputs, bool *end) {
