@@ -95,7 +95,8 @@ START_TEST(test_supplied_frames_every_config) {
     char *table = run(&options, json_path, &code);
     ck_assert_msg(code == 0, "exit %d:\n%s", code, table);
     ck_assert_msg(strstr(table, "naive") && strstr(table, "streams") && strstr(table, "floors") &&
-                      strstr(table, "skipped: the host backend has no CUDA graphs"),
+                      strstr(table, "skipped: the host backend has no CUDA graphs") &&
+                      strstr(table, "load 64x80 "),
                   "%s", table);
     free(table);
     ck_assert(pipeline_bench_validate_json(json_path, stderr));
@@ -123,6 +124,12 @@ START_TEST(test_supplied_frames_every_config) {
         ck_assert_double_eq_tol(json_real_value(json_object_get(r, "measured_over_predicted")),
                                 measured / predicted, 1e-4 * measured / predicted);
         ck_assert(json_is_integer(json_object_get(r, "steps_corrected_by_tuning")));
+        /* How busy the machine was: a share, or null (runs this short are too short to
+         * tell). */
+        json_t *others = json_object_get(r, "others_cpu_share");
+        ck_assert(json_is_null(others) ||
+                  (json_is_number(others) && json_number_value(others) >= 0.0 &&
+                   json_number_value(others) <= 1.0));
       }
     }
     /* naive: 4 intermediates and entropy's scratch per frame (all from its passthrough

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "profile/stats.h"
+#include "tools/cpu_share.h"
 #include "tools/progress.h"
 #include "tools/quote.h"
 #include "tools/scene.h"
@@ -24,7 +25,8 @@ enum {
   MAX_CONFIGS = 7, /* naive, pooled, streams x3, graph, fused */
   MAX_OUTPUTS = 8,
   MAX_CHECKED = 16, /* distinct frames whose results are compared */
-  SCENE_SEED = 1
+  SCENE_SEED = 1,
+  BUSY_SHARE_PERCENT = 10 /* above it, a config's figures carry other processes' load */
 };
 
 /* The bandwidth measurements: bytes per copy (read once, written once). */
@@ -59,6 +61,9 @@ typedef struct config {
   double predicted_ms; /* the cost model's time per frame on the backend (plm_pipeline_predict) */
   int corrected_steps; /* of its steps, those a tuning table's points corrected */
   int step_count;      /* the plan's steps */
+  /* The CPUs' ticks over its timed runs (tools/cpu_share.h): all, and other processes'
+   * (busy but not this process's); total 0 where /proc could not be read. */
+  double cpu_total_ticks, cpu_others_ticks;
 } config;
 
 typedef struct bench_case {
@@ -357,8 +362,15 @@ static bool config_timed_run(bench *b, bench_case *c, config *cfg) {
   plm_run_stream_report report;
   char label[64];
   config_label(cfg, label, sizeof label);
+  cpu_times cpu_before, cpu_after;
+  const bool cpu_known = cpu_times_now(&cpu_before);
   plm_status status = plm_pipeline_run_stream(cfg->pl, feed_source, NULL, &f, &options, &report);
   if (status != PLM_OK) return fail(b, EXIT_RUNTIME_FAILURE, "%s: %s", label, plm_last_error());
+  if (cpu_known && cpu_times_now(&cpu_after)) {
+    const double total = (double)(cpu_after.total - cpu_before.total);
+    cfg->cpu_total_ticks += total;
+    cfg->cpu_others_ticks += total * cpu_share_of_others(&cpu_before, &cpu_after);
+  }
   CALL(b, "pool statistics", plm_pool_stats_get(cfg->pool, &after));
   if (report.frames_delivered != c->timed_frames)
     return fail(b, EXIT_RUNTIME_FAILURE, "%s: %lld of %lld frames delivered", label,
@@ -601,11 +613,49 @@ static double measured_ms_of(const config *cfg) {
   return !cfg->skipped && cfg->m_fps > 0 ? 1e3 / cfg->m_fps : NAN;
 }
 
+/* The share of the CPUs other processes took over a config's timed runs; NaN: unknown, or
+ * fewer than MIN_LOAD_TICKS ticks of all CPUs (a quarter second on two): each reading is
+ * good to a tick or two, so a shorter span says little. */
+static double others_share_of(const config *cfg) {
+  enum { MIN_LOAD_TICKS = 50 };
+  return cfg->cpu_total_ticks >= MIN_LOAD_TICKS ? cfg->cpu_others_ticks / cfg->cpu_total_ticks
+                                                : NAN;
+}
+
 static void print_value(FILE *out, const char *format, int width, double value) {
   if (isfinite(value))
     fprintf(out, format, width, value);
   else
     fprintf(out, "%*s", width, "-");
+}
+
+/* How busy the machine was during the case's timed runs: the most any config saw, on the
+ * table; and a warning on stderr above BUSY_SHARE_PERCENT (the figures are kept). */
+static void print_load(bench *b, const bench_case *c, const char *frame) {
+  const config *busiest = NULL;
+  for (int i = 0; i < c->config_count; i++) {
+    const config *cfg = &c->configs[i];
+    if (!cfg->skipped && !isnan(others_share_of(cfg)) &&
+        (!busiest || others_share_of(cfg) > others_share_of(busiest)))
+      busiest = cfg;
+  }
+  if (!busiest) {
+    fprintf(b->out, "load %s %s: not known (no /proc, or timed runs too short to tell)\n", frame,
+            plm_dtype_name(c->dtype));
+    return;
+  }
+  const double percent = round(100.0 * others_share_of(busiest));
+  fprintf(b->out,
+          "load %s %s: other processes used at most %.0f%% of the CPUs during a config's timed "
+          "runs (%s K=%d)\n",
+          frame, plm_dtype_name(c->dtype), percent, KIND_NAMES[busiest->kind], busiest->k);
+  if (percent > BUSY_SHARE_PERCENT)
+    fprintf(stderr,
+            "%s: warning: other processes used %.0f%% of the CPUs (more than %d%%) during the "
+            "timed runs of %s %s %s K=%d: its figures carry that load; measure on an idle "
+            "machine\n",
+            b->prog, percent, BUSY_SHARE_PERCENT, frame, plm_dtype_name(c->dtype),
+            KIND_NAMES[busiest->kind], busiest->k);
 }
 
 static void print_case(bench *b, const bench_case *c) {
@@ -652,6 +702,7 @@ static void print_case(bench *b, const bench_case *c) {
           c->d2h_bytes);
   fprintf(b->out, "copy bound %s %s: one frame's upload timed alone %.4f ms -> %.0f frames/s\n",
           frame, plm_dtype_name(c->dtype), c->frame_h2d_ms, c->copy_bound_fps);
+  print_load(b, c, frame);
   if (f.best)
     fprintf(b->out,
             "best: %s K=%d at %.1f frames/s = %.2f%% of the upload bound, %.2f%% of the copy "
@@ -843,6 +894,8 @@ static json_t *config_json(const bench_case *c, const config *cfg) {
   json_object_set_new(o, "measured_ms_per_frame", number(measured_ms));
   json_object_set_new(o, "measured_over_predicted", number(measured_ms / cfg->predicted_ms));
   json_object_set_new(o, "steps_corrected_by_tuning", json_integer(cfg->corrected_steps));
+  /* Other processes' share of the CPUs over its timed runs (tools/cpu_share.h). */
+  json_object_set_new(o, "others_cpu_share", number(ran ? others_share_of(cfg) : NAN));
   json_object_set_new(o, "graph_replays", json_integer(cfg->graph_replays));
   json_object_set_new(o, "runs", json_integer(cfg->runs));
   json_object_set_new(o, "frames_per_run", json_integer(c->timed_frames));
