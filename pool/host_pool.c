@@ -494,13 +494,16 @@ bool plm__host_pool_holds(plm_context *ctx, const void *ptr) {
   if (!attachment || !ptr) return false;
   host_pool *pool = pool_of_attachment(attachment);
   const uintptr_t p = (uintptr_t)ptr;
+  /* Where the backend page-locks, only what is: mappings registered here, or a
+   * host_upstream's that it pinned itself (not jemalloc's metadata, see "Metadata"). */
+  const bool pins = ctx->backend->host_register != NULL;
   bool held = false;
   pthread_mutex_lock(&pool->mappings_lock);
   host_mapping *mapping, *next;
   HASH_ITER(hh, pool->mappings, mapping, next) {
     const uintptr_t base = (uintptr_t)mapping->base;
     if (p >= base && p - base < mapping->bytes) {
-      held = true;
+      held = !pins || mapping->registered || ctx->host_upstream_pinned;
       break;
     }
   }

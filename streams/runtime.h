@@ -109,10 +109,11 @@ void plm__context_detach(plm_context *ctx, plm__attachment *attachment);
 plm_status plm__stream_launch_host_kernel(plm_stream *stream, void (*fn)(const void *args),
                                           const void *args, size_t args_size);
 
-/* Whether ptr lies in memory that ctx's pinned host pool has mapped (plm_host_alloc's
- * blocks, interior pointers too; pool/host_pool.c): host memory that, on cuda, is
- * page-locked and reachable by the device (DLPack's kDLCUDAHost). False before the
- * context's first plm_host_alloc and for NULL. Thread-safe. */
+/* Whether ptr lies in the page-locked memory of ctx's pinned host pool (plm_host_alloc's
+ * blocks, interior pointers too, and freed blocks the pool keeps; pool/host_pool.c): on
+ * cuda host memory the device reaches (DLPack's kDLCUDAHost); on the host backend, which
+ * locks nothing, the pool's memory. False before the context's first plm_host_alloc, for
+ * NULL and for any other memory (another context's blocks included). Thread-safe. */
 bool plm__host_pool_holds(plm_context *ctx, const void *ptr);
 
 /* Call every attachment's stream_destroying hook (plm_stream_destroy does). */

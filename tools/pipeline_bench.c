@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "profile/stats.h"
+#include "streams/clock.h"
 #include "tools/cpu_share.h"
 #include "tools/progress.h"
 #include "tools/quote.h"
@@ -61,9 +62,10 @@ typedef struct config {
   double predicted_ms; /* the cost model's time per frame on the backend (plm_pipeline_predict) */
   int corrected_steps; /* of its steps, those a tuning table's points corrected */
   int step_count;      /* the plan's steps */
-  /* The CPUs' ticks over its timed runs (tools/cpu_share.h): all, and other processes'
-   * (busy but not this process's); total 0 where /proc could not be read. */
-  double cpu_total_ticks, cpu_others_ticks;
+  /* Over its timed runs (tools/cpu_share.h): the CPUs' ticks, all and other processes'
+   * (busy but not this process's, summed signed: each reading is good to a tick or two),
+   * and the wall time they span; all 0 where /proc could not be read. */
+  double cpu_total_ticks, cpu_others_ticks, cpu_wall_s;
 } config;
 
 typedef struct bench_case {
@@ -364,12 +366,15 @@ static bool config_timed_run(bench *b, bench_case *c, config *cfg) {
   config_label(cfg, label, sizeof label);
   cpu_times cpu_before, cpu_after;
   const bool cpu_known = cpu_times_now(&cpu_before);
+  const double started_s = plm__monotonic_seconds();
   plm_status status = plm_pipeline_run_stream(cfg->pl, feed_source, NULL, &f, &options, &report);
   if (status != PLM_OK) return fail(b, EXIT_RUNTIME_FAILURE, "%s: %s", label, plm_last_error());
-  if (cpu_known && cpu_times_now(&cpu_after)) {
-    const double total = (double)(cpu_after.total - cpu_before.total);
-    cfg->cpu_total_ticks += total;
-    cfg->cpu_others_ticks += total * cpu_share_of_others(&cpu_before, &cpu_after);
+  /* Counted only while the CPUs counted stay the same (their ticks only grow). */
+  if (cpu_known && cpu_times_now(&cpu_after) && cpu_after.total > cpu_before.total) {
+    cfg->cpu_total_ticks += (double)(cpu_after.total - cpu_before.total);
+    cfg->cpu_others_ticks += ((double)cpu_after.busy - (double)cpu_before.busy) -
+                             ((double)cpu_after.own - (double)cpu_before.own);
+    cfg->cpu_wall_s += plm__monotonic_seconds() - started_s;
   }
   CALL(b, "pool statistics", plm_pool_stats_get(cfg->pool, &after));
   if (report.frames_delivered != c->timed_frames)
@@ -613,13 +618,13 @@ static double measured_ms_of(const config *cfg) {
   return !cfg->skipped && cfg->m_fps > 0 ? 1e3 / cfg->m_fps : NAN;
 }
 
-/* The share of the CPUs other processes took over a config's timed runs; NaN: unknown, or
- * fewer than MIN_LOAD_TICKS ticks of all CPUs (a quarter second on two): each reading is
- * good to a tick or two, so a shorter span says little. */
+/* The share of the CPUs other processes took over a config's timed runs, 0..1; NaN:
+ * unknown, or timed runs under a quarter second in all (25 ticks of each CPU: each
+ * reading is good to a tick or two, so a shorter span says little). */
 static double others_share_of(const config *cfg) {
-  enum { MIN_LOAD_TICKS = 50 };
-  return cfg->cpu_total_ticks >= MIN_LOAD_TICKS ? cfg->cpu_others_ticks / cfg->cpu_total_ticks
-                                                : NAN;
+  if (cfg->cpu_wall_s < 0.25 || !(cfg->cpu_total_ticks > 0)) return NAN;
+  const double share = cfg->cpu_others_ticks / cfg->cpu_total_ticks;
+  return share < 0.0 ? 0.0 : share > 1.0 ? 1.0 : share;
 }
 
 static void print_value(FILE *out, const char *format, int width, double value) {

@@ -41,7 +41,7 @@
  * the timed runs (plm_pool_stats_get deltas of the config's own pool; ops' scratch comes
  * from the context's default pool and is not counted); others_cpu_share, the share of the
  * CPUs other processes took during its timed runs (tools/cpu_share.h; null when unknown
- * or under a quarter second of two CPUs' time). Per case the table says the most any
+ * or when they take under a quarter second in all). Per case the table says the most any
  * config saw, and stderr warns above 10%: such figures carry another process's load.
  *
  * Results are checked, not only timed: during the warm-ups every config's outputs for

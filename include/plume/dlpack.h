@@ -30,10 +30,12 @@
  *
  * Devices. plume's host backend is kDLCPU device 0; a cuda context is kDLCUDA with its
  * device index, except that an export of the context's own pinned host memory
- * (plm_host_alloc, a view inside a block too) says kDLCUDAHost device 0, so that a CPU
- * consumer reads it in place and none takes it for device memory. kDLCUDAHost is accepted
- * on import by both: ordinary memory to the host backend, memory a kernel can read through
- * unified addressing to cuda.
+ * (plm_host_alloc, a view inside a block too; not another context's, nor pinned memory
+ * plume did not allocate) says kDLCUDAHost device 0, as the DLPack specification and
+ * PyTorch's pinned tensors do: NumPy reads it in place; CuPy refuses the type (read it
+ * through NumPy, or export device memory). kDLCUDAHost is accepted on import by both:
+ * ordinary memory to the host backend, memory a kernel can read through unified
+ * addressing to cuda.
  *
  * Streams: the rule of the Python `__dlpack__(stream=S)` protocol. The producer must make
  * the consumer's stream S wait for the work that writes the tensor, on the device, without
@@ -41,9 +43,9 @@
  * producer's stream and makes the consumer's wait for it. The consumer's stream is a plume
  * stream: wrap another library's cudaStream_t with plm_stream_wrap (plume/stream.h), or,
  * for one ordering without a wrapper (whose destruction would wait for that stream), give
- * the cudaStream_t itself to plm_dlpack_order_before_native / _after_native. For kDLCPU
- * there is no stream: synchronize the producer's stream before handing the tensor to a
- * CPU consumer.
+ * the cudaStream_t itself to plm_dlpack_order_before_native / _after_native. For kDLCPU,
+ * and kDLCUDAHost memory the CPU reads, there is no stream: synchronize the producer's
+ * stream before handing the tensor to a CPU consumer.
  *
  * Thread safety: the functions are thread-safe; a managed tensor is not (its owner uses
  * it). A deleter may be called from any thread, after the plume context is gone too.
