@@ -38,6 +38,7 @@
 #include "apps/interrupt.h"
 #include "apps/options.h"
 #include "ops/op_desc.h"
+#include "ops/op_internal.h"
 #include "pipeline/placement.h"
 #include "plume/plume.h"
 #include "profile/stats.h"
@@ -1124,17 +1125,6 @@ static void plain_free(void *user, void *ptr) {
   free(ptr);
 }
 
-static plm_tensor described(plm_dtype dtype, int ndim, const int64_t *dims) {
-  plm_tensor t = {.dtype = dtype, .ndim = ndim};
-  int64_t stride = 1;
-  for (int d = ndim - 1; d >= 0; d--) {
-    t.dims[d] = dims[d];
-    t.strides[d] = stride;
-    stride *= dims[d];
-  }
-  return t;
-}
-
 /* --backend auto (the default): the backend the cost model predicts faster for this call at
  * its inputs' shapes and its parameters, the inputs' uploads and the outputs' downloads
  * included on cuda (plm__op_call_place: the rules and the model of plm_op_place and
@@ -1163,7 +1153,9 @@ static int place(op_run *run) {
     const image *file = &s.files[k];
     if (!file->data || run->files[k].kind != FILE_INPUT) continue;
     const int slot = run->files[k].slot;
-    in[slot] = described(file->dtype, file->ndim, file->dims);
+    plm_shape shape = {.dtype = file->dtype, .ndim = file->ndim};
+    memcpy(shape.dims, file->dims, sizeof shape.dims);
+    in[slot] = plm__tensor_describe(NULL, &shape);
     call.in[slot] = &in[slot];
   }
   plm_shape shapes[PLM__OP_MAX_OUT];
@@ -1173,7 +1165,7 @@ static int place(op_run *run) {
   for (int k = 0; status == PLM_OK && k < op->output_count; k++) {
     const int file = output_file(run, k);
     if (!(file >= 0 && run->paths[file]) && (file >= 0 || op->outputs[k].optional)) continue;
-    out[k] = described(shapes[k].dtype, shapes[k].ndim, shapes[k].dims);
+    out[k] = plm__tensor_describe(NULL, &shapes[k]);
     call.out[k] = &out[k];
   }
   plm_placement p = {0};

@@ -50,6 +50,11 @@ plm_status plm__op_check_output_like(const plm_tensor *in, const char *in_name,
 plm_status plm__op_check_same_dims(const plm_tensor *a, const char *a_name, const plm_tensor *b,
                                    const char *b_name);
 
+/* A contiguous description of a tensor of this shape on ctx (NULL: none), no data: what
+ * the ops' shape, check and cost functions take for a tensor not allocated (a plan's, a
+ * call being priced). The shape is taken as it is (ops/tensor.c checks a user's). */
+plm_tensor plm__tensor_describe(plm_context *ctx, const plm_shape *shape);
+
 /* The shape of t with another dtype: an output the size of its input. */
 static inline plm_shape plm__op_shape_like(const plm_tensor *t, plm_dtype dtype) {
   plm_shape shape = {.dtype = dtype, .ndim = t->ndim};

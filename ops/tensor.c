@@ -41,6 +41,17 @@ size_t plm_tensor_bytes(const plm_tensor *tensor) {
   return (size_t)plm_tensor_numel(tensor) * plm_dtype_size(tensor ? tensor->dtype : 0);
 }
 
+plm_tensor plm__tensor_describe(plm_context *ctx, const plm_shape *shape) {
+  plm_tensor t = {.ctx = ctx, .dtype = shape->dtype, .ndim = shape->ndim};
+  int64_t stride = 1;
+  for (int d = shape->ndim - 1; d >= 0; d--) {
+    t.dims[d] = shape->dims[d];
+    t.strides[d] = stride;
+    stride *= shape->dims[d];
+  }
+  return t;
+}
+
 /* Check a shape and fill a contiguous descriptor (no data pointer yet). */
 static plm_status describe(plm_context *ctx, plm_dtype dtype, int ndim, const int64_t *dims,
                            plm_tensor *out) {
@@ -57,13 +68,9 @@ static plm_status describe(plm_context *ctx, plm_dtype dtype, int ndim, const in
       return plm__fail_raw(PLM_ERR_INVALID_ARG, "the shape's size in bytes overflows");
     bytes *= (size_t)dims[d];
   }
-  *out = (plm_tensor){.ctx = ctx, .dtype = dtype, .ndim = ndim};
-  int64_t stride = 1;
-  for (int d = ndim - 1; d >= 0; d--) {
-    out->dims[d] = dims[d];
-    out->strides[d] = stride;
-    stride *= dims[d];
-  }
+  plm_shape shape = {.dtype = dtype, .ndim = ndim};
+  for (int d = 0; d < ndim; d++) shape.dims[d] = dims[d];
+  *out = plm__tensor_describe(ctx, &shape);
   return PLM_OK;
 }
 

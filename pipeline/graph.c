@@ -72,19 +72,8 @@ void plm__graph_free(plm__graph *graph) {
 
 /* ---- tensors ---------------------------------------------------------------------------- */
 
-plm_tensor plm__pipe_describe(plm_context *ctx, const plm_shape *shape) {
-  plm_tensor t = {.ctx = ctx, .dtype = shape->dtype, .ndim = shape->ndim};
-  int64_t stride = 1;
-  for (int d = shape->ndim - 1; d >= 0; d--) {
-    t.dims[d] = shape->dims[d];
-    t.strides[d] = stride;
-    stride *= shape->dims[d];
-  }
-  return t;
-}
-
 static plm_tensor describe(const plm_pipeline *pl, int tensor) {
-  return plm__pipe_describe(pl->ctx, &pl->graph.tensors[tensor].shape);
+  return plm__tensor_describe(pl->ctx, &pl->graph.tensors[tensor].shape);
 }
 
 /* The bytes of a shape, or 0 when they overflow size_t. */

@@ -160,7 +160,7 @@ static plm_status describe_call(const char *name, const plm_shape *inputs, int i
       return plm__fail_raw(PLM_ERR_INVALID_ARG, "inputs[%d] (%s's %s) is required", k, op->name,
                            op->inputs[k].name);
     }
-    d->in[k] = plm__pipe_describe(NULL, shape);
+    d->in[k] = plm__tensor_describe(NULL, shape);
     d->call.in[k] = &d->in[k];
     plm_status status = plm__op_check_shape(&d->in[k], op->inputs[k].name);
     if (status != PLM_OK) return status;
@@ -182,12 +182,12 @@ static plm_status describe_call(const char *name, const plm_shape *inputs, int i
   for (int k = 0; k < op->output_count; k++) {
     if (op->outputs[k].role == PLM__OUT_MAIN) main_output = k;
     if (op->outputs[k].optional) continue;
-    d->out[k] = plm__pipe_describe(NULL, &shapes[k]);
+    d->out[k] = plm__tensor_describe(NULL, &shapes[k]);
     d->call.out[k] = &d->out[k];
     made++;
   }
   if (made == 0) {
-    d->out[main_output] = plm__pipe_describe(NULL, &shapes[main_output]);
+    d->out[main_output] = plm__tensor_describe(NULL, &shapes[main_output]);
     d->call.out[main_output] = &d->out[main_output];
   }
   *op_out = op;

@@ -74,7 +74,7 @@ static plm_status create_slot(plm_pipeline *pl, plm__slot *slot) {
   if (status != PLM_OK) return status;
   for (int t = 0; t < plan->tensor_count; t++) {
     plm_tensor *tensor = &slot->tensors[t];
-    *tensor = plm__pipe_describe(pl->ctx, &plan->tensors[t].shape);
+    *tensor = plm__tensor_describe(pl->ctx, &plan->tensors[t].shape);
     if (plan->location[t] == PLM__AT_WORKSPACE && slot->workspace) /* else: per run */
       tensor->data = (char *)slot->workspace + plan->offset[t];
     if (plan->location[t] == PLM__AT_CONSTANT)
@@ -99,7 +99,7 @@ static plm_status create_states(plm_pipeline *pl) {
   if (plan->state_bytes == 0) return PLM_OK;
   plm_status status = plm_pool_alloc(pl->pool, plan->state_bytes, pl->control, &pl->state);
   for (int j = 0; status == PLM_OK && j < plan->state_count; j++) {
-    pl->state_tensors[j] = plm__pipe_describe(pl->ctx, &plan->states[j].shape);
+    pl->state_tensors[j] = plm__tensor_describe(pl->ctx, &plan->states[j].shape);
     pl->state_tensors[j].data = (char *)pl->state + plan->states[j].offset;
     pl->state_fresh[j] = true;
   }

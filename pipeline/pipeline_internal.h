@@ -82,6 +82,7 @@
 #include <stdint.h>
 
 #include "ops/op_desc.h"
+#include "ops/op_internal.h" /* plm__tensor_describe: the plan's tensors described */
 #include "plume/fused.h"
 #include "plume/pipeline.h"
 #include "streams/error.h"
@@ -268,9 +269,6 @@ plm_status plm__graph_add_source(plm_pipeline *pl, plm__tensor_kind kind, plm_dt
                                  const int64_t *dims, const void *host, int *index);
 void plm__graph_free(plm__graph *graph);
 
-/* A description of a tensor of this shape on ctx (contiguous, no data), as the ops'
- * shape functions take it. */
-plm_tensor plm__pipe_describe(plm_context *ctx, const plm_shape *shape);
 
 /* ---- plan.c, plan_memory.c ----------------------------------------------------------------- */
 

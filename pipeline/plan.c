@@ -369,7 +369,7 @@ static plm_status place_states(plm__plan *plan, plm_context *ctx) {
     return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for the plan");
   }
   for (int t = 0; t < plan->tensor_count; t++)
-    described[t] = plm__pipe_describe(ctx, &plan->tensors[t].shape);
+    described[t] = plm__tensor_describe(ctx, &plan->tensors[t].shape);
   plan->state_count = 0;
   plan->state_bytes = 0;
   for (int s = 0; s < plan->step_count; s++) {
@@ -398,7 +398,7 @@ static plm_status check_and_size(plm__plan *plan, plm_context *ctx) {
   plm_tensor *described = malloc((size_t)plan->tensor_count * sizeof *described + 1);
   if (!described) return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for the plan");
   for (int t = 0; t < plan->tensor_count; t++)
-    described[t] = plm__pipe_describe(ctx, &plan->tensors[t].shape);
+    described[t] = plm__tensor_describe(ctx, &plan->tensors[t].shape);
   plm_status status = PLM_OK;
   for (int s = 0; s < plan->step_count && status == PLM_OK; s++) {
     plm__step *step = &plan->steps[s];
@@ -407,7 +407,7 @@ static plm_status check_and_size(plm__plan *plan, plm_context *ctx) {
                                        step->in_place, described);
     plm_tensor state;
     if (step->state >= 0) {
-      state = plm__pipe_describe(ctx, &plan->states[step->state].shape);
+      state = plm__tensor_describe(ctx, &plan->states[step->state].shape);
       call.state = &state;
     }
     step->scratch_bytes = 0;

@@ -62,7 +62,7 @@ static uint64_t live_blocks(void) {
 static size_t entropy_scratch(plm_dtype dtype, int64_t h, int64_t w,
                               const plm_entropy_params *params) {
   const plm_shape shape = {.dtype = dtype, .ndim = 2, .dims = {h, w}};
-  const plm_tensor in = plm__pipe_describe(plm_test_ctx, &shape);
+  const plm_tensor in = plm__tensor_describe(plm_test_ctx, &shape);
   size_t bytes = 0;
   PLM_CHECK_OK(plm__entropy_scratch_bytes(plm_test_ctx, &in, params, &bytes));
   return aligned(bytes);
@@ -71,7 +71,7 @@ static size_t entropy_scratch(plm_dtype dtype, int64_t h, int64_t w,
 static size_t label_scratch(int ndim, const int64_t *dims, int connectivity) {
   plm_shape shape = {.dtype = PLM_DTYPE_U8, .ndim = ndim};
   for (int d = 0; d < ndim; d++) shape.dims[d] = dims[d];
-  const plm_tensor mask = plm__pipe_describe(plm_test_ctx, &shape);
+  const plm_tensor mask = plm__tensor_describe(plm_test_ctx, &shape);
   const plm_label_params params = {.connectivity = connectivity};
   size_t bytes = 0;
   PLM_CHECK_OK(plm__label_scratch_bytes(plm_test_ctx, &mask, &params, &bytes));
@@ -172,7 +172,7 @@ static bool same_memory(const plm__plan *plan, const region *a, const region *b)
 /* The scratch step s's op asks for on the test's context (ops/op_scratch.h). */
 static size_t op_scratch(const plm__plan *plan, int s) {
   const plm__step *step = &plan->steps[s];
-  const plm_tensor in = plm__pipe_describe(plm_test_ctx, &plan->tensors[step->inputs[0]].shape);
+  const plm_tensor in = plm__tensor_describe(plm_test_ctx, &plan->tensors[step->inputs[0]].shape);
   size_t bytes = 0;
   if (step->kind == PLM__OP_ENTROPY)
     PLM_CHECK_OK(plm__entropy_scratch_bytes(plm_test_ctx, &in, &step->params.entropy, &bytes));
@@ -185,11 +185,11 @@ static size_t op_scratch(const plm__plan *plan, int s) {
     PLM_CHECK_OK(
         plm__ar_forecast_scratch_bytes(plm_test_ctx, &in, &step->params.ar_forecast, &bytes));
   if (step->kind == PLM__OP_LSTM_CELL) { /* x, then h */
-    const plm_tensor h = plm__pipe_describe(plm_test_ctx, &plan->tensors[step->inputs[1]].shape);
+    const plm_tensor h = plm__tensor_describe(plm_test_ctx, &plan->tensors[step->inputs[1]].shape);
     PLM_CHECK_OK(plm__lstm_cell_scratch_bytes(plm_test_ctx, &in, &h, &bytes));
   }
   if (step->kind == PLM__OP_DENDRITIC) { /* x, then w */
-    const plm_tensor w = plm__pipe_describe(plm_test_ctx, &plan->tensors[step->inputs[1]].shape);
+    const plm_tensor w = plm__tensor_describe(plm_test_ctx, &plan->tensors[step->inputs[1]].shape);
     PLM_CHECK_OK(
         plm__dendritic_scratch_bytes(plm_test_ctx, &in, &w, &step->params.dendritic, &bytes));
   }
@@ -674,7 +674,7 @@ START_TEST(test_fusion_substitution) {
     /* The fused step's scratch (none on cuda at 32 bins: shared memory). */
     size_t fused = 0;
     const plm_shape frame = {.dtype = PLM_DTYPE_U16, .ndim = 2, .dims = {24, 30}};
-    const plm_tensor in = plm__pipe_describe(plm_test_ctx, &frame);
+    const plm_tensor in = plm__tensor_describe(plm_test_ctx, &frame);
     PLM_CHECK_OK(plm__sobel_entropy_threshold_scratch_bytes(
         plm_test_ctx, &in, &plan.steps[0].params.sobel_entropy_threshold, &fused));
     ck_assert_uint_eq(plan.steps[0].scratch_bytes, fused);
