@@ -88,24 +88,47 @@ std::string op_name(uint64_t id) {
   return it == op_names().end() ? "an earlier operation" : it->second;
 }
 
+/* The regions a thread used last, newest first; a miss (no region) is cached too. */
+constexpr int kCacheWays = 4;
 struct region_cache {
-  uintptr_t base = 0, end = 0;
-  region *r = nullptr;
-  uint64_t version = 0;
+  uintptr_t base[kCacheWays], end[kCacheWays];
+  region *r[kCacheWays];
+  uint64_t version;
 };
 __attribute__((tls_model("initial-exec"))) thread_local region_cache cache;
 
 region *find_region(uintptr_t addr) {
   const uint64_t version = regions_version.load(std::memory_order_acquire);
-  if (cache.version == version && addr - cache.base < cache.end - cache.base) return cache.r;
-  std::shared_lock<std::shared_mutex> hold(regions_lock);
-  auto it = regions().upper_bound(addr);
-  if (it == regions().begin()) return nullptr;
-  --it;
-  region *r = it->second;
-  if (addr >= r->end) return nullptr;
-  cache = region_cache{r->base, r->end, r, version};
-  return r;
+  if (cache.version == version) {
+    for (int i = 0; i < kCacheWays; i++)
+      if (addr - cache.base[i] < cache.end[i] - cache.base[i]) return cache.r[i];
+  } else {
+    cache = region_cache();
+    cache.version = version;
+  }
+  region *found = nullptr;
+  uintptr_t base, end;
+  {
+    std::shared_lock<std::shared_mutex> hold(regions_lock);
+    auto it = regions().upper_bound(addr);
+    if (it != regions().begin() && addr < std::prev(it)->second->end) {
+      found = std::prev(it)->second;
+      base = found->base;
+      end = found->end;
+    } else { /* the gap around addr, as a miss */
+      base = it == regions().begin() ? 0 : std::prev(it)->second->end;
+      end = it == regions().end() ? UINTPTR_MAX : it->first;
+    }
+  }
+  for (int i = kCacheWays - 1; i > 0; i--) {
+    cache.base[i] = cache.base[i - 1];
+    cache.end[i] = cache.end[i - 1];
+    cache.r[i] = cache.r[i - 1];
+  }
+  cache.base[0] = base;
+  cache.end[0] = end;
+  cache.r[0] = found;
+  return found;
 }
 
 void free_region(region *r) {

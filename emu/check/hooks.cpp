@@ -51,10 +51,9 @@ void check_shared(uintptr_t addr, size_t size, access_kind kind, const void *pc,
     return;
   }
   executor *exec = l->exec;
-  const std::string who = describe_lane(exec, l->linear);
   if (arena != (size_t)exec->index) {
     report_defect("shared memory of another block",
-                  who + " " + verb(kind) + " " + std::to_string(size) + " bytes at " + source_line(pc) +
+                  describe_lane(exec, l->linear) + " " + verb(kind) + " " + std::to_string(size) + " bytes at " + source_line(pc) +
                       " through a pointer into shared memory that is not its block's (kept from an "
                       "earlier block, or past the end of the dynamic shared memory)");
     return;
@@ -74,7 +73,8 @@ void check_shared(uintptr_t addr, size_t size, access_kind kind, const void *pc,
                     " %s %zu bytes at byte %zu of shared memory, past every __shared__ variable "
                     "(they end at byte %zu)",
                     verb(kind), size, offset, exec->static_end);
-    report_defect("shared memory out of bounds", who + detail + " at " + source_line(pc));
+    report_defect("shared memory out of bounds",
+                  describe_lane(exec, l->linear) + detail + " at " + source_line(pc));
     return;
   }
   shared_access(exec, l->linear, offset, size, kind, pc);

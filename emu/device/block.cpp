@@ -334,6 +334,8 @@ void run_block(executor *exec, uint3 block_idx, uint64_t seed) {
       case lane_state::runnable: make_runnable(exec, t); break; /* it let others run (__nanosleep) */
     }
   }
+  if (exec->abandoned) /* lanes stopped mid-way: their stacks need cleaning before reuse */
+    for (int t = 0; t < exec->threads; t++) exec->lanes[t].context.dirty = true;
 }
 
 /* ---- what the kernels' threads call (plm_emu/kernel.h, plm_emu/sync.h) ---------------- */

@@ -31,6 +31,8 @@ struct fiber {
   /* The stack, for AddressSanitizer (null: the OS thread's own stack). */
   const void *stack_bottom = nullptr;
   size_t stack_bytes = 0;
+  /* It stopped without ending (fiber_make then clears its stack's poison). */
+  bool dirty = false;
 };
 
 /* `f` as the calling OS thread, on its own stack: what a fibre switches back to. */

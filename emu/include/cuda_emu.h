@@ -28,6 +28,7 @@
 #undef __managed__
 #undef __forceinline__
 #undef __launch_bounds__
+#undef __grid_constant__
 #define __global__
 #define __device__
 #define __host__
