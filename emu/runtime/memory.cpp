@@ -6,7 +6,7 @@
  * behavior"):
  *   - cudaMalloc gives heap memory, 256-byte aligned, filled with 0xCD (so reading
  *     memory never written shows), registered with check/ (region_add); cudaFree waits
- *     for the device's work, as a GPU's does, then poisons the memory and holds it in
+ *     for the device's work (that of streams not capturing), as a GPU's does, then poisons the memory and holds it in
  *     a quarantine before giving it back to the heap, so a late access is reported and
  *     a copy touching it is refused (cudaErrorInvalidValue);
  *   - cudaHostAlloc/cudaMallocHost give pinned memory, cudaHostRegister pins a range
@@ -325,11 +325,8 @@ cudaError_t cudaFree(void *devPtr) {
     EMU_TRY(capture_permits(capture_use::unsafe, range.device));
   }
   /* A GPU's cudaFree waits for the device's work before it frees. */
-  const int previous = current_device();
-  cudaSetDevice(range.device);
-  cudaError_t synced = cudaDeviceSynchronize();
-  cudaSetDevice(previous);
-  if (synced != cudaSuccess) return fail(synced);
+  wait_device_idle(range.device);
+  EMU_TRY(sticky_error(range.device));
   if (range.kind == memory_kind::pool) return fail(pool_free_synchronously(devPtr));
   memory_unregister(devPtr);
   region_remove(devPtr);
@@ -389,8 +386,7 @@ cudaError_t cudaFreeHost(void *ptr) {
     EMU_TRY(capture_permits(capture_use::unsafe, range.device));
   }
   /* Like cudaFree, it waits for the device's work first. */
-  cudaError_t synced = cudaDeviceSynchronize();
-  if (synced != cudaSuccess) return fail(synced);
+  wait_device_idle(range.device);
   memory_unregister(ptr);
   std::free(ptr);
   return cudaSuccess;

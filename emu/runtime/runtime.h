@@ -266,6 +266,11 @@ std::shared_ptr<completion> enqueue_with_clock(stream_state &stream, const std::
 void host_wait(const std::shared_ptr<completion> &done, const vclock &clock);
 
 
+/* Wait for the work of every stream of the device that is not capturing (the implicit
+ * synchronisation of cudaFree, cudaFreeHost, cuMemUnmap), learning its clocks. Not
+ * under api_lock. */
+void wait_device_idle(int device);
+
 /* ---- capture (capture.cpp) -------------------------------------------------------------- */
 
 /* One capture sequence (cudaStreamBeginCapture to cudaStreamEndCapture). Guarded by

@@ -289,6 +289,19 @@ static cudaError_t may_wait_for(stream_state &stream) {
   return capture_permits(capture_use::unsafe, stream.device);
 }
 
+void wait_device_idle(int device) {
+  std::vector<std::pair<std::shared_ptr<completion>, vclock>> pending;
+  {
+    std::lock_guard<std::mutex> hold(api_lock());
+    legacy_stream(device);
+    for (const auto &stream : device_streams(device))
+      if (!stream->capture) pending.push_back({stream->last, stream->clock});
+    for (const auto &stream : retired_streams())
+      if (stream->device == device) pending.push_back({stream->last, stream->clock});
+  }
+  for (const auto &entry : pending) host_wait(entry.first, entry.second);
+}
+
 cudaError_t enqueue_kernel(cudaStream_t handle, kernel_launch launch) {
   EMU_ENTER();
   std::lock_guard<std::mutex> hold(api_lock());

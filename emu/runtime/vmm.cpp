@@ -94,17 +94,6 @@ void destroy_physical(vmm_state &s, CUmemGenericAllocationHandle handle) {
 
 CUresult refuse_in_host_function() { return in_host_function() ? CUDA_ERROR_NOT_PERMITTED : CUDA_SUCCESS; }
 
-/* Wait for the device's work (cuMemUnmap is synchronous). */
-void wait_for_device(int device) {
-  std::vector<std::pair<std::shared_ptr<completion>, vclock>> pending;
-  {
-    std::lock_guard<std::mutex> hold(api_lock());
-    legacy_stream(device);
-    for (const auto &stream : device_streams(device)) pending.push_back({stream->last, stream->clock});
-  }
-  for (const auto &entry : pending) host_wait(entry.first, entry.second);
-}
-
 CUresult CUDAAPI emu_cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop,
                                                    CUmemAllocationGranularity_flags option) {
   if (CUresult err = refuse_in_host_function()) return err;
@@ -234,7 +223,7 @@ CUresult CUDAAPI emu_cuMemUnmap(CUdeviceptr ptr, size_t size) {
     if (!ptr || size == 0 || parts.empty()) return CUDA_ERROR_INVALID_VALUE;
     device = s.handles[parts[0]->second.handle].device;
   }
-  wait_for_device(device);
+  wait_device_idle(device); /* cuMemUnmap is synchronous */
   std::lock_guard<std::mutex> hold(s.lock);
   auto parts = tiling(s, (uintptr_t)ptr, size);
   if (parts.empty()) return CUDA_ERROR_INVALID_VALUE;
