@@ -55,11 +55,12 @@ void vclock::join(const vclock &other) {
   if (other.entries_.empty()) return;
   std::vector<std::pair<timeline_id, uint64_t>> merged;
   merged.reserve(entries_.size() + other.entries_.size());
-  auto a = entries_.begin(), b = other.entries_.begin();
-  while (a != entries_.end() || b != other.entries_.end()) {
-    if (b == other.entries_.end() || (a != entries_.end() && a->first < b->first)) {
+  auto a = entries_.cbegin();
+  auto b = other.entries_.cbegin();
+  while (a != entries_.cend() || b != other.entries_.cend()) {
+    if (b == other.entries_.cend() || (a != entries_.cend() && a->first < b->first)) {
       merged.push_back(*a++);
-    } else if (a == entries_.end() || b->first < a->first) {
+    } else if (a == entries_.cend() || b->first < a->first) {
       merged.push_back(*b++);
     } else {
       merged.push_back({a->first, std::max(a->second, b->second)});

@@ -1,0 +1,53 @@
+/* emu/check/check.h: the emulator's checks, as its other parts call them (internal).
+ *
+ * Every load and store of a kernel file (compiled with ThreadSanitizer's instrumentation)
+ * comes to hooks.cpp, which sends it on by address:
+ *   - shared memory (an executor's arena): bounds (inside a __shared__ variable or the
+ *     dynamic shared memory of the launch), reads of bytes not yet written in this block,
+ *     and races: two threads of the block touching one byte in one barrier interval, at
+ *     least one writing, not both atomically, and no warp collective joining them between
+ *     (shared_shadow.cpp);
+ *   - anything else: AddressSanitizer's shadow, where the build has it (a read past a
+ *     buffer, of freed memory, of memory poisoned by a pool), then the stream order of
+ *     registered device memory (device_memory.cpp, emu/emu.h).
+ * Reports name the kernel, the block and thread, the address (and the shared variable),
+ * and the source lines of both accesses where the sanitizer's symbolizer can say. */
+#ifndef PLUME_EMU_CHECK_CHECK_H
+#define PLUME_EMU_CHECK_CHECK_H
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "emu/emu.h"
+
+namespace plm_emu {
+
+struct executor;
+
+enum access_kind : uint8_t { access_read, access_write, access_atomic };
+
+/* A new shadow for one executor's shared arena (shared_shadow.cpp). */
+void *shared_shadow_make();
+
+/* An access of the running thread `linear` of `exec` to its block's shared memory at
+ * `offset` (already inside the arena and the launch's bounds). */
+void shared_access(executor *exec, int linear, size_t offset, size_t size, access_kind kind,
+                   const void *pc);
+
+/* An access by a kernel's thread or an operation to device memory, checked in stream
+ * order (device_memory.cpp); `who` describes the thread for a report ("" for an
+ * operation that is not a kernel). */
+void device_access(const op_context &op, uintptr_t addr, size_t size, bool write, const void *pc,
+                   const std::string &who);
+
+/* The source line of a code address ("kernels/cuda/label.cu:97"), or the module and
+ * offset where no symbolizer can say (report.cpp). */
+std::string source_line(const void *pc);
+
+/* AddressSanitizer present in the process (report.cpp). */
+bool have_asan();
+
+}  // namespace plm_emu
+
+#endif /* PLUME_EMU_CHECK_CHECK_H */

@@ -1,0 +1,64 @@
+# emu/emu.cmake: the CUDA emulator's build (PLUME_CUDA=EMU), included by the top-level
+# CMakeLists.txt so that its generated kernel sources belong to the directory of the
+# library that compiles them.
+#
+#   plume_cuda_emu          the emulator (emu/*.cpp, runtime/, device/, check/): object
+#                           files that go into libplume in place of the CUDA runtime.
+#   plume_emu_kernels(OUT <.cu files>)
+#                           each .cu rewritten by emu/cu2cpp.pl into
+#                           <build>/emu-kernels/<path>.cpp and compiled as C++17 for the
+#                           CPU: cuda_emu.h force-included, the emulator's headers before
+#                           the toolkit's, ThreadSanitizer's instrumentation (whose calls
+#                           the emulator's checks answer, emu/check/hooks.cpp) instead of
+#                           AddressSanitizer's, and -O2 whatever the build type, since an
+#                           emulated kernel at -O0 is many times slower.
+# Needs only the toolkit's headers (PLUME_CUDA_INCLUDE_DIR), Perl and an assembler.
+
+enable_language(ASM)
+find_package(Perl REQUIRED)
+
+file(GLOB plume_emu_sources CONFIGURE_DEPENDS
+  ${PROJECT_SOURCE_DIR}/emu/*.cpp
+  ${PROJECT_SOURCE_DIR}/emu/runtime/*.cpp
+  ${PROJECT_SOURCE_DIR}/emu/device/*.cpp
+  ${PROJECT_SOURCE_DIR}/emu/check/*.cpp)
+add_library(plume_cuda_emu OBJECT ${plume_emu_sources} ${PROJECT_SOURCE_DIR}/emu/device/fiber_x86_64.S)
+set_target_properties(plume_cuda_emu PROPERTIES
+  POSITION_INDEPENDENT_CODE ON
+  CXX_STANDARD 17
+  CXX_STANDARD_REQUIRED ON
+  CXX_VISIBILITY_PRESET hidden
+  VISIBILITY_INLINES_HIDDEN ON)
+target_include_directories(plume_cuda_emu
+  PRIVATE ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/emu/include)
+target_include_directories(plume_cuda_emu SYSTEM PRIVATE ${PLUME_CUDA_INCLUDE_DIR})
+target_compile_options(plume_cuda_emu PRIVATE
+  "$<$<COMPILE_LANGUAGE:CXX>:-Wall;-Wextra;$<$<BOOL:${PLUME_WERROR}>:-Werror>>")
+target_link_libraries(plume_cuda_emu PUBLIC Threads::Threads ${CMAKE_DL_LIBS})
+
+set(plume_emu_kernel_options
+  -include cuda_emu.h
+  -I${PROJECT_SOURCE_DIR}/emu/include
+  -O2 -g
+  -fno-sanitize=address
+  -fsanitize=thread
+  --param=tsan-instrument-func-entry-exit=0)
+
+function(plume_emu_kernels out_var)
+  set(generated "")
+  foreach(cu IN LISTS ARGN)
+    file(RELATIVE_PATH rel ${PROJECT_SOURCE_DIR} ${cu})
+    string(REGEX REPLACE "\\.cu$" ".cpp" cpp ${rel})
+    set(cpp ${PROJECT_BINARY_DIR}/emu-kernels/${cpp})
+    add_custom_command(OUTPUT ${cpp}
+      COMMAND ${PERL_EXECUTABLE} ${PROJECT_SOURCE_DIR}/emu/cu2cpp.pl ${cu} ${cpp} ${rel}
+      DEPENDS ${cu} ${PROJECT_SOURCE_DIR}/emu/cu2cpp.pl
+      COMMENT "Rewriting ${rel} for the CUDA emulator"
+      VERBATIM)
+    set_source_files_properties(${cpp} PROPERTIES
+      COMPILE_OPTIONS "${plume_emu_kernel_options}"
+      OBJECT_DEPENDS "${PROJECT_SOURCE_DIR}/emu/include/cuda_emu.h;${PROJECT_SOURCE_DIR}/emu/include/mma.h")
+    list(APPEND generated ${cpp})
+  endforeach()
+  set(${out_var} ${generated} PARENT_SCOPE)
+endfunction()
