@@ -62,3 +62,16 @@ function(plume_emu_kernels out_var)
   endforeach()
   set(${out_var} ${generated} PARENT_SCOPE)
 endfunction()
+
+# The emulated runtime's own test (emu/tests/test_emu_runtime.cpp): the emulator's
+# objects and the test, no libplume.
+if(PLUME_BUILD_TESTS)
+  add_executable(test_emu_runtime ${PROJECT_SOURCE_DIR}/emu/tests/test_emu_runtime.cpp)
+  set_target_properties(test_emu_runtime PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+  target_include_directories(test_emu_runtime PRIVATE ${PROJECT_SOURCE_DIR})
+  target_include_directories(test_emu_runtime SYSTEM PRIVATE ${PLUME_CUDA_INCLUDE_DIR})
+  target_compile_options(test_emu_runtime PRIVATE -Wall -Wextra $<$<BOOL:${PLUME_WERROR}>:-Werror>)
+  target_link_libraries(test_emu_runtime PRIVATE plume_cuda_emu)
+  add_test(NAME emu_runtime COMMAND test_emu_runtime)
+  set_tests_properties(emu_runtime PROPERTIES LABELS "unit;emu;concurrency" TIMEOUT 300)
+endif()
