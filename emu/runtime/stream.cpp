@@ -155,13 +155,22 @@ void retire_stream(const std::shared_ptr<stream_state> &stream) {
   retired_streams().push_back(stream);
 }
 
-/* This thread's cudaStreamPerThread, one per device, retired when the thread ends. */
+/* This thread's cudaStreamPerThread, one per device. When the thread ends, its streams
+ * finish their work and go (the thread waits for that work: a small deviation, since
+ * CUDA would let it run on). */
 struct per_thread_streams {
   std::shared_ptr<stream_state> of[16];
   ~per_thread_streams() {
-    std::lock_guard<std::mutex> hold(api_lock());
+    {
+      std::lock_guard<std::mutex> hold(api_lock());
+      for (auto &stream : of) {
+        if (!stream) continue;
+        stream->destroyed = true;
+        stream->retire();
+      }
+    }
     for (auto &stream : of)
-      if (stream) retire_stream(stream);
+      if (stream) stream->join_worker();
   }
 };
 thread_local per_thread_streams thread_streams;

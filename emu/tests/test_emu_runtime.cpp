@@ -994,5 +994,6 @@ int main(int argc, char **argv) {
     std::fflush(stdout);
   }
   std::printf("%d passed, %d failed\n", passed, failed);
+  std::fflush(stdout);
   return failed ? 1 : 0;
 }
