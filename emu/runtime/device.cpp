@@ -1,31 +1,23 @@
 /* emu/runtime/device.cpp: the emulated devices, their properties and attributes, the
  * current device of each host thread, versions, and the emulator's environment.
  *
- * Contract: PLUME_EMU_DEVICES devices (default 1, 1 to 16; read once), each with an
+ * Contract: PLUME_EMU_DEVICES devices (emu/config.h: default 1), each with an
  * H100-like property set whose name says it is emulated; cudaDeviceGetAttribute
  * answers every attribute of the toolkit's cudaDeviceAttr consistently with
  * cudaGetDeviceProperties; the current device is per host thread (default 0);
  * stream priorities range from 0 (least) to -5 (greatest); driver and runtime
- * versions are 13000. PLUME_EMU_SEED seeds the emulator's random choices (default
- * 1). Thread-safe. */
+ * versions are 13000. PLUME_EMU_SEED seeds the runtime's random choices (graph
+ * node orders). Thread-safe. */
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
+#include "emu/config.h"
 #include "emu/runtime/runtime.h"
 
 namespace plm_emu {
 
 namespace {
-
-int read_device_count() {
-  const char *text = std::getenv("PLUME_EMU_DEVICES");
-  if (!text || !*text) return 1;
-  char *end = nullptr;
-  long count = std::strtol(text, &end, 10);
-  if (*end || count < 0 || count > 16) return 1;
-  return (int)count;
-}
 
 thread_local int thread_device = 0;
 
@@ -265,18 +257,13 @@ const attribute_value attribute_values[] = {
 
 }  // namespace
 
-int device_count() {
-  static const int count = read_device_count();
-  return count;
-}
+int device_count() { return config_devices(); }
 
 bool valid_device(int device) { return device >= 0 && device < device_count(); }
 
 std::mt19937_64 &random_source() {
-  static std::mt19937_64 source([] {
-    const char *text = std::getenv("PLUME_EMU_SEED");
-    return text && *text ? std::strtoull(text, nullptr, 10) : 1ull;
-  }());
+  /* The runtime's own stream of choices, apart from the device's schedules. */
+  static std::mt19937_64 source(mix_seed(config_seed(), 0x72756e74696d65ull));
   return source;
 }
 

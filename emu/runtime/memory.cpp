@@ -35,6 +35,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -90,7 +91,17 @@ bool is_device_kind(memory_kind kind) {
   return kind == memory_kind::device || kind == memory_kind::pool || kind == memory_kind::mapped;
 }
 
+/* What the host can still give: MemAvailable (free memory and what the page cache
+ * would give back), else the free pages. */
 size_t host_available() {
+  if (FILE *meminfo = std::fopen("/proc/meminfo", "r")) {
+    char line[128];
+    unsigned long long kib = 0;
+    bool found = false;
+    while (!found && std::fgets(line, sizeof line, meminfo)) found = std::sscanf(line, "MemAvailable: %llu kB", &kib) == 1;
+    std::fclose(meminfo);
+    if (found) return (size_t)kib * 1024;
+  }
   const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   return pages > 0 && page > 0 ? (size_t)pages * (size_t)page : 0;
 }

@@ -88,9 +88,9 @@ namespace plm_emu {
 
 /* ---- environment and randomness (device.cpp) ------------------------------------- */
 
-/* PLUME_EMU_DEVICES (default 1, at most 16), read once. */
+/* PLUME_EMU_DEVICES (emu/config.h). */
 int device_count();
-/* The emulator's random choices (PLUME_EMU_SEED, default 1). Call under api_lock. */
+/* The runtime's random choices (from PLUME_EMU_SEED, emu/config.h). Under api_lock. */
 std::mt19937_64 &random_source();
 /* The lock described in the header essay. */
 std::mutex &api_lock();

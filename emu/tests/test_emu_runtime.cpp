@@ -3,12 +3,18 @@
  * when the behaviour it names is wrong. Kernels appear only as hand-made launches
  * (enqueue_kernel of emu.h) whose bodies are plain host code.
  *
+ * The clocks the runtime gives operations are checked through check/'s reports: a
+ * scenario runs in a child process (test_emu_runtime --scenario NAME), where a defect
+ * aborts, and the parent looks at how it ended.
+ *
  * Run: test_emu_runtime [case-name-substring]; prints "N passed, N failed". The
  * process sees two emulated devices (PLUME_EMU_DEVICES=2, set before the first call),
  * so that the sticky-error case can spoil device 1 and leave device 0 to the others. */
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <csignal>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -950,6 +956,140 @@ void test_vmm() {
   (void)cudaGetLastError();
 }
 
+
+/* ---- stream order, through check/'s reports ------------------------------------------------ */
+
+/* Scenarios run in a child process: a defect report aborts it. Each returns normally
+ * when nothing was reported. */
+void scenario_two_streams(bool ordered) {
+  cudaStream_t writer = new_stream(), reader = new_stream();
+  void *device = nullptr;
+  int *pinned = nullptr;
+  OK(cudaMalloc(&device, 4096));
+  OK(cudaMallocHost((void **)&pinned, 4096));
+  gate held;
+  OK(cudaLaunchHostFunc(writer, wait_at_gate, &held));
+  OK(cudaMemsetAsync(device, 1, 4096, writer));
+  if (ordered) {
+    cudaEvent_t written = nullptr;
+    OK(cudaEventCreateWithFlags(&written, cudaEventDisableTiming));
+    OK(cudaEventRecord(written, writer));
+    OK(cudaStreamWaitEvent(reader, written, 0));
+    OK(cudaEventDestroy(written));
+  }
+  OK(cudaMemcpyAsync(pinned, device, 4096, cudaMemcpyDeviceToHost, reader));
+  std::this_thread::sleep_for(20ms);
+  held.open = true;
+  OK(cudaStreamSynchronize(reader));
+  OK(cudaStreamSynchronize(writer));
+}
+
+/* A pool block written on one stream after its free on another, with no order between. */
+void scenario_use_after_free(bool ordered) {
+  cudaStream_t owner = new_stream(), user = new_stream();
+  void *block = nullptr;
+  OK(cudaMallocAsync(&block, 4096, owner));
+  OK(cudaStreamSynchronize(owner));
+  gate held;
+  OK(cudaLaunchHostFunc(user, wait_at_gate, &held));
+  OK(cudaMemsetAsync(block, 2, 4096, user));
+  if (ordered) {
+    cudaEvent_t used = nullptr;
+    OK(cudaEventCreateWithFlags(&used, cudaEventDisableTiming));
+    OK(cudaEventRecord(used, user));
+    OK(cudaStreamWaitEvent(owner, used, 0));
+    OK(cudaEventDestroy(used));
+  }
+  OK(cudaFreeAsync(block, owner));
+  std::this_thread::sleep_for(20ms);
+  held.open = true;
+  OK(cudaStreamSynchronize(user));
+  OK(cudaStreamSynchronize(owner));
+}
+
+/* A graph whose second node reads what its first wrote: the capture's edge orders them. */
+void scenario_graph_edges(bool ordered) {
+  cudaStream_t origin = new_stream(), side = new_stream();
+  void *device = nullptr;
+  int *pinned = nullptr;
+  OK(cudaMalloc(&device, 4096));
+  OK(cudaMallocHost((void **)&pinned, 4096));
+  cudaEvent_t fork = nullptr, join = nullptr;
+  OK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+  OK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
+  OK(cudaStreamBeginCapture(origin, cudaStreamCaptureModeGlobal));
+  OK(cudaEventRecord(fork, origin));
+  OK(cudaStreamWaitEvent(side, fork, 0));
+  OK(cudaMemsetAsync(device, 3, 4096, side));
+  if (ordered) {
+    OK(cudaEventRecord(join, side));
+    OK(cudaStreamWaitEvent(origin, join, 0));
+  }
+  OK(cudaMemcpyAsync(pinned, device, 4096, cudaMemcpyDeviceToHost, origin));
+  if (!ordered) {
+    OK(cudaEventRecord(join, side));
+    OK(cudaStreamWaitEvent(origin, join, 0));
+  }
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  OK(cudaStreamEndCapture(origin, &graph));
+  OK(cudaGraphInstantiate(&exec, graph, 0));
+  OK(cudaGraphLaunch(exec, origin));
+  OK(cudaStreamSynchronize(origin));
+}
+
+struct scenario {
+  const char *name;
+  void (*run)(bool ordered);
+};
+const scenario scenarios[] = {
+    {"two_streams", scenario_two_streams},
+    {"use_after_free", scenario_use_after_free},
+    {"graph_edges", scenario_graph_edges},
+};
+
+/* Run a scenario in a child: whether it ended by a report (an abort), and its stderr. */
+bool scenario_reported(const char *self, const char *name, bool ordered, std::string *err) {
+  int out[2];
+  CHECK(pipe(out) == 0);
+  const pid_t child = fork();
+  CHECK(child >= 0);
+  if (child == 0) {
+    dup2(out[1], 2);
+    close(out[0]);
+    /* A scenario that aborts leaves its memory behind: no leak report in the child. */
+    std::string asan = getenv("ASAN_OPTIONS") ? getenv("ASAN_OPTIONS") : "";
+    setenv("ASAN_OPTIONS", (asan + (asan.empty() ? "" : ":") + "detect_leaks=0").c_str(), 1);
+    execl(self, self, "--scenario", name, ordered ? "ordered" : "unordered", (char *)nullptr);
+    _exit(127);
+  }
+  close(out[1]);
+  char buffer[4096];
+  ssize_t got;
+  while ((got = read(out[0], buffer, sizeof buffer)) > 0) err->append(buffer, (size_t)got);
+  close(out[0]);
+  int status = 0;
+  CHECK(waitpid(child, &status, 0) == child);
+  const bool aborted = WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT;
+  CHECK(aborted || (WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  return aborted;
+}
+
+const char *self_path = nullptr;
+
+[[maybe_unused]] void test_stream_order_reports() {
+  for (const scenario &s : scenarios) {
+    std::string unordered, ordered;
+    const bool caught = scenario_reported(self_path, s.name, false, &unordered);
+    const bool false_alarm = scenario_reported(self_path, s.name, true, &ordered);
+    if (!caught || false_alarm || unordered.find("plume cuda emulator:") == std::string::npos)
+      std::fprintf(stderr, "  scenario %s: unordered %s, ordered %s\n%s%s", s.name, caught ? "reported" : "not reported",
+                   false_alarm ? "reported" : "not reported", unordered.c_str(), ordered.c_str());
+    CHECK(caught && !false_alarm);
+    CHECK(unordered.find("plume cuda emulator:") != std::string::npos);
+  }
+}
+
 struct test_case {
   const char *name;
   void (*run)();
@@ -972,6 +1112,9 @@ const test_case cases[] = {
     {"external_event_nodes", test_external_event_nodes},
     {"mempool", test_mempool},
     {"vmm", test_vmm},
+#ifndef PLUME_EMU_RUNTIME_STANDINS /* a build without check/ has no reports to look at */
+    {"stream_order_reports", test_stream_order_reports},
+#endif
     {"sticky_and_non_sticky_errors", test_sticky_and_non_sticky_errors}, /* last: spoils device 1 */
 };
 
@@ -979,6 +1122,20 @@ const test_case cases[] = {
 
 int main(int argc, char **argv) {
   setenv("PLUME_EMU_DEVICES", "2", 1);
+  self_path = argv[0];
+  if (argc == 4 && std::strcmp(argv[1], "--scenario") == 0) {
+    unsetenv("PLUME_EMU_ON_DEFECT"); /* a report aborts */
+    for (const scenario &s : scenarios)
+      if (std::strcmp(s.name, argv[2]) == 0) {
+        try {
+          s.run(std::strcmp(argv[3], "ordered") == 0);
+        } catch (const test_failure &) {
+          return 2;
+        }
+        return 0;
+      }
+    return 3;
+  }
   alarm(240); /* a wait that never ends fails the run instead of hanging it */
   int passed = 0, failed = 0;
   for (const test_case &c : cases) {
