@@ -28,14 +28,19 @@ void run_host_function(cudaHostFn_t fn, void *user, const op_context &op) {
   in_host_fn = false;
 }
 
-/* Enqueue fn(user) on a stream or add it to the stream's capture. */
-static cudaError_t launch_host_function(cudaStream_t handle, cudaHostFn_t fn, void *user, const char *what) {
+/* Enqueue fn(user) on a stream, or add it to the stream's capture where `capturable`. */
+static cudaError_t launch_host_function(cudaStream_t handle, cudaHostFn_t fn, void *user, const char *what,
+                                        bool capturable) {
   std::lock_guard<std::mutex> hold(api_lock());
   std::shared_ptr<stream_state> stream = find_stream(handle);
   if (!stream) return cudaErrorInvalidResourceHandle;
   if (stream->capture) {
     cudaError_t usable = capture_usable(*stream);
     if (usable != cudaSuccess) return usable;
+    if (!capturable) {
+      invalidate_capture(stream->capture);
+      return cudaErrorStreamCaptureUnsupported;
+    }
     auto node = std::make_unique<graph_node>();
     node->type = node_type::host;
     node->what = what;
@@ -80,7 +85,7 @@ extern "C" {
 cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *userData) {
   EMU_ENTER();
   if (!fn) return fail(cudaErrorInvalidValue);
-  EMU_TRY(launch_host_function(stream, fn, userData, "host function"));
+  EMU_TRY(launch_host_function(stream, fn, userData, "host function", true));
   return cudaSuccess;
 }
 
@@ -88,17 +93,9 @@ cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t call
                                   unsigned int flags) {
   EMU_ENTER();
   if (!callback || flags != 0) return fail(cudaErrorInvalidValue);
-  {
-    /* A callback may not be captured: it runs once, and frees its record. */
-    std::lock_guard<std::mutex> hold(api_lock());
-    std::shared_ptr<stream_state> target = find_stream(stream);
-    if (target && target->capture) {
-      invalidate_capture(target->capture);
-      return fail(cudaErrorStreamCaptureUnsupported);
-    }
-  }
+  /* A callback is not captured (it runs once, and frees its record). */
   auto *call = new stream_callback{callback, stream, userData};
-  cudaError_t err = launch_host_function(stream, run_stream_callback, call, "stream callback");
+  cudaError_t err = launch_host_function(stream, run_stream_callback, call, "stream callback", false);
   if (err != cudaSuccess) {
     delete call;
     return fail(err);
