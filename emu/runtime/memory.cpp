@@ -16,7 +16,8 @@
  *   - a copy's cudaMemcpyKind must agree with where its pointers are
  *     (cudaErrorInvalidValue otherwise; cudaMemcpyDefault infers it), a kind outside
  *     the enumeration is cudaErrorInvalidMemcpyDirection, and a range that runs past
- *     the end of device or pinned memory, or lies in freed device memory, is refused;
+ *     the end of a device allocation, or touches freed device memory, is refused (host
+ *     memory is pinned where pinned ranges cover all of it, else pageable);
  *   - cudaMemcpyAsync from pageable memory to the device stages the source at the
  *     call and returns (the source may be overwritten at once); to pageable memory it
  *     returns when the copy has finished; between host buffers it is synchronous; all
@@ -35,6 +36,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -213,18 +215,27 @@ memory_class classify(const void *ptr, size_t bytes, int *device) {
   const uintptr_t first = (uintptr_t)ptr, last = first + (bytes ? bytes - 1 : 0);
   if (last < first) return memory_class::invalid;
   auto in = holding(r.ranges, first, range_size);
-  if (in != r.ranges.end()) {
+  if (in != r.ranges.end() && is_device_kind(in->second.kind)) {
     if (last >= in->first + in->second.bytes) return memory_class::invalid;
     if (device) *device = in->second.device;
-    return is_device_kind(in->second.kind) ? memory_class::device : memory_class::pinned;
+    return memory_class::device;
   }
-  /* Pageable: it must not reach into a range of the runtime's, nor freed device memory. */
-  auto next = r.ranges.upper_bound(first);
-  if (next != r.ranges.end() && next->first <= last) return memory_class::invalid;
+  /* Host memory: pinned when pinned ranges cover it all (several registrations side by
+   * side are one pinned buffer), else pageable; never reaching into device memory, nor
+   * into freed device memory. */
+  bool pinned = in != r.ranges.end();
+  uintptr_t covered = first;
+  for (auto it = pinned ? in : r.ranges.upper_bound(first); it != r.ranges.end() && it->first <= last; ++it) {
+    if (is_device_kind(it->second.kind)) return memory_class::invalid;
+    if (it->first > covered) pinned = false;
+    if (it == in && device) *device = it->second.device;
+    covered = std::max(covered, (uintptr_t)(it->first + it->second.bytes));
+  }
+  if (covered <= last) pinned = false;
   if (holding(r.freed, first, freed_size) != r.freed.end()) return memory_class::invalid;
   auto next_freed = r.freed.upper_bound(first);
   if (next_freed != r.freed.end() && next_freed->first <= last) return memory_class::invalid;
-  return memory_class::pageable;
+  return pinned ? memory_class::pinned : memory_class::pageable;
 }
 
 void memory_mark_freed(void *base, size_t bytes) {

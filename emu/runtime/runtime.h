@@ -380,9 +380,9 @@ enum class memory_class { device, pinned, pageable, invalid };
 /* Register a range of device or pinned memory (under no lock of the caller's). */
 void memory_register(void *base, size_t bytes, memory_kind kind, int device);
 void memory_unregister(void *base);
-/* What [ptr, ptr + bytes) is: device (inside one device range), pinned (inside one
- * pinned range), pageable (no range of the runtime's), invalid (straddles a range's
- * end, or lies in freed device memory). */
+/* What [ptr, ptr + bytes) is: device (inside one device range), pinned (covered by
+ * pinned ranges), pageable (other host memory), invalid (runs past a device range's
+ * end, reaches into device memory from the host, or touches freed device memory). */
 memory_class classify(const void *ptr, size_t bytes, int *device = nullptr);
 /* Device memory that was freed: poisoned and held back (the last 256 ranges, at most
  * 64 MiB) before `release` gives it back to the heap. */

@@ -378,6 +378,22 @@ void test_copy_checks() {
   CHECK_ERR(cudaHostUnregister(host.data() + 1), cudaErrorHostMemoryNotRegistered);
   OK(cudaHostUnregister(host.data()));
   CHECK_ERR(cudaHostUnregister(host.data()), cudaErrorHostMemoryNotRegistered);
+  /* Two registrations side by side are one pinned buffer: a copy across them is
+   * asynchronous (it returns while the stream is held). */
+  OK(cudaMalloc(&device, 4096));
+  OK(cudaHostRegister(host.data(), 2048, 0));
+  OK(cudaHostRegister(host.data() + 2048, 2048, 0));
+  cudaStream_t stream = new_stream();
+  gate held;
+  OK(cudaLaunchHostFunc(stream, wait_at_gate, &held));
+  OK(cudaMemcpyAsync(host.data(), device, 4096, cudaMemcpyDeviceToHost, stream));
+  held.open = true;
+  OK(cudaStreamSynchronize(stream));
+  CHECK(all_bytes(host.data(), 4096, 0xCD));
+  OK(cudaHostUnregister(host.data()));
+  OK(cudaHostUnregister(host.data() + 2048));
+  OK(cudaStreamDestroy(stream));
+  OK(cudaFree(device));
   size_t free_bytes = 0, total = 0;
   OK(cudaMemGetInfo(&free_bytes, &total));
   CHECK(total == 80ull << 30 && free_bytes > 0 && free_bytes <= total);
