@@ -48,15 +48,19 @@
  *
  * Not emulated (plainly): timing (operations run as fast as the CPU runs them;
  * elapsed times measure that); concurrency between kernels and copies beyond what
- * the worker threads give; peer access and copies between devices' memories
- * (refused); managed memory, arrays, textures, IPC, external semaphores, 2D/3D
- * copies; cudaDeviceReset; memory allocation nodes (cudaMallocAsync, cudaFreeAsync
- * during a capture are refused with cudaErrorStreamCaptureUnsupported, and the
- * capture is invalidated), and graph launches inside a capture (child graphs; the
- * same); the per-thread-default-stream builds' _ptsz/_ptds entry points (plume
- * compiles without --default-stream per-thread). A device's memory is bounded by
- * what the host can give, not by the 80 GiB it reports: cudaMemGetInfo says the
- * smaller.
+ * the worker threads give; stream priorities (accepted, not honoured); peer access;
+ * managed memory, arrays, textures, IPC, external semaphores, 2D/3D copies;
+ * cudaDeviceReset; graphs built node by node (cudaGraphAdd*Node), graph updates,
+ * memory allocation nodes (cudaMallocAsync and cudaFreeAsync during a capture are
+ * refused with cudaErrorStreamCaptureUnsupported and the capture is invalidated),
+ * graph launches inside a capture (child graphs; the same); the per-thread-default-
+ * stream builds' _ptsz/_ptds entry points (plume compiles without --default-stream
+ * per-thread). A device's memory is bounded by what the host can give, not by the
+ * 80 GiB it reports: cudaMemGetInfo says the smaller. Where the documentation is
+ * silent the emulator chooses the stricter answer and says so in the file's header
+ * (which calls are "potentially unsafe" during a capture, cudaFree waiting for the
+ * device's streams that are not capturing, a thread's cudaStreamPerThread finishing
+ * its work when the thread ends).
  *
  * Locks. One lock (api_lock) orders every enqueue: the streams' clocks and last
  * operations, captures and the graphs they build, events' records, memory pools.
