@@ -68,11 +68,16 @@ struct region {
 };
 
 std::shared_mutex regions_lock;
+/* The tables live as long as the process (never destroyed: a kernel or a stream's worker
+ * may still look at them while static objects are torn down at exit). */
 std::map<uintptr_t, region *> &regions() {
-  static std::map<uintptr_t, region *> table;
-  return table;
+  static auto *table = new std::map<uintptr_t, region *>();
+  return *table;
 }
-std::vector<region *> retired;
+std::vector<region *> &retired_records() {
+  static auto *records = new std::vector<region *>();
+  return *records;
+}
 std::atomic<uint64_t> regions_version{1};
 
 /* Freed regions (region_retire), by base: the span and how they were freed. */
@@ -81,10 +86,13 @@ struct freed_region {
   std::string what, how;
 };
 std::map<uintptr_t, freed_region> &freed() {
-  static std::map<uintptr_t, freed_region> table;
-  return table;
+  static auto *table = new std::map<uintptr_t, freed_region>();
+  return *table;
 }
-std::vector<uintptr_t> freed_order;
+std::vector<uintptr_t> &freed_order() {
+  static auto *order = new std::vector<uintptr_t>();
+  return *order;
+}
 
 /* Forget freed regions that [base, end) overlaps (under regions_lock, written). */
 void forget_freed(uintptr_t base, uintptr_t end) {
@@ -95,6 +103,7 @@ void forget_freed(uintptr_t base, uintptr_t end) {
 
 /* Retire a region's records (under regions_lock, written). */
 void retire_records(region *r) {
+  std::vector<region *> &retired = retired_records();
   retired.push_back(r);
   regions_version.fetch_add(1, std::memory_order_release);
   while (retired.size() > kRetiredKept) {
@@ -107,8 +116,8 @@ void retire_records(region *r) {
 /* What the operations were, for reports. */
 std::mutex ops_lock;
 std::unordered_map<uint64_t, std::string> &op_names() {
-  static std::unordered_map<uint64_t, std::string> names;
-  return names;
+  static auto *names = new std::unordered_map<uint64_t, std::string>();
+  return *names;
 }
 
 void remember_op(const op_context &op) {
@@ -283,11 +292,12 @@ void region_retire(void *base, const std::string &how) {
   region *r = it->second;
   regions().erase(it);
   freed()[r->base] = freed_region{r->end, r->what, how};
-  freed_order.push_back(r->base);
-  if (freed_order.size() > kFreedKept) {
-    auto old = freed().find(freed_order.front());
+  std::vector<uintptr_t> &order = freed_order();
+  order.push_back(r->base);
+  if (order.size() > kFreedKept) {
+    auto old = freed().find(order.front());
     if (old != freed().end() && old->first != r->base) freed().erase(old);
-    freed_order.erase(freed_order.begin());
+    order.erase(order.begin());
   }
   retire_records(r);
 }

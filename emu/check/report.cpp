@@ -27,8 +27,8 @@ namespace plm_emu {
 namespace {
 std::mutex report_lock;
 std::set<std::string> &reported() {
-  static std::set<std::string> seen;
-  return seen;
+  static auto *seen = new std::set<std::string>();
+  return *seen;
 }
 }  // namespace
 
