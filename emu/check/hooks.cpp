@@ -51,6 +51,18 @@ void check_shared(uintptr_t addr, size_t size, access_kind kind, const void *pc,
     return;
   }
   executor *exec = l->exec;
+  const uintptr_t own_end = (uintptr_t)exec->shared + kSharedArenaBytes;
+  if (arena == (size_t)exec->index + 1 && addr - own_end < kSharedArenaBytes) {
+    char detail[200]; /* just past the dynamic memory, which ends the arena */
+    std::snprintf(detail, sizeof detail,
+                  " %s %zu bytes at byte %zu of the dynamic shared memory, which has %zu (the "
+                  "launch's third <<<>>> argument)",
+                  verb(kind), size, (size_t)(addr - (uintptr_t)exec->shared) - exec->dynamic_start,
+                  exec->dynamic_bytes);
+    report_defect("shared memory out of bounds",
+                  describe_lane(exec, l->linear) + detail + " at " + source_line(pc));
+    return;
+  }
   if (arena != (size_t)exec->index) {
     report_defect("shared memory of another block",
                   describe_lane(exec, l->linear) + " " + verb(kind) + " " + std::to_string(size) + " bytes at " + source_line(pc) +

@@ -40,7 +40,7 @@ constexpr int kSyncHistory = 64; /* completed collectives remembered per warp */
 constexpr int kMaxStatics = 64;  /* static __shared__ declarations per kernel */
 constexpr int kMaxGroups = 8;    /* collectives waiting at once in one warp */
 
-enum class lane_state : uint8_t { runnable, at_barrier, at_collective, exited };
+enum class lane_state : uint8_t { runnable, at_barrier, at_collective, at_active_mask, exited };
 
 struct executor;
 
@@ -55,6 +55,8 @@ struct lane {
   int barrier_predicate = 0, barrier_result = 0;
   /* At a warp collective: what it brought. */
   const collective_call *call = nullptr;
+  /* At __activemask: its call site. */
+  const void *active_site = nullptr;
 };
 
 /* A collective some of a warp's lanes wait in. */
@@ -65,6 +67,7 @@ struct warp_wait {
 
 struct warp_state {
   unsigned exists = 0, exited = 0;
+  unsigned at_active_mask = 0; /* lanes waiting in __activemask */
   warp_wait waits[kMaxGroups];
   int wait_count = 0;
   /* Lanes that may run, by lane index. */
