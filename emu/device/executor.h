@@ -27,7 +27,6 @@
 #define PLUME_EMU_DEVICE_EXECUTOR_H
 
 #include <cstdint>
-#include <random>
 
 #include "emu/device/fiber.h"
 #include "emu/emu.h"
@@ -102,7 +101,17 @@ struct executor {
   int favourite = -1;
   int warps_runnable[kMaxWarps];
   int warps_runnable_count = 0;
-  std::mt19937_64 random;
+  /* The block's random choices: splitmix64 (fast; the schedule needs no better). */
+  struct splitmix {
+    uint64_t state = 0;
+    void seed(uint64_t s) { state = s; }
+    uint64_t operator()() {
+      uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+      return z ^ (z >> 31);
+    }
+  } random;
 
   /* Shared memory: statics from 0 up to static_end, dynamic memory at the end of the arena
    * from dynamic_start; shared_limit is what the launch may use in all. */
