@@ -149,10 +149,17 @@ void shared_access(executor *exec, int me, size_t offset, size_t size, access_ki
   const access_record now{exec->phase, exec->warp[warp].sync_gen, (uint16_t)me, pc};
   for (size_t i = 0; i < size; i++) {
     shadow_byte &b = shadow->bytes[offset + i];
-    /* The common case: this thread's own byte again, in this phase. */
+    /* The common cases: this thread's own byte again in this phase, and a read of what
+     * an earlier phase wrote, already recorded as read by this thread (or by threads of
+     * several warps, which only a barrier orders before a write anyway). */
     if (kind == access_write && b.write.phase == now.phase && b.write.thread == me &&
         (b.read.phase != now.phase || (b.read.thread == me && !b.readers_many)) &&
         b.atomic.phase != now.phase)
+      continue;
+    if (kind == access_read && b.read.phase == now.phase &&
+        (b.read.thread == me || b.readers_warps_mixed) && b.atomic.phase != now.phase &&
+        (b.write.phase != now.phase || b.write.thread == me) &&
+        b.written_phase >= exec->block_start_phase)
       continue;
     if (kind != access_write && b.written_phase < exec->block_start_phase) {
       report_unwritten(exec, me, kind, pc, offset, size);

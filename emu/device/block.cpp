@@ -251,16 +251,21 @@ void report_stuck(executor *exec) {
                "no thread can go on:" + detail);
 }
 
+/* A number below n (> 0) from a random 64-bit one, by multiplying (no division). */
+inline int pick_below(uint64_t random, int n) {
+  return (int)(((random >> 32) * (uint64_t)n) >> 32);
+}
+
 int pick_lane(executor *exec) {
   int warp;
   if (exec->favourite >= 0 && exec->warp[exec->favourite].runnable_count > 0) {
     warp = exec->favourite;
   } else {
-    warp = exec->warps_runnable[exec->random() % (uint64_t)exec->warps_runnable_count];
+    warp = exec->warps_runnable[pick_below(exec->random(), exec->warps_runnable_count)];
     exec->favourite = exec->random() % 4 == 0 ? warp : -1;
   }
   warp_state &w = exec->warp[warp];
-  const int pick = (int)(exec->random() % (uint64_t)w.runnable_count);
+  const int pick = pick_below(exec->random(), w.runnable_count);
   const int lane_id = w.runnable[pick];
   w.runnable[pick] = w.runnable[--w.runnable_count];
   if (w.runnable_count == 0) {

@@ -129,10 +129,14 @@ struct executor {
   void *check_state = nullptr; /* emu/check's shadow of the shared arena */
 };
 
-/* The executor whose block is running on this thread's stack (its lanes' or its
- * scheduler's), or null. From a lane: its executor. */
-executor *executor_of_lane(size_t fibre_index);
-lane *lane_at(size_t fibre_index);
+/* Every executor's lanes, by fibre index (executor.cpp). */
+extern lane g_lanes[kMaxLanes];
+
+/* The lane of a fibre index (plm_emu/kernel.h's this_fibre_index), or null outside a
+ * lane (kMaxLanes, or a lane of an executor not made yet). */
+inline lane *lane_at(size_t fibre_index) {
+  return fibre_index < kMaxLanes && g_lanes[fibre_index].exec ? &g_lanes[fibre_index] : nullptr;
+}
 
 /* Executors for the threads that run blocks (executor.cpp): borrowed for a grid, given
  * back after. Blocks until one is free (kMaxExecutors at most exist). */
