@@ -140,6 +140,22 @@ run_interrupted() {
   [[ $rc == "$expected" ]] || { fail "$name: exit $rc, expected $expected (stderr: $(head -c 1000 err.txt))"; return 1; }
 }
 
+# wait_catching PID SIGNAL: wait until process PID catches SIGNAL (its handler is installed:
+# the signal's bit of SigCgt in /proc/PID/status), so that a signal sent next reaches the
+# handler, however slow the start (sanitizers, a loaded machine), instead of the default
+# action. Returns 1 when PID ends first or after 60 s.
+wait_catching() {
+  local pid=$1 number mask waited
+  number=$(kill -l "$2") || return 1
+  for ((waited = 0; waited < 6000; waited++)); do
+    mask=$(sed -n 's/^SigCgt:[[:space:]]*//p' "/proc/$pid/status" 2>/dev/null)
+    [[ -n $mask ]] || return 1
+    (((16#$mask >> (number - 1)) & 1)) && return 0
+    sleep 0.01
+  done
+  return 1
+}
+
 cli_end() {
   echo "$(basename "$0" .sh): $checks checks, $failures failures"
   ((failures == 0))
