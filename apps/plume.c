@@ -58,7 +58,11 @@ static void print_build(void) {
   printf("  build type:     %s\n", build->build_type);
   printf("  C compiler:     %s\n", build->c_compiler);
   printf("  built in:       %s\n", build->build_dir);
-  if (build->cuda_enabled)
+  if (build->cuda_emulated)
+    printf("  cuda backend:   on the CUDA emulator (toolkit %s headers): no GPU; it proves\n"
+           "                  correctness, and no time measured on it means anything\n",
+           build->cuda_toolkit);
+  else if (build->cuda_enabled)
     printf("  cuda backend:   compiled in (CUDA toolkit %s, architectures %s)\n",
            build->cuda_toolkit, build->cuda_architectures);
   else

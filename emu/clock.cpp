@@ -11,14 +11,14 @@ namespace {
 
 std::mutex timelines_lock;
 std::vector<std::string> &timeline_labels() {
-  static std::vector<std::string> labels{"(no timeline)"};
-  return labels;
+  static auto *labels = new std::vector<std::string>{"(no timeline)"};
+  return *labels;
 }
 
 std::mutex host_lock;
 vclock &host_clock_value() {
-  static vclock clock;
-  return clock;
+  static auto *clock = new vclock();
+  return *clock;
 }
 
 std::atomic<uint64_t> next_op_id{1};

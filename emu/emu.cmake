@@ -62,3 +62,33 @@ function(plume_emu_kernels out_var)
   endforeach()
   set(${out_var} ${generated} PARENT_SCOPE)
 endfunction()
+
+# ---- the emulator's own tests (emu/tests) ---------------------------------------------
+if(PLUME_BUILD_TESTS)
+  # The host side (emu/tests/test_emu_runtime.cpp): the emulator's objects and the test,
+  # no libplume.
+  add_executable(test_emu_runtime ${PROJECT_SOURCE_DIR}/emu/tests/test_emu_runtime.cpp)
+  set_target_properties(test_emu_runtime PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+  target_include_directories(test_emu_runtime PRIVATE ${PROJECT_SOURCE_DIR})
+  target_include_directories(test_emu_runtime SYSTEM PRIVATE ${PLUME_CUDA_INCLUDE_DIR})
+  target_compile_options(test_emu_runtime PRIVATE -Wall -Wextra $<$<BOOL:${PLUME_WERROR}>:-Werror>)
+  target_link_libraries(test_emu_runtime PRIVATE plume_cuda_emu)
+  add_test(NAME emu_runtime COMMAND test_emu_runtime)
+  set_tests_properties(emu_runtime PROPERTIES LABELS "unit;emu" TIMEOUT 300)
+
+  # The device side and the checks: correct kernels against what CUDA documents, launches
+  # over the limits, and the planted defects of emu/README.md, under two seeds (the
+  # second with two blocks at once).
+  plume_emu_kernels(plume_emu_test_kernels ${PROJECT_SOURCE_DIR}/emu/tests/device_kernels.cu)
+  add_executable(test_emu_device ${PROJECT_SOURCE_DIR}/emu/tests/test_emu_device.cpp
+                 ${plume_emu_test_kernels})
+  target_include_directories(test_emu_device PRIVATE ${PROJECT_SOURCE_DIR})
+  target_include_directories(test_emu_device SYSTEM PRIVATE ${PLUME_CUDA_INCLUDE_DIR})
+  target_link_libraries(test_emu_device PRIVATE plume_cuda_emu)
+  set_target_properties(test_emu_device PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+  add_test(NAME emu_device COMMAND test_emu_device)
+  add_test(NAME emu_device.seed2 COMMAND test_emu_device)
+  set_tests_properties(emu_device PROPERTIES LABELS "unit;emu" TIMEOUT 300)
+  set_tests_properties(emu_device.seed2 PROPERTIES LABELS "unit;emu" TIMEOUT 300
+    ENVIRONMENT "PLUME_EMU_SEED=2;PLUME_EMU_BLOCK_THREADS=2")
+endif()

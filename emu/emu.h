@@ -99,9 +99,17 @@ uint64_t op_id_new();
 
 /* A device allocation whose accesses are checked in stream order: cudaMalloc, a memory
  * pool's allocation, a mapping of the virtual memory calls. `what` names it in reports
- * ("cudaMalloc of 4096 bytes"). Regions do not overlap; region_remove takes the base
- * region_add was given. Freed memory should also be poisoned (poison) until reused. */
+ * ("cudaMalloc of 4096 bytes"). Regions do not overlap. The kRedZone bytes before and
+ * after a region must belong to nothing a kernel may touch (the runtime pads its
+ * allocations): an access there is reported as out of bounds, with or without
+ * AddressSanitizer.
+ * region_retire: the region was freed (when its free ran, in stream order): an access is
+ * reported as a use after free until the addresses are added again. region_remove: the
+ * addresses leave the checks (unmapped memory, memory handed back to the host). Both take
+ * the base region_add was given. */
+constexpr size_t kRedZone = 256;
 void region_add(void *base, size_t bytes, const std::string &what);
+void region_retire(void *base, const std::string &how);
 void region_remove(void *base);
 
 /* An access of [addr, addr + bytes) by an operation that is not a kernel (a copy, a

@@ -10,6 +10,7 @@
 #include "ops/op_tuning.h"
 #include "pipeline/pipeline_internal.h"
 #include "profile/profile_internal.h"
+#include "streams/backend.h"
 #include "streams/error.h"
 
 double plm__placement_launch_ms(const plm__op_desc *op, const plm_op_cost *cost,
@@ -128,11 +129,8 @@ plm_status plm__placement_rule(plm_backend *choice, bool *model) {
   if (env && *env && plm_backend_parse(env, &forced) != PLM_OK)
     return plm__fail_raw(PLM_ERR_INVALID_ARG,
                          "environment variable PLUME_BACKEND='%s' is not host, cuda or auto", env);
-  int gpus = 0;
-  const char *why = NULL;
-  plm_backend_device_count(PLM_BACKEND_CUDA, &gpus, &why);
   *choice = forced == PLM_BACKEND_CUDA ? PLM_BACKEND_CUDA : PLM_BACKEND_HOST;
-  *model = forced == PLM_BACKEND_AUTO && gpus > 0;
+  *model = forced == PLM_BACKEND_AUTO && plm__cuda_auto_eligible();
   return PLM_OK;
 }
 

@@ -151,4 +151,9 @@ plm_status plm__cuda_backend_open(int device, const plm__backend_iface **iface, 
  * CUDA") when there are none. Never fails. */
 void plm__cuda_device_count(int *count, const char **reason);
 
+/* Whether automatic choices (PLM_BACKEND_AUTO, the placement model) may pick cuda: a
+ * device is visible and it is a GPU, not the CUDA emulator of an emulated build, which
+ * runs only where cuda is asked for by name. */
+bool plm__cuda_auto_eligible(void);
+
 #endif /* PLUME_STREAMS_BACKEND_H */

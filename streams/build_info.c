@@ -30,6 +30,7 @@ const plm_build_info *plm_build_info_get(void) {
       /* .cuda_enabled       = */ PLM_BUILD_CUDA_ENABLED,
       /* .cuda_toolkit       = */ PLM_BUILD_CUDA_TOOLKIT,
       /* .cuda_architectures = */ PLM_BUILD_CUDA_ARCHITECTURES,
+      /* .cuda_emulated      = */ PLM_BUILD_CUDA_EMULATED,
   };
   return &info;
 }

@@ -8,6 +8,7 @@
 #include <utlist.h>
 
 #include "kernels/cpu/parallel.h"
+#include "plume_build_config.h"
 #include "streams/error.h"
 #include "streams/runtime.h"
 
@@ -47,8 +48,16 @@ plm_status plm_backend_device_count(plm_backend backend, int *count, const char 
   return PLM_OK;
 }
 
-/* The backend AUTO stands for: PLUME_BACKEND if set, else cuda when a device is
- * visible, else host. */
+bool plm__cuda_auto_eligible(void) {
+  if (PLM_BUILD_CUDA_EMULATED) return false;
+  int cuda_devices = 0;
+  const char *why = NULL;
+  plm__cuda_device_count(&cuda_devices, &why);
+  return cuda_devices > 0;
+}
+
+/* The backend AUTO stands for: PLUME_BACKEND if set, else cuda when a GPU is visible
+ * (plm__cuda_auto_eligible), else host. */
 static plm_status resolve_auto_backend(plm_backend *out) {
   const char *env = getenv("PLUME_BACKEND");
   if (env && *env) {
@@ -62,10 +71,7 @@ static plm_status resolve_auto_backend(plm_backend *out) {
       return PLM_OK;
     }
   }
-  int cuda_devices = 0;
-  const char *why = NULL;
-  plm__cuda_device_count(&cuda_devices, &why);
-  *out = cuda_devices > 0 ? PLM_BACKEND_CUDA : PLM_BACKEND_HOST;
+  *out = plm__cuda_auto_eligible() ? PLM_BACKEND_CUDA : PLM_BACKEND_HOST;
   return PLM_OK;
 }
 

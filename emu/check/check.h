@@ -35,11 +35,11 @@ void *shared_shadow_make();
 void shared_access(executor *exec, int linear, size_t offset, size_t size, access_kind kind,
                    const void *pc);
 
-/* An access by a kernel's thread or an operation to device memory, checked in stream
- * order (device_memory.cpp); `who` describes the thread for a report ("" for an
- * operation that is not a kernel). */
+/* An access by a kernel's thread (the fibre at `fibre`, plm_emu/kernel.h) or by an
+ * operation that is not a kernel (fibre == kMaxLanes) to device memory, checked in
+ * stream order, for use after free and in red zones (device_memory.cpp). */
 void device_access(const op_context &op, uintptr_t addr, size_t size, bool write, const void *pc,
-                   const std::string &who);
+                   size_t fibre);
 
 /* The source line of a code address ("kernels/cuda/label.cu:97"), or the module and
  * offset where no symbolizer can say (report.cpp). */

@@ -13,10 +13,14 @@
  * region's lock. Granules are 256 bytes because device allocations and plume's pool
  * blocks are 256-byte aligned and rounded, so two allocations never share one.
  *
- * Regions are found through a per-thread cache of the last one used, checked against a
- * version that changes with every registration; a removed region's records are freed
- * only after 64 more removals, so a thread that read an old version meanwhile never
- * touches freed memory. */
+ * Outside every live region, an access is checked against the retired ones (freed: a use
+ * after free) and the red zones of the live ones (kRedZone bytes on either side: past
+ * the end or before the start), without AddressSanitizer's help.
+ *
+ * Regions are found through a per-thread cache of the last four used (and of gaps),
+ * checked against a version that changes with every registration; a removed region's
+ * records are freed only after 64 more removals, so a thread that read an old version
+ * meanwhile never touches freed memory. The newest 4096 retired regions are kept. */
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -28,6 +32,7 @@
 #include <vector>
 
 #include "emu/check/check.h"
+#include "emu/device/executor.h"
 
 extern "C" {
 void __asan_poison_memory_region(void const volatile *addr, size_t size) __attribute__((weak));
@@ -39,7 +44,8 @@ namespace plm_emu {
 namespace {
 
 constexpr unsigned kGranuleShift = 8;
-constexpr size_t kRetiredKept = 64;
+constexpr size_t kRetiredKept = 64;      /* removed regions whose records are kept a while */
+constexpr size_t kFreedKept = 4096;      /* retired regions remembered for reports */
 
 struct access_mark {
   uint64_t op;
@@ -62,18 +68,56 @@ struct region {
 };
 
 std::shared_mutex regions_lock;
+/* The tables live as long as the process (never destroyed: a kernel or a stream's worker
+ * may still look at them while static objects are torn down at exit). */
 std::map<uintptr_t, region *> &regions() {
-  static std::map<uintptr_t, region *> table;
-  return table;
+  static auto *table = new std::map<uintptr_t, region *>();
+  return *table;
 }
-std::vector<region *> retired;
+std::vector<region *> &retired_records() {
+  static auto *records = new std::vector<region *>();
+  return *records;
+}
 std::atomic<uint64_t> regions_version{1};
+
+/* Freed regions (region_retire), by base: the span and how they were freed. */
+struct freed_region {
+  uintptr_t end;
+  std::string what, how;
+};
+std::map<uintptr_t, freed_region> &freed() {
+  static auto *table = new std::map<uintptr_t, freed_region>();
+  return *table;
+}
+std::vector<uintptr_t> &freed_order() {
+  static auto *order = new std::vector<uintptr_t>();
+  return *order;
+}
+
+/* Forget freed regions that [base, end) overlaps (under regions_lock, written). */
+void forget_freed(uintptr_t base, uintptr_t end) {
+  auto it = freed().upper_bound(base);
+  if (it != freed().begin() && std::prev(it)->second.end > base) --it;
+  while (it != freed().end() && it->first < end) it = freed().erase(it);
+}
+
+/* Retire a region's records (under regions_lock, written). */
+void retire_records(region *r) {
+  std::vector<region *> &retired = retired_records();
+  retired.push_back(r);
+  regions_version.fetch_add(1, std::memory_order_release);
+  while (retired.size() > kRetiredKept) {
+    std::free(retired.front()->granules);
+    delete retired.front();
+    retired.erase(retired.begin());
+  }
+}
 
 /* What the operations were, for reports. */
 std::mutex ops_lock;
 std::unordered_map<uint64_t, std::string> &op_names() {
-  static std::unordered_map<uint64_t, std::string> names;
-  return names;
+  static auto *names = new std::unordered_map<uint64_t, std::string>();
+  return *names;
 }
 
 void remember_op(const op_context &op) {
@@ -115,9 +159,13 @@ region *find_region(uintptr_t addr) {
       found = std::prev(it)->second;
       base = found->base;
       end = found->end;
-    } else { /* the gap around addr, as a miss */
-      base = it == regions().begin() ? 0 : std::prev(it)->second->end;
-      end = it == regions().end() ? UINTPTR_MAX : it->first;
+    } else { /* the gap around addr, less the red zones, as a miss (if addr is in it) */
+      base = it == regions().begin() ? 0 : std::prev(it)->second->end + kRedZone;
+      end = it == regions().end() ? UINTPTR_MAX : it->first - kRedZone;
+      auto f = freed().upper_bound(addr);
+      if (f != freed().end() && f->first < end) end = f->first;
+      if (f != freed().begin() && std::prev(f)->second.end > base) base = std::prev(f)->second.end;
+      if (addr < base || addr >= end) return nullptr; /* near a region or freed: not cached */
     }
   }
   for (int i = kCacheWays - 1; i > 0; i--) {
@@ -131,9 +179,10 @@ region *find_region(uintptr_t addr) {
   return found;
 }
 
-void free_region(region *r) {
-  std::free(r->granules);
-  delete r;
+/* Who makes an access, for a report: the kernel's thread, or the operation. */
+std::string who_accesses(const op_context &op, size_t fibre) {
+  const lane *l = lane_at(fibre);
+  return l ? describe_lane(l->exec, l->linear) : op.what;
 }
 
 std::string mark_text(const access_mark &m) {
@@ -143,7 +192,7 @@ std::string mark_text(const access_mark &m) {
 }
 
 void report_order(const region &r, uintptr_t addr, size_t size, bool write, const op_context &op,
-                  const void *pc, const std::string &who, const access_mark &other,
+                  const void *pc, size_t fibre, const access_mark &other,
                   bool other_wrote) {
   const char *title = !write ? "device memory out of stream order: a read of what an unordered operation wrote"
                       : other_wrote ? "device memory out of stream order: a write of what an unordered operation wrote"
@@ -151,7 +200,7 @@ void report_order(const region &r, uintptr_t addr, size_t size, bool write, cons
   char where[160];
   std::snprintf(where, sizeof where, " %s %zu bytes at %p (byte %zu of %s)", write ? "writes" : "reads",
                 size, (void *)addr, (size_t)(addr - r.base), r.what.c_str());
-  std::string detail = (who.empty() ? op.what : who) + where;
+  std::string detail = who_accesses(op, fibre) + where;
   if (pc) detail += " at " + source_line(pc);
   detail += ";\nit runs on " + timeline_label(op.timeline) + ". " + (other_wrote ? "They were written by " : "They are read by ") +
             mark_text(other) +
@@ -161,7 +210,7 @@ void report_order(const region &r, uintptr_t addr, size_t size, bool write, cons
 }
 
 void check_granule(region &r, granule &g, uintptr_t addr, size_t size, bool write,
-                   const op_context &op, const void *pc, const std::string &who) {
+                   const op_context &op, const void *pc, size_t fibre) {
   if (write ? g.write_op.load(std::memory_order_relaxed) == op.id
             : g.read_op.load(std::memory_order_relaxed) == op.id ||
                   g.write_op.load(std::memory_order_relaxed) == op.id)
@@ -180,7 +229,7 @@ void check_granule(region &r, granule &g, uintptr_t addr, size_t size, bool writ
       g.readers[0] = mine;
       g.read_op.store(op.id, std::memory_order_relaxed);
     }
-    report_order(r, addr, size, write, op, pc, who, other, true);
+    report_order(r, addr, size, write, op, pc, fibre, other, true);
     return;
   }
   if (write) {
@@ -188,7 +237,7 @@ void check_granule(region &r, granule &g, uintptr_t addr, size_t size, bool writ
       if (reader.op && reader.op != op.id && !clock.covers(reader.timeline, reader.time)) {
         access_mark other = reader;
         reader = access_mark();
-        report_order(r, addr, size, write, op, pc, who, other, false);
+        report_order(r, addr, size, write, op, pc, fibre, other, false);
         return;
       }
     }
@@ -227,31 +276,92 @@ void region_add(void *base, size_t bytes, const std::string &what) {
   std::unique_lock<std::shared_mutex> hold(regions_lock);
   auto it = regions().find(r->base);
   if (it != regions().end()) { /* registered again: the old records go */
-    retired.push_back(it->second);
+    region *old = it->second;
     regions().erase(it);
+    retire_records(old);
   }
+  forget_freed(r->base, r->end);
   regions()[r->base] = r;
   regions_version.fetch_add(1, std::memory_order_release);
+}
+
+void region_retire(void *base, const std::string &how) {
+  std::unique_lock<std::shared_mutex> hold(regions_lock);
+  auto it = regions().find((uintptr_t)base);
+  if (it == regions().end()) return;
+  region *r = it->second;
+  regions().erase(it);
+  freed()[r->base] = freed_region{r->end, r->what, how};
+  std::vector<uintptr_t> &order = freed_order();
+  order.push_back(r->base);
+  if (order.size() > kFreedKept) {
+    auto old = freed().find(order.front());
+    if (old != freed().end() && old->first != r->base) freed().erase(old);
+    order.erase(order.begin());
+  }
+  retire_records(r);
 }
 
 void region_remove(void *base) {
   std::unique_lock<std::shared_mutex> hold(regions_lock);
   auto it = regions().find((uintptr_t)base);
-  if (it == regions().end()) return;
-  retired.push_back(it->second);
-  regions().erase(it);
-  regions_version.fetch_add(1, std::memory_order_release);
-  while (retired.size() > kRetiredKept) {
-    free_region(retired.front());
-    retired.erase(retired.begin());
+  if (it != regions().end()) {
+    region *r = it->second;
+    regions().erase(it);
+    retire_records(r);
   }
+  freed().erase((uintptr_t)base);
+}
+
+/* An access outside every live region: of a freed one, or in a live one's red zone. */
+void check_outside(const op_context &op, uintptr_t addr, size_t size, bool write, const void *pc,
+                   size_t fibre) {
+  std::string title, what;
+  {
+    std::shared_lock<std::shared_mutex> hold(regions_lock);
+    auto f = freed().upper_bound(addr);
+    if (f != freed().begin() && addr < std::prev(f)->second.end) {
+      --f;
+      char text[200];
+      std::snprintf(text, sizeof text, "byte %zu of %s, freed by ", (size_t)(addr - f->first),
+                    f->second.what.c_str());
+      title = "device memory used after its free";
+      what = text + f->second.how;
+    } else {
+      auto it = regions().upper_bound(addr);
+      if (it != regions().end() && it->first - addr <= kRedZone) {
+        char text[200];
+        std::snprintf(text, sizeof text, "%zu bytes before the start of %s", (size_t)(it->first - addr),
+                      it->second->what.c_str());
+        title = "device memory out of bounds";
+        what = text;
+      } else if (it != regions().begin() && addr - std::prev(it)->second->end < kRedZone) {
+        const region *below = std::prev(it)->second;
+        char text[200];
+        std::snprintf(text, sizeof text, "byte %zu past the end of %s (%zu bytes)",
+                      (size_t)(addr - below->end), below->what.c_str(), (size_t)(below->end - below->base));
+        title = "device memory out of bounds";
+        what = text;
+      }
+    }
+  }
+  if (title.empty()) return;
+  char access[96];
+  std::snprintf(access, sizeof access, " %s %zu bytes at %p: ", write ? "writes" : "reads", size,
+                (void *)addr);
+  std::string detail = who_accesses(op, fibre) + access + what;
+  if (pc) detail += "; at " + source_line(pc);
+  report_defect(title, detail);
 }
 
 void device_access(const op_context &op, uintptr_t addr, size_t size, bool write, const void *pc,
-                   const std::string &who) {
+                   size_t fibre) {
   if (!op.clock || !size) return;
   region *r = find_region(addr);
-  if (!r) return;
+  if (!r) {
+    check_outside(op, addr, size, write, pc, fibre);
+    return;
+  }
   static __attribute__((tls_model("initial-exec"))) thread_local uint64_t remembered = 0;
   if (remembered != op.id) {
     remember_op(op);
@@ -259,11 +369,11 @@ void device_access(const op_context &op, uintptr_t addr, size_t size, bool write
   }
   const uintptr_t end = addr + size < r->end ? addr + size : r->end;
   for (uintptr_t g = (addr - r->base) >> kGranuleShift; (r->base + (g << kGranuleShift)) < end; g++)
-    check_granule(*r, r->granules[g], addr, size, write, op, pc, who);
+    check_granule(*r, r->granules[g], addr, size, write, op, pc, fibre);
 }
 
 void record_access(const op_context &op, const void *addr, size_t bytes, bool write) {
-  device_access(op, (uintptr_t)addr, bytes, write, nullptr, "");
+  device_access(op, (uintptr_t)addr, bytes, write, nullptr, kMaxLanes);
 }
 
 void poison(const void *addr, size_t bytes) {

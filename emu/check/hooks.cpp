@@ -113,7 +113,7 @@ inline void check_access(const void *address, size_t size, access_kind kind, con
     return;
   }
   if (l && l->exec->op)
-    device_access(*l->exec->op, addr, size, kind != access_read, pc, std::string());
+    device_access(*l->exec->op, addr, size, kind != access_read, pc, fibre);
 }
 
 }  // namespace

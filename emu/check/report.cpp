@@ -27,12 +27,36 @@ namespace plm_emu {
 namespace {
 std::mutex report_lock;
 std::set<std::string> &reported() {
-  static std::set<std::string> seen;
-  return seen;
+  static auto *seen = new std::set<std::string>();
+  return *seen;
 }
 }  // namespace
 
 bool have_asan() { return __asan_address_is_poisoned != nullptr; }
+
+/* "file:line" from binutils' addr2line where no sanitizer's symbolizer is in the process
+ * (reports are rare: a process per line is fine); empty when it cannot say. */
+static std::string addr2line(const char *module, size_t offset) {
+  std::string command = "addr2line -e '";
+  for (const char *c = module; *c; c++) {
+    if (*c == '\'') command += "'\\''";
+    else command += *c;
+  }
+  char tail[64];
+  std::snprintf(tail, sizeof tail, "' 0x%zx 2>/dev/null", offset);
+  command += tail;
+  FILE *pipe = popen(command.c_str(), "r");
+  if (!pipe) return "";
+  char text[1024] = "";
+  const bool got = std::fgets(text, sizeof text, pipe) != nullptr;
+  pclose(pipe);
+  std::string line = got ? text : "";
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+  if (line.empty() || line[0] == '?') return "";
+  const size_t note = line.find(" (discriminator");
+  if (note != std::string::npos) line.erase(note);
+  return line;
+}
 
 std::string source_line(const void *pc) {
   if (!pc) return "(unknown place)";
@@ -44,9 +68,11 @@ std::string source_line(const void *pc) {
   }
   Dl_info info;
   if (dladdr(call, &info) && info.dli_fname) {
+    const size_t offset = (size_t)((const char *)call - (const char *)info.dli_fbase);
+    std::string line = addr2line(info.dli_fname, offset);
+    if (!line.empty()) return line;
     char text[512];
-    std::snprintf(text, sizeof text, "%s+0x%zx (addr2line -e %s)", info.dli_fname,
-                  (size_t)((const char *)call - (const char *)info.dli_fbase), info.dli_fname);
+    std::snprintf(text, sizeof text, "%s+0x%zx", info.dli_fname, offset);
     return text;
   }
   char text[32];

@@ -143,8 +143,7 @@ void arrive_at_collective(executor *exec, lane &l) {
     char detail[160];
     std::snprintf(detail, sizeof detail, "mask 0x%08x names lanes %s, which have returned",
                   call.mask, lanes_text(call.mask & w.exited).c_str());
-    block_defect(exec, std::string(call.kind->name) + " names lanes that have exited",
-                 who + ": " + detail);
+    block_defect(exec, "a warp collective names a lane that returned", who + ": " + detail);
     return;
   }
   for (int i = 0; i < w.wait_count; i++) {

@@ -35,8 +35,8 @@ struct function_attributes {
 
 std::mutex attributes_lock;
 std::unordered_map<const void *, function_attributes> &attributes() {
-  static std::unordered_map<const void *, function_attributes> table;
-  return table;
+  static auto *table = new std::unordered_map<const void *, function_attributes>();
+  return *table;
 }
 
 function_attributes attributes_of(const void *function) {

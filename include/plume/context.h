@@ -10,10 +10,13 @@
  *   PLM_BACKEND_HOST  the CPU: each stream is a worker thread draining an in-order
  *                     queue; "device" memory is host memory. A real asynchronous
  *                     backend, not a mock.
- *   PLM_BACKEND_AUTO  cuda when this build has CUDA and a device is present, else
+ *   PLM_BACKEND_AUTO  cuda when this build has CUDA and a GPU is present, else
  *                     host. The environment variable PLUME_BACKEND=host|cuda|auto
  *                     overrides AUTO (and only AUTO: an explicit choice in the
- *                     config wins).
+ *                     config wins). In a build on the CUDA emulator (cmake
+ *                     -DPLUME_CUDA=EMU, plm_build_info.cuda_emulated) the cuda
+ *                     backend has an emulated device, which AUTO never picks: it runs
+ *                     only where cuda is asked for by name.
  *
  * Thread safety: all functions here are thread-safe. A context may be used from
  * several threads at once; it must not be destroyed while another thread uses it.
@@ -110,6 +113,8 @@ typedef struct plm_build_info {
   int cuda_enabled;               /* 1 when the cuda backend was compiled in */
   const char *cuda_toolkit;       /* nvcc's version, "" without CUDA */
   const char *cuda_architectures; /* CMAKE_CUDA_ARCHITECTURES, "" without CUDA */
+  int cuda_emulated;              /* 1 when the cuda backend runs on the CUDA emulator (emu/):
+                                     no GPU, correctness only, no time means anything */
 } plm_build_info;
 
 /* Create a context. cfg may be NULL (AUTO, device 0). Blocks while the backend
