@@ -3,7 +3,8 @@
 # project made in SCRATCH, whose tests pass, fail, skip, or pass only with or only without
 # PLUME_REQUIRE_BACKEND, so that each way a stage can go green having run too little is
 # seen to fail it: an unexpected skip, a failure, a test expected but not registered or
-# registered but not expected, an allowance that matches nothing, a selection of nothing;
+# registered but not expected (in every build, or in builds of one configuration: `NAME if
+# VAR=VALUE`), an allowance that matches nothing, a selection of nothing;
 # and a stage that allows exactly what skips passes, the tests it allows to skip running
 # without the requirement and every other test with it. CMAKE (default cmake) configures.
 set -uo pipefail
@@ -33,11 +34,18 @@ t(needs_dep "echo 'skipped: no dependency'; exit 77" dep)
 # Passes only with the stage's requirement, and skips only without it (as the harness does).
 t(required "test \"$PLUME_REQUIRE_BACKEND\" = host" unit)
 t(skips.cuda "if [ -n \"$PLUME_REQUIRE_BACKEND\" ]; then exit 1; fi; echo 'SKIP: none'; exit 77" gpu)
+# Only in builds configured with FLAVOUR=extra.
+set(FLAVOUR plain CACHE STRING "")
+if(FLAVOUR STREQUAL "extra")
+  t(extra_only "exit 0" unit)
+endif()
 CMAKE
 "${CMAKE:-cmake}" -S src -B build >configure.log 2>&1 || { cat configure.log; exit 1; }
-printf '%s\n' '# the fixture' passes fails absent.cuda needs_dep required skips.cuda >expected.txt
+printf '%s\n' '# the fixture' passes fails absent.cuda needs_dep required skips.cuda \
+  'extra_only if FLAVOUR=extra' >expected.txt
 grep -v '^needs_dep$' expected.txt >short.txt
 { cat expected.txt; echo ghost; } >long.txt
+sed 's/^passes$/passes if FLAVOUR=extra/' expected.txt >conditional.txt
 
 # expect RC NEEDLE ARGS...: run ctest-stage on the fixture; check its exit code and output.
 expect() {
@@ -72,6 +80,12 @@ expect 0 "tests: 2 passed, 0 failed, 0 skipped" --expected expected.txt -- -L un
 # Without the allowance, skips.cuda runs with the requirement, which fails it.
 expect 1 "FAILED: failed: skips.cuda" --expected expected.txt -- -R '^skips'
 expect 2 "the reason is empty" --expected expected.txt --may-skip x ''
+# A test of some builds only: not expected where the build's cache says otherwise.
+expect 1 "FAILED: registered but not expected: passes" --expected conditional.txt -- -L unit
+"${CMAKE:-cmake}" -S src -B build -DFLAVOUR=extra >>configure.log 2>&1 || { cat configure.log; exit 1; }
+expect 0 "tests: 3 passed, 0 failed, 0 skipped" --expected expected.txt -- -L unit
+grep -v '^extra_only' expected.txt >no-extra.txt
+expect 1 "FAILED: registered but not expected: extra_only" --expected no-extra.txt -- -L unit
 
 echo "ctest-stage: $checks checks, $failures failures"
 ((failures == 0))
