@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/ci/test-ctest-stage.sh CTEST_STAGE SCRATCH: scripts/ctest-stage against a small CTest
-# project made in SCRATCH, whose tests pass, fail, skip, or pass only with or only without
-# PLUME_REQUIRE_BACKEND, so that each way a stage can go green having run too little is
+# project made in SCRATCH, whose tests pass, fail, skip, lack their program, or pass only with
+# or only without PLUME_REQUIRE_BACKEND, so that each way a stage can go green having run too little is
 # seen to fail it: an unexpected skip, a failure, a test expected but not registered or
 # registered but not expected (in every build, or in builds of one configuration: `NAME if
 # VAR=VALUE`), an allowance that matches nothing, a selection of nothing;
@@ -34,6 +34,9 @@ t(needs_dep "echo 'skipped: no dependency'; exit 77" dep)
 # Passes only with the stage's requirement, and skips only without it (as the harness does).
 t(required "test \"$PLUME_REQUIRE_BACKEND\" = host" unit)
 t(skips.cuda "if [ -n \"$PLUME_REQUIRE_BACKEND\" ]; then exit 1; fi; echo 'SKIP: none'; exit 77" gpu)
+# A test whose program is missing: CTest reports it "not run", never an allowed skip.
+add_test(NAME gone.cuda COMMAND ${CMAKE_CURRENT_BINARY_DIR}/no-such-program)
+set_tests_properties(gone.cuda PROPERTIES SKIP_RETURN_CODE 77 LABELS gpu)
 # Only in builds configured with FLAVOUR=extra.
 set(FLAVOUR plain CACHE STRING "")
 if(FLAVOUR STREQUAL "extra")
@@ -41,7 +44,7 @@ if(FLAVOUR STREQUAL "extra")
 endif()
 CMAKE
 "${CMAKE:-cmake}" -S src -B build >configure.log 2>&1 || { cat configure.log; exit 1; }
-printf '%s\n' '# the fixture' passes fails absent.cuda needs_dep required skips.cuda \
+printf '%s\n' '# the fixture' passes fails absent.cuda needs_dep required skips.cuda gone.cuda \
   'extra_only if FLAVOUR=extra' >expected.txt
 grep -v '^needs_dep$' expected.txt >short.txt
 { cat expected.txt; echo ghost; } >long.txt
@@ -63,7 +66,7 @@ cuda=(--may-skip '\.cuda$' 'no GPU in this fixture')
 dep=(--may-skip '^needs_dep$' 'the fixture has no dependency')
 
 expect 0 "fixture: 2 passed, 0 failed, 3 skipped" --stage fixture --expected expected.txt \
-  "${cuda[@]}" "${dep[@]}" -- -E '^fails$'
+  "${cuda[@]}" "${dep[@]}" -- -E '^(fails|gone.cuda)$'
 grep -qF "skipped as allowed: needs_dep: skipped: no dependency [the fixture has no dependency]" \
   out.txt || fail "an allowed skip is not listed with its message and reason"
 expect 1 "FAILED: unexpected skip: needs_dep: skipped: no dependency" --expected expected.txt \
@@ -71,6 +74,7 @@ expect 1 "FAILED: unexpected skip: needs_dep: skipped: no dependency" --expected
 expect 1 "FAILED: unexpected skip: absent.cuda: SKIP: no device" --expected expected.txt \
   "${dep[@]}" -- -R '^(passes|absent)'
 expect 1 "FAILED: failed: fails" --expected expected.txt "${cuda[@]}" "${dep[@]}"
+expect 1 "FAILED: failed: gone.cuda (notrun" --expected expected.txt "${cuda[@]}" -- -R '^gone'
 expect 1 "FAILED: expected but not registered: ghost" --expected long.txt "${cuda[@]}" -- -L unit
 expect 1 "FAILED: registered but not expected: needs_dep" --expected short.txt -- -L unit
 expect 1 "--may-skip 'nothing' (stale) matches no registered test" --expected expected.txt \
