@@ -42,7 +42,8 @@ set(plume_emu_kernel_options
   -O2 -g
   -fno-sanitize=address
   -fsanitize=thread
-  --param=tsan-instrument-func-entry-exit=0)
+  --param=tsan-instrument-func-entry-exit=0
+  --param=tsan-distinguish-volatile=1)
 
 function(plume_emu_kernels out_var)
   set(generated "")

@@ -54,6 +54,13 @@ static int cuda_device_count(void) {
 }
 
 /* What AUTO should resolve to under the current environment. */
+/* What AUTO detects without PLUME_BACKEND: cuda where a GPU is present, never the CUDA
+ * emulator's device (plume/context.h). */
+static plm_backend detected_backend(void) {
+  return cuda_device_count() > 0 && !plm_build_info_get()->cuda_emulated ? PLM_BACKEND_CUDA
+                                                                          : PLM_BACKEND_HOST;
+}
+
 static plm_backend expected_auto_backend(void) {
   const char *env = getenv("PLUME_BACKEND");
   if (env && *env) {
@@ -61,7 +68,7 @@ static plm_backend expected_auto_backend(void) {
     PLM_CHECK_OK(plm_backend_parse(env, &named));
     if (named != PLM_BACKEND_AUTO) return named;
   }
-  return cuda_device_count() > 0 ? PLM_BACKEND_CUDA : PLM_BACKEND_HOST;
+  return detected_backend();
 }
 
 /* Create a context from cfg, check it runs on `expected`, destroy it. */
@@ -204,7 +211,7 @@ START_TEST(test_env_host_selects_host_for_auto) {
 END_TEST
 
 START_TEST(test_env_auto_or_empty_means_device_detection) {
-  plm_backend detected = cuda_device_count() > 0 ? PLM_BACKEND_CUDA : PLM_BACKEND_HOST;
+  plm_backend detected = detected_backend();
   ck_assert_int_eq(setenv("PLUME_BACKEND", "auto", 1), 0);
   check_creates(NULL, detected);
   ck_assert_int_eq(setenv("PLUME_BACKEND", "", 1), 0);

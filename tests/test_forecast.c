@@ -526,7 +526,11 @@ START_TEST(test_the_enqueue_entry_refuses_bad_arguments_and_bad_scratch) {
         PLM_ERR_INVALID_ARG, "is not 256-byte aligned");
     PLM_CHECK_FAILS(plm__ar_forecast_enqueue(s, &series, &params, &out, series.data, needed),
                     PLM_ERR_INVALID_ARG, "scratch overlaps series");
-    PLM_CHECK_FAILS(plm__ar_forecast_enqueue(s, &series, &params, &out, out.data, needed),
+    /* out placed inside the scratch block: it overlaps out, and cannot reach series
+     * (passing out.data as the scratch could, wherever the pool put the two side by side). */
+    plm_tensor out_in_scratch = out;
+    out_in_scratch.data = scratch;
+    PLM_CHECK_FAILS(plm__ar_forecast_enqueue(s, &series, &params, &out_in_scratch, scratch, needed),
                     PLM_ERR_INVALID_ARG, "scratch overlaps out");
   }
   bool finished = false;

@@ -1281,13 +1281,15 @@ START_TEST(test_no_pool_allocation_per_frame) {
     release(&out[0]);
     release(&out[1]);
   }
-  /* The counter sees the ops' own scratch: plm_entropy called directly allocates. */
+  /* The counter sees the ops' own scratch: plm_entropy called directly allocates (with
+   * 1024 bins and a 25-pixel window it needs scratch on both backends: the CPU's
+   * histograms, the GPU's global ones). */
   const int64_t one[2] = {16, 16};
   plm_tensor a, b;
-  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_U8, 2, one, &a));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_U16, 2, one, &a));
   PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, one, &b));
   PLM_CHECK_OK(plm_stream_memset(plm_test_stream, a.data, 3, plm_tensor_bytes(&a)));
-  const plm_entropy_params ep = {.window = 3};
+  const plm_entropy_params ep = {.window = 25, .bins = 1024};
   const plm_pool_stats before = pool_stats();
   PLM_CHECK_OK(plm_entropy(plm_test_stream, &a, &ep, &b));
   ck_assert_uint_eq(pool_stats().requests, before.requests + 1);
@@ -1338,9 +1340,11 @@ static void check_refusals(const char *op, enqueue_fn call, size_t needed, void 
 }
 
 static plm_tensor e_in, e_out, e_mask, e_labels, e_count, e_table;
-static plm_entropy_params e_params = {.window = 5, .bins = 16, .range_lo = 0, .range_hi = 100};
+/* Parameters whose ops need scratch on both backends (entropy: 1024 bins and a 25-pixel
+ * window take the GPU's global histograms). */
+static plm_entropy_params e_params = {.window = 25, .bins = 1024};
 static plm_sobel_entropy_threshold_params f_params = {
-    .entropy = {.window = 5, .bins = 1024, .range_lo = 0, .range_hi = 3000},
+    .entropy = {.window = 25, .bins = 1024, .range_lo = 0, .range_hi = 3000},
     .threshold = {.value = 4}};
 static plm_label_params l_params = {.connectivity = 8};
 static plm_segment_params s_params = {.value = 500, .compare = PLM_COMPARE_GE};

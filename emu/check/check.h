@@ -25,7 +25,15 @@ namespace plm_emu {
 
 struct executor;
 
-enum access_kind : uint8_t { access_read, access_write, access_atomic };
+/* An access: plain, or atomic. A volatile access counts as atomic: PTX treats ld.volatile
+ * and st.volatile as relaxed atomic operations (of system scope), so code that reads with
+ * volatile loads what others update atomically races with nothing. */
+enum access_kind : uint8_t {
+  access_read,
+  access_write,
+  access_atomic,     /* an atomic read-modify-write or store, or a volatile store */
+  access_atomic_read /* an atomic or volatile load */
+};
 
 /* A new shadow for one executor's shared arena (shared_shadow.cpp). */
 void *shared_shadow_make();

@@ -141,7 +141,10 @@ struct region_cache {
 };
 __attribute__((tls_model("initial-exec"))) thread_local region_cache cache;
 
-region *find_region(uintptr_t addr) {
+/* The live region holding addr, or null; *near: a miss that needs check_outside (in a
+ * red zone, or in freed memory). Misses far from any region are cached too. */
+region *find_region(uintptr_t addr, bool *near) {
+  *near = false;
   const uint64_t version = regions_version.load(std::memory_order_acquire);
   if (cache.version == version) {
     for (int i = 0; i < kCacheWays; i++)
@@ -165,7 +168,10 @@ region *find_region(uintptr_t addr) {
       auto f = freed().upper_bound(addr);
       if (f != freed().end() && f->first < end) end = f->first;
       if (f != freed().begin() && std::prev(f)->second.end > base) base = std::prev(f)->second.end;
-      if (addr < base || addr >= end) return nullptr; /* near a region or freed: not cached */
+      if (addr < base || addr >= end) { /* near a region or freed: not cached */
+        *near = true;
+        return nullptr;
+      }
     }
   }
   for (int i = kCacheWays - 1; i > 0; i--) {
@@ -357,9 +363,10 @@ void check_outside(const op_context &op, uintptr_t addr, size_t size, bool write
 void device_access(const op_context &op, uintptr_t addr, size_t size, bool write, const void *pc,
                    size_t fibre) {
   if (!op.clock || !size) return;
-  region *r = find_region(addr);
+  bool near = false;
+  region *r = find_region(addr, &near);
   if (!r) {
-    check_outside(op, addr, size, write, pc, fibre);
+    if (near) check_outside(op, addr, size, write, pc, fibre);
     return;
   }
   static __attribute__((tls_model("initial-exec"))) thread_local uint64_t remembered = 0;

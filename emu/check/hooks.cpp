@@ -38,7 +38,13 @@ struct hook_scope {
 };
 
 const char *verb(access_kind kind) {
-  return kind == access_read ? "reads" : kind == access_write ? "writes" : "updates atomically";
+  switch (kind) {
+    case access_read: return "reads";
+    case access_write: return "writes";
+    case access_atomic: return "updates atomically";
+    case access_atomic_read: return "reads atomically";
+  }
+  return "touches";
 }
 
 /* The arena an address of the shared reservation belongs to, and the access's bounds. */
@@ -51,6 +57,18 @@ void check_shared(uintptr_t addr, size_t size, access_kind kind, const void *pc,
     return;
   }
   executor *exec = l->exec;
+  const uintptr_t own_end = (uintptr_t)exec->shared + kSharedArenaBytes;
+  if (arena == (size_t)exec->index + 1 && addr - own_end < kSharedArenaBytes) {
+    char detail[200]; /* just past the dynamic memory, which ends the arena */
+    std::snprintf(detail, sizeof detail,
+                  " %s %zu bytes at byte %zu of the dynamic shared memory, which has %zu (the "
+                  "launch's third <<<>>> argument)",
+                  verb(kind), size, (size_t)(addr - (uintptr_t)exec->shared) - exec->dynamic_start,
+                  exec->dynamic_bytes);
+    report_defect("shared memory out of bounds",
+                  describe_lane(exec, l->linear) + detail + " at " + source_line(pc));
+    return;
+  }
   if (arena != (size_t)exec->index) {
     report_defect("shared memory of another block",
                   describe_lane(exec, l->linear) + " " + verb(kind) + " " + std::to_string(size) + " bytes at " + source_line(pc) +
@@ -113,7 +131,7 @@ inline void check_access(const void *address, size_t size, access_kind kind, con
     return;
   }
   if (l && l->exec->op)
-    device_access(*l->exec->op, addr, size, kind != access_read, pc, fibre);
+    device_access(*l->exec->op, addr, size, kind == access_write || kind == access_atomic, pc, fibre);
 }
 
 }  // namespace
@@ -121,6 +139,7 @@ inline void check_access(const void *address, size_t size, access_kind kind, con
 }  // namespace plm_emu
 
 using plm_emu::access_atomic;
+using plm_emu::access_atomic_read;
 using plm_emu::access_read;
 using plm_emu::access_write;
 using plm_emu::check_access;
@@ -138,10 +157,10 @@ void __tsan_func_exit(void) {}
   void __tsan_write##n(void *a) { check_access(a, n, access_write, PC); }                 \
   void __tsan_unaligned_read##n(void *a) { check_access(a, n, access_read, PC); }         \
   void __tsan_unaligned_write##n(void *a) { check_access(a, n, access_write, PC); }       \
-  void __tsan_volatile_read##n(void *a) { check_access(a, n, access_read, PC); }          \
-  void __tsan_volatile_write##n(void *a) { check_access(a, n, access_write, PC); }        \
-  void __tsan_unaligned_volatile_read##n(void *a) { check_access(a, n, access_read, PC); } \
-  void __tsan_unaligned_volatile_write##n(void *a) { check_access(a, n, access_write, PC); }
+  void __tsan_volatile_read##n(void *a) { check_access(a, n, access_atomic_read, PC); }   \
+  void __tsan_volatile_write##n(void *a) { check_access(a, n, access_atomic, PC); }       \
+  void __tsan_unaligned_volatile_read##n(void *a) { check_access(a, n, access_atomic_read, PC); } \
+  void __tsan_unaligned_volatile_write##n(void *a) { check_access(a, n, access_atomic, PC); }
 PLM_EMU_PLAIN(1)
 PLM_EMU_PLAIN(2)
 PLM_EMU_PLAIN(4)
@@ -162,7 +181,7 @@ void __tsan_atomic_signal_fence(int) { __atomic_signal_fence(__ATOMIC_SEQ_CST); 
  * atomic accesses, and in one with plain accesses. */
 #define PLM_EMU_ATOMIC(bits, T)                                                                   \
   T __tsan_atomic##bits##_load(const volatile T *a, int) {                                       \
-    check_access((const void *)a, sizeof(T), access_atomic, PC);                                  \
+    check_access((const void *)a, sizeof(T), access_atomic_read, PC);                             \
     return __atomic_load_n(a, __ATOMIC_SEQ_CST);                                                  \
   }                                                                                               \
   void __tsan_atomic##bits##_store(volatile T *a, T v, int) {                                     \

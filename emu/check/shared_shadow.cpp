@@ -91,13 +91,20 @@ std::string thread_text(const executor *exec, int linear) {
 }
 
 const char *verb(access_kind kind) {
-  return kind == access_read ? "reads" : kind == access_write ? "writes" : "updates atomically";
+  switch (kind) {
+    case access_read: return "reads";
+    case access_write: return "writes";
+    case access_atomic: return "updates atomically";
+    case access_atomic_read: return "reads atomically";
+  }
+  return "touches";
 }
 
 void report_race(const executor *exec, int me, access_kind mine, const void *pc, size_t offset,
                  size_t size, const access_record &other, access_kind theirs, bool several) {
-  static const char *const past[] = {"read", "wrote", "updated atomically"};
-  const char *title = mine == access_read  ? "shared-memory race: a read of what another thread writes"
+  static const char *const past[] = {"read", "wrote", "updated atomically", "read atomically"};
+  const char *title = mine == access_read || mine == access_atomic_read
+                          ? "shared-memory race: a read of what another thread writes"
                       : theirs == access_read ? "shared-memory race: a write of what another thread reads"
                                               : "shared-memory race: two threads write one place";
   std::string detail = describe_lane(exec, me) + " " + verb(mine) + " " + place(exec, offset, size) +
@@ -151,6 +158,13 @@ void shared_access(executor *exec, int me, size_t offset, size_t size, access_ki
       report_unwritten(exec, me, kind, pc, offset, size);
       return;
     }
+    if (kind == access_atomic_read) { /* races only with a plain write, and leaves no record */
+      if (b.write.phase == now.phase && !ordered(exec, b.write, me)) {
+        report_race(exec, me, kind, pc, offset, size, b.write, access_write, false);
+        return;
+      }
+      continue;
+    }
     if (b.write.phase == now.phase && !ordered(exec, b.write, me)) {
       report_race(exec, me, kind, pc, offset, size, b.write, access_write, false);
       return;
@@ -171,6 +185,7 @@ void shared_access(executor *exec, int me, size_t offset, size_t size, access_ki
       }
     }
     switch (kind) {
+      case access_atomic_read: break; /* handled above */
       case access_read:
         if (b.read.phase == now.phase && b.read.thread != me) {
           b.readers_many = 1;

@@ -64,6 +64,28 @@ void make_runnable(executor *exec, int linear) {
   w.runnable[w.runnable_count++] = (uint8_t)l.lane_id;
 }
 
+/* The warp has no lane that can run: the lanes at __activemask learn who is with them
+ * (those at the same call site), and go on. */
+void settle_active_masks(executor *exec, int warp) {
+  warp_state &w = exec->warp[warp];
+  if (!w.at_active_mask || w.runnable_count) return;
+  unsigned left = w.at_active_mask;
+  while (left) {
+    const int first = __builtin_ctz(left);
+    const void *site = exec->lanes[warp * kWarpSize + first].active_site;
+    unsigned group = 0;
+    for (unsigned m = left; m; m &= m - 1) {
+      const int l = __builtin_ctz(m);
+      if (exec->lanes[warp * kWarpSize + l].active_site == site) group |= 1u << l;
+    }
+    left &= ~group;
+    for (unsigned m = group; m; m &= m - 1) exec->lanes[warp * kWarpSize + __builtin_ctz(m)].barrier_result = (int)group;
+  }
+  const unsigned released = w.at_active_mask;
+  w.at_active_mask = 0;
+  for (unsigned m = released; m; m &= m - 1) make_runnable(exec, warp * kWarpSize + __builtin_ctz(m));
+}
+
 /* A defect of the block's structure: reported; the block cannot go on. */
 void block_defect(executor *exec, const std::string &title, const std::string &detail) {
   report_defect(title, detail);
@@ -162,15 +184,6 @@ void arrive_at_collective(executor *exec, lane &l) {
       }
       wait.arrived |= bit;
       if (wait.arrived == wait.mask) complete_wait(exec, l.warp, i);
-      return;
-    }
-    if (wait.mask & call.mask) {
-      char detail[200];
-      std::snprintf(detail, sizeof detail,
-                    ": lanes %s wait in %s with mask 0x%08x; lane %d came to %s with mask 0x%08x",
-                    lanes_text(wait.arrived).c_str(), wait.kind->name, wait.mask, l.lane_id,
-                    call.kind->name, call.mask);
-      block_defect(exec, "warp collectives with overlapping masks", warp_text(exec, l.warp) + detail);
       return;
     }
   }
@@ -288,6 +301,7 @@ void start_block(executor *exec, uint3 block_idx, uint64_t seed) {
     w.wait_count = 0;
     w.runnable_count = 0;
     w.sync_gen = 0;
+    w.at_active_mask = 0;
   }
   char *stacks = (char *)g_fibre_stacks + (size_t)exec->index * kMaxBlockThreads * kStackBytes;
   for (int t = 0; t < exec->threads; t++) {
@@ -325,13 +339,18 @@ void run_block(executor *exec, uint3 block_idx, uint64_t seed) {
     fiber_switch(&exec->scheduler, &l.context);
     exec->running = -1;
     switch (l.state) {
+      case lane_state::at_active_mask: exec->warp[l.warp].at_active_mask |= 1u << l.lane_id; break;
       case lane_state::exited: lane_exited(exec, l); break;
       case lane_state::at_barrier:
         if (++exec->at_barrier == exec->threads) release_barrier(exec);
         break;
       case lane_state::at_collective: arrive_at_collective(exec, l); break;
-      case lane_state::runnable: make_runnable(exec, t); break; /* it let others run (__nanosleep) */
+      case lane_state::runnable: /* it lets others run (__nanosleep): no warp is favoured now */
+        exec->favourite = -1;
+        make_runnable(exec, t);
+        break;
     }
+    settle_active_masks(exec, l.warp);
   }
   if (exec->abandoned) /* lanes stopped mid-way: their stacks need cleaning before reuse */
     for (int t = 0; t < exec->threads; t++) exec->lanes[t].context.dirty = true;
@@ -356,10 +375,12 @@ void warp_collective(const collective_call &call) {
   l->call = nullptr;
 }
 
-unsigned warp_live_mask() {
+__attribute__((noinline)) unsigned warp_active_mask() {
   lane *l = running_lane("__activemask");
-  const warp_state &w = l->exec->warp[l->warp];
-  return w.exists & ~w.exited;
+  l->active_site = __builtin_return_address(0);
+  l->state = lane_state::at_active_mask;
+  yield(l);
+  return (unsigned)l->barrier_result;
 }
 
 void *dynamic_shared(size_t align) {

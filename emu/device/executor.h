@@ -27,7 +27,6 @@
 #define PLUME_EMU_DEVICE_EXECUTOR_H
 
 #include <cstdint>
-#include <random>
 
 #include "emu/device/fiber.h"
 #include "emu/emu.h"
@@ -40,7 +39,7 @@ constexpr int kSyncHistory = 64; /* completed collectives remembered per warp */
 constexpr int kMaxStatics = 64;  /* static __shared__ declarations per kernel */
 constexpr int kMaxGroups = 8;    /* collectives waiting at once in one warp */
 
-enum class lane_state : uint8_t { runnable, at_barrier, at_collective, exited };
+enum class lane_state : uint8_t { runnable, at_barrier, at_collective, at_active_mask, exited };
 
 struct executor;
 
@@ -55,6 +54,8 @@ struct lane {
   int barrier_predicate = 0, barrier_result = 0;
   /* At a warp collective: what it brought. */
   const collective_call *call = nullptr;
+  /* At __activemask: its call site. */
+  const void *active_site = nullptr;
 };
 
 /* A collective some of a warp's lanes wait in. */
@@ -65,6 +66,7 @@ struct warp_wait {
 
 struct warp_state {
   unsigned exists = 0, exited = 0;
+  unsigned at_active_mask = 0; /* lanes waiting in __activemask */
   warp_wait waits[kMaxGroups];
   int wait_count = 0;
   /* Lanes that may run, by lane index. */
@@ -99,7 +101,17 @@ struct executor {
   int favourite = -1;
   int warps_runnable[kMaxWarps];
   int warps_runnable_count = 0;
-  std::mt19937_64 random;
+  /* The block's random choices: splitmix64 (fast; the schedule needs no better). */
+  struct splitmix {
+    uint64_t state = 0;
+    void seed(uint64_t s) { state = s; }
+    uint64_t operator()() {
+      uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+      return z ^ (z >> 31);
+    }
+  } random;
 
   /* Shared memory: statics from 0 up to static_end, dynamic memory at the end of the arena
    * from dynamic_start; shared_limit is what the launch may use in all. */

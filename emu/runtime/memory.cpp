@@ -283,10 +283,21 @@ bool device_memory_take(int device, size_t bytes) {
 void device_memory_give(int device, size_t bytes) { registry().used[device] -= bytes; }
 
 void *device_heap_alloc(size_t bytes) {
-  void *base = nullptr;
-  if (posix_memalign(&base, 256, bytes ? bytes : 1) != 0) return nullptr;
+  static_assert(kRedZone % 256 == 0, "the red zone keeps the 256-byte alignment");
+  void *raw = nullptr;
+  if (posix_memalign(&raw, 256, bytes + 2 * kRedZone) != 0) return nullptr;
+  char *base = (char *)raw + kRedZone;
   std::memset(base, 0xCD, bytes);
+  poison(raw, kRedZone);
+  poison(base + bytes, kRedZone);
   return base;
+}
+
+void device_heap_free(void *base) {
+  if (!base) return;
+  char *raw = (char *)base - kRedZone;
+  unpoison(raw, kRedZone); /* the heap's own bookkeeping lies around here */
+  std::free(raw);
 }
 
 cudaError_t run_copy(const op_context &op, void *dst, const void *src, size_t bytes) {
@@ -351,12 +362,13 @@ cudaError_t cudaFree(void *devPtr) {
   EMU_TRY(sticky_error(range.device));
   if (range.kind == memory_kind::pool) return fail(pool_free_synchronously(devPtr));
   memory_unregister(devPtr);
-  region_remove(devPtr);
+  region_retire(devPtr, "cudaFree");
   const size_t bytes = range.bytes;
   const int device = range.device;
   device_quarantine(devPtr, bytes, [devPtr, bytes, device] {
+    region_remove(devPtr);
     unpoison(devPtr, bytes);
-    std::free(devPtr);
+    device_heap_free(devPtr);
     device_memory_give(device, bytes);
   });
   return cudaSuccess;

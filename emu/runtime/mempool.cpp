@@ -122,7 +122,7 @@ void release_block(pool_state &pool, const pool_block &block) {
   region_remove(block.base);
   memory_unmark_freed(block.base);
   unpoison(block.base, block.bytes);
-  std::free(block.base);
+  device_heap_free(block.base);
   device_memory_give(pool.device, block.bytes);
   pool.reserved -= block.bytes;
 }
@@ -229,8 +229,11 @@ cudaError_t malloc_async(void **ptr, size_t size, const std::shared_ptr<pool_sta
   pool->used += block.bytes;
   pool->used_high = std::max(pool->used_high, pool->used);
   char *base = block.base;
+  const size_t block_bytes = block.bytes;
+  /* In stream order, after the free of a reused block (which retired it). */
   enqueue(*stream, "cudaMallocAsync of " + std::to_string(size) + " bytes",
-          [base, size](const op_context &op) {
+          [base, size, block_bytes](const op_context &op) {
+            region_add(base, block_bytes, "cudaMallocAsync block of " + std::to_string(size) + " bytes");
             unpoison(base, size);
             std::memset(base, 0xCD, size);
             record_access(op, base, size, true);
@@ -274,6 +277,7 @@ cudaError_t pool_free_synchronously(void *ptr) {
   memory_unregister(block.base);
   memory_mark_freed(block.base, block.bytes);
   poison(block.base, block.bytes);
+  region_retire(block.base, "cudaFree");
   quarantine_block(*pool, std::move(block));
   return cudaSuccess;
 }
@@ -329,6 +333,7 @@ cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream) {
                         [base, asked, bytes](const op_context &op) {
                           record_access(op, base, asked, true);
                           poison(base, bytes);
+                          region_retire(base, "cudaFreeAsync (" + op.what + ")");
                           return cudaSuccess;
                         });
   block.free_clock = stream->clock;

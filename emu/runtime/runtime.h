@@ -397,8 +397,11 @@ void memory_unmark_freed(void *base);
 /* Account for device memory taken or given back; false when the device is full. */
 bool device_memory_take(int device, size_t bytes);
 void device_memory_give(int device, size_t bytes);
-/* Heap memory for the device: 256-byte aligned, filled with 0xCD. */
+/* Heap memory for the device: 256-byte aligned, filled with 0xCD, with kRedZone bytes
+ * on either side that belong to nothing (poisoned for AddressSanitizer), as check/ needs
+ * of a region (emu.h). device_heap_free takes what device_heap_alloc gave. */
 void *device_heap_alloc(size_t bytes);
+void device_heap_free(void *base);
 
 /* Copy as an operation's body does: records the device accesses, then copies. */
 cudaError_t run_copy(const op_context &op, void *dst, const void *src, size_t bytes);

@@ -267,6 +267,8 @@ __global__ void shuffle_outside_mask_kernel(int *out) {
 /* Two lanes of one warp: one writes shared memory, the other reads it, no __syncwarp. */
 __global__ void warp_race_kernel(int *out) {
   __shared__ int slot[32];
+  slot[threadIdx.x] = 0;
+  __syncwarp();
   slot[threadIdx.x] = (int)threadIdx.x;
   out[threadIdx.x] = slot[(threadIdx.x + 1) % 32]; /* needs __syncwarp() before */
 }
@@ -282,13 +284,13 @@ __global__ void wmma_misaligned_kernel(const float *a, float *d) {
   d[threadIdx.x] = fa.x[0];
 }
 
-/* Half the block at a barrier while the other half waits in a warp collective. */
+/* Half a warp at the block's barrier while the other half waits for it in a shuffle. */
 __global__ void barrier_against_collective_kernel(int *out) {
-  if (threadIdx.x < 32) {
+  if (threadIdx.x < 16) {
     __syncthreads();
     out[threadIdx.x] = 1;
   } else {
-    out[threadIdx.x] = __shfl_sync(0xffffffffu, (int)threadIdx.x, 0) + __syncthreads_count(1);
+    out[threadIdx.x] = __shfl_sync(0xffffffffu, (int)threadIdx.x, 0);
   }
 }
 
@@ -343,7 +345,7 @@ void launch_defect(defect_kernel which, const defect_args *a, cudaStream_t s) {
   switch (which) {
     case defect_missing_barrier: missing_barrier_kernel<<<2, 128, 0, s>>>(a->in, a->out); break;
     case defect_plain_histogram: plain_histogram_kernel<<<1, 128, 0, s>>>(a->bytes, 1000, (int *)a->out); break;
-    case defect_past_right_edge: past_right_edge_kernel<<<2, 64, 0, s>>>(a->in, a->out, 128); break;
+    case defect_past_right_edge: past_right_edge_kernel<<<4, 64, 0, s>>>(a->in, a->out, 256); break;
     case defect_unwritten_shared: unwritten_shared_kernel<<<1, 64, 0, s>>>(a->out); break;
     case defect_shared_past_end: shared_past_end_kernel<<<1, 64, 64 * sizeof(float), s>>>(a->out); break;
     case defect_early_return: early_return_kernel<<<1, 64, 0, s>>>(a->out, 40); break;
@@ -353,7 +355,7 @@ void launch_defect(defect_kernel which, const defect_args *a, cudaStream_t s) {
     case defect_shuffle_outside_mask: shuffle_outside_mask_kernel<<<1, 32, 0, s>>>((int *)a->out); break;
     case defect_warp_race: warp_race_kernel<<<1, 32, 0, s>>>((int *)a->out); break;
     case defect_wmma_misaligned: wmma_misaligned_kernel<<<1, 32, 0, s>>>(a->in, a->out); break;
-    case defect_barrier_against_collective: barrier_against_collective_kernel<<<1, 64, 0, s>>>((int *)a->out); break;
+    case defect_barrier_against_collective: barrier_against_collective_kernel<<<1, 32, 0, s>>>((int *)a->out); break;
   }
 }
 

@@ -226,9 +226,9 @@ template <class T> void __stwb(T *p, T v) { *p = v; }
 template <class T> void __stcg(T *p, T v) { *p = v; }
 template <class T> void __stcs(T *p, T v) { *p = v; }
 template <class T> void __stwt(T *p, T v) { *p = v; }
-inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
-inline void __threadfence_block() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
-inline void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+inline void __threadfence() { __sync_synchronize(); }
+inline void __threadfence_block() { __sync_synchronize(); }
+inline void __threadfence_system() { __sync_synchronize(); }
 
 /* ---- the rest ----------------------------------------------------------------------------- */
 [[noreturn]] inline void __trap() { plm_emu::trap("__trap()"); }

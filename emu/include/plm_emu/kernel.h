@@ -44,17 +44,24 @@ extern thread_view g_thread_views[kMaxLanes];
 
 [[noreturn]] void outside_kernel(const char *what);
 
-/* The running kernel thread's index among all fibres, or kMaxLanes outside a kernel. */
-inline size_t this_fibre_index() {
+/* The running kernel thread's index among all fibres, or kMaxLanes outside a kernel.
+ * Not instrumented (the emulator's own bookkeeping, read at every threadIdx). */
+__attribute__((no_sanitize_thread)) inline size_t this_fibre_index() {
   uintptr_t index = ((uintptr_t)__builtin_frame_address(0) - g_fibre_stacks) >> kStackShift;
   return index < kMaxLanes ? (size_t)index : kMaxLanes;
 }
 
-inline const thread_view &this_thread(const char *what) {
+__attribute__((no_sanitize_thread)) inline const thread_view &this_thread(const char *what) {
   size_t index = this_fibre_index();
   if (__builtin_expect(index == kMaxLanes, 0)) outside_kernel(what);
   return g_thread_views[index];
 }
+
+/* The built-in variables, by value (read here, not in the instrumented kernel). */
+__attribute__((no_sanitize_thread)) inline uint3 thread_idx() { return this_thread("threadIdx").thread_idx; }
+__attribute__((no_sanitize_thread)) inline uint3 block_idx() { return this_thread("blockIdx").block_idx; }
+__attribute__((no_sanitize_thread)) inline dim3 block_dim() { return this_thread("blockDim").block_dim; }
+__attribute__((no_sanitize_thread)) inline dim3 grid_dim() { return this_thread("gridDim").grid_dim; }
 
 /* ---- shared memory ------------------------------------------------------------------ */
 
@@ -116,10 +123,10 @@ void launch(const launch_site &site, const launch_config &config, F kernel, Args
 
 }  // namespace plm_emu
 
-#define threadIdx (::plm_emu::this_thread("threadIdx").thread_idx)
-#define blockIdx (::plm_emu::this_thread("blockIdx").block_idx)
-#define blockDim (::plm_emu::this_thread("blockDim").block_dim)
-#define gridDim (::plm_emu::this_thread("gridDim").grid_dim)
+#define threadIdx (::plm_emu::thread_idx())
+#define blockIdx (::plm_emu::block_idx())
+#define blockDim (::plm_emu::block_dim())
+#define gridDim (::plm_emu::grid_dim())
 static constexpr int warpSize = 32;
 
 #endif /* PLUME_EMU_KERNEL_H */

@@ -12,8 +12,7 @@
  *
  * Defects reported (emu/device/block.cpp): a mask without the calling lane, or naming a
  * lane the block does not have or that has returned; lanes of one mask at different
- * operations; masks that overlap without being equal; a shuffle reading a lane outside
- * its mask; a width that is not a power of two up to 32; a __syncthreads that some of
+ * operations; a shuffle reading a lane outside its mask; a width that is not a power of two up to 32; a __syncthreads that some of
  * the block's threads never reach (returned, or waiting elsewhere). */
 #ifndef PLUME_EMU_SYNC_H
 #define PLUME_EMU_SYNC_H
@@ -63,9 +62,11 @@ enum barrier_kind { barrier_sync, barrier_count, barrier_and, barrier_or };
 /* Wait at the block's barrier; the result of the _count/_and/_or forms. */
 int block_barrier(barrier_kind kind, int predicate);
 
-/* The mask of the warp's lanes that have not returned (emu's __activemask: lanes run
- * independently here, so "active" is every lane still running). */
-unsigned warp_live_mask();
+/* __activemask: the lanes of the warp that are converged with the caller. A lane waits
+ * until none of its warp's lanes can run on (each has come to an __activemask, waits in a
+ * barrier or collective, or has returned); the lanes that came to this same call site
+ * then get the mask of that group. */
+unsigned warp_active_mask();
 
 template <class T>
 T shuffle(const collective_kind &kind, unsigned mask, const T &value, int a, int width) {
@@ -99,7 +100,7 @@ inline void __syncwarp(unsigned mask = 0xffffffffu) {
   plm_emu::warp_collective(call);
 }
 
-inline unsigned __activemask() { return plm_emu::warp_live_mask(); }
+inline unsigned __activemask() { return plm_emu::warp_active_mask(); }
 
 template <class T>
 T __shfl_sync(unsigned mask, T var, int src_lane, int width = warpSize) {
