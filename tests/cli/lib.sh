@@ -145,10 +145,13 @@ run_interrupted() {
 # handler, however slow the start (sanitizers, a loaded machine), instead of the default
 # action. Returns 1 when PID ends first or after 60 s.
 wait_catching() {
-  local pid=$1 number mask waited
+  local pid=$1 number mask line deadline=$((SECONDS + 60))
   number=$(kill -l "$2") || return 1
-  for ((waited = 0; waited < 6000; waited++)); do
-    mask=$(sed -n 's/^SigCgt:[[:space:]]*//p' "/proc/$pid/status" 2>/dev/null)
+  while ((SECONDS < deadline)); do
+    mask=
+    while read -r line; do
+      [[ $line == SigCgt:* ]] && mask=${line#SigCgt:} && mask=${mask//[[:space:]]/}
+    done 2>/dev/null <"/proc/$pid/status"
     [[ -n $mask ]] || return 1
     (((16#$mask >> (number - 1)) & 1)) && return 0
     sleep 0.01
