@@ -57,25 +57,42 @@ void plm_test_sleep_ms(double ms) {
   }
 }
 
-/* The backend PLUME_BACKEND names, resolved; false (with a reason) when it cannot
- * be used on this machine. */
-static bool choose_backend(plm_backend *out, char *why, size_t why_size) {
+/* What the suite does with the backend PLUME_BACKEND names. */
+typedef enum backend_choice {
+  BACKEND_RUN,  /* it can be opened: run the suite on it */
+  BACKEND_SKIP, /* cuda asked for where this machine has no device or the build no cuda */
+  BACKEND_FAIL  /* PLUME_BACKEND does not parse, or a backend this machine has would not open */
+} backend_choice;
+
+/* The backend PLUME_BACKEND names (host when unset), resolved into *out. A skip is for
+ * what is really absent here: cuda without a device, or in a build without CUDA
+ * (plm_backend_device_count says which). Anything else that stops a context from being
+ * made is a defect, and so is a name that does not parse: both fail, with why. */
+static backend_choice choose_backend(plm_backend *out, char *why, size_t why_size) {
   const char *env = getenv("PLUME_BACKEND");
   plm_backend backend = PLM_BACKEND_HOST;
   if (env && *env && plm_backend_parse(env, &backend) != PLM_OK) {
-    snprintf(why, why_size, "%s", plm_last_error());
-    return false;
+    snprintf(why, why_size, "PLUME_BACKEND='%s' is not host, cuda or auto", env);
+    return BACKEND_FAIL;
+  }
+  if (backend == PLM_BACKEND_CUDA) {
+    int devices = 0;
+    const char *reason = "";
+    if (plm_backend_device_count(PLM_BACKEND_CUDA, &devices, &reason) != PLM_OK || devices == 0) {
+      snprintf(why, why_size, "cuda backend unavailable: %s", reason);
+      return BACKEND_SKIP;
+    }
   }
   plm_context *probe = NULL;
   plm_context_config config = {.backend = backend, .device = 0};
   if (plm_context_create(&config, &probe) != PLM_OK) {
-    snprintf(why, why_size, "%s backend unavailable: %s", plm_backend_name(backend),
+    snprintf(why, why_size, "a %s context could not be created: %s", plm_backend_name(backend),
              plm_last_error());
-    return false;
+    return BACKEND_FAIL;
   }
   plm_context_backend(probe, out);
   plm_context_destroy(probe);
-  return true;
+  return BACKEND_RUN;
 }
 
 /* PLUME_REQUIRE_BACKEND, when set, names the backend the suite must run on: a run that
@@ -108,7 +125,12 @@ int plm_test_main(Suite *(*make_suite)(void)) {
    * cache (plume/tuning.h); test_tuning sets its own. */
   setenv("PLUME_TUNING", "off", 0);
   char why[1024] = "";
-  bool available = choose_backend(&plm_test_backend, why, sizeof why);
+  const backend_choice choice = choose_backend(&plm_test_backend, why, sizeof why);
+  if (choice == BACKEND_FAIL) {
+    printf("FAIL: %s\n", why);
+    return EXIT_FAILURE;
+  }
+  const bool available = choice == BACKEND_RUN;
   if (!check_required_backend(available, plm_test_backend, why, sizeof why)) {
     printf("FAIL: %s\n", why);
     return EXIT_FAILURE;

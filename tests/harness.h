@@ -1,13 +1,15 @@
 /* tests/harness.h: what every plume test binary shares.
  *
  * A test binary runs its suite against one backend: the one PLUME_BACKEND names
- * (host, cuda or auto), host when it is unset. When that backend cannot be opened
- * here (no GPU, or a build without CUDA) the binary prints why and exits with 77,
- * which CTest reports as skipped (SKIP_RETURN_CODE), so a GPU test never passes
- * silently on a machine without a GPU. Where a skip must not pass for a run
- * (scripts/gpu-campaign on a GPU), PLUME_REQUIRE_BACKEND=host|cuda names the backend
- * the suite has to run on: a backend that cannot be opened, or another backend than
- * that one, then makes the binary print "FAIL: ..." and exit 1.
+ * (host, cuda or auto), host when it is unset. It skips (prints why, exits 77, which
+ * CTest reports as skipped through SKIP_RETURN_CODE) only when that backend is really
+ * absent here: cuda asked for on a machine without a CUDA device or in a build without
+ * CUDA. Everything else that keeps the suite from starting fails it ("FAIL: ...", exit
+ * 1): a PLUME_BACKEND that does not parse ("hots"), or a context that cannot be created
+ * on a backend the machine has (a host context always can; a defect in context
+ * creation must not pass as a skip). Where a skip must not pass for a run (a CI stage,
+ * scripts/gpu-campaign on a GPU), PLUME_REQUIRE_BACKEND=host|cuda names the backend the
+ * suite has to run on: a skip, or a run on another backend, then fails too.
  *
  * Suites run without forking (CK_NOFORK) so sanitizers see the whole process;
  * CTest's TIMEOUT guards against hangs, and tests that wait on other threads use
@@ -84,8 +86,8 @@ double plm_test_now_ms(void);
 void plm_test_sleep_ms(double ms);
 
 /* Build the suite with make_suite and run it on the backend under test; returns the
- * process exit code (77 when the backend is unavailable here, 1 instead when
- * PLUME_REQUIRE_BACKEND asks for it). */
+ * process exit code: 0 when every test passed, 77 when the backend asked for is absent
+ * here (1 instead when PLUME_REQUIRE_BACKEND asks for it), 1 otherwise. */
 int plm_test_main(Suite *(*make_suite)(void));
 
 #endif /* PLUME_TESTS_HARNESS_H */

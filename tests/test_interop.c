@@ -6,11 +6,14 @@
  * round trip back to the same memory, imports with byte offsets, NULL strides and a read-only
  * flag, every refusal with its message, an op run on an imported tensor, and the stream
  * rule (the consumer's stream waits on the device for the producer's work). Streams: a
- * wrapped host stream shares its worker's order, refuses the destruction of the stream it
- * shares, and a context destroyed with wrappers left frees each once. Legacy DLPack (0.x,
- * NumPy 1.x's): the same export and import over the unversioned struct, its deleter once.
- * The stream rule with native streams is refused on host. The cuda paths (an adopted
- * cudaStream_t, kDLCUDA, native streams) run in the .cuda variant on a GPU. */
+ * wrapped stream shares the order of the one it wraps (on host its worker, whose
+ * destruction it refuses; on cuda an adopted cudaStream_t, the legacy default stream too,
+ * cudaStreamPerThread refused), and a context destroyed with wrappers left frees each once
+ * (on cuda forgetting, never destroying, another's stream). Legacy DLPack (0.x, NumPy
+ * 1.x's): the same export and import over the unversioned struct, its deleter once. The
+ * stream rule with native streams is refused on host. The cuda paths (an adopted
+ * cudaStream_t, kDLCUDA, native streams) run in the .cuda variant, on a GPU or the CUDA
+ * emulator. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <stdatomic.h>
@@ -462,15 +465,26 @@ START_TEST(test_the_stream_rule_with_native_streams) {
 }
 END_TEST
 
-START_TEST(test_a_wrapped_host_stream_shares_the_order_of_the_one_it_wraps) {
-  if (plm_test_backend != PLM_BACKEND_HOST) return; /* cuda adopts a cudaStream_t instead */
+/* plm_stream_wrap over a stream of this context (host: the plm_stream itself; cuda: its
+ * cudaStream_t, as another library would hand it over): the wrappers share its order. */
+static void *native_of(plm_stream *stream) {
+  if (plm_test_backend == PLM_BACKEND_HOST) return stream;
+  void *native = NULL;
+  PLM_CHECK_OK(plm_stream_native_handle(stream, &native));
+  return native;
+}
+
+START_TEST(test_a_wrapped_stream_shares_the_order_of_the_one_it_wraps) {
   plm_stream *own = NULL, *wrapped = NULL, *again = NULL;
   PLM_CHECK_OK(plm_stream_create(plm_test_ctx, 0, &own));
-  PLM_CHECK_OK(plm_stream_wrap(plm_test_ctx, own, &wrapped));
-  PLM_CHECK_OK(plm_stream_wrap(plm_test_ctx, wrapped, &again)); /* shares `own` too */
+  PLM_CHECK_OK(plm_stream_wrap(plm_test_ctx, native_of(own), &wrapped));
+  /* A second wrapper: of the wrapper on host (it shares `own` too), of the same
+   * cudaStream_t on cuda. */
+  PLM_CHECK_OK(plm_stream_wrap(
+      plm_test_ctx, native_of(plm_test_backend == PLM_BACKEND_HOST ? wrapped : own), &again));
   ordering o = {0};
   PLM_CHECK_OK(plm_stream_enqueue_host(own, slow_write, &o));
-  PLM_CHECK_OK(plm_stream_enqueue_host(again, read_it, &o)); /* after it: one worker */
+  PLM_CHECK_OK(plm_stream_enqueue_host(again, read_it, &o)); /* after it: one queue */
   PLM_CHECK_OK(plm_stream_synchronize(wrapped));
   ck_assert_int_eq(atomic_load(&o.seen), 1);
   /* The pool serves a wrapped stream as any other. */
@@ -478,30 +492,54 @@ START_TEST(test_a_wrapped_host_stream_shares_the_order_of_the_one_it_wraps) {
   const int64_t dims[1] = {1000};
   PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, wrapped, PLM_DTYPE_F32, 1, dims, &t));
   PLM_CHECK_OK(plm_tensor_free(plm_test_pool, wrapped, &t));
-  PLM_CHECK_FAILS(plm_stream_destroy(own), PLM_ERR_INVALID_STATE,
-                  "2 plm_stream_wrap stream(s) share this stream; destroy them first");
+  if (plm_test_backend == PLM_BACKEND_HOST)
+    PLM_CHECK_FAILS(plm_stream_destroy(own), PLM_ERR_INVALID_STATE,
+                    "2 plm_stream_wrap stream(s) share this stream; destroy them first");
+  /* On cuda the wrappers only forget the cudaStream_t: its owner destroys it after them. */
   PLM_CHECK_OK(plm_stream_destroy(wrapped));
   PLM_CHECK_OK(plm_stream_destroy(again));
   PLM_CHECK_OK(plm_stream_destroy(own));
-  int not_a_stream = 0;
-  PLM_CHECK_FAILS(plm_stream_wrap(plm_test_ctx, &not_a_stream, &wrapped), PLM_ERR_INVALID_ARG,
-                  "native is not a stream of this context");
-  PLM_CHECK_FAILS(plm_stream_wrap(plm_test_ctx, NULL, &wrapped), PLM_ERR_INVALID_ARG,
-                  "native is NULL: on the host backend it must be a plm_stream *");
+  if (plm_test_backend == PLM_BACKEND_HOST) {
+    int not_a_stream = 0;
+    PLM_CHECK_FAILS(plm_stream_wrap(plm_test_ctx, &not_a_stream, &wrapped), PLM_ERR_INVALID_ARG,
+                    "native is not a stream of this context");
+    PLM_CHECK_FAILS(plm_stream_wrap(plm_test_ctx, NULL, &wrapped), PLM_ERR_INVALID_ARG,
+                    "native is NULL: on the host backend it must be a plm_stream *");
+  } else {
+    /* NULL is the legacy default stream; cudaStreamPerThread ((cudaStream_t)0x2) is
+     * another stream on each thread, refused. */
+    PLM_CHECK_OK(plm_stream_wrap(plm_test_ctx, NULL, &wrapped));
+    PLM_CHECK_OK(plm_stream_enqueue_host(wrapped, read_it, &o));
+    PLM_CHECK_OK(plm_stream_synchronize(wrapped));
+    PLM_CHECK_OK(plm_stream_destroy(wrapped));
+    PLM_CHECK_FAILS(plm_stream_wrap(plm_test_ctx, (void *)(uintptr_t)2, &wrapped),
+                    PLM_ERR_INVALID_ARG, "native is cudaStreamPerThread");
+  }
   PLM_CHECK_FAILS(plm_stream_wrap(NULL, own, &wrapped), PLM_ERR_INVALID_ARG, "ctx is NULL");
 }
 END_TEST
 
+/* A context destroyed with wrappers left reports them and frees each once (ASan would see
+ * more): on host a stream and its wrapper; on cuda a wrapper of another context's stream
+ * (another library's, as plume sees it), which is forgotten and never destroyed: that
+ * stream still works after. */
 START_TEST(test_a_context_destroyed_with_wrappers_left_frees_each_once) {
-  if (plm_test_backend != PLM_BACKEND_HOST) return;
   plm_context *ctx = NULL;
   plm_context_config config = {.backend = plm_test_backend};
   PLM_CHECK_OK(plm_context_create(&config, &ctx));
   plm_stream *own = NULL, *wrapped = NULL;
-  PLM_CHECK_OK(plm_stream_create(ctx, 0, &own));
-  PLM_CHECK_OK(plm_stream_wrap(ctx, own, &wrapped));
-  /* Both left: the context reports them and frees each once (ASan would see more). */
-  PLM_CHECK_FAILS(plm_context_destroy(ctx), PLM_ERR_INVALID_STATE, "2 stream");
+  if (plm_test_backend == PLM_BACKEND_HOST) {
+    PLM_CHECK_OK(plm_stream_create(ctx, 0, &own));
+    PLM_CHECK_OK(plm_stream_wrap(ctx, own, &wrapped));
+    PLM_CHECK_FAILS(plm_context_destroy(ctx), PLM_ERR_INVALID_STATE, "2 stream");
+    return;
+  }
+  PLM_CHECK_OK(plm_stream_wrap(ctx, native_of(plm_test_stream), &wrapped));
+  PLM_CHECK_FAILS(plm_context_destroy(ctx), PLM_ERR_INVALID_STATE, "1 stream");
+  ordering o = {.written = 1};
+  PLM_CHECK_OK(plm_stream_enqueue_host(plm_test_stream, read_it, &o));
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+  ck_assert_int_eq(atomic_load(&o.seen), 1);
 }
 END_TEST
 
@@ -519,7 +557,7 @@ static Suite *interop_suite(void) {
   tcase_add_test(tcase, test_legacy_dlpack_exports_and_imports_as_the_versioned_does);
   tcase_add_test(tcase, test_the_consumer_waits_for_the_producer_on_the_device);
   tcase_add_test(tcase, test_the_stream_rule_with_native_streams);
-  tcase_add_test(tcase, test_a_wrapped_host_stream_shares_the_order_of_the_one_it_wraps);
+  tcase_add_test(tcase, test_a_wrapped_stream_shares_the_order_of_the_one_it_wraps);
   tcase_add_test(tcase, test_a_context_destroyed_with_wrappers_left_frees_each_once);
   suite_add_tcase(suite, tcase);
   return suite;

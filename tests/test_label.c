@@ -3,7 +3,8 @@
  * unlabelled foreground pixel in raster order (scipy.ndimage.label's numbering), and
  * plain loops for the region statistics (skimage.measure.regionprops, with inclusive
  * bounding boxes). Inputs go to the device with stream copies, so the same test runs
- * on cuda. PLUME_LABEL_TIMING=1 also prints timings of the label op. */
+ * on cuda. The op's timings are bench_ops' (`bench_ops --op label`: half-full random masks,
+ * 512x512 and larger), not a test's. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <math.h>
@@ -543,47 +544,6 @@ START_TEST(test_bad_input_is_refused_and_nothing_is_enqueued) {
 }
 END_TEST
 
-/* Timings for the report, when PLUME_LABEL_TIMING is set; never a failure. */
-START_TEST(test_timing) {
-  if (!getenv("PLUME_LABEL_TIMING")) return;
-  const int64_t sizes[] = {512, 2048};
-  for (int s = 0; s < 2; s++)
-    for (int connectivity = 4; connectivity <= 8; connectivity += 4) {
-      const int64_t dims[2] = {sizes[s], sizes[s]}, one = 1;
-      uint8_t *host = random_mask(dims[0] * dims[1], 0.5, 77);
-      plm_tensor mask, labels, count;
-      PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_U8, 2, dims, &mask));
-      PLM_CHECK_OK(
-          plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_I32, 2, dims, &labels));
-      PLM_CHECK_OK(
-          plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_I32, 1, &one, &count));
-      PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, mask.data, host, (size_t)(dims[0] * dims[1]),
-                                     PLM_COPY_HOST_TO_DEVICE));
-      plm_label_params params = {.connectivity = connectivity};
-      double times[11];
-      for (int run = 0; run < 11; run++) {
-        PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
-        double start = plm_test_now_ms();
-        PLM_CHECK_OK(plm_label(plm_test_stream, &mask, &params, &labels, &count));
-        PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
-        times[run] = plm_test_now_ms() - start;
-      }
-      for (int i = 1; i < 11; i++) /* insertion sort for the median */
-        for (int j = i; j > 0 && times[j] < times[j - 1]; j--) {
-          double t = times[j];
-          times[j] = times[j - 1];
-          times[j - 1] = t;
-        }
-      printf("label %lldx%lld density 0.5 connectivity %d: median %.3f ms (min %.3f, max %.3f)\n",
-             (long long)dims[0], (long long)dims[1], connectivity, times[5], times[0], times[10]);
-      PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &mask));
-      PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &labels));
-      PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &count));
-      free(host);
-    }
-}
-END_TEST
-
 static Suite *label_suite(void) {
   Suite *suite = suite_create("label");
   TCase *tcase = tcase_create("label");
@@ -599,7 +559,6 @@ static Suite *label_suite(void) {
   tcase_add_test(tcase, test_regions_truncate_to_capacity_and_leave_other_rows_untouched);
   tcase_add_test(tcase, test_output_shapes_and_cost);
   tcase_add_test(tcase, test_bad_input_is_refused_and_nothing_is_enqueued);
-  tcase_add_test(tcase, test_timing);
   suite_add_tcase(suite, tcase);
   return suite;
 }

@@ -289,21 +289,29 @@ START_TEST(test_refusals) {
 }
 END_TEST
 
+/* A budget of host threads: from 1 to the cores the host backend uses (a host context's
+ * multiprocessors), on a context of either backend; a host context reports its budget, a
+ * cuda one ignores it (its multiprocessors are still the GPU's). */
 START_TEST(test_host_budgets) {
-  if (plm_test_backend != PLM_BACKEND_HOST) return;
-  plm_device_info info;
-  PLM_CHECK_OK(plm_context_device_info(plm_test_ctx, &info));
-  const int cores = info.multiprocessors;
-  plm_context_config cfg = {.backend = PLM_BACKEND_HOST, .host_threads = cores + 1};
   plm_context *ctx = NULL;
+  plm_device_info info, own;
+  PLM_CHECK_OK(plm_context_create(&(plm_context_config){.backend = PLM_BACKEND_HOST}, &ctx));
+  PLM_CHECK_OK(plm_context_device_info(ctx, &info));
+  PLM_CHECK_OK(plm_context_destroy(ctx));
+  const int cores = info.multiprocessors;
+  ck_assert_int_ge(cores, 1);
+  plm_context_config cfg = {.backend = plm_test_backend, .host_threads = cores + 1};
   ck_assert_int_eq(plm_context_create(&cfg, &ctx), PLM_ERR_INVALID_ARG);
   ck_assert_ptr_null(ctx);
   cfg.host_threads = -1;
   ck_assert_int_eq(plm_context_create(&cfg, &ctx), PLM_ERR_INVALID_ARG);
+  ck_assert_ptr_null(ctx);
   cfg.host_threads = 1;
   PLM_CHECK_OK(plm_context_create(&cfg, &ctx));
   PLM_CHECK_OK(plm_context_device_info(ctx, &info));
-  ck_assert_int_eq(info.multiprocessors, 1);
+  PLM_CHECK_OK(plm_context_device_info(plm_test_ctx, &own));
+  ck_assert_int_eq(info.multiprocessors,
+                   plm_test_backend == PLM_BACKEND_HOST ? 1 : own.multiprocessors);
   PLM_CHECK_OK(plm_context_destroy(ctx));
 }
 END_TEST

@@ -138,12 +138,12 @@ START_TEST(test_place_follows_plume_backend) {
 END_TEST
 
 /* A test of tuning tables: a fresh cache with PLUME_TUNING=on and no table loaded, the
- * CPU-like device named as this context's (so that a table stored for the context applies
- * to it), and the chain compiled unfused for 64 x 64 frames (entropy and threshold steps
- * of their own). */
+ * injected device of the backend under test (CPU-like on host, GPU-like on cuda) named as
+ * this context's device (so that a table stored for the context applies to it), and the
+ * chain compiled unfused for 64 x 64 frames (entropy and threshold steps of their own). */
 typedef struct table_test {
   char dir[SCRATCH_DIR_SIZE];
-  plm_profile_calibration host;
+  plm_profile_calibration device;
   plm_pipeline *pl;
 } table_test;
 
@@ -154,8 +154,8 @@ static void table_test_begin(table_test *t, const char *name) {
   plm_tuning_reset();
   plm_device_info info;
   PLM_CHECK_OK(plm_context_device_info(plm_test_ctx, &info));
-  t->host = cpu_like;
-  snprintf(t->host.device, sizeof t->host.device, "%s", info.name);
+  t->device = plm_test_backend == PLM_BACKEND_HOST ? cpu_like : gpu_like;
+  snprintf(t->device.device, sizeof t->device.device, "%s", info.name);
   const int64_t dims[2] = {64, 64};
   t->pl = NULL;
   PLM_CHECK_OK(plm_pipeline_parse(plm_test_ctx, chain, PLM_DTYPE_U16, 2, dims, &t->pl));
@@ -170,26 +170,39 @@ static void table_test_end(table_test *t) {
   scratch_dir_remove(t->dir);
 }
 
+/* The table test's pipeline predicted on its device alone (the backend under test's side of
+ * the placement): ms per frame, and the whole prediction in *p. */
+static double table_predict(const table_test *t, plm_placement *p) {
+  const bool host = plm_test_backend == PLM_BACKEND_HOST;
+  PLM_CHECK_OK(plm_pipeline_predict(t->pl, host ? &t->device : NULL, host ? NULL : &t->device, p));
+  return host ? p->host_ms : p->cuda_ms;
+}
+
 /* A tuning table's measurement of an op scales that op's steps: entropy measured at 10x
- * its model on this device makes the host's prediction grow by 9x the entropy step's. */
+ * its model on this device makes the prediction grow by 9x the entropy step's. The entry
+ * is of a tunable of the backend under test (the host's bands per thread, the CUDA kernel's
+ * block threads), at the value in force. */
 START_TEST(test_a_tuning_table_corrects_the_model) {
-  if (plm_test_backend != PLM_BACKEND_HOST) return; /* the entry is of a host tunable */
   table_test t;
   table_test_begin(&t, "placement");
   plm_placement before, after;
-  PLM_CHECK_OK(plm_pipeline_predict(t.pl, &t.host, NULL, &before));
+  const double before_ms = table_predict(&t, &before);
   ck_assert_int_eq(before.corrected_steps, 0);
+  const char *tunable =
+      plm_test_backend == PLM_BACKEND_HOST ? "bands_per_thread" : "max_block_threads";
+  int64_t value = 0;
+  PLM_CHECK_OK(plm_tuning_get(plm_test_ctx, "entropy", tunable, PLM_SIZE_SMALL, &value));
   plm_tuning_entry e = {.size_class = PLM_SIZE_SMALL,
-                        .value = 4,
-                        .fallback = 4,
-                        .best = 4,
+                        .value = value,
+                        .fallback = value,
+                        .best = value,
                         .default_ms = 10.0,
                         .best_ms = 10.0,
                         .model_ms = 1.0};
   snprintf(e.op, sizeof e.op, "entropy");
-  snprintf(e.tunable, sizeof e.tunable, "bands_per_thread");
+  snprintf(e.tunable, sizeof e.tunable, "%s", tunable);
   PLM_CHECK_OK(plm_tuning_store(plm_test_ctx, &e, 1, NULL, 0));
-  PLM_CHECK_OK(plm_pipeline_predict(t.pl, &t.host, NULL, &after));
+  const double after_ms = table_predict(&t, &after);
   ck_assert_int_eq(after.corrected_steps, 1);
   /* entropy on a 64 x 64 f32 magnitude: the model's step time, 9 more of it */
   plm_op_cost cost;
@@ -201,7 +214,7 @@ START_TEST(test_a_tuning_table_corrects_the_model) {
   params.range_lo = 0;
   params.range_hi = 2000;
   PLM_CHECK_OK(plm_entropy_cost(&magnitude, &params, &cost));
-  ck_assert_double_eq_tol(after.host_ms - before.host_ms, 9.0 * launch_ms(&cost, &t.host), 1e-9);
+  ck_assert_double_eq_tol(after_ms - before_ms, 9.0 * launch_ms(&cost, &t.device), 1e-9);
   char text[8192];
   PLM_CHECK_OK(plm_pipeline_describe(t.pl, text, sizeof text, NULL));
   ck_assert_msg(strstr(text, "(1 step time(s) corrected by a tuning table)"), "%s", text);
@@ -242,7 +255,7 @@ START_TEST(test_frames_in_flight_overlap_copies_on_cuda) {
 }
 END_TEST
 
-/* The threshold step's model time on the CPU-like device: a 64 x 64 f32 entropy in. */
+/* The threshold step's model time on the device of calibration c: a 64 x 64 f32 entropy in. */
 static double threshold_model_ms(const plm_profile_calibration *c) {
   const plm_tensor in = {
       .ctx = plm_test_ctx, .dtype = PLM_DTYPE_F32, .ndim = 2, .dims = {64, 64}, .strides = {64, 1}};
@@ -266,47 +279,47 @@ static plm_tuning_entry model_point(const char *op, double model_ms, double meas
  * interpolated between the two about its model time, a power law between them, and
  * beyond the points the nearest one's ratio. */
 START_TEST(test_tuning_points_are_interpolated) {
-  if (plm_test_backend != PLM_BACKEND_HOST) return;
   table_test t;
   table_test_begin(&t, "placement-points");
   plm_placement before, p;
-  PLM_CHECK_OK(plm_pipeline_predict(t.pl, &t.host, NULL, &before));
-  const double m = threshold_model_ms(&t.host);
+  double p_ms;
+  const double before_ms = table_predict(&t, &before);
+  const double m = threshold_model_ms(&t.device);
   /* Points at m / 2 (3x the model) and 2 m (5x), stored out of order: at m, half way in
    * log: sqrt(1.5 m x 10 m). */
   plm_tuning_entry points[2] = {model_point("threshold", 2.0 * m, 10.0 * m),
                                 model_point("threshold", 0.5 * m, 1.5 * m)};
   PLM_CHECK_OK(plm_tuning_store(plm_test_ctx, points, 2, NULL, 0));
-  PLM_CHECK_OK(plm_pipeline_predict(t.pl, &t.host, NULL, &p));
+  p_ms = table_predict(&t, &p);
   ck_assert_int_eq(p.corrected_steps, 1);
-  ck_assert_double_eq_tol(p.host_ms - before.host_ms, sqrt(15.0) * m - m, 1e-9 * m);
+  ck_assert_double_eq_tol(p_ms - before_ms, sqrt(15.0) * m - m, 1e-9 * m);
   /* Both points below m: the larger one's ratio, 4. */
   points[0] = model_point("threshold", 0.25 * m, 0.5 * m);
   points[1] = model_point("threshold", 0.5 * m, 2.0 * m);
   PLM_CHECK_OK(plm_tuning_store(plm_test_ctx, points, 2, NULL, 0));
-  PLM_CHECK_OK(plm_pipeline_predict(t.pl, &t.host, NULL, &p));
-  ck_assert_double_eq_tol(p.host_ms - before.host_ms, 3.0 * m, 1e-9 * m);
+  p_ms = table_predict(&t, &p);
+  ck_assert_double_eq_tol(p_ms - before_ms, 3.0 * m, 1e-9 * m);
   /* Both above: the smaller one's ratio, 0.5 (a model that overestimates). */
   points[0] = model_point("threshold", 4.0 * m, 2.0 * m);
   points[1] = model_point("threshold", 8.0 * m, 16.0 * m);
   PLM_CHECK_OK(plm_tuning_store(plm_test_ctx, points, 2, NULL, 0));
-  PLM_CHECK_OK(plm_pipeline_predict(t.pl, &t.host, NULL, &p));
-  ck_assert_double_eq_tol(p.host_ms - before.host_ms, -0.5 * m, 1e-9 * m);
+  p_ms = table_predict(&t, &p);
+  ck_assert_double_eq_tol(p_ms - before_ms, -0.5 * m, 1e-9 * m);
   /* Points of one model time (two workloads the model cannot tell apart) count as one, the
    * geometric mean of their times: at m, sqrt(2 m x 8 m) = 4 m, whatever their order. */
   plm_tuning_entry tied[3] = {model_point("threshold", m, 8.0 * m),
                               model_point("threshold", 4.0 * m, 4.0 * m),
                               model_point("threshold", m, 2.0 * m)};
   PLM_CHECK_OK(plm_tuning_store(plm_test_ctx, tied, 3, NULL, 0));
-  PLM_CHECK_OK(plm_pipeline_predict(t.pl, &t.host, NULL, &p));
-  ck_assert_double_eq_tol(p.host_ms - before.host_ms, 3.0 * m, 1e-9 * m);
+  p_ms = table_predict(&t, &p);
+  ck_assert_double_eq_tol(p_ms - before_ms, 3.0 * m, 1e-9 * m);
   PLM_CHECK_OK(plm_tuning_store(plm_test_ctx, points, 2, NULL, 0)); /* back to the last pair */
   /* A table written and read back gives the same: predict loads the pipeline's device's
    * table when nothing has yet (this chain's threshold step has no tunable to ask). */
   plm_tuning_reset();
-  PLM_CHECK_OK(plm_pipeline_predict(t.pl, &t.host, NULL, &p));
+  p_ms = table_predict(&t, &p);
   ck_assert_int_eq(p.corrected_steps, 1);
-  ck_assert_double_eq_tol(p.host_ms - before.host_ms, -0.5 * m, 1e-6 * m);
+  ck_assert_double_eq_tol(p_ms - before_ms, -0.5 * m, 1e-6 * m);
   table_test_end(&t);
 }
 END_TEST

@@ -140,6 +140,25 @@ run_interrupted() {
   [[ $rc == "$expected" ]] || { fail "$name: exit $rc, expected $expected (stderr: $(head -c 1000 err.txt))"; return 1; }
 }
 
+# wait_catching PID SIGNAL: wait until process PID catches SIGNAL (its handler is installed:
+# the signal's bit of SigCgt in /proc/PID/status), so that a signal sent next reaches the
+# handler, however slow the start (sanitizers, a loaded machine), instead of the default
+# action. Returns 1 when PID ends first or after 60 s.
+wait_catching() {
+  local pid=$1 number mask line deadline=$((SECONDS + 60))
+  number=$(kill -l "$2") || return 1
+  while ((SECONDS < deadline)); do
+    mask=
+    while read -r line; do
+      [[ $line == SigCgt:* ]] && mask=${line#SigCgt:} && mask=${mask//[[:space:]]/}
+    done 2>/dev/null <"/proc/$pid/status"
+    [[ -n $mask ]] || return 1
+    (((16#$mask >> (number - 1)) & 1)) && return 0
+    sleep 0.01
+  done
+  return 1
+}
+
 cli_end() {
   echo "$(basename "$0" .sh): $checks checks, $failures failures"
   ((failures == 0))

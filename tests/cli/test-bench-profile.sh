@@ -64,7 +64,8 @@ if command -v script >/dev/null; then
   grep -q "$prog \[-*\] 0/[0-9]* cases" tty.txt ||
     fail "no progress bar on a terminal: $(cat -v tty.txt | head -c 400)"
 else
-  echo "note: no 'script' command: the progress bar on a terminal is not checked"
+  # bsdutils, which scripts/install-deps installs: a missing check is a failure, not a note.
+  fail "no 'script' command (bsdutils): the progress bar on a terminal cannot be checked"
 fi
 
 # ---- usage and bad directories ---------------------------------------------------------------

@@ -103,30 +103,47 @@ mpi_run 2 2 "--profile" detect --frames s.npy --pipeline "$pipeline" --out x.csv
   expect_err "--profile" "rank 0: --profile is for one process" && absent "--profile" x.csv p
 
 # ---- an interrupted run: mpirun passes the signal on, no rank leaves a file ----------------
-# mpirun sends SIGTERM to the ranks 1 s after its own SIGINT (SIGKILL later): 1500 frames
-# through a 45 x 45 entropy window (2 s on two cores) leave the signal time to land mid-run.
-run 0 "long scene" scene --frames 1500 --size 128,128 --out long.npy --truth long.csv
-slow="entropy window=45 bins=64 ! threshold value=4 ! label ! regions capacity=64"
+# mpirun sends SIGTERM to the ranks 1 s after its own SIGINT (SIGKILL later), so the run must
+# still be going then on any machine: a folder of 20,000 frames (links to one 128 x 128 frame)
+# through a 91 x 91 entropy window is about a minute per rank here and seconds on the
+# fastest machine, and the signal ends it at once. It is sent when the run is ready for it:
+# rank 0 has opened the output's temporary file.
+run 0 "one frame" scene --frames 1 --size 128,128 --out one.npy --truth one.csv
+mkdir -p many
+perl -e 'for (1 .. 20000) { symlink("../one.npy", sprintf("many/f_%05d.npy", $_)) or die "$!\n" }' ||
+  fail "cannot make the folder of frames"
+slow="entropy window=91 bins=64 ! threshold value=4 ! label ! regions capacity=64"
 echo "old detections" >kept.csv
 checks=$((checks + 1))
-mpirun --allow-run-as-root --oversubscribe --quiet -n 2 "$plume" detect --frames long.npy \
+mpirun --allow-run-as-root --oversubscribe --quiet -n 2 "$plume" detect --frames many \
   --pipeline "$slow" --out kept.csv --backend host >out.txt 2>err.txt &
 pid=$!
 for ((waited = 0; waited < 6000; waited++)); do
   compgen -G 'kept.csv.tmp-*' >/dev/null && break
+  kill -0 "$pid" 2>/dev/null || break
   sleep 0.01
 done
 if compgen -G 'kept.csv.tmp-*' >/dev/null; then
   kill -INT "$pid"
+  # Stopped within 30 s of the signal, else it did not pass the signal on.
+  for ((waited = 0; waited < 3000; waited++)); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.01
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -KILL "$pid"
+    fail "interrupted: mpirun was still running 30 s after SIGINT"
+  fi
   wait "$pid"
   rc=$?
   ((rc != 0)) || fail "interrupted: exit 0"
   [[ $(cat kept.csv) == "old detections" ]] || fail "interrupted: the old CSV was replaced"
   absent "interrupted"
 else
+  kill -KILL "$pid" 2>/dev/null
   wait "$pid"
   fail "interrupted: the run never opened its output (stderr: $(head -c 1000 err.txt))"
 fi
-rm -f long.npy long.csv kept.csv
+rm -rf many one.npy one.csv kept.csv
 
 cli_end

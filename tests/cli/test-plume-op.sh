@@ -1088,12 +1088,12 @@ checks=$((checks + 1))
   fail "room for one output only: an old file was replaced"
 absent "room for one output only"
 # A signal before the outputs are written (here during a minute of warm-up) keeps the
-# old files and exits 128 + the signal.
+# old files and exits 128 + the signal. It is sent once the command catches it.
 checks=$((checks + 1))
 "$cli_program" op label --in dots.npy --out L.npy --regions R.csv --repeat 1 \
   --warmup-ms 60000 >out.txt 2>err.txt &
 pid=$!
-sleep 1
+wait_catching "$pid" TERM || fail "SIGTERM during the warm-up: plume op never caught SIGTERM"
 kill -TERM "$pid"
 wait "$pid"
 rc=$?

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# tests/cli/test-require-backend.sh TEST_BINARY: PLUME_REQUIRE_BACKEND (tests/harness.h)
-# turns a suite that would skip, or run on another backend, into a failure, so that a
-# GPU run (scripts/gpu-campaign) cannot pass on suites that never ran on the GPU.
+# tests/cli/test-require-backend.sh TEST_BINARY: when a suite skips and when it fails
+# before it starts (tests/harness.h). It skips only for cuda where cuda is absent; a
+# PLUME_BACKEND that does not parse fails it, with or without a requirement; and
+# PLUME_REQUIRE_BACKEND turns a suite that would skip, or run on another backend, into a
+# failure, so that a CI stage or a GPU run (scripts/gpu-campaign) cannot pass on suites
+# that never ran where they should have.
 set -uo pipefail
 binary=${1:?usage: test-require-backend.sh TEST_BINARY}
 failed=0
@@ -32,6 +35,17 @@ fi
 expect 1 "FAIL: the suite would run on host, but PLUME_REQUIRE_BACKEND=cuda" \
   PLUME_BACKEND=host PLUME_REQUIRE_BACKEND=cuda
 expect 0 "backend under test: host" PLUME_BACKEND=host PLUME_REQUIRE_BACKEND=host
+# A misspelt backend is a failure, not a skip: it names the value.
+expect 1 "FAIL: PLUME_BACKEND='hots' is not host, cuda or auto" PLUME_BACKEND=hots \
+  PLUME_REQUIRE_BACKEND=
+expect 1 "FAIL: PLUME_BACKEND='gpu' is not host, cuda or auto" PLUME_BACKEND=gpu PLUME_REQUIRE_BACKEND=host
+expect 0 "backend under test: host" PLUME_BACKEND=HOST PLUME_REQUIRE_BACKEND=
+expect 0 "backend under test: host" PLUME_BACKEND= PLUME_REQUIRE_BACKEND=
+# Without a GPU auto is host, and a skip says why cuda is absent.
+if [[ $cuda_rc == 77 ]]; then
+  expect 0 "backend under test: host" PLUME_BACKEND=auto PLUME_REQUIRE_BACKEND=host
+  expect 77 "SKIP: cuda backend unavailable: " PLUME_BACKEND=cuda PLUME_REQUIRE_BACKEND=
+fi
 expect 1 "PLUME_REQUIRE_BACKEND='gpu' is not host or cuda" PLUME_BACKEND=host PLUME_REQUIRE_BACKEND=gpu
 expect 1 "PLUME_REQUIRE_BACKEND='auto' is not host or cuda" PLUME_BACKEND=host PLUME_REQUIRE_BACKEND=auto
 exit $failed

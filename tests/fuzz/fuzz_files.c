@@ -58,14 +58,20 @@ static void write_bytes(const char *file, const uint8_t *data, size_t size) {
   if ((size && fwrite(data, 1, size, f) != size) || fclose(f) != 0) die("write", file);
 }
 
+/* folder/name into out (size bytes); a path too long for it is the machine's failure. */
+static void join(char *out, size_t size, const char *folder, const char *name) {
+  const int n = snprintf(out, size, "%s/%s", folder, name);
+  if (n < 0 || (size_t)n >= size) die("name (too long)", folder);
+}
+
 const char *fuzz_write_file(const char *name, const uint8_t *data, size_t size) {
-  snprintf(path, sizeof path, "%s/%s", fuzz_dir(), name);
+  join(path, sizeof path, fuzz_dir(), name);
   write_bytes(path, data, size);
   return path;
 }
 
 const char *fuzz_empty_folder(const char *name) {
-  snprintf(path, sizeof path, "%s/%s", fuzz_dir(), name);
+  join(path, sizeof path, fuzz_dir(), name);
   if (mkdir(path, 0700) != 0) empty_folder(path);
   return path;
 }
@@ -73,6 +79,6 @@ const char *fuzz_empty_folder(const char *name) {
 void fuzz_write_in_folder(const char *folder, const char *name, const uint8_t *data,
                           size_t size) {
   char file[PATH_MAX];
-  snprintf(file, sizeof file, "%s/%s", folder, name);
+  join(file, sizeof file, folder, name);
   write_bytes(file, data, size);
 }

@@ -9,29 +9,91 @@
 #     (plm__cuda_check_launch, plm__cuda_call_failed), and in the cuda backend through
 #     cuda_fail: each empties the runtime's last-error slot, which a message built by
 #     hand leaves set, so that the next launch check blames its own kernel for it.
+#
+# A grep that fails (a renamed folder, a bad pattern) fails the lint: every search goes
+# through `search`, which tells "nothing found" (grep's 1) from an error (2), and each
+# rule's pattern is first shown to find a line that breaks it, so that a pattern broken
+# by an edit cannot pass having matched nothing.
 set -uo pipefail
 root=${1:?usage: test-library-rules.sh SOURCE_DIR}
 cd "$root" || exit 2
 library=(streams pool ops kernels pipeline profile)
 failed=0
+scratch=$(mktemp -d) || exit 2
+trap 'rm -rf "$scratch"' EXIT
+
+for folder in "${library[@]}"; do
+  [[ -d $folder ]] || { echo "lint: the library folder $folder/ is missing: update the list"; exit 2; }
+done
+
+# search OUT PATTERN PATH...: the lines of C, header and CUDA files under PATH that match the
+# extended regex PATTERN, as file:line:text, into OUT; exits the lint on a grep error.
+search() {
+  local out=$1 pattern=$2
+  shift 2
+  grep -rnE "$pattern" --include='*.c' --include='*.h' --include='*.cu' "$@" >"$out"
+  local rc=$?
+  if ((rc > 1)); then
+    echo "lint: grep failed (exit $rc) searching $* for $pattern"
+    exit 2
+  fi
+}
+
+# drop OUT PATTERN: remove from OUT the lines matching the extended regex PATTERN.
+drop() {
+  grep -vE "$2" "$1" >"$1.kept"
+  local rc=$?
+  if ((rc > 1)); then
+    echo "lint: grep -v failed (exit $rc) on $1"
+    exit 2
+  fi
+  mv "$1.kept" "$1"
+}
+
+# Rule 1's and rule 2's searches, then a check that each finds what it must.
+printing_pattern='\b(stderr|stdout)\b|\b(v?printf|puts|perror|putchar)\s*\('
+printing() { # printing OUT PATH...: the printing calls of PATH, comments and assert.h left out
+  local out=$1
+  shift
+  search "$out" "$printing_pattern" "$@"
+  drop "$out" '^[^:]*:[0-9]+:\s*(/?\*|//)'
+  drop "$out" '^streams/assert\.h:'
+}
+by_hand_pattern='cudaGetErrorString'
+by_hand() { # by_hand OUT PATH...: CUDA errors reported outside launch.h and the cuda backend
+  local out=$1
+  shift
+  search "$out" "$by_hand_pattern" "$@"
+  drop "$out" '^(kernels/cuda/launch\.h|streams/backend_cuda\.c):'
+}
+
+mkdir -p "$scratch/probe"
+cat >"$scratch/probe/probe.c" <<'C'
+/* a comment that mentions printf( is not a call */
+static void f(void) { fprintf(stderr, "x"); }
+static const char *g(int e) { return cudaGetErrorString(e); }
+C
+(cd "$scratch" && printing "$scratch/probe-printing.txt" probe && by_hand "$scratch/probe-by-hand.txt" probe)
+[[ $(wc -l <"$scratch/probe-printing.txt") == 1 && $(wc -l <"$scratch/probe-by-hand.txt") == 1 ]] || {
+  echo "lint: a rule's pattern misses the printing call or the CUDA error of its probe:"
+  cat "$scratch/probe-printing.txt" "$scratch/probe-by-hand.txt"
+  exit 2
+}
 
 # Calls that write to the terminal: a stdout/stderr argument, or the functions that
 # write there by themselves; lines of comments ("*" first) and assert.h left out.
-printing=$(grep -rnE '\b(stderr|stdout)\b|\b(v?printf|puts|perror|putchar)\s*\(' \
-             --include='*.c' --include='*.h' --include='*.cu' "${library[@]}" |
-           grep -vE '^[^:]*:[0-9]+:\s*(/?\*|//)' | grep -v '^streams/assert\.h:')
-if [[ -n $printing ]]; then
+printing "$scratch/printing.txt" "${library[@]}"
+if [[ -s $scratch/printing.txt ]]; then
   echo "rule 1 broken: the library prints (report through plm_status and plm_last_error):"
-  echo "$printing"
+  cat "$scratch/printing.txt"
   failed=1
 fi
 
-by_hand=$(grep -rn 'cudaGetErrorString' --include='*.c' --include='*.h' --include='*.cu' \
-            "${library[@]}" | grep -vE '^(kernels/cuda/launch\.h|streams/backend_cuda\.c):')
-if [[ -n $by_hand ]]; then
+by_hand "$scratch/by-hand.txt" "${library[@]}"
+if [[ -s $scratch/by-hand.txt ]]; then
   echo "rule 2 broken: a CUDA error reported by hand (use plm__cuda_call_failed in"
   echo "kernels/cuda/launch.h, which empties the last-error slot):"
-  echo "$by_hand"
+  cat "$scratch/by-hand.txt"
   failed=1
 fi
 
