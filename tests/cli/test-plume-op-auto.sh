@@ -4,7 +4,9 @@
 # (plm_op_place, plume/op_placement.h): without a GPU that is host, with nothing measured
 # and nothing new printed, so a run gives exactly the files of --backend host. With a GPU
 # it prints its prediction ("placement: predicted ... -> host|cuda") and the ops whose
-# results are integers still give host's bytes. PLUME_BACKEND decides auto when set.
+# results are integers still give host's bytes. The CUDA emulator (-DPLUME_CUDA=EMU) is a
+# cuda device that auto never picks (its times mean nothing), so there auto is as without
+# a GPU, and PLUME_BACKEND=cuda runs on it. PLUME_BACKEND decides auto when set.
 set -u
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 plume=$1
@@ -13,6 +15,11 @@ cli_begin "$plume" "$2" --commands
 unset PLUME_BACKEND
 gpus=$("$plume" info | sed -n 's/^  cuda: \([0-9][0-9]*\) device.*/\1/p')
 gpus=${gpus:-0}
+emulated=0
+if "$plume" info | grep -q '^  cuda backend: *on the CUDA emulator'; then
+  emulated=1
+  gpus=0 # for auto: the emulated device is never placed on
+fi
 
 # auto_like_host NAME EXACT OP ARGS...: the op on host (--out host-NAME.npy) and on the
 # default backend (--out auto-NAME.npy); EXACT (1) when the backends agree bit for bit.
@@ -56,7 +63,11 @@ absent "PLUME_BACKEND=gpu" env-gpu.npy
 run 0 "PLUME_BACKEND=gpu, --backend host" op threshold --in "$fixtures/in-u8-257x255.npy" \
   --value 100 --backend host --out env-explicit.npy &&
   same env-explicit.npy host-threshold.npy "PLUME_BACKEND=gpu, --backend host"
-if ((gpus == 0)); then
+if ((emulated)); then
+  export PLUME_BACKEND=cuda
+  run 0 "PLUME_BACKEND=cuda, emulated" op threshold --in "$fixtures/in-u8-257x255.npy" \
+    --value 100 --out env-cuda.npy && same env-cuda.npy host-threshold.npy "PLUME_BACKEND=cuda, emulated"
+elif ((gpus == 0)); then
   export PLUME_BACKEND=cuda
   checks=$((checks + 1))
   "$plume" op threshold --in "$fixtures/in-u8-257x255.npy" --value 100 --out env-cuda.npy \
