@@ -15,7 +15,14 @@
  * The last line of a device counts (a later measurement supersedes an earlier one).
  * PLUME_CALIBRATION_CACHE=off skips the file (reading and writing); =refresh measures
  * again, in this process, and appends the result (for peaks measured while the machine
- * was busy: they stay low until measured again). */
+ * was busy: they stay low until measured again).
+ *
+ * On the CUDA emulator (plm__profile_emulated: an emulated build's cuda device, emu/), whose
+ * GPU threads are fibres costing about a microsecond each and whose copies are the host's
+ * memcpy, the same measurements run on workloads sized for it: copies of 4 MiB, and the
+ * probe on one warp per multiprocessor for 256 steps (an H100's probe, 270,336 threads of
+ * 16,384 steps, would take minutes there). The figures are the emulator's, no GPU's: the
+ * calibration says so (emulated), and every report of it with it. */
 
 #include <pthread.h>
 #include <stdio.h>
@@ -92,7 +99,7 @@ static void tidy_name(char *name) {
     if (*c == '\t' || *c == '\n' || *c == '\r') *c = ' ';
 }
 
-static bool cache_load(const char *backend, const char *key, const char *device,
+static bool cache_load(const char *backend, const char *key, const char *device, bool emulated,
                        plm_profile_calibration *out) {
   char dir[LINE_SIZE], path[LINE_SIZE], line[LINE_SIZE];
   if (!cache_file_wanted() || cache_setting_is("refresh") ||
@@ -111,7 +118,7 @@ static bool cache_load(const char *backend, const char *key, const char *device,
     if (n != 9 || strcmp(fields[0], CACHE_TAG) != 0 || strcmp(fields[1], backend) != 0 ||
         strcmp(fields[2], key) != 0)
       continue;
-    plm_profile_calibration c = {0};
+    plm_profile_calibration c = {.emulated = emulated};
     snprintf(c.backend, sizeof c.backend, "%s", backend);
     snprintf(c.device, sizeof c.device, "%s", device);
     double *values[6] = {&c.device_copy_gbps, &c.h2d_gbps,  &c.d2h_gbps,
@@ -212,8 +219,8 @@ static double gbps(double bytes, double ms) {
 }
 
 static plm_status measure(probe *p, const plm_device_info *info, plm_profile_calibration *c) {
-  const bool on_gpu = info->backend == PLM_BACKEND_CUDA;
-  const size_t COPY_BYTES = on_gpu ? (size_t)256 << 20 : (size_t)64 << 20;
+  const bool on_gpu = info->backend == PLM_BACKEND_CUDA, emulated = plm__profile_emulated(info);
+  const size_t COPY_BYTES = emulated ? (size_t)4 << 20 : on_gpu ? (size_t)256 << 20 : (size_t)64 << 20;
   void *device_a = NULL, *device_b = NULL, *pinned = NULL, *lanes_out = NULL;
   plm_status status = plm_device_alloc(p->ctx, COPY_BYTES, &device_a);
   if (status == PLM_OK) status = plm_device_alloc(p->ctx, COPY_BYTES, &device_b);
@@ -233,10 +240,11 @@ static plm_status measure(probe *p, const plm_device_info *info, plm_profile_cal
     c->d2h_gbps = gbps(COPY_BYTES, ms);
 
   /* GPU: 2048 threads per SM, 16384 steps (about 70 GFLOP: milliseconds on an H100, so
-   * that the launch and the tail do not count); CPU: 64 blocks of vector lanes, a few per
-   * core. */
+   * that the launch and the tail do not count); the emulator: a warp per SM, 256 steps;
+   * CPU: 64 blocks of vector lanes, a few per core. */
   const int64_t units = info->multiprocessors > 0 ? info->multiprocessors : 1;
-  plm__fma_peak_args fma = {.lanes = on_gpu ? units * 2048 : 1024, .iterations = 16384};
+  plm__fma_peak_args fma = {.lanes = emulated ? units * 32 : on_gpu ? units * 2048 : 1024,
+                            .iterations = emulated ? 256 : 16384};
   if (status == PLM_OK)
     status = plm_device_alloc(p->ctx, (size_t)fma.lanes * sizeof(float), &lanes_out);
   fma.out = lanes_out;
@@ -260,6 +268,10 @@ static plm_status measure(probe *p, const plm_device_info *info, plm_profile_cal
   return status;
 }
 
+bool plm__profile_emulated(const plm_device_info *info) {
+  return info->backend == PLM_BACKEND_CUDA && plm_build_info_get()->cuda_emulated;
+}
+
 double plm__profile_model_ms(const plm_op_cost *cost, const plm_profile_calibration *c) {
   const double memory = cost->bytes / (c->device_copy_gbps * 1e6);
   const double compute = cost->flops / (c->fma_gflops * 1e6);
@@ -275,10 +287,11 @@ plm_status plm__profile_calibrate(plm_context *ctx, plm_profile_calibration *out
   memcpy(c.device, info.name, sizeof c.device); /* the same size */
   c.device[sizeof c.device - 1] = '\0';
   tidy_name(c.device);
+  c.emulated = plm__profile_emulated(&info);
   char key[KEY_SIZE];
   snprintf(key, sizeof key, "%.255s|%d", c.device, info.multiprocessors);
   if (recall(c.backend, key, out)) return PLM_OK;
-  if (cache_load(c.backend, key, c.device, out)) {
+  if (cache_load(c.backend, key, c.device, c.emulated, out)) {
     remember(out, key);
     return PLM_OK;
   }

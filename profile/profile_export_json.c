@@ -24,6 +24,7 @@ static json_t *calibration_json(const plm_profile_calibration *c) {
       SET(o, "h2d_gbps", REAL(c->h2d_gbps)) && SET(o, "d2h_gbps", REAL(c->d2h_gbps)) &&
       SET(o, "fma_gflops", REAL(c->fma_gflops)) &&
       SET(o, "from_cache", json_boolean(c->from_cache)) &&
+      SET(o, "emulated", json_boolean(c->emulated)) &&
       SET(o, "ridge_flops_per_byte", REAL(plm__profile_ridge(c))))
     return o;
   json_decref(o);

@@ -8,6 +8,11 @@
  * file, else measured (then remembered and stored); see profile/calibrate.c. Blocking. */
 plm_status plm__profile_calibrate(plm_context *ctx, plm_profile_calibration *out);
 
+/* Whether the device of info is the CUDA emulator: the cuda backend of an emulated build
+ * (plm_build_info.cuda_emulated, emu/). Calibration and plume tune size their workloads
+ * for it there, and what they measure is the emulator's time, no GPU's. */
+bool plm__profile_emulated(const plm_device_info *info);
+
 /* The cost model's time (ms) of one launch moving cost's bytes and doing its flops on a
  * device of calibration c: max(bytes / copy bandwidth, flops / FMA rate) plus the launch
  * floor (plm_pipeline_predict's step, plume tune's model_ms). c's copy bandwidth and FMA

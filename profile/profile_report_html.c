@@ -144,6 +144,9 @@ static void write_roofline(FILE *f, const plm__profile_snapshot *s) {
   const plm_profile_calibration *c = s->calibration;
   fprintf(f, "<section id=\"roofline\">\n<h2>Roofline</h2>\n<p class=\"note\">");
   if (c && (c->device_copy_gbps > 0 || c->fma_gflops > 0)) {
+    if (c->emulated)
+      fprintf(f, "Measured on the CUDA emulator: these figures and every time on this page are "
+                 "the emulator's on a CPU, no GPU's. ");
     fprintf(f, "Roofs from the calibration%s: copy bandwidth ", c->from_cache ? " (cached)" : "");
     plm__report_number(f, "%.4g", c->device_copy_gbps);
     fprintf(f, " GB/s, FMA peak ");

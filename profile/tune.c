@@ -34,7 +34,15 @@
  * the last), and label and regions scale with the foreground. A run sets call->tuning: the
  * process's forced values and tables are not touched. The times are the machine's as it
  * is: another job sharing the cores slows every point (up to 2x on a 2-core VM under a
- * build), and the model then predicts that. */
+ * build), and the model then predicts that.
+ *
+ * On the CUDA emulator (plm__profile_emulated: an emulated build's cuda device, emu/), whose
+ * GPU threads are fibres of about a microsecond each, the same workloads, candidates and
+ * decisions run on inputs sized for it: frames of 1/EMULATED_FRAME_DIVISOR the side (16 x
+ * 16 to 256 x 256, all in the small class) and matrices of 1/EMULATED_MATRIX_DIVISOR (16 to
+ * 128); batches, each a tunable's candidate or a few rows, stay. Its times are the
+ * emulator's on a CPU, no GPU's: a table it writes is the emulated device's own (its name
+ * says emulated) and says nothing of a GPU. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +57,9 @@
 #include "streams/error.h"
 
 enum { MAX_SIZES = 8, MAX_WORKLOADS = 16, WARM_UPS = 1, BLOB_PITCH = 64, BLOB_RADIUS = 3 };
+
+/* The emulator's sides: a GPU's frame and matrix sides divided by these (see the top). */
+enum { EMULATED_FRAME_DIVISOR = 16, EMULATED_MATRIX_DIVISOR = 8 };
 
 /* What an input holds. The image ops' run time depends on their data (entropy's on how
  * many pixels of a window share a bin, label's on the foreground), so they are measured
@@ -99,12 +110,15 @@ static bool is_frame_op(const plm__op_desc *op) {
  * run: frames of 256 x 256 (and 1024 x 1024 in a full run); lstm_cell's and dendritic's
  * GEMM threshold a batch of each candidate, so that every candidate's split between the
  * two paths is exercised. The model's run (t->candidate_count 1, model_only): frames
- * from 256 x 256 to 512 x 512 (quick) or 2048 x 2048, the spread of the model's points. */
-static int sizes_of(const plm__op_desc *op, const plm__op_tunable *t, bool quick, int64_t *sizes) {
+ * from 256 x 256 to 512 x 512 (quick) or 2048 x 2048, the spread of the model's points.
+ * emulated: the CUDA emulator's sides (the top). */
+static int sizes_of(const plm__op_desc *op, const plm__op_tunable *t, bool quick, bool emulated,
+                    int64_t *sizes) {
   const bool model = t->name[0] == '\0';
   if (is_frame_op(op)) { /* a CUDA launch shape also at 4096 x 4096, where entropy's
                             segments are not halved for a launch of too few tasks */
-    for (int k = 0; k < 4; k++) sizes[k] = (int64_t)256 << (model ? k : 2 * k);
+    for (int k = 0; k < 4; k++)
+      sizes[k] = ((int64_t)256 << (model ? k : 2 * k)) / (emulated ? EMULATED_FRAME_DIVISOR : 1);
     return model ? (quick ? 2 : 4) : quick ? 1 : t->backend == PLM_BACKEND_CUDA ? 3 : 2;
   }
   switch (op->kind) {
@@ -117,7 +131,8 @@ static int sizes_of(const plm__op_desc *op, const plm__op_tunable *t, bool quick
       for (int k = 0; k < t->candidate_count; k++) sizes[k] = t->candidates[k];
       return t->candidate_count;
     case PLM__OP_MATMUL:
-      for (int k = 0; k < 4; k++) sizes[k] = (int64_t)128 << k;
+      for (int k = 0; k < 4; k++)
+        sizes[k] = ((int64_t)128 << k) / (emulated ? EMULATED_MATRIX_DIVISOR : 1);
       return quick ? 2 : 4;
     default: return 0;
   }
@@ -481,7 +496,8 @@ static plm_status tune_one(plm_context *ctx, timing *t, const plm__op_desc *op, 
                            size_t *count) {
   const plm__op_tunable *tunable = index >= 0 ? &op->tunables[index] : &model_only;
   int64_t sizes[MAX_SIZES];
-  const int size_count = sizes_of(op, tunable, options->quick, sizes);
+  const int size_count =
+      sizes_of(op, tunable, options->quick, plm__profile_emulated(&ctx->info), sizes);
   const int variants = variants_of(op, options->quick);
   workload *w = calloc(MAX_WORKLOADS, sizeof *w);
   if (!w) return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for the workloads");
@@ -560,7 +576,7 @@ plm_status plm_tune_run(plm_context *ctx, const plm_tune_options *options,
       if (op->tunables[i].backend == backend)
         status = tune_one(ctx, &t, op, i, options, out, count);
     int64_t sizes[MAX_SIZES];
-    if (status == PLM_OK && sizes_of(op, &model_only, true, sizes) > 0)
+    if (status == PLM_OK && sizes_of(op, &model_only, true, false, sizes) > 0)
       status = tune_one(ctx, &t, op, -1, options, out, count);
   }
   if (t.end) plm_event_destroy(t.end);

@@ -48,6 +48,60 @@ void plm_test_add_stream_fixture(TCase *tcase) {
   tcase_add_checked_fixture(tcase, stream_fixture_setup, stream_fixture_teardown);
 }
 
+bool plm_test_on_emulator(void) {
+  return plm_test_backend == PLM_BACKEND_CUDA && plm_build_info_get()->cuda_emulated;
+}
+
+/* An unsigned environment variable, `fallback` when unset or not a number. */
+static uint64_t env_u64(const char *name, uint64_t fallback) {
+  const char *text = getenv(name);
+  if (!text || !*text) return fallback;
+  char *end = NULL;
+  unsigned long long v = strtoull(text, &end, 10);
+  return *end == '\0' ? (uint64_t)v : fallback;
+}
+
+static bool is_prime(int64_t n) {
+  if (n < 2) return false;
+  for (int64_t d = 2; d * d <= n; d++)
+    if (n % d == 0) return false;
+  return true;
+}
+
+plm_test_sweep plm_test_sweep_start(const char *name, int emulator_stride) {
+  plm_test_sweep sweep = {.stride = 1, .offset = 0, .start_ms = plm_test_now_ms()};
+  snprintf(sweep.name, sizeof sweep.name, "%s", name);
+  const char *all = getenv("PLUME_TEST_SWEEP");
+  if (plm_test_on_emulator() && emulator_stride > 1 && !(all && strcmp(all, "all") == 0)) {
+    sweep.stride = emulator_stride;
+    while (!is_prime(sweep.stride)) sweep.stride++;
+    /* The emulator's own default seed when PLUME_EMU_SEED is unset (emu/config.h). */
+    sweep.offset = (int64_t)(env_u64("PLUME_EMU_SEED", 1) % (uint64_t)sweep.stride);
+  }
+  return sweep;
+}
+
+bool plm_test_sweep_take(plm_test_sweep *sweep) {
+  const bool take = sweep->index++ % sweep->stride == sweep->offset;
+  sweep->taken += take;
+  return take;
+}
+
+void plm_test_sweep_finish(const plm_test_sweep *sweep) {
+  const double seconds = (plm_test_now_ms() - sweep->start_ms) / 1e3;
+  if (sweep->stride == 1)
+    printf("sweep %s: all %lld combinations in %.1f s\n", sweep->name, (long long)sweep->index,
+           seconds);
+  else
+    printf("sweep %s: %lld of %lld combinations on the emulated GPU, those numbered %lld mod "
+           "%lld (PLUME_EMU_SEED; PLUME_TEST_SWEEP=all runs them all), in %.1f s\n",
+           sweep->name, (long long)sweep->taken, (long long)sweep->index, (long long)sweep->offset,
+           (long long)sweep->stride, seconds);
+  fflush(stdout);
+  ck_assert_msg(sweep->taken > 0, "sweep %s took none of its %lld combinations", sweep->name,
+                (long long)sweep->index);
+}
+
 double plm_test_now_ms(void) { return plm__monotonic_seconds() * 1e3; }
 
 void plm_test_sleep_ms(double ms) {

@@ -81,6 +81,60 @@ plm_pipeline *plm_test_pipeline(plm_context *ctx, const char *text, plm_dtype dt
                   (needle));                                                                      \
   } while (0)
 
+/* ---- sweeps on the emulated GPU --------------------------------------------------------
+ *
+ * The CUDA emulator (the cuda backend of a -DPLUME_CUDA=EMU build, emu/README.md) runs
+ * every GPU thread as a fibre, about a microsecond each, so a workload sized for a GPU or
+ * an exhaustive sweep does not fit in CI's time there. The rule:
+ *
+ *   - Every test case runs on every backend, the emulated GPU included; none is skipped.
+ *   - A case that sweeps a product of parameters (shapes x windows x bins x borders x
+ *     dtypes ...) walks its combinations through a plm_test_sweep. On host and on a real
+ *     GPU the sweep takes every combination. On the emulated GPU it takes a deterministic
+ *     sample: numbering the combinations 0, 1, 2, ... in the loop's order, combination i
+ *     runs when i % k == PLUME_EMU_SEED % k, where k is the stride the case asks for
+ *     rounded up to a prime. A prime larger than each parameter's count of values shares
+ *     no factor with any of them, so the sample steps through every value of every
+ *     parameter (and every pair, given enough samples) instead of aliasing with the
+ *     loops; CI's two seeds (1 and 2) run disjoint samples, and other seeds others.
+ *     PLUME_TEST_SWEEP=all takes every combination on the emulator too.
+ *   - A case whose point is an edge (a grid past 65535 blocks, a frame wider than one
+ *     launch's strip) still reaches that edge on the emulator; what is around it (other
+ *     dtypes, more frames, wider images) may shrink there, and the case says so.
+ *   - A sweep prints what it took and how long that took ("sweep NAME: 57 of 1134
+ *     combinations ... in 12.3 s") and fails when it took none, so a sample never turns
+ *     a case into one that cannot fail.
+ *
+ * Use:
+ *   plm_test_sweep sweep = plm_test_sweep_start("fused u8", 23);
+ *   for (...) for (...) {
+ *     if (!plm_test_sweep_take(&sweep)) continue;
+ *     ... one combination ...
+ *   }
+ *   plm_test_sweep_finish(&sweep);
+ */
+
+/* True when the backend under test is the cuda backend on the CUDA emulator. */
+bool plm_test_on_emulator(void);
+
+typedef struct plm_test_sweep {
+  char name[96];
+  int64_t stride, offset; /* combination i runs when i % stride == offset (1, 0: all) */
+  int64_t index, taken;   /* combinations met so far, and taken */
+  double start_ms;        /* plm_test_now_ms at the start */
+} plm_test_sweep;
+
+/* A sweep named `name` (for its line of output): every combination, or on the emulated
+ * GPU every k-th from PLUME_EMU_SEED's offset, k the smallest prime >= emulator_stride
+ * (emulator_stride 1: every combination there too). */
+plm_test_sweep plm_test_sweep_start(const char *name, int emulator_stride);
+
+/* Whether the sweep's next combination runs (each call is one combination). */
+bool plm_test_sweep_take(plm_test_sweep *sweep);
+
+/* Print what the sweep took; fail the test when it took none. */
+void plm_test_sweep_finish(const plm_test_sweep *sweep);
+
 /* Milliseconds on a monotonic clock, and a sleep. */
 double plm_test_now_ms(void);
 void plm_test_sleep_ms(double ms);

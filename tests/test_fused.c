@@ -158,8 +158,15 @@ static const int bin_counts[] = {1, 2, 7, 64, 256, 65536};
 enum { BIN_COUNT = sizeof bin_counts / sizeof bin_counts[0] };
 static const plm_border borders[] = {PLM_BORDER_ZERO, PLM_BORDER_REPLICATE, PLM_BORDER_REFLECT101};
 
-/* Every small shape, window, bin count and border on one dtype. */
+/* The sweeps' strides on the emulated GPU (tests/harness.h). */
+enum { SMALL_STRIDE_ON_EMULATOR = 97, LARGE_STRIDE_ON_EMULATOR = 7 };
+
+/* Every small shape, window, bin count and border on one dtype (on the emulated GPU a
+ * sample of them: tests/harness.h's sweeps). */
 static void check_small_cases(plm_dtype dtype, uint32_t levels) {
+  char name[64];
+  snprintf(name, sizeof name, "small %s, %u levels", plm_dtype_name(dtype), levels);
+  plm_test_sweep sweep = plm_test_sweep_start(name, SMALL_STRIDE_ON_EMULATOR);
   for (int s = 0; s < SHAPE_COUNT; s++) {
     int64_t count = numel(small_ndims[s], small_shapes[s]);
     void *host =
@@ -167,6 +174,7 @@ static void check_small_cases(plm_dtype dtype, uint32_t levels) {
     for (int w = 0; w < WINDOW_COUNT; w++)
       for (int b = 0; b < BIN_COUNT; b++)
         for (int e = 0; e < 3; e++) {
+          if (!plm_test_sweep_take(&sweep)) continue;
           fused_case c = {.dtype = dtype,
                           .ndim = small_ndims[s],
                           .dims = small_shapes[s],
@@ -184,6 +192,7 @@ static void check_small_cases(plm_dtype dtype, uint32_t levels) {
         }
     free(host);
   }
+  plm_test_sweep_finish(&sweep);
 }
 
 START_TEST(test_u8_equals_the_chain) {
@@ -204,7 +213,8 @@ START_TEST(test_f32_equals_the_chain) {
 END_TEST
 
 /* A frame larger than the CPU kernel's bands and the GPU kernel's strips and segments,
- * and a batch whose bands cross frames. */
+ * and a batch whose bands cross frames (on the emulated GPU a sample of the shapes,
+ * dtypes, windows and bins: tests/harness.h's sweeps). */
 START_TEST(test_large_frames_and_batches_equal_the_chain) {
   static const int64_t large[2] = {257, 255}, batch[3] = {5, 61, 70}, wide[2] = {3, 1000},
                        tall[2] = {1000, 3};
@@ -215,12 +225,14 @@ START_TEST(test_large_frames_and_batches_equal_the_chain) {
   const plm_dtype dtypes[] = {PLM_DTYPE_U8, PLM_DTYPE_U16, PLM_DTYPE_F32};
   const int large_windows[] = {1, 2, 16, 33, 255};
   const int large_bins[] = {64, 65536};
+  plm_test_sweep sweep = plm_test_sweep_start("large", LARGE_STRIDE_ON_EMULATOR);
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
     for (int t = 0; t < 3; t++) {
       int64_t count = numel(shapes[s].ndim, shapes[s].dims);
       void *host = random_input(dtypes[t], count, t == 0 ? 16 : 1000, 4242u + s * 3 + (size_t)t);
       for (size_t w = 0; w < sizeof large_windows / sizeof large_windows[0]; w++)
         for (int b = 0; b < 2; b++) {
+          if (!plm_test_sweep_take(&sweep)) continue;
           fused_case c = {.dtype = dtypes[t],
                           .ndim = shapes[s].ndim,
                           .dims = shapes[s].dims,
@@ -236,6 +248,7 @@ START_TEST(test_large_frames_and_batches_equal_the_chain) {
         }
       free(host);
     }
+  plm_test_sweep_finish(&sweep);
 }
 END_TEST
 

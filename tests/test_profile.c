@@ -437,10 +437,13 @@ START_TEST(test_calibration_is_measured_once_and_cached) {
   ck_assert(a.device_copy_gbps > 0.0 && a.h2d_gbps > 0.0 && a.d2h_gbps > 0.0);
   ck_assert(a.fma_gflops > 0.0);
   ck_assert_str_eq(a.backend, plm_backend_name(plm_test_backend));
+  /* On the CUDA emulator the figures are labelled as the emulator's (plume/profile.h). */
+  ck_assert_int_eq(a.emulated, plm_test_on_emulator());
   PLM_CHECK_OK(plm_profiler_create(plm_test_ctx, NULL, &second));
   PLM_CHECK_OK(plm_profiler_calibration(second, &b));
   ck_assert_double_eq(b.fma_gflops, a.fma_gflops);
   ck_assert_double_eq(b.device_copy_gbps, a.device_copy_gbps);
+  ck_assert_int_eq(b.emulated, a.emulated);
 
   char path[512], line[1024] = "";
   snprintf(path, sizeof path, "%s/plume/calibration.tsv", cache);

@@ -278,6 +278,7 @@ static void check_header(json_t *root) {
   ck_assert_double_eq(num(c, "d2h_gbps"), 9);
   ck_assert_double_eq(num(c, "fma_gflops"), 400);
   ck_assert(json_is_true(get(c, "from_cache", JSON_TRUE)));
+  ck_assert(json_is_false(get(c, "emulated", JSON_FALSE)));
   ck_assert_double_eq(num(c, "ridge_flops_per_byte"), 20);
   json_t *l = get(root, "launches", JSON_OBJECT);
   ck_assert_int_eq(json_integer_value(get(l, "recorded", JSON_INTEGER)), LAUNCHES);
@@ -605,6 +606,32 @@ START_TEST(html_without_calibration_or_frames) {
 }
 END_TEST
 
+/* A calibration measured on the CUDA emulator: profile.json says "emulated" and the
+ * report's roofline note says its figures are the emulator's, no GPU's; a GPU's (the
+ * sample's) has neither. */
+START_TEST(an_emulated_calibration_is_labelled) {
+  make_dir();
+  plm__profile_snapshot s = sample();
+  PLM_CHECK_OK(plm__profile_write_html(&s, in_dir("report.html")));
+  char *html = slurp("report.html");
+  ck_assert_ptr_null(strstr(html, "CUDA emulator"));
+  free(html);
+  plm_profile_calibration emulated = calibration;
+  emulated.emulated = true;
+  s.calibration = &emulated;
+  PLM_CHECK_OK(plm__profile_write_json(&s, in_dir("profile.json")));
+  json_t *root = load("profile.json");
+  ck_assert(json_is_true(get(get(root, "calibration", JSON_OBJECT), "emulated", JSON_TRUE)));
+  json_decref(root);
+  PLM_CHECK_OK(plm__profile_write_html(&s, in_dir("report.html")));
+  html = slurp("report.html");
+  ck_assert_ptr_nonnull(strstr(html, "Measured on the CUDA emulator: these figures and every time "
+                                     "on this page are the emulator's on a CPU, no GPU's."));
+  free(html);
+  remove_dir();
+}
+END_TEST
+
 START_TEST(html_empty) {
   make_dir();
   plm__profile_snapshot s = empty();
@@ -708,6 +735,7 @@ static Suite *profile_export_suite(void) {
   tcase_add_test(html, html_has_every_chart);
   tcase_add_test(html, html_without_calibration_or_frames);
   tcase_add_test(html, html_empty);
+  tcase_add_test(html, an_emulated_calibration_is_labelled);
   tcase_add_test(html, html_odd_numbers);
   suite_add_tcase(suite, html);
   TCase *failures = tcase_create("failures");

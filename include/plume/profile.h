@@ -37,9 +37,12 @@
  * the floors of one launch and of one small copy (plm_pipeline_predict's overheads).
  * The environment's PLUME_CALIBRATION_CACHE=off leaves the file alone; =refresh measures
  * again and records the new figures (peaks measured on a busy machine stay low until
- * then: an op faster than its floor is the sign). An op's roofline bound is "memory" when its
- * arithmetic intensity (flops per byte) is below the ridge (FMA rate / copy bandwidth), else
- * "compute".
+ * then: an op faster than its floor is the sign). On the CUDA emulator of an emulated build
+ * it measures the same on workloads sized for the emulator and marks the calibration
+ * emulated: its figures, and every time a profile records there, are the emulator's on a
+ * CPU, no GPU's (profile.json's "emulated", the report's roofline note say so). An op's
+ * roofline bound is "memory" when its arithmetic intensity (flops per byte) is below the
+ * ridge (FMA rate / copy bandwidth), else "compute".
  *
  * Thread-safety: a profiler may record from several threads at once (its own lock);
  * plm_profiler_collect, _op_stats and _write must not run while launches are being
@@ -86,6 +89,9 @@ typedef struct plm_profile_calibration {
   double launch_us;       /* one tiny kernel launch, event to event (the per-step floor) */
   double copy_latency_us; /* one 256-byte pinned host-to-device copy (the per-copy floor) */
   bool from_cache;        /* loaded, not measured by this process */
+  bool emulated;          /* measured on the CUDA emulator (an emulated build's cuda device,
+                             plm_build_info.cuda_emulated), on workloads sized for it: the
+                             figures are the emulator's on this CPU, no GPU's */
 } plm_profile_calibration;
 
 /* One recorded launch (an op or a copy). Times in milliseconds of device time from the

@@ -158,7 +158,11 @@ PLM_API plm_tune_options plm_tune_options_default(void);
  * that op. Into *entries, a malloc'd array the caller frees with free(); nothing is
  * stored: plm_tuning_store does that. Each op runs with call-local values, so other
  * threads' calls are not affected. Blocking: seconds (quick) to about half a minute on a
- * 2-core CPU. options may be NULL (the defaults). Errors:
+ * 2-core CPU. On the CUDA emulator of an emulated build (plm_build_info.cuda_emulated) the
+ * frames are 1/16 the side (16 x 16 to 256 x 256: every workload in the small class) and
+ * matmul's matrices 1/8 (16 to 128), so that the same workloads and decisions fit the
+ * emulator; its times are the emulator's on a CPU, no GPU's. options may be NULL (the
+ * defaults). Errors:
  * PLM_ERR_INVALID_ARG (NULL arguments, runs out of range, an unknown op),
  * PLM_ERR_OUT_OF_MEMORY, an op's failure (named). */
 PLM_API plm_status plm_tune_run(plm_context *ctx, const plm_tune_options *options,

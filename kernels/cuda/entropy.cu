@@ -61,11 +61,12 @@
  * shared ones are zeroed (cheaper than w^2 take-outs), the global one has its last
  * window taken out (cheaper than zeroing 2 bins bytes), so the next task starts from
  * zero. The table of differences is the host's (plm__entropy_delta_table), copied to
- * each device once, on the first call there (522 KiB, a synchronous copy, so that
- * first call must not be inside a graph capture of its own stream; plume's executor
- * captures after a warm-up frame). The differences a window reaches (counts up to
- * w^2) are copied into shared memory at the start of each block when they take at most
- * 8 KiB (w <= 31); beyond, the lookups go to the device's table (L1, L2).
+ * each device once, on the first call there (522 KiB, the host waiting until it has
+ * landed: upload_table; so that first call must not be inside a graph capture of its own
+ * stream; plume's executor captures after a warm-up frame). The differences a window
+ * reaches (counts up to w^2) are copied into shared memory at the start of each block
+ * when they take at most 8 KiB (w <= 31); beyond, the lookups go to the device's table
+ * (L1, L2).
  *
  * Segments: R = segment_windows x max(w, 16) rows (by default max(2w, 32)), halved
  * (down to 8) while the launch has fewer than min_tasks tasks (by default 512), so that
@@ -686,7 +687,17 @@ pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 bool table_uploaded[kMaxDevices]; /* per device, under table_lock */
 
 /* Copy the host's table of differences to the current device, once per device (and
- * process). Refused while `s` is being captured: the copy is synchronous. */
+ * process), and wait until it has landed. Refused while `s` is being captured: the copy
+ * and the wait are synchronous.
+ *
+ * cudaMemcpyToSymbol from pageable memory (the host's table) runs on the legacy stream
+ * and returns once the bytes are staged, before they reach the device (the runtime's
+ * "API synchronization behavior"); plume's streams are non-blocking and do not wait for
+ * the legacy stream. So the host synchronises the legacy stream before the table counts
+ * as uploaded: every kernel that reads it, on any stream, is launched after it landed.
+ * Without that wait the CUDA emulator showed the first entropy of a process, on a
+ * non-blocking stream, now and then computing from a table not yet copied (still 0xCD):
+ * tests/test_pipeline_stream's second chain under PLUME_EMU_SEED=2. */
 plm_status upload_table(cudaStream_t s, const char *name) {
   int device = 0;
   cudaError_t err = cudaGetDevice(&device);
@@ -708,6 +719,7 @@ plm_status upload_table(cudaStream_t s, const char *name) {
                              name);
     } else {
       err = cudaMemcpyToSymbol(device_delta, plm__entropy_delta_table(), sizeof device_delta);
+      if (err == cudaSuccess) err = cudaStreamSynchronize(cudaStreamLegacy);
       if (err != cudaSuccess)
         status = plm__cuda_call_failed(err, "entropy: copying the table of differences");
       else
