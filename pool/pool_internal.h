@@ -96,6 +96,14 @@
  * is closed but not yet complete can still be given to another stream T at once
  * by enqueueing "T waits for the event" (unless PLM_POOL_NO_STREAM_WAITS).
  *
+ * A stream that is being captured into a graph (by another thread, or by another
+ * library on a wrapped stream) is left alone: querying it would fail and break the
+ * capture, and an event recorded on it would be a node of the graph, complete only once
+ * the graph is launched (and refused by cudaEventQuery). Its open epoch stays open, its
+ * frees pending, until a slow path after the capture closes it; its older marks, recorded
+ * before the capture, are polled as usual. (The backend answers stream_capturing before
+ * the pool's query; a capture that begins on another thread in between is not seen.)
+ *
  * Locks. `lock` guards all pool state and is held only for list and table updates
  * (no backend call, no blocking). `slow_lock` serialises the slow path, trimming,
  * destruction and the stream-destroyed hook; it is taken before `lock`, and the

@@ -709,6 +709,13 @@ static void cuda_graph_destroy(void *ctx, void *graph) {
   if (cudaGraphExecDestroy((cudaGraphExec_t)graph) != cudaSuccess) (void)cudaGetLastError();
 }
 
+/* cudaStreamIsCapturing, which CUDA allows during a capture. In a host callback, where
+ * CUDA allows no call at all, the answer is the cautious one: capturing (leave it alone). */
+static bool cuda_stream_capturing(void *ctx, void *handle) {
+  (void)ctx;
+  return plm__in_host_callback() || capturing((cudaStream_t)handle);
+}
+
 /* Events that order one graph's work after work outside it (the previous frame's
  * update of a pipeline's state): captured as external event nodes, which record or wait
  * at each replay; the plain calls outside a capture. */
@@ -778,6 +785,7 @@ static const plm__backend_iface cuda_iface = {
     /* .stream_capture_end  = */ cuda_stream_capture_end,
     /* .graph_launch        = */ cuda_graph_launch,
     /* .graph_destroy       = */ cuda_graph_destroy,
+    /* .stream_capturing    = */ cuda_stream_capturing,
     /* .event_record_external      = */ cuda_event_record_external,
     /* .stream_wait_event_external = */ cuda_stream_wait_event_external,
     /* .stream_adopt               = */ cuda_stream_adopt,

@@ -617,6 +617,7 @@ static const plm__backend_iface host_iface = {
     /* .stream_capture_end  = */ NULL,
     /* .graph_launch        = */ NULL,
     /* .graph_destroy       = */ NULL,
+    /* .stream_capturing    = */ NULL,
     /* .event_record_external      = */ NULL, /* no graphs: the plain calls */
     /* .stream_wait_event_external = */ NULL,
     /* .stream_adopt               = */ NULL, /* plm_stream_wrap shares a plume stream */
