@@ -45,8 +45,9 @@
  * lists so that they coalesce, and gives back idle chunks; the slow path does the
  * same beyond release_threshold. A chunk with one live block stays, but its free
  * runs need not hold memory: where the backend has mem_decommit (the host backend:
- * madvise), the whole pages (page_bytes: 16 KiB by default on the host) inside a FREE,
- * safe-for-all block are given back and the block's middle becomes RELEASED (its
+ * madvise; cuda: the driver's virtual memory calls, below), the whole pages (page_bytes:
+ * 16 KiB by default on the host, 2 MiB on cuda) inside a FREE, safe-for-all block are
+ * given back and the block's middle becomes RELEASED (its
  * addresses kept, its memory
  * not counted in bytes_reserved). The slow path does that before it grows, to the
  * largest holes first, until the chunk it is about to reserve would leave at most an
@@ -61,12 +62,16 @@
  * boundaries count from the chunk's base. PLM_POOL_KEEP_PAGES turns this off, and so
  * does a user upstream: its pages are not the backend's to decommit.
  *
- * On cuda mem_decommit is not written yet: it needs chunks made of physical
- * allocations mapped into a reserved range (cuMemAddressReserve, cuMemCreate,
- * cuMemMap, cuMemSetAccess; cuMemUnmap and cuMemRelease to decommit), which is what
- * PyTorch's expandable segments do, and a device to test it. cudaMemPool-style
- * release (cudaMemPoolTrimTo) would not help: it returns only memory wholly unused,
- * which release_idle_chunks already does.
+ * On cuda a chunk (any mem_alloc of at least 2 MiB) is an address range reserved with
+ * cuMemAddressReserve and filled with physical allocations of the driver's granularity
+ * (2 MiB), each mapped at its place (cuMemCreate, cuMemMap, cuMemSetAccess), as PyTorch's
+ * expandable segments are (streams/cuda_vmm.h): mem_decommit unmaps and releases the
+ * granules inside a range (cuMemUnmap, cuMemRelease), mem_recommit creates and maps new
+ * ones. The pool decommits only safe-for-all free blocks, whose frees have completed,
+ * so nothing waits for the device there. Where the driver's calls are missing the
+ * backend has no mem_decommit, and the pool keeps its pages as before (the device info's
+ * page_release_bytes is then 0). cudaMemPool-style release (cudaMemPoolTrimTo) would not
+ * help: it returns only memory wholly unused, which release_idle_chunks already does.
  *
  * Lookup. A free finds its block's descriptor in the live table (pool_live.h):
  * open addressing over 16-byte slots holding the address and the descriptor, so

@@ -58,9 +58,10 @@ typedef struct plm__backend_iface {
   plm_status (*mem_decommit)(void *ctx, void *ptr, size_t bytes);
   plm_status (*mem_recommit)(void *ctx, void *ptr, size_t bytes);
   /* (with mem_decommit) The unit mem_decommit gives back: only the units wholly inside
-   * a range go (the host's system page; cuda's would be its physical allocation
-   * granularity, 2 MiB). A power of two. A mem_alloc block of at least this size starts
-   * on a unit boundary, so that pages counted from its base are whole units. */
+   * a range go (the host's system page; cuda's physical allocation granularity, 2 MiB).
+   * A power of two, reported as plm_device_info.page_release_bytes. A mem_alloc block of
+   * at least this size starts on a unit boundary, so that pages counted from its base are
+   * whole units. */
   size_t (*mem_decommit_unit)(void *ctx);
 
   plm_status (*stream_create)(void *ctx, unsigned flags, void **stream);
