@@ -117,8 +117,12 @@
  * freed only under `slow_lock`, so the slow path may use them while `lock` is
  * released.
  *
+ * Sanitized builds (pool_poison.h): every byte of a chunk that is not handed out, and
+ * each block's slack, is poisoned for AddressSanitizer, in stream order, so that a read
+ * one past a pooled block or of a block after its free is reported.
+ *
  * Files: pool_index.c (the TLSF index), pool_live.c (the live table), pool_slabs.c (slabs of
- * small slots), pool_blocks.c (descriptors,
+ * small slots), pool_poison.c (poisoning free memory), pool_blocks.c (descriptors,
  * owners, epoch queues, moving blocks between states), pool_pages.c (giving the memory under
  * free pages back and taking it again), pool_epochs.c (closing, marking and polling
  * epochs; reuse behind waits), pool_upstream.c (PASSTHROUGH, CUDA_ASYNC), pool_stats.c (statistics,
@@ -153,6 +157,7 @@
 #include "pool/pool_block.h"
 #include "pool/pool_index.h"
 #include "pool/pool_live.h"
+#include "pool/pool_poison.h"
 #include "pool/pool_slabs.h"
 #include "streams/hash.h"
 #include "streams/runtime.h"
@@ -214,6 +219,7 @@ struct plm_pool {
   descriptor_slab *descriptor_slabs;
   void **spare_events;
   size_t spare_event_count, spare_event_capacity;
+  pool_poison poison; /* sanitized builds: free memory poisoned (pool_poison.h) */
   plm_pool_stats stats;
 };
 
