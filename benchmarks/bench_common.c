@@ -151,6 +151,9 @@ void bench_print_header(const char *prog, plm_backend backend, const plm_device_
   printf("%s: %s backend, %s; plume %s (commit %s, %s); %s run\n", prog, plm_backend_name(backend),
          info->name, build->version, build->git_commit, build->build_type,
          bench_run_size_name(size));
+  if (backend == PLM_BACKEND_CUDA && build->cuda_emulated)
+    printf("NOTE: the cuda device is the CUDA emulator (emu/): it proves correctness; its "
+           "times are not a GPU's and mean nothing\n");
 }
 
 /* ---- files and JSON --------------------------------------------------------------------- */
@@ -222,6 +225,7 @@ json_t *bench_json_document(const char *benchmark, plm_backend backend, const pl
   json_object_set_new(doc, "benchmark", json_string(benchmark));
   json_object_set_new(doc, "backend", json_string(plm_backend_name(backend)));
   json_object_set_new(doc, "device", json_string(info->name));
+  json_object_set_new(doc, "emulated", json_boolean(backend == PLM_BACKEND_CUDA && build->cuda_emulated));
   json_object_set_new(doc, "commit", json_string(build->git_commit));
   if (backend == PLM_BACKEND_CUDA) {
     char driver[32], runtime[32];

@@ -157,7 +157,8 @@ bool bench_profile_dir_ready(const char *prog, const char *dir);
 void bench_utc_date(char *out, size_t size);
 
 /* A new JSON object holding the keys every benchmark's result file starts with:
- * benchmark (its name: "ops", "pool", ...), backend, device, commit, driver and
+ * benchmark (its name: "ops", "pool", ...), backend, device, emulated (true when the
+ * cuda device is the CUDA emulator: its times mean nothing), commit, driver and
  * cuda_runtime ("13.0"; null on host), plume_version, build_type, date (UTC) and run
  * (bench_run_size_name: "full", "quick" or "smoke"). */
 json_t *bench_json_document(const char *benchmark, plm_backend backend, const plm_device_info *info,

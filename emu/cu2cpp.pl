@@ -3,8 +3,9 @@
 #
 # Only what C++ cannot parse or what the emulator must see is rewritten; everything else
 # stays as it is, and the source file itself stays real CUDA that nvcc compiles unchanged.
-# Lines keep their numbers (a #line names the original file), so the compiler's messages
-# and the emulator's reports point into the .cu file.
+# Lines keep their numbers (a #line names the original file by its full path), so the
+# compiler's messages and the emulator's reports point into the .cu file; launch sites
+# name it by SHOWN-PATH (relative to the project).
 #   K<<<grid, block, smem, stream>>>(args...)
 #       -> plm_emu::launch(plm_emu::launch_site{"K", address of K, "file:line"},
 #                          plm_emu::config(grid, block, smem, stream),
@@ -89,5 +90,9 @@ if ($out_dir ne $out && !-d $out_dir) {
   File::Path::make_path($out_dir);
 }
 open(my $ofh, '>', $out) or die "cu2cpp.pl: cannot write $out: $!\n";
-print $ofh "#line 1 \"$shown\"\n", $src;
+# The original file by its full path, so debuggers and symbolizers find it; launch sites
+# say the shown (relative) path.
+require Cwd;
+my $full = Cwd::abs_path($in) // $in;
+print $ofh "#line 1 \"$full\"\n", $src;
 close $ofh or die "cu2cpp.pl: writing $out: $!\n";

@@ -37,6 +37,9 @@ target_include_directories(plume_cuda_emu SYSTEM PRIVATE ${PLUME_CUDA_INCLUDE_DI
 target_compile_options(plume_cuda_emu PRIVATE
   "$<$<COMPILE_LANGUAGE:CXX>:-O2;-Wall;-Wextra;$<$<BOOL:${PLUME_WERROR}>:-Werror>>")
 target_link_libraries(plume_cuda_emu PUBLIC Threads::Threads ${CMAKE_DL_LIBS})
+# The hooks define the entry points of ThreadSanitizer's instrumentation, which a sanitizer
+# build declares as built-ins with other types: that one file is built without sanitizers.
+set_source_files_properties(${PROJECT_SOURCE_DIR}/emu/check/hooks.cpp PROPERTIES COMPILE_OPTIONS -fno-sanitize=all)
 
 set(plume_emu_kernel_options
   -include cuda_emu.h

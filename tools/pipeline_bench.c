@@ -581,6 +581,9 @@ static void print_header(bench *b) {
   fprintf(b->out, "%s: %s backend, %s; plume %s (commit %s, %s)\n", b->prog,
           plm_backend_name(b->backend), b->info.name, build->version, build->git_commit,
           build->build_type);
+  if (b->backend == PLM_BACKEND_CUDA && build->cuda_emulated)
+    fprintf(b->out, "NOTE: the cuda device is the CUDA emulator (emu/): it proves correctness; "
+                    "its times are not a GPU's and mean nothing\n");
   fprintf(b->out, "pipeline: %s\n", b->text);
   if (b->opt.frames_from)
     fprintf(b->out, "frames: %s, %lld distinct, repeated\n",
@@ -958,6 +961,8 @@ static json_t *document_json(const bench *b, const goal *goals, int goal_count) 
   json_object_set_new(doc, "benchmark", json_string("pipeline"));
   json_object_set_new(doc, "backend", json_string(plm_backend_name(b->backend)));
   json_object_set_new(doc, "device", json_string(b->info.name));
+  json_object_set_new(doc, "emulated",
+                      json_boolean(b->backend == PLM_BACKEND_CUDA && build->cuda_emulated));
   json_object_set_new(doc, "commit", json_string(build->git_commit));
   json_object_set_new(doc, "plume_version", json_string(build->version));
   json_object_set_new(doc, "build_type", json_string(build->build_type));

@@ -28,6 +28,11 @@ struct executor;
 /* An access: plain, or atomic. A volatile access counts as atomic: PTX treats ld.volatile
  * and st.volatile as relaxed atomic operations (of system scope), so code that reads with
  * volatile loads what others update atomically races with nothing. */
+/* The hot paths of the checks are not themselves checked by AddressSanitizer (they run
+ * at every access of every kernel thread; the emulator's own tests run them under it
+ * through their other callers' coverage, and their memory is the emulator's own). */
+#define PLM_EMU_HOT __attribute__((no_sanitize("address")))
+
 enum access_kind : uint8_t {
   access_read,
   access_write,

@@ -143,7 +143,7 @@ __attribute__((tls_model("initial-exec"))) thread_local region_cache cache;
 
 /* The live region holding addr, or null; *near: a miss that needs check_outside (in a
  * red zone, or in freed memory). Misses far from any region are cached too. */
-region *find_region(uintptr_t addr, bool *near) {
+PLM_EMU_HOT region *find_region(uintptr_t addr, bool *near) {
   *near = false;
   const uint64_t version = regions_version.load(std::memory_order_acquire);
   if (cache.version == version) {
@@ -215,7 +215,7 @@ void report_order(const region &r, uintptr_t addr, size_t size, bool write, cons
   report_defect(title, detail);
 }
 
-void check_granule(region &r, granule &g, uintptr_t addr, size_t size, bool write,
+PLM_EMU_HOT void check_granule(region &r, granule &g, uintptr_t addr, size_t size, bool write,
                    const op_context &op, const void *pc, size_t fibre) {
   if (write ? g.write_op.load(std::memory_order_relaxed) == op.id
             : g.read_op.load(std::memory_order_relaxed) == op.id ||
@@ -360,8 +360,8 @@ void check_outside(const op_context &op, uintptr_t addr, size_t size, bool write
   report_defect(title, detail);
 }
 
-void device_access(const op_context &op, uintptr_t addr, size_t size, bool write, const void *pc,
-                   size_t fibre) {
+PLM_EMU_HOT void device_access(const op_context &op, uintptr_t addr, size_t size, bool write,
+                               const void *pc, size_t fibre) {
   if (!op.clock || !size) return;
   bool near = false;
   region *r = find_region(addr, &near);

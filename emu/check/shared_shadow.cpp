@@ -137,7 +137,7 @@ void *shared_shadow_make() {
   return new shared_shadow{static_cast<shadow_byte *>(bytes)};
 }
 
-void shared_access(executor *exec, int me, size_t offset, size_t size, access_kind kind,
+PLM_EMU_HOT void shared_access(executor *exec, int me, size_t offset, size_t size, access_kind kind,
                    const void *pc) {
   shared_shadow *shadow = static_cast<shared_shadow *>(exec->check_state);
   if (exec->phase == UINT32_MAX - 1) { /* the counter would wrap: start again */

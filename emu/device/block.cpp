@@ -44,15 +44,14 @@ lane *running_lane(const char *what) {
   return l;
 }
 
-/* Back to the scheduler; returns when the scheduler runs this lane again. */
-void yield(lane *l) { fiber_switch(&l->context, &l->exec->scheduler); }
+void hand_over(executor *exec, lane *from, bool from_is_done);
 
 __attribute__((no_sanitize("address"))) void lane_entry(void *arg) {
   fiber_started();
   lane *l = static_cast<lane *>(arg);
   l->exec->launch->body->run_thread();
   l->state = lane_state::exited;
-  fiber_switch(&l->context, &l->exec->scheduler, true);
+  hand_over(l->exec, l, true);
   std::abort(); /* an exited lane is never switched to again */
 }
 
@@ -143,13 +142,13 @@ void arrive_at_collective(executor *exec, lane &l) {
   warp_state &w = exec->warp[l.warp];
   const collective_call &call = *l.call;
   const unsigned bit = 1u << l.lane_id;
-  const std::string who = describe_lane(exec, l.linear);
+  auto who = [&] { return describe_lane(exec, l.linear); }; /* for a report only */
   if (!(call.mask & bit)) {
     char detail[96];
     std::snprintf(detail, sizeof detail, "mask 0x%08x does not name the calling lane %d",
                   call.mask, l.lane_id);
     block_defect(exec, std::string(call.kind->name) + " called by a lane its mask leaves out",
-                 who + ": " + detail);
+                 who() + ": " + detail);
     return;
   }
   if (call.mask & ~w.exists) {
@@ -158,14 +157,14 @@ void arrive_at_collective(executor *exec, lane &l) {
                   "mask 0x%08x names lanes %s, which the block does not have (it has %d threads)",
                   call.mask, lanes_text(call.mask & ~w.exists).c_str(), exec->threads);
     block_defect(exec, std::string(call.kind->name) + " names lanes that do not exist",
-                 who + ": " + detail);
+                 who() + ": " + detail);
     return;
   }
   if (call.mask & w.exited) {
     char detail[160];
     std::snprintf(detail, sizeof detail, "mask 0x%08x names lanes %s, which have returned",
                   call.mask, lanes_text(call.mask & w.exited).c_str());
-    block_defect(exec, "a warp collective names a lane that returned", who + ": " + detail);
+    block_defect(exec, "a warp collective names a lane that returned", who() + ": " + detail);
     return;
   }
   for (int i = 0; i < w.wait_count; i++) {
@@ -328,10 +327,47 @@ void start_block(executor *exec, uint3 block_idx, uint64_t seed) {
   }
 }
 
+/* The running lane `from` stopped (it waits, lets others run, or returned): account for
+ * it, then run the next lane straight from here, one switch and not two through the
+ * scheduler, or nothing at all when the draw picks `from` itself. Back to the scheduler
+ * (run_block) when no lane can run or the block was abandoned. Runs on from's stack. */
+void hand_over(executor *exec, lane *from, bool from_is_done) {
+  exec->running = -1;
+  if (exec->abandoned) { /* a defect or a trap ended the block */
+    fiber_switch(&from->context, &exec->scheduler, from_is_done);
+    return;
+  }
+  switch (from->state) {
+    case lane_state::at_active_mask: exec->warp[from->warp].at_active_mask |= 1u << from->lane_id; break;
+    case lane_state::exited: lane_exited(exec, *from); break;
+    case lane_state::at_barrier:
+      if (++exec->at_barrier == exec->threads) release_barrier(exec);
+      break;
+    case lane_state::at_collective: arrive_at_collective(exec, *from); break;
+    case lane_state::runnable: /* it lets others run (__nanosleep): no warp is favoured now */
+      exec->favourite = -1;
+      make_runnable(exec, from->linear);
+      break;
+  }
+  settle_active_masks(exec, from->warp);
+  fiber *to = &exec->scheduler;
+  if (!exec->abandoned && exec->warps_runnable_count > 0) {
+    const int t = pick_lane(exec);
+    exec->running = t;
+    if (t == from->linear) return; /* itself: go on without a switch */
+    to = &exec->lanes[t].context;
+  }
+  fiber_switch(&from->context, to, from_is_done);
+}
+
+/* Back from waiting: the lane runs again (hand_over, run on another lane, chose it). */
+void wait_here(lane *l) { hand_over(l->exec, l, false); }
+
 }  // namespace
 
 void run_block(executor *exec, uint3 block_idx, uint64_t seed) {
   start_block(exec, block_idx, seed);
+  /* The lanes hand over to each other; control comes back here when none can run. */
   while (!exec->abandoned) {
     if (exec->warps_runnable_count == 0) {
       if (exec->exited == exec->threads) break;
@@ -339,27 +375,15 @@ void run_block(executor *exec, uint3 block_idx, uint64_t seed) {
       break;
     }
     const int t = pick_lane(exec);
-    lane &l = exec->lanes[t];
     exec->running = t;
-    fiber_switch(&exec->scheduler, &l.context);
-    exec->running = -1;
-    switch (l.state) {
-      case lane_state::at_active_mask: exec->warp[l.warp].at_active_mask |= 1u << l.lane_id; break;
-      case lane_state::exited: lane_exited(exec, l); break;
-      case lane_state::at_barrier:
-        if (++exec->at_barrier == exec->threads) release_barrier(exec);
-        break;
-      case lane_state::at_collective: arrive_at_collective(exec, l); break;
-      case lane_state::runnable: /* it lets others run (__nanosleep): no warp is favoured now */
-        exec->favourite = -1;
-        make_runnable(exec, t);
-        break;
-    }
-    settle_active_masks(exec, l.warp);
+    fiber_switch(&exec->scheduler, &exec->lanes[t].context);
   }
+  exec->running = -1;
   if (exec->abandoned) /* lanes stopped mid-way: their stacks need cleaning before reuse */
     for (int t = 0; t < exec->threads; t++) exec->lanes[t].context.dirty = true;
 }
+
+void lane_stops(lane *l, bool for_good) { hand_over(l->exec, l, for_good); }
 
 /* ---- what the kernels' threads call (plm_emu/kernel.h, plm_emu/sync.h) ---------------- */
 
@@ -368,7 +392,7 @@ int block_barrier(barrier_kind kind, int predicate) {
   l->barrier = kind;
   l->barrier_predicate = predicate;
   l->state = lane_state::at_barrier;
-  yield(l);
+  wait_here(l);
   return l->barrier_result;
 }
 
@@ -376,7 +400,7 @@ void warp_collective(const collective_call &call) {
   lane *l = running_lane(call.kind->name);
   l->call = &call;
   l->state = lane_state::at_collective;
-  yield(l);
+  wait_here(l);
   l->call = nullptr;
 }
 
@@ -384,7 +408,7 @@ __attribute__((noinline)) unsigned warp_active_mask() {
   lane *l = running_lane("__activemask");
   l->active_site = __builtin_return_address(0);
   l->state = lane_state::at_active_mask;
-  yield(l);
+  wait_here(l);
   return (unsigned)l->barrier_result;
 }
 

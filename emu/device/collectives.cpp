@@ -190,7 +190,7 @@ void trap(const char *why) {
   exec->abandoned = true;
   if (exec->error == cudaSuccess) exec->error = cudaErrorIllegalInstruction;
   l->state = lane_state::exited;
-  fiber_switch(&l->context, &exec->scheduler, true);
+  lane_stops(l, true); /* the block is abandoned: back to its scheduler */
   std::abort();
 }
 
@@ -199,7 +199,7 @@ void nanosleep_ns(unsigned ns) {
   if (!l || l->exec->running != l->linear) outside_kernel("__nanosleep");
   (void)ns; /* no time passes for others while this lane runs: let them run instead */
   l->state = lane_state::runnable;
-  fiber_switch(&l->context, &l->exec->scheduler);
+  lane_stops(l, false);
 }
 
 long long clock_ticks() {

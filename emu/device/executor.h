@@ -146,6 +146,10 @@ void executor_return(executor *exec);
 /* Run one block of the executor's launch (block.cpp). */
 void run_block(executor *exec, uint3 block_idx, uint64_t seed);
 
+/* The running lane l has set its state (it waits, lets others run, or has stopped for
+ * good: a trap): the block goes on without it until it may run again (block.cpp). */
+void lane_stops(lane *l, bool for_good);
+
 /* Describe the running thread for reports: "kernel K (kernels/cuda/x.cu:12), block
  * (3,0,0), thread (17,0,0)". Empty outside a kernel. */
 std::string describe_running_thread();

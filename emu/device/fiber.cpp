@@ -37,22 +37,17 @@ static void unpoison_stack(fiber *f, void *bottom, size_t bytes) {
 void fiber_make(fiber *f, void *bottom, size_t bytes, void (*entry)(void *), void *arg) {
   unpoison_stack(f, bottom, bytes);
   uintptr_t top = ((uintptr_t)bottom + bytes) & ~(uintptr_t)15;
-  /* From the stack pointer up, as plm_emu_fiber_swap pops them: the control words, r15,
-   * r14, r13 (arg), r12 (entry), rbx, rbp, then the return address. After the return the
-   * stack pointer is `top`, 16-byte aligned, as a call expects. */
-  uint64_t *sp = (uint64_t *)(top - 8 * sizeof(uint64_t));
-  uint32_t mxcsr = 0;
-  uint16_t fpcw = 0;
-  __asm__ volatile("stmxcsr %0" : "=m"(mxcsr));
-  __asm__ volatile("fnstcw %0" : "=m"(fpcw));
-  sp[0] = (uint64_t)mxcsr | ((uint64_t)fpcw << 32);
-  sp[1] = 0;                   /* r15 */
-  sp[2] = 0;                   /* r14 */
-  sp[3] = (uint64_t)arg;       /* r13 */
-  sp[4] = (uint64_t)entry;     /* r12 */
-  sp[5] = 0;                   /* rbx */
-  sp[6] = 0;                   /* rbp */
-  sp[7] = (uint64_t)plm_emu_fiber_start;
+  /* From the stack pointer up, as plm_emu_fiber_swap pops them: r15, r14, r13 (arg), r12
+   * (entry), rbx, rbp, then the return address. After the return the stack pointer is
+   * `top`, 16-byte aligned, as plm_emu_fiber_start's call expects. */
+  uint64_t *sp = (uint64_t *)(top - 7 * sizeof(uint64_t));
+  sp[0] = 0;                   /* r15 */
+  sp[1] = 0;                   /* r14 */
+  sp[2] = (uint64_t)arg;       /* r13 */
+  sp[3] = (uint64_t)entry;     /* r12 */
+  sp[4] = 0;                   /* rbx */
+  sp[5] = 0;                   /* rbp */
+  sp[6] = (uint64_t)plm_emu_fiber_start;
   f->sp = sp;
   f->stack_bottom = bottom;
   f->stack_bytes = bytes;

@@ -1,8 +1,11 @@
 /* emu/device/fiber_x86_64.S: the x86-64 context switch of emu/device/fiber.h.
  *
  * plm_emu_fiber_swap(void **save_sp, void *load_sp): push the System V callee-saved
- * registers (rbp, rbx, r12 to r15) and the SSE and x87 control words, store rsp in
- * *save_sp, load rsp from load_sp, pop the same and return on the loaded stack.
+ * registers (rbp, rbx, r12 to r15), store rsp in *save_sp, load rsp from load_sp, pop the
+ * same and return on the loaded stack. The SSE and x87 control words are not switched:
+ * every fibre of a process runs with the thread's (nothing in a kernel changes the
+ * rounding mode across a barrier: intrinsics.h's rounded forms restore it at once), and
+ * loading them is among the slowest instructions of a switch.
  * plm_emu_fiber_start: where a new fibre's first switch returns to; r12 holds its
  * entry function and r13 the argument (fiber.cpp lays out the stack). */
 #if defined(__x86_64__)
@@ -19,14 +22,8 @@ plm_emu_fiber_swap:
     pushq %r13
     pushq %r14
     pushq %r15
-    subq $8, %rsp
-    stmxcsr (%rsp)
-    fnstcw 4(%rsp)
     movq %rsp, (%rdi)
     movq %rsi, %rsp
-    ldmxcsr (%rsp)
-    fldcw 4(%rsp)
-    addq $8, %rsp
     popq %r15
     popq %r14
     popq %r13
