@@ -14,7 +14,10 @@
  * back upstream (beyond release_threshold, or to make room under byte_limit),
  * since cudaFree synchronises the device. Blocks are 256-byte aligned. Both calls are thread-safe,
  * make no backend (CUDA) call on their fast path, and take O(1) time however many blocks are live
- * or free.
+ * or free. (Builds with AddressSanitizer are the exception: there the pool poisons what is
+ * not handed out, each block's bytes past the request included, in stream order, with a
+ * host function enqueued per free and per handout with slack: a read past a pooled block
+ * or after its free is reported as it is for malloc's. pool/pool_poison.h.)
  *
  * Modes, for A/B measurements:
  *   PLM_POOL_POOLED       plume's pool (below);
