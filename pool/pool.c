@@ -118,8 +118,10 @@ static bool make_live(plm_pool *pool, pool_block *block, const request *r, plm_s
     /* A slab's block becomes the slab at once, so that no one sees it in between (a
      * block split short for want of a descriptor is no slab). */
     pool_owner *owner = plm__pool_owner_get(pool, stream);
-    if (owner && block->size == r->size && plm__pool_slab_add(pool, owner, r->klass, block))
+    if (owner && block->size == r->size && plm__pool_slab_add(pool, owner, r->klass, block)) {
+      plm__pool_poison_freed(pool, block->addr, block->size, stream->handle); /* its slots */
       return true;
+    }
     pool_live_remove(&pool->live, block->addr);
     tracked = false;
   }
@@ -132,6 +134,7 @@ static bool make_live(plm_pool *pool, pool_block *block, const request *r, plm_s
     return false;
   }
   if (r->slab) return true;
+  plm__pool_poison_handout(pool, block->addr, block->size, r->bytes, stream->handle);
   plm__pool_note_allocated(pool, block->size, r->bytes,
                            block->freed_on && block->freed_on != stream, !reserved_memory);
   plm__pool_slab_count(pool, block->size, +1);
@@ -187,6 +190,7 @@ static plm_status grow(plm_pool *pool, size_t need, const request *r, pool_block
   chunk->size = bytes;
   chunk->page_bytes = pool->page_bytes;
   chunk->first = block;
+  plm__pool_poison_now(pool, chunk->base, bytes); /* nothing is handed out yet */
   DL_APPEND(pool->chunks, chunk);
   block->addr = chunk->base;
   block->size = bytes;
@@ -251,6 +255,7 @@ static size_t release_idle_chunks(plm_pool *pool, size_t keep, bool addresses_to
   }
   pthread_mutex_unlock(&pool->lock);
   DL_FOREACH_SAFE(idle, chunk, next) {
+    plm__pool_unpoison_chunk(pool, chunk->base, chunk->size);
     plm__pool_unreserve(pool, (void *)chunk->base, chunk->size, NULL);
     free(chunk);
   }
@@ -539,6 +544,7 @@ static plm_status pooled_free(plm_pool *pool, void *ptr, plm_stream *stream) {
     pool_live_remove(&pool->live, addr);
     plm__pool_note_freed(pool, block->size, block->requested);
     plm__pool_slab_count(pool, block->size, -1);
+    plm__pool_poison_freed(pool, addr, block->size, stream->handle);
     plm__pool_release_block(pool, block, owner);
   }
   pthread_mutex_unlock(&pool->lock);
@@ -591,8 +597,10 @@ static size_t pool_teardown(plm_pool *pool) {
     if (!pool->async_pool_adopted)
       pool->backend->async_pool_destroy(pool->backend_ctx, pool->async_pool);
   }
+  plm__pool_poison_destroy(pool); /* every stream has finished: no note runs any more */
   pool_chunk *chunk, *next_chunk;
   DL_FOREACH_SAFE(pool->chunks, chunk, next_chunk) {
+    plm__pool_unpoison_chunk(pool, chunk->base, chunk->size);
     plm__pool_unreserve(pool, (void *)chunk->base, chunk->size, NULL);
     free(chunk);
   }
@@ -718,6 +726,7 @@ static plm_status pool_create(plm_context *ctx, const plm_pool_config *cfg, bool
   pool->backend_ctx = ctx->backend_ctx;
   pool->config = config;
   plm__pool_slabs_init(&pool->small_slabs);
+  plm__pool_poison_init(pool);
   pool->page_bytes = config.page_bytes;
   if (!pool->page_bytes)
     pool->page_bytes = decommit_unit(ctx) > POOL_PAGE_DEFAULT ? decommit_unit(ctx) : POOL_PAGE_DEFAULT;
@@ -820,6 +829,7 @@ plm_status plm_pool_alloc(plm_pool *pool, size_t bytes, plm_stream *stream, void
     status = pool->config.mode == PLM_POOL_POOLED
                  ? pooled_alloc(pool, bytes, stream, ptr)
                  : plm__pool_upstream_alloc(pool, bytes, stream, ptr);
+  plm__pool_poison_send();
   return plm__propagate(status);
 }
 
@@ -834,6 +844,7 @@ plm_status plm_pool_free(plm_pool *pool, void *ptr, plm_stream *stream) {
   if (status == PLM_OK)
     status = pool->config.mode == PLM_POOL_POOLED ? pooled_free(pool, ptr, stream)
                                                   : plm__pool_upstream_free(pool, ptr, stream);
+  plm__pool_poison_send();
   return plm__propagate(status);
 }
 

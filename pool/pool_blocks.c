@@ -301,6 +301,7 @@ void plm__pool_release_block(plm_pool *pool, pool_block *block, pool_owner *owne
 /* Free a block that is not USED any more (out of the live table, in no index) as safe
  * for all, merged with its neighbours. */
 void plm__pool_release_block_safe(plm_pool *pool, pool_block *block) {
+  plm__pool_poison_now(pool, block->addr, block->size); /* nothing uses it (pool_poison.h) */
   block->owner = NULL;
   block->epoch = 0;
   block->freed_at = plm__monotonic_seconds_coarse();
@@ -315,6 +316,7 @@ void plm__pool_migrate(plm_pool *pool, pool_owner *owner, uint64_t upto) {
   while (owner->queue_head && owner->queue_head->epoch <= upto) {
     pool_block *block = owner->queue_head;
     plm__pool_detach_free_block(pool, block);
+    plm__pool_poison_now(pool, block->addr, block->size); /* its free completed */
     block->owner = NULL;
     block->epoch = 0;
     if (block->state == BLOCK_CACHED && !plm__pool_may_cache(&pool->global, block))

@@ -57,13 +57,25 @@ void plm__pool_drop_marks(plm_pool *pool, pool_owner *owner) {
   }
 }
 
+/* Whether the owner's stream is being captured into a graph (by another thread, or by
+ * another library on a wrapped stream): a query of it would fail and break the capture,
+ * and an event recorded on it would become a node of the graph, which completes only
+ * when the graph is launched (and which CUDA refuses to query). */
+static bool capturing(const plm_pool *pool, const pool_owner *owner) {
+  return pool->backend->stream_capturing &&
+         pool->backend->stream_capturing(pool->backend_ctx, owner->handle);
+}
+
 /* Close the open epoch of every owner whose frees carry it. If the stream has
  * nothing left to run, those frees (and all earlier ones) are safe now; otherwise
  * record an event behind them. Closing comes first, so frees racing with the query
- * are tagged with the next epoch. slow_lock held, lock not held. */
+ * are tagged with the next epoch. A stream under capture keeps its epoch open until a
+ * slow path after the capture (pool_internal.h, "Epochs"). slow_lock held, lock not
+ * held. */
 void plm__pool_close_epochs(plm_pool *pool, pool_owner **owners, size_t count) {
   for (size_t i = 0; i < count; i++) {
     pool_owner *owner = owners[i];
+    if (capturing(pool, owner)) continue;
     pthread_mutex_lock(&pool->lock);
     bool close = owner->open_epoch_used;
     uint64_t epoch = 0;

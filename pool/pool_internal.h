@@ -45,8 +45,9 @@
  * lists so that they coalesce, and gives back idle chunks; the slow path does the
  * same beyond release_threshold. A chunk with one live block stays, but its free
  * runs need not hold memory: where the backend has mem_decommit (the host backend:
- * madvise), the whole pages (page_bytes: 16 KiB by default on the host) inside a FREE,
- * safe-for-all block are given back and the block's middle becomes RELEASED (its
+ * madvise; cuda: the driver's virtual memory calls, below), the whole pages (page_bytes:
+ * 16 KiB by default on the host, 2 MiB on cuda) inside a FREE, safe-for-all block are
+ * given back and the block's middle becomes RELEASED (its
  * addresses kept, its memory
  * not counted in bytes_reserved). The slow path does that before it grows, to the
  * largest holes first, until the chunk it is about to reserve would leave at most an
@@ -61,12 +62,16 @@
  * boundaries count from the chunk's base. PLM_POOL_KEEP_PAGES turns this off, and so
  * does a user upstream: its pages are not the backend's to decommit.
  *
- * On cuda mem_decommit is not written yet: it needs chunks made of physical
- * allocations mapped into a reserved range (cuMemAddressReserve, cuMemCreate,
- * cuMemMap, cuMemSetAccess; cuMemUnmap and cuMemRelease to decommit), which is what
- * PyTorch's expandable segments do, and a device to test it. cudaMemPool-style
- * release (cudaMemPoolTrimTo) would not help: it returns only memory wholly unused,
- * which release_idle_chunks already does.
+ * On cuda a chunk (any mem_alloc of at least 2 MiB) is an address range reserved with
+ * cuMemAddressReserve and filled with physical allocations of the driver's granularity
+ * (2 MiB), each mapped at its place (cuMemCreate, cuMemMap, cuMemSetAccess), as PyTorch's
+ * expandable segments are (streams/cuda_vmm.h): mem_decommit unmaps and releases the
+ * granules inside a range (cuMemUnmap, cuMemRelease), mem_recommit creates and maps new
+ * ones. The pool decommits only safe-for-all free blocks, whose frees have completed,
+ * so nothing waits for the device there. Where the driver's calls are missing the
+ * backend has no mem_decommit, and the pool keeps its pages as before (the device info's
+ * page_release_bytes is then 0). cudaMemPool-style release (cudaMemPoolTrimTo) would not
+ * help: it returns only memory wholly unused, which release_idle_chunks already does.
  *
  * Lookup. A free finds its block's descriptor in the live table (pool_live.h):
  * open addressing over 16-byte slots holding the address and the descriptor, so
@@ -96,6 +101,14 @@
  * is closed but not yet complete can still be given to another stream T at once
  * by enqueueing "T waits for the event" (unless PLM_POOL_NO_STREAM_WAITS).
  *
+ * A stream that is being captured into a graph (by another thread, or by another
+ * library on a wrapped stream) is left alone: querying it would fail and break the
+ * capture, and an event recorded on it would be a node of the graph, complete only once
+ * the graph is launched (and refused by cudaEventQuery). Its open epoch stays open, its
+ * frees pending, until a slow path after the capture closes it; its older marks, recorded
+ * before the capture, are polled as usual. (The backend answers stream_capturing before
+ * the pool's query; a capture that begins on another thread in between is not seen.)
+ *
  * Locks. `lock` guards all pool state and is held only for list and table updates
  * (no backend call, no blocking). `slow_lock` serialises the slow path, trimming,
  * destruction and the stream-destroyed hook; it is taken before `lock`, and the
@@ -104,8 +117,12 @@
  * freed only under `slow_lock`, so the slow path may use them while `lock` is
  * released.
  *
+ * Sanitized builds (pool_poison.h): every byte of a chunk that is not handed out, and
+ * each block's slack, is poisoned for AddressSanitizer, in stream order, so that a read
+ * one past a pooled block or of a block after its free is reported.
+ *
  * Files: pool_index.c (the TLSF index), pool_live.c (the live table), pool_slabs.c (slabs of
- * small slots), pool_blocks.c (descriptors,
+ * small slots), pool_poison.c (poisoning free memory), pool_blocks.c (descriptors,
  * owners, epoch queues, moving blocks between states), pool_pages.c (giving the memory under
  * free pages back and taking it again), pool_epochs.c (closing, marking and polling
  * epochs; reuse behind waits), pool_upstream.c (PASSTHROUGH, CUDA_ASYNC), pool_stats.c (statistics,
@@ -140,6 +157,7 @@
 #include "pool/pool_block.h"
 #include "pool/pool_index.h"
 #include "pool/pool_live.h"
+#include "pool/pool_poison.h"
 #include "pool/pool_slabs.h"
 #include "streams/hash.h"
 #include "streams/runtime.h"
@@ -201,6 +219,7 @@ struct plm_pool {
   descriptor_slab *descriptor_slabs;
   void **spare_events;
   size_t spare_event_count, spare_event_capacity;
+  pool_poison poison; /* sanitized builds: free memory poisoned (pool_poison.h) */
   plm_pool_stats stats;
 };
 

@@ -232,6 +232,7 @@ bool plm__pool_recommit_for(plm_pool *pool, size_t need) {
   part->chunk->released -= bytes;
   pool->stats.bytes_released -= bytes;
   plm__pool_note_reserved(pool, bytes);
+  plm__pool_poison_now(pool, part->addr, bytes); /* fresh memory may have been mapped */
   part->state = BLOCK_FREE;
   part->owner = NULL;
   plm__pool_attach_free_block(pool, plm__pool_merge_neighbours(pool, part));

@@ -352,7 +352,9 @@ void *plm__pool_slab_take(plm_pool *pool, pool_owner *owner, unsigned klass, siz
   pool->small_slabs.idle_bytes -= slab->slot_bytes;
   plm__pool_note_allocated(pool, slab->slot_bytes, bytes, false, hit);
   plm__pool_slab_count(pool, slab->slot_bytes, +1);
-  return (void *)(slab->base + slot * slab->slot_bytes);
+  const uintptr_t addr = slab->base + slot * slab->slot_bytes;
+  plm__pool_poison_handout(pool, addr, slab->slot_bytes, bytes, owner->handle);
+  return (void *)addr;
 }
 
 static bool queue_push(pool_slab_queue *queue, pool_slab_foreign_free item) {
@@ -398,6 +400,7 @@ plm_status plm__pool_slab_give(plm_pool *pool, pool_slab *slab, uintptr_t addr,
     owner->open_epoch_used = true;
   }
   plm__pool_note_freed(pool, slab->slot_bytes, slab->requested[slot]);
+  plm__pool_poison_freed(pool, addr, slab->slot_bytes, stream->handle);
   pool->small_slabs.idle_slots[slab->klass]++;
   pool->small_slabs.idle_bytes += slab->slot_bytes;
   plm__pool_slab_count(pool, slab->slot_bytes, -1);
@@ -414,6 +417,7 @@ void plm__pool_slab_migrate(plm_pool *pool, pool_owner *owner, uint64_t upto) {
     queue->head = (queue->head + 1) % queue->capacity;
     queue->count--;
     pool_slab *slab = item.slab;
+    plm__pool_poison_now(pool, slab->base + item.slot * slab->slot_bytes, slab->slot_bytes);
     bit_clear(slab->pending_bits, item.slot);
     bit_set(slab->free_bits, item.slot);
     slab->pending--;

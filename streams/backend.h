@@ -58,9 +58,10 @@ typedef struct plm__backend_iface {
   plm_status (*mem_decommit)(void *ctx, void *ptr, size_t bytes);
   plm_status (*mem_recommit)(void *ctx, void *ptr, size_t bytes);
   /* (with mem_decommit) The unit mem_decommit gives back: only the units wholly inside
-   * a range go (the host's system page; cuda's would be its physical allocation
-   * granularity, 2 MiB). A power of two. A mem_alloc block of at least this size starts
-   * on a unit boundary, so that pages counted from its base are whole units. */
+   * a range go (the host's system page; cuda's physical allocation granularity, 2 MiB).
+   * A power of two, reported as plm_device_info.page_release_bytes. A mem_alloc block of
+   * at least this size starts on a unit boundary, so that pages counted from its base are
+   * whole units. */
   size_t (*mem_decommit_unit)(void *ctx);
 
   plm_status (*stream_create)(void *ctx, unsigned flags, void **stream);
@@ -124,6 +125,12 @@ typedef struct plm__backend_iface {
   plm_status (*stream_capture_end)(void *ctx, void *stream, void **graph);
   plm_status (*graph_launch)(void *ctx, void *graph, void *stream);
   void (*graph_destroy)(void *ctx, void *graph);
+  /* (optional) Whether the stream is being captured now (it began a capture, or joined
+   * one by waiting on an event recorded in it): querying it, synchronising it or
+   * recording an event on it for anything but the graph would break the capture, or put
+   * the event into the graph. A capture may begin on another thread right after the
+   * answer. NULL: streams are never captured. */
+  bool (*stream_capturing)(void *ctx, void *stream);
   /* (optional) event_record and stream_wait_event for an event that orders work of one
    * graph after work outside it: in a capture they become external event nodes, which
    * record or wait at each replay (cudaEventRecordExternal, cudaEventWaitExternal);

@@ -35,6 +35,16 @@
  * caller's current device back (switching only when they differ). Calls that only
  * take a stream or an event need not: CUDA routes them by the handle.
  *
+ * Memory. An allocation of at least the driver's allocation granularity (2 MiB) is made
+ * of physical allocations mapped into a reserved address range (streams/cuda_vmm.h), so
+ * that mem_decommit can give back the memory under part of it and mem_recommit take it
+ * again: the pool's page release (pool/pool_internal.h, "Giving memory back"). Smaller
+ * allocations are cudaMalloc's. Where the driver's virtual memory calls are not
+ * available, every allocation is cudaMalloc's, the backend's table has no mem_decommit
+ * (pools keep their pages), and plm_device_info's page_release_bytes is 0. mem_free
+ * waits for the context's streams before it unmaps (cudaFree waits for the device; the
+ * driver's cuMemUnmap need not).
+ *
  * A failed CUDA call is reported with its name and CUDA's error name and text, and
  * the runtime's last-error slot is cleared so a later launch check is not misled.
  */
@@ -47,6 +57,7 @@
 #include <cuda_runtime_api.h>
 
 #include "streams/backend.h"
+#include "streams/cuda_vmm.h"
 #include "streams/error.h"
 #include "streams/hash.h"
 
@@ -72,6 +83,7 @@ struct cuda_backend {
   int device;
   int least_priority, greatest_priority;
   plm_device_info info;
+  plm__cuda_vmm *vmm; /* allocations of a granule or more; NULL: cudaMalloc only */
 
   /* This context's streams, for synchronize. Read-locked while synchronising (so that
    * several threads may synchronise at once), write-locked to add or remove one. */
@@ -240,14 +252,42 @@ static plm_status cuda_synchronize(void *ctx) {
   return PLM_OK;
 }
 
+/* A granule or more: mapped physical allocations (see the header); less: cudaMalloc. */
 static plm_status cuda_mem_alloc(void *ctx, size_t bytes, void **ptr) {
+  cuda_backend *backend = ctx;
+  if (backend->vmm && bytes >= plm__cuda_vmm_granularity(backend->vmm)) {
+    REFUSE_IN_CALLBACK("cuMemCreate");
+    return plm__cuda_vmm_alloc(backend->vmm, bytes, ptr);
+  }
   ON_DEVICE(ctx, "cudaMalloc", err = cudaMalloc(ptr, bytes));
   return PLM_OK;
 }
 
 static plm_status cuda_mem_free(void *ctx, void *ptr) {
+  cuda_backend *backend = ctx;
+  if (backend->vmm && plm__cuda_vmm_owns(backend->vmm, ptr)) {
+    plm_status synchronized = cuda_synchronize(ctx); /* as cudaFree waits */
+    plm_status freed = plm__cuda_vmm_free(backend->vmm, ptr);
+    return synchronized != PLM_OK ? synchronized : freed;
+  }
   ON_DEVICE(ctx, "cudaFree", err = cudaFree(ptr));
   return PLM_OK;
+}
+
+/* The pool's page release (backend.h): only on the backend's VMM allocations, whose table
+ * entries exist only when it has a VMM (cuda_iface_keeping_pages has none). */
+static plm_status cuda_mem_decommit(void *ctx, void *ptr, size_t bytes) {
+  REFUSE_IN_CALLBACK("cuMemUnmap");
+  return plm__cuda_vmm_decommit(((cuda_backend *)ctx)->vmm, ptr, bytes);
+}
+
+static plm_status cuda_mem_recommit(void *ctx, void *ptr, size_t bytes) {
+  REFUSE_IN_CALLBACK("cuMemCreate");
+  return plm__cuda_vmm_recommit(((cuda_backend *)ctx)->vmm, ptr, bytes);
+}
+
+static size_t cuda_mem_decommit_unit(void *ctx) {
+  return plm__cuda_vmm_granularity(((cuda_backend *)ctx)->vmm);
 }
 
 /* ---- streams ------------------------------------------------------------------ */
@@ -709,6 +749,13 @@ static void cuda_graph_destroy(void *ctx, void *graph) {
   if (cudaGraphExecDestroy((cudaGraphExec_t)graph) != cudaSuccess) (void)cudaGetLastError();
 }
 
+/* cudaStreamIsCapturing, which CUDA allows during a capture. In a host callback, where
+ * CUDA allows no call at all, the answer is the cautious one: capturing (leave it alone). */
+static bool cuda_stream_capturing(void *ctx, void *handle) {
+  (void)ctx;
+  return plm__in_host_callback() || capturing((cudaStream_t)handle);
+}
+
 /* Events that order one graph's work after work outside it (the previous frame's
  * update of a pipeline's state): captured as external event nodes, which record or wait
  * at each replay; the plain calls outside a capture. */
@@ -730,6 +777,7 @@ static plm_status cuda_stream_wait_event_external(void *ctx, void *stream, void 
 
 static void cuda_close(void *ctx) {
   cuda_backend *backend = ctx;
+  plm__cuda_vmm_close(backend->vmm);
   free_calls(backend);
   free(backend->streams);
   pthread_mutex_destroy(&backend->calls_lock);
@@ -745,9 +793,9 @@ static const plm__backend_iface cuda_iface = {
     /* .synchronize         = */ cuda_synchronize,
     /* .mem_alloc           = */ cuda_mem_alloc,
     /* .mem_free            = */ cuda_mem_free,
-    /* .mem_decommit        = */ NULL, /* needs cuMemCreate-backed chunks: not yet */
-    /* .mem_recommit        = */ NULL,
-    /* .mem_decommit_unit   = */ NULL,
+    /* .mem_decommit        = */ cuda_mem_decommit,
+    /* .mem_recommit        = */ cuda_mem_recommit,
+    /* .mem_decommit_unit   = */ cuda_mem_decommit_unit,
     /* .stream_create       = */ cuda_stream_create,
     /* .stream_destroy      = */ cuda_stream_destroy,
     /* .stream_synchronize  = */ cuda_stream_synchronize,
@@ -778,11 +826,34 @@ static const plm__backend_iface cuda_iface = {
     /* .stream_capture_end  = */ cuda_stream_capture_end,
     /* .graph_launch        = */ cuda_graph_launch,
     /* .graph_destroy       = */ cuda_graph_destroy,
+    /* .stream_capturing    = */ cuda_stream_capturing,
     /* .event_record_external      = */ cuda_event_record_external,
     /* .stream_wait_event_external = */ cuda_stream_wait_event_external,
     /* .stream_adopt               = */ cuda_stream_adopt,
     /* .stream_forget              = */ cuda_stream_forget,
 };
+
+/* The table of a backend without the driver's virtual memory calls: the same, less the
+ * page release (NULL: pools keep their pages). Made once, from cuda_iface. */
+static plm__backend_iface cuda_iface_keeping_pages;
+static pthread_once_t keeping_pages_once = PTHREAD_ONCE_INIT;
+
+static void make_iface_keeping_pages(void) {
+  cuda_iface_keeping_pages = cuda_iface;
+  cuda_iface_keeping_pages.mem_decommit = NULL;
+  cuda_iface_keeping_pages.mem_recommit = NULL;
+  cuda_iface_keeping_pages.mem_decommit_unit = NULL;
+}
+
+/* The backend's VMM (streams/cuda_vmm.h), or none with the reason kept in the device's
+ * description: page_release_bytes says which. */
+static plm_status open_vmm(cuda_backend *backend) {
+  const char *why = "";
+  plm_status status = plm__cuda_vmm_open(backend->device, &backend->vmm, &why);
+  if (status == PLM_OK)
+    backend->info.page_release_bytes = backend->vmm ? plm__cuda_vmm_granularity(backend->vmm) : 0;
+  return status;
+}
 
 void plm__cuda_device_count(int *count, const char **reason) {
   int devices = 0;
@@ -820,11 +891,13 @@ plm_status plm__cuda_backend_open(int device, const plm__backend_iface **iface, 
     }
     device_leave(backend, previous);
   }
+  if (status == PLM_OK) status = open_vmm(backend);
   if (status != PLM_OK) {
     cuda_close(backend);
     return status;
   }
-  *iface = &cuda_iface;
+  pthread_once(&keeping_pages_once, make_iface_keeping_pages);
+  *iface = backend->vmm ? &cuda_iface : &cuda_iface_keeping_pages;
   *ctx = backend;
   return PLM_OK;
 }

@@ -552,6 +552,7 @@ static void describe_cpu(plm_device_info *info) {
   if (last_level <= 0) last_level = sysconf(_SC_LEVEL2_CACHE_SIZE);
 #endif
   info->l2_cache_bytes = last_level > 0 ? (uint64_t)last_level : 0;
+  info->page_release_bytes = page_size > 0 ? (uint64_t)page_size : 0; /* mem_decommit_unit */
 }
 
 static void host_device_info(void *ctx, plm_device_info *out) {
@@ -617,6 +618,7 @@ static const plm__backend_iface host_iface = {
     /* .stream_capture_end  = */ NULL,
     /* .graph_launch        = */ NULL,
     /* .graph_destroy       = */ NULL,
+    /* .stream_capturing    = */ NULL,
     /* .event_record_external      = */ NULL, /* no graphs: the plain calls */
     /* .stream_wait_event_external = */ NULL,
     /* .stream_adopt               = */ NULL, /* plm_stream_wrap shares a plume stream */

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gate.h"
 #include "harness.h"
@@ -347,6 +348,7 @@ START_TEST(test_host_device_info) {
   ck_assert_int_eq(info.compute_capability_minor, 0);
   ck_assert_int_eq(info.driver_version, 0);
   ck_assert_int_eq(info.runtime_version, 0);
+  ck_assert_uint_eq(info.page_release_bytes, (uint64_t)sysconf(_SC_PAGESIZE)); /* madvise's */
   printf("host device: %s, %d cores, %llu of %llu bytes free\n", info.name, info.multiprocessors,
          (unsigned long long)info.free_memory, (unsigned long long)info.total_memory);
 
@@ -370,6 +372,11 @@ START_TEST(test_device_info_of_backend_under_test) {
   ck_assert_msg(info.total_memory > 0, "total_memory is 0");
   ck_assert_msg(info.free_memory <= info.total_memory, "free %llu > total %llu bytes",
                 (unsigned long long)info.free_memory, (unsigned long long)info.total_memory);
+  /* The unit of the pool's page release: a power of two, or 0 (cuda without the driver's
+   * virtual memory calls); the CUDA emulator has them, with a granularity of 2 MiB. */
+  ck_assert_uint_eq(info.page_release_bytes & (info.page_release_bytes - 1), 0);
+  if (info.backend == PLM_BACKEND_CUDA && plm_build_info_get()->cuda_emulated)
+    ck_assert_uint_eq(info.page_release_bytes, 2u << 20);
   PLM_CHECK_FAILS(plm_context_device_info(NULL, &info), PLM_ERR_INVALID_ARG,
                   "plm_context_device_info: ctx is NULL");
   PLM_CHECK_FAILS(plm_context_device_info(plm_test_ctx, NULL), PLM_ERR_INVALID_ARG, "out is NULL");

@@ -15,6 +15,7 @@
 #include "harness.h"
 #include "plume/pool.h"
 #include "pool_test.h"
+#include "streams/stream_graph.h"
 
 enum { GATE_TIMEOUT_MS = 10000 };
 
@@ -648,6 +649,85 @@ START_TEST(test_reuse_behind_a_wait_extends_into_free_neighbours) {
 }
 END_TEST
 
+/* Another thread captures stream P into a graph (P freed a block into the pool before,
+ * so its epoch is open) while this thread's allocation takes the slow path, which
+ * closes every stream's open epoch. Querying P (cudaStreamQuery) or recording an event
+ * on it (cudaEventRecord) during the capture would fail and invalidate the capture, or
+ * put the pool's mark into the graph: the slow path must leave P's epoch open until the
+ * capture ends. The capture ends in a graph that runs, the allocation succeeds, and P's
+ * free is reused once the capture is over. */
+typedef struct capture_run {
+  plm_stream *stream;
+  gate begun, may_end;
+  plm_status begin, end;
+  char end_message[256];
+  plm__stream_graph *graph;
+} capture_run;
+
+static void *capture_between_gates(void *arg) {
+  capture_run *run = arg;
+  run->begin = plm__stream_graph_capture_begin(run->stream);
+  gate_open(&run->begun);
+  if (run->begin != PLM_OK) return NULL;
+  (void)gate_wait(&run->may_end);
+  run->end = plm__stream_graph_capture_end(run->stream, &run->graph);
+  snprintf(run->end_message, sizeof run->end_message, "%s", plm_last_error());
+  return NULL;
+}
+
+START_TEST(test_slow_path_leaves_a_capturing_stream_alone) {
+  capture_run run = {.stream = new_stream()};
+  if (!plm__stream_graph_supported(plm_test_ctx)) {
+    PLM_CHECK_OK(plm_stream_destroy(run.stream));
+    printf("SKIP test_slow_path_leaves_a_capturing_stream_alone: no graphs on this backend\n");
+    return;
+  }
+  plm_pool *pool = fixed_pool(2 * MiB, 0, PLM_POOL_NO_STREAM_WAITS);
+  plm_stream *other = new_stream();
+  void *freed = NULL, *target = NULL, *grown = NULL;
+  PLM_CHECK_OK(plm_pool_alloc(pool, 1 * MiB, run.stream, &freed));
+  PLM_CHECK_OK(plm_pool_alloc(pool, 1 * MiB, run.stream, &target)); /* the chunk is full */
+  PLM_CHECK_OK(plm_pool_free(pool, freed, run.stream));             /* P's epoch is open */
+  gate_init(&run.begun, GATE_TIMEOUT_MS);
+  gate_init(&run.may_end, GATE_TIMEOUT_MS);
+  pthread_t capturer;
+  ck_assert_int_eq(pthread_create(&capturer, NULL, capture_between_gates, &run), 0);
+  ck_assert(gate_wait(&run.begun));
+  PLM_CHECK_OK(run.begin);
+  PLM_CHECK_OK(plm_stream_memset(run.stream, target, 7, 1 * MiB)); /* recorded */
+  /* 4 MiB fits nowhere: the slow path closes epochs, then grows a chunk of 4 MiB. */
+  plm_status allocated = plm_pool_alloc(pool, 4 * MiB, other, &grown);
+  char message[256];
+  snprintf(message, sizeof message, "%s", plm_last_error());
+  gate_open(&run.may_end);
+  pthread_join(capturer, NULL);
+  ck_assert_msg(allocated == PLM_OK, "plm_pool_alloc during a capture: %s", message);
+  ck_assert_msg(run.end == PLM_OK, "the capture was broken by the pool's slow path: %s",
+                run.end_message);
+  PLM_CHECK_OK(plm__stream_graph_launch(run.graph, run.stream));
+  unsigned char byte = 0;
+  PLM_CHECK_OK(plm_stream_memcpy(run.stream, &byte, (char *)target + 1 * MiB - 1, 1,
+                                 PLM_COPY_DEVICE_TO_HOST));
+  PLM_CHECK_OK(plm_stream_synchronize(run.stream));
+  ck_assert_int_eq(byte, 7);
+  /* Once the capture is over, the next slow path closes P's epoch: its free is reused by
+   * the other stream without a chunk more. */
+  void *reused = NULL;
+  PLM_CHECK_OK(plm_pool_alloc(pool, 1 * MiB, other, &reused));
+  ck_assert_ptr_eq(reused, freed);
+  ck_assert_uint_eq(stats_of(pool).upstream_allocs, 2);
+  plm__stream_graph_destroy(run.graph);
+  PLM_CHECK_OK(plm_pool_free(pool, reused, other));
+  PLM_CHECK_OK(plm_pool_free(pool, grown, other));
+  PLM_CHECK_OK(plm_pool_free(pool, target, run.stream));
+  PLM_CHECK_OK(plm_pool_destroy(pool));
+  PLM_CHECK_OK(plm_stream_destroy(other));
+  PLM_CHECK_OK(plm_stream_destroy(run.stream));
+  gate_destroy(&run.begun);
+  gate_destroy(&run.may_end);
+}
+END_TEST
+
 /* ---- modes, the default pool, lifecycle ------------------------------------------------ */
 
 START_TEST(test_passthrough_goes_upstream_every_time) {
@@ -982,6 +1062,7 @@ static Suite *pool_suite(void) {
   tcase_add_test(order, test_destroying_a_stream_releases_its_pending_blocks);
   tcase_add_test(order, test_waiting_calls_are_refused_in_host_callbacks);
   tcase_add_test(order, test_reuse_behind_a_wait_extends_into_free_neighbours);
+  tcase_add_test(order, test_slow_path_leaves_a_capturing_stream_alone);
   suite_add_tcase(suite, order);
 
   TCase *lifecycle = tcase_create("lifecycle");

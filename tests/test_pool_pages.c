@@ -8,9 +8,12 @@
  * grows, which come back (the fewest that, with the free run beside them, hold a
  * request), that PLM_POOL_KEEP_PAGES keeps them, that plm_pool_trim gives them back,
  * that a chunk of only free and released pages goes upstream, what a snapshot shows,
- * and that memory taken again holds what is written to it. On a backend without
- * mem_decommit (cuda, today) the same calls must give nothing back and still serve
- * every request. Contents are touched only through stream copies.
+ * and that memory taken again holds what is written to it, by copies and by a kernel. The
+ * host backend gives pages back with madvise, cuda with the driver's virtual memory calls
+ * (streams/cuda_vmm.h; on the CUDA emulator too). On a backend that cannot
+ * (plm_device_info.page_release_bytes 0: cuda without those calls) the same calls must
+ * give nothing back and still serve every request. Contents are touched only through
+ * stream copies and kernels.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -20,15 +23,21 @@
 
 #include "harness.h"
 #include "plume/pool.h"
+#include "plume/vector.h"
 #include "pool_test.h"
 
 static const size_t KiB = 1024, MiB = 1024 * 1024;
 
-/* Whether this backend gives pages back (the host backend does; cuda not yet). */
+/* The unit in which this backend gives pages back: the host's system page, cuda's
+ * granularity (2 MiB); 0 when it cannot. */
+static size_t release_unit(void) {
+  plm_device_info info;
+  PLM_CHECK_OK(plm_context_device_info(plm_test_ctx, &info));
+  return (size_t)info.page_release_bytes;
+}
+
 static bool pages_go_back(void) {
-  plm_backend backend = PLM_BACKEND_AUTO;
-  PLM_CHECK_OK(plm_context_backend(plm_test_ctx, &backend));
-  return backend == PLM_BACKEND_HOST;
+  return release_unit() != 0;
 }
 
 /* 2 MiB pages (cuda's granularity, not the host's default 16 KiB), so that the layouts
@@ -143,7 +152,8 @@ START_TEST(test_trim_gives_pages_back_and_the_snapshot_shows_them) {
   ck_assert_uint_eq(snapshot->segment_count, 1);
   ck_assert_uint_eq(snapshot->bytes_reserved, stats.bytes_reserved);
   ck_assert_uint_eq(snapshot->bytes_released, stats.bytes_released);
-  ck_assert_uint_eq(snapshot->segments[0].size, snapshot->bytes_reserved + snapshot->bytes_released);
+  ck_assert_uint_eq(snapshot->segments[0].size,
+                    snapshot->bytes_reserved + snapshot->bytes_released);
   if (back) {
     ck_assert_uint_eq(snapshot->block_count, 3);
     ck_assert_int_eq(snapshot->blocks[0].state, PLM_POOL_BLOCK_RELEASED);
@@ -274,7 +284,7 @@ END_TEST
 
 /* By default the host backend gives back 16 KiB pages: a 100 KiB hole between two live
  * blocks gives back the 80 KiB of whole pages inside it (its ends share pages with its
- * neighbours), where 2 MiB pages would give back nothing. */
+ * neighbours), where 2 MiB pages (cuda's default, its granularity) give back nothing. */
 START_TEST(test_default_pages_give_back_holes_between_live_blocks) {
   plm_pool_config config = plm_pool_config_default();
   config.growth = PLM_POOL_GROW_FIXED;
@@ -288,15 +298,81 @@ START_TEST(test_default_pages_give_back_holes_between_live_blocks) {
   PLM_CHECK_OK(plm_pool_free(pool, b, stream));
   PLM_CHECK_OK(plm_pool_trim(pool, 0));
   plm_pool_stats stats = stats_of(pool);
-  /* b's pages: [112 KiB, 192 KiB) from the chunk's base; after c, the rest of the chunk
-   * from 304 KiB on. */
-  size_t expected = pages_go_back() ? 80 * KiB + 2 * MiB - 304 * KiB : 0;
+  /* 16 KiB pages: b's [112 KiB, 192 KiB) from the chunk's base, and after c the rest of the
+   * chunk from 304 KiB on. 2 MiB pages: none is wholly free. */
+  const size_t unit = release_unit();
+  size_t expected = unit && unit <= 16 * KiB ? 80 * KiB + 2 * MiB - 304 * KiB : 0;
   ck_assert_uint_eq(stats.bytes_released, expected);
   ck_assert_uint_eq(stats.bytes_reserved, 2 * MiB - expected);
   PLM_CHECK_OK(plm_pool_free(pool, a, stream));
   PLM_CHECK_OK(plm_pool_free(pool, c, stream));
   PLM_CHECK_OK(plm_pool_destroy(pool));
   PLM_CHECK_OK(plm_stream_destroy(stream));
+}
+END_TEST
+
+/* A kernel (vector_add) writes into pages taken again, and what it wrote reads back:
+ * the recommitted memory is mapped for the device, not only for copies. */
+START_TEST(test_a_kernel_writes_into_pages_taken_again) {
+  plm_pool *pool = fixed_pool(0, 0);
+  plm_stream *stream = new_stream();
+  void *chunk = NULL, *y = free_run_beside_a_small_block(pool, stream, &chunk), *z = NULL;
+  void *w = NULL;
+  PLM_CHECK_OK(plm_pool_alloc(pool, 12 * MiB, stream, &z)); /* pages 0..3 go back */
+  PLM_CHECK_OK(plm_pool_alloc(pool, 7 * MiB, stream, &w));  /* pages 1..3 come back */
+  if (pages_go_back()) ck_assert_uint_eq(stats_of(pool).bytes_released, 2 * MiB);
+  enum { N = 64 * 1024 };
+  const int64_t dims[1] = {N};
+  float *host = malloc(N * sizeof *host);
+  ck_assert_ptr_nonnull(host);
+  for (int i = 0; i < N; i++) host[i] = (float)i;
+  void *operands = NULL;
+  PLM_CHECK_OK(plm_pool_alloc(pool, 2 * N * sizeof(float), stream, &operands));
+  float *a_data = operands, *b_data = (float *)operands + N;
+  PLM_CHECK_OK(plm_stream_memcpy(stream, a_data, host, N * sizeof(float), PLM_COPY_HOST_TO_DEVICE));
+  PLM_CHECK_OK(plm_stream_memcpy(stream, b_data, host, N * sizeof(float), PLM_COPY_HOST_TO_DEVICE));
+  PLM_CHECK_OK(plm_stream_synchronize(stream)); /* host is read back into below */
+  /* Into the first recommitted page, [2 MiB, 4 MiB) of the chunk, and the end of the last,
+   * [6 MiB, 8 MiB): both were unmapped. */
+  char *targets[2] = {(char *)w, (char *)w + 4 * MiB - N * sizeof(float)};
+  for (int t = 0; t < 2; t++) {
+    plm_tensor a, b, out;
+    PLM_CHECK_OK(plm_tensor_wrap(plm_test_ctx, a_data, PLM_DTYPE_F32, 1, dims, &a));
+    PLM_CHECK_OK(plm_tensor_wrap(plm_test_ctx, b_data, PLM_DTYPE_F32, 1, dims, &b));
+    PLM_CHECK_OK(plm_tensor_wrap(plm_test_ctx, targets[t], PLM_DTYPE_F32, 1, dims, &out));
+    PLM_CHECK_OK(plm_vector_add(stream, &a, &b, NULL, &out));
+    memset(host, 0, N * sizeof *host);
+    PLM_CHECK_OK(
+        plm_stream_memcpy(stream, host, targets[t], N * sizeof(float), PLM_COPY_DEVICE_TO_HOST));
+    PLM_CHECK_OK(plm_stream_synchronize(stream));
+    for (int i = 0; i < N; i++) ck_assert_float_eq(host[i], (float)(2 * i));
+  }
+  free(host);
+  PLM_CHECK_OK(plm_pool_free(pool, operands, stream));
+  PLM_CHECK_OK(plm_pool_free(pool, w, stream));
+  PLM_CHECK_OK(plm_pool_free(pool, z, stream));
+  PLM_CHECK_OK(plm_pool_free(pool, y, stream));
+  PLM_CHECK_OK(plm_pool_destroy(pool));
+  PLM_CHECK_OK(plm_stream_destroy(stream));
+}
+END_TEST
+
+/* The unit the backend reports is the one the pool accepts as its least page_bytes: one
+ * below it is refused, naming the backend's unit. */
+START_TEST(test_the_backend_unit_bounds_page_bytes) {
+  const size_t unit = release_unit();
+  if (!unit || unit <= 256) {
+    printf("SKIP test_the_backend_unit_bounds_page_bytes: the backend gives no pages back\n");
+    return;
+  }
+  plm_pool_config config = plm_pool_config_default();
+  config.page_bytes = unit / 2;
+  plm_pool *pool = NULL;
+  PLM_CHECK_FAILS(plm_pool_create(plm_test_ctx, &config, &pool), PLM_ERR_INVALID_ARG,
+                  "backend's unit");
+  config.page_bytes = unit;
+  PLM_CHECK_OK(plm_pool_create(plm_test_ctx, &config, &pool));
+  PLM_CHECK_OK(plm_pool_destroy(pool));
 }
 END_TEST
 
@@ -311,6 +387,8 @@ static Suite *pool_pages_suite(void) {
   tcase_add_test(pages, test_released_pages_make_room_under_the_byte_limit);
   tcase_add_test(pages, test_mixed_sizes_through_released_pages_stay_consistent);
   tcase_add_test(pages, test_default_pages_give_back_holes_between_live_blocks);
+  tcase_add_test(pages, test_a_kernel_writes_into_pages_taken_again);
+  tcase_add_test(pages, test_the_backend_unit_bounds_page_bytes);
   suite_add_tcase(suite, pages);
   return suite;
 }

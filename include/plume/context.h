@@ -101,6 +101,11 @@ typedef struct plm_device_info {
   double memory_bandwidth_gbps; /* theoretical peak from bus width and clock; cuda only */
   int driver_version;           /* cuda: e.g. 13000 for 13.0; 0 for host */
   int runtime_version;          /* cuda runtime linked into plume; 0 for host */
+  uint64_t page_release_bytes;  /* the unit in which pools give back the memory under free
+                                   pages of a chunk (plm_pool_config.page_bytes): host: the
+                                   system page; cuda: the driver's allocation granularity
+                                   (2 MiB) where its virtual memory calls are available, 0
+                                   where they are not (pools then keep their pages) */
 } plm_device_info;
 
 /* How this copy of libplume was built. Strings are never NULL ("" when unknown). */

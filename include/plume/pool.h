@@ -14,7 +14,10 @@
  * back upstream (beyond release_threshold, or to make room under byte_limit),
  * since cudaFree synchronises the device. Blocks are 256-byte aligned. Both calls are thread-safe,
  * make no backend (CUDA) call on their fast path, and take O(1) time however many blocks are live
- * or free.
+ * or free. (Builds with AddressSanitizer are the exception: there the pool poisons what is
+ * not handed out, each block's bytes past the request included, in stream order, with a
+ * host function enqueued per free and per handout with slack: a read past a pooled block
+ * or after its free is reported as it is for malloc's. pool/pool_poison.h.)
  *
  * Modes, for A/B measurements:
  *   PLM_POOL_POOLED       plume's pool (below);
@@ -50,11 +53,13 @@
  * message. The pool never aborts, and stays usable after a failure.
  *
  * Holes: where the backend can give back the memory under part of a chunk (the host
- * backend; not cuda yet), the pages (page_bytes: 16 KiB on the host) wholly inside
- * free runs go back before the pool grows, so that memory held beyond what is in use stays within about an eighth
- * of it, and come back, at the same addresses, before new chunks are reserved
- * (pool/pool_internal.h, "Giving memory back"). bytes_reserved counts the memory
- * held, bytes_released the addresses kept without it.
+ * backend; cuda through the driver's virtual memory calls, where the driver has them:
+ * plm_device_info.page_release_bytes), the pages (page_bytes: 16 KiB on the host, 2 MiB
+ * on cuda) wholly inside free runs go back before the pool grows, so that memory held
+ * beyond what is in use stays within about an eighth of it, and come back, at the same
+ * addresses, before new chunks are reserved (pool/pool_internal.h, "Giving memory
+ * back"). bytes_reserved counts the memory held, bytes_released the addresses kept
+ * without it.
  *
  * Waits or memory: when one stream frees what another allocates and the host runs
  * ahead of the device, the frees stay pending. By default the allocating stream
@@ -193,12 +198,13 @@ typedef struct plm_pool_config {
   size_t min_chunk_bytes; /* 0: 2 MiB */
   size_t huge_bytes;      /* requests this large get their own chunk; 0: 256 MiB */
   /* The unit in which the pool gives back the memory under free runs of a chunk in use
-   * (see "Holes" above): a power of two, at least the backend's unit (the host's system
-   * page) and at most 2 MiB. Smaller pages give back more of the holes between live
+   * (see "Holes" above): a power of two, at least the backend's unit
+   * (plm_device_info.page_release_bytes: the host's system page, cuda's 2 MiB) and at
+   * most 2 MiB. Smaller pages give back more of the holes between live
    * blocks, at the cost of more backend calls on the slow path. 0: 16 KiB on the host
    * backend (bench_pool's fragmentation workload: 1.18x reserved per byte in use, 1.28x
    * at 64 KiB, 1.60x at 2 MiB), and the backend's unit where that is more (cuda's
-   * physical granularity, 2 MiB, once it gives pages back). */
+   * physical granularity, 2 MiB). */
   size_t page_bytes;
   /* Where the memory comes from (see "the pool's upstream" above). NULL: the backend.
    * POOLED and PASSTHROUGH only; both callbacks must be set. Copied at creation. */
