@@ -16,8 +16,9 @@
  *   - a copy's cudaMemcpyKind must agree with where its pointers are
  *     (cudaErrorInvalidValue otherwise; cudaMemcpyDefault infers it), a kind outside
  *     the enumeration is cudaErrorInvalidMemcpyDirection, and a range that runs past
- *     the end of a device allocation, or touches freed device memory, is refused (host
- *     memory is pinned where pinned ranges cover all of it, else pageable);
+ *     the end of a device allocation (or of mappings side by side), or touches freed
+ *     device memory, is refused (host memory is pinned where pinned ranges cover all of
+ *     it, else pageable);
  *   - cudaMemcpyAsync from pageable memory to the device stages the source at the
  *     call and returns (the source may be overwritten at once); to pageable memory it
  *     returns when the copy has finished; between host buffers it is synchronous; all
@@ -216,7 +217,17 @@ memory_class classify(const void *ptr, size_t bytes, int *device) {
   if (last < first) return memory_class::invalid;
   auto in = holding(r.ranges, first, range_size);
   if (in != r.ranges.end() && is_device_kind(in->second.kind)) {
-    if (last >= in->first + in->second.bytes) return memory_class::invalid;
+    /* One allocation bounds a copy; mappings (cuMemMap) side by side in an address
+     * range are one contiguous buffer to the device, as on a GPU, and a copy may run
+     * across them while each is mapped. */
+    uintptr_t end = in->first + in->second.bytes;
+    for (auto next = std::next(in); last >= end && in->second.kind == memory_kind::mapped &&
+                                    next != r.ranges.end() && next->first == end &&
+                                    next->second.kind == memory_kind::mapped &&
+                                    next->second.device == in->second.device;
+         ++next)
+      end += next->second.bytes;
+    if (last >= end) return memory_class::invalid;
     if (device) *device = in->second.device;
     return memory_class::device;
   }

@@ -964,6 +964,23 @@ void test_vmm() {
   CHECK(set_access(base + granularity, granularity, &access, 1) == CUDA_SUCCESS);
   OK(cudaMemcpy(back.data(), (void *)(base + granularity), granularity, cudaMemcpyDeviceToHost));
   CHECK(back == pattern);
+  /* Mappings side by side are one buffer to a copy (a pool's block may span two pages),
+   * and a copy past the last one is refused. */
+  CUmemGenericAllocationHandle three = 0;
+  CHECK(create(&three, granularity, &prop, 0) == CUDA_SUCCESS);
+  CHECK(map(base + 2 * granularity, granularity, 0, three, 0) == CUDA_SUCCESS);
+  CHECK(set_access(base + 2 * granularity, granularity, &access, 1) == CUDA_SUCCESS);
+  std::vector<unsigned char> across(granularity, 0x3C);
+  OK(cudaMemcpy((void *)(base + granularity + granularity / 2), across.data(), granularity, cudaMemcpyHostToDevice));
+  OK(cudaMemsetAsync((void *)(base + granularity), 0x11, 2 * granularity, 0));
+  OK(cudaMemcpy(back.data(), (void *)(base + granularity + 64), granularity, cudaMemcpyDeviceToHost));
+  CHECK(all_bytes(back.data(), granularity, 0x11));
+  CHECK_ERR(cudaMemcpy(across.data(), (void *)(base + 2 * granularity + 64), granularity, cudaMemcpyDeviceToHost),
+            cudaErrorInvalidValue);
+  CHECK(unmap(base + 2 * granularity, granularity) == CUDA_SUCCESS);
+  CHECK(release(three) == CUDA_SUCCESS);
+  CHECK_ERR(cudaMemcpy(back.data(), (void *)(base + granularity + 64), granularity, cudaMemcpyDeviceToHost),
+            cudaErrorInvalidValue); /* the second mapping is gone */
   CHECK(unmap(base + granularity, granularity) == CUDA_SUCCESS);
   CHECK(release(one) == CUDA_SUCCESS);
   CHECK(map(base, granularity, 0, one, 0) == CUDA_ERROR_INVALID_VALUE); /* released */
