@@ -1,6 +1,6 @@
 /* benchmarks/bench_pipeline.c: what pooling, streams, graphs and fusion buy a pipeline.
  *
- *   bench_pipeline [--quick] [--backend host|cuda|auto] [--json PATH] [--pipeline TEXT]
+ *   bench_pipeline [--quick|--smoke] [--backend host|cuda|auto] [--json PATH] [--pipeline TEXT]
  *                  [--frames N] [--repeats N] [--source-ahead N] [--profile DIR]
  *   bench_pipeline --devices N [--backend B] [--pipeline TEXT] [--frames N] [--repeats N]
  *   mpirun -n R bench_pipeline [--backend B] [--pipeline TEXT] [--frames N] [--repeats N]
@@ -8,7 +8,9 @@
  *
  * The same frames through one pipeline as naive, pooled, streams (K = 2, 3, 4), graph
  * and fused, side by side in one run, at 512x512 and 2048x2048 (--quick: 512x512 only),
- * u16 and f32. The method, the configs, the floors and the JSON are described in
+ * u16 and f32 (--smoke: 128x128 only, 8 frames a run, one round, which proves every path
+ * in seconds and measures little: what the GPU campaign's rehearsal on the CUDA emulator
+ * runs, scripts/gpu-campaign). The method, the configs, the floors and the JSON are described in
  * tools/pipeline_bench.h, which runs it (`plume demo` prints the same comparison for its
  * scene). --frames sets the frames per timed run (by default 20 per 512x512 frame's worth
  * with --quick, 100 without, times 20 on cuda) and --repeats the timed rounds (3 with
@@ -33,7 +35,7 @@
 #include "tools/pipeline_bench.h"
 
 static const char usage[] =
-    "usage: bench_pipeline [--quick] [--backend host|cuda|auto] [--json PATH]\n"
+    "usage: bench_pipeline [--quick|--smoke] [--backend host|cuda|auto] [--json PATH]\n"
     "                      [--pipeline TEXT] [--frames N] [--repeats N]\n"
     "                      [--source-ahead N] [--profile DIR]\n"
     "       bench_pipeline --devices N [--backend B] [--pipeline TEXT] [--frames N]\n"
@@ -75,6 +77,9 @@ int main(int argc, char **argv) {
       BENCH_OPT_FLAG("--quick", &options.quick,
                      "512x512 frames only (u16 and f32), fewer frames (under a\n"
                      "minute on the host backend)"),
+      BENCH_OPT_FLAG("--smoke", &options.smoke,
+                     "128x128 frames only (u16 and f32), 8 frames a run, one round:\n"
+                     "proves every path in seconds (the size for the CUDA emulator)"),
       BENCH_OPT_BACKEND(&options.backend),
       BENCH_OPT_JSON(&json_path),
       BENCH_OPT_STRING(

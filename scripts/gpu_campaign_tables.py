@@ -55,6 +55,10 @@ def device(core):
     picked = [l for l in log if l.startswith(("date:", "name,")) or ", " in l and "MiB" in l
               or l.startswith(("Cuda compilation", "Build cuda", "python", "torch", "cupy"))]
     print("### Device\n")
+    if any("on the CUDA emulator" in l for l in log):
+        # scripts/gpu-campaign's rehearsal on the emulator: import refuses it; say it here too.
+        print("**A rehearsal on the CUDA emulator, on a CPU: no figure below is a GPU's; none "
+              "goes into the README or benchmarks/results.**\n")
     print("\n".join(f"    {l}" for l in picked) or "    (no device.log)")
     print()
 

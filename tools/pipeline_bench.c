@@ -972,7 +972,7 @@ static json_t *document_json(const bench *b, const goal *goals, int goal_count) 
   gmtime_r(&now, &utc);
   strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &utc);
   json_object_set_new(doc, "date", json_string(date));
-  json_object_set_new(doc, "run", json_string(b->opt.quick ? "quick" : "full"));
+  json_object_set_new(doc, "run", json_string(b->opt.smoke ? "smoke" : b->opt.quick ? "quick" : "full"));
   json_object_set_new(doc, "pipeline", json_string(b->text));
   json_object_set_new(
       doc, "frames_source",
@@ -1093,13 +1093,13 @@ static bool plan_cases(bench *b) {
         .frame_bytes = (size_t)(from->height * from->width) * plm_dtype_size(from->dtype)};
     return true;
   }
-  const int64_t sides[2] = {512, 2048};
+  const int64_t sides[2] = {b->opt.smoke ? 128 : 512, 2048};
   const plm_dtype dtypes[2] = {PLM_DTYPE_U16, PLM_DTYPE_F32};
-  for (int s = 0; s < (b->opt.quick ? 1 : 2); s++)
+  for (int s = 0; s < (b->opt.quick || b->opt.smoke ? 1 : 2); s++)
     for (int d = 0; d < 2; d++) {
       bench_case *c = &b->cases[b->case_count++];
       *c = (bench_case){.height = sides[s], .width = sides[s], .dtype = dtypes[d]};
-      if (!synthetic_frames(b, c, sides[s] >= 2048 ? 4 : b->opt.quick ? 8 : 16)) return false;
+      if (!synthetic_frames(b, c, sides[s] >= 2048 ? 4 : b->opt.quick || b->opt.smoke ? 8 : 16)) return false;
     }
   return true;
 }
@@ -1107,6 +1107,7 @@ static bool plan_cases(bench *b) {
 static int64_t default_frames(const bench *b, const bench_case *c) {
   const double pixels = (double)c->height * (double)c->width;
   if (b->opt.frames > 0) return b->opt.frames;
+  if (b->opt.smoke) return 8; /* on every backend: a smoke run proves, it does not measure */
   int64_t frames = (int64_t)((b->opt.quick ? 20.0 : 100.0) * (512.0 * 512.0) / pixels);
   /* On a GPU frames take microseconds: many more, so that a run lasts long enough. */
   if (b->backend == PLM_BACKEND_CUDA) frames *= 50;
@@ -1223,7 +1224,7 @@ int pipeline_bench_run(const pipeline_bench_options *options, FILE *table, const
   b.prog = b.opt.prog ? b.opt.prog : "bench_pipeline";
   b.text = b.opt.pipeline ? b.opt.pipeline : PIPELINE_BENCH_DEFAULT;
   b.out = table ? table : stdout;
-  b.repeats = b.opt.repeats > 0 ? b.opt.repeats : b.opt.quick ? 3 : 5;
+  b.repeats = b.opt.repeats > 0 ? b.opt.repeats : b.opt.smoke ? 1 : b.opt.quick ? 3 : 5;
   if (b.repeats > MAX_REPEATS) {
     fprintf(stderr, "%s: at most %d repeats\n", b.prog, MAX_REPEATS);
     return EXIT_USAGE;

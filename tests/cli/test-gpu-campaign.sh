@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
-# tests/cli/test-gpu-campaign.sh SOURCE_DIR BUILD_DIR SCRATCH: scripts/gpu-campaign on a
-# machine without a GPU, as a session rehearses it before a window: the plan fits its
+# tests/cli/test-gpu-campaign.sh SOURCE_DIR BUILD_DIR SCRATCH [emulated]: scripts/gpu-campaign
+# on a machine without a GPU, as a session rehearses it before a window: the plan fits its
 # limits; prepare packs BUILD_DIR (no rebuild, no downloads); `run core` unpacks it,
 # loads every binary, finds no GPU, says so in one line, exits 3 and leaves two files
-# in OUT; `import` files a run's results and prints the README's tables from their JSON.
+# in OUT; `import` files a run's results and prints the README's tables from their JSON,
+# and refuses a rehearsal's (on host, or measured on the emulator whatever its gpu= says).
+# With `emulated` (BUILD_DIR an EMU build: CTest's gpu_campaign_emulated), the emulated
+# rehearsal instead: the carry refuses to run as a GPU's; `run core` runs every step on
+# the emulated cuda device (four small suites, PLUME_CAMPAIGN_SUITES) and passes; `run
+# sanitize` runs two of them under the emulator's checks; import refuses the results.
 # Skipped (77) on a machine with a GPU: there, run the campaign itself.
 set -uo pipefail
-source_dir=${1:?usage: test-gpu-campaign.sh SOURCE_DIR BUILD_DIR SCRATCH}
+source_dir=${1:?usage: test-gpu-campaign.sh SOURCE_DIR BUILD_DIR SCRATCH [emulated]}
 build_dir=${2:?}
 scratch=${3:?}
+mode=${4:-gpu}
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
   echo "skipped: a GPU is here; run scripts/gpu-campaign itself"
   exit 77
@@ -19,6 +25,11 @@ export PLUME_CAMPAIGN_CARRY=$scratch/carry PLUME_CAMPAIGN_WORK=$scratch/work
 export PLUME_CAMPAIGN_BUILD=$build_dir PLUME_CAMPAIGN_RESULTS=$scratch/results
 export XZ_OPT=-0 # fast: this archive is thrown away
 fail() { echo "FAILED: $*"; exit 1; }
+if [[ $mode == emulated ]]; then
+  export PLUME_CAMPAIGN_BACKEND=emulated PLUME_CAMPAIGN_PYTHON=/usr/bin/python3
+  "$PLUME_CAMPAIGN_PYTHON" -c 'import numpy, scipy.ndimage' 2>/dev/null ||
+    fail "$PLUME_CAMPAIGN_PYTHON lacks numpy or scipy, which the peers' rehearsal needs (scripts/install-deps)"
+fi
 
 "$campaign" plan >"$scratch/plan.txt" || fail "plan exited $?: $(cat "$scratch/plan.txt")"
 grep -q '^both phases' "$scratch/plan.txt" || fail "the plan prints no total"
@@ -27,8 +38,13 @@ grep -q '^both phases' "$scratch/plan.txt" || fail "the plan prints no total"
   fail "prepare exited $?: $(tail -n 5 "$scratch/prepare.txt")"
 [[ -s $scratch/carry/plume-gpu-campaign.tar.xz ]] || fail "prepare left no archive in the carry"
 [[ $(ls -A "$scratch/carry") == plume-gpu-campaign.tar.xz ]] || fail "the carry holds more than the archive"
-grep -q 'run(command="scripts/gpu-campaign run core", carry=\[".gpu-carry"\]' "$scratch/prepare.txt" ||
-  fail "prepare prints no run call for core"
+if [[ $mode == emulated ]]; then
+  grep -q '^  PLUME_CAMPAIGN_BACKEND=emulated scripts/gpu-campaign run core$' "$scratch/prepare.txt" ||
+    fail "prepare prints no rehearsal command for core"
+else
+  grep -q 'run(command="scripts/gpu-campaign run core", carry=\[".gpu-carry"\]' "$scratch/prepare.txt" ||
+    fail "prepare prints no run call for core"
+fi
 while IFS= read -r call; do
   command=${call#*command=\"}
   command=${command%%\"*}
@@ -38,6 +54,57 @@ tar -tJf "$scratch/carry/plume-gpu-campaign.tar.xz" >"$scratch/packed.txt" || fa
 grep -qE '\.(o|a)$|CMakeFiles' "$scratch/packed.txt" && fail "object files or CMake's files were packed"
 grep -q 'build/tests/test_pool$' "$scratch/packed.txt" || fail "test_pool was not packed"
 grep -q 'gpu-tests.list$' "$scratch/packed.txt" || fail "the suites' list was not packed"
+
+if [[ $mode == emulated ]]; then
+  grep -q '^cuda=emulated$' <(tar -xJOf "$scratch/carry/plume-gpu-campaign.tar.xz" ./campaign.env) ||
+    fail "the carry's campaign.env does not say cuda=emulated"
+  # Run as a GPU's, the emulated carry stops at the unpack, saying why.
+  PLUME_CAMPAIGN_BACKEND=cuda OUT=$scratch/out-gpu "$campaign" run core >"$scratch/run-gpu.txt" 2>&1 &&
+    fail "an emulated carry ran as a GPU's"
+  grep -q 'the carry is an emulated build' "$scratch/work/results/core/unpack.log" ||
+    fail "no reason for refusing the emulated carry: $(tail -n 3 "$scratch/run-gpu.txt")"
+
+  export PLUME_CAMPAIGN_SUITES='^(error|stream|threshold|segment)\.cuda$'
+  OUT=$scratch/out "$campaign" run core >"$scratch/run.txt" 2>&1 ||
+    fail "the emulated core phase exited $?: $(grep -E '^step|^  ' "$scratch/run.txt" | tail -n 30)"
+  summary=$scratch/out/summary.txt
+  for s in unpack device suites bench_ops tune bench_pipeline bench_pool bench_matmul peers; do
+    grep -q "^step $s: ok" "$summary" || fail "step $s did not pass: $(grep "^step $s" "$summary")"
+  done
+  grep -q '^device=emulated: a rehearsal on the CUDA emulator' "$summary" || fail "the summary does not say the device was emulated"
+  grep -q '^gpu=emulated-rehearsal$' "$summary" || fail "the summary names a GPU"
+  grep -q '^  suites: 4 of 4 passed' "$summary" || fail "not the 4 suites selected: $(grep 'suites:' "$summary")"
+  core=$scratch/work/results/core
+  grep -q 'on the CUDA emulator' "$core/device.log" || fail "device.log does not name the emulator"
+  for json in "$core"/bench_ops/threshold.json "$core"/bench_pipeline.json "$core"/bench_pool.json \
+    "$core"/bench_matmul.json; do
+    grep -qE '"emulated": *true' "$json" || fail "${json#"$core"/} does not say it was measured on the emulator"
+  done
+  grep -q '"run": "smoke"' "$core/bench_pipeline.json" || fail "bench_pipeline ran larger than --smoke"
+  grep -qE '"rehearsal": *true' "$core/peers.json" || fail "the peers did not run as a rehearsal"
+  compgen -G "$core/tuning-*.json" >/dev/null || fail "tune kept no table"
+  python3 "$source_dir/scripts/gpu_campaign_tables.py" "$scratch/work/results" >"$scratch/tables.txt" 2>&1 ||
+    fail "the tables' parser failed: $(tail -n 5 "$scratch/tables.txt")"
+  grep -q '^| threshold ' "$scratch/tables.txt" || fail "the tables hold no bench_ops row"
+  grep -q '^\*\*A rehearsal on the CUDA emulator' "$scratch/tables.txt" || fail "the tables do not say the device was emulated"
+  grep -q '^suites on cuda: 4 pass' "$scratch/tables.txt" || fail "the tables do not count the suites"
+
+  OUT=$scratch/out-sanitize "$campaign" run sanitize >"$scratch/sanitize.txt" 2>&1 ||
+    fail "the emulated sanitize phase exited $?: $(tail -n 20 "$scratch/sanitize.txt")"
+  grep -q '^  sanitizers: 2 of 2 runs clean' "$scratch/out-sanitize/summary.txt" ||
+    fail "not 2 clean runs: $(grep 'sanitizers' "$scratch/out-sanitize/summary.txt")"
+  grep -q '^CLEAN emulator threshold .*(EMULATOR SUMMARY: 0 reports)' "$scratch/work/results/sanitize/sanitize/status" ||
+    fail "threshold's run under the emulator was not parsed: $(cat "$scratch/work/results/sanitize/sanitize/status")"
+
+  for results in "$scratch/out/gpu-results.tar.gz" "$scratch/out-sanitize/gpu-results.tar.gz"; do
+    "$campaign" import "$results" >"$scratch/import.txt" 2>&1 && fail "import took an emulated rehearsal"
+    grep -q 'is a rehearsal on the CUDA emulator, not a GPU' "$scratch/import.txt" ||
+      fail "import's refusal does not say why: $(cat "$scratch/import.txt")"
+  done
+  [[ ! -e $scratch/results ]] || fail "import filed something of a rehearsal"
+  echo "gpu-campaign: the emulated rehearsal, core and sanitize, and import's refusal: ok"
+  exit 0
+fi
 
 OUT=$scratch/out "$campaign" run core >"$scratch/run.txt" 2>&1
 rc=$?
@@ -76,4 +143,13 @@ grep -q 'missing or unreadable: bench_pipeline.json' "$scratch/import.txt" || fa
 sed -i 's/^gpu=test-gpu$/gpu=host-rehearsal/' "$fake/summary.txt"
 tar -C "$scratch/fake" -czf "$scratch/rehearsal.tar.gz" core
 "$campaign" import "$scratch/rehearsal.tar.gz" >/dev/null 2>&1 && fail "import took a host rehearsal"
+# Nor a phase whose JSON was measured on the CUDA emulator, whatever its gpu= line says.
+sed -i 's/^gpu=host-rehearsal$/gpu=test-gpu/' "$fake/summary.txt"
+sed -i 's/"emulated": false/"emulated": true/' "$fake/bench_pool.json"
+grep -q '"emulated": true' "$fake/bench_pool.json" || fail "bench_pool's JSON has no emulated field"
+tar -C "$scratch/fake" -czf "$scratch/emulated.tar.gz" core
+"$campaign" import "$scratch/emulated.tar.gz" >"$scratch/import-emulated.txt" 2>&1 &&
+  fail "import took results measured on the emulator"
+grep -q 'measured on the CUDA emulator or in a rehearsal (bench_pool.json says so)' "$scratch/import-emulated.txt" ||
+  fail "import's refusal does not say why: $(cat "$scratch/import-emulated.txt")"
 echo "gpu-campaign: plan, prepare, run without a GPU, import: ok"
