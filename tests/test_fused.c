@@ -159,7 +159,7 @@ enum { BIN_COUNT = sizeof bin_counts / sizeof bin_counts[0] };
 static const plm_border borders[] = {PLM_BORDER_ZERO, PLM_BORDER_REPLICATE, PLM_BORDER_REFLECT101};
 
 /* The sweeps' strides on the emulated GPU (tests/harness.h). */
-enum { SMALL_STRIDE_ON_EMULATOR = 97, LARGE_STRIDE_ON_EMULATOR = 7 };
+enum { SMALL_STRIDE_ON_EMULATOR = 23, LARGE_STRIDE_ON_EMULATOR = 11 };
 
 /* Every small shape, window, bin count and border on one dtype (on the emulated GPU a
  * sample of them: tests/harness.h's sweeps). */
@@ -214,7 +214,10 @@ END_TEST
 
 /* A frame larger than the CPU kernel's bands and the GPU kernel's strips and segments,
  * and a batch whose bands cross frames (on the emulated GPU a sample of the shapes,
- * dtypes, windows and bins: tests/harness.h's sweeps). */
+ * dtypes, windows and bins: tests/harness.h's sweeps). A window of 255, nearly the
+ * frame, runs on host and on a GPU; on the emulated GPU one combination of it took 77 s,
+ * and 33 reaches the same paths there (past shared memory's table of differences, and
+ * with 65536 bins the global histograms). */
 START_TEST(test_large_frames_and_batches_equal_the_chain) {
   static const int64_t large[2] = {257, 255}, batch[3] = {5, 61, 70}, wide[2] = {3, 1000},
                        tall[2] = {1000, 3};
@@ -224,13 +227,15 @@ START_TEST(test_large_frames_and_batches_equal_the_chain) {
   } shapes[] = {{large, 2}, {batch, 3}, {wide, 2}, {tall, 2}};
   const plm_dtype dtypes[] = {PLM_DTYPE_U8, PLM_DTYPE_U16, PLM_DTYPE_F32};
   const int large_windows[] = {1, 2, 16, 33, 255};
+  const size_t window_count = sizeof large_windows / sizeof large_windows[0] -
+                              (plm_test_on_emulator() ? 1 : 0); /* 255 last */
   const int large_bins[] = {64, 65536};
   plm_test_sweep sweep = plm_test_sweep_start("large", LARGE_STRIDE_ON_EMULATOR);
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
     for (int t = 0; t < 3; t++) {
       int64_t count = numel(shapes[s].ndim, shapes[s].dims);
       void *host = random_input(dtypes[t], count, t == 0 ? 16 : 1000, 4242u + s * 3 + (size_t)t);
-      for (size_t w = 0; w < sizeof large_windows / sizeof large_windows[0]; w++)
+      for (size_t w = 0; w < window_count; w++)
         for (int b = 0; b < 2; b++) {
           if (!plm_test_sweep_take(&sweep)) continue;
           fused_case c = {.dtype = dtypes[t],
