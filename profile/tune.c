@@ -49,6 +49,7 @@
 #include <string.h>
 
 #include "ops/op_desc.h"
+#include "ops/op_internal.h"
 #include "ops/op_tuning.h"
 #include "plume/event.h"
 #include "plume/profile.h"
@@ -188,7 +189,8 @@ static int inputs_of(const plm__op_desc *op, int64_t n, int v, plm_shape *in, co
       what[0] = MASK;
       return 1;
     case PLM__OP_REGIONS:
-      params->regions.capacity = 1024;
+      /* 1024 rows, or as many regions as the frame can have (the emulator's 16 x 16) */
+      params->regions.capacity = 1024 < plm__regions_bound(n, n, 4) ? 1024 : plm__regions_bound(n, n, 4);
       in[0] = shape2(PLM_DTYPE_I32, n, n);
       in[1] = shape2(PLM_DTYPE_U16, n, n);
       in[2] = (plm_shape){.dtype = PLM_DTYPE_I32, .ndim = 1, .dims = {1}};
