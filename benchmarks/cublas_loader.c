@@ -14,6 +14,13 @@ bool cublas_peer_load(cublas_peer *peer, plm_stream *stream, plm_backend backend
              plm_backend_name(backend));
     return false;
   }
+  /* cuBLAS talks to the real driver: on the CUDA emulator's device it would start, fail
+   * and, once unloaded, leave its C++ runtime's allocations behind (LeakSanitizer). */
+  if (plm_build_info_get()->cuda_emulated) {
+    snprintf(peer->why, sizeof peer->why,
+             "the cuda device is the CUDA emulator: cuBLAS runs on a GPU only");
+    return false;
+  }
   static const char *const names[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so"};
   for (size_t i = 0; !peer->library && i < sizeof names / sizeof *names; i++)
     peer->library = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
