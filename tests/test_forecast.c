@@ -258,6 +258,9 @@ START_TEST(test_bad_arguments_are_refused_and_nothing_is_enqueued) {
   PLM_CHECK_OK(plm_tensor_alloc(pool, s, PLM_DTYPE_F32, 1, flat, &one_dim));
   PLM_CHECK_OK(plm_tensor_alloc(pool, s, PLM_DTYPE_F32, 2, short_dims, &too_short));
   plm_ar_forecast_params params = {.lags = 2, .horizon = 4};
+  /* Whatever the allocations enqueued has run (sanitized builds poison each block's slack
+   * in stream order): the calls below must enqueue nothing. */
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
 
   PLM_CHECK_FAILS(plm_ar_forecast(NULL, &series, &params, &out), PLM_ERR_INVALID_ARG,
                   "plm_ar_forecast: stream is NULL");
