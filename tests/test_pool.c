@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture_thread.h"
 #include "gate.h"
 #include "harness.h"
 #include "plume/pool.h"
@@ -656,24 +657,7 @@ END_TEST
  * put the pool's mark into the graph: the slow path must leave P's epoch open until the
  * capture ends. The capture ends in a graph that runs, the allocation succeeds, and P's
  * free is reused once the capture is over. */
-typedef struct capture_run {
-  plm_stream *stream;
-  gate begun, may_end;
-  plm_status begin, end;
-  char end_message[256];
-  plm__stream_graph *graph;
-} capture_run;
-
-static void *capture_between_gates(void *arg) {
-  capture_run *run = arg;
-  run->begin = plm__stream_graph_capture_begin(run->stream);
-  gate_open(&run->begun);
-  if (run->begin != PLM_OK) return NULL;
-  (void)gate_wait(&run->may_end);
-  run->end = plm__stream_graph_capture_end(run->stream, &run->graph);
-  snprintf(run->end_message, sizeof run->end_message, "%s", plm_last_error());
-  return NULL;
-}
+/* capture_run and capture_between_gates: tests/capture_thread.h. */
 
 START_TEST(test_slow_path_leaves_a_capturing_stream_alone) {
   capture_run run = {.stream = new_stream()};

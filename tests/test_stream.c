@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture_thread.h"
 #include "gate.h"
 #include "harness.h"
 #include "streams/stream_graph.h"
@@ -524,22 +525,7 @@ START_TEST(test_captured_host_callback_runs_at_every_replay) {
 }
 END_TEST
 
-typedef struct capture_run {
-  plm_stream *stream;
-  gate begun, may_end;
-  plm_status begin, end;
-  plm__stream_graph *graph;
-} capture_run;
-
-static void *capture_between_gates(void *arg) {
-  capture_run *run = arg;
-  run->begin = plm__stream_graph_capture_begin(run->stream);
-  gate_open(&run->begun);
-  if (run->begin != PLM_OK) return NULL;
-  (void)gate_wait(&run->may_end);
-  run->end = plm__stream_graph_capture_end(run->stream, &run->graph);
-  return NULL;
-}
+/* capture_run and capture_between_gates: tests/capture_thread.h. */
 
 /* plm_context_synchronize while another thread captures one of the context's streams:
  * it waits for the others and passes the capturing one over (cudaDeviceSynchronize
