@@ -2,7 +2,7 @@
  * the tests that run a CUDA kernel's logic without a GPU (tests/test_*_cuda_logic.cpp).
  *
  * A LaneGroup runs one function on N lanes (a block; every 32 consecutive lanes a warp),
- * each a fibre of its own (ucontext), on the calling thread. A lane runs until it waits
+ * each a fibre of its own (the CUDA emulator's, emu/device/fiber.h), on the calling thread. A lane runs until it waits
  * at a barrier, of its warp (the exchanges of a warp's shuffle and ballot) or of the
  * whole group (a block's __syncthreads), or returns; then the scheduler resumes a lane
  * drawn at random among those that may run, now and then favouring one warp, which
@@ -17,13 +17,13 @@
  *
  * Fibres rather than threads: the kernels' loops exchange values many times per pixel,
  * and a context switch costs far less than a barrier of 32 threads on a small machine,
- * so the tests can cover whole frames, and a seed makes a run repeatable. Not
- * thread-safe: one group runs at a time per thread. Not for ThreadSanitizer (it does not
- * follow ucontext switches). */
+ * so the tests can cover whole frames, and a seed makes a run repeatable: the emulator's
+ * switch is about twenty instructions, where swapcontext's system call for the signal
+ * mask took most of these suites' time. Link plume_test_fibers (tests/CMakeLists.txt).
+ * Not thread-safe: one group runs at a time per thread. Not for ThreadSanitizer (it does
+ * not follow the fibres' switches). */
 #ifndef PLUME_TESTS_EMULATED_LANES_H
 #define PLUME_TESTS_EMULATED_LANES_H
-
-#include <ucontext.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -33,6 +33,8 @@
 #include <random>
 #include <vector>
 
+#include "emu/device/fiber.h"
+
 class LaneGroup {
  public:
   static constexpr int kWarp = 32;
@@ -41,7 +43,7 @@ class LaneGroup {
    * picks the order in which they run. */
   LaneGroup(int lanes, uint64_t seed)
       : lanes_(lanes),
-        contexts_((size_t)lanes),
+        fibers_((size_t)lanes),
         stacks_((size_t)lanes),
         state_((size_t)lanes),
         slots_((size_t)lanes * kSlotBytes),
@@ -54,16 +56,8 @@ class LaneGroup {
     body_ = &body;
     LaneGroup *outer = current_;
     current_ = this;
-    for (int l = 0; l < lanes_; l++) {
-      std::vector<char> &stack = stacks_[(size_t)l];
-      stack.resize(kStackBytes);
-      getcontext(&contexts_[(size_t)l]);
-      contexts_[(size_t)l].uc_stack.ss_sp = stack.data();
-      contexts_[(size_t)l].uc_stack.ss_size = stack.size();
-      contexts_[(size_t)l].uc_link = &scheduler_;
-      makecontext(&contexts_[(size_t)l], (void (*)())lane_main, 1, l);
-      state_[(size_t)l] = kRunnable;
-    }
+    plm_emu::fiber_of_this_thread(&scheduler_);
+    for (int l = 0; l < lanes_; l++) prepare_lane(l);
     std::vector<int> runnable((size_t)lanes_);
     for (int l = 0; l < lanes_; l++) runnable[(size_t)l] = l;
     std::vector<int> at_warp_barrier((size_t)(lanes_ + kWarp - 1) / kWarp, 0);
@@ -74,7 +68,7 @@ class LaneGroup {
       const int l = runnable[pick];
       runnable[pick] = runnable.back();
       runnable.pop_back();
-      swapcontext(&scheduler_, &contexts_[(size_t)l]);
+      plm_emu::fiber_switch(&scheduler_, &fibers_[(size_t)l]);
       /* Lane l now waits or is done: release its barrier if it was the last to come. */
       const int first = l - l % kWarp, end = first + kWarp < lanes_ ? first + kWarp : lanes_;
       if (state_[(size_t)l] == kAtWarpBarrier &&
@@ -96,7 +90,7 @@ class LaneGroup {
    * group has come to such a barrier. */
   void barrier(int lane, bool warp) {
     state_[(size_t)lane] = warp ? kAtWarpBarrier : kAtGroupBarrier;
-    swapcontext(&contexts_[(size_t)lane], &scheduler_);
+    plm_emu::fiber_switch(&fibers_[(size_t)lane], &scheduler_);
   }
 
   /* The value that lane `from` of the caller's warp passed, in every lane of the warp
@@ -131,11 +125,25 @@ class LaneGroup {
   static constexpr size_t kSlotBytes = 128;
   static constexpr size_t kStackBytes = 256 * 1024;
 
-  static void lane_main(int lane) {
+  /* A lane's fibre: the body, then back to the scheduler for good. */
+  static void lane_main(void *lane_number) {
+    plm_emu::fiber_started();
+    const int lane = (int)(intptr_t)lane_number;
     LaneGroup *group = current_;
     (*group->body_)(lane);
     group->state_[(size_t)lane] = kDone;
-  } /* returns to uc_link: the scheduler */
+    plm_emu::fiber_switch(&group->fibers_[(size_t)lane], &group->scheduler_, true);
+    std::abort(); /* a finished lane is never switched to again */
+  }
+
+  /* Give lane `lane` a stack and a fibre that starts lane_main. */
+  void prepare_lane(int lane) {
+    std::vector<char> &stack = stacks_[(size_t)lane];
+    stack.resize(kStackBytes);
+    plm_emu::fiber_make(&fibers_[(size_t)lane], stack.data(), stack.size(), lane_main,
+                        (void *)(intptr_t)lane);
+    state_[(size_t)lane] = kRunnable;
+  }
 
   /* Which of the runnable lanes runs next: one of the favourite warp's while it has
    * any, else any. When the favourite has none left (it waits at a block barrier), or
@@ -172,8 +180,8 @@ class LaneGroup {
 
   static inline thread_local LaneGroup *current_ = nullptr;
   int lanes_;
-  ucontext_t scheduler_{};
-  std::vector<ucontext_t> contexts_;
+  plm_emu::fiber scheduler_;
+  std::vector<plm_emu::fiber> fibers_;
   std::vector<std::vector<char>> stacks_;
   std::vector<State> state_;
   std::vector<unsigned char> slots_;
