@@ -18,11 +18,11 @@
 #ifndef PLUME_TESTS_HARNESS_H
 #define PLUME_TESTS_HARNESS_H
 
-#include <check.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "plume/plume.h"
+#include "checks.h"
 
 /* The backend under test (never AUTO after plm_test_main has started). */
 extern plm_backend plm_test_backend;

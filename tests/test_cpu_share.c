@@ -9,13 +9,13 @@
  */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 
-#include <check.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "checks.h"
 #include "tools/cpu_share.h"
 
 /* The sum: user 100, nice 10, system 40, idle 800, iowait 20, irq 3, softirq 7, steal 20,

@@ -9,7 +9,6 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include <check.h>
 #include <dirent.h>
 #include <png.h>
 #include <stdint.h>
@@ -19,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "checks.h"
 #include "scratch_dir.h"
 #include "tools/frame_reader.h"
 

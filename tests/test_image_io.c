@@ -8,7 +8,6 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include <check.h>
 #include <dirent.h>
 #include <math.h>
 #include <png.h>
@@ -19,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "checks.h"
 #include "scratch_dir.h"
 #include "tools/image_io.h"
 

@@ -17,13 +17,13 @@
  * pixel's parent is the first pixel of its component in raster order. */
 #define _POSIX_C_SOURCE 200809L
 
-#include <check.h>
 #include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "checks.h"
 #include "tools/image_io.h"
 #include "kernels/common/label.h"
 

@@ -8,7 +8,6 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include <check.h>
 #include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
@@ -19,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "checks.h"
 #include "scratch_dir.h"
 #include "tools/image_io.h"
 #include "tools/output_file.h"

@@ -6,13 +6,13 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include <check.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "checks.h"
 #include "tools/pipeline_bench.h"
 #include "plume/presets.h"
 #include "tools/scene.h"

@@ -5,12 +5,12 @@
  * byte strings: never a control character out, never past the buffer, and escaping
  * twice changes nothing. A plain unit test: no context or backend is involved.
  */
-#include <check.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "checks.h"
 #include "tools/quote.h"
 
 static char out[QUOTE_SIZE];

@@ -14,7 +14,6 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include <check.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -23,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checks.h"
 #include "tools/scene.h"
 
 static char err[SCENE_ERROR_SIZE];

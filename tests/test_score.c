@@ -12,7 +12,6 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include <check.h>
 #include <dirent.h>
 #include <float.h>
 #include <math.h>
@@ -23,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "checks.h"
 #include "scratch_dir.h"
 #include "tools/csv.h"
 #include "tools/score.h"
