@@ -35,6 +35,11 @@ void tune_commands_print_info(plm_context *ctx) {
   if (plm_tuning_table_info_get(ctx, &info) != PLM_OK) return;
   if (strcmp(info.setting, "off") == 0)
     printf("tuning:           off (PLUME_TUNING=off): the ops' defaults\n");
+  else if (info.problem[0])
+    printf(
+        "tuning:           the table %s: %s: the ops' defaults (remove it, or make it a "
+        "readable regular file)\n",
+        info.path, info.problem);
   else if (info.in_use)
     printf("tuning:           table in use, %d entries, %d not the default: %s\n", info.entry_count,
            info.kept_count, info.path);
@@ -104,6 +109,11 @@ static int report(plm_context *ctx) {
   if (plm_tuning_table_info_get(ctx, &info) != PLM_OK ||
       plm_tuning_entries(ctx, &entries, &count) != PLM_OK) {
     fprintf(stderr, "plume tune: %s\n", plm_last_error());
+    return EXIT_RUNTIME_FAILURE;
+  }
+  if (info.problem[0]) {
+    fprintf(stderr, "plume tune: the tuning table %s: %s\n", info.path, info.problem);
+    free(entries);
     return EXIT_RUNTIME_FAILURE;
   }
   if (!info.in_use) {
@@ -207,6 +217,17 @@ int tune_command_main(int argc, char **argv) {
   plm_status status = plm_context_backend(ctx, &backend);
   cpu_times before = {0}; /* stays 0 where /proc cannot be read */
   (void)cpu_times_now(&before);
+  plm_tuning_table_info table;
+  if (status == PLM_OK) status = plm_tuning_table_info_get(ctx, &table);
+  if (status == PLM_OK && table.problem[0] && strcmp(table.setting, "off") != 0) {
+    /* Said before minutes of measuring that could not be kept. */
+    fprintf(stderr,
+            "plume tune: the tuning table %s: %s: not replaced (remove it, or make it a readable "
+            "regular file, then run plume tune again)\n",
+            table.path, table.problem);
+    plm_context_destroy(ctx);
+    return EXIT_RUNTIME_FAILURE;
+  }
   if (status == PLM_OK) status = plm_tune_run(ctx, &tune, &entries, &count);
   exit_code = 0;
   if (status == PLM_OK && count == 0) {

@@ -5,6 +5,8 @@
 #include "bench_common.h"
 
 #include <errno.h>
+#include <libgen.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,7 @@
 #include <unistd.h>
 
 #include "profile/stats.h"
+#include "streams/file.h"
 
 /* ---- the skeleton of main ------------------------------------------------------------- */
 
@@ -159,17 +162,19 @@ void bench_print_header(const char *prog, plm_backend backend, const plm_device_
 /* ---- files and JSON --------------------------------------------------------------------- */
 
 bool bench_json_path_writable(const char *prog, const char *path) {
-  FILE *probe = fopen(path, "r");
-  bool existed = probe != NULL;
-  if (probe) fclose(probe);
-  probe = fopen(path, "a");
-  if (!probe) {
-    fprintf(stderr, "%s: cannot write %s: %s\n", prog, path, strerror(errno));
+  /* Where the one writer would write (streams/file.h), and whether it may; nothing made. */
+  char *target = NULL, why[PATH_MAX + 128];
+  bool direct = false;
+  if (!plm__file_out_target(path, &target, &direct, why, sizeof why)) {
+    fprintf(stderr, "%s: cannot write %s: %s\n", prog, path, why);
     return false;
   }
-  fclose(probe);
-  if (!existed) remove(path);
-  return true;
+  char folder[PATH_MAX];
+  snprintf(folder, sizeof folder, "%s", target);
+  const bool writable = direct ? access(target, W_OK) == 0 : access(dirname(folder), W_OK) == 0;
+  if (!writable) fprintf(stderr, "%s: cannot write %s: %s\n", prog, path, strerror(errno));
+  free(target);
+  return writable;
 }
 
 /* mkdir -p: create path and every missing folder above it; errno tells why not. */
@@ -250,11 +255,19 @@ json_t *bench_json_document(const char *benchmark, plm_backend backend, const pl
 
 bool bench_json_write(const char *prog, json_t *doc, const char *path,
                       bool (*validate)(const char *path)) {
-  if (json_dump_file(doc, path, JSON_INDENT(2) | JSON_REAL_PRECISION(6)) != 0) {
-    fprintf(stderr, "%s: cannot write %s: %s\n", prog, path, strerror(errno));
+  char why[PATH_MAX + 128];
+  plm__file_out out;
+  plm_status written = plm__file_out_open(&out, path, why, sizeof why);
+  const bool readable_back = written == PLM_OK && !out.direct; /* not a device or a FIFO */
+  if (written == PLM_OK) {
+    json_dumpf(doc, out.file, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
+    written = plm__file_out_commit(&out, why, sizeof why); /* a failed write shows here */
+  }
+  if (written != PLM_OK) {
+    fprintf(stderr, "%s: cannot write %s: %s\n", prog, path, why);
     return false;
   }
-  if (!validate(path)) return false;
+  if (readable_back && !validate(path)) return false;
   printf("\nwrote %s\n", path);
   return true;
 }

@@ -141,9 +141,11 @@ void bench_print_header(const char *prog, plm_backend backend, const plm_device_
 
 /* ---- files and JSON --------------------------------------------------------------------- */
 
-/* Learn before a run, not after it, that the JSON at path cannot be written: open it
- * for appending (removing it again if it did not exist). Prints "<prog>: cannot write
- * PATH: reason" and returns false when it cannot. */
+/* Learn before a run, not after it, that the JSON at path cannot be written: where the
+ * library's one writer would write it (streams/file.h: through links, a device or FIFO
+ * in place; a socket or a folder refused), whether the process may (the device, else
+ * the target's folder). Creates and opens nothing. Prints "<prog>: cannot write PATH:
+ * reason" and returns false when it cannot. */
 bool bench_json_path_writable(const char *prog, const char *path);
 
 /* Learn before a run, not after it, that the profile directory dir (--profile) cannot
@@ -164,9 +166,11 @@ void bench_utc_date(char *out, size_t size);
 json_t *bench_json_document(const char *benchmark, plm_backend backend, const plm_device_info *info,
                             run_size size);
 
-/* Write doc to path (indented, reals to 6 digits), re-read it with validate (which
- * prints what is wrong) and print "wrote PATH". Prints "<prog>: cannot write PATH:
- * reason" and returns false when it cannot; doc stays the caller's. */
+/* Write doc to path through the library's one writer (streams/file.h: atomically,
+ * through links; a device or FIFO in place), re-read it with validate (which prints what
+ * is wrong; not a device or FIFO, which cannot be read back) and print "wrote PATH".
+ * Prints "<prog>: cannot write PATH: reason" (with strerror) and returns false when it
+ * cannot; doc stays the caller's. */
 bool bench_json_write(const char *prog, json_t *doc, const char *path,
                       bool (*validate)(const char *path));
 

@@ -4,6 +4,7 @@
  * after the context is destroyed). */
 #include "plume/dlpack.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -213,6 +214,13 @@ static plm_status import_dl_tensor_in(const char *caller, plm_context *ctx, cons
                         t->dtype.code, t->dtype.bits, t->dtype.lanes);
   plm_status status = check_device(ctx, t->device);
   if (status != PLM_OK) return plm__propagate_in(caller, status);
+  /* data + byte_offset, and the tensor's bytes after it, must stay inside the address
+   * space (a wrapped pointer would be a pointer overflow, then reads anywhere). */
+  if (t->byte_offset > (uint64_t)INT64_MAX ||
+      t->byte_offset > (uint64_t)(UINTPTR_MAX - (uintptr_t)t->data))
+    return plm__fail_in(caller, PLM_ERR_INVALID_ARG,
+                        "managed->dl_tensor.byte_offset %llu overflows the address of data %p",
+                        (unsigned long long)t->byte_offset, t->data);
   int64_t strides[PLM_TENSOR_MAX_DIMS];
   if (t->strides) memcpy(strides, t->strides, (size_t)t->ndim * sizeof *strides);
   plm_tensor tensor;
@@ -226,6 +234,11 @@ static plm_status import_dl_tensor_in(const char *caller, plm_context *ctx, cons
     snprintf(subject, sizeof subject, "managed->dl_tensor (shape %s)", shown);
     return renamed_in(caller, status, subject);
   }
+  if ((uint64_t)plm_tensor_bytes(&tensor) > UINTPTR_MAX - (uintptr_t)tensor.data)
+    return plm__fail_in(caller, PLM_ERR_INVALID_ARG,
+                        "managed->dl_tensor: %zu bytes at data %p + byte_offset %llu run past "
+                        "the end of the address space",
+                        plm_tensor_bytes(&tensor), t->data, (unsigned long long)t->byte_offset);
   *out = tensor;
   return PLM_OK;
 }

@@ -1,5 +1,6 @@
 /* ops/op_checks.c: argument checks shared by the operations (op_internal.h). */
 #include <stdint.h>
+#include <stdio.h>
 
 #include "ops/op_internal.h"
 #include "streams/error.h"
@@ -27,6 +28,10 @@ plm_status plm__op_check_tensor(const plm_stream *stream, const plm_tensor *tens
       return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s's shape overflows", name);
     stride *= tensor->dims[d];
   }
+  char data_name[96];
+  snprintf(data_name, sizeof data_name, "%s->data", name);
+  plm_status aligned = plm__tensor_check_data(tensor->data, tensor->dtype, data_name);
+  if (aligned != PLM_OK) return aligned;
   if (tensor->ctx != stream->ctx)
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s belongs to another context than stream", name);
   return PLM_OK;

@@ -62,6 +62,17 @@ static inline plm_shape plm__op_shape_like(const plm_tensor *t, plm_dtype dtype)
   return shape;
 }
 
+/* Whether a shape is one plm_tensor_wrap takes: a known dtype, ndim in 1..4, every
+ * dimension >= 1, at most INT64_MAX bytes; else PLM_ERR_INVALID_ARG saying which (raised
+ * with plm__fail_raw). */
+plm_status plm__tensor_check_shape(plm_dtype dtype, int ndim, const int64_t *dims);
+
+/* Whether data is aligned to dtype's element size (the kernels load whole elements:
+ * f32 data at +2 bytes is refused, as NumPy's np.frombuffer(..., offset=1) would give);
+ * else PLM_ERR_INVALID_ARG naming `name`, the address and how far it is off. Raised with
+ * plm__fail_raw: the caller names itself. */
+plm_status plm__tensor_check_data(const void *data, plm_dtype dtype, const char *name);
+
 /* "f32 32x40": a shape's dtype and dims, for messages (at most size bytes, terminated). */
 void plm__shape_text(const plm_shape *shape, char *text, size_t size);
 

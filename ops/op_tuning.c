@@ -24,6 +24,7 @@
 
 #include "ops/op_tuning.h"
 #include "plume/version.h"
+#include "streams/file.h"
 #include "streams/error.h"
 
 enum { MAX_TABLES = 8, MAX_POINTS = 64, PATH_SIZE = 512, SCHEMA_VERSION = 1 };
@@ -33,7 +34,8 @@ static const char SCHEMA[] = "plume-tuning";
 typedef struct table {
   char key[PATH_SIZE];
   char path[PATH_SIZE];
-  bool in_use; /* loaded from a file, or stored in this process */
+  char problem[PATH_SIZE]; /* why a file at path could not be read ("" when none) */
+  bool in_use;             /* loaded from a file, or stored in this process */
   plm_tuning_entry *entries;
   size_t count;
 } table;
@@ -170,9 +172,31 @@ static const char *string_of(json_t *object, const char *name) {
   return s ? s : "";
 }
 
+/* The file's JSON through the one opener (streams/file.h: never blocking on a FIFO); NULL
+ * when there is no file, or (t->problem says why) it could not be read. A file that reads
+ * but is no table (damaged, another schema or key) is not a problem: it gives defaults,
+ * and plume tune replaces it. */
+static json_t *table_read(table *t) {
+  char why[PATH_SIZE];
+  FILE *file = plm__file_open_regular(t->path, PLM__FILE_READ, NULL, why, sizeof why);
+  if (!file) {
+    if (errno != ENOENT) snprintf(t->problem, sizeof t->problem, "%s", why);
+    return NULL;
+  }
+  json_error_t error;
+  json_t *root = json_loadf(file, 0, &error);
+  if (ferror(file)) snprintf(t->problem, sizeof t->problem, "reading failed: %s", strerror(errno));
+  fclose(file);
+  if (t->problem[0]) {
+    json_decref(root);
+    return NULL;
+  }
+  return root;
+}
+
 /* The file's entries into t (its key must be t's); nothing when anything is amiss. */
 static void table_load(table *t, plm_backend backend) {
-  json_t *root = json_load_file(t->path, 0, NULL);
+  json_t *root = table_read(t);
   json_t *entries = json_object_get(root, "entries");
   if (!root || strcmp(string_of(root, "schema"), SCHEMA) != 0 ||
       json_integer_value(json_object_get(root, "version")) != SCHEMA_VERSION ||
@@ -223,23 +247,31 @@ static json_t *table_json(const plm_context *ctx, const table *t) {
                    plm_version_string(), "entries", entries);
 }
 
-/* Write t to its path through a temporary file renamed over it. */
+/* Write t to its path through the one writer (streams/file.h: a temporary file renamed
+ * over it, through a link to its target). A file there that could not be read is never
+ * replaced: it may be a table the user has not lost yet. */
 static plm_status table_write(const plm_context *ctx, const table *t) {
-  char dir[PATH_SIZE], temporary[PATH_SIZE + 32];
+  char dir[PATH_SIZE], why[PATH_SIZE + 256];
+  if (t->problem[0])
+    return plm__fail_raw(PLM_ERR_IO,
+                         "the tuning table %s: %s: not replaced (remove it, or make it a "
+                         "readable regular file, then run plume tune again)",
+                         t->path, t->problem);
   if (!plm__cache_dir(dir, sizeof dir, true) || !t->path[0])
     return plm__fail_raw(PLM_ERR_IO,
                          "no cache directory for the tuning table "
                          "(XDG_CACHE_HOME and HOME unset, or not writable)");
-  snprintf(temporary, sizeof temporary, "%s.%ld.tmp", t->path, (long)getpid());
   json_t *root = table_json(ctx, t);
-  const int dumped = root ? json_dump_file(root, temporary, JSON_INDENT(2)) : -1;
-  json_decref(root);
-  if (dumped != 0 || rename(temporary, t->path) != 0) {
-    const int error = errno;
-    remove(temporary);
-    return plm__fail_raw(PLM_ERR_IO, "cannot write the tuning table %s: %s", t->path,
-                         dumped != 0 ? "writing failed" : strerror(error));
+  if (!root) return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no memory for the tuning table");
+  plm__file_out out;
+  plm_status status = plm__file_out_open(&out, t->path, why, sizeof why);
+  if (status == PLM_OK) {
+    json_dumpf(root, out.file, JSON_INDENT(2)); /* a failed write shows in the commit */
+    status = plm__file_out_commit(&out, why, sizeof why);
   }
+  json_decref(root);
+  if (status != PLM_OK)
+    return plm__fail_raw(status, "cannot write the tuning table %s: %s", t->path, why);
   return PLM_OK;
 }
 
@@ -257,6 +289,8 @@ static table *table_of(const plm_context *ctx) {
   const char *mode = setting();
   if (strcmp(mode, "off") != 0) table_path(ctx, key, t->path, sizeof t->path);
   if (strcmp(mode, "on") == 0 && t->path[0]) table_load(t, ctx->info.backend);
+  /* refresh reads no table, but still never replaces one it could not read */
+  if (strcmp(mode, "refresh") == 0 && t->path[0]) json_decref(table_read(t));
   return t;
 }
 
@@ -462,6 +496,7 @@ plm_status plm_tuning_table_info_get(plm_context *ctx, plm_tuning_table_info *ou
   if (t) {
     out->in_use = t->in_use;
     snprintf(out->path, sizeof out->path, "%s", t->path);
+    snprintf(out->problem, sizeof out->problem, "%s", t->problem);
     snprintf(out->key, sizeof out->key, "%s", t->key);
     out->entry_count = (int)t->count;
     for (size_t k = 0; k < t->count; k++)

@@ -33,12 +33,17 @@ const char *plm_dtype_name(plm_dtype dtype) {
 int64_t plm_tensor_numel(const plm_tensor *tensor) {
   if (!tensor || tensor->ndim < 1 || tensor->ndim > PLM_TENSOR_MAX_DIMS) return 0;
   int64_t count = 1;
-  for (int d = 0; d < tensor->ndim; d++) count *= tensor->dims[d];
+  for (int d = 0; d < tensor->ndim; d++) {
+    if (tensor->dims[d] < 1 || tensor->dims[d] > INT64_MAX / count) return 0;
+    count *= tensor->dims[d];
+  }
   return count;
 }
 
 size_t plm_tensor_bytes(const plm_tensor *tensor) {
-  return (size_t)plm_tensor_numel(tensor) * plm_dtype_size(tensor ? tensor->dtype : 0);
+  const uint64_t count = (uint64_t)plm_tensor_numel(tensor);
+  const uint64_t size = plm_dtype_size(tensor ? tensor->dtype : 0);
+  return size && count <= (uint64_t)INT64_MAX / size ? (size_t)(count * size) : 0;
 }
 
 plm_tensor plm__tensor_describe(plm_context *ctx, const plm_shape *shape) {
@@ -52,26 +57,48 @@ plm_tensor plm__tensor_describe(plm_context *ctx, const plm_shape *shape) {
   return t;
 }
 
-/* Check a shape and fill a contiguous descriptor (no data pointer yet). */
-static plm_status describe(plm_context *ctx, plm_dtype dtype, int ndim, const int64_t *dims,
-                           plm_tensor *out) {
+plm_status plm__tensor_check_shape(plm_dtype dtype, int ndim, const int64_t *dims) {
   if (plm_dtype_size(dtype) == 0)
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "dtype %d is not a plm_dtype", (int)dtype);
   if (ndim < 1 || ndim > PLM_TENSOR_MAX_DIMS)
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "ndim %d is not in 1..%d", ndim, PLM_TENSOR_MAX_DIMS);
-  size_t bytes = plm_dtype_size(dtype);
+  /* Sizes are int64_t (plm_tensor_numel) and pointer offsets: at most INT64_MAX bytes. */
+  uint64_t bytes = plm_dtype_size(dtype);
   for (int d = 0; d < ndim; d++) {
     if (dims[d] < 1)
       return plm__fail_raw(PLM_ERR_INVALID_ARG, "dims[%d] is %lld; dimensions must be >= 1", d,
                            (long long)dims[d]);
-    if ((uint64_t)dims[d] > SIZE_MAX / bytes)
-      return plm__fail_raw(PLM_ERR_INVALID_ARG, "the shape's size in bytes overflows");
-    bytes *= (size_t)dims[d];
+    if ((uint64_t)dims[d] > (uint64_t)INT64_MAX / bytes) {
+      char shown[160];
+      plm__dims_text(dims, ndim, shown, sizeof shown);
+      return plm__fail_raw(PLM_ERR_INVALID_ARG,
+                           "the shape %s of %s is more than INT64_MAX (2^63 - 1) bytes", shown,
+                           plm_dtype_name(dtype));
+    }
+    bytes *= (uint64_t)dims[d];
   }
+  return PLM_OK;
+}
+
+/* Check a shape and fill a contiguous descriptor (no data pointer yet). */
+static plm_status describe(plm_context *ctx, plm_dtype dtype, int ndim, const int64_t *dims,
+                           plm_tensor *out) {
+  const plm_status status = plm__tensor_check_shape(dtype, ndim, dims);
+  if (status != PLM_OK) return status;
   plm_shape shape = {.dtype = dtype, .ndim = ndim};
   for (int d = 0; d < ndim; d++) shape.dims[d] = dims[d];
   *out = plm__tensor_describe(ctx, &shape);
   return PLM_OK;
+}
+
+plm_status plm__tensor_check_data(const void *data, plm_dtype dtype, const char *name) {
+  const size_t size = plm_dtype_size(dtype);
+  const uintptr_t misaligned = size ? (uintptr_t)data % size : 0;
+  if (misaligned == 0) return PLM_OK;
+  return plm__fail_raw(PLM_ERR_INVALID_ARG,
+                       "%s %p is not aligned to its %s elements' %zu bytes (it is %zu bytes past "
+                       "a multiple): copy the data to aligned memory first",
+                       name, data, plm_dtype_name(dtype), size, (size_t)misaligned);
 }
 
 plm_status plm_tensor_wrap(plm_context *ctx, void *data, plm_dtype dtype, int ndim,
@@ -81,6 +108,7 @@ plm_status plm_tensor_wrap(plm_context *ctx, void *data, plm_dtype dtype, int nd
   PLM__REQUIRE_NOT_NULL(data);
   PLM__REQUIRE_NOT_NULL(dims);
   plm_status status = describe(ctx, dtype, ndim, dims, out);
+  if (status == PLM_OK) status = plm__tensor_check_data(data, dtype, "data");
   if (status == PLM_OK) out->data = data;
   return plm__propagate(status);
 }
@@ -93,6 +121,7 @@ plm_status plm_tensor_wrap_strided(plm_context *ctx, void *data, plm_dtype dtype
   PLM__REQUIRE_NOT_NULL(dims);
   plm_tensor tensor;
   plm_status status = describe(ctx, dtype, ndim, dims, &tensor);
+  if (status == PLM_OK) status = plm__tensor_check_data(data, dtype, "data");
   if (status != PLM_OK) return plm__propagate(status);
   /* A dimension of 1 may have any stride: it is never stepped over. */
   bool compact = true;

@@ -88,10 +88,7 @@ static size_t shape_bytes(const plm_shape *shape) {
 
 plm_status plm__graph_add_source(plm_pipeline *pl, plm__tensor_kind kind, plm_dtype dtype, int ndim,
                                  const int64_t *dims, const void *host, int *index) {
-  plm_tensor checked;
-  static const char dummy;
-  /* plm_tensor_wrap checks the dtype and the shape, and that the bytes fit in size_t. */
-  if (plm_tensor_wrap(pl->ctx, (void *)&dummy, dtype, ndim, dims, &checked) != PLM_OK)
+  if (plm__tensor_check_shape(dtype, ndim, dims) != PLM_OK)
     return plm__pipe_reraise(PLM_ERR_INVALID_ARG, "%s",
                              kind == PLM__TENSOR_INPUT ? "input" : "constant");
   plm__graph *g = &pl->graph;

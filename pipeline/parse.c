@@ -424,7 +424,7 @@ static plm_status parse(chain *c, char *text) {
 
 /* The caller's tensors, checked before anything is built: names that the text can
  * write (letters, digits, '_', '-', '.'), each once, and data of a valid dtype and shape. */
-static plm_status check_tensors(plm_context *ctx, const plm_named_tensor *tensors, int count) {
+static plm_status check_tensors(const plm_named_tensor *tensors, int count) {
   if (count < 0) return plm__fail_raw(PLM_ERR_INVALID_ARG, "count %d is negative", count);
   if (count > 0 && !tensors)
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "tensors is NULL (count %d)", count);
@@ -446,9 +446,7 @@ static plm_status check_tensors(plm_context *ctx, const plm_named_tensor *tensor
                              j);
     if (!t->host_data)
       return plm__fail_raw(PLM_ERR_INVALID_ARG, "tensors[%d] '%s': host_data is NULL", i, t->name);
-    plm_tensor checked; /* plm_tensor_wrap checks the dtype and the shape */
-    if (plm_tensor_wrap(ctx, (void *)t->host_data, t->shape.dtype, t->shape.ndim, t->shape.dims,
-                        &checked) != PLM_OK)
+    if (plm__tensor_check_shape(t->shape.dtype, t->shape.ndim, t->shape.dims) != PLM_OK)
       return plm__pipe_reraise(PLM_ERR_INVALID_ARG, "tensors[%d] '%s'", i, t->name);
   }
   return PLM_OK;
@@ -458,7 +456,7 @@ static plm_status check_tensors(plm_context *ctx, const plm_named_tensor *tensor
 static plm_status parse_text(plm_context *ctx, const char *text, plm_dtype dtype, int ndim,
                              const int64_t *dims, const plm_named_tensor *tensors, int count,
                              plm_pipeline **out) {
-  plm_status status = check_tensors(ctx, tensors, count);
+  plm_status status = check_tensors(tensors, count);
   if (status != PLM_OK) return status;
   chain c = {.input = -1, .count = -1, .side = -1, .tensors = tensors, .tensor_count = count};
   char *copy = malloc(strlen(text) + 1);

@@ -35,6 +35,7 @@
 #include "plume/event.h"
 #include "plume/pool.h"
 #include "profile/profile_internal.h"
+#include "streams/file.h"
 
 enum { TIMED_RUNS = 5, MAX_REMEMBERED = 8, LINE_SIZE = 512, KEY_SIZE = 300 };
 
@@ -105,8 +106,9 @@ static bool cache_load(const char *backend, const char *key, const char *device,
   if (!cache_file_wanted() || cache_setting_is("refresh") ||
       !cache_paths(dir, sizeof dir, path, sizeof path, false))
     return false;
-  FILE *f = fopen(path, "r");
-  if (!f) return false;
+  char why[LINE_SIZE];
+  FILE *f = plm__file_open_regular(path, PLM__FILE_READ, NULL, why, sizeof why);
+  if (!f) return false; /* a FIFO, a folder, no file: measure again */
   bool found = false;
   while (fgets(line, sizeof line, f)) { /* to the end: the last good line counts */
     line[strcspn(line, "\n")] = '\0';
@@ -143,7 +145,8 @@ static bool cache_load(const char *backend, const char *key, const char *device,
 static void cache_store(const plm_profile_calibration *c, const char *key) {
   char dir[LINE_SIZE], path[LINE_SIZE];
   if (!cache_file_wanted() || !cache_paths(dir, sizeof dir, path, sizeof path, true)) return;
-  FILE *f = fopen(path, "a");
+  char why[LINE_SIZE];
+  FILE *f = plm__file_open_regular(path, PLM__FILE_APPEND, NULL, why, sizeof why);
   if (!f) return;
   fprintf(f, "%s\t%s\t%s\t%.6g\t%.6g\t%.6g\t%.6g\t%.6g\t%.6g\n", CACHE_TAG, c->backend, key,
           c->device_copy_gbps, c->h2d_gbps, c->d2h_gbps, c->fma_gflops, c->launch_us,

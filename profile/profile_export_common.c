@@ -5,86 +5,31 @@
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "streams/error.h"
 
-static const char tmp_suffix[] = ".tmp-XXXXXX";
-
-static void file_free_paths(plm__profile_file *f) {
-  free(f->path);
-  free(f->tmp);
-  f->path = NULL;
-  f->tmp = NULL;
-}
-
-/* Copy the path and make the template of the temporary file's name beside it. */
-static plm_status file_make_paths(const char *path, plm__profile_file *f) {
-  size_t length = strlen(path);
-  f->path = malloc(length + 1);
-  f->tmp = malloc(length + sizeof tmp_suffix);
-  if (!f->path || !f->tmp) {
-    file_free_paths(f);
-    return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "%s: no memory for the file's name", path);
-  }
-  memcpy(f->path, path, length + 1);
-  memcpy(f->tmp, path, length);
-  memcpy(f->tmp + length, tmp_suffix, sizeof tmp_suffix);
-  return PLM_OK;
-}
+enum { WHY_SIZE = 4352 }; /* a message naming a temporary file's path */
 
 plm_status plm__profile_file_open(const char *path, plm__profile_file *f) {
-  f->file = NULL;
-  f->path = NULL;
-  f->tmp = NULL;
+  *f = (plm__profile_file){0};
   if (!path) return plm__fail_raw(PLM_ERR_INVALID_ARG, "path is NULL");
-  plm_status status = file_make_paths(path, f);
-  if (status != PLM_OK) return status;
-  int fd = mkstemp(f->tmp);
-  if (fd < 0) {
-    status = plm__fail_raw(PLM_ERR_IO, "%s: cannot create a temporary file beside it: %s", path,
-                           strerror(errno));
-    file_free_paths(f);
-    return status;
-  }
-  /* mkstemp makes the file 0600; give it the mode a plain create would. */
-  mode_t mask = umask(0);
-  umask(mask);
-  if (fchmod(fd, 0666 & ~mask) != 0 || !(f->file = fdopen(fd, "w"))) {
-    status = plm__fail_raw(PLM_ERR_IO, "%s: cannot open %s: %s", path, f->tmp, strerror(errno));
-    close(fd);
-    unlink(f->tmp);
-    file_free_paths(f);
-    return status;
-  }
-  return PLM_OK;
+  char why[WHY_SIZE];
+  const plm_status status = plm__file_out_open(f, path, why, sizeof why);
+  return status == PLM_OK ? PLM_OK : plm__fail_raw(status, "%s: %s", path, why);
 }
 
 plm_status plm__profile_file_commit(plm__profile_file *f) {
-  plm_status status = PLM_OK;
-  if (ferror(f->file) || fflush(f->file) != 0)
-    status =
-        plm__fail_raw(PLM_ERR_IO, "%s: writing %s failed: %s", f->path, f->tmp, strerror(errno));
-  if (fclose(f->file) != 0 && status == PLM_OK)
-    status =
-        plm__fail_raw(PLM_ERR_IO, "%s: closing %s failed: %s", f->path, f->tmp, strerror(errno));
-  f->file = NULL;
-  if (status == PLM_OK && rename(f->tmp, f->path) != 0)
-    status = plm__fail_raw(PLM_ERR_IO, "%s: cannot rename %s to it: %s", f->path, f->tmp,
-                           strerror(errno));
-  if (status != PLM_OK) unlink(f->tmp);
-  file_free_paths(f);
-  return status;
+  char why[WHY_SIZE], path[WHY_SIZE];
+  snprintf(path, sizeof path, "%s", f->path);
+  const plm_status status = plm__file_out_commit(f, why, sizeof why);
+  return status == PLM_OK ? PLM_OK : plm__fail_raw(status, "%s: %s", path, why);
 }
 
 void plm__profile_file_abort(plm__profile_file *f) {
-  if (f->file) fclose(f->file);
-  f->file = NULL;
-  if (f->tmp) unlink(f->tmp);
-  file_free_paths(f);
+  plm__file_out_abort(f);
 }
 
 plm_status plm__profile_write_json_file(json_t *root, const char *path) {
@@ -92,13 +37,10 @@ plm_status plm__profile_write_json_file(json_t *root, const char *path) {
   plm__profile_file f;
   plm_status status = plm__profile_file_open(path, &f);
   if (status == PLM_OK) {
-    if (json_dumpf(root, f.file, JSON_INDENT(1) | JSON_PRESERVE_ORDER) != 0 ||
-        fputc('\n', f.file) == EOF) {
-      status = plm__fail_raw(PLM_ERR_IO, "%s: writing %s failed: %s", path, f.tmp, strerror(errno));
-      plm__profile_file_abort(&f);
-    } else {
-      status = plm__profile_file_commit(&f);
-    }
+    /* A failed write shows in the commit, with strerror. */
+    json_dumpf(root, f.file, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+    fputc('\n', f.file);
+    status = plm__profile_file_commit(&f);
   }
   json_decref(root);
   return status;

@@ -1,10 +1,11 @@
 /* profile/profile_export_common.h: what the three profile writers share (internal).
  *
- * An output file is written to PATH.tmp-XXXXXX beside PATH and renamed over PATH only
+ * An output file is the library's one writer's (streams/file.h): written to a temporary
+ * file beside the file (beside where PATH's symbolic links lead) and renamed over it only
  * when everything was written, so a reader never sees half a file and a failure leaves
- * nothing behind: plm__profile_file_open, then plm__profile_file_commit (or _abort).
- * Errors are raised with plm__fail_raw (the writers sit below the API boundary) and
- * name the path.
+ * nothing behind; a device or a FIFO is written in place. plm__profile_file_open, then
+ * plm__profile_file_commit (or _abort). Errors are raised with plm__fail_raw (the writers
+ * sit below the API boundary), name the path and give strerror.
  *
  * The words both the JSON and the HTML give about an op (its warnings, why it is a
  * bottleneck) are made here once, so that the two files say the same thing; and JSON
@@ -18,22 +19,20 @@
 #include <stdio.h>
 
 #include "profile/profile_export.h"
+#include "streams/file.h"
 
-/* A file being written: FILE on the temporary file, and both paths. */
-typedef struct plm__profile_file {
-  FILE *file;
-  char *path;
-  char *tmp;
-} plm__profile_file;
+/* A file being written: its FILE is `.file`. */
+typedef plm__file_out plm__profile_file;
 
-/* Create PATH.tmp-XXXXXX (mode 0666 less the umask) and open it for writing. */
+/* Start writing path (plm__file_out_open). */
 plm_status plm__profile_file_open(const char *path, plm__profile_file *f);
 
-/* Flush and close the temporary file and rename it over the path; on any failure
- * (including an earlier write error on f->file) remove it. Frees f's paths. */
+/* Flush, fsync and close the file and rename it over the path (plm__file_out_commit); on
+ * any failure (including an earlier write error on f->file) the old file stays and the
+ * temporary file goes. */
 plm_status plm__profile_file_commit(plm__profile_file *f);
 
-/* Close and remove the temporary file; frees f's paths. */
+/* Close and remove the temporary file. */
 void plm__profile_file_abort(plm__profile_file *f);
 
 /* Write root (stolen: decref'd here) to path atomically, indented; NULL root means

@@ -106,9 +106,9 @@ plm_status plm__profile_write_trace(const plm__profile_snapshot *snapshot, const
                        fputs(",\"traceEvents\":[", out.file) != EOF &&
                        write_events(out.file, snapshot) && fputs("]}\n", out.file) != EOF;
   json_decref(other);
-  if (!written) {
+  if (!written && !ferror(out.file)) { /* a write's failure shows in the commit */
     plm__profile_file_abort(&out);
-    return plm__fail_raw(PLM_ERR_IO, "%s: cannot write the trace", path);
+    return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "%s: no memory for the trace", path);
   }
   return plm__profile_file_commit(&out);
 }

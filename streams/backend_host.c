@@ -43,6 +43,7 @@
 #include "streams/backend.h"
 #include "streams/clock.h"
 #include "streams/error.h"
+#include "streams/file.h"
 
 enum { DEVICE_ALIGNMENT = 256 };
 enum { POLL_NS = 50 * 1000 }; /* how long a worker or a synchronizer polls before sleeping */
@@ -509,7 +510,8 @@ static plm_status host_mem_recommit(void *ctx, void *ptr, size_t bytes) {
 
 /* The value of the first line in `path` that starts with `key`, after the colon. */
 static bool read_keyed_line(const char *path, const char *key, char *value, size_t capacity) {
-  FILE *file = fopen(path, "r");
+  char why[160];
+  FILE *file = plm__file_open_regular(path, PLM__FILE_READ, NULL, why, sizeof why);
   if (!file) return false;
   char line[512];
   bool found = false;

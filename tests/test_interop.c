@@ -271,6 +271,46 @@ START_TEST(test_an_import_describes_the_memory_and_refuses_what_ops_cannot_use) 
 }
 END_TEST
 
+/* Shapes of more than INT64_MAX bytes, byte offsets that overflow the address and data not
+ * aligned to its elements are refused, each naming what was wrong (issue 39: they were
+ * taken, then overflowed in plm_tensor_bytes, the pointer arithmetic and the kernels). */
+START_TEST(test_an_import_refuses_impossible_sizes_offsets_and_alignment) {
+  const int64_t shape[2] = {4, 6};
+  plm_tensor dev, t;
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, shape, &dev));
+  foreign f;
+  make_foreign(&f, dev.data, PLM_DL_UINT, 8, 2, (const int64_t[2]){INT64_C(1) << 62, 2});
+  PLM_CHECK_FAILS(plm_tensor_from_dlpack(plm_test_ctx, &f.managed, &t, NULL), PLM_ERR_INVALID_ARG,
+                  "managed->dl_tensor (shape [4611686018427387904, 2]): the shape "
+                  "4611686018427387904x2 of u8 is more than INT64_MAX (2^63 - 1) bytes");
+  make_foreign(&f, dev.data, PLM_DL_UINT, 8, 2, shape);
+  f.managed.dl_tensor.byte_offset = UINT64_C(1) << 63;
+  PLM_CHECK_FAILS(plm_tensor_from_dlpack(plm_test_ctx, &f.managed, &t, NULL), PLM_ERR_INVALID_ARG,
+                  "managed->dl_tensor.byte_offset 9223372036854775808 overflows the address");
+  f.managed.dl_tensor.byte_offset = UINT64_MAX;
+  PLM_CHECK_FAILS(plm_tensor_from_dlpack(plm_test_ctx, &f.managed, &t, NULL), PLM_ERR_INVALID_ARG,
+                  "byte_offset 18446744073709551615 overflows");
+  /* An offset that fits, and a shape that fits, but not together. */
+  make_foreign(&f, dev.data, PLM_DL_UINT, 8, 1, (const int64_t[1]){INT64_MAX});
+  f.managed.dl_tensor.byte_offset = (uint64_t)INT64_MAX - 1;
+  PLM_CHECK_FAILS(plm_tensor_from_dlpack(plm_test_ctx, &f.managed, &t, NULL), PLM_ERR_INVALID_ARG,
+                  "run past the end of the address space");
+  /* float32 at +2 bytes, as np.frombuffer(..., offset=2) gives. */
+  make_foreign(&f, dev.data, PLM_DL_FLOAT, 32, 1, (const int64_t[1]){5});
+  f.managed.dl_tensor.byte_offset = 2;
+  PLM_CHECK_FAILS(plm_tensor_from_dlpack(plm_test_ctx, &f.managed, &t, NULL), PLM_ERR_INVALID_ARG,
+                  "managed->dl_tensor (shape [5]): data 0x");
+  ck_assert_ptr_nonnull(strstr(plm_last_error(), "is not aligned to its f32 elements' 4 bytes"));
+  plm_dl_managed_tensor legacy = {.dl_tensor = f.managed.dl_tensor};
+  PLM_CHECK_FAILS(plm_tensor_from_dlpack_legacy(plm_test_ctx, &legacy, &t), PLM_ERR_INVALID_ARG,
+                  "plm_tensor_from_dlpack_legacy: managed->dl_tensor (shape [5]): data 0x");
+  f.managed.dl_tensor.byte_offset = 4; /* aligned: taken */
+  PLM_CHECK_OK(plm_tensor_from_dlpack(plm_test_ctx, &f.managed, &t, NULL));
+  ck_assert(t.data == (char *)dev.data + 4);
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &dev));
+}
+END_TEST
+
 /* threshold on an imported tensor, its result exported and read through DLPack. */
 START_TEST(test_an_op_runs_on_an_import_and_its_result_exports) {
   const int64_t shape[2] = {3, 5};
@@ -553,6 +593,7 @@ static Suite *interop_suite(void) {
   tcase_add_test(tcase, test_pinned_host_memory_exports_as_what_it_is);
   tcase_add_test(tcase, test_an_export_refuses_what_dlpack_cannot_say);
   tcase_add_test(tcase, test_an_import_describes_the_memory_and_refuses_what_ops_cannot_use);
+  tcase_add_test(tcase, test_an_import_refuses_impossible_sizes_offsets_and_alignment);
   tcase_add_test(tcase, test_an_op_runs_on_an_import_and_its_result_exports);
   tcase_add_test(tcase, test_legacy_dlpack_exports_and_imports_as_the_versioned_does);
   tcase_add_test(tcase, test_the_consumer_waits_for_the_producer_on_the_device);

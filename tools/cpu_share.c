@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "streams/file.h"
 #include "tools/count_parse.h"
 
 /* The next space-separated decimal field after *text; *text moves past it. */
@@ -92,7 +93,8 @@ bool cpu_times_parse(const char *proc_stat, const char *proc_self_stat, const bo
 
 /* /proc/stat's "cpu" lines (they come first; the rest, "intr" above all, can be long). */
 static char *cpu_lines(void) {
-  FILE *f = fopen("/proc/stat", "r");
+  char why[160];
+  FILE *f = plm__file_open_regular("/proc/stat", PLM__FILE_READ, NULL, why, sizeof why);
   if (!f) return NULL;
   size_t size = 0, capacity = 4096;
   char *text = malloc(capacity), line[512];
@@ -121,7 +123,8 @@ static char *cpu_lines(void) {
 
 bool cpu_times_now(cpu_times *out) {
   char own[1024];
-  FILE *f = fopen("/proc/self/stat", "r");
+  char why[160];
+  FILE *f = plm__file_open_regular("/proc/self/stat", PLM__FILE_READ, NULL, why, sizeof why);
   if (!f) return false;
   const size_t n = fread(own, 1, sizeof own - 1, f);
   fclose(f);

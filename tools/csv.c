@@ -1,6 +1,7 @@
 /* tools/csv.c: numeric CSV tables (tools/csv.h). */
 #define _POSIX_C_SOURCE 200809L
 
+#include "streams/file.h"
 #include "tools/csv.h"
 #include "tools/regular_file.h"
 
@@ -43,7 +44,7 @@ int csv_column(const csv_table *table, const char *name) {
 static plm_status slurp(const char *path, char **text, size_t *length, char *err, size_t err_size) {
   struct stat st;
   char why[160];
-  FILE *file = regular_file_open(path, &st, why, sizeof why);
+  FILE *file = plm__file_open_regular(path, PLM__FILE_READ, &st, why, sizeof why);
   if (!file) return fail(err, err_size, path, 0, PLM_ERR_IO, "%s", why);
   plm_status status = PLM_OK;
   if ((int64_t)st.st_size > CSV_MAX_BYTES)

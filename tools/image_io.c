@@ -1,6 +1,7 @@
 /* tools/image_io.c: .npy, PGM and PNG reading, .npy writing (tools/image_io.h). */
 #define _POSIX_C_SOURCE 200809L
 
+#include "streams/file.h"
 #include "tools/image_io.h"
 #include "tools/output_file.h"
 #include "tools/regular_file.h"
@@ -548,7 +549,7 @@ typedef enum file_format { FORMAT_NPY, FORMAT_PGM, FORMAT_PNG } file_format;
 static plm_status open_image_file(reader *r, file_format *format) {
   struct stat st;
   char why[160];
-  r->file = regular_file_open(r->path, &st, why, sizeof why);
+  r->file = plm__file_open_regular(r->path, PLM__FILE_READ, &st, why, sizeof why);
   if (!r->file) return READ_FAIL(r, PLM_ERR_IO, "%s", why);
   r->size = (uint64_t)st.st_size;
   unsigned char magic[8] = {0};

@@ -16,19 +16,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "streams/file.h"
 #include "tools/regular_file.h"
 
-#define TEMPORARY_SUFFIX ".tmp-XXXXXX"
 #define BACKUP_SUFFIX ".old"
 
 struct output_file {
-  char *path;   /* the destination */
-  char *tmp;    /* PATH.tmp-XXXXXX beside it */
-  char *backup; /* PATH.tmp-XXXXXX.old: the old file's link during a commit, else NULL */
-  FILE *file;   /* the open temporary file; NULL once closed */
-  int listed;   /* its slot in the list of temporaries, or -1 */
-  bool failed;  /* a write failed: a commit must fail */
-  bool had_old; /* a file was at path when the commit began */
+  plm__file_out out; /* path, its target, the temporary file beside the target */
+  char *backup;      /* TMP.old: the old file's link during a commit, else NULL */
+  int listed;        /* its slot in the list of temporaries, or -1 */
+  bool had_old;      /* a file was at the target when the commit began */
 };
 
 /* Write "path: message" into err, on one line (file_failure_v). */
@@ -92,16 +89,14 @@ bool output_files_remove_temporaries(void) {
 
 static void free_file(output_file *f) {
   free(f->backup);
-  free(f->tmp);
-  free(f->path);
+  plm__file_out_free(&f->out);
   free(f);
 }
 
 void output_file_abort(output_file *f) {
   if (!f) return;
   unlist_temporary(f);
-  if (f->file) fclose(f->file);
-  unlink(f->tmp);
+  plm__file_out_abort(&f->out);
   free_file(f);
 }
 
@@ -110,38 +105,16 @@ plm_status output_file_open(const char *path, output_file **out, char *err, size
   if (out) *out = NULL;
   if (!path) return fail(err, err_size, "output_file_open", PLM_ERR_INVALID_ARG, "path is NULL");
   if (!out) return fail(err, err_size, path, PLM_ERR_INVALID_ARG, "out is NULL");
-  const size_t length = strlen(path);
   output_file *f = calloc(1, sizeof *f);
-  if (f) f->path = strdup(path);
-  if (f && f->path) f->tmp = malloc(length + sizeof TEMPORARY_SUFFIX);
-  if (!f || !f->path || !f->tmp) {
-    if (f) free_file(f);
-    return fail(err, err_size, path, PLM_ERR_OUT_OF_MEMORY, "out of memory");
-  }
-  memcpy(f->tmp, path, length);
-  memcpy(f->tmp + length, TEMPORARY_SUFFIX, sizeof TEMPORARY_SUFFIX);
+  if (!f) return fail(err, err_size, path, PLM_ERR_OUT_OF_MEMORY, "out of memory");
   f->listed = -1;
-  int fd = mkstemp(f->tmp);
-  if (fd < 0) {
-    plm_status status = fail(err, err_size, path, PLM_ERR_IO,
-                             "cannot create a temporary file: %s", strerror(errno));
-    free_file(f);
-    return status;
-  }
-  f->listed = list_temporary(f->tmp);
-  /* mkstemp makes the file 0600; give it the mode a plain create would. */
-  mode_t mask = umask(0);
-  umask(mask);
-  plm_status status = PLM_OK;
-  if (fchmod(fd, 0666 & ~mask) != 0)
-    status = fail(err, err_size, path, PLM_ERR_IO, "chmod %s failed: %s", f->tmp, strerror(errno));
-  else if (!(f->file = fdopen(fd, "wb")))
-    status = fail(err, err_size, path, PLM_ERR_IO, "fdopen failed: %s", strerror(errno));
+  char why[PATH_MAX + 128];
+  plm_status status = plm__file_out_open(&f->out, path, why, sizeof why);
   if (status != PLM_OK) {
-    if (!f->file) close(fd);
-    output_file_abort(f);
-    return status;
+    free(f);
+    return fail(err, err_size, path, status, "%s", why);
   }
+  if (f->out.tmp) f->listed = list_temporary(f->out.tmp);
   *out = f;
   return PLM_OK;
 }
@@ -150,78 +123,56 @@ plm_status output_file_write(output_file *f, const void *data, size_t bytes, cha
                              size_t err_size) {
   if (err && err_size) err[0] = '\0';
   if (!f) return fail(err, err_size, "output_file_write", PLM_ERR_INVALID_ARG, "file is NULL");
-  if (!data && bytes) return fail(err, err_size, f->path, PLM_ERR_INVALID_ARG, "data is NULL");
-  if (bytes && fwrite(data, 1, bytes, f->file) != bytes) {
-    f->failed = true;
-    return fail(err, err_size, f->path, PLM_ERR_IO, "writing %s failed: %s", f->tmp,
-                strerror(errno));
-  }
-  return PLM_OK;
+  if (!data && bytes) return fail(err, err_size, f->out.path, PLM_ERR_INVALID_ARG, "data is NULL");
+  char why[256];
+  plm_status status = plm__file_out_write(&f->out, data, bytes, why, sizeof why);
+  return status == PLM_OK ? PLM_OK : fail(err, err_size, f->out.path, status, "%s", why);
 }
 
 const char *output_file_path(const output_file *f) {
-  return f ? f->path : NULL;
+  return f ? f->out.path : NULL;
 }
 
 /* Step 1: flush, fsync and close; the data is on the disk or this fails. */
 static plm_status finish_writing(output_file *f, char *err, size_t err_size) {
-  plm_status status = PLM_OK;
-  if (f->failed)
-    status = fail(err, err_size, f->path, PLM_ERR_IO, "an earlier write to %s failed", f->tmp);
-  else if (fflush(f->file) != 0)
-    status = fail(err, err_size, f->path, PLM_ERR_IO, "writing %s failed: %s", f->tmp,
-                  strerror(errno));
-  else if (fsync(fileno(f->file)) != 0 && errno != EINVAL && errno != EROFS)
-    status = fail(err, err_size, f->path, PLM_ERR_IO, "fsync of %s failed: %s", f->tmp,
-                  strerror(errno));
-  FILE *file = f->file;
-  f->file = NULL;
-  if (fclose(file) != 0 && status == PLM_OK)
-    status = fail(err, err_size, f->path, PLM_ERR_IO, "closing %s failed: %s", f->tmp,
-                  strerror(errno));
-  return status;
+  char why[256];
+  plm_status status = plm__file_out_finish(&f->out, why, sizeof why);
+  return status == PLM_OK ? PLM_OK : fail(err, err_size, f->out.path, status, "%s", why);
 }
 
-/* Keep the file at f->path (if any) under a hard link, so that it can come back. A
- * file system without hard links gives no backup, and no failure. */
+/* Keep the file at f's target (if any) under a hard link, so that it can come back. A
+ * file system without hard links gives no backup, and no failure. A device or a FIFO
+ * written in place has nothing to keep. */
 static plm_status keep_old_file(output_file *f, char *err, size_t err_size) {
   struct stat st;
-  if (lstat(f->path, &st) != 0) return PLM_OK; /* nothing there yet */
+  if (f->out.direct || lstat(f->out.target, &st) != 0) return PLM_OK; /* nothing there yet */
   f->had_old = true;
-  const size_t length = strlen(f->tmp);
+  const size_t length = strlen(f->out.tmp);
   f->backup = malloc(length + sizeof BACKUP_SUFFIX);
-  if (!f->backup) return fail(err, err_size, f->path, PLM_ERR_OUT_OF_MEMORY, "out of memory");
-  memcpy(f->backup, f->tmp, length);
+  if (!f->backup) return fail(err, err_size, f->out.path, PLM_ERR_OUT_OF_MEMORY, "out of memory");
+  memcpy(f->backup, f->out.tmp, length);
   memcpy(f->backup + length, BACKUP_SUFFIX, sizeof BACKUP_SUFFIX);
-  if (link(f->path, f->backup) == 0) return PLM_OK;
+  if (link(f->out.target, f->backup) == 0) return PLM_OK;
   const int error = errno;
   free(f->backup);
   f->backup = NULL;
   if (error == EPERM || error == ENOTSUP || error == EOPNOTSUPP || error == EMLINK) return PLM_OK;
-  return fail(err, err_size, f->path, PLM_ERR_IO, "cannot keep the old file while replacing it: %s",
-              strerror(error));
-}
-
-/* Step 3: fsync the folder that holds path (best effort: some file systems refuse). */
-static void sync_folder(const char *path) {
-  char copy[PATH_MAX];
-  if (snprintf(copy, sizeof copy, "%s", path) >= (int)sizeof copy) return;
-  int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY);
-  if (fd < 0) return;
-  fsync(fd);
-  close(fd);
+  return fail(err, err_size, f->out.path, PLM_ERR_IO,
+              "cannot keep the old file while replacing it: %s", strerror(error));
 }
 
 /* Put back what the renames of files[0..renamed) replaced. */
 static void restore_old_files(output_file **files, int renamed) {
   for (int i = renamed - 1; i >= 0; i--) {
-    if (files[i]->backup) {
-      if (rename(files[i]->backup, files[i]->path) == 0) {
+    if (files[i]->out.direct) {
+      continue; /* a device or a FIFO, written in place: nothing to put back */
+    } else if (files[i]->backup) {
+      if (rename(files[i]->backup, files[i]->out.target) == 0) {
         free(files[i]->backup);
         files[i]->backup = NULL;
       }
     } else if (!files[i]->had_old) {
-      unlink(files[i]->path);
+      unlink(files[i]->out.target);
     } /* else: an old file without a link (no hard links here) cannot come back */
   }
 }
@@ -233,9 +184,9 @@ static plm_status rename_all(output_file **files, int count, char *err, size_t e
   int renamed = 0;
   while (status == PLM_OK && renamed < count) {
     output_file *f = files[renamed];
-    if (rename(f->tmp, f->path) != 0) {
-      status = fail(err, err_size, f->path, PLM_ERR_IO, "cannot rename %s to it: %s", f->tmp,
-                    strerror(errno));
+    char why[PATH_MAX + 128];
+    if ((status = plm__file_out_rename(&f->out, why, sizeof why)) != PLM_OK) {
+      fail(err, err_size, f->out.path, status, "%s", why);
       break;
     }
     unlist_temporary(f);
@@ -245,7 +196,7 @@ static plm_status rename_all(output_file **files, int count, char *err, size_t e
   for (int i = 0; i < count; i++)
     if (files[i]->backup) unlink(files[i]->backup);
   if (status == PLM_OK)
-    for (int i = 0; i < count; i++) sync_folder(files[i]->path);
+    for (int i = 0; i < count; i++) plm__file_out_sync_folder(&files[i]->out);
   return status;
 }
 
@@ -257,10 +208,10 @@ plm_status output_files_commit(output_file **files, int count, char *err, size_t
   plm_status status = PLM_OK;
   for (int i = 0; i < count && status == PLM_OK; i++)
     if (!files[i])
-      status = fail(err, err_size, "output_files_commit", PLM_ERR_INVALID_ARG,
-                    "files[%d] is NULL", i);
+      status =
+          fail(err, err_size, "output_files_commit", PLM_ERR_INVALID_ARG, "files[%d] is NULL", i);
   for (int i = 0; i < count; i++)
-    if (files[i] && files[i]->file) {
+    if (files[i] && files[i]->out.file) {
       /* Every file is closed; the first failure's message is kept. */
       char later[256];
       plm_status finished = status == PLM_OK ? finish_writing(files[i], err, err_size)
@@ -278,7 +229,7 @@ plm_status output_files_commit(output_file **files, int count, char *err, size_t
   for (int i = 0; i < count; i++)
     if (files[i]) {
       unlist_temporary(files[i]);
-      if (status != PLM_OK) unlink(files[i]->tmp);
+      if (status != PLM_OK && files[i]->out.tmp) unlink(files[i]->out.tmp);
       free_file(files[i]);
     }
   return status;

@@ -1,6 +1,9 @@
 /* tools/output_file.h: the one way the commands write their outputs (internal to the
  * tools): each output is written to a temporary file beside it, and a command's outputs
- * replace their paths together, all or none.
+ * replace their paths together, all or none. Where an output goes is streams/file.h's
+ * rule, the library's own: through a symbolic link to the file it leads to (the link
+ * stays), a device or a FIFO written in place (tee's way: no temporary file, nothing to
+ * put back), a socket or a folder refused.
  *
  *   output_file *files[2];
  *   output_file_open("labels.npy", &files[0], err, sizeof err);   PATH.tmp-XXXXXX
@@ -48,14 +51,16 @@ enum { OUTPUT_FILE_LISTED = 32 };
 
 typedef struct output_file output_file;
 
-/* Create path's temporary file (PATH.tmp-XXXXXX, with the mode a plain create would
- * give). Errors: PLM_ERR_INVALID_ARG (NULL arguments), PLM_ERR_OUT_OF_MEMORY,
- * PLM_ERR_IO ("PATH: cannot create a temporary file: <strerror>"). */
+/* Create path's temporary file (TARGET.tmp-XXXXXX beside the file path's links lead to,
+ * with the mode a plain create would give), or open the device or FIFO at path. Errors:
+ * PLM_ERR_INVALID_ARG (NULL arguments), PLM_ERR_OUT_OF_MEMORY, PLM_ERR_IO ("PATH: is a
+ * socket: ...", "PATH: cannot create a temporary file beside it: <strerror>", "PATH:
+ * cannot open it: <strerror>"). */
 plm_status output_file_open(const char *path, output_file **out, char *err, size_t err_size);
 
-/* Append bytes to the temporary file. Errors: PLM_ERR_INVALID_ARG, PLM_ERR_IO ("PATH:
- * writing PATH.tmp-XXXXXX failed: <strerror>"). After a failure the file is still to be
- * committed (which then fails) or aborted. */
+/* Append bytes to the temporary file (or the device). Errors: PLM_ERR_INVALID_ARG,
+ * PLM_ERR_IO ("PATH: writing failed: <strerror>"). After a failure the file is still to
+ * be committed (which then fails) or aborted. */
 plm_status output_file_write(output_file *f, const void *data, size_t bytes, char *err,
                              size_t err_size);
 

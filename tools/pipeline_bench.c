@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 
 #include "profile/stats.h"
 #include "streams/clock.h"
+#include "streams/file.h"
 #include "tools/cpu_share.h"
 #include "tools/progress.h"
 #include "tools/quote.h"
@@ -1020,9 +1022,16 @@ bool pipeline_bench_validate_json(const char *path, FILE *err) {
       "overlap",        "predicted_ms_per_frame", "measured_over_predicted"};
   if (!err) err = stderr;
   json_error_t error;
-  json_t *doc = json_load_file(path, 0, &error);
   char shown[QUOTE_SIZE]; /* path as given, escaped: the messages stay one line */
   quote_text(path, shown, sizeof shown);
+  char why[160];
+  FILE *file = plm__file_open_regular(path, PLM__FILE_READ, NULL, why, sizeof why);
+  if (!file) {
+    fprintf(err, "%s: %s\n", shown, why);
+    return false;
+  }
+  json_t *doc = json_loadf(file, 0, &error);
+  fclose(file);
   if (!doc) {
     fprintf(err, "%s:%d:%d: %s\n", shown, error.line, error.column, error.text);
     return false;
@@ -1249,13 +1258,20 @@ int pipeline_bench_run(const pipeline_bench_options *options, FILE *table, const
     print_goals(&b, goals, goal_count);
     if (json_path) {
       json_t *doc = document_json(&b, goals, goal_count);
-      if (json_dump_file(doc, json_path, JSON_INDENT(2) | JSON_REAL_PRECISION(6)) != 0) {
-        const int error = errno;
+      char why[PATH_MAX + 128];
+      plm__file_out out;
+      plm_status written = plm__file_out_open(&out, json_path, why, sizeof why);
+      const bool readable_back = written == PLM_OK && !out.direct; /* not a device or a FIFO */
+      if (written == PLM_OK) {
+        json_dumpf(doc, out.file, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
+        written = plm__file_out_commit(&out, why, sizeof why); /* a failed write shows here */
+      }
+      if (written != PLM_OK) {
         char shown[QUOTE_SIZE];
         fprintf(stderr, "%s: cannot write %s: %s\n", b.prog,
-                quote_text(json_path, shown, sizeof shown), strerror(error));
+                quote_text(json_path, shown, sizeof shown), why);
         code = EXIT_RUNTIME_FAILURE;
-      } else if (!pipeline_bench_validate_json(json_path, stderr)) {
+      } else if (readable_back && !pipeline_bench_validate_json(json_path, stderr)) {
         code = EXIT_RUNTIME_FAILURE;
       } else {
         fprintf(b.out, "\nwrote %s\n", json_path);

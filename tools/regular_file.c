@@ -3,46 +3,14 @@
 
 #include "tools/regular_file.h"
 
+#include "streams/file.h"
+
 #include <errno.h>
-#include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-/* Close fd keeping errno, which the caller reports. */
-static void close_keeping_errno(int fd) {
-  int saved = errno;
-  close(fd);
-  errno = saved;
-}
-
-FILE *regular_file_open(const char *path, struct stat *st, char *why, size_t why_size) {
-  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) {
-    snprintf(why, why_size, "cannot open: %s", strerror(errno));
-    return NULL;
-  }
-  if (fstat(fd, st) != 0) {
-    snprintf(why, why_size, "cannot stat: %s", strerror(errno));
-    close_keeping_errno(fd);
-    return NULL;
-  }
-  if (!S_ISREG(st->st_mode)) {
-    snprintf(why, why_size, "not a regular file");
-    close(fd);
-    errno = EINVAL;
-    return NULL;
-  }
-  int flags = fcntl(fd, F_GETFL);
-  FILE *file = flags >= 0 && fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == 0 ? fdopen(fd, "rb") : NULL;
-  if (!file) {
-    snprintf(why, why_size, "cannot open: %s", strerror(errno));
-    close_keeping_errno(fd);
-  }
-  return file;
-}
 
 /* path's folder made canonical, then its last component: "a/../b/x.npy" -> "/abs/b/x.npy".
  * False when the folder cannot be resolved (then no comparison by name is made). */
@@ -65,8 +33,19 @@ bool same_file(const char *a, const char *b) {
 }
 
 bool output_path_usable(const char *path, char *why, size_t why_size) {
+  char *target = NULL;
+  bool direct = false;
+  if (!plm__file_out_target(path, &target, &direct, why, why_size)) return false;
+  if (direct) {
+    const bool writable = access(target, W_OK) == 0;
+    if (!writable) snprintf(why, why_size, "cannot be written: %s", strerror(errno));
+    free(target);
+    return writable;
+  }
   char copy[PATH_MAX];
-  if (snprintf(copy, sizeof copy, "%s", path) >= (int)sizeof copy) {
+  const bool fits = snprintf(copy, sizeof copy, "%s", target) < (int)sizeof copy;
+  free(target);
+  if (!fits) {
     snprintf(why, why_size, "the path is longer than %d bytes", PATH_MAX - 1);
     return false;
   }
@@ -85,10 +64,6 @@ bool output_path_usable(const char *path, char *why, size_t why_size) {
   if (access(folder, W_OK | X_OK) != 0) {
     snprintf(why, why_size, "its folder %s cannot be written: %s", quote_value(folder, q, sizeof q),
              strerror(errno));
-    return false;
-  }
-  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-    snprintf(why, why_size, "is a folder");
     return false;
   }
   return true;

@@ -1,15 +1,9 @@
 /* tools/regular_file.h: the user's files around the commands (internal to the tools):
- * opening one for reading without ever blocking on one that is not a regular file,
  * telling whether two paths name one file and whether an output may be written, and the
- * one-line messages of the image and CSV readers and writers.
- *
- * A FIFO, a terminal or a socket named as an input would make a plain fopen wait for a
- * writer, or read forever. regular_file_open opens `path` read-only with O_NONBLOCK
- * (opening a FIFO then returns at once, writer or not), refuses what fstat does not call
- * a regular file, then restores blocking reads and returns the stream ("rb"), *st filled.
- * On failure it returns NULL, with errno as the failing call left it, and writes to why
- * (why_size bytes, NUL-terminated) one of "cannot open: <strerror>", "cannot stat:
- * <strerror>" or "not a regular file". Thread-safe. */
+ * one-line messages of the image and CSV readers and writers. Files themselves are
+ * opened by the library's one opener and writer (streams/file.h: plm__file_open_regular
+ * never blocks on a FIFO and refuses what is not a regular file; plm__file_out writes
+ * through symbolic links and into devices and FIFOs in place). */
 #ifndef PLUME_TOOLS_REGULAR_FILE_H
 #define PLUME_TOOLS_REGULAR_FILE_H
 
@@ -22,8 +16,6 @@
 
 #include "plume/status.h"
 #include "tools/quote.h"
-
-FILE *regular_file_open(const char *path, struct stat *st, char *why, size_t why_size);
 
 /* The message of a failure about a file, as the image and CSV readers and writers give
  * it: "PATH: message" (line > 0: "PATH:LINE: message"; path NULL: "(null)"), fmt and args
@@ -39,13 +31,14 @@ plm_status file_failure_v(char *err, size_t err_size, const char *path, int64_t 
  * output before they run. */
 bool same_file(const char *a, const char *b);
 
-/* Whether an output may be written at `path`, checked before a command runs: its folder
- * exists and is a folder this process may create files in, and path itself is not a
- * folder. False with why ("its folder 'F' does not exist: <strerror>", "'F' is not a
- * folder", "its folder 'F' cannot be written: <strerror>", "is a folder"; F quoted by
- * quote_value, tools/quote.h), so that what fails later, while writing (a full disk), is
- * a runtime failure and not the command's arguments. OUTPUT_PATH_WHY_SIZE bytes hold any
- * why. */
+/* Whether an output may be written at `path`, checked before a command runs, where
+ * streams/file.h's rule sends it: a device or a FIFO this process may write (else "cannot
+ * be written: <strerror>"); else the file path's symbolic links lead to, whose folder
+ * exists and is a folder this process may create files in. False with why ("is a socket:
+ * ...", "is a folder: ...", "its folder 'F' does not exist: <strerror>", "'F' is not a
+ * folder", "its folder 'F' cannot be written: <strerror>"; F quoted by quote_value,
+ * tools/quote.h), so that what fails later, while writing (a full disk), is a runtime
+ * failure and not the command's arguments. OUTPUT_PATH_WHY_SIZE bytes hold any why. */
 enum { OUTPUT_PATH_WHY_SIZE = QUOTE_SIZE + 128 };
 bool output_path_usable(const char *path, char *why, size_t why_size);
 

@@ -140,9 +140,12 @@ PLM_API plm_status plm_tensor_to_dlpack(const plm_tensor *tensor, uint64_t flags
  * and its dtype (uint8, uint16, int32, float32, float64, one lane). *read_only (when not
  * NULL) gets its read-only flag. Does not take ownership. Errors: PLM_ERR_INVALID_ARG
  * (NULL arguments or data; a major version other than 1; ndim outside 1..4; a dimension
- * < 1; a dtype plume lacks; a device ctx cannot use: kDLCPU on cuda, kDLCUDA on host or of
- * another device index), PLM_ERR_UNSUPPORTED (strides that are not compact row-major: the
- * message gives them and the ones expected; copy the tensor first). */
+ * < 1; a shape of more than INT64_MAX bytes; a byte_offset that overflows data's address,
+ * or a tensor that would run past the end of the address space; data + byte_offset not
+ * aligned to the element size, such as float32 at +2 bytes: copy such data to aligned
+ * memory first; a dtype plume lacks; a device ctx cannot use: kDLCPU on cuda, kDLCUDA on
+ * host or of another device index), PLM_ERR_UNSUPPORTED (strides that are not compact row-major:
+ * the message gives them and the ones expected; copy the tensor first). */
 PLM_API plm_status plm_tensor_from_dlpack(plm_context *ctx,
                                           const plm_dl_managed_tensor_versioned *managed,
                                           plm_tensor *out, bool *read_only);

@@ -52,8 +52,10 @@ PLM_API size_t plm_dtype_size(plm_dtype dtype);
 PLM_API const char *plm_dtype_name(plm_dtype dtype);
 
 /* Describe contiguous row-major memory at data. Errors: PLM_ERR_INVALID_ARG (NULL
- * out, ctx, data or dims; unknown dtype; ndim outside 1..4; a dimension < 1; a size
- * whose bytes overflow size_t). */
+ * out, ctx, data or dims; unknown dtype; ndim outside 1..4; a dimension < 1; a shape of
+ * more than INT64_MAX bytes; data not aligned to the element size, such as f32 data at
+ * an odd address: the kernels load whole elements, so copy such data to aligned memory
+ * first). The operations refuse a tensor whose data is not aligned in the same way. */
 PLM_API plm_status plm_tensor_wrap(plm_context *ctx, void *data, plm_dtype dtype, int ndim,
                                    const int64_t *dims, plm_tensor *out);
 
@@ -76,7 +78,8 @@ PLM_API plm_status plm_tensor_alloc(plm_pool *pool, plm_stream *stream, plm_dtyp
  * its data pointer. Errors: those of plm_pool_free. */
 PLM_API plm_status plm_tensor_free(plm_pool *pool, plm_stream *stream, plm_tensor *tensor);
 
-/* Number of elements, and bytes (elements x element size) of a tensor's shape. */
+/* Number of elements, and bytes (elements x element size) of a tensor's shape; 0 for a
+ * shape no wrap accepts (a dimension < 1, more than INT64_MAX elements or bytes). */
 PLM_API int64_t plm_tensor_numel(const plm_tensor *tensor);
 PLM_API size_t plm_tensor_bytes(const plm_tensor *tensor);
 

@@ -121,6 +121,9 @@ typedef struct plm_tuning_table_info {
   int entry_count;     /* its entries */
   int kept_count;      /* of which not the default */
   const char *setting; /* PLUME_TUNING as read: "on", "off" or "refresh" */
+  char problem[512];   /* why a file at path is not in use although it is there: it could
+                          not be read ("cannot open: Permission denied", "not a regular file
+                          (it is a FIFO)"); such a file is never replaced. "" when none */
 } plm_tuning_table_info;
 
 /* The state of ctx's device's table (loading it if this process has not yet). */
@@ -132,9 +135,11 @@ PLM_API plm_status plm_tuning_table_info_get(plm_context *ctx, plm_tuning_table_
 PLM_API plm_status plm_tuning_entries(plm_context *ctx, plm_tuning_entry **entries, size_t *count);
 
 /* Make `entries` ctx's device's table in this process and, unless PLUME_TUNING=off, write
- * it to the file (a temporary file renamed over it: whole or not at all); path (may be
- * NULL) receives where. Entries whose op, tunable or value is unknown are refused.
- * Errors: PLM_ERR_INVALID_ARG, PLM_ERR_IO (with the path). */
+ * it to the file (a temporary file renamed over it: whole or not at all; through a
+ * symbolic link to its target); path (may be NULL) receives where. Entries whose op,
+ * tunable or value is unknown are refused. A file at the path that could not be read
+ * (plm_tuning_table_info's problem) is not replaced: PLM_ERR_IO saying so. Errors:
+ * PLM_ERR_INVALID_ARG, PLM_ERR_IO (with the path and strerror). */
 PLM_API plm_status plm_tuning_store(plm_context *ctx, const plm_tuning_entry *entries, size_t count,
                                     char *path, size_t path_size);
 

@@ -111,8 +111,42 @@ def number_seeds():
               bytes([pick, kernel]) + text)
 
 
+def dlpack_seeds():
+    # fuzz_dlpack.c: ndim, dtype code, bits, lanes, flags, byte_offset, shapes, strides.
+    def seed(ndim, code, bits, flags, offset, shape, strides=()):
+        data = bytes([ndim, code, bits, 1, flags]) + struct.pack("<Q", offset)
+        data += b"".join(struct.pack("<q", v) for v in shape)
+        return data + b"".join(struct.pack("<q", v) for v in strides)
+    write("dlpack", "u8_2d", seed(2, 1, 8, 0, 0, (16, 16)))
+    write("dlpack", "f32_strided", seed(2, 2, 32, 1, 16, (8, 8), (8, 1)))
+    write("dlpack", "f32_misaligned", seed(1, 2, 32, 0, 2, (4,)))
+    write("dlpack", "f32_odd_data", seed(1, 2, 32, 8, 0, (4,)))
+    write("dlpack", "u8_2_pow_62", seed(2, 1, 8, 0, 0, (1 << 62, 2)))
+    write("dlpack", "offset_2_pow_63", seed(1, 1, 8, 2, 1 << 63, (4,)))
+    write("dlpack", "f64_legacy_host", seed(3, 2, 64, 6, 8, (2, 4, 8)))
+
+
+def tuning_table_seeds():
+    # fuzz_tuning_table.c: byte 0 the kind (0 a file, 1 a FIFO, 2 a folder), then the file.
+    table = (b'{"schema": "plume-tuning", "version": 1, "key": "@KEY@", "backend": "host", '
+             b'"entries": [{"op": "entropy", "tunable": "bands_per_thread", '
+             b'"size_class": "small", "value": 1, "default": 4, "best": 1, '
+             b'"default_ms": 1.0, "best_ms": 0.5, "cv": 0.01, "kept": true, "model_ms": 0}, '
+             b'{"op": "threshold", "tunable": "", "size_class": "small", "value": 0, '
+             b'"default_ms": 0.1, "best_ms": 0.1, "model_ms": 0.05}, '
+             b'{"op": "entropy", "tunable": "bands_per_thread", "size_class": "large", '
+             b'"value": 3}, {"op": "nope", "tunable": "x", "size_class": "medium", "value": 1}]}')
+    write("tuning_table", "table", bytes([0]) + table)
+    write("tuning_table", "other_key", bytes([0]) + table.replace(b"@KEY@", b"host|x"))
+    write("tuning_table", "cut", bytes([0]) + table[:90])
+    write("tuning_table", "fifo", bytes([1]))
+    write("tuning_table", "folder", bytes([2]))
+
+
 if __name__ == "__main__":
     image_seeds()
     pipeline_seeds()
     score_seeds()
     number_seeds()
+    dlpack_seeds()
+    tuning_table_seeds()

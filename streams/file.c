@@ -1,0 +1,332 @@
+/* streams/file.c: the one opener and the one writer of files (streams/file.h). */
+#define _GNU_SOURCE /* fopencookie; realpath, readlink, fchmod */
+
+#include "streams/file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define TEMPORARY_SUFFIX ".tmp-XXXXXX"
+
+enum { MAX_LINKS = 40 }; /* as the kernel's own limit (ELOOP) */
+
+/* Close fd keeping errno, which the caller reports. */
+static void close_keeping_errno(int fd) {
+  const int saved = errno;
+  close(fd);
+  errno = saved;
+}
+
+const char *plm__file_kind(const struct stat *st) {
+  if (S_ISREG(st->st_mode)) return "a regular file";
+  if (S_ISFIFO(st->st_mode)) return "a FIFO";
+  if (S_ISCHR(st->st_mode)) return "a character device";
+  if (S_ISBLK(st->st_mode)) return "a block device";
+  if (S_ISSOCK(st->st_mode)) return "a socket";
+  if (S_ISDIR(st->st_mode)) return "a folder";
+  if (S_ISLNK(st->st_mode)) return "a symbolic link";
+  return "an unknown kind of file";
+}
+
+static mode_t umask_now(void) {
+  const mode_t mask = umask(0);
+  umask(mask);
+  return mask;
+}
+
+FILE *plm__file_open_regular(const char *path, plm__file_mode mode, struct stat *st, char *why,
+                             size_t why_size) {
+  struct stat own;
+  if (!st) st = &own;
+  const int flags = mode == PLM__FILE_APPEND ? O_WRONLY | O_APPEND | O_CREAT : O_RDONLY;
+  const int fd = open(path, flags | O_NONBLOCK | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    const int error = errno;
+    snprintf(why, why_size, "cannot open: %s", strerror(error));
+    errno = error;
+    return NULL;
+  }
+  if (fstat(fd, st) != 0) {
+    const int error = errno;
+    snprintf(why, why_size, "cannot stat: %s", strerror(error));
+    close(fd);
+    errno = error;
+    return NULL;
+  }
+  if (!S_ISREG(st->st_mode)) {
+    snprintf(why, why_size, "not a regular file (it is %s)", plm__file_kind(st));
+    close(fd);
+    errno = EINVAL;
+    return NULL;
+  }
+  /* Back to blocking reads and writes: a regular file's never wait anyway. */
+  const int status_flags = fcntl(fd, F_GETFL);
+  FILE *file = status_flags >= 0 && fcntl(fd, F_SETFL, status_flags & ~O_NONBLOCK) == 0
+                   ? fdopen(fd, mode == PLM__FILE_APPEND ? "ab" : "rb")
+                   : NULL;
+  if (!file) {
+    const int error = errno;
+    snprintf(why, why_size, "cannot open: %s", strerror(error));
+    close(fd);
+    errno = error;
+  }
+  return file;
+}
+
+/* ---- where an output goes ------------------------------------------------------------ */
+
+/* link's target read from the link at path, made a path from the working folder (a
+ * relative target is relative to the link's folder); malloc'd, NULL when it cannot be
+ * read (errno set) or memory runs out. */
+static char *follow_link(const char *path) {
+  char target[PATH_MAX];
+  const ssize_t n = readlink(path, target, sizeof target - 1);
+  if (n < 0) return NULL;
+  target[n] = '\0';
+  if (target[0] == '/') return strdup(target);
+  char folder_copy[PATH_MAX];
+  snprintf(folder_copy, sizeof folder_copy, "%s", path);
+  const char *folder = dirname(folder_copy);
+  const size_t size = strlen(folder) + 1 + (size_t)n + 1;
+  char *joined = malloc(size);
+  if (joined) snprintf(joined, size, "%s/%s", folder, target);
+  return joined;
+}
+
+/* The end of path's chain of links where that end does not exist yet (a dangling link: the
+ * file is created there), else path itself; malloc'd, NULL with why. */
+static char *end_of_dangling_links(const char *path, char *why, size_t why_size) {
+  char *at = strdup(path);
+  for (int hops = 0; at; hops++) {
+    struct stat st;
+    if (lstat(at, &st) != 0 || !S_ISLNK(st.st_mode)) return at;
+    if (hops == MAX_LINKS) {
+      snprintf(why, why_size, "its symbolic links go more than %d deep", MAX_LINKS);
+      free(at);
+      return NULL;
+    }
+    char *next = follow_link(at);
+    if (!next) {
+      snprintf(why, why_size, "cannot read its symbolic link %s: %s", at, strerror(errno));
+      free(at);
+      return NULL;
+    }
+    free(at);
+    at = next;
+  }
+  snprintf(why, why_size, "out of memory");
+  return NULL;
+}
+
+bool plm__file_out_target(const char *path, char **target, bool *direct, char *why,
+                          size_t why_size) {
+  *target = NULL;
+  *direct = false;
+  struct stat st;
+  if (stat(path, &st) == 0) {
+    if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) || S_ISFIFO(st.st_mode)) {
+      /* Opened through path itself: /dev/stdout's links end in /proc's magic ones. */
+      *direct = true;
+      *target = strdup(path);
+    } else if (S_ISREG(st.st_mode)) {
+      struct stat link;
+      const bool is_link = lstat(path, &link) == 0 && S_ISLNK(link.st_mode);
+      *target = is_link ? realpath(path, NULL) : strdup(path);
+      if (!*target && is_link) {
+        snprintf(why, why_size, "cannot resolve its symbolic link: %s", strerror(errno));
+        return false;
+      }
+    } else {
+      snprintf(why, why_size, "is %s: plume writes regular files, devices and FIFOs",
+               plm__file_kind(&st));
+      return false;
+    }
+  } else if (errno == ELOOP) {
+    snprintf(why, why_size, "its symbolic links loop: %s", strerror(errno));
+    return false;
+  } else if (errno == ENOENT) {
+    *target = end_of_dangling_links(path, why, why_size);
+    if (!*target) return false;
+  } else {
+    *target = strdup(path); /* creating it fails, with the system's reason */
+  }
+  if (!*target) {
+    snprintf(why, why_size, "out of memory");
+    return false;
+  }
+  return true;
+}
+
+/* ---- writing --------------------------------------------------------------------------- */
+
+void plm__file_out_free(plm__file_out *f) {
+  free(f->path);
+  free(f->target);
+  free(f->tmp);
+  *f = (plm__file_out){.fd = -1};
+}
+
+void plm__file_out_abort(plm__file_out *f) {
+  if (f->file) fclose(f->file);
+  f->file = NULL;
+  if (f->tmp) unlink(f->tmp);
+  plm__file_out_free(f);
+}
+
+/* f->file writes through these, so that the errno of a failed write is kept (f->error)
+ * for the message, however the caller wrote (fwrite, fprintf, a library's callback). */
+static ssize_t cookie_write(void *cookie, const char *data, size_t size) {
+  plm__file_out *f = cookie;
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t n = write(f->fd, data + done, size - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      if (!f->failed) f->error = n < 0 ? errno : EIO;
+      f->failed = true;
+      return done ? (ssize_t)done : -1;
+    }
+    done += (size_t)n;
+  }
+  return (ssize_t)done;
+}
+
+static int cookie_close(void *cookie) {
+  plm__file_out *f = cookie;
+  const int closed = close(f->fd);
+  f->fd = -1;
+  return closed;
+}
+
+/* f->file over fd (taken: closed with the file, or here on failure). */
+static bool open_stream(plm__file_out *f, int fd) {
+  f->fd = fd;
+  const cookie_io_functions_t io = {.write = cookie_write, .close = cookie_close};
+  f->file = fopencookie(f, "wb", io);
+  if (f->file) return true;
+  close_keeping_errno(fd);
+  f->fd = -1;
+  return false;
+}
+
+/* Create target's temporary file beside it and open it. */
+static plm_status open_temporary(plm__file_out *f, char *why, size_t why_size) {
+  const size_t length = strlen(f->target);
+  f->tmp = malloc(length + sizeof TEMPORARY_SUFFIX);
+  if (!f->tmp) {
+    snprintf(why, why_size, "out of memory");
+    return PLM_ERR_OUT_OF_MEMORY;
+  }
+  memcpy(f->tmp, f->target, length);
+  memcpy(f->tmp + length, TEMPORARY_SUFFIX, sizeof TEMPORARY_SUFFIX);
+  const int fd = mkstemp(f->tmp);
+  if (fd < 0) {
+    snprintf(why, why_size, "cannot create a temporary file beside it: %s", strerror(errno));
+    free(f->tmp);
+    f->tmp = NULL;
+    return PLM_ERR_IO;
+  }
+  /* mkstemp makes the file 0600; give it the mode a plain create would. */
+  if (fchmod(fd, 0666 & ~umask_now()) != 0) {
+    snprintf(why, why_size, "cannot open %s: %s", f->tmp, strerror(errno));
+    close(fd);
+    return PLM_ERR_IO;
+  }
+  if (!open_stream(f, fd)) {
+    snprintf(why, why_size, "cannot open %s: %s", f->tmp, strerror(errno));
+    return PLM_ERR_IO;
+  }
+  return PLM_OK;
+}
+
+/* Open a device or a FIFO where it is (a FIFO's open waits for a reader). */
+static plm_status open_direct(plm__file_out *f, char *why, size_t why_size) {
+  int fd;
+  do fd = open(f->target, O_WRONLY | O_CLOEXEC);
+  while (fd < 0 && errno == EINTR);
+  if (fd < 0 || !open_stream(f, fd)) {
+    snprintf(why, why_size, "cannot open it: %s", strerror(errno));
+    return PLM_ERR_IO;
+  }
+  return PLM_OK;
+}
+
+plm_status plm__file_out_open(plm__file_out *f, const char *path, char *why, size_t why_size) {
+  *f = (plm__file_out){.fd = -1};
+  bool direct = false;
+  if (!plm__file_out_target(path, &f->target, &direct, why, why_size)) return PLM_ERR_IO;
+  f->path = strdup(path);
+  if (!f->path) {
+    snprintf(why, why_size, "out of memory");
+    plm__file_out_abort(f);
+    return PLM_ERR_OUT_OF_MEMORY;
+  }
+  f->direct = direct;
+  const plm_status status =
+      direct ? open_direct(f, why, why_size) : open_temporary(f, why, why_size);
+  if (status != PLM_OK) plm__file_out_abort(f);
+  return status;
+}
+
+plm_status plm__file_out_write(plm__file_out *f, const void *data, size_t bytes, char *why,
+                               size_t why_size) {
+  if (bytes && fwrite(data, 1, bytes, f->file) != bytes) {
+    if (!f->failed) f->error = errno;
+    f->failed = true;
+    snprintf(why, why_size, "writing failed: %s", strerror(f->error));
+    return PLM_ERR_IO;
+  }
+  return PLM_OK;
+}
+
+plm_status plm__file_out_finish(plm__file_out *f, char *why, size_t why_size) {
+  plm_status status = PLM_ERR_IO;
+  FILE *file = f->file;
+  f->file = NULL;
+  if (!file)
+    snprintf(why, why_size, "closed already");
+  else if (fflush(file) != 0 || f->failed || ferror(file))
+    snprintf(why, why_size, "writing failed: %s", strerror(f->failed ? f->error : EIO));
+  else if (!f->direct && fsync(f->fd) != 0 && errno != EINVAL && errno != EROFS)
+    snprintf(why, why_size, "fsync failed: %s", strerror(errno));
+  else
+    status = PLM_OK;
+  if (file && fclose(file) != 0 && status == PLM_OK) {
+    snprintf(why, why_size, "closing failed: %s", strerror(errno));
+    status = PLM_ERR_IO;
+  }
+  return status;
+}
+
+plm_status plm__file_out_rename(plm__file_out *f, char *why, size_t why_size) {
+  if (f->direct || !f->tmp) return PLM_OK;
+  if (rename(f->tmp, f->target) != 0) {
+    snprintf(why, why_size, "cannot rename %s to it: %s", f->tmp, strerror(errno));
+    return PLM_ERR_IO;
+  }
+  free(f->tmp);
+  f->tmp = NULL;
+  return PLM_OK;
+}
+
+void plm__file_out_sync_folder(const plm__file_out *f) {
+  char copy[PATH_MAX];
+  if (!f->target || snprintf(copy, sizeof copy, "%s", f->target) >= (int)sizeof copy) return;
+  const int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  fsync(fd);
+  close(fd);
+}
+
+plm_status plm__file_out_commit(plm__file_out *f, char *why, size_t why_size) {
+  plm_status status = plm__file_out_finish(f, why, why_size);
+  if (status == PLM_OK) status = plm__file_out_rename(f, why, why_size);
+  if (status == PLM_OK && !f->direct) plm__file_out_sync_folder(f);
+  plm__file_out_abort(f); /* removes the temporary file that is left after a failure */
+  return status;
+}
