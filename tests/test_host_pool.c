@@ -455,6 +455,22 @@ START_TEST(test_the_pools_jemalloc_reads_its_own_options) {
 }
 END_TEST
 
+/* The pool's jemalloc is plume's own: the program's malloc never goes through it (this
+ * test links plume_static, which once made jemalloc the whole program's malloc). Its
+ * count of this thread's allocated bytes does not move for a malloc of 4 MiB. */
+START_TEST(test_the_pools_jemalloc_is_not_the_programs_malloc) {
+  uint64_t before = 0, after = 0;
+  size_t size = sizeof before;
+  ck_assert_int_eq(je_mallctl("thread.allocated", &before, &size, NULL, 0), 0);
+  char *volatile memory = malloc(4u << 20);
+  ck_assert_ptr_nonnull(memory);
+  memory[0] = 1;
+  free(memory);
+  ck_assert_int_eq(je_mallctl("thread.allocated", &after, &size, NULL, 0), 0);
+  ck_assert_uint_eq(after, before);
+}
+END_TEST
+
 static Suite *host_pool_suite(void) {
   Suite *suite = suite_create("host_pool");
   TCase *sizes = tcase_create("sizes");
@@ -485,6 +501,7 @@ static Suite *host_pool_suite(void) {
   tcase_add_test(lifecycle, test_context_destroy_releases_live_blocks);
   tcase_add_test(lifecycle, test_context_without_host_blocks_has_no_arena);
   tcase_add_test(lifecycle, test_the_pools_jemalloc_reads_its_own_options);
+  tcase_add_test(lifecycle, test_the_pools_jemalloc_is_not_the_programs_malloc);
   suite_add_tcase(suite, lifecycle);
   return suite;
 }

@@ -4,7 +4,10 @@
 #   (a) CMake: find_package(plume) -> plume::plume and plume::plume_static;
 #   (b) pkg-config, shared:  cc main.c $(pkg-config --cflags --libs plume);
 #   (c) pkg-config, static:  libplume.a plus `pkg-config --static --libs plume`.
-# Every binary must run and print "consumer ok <version>".
+# Every binary must run and print "consumer ok <version>", and keep the C library's
+# malloc: plume's jemalloc is private to it (scripts/private-jemalloc), so linking plume,
+# shared or static, never changes a program's allocator. Before that, the installed
+# libplume.so must export nothing but plume's API and need no jemalloc.
 #
 # Usage: check-install.sh <plume build dir> <scratch dir>
 # The scratch dir is deleted and recreated on every run.
@@ -54,6 +57,27 @@ for f in "$libdir/libplume.a" "$libdir/libplume.so" "$libdir/cmake/plume/plumeCo
   [[ -e $f ]] || fail "not installed: $f"
 done
 
+step "(0) libplume.so: plume's API only, no jemalloc (nm -D, readelf -d)"
+so=$libdir/libplume.so
+# Defined dynamic symbols: the public plm_ API; never plm__ (internal), never jemalloc's.
+foreign=$(nm -D --defined-only "$so" | awk '{print $NF}' | grep -Ev '^plm_[a-z0-9]' || true)
+[[ -z $foreign ]] || fail "$so exports symbols that are not plume's API: $(echo "$foreign" | head -n 20 | tr '\n' ' ')"
+# Undefined ones: no jemalloc API (libplume's jemalloc is inside it, prefixed and hidden).
+jemalloc_refs=$(nm -D --undefined-only "$so" | awk '{print $NF}' |
+  grep -E '^(je_|plm__je_|mallocx|rallocx|xallocx|sallocx|dallocx|sdallocx|nallocx|mallctl)' || true)
+[[ -z $jemalloc_refs ]] || fail "$so calls a jemalloc outside itself: $(echo "$jemalloc_refs" | tr '\n' ' ')"
+if readelf -d "$so" | grep -E 'NEEDED.*jemalloc'; then fail "$so needs a jemalloc library"; fi
+if readelf -d "$so" | grep -E 'FLAGS.*STATIC_TLS'; then
+  fail "$so has initial-exec TLS (STATIC_TLS): a late dlopen (Python) may fail"
+fi
+echo "$so: $(nm -D --defined-only "$so" | wc -l) symbols exported, every one plm_*; no jemalloc needed"
+
+# The malloc a consumer's calls reach: the C library's, or a sanitizer's runtime's.
+malloc_owner_re='^libc\.so\.6$'
+if [[ -n ${PLUME_SANITIZE:-} ]]; then
+  malloc_owner_re='^(libc\.so\.6|lib[at]san\.so\..*)$'
+fi
+
 # Run a consumer and check what it prints. Shared ones find the installed libplume.so
 # through LD_LIBRARY_PATH (whatever RPATH they carry), and must resolve it there.
 run_consumer() {
@@ -68,6 +92,10 @@ run_consumer() {
   out=$(LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$exe") || fail "$exe exited with $?"
   echo "$out"
   [[ $out == "consumer ok "* ]] || fail "$exe printed '$out', not 'consumer ok <version>'"
+  local owner=${out##*(malloc from }
+  owner=${owner%)}
+  [[ $owner =~ $malloc_owner_re ]] ||
+    fail "$exe's malloc is in '$owner', not the C library's: linking plume changed its allocator"
 }
 
 expect_shared() { # $1 exe, $2 shared or static
