@@ -7,7 +7,7 @@
 # Every binary must run and print "consumer ok <version>", and keep the C library's
 # malloc: plume's jemalloc is private to it (scripts/private-jemalloc), so linking plume,
 # shared or static, never changes a program's allocator. Before that, the installed
-# libplume.so must export nothing but plume's API and need no jemalloc.
+# libplume.so must export no allocator, call no jemalloc outside itself and need none.
 #
 # Usage: check-install.sh <plume build dir> <scratch dir>
 # The scratch dir is deleted and recreated on every run.
@@ -57,20 +57,20 @@ for f in "$libdir/libplume.a" "$libdir/libplume.so" "$libdir/cmake/plume/plumeCo
   [[ -e $f ]] || fail "not installed: $f"
 done
 
-step "(0) libplume.so: plume's API only, no jemalloc (nm -D, readelf -d)"
+step "(0) libplume.so: no allocator exported, no jemalloc needed (nm -D, readelf -d)"
 so=$libdir/libplume.so
-# Defined dynamic symbols: the public plm_ API; never plm__ (internal), never jemalloc's.
-foreign=$(nm -D --defined-only "$so" | awk '{print $NF}' | grep -Ev '^plm_[a-z0-9]' || true)
-[[ -z $foreign ]] || fail "$so exports symbols that are not plume's API: $(echo "$foreign" | head -n 20 | tr '\n' ' ')"
-# Undefined ones: no jemalloc API (libplume's jemalloc is inside it, prefixed and hidden).
-jemalloc_refs=$(nm -D --undefined-only "$so" | awk '{print $NF}' |
-  grep -E '^(je_|plm__je_|mallocx|rallocx|xallocx|sallocx|dallocx|sdallocx|nallocx|mallctl)' || true)
+# Allocator entry points: C's, jemalloc's API (plain or prefixed), C++'s operator new/delete.
+allocator_re='^(malloc|free|calloc|realloc|reallocarray|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size|mallocx|rallocx|xallocx|sallocx|dallocx|sdallocx|nallocx|mallctl|mallctlnametomib|mallctlbymib|malloc_stats_print|malloc_conf|malloc_message|je_.*|plm__je_.*|_Znw.*|_Zna.*|_Zdl.*|_Zda.*)$'
+dynamic_symbols() { nm -D "$@" "$so" | awk '{print $NF}' | sed 's/@.*//'; }
+# Defined: none (plume's jemalloc is inside, prefixed and hidden; malloc stays the program's).
+exported=$(dynamic_symbols --defined-only | grep -E "$allocator_re" || true)
+[[ -z $exported ]] || fail "$so exports allocator symbols: $(echo "$exported" | head -n 20 | tr '\n' ' ')"
+# Undefined: no jemalloc API (a jemalloc outside libplume would have to provide it).
+jemalloc_refs=$(dynamic_symbols --undefined-only | grep -E "$allocator_re" |
+  grep -Ev '^(malloc|free|calloc|realloc|reallocarray|posix_memalign|aligned_alloc|_Znw.*|_Zna.*|_Zdl.*|_Zda.*)$' || true)
 [[ -z $jemalloc_refs ]] || fail "$so calls a jemalloc outside itself: $(echo "$jemalloc_refs" | tr '\n' ' ')"
 if readelf -d "$so" | grep -E 'NEEDED.*jemalloc'; then fail "$so needs a jemalloc library"; fi
-if readelf -d "$so" | grep -E 'FLAGS.*STATIC_TLS'; then
-  fail "$so has initial-exec TLS (STATIC_TLS): a late dlopen (Python) may fail"
-fi
-echo "$so: $(nm -D --defined-only "$so" | wc -l) symbols exported, every one plm_*; no jemalloc needed"
+echo "$so: $(dynamic_symbols --defined-only | wc -l) symbols exported, no allocator among them; no jemalloc needed"
 
 # The malloc a consumer's calls reach: the C library's, or a sanitizer's runtime's.
 malloc_owner_re='^libc\.so\.6$'
