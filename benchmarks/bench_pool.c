@@ -10,7 +10,8 @@
  * mode x parameter set. Modes: `pooled` and `passthrough` (plm_pool_create with
  * PLM_POOL_POOLED / PLM_POOL_PASSTHROUGH) on both backends; on host also `jemalloc`
  * (mallocx/dallocx on an explicit arena from "arenas.create", MALLOCX_TCACHE_NONE
- * and 256-byte alignment, the pool's own alignment): the baseline the pool must stay
+ * and 256-byte alignment, the pool's own alignment, of plume's private jemalloc, the
+ * pinned host pool's: pool/private_jemalloc.h): the baseline the pool must stay
  * within 1.5x of; on cuda also `cuda_async` (PLM_POOL_CUDA_ASYNC: cudaMallocAsync on
  * a pool with release threshold UINT64_MAX).
  *
@@ -130,7 +131,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
-#include <jemalloc/jemalloc.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -143,6 +143,7 @@
 #include "pool_lookup.h"
 #include "plume/plume.h"
 #include "plume/pool.h"
+#include "pool/private_jemalloc.h"
 #include "profile/stats.h"
 #include "streams/clock.h"
 #include "tools/progress.h"
@@ -326,7 +327,7 @@ static bool allocator_open(plm_context *ctx, bench_mode mode, unsigned pool_flag
   if (mode == MODE_TRACE) return trace_file != NULL || fail("trace: no file to write to");
   if (mode == MODE_JEMALLOC) {
     size_t len = sizeof a->arena;
-    int err = mallctl("arenas.create", &a->arena, &len, NULL, 0);
+    int err = je_mallctl("arenas.create", &a->arena, &len, NULL, 0);
     if (err != 0) return fail("jemalloc: mallctl(\"arenas.create\") failed: %s", strerror(err));
     a->jemalloc_flags = (int)(MALLOCX_ARENA(a->arena) | MALLOCX_TCACHE_NONE | MALLOCX_LG_ALIGN(8));
     return true;
@@ -350,7 +351,7 @@ static inline plm_status allocator_alloc(allocator *a, size_t bytes, plm_stream 
     return fprintf(trace_file, "a %" PRIu64 " %zu\n", id, bytes) > 0 ? PLM_OK : PLM_ERR_INTERNAL;
   }
   if (a->mode == MODE_JEMALLOC) {
-    *ptr = mallocx(bytes, a->jemalloc_flags);
+    *ptr = je_mallocx(bytes, a->jemalloc_flags);
     return *ptr ? PLM_OK : PLM_ERR_OUT_OF_MEMORY;
   }
   return plm_pool_alloc(a->pool, bytes, stream, ptr);
@@ -361,7 +362,7 @@ static inline plm_status allocator_free(allocator *a, void *ptr, plm_stream *str
     return fprintf(trace_file, "f %" PRIu64 "\n", (uint64_t)(uintptr_t)ptr) > 0 ? PLM_OK
                                                                                 : PLM_ERR_INTERNAL;
   if (a->mode == MODE_JEMALLOC) {
-    dallocx(ptr, a->jemalloc_flags);
+    je_dallocx(ptr, a->jemalloc_flags);
     return PLM_OK;
   }
   return plm_pool_free(a->pool, ptr, stream);
@@ -384,7 +385,7 @@ static bool allocator_close(allocator *a, const char *where) {
   if (a->mode == MODE_JEMALLOC) {
     char name[64];
     snprintf(name, sizeof name, "arena.%u.destroy", a->arena);
-    mallctl(name, NULL, NULL, NULL, 0); /* best effort: only gives the memory back */
+    je_mallctl(name, NULL, NULL, NULL, 0); /* best effort: only gives the memory back */
     return true;
   }
   plm_status status = plm_pool_destroy(a->pool);

@@ -1,8 +1,9 @@
 /* pool/host_pool.c: the pinned host pool (plm_host_alloc / plm_host_free,
  * plume/pool.h).
  *
- * Design. Each context gets, on its first plm_host_alloc, a jemalloc arena of its
- * own (mallctl "arenas.create") whose extent hooks take memory from mmap and
+ * Design. Each context gets, on its first plm_host_alloc, an arena of its own
+ * (mallctl "arenas.create") of plume's private jemalloc (pool/private_jemalloc.h: not
+ * the process's malloc, which never sees these arenas) whose extent hooks take memory from mmap and
  * page-lock it with the backend's host_register (cudaHostRegister on cuda; the
  * host backend has none and uses the pages as they are). Blocks come from that
  * arena with mallocx(MALLOCX_ARENA | MALLOCX_TCACHE_NONE | MALLOCX_ALIGN(256)): no
@@ -72,7 +73,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <jemalloc/jemalloc.h>
+#include "pool/private_jemalloc.h"
 
 #include "plume/pool.h"
 #include "streams/assert.h"
@@ -255,9 +256,10 @@ static void *hook_alloc(extent_hooks_t *hooks, void *new_addr, size_t size, size
 
 /* Called by arena destruction for each retained extent. Nothing is given back here: the
  * final sweep after the destruction (release_all_mappings) gives every mapping back, out of
- * jemalloc. A user's host_upstream free typically calls free(), which in this process is
- * jemalloc's: called from inside the arena's destruction, it crashed about one run in four
- * of test_pool_upstream. */
+ * jemalloc. A user's host_upstream free is the user's code, which must not run inside the
+ * arena's destruction, under its locks (when libplume linked a jemalloc that was also the
+ * process's malloc, a free() from there crashed about one run in four of
+ * test_pool_upstream). */
 static void hook_destroy(extent_hooks_t *hooks, void *addr, size_t size, bool committed,
                          unsigned arena_ind) {
   (void)hooks;
@@ -323,13 +325,13 @@ static void free_pool(host_pool *pool) {
 static int set_arena_ssize(unsigned arena, const char *leaf, ssize_t value) {
   char name[64];
   snprintf(name, sizeof name, "arena.%u.%s", arena, leaf);
-  return mallctl(name, NULL, NULL, &value, sizeof value);
+  return je_mallctl(name, NULL, NULL, &value, sizeof value);
 }
 
 static int destroy_arena(unsigned arena) {
   char name[64];
   snprintf(name, sizeof name, "arena.%u.destroy", arena);
-  return mallctl(name, NULL, NULL, NULL, 0);
+  return je_mallctl(name, NULL, NULL, NULL, 0);
 }
 
 static void host_pool_destroy(plm__attachment *attachment);
@@ -362,7 +364,7 @@ static plm_status host_pool_create(plm_context *ctx, host_pool **out) {
   unsigned arena = 0;
   size_t arena_size = sizeof arena;
   hook_failure[0] = '\0';
-  int err = mallctl("arenas.create", &arena, &arena_size, &hooks, sizeof hooks);
+  int err = je_mallctl("arenas.create", &arena, &arena_size, &hooks, sizeof hooks);
   char reason[128];
   if (err != 0) {
     release_all_mappings(pool); /* what arena creation mapped before failing */
@@ -407,7 +409,7 @@ static void host_pool_destroy(plm__attachment *attachment) {
   host_block *block, *next;
   HASH_ITER(hh, table, block, next) {
     HASH_DEL(table, block);
-    dallocx(block->ptr, MALLOCX_TCACHE_NONE);
+    je_dallocx(block->ptr, MALLOCX_TCACHE_NONE);
     free(block);
   }
 
@@ -464,7 +466,7 @@ plm_status plm_host_alloc(plm_context *ctx, size_t bytes, void **ptr) {
   host_block *block = calloc(1, sizeof *block);
   if (!block) return plm__fail(PLM_ERR_OUT_OF_MEMORY, "no host memory to track a block");
   hook_failure[0] = '\0';
-  void *memory = mallocx(bytes, pool->mallocx_flags);
+  void *memory = je_mallocx(bytes, pool->mallocx_flags);
   if (!memory) {
     free(block);
     if (hook_failure[0])
@@ -481,7 +483,7 @@ plm_status plm_host_alloc(plm_context *ctx, size_t bytes, void **ptr) {
   bool tracked = PLM__HASH_ADDED(block);
   pthread_mutex_unlock(&pool->blocks_lock);
   if (!tracked) {
-    dallocx(memory, MALLOCX_TCACHE_NONE);
+    je_dallocx(memory, MALLOCX_TCACHE_NONE);
     free(block);
     return plm__fail(PLM_ERR_OUT_OF_MEMORY, "no host memory to track a block");
   }
@@ -529,6 +531,6 @@ plm_status plm_host_free(plm_context *ctx, void *ptr) {
                      "allocated, already freed, or an interior pointer)",
                      ptr);
   free(block);
-  dallocx(ptr, MALLOCX_TCACHE_NONE);
+  je_dallocx(ptr, MALLOCX_TCACHE_NONE);
   return PLM_OK;
 }

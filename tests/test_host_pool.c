@@ -2,9 +2,9 @@
  * plume/pool.h), on the backend under test. */
 #define _POSIX_C_SOURCE 200809L
 
-#include <jemalloc/jemalloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +12,7 @@
 
 #include "harness.h"
 #include "plume/pool.h"
+#include "pool/private_jemalloc.h"
 #include "streams/runtime.h"
 
 enum { ALIGNMENT = 256 };
@@ -62,11 +63,12 @@ static plm_context *new_context(void) {
   return ctx;
 }
 
-/* jemalloc's count of arena slots; destroyed arenas' slots are reused. */
+/* jemalloc's count of arena slots; destroyed arenas' slots are reused. The pool's jemalloc
+ * is plume's private one, inside plume_static like the pool (pool/private_jemalloc.h). */
 static unsigned jemalloc_narenas(void) {
   unsigned narenas = 0;
   size_t size = sizeof narenas;
-  ck_assert_int_eq(mallctl("arenas.narenas", &narenas, &size, NULL, 0), 0);
+  ck_assert_int_eq(je_mallctl("arenas.narenas", &narenas, &size, NULL, 0), 0);
   return narenas;
 }
 
@@ -441,6 +443,34 @@ START_TEST(test_context_without_host_blocks_has_no_arena) {
 }
 END_TEST
 
+/* The private jemalloc takes its options from PLM__JE_MALLOC_CONF (host_pool.no_retain sets
+ * retain:false there), never from MALLOC_CONF, which belongs to whatever else the process
+ * runs. */
+START_TEST(test_the_pools_jemalloc_reads_its_own_options) {
+  const char *own = getenv("PLM__JE_MALLOC_CONF");
+  bool retain = true;
+  size_t size = sizeof retain;
+  ck_assert_int_eq(je_mallctl("opt.retain", &retain, &size, NULL, 0), 0);
+  ck_assert(retain == !(own && strstr(own, "retain:false")));
+}
+END_TEST
+
+/* The pool's jemalloc is plume's own: the program's malloc never goes through it (this
+ * test links plume_static, which once made jemalloc the whole program's malloc). Its
+ * count of this thread's allocated bytes does not move for a malloc of 4 MiB. */
+START_TEST(test_the_pools_jemalloc_is_not_the_programs_malloc) {
+  uint64_t before = 0, after = 0;
+  size_t size = sizeof before;
+  ck_assert_int_eq(je_mallctl("thread.allocated", &before, &size, NULL, 0), 0);
+  char *volatile memory = malloc(4u << 20);
+  ck_assert_ptr_nonnull(memory);
+  memory[0] = 1;
+  free(memory);
+  ck_assert_int_eq(je_mallctl("thread.allocated", &after, &size, NULL, 0), 0);
+  ck_assert_uint_eq(after, before);
+}
+END_TEST
+
 static Suite *host_pool_suite(void) {
   Suite *suite = suite_create("host_pool");
   TCase *sizes = tcase_create("sizes");
@@ -470,6 +500,8 @@ static Suite *host_pool_suite(void) {
   plm_test_add_fixture(lifecycle);
   tcase_add_test(lifecycle, test_context_destroy_releases_live_blocks);
   tcase_add_test(lifecycle, test_context_without_host_blocks_has_no_arena);
+  tcase_add_test(lifecycle, test_the_pools_jemalloc_reads_its_own_options);
+  tcase_add_test(lifecycle, test_the_pools_jemalloc_is_not_the_programs_malloc);
   suite_add_tcase(suite, lifecycle);
   return suite;
 }

@@ -10,13 +10,11 @@
  * can refuse: every call, or those that would take it past a byte limit.
  */
 #define _POSIX_C_SOURCE 200809L
-#define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "harness.h"
 #include "plume/pool.h"
@@ -39,10 +37,6 @@ typedef struct counting_upstream {
   size_t bad_frees;   /* frees of an unknown pointer, or with another size */
   size_t with_stream; /* calls that were given a stream */
   size_t last_bytes;  /* the last alloc's size */
-  /* Pieces from mmap instead of aligned_alloc: a host upstream's memory becomes
-   * jemalloc's extents, and libplume makes jemalloc this process's malloc, so memory
-   * that malloc handed out must not be given to it again (include/plume/context.h). */
-  bool mapped;
 } counting_upstream;
 
 static plm_status counting_alloc(size_t bytes, void *stream, void *user, void **ptr) {
@@ -56,12 +50,7 @@ static plm_status counting_alloc(size_t bytes, void *stream, void *user, void **
     status = PLM_ERR_OUT_OF_MEMORY;
   void *memory = NULL;
   if (status == PLM_OK) {
-    if (up->mapped) {
-      memory = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (memory == MAP_FAILED) memory = NULL;
-    } else {
-      memory = aligned_alloc(256, (bytes + 255) / 256 * 256);
-    }
+    memory = aligned_alloc(256, (bytes + 255) / 256 * 256);
     if (!memory) status = PLM_ERR_OUT_OF_MEMORY;
   }
   if (status == PLM_OK) {
@@ -92,10 +81,7 @@ static void counting_free(void *ptr, size_t bytes, void *stream, void *user) {
     up->frees++;
     up->bytes_out -= bytes;
     up->with_stream += stream != NULL;
-    if (up->mapped)
-      munmap(ptr, bytes);
-    else
-      free(ptr);
+    free(ptr);
   }
   pthread_mutex_unlock(&up->lock);
 }
@@ -339,8 +325,9 @@ START_TEST(test_refusals) {
 END_TEST
 
 START_TEST(test_a_context_routes_its_default_and_host_pools_through_the_upstreams) {
+  /* Both from malloc's aligned_alloc: the host pool's jemalloc is plume's private one, so
+   * malloc's memory may become its extents (include/plume/context.h). */
   counting_upstream *device = counting_new(), *host = counting_new();
-  host->mapped = true;
   plm_pool_upstream device_callbacks = callbacks_of(device), host_callbacks = callbacks_of(host);
   plm_pool_config pool_config = plm_pool_config_default();
   pool_config.upstream = &device_callbacks;

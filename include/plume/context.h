@@ -68,10 +68,9 @@ typedef struct plm_context_config {
    * host pool keeps what it takes until the context is destroyed (pinning is slow),
    * then gives every piece back through free, with the size it asked for. Copied at
    * creation; `user` must outlive the context. The memory becomes extents of the pinned
-   * pool's jemalloc arena, and libplume makes jemalloc this process's malloc: memory from
-   * malloc, aligned_alloc or posix_memalign must not be given here (jemalloc would hold two
-   * records of it and crash on its free); cudaHostAlloc, a pinned memory resource or mmap
-   * are fine. NULL: mmap. */
+   * pool's arena of plume's own jemalloc, which is private to libplume (it never replaces
+   * the process's malloc), so any memory will do: malloc's aligned_alloc or
+   * posix_memalign, cudaHostAlloc, a pinned memory resource, mmap. NULL: mmap. */
   const struct plm_pool_upstream *host_upstream;
   int host_upstream_pinned; /* nonzero: host_upstream's memory is page-locked already */
   /* The host backend's core budget: 0 (the default), its kernels split their work over

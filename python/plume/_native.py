@@ -199,13 +199,6 @@ def load():
             fn.restype = restype
             fn.argtypes = argtypes
         return lib
-    if any("static TLS" in reason for reason in reasons):
-        # libplume links jemalloc, whose thread-local data is initial-exec: loaded after
-        # the interpreter started, it needs more static TLS room than glibc keeps spare.
-        raise ImportError("plume: libplume cannot be loaded into a running interpreter "
-                          "(%s): start Python with "
-                          "GLIBC_TUNABLES=glibc.rtld.optional_static_tls=65536 in its "
-                          "environment (or LD_PRELOAD=libjemalloc.so.2)" % reasons[0])
     raise ImportError("plume: libplume not found (%s); set PLUME_LIBRARY to its path"
                       % ("; ".join(reasons) if reasons else "looked in PLUME_LIBRARY, the "
                          "package's folder, PREFIX/lib and the system's search path"))

@@ -1,7 +1,7 @@
 """python/tests/test_plume.py: the Python module against numpy and against the command line.
 
     PLUME_LIBRARY=build/libplume.so PLUME_CLI=build/apps/plume PYTHONPATH=python \
-    GLIBC_TUNABLES=glibc.rtld.optional_static_tls=65536 python3 -m unittest python/tests/test_plume.py
+    python3 -m unittest python/tests/test_plume.py
 
 (CTest runs it so: the test `python`.) Ops on numpy arrays equal numpy's own results and
 `plume op`'s files byte for byte; a preset streamed over a hard scene equals `plume detect`'s

@@ -4,7 +4,10 @@
 #   (a) CMake: find_package(plume) -> plume::plume and plume::plume_static;
 #   (b) pkg-config, shared:  cc main.c $(pkg-config --cflags --libs plume);
 #   (c) pkg-config, static:  libplume.a plus `pkg-config --static --libs plume`.
-# Every binary must run and print "consumer ok <version>".
+# Every binary must run and print "consumer ok <version>", and keep the C library's
+# malloc: plume's jemalloc is private to it (scripts/private-jemalloc), so linking plume,
+# shared or static, never changes a program's allocator. Before that, the installed
+# libplume.so must export no allocator, call no jemalloc outside itself and need none.
 #
 # Usage: check-install.sh <plume build dir> <scratch dir>
 # The scratch dir is deleted and recreated on every run.
@@ -54,6 +57,27 @@ for f in "$libdir/libplume.a" "$libdir/libplume.so" "$libdir/cmake/plume/plumeCo
   [[ -e $f ]] || fail "not installed: $f"
 done
 
+step "(0) libplume.so: no allocator exported, no jemalloc needed (nm -D, readelf -d)"
+so=$libdir/libplume.so
+# Allocator entry points: C's, jemalloc's API (plain or prefixed), C++'s operator new/delete.
+allocator_re='^(malloc|free|calloc|realloc|reallocarray|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size|mallocx|rallocx|xallocx|sallocx|dallocx|sdallocx|nallocx|mallctl|mallctlnametomib|mallctlbymib|malloc_stats_print|malloc_conf|malloc_message|je_.*|plm__je_.*|_Znw.*|_Zna.*|_Zdl.*|_Zda.*)$'
+dynamic_symbols() { nm -D "$@" "$so" | awk '{print $NF}' | sed 's/@.*//'; }
+# Defined: none (plume's jemalloc is inside, prefixed and hidden; malloc stays the program's).
+exported=$(dynamic_symbols --defined-only | grep -E "$allocator_re" || true)
+[[ -z $exported ]] || fail "$so exports allocator symbols: $(echo "$exported" | head -n 20 | tr '\n' ' ')"
+# Undefined: no jemalloc API (a jemalloc outside libplume would have to provide it).
+jemalloc_refs=$(dynamic_symbols --undefined-only | grep -E "$allocator_re" |
+  grep -Ev '^(malloc|free|calloc|realloc|reallocarray|posix_memalign|aligned_alloc|_Znw.*|_Zna.*|_Zdl.*|_Zda.*)$' || true)
+[[ -z $jemalloc_refs ]] || fail "$so calls a jemalloc outside itself: $(echo "$jemalloc_refs" | tr '\n' ' ')"
+if readelf -d "$so" | grep -E 'NEEDED.*jemalloc'; then fail "$so needs a jemalloc library"; fi
+echo "$so: $(dynamic_symbols --defined-only | wc -l) symbols exported, no allocator among them; no jemalloc needed"
+
+# The malloc a consumer's calls reach: the C library's, or a sanitizer's runtime's.
+malloc_owner_re='^libc\.so\.6$'
+if [[ -n ${PLUME_SANITIZE:-} ]]; then
+  malloc_owner_re='^(libc\.so\.6|lib[at]san\.so\..*)$'
+fi
+
 # Run a consumer and check what it prints. Shared ones find the installed libplume.so
 # through LD_LIBRARY_PATH (whatever RPATH they carry), and must resolve it there.
 run_consumer() {
@@ -68,6 +92,10 @@ run_consumer() {
   out=$(LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$exe") || fail "$exe exited with $?"
   echo "$out"
   [[ $out == "consumer ok "* ]] || fail "$exe printed '$out', not 'consumer ok <version>'"
+  local owner=${out##*(malloc from }
+  owner=${owner%)}
+  [[ $owner =~ $malloc_owner_re ]] ||
+    fail "$exe's malloc is in '$owner', not the C library's: linking plume changed its allocator"
 }
 
 expect_shared() { # $1 exe, $2 shared or static
@@ -143,9 +171,8 @@ if [[ -n ${PLUME_SANITIZE:-} || -z $python ]]; then
   echo "not imported: ${PLUME_SANITIZE:+a sanitized library}${python:-no python3 with numpy}"
 else
   # Outside the tree, no PLUME_LIBRARY: the module looks in PREFIX/lib (multiarch too).
-  version=$(cd "$scratch" && env -u PLUME_LIBRARY PYTHONPATH="$prefix/python" \
-    GLIBC_TUNABLES=glibc.rtld.optional_static_tls=65536 \
-    "$python" -c "import plume; print(plume.version())")
+  version=$(cd "$scratch" && env -u PLUME_LIBRARY -u GLIBC_TUNABLES -u LD_PRELOAD \
+    PYTHONPATH="$prefix/python" "$python" -c "import plume; print(plume.version())")
   echo "import plume: version $version"
   [[ -n $version ]] || fail "import plume printed no version"
 fi

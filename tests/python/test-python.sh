@@ -20,7 +20,5 @@ if [[ -z $python ]]; then
   echo "skipped: no python3 with numpy (Debian: python3-numpy)"
   exit 77
 fi
-# libplume links jemalloc, whose initial-exec TLS needs this when dlopen'ed (plume/_native.py).
-export GLIBC_TUNABLES=glibc.rtld.optional_static_tls=65536
 export PLUME_LIBRARY=$lib PLUME_CLI=$cli PYTHONPATH=$src/python
 exec "$python" "$src/python/tests/test_plume.py" -v

@@ -1,11 +1,17 @@
 /* An application outside the plume tree: a host-backend round trip through device
- * memory into pinned host memory (which links jemalloc, so a static link shows that
- * the installed package names it). Built by tests/install/check-install.sh against an
- * installed plume. */
+ * memory into pinned host memory (served by plume's private jemalloc, inside the
+ * library: a static link shows that the installed package needs no jemalloc of its
+ * own). It prints "consumer ok <version> (malloc from <file>)", <file> being the object
+ * that the program's own malloc calls reach: linking plume, shared or static, must leave
+ * it the C library's (tests/install/check-install.sh checks). Built by check-install.sh
+ * against an installed plume. */
+#define _GNU_SOURCE /* dladdr */
 #include <plume/plume.h>
 #include <plume/pool.h>
 
+#include <dlfcn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define CHECK(call)                                                                          \
@@ -17,6 +23,16 @@
       return 1;                                                                              \
     }                                                                                        \
   } while (0)
+
+/* The file holding the malloc that this program's calls reach (through its GOT, as
+ * every call does), or "?" when the dynamic linker cannot say. */
+static const char *malloc_owner(void) {
+  void *(*volatile program_malloc)(size_t) = malloc;
+  Dl_info info;
+  if (!dladdr((void *)program_malloc, &info) || !info.dli_fname) return "?";
+  const char *slash = strrchr(info.dli_fname, '/');
+  return slash ? slash + 1 : info.dli_fname;
+}
 
 int main(void) {
   const char message[] = "plume install round trip";
@@ -51,6 +67,6 @@ int main(void) {
             PLM_VERSION_NUMBER, plm_version_number(), plm_version_string());
     return 1;
   }
-  printf("consumer ok %s\n", plm_version_string());
+  printf("consumer ok %s (malloc from %s)\n", plm_version_string(), malloc_owner());
   return 0;
 }
