@@ -23,7 +23,6 @@ rm -rf "$scratch" && mkdir -p "$scratch"
 campaign=$source_dir/scripts/gpu-campaign
 export PLUME_CAMPAIGN_CARRY=$scratch/carry PLUME_CAMPAIGN_WORK=$scratch/work
 export PLUME_CAMPAIGN_BUILD=$build_dir PLUME_CAMPAIGN_RESULTS=$scratch/results
-export XZ_OPT=-0 # fast: this archive is thrown away
 fail() { echo "FAILED: $*"; exit 1; }
 if [[ $mode == emulated ]]; then
   export PLUME_CAMPAIGN_BACKEND=emulated PLUME_CAMPAIGN_PYTHON=/usr/bin/python3
