@@ -7,8 +7,9 @@
 # and refuses a rehearsal's (on host, or measured on the emulator whatever its gpu= says).
 # With `emulated` (BUILD_DIR an EMU build: CTest's gpu_campaign_emulated), the emulated
 # rehearsal instead: the carry refuses to run as a GPU's; `run core` runs every step on
-# the emulated cuda device (four small suites, PLUME_CAMPAIGN_SUITES) and passes; `run
-# sanitize` runs two of them under the emulator's checks; import refuses the results.
+# the emulated cuda device (four small suites, PLUME_CAMPAIGN_SUITES; one op tuned,
+# PLUME_CAMPAIGN_TUNE_OP) and passes; `run sanitize` runs two of them under the
+# emulator's checks; import refuses the results.
 # Skipped (77) on a machine with a GPU: there, run the campaign itself.
 set -uo pipefail
 source_dir=${1:?usage: test-gpu-campaign.sh SOURCE_DIR BUILD_DIR SCRATCH [emulated]}
@@ -69,6 +70,9 @@ if [[ $mode == emulated ]]; then
     fail "no reason for refusing the emulated carry: $(tail -n 3 "$scratch/run-gpu.txt")"
 
   export PLUME_CAMPAIGN_SUITES='^(error|stream|threshold|segment)\.cuda$'
+  # One op's tunables (its launch shapes) and model points: the step's path whole, in
+  # seconds, where every op's took two minutes of the rehearsal under the sanitizers.
+  export PLUME_CAMPAIGN_TUNE_OP=entropy
   OUT=$scratch/out "$campaign" run core >"$scratch/run.txt" 2>&1 ||
     fail "the emulated core phase exited $?: $(grep -E '^step|^  ' "$scratch/run.txt" | tail -n 30)"
   summary=$scratch/out/summary.txt
