@@ -422,8 +422,34 @@ static plm_status parse(chain *c, char *text) {
   return mark_outputs(c);
 }
 
+/* A tensor's first element that is NaN or infinite, as an index per dimension in
+ * `where` ("[3, 7]"); -1 when every element is finite (always for integer dtypes). */
+static int64_t first_non_finite(const plm_named_tensor *t, char *where, size_t size) {
+  int64_t count = 1;
+  for (int d = 0; d < t->shape.ndim; d++) count *= t->shape.dims[d];
+  int64_t bad = -1;
+  for (int64_t i = 0; i < count && bad < 0; i++) {
+    const double v = t->shape.dtype == PLM_DTYPE_F32 ? (double)((const float *)t->host_data)[i]
+                     : t->shape.dtype == PLM_DTYPE_F64 ? ((const double *)t->host_data)[i]
+                                                       : 0.0;
+    if (!isfinite(v)) bad = i;
+  }
+  if (bad < 0) return -1;
+  size_t used = (size_t)snprintf(where, size, "[");
+  for (int d = 0; d < t->shape.ndim; d++) {
+    int64_t stride = 1;
+    for (int e = d + 1; e < t->shape.ndim; e++) stride *= t->shape.dims[e];
+    if (used < size)
+      used += (size_t)snprintf(where + used, size - used, "%s%lld", d ? ", " : "",
+                               (long long)(bad / stride % t->shape.dims[d]));
+  }
+  if (used < size) snprintf(where + used, size - used, "]");
+  return bad;
+}
+
 /* The caller's tensors, checked before anything is built: names that the text can
- * write (letters, digits, '_', '-', '.'), each once, and data of a valid dtype and shape. */
+ * write (letters, digits, '_', '-', '.'), each once, data of a valid dtype and shape, and
+ * finite values (a NaN gain would silently blank every frame it calibrates). */
 static plm_status check_tensors(const plm_named_tensor *tensors, int count) {
   if (count < 0) return plm__fail_raw(PLM_ERR_INVALID_ARG, "count %d is negative", count);
   if (count > 0 && !tensors)
@@ -448,6 +474,18 @@ static plm_status check_tensors(const plm_named_tensor *tensors, int count) {
       return plm__fail_raw(PLM_ERR_INVALID_ARG, "tensors[%d] '%s': host_data is NULL", i, t->name);
     if (plm__tensor_check_shape(t->shape.dtype, t->shape.ndim, t->shape.dims) != PLM_OK)
       return plm__pipe_reraise(PLM_ERR_INVALID_ARG, "tensors[%d] '%s'", i, t->name);
+    char where[160];
+    const int64_t bad = first_non_finite(t, where, sizeof where);
+    if (bad >= 0) {
+      const double v = t->shape.dtype == PLM_DTYPE_F32
+                           ? (double)((const float *)t->host_data)[bad]
+                           : ((const double *)t->host_data)[bad];
+      return plm__fail_raw(PLM_ERR_INVALID_ARG,
+                           "tensors[%d] '%s': element %s (flat index %lld) is %s; a named "
+                           "tensor's values must be finite",
+                           i, t->name, where, (long long)bad,
+                           isnan(v) ? "NaN" : v > 0 ? "+inf" : "-inf");
+    }
   }
   return PLM_OK;
 }

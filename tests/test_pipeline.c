@@ -2390,6 +2390,33 @@ START_TEST(test_text_tensor_argument_errors) {
     snprintf(want, sizeof want, "%s%s", prefix, cases[i].message);
     ck_assert_str_eq(plm_last_error(), want);
   }
+  /* Non-finite values (a NaN gain once blanked every frame without a word): the first one
+   * is named, by its index per dimension. */
+  float spoiled[12] = {0};
+  spoiled[7] = NAN;
+  spoiled[9] = INFINITY;
+  const double f64_data[2] = {1.0, -INFINITY};
+  const plm_named_tensor non_finite[] = {
+      {.name = "gain", .shape = shape, .host_data = spoiled},
+      {.name = "offset", .shape = {.dtype = PLM_DTYPE_F64, .ndim = 1, .dims = {2}},
+       .host_data = f64_data},
+  };
+  const char *const non_finite_messages[] = {
+      "plm_pipeline_parse_with_tensors: tensors[1] 'gain': element [1, 3] (flat index 7) is "
+      "NaN; a named tensor's values must be finite",
+      "plm_pipeline_parse_with_tensors: tensors[1] 'offset': element [1] (flat index 1) is "
+      "-inf; a named tensor's values must be finite",
+  };
+  for (int i = 0; i < 2; i++) {
+    const plm_named_tensor tensors[2] = {good, non_finite[i]};
+    plm_pipeline *pl = (plm_pipeline *)&pl;
+    plm_clear_error();
+    ck_assert_int_eq(plm_pipeline_parse_with_tensors(plm_test_ctx, "sobel", PLM_DTYPE_F32, 2, dims,
+                                                     tensors, 2, &pl),
+                     PLM_ERR_INVALID_ARG);
+    ck_assert_ptr_null(pl);
+    ck_assert_str_eq(plm_last_error(), non_finite_messages[i]);
+  }
   plm_pipeline *pl = (plm_pipeline *)&pl;
   PLM_CHECK_FAILS(plm_pipeline_parse_with_tensors(plm_test_ctx, "sobel", PLM_DTYPE_F32, 2, dims,
                                                   &good, -1, &pl),
