@@ -434,8 +434,7 @@ bool plm__tuning_measured_ms(plm_backend backend, const char *device, const plm_
   pthread_mutex_lock(&tuning.lock);
   for (int k = 0; k < tuning.table_count && count == 0; k++) {
     const table *t = &tuning.tables[k];
-    if (n > 0 && strncmp(t->key, prefix, (size_t)n) == 0)
-      count = points_of(t, op, points);
+    if (n > 0 && strncmp(t->key, prefix, (size_t)n) == 0) count = points_of(t, op, points);
   }
   pthread_mutex_unlock(&tuning.lock);
   if (count == 0 || !(model_ms > 0)) return false;

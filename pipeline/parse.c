@@ -72,6 +72,11 @@ static void tensor_names(const chain *c, char *list, size_t size) {
     snprintf(list + strlen(list), size - strlen(list), "%s%s", t ? ", " : "", c->tensors[t].name);
 }
 
+/* "NaN", "+inf" or "-inf", for a value that is not finite. */
+static const char *non_finite_name(double v) {
+  return isnan(v) ? "NaN" : v > 0 ? "+inf" : "-inf";
+}
+
 /* A tensor's first element that is NaN or infinite, as an index per dimension in
  * `where` ("[3, 7]"); -1 when every element is finite (always for integer dtypes). */
 static int64_t first_non_finite(const plm_named_tensor *t, char *where, size_t size) {
@@ -79,7 +84,7 @@ static int64_t first_non_finite(const plm_named_tensor *t, char *where, size_t s
   for (int d = 0; d < t->shape.ndim; d++) count *= t->shape.dims[d];
   int64_t bad = -1;
   for (int64_t i = 0; i < count && bad < 0; i++) {
-    const double v = t->shape.dtype == PLM_DTYPE_F32 ? (double)((const float *)t->host_data)[i]
+    const double v = t->shape.dtype == PLM_DTYPE_F32   ? (double)((const float *)t->host_data)[i]
                      : t->shape.dtype == PLM_DTYPE_F64 ? ((const double *)t->host_data)[i]
                                                        : 0.0;
     if (!isfinite(v)) bad = i;
@@ -122,10 +127,10 @@ static plm_status get_tensor(chain *c, const element *e, const plm__op_slot *slo
         const double v = c->tensors[t].shape.dtype == PLM_DTYPE_F32
                              ? (double)((const float *)data)[bad]
                              : ((const double *)data)[bad];
-        return fail(e, "key '%s': tensor '%s': element %s (flat index %lld) is %s; %s's %s must "
+        return fail(e,
+                    "key '%s': tensor '%s': element %s (flat index %lld) is %s; %s's %s must "
                     "be finite",
-                    key, name, where, (long long)bad, isnan(v) ? "NaN" : v > 0 ? "+inf" : "-inf",
-                    e->name, key);
+                    key, name, where, (long long)bad, non_finite_name(v), e->name, key);
       }
       c->finite[t] = true;
     }
@@ -245,9 +250,7 @@ static plm_status get_inputs(chain *c, const element *e, const plm__op_desc *op,
     switch ((plm__input_role)slot->role) {
       case PLM__IN_CHAIN: inputs[k] = c->main; break;
       case PLM__IN_COUNT: inputs[k] = c->count; break;
-      case PLM__IN_TENSOR:
-        status = get_tensor(c, e, slot, !slot->optional, &inputs[k]);
-        break;
+      case PLM__IN_TENSOR: status = get_tensor(c, e, slot, !slot->optional, &inputs[k]); break;
       case PLM__IN_KERNEL: {
         const char *spec = value_of(e, slot->name);
         if (!spec) return fail(e, "missing key '%s'", slot->name);

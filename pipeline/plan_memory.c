@@ -98,9 +98,9 @@ static plm_status find_conflicts(memory *m) {
   int *active = malloc(((size_t)n + 1) * sizeof *active);
   int *pairs = NULL; /* (a, b) pairs found, 2 ints each */
   size_t pair_count = 0, pair_capacity = 0;
-  plm_status status = later_clock && active ? PLM_OK
-                                            : plm__fail_raw(PLM_ERR_OUT_OF_MEMORY,
-                                                            "no host memory for the plan");
+  plm_status status = later_clock && active
+                          ? PLM_OK
+                          : plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for the plan");
   if (status == PLM_OK) {
     for (int k = 0; k < PLM_PIPELINE_MAX_STREAMS; k++)
       later_clock[(size_t)steps * PLM_PIPELINE_MAX_STREAMS + (size_t)k] = -1; /* no later step */
@@ -208,9 +208,9 @@ static plm_status make_buffers(plm__plan *plan, bool reuse, memory *m, int *buff
    * last use, summed as differences. */
   size_t *change = calloc((size_t)plan->step_count + 2, sizeof *change);
   size_t *ended = calloc((size_t)plan->step_count + 2, sizeof *ended);
-  plm_status status = change && ended ? PLM_OK
-                                      : plm__fail_raw(PLM_ERR_OUT_OF_MEMORY,
-                                                      "no host memory for the plan");
+  plm_status status = change && ended
+                          ? PLM_OK
+                          : plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for the plan");
   m->peak = 0;
   if (status == PLM_OK) {
     for (int b = 0; b < m->count; b++) {

@@ -96,8 +96,8 @@ static int64_t run_case(const cfar_case *t, uint64_t seed, char *first, size_t s
   uint8_t *got_mask = malloc((size_t)count);
   float *got_z = malloc((size_t)count * sizeof *got_z);
   ck_assert(as_double && got_mask && got_z);
-  void *host = make_input(t->dtype, count, w, t->level, t->spread, t->flat, t->non_finite,
-                          as_double, seed);
+  void *host =
+      make_input(t->dtype, count, w, t->level, t->spread, t->flat, t->non_finite, as_double, seed);
   PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, in.data, host, plm_tensor_bytes(&in),
                                  PLM_COPY_HOST_TO_DEVICE));
   plm_cfar_params params = {.window = t->window, .guard = t->guard, .k = t->k};
@@ -139,7 +139,7 @@ START_TEST(test_matches_a_brute_force_reference_at_every_border) {
       {PLM_DTYPE_U16, 2, {20, 300}, 255, 253, 1.0, 65000, 500, false, false},
       {PLM_DTYPE_F32, 2, {64, 61}, 9, 3, 2.0, 0.0, 10.0, false, false},
       {PLM_DTYPE_F32, 3, {2, 33, 70}, 21, 7, 2.5, 1e4, 5.0, true, false}, /* a large level */
-      {PLM_DTYPE_F32, 2, {5, 6}, 7, 5, 1.0, -3.0, 1.0, false, false},     /* cells only at corners */
+      {PLM_DTYPE_F32, 2, {5, 6}, 7, 5, 1.0, -3.0, 1.0, false, false}, /* cells only at corners */
       /* NaN and infinities confined to their own pixels */
       {PLM_DTYPE_F32, 2, {64, 61}, 9, 3, 2.0, 0.0, 10.0, false, true},
       {PLM_DTYPE_F32, 3, {2, 33, 70}, 21, 7, 2.5, 1e4, 5.0, true, true},

@@ -2403,7 +2403,8 @@ START_TEST(test_text_tensor_argument_errors) {
     const char *text, *message;
   } non_finite[] = {
       {"nuc gain=@gain offset=@offset",
-       "plm_pipeline_parse_with_tensors: element 1 'nuc': key 'gain': tensor 'gain': element [1, 3] "
+       "plm_pipeline_parse_with_tensors: element 1 'nuc': key 'gain': tensor 'gain': element [1, "
+       "3] "
        "(flat index 7) is NaN; nuc's gain must be finite"},
       {"nuc gain=@offset offset=@gain",
        "plm_pipeline_parse_with_tensors: element 1 'nuc': key 'offset': tensor 'gain': element "
@@ -2424,12 +2425,11 @@ START_TEST(test_text_tensor_argument_errors) {
   spoiled[7] = 0.0f; /* the first is now the infinity */
   plm_pipeline *refused = (plm_pipeline *)&refused;
   PLM_CHECK_FAILS(plm_pipeline_parse_with_tensors(plm_test_ctx, "nuc gain=@gain offset=@offset",
-                                                  PLM_DTYPE_F32, 2, dims, calibration, 2,
-                                                  &refused),
+                                                  PLM_DTYPE_F32, 2, dims, calibration, 2, &refused),
                   PLM_ERR_INVALID_ARG, "element [2, 1] (flat index 9) is +inf");
   plm_pipeline *accepted = NULL;
-  PLM_CHECK_OK(plm_pipeline_parse_with_tensors(plm_test_ctx, "vector_add b=@gain", PLM_DTYPE_F32,
-                                               2, dims, calibration, 2, &accepted));
+  PLM_CHECK_OK(plm_pipeline_parse_with_tensors(plm_test_ctx, "vector_add b=@gain", PLM_DTYPE_F32, 2,
+                                               dims, calibration, 2, &accepted));
   PLM_CHECK_OK(plm_pipeline_destroy(accepted));
   PLM_CHECK_OK(plm_pipeline_parse_with_tensors(plm_test_ctx, "sobel", PLM_DTYPE_F32, 2, dims,
                                                calibration, 2, &accepted));

@@ -567,7 +567,8 @@ START_TEST(test_a_table_larger_than_the_cap_is_refused_saying_so) {
   plm_tuning_entry *entries = calloc(PLM_TUNING_MAX_ENTRIES + 1, sizeof *entries);
   ck_assert_ptr_nonnull(entries);
   for (int k = 0; k <= PLM_TUNING_MAX_ENTRIES; k++) {
-    entries[k] = (plm_tuning_entry){.size_class = PLM_SIZE_SMALL, .default_ms = 1.0, .model_ms = 1.0};
+    entries[k] =
+        (plm_tuning_entry){.size_class = PLM_SIZE_SMALL, .default_ms = 1.0, .model_ms = 1.0};
     snprintf(entries[k].op, sizeof entries[k].op, "entropy");
   }
   char want[128];

@@ -122,8 +122,7 @@ PLM_HD void table_column(int64_t height, int64_t width, int64_t c, int count, T 
 /* Block b takes table rows b, b + blocks, ...: uniform across the block. */
 template <typename T>
 __global__ void __launch_bounds__(kRowThreads)
-    row_sums_kernel(const void *frame, int64_t height, int64_t width, plm_dtype dtype,
-                    T *tables) {
+    row_sums_kernel(const void *frame, int64_t height, int64_t width, plm_dtype dtype, T *tables) {
   __shared__ row_shared<T> shared;
   const plm__cuda_block block;
   const plm__cuda_warp warp;
