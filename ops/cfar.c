@@ -52,11 +52,12 @@ static void cost(const plm__op_call *call, plm_op_cost *cost) {
   const plm_cfar_params *params = call->params;
   double count = (double)plm_tensor_numel(in);
   double out_size = (double)plm_dtype_size(output_dtype(params));
-  /* The two tables are written by the rows, read and written down the columns and read
-   * by the pixels: 4 passes of 16 bytes per pixel. */
-  *cost =
-      (plm_op_cost){.bytes = count * ((double)plm_dtype_size(in->dtype) + out_size + 4.0 * 16.0),
-                    .flops = 30.0 * count};
+  /* The tables (two, three for f32) are written by the rows, read and written down the
+   * columns and read by the pixels: 4 passes of 8 bytes per table per pixel. */
+  const double table_bytes = 8.0 * plm__cfar_tables(in->dtype);
+  *cost = (plm_op_cost){
+      .bytes = count * ((double)plm_dtype_size(in->dtype) + out_size + 4.0 * table_bytes),
+      .flops = 30.0 * count};
 }
 
 static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch, void *out_args) {

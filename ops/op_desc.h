@@ -176,6 +176,8 @@ typedef struct plm__op_slot {
   int role;           /* plm__input_role or plm__output_role */
   unsigned in_place;  /* outputs: a mask of the inputs it may be exactly (1u << slot) */
   bool labels;        /* outputs: connected-component labels (their connectivity is known) */
+  bool finite;        /* inputs: a calibration or kernel, every value finite: a pipeline's
+                         text refuses a named tensor for it holding a NaN or an infinity */
 } plm__op_slot;
 
 /* ---- parameters ------------------------------------------------------------------------- */

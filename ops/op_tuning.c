@@ -9,7 +9,11 @@
  *    "entries": [{"op", "tunable", "size_class", "value", "default", "best",
  *                 "default_ms", "best_ms", "cv", "kept"}]}
  * An entry the library does not know (an op or tunable renamed since, a value no longer
- * a candidate) is skipped on load, so an old table can only fall back to defaults. */
+ * a candidate) is skipped on load, so an old table can only fall back to defaults.
+ *
+ * A table's entries are indexed once, when they are loaded or stored (table_index): the
+ * value of each (op, tunable, size class) and each op's model points, so that resolving a
+ * call never scans the entries, whatever their count (at most PLM_TUNING_MAX_ENTRIES). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
@@ -31,6 +35,16 @@ enum { MAX_TABLES = 8, MAX_POINTS = 64, PATH_SIZE = 512, SCHEMA_VERSION = 1 };
 
 static const char SCHEMA[] = "plume-tuning";
 
+/* What resolving needs of a table's entries, by op kind: each tunable's value per size
+ * class (the first entry for it, as the entries list them), and the points of the model
+ * (points_of's rule applied once). */
+typedef struct table_index {
+  int64_t value[PLM__OP_COUNT][PLM__OP_MAX_TUNABLES][PLM_SIZE_CLASS_COUNT];
+  bool has_value[PLM__OP_COUNT][PLM__OP_MAX_TUNABLES][PLM_SIZE_CLASS_COUNT];
+  plm__tuning_point points[PLM__OP_COUNT][2][MAX_POINTS]; /* [1]: of the op alone */
+  int point_count[PLM__OP_COUNT][2];
+} table_index;
+
 typedef struct table {
   char key[PATH_SIZE];
   char path[PATH_SIZE];
@@ -38,6 +52,7 @@ typedef struct table {
   bool in_use;             /* loaded from a file, or stored in this process */
   plm_tuning_entry *entries;
   size_t count;
+  table_index *index; /* of entries; NULL while there are none */
 } table;
 
 static struct {
@@ -172,15 +187,51 @@ static const char *string_of(json_t *object, const char *name) {
   return s ? s : "";
 }
 
+/* Index t's entries (checked by entry_op for backend); false when there is no memory
+ * for the index (t->index then NULL: the defaults run). */
+static bool table_index_build(table *t, plm_backend backend) {
+  free(t->index);
+  t->index = NULL;
+  if (t->count == 0) return true;
+  table_index *x = calloc(1, sizeof *x);
+  if (!x) return false;
+  for (size_t k = 0; k < t->count; k++) {
+    const plm_tuning_entry *e = &t->entries[k];
+    int tunable;
+    const plm__op_desc *op = entry_op(e, backend, &tunable);
+    if (!op) continue;
+    if (tunable >= 0 && !x->has_value[op->kind][tunable][e->size_class]) {
+      x->has_value[op->kind][tunable][e->size_class] = true;
+      x->value[op->kind][tunable][e->size_class] = e->value;
+    }
+    /* A point: a time of the model and a measured one; a tunable's entry gives its time
+     * with the value in use. */
+    int *n = &x->point_count[op->kind][tunable < 0];
+    if (e->model_ms > 0 && e->default_ms > 0 && *n < MAX_POINTS)
+      x->points[op->kind][tunable < 0][(*n)++] = (plm__tuning_point){
+          .model_ms = e->model_ms, .measured_ms = e->kept ? e->best_ms : e->default_ms};
+  }
+  t->index = x;
+  return true;
+}
+
 /* The file's JSON through the one opener (streams/file.h: never blocking on a FIFO); NULL
- * when there is no file, or (t->problem says why) it could not be read. A file that reads
- * but is no table (damaged, another schema or key) is not a problem: it gives defaults,
- * and plume tune replaces it. */
+ * when there is no file, or (t->problem says why) it could not be read or is larger than
+ * PLM_TUNING_MAX_FILE_BYTES (not parsed). A file that reads but is no table (damaged,
+ * another schema or key) is not a problem: it gives defaults, and plume tune replaces it. */
 static json_t *table_read(table *t) {
   char why[PATH_SIZE];
-  FILE *file = plm__file_open_regular(t->path, PLM__FILE_READ, NULL, why, sizeof why);
+  struct stat st;
+  FILE *file = plm__file_open_regular(t->path, PLM__FILE_READ, &st, why, sizeof why);
   if (!file) {
     if (errno != ENOENT) snprintf(t->problem, sizeof t->problem, "%s", why);
+    return NULL;
+  }
+  if (st.st_size > PLM_TUNING_MAX_FILE_BYTES) {
+    snprintf(t->problem, sizeof t->problem,
+             "%lld bytes, more than the %d a tuning table may take (not read)",
+             (long long)st.st_size, PLM_TUNING_MAX_FILE_BYTES);
+    fclose(file);
     return NULL;
   }
   json_error_t error;
@@ -205,6 +256,13 @@ static void table_load(table *t, plm_backend backend) {
     return;
   }
   const size_t n = json_array_size(entries);
+  if (n > PLM_TUNING_MAX_ENTRIES) {
+    snprintf(t->problem, sizeof t->problem,
+             "%zu entries, more than the %d a tuning table may hold (not loaded)", n,
+             PLM_TUNING_MAX_ENTRIES);
+    json_decref(root);
+    return;
+  }
   t->entries = calloc(n + 1, sizeof *t->entries);
   if (!t->entries) {
     json_decref(root);
@@ -226,7 +284,7 @@ static void table_load(table *t, plm_backend backend) {
     int index;
     if (entry_op(&e, backend, &index)) t->entries[t->count++] = e;
   }
-  t->in_use = true;
+  t->in_use = table_index_build(t, backend);
   json_decref(root);
 }
 
@@ -299,12 +357,8 @@ static int64_t value_of(const table *t, plm_backend backend, const plm__op_desc 
                         plm_size_class size_class) {
   const int64_t forced = tuning.forced[backend_slot(backend)][op->kind][index][size_class];
   if (forced) return forced;
-  for (size_t k = 0; t && k < t->count; k++) {
-    const plm_tuning_entry *e = &t->entries[k];
-    if (e->size_class == size_class && strcmp(e->op, op->name) == 0 &&
-        strcmp(e->tunable, op->tunables[index].name) == 0)
-      return e->value;
-  }
+  if (t && t->index && t->index->has_value[op->kind][index][size_class])
+    return t->index->value[op->kind][index][size_class];
   return op->tunables[index].fallback;
 }
 
@@ -324,20 +378,14 @@ void plm__op_tuning_resolve(const plm_context *ctx, const plm__op_desc *op,
   pthread_mutex_unlock(&tuning.lock);
 }
 
-/* The points of op in table t: its entries of the op alone (tunable ""), else those of
- * its tunables (sums over a class's workloads), with a model and a measured time. */
-static int points_of(const table *t, const plm__op_desc *op, plm__tuning_point *points, int max) {
-  int n = 0;
-  for (int pass = 0; pass < 2 && n == 0; pass++)
-    for (size_t i = 0; i < t->count && n < max; i++) {
-      const plm_tuning_entry *e = &t->entries[i];
-      if (strcmp(e->op, op->name) != 0 || (e->tunable[0] == '\0') != (pass == 0) ||
-          !(e->model_ms > 0) || !(e->default_ms > 0))
-        continue;
-      /* A tunable's entry: its time with the value in use. */
-      const double measured = e->kept ? e->best_ms : e->default_ms;
-      points[n++] = (plm__tuning_point){.model_ms = e->model_ms, .measured_ms = measured};
-    }
+/* The points of op in table t (the first MAX_POINTS, from its index): its entries of the
+ * op alone (tunable ""), else those of its tunables (sums over a class's workloads), with
+ * a model and a measured time. */
+static int points_of(const table *t, const plm__op_desc *op, plm__tuning_point *points) {
+  if (!t->index) return 0;
+  const int alone = t->index->point_count[op->kind][1] > 0;
+  const int n = t->index->point_count[op->kind][alone];
+  memcpy(points, t->index->points[op->kind][alone], (size_t)n * sizeof *points);
   return n;
 }
 
@@ -386,8 +434,7 @@ bool plm__tuning_measured_ms(plm_backend backend, const char *device, const plm_
   pthread_mutex_lock(&tuning.lock);
   for (int k = 0; k < tuning.table_count && count == 0; k++) {
     const table *t = &tuning.tables[k];
-    if (n > 0 && strncmp(t->key, prefix, (size_t)n) == 0)
-      count = points_of(t, op, points, MAX_POINTS);
+    if (n > 0 && strncmp(t->key, prefix, (size_t)n) == 0) count = points_of(t, op, points);
   }
   pthread_mutex_unlock(&tuning.lock);
   if (count == 0 || !(model_ms > 0)) return false;
@@ -465,7 +512,10 @@ plm_status plm_tuning_set(plm_backend backend, const char *op_name, const char *
 void plm_tuning_reset(void) {
   pthread_mutex_lock(&tuning.lock);
   memset(tuning.forced, 0, sizeof tuning.forced);
-  for (int k = 0; k < tuning.table_count; k++) free(tuning.tables[k].entries);
+  for (int k = 0; k < tuning.table_count; k++) {
+    free(tuning.tables[k].entries);
+    free(tuning.tables[k].index);
+  }
   tuning.table_count = 0;
   pthread_mutex_unlock(&tuning.lock);
 }
@@ -532,6 +582,9 @@ plm_status plm_tuning_store(plm_context *ctx, const plm_tuning_entry *entries, s
                             char *path, size_t path_size) {
   PLM__REQUIRE_NOT_NULL(ctx);
   if (count && !entries) return plm__fail(PLM_ERR_INVALID_ARG, "entries is NULL");
+  if (count > PLM_TUNING_MAX_ENTRIES)
+    return plm__fail(PLM_ERR_INVALID_ARG, "count %zu is more than the %d entries a table may hold",
+                     count, PLM_TUNING_MAX_ENTRIES);
   for (size_t k = 0; k < count; k++) {
     int index;
     if (!entry_op(&entries[k], ctx->info.backend, &index))
@@ -553,8 +606,9 @@ plm_status plm_tuning_store(plm_context *ctx, const plm_tuning_entry *entries, s
     free(t->entries);
     t->entries = copy;
     t->count = count;
-    t->in_use = true;
-    if (strcmp(setting(), "off") != 0) {
+    t->in_use = table_index_build(t, ctx->info.backend);
+    if (!t->in_use) status = plm__fail(PLM_ERR_OUT_OF_MEMORY, "no memory for the table's index");
+    if (status == PLM_OK && strcmp(setting(), "off") != 0) {
       if (!t->path[0]) table_path(ctx, t->key, t->path, sizeof t->path);
       status = plm__propagate(table_write(ctx, t));
     }

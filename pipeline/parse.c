@@ -42,6 +42,7 @@ typedef struct chain {
   const plm_named_tensor *tensors; /* the caller's, tensor_count of them */
   int tensor_count;
   int *constants; /* the constant each tensor became, -1 until the text names it */
+  bool *finite;   /* each tensor found finite (for a slot that needs it) */
 } chain;
 
 static plm_status fail(const element *e, const char *fmt, ...) PLM__PRINTF(2, 3);
@@ -71,11 +72,44 @@ static void tensor_names(const chain *c, char *list, size_t size) {
     snprintf(list + strlen(list), size - strlen(list), "%s%s", t ? ", " : "", c->tensors[t].name);
 }
 
+/* "NaN", "+inf" or "-inf", for a value that is not finite. */
+static const char *non_finite_name(double v) {
+  return isnan(v) ? "NaN" : v > 0 ? "+inf" : "-inf";
+}
+
+/* A tensor's first element that is NaN or infinite, as an index per dimension in
+ * `where` ("[3, 7]"); -1 when every element is finite (always for integer dtypes). */
+static int64_t first_non_finite(const plm_named_tensor *t, char *where, size_t size) {
+  int64_t count = 1;
+  for (int d = 0; d < t->shape.ndim; d++) count *= t->shape.dims[d];
+  int64_t bad = -1;
+  for (int64_t i = 0; i < count && bad < 0; i++) {
+    const double v = t->shape.dtype == PLM_DTYPE_F32   ? (double)((const float *)t->host_data)[i]
+                     : t->shape.dtype == PLM_DTYPE_F64 ? ((const double *)t->host_data)[i]
+                                                       : 0.0;
+    if (!isfinite(v)) bad = i;
+  }
+  if (bad < 0) return -1;
+  size_t used = (size_t)snprintf(where, size, "[");
+  for (int d = 0; d < t->shape.ndim; d++) {
+    int64_t stride = 1;
+    for (int e = d + 1; e < t->shape.ndim; e++) stride *= t->shape.dims[e];
+    if (used < size)
+      used += (size_t)snprintf(where + used, size - used, "%s%lld", d ? ", " : "",
+                               (long long)(bad / stride % t->shape.dims[d]));
+  }
+  if (used < size) snprintf(where + used, size - used, "]");
+  return bad;
+}
+
 /* The tensor a key names (key=@NAME), as a tensor index: the caller's tensor NAME, added
  * as a constant of the pipeline the first time the text names it; -1 when the key is
- * absent and not required. */
-static plm_status get_tensor(chain *c, const element *e, const char *key, bool required,
+ * absent and not required. For a slot whose values must be finite (plm__op_slot's finite:
+ * a calibration, a kernel) a NaN or an infinity is refused, naming the first; a tensor is
+ * searched once, however many elements name it. */
+static plm_status get_tensor(chain *c, const element *e, const plm__op_slot *slot, bool required,
                              int *index) {
+  const char *const key = slot->name;
   const char *value = value_of(e, key);
   *index = -1;
   if (!value) return required ? fail(e, "missing key '%s' (a tensor: %s=@NAME)", key, key) : PLM_OK;
@@ -85,6 +119,21 @@ static plm_status get_tensor(chain *c, const element *e, const char *key, bool r
   const char *name = value + 1;
   for (int t = 0; t < c->tensor_count; t++) {
     if (strcmp(c->tensors[t].name, name) != 0) continue;
+    if (slot->finite && !c->finite[t]) {
+      char where[160];
+      const int64_t bad = first_non_finite(&c->tensors[t], where, sizeof where);
+      if (bad >= 0) {
+        const void *data = c->tensors[t].host_data;
+        const double v = c->tensors[t].shape.dtype == PLM_DTYPE_F32
+                             ? (double)((const float *)data)[bad]
+                             : ((const double *)data)[bad];
+        return fail(e,
+                    "key '%s': tensor '%s': element %s (flat index %lld) is %s; %s's %s must "
+                    "be finite",
+                    key, name, where, (long long)bad, non_finite_name(v), e->name, key);
+      }
+      c->finite[t] = true;
+    }
     if (c->constants[t] < 0) {
       const plm_shape *shape = &c->tensors[t].shape;
       plm_status status =
@@ -131,11 +180,12 @@ static plm_status add(chain *c, const element *e, const plm__op_desc *op, const 
 
 /* key=@NAME: the caller's tensor; its height and width when it is 2-D (else the op
  * refuses it when the node is added). */
-static plm_status named_kernel(chain *c, const element *e, const char *key, int *kernel, int *kh,
-                               int *kw) {
+static plm_status named_kernel(chain *c, const element *e, const plm__op_slot *slot, int *kernel,
+                               int *kh, int *kw) {
+  const char *const key = slot->name;
   if (value_of(e, "size"))
     return fail(e, "key 'size' is for inline kernels, not '%s'", value_of(e, key));
-  plm_status status = get_tensor(c, e, key, true, kernel);
+  plm_status status = get_tensor(c, e, slot, true, kernel);
   const plm_shape *shape = status == PLM_OK ? &c->pl->graph.tensors[*kernel].shape : NULL;
   if (shape && shape->ndim == 2) {
     *kh = (int)shape->dims[0];
@@ -200,13 +250,11 @@ static plm_status get_inputs(chain *c, const element *e, const plm__op_desc *op,
     switch ((plm__input_role)slot->role) {
       case PLM__IN_CHAIN: inputs[k] = c->main; break;
       case PLM__IN_COUNT: inputs[k] = c->count; break;
-      case PLM__IN_TENSOR:
-        status = get_tensor(c, e, slot->name, !slot->optional, &inputs[k]);
-        break;
+      case PLM__IN_TENSOR: status = get_tensor(c, e, slot, !slot->optional, &inputs[k]); break;
       case PLM__IN_KERNEL: {
         const char *spec = value_of(e, slot->name);
         if (!spec) return fail(e, "missing key '%s'", slot->name);
-        status = spec[0] == '@' ? named_kernel(c, e, slot->name, &inputs[k], kh, kw)
+        status = spec[0] == '@' ? named_kernel(c, e, slot, &inputs[k], kh, kw)
                                 : spec_kernel(c, e, slot->name, &inputs[k], kh, kw);
         break;
       }
@@ -461,9 +509,11 @@ static plm_status parse_text(plm_context *ctx, const char *text, plm_dtype dtype
   chain c = {.input = -1, .count = -1, .side = -1, .tensors = tensors, .tensor_count = count};
   char *copy = malloc(strlen(text) + 1);
   c.constants = malloc((size_t)count * sizeof *c.constants + 1);
-  if (!copy || !c.constants) {
+  c.finite = calloc((size_t)count + 1, sizeof *c.finite);
+  if (!copy || !c.constants || !c.finite) {
     free(copy);
     free(c.constants);
+    free(c.finite);
     return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for the text");
   }
   strcpy(copy, text);
@@ -476,6 +526,7 @@ static plm_status parse_text(plm_context *ctx, const char *text, plm_dtype dtype
   if (status == PLM_OK) status = parse(&c, copy);
   free(copy);
   free(c.constants);
+  free(c.finite);
   if (status != PLM_OK) {
     plm_pipeline_destroy(c.pl);
     return status;

@@ -282,8 +282,12 @@ plm_status plm__plan_build(plm_context *ctx, const plm__graph *graph, const plm_
 void plm__plan_free(plm__plan *plan);
 
 /* The fusable chains among a plan's steps (before ordering: steps in graph order);
- * writes at most `capacity` and returns how many there are. */
+ * writes at most `capacity` and returns how many there are (-1 without host memory). */
 int plm__plan_find_fusions(const plm__plan *plan, plm__fusion *found, int capacity);
+
+/* How many steps read each of the plan's tensors (a step reading one twice counts once),
+ * a calloc'd array of tensor_count the caller frees; NULL without host memory. */
+int *plm__plan_readers(const plm__plan *plan);
 
 /* Whether step u happens before step v in the plan's stream order and events. */
 bool plm__plan_happens_before(const plm__plan *plan, int u, int v);

@@ -131,34 +131,39 @@ static plm_status prune(plm__plan *plan) {
   return PLM_OK;
 }
 
-/* How many steps read tensor t (a step reading it twice counts once). */
-static int readers(const plm__plan *plan, int t) {
-  int count = 0;
-  for (int s = 0; s < plan->step_count; s++) {
-    const plm__step *step = &plan->steps[s];
-    count += plm__step_reads(step, t);
-  }
-  return count;
+int *plm__plan_readers(const plm__plan *plan) {
+  int *readers = calloc((size_t)plan->tensor_count + 1, sizeof *readers);
+  if (!readers) return NULL;
+  for (int s = 0; s < plan->step_count; s++)
+    for (int k = 0; k < PLM__PIPE_MAX_IO; k++) {
+      const int t = plan->steps[s].inputs[k];
+      bool again = false;
+      for (int j = 0; j < k; j++) again |= plan->steps[s].inputs[j] == t;
+      if (t >= 0 && !again) readers[t]++;
+    }
+  return readers;
 }
 
-/* t is an intermediate read by one step only, and not an output. */
-static bool private_intermediate(const plm__plan *plan, int t) {
+/* t is an intermediate read by one step only (readers[t]), and not an output. */
+static bool private_intermediate(const plm__plan *plan, const int *readers, int t) {
   return t >= 0 && plan->tensors[t].kind == PLM__TENSOR_VALUE && plan->tensors[t].io_index < 0 &&
-         readers(plan, t) == 1;
+         readers[t] == 1;
 }
 
 int plm__plan_find_fusions(const plm__plan *plan, plm__fusion *found, int capacity) {
   int count = 0;
+  int *readers = plm__plan_readers(plan);
+  if (!readers) return -1;
   for (int t = 0; t < plan->step_count; t++) {
     const plm__step *threshold = &plan->steps[t];
     if (threshold->kind != PLM__OP_THRESHOLD) continue;
     int entropy_out = threshold->inputs[0];
-    if (!private_intermediate(plan, entropy_out)) continue;
+    if (!private_intermediate(plan, readers, entropy_out)) continue;
     int e = plan->tensors[entropy_out].producer;
     if (e < 0 || plan->steps[e].kind != PLM__OP_ENTROPY) continue;
     const plm__step *entropy = &plan->steps[e];
     int sobel_out = entropy->inputs[0];
-    if (entropy->params.entropy.range_auto || !private_intermediate(plan, sobel_out) ||
+    if (entropy->params.entropy.range_auto || !private_intermediate(plan, readers, sobel_out) ||
         plan->tensors[sobel_out].shape.dtype != PLM_DTYPE_F32)
       continue;
     int s = plan->tensors[sobel_out].producer;
@@ -169,6 +174,7 @@ int plm__plan_find_fusions(const plm__plan *plan, plm__fusion *found, int capaci
     if (count < capacity) found[count] = (plm__fusion){.sobel = s, .entropy = e, .threshold = t};
     count++;
   }
+  free(readers);
   return count;
 }
 
@@ -176,6 +182,7 @@ int plm__plan_find_fusions(const plm__plan *plan, plm__fusion *found, int capaci
  * step takes the threshold's place, which every reader of the mask follows. */
 static plm_status fuse(plm__plan *plan, bool substitute) {
   int count = plm__plan_find_fusions(plan, NULL, 0);
+  if (count < 0) return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for the plan");
   plan->fusable_chains = count;
   if (!substitute || count == 0) return PLM_OK;
   plm__fusion *found = calloc((size_t)count, sizeof *found);
@@ -185,7 +192,11 @@ static plm_status fuse(plm__plan *plan, bool substitute) {
     free(keep);
     return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for the plan");
   }
-  plm__plan_find_fusions(plan, found, count);
+  if (plm__plan_find_fusions(plan, found, count) != count) {
+    free(found);
+    free(keep);
+    return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for the plan");
+  }
   for (int s = 0; s < plan->step_count; s++) keep[s] = true;
   for (int f = 0; f < count; f++) {
     plm__step *sobel = &plan->steps[found[f].sobel], *entropy = &plan->steps[found[f].entropy];
@@ -211,39 +222,75 @@ static plm_status fuse(plm__plan *plan, bool substitute) {
   return PLM_OK;
 }
 
+/* A min-heap of step indices (the ready steps of order()). */
+static void heap_push(int *heap, int *count, int v) {
+  int i = (*count)++;
+  for (; i > 0 && heap[(i - 1) / 2] > v; i = (i - 1) / 2) heap[i] = heap[(i - 1) / 2];
+  heap[i] = v;
+}
+static int heap_pop(int *heap, int *count) {
+  const int top = heap[0], v = heap[--*count];
+  int i = 0;
+  for (;;) {
+    int child = 2 * i + 1;
+    if (child >= *count) break;
+    if (child + 1 < *count && heap[child + 1] < heap[child]) child++;
+    if (heap[child] >= v) break;
+    heap[i] = heap[child];
+    i = child;
+  }
+  if (*count > 0) heap[i] = v;
+  return top;
+}
+
 /* Kahn's algorithm; among ready steps the earliest goes first, so a graph built in a
- * valid order keeps it. */
+ * valid order keeps it. pending[s]: the inputs of s whose producer has not run; readers
+ * of each step's outputs found through first_reader/next_reader (a list per step of its
+ * (reader, slot) pairs), so the whole costs O(n log n). */
 static plm_status order(plm__plan *plan) {
   const int n = plan->step_count;
   plm__step *sorted = malloc((size_t)(n + 1) * sizeof *sorted);
-  bool *done = calloc((size_t)n + 1, sizeof *done);
-  if (!sorted || !done) {
+  int *pending = calloc((size_t)n + 1, sizeof *pending);
+  int *heap = malloc((size_t)(n + 1) * sizeof *heap);
+  int *first_reader = malloc((size_t)(n + 1) * sizeof *first_reader);
+  int *next_reader = malloc(((size_t)n * PLM__PIPE_MAX_IO + 1) * sizeof *next_reader);
+  if (!sorted || !pending || !heap || !first_reader || !next_reader) {
     free(sorted);
-    free(done);
+    free(pending);
+    free(heap);
+    free(first_reader);
+    free(next_reader);
     return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for the plan");
   }
-  for (int placed = 0; placed < n; placed++) {
-    int next = -1;
-    for (int s = 0; s < n && next < 0; s++) {
-      if (done[s]) continue;
-      bool ready = true;
-      for (int k = 0; k < PLM__PIPE_MAX_IO; k++) {
-        int t = plan->steps[s].inputs[k];
-        int p = t >= 0 ? plan->tensors[t].producer : -1;
-        if (p >= 0 && !done[p]) ready = false;
-      }
-      if (ready) next = s;
+  for (int s = 0; s < n; s++) first_reader[s] = -1;
+  for (int s = n - 1; s >= 0; s--) /* an edge per (reader, slot): s * MAX_IO + k */
+    for (int k = PLM__PIPE_MAX_IO - 1; k >= 0; k--) {
+      int t = plan->steps[s].inputs[k];
+      int p = t >= 0 ? plan->tensors[t].producer : -1;
+      if (p < 0) continue;
+      pending[s]++;
+      next_reader[s * PLM__PIPE_MAX_IO + k] = first_reader[p];
+      first_reader[p] = s * PLM__PIPE_MAX_IO + k;
     }
-    PLM_ASSERT(next >= 0); /* handles only name existing tensors: no cycles */
-    done[next] = true;
+  int ready = 0;
+  for (int s = 0; s < n; s++)
+    if (pending[s] == 0) heap_push(heap, &ready, s);
+  for (int placed = 0; placed < n; placed++) {
+    PLM_ASSERT(ready > 0); /* handles only name existing tensors: no cycles */
+    const int next = heap_pop(heap, &ready);
     sorted[placed] = plan->steps[next];
+    for (int e = first_reader[next]; e >= 0; e = next_reader[e])
+      if (--pending[e / PLM__PIPE_MAX_IO] == 0) heap_push(heap, &ready, e / PLM__PIPE_MAX_IO);
   }
   memcpy(plan->steps, sorted, (size_t)n * sizeof *sorted);
   for (int s = 0; s < n; s++)
     for (int k = 0; k < PLM__PIPE_MAX_IO; k++)
       if (plan->steps[s].outputs[k] >= 0) plan->tensors[plan->steps[s].outputs[k]].producer = s;
   free(sorted);
-  free(done);
+  free(pending);
+  free(heap);
+  free(first_reader);
+  free(next_reader);
   return PLM_OK;
 }
 
@@ -300,7 +347,13 @@ static plm_status assign_streams(plm__plan *plan, int max_streams) {
   for (int s = 1; s < plan->stream_count; s++) plan->join_events[s] = events++;
   plan->event_count = events;
 
-  /* Clocks: what each step's start is ordered after. */
+  /* Clocks: what each step's start is ordered after. recorded_by[e]: the step that
+   * records event e (-1: the fork and the joins). */
+  int *recorded_by = malloc(((size_t)events + 1) * sizeof *recorded_by);
+  if (!recorded_by) return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for the plan");
+  for (int e = 0; e < events; e++) recorded_by[e] = -1;
+  for (int v = 0; v < n; v++)
+    if (plan->steps[v].record >= 0) recorded_by[plan->steps[v].record] = v;
   int last_on[PLM_PIPELINE_MAX_STREAMS];
   for (int s = 0; s < PLM_PIPELINE_MAX_STREAMS; s++) last_on[s] = -1;
   for (int v = 0; v < n; v++) {
@@ -308,9 +361,10 @@ static plm_status assign_streams(plm__plan *plan, int max_streams) {
     int *clock = &plan->clock[(size_t)v * PLM_PIPELINE_MAX_STREAMS];
     int before[PLM__PIPE_MAX_WAITS + 1], count = 0;
     if (last_on[step->stream] >= 0) before[count++] = last_on[step->stream];
-    for (int w = 0; w < step->wait_count; w++)
-      for (int u = 0; u < v; u++)
-        if (step->waits[w] != 0 && plan->steps[u].record == step->waits[w]) before[count++] = u;
+    for (int w = 0; w < step->wait_count; w++) {
+      const int u = step->waits[w] != 0 ? recorded_by[step->waits[w]] : -1;
+      if (u >= 0 && u < v) before[count++] = u;
+    }
     for (int b = 0; b < count; b++) {
       const int u = before[b];
       const int *from = &plan->clock[(size_t)u * PLM_PIPELINE_MAX_STREAMS];
@@ -321,6 +375,7 @@ static plm_status assign_streams(plm__plan *plan, int max_streams) {
     }
     last_on[step->stream] = v;
   }
+  free(recorded_by);
   return PLM_OK;
 }
 

@@ -2,7 +2,9 @@
  * brute-force float64 reference computed here: each pixel's reference cells visited one
  * by one, a two-pass mean and population std. The z-score must agree within 1e-4
  * (relative above 1), the mask exactly wherever z is more than 1e-6 from k. Also the
- * defaults, the output's shape and cost, and every refusal. Inputs go to the device
+ * defaults, the output's shape and cost, and every refusal. f32 frames with NaN and
+ * infinite pixels must confine them (plume/cfar.h): the reference leaves them out of every
+ * pixel's reference cells and gives them 0 themselves. Inputs go to the device
  * with stream copies, so the same test runs on cuda (the fixtures of
  * tests/fixtures/MANIFEST.json check it against numpy too). */
 #define _POSIX_C_SOURCE 200809L
@@ -15,7 +17,8 @@
 
 #include "harness.h"
 
-/* One frame's reference at (y, x): the z-score (0 without cells or spread). */
+/* One frame's reference at (y, x): the z-score (0 without cells or spread), over the
+ * finite reference cells only; 0 for a pixel that is not finite. */
 static double reference_z(const double *frame, int64_t h, int64_t w, int64_t y, int64_t x,
                           int window, int guard) {
   const int64_t half = window / 2, ghalf = guard / 2;
@@ -26,6 +29,7 @@ static double reference_z(const double *frame, int64_t h, int64_t w, int64_t y, 
     for (int64_t r = y - half < 0 ? 0 : y - half; r <= y + half && r < h; r++)
       for (int64_t c = x - half < 0 ? 0 : x - half; c <= x + half && c < w; c++) {
         if (r >= y - ghalf && r <= y + ghalf && c >= x - ghalf && c <= x + ghalf) continue;
+        if (!isfinite(frame[r * w + c])) continue;
         if (pass == 0) {
           sum += frame[r * w + c];
           n++;
@@ -34,6 +38,7 @@ static double reference_z(const double *frame, int64_t h, int64_t w, int64_t y, 
         }
       }
     if (pass == 1) {
+      if (!isfinite(frame[y * w + x])) return 0.0;
       double std = n ? sqrt(squares / (double)n) : 0.0;
       return std > 0.0 ? (frame[y * w + x] - mean) / std : 0.0;
     }
@@ -42,9 +47,10 @@ static double reference_z(const double *frame, int64_t h, int64_t w, int64_t y, 
 }
 
 /* Host input of count elements: noise around `level` (integers rounded and clipped), a
- * few bright pixels, and, with `flat`, a constant band of rows (std 0 inside). */
+ * few bright pixels, with `flat` a constant band of rows (std 0 inside), and with
+ * `non_finite` (f32) the first pixel and about one in 53 NaN, +inf or -inf. */
 static void *make_input(plm_dtype dtype, int64_t count, int64_t w, double level, double spread,
-                        bool flat, double *as_double, uint64_t seed) {
+                        bool flat, bool non_finite, double *as_double, uint64_t seed) {
   void *host = malloc((size_t)count * plm_dtype_size(dtype));
   ck_assert_ptr_nonnull(host);
   uint64_t state = seed | 1;
@@ -53,6 +59,7 @@ static void *make_input(plm_dtype dtype, int64_t count, int64_t w, double level,
     double v = level + spread * ((double)(r % 10001) / 5000.0 - 1.0);
     if (r % 61 == 0) v += 6.0 * spread;
     if (flat && (i / w) % 16 < 6) v = level;
+    if (non_finite && (i == 0 || r % 53 == 0)) v = (double[]){NAN, INFINITY, -INFINITY}[r % 3];
     switch (dtype) {
       case PLM_DTYPE_U8: ((uint8_t *)host)[i] = (uint8_t)fmin(fmax(round(v), 0), 255); break;
       case PLM_DTYPE_U16: ((uint16_t *)host)[i] = (uint16_t)fmin(fmax(round(v), 0), 65535); break;
@@ -71,7 +78,7 @@ typedef struct cfar_case {
   int64_t dims[3];
   int window, guard;
   double k, level, spread;
-  bool flat;
+  bool flat, non_finite;
 } cfar_case;
 
 /* Run both outputs of one case and compare with the reference; returns the mismatches and
@@ -89,7 +96,8 @@ static int64_t run_case(const cfar_case *t, uint64_t seed, char *first, size_t s
   uint8_t *got_mask = malloc((size_t)count);
   float *got_z = malloc((size_t)count * sizeof *got_z);
   ck_assert(as_double && got_mask && got_z);
-  void *host = make_input(t->dtype, count, w, t->level, t->spread, t->flat, as_double, seed);
+  void *host =
+      make_input(t->dtype, count, w, t->level, t->spread, t->flat, t->non_finite, as_double, seed);
   PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, in.data, host, plm_tensor_bytes(&in),
                                  PLM_COPY_HOST_TO_DEVICE));
   plm_cfar_params params = {.window = t->window, .guard = t->guard, .k = t->k};
@@ -122,16 +130,20 @@ static int64_t run_case(const cfar_case *t, uint64_t seed, char *first, size_t s
 
 START_TEST(test_matches_a_brute_force_reference_at_every_border) {
   const cfar_case cases[] = {
-      {PLM_DTYPE_U8, 2, {1, 1}, 3, 1, 1.0, 100, 20, false},
-      {PLM_DTYPE_U8, 2, {1, 37}, 5, 3, 1.5, 100, 20, false},
-      {PLM_DTYPE_U16, 2, {41, 1}, 7, 1, 1.5, 30000, 3000, false},
-      {PLM_DTYPE_U8, 3, {3, 7, 13}, 5, 1, 1.25, 100, 40, false},
-      {PLM_DTYPE_U8, 2, {64, 61}, 15, 5, 2.0, 120, 50, true},
-      {PLM_DTYPE_U16, 2, {61, 64}, 31, 9, 2.0, 40000, 20000, true},
-      {PLM_DTYPE_U16, 2, {20, 300}, 255, 253, 1.0, 65000, 500, false},
-      {PLM_DTYPE_F32, 2, {64, 61}, 9, 3, 2.0, 0.0, 10.0, false},
-      {PLM_DTYPE_F32, 3, {2, 33, 70}, 21, 7, 2.5, 1e4, 5.0, true}, /* a large level */
-      {PLM_DTYPE_F32, 2, {5, 6}, 7, 5, 1.0, -3.0, 1.0, false},     /* cells only at corners */
+      {PLM_DTYPE_U8, 2, {1, 1}, 3, 1, 1.0, 100, 20, false, false},
+      {PLM_DTYPE_U8, 2, {1, 37}, 5, 3, 1.5, 100, 20, false, false},
+      {PLM_DTYPE_U16, 2, {41, 1}, 7, 1, 1.5, 30000, 3000, false, false},
+      {PLM_DTYPE_U8, 3, {3, 7, 13}, 5, 1, 1.25, 100, 40, false, false},
+      {PLM_DTYPE_U8, 2, {64, 61}, 15, 5, 2.0, 120, 50, true, false},
+      {PLM_DTYPE_U16, 2, {61, 64}, 31, 9, 2.0, 40000, 20000, true, false},
+      {PLM_DTYPE_U16, 2, {20, 300}, 255, 253, 1.0, 65000, 500, false, false},
+      {PLM_DTYPE_F32, 2, {64, 61}, 9, 3, 2.0, 0.0, 10.0, false, false},
+      {PLM_DTYPE_F32, 3, {2, 33, 70}, 21, 7, 2.5, 1e4, 5.0, true, false}, /* a large level */
+      {PLM_DTYPE_F32, 2, {5, 6}, 7, 5, 1.0, -3.0, 1.0, false, false}, /* cells only at corners */
+      /* NaN and infinities confined to their own pixels */
+      {PLM_DTYPE_F32, 2, {64, 61}, 9, 3, 2.0, 0.0, 10.0, false, true},
+      {PLM_DTYPE_F32, 3, {2, 33, 70}, 21, 7, 2.5, 1e4, 5.0, true, true},
+      {PLM_DTYPE_F32, 2, {5, 6}, 7, 5, 1.0, -3.0, 1.0, false, true},
   };
   char first[256] = "";
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -163,7 +175,7 @@ START_TEST(test_defaults_output_shape_and_cost) {
   ck_assert_int_eq(shape.dtype, PLM_DTYPE_F32);
   plm_op_cost cost;
   PLM_CHECK_OK(plm_cfar_cost(&in, &params, &cost));
-  ck_assert(cost.bytes == 96.0 * (4 + 4 + 64) && cost.flops == 96.0 * 30);
+  ck_assert(cost.bytes == 96.0 * (4 + 4 + 96) && cost.flops == 96.0 * 30); /* f32: 3 tables */
 }
 END_TEST
 

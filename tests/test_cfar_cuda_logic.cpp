@@ -10,7 +10,9 @@
  * the scan adds in another order), and plm__cfar_pixel on them must give the CPU kernel's
  * outputs: the same bits for u8 and u16, z within 1e-9 and the same mask for f32. Frames of
  * widths around the warp and the block (1, 31, 32, 33, 255, 256, 257, 600), blocks of 256
- * and 64 threads (more chunks per row). Exit status 0 is success. */
+ * and 64 threads (more chunks per row); f32 frames also with NaN and infinite pixels, which
+ * the tables must leave out (a third table counts the finite cells). Exit status 0 is
+ * success. */
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -30,7 +32,10 @@ struct Frame {
   std::vector<unsigned char> bytes;
 };
 
-Frame random_frame(plm_dtype dtype, int64_t h, int64_t w) {
+/* With non_finite, about one f32 pixel in 37 is NaN, +inf or -inf (not the first, whose
+ * value the tables are summed from: a level of 0 would cost the z-scores the precision
+ * that the 1e-9 comparison needs; test_cfar covers that fallback). */
+Frame random_frame(plm_dtype dtype, int64_t h, int64_t w, bool non_finite) {
   Frame f{dtype, h, w, std::vector<unsigned char>((size_t)(h * w) * 4)};
   for (int64_t i = 0; i < h * w; i++) {
     const uint64_t r = rng();
@@ -38,17 +43,22 @@ Frame random_frame(plm_dtype dtype, int64_t h, int64_t w) {
     if (dtype == PLM_DTYPE_U16) ((uint16_t *)f.bytes.data())[i] = (uint16_t)r;
     if (dtype == PLM_DTYPE_F32)
       ((float *)f.bytes.data())[i] = 1000.0f + (float)(int64_t)(r % 20001) / 997.0f;
+    if (dtype == PLM_DTYPE_F32 && non_finite && i > 0 && r % 37 == 0) {
+      const float specials[] = {NAN, INFINITY, -INFINITY};
+      ((float *)f.bytes.data())[i] = specials[(r >> 32) % 3];
+    }
   }
   return f;
 }
 
-/* The frame's two tables as the kernels fill them, with `threads` threads per row block. */
+/* The frame's tables (plm__cfar_tables of them) as the kernels fill them, with `threads`
+ * threads per row block. */
 template <typename T>
 std::vector<T> kernel_tables(const Frame &f, int threads) {
   const int64_t entries = (f.h + 1) * (f.w + 1);
-  std::vector<T> tables((size_t)(2 * entries));
+  const int count = plm__cfar_tables(f.dtype);
+  std::vector<T> tables((size_t)(count * entries));
   for (T &t : tables) t = (T)(rng() % 1000); /* scribbled: every entry must be written */
-  T *sums = tables.data(), *squares = sums + entries;
   const double level = plm__cfar_level(f.bytes.data(), f.dtype);
   LaneGroup block(threads, rng());
   row_shared<T> shared;
@@ -57,29 +67,41 @@ std::vector<T> kernel_tables(const Frame &f, int threads) {
     block.run([&](int t) {
       const EmulatedBlock b = {&block, t};
       const EmulatedWarp w = {&block, t};
-      table_row(b, w, f.bytes.data(), f.w, f.dtype, level, r, sums, squares, &shared);
+      table_row(b, w, f.bytes.data(), f.w, f.dtype, level, r, entries, tables.data(), &shared);
     });
   }
-  for (int64_t c = 0; c <= f.w; c++) table_column(f.h, f.w, c, sums, squares);
+  for (int64_t c = 0; c <= f.w; c++) table_column(f.h, f.w, c, count, tables.data());
   return tables;
 }
 
-/* Plain running sums, row then column, in T. */
+/* Plain running sums, row then column, in T, written out here: of v, v^2 and, for f32,
+ * 1 for each finite pixel, a non-finite one counting 0 in every table. */
 template <typename T>
 std::vector<T> plain_tables(const Frame &f) {
   const int64_t stride = f.w + 1, entries = (f.h + 1) * stride;
-  std::vector<T> tables((size_t)(2 * entries), 0);
+  const int count = plm__cfar_tables(f.dtype);
+  std::vector<T> tables((size_t)(count * entries), 0);
   const double level = plm__cfar_level(f.bytes.data(), f.dtype);
   for (int64_t r = 1; r <= f.h; r++)
     for (int64_t c = 1; c <= f.w; c++) {
-      T v;
-      load(f.bytes.data(), (r - 1) * f.w + c - 1, f.dtype, level, &v);
+      const int64_t p = (r - 1) * f.w + c - 1;
+      T cell[3];
+      if (f.dtype == PLM_DTYPE_F32) {
+        const float v = ((const float *)f.bytes.data())[p];
+        const bool finite = std::isfinite(v);
+        cell[0] = finite ? (T)((double)v - level) : (T)0;
+        cell[2] = finite ? (T)1 : (T)0;
+      } else {
+        cell[0] = f.dtype == PLM_DTYPE_U8 ? (T)f.bytes[(size_t)p]
+                                          : (T)((const uint16_t *)f.bytes.data())[p];
+        cell[2] = 1;
+      }
+      cell[1] = cell[0] * cell[0];
       const int64_t i = r * stride + c, up = i - stride;
-      tables[(size_t)i] =
-          v + tables[(size_t)(i - 1)] + tables[(size_t)up] - tables[(size_t)(up - 1)];
-      tables[(size_t)(entries + i)] = v * v + tables[(size_t)(entries + i - 1)] +
-                                      tables[(size_t)(entries + up)] -
-                                      tables[(size_t)(entries + up - 1)];
+      for (int t = 0; t < count; t++) {
+        T *table = tables.data() + t * entries;
+        table[i] = cell[t] + table[i - 1] + table[up] - table[up - 1];
+      }
     }
   return tables;
 }
@@ -100,14 +122,13 @@ int64_t output_mismatches(const Frame &f, const std::vector<T> &tables, int wind
                           double k, plm_cfar_result output) {
   const int64_t pixels = f.h * f.w;
   std::vector<unsigned char> gpu((size_t)pixels * 4), cpu((size_t)pixels * 4);
-  std::vector<uint64_t> scratch((size_t)(2 * (f.h + 1) * (f.w + 1)));
+  std::vector<uint64_t> scratch((size_t)(plm__cfar_tables(f.dtype) * (f.h + 1) * (f.w + 1)));
   plm__cfar_args args = {f.bytes.data(), cpu.data(), scratch.data(), 1, f.h,   f.w,
                          f.dtype,        window,     guard,          k, output};
   plm__cfar_cpu(&args);
-  const T *sums = tables.data(), *squares = sums + (f.h + 1) * (f.w + 1);
   const double level = plm__cfar_level(f.bytes.data(), f.dtype);
   for (int64_t i = 0; i < pixels; i++)
-    plm__cfar_pixel(&args, f.bytes.data(), gpu.data(), sums, squares, level, i / f.w, i % f.w);
+    plm__cfar_pixel(&args, f.bytes.data(), gpu.data(), tables.data(), level, i / f.w, i % f.w);
   int64_t bad = 0;
   for (int64_t i = 0; i < pixels; i++) {
     if (output == PLM_CFAR_MASK) {
@@ -123,7 +144,7 @@ int64_t output_mismatches(const Frame &f, const std::vector<T> &tables, int wind
 }
 
 template <typename T>
-int check_frame(const Frame &f, int threads) {
+int check_frame(const Frame &f, const char *label, int threads) {
   const std::vector<T> got = kernel_tables<T>(f, threads), want = plain_tables<T>(f);
   int failures = 0;
   const int64_t tables_bad = table_mismatches(got, want);
@@ -133,8 +154,8 @@ int check_frame(const Frame &f, int threads) {
     for (plm_cfar_result output : {PLM_CFAR_MASK, PLM_CFAR_Z})
       outputs_bad += output_mismatches(f, got, wg[0], wg[1], 2.0, output);
   if (tables_bad || outputs_bad) {
-    std::printf("FAIL: %s %lldx%lld, %d threads: %lld table entries, %lld outputs differ\n",
-                plm_dtype_name(f.dtype), (long long)f.h, (long long)f.w, threads,
+    std::printf("FAIL: %s %lldx%lld%s, %d threads: %lld table entries, %lld outputs differ\n",
+                plm_dtype_name(f.dtype), (long long)f.h, (long long)f.w, label, threads,
                 (long long)tables_bad, (long long)outputs_bad);
     failures++;
   }
@@ -147,13 +168,17 @@ int main() {
   int failures = 0, cases = 0;
   const int64_t widths[] = {1, 31, 32, 33, 255, 256, 257, 600};
   for (plm_dtype dtype : {PLM_DTYPE_U8, PLM_DTYPE_U16, PLM_DTYPE_F32})
-    for (int64_t w : widths)
-      for (int threads : {kRowThreads, 64}) {
-        const Frame f = random_frame(dtype, w > 256 ? 3 : 9, w);
-        failures += dtype == PLM_DTYPE_F32 ? check_frame<double>(f, threads)
-                                           : check_frame<table_int>(f, threads);
-        cases++;
-      }
+    for (bool non_finite : {false, true}) {
+      if (non_finite && dtype != PLM_DTYPE_F32) continue;
+      const char *label = non_finite ? " with non-finite pixels" : "";
+      for (int64_t w : widths)
+        for (int threads : {kRowThreads, 64}) {
+          const Frame f = random_frame(dtype, w > 256 ? 3 : 9, w, non_finite);
+          failures += dtype == PLM_DTYPE_F32 ? check_frame<double>(f, label, threads)
+                                             : check_frame<table_int>(f, label, threads);
+          cases++;
+        }
+    }
   std::printf("cfar_cuda_logic: %d frames, %d failures\n", cases, failures);
   return failures ? 1 : 0;
 }

@@ -2390,6 +2390,50 @@ START_TEST(test_text_tensor_argument_errors) {
     snprintf(want, sizeof want, "%s%s", prefix, cases[i].message);
     ck_assert_str_eq(plm_last_error(), want);
   }
+  /* Non-finite values where they must be finite (a NaN gain once blanked every frame
+   * without a word): the first one is named, by its index per dimension; an operand such
+   * as vector_add's b may hold them (IEEE arithmetic), and a tensor the text does not name
+   * is not searched. */
+  float spoiled[12] = {0};
+  spoiled[7] = NAN;
+  spoiled[9] = INFINITY;
+  const plm_named_tensor calibration[2] = {{.name = "gain", .shape = shape, .host_data = spoiled},
+                                           {.name = "offset", .shape = shape, .host_data = data}};
+  static const struct {
+    const char *text, *message;
+  } non_finite[] = {
+      {"nuc gain=@gain offset=@offset",
+       "plm_pipeline_parse_with_tensors: element 1 'nuc': key 'gain': tensor 'gain': element [1, "
+       "3] "
+       "(flat index 7) is NaN; nuc's gain must be finite"},
+      {"nuc gain=@offset offset=@gain",
+       "plm_pipeline_parse_with_tensors: element 1 'nuc': key 'offset': tensor 'gain': element "
+       "[1, 3] (flat index 7) is NaN; nuc's offset must be finite"},
+      {"conv2d kernel=@gain",
+       "plm_pipeline_parse_with_tensors: element 1 'conv2d': key 'kernel': tensor 'gain': element "
+       "[1, 3] (flat index 7) is NaN; conv2d's kernel must be finite"},
+  };
+  for (size_t i = 0; i < sizeof non_finite / sizeof non_finite[0]; i++) {
+    plm_pipeline *pl = (plm_pipeline *)&pl;
+    plm_clear_error();
+    ck_assert_int_eq(plm_pipeline_parse_with_tensors(plm_test_ctx, non_finite[i].text,
+                                                     PLM_DTYPE_F32, 2, dims, calibration, 2, &pl),
+                     PLM_ERR_INVALID_ARG);
+    ck_assert_ptr_null(pl);
+    ck_assert_str_eq(plm_last_error(), non_finite[i].message);
+  }
+  spoiled[7] = 0.0f; /* the first is now the infinity */
+  plm_pipeline *refused = (plm_pipeline *)&refused;
+  PLM_CHECK_FAILS(plm_pipeline_parse_with_tensors(plm_test_ctx, "nuc gain=@gain offset=@offset",
+                                                  PLM_DTYPE_F32, 2, dims, calibration, 2, &refused),
+                  PLM_ERR_INVALID_ARG, "element [2, 1] (flat index 9) is +inf");
+  plm_pipeline *accepted = NULL;
+  PLM_CHECK_OK(plm_pipeline_parse_with_tensors(plm_test_ctx, "vector_add b=@gain", PLM_DTYPE_F32, 2,
+                                               dims, calibration, 2, &accepted));
+  PLM_CHECK_OK(plm_pipeline_destroy(accepted));
+  PLM_CHECK_OK(plm_pipeline_parse_with_tensors(plm_test_ctx, "sobel", PLM_DTYPE_F32, 2, dims,
+                                               calibration, 2, &accepted));
+  PLM_CHECK_OK(plm_pipeline_destroy(accepted));
   plm_pipeline *pl = (plm_pipeline *)&pl;
   PLM_CHECK_FAILS(plm_pipeline_parse_with_tensors(plm_test_ctx, "sobel", PLM_DTYPE_F32, 2, dims,
                                                   &good, -1, &pl),

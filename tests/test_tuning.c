@@ -1,6 +1,6 @@
 /* tests/test_tuning.c: the ops' tunables (plume/tuning.h): the descriptors' lists, values
  * forced in the process changing what a pipeline runs while the results stay equal, and
- * the tables written and read back as PLUME_TUNING says. */
+ * the tables written and read back as PLUME_TUNING says, up to their cap. */
 #define _POSIX_C_SOURCE 200809L /* setenv, mkdtemp */
 #include <math.h>
 #include <stdlib.h>
@@ -541,6 +541,77 @@ START_TEST(test_a_stored_table_is_read_back_as_plume_tuning_says) {
 }
 END_TEST
 
+/* A table file of `count` points of entropy's model under ctx's device's key. */
+static void write_table(const char *path, const char *key, int count) {
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fprintf(f, "{\"schema\": \"plume-tuning\", \"version\": 1, \"key\": \"%s\", \"entries\": [", key);
+  for (int k = 0; k < count; k++)
+    fprintf(f,
+            "%s{\"op\": \"entropy\", \"tunable\": \"\", \"size_class\": \"small\", \"value\": 0, "
+            "\"default_ms\": 1.0, \"model_ms\": 1.0}",
+            k ? ", " : "");
+  fputs("]}", f);
+  ck_assert_int_eq(fclose(f), 0);
+}
+
+/* A table holds at most PLM_TUNING_MAX_ENTRIES entries in a file of at most
+ * PLM_TUNING_MAX_FILE_BYTES (760,000 entries once made every command take 13 s): more is
+ * refused when stored, and a larger table or file is not loaded, saying why. */
+START_TEST(test_a_table_larger_than_the_cap_is_refused_saying_so) {
+  char dir[SCRATCH_DIR_SIZE], path[512];
+  scratch_dir_make(dir, "tuning-cap");
+  setenv("XDG_CACHE_HOME", dir, 1);
+  setenv("PLUME_TUNING", "on", 1);
+  plm_tuning_reset();
+  plm_tuning_entry *entries = calloc(PLM_TUNING_MAX_ENTRIES + 1, sizeof *entries);
+  ck_assert_ptr_nonnull(entries);
+  for (int k = 0; k <= PLM_TUNING_MAX_ENTRIES; k++) {
+    entries[k] =
+        (plm_tuning_entry){.size_class = PLM_SIZE_SMALL, .default_ms = 1.0, .model_ms = 1.0};
+    snprintf(entries[k].op, sizeof entries[k].op, "entropy");
+  }
+  char want[128];
+  snprintf(want, sizeof want, "count %d is more than the %d entries a table may hold",
+           PLM_TUNING_MAX_ENTRIES + 1, PLM_TUNING_MAX_ENTRIES);
+  PLM_CHECK_FAILS(plm_tuning_store(plm_test_ctx, entries, PLM_TUNING_MAX_ENTRIES + 1, NULL, 0),
+                  PLM_ERR_INVALID_ARG, want);
+  PLM_CHECK_OK(plm_tuning_store(plm_test_ctx, entries, PLM_TUNING_MAX_ENTRIES, path, sizeof path));
+  free(entries);
+  plm_tuning_table_info info;
+  PLM_CHECK_OK(plm_tuning_table_info_get(plm_test_ctx, &info));
+  ck_assert_int_eq(info.entry_count, PLM_TUNING_MAX_ENTRIES);
+
+  /* One entry more in the file: not loaded, and said. */
+  write_table(path, info.key, PLM_TUNING_MAX_ENTRIES + 1);
+  plm_tuning_reset();
+  PLM_CHECK_OK(plm_tuning_table_info_get(plm_test_ctx, &info));
+  ck_assert(!info.in_use);
+  ck_assert_int_eq(info.entry_count, 0);
+  snprintf(want, sizeof want, "%d entries, more than the %d a tuning table may hold (not loaded)",
+           PLM_TUNING_MAX_ENTRIES + 1, PLM_TUNING_MAX_ENTRIES);
+  ck_assert_str_eq(info.problem, want);
+  /* A file larger than a table may be is not even parsed. */
+  FILE *f = fopen(path, "r+");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_int_eq(fseek(f, PLM_TUNING_MAX_FILE_BYTES, SEEK_SET), 0);
+  fputc(' ', f);
+  ck_assert_int_eq(fclose(f), 0);
+  plm_tuning_reset();
+  PLM_CHECK_OK(plm_tuning_table_info_get(plm_test_ctx, &info));
+  ck_assert(!info.in_use);
+  ck_assert_msg(strstr(info.problem, "a tuning table may take (not read)") != NULL, "%s",
+                info.problem);
+  /* Such a file is not replaced by a store (it may be the user's, damaged or not). */
+  plm_tuning_entry e = sample_entry();
+  PLM_CHECK_FAILS(plm_tuning_store(plm_test_ctx, &e, 1, NULL, 0), PLM_ERR_IO, "not replaced");
+
+  setenv("PLUME_TUNING", "off", 1);
+  plm_tuning_reset();
+  scratch_dir_remove(dir);
+}
+END_TEST
+
 /* A full run of one op on the backend under test (one timed run per candidate): an entry
  * per size class for each of entropy's tunables of that backend (on cuda the launch shape
  * also at 4096 x 4096: the large class; on the CUDA emulator, whose frames are 1/16 the
@@ -600,6 +671,7 @@ static Suite *tuning_suite(void) {
   tcase_add_test(tc, test_forced_bands_change_the_plan_and_keep_the_bits);
   tcase_add_test(tc, test_forced_gemm_threshold_switches_the_lstm_path_within_tolerance);
   tcase_add_test(tc, test_a_stored_table_is_read_back_as_plume_tuning_says);
+  tcase_add_test(tc, test_a_table_larger_than_the_cap_is_refused_saying_so);
   tcase_add_test(tc, test_a_full_tune_of_one_op_decides_its_tunables_and_measures_its_points);
   suite_add_tcase(s, tc);
   return s;

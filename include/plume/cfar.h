@@ -36,9 +36,18 @@ extern "C" {
  *            reference on frames of a few thousand pixels, and the mask agrees except
  *            within about 1e-9 of the decision boundary. The host and cuda sum in
  *            different orders, so their last bits may differ. A window of equal f32
- *            values may then get a rounding-sized std instead of 0. A NaN or infinity
- *            spoils the tables below and right of it: those pixels get mask 0 and z 0
- *            or NaN (no error is reported; the data is on the device).
+ *            values may then get a rounding-sized std instead of 0.
+ *
+ * Values that are not numbers (f32). A NaN or infinite pixel is confined to itself: it is
+ * no pixel's reference cell (n, S1 and S2 count only the finite cells of each window: a
+ * third table counts them), and it gets mask 0 and z 0 itself. No error is reported (the
+ * data is on the device). A window whose cells are all non-finite has n = 0, so 0. The
+ * numpy/scipy reference (uniform_filter over the frame) would instead spread a NaN to
+ * every pixel whose window holds it, and an infinity to NaN or infinite scores; on frames
+ * without non-finite pixels the two agree as stated above, and on frames with them plume
+ * agrees with that reference computed over the finite cells alone (the mean and std of
+ * numpy's nanmean/nanstd over each window's reference cells, with infinities taken as
+ * NaN).
  * The tolerance of the tests: z within 1e-4 absolute, the mask exact (the fixtures keep
  * every pixel's z at least 1e-6 away from k).
  *
@@ -55,8 +64,8 @@ extern "C" {
  * outside 3..255; guard even, below 1 or not below window; k not finite or <= 0; output not a
  * plm_cfar_result; in of another dtype or 1 dim; out of the wrong dtype or shape, or
  * overlapping in. The op takes scratch memory from the context's default pool in stream
- * order (PLM_ERR_OUT_OF_MEMORY when it has none): the two tables of one frame,
- * 16 (H + 1)(W + 1) bytes, reused frame after frame. */
+ * order (PLM_ERR_OUT_OF_MEMORY when it has none): the tables of one frame, two for u8
+ * and u16 and three for f32, 8 (H + 1)(W + 1) bytes each, reused frame after frame. */
 
 typedef enum plm_cfar_result {
   PLM_CFAR_MASK = 0, /* u8: 1 where (x - mean) > k std */
@@ -78,8 +87,8 @@ PLM_API plm_status plm_cfar(plm_stream *stream, const plm_tensor *in, const plm_
                             plm_tensor *out);
 PLM_API plm_status plm_cfar_output(const plm_tensor *in, const plm_cfar_params *params,
                                    plm_shape *out);
-/* bytes = in, out and four passes over the two 8-byte tables per pixel; flops = about 30
- * per pixel (the tables' sums, the eight corners, the statistics). */
+/* bytes = in, out and four passes over the 8-byte tables (two; three for f32) per pixel;
+ * flops = about 30 per pixel (the tables' sums, the boxes' corners, the statistics). */
 PLM_API plm_status plm_cfar_cost(const plm_tensor *in, const plm_cfar_params *params,
                                  plm_op_cost *cost);
 

@@ -42,6 +42,9 @@ typedef enum plm_border {
  * are accumulated in f32. out must not overlap in or K. With zero padding every tap
  * falls inside the image and the border mode does not matter ("valid"); with
  * pad = (KH - 1) / 2 and stride 1 an odd kernel gives an output of in's size ("same").
+ * NaN and infinities in in or K propagate as IEEE arithmetic says (as scipy's and
+ * OpenCV's); a pipeline's text refuses a named kernel holding one
+ * (plm_pipeline_parse_with_tensors).
  */
 
 enum { PLM_CONV2D_MAX_KERNEL = 31 }; /* KH and KW are at most this */

@@ -17,7 +17,9 @@ extern "C" {
  * to f32 (u8 and u16 values are exact in f32), so the host and cuda give the same bits.
  * The fixtures check it against the exact result rounded to f32 (Python fractions), which
  * is within one f32 ulp of numpy's float64 gain * x + offset rounded to f32; tolerance 0.
- * NaN and infinities propagate as IEEE arithmetic says.
+ * NaN and infinities propagate as IEEE arithmetic says. A pipeline's text refuses a named
+ * gain or offset that holds one (plm_pipeline_parse_with_tensors): one NaN in a calibration
+ * would silently blank a pixel of every frame, and every detection downstream of it.
  *
  * Shapes: in is u8, u16 or f32 with 2 to 4 dims; the last two are (H, W) and the leading
  * ones count frames, all corrected with the same calibration. gain and offset are f32

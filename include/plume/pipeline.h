@@ -339,8 +339,13 @@ typedef struct plm_named_tensor {
  * outlive it. Every tensor is checked first, named or not. Errors besides the text's:
  * PLM_ERR_INVALID_ARG for count negative, tensors NULL with count > 0, a NULL or empty
  * name, one with another character, a name given twice, NULL host_data, a dtype or shape
- * plm_tensor_wrap refuses (the message names tensors[i] and its name), and
- * PLM_ERR_OUT_OF_MEMORY; *out stays NULL and nothing is left allocated. */
+ * plm_tensor_wrap refuses (the message names tensors[i] and its name), a tensor that the
+ * text gives to a slot whose values must be finite (a calibration or a kernel: nuc's gain
+ * and offset, conv2d's kernel) holding a NaN or an infinity (the message names the
+ * element, the key, the tensor and its first such value: "element 1 'nuc': key 'gain':
+ * tensor 'gain': element [3, 7] (flat index 103) is NaN; nuc's gain must be finite"; an
+ * operand such as vector_add's b may hold them), and PLM_ERR_OUT_OF_MEMORY; *out stays
+ * NULL and nothing is left allocated. */
 PLM_API plm_status plm_pipeline_parse_with_tensors(plm_context *ctx, const char *text,
                                                    plm_dtype dtype, int ndim, const int64_t *dims,
                                                    const plm_named_tensor *tensors, int count,

@@ -27,6 +27,13 @@
  * caller (ops/op_scratch.h) run with the defaults, so that the size they announce is the
  * size they use.
  *
+ * Size. A table holds at most PLM_TUNING_MAX_ENTRIES entries (`plume tune` writes a few
+ * hundred), in a file of at most PLM_TUNING_MAX_FILE_BYTES: a larger file is not parsed
+ * and a larger table not loaded, and plm_tuning_table_info's problem says so (the ops'
+ * defaults run, and the file is not replaced); plm_tuning_store refuses more entries.
+ * Loading indexes the table once, so resolving a call's values costs the same whatever
+ * the table's size.
+ *
  * Thread-safe: the table is guarded by a lock; a table is loaded once per device and
  * process, at the first call on a context of that device.
  */
@@ -44,6 +51,9 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The most entries a table may hold, and the largest file read as one. */
+enum { PLM_TUNING_MAX_ENTRIES = 16384, PLM_TUNING_MAX_FILE_BYTES = 16 << 20 };
 
 /* The size classes a table distinguishes, by the bytes a call's cost model moves. */
 typedef enum plm_size_class {
@@ -123,7 +133,9 @@ typedef struct plm_tuning_table_info {
   const char *setting; /* PLUME_TUNING as read: "on", "off" or "refresh" */
   char problem[512];   /* why a file at path is not in use although it is there: it could
                           not be read ("cannot open: Permission denied", "not a regular file
-                          (it is a FIFO)"); such a file is never replaced. "" when none */
+                          (it is a FIFO)") or is over the caps ("760000 entries, more than
+                          the 16384 a tuning table may hold (not loaded)"); such a file is
+                          never replaced. "" when none */
 } plm_tuning_table_info;
 
 /* The state of ctx's device's table (loading it if this process has not yet). */
@@ -139,7 +151,8 @@ PLM_API plm_status plm_tuning_entries(plm_context *ctx, plm_tuning_entry **entri
  * symbolic link to its target); path (may be NULL) receives where. Entries whose op,
  * tunable or value is unknown are refused. A file at the path that could not be read
  * (plm_tuning_table_info's problem) is not replaced: PLM_ERR_IO saying so. Errors:
- * PLM_ERR_INVALID_ARG, PLM_ERR_IO (with the path and strerror). */
+ * PLM_ERR_INVALID_ARG (also for more than PLM_TUNING_MAX_ENTRIES entries), PLM_ERR_IO
+ * (with the path and strerror). */
 PLM_API plm_status plm_tuning_store(plm_context *ctx, const plm_tuning_entry *entries, size_t count,
                                     char *path, size_t path_size);
 

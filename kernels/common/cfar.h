@@ -1,13 +1,16 @@
 /* kernels/common/cfar.h: the per-pixel math of cell-averaging CFAR that both backends
  * run, and the arguments of a cfar launch (semantics in plume/cfar.h).
  *
- * Each frame gets two summed-area tables in the scratch, of (H + 1) x (W + 1) entries of
- * 8 bytes: the sums of v and of v^2 over rows < r and columns < c at (r, c), so row 0 and
- * column 0 are 0. Entries are uint64_t for u8 and u16 (exact; a box's sum is a difference
- * of four entries, exact even if an entry wrapped, since the box's own sum fits) and
- * double for f32, of v - v0 (plm__cfar_level). The kernels differ only in how they fill
- * the tables; from the tables on, every pixel goes through plm__cfar_pixel, so for
- * integer inputs the two backends give the same bits.
+ * Each frame gets summed-area tables in the scratch, one after the other, each of
+ * (H + 1) x (W + 1) entries of 8 bytes: the sums over rows < r and columns < c at (r, c),
+ * so row 0 and column 0 are 0, of each cell's components (plm__cfar_cell_int,
+ * plm__cfar_cell_f32): v, v^2 and, for f32 only, 1 when the cell is finite. Entries are
+ * uint64_t for u8 and u16 (exact; a box's sum is a difference of four entries, exact even
+ * if an entry wrapped, since the box's own sum fits) and double for f32, of v - v0
+ * (plm__cfar_level), with a non-finite cell taken as 0 in every table (left out of every
+ * reference set); the count table holds integers below 2^53, so its boxes are exact. The
+ * kernels differ only in how they fill the tables; from the tables on, every pixel goes
+ * through plm__cfar_pixel, so for integer inputs the two backends give the same bits.
  */
 #ifndef PLUME_KERNELS_COMMON_CFAR_H
 #define PLUME_KERNELS_COMMON_CFAR_H
@@ -19,12 +22,12 @@
 #include "kernels/common/plm_hd.h"
 #include "plume/cfar.h"
 
-enum { PLM__CFAR_MAX_WINDOW = 255 };
+enum { PLM__CFAR_MAX_WINDOW = 255, PLM__CFAR_MAX_TABLES = 3 };
 
 typedef struct plm__cfar_args {
   const void *in;
   void *out;     /* u8 (mask) or f32 (z) */
-  void *scratch; /* plm__cfar_scratch_bytes(args): one frame's two tables */
+  void *scratch; /* plm__cfar_scratch_bytes(args): one frame's tables */
   int64_t frames, height, width;
   plm_dtype dtype; /* of in: u8, u16 or f32 */
   int window, guard;
@@ -32,12 +35,18 @@ typedef struct plm__cfar_args {
   plm_cfar_result output;
 } plm__cfar_args;
 
-/* Entries per table, and the scratch of both (one frame's, reused by the next). */
+/* The tables a frame gets: sums of v and v^2, and for f32 the count of finite cells
+ * (integers are always finite, so their count is the box's area). */
+static inline PLM_HD int plm__cfar_tables(plm_dtype dtype) {
+  return dtype == PLM_DTYPE_F32 ? 3 : 2;
+}
+
+/* Entries per table, and the scratch of all the tables (one frame's, reused by the next). */
 static inline PLM_HD int64_t plm__cfar_table_entries(const plm__cfar_args *args) {
   return (args->height + 1) * (args->width + 1);
 }
 static inline size_t plm__cfar_scratch_bytes(const plm__cfar_args *args) {
-  return 2 * (size_t)plm__cfar_table_entries(args) * 8;
+  return (size_t)plm__cfar_tables(args->dtype) * (size_t)plm__cfar_table_entries(args) * 8;
 }
 
 /* Frame f's first element of in and of out. */
@@ -50,21 +59,48 @@ static inline PLM_HD void *plm__cfar_frame_out(const plm__cfar_args *args, int64
   return (char *)args->out + f * args->height * args->width * size;
 }
 
+/* Whether v is finite (neither NaN nor an infinity), without isfinite's dependence on the
+ * host's or device's math library. */
+static inline PLM_HD int plm__cfar_finite(double v) {
+  return v - v == 0.0;
+}
+
 /* The level f32 tables are summed from: a frame's first pixel when finite, else 0 (0 for
  * integers, whose tables are exact anyway). */
 static inline PLM_HD double plm__cfar_level(const void *frame, plm_dtype dtype) {
   if (dtype != PLM_DTYPE_F32) return 0.0;
   double v = (double)((const float *)frame)[0];
-  return v - v == 0.0 ? v : 0.0;
+  return plm__cfar_finite(v) ? v : 0.0;
 }
 
-/* Element i of a frame, as an integer table takes it (u8, u16) and as an f32 table does. */
+/* Element i of a frame, as an integer table takes it (u8, u16) and as an f32 table does
+ * (v - level; 0 when v is not finite). */
 static inline PLM_HD uint64_t plm__cfar_value_int(const void *frame, int64_t i, plm_dtype dtype) {
   return dtype == PLM_DTYPE_U8 ? (uint64_t)((const uint8_t *)frame)[i]
                                : (uint64_t)((const uint16_t *)frame)[i];
 }
 static inline PLM_HD double plm__cfar_value_f32(const void *frame, int64_t i, double level) {
-  return (double)((const float *)frame)[i] - level;
+  const double v = (double)((const float *)frame)[i];
+  return plm__cfar_finite(v) ? v - level : 0.0;
+}
+
+/* Element i's components, one per table (plm__cfar_tables): v and v^2 for integers; v, v^2
+ * and 1 for a finite f32, 0, 0 and 0 for a non-finite one, which so adds nothing to any
+ * table and is no one's reference cell. */
+static inline PLM_HD void plm__cfar_cell_int(const void *frame, int64_t i, plm_dtype dtype,
+                                             uint64_t cell[PLM__CFAR_MAX_TABLES]) {
+  const uint64_t v = plm__cfar_value_int(frame, i, dtype);
+  cell[0] = v;
+  cell[1] = v * v;
+  cell[2] = 1;
+}
+static inline PLM_HD void plm__cfar_cell_f32(const void *frame, int64_t i, double level,
+                                             double cell[PLM__CFAR_MAX_TABLES]) {
+  const double v = (double)((const float *)frame)[i];
+  const int finite = plm__cfar_finite(v);
+  cell[0] = finite ? v - level : 0.0;
+  cell[1] = cell[0] * cell[0];
+  cell[2] = finite ? 1.0 : 0.0;
 }
 
 /* Products and differences rounded one by one: nvcc would contract a * b - c into a fused
@@ -126,25 +162,31 @@ static inline PLM_HD float plm__cfar_z(double d, double m) {
 }
 
 /* Pixel (y, x) of a frame: its reference cells' sums from the frame's tables, then its
- * output. frame_in and frame_out point at the frame's first element; level is
- * plm__cfar_level of the frame. */
+ * output. frame_in and frame_out point at the frame's first element; tables at the first
+ * of the frame's plm__cfar_tables tables, one after the other; level is plm__cfar_level of
+ * the frame. An f32 pixel that is not finite gets 0 in both outputs; its neighbours' n
+ * counts only their finite reference cells. */
 static inline PLM_HD void plm__cfar_pixel(const plm__cfar_args *args, const void *frame_in,
-                                          void *frame_out, const void *sums, const void *squares,
-                                          double level, int64_t y, int64_t x) {
+                                          void *frame_out, const void *tables, double level,
+                                          int64_t y, int64_t x) {
   const int64_t w = args->width, stride = w + 1, i = y * w + x;
+  const int64_t entries = plm__cfar_table_entries(args);
   const plm__cfar_box outer = plm__cfar_square(y, x, args->window, args->height, w);
   const plm__cfar_box guard = plm__cfar_square(y, x, args->guard, args->height, w);
-  const int64_t n = plm__cfar_area(outer) - plm__cfar_area(guard);
   double d, m;
   if (args->dtype == PLM_DTYPE_F32) {
-    const double *s = (const double *)sums, *q = (const double *)squares;
+    const double *s = (const double *)tables, *q = s + entries, *c = q + entries;
+    const double v = (double)((const float *)frame_in)[i];
+    const double n = plm__cfar_box_f64(c, stride, outer) - plm__cfar_box_f64(c, stride, guard);
     const double s1 = plm__cfar_box_f64(s, stride, outer) - plm__cfar_box_f64(s, stride, guard);
     const double s2 = plm__cfar_box_f64(q, stride, outer) - plm__cfar_box_f64(q, stride, guard);
-    d = plm__cfar_sub(plm__cfar_mul((double)n, plm__cfar_value_f32(frame_in, i, level)), s1);
-    m = plm__cfar_sub(plm__cfar_mul((double)n, s2), plm__cfar_mul(s1, s1));
+    d = plm__cfar_sub(plm__cfar_mul(n, v - level), s1);
+    m = plm__cfar_sub(plm__cfar_mul(n, s2), plm__cfar_mul(s1, s1));
+    if (!plm__cfar_finite(v)) d = m = 0.0;
   } else {
+    const int64_t n = plm__cfar_area(outer) - plm__cfar_area(guard);
     /* Exact: n <= 255^2 - 1 and v <= 65535, so n S2 and S1^2 stay below 2^64. */
-    const uint64_t *s = (const uint64_t *)sums, *q = (const uint64_t *)squares;
+    const uint64_t *s = (const uint64_t *)tables, *q = s + entries;
     const uint64_t s1 = plm__cfar_box_int(s, stride, outer) - plm__cfar_box_int(s, stride, guard);
     const uint64_t s2 = plm__cfar_box_int(q, stride, outer) - plm__cfar_box_int(q, stride, guard);
     const uint64_t v = plm__cfar_value_int(frame_in, i, args->dtype);

@@ -18,81 +18,75 @@ typedef struct frame_work {
   double level;
 } frame_work;
 
-static void *table_sums(const plm__cfar_args *args) {
-  return args->scratch;
-}
-static void *table_squares(const plm__cfar_args *args) {
-  return (char *)args->scratch + (size_t)plm__cfar_table_entries(args) * 8;
+/* Table t's first entry (t < plm__cfar_tables). */
+static void *table(const plm__cfar_args *args, int t) {
+  return (char *)args->scratch + (size_t)t * (size_t)plm__cfar_table_entries(args) * 8;
 }
 
-/* Table rows 1 + r for image rows r in [begin, end): each row's running sums; row 0 and
- * column 0 of the tables are written 0 by the chunk holding image row 0 and by each row. */
+/* Table rows 1 + r for image rows r in [begin, end): each row's running sums of every
+ * component (plm__cfar_cell_*); row 0 and column 0 of the tables are written 0 by the
+ * chunk holding image row 0 and by each row. */
 static void row_sums(void *context, int64_t begin, int64_t end) {
   const frame_work *work = context;
   const plm__cfar_args *args = work->args;
-  const int64_t w = args->width, stride = w + 1;
+  const int64_t w = args->width, stride = w + 1, entries = plm__cfar_table_entries(args);
+  const int tables = plm__cfar_tables(args->dtype);
   if (args->dtype == PLM_DTYPE_F32) {
-    double *s = table_sums(args), *q = table_squares(args);
+    double *t0 = table(args, 0);
     if (begin == 0)
-      for (int64_t c = 0; c < stride; c++) s[c] = q[c] = 0.0;
+      for (int t = 0; t < tables; t++)
+        for (int64_t c = 0; c < stride; c++) t0[t * entries + c] = 0.0;
     for (int64_t r = begin; r < end; r++) {
-      double *srow = s + (r + 1) * stride, *qrow = q + (r + 1) * stride, a = 0.0, b = 0.0;
-      srow[0] = qrow[0] = 0.0;
+      double *row = t0 + (r + 1) * stride, running[PLM__CFAR_MAX_TABLES] = {0.0, 0.0, 0.0};
+      for (int t = 0; t < tables; t++) row[t * entries] = 0.0;
       for (int64_t c = 0; c < w; c++) {
-        const double v = plm__cfar_value_f32(work->in, r * w + c, work->level);
-        a += v;
-        b += v * v;
-        srow[c + 1] = a;
-        qrow[c + 1] = b;
+        double cell[PLM__CFAR_MAX_TABLES];
+        plm__cfar_cell_f32(work->in, r * w + c, work->level, cell);
+        for (int t = 0; t < tables; t++) row[t * entries + c + 1] = running[t] += cell[t];
       }
     }
     return;
   }
-  uint64_t *s = table_sums(args), *q = table_squares(args);
+  uint64_t *t0 = table(args, 0);
   if (begin == 0)
-    for (int64_t c = 0; c < stride; c++) s[c] = q[c] = 0;
+    for (int t = 0; t < tables; t++)
+      for (int64_t c = 0; c < stride; c++) t0[t * entries + c] = 0;
   for (int64_t r = begin; r < end; r++) {
-    uint64_t *srow = s + (r + 1) * stride, *qrow = q + (r + 1) * stride, a = 0, b = 0;
-    srow[0] = qrow[0] = 0;
+    uint64_t *row = t0 + (r + 1) * stride, running[PLM__CFAR_MAX_TABLES] = {0, 0, 0};
+    for (int t = 0; t < tables; t++) row[t * entries] = 0;
     for (int64_t c = 0; c < w; c++) {
-      const uint64_t v = plm__cfar_value_int(work->in, r * w + c, args->dtype);
-      a += v;
-      b += v * v;
-      srow[c + 1] = a;
-      qrow[c + 1] = b;
+      uint64_t cell[PLM__CFAR_MAX_TABLES];
+      plm__cfar_cell_int(work->in, r * w + c, args->dtype, cell);
+      for (int t = 0; t < tables; t++) row[t * entries + c + 1] = running[t] += cell[t];
     }
   }
 }
 
-/* Bands [begin, end) of COLUMN_BAND table columns: each row adds the row above. */
+/* Bands [begin, end) of COLUMN_BAND table columns: each row adds the row above, in every
+ * table. */
 static void column_sums(void *context, int64_t begin, int64_t end) {
   const frame_work *work = context;
   const plm__cfar_args *args = work->args;
   const int64_t stride = args->width + 1, c0 = begin * COLUMN_BAND;
   const int64_t c1 = end * COLUMN_BAND < stride ? end * COLUMN_BAND : stride;
-  for (int64_t r = 2; r <= args->height; r++) {
-    if (args->dtype == PLM_DTYPE_F32) {
-      double *s = table_sums(args), *q = table_squares(args);
-      for (int64_t c = c0; c < c1; c++) {
-        s[r * stride + c] += s[(r - 1) * stride + c];
-        q[r * stride + c] += q[(r - 1) * stride + c];
-      }
-    } else {
-      uint64_t *s = table_sums(args), *q = table_squares(args);
-      for (int64_t c = c0; c < c1; c++) {
-        s[r * stride + c] += s[(r - 1) * stride + c];
-        q[r * stride + c] += q[(r - 1) * stride + c];
+  for (int t = 0; t < plm__cfar_tables(args->dtype); t++)
+    for (int64_t r = 2; r <= args->height; r++) {
+      if (args->dtype == PLM_DTYPE_F32) {
+        double *s = table(args, t);
+        for (int64_t c = c0; c < c1; c++) s[r * stride + c] += s[(r - 1) * stride + c];
+      } else {
+        uint64_t *s = table(args, t);
+        for (int64_t c = c0; c < c1; c++) s[r * stride + c] += s[(r - 1) * stride + c];
       }
     }
-  }
 }
 
 static void pixels(void *context, int64_t begin, int64_t end) {
   const frame_work *work = context;
   const plm__cfar_args *args = work->args;
   for (int64_t i = begin; i < end; i++)
-    plm__cfar_pixel(args, work->in, work->out, table_sums(args), table_squares(args), work->level,
-                    i / args->width, i % args->width);
+    plm__cfar_pixel(args, work->in, work->out, args->scratch, work->level, i / args->width,
+                    i % args->width);
 }
 
 void plm__cfar_cpu(const plm__cfar_args *args) {

@@ -279,6 +279,12 @@ expect_err "an unknown preset" "--preset 'fast' is not a preset"
 run 2 "calibrated without tensors" detect --frames s.npy --preset calibrated \
   --tensor gain=gain2.npy --out x.csv && absent "calibrated without tensors" x.csv
 expect_err "calibrated without tensors" "--preset calibrated needs --tensor offset=FILE.npy"
+# One NaN in the gain once blanked every frame (0 detections, exit 0): refused, named.
+{ npy_f32 "$H, $W"; printf '\x00\x00\x00\x40%.0s' $(seq $((H * W - 1))); printf '\x00\x00\xc0\x7f'; } >gainnan.npy
+run 2 "calibrated with a NaN gain" detect --frames s.npy --preset calibrated \
+  --tensor gain=gainnan.npy --tensor offset=minus2000.npy --tensor bad=some.npy --out x.csv &&
+  absent "calibrated with a NaN gain" x.csv
+expect_err "calibrated with a NaN gain" "'gain': element [$((H - 1)), $((W - 1))] (flat index $((H * W - 1))) is NaN"
 run 2 "neither --pipeline nor --preset" detect --frames s.npy --out x.csv
 expect_err "neither --pipeline nor --preset" "--pipeline or --preset is required"
 # "--tensor" as another option's value is that option's: here the output's name.
