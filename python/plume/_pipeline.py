@@ -16,7 +16,8 @@ import weakref
 import numpy as np
 
 from . import _interop, _native
-from ._common import Error, check, dims, dtype_code, invalid, numpy_dtype, tensor_shape
+from ._common import (Error, check, dims, dtype_code, integer, invalid, numpy_dtype,
+                      tensor_shape)
 from ._context import default_context
 from ._native import lib
 from ._tensor import Tensor
@@ -43,6 +44,16 @@ def _preset_text(name):
                   % (name, ", ".join(p["name"] for p in presets())))
 
 
+def _checked_text(text):
+    """The pipeline's text as the user wrote it: a str without NUL (C would end it there)."""
+    if not isinstance(text, str):
+        raise invalid("the pipeline's text is %r (%s), not a str" % (text, type(text).__name__))
+    if "\0" in text:
+        raise invalid("the pipeline's text %r has a NUL character at %d: C would end the "
+                      "text there" % (text, text.index("\0")))
+    return text
+
+
 class Pipeline:
     """A compiled pipeline from plm_pipeline_parse's text form (or a preset) for frames of
     `dtype` and `shape`; `tensors` maps the text's @NAME to numpy arrays (copied into the
@@ -56,7 +67,8 @@ class Pipeline:
             raise invalid("give the pipeline's text or a preset, not both")
         if shape is None:
             raise invalid("shape is required: the frames' (H, W)")
-        self.text = _preset_text(preset) if preset else text
+        self.text = _preset_text(preset) if preset else _checked_text(text)
+        frames_in_flight = integer("frames_in_flight", frames_in_flight)
         self.context = context or default_context()
         frame_shape, frame_dims = dims(shape)
         named, keep = self._named(tensors or {})
@@ -87,10 +99,12 @@ class Pipeline:
         keep = []
         array = (_native.NamedTensor * max(len(tensors), 1))()
         for i, (name, value) in enumerate(tensors.items()):
+            if not isinstance(name, str) or "\0" in name:
+                raise invalid("tensor name %r is not a str without NUL" % (name,))
             value = np.ascontiguousarray(value)
             if value.dtype == np.float64:
                 value = value.astype(np.float32)  # as plume detect --tensor reads '<f8'
-            shape, shape_dims = dims(value.shape)
+            shape, shape_dims = dims(value.shape, "tensor %r's shape" % name)
             keep.append(value)
             array[i].name = name.encode()
             array[i].shape = _native.Shape(dtype_code(value.dtype), len(shape), shape_dims)
@@ -165,6 +179,7 @@ class Pipeline:
         consumer (back-pressure). The last frames' state carries on into later runs."""
         if len(self._inputs) != 1:
             raise invalid("run_stream takes pipelines of one input")
+        depth = integer("depth", depth, 1)
         generator = self._stream_frames(frames, depth)
         self._generators.add(generator)
         return generator

@@ -1,0 +1,136 @@
+"""python/tests/test_faults.py: the module against a hostile or careless caller (issue 39).
+
+    PLUME_LIBRARY=build/libplume.so PYTHONPATH=python python3 python/tests/test_faults.py
+
+(CTest runs it so: the test `python_faults`.) Values are never pasted into pipeline text:
+what is not of a parameter's type is refused with the key named, and no value adds an
+element or cuts the text. Python values that ctypes would truncate (2**40 taken as 0, 64.7
+as 64) are refused with the argument named; 0-d and empty arrays and a garbage
+__dlpack_device__ get messages that say what they are.
+"""
+import unittest
+
+import numpy as np
+
+import plume
+
+try:
+    import torch
+except ImportError:  # python3-torch is optional
+    torch = None
+
+
+class Injection(unittest.TestCase):
+    def setUp(self):
+        self.ctx = plume.Context("host")
+        self.frame = np.arange(20, dtype=np.uint16).reshape(4, 5)
+
+    def tearDown(self):
+        self.ctx.close()
+
+    def refused(self, message, fn, *args, **kwargs):
+        with self.assertRaises(plume.Error) as caught:
+            fn(*args, **kwargs)
+        self.assertEqual(caught.exception.status, "PLM_ERR_INVALID_ARG")
+        self.assertIn(message, str(caught.exception))
+
+    def test_a_value_never_adds_an_element_or_a_key(self):
+        threshold = plume.ops.threshold
+        self.refused("threshold: value='5 ! label' (str): not a number", threshold,
+                     self.frame, value="5 ! label", context=self.ctx)
+        self.refused("not a number", threshold, self.frame, value="5\0 ! label",
+                     context=self.ctx)
+        self.refused("cmp='gt ! label' (str): not one of gt, ge, lt, le", threshold,
+                     self.frame, value=5, cmp="gt ! label", context=self.ctx)
+        self.refused("unknown key 'value=1 ! label x'", plume.op, "threshold", self.frame,
+                     context=self.ctx, **{"value=1 ! label x": 1})
+        self.refused("unknown op 'threshold value=1 ! label'", plume.op,
+                     "threshold value=1 ! label", self.frame, context=self.ctx)
+        self.refused("unknown op 'regions'", plume.op, "regions", self.frame, context=self.ctx)
+        self.refused("not two integers (SY,SX) or a word", plume.ops.conv2d,
+                     self.frame.astype(np.float32), kernel="box:3", stride="1,1 ! label",
+                     context=self.ctx)
+        self.refused("conv2d: kernel='box:3 ! label'", plume.ops.conv2d,
+                     self.frame.astype(np.float32), kernel="box:3 ! label", context=self.ctx)
+        self.refused("range='auto ! label' (str)", plume.ops.entropy,
+                     self.frame.astype(np.float32), window=3, bins=8, range="auto ! label",
+                     context=self.ctx)
+        self.refused("value=nan (float): not finite", threshold, self.frame,
+                     value=float("nan"), context=self.ctx)
+        self.refused("value=True (bool): not a number", threshold, self.frame, value=True,
+                     context=self.ctx)
+        self.refused("window=3.5 (float): not an integer", plume.ops.entropy, self.frame,
+                     window=3.5, context=self.ctx)
+        self.refused("alpha is a parameter, not an input", plume.ops.background, self.frame,
+                     alpha=np.ones(3), context=self.ctx)
+        self.refused("gain is an input: give an array", plume.ops.nuc, self.frame, gain=2,
+                     offset=np.zeros((4, 5), np.float32), context=self.ctx)
+
+    def test_values_of_their_types_run_as_the_text_form_would(self):
+        expected = (self.frame >= 7).astype(np.uint8)
+        for value in (7, np.int64(7), 7.0, np.float32(7.0)):
+            np.testing.assert_array_equal(
+                plume.ops.threshold(self.frame, value=value, cmp="ge", context=self.ctx),
+                expected)
+        labels, _ = plume.ops.label(expected, connectivity=4, context=self.ctx)
+        again, _ = plume.ops.label(expected, connectivity="4", context=self.ctx)
+        np.testing.assert_array_equal(labels, again)
+        image = self.frame.astype(np.float32)
+        spec = plume.ops.conv2d(image, kernel="box:3", pad=(1, 1), context=self.ctx)
+        taps = plume.ops.conv2d(image, kernel=[1 / 9] * 9, pad="same", context=self.ctx)
+        array = plume.ops.conv2d(image, kernel=np.full((3, 3), 1 / 9, np.float32), pad=(1, 1),
+                                 stride=[1, 1], context=self.ctx)
+        np.testing.assert_allclose(spec, taps, rtol=1e-6)
+        np.testing.assert_allclose(spec, array, rtol=1e-6)
+        fixed = plume.ops.entropy(image, window=3, bins=8, range=(0.0, 20), context=self.ctx)
+        self.assertEqual(fixed.shape, (4, 5))
+
+    def test_pipeline_text_and_tensor_names_keep_no_nul(self):
+        self.refused("has a NUL character at 17", plume.Pipeline, "threshold value=1\0 ! label",
+                     "u16", (4, 5), context=self.ctx)
+        self.refused("is not a str without NUL", plume.Pipeline, "nuc gain=@g offset=@o", "u16",
+                     (4, 5), context=self.ctx, tensors={"g\0x": np.ones((4, 5), np.float32)})
+
+    def test_integers_ctypes_would_truncate_are_refused_with_their_name(self):
+        text = "threshold value=1"
+        self.refused("frames_in_flight is 1099511627776, outside", plume.Pipeline, text, "u16",
+                     (4, 5), context=self.ctx, frames_in_flight=2**40)
+        self.refused("frames_in_flight is 2.0 (float), not an integer", plume.Pipeline, text,
+                     "u16", (4, 5), context=self.ctx, frames_in_flight=2.0)
+        self.refused("device is 1099511627776, outside 0..2147483647", plume.Context, "host",
+                     device=2**40)
+        self.refused("device is -1, outside", plume.Context, "host", device=-1)
+        self.refused("shape[0] of (1180591620717411303424, 64) is 1180591620717411303424, "
+                     "outside", plume.Pipeline, text, "u16", (2**70, 64), context=self.ctx)
+        self.refused("shape[1] of (4, 64.7) is 64.7 (float), not an integer", plume.Pipeline,
+                     text, "u16", (4, 64.7), context=self.ctx)
+        self.refused("shape is 64 (int), not a sequence", plume.Pipeline, text, "u16", 64,
+                     context=self.ctx)
+        with plume.Pipeline(text, "u16", (4, 5), context=self.ctx) as pl:
+            self.refused("depth is 0, outside 1..", pl.run_stream, [self.frame], depth=0)
+            self.refused("depth is '2**40' (str), not an integer", lambda: pl.run_stream([self.frame], depth="2**40"))
+
+    def test_degenerate_arrays_say_what_they_are(self):
+        self.refused("a 0-d array (a scalar: ndarray of uint16, shape ())", plume.ops.threshold,
+                     np.array(5, np.uint16), value=1, context=self.ctx)
+        self.refused("an empty array (ndarray of uint16, shape (0, 5))", plume.ops.threshold,
+                     np.zeros((0, 5), np.uint16), value=1, context=self.ctx)
+        self.refused("a 0-d array", plume.ops.threshold, 5, value=1, context=self.ctx)
+        if torch is not None:
+            self.refused("an empty array (Tensor of torch.float32, shape (0,))",
+                         plume.ops.threshold, torch.empty(0), value=1, context=self.ctx)
+        frame = self.frame
+
+        class Garbage:
+            def __dlpack__(self, **kwargs):
+                return frame.__dlpack__()
+
+            def __dlpack_device__(self):
+                return "garbage"
+
+        self.refused("Garbage.__dlpack_device__() returned 'garbage', not (device_type, "
+                     "device_id)", plume.ops.threshold, Garbage(), value=1, context=self.ctx)
+
+
+if __name__ == "__main__":
+    unittest.main()
