@@ -6,8 +6,16 @@
 what is not of a parameter's type is refused with the key named, and no value adds an
 element or cuts the text. Python values that ctypes would truncate (2**40 taken as 0, 64.7
 as 64) are refused with the argument named; 0-d and empty arrays and a garbage
-__dlpack_device__ get messages that say what they are.
+__dlpack_device__ get messages that say what they are. Every object (context, pipeline,
+stream, tensor, generator) is closed in every order, the others used after each close: each
+call works or raises plume.Error, never a crash (CTest sets MALLOC_PERTURB_, so a use after
+free shows).
 """
+import gc
+import itertools
+import os
+import subprocess
+import sys
 import unittest
 
 import numpy as np
@@ -130,6 +138,107 @@ class Injection(unittest.TestCase):
 
         self.refused("Garbage.__dlpack_device__() returned 'garbage', not (device_type, "
                      "device_id)", plume.ops.threshold, Garbage(), value=1, context=self.ctx)
+
+
+def attempt(fn):
+    """fn's result, or the plume.Error it raised (anything else fails the test)."""
+    try:
+        return fn()
+    except plume.Error as error:
+        return error
+
+
+class Lifetimes(unittest.TestCase):
+    FRAME = np.arange(20, dtype=np.uint16).reshape(4, 5)
+
+    def test_a_tensor_of_a_closed_context_raises_instead_of_a_use_after_free(self):
+        script = ("import numpy as np, plume\n"
+                  "ctx = plume.Context('host')\n"
+                  "t = plume.ops.threshold(np.arange(20, dtype=np.uint16).reshape(4, 5), "
+                  "value=5, context=ctx, as_tensor=True)\n"
+                  "ctx.close()\n"
+                  "try:\n"
+                  "    np.from_dlpack(t)\n"
+                  "except plume.Error as error:\n"
+                  "    print(error.status, error)\n"
+                  "print(t.numpy().sum())\n")
+        env = dict(os.environ, MALLOC_PERTURB_="165")
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                              env=env, timeout=120)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn("PLM_ERR_INVALID_STATE the tensor's context is closed", done.stdout)
+        self.assertIn("14", done.stdout)  # 6..19 are above 5: the host array is still there
+
+    def objects(self):
+        ctx = plume.Context("host")
+        pl = plume.Pipeline("threshold value=5", "u16", (4, 5), context=ctx)
+        stream = ctx.stream()
+        tensor = pl.run(self.FRAME, stream=stream, as_tensor=True)
+        export = tensor.__dlpack__()  # taken before anything closes, consumed at the end
+        generator = pl.run_stream([self.FRAME] * 4, depth=1)
+        next(generator)
+        return {"context": ctx, "pipeline": pl, "stream": stream, "tensor": tensor,
+                "generator": generator}, export
+
+    @staticmethod
+    def close(name, live):
+        thing = live.pop(name)
+        if name == "tensor":
+            del thing
+            gc.collect()
+        else:
+            thing.close()
+
+    def use(self, live):
+        """Every call of every object still held: a result or plume.Error."""
+        expected = (self.FRAME > 5).astype(np.uint8)
+        ctx_open = "context" not in live or live["context"]._handle is not None
+        if "tensor" in live:
+            tensor = live["tensor"]
+            np.testing.assert_array_equal(tensor.numpy(), expected)  # host: Python's array
+            taken = attempt(lambda: np.from_dlpack(tensor))
+            if isinstance(taken, plume.Error):
+                self.assertIn("the tensor's context is closed", str(taken))
+            else:
+                np.testing.assert_array_equal(taken, expected)
+        if "pipeline" in live:
+            pl = live["pipeline"]
+            attempt(pl.describe)
+            attempt(lambda: pl.run(self.FRAME))
+            attempt(pl.reset_state)
+        if "stream" in live:
+            attempt(live["stream"].synchronize)
+        if "generator" in live:
+            attempt(lambda: next(live["generator"], None))
+        if "context" in live:
+            attempt(live["context"].pool_stats)
+            attempt(live["context"].synchronize)
+        return ctx_open
+
+    def test_every_close_order_is_safe(self):
+        names = ["context", "pipeline", "stream", "tensor", "generator"]
+        for order in itertools.permutations(names):
+            with self.subTest(order=order):
+                live, export = self.objects()
+                self.use(live)
+                for name in order:
+                    self.close(name, live)
+                    self.use(live)
+                np.testing.assert_array_equal(np.from_dlpack(_Capsule(export)),
+                                              (self.FRAME > 5).astype(np.uint8))
+
+
+class _Capsule:
+    """A capsule taken earlier, handed to a consumer."""
+
+    def __init__(self, capsule):
+        self.capsule = capsule
+
+    def __dlpack__(self, **kwargs):
+        return self.capsule
+
+    def __dlpack_device__(self):
+        return (1, 0)
 
 
 if __name__ == "__main__":
