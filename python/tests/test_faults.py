@@ -9,13 +9,17 @@ as 64) are refused with the argument named; 0-d and empty arrays and a garbage
 __dlpack_device__ get messages that say what they are. Every object (context, pipeline,
 stream, tensor, generator) is closed in every order, the others used after each close: each
 call works or raises plume.Error, never a crash (CTest sets MALLOC_PERTURB_, so a use after
-free shows).
+free shows). Ctrl-C during run_stream over a blocked source comes out at once and leaves the
+pipeline usable; two threads in run() and a close from another thread get true messages.
 """
 import gc
 import itertools
 import os
 import subprocess
+import signal
 import sys
+import threading
+import time
 import unittest
 
 import numpy as np
@@ -226,6 +230,102 @@ class Lifetimes(unittest.TestCase):
                     self.use(live)
                 np.testing.assert_array_equal(np.from_dlpack(_Capsule(export)),
                                               (self.FRAME > 5).astype(np.uint8))
+
+
+BLOCKED_CAMERA = """
+import sys, threading, time, numpy as np, plume
+frame = np.arange(20, dtype=np.uint16).reshape(4, 5)
+arrived = threading.Event()
+
+def camera():  # one frame, then waits for the next for ever
+    yield frame
+    arrived.wait()
+    yield frame
+
+pl = plume.Pipeline("threshold value=5", "u16", (4, 5), context=plume.Context("host"))
+print("streaming", flush=True)
+started = time.monotonic()
+try:
+    for out in pl.run_stream(camera()):  # the camera blocks before plume gives frame 0
+        started = time.monotonic()
+except KeyboardInterrupt:
+    print("interrupted after %.1f s" % (time.monotonic() - started), flush=True)
+print("run after it:", int(pl.run(frame).sum()), flush=True)
+print("streamed after it:", len(list(pl.run_stream([frame] * 3))), flush=True)
+arrived.set()
+pl.close()
+print("closed", flush=True)
+"""
+
+
+class Interrupts(unittest.TestCase):
+    FRAME = np.arange(20, dtype=np.uint16).reshape(4, 5)
+
+    def test_ctrl_c_with_a_blocked_source_comes_out_and_the_pipeline_stays_usable(self):
+        proc = subprocess.Popen([sys.executable, "-c", BLOCKED_CAMERA], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        try:
+            self.assertEqual(proc.stdout.readline(), "streaming\n")
+            time.sleep(0.5)  # the consumer waits on plume, plume on the camera
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=30)
+        finally:
+            proc.kill()
+        self.assertEqual(proc.returncode, 0, err)
+        lines = out.splitlines()
+        self.assertRegex(lines[0], r"^interrupted after 0\.[0-9] s$")
+        self.assertEqual(lines[1:], ["run after it: 14", "streamed after it: 3", "closed"])
+
+    def test_two_threads_in_run_are_told_so(self):
+        with plume.Context("host") as ctx, \
+                plume.Pipeline("threshold value=5", "u16", (4, 5), context=ctx) as pl:
+            inside, leave = threading.Event(), threading.Event()
+            frame = self.FRAME
+
+            class Slow:  # a producer that holds the first run while it is asked
+                def __dlpack__(self, **kwargs):
+                    inside.set()
+                    leave.wait()
+                    return frame.__dlpack__()
+
+                def __dlpack_device__(self):
+                    return (1, 0)
+
+            first = threading.Thread(target=pl.run, args=(Slow(),))
+            first.start()
+            inside.wait()
+            with self.assertRaises(plume.Error) as caught:
+                pl.run(frame)
+            self.assertIn("the pipeline is running (run() on another thread): one run at a "
+                          "time", str(caught.exception))
+            with self.assertRaises(plume.Error) as caught:
+                next(pl.run_stream([frame]))
+            self.assertIn("(run() on another thread)", str(caught.exception))
+            leave.set()
+            first.join()
+            np.testing.assert_array_equal(pl.run(frame), (frame > 5).astype(np.uint8))
+
+    def test_closing_the_context_from_another_thread_during_run_stream(self):
+        ctx = plume.Context("host")
+        pl = plume.Pipeline("threshold value=5", "u16", (4, 5), context=ctx)
+        first, caught = threading.Event(), []
+
+        def consume():
+            try:
+                for _ in pl.run_stream(itertools.repeat(self.FRAME), depth=1):
+                    first.set()
+            except plume.Error as error:
+                caught.append(error)
+
+        consumer = threading.Thread(target=consume)
+        consumer.start()
+        first.wait()
+        ctx.close()  # stops the run, waits for plume to return, destroys
+        consumer.join(30)
+        self.assertFalse(consumer.is_alive())
+        self.assertEqual([str(e) for e in caught], ["the pipeline was closed during run_stream"])
+        with self.assertRaises(plume.Error):
+            pl.run(self.FRAME)
 
 
 class _Capsule:
