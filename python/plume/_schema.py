@@ -11,9 +11,9 @@ element ('!'), a tensor ('@') or cut the text (NUL). The encodings:
   pair      two integers (a tuple or list), or a word the op reads there (pad="same");
   range     "auto", or two finite numbers (LO, HI);
 and the inputs given by name (nuc's gain, conv2d's kernel) take arrays, which become the
-pipeline's named tensors; conv2d's kernel also takes a kernel spec ("box:3",
-"gauss:5:1.5") or a flat sequence of numbers. The library checks the ranges and says what
-is wrong.
+pipeline's named tensors, or an inline spec ("box:3", "gauss:5:1.5") or a flat sequence of
+numbers, which the library takes where the op reads one (conv2d's kernel) and refuses
+elsewhere. The library checks the ranges and says what is wrong.
 """
 
 import ctypes
@@ -71,15 +71,13 @@ class Op:
             return invalid("%s: %s=%r (%s): %s" % (self.name, key, value, type(value).__name__,
                                                    why))
 
-        if key in self.inputs and key == "kernel":
+        if key in self.inputs:  # the library refuses a spec where the op reads none
             if isinstance(value, str) and KERNEL_SPEC.match(value):
                 return value
             if isinstance(value, (list, tuple)):
-                return ",".join(_number(v, lambda why: refuse(why)) for v in value)
-            raise refuse("not an array, a kernel spec (box:K, gauss:K:SIGMA, log:K:SIGMA) or "
-                         "a sequence of numbers")
-        if key in self.inputs:
-            raise refuse("%s is an input: give an array" % key)
+                return ",".join(_number(v, refuse) for v in value)
+            raise refuse("%s is an input: give an array (or, where the op reads one inline, "
+                         "a spec such as box:3 or a sequence of numbers)" % key)
         kind = self.params[key].type.decode()
         if kind == "int":
             if isinstance(value, bool) or not isinstance(value, numbers.Integral):

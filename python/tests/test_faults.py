@@ -77,6 +77,10 @@ class Injection(unittest.TestCase):
                      alpha=np.ones(3), context=self.ctx)
         self.refused("gain is an input: give an array", plume.ops.nuc, self.frame, gain=2,
                      offset=np.zeros((4, 5), np.float32), context=self.ctx)
+        with self.assertRaises(plume.Error) as caught:  # the library: gain takes no spec
+            plume.ops.nuc(self.frame, gain="box:3", offset=np.zeros((4, 5), np.float32),
+                          context=self.ctx)
+        self.assertIn("gain", str(caught.exception))
 
     def test_values_of_their_types_run_as_the_text_form_would(self):
         expected = (self.frame >= 7).astype(np.uint8)
