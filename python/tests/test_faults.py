@@ -277,7 +277,9 @@ class Interrupts(unittest.TestCase):
             proc.kill()
         self.assertEqual(proc.returncode, 0, err)
         lines = out.splitlines()
-        self.assertRegex(lines[0], r"^interrupted after 0\.[0-9] s$")
+        self.assertRegex(lines[0], r"^interrupted after [0-9.]+ s$")
+        # 0.5 s of it the wait before the signal; a loaded machine may add some.
+        self.assertLess(float(lines[0].split()[2]), 5.0)
         self.assertEqual(lines[1:], ["run after it: 14", "streamed after it: 3", "closed"])
 
     def test_two_threads_in_run_are_told_so(self):
