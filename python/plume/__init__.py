@@ -21,7 +21,11 @@ moves arrays in and out. The parts:
   plume._ops, plume.ops   plume.op(name, ...) and one function per op of the table.
 A call that fails raises plume.Error with the library's status and message.
 
-Thread safety: a Context and what it made may be used from one thread at a time.
+Thread safety: a Context and what it made may be used from one thread at a time; a
+pipeline refuses a second run from any thread with what holds it, and close() from another
+thread during run_stream is defined (plume._pipeline). Ctrl-C comes out of run_stream at
+once, even over a source that blocks. Objects may be closed in any order: what is used
+after its context was closed raises plume.Error.
 """
 
 from . import ops

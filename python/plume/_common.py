@@ -1,7 +1,10 @@
-"""plume._common: what every part of the module shares: plume.Error, the status check, and
-plume's dtypes and shapes as numpy names them."""
+"""plume._common: what every part of the module shares: plume.Error, the status check,
+plume's dtypes and shapes as numpy names them, and the checks of Python values bound for C
+integers (ctypes would silently truncate 2**40 to 0 and 64.7 to 64: these refuse them,
+naming the argument)."""
 
 import ctypes
+import numbers
 
 import numpy as np
 
@@ -48,11 +51,33 @@ def numpy_dtype(code):
     return np.dtype(BY_CODE[code][1])
 
 
-def dims(shape):
-    """shape as a tuple of ints and as the int64[4] plume takes; 1 to 4 dimensions."""
-    shape = tuple(int(d) for d in shape)
-    if not 1 <= len(shape) <= _native.MAX_DIMS:
-        raise invalid("shape %r: 1 to 4 dimensions" % (shape,))
+INT32_MIN, INT32_MAX = -2**31, 2**31 - 1
+INT64_MIN, INT64_MAX = -2**63, 2**63 - 1
+
+
+def integer(name, value, low=INT32_MIN, high=INT32_MAX):
+    """value as a Python int for a C integer argument `name`: an int or numpy integer (not
+    a bool, not a float, however whole) in [low, high]; else plume.Error naming it."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise invalid("%s is %r (%s), not an integer" % (name, value, type(value).__name__))
+    value = int(value)
+    if not low <= value <= high:
+        raise invalid("%s is %d, outside %d..%d" % (name, value, low, high))
+    return value
+
+
+def dims(shape, name="shape"):
+    """shape as a tuple of ints and as the int64[4] plume takes; 1 to 4 dimensions, each an
+    integer that fits int64 (plume itself refuses those below 1, naming them)."""
+    try:
+        given = tuple(shape)
+    except TypeError:
+        raise invalid("%s is %r (%s), not a sequence of dimensions"
+                      % (name, shape, type(shape).__name__)) from None
+    if not 1 <= len(given) <= _native.MAX_DIMS:
+        raise invalid("%s %r: 1 to 4 dimensions" % (name, given))
+    shape = tuple(integer("%s[%d] of %r" % (name, i, given), d, INT64_MIN, INT64_MAX)
+                  for i, d in enumerate(given))
     return shape, (ctypes.c_int64 * _native.MAX_DIMS)(*shape)
 
 

@@ -12,7 +12,7 @@ import ctypes
 import weakref
 
 from . import _native
-from ._common import Error, check, invalid
+from ._common import Error, check, integer, invalid
 from ._native import lib
 
 BACKENDS = {"auto": 0, "host": 1, "cuda": 2}
@@ -87,7 +87,8 @@ class Context:
 
     def __init__(self, backend="auto", device=0):
         if backend not in BACKENDS:
-            raise invalid("backend %r is not auto, host or cuda" % backend)
+            raise invalid("backend %r is not auto, host or cuda" % (backend,))
+        device = integer("device", device, 0)
         config = _native.ContextConfig(backend=BACKENDS[backend], device=device)
         handle = ctypes.c_void_p()
         check(lib.plm_context_create(ctypes.byref(config), ctypes.byref(handle)))

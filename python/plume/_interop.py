@@ -98,17 +98,39 @@ def host_operand(context, array):
     return Operand(array.dtype, array.shape, array=array)
 
 
+def refuse_degenerate(obj):
+    """plume.Error for a 0-d or empty array (by its .shape, which numpy, torch and CuPy
+    arrays have), saying what it is: plume's ops take 1 to 4 dimensions of at least one
+    element. Objects without a shape are left to the checks after them."""
+    shape = getattr(obj, "shape", None)
+    try:
+        shape = tuple(int(d) for d in shape)
+    except (TypeError, ValueError):
+        return
+    what = "%s of %s" % (type(obj).__name__, getattr(obj, "dtype", "unknown dtype"))
+    if not shape:
+        raise invalid("a 0-d array (a scalar: %s, shape ()): plume's ops take arrays of 1 to "
+                      "4 dimensions" % what)
+    if 0 in shape:
+        raise invalid("an empty array (%s, shape %r): plume's ops need at least one element"
+                      % (what, shape))
+
+
 def operand(context, obj, stream):
-    """obj as an Operand of context, ordered before work on `stream` (a plume Stream)."""
+    """obj as an Operand of context, ordered before work on `stream` (a plume Stream).
+    0-d and empty arrays are refused, saying so."""
     if isinstance(obj, Operand):
         return obj
+    refuse_degenerate(obj)
     if isinstance(obj, np.ndarray):
         return host_operand(context, obj)
     if hasattr(obj, "__dlpack__"):
         return dlpack_operand(context, obj, stream)
     if hasattr(obj, "__cuda_array_interface__"):
         return cuda_array_operand(context, obj, stream)
-    return host_operand(context, np.asarray(obj))
+    array = np.asarray(obj)
+    refuse_degenerate(array)
+    return host_operand(context, array)
 
 
 def host_array(obj):
@@ -135,8 +157,14 @@ def host_array(obj):
 def dlpack_device(obj):
     if not hasattr(obj, "__dlpack_device__"):
         return (DL_CPU, 0)
-    device_type, device_id = obj.__dlpack_device__()
-    return (int(device_type), int(device_id))
+    device = obj.__dlpack_device__()
+    try:
+        device_type, device_id = device
+        return (int(device_type), int(device_id))
+    except (TypeError, ValueError):
+        raise invalid("%s.__dlpack_device__() returned %r, not (device_type, device_id), two "
+                      "integers as the DLPack protocol gives" % (type(obj).__name__, device)
+                      ) from None
 
 
 def consumer_stream(context, stream, device_type):

@@ -6,6 +6,18 @@ did, or plume.Tensor results with `as_tensor=True` (on cuda they stay on the dev
 leave through DLPack without a copy). Frames are anything plume._interop takes (numpy,
 __dlpack__, __cuda_array_interface__). run_stream(frames) streams host frames through
 plm_pipeline_run_stream on a thread of its own.
+
+Threads and interrupts. One run at a time: run() and an open run_stream generator hold the
+pipeline, and a second run from any thread is refused with what holds it ("run() on another
+thread", "a run_stream generator is open"). run_stream's frames are read from the caller's
+iterable on a feeder thread of their own, one frame ahead of plume, so that a source that
+blocks (a camera waiting for a frame) never holds the run: KeyboardInterrupt (Ctrl-C) comes
+out of the consumer's loop at once, the run stops at its next frame boundary, and the
+pipeline is free again as soon as plume's run has returned (a blocked feeder stays in the
+iterator until it returns, and then takes nothing more from it). close() (and the
+context's) from another thread during run_stream stops the run, waits for plume to return,
+and destroys the pipeline; the consumer's loop then raises plume.Error ("the pipeline was
+closed during run_stream").
 """
 
 import ctypes
@@ -16,7 +28,8 @@ import weakref
 import numpy as np
 
 from . import _interop, _native
-from ._common import Error, check, dims, dtype_code, invalid, numpy_dtype, tensor_shape
+from ._common import (Error, check, dims, dtype_code, integer, invalid, numpy_dtype,
+                      tensor_shape)
 from ._context import default_context
 from ._native import lib
 from ._tensor import Tensor
@@ -43,6 +56,16 @@ def _preset_text(name):
                   % (name, ", ".join(p["name"] for p in presets())))
 
 
+def _checked_text(text):
+    """The pipeline's text as the user wrote it: a str without NUL (C would end it there)."""
+    if not isinstance(text, str):
+        raise invalid("the pipeline's text is %r (%s), not a str" % (text, type(text).__name__))
+    if "\0" in text:
+        raise invalid("the pipeline's text %r has a NUL character at %d: C would end the "
+                      "text there" % (text, text.index("\0")))
+    return text
+
+
 class Pipeline:
     """A compiled pipeline from plm_pipeline_parse's text form (or a preset) for frames of
     `dtype` and `shape`; `tensors` maps the text's @NAME to numpy arrays (copied into the
@@ -56,7 +79,8 @@ class Pipeline:
             raise invalid("give the pipeline's text or a preset, not both")
         if shape is None:
             raise invalid("shape is required: the frames' (H, W)")
-        self.text = _preset_text(preset) if preset else text
+        self.text = _preset_text(preset) if preset else _checked_text(text)
+        frames_in_flight = integer("frames_in_flight", frames_in_flight)
         self.context = context or default_context()
         frame_shape, frame_dims = dims(shape)
         named, keep = self._named(tensors or {})
@@ -66,7 +90,9 @@ class Pipeline:
             frame_dims, named, len(keep), ctypes.byref(handle)))
         self._handle = handle
         self._generators = weakref.WeakSet()  # run_stream generators still open
-        self._lock = threading.Lock()         # one run at a time (plume refuses two)
+        self._streams_running = {}            # their runs while plume runs: stop -> closed
+        self._state = threading.Condition()   # guards _busy
+        self._busy = None                     # what holds the pipeline: None or a BUSY key
         try:
             config = _native.PlanConfig(frames_in_flight=frames_in_flight)
             check(lib.plm_pipeline_compile(handle, ctypes.byref(config)))
@@ -87,10 +113,12 @@ class Pipeline:
         keep = []
         array = (_native.NamedTensor * max(len(tensors), 1))()
         for i, (name, value) in enumerate(tensors.items()):
+            if not isinstance(name, str) or "\0" in name:
+                raise invalid("tensor name %r is not a str without NUL" % (name,))
             value = np.ascontiguousarray(value)
             if value.dtype == np.float64:
                 value = value.astype(np.float32)  # as plume detect --tensor reads '<f8'
-            shape, shape_dims = dims(value.shape)
+            shape, shape_dims = dims(value.shape, "tensor %r's shape" % name)
             keep.append(value)
             array[i].name = name.encode()
             array[i].shape = _native.Shape(dtype_code(value.dtype), len(shape), shape_dims)
@@ -120,6 +148,26 @@ class Pipeline:
         """Start the state of stateful nodes (background) again from the next frame."""
         check(lib.plm_pipeline_reset_state(self.handle))
 
+    BUSY = {"run": "run() on another thread",
+            "run_stream": "a run_stream generator is open",
+            "closed": "it is closed"}
+
+    def _claim(self, kind):
+        """Hold the pipeline for a run of `kind` ("run", "run_stream"), or raise plume.Error
+        saying what holds it."""
+        with self._state:
+            if self._busy is not None:
+                raise Error("PLM_ERR_INVALID_STATE", "the pipeline is running (%s): one run at "
+                            "a time; run after it ends" % self.BUSY[self._busy]
+                            if self._busy != "closed" else "the pipeline is closed")
+            self._busy = kind
+
+    def _release(self):
+        with self._state:
+            if self._busy != "closed":
+                self._busy = None
+            self._state.notify_all()
+
     def run(self, *frames, stream=None, as_tensor=False):
         """Run one frame (one array per pipeline input) on `stream` (a plume Stream of the
         pipeline's context; None: its default stream) and wait for it. Returns the outputs,
@@ -130,9 +178,7 @@ class Pipeline:
                           % (len(self._inputs), len(frames)))
         ctx = self.context
         stream = ctx.stream_of(stream)
-        if not self._lock.acquire(blocking=False):
-            raise Error("PLM_ERR_INVALID_STATE", "the pipeline is running (a run_stream "
-                        "generator is open): run after it ends")
+        self._claim("run")
         operands, staged = [], []
         try:
             inputs = (_native.Tensor * max(len(frames), 1))()
@@ -152,7 +198,7 @@ class Pipeline:
                 lib.plm_tensor_free(ctx.pool(), stream.handle, ctypes.byref(tensor))
             for operand in operands:
                 operand.release()
-            self._lock.release()
+            self._release()
         check(lib.plm_stream_synchronize(stream.handle))
         if not as_tensor:
             results = [result.numpy() for result in results]
@@ -162,9 +208,12 @@ class Pipeline:
         """Yield each frame's outputs (as run() returns them), in frame order, running
         `frames` (an iterable of arrays, or a stack whose first axis is the frames) through
         plm_pipeline_run_stream on a thread of its own; at most `depth` results wait for the
-        consumer (back-pressure). The last frames' state carries on into later runs."""
+        consumer (back-pressure). The last frames' state carries on into later runs.
+        Frames are read on a feeder thread, one ahead of plume (the module's docstring:
+        Ctrl-C and a blocked iterable)."""
         if len(self._inputs) != 1:
             raise invalid("run_stream takes pipelines of one input")
+        depth = integer("depth", depth, 1)
         generator = self._stream_frames(frames, depth)
         self._generators.add(generator)
         return generator
@@ -172,35 +221,64 @@ class Pipeline:
     def _stream_frames(self, frames, depth):
         handle = self.handle
         iterator = iter(frames)
-        if not self._lock.acquire(blocking=False):
-            raise Error("PLM_ERR_INVALID_STATE", "the pipeline is running (another run_stream "
-                        "generator is open): one at a time")
+        self._claim("run_stream")
         results = queue.Queue(maxsize=depth)
-        done = object()
+        fed = queue.Queue(maxsize=1)  # the feeder's frames, one ahead of plume
+        done, end_of_frames = object(), object()
         in_shape = self._inputs[0]
         in_type, in_dims = numpy_dtype(in_shape.dtype), tensor_shape(in_shape)
-        stopping = threading.Event()
+        stopping = threading.Event()  # set: the run ends at its next frame boundary
+        closed = []                   # close() stopped it
         failure = []
         FAILED = -1  # PLM_ERR_INVALID_ARG: the run stops, the failure is raised here
+        WAIT = 0.05  # seconds between looks at `stopping` while a queue is full or empty
+
+        def put(into, item):
+            """Put item unless the run stops first; whether it was put."""
+            while not stopping.is_set():
+                try:
+                    into.put(item, timeout=WAIT)
+                    return True
+                except queue.Full:
+                    pass
+            return False
+
+        def feeder():
+            # The caller's iterable, which may block for ever (a camera): nothing of the
+            # run waits on it except through `fed`, which the source leaves when stopping.
+            try:
+                for frame in iterator:
+                    if not put(fed, np.ascontiguousarray(_interop.host_array(frame))):
+                        return
+                put(fed, end_of_frames)
+            except BaseException as error:  # noqa: B902 - everything goes back to the caller
+                put(fed, (failure, error))
 
         # A Python exception in a ctypes callback would leave its C status undefined:
         # both catch everything, keep it, and fail the run.
         def source(user, frame, inputs, end):
             try:
-                if stopping.is_set():
+                item = None
+                while item is None:
+                    if stopping.is_set():
+                        end[0] = True
+                        return 0
+                    try:
+                        item = fed.get(timeout=WAIT)
+                    except queue.Empty:
+                        pass
+                if item is end_of_frames:
                     end[0] = True
                     return 0
-                try:
-                    array = np.ascontiguousarray(_interop.host_array(next(iterator)))
-                except StopIteration:
-                    end[0] = True
-                    return 0
+                if isinstance(item, tuple) and item[0] is failure:
+                    raise item[1]
+                array = item
                 if array.dtype != in_type or array.shape != in_dims:
                     raise invalid("frame %d is %s %s, the pipeline's input %s %s"
                                   % (frame, array.dtype, array.shape, in_type, in_dims))
                 ctypes.memmove(inputs[0], array.ctypes.data, array.nbytes)
                 return 0
-            except BaseException as error:  # noqa: B902 - everything goes back to the caller
+            except BaseException as error:  # noqa: B902
                 failure.append(error)
                 return FAILED
 
@@ -211,14 +289,8 @@ class Pipeline:
                     out = np.empty(tensor_shape(shape), numpy_dtype(shape.dtype))
                     ctypes.memmove(out.ctypes.data, outputs[i], out.nbytes)
                     outs.append(out)
-                item = outs[0] if len(outs) == 1 else tuple(outs)
-                while not stopping.is_set():  # a closed generator takes no more
-                    try:
-                        results.put(item, timeout=0.05)
-                        break
-                    except queue.Full:
-                        pass
-                return 0
+                put(results, outs[0] if len(outs) == 1 else tuple(outs))
+                return 0  # a stopped run's results are dropped
             except BaseException as error:  # noqa: B902
                 failure.append(error)
                 return FAILED
@@ -226,41 +298,71 @@ class Pipeline:
         source_fn, sink_fn = _native.SOURCE_FN(source), _native.SINK_FN(sink)
 
         def worker():
-            report = _native.RunStreamReport()
-            status = lib.plm_pipeline_run_stream(handle, source_fn, sink_fn, None, None,
-                                                 ctypes.byref(report))
-            if status != 0 and not failure:
-                failure.append(Error(lib.plm_status_str(status).decode(),
-                                     lib.plm_last_error().decode()))
-            while True:  # unless the consumer has gone
-                try:
-                    results.put(done, timeout=0.05)
-                    break
-                except queue.Full:
-                    if stopping.is_set():
+            # Holds the pipeline until plume's run has returned, whatever the consumer
+            # does meanwhile (an interrupted join included): it frees it itself.
+            try:
+                report = _native.RunStreamReport()
+                status = lib.plm_pipeline_run_stream(handle, source_fn, sink_fn, None, None,
+                                                     ctypes.byref(report))
+                if status != 0 and not failure:
+                    failure.append(Error(lib.plm_status_str(status).decode(),
+                                         lib.plm_last_error().decode()))
+            finally:
+                self._streams_running.pop(stopping, None)
+                self._release()
+            if not put(results, done):
+                # Stopped: a consumer may still wait (close() from another thread), or be
+                # gone; the stopped run's results make room for the end.
+                while True:
+                    try:
+                        results.put_nowait(done)
                         break
+                    except queue.Full:
+                        try:
+                            results.get_nowait()
+                        except queue.Empty:
+                            pass
 
-        thread = threading.Thread(target=worker, daemon=True)
+        thread = threading.Thread(target=worker, daemon=True, name="plume run_stream")
+        self._streams_running[stopping] = closed
         try:
             thread.start()
+        except BaseException:
+            self._streams_running.pop(stopping, None)
+            self._release()
+            raise
+        threading.Thread(target=feeder, daemon=True, name="plume run_stream frames").start()
+        try:
             while True:
                 item = results.get()
                 if item is done:
                     break
                 yield item
         finally:
-            stopping.set()  # the source ends the run, the sink stops waiting
-            if thread.ident is not None and threading.current_thread() is not thread:
-                thread.join()
-            self._lock.release()
+            stopping.set()  # the source ends the run, the sink and the feeder stop waiting
+            if threading.current_thread() is not thread:
+                thread.join()  # prompt: nothing of the run waits on the caller's iterable
+        if closed:
+            raise Error("PLM_ERR_INVALID_STATE", "the pipeline was closed during run_stream")
         if failure:
             raise failure[0]
 
     def close(self):
-        """End its open run_stream generators, then destroy it (a pipeline of a closed
-        context is gone already)."""
+        """End its open run_stream generators (one iterated on another thread: stop its
+        run, whose consumer then raises plume.Error), wait for a run() on another thread,
+        then destroy it (a pipeline of a closed context is gone already)."""
+        for stopping, closed in list(self._streams_running.items()):
+            closed.append(True)
+            stopping.set()
         for generator in list(self._generators):
-            generator.close()
+            try:
+                generator.close()
+            except ValueError:  # "generator already executing": on another thread, stopped
+                pass
+        with self._state:
+            while self._busy not in (None, "closed"):  # plume's run returns at the next frame
+                self._state.wait()
+            self._busy = "closed"
         if self._handle is not None and self.context._handle is not None:
             status = lib.plm_pipeline_destroy(self._handle)
             self._handle = None

@@ -5,6 +5,12 @@ array (numpy() gives it, no copy), on cuda a block of the context's pool (numpy(
 it to the host; the block goes back to the pool, in stream order, when the Tensor and
 every DLPack export of it are gone).
 
+Lifetimes: a Tensor outlives nothing it needs silently. Once its context is closed, what
+needs the context (__dlpack__, a copy, numpy() on cuda, whose memory went with the context's
+pool) raises plume.Error ("the tensor's context is closed"); on host numpy() still gives the
+array, which is Python's. An export made before the close keeps that array alive and stays
+valid. A Tensor whose stream was closed uses the context's default stream.
+
 It speaks the Python DLPack protocol (`__dlpack__`, `__dlpack_device__`), so that
 np.from_dlpack, torch.from_dlpack and cupy.from_dlpack take it as it is:
   max_version   (1, x) or later: a DLPack 1.1 "dltensor_versioned" capsule; absent or
@@ -24,7 +30,7 @@ import ctypes
 import numpy as np
 
 from . import _capsule, _native
-from ._common import check, dtype_code, dims, numpy_dtype, tensor_shape
+from ._common import Error, check, dtype_code, dims, numpy_dtype, tensor_shape
 from ._interop import DL_CPU, DL_CUDA, wrap_host
 from ._native import lib
 
@@ -56,6 +62,21 @@ class Tensor:
                                    len(shape), shape_dims, ctypes.byref(tensor)))
         return cls(context, stream, tensor)
 
+    def _open_context(self):
+        """The context, or plume.Error when it is closed (what the Tensor's memory and
+        plm_tensor's ctx belonged to is gone)."""
+        if self.context._handle is None:
+            raise Error("PLM_ERR_INVALID_STATE", "the tensor's context is closed: %r cannot be "
+                        "exported or copied any more (numpy() of a host tensor still works)"
+                        % (self,))
+        return self.context
+
+    def _live_stream(self):
+        """The tensor's stream, or the context's default stream once it was closed."""
+        if self._stream._handle is not None:
+            return self._stream
+        return self._open_context().default_stream
+
     @property
     def device(self):
         return self.context.backend
@@ -70,10 +91,11 @@ class Tensor:
         host waits for the stream)."""
         if self._array is not None:
             return self._array
+        stream = self._live_stream()
         out = np.empty(self.shape, self.dtype)
-        check(lib.plm_stream_memcpy(self._stream.handle, out.ctypes.data_as(ctypes.c_void_p),
+        check(lib.plm_stream_memcpy(stream.handle, out.ctypes.data_as(ctypes.c_void_p),
                                     self._tensor.data, out.nbytes, DEVICE_TO_HOST))
-        self._stream.synchronize()
+        stream.synchronize()
         return out
 
     def __array__(self, dtype=None, copy=None):
@@ -93,6 +115,7 @@ class Tensor:
             raise BufferError("plume.Tensor: dl_device %r: plume exports on its own device "
                               "%r only (numpy() gives a host copy)"
                               % (tuple(dl_device), self.__dlpack_device__()))
+        self._open_context()  # plm_tensor_to_dlpack reads the context
         source = self._copy() if copy else self
         source._order_before(stream)
         versioned = max_version is not None and tuple(max_version)[0] >= 1
@@ -110,15 +133,16 @@ class Tensor:
         if stream == 0:
             raise BufferError("plume.Tensor: stream=0 is ambiguous: the protocol gives 1 for "
                               "the legacy default stream, 2 for the per-thread one")
-        check(lib.plm_dlpack_order_before_native(self._stream.handle, stream or 1))
+        check(lib.plm_dlpack_order_before_native(self._live_stream().handle, stream or 1))
 
     def _copy(self):
         """A Tensor with a copy of the values (on the stream, in device memory)."""
+        stream = self._live_stream()
         if self._array is not None:
             array = self._array.copy()
-            return Tensor(self.context, self._stream, wrap_host(self.context, array), array)
-        copy = Tensor.empty(self.context, self._stream, self.dtype, self.shape)
-        check(lib.plm_stream_memcpy(self._stream.handle, copy._tensor.data, self._tensor.data,
+            return Tensor(self.context, stream, wrap_host(self._open_context(), array), array)
+        copy = Tensor.empty(self._open_context(), stream, self.dtype, self.shape)
+        check(lib.plm_stream_memcpy(stream.handle, copy._tensor.data, self._tensor.data,
                                     self.dtype.itemsize * int(np.prod(self.shape)),
                                     DEVICE_TO_DEVICE))
         return copy
@@ -128,5 +152,5 @@ class Tensor:
         # closed stream finished its work: the default stream takes the free).
         if getattr(self, "_array", 0) is not None or self.context._handle is None:
             return
-        stream = self._stream if self._stream._handle is not None else self.context.default_stream
-        lib.plm_tensor_free(self.context.pool(), stream.handle, ctypes.byref(self._tensor))
+        lib.plm_tensor_free(self.context.pool(), self._live_stream().handle,
+                            ctypes.byref(self._tensor))

@@ -12,37 +12,27 @@ start a text pipeline (the fused op the planner makes; regions, which reads labe
 count) are not here.
 """
 
-import ctypes
 import inspect
 
-from ._common import check
-from ._native import lib
 from ._ops import op
+from ._schema import OPS
 
 __all__ = []
 
 _COMMON = ("context", "stream", "as_tensor")
 
 
-def _describe(index, info):
-    """The docstring and keyword names of op `index` from its descriptor."""
-    lines = [info.summary.decode(), ""]
-    names = []
-    for i in range(info.input_count):
-        slot = _filled(lib.plm_op_input_info_get, index, i)
-        if slot.by_name:
-            names.append(slot.name.decode())
-            lines.append("%s (array of %s%s)" % (slot.name.decode(), slot.dtypes.decode(),
-                                                 ", optional" if slot.optional else ""))
-    for i in range(info.param_count):
-        param = _filled(lib.plm_op_param_info_get, index, i)
-        names.append(param.name.decode())
+def _describe(table):
+    """The docstring and keyword names of an op (plume._schema.Op) from its descriptor."""
+    lines = [table.info.summary.decode(), ""]
+    for name in table.by_name():
+        slot = table.inputs[name]
+        lines.append("%s (array of %s%s)" % (name, slot.dtypes.decode(),
+                                             ", optional" if slot.optional else ""))
+    for name, param in table.params.items():
         kind = param.type.decode()
-        if param.choices:
-            choices = []
-            while param.choices[len(choices)]:
-                choices.append(param.choices[len(choices)].decode())
-            kind = "one of " + ", ".join(choices)
+        if table.choices[name]:
+            kind = "one of " + ", ".join(table.choices[name])
         elif param.form:
             kind = "pair " + param.form.decode()
         if param.required:
@@ -53,17 +43,9 @@ def _describe(index, info):
             note = "optional"
         if param.required_for_float:
             note += "; required for f32 input"
-        lines.append("%s (%s, %s): %s" % (param.name.decode(), kind, note,
-                                           param.help.decode()))
+        lines.append("%s (%s, %s): %s" % (name, kind, note, param.help.decode()))
     lines += ["", "context, stream, as_tensor: as plume.op."]
-    return "\n".join(lines), names
-
-
-def _filled(fn, *args):
-    """The struct a plm_op_*_info_get fills."""
-    out = fn.argtypes[-1]._type_()
-    check(fn(*args, ctypes.byref(out)))
-    return out
+    return "\n".join(lines), table.keys()
 
 
 def _make(name, doc, keys):
@@ -82,11 +64,9 @@ def _make(name, doc, keys):
 
 
 def _make_all():
-    for index in range(lib.plm_op_count()):
-        info = _filled(lib.plm_op_info_get, index)
-        if info.in_text:
-            name = info.name.decode()
-            globals()[name] = _make(name, *_describe(index, info))
+    for name, table in OPS.items():
+        if table.info.in_text:
+            globals()[name] = _make(name, *_describe(table))
             __all__.append(name)
 
 

@@ -444,7 +444,8 @@ class Pipelines(unittest.TestCase):
             second = pl.run_stream(self.frames)
             with self.assertRaises(plume.Error) as caught:
                 next(second)
-            self.assertIn("one at a time", str(caught.exception))
+            self.assertIn("(a run_stream generator is open): one run at a time",
+                          str(caught.exception))
             with self.assertRaises(plume.Error):
                 pl.run(self.frames[0])
             first.close()  # ends its run; the pipeline is free again

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# tests/python/test-python.sh LIBPLUME PLUME_CLI SOURCE_DIR: the Python module's tests
-# (python/tests/test_plume.py) against this build. Skips (77) where they cannot run: no
+# tests/python/test-python.sh LIBPLUME PLUME_CLI SOURCE_DIR [TEST_FILE]: the Python module's
+# tests (python/tests/TEST_FILE, test_plume.py when not given) against this build. Skips (77) where they cannot run: no
 # python3 with numpy, or a sanitized library (its runtime would have to be loaded first).
 set -euo pipefail
-lib=$1 cli=$2 src=$3
+lib=$1 cli=$2 src=$3 file=${4:-test_plume.py}
 if [[ -n ${PLUME_SANITIZE:-} ]]; then
   echo "skipped: libplume is built with -fsanitize=$PLUME_SANITIZE, which python3 cannot dlopen"
   exit 77
@@ -21,4 +21,4 @@ if [[ -z $python ]]; then
   exit 77
 fi
 export PLUME_LIBRARY=$lib PLUME_CLI=$cli PYTHONPATH=$src/python
-exec "$python" "$src/python/tests/test_plume.py" -v
+exec "$python" "$src/python/tests/$file" -v
