@@ -455,12 +455,18 @@ static plm_tuning_entry sample_entry(void) {
   return e;
 }
 
-START_TEST(test_a_stored_table_is_read_back_as_plume_tuning_says) {
-  char dir[SCRATCH_DIR_SIZE], path[512];
-  scratch_dir_make(dir, "tuning");
+/* The table under a fresh scratch folder `dir` (XDG_CACHE_HOME), read as PLUME_TUNING=on
+ * reads it, nothing of it in memory yet. */
+static void tuning_in_scratch(char dir[SCRATCH_DIR_SIZE], const char *name) {
+  scratch_dir_make(dir, name);
   setenv("XDG_CACHE_HOME", dir, 1);
   setenv("PLUME_TUNING", "on", 1);
   plm_tuning_reset();
+}
+
+START_TEST(test_a_stored_table_is_read_back_as_plume_tuning_says) {
+  char dir[SCRATCH_DIR_SIZE], path[512];
+  tuning_in_scratch(dir, "tuning");
   plm_tuning_table_info info;
   PLM_CHECK_OK(plm_tuning_table_info_get(plm_test_ctx, &info));
   ck_assert(!info.in_use);
@@ -560,10 +566,7 @@ static void write_table(const char *path, const char *key, int count) {
  * refused when stored, and a larger table or file is not loaded, saying why. */
 START_TEST(test_a_table_larger_than_the_cap_is_refused_saying_so) {
   char dir[SCRATCH_DIR_SIZE], path[512];
-  scratch_dir_make(dir, "tuning-cap");
-  setenv("XDG_CACHE_HOME", dir, 1);
-  setenv("PLUME_TUNING", "on", 1);
-  plm_tuning_reset();
+  tuning_in_scratch(dir, "tuning-cap");
   plm_tuning_entry *entries = calloc(PLM_TUNING_MAX_ENTRIES + 1, sizeof *entries);
   ck_assert_ptr_nonnull(entries);
   for (int k = 0; k <= PLM_TUNING_MAX_ENTRIES; k++) {
