@@ -14,21 +14,8 @@
 # cv2 is missing (scripts/install-deps installs python3-opencv).
 set -euo pipefail
 lib=$1 src=$2
-if [[ -n ${PLUME_SANITIZE:-} ]]; then
-  echo "skipped: libplume is built with -fsanitize=$PLUME_SANITIZE, which python3 cannot dlopen"
-  exit 77
-fi
-python=
-for candidate in ${PYTHON:-} python3 /usr/bin/python3; do
-  if "$candidate" -c "import numpy" 2>/dev/null; then
-    python=$candidate
-    break
-  fi
-done
-if [[ -z $python ]]; then
-  echo "skipped: no python3 with numpy (Debian: python3-numpy)"
-  exit 77
-fi
+# shellcheck source=tests/python/python.sh
+source "$(dirname "$0")/python.sh" # sets python, or skips
 "$python" -c "import cv2" 2>/dev/null ||
   { echo "FAIL: $python cannot import cv2 (Debian: python3-opencv, scripts/install-deps)"; exit 1; }
 modules=(plume numpy cv2)
