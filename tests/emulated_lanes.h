@@ -30,6 +30,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -138,9 +139,9 @@ class LaneGroup {
 
   /* Give lane `lane` a stack and a fibre that starts lane_main. */
   void prepare_lane(int lane) {
-    std::vector<char> &stack = stacks_[(size_t)lane];
-    stack.resize(kStackBytes);
-    plm_emu::fiber_make(&fibers_[(size_t)lane], stack.data(), stack.size(), lane_main,
+    std::unique_ptr<char[]> &stack = stacks_[(size_t)lane];
+    if (!stack) stack.reset(new char[kStackBytes]); /* not zeroed: untouched pages stay unmapped */
+    plm_emu::fiber_make(&fibers_[(size_t)lane], stack.get(), kStackBytes, lane_main,
                         (void *)(intptr_t)lane);
     state_[(size_t)lane] = kRunnable;
   }
@@ -182,7 +183,7 @@ class LaneGroup {
   int lanes_;
   plm_emu::fiber scheduler_;
   std::vector<plm_emu::fiber> fibers_;
-  std::vector<std::vector<char>> stacks_;
+  std::vector<std::unique_ptr<char[]>> stacks_;
   std::vector<State> state_;
   std::vector<unsigned char> slots_;
   std::mt19937_64 random_;
