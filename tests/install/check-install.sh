@@ -11,7 +11,8 @@
 # malloc: plume's jemalloc is private to it (scripts/private-jemalloc), so linking plume,
 # shared or static, never changes a program's allocator. Before that, the installed
 # libplume.so must export no allocator, call no jemalloc outside itself and need none.
-# Then (d) the Python module in PREFIX/python.
+# Then (d) the Python module in PREFIX/python, and (e) the C examples (examples/) built
+# against the installed package as examples/README.md says, one of them run.
 #
 # Usage: check-install.sh <plume build dir> <scratch dir>
 # The scratch dir is deleted and recreated on every run.
@@ -212,5 +213,21 @@ else
   echo "import plume: version $version"
   [[ -n $version ]] || fail "import plume printed no version"
 fi
+
+step "(e) the C examples (examples/) against $prefix, as examples/README.md builds them"
+source_dir=$(cd "$here/../.." && pwd)
+run "$cmake" -S "$source_dir/examples" -B "$scratch/examples-build" \
+  -DCMAKE_PREFIX_PATH="$prefix" \
+  -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF \
+  -DCMAKE_C_COMPILER="$cc" \
+  -DCMAKE_C_FLAGS="$cmake_c_flags" \
+  -DCMAKE_EXE_LINKER_FLAGS="$cmake_c_flags"
+run "$cmake" --build "$scratch/examples-build"
+expect_shared "$scratch/examples-build/stream_sink" shared
+# No LD_LIBRARY_PATH: CMake gave the program the library's folder as its RPATH.
+out=$(env -u LD_LIBRARY_PATH "$scratch/examples-build/stream_sink" 3) ||
+  fail "the installed stream_sink exited with $?: $out"
+echo "$out" | tail -n 2
+[[ $out == *"3 frames in order, 6 of 6 plumes found, 0 false alarms"* ]] || fail "stream_sink 3: $out"
 
 step "install check passed"
