@@ -71,7 +71,9 @@ static plm_status make_frame(void *user, int64_t k, void *const *inputs, bool *e
   uint32_t noise = 12345u + (uint32_t)k; /* a small xorshift: the same frames on every run */
   for (int y = 0; y < HEIGHT; y++) {
     for (int x = 0; x < WIDTH; x++) {
-      noise ^= noise << 13, noise ^= noise >> 17, noise ^= noise << 5;
+      noise ^= noise << 13;
+      noise ^= noise >> 17;
+      noise ^= noise << 5;
       double value = 1000.0 + (double)(noise % 17) - 8.0;
       for (int p = 0; p < PLUMES; p++) {
         double row, col;
