@@ -20,14 +20,16 @@
  * For each frame the program prints the file's name and a line per hot spot:
  *
  *   frame_0003.pgm: 1 hot spot
- *     row 12.00 col 31.00 area 9 peak 220
+ *     row 12.00 col 31.00 area 21 peak 220
  *
- * (the centroid of the spot's pixels, their count and the brightest of them), then a
- * summary with what the memory pool did. The memory, as an application that runs many
- * frames would set it up: one pinned host buffer per tensor that crosses to the device
- * (plm_host_alloc: fast asynchronous copies), device tensors from the context's pool,
- * made once and reused for every frame, and one stream on which each frame's upload,
- * pipeline and download are queued in order.
+ * (the centroid of the spot's pixels that pass the threshold, their count, and the
+ * brightest of them in the frame as read), then a summary with what the memory pool did.
+ *
+ * The memory is set up as an application that runs many frames would set it up: one
+ * pinned host buffer per tensor that crosses to the device (plm_host_alloc: fast
+ * asynchronous copies), device tensors from the context's pool, made once and reused for
+ * every frame, and one stream on which each frame's upload, pipeline and download are
+ * queued in order.
  *
  * The backend is chosen as for any plume program: cuda when a GPU is present, else host
  * (PLUME_BACKEND=host|cuda overrides). Exit status 0 on success, 1 on any failure (with
