@@ -581,7 +581,7 @@ grep -qF "through the given pipeline" out.txt && grep -qF "  $nuc_pipeline" out.
 checks=$((checks + 1))
 [[ ! -e made ]] || fail "demo hard left $(ls -R made)"
 # Presets: the hard scene runs 'robust' by default, scored after its 40 settling frames, and
-# finds the plumes (README: precision and recall >= 0.9); 'default' fails there.
+# finds the plumes (docs/detection.md: precision and recall >= 0.9); 'default' fails there.
 run 0 "demo hard" demo --frames 150 --size 256,256 --difficulty hard --backend host \
   --compare-frames 0
 checks=$((checks + 1))
