@@ -13,12 +13,20 @@ static plm_status run_ranks(const detect_runner *self, plm_pipeline *pl,
                             const detect_frames *frames, detect_result *result, char *err,
                             size_t err_size) {
   (void)self;
+  plm_mpi_check checks[DETECT_CHECKS];
+  const int check_count = frames->check_count < DETECT_CHECKS ? frames->check_count : DETECT_CHECKS;
+  for (int c = 0; c < check_count; c++)
+    checks[c] = (plm_mpi_check){.what = frames->checks[c].what,
+                                .hash = frames->checks[c].hash,
+                                .shown = frames->checks[c].shown};
   const plm_mpi_frames all = {.count = frames->count,
                               .source = frames->source,
                               .pack = frames->pack,
                               .deliver = frames->deliver,
                               .describe_failure = frames->describe_failure,
-                              .user = frames->job};
+                              .user = frames->job,
+                              .checks = checks,
+                              .check_count = check_count};
   plm_mpi_report report;
   plm_status status = plm_mpi_run_stream(pl, MPI_COMM_WORLD, &all, NULL, &report);
   result->report = report.local;
