@@ -66,6 +66,11 @@ plm_status detect_run_mpi(detect_config *config, detect_result *result, bool *wr
   if (!*writes) config->show_progress = config->force_progress = false;
   plm_status status = detect_run(config, result, err, err_size);
   config->runner = NULL;
+  /* Only rank 0 writes, so only it knows that a write failed (a full disk: a runtime
+   * failure, exit 1, not a bad argument): every rank exits with the same code. */
+  int write_failed = result->write_failed;
+  MPI_Allreduce(MPI_IN_PLACE, &write_failed, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
+  result->write_failed = write_failed;
   return status;
 }
 

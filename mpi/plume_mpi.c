@@ -369,12 +369,14 @@ static void compare_checks(mpi_run *run, const wire_checks *mine, const wire_che
     else if (mine->check[c].hash == first->check[c].hash)
       continue;
     else if (strcmp(shown, shown0) != 0)
-      snprintf(text, sizeof text, "its %s is %s, but rank 0's is %s: every rank must run the same",
+      snprintf(text, sizeof text,
+               "not the same %s as rank 0: %s here, %s on rank 0 (every rank must run the same)",
                what, shown, shown0);
     else
       snprintf(text, sizeof text,
-               "its %s differs from rank 0's (%s on both): every rank must run the same", what,
-               shown[0] ? shown : "the same description");
+               "not the same %s as rank 0 (%s on both, but not alike; every rank must run the "
+               "same)",
+               what, shown[0] ? shown : "described alike");
     fail_here(run, PLM_ERR_INVALID_ARG, true, text);
     return;
   }

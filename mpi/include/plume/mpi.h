@@ -79,10 +79,11 @@ typedef void (*plm_mpi_describe_fn)(void *user, char *message, size_t size);
  * pipeline's text, the tensors it names, where the frames come from and their shape. Each
  * rank hashes its own (any 64-bit hash, the same function on every rank); rank 0's checks
  * go to every rank in step 1 of the run, before any rank runs, and a rank whose hash of a
- * `what` differs from rank 0's fails with PLM_ERR_INVALID_ARG: "its WHAT is SHOWN, but
- * rank 0's is SHOWN0: every rank must run the same" (when the shown texts are alike:
- * "its WHAT differs from rank 0's (SHOWN on both)"). Checks are compared in order; a rank
- * with other `what`s or another number of checks than rank 0's fails likewise. */
+ * `what` differs from rank 0's fails with PLM_ERR_INVALID_ARG: "not the same WHAT as
+ * rank 0: SHOWN here, SHOWN0 on rank 0 (every rank must run the same)" (when the shown
+ * texts are alike: "not the same WHAT as rank 0 (SHOWN on both, but not alike; ...)").
+ * Checks are compared in order; a rank with other `what`s or another number of checks
+ * than rank 0's fails likewise. */
 typedef struct plm_mpi_check {
   const char *what;  /* what it is, for the message (its first 31 bytes): "pipeline" */
   uint64_t hash;     /* of it on this rank */
@@ -125,8 +126,8 @@ typedef struct plm_mpi_report {
 } plm_mpi_report;
 
 /* Run frames->count frames over the ranks of comm (above). pl is this rank's compiled
- * pipeline (the same text on every rank); options as plm_pipeline_run_stream's
- * (max_frames must be 0: the blocks say how many), may be NULL. report is filled on
+ * pipeline (the same text on every rank: frames->checks make sure of it); options as
+ * plm_pipeline_run_stream's (max_frames must be 0: the blocks say how many), may be NULL. report is filled on
  * every return. Errors, the same on every rank: PLM_ERR_INVALID_ARG (a NULL argument,
  * a count negative or not the same on every rank, a check that differs from rank 0's,
  * more than PLM_MPI_MAX_CHECKS checks, max_frames set), PLM_ERR_UNSUPPORTED
