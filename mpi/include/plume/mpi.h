@@ -127,12 +127,12 @@ typedef struct plm_mpi_report {
 
 /* Run frames->count frames over the ranks of comm (above). pl is this rank's compiled
  * pipeline (the same text on every rank: frames->checks make sure of it); options as
- * plm_pipeline_run_stream's (max_frames must be 0: the blocks say how many), may be NULL. report is filled on
- * every return. Errors, the same on every rank: PLM_ERR_INVALID_ARG (a NULL argument,
- * a count negative or not the same on every rank, a check that differs from rank 0's,
- * more than PLM_MPI_MAX_CHECKS checks, max_frames set), PLM_ERR_UNSUPPORTED
- * (a stateful pipeline), PLM_ERR_BACKEND (an MPI call failed), and whatever the failing
- * rank's run failed with. */
+ * plm_pipeline_run_stream's (max_frames must be 0: the blocks say how many), may be
+ * NULL. report is filled on every return. Errors, the same on every rank:
+ * PLM_ERR_INVALID_ARG (a NULL argument, a count negative or not the same on every rank,
+ * a check that differs from rank 0's, more than PLM_MPI_MAX_CHECKS checks, max_frames
+ * set), PLM_ERR_UNSUPPORTED (a stateful pipeline), PLM_ERR_BACKEND (an MPI call
+ * failed), and whatever the failing rank's run failed with. */
 plm_status plm_mpi_run_stream(plm_pipeline *pl, MPI_Comm comm, const plm_mpi_frames *frames,
                               const plm_run_stream_options *options, plm_mpi_report *report);
 
