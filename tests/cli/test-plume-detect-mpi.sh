@@ -220,6 +220,29 @@ else
 fi
 
 # ---- a rank killed outright: no handler runs, and nothing may be left ---------------------
+# descendants PID: the processes under PID (mpirun's ranks are its children, or a proxy's),
+# from /proc, without procps.
+descendants() {
+  local -A parent_of=()
+  local stat line rest ppid p
+  for stat in /proc/[0-9]*/stat; do
+    { read -r line <"$stat"; } 2>&- || continue # gone since the glob
+    rest=${line##*) } # after the command's name, which may hold spaces
+    read -r _ ppid _ <<<"$rest"
+    parent_of[${stat//[!0-9]/}]=$ppid
+  done
+  local -a queue=("$1")
+  while ((${#queue[@]})); do
+    local at=${queue[0]}
+    queue=("${queue[@]:1}")
+    for p in "${!parent_of[@]}"; do
+      if [[ ${parent_of[$p]} == "$at" ]]; then
+        echo "$p"
+        queue+=("$p")
+      fi
+    done
+  done
+}
 # SIGKILL of rank R (found by its OMPI_COMM_WORLD_RANK among mpirun's children) while the
 # ranks run: mpirun then kills the others; the job fails, --out keeps its old file, and no
 # temporary file is left beside it or in $TMPDIR, whichever rank it was.
@@ -234,8 +257,9 @@ for victim in 2:1 2:0 3:2 3:0; do
     continue
   fi
   killed=""
-  for child in $(pgrep -P "$pid"); do
-    if tr '\0' '\n' <"/proc/$child/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$rank"; then
+  for child in $(descendants "$pid"); do
+    if tr '\0' '\n' <"/proc/$child/environ" 2>/dev/null |
+      grep -qxE "(OMPI_COMM_WORLD_RANK|PMI_RANK)=$rank" && [[ $(cat "/proc/$child/comm" 2>&-) == plume ]]; then
       kill -KILL "$child" && killed=$child
     fi
   done
