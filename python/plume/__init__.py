@@ -28,15 +28,15 @@ once, even over a source that blocks. Objects may be closed in any order: what i
 after its context was closed raises plume.Error.
 """
 
-from . import ops
-from ._common import Error
+from ._common import Error, InvalidArgument, InvalidState, InvalidType, OutOfMemory, Unsupported
 from ._context import Context, Stream, default_context
 from ._native import lib
-from ._ops import op
+from ._ops import op, ops
 from ._pipeline import Pipeline, presets
 from ._tensor import Tensor
 
-__all__ = ["Error", "Context", "Stream", "Tensor", "Pipeline", "op", "ops", "presets",
+__all__ = ["Error", "InvalidArgument", "InvalidType", "OutOfMemory", "Unsupported",
+           "InvalidState", "Context", "Stream", "Tensor", "Pipeline", "op", "ops", "presets",
            "version", "default_context"]
 
 

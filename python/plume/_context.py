@@ -8,11 +8,12 @@ integer (CuPy's `stream.ptr`, PyTorch's `stream.cuda_stream`), on host a plume S
 its pipelines and streams first (the newest first: a wrapper before what it wraps).
 """
 
+import collections
 import ctypes
 import weakref
 
 from . import _native
-from ._common import Error, check, integer, invalid
+from ._common import check, error, integer, invalid
 from ._native import lib
 
 BACKENDS = {"auto": 0, "host": 1, "cuda": 2}
@@ -52,7 +53,7 @@ class Stream:
     @property
     def handle(self):
         if self._handle is None or self.context._handle is None:
-            raise Error("PLM_ERR_INVALID_STATE", "the stream is closed")
+            raise error("PLM_ERR_INVALID_STATE", "the stream is closed")
         return self._handle
 
     @property
@@ -96,6 +97,8 @@ class Context:
         self.device = device
         self._pipelines = weakref.WeakSet()  # closed before the context
         self._streams = []                   # open streams, closed newest first
+        self._op_cache = collections.OrderedDict()  # plume.op's pipelines (plume._ops)
+        self._op_fast = {}                          # and its repeated calls' arguments
         try:
             kind = ctypes.c_int()
             check(lib.plm_context_backend(handle, ctypes.byref(kind)))
@@ -109,7 +112,7 @@ class Context:
     @property
     def handle(self):
         if self._handle is None:
-            raise Error("PLM_ERR_INVALID_STATE", "the context is closed")
+            raise error("PLM_ERR_INVALID_STATE", "the context is closed")
         return self._handle
 
     def stream(self):
@@ -146,6 +149,8 @@ class Context:
         """Close the context's pipelines and streams, then destroy it; later calls raise
         Error."""
         if self._handle is not None:
+            self._op_cache.clear()
+            self._op_fast.clear()
             for pipeline in list(self._pipelines):
                 pipeline.close()
             for stream in reversed(list(self._streams)):

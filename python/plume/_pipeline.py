@@ -28,7 +28,7 @@ import weakref
 import numpy as np
 
 from . import _interop, _native
-from ._common import (Error, check, dims, dtype_code, integer, invalid, numpy_dtype,
+from ._common import (check, error, library_error, dims, dtype_code, integer, invalid, numpy_dtype,
                       tensor_shape)
 from ._context import default_context
 from ._native import lib
@@ -133,7 +133,7 @@ class Pipeline:
     @property
     def handle(self):
         if self._handle is None or self.context._handle is None:
-            raise Error("PLM_ERR_INVALID_STATE", "the pipeline is closed")
+            raise error("PLM_ERR_INVALID_STATE", "the pipeline is closed")
         return self._handle
 
     def describe(self):
@@ -157,7 +157,7 @@ class Pipeline:
         saying what holds it."""
         with self._state:
             if self._busy is not None:
-                raise Error("PLM_ERR_INVALID_STATE", "the pipeline is running (%s): one run at "
+                raise error("PLM_ERR_INVALID_STATE", "the pipeline is running (%s): one run at "
                             "a time; run after it ends" % self.BUSY[self._busy]
                             if self._busy != "closed" else "the pipeline is closed")
             self._busy = kind
@@ -178,19 +178,34 @@ class Pipeline:
                           % (len(self._inputs), len(frames)))
         ctx = self.context
         stream = ctx.stream_of(stream)
+        results = [Tensor.empty(ctx, stream, numpy_dtype(shape.dtype), tensor_shape(shape))
+                   for shape in self._outputs]
+        self._run_into(frames, [result.tensor for result in results], stream)
+        if not as_tensor:
+            results = [result.numpy() for result in results]
+        return results[0] if len(results) == 1 else tuple(results)
+
+    def _output_shapes(self):
+        """The outputs' (numpy dtype, shape), in order."""
+        return [(numpy_dtype(shape.dtype), tensor_shape(shape)) for shape in self._outputs]
+
+    def _run_into(self, frames, outputs, stream):
+        """Run one frame: `frames` (one per input: arrays as run() takes them, or
+        plume._interop Operands) into `outputs` (one plm_tensor per output, memory of the
+        context's device that plume may write) on `stream` (a Stream of the context), and
+        wait for it. What plume.op runs, with the results' memory its own."""
+        ctx = self.context
         self._claim("run")
         operands, staged = [], []
         try:
             inputs = (_native.Tensor * max(len(frames), 1))()
-            outputs = (_native.Tensor * max(len(self._outputs), 1))()
-            results = [Tensor.empty(ctx, stream, numpy_dtype(shape.dtype), tensor_shape(shape))
-                       for shape in self._outputs]
+            written = (_native.Tensor * max(len(self._outputs), 1))(*outputs)
             for i, frame in enumerate(frames):
                 operands.append(_interop.operand(ctx, frame, stream))
                 inputs[i] = operands[-1].device_tensor(ctx, stream, staged)
-            for i, result in enumerate(results):
-                outputs[i] = result.tensor
-            check(lib.plm_pipeline_run(self.handle, inputs, outputs, stream.handle))
+            status = lib.plm_pipeline_run(self.handle, inputs, written, stream.handle)
+            if status != 0:
+                raise library_error(status)
         finally:
             # Whatever was enqueued finishes before the memory it uses can go.
             lib.plm_stream_synchronize(stream.handle)
@@ -200,9 +215,6 @@ class Pipeline:
                 operand.release()
             self._release()
         check(lib.plm_stream_synchronize(stream.handle))
-        if not as_tensor:
-            results = [result.numpy() for result in results]
-        return results[0] if len(results) == 1 else tuple(results)
 
     def run_stream(self, frames, depth=8):
         """Yield each frame's outputs (as run() returns them), in frame order, running
@@ -305,8 +317,7 @@ class Pipeline:
                 status = lib.plm_pipeline_run_stream(handle, source_fn, sink_fn, None, None,
                                                      ctypes.byref(report))
                 if status != 0 and not failure:
-                    failure.append(Error(lib.plm_status_str(status).decode(),
-                                         lib.plm_last_error().decode()))
+                    failure.append(library_error(status))
             finally:
                 self._streams_running.pop(stopping, None)
                 self._release()
@@ -343,7 +354,7 @@ class Pipeline:
             if threading.current_thread() is not thread:
                 thread.join()  # prompt: nothing of the run waits on the caller's iterable
         if closed:
-            raise Error("PLM_ERR_INVALID_STATE", "the pipeline was closed during run_stream")
+            raise error("PLM_ERR_INVALID_STATE", "the pipeline was closed during run_stream")
         if failure:
             raise failure[0]
 
