@@ -32,14 +32,17 @@ from ._common import Error, InvalidArgument, InvalidState, InvalidType, OutOfMem
 from ._context import Context, Stream, default_context
 from ._native import lib
 from ._ops import op, ops
-from ._pipeline import Pipeline, presets
+from ._pipeline import REGION, Pipeline, presets
 from ._tensor import Tensor
 
-__all__ = ["Error", "InvalidArgument", "InvalidType", "OutOfMemory", "Unsupported",
-           "InvalidState", "Context", "Stream", "Tensor", "Pipeline", "op", "ops", "presets",
-           "version", "default_context"]
+__all__ = ["__version__", "Error", "InvalidArgument", "InvalidType", "OutOfMemory",
+           "Unsupported", "InvalidState", "Context", "Stream", "Tensor", "Pipeline", "REGION",
+           "op", "ops", "presets", "version", "default_context"]
 
 
-def version():
-    """The library's version ("0.1.0")."""
+def version() -> str:
+    """The library's version ("0.1.0"), plm_version_string."""
     return lib.plm_version_string().decode()
+
+
+__version__ = version()  # the package's is the library's (python/setup.py reads version.h)

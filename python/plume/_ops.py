@@ -24,7 +24,7 @@ from . import _interop, _native
 from ._common import Error, InvalidState, invalid, library_error, numpy_dtype, wrong_type
 from ._native import lib
 from ._context import default_context
-from ._pipeline import Pipeline
+from ._pipeline import Pipeline, named_regions, region_tables
 from ._schema import KEY, OPS
 from ._tensor import Tensor
 
@@ -259,6 +259,8 @@ def op(name, array, *, out=None, context=None, stream=None, as_tensor=False, **p
     kind = caller_kind(array)
     results = [out if i == 0 and out is not None else r.numpy() if kind is None else kind(r)
                for i, r in enumerate(results)]
+    if kind is None and not stack:
+        results = named_regions(results, region_tables(pl._outputs))
     return results[0] if len(results) == 1 else tuple(results)
 
 

@@ -35,6 +35,44 @@ from ._native import lib
 from ._tensor import Tensor
 
 
+# ---- regions tables -------------------------------------------------------------------------
+
+def _region_fields():
+    names, column = [], 0
+    while lib.plm_region_column_name(column) is not None:
+        names.append(lib.plm_region_column_name(column).decode())
+        column += 1
+    return names
+
+
+# A regions table's row as a numpy record: label, area, min_row, ..., wcentroid_col
+# (plm_region_column_name), float64 each, as the C table's columns are.
+REGION = np.dtype([(name, np.float64) for name in _region_fields()])
+
+
+def region_tables(outputs):
+    """The indices of the outputs (plm_shape) that are regions tables: f64 (capacity,
+    columns) followed by its count, i32 (1,) (the text form's regions and segment)."""
+    found = []
+    for i in range(len(outputs) - 1):
+        table, count = outputs[i], outputs[i + 1]
+        if (numpy_dtype(table.dtype) == np.float64 and table.ndim == 2
+                and table.dims[1] == len(REGION) and numpy_dtype(count.dtype) == np.int32
+                and tensor_shape(count) == (1,)):
+            found.append(i)
+    return found
+
+
+def named_regions(arrays, tables):
+    """arrays (numpy outputs) with each regions table as a structured array of its
+    regions alone (count rows, REGION's fields), a view of the table's memory."""
+    arrays = list(arrays)
+    for i in tables:
+        count = min(int(arrays[i + 1].reshape(-1)[0]), arrays[i].shape[0])
+        arrays[i] = arrays[i].view(REGION).reshape(-1)[:count]
+    return arrays
+
+
 # ---- presets ------------------------------------------------------------------------------
 
 def presets():
@@ -102,6 +140,7 @@ class Pipeline:
                             for i in range(n_in.value)]
             self._outputs = [self._shape(lib.plm_pipeline_output_shape, i)
                              for i in range(n_out.value)]
+            self._tables = region_tables(self._outputs)
         except Exception:
             lib.plm_pipeline_destroy(handle)
             self._handle = None
@@ -171,8 +210,10 @@ class Pipeline:
     def run(self, *frames, stream=None, as_tensor=False):
         """Run one frame (one array per pipeline input) on `stream` (a plume Stream of the
         pipeline's context; None: its default stream) and wait for it. Returns the outputs,
-        a tuple (one value when the pipeline has one output): numpy arrays, or plume.Tensor
-        results with as_tensor=True."""
+        a tuple (one value when the pipeline has one output): numpy arrays, a regions table
+        as a structured array of its regions (count rows; fields label, area, min_row, ...,
+        centroid_row, centroid_col, ...: plume.REGION), or plume.Tensor results with
+        as_tensor=True (the table as plume wrote it: capacity rows of 12 columns)."""
         if len(frames) != len(self._inputs):
             raise invalid("the pipeline takes %d input(s), %d given"
                           % (len(self._inputs), len(frames)))
@@ -182,7 +223,7 @@ class Pipeline:
                    for shape in self._outputs]
         self._run_into(frames, [result.tensor for result in results], stream)
         if not as_tensor:
-            results = [result.numpy() for result in results]
+            results = named_regions([result.numpy() for result in results], self._tables)
         return results[0] if len(results) == 1 else tuple(results)
 
     def _output_shapes(self):
@@ -301,6 +342,7 @@ class Pipeline:
                     out = np.empty(tensor_shape(shape), numpy_dtype(shape.dtype))
                     ctypes.memmove(out.ctypes.data, outputs[i], out.nbytes)
                     outs.append(out)
+                outs = named_regions(outs, self._tables)
                 put(results, outs[0] if len(outs) == 1 else tuple(outs))
                 return 0  # a stopped run's results are dropped
             except BaseException as error:  # noqa: B902

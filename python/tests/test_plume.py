@@ -582,6 +582,24 @@ class LikeNumpy(unittest.TestCase):
         with self.assertRaises(TypeError):
             plume.Context(device=1.5)
 
+    def test_a_regions_table_has_named_fields(self):
+        frame = np.zeros((32, 40), np.uint16)
+        frame[10:14, 20:25] = 4000
+        frame[1:3, 1:3] = 4000
+        with plume.Pipeline("threshold value=3500 ! label ! regions", "u16", frame.shape,
+                            context=self.ctx) as pl:
+            table, count = pl.run(frame)
+            raw, _ = pl.run(frame, as_tensor=True)
+        self.assertEqual(table.dtype, plume.REGION)
+        self.assertEqual(plume.REGION.names[:2], ("label", "area"))
+        self.assertEqual(len(table), int(count[0]))  # the regions found, not the capacity
+        np.testing.assert_array_equal(table["area"], [4, 20])
+        np.testing.assert_array_equal(table["centroid_row"], [1.5, 11.5])
+        # A view of the table plume wrote, its columns the fields.
+        np.testing.assert_array_equal(raw.numpy()[:2].reshape(-1), table.view(np.float64))
+        segmented, _ = plume.ops.segment(frame, value=3500, context=self.ctx)
+        np.testing.assert_array_equal(segmented["area"], [4, 20])
+
     @unittest.skipIf(torch is None, "no torch for this python3 (Debian: python3-torch, optional)")
     def test_torch_tensors_in_and_out_without_a_copy(self):
         t = torch.from_numpy(self.frame.copy())
