@@ -17,13 +17,14 @@ import inspect
 import re
 import sys
 import types
+from typing import Any, Optional
 
 import numpy as np
 
 from . import _interop, _native
 from ._common import Error, InvalidState, invalid, library_error, numpy_dtype, wrong_type
 from ._native import lib
-from ._context import default_context
+from ._context import Context, Stream, default_context
 from ._pipeline import Pipeline, named_regions, region_tables
 from ._schema import KEY, OPS
 from ._tensor import Tensor
@@ -67,7 +68,8 @@ def _translated(error, name):
 
 class Call:
     """One call of plume.op, checked: the op's table, the text's words, the named tensors
-    (converted to their slots' dtypes) and the cache key of its pipeline."""
+    (converted to their slots' dtypes) and the cache key of its pipeline (the tensors'
+    names, dtypes and shapes; their bytes are compared with the cached pipeline's)."""
 
     def __init__(self, name, params):
         self.table = OPS.get(name) if isinstance(name, str) else None
@@ -90,7 +92,7 @@ class Call:
                 array = np.ascontiguousarray(convert(_interop.host_array(value)))
                 self.tensors[key] = array
                 words.append("%s=@%s" % (key, key))
-                tensor_key.append((key, array.dtype.str, array.shape, array.tobytes()))
+                tensor_key.append((key, array.dtype.str, array.shape))
             else:
                 words.append("%s=%s" % (key, self.table.encode(key, value)))
         self.text = " ".join(words)
@@ -99,6 +101,14 @@ class Call:
         self.convert = _interop.Convert(slot_dtypes(self.table, main),
                                         "plume.ops.%s: array" % name)
 
+    def same_tensors(self, pl):
+        """Whether a cached pipeline was made from named tensors of the same bytes (a
+        comparison at memory speed: no hash, no copy)."""
+        made = pl._op_tensors
+        return all(np.array_equal(made[k].reshape(-1).view(np.uint8),
+                                  v.reshape(-1).view(np.uint8))
+                   for k, v in self.tensors.items())
+
     def pipeline(self, context, dtype, shape):
         """The compiled pipeline for frames of dtype and shape: the context's cached one,
         or a new one (cached unless the cached one is running on another thread; the
@@ -106,6 +116,10 @@ class Call:
         cache = context._op_cache
         key = (self.text, self.tensor_key, dtype.str, shape)
         pl = cache.get(key)
+        if pl is not None and not self.same_tensors(pl):
+            del cache[key]  # the same names, shapes and dtypes, other values: made again
+            pl.close()
+            pl = None
         if pl is not None and pl._handle is not None and pl._busy is None:
             cache.move_to_end(key)
             if self.table.info.stateful:
@@ -118,6 +132,7 @@ class Call:
             raise _translated(error, self.name) from None
         if key in cache and cache[key]._busy is not None:
             return pl, False
+        pl._op_tensors = {k: v.copy() for k, v in self.tensors.items()}  # its own copies
         cache[key] = pl
         while len(cache) > CACHE_SIZE:
             cache.popitem(last=False)[1].close()
@@ -203,7 +218,8 @@ class FastPath:
         return results[0] if len(results) == 1 else tuple(results)
 
 
-def op(name, array, *, out=None, context=None, stream=None, as_tensor=False, **params):
+def op(name: str, array: Any, *, out: Any = None, context: Optional[Context] = None,
+       stream: Optional[Stream] = None, as_tensor: bool = False, **params: Any) -> Any:
     """Run one op of plume's table on `array`: a numpy array, or any other library's
     array (__dlpack__, __cuda_array_interface__); (N, H, W) runs frame by frame. The
     parameters are the text form's keys, each a value of its type (plume._schema); an

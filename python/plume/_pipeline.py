@@ -24,13 +24,15 @@ import ctypes
 import queue
 import threading
 import weakref
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
 
 from . import _interop, _native
 from ._common import (check, error, library_error, dims, dtype_code, integer, invalid, numpy_dtype,
                       tensor_shape)
-from ._context import default_context
+from ._context import Context, Stream, default_context
 from ._native import lib
 from ._tensor import Tensor
 
@@ -75,7 +77,7 @@ def named_regions(arrays, tables):
 
 # ---- presets ------------------------------------------------------------------------------
 
-def presets():
+def presets() -> List[Dict[str, Any]]:
     """The named pipelines (plume/presets.h): a list of dicts with name, summary, pipeline,
     tensors (the names the text needs) and settle_frames."""
     count = ctypes.c_int()
@@ -111,8 +113,10 @@ class Pipeline:
     run_stream(frames) yields them frame by frame with `frames_in_flight` frames in
     flight."""
 
-    def __init__(self, text=None, dtype="u16", shape=None, *, preset=None, tensors=None,
-                 context=None, frames_in_flight=3):
+    def __init__(self, text: Optional[str] = None, dtype: DTypeLike = "u16",
+                 shape: Optional[Sequence[int]] = None, *, preset: Optional[str] = None,
+                 tensors: Optional[Mapping[str, ArrayLike]] = None,
+                 context: Optional[Context] = None, frames_in_flight: int = 3) -> None:
         if (text is None) == (preset is None):
             raise invalid("give the pipeline's text or a preset, not both")
         if shape is None:
@@ -175,7 +179,7 @@ class Pipeline:
             raise error("PLM_ERR_INVALID_STATE", "the pipeline is closed")
         return self._handle
 
-    def describe(self):
+    def describe(self) -> str:
         """plm_pipeline_describe's text."""
         needed = ctypes.c_size_t()
         check(lib.plm_pipeline_describe(self.handle, None, 0, ctypes.byref(needed)))
@@ -183,7 +187,7 @@ class Pipeline:
         check(lib.plm_pipeline_describe(self.handle, buf, needed.value, None))
         return buf.value.decode()
 
-    def reset_state(self):
+    def reset_state(self) -> None:
         """Start the state of stateful nodes (background) again from the next frame."""
         check(lib.plm_pipeline_reset_state(self.handle))
 
@@ -207,7 +211,8 @@ class Pipeline:
                 self._busy = None
             self._state.notify_all()
 
-    def run(self, *frames, stream=None, as_tensor=False):
+    def run(self, *frames: Any, stream: Optional[Stream] = None,
+            as_tensor: bool = False) -> Any:
         """Run one frame (one array per pipeline input) on `stream` (a plume Stream of the
         pipeline's context; None: its default stream) and wait for it. Returns the outputs,
         a tuple (one value when the pipeline has one output): numpy arrays, a regions table
@@ -257,7 +262,7 @@ class Pipeline:
             self._release()
         check(lib.plm_stream_synchronize(stream.handle))
 
-    def run_stream(self, frames, depth=8):
+    def run_stream(self, frames: Iterable[Any], depth: int = 8) -> Iterator[Any]:
         """Yield each frame's outputs (as run() returns them), in frame order, running
         `frames` (an iterable of arrays, or a stack whose first axis is the frames) through
         plm_pipeline_run_stream on a thread of its own; at most `depth` results wait for the
@@ -400,7 +405,7 @@ class Pipeline:
         if failure:
             raise failure[0]
 
-    def close(self):
+    def close(self) -> None:
         """End its open run_stream generators (one iterated on another thread: stop its
         run, whose consumer then raises plume.Error), wait for a run() on another thread,
         then destroy it (a pipeline of a closed context is gone already)."""

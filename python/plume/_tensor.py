@@ -88,7 +88,7 @@ class Tensor:
         return self._open_context().default_stream
 
     @property
-    def device(self):
+    def device(self) -> str:
         return self.context.backend
 
     @property
@@ -96,7 +96,7 @@ class Tensor:
         """The plm_tensor (ctypes) over the memory."""
         return self._tensor
 
-    def numpy(self):
+    def numpy(self) -> np.ndarray:
         """The values as a numpy array: on host the array itself, on cuda a copy (the
         host waits for the stream)."""
         if self._array is not None:

@@ -582,6 +582,15 @@ class LikeNumpy(unittest.TestCase):
         with self.assertRaises(TypeError):
             plume.Context(device=1.5)
 
+    def test_the_public_api_has_type_information(self):
+        import typing
+        here = os.path.dirname(plume.__file__)
+        for name in ("py.typed", "ops.pyi"):  # PEP 561: the package is typed; plume.ops's stub
+            self.assertTrue(os.path.exists(os.path.join(here, name)), name)
+        self.assertEqual(typing.get_type_hints(plume.Pipeline.describe)["return"], str)
+        self.assertIn("context", typing.get_type_hints(plume.op))
+        self.assertRegex(plume.__version__, r"^\d+\.\d+\.\d+$")
+
     def test_a_regions_table_has_named_fields(self):
         frame = np.zeros((32, 40), np.uint16)
         frame[10:14, 20:25] = 4000

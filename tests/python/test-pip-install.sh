@@ -55,7 +55,8 @@ assert int(plume.ops.threshold(frame, value=3500).sum()) == 20
 '
 for order in "${orders[@]}"; do
   read -ra names <<<"$order"
-  imports="import $(IFS=,; echo "${names[*]}" | sed 's/,/, /g')"
+  joined=$(IFS=,; echo "${names[*]}")
+  imports="import ${joined//,/, }"
   env -i PATH=/usr/bin:/bin HOME="$scratch" VENV="$venv" "$venv/bin/python3" -c "$imports$check"
   echo "ok    $imports"
 done
