@@ -68,8 +68,8 @@ class Op:
         """The text form's token for a parameter's value (above); plume.Error naming the
         op, the key and the value when the value is not of the parameter's type."""
         def refuse(why, kind=wrong_type):
-            return kind("%s: %s=%r (%s): %s" % (self.name, key, value, type(value).__name__,
-                                                why))
+            return kind("plume.ops.%s: %s=%r (%s): %s"
+                        % (self.name, key, value, type(value).__name__, why))
 
         if key in self.inputs:  # the library refuses a spec where the op reads none
             if isinstance(value, str) and KERNEL_SPEC.match(value):
