@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""scripts/gpu_campaign_tables.py: the README's GPU tables from one campaign's results.
+"""scripts/gpu_campaign_tables.py: the GPU tables of the docs (docs/benchmarks.md,
+docs/gpu-campaign.md) from one campaign's results.
 
     python3 scripts/gpu_campaign_tables.py benchmarks/results/<date>-<gpu>-<commit>
 
 The folder is what `scripts/gpu-campaign import` made (or a run's build-gpu-run/results):
 core/ (device.log, suites/status, bench_ops/<op>.json, bench_pipeline.json,
 bench_pool.json, bench_matmul.json, peers.json) and sanitize/ (sanitize/status). Each
-table is printed as Markdown, ready to paste, from the JSON alone: the README's GPU
+table is printed as Markdown, ready to paste, from the JSON alone: the docs' GPU
 figures come from these files and nothing else. A part that is missing (a step that
 failed or never ran) is said to be missing, never filled in. Standard library only.
 """
@@ -58,7 +59,7 @@ def device(core):
     if any("on the CUDA emulator" in l for l in log):
         # scripts/gpu-campaign's rehearsal on the emulator: import refuses it; say it here too.
         print("**A rehearsal on the CUDA emulator, on a CPU: no figure below is a GPU's; none "
-              "goes into the README or benchmarks/results.**\n")
+              "goes into the docs or benchmarks/results.**\n")
     print("\n".join(f"    {l}" for l in picked) or "    (no device.log)")
     print()
 

@@ -14,6 +14,7 @@
  * launch plume made before the block was tunable (16 x 16, a tile of (15 stride_y + kh)
  * x (15 stride_x + kw)), and for any width, candidate or not, a block of 256 threads
  * whose width is a power of two. Exit status 0 is success. */
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -55,9 +56,10 @@ int64_t check_tile(const Frame &f, int64_t y0, int64_t x0, int rows, int cols, p
   const uint32_t poison_bits = 0x7fc0dead; /* a NaN no frame holds */
   float poison;
   std::memcpy(&poison, &poison_bits, sizeof poison);
+  std::vector<float> mine(n); /* one thread's writes: poison where it wrote nothing */
   for (int ty = 0; ty < by; ty++)
     for (int tx = 0; tx < bx; tx++) {
-      std::vector<float> mine(n, poison);
+      std::fill(mine.begin(), mine.end(), poison);
       stage_tile(mine.data(), f.bytes.data(), f.dtype, f.h, f.w, y0, x0, rows, cols, border, tx, ty,
                  bx, by);
       for (size_t idx = 0; idx < n; idx++)

@@ -4,9 +4,10 @@
  *
  * kernels/cuda/entropy.cu is compiled here as plain C++ (its device-only parts are
  * under __CUDACC__): run_block runs with a launch plan, each of a block's threads
- * emulated by a thread that meets the others at a barrier where the GPU's threads call
- * __syncthreads, the blocks of the grid one after another, the shared memory scribbled
- * over between them. Every case runs with the plan the launcher makes and with plans
+ * emulated by a fibre (tests/emulated_lanes.h: warps that run ahead of each other, lanes
+ * in a seeded random order between barriers) that meets the others where the GPU's
+ * threads call __syncthreads, the blocks of the grid one after another, the shared
+ * memory scribbled over between them. Every case runs with the plan the launcher makes and with plans
  * chosen otherwise on the same input: each kind of histogram (dense shared, sparse
  * shared, dense global) where it applies, the two-row ring, short and long segments,
  * 32 and 128 threads, and the plan of the smallest launch shape (the cuda tunables).
@@ -20,9 +21,10 @@
  * exactly the plan make_plan made before the shape was tunable (restated here).
  *
  * The entropy op's warp-owned histograms (more than 512 bins and a window past 18) run
- * with each warp's 32 lanes emulated by threads that meet at a barrier wherever the
+ * with each warp's 32 lanes emulated by fibres that meet at a warp barrier wherever the
  * lanes exchange their sums, changing the shared counts with atomics in whatever order
- * the threads run.
+ * the lanes run. (Data races between the threads of a real launch are the CUDA
+ * emulator's to find: entropy.cuda and fused.cuda under its race check, emu/README.md.)
  *
  * References, bit for bit: for entropy the CPU kernel (plm_entropy on a host context,
  * itself checked against a float64 reference by tests/test_entropy.c); for the fused
@@ -30,19 +32,19 @@
  * the host. The global histograms must be zeroed again at the end. Exit status 0 is
  * success.
  */
-#include <pthread.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "kernels/cuda/entropy.cu"
 #include "plume/plume.h"
+#include "tests/emulated_lanes.h"
 
 namespace {
 
@@ -58,64 +60,58 @@ namespace {
 
 /* ---- the grid, emulated ------------------------------------------------------------- */
 
-/* A block's threads, emulated: each is a thread; sync() is the block's barrier. */
-struct EmulatedBlock {
-  pthread_barrier_t *barrier;
-  int my_thread, thread_count;
+/* Global histograms, zeroed: they run to hundreds of MiB (65536 bins for every thread
+ * of every block), and calloc's fresh pages read as zero without being written, so a
+ * case pays only for the pages its kernel touches. still_zero(): the kernel zeroed
+ * every count it made again, as the next launch expects. */
+template <class T>
+struct ZeroedHists {
+  std::unique_ptr<T, void (*)(void *)> counts;
+  size_t count;
+  explicit ZeroedHists(size_t n) : counts((T *)std::calloc(n + 1, sizeof(T)), std::free), count(n) {
+    if (!counts) std::abort();
+  }
+  T *data() const { return counts.get(); }
+  bool still_zero() const {
+    return std::all_of(data(), data() + count, [](T c) { return c == 0; });
+  }
+};
+
+/* The seed of each emulated block's or warp's lane order: one after another, so that a
+ * run is repeatable and the runs differ from each other. */
+uint64_t lane_seed = 1;
+
+/* A block of the grid as the kernel's Block parameter sees it: its threads are the
+ * lanes of a LaneGroup (tests/emulated_lanes.h), sync() the group's barrier. */
+struct GridBlock {
+  LaneGroup *group;
+  int my_thread;
   int64_t my_block, block_count;
   int thread() const { return my_thread; }
-  int threads() const { return thread_count; }
+  int threads() const { return group->size(); }
   int64_t index() const { return my_block; }
   int64_t count() const { return block_count; }
-  void sync() const { pthread_barrier_wait(barrier); }
+  void sync() const { group->barrier(my_thread, false); }
 };
 
-template <class Hist, class Source, class Sink>
-struct Lane {
-  const plan *p;
-  const Source *source;
-  const Sink *sink;
-  int bins;
-  unsigned char *smem;
-  uint16_t *hists;
-  pthread_barrier_t *barrier;
-  int thread;
-};
-
-/* One thread of every block of the grid, the blocks one after another. */
-template <class Hist, class Source, class Sink>
-void *lane_main(void *arg) {
-  const auto *l = static_cast<const Lane<Hist, Source, Sink> *>(arg);
-  const int64_t blocks = (int64_t)l->p->blocks;
-  for (int64_t b = 0; b < blocks; b++) {
-    EmulatedBlock block = {l->barrier, l->thread, l->p->threads, b, blocks};
-    block.sync(); /* the previous block is done with the shared memory */
-    if (l->thread == 0) std::memset(l->smem, 0xa5, l->p->smem); /* no block inherits it */
-    block.sync();
-    run_block<Hist>(block, *l->p, *l->source, *l->sink, l->bins, l->smem, l->hists,
-                    plm__entropy_delta_table());
-  }
-  return nullptr;
-}
-
-/* The kernel's work under plan p; false when a global histogram is left dirty. */
+/* The kernel's work under plan p, the blocks one after another, the shared memory
+ * scribbled over before each (no block inherits it); false when a global histogram is
+ * left dirty. */
 template <class Hist, class Source, class Sink>
 bool run_grid(const plan &p, const Source &source, const Sink &sink, int bins) {
   std::vector<unsigned char> smem(p.smem + 16);
-  std::vector<uint16_t> hists(p.scratch / sizeof(uint16_t) + 1, 0);
-  pthread_barrier_t barrier;
-  pthread_barrier_init(&barrier, nullptr, (unsigned)p.threads);
-  std::vector<Lane<Hist, Source, Sink>> lanes((size_t)p.threads);
-  std::vector<pthread_t> threads((size_t)p.threads);
-  for (int t = 0; t < p.threads; t++) {
-    lanes[(size_t)t] = {&p, &source, &sink, bins, smem.data(), hists.data(), &barrier, t};
-    if (pthread_create(&threads[(size_t)t], nullptr, lane_main<Hist, Source, Sink>,
-                       &lanes[(size_t)t]) != 0)
-      std::abort();
+  const ZeroedHists<uint16_t> hists(p.scratch / sizeof(uint16_t) + 1);
+  LaneGroup threads(p.threads, lane_seed++);
+  const int64_t blocks = (int64_t)p.blocks;
+  for (int64_t b = 0; b < blocks; b++) {
+    std::memset(smem.data(), 0xa5, p.smem);
+    threads.run([&](int t) {
+      const GridBlock block = {&threads, t, b, blocks};
+      run_block<Hist>(block, p, source, sink, bins, smem.data(), hists.data(),
+                      plm__entropy_delta_table());
+    });
   }
-  for (pthread_t &thread : threads) pthread_join(thread, nullptr);
-  pthread_barrier_destroy(&barrier);
-  return std::all_of(hists.begin(), hists.end(), [](uint16_t c) { return c == 0; });
+  return hists.still_zero();
 }
 
 /* As launch() in the kernel's file: the histogram type the plan's kind needs. */
@@ -125,72 +121,42 @@ bool run_plan(const plan &p, const Source &source, const Sink &sink, int bins) {
   return run_grid<DenseHist>(p, source, sink, bins);
 }
 
-/* The lanes of a warp, emulated: each is a thread; sum() adds up one value per lane
- * between two barriers, sync() is a barrier. */
-struct EmulatedLane {
-  pthread_barrier_t *barrier;
-  int64_t *slots;
+/* A lane of a warp as the kernel's Lane parameter sees it: sum() adds up one value per
+ * lane of the warp (an exchange between two warp barriers), sync() is the warp's
+ * barrier. */
+struct WarpLane {
+  LaneGroup *group;
   int my_lane;
   int lane() const { return my_lane; }
   int64_t sum(int64_t v) const {
-    slots[my_lane] = v;
-    pthread_barrier_wait(barrier);
     int64_t total = 0;
-    for (int i = 0; i < kLanes; i++) total += slots[i];
-    pthread_barrier_wait(barrier);
+    for (int64_t each : group->gather(my_lane, v)) total += each;
     return total;
   }
-  void sync() const { pthread_barrier_wait(barrier); }
+  void sync() const { group->barrier(my_lane, true); }
 };
 
-struct WarpLane {
-  const plm__entropy_args *args;
-  const warp_plan *p;
-  const float *ranges;
-  uint32_t *hists;
-  pthread_barrier_t *barrier;
-  int64_t *slots;
-  int lane;
-  int64_t x_first; /* < 0: every task; else only columns x_first .. x_first + 2, one warp */
-};
-
-/* One lane of every warp, the warps one after another (or, with x_first, of one warp
- * doing the tasks of three columns). */
-void *warp_lane_main(void *arg) {
-  const WarpLane *l = static_cast<const WarpLane *>(arg);
-  const EmulatedLane lane = {l->barrier, l->slots, l->lane};
-  const int64_t *delta = plm__entropy_delta_table();
-  if (l->x_first < 0) {
-    for (int64_t o = 0; o < l->p->warps; o++)
-      warp_tasks(lane, *l->args, *l->p, l->ranges, l->hists, delta, o);
-    return nullptr;
-  }
-  const plm__entropy_args &a = *l->args;
-  const WarpHist hist = {l->hists};
-  for (int64_t x = l->x_first; x < l->x_first + 3; x++)
-    for (int64_t y0 = 0; y0 < a.height; y0 += kWarpSegmentRows)
-      warp_segment(lane, a, l->ranges, hist, delta, 0, y0, min64(y0 + kWarpSegmentRows, a.height),
-                   x);
-  return nullptr;
-}
-
-/* warp_kernel's work (args.out filled), or with x_first >= 0 only that of frame 0's
- * columns x_first .. x_first + 2; false when a histogram is left dirty. */
+/* warp_kernel's work (args.out filled), the warps one after another, or with
+ * x_first >= 0 only that of frame 0's columns x_first .. x_first + 2, one warp; false
+ * when a histogram is left dirty. */
 bool run_warps(const plm__entropy_args &args, const float *ranges, warp_plan p,
                int64_t x_first = -1) {
-  std::vector<uint32_t> hists(p.scratch / sizeof(uint32_t), 0);
-  pthread_barrier_t barrier;
-  pthread_barrier_init(&barrier, nullptr, kLanes);
-  int64_t slots[kLanes];
-  WarpLane lanes[kLanes];
-  pthread_t threads[kLanes];
-  for (int l = 0; l < kLanes; l++) {
-    lanes[l] = WarpLane{&args, &p, ranges, hists.data(), &barrier, slots, l, x_first};
-    if (pthread_create(&threads[l], nullptr, warp_lane_main, &lanes[l]) != 0) std::abort();
-  }
-  for (pthread_t &thread : threads) pthread_join(thread, nullptr);
-  pthread_barrier_destroy(&barrier);
-  return std::all_of(hists.begin(), hists.end(), [](uint32_t w) { return w == 0; });
+  const ZeroedHists<uint32_t> hists(p.scratch / sizeof(uint32_t));
+  const int64_t *delta = plm__entropy_delta_table();
+  LaneGroup warp(kLanes, lane_seed++);
+  warp.run([&](int l) {
+    const WarpLane lane = {&warp, l};
+    if (x_first < 0) {
+      for (int64_t o = 0; o < p.warps; o++) warp_tasks(lane, args, p, ranges, hists.data(), delta, o);
+      return;
+    }
+    const WarpHist hist = {hists.data()};
+    for (int64_t x = x_first; x < x_first + 3; x++)
+      for (int64_t y0 = 0; y0 < args.height; y0 += kWarpSegmentRows)
+        warp_segment(lane, args, ranges, hist, delta, 0, y0,
+                     min64(y0 + kWarpSegmentRows, args.height), x);
+  });
+  return hists.still_zero();
 }
 
 const char *kind_name(hist_kind kind) {

@@ -77,8 +77,8 @@
  * calibrated. A temporal detector solves this scene: tools/check_hard_scene.py (nuc, a
  * per-pixel running background, a matched filter and a local threshold) scores precision
  * 0.978 and recall 0.928 over seven scenes after 30 settling frames, where the default
- * pipeline scores 0.002 and 0.56, and 0.043 and 0.64 after nuc (README.md, the script's
- * header).
+ * pipeline scores 0.002 and 0.56, and 0.043 and 0.64 after nuc (docs/detection.md, the
+ * script's header).
  *
  * ---- detecting the plumes: the default preset (PLM_PRESET_DEFAULT_PIPELINE) ----------
  * A raw intensity threshold cannot separate plumes from this clutter: the earth and the

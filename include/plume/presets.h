@@ -15,7 +15,7 @@
  *               maps, badpixel with the map of dead and hot pixels (the named tensors gain,
  *               offset and bad: plm_pipeline_parse_with_tensors, `plume detect --tensor`).
  * robust and calibrated were tuned with tools/tune_presets.py on the hard scene (`plume
- * scene --difficulty hard`); its output, tools/tune_presets.out, and the README give their
+ * scene --difficulty hard`); its output, tools/tune_presets.out, and docs/detection.md give their
  * scores beside the default's.
  *
  * The texts are also macros, for programs that build usage strings at compile time. The

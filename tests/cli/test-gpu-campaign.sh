@@ -3,7 +3,7 @@
 # on a machine without a GPU, as a session rehearses it before a window: the plan fits its
 # limits; prepare packs BUILD_DIR (no rebuild, no downloads); `run core` unpacks it,
 # loads every binary, finds no GPU, says so in one line, exits 3 and leaves two files
-# in OUT; `import` files a run's results and prints the README's tables from their JSON,
+# in OUT; `import` files a run's results and prints the docs' GPU tables from their JSON,
 # and refuses a rehearsal's (on host, or measured on the emulator whatever its gpu= says).
 # With `emulated` (BUILD_DIR an EMU build: CTest's gpu_campaign_emulated), the emulated
 # rehearsal instead: the carry refuses to run as a GPU's; `run core` runs every step on

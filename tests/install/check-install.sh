@@ -3,11 +3,16 @@
 # tree (tests/install/consumer) against it, three ways:
 #   (a) CMake: find_package(plume) -> plume::plume and plume::plume_static;
 #   (b) pkg-config, shared:  cc main.c $(pkg-config --cflags --libs plume);
-#   (c) pkg-config, static:  libplume.a plus `pkg-config --static --libs plume`.
+#   (c) pkg-config, static:  cc main.c $(pkg-config --cflags --libs plume-static), as
+#       written, with and without --static: the program must contain plume (no
+#       libplume.so in readelf's NEEDED nor in ldd's list) with nothing edited; and
+#       cc -static main.c $(pkg-config --cflags --static --libs plume), all static.
 # Every binary must run and print "consumer ok <version>", and keep the C library's
 # malloc: plume's jemalloc is private to it (scripts/private-jemalloc), so linking plume,
 # shared or static, never changes a program's allocator. Before that, the installed
 # libplume.so must export no allocator, call no jemalloc outside itself and need none.
+# Then (d) the Python module in PREFIX/python, and (e) the C examples (examples/) built
+# against the installed package as examples/README.md says, one of them run.
 #
 # Usage: check-install.sh <plume build dir> <scratch dir>
 # The scratch dir is deleted and recreated on every run.
@@ -103,6 +108,9 @@ expect_shared() { # $1 exe, $2 shared or static
     [[ $2 == shared ]] || fail "$1 should link libplume.a but needs libplume.so"
   else
     [[ $2 == static ]] || fail "$1 should need libplume.so but does not"
+    if LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ldd "$1" | grep 'libplume\.so'; then
+      fail "$1 should link libplume.a, but ldd lists libplume.so"
+    fi
   fi
 }
 
@@ -140,23 +148,52 @@ run "$cc" -std=c11 -Wall -Wextra -Werror ${san_flags[@]+"${san_flags[@]}"} ${pc_
 expect_shared "$scratch/pkg-config/consumer_shared" shared
 run_consumer "$scratch/pkg-config/consumer_shared"
 
-step "(c) pkg-config, static: libplume.a and Libs.private"
-static_libs=$(run "$pc" --static --libs plume)
-read -r -a pc_static_libs <<<"$static_libs"
-echo "libs:   ${pc_static_libs[*]}"
-# Take libplume from the archive (-Bstatic) and everything else as the system has it.
-static_link=()
-for arg in "${pc_static_libs[@]}"; do
-  if [[ $arg == -lplume ]]; then
-    static_link+=("-Wl,-Bstatic" -lplume "-Wl,-Bdynamic")
-  else
-    static_link+=("$arg")
-  fi
+step "(c) pkg-config, static: plume-static.pc, whose Libs name libplume.a"
+for static_flag in "" --static; do
+  static_libs=$(run "$pc" ${static_flag:+"$static_flag"} --libs plume-static)
+  read -r -a pc_static_libs <<<"$static_libs"
+  echo "libs:   ${pc_static_libs[*]}"
+  archive=
+  for arg in "${pc_static_libs[@]}"; do
+    [[ $arg == */libplume.a ]] && archive=$(realpath "$arg")
+  done
+  [[ $archive == "$(realpath "$libdir/libplume.a")" ]] ||
+    fail "pkg-config ${static_flag:+$static_flag }--libs plume-static does not name $libdir/libplume.a"
+  exe=$scratch/pkg-config/consumer_static${static_flag:+_flag}
+  run "$cc" -std=c11 -Wall -Wextra -Werror ${san_flags[@]+"${san_flags[@]}"} ${pc_cflags[@]+"${pc_cflags[@]}"} \
+    "$consumer_src/main.c" -o "$exe" "${pc_static_libs[@]}"
+  expect_shared "$exe" static
+  run_consumer "$exe"
 done
-run "$cc" -std=c11 -Wall -Wextra -Werror ${san_flags[@]+"${san_flags[@]}"} ${pc_cflags[@]+"${pc_cflags[@]}"} \
-  "$consumer_src/main.c" -o "$scratch/pkg-config/consumer_static" "${static_link[@]}"
-expect_shared "$scratch/pkg-config/consumer_static" static
-run_consumer "$scratch/pkg-config/consumer_static"
+# plume.pc's own --static flags, for a program linked statically as a whole (cc -static):
+# -lplume is then the archive. Its malloc must still be the C library's: the static glibc's
+# malloc and __libc_malloc are one function (a malloc from anywhere else, linked first,
+# would be another; dladdr cannot tell in a program without dynamic symbols).
+if [[ -n ${PLUME_SANITIZE:-} ]]; then
+  echo "(c) cc -static: not tried, the sanitizers' runtimes do not link statically"
+else
+  full_static_libs=$(run "$pc" --static --libs plume)
+  read -r -a pc_full_static_libs <<<"$full_static_libs"
+  echo "libs:   ${pc_full_static_libs[*]}"
+  exe=$scratch/pkg-config/consumer_full_static
+  # (cudart_static's warnings about dlopen in a static program are expected.)
+  run "$cc" -static -std=c11 -Wall -Wextra -Werror ${pc_cflags[@]+"${pc_cflags[@]}"} \
+    "$consumer_src/main.c" -o "$exe" "${pc_full_static_libs[@]}"
+  readelf -d "$exe" | grep -q NEEDED && fail "$exe (cc -static) needs shared libraries"
+  out=$("$exe") || fail "$exe exited with $?"
+  echo "$out"
+  [[ $out == "consumer ok "* ]] || fail "$exe printed '$out', not 'consumer ok <version>'"
+  malloc_at=$(nm "$exe" | awk '$3 == "malloc" {print $1}')
+  libc_malloc_at=$(nm "$exe" | awk '$3 == "__libc_malloc" {print $1}')
+  [[ -n $malloc_at && $malloc_at == "$libc_malloc_at" ]] ||
+    fail "$exe's malloc ($malloc_at) is not the C library's __libc_malloc ($libc_malloc_at)"
+  echo "$exe: static, malloc is the C library's (__libc_malloc at $malloc_at)"
+fi
+# plume.pc keeps what the archive needs private, as pkg-config users expect: a program
+# linking libplume.so is given nothing but -lplume.
+grep -qx 'Requires.private: jansson' "${pc_files[0]}" || fail "plume.pc has no Requires.private: jansson"
+grep -q '^Libs.private: ' "${pc_files[0]}" || fail "plume.pc has no Libs.private"
+[[ " ${pc_libs[*]} " != *" -ljansson "* ]] || fail "pkg-config --libs plume gives -ljansson: ${pc_libs[*]}"
 
 step "(d) Python: PREFIX/python holds the module, which finds PREFIX's libplume"
 for f in "$prefix/python/pyproject.toml" "$prefix/python/plume/__init__.py" \
@@ -176,5 +213,21 @@ else
   echo "import plume: version $version"
   [[ -n $version ]] || fail "import plume printed no version"
 fi
+
+step "(e) the C examples (examples/) against $prefix, as examples/README.md builds them"
+source_dir=$(cd "$here/../.." && pwd)
+run "$cmake" -S "$source_dir/examples" -B "$scratch/examples-build" \
+  -DCMAKE_PREFIX_PATH="$prefix" \
+  -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF \
+  -DCMAKE_C_COMPILER="$cc" \
+  -DCMAKE_C_FLAGS="$cmake_c_flags" \
+  -DCMAKE_EXE_LINKER_FLAGS="$cmake_c_flags"
+run "$cmake" --build "$scratch/examples-build"
+expect_shared "$scratch/examples-build/stream_sink" shared
+# No LD_LIBRARY_PATH: CMake gave the program the library's folder as its RPATH.
+out=$(env -u LD_LIBRARY_PATH "$scratch/examples-build/stream_sink" 3) ||
+  fail "the installed stream_sink exited with $?: $out"
+echo "$out" | tail -n 2
+[[ $out == *"3 frames in order, 6 of 6 plumes found, 0 false alarms"* ]] || fail "stream_sink 3: $out"
 
 step "install check passed"
