@@ -202,13 +202,18 @@ class FastPath:
                 and array.ctypes.data % self.itemsize == 0)
 
     def run(self, array):
+        """The results, or None when another thread holds the pipeline (the caller takes
+        the long path, which makes a pipeline of its own)."""
         pl, stream = self.pipeline, self.stream.handle
         results = [np.empty(shape, dtype) for dtype, shape in self.results]
-        self.inputs[0].data = array.ctypes.data
-        for i, result in enumerate(results):
-            self.outputs[i].data = result.ctypes.data
-        pl._claim("run")
         try:
+            pl._claim("run")  # before the pointers: the arguments are this call's alone
+        except InvalidState:
+            return None
+        try:
+            self.inputs[0].data = array.ctypes.data
+            for i, result in enumerate(results):
+                self.outputs[i].data = result.ctypes.data
             status = lib.plm_pipeline_run(pl._handle, self.inputs, self.outputs, stream)
         finally:
             lib.plm_stream_synchronize(stream)
@@ -237,7 +242,9 @@ def op(name: str, array: Any, *, out: Any = None, context: Optional[Context] = N
     if out is None and stream is None and not as_tensor and isinstance(array, np.ndarray):
         fast = context._op_fast.get((name, hashable(params), array.dtype, array.shape))
         if fast is not None and fast.ready(array):
-            return fast.run(array)
+            results = fast.run(array)
+            if results is not None:
+                return results
     call = Call(name, params)
     stream = context.stream_of(stream)
     source = _interop.operand(context, array, stream, call.convert)
