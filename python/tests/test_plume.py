@@ -527,6 +527,24 @@ class LikeNumpy(unittest.TestCase):
         np.testing.assert_array_equal(plume.ops.background(stack, alpha=0.5, context=self.ctx),
                                       first)
 
+    def test_threshold_compares_in_double_precision_at_the_edges(self):
+        # The CPU kernel compares floats against a float bound (kernels/common/threshold.h):
+        # the answers must be the doubles' for values between two floats, on them, beyond
+        # float's range, and for u16.
+        x = np.float32([0.1, np.nextafter(np.float32(0.1), 0), np.nextafter(np.float32(0.1), 1),
+                        -0.0, 3.4e38, np.inf, -np.inf, np.nan, 1e-45, 16777217.0])
+        ops = {"gt": np.greater, "ge": np.greater_equal, "lt": np.less, "le": np.less_equal}
+        for value in (0.1, float(np.float32(0.1)), 0.0, 3.5e38, 1e300, -1e300, 1e-46,
+                      16777217.0):
+            for cmp, fn in ops.items():
+                got = plume.ops.threshold(x, value=value, cmp=cmp, context=self.ctx)
+                want = fn(x.astype(np.float64), value).astype(np.uint8)
+                np.testing.assert_array_equal(got, want, err_msg="%r %s" % (value, cmp))
+        u16 = np.arange(0, 65536, 7, dtype=np.uint16)
+        for value in (99.5, 100.0, 65534.9999999):
+            np.testing.assert_array_equal(plume.ops.threshold(u16, value=value, context=self.ctx),
+                                          (u16 > value).astype(np.uint8))
+
     def test_other_dtypes_are_converted_by_the_rule(self):
         expected = (self.frame > 0.5).astype(np.uint8)
         np.testing.assert_array_equal(self.threshold(self.frame.astype(np.float64)), expected)
