@@ -381,12 +381,16 @@ plm_status detect_run(const detect_config *config, detect_result *result, char *
   job.csv = NULL;
   status = image_writer_commit(csv, err, err_size);
   result->write_failed = status != PLM_OK;
-  /* The detections are kept even when the profile cannot be written. */
+  /* The detections are kept even when the profile cannot be written; a profile that
+   * cannot be written (its folder cannot be made, a full disk) is a runtime failure, as
+   * the CSV's would be (docs/failure-behaviour.md). */
   if (status == PLM_OK && job.profiler) {
     const plm_profile_write_options profile = {.title = "plume detect"};
-    if ((status = add_pool_snapshot(&job)) != PLM_OK ||
-        (status = plm_profiler_write(job.profiler, config->profile_dir, &profile)) != PLM_OK)
+    if ((status = add_pool_snapshot(&job)) != PLM_OK) return library_failure(&job, status);
+    if ((status = plm_profiler_write(job.profiler, config->profile_dir, &profile)) != PLM_OK) {
+      result->write_failed = true;
       return library_failure(&job, status);
+    }
   }
   return release(&job, status);
 }

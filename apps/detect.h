@@ -137,7 +137,7 @@ struct detect_result {
   int64_t regions;          /* rows written */
   int64_t truncated_frames; /* frames with more than C regions */
   int64_t missing_regions;  /* the regions of those beyond their first C */
-  bool write_failed;        /* the run failed writing the CSV (a full disk): a runtime failure */
+  bool write_failed;        /* the run failed writing the CSV or the profile: a runtime failure */
   plm_run_stream_report report; /* this process's run */
   /* With a runner over several processes (0 ranks otherwise), on the writing one: */
   int ranks;

@@ -146,6 +146,7 @@
 #include "pool/private_jemalloc.h"
 #include "profile/stats.h"
 #include "streams/clock.h"
+#include "streams/file.h"
 #include "tools/progress.h"
 
 #define KIB ((size_t)1024)
@@ -1630,8 +1631,12 @@ static bool write_traces(bench_env *env) {
     if (snprintf(path, sizeof path, "%s/%s-%s.trace", env->opt.trace_dir, c->workload, params) >=
         (int)sizeof path)
       return fail("--write-trace: the path %s/... is too long", env->opt.trace_dir);
-    trace_file = fopen(path, "w");
-    if (!trace_file) return fail("--write-trace: cannot write %s: %s", path, strerror(errno));
+    /* Through the one writer (streams/file.h): a temporary renamed into place whole. */
+    plm__file_out out;
+    char why[256];
+    if (plm__file_out_open(&out, path, why, sizeof why) != PLM_OK)
+      return fail("--write-trace: %s: %s", path, why);
+    trace_file = out.file;
     fprintf(trace_file, "# plume-pool-trace 1\n");
     if (steady)
       fprintf(trace_file, "# workload steady_state frames %zu\n", c->n);
@@ -1644,10 +1649,13 @@ static bool write_traces(bench_env *env) {
     result scratch;
     memset(&scratch, 0, sizeof scratch);
     bool ok = run_case(env, c, MODE_TRACE, &scratch);
-    bool closed = fclose(trace_file) == 0;
     trace_file = NULL;
-    if (!ok) return false;
-    if (!closed) return fail("--write-trace: writing %s failed: %s", path, strerror(errno));
+    if (!ok) {
+      plm__file_out_abort(&out); /* the temporary removed, the old trace kept */
+      return false;
+    }
+    if (plm__file_out_commit(&out, why, sizeof why) != PLM_OK)
+      return fail("--write-trace: %s: %s", path, why);
     printf("%s\n", path);
     written++;
   }

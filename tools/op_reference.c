@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "plume/plume.h"
+#include "streams/file.h"
 
 static FILE *out;
 
@@ -150,9 +151,10 @@ static int write_reference(void) {
   return 0;
 }
 
-/* The whole of a file, NUL-terminated, or NULL. */
-static char *read_all(const char *path, size_t *size) {
-  FILE *f = fopen(path, "rb");
+/* The whole of a file, NUL-terminated, or NULL with why (through the one opener,
+ * streams/file.h: what is not a regular file is refused without blocking). */
+static char *read_all(const char *path, size_t *size, char *why, size_t why_size) {
+  FILE *f = plm__file_open_regular(path, PLM__FILE_READ, NULL, why, why_size);
   if (!f) return NULL;
   size_t cap = 1 << 16, n = 0;
   char *buf = malloc(cap);
@@ -166,6 +168,7 @@ static char *read_all(const char *path, size_t *size) {
   const bool failed = ferror(f);
   fclose(f);
   if (!buf || failed) {
+    snprintf(why, why_size, "%s", failed ? "reading failed" : "out of memory");
     free(buf);
     return NULL;
   }
@@ -182,9 +185,10 @@ static int check(const char *path) {
   out = open_memstream(&text, &size);
   if (!out || write_reference() != 0 || fclose(out) != 0) return 1;
   size_t old_size = 0;
-  char *old = read_all(path, &old_size);
+  char why[256];
+  char *old = read_all(path, &old_size, why, sizeof why);
   if (!old) {
-    fprintf(stderr, "op_reference: cannot read %s\n", path);
+    fprintf(stderr, "op_reference: %s: %s\n", path, why);
     free(text);
     return 1;
   }

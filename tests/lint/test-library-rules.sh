@@ -9,6 +9,13 @@
 #     (plm__cuda_check_launch, plm__cuda_call_failed), and in the cuda backend through
 #     cuda_fail: each empties the runtime's last-error slot, which a message built by
 #     hand leaves set, so that the next launch check blames its own kernel for it.
+#  3. Every file is opened through streams/file.h (plm__file_open_regular to read or
+#     append, plm__file_out_* to write, or the command's tools/regular_file.h and
+#     tools/output_file.h over them), in the library, the command, its tools, MPI and
+#     the benchmarks: a path that is a FIFO, a device, a link or a folder is then treated
+#     one way, and an output is written whole or not at all (docs/failure-behaviour.md).
+#     streams/file.c, the opener itself, is the one exception; open_memstream and
+#     fdopen of a descriptor the opener gave are not openings of a path.
 #
 # A grep that fails (a renamed folder, a bad pattern) fails the lint: every search goes
 # through `search`, which tells "nothing found" (grep's 1) from an error (2), and each
@@ -67,16 +74,30 @@ by_hand() { # by_hand OUT PATH...: CUDA errors reported outside launch.h and the
   drop "$out" '^(kernels/cuda/launch\.h|streams/backend_cuda\.c):'
 }
 
+opening_pattern='(^|[^_[:alnum:].>])(fopen|freopen|open|openat|creat|mkstemp|mkostemp)[[:space:]]*\('
+opening() { # opening OUT PATH...: files opened past streams/file.h, comments left out
+  local out=$1
+  shift
+  search "$out" "$opening_pattern" "$@"
+  drop "$out" '^[^:]*:[0-9]+:\s*(/?\*|//)'
+  drop "$out" '^streams/file\.c:'
+}
+opened_folders=("${library[@]}" apps tools mpi benchmarks)
+
 mkdir -p "$scratch/probe"
 cat >"$scratch/probe/probe.c" <<'C'
-/* a comment that mentions printf( is not a call */
+/* a comment that mentions printf( is not a call, nor is fopen( */
 static void f(void) { fprintf(stderr, "x"); }
 static const char *g(int e) { return cudaGetErrorString(e); }
+static FILE *h(const char *p) { return fopen(p, "r"); }
+static int i(struct ops *o) { return o->open(0) + plm__file_open_regular(0); }
 C
-(cd "$scratch" && printing "$scratch/probe-printing.txt" probe && by_hand "$scratch/probe-by-hand.txt" probe)
-[[ $(wc -l <"$scratch/probe-printing.txt") == 1 && $(wc -l <"$scratch/probe-by-hand.txt") == 1 ]] || {
-  echo "lint: a rule's pattern misses the printing call or the CUDA error of its probe:"
-  cat "$scratch/probe-printing.txt" "$scratch/probe-by-hand.txt"
+(cd "$scratch" && printing "$scratch/probe-printing.txt" probe && by_hand "$scratch/probe-by-hand.txt" probe &&
+  opening "$scratch/probe-opening.txt" probe)
+[[ $(wc -l <"$scratch/probe-printing.txt") == 1 && $(wc -l <"$scratch/probe-by-hand.txt") == 1 &&
+  $(wc -l <"$scratch/probe-opening.txt") == 1 ]] || {
+  echo "lint: a rule's pattern misses the printing call, the CUDA error or the opening of its probe:"
+  cat "$scratch/probe-printing.txt" "$scratch/probe-by-hand.txt" "$scratch/probe-opening.txt"
   exit 2
 }
 
@@ -97,5 +118,16 @@ if [[ -s $scratch/by-hand.txt ]]; then
   failed=1
 fi
 
-((failed)) || echo "library rules: ok (no printing, CUDA errors through launch.h)"
+for folder in apps tools mpi benchmarks; do
+  [[ -d $folder ]] || { echo "lint: the folder $folder/ is missing: update opened_folders"; exit 2; }
+done
+opening "$scratch/opening.txt" "${opened_folders[@]}"
+if [[ -s $scratch/opening.txt ]]; then
+  echo "rule 3 broken: a file opened past streams/file.h (plm__file_open_regular,"
+  echo "plm__file_out_*, or tools/regular_file.h and tools/output_file.h):"
+  cat "$scratch/opening.txt"
+  failed=1
+fi
+
+((failed)) || echo "library rules: ok (no printing, CUDA errors through launch.h, files through streams/file.h)"
 exit $failed
