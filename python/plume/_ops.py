@@ -172,8 +172,8 @@ def _outputs(context, stream, out, dtype, shape, name):
 def hashable(params):
     """The parameters as a key that tells every value and its type apart (1, 1.0 and True
     are one dict key otherwise), or None when one is not hashable (an array)."""
-    try:
-        key = tuple((k, type(v), v) for k, v in sorted(params.items()))
+    try:  # in the call's order: another order is another key, a miss and no more
+        key = tuple([(k, type(v), v) for k, v in params.items()])
         hash(key)
     except TypeError:
         return None
@@ -182,8 +182,8 @@ def hashable(params):
 
 class FastPath:
     """A repeated call's marshalling, made once: a cached pipeline's ctypes arguments with
-    only the data pointers to fill in, for a host context, a compact numpy array of the
-    dtype and shape the pipeline was made for, and a numpy result. Everything else (checks,
+    only the data pointers to fill in, for a compact numpy array of the dtype and shape the
+    pipeline was made for on a host context (only those are remembered), and numpy results. Everything else (checks,
     conversions, out=, other kinds of array) goes the long way, through Call."""
 
     def __init__(self, pipeline, tensor, stream, outputs, written):
@@ -193,25 +193,22 @@ class FastPath:
         self.results = outputs  # (dtype, shape) of each output
         self.itemsize = numpy_dtype(tensor.dtype).itemsize
 
-    def ready(self, array):
-        """Whether `array` can take this path: compact, aligned, the pipeline still open
-        and idle, the context host."""
-        pl = self.pipeline
-        return (array.flags.c_contiguous and pl._handle is not None and pl._busy is None
-                and self.stream._handle is not None and pl.context.backend == "host"
-                and array.ctypes.data % self.itemsize == 0)
-
     def run(self, array):
-        """The results, or None when another thread holds the pipeline (the caller takes
-        the long path, which makes a pipeline of its own)."""
-        pl, stream = self.pipeline, self.stream.handle
+        """The results, or None when `array` cannot take this path (strided, misaligned;
+        the pipeline closed or held by another thread): the caller takes the long path."""
+        pl = self.pipeline
+        data = array.ctypes.data
+        if (not array.flags.c_contiguous or data % self.itemsize or pl._handle is None
+                or self.stream._handle is None):
+            return None
         results = [np.empty(shape, dtype) for dtype, shape in self.results]
         try:
             pl._claim("run")  # before the pointers: the arguments are this call's alone
         except InvalidState:
             return None
+        stream = self.stream._handle
         try:
-            self.inputs[0].data = array.ctypes.data
+            self.inputs[0].data = data
             for i, result in enumerate(results):
                 self.outputs[i].data = result.ctypes.data
             status = lib.plm_pipeline_run(pl._handle, self.inputs, self.outputs, stream)
@@ -241,7 +238,7 @@ def op(name: str, array: Any, *, out: Any = None, context: Optional[Context] = N
     context = context or default_context()
     if out is None and stream is None and not as_tensor and isinstance(array, np.ndarray):
         fast = context._op_fast.get((name, hashable(params), array.dtype, array.shape))
-        if fast is not None and fast.ready(array):
+        if fast is not None:
             results = fast.run(array)
             if results is not None:
                 return results
@@ -274,7 +271,7 @@ def op(name: str, array: Any, *, out: Any = None, context: Optional[Context] = N
         source.release()
     if (not stack and out is None and not as_tensor and cached and isinstance(array, np.ndarray)
             and source.dtype == array.dtype and not call.tensors
-            and not call.table.info.stateful):
+            and not call.table.info.stateful and context.backend == "host"):
         remember(context, (name, hashable(params), array.dtype, array.shape),
                  FastPath(pl, source.tensor, stream, outputs, [r.tensor for r in results]))
     if as_tensor:
@@ -328,8 +325,9 @@ def _function(name, doc, keys):
     """The function of op `name`: plume.op with the keywords given (None: the library's
     default), under the op's name, docstring and signature."""
     def run(array, **params):
-        common = {k: params.pop(k) for k in COMMON if k in params}
-        return op(name, array, **common, **{k: v for k, v in params.items() if v is not None})
+        if any(v is None for v in params.values()):  # a keyword left to its default
+            params = {k: v for k, v in params.items() if v is not None}
+        return op(name, array, **params)
 
     run.__name__ = run.__qualname__ = name
     run.__module__ = "plume.ops"
