@@ -6,7 +6,8 @@ numpy and OpenCV doing the same thing on the same array, in one run.
     python3 benchmarks/python_ops_bench.py --size 1024 --repeat 15   # a pip-installed plume
 
 For each op, the median over --repeat rounds of the time per call (each round times as
-many calls as fill about --round-ms), for plume.ops on the default context (a repeated
+many calls as fill about --round-ms; the three libraries' rounds interleaved, so that the
+machine's load falls on all alike), for plume.ops on the default context (a repeated
 call reuses its compiled pipeline), numpy (or scipy where numpy has no such function) and
 cv2; "first" is plume's first call, which parses and compiles the one-op pipeline. The
 results are checked to agree before anything is timed. It never fails on timing; a library
@@ -35,24 +36,34 @@ except ImportError:
     ndimage = None
 
 
-def per_call_us(fn, repeat, round_ms):
-    """The median time of one call of fn, in microseconds."""
+def calls_per_round(fn, round_ms):
+    """How many calls of fn fill about round_ms."""
     fn()
-    calls, spent = 1, 0.0
-    while spent < round_ms / 1e3 and calls < 1 << 20:  # calls per round
+    calls = 1
+    while calls < 1 << 20:
         start = time.perf_counter()
         for _ in range(calls):
             fn()
-        spent = time.perf_counter() - start
-        if spent < round_ms / 1e3:
-            calls *= 2
-    rounds = []
+        if time.perf_counter() - start >= round_ms / 1e3:
+            break
+        calls *= 2
+    return calls
+
+
+def per_call_us(fns, repeat, round_ms):
+    """The median time of one call of each of fns (None: not timed), in microseconds, their
+    rounds interleaved (plume's, numpy's, cv2's, plume's, ...) so that a change in the
+    machine's load falls on all of them alike."""
+    calls = [calls_per_round(fn, round_ms) if fn else 0 for fn in fns]
+    rounds = [[] for _ in fns]
     for _ in range(repeat):
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        rounds.append((time.perf_counter() - start) / calls * 1e6)
-    return statistics.median(rounds)
+        for fn, count, times in zip(fns, calls, rounds):
+            if fn:
+                start = time.perf_counter()
+                for _ in range(count):
+                    fn()
+                times.append((time.perf_counter() - start) / count * 1e6)
+    return [statistics.median(times) if times else None for times in rounds]
 
 
 def first_call_us(name, frame, params):
@@ -125,9 +136,8 @@ def main():
             if other:
                 check(ours, other())
         first = first_call_us(name, frame, params)
-        plume_us = per_call_us(lambda: fn(frame, **params), args.repeat, args.round_ms)
-        times = [per_call_us(other, args.repeat, args.round_ms) if other else None
-                 for other in (numpy_fn, cv2_fn)]
+        plume_us, *times = per_call_us([lambda: fn(frame, **params), numpy_fn, cv2_fn],
+                                       args.repeat, args.round_ms)
 
         def cell(value, form="%.1f"):
             return form % value if value is not None else "-"
