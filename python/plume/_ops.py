@@ -183,8 +183,9 @@ def hashable(params):
 class FastPath:
     """A repeated call's marshalling, made once: a cached pipeline's ctypes arguments with
     only the data pointers to fill in, for a compact numpy array of the dtype and shape the
-    pipeline was made for on a host context (only those are remembered), and numpy results. Everything else (checks,
-    conversions, out=, other kinds of array) goes the long way, through Call."""
+    pipeline was made for on a host context (only those are remembered), and numpy
+    results. Everything else (checks, conversions, out=, other kinds of array) goes the
+    long way, through Call."""
 
     def __init__(self, pipeline, tensor, stream, outputs, written):
         self.pipeline, self.stream = pipeline, stream

@@ -22,6 +22,7 @@ closed during run_stream").
 
 import ctypes
 import queue
+import re
 import threading
 import weakref
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence
@@ -30,12 +31,14 @@ import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
 from . import _interop, _native
-from ._common import (check, error, library_error, dims, dtype_code, integer, invalid, numpy_dtype,
-                      tensor_shape)
+from ._common import (Error, check, dims, dtype_code, error, integer, invalid, library_error,
+                      numpy_dtype, tensor_shape)
 from ._context import Context, Stream, default_context
 from ._native import lib
 from ._tensor import Tensor
 
+
+INPUTS = re.compile(r"\binputs\[(\d+)\]")
 
 # ---- regions tables -------------------------------------------------------------------------
 
@@ -226,7 +229,10 @@ class Pipeline:
         stream = ctx.stream_of(stream)
         results = [Tensor.empty(ctx, stream, numpy_dtype(shape.dtype), tensor_shape(shape))
                    for shape in self._outputs]
-        self._run_into(frames, [result.tensor for result in results], stream)
+        try:
+            self._run_into(frames, [result.tensor for result in results], stream)
+        except Error as failure:  # the library's inputs[i] are run's frames[i]
+            raise type(failure)(failure.status, INPUTS.sub(r"frames[\1]", str(failure))) from None
         if not as_tensor:
             results = named_regions([result.numpy() for result in results], self._tables)
         return results[0] if len(results) == 1 else tuple(results)

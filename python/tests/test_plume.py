@@ -599,6 +599,11 @@ class LikeNumpy(unittest.TestCase):
             plume.ops.threshold(self.frame, value=0.5, nope=1, context=self.ctx)
         with self.assertRaises(TypeError):
             plume.Context(device=1.5)
+        with plume.Pipeline("threshold value=3", "u16", (8, 8), context=self.ctx) as pl:
+            with self.assertRaises(ValueError) as caught:
+                pl.run(np.zeros((8, 9), np.uint16))
+        self.assertEqual(str(caught.exception),
+                         "frames[0] is u16 8x9 but the pipeline's input 0 is u16 8x8")
 
     def test_the_public_api_has_type_information(self):
         import typing
