@@ -12,6 +12,8 @@
 #include "tools/image_io.h"
 #include "tools/progress.h"
 #include "tools/quote.h"
+#include "tools/regular_file.h"
+#include "tools/unnamed_file.h"
 
 /* The message on one line, its control characters escaped (tools/quote.h): it may hold
  * a user's value as given, such as a word of the pipeline's text in the library's
@@ -37,10 +39,12 @@ typedef struct detect_job {
   plm_pipeline *pl;
   plm_profiler *profiler; /* with config->profile_dir */
   image_writer *csv;
-  image tensors[DETECT_MAX_TENSORS]; /* config->tensors' arrays until the pipeline is built */
-  char *rows;                        /* one frame's packed rows (detect_pack_fn) */
-  size_t rows_room;                  /* bytes */
-  bool ran;                          /* the runner's run was reached (no withdraw) */
+  unnamed_file *kept; /* the writing rank's CSV while the ranks run (with a runner) */
+  image tensors[DETECT_MAX_TENSORS];  /* config->tensors' arrays until the pipeline is built */
+  detect_check checks[DETECT_CHECKS]; /* what every rank must hold alike (with a runner) */
+  char *rows;                         /* one frame's packed rows (detect_pack_fn) */
+  size_t rows_room;                   /* bytes */
+  bool ran;                           /* the runner's run was reached (no withdraw) */
   progress bar;
   char *err; /* the caller's message buffer */
   size_t err_size;
@@ -63,6 +67,7 @@ static plm_status release(detect_job *job, plm_status status) {
   progress_end(&job->bar);
   free_tensors(job);
   image_writer_abort(job->csv);
+  unnamed_file_close(job->kept);
   plm_pipeline_destroy(job->pl);
   plm_profiler_destroy(job->profiler);
   if (job->ctx && plm_context_destroy(job->ctx) != PLM_OK && status == PLM_OK)
@@ -109,6 +114,98 @@ static void shape_text(const plm_shape *shape, char *buf, size_t size) {
   for (int d = 0; d < shape->ndim && used < size; d++)
     used +=
         (size_t)snprintf(buf + used, size - used, d ? "x%lld" : "%lld", (long long)shape->dims[d]);
+}
+
+/* ---- what the ranks must hold alike (detect_check) ----------------------------------------- */
+
+static const uint64_t fnv_offset = 14695981039346656037ULL, fnv_prime = 1099511628211ULL;
+
+static uint64_t fnv1a(uint64_t hash, const void *bytes, size_t length) {
+  const unsigned char *p = bytes;
+  for (size_t i = 0; i < length; i++) hash = (hash ^ p[i]) * fnv_prime;
+  return hash;
+}
+
+static uint64_t fnv1a_i64(uint64_t hash, int64_t value) {
+  return fnv1a(hash, &value, sizeof value);
+}
+
+/* The pipeline's text with every run of spaces, tabs and newlines made one space, one
+ * space on each side of every '!' and none at the ends: texts that differ only there are
+ * the same pipeline. */
+static void check_pipeline(const char *text, detect_check *check) {
+  *check = (detect_check){.what = "pipeline"};
+  char *canonical = malloc(3 * strlen(text) + 1); /* "a!b" grows to "a ! b" */
+  if (!canonical) {                               /* a few bytes short: the text as given */
+    check->hash = fnv1a(fnv_offset, text, strlen(text));
+    return;
+  }
+  size_t used = 0;
+  bool gap = false;
+  for (const char *p = text; *p; p++) {
+    if (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') {
+      gap = true;
+      continue;
+    }
+    if ((gap || *p == '!') && used > 0 && canonical[used - 1] != ' ') canonical[used++] = ' ';
+    canonical[used++] = *p;
+    gap = *p == '!';
+  }
+  if (used > 0 && canonical[used - 1] == ' ') used--;
+  canonical[used] = '\0';
+  check->hash = fnv1a(fnv_offset, canonical, used);
+  char quoted[QUOTE_SIZE];
+  quote_value(canonical, quoted, sizeof quoted);
+  free(canonical);
+  /* A long text: its start, then "..." */
+  if (strlen(quoted) >= sizeof check->shown) strcpy(quoted + sizeof check->shown - 4, "...");
+  snprintf(check->shown, sizeof check->shown, "%s", quoted);
+}
+
+static void shape_text(const plm_shape *shape, char *buf, size_t size);
+
+/* The frames as this rank opened them: the path as given, dtype, shape and count (each
+ * rank reads only its own block, so their bytes are not compared). */
+static void check_frames(const char *path, const frame_reader_info *frames, detect_check *check) {
+  uint64_t hash = fnv1a(fnv_offset, path, strlen(path) + 1);
+  hash = fnv1a_i64(hash, frames->dtype);
+  hash = fnv1a_i64(hash, frames->count);
+  hash = fnv1a_i64(hash, frames->height);
+  hash = fnv1a_i64(hash, frames->width);
+  char quoted[QUOTE_SIZE];
+  *check = (detect_check){.what = "frames", .hash = hash};
+  snprintf(check->shown, sizeof check->shown, "%lld frames of %lldx%lld %s from %s",
+           (long long)frames->count, (long long)frames->height, (long long)frames->width,
+           plm_dtype_name(frames->dtype), quote_value(path, quoted, sizeof quoted));
+}
+
+/* The tensors (read, not yet freed): names, dtypes, shapes and bytes, in order. */
+static void check_tensors(const detect_job *job, detect_check *check) {
+  const detect_config *config = job->config;
+  uint64_t hash = fnv1a_i64(fnv_offset, config->tensor_count);
+  *check = (detect_check){.what = "tensors", .hash = hash};
+  size_t used =
+      (size_t)snprintf(check->shown, sizeof check->shown, "%s", config->tensor_count ? "" : "none");
+  for (int t = 0; t < config->tensor_count; t++) {
+    const image *array = &job->tensors[t];
+    const char *name = config->tensors[t].name;
+    plm_shape shape = {.dtype = array->dtype, .ndim = array->ndim};
+    size_t bytes = plm_dtype_size(array->dtype);
+    for (int d = 0; d < array->ndim; d++) {
+      shape.dims[d] = array->dims[d];
+      bytes *= (size_t)array->dims[d];
+    }
+    hash = fnv1a(hash, name, strlen(name) + 1);
+    hash = fnv1a_i64(hash, shape.dtype);
+    hash = fnv1a(hash, shape.dims, sizeof shape.dims[0] * (size_t)shape.ndim);
+    hash = fnv1a(hash, array->data, bytes);
+    char text[96];
+    shape_text(&shape, text, sizeof text);
+    if (used < sizeof check->shown)
+      used += (size_t)snprintf(check->shown + used, sizeof check->shown - used, "%s@%s %s",
+                               t ? ", " : "", name, text);
+  }
+  check->hash = hash;
 }
 
 /* Read config->tensors' files into job->tensors, and name them in named[]. */
@@ -221,7 +318,9 @@ static plm_status write_rows(void *user, int64_t frame, const void *bytes, size_
     result->truncated_frames++;
     result->missing_regions += missing;
   }
-  plm_status status = image_writer_write(job->csv, lines, text, job->scratch, sizeof job->scratch);
+  plm_status status =
+      job->kept ? unnamed_file_write(job->kept, lines, text, job->scratch, sizeof job->scratch)
+                : image_writer_write(job->csv, lines, text, job->scratch, sizeof job->scratch);
   if (status != PLM_OK) {
     result->write_failed = true;
     return keep_failure(job, status);
@@ -245,6 +344,22 @@ static void describe_failure(void *user, char *message, size_t size) {
 }
 
 /* ---- the run ------------------------------------------------------------------------------ */
+
+static plm_status write_to_csv(void *user, const void *data, size_t bytes, char *err,
+                               size_t err_size) {
+  return image_writer_write(user, data, bytes, err, err_size);
+}
+
+/* The kept rows (the writing rank's, with a runner) into the CSV's temporary file. */
+static plm_status write_kept_rows(detect_job *job) {
+  plm_status status =
+      image_writer_open_text(job->config->out_path, &job->csv, job->err, job->err_size);
+  if (status == PLM_OK)
+    status = unnamed_file_replay(job->kept, write_to_csv, job->csv, job->err, job->err_size);
+  unnamed_file_close(job->kept);
+  job->kept = NULL;
+  return status;
+}
 
 static plm_status check_config(const detect_config *config, char *err, size_t err_size) {
   if (!config) return fail(err, err_size, PLM_ERR_INVALID_ARG, "detect_run: config is NULL");
@@ -305,6 +420,11 @@ plm_status detect_run(const detect_config *config, detect_result *result, char *
 
   plm_named_tensor named[DETECT_MAX_TENSORS];
   if ((status = read_tensors(&job, named)) != PLM_OK) return release(&job, status);
+  if (config->runner) {
+    check_pipeline(config->pipeline, &job.checks[0]);
+    check_tensors(&job, &job.checks[1]);
+    check_frames(config->frames_path, frames, &job.checks[2]);
+  }
 
   /* AUTO: the backend the cost model predicts faster for this pipeline and frame size
    * (plm_pipeline_place); built again there when it is not the context's. */
@@ -341,9 +461,23 @@ plm_status detect_run(const detect_config *config, detect_result *result, char *
   const bool writes = !runner || runner->writes;
   char header[CSV_REGIONS_ROW_SIZE];
   size_t header_length = csv_regions_header(header, sizeof header, true, true);
-  if (writes &&
-      ((status = image_writer_open_text(config->out_path, &job.csv, err, err_size)) != PLM_OK ||
-       (status = image_writer_write(job.csv, header, header_length, err, err_size)) != PLM_OK)) {
+  if (writes && runner) {
+    /* Nothing beside out_path until every rank's rows are in (detect.h, "Processes"); a
+     * path that cannot be written fails now, not after the run. */
+    char why[OUTPUT_PATH_WHY_SIZE], shown[QUOTE_SIZE];
+    if (!output_path_usable(config->out_path, why, sizeof why))
+      return release(&job, fail(err, err_size, PLM_ERR_IO, "--out %s: %s",
+                                quote_value(config->out_path, shown, sizeof shown), why));
+    if ((status = unnamed_file_open(config->out_path, &job.kept, err, err_size)) != PLM_OK ||
+        (status = unnamed_file_write(job.kept, header, header_length, err, err_size)) != PLM_OK) {
+      result->write_failed = job.kept != NULL;
+      return release(&job, status);
+    }
+  } else if (writes &&
+             ((status = image_writer_open_text(config->out_path, &job.csv, err, err_size)) !=
+                  PLM_OK ||
+              (status = image_writer_write(job.csv, header, header_length, err, err_size)) !=
+                  PLM_OK)) {
     result->write_failed = job.csv != NULL; /* opened, then not written */
     return release(&job, status);
   }
@@ -358,7 +492,9 @@ plm_status detect_run(const detect_config *config, detect_result *result, char *
                                .pack = pack_rows,
                                .deliver = write_rows,
                                .describe_failure = describe_failure,
-                               .job = &job};
+                               .job = &job,
+                               .checks = job.checks,
+                               .check_count = DETECT_CHECKS};
     job.ran = true;
     status = runner->run(runner, job.pl, &all, result, err, err_size);
   } else {
@@ -377,6 +513,11 @@ plm_status detect_run(const detect_config *config, detect_result *result, char *
     return release(
         &job, fail(err, err_size, PLM_ERR_INVALID_STATE,
                    "interrupted after the last frame, before %s was written", config->out_path));
+  /* Every rank's rows are in: now the CSV beside out_path, as one process writes it. */
+  if (job.kept && (status = write_kept_rows(&job)) != PLM_OK) {
+    result->write_failed = true;
+    return release(&job, status);
+  }
   image_writer *csv = job.csv;
   job.csv = NULL;
   status = image_writer_commit(csv, err, err_size);

@@ -35,6 +35,12 @@
  * Processes: with config->runner (apps/detect_mpi.h) the frames are shared among MPI
  * ranks, each reading and running its own block of frames; every frame's rows reach the
  * rank that writes, in frame order, so the CSV is byte for byte what one process writes.
+ * The ranks first agree on the pipeline, its tensors and the frames (detect_check). The
+ * writing rank keeps the rows in a file that has no name (tools/unnamed_file.h) until
+ * every frame is in: nothing is created beside out_path while the ranks run, so that a
+ * rank killed outright (SIGKILL, the node lost), the writing one included, leaves no
+ * temporary file. Only then are the rows copied into the temporary file beside out_path
+ * and renamed over it, as one process writes it.
  *
  * Blocks; one call at a time per thread (it uses the thread's plume error message).
  */
@@ -71,6 +77,17 @@ typedef plm_status (*detect_pack_fn)(void *job, int64_t frame, const void *const
                                      const void **bytes, size_t *length);
 typedef plm_status (*detect_deliver_fn)(void *job, int64_t frame, const void *bytes, size_t length);
 
+/* What every process of a run must hold alike, so that the CSV is one pipeline's over one
+ * sequence of frames (a runner compares them before any frame runs): "pipeline" (its text,
+ * runs of spaces and the spaces about '!' aside), "tensors" (each one's name, dtype, shape
+ * and bytes) and "frames" (the --frames path as given, their dtype, shape and count). */
+enum { DETECT_CHECKS = 3, DETECT_SHOWN_SIZE = 192 };
+typedef struct detect_check {
+  const char *what;
+  uint64_t hash;                 /* FNV-1a 64 */
+  char shown[DETECT_SHOWN_SIZE]; /* a short text of it, for a message */
+} detect_check;
+
 /* What a runner runs: frames 0 .. count - 1. */
 typedef struct detect_frames {
   int64_t count;
@@ -79,6 +96,8 @@ typedef struct detect_frames {
   detect_deliver_fn deliver; /* in frame order, where the CSV is written */
   void (*describe_failure)(void *job, char *message, size_t size); /* the job's message */
   void *job;
+  const detect_check *checks; /* DETECT_CHECKS of them (above) */
+  int check_count;
 } detect_frames;
 
 typedef struct detect_result detect_result;

@@ -13,12 +13,20 @@ static plm_status run_ranks(const detect_runner *self, plm_pipeline *pl,
                             const detect_frames *frames, detect_result *result, char *err,
                             size_t err_size) {
   (void)self;
+  plm_mpi_check checks[DETECT_CHECKS];
+  const int check_count = frames->check_count < DETECT_CHECKS ? frames->check_count : DETECT_CHECKS;
+  for (int c = 0; c < check_count; c++)
+    checks[c] = (plm_mpi_check){.what = frames->checks[c].what,
+                                .hash = frames->checks[c].hash,
+                                .shown = frames->checks[c].shown};
   const plm_mpi_frames all = {.count = frames->count,
                               .source = frames->source,
                               .pack = frames->pack,
                               .deliver = frames->deliver,
                               .describe_failure = frames->describe_failure,
-                              .user = frames->job};
+                              .user = frames->job,
+                              .checks = checks,
+                              .check_count = check_count};
   plm_mpi_report report;
   plm_status status = plm_mpi_run_stream(pl, MPI_COMM_WORLD, &all, NULL, &report);
   result->report = report.local;
@@ -58,6 +66,11 @@ plm_status detect_run_mpi(detect_config *config, detect_result *result, bool *wr
   if (!*writes) config->show_progress = config->force_progress = false;
   plm_status status = detect_run(config, result, err, err_size);
   config->runner = NULL;
+  /* Only rank 0 writes, so only it knows that a write failed (a full disk: a runtime
+   * failure, exit 1, not a bad argument): every rank exits with the same code. */
+  int write_failed = result->write_failed;
+  MPI_Allreduce(MPI_IN_PLACE, &write_failed, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
+  result->write_failed = write_failed;
   return status;
 }
 

@@ -9,7 +9,12 @@
  * writes the one CSV, in frame order, byte for byte what one process writes (plume/mpi.h
  * gathers the rows). A failure on any rank stops every rank, leaves no file and is one
  * line on rank 0's stderr naming the rank ("plume detect: rank 1: ..."); every rank
- * exits with the code of that failure. Only rank 0 prints and draws the progress bar
+ * exits with the code of that failure (a write failure, known to rank 0 alone, is exit 1
+ * on every rank). Before any frame the ranks compare their pipeline, tensors and frames
+ * with rank 0's (apps/detect.h's detect_check): a rank given others fails the run, naming
+ * what differs. Rank 0 keeps the CSV in a file without a name until every rank's rows
+ * are in (apps/detect.h, "Processes"), so that a rank killed outright, rank 0 included,
+ * leaves no temporary file. Only rank 0 prints and draws the progress bar
  * (the total of all frames: its own block as it runs, then the others' as they are
  * gathered).
  *

@@ -3,8 +3,10 @@
  * Every rank goes through the same collective steps, whatever happened to it, so that no
  * rank waits for a collective another one skipped:
  *
- *   1. start    Allgather of (status, frames): a rank that withdrew, or whose frame count
- *               differs from rank 0's, fails here, and then nobody runs (step 2 skipped).
+ *   1. start    Bcast of rank 0's checks (plm_mpi_check: hashes of the pipeline, the
+ *               frames, ...), which each rank compares with its own; then Allgather of
+ *               (status, frames): a rank that withdrew, whose checks or frame count
+ *               differ from rank 0's, fails here, and then nobody runs (step 2 skipped).
  *   2. run      plm_pipeline_run_stream over the rank's block. Its sink packs each frame:
  *               rank 0 delivers at once, the others append to a spool in host memory
  *               (per frame: an int64 length, then the bytes). Before each frame the sink
@@ -324,10 +326,68 @@ static void gather_rates(mpi_run *run) {
 
 /* ---- the public API ----------------------------------------------------------------------- */
 
-/* Step 1 and the set-up: the run's bookkeeping, each rank's (status, count) exchanged.
- * Returns false when nobody runs (a rank failed before the run). */
+/* The checks as they travel from rank 0 (plm_mpi_check, fixed-size texts). */
+enum { WHAT_SIZE = 32 };
+typedef struct wire_checks {
+  int64_t count; /* -1: none sent (rank 0 withdrew) */
+  struct {
+    uint64_t hash;
+    char what[WHAT_SIZE];
+    char shown[PLM_MPI_SHOWN_SIZE];
+  } check[PLM_MPI_MAX_CHECKS];
+} wire_checks;
+
+static void pack_checks(const plm_mpi_check *checks, int count, wire_checks *wire) {
+  memset(wire, 0, sizeof *wire);
+  wire->count = checks ? count : -1;
+  for (int c = 0; checks && c < count; c++) {
+    wire->check[c].hash = checks[c].hash;
+    snprintf(wire->check[c].what, WHAT_SIZE, "%s", checks[c].what ? checks[c].what : "");
+    snprintf(wire->check[c].shown, PLM_MPI_SHOWN_SIZE, "%s",
+             checks[c].shown ? checks[c].shown : "");
+  }
+}
+
+/* Compare this rank's checks with rank 0's: fails the rank at the first that differs. */
+static void compare_checks(mpi_run *run, const wire_checks *mine, const wire_checks *first) {
+  char text[PLM_MPI_MESSAGE_SIZE];
+  if (mine->count != first->count) {
+    snprintf(text, sizeof text,
+             "it has %lld checks of what it runs, but rank 0 has %lld: every rank must run the "
+             "same",
+             (long long)mine->count, (long long)first->count);
+    fail_here(run, PLM_ERR_INVALID_ARG, true, text);
+    return;
+  }
+  for (int64_t c = 0; c < mine->count; c++) {
+    const char *what = mine->check[c].what, *shown = mine->check[c].shown,
+               *shown0 = first->check[c].shown;
+    if (strcmp(what, first->check[c].what) != 0)
+      snprintf(text, sizeof text,
+               "it checks its %s where rank 0 checks its %s: every rank must run the same", what,
+               first->check[c].what);
+    else if (mine->check[c].hash == first->check[c].hash)
+      continue;
+    else if (strcmp(shown, shown0) != 0)
+      snprintf(text, sizeof text,
+               "not the same %s as rank 0: %s here, %s on rank 0 (every rank must run the same)",
+               what, shown, shown0);
+    else
+      snprintf(text, sizeof text,
+               "not the same %s as rank 0 (%s on both, but not alike; every rank must run the "
+               "same)",
+               what, shown[0] ? shown : "described alike");
+    fail_here(run, PLM_ERR_INVALID_ARG, true, text);
+    return;
+  }
+}
+
+/* Step 1 and the set-up: the run's bookkeeping, rank 0's checks compared on every rank
+ * (checks NULL: none, as for a rank that withdrew), each rank's (status, count)
+ * exchanged. Returns false when nobody runs (a rank failed before the run). */
 static bool start(mpi_run *run, MPI_Comm comm, plm_status status, int64_t count,
-                  const char *message, plm_mpi_report *report) {
+                  const plm_mpi_check *checks, int check_count, const char *message,
+                  plm_mpi_report *report) {
   memset(report, 0, sizeof *report);
   report->failed_rank = -1;
   report->local.failed_frame = -1;
@@ -343,6 +403,15 @@ static bool start(mpi_run *run, MPI_Comm comm, plm_status status, int64_t count,
   /* A few bytes per rank: without them no collective can go on. */
   if (!run->stop_received || !run->stop_sent || !all) MPI_Abort(comm, 1);
   if (status != PLM_OK) fail_here(run, status, true, message);
+  /* Two copies of a few kilobytes: on the heap, not the stack. */
+  wire_checks *wire = malloc(2 * sizeof *wire);
+  if (!wire) MPI_Abort(comm, 1);
+  pack_checks(run->status == PLM_OK ? checks : NULL, check_count, &wire[0]);
+  if (run->rank == 0) wire[1] = wire[0];
+  MPI_Bcast(&wire[1], (int)sizeof wire[1], MPI_BYTE, 0, comm);
+  if (run->rank != 0 && run->status == PLM_OK && wire[1].count >= 0)
+    compare_checks(run, &wire[0], &wire[1]);
+  free(wire);
   int64_t mine[2] = {run->status != PLM_OK, count};
   MPI_Allgather(mine, 2, MPI_INT64_T, all, 2, MPI_INT64_T, comm);
   bool everyone = true;
@@ -391,6 +460,12 @@ static plm_status check_arguments(plm_pipeline *pl, int rank, const plm_mpi_fram
     snprintf(why, size, "%s", plm_last_error());
     return status;
   }
+  if (frames->check_count < 0 || frames->check_count > PLM_MPI_MAX_CHECKS ||
+      (frames->check_count > 0 && !frames->checks)) {
+    snprintf(why, size, "frames->check_count is %d (checks %s): 0 to %d", frames->check_count,
+             frames->checks ? "given" : "NULL", PLM_MPI_MAX_CHECKS);
+    return PLM_ERR_INVALID_ARG;
+  }
   if (info.states == 0) return PLM_OK;
   snprintf(why, size,
            "the pipeline has %d stateful step%s (background): its state carries from frame to "
@@ -409,7 +484,9 @@ plm_status plm_mpi_run_stream(plm_pipeline *pl, MPI_Comm comm, const plm_mpi_fra
   plm_status status = check_arguments(pl, rank, frames, options, why, sizeof why);
 
   mpi_run run = {.frames = frames};
-  if (start(&run, comm, status, frames ? frames->count : 0, why, report)) {
+  const bool checked = status == PLM_OK;
+  if (start(&run, comm, status, frames ? frames->count : 0, checked ? frames->checks : NULL,
+            checked ? frames->check_count : 0, why, report)) {
     plm_mpi_share(frames->count, run.rank, run.ranks, &run.first, &run.count);
     report->first = run.first;
     report->count = run.count;
@@ -437,7 +514,7 @@ plm_status plm_mpi_withdraw(MPI_Comm comm, plm_status status, const char *messag
     message = "plm_mpi_withdraw: status is PLM_OK";
   }
   mpi_run run = {0};
-  start(&run, comm, status, -1, message ? message : "", report);
+  start(&run, comm, status, -1, NULL, 0, message ? message : "", report);
   status = agree(&run);
   finish(&run);
   return status;

@@ -3,8 +3,11 @@
 # `-n 3` (and more ranks than frames): the CSV byte for byte what one process writes, from a
 # stack and from a folder, with --progress over all the ranks' frames; a bad frame on one
 # rank (exit 2, one line naming the rank and the file, no output file, an old one kept); a
-# stateful pipeline refused; an interrupted run (no output, no temporary file). Skips (77)
-# when mpirun is missing. Ranks oversubscribe the cores (--oversubscribe) and may run as
+# stateful pipeline refused; ranks given another pipeline, other tensors or other frames
+# (MPMD: mpirun A : B) refused before any runs, naming what differs; a full disk; an
+# interrupted run and a rank killed outright (SIGKILL), any of them, rank 0 included, of 2
+# and of 3 (no output, no temporary file beside it nor in $TMPDIR). Skips (77) when mpirun
+# is missing. Ranks oversubscribe the cores (--oversubscribe) and may run as
 # root (--allow-run-as-root), as in CI.
 #
 # Under AddressSanitizer the ranks run without its leak check: Open MPI keeps memory past
@@ -102,28 +105,99 @@ mpi_run 2 2 "stateful" detect --frames s.npy --out x.csv \
 mpi_run 2 2 "--profile" detect --frames s.npy --pipeline "$pipeline" --out x.csv --profile p &&
   expect_err "--profile" "rank 0: --profile is for one process" && absent "--profile" x.csv p
 
+# ---- every rank runs the same: MPMD launches (A : B) with other texts are refused ---------
+# mpmd NAME EXPECTED_RC ARGS_OF_RANK_1... : rank 0 runs the usual detect, rank 1 its own.
+mpmd() {
+  local name=$1 expected=$2
+  shift 2
+  checks=$((checks + 1))
+  mpirun --allow-run-as-root --oversubscribe --quiet \
+    -n 1 "$plume" detect --frames s.npy --pipeline "$pipeline" --out x.csv : \
+    -n 1 "$plume" detect --out x.csv "$@" >out.txt 2>err.txt
+  local rc=$?
+  [[ $rc == "$expected" ]] || { fail "$name: exit $rc, expected $expected (stderr: $(cat err.txt))"; return 1; }
+  if [[ $expected == 2 ]] && [[ $(grep -c '^plume detect: rank 1: ' err.txt) != 1 ||
+                                $(grep -vc '^plume detect: ' err.txt) != 0 ]]; then
+    fail "$name: expected one 'plume detect: rank 1: ...' line on stderr, got: $(cat err.txt)"
+  fi
+}
+mpmd "MPMD, another pipeline" 2 --frames s.npy --pipeline "${pipeline/value=25/value=26}" &&
+  expect_err "MPMD, another pipeline" "rank 1: not the same pipeline as rank 0: 'conv2d kernel=log:9:1.5 pad=same border=replicate ! threshold value=26 ! label ! regions capacity=64' here, 'conv2d kernel=log:9:1.5 pad=same border=replicate ! threshold value=25 ! label ! regions capacity=64' on rank 0 (every rank must run the same)" &&
+  absent "MPMD, another pipeline" x.csv
+# Spaces aside, the text is the same pipeline: the run goes on.
+mpmd "MPMD, the same pipeline spaced otherwise" 0 --frames s.npy \
+  --pipeline "  ${pipeline//!/   !}	" && same x.csv one.csv "MPMD, spaced otherwise" && rm -f x.csv
+cp s.npy s2.npy
+mpmd "MPMD, other frames" 2 --frames s2.npy --pipeline "$pipeline" &&
+  expect_err "MPMD, other frames" "rank 1: not the same frames as rank 0: 24 frames of 64x64 u16 from 's2.npy' here, 24 frames of 64x64 u16 from 's.npy' on rank 0 (every rank must run the same)" &&
+  absent "MPMD, other frames" x.csv
+# Tensors of the same name and shape but other values (f32 3 x 3 kernels).
+f32_npy() {
+  printf '\x93NUMPY\x01\x00\x76\x00'
+  printf "%-117s\n" "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 3), }"
+  perl -e 'print pack("f<*", @ARGV)' "$@"
+}
+f32_npy 0 1 0 1 1 1 0 1 0 >k1.npy
+f32_npy 0 1 0 1 2 1 0 1 0 >k2.npy
+with_k="conv2d kernel=@k pad=same ! threshold value=900 ! label ! regions capacity=64"
+checks=$((checks + 1))
+mpirun --allow-run-as-root --oversubscribe --quiet \
+  -n 1 "$plume" detect --frames s.npy --pipeline "$with_k" --tensor k=k1.npy --out x.csv : \
+  -n 1 "$plume" detect --frames s.npy --pipeline "$with_k" --tensor k=k2.npy --out x.csv \
+  >out.txt 2>err.txt
+rc=$?
+[[ $rc == 2 ]] || fail "MPMD, other tensors: exit $rc, expected 2 (stderr: $(cat err.txt))"
+expect_err "MPMD, other tensors" \
+  "rank 1: not the same tensors as rank 0 (@k f32 3x3 on both, but not alike; every rank must run the same)" &&
+  absent "MPMD, other tensors" x.csv
+
+# ---- a full disk: rank 0's rows cannot be kept; nothing is left -------------------------
+# Rank 0 alone under the limit (no file may grow), its MPI started before any write of its.
+checks=$((checks + 1))
+echo "old" >x.csv
+mpirun --allow-run-as-root --oversubscribe --quiet \
+  -n 1 bash -c 'trap "" XFSZ; ulimit -f 0; exec "$@"' sh "$plume" detect --frames s.npy \
+  --pipeline "$pipeline" --out x.csv : \
+  -n 1 "$plume" detect --frames s.npy --pipeline "$pipeline" --out x.csv >out.txt 2>err.txt
+rc=$?
+[[ $rc == 1 ]] || fail "full disk: exit $rc, expected 1 (stderr: $(cat err.txt))"
+expect_err "full disk" "plume detect: rank 0: writing its rows to a file without a name in . failed: File too large"
+[[ $(cat x.csv) == old ]] || fail "full disk: the old output was changed"
+absent "full disk"
+rm -f x.csv
+
 # ---- an interrupted run: mpirun passes the signal on, no rank leaves a file ----------------
 # mpirun sends SIGTERM to the ranks 1 s after its own SIGINT (SIGKILL later), so the run must
 # still be going then on any machine: a folder of 20,000 frames (links to one 128 x 128 frame)
 # through a 91 x 91 entropy window is about a minute per rank here and seconds on the
-# fastest machine, and the signal ends it at once. It is sent when the run is ready for it:
-# rank 0 has opened the output's temporary file.
+# fastest machine, and the signal ends it at once. It is sent when the run is under way:
+# rank 0's progress bar (--progress) counts a frame, so every rank has passed the start.
 run 0 "one frame" scene --frames 1 --size 128,128 --out one.npy --truth one.csv
 mkdir -p many
 perl -e 'for (1 .. 20000) { symlink("../one.npy", sprintf("many/f_%05d.npy", $_)) or die "$!\n" }' ||
   fail "cannot make the folder of frames"
 slow="entropy window=91 bins=64 ! threshold value=4 ! label ! regions capacity=64"
-echo "old detections" >kept.csv
+# Rows kept by rank 0 go to a file without a name in --out's folder, else in $TMPDIR:
+# neither may hold anything afterwards.
+mkdir -p tmpdir
+export TMPDIR=$PWD/tmpdir
+
+# start_slow RANKS: the slow run in the background (pid), once under way (true), or not.
+start_slow() {
+  echo "old detections" >kept.csv
+  mpirun --allow-run-as-root --oversubscribe --quiet -n "$1" "$plume" detect --frames many \
+    --pipeline "$slow" --out kept.csv --backend host --progress >out.txt 2>err.txt &
+  pid=$!
+  for ((waited = 0; waited < 6000; waited++)); do
+    grep -q ' [1-9][0-9]*/20000 frames' err.txt && return 0
+    kill -0 "$pid" 2>/dev/null || return 1
+    sleep 0.01
+  done
+  return 1
+}
+
 checks=$((checks + 1))
-mpirun --allow-run-as-root --oversubscribe --quiet -n 2 "$plume" detect --frames many \
-  --pipeline "$slow" --out kept.csv --backend host >out.txt 2>err.txt &
-pid=$!
-for ((waited = 0; waited < 6000; waited++)); do
-  compgen -G 'kept.csv.tmp-*' >/dev/null && break
-  kill -0 "$pid" 2>/dev/null || break
-  sleep 0.01
-done
-if compgen -G 'kept.csv.tmp-*' >/dev/null; then
+if start_slow 2; then
   kill -INT "$pid"
   # Stopped within 30 s of the signal, else it did not pass the signal on.
   for ((waited = 0; waited < 3000; waited++)); do
@@ -142,8 +216,69 @@ if compgen -G 'kept.csv.tmp-*' >/dev/null; then
 else
   kill -KILL "$pid" 2>/dev/null
   wait "$pid"
-  fail "interrupted: the run never opened its output (stderr: $(head -c 1000 err.txt))"
+  fail "interrupted: the run never got under way (stderr: $(head -c 1000 err.txt))"
 fi
-rm -rf many one.npy one.csv kept.csv
+
+# ---- a rank killed outright: no handler runs, and nothing may be left ---------------------
+# descendants PID: the processes under PID (mpirun's ranks are its children, or a proxy's),
+# from /proc, without procps.
+descendants() {
+  local -A parent_of=()
+  local stat line rest ppid p
+  for stat in /proc/[0-9]*/stat; do
+    { read -r line <"$stat"; } 2>&- || continue # gone since the glob
+    rest=${line##*) } # after the command's name, which may hold spaces
+    read -r _ ppid _ <<<"$rest"
+    parent_of[${stat//[!0-9]/}]=$ppid
+  done
+  local -a queue=("$1")
+  while ((${#queue[@]})); do
+    local at=${queue[0]}
+    queue=("${queue[@]:1}")
+    for p in "${!parent_of[@]}"; do
+      if [[ ${parent_of[$p]} == "$at" ]]; then
+        echo "$p"
+        queue+=("$p")
+      fi
+    done
+  done
+}
+# SIGKILL of rank R (found by its OMPI_COMM_WORLD_RANK among mpirun's children) while the
+# ranks run: mpirun then kills the others; the job fails, --out keeps its old file, and no
+# temporary file is left beside it or in $TMPDIR, whichever rank it was.
+for victim in 2:1 2:0 3:2 3:0; do
+  ranks=${victim%%:*} rank=${victim#*:}
+  name="SIGKILL of rank $rank of $ranks"
+  checks=$((checks + 1))
+  if ! start_slow "$ranks"; then
+    kill -KILL "$pid" 2>/dev/null
+    wait "$pid"
+    fail "$name: the run never got under way (stderr: $(head -c 1000 err.txt))"
+    continue
+  fi
+  killed=""
+  for child in $(descendants "$pid"); do
+    if tr '\0' '\n' <"/proc/$child/environ" 2>/dev/null |
+      grep -qxE "(OMPI_COMM_WORLD_RANK|PMI_RANK)=$rank" && [[ $(cat "/proc/$child/comm" 2>&-) == plume ]]; then
+      kill -KILL "$child" && killed=$child
+    fi
+  done
+  [[ -n $killed ]] || fail "$name: no process of rank $rank among mpirun's children"
+  for ((waited = 0; waited < 3000; waited++)); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.01
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -KILL "$pid"
+    fail "$name: mpirun was still running 30 s after the kill"
+  fi
+  wait "$pid"
+  rc=$?
+  ((rc != 0)) || fail "$name: exit 0"
+  [[ $(cat kept.csv) == "old detections" ]] || fail "$name: the old CSV was replaced"
+  absent "$name"
+  [[ -z $(ls -A tmpdir) ]] || fail "$name: left in \$TMPDIR: $(ls -A tmpdir)"
+done
+rm -rf many one.npy one.csv kept.csv tmpdir
 
 cli_end

@@ -15,6 +15,7 @@
 set -euo pipefail
 lib=$1 src=$2
 # shellcheck source=tests/python/python.sh
+python_plain_load=1 # a sanitized library would need its runtime preloaded: skip then
 source "$(dirname "$0")/python.sh" # sets python, or skips
 "$python" -c "import cv2" 2>/dev/null ||
   { echo "FAIL: $python cannot import cv2 (Debian: python3-opencv, scripts/install-deps)"; exit 1; }

@@ -75,6 +75,25 @@ typedef plm_status (*plm_mpi_deliver_fn)(void *user, int64_t frame, const void *
  * source that names the file it could not read): at most size bytes, NUL-terminated. */
 typedef void (*plm_mpi_describe_fn)(void *user, char *message, size_t size);
 
+/* Something every rank must hold alike before any frame runs (plm_mpi_frames.checks): the
+ * pipeline's text, the tensors it names, where the frames come from and their shape. Each
+ * rank hashes its own (any 64-bit hash, the same function on every rank); rank 0's checks
+ * go to every rank in step 1 of the run, before any rank runs, and a rank whose hash of a
+ * `what` differs from rank 0's fails with PLM_ERR_INVALID_ARG: "not the same WHAT as
+ * rank 0: SHOWN here, SHOWN0 on rank 0 (every rank must run the same)" (when the shown
+ * texts are alike: "not the same WHAT as rank 0 (SHOWN on both, but not alike; ...)").
+ * Checks are compared in order; a rank with other `what`s or another number of checks
+ * than rank 0's fails likewise. */
+typedef struct plm_mpi_check {
+  const char *what;  /* what it is, for the message (its first 31 bytes): "pipeline" */
+  uint64_t hash;     /* of it on this rank */
+  const char *shown; /* optional (NULL): a short text of it for the message (its first
+                        PLM_MPI_SHOWN_SIZE - 1 bytes) */
+} plm_mpi_check;
+
+/* The most checks of a run, and the room for each one's shown text. */
+enum { PLM_MPI_MAX_CHECKS = 8, PLM_MPI_SHOWN_SIZE = 192 };
+
 /* What a plm_mpi_run_stream runs over. */
 typedef struct plm_mpi_frames {
   int64_t count;              /* frames 0 .. count - 1: the same on every rank */
@@ -83,6 +102,8 @@ typedef struct plm_mpi_frames {
   plm_mpi_deliver_fn deliver;           /* rank 0's; may be NULL on the others */
   plm_mpi_describe_fn describe_failure; /* optional: NULL takes plm_last_error() */
   void *user;                           /* given to all four */
+  const plm_mpi_check *checks;          /* optional: check_count of them (above) */
+  int check_count;                      /* 0 .. PLM_MPI_MAX_CHECKS */
 } plm_mpi_frames;
 
 /* The longest message a failing rank sends to the others. */
@@ -105,12 +126,13 @@ typedef struct plm_mpi_report {
 } plm_mpi_report;
 
 /* Run frames->count frames over the ranks of comm (above). pl is this rank's compiled
- * pipeline (the same text on every rank); options as plm_pipeline_run_stream's
- * (max_frames must be 0: the blocks say how many), may be NULL. report is filled on
- * every return. Errors, the same on every rank: PLM_ERR_INVALID_ARG (a NULL argument,
- * a count negative or not the same on every rank, max_frames set), PLM_ERR_UNSUPPORTED
- * (a stateful pipeline), PLM_ERR_BACKEND (an MPI call failed), and whatever the failing
- * rank's run failed with. */
+ * pipeline (the same text on every rank: frames->checks make sure of it); options as
+ * plm_pipeline_run_stream's (max_frames must be 0: the blocks say how many), may be
+ * NULL. report is filled on every return. Errors, the same on every rank:
+ * PLM_ERR_INVALID_ARG (a NULL argument, a count negative or not the same on every rank,
+ * a check that differs from rank 0's, more than PLM_MPI_MAX_CHECKS checks, max_frames
+ * set), PLM_ERR_UNSUPPORTED (a stateful pipeline), PLM_ERR_BACKEND (an MPI call
+ * failed), and whatever the failing rank's run failed with. */
 plm_status plm_mpi_run_stream(plm_pipeline *pl, MPI_Comm comm, const plm_mpi_frames *frames,
                               const plm_run_stream_options *options, plm_mpi_report *report);
 
