@@ -7,7 +7,8 @@ Three things a numpy user does with plume, each checked against numpy itself:
   2. an op with an array parameter (plume.ops.conv2d, the kernel a numpy array);
   3. a pipeline (plume's default detection preset) streamed over a stack of frames with
      Pipeline.run_stream, which keeps several frames in flight and yields each frame's
-     outputs in order: the regions table and the count of hot spots.
+     outputs in order: the regions table (a structured array of the hot spots found) and
+     their count.
 
 The frames are a small synthetic infrared scene: 96 x 128 u16 pixels, a background of
 1000 with a little noise, and one plume (a Gaussian blob) moving diagonally. The backend
@@ -23,10 +24,6 @@ import numpy as np
 import plume
 
 HEIGHT, WIDTH, FRAMES = 96, 128, 12
-
-# The regions table's columns (plume/label.h, plm_region_column): 10 and 11 are the
-# intensity-weighted centroid (row, column).
-WEIGHTED_CENTROID = slice(10, 12)
 
 
 def plume_position(k):
@@ -74,7 +71,9 @@ def main():
     found = 0
     with plume.Pipeline(preset="default", dtype="u16", shape=(HEIGHT, WIDTH)) as pipeline:
         for k, (table, count) in enumerate(pipeline.run_stream(frames)):
-            spots = table[:int(count[0]), WEIGHTED_CENTROID]
+            # The regions found, a structured array (plume.REGION's fields): here their
+            # intensity-weighted centroids (row, column).
+            spots = np.stack([table["wcentroid_row"], table["wcentroid_col"]], axis=1)
             row, col = plume_position(k)
             hit = len(spots) == 1 and np.hypot(*(spots[0] - (row, col))) <= 1.0
             found += hit

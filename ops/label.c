@@ -358,6 +358,24 @@ plm_status plm_regions_cost(const plm_tensor *labels, const plm_tensor *intensit
   return plm__propagate(plm__op_cost(&plm__op_regions, &call, cost));
 }
 
+const char *plm_region_column_name(int column) {
+  static const char *const names[PLM_REGION_COLUMNS] = {
+      [PLM_REGION_LABEL] = "label",
+      [PLM_REGION_AREA] = "area",
+      [PLM_REGION_MIN_ROW] = "min_row",
+      [PLM_REGION_MIN_COL] = "min_col",
+      [PLM_REGION_MAX_ROW] = "max_row",
+      [PLM_REGION_MAX_COL] = "max_col",
+      [PLM_REGION_CENTROID_ROW] = "centroid_row",
+      [PLM_REGION_CENTROID_COL] = "centroid_col",
+      [PLM_REGION_SUM] = "sum",
+      [PLM_REGION_MAX] = "max",
+      [PLM_REGION_WCENTROID_ROW] = "wcentroid_row",
+      [PLM_REGION_WCENTROID_COL] = "wcentroid_col",
+  };
+  return column >= 0 && column < PLM_REGION_COLUMNS ? names[column] : NULL;
+}
+
 plm_status plm_regions(plm_stream *stream, const plm_tensor *labels, const plm_tensor *intensity,
                        const plm_tensor *count, plm_tensor *table) {
   const plm__regions_params params = {.capacity = table ? table->dims[0] : 0};

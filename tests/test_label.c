@@ -403,6 +403,17 @@ START_TEST(test_regions_truncate_to_capacity_and_leave_other_rows_untouched) {
 }
 END_TEST
 
+START_TEST(test_region_columns_have_the_csv_s_names) {
+  ck_assert_str_eq(plm_region_column_name(PLM_REGION_LABEL), "label");
+  ck_assert_str_eq(plm_region_column_name(PLM_REGION_CENTROID_ROW), "centroid_row");
+  ck_assert_str_eq(plm_region_column_name(PLM_REGION_WCENTROID_COL), "wcentroid_col");
+  for (int column = 0; column < PLM_REGION_COLUMNS; column++)
+    ck_assert_ptr_nonnull(plm_region_column_name(column));
+  ck_assert_ptr_null(plm_region_column_name(PLM_REGION_COLUMNS));
+  ck_assert_ptr_null(plm_region_column_name(-1));
+}
+END_TEST
+
 START_TEST(test_output_shapes_and_cost) {
   const int64_t dims[3] = {5, 6, 8};
   uint8_t storage[5 * 6 * 8];
@@ -567,6 +578,7 @@ static Suite *label_suite(void) {
   tcase_add_test(tcase, test_large_batches_label_each_frame_from_one);
   tcase_add_test(tcase, test_regions_match_the_reference);
   tcase_add_test(tcase, test_regions_truncate_to_capacity_and_leave_other_rows_untouched);
+  tcase_add_test(tcase, test_region_columns_have_the_csv_s_names);
   tcase_add_test(tcase, test_output_shapes_and_cost);
   tcase_add_test(tcase, test_bad_input_is_refused_and_nothing_is_enqueued);
   suite_add_tcase(suite, tcase);

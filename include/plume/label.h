@@ -98,6 +98,12 @@ typedef enum plm_region_column {
   PLM_REGION_COLUMNS = 12
 } plm_region_column;
 
+/* The name of a column of a regions table ("label", "area", "min_row", ..., "wcentroid_col":
+ * the enum's names in lower case, as `plume detect` writes its CSV header), for bindings
+ * that give the table named fields (the Python module's structured array); NULL for a
+ * column outside 0..PLM_REGION_COLUMNS-1. Thread-safe; the string is static. */
+PLM_API const char *plm_region_column_name(int column);
+
 /* Fill table with the statistics of labels 1..min(K, capacity) (see above); intensity
  * may be NULL. */
 PLM_API plm_status plm_regions(plm_stream *stream, const plm_tensor *labels,

@@ -3,6 +3,9 @@
 #ifndef PLUME_KERNELS_COMMON_THRESHOLD_H
 #define PLUME_KERNELS_COMMON_THRESHOLD_H
 
+#include <float.h>
+#include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "kernels/common/plm_hd.h"
@@ -26,6 +29,32 @@ static inline PLM_HD uint8_t plm__threshold_one(double x, double value, plm_comp
     case PLM_COMPARE_GT: break;
   }
   return x > value;
+}
+
+/* The float that gives plm__threshold_one's answer for every float x (and every u8 and
+ * u16, which a float holds exactly) in a float comparison, x compare bound: for gt and le
+ * the largest float at most value, for ge and lt the smallest float at least value. No
+ * float lies strictly between value and that bound, so x > value exactly when x > bound,
+ * and likewise for the others; a NaN value gives a NaN bound (every comparison false), and
+ * a value past float's range an infinite one before the step (no out-of-range conversion).
+ * The CPU kernel compares so, in vectors of floats instead of one double at a time. */
+static inline float plm__threshold_float_bound(double value, plm_compare compare) {
+  float bound = value > FLT_MAX ? INFINITY : value < -FLT_MAX ? -INFINITY : (float)value;
+  const bool down = compare == PLM_COMPARE_GT || compare == PLM_COMPARE_LE;
+  if (down && (double)bound > value) bound = nextafterf(bound, -INFINITY);
+  if (!down && (double)bound < value) bound = nextafterf(bound, INFINITY);
+  return bound;
+}
+
+/* plm__threshold_one on a float against plm__threshold_float_bound(value, compare). */
+static inline uint8_t plm__threshold_one_float(float x, float bound, plm_compare compare) {
+  switch (compare) {
+    case PLM_COMPARE_GE: return x >= bound;
+    case PLM_COMPARE_LT: return x < bound;
+    case PLM_COMPARE_LE: return x <= bound;
+    case PLM_COMPARE_GT: break;
+  }
+  return x > bound;
 }
 
 #ifdef __cplusplus

@@ -26,8 +26,13 @@
 #if defined(__x86_64__) && defined(__ELF__) && !defined(PLM__CPU_NO_CLONES) && \
     (defined(__clang__) ? __clang_major__ >= 14 : defined(__GNUC__) && __GNUC__ >= 6)
 #define PLM__CPU_CLONES __attribute__((target_clones("avx2", "default")))
+/* For loops whose math is fmaf: with FMA (and the AVX it implies) fmaf is one instruction
+ * the loop vectorises; without it, a call into libm per element. Both round once, alike.
+ * ("arch=haswell" would pick its clone by CPU model, not by feature: never on others.) */
+#define PLM__CPU_CLONES_FMA __attribute__((target_clones("fma", "default")))
 #else
 #define PLM__CPU_CLONES
+#define PLM__CPU_CLONES_FMA
 #endif
 
 #endif /* PLUME_KERNELS_CPU_DISPATCH_H */

@@ -11,8 +11,10 @@ import ctypes
 import itertools
 import threading
 
+import numpy as np
+
 from . import _native
-from ._common import Error, check
+from ._common import check, error
 from ._native import lib
 
 VERSIONED, LEGACY = b"dltensor_versioned", b"dltensor"
@@ -49,6 +51,19 @@ def _destructor(capsule):
 
 # ---- taking another library's tensor --------------------------------------------------------
 
+class DLTensor(ctypes.Structure):  # plm_dl_tensor (plume/dlpack.h): DLPack's DLTensor
+    _fields_ = [("data", ctypes.c_void_p), ("device_type", ctypes.c_int32),
+                ("device_id", ctypes.c_int32), ("ndim", ctypes.c_int32),
+                ("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16),
+                ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+# Where the DLTensor sits in each managed tensor: after version, manager_ctx, deleter and
+# flags in the versioned one (plm_dl_managed_tensor_versioned), first in the legacy one.
+_DL_TENSOR_AT = {VERSIONED: 8 + 3 * 8, LEGACY: 0}
+DL_INT, DL_UINT, DL_FLOAT = 0, 1, 2
+
 class Taken:
     """The managed tensor of a capsule this module consumed: `pointer` (for
     plm_tensor_from_dlpack[_legacy]), `versioned`, and release() (its deleter, once)."""
@@ -56,7 +71,7 @@ class Taken:
     def __init__(self, capsule):
         name = _get_name(capsule)
         if name not in _RELEASES:
-            raise Error("PLM_ERR_INVALID_ARG", "__dlpack__ returned a capsule named %r, not "
+            raise error("PLM_ERR_INVALID_ARG", "__dlpack__ returned a capsule named %r, not "
                         "'dltensor_versioned' or 'dltensor' (already used?)" % (name,))
         self.versioned = name == VERSIONED
         self.pointer = _get_pointer(capsule, ctypes.addressof(_NAMES[name]))
@@ -64,6 +79,24 @@ class Taken:
         self._name = name
         self._lock = threading.Lock()
         self._taken = False
+
+    def layout(self):
+        """What the producer describes, read before plume takes it: (numpy dtype or None
+        when numpy has none for it, shape, whether the memory is compact row-major)."""
+        t = DLTensor.from_address(self.pointer + _DL_TENSOR_AT[self._name])
+        shape = tuple(t.shape[i] for i in range(t.ndim)) if t.ndim > 0 else ()
+        kinds = {DL_INT: "i", DL_UINT: "u", DL_FLOAT: "f"}
+        dtype = None
+        if t.code in kinds and t.lanes == 1 and t.bits in (8, 16, 32, 64):
+            dtype = np.dtype("%s%d" % (kinds[t.code], t.bits // 8))
+        compact = True
+        if t.strides:
+            expected = 1
+            for i in reversed(range(t.ndim)):
+                if shape[i] != 1 and t.strides[i] != expected:
+                    compact = False
+                expected *= shape[i]
+        return dtype, shape, compact
 
     def take(self):
         """Mark the capsule used: from now on its deleter is ours to call (release)."""

@@ -5,6 +5,7 @@ naming the argument)."""
 
 import ctypes
 import numbers
+import re
 
 import numpy as np
 
@@ -17,22 +18,76 @@ BY_CODE = {code: (name, np_type) for name, (code, np_type) in DTYPES.items()}
 
 
 class Error(Exception):
-    """A plume call failed: .status is the plm_status name, the message plume's."""
+    """A plume call failed: .status is the plm_status name ("PLM_ERR_INVALID_ARG"), the
+    message says which argument was wrong and why. What Python's own exceptions mean is
+    kept by the subclasses (an `except ValueError` catches a bad value from plume as from
+    numpy): InvalidArgument (ValueError), InvalidType (TypeError), OutOfMemory
+    (MemoryError), Unsupported (ValueError), InvalidState (RuntimeError), and Error
+    itself for the rest (a failure of the backend, of I/O, an internal one)."""
 
     def __init__(self, status, message):
         super().__init__(message)
         self.status = status
 
 
+class InvalidArgument(Error, ValueError):
+    """A value plume refuses: out of range, of the wrong shape, unknown (PLM_ERR_INVALID_ARG)."""
+
+
+class InvalidType(Error, TypeError):
+    """A value of a type the argument does not take (a float for an integer, a str for a
+    number); its status is PLM_ERR_INVALID_ARG, as the library says it."""
+
+
+class OutOfMemory(Error, MemoryError):
+    """Host or device memory could not be had (PLM_ERR_OUT_OF_MEMORY)."""
+
+
+class Unsupported(Error, ValueError):
+    """Valid, but not on this backend or build (PLM_ERR_UNSUPPORTED): GPU memory given to
+    a host context, a DLPack device plume cannot read."""
+
+
+class InvalidState(Error, RuntimeError):
+    """The object cannot take the call now: closed, or running on another thread
+    (PLM_ERR_INVALID_STATE)."""
+
+
+_BY_STATUS = {"PLM_ERR_INVALID_ARG": InvalidArgument, "PLM_ERR_OUT_OF_MEMORY": OutOfMemory,
+              "PLM_ERR_UNSUPPORTED": Unsupported, "PLM_ERR_INVALID_STATE": InvalidState}
+
+# The C function a library message starts with ("plm_pipeline_parse: "): Python callers
+# called no C function, so the message starts with what they gave instead.
+_C_FUNCTION = re.compile(r"(plm_\w+: )+")
+
+
+def error(status, message):
+    """The exception of a status name and a message: Error's subclass for the status."""
+    return _BY_STATUS.get(status, Error)(status, message)
+
+
+def library_error(status, prefix=""):
+    """The exception of the library's failure `status` (plm_last_error's message, its C
+    function names taken off, after `prefix`)."""
+    message = _C_FUNCTION.sub("", lib.plm_last_error().decode())
+    return error(lib.plm_status_str(status).decode(), prefix + message)
+
+
 def check(status):
     """Raise the library's failure (its status name and plm_last_error) unless status is 0."""
     if status != 0:
-        raise Error(lib.plm_status_str(status).decode(), lib.plm_last_error().decode())
+        raise library_error(status)
 
 
 def invalid(message):
-    """A plume.Error for an argument the module refuses before plume sees it."""
-    return Error("PLM_ERR_INVALID_ARG", message)
+    """A plume.InvalidArgument (ValueError) for an argument the module refuses before plume
+    sees it."""
+    return InvalidArgument("PLM_ERR_INVALID_ARG", message)
+
+
+def wrong_type(message):
+    """A plume.InvalidType (TypeError) for an argument of a type it does not take."""
+    return InvalidType("PLM_ERR_INVALID_ARG", message)
 
 
 def dtype_code(dtype):
@@ -59,7 +114,7 @@ def integer(name, value, low=INT32_MIN, high=INT32_MAX):
     """value as a Python int for a C integer argument `name`: an int or numpy integer (not
     a bool, not a float, however whole) in [low, high]; else plume.Error naming it."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise invalid("%s is %r (%s), not an integer" % (name, value, type(value).__name__))
+        raise wrong_type("%s is %r (%s), not an integer" % (name, value, type(value).__name__))
     value = int(value)
     if not low <= value <= high:
         raise invalid("%s is %d, outside %d..%d" % (name, value, low, high))
@@ -72,7 +127,7 @@ def dims(shape, name="shape"):
     try:
         given = tuple(shape)
     except TypeError:
-        raise invalid("%s is %r (%s), not a sequence of dimensions"
+        raise wrong_type("%s is %r (%s), not a sequence of dimensions"
                       % (name, shape, type(shape).__name__)) from None
     if not 1 <= len(given) <= _native.MAX_DIMS:
         raise invalid("%s %r: 1 to 4 dimensions" % (name, given))

@@ -8,11 +8,13 @@ integer (CuPy's `stream.ptr`, PyTorch's `stream.cuda_stream`), on host a plume S
 its pipelines and streams first (the newest first: a wrapper before what it wraps).
 """
 
+import collections
 import ctypes
 import weakref
+from typing import Dict, Union
 
 from . import _native
-from ._common import Error, check, integer, invalid
+from ._common import check, error, integer, invalid
 from ._native import lib
 
 BACKENDS = {"auto": 0, "host": 1, "cuda": 2}
@@ -32,7 +34,7 @@ class Stream:
         context._streams.append(self)  # closed with the context at the latest
 
     @classmethod
-    def wrap(cls, context, native):
+    def wrap(cls, context: "Context", native: Union[int, "Stream", None]) -> "Stream":
         """A plume stream over `native`: on cuda a cudaStream_t as an int (0 or 1: the
         legacy default stream), on host a plume Stream of `context`. plume never destroys
         the wrapped stream; its owner keeps it until this one is closed."""
@@ -52,18 +54,18 @@ class Stream:
     @property
     def handle(self):
         if self._handle is None or self.context._handle is None:
-            raise Error("PLM_ERR_INVALID_STATE", "the stream is closed")
+            raise error("PLM_ERR_INVALID_STATE", "the stream is closed")
         return self._handle
 
     @property
-    def native_handle(self):
+    def native_handle(self) -> int:
         """The cudaStream_t as an int, as the Python DLPack protocol passes streams (the
         legacy default stream is 1); plume.Error on the host backend, which has none."""
         native = ctypes.c_void_p()
         check(lib.plm_stream_native_handle(self.handle, ctypes.byref(native)))
         return native.value or LEGACY_DEFAULT_STREAM
 
-    def synchronize(self):
+    def synchronize(self) -> None:
         """Block until the work enqueued on the stream so far has finished."""
         check(lib.plm_stream_synchronize(self.handle))
 
@@ -85,7 +87,7 @@ class Context:
     """A plume context on a backend ("auto", "host" or "cuda") and device, with a default
     stream (`default_stream`)."""
 
-    def __init__(self, backend="auto", device=0):
+    def __init__(self, backend: str = "auto", device: int = 0) -> None:
         if backend not in BACKENDS:
             raise invalid("backend %r is not auto, host or cuda" % (backend,))
         device = integer("device", device, 0)
@@ -96,6 +98,8 @@ class Context:
         self.device = device
         self._pipelines = weakref.WeakSet()  # closed before the context
         self._streams = []                   # open streams, closed newest first
+        self._op_cache = collections.OrderedDict()  # plume.op's pipelines (plume._ops)
+        self._op_fast = {}                          # and its repeated calls' arguments
         try:
             kind = ctypes.c_int()
             check(lib.plm_context_backend(handle, ctypes.byref(kind)))
@@ -109,10 +113,10 @@ class Context:
     @property
     def handle(self):
         if self._handle is None:
-            raise Error("PLM_ERR_INVALID_STATE", "the context is closed")
+            raise error("PLM_ERR_INVALID_STATE", "the context is closed")
         return self._handle
 
-    def stream(self):
+    def stream(self) -> Stream:
         """A new stream of this context (plm_stream_create)."""
         handle = ctypes.c_void_p()
         check(lib.plm_stream_create(self.handle, 0, ctypes.byref(handle)))
@@ -126,7 +130,7 @@ class Context:
             raise invalid("stream %r is not a plume Stream of this context" % (stream,))
         return stream
 
-    def pool_stats(self):
+    def pool_stats(self) -> Dict[str, float]:
         """The default pool's statistics (plm_pool_stats) as a dict."""
         stats = _native.PoolStats()
         check(lib.plm_pool_stats_get(self.pool(), ctypes.byref(stats)))
@@ -146,6 +150,8 @@ class Context:
         """Close the context's pipelines and streams, then destroy it; later calls raise
         Error."""
         if self._handle is not None:
+            self._op_cache.clear()
+            self._op_fast.clear()
             for pipeline in list(self._pipelines):
                 pipeline.close()
             for stream in reversed(list(self._streams)):
@@ -164,7 +170,7 @@ class Context:
 _default = None
 
 
-def default_context():
+def default_context() -> Context:
     """The module's context (backend auto), made on first use."""
     global _default
     if _default is None or _default._handle is None:

@@ -28,7 +28,8 @@ import ctypes
 import numpy as np
 
 from . import _capsule, _native
-from ._common import Error, check, dims, dtype_code, invalid, numpy_dtype, tensor_shape
+from ._common import (DTYPES, check, dims, dtype_code, error, invalid, numpy_dtype,
+                      tensor_shape, wrong_type)
 from ._native import lib
 
 DL_CPU, DL_CUDA, DL_CUDA_HOST = 1, 2, 3
@@ -90,12 +91,70 @@ def wrap_host(context, array):
     return tensor
 
 
-def host_operand(context, array):
+def host_operand(context, array, convert=None):
+    """An Operand over a host array: converted first by `convert` (plume._interop.Convert;
+    None: as it is), then made compact row-major (a strided view is copied, as numpy's
+    ascontiguousarray does)."""
+    if convert is not None:
+        array = convert(array)
     array = np.ascontiguousarray(array)
     dtype_code(array.dtype)  # refuses dtypes plume lacks, naming them
     if context.backend == "host":
         return Operand(array.dtype, array.shape, tensor=wrap_host(context, array), keep=array)
     return Operand(array.dtype, array.shape, array=array)
+
+
+# The rule for an input whose dtype the op does not take (docs/python.md, "Dtypes").
+RULE = ("an array of another dtype becomes the first dtype the op takes, in the order u8, "
+        "u16, i32, f32, f64, that holds every value of its dtype (bool to u8, int8 to i32 "
+        "or f32); failing that, a float array becomes the op's first float dtype (f64 to "
+        "f32) and an integer array the first dtype that holds its values (its minimum and "
+        "maximum); other arrays are refused")
+ORDER = tuple(np.dtype(t) for t in (np.uint8, np.uint16, np.int32, np.float32, np.float64))
+
+
+class Convert:
+    """The conversion of an input to the dtypes `taken` (numpy dtypes) of an op's slot,
+    by RULE; `what` names the argument in messages ("plume.ops.threshold: array")."""
+
+    def __init__(self, taken, what):
+        self.taken = [t for t in ORDER if t in taken]
+        self.what = what
+
+    def target(self, array):
+        """The dtype `array` becomes, or None: refused."""
+        dtype = array.dtype
+        if dtype in self.taken:
+            return dtype
+        if dtype.kind not in "biuf":
+            return None
+        for t in self.taken:
+            if np.can_cast(dtype, t, "safe"):
+                return t
+        if dtype.kind == "f":
+            return next((t for t in self.taken if t.kind == "f"), None)
+        if dtype.kind in "iu" and array.size:
+            low, high = int(array.min()), int(array.max())
+            for t in self.taken:
+                limit = (np.iinfo(t).min, np.iinfo(t).max) if t.kind in "iu" else (
+                    -2**(np.finfo(t).nmant + 1), 2**(np.finfo(t).nmant + 1))
+                if limit[0] <= low and high <= limit[1]:
+                    return t
+        return None
+
+    def names(self):
+        return ", ".join(BY_NUMPY[t] for t in self.taken)
+
+    def __call__(self, array):
+        target = self.target(array)
+        if target is None:
+            kind = invalid if array.dtype.kind in "iu" else wrong_type
+            raise kind("%s is %s, which plume does not convert to %s (what it takes): %s"
+                       % (self.what, array.dtype, self.names(), RULE))
+        return array if target == array.dtype else array.astype(target)
+
+
+BY_NUMPY = {np.dtype(np_type): name for name, (_, np_type) in DTYPES.items()}
 
 
 def refuse_degenerate(obj):
@@ -116,21 +175,28 @@ def refuse_degenerate(obj):
                       % (what, shape))
 
 
-def operand(context, obj, stream):
+def operand(context, obj, stream, convert=None):
     """obj as an Operand of context, ordered before work on `stream` (a plume Stream).
-    0-d and empty arrays are refused, saying so."""
+    0-d and empty arrays are refused, saying so. With `convert` (a Convert), an input of
+    another dtype is converted by its rule and a strided one copied, the same for every
+    library's arrays: numpy's, and a CPU tensor's through DLPack; device memory must be of
+    a dtype the op takes."""
     if isinstance(obj, Operand):
         return obj
     refuse_degenerate(obj)
     if isinstance(obj, np.ndarray):
-        return host_operand(context, obj)
+        return host_operand(context, obj, convert)
     if hasattr(obj, "__dlpack__"):
-        return dlpack_operand(context, obj, stream)
+        return dlpack_operand(context, obj, stream, convert)
     if hasattr(obj, "__cuda_array_interface__"):
-        return cuda_array_operand(context, obj, stream)
+        found = cuda_array_operand(context, obj, stream)
+        if convert is not None and found.dtype not in convert.taken:
+            raise wrong_type("%s is a CUDA array of %s: plume takes %s there and converts "
+                             "host arrays only" % (convert.what, found.dtype, convert.names()))
+        return found
     array = np.asarray(obj)
     refuse_degenerate(array)
-    return host_operand(context, array)
+    return host_operand(context, array, convert)
 
 
 def host_array(obj):
@@ -142,11 +208,11 @@ def host_array(obj):
         device = dlpack_device(obj)
         if device[0] in (DL_CPU, DL_CUDA_HOST):
             return np.from_dlpack(obj)
-        raise Error("PLM_ERR_UNSUPPORTED", "a tensor on DLPack device %s (%s): run_stream "
+        raise error("PLM_ERR_UNSUPPORTED", "a tensor on DLPack device %s (%s): run_stream "
                     "takes host arrays; use run() for device arrays, or copy it to the host"
                     % (tuple(device), DL_DEVICE_NAMES.get(device[0], "unknown")))
     if hasattr(obj, "__cuda_array_interface__"):
-        raise Error("PLM_ERR_UNSUPPORTED", "a CUDA array (__cuda_array_interface__): "
+        raise error("PLM_ERR_UNSUPPORTED", "a CUDA array (__cuda_array_interface__): "
                     "run_stream takes host arrays; use run() for device arrays, or copy it "
                     "to the host")
     return np.asarray(obj)
@@ -184,19 +250,31 @@ def call_dlpack(obj, stream):
         return obj.__dlpack__(stream=stream)
 
 
-def dlpack_operand(context, obj, stream):
+def dlpack_operand(context, obj, stream, convert=None):
     device = dlpack_device(obj)
     type_name = DL_DEVICE_NAMES.get(device[0], "an unknown device type")
     if device[0] not in DL_DEVICE_NAMES:
-        raise Error("PLM_ERR_UNSUPPORTED", "a tensor on DLPack device %s (%s): plume takes "
+        raise error("PLM_ERR_UNSUPPORTED", "a tensor on DLPack device %s (%s): plume takes "
                     "kDLCPU, kDLCUDA and kDLCUDAHost" % (device, type_name))
     if context.backend == "host" and device[0] == DL_CUDA:
-        raise Error("PLM_ERR_UNSUPPORTED", "a tensor on DLPack device %s (kDLCUDA, GPU "
+        raise error("PLM_ERR_UNSUPPORTED", "a tensor on DLPack device %s (kDLCUDA, GPU "
                     "memory) given to a host context: plume's host backend cannot read GPU "
                     "memory; copy it to the host first, or use a cuda context" % (device,))
     if context.backend == "cuda" and device[0] == DL_CPU:
         return host_operand(context, np.from_dlpack(obj))  # staged on the stream
     taken = _capsule.Taken(call_dlpack(obj, consumer_stream(context, stream, device[0])))
+    if convert is not None:
+        dtype, _, compact = taken.layout()
+        if not compact or dtype not in convert.taken:
+            # Strided, or of a dtype to convert: the capsule is left to the producer (its
+            # destructor frees it) and numpy reads the memory, as it reads a strided view.
+            del taken
+            if device[0] == DL_CUDA:
+                raise wrong_type("%s is a kDLCUDA tensor of %s%s: plume takes %s, compact "
+                                 "row-major, there and converts host arrays only"
+                                 % (convert.what, dtype, "" if compact else ", strided",
+                                    convert.names()))
+            return host_operand(context, np.from_dlpack(obj), convert)
     tensor = _native.Tensor()
     if taken.versioned:
         check(lib.plm_tensor_from_dlpack(context.handle, taken.pointer, ctypes.byref(tensor),
@@ -264,7 +342,7 @@ class CudaArrayInterface:
 def cuda_array_operand(context, obj, stream):
     interface = CudaArrayInterface(obj.__cuda_array_interface__)
     if context.backend == "host":
-        raise Error("PLM_ERR_UNSUPPORTED", "a CUDA array (__cuda_array_interface__, %s %s, "
+        raise error("PLM_ERR_UNSUPPORTED", "a CUDA array (__cuda_array_interface__, %s %s, "
                     "of %s) given to a host context: plume's host backend cannot read GPU "
                     "memory; copy it to the host first, or use a cuda context"
                     % (interface.dtype, interface.shape, type(obj).__name__))

@@ -112,6 +112,7 @@ SIGNATURES = {
     "plm_status_str": (ctypes.c_char_p, [ctypes.c_int]),
     "plm_last_error": (ctypes.c_char_p, []),
     "plm_version_string": (ctypes.c_char_p, []),
+    "plm_region_column_name": (ctypes.c_char_p, [ctypes.c_int]),
     "plm_context_create": (ctypes.c_int, [ctypes.POINTER(ContextConfig), PP]),
     "plm_context_destroy": (ctypes.c_int, [P]),
     "plm_context_backend": (ctypes.c_int, [P, ctypes.POINTER(ctypes.c_int)]),

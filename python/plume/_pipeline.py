@@ -22,22 +22,65 @@ closed during run_stream").
 
 import ctypes
 import queue
+import re
 import threading
 import weakref
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
 
 from . import _interop, _native
-from ._common import (Error, check, dims, dtype_code, integer, invalid, numpy_dtype,
-                      tensor_shape)
-from ._context import default_context
+from ._common import (Error, check, dims, dtype_code, error, integer, invalid, library_error,
+                      numpy_dtype, tensor_shape)
+from ._context import Context, Stream, default_context
 from ._native import lib
 from ._tensor import Tensor
 
 
+INPUTS = re.compile(r"\binputs\[(\d+)\]")
+
+# ---- regions tables -------------------------------------------------------------------------
+
+def _region_fields():
+    names, column = [], 0
+    while lib.plm_region_column_name(column) is not None:
+        names.append(lib.plm_region_column_name(column).decode())
+        column += 1
+    return names
+
+
+# A regions table's row as a numpy record: label, area, min_row, ..., wcentroid_col
+# (plm_region_column_name), float64 each, as the C table's columns are.
+REGION = np.dtype([(name, np.float64) for name in _region_fields()])
+
+
+def region_tables(outputs):
+    """The indices of the outputs (plm_shape) that are regions tables: f64 (capacity,
+    columns) followed by its count, i32 (1,) (the text form's regions and segment)."""
+    found = []
+    for i in range(len(outputs) - 1):
+        table, count = outputs[i], outputs[i + 1]
+        if (numpy_dtype(table.dtype) == np.float64 and table.ndim == 2
+                and table.dims[1] == len(REGION) and numpy_dtype(count.dtype) == np.int32
+                and tensor_shape(count) == (1,)):
+            found.append(i)
+    return found
+
+
+def named_regions(arrays, tables):
+    """arrays (numpy outputs) with each regions table as a structured array of its
+    regions alone (count rows, REGION's fields), a view of the table's memory."""
+    arrays = list(arrays)
+    for i in tables:
+        count = min(int(arrays[i + 1].reshape(-1)[0]), arrays[i].shape[0])
+        arrays[i] = arrays[i].view(REGION).reshape(-1)[:count]
+    return arrays
+
+
 # ---- presets ------------------------------------------------------------------------------
 
-def presets():
+def presets() -> List[Dict[str, Any]]:
     """The named pipelines (plume/presets.h): a list of dicts with name, summary, pipeline,
     tensors (the names the text needs) and settle_frames."""
     count = ctypes.c_int()
@@ -73,8 +116,10 @@ class Pipeline:
     run_stream(frames) yields them frame by frame with `frames_in_flight` frames in
     flight."""
 
-    def __init__(self, text=None, dtype="u16", shape=None, *, preset=None, tensors=None,
-                 context=None, frames_in_flight=3):
+    def __init__(self, text: Optional[str] = None, dtype: DTypeLike = "u16",
+                 shape: Optional[Sequence[int]] = None, *, preset: Optional[str] = None,
+                 tensors: Optional[Mapping[str, ArrayLike]] = None,
+                 context: Optional[Context] = None, frames_in_flight: int = 3) -> None:
         if (text is None) == (preset is None):
             raise invalid("give the pipeline's text or a preset, not both")
         if shape is None:
@@ -102,6 +147,7 @@ class Pipeline:
                             for i in range(n_in.value)]
             self._outputs = [self._shape(lib.plm_pipeline_output_shape, i)
                              for i in range(n_out.value)]
+            self._tables = region_tables(self._outputs)
         except Exception:
             lib.plm_pipeline_destroy(handle)
             self._handle = None
@@ -133,10 +179,10 @@ class Pipeline:
     @property
     def handle(self):
         if self._handle is None or self.context._handle is None:
-            raise Error("PLM_ERR_INVALID_STATE", "the pipeline is closed")
+            raise error("PLM_ERR_INVALID_STATE", "the pipeline is closed")
         return self._handle
 
-    def describe(self):
+    def describe(self) -> str:
         """plm_pipeline_describe's text."""
         needed = ctypes.c_size_t()
         check(lib.plm_pipeline_describe(self.handle, None, 0, ctypes.byref(needed)))
@@ -144,7 +190,7 @@ class Pipeline:
         check(lib.plm_pipeline_describe(self.handle, buf, needed.value, None))
         return buf.value.decode()
 
-    def reset_state(self):
+    def reset_state(self) -> None:
         """Start the state of stateful nodes (background) again from the next frame."""
         check(lib.plm_pipeline_reset_state(self.handle))
 
@@ -157,7 +203,7 @@ class Pipeline:
         saying what holds it."""
         with self._state:
             if self._busy is not None:
-                raise Error("PLM_ERR_INVALID_STATE", "the pipeline is running (%s): one run at "
+                raise error("PLM_ERR_INVALID_STATE", "the pipeline is running (%s): one run at "
                             "a time; run after it ends" % self.BUSY[self._busy]
                             if self._busy != "closed" else "the pipeline is closed")
             self._busy = kind
@@ -168,29 +214,50 @@ class Pipeline:
                 self._busy = None
             self._state.notify_all()
 
-    def run(self, *frames, stream=None, as_tensor=False):
+    def run(self, *frames: Any, stream: Optional[Stream] = None,
+            as_tensor: bool = False) -> Any:
         """Run one frame (one array per pipeline input) on `stream` (a plume Stream of the
         pipeline's context; None: its default stream) and wait for it. Returns the outputs,
-        a tuple (one value when the pipeline has one output): numpy arrays, or plume.Tensor
-        results with as_tensor=True."""
+        a tuple (one value when the pipeline has one output): numpy arrays, a regions table
+        as a structured array of its regions (count rows; fields label, area, min_row, ...,
+        centroid_row, centroid_col, ...: plume.REGION), or plume.Tensor results with
+        as_tensor=True (the table as plume wrote it: capacity rows of 12 columns)."""
         if len(frames) != len(self._inputs):
             raise invalid("the pipeline takes %d input(s), %d given"
                           % (len(self._inputs), len(frames)))
         ctx = self.context
         stream = ctx.stream_of(stream)
+        results = [Tensor.empty(ctx, stream, numpy_dtype(shape.dtype), tensor_shape(shape))
+                   for shape in self._outputs]
+        try:
+            self._run_into(frames, [result.tensor for result in results], stream)
+        except Error as failure:  # the library's inputs[i] are run's frames[i]
+            raise type(failure)(failure.status, INPUTS.sub(r"frames[\1]", str(failure))) from None
+        if not as_tensor:
+            results = named_regions([result.numpy() for result in results], self._tables)
+        return results[0] if len(results) == 1 else tuple(results)
+
+    def _output_shapes(self):
+        """The outputs' (numpy dtype, shape), in order."""
+        return [(numpy_dtype(shape.dtype), tensor_shape(shape)) for shape in self._outputs]
+
+    def _run_into(self, frames, outputs, stream):
+        """Run one frame: `frames` (one per input: arrays as run() takes them, or
+        plume._interop Operands) into `outputs` (one plm_tensor per output, memory of the
+        context's device that plume may write) on `stream` (a Stream of the context), and
+        wait for it. What plume.op runs, with the results' memory its own."""
+        ctx = self.context
         self._claim("run")
         operands, staged = [], []
         try:
             inputs = (_native.Tensor * max(len(frames), 1))()
-            outputs = (_native.Tensor * max(len(self._outputs), 1))()
-            results = [Tensor.empty(ctx, stream, numpy_dtype(shape.dtype), tensor_shape(shape))
-                       for shape in self._outputs]
+            written = (_native.Tensor * max(len(self._outputs), 1))(*outputs)
             for i, frame in enumerate(frames):
                 operands.append(_interop.operand(ctx, frame, stream))
                 inputs[i] = operands[-1].device_tensor(ctx, stream, staged)
-            for i, result in enumerate(results):
-                outputs[i] = result.tensor
-            check(lib.plm_pipeline_run(self.handle, inputs, outputs, stream.handle))
+            status = lib.plm_pipeline_run(self.handle, inputs, written, stream.handle)
+            if status != 0:
+                raise library_error(status)
         finally:
             # Whatever was enqueued finishes before the memory it uses can go.
             lib.plm_stream_synchronize(stream.handle)
@@ -200,11 +267,8 @@ class Pipeline:
                 operand.release()
             self._release()
         check(lib.plm_stream_synchronize(stream.handle))
-        if not as_tensor:
-            results = [result.numpy() for result in results]
-        return results[0] if len(results) == 1 else tuple(results)
 
-    def run_stream(self, frames, depth=8):
+    def run_stream(self, frames: Iterable[Any], depth: int = 8) -> Iterator[Any]:
         """Yield each frame's outputs (as run() returns them), in frame order, running
         `frames` (an iterable of arrays, or a stack whose first axis is the frames) through
         plm_pipeline_run_stream on a thread of its own; at most `depth` results wait for the
@@ -289,6 +353,7 @@ class Pipeline:
                     out = np.empty(tensor_shape(shape), numpy_dtype(shape.dtype))
                     ctypes.memmove(out.ctypes.data, outputs[i], out.nbytes)
                     outs.append(out)
+                outs = named_regions(outs, self._tables)
                 put(results, outs[0] if len(outs) == 1 else tuple(outs))
                 return 0  # a stopped run's results are dropped
             except BaseException as error:  # noqa: B902
@@ -305,8 +370,7 @@ class Pipeline:
                 status = lib.plm_pipeline_run_stream(handle, source_fn, sink_fn, None, None,
                                                      ctypes.byref(report))
                 if status != 0 and not failure:
-                    failure.append(Error(lib.plm_status_str(status).decode(),
-                                         lib.plm_last_error().decode()))
+                    failure.append(library_error(status))
             finally:
                 self._streams_running.pop(stopping, None)
                 self._release()
@@ -343,11 +407,11 @@ class Pipeline:
             if threading.current_thread() is not thread:
                 thread.join()  # prompt: nothing of the run waits on the caller's iterable
         if closed:
-            raise Error("PLM_ERR_INVALID_STATE", "the pipeline was closed during run_stream")
+            raise error("PLM_ERR_INVALID_STATE", "the pipeline was closed during run_stream")
         if failure:
             raise failure[0]
 
-    def close(self):
+    def close(self) -> None:
         """End its open run_stream generators (one iterated on another thread: stop its
         run, whose consumer then raises plume.Error), wait for a run() on another thread,
         then destroy it (a pipeline of a closed context is gone already)."""

@@ -21,7 +21,7 @@ import math
 import numbers
 import re
 
-from ._common import check, invalid
+from ._common import check, invalid, wrong_type
 from ._native import lib
 
 WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
@@ -67,9 +67,9 @@ class Op:
     def encode(self, key, value):
         """The text form's token for a parameter's value (above); plume.Error naming the
         op, the key and the value when the value is not of the parameter's type."""
-        def refuse(why):
-            return invalid("%s: %s=%r (%s): %s" % (self.name, key, value, type(value).__name__,
-                                                   why))
+        def refuse(why, kind=wrong_type):
+            return kind("plume.ops.%s: %s=%r (%s): %s"
+                        % (self.name, key, value, type(value).__name__, why))
 
         if key in self.inputs:  # the library refuses a spec where the op reads none
             if isinstance(value, str) and KERNEL_SPEC.match(value):
@@ -92,7 +92,7 @@ class Op:
             else:
                 value_text = value if isinstance(value, str) else None
             if value_text not in choices:
-                raise refuse("not one of %s" % ", ".join(choices))
+                raise refuse("not one of %s" % ", ".join(choices), invalid)
             return value_text
         if kind == "pair":
             if isinstance(value, str) and WORD.match(value):
@@ -119,7 +119,7 @@ def _number(value, refuse):
         return str(int(value))
     value = float(value)
     if not math.isfinite(value):
-        raise refuse("not finite")
+        raise refuse("not finite", invalid)
     return repr(value)
 
 

@@ -30,7 +30,7 @@ import ctypes
 import numpy as np
 
 from . import _capsule, _native
-from ._common import Error, check, dtype_code, dims, numpy_dtype, tensor_shape
+from ._common import check, dtype_code, dims, error, numpy_dtype, tensor_shape
 from ._interop import DL_CPU, DL_CUDA, wrap_host
 from ._native import lib
 
@@ -43,10 +43,11 @@ class Tensor:
     """A result of plume on its context's device (see the module's docstring): .shape,
     .dtype, .device ("host" or "cuda"), numpy(), and the DLPack protocol."""
 
-    def __init__(self, context, stream, tensor, array=None):
+    def __init__(self, context, stream, tensor, array=None, keep=None):
         self.context, self._stream = context, stream
         self._tensor = tensor  # a plm_tensor: the array's memory, or a pool block of ours
         self._array = array    # host backend: the numpy array plume wrote
+        self._keep = keep      # a caller's memory (out=): what owns it; None: ours
         self.shape = tensor_shape(tensor)
         self.dtype = numpy_dtype(tensor.dtype)
 
@@ -62,11 +63,20 @@ class Tensor:
                                    len(shape), shape_dims, ctypes.byref(tensor)))
         return cls(context, stream, tensor)
 
+    def frame(self, i):
+        """A plm_tensor over frame i (the first axis) of the tensor's memory."""
+        t = self._tensor
+        view = _native.Tensor(ctx=t.ctx, data=t.data + i * int(t.strides[0]) * self.dtype.itemsize,
+                              dtype=t.dtype, ndim=t.ndim - 1)
+        for d in range(1, t.ndim):
+            view.dims[d - 1], view.strides[d - 1] = t.dims[d], t.strides[d]
+        return view
+
     def _open_context(self):
         """The context, or plume.Error when it is closed (what the Tensor's memory and
         plm_tensor's ctx belonged to is gone)."""
         if self.context._handle is None:
-            raise Error("PLM_ERR_INVALID_STATE", "the tensor's context is closed: %r cannot be "
+            raise error("PLM_ERR_INVALID_STATE", "the tensor's context is closed: %r cannot be "
                         "exported or copied any more (numpy() of a host tensor still works)"
                         % (self,))
         return self.context
@@ -78,7 +88,7 @@ class Tensor:
         return self._open_context().default_stream
 
     @property
-    def device(self):
+    def device(self) -> str:
         return self.context.backend
 
     @property
@@ -86,7 +96,7 @@ class Tensor:
         """The plm_tensor (ctypes) over the memory."""
         return self._tensor
 
-    def numpy(self):
+    def numpy(self) -> np.ndarray:
         """The values as a numpy array: on host the array itself, on cuda a copy (the
         host waits for the stream)."""
         if self._array is not None:
@@ -150,7 +160,8 @@ class Tensor:
     def __del__(self):
         # A pool block of ours goes back in stream order (a closed context freed it; a
         # closed stream finished its work: the default stream takes the free).
-        if getattr(self, "_array", 0) is not None or self.context._handle is None:
+        if (getattr(self, "_array", 0) is not None or self._keep is not None
+                or self.context._handle is None):
             return
         lib.plm_tensor_free(self.context.pool(), self._live_stream().handle,
                             ctypes.byref(self._tensor))

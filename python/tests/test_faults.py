@@ -54,8 +54,8 @@ class Injection(unittest.TestCase):
                      context=self.ctx)
         self.refused("cmp='gt ! label' (str): not one of gt, ge, lt, le", threshold,
                      self.frame, value=5, cmp="gt ! label", context=self.ctx)
-        self.refused("unknown key 'value=1 ! label x'", plume.op, "threshold", self.frame,
-                     context=self.ctx, **{"value=1 ! label x": 1})
+        self.refused("unexpected keyword argument 'value=1 ! label x'", plume.op, "threshold",
+                     self.frame, context=self.ctx, **{"value=1 ! label x": 1})
         self.refused("unknown op 'threshold value=1 ! label'", plume.op,
                      "threshold value=1 ! label", self.frame, context=self.ctx)
         self.refused("unknown op 'regions'", plume.op, "regions", self.frame, context=self.ctx)

@@ -90,7 +90,8 @@ class Ops(unittest.TestCase):
         with self.assertRaises(plume.Error) as caught:
             plume.op("threshold", self.frame, valeu=3)
         self.assertEqual(caught.exception.status, "PLM_ERR_INVALID_ARG")
-        self.assertIn("unknown key 'valeu'", str(caught.exception))
+        self.assertIn("unexpected keyword argument 'valeu'", str(caught.exception))
+        self.assertIsInstance(caught.exception, TypeError)
         with self.assertRaises(plume.Error):
             plume.Pipeline("threshold value=1", "u16", (4, 5), preset="robust")
 
@@ -236,7 +237,7 @@ class Interop(unittest.TestCase):
         lying = LyingProducer()
         with self.assertRaises(plume.Error) as caught:
             self.threshold(lying)
-        self.assertIn("plm_tensor_from_dlpack_legacy: managed->dl_tensor.device is kDLCUDA but "
+        self.assertIn("managed->dl_tensor.device is kDLCUDA but "
                       "the context is host", str(caught.exception))
         self.assertEqual(capsule_name(lying.capsule), "dltensor")  # not taken
 
@@ -245,7 +246,7 @@ class Interop(unittest.TestCase):
         ours = self.threshold(Producer(stack, legacy=True))
         np.testing.assert_array_equal(ours, (stack > 900).astype(np.uint8))
         tensors = self.threshold(stack, as_tensor=True)
-        self.assertEqual([t.shape for t in tensors], [(4, 5)] * 3)
+        self.assertEqual(tensors.shape, (3, 4, 5))  # one Tensor, the stack of results
 
     def test_the_cuda_array_interface_is_read_field_by_field(self):
         read = plume._interop.CudaArrayInterface
@@ -351,8 +352,11 @@ class GeneratedOps(unittest.TestCase):
         self.assertNotIn("regions", plume.ops.__all__)
         self.assertNotIn("sobel_entropy_threshold", plume.ops.__all__)
         params = inspect.signature(plume.ops.threshold).parameters
-        self.assertEqual(list(params), ["array", "value", "cmp", "context", "stream",
+        self.assertEqual(list(params), ["array", "value", "cmp", "out", "context", "stream",
                                         "as_tensor"])
+        # plume.ops holds the functions and nothing else (no helper, no module).
+        self.assertEqual([n for n in dir(plume.ops) if not n.startswith("__")],
+                         sorted(plume.ops.__all__))
         self.assertIn("cmp (one of gt, ge, lt, le, default gt)", plume.ops.threshold.__doc__)
         self.assertIn("gain (array of", plume.ops.nuc.__doc__)
 
@@ -482,6 +486,177 @@ class Pipelines(unittest.TestCase):
         self.assertIn(ctx.backend, ("host", "cuda"))
         stats = ctx.pool_stats()
         self.assertGreaterEqual(stats["peak_bytes_reserved"], stats["peak_bytes_in_use"])
+
+
+try:
+    import torch
+except ImportError:  # python3-torch is an optional test dependency
+    torch = None
+
+
+class LikeNumpy(unittest.TestCase):
+    """plume.ops as numpy users expect: a repeated call is cached, other dtypes converted
+    by the documented rule, out=, results of the caller's kind, errors as ValueError and
+    TypeError naming the argument."""
+
+    def setUp(self):
+        self.ctx = plume.Context("host")
+        rng = np.random.default_rng(3)
+        self.frame = rng.random((24, 32)).astype(np.float32)
+
+    def tearDown(self):
+        self.ctx.close()
+
+    def threshold(self, array, **kwargs):
+        return plume.ops.threshold(array, value=0.5, context=self.ctx, **kwargs)
+
+    def test_a_repeated_call_reuses_its_compiled_pipeline(self):
+        expected = (self.frame > 0.5).astype(np.uint8)
+        for _ in range(3):
+            np.testing.assert_array_equal(self.threshold(self.frame), expected)
+        self.assertEqual(len(self.ctx._op_cache), 1)
+        self.threshold(self.frame[:10])  # another shape: another pipeline
+        plume.ops.threshold(self.frame, value=0.25, context=self.ctx)  # other parameters
+        self.assertEqual(len(self.ctx._op_cache), 3)
+        # The fast path still reads each call's data: another array of the same shape.
+        other = 1 - self.frame
+        np.testing.assert_array_equal(self.threshold(other), (other > 0.5).astype(np.uint8))
+        # A stateful op starts again on every call, cached or not.
+        stack = np.stack([self.frame * 100, self.frame * 200]).astype(np.uint16)
+        first = plume.ops.background(stack, alpha=0.5, context=self.ctx)
+        np.testing.assert_array_equal(plume.ops.background(stack, alpha=0.5, context=self.ctx),
+                                      first)
+
+    def test_threshold_compares_in_double_precision_at_the_edges(self):
+        # The CPU kernel compares floats against a float bound (kernels/common/threshold.h):
+        # the answers must be the doubles' for values between two floats, on them, beyond
+        # float's range, and for u16.
+        x = np.float32([0.1, np.nextafter(np.float32(0.1), 0), np.nextafter(np.float32(0.1), 1),
+                        -0.0, 3.4e38, np.inf, -np.inf, np.nan, 1e-45, 16777217.0])
+        ops = {"gt": np.greater, "ge": np.greater_equal, "lt": np.less, "le": np.less_equal}
+        for value in (0.1, float(np.float32(0.1)), 0.0, 3.5e38, 1e300, -1e300, 1e-46,
+                      16777217.0):
+            for cmp, fn in ops.items():
+                got = plume.ops.threshold(x, value=value, cmp=cmp, context=self.ctx)
+                want = fn(x.astype(np.float64), value).astype(np.uint8)
+                np.testing.assert_array_equal(got, want, err_msg="%r %s" % (value, cmp))
+        u16 = np.arange(0, 65536, 7, dtype=np.uint16)
+        for value in (99.5, 100.0, 65534.9999999):
+            np.testing.assert_array_equal(plume.ops.threshold(u16, value=value, context=self.ctx),
+                                          (u16 > value).astype(np.uint8))
+
+    def test_other_dtypes_are_converted_by_the_rule(self):
+        expected = (self.frame > 0.5).astype(np.uint8)
+        np.testing.assert_array_equal(self.threshold(self.frame.astype(np.float64)), expected)
+        ints = (self.frame * 1000).astype(np.int64)  # numpy's default integers: values fit u16
+        np.testing.assert_array_equal(
+            plume.ops.threshold(ints, value=500, context=self.ctx), (ints > 500).astype(np.uint8))
+        np.testing.assert_array_equal(self.threshold(self.frame > 0.5), expected)  # bool: u8
+        with self.assertRaises(ValueError) as caught:  # int64 values no dtype it takes holds
+            plume.ops.threshold(ints + 2**40, value=0, context=self.ctx)
+        self.assertIn("plume.ops.threshold: array is int64", str(caught.exception))
+        self.assertIn("in the order u8, u16, i32, f32, f64", str(caught.exception))
+        with self.assertRaises(TypeError) as caught:
+            self.threshold(self.frame.astype(np.complex64))
+        self.assertIsInstance(caught.exception, plume.InvalidType)
+        # Strided views are copied, as numpy's ascontiguousarray does.
+        np.testing.assert_array_equal(self.threshold(self.frame.T), expected.T)
+        # Named tensors too: f64 calibrations become f32.
+        gain = np.full(self.frame.shape, 2.0)
+        np.testing.assert_array_equal(
+            plume.ops.nuc(self.frame, gain=gain, offset=np.zeros_like(gain), context=self.ctx),
+            self.frame * 2)
+
+    def test_out_is_written_and_returned(self):
+        out = np.zeros(self.frame.shape, np.uint8)
+        self.assertIs(self.threshold(self.frame, out=out), out)
+        np.testing.assert_array_equal(out, (self.frame > 0.5).astype(np.uint8))
+        stack = np.stack([self.frame, 1 - self.frame])
+        outs = np.zeros(stack.shape, np.uint8)
+        self.assertIs(self.threshold(stack, out=outs), outs)
+        np.testing.assert_array_equal(outs, (stack > 0.5).astype(np.uint8))
+        with self.assertRaises(ValueError) as caught:
+            self.threshold(self.frame, out=np.zeros(self.frame.shape, np.float32))
+        self.assertIn("plume.ops.threshold: out is float32 (24, 32); the result is uint8",
+                      str(caught.exception))
+        with self.assertRaises(ValueError):
+            self.threshold(self.frame, out=np.zeros((32, 24), np.uint8).T)  # strided
+        with self.assertRaises(TypeError):
+            self.threshold(self.frame, out=[0])
+
+    def test_errors_are_value_and_type_errors_naming_the_argument(self):
+        with self.assertRaises(ValueError) as caught:
+            plume.ops.threshold(self.frame, context=self.ctx)
+        self.assertEqual(str(caught.exception),
+                         "plume.ops.threshold: missing argument 'value'")
+        self.assertNotIn("plm_", str(caught.exception))
+        with self.assertRaises(TypeError) as caught:
+            plume.ops.threshold(self.frame, value="high", context=self.ctx)
+        self.assertIn("value='high' (str): not a number", str(caught.exception))
+        with self.assertRaises(ValueError):
+            plume.ops.threshold(self.frame, value=0.5, cmp="above", context=self.ctx)
+        with self.assertRaises(TypeError):
+            plume.ops.threshold(self.frame, value=0.5, nope=1, context=self.ctx)
+        with self.assertRaises(TypeError):
+            plume.Context(device=1.5)
+        with plume.Pipeline("threshold value=3", "u16", (8, 8), context=self.ctx) as pl:
+            with self.assertRaises(ValueError) as caught:
+                pl.run(np.zeros((8, 9), np.uint16))
+        self.assertEqual(str(caught.exception),
+                         "frames[0] is u16 8x9 but the pipeline's input 0 is u16 8x8")
+
+    def test_the_public_api_has_type_information(self):
+        import typing
+        here = os.path.dirname(plume.__file__)
+        for name in ("py.typed", "ops.pyi"):  # PEP 561: the package is typed; plume.ops's stub
+            self.assertTrue(os.path.exists(os.path.join(here, name)), name)
+        self.assertEqual(typing.get_type_hints(plume.Pipeline.describe)["return"], str)
+        self.assertIn("context", typing.get_type_hints(plume.op))
+        self.assertRegex(plume.__version__, r"^\d+\.\d+\.\d+$")
+
+    def test_a_regions_table_has_named_fields(self):
+        frame = np.zeros((32, 40), np.uint16)
+        frame[10:14, 20:25] = 4000
+        frame[1:3, 1:3] = 4000
+        with plume.Pipeline("threshold value=3500 ! label ! regions", "u16", frame.shape,
+                            context=self.ctx) as pl:
+            table, count = pl.run(frame)
+            raw, _ = pl.run(frame, as_tensor=True)
+        self.assertEqual(table.dtype, plume.REGION)
+        self.assertEqual(plume.REGION.names[:2], ("label", "area"))
+        self.assertEqual(len(table), int(count[0]))  # the regions found, not the capacity
+        np.testing.assert_array_equal(table["area"], [4, 20])
+        np.testing.assert_array_equal(table["centroid_row"], [1.5, 11.5])
+        # A view of the table plume wrote, its columns the fields.
+        np.testing.assert_array_equal(raw.numpy()[:2].reshape(-1), table.view(np.float64))
+        segmented, _ = plume.ops.segment(frame, value=3500, context=self.ctx)
+        np.testing.assert_array_equal(segmented["area"], [4, 20])
+
+    @unittest.skipIf(torch is None, "no torch for this python3 (Debian: python3-torch, optional)")
+    def test_torch_tensors_in_and_out_without_a_copy(self):
+        t = torch.from_numpy(self.frame.copy())
+        operand = plume._interop.operand(self.ctx, t, self.ctx.default_stream,
+                                         plume._ops.Call("threshold", {"value": 0.5}).convert)
+        self.assertEqual(operand.tensor.data, t.data_ptr())  # read in place
+        operand.release()
+        mask = self.threshold(t)
+        self.assertIsInstance(mask, torch.Tensor)
+        self.assertTrue(torch.equal(mask, (t > 0.5).to(torch.uint8)))
+        tensor = self.threshold(t, as_tensor=True)
+        self.assertEqual(torch.from_dlpack(tensor).data_ptr(), tensor.tensor.data)  # no copy
+        out = torch.zeros(t.shape, dtype=torch.uint8)
+        pointer = out.data_ptr()
+        self.assertIs(self.threshold(t, out=out), out)
+        self.assertEqual(out.data_ptr(), pointer)
+        self.assertTrue(torch.equal(out, (t > 0.5).to(torch.uint8)))
+        # Strided and of other dtypes: as numpy arrays are.
+        np.testing.assert_array_equal(self.threshold(t.T).numpy(),
+                                      (self.frame.T > 0.5).astype(np.uint8))
+        np.testing.assert_array_equal(self.threshold(t.double()).numpy(),
+                                      (self.frame > 0.5).astype(np.uint8))
+        counted = plume.ops.label(self.threshold(t), context=self.ctx)
+        self.assertIsInstance(counted[0], torch.Tensor)
+        self.assertIsInstance(counted[1], torch.Tensor)
 
 
 if __name__ == "__main__":
