@@ -7,8 +7,7 @@ What it does, in order:
 
 1. Links. Every relative link of those files ([text](path) and [text](path#anchor),
    outside code) must name a file or folder of the tree, and an anchor must be a heading
-   of the file it names (GitHub's slugs). Links to what another branch of the same issue
-   adds (PENDING below) are reported, not failed, while the target is missing.
+   of the file it names (GitHub's slugs).
 2. Install. BUILD_DIR is installed into SCRATCH_DIR/prefix (`cmake --install`, as a user
    installs plume), which the blocks then use: its pkg-config file, its `plume` command,
    its Python module.
@@ -53,12 +52,6 @@ HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$")
 LANGUAGES = {"c": "c", "python": "python", "py": "python", "sh": "sh", "bash": "sh",
              "shell": "sh"}
 TIMEOUT_S = 600
-
-# Targets another branch of issue 36 adds (the Python docs, the examples): reported while
-# missing, checked as any other link once they are in the tree.
-PENDING = {
-    "docs/python.md": "the Python docs, written on another branch of issue 36",
-}
 
 
 class Block:
@@ -125,7 +118,7 @@ def anchors(path, cache):
 
 
 def check_links(files, source):
-    problems, pending, cache, count = [], [], {}, 0
+    problems, cache, count = [], {}, 0
     for path in files:
         for number, line in parse(path)[1]:
             for target in LINK.findall(INLINE_CODE.sub("", line)):
@@ -138,14 +131,11 @@ def check_links(files, source):
                     if file_part else path
                 rel = os.path.relpath(resolved, source)
                 if not os.path.exists(resolved):
-                    if rel in PENDING:
-                        pending.append(f"{where}: {target} (missing: {PENDING[rel]})")
-                    else:
-                        problems.append(f"{where}: {target}: no such file or folder ({rel})")
+                    problems.append(f"{where}: {target}: no such file or folder ({rel})")
                     continue
                 if anchor and resolved.endswith(".md") and anchor not in anchors(resolved, cache):
                     problems.append(f"{where}: {target}: no heading '#{anchor}' in {rel}")
-    return count, problems, pending
+    return count, problems
 
 
 def python_with_numpy():
@@ -194,10 +184,8 @@ def main(argv):
         os.path.join(source, "docs", n) for n in os.listdir(os.path.join(source, "docs"))
         if n.endswith(".md"))
 
-    count, problems, pending = check_links(files, source)
+    count, problems = check_links(files, source)
     print(f"links: {count} relative links in {len(files)} files, {len(problems)} broken")
-    for p in pending:
-        print(f"  pending {p}")
     for p in problems:
         print(f"  BROKEN {p}")
 
