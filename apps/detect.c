@@ -158,8 +158,13 @@ static void check_pipeline(const char *text, detect_check *check) {
   quote_value(canonical, quoted, sizeof quoted);
   free(canonical);
   /* A long text: its start, then "..." */
-  if (strlen(quoted) >= sizeof check->shown) strcpy(quoted + sizeof check->shown - 4, "...");
-  snprintf(check->shown, sizeof check->shown, "%s", quoted);
+  const size_t length = strlen(quoted), room = sizeof check->shown;
+  if (length < room) {
+    memcpy(check->shown, quoted, length + 1);
+  } else {
+    memcpy(check->shown, quoted, room - 4);
+    memcpy(check->shown + room - 4, "...", 4);
+  }
 }
 
 static void shape_text(const plm_shape *shape, char *buf, size_t size);
