@@ -4,7 +4,7 @@
 #
 # A libplume built with sanitizers (PLUME_SANITIZE, built by PLUME_SANITIZE_CC) needs their
 # runtime loaded before anything else, as a sanitized program has it: the runtime is put in
-# LD_PRELOAD (gcc's libasan/libubsan, clang's libclang_rt), with leak detection off (the
+# LD_PRELOAD (gcc's libasan and libubsan; clang's build skips), with leak detection off (the
 # interpreter's own allocations at exit are not plume's), so that the Python tests run
 # under AddressSanitizer and UndefinedBehaviorSanitizer in CI's sanitizer stages. The CUDA
 # emulator's initial-exec TLS, in an EMU build, takes more static TLS than glibc keeps for
@@ -14,15 +14,14 @@
 preload_sanitizers() {
   local cc=${PLUME_SANITIZE_CC:-cc} runtimes=() name
   if "$cc" --version 2>/dev/null | grep -q clang; then
-    if [[ $PLUME_SANITIZE == *address* ]]; then
-      runtimes=(libclang_rt.asan-x86_64.so)
-    else
-      runtimes=(libclang_rt.ubsan_standalone-x86_64.so)
-    fi
-  else
-    [[ $PLUME_SANITIZE == *address* ]] && runtimes+=(libasan.so)
-    [[ $PLUME_SANITIZE == *undefined* ]] && runtimes+=(libubsan.so)
+    # clang links the runtime into each executable: preloaded for python3, it would be
+    # loaded a second time into the plume command and the Python programs the tests start
+    # (inherited through LD_PRELOAD), which its own check refuses.
+    echo "skipped: libplume is built by clang with -fsanitize=$PLUME_SANITIZE, whose runtime cannot be preloaded for python3 and the sanitized programs it starts alike (gcc's build runs these tests)"
+    exit 77
   fi
+  [[ $PLUME_SANITIZE == *address* ]] && runtimes+=(libasan.so)
+  [[ $PLUME_SANITIZE == *undefined* ]] && runtimes+=(libubsan.so)
   local preload=()
   for name in "${runtimes[@]}"; do
     local path
