@@ -196,23 +196,30 @@ start_slow() {
   return 1
 }
 
-checks=$((checks + 1))
-if start_slow 2; then
-  kill -INT "$pid"
-  # Stopped within 30 s of the signal, else it did not pass the signal on.
+# stopped NAME WHAT: mpirun ($pid) stopped by WHAT must exit within 30 s (else it did not
+# pass WHAT on: killed, and NAME fails), with a failure, the old CSV kept and no temporary
+# file left.
+stopped() {
+  local name=$1 what=$2
   for ((waited = 0; waited < 3000; waited++)); do
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.01
   done
   if kill -0 "$pid" 2>/dev/null; then
     kill -KILL "$pid"
-    fail "interrupted: mpirun was still running 30 s after SIGINT"
+    fail "$name: mpirun was still running 30 s after $what"
   fi
   wait "$pid"
   rc=$?
-  ((rc != 0)) || fail "interrupted: exit 0"
-  [[ $(cat kept.csv) == "old detections" ]] || fail "interrupted: the old CSV was replaced"
-  absent "interrupted"
+  ((rc != 0)) || fail "$name: exit 0"
+  [[ $(cat kept.csv) == "old detections" ]] || fail "$name: the old CSV was replaced"
+  absent "$name"
+}
+
+checks=$((checks + 1))
+if start_slow 2; then
+  kill -INT "$pid"
+  stopped "interrupted" "SIGINT"
 else
   kill -KILL "$pid" 2>/dev/null
   wait "$pid"
@@ -264,19 +271,7 @@ for victim in 2:1 2:0 3:2 3:0; do
     fi
   done
   [[ -n $killed ]] || fail "$name: no process of rank $rank among mpirun's children"
-  for ((waited = 0; waited < 3000; waited++)); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.01
-  done
-  if kill -0 "$pid" 2>/dev/null; then
-    kill -KILL "$pid"
-    fail "$name: mpirun was still running 30 s after the kill"
-  fi
-  wait "$pid"
-  rc=$?
-  ((rc != 0)) || fail "$name: exit 0"
-  [[ $(cat kept.csv) == "old detections" ]] || fail "$name: the old CSV was replaced"
-  absent "$name"
+  stopped "$name" "the kill"
   [[ -z $(ls -A tmpdir) ]] || fail "$name: left in \$TMPDIR: $(ls -A tmpdir)"
 done
 rm -rf many one.npy one.csv kept.csv tmpdir
