@@ -92,7 +92,16 @@
  *   (kernels/common/frame_range.h), plus a memset with global histograms.
  *   Occupancy is bounded by shared memory: dense u8 at T = 64 takes 32 KiB of
  *   histograms, 3 KiB of ring and 2 KiB of differences: 6 blocks (384 threads) per SM.
- *   Registers are capped at 64 per thread (__launch_bounds__(128, 8)).
+ *   Registers: __launch_bounds__(128, 5), at most 102 per thread (5 blocks of 128
+ *   threads, 10 of 64, per SM by the register file), which no kind or source spills at:
+ *   ptxas for sm_90 gives the fused dense variant 96 registers, fused sparse 95, entropy
+ *   dense 86, sparse 82 (sm_80: 94, 90, 80, 78). It was (128, 8), a 64-register cap at
+ *   which three of the four spilled for sm_90 (fused dense 52 bytes stored and 28
+ *   loaded, fused sparse 48 and 56, entropy dense 20 and 28): more blocks by registers
+ *   than shared memory lets in whenever the histograms are dense or sparse (6 blocks
+ *   of 64 threads for u8 above), bought with local-memory traffic in the inner loop.
+ *   Their budgets (the build fails past them, or on any spill): kernels/cuda/
+ *   register_budgets.txt.
  * None of this has been measured: no line of it has run on a GPU yet.
  *
  * The host check: tests/test_entropy_cuda_logic.cpp compiles this file as plain C++
@@ -757,8 +766,10 @@ __global__ void warp_kernel(plm__entropy_args a, warp_plan p, const float *__res
   if (o < p.warps) warp_tasks(DeviceLane{}, a, p, ranges, hists, device_delta, o);
 }
 
+/* 5 blocks of kMaxThreads: the most registers no variant spills at (the header's
+ * "Registers"). */
 template <class Hist, class Source, class Sink>
-__global__ void __launch_bounds__(kMaxThreads, 8)
+__global__ void __launch_bounds__(kMaxThreads, 5)
     window_kernel(plan p, Source source, Sink sink, int bins, uint16_t *__restrict__ global_hists) {
   extern __shared__ __align__(16) unsigned char smem[];
   run_block<Hist>(DeviceBlock{}, p, source, sink, bins, smem, global_hists, device_delta);

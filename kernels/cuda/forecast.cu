@@ -33,6 +33,12 @@
  *   600 million square roots and 1.2 billion divisions, so arithmetic bounds it. The shared
  *   path at p = 5 runs blocks of 64 threads in 44.5 KiB, 5 blocks (10 warps) per SM of
  *   228 KiB; at p = 6..8 one warp per block.
+ *   Registers (ptxas): the scratch kernel is bounded to 80 (__launch_bounds__(64, 12):
+ *   12 blocks, 24 warps, per SM by the register file); uncapped it took 96 for sm_90
+ *   (10 blocks) and 128 for sm_80 (8), no spill either way; at 64 (16 blocks) it spills
+ *   16 bytes for sm_90, so 80 it is (72 untried). The shared kernel takes 56 for sm_90
+ *   (80 for sm_80), uncapped: shared memory, not registers, bounds its blocks. Budgets
+ *   (the build fails past them, or on any spill): kernels/cuda/register_budgets.txt.
  * Not yet run on a GPU (none was available when it was written); tests/test_forecast.c
  * checks both layouts' indexing on the host (each thread writes only its own slots and
  * gets the contiguous layout's bits) and the kernels under PLUME_BACKEND=cuda. */
@@ -41,7 +47,9 @@
 
 enum { SCRATCH_THREADS = 64 };
 
-__global__ void ar_forecast_scratch_kernel(plm__ar_forecast_args args) {
+/* At least 12 blocks of 64 threads per SM: 80 registers (the header's "Registers"). */
+__global__ void __launch_bounds__(SCRATCH_THREADS, 12)
+    ar_forecast_scratch_kernel(plm__ar_forecast_args args) {
   int64_t step = (int64_t)gridDim.x * blockDim.x;
   for (int64_t s = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; s < args.count; s += step)
     plm__ar_forecast_one(args.series + s * args.length, args.length, args.lags, args.horizon,
