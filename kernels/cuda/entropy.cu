@@ -92,16 +92,18 @@
  *   (kernels/common/frame_range.h), plus a memset with global histograms.
  *   Occupancy is bounded by shared memory: dense u8 at T = 64 takes 32 KiB of
  *   histograms, 3 KiB of ring and 2 KiB of differences: 6 blocks (384 threads) per SM.
- *   Registers: __launch_bounds__(128, 5), at most 102 per thread (5 blocks of 128
- *   threads, 10 of 64, per SM by the register file), which no kind or source spills at:
- *   ptxas for sm_90 gives the fused dense variant 96 registers, fused sparse 95, entropy
- *   dense 86, sparse 82 (sm_80: 94, 90, 80, 78). It was (128, 8), a 64-register cap at
- *   which three of the four spilled for sm_90 (fused dense 52 bytes stored and 28
- *   loaded, fused sparse 48 and 56, entropy dense 20 and 28): more blocks by registers
- *   than shared memory lets in whenever the histograms are dense or sparse (6 blocks
- *   of 64 threads for u8 above), bought with local-memory traffic in the inner loop.
- *   Their budgets (the build fails past them, or on any spill): kernels/cuda/
- *   register_budgets.txt.
+ *   Registers: __launch_bounds__(128, 5), at most 96 a thread (65,536 / (5 x 128),
+ *   rounded down to the allocation's multiple of 8: 5 blocks of 128 threads, 10 of 64,
+ *   per SM by the register file), at which no kind or source spills: ptxas for sm_90
+ *   gives the fused dense variant 96 registers, fused sparse 95, entropy dense 86,
+ *   sparse 82 (sm_80: 94, 90, 80, 78; unbounded they would take 114, 108, 86, 82 for
+ *   sm_90, 102, 96, 79, 78 for sm_80). It was (128, 8), a 64-register cap at which three
+ *   of the four spilled for sm_90 (fused dense 52 bytes stored and 28 loaded, fused
+ *   sparse 48 and 56, entropy dense 20 and 28; sm_80: 40 and 20, 40 and 72, 12 and 16):
+ *   more blocks by registers than shared memory lets in whenever the histograms are
+ *   dense or sparse (6 blocks of 64 threads for u8 above), bought with local-memory
+ *   traffic in the inner loop. Their budgets (the build fails past them, or on any
+ *   spill): kernels/cuda/register_budgets.txt.
  * None of this has been measured: no line of it has run on a GPU yet.
  *
  * The host check: tests/test_entropy_cuda_logic.cpp compiles this file as plain C++
