@@ -10,13 +10,15 @@
 #   - a budget line that matches no kernel, a kernel two lines match, a malformed line, an
 #     object of a .cu without its report: refused; objects of other languages passed over;
 #   - reports without sm_90 code are checked for spills alone, and say so;
+#   - a spill in a function a kernel calls (callee.cu, a __noinline__ helper) is refused;
 #   - --stamp is written when the check passes, removed when it fails;
 #   - `record` keeps ptxas's lines out of the compiler's output and in OBJECT.ptxas, passes
 #     everything else and the compiler's status through, and keeps every line of a failed
 #     compile in its output.
 # The before files were recorded at 1bcf875 (entropy.cu with `nvcc -O3 -arch=sm_90
-# -Xptxas -v`, forecast.cu for sm_80 and sm_90 with --fmad=false), the after files by the
-# nvcc build's launcher (RelWithDebInfo, 80-real and 90) with the launch bounds fixed.
+# -Xptxas -v`, forecast.cu for sm_80 and sm_90 with --fmad=false), callee.cu (a kernel and
+# the helper it calls) for both, the after files by the nvcc build's launcher
+# (RelWithDebInfo, 80-real and 90) with the launch bounds fixed.
 # Needs python3 and c++filt (binutils); runs in every build, nvcc or not (about 4 CPU
 # seconds, most of them starting python3 twenty times).
 set -uo pipefail
@@ -117,6 +119,18 @@ sed '/sm_90/,$d' "$data/forecast-before.cu.o.ptxas" >"$scratch/sm80-before.cu.o.
 sed -i 's/0 bytes spill stores/8 bytes spill stores/' "$scratch/sm80-before.cu.o.ptxas"
 expect 1 'ar_forecast_shared_kernel \(sm80-before\.cu, sm_80\) spills: 8 bytes stored, 0 loaded' \
   -- check --budgets "$budgets" "$scratch/sm80-before.cu.o.ptxas"
+
+# A function the kernel calls (not inlined) has a frame of its own, reported after the
+# kernel's (callee.cu: recorded from a __noinline__ helper): its spills fail the gate too,
+# under the architecture of the run that reported them.
+echo "kern 32 the fixture's kernel" >"$scratch/callee-budgets.txt"
+expect 0 '^helper \(called\) +callee\.cu +sm_90 ' '^kern +callee\.cu +sm_90 +32 +0 +0 +256 +1024 +32$' \
+  -- check --budgets "$scratch/callee-budgets.txt" "$data/callee.cu.o.ptxas"
+awk '/Function properties for _Z6helper/ { n++ } { if (n == 2 && !done && /spill stores/) {
+  sub(/0 bytes spill stores/, "12 bytes spill stores"); done = 1 } print }' \
+  "$data/callee.cu.o.ptxas" >"$scratch/callee.cu.o.ptxas"
+expect 1 'function helper \(callee\.cu, sm_90\) spills: 12 bytes stored, 0 loaded' 'FAILED, 1 problem' \
+  -- check --budgets "$scratch/callee-budgets.txt" "$scratch/callee.cu.o.ptxas"
 
 # --stamp: written on a pass, removed on a failure.
 stamp=$scratch/usage.txt
