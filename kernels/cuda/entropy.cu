@@ -100,10 +100,9 @@
  *   sm_90, 102, 96, 79, 78 for sm_80). It was (128, 8), a 64-register cap at which three
  *   of the four spilled for sm_90 (fused dense 52 bytes stored and 28 loaded, fused
  *   sparse 48 and 56, entropy dense 20 and 28; sm_80: 40 and 20, 40 and 72, 12 and 16):
- *   more blocks by registers than shared memory lets in whenever the histograms are
- *   dense or sparse (6 blocks of 64 threads for u8 above), bought with local-memory
- *   traffic in the inner loop. Their budgets (the build fails past them, or on any
- *   spill): kernels/cuda/register_budgets.txt.
+ *   room by registers for 8 blocks of 128 where shared memory lets in 6 of 64 for u8
+ *   (above), bought with local-memory traffic in the inner loop. Their budgets (the
+ *   build fails past them, or on any spill): kernels/cuda/register_budgets.txt.
  * None of this has been measured: no line of it has run on a GPU yet.
  *
  * The host check: tests/test_entropy_cuda_logic.cpp compiles this file as plain C++
