@@ -42,6 +42,7 @@ constexpr int kMaxGroups = 8;    /* collectives waiting at once in one warp */
 enum class lane_state : uint8_t { runnable, at_barrier, at_collective, at_active_mask, exited };
 
 struct executor;
+struct block_counts;
 
 struct lane {
   fiber context;
@@ -127,6 +128,8 @@ struct executor {
   cudaError_t error = cudaSuccess;
 
   void *check_state = nullptr; /* emu/check's shadow of the shared arena */
+  /* emu/count's recorder while the launch is counted, else null (emu/count/counters.h). */
+  block_counts *counts = nullptr;
 };
 
 /* Every executor's lanes, by fibre index (executor.cpp). */
