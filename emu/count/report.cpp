@@ -46,7 +46,8 @@ const plm_emu_device_model kDevices[] = {
 /* A row of the report: a kernel of a section, or a whole section. */
 struct row {
   plm_emu_counts counts{};
-  double bound_time[4] = {0, 0, 0, 0}; /* time each bound won, summed over launches */
+  double bounds[4] = {0, 0, 0, 0};     /* each bound's time, summed over launches */
+  double bound_time[4] = {0, 0, 0, 0}; /* the time of the launches each bound won */
   double bound_s = 0, launch_s = 0, estimate_s = 0, graph_estimate_s = 0, floor_s = 0;
   const char *bound() const {
     static const char *const names[] = {"dram", "l2", "shared", "atomics"};
@@ -58,8 +59,11 @@ struct row {
   void add(const plm_emu_counts &launch, const plm_emu_estimate &e) {
     plm_emu::counts_add(counts, launch);
     const char *const names[] = {"dram", "l2", "shared", "atomics"};
-    for (int i = 0; i < 4; i++)
+    const double each[4] = {e.dram_s, e.l2_s, e.shared_s, e.atomics_s};
+    for (int i = 0; i < 4; i++) {
+      bounds[i] += each[i];
       if (std::strcmp(e.bound, names[i]) == 0) bound_time[i] += e.bound_s;
+    }
     bound_s += e.bound_s;
     launch_s += e.launch_s;
     estimate_s += e.estimate_s;
@@ -72,7 +76,7 @@ double ratio(uint64_t a, uint64_t b) { return b ? (double)a / (double)b : 0.0; }
 
 void text_row(FILE *out, const std::string &name, const row &r) {
   const plm_emu_counts &c = r.counts;
-  std::fprintf(out, "%-28s %5llu %9.3f %9.3f %6.2f %6.2f %9.3f %8.3f %6.2f %7.2f %8llu %6.1f %9.2f %9.2f %9.2f %-7s\n",
+  std::fprintf(out, "%-28s %5llu %9.3f %9.3f %6.2f %6.2f %9.3f %8.3f %6.2f %7.2f %8llu %6.1f %9.3f %9.3f %9.3f %-7s\n",
                name.c_str(), (unsigned long long)c.launches, c.load_bytes / 1e6, c.store_bytes / 1e6,
                ratio(c.load_sectors, c.load_requests), ratio(c.store_sectors, c.store_requests),
                c.distinct_sectors * 32 / 1e6, c.l2_refetch_sectors * 32 / 1e6,
@@ -131,7 +135,7 @@ void json_row(FILE *out, const row &r, const char *indent) {
   std::fprintf(out, "%s\"estimate\": {\"dram_s\": %.6e, \"l2_s\": %.6e, \"shared_s\": %.6e, \"atomics_s\": %.6e, "
                "\"bound_s\": %.6e, \"bound\": \"%s\", \"launch_s\": %.6e, \"estimate_s\": %.6e, "
                "\"graph_estimate_s\": %.6e, \"floor_s\": %.6e}",
-               indent, r.bound_time[0], r.bound_time[1], r.bound_time[2], r.bound_time[3], r.bound_s,
+               indent, r.bounds[0], r.bounds[1], r.bounds[2], r.bounds[3], r.bound_s,
                r.bound(), r.launch_s, r.estimate_s, r.graph_estimate_s, r.floor_s);
 }
 
