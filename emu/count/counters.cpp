@@ -19,7 +19,7 @@ namespace plm_emu {
 namespace {
 
 constexpr unsigned kSectorShift = 5;                          /* 32-byte sectors */
-constexpr size_t kL2Sectors = (50u * 1024 * 1024) >> kSectorShift; /* a 50 MB L2 */
+std::atomic<size_t> l2_sectors{(50u * 1024 * 1024) >> kSectorShift}; /* a 50 MB L2 */
 constexpr unsigned kBanks = 32;                               /* of 4-byte words */
 
 enum access_class : uint8_t { class_load, class_store, class_global_atomic, class_shared, class_shared_atomic };
@@ -117,7 +117,7 @@ struct launch_counts {
   int section = -1;
   plm_emu_counts counts{};
   std::unordered_set<uint64_t> seen;
-  sector_lru l2{kL2Sectors};
+  sector_lru l2{l2_sectors.load(std::memory_order_relaxed)};
   std::unordered_map<uintptr_t, uint64_t> atomic_addresses;
 };
 
@@ -367,6 +367,15 @@ extern "C" int plm_emu_count_begin(const char *label) {
     return -1;
   }
   open_section.store(section_index(label), std::memory_order_release);
+  return 0;
+}
+
+extern "C" int plm_emu_count_set_l2_bytes(size_t bytes) {
+  if (bytes < 32) {
+    std::fprintf(stderr, "plume cuda emulator: plm_emu_count_set_l2_bytes(%zu): less than one 32-byte sector\n", bytes);
+    return -1;
+  }
+  plm_emu::l2_sectors.store(bytes >> plm_emu::kSectorShift, std::memory_order_relaxed);
   return 0;
 }
 

@@ -34,6 +34,7 @@
 #ifndef PLUME_EMU_COUNT_EMU_COUNT_H
 #define PLUME_EMU_COUNT_EMU_COUNT_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -88,6 +89,11 @@ const struct plm_emu_device_model *plm_emu_device_model_find(const char *name);
 int plm_emu_count_begin(const char *label);
 /* Close the open section (nothing if none is open). */
 void plm_emu_count_end(void);
+/* The L2 the counts model for launches that start after the call: `bytes` (at least 32)
+ * of 32-byte sectors, fully associative, least recently used out. Default 50 MB (an H100's
+ * and an H200's). Returns 0, or -1 (message on stderr). */
+int plm_emu_count_set_l2_bytes(size_t bytes);
+
 /* Forget every section (after synchronising: a launch still running is dropped). Nothing
  * while a section is open (message on stderr). */
 void plm_emu_count_clear(void);

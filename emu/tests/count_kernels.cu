@@ -55,6 +55,14 @@ __global__ void atomics_kernel(int *counters, int *out) {
   if (t < 32) out[1 + t] = each[t];
 }
 
+/* volatile: each read is issued, none merged with an earlier one of the same word. */
+__global__ void sector_pattern_kernel(int pattern, const volatile float *in, float *out) {
+  const int lru_friendly[6] = {0, 1, 0, 2, 0, 3}, cyclic[6] = {0, 1, 2, 0, 1, 2};
+  float sum = 0;
+  for (int k = 0; k < 6; k++) sum += in[8 * (pattern == 0 ? lru_friendly[k] : cyclic[k])];
+  out[0] = sum;
+}
+
 __global__ void collectives_kernel(int *out) {
   const int t = threadIdx.x, lane = t % 32;
   __syncwarp();
@@ -92,6 +100,11 @@ cudaError_t count_shared_stride(int stride, float *out, int blocks, cudaStream_t
 
 cudaError_t count_atomics(int *counters, int *out, cudaStream_t s) {
   atomics_kernel<<<1, 64, 0, s>>>(counters, out);
+  return cudaGetLastError();
+}
+
+cudaError_t count_sector_pattern(int pattern, const float *in, float *out, cudaStream_t s) {
+  sector_pattern_kernel<<<1, 1, 0, s>>>(pattern, in, out);
   return cudaGetLastError();
 }
 

@@ -22,6 +22,9 @@ cudaError_t count_shared_stride(int stride, float *out, int blocks, cudaStream_t
 /* Two warps: every lane adds 1 to counters[0] (same address), then to counters[1 + lane]
  * (distinct addresses); in shared memory the same, the sums written to out[0..32]. */
 cudaError_t count_atomics(int *counters, int *out, cudaStream_t s);
+/* One thread reads (volatile) the floats at sectors `pattern` (0: 0,1,0,2,0,3; 1:
+ * 0,1,2,0,1,2) of `in`, 8 floats a sector, and writes their sum to out[0]. */
+cudaError_t count_sector_pattern(int pattern, const float *in, float *out, cudaStream_t s);
 /* Two warps: a full __syncwarp, then a shuffle among lanes 0-15 only. out: 64 ints. */
 cudaError_t count_collectives(int *out, cudaStream_t s);
 

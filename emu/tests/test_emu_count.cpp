@@ -4,7 +4,8 @@
  * Known cases: a copy, vector_add and threshold count their bytes, requests and sectors
  * exactly; a stride-32 read takes 32 sectors a request, 8 times a copy's 4; shared reads
  * of stride 1, 2 and 32 take 1, 2 and 32 wavefronts, a broadcast 1; 32 lanes adding to
- * one address take 32 steps, global and shared; barriers and the lanes of collectives.
+ * one address take 32 steps, global and shared; barriers and the lanes of collectives; the
+ * L2's LRU (in an L2 of two sectors, 0,1,0,2,0,3 fetches nothing again, 0,1,2,0,1,2 three).
  * Then the estimate names the bound that wins, the report's text and JSON, and bad calls.
  * Runs under any PLUME_EMU_SEED and PLUME_EMU_BLOCK_THREADS (CTest runs two). */
 #include <unistd.h>
@@ -176,6 +177,32 @@ void test_atomics_and_collectives(cudaStream_t s) {
   CUDA_OK(cudaFree(out));
 }
 
+/* The L2's LRU: with room for 2 sectors, 0,1,0,2,0,3 keeps 0 and fetches nothing again
+ * (FIFO would drop 0), 0,1,2,0,1,2 fetches each again; with 50 MB neither does. */
+void test_l2(cudaStream_t s) {
+  float *in = device<float>(64), *out = device<float>(8);
+  const struct {
+    int pattern;
+    size_t l2;
+    uint64_t refetch;
+    const char *label;
+  } cases[] = {{0, 64, 0, "l2 lru-friendly in 2 sectors"},
+               {1, 64, 3, "l2 cyclic in 2 sectors"},
+               {1, 50u * 1024 * 1024, 0, "l2 cyclic in 50 MB"}};
+  for (const auto &k : cases) {
+    check(plm_emu_count_set_l2_bytes(k.l2) == 0, "the L2 set to " + u(k.l2) + " bytes");
+    plm_emu_counts c = counted(k.label, "sector_pattern_kernel", s,
+                               [&] { return count_sector_pattern(k.pattern, in, out, s); });
+    check(c.l2_refetch_sectors == k.refetch && c.distinct_sectors == (k.pattern == 0 ? 5u : 4u) &&
+              c.load_requests == 6,
+          std::string(k.label) + ": " + u(c.l2_refetch_sectors) + " sectors fetched again (expected " +
+              u(k.refetch) + "), " + u(c.distinct_sectors) + " distinct");
+  }
+  check(plm_emu_count_set_l2_bytes(31) == -1, "an L2 of less than one sector is refused");
+  CUDA_OK(cudaFree(in));
+  CUDA_OK(cudaFree(out));
+}
+
 void test_off_and_report(cudaStream_t s) {
   float *a = device<float>(256), *b = device<float>(256);
   CUDA_OK(count_copy(a, b, 256, s)); /* no section open: not counted */
@@ -230,6 +257,7 @@ int main() {
   test_streaming(s);
   test_shared(s);
   test_atomics_and_collectives(s);
+  test_l2(s);
   test_off_and_report(s);
   CUDA_OK(cudaStreamDestroy(s));
   std::printf("%d failure(s)\n", failures);
