@@ -112,7 +112,7 @@ int process_section() {
 
 struct launch_counts {
   std::mutex lock;
-  std::string kernel;
+  std::string kernel, site;
   dim3 grid, block;
   int section = -1;
   plm_emu_counts counts{};
@@ -279,6 +279,7 @@ launch_counts *count_launch_begin(const kernel_launch &launch) {
   }
   launch_counts *counts = new launch_counts();
   counts->kernel = launch.name && *launch.name ? launch.name : "(unnamed)";
+  counts->site = launch.site ? launch.site : "";
   counts->grid = launch.grid;
   counts->block = launch.block;
   counts->section = section;
@@ -311,7 +312,7 @@ void count_launch_end(launch_counts *launch) {
     std::lock_guard<std::mutex> hold(sections_lock);
     if ((size_t)launch->section < sections().size()) /* not cleared while it ran */
       sections()[launch->section].launches.push_back(
-          launch_record{launch->kernel, launch->grid, launch->block, launch->counts});
+          launch_record{launch->kernel, launch->site, launch->grid, launch->block, launch->counts});
   }
   delete launch;
 }

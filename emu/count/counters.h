@@ -51,7 +51,7 @@ bool device_region_holds(uintptr_t addr);
 
 /* The launches filed, by section (for the report, emu/count/report.cpp). */
 struct launch_record {
-  std::string kernel;
+  std::string kernel, site; /* as named at the launch, and its file:line */
   dim3 grid, block;
   plm_emu_counts counts;
 };

@@ -72,11 +72,18 @@ struct row {
   }
 };
 
+/* "entropy.cu:412" of "kernels/cuda/entropy.cu:412": the rows name the launch too (a
+ * launch through a variable is named by the variable, "kernel"). */
+std::string short_site(const std::string &site) {
+  const size_t slash = site.rfind('/');
+  return slash == std::string::npos ? site : site.substr(slash + 1);
+}
+
 double ratio(uint64_t a, uint64_t b) { return b ? (double)a / (double)b : 0.0; }
 
 void text_row(FILE *out, const std::string &name, const row &r) {
   const plm_emu_counts &c = r.counts;
-  std::fprintf(out, "%-28s %5llu %9.3f %9.3f %6.2f %6.2f %9.3f %8.3f %6.2f %7.2f %8llu %6.1f %9.3f %9.3f %9.3f %-7s\n",
+  std::fprintf(out, "%-40s %5llu %9.3f %9.3f %6.2f %6.2f %9.3f %8.3f %6.2f %7.2f %8llu %6.1f %9.3f %9.3f %9.3f %-7s\n",
                name.c_str(), (unsigned long long)c.launches, c.load_bytes / 1e6, c.store_bytes / 1e6,
                ratio(c.load_sectors, c.load_requests), ratio(c.store_sectors, c.store_requests),
                c.distinct_sectors * 32 / 1e6, c.l2_refetch_sectors * 32 / 1e6,
@@ -140,7 +147,7 @@ void json_row(FILE *out, const row &r, const char *indent) {
 }
 
 const char kHeader[] =
-    "%-28s %5s %9s %9s %6s %6s %9s %8s %6s %7s %8s %6s %9s %9s %9s %-7s\n";
+    "%-40s %5s %9s %9s %6s %6s %9s %8s %6s %7s %8s %6s %9s %9s %9s %-7s\n";
 
 }  // namespace
 
@@ -185,9 +192,14 @@ extern "C" int plm_emu_count_report(const char *device, FILE *text, const char *
     return -1;
   }
   const std::vector<section_record> sections = count_sections();
-  /* Rows per section: each kernel (in order of first launch), then the section. */
+  /* Rows per section: each kernel (in order of first launch; one name launched from two
+   * sites is two rows), then the section. */
+  struct kernel_row {
+    std::string kernel, site;
+    row r;
+  };
   struct section_rows {
-    std::vector<std::pair<std::string, row>> kernels;
+    std::vector<kernel_row> kernels;
     row total;
   };
   std::vector<section_rows> all(sections.size());
@@ -196,12 +208,13 @@ extern "C" int plm_emu_count_report(const char *device, FILE *text, const char *
     for (const launch_record &l : sections[s].launches) {
       plm_emu_estimate e;
       plm_emu_count_estimate(&l.counts, d, &e);
-      auto it = index.find(l.kernel);
+      const std::string key = l.kernel + "@" + l.site;
+      auto it = index.find(key);
       if (it == index.end()) {
-        it = index.emplace(l.kernel, all[s].kernels.size()).first;
-        all[s].kernels.emplace_back(l.kernel, row());
+        it = index.emplace(key, all[s].kernels.size()).first;
+        all[s].kernels.push_back(kernel_row{l.kernel, l.site, row()});
       }
-      all[s].kernels[it->second].second.add(l.counts, e);
+      all[s].kernels[it->second].r.add(l.counts, e);
       all[s].total.add(l.counts, e);
     }
   }
@@ -214,7 +227,7 @@ extern "C" int plm_emu_count_report(const char *device, FILE *text, const char *
       std::fprintf(text, kHeader, "kernel", "runs", "load MB", "store MB", "ld s/r", "st s/r",
                    "DRAM MB", "L2 re MB", "smem", "atomic", "barriers", "lanes", "floor us",
                    "est us", "graph us", "bound");
-      for (const auto &k : all[s].kernels) text_row(text, k.first, k.second);
+      for (const kernel_row &k : all[s].kernels) text_row(text, k.kernel + " " + short_site(k.site), k.r);
       if (all[s].kernels.size() > 1) text_row(text, "(section)", all[s].total);
     }
     std::fprintf(text, "\ncolumns: ld/st s/r = 32-byte sectors per warp request (4 is perfect "
@@ -246,9 +259,11 @@ extern "C" int plm_emu_count_report(const char *device, FILE *text, const char *
       std::fprintf(out, ",\n     \"kernels\": [");
       for (size_t k = 0; k < all[s].kernels.size(); k++) {
         std::fprintf(out, "%s\n       {\"kernel\": ", k ? "," : "");
-        json_string(out, all[s].kernels[k].first);
+        json_string(out, all[s].kernels[k].kernel);
+        std::fprintf(out, ", \"site\": ");
+        json_string(out, all[s].kernels[k].site);
         std::fprintf(out, ",\n");
-        json_row(out, all[s].kernels[k].second, "        ");
+        json_row(out, all[s].kernels[k].r, "        ");
         std::fprintf(out, "}");
       }
       std::fprintf(out, "]}");
