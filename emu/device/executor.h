@@ -94,6 +94,9 @@ struct executor {
   /* The launch and the block being run. */
   const kernel_launch *launch = nullptr;
   const op_context *op = nullptr;
+  /* emu/count's recorder while the launch is counted, else null (emu/count/counters.h);
+   * beside op, which every access's hook reads too. */
+  block_counts *counts = nullptr;
   uint3 block_idx{0, 0, 0};
   int threads = 0, warps = 0;
   warp_state warp[kMaxWarps];
@@ -128,8 +131,6 @@ struct executor {
   cudaError_t error = cudaSuccess;
 
   void *check_state = nullptr; /* emu/check's shadow of the shared arena */
-  /* emu/count's recorder while the launch is counted, else null (emu/count/counters.h). */
-  block_counts *counts = nullptr;
 };
 
 /* Every executor's lanes, by fibre index (executor.cpp). */
