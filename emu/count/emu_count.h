@@ -109,7 +109,8 @@ void plm_emu_count_estimate(const struct plm_emu_counts *counts,
                             struct plm_emu_estimate *out);
 
 /* Write the report of every section, per kernel and per section, estimated for `device`:
- * as text to `text` (may be NULL) and as JSON to the file `json_path` (may be NULL).
+ * as text to `text` (may be NULL) and as JSON to the file `json_path` (may be NULL;
+ * written to json_path.tmp, then renamed: whole or not at all).
  * Returns 0, or -1 (unknown device, a file that cannot be written; message on stderr). */
 int plm_emu_count_report(const char *device, FILE *text, const char *json_path);
 

@@ -237,8 +237,9 @@ extern "C" int plm_emu_count_report(const char *device, FILE *text, const char *
                  "serialisation); lanes = lanes per warp collective; est = largest bound + "
                  "launches; graph = largest bound + graph nodes\n");
   }
-  if (json_path) {
-    FILE *out = std::fopen(json_path, "w");
+  if (json_path) { /* written whole or not at all: into PATH.tmp, then renamed */
+    const std::string partial = std::string(json_path) + ".tmp";
+    FILE *out = std::fopen(partial.c_str(), "w");
     if (!out) {
       std::fprintf(stderr, "plume cuda emulator: plm_emu_count_report: cannot write '%s'\n", json_path);
       return -1;
@@ -269,7 +270,9 @@ extern "C" int plm_emu_count_report(const char *device, FILE *text, const char *
       std::fprintf(out, "]}");
     }
     std::fprintf(out, "\n  ]\n}\n");
-    if (std::fclose(out) != 0) {
+    const bool written = !std::ferror(out);
+    if (std::fclose(out) != 0 || !written || std::rename(partial.c_str(), json_path) != 0) {
+      std::remove(partial.c_str());
       std::fprintf(stderr, "plume cuda emulator: plm_emu_count_report: cannot write '%s'\n", json_path);
       return -1;
     }
