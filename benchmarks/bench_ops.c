@@ -1,7 +1,7 @@
 /* benchmarks/bench_ops.c: benchmark of plume's image operations.
  *
  *   bench_ops [--quick | --smoke] [--backend host|cuda|auto] [--json PATH] [--op NAME]
- *             [--profile DIR] [--size N] [--emulated-cost PATH]
+ *             [--profile DIR] [--size N] [--emulated-cost PATH [--emulated-device NAME]]
  *   bench_ops --validate-json PATH
  *   bench_ops --list-ops
  *
@@ -87,7 +87,8 @@
  * After each operation's timed runs at a size, one more run inside a section of the CUDA
  * emulator's counters (emu/count/emu_count.h) named "<op> <size>", the host waiting for
  * it; at the end the emulator's report of every section, its memory traffic per kernel
- * and the estimate for an H100 SXM with the bound that wins and the floor (distinct bytes
+ * and the estimate for an H100 SXM (--emulated-device H200: an H200) with the bound that
+ * wins and the floor (distinct bytes
  * over DRAM bandwidth), is printed after the table and written to PATH as JSON. It is an
  * estimate from counts, never a measurement (emu/README.md, "Counted cost"); the table's
  * times on the emulator mean nothing.
@@ -135,11 +136,13 @@ typedef struct options {
   const char *profile_dir; /* NULL: no profile */
   int64_t size_only;       /* --size N: image ops at N x N alone; 0: the usual sizes */
   const char *emulated_cost; /* --emulated-cost PATH: NULL: none */
+  const char *emulated_device; /* --emulated-device NAME: NULL: H100 */
 } options;
 
 static const char usage[] =
     "usage: bench_ops [--quick | --smoke] [--backend host|cuda|auto] [--json PATH]\n"
-    "                 [--op NAME] [--profile DIR] [--size N] [--emulated-cost PATH]\n"
+    "                 [--op NAME] [--profile DIR] [--size N]\n"
+    "                 [--emulated-cost PATH [--emulated-device H100|H200]]\n"
     "       bench_ops --validate-json PATH\n"
     "\n"
     "Benchmark of plume's operations at the issue's seed sizes and at 2048x2048 and\n"
@@ -1345,6 +1348,9 @@ int main(int argc, char **argv) {
                        "more run of each op at each size with the CUDA emulator's\n"
                        "counters, print the emulated cost (an estimate for an H100,\n"
                        "not a measurement) after the table and write it to PATH (JSON)"),
+      BENCH_OPT_STRING("--emulated-device", "NAME", &env.opt.emulated_device,
+                       "with --emulated-cost: the GPU estimated for, H100 (the\n"
+                       "default: H100 SXM) or H200"),
       BENCH_OPT_VALIDATE_JSON,
       BENCH_OPT_HELP,
       BENCH_OPT_END};
@@ -1356,6 +1362,17 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench_ops: --emulated-cost needs a build on the CUDA emulator (-DPLUME_CUDA=EMU)\n");
     return BENCH_EXIT_USAGE;
   }
+  if (env.opt.emulated_device && !env.opt.emulated_cost) {
+    fprintf(stderr, "bench_ops: --emulated-device goes with --emulated-cost\n");
+    return BENCH_EXIT_USAGE;
+  }
+#if PLUME_EMU_COUNT
+  if (!env.opt.emulated_device) env.opt.emulated_device = "H100";
+  if (!plm_emu_device_model_find(env.opt.emulated_device)) {
+    fprintf(stderr, "bench_ops: --emulated-device '%s': expected H100 or H200\n", env.opt.emulated_device);
+    return BENCH_EXIT_USAGE;
+  }
+#endif
   if (!open_env(&env)) {
     fprintf(stderr, "bench_ops: %s\n", bench_error);
     close_env(&env);
@@ -1407,7 +1424,8 @@ int main(int argc, char **argv) {
 #if PLUME_EMU_COUNT
   if (exit_code == 0 && env.opt.emulated_cost) {
     printf("\n");
-    if (plm_emu_count_report("H100", stdout, env.opt.emulated_cost) != 0) exit_code = BENCH_EXIT_FAILURE;
+    if (plm_emu_count_report(env.opt.emulated_device, stdout, env.opt.emulated_cost) != 0)
+      exit_code = BENCH_EXIT_FAILURE;
   }
 #endif
   if (exit_code == 0 && env.profiler && !write_profile(&env, ratios, fusion_count)) {
