@@ -1,7 +1,7 @@
 /* benchmarks/bench_ops.c: benchmark of plume's image operations.
  *
  *   bench_ops [--quick | --smoke] [--backend host|cuda|auto] [--json PATH] [--op NAME]
- *             [--profile DIR]
+ *             [--profile DIR] [--size N] [--emulated-cost PATH [--emulated-device NAME]]
  *   bench_ops --validate-json PATH
  *   bench_ops --list-ops
  *
@@ -80,6 +80,19 @@
  * plm_profiler_write writes DIR/profile.json, DIR/trace.json and DIR/report.html.
  * DIR is created (with its parents) before anything runs.
  *
+ * Size (--size N). Every image op at N x N alone (the others at their seed size); with
+ * --smoke, N x N with the smoke's few runs.
+ *
+ * Emulated cost (--emulated-cost PATH; the cuda backend of a -DPLUME_CUDA=EMU build only).
+ * After each operation's timed runs at a size, one more run inside a section of the CUDA
+ * emulator's counters (emu/count/emu_count.h) named "<op> <size>", the host waiting for
+ * it; at the end the emulator's report of every section, its memory traffic per kernel
+ * and the estimate for an H100 SXM (--emulated-device H200: an H200) with the bound that
+ * wins and the floor (distinct bytes
+ * over DRAM bandwidth), is printed after the table and written to PATH as JSON. It is an
+ * estimate from counts, never a measurement (emu/README.md, "Counted cost"); the table's
+ * times on the emulator mean nothing.
+ *
  * On a terminal a progress bar on stderr counts the cases (operation x size, then the
  * fusion sizes).
  *
@@ -109,6 +122,9 @@
 #include "plume/plume.h"
 #include "plume/pool.h"
 #include "tools/progress.h"
+#if PLUME_EMU_COUNT
+#include "emu/count/emu_count.h"
+#endif
 
 /* ---- options ------------------------------------------------------------------ */
 
@@ -118,11 +134,15 @@ typedef struct options {
   const char *json_path;   /* NULL: no JSON */
   const char *only_op;     /* NULL: all */
   const char *profile_dir; /* NULL: no profile */
+  int64_t size_only;       /* --size N: image ops at N x N alone; 0: the usual sizes */
+  const char *emulated_cost; /* --emulated-cost PATH: NULL: none */
+  const char *emulated_device; /* --emulated-device NAME: NULL: H100 */
 } options;
 
 static const char usage[] =
     "usage: bench_ops [--quick | --smoke] [--backend host|cuda|auto] [--json PATH]\n"
-    "                 [--op NAME] [--profile DIR]\n"
+    "                 [--op NAME] [--profile DIR] [--size N]\n"
+    "                 [--emulated-cost PATH [--emulated-device H100|H200]]\n"
     "       bench_ops --validate-json PATH\n"
     "\n"
     "Benchmark of plume's operations at the issue's seed sizes and at 2048x2048 and\n"
@@ -827,6 +847,27 @@ static bool profile_op(bench_env *env, const op_entry *op, int size, int runs, o
   return true;
 }
 
+/* --emulated-cost: one more run of the op, counted by the CUDA emulator in a section
+ * "<op> <size>" (the host waits for it). */
+static bool count_op(bench_env *env, const op_entry *op, int size, op_state *s) {
+#if PLUME_EMU_COUNT
+  char label[64], size_text[16];
+  size_label(op, size, size_text, sizeof size_text);
+  snprintf(label, sizeof label, "%s %s", entry_name(op), size_text);
+  const enqueue_fn run = op->run ? op->run : table_op_run;
+  if (plm_emu_count_begin(label) != 0) return fail("emulated cost: cannot count %s", label);
+  bool ok = run(env, s);
+  plm_status status = plm_stream_synchronize(env->stream);
+  plm_emu_count_end();
+  if (!ok) return false;
+  if (status != PLM_OK) return fail_call("emulated cost", "plm_stream_synchronize", status);
+  return true;
+#else
+  (void)env, (void)op, (void)size, (void)s;
+  return fail("--emulated-cost needs a -DPLUME_CUDA=EMU build");
+#endif
+}
+
 static bool run_op(bench_env *env, const op_entry *op, int size, result *r) {
   const enqueue_fn run = op->run ? op->run : table_op_run;
   int warmups = env->opt.size == RUN_SMOKE ? 1 : 3;
@@ -839,6 +880,7 @@ static bool run_op(bench_env *env, const op_entry *op, int size, result *r) {
   for (int i = 0; ok && i < warmups; i++) ok = time_once(env, run, &s, &times[0]);
   for (int i = 0; ok && i < runs; i++) ok = time_once(env, run, &s, &times[i]);
   if (ok && env->profiler) ok = profile_op(env, op, size, runs, &s);
+  if (ok && env->opt.emulated_cost) ok = count_op(env, op, size, &s);
   op_state cost_copy = s;
   op_state_release(env, &s);
   if (!ok) return false;
@@ -1103,6 +1145,10 @@ static bool write_profile(bench_env *env, const fusion_ratio *ratios, size_t fus
  * is another, also 512x512, the product's frame; then 2048 and 4096 (--quick: not
  * 4096; --smoke: 64 alone). Returns how many (at most MAX_SIZES). */
 static int run_sizes(const bench_env *env, const op_entry *op, int sizes[MAX_SIZES]) {
+  if (env->opt.size_only > 0) {
+    sizes[0] = op->scale ? op->seed : (int)env->opt.size_only;
+    return 1;
+  }
   if (env->opt.size == RUN_SMOKE) {
     sizes[0] = 64;
     return 1;
@@ -1294,6 +1340,17 @@ int main(int argc, char **argv) {
                         "the profiler recording every launch, and write\n"
                         "DIR/profile.json, DIR/trace.json and DIR/report.html (the\n"
                         "table's times come from the unprofiled runs)"),
+      BENCH_OPT_COUNT("--size", 16384, &env.opt.size_only,
+                      "every image op at N x N alone, the others at their seed size\n"
+                      "(with --smoke: the smoke's few runs)"),
+      BENCH_OPT_STRING("--emulated-cost", "PATH", &env.opt.emulated_cost,
+                       "on the cuda backend of a -DPLUME_CUDA=EMU build: count one\n"
+                       "more run of each op at each size with the CUDA emulator's\n"
+                       "counters, print the emulated cost (an estimate for an H100,\n"
+                       "not a measurement) after the table and write it to PATH (JSON)"),
+      BENCH_OPT_STRING("--emulated-device", "NAME", &env.opt.emulated_device,
+                       "with --emulated-cost: the GPU estimated for, H100 (the\n"
+                       "default: H100 SXM) or H200"),
       BENCH_OPT_VALIDATE_JSON,
       BENCH_OPT_HELP,
       BENCH_OPT_END};
@@ -1301,10 +1358,30 @@ int main(int argc, char **argv) {
       .prog = "bench_ops", .usage = usage, .options = table, .validate_json = validate_json};
   int code = bench_start(&cli, argc, argv);
   if (code != BENCH_RUN) return code;
+  if (env.opt.emulated_cost && !plm_build_info_get()->cuda_emulated) {
+    fprintf(stderr, "bench_ops: --emulated-cost needs a build on the CUDA emulator (-DPLUME_CUDA=EMU)\n");
+    return BENCH_EXIT_USAGE;
+  }
+  if (env.opt.emulated_device && !env.opt.emulated_cost) {
+    fprintf(stderr, "bench_ops: --emulated-device goes with --emulated-cost\n");
+    return BENCH_EXIT_USAGE;
+  }
+#if PLUME_EMU_COUNT
+  if (!env.opt.emulated_device) env.opt.emulated_device = "H100";
+  if (!plm_emu_device_model_find(env.opt.emulated_device)) {
+    fprintf(stderr, "bench_ops: --emulated-device '%s': expected H100 or H200\n", env.opt.emulated_device);
+    return BENCH_EXIT_USAGE;
+  }
+#endif
   if (!open_env(&env)) {
     fprintf(stderr, "bench_ops: %s\n", bench_error);
     close_env(&env);
     return BENCH_EXIT_FAILURE;
+  }
+  if (env.opt.emulated_cost && env.backend != PLM_BACKEND_CUDA) {
+    fprintf(stderr, "bench_ops: --emulated-cost needs the cuda backend (--backend cuda)\n");
+    close_env(&env);
+    return BENCH_EXIT_USAGE;
   }
   bench_print_header("bench_ops", env.backend, &env.info, env.opt.size);
   printf(
@@ -1344,6 +1421,13 @@ int main(int argc, char **argv) {
       exit_code = BENCH_EXIT_FAILURE;
     json_decref(doc);
   }
+#if PLUME_EMU_COUNT
+  if (exit_code == 0 && env.opt.emulated_cost) {
+    printf("\n");
+    if (plm_emu_count_report(env.opt.emulated_device, stdout, env.opt.emulated_cost) != 0)
+      exit_code = BENCH_EXIT_FAILURE;
+  }
+#endif
   if (exit_code == 0 && env.profiler && !write_profile(&env, ratios, fusion_count)) {
     fprintf(stderr, "bench_ops: %s\n", bench_error);
     exit_code = BENCH_EXIT_FAILURE;

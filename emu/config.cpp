@@ -39,6 +39,11 @@ int config_devices() {
   return devices;
 }
 
+bool config_count() {
+  static const bool count = number("PLUME_EMU_COUNT", 0, 0, 1) == 1;
+  return count;
+}
+
 bool config_continue_on_defect() {
   static const bool go_on = [] {
     const char *text = std::getenv("PLUME_EMU_ON_DEFECT");

@@ -8,6 +8,10 @@
  *                            process, as a sanitizer does; "continue" goes on (the
  *                            launch fails), for tests that look at several reports.
  *   PLUME_EMU_DEVICES        how many devices the emulated machine has: 1 to 8, default 1.
+ *   PLUME_EMU_COUNT          1: count the memory traffic of every launch of the process
+ *                            and print the emulated cost (for an H100) on stderr at exit
+ *                            (emu/count/emu_count.h); 0 or unset: count only what the
+ *                            C API asks for.
  * A value that does not parse is reported on stderr once and the default used. */
 #ifndef PLUME_EMU_CONFIG_H
 #define PLUME_EMU_CONFIG_H
@@ -20,6 +24,7 @@ uint64_t config_seed();
 int config_block_threads();
 bool config_continue_on_defect();
 int config_devices();
+bool config_count();
 
 /* A 64-bit mix of two values (splitmix64's finaliser), for seeds derived from seeds. */
 uint64_t mix_seed(uint64_t a, uint64_t b);

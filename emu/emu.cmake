@@ -21,7 +21,8 @@ file(GLOB plume_emu_sources CONFIGURE_DEPENDS
   ${PROJECT_SOURCE_DIR}/emu/*.cpp
   ${PROJECT_SOURCE_DIR}/emu/runtime/*.cpp
   ${PROJECT_SOURCE_DIR}/emu/device/*.cpp
-  ${PROJECT_SOURCE_DIR}/emu/check/*.cpp)
+  ${PROJECT_SOURCE_DIR}/emu/check/*.cpp
+  ${PROJECT_SOURCE_DIR}/emu/count/*.cpp)
 add_library(plume_cuda_emu OBJECT ${plume_emu_sources} ${PROJECT_SOURCE_DIR}/emu/device/fiber_x86_64.S)
 set_target_properties(plume_cuda_emu PROPERTIES
   POSITION_INDEPENDENT_CODE ON
@@ -96,5 +97,23 @@ if(PLUME_BUILD_TESTS)
   add_test(NAME emu_device.seed2 COMMAND test_emu_device)
   set_tests_properties(emu_device PROPERTIES LABELS "unit;emu" TIMEOUT 300)
   set_tests_properties(emu_device.seed2 PROPERTIES LABELS "unit;emu" TIMEOUT 300
+    ENVIRONMENT "PLUME_EMU_SEED=2;PLUME_EMU_BLOCK_THREADS=2")
+
+  # The counters of memory traffic (emu/count/) against kernels whose traffic is known,
+  # and the report; the second run with two blocks at once (the counters' locks).
+  plume_emu_kernels(plume_emu_count_kernels ${PROJECT_SOURCE_DIR}/emu/tests/count_kernels.cu)
+  add_executable(test_emu_count ${PROJECT_SOURCE_DIR}/emu/tests/test_emu_count.cpp
+                 ${plume_emu_count_kernels})
+  target_include_directories(test_emu_count PRIVATE ${PROJECT_SOURCE_DIR})
+  target_include_directories(test_emu_count SYSTEM PRIVATE ${PLUME_CUDA_INCLUDE_DIR})
+  target_link_libraries(test_emu_count PRIVATE plume_cuda_emu)
+  set_target_properties(test_emu_count PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+  # Warnings for the test, not for the toolkit's headers the rewritten kernels include.
+  set_source_files_properties(${PROJECT_SOURCE_DIR}/emu/tests/test_emu_count.cpp PROPERTIES
+    COMPILE_OPTIONS "-Wall;-Wextra;$<$<BOOL:${PLUME_WERROR}>:-Werror>")
+  add_test(NAME emu_count COMMAND test_emu_count)
+  add_test(NAME emu_count.seed2 COMMAND test_emu_count)
+  set_tests_properties(emu_count PROPERTIES LABELS "unit;emu" TIMEOUT 120)
+  set_tests_properties(emu_count.seed2 PROPERTIES LABELS "unit;emu" TIMEOUT 120
     ENVIRONMENT "PLUME_EMU_SEED=2;PLUME_EMU_BLOCK_THREADS=2")
 endif()

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "emu/check/check.h"
+#include "emu/count/counters.h"
 #include "emu/device/executor.h"
 
 extern "C" {
@@ -377,6 +378,11 @@ PLM_EMU_HOT void device_access(const op_context &op, uintptr_t addr, size_t size
   const uintptr_t end = addr + size < r->end ? addr + size : r->end;
   for (uintptr_t g = (addr - r->base) >> kGranuleShift; (r->base + (g << kGranuleShift)) < end; g++)
     check_granule(*r, r->granules[g], addr, size, write, op, pc, fibre);
+}
+
+bool device_region_holds(uintptr_t addr) {
+  bool near = false;
+  return find_region(addr, &near) != nullptr;
 }
 
 void record_access(const op_context &op, const void *addr, size_t bytes, bool write) {

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "emu/check/check.h"
+#include "emu/count/counters.h"
 #include "emu/device/executor.h"
 
 extern "C" {
@@ -120,6 +121,7 @@ void check_shared(uintptr_t addr, size_t size, access_kind kind, const void *pc,
     return;
   }
   shared_access(exec, l->linear, offset, size, kind, pc);
+  if (__builtin_expect(exec->counts != nullptr, 0)) count_shared_access(exec, l->linear, offset, size, kind, pc);
 }
 
 void report_poisoned(uintptr_t addr, size_t size, access_kind kind, const void *pc, lane *l) {
@@ -154,8 +156,10 @@ inline void check_access(const void *address, size_t size, access_kind kind, con
     report_poisoned(addr, size, kind, pc, l);
     return;
   }
-  if (l && l->exec->op)
+  if (l && l->exec->op) {
     device_access(*l->exec->op, addr, size, kind == access_write || kind == access_atomic, pc, fibre);
+    if (__builtin_expect(l->exec->counts != nullptr, 0)) count_device_access(l->exec, l->linear, addr, size, kind, pc);
+  }
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "emu/check/check.h"
+#include "emu/count/counters.h"
 #include "emu/device/executor.h"
 
 namespace plm_emu {
@@ -115,6 +116,7 @@ void release_barrier(executor *exec) {
   }
   exec->phase++;
   exec->at_barrier = 0;
+  if (exec->counts) count_barrier(exec);
   for (int t = 0; t < exec->threads; t++) {
     exec->lanes[t].barrier_result = result;
     make_runnable(exec, t);
@@ -132,6 +134,7 @@ void complete_wait(executor *exec, int warp, int wait_index) {
   for (int l = 0; l < kWarpSize; l++)
     group.calls[l] = (done.mask & (1u << l)) ? exec->lanes[warp * kWarpSize + l].call : nullptr;
   done.kind->complete(group);
+  if (exec->counts) count_collective(exec, done.mask);
   w.sync_gen++;
   w.sync_masks[w.sync_gen % kSyncHistory] = done.mask;
   for (int l = 0; l < kWarpSize; l++)

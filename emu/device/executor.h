@@ -42,6 +42,7 @@ constexpr int kMaxGroups = 8;    /* collectives waiting at once in one warp */
 enum class lane_state : uint8_t { runnable, at_barrier, at_collective, at_active_mask, exited };
 
 struct executor;
+struct block_counts;
 
 struct lane {
   fiber context;
@@ -93,6 +94,9 @@ struct executor {
   /* The launch and the block being run. */
   const kernel_launch *launch = nullptr;
   const op_context *op = nullptr;
+  /* emu/count's recorder while the launch is counted, else null (emu/count/counters.h);
+   * beside op, which every access's hook reads too. */
+  block_counts *counts = nullptr;
   uint3 block_idx{0, 0, 0};
   int threads = 0, warps = 0;
   warp_state warp[kMaxWarps];

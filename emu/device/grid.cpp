@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "emu/config.h"
+#include "emu/count/counters.h"
 #include "emu/device/executor.h"
 #include "emu/device/launch_internal.h"
 
@@ -54,6 +55,7 @@ cudaError_t run_grid(const kernel_launch &launch, const op_context &op) {
   std::atomic<uint64_t> next{0};
   std::atomic<int> error{cudaSuccess};
   std::atomic<bool> stop{false};
+  launch_counts *counts = count_launch_begin(launch); /* null unless counting */
 
   auto work = [&] {
     executor *exec = executor_borrow();
@@ -62,12 +64,14 @@ cudaError_t run_grid(const kernel_launch &launch, const op_context &op) {
     exec->op = &op;
     exec->shared_limit = shared_limit;
     exec->error = cudaSuccess;
+    exec->counts = count_executor_start(counts);
     size_t static_bytes = 0;
     for (uint64_t i; !stop.load(std::memory_order_relaxed) && (i = next.fetch_add(1)) < blocks;) {
       const uint64_t b = order.at(i);
       const uint3 index{(unsigned)(b % launch.grid.x), (unsigned)((b / launch.grid.x) % launch.grid.y),
                         (unsigned)(b / ((uint64_t)launch.grid.x * launch.grid.y))};
       run_block(exec, index, mix_seed(seed, b + 3));
+      if (exec->counts) count_block_end(exec);
       if (exec->static_end > static_bytes) static_bytes = exec->static_end;
       if (exec->error != cudaSuccess) {
         int none = cudaSuccess;
@@ -76,6 +80,8 @@ cudaError_t run_grid(const kernel_launch &launch, const op_context &op) {
       }
     }
     launch_saw_static_shared(launch.function, static_bytes);
+    count_executor_done(exec->counts);
+    exec->counts = nullptr;
     exec->launch = nullptr;
     exec->op = nullptr;
     executor_return(exec);
@@ -86,6 +92,7 @@ cudaError_t run_grid(const kernel_launch &launch, const op_context &op) {
   for (uint64_t h = 0; h < helpers; h++) threads.emplace_back(work);
   work();
   for (std::thread &t : threads) t.join();
+  count_launch_end(counts);
   return (cudaError_t)error.load();
 }
 
