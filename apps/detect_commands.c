@@ -19,6 +19,8 @@
 static const char detect_usage[] =
     "usage: plume detect --frames FRAMES.npy|DIR (--pipeline \"TEXT\" | --preset NAME)\n"
     "                    --out DETECTIONS.csv [--tensor NAME=FILE.npy]...\n"
+    "                    [--raw-shape HxW [--raw-dtype u8|u16|f32] [--raw-endian E]\n"
+    "                    [--raw-header BYTES]]\n"
     "                    [--backend host|cuda|auto] [--streams K] [--profile DIR]\n"
     "                    [--progress] [--mpi]\n"
     "       plume detect --list-presets\n"
@@ -31,6 +33,13 @@ static const char detect_usage[] =
     "                        and .png files (one frame each, all of one dtype and shape)\n"
     "                        are the frames in the byte order of their names (zero-pad the\n"
     "                        numbers). u8, u16 or f32 (a '<f8' .npy is read as f32).\n"
+    "                        With --raw-shape: raw frames, from a file or '-' (standard\n"
+    "                        input, a sensor's pipe), read frame by frame as they come\n"
+    "  --raw-shape HxW       raw frames of H rows of W samples each, back to back with\n"
+    "                        nothing between them (H,W is read alike)\n"
+    "  --raw-dtype T         the raw samples: u8 (the default), u16 or f32\n"
+    "  --raw-endian E        their byte order: little (the default) or big\n"
+    "  --raw-header BYTES    bytes to skip before the first raw frame (default 0)\n"
     "  --pipeline TEXT       the pipeline (the text form of plume/pipeline.h), ending in\n"
     "                        'label ! regions' or 'segment', for example\n"
     "                        \"" PLM_PRESET_DEFAULT_PIPELINE
@@ -219,9 +228,13 @@ static int report_outcome(plm_status status, const detect_result *result, bool w
 
 int detect_command_main(int argc, char **argv) {
   const char *frames = NULL, *pipeline = NULL, *preset = NULL, *list = NULL, *out = NULL,
-             *backend = NULL, *streams = NULL, *profile = NULL, *mpi = NULL,
-             *progress = NULL;
+             *backend = NULL, *streams = NULL, *profile = NULL, *mpi = NULL, *progress = NULL,
+             *raw_shape = NULL, *raw_dtype = NULL, *raw_endian = NULL, *raw_header = NULL;
   option options[] = {{"--frames", &frames, false},
+                      {"--raw-shape", &raw_shape, false},
+                      {"--raw-dtype", &raw_dtype, false},
+                      {"--raw-endian", &raw_endian, false},
+                      {"--raw-header", &raw_header, false},
                       {"--pipeline", &pipeline, false},
                       {"--preset", &preset, false},
                       {"--list-presets", &list, true},
@@ -259,6 +272,22 @@ int detect_command_main(int argc, char **argv) {
   pipeline = pipeline_text(pipeline, preset, tensors, tensor_count);
   if (!pipeline) return EXIT_USAGE;
   char why[OUTPUT_PATH_WHY_SIZE], q[QUOTE_SIZE];
+  /* Raw frames: with --raw-shape, or any other --raw-* option (which then asks for it). */
+  raw_format raw;
+  const bool is_raw = raw_shape || raw_dtype || raw_endian || raw_header;
+  if (is_raw) {
+    char message[IMAGE_ERROR_SIZE];
+    if (raw_format_parse(raw_shape, raw_dtype, raw_endian, raw_header, &raw, message,
+                         sizeof message) != PLM_OK) {
+      fprintf(stderr, "plume detect: %s\n", message);
+      return EXIT_USAGE;
+    }
+  } else if (strcmp(frames, "-") == 0) {
+    fprintf(stderr,
+            "plume detect: --frames - (standard input) takes raw frames: give --raw-shape HxW "
+            "(and --raw-dtype, --raw-endian, --raw-header as they are)\n");
+    return EXIT_USAGE;
+  }
   if (!output_path_usable(out, why, sizeof why)) {
     fprintf(stderr, "plume detect: --out %s: %s\n", quote_value(out, q, sizeof q), why);
     return EXIT_USAGE;
@@ -273,6 +302,7 @@ int detect_command_main(int argc, char **argv) {
     return EXIT_USAGE;
   }
   detect_config config = {.frames_path = frames,
+                          .raw = is_raw ? &raw : NULL,
                           .pipeline = pipeline,
                           .out_path = out,
                           .show_progress = true,

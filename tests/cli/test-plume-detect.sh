@@ -63,6 +63,43 @@ for k in 1 2 5 16; do
   cmp -s a.csv k.csv || fail "--streams $k changes the CSV"
   grep -q "host backend, $k frames in flight" out.txt || fail "--streams $k: $(cat out.txt)"
 done
+# Raw frames (tools/raw_frames.h): the stack's data without its .npy header, from a file
+# and from standard input through a pipe, in either byte order, after a header to skip,
+# give the same CSV; a short last frame is refused naming the frame and the bytes missing.
+tail -c $((N * frame_bytes)) s.npy >s.raw
+raw=(--raw-shape ${H}x$W --raw-dtype u16)
+run 0 "raw file" detect --frames s.raw "${raw[@]}" --pipeline "$pipeline" --out r.csv
+same r.csv a.csv "raw file"
+run 0 "raw stdin" detect --frames - "${raw[@]}" --pipeline "$pipeline" --out r.csv < <(cat s.raw)
+same r.csv a.csv "raw stdin"
+checks=$((checks + 1))
+grep -q "^detect: $N frames of ${H}x$W u16 from -, $rows regions -> r.csv$" out.txt ||
+  fail "raw stdin summary: $(cat out.txt)"
+run 0 "raw big-endian" detect --frames - "${raw[@]}" --raw-endian big --pipeline "$pipeline" \
+  --out r.csv < <(dd conv=swab status=none <s.raw)
+same r.csv a.csv "raw big-endian"
+run 0 "raw header" detect --frames - --raw-shape=$H,$W --raw-dtype=u16 --raw-header=11 \
+  --pipeline "$pipeline" --out r.csv < <(printf 'eleven byte'; cat s.raw)
+same r.csv a.csv "raw header"
+rm r.csv
+run 2 "raw short stream" detect --frames - "${raw[@]}" --pipeline "$pipeline" --out r.csv \
+  < <(head -c $((3 * frame_bytes + 100)) s.raw)
+expect_err "raw short stream" "stdin: frame 3 is short: 100 of $frame_bytes bytes, $((frame_bytes - 100)) missing"
+absent "raw short stream" r.csv
+head -c $((N * frame_bytes - 1)) s.raw >short.raw
+run 2 "raw short file" detect --frames short.raw "${raw[@]}" --pipeline "$pipeline" --out r.csv
+expect_err "raw short file" "short.raw: frame $((N - 1)) is short: $((frame_bytes - 1)) of $frame_bytes bytes, 1 missing"
+absent "raw short file" r.csv
+run 2 "stdin without --raw-shape" detect --frames - --pipeline "$pipeline" --out r.csv </dev/null
+expect_err "stdin without --raw-shape" "give --raw-shape HxW"
+run 2 "bad --raw-dtype" detect --frames s.raw --raw-shape 128x128 --raw-dtype i8 \
+  --pipeline "$pipeline" --out r.csv
+expect_err "bad --raw-dtype" "--raw-dtype 'i8' is not u8, u16 or f32"
+run 2 "--raw-dtype without a shape" detect --frames s.raw --raw-dtype u16 --pipeline "$pipeline" \
+  --out r.csv
+expect_err "--raw-dtype without a shape" "--raw-shape HxW is required"
+rm short.raw
+
 # Without capacity= the table holds every region a frame can have: the same rows.
 run 0 "no capacity" detect --frames=s.npy "--pipeline=$log ! regions" --out=k.csv --backend=host
 checks=$((checks + 1))
