@@ -392,7 +392,7 @@ static plm_status check_config(const detect_config *config, char *err, size_t er
                 config->frames_in_flight, PLM_PIPELINE_MAX_FRAMES);
   /* A directory in the way would fail only at the rename, after all the work. */
   struct stat st;
-  if (stat(config->out_path, &st) == 0 && S_ISDIR(st.st_mode))
+  if (strcmp(config->out_path, "-") != 0 && stat(config->out_path, &st) == 0 && S_ISDIR(st.st_mode))
     return fail(err, err_size, PLM_ERR_IO, "%s: is a directory", config->out_path);
   if (has_token(config->pipeline, "intensity=none"))
     return fail(err, err_size, PLM_ERR_INVALID_ARG,

@@ -595,13 +595,15 @@ static void print_synopsis(FILE *out, const command *c, const file_flag *files, 
 static const char image_files[] =
     "  --in PATH             input image: .npy (2-D or 3-D; u8, u16, i32, f32, f64 read as\n"
     "                        f32), PGM (P5, 8/16-bit) or grayscale PNG (8/16-bit)\n"
-    "  --out PATH            output .npy (written atomically)\n";
+    "  --out PATH            output .npy (written atomically; '-': to standard output;\n"
+    "                        a name ending in another extension is refused)\n";
 static const char image_note[] =
     "  Inputs are images: .npy (2-D or 3-D; f64 read as f32), PGM (P5, 8/16-bit) or\n"
-    "  grayscale PNG (8/16-bit); outputs are .npy, each written atomically.\n";
+    "  grayscale PNG (8/16-bit); outputs are .npy, each written atomically, or one of\n"
+    "  them to standard output as '-'.\n";
 static const char array_note[] =
     "  Inputs are .npy arrays of 1 to 4 dimensions (f64 read as f32); outputs are .npy,\n"
-    "  each written atomically.\n";
+    "  each written atomically, or one of them to standard output as '-'.\n";
 static const char run_options[] =
     "  --backend B           host, cuda or auto (default auto: the backend the cost model\n"
     "                        predicts faster for this call at its inputs' shapes, the copies\n"
@@ -756,14 +758,30 @@ static int check_given(const op_run *run) {
           return usage_error(run, "%s is taken only with %s (see plume op %s --help)",
                              run->files[k].flag, run->files[j].flag, run->cmd->name);
   /* An output may name no other file of the command: it would replace an input before
-   * it is read, or another output; and its folder must take it. */
+   * it is read, or another output; its folder must take it, and its name the format
+   * written (.npy arrays, the .csv of regions). '-' is standard output, for one output;
+   * no input is read from standard input. */
+  const char *on_stdout = NULL;
   for (int k = 0; k < run->file_count; k++) {
     const file_kind kind = run->files[k].kind;
+    const bool dash = run->paths[k] && strcmp(run->paths[k], "-") == 0;
+    if (dash && (kind == FILE_INPUT || kind == FILE_INTENSITY))
+      return usage_error(run,
+                         "%s -: plume op reads its inputs from files, not from standard "
+                         "input",
+                         run->files[k].flag);
     if (!run->paths[k] || (kind != FILE_OUTPUT && kind != FILE_REGIONS)) continue;
+    if (dash && on_stdout)
+      return usage_error(run, "%s and %s are both - (standard output): one output at most",
+                         on_stdout, run->files[k].flag);
+    if (dash) on_stdout = run->files[k].flag;
     char why[OUTPUT_PATH_WHY_SIZE], q[QUOTE_SIZE];
     if (!output_path_usable(run->paths[k], why, sizeof why))
       return usage_error(run, "%s %s: %s", run->files[k].flag,
                          quote_value(run->paths[k], q, sizeof q), why);
+    if (!output_extension_fits(run->paths[k], kind == FILE_REGIONS ? "csv" : "npy", why,
+                               sizeof why))
+      return usage_error(run, "%s %s", run->files[k].flag, why);
     for (int j = 0; j < run->file_count; j++)
       if (j != k && run->paths[j] && same_file(run->paths[k], run->paths[j]))
         return usage_error(run, "%s and %s name the same file (%s)", run->files[j].flag,

@@ -273,6 +273,23 @@ plm_status plm__file_out_open(plm__file_out *f, const char *path, char *why, siz
   return status;
 }
 
+plm_status plm__file_out_open_fd(plm__file_out *f, const char *name, int fd, char *why,
+                                 size_t why_size) {
+  *f = (plm__file_out){.fd = -1, .direct = true};
+  f->path = strdup(name);
+  if (!f->path) {
+    snprintf(why, why_size, "out of memory");
+    return PLM_ERR_OUT_OF_MEMORY;
+  }
+  const int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (copy < 0 || !open_stream(f, copy)) {
+    snprintf(why, why_size, "cannot use it: %s", strerror(errno));
+    plm__file_out_abort(f);
+    return PLM_ERR_IO;
+  }
+  return PLM_OK;
+}
+
 plm_status plm__file_out_write(plm__file_out *f, const void *data, size_t bytes, char *why,
                                size_t why_size) {
   if (bytes && fwrite(data, 1, bytes, f->file) != bytes) {

@@ -82,6 +82,13 @@ bool plm__file_out_target(const char *path, char **target, bool *direct, char *w
  * behind. */
 plm_status plm__file_out_open(plm__file_out *f, const char *path, char *why, size_t why_size);
 
+/* Start writing an output to an open descriptor (standard output, for a command's `--out
+ * -`): fd is duplicated (the caller's stays open) and written in place, as a device is;
+ * name stands for the path in messages ("stdout"). Errors: PLM_ERR_OUT_OF_MEMORY,
+ * PLM_ERR_IO ("cannot use it: <strerror>", a descriptor that is not open). */
+plm_status plm__file_out_open_fd(plm__file_out *f, const char *name, int fd, char *why,
+                                 size_t why_size);
+
 /* Append bytes. Errors: PLM_ERR_IO ("writing failed: <strerror>"); the commit then fails. */
 plm_status plm__file_out_write(plm__file_out *f, const void *data, size_t bytes, char *why,
                                size_t why_size);

@@ -28,7 +28,8 @@ plm_status file_failure_v(char *err, size_t err_size, const char *path, int64_t 
  * (hard links and other spellings included), else the same canonical path (the
  * canonical folder and the last component), so that two outputs not yet written are
  * compared too. Commands refuse an output that names one of their inputs or another
- * output before they run. */
+ * output before they run. "-" (standard input or output) is never the same file as
+ * anything: a command that takes it for two outputs refuses that itself. */
 bool same_file(const char *a, const char *b);
 
 /* Whether an output may be written at `path`, checked before a command runs, where
@@ -38,8 +39,18 @@ bool same_file(const char *a, const char *b);
  * ...", "is a folder: ...", "its folder 'F' does not exist: <strerror>", "'F' is not a
  * folder", "its folder 'F' cannot be written: <strerror>"; F quoted by quote_value,
  * tools/quote.h), so that what fails later, while writing (a full disk), is a runtime
- * failure and not the command's arguments. OUTPUT_PATH_WHY_SIZE bytes hold any why. */
+ * failure and not the command's arguments. "-" is standard output, usable when it is
+ * open for writing (else "standard output is closed"). OUTPUT_PATH_WHY_SIZE bytes hold
+ * any why. */
 enum { OUTPUT_PATH_WHY_SIZE = QUOTE_SIZE + 128 };
 bool output_path_usable(const char *path, char *why, size_t why_size);
+
+/* Whether the name of an output fits the format written to it, whose extension is
+ * `extension` ("npy", "csv"): true for "-", a name without an extension (a device, a
+ * FIFO, "out") and one ending in .EXTENSION in any case; false with why for any other
+ * ("'m.png' ends in .png, but the data written is .npy: name it .npy (or - for standard
+ * output)"), so that `--out m.png` never holds .npy bytes. A dot that starts the last
+ * component (".hidden") is not an extension. */
+bool output_extension_fits(const char *path, const char *extension, char *why, size_t why_size);
 
 #endif /* PLUME_TOOLS_REGULAR_FILE_H */

@@ -99,6 +99,29 @@ run 2 "--raw-dtype without a shape" detect --frames s.raw --raw-dtype u16 --pipe
   --out r.csv
 expect_err "--raw-dtype without a shape" "--raw-shape HxW is required"
 rm short.raw
+# --out -: the CSV on stdout, the summary on stderr; -q: nothing on stderr. The pipe of
+# the example: raw frames in on stdin, the CSV out on stdout.
+run 0 "--out -" detect --frames s.npy --pipeline "$pipeline" --out -
+same out.txt a.csv "--out -"
+checks=$((checks + 1))
+grep -q "^detect: $N frames of ${H}x$W u16 from s.npy, $rows regions -> -$" err.txt ||
+  fail "--out -: the summary is not on stderr: $(cat err.txt)"
+run 0 "stdin to stdout, -q" detect --frames - "${raw[@]}" --pipeline "$pipeline" --out - -q \
+  < <(cat s.raw)
+same out.txt a.csv "stdin to stdout, -q"
+checks=$((checks + 1))
+[[ ! -s err.txt ]] || fail "-q: stderr is not empty: $(cat err.txt)"
+run 0 "--quiet" detect --frames s.npy --pipeline "$pipeline" --out q.csv --quiet
+same q.csv a.csv "--quiet"
+checks=$((checks + 1))
+[[ ! -s out.txt && ! -s err.txt ]] || fail "--quiet: $(cat out.txt err.txt)"
+# An extension that is not the CSV's is refused before anything runs.
+run 2 "--out m.png" detect --frames s.npy --pipeline "$pipeline" --out m.png
+expect_err "--out m.png" "'m.png' ends in .png, but the data written is .csv"
+absent "--out m.png" m.png
+run 0 "--out Q.CSV" detect --frames s.npy --pipeline "$pipeline" --out Q.CSV -q
+same Q.CSV a.csv "--out Q.CSV"
+rm -f q.csv Q.CSV
 
 # Without capacity= the table holds every region a frame can have: the same rows.
 run 0 "no capacity" detect --frames=s.npy "--pipeline=$log ! regions" --out=k.csv --backend=host

@@ -1116,6 +1116,25 @@ run 2 "--regions is --out" op label --in mask.npy --out x.npy --regions x.npy &&
 absent "--regions is --out" x.npy
 rm -f own.npy
 
+# --out -: the .npy's bytes on stdout, as the file would hold them, and the regions CSV
+# alike; one output at most on stdout, no input from stdin; an output named for another
+# format than the one written is refused before anything runs.
+run 0 "threshold to a file" op threshold --in quad.npy --out t.npy --value 1
+run 0 "--out -" op threshold --in quad.npy --out - --value 1 && same out.txt t.npy "--out -"
+run 0 "label --regions" op label --in mask.npy --out l.npy --regions r.csv
+run 0 "--regions -" op label --in mask.npy --out l.npy --regions - && same out.txt r.csv "--regions -"
+run 2 "two outputs on stdout" op label --in mask.npy --out - --regions - &&
+  expect_err "two outputs on stdout" "--out and --regions are both - (standard output)"
+run 2 "--in -" op threshold --in - --out x.npy --value 1 </dev/null &&
+  expect_err "--in -" "--in -: plume op reads its inputs from files"
+absent "--in -" x.npy
+run 2 "--out m.png" op threshold --in quad.npy --out m.png --value 1 &&
+  expect_err "--out m.png" "'m.png' ends in .png, but the data written is .npy"
+run 2 "--regions r.npy" op label --in mask.npy --out l.npy --regions r.npy &&
+  expect_err "--regions r.npy" "'r.npy' ends in .npy, but the data written is .csv"
+absent "wrong extensions" m.png r.npy
+rm -f t.npy l.npy r.csv
+
 # A FIFO named as the input is refused at once, never waited on (the command is given 20
 # s: a reader that opened it blocking would wait for a writer for ever).
 mkfifo fifo.npy
