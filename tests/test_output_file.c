@@ -293,8 +293,16 @@ START_TEST(names_of_outputs_are_checked_before_writing) {
     ck_assert_msg(output_extension_fits(fit[i][0], fit[i][1], why, sizeof why), "%s for .%s: %s",
                   fit[i][0], fit[i][1], why);
   ck_assert(!output_extension_fits("m.png", "npy", why, sizeof why));
-  ck_assert_msg(strstr(why, "'m.png' ends in .png, but the data written is .npy") != NULL, "%s",
+  ck_assert_msg(
+      strstr(why, "'m.png' ends in .png, but the data written is .npy: name it so") != NULL, "%s",
+      why);
+  ck_assert(output_extension_fits("m.TIFF", "npy|tif|tiff", why, sizeof why));
+  ck_assert(!output_extension_fits("m.png", "npy|tif|tiff", why, sizeof why));
+  ck_assert_msg(strstr(why, "the data written is .npy, .tif or .tiff: name it so") != NULL, "%s",
                 why);
+  ck_assert_ptr_null(output_extension("-"));
+  ck_assert_ptr_null(output_extension("a.b/c"));
+  ck_assert_str_eq(output_extension("a.b/c.Tif"), "Tif");
   ck_assert(!output_extension_fits("d/regions.npy", "csv", why, sizeof why));
   ck_assert(!output_extension_fits("m.npy.tmp", "npy", why, sizeof why));
   /* "-" is no file: never the same as another path, "-" included. */

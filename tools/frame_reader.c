@@ -45,13 +45,17 @@ void frame_reader_close(frame_reader *r) {
 
 /* ---- folders --------------------------------------------------------------------------- */
 
-/* A frame file by its name: not hidden, ending in .npy, .pgm or .png in any case. */
+/* A frame file by its name: not hidden, ending in .npy, .pgm, .png, .tif or .tiff in any
+ * case. */
 static bool frame_name(const char *name) {
-  size_t n = strlen(name);
-  if (name[0] == '.' || n < 5) return false;
-  const char *ext = name + n - 4;
-  return strcasecmp(ext, ".npy") == 0 || strcasecmp(ext, ".pgm") == 0 ||
-         strcasecmp(ext, ".png") == 0;
+  static const char *const extensions[] = {".npy", ".pgm", ".png", ".tif", ".tiff"};
+  const size_t n = strlen(name);
+  if (name[0] == '.') return false;
+  for (size_t e = 0; e < sizeof extensions / sizeof *extensions; e++) {
+    const size_t length = strlen(extensions[e]);
+    if (n > length && strcasecmp(name + n - length, extensions[e]) == 0) return true;
+  }
+  return false;
 }
 
 static int compare_paths(const void *a, const void *b) {
@@ -98,7 +102,7 @@ static plm_status list_folder(frame_reader *r, char *err, size_t err_size) {
   if (status != PLM_OK) return status;
   if (r->file_count == 0)
     return fail(err, err_size, PLM_ERR_IO,
-                "%s: no frames in the folder (no .npy, .pgm or .png file)", r->path);
+                "%s: no frames in the folder (no .npy, .pgm, .png, .tif or .tiff file)", r->path);
   qsort(r->files, (size_t)r->file_count, sizeof *r->files, compare_paths);
   return PLM_OK;
 }

@@ -1,15 +1,15 @@
 /* tools/frame_reader.h: the frames of `plume detect`, one at a time, from a stack or a folder.
  *
  * A frame reader serves frames 0..N-1 of one dtype and one (H, W) shape from
- *   - a file (tools/image_io.h's image_frames): a 3-D .npy (N, H, W) is N frames, read from
- *     the file one at a time, never held whole; a 2-D .npy, a PGM or a PNG is one frame;
- *   - a folder: every entry whose name ends in .npy, .pgm or .png (in any case) and does
- *     not start with '.', other than a directory, is one frame; frames are in the byte
- *     order of the names (strcmp: zero-pad numbers, frame_0009 before frame_0010). Other
- *     entries are ignored. Each file is opened and read only when its frame is read; it
- *     must hold one frame (a 2-D image, or a 3-D .npy of one frame) of the dtype and
- *     shape of the first file, else reading that frame fails naming the file. A folder
- *     without any such file is refused at open;
+ *   - a file (tools/image_io.h's image_frames): a 3-D .npy (N, H, W) or a TIFF of N pages
+ *     is N frames, read from the file one at a time, never held whole; a 2-D .npy, a PGM
+ *     or a PNG is one frame;
+ *   - a folder: every entry whose name ends in .npy, .pgm, .png, .tif or .tiff (in any
+ *     case) and does not start with '.', other than a directory, is one frame; frames
+ *     are in the byte order of the names (strcmp: zero-pad numbers, frame_0009 before frame_0010).
+ * Other entries are ignored. Each file is opened and read only when its frame is read; it must hold
+ * one frame (a 2-D image, or a 3-D .npy of one frame) of the dtype and shape of the first file,
+ * else reading that frame fails naming the file. A folder without any such file is refused at open;
  *   - raw frames (tools/raw_frames.h, frame_reader_open_raw): a headerless file, or a
  *     stream ("-", standard input, or a FIFO) whose count is unknown (-1) until it ends:
  *     a stream's frames are read once, in order (frame_reader_next tells its end).

@@ -92,16 +92,38 @@ plm_status file_failure_v(char *err, size_t err_size, const char *path, int64_t 
   return status;
 }
 
-bool output_extension_fits(const char *path, const char *extension, char *why, size_t why_size) {
-  if (strcmp(path, "-") == 0) return true;
+const char *output_extension(const char *path) {
+  if (strcmp(path, "-") == 0) return NULL;
   const char *slash = strrchr(path, '/');
   const char *name = slash ? slash + 1 : path;
   const char *dot = strrchr(name, '.');
-  if (!dot || dot == name || dot[1] == '\0' || strcasecmp(dot + 1, extension) == 0) return true;
-  char q[QUOTE_SIZE];
+  return !dot || dot == name || dot[1] == '\0' ? NULL : dot + 1;
+}
+
+bool output_extension_fits(const char *path, const char *extensions, char *why, size_t why_size) {
+  const char *extension = output_extension(path);
+  if (!extension) return true;
+  const size_t length = strlen(extension);
+  for (const char *e = extensions; *e;) {
+    const size_t n = strcspn(e, "|");
+    if (n == length && strncasecmp(e, extension, n) == 0) return true;
+    e += n + (e[n] == '|');
+  }
+  char q[QUOTE_SIZE], listed[64];
+  size_t used = 0;
+  for (const char *e = extensions; *e && used < sizeof listed;) {
+    const size_t n = strcspn(e, "|");
+    const bool last = e[n] == '\0';
+    used += (size_t)snprintf(listed + used, sizeof listed - used, "%s.%.*s",
+                             e == extensions ? ""
+                             : last          ? " or "
+                                             : ", ",
+                             (int)n, e);
+    e += n + !last;
+  }
   snprintf(why, why_size,
-           "%s ends in %s, but the data written is .%s: name it .%s (or - for "
+           "%s ends in .%s, but the data written is %s: name it so (or - for "
            "standard output)",
-           quote_value(path, q, sizeof q), dot, extension, extension);
+           quote_value(path, q, sizeof q), extension, listed);
   return false;
 }

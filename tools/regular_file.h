@@ -45,12 +45,17 @@ bool same_file(const char *a, const char *b);
 enum { OUTPUT_PATH_WHY_SIZE = QUOTE_SIZE + 128 };
 bool output_path_usable(const char *path, char *why, size_t why_size);
 
-/* Whether the name of an output fits the format written to it, whose extension is
- * `extension` ("npy", "csv"): true for "-", a name without an extension (a device, a
- * FIFO, "out") and one ending in .EXTENSION in any case; false with why for any other
- * ("'m.png' ends in .png, but the data written is .npy: name it .npy (or - for standard
- * output)"), so that `--out m.png` never holds .npy bytes. A dot that starts the last
- * component (".hidden") is not an extension. */
-bool output_extension_fits(const char *path, const char *extension, char *why, size_t why_size);
+/* The extension of an output's name, after the last '.' of its last component, or NULL
+ * for "-", a name without one (a device, a FIFO, "out"), a dot that starts the component
+ * (".hidden") or ends it. */
+const char *output_extension(const char *path);
+
+/* Whether the name of an output fits the formats a command can write there, whose
+ * extensions are `extensions` separated by '|' ("csv", "npy|tif|tiff"): true for a name
+ * without an extension (output_extension) and one ending in any of them, in any case;
+ * false with why for any other ("'m.png' ends in .png, but the data written is .npy, .tif
+ * or .tiff: name it so (or - for standard output)"), so that `--out m.png` never holds
+ * .npy bytes. */
+bool output_extension_fits(const char *path, const char *extensions, char *why, size_t why_size);
 
 #endif /* PLUME_TOOLS_REGULAR_FILE_H */

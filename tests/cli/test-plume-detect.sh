@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # tests/cli/test-plume-detect.sh PLUME SCRATCH: `plume detect` and `plume demo` end to end,
 # through the built binary. On a short scene: the CSV's header and rows; the same CSV from
-# the stack, from a folder of the same frames as .npy, PGM and PNG files, and with any
-# number of frames in flight; the rows equal `plume op threshold` + `plume op label
+# the stack, from a folder of the same frames as .npy, PGM and PNG files, from the same
+# samples as raw frames (a file, stdin, big-endian, after a header), and with any number
+# of frames in flight; --out - (the CSV on stdout, the summary on stderr), -q, an --out of
+# another extension refused; a TIFF stack and a TIFF in a folder read as their .npy; the rows equal `plume op threshold` + `plume op label
 # --regions --intensity` for the same chain; no progress bar when stderr is not a
 # terminal, and one on a terminal; arrays named by the pipeline (--tensor) give the
 # same rows as the built-in kernel and threshold they stand for; exit codes (0 ok, 2 bad
@@ -14,6 +16,7 @@
 # Python (any python3, standard library only) makes the PNG frames when it is found.
 set -u
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+tiffs=$(cd "$(dirname "${BASH_SOURCE[0]}")/../fixtures/tiff" && pwd) # TIFFs tifffile wrote
 plume=$1
 cli_begin "$plume" "$2" --commands
 
@@ -122,6 +125,26 @@ absent "--out m.png" m.png
 run 0 "--out Q.CSV" detect --frames s.npy --pipeline "$pipeline" --out Q.CSV -q
 same Q.CSV a.csv "--out Q.CSV"
 rm -f q.csv Q.CSV
+# TIFF frames (tools/tiff_io.h): a stack tifffile wrote gives the rows of its .npy, and in a
+# folder a .tif is a frame like a .npy of the same values.
+tiff_pipeline="threshold value=30000 ! label connectivity=8 ! regions capacity=64"
+run 0 "a TIFF stack" detect --frames "$tiffs/u16-stack-tiled-big-endian.tif" \
+  --pipeline "$tiff_pipeline" --out tif.csv
+run 0 "its .npy" detect --frames "$tiffs/u16-stack-tiled-big-endian.npy" \
+  --pipeline "$tiff_pipeline" --out npy.csv
+same tif.csv npy.csv "a TIFF stack"
+checks=$((checks + 1))
+[[ $(wc -l <tif.csv) -gt 3 ]] || fail "a TIFF stack: too few rows: $(cat tif.csv)"
+mkdir -p tiff-folder
+cp "$tiffs/u8-strips.tif" tiff-folder/0.tif
+cp "$tiffs/u8-strips.npy" tiff-folder/1.npy
+run 0 "a folder with a TIFF" detect --frames tiff-folder --pipeline \
+  "threshold value=128 ! label connectivity=8 ! regions capacity=64" --out folder.csv
+checks=$((checks + 1))
+[[ $(grep -c '^0,' folder.csv) -gt 0 &&
+  $(grep '^0,' folder.csv | cut -d, -f2-) == "$(grep '^1,' folder.csv | cut -d, -f2-)" ]] ||
+  fail "a folder with a TIFF: frame 0 (the .tif) and 1 (its .npy) differ: $(cat folder.csv)"
+rm -rf tif.csv npy.csv folder.csv tiff-folder
 
 # Without capacity= the table holds every region a frame can have: the same rows.
 run 0 "no capacity" detect --frames=s.npy "--pipeline=$log ! regions" --out=k.csv --backend=host
