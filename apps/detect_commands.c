@@ -17,7 +17,7 @@
 #include "tools/regular_file.h"
 
 static const char detect_usage[] =
-    "usage: plume detect --frames FRAMES.npy|DIR (--pipeline \"TEXT\" | --preset NAME)\n"
+    "usage: plume detect --frames FRAMES|DIR|- (--pipeline \"TEXT\" | --preset NAME)\n"
     "                    --out DETECTIONS.csv [--tensor NAME=FILE.npy]...\n"
     "                    [--raw-shape HxW [--raw-dtype u8|u16|f32] [--raw-endian E]\n"
     "                    [--raw-header BYTES]]\n"
@@ -28,9 +28,10 @@ static const char detect_usage[] =
     "Run a pipeline over a sequence of frames and write the regions it finds.\n"
     "\n"
     "options:\n"
-    "  --frames PATH         the frames: a .npy stack (N, H, W), read frame by frame, or a\n"
-    "                        2-D .npy, PGM or PNG (one frame); or a folder whose .npy, .pgm\n"
-    "                        and .png files (one frame each, all of one dtype and shape)\n"
+    "  --frames PATH         the frames: a .npy stack (N, H, W) or a TIFF of N pages, read\n"
+    "                        frame by frame, or a 2-D .npy, PGM or PNG (one frame); or a\n"
+    "                        folder whose .npy, .pgm, .png, .tif and .tiff files (one frame\n"
+    "                        each, all of one dtype and shape)\n"
     "                        are the frames in the byte order of their names (zero-pad the\n"
     "                        numbers). u8, u16 or f32 (a '<f8' .npy is read as f32).\n"
     "                        With --raw-shape: raw frames, from a file or '-' (standard\n"

@@ -78,6 +78,48 @@ FILE *plm__file_open_regular(const char *path, plm__file_mode mode, struct stat 
   return file;
 }
 
+/* fd's stat, or -1 (fd closed) with why. */
+static int stat_opened(int fd, struct stat *st, char *why, size_t why_size) {
+  if (fstat(fd, st) == 0) return fd;
+  const int error = errno;
+  snprintf(why, why_size, "cannot stat: %s", strerror(error));
+  close(fd);
+  errno = error;
+  return -1;
+}
+
+int plm__file_open_stream(const char *path, struct stat *st, char *why, size_t why_size) {
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    snprintf(why, why_size, "cannot open: %s", strerror(errno));
+    return -1;
+  }
+  if ((fd = stat_opened(fd, st, why, why_size)) < 0) return -1;
+  if (S_ISFIFO(st->st_mode)) { /* again, blocking: the open waits for a writer */
+    close(fd);
+    do fd = open(path, O_RDONLY | O_CLOEXEC);
+    while (fd < 0 && errno == EINTR);
+    if (fd < 0) {
+      snprintf(why, why_size, "cannot open: %s", strerror(errno));
+      return -1;
+    }
+    if ((fd = stat_opened(fd, st, why, why_size)) < 0) return -1;
+  }
+  const bool taken = S_ISREG(st->st_mode) || S_ISCHR(st->st_mode) || S_ISFIFO(st->st_mode);
+  const int status_flags = taken ? fcntl(fd, F_GETFL) : -1;
+  if (!taken || status_flags < 0 || fcntl(fd, F_SETFL, status_flags & ~O_NONBLOCK) != 0) {
+    const int error = taken ? errno : EINVAL;
+    if (taken)
+      snprintf(why, why_size, "cannot open: %s", strerror(error));
+    else
+      snprintf(why, why_size, "neither a file nor a stream (it is %s)", plm__file_kind(st));
+    close(fd);
+    errno = error;
+    return -1;
+  }
+  return fd;
+}
+
 /* ---- where an output goes ------------------------------------------------------------ */
 
 /* link's target read from the link at path, made a path from the working folder (a

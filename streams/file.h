@@ -52,6 +52,15 @@ typedef enum plm__file_mode {
 FILE *plm__file_open_regular(const char *path, plm__file_mode mode, struct stat *st, char *why,
                              size_t why_size);
 
+/* Open path for reading as a regular file or a stream, for a reader that takes frames from
+ * a sensor's pipe: a regular file or a character device is opened at once; a FIFO is
+ * opened again, blocking, so that the open waits for a writer as cat's does (the first
+ * open, which does not block, only tells what the path is); a folder, a socket or a block
+ * device is refused. Returns the descriptor (blocking reads; the caller closes it), *st its
+ * fstat; -1 on failure with why: "cannot open: <strerror>", "cannot stat: <strerror>",
+ * "neither a file nor a stream (it is a folder)". */
+int plm__file_open_stream(const char *path, struct stat *st, char *why, size_t why_size);
+
 /* What kind of file st is, for messages: "a FIFO", "a character device", "a block
  * device", "a socket", "a folder", "a symbolic link", "a regular file", "an unknown kind
  * of file". */

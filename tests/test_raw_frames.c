@@ -200,7 +200,7 @@ START_TEST(test_a_wrong_file_is_refused_at_open_naming_what_is_wrong) {
       raw_frames_open(scratch_path(dir, "none.raw"), &format, &count, &f, err, sizeof err),
       PLM_ERR_IO, "none.raw: cannot open", NULL);
   expect_message(raw_frames_open(dir, &format, &count, &f, err, sizeof err), PLM_ERR_IO,
-                 "is a folder", NULL);
+                 "neither a file nor a stream (it is a folder)", NULL);
   raw_format bad = format;
   bad.height = 0;
   expect_message(raw_frames_open(path, &bad, &count, &f, err, sizeof err), PLM_ERR_INVALID_ARG,

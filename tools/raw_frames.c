@@ -4,7 +4,6 @@
 #include "tools/raw_frames.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "streams/file.h"
 #include "tools/count_parse.h"
 #include "tools/image_io.h"
 #include "tools/quote.h"
@@ -207,27 +207,20 @@ plm_status raw_frames_open(const char *path, const raw_format *format, int64_t *
       .format = *format, .name = f->name, .fd = -1, .count = -1, .frame_bytes = frame_bytes};
   plm_status status = PLM_OK;
   struct stat st;
+  char why[160];
   if (standard_input) {
     f->fd = STDIN_FILENO;
-  } else {
-    do f->fd = open(path, O_RDONLY | O_CLOEXEC);
-    while (f->fd < 0 && errno == EINTR);
-    if (f->fd < 0)
-      status = fail(err, err_size, PLM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (fstat(f->fd, &st) != 0)
+      status = fail(err, err_size, PLM_ERR_IO, "stdin: cannot stat: %s", strerror(errno));
+  } else if ((f->fd = plm__file_open_stream(path, &st, why, sizeof why)) < 0) {
+    status = fail(err, err_size, PLM_ERR_IO, "%s: %s", path, why);
   }
-  if (status == PLM_OK && fstat(f->fd, &st) != 0)
-    status = fail(err, err_size, PLM_ERR_IO, "%s: cannot stat: %s", f->name, strerror(errno));
-  if (status == PLM_OK) {
-    /* Standard input is a stream even when the shell gives it a file: its offset is the
-     * shell's, and a stream reads it from there. */
-    if (S_ISREG(st.st_mode) && !standard_input)
-      status = count_frames(f, st.st_size, err, err_size);
-    else if (S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode))
-      f->stream = true;
-    else
-      status = fail(err, err_size, PLM_ERR_IO, "%s: is %s, not a file or a stream", f->name,
-                    S_ISDIR(st.st_mode) ? "a folder" : "neither a file nor a pipe");
-  }
+  /* Standard input is a stream even when the shell gives it a file: its offset is the
+   * shell's, and a stream reads it from there. */
+  if (status == PLM_OK && S_ISREG(st.st_mode) && !standard_input)
+    status = count_frames(f, st.st_size, err, err_size);
+  else if (status == PLM_OK)
+    f->stream = true;
   if (status == PLM_OK && f->stream) status = skip_header(f, err, err_size);
   if (status != PLM_OK) {
     raw_frames_close(f);

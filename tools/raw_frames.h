@@ -15,7 +15,8 @@
  *   - a regular file: its size says how many frames it holds, checked at open: a size
  *     that is not the header plus a whole number of frames is refused there, naming the
  *     short last frame and the bytes it misses; frames are read with pread, in any order;
- *   - "-" (standard input), a FIFO or a character device: a stream, read once, in order:
+ *   - "-" (standard input), a FIFO (whose open waits for a writer) or a character device:
+ *     a stream, read once, in order:
  *     the count is unknown (-1) until the input ends. A frame is read whole into the
  *     caller's buffer when it is asked for, so the input is never held in memory; an end
  *     of input at a frame's boundary is the end of the frames, an end inside a frame is

@@ -84,7 +84,13 @@ same r.csv a.csv "raw big-endian"
 run 0 "raw header" detect --frames - --raw-shape=$H,$W --raw-dtype=u16 --raw-header=11 \
   --pipeline "$pipeline" --out r.csv < <(printf 'eleven byte'; cat s.raw)
 same r.csv a.csv "raw header"
-rm r.csv
+# A FIFO is a stream too: its open waits for the writer, as cat's does.
+mkfifo frames.fifo
+cat s.raw >frames.fifo &
+run 0 "raw FIFO" detect --frames frames.fifo "${raw[@]}" --pipeline "$pipeline" --out r.csv
+wait $!
+same r.csv a.csv "raw FIFO"
+rm frames.fifo r.csv
 run 2 "raw short stream" detect --frames - "${raw[@]}" --pipeline "$pipeline" --out r.csv \
   < <(head -c $((3 * frame_bytes + 100)) s.raw)
 expect_err "raw short stream" "stdin: frame 3 is short: 100 of $frame_bytes bytes, $((frame_bytes - 100)) missing"
