@@ -53,7 +53,6 @@ enum { OUTPUT_FILE_LISTED = 32 };
 /* The path that names standard output. */
 #define OUTPUT_FILE_STDOUT "-"
 
-
 typedef struct output_file output_file;
 
 /* Create path's temporary file (TARGET.tmp-XXXXXX beside the file path's links lead to,
