@@ -266,15 +266,16 @@ static plm_status keep_failure(detect_job *job, plm_status status) {
 
 static plm_status read_frame(void *user, int64_t frame, void *const *inputs, bool *end) {
   detect_job *job = user;
-  if (frame >= job->result->frames.count) {
+  const int64_t count = job->result->frames.count; /* -1: a stream, until it ends */
+  if (count >= 0 && frame >= count) {
     *end = true;
     return PLM_OK;
   }
   if (job->config->stop && *job->config->stop)
     return keep_failure(job, fail(job->scratch, sizeof job->scratch, PLM_ERR_INVALID_STATE,
                                   "interrupted at frame %lld", (long long)frame));
-  return keep_failure(
-      job, frame_reader_read(job->reader, frame, inputs[0], job->scratch, sizeof job->scratch));
+  return keep_failure(job, frame_reader_next(job->reader, frame, inputs[0], end, job->scratch,
+                                             sizeof job->scratch));
 }
 
 /* The rows of frame k (detect_pack_fn): the count of regions the table could not hold,
@@ -391,7 +392,7 @@ static plm_status check_config(const detect_config *config, char *err, size_t er
                 config->frames_in_flight, PLM_PIPELINE_MAX_FRAMES);
   /* A directory in the way would fail only at the rename, after all the work. */
   struct stat st;
-  if (stat(config->out_path, &st) == 0 && S_ISDIR(st.st_mode))
+  if (strcmp(config->out_path, "-") != 0 && stat(config->out_path, &st) == 0 && S_ISDIR(st.st_mode))
     return fail(err, err_size, PLM_ERR_IO, "%s: is a directory", config->out_path);
   if (has_token(config->pipeline, "intensity=none"))
     return fail(err, err_size, PLM_ERR_INVALID_ARG,
@@ -414,9 +415,17 @@ plm_status detect_run(const detect_config *config, detect_result *result, char *
   result->frames_in_flight =
       config->frames_in_flight ? config->frames_in_flight : DETECT_DEFAULT_FRAMES_IN_FLIGHT;
 
-  status = frame_reader_open(config->frames_path, &result->frames, &job.reader, err, err_size);
+  status = config->raw ? frame_reader_open_raw(config->frames_path, config->raw, &result->frames,
+                                               &job.reader, err, err_size)
+                       : frame_reader_open(config->frames_path, &result->frames, &job.reader, err,
+                                           err_size);
   if (status != PLM_OK) return release(&job, status);
   const frame_reader_info *frames = &result->frames;
+  if (config->runner && frames->count < 0)
+    return release(&job, fail(err, err_size, PLM_ERR_INVALID_ARG,
+                              "%s is a stream: its frames cannot be shared among the ranks of "
+                              "an MPI job (give a file)",
+                              frame_reader_file(job.reader, 0)));
   if (frames->dtype != PLM_DTYPE_U8 && frames->dtype != PLM_DTYPE_U16 &&
       frames->dtype != PLM_DTYPE_F32)
     return release(&job, fail(err, err_size, PLM_ERR_UNSUPPORTED,
@@ -512,6 +521,7 @@ plm_status detect_run(const detect_config *config, detect_result *result, char *
            job.first_failure[0] ? job.first_failure : plm_last_error());
   }
   progress_end(&job.bar);
+  if (result->frames.count < 0) result->frames.count = result->report.frames_delivered;
   if (status != PLM_OK || !writes) return release(&job, status);
   /* The last frame may have been read before a signal came: nothing replaces --out. */
   if (config->stop && *config->stop)

@@ -1,9 +1,10 @@
 /* apps/detect.h: a detection pipeline over a sequence of frames (`plume detect`,
  * `plume demo`).
  *
- * detect_run reads the frames of a stack or a folder (tools/frame_reader.h), runs a text
- * pipeline (plm_pipeline_parse) over them with plm_pipeline_run_stream, keeping K frames
- * in flight, and writes one CSV row per region found (tools/csv.h's regions rows):
+ * detect_run reads the frames of a stack, a folder or raw frames from a file or standard
+ * input (tools/frame_reader.h), runs a text pipeline (plm_pipeline_parse) over them with
+ * plm_pipeline_run_stream, keeping K frames in flight, and writes one CSV row per region
+ * found (tools/csv.h's regions rows):
  *
  *   frame,label,area,min_row,min_col,max_row,max_col,centroid_row,centroid_col,sum,max,
  *   wcentroid_row,wcentroid_col
@@ -123,7 +124,7 @@ typedef struct detect_tensor {
 } detect_tensor;
 
 typedef struct detect_config {
-  const char *frames_path; /* a stack or a folder (tools/frame_reader.h) */
+  const char *frames_path; /* a stack, a folder or raw frames (tools/frame_reader.h) */
   const char *pipeline;    /* plm_pipeline_parse's text */
   const char *out_path;    /* the CSV */
   plm_backend backend;     /* HOST, CUDA or AUTO (0): the faster predicted (plm_pipeline_place) */
@@ -131,6 +132,11 @@ typedef struct detect_config {
   int frames_in_flight;    /* K, 1..PLM_PIPELINE_MAX_FRAMES; 0: the default above */
   bool show_progress;      /* a progress bar on stderr when it is a terminal */
   bool force_progress;     /* ... and when it is not (mpirun pipes it): --progress */
+  /* NULL: frames_path's format is read from its bytes. Else frames_path ("-": standard
+   * input) is raw frames of this format (tools/raw_frames.h); a stream's are read in
+   * order as they come, and the result's frames.count is then the count that ran. Not
+   * with a runner (MPI), which shares out a known count of frames. */
+  const raw_format *raw;
   /* When not NULL and *stop becomes non-zero (a signal handler's flag), the run stops
    * before its next frame, or before the CSV replaces out_path, with
    * PLM_ERR_INVALID_STATE ("interrupted"), leaving no file (apps/interrupt.h). */

@@ -17,20 +17,30 @@
 #include "tools/regular_file.h"
 
 static const char detect_usage[] =
-    "usage: plume detect --frames FRAMES.npy|DIR (--pipeline \"TEXT\" | --preset NAME)\n"
+    "usage: plume detect --frames FRAMES|DIR|- (--pipeline \"TEXT\" | --preset NAME)\n"
     "                    --out DETECTIONS.csv [--tensor NAME=FILE.npy]...\n"
+    "                    [--raw-shape HxW [--raw-dtype u8|u16|f32] [--raw-endian E]\n"
+    "                    [--raw-header BYTES]]\n"
     "                    [--backend host|cuda|auto] [--streams K] [--profile DIR]\n"
-    "                    [--progress] [--mpi]\n"
+    "                    [--progress] [--mpi] [-q]\n"
     "       plume detect --list-presets\n"
     "\n"
     "Run a pipeline over a sequence of frames and write the regions it finds.\n"
     "\n"
     "options:\n"
-    "  --frames PATH         the frames: a .npy stack (N, H, W), read frame by frame, or a\n"
-    "                        2-D .npy, PGM or PNG (one frame); or a folder whose .npy, .pgm\n"
-    "                        and .png files (one frame each, all of one dtype and shape)\n"
+    "  --frames PATH         the frames: a .npy stack (N, H, W) or a TIFF of N pages, read\n"
+    "                        frame by frame, or a 2-D .npy, PGM or PNG (one frame); or a\n"
+    "                        folder whose .npy, .pgm, .png, .tif and .tiff files (one frame\n"
+    "                        each, all of one dtype and shape)\n"
     "                        are the frames in the byte order of their names (zero-pad the\n"
     "                        numbers). u8, u16 or f32 (a '<f8' .npy is read as f32).\n"
+    "                        With --raw-shape: raw frames, from a file or '-' (standard\n"
+    "                        input, a sensor's pipe), read frame by frame as they come\n"
+    "  --raw-shape HxW       raw frames of H rows of W samples each, back to back with\n"
+    "                        nothing between them (H,W is read alike)\n"
+    "  --raw-dtype T         the raw samples: u8 (the default), u16 or f32\n"
+    "  --raw-endian E        their byte order: little (the default) or big\n"
+    "  --raw-header BYTES    bytes to skip before the first raw frame (default 0)\n"
     "  --pipeline TEXT       the pipeline (the text form of plume/pipeline.h), ending in\n"
     "                        'label ! regions' or 'segment', for example\n"
     "                        \"" PLM_PRESET_DEFAULT_PIPELINE
@@ -43,7 +53,10 @@ static const char detect_usage[] =
     "                        needs, the frames its background needs to settle and its text\n"
     "  --out CSV             one row per region: frame,label,area,min_row,min_col,max_row,\n"
     "                        max_col,centroid_row,centroid_col,sum,max,wcentroid_row,\n"
-    "                        wcentroid_col (what plume score reads); written atomically\n"
+    "                        wcentroid_col (what plume score reads); written atomically.\n"
+    "                        '-': to standard output, written as the frames finish (the\n"
+    "                        summary then goes to stderr). A name ending in another\n"
+    "                        extension than .csv is refused\n"
     "  --tensor NAME=FILE    an array (.npy, 1-D to 4-D; '<f8' read as f32) that the\n"
     "                        pipeline names as @NAME, for example a matched filter,\n"
     "                        \"conv2d kernel=@psf pad=same ! ...\", or a background to take\n"
@@ -67,10 +80,11 @@ static const char detect_usage[] =
     "                        own device, rank 0 writes the one CSV, identical to one\n"
     "                        process's; taken by itself under mpirun (OMPI_COMM_WORLD_SIZE\n"
     "                        or PMI_SIZE above 1). Not for stateful pipelines (background)\n"
+    "  -q, --quiet           print no summary and draw no progress bar\n"
     "  -h, --help            show this help\n"
     "\n"
-    "A progress bar is drawn on stderr when it is a terminal; at the end the frames per\n"
-    "second are printed.\n";
+    "A progress bar is drawn on stderr when it is a terminal; at the end a summary with the\n"
+    "frames per second is printed (on stdout, or on stderr with --out -).\n";
 
 /* The --tensor NAME=FILE arguments, which may be repeated (options_take takes each flag
  * once): taken out of argv into tensors[] (names copied into names[]), the other
@@ -193,11 +207,13 @@ static const char *pipeline_text(const char *pipeline, const char *preset,
 /* Print a run's outcome (when this process is the one that prints) and return the exit
  * code. */
 static int report_outcome(plm_status status, const detect_result *result, bool writes,
-                          const char *err, const char *frames, const char *out,
-                          const char *profile) {
+                          const char *err, const char *frames, const char *out, const char *profile,
+                          FILE *summary) {
   if (status != PLM_OK && interrupt_signal) {
     char shown[QUOTE_SIZE];
-    if (writes)
+    if (writes && strcmp(out, "-") == 0)
+      fprintf(stderr, "plume detect: interrupted by signal %d (%s)\n", (int)interrupt_signal, err);
+    else if (writes)
       fprintf(stderr, "plume detect: interrupted by signal %d (%s); --out %s is as it was\n",
               (int)interrupt_signal, err, quote_value(out, shown, sizeof shown));
     return interrupt_exit_code();
@@ -206,22 +222,28 @@ static int report_outcome(plm_status status, const detect_result *result, bool w
     if (writes) fprintf(stderr, "plume detect: %s\n", err);
     return result->write_failed ? EXIT_RUNTIME_FAILURE : detect_exit_code(status);
   }
-  if (!writes) return interrupt_exit_code();
-  printf("detect: %lld frames of %lldx%lld %s from %s, %lld regions -> %s\n",
-         (long long)result->frames.count, (long long)result->frames.height,
-         (long long)result->frames.width, plm_dtype_name(result->frames.dtype), frames,
-         (long long)result->regions, out);
-  detect_print_summary(stdout, result);
+  if (!writes || !summary) return interrupt_exit_code();
+  fprintf(summary, "detect: %lld frames of %lldx%lld %s from %s, %lld regions -> %s\n",
+          (long long)result->frames.count, (long long)result->frames.height,
+          (long long)result->frames.width, plm_dtype_name(result->frames.dtype), frames,
+          (long long)result->regions, out);
+  detect_print_summary(summary, result);
   if (profile)
-    printf("profile: %s/profile.json, trace.json, report.html, pool_snapshot.json\n", profile);
+    fprintf(summary, "profile: %s/profile.json, trace.json, report.html, pool_snapshot.json\n",
+            profile);
   return interrupt_exit_code(); /* 0, or a signal that came during the renames */
 }
 
 int detect_command_main(int argc, char **argv) {
   const char *frames = NULL, *pipeline = NULL, *preset = NULL, *list = NULL, *out = NULL,
-             *backend = NULL, *streams = NULL, *profile = NULL, *mpi = NULL,
-             *progress = NULL;
+             *backend = NULL, *streams = NULL, *profile = NULL, *mpi = NULL, *progress = NULL,
+             *raw_shape = NULL, *raw_dtype = NULL, *raw_endian = NULL, *raw_header = NULL,
+             *quiet = NULL, *quiet_long = NULL;
   option options[] = {{"--frames", &frames, false},
+                      {"--raw-shape", &raw_shape, false},
+                      {"--raw-dtype", &raw_dtype, false},
+                      {"--raw-endian", &raw_endian, false},
+                      {"--raw-header", &raw_header, false},
                       {"--pipeline", &pipeline, false},
                       {"--preset", &preset, false},
                       {"--list-presets", &list, true},
@@ -231,6 +253,8 @@ int detect_command_main(int argc, char **argv) {
                       {"--profile", &profile, false},
                       {"--progress", &progress, true},
                       {"--mpi", &mpi, true},
+                      {"-q", &quiet, true},
+                      {"--quiet", &quiet_long, true},
                       {NULL, NULL, false}};
   detect_tensor tensors[DETECT_MAX_TENSORS];
   char names[DETECT_MAX_TENSORS][TENSOR_NAME_SIZE];
@@ -259,6 +283,22 @@ int detect_command_main(int argc, char **argv) {
   pipeline = pipeline_text(pipeline, preset, tensors, tensor_count);
   if (!pipeline) return EXIT_USAGE;
   char why[OUTPUT_PATH_WHY_SIZE], q[QUOTE_SIZE];
+  /* Raw frames: with --raw-shape, or any other --raw-* option (which then asks for it). */
+  raw_format raw;
+  const bool is_raw = raw_shape || raw_dtype || raw_endian || raw_header;
+  if (is_raw) {
+    char message[IMAGE_ERROR_SIZE];
+    if (raw_format_parse(raw_shape, raw_dtype, raw_endian, raw_header, &raw, message,
+                         sizeof message) != PLM_OK) {
+      fprintf(stderr, "plume detect: %s\n", message);
+      return EXIT_USAGE;
+    }
+  } else if (strcmp(frames, "-") == 0) {
+    fprintf(stderr,
+            "plume detect: --frames - (standard input) takes raw frames: give --raw-shape HxW "
+            "(and --raw-dtype, --raw-endian, --raw-header as they are)\n");
+    return EXIT_USAGE;
+  }
   if (!output_path_usable(out, why, sizeof why)) {
     fprintf(stderr, "plume detect: --out %s: %s\n", quote_value(out, q, sizeof q), why);
     return EXIT_USAGE;
@@ -272,11 +312,19 @@ int detect_command_main(int argc, char **argv) {
             quote_value(out, q, sizeof q));
     return EXIT_USAGE;
   }
+  if (!output_extension_fits(out, "csv", why, sizeof why)) {
+    fprintf(stderr, "plume detect: --out %s\n", why);
+    return EXIT_USAGE;
+  }
+  /* The data on stdout (--out -): the summary goes to stderr; -q: nowhere, nor the bar. */
+  const bool silent = quiet || quiet_long;
+  FILE *summary = silent ? NULL : strcmp(out, "-") == 0 ? stderr : stdout;
   detect_config config = {.frames_path = frames,
+                          .raw = is_raw ? &raw : NULL,
                           .pipeline = pipeline,
                           .out_path = out,
-                          .show_progress = true,
-                          .force_progress = progress != NULL,
+                          .show_progress = !silent,
+                          .force_progress = progress != NULL && !silent,
                           .profile_dir = profile,
                           .tensors = tensors,
                           .tensor_count = tensor_count};
@@ -301,7 +349,7 @@ int detect_command_main(int argc, char **argv) {
   if (mpi || launched_by_mpi()) {
 #ifdef PLUME_HAVE_MPI
     plm_status status = detect_run_mpi(&config, &result, &writes, err, sizeof err);
-    int code = report_outcome(status, &result, writes, err, frames, out, profile);
+    int code = report_outcome(status, &result, writes, err, frames, out, profile, summary);
     return detect_mpi_finish(code);
 #else
     fprintf(stderr,
@@ -313,7 +361,7 @@ int detect_command_main(int argc, char **argv) {
   }
   interrupt_catch();
   plm_status status = detect_run(&config, &result, err, sizeof err);
-  return report_outcome(status, &result, writes, err, frames, out, profile);
+  return report_outcome(status, &result, writes, err, frames, out, profile, summary);
 }
 
 void detect_commands_print_summary(FILE *out) {

@@ -33,6 +33,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "apps/interrupt.h"
@@ -47,6 +48,7 @@
 #include "tools/image_io.h"
 #include "tools/quote.h"
 #include "tools/regular_file.h"
+#include "tools/tiff_io.h"
 
 enum { ERROR_SIZE = IMAGE_ERROR_SIZE, FLAG_SIZE = 64, TEXT_SIZE = 512 };
 
@@ -594,14 +596,19 @@ static void print_synopsis(FILE *out, const command *c, const file_flag *files, 
 
 static const char image_files[] =
     "  --in PATH             input image: .npy (2-D or 3-D; u8, u16, i32, f32, f64 read as\n"
-    "                        f32), PGM (P5, 8/16-bit) or grayscale PNG (8/16-bit)\n"
-    "  --out PATH            output .npy (written atomically)\n";
+    "                        f32), PGM (P5, 8/16-bit), grayscale PNG (8/16-bit) or TIFF\n"
+    "                        (u8, u16 or f32 pages, striped or tiled; N pages are 3-D)\n"
+    "  --out PATH            output .npy, or a TIFF when PATH ends in .tif or .tiff\n"
+    "                        (written atomically; '-': .npy to standard output; another\n"
+    "                        extension is refused)\n";
 static const char image_note[] =
-    "  Inputs are images: .npy (2-D or 3-D; f64 read as f32), PGM (P5, 8/16-bit) or\n"
-    "  grayscale PNG (8/16-bit); outputs are .npy, each written atomically.\n";
+    "  Inputs are images: .npy (2-D or 3-D; f64 read as f32), PGM (P5, 8/16-bit),\n"
+    "  grayscale PNG (8/16-bit) or TIFF (u8, u16, f32 pages; a stack of pages is 3-D);\n"
+    "  outputs are .npy, or TIFF for a name ending in .tif or .tiff, each written\n"
+    "  atomically, or one of them to standard output as '-'.\n";
 static const char array_note[] =
     "  Inputs are .npy arrays of 1 to 4 dimensions (f64 read as f32); outputs are .npy,\n"
-    "  each written atomically.\n";
+    "  each written atomically, or one of them to standard output as '-'.\n";
 static const char run_options[] =
     "  --backend B           host, cuda or auto (default auto: the backend the cost model\n"
     "                        predicts faster for this call at its inputs' shapes, the copies\n"
@@ -756,14 +763,30 @@ static int check_given(const op_run *run) {
           return usage_error(run, "%s is taken only with %s (see plume op %s --help)",
                              run->files[k].flag, run->files[j].flag, run->cmd->name);
   /* An output may name no other file of the command: it would replace an input before
-   * it is read, or another output; and its folder must take it. */
+   * it is read, or another output; its folder must take it, and its name the format
+   * written (.npy arrays, the .csv of regions). '-' is standard output, for one output;
+   * no input is read from standard input. */
+  const char *on_stdout = NULL;
   for (int k = 0; k < run->file_count; k++) {
     const file_kind kind = run->files[k].kind;
+    const bool dash = run->paths[k] && strcmp(run->paths[k], "-") == 0;
+    if (dash && (kind == FILE_INPUT || kind == FILE_INTENSITY))
+      return usage_error(run,
+                         "%s -: plume op reads its inputs from files, not from standard "
+                         "input",
+                         run->files[k].flag);
     if (!run->paths[k] || (kind != FILE_OUTPUT && kind != FILE_REGIONS)) continue;
+    if (dash && on_stdout)
+      return usage_error(run, "%s and %s are both - (standard output): one output at most",
+                         on_stdout, run->files[k].flag);
+    if (dash) on_stdout = run->files[k].flag;
     char why[OUTPUT_PATH_WHY_SIZE], q[QUOTE_SIZE];
     if (!output_path_usable(run->paths[k], why, sizeof why))
       return usage_error(run, "%s %s: %s", run->files[k].flag,
                          quote_value(run->paths[k], q, sizeof q), why);
+    if (!output_extension_fits(run->paths[k], kind == FILE_REGIONS ? "csv" : "npy|tif|tiff", why,
+                               sizeof why))
+      return usage_error(run, "%s %s", run->files[k].flag, why);
     for (int j = 0; j < run->file_count; j++)
       if (j != k && run->paths[j] && same_file(run->paths[k], run->paths[j]))
         return usage_error(run, "%s and %s name the same file (%s)", run->files[j].flag,
@@ -1056,6 +1079,27 @@ static int run_op(const op_run *run, op_state *s) {
   return -1;
 }
 
+/* Whether an output is named .tif or .tiff (any case): written as a TIFF, else .npy. */
+static bool is_tiff(const char *path) {
+  const char *extension = output_extension(path);
+  return extension && (strcasecmp(extension, "tif") == 0 || strcasecmp(extension, "tiff") == 0);
+}
+
+/* An array as a TIFF (tools/tiff_io.h: 2-D one page, 3-D N pages) into a writer opened on
+ * path (*writer NULL when it was not opened). */
+static plm_status write_tiff(const char *path, const image *shape, const void *data,
+                             image_writer **writer, char *err, size_t err_size) {
+  void *bytes = NULL;
+  size_t length = 0;
+  *writer = NULL;
+  plm_status status = tiff_encode(shape->dtype, shape->ndim, shape->dims, data, &bytes, &length,
+                                  path, err, err_size);
+  if (status == PLM_OK && (status = image_writer_open_text(path, writer, err, err_size)) == PLM_OK)
+    status = image_writer_write(*writer, bytes, length, err, err_size);
+  free(bytes);
+  return status;
+}
+
 /* Write every output (the arrays, then the regions CSV) to its temporary file, then
  * commit them together: every path gets its new file, or, when anything fails (a full
  * disk, a signal: interrupt_catch made the commit watch for one), every path keeps its
@@ -1070,9 +1114,14 @@ static int write_files(const op_run *run, op_state *s, char *err, size_t err_siz
     image result = {.dtype = shape->dtype, .ndim = shape->ndim};
     memcpy(result.dims, shape->dims, sizeof result.dims);
     const char *path = run->paths[output_file(run, k)];
-    if ((status = image_writer_open_npy(path, &result, &writers[count], err, err_size)) == PLM_OK)
+    if (is_tiff(path)) {
+      status = write_tiff(path, &result, s->host_out[k], &writers[count], err, err_size);
+      count += writers[count] != NULL;
+    } else if ((status = image_writer_open_npy(path, &result, &writers[count], err, err_size)) ==
+               PLM_OK) {
       status =
           image_writer_write(writers[count++], s->host_out[k], image_bytes(&result), err, err_size);
+    }
   }
   if (status == PLM_OK && s->csv_file >= 0 &&
       (status = image_writer_open_text(run->paths[s->csv_file], &writers[count], err, err_size)) ==

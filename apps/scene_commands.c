@@ -26,7 +26,7 @@ enum { ERROR_SIZE = 1024 };
 
 static const char scene_usage[] =
     "usage: plume scene --frames N --size H,W [--seed S] --out FRAMES.npy --truth TRUTH.csv\n"
-    "                   [--difficulty normal|hard] [--calibration DIR]\n"
+    "                   [--difficulty normal|hard] [--calibration DIR] [-q]\n"
     "\n"
     "Write a deterministic synthetic infrared scene: a 14-bit sensor (u16 values 0..16383)\n"
     "looking at a cluttered sky and earth (a soft horizon, drifting clouds and bands, column\n"
@@ -50,9 +50,13 @@ static const char scene_usage[] =
     "                        folder DIR: gain.npy and offset.npy (f32 (H, W), the operands\n"
     "                        of nuc: gain * raw + offset gives the radiance) and bad.npy\n"
     "                        (u8 (H, W), 1 for a dead or hot pixel)\n"
+    "  -q, --quiet           no progress bar, no summary\n"
     "  -h, --help            show this help\n"
     "\n"
-    "All the files are written atomically, together: a failure leaves none.\n";
+    "All the files are written atomically, together: a failure leaves none. '-' for --out\n"
+    "or --truth writes it to standard output instead (the summary then goes to stderr); a\n"
+    "name that ends in another extension than .npy (--out) or .csv (--truth) is refused.\n"
+    "A progress bar is drawn on stderr when it is a terminal.\n";
 
 /* The writers of a run: the frames, the truth, then the calibration's files. */
 enum { FRAMES_WRITER, TRUTH_WRITER, CALIBRATION_WRITER, MAX_WRITERS = CALIBRATION_WRITER + 3 };
@@ -209,17 +213,24 @@ static int check_outputs(const char *out_path, const char *truth_path,
                 quote_value(paths[i], q, sizeof q));
         return EXIT_USAGE;
       }
+  /* The frames are .npy and the truth a CSV, whatever the names say: a name for another
+   * format is refused ('-', standard output, is taken). */
+  const bool frames_fit = output_extension_fits(out_path, "npy", why, sizeof why);
+  if (!frames_fit || !output_extension_fits(truth_path, "csv", why, sizeof why)) {
+    fprintf(stderr, "plume scene: %s %s\n", frames_fit ? "--truth" : "--out", why);
+    return EXIT_USAGE;
+  }
   return -1;
 }
 
 static int scene_write(const scene_config *config, const char *out_path, const char *truth_path,
-                       const char *calibration_dir) {
+                       const char *calibration_dir, bool quiet) {
   const int refused = check_outputs(out_path, truth_path, calibration_dir);
   if (refused >= 0) return refused;
   char err[ERROR_SIZE] = "";
   int64_t plumes = 0;
   interrupt_catch();
-  plm_status status = scene_write_files(config, out_path, truth_path, calibration_dir, false,
+  plm_status status = scene_write_files(config, out_path, truth_path, calibration_dir, !quiet,
                                         &interrupt_signal, &plumes, err, sizeof err);
   if (status != PLM_OK && interrupt_signal) {
     fprintf(stderr, "plume scene: interrupted by signal %d (%s); the outputs are as they were\n",
@@ -232,17 +243,21 @@ static int scene_write(const scene_config *config, const char *out_path, const c
     fprintf(stderr, "plume scene: %s\n", err);
     return status == PLM_ERR_INVALID_ARG ? EXIT_USAGE : EXIT_RUNTIME_FAILURE;
   }
-  printf("scene: %lld frames of %lldx%lld (seed %llu%s), %lld plume rows -> %s, %s%s%s\n",
-         (long long)config->frames, (long long)config->height, (long long)config->width,
-         (unsigned long long)config->seed, config->difficulty == SCENE_HARD ? ", hard" : "",
-         (long long)plumes, out_path, truth_path, calibration_dir ? ", calibration in " : "",
-         calibration_dir ? calibration_dir : "");
+  /* The summary goes where no data does: stdout, or stderr when an output is stdout. */
+  FILE *summary = strcmp(out_path, "-") == 0 || strcmp(truth_path, "-") == 0 ? stderr : stdout;
+  if (!quiet)
+    fprintf(summary,
+            "scene: %lld frames of %lldx%lld (seed %llu%s), %lld plume rows -> %s, %s%s%s\n",
+            (long long)config->frames, (long long)config->height, (long long)config->width,
+            (unsigned long long)config->seed, config->difficulty == SCENE_HARD ? ", hard" : "",
+            (long long)plumes, out_path, truth_path, calibration_dir ? ", calibration in " : "",
+            calibration_dir ? calibration_dir : "");
   return interrupt_exit_code(); /* 0, or a signal that came during the renames */
 }
 
 int scene_command_main(int argc, char **argv) {
   const char *frames = NULL, *size = NULL, *seed = NULL, *out = NULL, *truth = NULL,
-             *difficulty = NULL, *calibration = NULL;
+             *difficulty = NULL, *calibration = NULL, *quiet = NULL, *quiet_long = NULL;
   option options[] = {{"--frames", &frames, false},
                       {"--size", &size, false},
                       {"--seed", &seed, false},
@@ -250,6 +265,8 @@ int scene_command_main(int argc, char **argv) {
                       {"--truth", &truth, false},
                       {"--difficulty", &difficulty, false},
                       {"--calibration", &calibration, false},
+                      {"-q", &quiet, true},
+                      {"--quiet", &quiet_long, true},
                       {NULL, NULL, false}};
   int exit_code = options_take("scene", scene_usage, options, argc, argv);
   if (exit_code >= 0) return exit_code;
@@ -306,6 +323,10 @@ int scene_command_main(int argc, char **argv) {
             (long long)IMAGE_MAX_ELEMENTS);
     return EXIT_USAGE;
   }
+  if (strcmp(out, "-") == 0 && strcmp(truth, "-") == 0) {
+    fprintf(stderr, "plume scene: --out and --truth are both - (standard output): one at most\n");
+    return EXIT_USAGE;
+  }
   if (strcmp(out, truth) == 0) {
     fprintf(stderr, "plume scene: --out and --truth name the same file %s\n",
             quote_value(out, q, sizeof q));
@@ -314,12 +335,12 @@ int scene_command_main(int argc, char **argv) {
   /* A directory in the way would fail only at the renames, after all the work. */
   const char *paths[2] = {out, truth};
   for (int i = 0; i < 2; i++) {
-    if (stat(paths[i], &st) == 0 && S_ISDIR(st.st_mode)) {
+    if (strcmp(paths[i], "-") != 0 && stat(paths[i], &st) == 0 && S_ISDIR(st.st_mode)) {
       fprintf(stderr, "plume scene: %s: is a directory\n", quote_value(paths[i], q, sizeof q));
       return EXIT_USAGE;
     }
   }
-  return scene_write(&config, out, truth, calibration);
+  return scene_write(&config, out, truth, calibration, quiet || quiet_long);
 }
 
 /* ---- plume score ----------------------------------------------------------------------- */

@@ -78,6 +78,48 @@ FILE *plm__file_open_regular(const char *path, plm__file_mode mode, struct stat 
   return file;
 }
 
+/* fd's stat, or -1 (fd closed) with why. */
+static int stat_opened(int fd, struct stat *st, char *why, size_t why_size) {
+  if (fstat(fd, st) == 0) return fd;
+  const int error = errno;
+  snprintf(why, why_size, "cannot stat: %s", strerror(error));
+  close(fd);
+  errno = error;
+  return -1;
+}
+
+int plm__file_open_stream(const char *path, struct stat *st, char *why, size_t why_size) {
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    snprintf(why, why_size, "cannot open: %s", strerror(errno));
+    return -1;
+  }
+  if ((fd = stat_opened(fd, st, why, why_size)) < 0) return -1;
+  if (S_ISFIFO(st->st_mode)) { /* again, blocking: the open waits for a writer */
+    close(fd);
+    do fd = open(path, O_RDONLY | O_CLOEXEC);
+    while (fd < 0 && errno == EINTR);
+    if (fd < 0) {
+      snprintf(why, why_size, "cannot open: %s", strerror(errno));
+      return -1;
+    }
+    if ((fd = stat_opened(fd, st, why, why_size)) < 0) return -1;
+  }
+  const bool taken = S_ISREG(st->st_mode) || S_ISCHR(st->st_mode) || S_ISFIFO(st->st_mode);
+  const int status_flags = taken ? fcntl(fd, F_GETFL) : -1;
+  if (!taken || status_flags < 0 || fcntl(fd, F_SETFL, status_flags & ~O_NONBLOCK) != 0) {
+    const int error = taken ? errno : EINVAL;
+    if (taken)
+      snprintf(why, why_size, "cannot open: %s", strerror(error));
+    else
+      snprintf(why, why_size, "neither a file nor a stream (it is %s)", plm__file_kind(st));
+    close(fd);
+    errno = error;
+    return -1;
+  }
+  return fd;
+}
+
 /* ---- where an output goes ------------------------------------------------------------ */
 
 /* link's target read from the link at path, made a path from the working folder (a
@@ -271,6 +313,23 @@ plm_status plm__file_out_open(plm__file_out *f, const char *path, char *why, siz
       direct ? open_direct(f, why, why_size) : open_temporary(f, why, why_size);
   if (status != PLM_OK) plm__file_out_abort(f);
   return status;
+}
+
+plm_status plm__file_out_open_fd(plm__file_out *f, const char *name, int fd, char *why,
+                                 size_t why_size) {
+  *f = (plm__file_out){.fd = -1, .direct = true};
+  f->path = strdup(name);
+  if (!f->path) {
+    snprintf(why, why_size, "out of memory");
+    return PLM_ERR_OUT_OF_MEMORY;
+  }
+  const int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (copy < 0 || !open_stream(f, copy)) {
+    snprintf(why, why_size, "cannot use it: %s", strerror(errno));
+    plm__file_out_abort(f);
+    return PLM_ERR_IO;
+  }
+  return PLM_OK;
 }
 
 plm_status plm__file_out_write(plm__file_out *f, const void *data, size_t bytes, char *why,

@@ -52,6 +52,15 @@ typedef enum plm__file_mode {
 FILE *plm__file_open_regular(const char *path, plm__file_mode mode, struct stat *st, char *why,
                              size_t why_size);
 
+/* Open path for reading as a regular file or a stream, for a reader that takes frames from
+ * a sensor's pipe: a regular file or a character device is opened at once; a FIFO is
+ * opened again, blocking, so that the open waits for a writer as cat's does (the first
+ * open, which does not block, only tells what the path is); a folder, a socket or a block
+ * device is refused. Returns the descriptor (blocking reads; the caller closes it), *st its
+ * fstat; -1 on failure with why: "cannot open: <strerror>", "cannot stat: <strerror>",
+ * "neither a file nor a stream (it is a folder)". */
+int plm__file_open_stream(const char *path, struct stat *st, char *why, size_t why_size);
+
 /* What kind of file st is, for messages: "a FIFO", "a character device", "a block
  * device", "a socket", "a folder", "a symbolic link", "a regular file", "an unknown kind
  * of file". */
@@ -81,6 +90,13 @@ bool plm__file_out_target(const char *path, char **target, bool *direct, char *w
  * <strerror>", "cannot open it: <strerror>"); f is then cleared and nothing is left
  * behind. */
 plm_status plm__file_out_open(plm__file_out *f, const char *path, char *why, size_t why_size);
+
+/* Start writing an output to an open descriptor (standard output, for a command's `--out
+ * -`): fd is duplicated (the caller's stays open) and written in place, as a device is;
+ * name stands for the path in messages ("stdout"). Errors: PLM_ERR_OUT_OF_MEMORY,
+ * PLM_ERR_IO ("cannot use it: <strerror>", a descriptor that is not open). */
+plm_status plm__file_out_open_fd(plm__file_out *f, const char *name, int fd, char *why,
+                                 size_t why_size);
 
 /* Append bytes. Errors: PLM_ERR_IO ("writing failed: <strerror>"); the commit then fails. */
 plm_status plm__file_out_write(plm__file_out *f, const void *data, size_t bytes, char *why,

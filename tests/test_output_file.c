@@ -4,11 +4,14 @@
  * the commit fail where it can be made to fail on purpose (a write past a file-size
  * limit, as on a full disk; a rename over a folder put in the way), and checks the
  * contract: every path holds its old bytes (or nothing, where it had none), and no
- * temporary file or kept link (*.tmp-*) is left. A plain unit test: no backend.
+ * temporary file or kept link (*.tmp-*) is left. "-" is standard output, written in place
+ * with no temporary file; and the names the commands check before they write: "-", and an
+ * extension that is not the format's. A plain unit test: no backend.
  */
 #define _POSIX_C_SOURCE 200809L
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +25,7 @@
 #include "scratch_dir.h"
 #include "tools/image_io.h"
 #include "tools/output_file.h"
+#include "tools/regular_file.h"
 
 static char dir[SCRATCH_DIR_SIZE];
 static char err[1024];
@@ -33,7 +37,6 @@ static void make_dir(void) {
 static void remove_dir(void) {
   scratch_dir_remove(dir);
 }
-
 
 /* Files in the test directory whose name contains ".tmp-". */
 static int temporaries(void) {
@@ -93,7 +96,8 @@ END_TEST
  * b, which had none, stays a folder; nothing else is left. */
 START_TEST(a_failed_rename_puts_the_old_files_back) {
   make_dir();
-  const char *a = scratch_path(dir, "a.txt"), *b = scratch_path(dir, "b"), *c = scratch_path(dir, "c.txt");
+  const char *a = scratch_path(dir, "a.txt"), *b = scratch_path(dir, "b"),
+             *c = scratch_path(dir, "c.txt");
   put(a, "old a");
   output_file *files[3] = {open_with(c, "new c"), open_with(a, "new a"), open_with(b, "new b")};
   ck_assert_int_eq(mkdir(b, 0755), 0);
@@ -156,7 +160,8 @@ START_TEST(abort_and_bad_arguments) {
   ck_assert_int_eq(access(a, F_OK), -1);
   ck_assert_int_eq(temporaries(), 0);
   ck_assert_int_eq(output_file_open(NULL, &f, err, sizeof err), PLM_ERR_INVALID_ARG);
-  ck_assert_int_eq(output_file_open(scratch_path(dir, "missing/x"), &f, err, sizeof err), PLM_ERR_IO);
+  ck_assert_int_eq(output_file_open(scratch_path(dir, "missing/x"), &f, err, sizeof err),
+                   PLM_ERR_IO);
   ck_assert_ptr_nonnull(strstr(err, "cannot create a temporary file"));
   ck_assert_ptr_null(f);
   ck_assert_int_eq(output_files_commit(NULL, 0, err, sizeof err), PLM_OK);
@@ -249,6 +254,73 @@ START_TEST(image_writers_commit_all_or_none) {
 }
 END_TEST
 
+/* "-" writes to standard output (here a file put in place of fd 1) in place: no temporary
+ * file anywhere, the bytes there after the commit, fd 1 still open after it. */
+START_TEST(a_dash_is_standard_output_written_in_place) {
+  make_dir();
+  const char *path = scratch_path(dir, "stdout.txt");
+  fflush(stdout);
+  const int saved = dup(STDOUT_FILENO);
+  ck_assert_int_ge(saved, 0);
+  FILE *target = fopen(path, "wb");
+  ck_assert_ptr_nonnull(target);
+  ck_assert_int_eq(dup2(fileno(target), STDOUT_FILENO), STDOUT_FILENO);
+  output_file *files[2] = {open_with(OUTPUT_FILE_STDOUT, "to stdout"),
+                           open_with(scratch_path(dir, "beside.txt"), "a file")};
+  ck_assert_str_eq(output_file_path(files[0]), "stdout");
+  ck_assert_int_eq(temporaries(), 1); /* beside.txt's alone */
+  ck_assert_int_eq(output_files_commit(files, 2, err, sizeof err), PLM_OK);
+  ck_assert(holds(path, "to stdout"));
+  ck_assert(holds(scratch_path(dir, "beside.txt"), "a file"));
+  ck_assert_int_ge(fcntl(STDOUT_FILENO, F_GETFD), 0);
+  /* Aborted after it wrote: what was written stays, as on a device (nothing to remove). */
+  output_file_abort(open_with("-", " more"));
+  ck_assert(holds(path, "to stdout more"));
+  ck_assert_int_eq(dup2(saved, STDOUT_FILENO), STDOUT_FILENO);
+  ck_assert_int_eq(close(saved), 0);
+  ck_assert_int_eq(fclose(target), 0);
+  ck_assert_int_eq(temporaries(), 0);
+  remove_dir();
+}
+END_TEST
+
+START_TEST(names_of_outputs_are_checked_before_writing) {
+  char why[OUTPUT_PATH_WHY_SIZE];
+  const char *fit[][2] = {{"-", "npy"},       {"m.npy", "npy"},      {"dir.v2/M.NPY", "npy"},
+                          {"out", "npy"},     {"dir.v2/out", "csv"}, {"/dev/null", "csv"},
+                          {".hidden", "csv"}, {"trailing.", "csv"}};
+  for (size_t i = 0; i < sizeof fit / sizeof *fit; i++)
+    ck_assert_msg(output_extension_fits(fit[i][0], fit[i][1], why, sizeof why), "%s for .%s: %s",
+                  fit[i][0], fit[i][1], why);
+  ck_assert(!output_extension_fits("m.png", "npy", why, sizeof why));
+  ck_assert_msg(
+      strstr(why, "'m.png' ends in .png, but the data written is .npy: name it so") != NULL, "%s",
+      why);
+  ck_assert(output_extension_fits("m.TIFF", "npy|tif|tiff", why, sizeof why));
+  ck_assert(!output_extension_fits("m.png", "npy|tif|tiff", why, sizeof why));
+  ck_assert_msg(strstr(why, "the data written is .npy, .tif or .tiff: name it so") != NULL, "%s",
+                why);
+  ck_assert_ptr_null(output_extension("-"));
+  ck_assert_ptr_null(output_extension("a.b/c"));
+  ck_assert_str_eq(output_extension("a.b/c.Tif"), "Tif");
+  ck_assert(!output_extension_fits("d/regions.npy", "csv", why, sizeof why));
+  ck_assert(!output_extension_fits("m.npy.tmp", "npy", why, sizeof why));
+  /* "-" is no file: never the same as another path, "-" included. */
+  ck_assert(!same_file("-", "-"));
+  ck_assert(!same_file("-", "."));
+  ck_assert(output_path_usable("-", why, sizeof why));
+  fflush(stdout);
+  const int saved = dup(STDOUT_FILENO);
+  ck_assert_int_ge(saved, 0);
+  ck_assert_int_eq(close(STDOUT_FILENO), 0);
+  const bool usable = output_path_usable("-", why, sizeof why);
+  ck_assert_int_eq(dup2(saved, STDOUT_FILENO), STDOUT_FILENO);
+  ck_assert_int_eq(close(saved), 0);
+  ck_assert(!usable);
+  ck_assert_str_eq(why, "standard output is closed");
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("output_file");
   TCase *tc = tcase_create("core");
@@ -259,6 +331,8 @@ int main(void) {
   tcase_add_test(tc, the_signal_list_removes_open_temporaries);
   tcase_add_test(tc, the_cancel_flag_keeps_the_old_files);
   tcase_add_test(tc, image_writers_commit_all_or_none);
+  tcase_add_test(tc, a_dash_is_standard_output_written_in_place);
+  tcase_add_test(tc, names_of_outputs_are_checked_before_writing);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

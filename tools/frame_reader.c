@@ -15,6 +15,7 @@
 struct frame_reader {
   frame_reader_info info;
   image_frames *stack; /* a file: its frames */
+  raw_frames *raw;     /* raw frames: a file or a stream */
   char *path;          /* the file, or the folder */
   char **files;        /* a folder: the paths of its frames, sorted */
   int64_t file_count, file_room;
@@ -35,6 +36,7 @@ static plm_status fail(char *err, size_t err_size, plm_status status, const char
 void frame_reader_close(frame_reader *r) {
   if (!r) return;
   image_frames_close(r->stack);
+  raw_frames_close(r->raw);
   for (int64_t i = 0; i < r->file_count; i++) free(r->files[i]);
   free(r->files);
   free(r->path);
@@ -43,13 +45,17 @@ void frame_reader_close(frame_reader *r) {
 
 /* ---- folders --------------------------------------------------------------------------- */
 
-/* A frame file by its name: not hidden, ending in .npy, .pgm or .png in any case. */
+/* A frame file by its name: not hidden, ending in .npy, .pgm, .png, .tif or .tiff in any
+ * case. */
 static bool frame_name(const char *name) {
-  size_t n = strlen(name);
-  if (name[0] == '.' || n < 5) return false;
-  const char *ext = name + n - 4;
-  return strcasecmp(ext, ".npy") == 0 || strcasecmp(ext, ".pgm") == 0 ||
-         strcasecmp(ext, ".png") == 0;
+  static const char *const extensions[] = {".npy", ".pgm", ".png", ".tif", ".tiff"};
+  const size_t n = strlen(name);
+  if (name[0] == '.') return false;
+  for (size_t e = 0; e < sizeof extensions / sizeof *extensions; e++) {
+    const size_t length = strlen(extensions[e]);
+    if (n > length && strcasecmp(name + n - length, extensions[e]) == 0) return true;
+  }
+  return false;
 }
 
 static int compare_paths(const void *a, const void *b) {
@@ -96,7 +102,7 @@ static plm_status list_folder(frame_reader *r, char *err, size_t err_size) {
   if (status != PLM_OK) return status;
   if (r->file_count == 0)
     return fail(err, err_size, PLM_ERR_IO,
-                "%s: no frames in the folder (no .npy, .pgm or .png file)", r->path);
+                "%s: no frames in the folder (no .npy, .pgm, .png, .tif or .tiff file)", r->path);
   qsort(r->files, (size_t)r->file_count, sizeof *r->files, compare_paths);
   return PLM_OK;
 }
@@ -135,6 +141,16 @@ static plm_status open_folder_file(frame_reader *r, int64_t k, image *frame, ima
 
 /* ---- the reader ------------------------------------------------------------------------ */
 
+static frame_reader *new_reader(const char *path) {
+  frame_reader *r = calloc(1, sizeof *r);
+  if (r) r->path = strdup(path);
+  if (r && !r->path) {
+    free(r);
+    r = NULL;
+  }
+  return r;
+}
+
 plm_status frame_reader_open(const char *path, frame_reader_info *info, frame_reader **out,
                              char *err, size_t err_size) {
   if (err && err_size) err[0] = '\0';
@@ -144,13 +160,8 @@ plm_status frame_reader_open(const char *path, frame_reader_info *info, frame_re
                 !path   ? "path"
                 : !info ? "info"
                         : "out");
-  frame_reader *r = calloc(1, sizeof *r);
-  if (r) r->path = malloc(strlen(path) + 1);
-  if (!r || !r->path) {
-    free(r);
-    return fail(err, err_size, PLM_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
-  }
-  strcpy(r->path, path);
+  frame_reader *r = new_reader(path);
+  if (!r) return fail(err, err_size, PLM_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
   struct stat st;
   plm_status status = PLM_OK;
   image frame = {0};
@@ -183,10 +194,18 @@ plm_status frame_reader_read(frame_reader *r, int64_t k, void *dst, char *err, s
   if (!r || !dst)
     return fail(err, err_size, PLM_ERR_INVALID_ARG, "frame_reader_read: %s is NULL",
                 !r ? "reader" : "dst");
-  if (k < 0 || k >= r->info.count)
+  if (k < 0 || (r->info.count >= 0 && k >= r->info.count))
     return fail(err, err_size, PLM_ERR_INVALID_ARG, "%s: frame %lld is not in 0..%lld", r->path,
                 (long long)k, (long long)(r->info.count - 1));
   if (r->stack) return image_frames_read(r->stack, k, dst, err, err_size);
+  if (r->raw) {
+    bool end = false;
+    plm_status status = raw_frames_read(r->raw, k, dst, &end, err, err_size);
+    if (status == PLM_OK && end)
+      status = fail(err, err_size, PLM_ERR_IO, "%s: the input ended before frame %lld",
+                    raw_frames_name(r->raw), (long long)k);
+    return status;
+  }
   image frame;
   image_frames *file = NULL;
   plm_status status = open_folder_file(r, k, &frame, &file, err, err_size);
@@ -195,7 +214,46 @@ plm_status frame_reader_read(frame_reader *r, int64_t k, void *dst, char *err, s
   return status;
 }
 
+plm_status frame_reader_next(frame_reader *r, int64_t k, void *dst, bool *end, char *err,
+                             size_t err_size) {
+  if (err && err_size) err[0] = '\0';
+  if (!end) return fail(err, err_size, PLM_ERR_INVALID_ARG, "frame_reader_next: end is NULL");
+  *end = false;
+  if (r && dst && k >= 0 && r->info.count >= 0 && k >= r->info.count) {
+    *end = true;
+    return PLM_OK;
+  }
+  if (r && r->raw && dst && k >= 0) return raw_frames_read(r->raw, k, dst, end, err, err_size);
+  return frame_reader_read(r, k, dst, err, err_size);
+}
+
+plm_status frame_reader_open_raw(const char *path, const raw_format *raw, frame_reader_info *info,
+                                 frame_reader **out, char *err, size_t err_size) {
+  if (err && err_size) err[0] = '\0';
+  if (out) *out = NULL;
+  if (!path || !raw || !info || !out)
+    return fail(err, err_size, PLM_ERR_INVALID_ARG, "frame_reader_open_raw: %s is NULL",
+                !path   ? "path"
+                : !raw  ? "raw"
+                : !info ? "info"
+                        : "out");
+  frame_reader *r = new_reader(path);
+  if (!r) return fail(err, err_size, PLM_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+  plm_status status = raw_frames_open(path, raw, &r->info.count, &r->raw, err, err_size);
+  if (status != PLM_OK) {
+    frame_reader_close(r);
+    return status;
+  }
+  r->info.dtype = raw->dtype;
+  r->info.height = raw->height;
+  r->info.width = raw->width;
+  *info = r->info;
+  *out = r;
+  return PLM_OK;
+}
+
 const char *frame_reader_file(const frame_reader *r, int64_t k) {
-  if (!r || k < 0 || k >= r->info.count) return NULL;
+  if (!r || k < 0 || (r->info.count >= 0 && k >= r->info.count)) return NULL;
+  if (r->raw) return raw_frames_name(r->raw);
   return r->files ? r->files[k] : r->path;
 }

@@ -3,6 +3,7 @@
 
 #include "streams/file.h"
 #include "tools/image_io.h"
+#include "tools/tiff_io.h"
 #include "tools/output_file.h"
 #include "tools/regular_file.h"
 
@@ -542,7 +543,7 @@ static plm_status read_png(reader *r, image *out) {
 
 /* ---- reading ------------------------------------------------------------------------- */
 
-typedef enum file_format { FORMAT_NPY, FORMAT_PGM, FORMAT_PNG } file_format;
+typedef enum file_format { FORMAT_NPY, FORMAT_PGM, FORMAT_PNG, FORMAT_TIFF } file_format;
 
 /* Open r->path, check that it is a regular file, set r->size and recognise the format by
  * the first bytes. On failure the file is closed again (r->file NULL). */
@@ -564,15 +565,51 @@ static plm_status open_image_file(reader *r, file_format *format) {
     *format = FORMAT_PGM;
   else if (got == 8 && png_sig_cmp(magic, 0, 8) == 0)
     *format = FORMAT_PNG;
+  else if (tiff_magic(magic, got))
+    *format = FORMAT_TIFF;
   else if (got >= 2 && magic[0] == 'P' && magic[1] >= '1' && magic[1] <= '7')
     status = READ_FAIL(r, PLM_ERR_UNSUPPORTED,
                        "Netpbm P%c file: only binary graymaps (P5) are read", magic[1]);
   else
-    status = READ_FAIL(r, PLM_ERR_IO, "not a .npy, PGM (P5) or PNG file (unknown magic)");
+    status = READ_FAIL(r, PLM_ERR_IO, "not a .npy, PGM (P5), PNG or TIFF file (unknown magic)");
   if (status != PLM_OK) {
     fclose(r->file);
     r->file = NULL;
   }
+  return status;
+}
+
+/* The TIFF of r's open file, through libtiff on a copy of its descriptor. */
+static plm_status open_tiff(reader *r, image *frame, int64_t *count, tiff_pages **out) {
+  const int fd = dup(fileno(r->file));
+  if (fd < 0) return READ_FAIL(r, PLM_ERR_IO, "cannot open it again: %s", strerror(errno));
+  *frame = (image){.ndim = 2};
+  return tiff_pages_open(fd, r->path, &frame->dtype, &frame->dims[0], &frame->dims[1], count, out,
+                         r->err, r->err_size);
+}
+
+/* A TIFF whole: one page is (H, W), N pages (N, H, W). */
+static plm_status read_tiff(reader *r, image *out) {
+  tiff_pages *pages = NULL;
+  image frame;
+  int64_t count = 0;
+  plm_status status = open_tiff(r, &frame, &count, &pages);
+  if (status != PLM_OK) return status;
+  *out =
+      count == 1
+          ? frame
+          : (image){.dtype = frame.dtype, .ndim = 3, .dims = {count, frame.dims[0], frame.dims[1]}};
+  int64_t numel = 0;
+  if (!checked_numel(out->dims, out->ndim, &numel))
+    status = READ_FAIL(r, PLM_ERR_IO, "%lld pages of %lldx%lld: more than %lld samples",
+                       (long long)count, (long long)frame.dims[0], (long long)frame.dims[1],
+                       (long long)IMAGE_MAX_ELEMENTS);
+  if (status == PLM_OK) status = alloc_data(r, out);
+  const size_t page_bytes = image_bytes(&frame);
+  for (int64_t k = 0; status == PLM_OK && k < count; k++)
+    status =
+        tiff_pages_read(pages, k, (char *)out->data + (size_t)k * page_bytes, r->err, r->err_size);
+  tiff_pages_close(pages);
   return status;
 }
 
@@ -581,6 +618,7 @@ static plm_status read_format(reader *r, file_format format, image *out) {
     case FORMAT_NPY: return read_npy(r, out);
     case FORMAT_PGM: return read_pgm(r, out);
     case FORMAT_PNG: return read_png(r, out);
+    case FORMAT_TIFF: return read_tiff(r, out);
   }
   return READ_FAIL(r, PLM_ERR_INTERNAL, "unknown format %d", (int)format);
 }
@@ -633,11 +671,13 @@ struct image_frames {
   image frame;      /* dtype and (H, W) of a frame */
   int64_t count;    /* frames */
   void *whole;      /* the pixels of a PGM or PNG (or NULL) */
+  tiff_pages *tiff; /* a TIFF's pages, each decoded when read (or NULL) */
 };
 
 void image_frames_close(image_frames *f) {
   if (!f) return;
   if (f->file) fclose(f->file);
+  tiff_pages_close(f->tiff);
   free(f->whole);
   free(f->path);
   free(f);
@@ -668,6 +708,13 @@ plm_status image_frames_open(const char *path, image *frame, int64_t *count, ima
     status = read_npy_header(&r, &whole, &f->offset, &f->file_item);
     f->file = r.file;
     f->size = r.size;
+  } else if (status == PLM_OK && format == FORMAT_TIFF) {
+    int64_t pages = 0;
+    status = open_tiff(&r, &whole, &pages, &f->tiff);
+    fclose(r.file);
+    if (status == PLM_OK && pages > 1)
+      whole =
+          (image){.dtype = whole.dtype, .ndim = 3, .dims = {pages, whole.dims[0], whole.dims[1]}};
   } else if (status == PLM_OK) {
     status = read_format(&r, format, &whole);
     fclose(r.file);
@@ -718,6 +765,7 @@ plm_status image_frames_read(image_frames *f, int64_t k, void *dst, char *err, s
     memcpy(dst, f->whole, image_bytes(&f->frame));
     return PLM_OK;
   }
+  if (f->tiff) return tiff_pages_read(f->tiff, k, dst, err, err_size);
   const int64_t numel = image_numel(&f->frame);
   const uint64_t at = f->offset + (uint64_t)k * (uint64_t)numel * f->file_item;
   if (!(f->file_item == 8 && f->frame.dtype == PLM_DTYPE_F32))

@@ -10,6 +10,9 @@
  *   PNG          grayscale, 8 or 16 bits (1, 2 and 4 bits are read as u8 with their
  *                raw values), through libpng. Colour, palette and alpha PNGs are
  *                refused.
+ *   TIFF         grayscale pages of u8, u16 or f32, striped or tiled, any compression
+ *                libtiff decodes, through libtiff (tools/tiff_io.h): one page is (H, W),
+ *                N pages of one dtype and shape are a stack (N, H, W).
  * Writes .npy (version 1.0) of dtype u8, u16, i32 or f32 and 1 to 4 dimensions.
  *
  * A file is checked before any data memory is allocated: a header that promises
@@ -21,9 +24,9 @@
  * Every writer is an output_file (tools/output_file.h): PATH.tmp-XXXXXX in the same
  * directory, fsync'd and renamed over PATH at the end, so PATH is never left partly
  * written; the temporary file is removed when anything fails, and several writers
- * commit together, all or none (image_writers_commit). A file too large to hold in memory (a long stack of frames) is
- * streamed through an image_writer: open it with the .npy's whole shape, append the
- * data in pieces (frame by frame), then commit (or abort).
+ * commit together, all or none (image_writers_commit). A file too large to hold in memory (a long
+ * stack of frames) is streamed through an image_writer: open it with the .npy's whole shape, append
+ * the data in pieces (frame by frame), then commit (or abort).
  *
  * This module belongs to the command-line tool, not to libplume; it uses plume's
  * dtype and status enums only. Not thread-safe with respect to umask (the writer
@@ -86,6 +89,8 @@ plm_status image_read_array(const char *path, const image_allocator *allocator, 
  * stack is never held in memory:
  *   - a 3-D .npy (N, H, W) is N frames, each read from the file when it is asked for
  *     (the header and the file's size are checked at open, as image_read checks them);
+ *   - a TIFF of N pages is N frames, each page decoded when it is asked for (a page of
+ *     another dtype or shape than the first fails then, naming the page);
  *   - a 2-D .npy, a PGM or a PNG is one frame (a PGM or PNG is read whole at open).
  * Frames have the dtype image_read would give ('<f8' is read as f32). One thread at a
  * time per image_frames; frames may be read in any order. */

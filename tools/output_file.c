@@ -109,10 +109,13 @@ plm_status output_file_open(const char *path, output_file **out, char *err, size
   if (!f) return fail(err, err_size, path, PLM_ERR_OUT_OF_MEMORY, "out of memory");
   f->listed = -1;
   char why[PATH_MAX + 128];
-  plm_status status = plm__file_out_open(&f->out, path, why, sizeof why);
+  const bool to_stdout = strcmp(path, OUTPUT_FILE_STDOUT) == 0;
+  plm_status status = to_stdout
+                          ? plm__file_out_open_fd(&f->out, "stdout", STDOUT_FILENO, why, sizeof why)
+                          : plm__file_out_open(&f->out, path, why, sizeof why);
   if (status != PLM_OK) {
     free(f);
-    return fail(err, err_size, path, status, "%s", why);
+    return fail(err, err_size, to_stdout ? "stdout" : path, status, "%s", why);
   }
   if (f->out.tmp) f->listed = list_temporary(f->out.tmp);
   *out = f;

@@ -3,7 +3,8 @@
  * replace their paths together, all or none. Where an output goes is streams/file.h's
  * rule, the library's own: through a symbolic link to the file it leads to (the link
  * stays), a device or a FIFO written in place (tee's way: no temporary file, nothing to
- * put back), a socket or a folder refused.
+ * put back), a socket or a folder refused. The path "-" is standard output, written in
+ * place as a device is (a command's `--out -`; messages call it "stdout").
  *
  *   output_file *files[2];
  *   output_file_open("labels.npy", &files[0], err, sizeof err);   PATH.tmp-XXXXXX
@@ -49,10 +50,14 @@
 
 enum { OUTPUT_FILE_LISTED = 32 };
 
+/* The path that names standard output. */
+#define OUTPUT_FILE_STDOUT "-"
+
 typedef struct output_file output_file;
 
 /* Create path's temporary file (TARGET.tmp-XXXXXX beside the file path's links lead to,
- * with the mode a plain create would give), or open the device or FIFO at path. Errors:
+ * with the mode a plain create would give), or open the device or FIFO at path, or (for
+ * "-") a copy of standard output's descriptor. Errors:
  * PLM_ERR_INVALID_ARG (NULL arguments), PLM_ERR_OUT_OF_MEMORY, PLM_ERR_IO ("PATH: is a
  * socket: ...", "PATH: cannot create a temporary file beside it: <strerror>", "PATH:
  * cannot open it: <strerror>"). */

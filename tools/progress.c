@@ -10,7 +10,21 @@
 enum { BAR_WIDTH = 30 };
 static const double REDRAW_S = 0.1;
 
+/* A total not known (a stream): the count and the rate, without a bar. */
+static void draw_count(progress *p, int64_t done, double now) {
+  double elapsed = now - p->started_s;
+  fprintf(stderr, "\r%s %lld %s", p->label, (long long)done, p->unit);
+  if (done > 0 && elapsed > 0) fprintf(stderr, "  %.0f %s/s", (double)done / elapsed, p->unit);
+  fputs("\033[K", stderr);
+  fflush(stderr);
+  p->drawn_s = now;
+}
+
 static void draw(progress *p, int64_t done, double now) {
+  if (p->total < 0) {
+    draw_count(p, done, now);
+    return;
+  }
   if (done > p->total) done = p->total;
   if (done < 0) done = 0;
   char bar[BAR_WIDTH + 1];
@@ -30,7 +44,7 @@ static void draw(progress *p, int64_t done, double now) {
 }
 
 static void begin(progress *p, bool shown, const char *label, const char *unit, int64_t total) {
-  *p = (progress){.shown = shown && total > 0,
+  *p = (progress){.shown = shown && total != 0,
                   .label = label,
                   .unit = unit,
                   .total = total,
@@ -49,7 +63,7 @@ void progress_begin_always(progress *p, const char *label, const char *unit, int
 void progress_update(progress *p, int64_t done) {
   if (!p->shown) return;
   double now = plm__monotonic_seconds();
-  if (now - p->drawn_s >= REDRAW_S || done >= p->total) draw(p, done, now);
+  if (now - p->drawn_s >= REDRAW_S || (p->total > 0 && done >= p->total)) draw(p, done, now);
 }
 
 void progress_clear(progress *p) {

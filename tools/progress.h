@@ -19,11 +19,13 @@ typedef struct progress {
   bool shown;        /* stderr is a terminal */
   const char *label; /* "detect" */
   const char *unit;  /* "frames" */
-  int64_t total;     /* > 0 */
+  int64_t total;     /* > 0; -1: not known (a stream), the count drawn without a bar */
   double started_s, drawn_s;
 } progress;
 
-/* Start a bar of total steps (draws it at 0 when shown). */
+/* Start a bar of total steps (draws it at 0 when shown); total -1 when the count is not
+ * known until the end (frames from a pipe): "detect 1234 frames  412 frames/s". A total of
+ * 0 draws nothing. */
 void progress_begin(progress *p, const char *label, const char *unit, int64_t total);
 
 /* progress_begin, drawn even when stderr is not a terminal (plume detect --progress: under

@@ -6,10 +6,12 @@
 #include "streams/file.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 /* path's folder made canonical, then its last component: "a/../b/x.npy" -> "/abs/b/x.npy".
@@ -24,6 +26,7 @@ static bool canonical_path(const char *path, char *out, size_t size) {
 }
 
 bool same_file(const char *a, const char *b) {
+  if (strcmp(a, "-") == 0 || strcmp(b, "-") == 0) return false; /* a standard stream */
   struct stat sa, sb;
   if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
     return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
@@ -33,6 +36,13 @@ bool same_file(const char *a, const char *b) {
 }
 
 bool output_path_usable(const char *path, char *why, size_t why_size) {
+  if (strcmp(path, "-") == 0) {
+    const int flags = fcntl(STDOUT_FILENO, F_GETFL);
+    const bool writable = flags >= 0 && (flags & O_ACCMODE) != O_RDONLY;
+    if (!writable)
+      snprintf(why, why_size, "standard output is %s", flags < 0 ? "closed" : "read-only");
+    return writable;
+  }
   char *target = NULL;
   bool direct = false;
   if (!plm__file_out_target(path, &target, &direct, why, why_size)) return false;
@@ -80,4 +90,40 @@ plm_status file_failure_v(char *err, size_t err_size, const char *path, int64_t 
   for (char *c = err; *c; c++)
     if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = ' ';
   return status;
+}
+
+const char *output_extension(const char *path) {
+  if (strcmp(path, "-") == 0) return NULL;
+  const char *slash = strrchr(path, '/');
+  const char *name = slash ? slash + 1 : path;
+  const char *dot = strrchr(name, '.');
+  return !dot || dot == name || dot[1] == '\0' ? NULL : dot + 1;
+}
+
+bool output_extension_fits(const char *path, const char *extensions, char *why, size_t why_size) {
+  const char *extension = output_extension(path);
+  if (!extension) return true;
+  const size_t length = strlen(extension);
+  for (const char *e = extensions; *e;) {
+    const size_t n = strcspn(e, "|");
+    if (n == length && strncasecmp(e, extension, n) == 0) return true;
+    e += n + (e[n] == '|');
+  }
+  char q[QUOTE_SIZE], listed[64];
+  size_t used = 0;
+  for (const char *e = extensions; *e && used < sizeof listed;) {
+    const size_t n = strcspn(e, "|");
+    const bool last = e[n] == '\0';
+    used += (size_t)snprintf(listed + used, sizeof listed - used, "%s.%.*s",
+                             e == extensions ? ""
+                             : last          ? " or "
+                                             : ", ",
+                             (int)n, e);
+    e += n + !last;
+  }
+  snprintf(why, why_size,
+           "%s ends in .%s, but the data written is %s: name it so (or - for "
+           "standard output)",
+           quote_value(path, q, sizeof q), extension, listed);
+  return false;
 }

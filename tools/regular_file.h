@@ -28,7 +28,8 @@ plm_status file_failure_v(char *err, size_t err_size, const char *path, int64_t 
  * (hard links and other spellings included), else the same canonical path (the
  * canonical folder and the last component), so that two outputs not yet written are
  * compared too. Commands refuse an output that names one of their inputs or another
- * output before they run. */
+ * output before they run. "-" (standard input or output) is never the same file as
+ * anything: a command that takes it for two outputs refuses that itself. */
 bool same_file(const char *a, const char *b);
 
 /* Whether an output may be written at `path`, checked before a command runs, where
@@ -38,8 +39,23 @@ bool same_file(const char *a, const char *b);
  * ...", "is a folder: ...", "its folder 'F' does not exist: <strerror>", "'F' is not a
  * folder", "its folder 'F' cannot be written: <strerror>"; F quoted by quote_value,
  * tools/quote.h), so that what fails later, while writing (a full disk), is a runtime
- * failure and not the command's arguments. OUTPUT_PATH_WHY_SIZE bytes hold any why. */
+ * failure and not the command's arguments. "-" is standard output, usable when it is
+ * open for writing (else "standard output is closed"). OUTPUT_PATH_WHY_SIZE bytes hold
+ * any why. */
 enum { OUTPUT_PATH_WHY_SIZE = QUOTE_SIZE + 128 };
 bool output_path_usable(const char *path, char *why, size_t why_size);
+
+/* The extension of an output's name, after the last '.' of its last component, or NULL
+ * for "-", a name without one (a device, a FIFO, "out"), a dot that starts the component
+ * (".hidden") or ends it. */
+const char *output_extension(const char *path);
+
+/* Whether the name of an output fits the formats a command can write there, whose
+ * extensions are `extensions` separated by '|' ("csv", "npy|tif|tiff"): true for a name
+ * without an extension (output_extension) and one ending in any of them, in any case;
+ * false with why for any other ("'m.png' ends in .png, but the data written is .npy, .tif
+ * or .tiff: name it so (or - for standard output)"), so that `--out m.png` never holds
+ * .npy bytes. */
+bool output_extension_fits(const char *path, const char *extensions, char *why, size_t why_size);
 
 #endif /* PLUME_TOOLS_REGULAR_FILE_H */

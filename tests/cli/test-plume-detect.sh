@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # tests/cli/test-plume-detect.sh PLUME SCRATCH: `plume detect` and `plume demo` end to end,
 # through the built binary. On a short scene: the CSV's header and rows; the same CSV from
-# the stack, from a folder of the same frames as .npy, PGM and PNG files, and with any
-# number of frames in flight; the rows equal `plume op threshold` + `plume op label
+# the stack, from a folder of the same frames as .npy, PGM and PNG files, from the same
+# samples as raw frames (a file, stdin, big-endian, after a header), and with any number
+# of frames in flight; --out - (the CSV on stdout, the summary on stderr), -q, an --out of
+# another extension refused; a TIFF stack and a TIFF in a folder read as their .npy; the rows equal `plume op threshold` + `plume op label
 # --regions --intensity` for the same chain; no progress bar when stderr is not a
 # terminal, and one on a terminal; arrays named by the pipeline (--tensor) give the
 # same rows as the built-in kernel and threshold they stand for; exit codes (0 ok, 2 bad
@@ -14,6 +16,7 @@
 # Python (any python3, standard library only) makes the PNG frames when it is found.
 set -u
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+tiffs=$(cd "$(dirname "${BASH_SOURCE[0]}")/../fixtures/tiff" && pwd) # TIFFs tifffile wrote
 plume=$1
 cli_begin "$plume" "$2" --commands
 
@@ -63,6 +66,92 @@ for k in 1 2 5 16; do
   cmp -s a.csv k.csv || fail "--streams $k changes the CSV"
   grep -q "host backend, $k frames in flight" out.txt || fail "--streams $k: $(cat out.txt)"
 done
+# Raw frames (tools/raw_frames.h): the stack's data without its .npy header, from a file
+# and from standard input through a pipe, in either byte order, after a header to skip,
+# give the same CSV; a short last frame is refused naming the frame and the bytes missing.
+tail -c $((N * frame_bytes)) s.npy >s.raw
+raw=(--raw-shape ${H}x$W --raw-dtype u16)
+run 0 "raw file" detect --frames s.raw "${raw[@]}" --pipeline "$pipeline" --out r.csv
+same r.csv a.csv "raw file"
+run 0 "raw stdin" detect --frames - "${raw[@]}" --pipeline "$pipeline" --out r.csv < <(cat s.raw)
+same r.csv a.csv "raw stdin"
+checks=$((checks + 1))
+grep -q "^detect: $N frames of ${H}x$W u16 from -, $rows regions -> r.csv$" out.txt ||
+  fail "raw stdin summary: $(cat out.txt)"
+run 0 "raw big-endian" detect --frames - "${raw[@]}" --raw-endian big --pipeline "$pipeline" \
+  --out r.csv < <(dd conv=swab status=none <s.raw)
+same r.csv a.csv "raw big-endian"
+run 0 "raw header" detect --frames - --raw-shape=$H,$W --raw-dtype=u16 --raw-header=11 \
+  --pipeline "$pipeline" --out r.csv < <(printf 'eleven byte'; cat s.raw)
+same r.csv a.csv "raw header"
+# A FIFO is a stream too: its open waits for the writer, as cat's does.
+mkfifo frames.fifo
+cat s.raw >frames.fifo &
+run 0 "raw FIFO" detect --frames frames.fifo "${raw[@]}" --pipeline "$pipeline" --out r.csv
+wait $!
+same r.csv a.csv "raw FIFO"
+rm frames.fifo r.csv
+run 2 "raw short stream" detect --frames - "${raw[@]}" --pipeline "$pipeline" --out r.csv \
+  < <(head -c $((3 * frame_bytes + 100)) s.raw)
+expect_err "raw short stream" "stdin: frame 3 is short: 100 of $frame_bytes bytes, $((frame_bytes - 100)) missing"
+absent "raw short stream" r.csv
+head -c $((N * frame_bytes - 1)) s.raw >short.raw
+run 2 "raw short file" detect --frames short.raw "${raw[@]}" --pipeline "$pipeline" --out r.csv
+expect_err "raw short file" "short.raw: frame $((N - 1)) is short: $((frame_bytes - 1)) of $frame_bytes bytes, 1 missing"
+absent "raw short file" r.csv
+run 2 "stdin without --raw-shape" detect --frames - --pipeline "$pipeline" --out r.csv </dev/null
+expect_err "stdin without --raw-shape" "give --raw-shape HxW"
+run 2 "bad --raw-dtype" detect --frames s.raw --raw-shape 128x128 --raw-dtype i8 \
+  --pipeline "$pipeline" --out r.csv
+expect_err "bad --raw-dtype" "--raw-dtype 'i8' is not u8, u16 or f32"
+run 2 "--raw-dtype without a shape" detect --frames s.raw --raw-dtype u16 --pipeline "$pipeline" \
+  --out r.csv
+expect_err "--raw-dtype without a shape" "--raw-shape HxW is required"
+rm short.raw
+# --out -: the CSV on stdout, the summary on stderr; -q: nothing on stderr. The pipe of
+# the issue's example: raw frames in on stdin, the CSV out on stdout.
+run 0 "--out -" detect --frames s.npy --pipeline "$pipeline" --out -
+same out.txt a.csv "--out -"
+checks=$((checks + 1))
+grep -q "^detect: $N frames of ${H}x$W u16 from s.npy, $rows regions -> -$" err.txt ||
+  fail "--out -: the summary is not on stderr: $(cat err.txt)"
+run 0 "stdin to stdout, -q" detect --frames - "${raw[@]}" --pipeline "$pipeline" --out - -q \
+  < <(cat s.raw)
+same out.txt a.csv "stdin to stdout, -q"
+checks=$((checks + 1))
+[[ ! -s err.txt ]] || fail "-q: stderr is not empty: $(cat err.txt)"
+run 0 "--quiet" detect --frames s.npy --pipeline "$pipeline" --out q.csv --quiet
+same q.csv a.csv "--quiet"
+checks=$((checks + 1))
+[[ ! -s out.txt && ! -s err.txt ]] || fail "--quiet: $(cat out.txt err.txt)"
+# An extension that is not the CSV's is refused before anything runs.
+run 2 "--out m.png" detect --frames s.npy --pipeline "$pipeline" --out m.png
+expect_err "--out m.png" "'m.png' ends in .png, but the data written is .csv"
+absent "--out m.png" m.png
+run 0 "--out Q.CSV" detect --frames s.npy --pipeline "$pipeline" --out Q.CSV -q
+same Q.CSV a.csv "--out Q.CSV"
+rm -f q.csv Q.CSV
+# TIFF frames (tools/tiff_io.h): a stack tifffile wrote gives the rows of its .npy, and in a
+# folder a .tif is a frame like a .npy of the same values.
+tiff_pipeline="threshold value=30000 ! label connectivity=8 ! regions capacity=64"
+run 0 "a TIFF stack" detect --frames "$tiffs/u16-stack-tiled-big-endian.tif" \
+  --pipeline "$tiff_pipeline" --out tif.csv
+run 0 "its .npy" detect --frames "$tiffs/u16-stack-tiled-big-endian.npy" \
+  --pipeline "$tiff_pipeline" --out npy.csv
+same tif.csv npy.csv "a TIFF stack"
+checks=$((checks + 1))
+[[ $(wc -l <tif.csv) -gt 3 ]] || fail "a TIFF stack: too few rows: $(cat tif.csv)"
+mkdir -p tiff-folder
+cp "$tiffs/u8-strips.tif" tiff-folder/0.tif
+cp "$tiffs/u8-strips.npy" tiff-folder/1.npy
+run 0 "a folder with a TIFF" detect --frames tiff-folder --pipeline \
+  "threshold value=128 ! label connectivity=8 ! regions capacity=64" --out folder.csv
+checks=$((checks + 1))
+[[ $(grep -c '^0,' folder.csv) -gt 0 &&
+  $(grep '^0,' folder.csv | cut -d, -f2-) == "$(grep '^1,' folder.csv | cut -d, -f2-)" ]] ||
+  fail "a folder with a TIFF: frame 0 (the .tif) and 1 (its .npy) differ: $(cat folder.csv)"
+rm -rf tif.csv npy.csv folder.csv tiff-folder
+
 # Without capacity= the table holds every region a frame can have: the same rows.
 run 0 "no capacity" detect --frames=s.npy "--pipeline=$log ! regions" --out=k.csv --backend=host
 checks=$((checks + 1))

@@ -3,7 +3,9 @@
 # binary. Inputs are .npy/PGM files written here with printf; expected outputs are
 # whole .npy files written the same way and compared byte for byte. Checks exit
 # codes (0 ok, 2 bad usage or bad file), one-line messages on stderr, and that no
-# output (or temporary) file is left behind by a failure. No Python needed.
+# output (or temporary) file is left behind by a failure. Also --out - (stdout), outputs
+# named for another format refused, and TIFF in (tests/fixtures/tiff) and out. No Python
+# needed.
 set -u
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 plume=$1
@@ -1115,6 +1117,47 @@ run 2 "--regions is --out" op label --in mask.npy --out x.npy --regions x.npy &&
   expect_err "--regions is --out" "name the same file"
 absent "--regions is --out" x.npy
 rm -f own.npy
+
+# --out -: the .npy's bytes on stdout, as the file would hold them, and the regions CSV
+# alike; one output at most on stdout, no input from stdin; an output named for another
+# format than the one written is refused before anything runs.
+run 0 "threshold to a file" op threshold --in quad.npy --out t.npy --value 1
+run 0 "--out -" op threshold --in quad.npy --out - --value 1 && same out.txt t.npy "--out -"
+run 0 "label --regions" op label --in mask.npy --out l.npy --regions r.csv
+run 0 "--regions -" op label --in mask.npy --out l.npy --regions - && same out.txt r.csv "--regions -"
+run 2 "two outputs on stdout" op label --in mask.npy --out - --regions - &&
+  expect_err "two outputs on stdout" "--out and --regions are both - (standard output)"
+run 2 "--in -" op threshold --in - --out x.npy --value 1 </dev/null &&
+  expect_err "--in -" "--in -: plume op reads its inputs from files"
+absent "--in -" x.npy
+run 2 "--out m.png" op threshold --in quad.npy --out m.png --value 1 &&
+  expect_err "--out m.png" "'m.png' ends in .png, but the data written is .npy"
+run 2 "--regions r.npy" op label --in mask.npy --out l.npy --regions r.npy &&
+  expect_err "--regions r.npy" "'r.npy' ends in .npy, but the data written is .csv"
+absent "wrong extensions" m.png r.npy
+rm -f t.npy l.npy r.csv
+
+# TIFF (tools/tiff_io.h): a stack tifffile wrote (tests/fixtures/tiff) gives what its .npy
+# gives; --out NAME.tif writes a TIFF, which reads back as the .npy output's values.
+tiffs=$fixtures/tiff
+run 0 "threshold a TIFF stack" op threshold --in "$tiffs/u16-stack-strips-deflate.tif" \
+  --value 30000 --out t.tif
+run 0 "threshold its .npy" op threshold --in "$tiffs/u16-stack-strips-deflate.npy" \
+  --value 30000 --out t.npy
+run 0 "the TIFF output read back" op threshold --in t.tif --value 0 --out back-tif.npy
+run 0 "the .npy output read back" op threshold --in t.npy --value 0 --out back-npy.npy
+same back-tif.npy back-npy.npy "a TIFF read and written"
+checks=$((checks + 1))
+[[ $(head -c 4 t.tif | od -An -c | tr -d ' ') == 'II*\0' ]] || fail "t.tif is not a TIFF"
+run 0 "f32 tiled TIFF" op threshold --in "$tiffs/f32-tiled.tif" --value 100 --out t.npy
+run 0 "f32 tiled .npy" op threshold --in "$tiffs/f32-tiled.npy" --value 100 --out back-npy.npy
+same t.npy back-npy.npy "f32 tiled TIFF"
+run 2 "an RGB TIFF" op threshold --in "$tiffs/rgb.tif" --value 1 --out x.npy &&
+  expect_err "an RGB TIFF" "rgb.tif: page 0: 3 samples per pixel"
+run 2 "a TIFF of mixed pages" op threshold --in "$tiffs/mixed-shapes.tif" --value 1 --out x.npy &&
+  expect_err "a TIFF of mixed pages" "page 1 is u16 6x5, but page 0 is u16 4x5"
+absent "refused TIFFs" x.npy
+rm -f t.tif t.npy back-tif.npy back-npy.npy
 
 # A FIFO named as the input is refused at once, never waited on (the command is given 20
 # s: a reader that opened it blocking would wait for a writer for ever).

@@ -35,6 +35,26 @@ checks=$((checks + 1))
 grep -q "^scene: 3 frames of 32x40 (seed 1)" out.txt || fail "scene summary: $(cat out.txt)"
 
 # ---- determinism -------------------------------------------------------------------------
+# '-': the frames (or the truth) on stdout, the summary on stderr; -q: no summary; names
+# for another format refused; both on stdout refused.
+run 0 "--out -" scene --frames 3 --size 32,40 --out - --truth dash.csv
+same out.txt a.npy "--out -"
+same dash.csv a.csv "--out -: the truth"
+checks=$((checks + 1))
+grep -q "^scene: 3 frames of 32x40 (seed 1), .* -> -, dash.csv$" err.txt ||
+  fail "--out -: the summary is not on stderr: $(cat err.txt)"
+run 0 "--truth - -q" scene --frames 3 --size 32,40 --out dash.npy --truth - -q
+same out.txt a.csv "--truth -"
+checks=$((checks + 1))
+[[ ! -s err.txt ]] || fail "-q: stderr: $(cat err.txt)"
+rm -f dash.npy dash.csv
+run 2 "--out f.png" scene --frames 3 --size 32,40 --out f.png --truth f.csv &&
+  expect_err "--out f.png" "--out 'f.png' ends in .png, but the data written is .npy"
+run 2 "--truth t.npy" scene --frames 3 --size 32,40 --out f.npy --truth t.npy &&
+  expect_err "--truth t.npy" "--truth 't.npy' ends in .npy, but the data written is .csv"
+run 2 "both on stdout" scene --frames 3 --size 32,40 --out - --truth - &&
+  expect_err "both on stdout" "both - (standard output)"
+absent "refused names" f.png f.csv f.npy t.npy
 run 0 "same scene" scene --frames 3 --size 32,40 --seed 1 --out b.npy --truth b.csv
 checks=$((checks + 1))
 cmp -s a.npy b.npy && cmp -s a.csv b.csv || fail "the default seed is not seed 1, or not deterministic"

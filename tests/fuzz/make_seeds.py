@@ -143,6 +143,31 @@ def tuning_table_seeds():
     write("tuning_table", "folder", bytes([2]))
 
 
+def raw_seeds():
+    # fuzz_raw.c: byte 0 what (0 file, 1 stdin, 2 the option texts); for 0 and 1, byte 1
+    # the dtype (value % 3: u8, u16, f32; bit 2 big-endian), bytes 2 and 3 height and width
+    # (1 + value % 16), byte 4 the header (value % 32), then the input.
+    ramp = np.arange(12).reshape(3, 4)
+    frames = np.stack([ramp, ramp + 7]).astype(">u2").tobytes()
+    write("raw", "file_u16_be", bytes([0, 1 | 4, 2, 3, 5]) + b"HEAD!" + frames)
+    write("raw", "stdin_f32", bytes([1, 2, 2, 3, 0]) + np.linspace(-1, 1, 24, dtype="<f4").tobytes())
+    write("raw", "stdin_short", bytes([1, 0, 3, 3, 0]) + bytes(range(20)))
+    write("raw", "options", b"\2" + b"512x640\0u16\0big\0128")
+    write("raw", "options_bad", b"\2" + b"65536,65537\0i16")
+
+
+def tiff_seeds():
+    # fuzz_tiff.c: byte 0 the reader (0 whole, 1 page by page), then the file: the small
+    # fixtures tifffile wrote (tests/fixtures/tiff/make.py), so that nothing else is needed.
+    fixtures = os.path.join(HERE, "..", "fixtures", "tiff")
+    for name in ("u8-strips", "u16-stack-strips-deflate", "f32-tiled",
+                 "u16-stack-tiled-big-endian", "mixed-shapes", "rgb"):
+        with open(os.path.join(fixtures, name + ".tif"), "rb") as f:
+            tiff = f.read()
+        write("tiff", name + "-whole", b"\0" + tiff)
+        write("tiff", name + "-pages", b"\1" + tiff)
+
+
 if __name__ == "__main__":
     image_seeds()
     pipeline_seeds()
@@ -150,3 +175,5 @@ if __name__ == "__main__":
     number_seeds()
     dlpack_seeds()
     tuning_table_seeds()
+    raw_seeds()
+    tiff_seeds()

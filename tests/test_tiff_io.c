@@ -1,0 +1,265 @@
+/* tests/test_tiff_io.c: TIFF files through libtiff (tools/tiff_io.h, by way of
+ * tools/image_io.h and tools/frame_reader.h).
+ *
+ * Reading files another library wrote (tests/fixtures/tiff/make.py, with tifffile): u8,
+ * u16 and f32, one page and stacks, strips and tiles, deflate with a predictor, both byte
+ * orders, each equal sample for sample to the .npy numpy saved of the same array, read
+ * whole (image_read), page by page (image_frames), and as frames of plume detect; the
+ * kinds refused (colour, signed, 1-bit) and a stack whose second page has another shape,
+ * each with a one-line message naming the file and the page. Writing: every dtype plume
+ * writes as a TIFF, one page and a stack, read back equal; and a damaged file (cut short,
+ * bytes changed) fails with a message, never a crash. A plain unit test: no backend.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "checks.h"
+#include "scratch_dir.h"
+#include "tools/frame_reader.h"
+#include "tools/image_io.h"
+#include "tools/tiff_io.h"
+
+#ifndef PLUME_FIXTURES_DIR
+#error "PLUME_FIXTURES_DIR (the tests/fixtures directory) must be defined"
+#endif
+
+static char dir[SCRATCH_DIR_SIZE];
+static char err[FRAME_READER_ERROR_SIZE];
+
+static void make_dir(void) {
+  scratch_dir_make(dir, "tiff-io");
+}
+
+static void remove_dir(void) {
+  scratch_dir_remove(dir);
+}
+
+static const char *fixture(const char *name, const char *extension) {
+  static char path[2][512];
+  static int turn;
+  turn ^= 1;
+  snprintf(path[turn], sizeof path[turn], "%s/tiff/%s.%s", PLUME_FIXTURES_DIR, name, extension);
+  return path[turn];
+}
+
+static void expect_message(plm_status got, plm_status want, const char *a, const char *b) {
+  ck_assert_msg(got == want, "status %s, expected %s (%s)", plm_status_str(got),
+                plm_status_str(want), err);
+  ck_assert_msg(strstr(err, a) != NULL, "message \"%s\" lacks \"%s\"", err, a);
+  ck_assert_msg(!b || strstr(err, b) != NULL, "message \"%s\" lacks \"%s\"", err, b);
+  ck_assert_msg(strchr(err, '\n') == NULL, "message is not one line: %s", err);
+}
+
+static void expect_equal(const image *got, const image *want, const char *what) {
+  ck_assert_msg(got->dtype == want->dtype && got->ndim == want->ndim, "%s: %s %dD, expected %s %dD",
+                what, plm_dtype_name(got->dtype), got->ndim, plm_dtype_name(want->dtype),
+                want->ndim);
+  for (int d = 0; d < want->ndim; d++)
+    ck_assert_msg(got->dims[d] == want->dims[d], "%s: dimension %d is %lld, expected %lld", what, d,
+                  (long long)got->dims[d], (long long)want->dims[d]);
+  ck_assert_msg(memcmp(got->data, want->data, image_bytes(want)) == 0,
+                "%s: the samples differ from the .npy's", what);
+}
+
+static const char *const cases[] = {"u8-strips", "u16-stack-strips-deflate", "f32-tiled",
+                                    "u16-stack-tiled-big-endian", "f32-stack-strips-big-endian"};
+
+START_TEST(test_tifffile_files_read_as_numpy_saved_them) {
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    image want = {0}, got = {0};
+    ck_assert_msg(image_read(fixture(cases[c], "npy"), NULL, &want, err, sizeof err) == PLM_OK,
+                  "%s", err);
+    ck_assert_msg(image_read(fixture(cases[c], "tif"), NULL, &got, err, sizeof err) == PLM_OK, "%s",
+                  err);
+    expect_equal(&got, &want, cases[c]);
+    image_free(&got, NULL);
+    /* Page by page, last first. */
+    image frame = {0};
+    int64_t count = 0;
+    image_frames *frames = NULL;
+    ck_assert_msg(image_frames_open(fixture(cases[c], "tif"), &frame, &count, &frames, err,
+                                    sizeof err) == PLM_OK,
+                  "%s", err);
+    const int64_t pages = want.ndim == 3 ? want.dims[0] : 1;
+    ck_assert_int_eq(count, pages);
+    ck_assert(frame.dims[0] == want.dims[want.ndim - 2] &&
+              frame.dims[1] == want.dims[want.ndim - 1]);
+    const size_t page_bytes = image_bytes(&frame);
+    unsigned char *page = malloc(page_bytes);
+    ck_assert_ptr_nonnull(page);
+    for (int64_t k = pages - 1; k >= 0; k--) {
+      ck_assert_msg(image_frames_read(frames, k, page, err, sizeof err) == PLM_OK, "%s", err);
+      ck_assert_msg(
+          memcmp(page, (unsigned char *)want.data + (size_t)k * page_bytes, page_bytes) == 0,
+          "%s: page %lld differs", cases[c], (long long)k);
+    }
+    expect_message(image_frames_read(frames, pages, page, err, sizeof err), PLM_ERR_INVALID_ARG,
+                   cases[c], "is not in");
+    free(page);
+    image_frames_close(frames);
+    image_free(&want, NULL);
+  }
+}
+END_TEST
+
+START_TEST(test_a_stack_is_the_frames_of_plume_detect) {
+  frame_reader *r = NULL;
+  frame_reader_info info;
+  const char *path = fixture("u16-stack-tiled-big-endian", "tif");
+  ck_assert_msg(frame_reader_open(path, &info, &r, err, sizeof err) == PLM_OK, "%s", err);
+  ck_assert(info.count == 2 && info.dtype == PLM_DTYPE_U16 && info.height == 17 &&
+            info.width == 33 && !info.folder);
+  image want = {0};
+  ck_assert_int_eq(
+      image_read(fixture("u16-stack-tiled-big-endian", "npy"), NULL, &want, err, sizeof err),
+      PLM_OK);
+  uint16_t got[17 * 33];
+  bool end = true;
+  ck_assert_int_eq(frame_reader_next(r, 1, got, &end, err, sizeof err), PLM_OK);
+  ck_assert(!end && memcmp(got, (uint16_t *)want.data + 17 * 33, sizeof got) == 0);
+  ck_assert_int_eq(frame_reader_next(r, 2, got, &end, err, sizeof err), PLM_OK);
+  ck_assert(end);
+  image_free(&want, NULL);
+  frame_reader_close(r);
+}
+END_TEST
+
+START_TEST(test_what_is_not_read_is_named) {
+  image img = {0};
+  expect_message(image_read(fixture("rgb", "tif"), NULL, &img, err, sizeof err),
+                 PLM_ERR_UNSUPPORTED, "rgb.tif: page 0: 3 samples per pixel", "grayscale");
+  expect_message(image_read(fixture("i16", "tif"), NULL, &img, err, sizeof err),
+                 PLM_ERR_UNSUPPORTED, "i16.tif: page 0: 16-bit signed samples", NULL);
+  expect_message(image_read(fixture("bilevel", "tif"), NULL, &img, err, sizeof err),
+                 PLM_ERR_UNSUPPORTED, "bilevel.tif: page 0: 1-bit unsigned samples", NULL);
+  ck_assert_ptr_null(img.data);
+  /* A later page of another shape: opened (the first page is fine), refused when read. */
+  expect_message(image_read(fixture("mixed-shapes", "tif"), NULL, &img, err, sizeof err),
+                 PLM_ERR_IO, "mixed-shapes.tif: page 1 is u16 6x5, but page 0 is u16 4x5", NULL);
+  image frame;
+  int64_t count = 0;
+  image_frames *frames = NULL;
+  ck_assert_int_eq(
+      image_frames_open(fixture("mixed-shapes", "tif"), &frame, &count, &frames, err, sizeof err),
+      PLM_OK);
+  uint16_t page[4 * 5];
+  ck_assert_int_eq(image_frames_read(frames, 0, page, err, sizeof err), PLM_OK);
+  expect_message(image_frames_read(frames, 1, page, err, sizeof err), PLM_ERR_IO,
+                 "page 1 is u16 6x5", NULL);
+  image_frames_close(frames);
+}
+END_TEST
+
+/* Write bytes to a file of the scratch folder. */
+static const char *write_file(const char *name, const void *bytes, size_t length) {
+  const char *path = scratch_path(dir, name);
+  FILE *f = fopen(path, "wb");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_uint_eq(fwrite(bytes, 1, length, f), length);
+  ck_assert_int_eq(fclose(f), 0);
+  return path;
+}
+
+START_TEST(test_what_is_written_reads_back) {
+  const plm_dtype dtypes[] = {PLM_DTYPE_U8, PLM_DTYPE_U16, PLM_DTYPE_I32, PLM_DTYPE_F32};
+  const int64_t shapes[][3] = {{1, 7, 5}, {3, 40, 9}};
+  for (size_t d = 0; d < sizeof dtypes / sizeof *dtypes; d++)
+    for (int s = 0; s < 2; s++) {
+      const int ndim = s == 0 ? 2 : 3;
+      const int64_t *dims = s == 0 ? shapes[0] + 1 : shapes[1];
+      image want = {.dtype = dtypes[d], .ndim = ndim};
+      memcpy(want.dims, dims, (size_t)ndim * sizeof *dims);
+      const size_t bytes = image_bytes(&want);
+      want.data = malloc(bytes);
+      ck_assert_ptr_nonnull(want.data);
+      for (size_t i = 0; i < bytes; i++)
+        ((unsigned char *)want.data)[i] = (unsigned char)(i * 29 + d);
+      if (dtypes[d] == PLM_DTYPE_F32) /* finite values, a NaN's bits may not survive */
+        for (size_t i = 0; i < bytes / 4; i++) ((float *)want.data)[i] = (float)i * -0.75f + 3.0f;
+      void *tiff = NULL;
+      size_t length = 0;
+      ck_assert_msg(tiff_encode(want.dtype, want.ndim, want.dims, want.data, &tiff, &length,
+                                "out.tif", err, sizeof err) == PLM_OK,
+                    "%s", err);
+      const char *path = write_file("out.tif", tiff, length);
+      free(tiff);
+      if (dtypes[d] == PLM_DTYPE_I32) {
+        /* plume reads no signed TIFF (the ops take u8, u16 and f32): refused by name. */
+        image got = {0};
+        expect_message(image_read(path, NULL, &got, err, sizeof err), PLM_ERR_UNSUPPORTED,
+                       "32-bit signed samples", NULL);
+      } else {
+        image got = {0};
+        ck_assert_msg(image_read(path, NULL, &got, err, sizeof err) == PLM_OK, "%s", err);
+        expect_equal(&got, &want, plm_dtype_name(dtypes[d]));
+        image_free(&got, NULL);
+      }
+      free(want.data);
+    }
+  void *tiff = NULL;
+  size_t length = 0;
+  const int64_t dims[4] = {1, 2, 3, 4};
+  uint8_t data[24] = {0};
+  expect_message(tiff_encode(PLM_DTYPE_U8, 4, dims, data, &tiff, &length, "x.tif", err, sizeof err),
+                 PLM_ERR_INVALID_ARG, "x.tif: 4 dimensions", NULL);
+  expect_message(
+      tiff_encode(PLM_DTYPE_F64, 2, dims, data, &tiff, &length, "x.tif", err, sizeof err),
+      PLM_ERR_INVALID_ARG, "x.tif: f64 data", NULL);
+  ck_assert_ptr_null(tiff);
+}
+END_TEST
+
+START_TEST(test_a_damaged_file_fails_with_a_message) {
+  FILE *f = fopen(fixture("u16-stack-strips-deflate", "tif"), "rb");
+  ck_assert_ptr_nonnull(f);
+  unsigned char bytes[4096];
+  const size_t length = fread(bytes, 1, sizeof bytes, f);
+  fclose(f);
+  ck_assert_uint_gt(length, 1000);
+  /* Cut at every 97th length, and with runs of bytes changed: a failure with a message,
+   * or (where the cut leaves whole pages) a success; never a crash or a leak. */
+  for (size_t cut = 4; cut < length; cut += 97) {
+    const char *path = write_file("cut.tif", bytes, cut);
+    image img = {0};
+    plm_status status = image_read(path, NULL, &img, err, sizeof err);
+    if (status != PLM_OK) {
+      ck_assert_msg(strstr(err, "cut.tif") != NULL, "%s", err);
+      ck_assert_ptr_null(img.data);
+    }
+    image_free(&img, NULL);
+  }
+  for (size_t at = 8; at + 8 < length; at += 131) {
+    unsigned char changed[sizeof bytes];
+    memcpy(changed, bytes, length);
+    for (size_t i = at; i < at + 8; i++) changed[i] ^= 0x5a;
+    const char *path = write_file("changed.tif", changed, length);
+    image img = {0};
+    if (image_read(path, NULL, &img, err, sizeof err) != PLM_OK)
+      ck_assert_msg(strstr(err, "changed.tif") != NULL && strchr(err, '\n') == NULL, "%s", err);
+    image_free(&img, NULL);
+  }
+}
+END_TEST
+
+int main(void) {
+  Suite *suite = suite_create("tiff_io");
+  TCase *tcase = tcase_create("tiff_io");
+  tcase_add_checked_fixture(tcase, make_dir, remove_dir);
+  tcase_set_timeout(tcase, 60);
+  tcase_add_test(tcase, test_tifffile_files_read_as_numpy_saved_them);
+  tcase_add_test(tcase, test_a_stack_is_the_frames_of_plume_detect);
+  tcase_add_test(tcase, test_what_is_not_read_is_named);
+  tcase_add_test(tcase, test_what_is_written_reads_back);
+  tcase_add_test(tcase, test_a_damaged_file_fails_with_a_message);
+  suite_add_tcase(suite, tcase);
+  SRunner *runner = srunner_create(suite);
+  srunner_set_fork_status(runner, CK_NOFORK);
+  srunner_run_all(runner, CK_NORMAL);
+  const int failed = srunner_ntests_failed(runner);
+  srunner_free(runner);
+  return failed == 0 ? 0 : 1;
+}
