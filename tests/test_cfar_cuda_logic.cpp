@@ -11,10 +11,10 @@
  * f32, whose doubles the scan adds in another order), and plm__cfar_pixel on them must give the CPU
  * kernel's outputs: the same bits for u8 and u16, z within 1e-9 and the same mask for f32. Frames
  * of widths around the warp and the block (1, 31, 32, 33, 255, 256, 257, 600), blocks of 256 and 64
- * threads (more chunks per row, tiles of 16 rows); heights around the tiles (15 to 17, 63 to 65,
- * 150: several tiles, the last partial) at width 33 (two column groups, the second of one column);
- * f32 frames also with NaN and infinite pixels, which the tables must leave out (a third table
- * counts the finite cells). Exit status 0 is success. */
+ * threads (more chunks per row, tiles of 16 rows); heights around the tiles (15 to 17 and 45 at 64
+ * threads, 63 to 65 at 256: up to three tiles, the last partial) at width 33 (two column groups,
+ * the second of one column); f32 frames also with NaN and infinite pixels, which the tables must
+ * leave out (a third table counts the finite cells). Exit status 0 is success. */
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -199,10 +199,12 @@ int main() {
                                              : check_frame<table_int>(f, label, threads);
           cases++;
         }
-      /* Frames taller than a tile (64 rows at 256 threads, 16 at 64): one row short of,
-       * on, and past a tile's end, and several tiles with a partial last one. */
-      for (int64_t h : {15, 16, 17, 63, 64, 65, 150})
-        for (int threads : {kRowThreads, 64}) {
+      /* Frames around a tile's height (64 rows at 256 threads, 16 at 64): one row short
+       * of it, on it, one past it, and (16-row tiles) three tiles, the last partial. */
+      for (int threads : {kRowThreads, 64})
+        for (int64_t rows : {-1, 0, 1, 29}) {
+          if (rows == 29 && threads != 64) continue;
+          const int64_t h = tile_rows(threads) + rows;
           const Frame f = random_frame(dtype, h, 33, non_finite);
           failures += dtype == PLM_DTYPE_F32 ? check_frame<double>(f, label, threads)
                                              : check_frame<table_int>(f, label, threads);
