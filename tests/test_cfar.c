@@ -140,6 +140,9 @@ START_TEST(test_matches_a_brute_force_reference_at_every_border) {
       {PLM_DTYPE_F32, 2, {64, 61}, 9, 3, 2.0, 0.0, 10.0, false, false},
       {PLM_DTYPE_F32, 3, {2, 33, 70}, 21, 7, 2.5, 1e4, 5.0, true, false}, /* a large level */
       {PLM_DTYPE_F32, 2, {5, 6}, 7, 5, 1.0, -3.0, 1.0, false, false}, /* cells only at corners */
+      /* taller than the CUDA column pass's tiles (64 rows), the last partial */
+      {PLM_DTYPE_U16, 2, {150, 45}, 9, 3, 2.0, 30000, 3000, false, false},
+      {PLM_DTYPE_F32, 3, {2, 131, 40}, 11, 5, 2.0, 1e3, 5.0, true, true},
       /* NaN and infinities confined to their own pixels */
       {PLM_DTYPE_F32, 2, {64, 61}, 9, 3, 2.0, 0.0, 10.0, false, true},
       {PLM_DTYPE_F32, 3, {2, 33, 70}, 21, 7, 2.5, 1e4, 5.0, true, true},

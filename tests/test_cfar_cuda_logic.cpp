@@ -4,15 +4,17 @@
  * cfar.cu is compiled here as plain C++ (its kernels and launcher are under __CUDACC__).
  * table_row runs for every row of a frame on a block of emulated threads
  * (tests/emulated_lanes.h: fibres, in a shuffled order between barriers and exchanges),
- * with the tables and the block's shared memory scribbled over first, then table_column for
- * every column, as the two kernels do. The tables must equal plain running sums (exactly
- * for u8 and u16, whose entries are integers; within 1e-9 relative for f32, whose doubles
- * the scan adds in another order), and plm__cfar_pixel on them must give the CPU kernel's
- * outputs: the same bits for u8 and u16, z within 1e-9 and the same mask for f32. Frames of
- * widths around the warp and the block (1, 31, 32, 33, 255, 256, 257, 600), blocks of 256
- * and 64 threads (more chunks per row); f32 frames also with NaN and infinite pixels, which
- * the tables must leave out (a third table counts the finite cells). Exit status 0 is
- * success. */
+ * with the tables and the block's shared memory scribbled over first, then the column pass
+ * as its three kernels run it (tile_totals and tile_scan on every column group and tile,
+ * tile_carries on every column between them), with blocks of the same size. The tables must equal
+ * plain running sums (exactly for u8 and u16, whose entries are integers; within 1e-9 relative for
+ * f32, whose doubles the scan adds in another order), and plm__cfar_pixel on them must give the CPU
+ * kernel's outputs: the same bits for u8 and u16, z within 1e-9 and the same mask for f32. Frames
+ * of widths around the warp and the block (1, 31, 32, 33, 255, 256, 257, 600), blocks of 256 and 64
+ * threads (more chunks per row, tiles of 16 rows); heights around the tiles (15 to 17 and 45 at 64
+ * threads, 63 to 65 at 256: up to three tiles, the last partial) at width 33 (two column groups,
+ * the second of one column); f32 frames also with NaN and infinite pixels, which the tables must
+ * leave out (a third table counts the finite cells). Exit status 0 is success. */
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -70,7 +72,26 @@ std::vector<T> kernel_tables(const Frame &f, int threads) {
       table_row(b, w, f.bytes.data(), f.w, f.dtype, level, r, entries, tables.data(), &shared);
     });
   }
-  for (int64_t c = 0; c <= f.w; c++) table_column(f.h, f.w, c, count, tables.data());
+  /* The column pass, kernel by kernel, over every (column group, tile) of blocks of the
+   * same size (tiles of tile_rows(threads) rows). */
+  const int64_t groups = (f.w + 1 + 31) / 32, rows = tile_rows(threads);
+  const int64_t tiles = (f.h + rows - 1) / rows;
+  column_shared<T> column;
+  for (int pass = 0; pass < 2; pass++) {
+    if (pass == 1)
+      for (int64_t c = 0; c <= f.w; c++) tile_carries(f.h, f.w, c, count, rows, tables.data());
+    for (int64_t g = 0; g < groups; g++)
+      for (int64_t k = 0; k < tiles; k++) {
+        std::memset(&column, 0x5a, sizeof column);
+        block.run([&](int t) {
+          const EmulatedBlock b = {&block, t};
+          if (pass == 0)
+            tile_totals(b, f.h, f.w, g, k, count, tables.data(), &column);
+          else
+            tile_scan(b, f.h, f.w, g, k, count, tables.data(), &column);
+        });
+      }
+  }
   return tables;
 }
 
@@ -174,6 +195,17 @@ int main() {
       for (int64_t w : widths)
         for (int threads : {kRowThreads, 64}) {
           const Frame f = random_frame(dtype, w > 256 ? 3 : 9, w, non_finite);
+          failures += dtype == PLM_DTYPE_F32 ? check_frame<double>(f, label, threads)
+                                             : check_frame<table_int>(f, label, threads);
+          cases++;
+        }
+      /* Frames around a tile's height (64 rows at 256 threads, 16 at 64): one row short
+       * of it, on it, one past it, and (16-row tiles) three tiles, the last partial. */
+      for (int threads : {kRowThreads, 64})
+        for (int64_t rows : {-1, 0, 1, 29}) {
+          if (rows == 29 && threads != 64) continue;
+          const int64_t h = tile_rows(threads) + rows;
+          const Frame f = random_frame(dtype, h, 33, non_finite);
           failures += dtype == PLM_DTYPE_F32 ? check_frame<double>(f, label, threads)
                                              : check_frame<table_int>(f, label, threads);
           cases++;

@@ -14,7 +14,8 @@
  * MANIFEST.json), and, for random and structured masks of many shapes, the CPU kernel
  * (plm__label_cpu, itself checked against a flood fill by tests/test_label.c). Every
  * case also checks the invariant the numbering relies on: after flattening, every
- * pixel's parent is the first pixel of its component in raster order. */
+ * pixel's parent is the first pixel of its component in raster order; and flattening
+ * the far end of a chain compresses the whole path. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <jansson.h>
@@ -365,6 +366,23 @@ END_TEST
 /* The link rule alone, on every 3x3 neighbourhood: the links it keeps go to
  * foreground neighbours only, at most two, and it keeps at least one whenever there
  * is an earlier foreground neighbour. */
+/* Path compression: flattening the far end of a chain points every pixel on the chain at
+ * the root, so the others find it in one step; the background is left alone, and only the
+ * chain's root counts as one. */
+START_TEST(test_flatten_compresses_the_path) {
+  enum { N = 12 };
+  int32_t parent[N];
+  parent[0] = 0;
+  for (int i = 1; i < N - 1; i++) parent[i] = i - 1; /* a chain 10 -> 9 -> ... -> 0 */
+  parent[N - 1] = -1;
+  ck_assert_uint_eq(plm__label_flatten(parent, N - 2), 0);
+  for (int i = 0; i < N - 1; i++) ck_assert_int_eq(parent[i], 0);
+  ck_assert_int_eq(parent[N - 1], -1);
+  ck_assert_uint_eq(plm__label_flatten(parent, 0), 1);
+  ck_assert_uint_eq(plm__label_flatten(parent, N - 1), 0);
+}
+END_TEST
+
 START_TEST(test_link_rule) {
   for (int eight = 0; eight <= 1; eight++)
     for (int bits = 0; bits < 16; bits++) {
@@ -383,6 +401,7 @@ static Suite *label_cuda_logic_suite(void) {
   TCase *tcase = tcase_create("emulated");
   tcase_set_timeout(tcase, 0);
   tcase_add_test(tcase, test_link_rule);
+  tcase_add_test(tcase, test_flatten_compresses_the_path);
   tcase_add_test(tcase, test_scipy_fixtures);
   tcase_add_test(tcase, test_random_masks);
   tcase_add_test(tcase, test_border_patterns);

@@ -18,8 +18,9 @@
  *   2. border pass: each pixel on a tile's top row, left column or (8-connectivity)
  *      right column unites, in global memory, along its links that leave the tile
  *      (plm__label_border_join); interior pixels are not visited.
- *   3. flatten: every pixel's parent becomes its root (plm__label_flatten), and each
- *      image row's roots are counted (an atomic add per root).
+ *   3. flatten: every pixel's parent becomes its root (plm__label_flatten, which
+ *      compresses the path it walked), and each image row's roots are counted (an
+ *      atomic add per root).
  *   4. number the roots, a block per image row: the roots of the frame's earlier rows
  *      (the sum of their counts) plus the roots before it in its row (a block-wide
  *      scan of the row's root flags), plus one; each root's slot gets its label as a
@@ -309,12 +310,21 @@ static inline PLM_HD void plm__label_border_join(int32_t *parent, const uint8_t 
 
 /* Flatten (step 3), per frame: parent holds the frame's parents. */
 
-/* Point pixel i at its root; returns 1 when i is a root (counted in its row), else 0
- * (the background included). */
+/* Point pixel i, and every pixel on its path, at its root (path compression: a later
+ * find through any of them takes one step, so a long chain is walked once, not once per
+ * pixel on it); returns 1 when i is a root (counted in its row), else 0 (the background
+ * included). Safe with concurrent flattens, as no union runs in step 3: each pixel written
+ * gets its own root, an ancestor, so every parent stays at most its child and every path
+ * still ends at the same root; stores go through volatile, as the finds read. */
 static inline PLM_HD uint32_t plm__label_flatten(int32_t *parent, int32_t i) {
   if (parent[i] < 0) return 0;
   const int32_t root = plm__label_find(parent, i);
-  parent[i] = root;
+  volatile int32_t *p = parent;
+  for (int32_t x = i; x != root;) {
+    const int32_t next = p[x];
+    if (next != root) p[x] = root;
+    x = next;
+  }
   return root == i;
 }
 

@@ -1,20 +1,45 @@
-/* kernels/cuda/cfar.cu: cell-averaging CFAR on the GPU, frame by frame, three kernels per
+/* kernels/cuda/cfar.cu: cell-averaging CFAR on the GPU, frame by frame, five kernels per
  * frame on the stream:
- *   row_sums     a block per table row: the row's running sums of each cell's components
- *                (v, v^2 and, for f32, 1 when finite: kernels/common/cfar.h), ROW_THREADS
- *                columns at a time (a shuffle scan in each warp, the warps' totals added
- *                in order, a carry from chunk to chunk); table row 0 is written 0;
- *   column_sums  a thread per table column (adjacent threads, adjacent columns): the
- *                running sums down the column, in each table;
- *   pixels       a thread per pixel: plm__cfar_pixel (kernels/common/cfar.h) on the
- *                eight corners of the window's and the guard's boxes in each table.
- * The integer tables (u8, u16) are exact in any order, so the bits equal the CPU's; the
- * f32 tables sum their doubles in the scan's order, not the CPU's left to right.
+ *   row_sums        a block per table row: the row's running sums of each cell's components
+ *                   (v, v^2 and, for f32, 1 when finite: kernels/common/cfar.h), ROW_THREADS
+ *                   columns at a time (a shuffle scan in each warp, the warps' totals added
+ *                   in order, a carry from chunk to chunk); table row 0 is written 0;
+ *   column_totals,  the running sums down the columns, in tiles of 32 columns by 64 rows
+ *   column_carries, (a segment of 8 rows a thread): each tile's totals, then the carries
+ *   column_scan     down the tiles' last rows, then each tile's rows (tile_totals,
+ *                   tile_carries and tile_scan below);
+ *   pixels          a thread per pixel: plm__cfar_pixel (kernels/common/cfar.h) on the
+ *                   eight corners of the window's and the guard's boxes in each table.
  *
- * The row scan's block and warp logic (table_row, written against the Block and Warp of
- * kernels/cuda/lanes.h) also runs on the host in tests/test_cfar_cuda_logic.cpp (ctest
- * cfar_cuda_logic), which compiles this file as plain C++ (hence the __CUDACC__ guards)
- * with emulated threads. Not yet run on a GPU (none was available when it was written). */
+ * The column pass's cost. Its floor is reading and writing each table entry once: 16 bytes
+ * an entry, (h + 1)(w + 1) entries a table, 2 tables (u8, u16) or 3 (f32). On an H100
+ * (3.35 TB/s): 8.4 MB, 2.5 us at 512^2 u8 (12.6 MB, 3.8 us f32); 537 MB, 160 us at 4096^2
+ * u8 (806 MB, 240 us f32).
+ *   Before (one kernel, column_sums): a thread per table column, ceil((w + 1) / 256) blocks
+ *   of 256 (3 at 512^2, 17 at 4096^2: a few SMs of 132), each thread walking all h rows,
+ *   each row's load waiting on the previous row's store (the sums may alias): a dependent
+ *   chain of h load-add-stores per table (512 at 512^2, 4096 at 4096^2). The bytes were
+ *   the floor's; the time was the chain's (by hand: hundreds of microseconds at 512^2).
+ *   After (three kernels): column_totals and column_scan run ceil((w + 1) / 32) x
+ *   ceil(h / 64) blocks of 256 (17 x 8 = 136 at 512^2, 129 x 64 = 8256 at 4096^2), each
+ *   thread loading its 8 rows independently (no store between them) and the block adding
+ *   its 8 segments' totals through shared memory; column_carries is a thread a column
+ *   over the tiles' last rows only, a chain of ceil(h / 64) (8 at 512^2, 64 at 4096^2).
+ *   Bytes: the totals read the tables (1), the carries read and write 1/64 of them, the
+ *   scan reads and writes the rest (63/64 each, plus 1/64 of carries read): about 3.05
+ *   times the tables' bytes against the floor's 2, so 1.5x the floor, and one launch more.
+ *   Not yet measured on a GPU; figures by hand from the code.
+ *
+ * The integer tables (u8, u16) are exact in any order, so the bits equal the CPU's; the
+ * f32 tables sum their doubles in the scans' orders (rows in chunks of warps, columns in
+ * segments, tiles and carries), not the CPU's left to right and top to bottom: the z-scores
+ * agree within the tests' tolerance, not bit for bit, as they did before the tiles.
+ *
+ * The row and column scans' block and warp logic (table_row, tile_totals, tile_carries and
+ * tile_scan, written against the Block and Warp of kernels/cuda/lanes.h) also runs on the
+ * host in tests/test_cfar_cuda_logic.cpp (ctest cfar_cuda_logic), which compiles this file
+ * as plain C++ (hence the __CUDACC__ guards) with emulated threads. Not yet run on a GPU (none was
+ * available when it was written). */
 #include "kernels/common/cfar.h"
 #include "kernels/cuda/launch.h"
 #ifdef __CUDACC__
@@ -104,17 +129,114 @@ PLM_HD void table_row(const Block &block, const Warp &warp, const void *frame, i
   }
 }
 
-/* Table column c of each of the `count` tables: the running sums down it (rows 1..height
- * hold each row's own sums). */
+/* The column pass in tiles. A block of whole warps (kColumnThreads on the GPU) takes 32
+ * table columns (a column group) and tile_rows(threads) table rows (a tile): thread t has
+ * column 32 * group + t % 32 and segment t / 32 of kSegmentRows rows. Tile k holds table
+ * rows 1 + k * rows .. min((k + 1) * rows, height); its last row is the one that carries
+ * into the tile below. Three kernels, each over every (group, tile):
+ *   column_totals   each tile's sums down its columns, written over its last row;
+ *   column_carries  a thread a column: the running sums of the tiles' last rows (tile k's
+ *                   last row becomes the final sum down to it);
+ *   column_scan     each tile's other rows: the carry (the last row of the tile above, or
+ *                   table row 0's zero), the totals of the segments above in the tile, then
+ *                   the running sums down the thread's own segment. */
+constexpr int kColumnThreads = 256;
+constexpr int kSegmentRows = 8;
+
+/* A block's segment totals, one per column and segment. */
 template <typename T>
-PLM_HD void table_column(int64_t height, int64_t width, int64_t c, int count, T *tables) {
+struct column_shared {
+  T segment_totals[kColumnThreads / 32][32];
+};
+
+PLM_HD inline int64_t tile_rows(int threads) {
+  return (int64_t)(threads / 32) * kSegmentRows;
+}
+
+/* This thread's part of tile `tile` of column group `group`: its column, the tile's first
+ * and last table rows and its segment's first row. */
+struct column_place {
+  int64_t column, top, last, first;
+  int segment, x;
+};
+
+template <class Block>
+PLM_HD column_place place_in_tile(const Block &block, int64_t height, int64_t group, int64_t tile) {
+  column_place p;
+  const int64_t rows = tile_rows(block.threads());
+  p.x = block.thread() % 32;
+  p.segment = block.thread() / 32;
+  p.column = group * 32 + p.x;
+  p.top = 1 + tile * rows;
+  p.last = (tile + 1) * rows < height ? (tile + 1) * rows : height;
+  p.first = p.top + (int64_t)p.segment * kSegmentRows;
+  return p;
+}
+
+/* column_totals for one (group, tile) of each of the `count` tables. */
+template <typename T, class Block>
+PLM_HD void tile_totals(const Block &block, int64_t height, int64_t width, int64_t group,
+                        int64_t tile, int count, T *tables, column_shared<T> *shared) {
+  const column_place p = place_in_tile(block, height, group, tile);
+  const int64_t stride = width + 1, entries = (height + 1) * stride;
+  const bool in_frame = p.column <= width;
+  for (int t = 0; t < count; t++) {
+    T *table = tables + t * entries, sum = 0;
+    for (int64_t r = p.first; in_frame && r < p.first + kSegmentRows && r <= p.last; r++)
+      sum += table[r * stride + p.column];
+    shared->segment_totals[p.segment][p.x] = sum;
+    block.sync();
+    if (p.segment == 0 && in_frame) {
+      T total = 0;
+      for (int k = 0; k < block.threads() / 32; k++) total += shared->segment_totals[k][p.x];
+      table[p.last * stride + p.column] = total;
+    }
+    block.sync(); /* the totals are read before the next table writes them */
+  }
+}
+
+/* column_carries for column c of each of the `count` tables, tiles of `rows` rows. */
+template <typename T>
+PLM_HD void tile_carries(int64_t height, int64_t width, int64_t c, int count, int64_t rows,
+                         T *tables) {
   const int64_t stride = width + 1, entries = (height + 1) * stride;
   for (int t = 0; t < count; t++) {
-    T *table = tables + t * entries, s = table[stride + c];
-    for (int64_t r = 2; r <= height; r++) {
-      s += table[r * stride + c];
-      table[r * stride + c] = s;
+    T *table = tables + t * entries, s = 0;
+    for (int64_t end = rows;; end += rows) {
+      const int64_t last = end < height ? end : height;
+      s += table[last * stride + c];
+      table[last * stride + c] = s;
+      if (last == height) break;
     }
+  }
+}
+
+/* column_scan for one (group, tile) of each of the `count` tables: every row but the
+ * tile's last, which column_carries has made final and the tile below reads. */
+template <typename T, class Block>
+PLM_HD void tile_scan(const Block &block, int64_t height, int64_t width, int64_t group,
+                      int64_t tile, int count, T *tables, column_shared<T> *shared) {
+  const column_place p = place_in_tile(block, height, group, tile);
+  const int64_t stride = width + 1, entries = (height + 1) * stride;
+  const bool in_frame = p.column <= width;
+  for (int t = 0; t < count; t++) {
+    T *table = tables + t * entries, own[kSegmentRows], sum = 0;
+    for (int i = 0; i < kSegmentRows; i++) {
+      const int64_t r = p.first + i;
+      own[i] = in_frame && r < p.last ? table[r * stride + p.column] : (T)0;
+      sum += own[i];
+    }
+    shared->segment_totals[p.segment][p.x] = sum;
+    block.sync();
+    if (in_frame) {
+      T running = table[(p.top - 1) * stride + p.column];
+      for (int k = 0; k < p.segment; k++) running += shared->segment_totals[k][p.x];
+      for (int i = 0; i < kSegmentRows && p.first + i < p.last; i++) {
+        running += own[i];
+        table[(p.first + i) * stride + p.column] = running;
+      }
+    }
+    block.sync(); /* the totals are read before the next table writes them */
   }
 }
 
@@ -132,11 +254,34 @@ __global__ void __launch_bounds__(kRowThreads)
     table_row(block, warp, frame, width, dtype, level, r, entries, tables, &shared);
 }
 
+/* Block b takes (group, tile) pairs b, b + blocks, ...: uniform across the block. */
 template <typename T>
-__global__ void column_sums_kernel(int64_t height, int64_t width, int count, T *tables) {
+__global__ void __launch_bounds__(kColumnThreads)
+    column_totals_kernel(int64_t height, int64_t width, int count, T *tables) {
+  __shared__ column_shared<T> shared;
+  const plm__cuda_block block;
+  const int64_t groups = (width + 1 + 31) / 32,
+                tiles = (height + tile_rows(kColumnThreads) - 1) / tile_rows(kColumnThreads);
+  for (int64_t b = blockIdx.x; b < groups * tiles; b += gridDim.x)
+    tile_totals(block, height, width, b % groups, b / groups, count, tables, &shared);
+}
+
+template <typename T>
+__global__ void column_carries_kernel(int64_t height, int64_t width, int count, T *tables) {
   const int64_t step = (int64_t)gridDim.x * blockDim.x;
   for (int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; c <= width; c += step)
-    table_column(height, width, c, count, tables);
+    tile_carries(height, width, c, count, tile_rows(kColumnThreads), tables);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kColumnThreads)
+    column_scan_kernel(int64_t height, int64_t width, int count, T *tables) {
+  __shared__ column_shared<T> shared;
+  const plm__cuda_block block;
+  const int64_t groups = (width + 1 + 31) / 32,
+                tiles = (height + tile_rows(kColumnThreads) - 1) / tile_rows(kColumnThreads);
+  for (int64_t b = blockIdx.x; b < groups * tiles; b += gridDim.x)
+    tile_scan(block, height, width, b % groups, b / groups, count, tables, &shared);
 }
 
 __global__ void pixels_kernel(plm__cfar_args args, const void *frame_in, void *frame_out,
@@ -156,9 +301,20 @@ plm_status frame_tables(cudaStream_t s, const plm__cfar_args *args, const void *
       frame, args->height, args->width, args->dtype, tables);
   plm_status status = plm__cuda_check_launch("cfar row_sums_kernel");
   if (status != PLM_OK) return status;
-  column_sums_kernel<T><<<plm__cuda_blocks(args->width + 1, kThreads), kThreads, 0, s>>>(
-      args->height, args->width, plm__cfar_tables(args->dtype), tables);
-  return plm__cuda_check_launch("cfar column_sums_kernel");
+  const int count = plm__cfar_tables(args->dtype);
+  const int64_t rows = tile_rows(kColumnThreads);
+  const int64_t tiles = ((args->width + 1 + 31) / 32) * ((args->height + rows - 1) / rows);
+  column_totals_kernel<T><<<plm__cuda_blocks(tiles, 1), kColumnThreads, 0, s>>>(
+      args->height, args->width, count, tables);
+  status = plm__cuda_check_launch("cfar column_totals_kernel");
+  if (status != PLM_OK) return status;
+  column_carries_kernel<T><<<plm__cuda_blocks(args->width + 1, kThreads), kThreads, 0, s>>>(
+      args->height, args->width, count, tables);
+  status = plm__cuda_check_launch("cfar column_carries_kernel");
+  if (status != PLM_OK) return status;
+  column_scan_kernel<T><<<plm__cuda_blocks(tiles, 1), kColumnThreads, 0, s>>>(
+      args->height, args->width, count, tables);
+  return plm__cuda_check_launch("cfar column_scan_kernel");
 }
 #endif
 

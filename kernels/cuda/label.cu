@@ -5,14 +5,16 @@
  * runs them too, in tests/test_label_cuda_logic.c), all on the stream, with no host
  * round trip:
  *   1. label_tiles: one block of PLM__LABEL_TILE_PIXELS threads per tile (grid-stride
- *      over the tiles of the whole batch), the tile's mask and parents in shared
+ *      over each frame's tiles), the tile's mask and parents in shared
  *      memory; writes every pixel's tile root (a frame index) or -1 to labels, and
  *      the tiles of the first column zero their rows' root counts.
  *   2. label_borders: one thread per border pixel of every tile (the top row, the left
  *      column and, for 8-connectivity, the right column) unites across the tile
  *      borders with atomicMin on labels. A component's root stays its smallest index:
  *      its first pixel in raster order.
- *   3. label_flatten: every pixel's parent becomes its root; each root adds one to its
+ *   3. label_flatten: every pixel's parent becomes its root, and so does every parent
+ *      on the path to it (path compression, plm__label_flatten: a chain is walked in
+ *      full once, then in one step by the pixels on it); each root adds one to its
  *      row's count (an atomic per component, not per pixel).
  *   4. label_number_roots: a block per image row (grid-stride over the rows of the
  *      batch): the sum of the counts of the frame's earlier rows, then the row in
@@ -20,6 +22,10 @@
  *      the warps' totals; each root's slot gets its label's mark; the frame's last row
  *      writes K.
  *   5. label_relabel: every pixel's label (plm__label_final).
+ * Every step but 4 takes a frame per blockIdx.y and indexes its pixels and tiles without
+ * a 64-bit division (frame_pixels_grid below); before, each pixel divided its batch index
+ * by the frame's pixels or its tile's (64-bit divisions and modulos, tens of instructions
+ * each, per pixel).
  * The scratch (a root count per image row, plm__label_cuda_scratch_bytes) is the
  * caller's (ops/op_scratch.h): plm_label takes it from the context's default pool in
  * stream order, a pipeline gives it from its workspace.
@@ -68,59 +74,81 @@ size_t row_counts_bytes(const plm__label_args *args) {
   return round_up((size_t)(args->frames * args->height) * sizeof(int32_t));
 }
 
+/* Steps 1, 2, 3 and 5 run over each frame's pixels with 32-bit indices (a frame has at most
+ * INT32_MAX pixels, ops/label.c): blockIdx.y and its stride pick the frame, so no pixel
+ * divides a 64-bit index (step 3 divides a 32-bit one by the width for each root only). */
+dim3 frame_pixels_grid(int64_t frames, int64_t frame_pixels) {
+  const int64_t most_frames = 65535;
+  return dim3(plm__cuda_blocks(frame_pixels, kThreads),
+              (unsigned)(frames < most_frames ? frames : most_frames));
+}
+
 /* Step 1. Thread t of a block is pixel (t % TILE_W, t / TILE_W) of the block's tile: a
- * warp reads a tile row of the mask, 32 consecutive bytes. The loop over tiles is
- * uniform across the block, so every thread reaches every barrier. */
+ * warp reads a tile row of the mask, 32 consecutive bytes. A frame per blockIdx.y and
+ * its stride (as steps 2, 3 and 5), the tile's place in it from a 32-bit division. The
+ * loops over frames and tiles are uniform across the block, so every thread reaches every
+ * barrier. */
 __global__ void __launch_bounds__(PLM__LABEL_TILE_PIXELS)
     label_tiles(const uint8_t *__restrict__ mask, int32_t *__restrict__ parent,
-                int32_t *__restrict__ row_roots, plm__label_tiling tiling, int64_t height,
-                int64_t width, int eight) {
+                int32_t *__restrict__ row_roots, int64_t frames, int32_t across, int32_t tiles,
+                int64_t height, int64_t width, int eight) {
   __shared__ int32_t tile_parent[PLM__LABEL_TILE_PIXELS];
   __shared__ uint8_t tile_mask[PLM__LABEL_TILE_PIXELS];
   const int t = (int)threadIdx.x, tx = t % PLM__LABEL_TILE_W, ty = t / PLM__LABEL_TILE_W;
-  for (int64_t tile = blockIdx.x; tile < tiling.count; tile += gridDim.x) {
-    int64_t frame, r0, c0;
-    plm__label_tile_at(tiling, tile, &frame, &r0, &c0);
-    const int64_t r = r0 + ty, c = c0 + tx;
-    const bool inside = r < height && c < width;
-    const int64_t g = (frame * height + r) * width + c;
-    if (c0 == 0 && tx == 0 && r < height) row_roots[frame * height + r] = 0; /* for step 3 */
-    tile_mask[t] = inside && mask[g] != 0;
-    __syncthreads();
-    const int links = plm__label_tile_start(tile_parent, tile_mask, tx, ty, eight);
-    __syncthreads();
-    plm__label_tile_join(tile_parent, t, links);
-    __syncthreads();
-    if (inside) parent[g] = tile_mask[t] ? plm__label_tile_root(tile_parent, t, r0, c0, width) : -1;
-    __syncthreads(); /* before the next tile overwrites the shared arrays */
-  }
+  for (int64_t frame = blockIdx.y; frame < frames; frame += gridDim.y)
+    for (int64_t j = blockIdx.x; j < tiles; j += gridDim.x) {
+      const int32_t tile = (int32_t)j, down = tile / across;
+      const int64_t r0 = (int64_t)down * PLM__LABEL_TILE_H,
+                    c0 = (int64_t)(tile - down * across) * PLM__LABEL_TILE_W;
+      const int64_t r = r0 + ty, c = c0 + tx;
+      const bool inside = r < height && c < width;
+      const int64_t g = (frame * height + r) * width + c;
+      if (c0 == 0 && tx == 0 && r < height) row_roots[frame * height + r] = 0; /* for step 3 */
+      tile_mask[t] = inside && mask[g] != 0;
+      __syncthreads();
+      const int links = plm__label_tile_start(tile_parent, tile_mask, tx, ty, eight);
+      __syncthreads();
+      plm__label_tile_join(tile_parent, t, links);
+      __syncthreads();
+      if (inside)
+        parent[g] = tile_mask[t] ? plm__label_tile_root(tile_parent, t, r0, c0, width) : -1;
+      __syncthreads(); /* before the next tile overwrites the shared arrays */
+    }
 }
 
-/* Step 2, over the border pixels of every tile of the batch, tile by tile. */
-__global__ void label_borders(const uint8_t *__restrict__ mask, int32_t *parent,
-                              plm__label_tiling tiling, int64_t height, int64_t width, int eight) {
-  const int per_tile = plm__label_border_pixels(eight);
-  const int64_t total = tiling.count * per_tile, frame_pixels = height * width;
-  int64_t step = (int64_t)gridDim.x * blockDim.x;
-  for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < total; j += step) {
-    int64_t frame, r0, c0;
-    int tx, ty;
-    plm__label_tile_at(tiling, j / per_tile, &frame, &r0, &c0);
-    plm__label_border_pixel((int)(j % per_tile), &tx, &ty);
-    const int64_t r = r0 + ty, c = c0 + tx, base = frame * frame_pixels;
-    if (r >= height || c >= width || !mask[base + r * width + c]) continue;
-    plm__label_border_join(parent + base, mask + base, width, r, c, eight);
+/* Step 2, over the border pixels of every tile, frame by frame (blockIdx.y and its
+ * stride, as steps 3 and 5). The division of the pixel's index by its tile's border
+ * pixels is by a constant (Eight picks it), the tile's place in the frame a 32-bit one: a
+ * frame has fewer tiles than pixels. */
+template <int Eight>
+__global__ void label_borders(const uint8_t *__restrict__ mask, int32_t *parent, int64_t frames,
+                              int32_t across, int32_t tiles, int64_t height, int64_t width) {
+  const int per_tile = plm__label_border_pixels(Eight);
+  const int64_t total = (int64_t)tiles * per_tile, frame_pixels = height * width;
+  const int64_t step = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t f = blockIdx.y; f < frames; f += gridDim.y) {
+    const int64_t base = f * frame_pixels;
+    for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < total; j += step) {
+      const int32_t tile = (int32_t)(j / per_tile), down = tile / across;
+      int tx, ty;
+      plm__label_border_pixel((int)(j - (int64_t)tile * per_tile), &tx, &ty);
+      const int64_t r = (int64_t)down * PLM__LABEL_TILE_H + ty,
+                    c = (int64_t)(tile - down * across) * PLM__LABEL_TILE_W + tx;
+      if (r >= height || c >= width || !mask[base + r * width + c]) continue;
+      plm__label_border_join(parent + base, mask + base, width, r, c, Eight);
+    }
   }
 }
 
 /* Step 3. */
-__global__ void label_flatten(int32_t *parent, int32_t *__restrict__ row_roots, int64_t total,
-                              int64_t width, int64_t frame_pixels) {
-  int64_t step = (int64_t)gridDim.x * blockDim.x;
-  for (int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; g < total; g += step) {
-    const int64_t base = g - g % frame_pixels;
-    if (plm__label_flatten(parent + base, (int32_t)(g - base)))
-      atomicAdd(&row_roots[base / width + (g - base) / width], 1); /* the row of the batch */
+__global__ void label_flatten(int32_t *parent, int32_t *__restrict__ row_roots, int64_t frames,
+                              int64_t height, int32_t width) {
+  const int64_t frame_pixels = height * width, step = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t f = blockIdx.y; f < frames; f += gridDim.y) {
+    int32_t *frame = parent + f * frame_pixels;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < frame_pixels; i += step)
+      if (plm__label_flatten(frame, (int32_t)i))
+        atomicAdd(&row_roots[f * height + (int32_t)i / width], 1); /* the row of the batch */
   }
 }
 
@@ -169,11 +197,12 @@ __global__ void label_number_roots(int32_t *labels, const int32_t *__restrict__ 
 }
 
 /* Step 5. */
-__global__ void label_relabel(int32_t *labels, int64_t total, int64_t frame_pixels) {
-  int64_t step = (int64_t)gridDim.x * blockDim.x;
-  for (int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; g < total; g += step) {
-    const int64_t base = g - g % frame_pixels;
-    labels[g] = plm__label_final(labels + base, labels[g]);
+__global__ void label_relabel(int32_t *labels, int64_t frames, int64_t frame_pixels) {
+  const int64_t step = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t f = blockIdx.y; f < frames; f += gridDim.y) {
+    int32_t *frame = labels + f * frame_pixels;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < frame_pixels; i += step)
+      frame[i] = plm__label_final(frame, frame[i]);
   }
 }
 
@@ -216,25 +245,34 @@ extern "C" plm_status plm__label_cuda_scratch_bytes(const plm__label_args *args,
 
 extern "C" plm_status plm__label_cuda(void *stream, const plm__label_args *args) {
   cudaStream_t s = (cudaStream_t)stream;
-  const int64_t frame_pixels = args->height * args->width, total = args->frames * frame_pixels;
+  const int64_t frame_pixels = args->height * args->width;
   const plm__label_tiling tiling = plm__label_tiling_of(args->frames, args->height, args->width);
   const int eight = args->connectivity == 8;
-  const unsigned blocks = plm__cuda_blocks(total, kThreads);
+  const dim3 pixel_blocks = frame_pixels_grid(args->frames, frame_pixels);
   int32_t *row_roots = (int32_t *)args->scratch;
-  /* One block per tile, up to plm__cuda_blocks' bound (the blocks loop over the rest). */
-  const unsigned tile_blocks = plm__cuda_blocks(tiling.count * kTileThreads, kTileThreads);
-  label_tiles<<<tile_blocks, kTileThreads, 0, s>>>(args->mask, args->labels, row_roots, tiling,
-                                                   args->height, args->width, eight);
+  /* One block per tile, up to plm__cuda_blocks' bound and 65535 frames (the blocks loop
+   * over the rest). */
+  const int32_t across = (int32_t)tiling.across, tiles = (int32_t)(tiling.across * tiling.down);
+  const dim3 tile_blocks(plm__cuda_blocks((int64_t)tiles * kTileThreads, kTileThreads),
+                         frame_pixels_grid(args->frames, 1).y);
+  label_tiles<<<tile_blocks, kTileThreads, 0, s>>>(args->mask, args->labels, row_roots,
+                                                   args->frames, across, tiles, args->height,
+                                                   args->width, eight);
   plm_status status = plm__cuda_check_launch("label_tiles");
   if (status == PLM_OK) {
-    const int64_t border = tiling.count * plm__label_border_pixels(eight);
-    label_borders<<<plm__cuda_blocks(border, kThreads), kThreads, 0, s>>>(
-        args->mask, args->labels, tiling, args->height, args->width, eight);
+    const dim3 border_blocks =
+        frame_pixels_grid(args->frames, (int64_t)tiles * plm__label_border_pixels(eight));
+    if (eight)
+      label_borders<1><<<border_blocks, kThreads, 0, s>>>(args->mask, args->labels, args->frames,
+                                                          across, tiles, args->height, args->width);
+    else
+      label_borders<0><<<border_blocks, kThreads, 0, s>>>(args->mask, args->labels, args->frames,
+                                                          across, tiles, args->height, args->width);
     status = plm__cuda_check_launch("label_borders");
   }
   if (status == PLM_OK) {
-    label_flatten<<<blocks, kThreads, 0, s>>>(args->labels, row_roots, total, args->width,
-                                              frame_pixels);
+    label_flatten<<<pixel_blocks, kThreads, 0, s>>>(args->labels, row_roots, args->frames,
+                                                    args->height, (int32_t)args->width);
     status = plm__cuda_check_launch("label_flatten");
   }
   if (status == PLM_OK) {
@@ -244,7 +282,7 @@ extern "C" plm_status plm__label_cuda(void *stream, const plm__label_args *args)
     status = plm__cuda_check_launch("label_number_roots");
   }
   if (status == PLM_OK) {
-    label_relabel<<<blocks, kThreads, 0, s>>>(args->labels, total, frame_pixels);
+    label_relabel<<<pixel_blocks, kThreads, 0, s>>>(args->labels, args->frames, frame_pixels);
     status = plm__cuda_check_launch("label_relabel");
   }
   return status;
