@@ -214,6 +214,13 @@ START_TEST(test_what_is_written_reads_back) {
 END_TEST
 
 START_TEST(test_a_damaged_file_fails_with_a_message) {
+  /* Found by fuzz_tiff: a 2.9 KB file whose tiles claim 16 x 83,886,096 samples, for which
+   * the reader asked for 2.7 GB before finding the tile's data missing. */
+  image huge = {0};
+  expect_message(image_read(fixture("huge-tiles", "tif"), NULL, &huge, err, sizeof err),
+                 PLM_ERR_IO, "huge-tiles.tif: page 0: tiles of 16x83886096 for a page of 17x33",
+                 "larger than the page");
+  ck_assert_ptr_null(huge.data);
   FILE *f = fopen(fixture("u16-stack-strips-deflate", "tif"), "rb");
   ck_assert_ptr_nonnull(f);
   unsigned char bytes[4096];

@@ -201,6 +201,17 @@ static plm_status read_tiles(tiff_pages *p, int64_t k, unsigned char *dst, size_
       tw == 0 || th == 0)
     return fail(err, err_size, PLM_ERR_IO, "%s: page %lld: tiles without a size", p->path,
                 (long long)k);
+  /* A tile is at most the page rounded up to libtiff's 16 (a small page in the common
+   * 256x256 tiles), or 2^22 samples: a few bytes of header must not make the reader ask
+   * for gigabytes before the first tile's data is found missing (fuzz_tiff). */
+  const uint64_t page_samples = (((uint64_t)p->height + 15) & ~(uint64_t)15) *
+                                (((uint64_t)p->width + 15) & ~(uint64_t)15);
+  const uint64_t tile_limit = page_samples > ((uint64_t)1 << 22) ? page_samples : (uint64_t)1 << 22;
+  if ((uint64_t)tw * th > tile_limit)
+    return fail(err, err_size, PLM_ERR_IO,
+                "%s: page %lld: tiles of %ux%u for a page of %lldx%lld: larger than the page "
+                "and 2^22 samples", p->path, (long long)k, (unsigned)th, (unsigned)tw,
+                (long long)p->height, (long long)p->width);
   const tmsize_t tile_bytes = TIFFTileSize(tif);
   if (tile_bytes <= 0 || (uint64_t)tile_bytes != (uint64_t)tw * th * size)
     return fail(err, err_size, PLM_ERR_IO, "%s: page %lld: tiles of %ux%u, but %lld bytes each",
