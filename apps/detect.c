@@ -15,20 +15,9 @@
 #include "tools/regular_file.h"
 #include "tools/unnamed_file.h"
 
-/* The message on one line, its control characters escaped (tools/quote.h): it may hold
- * a user's value as given, such as a word of the pipeline's text in the library's
- * message. */
-static plm_status fail(char *err, size_t err_size, plm_status status, const char *fmt, ...) {
-  if (err && err_size) {
-    char message[DETECT_ERROR_SIZE];
-    va_list args;
-    va_start(args, fmt);
-    vsnprintf(message, sizeof message, fmt, args);
-    va_end(args);
-    quote_text(message, err, err_size);
-  }
-  return status;
-}
+/* Failures are written by quote_failure (tools/quote.h): one line, its control
+ * characters escaped, since a message may hold a user's value as given, such as a word of
+ * the pipeline's text in the library's message. */
 
 /* Everything one run holds, released by release() whatever was reached. */
 typedef struct detect_job {
@@ -71,7 +60,7 @@ static plm_status release(detect_job *job, plm_status status) {
   plm_pipeline_destroy(job->pl);
   plm_profiler_destroy(job->profiler);
   if (job->ctx && plm_context_destroy(job->ctx) != PLM_OK && status == PLM_OK)
-    status = fail(job->err, job->err_size, PLM_ERR_INTERNAL, "%s", plm_last_error());
+    status = quote_failure(job->err, job->err_size, PLM_ERR_INTERNAL, "%s", plm_last_error());
   frame_reader_close(job->reader);
   free(job->rows);
   return status;
@@ -93,7 +82,7 @@ static plm_status add_pool_snapshot(detect_job *job) {
 
 /* A library call failed: its message. */
 static plm_status library_failure(detect_job *job, plm_status status) {
-  return release(job, fail(job->err, job->err_size, status, "%s", plm_last_error()));
+  return release(job, quote_failure(job->err, job->err_size, status, "%s", plm_last_error()));
 }
 
 /* ---- the pipeline ----------------------------------------------------------------------- */
@@ -222,8 +211,8 @@ static plm_status read_tensors(detect_job *job, plm_named_tensor *named) {
     plm_status status =
         image_read_array(config->tensors[t].path, NULL, array, message, sizeof message);
     if (status != PLM_OK)
-      return fail(job->err, job->err_size, status, "tensor @%s: %s", config->tensors[t].name,
-                  message);
+      return quote_failure(job->err, job->err_size, status, "tensor @%s: %s",
+                           config->tensors[t].name, message);
     named[t] = (plm_named_tensor){.name = config->tensors[t].name,
                                   .shape = {.dtype = array->dtype, .ndim = array->ndim},
                                   .host_data = array->data};
@@ -239,17 +228,18 @@ static plm_status check_outputs(detect_job *job) {
   plm_status status = plm_pipeline_io_count(job->pl, &inputs, &outputs);
   if (status == PLM_OK) status = plm_pipeline_output_shape(job->pl, 0, &table);
   if (status == PLM_OK && outputs >= 2) status = plm_pipeline_output_shape(job->pl, 1, &count);
-  if (status != PLM_OK) return fail(job->err, job->err_size, status, "%s", plm_last_error());
+  if (status != PLM_OK)
+    return quote_failure(job->err, job->err_size, status, "%s", plm_last_error());
   bool is_table = table.dtype == PLM_DTYPE_F64 && table.ndim == 2 &&
                   table.dims[1] == PLM_REGION_COLUMNS && outputs == 2 &&
                   count.dtype == PLM_DTYPE_I32 && count.ndim == 1 && count.dims[0] == 1;
   if (!is_table) {
     char shape[96];
     shape_text(&table, shape, sizeof shape);
-    return fail(job->err, job->err_size, PLM_ERR_INVALID_ARG,
-                "the pipeline's output is %s, not a regions table: end it with "
-                "'label ! regions' or with 'segment'",
-                shape);
+    return quote_failure(job->err, job->err_size, PLM_ERR_INVALID_ARG,
+                         "the pipeline's output is %s, not a regions table: end it with "
+                         "'label ! regions' or with 'segment'",
+                         shape);
   }
   job->result->capacity = table.dims[0];
   return PLM_OK;
@@ -272,8 +262,8 @@ static plm_status read_frame(void *user, int64_t frame, void *const *inputs, boo
     return PLM_OK;
   }
   if (job->config->stop && *job->config->stop)
-    return keep_failure(job, fail(job->scratch, sizeof job->scratch, PLM_ERR_INVALID_STATE,
-                                  "interrupted at frame %lld", (long long)frame));
+    return keep_failure(job, quote_failure(job->scratch, sizeof job->scratch, PLM_ERR_INVALID_STATE,
+                                           "interrupted at frame %lld", (long long)frame));
   return keep_failure(job, frame_reader_next(job->reader, frame, inputs[0], end, job->scratch,
                                              sizeof job->scratch));
 }
@@ -288,17 +278,18 @@ static plm_status pack_rows(void *user, int64_t frame, const void *const *output
   int32_t count = 0;
   memcpy(&count, outputs[1], sizeof count);
   if (count < 0)
-    return keep_failure(job,
-                        fail(job->scratch, sizeof job->scratch, PLM_ERR_INTERNAL,
-                             "frame %lld: a count of %d regions", (long long)frame, (int)count));
+    return keep_failure(
+        job, quote_failure(job->scratch, sizeof job->scratch, PLM_ERR_INTERNAL,
+                           "frame %lld: a count of %d regions", (long long)frame, (int)count));
   const int64_t rows = count < capacity ? count : capacity, missing = count - rows;
   size_t room = sizeof missing + (size_t)rows * CSV_REGIONS_ROW_SIZE;
   if (room > job->rows_room) {
     char *grown = realloc(job->rows, room);
     if (!grown)
-      return keep_failure(job, fail(job->scratch, sizeof job->scratch, PLM_ERR_OUT_OF_MEMORY,
-                                    "out of memory for the %lld rows of frame %lld",
-                                    (long long)rows, (long long)frame));
+      return keep_failure(
+          job, quote_failure(job->scratch, sizeof job->scratch, PLM_ERR_OUT_OF_MEMORY,
+                             "out of memory for the %lld rows of frame %lld", (long long)rows,
+                             (long long)frame));
     job->rows = grown;
     job->rows_room = room;
   }
@@ -368,43 +359,48 @@ static plm_status write_kept_rows(detect_job *job) {
 }
 
 static plm_status check_config(const detect_config *config, char *err, size_t err_size) {
-  if (!config) return fail(err, err_size, PLM_ERR_INVALID_ARG, "detect_run: config is NULL");
+  if (!config)
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG, "detect_run: config is NULL");
   if (!config->frames_path || !config->pipeline || !config->out_path)
-    return fail(err, err_size, PLM_ERR_INVALID_ARG, "detect_run: config->%s is NULL",
-                !config->frames_path ? "frames_path"
-                : !config->pipeline  ? "pipeline"
-                                     : "out_path");
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG, "detect_run: config->%s is NULL",
+                         !config->frames_path ? "frames_path"
+                         : !config->pipeline  ? "pipeline"
+                                              : "out_path");
   if (config->tensor_count < 0 || config->tensor_count > DETECT_MAX_TENSORS ||
       (config->tensor_count > 0 && !config->tensors))
-    return fail(err, err_size, PLM_ERR_INVALID_ARG,
-                "detect_run: %d tensors (config->tensors %s); at most %d", config->tensor_count,
-                config->tensors ? "given" : "NULL", DETECT_MAX_TENSORS);
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
+                         "detect_run: %d tensors (config->tensors %s); at most %d",
+                         config->tensor_count, config->tensors ? "given" : "NULL",
+                         DETECT_MAX_TENSORS);
   for (int t = 0; t < config->tensor_count; t++)
     if (!config->tensors[t].name || !config->tensors[t].path)
-      return fail(err, err_size, PLM_ERR_INVALID_ARG, "detect_run: config->tensors[%d].%s is NULL",
-                  t, !config->tensors[t].name ? "name" : "path");
+      return quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
+                           "detect_run: config->tensors[%d].%s is NULL", t,
+                           !config->tensors[t].name ? "name" : "path");
   if (config->runner && config->profile_dir)
-    return fail(err, err_size, PLM_ERR_INVALID_ARG,
-                "--profile is for one process, not a run over several (MPI)");
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
+                         "--profile is for one process, not a run over several (MPI)");
   if (config->frames_in_flight < 0 || config->frames_in_flight > PLM_PIPELINE_MAX_FRAMES)
-    return fail(err, err_size, PLM_ERR_INVALID_ARG,
-                "frames in flight %d is not from 1 to %d (0: the default)",
-                config->frames_in_flight, PLM_PIPELINE_MAX_FRAMES);
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
+                         "frames in flight %d is not from 1 to %d (0: the default)",
+                         config->frames_in_flight, PLM_PIPELINE_MAX_FRAMES);
   /* A directory in the way would fail only at the rename, after all the work. */
   struct stat st;
   if (strcmp(config->out_path, "-") != 0 && stat(config->out_path, &st) == 0 && S_ISDIR(st.st_mode))
-    return fail(err, err_size, PLM_ERR_IO, "%s: is a directory", config->out_path);
+    return quote_failure(err, err_size, PLM_ERR_IO, "%s: is a directory", config->out_path);
   if (has_token(config->pipeline, "intensity=none"))
-    return fail(err, err_size, PLM_ERR_INVALID_ARG,
-                "the pipeline's regions have intensity=none, but the intensity columns are "
-                "written: leave intensity to its default (input)");
+    return quote_failure(
+        err, err_size, PLM_ERR_INVALID_ARG,
+        "the pipeline's regions have intensity=none, but the intensity columns are "
+        "written: leave intensity to its default (input)");
   return PLM_OK;
 }
 
 plm_status detect_run(const detect_config *config, detect_result *result, char *err,
                       size_t err_size) {
   if (err && err_size) err[0] = '\0';
-  if (!result) return fail(err, err_size, PLM_ERR_INVALID_ARG, "detect_run: result is NULL");
+  if (!result)
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG, "detect_run: result is NULL");
   memset(result, 0, sizeof *result);
   result->report.failed_frame = -1;
   plm_status status = check_config(config, err, err_size);
@@ -422,15 +418,16 @@ plm_status detect_run(const detect_config *config, detect_result *result, char *
   if (status != PLM_OK) return release(&job, status);
   const frame_reader_info *frames = &result->frames;
   if (config->runner && frames->count < 0)
-    return release(&job, fail(err, err_size, PLM_ERR_INVALID_ARG,
-                              "%s is a stream: its frames cannot be shared among the ranks of "
-                              "an MPI job (give a file)",
-                              frame_reader_file(job.reader, 0)));
+    return release(&job,
+                   quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
+                                 "%s is a stream: its frames cannot be shared among the ranks of "
+                                 "an MPI job (give a file)",
+                                 frame_reader_file(job.reader, 0)));
   if (frames->dtype != PLM_DTYPE_U8 && frames->dtype != PLM_DTYPE_U16 &&
       frames->dtype != PLM_DTYPE_F32)
-    return release(&job, fail(err, err_size, PLM_ERR_UNSUPPORTED,
-                              "%s: frames of %s: plume detect takes u8, u16 or f32 frames",
-                              config->frames_path, plm_dtype_name(frames->dtype)));
+    return release(&job, quote_failure(err, err_size, PLM_ERR_UNSUPPORTED,
+                                       "%s: frames of %s: plume detect takes u8, u16 or f32 frames",
+                                       config->frames_path, plm_dtype_name(frames->dtype)));
 
   plm_named_tensor named[DETECT_MAX_TENSORS];
   if ((status = read_tensors(&job, named)) != PLM_OK) return release(&job, status);
@@ -480,8 +477,8 @@ plm_status detect_run(const detect_config *config, detect_result *result, char *
      * path that cannot be written fails now, not after the run. */
     char why[OUTPUT_PATH_WHY_SIZE], shown[QUOTE_SIZE];
     if (!output_path_usable(config->out_path, why, sizeof why))
-      return release(&job, fail(err, err_size, PLM_ERR_IO, "--out %s: %s",
-                                quote_value(config->out_path, shown, sizeof shown), why));
+      return release(&job, quote_failure(err, err_size, PLM_ERR_IO, "--out %s: %s",
+                                         quote_value(config->out_path, shown, sizeof shown), why));
     if ((status = unnamed_file_open(config->out_path, &job.kept, err, err_size)) != PLM_OK ||
         (status = unnamed_file_write(job.kept, header, header_length, err, err_size)) != PLM_OK) {
       result->write_failed = job.kept != NULL;
@@ -517,17 +514,17 @@ plm_status detect_run(const detect_config *config, detect_result *result, char *
         plm_pipeline_run_stream(job.pl, read_frame, write_frame, &job, &options, &result->report);
     /* The source's or sink's own message names the file; else the run's names the frame. */
     if (status != PLM_OK)
-      fail(err, err_size, status, "%s",
-           job.first_failure[0] ? job.first_failure : plm_last_error());
+      quote_failure(err, err_size, status, "%s",
+                    job.first_failure[0] ? job.first_failure : plm_last_error());
   }
   progress_end(&job.bar);
   if (result->frames.count < 0) result->frames.count = result->report.frames_delivered;
   if (status != PLM_OK || !writes) return release(&job, status);
   /* The last frame may have been read before a signal came: nothing replaces --out. */
   if (config->stop && *config->stop)
-    return release(
-        &job, fail(err, err_size, PLM_ERR_INVALID_STATE,
-                   "interrupted after the last frame, before %s was written", config->out_path));
+    return release(&job, quote_failure(err, err_size, PLM_ERR_INVALID_STATE,
+                                       "interrupted after the last frame, before %s was written",
+                                       config->out_path));
   /* Every rank's rows are in: now the CSV beside out_path, as one process writes it. */
   if (job.kept && (status = write_kept_rows(&job)) != PLM_OK) {
     result->write_failed = true;

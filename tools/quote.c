@@ -1,7 +1,9 @@
 /* tools/quote.c: a user's value, made safe for a one-line message (tools/quote.h). */
 #include "tools/quote.h"
 
+#include <stdarg.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -87,4 +89,16 @@ const char *quote_value(const char *value, char *out, size_t size) {
 
 const char *quote_text(const char *text, char *out, size_t size) {
   return escape(text, SIZE_MAX, "", out, size);
+}
+
+plm_status quote_failure(char *err, size_t err_size, plm_status status, const char *fmt, ...) {
+  if (err && err_size) {
+    char message[QUOTE_MESSAGE_SIZE];
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(message, sizeof message, fmt, args);
+    va_end(args);
+    quote_text(message, err, err_size);
+  }
+  return status;
 }

@@ -29,6 +29,8 @@
 
 #include <stddef.h>
 
+#include "plume/status.h"
+
 /* The most bytes of a value that quote_value shows, and room for any of its results:
  * every byte escaped (4 characters each), the quotes, "..." and the NUL. */
 enum { QUOTE_LIMIT = 200, QUOTE_SIZE = 4 * QUOTE_LIMIT + 2 + 3 + 1 };
@@ -38,5 +40,13 @@ const char *quote_value(const char *value, char *out, size_t size);
 
 /* text escaped, as above ("(null)" for NULL). */
 const char *quote_text(const char *text, char *out, size_t size);
+
+/* A failure's message: printf's fmt formatted (in QUOTE_MESSAGE_SIZE bytes, longer cut)
+ * and escaped as quote_text into err (err_size bytes; nothing when err is NULL or
+ * err_size 0); returns status, so that a reader fails in one line:
+ *   return quote_failure(err, err_size, PLM_ERR_IO, "%s: frame %lld is short", path, k); */
+enum { QUOTE_MESSAGE_SIZE = 2048 };
+plm_status quote_failure(char *err, size_t err_size, plm_status status, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 #endif /* PLUME_TOOLS_QUOTE_H */

@@ -27,28 +27,17 @@ struct raw_frames {
   size_t frame_bytes; /* of one frame */
 };
 
-static plm_status fail(char *err, size_t err_size, plm_status status, const char *fmt, ...) {
-  if (err && err_size) {
-    char message[IMAGE_ERROR_SIZE];
-    va_list args;
-    va_start(args, fmt);
-    vsnprintf(message, sizeof message, fmt, args);
-    va_end(args);
-    quote_text(message, err, err_size);
-  }
-  return status;
-}
-
 /* ---- the format -------------------------------------------------------------------------- */
 
 plm_status raw_format_parse(const char *shape, const char *dtype, const char *endian,
                             const char *header, raw_format *out, char *err, size_t err_size) {
   if (err && err_size) err[0] = '\0';
   char q[QUOTE_SIZE];
-  if (!out) return fail(err, err_size, PLM_ERR_INVALID_ARG, "raw_format_parse: out is NULL");
+  if (!out)
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG, "raw_format_parse: out is NULL");
   if (!shape)
-    return fail(err, err_size, PLM_ERR_INVALID_ARG,
-                "--raw-shape HxW is required: raw frames do not say their size");
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
+                         "--raw-shape HxW is required: raw frames do not say their size");
   raw_format format = {.dtype = PLM_DTYPE_U8};
   /* HxW, or H,W as plume scene's --size. */
   const char *rest = NULL;
@@ -57,10 +46,11 @@ plm_status raw_format_parse(const char *shape, const char *dtype, const char *en
   bool good = count_parse(shape, &rest, 1, most, &height) && (*rest == 'x' || *rest == ',') &&
               count_parse(rest + 1, NULL, 1, most, &width) && height * width <= most;
   if (!good)
-    return fail(err, err_size, PLM_ERR_INVALID_ARG,
-                "--raw-shape %s is not HxW (rows x columns, each from 1, at most %lld samples "
-                "a frame), for example 512x640",
-                quote_value(shape, q, sizeof q), (long long)IMAGE_MAX_ELEMENTS);
+    return quote_failure(
+        err, err_size, PLM_ERR_INVALID_ARG,
+        "--raw-shape %s is not HxW (rows x columns, each from 1, at most %lld samples "
+        "a frame), for example 512x640",
+        quote_value(shape, q, sizeof q), (long long)IMAGE_MAX_ELEMENTS);
   format.height = (int64_t)height;
   format.width = (int64_t)width;
   if (dtype) {
@@ -71,20 +61,22 @@ plm_status raw_format_parse(const char *shape, const char *dtype, const char *en
     else if (strcmp(dtype, "f32") == 0)
       format.dtype = PLM_DTYPE_F32;
     else
-      return fail(err, err_size, PLM_ERR_INVALID_ARG, "--raw-dtype %s is not u8, u16 or f32",
-                  quote_value(dtype, q, sizeof q));
+      return quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
+                           "--raw-dtype %s is not u8, u16 or f32", quote_value(dtype, q, sizeof q));
   }
   if (endian) {
     if (strcmp(endian, "big") == 0)
       format.big_endian = true;
     else if (strcmp(endian, "little") != 0)
-      return fail(err, err_size, PLM_ERR_INVALID_ARG, "--raw-endian %s is not little or big",
-                  quote_value(endian, q, sizeof q));
+      return quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
+                           "--raw-endian %s is not little or big",
+                           quote_value(endian, q, sizeof q));
   }
   uint64_t skip = 0;
   if (header && !count_parse(header, NULL, 0, (uint64_t)INT64_MAX / 2, &skip))
-    return fail(err, err_size, PLM_ERR_INVALID_ARG, "--raw-header %s is not a count of bytes",
-                quote_value(header, q, sizeof q));
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
+                         "--raw-header %s is not a count of bytes",
+                         quote_value(header, q, sizeof q));
   format.header_bytes = (int64_t)skip;
   *out = format;
   return PLM_OK;
@@ -148,13 +140,14 @@ static plm_status skip_header(raw_frames *f, char *err, size_t err_size) {
     const size_t want = left < (int64_t)sizeof buffer ? (size_t)left : sizeof buffer;
     const ssize_t n = read_fully(f->fd, buffer, want);
     if (n < 0)
-      return fail(err, err_size, PLM_ERR_IO, "%s: reading the header failed: %s", f->name,
-                  strerror(errno));
+      return quote_failure(err, err_size, PLM_ERR_IO, "%s: reading the header failed: %s", f->name,
+                           strerror(errno));
     left -= n;
     if ((size_t)n < want)
-      return fail(err, err_size, PLM_ERR_IO,
-                  "%s: the input ended in its header: %lld of %lld bytes (--raw-header)", f->name,
-                  (long long)(f->format.header_bytes - left), (long long)f->format.header_bytes);
+      return quote_failure(err, err_size, PLM_ERR_IO,
+                           "%s: the input ended in its header: %lld of %lld bytes (--raw-header)",
+                           f->name, (long long)(f->format.header_bytes - left),
+                           (long long)f->format.header_bytes);
   }
   return PLM_OK;
 }
@@ -163,19 +156,19 @@ static plm_status skip_header(raw_frames *f, char *err, size_t err_size) {
 static plm_status count_frames(raw_frames *f, off_t size, char *err, size_t err_size) {
   const int64_t header = f->format.header_bytes, bytes = (int64_t)f->frame_bytes;
   if ((int64_t)size < header)
-    return fail(err, err_size, PLM_ERR_IO,
-                "%s: %lld bytes, fewer than its header of %lld bytes (--raw-header)", f->name,
-                (long long)size, (long long)header);
+    return quote_failure(err, err_size, PLM_ERR_IO,
+                         "%s: %lld bytes, fewer than its header of %lld bytes (--raw-header)",
+                         f->name, (long long)size, (long long)header);
   const int64_t data = (int64_t)size - header, whole = data / bytes, part = data % bytes;
   if (whole == 0 && part == 0)
-    return fail(err, err_size, PLM_ERR_IO, "%s: no frames after its header of %lld bytes", f->name,
-                (long long)header);
+    return quote_failure(err, err_size, PLM_ERR_IO, "%s: no frames after its header of %lld bytes",
+                         f->name, (long long)header);
   if (part != 0)
-    return fail(err, err_size, PLM_ERR_IO,
-                "%s: frame %lld is short: %lld of %lld bytes, %lld missing (is --raw-shape, "
-                "--raw-dtype or --raw-header right?)",
-                f->name, (long long)whole, (long long)part, (long long)bytes,
-                (long long)(bytes - part));
+    return quote_failure(
+        err, err_size, PLM_ERR_IO,
+        "%s: frame %lld is short: %lld of %lld bytes, %lld missing (is --raw-shape, "
+        "--raw-dtype or --raw-header right?)",
+        f->name, (long long)whole, (long long)part, (long long)bytes, (long long)(bytes - part));
   f->count = whole;
   return PLM_OK;
 }
@@ -185,23 +178,24 @@ plm_status raw_frames_open(const char *path, const raw_format *format, int64_t *
   if (err && err_size) err[0] = '\0';
   if (out) *out = NULL;
   if (!path || !format || !count || !out)
-    return fail(err, err_size, PLM_ERR_INVALID_ARG, "raw_frames_open: %s is NULL",
-                !path     ? "path"
-                : !format ? "format"
-                : !count  ? "count"
-                          : "out");
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG, "raw_frames_open: %s is NULL",
+                         !path     ? "path"
+                         : !format ? "format"
+                         : !count  ? "count"
+                                   : "out");
   const size_t frame_bytes = raw_format_frame_bytes(format);
   if (frame_bytes == 0 || format->header_bytes < 0)
-    return fail(err, err_size, PLM_ERR_INVALID_ARG,
-                "%s: raw frames of %s %lldx%lld after %lld header bytes: not a frame format", path,
-                plm_dtype_name(format->dtype), (long long)format->height, (long long)format->width,
-                (long long)format->header_bytes);
+    return quote_failure(
+        err, err_size, PLM_ERR_INVALID_ARG,
+        "%s: raw frames of %s %lldx%lld after %lld header bytes: not a frame format", path,
+        plm_dtype_name(format->dtype), (long long)format->height, (long long)format->width,
+        (long long)format->header_bytes);
   raw_frames *f = calloc(1, sizeof *f);
   const bool standard_input = strcmp(path, "-") == 0;
   if (f) f->name = strdup(standard_input ? "stdin" : path);
   if (!f || !f->name) {
     free(f);
-    return fail(err, err_size, PLM_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    return quote_failure(err, err_size, PLM_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
   }
   *f = (raw_frames){
       .format = *format, .name = f->name, .fd = -1, .count = -1, .frame_bytes = frame_bytes};
@@ -211,9 +205,9 @@ plm_status raw_frames_open(const char *path, const raw_format *format, int64_t *
   if (standard_input) {
     f->fd = STDIN_FILENO;
     if (fstat(f->fd, &st) != 0)
-      status = fail(err, err_size, PLM_ERR_IO, "stdin: cannot stat: %s", strerror(errno));
+      status = quote_failure(err, err_size, PLM_ERR_IO, "stdin: cannot stat: %s", strerror(errno));
   } else if ((f->fd = plm__file_open_stream(path, &st, why, sizeof why)) < 0) {
-    status = fail(err, err_size, PLM_ERR_IO, "%s: %s", path, why);
+    status = quote_failure(err, err_size, PLM_ERR_IO, "%s: %s", path, why);
   }
   /* Standard input is a stream even when the shell gives it a file: its offset is the
    * shell's, and a stream reads it from there. */
@@ -253,17 +247,17 @@ plm_status raw_frames_read(raw_frames *f, int64_t k, void *dst, bool *end, char 
                            size_t err_size) {
   if (err && err_size) err[0] = '\0';
   if (!f || !dst || !end)
-    return fail(err, err_size, PLM_ERR_INVALID_ARG, "raw_frames_read: %s is NULL",
-                !f     ? "frames"
-                : !dst ? "dst"
-                       : "end");
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG, "raw_frames_read: %s is NULL",
+                         !f     ? "frames"
+                         : !dst ? "dst"
+                                : "end");
   *end = false;
   ssize_t got = 0;
   if (f->stream) {
     if (k != f->next)
-      return fail(err, err_size, PLM_ERR_INVALID_ARG,
-                  "%s: frame %lld asked for, but a stream gives frame %lld next", f->name,
-                  (long long)k, (long long)f->next);
+      return quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
+                           "%s: frame %lld asked for, but a stream gives frame %lld next", f->name,
+                           (long long)k, (long long)f->next);
     if (f->ended) {
       *end = true;
       return PLM_OK;
@@ -271,29 +265,30 @@ plm_status raw_frames_read(raw_frames *f, int64_t k, void *dst, bool *end, char 
     got = read_fully(f->fd, dst, f->frame_bytes);
   } else {
     if (k < 0 || k >= f->count)
-      return fail(err, err_size, PLM_ERR_INVALID_ARG, "%s: frame %lld is not in 0..%lld", f->name,
-                  (long long)k, (long long)(f->count - 1));
+      return quote_failure(err, err_size, PLM_ERR_INVALID_ARG, "%s: frame %lld is not in 0..%lld",
+                           f->name, (long long)k, (long long)(f->count - 1));
     const off_t offset = (off_t)(f->format.header_bytes + k * (int64_t)f->frame_bytes);
     got = pread_fully(f->fd, dst, f->frame_bytes, offset);
   }
   if (got < 0)
-    return fail(err, err_size, PLM_ERR_IO, "%s: frame %lld: reading failed: %s", f->name,
-                (long long)k, strerror(errno));
+    return quote_failure(err, err_size, PLM_ERR_IO, "%s: frame %lld: reading failed: %s", f->name,
+                         (long long)k, strerror(errno));
   if (f->stream && got == 0) {
     f->ended = true;
     if (k == 0)
-      return fail(err, err_size, PLM_ERR_IO, "%s: no frames: the input ended %s", f->name,
-                  f->format.header_bytes ? "after its header" : "before any byte");
+      return quote_failure(err, err_size, PLM_ERR_IO, "%s: no frames: the input ended %s", f->name,
+                           f->format.header_bytes ? "after its header" : "before any byte");
     *end = true;
     return PLM_OK;
   }
   if ((size_t)got < f->frame_bytes) {
     f->ended = f->stream;
-    return fail(err, err_size, PLM_ERR_IO,
-                "%s: frame %lld is short: %lld of %zu bytes, %lld missing%s", f->name, (long long)k,
-                (long long)got, f->frame_bytes, (long long)(f->frame_bytes - (size_t)got),
-                f->stream ? " (is --raw-shape, --raw-dtype or --raw-header right?)"
-                          : " (the file changed since it was opened)");
+    return quote_failure(err, err_size, PLM_ERR_IO,
+                         "%s: frame %lld is short: %lld of %zu bytes, %lld missing%s", f->name,
+                         (long long)k, (long long)got, f->frame_bytes,
+                         (long long)(f->frame_bytes - (size_t)got),
+                         f->stream ? " (is --raw-shape, --raw-dtype or --raw-header right?)"
+                                   : " (the file changed since it was opened)");
   }
   f->next = k + 1;
   const size_t size = plm_dtype_size(f->format.dtype);

@@ -30,18 +30,6 @@ struct tiff_pages {
   char message[LIBTIFF_MESSAGE_SIZE]; /* libtiff's first error since the last call */
 };
 
-static plm_status fail(char *err, size_t err_size, plm_status status, const char *fmt, ...) {
-  if (err && err_size) {
-    char message[IMAGE_ERROR_SIZE];
-    va_list args;
-    va_start(args, fmt);
-    vsnprintf(message, sizeof message, fmt, args);
-    va_end(args);
-    quote_text(message, err, err_size);
-  }
-  return status;
-}
-
 /* ---- libtiff's messages ------------------------------------------------------------------ */
 
 static pthread_once_t quiet_once = PTHREAD_ONCE_INIT;
@@ -109,24 +97,25 @@ static plm_status page_kind(tiff_pages *p, int64_t k, plm_dtype *dtype, int64_t 
   uint16_t samples = 1, bits = 1, format = SAMPLEFORMAT_UINT, photometric = PHOTOMETRIC_MINISBLACK;
   if (!TIFFGetField(tif, TIFFTAG_IMAGEWIDTH, &w) || !TIFFGetField(tif, TIFFTAG_IMAGELENGTH, &h) ||
       w == 0 || h == 0)
-    return fail(err, err_size, PLM_ERR_IO, "%s: page %lld: no image size (%ux%u)", p->path,
-                (long long)k, (unsigned)h, (unsigned)w);
+    return quote_failure(err, err_size, PLM_ERR_IO, "%s: page %lld: no image size (%ux%u)", p->path,
+                         (long long)k, (unsigned)h, (unsigned)w);
   TIFFGetFieldDefaulted(tif, TIFFTAG_SAMPLESPERPIXEL, &samples);
   TIFFGetFieldDefaulted(tif, TIFFTAG_BITSPERSAMPLE, &bits);
   TIFFGetFieldDefaulted(tif, TIFFTAG_SAMPLEFORMAT, &format);
   TIFFGetField(tif, TIFFTAG_PHOTOMETRIC, &photometric);
   if (samples != 1)
-    return fail(err, err_size, PLM_ERR_UNSUPPORTED,
-                "%s: page %lld: %u samples per pixel (colour or alpha): only grayscale pages "
-                "are read",
-                p->path, (long long)k, (unsigned)samples);
+    return quote_failure(
+        err, err_size, PLM_ERR_UNSUPPORTED,
+        "%s: page %lld: %u samples per pixel (colour or alpha): only grayscale pages "
+        "are read",
+        p->path, (long long)k, (unsigned)samples);
   if (photometric != PHOTOMETRIC_MINISBLACK)
-    return fail(err, err_size, PLM_ERR_UNSUPPORTED,
-                "%s: page %lld: photometric %u (%s): only min-is-black grayscale is read", p->path,
-                (long long)k, (unsigned)photometric,
-                photometric == PHOTOMETRIC_MINISWHITE ? "min-is-white"
-                : photometric == PHOTOMETRIC_PALETTE  ? "palette"
-                                                      : "colour");
+    return quote_failure(err, err_size, PLM_ERR_UNSUPPORTED,
+                         "%s: page %lld: photometric %u (%s): only min-is-black grayscale is read",
+                         p->path, (long long)k, (unsigned)photometric,
+                         photometric == PHOTOMETRIC_MINISWHITE ? "min-is-white"
+                         : photometric == PHOTOMETRIC_PALETTE  ? "palette"
+                                                               : "colour");
   if (format == SAMPLEFORMAT_UINT && bits == 8)
     *dtype = PLM_DTYPE_U8;
   else if (format == SAMPLEFORMAT_UINT && bits == 16)
@@ -134,17 +123,19 @@ static plm_status page_kind(tiff_pages *p, int64_t k, plm_dtype *dtype, int64_t 
   else if (format == SAMPLEFORMAT_IEEEFP && bits == 32)
     *dtype = PLM_DTYPE_F32;
   else
-    return fail(err, err_size, PLM_ERR_UNSUPPORTED,
-                "%s: page %lld: %u-bit %s samples: 8- and 16-bit unsigned and 32-bit float "
-                "are read",
-                p->path, (long long)k, (unsigned)bits,
-                format == SAMPLEFORMAT_INT      ? "signed"
-                : format == SAMPLEFORMAT_IEEEFP ? "float"
-                : format == SAMPLEFORMAT_UINT   ? "unsigned"
-                                                : "other");
+    return quote_failure(
+        err, err_size, PLM_ERR_UNSUPPORTED,
+        "%s: page %lld: %u-bit %s samples: 8- and 16-bit unsigned and 32-bit float "
+        "are read",
+        p->path, (long long)k, (unsigned)bits,
+        format == SAMPLEFORMAT_INT      ? "signed"
+        : format == SAMPLEFORMAT_IEEEFP ? "float"
+        : format == SAMPLEFORMAT_UINT   ? "unsigned"
+                                        : "other");
   if ((int64_t)w * (int64_t)h > IMAGE_MAX_ELEMENTS)
-    return fail(err, err_size, PLM_ERR_IO, "%s: page %lld: %ux%u is more than %lld samples",
-                p->path, (long long)k, (unsigned)h, (unsigned)w, (long long)IMAGE_MAX_ELEMENTS);
+    return quote_failure(err, err_size, PLM_ERR_IO,
+                         "%s: page %lld: %ux%u is more than %lld samples", p->path, (long long)k,
+                         (unsigned)h, (unsigned)w, (long long)IMAGE_MAX_ELEMENTS);
   *height = h;
   *width = w;
   return PLM_OK;
@@ -160,24 +151,25 @@ plm_status tiff_pages_open(int fd, const char *path, plm_dtype *dtype, int64_t *
   if (!options) {
     close(fd);
     tiff_pages_close(p);
-    return fail(err, err_size, PLM_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    return quote_failure(err, err_size, PLM_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
   }
   p->tif = TIFFFdOpenExt(fd, path, "rm", options); /* m: read(2), no mmap of a changing file */
   TIFFOpenOptionsFree(options);
   plm_status status = PLM_OK;
   if (!p->tif) {
     close(fd);
-    status = fail(err, err_size, PLM_ERR_IO, "%s: not a TIFF libtiff reads: %s", path,
-                  why(p, "it cannot be opened"));
+    status = quote_failure(err, err_size, PLM_ERR_IO, "%s: not a TIFF libtiff reads: %s", path,
+                           why(p, "it cannot be opened"));
   }
   if (status == PLM_OK) {
     const tdir_t pages = TIFFNumberOfDirectories(p->tif);
     p->count = pages;
     if (pages < 1)
-      status = fail(err, err_size, PLM_ERR_IO, "%s: no pages: %s", path, why(p, "an empty TIFF"));
+      status = quote_failure(err, err_size, PLM_ERR_IO, "%s: no pages: %s", path,
+                             why(p, "an empty TIFF"));
     else if (!TIFFSetDirectory(p->tif, 0))
-      status = fail(err, err_size, PLM_ERR_IO, "%s: page 0: %s", path,
-                    why(p, "its directory cannot be read"));
+      status = quote_failure(err, err_size, PLM_ERR_IO, "%s: page 0: %s", path,
+                             why(p, "its directory cannot be read"));
   }
   if (status == PLM_OK) status = page_kind(p, 0, &p->dtype, &p->height, &p->width, err, err_size);
   if (status != PLM_OK) {
@@ -199,28 +191,31 @@ static plm_status read_tiles(tiff_pages *p, int64_t k, unsigned char *dst, size_
   uint32_t tw = 0, th = 0;
   if (!TIFFGetField(tif, TIFFTAG_TILEWIDTH, &tw) || !TIFFGetField(tif, TIFFTAG_TILELENGTH, &th) ||
       tw == 0 || th == 0)
-    return fail(err, err_size, PLM_ERR_IO, "%s: page %lld: tiles without a size", p->path,
-                (long long)k);
+    return quote_failure(err, err_size, PLM_ERR_IO, "%s: page %lld: tiles without a size", p->path,
+                         (long long)k);
   /* A tile is at most the page rounded up to libtiff's 16 (a small page in the common
    * 256x256 tiles), or 2^22 samples: a few bytes of header must not make the reader ask
    * for gigabytes before the first tile's data is found missing (fuzz_tiff). */
-  const uint64_t page_samples = (((uint64_t)p->height + 15) & ~(uint64_t)15) *
-                                (((uint64_t)p->width + 15) & ~(uint64_t)15);
+  const uint64_t page_samples =
+      (((uint64_t)p->height + 15) & ~(uint64_t)15) * (((uint64_t)p->width + 15) & ~(uint64_t)15);
   const uint64_t tile_limit = page_samples > ((uint64_t)1 << 22) ? page_samples : (uint64_t)1 << 22;
   if ((uint64_t)tw * th > tile_limit)
-    return fail(err, err_size, PLM_ERR_IO,
-                "%s: page %lld: tiles of %ux%u for a page of %lldx%lld: larger than the page "
-                "and 2^22 samples", p->path, (long long)k, (unsigned)th, (unsigned)tw,
-                (long long)p->height, (long long)p->width);
+    return quote_failure(
+        err, err_size, PLM_ERR_IO,
+        "%s: page %lld: tiles of %ux%u for a page of %lldx%lld: larger than the page "
+        "and 2^22 samples",
+        p->path, (long long)k, (unsigned)th, (unsigned)tw, (long long)p->height,
+        (long long)p->width);
   const tmsize_t tile_bytes = TIFFTileSize(tif);
   if (tile_bytes <= 0 || (uint64_t)tile_bytes != (uint64_t)tw * th * size)
-    return fail(err, err_size, PLM_ERR_IO, "%s: page %lld: tiles of %ux%u, but %lld bytes each",
-                p->path, (long long)k, (unsigned)th, (unsigned)tw, (long long)tile_bytes);
+    return quote_failure(err, err_size, PLM_ERR_IO,
+                         "%s: page %lld: tiles of %ux%u, but %lld bytes each", p->path,
+                         (long long)k, (unsigned)th, (unsigned)tw, (long long)tile_bytes);
   if ((size_t)tile_bytes > p->tile_bytes) {
     void *grown = realloc(p->tile, (size_t)tile_bytes);
     if (!grown)
-      return fail(err, err_size, PLM_ERR_OUT_OF_MEMORY, "%s: page %lld: out of memory for a tile",
-                  p->path, (long long)k);
+      return quote_failure(err, err_size, PLM_ERR_OUT_OF_MEMORY,
+                           "%s: page %lld: out of memory for a tile", p->path, (long long)k);
     p->tile = grown;
     p->tile_bytes = (size_t)tile_bytes;
   }
@@ -229,8 +224,8 @@ static plm_status read_tiles(tiff_pages *p, int64_t k, unsigned char *dst, size_
     for (int64_t x = 0; x < w; x += tw) {
       const ttile_t t = TIFFComputeTile(tif, (uint32_t)x, (uint32_t)y, 0, 0);
       if (TIFFReadEncodedTile(tif, t, p->tile, tile_bytes) != tile_bytes)
-        return fail(err, err_size, PLM_ERR_IO, "%s: page %lld: tile %u: %s", p->path, (long long)k,
-                    (unsigned)t, why(p, "short or unreadable"));
+        return quote_failure(err, err_size, PLM_ERR_IO, "%s: page %lld: tile %u: %s", p->path,
+                             (long long)k, (unsigned)t, why(p, "short or unreadable"));
       const int64_t rows = h - y < th ? h - y : th, cols = w - x < tw ? w - x : tw;
       for (int64_t r = 0; r < rows; r++)
         memcpy(dst + ((size_t)(y + r) * (size_t)w + (size_t)x) * size,
@@ -249,35 +244,36 @@ static plm_status read_strips(tiff_pages *p, int64_t k, unsigned char *dst, size
   if (rows_per_strip == 0 || rows_per_strip > h) rows_per_strip = (uint32_t)h;
   const uint32_t strips = TIFFNumberOfStrips(tif);
   if ((int64_t)strips < (h + rows_per_strip - 1) / rows_per_strip)
-    return fail(err, err_size, PLM_ERR_IO, "%s: page %lld: %u strips for %lld rows of %u", p->path,
-                (long long)k, (unsigned)strips, (long long)h, (unsigned)rows_per_strip);
+    return quote_failure(err, err_size, PLM_ERR_IO, "%s: page %lld: %u strips for %lld rows of %u",
+                         p->path, (long long)k, (unsigned)strips, (long long)h,
+                         (unsigned)rows_per_strip);
   for (int64_t y = 0, s = 0; y < h; y += rows_per_strip, s++) {
     const int64_t rows = h - y < rows_per_strip ? h - y : rows_per_strip;
     const tmsize_t want = (tmsize_t)((size_t)rows * (size_t)w * size);
     if (TIFFReadEncodedStrip(tif, (uint32_t)s, dst + (size_t)y * (size_t)w * size, want) != want)
-      return fail(err, err_size, PLM_ERR_IO, "%s: page %lld: strip %lld: %s", p->path, (long long)k,
-                  (long long)s, why(p, "short or unreadable"));
+      return quote_failure(err, err_size, PLM_ERR_IO, "%s: page %lld: strip %lld: %s", p->path,
+                           (long long)k, (long long)s, why(p, "short or unreadable"));
   }
   return PLM_OK;
 }
 
 plm_status tiff_pages_read(tiff_pages *p, int64_t k, void *dst, char *err, size_t err_size) {
   if (k < 0 || k >= p->count)
-    return fail(err, err_size, PLM_ERR_INVALID_ARG, "%s: page %lld is not in 0..%lld", p->path,
-                (long long)k, (long long)(p->count - 1));
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG, "%s: page %lld is not in 0..%lld",
+                         p->path, (long long)k, (long long)(p->count - 1));
   p->message[0] = '\0';
   if (!TIFFSetDirectory(p->tif, (tdir_t)k))
-    return fail(err, err_size, PLM_ERR_IO, "%s: page %lld: %s", p->path, (long long)k,
-                why(p, "its directory cannot be read"));
+    return quote_failure(err, err_size, PLM_ERR_IO, "%s: page %lld: %s", p->path, (long long)k,
+                         why(p, "its directory cannot be read"));
   plm_dtype dtype;
   int64_t height = 0, width = 0;
   plm_status status = page_kind(p, k, &dtype, &height, &width, err, err_size);
   if (status != PLM_OK) return status;
   if (dtype != p->dtype || height != p->height || width != p->width)
-    return fail(err, err_size, PLM_ERR_IO,
-                "%s: page %lld is %s %lldx%lld, but page 0 is %s %lldx%lld", p->path, (long long)k,
-                plm_dtype_name(dtype), (long long)height, (long long)width,
-                plm_dtype_name(p->dtype), (long long)p->height, (long long)p->width);
+    return quote_failure(err, err_size, PLM_ERR_IO,
+                         "%s: page %lld is %s %lldx%lld, but page 0 is %s %lldx%lld", p->path,
+                         (long long)k, plm_dtype_name(dtype), (long long)height, (long long)width,
+                         plm_dtype_name(p->dtype), (long long)p->height, (long long)p->width);
   const size_t size = plm_dtype_size(dtype);
   return TIFFIsTiled(p->tif) ? read_tiles(p, k, dst, size, err, err_size)
                              : read_strips(p, k, dst, size, err, err_size);
@@ -361,16 +357,16 @@ plm_status tiff_encode(plm_dtype dtype, int ndim, const int64_t *dims, const voi
   else if (dtype == PLM_DTYPE_I32)
     format = SAMPLEFORMAT_INT;
   else if (dtype != PLM_DTYPE_U8 && dtype != PLM_DTYPE_U16)
-    return fail(err, err_size, PLM_ERR_INVALID_ARG,
-                "%s: %s data: a TIFF is written of u8, u16, i32 or f32", path,
-                plm_dtype_name(dtype));
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
+                         "%s: %s data: a TIFF is written of u8, u16, i32 or f32", path,
+                         plm_dtype_name(dtype));
   if (ndim != 2 && ndim != 3)
-    return fail(err, err_size, PLM_ERR_INVALID_ARG,
-                "%s: %d dimensions: a TIFF is written of (H, W) or (N, H, W)", path, ndim);
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
+                         "%s: %d dimensions: a TIFF is written of (H, W) or (N, H, W)", path, ndim);
   for (int d = 0; d < ndim; d++)
     if (dims[d] < 1 || dims[d] > INT32_MAX)
-      return fail(err, err_size, PLM_ERR_INVALID_ARG, "%s: dimension %d is %lld", path, d,
-                  (long long)dims[d]);
+      return quote_failure(err, err_size, PLM_ERR_INVALID_ARG, "%s: dimension %d is %lld", path, d,
+                           (long long)dims[d]);
   const int64_t pages = ndim == 3 ? dims[0] : 1, h = dims[ndim - 2], w = dims[ndim - 1];
   const size_t size = plm_dtype_size(dtype), row = (size_t)w * size;
   char message[LIBTIFF_MESSAGE_SIZE] = "";
@@ -408,10 +404,11 @@ plm_status tiff_encode(plm_dtype dtype, int ndim, const int64_t *dims, const voi
   if (!good || m.failed) {
     free(m.data);
     return m.failed || !tif
-               ? fail(err, err_size, PLM_ERR_OUT_OF_MEMORY, "%s: out of memory for the TIFF (%s)",
-                      path, message[0] ? message : "libtiff")
-               : fail(err, err_size, PLM_ERR_IO, "%s: writing the TIFF failed: %s", path,
-                      message[0] ? message : "libtiff");
+               ? quote_failure(err, err_size, PLM_ERR_OUT_OF_MEMORY,
+                               "%s: out of memory for the TIFF (%s)", path,
+                               message[0] ? message : "libtiff")
+               : quote_failure(err, err_size, PLM_ERR_IO, "%s: writing the TIFF failed: %s", path,
+                               message[0] ? message : "libtiff");
   }
   *bytes = m.data;
   *length = m.size;
