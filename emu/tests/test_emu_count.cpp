@@ -18,26 +18,13 @@
 #include <vector>
 
 #include "emu/count/emu_count.h"
+#include "emu/tests/emu_check.h"
 #include "emu/tests/count_kernels.h"
 
 namespace {
 
-int failures = 0;
-
-void check(bool ok, const std::string &what) {
-  std::printf("%s: %s\n", ok ? "ok" : "FAILED", what.c_str());
-  std::fflush(stdout);
-  if (!ok) failures++;
-}
-
-#define CUDA_OK(call)                                                                 \
-  do {                                                                                \
-    cudaError_t err_ = (call);                                                        \
-    if (err_ != cudaSuccess) {                                                        \
-      std::printf("FAILED: %s: %s\n", #call, cudaGetErrorName(err_));                 \
-      std::exit(1);                                                                   \
-    }                                                                                 \
-  } while (0)
+using plm_emu_test::check;
+using plm_emu_test::failures;
 
 std::string u(uint64_t v) { return std::to_string((unsigned long long)v); }
 
@@ -214,14 +201,15 @@ void test_off_and_report(cudaStream_t s) {
         "a section cannot open inside another");
   plm_emu_count_end();
 
-  char dir[] = "/tmp/plume-emu-count-XXXXXX";
-  check(mkdtemp(dir) != nullptr, "a scratch directory");
-  const std::string json = std::string(dir) + "/cost.json", text = std::string(dir) + "/cost.txt";
+  const char *tmp = std::getenv("TMPDIR");
+  std::string dir = std::string(tmp && *tmp ? tmp : "/tmp") + "/plume-emu-count-XXXXXX";
+  check(mkdtemp(&dir[0]) != nullptr, "a scratch directory");
+  const std::string json = dir + "/cost.json", text = dir + "/cost.txt";
   FILE *t = std::fopen(text.c_str(), "w");
   check(plm_emu_count_report("H100", t, json.c_str()) == 0, "the report is written");
   std::fclose(t);
   check(plm_emu_count_report("A100", nullptr, nullptr) == -1, "an unknown device is refused");
-  check(plm_emu_count_report("H200", nullptr, (std::string(dir) + "/no/such/dir.json").c_str()) == -1,
+  check(plm_emu_count_report("H200", nullptr, (dir + "/no/such/dir.json").c_str()) == -1,
         "a JSON file that cannot be written is refused");
   auto slurp = [](const std::string &path) {
     std::string all;
@@ -242,7 +230,7 @@ void test_off_and_report(cudaStream_t s) {
         "the JSON report has the sections, kernels and bounds");
   std::remove(json.c_str());
   std::remove(text.c_str());
-  rmdir(dir);
+  rmdir(dir.c_str());
   plm_emu_count_clear();
   check(plm_emu_count_get("copy", nullptr, &none) == 0, "clear forgets the sections");
   CUDA_OK(cudaFree(a));

@@ -27,26 +27,13 @@
 #include <string>
 #include <vector>
 
+#include "emu/tests/emu_check.h"
 #include "emu/tests/device_kernels.h"
 
 namespace {
 
-int failures = 0;
-
-void check(bool ok, const std::string &what) {
-  std::printf("%s: %s\n", ok ? "ok" : "FAILED", what.c_str());
-  std::fflush(stdout);
-  if (!ok) failures++;
-}
-
-#define CUDA_OK(call)                                                                 \
-  do {                                                                                \
-    cudaError_t err_ = (call);                                                        \
-    if (err_ != cudaSuccess) {                                                        \
-      std::printf("FAILED: %s: %s\n", #call, cudaGetErrorName(err_));                 \
-      std::exit(1);                                                                   \
-    }                                                                                 \
-  } while (0)
+using plm_emu_test::check;
+using plm_emu_test::failures;
 
 template <class T>
 std::vector<T> run(correct_kernel which, size_t count, const std::vector<float> &input = {},
