@@ -47,6 +47,7 @@
 #include "bench_common.h"
 #include "cublas_loader.h"
 #include "plume/plume.h"
+#include "tools/result_check.h"
 
 typedef struct options {
   run_size size;
@@ -378,45 +379,37 @@ static json_t *document_json(const bench_env *env, const measured *rs, int count
   return doc;
 }
 
-/* Check that path holds a bench_matmul result document; prints why not. */
-static bool validate_json(const char *path) {
-  json_error_t error;
-  json_t *doc = json_load_file(path, 0, &error);
-  if (!doc) {
-    fprintf(stderr, "bench_matmul: %s:%d:%d: %s\n", path, error.line, error.column, error.text);
-    return false;
-  }
-  const char *problem = NULL;
-  const char *benchmark = json_string_value(json_object_get(doc, "benchmark"));
-  json_t *list = json_object_get(doc, "results");
+/* The crossover's exact works (integers, or null for none) and each result's work and
+ * plume variants' medians. */
+static bool check_matmul(json_t *doc, char *problem, size_t size) {
   json_t *cross = json_object_get(doc, "crossover");
-  if (!benchmark || strcmp(benchmark, "matmul") != 0)
-    problem = "\"benchmark\" is not \"matmul\"";
-  else if (!json_is_array(list) || json_array_size(list) == 0)
-    problem = "\"results\" is not a non-empty array";
-  else if (!json_is_object(cross))
-    problem = "\"crossover\" is not an object";
-  for (int k = 0; !problem && k < 3; k++) { /* exact works: integers, or null for none */
-    static const char *const keys[] = {"tf32_from_work", "bf16_from_work",
-                                       "auto_rule_tf32_min_work"};
+  if (!json_is_object(cross))
+    return result_problem(problem, size, "\"crossover\" is not an object");
+  static const char *const keys[] = {"tf32_from_work", "bf16_from_work", "auto_rule_tf32_min_work"};
+  for (int k = 0; k < 3; k++) {
     json_t *work = json_object_get(cross, keys[k]);
     if (!json_is_integer(work) && !(k < 2 && json_is_null(work)))
-      problem = "a crossover work is not an integer (or null)";
+      return result_problem(problem, size, "a crossover work is not an integer (or null)");
   }
-  for (size_t i = 0; !problem && i < json_array_size(list); i++) {
+  json_t *list = json_object_get(doc, "results");
+  for (size_t i = 0; i < json_array_size(list); i++) {
     if (!json_is_integer(json_object_get(json_array_get(list, i), "work")))
-      problem = "a result's work is not an integer";
+      return result_problem(problem, size, "a result's work is not an integer");
     json_t *variants = json_object_get(json_array_get(list, i), "variants");
-    for (int v = 0; !problem && v <= PLUME_AUTO; v++) {
-      json_t *t = json_object_get(variants, variant_names[v]);
-      if (!json_is_number(json_object_get(t, "median_us")) ||
-          !(json_number_value(json_object_get(t, "median_us")) >= 0))
-        problem = "a result lacks a plume variant's median_us";
+    for (int v = 0; v <= PLUME_AUTO; v++) {
+      json_t *median = json_object_get(json_object_get(variants, variant_names[v]), "median_us");
+      if (!json_is_number(median) || !(json_number_value(median) >= 0))
+        return result_problem(problem, size, "a result lacks a plume variant's median_us");
     }
   }
-  if (problem) fprintf(stderr, "bench_matmul: %s: %s\n", path, problem);
-  json_decref(doc);
-  return problem == NULL;
+  return true;
+}
+
+/* Check that path holds a bench_matmul result document; prints why not. */
+static bool validate_json(const char *path) {
+  static const result_schema schema = {
+      .prog = "bench_matmul", .benchmark = "matmul", .check = check_matmul};
+  return result_check_file(path, &schema, stderr);
 }
 
 /* ---- main ----------------------------------------------------------------------------------- */

@@ -122,6 +122,7 @@
 #include "plume/plume.h"
 #include "plume/pool.h"
 #include "tools/progress.h"
+#include "tools/result_check.h"
 #if PLUME_EMU_COUNT
 #include "emu/count/emu_count.h"
 #endif
@@ -1073,40 +1074,16 @@ static json_t *document_json(const bench_env *env, const result *rs, size_t coun
 
 /* Check that path holds a bench_ops result document; prints why not. */
 static bool validate_json(const char *path) {
-  static const char *const top_keys[] = {"benchmark", "backend", "device", "commit", "results"};
-  static const char *const result_keys[] = {"op",         "size",   "dtype",   "mean_us",
-                                            "stddev_us",  "min_us", "max_us",  "cv",
-                                            "mpix_per_s", "gbps",   "floor_us"};
-  json_error_t error;
-  json_t *doc = json_load_file(path, 0, &error);
-  if (!doc) {
-    fprintf(stderr, "bench_ops: %s:%d:%d: %s\n", path, error.line, error.column, error.text);
-    return false;
-  }
-  const char *problem = NULL;
-  for (size_t k = 0; !problem && k < sizeof top_keys / sizeof top_keys[0]; k++)
-    if (!json_object_get(doc, top_keys[k])) problem = top_keys[k];
-  const char *benchmark = json_string_value(json_object_get(doc, "benchmark"));
-  json_t *list = json_object_get(doc, "results");
-  if (!problem && (!benchmark || strcmp(benchmark, "ops") != 0))
-    problem = "benchmark (not \"ops\")";
-  if (!problem && (!json_is_array(list) || json_array_size(list) == 0))
-    problem = "results (not a non-empty array)";
-  if (problem) {
-    fprintf(stderr, "bench_ops: %s: missing or wrong \"%s\"\n", path, problem);
-    json_decref(doc);
-    return false;
-  }
-  for (size_t i = 0; !problem && i < json_array_size(list); i++) {
-    json_t *r = json_array_get(list, i);
-    for (size_t k = 0; !problem && k < sizeof result_keys / sizeof result_keys[0]; k++) {
-      json_t *v = json_object_get(r, result_keys[k]);
-      if (!v || (k >= 3 && !json_is_number(v))) problem = result_keys[k];
-    }
-    if (problem) fprintf(stderr, "bench_ops: %s: result %zu lacks \"%s\"\n", path, i, problem);
-  }
-  json_decref(doc);
-  return problem == NULL;
+  static const char *const keys[] = {"benchmark", "backend", "device", "commit", "results", NULL};
+  static const char *const result_keys[] = {"op", "size", "dtype", NULL};
+  static const char *const result_numbers[] = {
+      "mean_us", "stddev_us", "min_us", "max_us", "cv", "mpix_per_s", "gbps", "floor_us", NULL};
+  static const result_schema schema = {.prog = "bench_ops",
+                                       .benchmark = "ops",
+                                       .keys = keys,
+                                       .result_keys = result_keys,
+                                       .result_numbers = result_numbers};
+  return result_check_file(path, &schema, stderr);
 }
 
 /* ---- profile ------------------------------------------------------------------------------ */

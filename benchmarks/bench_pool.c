@@ -148,6 +148,7 @@
 #include "streams/clock.h"
 #include "streams/file.h"
 #include "tools/progress.h"
+#include "tools/result_check.h"
 
 #define KIB ((size_t)1024)
 #define MIB (1024 * KIB)
@@ -1458,10 +1459,23 @@ static json_t *document_json(const bench_env *env, json_t *ratios, json_t *goals
   return doc;
 }
 
+/* A steady_state result also holds its upstream allocations after the warm-up. */
+static bool check_steady_state(json_t *doc, char *problem, size_t size) {
+  json_t *list = json_object_get(doc, "results");
+  for (size_t i = 0; i < json_array_size(list); i++) {
+    json_t *r = json_array_get(list, i);
+    const char *workload = json_string_value(json_object_get(r, "workload"));
+    if (workload && strcmp(workload, "steady_state") == 0 &&
+        !json_object_get(r, "upstream_allocs_after_warmup"))
+      return result_problem(problem, size, "result %zu lacks \"upstream_allocs_after_warmup\"", i);
+  }
+  return true;
+}
+
 /* Check that path holds a bench_pool result document; prints why not. */
 static bool validate_json(const char *path) {
-  static const char *const top_keys[] = {"benchmark", "backend", "device",
-                                         "commit",    "driver",  "results"};
+  static const char *const keys[] = {"benchmark", "backend", "device", "commit",
+                                     "driver",    "results", NULL};
   static const char *const result_keys[] = {"workload",
                                             "mode",
                                             "max_size",
@@ -1471,39 +1485,14 @@ static bool validate_json(const char *path) {
                                             "hit_rate",
                                             "upstream_allocs",
                                             "peak_reserved_over_in_use",
-                                            "fragmentation_goal"};
-  json_error_t error;
-  json_t *doc = json_load_file(path, 0, &error);
-  if (!doc) {
-    fprintf(stderr, "bench_pool: %s:%d:%d: %s\n", path, error.line, error.column, error.text);
-    return false;
-  }
-  const char *problem = NULL;
-  for (size_t k = 0; !problem && k < sizeof top_keys / sizeof top_keys[0]; k++)
-    if (!json_object_get(doc, top_keys[k])) problem = top_keys[k];
-  const char *benchmark = json_string_value(json_object_get(doc, "benchmark"));
-  json_t *list = json_object_get(doc, "results");
-  if (!problem && (!benchmark || strcmp(benchmark, "pool") != 0))
-    problem = "benchmark (not \"pool\")";
-  if (!problem && (!json_is_array(list) || json_array_size(list) == 0))
-    problem = "results (not a non-empty array)";
-  if (problem) {
-    fprintf(stderr, "bench_pool: %s: missing or wrong \"%s\"\n", path, problem);
-    json_decref(doc);
-    return false;
-  }
-  for (size_t i = 0; !problem && i < json_array_size(list); i++) {
-    json_t *r = json_array_get(list, i);
-    for (size_t k = 0; !problem && k < sizeof result_keys / sizeof result_keys[0]; k++)
-      if (!json_object_get(r, result_keys[k])) problem = result_keys[k];
-    const char *workload = json_string_value(json_object_get(r, "workload"));
-    if (!problem && workload && strcmp(workload, "steady_state") == 0 &&
-        !json_object_get(r, "upstream_allocs_after_warmup"))
-      problem = "upstream_allocs_after_warmup";
-    if (problem) fprintf(stderr, "bench_pool: %s: result %zu lacks \"%s\"\n", path, i, problem);
-  }
-  json_decref(doc);
-  return problem == NULL;
+                                            "fragmentation_goal",
+                                            NULL};
+  static const result_schema schema = {.prog = "bench_pool",
+                                       .benchmark = "pool",
+                                       .keys = keys,
+                                       .result_keys = result_keys,
+                                       .check = check_steady_state};
+  return result_check_file(path, &schema, stderr);
 }
 
 /* ---- main ----------------------------------------------------------------------------- */

@@ -18,6 +18,7 @@
 #include "tools/cpu_share.h"
 #include "tools/progress.h"
 #include "tools/quote.h"
+#include "tools/result_check.h"
 #include "tools/scene.h"
 
 enum { EXIT_RUNTIME_FAILURE = 1, EXIT_USAGE = 2 };
@@ -1013,75 +1014,51 @@ static json_t *document_json(const bench *b, const goal *goals, int goal_count) 
   return doc;
 }
 
-bool pipeline_bench_validate_json(const char *path, FILE *err) {
-  static const char *const top_keys[] = {"benchmark", "backend", "device",
-                                         "commit",    "results", "floors"};
+/* The floors' bandwidths and cases, and each result's config, streams, frame, dtype and
+ * numbers (a skipped config has nulls; a run one may have null overlap: no device timing,
+ * null hit rate: no pool requests, and a null model ratio: no frame timed); a naive run. */
+static bool check_pipeline(json_t *doc, char *problem, size_t size) {
   static const char *const numbers[] = {
       "frames_per_s",   "latency_p50_ms",         "latency_p99_ms",         "host_submit_us",
       "host_source_us", "speedup_vs_naive",       "pool_hit_rate",          "upstream_allocs",
       "overlap",        "predicted_ms_per_frame", "measured_over_predicted"};
-  if (!err) err = stderr;
-  json_error_t error;
-  char shown[QUOTE_SIZE]; /* path as given, escaped: the messages stay one line */
-  quote_text(path, shown, sizeof shown);
-  char why[160];
-  FILE *file = plm__file_open_regular(path, PLM__FILE_READ, NULL, why, sizeof why);
-  if (!file) {
-    fprintf(err, "%s: %s\n", shown, why);
-    return false;
-  }
-  json_t *doc = json_loadf(file, 0, &error);
-  fclose(file);
-  if (!doc) {
-    fprintf(err, "%s:%d:%d: %s\n", shown, error.line, error.column, error.text);
-    return false;
-  }
-  char problem[160] = "";
-  for (size_t k = 0; !problem[0] && k < sizeof top_keys / sizeof top_keys[0]; k++)
-    if (!json_object_get(doc, top_keys[k]))
-      snprintf(problem, sizeof problem, "no \"%s\"", top_keys[k]);
-  const char *benchmark = json_string_value(json_object_get(doc, "benchmark"));
   json_t *results = json_object_get(doc, "results");
   json_t *floor_doc = json_object_get(doc, "floors");
-  if (!problem[0] && (!benchmark || strcmp(benchmark, "pipeline") != 0))
-    snprintf(problem, sizeof problem, "\"benchmark\" is not \"pipeline\"");
-  if (!problem[0] && (!json_is_array(results) || json_array_size(results) == 0))
-    snprintf(problem, sizeof problem, "\"results\" is not a non-empty array");
-  if (!problem[0] && (!json_is_object(floor_doc) ||
-                      !json_is_number(json_object_get(floor_doc, "pinned_h2d_gbps")) ||
-                      !json_is_number(json_object_get(floor_doc, "device_copy_gbps")) ||
-                      !json_is_array(json_object_get(floor_doc, "cases"))))
-    snprintf(problem, sizeof problem, "\"floors\" lacks its bandwidths or cases");
+  if (!json_is_object(floor_doc) ||
+      !json_is_number(json_object_get(floor_doc, "pinned_h2d_gbps")) ||
+      !json_is_number(json_object_get(floor_doc, "device_copy_gbps")) ||
+      !json_is_array(json_object_get(floor_doc, "cases")))
+    return result_problem(problem, size, "\"floors\" lacks its bandwidths or cases");
   bool naive_seen = false;
-  for (size_t i = 0; !problem[0] && i < json_array_size(results); i++) {
+  for (size_t i = 0; i < json_array_size(results); i++) {
     json_t *r = json_array_get(results, i);
     const char *name = json_string_value(json_object_get(r, "config"));
     const bool skipped = json_is_true(json_object_get(r, "skipped"));
     if (!name || !json_is_integer(json_object_get(r, "streams")) ||
         !json_is_string(json_object_get(r, "frame")) ||
-        !json_is_string(json_object_get(r, "dtype"))) {
-      snprintf(problem, sizeof problem, "result %zu lacks config, streams, frame or dtype", i);
-      break;
-    }
+        !json_is_string(json_object_get(r, "dtype")))
+      return result_problem(problem, size, "result %zu lacks config, streams, frame or dtype", i);
     naive_seen |= strcmp(name, "naive") == 0 && !skipped;
     for (size_t k = 0; k < sizeof numbers / sizeof numbers[0]; k++) {
       json_t *v = json_object_get(r, numbers[k]);
-      /* A skipped config has nulls; a run one may have null overlap (no device timing),
-       * null hit rate (no pool requests) and a null model ratio (no frame timed). */
       bool may_be_null = skipped || strcmp(numbers[k], "overlap") == 0 ||
                          strcmp(numbers[k], "pool_hit_rate") == 0 ||
                          strcmp(numbers[k], "measured_over_predicted") == 0;
-      if (!v || !(json_is_number(v) || (may_be_null && json_is_null(v)))) {
-        snprintf(problem, sizeof problem, "result %zu (%s) lacks a number \"%s\"", i, name,
-                 numbers[k]);
-        break;
-      }
+      if (!v || !(json_is_number(v) || (may_be_null && json_is_null(v))))
+        return result_problem(problem, size, "result %zu (%s) lacks a number \"%s\"", i, name,
+                              numbers[k]);
     }
   }
-  if (!problem[0] && !naive_seen) snprintf(problem, sizeof problem, "no naive result");
-  if (problem[0]) fprintf(err, "%s: not a bench_pipeline result: %s\n", shown, problem);
-  json_decref(doc);
-  return problem[0] == '\0';
+  if (!naive_seen) return result_problem(problem, size, "no naive result");
+  return true;
+}
+
+bool pipeline_bench_validate_json(const char *path, FILE *err) {
+  static const char *const keys[] = {"benchmark", "backend", "device", "commit",
+                                     "results",   "floors",  NULL};
+  static const result_schema schema = {
+      .prog = "bench_pipeline", .benchmark = "pipeline", .keys = keys, .check = check_pipeline};
+  return result_check_file(path, &schema, err);
 }
 
 /* ---- the run ------------------------------------------------------------------------------ */
