@@ -48,6 +48,7 @@
 #include "cublas_loader.h"
 #include "plume/plume.h"
 #include "tools/result_check.h"
+#include "tools/splitmix64.h"
 
 typedef struct options {
   run_size size;
@@ -151,10 +152,7 @@ typedef struct measured {
 static uint64_t rng_state = 20261125;
 
 static float random_unit(void) {
-  uint64_t z = (rng_state += 0x9E3779B97F4A7C15u);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
-  z ^= z >> 31;
+  uint64_t z = splitmix64_next(&rng_state);
   return (float)((double)(z >> 40) / (double)(UINT64_C(1) << 24)) - 0.5f;
 }
 

@@ -123,6 +123,7 @@
 #include "plume/pool.h"
 #include "tools/progress.h"
 #include "tools/result_check.h"
+#include "tools/splitmix64.h"
 #if PLUME_EMU_COUNT
 #include "emu/count/emu_count.h"
 #endif
@@ -205,16 +206,9 @@ static bool time_once(bench_env *env, enqueue_fn fn, void *state, double *us) {
   return true;
 }
 
-/* ---- pseudo-random inputs (splitmix64, fixed seed) ---------------------------------- */
+/* ---- pseudo-random inputs (splitmix64, tools/splitmix64.h, fixed seed) --------------- */
 
 static uint64_t rng_state = 20240611;
-
-static uint64_t rng_next(void) {
-  uint64_t z = (rng_state += 0x9E3779B97F4A7C15u);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
-  return z ^ (z >> 31);
-}
 
 /* A (H, W) tensor of dtype from the default pool, filled with random values (u8:
  * 0..255; f32: [0, 1)). */
@@ -228,7 +222,7 @@ static bool random_tensor_nd(bench_env *env, plm_dtype dtype, int ndim, const in
   void *host = malloc(bytes);
   if (!host) return fail("out of host memory for a %zu-byte input", bytes);
   for (size_t i = 0; i < count; i++) {
-    uint64_t r = rng_next();
+    uint64_t r = splitmix64_next(&rng_state);
     if (dtype == PLM_DTYPE_U8)
       ((uint8_t *)host)[i] = (uint8_t)(r >> 56);
     else

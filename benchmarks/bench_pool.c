@@ -149,6 +149,7 @@
 #include "streams/file.h"
 #include "tools/progress.h"
 #include "tools/result_check.h"
+#include "tools/splitmix64.h"
 
 #define KIB ((size_t)1024)
 #define MIB (1024 * KIB)
@@ -273,17 +274,14 @@ static void samples_release(samples *s) {
   s->count = s->capacity = 0;
 }
 
-/* ---- a deterministic PRNG (splitmix64) ------------------------------------------ */
+/* ---- a deterministic PRNG (splitmix64, tools/splitmix64.h) ----------------------- */
 
 typedef struct rng {
   uint64_t state;
 } rng;
 
 static inline uint64_t rng_next(rng *r) {
-  uint64_t z = (r->state += 0x9E3779B97F4A7C15u);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
-  return z ^ (z >> 31);
+  return splitmix64_next(&r->state);
 }
 
 /* Uniform in [0, bound) (the modulo bias is below 2^-37 for the bounds used here). */

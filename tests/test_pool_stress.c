@@ -51,6 +51,7 @@
 
 #include "harness.h"
 #include "plume/pool.h"
+#include "tools/splitmix64.h"
 
 enum {
   THREADS = 4,
@@ -87,13 +88,6 @@ typedef struct pass_config {
 } pass_config;
 
 /* ---- random numbers ------------------------------------------------------------ */
-
-static uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15u;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9u;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBu;
-  return x ^ (x >> 31);
-}
 
 static uint64_t xorshift64(uint64_t *state) {
   uint64_t x = *state;
@@ -277,7 +271,7 @@ static bool worker_ok(worker *w, plm_status status, const char *what) {
 }
 
 static const unsigned char *pattern_of(const stress_run *run, uint64_t id) {
-  return run->patterns + splitmix64(id) % PATTERN_TABLE_BYTES;
+  return run->patterns + splitmix64_hash(id) % PATTERN_TABLE_BYTES;
 }
 
 static size_t checked_bytes(size_t bytes) {
@@ -665,7 +659,7 @@ static void run_pass(const pass_config *cfg, uint64_t ops) {
   /* Pinned host memory, so that the copies stay asynchronous on cuda too. */
   PLM_CHECK_OK(
       plm_host_alloc(plm_test_ctx, PATTERN_TABLE_BYTES + CHECK_BYTES, (void **)&run->patterns));
-  uint64_t fill = splitmix64(base_seed) | 1;
+  uint64_t fill = splitmix64_hash(base_seed) | 1;
   for (size_t i = 0; i < PATTERN_TABLE_BYTES + CHECK_BYTES; i++)
     run->patterns[i] = (unsigned char)(xorshift64(&fill) >> 56);
 
@@ -682,7 +676,7 @@ static void run_pass(const pass_config *cfg, uint64_t ops) {
     worker *w = &run->workers[t];
     w->run = run;
     w->index = t;
-    w->seed = splitmix64(base_seed + (uint64_t)cfg->seed_salt * THREADS + (uint64_t)t) | 1;
+    w->seed = splitmix64_hash(base_seed + (uint64_t)cfg->seed_salt * THREADS + (uint64_t)t) | 1;
     w->rng = w->seed;
     w->quota = ops / THREADS + ((uint64_t)t < ops % THREADS ? 1 : 0);
     w->live = calloc(cfg->max_live_blocks, sizeof *w->live);

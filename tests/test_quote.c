@@ -12,6 +12,7 @@
 
 #include "checks.h"
 #include "tools/quote.h"
+#include "tools/splitmix64.h" /* the same strings on every platform */
 
 static char out[QUOTE_SIZE];
 
@@ -126,14 +127,6 @@ START_TEST(test_quote_text_escapes_a_whole_message) {
 }
 END_TEST
 
-/* splitmix64: the same strings on every platform. */
-static uint64_t next_random(uint64_t *state) {
-  uint64_t z = (*state += 0x9e3779b97f4a7c15u);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-  return z ^ (z >> 31);
-}
-
 START_TEST(test_random_bytes_come_out_on_one_line) {
   static const unsigned char alphabet[] = {'a',  ' ',  '\'', '\\', '\n', '\t', '\r', 0x01,
                                            0x1b, 0x7f, 0x80, 0x85, 0x9b, 0xa0, 0xa9, 0xbf,
@@ -141,10 +134,11 @@ START_TEST(test_random_bytes_come_out_on_one_line) {
   char value[400], again[QUOTE_SIZE], small[24];
   uint64_t state = 1;
   for (int round = 0; round < 20000; round++) {
-    size_t length = next_random(&state) % sizeof value;
+    size_t length = splitmix64_next(&state) % sizeof value;
     for (size_t i = 0; i < length; i++)
-      value[i] = (char)(next_random(&state) % 4 ? alphabet[next_random(&state) % sizeof alphabet]
-                                                : (char)(next_random(&state) % 255 + 1));
+      value[i] =
+          (char)(splitmix64_next(&state) % 4 ? alphabet[splitmix64_next(&state) % sizeof alphabet]
+                                             : (char)(splitmix64_next(&state) % 255 + 1));
     value[length] = '\0';
     quote_value(value, out, sizeof out);
     size_t n = strlen(out);

@@ -26,6 +26,7 @@
 #include "scratch_dir.h"
 #include "tools/csv.h"
 #include "tools/score.h"
+#include "tools/splitmix64.h"
 
 static char err[SCORE_ERROR_SIZE];
 static char dir[SCRATCH_DIR_SIZE];
@@ -298,20 +299,9 @@ static void check_against_reference(const score_truth *t, int64_t nt, const scor
       (long long)want.true_positives, want.mean_error, want.max_error);
 }
 
-/* splitmix64: the same numbers on every platform. */
-static uint64_t next_random(uint64_t *state) {
-  uint64_t z = (*state += 0x9e3779b97f4a7c15u);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-  return z ^ (z >> 31);
-}
-
+/* splitmix64 (tools/splitmix64.h): the same numbers on every platform. */
 static int64_t random_below(uint64_t *state, int64_t n) {
-  return (int64_t)(next_random(state) % (uint64_t)n);
-}
-
-static double random_unit(uint64_t *state) {
-  return (double)(next_random(state) >> 11) * 0x1p-53;
+  return (int64_t)(splitmix64_next(state) % (uint64_t)n);
 }
 
 /* A position near one of the clusters: mostly on a lattice of whole or half pixels, so
@@ -321,8 +311,8 @@ static void random_position(uint64_t *state, const double (*clusters)[2], int n_
                             double *row, double *col) {
   const double *centre = clusters[random_below(state, n_clusters)];
   if (random_below(state, 4) == 0) {
-    *row = centre[0] + 16 * random_unit(state) - 8;
-    *col = centre[1] + 16 * random_unit(state) - 8;
+    *row = centre[0] + 16 * splitmix64_unit(state) - 8;
+    *col = centre[1] + 16 * splitmix64_unit(state) - 8;
   } else {
     double step = random_below(state, 2) ? 1.0 : 0.5;
     *row = centre[0] + step * (double)(random_below(state, 17) - 8);
@@ -351,14 +341,14 @@ START_TEST(test_grid_matches_all_pairs_on_random_cases) {
       t[i].frame = random_below(&state, frames);
       random_position(&state, clusters, n_clusters, &t[i].row, &t[i].col);
       t[i].sigma =
-          random_below(&state, 3) ? sigmas[random_below(&state, 7)] : 4 * random_unit(&state);
+          random_below(&state, 3) ? sigmas[random_below(&state, 7)] : 4 * splitmix64_unit(&state);
     }
     for (int64_t j = 0; j < nd; j++) {
       d[j].frame = random_below(&state, frames + 1); /* some in a frame without truth */
       random_position(&state, clusters, n_clusters, &d[j].row, &d[j].col);
     }
-    double radius =
-        random_below(&state, 5) ? radii[random_below(&state, 6)] : 0.1 + 9.9 * random_unit(&state);
+    double radius = random_below(&state, 5) ? radii[random_below(&state, 6)]
+                                            : 0.1 + 9.9 * splitmix64_unit(&state);
     char what[64];
     snprintf(what, sizeof what, "seed %llu", (unsigned long long)seed);
     check_against_reference(t, nt, d, nd, radius, what);
@@ -411,17 +401,17 @@ START_TEST(test_grid_on_large_frames) {
   ck_assert(t && d);
   uint64_t state = 19;
   for (int64_t i = 0; i < N; i++) {
-    t[i] = (score_truth){0, 1000 * random_unit(&state), 1000 * random_unit(&state),
-                         3 * random_unit(&state)};
-    d[i] = (score_detection){0, 1000 * random_unit(&state), 1000 * random_unit(&state)};
+    t[i] = (score_truth){0, 1000 * splitmix64_unit(&state), 1000 * splitmix64_unit(&state),
+                         3 * splitmix64_unit(&state)};
+    d[i] = (score_detection){0, 1000 * splitmix64_unit(&state), 1000 * splitmix64_unit(&state)};
   }
   check_against_reference(t, N, d, N, SCORE_RADIUS_DEFAULT, "3000 x 3000 in one frame");
   /* The same spread over a frame of 16384 x 16384 px with a radius of 3: the grid's
    * memory follows the rows, not the area. */
   for (int64_t i = 0; i < N; i++) {
     t[i].row *= 16.384, t[i].col *= 16.384;
-    d[i].row = t[(i * 7) % N].row + 2 * random_unit(&state);
-    d[i].col = t[(i * 7) % N].col - 2 * random_unit(&state);
+    d[i].row = t[(i * 7) % N].row + 2 * splitmix64_unit(&state);
+    d[i].col = t[(i * 7) % N].col - 2 * splitmix64_unit(&state);
   }
   check_against_reference(t, N, d, N, 3, "3000 x 3000 over 16384 x 16384 px");
   free(t);

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tools/splitmix64.h"
+
 #if defined(__FLT_EVAL_METHOD__) && __FLT_EVAL_METHOD__ != 0
 #error "tools/scene.c needs double arithmetic evaluated in double precision (FLT_EVAL_METHOD 0)"
 #endif
@@ -190,13 +192,7 @@ static double bounce(double phase, double travel, double r, int64_t size) {
   return r + 1.0 + room - fabs(wrap(phase * 2.0 * room + travel, 2.0 * room) - room);
 }
 
-/* ---- random numbers: splitmix64 -------------------------------------------------------- */
-
-static uint64_t mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
+/* ---- random numbers: splitmix64 (tools/splitmix64.h) ---------------------------------- */
 
 typedef struct rng {
   uint64_t state;
@@ -205,17 +201,16 @@ typedef struct rng {
 /* A generator of its own for each purpose, so that one part of the scene does not
  * shift the numbers of another. */
 static rng rng_for(uint64_t seed, uint64_t purpose) {
-  return (rng){mix64(seed ^ mix64(purpose + 0x9e3779b97f4a7c15ull))};
+  return (rng){splitmix64_mix(seed ^ splitmix64_hash(purpose))};
 }
 
 static uint64_t rng_next(rng *r) {
-  r->state += 0x9e3779b97f4a7c15ull;
-  return mix64(r->state);
+  return splitmix64_next(&r->state);
 }
 
 /* Uniform on [0, 1), 53 bits. */
 static double rng_uniform(rng *r) {
-  return (double)(rng_next(r) >> 11) * (1.0 / 9007199254740992.0);
+  return splitmix64_unit(&r->state);
 }
 
 static double rng_range(rng *r, double lo, double hi) {
@@ -767,9 +762,9 @@ typedef struct pixel_sensor {
 } pixel_sensor;
 
 static pixel_sensor sensor_at(const scene *s, uint64_t index) {
-  pixel_sensor p = {.gain = 1.0 + GAIN_RMS * normal_from_bits(mix64(index ^ s->gain_key)),
-                    .offset = OFFSET_RMS * normal_from_bits(mix64(index ^ s->offset_key))};
-  uint64_t b = mix64(index ^ s->bad_key);
+  pixel_sensor p = {.gain = 1.0 + GAIN_RMS * normal_from_bits(splitmix64_mix(index ^ s->gain_key)),
+                    .offset = OFFSET_RMS * normal_from_bits(splitmix64_mix(index ^ s->offset_key))};
+  uint64_t b = splitmix64_mix(index ^ s->bad_key);
   double u = (double)(b >> 11) * (1.0 / 9007199254740992.0);
   if (u < DEAD_FRACTION) {
     p.bad = true;
@@ -810,7 +805,7 @@ plm_status scene_render(const scene *s, int64_t t, uint16_t *pixels, scene_truth
     uint16_t *out = pixels + y * w;
     for (int64_t x = 0; x < w; x++) {
       double v = p.row_values[x] +
-                 NOISE_RMS * normal_from_bits(mix64((base + (uint64_t)x) ^ s->noise_key));
+                 NOISE_RMS * normal_from_bits(splitmix64_mix((base + (uint64_t)x) ^ s->noise_key));
       if (!hard) {
         out[x] = counts(v);
         continue;
@@ -860,8 +855,9 @@ plm_status scene_calibration(const scene *s, float *gain, float *offset, uint8_t
   const uint64_t pixels = (uint64_t)(s->config.height * s->config.width);
   for (uint64_t i = 0; i < pixels; i++) {
     pixel_sensor p = sensor_at(s, i);
-    double gain_error = CAL_GAIN_ERROR * normal_from_bits(mix64(i ^ s->cal_gain_key));
-    double offset_error = CAL_OFFSET_ERROR * normal_from_bits(mix64(i ^ s->cal_offset_key));
+    double gain_error = CAL_GAIN_ERROR * normal_from_bits(splitmix64_mix(i ^ s->cal_gain_key));
+    double offset_error =
+        CAL_OFFSET_ERROR * normal_from_bits(splitmix64_mix(i ^ s->cal_offset_key));
     if (gain) gain[i] = (float)((1.0 + gain_error) / p.gain);
     if (offset) offset[i] = (float)(-p.offset / p.gain + offset_error);
     if (bad) bad[i] = p.bad;

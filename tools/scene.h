@@ -115,7 +115,7 @@
  * ---- determinism ----------------------------------------------------------------------
  * A scene is a function of (seed, H, W, difficulty) only: the same seed and size give the same
  * bytes on every machine, and a scene of N frames is the first N frames of any longer
- * one. All randomness comes from plume's own integer generators (splitmix64), and all
+ * one. All randomness comes from plume's own integer generator (tools/splitmix64.h), and all
  * floating-point work is IEEE-754 double arithmetic (+, -, *, /, sqrt) in a fixed
  * order, compiled without contraction into fused multiply-adds (-ffp-contract=off):
  * exp and sin are computed here from those operations, not taken from libm, whose
