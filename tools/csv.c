@@ -1,29 +1,16 @@
 /* tools/csv.c: numeric CSV tables (tools/csv.h). */
 #define _POSIX_C_SOURCE 200809L
 
-#include "streams/file.h"
 #include "tools/csv.h"
 #include "tools/regular_file.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "plume/label.h"
-
-/* "path:line: message" into err (file_failure_v). */
-static plm_status fail(char *err, size_t err_size, const char *path, int64_t line,
-                       plm_status status, const char *fmt, ...) {
-  va_list args;
-  va_start(args, fmt);
-  file_failure_v(err, err_size, path, line, status, fmt, args);
-  va_end(args);
-  return status;
-}
 
 void csv_free(csv_table *table) {
   if (!table) return;
@@ -42,36 +29,13 @@ int csv_column(const csv_table *table, const char *name) {
 
 /* Read the whole file, NUL-terminated. */
 static plm_status slurp(const char *path, char **text, size_t *length, char *err, size_t err_size) {
-  struct stat st;
-  char why[160];
-  FILE *file = plm__file_open_regular(path, PLM__FILE_READ, &st, why, sizeof why);
-  if (!file) return fail(err, err_size, path, 0, PLM_ERR_IO, "%s", why);
-  plm_status status = PLM_OK;
-  if ((int64_t)st.st_size > CSV_MAX_BYTES)
-    status = fail(err, err_size, path, 0, PLM_ERR_IO, "%lld bytes: larger than the %lld read",
-                  (long long)st.st_size, (long long)CSV_MAX_BYTES);
-  size_t size = status == PLM_OK ? (size_t)st.st_size : 0;
-  char *buf = status == PLM_OK ? malloc(size + 1) : NULL;
-  if (status == PLM_OK && !buf)
-    status = fail(err, err_size, path, 0, PLM_ERR_OUT_OF_MEMORY, "out of memory");
-  if (status == PLM_OK && size && fread(buf, 1, size, file) != size)
-    status = fail(err, err_size, path, 0, PLM_ERR_IO, "reading failed: %s",
-                  ferror(file) ? strerror(errno) : "the file shrank");
-  fclose(file);
-  if (status != PLM_OK) {
-    free(buf);
-    return status;
+  plm_status status = file_read_all(path, CSV_MAX_BYTES, text, length, err, err_size);
+  if (status == PLM_OK && memchr(*text, '\0', *length)) {
+    free(*text);
+    *text = NULL;
+    return path_failure(err, err_size, path, 0, PLM_ERR_IO, "a NUL byte: not a text file");
   }
-  buf[size] = '\0';
-  if (memchr(buf, '\0', size))
-    status = fail(err, err_size, path, 0, PLM_ERR_IO, "a NUL byte: not a text file");
-  if (status != PLM_OK) {
-    free(buf);
-    return status;
-  }
-  *text = buf;
-  *length = size;
-  return PLM_OK;
+  return status;
 }
 
 /* Split the line (NUL-terminated, no newline) at commas in place; fields[] gets up to
@@ -124,47 +88,52 @@ static plm_status parse(const char *path, char *text, size_t length, csv_table *
   char *cursor = text, *end = text + length;
   char *fields[CSV_MAX_COLUMNS];
   char *header = next_line(&cursor, end);
-  if (!header) return fail(err, err_size, path, 0, PLM_ERR_IO, "the file is empty: no header");
+  if (!header)
+    return path_failure(err, err_size, path, 0, PLM_ERR_IO, "the file is empty: no header");
   int columns = split(header, fields, CSV_MAX_COLUMNS);
   if (columns > CSV_MAX_COLUMNS)
-    return fail(err, err_size, path, 1, PLM_ERR_IO, "more than %d columns", CSV_MAX_COLUMNS);
+    return path_failure(err, err_size, path, 1, PLM_ERR_IO, "more than %d columns",
+                        CSV_MAX_COLUMNS);
   t->names = calloc((size_t)columns, sizeof *t->names);
-  if (!t->names) return fail(err, err_size, path, 0, PLM_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!t->names)
+    return path_failure(err, err_size, path, 0, PLM_ERR_OUT_OF_MEMORY, "out of memory");
   t->columns = columns;
   for (int i = 0; i < columns; i++) {
     char *name = trim(fields[i]);
     if (!valid_name(name))
-      return fail(err, err_size, path, 1, PLM_ERR_IO,
-                  "header field %d '%.40s' is not a column name (letters, digits, '_')", i + 1,
-                  name);
+      return path_failure(err, err_size, path, 1, PLM_ERR_IO,
+                          "header field %d '%.40s' is not a column name (letters, digits, '_')",
+                          i + 1, name);
     for (int j = 0; j < i; j++)
       if (strcmp(t->names[j], name) == 0)
-        return fail(err, err_size, path, 1, PLM_ERR_IO, "column '%s' appears twice", name);
+        return path_failure(err, err_size, path, 1, PLM_ERR_IO, "column '%s' appears twice", name);
     if (!(t->names[i] = strdup(name)))
-      return fail(err, err_size, path, 0, PLM_ERR_OUT_OF_MEMORY, "out of memory");
+      return path_failure(err, err_size, path, 0, PLM_ERR_OUT_OF_MEMORY, "out of memory");
   }
   /* Rows: at most one per remaining newline, plus a last one without. */
   int64_t room = 1;
   for (const char *p = cursor; p < end; p++) room += *p == '\n';
   t->values = malloc((size_t)room * (size_t)columns * sizeof *t->values);
-  if (!t->values) return fail(err, err_size, path, 0, PLM_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!t->values)
+    return path_failure(err, err_size, path, 0, PLM_ERR_OUT_OF_MEMORY, "out of memory");
   int64_t line_number = 1;
   char *line;
   while ((line = next_line(&cursor, end)) != NULL) {
     line_number++;
-    if (*line == '\0') return fail(err, err_size, path, line_number, PLM_ERR_IO, "empty line");
+    if (*line == '\0')
+      return path_failure(err, err_size, path, line_number, PLM_ERR_IO, "empty line");
     int n = split(line, fields, columns);
     if (n != columns)
-      return fail(err, err_size, path, line_number, PLM_ERR_IO, "%s fields, the header has %d",
-                  n > columns ? "more" : "fewer", columns);
+      return path_failure(err, err_size, path, line_number, PLM_ERR_IO,
+                          "%s fields, the header has %d", n > columns ? "more" : "fewer", columns);
     double *row = t->values + t->rows * columns;
     for (int i = 0; i < columns; i++) {
       char *field = trim(fields[i]), *stop = NULL;
       errno = 0;
       row[i] = strtod(field, &stop);
       if (!*field || *stop || (errno == ERANGE && (row[i] > 1 || row[i] < -1)))
-        return fail(err, err_size, path, line_number, PLM_ERR_IO,
-                    "field %d (%s) '%.40s' is not a number", i + 1, t->names[i], field);
+        return path_failure(err, err_size, path, line_number, PLM_ERR_IO,
+                            "field %d (%s) '%.40s' is not a number", i + 1, t->names[i], field);
     }
     t->rows++;
   }
@@ -173,8 +142,8 @@ static plm_status parse(const char *path, char *text, size_t length, csv_table *
 
 plm_status csv_read(const char *path, csv_table *out, char *err, size_t err_size) {
   if (err && err_size) err[0] = '\0';
-  if (!path) return fail(err, err_size, "csv_read", 0, PLM_ERR_INVALID_ARG, "path is NULL");
-  if (!out) return fail(err, err_size, path, 0, PLM_ERR_INVALID_ARG, "out is NULL");
+  if (!path) return path_failure(err, err_size, "csv_read", 0, PLM_ERR_INVALID_ARG, "path is NULL");
+  if (!out) return path_failure(err, err_size, path, 0, PLM_ERR_INVALID_ARG, "out is NULL");
   memset(out, 0, sizeof *out);
   char *text = NULL;
   size_t length = 0;

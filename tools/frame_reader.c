@@ -5,12 +5,13 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+
+#include "tools/quote.h"
 
 struct frame_reader {
   frame_reader_info info;
@@ -20,18 +21,6 @@ struct frame_reader {
   char **files;        /* a folder: the paths of its frames, sorted */
   int64_t file_count, file_room;
 };
-
-static plm_status fail(char *err, size_t err_size, plm_status status, const char *fmt, ...) {
-  if (err && err_size) {
-    va_list args;
-    va_start(args, fmt);
-    vsnprintf(err, err_size, fmt, args);
-    va_end(args);
-    for (char *c = err; *c; c++)
-      if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = ' ';
-  }
-  return status;
-}
 
 void frame_reader_close(frame_reader *r) {
   if (!r) return;
@@ -66,13 +55,15 @@ static plm_status add_file(frame_reader *r, const char *name, char *err, size_t 
   if (r->file_count == r->file_room) {
     int64_t room = r->file_room ? 2 * r->file_room : 64;
     char **grown = realloc(r->files, (size_t)room * sizeof *grown);
-    if (!grown) return fail(err, err_size, PLM_ERR_OUT_OF_MEMORY, "%s: out of memory", r->path);
+    if (!grown)
+      return quote_failure(err, err_size, PLM_ERR_OUT_OF_MEMORY, "%s: out of memory", r->path);
     r->files = grown;
     r->file_room = room;
   }
   size_t bytes = strlen(r->path) + 1 + strlen(name) + 1;
   char *path = malloc(bytes);
-  if (!path) return fail(err, err_size, PLM_ERR_OUT_OF_MEMORY, "%s: out of memory", r->path);
+  if (!path)
+    return quote_failure(err, err_size, PLM_ERR_OUT_OF_MEMORY, "%s: out of memory", r->path);
   snprintf(path, bytes, "%s/%s", r->path, name);
   /* A directory named like a frame is not one; an entry that cannot be stat'ed is kept,
    * and reading it names the problem. */
@@ -87,7 +78,9 @@ static plm_status add_file(frame_reader *r, const char *name, char *err, size_t 
 
 static plm_status list_folder(frame_reader *r, char *err, size_t err_size) {
   DIR *dir = opendir(r->path);
-  if (!dir) return fail(err, err_size, PLM_ERR_IO, "%s: cannot open: %s", r->path, strerror(errno));
+  if (!dir)
+    return quote_failure(err, err_size, PLM_ERR_IO, "%s: cannot open: %s", r->path,
+                         strerror(errno));
   plm_status status = PLM_OK;
   struct dirent *entry;
   errno = 0;
@@ -96,13 +89,14 @@ static plm_status list_folder(frame_reader *r, char *err, size_t err_size) {
     errno = 0;
   }
   if (status == PLM_OK && errno != 0)
-    status = fail(err, err_size, PLM_ERR_IO, "%s: reading the folder failed: %s", r->path,
-                  strerror(errno));
+    status = quote_failure(err, err_size, PLM_ERR_IO, "%s: reading the folder failed: %s", r->path,
+                           strerror(errno));
   closedir(dir);
   if (status != PLM_OK) return status;
   if (r->file_count == 0)
-    return fail(err, err_size, PLM_ERR_IO,
-                "%s: no frames in the folder (no .npy, .pgm, .png, .tif or .tiff file)", r->path);
+    return quote_failure(err, err_size, PLM_ERR_IO,
+                         "%s: no frames in the folder (no .npy, .pgm, .png, .tif or .tiff file)",
+                         r->path);
   qsort(r->files, (size_t)r->file_count, sizeof *r->files, compare_paths);
   return PLM_OK;
 }
@@ -123,14 +117,15 @@ static plm_status open_folder_file(frame_reader *r, int64_t k, image *frame, ima
   char got[96], want[96];
   shape_text(frame->dtype, frame->dims[0], frame->dims[1], got, sizeof got);
   if (count != 1) {
-    status = fail(err, err_size, PLM_ERR_IO,
-                  "%s: a stack of %lld frames: a folder holds one frame per file", path,
-                  (long long)count);
+    status = quote_failure(err, err_size, PLM_ERR_IO,
+                           "%s: a stack of %lld frames: a folder holds one frame per file", path,
+                           (long long)count);
   } else if (info->count > 0 && (frame->dtype != info->dtype || frame->dims[0] != info->height ||
                                  frame->dims[1] != info->width)) {
     shape_text(info->dtype, info->height, info->width, want, sizeof want);
-    status = fail(err, err_size, PLM_ERR_IO, "%s: a frame of %s, but the first frame (%s) is %s",
-                  path, got, r->files[0], want);
+    status = quote_failure(err, err_size, PLM_ERR_IO,
+                           "%s: a frame of %s, but the first frame (%s) is %s", path, got,
+                           r->files[0], want);
   }
   if (status != PLM_OK) {
     image_frames_close(*out);
@@ -156,17 +151,17 @@ plm_status frame_reader_open(const char *path, frame_reader_info *info, frame_re
   if (err && err_size) err[0] = '\0';
   if (out) *out = NULL;
   if (!path || !info || !out)
-    return fail(err, err_size, PLM_ERR_INVALID_ARG, "frame_reader_open: %s is NULL",
-                !path   ? "path"
-                : !info ? "info"
-                        : "out");
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG, "frame_reader_open: %s is NULL",
+                         !path   ? "path"
+                         : !info ? "info"
+                                 : "out");
   frame_reader *r = new_reader(path);
-  if (!r) return fail(err, err_size, PLM_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+  if (!r) return quote_failure(err, err_size, PLM_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
   struct stat st;
   plm_status status = PLM_OK;
   image frame = {0};
   if (stat(path, &st) != 0) {
-    status = fail(err, err_size, PLM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    status = quote_failure(err, err_size, PLM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
   } else if (S_ISDIR(st.st_mode)) {
     r->info.folder = true;
     status = list_folder(r, err, err_size);
@@ -192,18 +187,18 @@ plm_status frame_reader_open(const char *path, frame_reader_info *info, frame_re
 plm_status frame_reader_read(frame_reader *r, int64_t k, void *dst, char *err, size_t err_size) {
   if (err && err_size) err[0] = '\0';
   if (!r || !dst)
-    return fail(err, err_size, PLM_ERR_INVALID_ARG, "frame_reader_read: %s is NULL",
-                !r ? "reader" : "dst");
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG, "frame_reader_read: %s is NULL",
+                         !r ? "reader" : "dst");
   if (k < 0 || (r->info.count >= 0 && k >= r->info.count))
-    return fail(err, err_size, PLM_ERR_INVALID_ARG, "%s: frame %lld is not in 0..%lld", r->path,
-                (long long)k, (long long)(r->info.count - 1));
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG, "%s: frame %lld is not in 0..%lld",
+                         r->path, (long long)k, (long long)(r->info.count - 1));
   if (r->stack) return image_frames_read(r->stack, k, dst, err, err_size);
   if (r->raw) {
     bool end = false;
     plm_status status = raw_frames_read(r->raw, k, dst, &end, err, err_size);
     if (status == PLM_OK && end)
-      status = fail(err, err_size, PLM_ERR_IO, "%s: the input ended before frame %lld",
-                    raw_frames_name(r->raw), (long long)k);
+      status = quote_failure(err, err_size, PLM_ERR_IO, "%s: the input ended before frame %lld",
+                             raw_frames_name(r->raw), (long long)k);
     return status;
   }
   image frame;
@@ -217,7 +212,8 @@ plm_status frame_reader_read(frame_reader *r, int64_t k, void *dst, char *err, s
 plm_status frame_reader_next(frame_reader *r, int64_t k, void *dst, bool *end, char *err,
                              size_t err_size) {
   if (err && err_size) err[0] = '\0';
-  if (!end) return fail(err, err_size, PLM_ERR_INVALID_ARG, "frame_reader_next: end is NULL");
+  if (!end)
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG, "frame_reader_next: end is NULL");
   *end = false;
   if (r && dst && k >= 0 && r->info.count >= 0 && k >= r->info.count) {
     *end = true;
@@ -232,13 +228,13 @@ plm_status frame_reader_open_raw(const char *path, const raw_format *raw, frame_
   if (err && err_size) err[0] = '\0';
   if (out) *out = NULL;
   if (!path || !raw || !info || !out)
-    return fail(err, err_size, PLM_ERR_INVALID_ARG, "frame_reader_open_raw: %s is NULL",
-                !path   ? "path"
-                : !raw  ? "raw"
-                : !info ? "info"
-                        : "out");
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG, "frame_reader_open_raw: %s is NULL",
+                         !path   ? "path"
+                         : !raw  ? "raw"
+                         : !info ? "info"
+                                 : "out");
   frame_reader *r = new_reader(path);
-  if (!r) return fail(err, err_size, PLM_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+  if (!r) return quote_failure(err, err_size, PLM_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
   plm_status status = raw_frames_open(path, raw, &r->info.count, &r->raw, err, err_size);
   if (status != PLM_OK) {
     frame_reader_close(r);

@@ -1,7 +1,6 @@
 /* tools/image_io.c: .npy, PGM and PNG reading, .npy writing (tools/image_io.h). */
 #define _POSIX_C_SOURCE 200809L
 
-#include "streams/file.h"
 #include "tools/image_io.h"
 #include "tools/tiff_io.h"
 #include "tools/output_file.h"
@@ -13,7 +12,6 @@
 #include <math.h>
 #include <png.h>
 #include <setjmp.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,18 +26,6 @@
 
 /* The longest .npy header accepted; numpy writes well under 1 KiB. */
 enum { NPY_HEADER_MAX = 1 << 20 };
-
-/* ---- messages ------------------------------------------------------------------------ */
-
-/* Write "path: message" into err, on one line (file_failure_v). */
-static plm_status fail(char *err, size_t err_size, const char *path, plm_status status,
-                       const char *fmt, ...) {
-  va_list args;
-  va_start(args, fmt);
-  file_failure_v(err, err_size, path, 0, status, fmt, args);
-  va_end(args);
-  return status;
-}
 
 /* ---- shapes -------------------------------------------------------------------------- */
 
@@ -104,7 +90,8 @@ typedef struct reader {
   size_t err_size;
 } reader;
 
-#define READ_FAIL(r, status, ...) fail((r)->err, (r)->err_size, (r)->path, (status), __VA_ARGS__)
+#define READ_FAIL(r, status, ...) \
+  path_failure((r)->err, (r)->err_size, (r)->path, 0, (status), __VA_ARGS__)
 
 /* Read exactly bytes, or fail naming what was being read. */
 static plm_status read_exact(reader *r, void *dst, size_t bytes, const char *what) {
@@ -549,9 +536,8 @@ typedef enum file_format { FORMAT_NPY, FORMAT_PGM, FORMAT_PNG, FORMAT_TIFF } fil
  * the first bytes. On failure the file is closed again (r->file NULL). */
 static plm_status open_image_file(reader *r, file_format *format) {
   struct stat st;
-  char why[160];
-  r->file = plm__file_open_regular(r->path, PLM__FILE_READ, &st, why, sizeof why);
-  if (!r->file) return READ_FAIL(r, PLM_ERR_IO, "%s", why);
+  r->file = file_open_read(r->path, &st, r->err, r->err_size);
+  if (!r->file) return PLM_ERR_IO;
   r->size = (uint64_t)st.st_size;
   unsigned char magic[8] = {0};
   size_t got = fread(magic, 1, sizeof magic, r->file);
@@ -627,8 +613,8 @@ static plm_status read_image(const char *path, const image_allocator *allocator,
                              bool any_rank, image *out, char *err, size_t err_size,
                              const char *caller) {
   if (err && err_size) err[0] = '\0';
-  if (!path) return fail(err, err_size, caller, PLM_ERR_INVALID_ARG, "path is NULL");
-  if (!out) return fail(err, err_size, path, PLM_ERR_INVALID_ARG, "out is NULL");
+  if (!path) return path_failure(err, err_size, caller, 0, PLM_ERR_INVALID_ARG, "path is NULL");
+  if (!out) return path_failure(err, err_size, path, 0, PLM_ERR_INVALID_ARG, "out is NULL");
   memset(out, 0, sizeof *out);
   reader r = {.path = path,
               .allocator = allocator ? allocator : &default_allocator,
@@ -687,17 +673,18 @@ plm_status image_frames_open(const char *path, image *frame, int64_t *count, ima
                              char *err, size_t err_size) {
   if (err && err_size) err[0] = '\0';
   if (out) *out = NULL;
-  if (!path) return fail(err, err_size, "image_frames_open", PLM_ERR_INVALID_ARG, "path is NULL");
+  if (!path)
+    return path_failure(err, err_size, "image_frames_open", 0, PLM_ERR_INVALID_ARG, "path is NULL");
   if (!frame || !count || !out)
-    return fail(err, err_size, path, PLM_ERR_INVALID_ARG, "%s is NULL",
-                !frame   ? "frame"
-                : !count ? "count"
-                         : "out");
+    return path_failure(err, err_size, path, 0, PLM_ERR_INVALID_ARG, "%s is NULL",
+                        !frame   ? "frame"
+                        : !count ? "count"
+                                 : "out");
   image_frames *f = calloc(1, sizeof *f);
   if (f) f->path = malloc(strlen(path) + 1);
   if (!f || !f->path) {
     free(f);
-    return fail(err, err_size, path, PLM_ERR_OUT_OF_MEMORY, "out of memory");
+    return path_failure(err, err_size, path, 0, PLM_ERR_OUT_OF_MEMORY, "out of memory");
   }
   strcpy(f->path, path);
   reader r = {.path = f->path, .allocator = &default_allocator, .err = err, .err_size = err_size};
@@ -743,12 +730,12 @@ static plm_status frames_pread(image_frames *f, int64_t k, void *dst, size_t byt
     ssize_t n = pread(fileno(f->file), (char *)dst + done, bytes - done, (off_t)(at + done));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0)
-      return fail(err, err_size, f->path, PLM_ERR_IO, "frame %lld: reading failed: %s",
-                  (long long)k, strerror(errno));
+      return path_failure(err, err_size, f->path, 0, PLM_ERR_IO, "frame %lld: reading failed: %s",
+                          (long long)k, strerror(errno));
     if (n == 0)
-      return fail(err, err_size, f->path, PLM_ERR_IO,
-                  "frame %lld: truncated: the file ends %zu bytes into the frame's %zu",
-                  (long long)k, done, bytes);
+      return path_failure(err, err_size, f->path, 0, PLM_ERR_IO,
+                          "frame %lld: truncated: the file ends %zu bytes into the frame's %zu",
+                          (long long)k, done, bytes);
     done += (size_t)n;
   }
   return PLM_OK;
@@ -756,11 +743,13 @@ static plm_status frames_pread(image_frames *f, int64_t k, void *dst, size_t byt
 
 plm_status image_frames_read(image_frames *f, int64_t k, void *dst, char *err, size_t err_size) {
   if (err && err_size) err[0] = '\0';
-  if (!f) return fail(err, err_size, "image_frames_read", PLM_ERR_INVALID_ARG, "frames is NULL");
-  if (!dst) return fail(err, err_size, f->path, PLM_ERR_INVALID_ARG, "dst is NULL");
+  if (!f)
+    return path_failure(err, err_size, "image_frames_read", 0, PLM_ERR_INVALID_ARG,
+                        "frames is NULL");
+  if (!dst) return path_failure(err, err_size, f->path, 0, PLM_ERR_INVALID_ARG, "dst is NULL");
   if (k < 0 || k >= f->count)
-    return fail(err, err_size, f->path, PLM_ERR_INVALID_ARG, "frame %lld is not in 0..%lld",
-                (long long)k, (long long)(f->count - 1));
+    return path_failure(err, err_size, f->path, 0, PLM_ERR_INVALID_ARG,
+                        "frame %lld is not in 0..%lld", (long long)k, (long long)(f->count - 1));
   if (f->whole) {
     memcpy(dst, f->whole, image_bytes(&f->frame));
     return PLM_OK;
@@ -773,7 +762,8 @@ plm_status image_frames_read(image_frames *f, int64_t k, void *dst, char *err, s
   /* '<f8' narrowed to f32, a chunk at a time. */
   enum { CHUNK = 8192 };
   double *chunk = malloc(CHUNK * sizeof *chunk);
-  if (!chunk) return fail(err, err_size, f->path, PLM_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!chunk)
+    return path_failure(err, err_size, f->path, 0, PLM_ERR_OUT_OF_MEMORY, "out of memory");
   plm_status status = PLM_OK;
   float *out = dst;
   for (int64_t i = 0; i < numel && status == PLM_OK; i += CHUNK) {
@@ -833,7 +823,7 @@ struct image_writer {
 static plm_status writer_open(const char *path, uint64_t expected, image_writer **out, char *err,
                               size_t err_size) {
   image_writer *w = calloc(1, sizeof *w);
-  if (!w) return fail(err, err_size, path, PLM_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!w) return path_failure(err, err_size, path, 0, PLM_ERR_OUT_OF_MEMORY, "out of memory");
   w->expected = expected;
   plm_status status = output_file_open(path, &w->file, err, err_size);
   if (status != PLM_OK) {
@@ -849,8 +839,9 @@ plm_status image_writer_open_text(const char *path, image_writer **out, char *er
   if (err && err_size) err[0] = '\0';
   if (out) *out = NULL;
   if (!path)
-    return fail(err, err_size, "image_writer_open_text", PLM_ERR_INVALID_ARG, "path is NULL");
-  if (!out) return fail(err, err_size, path, PLM_ERR_INVALID_ARG, "out is NULL");
+    return path_failure(err, err_size, "image_writer_open_text", 0, PLM_ERR_INVALID_ARG,
+                        "path is NULL");
+  if (!out) return path_failure(err, err_size, path, 0, PLM_ERR_INVALID_ARG, "out is NULL");
   return writer_open(path, UINT64_MAX, out, err, err_size);
 }
 
@@ -859,16 +850,18 @@ plm_status image_writer_open_npy(const char *path, const image *shape, image_wri
   if (err && err_size) err[0] = '\0';
   if (out) *out = NULL;
   if (!path)
-    return fail(err, err_size, "image_writer_open_npy", PLM_ERR_INVALID_ARG, "path is NULL");
+    return path_failure(err, err_size, "image_writer_open_npy", 0, PLM_ERR_INVALID_ARG,
+                        "path is NULL");
   if (!out || !shape)
-    return fail(err, err_size, path, PLM_ERR_INVALID_ARG, "%s is NULL", out ? "shape" : "out");
+    return path_failure(err, err_size, path, 0, PLM_ERR_INVALID_ARG, "%s is NULL",
+                        out ? "shape" : "out");
   if (!npy_descr(shape->dtype))
-    return fail(err, err_size, path, PLM_ERR_INVALID_ARG, "cannot write dtype %d",
-                (int)shape->dtype);
+    return path_failure(err, err_size, path, 0, PLM_ERR_INVALID_ARG, "cannot write dtype %d",
+                        (int)shape->dtype);
   if (image_numel(shape) == 0)
-    return fail(err, err_size, path, PLM_ERR_INVALID_ARG,
-                "bad shape (ndim %d; 1..4 dimensions >= 1, at most %lld elements)", shape->ndim,
-                (long long)IMAGE_MAX_ELEMENTS);
+    return path_failure(err, err_size, path, 0, PLM_ERR_INVALID_ARG,
+                        "bad shape (ndim %d; 1..4 dimensions >= 1, at most %lld elements)",
+                        shape->ndim, (long long)IMAGE_MAX_ELEMENTS);
   char header[256];
   size_t header_bytes = npy_format_header(shape, header, sizeof header);
   plm_status status = writer_open(path, image_bytes(shape), out, err, err_size);
@@ -883,14 +876,18 @@ plm_status image_writer_open_npy(const char *path, const image *shape, image_wri
 plm_status image_writer_write(image_writer *w, const void *data, size_t bytes, char *err,
                               size_t err_size) {
   if (err && err_size) err[0] = '\0';
-  if (!w) return fail(err, err_size, "image_writer_write", PLM_ERR_INVALID_ARG, "writer is NULL");
+  if (!w)
+    return path_failure(err, err_size, "image_writer_write", 0, PLM_ERR_INVALID_ARG,
+                        "writer is NULL");
   const char *path = output_file_path(w->file);
-  if (!data && bytes) return fail(err, err_size, path, PLM_ERR_INVALID_ARG, "data is NULL");
+  if (!data && bytes)
+    return path_failure(err, err_size, path, 0, PLM_ERR_INVALID_ARG, "data is NULL");
   if (w->expected != UINT64_MAX && bytes > w->expected - w->written)
-    return fail(err, err_size, path, PLM_ERR_INVALID_ARG,
-                "%zu more bytes would exceed the %llu bytes of data the .npy header promises "
-                "(%llu written)",
-                bytes, (unsigned long long)w->expected, (unsigned long long)w->written);
+    return path_failure(
+        err, err_size, path, 0, PLM_ERR_INVALID_ARG,
+        "%zu more bytes would exceed the %llu bytes of data the .npy header promises "
+        "(%llu written)",
+        bytes, (unsigned long long)w->expected, (unsigned long long)w->written);
   plm_status status = output_file_write(w->file, data, bytes, err, err_size);
   if (status == PLM_OK) w->written += bytes;
   return status;
@@ -900,22 +897,24 @@ plm_status image_writers_commit(image_writer **writers, int count, char *err, si
   if (err && err_size) err[0] = '\0';
   if (count <= 0) return PLM_OK;
   if (!writers)
-    return fail(err, err_size, "image_writers_commit", PLM_ERR_INVALID_ARG, "writers is NULL");
+    return path_failure(err, err_size, "image_writers_commit", 0, PLM_ERR_INVALID_ARG,
+                        "writers is NULL");
   enum { MOST = 16 };
   output_file *files[MOST];
   plm_status status = PLM_OK;
   if (count > MOST)
-    status = fail(err, err_size, "image_writers_commit", PLM_ERR_INVALID_ARG,
-                  "%d writers; at most %d", count, MOST);
+    status = path_failure(err, err_size, "image_writers_commit", 0, PLM_ERR_INVALID_ARG,
+                          "%d writers; at most %d", count, MOST);
   for (int i = 0; i < count && status == PLM_OK; i++) {
     const image_writer *w = writers[i];
     if (!w)
-      status = fail(err, err_size, "image_writers_commit", PLM_ERR_INVALID_ARG,
-                    "writers[%d] is NULL", i);
+      status = path_failure(err, err_size, "image_writers_commit", 0, PLM_ERR_INVALID_ARG,
+                            "writers[%d] is NULL", i);
     else if (w->expected != UINT64_MAX && w->written != w->expected)
-      status = fail(err, err_size, output_file_path(w->file), PLM_ERR_INVALID_ARG,
-                    "only %llu of the %llu bytes of data the .npy header promises were written",
-                    (unsigned long long)w->written, (unsigned long long)w->expected);
+      status =
+          path_failure(err, err_size, output_file_path(w->file), 0, PLM_ERR_INVALID_ARG,
+                       "only %llu of the %llu bytes of data the .npy header promises were written",
+                       (unsigned long long)w->written, (unsigned long long)w->expected);
   }
   if (status != PLM_OK) {
     for (int i = 0; i < count; i++) image_writer_abort(writers[i]);
@@ -931,7 +930,8 @@ plm_status image_writers_commit(image_writer **writers, int count, char *err, si
 plm_status image_writer_commit(image_writer *w, char *err, size_t err_size) {
   if (!w) {
     if (err && err_size) err[0] = '\0';
-    return fail(err, err_size, "image_writer_commit", PLM_ERR_INVALID_ARG, "writer is NULL");
+    return path_failure(err, err_size, "image_writer_commit", 0, PLM_ERR_INVALID_ARG,
+                        "writer is NULL");
   }
   return image_writers_commit(&w, 1, err, err_size);
 }
@@ -944,9 +944,10 @@ void image_writer_abort(image_writer *w) {
 
 plm_status image_write_npy(const char *path, const image *img, char *err, size_t err_size) {
   if (err && err_size) err[0] = '\0';
-  if (!path) return fail(err, err_size, "image_write_npy", PLM_ERR_INVALID_ARG, "path is NULL");
+  if (!path)
+    return path_failure(err, err_size, "image_write_npy", 0, PLM_ERR_INVALID_ARG, "path is NULL");
   if (!img || !img->data)
-    return fail(err, err_size, path, PLM_ERR_INVALID_ARG, "image or its data is NULL");
+    return path_failure(err, err_size, path, 0, PLM_ERR_INVALID_ARG, "image or its data is NULL");
   image_writer *w = NULL;
   plm_status status = image_writer_open_npy(path, img, &w, err, err_size);
   if (status != PLM_OK) return status;
@@ -960,8 +961,10 @@ plm_status image_write_npy(const char *path, const image *img, char *err, size_t
 plm_status image_write_text(const char *path, const char *text, size_t bytes, char *err,
                             size_t err_size) {
   if (err && err_size) err[0] = '\0';
-  if (!path) return fail(err, err_size, "image_write_text", PLM_ERR_INVALID_ARG, "path is NULL");
-  if (!text && bytes) return fail(err, err_size, path, PLM_ERR_INVALID_ARG, "text is NULL");
+  if (!path)
+    return path_failure(err, err_size, "image_write_text", 0, PLM_ERR_INVALID_ARG, "path is NULL");
+  if (!text && bytes)
+    return path_failure(err, err_size, path, 0, PLM_ERR_INVALID_ARG, "text is NULL");
   image_writer *w = NULL;
   plm_status status = image_writer_open_text(path, &w, err, err_size);
   if (status != PLM_OK) return status;

@@ -18,7 +18,10 @@
 #include <string.h>
 
 #include "plume/plume.h"
-#include "streams/file.h"
+#include "tools/regular_file.h"
+
+/* The most bytes of the file --check reads: the reference is tens of kilobytes. */
+enum { READ_MAX_BYTES = 1 << 24 };
 
 static FILE *out;
 
@@ -151,32 +154,6 @@ static int write_reference(void) {
   return 0;
 }
 
-/* The whole of a file, NUL-terminated, or NULL with why (through the one opener,
- * streams/file.h: what is not a regular file is refused without blocking). */
-static char *read_all(const char *path, size_t *size, char *why, size_t why_size) {
-  FILE *f = plm__file_open_regular(path, PLM__FILE_READ, NULL, why, why_size);
-  if (!f) return NULL;
-  size_t cap = 1 << 16, n = 0;
-  char *buf = malloc(cap);
-  while (buf) {
-    n += fread(buf + n, 1, cap - n, f);
-    if (n < cap) break;
-    char *grown = realloc(buf, cap *= 2);
-    if (!grown) free(buf);
-    buf = grown;
-  }
-  const bool failed = ferror(f);
-  fclose(f);
-  if (!buf || failed) {
-    snprintf(why, why_size, "%s", failed ? "reading failed" : "out of memory");
-    free(buf);
-    return NULL;
-  }
-  buf[n < cap ? n : cap - 1] = '\0';
-  *size = n;
-  return buf;
-}
-
 /* --check FILE: exit 1, naming the first line that differs, when FILE is not what this
  * program prints (the reference is stale: scripts/op-reference writes it again). */
 static int check(const char *path) {
@@ -185,10 +162,9 @@ static int check(const char *path) {
   out = open_memstream(&text, &size);
   if (!out || write_reference() != 0 || fclose(out) != 0) return 1;
   size_t old_size = 0;
-  char why[256];
-  char *old = read_all(path, &old_size, why, sizeof why);
-  if (!old) {
-    fprintf(stderr, "op_reference: %s: %s\n", path, why);
+  char *old = NULL, err[QUOTE_SIZE + 256];
+  if (file_read_all(path, READ_MAX_BYTES, &old, &old_size, err, sizeof err) != PLM_OK) {
+    fprintf(stderr, "op_reference: %s\n", err);
     free(text);
     return 1;
   }

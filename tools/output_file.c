@@ -8,7 +8,6 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,16 +26,6 @@ struct output_file {
   int listed;        /* its slot in the list of temporaries, or -1 */
   bool had_old;      /* a file was at the target when the commit began */
 };
-
-/* Write "path: message" into err, on one line (file_failure_v). */
-static plm_status fail(char *err, size_t err_size, const char *path, plm_status status,
-                       const char *fmt, ...) {
-  va_list args;
-  va_start(args, fmt);
-  file_failure_v(err, err_size, path, 0, status, fmt, args);
-  va_end(args);
-  return status;
-}
 
 /* ---- the list a signal handler reads --------------------------------------------------
  * Fixed storage, so that the handler never reads freed memory: a slot is claimed (FREE
@@ -103,10 +92,11 @@ void output_file_abort(output_file *f) {
 plm_status output_file_open(const char *path, output_file **out, char *err, size_t err_size) {
   if (err && err_size) err[0] = '\0';
   if (out) *out = NULL;
-  if (!path) return fail(err, err_size, "output_file_open", PLM_ERR_INVALID_ARG, "path is NULL");
-  if (!out) return fail(err, err_size, path, PLM_ERR_INVALID_ARG, "out is NULL");
+  if (!path)
+    return path_failure(err, err_size, "output_file_open", 0, PLM_ERR_INVALID_ARG, "path is NULL");
+  if (!out) return path_failure(err, err_size, path, 0, PLM_ERR_INVALID_ARG, "out is NULL");
   output_file *f = calloc(1, sizeof *f);
-  if (!f) return fail(err, err_size, path, PLM_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!f) return path_failure(err, err_size, path, 0, PLM_ERR_OUT_OF_MEMORY, "out of memory");
   f->listed = -1;
   char why[PATH_MAX + 128];
   const bool to_stdout = strcmp(path, OUTPUT_FILE_STDOUT) == 0;
@@ -115,7 +105,7 @@ plm_status output_file_open(const char *path, output_file **out, char *err, size
                           : plm__file_out_open(&f->out, path, why, sizeof why);
   if (status != PLM_OK) {
     free(f);
-    return fail(err, err_size, to_stdout ? "stdout" : path, status, "%s", why);
+    return path_failure(err, err_size, to_stdout ? "stdout" : path, 0, status, "%s", why);
   }
   if (f->out.tmp) f->listed = list_temporary(f->out.tmp);
   *out = f;
@@ -125,11 +115,13 @@ plm_status output_file_open(const char *path, output_file **out, char *err, size
 plm_status output_file_write(output_file *f, const void *data, size_t bytes, char *err,
                              size_t err_size) {
   if (err && err_size) err[0] = '\0';
-  if (!f) return fail(err, err_size, "output_file_write", PLM_ERR_INVALID_ARG, "file is NULL");
-  if (!data && bytes) return fail(err, err_size, f->out.path, PLM_ERR_INVALID_ARG, "data is NULL");
+  if (!f)
+    return path_failure(err, err_size, "output_file_write", 0, PLM_ERR_INVALID_ARG, "file is NULL");
+  if (!data && bytes)
+    return path_failure(err, err_size, f->out.path, 0, PLM_ERR_INVALID_ARG, "data is NULL");
   char why[256];
   plm_status status = plm__file_out_write(&f->out, data, bytes, why, sizeof why);
-  return status == PLM_OK ? PLM_OK : fail(err, err_size, f->out.path, status, "%s", why);
+  return status == PLM_OK ? PLM_OK : path_failure(err, err_size, f->out.path, 0, status, "%s", why);
 }
 
 const char *output_file_path(const output_file *f) {
@@ -140,7 +132,7 @@ const char *output_file_path(const output_file *f) {
 static plm_status finish_writing(output_file *f, char *err, size_t err_size) {
   char why[256];
   plm_status status = plm__file_out_finish(&f->out, why, sizeof why);
-  return status == PLM_OK ? PLM_OK : fail(err, err_size, f->out.path, status, "%s", why);
+  return status == PLM_OK ? PLM_OK : path_failure(err, err_size, f->out.path, 0, status, "%s", why);
 }
 
 /* Keep the file at f's target (if any) under a hard link, so that it can come back. A
@@ -152,7 +144,8 @@ static plm_status keep_old_file(output_file *f, char *err, size_t err_size) {
   f->had_old = true;
   const size_t length = strlen(f->out.tmp);
   f->backup = malloc(length + sizeof BACKUP_SUFFIX);
-  if (!f->backup) return fail(err, err_size, f->out.path, PLM_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!f->backup)
+    return path_failure(err, err_size, f->out.path, 0, PLM_ERR_OUT_OF_MEMORY, "out of memory");
   memcpy(f->backup, f->out.tmp, length);
   memcpy(f->backup + length, BACKUP_SUFFIX, sizeof BACKUP_SUFFIX);
   if (link(f->out.target, f->backup) == 0) return PLM_OK;
@@ -160,8 +153,8 @@ static plm_status keep_old_file(output_file *f, char *err, size_t err_size) {
   free(f->backup);
   f->backup = NULL;
   if (error == EPERM || error == ENOTSUP || error == EOPNOTSUPP || error == EMLINK) return PLM_OK;
-  return fail(err, err_size, f->out.path, PLM_ERR_IO,
-              "cannot keep the old file while replacing it: %s", strerror(error));
+  return path_failure(err, err_size, f->out.path, 0, PLM_ERR_IO,
+                      "cannot keep the old file while replacing it: %s", strerror(error));
 }
 
 /* Put back what the renames of files[0..renamed) replaced. */
@@ -189,7 +182,7 @@ static plm_status rename_all(output_file **files, int count, char *err, size_t e
     output_file *f = files[renamed];
     char why[PATH_MAX + 128];
     if ((status = plm__file_out_rename(&f->out, why, sizeof why)) != PLM_OK) {
-      fail(err, err_size, f->out.path, status, "%s", why);
+      path_failure(err, err_size, f->out.path, 0, status, "%s", why);
       break;
     }
     unlist_temporary(f);
@@ -207,12 +200,13 @@ plm_status output_files_commit(output_file **files, int count, char *err, size_t
   if (err && err_size) err[0] = '\0';
   if (count <= 0) return PLM_OK;
   if (!files)
-    return fail(err, err_size, "output_files_commit", PLM_ERR_INVALID_ARG, "files is NULL");
+    return path_failure(err, err_size, "output_files_commit", 0, PLM_ERR_INVALID_ARG,
+                        "files is NULL");
   plm_status status = PLM_OK;
   for (int i = 0; i < count && status == PLM_OK; i++)
     if (!files[i])
-      status =
-          fail(err, err_size, "output_files_commit", PLM_ERR_INVALID_ARG, "files[%d] is NULL", i);
+      status = path_failure(err, err_size, "output_files_commit", 0, PLM_ERR_INVALID_ARG,
+                            "files[%d] is NULL", i);
   for (int i = 0; i < count; i++)
     if (files[i] && files[i]->out.file) {
       /* Every file is closed; the first failure's message is kept. */
@@ -222,8 +216,8 @@ plm_status output_files_commit(output_file **files, int count, char *err, size_t
       if (status == PLM_OK) status = finished;
     }
   if (status == PLM_OK && cancel_flag && *cancel_flag)
-    status = fail(err, err_size, output_file_path(files[0]), PLM_ERR_INVALID_STATE,
-                  "interrupted before it was written");
+    status = path_failure(err, err_size, output_file_path(files[0]), 0, PLM_ERR_INVALID_STATE,
+                          "interrupted before it was written");
   if (status == PLM_OK) {
     atomic_fetch_add(&commits_renaming, 1);
     status = rename_all(files, count, err, err_size);

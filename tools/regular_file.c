@@ -6,6 +6,7 @@
 #include "streams/file.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
@@ -79,17 +80,53 @@ bool output_path_usable(const char *path, char *why, size_t why_size) {
   return true;
 }
 
-plm_status file_failure_v(char *err, size_t err_size, const char *path, int64_t line,
-                          plm_status status, const char *fmt, va_list args) {
+plm_status path_failure(char *err, size_t err_size, const char *path, int64_t line,
+                        plm_status status, const char *fmt, ...) {
   if (!err || err_size == 0) return status;
+  char message[QUOTE_MESSAGE_SIZE];
+  va_list args;
+  va_start(args, fmt);
+  vsnprintf(message, sizeof message, fmt, args);
+  va_end(args);
   if (!path) path = "(null)";
-  int n = line > 0 ? snprintf(err, err_size, "%s:%lld: ", path, (long long)line)
-                   : snprintf(err, err_size, "%s: ", path);
-  if (n < 0) n = 0;
-  if ((size_t)n < err_size) vsnprintf(err + n, err_size - (size_t)n, fmt, args);
-  for (char *c = err; *c; c++)
-    if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = ' ';
-  return status;
+  return line > 0
+             ? quote_failure(err, err_size, status, "%s:%lld: %s", path, (long long)line, message)
+             : quote_failure(err, err_size, status, "%s: %s", path, message);
+}
+
+FILE *file_open_read(const char *path, struct stat *st, char *err, size_t err_size) {
+  char why[160];
+  FILE *file = plm__file_open_regular(path, PLM__FILE_READ, st, why, sizeof why);
+  if (!file) path_failure(err, err_size, path, 0, PLM_ERR_IO, "%s", why);
+  return file;
+}
+
+plm_status file_read_all(const char *path, int64_t max_bytes, char **text, size_t *length,
+                         char *err, size_t err_size) {
+  struct stat st;
+  FILE *file = file_open_read(path, &st, err, err_size);
+  if (!file) return PLM_ERR_IO;
+  plm_status status = PLM_OK;
+  if ((int64_t)st.st_size > max_bytes)
+    status =
+        path_failure(err, err_size, path, 0, PLM_ERR_IO, "%lld bytes: larger than the %lld read",
+                     (long long)st.st_size, (long long)max_bytes);
+  size_t size = status == PLM_OK ? (size_t)st.st_size : 0;
+  char *buf = status == PLM_OK ? malloc(size + 1) : NULL;
+  if (status == PLM_OK && !buf)
+    status = path_failure(err, err_size, path, 0, PLM_ERR_OUT_OF_MEMORY, "out of memory");
+  if (status == PLM_OK && size && fread(buf, 1, size, file) != size)
+    status = path_failure(err, err_size, path, 0, PLM_ERR_IO, "reading failed: %s",
+                          ferror(file) ? strerror(errno) : "the file shrank");
+  fclose(file);
+  if (status != PLM_OK) {
+    free(buf);
+    return status;
+  }
+  buf[size] = '\0';
+  *text = buf;
+  *length = size;
+  return PLM_OK;
 }
 
 const char *output_extension(const char *path) {

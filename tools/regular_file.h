@@ -1,9 +1,10 @@
 /* tools/regular_file.h: the user's files around the commands (internal to the tools):
- * telling whether two paths name one file and whether an output may be written, and the
- * one-line messages of the image and CSV readers and writers. Files themselves are
- * opened by the library's one opener and writer (streams/file.h: plm__file_open_regular
- * never blocks on a FIFO and refuses what is not a regular file; plm__file_out writes
- * through symbolic links and into devices and FIFOs in place). */
+ * opening a file to read and reading it whole, telling whether two paths name one file
+ * and whether an output may be written, and the one-line messages about a file of the
+ * image and CSV readers and writers. Files themselves are opened by the library's one
+ * opener and writer (streams/file.h: plm__file_open_regular never blocks on a FIFO and
+ * refuses what is not a regular file; plm__file_out writes through symbolic links and
+ * into devices and FIFOs in place). */
 #ifndef PLUME_TOOLS_REGULAR_FILE_H
 #define PLUME_TOOLS_REGULAR_FILE_H
 
@@ -18,11 +19,28 @@
 #include "tools/quote.h"
 
 /* The message of a failure about a file, as the image and CSV readers and writers give
- * it: "PATH: message" (line > 0: "PATH:LINE: message"; path NULL: "(null)"), fmt and args
- * as vsnprintf's, on one line (control characters become spaces), into err (err_size
- * bytes; nothing when err is NULL). Returns status. */
-plm_status file_failure_v(char *err, size_t err_size, const char *path, int64_t line,
-                          plm_status status, const char *fmt, va_list args);
+ * it: "PATH: message" (line > 0: "PATH:LINE: message"; path NULL: "(null)"), fmt as
+ * printf's, made one line by quote_failure (tools/quote.h: a control character escaped,
+ * "\n"), into err (err_size bytes; nothing when err is NULL). Returns status, so that a
+ * reader fails in one line:
+ *   return path_failure(err, err_size, path, 0, PLM_ERR_IO, "the file is empty"); */
+plm_status path_failure(char *err, size_t err_size, const char *path, int64_t line,
+                        plm_status status, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+
+/* Open path for reading through the library's one opener (streams/file.h: what is not a
+ * regular file is refused without blocking); *st (may be NULL) gets its fstat. NULL on
+ * failure with "PATH: cannot open: <strerror>" (or "cannot stat: ...", "not a regular
+ * file (it is a FIFO)") in err, as path_failure writes it. */
+FILE *file_open_read(const char *path, struct stat *st, char *err, size_t err_size);
+
+/* The whole of the regular file at path, NUL-terminated, into *text (malloc'd: the caller
+ * frees it), its length (without the NUL) into *length. PLM_OK, or with err as
+ * path_failure writes it: PLM_ERR_IO ("cannot open: ...", "N bytes: larger than the
+ * MAX read" for a file over max_bytes, "reading failed: <strerror>", "reading failed:
+ * the file shrank"), PLM_ERR_OUT_OF_MEMORY ("out of memory"). */
+plm_status file_read_all(const char *path, int64_t max_bytes, char **text, size_t *length,
+                         char *err, size_t err_size);
 
 /* Whether the paths a and b name one file: the same device and inode where both exist
  * (hard links and other spellings included), else the same canonical path (the

@@ -4,8 +4,8 @@
 #include <stdarg.h>
 #include <string.h>
 
-#include "streams/file.h"
 #include "tools/quote.h"
+#include "tools/regular_file.h"
 
 bool result_problem(char *problem, size_t size, const char *fmt, ...) {
   va_list args;
@@ -49,10 +49,10 @@ bool result_check_file(const char *path, const result_schema *schema, FILE *err)
   if (!err) err = stderr;
   char shown[QUOTE_SIZE]; /* path as given, escaped: the messages stay one line */
   quote_text(path, shown, sizeof shown);
-  char why[RESULT_PROBLEM_SIZE];
-  FILE *file = plm__file_open_regular(path, PLM__FILE_READ, NULL, why, sizeof why);
+  char why[QUOTE_SIZE + RESULT_PROBLEM_SIZE];
+  FILE *file = file_open_read(path, NULL, why, sizeof why);
   if (!file) {
-    fprintf(err, "%s: %s: %s\n", schema->prog, shown, why);
+    fprintf(err, "%s: %s\n", schema->prog, why);
     return false;
   }
   json_error_t error;

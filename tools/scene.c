@@ -6,12 +6,12 @@
 #include "tools/scene.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "tools/quote.h"
 #include "tools/splitmix64.h"
 
 #if defined(__FLT_EVAL_METHOD__) && __FLT_EVAL_METHOD__ != 0
@@ -302,16 +302,6 @@ enum {
   PURPOSE_SLOT = 1000 /* + slot */
 };
 
-static plm_status fail(char *err, size_t err_size, plm_status status, const char *fmt, ...) {
-  if (err && err_size) {
-    va_list args;
-    va_start(args, fmt);
-    vsnprintf(err, err_size, fmt, args);
-    va_end(args);
-  }
-  return status;
-}
-
 static void draw_clouds(scene *s, rng *r, int first, int count, double sigma_min, double sigma_max,
                         double amplitude_min, double amplitude_max, double drift_y,
                         double drift_x) {
@@ -419,8 +409,8 @@ static plm_status draw_tracks(scene *s, char *err, size_t err_size) {
   s->tracks = malloc((size_t)(per_slot * s->slots) * sizeof *s->tracks);
   s->slot_start = malloc((size_t)(s->slots + 1) * sizeof *s->slot_start);
   if (!s->tracks || !s->slot_start)
-    return fail(err, err_size, PLM_ERR_OUT_OF_MEMORY, "scene: out of memory for %lld tracks",
-                (long long)(per_slot * s->slots));
+    return quote_failure(err, err_size, PLM_ERR_OUT_OF_MEMORY,
+                         "scene: out of memory for %lld tracks", (long long)(per_slot * s->slots));
   int64_t count = 0;
   for (int slot = 0; slot < s->slots; slot++) {
     rng r = rng_for(s->config.seed, PURPOSE_SLOT + (uint64_t)slot);
@@ -442,22 +432,22 @@ plm_status scene_create(const scene_config *config, scene **out, char *err, size
   if (err && err_size) err[0] = '\0';
   if (out) *out = NULL;
   if (!config || !out)
-    return fail(err, err_size, PLM_ERR_INVALID_ARG, "scene_create: %s is NULL",
-                config ? "out" : "config");
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG, "scene_create: %s is NULL",
+                         config ? "out" : "config");
   if (config->frames < 1 || config->frames > SCENE_MAX_FRAMES)
-    return fail(err, err_size, PLM_ERR_INVALID_ARG, "scene: %lld frames is not 1..%d",
-                (long long)config->frames, SCENE_MAX_FRAMES);
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG, "scene: %lld frames is not 1..%d",
+                         (long long)config->frames, SCENE_MAX_FRAMES);
   if (config->height < SCENE_MIN_SIDE || config->height > SCENE_MAX_SIDE ||
       config->width < SCENE_MIN_SIDE || config->width > SCENE_MAX_SIDE)
-    return fail(err, err_size, PLM_ERR_INVALID_ARG,
-                "scene: size %lldx%lld: each side must be %d..%d", (long long)config->height,
-                (long long)config->width, SCENE_MIN_SIDE, SCENE_MAX_SIDE);
+    return quote_failure(
+        err, err_size, PLM_ERR_INVALID_ARG, "scene: size %lldx%lld: each side must be %d..%d",
+        (long long)config->height, (long long)config->width, SCENE_MIN_SIDE, SCENE_MAX_SIDE);
   if (config->difficulty != SCENE_NORMAL && config->difficulty != SCENE_HARD)
-    return fail(err, err_size, PLM_ERR_INVALID_ARG,
-                "scene: difficulty %d is not %d (normal) or %d (hard)", (int)config->difficulty,
-                SCENE_NORMAL, SCENE_HARD);
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
+                         "scene: difficulty %d is not %d (normal) or %d (hard)",
+                         (int)config->difficulty, SCENE_NORMAL, SCENE_HARD);
   scene *s = calloc(1, sizeof *s);
-  if (!s) return fail(err, err_size, PLM_ERR_OUT_OF_MEMORY, "scene: out of memory");
+  if (!s) return quote_failure(err, err_size, PLM_ERR_OUT_OF_MEMORY, "scene: out of memory");
   s->config = *config;
   s->model = &PLUME_MODELS[config->difficulty];
   const bool hard = config->difficulty == SCENE_HARD;
@@ -475,7 +465,7 @@ plm_status scene_create(const scene_config *config, scene **out, char *err, size
   s->discs = malloc((size_t)(s->n_discs + 1) * sizeof *s->discs);
   if (!s->wave_sin || !s->wave_cos || !s->fpn || !s->clouds || !s->discs) {
     scene_destroy(s);
-    return fail(err, err_size, PLM_ERR_OUT_OF_MEMORY, "scene: out of memory");
+    return quote_failure(err, err_size, PLM_ERR_OUT_OF_MEMORY, "scene: out of memory");
   }
 
   rng r = rng_for(config->seed, PURPOSE_CLUTTER);
@@ -643,8 +633,8 @@ static void plan_free(frame_plan *p) {
 static plm_status plan_frame(const scene *s, int64_t t, frame_plan *p, const char *caller,
                              char *err, size_t err_size) {
   if (t < 0 || t >= s->config.frames)
-    return fail(err, err_size, PLM_ERR_INVALID_ARG, "%s: frame %lld is not 0..%lld", caller,
-                (long long)t, (long long)(s->config.frames - 1));
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG, "%s: frame %lld is not 0..%lld",
+                         caller, (long long)t, (long long)(s->config.frames - 1));
   const int64_t h = s->config.height, w = s->config.width;
   const double time = (double)t;
   *p = (frame_plan){.s = s, .t = t};
@@ -659,7 +649,7 @@ static plm_status plan_frame(const scene *s, int64_t t, frame_plan *p, const cha
   p->scratch = malloc((size_t)(profile_room + w) * sizeof *p->scratch);
   if (!p->boxes || !p->discs || !p->scratch) {
     plan_free(p);
-    return fail(err, err_size, PLM_ERR_OUT_OF_MEMORY, "%s: out of memory", caller);
+    return quote_failure(err, err_size, PLM_ERR_OUT_OF_MEMORY, "%s: out of memory", caller);
   }
   p->row_values = p->scratch;
   double *next_profile = p->scratch + w;
@@ -786,11 +776,11 @@ plm_status scene_render(const scene *s, int64_t t, uint16_t *pixels, scene_truth
                         char *err, size_t err_size) {
   if (err && err_size) err[0] = '\0';
   if (!s || !pixels || !truth || !count)
-    return fail(err, err_size, PLM_ERR_INVALID_ARG, "scene_render: %s is NULL",
-                !s        ? "scene"
-                : !pixels ? "pixels"
-                : !truth  ? "truth"
-                          : "count");
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG, "scene_render: %s is NULL",
+                         !s        ? "scene"
+                         : !pixels ? "pixels"
+                         : !truth  ? "truth"
+                                   : "count");
   frame_plan p;
   plm_status status = plan_frame(s, t, &p, "scene_render", err, err_size);
   if (status != PLM_OK) return status;
@@ -834,8 +824,8 @@ plm_status scene_render_radiance(const scene *s, int64_t t, double *radiance, ch
                                  size_t err_size) {
   if (err && err_size) err[0] = '\0';
   if (!s || !radiance)
-    return fail(err, err_size, PLM_ERR_INVALID_ARG, "scene_render_radiance: %s is NULL",
-                !s ? "scene" : "radiance");
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG, "scene_render_radiance: %s is NULL",
+                         !s ? "scene" : "radiance");
   frame_plan p;
   plm_status status = plan_frame(s, t, &p, "scene_render_radiance", err, err_size);
   if (status != PLM_OK) return status;
@@ -848,10 +838,11 @@ plm_status scene_render_radiance(const scene *s, int64_t t, double *radiance, ch
 plm_status scene_calibration(const scene *s, float *gain, float *offset, uint8_t *bad, char *err,
                              size_t err_size) {
   if (err && err_size) err[0] = '\0';
-  if (!s) return fail(err, err_size, PLM_ERR_INVALID_ARG, "scene_calibration: scene is NULL");
+  if (!s)
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG, "scene_calibration: scene is NULL");
   if (s->config.difficulty != SCENE_HARD)
-    return fail(err, err_size, PLM_ERR_INVALID_ARG,
-                "scene_calibration: only the hard scene has a calibration");
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
+                         "scene_calibration: only the hard scene has a calibration");
   const uint64_t pixels = (uint64_t)(s->config.height * s->config.width);
   for (uint64_t i = 0; i < pixels; i++) {
     pixel_sensor p = sensor_at(s, i);

@@ -3,24 +3,14 @@
 
 #include <float.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tools/csv.h"
+#include "tools/quote.h"
 #include "tools/regular_file.h"
-
-static plm_status fail(char *err, size_t err_size, plm_status status, const char *fmt, ...) {
-  if (err && err_size) {
-    va_list args;
-    va_start(args, fmt);
-    vsnprintf(err, err_size, fmt, args);
-    va_end(args);
-  }
-  return status;
-}
 
 /* ---- matching -------------------------------------------------------------------------- */
 
@@ -190,29 +180,29 @@ static bool match_frame(matcher *m, const by_frame *t, int64_t nt, const by_fram
 static plm_status check_inputs(const score_truth *truth, int64_t n_truth,
                                const score_detection *detections, int64_t n_detections,
                                double radius, const score_result *out, char *err, size_t err_size) {
-  if (!out) return fail(err, err_size, PLM_ERR_INVALID_ARG, "score_match: out is NULL");
+  if (!out) return quote_failure(err, err_size, PLM_ERR_INVALID_ARG, "score_match: out is NULL");
   if (n_truth < 0 || n_detections < 0)
-    return fail(err, err_size, PLM_ERR_INVALID_ARG, "score_match: a negative count");
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG, "score_match: a negative count");
   if ((n_truth && !truth) || (n_detections && !detections))
-    return fail(err, err_size, PLM_ERR_INVALID_ARG, "score_match: %s is NULL",
-                n_truth && !truth ? "truth" : "detections");
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG, "score_match: %s is NULL",
+                         n_truth && !truth ? "truth" : "detections");
   if (!(radius >= 0) || !isfinite(radius))
-    return fail(err, err_size, PLM_ERR_INVALID_ARG,
-                "score_match: radius %g is not a finite number >= 0", radius);
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
+                         "score_match: radius %g is not a finite number >= 0", radius);
   for (int64_t i = 0; i < n_truth; i++) {
     const score_truth *t = &truth[i];
     if (t->frame < 0 || !isfinite(t->row) || !isfinite(t->col) || !isfinite(t->sigma) ||
         t->sigma < 0)
-      return fail(err, err_size, PLM_ERR_INVALID_ARG,
-                  "score_match: truth %lld (frame %lld, %g, %g, sigma %g) is not valid",
-                  (long long)i, (long long)t->frame, t->row, t->col, t->sigma);
+      return quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
+                           "score_match: truth %lld (frame %lld, %g, %g, sigma %g) is not valid",
+                           (long long)i, (long long)t->frame, t->row, t->col, t->sigma);
   }
   for (int64_t i = 0; i < n_detections; i++) {
     const score_detection *d = &detections[i];
     if (d->frame < 0 || !isfinite(d->row) || !isfinite(d->col))
-      return fail(err, err_size, PLM_ERR_INVALID_ARG,
-                  "score_match: detection %lld (frame %lld, %g, %g) is not valid", (long long)i,
-                  (long long)d->frame, d->row, d->col);
+      return quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
+                           "score_match: detection %lld (frame %lld, %g, %g) is not valid",
+                           (long long)i, (long long)d->frame, d->row, d->col);
   }
   return PLM_OK;
 }
@@ -258,7 +248,7 @@ plm_status score_match(const score_truth *truth, int64_t n_truth, const score_de
   free(m.detection_taken);
   free(m.pairs);
   free(m.cells);
-  if (!ok) return fail(err, err_size, PLM_ERR_OUT_OF_MEMORY, "score_match: out of memory");
+  if (!ok) return quote_failure(err, err_size, PLM_ERR_OUT_OF_MEMORY, "score_match: out of memory");
   score_result r = {.truths = n_truth,
                     .detections = n_detections,
                     .true_positives = m.matches,
@@ -274,23 +264,12 @@ plm_status score_match(const score_truth *truth, int64_t n_truth, const score_de
 
 /* ---- files ----------------------------------------------------------------------------- */
 
-/* A message about the file at path (line > 0: "PATH:LINE: "), on one line as the CSV
- * reader's are (tools/regular_file.h): path is the user's, as given. */
-static plm_status file_fail(char *err, size_t err_size, const char *path, int64_t line,
-                            plm_status status, const char *fmt, ...) {
-  va_list args;
-  va_start(args, fmt);
-  file_failure_v(err, err_size, path, line, status, fmt, args);
-  va_end(args);
-  return status;
-}
-
 /* The column named name, or a message. */
 static plm_status need_column(const char *path, const csv_table *table, const char *name,
                               int *column, char *err, size_t err_size) {
   *column = csv_column(table, name);
   if (*column < 0)
-    return file_fail(err, err_size, path, 0, PLM_ERR_IO, "no column '%s' in the header", name);
+    return path_failure(err, err_size, path, 0, PLM_ERR_IO, "no column '%s' in the header", name);
   return PLM_OK;
 }
 
@@ -303,10 +282,10 @@ plm_status score_read_truth(const char *path, score_truth **out, int64_t *count,
                             size_t err_size) {
   if (err && err_size) err[0] = '\0';
   if (!path || !out || !count)
-    return fail(err, err_size, PLM_ERR_INVALID_ARG, "score_read_truth: %s is NULL",
-                !path  ? "path"
-                : !out ? "out"
-                       : "count");
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG, "score_read_truth: %s is NULL",
+                         !path  ? "path"
+                         : !out ? "out"
+                                : "count");
   *out = NULL;
   *count = 0;
   csv_table table;
@@ -323,7 +302,7 @@ plm_status score_read_truth(const char *path, score_truth **out, int64_t *count,
   score_truth *rows = malloc((size_t)(table.rows + 1) * sizeof *rows);
   if (!rows) {
     csv_free(&table);
-    return file_fail(err, err_size, path, 0, PLM_ERR_OUT_OF_MEMORY, "out of memory");
+    return path_failure(err, err_size, path, 0, PLM_ERR_OUT_OF_MEMORY, "out of memory");
   }
   for (int64_t r = 0; r < table.rows; r++) {
     double frame = csv_value(&table, r, c_frame);
@@ -338,7 +317,7 @@ plm_status score_read_truth(const char *path, score_truth **out, int64_t *count,
       free(rows);
       csv_free(&table);
       /* Data row r is line r + 2 (the header is line 1). */
-      return file_fail(err, err_size, path, r + 2, PLM_ERR_IO, "%s", bad);
+      return path_failure(err, err_size, path, r + 2, PLM_ERR_IO, "%s", bad);
     }
     t.frame = (int64_t)frame;
     rows[r] = t;
@@ -353,10 +332,10 @@ plm_status score_read_detections(const char *path, score_detection **out, int64_
                                  size_t err_size) {
   if (err && err_size) err[0] = '\0';
   if (!path || !out || !count)
-    return fail(err, err_size, PLM_ERR_INVALID_ARG, "score_read_detections: %s is NULL",
-                !path  ? "path"
-                : !out ? "out"
-                       : "count");
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG, "score_read_detections: %s is NULL",
+                         !path  ? "path"
+                         : !out ? "out"
+                                : "count");
   *out = NULL;
   *count = 0;
   csv_table table;
@@ -366,9 +345,9 @@ plm_status score_read_detections(const char *path, score_detection **out, int64_
   int c_wrow = csv_column(&table, "wcentroid_row"), c_wcol = csv_column(&table, "wcentroid_col");
   if ((c_wrow < 0) != (c_wcol < 0)) {
     csv_free(&table);
-    return file_fail(err, err_size, path, 0, PLM_ERR_IO, "'%s' without '%s' in the header",
-                     c_wrow < 0 ? "wcentroid_col" : "wcentroid_row",
-                     c_wrow < 0 ? "wcentroid_row" : "wcentroid_col");
+    return path_failure(err, err_size, path, 0, PLM_ERR_IO, "'%s' without '%s' in the header",
+                        c_wrow < 0 ? "wcentroid_col" : "wcentroid_row",
+                        c_wrow < 0 ? "wcentroid_row" : "wcentroid_col");
   }
   if ((status = need_column(path, &table, "frame", &c_frame, err, err_size)) != PLM_OK ||
       (status = need_column(path, &table, "centroid_row", &c_row, err, err_size)) != PLM_OK ||
@@ -379,7 +358,7 @@ plm_status score_read_detections(const char *path, score_detection **out, int64_
   score_detection *rows = malloc((size_t)(table.rows + 1) * sizeof *rows);
   if (!rows) {
     csv_free(&table);
-    return file_fail(err, err_size, path, 0, PLM_ERR_OUT_OF_MEMORY, "out of memory");
+    return path_failure(err, err_size, path, 0, PLM_ERR_OUT_OF_MEMORY, "out of memory");
   }
   for (int64_t r = 0; r < table.rows; r++) {
     double frame = csv_value(&table, r, c_frame);
@@ -394,7 +373,7 @@ plm_status score_read_detections(const char *path, score_detection **out, int64_
     if (bad) {
       free(rows);
       csv_free(&table);
-      return file_fail(err, err_size, path, r + 2, PLM_ERR_IO, "%s", bad);
+      return path_failure(err, err_size, path, r + 2, PLM_ERR_IO, "%s", bad);
     }
     d.frame = (int64_t)frame;
     rows[r] = d;

@@ -58,10 +58,10 @@ refused "scene same file" "name the same file 'a\n.npy'" \
   scene --frames 1 --size 16,16 --out $'a\n.npy' --truth $'a\n.npy'
 refused "score --radius" "plume score: --radius '3\n' is not a number > 0" \
   score --truth truth.csv --detections truth.csv --radius $'3\n'
-# A file's path, in a message about the file, has its control characters made spaces, as
-# every file message does (tools/regular_file.h).
+# A file's path, in a message about the file, has its control characters escaped, as every
+# message does (tools/regular_file.h, tools/quote.h): the name shown is the file's.
 printf 'frame,row\n0,1\n' >$'bad\ntruth.csv'
-refused "score, a file's path" "plume score: bad truth.csv: no column 'col' in the header" \
+refused "score, a file's path" "plume score: bad\\ntruth.csv: no column 'col' in the header" \
   score --truth $'bad\ntruth.csv' --detections truth.csv
 
 # The pipeline's text: a newline separates words, as a space does; a word holding a control
