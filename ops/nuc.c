@@ -33,7 +33,7 @@ static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch
                       .offset = call->in[2]->data,
                       .out = call->out[0]->data,
                       .count = plm_tensor_numel(in),
-                      .frame_pixels = in->dims[in->ndim - 2] * in->dims[in->ndim - 1],
+                      .period = in->dims[in->ndim - 2] * in->dims[in->ndim - 1],
                       .dtype = in->dtype};
 }
 

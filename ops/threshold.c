@@ -46,7 +46,8 @@ static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch
                                                        .out = call->out[0]->data,
                                                        .count = plm_tensor_numel(call->in[0]),
                                                        .dtype = call->in[0]->dtype,
-                                                       .value = params->value,
+                                                       .bound = plm__threshold_float_bound(
+                                                           params->value, params->compare),
                                                        .compare = params->compare};
 }
 
