@@ -53,6 +53,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "plume/abs_diff.h"
 #include "plume/background.h"
 #include "plume/badpixel.h"
 #include "plume/cfar.h"
@@ -105,7 +106,8 @@ typedef struct plm__no_params {
   X(CFAR, cfar, plm_cfar_params)                                                          \
   X(NUC, nuc, plm__no_params)                                                             \
   X(BADPIXEL, badpixel, plm__no_params)                                                   \
-  X(BACKGROUND, background, plm_background_params)
+  X(BACKGROUND, background, plm_background_params)                                        \
+  X(ABS_DIFF, abs_diff, plm__no_params)
 
 typedef enum plm__op_kind {
 #define PLM__OP_KIND(KIND, name, type) PLM__OP_##KIND,
