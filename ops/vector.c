@@ -77,8 +77,8 @@ static void add_pack(const plm_context *ctx, const plm__op_call *call, void *scr
   (void)ctx;
   (void)scratch;
   const plm_vector_add_params *params = call->params ? call->params : &plain_add;
-  *(plm__vector_add_args *)args = (plm__vector_add_args){.a = call->in[0]->data,
-                                                         .b = call->in[1]->data,
+  *(plm__vector_add_args *)args = (plm__vector_add_args){.in = call->in[0]->data,
+                                                         .in2 = call->in[1]->data,
                                                          .out = call->out[0]->data,
                                                          .count = plm_tensor_numel(call->in[0]),
                                                          .alpha = params->alpha,
