@@ -24,8 +24,8 @@ static plm_status shapes(const plm__op_call *call, plm_shape *out, void *resolve
 static void cost(const plm__op_call *call, plm_op_cost *cost) {
   const plm_tensor *in = call->in[0];
   double count = (double)plm_tensor_numel(in);
-  *cost = (plm_op_cost){.bytes = 3.0 * count * (double)plm_dtype_size(in->dtype),
-                        .flops = 2.0 * count};
+  *cost =
+      (plm_op_cost){.bytes = 3.0 * count * (double)plm_dtype_size(in->dtype), .flops = 2.0 * count};
 }
 
 static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch, void *args) {
@@ -50,12 +50,15 @@ static plm_status run_cuda(void *stream, const void *args) {
 
 const plm__op_desc plm__op_abs_diff = {
     .name = "abs_diff",
-    .summary = "frame differencing: out = |in - ref| (cv2.absdiff; numpy for f32), in's dtype; "
-               "u8, u16 or f32 input",
+    .summary =
+        "frame differencing: out = |in - ref| (cv2.absdiff; numpy for f32), in's dtype; "
+        "u8, u16 or f32 input",
     .kind = PLM__OP_ABS_DIFF,
     .input_count = 2,
     .inputs = {{.name = "in", .dtypes = PLM__DTYPES_IMAGE},
-               {.name = "ref", .dtypes = PLM__DTYPES_IMAGE, .shape = "(in's dtype and shape)",
+               {.name = "ref",
+                .dtypes = PLM__DTYPES_IMAGE,
+                .shape = "(in's dtype and shape)",
                 .role = PLM__IN_TENSOR}},
     .output_count = 1,
     .outputs = {{.name = "out",

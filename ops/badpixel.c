@@ -54,8 +54,9 @@ const plm__op_desc plm__op_badpixel = {
         "valid 3x3 neighbours, f32; u8, u16 or f32 input",
     .kind = PLM__OP_BADPIXEL,
     .input_count = 2,
-    .inputs = {{.name = "in", .dtypes = PLM__DTYPES_IMAGE},
-               {.name = "bad", .dtypes = PLM__DTYPE_MASK(U8), .shape = "(H, W)", .role = PLM__IN_TENSOR}},
+    .inputs =
+        {{.name = "in", .dtypes = PLM__DTYPES_IMAGE},
+         {.name = "bad", .dtypes = PLM__DTYPE_MASK(U8), .shape = "(H, W)", .role = PLM__IN_TENSOR}},
     .output_count = 1,
     .outputs = {{.name = "out", .dtypes = PLM__DTYPE_MASK(F32), .role = PLM__OUT_MAIN}},
     .params_size = sizeof(plm__no_params),

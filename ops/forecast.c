@@ -124,7 +124,8 @@ const plm__op_desc plm__op_ar_forecast = {
     .input_count = 1,
     .inputs = {{.name = "series", .dtypes = PLM__DTYPE_MASK(F32), .shape = "(S, T)"}},
     .output_count = 1,
-    .outputs = {{.name = "out", .dtypes = PLM__DTYPE_MASK(F32), .shape = "(S, h)", .role = PLM__OUT_MAIN}},
+    .outputs =
+        {{.name = "out", .dtypes = PLM__DTYPE_MASK(F32), .shape = "(S, h)", .role = PLM__OUT_MAIN}},
     .params_size = sizeof(plm_ar_forecast_params),
     .param_count = sizeof schema / sizeof schema[0],
     .params = schema,

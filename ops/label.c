@@ -123,8 +123,12 @@ const plm__op_desc plm__op_label = {
     .input_count = 1,
     .inputs = {{.name = "mask", .dtypes = PLM__DTYPE_MASK(U8), .shape = "(H, W) or (N, H, W)"}},
     .output_count = 2,
-    .outputs = {{.name = "labels", .dtypes = PLM__DTYPE_MASK(I32), .role = PLM__OUT_MAIN, .labels = true},
-                {.name = "count", .dtypes = PLM__DTYPE_MASK(I32), .shape = "(N,)", .role = PLM__OUT_COUNT}},
+    .outputs =
+        {{.name = "labels", .dtypes = PLM__DTYPE_MASK(I32), .role = PLM__OUT_MAIN, .labels = true},
+         {.name = "count",
+          .dtypes = PLM__DTYPE_MASK(I32),
+          .shape = "(N,)",
+          .role = PLM__OUT_COUNT}},
     .params_size = sizeof(plm_label_params),
     .param_count = sizeof label_params / sizeof label_params[0],
     .params = label_params,
@@ -222,8 +226,7 @@ static plm_status regions_check(const plm__op_call *call) {
   if (params->capacity < 0)
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "capacity %lld is negative",
                          (long long)params->capacity);
-  if (table &&
-      (table->ndim != 2 || table->dims[1] != PLM_REGION_COLUMNS))
+  if (table && (table->ndim != 2 || table->dims[1] != PLM_REGION_COLUMNS))
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "table must be of shape (capacity, %d)",
                          PLM_REGION_COLUMNS);
   if (table && params->capacity > 0 && table->dims[0] != params->capacity)
@@ -317,14 +320,19 @@ const plm__op_desc plm__op_regions = {
         "with intensity its sum, max and weighted centroid)",
     .kind = PLM__OP_REGIONS,
     .input_count = 3,
-    .inputs = {{.name = "labels", .dtypes = PLM__DTYPE_MASK(I32), .shape = "(H, W)"},
-               {.name = "intensity",
-                .dtypes = PLM__DTYPES_IMAGE, .shape = "(H, W)",
-                .optional = true,
-                .role = PLM__IN_FRAME},
-               {.name = "count", .dtypes = PLM__DTYPE_MASK(I32), .shape = "(1,)", .role = PLM__IN_COUNT}},
+    .inputs =
+        {{.name = "labels", .dtypes = PLM__DTYPE_MASK(I32), .shape = "(H, W)"},
+         {.name = "intensity",
+          .dtypes = PLM__DTYPES_IMAGE,
+          .shape = "(H, W)",
+          .optional = true,
+          .role = PLM__IN_FRAME},
+         {.name = "count", .dtypes = PLM__DTYPE_MASK(I32), .shape = "(1,)", .role = PLM__IN_COUNT}},
     .output_count = 1,
-    .outputs = {{.name = "table", .dtypes = PLM__DTYPE_MASK(F64), .shape = "(capacity, 12)", .role = PLM__OUT_MAIN}},
+    .outputs = {{.name = "table",
+                 .dtypes = PLM__DTYPE_MASK(F64),
+                 .shape = "(capacity, 12)",
+                 .role = PLM__OUT_MAIN}},
     .params_size = sizeof(plm__regions_params),
     .param_count = sizeof regions_params / sizeof regions_params[0],
     .params = regions_params,

@@ -182,8 +182,8 @@ typedef enum plm__output_role {
 
 typedef struct plm__op_slot {
   const char *name;
-  unsigned dtypes;   /* the dtypes accepted: a PLM__DTYPE_MASK set (never 0) */
-  const char *shape; /* for help, after the dtypes: "(H, W)", or NULL */
+  unsigned dtypes;    /* the dtypes accepted: a PLM__DTYPE_MASK set (never 0) */
+  const char *shape;  /* for help, after the dtypes: "(H, W)", or NULL */
   bool optional;      /* inputs: may be absent; outputs: may be unwanted */
   int role;           /* plm__input_role or plm__output_role */
   unsigned in_place;  /* outputs: a mask of the inputs it may be exactly (1u << slot) */

@@ -66,7 +66,10 @@ void plm__dtype_mask_text(unsigned mask, char *text, size_t size) {
     if (!((mask >> order[k]) & 1u)) continue;
     size_t used = strlen(text);
     snprintf(text + used, size - used, "%s%s",
-             written == 0 ? "" : written + 1 == total ? " or " : ", ", plm_dtype_name(order[k]));
+             written == 0           ? ""
+             : written + 1 == total ? " or "
+                                    : ", ",
+             plm_dtype_name(order[k]));
     written++;
   }
 }

@@ -59,13 +59,12 @@ static plm_status check(const plm__op_call *call) {
   if (status == PLM_OK) status = check_image(image);
   if (status != PLM_OK) return status;
   const plm_tensor *labels = call->out[0], *count = call->out[1], *table = call->out[2];
-  if (labels && (labels->ndim != 2 ||
-                 labels->dims[0] != image->dims[0] || labels->dims[1] != image->dims[1]))
+  if (labels &&
+      (labels->ndim != 2 || labels->dims[0] != image->dims[0] || labels->dims[1] != image->dims[1]))
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "labels must be of image's shape");
   if (count && (count->ndim != 1 || count->dims[0] != 1))
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "count must be of shape (1,)");
-  if (table &&
-      (table->ndim != 2 || table->dims[1] != PLM_REGION_COLUMNS))
+  if (table && (table->ndim != 2 || table->dims[1] != PLM_REGION_COLUMNS))
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "table must be of shape (capacity, %d)",
                          PLM_REGION_COLUMNS);
   if (p->capacity < 0)
@@ -186,9 +185,13 @@ const plm__op_desc plm__op_segment = {
     .input_count = 1,
     .inputs = {{.name = "image", .dtypes = PLM__DTYPES_IMAGE, .shape = "(H, W)"}},
     .output_count = 3,
-    .outputs = {{.name = "labels", .dtypes = PLM__DTYPE_MASK(I32), .shape = "(H, W)", .labels = true},
-                {.name = "count", .dtypes = PLM__DTYPE_MASK(I32), .shape = "(1,)", .role = PLM__OUT_COUNT},
-                {.name = "table", .dtypes = PLM__DTYPE_MASK(F64), .shape = "(capacity, 12)", .role = PLM__OUT_MAIN}},
+    .outputs =
+        {{.name = "labels", .dtypes = PLM__DTYPE_MASK(I32), .shape = "(H, W)", .labels = true},
+         {.name = "count", .dtypes = PLM__DTYPE_MASK(I32), .shape = "(1,)", .role = PLM__OUT_COUNT},
+         {.name = "table",
+          .dtypes = PLM__DTYPE_MASK(F64),
+          .shape = "(capacity, 12)",
+          .role = PLM__OUT_MAIN}},
     .params_size = sizeof(plm__segment_op_params),
     .param_count = sizeof schema / sizeof schema[0],
     .params = schema,

@@ -42,13 +42,13 @@ static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch
   (void)ctx;
   (void)scratch;
   const plm_threshold_params *params = call->params;
-  *(plm__threshold_args *)args = (plm__threshold_args){.in = call->in[0]->data,
-                                                       .out = call->out[0]->data,
-                                                       .count = plm_tensor_numel(call->in[0]),
-                                                       .dtype = call->in[0]->dtype,
-                                                       .bound = plm__threshold_float_bound(
-                                                           params->value, params->compare),
-                                                       .compare = params->compare};
+  *(plm__threshold_args *)args =
+      (plm__threshold_args){.in = call->in[0]->data,
+                            .out = call->out[0]->data,
+                            .count = plm_tensor_numel(call->in[0]),
+                            .dtype = call->in[0]->dtype,
+                            .bound = plm__threshold_float_bound(params->value, params->compare),
+                            .compare = params->compare};
 }
 
 static void run_cpu(const void *args) {
@@ -84,7 +84,10 @@ const plm__op_desc plm__op_threshold = {
     .input_count = 1,
     .inputs = {{.name = "in", .dtypes = PLM__DTYPES_IMAGE}},
     .output_count = 1,
-    .outputs = {{.name = "out", .dtypes = PLM__DTYPE_MASK(U8), .role = PLM__OUT_MAIN, .in_place = 1u << 0}},
+    .outputs = {{.name = "out",
+                 .dtypes = PLM__DTYPE_MASK(U8),
+                 .role = PLM__OUT_MAIN,
+                 .in_place = 1u << 0}},
     .params_size = sizeof(plm_threshold_params),
     .param_count = sizeof schema / sizeof schema[0],
     .params = schema,

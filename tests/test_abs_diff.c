@@ -60,7 +60,8 @@ static int64_t run_case(plm_dtype dtype, int ndim, const int64_t *dims, int onto
   plm_tensor in, ref, out;
   PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, dtype, ndim, dims, &in));
   PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, dtype, ndim, dims, &ref));
-  if (onto < 0) PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, dtype, ndim, dims, &out));
+  if (onto < 0)
+    PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, dtype, ndim, dims, &out));
   const int64_t count = plm_tensor_numel(&in);
   const size_t bytes = plm_tensor_bytes(&in);
   double *a = malloc((size_t)count * sizeof *a), *b = malloc((size_t)count * sizeof *b);
@@ -68,7 +69,8 @@ static int64_t run_case(plm_dtype dtype, int ndim, const int64_t *dims, int onto
   ck_assert(a && b && got);
   void *host_a = make_input(dtype, count, a, seed), *host_b = make_input(dtype, count, b, seed + 2);
   PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, in.data, host_a, bytes, PLM_COPY_HOST_TO_DEVICE));
-  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, ref.data, host_b, bytes, PLM_COPY_HOST_TO_DEVICE));
+  PLM_CHECK_OK(
+      plm_stream_memcpy(plm_test_stream, ref.data, host_b, bytes, PLM_COPY_HOST_TO_DEVICE));
   plm_tensor *target = onto == 0 ? &in : onto == 1 ? &ref : &out;
   PLM_CHECK_OK(plm_abs_diff(plm_test_stream, &in, &ref, target));
   PLM_CHECK_OK(
@@ -129,12 +131,13 @@ START_TEST(test_saturation_and_specials_worked_by_hand) {
   PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, gotf, fb.data, 16, PLM_COPY_DEVICE_TO_HOST));
   PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
   ck_assert_mem_eq(got8, want8, 4);
-  ck_assert(isnan(gotf[0]));  /* NaN propagates */
-  ck_assert(isnan(gotf[1]));  /* inf - inf */
+  ck_assert(isnan(gotf[0]));                       /* NaN propagates */
+  ck_assert(isnan(gotf[1]));                       /* inf - inf */
   ck_assert(gotf[2] == 0.0f && !signbit(gotf[2])); /* |-0 - 0| is +0 */
   ck_assert(isinf(gotf[3]) && gotf[3] > 0);        /* 6e38 overflows f32, as in numpy */
   plm_tensor *all[] = {&a, &b, &fa, &fb};
-  for (size_t i = 0; i < 4; i++) PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, all[i]));
+  for (size_t i = 0; i < 4; i++)
+    PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, all[i]));
 }
 END_TEST
 

@@ -27,8 +27,7 @@ extern "C" {
 
 PLM_API plm_status plm_abs_diff(plm_stream *stream, const plm_tensor *in, const plm_tensor *ref,
                                 plm_tensor *out);
-PLM_API plm_status plm_abs_diff_output(const plm_tensor *in, const plm_tensor *ref,
-                                       plm_shape *out);
+PLM_API plm_status plm_abs_diff_output(const plm_tensor *in, const plm_tensor *ref, plm_shape *out);
 /* bytes = in, ref and out per element; flops = 2 per element (a subtraction, a magnitude). */
 PLM_API plm_status plm_abs_diff_cost(const plm_tensor *in, const plm_tensor *ref,
                                      plm_op_cost *cost);

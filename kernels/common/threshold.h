@@ -48,8 +48,7 @@ static inline float plm__threshold_float_bound(double value, plm_compare compare
 }
 
 /* plm__threshold_one on a float against plm__threshold_float_bound(value, compare). */
-static inline PLM_HD uint8_t plm__threshold_one_float(float x, float bound,
-                                                      plm_compare compare) {
+static inline PLM_HD uint8_t plm__threshold_one_float(float x, float bound, plm_compare compare) {
   switch (compare) {
     case PLM_COMPARE_GE: return x >= bound;
     case PLM_COMPARE_LT: return x < bound;

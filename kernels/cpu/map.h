@@ -60,31 +60,31 @@ static inline int64_t plm__cpu_map_span(int64_t i, int64_t end, int64_t period, 
   }
 
 /* The map with an output type per input dtype (u8, u16, f32). */
-#define PLM__CPU_MAP_TYPED(name, ARGS, OUT_U8, OUT_U16, OUT_F32, ELEM, GRAIN)                 \
-  PLM__CPU_MAP_LOOP(name, ARGS, OUT_U8, ELEM, uint8_t, u8)                                    \
-  PLM__CPU_MAP_LOOP(name, ARGS, OUT_U16, ELEM, uint16_t, u16)                                 \
-  PLM__CPU_MAP_LOOP(name, ARGS, OUT_F32, ELEM, float, f32)                                    \
-  static void name##_range(void *context, int64_t begin, int64_t end) {                       \
-    const ARGS k = *(const ARGS *)context;                                                    \
-    for (int64_t i = begin, p, n; i < end; i += n) {                                          \
-      n = plm__cpu_map_span(i, end, k.period, &p);                                            \
-      switch (k.dtype) {                                                                      \
-        case PLM_DTYPE_U8:                                                                    \
-          name##_u8(&k, (const uint8_t *)k.in + i, (OUT_U8 *)k.out + i, p, n);                \
-          break;                                                                              \
-        case PLM_DTYPE_U16:                                                                   \
-          name##_u16(&k, (const uint16_t *)k.in + i, (OUT_U16 *)k.out + i, p, n);             \
-          break;                                                                              \
-        case PLM_DTYPE_F32:                                                                   \
-          name##_f32(&k, (const float *)k.in + i, (OUT_F32 *)k.out + i, p, n);                \
-          break;                                                                              \
-        case PLM_DTYPE_I32:                                                                   \
-        case PLM_DTYPE_F64: break; /* refused by the op's slot mask */                       \
-      }                                                                                       \
-    }                                                                                         \
-  }                                                                                           \
-  void name(const ARGS *args) {                                                               \
-    plm__parallel_for(args->count, (GRAIN), name##_range, (void *)args);                      \
+#define PLM__CPU_MAP_TYPED(name, ARGS, OUT_U8, OUT_U16, OUT_F32, ELEM, GRAIN)     \
+  PLM__CPU_MAP_LOOP(name, ARGS, OUT_U8, ELEM, uint8_t, u8)                        \
+  PLM__CPU_MAP_LOOP(name, ARGS, OUT_U16, ELEM, uint16_t, u16)                     \
+  PLM__CPU_MAP_LOOP(name, ARGS, OUT_F32, ELEM, float, f32)                        \
+  static void name##_range(void *context, int64_t begin, int64_t end) {           \
+    const ARGS k = *(const ARGS *)context;                                        \
+    for (int64_t i = begin, p, n; i < end; i += n) {                              \
+      n = plm__cpu_map_span(i, end, k.period, &p);                                \
+      switch (k.dtype) {                                                          \
+        case PLM_DTYPE_U8:                                                        \
+          name##_u8(&k, (const uint8_t *)k.in + i, (OUT_U8 *)k.out + i, p, n);    \
+          break;                                                                  \
+        case PLM_DTYPE_U16:                                                       \
+          name##_u16(&k, (const uint16_t *)k.in + i, (OUT_U16 *)k.out + i, p, n); \
+          break;                                                                  \
+        case PLM_DTYPE_F32:                                                       \
+          name##_f32(&k, (const float *)k.in + i, (OUT_F32 *)k.out + i, p, n);    \
+          break;                                                                  \
+        case PLM_DTYPE_I32:                                                       \
+        case PLM_DTYPE_F64: break; /* refused by the op's slot mask */            \
+      }                                                                           \
+    }                                                                             \
+  }                                                                               \
+  void name(const ARGS *args) {                                                   \
+    plm__parallel_for(args->count, (GRAIN), name##_range, (void *)args);          \
   }
 
 #define PLM__CPU_MAP(name, ARGS, OUT, ELEM, GRAIN) \
@@ -92,42 +92,42 @@ static inline int64_t plm__cpu_map_span(int64_t i, int64_t end, int64_t period, 
 
 /* ---- two inputs of one dtype ------------------------------------------------------------ */
 
-#define PLM__CPU_MAP2_LOOP(name, ARGS, OUT, ELEM, T, suffix)                                  \
+#define PLM__CPU_MAP2_LOOP(name, ARGS, OUT, ELEM, T, suffix)                                    \
   PLM__CPU_CLONES_FMA static void name##_##suffix(const ARGS *restrict k, const T *restrict in, \
-                                                  const T *restrict in2, OUT *restrict out,   \
-                                                  int64_t p, int64_t n) {                     \
-    (void)p; /* an ELEM that does not read it */                                              \
-    for (int64_t j = 0; j < n; j++) out[j] = ELEM(k, in[j], in2[j], p + j);                   \
+                                                  const T *restrict in2, OUT *restrict out,     \
+                                                  int64_t p, int64_t n) {                       \
+    (void)p; /* an ELEM that does not read it */                                                \
+    for (int64_t j = 0; j < n; j++) out[j] = ELEM(k, in[j], in2[j], p + j);                     \
   }
 
-#define PLM__CPU_MAP2_TYPED(name, ARGS, OUT_U8, OUT_U16, OUT_F32, ELEM, GRAIN)                      \
-  PLM__CPU_MAP2_LOOP(name, ARGS, OUT_U8, ELEM, uint8_t, u8)                                         \
-  PLM__CPU_MAP2_LOOP(name, ARGS, OUT_U16, ELEM, uint16_t, u16)                                      \
-  PLM__CPU_MAP2_LOOP(name, ARGS, OUT_F32, ELEM, float, f32)                                         \
-  static void name##_range(void *context, int64_t begin, int64_t end) {                             \
-    const ARGS k = *(const ARGS *)context;                                                          \
-    for (int64_t i = begin, p, n; i < end; i += n) {                                                \
-      n = plm__cpu_map_span(i, end, k.period, &p);                                                  \
-      switch (k.dtype) {                                                                            \
-        case PLM_DTYPE_U8:                                                                          \
-          name##_u8(&k, (const uint8_t *)k.in + i, (const uint8_t *)k.in2 + i,                      \
-                    (OUT_U8 *)k.out + i, p, n);                                                     \
-          break;                                                                                    \
-        case PLM_DTYPE_U16:                                                                         \
-          name##_u16(&k, (const uint16_t *)k.in + i, (const uint16_t *)k.in2 + i,                   \
-                     (OUT_U16 *)k.out + i, p, n);                                                   \
-          break;                                                                                    \
-        case PLM_DTYPE_F32:                                                                         \
+#define PLM__CPU_MAP2_TYPED(name, ARGS, OUT_U8, OUT_U16, OUT_F32, ELEM, GRAIN)                    \
+  PLM__CPU_MAP2_LOOP(name, ARGS, OUT_U8, ELEM, uint8_t, u8)                                       \
+  PLM__CPU_MAP2_LOOP(name, ARGS, OUT_U16, ELEM, uint16_t, u16)                                    \
+  PLM__CPU_MAP2_LOOP(name, ARGS, OUT_F32, ELEM, float, f32)                                       \
+  static void name##_range(void *context, int64_t begin, int64_t end) {                           \
+    const ARGS k = *(const ARGS *)context;                                                        \
+    for (int64_t i = begin, p, n; i < end; i += n) {                                              \
+      n = plm__cpu_map_span(i, end, k.period, &p);                                                \
+      switch (k.dtype) {                                                                          \
+        case PLM_DTYPE_U8:                                                                        \
+          name##_u8(&k, (const uint8_t *)k.in + i, (const uint8_t *)k.in2 + i,                    \
+                    (OUT_U8 *)k.out + i, p, n);                                                   \
+          break;                                                                                  \
+        case PLM_DTYPE_U16:                                                                       \
+          name##_u16(&k, (const uint16_t *)k.in + i, (const uint16_t *)k.in2 + i,                 \
+                     (OUT_U16 *)k.out + i, p, n);                                                 \
+          break;                                                                                  \
+        case PLM_DTYPE_F32:                                                                       \
           name##_f32(&k, (const float *)k.in + i, (const float *)k.in2 + i, (OUT_F32 *)k.out + i, \
-                     p, n);                                                                         \
-          break;                                                                                    \
-        case PLM_DTYPE_I32:                                                                         \
-        case PLM_DTYPE_F64: break; /* refused by the op's slot mask */                             \
-      }                                                                                             \
-    }                                                                                               \
-  }                                                                                                 \
-  void name(const ARGS *args) {                                                                     \
-    plm__parallel_for(args->count, (GRAIN), name##_range, (void *)args);                            \
+                     p, n);                                                                       \
+          break;                                                                                  \
+        case PLM_DTYPE_I32:                                                                       \
+        case PLM_DTYPE_F64: break; /* refused by the op's slot mask */                            \
+      }                                                                                           \
+    }                                                                                             \
+  }                                                                                               \
+  void name(const ARGS *args) {                                                                   \
+    plm__parallel_for(args->count, (GRAIN), name##_range, (void *)args);                          \
   }
 
 #define PLM__CPU_MAP2(name, ARGS, OUT, ELEM, GRAIN) \

@@ -65,7 +65,8 @@ static plm_status plm__cuda_map_dtypes(plm_dtype dtype, const char *op, Launch l
     case PLM_DTYPE_U8: launch((uint8_t)0); break;
     case PLM_DTYPE_U16: launch((uint16_t)0); break;
     case PLM_DTYPE_F32: launch(0.0f); break;
-    default: return plm__fail_raw(PLM_ERR_INTERNAL, "%s: dtype %d reached the kernel", op, (int)dtype);
+    default:
+      return plm__fail_raw(PLM_ERR_INTERNAL, "%s: dtype %d reached the kernel", op, (int)dtype);
   }
   return plm__cuda_check_launch(op);
 }

@@ -82,7 +82,7 @@ extern "C" plm_status plm__vector_add_batch_cuda(void *stream,
   }
   unsigned blocks = plm__cuda_blocks((args->total + BATCH_CHUNK - 1) / BATCH_CHUNK, 1);
   vector_add_batch_kernel<<<blocks, BATCH_THREADS, 0, s>>>(inline_entries, table, args->count,
-                                                         args->total, args->alpha, args->beta);
+                                                           args->total, args->alpha, args->beta);
   return plm__cuda_check_launch("vector_add_batch_kernel");
 }
 
