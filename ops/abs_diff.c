@@ -51,8 +51,7 @@ static plm_status run_cuda(void *stream, const void *args) {
 const plm__op_desc plm__op_abs_diff = {
     .name = "abs_diff",
     .summary =
-        "frame differencing: out = |in - ref| (cv2.absdiff; numpy for f32), in's dtype; "
-        "u8, u16 or f32 input",
+        "frame differencing: out = |in - ref| (cv2.absdiff; numpy for f32), in's dtype",
     .kind = PLM__OP_ABS_DIFF,
     .input_count = 2,
     .inputs = {{.name = "in", .dtypes = PLM__DTYPES_IMAGE},

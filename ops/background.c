@@ -117,7 +117,7 @@ const plm__op_desc plm__op_background = {
     .name = "background",
     .summary =
         "temporal background suppression (stateful): x - b per frame, b a running "
-        "average (ema) or median of the frames before; f32; u8, u16 or f32 input",
+        "average (ema) or median of the frames before; f32",
     .kind = PLM__OP_BACKGROUND,
     .input_count = 1,
     .inputs = {{.name = "in", .dtypes = PLM__DTYPES_IMAGE}},

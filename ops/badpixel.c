@@ -51,7 +51,7 @@ const plm__op_desc plm__op_badpixel = {
     .name = "badpixel",
     .summary =
         "bad-pixel replacement: pixels flagged in a u8 (H, W) map become the median of their "
-        "valid 3x3 neighbours, f32; u8, u16 or f32 input",
+        "valid 3x3 neighbours, f32",
     .kind = PLM__OP_BADPIXEL,
     .input_count = 2,
     .inputs =

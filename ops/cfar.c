@@ -134,7 +134,7 @@ const plm__op_desc plm__op_cfar = {
     .name = "cfar",
     .summary =
         "cell-averaging CFAR: (x - mean) > k std over a window less its guard, as a u8 "
-        "mask or the f32 score; u8, u16 or f32 input",
+        "mask or the f32 score",
     .kind = PLM__OP_CFAR,
     .input_count = 1,
     .inputs = {{.name = "in", .dtypes = PLM__DTYPES_IMAGE}},

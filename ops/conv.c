@@ -190,7 +190,7 @@ static const plm__op_param conv2d_params[] = {
 
 const plm__op_desc plm__op_conv2d = {
     .name = "conv2d",
-    .summary = "out = in cross-correlated with a kernel (no flip), f32; u8, u16 or f32 input",
+    .summary = "out = in cross-correlated with a kernel (no flip), f32",
     .kind = PLM__OP_CONV2D,
     .input_count = 2,
     .inputs = {{.name = "in", .dtypes = PLM__DTYPES_IMAGE},
@@ -333,7 +333,7 @@ static const plm__op_param sobel_params[] = {
 
 const plm__op_desc plm__op_sobel = {
     .name = "sobel",
-    .summary = "out = Sobel gradient magnitude sqrt(gx^2 + gy^2), f32; u8, u16 or f32 input",
+    .summary = "out = Sobel gradient magnitude sqrt(gx^2 + gy^2), f32",
     .kind = PLM__OP_SOBEL,
     .flags = PLM__OP_ONE_OUTPUT,
     .input_count = 1,

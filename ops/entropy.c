@@ -128,8 +128,7 @@ static const plm__op_param schema[] = {
 const plm__op_desc plm__op_entropy = {
     .name = "entropy",
     .summary =
-        "out = Shannon entropy (bits) of each pixel's w x w window, f32; u8, u16 or f32 "
-        "input",
+        "out = Shannon entropy (bits) of each pixel's w x w window, f32",
     .kind = PLM__OP_ENTROPY,
     .input_count = 1,
     .inputs = {{.name = "in", .dtypes = PLM__DTYPES_IMAGE}},

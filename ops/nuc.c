@@ -51,7 +51,7 @@ const plm__op_desc plm__op_nuc = {
     .name = "nuc",
     .summary =
         "non-uniformity correction: out = gain * in + offset per pixel (f32 (H, W) "
-        "calibration), f32; u8, u16 or f32 input",
+        "calibration), f32",
     .kind = PLM__OP_NUC,
     .input_count = 3,
     .inputs = {{.name = "in", .dtypes = PLM__DTYPES_IMAGE},

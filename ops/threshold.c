@@ -79,7 +79,7 @@ static const plm__op_param schema[] = {
 
 const plm__op_desc plm__op_threshold = {
     .name = "threshold",
-    .summary = "out = (in CMP T) as a u8 0/1 mask; u8, u16 or f32 input",
+    .summary = "out = (in CMP T) as a u8 0/1 mask",
     .kind = PLM__OP_THRESHOLD,
     .input_count = 1,
     .inputs = {{.name = "in", .dtypes = PLM__DTYPES_IMAGE}},
