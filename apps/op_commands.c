@@ -555,10 +555,12 @@ static void print_file(FILE *out, const command *c, const file_flag *f) {
     const plm__op_slot *slot =
         f->kind == FILE_INPUT ? &c->op->inputs[f->slot] : &c->op->outputs[f->slot];
     flag_of(slot->name, flag);
+    char dtypes[96];
+    plm__op_slot_text(slot, dtypes, sizeof dtypes);
     if (strcmp(f->flag, flag) == 0)
-      snprintf(text, sizeof text, "%s", slot->dtypes);
+      snprintf(text, sizeof text, "%s", dtypes);
     else
-      snprintf(text, sizeof text, "%s, %s", slot->name, slot->dtypes);
+      snprintf(text, sizeof text, "%s, %s", slot->name, dtypes);
   }
   print_option(out, f->flag, value, text, f->required ? "" : "(optional)");
 }

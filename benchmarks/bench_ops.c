@@ -19,6 +19,7 @@
  *   cfar       f32 (H, W), window 15, guard 5, k 5, the u8 mask
  *   nuc        u8 (H, W) with an f32 (H, W) gain and offset, f32 out
  *   badpixel   f32 (H, W) with a u8 (H, W) map flagging 1 pixel in 16 at random, f32 out
+ *   abs_diff   f32 (H, W) against an f32 (H, W) reference frame, f32 out
  *   background f32 (H, W) against a carried f32 (H, W) state, ema alpha 0.05, f32 out
  *   label      u8 (H, W) mask, half of it foreground at random (many small components),
  *              8-connectivity
@@ -359,6 +360,16 @@ static bool nuc_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
   return finish_call(env, s, 0);
 }
 
+/* abs_diff: f32 (H, W) against an f32 (H, W) reference frame. */
+static bool abs_diff_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
+  if (!random_tensor(env, PLM_DTYPE_F32, h, w, &s->in)) return false;
+  s->has_in = true;
+  plm_tensor *ref = extra_operand(env, s, 2, h, w, 0);
+  if (!ref) return false;
+  s->call = (plm__op_call){.in = {&s->in, ref}};
+  return finish_call(env, s, 0);
+}
+
 /* background: f32 (H, W) frames against a carried f32 (H, W) state (random values: the
  * steady state's arithmetic, every call continuing it), ema alpha 0.05. */
 static bool background_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
@@ -653,6 +664,11 @@ static const op_entry ops[] = {
      .detail = "ema, state carried",
      .seed = 512,
      .setup = background_setup},
+    {.op = &plm__op_abs_diff,
+     .dtype = "f32",
+     .detail = "f32 reference frame",
+     .seed = 512,
+     .setup = abs_diff_setup},
     {.op = &plm__op_cfar,
      .dtype = "f32",
      .detail = "w15 g5 k5 mask",

@@ -117,12 +117,15 @@ const plm__op_desc plm__op_background = {
     .name = "background",
     .summary =
         "temporal background suppression (stateful): x - b per frame, b a running "
-        "average (ema) or median of the frames before; f32; u8, u16 or f32 input",
+        "average (ema) or median of the frames before; f32",
     .kind = PLM__OP_BACKGROUND,
     .input_count = 1,
-    .inputs = {{.name = "in", .dtypes = "u8, u16 or f32"}},
+    .inputs = {{.name = "in", .dtypes = PLM__DTYPES_IMAGE}},
     .output_count = 1,
-    .outputs = {{.name = "out", .dtypes = "f32", .role = PLM__OUT_MAIN, .in_place = 1u << 0}},
+    .outputs = {{.name = "out",
+                 .dtypes = PLM__DTYPE_MASK(F32),
+                 .role = PLM__OUT_MAIN,
+                 .in_place = 1u << 0}},
     .params_size = sizeof(plm_background_params),
     .param_count = sizeof schema / sizeof schema[0],
     .params = schema,

@@ -11,9 +11,6 @@ static plm_status check(const plm__op_call *call) {
   const plm_tensor *in = call->in[0], *bad = call->in[1], *out = call->out[0];
   plm_status status = plm__op_check_frames(in, "badpixel");
   if (status != PLM_OK) return status;
-  if (bad->dtype != PLM_DTYPE_U8)
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "bad->dtype %s is not u8",
-                         plm_dtype_name(bad->dtype));
   status = plm__op_check_frame_map(bad, "bad", in);
   if (status != PLM_OK || !out) return status;
   return plm__op_check_output_like(in, "in", out, "out", PLM_DTYPE_F32);
@@ -54,13 +51,14 @@ const plm__op_desc plm__op_badpixel = {
     .name = "badpixel",
     .summary =
         "bad-pixel replacement: pixels flagged in a u8 (H, W) map become the median of their "
-        "valid 3x3 neighbours, f32; u8, u16 or f32 input",
+        "valid 3x3 neighbours, f32",
     .kind = PLM__OP_BADPIXEL,
     .input_count = 2,
-    .inputs = {{.name = "in", .dtypes = "u8, u16 or f32"},
-               {.name = "bad", .dtypes = "u8 (H, W)", .role = PLM__IN_TENSOR}},
+    .inputs =
+        {{.name = "in", .dtypes = PLM__DTYPES_IMAGE},
+         {.name = "bad", .dtypes = PLM__DTYPE_MASK(U8), .shape = "(H, W)", .role = PLM__IN_TENSOR}},
     .output_count = 1,
-    .outputs = {{.name = "out", .dtypes = "f32", .role = PLM__OUT_MAIN}},
+    .outputs = {{.name = "out", .dtypes = PLM__DTYPE_MASK(F32), .role = PLM__OUT_MAIN}},
     .params_size = sizeof(plm__no_params),
     .check = check,
     .shapes = plm__op_shapes_f32_like_in,

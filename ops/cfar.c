@@ -134,12 +134,15 @@ const plm__op_desc plm__op_cfar = {
     .name = "cfar",
     .summary =
         "cell-averaging CFAR: (x - mean) > k std over a window less its guard, as a u8 "
-        "mask or the f32 score; u8, u16 or f32 input",
+        "mask or the f32 score",
     .kind = PLM__OP_CFAR,
     .input_count = 1,
-    .inputs = {{.name = "in", .dtypes = "u8, u16 or f32"}},
+    .inputs = {{.name = "in", .dtypes = PLM__DTYPES_IMAGE}},
     .output_count = 1,
-    .outputs = {{.name = "out", .dtypes = "u8 (mask) or f32 (z)", .role = PLM__OUT_MAIN}},
+    .outputs = {{.name = "out",
+                 .dtypes = PLM__DTYPE_MASK(U8) | PLM__DTYPE_MASK(F32),
+                 .shape = "(u8: a mask, f32: z)",
+                 .role = PLM__OUT_MAIN}},
     .params_size = sizeof(plm_cfar_params),
     .param_count = sizeof schema / sizeof schema[0],
     .params = schema,

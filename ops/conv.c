@@ -15,11 +15,8 @@ static plm_status check_border(plm_border border, const char *prefix) {
   return plm__fail_raw(PLM_ERR_INVALID_ARG, "%sborder %d is not a plm_border", prefix, (int)border);
 }
 
-/* An image operand: u8, u16 or f32, (H, W) or (N, H, W). */
+/* An image operand (of a dtype its slot takes): (H, W) or (N, H, W). */
 static plm_status check_image(const plm_tensor *in) {
-  if (in->dtype != PLM_DTYPE_U8 && in->dtype != PLM_DTYPE_U16 && in->dtype != PLM_DTYPE_F32)
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "in->dtype %s is not u8, u16 or f32",
-                         plm_dtype_name(in->dtype));
   if (in->ndim != 2 && in->ndim != 3)
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "in->ndim %d is not 2 (H, W) or 3 (N, H, W)",
                          in->ndim);
@@ -54,9 +51,6 @@ static plm_status check_conv2d_params(const plm_conv2d_params *params) {
 }
 
 static plm_status check_kernel(const plm_tensor *kernel) {
-  if (kernel->dtype != PLM_DTYPE_F32)
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "kernel->dtype %s is not f32",
-                         plm_dtype_name(kernel->dtype));
   if (kernel->ndim != 2)
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "kernel->ndim %d is not 2 (KH, KW)", kernel->ndim);
   for (int d = 0; d < 2; d++)
@@ -196,16 +190,17 @@ static const plm__op_param conv2d_params[] = {
 
 const plm__op_desc plm__op_conv2d = {
     .name = "conv2d",
-    .summary = "out = in cross-correlated with a kernel (no flip), f32; u8, u16 or f32 input",
+    .summary = "out = in cross-correlated with a kernel (no flip), f32",
     .kind = PLM__OP_CONV2D,
     .input_count = 2,
-    .inputs = {{.name = "in", .dtypes = "u8, u16 or f32"},
+    .inputs = {{.name = "in", .dtypes = PLM__DTYPES_IMAGE},
                {.name = "kernel",
-                .dtypes = "f32 (KH, KW), 1..31 taps a side",
+                .dtypes = PLM__DTYPE_MASK(F32),
+                .shape = "(KH, KW), 1..31 taps a side",
                 .role = PLM__IN_KERNEL,
                 .finite = true}},
     .output_count = 1,
-    .outputs = {{.name = "out", .dtypes = "f32", .role = PLM__OUT_MAIN}},
+    .outputs = {{.name = "out", .dtypes = PLM__DTYPE_MASK(F32), .role = PLM__OUT_MAIN}},
     .params_size = sizeof(plm_conv2d_params),
     .param_count = sizeof conv2d_params / sizeof conv2d_params[0],
     .params = conv2d_params,
@@ -338,15 +333,19 @@ static const plm__op_param sobel_params[] = {
 
 const plm__op_desc plm__op_sobel = {
     .name = "sobel",
-    .summary = "out = Sobel gradient magnitude sqrt(gx^2 + gy^2), f32; u8, u16 or f32 input",
+    .summary = "out = Sobel gradient magnitude sqrt(gx^2 + gy^2), f32",
     .kind = PLM__OP_SOBEL,
     .flags = PLM__OP_ONE_OUTPUT,
     .input_count = 1,
-    .inputs = {{.name = "in", .dtypes = "u8, u16 or f32"}},
+    .inputs = {{.name = "in", .dtypes = PLM__DTYPES_IMAGE}},
     .output_count = 3,
-    .outputs = {{.name = "gx", .dtypes = "f32", .optional = true, .role = PLM__OUT_UNMADE},
-                {.name = "gy", .dtypes = "f32", .optional = true, .role = PLM__OUT_UNMADE},
-                {.name = "magnitude", .dtypes = "f32", .optional = true, .role = PLM__OUT_MAIN}},
+    .outputs =
+        {{.name = "gx", .dtypes = PLM__DTYPE_MASK(F32), .optional = true, .role = PLM__OUT_UNMADE},
+         {.name = "gy", .dtypes = PLM__DTYPE_MASK(F32), .optional = true, .role = PLM__OUT_UNMADE},
+         {.name = "magnitude",
+          .dtypes = PLM__DTYPE_MASK(F32),
+          .optional = true,
+          .role = PLM__OUT_MAIN}},
     .params_size = sizeof(plm_sobel_params),
     .param_count = sizeof sobel_params / sizeof sobel_params[0],
     .params = sobel_params,

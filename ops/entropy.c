@@ -128,13 +128,12 @@ static const plm__op_param schema[] = {
 const plm__op_desc plm__op_entropy = {
     .name = "entropy",
     .summary =
-        "out = Shannon entropy (bits) of each pixel's w x w window, f32; u8, u16 or f32 "
-        "input",
+        "out = Shannon entropy (bits) of each pixel's w x w window, f32",
     .kind = PLM__OP_ENTROPY,
     .input_count = 1,
-    .inputs = {{.name = "in", .dtypes = "u8, u16 or f32"}},
+    .inputs = {{.name = "in", .dtypes = PLM__DTYPES_IMAGE}},
     .output_count = 1,
-    .outputs = {{.name = "out", .dtypes = "f32", .role = PLM__OUT_MAIN}},
+    .outputs = {{.name = "out", .dtypes = PLM__DTYPE_MASK(F32), .role = PLM__OUT_MAIN}},
     .params_size = sizeof(plm_entropy_params),
     .param_count = sizeof schema / sizeof schema[0],
     .params = schema,

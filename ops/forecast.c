@@ -19,13 +19,10 @@ static plm_status check_params(const plm_ar_forecast_params *params) {
   return PLM_OK;
 }
 
-/* series as a description: f32 (S, T) with T >= 2p + 1; params valid. */
+/* series as a description: (S, T) with T >= 2p + 1; params valid. */
 static plm_status check_series(const plm_tensor *series, const plm_ar_forecast_params *params) {
   plm_status status = check_params(params);
   if (status != PLM_OK) return status;
-  if (series->dtype != PLM_DTYPE_F32)
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "series->dtype %s is not f32",
-                         plm_dtype_name(series->dtype));
   if (series->ndim != 2)
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "series has %d dims, not (S, T)", series->ndim);
   if (series->dims[1] < 2 * (int64_t)params->lags + 1)
@@ -41,9 +38,6 @@ static plm_status check(const plm__op_call *call) {
   const plm_ar_forecast_params *params = call->params;
   plm_status status = check_series(series, params);
   if (status != PLM_OK || !out) return status;
-  if (out->dtype != PLM_DTYPE_F32)
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "out->dtype %s is not f32",
-                         plm_dtype_name(out->dtype));
   if (out->ndim != 2 || out->dims[0] != series->dims[0] || out->dims[1] != params->horizon)
     return plm__fail_raw(
         PLM_ERR_INVALID_ARG, "out is not (S, horizon) = (%lld, %d): it has %d dims, the first %lld",
@@ -128,9 +122,10 @@ const plm__op_desc plm__op_ar_forecast = {
     .summary = "out = h-step AR(p) forecasts (S, h) of the rows of (S, T), as statsmodels' AutoReg",
     .kind = PLM__OP_AR_FORECAST,
     .input_count = 1,
-    .inputs = {{.name = "series", .dtypes = "f32 (S, T)"}},
+    .inputs = {{.name = "series", .dtypes = PLM__DTYPE_MASK(F32), .shape = "(S, T)"}},
     .output_count = 1,
-    .outputs = {{.name = "out", .dtypes = "f32 (S, h)", .role = PLM__OUT_MAIN}},
+    .outputs =
+        {{.name = "out", .dtypes = PLM__DTYPE_MASK(F32), .shape = "(S, h)", .role = PLM__OUT_MAIN}},
     .params_size = sizeof(plm_ar_forecast_params),
     .param_count = sizeof schema / sizeof schema[0],
     .params = schema,

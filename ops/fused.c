@@ -31,11 +31,8 @@ static plm_status check_params(const plm_sobel_entropy_threshold_params *params)
   return status;
 }
 
-/* in as sobel takes it: u8, u16 or f32, (H, W) or (N, H, W). */
+/* in as sobel takes it: (H, W) or (N, H, W). */
 static plm_status check_input(const plm_tensor *in) {
-  if (in->dtype != PLM_DTYPE_U8 && in->dtype != PLM_DTYPE_U16 && in->dtype != PLM_DTYPE_F32)
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "in->dtype %s is not u8, u16 or f32",
-                         plm_dtype_name(in->dtype));
   if (in->ndim != 2 && in->ndim != 3)
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "in->ndim %d is not 2 (H, W) or 3 (N, H, W)",
                          in->ndim);
@@ -164,9 +161,9 @@ const plm__op_desc plm__op_sobel_entropy_threshold = {
     .kind = PLM__OP_SOBEL_ENTROPY_THRESHOLD,
     .flags = PLM__OP_PLAN_ONLY,
     .input_count = 1,
-    .inputs = {{.name = "in", .dtypes = "u8, u16 or f32"}},
+    .inputs = {{.name = "in", .dtypes = PLM__DTYPES_IMAGE}},
     .output_count = 1,
-    .outputs = {{.name = "mask", .dtypes = "u8", .role = PLM__OUT_MAIN}},
+    .outputs = {{.name = "mask", .dtypes = PLM__DTYPE_MASK(U8), .role = PLM__OUT_MAIN}},
     .params_size = sizeof(fused_params),
     .param_count = sizeof schema / sizeof schema[0],
     .params = schema,

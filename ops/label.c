@@ -19,9 +19,6 @@ static plm_status check_params(const plm_label_params *params) {
 
 /* A tensor that is NULL-checked, with a valid shape, as the _output functions see it. */
 static plm_status check_mask(const plm_tensor *mask) {
-  if (mask->dtype != PLM_DTYPE_U8)
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "mask->dtype %s is not u8",
-                         plm_dtype_name(mask->dtype));
   if (mask->ndim != 2 && mask->ndim != 3)
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "mask->ndim %d is not 2 (H, W) or 3 (N, H, W)",
                          mask->ndim);
@@ -124,10 +121,14 @@ const plm__op_desc plm__op_label = {
     .summary = "out = connected components of a mask (non-zero: foreground), i32 labels 1..K",
     .kind = PLM__OP_LABEL,
     .input_count = 1,
-    .inputs = {{.name = "mask", .dtypes = "u8 (H, W) or (N, H, W)"}},
+    .inputs = {{.name = "mask", .dtypes = PLM__DTYPE_MASK(U8), .shape = "(H, W) or (N, H, W)"}},
     .output_count = 2,
-    .outputs = {{.name = "labels", .dtypes = "i32", .role = PLM__OUT_MAIN, .labels = true},
-                {.name = "count", .dtypes = "i32 (N,)", .role = PLM__OUT_COUNT}},
+    .outputs =
+        {{.name = "labels", .dtypes = PLM__DTYPE_MASK(I32), .role = PLM__OUT_MAIN, .labels = true},
+         {.name = "count",
+          .dtypes = PLM__DTYPE_MASK(I32),
+          .shape = "(N,)",
+          .role = PLM__OUT_COUNT}},
     .params_size = sizeof(plm_label_params),
     .param_count = sizeof label_params / sizeof label_params[0],
     .params = label_params,
@@ -214,27 +215,19 @@ static plm_status regions_check(const plm__op_call *call) {
   const plm_tensor *labels = call->in[0], *intensity = call->in[1], *count = call->in[2];
   const plm_tensor *table = call->out[0];
   const plm__regions_params *params = call->params;
-  if (labels->dtype != PLM_DTYPE_I32)
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "labels->dtype %s is not i32",
-                         plm_dtype_name(labels->dtype));
   if (labels->ndim != 2)
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "labels->ndim %d is not 2 (one frame per call)",
                          labels->ndim);
-  if (intensity && intensity->dtype != PLM_DTYPE_U8 && intensity->dtype != PLM_DTYPE_U16 &&
-      intensity->dtype != PLM_DTYPE_F32)
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "intensity->dtype %s is not u8, u16 or f32",
-                         plm_dtype_name(intensity->dtype));
   plm_status status =
       intensity ? plm__op_check_same_dims(labels, "labels", intensity, "intensity") : PLM_OK;
   if (status != PLM_OK) return status;
-  if (count && (count->dtype != PLM_DTYPE_I32 || count->ndim != 1 || count->dims[0] != 1))
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "count must be i32 of shape (1,)");
+  if (count && (count->ndim != 1 || count->dims[0] != 1))
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "count must be of shape (1,)");
   if (params->capacity < 0)
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "capacity %lld is negative",
                          (long long)params->capacity);
-  if (table &&
-      (table->dtype != PLM_DTYPE_F64 || table->ndim != 2 || table->dims[1] != PLM_REGION_COLUMNS))
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "table must be f64 of shape (capacity, %d)",
+  if (table && (table->ndim != 2 || table->dims[1] != PLM_REGION_COLUMNS))
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "table must be of shape (capacity, %d)",
                          PLM_REGION_COLUMNS);
   if (table && params->capacity > 0 && table->dims[0] != params->capacity)
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "table has %lld rows but capacity is %lld",
@@ -327,14 +320,19 @@ const plm__op_desc plm__op_regions = {
         "with intensity its sum, max and weighted centroid)",
     .kind = PLM__OP_REGIONS,
     .input_count = 3,
-    .inputs = {{.name = "labels", .dtypes = "i32 (H, W)"},
-               {.name = "intensity",
-                .dtypes = "u8, u16 or f32 (H, W)",
-                .optional = true,
-                .role = PLM__IN_FRAME},
-               {.name = "count", .dtypes = "i32 (1,)", .role = PLM__IN_COUNT}},
+    .inputs =
+        {{.name = "labels", .dtypes = PLM__DTYPE_MASK(I32), .shape = "(H, W)"},
+         {.name = "intensity",
+          .dtypes = PLM__DTYPES_IMAGE,
+          .shape = "(H, W)",
+          .optional = true,
+          .role = PLM__IN_FRAME},
+         {.name = "count", .dtypes = PLM__DTYPE_MASK(I32), .shape = "(1,)", .role = PLM__IN_COUNT}},
     .output_count = 1,
-    .outputs = {{.name = "table", .dtypes = "f64 (capacity, 12)", .role = PLM__OUT_MAIN}},
+    .outputs = {{.name = "table",
+                 .dtypes = PLM__DTYPE_MASK(F64),
+                 .shape = "(capacity, 12)",
+                 .role = PLM__OUT_MAIN}},
     .params_size = sizeof(plm__regions_params),
     .param_count = sizeof regions_params / sizeof regions_params[0],
     .params = regions_params,

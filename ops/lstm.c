@@ -17,14 +17,11 @@ static void dims_text(int ndim, const int64_t *dims, char *text, size_t size) {
     snprintf(text + strlen(text), size - strlen(text), d ? "x%lld" : "%lld", (long long)dims[d]);
 }
 
-/* t is f32 of the shape dims[] (rank `ndim`) that x (B, I) and h (B, H) imply; a NULL t
+/* t is of the shape dims[] (rank `ndim`) that x (B, I) and h (B, H) imply; a NULL t
  * passes (an absent operand). "c is 5x12, not 5x6 (B 5, I 12, H 6)". */
 static plm_status check_operand(const plm_tensor *t, const char *name, int ndim,
                                 const int64_t *dims, const plm_tensor *x, const plm_tensor *h) {
   if (!t) return PLM_OK;
-  if (t->dtype != PLM_DTYPE_F32)
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s->dtype %s is not f32", name,
-                         plm_dtype_name(t->dtype));
   bool same = t->ndim == ndim;
   for (int d = 0; same && d < ndim; d++) same = t->dims[d] == dims[d];
   if (same) return PLM_OK;
@@ -47,11 +44,10 @@ static plm_status check_f32_shape(const plm_tensor *t, const char *name, int ndi
   return PLM_OK;
 }
 
-/* x (B, I) and h (B, H): f32, 2-D, the same B. */
+/* x (B, I) and h (B, H): 2-D, the same B. */
 static plm_status check_x_and_h(const plm_tensor *x, const plm_tensor *h) {
-  if (x->dtype != PLM_DTYPE_F32 || x->ndim != 2)
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "x is not a 2-D f32 tensor (dtype %s, ndim %d)",
-                         plm_dtype_name(x->dtype), x->ndim);
+  if (x->ndim != 2)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "x is not a 2-D tensor (ndim %d)", x->ndim);
   const int64_t h_dims[2] = {x->dims[0], h->ndim == 2 ? h->dims[1] : 1};
   return check_f32_shape(h, "h", 2, h_dims);
 }
@@ -153,17 +149,38 @@ const plm__op_desc plm__op_lstm_cell = {
     .kind = PLM__OP_LSTM_CELL,
     .flags = PLM__OP_NAMED_OPERANDS,
     .input_count = 7,
-    .inputs = {{.name = "x", .dtypes = "f32 (B, I)"},
-               {.name = "h", .dtypes = "f32 (B, H)", .role = PLM__IN_TENSOR},
-               {.name = "c", .dtypes = "f32 (B, H)", .role = PLM__IN_TENSOR},
-               {.name = "w_ih", .dtypes = "f32 (4H, I)", .role = PLM__IN_TENSOR},
-               {.name = "w_hh", .dtypes = "f32 (4H, H)", .role = PLM__IN_TENSOR},
-               {.name = "b_ih", .dtypes = "f32 (4H,)", .optional = true, .role = PLM__IN_TENSOR},
-               {.name = "b_hh", .dtypes = "f32 (4H,)", .optional = true, .role = PLM__IN_TENSOR}},
+    .inputs =
+        {{.name = "x", .dtypes = PLM__DTYPE_MASK(F32), .shape = "(B, I)"},
+         {.name = "h", .dtypes = PLM__DTYPE_MASK(F32), .shape = "(B, H)", .role = PLM__IN_TENSOR},
+         {.name = "c", .dtypes = PLM__DTYPE_MASK(F32), .shape = "(B, H)", .role = PLM__IN_TENSOR},
+         {.name = "w_ih",
+          .dtypes = PLM__DTYPE_MASK(F32),
+          .shape = "(4H, I)",
+          .role = PLM__IN_TENSOR},
+         {.name = "w_hh",
+          .dtypes = PLM__DTYPE_MASK(F32),
+          .shape = "(4H, H)",
+          .role = PLM__IN_TENSOR},
+         {.name = "b_ih",
+          .dtypes = PLM__DTYPE_MASK(F32),
+          .shape = "(4H,)",
+          .optional = true,
+          .role = PLM__IN_TENSOR},
+         {.name = "b_hh",
+          .dtypes = PLM__DTYPE_MASK(F32),
+          .shape = "(4H,)",
+          .optional = true,
+          .role = PLM__IN_TENSOR}},
     .output_count = 2,
-    .outputs =
-        {{.name = "out_h", .dtypes = "f32 (B, H)", .role = PLM__OUT_MAIN},
-         {.name = "out_c", .dtypes = "f32 (B, H)", .role = PLM__OUT_SIDE, .in_place = 1u << 2}},
+    .outputs = {{.name = "out_h",
+                 .dtypes = PLM__DTYPE_MASK(F32),
+                 .shape = "(B, H)",
+                 .role = PLM__OUT_MAIN},
+                {.name = "out_c",
+                 .dtypes = PLM__DTYPE_MASK(F32),
+                 .shape = "(B, H)",
+                 .role = PLM__OUT_SIDE,
+                 .in_place = 1u << 2}},
     .params_size = sizeof(plm__no_params),
     .check = check,
     .shapes = shapes,

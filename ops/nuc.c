@@ -6,18 +6,12 @@
 #include "ops/op_internal.h"
 #include "streams/error.h"
 
-/* gain or offset: f32 (H, W) of in's frames. */
-static plm_status check_calibration(const plm_tensor *t, const char *name, const plm_tensor *in) {
-  plm_status status = plm__op_check_f32(t, name, 0);
-  return status == PLM_OK ? plm__op_check_frame_map(t, name, in) : status;
-}
-
 static plm_status check(const plm__op_call *call) {
   const plm_tensor *in = call->in[0], *out = call->out[0];
   plm_status status = plm__op_check_frames(in, "nuc");
   if (status != PLM_OK) return status;
-  status = check_calibration(call->in[1], "gain", in);
-  if (status == PLM_OK) status = check_calibration(call->in[2], "offset", in);
+  status = plm__op_check_frame_map(call->in[1], "gain", in);
+  if (status == PLM_OK) status = plm__op_check_frame_map(call->in[2], "offset", in);
   if (status != PLM_OK || !out) return status;
   return plm__op_check_output_like(in, "in", out, "out", PLM_DTYPE_F32);
 }
@@ -39,7 +33,7 @@ static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch
                       .offset = call->in[2]->data,
                       .out = call->out[0]->data,
                       .count = plm_tensor_numel(in),
-                      .frame_pixels = in->dims[in->ndim - 2] * in->dims[in->ndim - 1],
+                      .period = in->dims[in->ndim - 2] * in->dims[in->ndim - 1],
                       .dtype = in->dtype};
 }
 
@@ -57,14 +51,25 @@ const plm__op_desc plm__op_nuc = {
     .name = "nuc",
     .summary =
         "non-uniformity correction: out = gain * in + offset per pixel (f32 (H, W) "
-        "calibration), f32; u8, u16 or f32 input",
+        "calibration), f32",
     .kind = PLM__OP_NUC,
     .input_count = 3,
-    .inputs = {{.name = "in", .dtypes = "u8, u16 or f32"},
-               {.name = "gain", .dtypes = "f32 (H, W)", .role = PLM__IN_TENSOR, .finite = true},
-               {.name = "offset", .dtypes = "f32 (H, W)", .role = PLM__IN_TENSOR, .finite = true}},
+    .inputs = {{.name = "in", .dtypes = PLM__DTYPES_IMAGE},
+               {.name = "gain",
+                .dtypes = PLM__DTYPE_MASK(F32),
+                .shape = "(H, W)",
+                .role = PLM__IN_TENSOR,
+                .finite = true},
+               {.name = "offset",
+                .dtypes = PLM__DTYPE_MASK(F32),
+                .shape = "(H, W)",
+                .role = PLM__IN_TENSOR,
+                .finite = true}},
     .output_count = 1,
-    .outputs = {{.name = "out", .dtypes = "f32", .role = PLM__OUT_MAIN, .in_place = 1u << 0}},
+    .outputs = {{.name = "out",
+                 .dtypes = PLM__DTYPE_MASK(F32),
+                 .role = PLM__OUT_MAIN,
+                 .in_place = 1u << 0}},
     .params_size = sizeof(plm__no_params),
     .check = check,
     .shapes = plm__op_shapes_f32_like_in,

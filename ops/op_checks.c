@@ -2,6 +2,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "ops/op_desc.h"
 #include "ops/op_internal.h"
 #include "streams/error.h"
 
@@ -64,6 +65,14 @@ plm_status plm__op_check_same_dims(const plm_tensor *a, const char *a_name, cons
                        a_shape);
 }
 
+plm_status plm__op_check_dtype(const plm_tensor *t, const char *name, unsigned mask) {
+  if ((mask >> t->dtype) & 1u) return PLM_OK;
+  char allowed[64];
+  plm__dtype_mask_text(mask, allowed, sizeof allowed);
+  return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s->dtype %s is not %s", name,
+                       plm_dtype_name(t->dtype), allowed);
+}
+
 plm_status plm__op_check_f32(const plm_tensor *t, const char *name, int ndim) {
   if (t->dtype != PLM_DTYPE_F32)
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s->dtype %s is not f32", name,
@@ -74,9 +83,6 @@ plm_status plm__op_check_f32(const plm_tensor *t, const char *name, int ndim) {
 }
 
 plm_status plm__op_check_frames(const plm_tensor *in, const char *op) {
-  if (in->dtype != PLM_DTYPE_U8 && in->dtype != PLM_DTYPE_U16 && in->dtype != PLM_DTYPE_F32)
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "in->dtype %s is not u8, u16 or f32",
-                         plm_dtype_name(in->dtype));
   if (in->ndim < 2)
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "in->ndim %d: %s needs (H, W) or (N, H, W)", in->ndim,
                          op);

@@ -16,9 +16,10 @@
  *   tests/test_fixtures   ops from the table.
  *
  * A descriptor says:
- *   operands  input and output slots: name, whether optional, the dtypes accepted (text
- *             for help), how the text form gives it (its role), which inputs an output
- *             may be exactly (in place);
+ *   operands  input and output slots: name, whether optional, the dtypes accepted (a
+ *             mask, PLM__DTYPE_MASK: the dispatch checks it, and the help, the op
+ *             reference and Python's signatures are made from it), how the text form
+ *             gives it (its role), which inputs an output may be exactly (in place);
  *   params    a schema over the op's parameter struct: for each field its name, type,
  *             offset, default, range or choices, and flags; the default struct of every
  *             op (plm_<op>_params_default) is built from it (plm__op_params_default);
@@ -52,6 +53,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "plume/abs_diff.h"
 #include "plume/background.h"
 #include "plume/badpixel.h"
 #include "plume/cfar.h"
@@ -104,7 +106,8 @@ typedef struct plm__no_params {
   X(CFAR, cfar, plm_cfar_params)                                                          \
   X(NUC, nuc, plm__no_params)                                                             \
   X(BADPIXEL, badpixel, plm__no_params)                                                   \
-  X(BACKGROUND, background, plm_background_params)
+  X(BACKGROUND, background, plm_background_params)                                        \
+  X(ABS_DIFF, abs_diff, plm__no_params)
 
 typedef enum plm__op_kind {
 #define PLM__OP_KIND(KIND, name, type) PLM__OP_##KIND,
@@ -169,9 +172,18 @@ typedef enum plm__output_role {
   PLM__OUT_UNMADE    /* not made by the text form */
 } plm__output_role;
 
+/* A slot's dtypes, as a mask of plm_dtype bits: PLM__DTYPE_MASK(U8) | PLM__DTYPE_MASK(F32).
+ * The one place an op's dtypes are written: the dispatch refuses any other ("in->dtype
+ * f64 is not u8, u16 or f32") before the op's check runs, so a check never tests a dtype
+ * the mask already rules out. */
+#define PLM__DTYPE_MASK(D) (1u << PLM_DTYPE_##D)
+/* The images and stacks of frames most ops read. */
+#define PLM__DTYPES_IMAGE (PLM__DTYPE_MASK(U8) | PLM__DTYPE_MASK(U16) | PLM__DTYPE_MASK(F32))
+
 typedef struct plm__op_slot {
   const char *name;
-  const char *dtypes; /* what is accepted, for help: "u8, u16 or f32" */
+  unsigned dtypes;    /* the dtypes accepted: a PLM__DTYPE_MASK set (never 0) */
+  const char *shape;  /* for help, after the dtypes: "(H, W)", or NULL */
   bool optional;      /* inputs: may be absent; outputs: may be unwanted */
   int role;           /* plm__input_role or plm__output_role */
   unsigned in_place;  /* outputs: a mask of the inputs it may be exactly (1u << slot) */
@@ -319,6 +331,12 @@ const char *plm__op_output_name(plm__op_kind kind, int slot);
 /* The index of an input or output slot named `name`, or -1. */
 int plm__op_input_index(const plm__op_desc *op, const char *name);
 int plm__op_output_index(const plm__op_desc *op, const char *name);
+
+/* A slot's dtypes and shape as help says them: "u8, u16 or f32 (H, W)". */
+void plm__op_slot_text(const plm__op_slot *slot, char *text, size_t size);
+
+/* A dtype mask as words: "u8, u16 or f32". */
+void plm__dtype_mask_text(unsigned mask, char *text, size_t size);
 
 /* Whether the text form can start a pipeline with op on a frame: not an op the planner
  * makes alone (PLM__OP_PLAN_ONLY), and no input that is the count of the element before

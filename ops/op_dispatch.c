@@ -31,7 +31,8 @@ static void output_names(const plm__op_desc *op, char *text, size_t size) {
              op->outputs[k].name);
 }
 
-/* Present where required; each present tensor valid (on stream, or as a description). */
+/* Present where required; each present tensor valid (on stream, or as a description) and
+ * of a dtype its slot accepts. */
 static plm_status check_operands(const plm__op_desc *op, const plm_stream *stream,
                                  const plm__op_call *call) {
   for (int k = 0; k < op->input_count; k++) {
@@ -43,6 +44,7 @@ static plm_status check_operands(const plm__op_desc *op, const plm_stream *strea
     }
     plm_status status =
         stream ? plm__op_check_tensor(stream, t, name) : plm__op_check_shape(t, name);
+    if (status == PLM_OK) status = plm__op_check_dtype(t, name, op->inputs[k].dtypes);
     if (status != PLM_OK) return status;
   }
   int wanted = 0;
@@ -56,6 +58,7 @@ static plm_status check_operands(const plm__op_desc *op, const plm_stream *strea
     wanted++;
     plm_status status =
         stream ? plm__op_check_tensor(stream, t, name) : plm__op_check_shape(t, name);
+    if (status == PLM_OK) status = plm__op_check_dtype(t, name, op->outputs[k].dtypes);
     if (status != PLM_OK) return status;
   }
   if ((op->flags & PLM__OP_ONE_OUTPUT) && wanted == 0) {
@@ -129,11 +132,14 @@ plm_status plm__op_check_call(const plm__op_desc *op, const plm_stream *stream,
   return status;
 }
 
-/* The inputs present, as descriptions, then the op's check (for shapes and cost). */
+/* The inputs present, as descriptions of dtypes their slots accept, then the op's check (for
+ * shapes and cost). */
 static plm_status check_inputs(const plm__op_desc *op, const plm__op_call *call) {
   for (int k = 0; k < op->input_count; k++) {
     if (!call->in[k]) continue;
     plm_status status = plm__op_check_shape(call->in[k], op->inputs[k].name);
+    if (status == PLM_OK)
+      status = plm__op_check_dtype(call->in[k], op->inputs[k].name, op->inputs[k].dtypes);
     if (status != PLM_OK) return status;
   }
   return op->check(call);

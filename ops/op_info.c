@@ -66,9 +66,10 @@ plm_status plm_op_input_info_get(int op, int input, plm_op_input_info *out) {
   const plm__op_slot *slot = &desc->inputs[input];
   *out =
       (plm_op_input_info){.name = slot->name,
-                          .dtypes = slot->dtypes,
+                          .dtype_mask = slot->dtypes,
                           .optional = slot->optional,
                           .by_name = slot->role == PLM__IN_TENSOR || slot->role == PLM__IN_KERNEL};
+  plm__op_slot_text(slot, out->dtypes, sizeof out->dtypes);
   return PLM_OK;
 }
 

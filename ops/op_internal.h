@@ -28,13 +28,16 @@ plm_status plm__op_check_tensor(const plm_stream *stream, const plm_tensor *tens
  * _cost functions, which take no stream. */
 plm_status plm__op_check_shape(const plm_tensor *tensor, const char *name);
 
+/* t's dtype is in mask (PLM__DTYPE_MASK bits): "<name>->dtype f64 is not u8, u16 or f32"
+ * otherwise. The dispatch checks every slot's with it. */
+plm_status plm__op_check_dtype(const plm_tensor *t, const char *name, unsigned mask);
+
 /* t is f32 and, when ndim > 0, has ndim dims; "<name>->dtype u8 is not f32" or
  * "<name>->ndim is 3, expected 2" otherwise. */
 plm_status plm__op_check_f32(const plm_tensor *t, const char *name, int ndim);
 
-/* in is an image or a stack of them for op (its name, for the message): u8, u16 or f32
- * ("in->dtype i32 is not u8, u16 or f32") with at least 2 dims ("in->ndim 1: OP needs
- * (H, W) or (N, H, W)"). */
+/* in is an image or a stack of them for op (its name, for the message): at least 2 dims
+ * ("in->ndim 1: OP needs (H, W) or (N, H, W)"). Its dtype is the slot's to check. */
 plm_status plm__op_check_frames(const plm_tensor *in, const char *op);
 
 /* t is a map of in's frames: (H, W), in's last two dims; "<name> is 5x4 but in's frames

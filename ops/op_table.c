@@ -1,5 +1,6 @@
 /* ops/op_table.c: the table of descriptors PLM__OP_MAP lists, and what reads a
  * descriptor's schema (ops/op_desc.h). */
+#include <stdio.h>
 #include <string.h>
 
 #include "ops/op_desc.h"
@@ -53,4 +54,29 @@ bool plm__op_in_text(const plm__op_desc *op) {
   for (int k = 0; k < op->input_count; k++)
     if (op->inputs[k].role == PLM__IN_COUNT) return false;
   return true;
+}
+
+void plm__dtype_mask_text(unsigned mask, char *text, size_t size) {
+  static const plm_dtype order[] = {PLM_DTYPE_U8, PLM_DTYPE_U16, PLM_DTYPE_I32, PLM_DTYPE_F32,
+                                    PLM_DTYPE_F64};
+  int total = 0, written = 0;
+  for (size_t k = 0; k < sizeof order / sizeof order[0]; k++) total += (mask >> order[k]) & 1u;
+  text[0] = '\0';
+  for (size_t k = 0; k < sizeof order / sizeof order[0]; k++) {
+    if (!((mask >> order[k]) & 1u)) continue;
+    size_t used = strlen(text);
+    snprintf(text + used, size - used, "%s%s",
+             written == 0           ? ""
+             : written + 1 == total ? " or "
+                                    : ", ",
+             plm_dtype_name(order[k]));
+    written++;
+  }
+}
+
+void plm__op_slot_text(const plm__op_slot *slot, char *text, size_t size) {
+  plm__dtype_mask_text(slot->dtypes, text, size);
+  if (!slot->shape) return;
+  size_t used = strlen(text);
+  snprintf(text + used, size - used, " %s", slot->shape);
 }

@@ -30,10 +30,6 @@ static plm_status check_params(const plm_segment_params *params) {
 static plm_status check_image(const plm_tensor *image) {
   plm_status status = plm__op_check_shape(image, "image");
   if (status != PLM_OK) return status;
-  if (image->dtype != PLM_DTYPE_U8 && image->dtype != PLM_DTYPE_U16 &&
-      image->dtype != PLM_DTYPE_F32)
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "image->dtype %s is not u8, u16 or f32",
-                         plm_dtype_name(image->dtype));
   if (image->ndim != 2)
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "image has %d dimensions, not 2 (H, W)", image->ndim);
   if (image->dims[0] > INT32_MAX / image->dims[1])
@@ -63,14 +59,13 @@ static plm_status check(const plm__op_call *call) {
   if (status == PLM_OK) status = check_image(image);
   if (status != PLM_OK) return status;
   const plm_tensor *labels = call->out[0], *count = call->out[1], *table = call->out[2];
-  if (labels && (labels->dtype != PLM_DTYPE_I32 || labels->ndim != 2 ||
-                 labels->dims[0] != image->dims[0] || labels->dims[1] != image->dims[1]))
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "labels must be i32 of image's shape");
-  if (count && (count->dtype != PLM_DTYPE_I32 || count->ndim != 1 || count->dims[0] != 1))
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "count must be i32 of shape (1,)");
-  if (table &&
-      (table->dtype != PLM_DTYPE_F64 || table->ndim != 2 || table->dims[1] != PLM_REGION_COLUMNS))
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "table must be f64 of shape (capacity, %d)",
+  if (labels &&
+      (labels->ndim != 2 || labels->dims[0] != image->dims[0] || labels->dims[1] != image->dims[1]))
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "labels must be of image's shape");
+  if (count && (count->ndim != 1 || count->dims[0] != 1))
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "count must be of shape (1,)");
+  if (table && (table->ndim != 2 || table->dims[1] != PLM_REGION_COLUMNS))
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "table must be of shape (capacity, %d)",
                          PLM_REGION_COLUMNS);
   if (p->capacity < 0)
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "capacity %lld is negative", (long long)p->capacity);
@@ -188,11 +183,15 @@ const plm__op_desc plm__op_segment = {
     .kind = PLM__OP_SEGMENT,
     .flags = PLM__OP_GRAPH_ONLY,
     .input_count = 1,
-    .inputs = {{.name = "image", .dtypes = "u8, u16 or f32 (H, W)"}},
+    .inputs = {{.name = "image", .dtypes = PLM__DTYPES_IMAGE, .shape = "(H, W)"}},
     .output_count = 3,
-    .outputs = {{.name = "labels", .dtypes = "i32 (H, W)", .labels = true},
-                {.name = "count", .dtypes = "i32 (1,)", .role = PLM__OUT_COUNT},
-                {.name = "table", .dtypes = "f64 (capacity, 12)", .role = PLM__OUT_MAIN}},
+    .outputs =
+        {{.name = "labels", .dtypes = PLM__DTYPE_MASK(I32), .shape = "(H, W)", .labels = true},
+         {.name = "count", .dtypes = PLM__DTYPE_MASK(I32), .shape = "(1,)", .role = PLM__OUT_COUNT},
+         {.name = "table",
+          .dtypes = PLM__DTYPE_MASK(F64),
+          .shape = "(capacity, 12)",
+          .role = PLM__OUT_MAIN}},
     .params_size = sizeof(plm__segment_op_params),
     .param_count = sizeof schema / sizeof schema[0],
     .params = schema,

@@ -21,9 +21,6 @@ static plm_status check(const plm__op_call *call) {
   if (!params) return plm__fail_raw(PLM_ERR_INVALID_ARG, "params is NULL");
   plm_status status = plm__threshold_check_params(params, "params->");
   if (status != PLM_OK) return status;
-  if (in->dtype != PLM_DTYPE_U8 && in->dtype != PLM_DTYPE_U16 && in->dtype != PLM_DTYPE_F32)
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "in->dtype %s is not u8, u16 or f32",
-                         plm_dtype_name(in->dtype));
   if (!out) return PLM_OK;
   return plm__op_check_output_like(in, "in", out, "out", PLM_DTYPE_U8);
 }
@@ -45,12 +42,13 @@ static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch
   (void)ctx;
   (void)scratch;
   const plm_threshold_params *params = call->params;
-  *(plm__threshold_args *)args = (plm__threshold_args){.in = call->in[0]->data,
-                                                       .out = call->out[0]->data,
-                                                       .count = plm_tensor_numel(call->in[0]),
-                                                       .dtype = call->in[0]->dtype,
-                                                       .value = params->value,
-                                                       .compare = params->compare};
+  *(plm__threshold_args *)args =
+      (plm__threshold_args){.in = call->in[0]->data,
+                            .out = call->out[0]->data,
+                            .count = plm_tensor_numel(call->in[0]),
+                            .dtype = call->in[0]->dtype,
+                            .bound = plm__threshold_float_bound(params->value, params->compare),
+                            .compare = params->compare};
 }
 
 static void run_cpu(const void *args) {
@@ -81,12 +79,15 @@ static const plm__op_param schema[] = {
 
 const plm__op_desc plm__op_threshold = {
     .name = "threshold",
-    .summary = "out = (in CMP T) as a u8 0/1 mask; u8, u16 or f32 input",
+    .summary = "out = (in CMP T) as a u8 0/1 mask",
     .kind = PLM__OP_THRESHOLD,
     .input_count = 1,
-    .inputs = {{.name = "in", .dtypes = "u8, u16 or f32"}},
+    .inputs = {{.name = "in", .dtypes = PLM__DTYPES_IMAGE}},
     .output_count = 1,
-    .outputs = {{.name = "out", .dtypes = "u8", .role = PLM__OUT_MAIN, .in_place = 1u << 0}},
+    .outputs = {{.name = "out",
+                 .dtypes = PLM__DTYPE_MASK(U8),
+                 .role = PLM__OUT_MAIN,
+                 .in_place = 1u << 0}},
     .params_size = sizeof(plm_threshold_params),
     .param_count = sizeof schema / sizeof schema[0],
     .params = schema,

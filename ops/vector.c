@@ -56,10 +56,7 @@ static plm_op_cost add_cost(const plm_tensor *a) {
 
 static plm_status add_check(const plm__op_call *call) {
   const plm_tensor *a = call->in[0], *b = call->in[1], *out = call->out[0];
-  plm_status status = plm__op_check_f32(a, "a", 0);
-  if (status == PLM_OK) status = plm__op_check_f32(b, "b", 0);
-  if (status == PLM_OK && out) status = plm__op_check_f32(out, "out", 0);
-  if (status == PLM_OK) status = plm__op_check_same_dims(a, "a", b, "b");
+  plm_status status = plm__op_check_same_dims(a, "a", b, "b");
   if (status == PLM_OK && out) status = plm__op_check_same_dims(a, "a", out, "out");
   if (status == PLM_OK) status = check_add_params(call->params);
   return status;
@@ -80,8 +77,8 @@ static void add_pack(const plm_context *ctx, const plm__op_call *call, void *scr
   (void)ctx;
   (void)scratch;
   const plm_vector_add_params *params = call->params ? call->params : &plain_add;
-  *(plm__vector_add_args *)args = (plm__vector_add_args){.a = call->in[0]->data,
-                                                         .b = call->in[1]->data,
+  *(plm__vector_add_args *)args = (plm__vector_add_args){.in = call->in[0]->data,
+                                                         .in2 = call->in[1]->data,
                                                          .out = call->out[0]->data,
                                                          .count = plm_tensor_numel(call->in[0]),
                                                          .alpha = params->alpha,
@@ -117,10 +114,11 @@ const plm__op_desc plm__op_vector_add = {
     .kind = PLM__OP_VECTOR_ADD,
     .flags = PLM__OP_NAMED_OPERANDS,
     .input_count = 2,
-    .inputs = {{.name = "a", .dtypes = "f32"},
-               {.name = "b", .dtypes = "f32", .role = PLM__IN_TENSOR}},
+    .inputs = {{.name = "a", .dtypes = PLM__DTYPE_MASK(F32)},
+               {.name = "b", .dtypes = PLM__DTYPE_MASK(F32), .role = PLM__IN_TENSOR}},
     .output_count = 1,
-    .outputs = {{.name = "out", .dtypes = "f32", .role = PLM__OUT_MAIN, .in_place = 3u}},
+    .outputs =
+        {{.name = "out", .dtypes = PLM__DTYPE_MASK(F32), .role = PLM__OUT_MAIN, .in_place = 3u}},
     .params_size = sizeof(plm_vector_add_params),
     .param_count = sizeof add_params / sizeof add_params[0],
     .params = add_params,
@@ -389,10 +387,14 @@ const plm__op_desc plm__op_dot = {
     .kind = PLM__OP_DOT,
     .flags = PLM__OP_NAMED_OPERANDS,
     .input_count = 2,
-    .inputs = {{.name = "a", .dtypes = "f32 (N) or (R, N)"},
-               {.name = "b", .dtypes = "f32, a's shape", .role = PLM__IN_TENSOR}},
+    .inputs = {{.name = "a", .dtypes = PLM__DTYPE_MASK(F32), .shape = "(N) or (R, N)"},
+               {.name = "b",
+                .dtypes = PLM__DTYPE_MASK(F32),
+                .shape = "(a's shape)",
+                .role = PLM__IN_TENSOR}},
     .output_count = 1,
-    .outputs = {{.name = "out", .dtypes = "f64 (R,)", .role = PLM__OUT_MAIN}},
+    .outputs =
+        {{.name = "out", .dtypes = PLM__DTYPE_MASK(F64), .shape = "(R,)", .role = PLM__OUT_MAIN}},
     .params_size = sizeof(plm_dot_params),
     .check = dot_check,
     .shapes = dot_shapes,

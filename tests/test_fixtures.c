@@ -372,7 +372,7 @@ static bool read_input(const plm__op_desc *op, const json_t *c, int k, plm_tenso
   snprintf(path, sizeof path, "%s/%s", fixtures_dir, string(c, key));
   image img;
   CASE_ASSERT(image_read_array(path, NULL, &img, err, sizeof err) == PLM_OK, "%s", err);
-  const bool i32 = strncmp(op->inputs[k].dtypes, "i32", 3) == 0;
+  const bool i32 = op->inputs[k].dtypes == PLM__DTYPE_MASK(I32);
   *t = i32 && img.dtype != PLM_DTYPE_I32 ? upload_as_i32(&img) : upload(&img);
   CASE_OK(plm_stream_synchronize(plm_test_stream));
   image_free(&img, NULL);

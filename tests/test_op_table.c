@@ -46,11 +46,11 @@ START_TEST(test_every_descriptor_is_well_formed) {
     ck_assert_msg(role_count(op, true, PLM__OUT_MAIN) == 1, "%s: one main output", op->name);
     ck_assert_msg(role_count(op, false, PLM__IN_CHAIN) == 1, "%s: one chain input", op->name);
     for (int s = 0; s < op->input_count; s++) {
-      ck_assert_msg(op->inputs[s].name && op->inputs[s].dtypes, "%s input %d", op->name, s);
+      ck_assert_msg(op->inputs[s].name && op->inputs[s].dtypes != 0, "%s input %d", op->name, s);
       ck_assert_int_eq(plm__op_input_index(op, op->inputs[s].name), s);
     }
     for (int s = 0; s < op->output_count; s++) {
-      ck_assert_msg(op->outputs[s].name && op->outputs[s].dtypes, "%s output %d", op->name, s);
+      ck_assert_msg(op->outputs[s].name && op->outputs[s].dtypes != 0, "%s output %d", op->name, s);
       ck_assert_int_eq(plm__op_output_index(op, op->outputs[s].name), s);
       ck_assert_msg(!op->outputs[s].labels || op->labels_connectivity,
                     "%s: labels output without labels_connectivity", op->name);
@@ -305,6 +305,10 @@ START_TEST(test_op_info_reads_the_table) {
   PLM_CHECK_OK(plm_op_input_info_get(threshold->kind, 0, &in));
   ck_assert(!in.by_name && !in.optional);
   ck_assert_str_eq(in.name, "in");
+  /* Its dtypes, as a mask and as help's text, both from the descriptor's one mask. */
+  ck_assert_uint_eq(in.dtype_mask,
+                    (1u << PLM_DTYPE_U8) | (1u << PLM_DTYPE_U16) | (1u << PLM_DTYPE_F32));
+  ck_assert_str_eq(in.dtypes, "u8, u16 or f32");
   bool compared = false;
   for (int i = 0; i < info.param_count; i++) {
     plm_op_param_info param;
@@ -320,6 +324,8 @@ START_TEST(test_op_info_reads_the_table) {
   const plm__op_desc *nuc = plm__op_find("nuc");
   PLM_CHECK_OK(plm_op_input_info_get(nuc->kind, plm__op_input_index(nuc, "gain"), &in));
   ck_assert(in.by_name);
+  ck_assert_uint_eq(in.dtype_mask, 1u << PLM_DTYPE_F32);
+  ck_assert_str_eq(in.dtypes, "f32 (H, W)");
   PLM_CHECK_OK(plm_op_info_get(plm__op_find("background")->kind, &info));
   ck_assert(info.stateful);
   PLM_CHECK_OK(plm_op_info_get(plm__op_find("regions")->kind, &info));

@@ -36,8 +36,10 @@ typedef struct plm_op_info {
 } plm_op_info;
 
 typedef struct plm_op_input_info {
-  const char *name;   /* the slot's name: "in", "gain", "kernel" */
-  const char *dtypes; /* what it accepts, for help: "u8, u16 or f32" */
+  const char *name; /* the slot's name: "in", "gain", "kernel" */
+  /* The dtypes it accepts: bit (1u << dtype) set for each plm_dtype taken. */
+  unsigned dtype_mask;
+  char dtypes[64]; /* the same, and the shape, for help: "u8, u16 or f32", "f32 (H, W)" */
   bool optional;
   /* Given in the text form as name=@TENSOR (a named tensor: nuc's gain, conv2d's
    * kernel) rather than by the chain. */

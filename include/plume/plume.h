@@ -9,6 +9,7 @@
 #ifndef PLUME_PLUME_H
 #define PLUME_PLUME_H
 
+#include "plume/abs_diff.h"
 #include "plume/background.h"
 #include "plume/badpixel.h"
 #include "plume/cfar.h"

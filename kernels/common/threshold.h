@@ -15,8 +15,9 @@ typedef struct plm__threshold_args {
   const void *in;
   uint8_t *out;
   int64_t count;
+  int64_t period;  /* 0: the element-wise templates' p is unused */
   plm_dtype dtype; /* of in: u8, u16 or f32 */
-  double value;
+  float bound;     /* plm__threshold_float_bound(value, compare), made by the op's pack */
   plm_compare compare;
 } plm__threshold_args;
 
@@ -47,7 +48,7 @@ static inline float plm__threshold_float_bound(double value, plm_compare compare
 }
 
 /* plm__threshold_one on a float against plm__threshold_float_bound(value, compare). */
-static inline uint8_t plm__threshold_one_float(float x, float bound, plm_compare compare) {
+static inline PLM_HD uint8_t plm__threshold_one_float(float x, float bound, plm_compare compare) {
   switch (compare) {
     case PLM_COMPARE_GE: return x >= bound;
     case PLM_COMPARE_LT: return x < bound;
@@ -55,6 +56,13 @@ static inline uint8_t plm__threshold_one_float(float x, float bound, plm_compare
     case PLM_COMPARE_GT: break;
   }
   return x > bound;
+}
+
+/* The op's element, on both backends (kernels/cpu/map.h, kernels/cuda/map.h): x (u8, u16
+ * or f32, each exactly a float) against the bound, as plm__threshold_one against value. */
+static inline PLM_HD uint8_t plm__threshold_at(const plm__threshold_args *k, float x,
+                                               plm_compare compare) {
+  return plm__threshold_one_float(x, k->bound, compare);
 }
 
 #ifdef __cplusplus

@@ -20,10 +20,10 @@ static inline PLM_HD float plm__axpby_one(double alpha, float a, double beta, fl
 }
 
 typedef struct plm__vector_add_args {
-  const float *a;
-  const float *b;
+  const float *in, *in2; /* a and b */
   float *out;
   int64_t count;
+  int64_t period; /* 0: the element-wise template's p is unused (kernels/cuda/map.h) */
   double alpha;
   double beta;
 } plm__vector_add_args;

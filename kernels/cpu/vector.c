@@ -15,7 +15,7 @@ static void add_span(const float *a, const float *b, float *out, int64_t count, 
 
 static void add_range(void *context, int64_t begin, int64_t end) {
   const plm__vector_add_args *args = context;
-  add_span(args->a + begin, args->b + begin, args->out + begin, end - begin, args->alpha,
+  add_span(args->in + begin, args->in2 + begin, args->out + begin, end - begin, args->alpha,
            args->beta);
 }
 

@@ -1,40 +1,21 @@
-/* kernels/cuda/nuc.cu: non-uniformity correction on the GPU. A grid-stride loop, one
- * element per thread per step, the correction shared with the CPU (kernels/common): the
- * same bits. Bound by memory: 13 to 16 bytes per element. */
+/* kernels/cuda/nuc.cu: non-uniformity correction on the GPU: plm__nuc_at
+ * (kernels/common/nuc.h, shared with the CPU: the same bits) in the element-wise template
+ * (kernels/cuda/map.h). Bound by memory: 13 to 16 bytes per element. */
 #include "kernels/common/nuc.h"
-#include "kernels/cuda/launch.h"
+#include "kernels/cuda/map.h"
 
-/* in and out are not __restrict__: out may be in (f32 in place). */
-template <typename T>
-__global__ void nuc_kernel(const T *in, const float *__restrict__ gain,
-                           const float *__restrict__ offset, float *out, int64_t count,
-                           int64_t frame_pixels) {
-  int64_t step = (int64_t)gridDim.x * blockDim.x;
-  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += step) {
-    const int64_t p = i % frame_pixels;
-    out[i] = plm__nuc_one(gain[p], (float)in[i], offset[p]);
+struct nuc_elem {
+  template <typename T>
+  __device__ float operator()(const plm__nuc_args &k, T x, int64_t p) const {
+    return plm__nuc_at(&k, (float)x, p);
   }
-}
+};
 
 extern "C" plm_status plm__nuc_cuda(void *stream, const plm__nuc_args *args) {
-  const unsigned threads = 256;
-  unsigned blocks = plm__cuda_blocks(args->count, threads);
-  cudaStream_t s = (cudaStream_t)stream;
-  switch (args->dtype) {
-    case PLM_DTYPE_U8:
-      nuc_kernel<<<blocks, threads, 0, s>>>((const uint8_t *)args->in, args->gain, args->offset,
-                                            args->out, args->count, args->frame_pixels);
-      break;
-    case PLM_DTYPE_U16:
-      nuc_kernel<<<blocks, threads, 0, s>>>((const uint16_t *)args->in, args->gain, args->offset,
-                                            args->out, args->count, args->frame_pixels);
-      break;
-    case PLM_DTYPE_F32:
-      nuc_kernel<<<blocks, threads, 0, s>>>((const float *)args->in, args->gain, args->offset,
-                                            args->out, args->count, args->frame_pixels);
-      break;
-    default:
-      return plm__fail_raw(PLM_ERR_INTERNAL, "nuc: dtype %d reached the kernel", (int)args->dtype);
-  }
-  return plm__cuda_check_launch("nuc_kernel");
+  return plm__cuda_map_dtypes(args->dtype, "nuc", [&](auto zero) {
+    using T = decltype(zero);
+    plm__map_kernel<nuc_elem, plm__nuc_args, T, float>
+        <<<plm__map_blocks(args->count), PLM__MAP_THREADS, 0, (cudaStream_t)stream>>>(
+            *args, (const T *)args->in, args->out, args->count);
+  });
 }

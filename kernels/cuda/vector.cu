@@ -1,6 +1,7 @@
 /* kernels/cuda/vector.cu: vector_add, its batched form and dot on the GPU.
  *
- * vector_add is a grid-stride loop (bound by memory: 12 bytes per element). The batch
+ * vector_add is plm__axpby_one in the element-wise template (kernels/cuda/map.h; bound by
+ * memory: 12 bytes per element). The batch
  * cuts the concatenation of its triples into chunks of BATCH_CHUNK elements; a block
  * finds the triple holding its chunk's first element by binary search over the table
  * (in the kernel's parameters up to PLM_VECTOR_ADD_BATCH_INLINE triples, else in
@@ -10,24 +11,23 @@
 #include <string.h>
 
 #include "kernels/common/vector.h"
-#include "kernels/cuda/launch.h"
+#include "kernels/cuda/map.h"
 
-enum { ADD_THREADS = 256, BATCH_CHUNK = 4096, DOT_THREADS = 256 };
+enum { BATCH_THREADS = 256, BATCH_CHUNK = 4096, DOT_THREADS = 256 };
 
-/* out may be a or b (vector_add in place: a pipeline step over its own intermediate), so
- * neither is __restrict__. */
-__global__ void vector_add_kernel(const float *a, const float *b, float *out, int64_t count,
-                                  double alpha, double beta) {
-  int64_t step = (int64_t)gridDim.x * blockDim.x;
-  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += step)
-    out[i] = plm__axpby_one(alpha, a[i], beta, b[i]);
-}
+struct add_elem {
+  __device__ float operator()(const plm__vector_add_args &k, float a, float b, int64_t) const {
+    return plm__axpby_one(k.alpha, a, k.beta, b);
+  }
+};
 
+/* f32 only: no dtype to dispatch. out may be a or b (in place: a pipeline step over its own
+ * intermediate), which the template allows. */
 extern "C" plm_status plm__vector_add_cuda(void *stream, const plm__vector_add_args *args) {
-  unsigned blocks = plm__cuda_blocks(args->count, ADD_THREADS);
-  vector_add_kernel<<<blocks, ADD_THREADS, 0, (cudaStream_t)stream>>>(
-      args->a, args->b, args->out, args->count, args->alpha, args->beta);
-  return plm__cuda_check_launch("vector_add_kernel");
+  plm__map2_kernel<add_elem, plm__vector_add_args, float, float>
+      <<<plm__map_blocks(args->count), PLM__MAP_THREADS, 0, (cudaStream_t)stream>>>(
+          *args, args->in, args->in2, args->out, args->count);
+  return plm__cuda_check_launch("vector_add");
 }
 
 /* The table inline, passed by value in the kernel's parameters. */
@@ -81,8 +81,8 @@ extern "C" plm_status plm__vector_add_batch_cuda(void *stream,
     table = (const plm__vector_add_entry *)device_table;
   }
   unsigned blocks = plm__cuda_blocks((args->total + BATCH_CHUNK - 1) / BATCH_CHUNK, 1);
-  vector_add_batch_kernel<<<blocks, ADD_THREADS, 0, s>>>(inline_entries, table, args->count,
-                                                         args->total, args->alpha, args->beta);
+  vector_add_batch_kernel<<<blocks, BATCH_THREADS, 0, s>>>(inline_entries, table, args->count,
+                                                           args->total, args->alpha, args->beta);
   return plm__cuda_check_launch("vector_add_batch_kernel");
 }
 

@@ -83,8 +83,9 @@ class OpInfo(ctypes.Structure):  # plm_op_info (plume/op_info.h)
 
 
 class OpInputInfo(ctypes.Structure):  # plm_op_input_info
-    _fields_ = [("name", ctypes.c_char_p), ("dtypes", ctypes.c_char_p),
-                ("optional", ctypes.c_bool), ("by_name", ctypes.c_bool)]
+    _fields_ = [("name", ctypes.c_char_p), ("dtype_mask", ctypes.c_uint),
+                ("dtypes", ctypes.c_char * 64), ("optional", ctypes.c_bool),
+                ("by_name", ctypes.c_bool)]
 
 
 class OpParamInfo(ctypes.Structure):  # plm_op_param_info

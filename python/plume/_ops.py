@@ -22,7 +22,7 @@ from typing import Any, Optional
 import numpy as np
 
 from . import _interop, _native
-from ._common import Error, InvalidState, invalid, library_error, numpy_dtype, wrong_type
+from ._common import BY_CODE, Error, InvalidState, invalid, library_error, numpy_dtype, wrong_type
 from ._native import lib
 from ._context import Context, Stream, default_context
 from ._pipeline import Pipeline, named_regions, region_tables
@@ -31,7 +31,6 @@ from ._tensor import Tensor
 
 CACHE_SIZE = 64  # compiled one-op pipelines kept per context
 COMMON = ("out", "context", "stream", "as_tensor")
-DTYPE_WORD = re.compile(r"\b(u8|u16|i32|f32|f64)\b")
 # What the library's messages say about an element and a key of the one-op text, and what
 # a Python caller gave instead: a keyword argument.
 ELEMENT = re.compile(r"^element 1 '\w+': ")
@@ -45,10 +44,11 @@ def is_array(value):
 
 
 def slot_dtypes(table, slot):
-    """The numpy dtypes an input slot of an op takes (its descriptor's dtypes)."""
-    words = DTYPE_WORD.findall(table.inputs[slot].dtypes.decode())
-    return [np.dtype(w.replace("u", "uint").replace("i32", "int32").replace("f", "float"))
-            for w in words]
+    """The numpy dtypes an input slot of an op takes (its descriptor's dtype mask), in
+    plume's dtype order."""
+    mask = table.inputs[slot].dtype_mask
+    return [np.dtype(np_type) for code, (_, np_type) in sorted(BY_CODE.items())
+            if (mask >> code) & 1]
 
 
 def caller_kind(obj):

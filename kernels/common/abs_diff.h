@@ -1,0 +1,43 @@
+/* kernels/common/abs_diff.h: the per-element difference both backends run, and the
+ * arguments of an abs_diff launch (semantics in plume/abs_diff.h). */
+#ifndef PLUME_KERNELS_COMMON_ABS_DIFF_H
+#define PLUME_KERNELS_COMMON_ABS_DIFF_H
+
+#include <math.h>
+#include <stdint.h>
+
+#include "kernels/common/plm_hd.h"
+#include "plume/abs_diff.h"
+
+typedef struct plm__abs_diff_args {
+  const void *in, *in2; /* in and ref */
+  void *out;            /* of their dtype */
+  int64_t count;
+  int64_t period;  /* 0: the element-wise templates' p is unused */
+  plm_dtype dtype; /* u8, u16 or f32 */
+} plm__abs_diff_args;
+
+/* The op's element (kernels/cpu/map.h, kernels/cuda/map.h): |a - b| in f32, exact for u8
+ * and u16 values (and so their type's value again), numpy's float32 np.abs(a - b) for f32. */
+static inline PLM_HD float plm__abs_diff_at(const plm__abs_diff_args *k, float a, float b,
+                                            int64_t p) {
+  (void)k;
+  (void)p;
+  return fabsf(a - b);
+}
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The CPU kernel (kernels/cpu/abs_diff.c): runs on the calling thread and the CPU pool. */
+void plm__abs_diff_cpu(const plm__abs_diff_args *args);
+
+/* Enqueue the CUDA kernel (kernels/cuda/abs_diff.cu) on a cudaStream_t. */
+plm_status plm__abs_diff_cuda(void *stream, const plm__abs_diff_args *args);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PLUME_KERNELS_COMMON_ABS_DIFF_H */

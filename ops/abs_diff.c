@@ -1,0 +1,100 @@
+/* ops/abs_diff.c: the absolute difference of two frames (plume/abs_diff.h) and its
+ * descriptor. */
+#include <stddef.h>
+
+#include "kernels/common/abs_diff.h"
+#include "ops/op_desc.h"
+#include "ops/op_internal.h"
+#include "streams/error.h"
+
+/* The slots' masks have checked each dtype; ref and out must match in's. */
+static plm_status check(const plm__op_call *call) {
+  const plm_tensor *in = call->in[0], *ref = call->in[1], *out = call->out[0];
+  plm_status status = plm__op_check_output_like(in, "in", ref, "ref", in->dtype);
+  if (status != PLM_OK || !out) return status;
+  return plm__op_check_output_like(in, "in", out, "out", in->dtype);
+}
+
+static plm_status shapes(const plm__op_call *call, plm_shape *out, void *resolved) {
+  (void)resolved;
+  out[0] = plm__op_shape_like(call->in[0], call->in[0]->dtype);
+  return PLM_OK;
+}
+
+static void cost(const plm__op_call *call, plm_op_cost *cost) {
+  const plm_tensor *in = call->in[0];
+  double count = (double)plm_tensor_numel(in);
+  *cost =
+      (plm_op_cost){.bytes = 3.0 * count * (double)plm_dtype_size(in->dtype), .flops = 2.0 * count};
+}
+
+static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch, void *args) {
+  (void)ctx;
+  (void)scratch;
+  *(plm__abs_diff_args *)args = (plm__abs_diff_args){.in = call->in[0]->data,
+                                                     .in2 = call->in[1]->data,
+                                                     .out = call->out[0]->data,
+                                                     .count = plm_tensor_numel(call->in[0]),
+                                                     .dtype = call->in[0]->dtype};
+}
+
+static void run_cpu(const void *args) {
+  plm__abs_diff_cpu(args);
+}
+
+#ifdef PLM_HAVE_CUDA
+static plm_status run_cuda(void *stream, const void *args) {
+  return plm__abs_diff_cuda(stream, args);
+}
+#endif
+
+const plm__op_desc plm__op_abs_diff = {
+    .name = "abs_diff",
+    .summary =
+        "frame differencing: out = |in - ref| (cv2.absdiff; numpy for f32), in's dtype",
+    .kind = PLM__OP_ABS_DIFF,
+    .input_count = 2,
+    .inputs = {{.name = "in", .dtypes = PLM__DTYPES_IMAGE},
+               {.name = "ref",
+                .dtypes = PLM__DTYPES_IMAGE,
+                .shape = "(in's dtype and shape)",
+                .role = PLM__IN_TENSOR}},
+    .output_count = 1,
+    .outputs = {{.name = "out",
+                 .dtypes = PLM__DTYPES_IMAGE,
+                 .shape = "(in's dtype)",
+                 .role = PLM__OUT_MAIN,
+                 .in_place = 3u}},
+    .params_size = sizeof(plm__no_params),
+    .check = check,
+    .shapes = shapes,
+    .cost = cost,
+    .args_size = sizeof(plm__abs_diff_args),
+    .pack = pack,
+    .cpu = run_cpu,
+    .cuda = PLM__CUDA_ENTRY(run_cuda),
+};
+
+/* ---- the public functions ---------------------------------------------------------------- */
+
+plm_status plm_abs_diff_output(const plm_tensor *in, const plm_tensor *ref, plm_shape *out) {
+  PLM__REQUIRE_NOT_NULL(in);
+  PLM__REQUIRE_NOT_NULL(ref);
+  PLM__REQUIRE_NOT_NULL(out);
+  const plm__op_call call = {.in = {in, ref}};
+  return plm__propagate(plm__op_shapes(&plm__op_abs_diff, &call, out, NULL));
+}
+
+plm_status plm_abs_diff_cost(const plm_tensor *in, const plm_tensor *ref, plm_op_cost *cost) {
+  PLM__REQUIRE_NOT_NULL(in);
+  PLM__REQUIRE_NOT_NULL(ref);
+  PLM__REQUIRE_NOT_NULL(cost);
+  const plm__op_call call = {.in = {in, ref}};
+  return plm__propagate(plm__op_cost(&plm__op_abs_diff, &call, cost));
+}
+
+plm_status plm_abs_diff(plm_stream *stream, const plm_tensor *in, const plm_tensor *ref,
+                        plm_tensor *out) {
+  const plm__op_call call = {.in = {in, ref}, .out = {out}};
+  return plm__op_call_public(&plm__op_abs_diff, stream, &call);
+}
