@@ -48,6 +48,20 @@ void plm_test_add_stream_fixture(TCase *tcase) {
   tcase_add_checked_fixture(tcase, stream_fixture_setup, stream_fixture_teardown);
 }
 
+bool plm_test_under_thread_sanitizer(void) {
+#if defined(__SANITIZE_THREAD__)
+  return true;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+  return true;
+#else
+  return false;
+#endif
+#else
+  return false;
+#endif
+}
+
 bool plm_test_on_emulator(void) {
   return plm_test_backend == PLM_BACKEND_CUDA && plm_build_info_get()->cuda_emulated;
 }

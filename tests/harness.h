@@ -117,6 +117,9 @@ plm_pipeline *plm_test_pipeline(plm_context *ctx, const char *text, plm_dtype dt
 /* True when the backend under test is the cuda backend on the CUDA emulator. */
 bool plm_test_on_emulator(void);
 
+/* True in a ThreadSanitizer build (CI's tsan stage), where code runs 5-15 times slower. */
+bool plm_test_under_thread_sanitizer(void);
+
 typedef struct plm_test_sweep {
   char name[96];
   int64_t stride, offset; /* combination i runs when i % stride == offset (1, 0: all) */

@@ -6,14 +6,16 @@
  * __CUDACC__). stage_tile runs for each thread (tx, ty) of a block in turn, on tiles of
  * the shapes the launchers stage (sobel's 18 x 18 with its 16 x 16 block; conv2d's, as
  * conv2d_launch_of makes them, for several taps and strides and each block its cuda
- * tunable tile_width gives: 8 x 32, 16 x 16, 32 x 8, 64 x 4) at origins inside, across
+ * tunable tile_width gives: 8 x 32, 16 x 16, 32 x 8, 64 x 4; and 256 x 1, a one-row
+ * output's) at origins inside, across
  * and outside a frame's edges, for u8, u16 and f32 frames and every border mode. Every
  * element of the tile must be written by exactly one thread, with the value the former
  * loop wrote there (plm__load_border at row idx / cols, column idx % cols of the tile's
  * linear index idx), bit for bit. conv2d_launch_of itself: at the default tile_width the
  * launch plume made before the block was tunable (16 x 16, a tile of (15 stride_y + kh)
- * x (15 stride_x + kw)), and for any width, candidate or not, a block of 256 threads
- * whose width is a power of two. Exit status 0 is success. */
+ * x (15 stride_x + kw)), for any width, candidate or not, a block of 256 threads
+ * whose width is a power of two, and for an output fewer rows tall than the block, a
+ * block as tall as the output rounded up to a power of two. Exit status 0 is success. */
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -74,12 +76,16 @@ int64_t check_tile(const Frame &f, int64_t y0, int64_t x0, int rows, int cols, p
   return wrong;
 }
 
-/* conv2d's tile_width candidates (ops/conv.c; tests/test_tuning.c checks the listing). */
-const int kTileWidths[] = {8, 16, 32, 64};
+/* The block widths whose staging is checked: conv2d's tile_width candidates (ops/conv.c;
+ * tests/test_tuning.c checks the listing), and 256, a one-row output's 256 x 1. */
+const int kStagedWidths[] = {8, 16, 32, 64, 256};
 
-/* The launch of a conv2d of kh x kw taps and strides at tile_width. */
-conv2d_launch launch_for(int kh, int kw, int stride_y, int stride_x, int tile_width) {
+/* The launch of a conv2d of kh x kw taps and strides at tile_width, for an output `ho`
+ * rows tall (taller than any block by default). */
+conv2d_launch launch_for(int kh, int kw, int stride_y, int stride_x, int tile_width,
+                         int64_t ho = 1000) {
   plm__conv2d_args a = {};
+  a.ho = ho;
   a.kh = kh;
   a.kw = kw;
   a.stride_y = stride_y;
@@ -123,8 +129,26 @@ int check_launches() {
       }
     }
   }
+  /* An output fewer rows tall than the block: a block as tall as the output rounded up
+   * to a power of two, as wide as the rest of the 256 threads, whatever tile_width. */
+  for (int64_t ho = 1; ho <= 300; ho++)
+    for (int width : {1, 8, 16, 64, 256}) {
+      const conv2d_launch l = launch_for(3, 31, 1, 1, width, ho);
+      const int tall = 256 / (width < 256 ? width : 256);
+      int expected_h = tall;
+      if (ho < tall)
+        for (expected_h = 1; expected_h < ho;) expected_h *= 2;
+      if (l.tile_h != expected_h || l.tile_w * l.tile_h != PLM__CONV2D_CUDA_TILE_THREADS ||
+          l.tile_rows != (int64_t)(l.tile_h - 1) + 3 || l.tile_cols != (int64_t)(l.tile_w - 1) + 31) {
+        std::printf("conv2d 3x31, an output %lld rows tall, tile_width %d: a %d x %d block, "
+                    "expected %d rows  WRONG\n",
+                    (long long)ho, width, l.tile_w, l.tile_h, expected_h);
+        failures++;
+      }
+    }
   std::printf("conv2d launches: %s\n",
-              failures ? "FAILED" : "the default's as before, every width valid");
+              failures ? "FAILED"
+                       : "the default's as before, every width valid, flat blocks for short outputs");
   return failures;
 }
 
@@ -148,10 +172,12 @@ int main() {
   const plm_dtype dtypes[] = {PLM_DTYPE_U8, PLM_DTYPE_U16, PLM_DTYPE_F32};
   const int64_t sizes[][2] = {{1, 1}, {7, 13}, {40, 35}, {64, 64}};
   for (const Shape &shape : shapes)
-    for (int width : kTileWidths) {
+    for (int width : kStagedWidths) {
       const bool sobel = std::strcmp(shape.what, "sobel") == 0;
       if (sobel && width != TILE) continue; /* sobel's block is 16 x 16 */
-      const conv2d_launch l = launch_for(shape.kh, shape.kw, shape.stride_y, shape.stride_x, width);
+      /* width 256: the flattest block, a one-row output's (launch_for's ho 1). */
+      const conv2d_launch l = launch_for(shape.kh, shape.kw, shape.stride_y, shape.stride_x, width,
+                                         width == 256 ? 1 : 1000);
       const int rows = (int)l.tile_rows, cols = (int)l.tile_cols;
       int64_t tiles = 0, wrong = 0;
       for (plm_dtype dtype : dtypes)
@@ -165,7 +191,7 @@ int main() {
                 tiles++;
               }
         }
-      std::printf("%-26s %2d x %2d block, tiles of %2d x %2d: %lld tiles, %lld elements wrong\n",
+      std::printf("%-26s %3d x %2d block, tiles of %2d x %3d: %lld tiles, %lld elements wrong\n",
                   shape.what, l.tile_w, l.tile_h, rows, cols, (long long)tiles, (long long)wrong);
       failures += wrong ? 1 : 0;
     }

@@ -217,7 +217,7 @@ END_TEST
  * dtypes, windows and bins: tests/harness.h's sweeps). A window of 255, nearly the
  * frame, runs on host and on a GPU; on the emulated GPU one combination of it took 77 s,
  * and 33 reaches the same paths there (past shared memory's table of differences, and
- * with 65536 bins the global histograms). */
+ * with 65536 bins the global histograms). Under ThreadSanitizer window 255 runs once. */
 START_TEST(test_large_frames_and_batches_equal_the_chain) {
   static const int64_t large[2] = {257, 255}, batch[3] = {5, 61, 70}, wide[2] = {3, 1000},
                        tall[2] = {1000, 3};
@@ -237,6 +237,11 @@ START_TEST(test_large_frames_and_batches_equal_the_chain) {
       void *host = random_input(dtypes[t], count, t == 0 ? 16 : 1000, 4242u + s * 3 + (size_t)t);
       for (size_t w = 0; w < window_count; w++)
         for (int b = 0; b < 2; b++) {
+          /* Under ThreadSanitizer, whose point here is the threads of the CPU kernel's
+           * bands, window 255 runs on the large frame in u8 only: each of its cases costs
+           * about eight of window 33's, which crosses the same bands. */
+          if (large_windows[w] == 255 && (s != 0 || t != 0) && plm_test_under_thread_sanitizer())
+            continue;
           if (!plm_test_sweep_take(&sweep)) continue;
           fused_case c = {.dtype = dtypes[t],
                           .ndim = shapes[s].ndim,

@@ -24,6 +24,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
+#include <cerrno>
 #include <cstring>
 
 #include "emu/runtime/runtime.h"
@@ -55,6 +58,26 @@ struct vmm_state {
   std::map<CUmemGenericAllocationHandle, physical> handles;
   CUmemGenericAllocationHandle next_handle = 1;
 };
+
+/* Fill the memfd's first `size` bytes with 0xCD, so that undefined contents show. Written
+ * through the file, not through a mapping: a memset of a fresh mapping faults in every
+ * page, which on a virtual machine with shadow page tables measured 23 ms per 2 MiB
+ * granule where these writes took 1-2 ms. */
+bool fill_undefined(int fd, size_t size) {
+  static const auto pattern = [] {
+    std::array<unsigned char, 64 * 1024> bytes;
+    bytes.fill(0xCD);
+    return bytes;
+  }();
+  for (size_t done = 0; done < size;) {
+    const size_t part = std::min(pattern.size(), size - done);
+    const ssize_t wrote = pwrite(fd, pattern.data(), part, (off_t)done);
+    if (wrote < 0 && errno == EINTR) continue;
+    if (wrote <= 0) return false;
+    done += (size_t)wrote;
+  }
+  return true;
+}
 
 vmm_state &vmm() {
   static auto *state = new vmm_state;
@@ -148,16 +171,11 @@ CUresult CUDAAPI emu_cuMemCreate(CUmemGenericAllocationHandle *handle, size_t si
   if (!valid_device(prop->location.id)) return CUDA_ERROR_INVALID_DEVICE;
   if (!device_memory_take(prop->location.id, size)) return CUDA_ERROR_OUT_OF_MEMORY;
   const int fd = memfd_create("plume-emu cuMemCreate", MFD_CLOEXEC);
-  void *fill = MAP_FAILED;
-  if (fd >= 0 && ftruncate(fd, (off_t)size) == 0)
-    fill = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (fill == MAP_FAILED) {
+  if (fd < 0 || ftruncate(fd, (off_t)size) != 0 || !fill_undefined(fd, size)) {
     if (fd >= 0) close(fd);
     device_memory_give(prop->location.id, size);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
-  std::memset(fill, 0xCD, size); /* undefined contents show */
-  munmap(fill, size);
   vmm_state &s = vmm();
   std::lock_guard<std::mutex> hold(s.lock);
   physical memory;

@@ -1,7 +1,8 @@
 /* kernels/cuda/conv.cu: conv2d and sobel on the GPU.
  *
  * One thread per output pixel, blocks of 16 x 16 pixels (conv2d: tile_width x 256 /
- * tile_width, its cuda tunable, 16 x 16 by default: conv2d_launch_of). A block walks
+ * tile_width, its cuda tunable, 16 x 16 by default, flatter for an output fewer rows
+ * tall than the block: conv2d_launch_of). A block walks
  * the tiles of the output in a grid-stride loop over (tile column, tile row, frame) on
  * grid (x, y, z), so that any output the CPU takes runs, however tall or wide or deep
  * the batch: each grid dimension is capped below its CUDA limit and the loop covers the
@@ -54,13 +55,22 @@ struct conv2d_launch {
 
 /* The launch for args: tile_w the largest power of two of at most args->cuda_tile_width
  * (1..PLM__CONV2D_CUDA_TILE_THREADS; a value out of range is taken as the nearest end),
- * tile_h the rest of the block's PLM__CONV2D_CUDA_TILE_THREADS threads. Every width gives
- * a valid launch: a tile too large for shared memory runs the direct kernel. */
+ * tile_h the rest of the block's PLM__CONV2D_CUDA_TILE_THREADS threads. An output fewer
+ * rows tall than that (args->ho >= 1) gets a flatter block instead: tile_h its height
+ * rounded up to a power of two, tile_w the rest, so that no row of the block's threads
+ * idles (at 16 x 16 a one-row output left 15 of every 16 threads idle, and launched 16
+ * times the blocks). Every width gives a valid launch: a tile too large for shared
+ * memory runs the direct kernel. */
 static conv2d_launch conv2d_launch_of(const plm__conv2d_args *args) {
   conv2d_launch l = {};
   l.tile_w = PLM__CONV2D_CUDA_TILE_THREADS;
   while (l.tile_w > 1 && l.tile_w > args->cuda_tile_width) l.tile_w /= 2;
   l.tile_h = PLM__CONV2D_CUDA_TILE_THREADS / l.tile_w;
+  if (args->ho >= 1 && args->ho < l.tile_h) {
+    l.tile_h = 1;
+    while (l.tile_h < args->ho) l.tile_h *= 2;
+    l.tile_w = PLM__CONV2D_CUDA_TILE_THREADS / l.tile_h;
+  }
   l.tile_rows = (int64_t)(l.tile_h - 1) * args->stride_y + args->kh;
   l.tile_cols = (int64_t)(l.tile_w - 1) * args->stride_x + args->kw;
   /* Either side alone past the budget means the direct kernel; checking that first

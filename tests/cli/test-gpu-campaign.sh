@@ -6,8 +6,9 @@
 # in OUT; `import` files a run's results and prints the docs' GPU tables from their JSON,
 # and refuses a rehearsal's (on host, or measured on the emulator whatever its gpu= says).
 # With `emulated` (BUILD_DIR an EMU build: CTest's gpu_campaign_emulated), the emulated
-# rehearsal instead: the carry refuses to run as a GPU's; `run core` runs every step on
-# the emulated cuda device (four small suites, PLUME_CAMPAIGN_SUITES; one op tuned,
+# rehearsal instead: prepare packs the programs of four small suites (PLUME_CAMPAIGN_SUITES),
+# the carry refuses to run as a GPU's; `run core` runs every step on
+# the emulated cuda device (those four suites; one op tuned,
 # PLUME_CAMPAIGN_TUNE_OP) and passes; `run sanitize` runs two of them under the
 # emulator's checks; import refuses the results.
 # Skipped (77) on a machine with a GPU: there, run the campaign itself.
@@ -34,6 +35,8 @@ if [[ $mode == emulated ]]; then
   fi
   "$PLUME_CAMPAIGN_PYTHON" -c 'import numpy, scipy.ndimage' 2>/dev/null ||
     fail "$PLUME_CAMPAIGN_PYTHON lacks numpy or scipy, which the peers' rehearsal needs (scripts/install-deps)"
+  # Four small suites, packed and run (prepare packs only the selected suites' programs).
+  export PLUME_CAMPAIGN_SUITES='^(error|stream|threshold|segment)\.cuda$'
 fi
 
 "$campaign" plan >"$scratch/plan.txt" || fail "plan exited $?: $(cat "$scratch/plan.txt")"
@@ -57,8 +60,16 @@ while IFS= read -r call; do
 done < <(grep 'run(command=' "$scratch/prepare.txt")
 tar -tJf "$scratch/carry/plume-gpu-campaign.tar.xz" >"$scratch/packed.txt" || fail "the archive does not list"
 grep -qE '\.(o|a)$|CMakeFiles' "$scratch/packed.txt" && fail "object files or CMake's files were packed"
-grep -q 'build/tests/test_pool$' "$scratch/packed.txt" || fail "test_pool was not packed"
 grep -q 'gpu-tests.list$' "$scratch/packed.txt" || fail "the suites' list was not packed"
+grep -q 'build/tests/test_quote$' "$scratch/packed.txt" && fail "a host suite's program (test_quote) was packed"
+if [[ $mode == emulated ]]; then
+  grep -q 'build/tests/test_threshold$' "$scratch/packed.txt" || fail "test_threshold, selected, was not packed"
+  grep -q 'build/tests/test_pool$' "$scratch/packed.txt" && fail "test_pool was packed, though PLUME_CAMPAIGN_SUITES leaves it out"
+  [[ $(tar -xJOf "$scratch/carry/plume-gpu-campaign.tar.xz" ./gpu-tests.list | wc -l) == 4 ]] ||
+    fail "the packed suites' list does not hold the 4 selected suites"
+else
+  grep -q 'build/tests/test_pool$' "$scratch/packed.txt" || fail "test_pool was not packed"
+fi
 
 if [[ $mode == emulated ]]; then
   grep -q '^cuda=emulated$' <(tar -xJOf "$scratch/carry/plume-gpu-campaign.tar.xz" ./campaign.env) ||
@@ -69,7 +80,6 @@ if [[ $mode == emulated ]]; then
   grep -q 'the carry is an emulated build' "$scratch/work/results/core/unpack.log" ||
     fail "no reason for refusing the emulated carry: $(tail -n 3 "$scratch/run-gpu.txt")"
 
-  export PLUME_CAMPAIGN_SUITES='^(error|stream|threshold|segment)\.cuda$'
   # One op's tunables (its launch shapes) and model points: the step's path whole, in
   # seconds, where every op's took two minutes of the rehearsal under the sanitizers.
   export PLUME_CAMPAIGN_TUNE_OP=entropy
