@@ -455,13 +455,33 @@ static plm_tuning_entry sample_entry(void) {
   return e;
 }
 
+/* XDG_CACHE_HOME as the suite found it (NULL: unset), while a test points it elsewhere. */
+static char *cache_home_before;
+static bool cache_home_saved;
+
 /* The table under a fresh scratch folder `dir` (XDG_CACHE_HOME), read as PLUME_TUNING=on
  * reads it, nothing of it in memory yet. */
 static void tuning_in_scratch(char dir[SCRATCH_DIR_SIZE], const char *name) {
+  if (!cache_home_saved) {
+    const char *home = getenv("XDG_CACHE_HOME");
+    cache_home_before = home ? strdup(home) : NULL;
+    cache_home_saved = true;
+  }
   scratch_dir_make(dir, name);
   setenv("XDG_CACHE_HOME", dir, 1);
   setenv("PLUME_TUNING", "on", 1);
   plm_tuning_reset();
+}
+
+/* Back to the defaults and the cache folder the suite found, and `dir` removed: left as
+ * XDG_CACHE_HOME, the removed folder was made again by the next test that calibrates
+ * (plume/calibration.tsv), and left behind in TMPDIR. */
+static void tuning_scratch_done(const char *dir) {
+  setenv("PLUME_TUNING", "off", 1);
+  if (cache_home_before) setenv("XDG_CACHE_HOME", cache_home_before, 1);
+  else unsetenv("XDG_CACHE_HOME");
+  plm_tuning_reset();
+  scratch_dir_remove(dir);
 }
 
 START_TEST(test_a_stored_table_is_read_back_as_plume_tuning_says) {
@@ -541,9 +561,7 @@ START_TEST(test_a_stored_table_is_read_back_as_plume_tuning_says) {
   PLM_CHECK_FAILS(plm_tuning_store(plm_test_ctx, &model, 1, NULL, 0), PLM_ERR_INVALID_ARG,
                   "entries[0]: conv2d's");
 
-  setenv("PLUME_TUNING", "off", 1);
-  plm_tuning_reset();
-  scratch_dir_remove(dir);
+  tuning_scratch_done(dir);
 }
 END_TEST
 
@@ -609,9 +627,7 @@ START_TEST(test_a_table_larger_than_the_cap_is_refused_saying_so) {
   plm_tuning_entry e = sample_entry();
   PLM_CHECK_FAILS(plm_tuning_store(plm_test_ctx, &e, 1, NULL, 0), PLM_ERR_IO, "not replaced");
 
-  setenv("PLUME_TUNING", "off", 1);
-  plm_tuning_reset();
-  scratch_dir_remove(dir);
+  tuning_scratch_done(dir);
 }
 END_TEST
 
