@@ -4,7 +4,7 @@
  * machines too (kernels/cpu/dispatch.h), where plm__nuc_one's fmaf vectorises. */
 #include "kernels/common/nuc.h"
 #include "kernels/cpu/dispatch.h"
-#include "kernels/cpu/parallel.h"
+#include "streams/parallel.h"
 
 enum { GRAIN = 1 << 15 }; /* elements per chunk at least: ~300 KiB moved */
 

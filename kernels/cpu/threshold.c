@@ -4,7 +4,7 @@
  * a constant and the arguments in locals, so that the compiler vectorises it: comparing
  * doubles, chosen inside the loop, it ran element by element at ten times numpy's time. */
 #include "kernels/common/threshold.h"
-#include "kernels/cpu/parallel.h"
+#include "streams/parallel.h"
 
 enum { GRAIN = 1 << 16 }; /* elements per chunk at least: ~64 KiB of output */
 

@@ -31,8 +31,6 @@ layers=(
 # cannot be fixed yet. An exception that no longer occurs fails the check, so the list
 # cannot go stale.
 exceptions=(
-  "streams/backend_host.c kernels/cpu/parallel.h the CPU thread pool lives in kernels/ until it moves to streams/"
-  "streams/context.c kernels/cpu/parallel.h the CPU thread pool lives in kernels/ until it moves to streams/"
 )
 
 declare -A rank
