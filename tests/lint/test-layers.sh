@@ -17,8 +17,8 @@ cd "$root" || exit 2
 layers=(
   "include emu"          # public headers; the CUDA emulator (a test tool, plume-free)
   "streams"              # devices, backends, streams, events, the CPU thread pool
-  "pool kernels"         # the memory pools; the compute (a leaf over streams)
-  "ops"                  # tensors, the op framework and the operations
+  "pool kernels tensor"  # the memory pools; the compute; tensors and DLPack
+  "ops"                  # the op framework and the operations
   "profile"              # timing, statistics, calibration, tuning
   "pipeline"             # graphs, plans, executors
   "tools"                # the C support library of apps, benchmarks and tests
