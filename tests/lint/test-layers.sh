@@ -23,7 +23,8 @@ layers=(
   "pipeline"             # graphs, plans, executors
   "tools"                # the C support library of apps, benchmarks and tests
   "mpi"                  # plume_mpi, beside apps, over pipeline
-  "apps benchmarks"      # the plume command; the benchmark binaries
+  "benchmarks"           # the benchmark binaries and their libraries (pipeline_bench)
+  "apps"                 # the plume command (plume demo runs pipeline_bench)
   "tests examples docs"  # suites and programs, over everything
 )
 
