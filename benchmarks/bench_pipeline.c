@@ -31,8 +31,8 @@
 
 #include "bench_common.h"
 #include "bench_scaling.h"
-#include "tools/launcher.h"
 #include "benchmarks/pipeline_bench.h"
+#include "tools/launcher.h"
 
 static const char usage[] =
     "usage: bench_pipeline [--quick|--smoke] [--backend host|cuda|auto] [--json PATH]\n"
