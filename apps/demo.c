@@ -16,9 +16,9 @@
 #include "apps/interrupt.h"
 #include "apps/options.h"
 #include "apps/scene_commands.h"
+#include "benchmarks/pipeline_bench.h"
 #include "streams/clock.h"
 #include "tools/image_io.h"
-#include "tools/pipeline_bench.h"
 #include "tools/quote.h"
 #include "tools/scene.h"
 #include "tools/score.h"
@@ -300,7 +300,7 @@ static plm_status describe_device(plm_backend backend, char *text, size_t size) 
   return status;
 }
 
-/* bench_pipeline's comparison (tools/pipeline_bench.h) on the scene's first frames, for
+/* bench_pipeline's comparison (benchmarks/pipeline_bench.h) on the scene's first frames, for
  * the demo's pipeline and for bench_pipeline's default one, whose sobel -> entropy ->
  * threshold chain fuses. Returns pipeline_bench_run's exit code. */
 static int compare_configs(const demo_config *config, const demo_files *files, char *err,

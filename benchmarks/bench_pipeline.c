@@ -11,7 +11,7 @@
  * u16 and f32 (--smoke: 128x128 only, 8 frames a run, one round, which proves every path
  * in seconds and measures little: what the GPU campaign's rehearsal on the CUDA emulator
  * runs, scripts/gpu-campaign). The method, the configs, the floors and the JSON are described in
- * tools/pipeline_bench.h, which runs it (`plume demo` prints the same comparison for its
+ * benchmarks/pipeline_bench.h, which runs it (`plume demo` prints the same comparison for its
  * scene). --frames sets the frames per timed run (by default 20 per 512x512 frame's worth
  * with --quick, 100 without, times 20 on cuda) and --repeats the timed rounds (3 with
  * --quick, else 5). --source-ahead N (default 4) runs every config's source on a thread of
@@ -31,8 +31,8 @@
 
 #include "bench_common.h"
 #include "bench_scaling.h"
+#include "benchmarks/pipeline_bench.h"
 #include "tools/launcher.h"
-#include "tools/pipeline_bench.h"
 
 static const char usage[] =
     "usage: bench_pipeline [--quick|--smoke] [--backend host|cuda|auto] [--json PATH]\n"

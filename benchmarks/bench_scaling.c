@@ -8,7 +8,7 @@
 #include <time.h>
 
 #include "bench_common.h"
-#include "tools/pipeline_bench.h"
+#include "benchmarks/pipeline_bench.h"
 #ifdef PLUME_HAVE_MPI
 #include "plume/mpi.h"
 #endif

@@ -17,6 +17,7 @@
 #include "plume/threshold.h"
 #include "streams/nvtx.h"
 #include "streams/runtime.h"
+#include "tensor/tensor_internal.h"
 
 /* A tensor an op can use on stream: not NULL, data set, a valid dtype and shape,
  * contiguous, of the stream's context. `name` ("in", "out") is for the message. */
@@ -53,37 +54,12 @@ plm_status plm__op_check_output_like(const plm_tensor *in, const char *in_name,
 plm_status plm__op_check_same_dims(const plm_tensor *a, const char *a_name, const plm_tensor *b,
                                    const char *b_name);
 
-/* A contiguous description of a tensor of this shape on ctx (NULL: none), no data: what
- * the ops' shape, check and cost functions take for a tensor not allocated (a plan's, a
- * call being priced). The shape is taken as it is (ops/tensor.c checks a user's). */
-plm_tensor plm__tensor_describe(plm_context *ctx, const plm_shape *shape);
-
 /* The shape of t with another dtype: an output the size of its input. */
 static inline plm_shape plm__op_shape_like(const plm_tensor *t, plm_dtype dtype) {
   plm_shape shape = {.dtype = dtype, .ndim = t->ndim};
   for (int d = 0; d < t->ndim; d++) shape.dims[d] = t->dims[d];
   return shape;
 }
-
-/* Whether a shape is one plm_tensor_wrap takes: a known dtype, ndim in 1..4, every
- * dimension >= 1, at most INT64_MAX bytes; else PLM_ERR_INVALID_ARG saying which (raised
- * with plm__fail_raw). */
-plm_status plm__tensor_check_shape(plm_dtype dtype, int ndim, const int64_t *dims);
-
-/* Whether data is aligned to dtype's element size (the kernels load whole elements:
- * f32 data at +2 bytes is refused, as NumPy's np.frombuffer(..., offset=1) would give);
- * else PLM_ERR_INVALID_ARG naming `name`, the address and how far it is off. Raised with
- * plm__fail_raw: the caller names itself. */
-plm_status plm__tensor_check_data(const void *data, plm_dtype dtype, const char *name);
-
-/* "f32 32x40": a shape's dtype and dims, for messages (at most size bytes, terminated). */
-void plm__shape_text(const plm_shape *shape, char *text, size_t size);
-
-/* "32x40": the dims alone. */
-void plm__dims_text(const int64_t *dims, int ndim, char *text, size_t size);
-
-/* "[12, 4, 1]": a list of n values (strides, a DLPack shape). */
-void plm__list_text(const int64_t *values, int n, char *text, size_t size);
 
 /* b's memory either is a's exactly (the same first byte and size) or does not overlap it. */
 plm_status plm__op_check_no_partial_overlap(const plm_tensor *a, const char *a_name,

@@ -1,7 +1,7 @@
 /* profile/stats.h: order statistics of samples, defined once (internal).
  *
  * plm_profile_stats_of (plume/profile.h), the pipeline executor's latencies, the
- * benchmarks, the comparison engine (tools/pipeline_bench.h) and `plume op --repeat` take
+ * benchmarks, the comparison engine (benchmarks/pipeline_bench.h) and `plume op --repeat` take
  * their medians and percentiles from here. Three definitions, each the one its figures
  * are documented with and compared against, each named after numpy's:
  *

@@ -38,12 +38,12 @@
 
 #include <utlist.h>
 
-#include "kernels/cpu/parallel.h"
 #include "streams/assert.h"
 #include "streams/backend.h"
 #include "streams/clock.h"
 #include "streams/error.h"
 #include "streams/file.h"
+#include "streams/parallel.h"
 
 enum { DEVICE_ALIGNMENT = 256 };
 enum { POLL_NS = 50 * 1000 }; /* how long a worker or a synchronizer polls before sleeping */
@@ -109,7 +109,7 @@ struct host_backend {
   host_stream *streams;
   atomic_uint stream_serial; /* names worker threads */
   plm__parallel_pool *parallel; /* the kernels' threads with a core budget; NULL: the
-                                   process-wide pool (kernels/cpu/parallel.h) */
+                                   process-wide pool (streams/parallel.h) */
 };
 
 /* ---- markers ---------------------------------------------------------------- */

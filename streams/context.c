@@ -7,9 +7,9 @@
 
 #include <utlist.h>
 
-#include "kernels/cpu/parallel.h"
 #include "plume_build_config.h"
 #include "streams/error.h"
+#include "streams/parallel.h"
 #include "streams/runtime.h"
 
 enum { DEVICE_ALIGNMENT = 256 };

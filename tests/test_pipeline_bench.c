@@ -1,4 +1,4 @@
-/* tests/test_pipeline_bench.c: the pipeline comparison engine (tools/pipeline_bench.h)
+/* tests/test_pipeline_bench.c: the pipeline comparison engine (benchmarks/pipeline_bench.h)
  * with frames a caller supplies, as `plume demo` passes its scene: every config runs and
  * agrees with naive on the results, the table and the JSON say what ran, a pipeline
  * without a fusable chain reports fused as skipped, and bad options are refused (exit
@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "checks.h"
-#include "tools/pipeline_bench.h"
+#include "benchmarks/pipeline_bench.h"
 #include "plume/presets.h"
 #include "tools/scene.h"
 

@@ -2,7 +2,7 @@
  * cores by pixels: a chunk walks its pixels through every frame in order, its part of
  * the state staying in cache, one loop per input type. */
 #include "kernels/common/background.h"
-#include "kernels/cpu/parallel.h"
+#include "streams/parallel.h"
 
 enum { GRAIN = 1 << 14 }; /* pixels per chunk at least */
 

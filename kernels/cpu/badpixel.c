@@ -3,7 +3,7 @@
  * its flagged pixels are replaced through the shared plm__badpixel_at
  * (kernels/common/badpixel.h), as on the GPU. */
 #include "kernels/common/badpixel.h"
-#include "kernels/cpu/parallel.h"
+#include "streams/parallel.h"
 
 enum { ROW_GRAIN = 16 }; /* rows per chunk at least */
 

@@ -3,7 +3,7 @@
  * parallel), the running sums down the columns (bands of columns in parallel, a row at a
  * time so the loop vectorises), then every pixel from the tables (kernels/common/cfar.h). */
 #include "kernels/common/cfar.h"
-#include "kernels/cpu/parallel.h"
+#include "streams/parallel.h"
 
 enum {
   ROW_GRAIN = 16,     /* rows per chunk at least */

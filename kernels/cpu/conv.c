@@ -27,7 +27,7 @@
 
 #include "kernels/common/conv.h"
 #include "kernels/cpu/dispatch.h"
-#include "kernels/cpu/parallel.h"
+#include "streams/parallel.h"
 
 enum {
   GRAIN_PIXELS = 1 << 14, /* output pixels (times taps) per chunk at least */

@@ -16,7 +16,7 @@
 #include "kernels/common/dendritic.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/dot.h"
-#include "kernels/cpu/parallel.h"
+#include "streams/parallel.h"
 
 /* The dendrites' sums (and terms) one block holds. */
 enum { BLOCK = 256 };

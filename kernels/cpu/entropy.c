@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "kernels/common/entropy.h"
-#include "kernels/cpu/parallel.h"
+#include "streams/parallel.h"
 
 enum { BLOCK_ROWS = 64, ALIGN = 64 };
 

@@ -6,7 +6,7 @@
  * kernels (AVX2 clones where the CPU has it, without FMA contraction) can aim for. */
 #include "kernels/common/fma_peak.h"
 #include "kernels/cpu/dispatch.h"
-#include "kernels/cpu/parallel.h"
+#include "streams/parallel.h"
 
 enum { LANE_BLOCK = 16 };
 

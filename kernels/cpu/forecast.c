@@ -1,7 +1,7 @@
 /* kernels/cpu/forecast.c: ar_forecast on the CPU, the series split across cores, each
  * fitted with its working numbers on the stack (kernels/common/forecast.h). */
 #include "kernels/common/forecast.h"
-#include "kernels/cpu/parallel.h"
+#include "streams/parallel.h"
 
 enum { MAX_WORK = 2 * (PLM_AR_MAX_LAGS + 1) * (PLM_AR_MAX_LAGS + 1) + 3 * PLM_AR_MAX_LAGS + 2 };
 

@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "kernels/common/fused.h"
-#include "kernels/cpu/parallel.h"
+#include "streams/parallel.h"
 
 enum { MIN_BAND_ROWS = 16, STEP = 16, ALIGN = 64 };
 

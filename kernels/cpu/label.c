@@ -35,7 +35,7 @@
 #endif
 
 #include "kernels/common/label.h"
-#include "kernels/cpu/parallel.h"
+#include "streams/parallel.h"
 
 /* A band has at least BAND_PIXELS pixels and BAND_ROWS rows: small frames are still
  * split over the cores (a 256-wide frame into 32-row bands), and the border rows, which

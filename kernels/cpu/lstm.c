@@ -12,7 +12,7 @@
 #include "kernels/common/lstm.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/cpu/dot.h"
-#include "kernels/cpu/parallel.h"
+#include "streams/parallel.h"
 
 PLM__CPU_CLONES
 static void lstm_units(void *context, int64_t begin, int64_t end) {

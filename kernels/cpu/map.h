@@ -17,7 +17,7 @@
  * args->period, the pixel's place in its frame for an op with a per-pixel calibration
  * (nuc), i itself when args->period is 0.
  *
- * The work is split across the CPU pool (kernels/cpu/parallel.h) in chunks of at least
+ * The work is split across the CPU pool (streams/parallel.h) in chunks of at least
  * GRAIN elements; a chunk runs in spans that stay within one period (no division per
  * element), each span one loop per dtype with restrict pointers, the parameters in a local
  * copy and FMA clones (kernels/cpu/dispatch.h), which the compiler vectorises. An op whose
@@ -37,7 +37,7 @@
 #include <stdint.h>
 
 #include "kernels/cpu/dispatch.h"
-#include "kernels/cpu/parallel.h"
+#include "streams/parallel.h"
 #include "plume/tensor.h"
 
 /* The elements from i on that lie in i's period, up to end; *p gets i's place in it. */

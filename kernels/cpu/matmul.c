@@ -37,7 +37,7 @@
 
 #include "kernels/common/matmul.h"
 #include "kernels/cpu/dispatch.h"
-#include "kernels/cpu/parallel.h"
+#include "streams/parallel.h"
 
 enum {
   MR = 6,   /* rows of the register block */

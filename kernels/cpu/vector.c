@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 #include "kernels/common/vector.h"
-#include "kernels/cpu/parallel.h"
+#include "streams/parallel.h"
 
 enum { ADD_GRAIN = 1 << 15 }; /* elements per chunk at least: ~384 KiB moved */
 

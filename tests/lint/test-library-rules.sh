@@ -26,7 +26,7 @@
 set -uo pipefail
 root=${1:?usage: test-library-rules.sh SOURCE_DIR}
 cd "$root" || exit 2
-library=(streams pool ops kernels pipeline profile)
+library=(streams pool tensor ops kernels pipeline profile)
 failed=0
 scratch=$(mktemp -d) || exit 2
 trap 'rm -rf "$scratch"' EXIT

@@ -1,4 +1,4 @@
-/* kernels/cpu/parallel.h: the data-parallel CPU pool behind the CPU kernels.
+/* streams/parallel.h: the data-parallel CPU pool behind the CPU kernels.
  *
  * One process-wide pool of worker threads, one per online core beyond the first,
  * started on first use. plm__parallel_for splits [0, count) into chunks of at least

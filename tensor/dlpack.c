@@ -1,4 +1,4 @@
-/* ops/dlpack.c: DLPack in and out (plume/dlpack.h). An export is one allocation: the
+/* tensor/dlpack.c: DLPack in and out (plume/dlpack.h). An export is one allocation: the
  * managed tensor (versioned or legacy), then its shape and strides, then the release
  * callback, so that its deleter frees one block and needs nothing of plume's (it may run
  * after the context is destroyed). */
@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops/op_internal.h"
 #include "streams/error.h"
 #include "streams/runtime.h"
+#include "tensor/tensor_internal.h"
 
 typedef struct exported {
   union { /* first: the deleter's pointer is the block's */

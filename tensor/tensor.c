@@ -1,12 +1,12 @@
-/* ops/tensor.c: tensor descriptors (plume/tensor.h), and their text in messages
- * (plm__shape_text, plm__dims_text, plm__list_text: op_internal.h). */
+/* tensor/tensor.c: tensor descriptors (plume/tensor.h), and their text in messages
+ * (plm__shape_text, plm__dims_text, plm__list_text: tensor_internal.h). */
 #include "plume/tensor.h"
 
 #include <stdint.h>
 #include <stdio.h>
 
-#include "ops/op_internal.h"
 #include "streams/error.h"
+#include "tensor/tensor_internal.h"
 
 size_t plm_dtype_size(plm_dtype dtype) {
   switch (dtype) {

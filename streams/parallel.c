@@ -1,4 +1,4 @@
-/* kernels/cpu/parallel.c: the data-parallel CPU pool (see parallel.h).
+/* streams/parallel.c: the data-parallel CPU pool (see parallel.h).
  *
  * A job is published under `lock` with a new generation number and marked open.
  * A worker that sees the new generation joins the job (under `lock`, while it is
@@ -24,7 +24,7 @@
  */
 #define _GNU_SOURCE /* pthread_setname_np */
 
-#include "kernels/cpu/parallel.h"
+#include "streams/parallel.h"
 
 #include <pthread.h>
 #include <sched.h>

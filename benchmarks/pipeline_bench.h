@@ -1,4 +1,4 @@
-/* tools/pipeline_bench.h: the pipeline comparison of bench_pipeline and `plume demo`.
+/* benchmarks/pipeline_bench.h: the pipeline comparison of bench_pipeline and `plume demo`.
  *
  * The same frames through one pipeline, run side by side in one process, in five ways
  * (configs), each with a pool of its own:

@@ -1,7 +1,7 @@
-/* tools/pipeline_bench.c: the pipeline comparison (tools/pipeline_bench.h). */
+/* benchmarks/pipeline_bench.c: the pipeline comparison (benchmarks/pipeline_bench.h). */
 #define _POSIX_C_SOURCE 200809L
 
-#include "tools/pipeline_bench.h"
+#include "benchmarks/pipeline_bench.h"
 
 #include <errno.h>
 #include <jansson.h>
