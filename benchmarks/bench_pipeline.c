@@ -8,7 +8,7 @@
  *
  * The same frames through one pipeline as naive, pooled, streams (K = 2, 3, 4), graph
  * and fused, side by side in one run, at 512x512 and 2048x2048 (--quick: 512x512 only),
- * u16 and f32 (--smoke: 128x128 only, 8 frames a run, one round, which proves every path
+ * u16 and f32 (--smoke: 64x64 only, 8 frames a run, one round, which proves every path
  * in seconds and measures little: what the GPU campaign's rehearsal on the CUDA emulator
  * runs, scripts/gpu-campaign). The method, the configs, the floors and the JSON are described in
  * benchmarks/pipeline_bench.h, which runs it (`plume demo` prints the same comparison for its

@@ -1079,7 +1079,7 @@ static bool plan_cases(bench *b) {
         .frame_bytes = (size_t)(from->height * from->width) * plm_dtype_size(from->dtype)};
     return true;
   }
-  const int64_t sides[2] = {b->opt.smoke ? 128 : 512, 2048};
+  const int64_t sides[2] = {b->opt.smoke ? 64 : 512, 2048};
   const plm_dtype dtypes[2] = {PLM_DTYPE_U16, PLM_DTYPE_F32};
   for (int s = 0; s < (b->opt.quick || b->opt.smoke ? 1 : 2); s++)
     for (int d = 0; d < 2; d++) {

@@ -105,7 +105,7 @@ typedef struct pipeline_bench_frames {
 typedef struct pipeline_bench_options {
   plm_backend backend;  /* PLM_BACKEND_AUTO: cuda when a GPU is present */
   bool quick;           /* synthetic frames: 512x512 only (u16 and f32), fewer frames */
-  bool smoke;           /* synthetic frames: 128x128 only (u16 and f32), 8 frames a run and
+  bool smoke;           /* synthetic frames: 64x64 only (u16 and f32), 8 frames a run and
                            one round: proves every path, measures little (the size the CUDA
                            emulator runs in seconds) */
   const char *pipeline; /* plm_pipeline_parse text; NULL: PIPELINE_BENCH_DEFAULT */
