@@ -7,7 +7,7 @@
  * (no file, a FIFO, JSON cut short) is refused with the reader's reason. A plain unit
  * test: no context or backend is involved.
  */
-#define _POSIX_C_SOURCE 200809L /* mkdtemp, open_memstream */
+#define _POSIX_C_SOURCE 200809L /* mkfifo, open_memstream */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,25 +15,20 @@
 #include <unistd.h>
 
 #include "checks.h"
+#include "scratch_dir.h"
 #include "tools/result_check.h"
 
-static char dir[256];
+static char dir[SCRATCH_DIR_SIZE];
 static char path[512];
 static char fifo[512];
 
 static void make_dir(void) {
-  const char *tmp = getenv("TMPDIR");
-  snprintf(dir, sizeof dir, "%s/plume-result-check-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-  ck_assert_ptr_nonnull(mkdtemp(dir));
+  scratch_dir_make(dir, "result-check");
   snprintf(path, sizeof path, "%s/result.json", dir);
   snprintf(fifo, sizeof fifo, "%s/fifo", dir);
 }
 
-static void remove_dir(void) {
-  unlink(path);
-  unlink(fifo);
-  ck_assert_int_eq(rmdir(dir), 0);
-}
+static void remove_dir(void) { scratch_dir_remove(dir); }
 
 static int checks_run;
 
