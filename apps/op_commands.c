@@ -598,14 +598,17 @@ static void print_synopsis(FILE *out, const command *c, const file_flag *files, 
 
 static const char image_files[] =
     "  --in PATH             input image: .npy (2-D or 3-D; u8, u16, i32, f32, f64 read as\n"
-    "                        f32), PGM (P5, 8/16-bit), grayscale PNG (8/16-bit) or TIFF\n"
-    "                        (u8, u16 or f32 pages, striped or tiled; N pages are 3-D)\n"
+    "                        f32), PGM (P5, 8/16-bit), grayscale PNG (8/16-bit), TIFF\n"
+    "                        (u8, u16 or f32 pages, striped or tiled; N pages are 3-D) or\n"
+    "                        FITS (an image or a cube; BITPIX 8 and 16 with BZERO 32768 as\n"
+    "                        u8 and u16, others as f32 with BSCALE/BZERO applied)\n"
     "  --out PATH            output .npy, or a TIFF when PATH ends in .tif or .tiff\n"
     "                        (written atomically; '-': .npy to standard output; another\n"
     "                        extension is refused)\n";
 static const char image_note[] =
     "  Inputs are images: .npy (2-D or 3-D; f64 read as f32), PGM (P5, 8/16-bit),\n"
-    "  grayscale PNG (8/16-bit) or TIFF (u8, u16, f32 pages; a stack of pages is 3-D);\n"
+    "  grayscale PNG (8/16-bit), TIFF (u8, u16, f32 pages; a stack of pages is 3-D) or\n"
+    "  FITS (an image, or a cube which is 3-D);\n"
     "  outputs are .npy, or TIFF for a name ending in .tif or .tiff, each written\n"
     "  atomically, or one of them to standard output as '-'.\n";
 static const char array_note[] =

@@ -22,10 +22,7 @@
 #include "tools/frame_reader.h"
 #include "tools/image_io.h"
 #include "tools/tiff_io.h"
-
-#ifndef PLUME_FIXTURES_DIR
-#error "PLUME_FIXTURES_DIR (the tests/fixtures directory) must be defined"
-#endif
+#include "image_file_checks.h"
 
 static char dir[SCRATCH_DIR_SIZE];
 static char err[FRAME_READER_ERROR_SIZE];
@@ -39,30 +36,11 @@ static void remove_dir(void) {
 }
 
 static const char *fixture(const char *name, const char *extension) {
-  static char path[2][512];
-  static int turn;
-  turn ^= 1;
-  snprintf(path[turn], sizeof path[turn], "%s/tiff/%s.%s", PLUME_FIXTURES_DIR, name, extension);
-  return path[turn];
+  return fixture_file("tiff", name, extension);
 }
 
 static void expect_message(plm_status got, plm_status want, const char *a, const char *b) {
-  ck_assert_msg(got == want, "status %s, expected %s (%s)", plm_status_str(got),
-                plm_status_str(want), err);
-  ck_assert_msg(strstr(err, a) != NULL, "message \"%s\" lacks \"%s\"", err, a);
-  ck_assert_msg(!b || strstr(err, b) != NULL, "message \"%s\" lacks \"%s\"", err, b);
-  ck_assert_msg(strchr(err, '\n') == NULL, "message is not one line: %s", err);
-}
-
-static void expect_equal(const image *got, const image *want, const char *what) {
-  ck_assert_msg(got->dtype == want->dtype && got->ndim == want->ndim, "%s: %s %dD, expected %s %dD",
-                what, plm_dtype_name(got->dtype), got->ndim, plm_dtype_name(want->dtype),
-                want->ndim);
-  for (int d = 0; d < want->ndim; d++)
-    ck_assert_msg(got->dims[d] == want->dims[d], "%s: dimension %d is %lld, expected %lld", what, d,
-                  (long long)got->dims[d], (long long)want->dims[d]);
-  ck_assert_msg(memcmp(got->data, want->data, image_bytes(want)) == 0,
-                "%s: the samples differ from the .npy's", what);
+  expect_image_message(got, want, err, a, b);
 }
 
 static const char *const cases[] = {"u8-strips", "u16-stack-strips-deflate", "f32-tiled",
@@ -75,32 +53,9 @@ START_TEST(test_tifffile_files_read_as_numpy_saved_them) {
                   "%s", err);
     ck_assert_msg(image_read(fixture(cases[c], "tif"), NULL, &got, err, sizeof err) == PLM_OK, "%s",
                   err);
-    expect_equal(&got, &want, cases[c]);
+    expect_image_equal(&got, &want, cases[c]);
     image_free(&got, NULL);
-    /* Page by page, last first. */
-    image frame = {0};
-    int64_t count = 0;
-    image_frames *frames = NULL;
-    ck_assert_msg(image_frames_open(fixture(cases[c], "tif"), &frame, &count, &frames, err,
-                                    sizeof err) == PLM_OK,
-                  "%s", err);
-    const int64_t pages = want.ndim == 3 ? want.dims[0] : 1;
-    ck_assert_int_eq(count, pages);
-    ck_assert(frame.dims[0] == want.dims[want.ndim - 2] &&
-              frame.dims[1] == want.dims[want.ndim - 1]);
-    const size_t page_bytes = image_bytes(&frame);
-    unsigned char *page = malloc(page_bytes);
-    ck_assert_ptr_nonnull(page);
-    for (int64_t k = pages - 1; k >= 0; k--) {
-      ck_assert_msg(image_frames_read(frames, k, page, err, sizeof err) == PLM_OK, "%s", err);
-      ck_assert_msg(
-          memcmp(page, (unsigned char *)want.data + (size_t)k * page_bytes, page_bytes) == 0,
-          "%s: page %lld differs", cases[c], (long long)k);
-    }
-    expect_message(image_frames_read(frames, pages, page, err, sizeof err), PLM_ERR_INVALID_ARG,
-                   cases[c], "is not in");
-    free(page);
-    image_frames_close(frames);
+    expect_frames_equal(fixture(cases[c], "tif"), &want);
     image_free(&want, NULL);
   }
 }
@@ -154,14 +109,8 @@ START_TEST(test_what_is_not_read_is_named) {
 }
 END_TEST
 
-/* Write bytes to a file of the scratch folder. */
 static const char *write_file(const char *name, const void *bytes, size_t length) {
-  const char *path = scratch_path(dir, name);
-  FILE *f = fopen(path, "wb");
-  ck_assert_ptr_nonnull(f);
-  ck_assert_uint_eq(fwrite(bytes, 1, length, f), length);
-  ck_assert_int_eq(fclose(f), 0);
-  return path;
+  return scratch_file(dir, name, bytes, length);
 }
 
 START_TEST(test_what_is_written_reads_back) {
@@ -195,7 +144,7 @@ START_TEST(test_what_is_written_reads_back) {
       } else {
         image got = {0};
         ck_assert_msg(image_read(path, NULL, &got, err, sizeof err) == PLM_OK, "%s", err);
-        expect_equal(&got, &want, plm_dtype_name(dtypes[d]));
+        expect_image_equal(&got, &want, plm_dtype_name(dtypes[d]));
         image_free(&got, NULL);
       }
       free(want.data);
@@ -221,34 +170,12 @@ START_TEST(test_a_damaged_file_fails_with_a_message) {
                  PLM_ERR_IO, "huge-tiles.tif: page 0: tiles of 16x83886096 for a page of 17x33",
                  "larger than the page");
   ck_assert_ptr_null(huge.data);
-  FILE *f = fopen(fixture("u16-stack-strips-deflate", "tif"), "rb");
-  ck_assert_ptr_nonnull(f);
   unsigned char bytes[4096];
-  const size_t length = fread(bytes, 1, sizeof bytes, f);
-  fclose(f);
+  const size_t length = file_bytes(fixture("u16-stack-strips-deflate", "tif"), bytes, sizeof bytes);
   ck_assert_uint_gt(length, 1000);
   /* Cut at every 97th length, and with runs of bytes changed: a failure with a message,
-   * or (where the cut leaves whole pages) a success; never a crash or a leak. */
-  for (size_t cut = 4; cut < length; cut += 97) {
-    const char *path = write_file("cut.tif", bytes, cut);
-    image img = {0};
-    plm_status status = image_read(path, NULL, &img, err, sizeof err);
-    if (status != PLM_OK) {
-      ck_assert_msg(strstr(err, "cut.tif") != NULL, "%s", err);
-      ck_assert_ptr_null(img.data);
-    }
-    image_free(&img, NULL);
-  }
-  for (size_t at = 8; at + 8 < length; at += 131) {
-    unsigned char changed[sizeof bytes];
-    memcpy(changed, bytes, length);
-    for (size_t i = at; i < at + 8; i++) changed[i] ^= 0x5a;
-    const char *path = write_file("changed.tif", changed, length);
-    image img = {0};
-    if (image_read(path, NULL, &img, err, sizeof err) != PLM_OK)
-      ck_assert_msg(strstr(err, "changed.tif") != NULL && strchr(err, '\n') == NULL, "%s", err);
-    image_free(&img, NULL);
-  }
+   * or (where the damage leaves what is read whole) a success; never a crash or a leak. */
+  expect_damage_handled(dir, "tif", bytes, length, 97, 131);
 }
 END_TEST
 

@@ -34,10 +34,11 @@ void frame_reader_close(frame_reader *r) {
 
 /* ---- folders --------------------------------------------------------------------------- */
 
-/* A frame file by its name: not hidden, ending in .npy, .pgm, .png, .tif or .tiff in any
- * case. */
+/* A frame file by its name: not hidden, ending in .npy, .pgm, .png, .tif, .tiff, .fits, .fit
+ * or .fts in any case. */
 static bool frame_name(const char *name) {
-  static const char *const extensions[] = {".npy", ".pgm", ".png", ".tif", ".tiff"};
+  static const char *const extensions[] = {".npy", ".pgm", ".png", ".tif",
+                                           ".tiff", ".fits", ".fit", ".fts"};
   const size_t n = strlen(name);
   if (name[0] == '.') return false;
   for (size_t e = 0; e < sizeof extensions / sizeof *extensions; e++) {
@@ -95,7 +96,8 @@ static plm_status list_folder(frame_reader *r, char *err, size_t err_size) {
   if (status != PLM_OK) return status;
   if (r->file_count == 0)
     return quote_failure(err, err_size, PLM_ERR_IO,
-                         "%s: no frames in the folder (no .npy, .pgm, .png, .tif or .tiff file)",
+                         "%s: no frames in the folder (no .npy, .pgm, .png, .tif, .tiff, .fits, .fit "
+                         "or .fts file)",
                          r->path);
   qsort(r->files, (size_t)r->file_count, sizeof *r->files, compare_paths);
   return PLM_OK;

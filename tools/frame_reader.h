@@ -1,11 +1,11 @@
 /* tools/frame_reader.h: the frames of `plume detect`, one at a time, from a stack or a folder.
  *
  * A frame reader serves frames 0..N-1 of one dtype and one (H, W) shape from
- *   - a file (tools/image_io.h's image_frames): a 3-D .npy (N, H, W) or a TIFF of N pages
- *     is N frames, read from the file one at a time, never held whole; a 2-D .npy, a PGM
- *     or a PNG is one frame;
- *   - a folder: every entry whose name ends in .npy, .pgm, .png, .tif or .tiff (in any
- *     case) and does not start with '.', other than a directory, is one frame; frames
+ *   - a file (tools/image_io.h's image_frames): a 3-D .npy (N, H, W), a TIFF of N pages or
+ *     a FITS cube of N frames is N frames, read from the file one at a time, never held
+ *     whole; a 2-D .npy, a PGM, a PNG or a 2-D FITS image is one frame;
+ *   - a folder: every entry whose name ends in .npy, .pgm, .png, .tif, .tiff, .fits, .fit or
+ *     .fts (in any case) and does not start with '.', other than a directory, is one frame; frames
  *     are in the byte order of the names (strcmp: zero-pad numbers, frame_0009 before frame_0010).
  * Other entries are ignored. Each file is opened and read only when its frame is read; it must hold
  * one frame (a 2-D image, or a 3-D .npy of one frame) of the dtype and shape of the first file,

@@ -1,7 +1,9 @@
-/* tools/image_io.c: .npy, PGM and PNG reading, .npy writing (tools/image_io.h). */
+/* tools/image_io.c: .npy, PGM and PNG reading, .npy writing; TIFF and FITS read through
+ * tools/tiff_io.h and tools/fits_io.h (tools/image_io.h). */
 #define _POSIX_C_SOURCE 200809L
 
 #include "tools/image_io.h"
+#include "tools/fits_io.h"
 #include "tools/tiff_io.h"
 #include "tools/output_file.h"
 #include "tools/regular_file.h"
@@ -530,7 +532,13 @@ static plm_status read_png(reader *r, image *out) {
 
 /* ---- reading ------------------------------------------------------------------------- */
 
-typedef enum file_format { FORMAT_NPY, FORMAT_PGM, FORMAT_PNG, FORMAT_TIFF } file_format;
+typedef enum file_format {
+  FORMAT_NPY,
+  FORMAT_PGM,
+  FORMAT_PNG,
+  FORMAT_TIFF,
+  FORMAT_FITS
+} file_format;
 
 /* Open r->path, check that it is a regular file, set r->size and recognise the format by
  * the first bytes. On failure the file is closed again (r->file NULL). */
@@ -553,11 +561,14 @@ static plm_status open_image_file(reader *r, file_format *format) {
     *format = FORMAT_PNG;
   else if (tiff_magic(magic, got))
     *format = FORMAT_TIFF;
+  else if (fits_magic(magic, got))
+    *format = FORMAT_FITS;
   else if (got >= 2 && magic[0] == 'P' && magic[1] >= '1' && magic[1] <= '7')
     status = READ_FAIL(r, PLM_ERR_UNSUPPORTED,
                        "Netpbm P%c file: only binary graymaps (P5) are read", magic[1]);
   else
-    status = READ_FAIL(r, PLM_ERR_IO, "not a .npy, PGM (P5), PNG or TIFF file (unknown magic)");
+    status = READ_FAIL(r, PLM_ERR_IO,
+                       "not a .npy, PGM (P5), PNG, TIFF or FITS file (unknown magic)");
   if (status != PLM_OK) {
     fclose(r->file);
     r->file = NULL;
@@ -565,37 +576,66 @@ static plm_status open_image_file(reader *r, file_format *format) {
   return status;
 }
 
-/* The TIFF of r's open file, through libtiff on a copy of its descriptor. */
-static plm_status open_tiff(reader *r, image *frame, int64_t *count, tiff_pages **out) {
-  const int fd = dup(fileno(r->file));
-  if (fd < 0) return READ_FAIL(r, PLM_ERR_IO, "cannot open it again: %s", strerror(errno));
-  *frame = (image){.ndim = 2};
-  return tiff_pages_open(fd, r->path, &frame->dtype, &frame->dims[0], &frame->dims[1], count, out,
-                         r->err, r->err_size);
+/* ---- files of frames a library decodes: TIFF pages, FITS images and cubes ---------------
+ * Either is opened on a copy of the reader's descriptor and then read a frame at a time,
+ * whole (image_read) or when a frame is asked for (image_frames). */
+typedef struct paged_file {
+  tiff_pages *tiff; /* one of the two */
+  fits_frames *fits;
+  image frame;   /* dtype and (H, W) of a frame */
+  int ndim;      /* the whole's: 3 for a stack or cube, 2 for one frame */
+  int64_t count; /* frames */
+} paged_file;
+
+static void paged_close(paged_file *p) {
+  tiff_pages_close(p->tiff);
+  fits_frames_close(p->fits);
+  p->tiff = NULL;
+  p->fits = NULL;
 }
 
-/* A TIFF whole: one page is (H, W), N pages (N, H, W). */
-static plm_status read_tiff(reader *r, image *out) {
-  tiff_pages *pages = NULL;
-  image frame;
-  int64_t count = 0;
-  plm_status status = open_tiff(r, &frame, &count, &pages);
+/* Open r's file (of format, recognised by open_image_file) as frames. A TIFF of one page is
+ * one frame (H, W), of N pages a stack (N, H, W); a FITS image has the dimensions its NAXIS
+ * gives (tools/fits_io.h). */
+static plm_status paged_open(reader *r, file_format format, paged_file *p) {
+  *p = (paged_file){.frame = {.ndim = 2}};
+  const int fd = dup(fileno(r->file));
+  if (fd < 0) return READ_FAIL(r, PLM_ERR_IO, "cannot open it again: %s", strerror(errno));
+  image *f = &p->frame;
+  if (format == FORMAT_FITS)
+    return fits_frames_open(fd, r->path, &f->dtype, &p->ndim, &f->dims[0], &f->dims[1], &p->count,
+                            &p->fits, r->err, r->err_size);
+  plm_status status = tiff_pages_open(fd, r->path, &f->dtype, &f->dims[0], &f->dims[1], &p->count,
+                                      &p->tiff, r->err, r->err_size);
+  p->ndim = p->count == 1 ? 2 : 3;
+  return status;
+}
+
+static plm_status paged_read(paged_file *p, int64_t k, void *dst, char *err, size_t err_size) {
+  return p->fits ? fits_frames_read(p->fits, k, dst, err, err_size)
+                 : tiff_pages_read(p->tiff, k, dst, err, err_size);
+}
+
+/* The whole of r's paged file: every frame, into one array. */
+static plm_status read_paged(reader *r, file_format format, image *out) {
+  paged_file p;
+  plm_status status = paged_open(r, format, &p);
   if (status != PLM_OK) return status;
-  *out =
-      count == 1
-          ? frame
-          : (image){.dtype = frame.dtype, .ndim = 3, .dims = {count, frame.dims[0], frame.dims[1]}};
+  const image *frame = &p.frame;
+  *out = p.ndim == 2 ? *frame
+                     : (image){.dtype = frame->dtype,
+                               .ndim = 3,
+                               .dims = {p.count, frame->dims[0], frame->dims[1]}};
   int64_t numel = 0;
   if (!checked_numel(out->dims, out->ndim, &numel))
-    status = READ_FAIL(r, PLM_ERR_IO, "%lld pages of %lldx%lld: more than %lld samples",
-                       (long long)count, (long long)frame.dims[0], (long long)frame.dims[1],
+    status = READ_FAIL(r, PLM_ERR_IO, "%lld frames of %lldx%lld: more than %lld samples",
+                       (long long)p.count, (long long)frame->dims[0], (long long)frame->dims[1],
                        (long long)IMAGE_MAX_ELEMENTS);
   if (status == PLM_OK) status = alloc_data(r, out);
-  const size_t page_bytes = image_bytes(&frame);
-  for (int64_t k = 0; status == PLM_OK && k < count; k++)
-    status =
-        tiff_pages_read(pages, k, (char *)out->data + (size_t)k * page_bytes, r->err, r->err_size);
-  tiff_pages_close(pages);
+  const size_t frame_bytes = image_bytes(frame);
+  for (int64_t k = 0; status == PLM_OK && k < p.count; k++)
+    status = paged_read(&p, k, (char *)out->data + (size_t)k * frame_bytes, r->err, r->err_size);
+  paged_close(&p);
   return status;
 }
 
@@ -604,7 +644,8 @@ static plm_status read_format(reader *r, file_format format, image *out) {
     case FORMAT_NPY: return read_npy(r, out);
     case FORMAT_PGM: return read_pgm(r, out);
     case FORMAT_PNG: return read_png(r, out);
-    case FORMAT_TIFF: return read_tiff(r, out);
+    case FORMAT_TIFF:
+    case FORMAT_FITS: return read_paged(r, format, out);
   }
   return READ_FAIL(r, PLM_ERR_INTERNAL, "unknown format %d", (int)format);
 }
@@ -657,13 +698,13 @@ struct image_frames {
   image frame;      /* dtype and (H, W) of a frame */
   int64_t count;    /* frames */
   void *whole;      /* the pixels of a PGM or PNG (or NULL) */
-  tiff_pages *tiff; /* a TIFF's pages, each decoded when read (or NULL) */
+  paged_file paged; /* a TIFF's pages or a FITS file's frames, each decoded when read */
 };
 
 void image_frames_close(image_frames *f) {
   if (!f) return;
   if (f->file) fclose(f->file);
-  tiff_pages_close(f->tiff);
+  paged_close(&f->paged);
   free(f->whole);
   free(f->path);
   free(f);
@@ -695,13 +736,13 @@ plm_status image_frames_open(const char *path, image *frame, int64_t *count, ima
     status = read_npy_header(&r, &whole, &f->offset, &f->file_item);
     f->file = r.file;
     f->size = r.size;
-  } else if (status == PLM_OK && format == FORMAT_TIFF) {
-    int64_t pages = 0;
-    status = open_tiff(&r, &whole, &pages, &f->tiff);
+  } else if (status == PLM_OK && (format == FORMAT_TIFF || format == FORMAT_FITS)) {
+    status = paged_open(&r, format, &f->paged);
     fclose(r.file);
-    if (status == PLM_OK && pages > 1)
-      whole =
-          (image){.dtype = whole.dtype, .ndim = 3, .dims = {pages, whole.dims[0], whole.dims[1]}};
+    const image *one = &f->paged.frame;
+    if (status == PLM_OK)
+      whole = (image){
+          .dtype = one->dtype, .ndim = 3, .dims = {f->paged.count, one->dims[0], one->dims[1]}};
   } else if (status == PLM_OK) {
     status = read_format(&r, format, &whole);
     fclose(r.file);
@@ -754,7 +795,7 @@ plm_status image_frames_read(image_frames *f, int64_t k, void *dst, char *err, s
     memcpy(dst, f->whole, image_bytes(&f->frame));
     return PLM_OK;
   }
-  if (f->tiff) return tiff_pages_read(f->tiff, k, dst, err, err_size);
+  if (f->paged.tiff || f->paged.fits) return paged_read(&f->paged, k, dst, err, err_size);
   const int64_t numel = image_numel(&f->frame);
   const uint64_t at = f->offset + (uint64_t)k * (uint64_t)numel * f->file_item;
   if (!(f->file_item == 8 && f->frame.dtype == PLM_DTYPE_F32))

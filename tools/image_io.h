@@ -13,6 +13,10 @@
  *   TIFF         grayscale pages of u8, u16 or f32, striped or tiled, any compression
  *                libtiff decodes, through libtiff (tools/tiff_io.h): one page is (H, W),
  *                N pages of one dtype and shape are a stack (N, H, W).
+ *   FITS         the first image HDU, (H, W) or a cube (N, H, W), BITPIX 8 (u8), 16 with
+ *                BZERO 32768 (u16), other 8-/16-bit and float images as f32 with BSCALE and
+ *                BZERO applied, through cfitsio (tools/fits_io.h); tile-compressed images
+ *                are refused.
  * Writes .npy (version 1.0) of dtype u8, u16, i32 or f32 and 1 to 4 dimensions.
  *
  * A file is checked before any data memory is allocated: a header that promises
@@ -90,8 +94,10 @@ plm_status image_read_array(const char *path, const image_allocator *allocator, 
  *   - a 3-D .npy (N, H, W) is N frames, each read from the file when it is asked for
  *     (the header and the file's size are checked at open, as image_read checks them);
  *   - a TIFF of N pages is N frames, each page decoded when it is asked for (a page of
- *     another dtype or shape than the first fails then, naming the page);
- *   - a 2-D .npy, a PGM or a PNG is one frame (a PGM or PNG is read whole at open).
+ *     another dtype or shape than the first fails then, naming the page); a FITS cube of N
+ *     frames likewise, each frame read when it is asked for;
+ *   - a 2-D .npy, a PGM, a PNG or a 2-D FITS image is one frame (a PGM or PNG is read whole
+ *     at open).
  * Frames have the dtype image_read would give ('<f8' is read as f32). One thread at a
  * time per image_frames; frames may be read in any order. */
 typedef struct image_frames image_frames;

@@ -4,7 +4,8 @@
 # the stack, from a folder of the same frames as .npy, PGM and PNG files, from the same
 # samples as raw frames (a file, stdin, big-endian, after a header), and with any number
 # of frames in flight; --out - (the CSV on stdout, the summary on stderr), -q, an --out of
-# another extension refused; a TIFF stack and a TIFF in a folder read as their .npy; the rows equal `plume op threshold` + `plume op label
+# another extension refused; a TIFF stack and a TIFF in a folder, a FITS cube, read as their
+# .npy; the rows equal `plume op threshold` + `plume op label
 # --regions --intensity` for the same chain; no progress bar when stderr is not a
 # terminal, and one on a terminal; arrays named by the pipeline (--tensor) give the
 # same rows as the built-in kernel and threshold they stand for; exit codes (0 ok, 2 bad
@@ -17,6 +18,7 @@
 set -u
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 tiffs=$(cd "$(dirname "${BASH_SOURCE[0]}")/../fixtures/tiff" && pwd) # TIFFs tifffile wrote
+fitses=$(cd "$(dirname "${BASH_SOURCE[0]}")/../fixtures/fits" && pwd) # FITS files astropy wrote
 plume=$1
 cli_begin "$plume" "$2" --commands
 
@@ -151,6 +153,15 @@ checks=$((checks + 1))
   $(grep '^0,' folder.csv | cut -d, -f2-) == "$(grep '^1,' folder.csv | cut -d, -f2-)" ]] ||
   fail "a folder with a TIFF: frame 0 (the .tif) and 1 (its .npy) differ: $(cat folder.csv)"
 rm -rf tif.csv npy.csv folder.csv tiff-folder
+# A FITS cube (tools/fits_io.h) gives the rows of its .npy.
+fits_pipeline="threshold value=30000 ! label connectivity=8 ! regions capacity=32"
+run 0 "a FITS cube" detect --frames "$fitses/u16-cube.fits" --pipeline "$fits_pipeline" \
+  --out fits.csv
+run 0 "its .npy" detect --frames "$fitses/u16-cube.npy" --pipeline "$fits_pipeline" --out npy.csv
+same fits.csv npy.csv "a FITS cube"
+checks=$((checks + 1))
+[[ $(wc -l <fits.csv) -gt 3 ]] || fail "a FITS cube: too few rows: $(cat fits.csv)"
+rm -f fits.csv npy.csv
 
 # Without capacity= the table holds every region a frame can have: the same rows.
 run 0 "no capacity" detect --frames=s.npy "--pipeline=$log ! regions" --out=k.csv --backend=host

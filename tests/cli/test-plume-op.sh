@@ -4,8 +4,8 @@
 # whole .npy files written the same way and compared byte for byte. Checks exit
 # codes (0 ok, 2 bad usage or bad file), one-line messages on stderr, and that no
 # output (or temporary) file is left behind by a failure. Also --out - (stdout), outputs
-# named for another format refused, and TIFF in (tests/fixtures/tiff) and out. No Python
-# needed.
+# named for another format refused, TIFF in (tests/fixtures/tiff) and out, and FITS in
+# (tests/fixtures/fits). No Python needed.
 set -u
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 plume=$1
@@ -1158,6 +1158,21 @@ run 2 "a TIFF of mixed pages" op threshold --in "$tiffs/mixed-shapes.tif" --valu
   expect_err "a TIFF of mixed pages" "page 1 is u16 6x5, but page 0 is u16 4x5"
 absent "refused TIFFs" x.npy
 rm -f t.tif t.npy back-tif.npy back-npy.npy
+
+# FITS (tools/fits_io.h): cubes and images astropy wrote (tests/fixtures/fits) give what
+# their .npy gives: u16 through BZERO, f32 in an extension, signed 16-bit as f32.
+fitses=$fixtures/fits
+for name in u16-cube f32-cube-extension i16-image; do
+  run 0 "threshold $name.fits" op threshold --in "$fitses/$name.fits" --value 100 --out t.npy
+  run 0 "threshold $name.npy" op threshold --in "$fitses/$name.npy" --value 100 --out back-npy.npy
+  same t.npy back-npy.npy "$name.fits"
+done
+run 2 "a 32-bit integer FITS" op threshold --in "$fitses/i32-refused.fits" --value 1 --out x.npy &&
+  expect_err "a 32-bit integer FITS" "i32-refused.fits: HDU 1: BITPIX 32"
+run 2 "a tile-compressed FITS" op threshold --in "$fitses/rice-refused.fits" --value 1 \
+  --out x.npy && expect_err "a tile-compressed FITS" "HDU 2: a tile-compressed image"
+absent "refused FITS files" x.npy
+rm -f t.npy back-npy.npy
 
 # A FIFO named as the input is refused at once, never waited on (the command is given 20
 # s: a reader that opened it blocking would wait for a writer for ever).

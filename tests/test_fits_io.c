@@ -1,0 +1,223 @@
+/* tests/test_fits_io.c: FITS files through cfitsio (tools/fits_io.h, by way of
+ * tools/image_io.h and tools/frame_reader.h).
+ *
+ * Reading files another library wrote (tests/fixtures/fits/make.py, with astropy): BITPIX 8,
+ * 16 as unsigned (BZERO 32768), signed and scaled (BSCALE/BZERO, a BLANK pixel), and -32;
+ * images and cubes; the image in an extension after an empty primary. Each is equal sample for sample to the .npy numpy saved of what plume must read,
+ * whole (image_read), frame by frame (image_frames), and as frames of plume detect, from a
+ * file and from a folder. Names are taken literally, never as cfitsio's extended syntax.
+ * The kinds refused (32-bit integers, one axis, tables only, tile-compressed) and damaged
+ * files (cut short, bytes changed, cut while open) fail with a one-line message naming the file, never a crash or a leak.
+ * A plain unit test: no backend.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "checks.h"
+#include "scratch_dir.h"
+#include "tools/frame_reader.h"
+#include "tools/image_io.h"
+#include "image_file_checks.h"
+
+static char dir[SCRATCH_DIR_SIZE];
+static char err[FRAME_READER_ERROR_SIZE];
+
+static void make_dir(void) {
+  scratch_dir_make(dir, "fits-io");
+}
+
+static void remove_dir(void) {
+  scratch_dir_remove(dir);
+}
+
+static const char *fixture(const char *name, const char *extension) {
+  return fixture_file("fits", name, extension);
+}
+
+static image read_ok(const char *path) {
+  image img = {0};
+  ck_assert_msg(image_read(path, NULL, &img, err, sizeof err) == PLM_OK, "%s", err);
+  return img;
+}
+
+static const struct {
+  const char *name;
+  plm_dtype dtype;
+} cases[] = {{"u8-image", PLM_DTYPE_U8},
+             {"u16-cube", PLM_DTYPE_U16},
+             {"i16-image", PLM_DTYPE_F32},
+             {"f32-cube-extension", PLM_DTYPE_F32}};
+
+START_TEST(test_astropy_files_read_as_numpy_saved_them) {
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    image want = read_ok(fixture(cases[c].name, "npy"));
+    image got = read_ok(fixture(cases[c].name, "fits"));
+    ck_assert_msg(got.dtype == cases[c].dtype, "%s: read as %s", cases[c].name,
+                  plm_dtype_name(got.dtype));
+    expect_image_equal(&got, &want, cases[c].name);
+    image_free(&got, NULL);
+    expect_frames_equal(fixture(cases[c].name, "fits"), &want);
+    image_free(&want, NULL);
+  }
+}
+END_TEST
+
+/* Physical values, BSCALE x stored + BZERO, and NaN where a pixel is the BLANK value. */
+START_TEST(test_scaled_values_are_physical_and_blank_is_nan) {
+  image want = read_ok(fixture("i16-scaled-blank", "npy"));
+  image got = read_ok(fixture("i16-scaled-blank", "fits"));
+  ck_assert(got.dtype == PLM_DTYPE_F32 && got.ndim == 3 && got.dims[0] == 2 && got.dims[1] == 8 &&
+            got.dims[2] == 9);
+  const float *g = got.data, *w = want.data;
+  int nans = 0;
+  for (int64_t i = 0; i < image_numel(&want); i++) {
+    if (isnan(w[i])) {
+      ck_assert_msg(isnan(g[i]), "sample %lld: %g, expected NaN (BLANK)", (long long)i, g[i]);
+      nans++;
+    } else {
+      ck_assert_msg(g[i] == w[i], "sample %lld: %g, expected %g", (long long)i, g[i], w[i]);
+    }
+  }
+  ck_assert_int_eq(nans, 1);
+  image_free(&got, NULL);
+  image_free(&want, NULL);
+}
+END_TEST
+
+START_TEST(test_a_cube_is_the_frames_of_plume_detect) {
+  image want = read_ok(fixture("u16-cube", "npy"));
+  frame_reader *r = NULL;
+  frame_reader_info info;
+  ck_assert_msg(frame_reader_open(fixture("u16-cube", "fits"), &info, &r, err, sizeof err) == PLM_OK,
+                "%s", err);
+  ck_assert(info.count == 3 && info.dtype == PLM_DTYPE_U16 && info.height == 9 &&
+            info.width == 14 && !info.folder);
+  uint16_t got[9 * 14];
+  bool end = true;
+  ck_assert_int_eq(frame_reader_next(r, 2, got, &end, err, sizeof err), PLM_OK);
+  ck_assert(!end && memcmp(got, (uint16_t *)want.data + 2 * 9 * 14, sizeof got) == 0);
+  ck_assert_int_eq(frame_reader_next(r, 3, got, &end, err, sizeof err), PLM_OK);
+  ck_assert(end);
+  frame_reader_close(r);
+
+  /* In a folder, a .fits (or .fit, .fts) is a frame like a .npy of the same values. */
+  unsigned char bytes[8192];
+  const size_t length = file_bytes(fixture("u8-image", "fits"), bytes, sizeof bytes);
+  scratch_file(dir, "frame_0.FIT", bytes, length);
+  scratch_file(dir, "frame_1.fts", bytes, length);
+  ck_assert_msg(frame_reader_open(dir, &info, &r, err, sizeof err) == PLM_OK, "%s", err);
+  ck_assert(info.count == 2 && info.folder && info.dtype == PLM_DTYPE_U8 && info.height == 13 &&
+            info.width == 11);
+  image u8 = read_ok(fixture("u8-image", "npy"));
+  uint8_t frame[13 * 11];
+  ck_assert_msg(frame_reader_read(r, 1, frame, err, sizeof err) == PLM_OK, "%s", err);
+  ck_assert(memcmp(frame, u8.data, sizeof frame) == 0);
+  frame_reader_close(r);
+  image_free(&u8, NULL);
+  image_free(&want, NULL);
+}
+END_TEST
+
+/* cfitsio's extended syntax ("x.fits[1]", "-" for stdin, "mem://") is not applied to a
+ * name: the file read is the one named. */
+START_TEST(test_names_are_taken_literally) {
+  unsigned char bytes[8192];
+  const size_t length = file_bytes(fixture("u8-image", "fits"), bytes, sizeof bytes);
+  image want = read_ok(fixture("u8-image", "npy"));
+  const char *names[] = {"x.fits[1]", "-", "mem:x.fits", "x.fits+1", "y.fits[#row>2]"};
+  for (size_t n = 0; n < sizeof names / sizeof *names; n++) {
+    image got = read_ok(scratch_file(dir, names[n], bytes, length));
+    expect_image_equal(&got, &want, names[n]);
+    image_free(&got, NULL);
+  }
+  image_free(&want, NULL);
+}
+END_TEST
+
+START_TEST(test_what_is_not_read_is_named) {
+  image img = {0};
+  expect_image_message(image_read(fixture("i32-refused", "fits"), NULL, &img, err, sizeof err),
+                       PLM_ERR_UNSUPPORTED, err, "i32-refused.fits: HDU 1: BITPIX 32",
+                       "8- and 16-bit integers and of floats");
+  expect_image_message(image_read(fixture("vector-refused", "fits"), NULL, &img, err, sizeof err),
+                       PLM_ERR_UNSUPPORTED, err, "vector-refused.fits: HDU 1: NAXIS 1", NULL);
+  expect_image_message(image_read(fixture("table-only", "fits"), NULL, &img, err, sizeof err),
+                       PLM_ERR_IO, err, "table-only.fits: no image: none of its 2 HDUs", NULL);
+  expect_image_message(image_read(fixture("rice-refused", "fits"), NULL, &img, err, sizeof err),
+                       PLM_ERR_UNSUPPORTED, err, "rice-refused.fits: HDU 2: a tile-compressed image",
+                       "funpack");
+  /* fuzz_fits's find: a damaged RICE tile on which cfitsio 4.2 crashed; refused unread. */
+  unsigned char crash[16384];
+  const size_t length = file_bytes(PLUME_FIXTURES_DIR "/../fuzz/corpus/fits/rice-crash", crash,
+                                   sizeof crash);
+  const char *path = scratch_file(dir, "rice-crash.fits", crash + 1, length - 1);
+  expect_image_message(image_read(path, NULL, &img, err, sizeof err), PLM_ERR_UNSUPPORTED, err,
+                       "rice-crash.fits: HDU 2: a tile-compressed image", NULL);
+  ck_assert_ptr_null(img.data);
+}
+END_TEST
+
+START_TEST(test_a_damaged_file_fails_with_a_message) {
+  unsigned char bytes[8640];
+  const size_t length = file_bytes(fixture("f32-cube-extension", "fits"), bytes, sizeof bytes);
+  ck_assert_uint_eq(length, sizeof bytes);
+  /* Cut inside the data, or without the padding of its last block of 2880 bytes (which
+   * cfitsio reads whole): refused at open, naming the file and where its data ends. */
+  const char *path = scratch_file(dir, "cut.fits", bytes, 5760 + 200);
+  image img = {0};
+  expect_image_message(image_read(path, NULL, &img, err, sizeof err), PLM_ERR_IO, err,
+                       "cut.fits: HDU 2: truncated: its data ends at byte 8640, the file at 5960",
+                       NULL);
+  ck_assert_ptr_null(img.data);
+  path = scratch_file(dir, "unpadded.fits", bytes, 5760 + 480);
+  expect_image_message(image_read(path, NULL, &img, err, sizeof err), PLM_ERR_IO, err,
+                       "unpadded.fits: HDU 2: truncated", NULL);
+  /* Cut short while open: the frame read then fails with cfitsio's reason, and every later
+   * read of that file fails too, naming the frame that failed (what cfitsio buffered is not
+   * trusted after a failure). */
+  path = scratch_file(dir, "shrinks.fits", bytes, length);
+  image frame;
+  int64_t count = 0;
+  image_frames *frames = NULL;
+  ck_assert_msg(image_frames_open(path, &frame, &count, &frames, err, sizeof err) == PLM_OK, "%s",
+                err);
+  ck_assert_int_eq(truncate(path, 5760), 0);
+  float data[6 * 5];
+  expect_image_message(image_frames_read(frames, 1, data, err, sizeof err), PLM_ERR_IO, err,
+                       "shrinks.fits: frame 1: ", NULL);
+  expect_image_message(image_frames_read(frames, 2, data, err, sizeof err), PLM_ERR_IO, err,
+                       "shrinks.fits: frame 2: not read: reading frame 1 failed", NULL);
+  expect_image_message(image_frames_read(frames, 1, data, err, sizeof err), PLM_ERR_IO, err,
+                       "shrinks.fits: frame 1: ", NULL);
+  image_frames_close(frames);
+  /* Cut at every 211th length, and with runs of bytes changed: a failure with a message,
+   * or (where the damage leaves what is read whole) a success; never a crash or a leak. */
+  expect_damage_handled(dir, "fits", bytes, length, 211, 173);
+}
+END_TEST
+
+int main(void) {
+  Suite *suite = suite_create("fits_io");
+  TCase *tcase = tcase_create("fits_io");
+  tcase_add_checked_fixture(tcase, make_dir, remove_dir);
+  tcase_set_timeout(tcase, 60);
+  tcase_add_test(tcase, test_astropy_files_read_as_numpy_saved_them);
+  tcase_add_test(tcase, test_scaled_values_are_physical_and_blank_is_nan);
+  tcase_add_test(tcase, test_a_cube_is_the_frames_of_plume_detect);
+  tcase_add_test(tcase, test_names_are_taken_literally);
+  tcase_add_test(tcase, test_what_is_not_read_is_named);
+  tcase_add_test(tcase, test_a_damaged_file_fails_with_a_message);
+  suite_add_tcase(suite, tcase);
+  SRunner *runner = srunner_create(suite);
+  srunner_set_fork_status(runner, CK_NOFORK);
+  srunner_run_all(runner, CK_NORMAL);
+  const int failed = srunner_ntests_failed(runner);
+  srunner_free(runner);
+  return failed == 0 ? 0 : 1;
+}
