@@ -347,7 +347,7 @@ int scene_command_main(int argc, char **argv) {
 
 static const char score_usage[] =
     "usage: plume score --truth TRUTH.csv --detections DETECTIONS.csv [--radius R]\n"
-    "                   [--skip-frames N]\n"
+    "                   [--skip-frames N] [--json]\n"
     "\n"
     "Score detections against a scene's truth, frame by frame: a detection matches a plume\n"
     "of its frame when its centroid is within the radius of the plume's centre, closest\n"
@@ -363,14 +363,19 @@ static const char score_usage[] =
     "  --skip-frames N       leave frames 0..N-1 out of the score, truth and detections\n"
     "                        alike (the frames a temporal background needs to settle);\n"
     "                        default 0\n"
+    "  --json                print the result as JSON, with each frame's counts (its\n"
+    "                        truths, detections, true and false positives, false\n"
+    "                        negatives), instead of the text; see tools/score.h\n"
     "  -h, --help            show this help\n";
 
 int score_command_main(int argc, char **argv) {
-  const char *truth_path = NULL, *detections_path = NULL, *radius_text = NULL, *skip_text = NULL;
+  const char *truth_path = NULL, *detections_path = NULL, *radius_text = NULL, *skip_text = NULL,
+             *json = NULL;
   option options[] = {{"--truth", &truth_path, false},
                       {"--detections", &detections_path, false},
                       {"--radius", &radius_text, false},
                       {"--skip-frames", &skip_text, false},
+                      {"--json", &json, true},
                       {NULL, NULL, false}};
   int exit_code = options_take("score", score_usage, options, argc, argv);
   if (exit_code >= 0) return exit_code;
@@ -404,21 +409,34 @@ int score_command_main(int argc, char **argv) {
   score_detection *detections = NULL;
   int64_t n_truth = 0, n_detections = 0;
   score_result result;
+  score_frame *frames = NULL;
+  int64_t n_frames = 0;
   plm_status status = score_read_truth(truth_path, &truth, &n_truth, err, sizeof err);
   if (status == PLM_OK)
     status = score_read_detections(detections_path, &detections, &n_detections, err, sizeof err);
   if (status == PLM_OK) {
     score_skip_frames(truth, &n_truth, detections, &n_detections, (int64_t)skip);
-    status =
-        score_match(truth, n_truth, detections, n_detections, radius, &result, err, sizeof err);
+    status = score_match_frames(truth, n_truth, detections, n_detections, radius, &result,
+                                json ? &frames : NULL, json ? &n_frames : NULL, err, sizeof err);
   }
   free(truth);
   free(detections);
   if (status != PLM_OK) {
+    free(frames);
     fprintf(stderr, "plume score: %s\n", err);
     return status == PLM_ERR_OUT_OF_MEMORY ? EXIT_RUNTIME_FAILURE : EXIT_USAGE;
   }
-  score_result_print(stdout, &result, radius);
+  if (!json) {
+    score_result_print(stdout, &result, radius);
+    return 0;
+  }
+  status = score_result_print_json(stdout, &result, frames, n_frames, radius, (int64_t)skip, err,
+                                   sizeof err);
+  free(frames);
+  if (status != PLM_OK) { /* out of memory, or stdout failed: the run's, not the input's */
+    fprintf(stderr, "plume score: %s\n", err);
+    return EXIT_RUNTIME_FAILURE;
+  }
   return 0;
 }
 

@@ -3,7 +3,8 @@
  *
  * Hand-made cases with known answers: exact matches, misses, false alarms, two
  * detections of one plume, the radius's edge (inclusive) with the default and a fixed
- * radius, frames kept apart, unsorted input, empty input; then the files: columns in
+ * radius, frames kept apart, unsorted input, empty input; the counts of each frame and the
+ * JSON document of `plume score --json` (read back with jansson); then the files: columns in
  * any order, the centroid used where the weighted one is NaN, and every kind of bad
  * file refused with "PATH:LINE: ..." (and never a crash). Then the grid that finds the
  * candidate pairs against a plain test of all pairs kept here (reference_match): random
@@ -14,6 +15,7 @@
 
 #include <dirent.h>
 #include <float.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -188,6 +190,102 @@ START_TEST(test_empty_inputs) {
   r = match(NULL, 0, d, 1, SCORE_RADIUS_DEFAULT);
   ck_assert_double_eq(r.precision, 0.0);
   ck_assert_double_eq(r.recall, 1.0);
+}
+END_TEST
+
+/* Frames 0 (two plumes, one found), 1 (a plume missed), 2 (a false alarm), 3 (found): each
+ * frame's counts, in frame order, adding up to the totals. */
+START_TEST(test_counts_of_each_frame) {
+  score_truth t[] = {{3, 5, 5, 1}, {0, 10, 10, 1}, {1, 7, 7, 1}, {0, 40, 40, 1}};
+  score_detection d[] = {{2, 9, 9}, {0, 10, 11}, {3, 5, 6}};
+  score_result r;
+  score_frame *frames = NULL;
+  int64_t n = 0;
+  ck_assert_msg(score_match_frames(t, 4, d, 3, SCORE_RADIUS_DEFAULT, &r, &frames, &n, err,
+                                   sizeof err) == PLM_OK,
+                "%s", err);
+  const score_frame want[] = {{0, 2, 1, 1}, {1, 1, 0, 0}, {2, 0, 1, 0}, {3, 1, 1, 1}};
+  ck_assert_int_eq(n, 4);
+  for (int k = 0; k < 4; k++)
+    ck_assert_msg(memcmp(&frames[k], &want[k], sizeof want[k]) == 0,
+                  "frame %d: %lld truths, %lld detections, %lld true positives", k,
+                  (long long)frames[k].truths, (long long)frames[k].detections,
+                  (long long)frames[k].true_positives);
+  ck_assert_int_eq(r.true_positives, 2);
+  free(frames);
+  /* Nothing at all: no frames, no allocation. */
+  ck_assert_int_eq(score_match_frames(NULL, 0, NULL, 0, 2.0, &r, &frames, &n, err, sizeof err),
+                   PLM_OK);
+  ck_assert(frames == NULL && n == 0);
+  ck_assert_int_eq(score_match_frames(t, 4, d, 3, 2.0, &r, &frames, NULL, err, sizeof err),
+                   PLM_ERR_INVALID_ARG);
+  ck_assert_msg(strstr(err, "n_frames is NULL") != NULL, "%s", err);
+}
+END_TEST
+
+/* score_result_print_json's document, read back: every figure, null for the centroid
+ * errors when nothing matched, the radius as a number or the default rule's text. */
+static json_t *json_of(const score_result *r, const score_frame *frames, int64_t n, double radius,
+                       int64_t skipped) {
+  FILE *f = tmpfile();
+  ck_assert_ptr_nonnull(f);
+  ck_assert_msg(score_result_print_json(f, r, frames, n, radius, skipped, err, sizeof err) ==
+                    PLM_OK,
+                "%s", err);
+  rewind(f);
+  json_error_t error;
+  json_t *doc = json_loadf(f, 0, &error);
+  fclose(f);
+  ck_assert_msg(doc != NULL, "not JSON: %s (line %d)", error.text, error.line);
+  return doc;
+}
+
+static int64_t json_count(const json_t *object, const char *key) {
+  const json_t *value = json_object_get(object, key);
+  ck_assert_msg(json_is_integer(value), "%s is not an integer", key);
+  return (int64_t)json_integer_value(value);
+}
+
+START_TEST(test_json_document) {
+  score_truth t[] = {{0, 10, 10, 1}, {1, 7, 7, 1}};
+  score_detection d[] = {{0, 10, 13}, {2, 9, 9}};
+  score_result r;
+  score_frame *frames = NULL;
+  int64_t n = 0;
+  ck_assert_int_eq(score_match_frames(t, 2, d, 2, 5.0, &r, &frames, &n, err, sizeof err), PLM_OK);
+  json_t *doc = json_of(&r, frames, n, 5.0, 4);
+  ck_assert_double_eq(json_real_value(json_object_get(doc, "radius")), 5.0);
+  ck_assert_int_eq(json_count(doc, "skipped_frames"), 4);
+  ck_assert_int_eq(json_count(doc, "truths"), 2);
+  ck_assert_int_eq(json_count(doc, "detections"), 2);
+  ck_assert_int_eq(json_count(doc, "true_positives"), 1);
+  ck_assert_int_eq(json_count(doc, "false_positives"), 1);
+  ck_assert_int_eq(json_count(doc, "false_negatives"), 1);
+  ck_assert_double_eq(json_real_value(json_object_get(doc, "precision")), 0.5);
+  ck_assert_double_eq(json_real_value(json_object_get(doc, "recall")), 0.5);
+  ck_assert_double_eq(json_real_value(json_object_get(doc, "mean_error_px")), 3.0);
+  ck_assert_double_eq(json_real_value(json_object_get(doc, "max_error_px")), 3.0);
+  const json_t *list = json_object_get(doc, "frames");
+  ck_assert_int_eq(json_array_size(list), 3);
+  const int64_t want[3][6] = {{0, 1, 1, 1, 0, 0}, {1, 1, 0, 0, 0, 1}, {2, 0, 1, 0, 1, 0}};
+  static const char *const keys[6] = {"frame",          "truths",          "detections",
+                                      "true_positives", "false_positives", "false_negatives"};
+  for (size_t k = 0; k < 3; k++)
+    for (int c = 0; c < 6; c++)
+      ck_assert_msg(json_count(json_array_get(list, k), keys[c]) == want[k][c],
+                    "frames[%zu].%s", k, keys[c]);
+  json_decref(doc);
+  free(frames);
+  /* Nothing matched: the errors are null; the default radius is its rule. */
+  ck_assert_int_eq(score_match_frames(t, 1, d + 1, 1, SCORE_RADIUS_DEFAULT, &r, &frames, &n, err,
+                                      sizeof err),
+                   PLM_OK);
+  doc = json_of(&r, frames, n, SCORE_RADIUS_DEFAULT, 0);
+  ck_assert(json_is_null(json_object_get(doc, "mean_error_px")));
+  ck_assert(json_is_null(json_object_get(doc, "max_error_px")));
+  ck_assert_str_eq(json_string_value(json_object_get(doc, "radius")), "max(3, 2 sigma)");
+  json_decref(doc);
+  free(frames);
 }
 END_TEST
 
@@ -636,6 +734,8 @@ static Suite *score_suite(void) {
   tcase_add_test(matching, test_radius_edge_is_inclusive);
   tcase_add_test(matching, test_frames_are_kept_apart_and_order_does_not_matter);
   tcase_add_test(matching, test_empty_inputs);
+  tcase_add_test(matching, test_counts_of_each_frame);
+  tcase_add_test(matching, test_json_document);
   tcase_add_test(matching, test_bad_arguments);
   suite_add_tcase(suite, matching);
   TCase *grid = tcase_create("grid");

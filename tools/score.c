@@ -2,6 +2,7 @@
 #include "tools/score.h"
 
 #include <float.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -207,10 +208,41 @@ static plm_status check_inputs(const score_truth *truth, int64_t n_truth,
   return PLM_OK;
 }
 
+/* The counts of each frame of t[0..nt) and d[0..nd) (both sorted by frame), in frame
+ * order, into frames (room for nt + nd); their number. */
+static int64_t count_frames(const matcher *m, const by_frame *t, int64_t nt, const by_frame *d,
+                            int64_t nd, score_frame *frames) {
+  int64_t n = 0, i = 0, j = 0;
+  while (i < nt || j < nd) {
+    const int64_t frame = j >= nd || (i < nt && t[i].frame < d[j].frame) ? t[i].frame : d[j].frame;
+    score_frame f = {.frame = frame};
+    for (; i < nt && t[i].frame == frame; i++) {
+      f.truths++;
+      f.true_positives += m->truth_taken[t[i].index];
+    }
+    for (; j < nd && d[j].frame == frame; j++) f.detections++;
+    frames[n++] = f;
+  }
+  return n;
+}
+
 plm_status score_match(const score_truth *truth, int64_t n_truth, const score_detection *detections,
                        int64_t n_detections, double radius, score_result *out, char *err,
                        size_t err_size) {
+  return score_match_frames(truth, n_truth, detections, n_detections, radius, out, NULL, NULL, err,
+                            err_size);
+}
+
+plm_status score_match_frames(const score_truth *truth, int64_t n_truth,
+                              const score_detection *detections, int64_t n_detections,
+                              double radius, score_result *out, score_frame **frames,
+                              int64_t *n_frames, char *err, size_t err_size) {
   if (err && err_size) err[0] = '\0';
+  if (frames) *frames = NULL;
+  if (n_frames) *n_frames = 0;
+  if (!frames != !n_frames)
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG, "score_match_frames: %s is NULL",
+                         frames ? "n_frames" : "frames");
   plm_status status =
       check_inputs(truth, n_truth, detections, n_detections, radius, out, err, err_size);
   if (status != PLM_OK) return status;
@@ -242,13 +274,27 @@ plm_status score_match(const score_truth *truth, int64_t n_truth, const score_de
       }
     }
   }
+  score_frame *counts = NULL;
+  int64_t n_counts = 0;
+  if (ok && frames && n_truth + n_detections > 0) {
+    counts = malloc((size_t)(n_truth + n_detections) * sizeof *counts);
+    ok = counts != NULL;
+    if (ok) n_counts = count_frames(&m, t, n_truth, d, n_detections, counts);
+  }
   free(t);
   free(d);
   free(m.truth_taken);
   free(m.detection_taken);
   free(m.pairs);
   free(m.cells);
-  if (!ok) return quote_failure(err, err_size, PLM_ERR_OUT_OF_MEMORY, "score_match: out of memory");
+  if (!ok) {
+    free(counts);
+    return quote_failure(err, err_size, PLM_ERR_OUT_OF_MEMORY, "score_match: out of memory");
+  }
+  if (frames) {
+    *frames = counts;
+    *n_frames = n_counts;
+  }
   score_result r = {.truths = n_truth,
                     .detections = n_detections,
                     .true_positives = m.matches,
@@ -400,6 +446,52 @@ void score_result_print(FILE *out, const score_result *r, double radius) {
   fprintf(out, "precision:         %.4f\n", r->precision);
   fprintf(out, "recall:            %.4f\n", r->recall);
   fprintf(out, "centroid error:    mean %.3f px, max %.3f px\n", r->mean_error, r->max_error);
+}
+
+/* A JSON number for x, or null where it is not finite (JSON has no NaN). */
+static json_t *json_number_or_null(double x) {
+  return isfinite(x) ? json_real(x) : json_null();
+}
+
+static json_t *frames_json(const score_frame *frames, int64_t n_frames) {
+  json_t *list = json_array();
+  for (int64_t k = 0; list && k < n_frames; k++) {
+    const score_frame *f = &frames[k];
+    json_t *item = json_pack("{sI sI sI sI sI sI}", "frame", (json_int_t)f->frame, "truths",
+                             (json_int_t)f->truths, "detections", (json_int_t)f->detections,
+                             "true_positives", (json_int_t)f->true_positives, "false_positives",
+                             (json_int_t)(f->detections - f->true_positives), "false_negatives",
+                             (json_int_t)(f->truths - f->true_positives));
+    if (!item || json_array_append_new(list, item) != 0) {
+      json_decref(list);
+      return NULL;
+    }
+  }
+  return list;
+}
+
+plm_status score_result_print_json(FILE *out, const score_result *r, const score_frame *frames,
+                                   int64_t n_frames, double radius, int64_t skipped_frames,
+                                   char *err, size_t err_size) {
+  char rule[64];
+  snprintf(rule, sizeof rule, "max(%g, %g sigma)", SCORE_RADIUS_MIN, SCORE_RADIUS_SIGMAS);
+  json_t *doc = json_pack(
+      "{so sI sI sI sI sI sI sf sf so so so}", "radius",
+      radius > 0 ? json_real(radius) : json_string(rule), "skipped_frames",
+      (json_int_t)skipped_frames, "truths", (json_int_t)r->truths, "detections",
+      (json_int_t)r->detections, "true_positives", (json_int_t)r->true_positives,
+      "false_positives", (json_int_t)r->false_positives, "false_negatives",
+      (json_int_t)r->false_negatives, "precision", r->precision, "recall", r->recall,
+      "mean_error_px", json_number_or_null(r->mean_error), "max_error_px",
+      json_number_or_null(r->max_error), "frames", frames_json(frames, n_frames));
+  if (!doc)
+    return quote_failure(err, err_size, PLM_ERR_OUT_OF_MEMORY, "the JSON result: out of memory");
+  const int failed = json_dumpf(doc, out, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) != 0 ||
+                     fputc('\n', out) == EOF;
+  json_decref(doc);
+  if (failed)
+    return quote_failure(err, err_size, PLM_ERR_IO, "writing the JSON result failed");
+  return PLM_OK;
 }
 
 void score_skip_frames(score_truth *truth, int64_t *n_truth, score_detection *detections,

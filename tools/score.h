@@ -68,6 +68,14 @@ typedef struct score_result {
   double mean_error, max_error; /* px, over the matches; NaN when none */
 } score_result;
 
+/* The counts of one frame: its truth plumes and detections, and how many matched (its
+ * false negatives are truths - true_positives, its false positives detections -
+ * true_positives). */
+typedef struct score_frame {
+  int64_t frame;
+  int64_t truths, detections, true_positives;
+} score_frame;
+
 /* Match detections to truth (see above) with radius (> 0), or SCORE_RADIUS_DEFAULT for
  * the per-plume default. Errors: PLM_ERR_INVALID_ARG (NULL arrays with a count > 0, a
  * negative count, a negative or non-finite radius, a negative frame, a non-finite
@@ -75,6 +83,15 @@ typedef struct score_result {
 plm_status score_match(const score_truth *truth, int64_t n_truth, const score_detection *detections,
                        int64_t n_detections, double radius, score_result *out, char *err,
                        size_t err_size);
+
+/* As score_match, and the counts of every frame that has a truth row or a detection, in
+ * frame order, into *frames (malloc'd, *n_frames of them; free it with free; NULL when
+ * there are none). The frames' counts add up to out's. Errors as score_match's; *frames is
+ * NULL on failure. */
+plm_status score_match_frames(const score_truth *truth, int64_t n_truth,
+                              const score_detection *detections, int64_t n_detections,
+                              double radius, score_result *out, score_frame **frames,
+                              int64_t *n_frames, char *err, size_t err_size);
 
 /* Read a truth CSV into a malloc'd array (free it with free). Errors: those of csv_read
  * (tools/csv.h), and PLM_ERR_IO for a missing column, a frame that is not a
@@ -90,6 +107,20 @@ plm_status score_read_detections(const char *path, score_detection **out, int64_
 /* Print a result as `plume score` and `plume demo` do, one figure per line ("precision:
  * 0.9950"); radius as given to score_match (SCORE_RADIUS_DEFAULT: the default rule). */
 void score_result_print(FILE *out, const score_result *r, double radius);
+
+/* Print a result as the JSON document of `plume score --json` (through jansson, indented,
+ * ending in a newline):
+ *   {"radius": 5 or "max(3, 2 sigma)", "skipped_frames": N,
+ *    "truths": .., "detections": .., "true_positives": .., "false_positives": ..,
+ *    "false_negatives": .., "precision": .., "recall": ..,
+ *    "mean_error_px": .., "max_error_px": .. (null when nothing matched),
+ *    "frames": [{"frame": .., "truths": .., "detections": .., "true_positives": ..,
+ *                "false_positives": .., "false_negatives": ..}, ...]}
+ * frames as score_match_frames gives them. Errors: PLM_ERR_OUT_OF_MEMORY, PLM_ERR_IO (the
+ * write failed), with a message in err. */
+plm_status score_result_print_json(FILE *out, const score_result *r, const score_frame *frames,
+                                   int64_t n_frames, double radius, int64_t skipped_frames,
+                                   char *err, size_t err_size);
 
 /* Leave frames before `first_frame` out of the score (the frames a temporal background
  * needs to settle): drops the truth rows and detections of those frames, keeping the

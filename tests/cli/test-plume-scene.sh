@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# tests/cli/test-plume-scene.sh PLUME SCRATCH: `plume scene` and `plume score` end to end,
-# through the built binary. Checks the files a scene writes (the .npy header and size,
+# tests/cli/test-plume-scene.sh PLUME SCRATCH: `plume scene` and `plume score` (text and
+# --json) end to end, through the built binary. Checks the files a scene writes (the .npy header and size,
 # the truth CSV's header and ranges), determinism (the same arguments give the same
 # bytes, another seed other bytes), the hard scene's five files (frames, truth, gain,
 # offset, bad) and its refusals, that the truth scored as detections is perfect,
 # exit codes (0 ok, 2 bad usage or a bad file) with one-line messages on stderr, and
-# that no output (or temporary) file is left behind by a failure. No Python needed.
+# that no output (or temporary) file is left behind by a failure. No Python needed (where a
+# python3 is found, it also reads score's JSON).
 set -u
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cli_begin "$1" "$2" --commands
@@ -186,6 +187,20 @@ run 0 "score --skip-frames 2" score --truth d.csv --detections moved.csv --radiu
 checks=$((checks + 1))
 grep -q "^true positives: *$skipped$" out.txt && grep -q "^false positives: *0$" out.txt ||
   fail "score --skip-frames 2 ($skipped rows from frame 2): $(cat out.txt)"
+# --json: the same figures as a JSON document on stdout, with each frame's counts (frames 2,
+# 3 and 4 here), nothing on stderr.
+run 0 "score --json" score --truth d.csv --detections moved.csv --radius 5 --skip-frames 2 --json
+checks=$((checks + 1))
+grep -q "^  \"true_positives\": $skipped,$" out.txt && grep -q '^  "skipped_frames": 2,$' out.txt &&
+  grep -q '^  "false_positives": 0,$' out.txt && [[ $(grep -c '"frame":' out.txt) == 3 ]] &&
+  [[ ! -s err.txt ]] || fail "score --json: $(cat out.txt err.txt)"
+if command -v python3 >/dev/null; then
+  checks=$((checks + 1))
+  python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
+assert sum(f["true_positives"] for f in d["frames"]) == d["true_positives"] == int(sys.argv[2])
+assert d["frames"][0]["frame"] == 2 and d["precision"] == 1.0' out.txt "$skipped" ||
+    fail "score --json is not the JSON expected: $(cat out.txt)"
+fi
 run 0 "score --skip-frames past the end" score --truth d.csv --detections moved.csv \
   --skip-frames 99
 checks=$((checks + 1))
