@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "apps/detect.h"
 #ifdef PLUME_HAVE_MPI
@@ -13,6 +14,7 @@
 #include "apps/interrupt.h"
 #include "apps/options.h"
 #include "tools/launcher.h"
+#include "tools/overlay.h"
 #include "tools/quote.h"
 #include "tools/regular_file.h"
 
@@ -74,6 +76,11 @@ static const char detect_usage[] =
     "                        trace: Perfetto, chrome://tracing), DIR/report.html (with a\n"
     "                        map of the device pool at the end of the run) and\n"
     "                        DIR/pool_snapshot.json; CUDA graphs are off while profiling\n"
+    "  --overlay DIR         after the run, draw each frame with its regions (a red box\n"
+    "                        and a yellow centroid) as DIR/frame_NNNNNN.png (DIR must\n"
+    "                        exist; not with --out -, frames from '-' or --mpi)\n"
+    "  --truth T.csv         with --overlay, draw the truth plumes of plume scene too, as\n"
+    "                        green circles of the radius plume score matches within\n"
     "  --progress            draw the progress bar even when stderr is not a terminal\n"
     "                        (under mpirun, rank 0 draws it over all the ranks' frames)\n"
     "  --mpi                 share the frames among the ranks of an MPI job (mpirun -n N\n"
@@ -235,11 +242,58 @@ static int report_outcome(plm_status status, const detect_result *result, bool w
   return interrupt_exit_code(); /* 0, or a signal that came during the renames */
 }
 
+/* Whether --overlay and --truth can be taken with the other options (else a message). */
+static bool overlay_usable(const char *overlay, const char *truth, const char *out, bool stream,
+                           bool under_mpi) {
+  char q[QUOTE_SIZE];
+  const char *refused = !overlay && truth ? "--truth draws on --overlay's pictures: give both"
+                        : !overlay        ? NULL
+                        : strcmp(out, "-") == 0
+                            ? "--overlay reads the regions back from --out: give a file"
+                        : stream    ? "--overlay reads the frames again: not from '-'"
+                        : under_mpi ? "--overlay is not taken under MPI"
+                                    : NULL;
+  if (refused) {
+    fprintf(stderr, "plume detect: %s\n", refused);
+    return false;
+  }
+  struct stat st;
+  if (overlay && (stat(overlay, &st) != 0 || !S_ISDIR(st.st_mode))) {
+    fprintf(stderr, "plume detect: --overlay %s is not a folder\n",
+            quote_value(overlay, q, sizeof q));
+    return false;
+  }
+  return true;
+}
+
+/* After a run: each frame with its regions (and truth) drawn into dir (tools/overlay.h). */
+static int draw_overlay(const detect_config *config, const char *dir, const char *truth,
+                        FILE *summary) {
+  char err[OVERLAY_ERROR_SIZE] = "";
+  frame_reader *r = NULL;
+  frame_reader_info info;
+  plm_status status =
+      config->raw ? frame_reader_open_raw(config->frames_path, config->raw, &info, &r, err,
+                                          sizeof err)
+                  : frame_reader_open(config->frames_path, &info, &r, err, sizeof err);
+  int64_t written = 0;
+  if (status == PLM_OK)
+    status = overlay_write_frames(r, &info, config->out_path, truth, dir, &written, err,
+                                  sizeof err);
+  frame_reader_close(r);
+  if (status != PLM_OK) {
+    fprintf(stderr, "plume detect: --overlay: %s\n", err);
+    return detect_exit_code(status);
+  }
+  if (summary) fprintf(summary, "overlay: %lld pictures -> %s\n", (long long)written, dir);
+  return 0;
+}
+
 int detect_command_main(int argc, char **argv) {
   const char *frames = NULL, *pipeline = NULL, *preset = NULL, *list = NULL, *out = NULL,
              *backend = NULL, *streams = NULL, *profile = NULL, *mpi = NULL, *progress = NULL,
              *raw_shape = NULL, *raw_dtype = NULL, *raw_endian = NULL, *raw_header = NULL,
-             *quiet = NULL, *quiet_long = NULL;
+             *quiet = NULL, *quiet_long = NULL, *overlay = NULL, *truth = NULL;
   option options[] = {{"--frames", &frames, false},
                       {"--raw-shape", &raw_shape, false},
                       {"--raw-dtype", &raw_dtype, false},
@@ -252,6 +306,8 @@ int detect_command_main(int argc, char **argv) {
                       {"--backend", &backend, false},
                       {"--streams", &streams, false},
                       {"--profile", &profile, false},
+                      {"--overlay", &overlay, false},
+                      {"--truth", &truth, false},
                       {"--progress", &progress, true},
                       {"--mpi", &mpi, true},
                       {"-q", &quiet, true},
@@ -317,6 +373,9 @@ int detect_command_main(int argc, char **argv) {
     fprintf(stderr, "plume detect: --out %s\n", why);
     return EXIT_USAGE;
   }
+  if (!overlay_usable(overlay, truth, out, is_raw && strcmp(frames, "-") == 0,
+                      mpi || launched_by_mpi()))
+    return EXIT_USAGE;
   /* The data on stdout (--out -): the summary goes to stderr; -q: nowhere, nor the bar. */
   const bool silent = quiet || quiet_long;
   FILE *summary = silent ? NULL : strcmp(out, "-") == 0 ? stderr : stdout;
@@ -362,7 +421,9 @@ int detect_command_main(int argc, char **argv) {
   }
   interrupt_catch();
   plm_status status = detect_run(&config, &result, err, sizeof err);
-  return report_outcome(status, &result, writes, err, frames, out, profile, summary);
+  const int code = report_outcome(status, &result, writes, err, frames, out, profile, summary);
+  if (code != 0 || !overlay) return code;
+  return draw_overlay(&config, overlay, truth, summary);
 }
 
 void detect_commands_print_summary(FILE *out) {

@@ -5,7 +5,7 @@
 # samples as raw frames (a file, stdin, big-endian, after a header), and with any number
 # of frames in flight; --out - (the CSV on stdout, the summary on stderr), -q, an --out of
 # another extension refused; a TIFF stack and a TIFF in a folder, a FITS cube, read as their
-# .npy; the rows equal `plume op threshold` + `plume op label
+# .npy; --overlay's pictures; the rows equal `plume op threshold` + `plume op label
 # --regions --intensity` for the same chain; no progress bar when stderr is not a
 # terminal, and one on a terminal; arrays named by the pipeline (--tensor) give the
 # same rows as the built-in kernel and threshold they stand for; exit codes (0 ok, 2 bad
@@ -153,6 +153,28 @@ checks=$((checks + 1))
   $(grep '^0,' folder.csv | cut -d, -f2-) == "$(grep '^1,' folder.csv | cut -d, -f2-)" ]] ||
   fail "a folder with a TIFF: frame 0 (the .tif) and 1 (its .npy) differ: $(cat folder.csv)"
 rm -rf tif.csv npy.csv folder.csv tiff-folder
+# --overlay (tools/overlay.h): one PNG a frame (8-bit RGB, the frame's size), the CSV as
+# without it, and the summary's line; --truth draws the plumes too. Refused: --truth
+# alone, --out -, a folder that is not there.
+mkdir -p pictures
+run 0 "--overlay" detect --frames s.npy --pipeline "$pipeline" --out o.csv --overlay pictures \
+  --truth t.csv
+same o.csv a.csv "--overlay"
+checks=$((checks + 1))
+[[ $(ls pictures | wc -l) == "$N" && -f pictures/frame_000000.png ]] &&
+  grep -q "^overlay: $N pictures -> pictures$" out.txt || fail "--overlay: $(ls pictures; cat out.txt)"
+checks=$((checks + 1))
+# The PNG signature, then IHDR: width, height (big-endian), 8 bits, colour type 2 (RGB).
+[[ $(od -An -tx1 -j 16 -N 10 pictures/frame_000001.png | tr -d ' \n') == \
+  "$(printf '%08x%08x0802' "$W" "$H")" ]] || fail "--overlay: frame_000001.png is not ${W}x$H RGB"
+run 2 "--truth without --overlay" detect --frames s.npy --pipeline "$pipeline" --out x.csv \
+  --truth t.csv && expect_err "--truth without --overlay" "--truth draws on --overlay's pictures"
+run 2 "--overlay with --out -" detect --frames s.npy --pipeline "$pipeline" --out - \
+  --overlay pictures && expect_err "--overlay with --out -" "--overlay reads the regions back"
+run 2 "--overlay, no folder" detect --frames s.npy --pipeline "$pipeline" --out x.csv \
+  --overlay nowhere && expect_err "--overlay, no folder" "--overlay 'nowhere' is not a folder"
+absent "refused --overlay" x.csv
+rm -rf pictures o.csv
 # A FITS cube (tools/fits_io.h) gives the rows of its .npy.
 fits_pipeline="threshold value=30000 ! label connectivity=8 ! regions capacity=32"
 run 0 "a FITS cube" detect --frames "$fitses/u16-cube.fits" --pipeline "$fits_pipeline" \
