@@ -19,6 +19,7 @@
 #include "tools/regular_file.h"
 #include "tools/scene.h"
 #include "tools/score.h"
+#include "tools/score_report.h"
 
 enum { ERROR_SIZE = 1024 };
 
@@ -347,7 +348,7 @@ int scene_command_main(int argc, char **argv) {
 
 static const char score_usage[] =
     "usage: plume score --truth TRUTH.csv --detections DETECTIONS.csv [--radius R]\n"
-    "                   [--skip-frames N] [--json]\n"
+    "                   [--skip-frames N] [--json] [--report FILE.html [--frames F]]\n"
     "\n"
     "Score detections against a scene's truth, frame by frame: a detection matches a plume\n"
     "of its frame when its centroid is within the radius of the plume's centre, closest\n"
@@ -366,16 +367,50 @@ static const char score_usage[] =
     "  --json                print the result as JSON, with each frame's counts (its\n"
     "                        truths, detections, true and false positives, false\n"
     "                        negatives), instead of the text; see tools/score.h\n"
+    "  --report FILE.html    also write a page to look at: the figures, precision against\n"
+    "                        recall and detection against false alarms as a threshold on\n"
+    "                        the regions' max rises, each frame's counts, the worst frames\n"
+    "  --frames F            with --report: the frames (a stack, a FITS cube or a folder,\n"
+    "                        as plume detect reads them), to draw the worst ones\n"
     "  -h, --help            show this help\n";
+
+/* plume score --report: the page (tools/score_report.h), with the worst frames drawn when
+ * frames_path is given. */
+static plm_status write_report(const char *path, const char *frames_path, const char *truth_path,
+                               const char *detections_path, const score_truth *truth,
+                               int64_t n_truth, const score_detection *detections,
+                               int64_t n_detections, const double *strengths, double radius,
+                               int64_t skip, char *err, size_t err_size) {
+  score_report_input in = {.truth_path = truth_path,
+                           .detections_path = detections_path,
+                           .truth = truth,
+                           .n_truth = n_truth,
+                           .detections = detections,
+                           .n_detections = n_detections,
+                           .strengths = strengths,
+                           .radius = radius,
+                           .skipped_frames = skip};
+  frame_reader_info info;
+  plm_status status = PLM_OK;
+  if (frames_path) {
+    status = frame_reader_open(frames_path, &info, &in.frames, err, err_size);
+    in.frames_info = &info;
+  }
+  if (status == PLM_OK) status = score_report_write(path, &in, err, err_size);
+  frame_reader_close(in.frames);
+  return status;
+}
 
 int score_command_main(int argc, char **argv) {
   const char *truth_path = NULL, *detections_path = NULL, *radius_text = NULL, *skip_text = NULL,
-             *json = NULL;
+             *json = NULL, *report = NULL, *frames_path = NULL;
   option options[] = {{"--truth", &truth_path, false},
                       {"--detections", &detections_path, false},
                       {"--radius", &radius_text, false},
                       {"--skip-frames", &skip_text, false},
                       {"--json", &json, true},
+                      {"--report", &report, false},
+                      {"--frames", &frames_path, false},
                       {NULL, NULL, false}};
   int exit_code = options_take("score", score_usage, options, argc, argv);
   if (exit_code >= 0) return exit_code;
@@ -408,19 +443,44 @@ int score_command_main(int argc, char **argv) {
   score_truth *truth = NULL;
   score_detection *detections = NULL;
   int64_t n_truth = 0, n_detections = 0;
+  if (frames_path && !report) {
+    fprintf(stderr, "plume score: --frames draws the worst frames of --report: give both\n");
+    return EXIT_USAGE;
+  }
+  char why[OUTPUT_PATH_WHY_SIZE];
+  if (report && (!output_path_usable(report, why, sizeof why) ||
+                 !output_extension_fits(report, "html", why, sizeof why))) {
+    char q[QUOTE_SIZE];
+    fprintf(stderr, "plume score: --report %s: %s\n", quote_value(report, q, sizeof q), why);
+    return EXIT_USAGE;
+  }
   score_result result;
   score_frame *frames = NULL;
   int64_t n_frames = 0;
   plm_status status = score_read_truth(truth_path, &truth, &n_truth, err, sizeof err);
   if (status == PLM_OK)
     status = score_read_detections(detections_path, &detections, &n_detections, err, sizeof err);
+  double *strengths = NULL;
+  int64_t n_strengths = 0;
+  if (status == PLM_OK && report)
+    status = score_report_read_strengths(detections_path, &strengths, &n_strengths, err,
+                                         sizeof err);
   if (status == PLM_OK) {
+    /* The strengths are the same CSV's rows: they leave with their detections. */
+    int64_t kept = 0;
+    for (int64_t i = 0; strengths && i < n_detections && i < n_strengths; i++)
+      if (detections[i].frame >= (int64_t)skip) strengths[kept++] = strengths[i];
     score_skip_frames(truth, &n_truth, detections, &n_detections, (int64_t)skip);
     status = score_match_frames(truth, n_truth, detections, n_detections, radius, &result,
                                 json ? &frames : NULL, json ? &n_frames : NULL, err, sizeof err);
   }
+  if (status == PLM_OK && report)
+    status = write_report(report, frames_path, truth_path, detections_path, truth, n_truth,
+                          detections, n_detections, strengths, radius, (int64_t)skip, err,
+                          sizeof err);
   free(truth);
   free(detections);
+  free(strengths);
   if (status != PLM_OK) {
     free(frames);
     fprintf(stderr, "plume score: %s\n", err);

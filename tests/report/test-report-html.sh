@@ -8,43 +8,16 @@
 #
 # TEST_PROFILE_EXPORT --sample DIR writes the sample report; PNG_COLOURS counts a PNG's
 # colours (tests/report/png_colours.c). Exits 77 (skipped, with a message) when Chromium
-# is not installed (scripts/install-deps installs it). $CHROMIUM names another binary.
+# is not installed (scripts/install-deps installs it). $CHROMIUM names another binary
+# (tests/report/chromium.sh).
 set -euo pipefail
 
 writer=$1 png_colours=$2 scratch=$3
 
-chromium=${CHROMIUM:-}
-if [[ -z $chromium ]]; then
-  chromium=$(command -v chromium || command -v chromium-browser || true)
-fi
-if [[ -z $chromium ]]; then
-  echo "SKIP: chromium is not installed (scripts/install-deps installs it)"
-  exit 77
-fi
-
 rm -rf "$scratch"
-mkdir -p "$scratch/home"
 fail() { echo "FAIL: $*" >&2; exit 1; }
-
-# Render page $1 to $2.png, Chromium's stderr to $2.log; everything Chromium keeps goes
-# to the scratch folder, not $HOME.
-render() {
-  local page=$1 out=$2
-  HOME="$scratch/home" XDG_CONFIG_HOME="$scratch/home" XDG_CACHE_HOME="$scratch/home" \
-    timeout 120 "$chromium" --headless --no-sandbox --disable-gpu \
-      --disable-background-networking --no-first-run --enable-logging=stderr --v=0 \
-      --user-data-dir="$scratch/profile-$out" --window-size=1280,4000 \
-      --screenshot="$scratch/$out.png" "file://$page" 2>"$scratch/$out.log" ||
-    fail "chromium exited with $? on $page (log: $scratch/$out.log)"
-  [[ -s $scratch/$out.png ]] || fail "chromium wrote no screenshot of $page"
-}
-
-# The lines of log $1 that come from page $2 (file://$2): console messages ("...:CONSOLE:7]"
-# or, in older versions, "CONSOLE(7)"), uncaught exceptions, and errors naming the
-# page. Chromium's own noise (D-Bus, VA-API, the sandbox) names none of these.
-page_lines() {
-  grep -E ":CONSOLE[:(]|Uncaught|file://$2" "$1" || true
-}
+source "$(dirname "${BASH_SOURCE[0]}")/chromium.sh"
+chromium_find
 
 "$writer" --sample "$scratch" || fail "$writer --sample $scratch failed"
 report="$scratch/report.html"
@@ -72,10 +45,7 @@ fi
   c0392b:200 2e86c1:5000 e67e22:20 || fail "the screenshot $scratch/report.png does not show the charts"
 # The pool snapshot's map as Chromium parsed it: the <svg> and a rect per block of the
 # sample (pool_snapshot.json says how many).
-HOME="$scratch/home" XDG_CONFIG_HOME="$scratch/home" XDG_CACHE_HOME="$scratch/home" \
-  timeout 120 "$chromium" --headless --no-sandbox --disable-gpu --disable-background-networking \
-    --no-first-run --user-data-dir="$scratch/profile-dom" --dump-dom "file://$report" \
-    >"$scratch/report.dom" 2>"$scratch/dom.log" || fail "chromium --dump-dom exited with $?"
+dump_dom "$report" report
 grep -q '<svg[^>]*id="pool-map-0"' "$scratch/report.dom" ||
   fail "the rendered page has no pool map (DOM: $scratch/report.dom)"
 blocks=$(grep -o '<rect class="block"' "$scratch/report.dom" | wc -l)
