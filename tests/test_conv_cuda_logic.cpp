@@ -157,12 +157,17 @@ int64_t smem_of(int kh, int kw, int64_t rows, int64_t cols, int64_t pitch, int r
 int check_tile_of(const conv2d_launch &l, int kh, int kw, int sy, int sx, const char *what) {
   const int64_t rows = (int64_t)(l.tile_h - 1) * sy + kh;
   const int64_t cols = ((int64_t)l.tile_w * l.run - 1) * sx + kw;
-  /* A run where the window slides and its tile fits; one output a thread otherwise. */
+  /* A run where the window slides and its tile fits (with a pitch of cols .. cols + 31:
+   * between the two, either); one output a thread otherwise. */
   const int64_t run_cols = ((int64_t)l.tile_w * CONV2D_RUN - 1) * sx + kw;
-  const bool run_fits =
-      smem_of(kh, kw, rows, run_cols, run_cols, CONV2D_RUN, l.tile_w, l.tile_h) <= 48 * 1024;
-  const int run = sx == 1 && run_fits ? CONV2D_RUN : 1;
-  bool ok = l.run == run && l.tile_rows == rows && l.tile_cols == cols;
+  const auto run_smem = [&](int64_t pitch) {
+    return smem_of(kh, kw, rows, run_cols, pitch, CONV2D_RUN, l.tile_w, l.tile_h);
+  };
+  int run = l.run;
+  if (sx != 1 || run_smem(run_cols) > 48 * 1024) run = 1;
+  if (sx == 1 && run_smem(run_cols + 31) <= 48 * 1024) run = CONV2D_RUN;
+  bool ok = (l.run == 1 || l.run == CONV2D_RUN) && l.run == run && l.tile_rows == rows &&
+            l.tile_cols == cols;
   ok = ok && l.smem == smem_of(kh, kw, rows, cols, l.pitch, l.run, l.tile_w, l.tile_h);
   if (l.smem <= 48 * 1024) {
     ok = ok && l.pitch >= cols && l.pitch < cols + 32;
