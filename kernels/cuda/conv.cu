@@ -61,6 +61,7 @@
  *       3 x 3  4096 x 4096: 61.2 shared (1.5x floor 40.1) -> 41.0 dram (1.0x)
  *       9 x 9   512 x 512: 7.77 shared (12.4x floor 0.63) -> 1.18 shared (1.9x)
  *       9 x 9  2048 x 2048: 124.3 shared (12.4x floor 10.0) -> 18.0 shared (1.8x)
+ *       9 x 9  4096 x 4096: 497.2 shared (12.4x floor 40.1) -> 70.3 shared (1.8x)
  *     Runs of 5, 9, 11, 13 gave 1.49, 1.04, 0.86, 0.93 us for 9 x 9 at 512 x 512: 7 is
  *     the largest run with more tiles at 512 x 512 (5 x 32 = 160) than an H100 has SMs,
  *     which the estimate does not model. Registers: 56 (ptxas 13.0, sm_90), so 4 blocks
