@@ -13,6 +13,8 @@
  * default pool; outputs are allocated once per size.
  *
  *   conv2d     f32 (H, W) with a 3x3 f32 kernel, pad 1, REFLECT101 ("same" size)
+ *   conv2d_9x9 f32 (H, W) with the default preset's 9x9 LoG (log:9:1.5), pad 4, REPLICATE:
+ *              a large kernel, bound by its sums rather than its bytes
  *   sobel      u8 (H, W), magnitude only (gx and gy NULL)
  *   entropy    u8 (H, W), window 16, every value its own bin
  *   threshold  f32 (H, W) > 0.5 to u8 (the segmentation step)
@@ -120,6 +122,7 @@
 #include "bench_common.h"
 #include "cublas_loader.h"
 #include "ops/op_desc.h"
+#include "pipeline/parse.h"
 #include "plume/plume.h"
 #include "plume/pool.h"
 #include "tools/progress.h"
@@ -303,23 +306,45 @@ static bool table_op_run(bench_env *env, void *state) {
   return true;
 }
 
+/* conv2d of an f32 (H, W) input with kh x kw f32 taps, "same" size (pad kh / 2, kw / 2). */
+static bool conv2d_setup_with(bench_env *env, int64_t h, int64_t w, const float *taps, int kh,
+                              int kw, plm_border border, op_state *s) {
+  if (!random_tensor(env, PLM_DTYPE_F32, h, w, &s->in)) return false;
+  s->has_in = true;
+  int64_t kdims[2] = {kh, kw};
+  CALL("conv2d setup", plm_tensor_alloc(env->pool, env->stream, PLM_DTYPE_F32, 2, kdims, &s->in2));
+  s->has_in2 = true;
+  CALL("conv2d setup",
+       plm_stream_memcpy(env->stream, s->in2.data, taps, (size_t)kh * (size_t)kw * sizeof *taps,
+                         PLM_COPY_HOST_TO_DEVICE));
+  CALL("conv2d setup", plm_stream_synchronize(env->stream));
+  s->params.conv2d = plm_conv2d_params_default();
+  s->params.conv2d.pad_y = kh / 2;
+  s->params.conv2d.pad_x = kw / 2;
+  s->params.conv2d.border = border;
+  s->call = (plm__op_call){.in = {&s->in, &s->in2}};
+  return finish_call(env, s, 0);
+}
+
 /* conv2d: f32 (H, W) with a 3x3 f32 kernel, pad 1, reflect101: "same" size. */
 static bool conv2d_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
   static const float taps[9] = {1 / 16.f, 2 / 16.f, 1 / 16.f, 2 / 16.f, 4 / 16.f,
                                 2 / 16.f, 1 / 16.f, 2 / 16.f, 1 / 16.f};
-  if (!random_tensor(env, PLM_DTYPE_F32, h, w, &s->in)) return false;
-  s->has_in = true;
-  int64_t kdims[2] = {3, 3};
-  CALL("conv2d setup", plm_tensor_alloc(env->pool, env->stream, PLM_DTYPE_F32, 2, kdims, &s->in2));
-  s->has_in2 = true;
-  CALL("conv2d setup",
-       plm_stream_memcpy(env->stream, s->in2.data, taps, sizeof taps, PLM_COPY_HOST_TO_DEVICE));
-  CALL("conv2d setup", plm_stream_synchronize(env->stream));
-  s->params.conv2d = plm_conv2d_params_default();
-  s->params.conv2d.pad_y = s->params.conv2d.pad_x = 1;
-  s->params.conv2d.border = PLM_BORDER_REFLECT101;
-  s->call = (plm__op_call){.in = {&s->in, &s->in2}};
-  return finish_call(env, s, 0);
+  return conv2d_setup_with(env, h, w, taps, 3, 3, PLM_BORDER_REFLECT101, s);
+}
+
+/* The default preset's filter (PLM_PRESET_DEFAULT_PIPELINE: kernel=log:9:1.5 pad=same
+ * border=replicate), a large kernel. */
+static const char PRESET_LOG_KERNEL[] = "log:9:1.5";
+
+/* conv2d_9x9: f32 (H, W) with the preset's 9x9 LoG, "same" size, replicate. */
+static bool conv2d_log_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
+  float *taps = NULL;
+  int kh = 0, kw = 0;
+  CALL("conv2d_9x9 setup", plm__parse_kernel(PRESET_LOG_KERNEL, NULL, &taps, &kh, &kw));
+  const bool made = conv2d_setup_with(env, h, w, taps, kh, kw, PLM_BORDER_REPLICATE, s);
+  free(taps);
+  return made;
 }
 
 /* sobel: u8 (H, W), the magnitude only (gx and gy not made). */
@@ -632,6 +657,12 @@ static const op_entry ops[] = {
      .budget_lo_us = 800,
      .budget_hi_us = 2000,
      .setup = conv2d_setup},
+    {.op = &plm__op_conv2d,
+     .label = "conv2d_9x9",
+     .dtype = "f32",
+     .detail = "9x9 LoG same",
+     .seed = 512,
+     .setup = conv2d_log_setup},
     {.op = &plm__op_sobel, .dtype = "u8", .detail = "magnitude", .seed = 256, .setup = sobel_setup},
     {.op = &plm__op_entropy,
      .dtype = "u8",
@@ -846,7 +877,7 @@ static void print_row(const result *r) {
 static bool profile_op(bench_env *env, const op_entry *op, int size, int runs, op_state *s) {
   char name[PLM_PROFILE_NAME_SIZE], label[13]; /* "batch=4096" */
   size_label(op, size, label, sizeof label);
-  snprintf(name, sizeof name, "%.9s %s", entry_name(op), label); /* the longest fits */
+  snprintf(name, sizeof name, "%.10s %s", entry_name(op), label); /* the longest fits */
   const enqueue_fn run = op->run ? op->run : table_op_run;
   for (int i = 0; i < runs; i++) {
     plm_profile_mark mark;

@@ -219,8 +219,9 @@ const plm__op_desc plm__op_conv2d = {
             .fallback = PLM__CONV2D_CUDA_TILE_WIDTH,
             .candidate_count = 4,
             .candidates = {8, 16, 32, 64},
-            .help = "the columns of a block's output tile, one thread each, of 256 (rows: 256 / "
-                    "columns): wider reads longer rows, squarer stages less halo"},
+            .help = "the threads across a block of 256 (rows: 256 / columns), each summing 7 "
+                    "outputs side by side at stride_x 1, one otherwise: wider reads longer rows, "
+                    "squarer stages less halo"},
 };
 
 plm_conv2d_params plm_conv2d_params_default(void) {

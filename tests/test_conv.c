@@ -253,6 +253,45 @@ START_TEST(test_conv2d_31x31_kernel_on_small_images) {
 }
 END_TEST
 
+/* The CUDA tiled kernel's runs (kernels/cuda/conv.cu: at stride_x 1 each thread sums 7
+ * outputs side by side, a 16 x 16 block 112 x 16 of them) at their edges: outputs whose
+ * width is not a multiple of the run nor of the tile (1, 6, 8, 111, 113, 225), a taps'
+ * width below, at and above the run (3, 7, 9, 15), vertical strides (which keep the runs)
+ * and horizontal ones (which do not), no padding, "same" and past the image, every border
+ * and input dtype taking turns. Every backend runs the same cases. */
+START_TEST(test_conv2d_runs_of_outputs_match_at_their_edges) {
+  static const int kernels[][2] = {{9, 9}, {3, 3}, {7, 7}, {1, 9}, {5, 15}, {9, 3}};
+  static const image_shape images[] = {{2, {17, 113}}, {2, {40, 225}}, {2, {3, 111}},
+                                       {3, {2, 9, 8}}, {2, {9, 6}},    {2, {20, 1}}};
+  static const int strides[][2] = {{1, 1}, {2, 1}, {3, 1}, {1, 2}};
+  int cases = 0;
+  for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; k++)
+    for (size_t s = 0; s < sizeof images / sizeof images[0]; s++)
+      for (size_t st = 0; st < sizeof strides / sizeof strides[0]; st++)
+        for (int pad = 0; pad < 3; pad++) {
+          const int kh = kernels[k][0], kw = kernels[k][1];
+          /* none, "same", and past the image on both sides */
+          const int pad_y = pad == 0 ? 0 : pad == 1 ? kh / 2 : kh + 2;
+          const int pad_x = pad == 0 ? 0 : pad == 1 ? kw / 2 : kw + 5;
+          int64_t n, h, w;
+          frame_dims(&images[s], &n, &h, &w);
+          if (h + 2 * pad_y < kh || w + 2 * pad_x < kw) continue; /* no output */
+          const plm_border border = borders[cases % 3];
+          const plm_dtype dtype = dtypes[(cases / 3) % 3];
+          plm_conv2d_params params =
+              conv_params(strides[st][0], strides[st][1], pad_y, pad_x, border);
+          int64_t bad = run_conv2d(dtype, images[s], kh, kw, params, 900 + (uint64_t)cases);
+          ck_assert_msg(bad == 0,
+                        "%lld mismatches: %dx%d taps, image %zu, strides %d, %d, pads %d, %d, "
+                        "border %d, %s",
+                        (long long)bad, kh, kw, s, strides[st][0], strides[st][1], pad_y, pad_x,
+                        (int)border, plm_dtype_name(dtype));
+          cases++;
+        }
+  ck_assert_int_eq(cases, 364); /* every case with an output ran */
+}
+END_TEST
+
 /* Padding at the limit (PLM_CONV2D_MAX_PAD) on a tiny image: a padded row would be
  * 2^21 floats, and the CPU kernel once staged whole padded rows, one per kernel row,
  * whatever the output. Its buffers are now bounded by the output and the kernel. */
@@ -598,6 +637,7 @@ static Suite *conv_suite(void) {
   tcase_add_test(tcase, test_conv2d_strides_and_paddings_match);
   tcase_add_test(tcase, test_conv2d_padding_beyond_the_image_reflects_repeatedly);
   tcase_add_test(tcase, test_conv2d_31x31_kernel_on_small_images);
+  tcase_add_test(tcase, test_conv2d_runs_of_outputs_match_at_their_edges);
   tcase_add_test(tcase, test_conv2d_huge_padding_on_a_small_image);
   tcase_add_test(tcase, test_conv2d_large_strides_with_large_kernels);
   tcase_add_test(tcase, test_conv2d_outputs_beyond_one_grid);

@@ -1,21 +1,36 @@
-/* tests/test_conv_cuda_logic.cpp: the CUDA conv2d and sobel kernels' staging
- * (kernels/cuda/conv.cu's stage_tile), run on the host, so that a machine without a GPU
+/* tests/test_conv_cuda_logic.cpp: the CUDA conv2d and sobel kernels' per-thread logic
+ * (kernels/cuda/conv.cu: stage_tile, conv2d_launch_of, conv2d_place_of,
+ * conv2d_thread_sums, copy_sums_row), run on the host, so that a machine without a GPU
  * checks it too.
  *
  * conv.cu is compiled here as plain C++ (its kernels and launchers are under
  * __CUDACC__). stage_tile runs for each thread (tx, ty) of a block in turn, on tiles of
  * the shapes the launchers stage (sobel's 18 x 18 with its 16 x 16 block; conv2d's, as
- * conv2d_launch_of makes them, for several taps and strides and each block its cuda
- * tunable tile_width gives: 8 x 32, 16 x 16, 32 x 8, 64 x 4; and 256 x 1, a one-row
- * output's) at origins inside, across
- * and outside a frame's edges, for u8, u16 and f32 frames and every border mode. Every
- * element of the tile must be written by exactly one thread, with the value the former
- * loop wrote there (plm__load_border at row idx / cols, column idx % cols of the tile's
- * linear index idx), bit for bit. conv2d_launch_of itself: at the default tile_width the
- * launch plume made before the block was tunable (16 x 16, a tile of (15 stride_y + kh)
- * x (15 stride_x + kw)), for any width, candidate or not, a block of 256 threads
- * whose width is a power of two, and for an output fewer rows tall than the block, a
- * block as tall as the output rounded up to a power of two. Exit status 0 is success. */
+ * conv2d_launch_of makes them, rows `pitch` apart, for several taps and strides and each
+ * block its cuda tunable tile_width gives: 8 x 32, 16 x 16, 32 x 8, 64 x 4; and 256 x 1,
+ * a one-row output's) at origins inside, across and outside a frame's edges, for u8,
+ * u16 and f32 frames and every border mode. Every element of the tile must be written
+ * by exactly one thread, with the value the former loop wrote there (plm__load_border
+ * at row idx / cols, column idx % cols of the tile's linear index idx), bit for bit,
+ * and no padding column (cols .. pitch) written.
+ *
+ * conv2d_launch_of: at the default tile_width a 16 x 16 block, each thread summing
+ * CONV2D_RUN outputs along its row at stride_x 1 (one otherwise, or where that tile
+ * would not fit in shared memory), a tile of (15 stride_y + kh) x ((16 run - 1)
+ * stride_x + kw) staged rows `pitch` apart, a pitch whose warp reads hit 32 distinct
+ * banks (odd strides); for any width, candidate or not, a block of 256 threads whose
+ * width is a power of two; for an output fewer rows tall than the block, a block as
+ * tall as the output rounded up to a power of two.
+ *
+ * The tiled kernel's body, each phase for every thread of the block in turn, as the
+ * barriers order them: over every tile of an output (conv2d_place_of), stage the tile
+ * (padding and the space past it poisoned with a NaN no frame holds), sum each thread's
+ * outputs (conv2d_thread_sums: straight to the output at run 1, else to the tile's sums
+ * and copy_sums_row), for shapes whose outputs are not a multiple of the run or the
+ * block, every taps' size from 1 x 1 to 31 x 31, strides, paddings, every border, u8,
+ * u16 and f32 in. Every output must be written exactly once, bit for bit the value of
+ * plm__conv2d_pixel (the CPU's per-pixel conv2d, which adds the terms in the same
+ * order); a read of an element not staged reads the poison. Exit status 0 is success. */
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -45,34 +60,54 @@ Frame random_frame(plm_dtype dtype, int64_t h, int64_t w) {
   return f;
 }
 
-/* Stage a rows x cols tile at (y0, x0) of f as a bx x by block does; returns the number
- * of elements written other than once or with another value than the former loop's. */
-int64_t check_tile(const Frame &f, int64_t y0, int64_t x0, int rows, int cols, plm_border border,
-                   int bx, int by) {
-  const size_t n = (size_t)rows * (size_t)cols;
+/* A NaN no frame holds: what a tile holds where nothing was staged. */
+float poison() {
+  const uint32_t bits = 0x7fc0dead;
+  float value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
+bool is_poison(float value) {
+  const float p = poison();
+  return std::memcmp(&value, &p, sizeof value) == 0;
+}
+
+/* Stage a rows x cols tile at (y0, x0) of f, rows pitch apart, as a bx x by block does;
+ * returns the number of elements written other than once or with another value than
+ * the former loop's, and of padding elements written. */
+int64_t check_tile(const Frame &f, int64_t y0, int64_t x0, int rows, int cols, int pitch,
+                   plm_border border, int bx, int by) {
+  const size_t n = (size_t)rows * (size_t)pitch;
   std::vector<float> tile(n), former(n);
   std::vector<int> writes(n, 0);
-  for (size_t idx = 0; idx < n; idx++)
-    former[idx] = plm__load_border(f.bytes.data(), f.dtype, f.h, f.w, y0 + (int64_t)idx / cols,
-                                   x0 + (int64_t)idx % cols, border);
-  const uint32_t poison_bits = 0x7fc0dead; /* a NaN no frame holds */
-  float poison;
-  std::memcpy(&poison, &poison_bits, sizeof poison);
+  for (int r = 0; r < rows; r++)
+    for (int c = 0; c < cols; c++) {
+      const int64_t idx = (int64_t)r * cols + c; /* the former loop's linear index */
+      former[(size_t)(r * pitch + c)] = plm__load_border(f.bytes.data(), f.dtype, f.h, f.w,
+                                                         y0 + idx / cols, x0 + idx % cols, border);
+    }
   std::vector<float> mine(n); /* one thread's writes: poison where it wrote nothing */
   for (int ty = 0; ty < by; ty++)
     for (int tx = 0; tx < bx; tx++) {
-      std::fill(mine.begin(), mine.end(), poison);
-      stage_tile(mine.data(), f.bytes.data(), f.dtype, f.h, f.w, y0, x0, rows, cols, border, tx, ty,
-                 bx, by);
+      std::fill(mine.begin(), mine.end(), poison());
+      stage_tile(mine.data(), f.bytes.data(), f.dtype, f.h, f.w, y0, x0, rows, cols, pitch, border,
+                 tx, ty, bx, by);
       for (size_t idx = 0; idx < n; idx++)
-        if (std::memcmp(&mine[idx], &poison, sizeof poison) != 0) {
+        if (!is_poison(mine[idx])) {
           writes[idx]++;
           tile[idx] = mine[idx];
         }
     }
   int64_t wrong = 0;
-  for (size_t idx = 0; idx < n; idx++)
-    if (writes[idx] != 1 || std::memcmp(&tile[idx], &former[idx], sizeof(float)) != 0) wrong++;
+  for (int r = 0; r < rows; r++)
+    for (int c = 0; c < pitch; c++) {
+      const size_t idx = (size_t)(r * pitch + c);
+      if (c >= cols)
+        wrong += writes[idx] != 0;
+      else if (writes[idx] != 1 || std::memcmp(&tile[idx], &former[idx], sizeof(float)) != 0)
+        wrong++;
+    }
   return wrong;
 }
 
@@ -94,24 +129,75 @@ conv2d_launch launch_for(int kh, int kw, int stride_y, int stride_x, int tile_wi
   return conv2d_launch_of(&a);
 }
 
+/* Whether the 32 lanes of a warp of a block tile_w threads wide, lane l at row l /
+ * tile_w and column l % tile_w, reading word row x row_step + column x col_step, read 32
+ * distinct banks (one wavefront). */
+bool distinct_banks(int tile_w, int64_t row_step, int64_t col_step) {
+  bool bank_used[32] = {};
+  for (int lane = 0; lane < 32; lane++) {
+    const int64_t word = (int64_t)(lane / tile_w) * row_step + (int64_t)(lane % tile_w) * col_step;
+    if (bank_used[word % 32]) return false;
+    bank_used[word % 32] = true;
+  }
+  return true;
+}
+
+/* The shared memory of a tiled launch whose tile is rows x cols floats, rows pitch apart:
+ * the taps, the tile, and at run > 1 the tile's sums; past 48 KiB when either side is. */
+int64_t smem_of(int kh, int kw, int64_t rows, int64_t cols, int64_t pitch, int run, int tile_w,
+                int tile_h) {
+  const int64_t most = 48 * 1024 / 4;
+  if (rows > most || cols > most) return 48 * 1024 + 1;
+  const int64_t sums = run > 1 ? (int64_t)tile_w * run * tile_h : 0;
+  return (rows * pitch + kh * kw + sums) * 4;
+}
+
+/* What conv2d_launch_of promises of launch l for kh x kw taps at strides (sy, sx), its
+ * block given; prints and returns the failures. */
+int check_tile_of(const conv2d_launch &l, int kh, int kw, int sy, int sx, const char *what) {
+  const int64_t rows = (int64_t)(l.tile_h - 1) * sy + kh;
+  const int64_t cols = ((int64_t)l.tile_w * l.run - 1) * sx + kw;
+  /* A run where the window slides and its tile fits (with a pitch of cols .. cols + 31:
+   * between the two, either); one output a thread otherwise. */
+  const int64_t run_cols = ((int64_t)l.tile_w * CONV2D_RUN - 1) * sx + kw;
+  const auto run_smem = [&](int64_t pitch) {
+    return smem_of(kh, kw, rows, run_cols, pitch, CONV2D_RUN, l.tile_w, l.tile_h);
+  };
+  int run = l.run;
+  if (sx != 1 || run_smem(run_cols) > 48 * 1024) run = 1;
+  if (sx == 1 && run_smem(run_cols + 31) <= 48 * 1024) run = CONV2D_RUN;
+  bool ok = (l.run == 1 || l.run == CONV2D_RUN) && l.run == run && l.tile_rows == rows &&
+            l.tile_cols == cols;
+  ok = ok && l.smem == smem_of(kh, kw, rows, cols, l.pitch, l.run, l.tile_w, l.tile_h);
+  if (l.smem <= 48 * 1024) {
+    ok = ok && l.pitch >= cols && l.pitch < cols + 32;
+    /* Odd steps: the sums' reads and the staging's writes each one wavefront a warp. */
+    if (sy == 1 && (l.run * sx) % 2 == 1)
+      ok = ok && distinct_banks(l.tile_w, l.pitch, (int64_t)l.run * sx) &&
+           distinct_banks(l.tile_w, l.pitch, 1);
+  }
+  if (!ok)
+    std::printf(
+        "conv2d %dx%d strides %d, %d, %s: a %d x %d block, run %d, a %lld x %lld tile "
+        "%lld apart, %lld bytes; expected run %d, a %lld x %lld tile  WRONG\n",
+        kh, kw, sy, sx, what, l.tile_w, l.tile_h, l.run, (long long)l.tile_rows,
+        (long long)l.tile_cols, (long long)l.pitch, (long long)l.smem, run, (long long)rows,
+        (long long)cols);
+  return ok ? 0 : 1;
+}
+
 /* What conv2d_launch_of promises; returns the failures. */
 int check_launches() {
   int failures = 0;
-  const int taps[][4] = {{1, 1, 1, 1}, {3, 3, 1, 1},   {5, 3, 1, 1},   {7, 7, 2, 2},
-                         {3, 9, 3, 1}, {31, 31, 1, 1}, {31, 31, 4, 4}, {3, 3, 100000, 100000}};
+  const int taps[][4] = {{1, 1, 1, 1},   {3, 3, 1, 1},   {5, 3, 1, 1},          {7, 7, 2, 2},
+                         {3, 9, 3, 1},   {9, 9, 1, 1},   {9, 9, 2, 1},          {1, 31, 1, 1},
+                         {31, 31, 1, 1}, {31, 31, 4, 4}, {3, 3, 100000, 100000}};
   for (const auto &k : taps) {
+    /* The default: 16 x 16 threads. */
     const conv2d_launch d = launch_for(k[0], k[1], k[2], k[3], PLM__CONV2D_CUDA_TILE_WIDTH);
-    /* Before the block was tunable: 16 x 16, the same tile and shared memory. */
-    const int64_t rows = (int64_t)15 * k[2] + k[0], cols = (int64_t)15 * k[3] + k[1];
-    const int64_t most = 48 * 1024 / 4;
-    const int64_t smem =
-        rows <= most && cols <= most ? (rows * cols + k[0] * k[1]) * 4 : 48 * 1024 + 1;
-    if (d.tile_w != 16 || d.tile_h != 16 || d.tile_rows != rows || d.tile_cols != cols ||
-        d.smem != smem) {
-      std::printf(
-          "conv2d %dx%d strides %d, %d: the default launch is not 16 x 16 with a %lld x "
-          "%lld tile  WRONG\n",
-          k[0], k[1], k[2], k[3], (long long)rows, (long long)cols);
+    if (d.tile_w != 16 || d.tile_h != 16) {
+      std::printf("conv2d %dx%d strides %d, %d: the default block is %d x %d, not 16 x 16  WRONG\n",
+                  k[0], k[1], k[2], k[3], d.tile_w, d.tile_h);
       failures++;
     }
     for (int width : {-3, 0, 1, 3, 8, 16, 24, 32, 64, 256, 1000}) {
@@ -119,14 +205,13 @@ int check_launches() {
       const int expected = width < 1 ? 1 : width > 256 ? 256 : width;
       const bool ok = l.tile_w * l.tile_h == PLM__CONV2D_CUDA_TILE_THREADS &&
                       (l.tile_w & (l.tile_w - 1)) == 0 && l.tile_w <= expected &&
-                      2 * l.tile_w > expected &&
-                      l.tile_rows == (int64_t)(l.tile_h - 1) * k[2] + k[0] &&
-                      l.tile_cols == (int64_t)(l.tile_w - 1) * k[3] + k[1] && l.smem > 0;
+                      2 * l.tile_w > expected;
       if (!ok) {
         std::printf("conv2d %dx%d strides %d, %d, tile_width %d: a %d x %d block  WRONG\n", k[0],
                     k[1], k[2], k[3], width, l.tile_w, l.tile_h);
         failures++;
       }
+      failures += check_tile_of(l, k[0], k[1], k[2], k[3], "a tall output");
     }
   }
   /* An output fewer rows tall than the block: a block as tall as the output rounded up
@@ -138,32 +223,182 @@ int check_launches() {
       int expected_h = tall;
       if (ho < tall)
         for (expected_h = 1; expected_h < ho;) expected_h *= 2;
-      if (l.tile_h != expected_h || l.tile_w * l.tile_h != PLM__CONV2D_CUDA_TILE_THREADS ||
-          l.tile_rows != (int64_t)(l.tile_h - 1) + 3 || l.tile_cols != (int64_t)(l.tile_w - 1) + 31) {
+      if (l.tile_h != expected_h || l.tile_w * l.tile_h != PLM__CONV2D_CUDA_TILE_THREADS) {
         std::printf("conv2d 3x31, an output %lld rows tall, tile_width %d: a %d x %d block, "
                     "expected %d rows  WRONG\n",
                     (long long)ho, width, l.tile_w, l.tile_h, expected_h);
         failures++;
       }
+      failures += check_tile_of(l, 3, 31, 1, 1, "a short output");
     }
   std::printf("conv2d launches: %s\n",
               failures ? "FAILED"
-                       : "the default's as before, every width valid, flat blocks for short outputs");
+                       : "16 x 16 by default, every width valid, runs where they fit, "
+                         "flat blocks for short outputs");
   return failures;
+}
+
+/* The outputs of one thread phase of the tiled kernel: every thread (tx, ty) of the block
+ * runs `phase` in turn, writing into its own copy of `into` (rows pitch apart, valid_h x
+ * valid_w of them used), poisoned; what it wrote is merged into `into` and counted in
+ * `writes`. */
+template <typename Phase>
+void run_phase(const conv2d_launch &l, const conv2d_place &p, std::vector<float> &into,
+               std::vector<int> &writes, int64_t pitch, Phase phase) {
+  std::vector<float> mine(into.size());
+  for (int ty = 0; ty < l.tile_h; ty++)
+    for (int tx = 0; tx < l.tile_w; tx++) {
+      std::fill(mine.begin(), mine.end(), poison());
+      phase(tx, ty, mine.data());
+      for (int64_t r = 0; r < (int64_t)into.size() / pitch; r++)
+        for (int64_t c = 0; c < pitch; c++) {
+          const size_t idx = (size_t)(r * pitch + c);
+          if (is_poison(mine[idx])) continue;
+          into[idx] = mine[idx];
+          /* A write outside the tile's valid outputs counts as a second write. */
+          writes[idx] += r < p.valid_h && c < p.valid_w ? 1 : 2;
+        }
+    }
+}
+
+/* The tiled kernel's body on the host for the output of a (whose in, taps and out are
+ * ignored: f and taps given), each phase for every thread in turn, over every tile;
+ * returns the outputs not written exactly once with plm__conv2d_pixel's bits, or -1
+ * when the launch is the direct kernel's. */
+int64_t check_outputs(const Frame &f, const std::vector<float> &taps, plm__conv2d_args a) {
+  a.in = f.bytes.data();
+  a.taps = taps.data();
+  a.n = 1;
+  a.h = f.h;
+  a.w = f.w;
+  a.dtype = f.dtype;
+  a.ho = (f.h + 2 * a.pad_y - a.kh) / a.stride_y + 1;
+  a.wo = (f.w + 2 * a.pad_x - a.kw) / a.stride_x + 1;
+  const conv2d_launch l = conv2d_launch_of(&a);
+  if (l.smem > 48 * 1024) return -1;
+  const int across = l.tile_w * l.run;
+  std::vector<int> written((size_t)(a.ho * a.wo), 0);
+  std::vector<float> out((size_t)(a.ho * a.wo), poison());
+  /* The staged tile with poison past it: a read beyond it is a NaN, never a sum's bits. */
+  std::vector<float> tile((size_t)(l.tile_rows * l.pitch + 2 * l.pitch));
+  int64_t wrong = 0;
+  for (int64_t tile_y = 0; tile_y * l.tile_h < a.ho; tile_y++)
+    for (int64_t tile_x = 0; tile_x * across < a.wo; tile_x++) {
+      const conv2d_place p = conv2d_place_of(&a, tile_y, tile_x, l.tile_h, across);
+      std::fill(tile.begin(), tile.end(), poison());
+      for (int ty = 0; ty < l.tile_h; ty++)
+        for (int tx = 0; tx < l.tile_w; tx++)
+          stage_tile(tile.data(), f.bytes.data(), f.dtype, f.h, f.w, p.y0, p.x0, (int)l.tile_rows,
+                     (int)l.tile_cols, (int)l.pitch, a.border, tx, ty, l.tile_w, l.tile_h);
+      /* This tile's outputs, across apart (the kernel's out is the frame's, wo apart). */
+      std::vector<float> mine((size_t)(l.tile_h * across), poison());
+      std::vector<int> writes(mine.size(), 0);
+      if (l.run == 1) {
+        run_phase(l, p, mine, writes, across, [&](int tx, int ty, float *into) {
+          conv2d_thread_sums<1>(taps.data(), tile.data(), (int)l.pitch, a.kh, a.kw, a.stride_y,
+                                a.stride_x, p, tx, ty, into, across);
+        });
+      } else {
+        std::vector<float> sums(mine.size(), poison());
+        std::vector<int> sum_writes(mine.size(), 0);
+        run_phase(l, p, sums, sum_writes, across, [&](int tx, int ty, float *into) {
+          conv2d_thread_sums<CONV2D_RUN>(taps.data(), tile.data(), (int)l.pitch, a.kh, a.kw,
+                                         a.stride_y, a.stride_x, p, tx, ty, into, across);
+        });
+        for (size_t idx = 0; idx < sums.size(); idx++)
+          wrong += sum_writes[idx] > 1 ? 1 : 0; /* copy_sums_row reads each of them once */
+        run_phase(l, p, mine, writes, across, [&](int tx, int ty, float *into) {
+          copy_sums_row(sums.data(), across, p, tx, ty, l.tile_w, into, across);
+        });
+      }
+      for (int64_t r = 0; r < l.tile_h; r++)
+        for (int64_t c = 0; c < across; c++) {
+          const size_t idx = (size_t)(r * across + c);
+          if (r >= p.valid_h || c >= p.valid_w) {
+            wrong += writes[idx] ? 1 : 0;
+            continue;
+          }
+          const size_t at = (size_t)((p.oy0 + r) * a.wo + p.ox0 + c);
+          written[at] += writes[idx];
+          out[at] = mine[idx];
+        }
+    }
+  for (int64_t y = 0; y < a.ho; y++)
+    for (int64_t x = 0; x < a.wo; x++) {
+      const size_t at = (size_t)(y * a.wo + x);
+      const float want = plm__conv2d_pixel(&a, 0, y, x);
+      if (written[at] != 1 || std::memcmp(&out[at], &want, sizeof want) != 0) wrong++;
+    }
+  return wrong;
+}
+
+/* check_outputs over taps' sizes, strides, paddings, frames and blocks, u8, u16 and f32
+ * and every border taking turns; returns the failures. */
+int check_sums() {
+  const int sizes[][2] = {{1, 1}, {3, 3}, {9, 9}, {5, 3}, {3, 9}, {1, 31}, {31, 1}, {31, 31}};
+  const int strides[][2] = {{1, 1}, {2, 1}, {1, 2}, {3, 3}};
+  /* Outputs 35 and 120 wide: not a multiple of the run (7) nor of a tile (16 x 7 = 112);
+   * 3 rows: a flat block. */
+  const int64_t frames[][2] = {{1, 1}, {7, 13}, {40, 35}, {3, 120}, {23, 120}};
+  const plm_border borders[] = {PLM_BORDER_ZERO, PLM_BORDER_REPLICATE, PLM_BORDER_REFLECT101};
+  const plm_dtype dtypes[] = {PLM_DTYPE_U8, PLM_DTYPE_U16, PLM_DTYPE_F32};
+  int failures = 0;
+  int64_t cases = 0, wrong = 0, runs = 0;
+  for (const auto &k : sizes) {
+    std::vector<float> taps((size_t)(k[0] * k[1]));
+    for (float &t : taps) t = (float)(int64_t)(rng() % 2001 - 1000) / 997.0f;
+    for (const auto &stride : strides)
+      for (int same : {1, 0})
+        for (const auto &size : frames)
+          for (int width : {8, 16, 64}) {
+            const plm_dtype dtype = dtypes[cases % 3];
+            const plm_border border = borders[(cases / 3) % 3];
+            cases++;
+            plm__conv2d_args a = {};
+            a.kh = k[0];
+            a.kw = k[1];
+            a.stride_y = stride[0];
+            a.stride_x = stride[1];
+            /* "same", or none (whose output may be empty: then nothing to check). */
+            a.pad_y = same ? k[0] / 2 : 0;
+            a.pad_x = same ? k[1] / 2 : 0;
+            a.border = border;
+            a.cuda_tile_width = width;
+            if (size[0] + 2 * a.pad_y < a.kh || size[1] + 2 * a.pad_x < a.kw) continue;
+            const Frame f = random_frame(dtype, size[0], size[1]);
+            const int64_t bad = check_outputs(f, taps, a);
+            if (bad < 0) continue; /* the direct kernel: test_conv covers it */
+            runs += conv2d_launch_of(&a).run > 1;
+            if (bad) {
+              std::printf(
+                  "conv2d %dx%d strides %d, %d, pad %d, %d, a %lldx%lld frame, "
+                  "tile_width %d: %lld outputs wrong  WRONG\n",
+                  a.kh, a.kw, a.stride_y, a.stride_x, a.pad_y, a.pad_x, (long long)size[0],
+                  (long long)size[1], width, (long long)bad);
+              failures++;
+              wrong += bad;
+            }
+          }
+  }
+  std::printf(
+      "conv2d tiles summed on the host: %lld cases (%lld with runs of %d), %lld "
+      "outputs wrong\n",
+      (long long)cases, (long long)runs, CONV2D_RUN, (long long)wrong);
+  return failures + (runs ? 0 : 1);
 }
 
 }  // namespace
 
 int main() {
-  int failures = check_launches();
+  int failures = check_launches() + check_sums();
   struct Shape {
     const char *what;
     int kh, kw, stride_y, stride_x;
   };
   const Shape shapes[] = {
       {"sobel", 3, 3, 1, 1},      /* 18 x 18 */
-      {"conv2d 1x1", 1, 1, 1, 1}, /* 16 x 16 */
-      {"conv2d 5x3", 5, 3, 1, 1}, /* 20 x 18 */
+      {"conv2d 1x1", 1, 1, 1, 1}, /* 16 x 112 at 16 x 16 */
+      {"conv2d 5x3", 5, 3, 1, 1}, /* 20 x 114 */
       {"conv2d 7x7 stride 2", 7, 7, 2, 2},
       {"conv2d 3x9 strides 3, 1", 3, 9, 3, 1},
       {"conv2d 33x33", 33, 33, 1, 1}, /* 48 x 48 */
@@ -176,9 +411,10 @@ int main() {
       const bool sobel = std::strcmp(shape.what, "sobel") == 0;
       if (sobel && width != TILE) continue; /* sobel's block is 16 x 16 */
       /* width 256: the flattest block, a one-row output's (launch_for's ho 1). */
-      const conv2d_launch l = launch_for(shape.kh, shape.kw, shape.stride_y, shape.stride_x, width,
-                                         width == 256 ? 1 : 1000);
-      const int rows = (int)l.tile_rows, cols = (int)l.tile_cols;
+      conv2d_launch l = launch_for(shape.kh, shape.kw, shape.stride_y, shape.stride_x, width,
+                                   width == 256 ? 1 : 1000);
+      if (sobel) l.tile_rows = l.tile_cols = l.pitch = TILE + 2; /* sobel_kernel's tile */
+      const int rows = (int)l.tile_rows, cols = (int)l.tile_cols, pitch = (int)l.pitch;
       int64_t tiles = 0, wrong = 0;
       for (plm_dtype dtype : dtypes)
         for (const auto &size : sizes) {
@@ -187,12 +423,14 @@ int main() {
             for (int64_t y0 :
                  {(int64_t)-shape.kh, (int64_t)-1, (int64_t)0, size[0] / 2, size[0] - 3})
               for (int64_t x0 : {(int64_t)-shape.kw, (int64_t)-1, (int64_t)0, size[1] - 5}) {
-                wrong += check_tile(f, y0, x0, rows, cols, border, l.tile_w, l.tile_h);
+                wrong += check_tile(f, y0, x0, rows, cols, pitch, border, l.tile_w, l.tile_h);
                 tiles++;
               }
         }
-      std::printf("%-26s %3d x %2d block, tiles of %2d x %3d: %lld tiles, %lld elements wrong\n",
-                  shape.what, l.tile_w, l.tile_h, rows, cols, (long long)tiles, (long long)wrong);
+      std::printf(
+          "%-26s %3d x %2d block, tiles of %2d x %4d (%4d apart): %lld tiles, %lld "
+          "elements wrong\n",
+          shape.what, l.tile_w, l.tile_h, rows, cols, pitch, (long long)tiles, (long long)wrong);
       failures += wrong ? 1 : 0;
     }
   std::printf(failures ? "FAILED: %d shapes\n" : "all shapes passed\n", failures);

@@ -1,8 +1,10 @@
 /* kernels/cuda/conv.cu: conv2d and sobel on the GPU.
  *
- * One thread per output pixel, blocks of 16 x 16 pixels (conv2d: tile_width x 256 /
- * tile_width, its cuda tunable, 16 x 16 by default, flatter for an output fewer rows
- * tall than the block: conv2d_launch_of). A block walks
+ * Blocks of 16 x 16 threads (conv2d: tile_width x 256 / tile_width, its cuda tunable,
+ * 16 x 16 by default, flatter for an output fewer rows tall than the block:
+ * conv2d_launch_of). Sobel's threads and conv2d's at a horizontal stride above 1 sum one
+ * output each; at stride_x 1 each conv2d thread sums a run of CONV2D_RUN (7) outputs
+ * side by side in its row, so a 16 x 16 block covers 112 x 16 outputs. A block walks
  * the tiles of the output in a grid-stride loop over (tile column, tile row, frame) on
  * grid (x, y, z), so that any output the CPU takes runs, however tall or wide or deep
  * the batch: each grid dimension is capped below its CUDA limit and the loop covers the
@@ -13,27 +15,57 @@
  * memory, a plain kernel reads each tap from global memory through the border rule
  * (plm__conv2d_pixel, the same function as the CPU's fallback).
  *
+ * Register tiling (conv2d_run_sums). A thread's run of outputs shares its inputs: along a
+ * tap row, the input under tap j of output r is the one under tap j + 1 of output r - 1.
+ * The thread holds the run's RUN inputs under the current tap in registers and one tap,
+ * so each shared load feeds RUN multiply-adds, where the one-output kernel loaded a tap
+ * and an input for each. Each output still adds its terms in plm__conv2d_pixel's order,
+ * so the results are the one-output kernel's bits. RUN is odd, and the tile's rows are
+ * `pitch` floats apart (tile_pitch: at most 31 floats of padding), chosen so that a
+ * warp's loads hit 32 distinct banks: one wavefront each (the one-output kernel's 24-float
+ * rows of a 9 x 9 tile cost 1.5). The sums pass through shared memory on their way out,
+ * so that a warp stores 32 consecutive floats, not 32 floats 7 apart.
+ *
  * Staging (stage_tile) walks the tile's rows and columns with two loops, each thread of
  * a bx x by block taking every by-th row and in it every bx-th column, so no element
  * costs a division. tests/test_conv_cuda_logic.cpp compiles this file as plain C++
  * (the kernels and launchers are under __CUDACC__) and checks on the host that the
  * block's threads together write every element of tiles of the launchers' shapes, for
  * every block conv2d's tile_width gives, exactly once, with the value the border rule
- * gives (as the former loop over idx / cols, idx % cols did), and that conv2d_launch_of
- * makes the launch plume made before the block was tunable at the default.
+ * gives (as the former loop over idx / cols, idx % cols did); what conv2d_launch_of
+ * promises (blocks, runs, pitches); and the tiled kernel's body phase by phase over whole
+ * outputs (conv2d_place_of, conv2d_thread_sums, copy_sums_row): every output written
+ * once, with plm__conv2d_pixel's bits.
  *
- * Device cost model, per output pixel (s: the input's bytes per element, 1, 2 or 4):
- *   - conv2d, tiled: the tile of a 16 x 16 block of outputs is R x C = (15 stride_y +
- *     kh) x (15 stride_x + kw) inputs (of a W x H block, (H - 1) stride_y + kh rows
- *     by (W - 1) stride_x + kw columns), each read once through the border rule: R C / 256
- *     x s bytes read per output (3 x 3, stride 1: 1.27 s), the taps (kh kw x 4 bytes)
- *     once per block; 4 bytes written; 2 kh kw flops from shared memory. One launch.
- *     Floor: (R C / 256 x s + 4) bytes x outputs / bandwidth: a 2048 x 2048 u8 frame
- *     with 3 x 3 taps moves 22 MB, 6.6 us at 3.35 TB/s (H100 SXM). The sums bound it
- *     sooner for large taps: each multiply-add loads a tap and an input from shared
- *     memory, two warp-wide loads of the ~1 per clock an SM serves, so about 16
- *     multiply-adds per clock per SM, an eighth of the f32 peak: 15 x 15 taps on that
- *     frame are 0.94 G multiply-adds, about 225 us on 132 SMs at 1.98 GHz.
+ * Device cost model, per output pixel (s: the input's bytes per element, 1, 2 or 4; an
+ * H100 SXM: 3.35 TB/s, 132 SMs at 1.98 GHz, one shared-memory wavefront per SM per
+ * clock, 128 f32 multiply-adds per SM per clock):
+ *   - conv2d, tiled: the tile of a W x H block of outputs (W = 16 x 7 = 112, H = 16 at
+ *     stride_x 1; 16 x 16 otherwise) is R x C = ((H - 1) stride_y + kh) x ((W - 1)
+ *     stride_x + kw) inputs, each read once through the border rule: R C / (W H) x s
+ *     bytes read per output (3 x 3, stride 1: 18 x 114 / 1792 = 1.15 s), the taps
+ *     (kh kw x 4 bytes) once per block; 4 bytes written; 2 kh kw flops from shared
+ *     memory. One launch. Floors: the bytes, (R C / (W H) x s + 4) x outputs /
+ *     bandwidth (a 2048 x 2048 u8 frame with 3 x 3 taps moves 22 MB, 6.4 us), and the
+ *     multiply-adds, kh kw x outputs / 33.5 T/s (9 x 9 taps on an f32 512 x 512 frame:
+ *     21 M, 0.63 us, as long as its 2.1 MB take at 3.35 TB/s). Shared memory, in
+ *     wavefronts per warp of 32 outputs: kh (RUN + 2 kw - 1) / RUN for the sums
+ *     (one-output kernel: 2 kh kw, times its bank conflicts), R C / (W H) to stage, 2 to
+ *     pass the sums out. 9 x 9 taps: 30.9 + 1.6 + 2 = 34.5 (was 164 x 1.5 replay);
+ *     15 x 15 taps on 2048 x 2048: about 41 us (was about 225 us), against 28 us of
+ *     multiply-adds; 3 x 3 taps: 8.3 wavefronts, below the bytes.
+ *     Emulated estimates for an H100 SXM (bench_ops --emulated-cost, f32, "same"; bound
+ *     and floor in us, not measurements), one output a thread -> runs of 7:
+ *       3 x 3   512 x 512: 0.96 shared (1.5x floor 0.63) -> 0.63 dram (1.0x)
+ *       3 x 3  2048 x 2048: 15.3 shared (1.5x floor 10.0) -> 10.0 dram (1.0x)
+ *       3 x 3  4096 x 4096: 61.2 shared (1.5x floor 40.1) -> 41.0 dram (1.0x)
+ *       9 x 9   512 x 512: 7.77 shared (12.4x floor 0.63) -> 1.18 shared (1.9x)
+ *       9 x 9  2048 x 2048: 124.3 shared (12.4x floor 10.0) -> 18.0 shared (1.8x)
+ *       9 x 9  4096 x 4096: 497.2 shared (12.4x floor 40.1) -> 70.3 shared (1.8x)
+ *     Runs of 5, 9, 11, 13 gave 1.49, 1.04, 0.86, 0.93 us for 9 x 9 at 512 x 512: 7 is
+ *     the largest run with more tiles at 512 x 512 (5 x 32 = 160) than an H100 has SMs,
+ *     which the estimate does not model. Registers: 56 (ptxas 13.0, sm_90), so 4 blocks
+ *     of 8 warps per SM, each thread with 7 independent sums in flight.
  *   - conv2d, direct (tiles past 48 KiB of shared memory): kh kw inputs per output
  *     through the caches, each through the border rule.
  *   - sobel: 18 x 18 inputs per 16 x 16 outputs, 1.27 s bytes read per pixel, 4 bytes
@@ -43,15 +75,86 @@
 #include "kernels/common/conv.h"
 #include "kernels/cuda/launch.h"
 
-enum { TILE = 16, SMEM_MAX = 48 * 1024 };
+enum { TILE = 16, SMEM_MAX = 48 * 1024, BANKS = 32 };
 
-/* A conv2d launch: the block (tile_w x tile_h threads, one output each), the input tile
- * that its outputs read (with the halo) and the tiled kernel's shared memory in bytes,
- * past SMEM_MAX when the direct kernel runs instead. */
+/* Outputs a thread of the tiled conv2d kernel sums, consecutive along a row, where the
+ * window can slide (conv2d_run_of). Odd, so that the lanes of a warp, RUN columns apart,
+ * read 32 distinct banks; 7, the largest odd run with more tiles at 512 x 512 (160) than
+ * an H100 has SMs (132), at 56 registers (the essay's cost model has the measurements). */
+enum { CONV2D_RUN = 7 };
+
+/* A conv2d launch: the block (tile_w x tile_h threads), the outputs each thread sums
+ * (run, along its row: a tile of tile_w run x tile_h outputs), the input tile that they
+ * read (with the halo), staged in shared memory rows `pitch` floats apart, and the tiled
+ * kernel's shared memory in bytes (taps, tile and, for runs, the tile's sums), past
+ * SMEM_MAX when the direct kernel runs instead. */
 struct conv2d_launch {
-  int tile_w, tile_h;
-  int64_t tile_rows, tile_cols, smem;
+  int tile_w, tile_h, run;
+  int64_t tile_rows, tile_cols, pitch, smem;
 };
+
+/* The shared-memory word that lane `lane` of a warp of a block tile_w threads wide reads
+ * (its thread at row lane / tile_w, column lane % tile_w of the block) when a thread's
+ * word is row x row_step + column x col_step. */
+static int64_t lane_word(int lane, int tile_w, int64_t row_step, int64_t col_step) {
+  return (int64_t)(lane / tile_w) * row_step + (int64_t)(lane % tile_w) * col_step;
+}
+
+/* The wavefronts of that warp access: the most distinct words one of the 32 banks of 4
+ * bytes must deliver (lanes reading one word share it), as the emulator counts them. */
+static int warp_wavefronts(int tile_w, int64_t row_step, int64_t col_step) {
+  int words[BANKS] = {}, most = 0; /* per bank, the distinct words asked of it */
+  for (int lane = 0; lane < BANKS; lane++) {
+    const int64_t word = lane_word(lane, tile_w, row_step, col_step);
+    bool asked = false; /* by an earlier lane: the bank delivers it to both at once */
+    for (int other = 0; other < lane; other++)
+      asked = asked || lane_word(other, tile_w, row_step, col_step) == word;
+    if (!asked && ++words[word % BANKS] > most) most = words[word % BANKS];
+  }
+  return most;
+}
+
+/* The pitch of a tile `cols` wide (cols .. cols + 31): the one whose sums' reads (a warp's
+ * threads stride_y rows and col_step columns apart) ask fewest wavefronts, then whose
+ * staging writes (threads a row and a column apart) do, then the narrowest. The padding
+ * columns are never written nor read. */
+static int64_t tile_pitch(int64_t cols, int tile_w, int stride_y, int col_step) {
+  int64_t best = cols;
+  int best_reads = BANKS + 1, best_writes = BANKS + 1;
+  for (int64_t pitch = cols; pitch < cols + BANKS; pitch++) {
+    const int reads = warp_wavefronts(tile_w, pitch * stride_y, col_step);
+    const int writes = warp_wavefronts(tile_w, pitch, 1);
+    if (reads < best_reads || (reads == best_reads && writes < best_writes)) {
+      best = pitch;
+      best_reads = reads;
+      best_writes = writes;
+    }
+  }
+  return best;
+}
+
+/* The outputs per thread at stride_x: CONV2D_RUN when the window slides one column a tap
+ * (stride_x 1), else 1. Whatever the taps: by the emulated estimate even 3 x 3 taps pay
+ * (their shared-memory bound fell below their DRAM floor, see the cost model). */
+static int conv2d_run_of(int stride_x) {
+  return stride_x == 1 ? CONV2D_RUN : 1;
+}
+
+/* The tile, pitch and shared memory of launch l (its block and run set) for args. */
+static void conv2d_size_tile(conv2d_launch *l, const plm__conv2d_args *args) {
+  l->tile_rows = (int64_t)(l->tile_h - 1) * args->stride_y + args->kh;
+  l->tile_cols = ((int64_t)l->tile_w * l->run - 1) * args->stride_x + args->kw;
+  /* Either side alone past the budget means the direct kernel; checking that first
+   * keeps the products below from overflowing with huge strides. */
+  const int64_t most_floats = SMEM_MAX / (int64_t)sizeof(float);
+  l->pitch = l->tile_cols;
+  l->smem = SMEM_MAX + 1;
+  if (l->tile_rows > most_floats || l->tile_cols > most_floats) return;
+  l->pitch = tile_pitch(l->tile_cols, l->tile_w, args->stride_y, l->run * args->stride_x);
+  const int64_t sums = l->run > 1 ? (int64_t)l->tile_w * l->run * l->tile_h : 0;
+  l->smem =
+      (l->tile_rows * l->pitch + (int64_t)args->kh * args->kw + sums) * (int64_t)sizeof(float);
+}
 
 /* The launch for args: tile_w the largest power of two of at most args->cuda_tile_width
  * (1..PLM__CONV2D_CUDA_TILE_THREADS; a value out of range is taken as the nearest end),
@@ -59,8 +162,9 @@ struct conv2d_launch {
  * rows tall than that (args->ho >= 1) gets a flatter block instead: tile_h its height
  * rounded up to a power of two, tile_w the rest, so that no row of the block's threads
  * idles (at 16 x 16 a one-row output left 15 of every 16 threads idle, and launched 16
- * times the blocks). Every width gives a valid launch: a tile too large for shared
- * memory runs the direct kernel. */
+ * times the blocks). Each thread sums conv2d_run_of outputs, or one when that tile would
+ * not fit in shared memory. Every width gives a valid launch: a tile too large for shared
+ * memory even at one output a thread runs the direct kernel. */
 static conv2d_launch conv2d_launch_of(const plm__conv2d_args *args) {
   conv2d_launch l = {};
   l.tile_w = PLM__CONV2D_CUDA_TILE_THREADS;
@@ -71,28 +175,101 @@ static conv2d_launch conv2d_launch_of(const plm__conv2d_args *args) {
     while (l.tile_h < args->ho) l.tile_h *= 2;
     l.tile_w = PLM__CONV2D_CUDA_TILE_THREADS / l.tile_h;
   }
-  l.tile_rows = (int64_t)(l.tile_h - 1) * args->stride_y + args->kh;
-  l.tile_cols = (int64_t)(l.tile_w - 1) * args->stride_x + args->kw;
-  /* Either side alone past the budget means the direct kernel; checking that first
-   * keeps the product below from overflowing with huge strides. */
-  const int64_t most_floats = SMEM_MAX / (int64_t)sizeof(float);
-  l.smem = SMEM_MAX + 1;
-  if (l.tile_rows <= most_floats && l.tile_cols <= most_floats)
-    l.smem = (l.tile_rows * l.tile_cols + (int64_t)args->kh * args->kw) * (int64_t)sizeof(float);
+  l.run = conv2d_run_of(args->stride_x);
+  conv2d_size_tile(&l, args);
+  if (l.smem > SMEM_MAX && l.run > 1) {
+    l.run = 1;
+    conv2d_size_tile(&l, args);
+  }
   return l;
 }
 
 /* Stage rows [y0, y0 + rows) x columns [x0, x0 + cols) of one frame, border applied,
- * into tile (row-major, cols wide); every thread of a bx x by block takes part, thread
- * (tx, ty) the rows ty, ty + by, ... and in each the columns tx, tx + bx, ... (a warp
- * reads along a row). The row and column come from the loops' counters: no division per
- * staged element. */
+ * into tile (row-major, rows `pitch` floats apart, pitch >= cols); every thread of a
+ * bx x by block takes part, thread (tx, ty) the rows ty, ty + by, ... and in each the
+ * columns tx, tx + bx, ... (a warp reads along a row). The row and column come from the
+ * loops' counters: no division per staged element. */
 static PLM_HD void stage_tile(float *tile, const void *frame, plm_dtype dtype, int64_t h, int64_t w,
-                              int64_t y0, int64_t x0, int rows, int cols, plm_border border, int tx,
-                              int ty, int bx, int by) {
+                              int64_t y0, int64_t x0, int rows, int cols, int pitch,
+                              plm_border border, int tx, int ty, int bx, int by) {
   for (int r = ty; r < rows; r += by)
     for (int c = tx; c < cols; c += bx)
-      tile[r * cols + c] = plm__load_border(frame, dtype, h, w, y0 + r, x0 + c, border);
+      tile[r * pitch + c] = plm__load_border(frame, dtype, h, w, y0 + r, x0 + c, border);
+}
+
+/* The sums of RUN outputs side by side in a row (RUN > 1 needs stride_x 1): window
+ * points at the first one's top-left input in the staged tile, rows pitch floats apart,
+ * taps are kh x kw. Each output adds its terms in plm__conv2d_pixel's order (tap rows
+ * top to bottom, each left to right, sum += tap x input from 0), so it gets the same
+ * floats as the one-output kernel did. Per tap row, the RUN inputs under the current tap
+ * are held in registers, in[] rotated by one column a tap (the slot of the column just
+ * used takes the one RUN columns on), so each tap and each input is read from shared
+ * memory once and feeds RUN multiply-adds: RUN + 2 kw - 1 loads per row for RUN
+ * outputs, against 2 kw each. The loops over k and r have constant trip counts, which
+ * nvcc unrolls: every slot index is a constant and in[] stays in registers (no stack
+ * frame: the ptxas gate). */
+template <int RUN>
+static PLM_HD void conv2d_run_sums(const float *taps, const float *window, int pitch, int kh,
+                                   int kw, float sums[RUN]) {
+  for (int r = 0; r < RUN; r++) sums[r] = 0.0f;
+  for (int i = 0; i < kh; i++) {
+    const float *row = window + i * pitch, *row_taps = taps + i * kw;
+    float in[RUN]; /* slot (k + r) % RUN: output r's input under tap j0 + k */
+    for (int r = 0; r < RUN; r++) in[r] = row[r];
+    for (int j0 = 0; j0 < kw; j0 += RUN) {
+      for (int k = 0; k < RUN; k++) {
+        const int j = j0 + k;
+        if (j < kw) {
+          const float tap = row_taps[j];
+          for (int r = 0; r < RUN; r++) sums[r] += tap * in[(k + r) % RUN];
+          if (j + 1 < kw) in[k] = row[j + RUN];
+        }
+      }
+    }
+  }
+}
+
+/* One tile of a conv2d's outputs, tile_h x `across` of them: its first output (row,
+ * column), how many of its rows and columns are outputs (the last tiles of a frame are
+ * cut), and the input pixel (row, column) its staged tile starts at. */
+struct conv2d_place {
+  int64_t oy0, ox0, valid_h, valid_w, y0, x0;
+};
+
+static PLM_HD conv2d_place conv2d_place_of(const plm__conv2d_args *a, int64_t tile_y,
+                                           int64_t tile_x, int tile_h, int across) {
+  conv2d_place p;
+  p.oy0 = tile_y * tile_h;
+  p.ox0 = tile_x * across;
+  p.valid_h = a->ho - p.oy0 < tile_h ? a->ho - p.oy0 : tile_h;
+  p.valid_w = a->wo - p.ox0 < across ? a->wo - p.ox0 : across;
+  p.y0 = p.oy0 * a->stride_y - a->pad_y;
+  p.x0 = p.ox0 * a->stride_x - a->pad_x;
+  return p;
+}
+
+/* Thread (tx, ty)'s part of the tile at p: outputs (ty, tx RUN + r), r < RUN, those that
+ * are outputs (p's valid rows and columns) written to out[ty out_pitch + tx RUN + r]. The
+ * tile is staged as stage_tile leaves it (from p's y0, x0; rows pitch apart). */
+template <int RUN>
+static PLM_HD void conv2d_thread_sums(const float *taps, const float *tile, int pitch, int kh,
+                                      int kw, int stride_y, int stride_x, const conv2d_place &p,
+                                      int tx, int ty, float *out, int64_t out_pitch) {
+  const int col = tx * RUN;
+  if (ty >= p.valid_h || col >= p.valid_w) return;
+  float sums[RUN];
+  conv2d_run_sums<RUN>(taps, tile + ty * stride_y * pitch + col * stride_x, pitch, kh, kw, sums);
+  for (int r = 0; r < RUN; r++)
+    if (col + r < p.valid_w) out[ty * out_pitch + col + r] = sums[r];
+}
+
+/* Thread (tx, ty) of a block bx threads wide copies row ty of the sums of the tile at p
+ * (rows sums_pitch apart) to out (rows out_pitch apart): columns tx, tx + bx, ... of the
+ * valid ones, if the row is valid, so that a warp stores along a row. */
+static PLM_HD void copy_sums_row(const float *sums, int sums_pitch, const conv2d_place &p, int tx,
+                                 int ty, int bx, float *out, int64_t out_pitch) {
+  if (ty >= p.valid_h) return;
+  for (int c = tx; c < p.valid_w; c += bx) out[ty * out_pitch + c] = sums[ty * sums_pitch + c];
 }
 
 #ifdef __CUDACC__
@@ -119,34 +296,47 @@ static PLM_HD tiles tiles_of(int64_t n, int64_t h, int64_t w, int64_t tile_h, in
 /* This block's part of stage_tile. */
 static __device__ void stage_tile_by_block(float *tile, const void *frame, plm_dtype dtype,
                                            int64_t h, int64_t w, int64_t y0, int64_t x0, int rows,
-                                           int cols, plm_border border) {
-  stage_tile(tile, frame, dtype, h, w, y0, x0, rows, cols, border, (int)threadIdx.x,
+                                           int cols, int pitch, plm_border border) {
+  stage_tile(tile, frame, dtype, h, w, y0, x0, rows, cols, pitch, border, (int)threadIdx.x,
              (int)threadIdx.y, (int)blockDim.x, (int)blockDim.y);
 }
 
-__global__ void conv2d_tiled_kernel(plm__conv2d_args a, int tile_rows, int tile_cols) {
+/* The staged input of a conv2d launch's tiles (conv2d_launch's tile_rows, tile_cols,
+ * pitch), as the kernel takes it. */
+struct conv2d_tile {
+  int rows, cols, pitch;
+};
+
+/* Tiles of blockDim.x RUN x blockDim.y outputs, thread (tx, ty) summing outputs (ty,
+ * tx RUN + r) of each. RUN 1: each thread stores its output. RUN > 1: the sums go to
+ * shared memory first and the block stores them along rows, as RUN 1 does (stored from
+ * registers, a warp's lanes RUN floats apart would touch RUN times the sectors). */
+template <int RUN>
+__global__ void conv2d_tiled_kernel(plm__conv2d_args a, conv2d_tile s) {
   extern __shared__ float smem[];
   float *taps = smem;
   float *tile = smem + a.kh * a.kw;
-  int threads = blockDim.x * blockDim.y;
-  for (int idx = threadIdx.y * blockDim.x + threadIdx.x; idx < a.kh * a.kw; idx += threads)
-    taps[idx] = a.taps[idx];
+  float *sums = tile + s.rows * s.pitch; /* RUN > 1: the tile's sums, blockDim.x RUN wide */
+  const int tx = (int)threadIdx.x, ty = (int)threadIdx.y, bx = (int)blockDim.x;
+  const int by = (int)blockDim.y, across = bx * RUN;
+  for (int idx = ty * bx + tx; idx < a.kh * a.kw; idx += bx * by) taps[idx] = a.taps[idx];
   size_t element = plm__conv_element_size(a.dtype);
-  const tiles t = tiles_of(a.n, a.ho, a.wo, blockDim.y, blockDim.x);
+  const tiles t = tiles_of(a.n, a.ho, a.wo, by, across);
   FOR_EACH_TILE(t, frame, tile_y, tile_x) {
-    const int64_t oy0 = tile_y * blockDim.y, ox0 = tile_x * blockDim.x;
-    const int64_t y = oy0 + threadIdx.y, x = ox0 + threadIdx.x;
+    const conv2d_place p = conv2d_place_of(&a, tile_y, tile_x, by, across);
     const void *in = (const char *)a.in + (size_t)(frame * a.h * a.w) * element;
-    __syncthreads(); /* the taps are in; the previous tile's reads of tile are done */
-    stage_tile_by_block(tile, in, a.dtype, a.h, a.w, oy0 * a.stride_y - a.pad_y,
-                        ox0 * a.stride_x - a.pad_x, tile_rows, tile_cols, a.border);
+    float *out = a.out + (frame * a.ho + p.oy0) * a.wo + p.ox0;
+    __syncthreads(); /* the taps are in; the previous tile's reads of tile and sums are done */
+    stage_tile_by_block(tile, in, a.dtype, a.h, a.w, p.y0, p.x0, s.rows, s.cols, s.pitch, a.border);
     __syncthreads();
-    if (y < a.ho && x < a.wo) {
-      const float *window = tile + threadIdx.y * a.stride_y * tile_cols + threadIdx.x * a.stride_x;
-      float sum = 0.0f;
-      for (int i = 0; i < a.kh; i++)
-        for (int j = 0; j < a.kw; j++) sum += taps[i * a.kw + j] * window[i * tile_cols + j];
-      a.out[(frame * a.ho + y) * a.wo + x] = sum;
+    if (RUN == 1) {
+      conv2d_thread_sums<RUN>(taps, tile, s.pitch, a.kh, a.kw, a.stride_y, a.stride_x, p, tx, ty,
+                              out, a.wo);
+    } else {
+      conv2d_thread_sums<RUN>(taps, tile, s.pitch, a.kh, a.kw, a.stride_y, a.stride_x, p, tx, ty,
+                              sums, across);
+      __syncthreads();
+      copy_sums_row(sums, across, p, tx, ty, bx, out, a.wo);
     }
   }
 }
@@ -170,7 +360,7 @@ __global__ void sobel_kernel(plm__sobel_args a) {
     const void *in = (const char *)a.in + (size_t)(frame * a.h * a.w) * element;
     __syncthreads(); /* the previous tile's reads of tile are done */
     stage_tile_by_block(&tile[0][0], in, a.dtype, a.h, a.w, y0 - 1, x0 - 1, TILE + 2, TILE + 2,
-                        a.border);
+                        TILE + 2, a.border);
     __syncthreads();
     if (y < a.h && x < a.w) {
       const float *top = &tile[threadIdx.y][threadIdx.x];
@@ -196,12 +386,15 @@ static dim3 make_grid(int64_t n, int64_t height, int64_t width, int tile_h, int 
 
 extern "C" plm_status plm__conv2d_cuda(void *stream, const plm__conv2d_args *args) {
   const conv2d_launch l = conv2d_launch_of(args);
-  const dim3 grid = make_grid(args->n, args->ho, args->wo, l.tile_h, l.tile_w);
+  const dim3 grid = make_grid(args->n, args->ho, args->wo, l.tile_h, l.tile_w * l.run);
   const dim3 block((unsigned)l.tile_w, (unsigned)l.tile_h);
   cudaStream_t s = (cudaStream_t)stream;
   if (l.smem <= SMEM_MAX) {
-    conv2d_tiled_kernel<<<grid, block, (size_t)l.smem, s>>>(*args, (int)l.tile_rows,
-                                                            (int)l.tile_cols);
+    const conv2d_tile tile = {(int)l.tile_rows, (int)l.tile_cols, (int)l.pitch};
+    if (l.run == CONV2D_RUN)
+      conv2d_tiled_kernel<CONV2D_RUN><<<grid, block, (size_t)l.smem, s>>>(*args, tile);
+    else
+      conv2d_tiled_kernel<1><<<grid, block, (size_t)l.smem, s>>>(*args, tile);
     return plm__cuda_check_launch("conv2d_tiled_kernel");
   }
   conv2d_direct_kernel<<<grid, block, 0, s>>>(*args);
