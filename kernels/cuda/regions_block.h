@@ -33,8 +33,9 @@
  *     on the double's bits, plm__regions_atomic_max below says why that orders doubles),
  *     and empties them for the block's next tile.
  *   - Overflow: a span whose label finds its PLM__REGIONS_PROBES slots held by other
- *     labels goes to the table at once, as a slot would (many tiny components: at most
- *     1 in 4 pixels of a tile starts one, 1024 of a 64 x 64 tile, four times the slots).
+ *     labels goes to the table at once, as a slot would (many tiny components: up to 1
+ *     in 4 pixels of a tile at 8-connectivity, 1 in 2 at 4 (a checkerboard), 1024 or 2048
+ *     labels in a 64 x 64 tile, 4 or 8 times the slots).
  * Label 0, labels past the table's rows and lanes past the frame's last column count as
  * unlabelled. Why no carry along a warp's walk (the design before, one update per run):
  * the carried sums took 94 registers, and a carry only saved updates within one warp's
@@ -53,12 +54,12 @@
  *
  * ---- device cost model -------------------------------------------------------------------
  * Per pixel: 4 bytes of label read, plus the intensity (1, 2 or 4 bytes) where labelled;
- * per 32 pixels 2 ballots and a shuffle of 4 bytes, and where a step is labelled, with
- * intensity, 5 shuffles of 24 bytes.
+ * per 32 pixels a ballot, and where a step is labelled a shuffle of 4 bytes, a ballot and,
+ * with intensity, 5 shuffles of 24 bytes.
  * Shared memory, per span: a compare-and-swap on its label's key (more when the hash
  * collides) and 3 atomics (7 with intensity); a span is a label change among a step's
- * labelled pixels, so a blob costs one per step, and random noise of half density about
- * 2 to 3 per step. Per tile: the slots used read and emptied once.
+ * labelled pixels, so a blob costs one per step, and segment's noise below about 1.3 per
+ * labelled step. Per tile: the slots used read and emptied once.
  * Table: per (block, label) 7 f64 atomics (11 with intensity), plus those of overflowed
  * spans. A label's row is updated once per tile it meets: the hottest address of a frame
  * with one blob takes (tiles) updates, not (runs of the blob).
@@ -78,8 +79,9 @@
  * is read and written once by the start and finish kernels.
  * Not counted by the emulated estimate (emu/README.md): the shuffles and ballots (about 35
  * warp instructions a labelled step with intensity, 3 without), the latency of the
- * compare-and-swap before a span's adds, and whether the f64 shared add is one instruction
- * (a compare-and-swap loop on some architectures). */
+ * compare-and-swap before a span's adds, and whether ptxas makes the f64 shared add one
+ * instruction or a compare-and-swap loop (the PTX has atom.shared.add.f64; no disassembler
+ * was at hand to read the SASS). */
 #ifndef PLUME_KERNELS_CUDA_REGIONS_BLOCK_H
 #define PLUME_KERNELS_CUDA_REGIONS_BLOCK_H
 
