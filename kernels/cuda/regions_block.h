@@ -53,7 +53,8 @@
  * the sums and are passed over by the maximum, as with the CPU's fmax.
  *
  * ---- device cost model -------------------------------------------------------------------
- * Per pixel: 4 bytes of label read, plus the intensity (1, 2 or 4 bytes) where labelled;
+ * Per pixel: 4 bytes of label read, plus the intensity (1, 2 or 4 bytes) in steps with a
+ * labelled pixel (every lane of the step loads it: one coalesced request, as the labels');
  * per 32 pixels a ballot, and where a step is labelled a shuffle of 4 bytes, a ballot and,
  * with intensity, 5 shuffles of 24 bytes.
  * Shared memory, per span: a compare-and-swap on its label's key (more when the hash
@@ -493,10 +494,10 @@ PLM_HD void plm__regions_step(const Warp &warp, const int32_t *labels, const T *
   const int end = plm__regions_span_end(heads, lane);
   plm__regions_terms terms = {0.0, -INFINITY, 0.0};
   if (with_intensity) {
-    if (label) {
-      const double v = (double)intensity[i];
-      terms = plm__regions_terms{v, v, v * (double)c};
-    }
+    /* Every lane in the frame loads, as for the labels: one request of the step's pixels,
+     * whichever of them are labelled. */
+    const double v = c < t.c1 ? (double)intensity[i] : 0.0;
+    if (label) terms = plm__regions_terms{v, v, v * (double)c};
     terms = plm__regions_reduce_span(warp, terms, end);
   }
   if (!head) return;
