@@ -51,10 +51,11 @@
  * no scratch.
  *
  * Not yet run on a GPU (none was available when the block-based labelling and the
- * warp-level regions were written): tests/test_label_cuda_logic.c runs the labelling's
+ * block-level regions were written): tests/test_label_cuda_logic.c runs the labelling's
  * per-pixel steps on the host, tile by tile and in shuffled thread orders, and
- * tests/test_regions_cuda_logic.cpp runs regions' warp logic with emulated lanes;
- * tests/test_label.c checks the kernels under PLUME_BACKEND=cuda (ctest label.cuda). */
+ * tests/test_regions_cuda_logic.cpp runs regions' block logic with emulated threads;
+ * tests/test_label.c checks the kernels under PLUME_BACKEND=cuda (ctest label.cuda, on
+ * the CUDA emulator in the -DPLUME_CUDA=EMU build). */
 #include "kernels/common/label.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/lanes.h"
