@@ -1,13 +1,15 @@
-/* tests/test_regions_cuda_logic.cpp: the CUDA regions kernel's warp logic
- * (kernels/cuda/regions_warp.h), run on the host, so that a machine without a GPU
+/* tests/test_regions_cuda_logic.cpp: the CUDA regions kernel's block logic
+ * (kernels/cuda/regions_block.h), run on the host, so that a machine without a GPU
  * checks it too.
  *
- * plm__regions_tile runs as kernels/cuda/label.cu's regions_accumulate runs it, a warp
- * per tile, with the warp's 32 lanes emulated (tests/emulated_lanes.h: fibres in
- * lockstep, in a shuffled order between exchanges) and the tiles taken in a shuffled
- * order, so that the table's atomics land in varying orders; the table is started and
- * finished by the kernels' own row functions (kernels/common/label.h). The result is
- * compared with plm__regions_cpu on the same labels:
+ * plm__regions_tile runs as kernels/cuda/label.cu's regions_accumulate runs it, a block
+ * per tile with its slots in "shared memory" (scribbled before the block starts them),
+ * with the block's threads emulated (tests/emulated_lanes.h: fibres, warps running ahead
+ * of each other between barriers, lanes in a shuffled order between exchanges) and the
+ * tiles taken in a shuffled order by a few blocks, so that the slots' and the table's
+ * atomics land in varying orders; the table is started and finished by the kernels' own
+ * row functions (kernels/common/label.h). The result is compared with plm__regions_cpu on
+ * the same labels:
  *   - area, bounds, centroids and the intensity maximum exactly (the maximum by value:
  *     -0 and +0 may differ), and for u8 and u16 intensities every column exactly;
  *   - f32 intensity sums and weighted centroids within tests/test_label.c's tolerance,
@@ -15,19 +17,22 @@
  *   - rows from min(K, capacity) on untouched.
  * Labels: random runs of random labels (0, negative, past the table's rows, the same
  * label in separate runs), plm__label_cpu's labels of random masks and of large blobs,
- * full and empty frames; each with the kernel's tiling and with taller tiles than the
- * plan gives such frames (carries across rows); without intensity and with u8, u16
- * and f32 (NaN, infinities, negative values, -0). The tiling plan's bounds are checked
- * too. Exit status 0 is success. */
+ * one label over the whole frame, isolated pixels (more labels in a tile than it has
+ * slots: the overflow path, checked to be taken), full and empty frames; each with the
+ * kernel's tiling, with other tile heights (up to the largest, 64 rows) and with blocks of
+ * 256 and of 96 threads; without intensity and with u8, u16 and f32 (NaN, infinities,
+ * negative values, -0). The tiling plan's bounds are checked too. Exit status 0 is
+ * success. */
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <set>
 #include <vector>
 
-#include "kernels/cuda/regions_warp.h"
+#include "kernels/cuda/regions_block.h"
 #include "tests/emulated_lanes.h"
 
 namespace {
@@ -119,25 +124,51 @@ const char *dtype_name(const void *intensity, plm_dtype dtype) {
   return dtype == PLM_DTYPE_U8 ? "u8" : dtype == PLM_DTYPE_U16 ? "u16" : "f32";
 }
 
-/* The table as the three CUDA kernels leave it: rows started, every tile accumulated
- * by an emulated warp (tiles in a shuffled order), rows finished. */
+/* The table as the three CUDA kernels leave it: rows started, every tile accumulated by
+ * one of a few emulated blocks of `threads` threads (block b takes tiles b, b + blocks, ...
+ * of a shuffled order, its slots started once, as the kernel's), rows finished. */
 template <typename T>
 void run_kernels(const Labels &l, const T *intensity, int64_t capacity, plm__regions_tiling tiling,
-                 double *table) {
+                 int threads, double *table) {
   const int64_t rows = plm__regions_rows(l.k, capacity);
   for (int64_t j = 0; j < rows; j++) plm__regions_start_row(table + j * PLM_REGION_COLUMNS, j + 1);
   std::vector<int64_t> tiles((size_t)tiling.count);
   std::iota(tiles.begin(), tiles.end(), 0);
   std::shuffle(tiles.begin(), tiles.end(), rng);
-  LaneGroup warp_lanes(32, rng());
-  warp_lanes.run([&](int lane) {
-    const EmulatedWarp warp = {&warp_lanes, lane};
-    for (int64_t tile : tiles)
-      plm__regions_tile(warp, l.values.data(), intensity, table, rows, l.height, l.width, tiling,
-                        tile);
-  });
+  const size_t blocks = (size_t)uniform(1, 3);
+  LaneGroup lanes(threads, rng());
+  plm__regions_slots slots;
+  for (size_t b = 0; b < blocks; b++) {
+    std::memset(&slots, 0x5a, sizeof slots); /* shared memory starts undefined */
+    lanes.run([&](int thread) {
+      const EmulatedBlock block = {&lanes, thread};
+      const EmulatedWarp warp = {&lanes, thread};
+      plm__regions_slots_start(block, &slots);
+      block.sync();
+      for (size_t k = b; k < tiles.size(); k += blocks)
+        plm__regions_tile(block, warp, l.values.data(), intensity, table, &slots, rows, l.height,
+                          l.width, tiling, tiles[k]);
+    });
+  }
   for (int64_t j = 0; j < rows; j++)
     plm__regions_finish_row(table + j * PLM_REGION_COLUMNS, intensity != nullptr);
+}
+
+/* The most labels (1..rows) that one tile of the tiling holds. */
+size_t most_labels_in_a_tile(const Labels &l, int64_t capacity, plm__regions_tiling tiling) {
+  const int64_t rows = plm__regions_rows(l.k, capacity);
+  size_t most = 0;
+  for (int64_t tile = 0; tile < tiling.count; tile++) {
+    const plm__regions_tile_place t = plm__regions_place(tiling, l.height, l.width, tile);
+    std::set<int32_t> labels;
+    for (int64_t r = t.r0; r < t.r1; r++)
+      for (int64_t c = t.c0; c < t.c1; c++) {
+        const int32_t label = l.values[(size_t)(r * l.width + c)];
+        if (label >= 1 && label <= rows) labels.insert(label);
+      }
+    most = std::max(most, labels.size());
+  }
+  return most;
 }
 
 bool same_value(double a, double b) {
@@ -146,7 +177,7 @@ bool same_value(double a, double b) {
 
 /* Compare with plm__regions_cpu; prints the case; returns 0 when it passes. */
 int check(const char *what, const Labels &l, const void *intensity, plm_dtype dtype,
-          int64_t capacity, plm__regions_tiling tiling) {
+          int64_t capacity, plm__regions_tiling tiling, int threads) {
   const size_t cells = (size_t)capacity * PLM_REGION_COLUMNS;
   const double untouched = -12345.0;
   std::vector<double> got(cells, untouched), want(cells, untouched);
@@ -161,13 +192,13 @@ int check(const char *what, const Labels &l, const void *intensity, plm_dtype dt
   args.width = l.width;
   plm__regions_cpu(&args);
   if (!intensity)
-    run_kernels(l, (const uint8_t *)nullptr, capacity, tiling, got.data());
+    run_kernels(l, (const uint8_t *)nullptr, capacity, tiling, threads, got.data());
   else if (dtype == PLM_DTYPE_U8)
-    run_kernels(l, (const uint8_t *)intensity, capacity, tiling, got.data());
+    run_kernels(l, (const uint8_t *)intensity, capacity, tiling, threads, got.data());
   else if (dtype == PLM_DTYPE_U16)
-    run_kernels(l, (const uint16_t *)intensity, capacity, tiling, got.data());
+    run_kernels(l, (const uint16_t *)intensity, capacity, tiling, threads, got.data());
   else
-    run_kernels(l, (const float *)intensity, capacity, tiling, got.data());
+    run_kernels(l, (const float *)intensity, capacity, tiling, threads, got.data());
 
   const bool exact_sums = !intensity || dtype != PLM_DTYPE_F32;
   const int64_t rows = plm__regions_rows(l.k, capacity);
@@ -188,43 +219,66 @@ int check(const char *what, const Labels &l, const void *intensity, plm_dtype dt
       if (!ok && wrong++ < 5)
         std::printf("  row %lld column %d: %.17g, the CPU %.17g\n", (long long)j, c, g, w);
     }
-  std::printf("%-30s %4lldx%-4lld K %-6d capacity %-6lld tiles of %2lld rows, intensity %-4s: %s",
-              what, (long long)l.height, (long long)l.width, l.k, (long long)capacity,
-              (long long)tiling.rows, dtype_name(intensity, dtype), wrong ? "WRONG" : "ok");
+  std::printf(
+      "%-30s %4lldx%-4lld K %-6d capacity %-6lld tiles of %2lld rows, %3d threads, intensity "
+      "%-4s: %s",
+      what, (long long)l.height, (long long)l.width, l.k, (long long)capacity,
+      (long long)tiling.rows, threads, dtype_name(intensity, dtype), wrong ? "WRONG" : "ok");
   if (!exact_sums) std::printf(" (worst relative difference %.3g)", worst);
   std::printf("\n");
   return wrong ? 1 : 0;
 }
 
-/* Every intensity kind, with the kernel's tiling and with taller tiles. */
+/* The tiling of tiles `rows` high (1..PLM__REGIONS_TILE_MAX_H) of a frame. */
+plm__regions_tiling tiling_of_rows(const Labels &l, int64_t rows) {
+  plm__regions_tiling t = plm__regions_tiling_of(l.height, l.width);
+  t.rows = rows;
+  t.count = t.across * ((l.height + rows - 1) / rows);
+  return t;
+}
+
+/* Every intensity kind, with the kernel's tiling and blocks (256 threads), and with other
+ * tile heights: a third of the frame, and the largest tiles, in blocks of 96 threads. */
 int check_all(const char *what, const Labels &l, int64_t capacity) {
   int failures = 0;
   const int64_t pixels = l.height * l.width;
   const plm__regions_tiling planned = plm__regions_tiling_of(l.height, l.width);
-  plm__regions_tiling tall = planned;
-  tall.rows = std::min<int64_t>(PLM__REGIONS_TILE_MAX_H, 1 + l.height / 3);
-  tall.count = tall.across * ((l.height + tall.rows - 1) / tall.rows);
-  failures += check(what, l, nullptr, PLM_DTYPE_U8, capacity, planned);
+  const plm__regions_tiling tall =
+      tiling_of_rows(l, std::min<int64_t>(PLM__REGIONS_TILE_MAX_H, 1 + l.height / 3));
+  const plm__regions_tiling largest = tiling_of_rows(l, PLM__REGIONS_TILE_MAX_H);
+  failures += check(what, l, nullptr, PLM_DTYPE_U8, capacity, planned, 256);
   for (plm_dtype dtype : {PLM_DTYPE_U8, PLM_DTYPE_U16, PLM_DTYPE_F32}) {
     const std::vector<unsigned char> values = intensity_of(dtype, pixels, false);
-    failures += check(what, l, values.data(), dtype, capacity, planned);
+    failures += check(what, l, values.data(), dtype, capacity, planned, 256);
   }
   const std::vector<unsigned char> special = intensity_of(PLM_DTYPE_F32, pixels, true);
-  failures += check(what, l, special.data(), PLM_DTYPE_F32, capacity, tall);
+  failures += check(what, l, special.data(), PLM_DTYPE_F32, capacity, tall, 256);
   const std::vector<unsigned char> u16 = intensity_of(PLM_DTYPE_U16, pixels, false);
-  failures += check(what, l, u16.data(), PLM_DTYPE_U16, capacity, tall);
+  failures += check(what, l, u16.data(), PLM_DTYPE_U16, capacity, tall, 96);
+  failures += check(what, l, nullptr, PLM_DTYPE_U8, capacity, largest, 96);
+  failures += check(what, l, special.data(), PLM_DTYPE_F32, capacity, largest, 256);
   return failures;
 }
 
-/* The plan: tiles PLM__REGIONS_TILE_W wide covering the frame, 1..16 rows, and at least
- * PLM__REGIONS_WANTED_TILES tiles unless they are already one row tall. */
+/* Isolated pixels, every other row and column: with 8-connectivity a label each, 1024 of a
+ * 64 x 64 tile, more than its slots, so most spans take the overflow path. */
+std::vector<uint8_t> isolated_pixels(int64_t height, int64_t width) {
+  std::vector<uint8_t> mask((size_t)(height * width), 0);
+  for (int64_t r = 0; r < height; r += 2)
+    for (int64_t c = 0; c < width; c += 2) mask[(size_t)(r * width + c)] = 1;
+  return mask;
+}
+
+/* The plan: tiles PLM__REGIONS_TILE_W wide covering the frame, PLM__REGIONS_TILE_MIN_H to
+ * PLM__REGIONS_TILE_MAX_H rows, and at least PLM__REGIONS_WANTED_TILES tiles unless they
+ * are already as low as they go. */
 int check_plan(int64_t height, int64_t width, int64_t expected_rows) {
   const plm__regions_tiling t = plm__regions_tiling_of(height, width);
-  const bool ok = t.rows == expected_rows && t.rows >= 1 && t.rows <= PLM__REGIONS_TILE_MAX_H &&
-                  t.across * PLM__REGIONS_TILE_W >= width &&
+  const bool ok = t.rows == expected_rows && t.rows >= PLM__REGIONS_TILE_MIN_H &&
+                  t.rows <= PLM__REGIONS_TILE_MAX_H && t.across * PLM__REGIONS_TILE_W >= width &&
                   (t.across - 1) * PLM__REGIONS_TILE_W < width &&
                   t.count == t.across * ((height + t.rows - 1) / t.rows) &&
-                  (t.rows == 1 || t.count >= PLM__REGIONS_WANTED_TILES);
+                  (t.rows == PLM__REGIONS_TILE_MIN_H || t.count >= PLM__REGIONS_WANTED_TILES);
   std::printf("plan %lldx%lld: %lld tiles of %lld rows (expected %lld)%s\n", (long long)height,
               (long long)width, (long long)t.count, (long long)t.rows, (long long)expected_rows,
               ok ? "" : ": WRONG");
@@ -235,12 +289,13 @@ int check_plan(int64_t height, int64_t width, int64_t expected_rows) {
 
 int main() {
   int failures = 0;
-  failures += check_plan(1, 1, 1);
-  failures += check_plan(512, 512, 1);
-  failures += check_plan(1024, 1024, 2);
-  failures += check_plan(2048, 2048, 8);
-  failures += check_plan(4096, 4096, 16);
-  failures += check_plan(100000, 20, 16);
+  failures += check_plan(1, 1, 4);
+  failures += check_plan(256, 256, 4);
+  failures += check_plan(300, 700, 12);
+  failures += check_plan(512, 512, 16);
+  failures += check_plan(1024, 1024, 64);
+  failures += check_plan(4096, 4096, 64);
+  failures += check_plan(100000, 20, 64);
 
   failures += check_all("random runs", random_runs(1, 1, 3, 1), 3);
   failures += check_all("random runs", random_runs(1, 300, 20, 40), 20);
@@ -259,6 +314,13 @@ int main() {
   failures += check_all("labelled blobs", big, big.k > 0 ? big.k : 1);
   Labels full = labelled(70, 260, std::vector<uint8_t>(70 * 260, 1), 8);
   failures += check_all("one label everywhere", full, 1);
+  Labels isolated = labelled(130, 200, isolated_pixels(130, 200), 8);
+  const size_t crowded = most_labels_in_a_tile(isolated, isolated.k, tiling_of_rows(isolated, 64));
+  std::printf("isolated pixels: %zu labels in a tile of 64 rows, %d slots\n", crowded,
+              (int)PLM__REGIONS_SLOTS);
+  if (crowded <= (size_t)PLM__REGIONS_SLOTS) failures++; /* the overflow path not taken */
+  failures += check_all("isolated pixels (overflow)", isolated, isolated.k);
+  failures += check_all("isolated pixels, short table", isolated, isolated.k / 2);
   Labels empty = labelled(33, 65, std::vector<uint8_t>(33 * 65, 0), 4);
   failures += check_all("no labels", empty, 4);
 

@@ -43,21 +43,23 @@
  * relabelling's reads of other pixels' slots forbid within one kernel. Not yet
  * measured.
  *
- * regions starts the table's rows (regions_start), accumulates into them warp by warp
- * (regions_accumulate: a warp combines the runs of each label along the rows of its
- * tile and writes each run out with one atomic per column; the design, the exactness of
- * the results and the device cost model are at the top of kernels/cuda/regions_warp.h),
- * then turns sums into means (regions_finish): 3 launches, no scratch.
+ * regions starts the table's rows (regions_start), accumulates into them block by block
+ * (regions_accumulate: a block combines what each label adds within its tile in a table
+ * of slots in shared memory and writes each label's slot out with one atomic per column;
+ * the design, the exactness of the results and the device cost model are at the top of
+ * kernels/cuda/regions_block.h), then turns sums into means (regions_finish): 3 launches,
+ * no scratch.
  *
  * Not yet run on a GPU (none was available when the block-based labelling and the
- * warp-level regions were written): tests/test_label_cuda_logic.c runs the labelling's
+ * block-level regions were written): tests/test_label_cuda_logic.c runs the labelling's
  * per-pixel steps on the host, tile by tile and in shuffled thread orders, and
- * tests/test_regions_cuda_logic.cpp runs regions' warp logic with emulated lanes;
- * tests/test_label.c checks the kernels under PLUME_BACKEND=cuda (ctest label.cuda). */
+ * tests/test_regions_cuda_logic.cpp runs regions' block logic with emulated threads;
+ * tests/test_label.c checks the kernels under PLUME_BACKEND=cuda (ctest label.cuda, on
+ * the CUDA emulator in the -DPLUME_CUDA=EMU build). */
 #include "kernels/common/label.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/lanes.h"
-#include "kernels/cuda/regions_warp.h"
+#include "kernels/cuda/regions_block.h"
 
 namespace {
 
@@ -213,19 +215,23 @@ __global__ void regions_start(double *table, const int32_t *count, int64_t capac
     plm__regions_start_row(table + j * PLM_REGION_COLUMNS, j + 1);
 }
 
-/* Warp w of the grid takes tiles w, w + warps, ... (kernels/cuda/regions_warp.h). The
- * loop is uniform across each warp: blocks are whole warps. */
+/* Block b of the grid takes tiles b, b + blocks, ... (kernels/cuda/regions_block.h), its
+ * slots in shared memory. The loop is uniform across the block, so every thread reaches
+ * every barrier. 5 blocks an SM: 48 registers (56 unbounded), no spill; 75 KiB of slots. */
 template <typename T>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 5)
     regions_accumulate(const int32_t *__restrict__ labels, const T *__restrict__ intensity,
                        const int32_t *count, double *table, int64_t capacity, int64_t height,
                        int64_t width, plm__regions_tiling tiling) {
+  __shared__ plm__regions_slots slots;
   const int64_t rows = plm__regions_rows(*count, capacity);
+  const plm__cuda_block block;
   const plm__cuda_warp warp;
-  const int64_t warps = (int64_t)gridDim.x * (blockDim.x / warp.kLanes);
-  for (int64_t tile = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / warp.kLanes;
-       tile < tiling.count; tile += warps)
-    plm__regions_tile(warp, labels, intensity, table, rows, height, width, tiling, tile);
+  plm__regions_slots_start(block, &slots);
+  block.sync();
+  for (int64_t tile = blockIdx.x; tile < tiling.count; tile += gridDim.x)
+    plm__regions_tile(block, warp, labels, intensity, table, &slots, rows, height, width, tiling,
+                      tile);
 }
 
 __global__ void regions_finish(double *table, const int32_t *count, int64_t capacity,
@@ -295,7 +301,7 @@ extern "C" plm_status plm__regions_cuda(void *stream, const plm__regions_args *a
   plm_status status = plm__cuda_check_launch("regions_start");
   if (status != PLM_OK) return status;
   const plm__regions_tiling tiling = plm__regions_tiling_of(args->height, args->width);
-  const unsigned blocks = plm__cuda_blocks(tiling.count * 32, kThreads); /* a warp per tile */
+  const unsigned blocks = plm__cuda_blocks(tiling.count * kThreads, kThreads); /* a block a tile */
 #define REGIONS_ACCUMULATE(type)                                                             \
   regions_accumulate<type>                                                                   \
       <<<blocks, kThreads, 0, s>>>(args->labels, (const type *)args->intensity, args->count, \
