@@ -100,7 +100,7 @@ struct GridBlock {
 template <class Hist, class Source, class Sink>
 bool run_grid(const plan &p, const Source &source, const Sink &sink, int bins) {
   std::vector<unsigned char> smem(p.smem + 16);
-  const ZeroedHists<uint16_t> hists(p.scratch / sizeof(uint16_t) + 1);
+  const ZeroedHists<uint32_t> hists(p.scratch / sizeof(uint32_t) + 1);
   LaneGroup threads(p.threads, lane_seed++);
   const int64_t blocks = (int64_t)p.blocks;
   for (int64_t b = 0; b < blocks; b++) {
@@ -172,6 +172,7 @@ const plm__entropy_cuda_shape kSmallestShape = {32, 1, 128}, kLargestShape = {12
 
 bool same_plan(const plan &a, const plan &b) {
   return a.hist == b.hist && a.threads == b.threads && a.window == b.window && a.span == b.span &&
+         a.row_words == b.row_words &&
          a.ring_rows == b.ring_rows && a.sparse_slots == b.sparse_slots &&
          a.delta_entries == b.delta_entries && a.segment_rows == b.segment_rows &&
          a.strips == b.strips && a.segments == b.segments && a.tasks == b.tasks &&
@@ -492,7 +493,7 @@ plan todays_plan(int64_t frames, int64_t height, int64_t width, int window, int 
     choice = {HIST_DENSE_SHARED, dense, 0, 0};
   else if (sparse)
     choice = {HIST_SPARSE_SHARED, sparse, 0, 0};
-  const size_t row_bytes = (size_t)(choice.threads + window - 1) * 2;
+  const size_t row_bytes = (size_t)ring_row_words(choice.threads + window - 1) * 4;
   choice.ring_rows = (size_t)(window + 1) * row_bytes <= 32 * 1024 ? window + 1 : 2;
   const int64_t strips = (width + choice.threads - 1) / choice.threads;
   int64_t rows = max64(2 * (int64_t)window, 32);

@@ -156,6 +156,7 @@ struct plan {
   hist_kind hist;
   int threads;          /* per block: the columns of a strip */
   int window, span;     /* span: staged bins per row, threads + window - 1 */
+  int row_words;        /* a staged row's 32-bit words, two bins each: ring_row_words */
   int ring_rows;        /* window + 1 (each row binned once per task) or 2 */
   int sparse_slots;     /* P, a power of two (sparse shared) */
   int delta_entries;    /* differences in shared memory; 0: read from the global table */
@@ -197,6 +198,13 @@ int sparse_slots_for(int window, int bins) {
   return slots;
 }
 
+/* The words of a staged row of `span` bins, two bins a word: one word more than the
+ * span needs, so that a thread reading its window's bins two at a time (each_bin) may
+ * read the word after its last bin. */
+int ring_row_words(int span) {
+  return (span + 3) / 2;
+}
+
 /* What a plan is made of: the shape, and the choices make_plan makes (which the host
  * check also makes otherwise, to run every kind of histogram and ring on one input). */
 struct plan_choice {
@@ -213,8 +221,9 @@ plan lay_out(int64_t frames, int64_t height, int64_t width, int window, int bins
   p.threads = choice.threads;
   p.window = window;
   p.span = p.threads + window - 1;
+  p.row_words = ring_row_words(p.span);
   p.ring_rows = choice.ring_rows;
-  p.ring_bytes = round_up((size_t)p.ring_rows * (size_t)p.span * sizeof(uint16_t), kAlign);
+  p.ring_bytes = round_up((size_t)p.ring_rows * (size_t)p.row_words * sizeof(uint32_t), kAlign);
   if (p.hist == HIST_DENSE_SHARED) {
     p.hist_bytes = (size_t)p.threads * dense_bytes(bins);
   } else if (p.hist == HIST_SPARSE_SHARED) {
@@ -260,7 +269,7 @@ plan make_plan(int64_t frames, int64_t height, int64_t width, int window, int bi
     choice.hist = HIST_DENSE_GLOBAL;
     choice.threads = threads_at_most(most);
   }
-  const size_t row_bytes = (size_t)(choice.threads + window - 1) * sizeof(uint16_t);
+  const size_t row_bytes = (size_t)ring_row_words(choice.threads + window - 1) * sizeof(uint32_t);
   choice.ring_rows = (size_t)(window + 1) * row_bytes <= kRingBudget ? window + 1 : 2;
   const int64_t strips = (width + choice.threads - 1) / choice.threads;
   const int64_t windows = max64(shape.segment_windows, 1), least_tasks = shape.min_tasks;
@@ -273,33 +282,34 @@ plan make_plan(int64_t frames, int64_t height, int64_t width, int window, int bi
 
 /* ---- histograms (one per thread; __host__ __device__ for the host check) -------------- */
 
-/* A u16 count per bin, a thread's bins 2j and 2j + 1 side by side in one 32-bit word,
- * its words `owners` apart (the block's threads in shared memory, the grid's in global
- * memory): thread t's word j is word j * owners + t, so in shared memory a thread's
- * counts are all in bank t mod 32 and a warp's updates never conflict, whatever bins its
- * lanes touch. base points at the thread's first word; add/remove return the count
- * before. */
+/* A u16 count per bin, a thread's bins 2j and 2j + 1 side by side in one 32-bit word
+ * (the even bin in the low half), its words `owners` apart (the block's threads in
+ * shared memory, the grid's in global memory): thread t's word j is word j * owners + t,
+ * so in shared memory a thread's counts are all in bank t mod 32 and a warp's updates
+ * never conflict, whatever bins its lanes touch. A count is changed by a load and a
+ * store of its word: it stays within 0..65535 (at most w^2 + w <= 65280), so a change
+ * never carries or borrows into the other half. base points at the thread's first
+ * word; add/remove return the count before; clear stores a word per two bins. */
 struct DenseHist {
-  uint16_t *base;
+  uint32_t *base;
   int64_t owners;
   int bins;
-  PLM_HD uint16_t *count(int b) const {
-    return base + 2 * ((int64_t)(b >> 1) * owners) + (b & 1);
+  PLM_HD uint32_t *word(int b) const { return base + (int64_t)(b >> 1) * owners; }
+  PLM_HD uint32_t change(int b, uint32_t by) const {
+    const unsigned shift = (unsigned)(b & 1) * 16;
+    uint32_t *w = word(b);
+    const uint32_t old = *w;
+    *w = old + (by << shift);
+    return (old >> shift) & 0xffffu;
   }
-  PLM_HD uint32_t add(int b) const {
-    uint16_t *c = count(b);
-    const uint32_t old = *c;
-    *c = (uint16_t)(old + 1);
-    return old;
-  }
-  PLM_HD uint32_t remove(int b) const {
-    uint16_t *c = count(b);
-    const uint32_t old = *c;
-    *c = (uint16_t)(old - 1);
-    return old;
-  }
+  PLM_HD uint32_t add(int b) const { return change(b, 1u); }
+  PLM_HD uint32_t remove(int b) const { return change(b, 0xffffffffu); }
   PLM_HD void clear() const {
-    for (int b = 0; b < bins; b++) *count(b) = 0;
+    uint32_t *w = base;
+#ifdef __CUDA_ARCH__ /* unrolled, the entropy variant passes its register budget (sm_90) */
+#pragma unroll 1
+#endif
+    for (int j = 0; j < (bins + 1) / 2; j++, w += owners) *w = 0;
   }
 };
 
@@ -401,31 +411,67 @@ struct FusedSink {
 
 /* ---- the block's logic (__host__ __device__ for the host check) ----------------------- */
 
-/* The bins of row r of frame f over columns x0 - left .. x0 - left + span - 1 (those
- * inside the frame) into dst; every thread of the block takes part. */
+/* A word of a staged row: the bins of two neighbouring columns, written a half at a
+ * time (a thread per column, so that a warp's reads of the input stay coalesced), read
+ * whole (each_bin). Through the union, which C++ compilers (GCC, Clang, nvcc) define
+ * for reading a member other than the one last written. */
+union BinPair {
+  uint16_t half[2]; /* half[k & 1]: the bin of column k; [0] is the word's low half */
+  uint32_t word;
+};
+static_assert(sizeof(BinPair) == sizeof(uint32_t), "a staged row is an array of words");
+
+/* The bins of row r of frame f over columns x0 - left + k, k < 2 words, into dst (bin k
+ * in dst[k / 2].half[k % 2]), 0 for the columns outside the frame; every thread of the
+ * block takes part, a column each. */
 template <class Block, class Source>
 PLM_HD void stage_row(const Block &block, const Source &source, int64_t f, int64_t r, int64_t x0,
-                      int left, int span, uint16_t *dst) {
+                      int left, int words, BinPair *dst) {
   const int64_t width = source.width();
-  for (int k = block.thread(); k < span; k += block.threads()) {
+  for (int k = block.thread(); k < 2 * words; k += block.threads()) {
     const int64_t c = x0 - left + k;
-    if (c >= 0 && c < width) dst[k] = (uint16_t)source.bin(f, r, c);
+    dst[k >> 1].half[k & 1] = c >= 0 && c < width ? (uint16_t)source.bin(f, r, c) : (uint16_t)0;
   }
 }
 
-/* Add the bins row[k0..k1] to the histogram; returns the new S. */
+/* each(b) for the bins b of a staged row's k0..k1, in order, read two to a 32-bit load:
+ * the pair k, k + 1 from the words holding them (one word for even k, the halves of two
+ * for odd k: the word before is kept from the last load), so a window of w bins costs
+ * floor(w / 2) + 1 loads, not w. The last load may be of the word after bin k1 (which
+ * the row has: ring_row_words). */
+template <class Each>
+PLM_HD void each_bin(const BinPair *row, int k0, int k1, const Each &each) {
+  const BinPair *at = row + (k0 >> 1);
+  const unsigned shift = (unsigned)(k0 & 1) * 16;
+  uint32_t low = at->word;
+  int k = k0;
+  for (; k < k1; k += 2) {
+    const uint32_t high = (++at)->word;
+#ifdef __CUDA_ARCH__
+    const uint32_t pair = __funnelshift_r(low, high, shift);
+#else
+    const uint32_t pair = (uint32_t)(((uint64_t)high << 32 | low) >> shift);
+#endif
+    each((int)(pair & 0xffffu));
+    each((int)(pair >> 16));
+    low = high;
+  }
+  if (k == k1) each((int)((low >> shift) & 0xffffu));
+}
+
+/* Add the bins of a staged row's k0..k1 to the histogram; returns the new S. */
 template <class Hist>
-PLM_HD int64_t add_row(const Hist &hist, const int64_t *delta, const uint16_t *row, int k0, int k1,
+PLM_HD int64_t add_row(const Hist &hist, const int64_t *delta, const BinPair *row, int k0, int k1,
                        int64_t s) {
-  for (int k = k0; k <= k1; k++) s += delta[hist.add(row[k])];
+  each_bin(row, k0, k1, [&](int b) { s += delta[hist.add(b)]; });
   return s;
 }
 
-/* Take the bins row[k0..k1] out of the histogram; returns the new S. */
+/* Take the bins of a staged row's k0..k1 out of the histogram; returns the new S. */
 template <class Hist>
-PLM_HD int64_t remove_row(const Hist &hist, const int64_t *delta, const uint16_t *row, int k0,
+PLM_HD int64_t remove_row(const Hist &hist, const int64_t *delta, const BinPair *row, int k0,
                           int k1, int64_t s) {
-  for (int k = k0; k <= k1; k++) s -= delta[hist.remove(row[k]) - 1];
+  each_bin(row, k0, k1, [&](int b) { s -= delta[hist.remove(b) - 1]; });
   return s;
 }
 
@@ -438,12 +484,11 @@ template <>
 struct HistOf<DenseHist> {
   template <class Block>
   static PLM_HD DenseHist make(const Block &block, const plan &p, int bins, unsigned char *area,
-                               uint16_t *global_hists) {
+                               uint32_t *global_hists) {
     const int t = block.thread(), threads = block.threads();
     if (p.hist == HIST_DENSE_GLOBAL)
-      return DenseHist{global_hists + 2 * (block.index() * threads + t), block.count() * threads,
-                       bins};
-    return DenseHist{(uint16_t *)area + 2 * t, threads, bins};
+      return DenseHist{global_hists + block.index() * threads + t, block.count() * threads, bins};
+    return DenseHist{(uint32_t *)area + t, threads, bins};
   }
 };
 
@@ -451,7 +496,7 @@ template <>
 struct HistOf<SparseHist> {
   template <class Block>
   static PLM_HD SparseHist make(const Block &block, const plan &p, int, unsigned char *area,
-                                uint16_t *) {
+                                uint32_t *) {
     return SparseHist{(uint32_t *)area + block.thread(), block.threads(),
                       (uint32_t)p.sparse_slots - 1};
   }
@@ -463,10 +508,10 @@ struct HistOf<SparseHist> {
  * synchronises runs the same trips in every thread: its bounds depend on the task. */
 template <class Hist, class Block, class Source, class Sink>
 PLM_HD void run_block(const Block &block, const plan &p, Source source, const Sink &sink,
-                      int bins, unsigned char *smem, uint16_t *global_hists,
+                      int bins, unsigned char *smem, uint32_t *global_hists,
                       const int64_t *global_delta) {
   const int t = block.thread(), T = block.threads();
-  uint16_t *ring = (uint16_t *)smem;
+  BinPair *ring = (BinPair *)smem;
   unsigned char *hist_area = smem + p.ring_bytes;
   const int64_t *delta = global_delta;
   if (p.delta_entries > 0) {
@@ -475,13 +520,12 @@ PLM_HD void run_block(const Block &block, const plan &p, Source source, const Si
     delta = shared_delta;
   }
   const Hist hist = HistOf<Hist>::make(block, p, bins, hist_area, global_hists);
-  const bool drain = p.hist == HIST_DENSE_GLOBAL; /* else zeroed */
-  if (!drain) hist.clear();
+  const bool drain = p.hist == HIST_DENSE_GLOBAL; /* else zeroed at each task's start */
 
   const int64_t h = source.height(), w = source.width();
   const int window = p.window, left = window / 2, right = window - 1 - left;
   const bool ring_mode = p.ring_rows > 2;
-  auto slot = [&](int64_t r) { return ring + (r % p.ring_rows) * p.span; };
+  auto slot = [&](int64_t r) { return ring + (r % p.ring_rows) * p.row_words; };
   for (int64_t task = block.index(); task < p.tasks; task += block.count()) {
     const int64_t strip = task % p.strips, rest = task / p.strips;
     const int64_t f = rest / p.segments, y0 = rest % p.segments * p.segment_rows;
@@ -491,16 +535,17 @@ PLM_HD void run_block(const Block &block, const plan &p, Source source, const Si
     source.begin(f);
     int64_t col_first = 0, cols = 0;
     if (active) plm__entropy_span(x, w, window, &col_first, &cols);
+    if (active && !drain) hist.clear();
     const int k0 = (int)(col_first - x0 + left), k1 = k0 + (int)cols - 1; /* in a staged row */
 
     /* The first window. */
     int64_t row_first, rows, s = 0;
     plm__entropy_span(y0, h, window, &row_first, &rows);
     for (int64_t r = row_first; r < row_first + rows; r++) {
-      uint16_t *dst = ring_mode ? slot(r) : ring;
+      BinPair *dst = ring_mode ? slot(r) : ring;
       /* The previous task's readers are done with the ring; without one, with the row. */
       if (!ring_mode || r == row_first) block.sync();
-      stage_row(block, source, f, r, x0, left, p.span, dst);
+      stage_row(block, source, f, r, x0, left, p.row_words, dst);
       if (!ring_mode) {
         block.sync();
         if (active) s = add_row(hist, delta, dst, k0, k1, s);
@@ -516,11 +561,12 @@ PLM_HD void run_block(const Block &block, const plan &p, Source source, const Si
     for (int64_t y = y0; y < y1; y++) {
       if (y > y0) { /* slide down a row: the top row leaves, the one below enters */
         const int64_t enters = y + right, leaves = y - left - 1;
-        uint16_t *entering = ring_mode ? slot(enters) : ring;
-        uint16_t *leaving = ring_mode ? slot(leaves) : ring + p.span;
+        BinPair *entering = ring_mode ? slot(enters) : ring;
+        BinPair *leaving = ring_mode ? slot(leaves) : ring + p.row_words;
         block.sync();
-        if (enters < h) stage_row(block, source, f, enters, x0, left, p.span, entering);
-        if (!ring_mode && leaves >= 0) stage_row(block, source, f, leaves, x0, left, p.span, leaving);
+        if (enters < h) stage_row(block, source, f, enters, x0, left, p.row_words, entering);
+        if (!ring_mode && leaves >= 0)
+          stage_row(block, source, f, leaves, x0, left, p.row_words, leaving);
         block.sync();
         if (active && leaves >= 0) s = remove_row(hist, delta, leaving, k0, k1, s);
         if (active && enters < h) s = add_row(hist, delta, entering, k0, k1, s);
@@ -535,17 +581,14 @@ PLM_HD void run_block(const Block &block, const plan &p, Source source, const Si
         sink.write((f * h + y) * w + x, norm, s);
       }
     }
-    /* Clear the histogram for the next task. */
-    if (!drain) {
-      if (active) hist.clear();
-      continue;
-    }
+    /* Take the last window out of a global histogram for the next task. */
+    if (!drain) continue;
     plm__entropy_span(y1 - 1, h, window, &row_first, &rows);
     for (int64_t r = row_first; r < row_first + rows; r++) {
-      uint16_t *src = ring_mode ? slot(r) : ring;
+      BinPair *src = ring_mode ? slot(r) : ring;
       if (!ring_mode) {
         block.sync();
-        stage_row(block, source, f, r, x0, left, p.span, src);
+        stage_row(block, source, f, r, x0, left, p.row_words, src);
         block.sync();
       }
       if (active) s = remove_row(hist, delta, src, k0, k1, s);
@@ -771,7 +814,7 @@ __global__ void warp_kernel(plm__entropy_args a, warp_plan p, const float *__res
  * "Registers"). */
 template <class Hist, class Source, class Sink>
 __global__ void __launch_bounds__(kMaxThreads, 5)
-    window_kernel(plan p, Source source, Sink sink, int bins, uint16_t *__restrict__ global_hists) {
+    window_kernel(plan p, Source source, Sink sink, int bins, uint32_t *__restrict__ global_hists) {
   extern __shared__ __align__(16) unsigned char smem[];
   run_block<Hist>(DeviceBlock{}, p, source, sink, bins, smem, global_hists, device_delta);
 }
@@ -793,7 +836,7 @@ plm_status launch_kind(cudaStream_t s, const plan &p, const Source &source, cons
     cudaError_t err = cudaMemsetAsync(scratch, 0, p.scratch, s);
     if (err != cudaSuccess) return plm__cuda_call_failed(err, name);
   }
-  kernel<<<p.blocks, (unsigned)p.threads, p.smem, s>>>(p, source, sink, bins, (uint16_t *)scratch);
+  kernel<<<p.blocks, (unsigned)p.threads, p.smem, s>>>(p, source, sink, bins, (uint32_t *)scratch);
   return plm__cuda_check_launch(name);
 }
 
