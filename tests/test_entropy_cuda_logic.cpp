@@ -198,7 +198,7 @@ std::vector<plan> plans_for(int64_t frames, int64_t height, int64_t width, int w
         (size_t)32 * sparse_slots_for(window, bins) * 4 > kSparseBudget)
       continue;
     plans.push_back(
-        lay_out(frames, height, width, window, bins, plan_choice{kind, 32, window + 1, 5}));
+        lay_out(frames, height, width, window, bins, plan_choice{kind, 32, window + 2, 5}));
     plans.push_back(lay_out(frames, height, width, window, bins, plan_choice{kind, 32, 2, height}));
   }
   return plans;
@@ -494,7 +494,7 @@ plan todays_plan(int64_t frames, int64_t height, int64_t width, int window, int 
   else if (sparse)
     choice = {HIST_SPARSE_SHARED, sparse, 0, 0};
   const size_t row_bytes = (size_t)ring_row_words(choice.threads + window - 1) * 4;
-  choice.ring_rows = (size_t)(window + 1) * row_bytes <= 32 * 1024 ? window + 1 : 2;
+  choice.ring_rows = (size_t)(window + 2) * row_bytes <= 32 * 1024 ? window + 2 : 2;
   const int64_t strips = (width + choice.threads - 1) / choice.threads;
   int64_t rows = max64(2 * (int64_t)window, 32);
   while (rows > 8 && frames * strips * ((height + rows - 1) / rows) < 512)
@@ -579,7 +579,7 @@ std::string plan_problem(const plan &p, const plan &d, const plm__entropy_cuda_s
   if (p.smem > kRingBudget + kSparseBudget + kDeltaBudget || p.smem > 163 * 1024)
     return "shared memory past the budgets";
   if (p.ring_bytes > kRingBudget) return "the ring past its budget";
-  if (p.ring_rows != window + 1 && p.ring_rows != 2) return "a ring of neither w + 1 nor 2 rows";
+  if (p.ring_rows != window + 2 && p.ring_rows != 2) return "a ring of neither w + 2 nor 2 rows";
   /* From segment_windows x max(w, 16) rows, halved (down to 8) while too few tasks. */
   auto tasks = [&](int64_t rows) { return frames * p.strips * ((height + rows - 1) / rows); };
   int64_t rows = (int64_t)shape.segment_windows * max64(window, kSegmentUnit);

@@ -157,7 +157,7 @@ struct plan {
   int threads;          /* per block: the columns of a strip */
   int window, span;     /* span: staged bins per row, threads + window - 1 */
   int row_words;        /* a staged row's 32-bit words, two bins each: ring_row_words */
-  int ring_rows;        /* window + 1 (each row binned once per task) or 2 */
+  int ring_rows;        /* window + 2 (each row binned once per task) or 2 */
   int sparse_slots;     /* P, a power of two (sparse shared) */
   int delta_entries;    /* differences in shared memory; 0: read from the global table */
   int64_t segment_rows; /* output rows per task */
@@ -210,7 +210,7 @@ int ring_row_words(int span) {
 struct plan_choice {
   hist_kind hist;
   int threads;          /* kMinThreads..kMaxThreads, a power of two */
-  int ring_rows;        /* window + 1 or 2 */
+  int ring_rows;        /* window + 2 or 2 */
   int64_t segment_rows; /* >= 1 */
 };
 
@@ -270,7 +270,7 @@ plan make_plan(int64_t frames, int64_t height, int64_t width, int window, int bi
     choice.threads = threads_at_most(most);
   }
   const size_t row_bytes = (size_t)ring_row_words(choice.threads + window - 1) * sizeof(uint32_t);
-  choice.ring_rows = (size_t)(window + 1) * row_bytes <= kRingBudget ? window + 1 : 2;
+  choice.ring_rows = (size_t)(window + 2) * row_bytes <= kRingBudget ? window + 2 : 2;
   const int64_t strips = (width + choice.threads - 1) / choice.threads;
   const int64_t windows = max64(shape.segment_windows, 1), least_tasks = shape.min_tasks;
   int64_t rows = windows * max64(window, kSegmentUnit);
@@ -563,7 +563,9 @@ PLM_HD void run_block(const Block &block, const plan &p, Source source, const Si
         const int64_t enters = y + right, leaves = y - left - 1;
         BinPair *entering = ring_mode ? slot(enters) : ring;
         BinPair *leaving = ring_mode ? slot(leaves) : ring + p.row_words;
-        block.sync();
+        /* The ring's slot of the entering row was last read two steps ago, before the
+         * last step's barrier; the two-row ring's rows, this step. */
+        if (!ring_mode) block.sync();
         if (enters < h) stage_row(block, source, f, enters, x0, left, p.row_words, entering);
         if (!ring_mode && leaves >= 0)
           stage_row(block, source, f, leaves, x0, left, p.row_words, leaving);
