@@ -14,15 +14,19 @@
  * integer, and every output the CPU's bits.
  *
  * Bins once per pixel. The block bins each input row a task needs once, into a ring
- * of w + 1 rows of T + w - 1 bins (u16) in shared memory: one thread computes a bin
- * (entropy: a u8/u16 value scaled by a multiply and a shift, an f32 through the
- * frame's range; fused: the Sobel magnitude of nine pixels read through the border
- * rule, binned with the fixed range) and the w threads whose windows cover it read it.
- * A task bins its first window's rows and one row per output row after: each input
- * pixel is binned (R + w - 1) / R x (T + w - 1) / T times in all (1.8 for R = 32,
- * T = 64, w = 16; the halo). When w + 1 rows do not fit the ring's budget (32 KiB: w
- * past about 80 at T = 64) the ring is two rows, entering and leaving, and every row
- * is binned twice as often.
+ * of w + 2 rows of T + w - 1 bins in shared memory (u16, two to a 32-bit word, and a
+ * spare word: BinPair, ring_row_words): one thread computes a bin (entropy: a u8/u16
+ * value scaled by a multiply and a shift, an f32 through the frame's range; fused: the
+ * Sobel magnitude of nine pixels read through the border rule, binned with the fixed
+ * range) and the w threads whose windows cover it read it, two bins to a 32-bit load
+ * (each_bin). A task bins its first window's rows and one row per output row after:
+ * each input pixel is binned (R + w - 1) / R x (T + w - 1) / T times in all (1.8 for
+ * R = 32, T = 64, w = 16; the halo). A step reads w + 1 rows; the ring's one more
+ * makes the slot a step writes one last read two steps before, so one barrier a step,
+ * after its staging, orders its readers after its writers and its writers after those
+ * readers. When w + 2 rows do not fit the ring's budget (32 KiB: w past about 80 at
+ * T = 64) the ring is two rows, entering and leaving, every row is binned twice as
+ * often, and a step takes two barriers.
  *
  * The launch shape is tunable per device (plm__entropy_cuda_shape, kernels/common/
  * entropy.h: both ops' cuda tunables max_block_threads, segment_windows and min_tasks,
@@ -57,10 +61,11 @@
  *                  so that they take at most 64 MiB. Either is zeroed by one memset per
  *                  launch. Slow; correct.
  * Taking out the leaving row before adding the entering one bounds the counts by w^2
- * and the distinct bins by min(bins, w^2). A task ends by clearing its histogram:
- * shared ones are zeroed (cheaper than w^2 take-outs), the global one has its last
- * window taken out (cheaper than zeroing 2 bins bytes), so the next task starts from
- * zero. The table of differences is the host's (plm__entropy_delta_table), copied to
+ * and the distinct bins by min(bins, w^2). Each task starts from a zeroed histogram:
+ * a shared one is zeroed at the task's start, a store per word of two bins (cheaper
+ * than w^2 take-outs; at the start, so that no block zeroes after its last task), a
+ * global one has the task's last window taken out at its end (cheaper than zeroing 2
+ * bins bytes; the launch's memset zeroes it for the first). The table of differences is the host's (plm__entropy_delta_table), copied to
  * each device once, on the first call there (522 KiB, the host waiting until it has
  * landed: upload_table; so that first call must not be inside a graph capture of its own
  * stream; plume's executor captures after a warm-up frame). The differences a window
@@ -78,26 +83,56 @@
  *   DRAM: 1 byte read (halo rereads hit L2) and 4 written: 5 B. The memory floor is
  *   84 MB / 3.35 TB/s = 25 us at 4096^2 (H100 SXM), 0.4 us at 512^2, where a launch
  *   (a few us) dominates.
- *   On chip: 40 count changes, each a shared load of a bin (the lanes read neighbouring
- *   bins: no conflict), a shared load and store of its count (each lane in its own bank:
- *   none) and a shared load of a difference (random: conflicts), about 10 cycles of the
- *   SM's shared-memory pipe per warp and change with the differences' conflicts,
- *   16.7 M x 40 / 32 x 10 / 132 SMs / 1.75 GHz = 0.9 ms at 4096^2, 14 us at 512^2.
- *   The kernel is bound by its count changes, not by memory: 2w changes per pixel is
- *   the least any exact sliding histogram does; only fewer cycles per change (u8
- *   counts for w <= 15, the differences in registers for small windows) would bring
- *   it closer to the floor. Fused adds the Sobel magnitude (9 loads, ~20 flops) per
- *   binned pixel and writes 1 byte instead of 4.
+ *   On chip, the shared-memory pipe (one wavefront a clock per SM; the CUDA emulator
+ *   counts them, emu/README.md): a count change is a load and a store of the count's
+ *   word (each lane in its own bank: one wavefront each) and a load of a difference
+ *   (8 bytes, random, but a warp's counts are few and small: 1.0 to 1.15 wavefronts
+ *   counted), and its bin comes two to a load (floor(w/2) + 1 loads for w bins: 0.56 a
+ *   change at w = 16): 3.56 wavefronts a change. A task adds bins / 2 stores to zero
+ *   its histogram and about 1.6 stores a staged row per warp. At R = 32: 40 changes,
+ *   (40 x 3.56 + 128 / 32 + 1.6 x 47 / 32) / 32 = 4.6 wavefronts a pixel, 16.7 M x 4.6 / 132 SMs /
+ *   1.98 GHz = 0.29 ms at 4096^2, 12x the floor. At 512^2 one frame's 512 tasks cut R
+ *   to 8 (min_tasks), so the fill is more than half the changes (w^2 / R = 32 of 60 a
+ *   pixel): the emulated estimate there is 7.4 us for the shared pipe, 19x the floor
+ *   (docs/benchmarks.md; it was 9.7 us, 4 wavefronts a change and two clears of a u16
+ *   store per bin, before the pair loads, word clears and the clear at the start).
+ *   What bounds this design: 2w + w^2 / R changes a pixel is the least an exact
+ *   sliding histogram does, and each must read and write its count and read a
+ *   difference; no redesign of the layout takes a change below 3 wavefronts. Levers
+ *   weighed and left, and why:
+ *   - equal leaving and entering bins of a column cancel without touching the
+ *     histogram, but a warp issues the change whenever one lane's pair differs (all 32
+ *     equal is rare on imagery, never on the benchmark's random input); a skip per lane
+ *     would only look cheaper to the emulator, which groups a site's k-th executions per
+ *     lane, not per iteration, and so undercounts divergent code;
+ *   - the differences of small counts in registers: the same divergence, per datum;
+ *   - the bins through warp shuffles instead of loads: a shuffle takes the same pipe
+ *     and issue slot a shared load does (the emulator does not count shuffles as
+ *     wavefronts, so it would look free);
+ *   - the differences as 32-bit halves: two requests where one 8-byte load (a warp's
+ *     16 or fewer distinct counts: one wavefront) serves;
+ *   - longer segments at 512^2 with half the threads (T = 32, R = 16, the same 512
+ *     tasks: 46 changes a pixel, not 60) would lower the estimate but halve the warps
+ *     and lengthen each thread's chain of dependent changes (736, not 480), which is
+ *     what a single 512^2 frame waits on on a GPU (latency: not in the estimate);
+ *   - u8 counts (w <= 15) halve the clear and the histograms' memory, not the
+ *     wavefronts a change.
+ *   The next one: a fill without differences (counts only, then S as the sum of
+ *   c log2 c over the bins from a table of them) reads bins / 2 + bins words instead
+ *   of w^2 differences, a gain for bins <= 128 (the fused op's 64: about 8% at 512^2).
+ *   Fused adds the Sobel magnitude (9 loads, ~20 flops) per binned pixel and writes 1
+ *   byte instead of 4.
  *   Launches per frame: 1, plus frame_range's 1 or 2 for f32 with auto range
  *   (kernels/common/frame_range.h), plus a memset with global histograms.
  *   Occupancy is bounded by shared memory: dense u8 at T = 64 takes 32 KiB of
  *   histograms, 3 KiB of ring and 2 KiB of differences: 6 blocks (384 threads) per SM.
  *   Registers: __launch_bounds__(128, 5), at most 96 a thread (65,536 / (5 x 128),
  *   rounded down to the allocation's multiple of 8: 5 blocks of 128 threads, 10 of 64,
- *   per SM by the register file), at which no kind or source spills: ptxas for sm_90
- *   gives the fused dense variant 96 registers, fused sparse 95, entropy dense 86,
- *   sparse 82 (sm_80: 94, 90, 80, 78; unbounded they would take 114, 108, 86, 82 for
- *   sm_90, 102, 96, 79, 78 for sm_80). It was (128, 8), a 64-register cap at which three
+ *   per SM by the register file), at which no kind or source spills: ptxas 13.0 for sm_90
+ *   gives the fused dense variant 96 registers, fused sparse 96, entropy dense 88,
+ *   sparse 86 (sm_80: 88, 88, 86, 82; unbounded they would take 88, 90, 62, 62 for
+ *   sm_90, 96, 100, 74, 74 for sm_80: under the bound ptxas spends registers it may
+ *   have; the zeroing loop is kept rolled, unrolled it takes entropy dense to 90). It was (128, 8), a 64-register cap at which three
  *   of the four spilled for sm_90 (fused dense 52 bytes stored and 28 loaded, fused
  *   sparse 48 and 56, entropy dense 20 and 28; sm_80: 40 and 20, 40 and 72, 12 and 16):
  *   room by registers for 8 blocks of 128 where shared memory lets in 6 of 64 for u8
