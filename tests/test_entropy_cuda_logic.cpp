@@ -10,7 +10,9 @@
  * memory scribbled over between them. Every case runs with the plan the launcher makes and with plans
  * chosen otherwise on the same input: each kind of histogram (dense shared, sparse
  * shared, dense global) where it applies, the two-row ring, short and long segments,
- * 32 and 128 threads, and the plan of the smallest launch shape (the cuda tunables).
+ * 32 and 128 threads, and the plan of the smallest launch shape (the cuda tunables);
+ * first windows filled by differences, and summed from their counts where the bins are
+ * few (fill_summed: bench_ops' fused case and others).
  *
  * The launch shapes themselves (plm__entropy_cuda_shape, the tunables entropy and the
  * fused op list through plume/tuning.h): every candidate, one at a time as `plume tune`
@@ -108,7 +110,7 @@ bool run_grid(const plan &p, const Source &source, const Sink &sink, int bins) {
     threads.run([&](int t) {
       const GridBlock block = {&threads, t, b, blocks};
       run_block<Hist>(block, p, source, sink, bins, smem.data(), hists.data(),
-                      plm__entropy_delta_table());
+                      plm__entropy_delta_table(), clogc_table());
     });
   }
   return hists.still_zero();
@@ -174,10 +176,12 @@ bool same_plan(const plan &a, const plan &b) {
   return a.hist == b.hist && a.threads == b.threads && a.window == b.window && a.span == b.span &&
          a.row_words == b.row_words &&
          a.ring_rows == b.ring_rows && a.sparse_slots == b.sparse_slots &&
-         a.delta_entries == b.delta_entries && a.segment_rows == b.segment_rows &&
+         a.delta_entries == b.delta_entries && a.clogc_entries == b.clogc_entries &&
+         a.segment_rows == b.segment_rows &&
          a.strips == b.strips && a.segments == b.segments && a.tasks == b.tasks &&
          a.blocks == b.blocks && a.ring_bytes == b.ring_bytes && a.hist_bytes == b.hist_bytes &&
-         a.delta_bytes == b.delta_bytes && a.smem == b.smem && a.scratch == b.scratch;
+         a.delta_bytes == b.delta_bytes && a.clogc_bytes == b.clogc_bytes && a.smem == b.smem &&
+         a.scratch == b.scratch;
 }
 
 /* The plan the launcher makes, then the smallest launch shape's where it differs (32
@@ -205,10 +209,10 @@ std::vector<plan> plans_for(int64_t frames, int64_t height, int64_t width, int w
 }
 
 std::string describe(const plan &p) {
-  char text[160];
-  std::snprintf(text, sizeof text, "%s, %d threads, %s ring, %lld-row segments, %u blocks",
-                kind_name(p.hist), p.threads, p.ring_rows > 2 ? "full" : "two-row",
-                (long long)p.segment_rows, p.blocks);
+  char text[192];
+  std::snprintf(text, sizeof text, "%s%s, %d threads, %s ring, %lld-row segments, %u blocks",
+                kind_name(p.hist), p.clogc_entries > 0 ? " (fills summed)" : "", p.threads,
+                p.ring_rows > 2 ? "full" : "two-row", (long long)p.segment_rows, p.blocks);
   return text;
 }
 
@@ -696,6 +700,7 @@ int main() {
       {PLM_DTYPE_U16, 2, 37, 29, 33, 400, 0, false}, {PLM_DTYPE_F32, 1, 30, 150, 2, 64, 0, false},
       {PLM_DTYPE_U8, 1, 30, 70, 16, 65536, 0, false}, {PLM_DTYPE_U16, 3, 20, 33, 8, 7, 0, false},
       {PLM_DTYPE_F32, 1, 20, 33, 255, 64, 0, false},
+      {PLM_DTYPE_F32, 1, 40, 70, 16, 64, 0, false}, /* bench_ops' fused: fills summed */
   };
   int index = 0;
   for (const Case &c : fused_cases) failures += check_fused(host, c, index++);

@@ -65,13 +65,19 @@
  * a shared one is zeroed at the task's start, a store per word of two bins (cheaper
  * than w^2 take-outs; at the start, so that no block zeroes after its last task), a
  * global one has the task's last window taken out at its end (cheaper than zeroing 2
- * bins bytes; the launch's memset zeroes it for the first). The table of differences is the host's (plm__entropy_delta_table), copied to
- * each device once, on the first call there (522 KiB, the host waiting until it has
- * landed: upload_table; so that first call must not be inside a graph capture of its own
- * stream; plume's executor captures after a warm-up frame). The differences a window
- * reaches (counts up to w^2) are copied into shared memory at the start of each block
- * when they take at most 8 KiB (w <= 31); beyond, the lookups go to the device's table
- * (L1, L2).
+ * bins bytes; the launch's memset zeroes it for the first). The table of differences
+ * is the host's (plm__entropy_delta_table), copied to each device once, on the first
+ * call there (522 KiB, the host waiting until it has landed: upload_table; so that
+ * first call must not be inside a graph capture of its own stream; plume's executor
+ * captures after a warm-up frame). The differences a window reaches (counts up to w^2)
+ * are copied into shared memory at the start of each block when they take at most
+ * 8 KiB (w <= 31); beyond, the lookups go to the device's table (L1, L2).
+ * A summed fill (fill_summed: a dense shared histogram, the differences in shared
+ * memory, and 3 bins < 2 w^2, as the fused op's 64 bins at w = 16): a task fills its
+ * first window with counts alone and then sums S = sum clogc(count) over its bins from
+ * a table of c log2 c (clogc_table: the sums of the differences, so the CPU's integers;
+ * uploaded beside them and copied into shared memory beside them), bins / 2 word loads
+ * and bins lookups instead of a difference per pixel of the window (w^2).
  *
  * Segments: R = segment_windows x max(w, 16) rows (by default max(2w, 32)), halved
  * (down to 8) while the launch has fewer than min_tasks tasks (by default 512), so that
@@ -117,9 +123,9 @@
  *     what a single 512^2 frame waits on on a GPU (latency: not in the estimate);
  *   - u8 counts (w <= 15) halve the clear and the histograms' memory, not the
  *     wavefronts a change.
- *   The next one: a fill without differences (counts only, then S as the sum of
- *   c log2 c over the bins from a table of them) reads bins / 2 + bins words instead
- *   of w^2 differences, a gain for bins <= 128 (the fused op's 64: about 8% at 512^2).
+ *   Taken: the summed fill (above), for few bins: the fused op's shared pipe at 512^2
+ *   6.5 us instead of 7.1 (it is then bound by the L2 at 6.7 us: the Sobel taps' reads
+ *   of the input, 9 a binned pixel).
  *   Fused adds the Sobel magnitude (9 loads, ~20 flops) per binned pixel and writes 1
  *   byte instead of 4.
  *   Launches per frame: 1, plus frame_range's 1 or 2 for f32 with auto range
@@ -130,9 +136,11 @@
  *   rounded down to the allocation's multiple of 8: 5 blocks of 128 threads, 10 of 64,
  *   per SM by the register file), at which no kind or source spills: ptxas 13.0 for sm_90
  *   gives the fused dense variant 96 registers, fused sparse 96, entropy dense 88,
- *   sparse 86 (sm_80: 88, 88, 86, 82; unbounded they would take 88, 90, 62, 62 for
- *   sm_90, 96, 100, 74, 74 for sm_80: under the bound ptxas spends registers it may
- *   have; the zeroing loop is kept rolled, unrolled it takes entropy dense to 90). It was (128, 8), a 64-register cap at which three
+ *   sparse 86 (sm_80: 88, 88, 86, 82; unbounded they would take 88, 96, 58, 62 for
+ *   sm_90, 96, 100, 72, 74 for sm_80: under the bound ptxas spends registers it may
+ *   have; the loops over a histogram's words are kept rolled, PLM_ROLLED, and the
+ *   summed fill shares add_row's loop, fill_row: otherwise entropy dense takes 90 to 92).
+ *   It was (128, 8), a 64-register cap at which three
  *   of the four spilled for sm_90 (fused dense 52 bytes stored and 28 loaded, fused
  *   sparse 48 and 56, entropy dense 20 and 28; sm_80: 40 and 20, 40 and 72, 12 and 16):
  *   room by registers for 8 blocks of 128 where shared memory lets in 6 of 64 for u8
@@ -195,10 +203,11 @@ struct plan {
   int ring_rows;        /* window + 2 (each row binned once per task) or 2 */
   int sparse_slots;     /* P, a power of two (sparse shared) */
   int delta_entries;    /* differences in shared memory; 0: read from the global table */
+  int clogc_entries;    /* c log2 c in shared memory, for fills summed from their counts */
   int64_t segment_rows; /* output rows per task */
   int64_t strips, segments, tasks;
   unsigned blocks;
-  size_t ring_bytes, hist_bytes, delta_bytes; /* the shared memory, in this order */
+  size_t ring_bytes, hist_bytes, delta_bytes, clogc_bytes; /* the shared memory, in order */
   size_t smem;                                /* in all */
   size_t scratch;                             /* global histograms, bytes */
 };
@@ -240,6 +249,15 @@ int ring_row_words(int span) {
   return (span + 3) / 2;
 }
 
+/* Whether a task fills its first window with counts alone and then sums S from them,
+ * S = sum over the bins of clogc(count) (a table of c log2 c beside the differences),
+ * rather than a difference per pixel: a dense shared histogram's bins / 2 words and
+ * bins lookups against w^2 lookups, fewer when 3 bins < 2 w^2 (the fused op's 64 bins
+ * at w = 16: 96 against 256; u8's 256 at w = 16: more). */
+bool fill_summed(hist_kind hist, int window, int bins) {
+  return hist == HIST_DENSE_SHARED && 3 * (int64_t)bins < 2 * (int64_t)window * window;
+}
+
 /* What a plan is made of: the shape, and the choices make_plan makes (which the host
  * check also makes otherwise, to run every kind of histogram and ring on one input). */
 struct plan_choice {
@@ -270,6 +288,10 @@ plan lay_out(int64_t frames, int64_t height, int64_t width, int window, int bins
     p.delta_entries = (int)entries;
     p.delta_bytes = entries * sizeof(int64_t);
   }
+  if (fill_summed(p.hist, window, bins) && p.delta_entries > 0) {
+    p.clogc_entries = p.delta_entries;
+    p.clogc_bytes = p.delta_bytes;
+  }
   p.segment_rows = choice.segment_rows;
   p.strips = (width + p.threads - 1) / p.threads;
   p.segments = (height + p.segment_rows - 1) / p.segment_rows;
@@ -281,7 +303,7 @@ plan lay_out(int64_t frames, int64_t height, int64_t width, int window, int bins
     p.scratch = (size_t)blocks * each;
   }
   p.blocks = (unsigned)blocks;
-  p.smem = p.ring_bytes + p.hist_bytes + p.delta_bytes;
+  p.smem = p.ring_bytes + p.hist_bytes + p.delta_bytes + p.clogc_bytes;
   return p;
 }
 
@@ -317,6 +339,14 @@ plan make_plan(int64_t frames, int64_t height, int64_t width, int window, int bi
 
 /* ---- histograms (one per thread; __host__ __device__ for the host check) -------------- */
 
+/* Before a loop over a histogram's words (zeroing, summing) that nvcc is to keep rolled:
+ * unrolled, they take the entropy variants past their register budget for sm_90. */
+#ifdef __CUDA_ARCH__
+#define PLM_ROLLED _Pragma("unroll 1")
+#else
+#define PLM_ROLLED
+#endif
+
 /* A u16 count per bin, a thread's bins 2j and 2j + 1 side by side in one 32-bit word
  * (the even bin in the low half), its words `owners` apart (the block's threads in
  * shared memory, the grid's in global memory): thread t's word j is word j * owners + t,
@@ -339,11 +369,18 @@ struct DenseHist {
   }
   PLM_HD uint32_t add(int b) const { return change(b, 1u); }
   PLM_HD uint32_t remove(int b) const { return change(b, 0xffffffffu); }
+  /* S of the counts: the sum of clogc[count] over the bins (an odd count's spare half
+   * holds 0, whose clogc is 0). */
+  PLM_HD int64_t sum(const int64_t *clogc) const {
+    int64_t s = 0;
+    const uint32_t *w = base;
+    PLM_ROLLED
+    for (int j = 0; j < (bins + 1) / 2; j++, w += owners) s += clogc[*w & 0xffffu] + clogc[*w >> 16];
+    return s;
+  }
   PLM_HD void clear() const {
     uint32_t *w = base;
-#ifdef __CUDA_ARCH__ /* unrolled, the entropy variant passes its register budget (sm_90) */
-#pragma unroll 1
-#endif
+    PLM_ROLLED
     for (int j = 0; j < (bins + 1) / 2; j++, w += owners) *w = 0;
   }
 };
@@ -395,10 +432,32 @@ struct SparseHist {
     at(gap) = 0;
     return 1;
   }
+  PLM_HD int64_t sum(const int64_t *clogc) const {
+    int64_t s = 0;
+    PLM_ROLLED
+    for (uint32_t i = 0; i <= mask; i++) s += clogc[at(i) & 0xffffu];
+    return s;
+  }
   PLM_HD void clear() const {
     for (uint32_t i = 0; i <= mask; i++) at(i) = 0;
   }
 };
+
+/* c log2 c in 32.32 fixed point for c < PLM__ENTROPY_DELTA_COUNT, for fills summed
+ * from their counts (fill_summed): the sums of the differences below c, so the very
+ * integers plm__entropy_clogc gives (each difference is the step between two of them)
+ * and S the CPU's. Filled on the first call (thread-safe); the CUDA kernels upload it
+ * beside the differences (upload_table). */
+const int64_t *clogc_table() {
+  static int64_t table[PLM__ENTROPY_DELTA_COUNT];
+  static const bool filled = [] {
+    const int64_t *delta = plm__entropy_delta_table();
+    for (int c = 1; c < PLM__ENTROPY_DELTA_COUNT; c++) table[c] = table[c - 1] + delta[c - 1];
+    return true;
+  }();
+  (void)filled;
+  return table;
+}
 
 /* ---- sources of bins and sinks of results --------------------------------------------- */
 
@@ -502,6 +561,18 @@ PLM_HD int64_t add_row(const Hist &hist, const int64_t *delta, const BinPair *ro
   return s;
 }
 
+/* add_row for a row of a task's first window; with `summed`, to the counts alone (S
+ * unchanged: the fill sums it from the counts, fill_summed). */
+template <class Hist>
+PLM_HD int64_t fill_row(const Hist &hist, const int64_t *delta, bool summed, const BinPair *row,
+                        int k0, int k1, int64_t s) {
+  each_bin(row, k0, k1, [&](int b) {
+    const uint32_t old = hist.add(b);
+    if (!summed) s += delta[old];
+  });
+  return s;
+}
+
 /* Take the bins of a staged row's k0..k1 out of the histogram; returns the new S. */
 template <class Hist>
 PLM_HD int64_t remove_row(const Hist &hist, const int64_t *delta, const BinPair *row, int k0,
@@ -539,12 +610,13 @@ struct HistOf<SparseHist> {
 
 /* One block's work: its tasks, in a grid-stride loop. smem is the block's dynamic
  * shared memory (p.smem bytes), global_hists the scratch (p.scratch bytes, zeroed; used
- * with HIST_DENSE_GLOBAL only), global_delta the table of differences. Every loop that
+ * with HIST_DENSE_GLOBAL only), global_delta the table of differences, global_clogc
+ * that of c log2 c (plan.clogc_entries > 0 only: clogc_table). Every loop that
  * synchronises runs the same trips in every thread: its bounds depend on the task. */
 template <class Hist, class Block, class Source, class Sink>
 PLM_HD void run_block(const Block &block, const plan &p, Source source, const Sink &sink,
                       int bins, unsigned char *smem, uint32_t *global_hists,
-                      const int64_t *global_delta) {
+                      const int64_t *global_delta, const int64_t *global_clogc) {
   const int t = block.thread(), T = block.threads();
   BinPair *ring = (BinPair *)smem;
   unsigned char *hist_area = smem + p.ring_bytes;
@@ -554,6 +626,9 @@ PLM_HD void run_block(const Block &block, const plan &p, Source source, const Si
     for (int c = t; c < p.delta_entries; c += T) shared_delta[c] = global_delta[c];
     delta = shared_delta;
   }
+  const bool summed = p.clogc_entries > 0; /* the fill: counts, then S from them */
+  int64_t *clogc = (int64_t *)(smem + p.ring_bytes + p.hist_bytes + p.delta_bytes);
+  for (int c = t; c < p.clogc_entries; c += T) clogc[c] = global_clogc[c];
   const Hist hist = HistOf<Hist>::make(block, p, bins, hist_area, global_hists);
   const bool drain = p.hist == HIST_DENSE_GLOBAL; /* else zeroed at each task's start */
 
@@ -583,14 +658,15 @@ PLM_HD void run_block(const Block &block, const plan &p, Source source, const Si
       stage_row(block, source, f, r, x0, left, p.row_words, dst);
       if (!ring_mode) {
         block.sync();
-        if (active) s = add_row(hist, delta, dst, k0, k1, s);
+        if (active) s = fill_row(hist, delta, summed, dst, k0, k1, s);
       }
     }
     if (ring_mode) {
       block.sync();
       for (int64_t r = row_first; active && r < row_first + rows; r++)
-        s = add_row(hist, delta, slot(r), k0, k1, s);
+        s = fill_row(hist, delta, summed, slot(r), k0, k1, s);
     }
+    if (active && summed) s = hist.sum(clogc);
     int64_t last_n = 0;
     plm__entropy_norm norm = {0.0, 0.0};
     for (int64_t y = y0; y < y1; y++) {
@@ -771,12 +847,13 @@ PLM_HD void warp_tasks(const Lane &lane, const plm__entropy_args &a, const warp_
 
 /* The table of differences on the device (a copy of the host's, see upload_table). */
 __device__ int64_t device_delta[PLM__ENTROPY_DELTA_COUNT];
+__device__ int64_t device_clogc[PLM__ENTROPY_DELTA_COUNT]; /* clogc_table's */
 
 constexpr int kMaxDevices = 64;
 pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 bool table_uploaded[kMaxDevices]; /* per device, under table_lock */
 
-/* Copy the host's table of differences to the current device, once per device (and
+/* Copy the host's table of differences (and clogc_table) to the current device, once per device (and
  * process), and wait until it has landed. Refused while `s` is being captured: the copy
  * and the wait are synchronous.
  *
@@ -809,9 +886,11 @@ plm_status upload_table(cudaStream_t s, const char *name) {
                              name);
     } else {
       err = cudaMemcpyToSymbol(device_delta, plm__entropy_delta_table(), sizeof device_delta);
+      if (err == cudaSuccess)
+        err = cudaMemcpyToSymbol(device_clogc, clogc_table(), sizeof device_clogc);
       if (err == cudaSuccess) err = cudaStreamSynchronize(cudaStreamLegacy);
       if (err != cudaSuccess)
-        status = plm__cuda_call_failed(err, "entropy: copying the table of differences");
+        status = plm__cuda_call_failed(err, "entropy: copying the tables of differences and of c log2 c");
       else
         table_uploaded[device] = true;
     }
@@ -853,7 +932,8 @@ template <class Hist, class Source, class Sink>
 __global__ void __launch_bounds__(kMaxThreads, 5)
     window_kernel(plan p, Source source, Sink sink, int bins, uint32_t *__restrict__ global_hists) {
   extern __shared__ __align__(16) unsigned char smem[];
-  run_block<Hist>(DeviceBlock{}, p, source, sink, bins, smem, global_hists, device_delta);
+  run_block<Hist>(DeviceBlock{}, p, source, sink, bins, smem, global_hists, device_delta,
+                  device_clogc);
 }
 
 /* Launch window_kernel for the plan's kind of histogram: the memset of global ones
