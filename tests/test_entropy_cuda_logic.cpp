@@ -7,12 +7,12 @@
  * emulated by a fibre (tests/emulated_lanes.h: warps that run ahead of each other, lanes
  * in a seeded random order between barriers) that meets the others where the GPU's
  * threads call __syncthreads, the blocks of the grid one after another, the shared
- * memory scribbled over between them. Every case runs with the plan the launcher makes and with plans
- * chosen otherwise on the same input: each kind of histogram (dense shared, sparse
- * shared, dense global) where it applies, the two-row ring, short and long segments,
- * 32 and 128 threads, and the plan of the smallest launch shape (the cuda tunables);
- * first windows filled by differences, and summed from their counts where the bins are
- * few (fill_summed: bench_ops' fused case and others).
+ * memory scribbled over between them. Every case runs with the plan the launcher makes and with
+ * plans chosen otherwise on the same input: each kind of histogram (dense shared, sparse shared,
+ * dense global) where it applies, the two-row ring, short and long segments, 32 and 128 threads,
+ * and the plan of the smallest launch shape (the cuda tunables); first windows filled by
+ * differences, and summed from their counts where the bins are few (fill_summed: bench_ops' fused
+ * case and others).
  *
  * The launch shapes themselves (plm__entropy_cuda_shape, the tunables entropy and the
  * fused op list through plume/tuning.h): every candidate, one at a time as `plume tune`
@@ -174,10 +174,9 @@ const plm__entropy_cuda_shape kSmallestShape = {32, 1, 128}, kLargestShape = {12
 
 bool same_plan(const plan &a, const plan &b) {
   return a.hist == b.hist && a.threads == b.threads && a.window == b.window && a.span == b.span &&
-         a.row_words == b.row_words &&
-         a.ring_rows == b.ring_rows && a.sparse_slots == b.sparse_slots &&
-         a.delta_entries == b.delta_entries && a.clogc_entries == b.clogc_entries &&
-         a.segment_rows == b.segment_rows &&
+         a.row_words == b.row_words && a.ring_rows == b.ring_rows &&
+         a.sparse_slots == b.sparse_slots && a.delta_entries == b.delta_entries &&
+         a.clogc_entries == b.clogc_entries && a.segment_rows == b.segment_rows &&
          a.strips == b.strips && a.segments == b.segments && a.tasks == b.tasks &&
          a.blocks == b.blocks && a.ring_bytes == b.ring_bytes && a.hist_bytes == b.hist_bytes &&
          a.delta_bytes == b.delta_bytes && a.clogc_bytes == b.clogc_bytes && a.smem == b.smem &&
@@ -694,11 +693,16 @@ int main() {
   for (const Case &c : entropy_cases) failures += check_entropy(host, c);
 
   const Case fused_cases[] = {
-      {PLM_DTYPE_U8, 1, 1, 1, 1, 64, 0, false},     {PLM_DTYPE_F32, 1, 1, 40, 3, 200, 0, false},
-      {PLM_DTYPE_U16, 1, 40, 1, 4, 400, 0, false},  {PLM_DTYPE_U8, 1, 7, 13, 2, 600, 0, false},
-      {PLM_DTYPE_F32, 2, 37, 29, 5, 64, 0, false},  {PLM_DTYPE_U8, 2, 37, 29, 16, 200, 0, false},
-      {PLM_DTYPE_U16, 2, 37, 29, 33, 400, 0, false}, {PLM_DTYPE_F32, 1, 30, 150, 2, 64, 0, false},
-      {PLM_DTYPE_U8, 1, 30, 70, 16, 65536, 0, false}, {PLM_DTYPE_U16, 3, 20, 33, 8, 7, 0, false},
+      {PLM_DTYPE_U8, 1, 1, 1, 1, 64, 0, false},
+      {PLM_DTYPE_F32, 1, 1, 40, 3, 200, 0, false},
+      {PLM_DTYPE_U16, 1, 40, 1, 4, 400, 0, false},
+      {PLM_DTYPE_U8, 1, 7, 13, 2, 600, 0, false},
+      {PLM_DTYPE_F32, 2, 37, 29, 5, 64, 0, false},
+      {PLM_DTYPE_U8, 2, 37, 29, 16, 200, 0, false},
+      {PLM_DTYPE_U16, 2, 37, 29, 33, 400, 0, false},
+      {PLM_DTYPE_F32, 1, 30, 150, 2, 64, 0, false},
+      {PLM_DTYPE_U8, 1, 30, 70, 16, 65536, 0, false},
+      {PLM_DTYPE_U16, 3, 20, 33, 8, 7, 0, false},
       {PLM_DTYPE_F32, 1, 20, 33, 255, 64, 0, false},
       {PLM_DTYPE_F32, 1, 40, 70, 16, 64, 0, false}, /* bench_ops' fused: fills summed */
   };

@@ -375,7 +375,8 @@ struct DenseHist {
     int64_t s = 0;
     const uint32_t *w = base;
     PLM_ROLLED
-    for (int j = 0; j < (bins + 1) / 2; j++, w += owners) s += clogc[*w & 0xffffu] + clogc[*w >> 16];
+    for (int j = 0; j < (bins + 1) / 2; j++, w += owners)
+      s += clogc[*w & 0xffffu] + clogc[*w >> 16];
     return s;
   }
   PLM_HD void clear() const {
@@ -614,9 +615,9 @@ struct HistOf<SparseHist> {
  * that of c log2 c (plan.clogc_entries > 0 only: clogc_table). Every loop that
  * synchronises runs the same trips in every thread: its bounds depend on the task. */
 template <class Hist, class Block, class Source, class Sink>
-PLM_HD void run_block(const Block &block, const plan &p, Source source, const Sink &sink,
-                      int bins, unsigned char *smem, uint32_t *global_hists,
-                      const int64_t *global_delta, const int64_t *global_clogc) {
+PLM_HD void run_block(const Block &block, const plan &p, Source source, const Sink &sink, int bins,
+                      unsigned char *smem, uint32_t *global_hists, const int64_t *global_delta,
+                      const int64_t *global_clogc) {
   const int t = block.thread(), T = block.threads();
   BinPair *ring = (BinPair *)smem;
   unsigned char *hist_area = smem + p.ring_bytes;
@@ -853,9 +854,9 @@ constexpr int kMaxDevices = 64;
 pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 bool table_uploaded[kMaxDevices]; /* per device, under table_lock */
 
-/* Copy the host's table of differences (and clogc_table) to the current device, once per device (and
- * process), and wait until it has landed. Refused while `s` is being captured: the copy
- * and the wait are synchronous.
+/* Copy the host's table of differences (and clogc_table) to the current device, once per device
+ * (and process), and wait until it has landed. Refused while `s` is being captured: the copy and
+ * the wait are synchronous.
  *
  * cudaMemcpyToSymbol from pageable memory (the host's table) runs on the legacy stream
  * and returns once the bytes are staged, before they reach the device (the runtime's
@@ -890,7 +891,8 @@ plm_status upload_table(cudaStream_t s, const char *name) {
         err = cudaMemcpyToSymbol(device_clogc, clogc_table(), sizeof device_clogc);
       if (err == cudaSuccess) err = cudaStreamSynchronize(cudaStreamLegacy);
       if (err != cudaSuccess)
-        status = plm__cuda_call_failed(err, "entropy: copying the tables of differences and of c log2 c");
+        status = plm__cuda_call_failed(
+            err, "entropy: copying the tables of differences and of c log2 c");
       else
         table_uploaded[device] = true;
     }
