@@ -7,10 +7,12 @@
  * emulated by a fibre (tests/emulated_lanes.h: warps that run ahead of each other, lanes
  * in a seeded random order between barriers) that meets the others where the GPU's
  * threads call __syncthreads, the blocks of the grid one after another, the shared
- * memory scribbled over between them. Every case runs with the plan the launcher makes and with plans
- * chosen otherwise on the same input: each kind of histogram (dense shared, sparse
- * shared, dense global) where it applies, the two-row ring, short and long segments,
- * 32 and 128 threads, and the plan of the smallest launch shape (the cuda tunables).
+ * memory scribbled over between them. Every case runs with the plan the launcher makes and with
+ * plans chosen otherwise on the same input: each kind of histogram (dense shared, sparse shared,
+ * dense global) where it applies, the two-row ring, short and long segments, 32 and 128 threads,
+ * and the plan of the smallest launch shape (the cuda tunables); first windows filled by
+ * differences, and summed from their counts where the bins are few (fill_summed: bench_ops' fused
+ * case and others).
  *
  * The launch shapes themselves (plm__entropy_cuda_shape, the tunables entropy and the
  * fused op list through plume/tuning.h): every candidate, one at a time as `plume tune`
@@ -100,7 +102,7 @@ struct GridBlock {
 template <class Hist, class Source, class Sink>
 bool run_grid(const plan &p, const Source &source, const Sink &sink, int bins) {
   std::vector<unsigned char> smem(p.smem + 16);
-  const ZeroedHists<uint16_t> hists(p.scratch / sizeof(uint16_t) + 1);
+  const ZeroedHists<uint32_t> hists(p.scratch / sizeof(uint32_t) + 1);
   LaneGroup threads(p.threads, lane_seed++);
   const int64_t blocks = (int64_t)p.blocks;
   for (int64_t b = 0; b < blocks; b++) {
@@ -108,7 +110,7 @@ bool run_grid(const plan &p, const Source &source, const Sink &sink, int bins) {
     threads.run([&](int t) {
       const GridBlock block = {&threads, t, b, blocks};
       run_block<Hist>(block, p, source, sink, bins, smem.data(), hists.data(),
-                      plm__entropy_delta_table());
+                      plm__entropy_delta_table(), clogc_table());
     });
   }
   return hists.still_zero();
@@ -172,11 +174,13 @@ const plm__entropy_cuda_shape kSmallestShape = {32, 1, 128}, kLargestShape = {12
 
 bool same_plan(const plan &a, const plan &b) {
   return a.hist == b.hist && a.threads == b.threads && a.window == b.window && a.span == b.span &&
-         a.ring_rows == b.ring_rows && a.sparse_slots == b.sparse_slots &&
-         a.delta_entries == b.delta_entries && a.segment_rows == b.segment_rows &&
+         a.row_words == b.row_words && a.ring_rows == b.ring_rows &&
+         a.sparse_slots == b.sparse_slots && a.delta_entries == b.delta_entries &&
+         a.clogc_entries == b.clogc_entries && a.segment_rows == b.segment_rows &&
          a.strips == b.strips && a.segments == b.segments && a.tasks == b.tasks &&
          a.blocks == b.blocks && a.ring_bytes == b.ring_bytes && a.hist_bytes == b.hist_bytes &&
-         a.delta_bytes == b.delta_bytes && a.smem == b.smem && a.scratch == b.scratch;
+         a.delta_bytes == b.delta_bytes && a.clogc_bytes == b.clogc_bytes && a.smem == b.smem &&
+         a.scratch == b.scratch;
 }
 
 /* The plan the launcher makes, then the smallest launch shape's where it differs (32
@@ -197,17 +201,17 @@ std::vector<plan> plans_for(int64_t frames, int64_t height, int64_t width, int w
         (size_t)32 * sparse_slots_for(window, bins) * 4 > kSparseBudget)
       continue;
     plans.push_back(
-        lay_out(frames, height, width, window, bins, plan_choice{kind, 32, window + 1, 5}));
+        lay_out(frames, height, width, window, bins, plan_choice{kind, 32, window + 2, 5}));
     plans.push_back(lay_out(frames, height, width, window, bins, plan_choice{kind, 32, 2, height}));
   }
   return plans;
 }
 
 std::string describe(const plan &p) {
-  char text[160];
-  std::snprintf(text, sizeof text, "%s, %d threads, %s ring, %lld-row segments, %u blocks",
-                kind_name(p.hist), p.threads, p.ring_rows > 2 ? "full" : "two-row",
-                (long long)p.segment_rows, p.blocks);
+  char text[192];
+  std::snprintf(text, sizeof text, "%s%s, %d threads, %s ring, %lld-row segments, %u blocks",
+                kind_name(p.hist), p.clogc_entries > 0 ? " (fills summed)" : "", p.threads,
+                p.ring_rows > 2 ? "full" : "two-row", (long long)p.segment_rows, p.blocks);
   return text;
 }
 
@@ -492,8 +496,8 @@ plan todays_plan(int64_t frames, int64_t height, int64_t width, int window, int 
     choice = {HIST_DENSE_SHARED, dense, 0, 0};
   else if (sparse)
     choice = {HIST_SPARSE_SHARED, sparse, 0, 0};
-  const size_t row_bytes = (size_t)(choice.threads + window - 1) * 2;
-  choice.ring_rows = (size_t)(window + 1) * row_bytes <= 32 * 1024 ? window + 1 : 2;
+  const size_t row_bytes = (size_t)ring_row_words(choice.threads + window - 1) * 4;
+  choice.ring_rows = (size_t)(window + 2) * row_bytes <= 32 * 1024 ? window + 2 : 2;
   const int64_t strips = (width + choice.threads - 1) / choice.threads;
   int64_t rows = max64(2 * (int64_t)window, 32);
   while (rows > 8 && frames * strips * ((height + rows - 1) / rows) < 512)
@@ -578,7 +582,7 @@ std::string plan_problem(const plan &p, const plan &d, const plm__entropy_cuda_s
   if (p.smem > kRingBudget + kSparseBudget + kDeltaBudget || p.smem > 163 * 1024)
     return "shared memory past the budgets";
   if (p.ring_bytes > kRingBudget) return "the ring past its budget";
-  if (p.ring_rows != window + 1 && p.ring_rows != 2) return "a ring of neither w + 1 nor 2 rows";
+  if (p.ring_rows != window + 2 && p.ring_rows != 2) return "a ring of neither w + 2 nor 2 rows";
   /* From segment_windows x max(w, 16) rows, halved (down to 8) while too few tasks. */
   auto tasks = [&](int64_t rows) { return frames * p.strips * ((height + rows - 1) / rows); };
   int64_t rows = (int64_t)shape.segment_windows * max64(window, kSegmentUnit);
@@ -689,12 +693,18 @@ int main() {
   for (const Case &c : entropy_cases) failures += check_entropy(host, c);
 
   const Case fused_cases[] = {
-      {PLM_DTYPE_U8, 1, 1, 1, 1, 64, 0, false},     {PLM_DTYPE_F32, 1, 1, 40, 3, 200, 0, false},
-      {PLM_DTYPE_U16, 1, 40, 1, 4, 400, 0, false},  {PLM_DTYPE_U8, 1, 7, 13, 2, 600, 0, false},
-      {PLM_DTYPE_F32, 2, 37, 29, 5, 64, 0, false},  {PLM_DTYPE_U8, 2, 37, 29, 16, 200, 0, false},
-      {PLM_DTYPE_U16, 2, 37, 29, 33, 400, 0, false}, {PLM_DTYPE_F32, 1, 30, 150, 2, 64, 0, false},
-      {PLM_DTYPE_U8, 1, 30, 70, 16, 65536, 0, false}, {PLM_DTYPE_U16, 3, 20, 33, 8, 7, 0, false},
+      {PLM_DTYPE_U8, 1, 1, 1, 1, 64, 0, false},
+      {PLM_DTYPE_F32, 1, 1, 40, 3, 200, 0, false},
+      {PLM_DTYPE_U16, 1, 40, 1, 4, 400, 0, false},
+      {PLM_DTYPE_U8, 1, 7, 13, 2, 600, 0, false},
+      {PLM_DTYPE_F32, 2, 37, 29, 5, 64, 0, false},
+      {PLM_DTYPE_U8, 2, 37, 29, 16, 200, 0, false},
+      {PLM_DTYPE_U16, 2, 37, 29, 33, 400, 0, false},
+      {PLM_DTYPE_F32, 1, 30, 150, 2, 64, 0, false},
+      {PLM_DTYPE_U8, 1, 30, 70, 16, 65536, 0, false},
+      {PLM_DTYPE_U16, 3, 20, 33, 8, 7, 0, false},
       {PLM_DTYPE_F32, 1, 20, 33, 255, 64, 0, false},
+      {PLM_DTYPE_F32, 1, 40, 70, 16, 64, 0, false}, /* bench_ops' fused: fills summed */
   };
   int index = 0;
   for (const Case &c : fused_cases) failures += check_fused(host, c, index++);

@@ -14,15 +14,19 @@
  * integer, and every output the CPU's bits.
  *
  * Bins once per pixel. The block bins each input row a task needs once, into a ring
- * of w + 1 rows of T + w - 1 bins (u16) in shared memory: one thread computes a bin
- * (entropy: a u8/u16 value scaled by a multiply and a shift, an f32 through the
- * frame's range; fused: the Sobel magnitude of nine pixels read through the border
- * rule, binned with the fixed range) and the w threads whose windows cover it read it.
- * A task bins its first window's rows and one row per output row after: each input
- * pixel is binned (R + w - 1) / R x (T + w - 1) / T times in all (1.8 for R = 32,
- * T = 64, w = 16; the halo). When w + 1 rows do not fit the ring's budget (32 KiB: w
- * past about 80 at T = 64) the ring is two rows, entering and leaving, and every row
- * is binned twice as often.
+ * of w + 2 rows of T + w - 1 bins in shared memory (u16, two to a 32-bit word, and a
+ * spare word: BinPair, ring_row_words): one thread computes a bin (entropy: a u8/u16
+ * value scaled by a multiply and a shift, an f32 through the frame's range; fused: the
+ * Sobel magnitude of nine pixels read through the border rule, binned with the fixed
+ * range) and the w threads whose windows cover it read it, two bins to a 32-bit load
+ * (each_bin). A task bins its first window's rows and one row per output row after:
+ * each input pixel is binned (R + w - 1) / R x (T + w - 1) / T times in all (1.8 for
+ * R = 32, T = 64, w = 16; the halo). A step reads w + 1 rows; the ring's one more
+ * makes the slot a step writes one last read two steps before, so one barrier a step,
+ * after its staging, orders its readers after its writers and its writers after those
+ * readers. When w + 2 rows do not fit the ring's budget (32 KiB: w past about 80 at
+ * T = 64) the ring is two rows, entering and leaving, every row is binned twice as
+ * often, and a step takes two barriers.
  *
  * The launch shape is tunable per device (plm__entropy_cuda_shape, kernels/common/
  * entropy.h: both ops' cuda tunables max_block_threads, segment_windows and min_tasks,
@@ -57,16 +61,23 @@
  *                  so that they take at most 64 MiB. Either is zeroed by one memset per
  *                  launch. Slow; correct.
  * Taking out the leaving row before adding the entering one bounds the counts by w^2
- * and the distinct bins by min(bins, w^2). A task ends by clearing its histogram:
- * shared ones are zeroed (cheaper than w^2 take-outs), the global one has its last
- * window taken out (cheaper than zeroing 2 bins bytes), so the next task starts from
- * zero. The table of differences is the host's (plm__entropy_delta_table), copied to
- * each device once, on the first call there (522 KiB, the host waiting until it has
- * landed: upload_table; so that first call must not be inside a graph capture of its own
- * stream; plume's executor captures after a warm-up frame). The differences a window
- * reaches (counts up to w^2) are copied into shared memory at the start of each block
- * when they take at most 8 KiB (w <= 31); beyond, the lookups go to the device's table
- * (L1, L2).
+ * and the distinct bins by min(bins, w^2). Each task starts from a zeroed histogram:
+ * a shared one is zeroed at the task's start, a store per word of two bins (cheaper
+ * than w^2 take-outs; at the start, so that no block zeroes after its last task), a
+ * global one has the task's last window taken out at its end (cheaper than zeroing 2
+ * bins bytes; the launch's memset zeroes it for the first). The table of differences
+ * is the host's (plm__entropy_delta_table), copied to each device once, on the first
+ * call there (522 KiB, the host waiting until it has landed: upload_table; so that
+ * first call must not be inside a graph capture of its own stream; plume's executor
+ * captures after a warm-up frame). The differences a window reaches (counts up to w^2)
+ * are copied into shared memory at the start of each block when they take at most
+ * 8 KiB (w <= 31); beyond, the lookups go to the device's table (L1, L2).
+ * A summed fill (fill_summed: a dense shared histogram, the differences in shared
+ * memory, and 3 bins < 2 w^2, as the fused op's 64 bins at w = 16): a task fills its
+ * first window with counts alone and then sums S = sum clogc(count) over its bins from
+ * a table of c log2 c (clogc_table: the sums of the differences, so the CPU's integers;
+ * uploaded beside them and copied into shared memory beside them), bins / 2 word loads
+ * and bins lookups instead of a difference per pixel of the window (w^2).
  *
  * Segments: R = segment_windows x max(w, 16) rows (by default max(2w, 32)), halved
  * (down to 8) while the launch has fewer than min_tasks tasks (by default 512), so that
@@ -78,26 +89,58 @@
  *   DRAM: 1 byte read (halo rereads hit L2) and 4 written: 5 B. The memory floor is
  *   84 MB / 3.35 TB/s = 25 us at 4096^2 (H100 SXM), 0.4 us at 512^2, where a launch
  *   (a few us) dominates.
- *   On chip: 40 count changes, each a shared load of a bin (the lanes read neighbouring
- *   bins: no conflict), a shared load and store of its count (each lane in its own bank:
- *   none) and a shared load of a difference (random: conflicts), about 10 cycles of the
- *   SM's shared-memory pipe per warp and change with the differences' conflicts,
- *   16.7 M x 40 / 32 x 10 / 132 SMs / 1.75 GHz = 0.9 ms at 4096^2, 14 us at 512^2.
- *   The kernel is bound by its count changes, not by memory: 2w changes per pixel is
- *   the least any exact sliding histogram does; only fewer cycles per change (u8
- *   counts for w <= 15, the differences in registers for small windows) would bring
- *   it closer to the floor. Fused adds the Sobel magnitude (9 loads, ~20 flops) per
- *   binned pixel and writes 1 byte instead of 4.
+ *   On chip, the shared-memory pipe (one wavefront a clock per SM; the CUDA emulator
+ *   counts them, emu/README.md): a count change is a load and a store of the count's
+ *   word (each lane in its own bank: one wavefront each) and a load of a difference
+ *   (8 bytes, random, but a warp's counts are few and small: 1.0 to 1.15 wavefronts
+ *   counted), and its bin comes two to a load (floor(w/2) + 1 loads for w bins: 0.56 a
+ *   change at w = 16): 3.56 wavefronts a change. A task adds bins / 2 stores to zero
+ *   its histogram and about 1.6 stores a staged row per warp. At R = 32: 40 changes,
+ *   (40 x 3.56 + 128 / 32 + 1.6 x 47 / 32) / 32 = 4.6 wavefronts a pixel, 16.7 M x 4.6 / 132 SMs /
+ *   1.98 GHz = 0.29 ms at 4096^2, 12x the floor. At 512^2 one frame's 512 tasks cut R
+ *   to 8 (min_tasks), so the fill is more than half the changes (w^2 / R = 32 of 60 a
+ *   pixel): the emulated estimate there is 7.4 us for the shared pipe, 19x the floor
+ *   (docs/benchmarks.md; it was 9.7 us, 4 wavefronts a change and two clears of a u16
+ *   store per bin, before the pair loads, word clears and the clear at the start).
+ *   What bounds this design: 2w + w^2 / R changes a pixel is the least an exact
+ *   sliding histogram does, and each must read and write its count and read a
+ *   difference; no redesign of the layout takes a change below 3 wavefronts. Levers
+ *   weighed and left, and why:
+ *   - equal leaving and entering bins of a column cancel without touching the
+ *     histogram, but a warp issues the change whenever one lane's pair differs (all 32
+ *     equal is rare on imagery, never on the benchmark's random input); a skip per lane
+ *     would only look cheaper to the emulator, which groups a site's k-th executions per
+ *     lane, not per iteration, and so undercounts divergent code;
+ *   - the differences of small counts in registers: the same divergence, per datum;
+ *   - the bins through warp shuffles instead of loads: a shuffle takes the same pipe
+ *     and issue slot a shared load does (the emulator does not count shuffles as
+ *     wavefronts, so it would look free);
+ *   - the differences as 32-bit halves: two requests where one 8-byte load (a warp's
+ *     16 or fewer distinct counts: one wavefront) serves;
+ *   - longer segments at 512^2 with half the threads (T = 32, R = 16, the same 512
+ *     tasks: 46 changes a pixel, not 60) would lower the estimate but halve the warps
+ *     and lengthen each thread's chain of dependent changes (736, not 480), which is
+ *     what a single 512^2 frame waits on on a GPU (latency: not in the estimate);
+ *   - u8 counts (w <= 15) halve the clear and the histograms' memory, not the
+ *     wavefronts a change.
+ *   Taken: the summed fill (above), for few bins: the fused op's shared pipe at 512^2
+ *   6.5 us instead of 7.1 (it is then bound by the L2 at 6.7 us: the Sobel taps' reads
+ *   of the input, 9 a binned pixel).
+ *   Fused adds the Sobel magnitude (9 loads, ~20 flops) per binned pixel and writes 1
+ *   byte instead of 4.
  *   Launches per frame: 1, plus frame_range's 1 or 2 for f32 with auto range
  *   (kernels/common/frame_range.h), plus a memset with global histograms.
  *   Occupancy is bounded by shared memory: dense u8 at T = 64 takes 32 KiB of
  *   histograms, 3 KiB of ring and 2 KiB of differences: 6 blocks (384 threads) per SM.
  *   Registers: __launch_bounds__(128, 5), at most 96 a thread (65,536 / (5 x 128),
  *   rounded down to the allocation's multiple of 8: 5 blocks of 128 threads, 10 of 64,
- *   per SM by the register file), at which no kind or source spills: ptxas for sm_90
- *   gives the fused dense variant 96 registers, fused sparse 95, entropy dense 86,
- *   sparse 82 (sm_80: 94, 90, 80, 78; unbounded they would take 114, 108, 86, 82 for
- *   sm_90, 102, 96, 79, 78 for sm_80). It was (128, 8), a 64-register cap at which three
+ *   per SM by the register file), at which no kind or source spills: ptxas 13.0 for sm_90
+ *   gives the fused dense variant 96 registers, fused sparse 96, entropy dense 88,
+ *   sparse 86 (sm_80: 88, 88, 86, 82; unbounded they would take 88, 96, 58, 62 for
+ *   sm_90, 96, 100, 72, 74 for sm_80: under the bound ptxas spends registers it may
+ *   have; the loops over a histogram's words are kept rolled, PLM_ROLLED, and the
+ *   summed fill shares add_row's loop, fill_row: otherwise entropy dense takes 90 to 92).
+ *   It was (128, 8), a 64-register cap at which three
  *   of the four spilled for sm_90 (fused dense 52 bytes stored and 28 loaded, fused
  *   sparse 48 and 56, entropy dense 20 and 28; sm_80: 40 and 20, 40 and 72, 12 and 16):
  *   room by registers for 8 blocks of 128 where shared memory lets in 6 of 64 for u8
@@ -156,13 +199,15 @@ struct plan {
   hist_kind hist;
   int threads;          /* per block: the columns of a strip */
   int window, span;     /* span: staged bins per row, threads + window - 1 */
-  int ring_rows;        /* window + 1 (each row binned once per task) or 2 */
+  int row_words;        /* a staged row's 32-bit words, two bins each: ring_row_words */
+  int ring_rows;        /* window + 2 (each row binned once per task) or 2 */
   int sparse_slots;     /* P, a power of two (sparse shared) */
   int delta_entries;    /* differences in shared memory; 0: read from the global table */
+  int clogc_entries;    /* c log2 c in shared memory, for fills summed from their counts */
   int64_t segment_rows; /* output rows per task */
   int64_t strips, segments, tasks;
   unsigned blocks;
-  size_t ring_bytes, hist_bytes, delta_bytes; /* the shared memory, in this order */
+  size_t ring_bytes, hist_bytes, delta_bytes, clogc_bytes; /* the shared memory, in order */
   size_t smem;                                /* in all */
   size_t scratch;                             /* global histograms, bytes */
 };
@@ -197,12 +242,28 @@ int sparse_slots_for(int window, int bins) {
   return slots;
 }
 
+/* The words of a staged row of `span` bins, two bins a word: one word more than the
+ * span needs, so that a thread reading its window's bins two at a time (each_bin) may
+ * read the word after its last bin. */
+int ring_row_words(int span) {
+  return (span + 3) / 2;
+}
+
+/* Whether a task fills its first window with counts alone and then sums S from them,
+ * S = sum over the bins of clogc(count) (a table of c log2 c beside the differences),
+ * rather than a difference per pixel: a dense shared histogram's bins / 2 words and
+ * bins lookups against w^2 lookups, fewer when 3 bins < 2 w^2 (the fused op's 64 bins
+ * at w = 16: 96 against 256; u8's 256 at w = 16: more). */
+bool fill_summed(hist_kind hist, int window, int bins) {
+  return hist == HIST_DENSE_SHARED && 3 * (int64_t)bins < 2 * (int64_t)window * window;
+}
+
 /* What a plan is made of: the shape, and the choices make_plan makes (which the host
  * check also makes otherwise, to run every kind of histogram and ring on one input). */
 struct plan_choice {
   hist_kind hist;
   int threads;          /* kMinThreads..kMaxThreads, a power of two */
-  int ring_rows;        /* window + 1 or 2 */
+  int ring_rows;        /* window + 2 or 2 */
   int64_t segment_rows; /* >= 1 */
 };
 
@@ -213,8 +274,9 @@ plan lay_out(int64_t frames, int64_t height, int64_t width, int window, int bins
   p.threads = choice.threads;
   p.window = window;
   p.span = p.threads + window - 1;
+  p.row_words = ring_row_words(p.span);
   p.ring_rows = choice.ring_rows;
-  p.ring_bytes = round_up((size_t)p.ring_rows * (size_t)p.span * sizeof(uint16_t), kAlign);
+  p.ring_bytes = round_up((size_t)p.ring_rows * (size_t)p.row_words * sizeof(uint32_t), kAlign);
   if (p.hist == HIST_DENSE_SHARED) {
     p.hist_bytes = (size_t)p.threads * dense_bytes(bins);
   } else if (p.hist == HIST_SPARSE_SHARED) {
@@ -225,6 +287,10 @@ plan lay_out(int64_t frames, int64_t height, int64_t width, int window, int bins
   if (entries * sizeof(int64_t) <= kDeltaBudget) {
     p.delta_entries = (int)entries;
     p.delta_bytes = entries * sizeof(int64_t);
+  }
+  if (fill_summed(p.hist, window, bins) && p.delta_entries > 0) {
+    p.clogc_entries = p.delta_entries;
+    p.clogc_bytes = p.delta_bytes;
   }
   p.segment_rows = choice.segment_rows;
   p.strips = (width + p.threads - 1) / p.threads;
@@ -237,7 +303,7 @@ plan lay_out(int64_t frames, int64_t height, int64_t width, int window, int bins
     p.scratch = (size_t)blocks * each;
   }
   p.blocks = (unsigned)blocks;
-  p.smem = p.ring_bytes + p.hist_bytes + p.delta_bytes;
+  p.smem = p.ring_bytes + p.hist_bytes + p.delta_bytes + p.clogc_bytes;
   return p;
 }
 
@@ -260,8 +326,8 @@ plan make_plan(int64_t frames, int64_t height, int64_t width, int window, int bi
     choice.hist = HIST_DENSE_GLOBAL;
     choice.threads = threads_at_most(most);
   }
-  const size_t row_bytes = (size_t)(choice.threads + window - 1) * sizeof(uint16_t);
-  choice.ring_rows = (size_t)(window + 1) * row_bytes <= kRingBudget ? window + 1 : 2;
+  const size_t row_bytes = (size_t)ring_row_words(choice.threads + window - 1) * sizeof(uint32_t);
+  choice.ring_rows = (size_t)(window + 2) * row_bytes <= kRingBudget ? window + 2 : 2;
   const int64_t strips = (width + choice.threads - 1) / choice.threads;
   const int64_t windows = max64(shape.segment_windows, 1), least_tasks = shape.min_tasks;
   int64_t rows = windows * max64(window, kSegmentUnit);
@@ -273,33 +339,50 @@ plan make_plan(int64_t frames, int64_t height, int64_t width, int window, int bi
 
 /* ---- histograms (one per thread; __host__ __device__ for the host check) -------------- */
 
-/* A u16 count per bin, a thread's bins 2j and 2j + 1 side by side in one 32-bit word,
- * its words `owners` apart (the block's threads in shared memory, the grid's in global
- * memory): thread t's word j is word j * owners + t, so in shared memory a thread's
- * counts are all in bank t mod 32 and a warp's updates never conflict, whatever bins its
- * lanes touch. base points at the thread's first word; add/remove return the count
- * before. */
+/* Before a loop over a histogram's words (zeroing, summing) that nvcc is to keep rolled:
+ * unrolled, they take the entropy variants past their register budget for sm_90. */
+#ifdef __CUDA_ARCH__
+#define PLM_ROLLED _Pragma("unroll 1")
+#else
+#define PLM_ROLLED
+#endif
+
+/* A u16 count per bin, a thread's bins 2j and 2j + 1 side by side in one 32-bit word
+ * (the even bin in the low half), its words `owners` apart (the block's threads in
+ * shared memory, the grid's in global memory): thread t's word j is word j * owners + t,
+ * so in shared memory a thread's counts are all in bank t mod 32 and a warp's updates
+ * never conflict, whatever bins its lanes touch. A count is changed by a load and a
+ * store of its word: it stays within 0..65535 (at most w^2 + w <= 65280), so a change
+ * never carries or borrows into the other half. base points at the thread's first
+ * word; add/remove return the count before; clear stores a word per two bins. */
 struct DenseHist {
-  uint16_t *base;
+  uint32_t *base;
   int64_t owners;
   int bins;
-  PLM_HD uint16_t *count(int b) const {
-    return base + 2 * ((int64_t)(b >> 1) * owners) + (b & 1);
+  PLM_HD uint32_t *word(int b) const { return base + (int64_t)(b >> 1) * owners; }
+  PLM_HD uint32_t change(int b, uint32_t by) const {
+    const unsigned shift = (unsigned)(b & 1) * 16;
+    uint32_t *w = word(b);
+    const uint32_t old = *w;
+    *w = old + (by << shift);
+    return (old >> shift) & 0xffffu;
   }
-  PLM_HD uint32_t add(int b) const {
-    uint16_t *c = count(b);
-    const uint32_t old = *c;
-    *c = (uint16_t)(old + 1);
-    return old;
-  }
-  PLM_HD uint32_t remove(int b) const {
-    uint16_t *c = count(b);
-    const uint32_t old = *c;
-    *c = (uint16_t)(old - 1);
-    return old;
+  PLM_HD uint32_t add(int b) const { return change(b, 1u); }
+  PLM_HD uint32_t remove(int b) const { return change(b, 0xffffffffu); }
+  /* S of the counts: the sum of clogc[count] over the bins (an odd count's spare half
+   * holds 0, whose clogc is 0). */
+  PLM_HD int64_t sum(const int64_t *clogc) const {
+    int64_t s = 0;
+    const uint32_t *w = base;
+    PLM_ROLLED
+    for (int j = 0; j < (bins + 1) / 2; j++, w += owners)
+      s += clogc[*w & 0xffffu] + clogc[*w >> 16];
+    return s;
   }
   PLM_HD void clear() const {
-    for (int b = 0; b < bins; b++) *count(b) = 0;
+    uint32_t *w = base;
+    PLM_ROLLED
+    for (int j = 0; j < (bins + 1) / 2; j++, w += owners) *w = 0;
   }
 };
 
@@ -350,10 +433,32 @@ struct SparseHist {
     at(gap) = 0;
     return 1;
   }
+  PLM_HD int64_t sum(const int64_t *clogc) const {
+    int64_t s = 0;
+    PLM_ROLLED
+    for (uint32_t i = 0; i <= mask; i++) s += clogc[at(i) & 0xffffu];
+    return s;
+  }
   PLM_HD void clear() const {
     for (uint32_t i = 0; i <= mask; i++) at(i) = 0;
   }
 };
+
+/* c log2 c in 32.32 fixed point for c < PLM__ENTROPY_DELTA_COUNT, for fills summed
+ * from their counts (fill_summed): the sums of the differences below c, so the very
+ * integers plm__entropy_clogc gives (each difference is the step between two of them)
+ * and S the CPU's. Filled on the first call (thread-safe); the CUDA kernels upload it
+ * beside the differences (upload_table). */
+const int64_t *clogc_table() {
+  static int64_t table[PLM__ENTROPY_DELTA_COUNT];
+  static const bool filled = [] {
+    const int64_t *delta = plm__entropy_delta_table();
+    for (int c = 1; c < PLM__ENTROPY_DELTA_COUNT; c++) table[c] = table[c - 1] + delta[c - 1];
+    return true;
+  }();
+  (void)filled;
+  return table;
+}
 
 /* ---- sources of bins and sinks of results --------------------------------------------- */
 
@@ -401,31 +506,79 @@ struct FusedSink {
 
 /* ---- the block's logic (__host__ __device__ for the host check) ----------------------- */
 
-/* The bins of row r of frame f over columns x0 - left .. x0 - left + span - 1 (those
- * inside the frame) into dst; every thread of the block takes part. */
+/* A word of a staged row: the bins of two neighbouring columns, written a half at a
+ * time (a thread per column, so that a warp's reads of the input stay coalesced), read
+ * whole (each_bin). Through the union, which C++ compilers (GCC, Clang, nvcc) define
+ * for reading a member other than the one last written. */
+union BinPair {
+  uint16_t half[2]; /* half[k & 1]: the bin of column k; [0] is the word's low half */
+  uint32_t word;
+};
+static_assert(sizeof(BinPair) == sizeof(uint32_t), "a staged row is an array of words");
+
+/* The bins of row r of frame f over columns x0 - left + k, k < 2 words, into dst (bin k
+ * in dst[k / 2].half[k % 2]), 0 for the columns outside the frame; every thread of the
+ * block takes part, a column each. */
 template <class Block, class Source>
 PLM_HD void stage_row(const Block &block, const Source &source, int64_t f, int64_t r, int64_t x0,
-                      int left, int span, uint16_t *dst) {
+                      int left, int words, BinPair *dst) {
   const int64_t width = source.width();
-  for (int k = block.thread(); k < span; k += block.threads()) {
+  for (int k = block.thread(); k < 2 * words; k += block.threads()) {
     const int64_t c = x0 - left + k;
-    if (c >= 0 && c < width) dst[k] = (uint16_t)source.bin(f, r, c);
+    dst[k >> 1].half[k & 1] = c >= 0 && c < width ? (uint16_t)source.bin(f, r, c) : (uint16_t)0;
   }
 }
 
-/* Add the bins row[k0..k1] to the histogram; returns the new S. */
+/* each(b) for the bins b of a staged row's k0..k1, in order, read two to a 32-bit load:
+ * the pair k, k + 1 from the words holding them (one word for even k, the halves of two
+ * for odd k: the word before is kept from the last load), so a window of w bins costs
+ * floor(w / 2) + 1 loads, not w. The last load may be of the word after bin k1 (which
+ * the row has: ring_row_words). */
+template <class Each>
+PLM_HD void each_bin(const BinPair *row, int k0, int k1, const Each &each) {
+  const BinPair *at = row + (k0 >> 1);
+  const unsigned shift = (unsigned)(k0 & 1) * 16;
+  uint32_t low = at->word;
+  int k = k0;
+  for (; k < k1; k += 2) {
+    const uint32_t high = (++at)->word;
+#ifdef __CUDA_ARCH__
+    const uint32_t pair = __funnelshift_r(low, high, shift);
+#else
+    const uint32_t pair = (uint32_t)(((uint64_t)high << 32 | low) >> shift);
+#endif
+    each((int)(pair & 0xffffu));
+    each((int)(pair >> 16));
+    low = high;
+  }
+  if (k == k1) each((int)((low >> shift) & 0xffffu));
+}
+
+/* Add the bins of a staged row's k0..k1 to the histogram; returns the new S. */
 template <class Hist>
-PLM_HD int64_t add_row(const Hist &hist, const int64_t *delta, const uint16_t *row, int k0, int k1,
+PLM_HD int64_t add_row(const Hist &hist, const int64_t *delta, const BinPair *row, int k0, int k1,
                        int64_t s) {
-  for (int k = k0; k <= k1; k++) s += delta[hist.add(row[k])];
+  each_bin(row, k0, k1, [&](int b) { s += delta[hist.add(b)]; });
   return s;
 }
 
-/* Take the bins row[k0..k1] out of the histogram; returns the new S. */
+/* add_row for a row of a task's first window; with `summed`, to the counts alone (S
+ * unchanged: the fill sums it from the counts, fill_summed). */
 template <class Hist>
-PLM_HD int64_t remove_row(const Hist &hist, const int64_t *delta, const uint16_t *row, int k0,
+PLM_HD int64_t fill_row(const Hist &hist, const int64_t *delta, bool summed, const BinPair *row,
+                        int k0, int k1, int64_t s) {
+  each_bin(row, k0, k1, [&](int b) {
+    const uint32_t old = hist.add(b);
+    if (!summed) s += delta[old];
+  });
+  return s;
+}
+
+/* Take the bins of a staged row's k0..k1 out of the histogram; returns the new S. */
+template <class Hist>
+PLM_HD int64_t remove_row(const Hist &hist, const int64_t *delta, const BinPair *row, int k0,
                           int k1, int64_t s) {
-  for (int k = k0; k <= k1; k++) s -= delta[hist.remove(row[k]) - 1];
+  each_bin(row, k0, k1, [&](int b) { s -= delta[hist.remove(b) - 1]; });
   return s;
 }
 
@@ -438,12 +591,11 @@ template <>
 struct HistOf<DenseHist> {
   template <class Block>
   static PLM_HD DenseHist make(const Block &block, const plan &p, int bins, unsigned char *area,
-                               uint16_t *global_hists) {
+                               uint32_t *global_hists) {
     const int t = block.thread(), threads = block.threads();
     if (p.hist == HIST_DENSE_GLOBAL)
-      return DenseHist{global_hists + 2 * (block.index() * threads + t), block.count() * threads,
-                       bins};
-    return DenseHist{(uint16_t *)area + 2 * t, threads, bins};
+      return DenseHist{global_hists + block.index() * threads + t, block.count() * threads, bins};
+    return DenseHist{(uint32_t *)area + t, threads, bins};
   }
 };
 
@@ -451,7 +603,7 @@ template <>
 struct HistOf<SparseHist> {
   template <class Block>
   static PLM_HD SparseHist make(const Block &block, const plan &p, int, unsigned char *area,
-                                uint16_t *) {
+                                uint32_t *) {
     return SparseHist{(uint32_t *)area + block.thread(), block.threads(),
                       (uint32_t)p.sparse_slots - 1};
   }
@@ -459,14 +611,15 @@ struct HistOf<SparseHist> {
 
 /* One block's work: its tasks, in a grid-stride loop. smem is the block's dynamic
  * shared memory (p.smem bytes), global_hists the scratch (p.scratch bytes, zeroed; used
- * with HIST_DENSE_GLOBAL only), global_delta the table of differences. Every loop that
+ * with HIST_DENSE_GLOBAL only), global_delta the table of differences, global_clogc
+ * that of c log2 c (plan.clogc_entries > 0 only: clogc_table). Every loop that
  * synchronises runs the same trips in every thread: its bounds depend on the task. */
 template <class Hist, class Block, class Source, class Sink>
-PLM_HD void run_block(const Block &block, const plan &p, Source source, const Sink &sink,
-                      int bins, unsigned char *smem, uint16_t *global_hists,
-                      const int64_t *global_delta) {
+PLM_HD void run_block(const Block &block, const plan &p, Source source, const Sink &sink, int bins,
+                      unsigned char *smem, uint32_t *global_hists, const int64_t *global_delta,
+                      const int64_t *global_clogc) {
   const int t = block.thread(), T = block.threads();
-  uint16_t *ring = (uint16_t *)smem;
+  BinPair *ring = (BinPair *)smem;
   unsigned char *hist_area = smem + p.ring_bytes;
   const int64_t *delta = global_delta;
   if (p.delta_entries > 0) {
@@ -474,14 +627,16 @@ PLM_HD void run_block(const Block &block, const plan &p, Source source, const Si
     for (int c = t; c < p.delta_entries; c += T) shared_delta[c] = global_delta[c];
     delta = shared_delta;
   }
+  const bool summed = p.clogc_entries > 0; /* the fill: counts, then S from them */
+  int64_t *clogc = (int64_t *)(smem + p.ring_bytes + p.hist_bytes + p.delta_bytes);
+  for (int c = t; c < p.clogc_entries; c += T) clogc[c] = global_clogc[c];
   const Hist hist = HistOf<Hist>::make(block, p, bins, hist_area, global_hists);
-  const bool drain = p.hist == HIST_DENSE_GLOBAL; /* else zeroed */
-  if (!drain) hist.clear();
+  const bool drain = p.hist == HIST_DENSE_GLOBAL; /* else zeroed at each task's start */
 
   const int64_t h = source.height(), w = source.width();
   const int window = p.window, left = window / 2, right = window - 1 - left;
   const bool ring_mode = p.ring_rows > 2;
-  auto slot = [&](int64_t r) { return ring + (r % p.ring_rows) * p.span; };
+  auto slot = [&](int64_t r) { return ring + (r % p.ring_rows) * p.row_words; };
   for (int64_t task = block.index(); task < p.tasks; task += block.count()) {
     const int64_t strip = task % p.strips, rest = task / p.strips;
     const int64_t f = rest / p.segments, y0 = rest % p.segments * p.segment_rows;
@@ -491,36 +646,41 @@ PLM_HD void run_block(const Block &block, const plan &p, Source source, const Si
     source.begin(f);
     int64_t col_first = 0, cols = 0;
     if (active) plm__entropy_span(x, w, window, &col_first, &cols);
+    if (active && !drain) hist.clear();
     const int k0 = (int)(col_first - x0 + left), k1 = k0 + (int)cols - 1; /* in a staged row */
 
     /* The first window. */
     int64_t row_first, rows, s = 0;
     plm__entropy_span(y0, h, window, &row_first, &rows);
     for (int64_t r = row_first; r < row_first + rows; r++) {
-      uint16_t *dst = ring_mode ? slot(r) : ring;
+      BinPair *dst = ring_mode ? slot(r) : ring;
       /* The previous task's readers are done with the ring; without one, with the row. */
       if (!ring_mode || r == row_first) block.sync();
-      stage_row(block, source, f, r, x0, left, p.span, dst);
+      stage_row(block, source, f, r, x0, left, p.row_words, dst);
       if (!ring_mode) {
         block.sync();
-        if (active) s = add_row(hist, delta, dst, k0, k1, s);
+        if (active) s = fill_row(hist, delta, summed, dst, k0, k1, s);
       }
     }
     if (ring_mode) {
       block.sync();
       for (int64_t r = row_first; active && r < row_first + rows; r++)
-        s = add_row(hist, delta, slot(r), k0, k1, s);
+        s = fill_row(hist, delta, summed, slot(r), k0, k1, s);
     }
+    if (active && summed) s = hist.sum(clogc);
     int64_t last_n = 0;
     plm__entropy_norm norm = {0.0, 0.0};
     for (int64_t y = y0; y < y1; y++) {
       if (y > y0) { /* slide down a row: the top row leaves, the one below enters */
         const int64_t enters = y + right, leaves = y - left - 1;
-        uint16_t *entering = ring_mode ? slot(enters) : ring;
-        uint16_t *leaving = ring_mode ? slot(leaves) : ring + p.span;
-        block.sync();
-        if (enters < h) stage_row(block, source, f, enters, x0, left, p.span, entering);
-        if (!ring_mode && leaves >= 0) stage_row(block, source, f, leaves, x0, left, p.span, leaving);
+        BinPair *entering = ring_mode ? slot(enters) : ring;
+        BinPair *leaving = ring_mode ? slot(leaves) : ring + p.row_words;
+        /* The ring's slot of the entering row was last read two steps ago, before the
+         * last step's barrier; the two-row ring's rows, this step. */
+        if (!ring_mode) block.sync();
+        if (enters < h) stage_row(block, source, f, enters, x0, left, p.row_words, entering);
+        if (!ring_mode && leaves >= 0)
+          stage_row(block, source, f, leaves, x0, left, p.row_words, leaving);
         block.sync();
         if (active && leaves >= 0) s = remove_row(hist, delta, leaving, k0, k1, s);
         if (active && enters < h) s = add_row(hist, delta, entering, k0, k1, s);
@@ -535,17 +695,14 @@ PLM_HD void run_block(const Block &block, const plan &p, Source source, const Si
         sink.write((f * h + y) * w + x, norm, s);
       }
     }
-    /* Clear the histogram for the next task. */
-    if (!drain) {
-      if (active) hist.clear();
-      continue;
-    }
+    /* Take the last window out of a global histogram for the next task. */
+    if (!drain) continue;
     plm__entropy_span(y1 - 1, h, window, &row_first, &rows);
     for (int64_t r = row_first; r < row_first + rows; r++) {
-      uint16_t *src = ring_mode ? slot(r) : ring;
+      BinPair *src = ring_mode ? slot(r) : ring;
       if (!ring_mode) {
         block.sync();
-        stage_row(block, source, f, r, x0, left, p.span, src);
+        stage_row(block, source, f, r, x0, left, p.row_words, src);
         block.sync();
       }
       if (active) s = remove_row(hist, delta, src, k0, k1, s);
@@ -691,14 +848,15 @@ PLM_HD void warp_tasks(const Lane &lane, const plm__entropy_args &a, const warp_
 
 /* The table of differences on the device (a copy of the host's, see upload_table). */
 __device__ int64_t device_delta[PLM__ENTROPY_DELTA_COUNT];
+__device__ int64_t device_clogc[PLM__ENTROPY_DELTA_COUNT]; /* clogc_table's */
 
 constexpr int kMaxDevices = 64;
 pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 bool table_uploaded[kMaxDevices]; /* per device, under table_lock */
 
-/* Copy the host's table of differences to the current device, once per device (and
- * process), and wait until it has landed. Refused while `s` is being captured: the copy
- * and the wait are synchronous.
+/* Copy the host's table of differences (and clogc_table) to the current device, once per device
+ * (and process), and wait until it has landed. Refused while `s` is being captured: the copy and
+ * the wait are synchronous.
  *
  * cudaMemcpyToSymbol from pageable memory (the host's table) runs on the legacy stream
  * and returns once the bytes are staged, before they reach the device (the runtime's
@@ -729,9 +887,12 @@ plm_status upload_table(cudaStream_t s, const char *name) {
                              name);
     } else {
       err = cudaMemcpyToSymbol(device_delta, plm__entropy_delta_table(), sizeof device_delta);
+      if (err == cudaSuccess)
+        err = cudaMemcpyToSymbol(device_clogc, clogc_table(), sizeof device_clogc);
       if (err == cudaSuccess) err = cudaStreamSynchronize(cudaStreamLegacy);
       if (err != cudaSuccess)
-        status = plm__cuda_call_failed(err, "entropy: copying the table of differences");
+        status = plm__cuda_call_failed(
+            err, "entropy: copying the tables of differences and of c log2 c");
       else
         table_uploaded[device] = true;
     }
@@ -771,9 +932,10 @@ __global__ void warp_kernel(plm__entropy_args a, warp_plan p, const float *__res
  * "Registers"). */
 template <class Hist, class Source, class Sink>
 __global__ void __launch_bounds__(kMaxThreads, 5)
-    window_kernel(plan p, Source source, Sink sink, int bins, uint16_t *__restrict__ global_hists) {
+    window_kernel(plan p, Source source, Sink sink, int bins, uint32_t *__restrict__ global_hists) {
   extern __shared__ __align__(16) unsigned char smem[];
-  run_block<Hist>(DeviceBlock{}, p, source, sink, bins, smem, global_hists, device_delta);
+  run_block<Hist>(DeviceBlock{}, p, source, sink, bins, smem, global_hists, device_delta,
+                  device_clogc);
 }
 
 /* Launch window_kernel for the plan's kind of histogram: the memset of global ones
@@ -793,7 +955,7 @@ plm_status launch_kind(cudaStream_t s, const plan &p, const Source &source, cons
     cudaError_t err = cudaMemsetAsync(scratch, 0, p.scratch, s);
     if (err != cudaSuccess) return plm__cuda_call_failed(err, name);
   }
-  kernel<<<p.blocks, (unsigned)p.threads, p.smem, s>>>(p, source, sink, bins, (uint16_t *)scratch);
+  kernel<<<p.blocks, (unsigned)p.threads, p.smem, s>>>(p, source, sink, bins, (uint32_t *)scratch);
   return plm__cuda_check_launch(name);
 }
 
