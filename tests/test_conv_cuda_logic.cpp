@@ -118,9 +118,10 @@ const int kStagedWidths[] = {8, 16, 32, 64, 256};
 /* The launch of a conv2d of kh x kw taps and strides at tile_width, for an output `ho`
  * rows tall (taller than any block by default). */
 conv2d_launch launch_for(int kh, int kw, int stride_y, int stride_x, int tile_width,
-                         int64_t ho = 1000) {
+                         int64_t ho = 1000, int64_t wo = 0) {
   plm__conv2d_args a = {};
   a.ho = ho;
+  a.wo = wo;
   a.kh = kh;
   a.kw = kw;
   a.stride_y = stride_y;
@@ -231,10 +232,21 @@ int check_launches() {
       }
       failures += check_tile_of(l, 3, 31, 1, 1, "a short output");
     }
+  /* An output narrower than a run: one output a thread (the run's other sums would all
+   * fall outside it); as wide as a run or wider, or of a width not given (0), the run. */
+  for (int64_t wo = 0; wo <= 2 * CONV2D_RUN; wo++) {
+    const conv2d_launch l = launch_for(3, 3, 1, 1, PLM__CONV2D_CUDA_TILE_WIDTH, 1000, wo);
+    const int expected = wo >= 1 && wo < CONV2D_RUN ? 1 : CONV2D_RUN;
+    if (l.run != expected) {
+      std::printf("conv2d 3x3, an output %lld columns wide: run %d, expected %d  WRONG\n",
+                  (long long)wo, l.run, expected);
+      failures++;
+    }
+  }
   std::printf("conv2d launches: %s\n",
               failures ? "FAILED"
                        : "16 x 16 by default, every width valid, runs where they fit, "
-                         "flat blocks for short outputs");
+                         "flat blocks for short outputs, one output a thread for narrow ones");
   return failures;
 }
 

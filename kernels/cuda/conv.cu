@@ -133,11 +133,14 @@ static int64_t tile_pitch(int64_t cols, int tile_w, int stride_y, int col_step) 
   return best;
 }
 
-/* The outputs per thread at stride_x: CONV2D_RUN when the window slides one column a tap
- * (stride_x 1), else 1. Whatever the taps: by the emulated estimate even 3 x 3 taps pay
- * (their shared-memory bound fell below their DRAM floor, see the cost model). */
-static int conv2d_run_of(int stride_x) {
-  return stride_x == 1 ? CONV2D_RUN : 1;
+/* The outputs per thread for args: CONV2D_RUN when the window slides one column a tap
+ * (stride_x 1), else 1; and 1 for an output narrower than a run (args->wo >= 1), where a
+ * run's other sums would all fall outside it and only add work. Whatever the taps: by the
+ * emulated estimate even 3 x 3 taps pay (their shared-memory bound fell below their DRAM
+ * floor, see the cost model). */
+static int conv2d_run_of(const plm__conv2d_args *args) {
+  if (args->wo >= 1 && args->wo < CONV2D_RUN) return 1;
+  return args->stride_x == 1 ? CONV2D_RUN : 1;
 }
 
 /* The tile, pitch and shared memory of launch l (its block and run set) for args. */
@@ -175,7 +178,7 @@ static conv2d_launch conv2d_launch_of(const plm__conv2d_args *args) {
     while (l.tile_h < args->ho) l.tile_h *= 2;
     l.tile_w = PLM__CONV2D_CUDA_TILE_THREADS / l.tile_h;
   }
-  l.run = conv2d_run_of(args->stride_x);
+  l.run = conv2d_run_of(args);
   conv2d_size_tile(&l, args);
   if (l.smem > SMEM_MAX && l.run > 1) {
     l.run = 1;
