@@ -374,6 +374,21 @@ static const char score_usage[] =
     "                        as plume detect reads them), to draw the worst ones\n"
     "  -h, --help            show this help\n";
 
+/* The detections CSV, read once: its rows (score_detections_of_table) and, when
+ * want_strengths, each row's strength for the report (NULL without a max column). */
+static plm_status read_detections(const char *path, bool want_strengths,
+                                  score_detection **detections, int64_t *count,
+                                  double **strengths, char *err, size_t err_size) {
+  csv_table table;
+  plm_status status = csv_read(path, &table, err, err_size);
+  if (status != PLM_OK) return status;
+  status = score_detections_of_table(path, &table, detections, count, err, err_size);
+  if (status == PLM_OK && want_strengths)
+    status = score_report_strengths_of_table(path, &table, strengths, err, err_size);
+  csv_free(&table);
+  return status;
+}
+
 /* plume score --report: the page (tools/score_report.h), with the worst frames drawn when
  * frames_path is given. */
 static plm_status write_report(const char *path, const char *frames_path, const char *truth_path,
@@ -457,18 +472,15 @@ int score_command_main(int argc, char **argv) {
   score_result result;
   score_frame *frames = NULL;
   int64_t n_frames = 0;
+  double *strengths = NULL;
   plm_status status = score_read_truth(truth_path, &truth, &n_truth, err, sizeof err);
   if (status == PLM_OK)
-    status = score_read_detections(detections_path, &detections, &n_detections, err, sizeof err);
-  double *strengths = NULL;
-  int64_t n_strengths = 0;
-  if (status == PLM_OK && report)
-    status = score_report_read_strengths(detections_path, &strengths, &n_strengths, err,
-                                         sizeof err);
+    status = read_detections(detections_path, report != NULL, &detections, &n_detections,
+                             &strengths, err, sizeof err);
   if (status == PLM_OK) {
     /* The strengths are the same CSV's rows: they leave with their detections. */
     int64_t kept = 0;
-    for (int64_t i = 0; strengths && i < n_detections && i < n_strengths; i++)
+    for (int64_t i = 0; strengths && i < n_detections; i++)
       if (detections[i].frame >= (int64_t)skip) strengths[kept++] = strengths[i];
     score_skip_frames(truth, &n_truth, detections, &n_detections, (int64_t)skip);
     status = score_match_frames(truth, n_truth, detections, n_detections, radius, &result,

@@ -239,20 +239,16 @@ typedef struct drawn_detection {
   double row, col;
 } drawn_detection;
 
-/* Read detections_csv's rows (the centroid as score_read_detections takes it, the box from
- * the CSV's min/max columns). */
+/* Read detections_csv's rows, once: the centroid as plume score takes it
+ * (score_detections_of_table), the box from the same rows' min/max columns. */
 static plm_status read_detections(const char *path, drawn_detection **out, int64_t *count,
                                   char *err, size_t err_size) {
+  csv_table table;
+  plm_status status = csv_read(path, &table, err, err_size);
+  if (status != PLM_OK) return status;
   score_detection *centroids = NULL;
   int64_t n = 0;
-  plm_status status = score_read_detections(path, &centroids, &n, err, err_size);
-  if (status != PLM_OK) return status;
-  csv_table table;
-  status = csv_read(path, &table, err, err_size);
-  if (status != PLM_OK) {
-    free(centroids);
-    return status;
-  }
+  status = score_detections_of_table(path, &table, &centroids, &n, err, err_size);
   static const char *const box_columns[4] = {"min_row", "min_col", "max_row", "max_col"};
   int columns[4];
   for (int k = 0; k < 4 && status == PLM_OK; k++)

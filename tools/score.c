@@ -374,6 +374,46 @@ plm_status score_read_truth(const char *path, score_truth **out, int64_t *count,
   return PLM_OK;
 }
 
+plm_status score_detections_of_table(const char *path, const csv_table *table,
+                                     score_detection **out, int64_t *count, char *err,
+                                     size_t err_size) {
+  *out = NULL;
+  *count = 0;
+  int c_frame, c_row, c_col;
+  int c_wrow = csv_column(table, "wcentroid_row"), c_wcol = csv_column(table, "wcentroid_col");
+  if ((c_wrow < 0) != (c_wcol < 0))
+    return path_failure(err, err_size, path, 0, PLM_ERR_IO, "'%s' without '%s' in the header",
+                        c_wrow < 0 ? "wcentroid_col" : "wcentroid_row",
+                        c_wrow < 0 ? "wcentroid_row" : "wcentroid_col");
+  plm_status status;
+  if ((status = need_column(path, table, "frame", &c_frame, err, err_size)) != PLM_OK ||
+      (status = need_column(path, table, "centroid_row", &c_row, err, err_size)) != PLM_OK ||
+      (status = need_column(path, table, "centroid_col", &c_col, err, err_size)) != PLM_OK)
+    return status;
+  score_detection *rows = malloc((size_t)(table->rows + 1) * sizeof *rows);
+  if (!rows) return path_failure(err, err_size, path, 0, PLM_ERR_OUT_OF_MEMORY, "out of memory");
+  for (int64_t r = 0; r < table->rows; r++) {
+    double frame = csv_value(table, r, c_frame);
+    score_detection d = {.row = csv_value(table, r, c_row), .col = csv_value(table, r, c_col)};
+    if (c_wrow >= 0) {
+      double wrow = csv_value(table, r, c_wrow), wcol = csv_value(table, r, c_wcol);
+      if (!isnan(wrow) || !isnan(wcol)) d.row = wrow, d.col = wcol;
+    }
+    const char *bad = !valid_frame(frame)                    ? "frame is not an integer >= 0"
+                      : !isfinite(d.row) || !isfinite(d.col) ? "the centroid is not finite"
+                                                             : NULL;
+    if (bad) {
+      free(rows);
+      return path_failure(err, err_size, path, r + 2, PLM_ERR_IO, "%s", bad);
+    }
+    d.frame = (int64_t)frame;
+    rows[r] = d;
+  }
+  *count = table->rows;
+  *out = rows;
+  return PLM_OK;
+}
+
 plm_status score_read_detections(const char *path, score_detection **out, int64_t *count, char *err,
                                  size_t err_size) {
   if (err && err_size) err[0] = '\0';
@@ -387,47 +427,9 @@ plm_status score_read_detections(const char *path, score_detection **out, int64_
   csv_table table;
   plm_status status = csv_read(path, &table, err, err_size);
   if (status != PLM_OK) return status;
-  int c_frame, c_row, c_col;
-  int c_wrow = csv_column(&table, "wcentroid_row"), c_wcol = csv_column(&table, "wcentroid_col");
-  if ((c_wrow < 0) != (c_wcol < 0)) {
-    csv_free(&table);
-    return path_failure(err, err_size, path, 0, PLM_ERR_IO, "'%s' without '%s' in the header",
-                        c_wrow < 0 ? "wcentroid_col" : "wcentroid_row",
-                        c_wrow < 0 ? "wcentroid_row" : "wcentroid_col");
-  }
-  if ((status = need_column(path, &table, "frame", &c_frame, err, err_size)) != PLM_OK ||
-      (status = need_column(path, &table, "centroid_row", &c_row, err, err_size)) != PLM_OK ||
-      (status = need_column(path, &table, "centroid_col", &c_col, err, err_size)) != PLM_OK) {
-    csv_free(&table);
-    return status;
-  }
-  score_detection *rows = malloc((size_t)(table.rows + 1) * sizeof *rows);
-  if (!rows) {
-    csv_free(&table);
-    return path_failure(err, err_size, path, 0, PLM_ERR_OUT_OF_MEMORY, "out of memory");
-  }
-  for (int64_t r = 0; r < table.rows; r++) {
-    double frame = csv_value(&table, r, c_frame);
-    score_detection d = {.row = csv_value(&table, r, c_row), .col = csv_value(&table, r, c_col)};
-    if (c_wrow >= 0) {
-      double wrow = csv_value(&table, r, c_wrow), wcol = csv_value(&table, r, c_wcol);
-      if (!isnan(wrow) || !isnan(wcol)) d.row = wrow, d.col = wcol;
-    }
-    const char *bad = !valid_frame(frame)                    ? "frame is not an integer >= 0"
-                      : !isfinite(d.row) || !isfinite(d.col) ? "the centroid is not finite"
-                                                             : NULL;
-    if (bad) {
-      free(rows);
-      csv_free(&table);
-      return path_failure(err, err_size, path, r + 2, PLM_ERR_IO, "%s", bad);
-    }
-    d.frame = (int64_t)frame;
-    rows[r] = d;
-  }
-  *count = table.rows;
-  *out = rows;
+  status = score_detections_of_table(path, &table, out, count, err, err_size);
   csv_free(&table);
-  return PLM_OK;
+  return status;
 }
 
 /* ---- printing -------------------------------------------------------------------------- */

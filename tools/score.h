@@ -40,6 +40,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "tools/csv.h"
 #include "plume/status.h"
 
 /* radius = 0 asks for the default: max(SCORE_RADIUS_MIN, SCORE_RADIUS_SIGMAS * sigma). */
@@ -103,6 +104,13 @@ plm_status score_read_truth(const char *path, score_truth **out, int64_t *count,
 /* Read a detections CSV likewise (see above for the columns used). */
 plm_status score_read_detections(const char *path, score_detection **out, int64_t *count, char *err,
                                  size_t err_size);
+
+/* As score_read_detections, from the table csv_read made of path (named in messages), for a
+ * caller that reads other columns of the same rows too (plume detect --overlay's boxes, the
+ * report's strengths): the rows in the table's order. */
+plm_status score_detections_of_table(const char *path, const csv_table *table,
+                                     score_detection **out, int64_t *count, char *err,
+                                     size_t err_size);
 
 /* Print a result as `plume score` and `plume demo` do, one figure per line ("precision:
  * 0.9950"); radius as given to score_match (SCORE_RADIUS_DEFAULT: the default rule). */

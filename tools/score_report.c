@@ -373,23 +373,13 @@ plm_status score_report_write(const char *path, const score_report_input *in, ch
   return status;
 }
 
-plm_status score_report_read_strengths(const char *path, double **out, int64_t *count, char *err,
-                                       size_t err_size) {
+plm_status score_report_strengths_of_table(const char *path, const csv_table *table, double **out,
+                                           char *err, size_t err_size) {
   *out = NULL;
-  *count = 0;
-  csv_table table;
-  plm_status status = csv_read(path, &table, err, err_size);
-  if (status != PLM_OK) return status;
-  const int column = csv_column(&table, "max");
-  if (column >= 0) {
-    *out = malloc((size_t)(table.rows + 1) * sizeof **out);
-    if (!*out) {
-      csv_free(&table);
-      return quote_failure(err, err_size, PLM_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
-    }
-    for (int64_t r = 0; r < table.rows; r++) (*out)[r] = csv_value(&table, r, column);
-    *count = table.rows;
-  }
-  csv_free(&table);
+  const int column = csv_column(table, "max");
+  if (column < 0) return PLM_OK;
+  *out = malloc((size_t)(table->rows + 1) * sizeof **out);
+  if (!*out) return quote_failure(err, err_size, PLM_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+  for (int64_t r = 0; r < table->rows; r++) (*out)[r] = csv_value(table, r, column);
   return PLM_OK;
 }

@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tools/csv.h"
 #include "tools/frame_reader.h"
 #include "tools/score.h"
 #include "plume/status.h"
@@ -53,10 +54,10 @@ typedef struct score_report_input {
 plm_status score_report_write(const char *path, const score_report_input *in, char *err,
                               size_t err_size);
 
-/* Read the strength of each detection of a plume detect CSV (its max column), in the rows'
- * order, into *out (malloc'd, *count of them; free it). *out is NULL and *count 0 when the
- * CSV has no max column. Errors: those of csv_read (tools/csv.h). */
-plm_status score_report_read_strengths(const char *path, double **out, int64_t *count, char *err,
-                                       size_t err_size);
+/* The strength of each detection of a plume detect CSV already read (table: its max
+ * column), in the rows' order, into *out (malloc'd, table->rows of them; free it); *out is
+ * NULL when the table has no max column. Errors: PLM_ERR_OUT_OF_MEMORY, naming path. */
+plm_status score_report_strengths_of_table(const char *path, const csv_table *table, double **out,
+                                           char *err, size_t err_size);
 
 #endif /* PLUME_TOOLS_SCORE_REPORT_H */
