@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pipeline/parse.h"
 #include "pipeline/pipeline_internal.h"
 #include "streams/error.h"
 
@@ -193,34 +194,130 @@ static plm_status check_buildable(const plm_pipeline *pl) {
   return PLM_OK;
 }
 
-/* Resolve the handles in[0..count) named names[], add the node and hand out its outputs:
- * the common part of every add call. Messages: "node N 'kind': ...". */
-static plm_status add(plm_pipeline *pl, plm__op_kind kind, const plm_pipe_tensor *in,
-                      const bool *optional, int count, const plm__op_params *params,
-                      plm_pipe_tensor *const *out) {
-  plm_status status = check_buildable(pl);
-  if (status != PLM_OK) return status;
-  const plm__op_desc *op = plm__op_get(kind);
-  int node = pl->graph.node_count;
-  int inputs[PLM__PIPE_MAX_IO], outputs[PLM__PIPE_MAX_IO];
+/* The handles in[0..count) as tensor indices into inputs[] (-1 for the slots after count,
+ * and for an optional slot given a zeroed handle). Messages: "node N 'kind': ...". */
+static plm_status resolve_inputs(plm_pipeline *pl, const plm__op_desc *op,
+                                 const plm_pipe_tensor *in, int count, int *inputs) {
+  const int node = pl->graph.node_count;
   plm__pipe_io(inputs, -1, -1, -1);
   for (int k = 0; k < count; k++) {
-    if (optional && optional[k] && in[k].pipeline == 0 && in[k].id == 0) continue;
+    if (op->inputs[k].optional && in[k].pipeline == 0 && in[k].id == 0) continue;
     inputs[k] = plm__graph_resolve(pl, in[k], op->inputs[k].name);
     if (inputs[k] < 0)
       return plm__pipe_reraise(PLM_ERR_INVALID_ARG, "node %d '%s'", node, op->name);
   }
-  bool want[PLM__PIPE_MAX_IO] = {false};
-  int wanted = 0;
-  for (int k = 0; k < PLM__PIPE_MAX_IO; k++) wanted += want[k] = k < op->output_count && out[k];
-  if (wanted == 0)
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "node %d '%s': no output asked for", node, op->name);
-  status = plm__graph_add_node(pl, kind, inputs, params, want, outputs);
-  if (status != PLM_OK) return plm__pipe_reraise(status, "node %d '%s'", node, op->name);
-  for (int k = 0; k < PLM__PIPE_MAX_IO; k++)
-    if (want[k]) *out[k] = plm__graph_handle(pl, outputs[k]);
   return PLM_OK;
 }
+
+/* Add the node of resolved inputs and hand out the outputs asked for (out[k] not NULL).
+ * An output its op always makes (not optional) is made even when not asked for: a
+ * lowered op's steps need every one of them (segment). Messages: "node N 'kind': ...". */
+static plm_status add_resolved(plm_pipeline *pl, const plm__op_desc *op, const int *inputs,
+                               const plm__op_params *params, plm_pipe_tensor *const *out) {
+  const int node = pl->graph.node_count;
+  bool want[PLM__PIPE_MAX_IO] = {false};
+  int asked = 0;
+  for (int k = 0; k < op->output_count; k++) {
+    asked += out[k] != NULL;
+    want[k] = out[k] || !op->outputs[k].optional;
+  }
+  if (asked == 0)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "node %d '%s': no output asked for", node, op->name);
+  int outputs[PLM__PIPE_MAX_IO];
+  plm_status status = plm__graph_add_node(pl, op->kind, inputs, params, want, outputs);
+  if (status != PLM_OK) return plm__pipe_reraise(status, "node %d '%s'", node, op->name);
+  for (int k = 0; k < op->output_count; k++)
+    if (out[k]) *out[k] = plm__graph_handle(pl, outputs[k]);
+  return PLM_OK;
+}
+
+/* The common part of every typed add call: resolve, add, hand out. */
+static plm_status add(plm_pipeline *pl, plm__op_kind kind, const plm_pipe_tensor *in, int count,
+                      const plm__op_params *params, plm_pipe_tensor *const *out) {
+  plm_status status = check_buildable(pl);
+  if (status != PLM_OK) return status;
+  const plm__op_desc *op = plm__op_get(kind);
+  int inputs[PLM__PIPE_MAX_IO];
+  status = resolve_inputs(pl, op, in, count, inputs);
+  return status == PLM_OK ? add_resolved(pl, op, inputs, params, out) : status;
+}
+
+/* ---- any op, by name ------------------------------------------------------------------------ */
+
+/* The ops a node can be, for messages: every op of the table but those compile makes. */
+static void node_op_names(char *list, size_t size) {
+  list[0] = '\0';
+  for (int k = 0; k < PLM__OP_COUNT; k++) {
+    const plm__op_desc *op = plm__op_get((plm__op_kind)k);
+    if (!(op->flags & PLM__OP_PLAN_ONLY))
+      snprintf(list + strlen(list), size - strlen(list), "%s%s", list[0] ? ", " : "", op->name);
+  }
+}
+
+/* "in", "labels, intensity (optional), count": a node's slots, for messages. */
+static void slot_names(const plm__op_slot *slots, int count, char *list, size_t size) {
+  list[0] = '\0';
+  for (int k = 0; k < count; k++)
+    snprintf(list + strlen(list), size - strlen(list), "%s%s%s", k ? ", " : "", slots[k].name,
+             slots[k].optional ? " (optional)" : "");
+}
+
+/* The size of the node's kernel (its first 2-D input given as a kernel): conv2d's
+ * padding=same reads it. 1, 1 without one. */
+static void kernel_size(const plm_pipeline *pl, const plm__op_desc *op, const int *inputs, int *kh,
+                        int *kw) {
+  *kh = *kw = 1;
+  for (int k = 0; k < op->input_count; k++) {
+    if (op->inputs[k].role != PLM__IN_KERNEL || inputs[k] < 0) continue;
+    const plm_shape *shape = &pl->graph.tensors[inputs[k]].shape;
+    if (shape->ndim != 2) continue; /* the op's own check refuses it, naming the slot */
+    *kh = (int)shape->dims[0];
+    *kw = (int)shape->dims[1];
+  }
+}
+
+plm_status plm_pipeline_add(plm_pipeline *pl, const char *op_name, const plm_pipe_tensor *inputs,
+                            int input_count, const char *params, plm_pipe_tensor *const *outputs,
+                            int output_count) {
+  PLM__REQUIRE_NOT_NULL(pl);
+  PLM__REQUIRE_NOT_NULL(op_name);
+  PLM__REQUIRE_NOT_NULL(inputs);
+  PLM__REQUIRE_NOT_NULL(outputs);
+  plm_status status = check_buildable(pl);
+  if (status != PLM_OK) return plm__propagate(status);
+  const int node = pl->graph.node_count;
+  const plm__op_desc *op = plm__op_find(op_name);
+  char list[256];
+  if (!op || (op->flags & PLM__OP_PLAN_ONLY)) {
+    node_op_names(list, sizeof list);
+    return plm__fail(PLM_ERR_INVALID_ARG, "node %d: no op '%s' (one of %s)", node, op_name, list);
+  }
+  if (input_count != op->input_count) {
+    slot_names(op->inputs, op->input_count, list, sizeof list);
+    return plm__fail(PLM_ERR_INVALID_ARG, "node %d '%s': input_count %d is not %d (%s)", node,
+                     op->name, input_count, op->input_count, list);
+  }
+  if (output_count != op->output_count) {
+    slot_names(op->outputs, op->output_count, list, sizeof list);
+    return plm__fail(PLM_ERR_INVALID_ARG, "node %d '%s': output_count %d is not %d (%s)", node,
+                     op->name, output_count, op->output_count, list);
+  }
+  int resolved[PLM__PIPE_MAX_IO];
+  status = resolve_inputs(pl, op, inputs, input_count, resolved);
+  if (status != PLM_OK) return plm__propagate(status);
+  int kh, kw;
+  kernel_size(pl, op, resolved, &kh, &kw);
+  /* Which keys are required may hang on the first input's dtype (f32: threshold's value). */
+  const plm_dtype dtype =
+      resolved[0] >= 0 ? pl->graph.tensors[resolved[0]].shape.dtype : PLM_DTYPE_U8;
+  plm__op_params p;
+  status = plm__parse_node_params(op, params, dtype, kh, kw, &p);
+  if (status != PLM_OK)
+    return plm__propagate(plm__pipe_reraise(status, "node %d '%s'", node, op->name));
+  return plm__propagate(add_resolved(pl, op, resolved, &p, outputs));
+}
+
+/* ---- the typed add calls ------------------------------------------------------------------ */
 
 #define REQUIRE_PARAMS(params)     \
   do {                             \
@@ -265,7 +362,7 @@ plm_status plm_pipeline_add_conv2d(plm_pipeline *pl, plm_pipe_tensor in, plm_pip
   plm__op_params p = {.conv2d = *params};
   const plm_pipe_tensor inputs[] = {in, kernel};
   plm_pipe_tensor *const outputs[PLM__PIPE_MAX_IO] = {out, NULL, NULL};
-  return plm__propagate(add(pl, PLM__OP_CONV2D, inputs, NULL, 2, &p, outputs));
+  return plm__propagate(add(pl, PLM__OP_CONV2D, inputs, 2, &p, outputs));
 }
 
 plm_status plm_pipeline_add_sobel(plm_pipeline *pl, plm_pipe_tensor in,
@@ -274,7 +371,7 @@ plm_status plm_pipeline_add_sobel(plm_pipeline *pl, plm_pipe_tensor in,
   REQUIRE_PARAMS(params);
   plm__op_params p = {.sobel = *params};
   plm_pipe_tensor *const outputs[PLM__PIPE_MAX_IO] = {gx, gy, magnitude};
-  return plm__propagate(add(pl, PLM__OP_SOBEL, &in, NULL, 1, &p, outputs));
+  return plm__propagate(add(pl, PLM__OP_SOBEL, &in, 1, &p, outputs));
 }
 
 plm_status plm_pipeline_add_entropy(plm_pipeline *pl, plm_pipe_tensor in,
@@ -283,7 +380,7 @@ plm_status plm_pipeline_add_entropy(plm_pipeline *pl, plm_pipe_tensor in,
   PLM__REQUIRE_NOT_NULL(out);
   plm__op_params p = {.entropy = *params};
   plm_pipe_tensor *const outputs[PLM__PIPE_MAX_IO] = {out, NULL, NULL};
-  return plm__propagate(add(pl, PLM__OP_ENTROPY, &in, NULL, 1, &p, outputs));
+  return plm__propagate(add(pl, PLM__OP_ENTROPY, &in, 1, &p, outputs));
 }
 
 plm_status plm_pipeline_add_threshold(plm_pipeline *pl, plm_pipe_tensor in,
@@ -292,7 +389,7 @@ plm_status plm_pipeline_add_threshold(plm_pipeline *pl, plm_pipe_tensor in,
   PLM__REQUIRE_NOT_NULL(out);
   plm__op_params p = {.threshold = *params};
   plm_pipe_tensor *const outputs[PLM__PIPE_MAX_IO] = {out, NULL, NULL};
-  return plm__propagate(add(pl, PLM__OP_THRESHOLD, &in, NULL, 1, &p, outputs));
+  return plm__propagate(add(pl, PLM__OP_THRESHOLD, &in, 1, &p, outputs));
 }
 
 plm_status plm_pipeline_add_label(plm_pipeline *pl, plm_pipe_tensor mask,
@@ -303,7 +400,7 @@ plm_status plm_pipeline_add_label(plm_pipeline *pl, plm_pipe_tensor mask,
   PLM__REQUIRE_NOT_NULL(count);
   plm__op_params p = {.label = *params};
   plm_pipe_tensor *const outputs[PLM__PIPE_MAX_IO] = {labels, count, NULL};
-  return plm__propagate(add(pl, PLM__OP_LABEL, &mask, NULL, 1, &p, outputs));
+  return plm__propagate(add(pl, PLM__OP_LABEL, &mask, 1, &p, outputs));
 }
 
 plm_status plm_pipeline_add_regions(plm_pipeline *pl, plm_pipe_tensor labels,
@@ -313,9 +410,8 @@ plm_status plm_pipeline_add_regions(plm_pipeline *pl, plm_pipe_tensor labels,
   PLM__REQUIRE_NOT_NULL(table);
   plm__op_params p = {.regions = {.capacity = capacity}};
   const plm_pipe_tensor inputs[] = {labels, intensity, count};
-  const bool optional[] = {false, true, false};
   plm_pipe_tensor *const outputs[PLM__PIPE_MAX_IO] = {table, NULL, NULL};
-  return plm__propagate(add(pl, PLM__OP_REGIONS, inputs, optional, 3, &p, outputs));
+  return plm__propagate(add(pl, PLM__OP_REGIONS, inputs, 3, &p, outputs));
 }
 
 plm_status plm_pipeline_add_segment(plm_pipeline *pl, plm_pipe_tensor image,
@@ -324,11 +420,9 @@ plm_status plm_pipeline_add_segment(plm_pipeline *pl, plm_pipe_tensor image,
                                     plm_pipe_tensor *table) {
   REQUIRE_PARAMS(params);
   plm__op_params p = {.segment = {.segment = *params, .capacity = capacity}};
-  /* All three are made (the lowered steps need them); NULL only means "not named". */
-  plm_pipe_tensor unnamed[3];
-  plm_pipe_tensor *const outputs[PLM__PIPE_MAX_IO] = {
-      labels ? labels : &unnamed[0], count ? count : &unnamed[1], table ? table : &unnamed[2]};
-  return plm__propagate(add(pl, PLM__OP_SEGMENT, &image, NULL, 1, &p, outputs));
+  /* All three are made (none is optional); NULL only means "not named". */
+  plm_pipe_tensor *const outputs[PLM__PIPE_MAX_IO] = {labels, count, table};
+  return plm__propagate(add(pl, PLM__OP_SEGMENT, &image, 1, &p, outputs));
 }
 
 plm_status plm_pipeline_add_matmul(plm_pipeline *pl, plm_pipe_tensor a, plm_pipe_tensor b,
@@ -338,9 +432,8 @@ plm_status plm_pipeline_add_matmul(plm_pipeline *pl, plm_pipe_tensor a, plm_pipe
   PLM__REQUIRE_NOT_NULL(out);
   plm__op_params p = {.matmul = *params};
   const plm_pipe_tensor inputs[] = {a, b, bias};
-  const bool optional[] = {false, false, true};
   plm_pipe_tensor *const outputs[PLM__PIPE_MAX_IO] = {out};
-  return plm__propagate(add(pl, PLM__OP_MATMUL, inputs, optional, 3, &p, outputs));
+  return plm__propagate(add(pl, PLM__OP_MATMUL, inputs, 3, &p, outputs));
 }
 
 plm_status plm_pipeline_add_lstm_cell(plm_pipeline *pl, plm_pipe_tensor x, plm_pipe_tensor h,
@@ -352,9 +445,8 @@ plm_status plm_pipeline_add_lstm_cell(plm_pipeline *pl, plm_pipe_tensor x, plm_p
   PLM__REQUIRE_NOT_NULL(out_c);
   plm__op_params p = {.lstm_cell = {0}}; /* lstm_cell has no parameters */
   const plm_pipe_tensor inputs[] = {x, h, c, w_ih, w_hh, b_ih, b_hh};
-  const bool optional[] = {false, false, false, false, false, true, true};
   plm_pipe_tensor *const outputs[PLM__PIPE_MAX_IO] = {out_h, out_c};
-  return plm__propagate(add(pl, PLM__OP_LSTM_CELL, inputs, optional, 7, &p, outputs));
+  return plm__propagate(add(pl, PLM__OP_LSTM_CELL, inputs, 7, &p, outputs));
 }
 
 plm_status plm_pipeline_add_dendritic(plm_pipeline *pl, plm_pipe_tensor x, plm_pipe_tensor w,
@@ -364,7 +456,7 @@ plm_status plm_pipeline_add_dendritic(plm_pipeline *pl, plm_pipe_tensor x, plm_p
   plm__op_params p = {.dendritic = *params};
   const plm_pipe_tensor inputs[] = {x, w};
   plm_pipe_tensor *const outputs[PLM__PIPE_MAX_IO] = {out};
-  return plm__propagate(add(pl, PLM__OP_DENDRITIC, inputs, NULL, 2, &p, outputs));
+  return plm__propagate(add(pl, PLM__OP_DENDRITIC, inputs, 2, &p, outputs));
 }
 
 plm_status plm_pipeline_add_vector_add(plm_pipeline *pl, plm_pipe_tensor a, plm_pipe_tensor b,
@@ -375,7 +467,7 @@ plm_status plm_pipeline_add_vector_add(plm_pipeline *pl, plm_pipe_tensor a, plm_
   plm__op_params p = {.vector_add = params ? *params : (plm_vector_add_params){1.0, 1.0}};
   const plm_pipe_tensor inputs[] = {a, b};
   plm_pipe_tensor *const outputs[PLM__PIPE_MAX_IO] = {out};
-  return plm__propagate(add(pl, PLM__OP_VECTOR_ADD, inputs, NULL, 2, &p, outputs));
+  return plm__propagate(add(pl, PLM__OP_VECTOR_ADD, inputs, 2, &p, outputs));
 }
 
 plm_status plm_pipeline_add_dot(plm_pipeline *pl, plm_pipe_tensor a, plm_pipe_tensor b,
@@ -385,7 +477,7 @@ plm_status plm_pipeline_add_dot(plm_pipeline *pl, plm_pipe_tensor a, plm_pipe_te
   plm__op_params p = {.dot = {0}};
   const plm_pipe_tensor inputs[] = {a, b};
   plm_pipe_tensor *const outputs[PLM__PIPE_MAX_IO] = {out};
-  return plm__propagate(add(pl, PLM__OP_DOT, inputs, NULL, 2, &p, outputs));
+  return plm__propagate(add(pl, PLM__OP_DOT, inputs, 2, &p, outputs));
 }
 
 plm_status plm_pipeline_add_ar_forecast(plm_pipeline *pl, plm_pipe_tensor series,
@@ -395,7 +487,7 @@ plm_status plm_pipeline_add_ar_forecast(plm_pipeline *pl, plm_pipe_tensor series
   PLM__REQUIRE_NOT_NULL(out);
   plm__op_params p = {.ar_forecast = *params};
   plm_pipe_tensor *const outputs[PLM__PIPE_MAX_IO] = {out};
-  return plm__propagate(add(pl, PLM__OP_AR_FORECAST, &series, NULL, 1, &p, outputs));
+  return plm__propagate(add(pl, PLM__OP_AR_FORECAST, &series, 1, &p, outputs));
 }
 
 plm_status plm_pipeline_mark_output(plm_pipeline *pl, plm_pipe_tensor t) {

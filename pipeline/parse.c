@@ -52,6 +52,8 @@ static plm_status fail(const element *e, const char *fmt, ...) {
   va_start(args, fmt);
   vsnprintf(message, sizeof message, fmt, args);
   va_end(args);
+  /* index 0: the parameters of a node added by name; its caller names the node. */
+  if (e->index == 0) return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s", message);
   return plm__fail_raw(PLM_ERR_INVALID_ARG, "element %d '%s': %s", e->index, e->name, message);
 }
 
@@ -555,4 +557,39 @@ plm_status plm_pipeline_parse_with_tensors(plm_context *ctx, const char *text, p
   PLM__REQUIRE_NOT_NULL(text);
   PLM__REQUIRE_NOT_NULL(dims);
   return plm__propagate(parse_text(ctx, text, dtype, ndim, dims, tensors, count, out));
+}
+
+/* ---- the parameters of a node added by name (plm_pipeline_add) ----------------------------- */
+
+/* Only the schema's keys: a node added by name is given every input as a handle, so the
+ * text form's tensor keys, kernel specs and frame choice are not parameters here. */
+static plm_status check_param_keys(const plm__op_desc *op, const element *e) {
+  for (int i = 0; i < e->count; i++) {
+    bool known = false;
+    for (int k = 0; k < op->param_count && !known; k++)
+      known = strcmp(op->params[k].name, e->pairs[i].key) == 0;
+    if (known) continue;
+    char list[256] = "";
+    for (int k = 0; k < op->param_count; k++)
+      snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", k ? ", " : "",
+               op->params[k].name);
+    return fail(e, "unknown key '%s' (%s's parameters: %s; its inputs are handles)",
+                e->pairs[i].key, op->name, list[0] ? list : "none");
+  }
+  return PLM_OK;
+}
+
+plm_status plm__parse_node_params(const plm__op_desc *op, const char *text, plm_dtype dtype, int kh,
+                                  int kw, plm__op_params *params) {
+  /* split() reads an element, its name first: give it "op pairs". */
+  const size_t size = strlen(op->name) + 1 + (text ? strlen(text) : 0) + 1;
+  char *copy = malloc(size);
+  if (!copy) return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory to read the parameters");
+  snprintf(copy, size, "%s %s", op->name, text ? text : "");
+  element e = {.index = 0, .name = op->name};
+  plm_status status = split(copy, &e);
+  if (status == PLM_OK) status = check_param_keys(op, &e);
+  if (status == PLM_OK) status = get_params(&e, op, dtype, kh, kw, params);
+  free(copy);
+  return status;
 }

@@ -1,7 +1,8 @@
 /* plume/pipeline.h: pipelines of operations, planned once and run per frame.
  *
  * A pipeline is a graph of operations (plume/ops.h) over symbolic tensors. Build it
- * node by node (plm_pipeline_add_*) or from text (plm_pipeline_parse, with named host
+ * node by node (plm_pipeline_add with an op's name, or its typed plm_pipeline_add_<op>)
+ * or from text (plm_pipeline_parse, with named host
  * tensors plm_pipeline_parse_with_tensors), compile it once
  * (plm_pipeline_compile), then run it on frame after frame (plm_pipeline_run):
  *
@@ -152,6 +153,35 @@ PLM_API plm_status plm_pipeline_set_profiler(plm_pipeline *pl, plm_profiler *pro
  * dtypes and shapes, through the op's shape function) and, on success, stores the node
  * and sets its output handles. Errors: PLM_ERR_INVALID_ARG (with the node and the
  * argument), PLM_ERR_INVALID_STATE (after compile), PLM_ERR_OUT_OF_MEMORY. */
+
+/* A node of any operation of the table (plume/op_info.h), by its name: the general form
+ * of the typed calls below, and the only one for the ops that have none (cfar, nuc,
+ * badpixel, background, abs_diff, ...).
+ *   op            the op's name, as plm_op_info names it ("entropy", "cfar"); the ops
+ *                 that compile makes alone (the fused op) are refused.
+ *   inputs        one handle per input slot, in plm_op_input_info's order, input_count of
+ *                 them (the op's count); a zeroed handle leaves an optional slot empty.
+ *                 Every input is a handle here, the ones the text form names (a kernel,
+ *                 nuc's gain) and regions' count included.
+ *   params        the op's parameters as the text form writes them (plm_op_param_info):
+ *                 "window=16 bins=64 range=0,400"; a key not given takes its default, and
+ *                 NULL or "" takes every default. Keys that name tensors in the text form
+ *                 are inputs here, not parameters; an unknown key's message lists the op's.
+ *   outputs       output_count places (the op's count) for the outputs' handles, in
+ *                 plm_op_info's order; NULL for one not wanted, at least one wanted. An
+ *                 output the op always makes is made even when not wanted (segment's
+ *                 three), and a wanted optional one is made (sobel's gx, gy).
+ * For example, an entropy node and a cell-averaging CFAR over a frame:
+ *   plm_pipe_tensor ent, mask, count = {0};
+ *   plm_pipeline_add(pl, "entropy", &frame, 1, "window=16 bins=64 range=0,400",
+ *                    (plm_pipe_tensor *[]){&ent}, 1);
+ *   plm_pipeline_add(pl, "cfar", &frame, 1, "window=15 guard=5 k=4",
+ *                    (plm_pipe_tensor *[]){&mask}, 1);
+ * The node is checked as a typed call checks it; the messages name the node and the key:
+ *   plm_pipeline_add: node 1 'entropy': key 'window': '0' is not an integer in 1..255 */
+PLM_API plm_status plm_pipeline_add(plm_pipeline *pl, const char *op, const plm_pipe_tensor *inputs,
+                                    int input_count, const char *params,
+                                    plm_pipe_tensor *const *outputs, int output_count);
 
 /* A frame the caller passes to each run, of dtype and shape (ndim 1..4). */
 PLM_API plm_status plm_pipeline_add_input(plm_pipeline *pl, plm_dtype dtype, int ndim,
