@@ -45,6 +45,7 @@
 #include "profile/stats.h"
 #include "streams/clock.h"
 #include "tools/csv.h"
+#include "tools/fits_io.h"
 #include "tools/image_io.h"
 #include "tools/quote.h"
 #include "tools/regular_file.h"
@@ -602,15 +603,17 @@ static const char image_files[] =
     "                        (u8, u16 or f32 pages, striped or tiled; N pages are 3-D) or\n"
     "                        FITS (an image or a cube; BITPIX 8 and 16 with BZERO 32768 as\n"
     "                        u8 and u16, others as f32 with BSCALE/BZERO applied)\n"
-    "  --out PATH            output .npy, or a TIFF when PATH ends in .tif or .tiff\n"
-    "                        (written atomically; '-': .npy to standard output; another\n"
-    "                        extension is refused)\n";
+    "  --out PATH            output .npy, a TIFF when PATH ends in .tif or .tiff, or a\n"
+    "                        FITS image when it ends in .fits, .fit or .fts (written\n"
+    "                        atomically; '-': .npy to standard output; another extension\n"
+    "                        is refused)\n";
 static const char image_note[] =
     "  Inputs are images: .npy (2-D or 3-D; f64 read as f32), PGM (P5, 8/16-bit),\n"
     "  grayscale PNG (8/16-bit), TIFF (u8, u16, f32 pages; a stack of pages is 3-D) or\n"
     "  FITS (an image, or a cube which is 3-D);\n"
-    "  outputs are .npy, or TIFF for a name ending in .tif or .tiff, each written\n"
-    "  atomically, or one of them to standard output as '-'.\n";
+    "  outputs are .npy, TIFF for a name ending in .tif or .tiff, or FITS for one ending\n"
+    "  in .fits, .fit or .fts, each written atomically, or one of them to standard output\n"
+    "  as '-'.\n";
 static const char array_note[] =
     "  Inputs are .npy arrays of 1 to 4 dimensions (f64 read as f32); outputs are .npy,\n"
     "  each written atomically, or one of them to standard output as '-'.\n";
@@ -789,7 +792,8 @@ static int check_given(const op_run *run) {
     if (!output_path_usable(run->paths[k], why, sizeof why))
       return usage_error(run, "%s %s: %s", run->files[k].flag,
                          quote_value(run->paths[k], q, sizeof q), why);
-    if (!output_extension_fits(run->paths[k], kind == FILE_REGIONS ? "csv" : "npy|tif|tiff", why,
+    if (!output_extension_fits(run->paths[k],
+                               kind == FILE_REGIONS ? "csv" : "npy|tif|tiff|fits|fit|fts", why,
                                sizeof why))
       return usage_error(run, "%s %s", run->files[k].flag, why);
     for (int j = 0; j < run->file_count; j++)
@@ -1084,21 +1088,39 @@ static int run_op(const op_run *run, op_state *s) {
   return -1;
 }
 
-/* Whether an output is named .tif or .tiff (any case): written as a TIFF, else .npy. */
-static bool is_tiff(const char *path) {
+/* How an output is written, by its name's extension (any case; checked against
+ * "npy|tif|tiff|fits|fit|fts" before anything ran). */
+typedef plm_status (*image_encoder)(plm_dtype dtype, int ndim, const int64_t *dims,
+                                    const void *data, void **bytes, size_t *length,
+                                    const char *path, char *err, size_t err_size);
+
+/* The encoder of a library's format (tools/tiff_io.h, tools/fits_io.h), or NULL for .npy
+ * and standard output. */
+static image_encoder encoder_of(const char *path) {
+  static const struct {
+    const char *extension;
+    image_encoder encode;
+  } formats[] = {{"tif", tiff_encode},
+                 {"tiff", tiff_encode},
+                 {"fits", fits_encode},
+                 {"fit", fits_encode},
+                 {"fts", fits_encode}};
   const char *extension = output_extension(path);
-  return extension && (strcasecmp(extension, "tif") == 0 || strcasecmp(extension, "tiff") == 0);
+  for (size_t i = 0; extension && i < sizeof formats / sizeof formats[0]; i++)
+    if (strcasecmp(extension, formats[i].extension) == 0) return formats[i].encode;
+  return NULL;
 }
 
-/* An array as a TIFF (tools/tiff_io.h: 2-D one page, 3-D N pages) into a writer opened on
- * path (*writer NULL when it was not opened). */
-static plm_status write_tiff(const char *path, const image *shape, const void *data,
-                             image_writer **writer, char *err, size_t err_size) {
+/* An array encoded by encode (a TIFF: 2-D one page, 3-D N pages; a FITS image) into a
+ * writer opened on path (*writer NULL when it was not opened). */
+static plm_status write_encoded(image_encoder encode, const char *path, const image *shape,
+                                const void *data, image_writer **writer, char *err,
+                                size_t err_size) {
   void *bytes = NULL;
   size_t length = 0;
   *writer = NULL;
-  plm_status status = tiff_encode(shape->dtype, shape->ndim, shape->dims, data, &bytes, &length,
-                                  path, err, err_size);
+  plm_status status =
+      encode(shape->dtype, shape->ndim, shape->dims, data, &bytes, &length, path, err, err_size);
   if (status == PLM_OK && (status = image_writer_open_text(path, writer, err, err_size)) == PLM_OK)
     status = image_writer_write(*writer, bytes, length, err, err_size);
   free(bytes);
@@ -1119,8 +1141,9 @@ static int write_files(const op_run *run, op_state *s, char *err, size_t err_siz
     image result = {.dtype = shape->dtype, .ndim = shape->ndim};
     memcpy(result.dims, shape->dims, sizeof result.dims);
     const char *path = run->paths[output_file(run, k)];
-    if (is_tiff(path)) {
-      status = write_tiff(path, &result, s->host_out[k], &writers[count], err, err_size);
+    const image_encoder encode = encoder_of(path);
+    if (encode) {
+      status = write_encoded(encode, path, &result, s->host_out[k], &writers[count], err, err_size);
       count += writers[count] != NULL;
     } else if ((status = image_writer_open_npy(path, &result, &writers[count], err, err_size)) ==
                PLM_OK) {

@@ -3,12 +3,15 @@
  *
  * Reading files another library wrote (tests/fixtures/fits/make.py, with astropy): BITPIX 8,
  * 16 as unsigned (BZERO 32768), signed and scaled (BSCALE/BZERO, a BLANK pixel), and -32;
- * images and cubes; the image in an extension after an empty primary. Each is equal sample for sample to the .npy numpy saved of what plume must read,
- * whole (image_read), frame by frame (image_frames), and as frames of plume detect, from a
- * file and from a folder. Names are taken literally, never as cfitsio's extended syntax.
- * The kinds refused (32-bit integers, one axis, tables only, tile-compressed) and damaged
- * files (cut short, bytes changed, cut while open) fail with a one-line message naming the file, never a crash or a leak.
- * A plain unit test: no backend.
+ * images and cubes; the image in an extension after an empty primary. Each is equal sample for
+ * sample to the .npy numpy saved of what plume must read, whole (image_read), frame by frame
+ * (image_frames), and as frames of plume detect, from a file and from a folder. Names are taken
+ * literally, never as cfitsio's extended syntax. The kinds refused (32-bit integers, one axis,
+ * tables only, tile-compressed) and damaged files (cut short, bytes changed, cut while open) fail
+ * with a one-line message naming the file, never a crash or a leak. Writing (fits_encode, plume op
+ * --out x.fits): every dtype and 1 to 4 dimensions, read back by cfitsio itself (BITPIX, BZERO, the
+ * axes, the values) and by plume's reader; the same array gives the same bytes. A plain unit test:
+ * no backend.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -19,8 +22,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <fitsio.h>
+
 #include "checks.h"
 #include "scratch_dir.h"
+#include "tools/fits_io.h"
 #include "tools/frame_reader.h"
 #include "tools/image_io.h"
 #include "image_file_checks.h"
@@ -94,8 +100,9 @@ START_TEST(test_a_cube_is_the_frames_of_plume_detect) {
   image want = read_ok(fixture("u16-cube", "npy"));
   frame_reader *r = NULL;
   frame_reader_info info;
-  ck_assert_msg(frame_reader_open(fixture("u16-cube", "fits"), &info, &r, err, sizeof err) == PLM_OK,
-                "%s", err);
+  ck_assert_msg(
+      frame_reader_open(fixture("u16-cube", "fits"), &info, &r, err, sizeof err) == PLM_OK, "%s",
+      err);
   ck_assert(info.count == 3 && info.dtype == PLM_DTYPE_U16 && info.height == 9 &&
             info.width == 14 && !info.folder);
   uint16_t got[9 * 14];
@@ -150,12 +157,12 @@ START_TEST(test_what_is_not_read_is_named) {
   expect_image_message(image_read(fixture("table-only", "fits"), NULL, &img, err, sizeof err),
                        PLM_ERR_IO, err, "table-only.fits: no image: none of its 2 HDUs", NULL);
   expect_image_message(image_read(fixture("rice-refused", "fits"), NULL, &img, err, sizeof err),
-                       PLM_ERR_UNSUPPORTED, err, "rice-refused.fits: HDU 2: a tile-compressed image",
-                       "funpack");
+                       PLM_ERR_UNSUPPORTED, err,
+                       "rice-refused.fits: HDU 2: a tile-compressed image", "funpack");
   /* fuzz_fits's find: a damaged RICE tile on which cfitsio 4.2 crashed; refused unread. */
   unsigned char crash[16384];
-  const size_t length = file_bytes(PLUME_FIXTURES_DIR "/../fuzz/corpus/fits/rice-crash", crash,
-                                   sizeof crash);
+  const size_t length =
+      file_bytes(PLUME_FIXTURES_DIR "/../fuzz/corpus/fits/rice-crash", crash, sizeof crash);
   const char *path = scratch_file(dir, "rice-crash.fits", crash + 1, length - 1);
   expect_image_message(image_read(path, NULL, &img, err, sizeof err), PLM_ERR_UNSUPPORTED, err,
                        "rice-crash.fits: HDU 2: a tile-compressed image", NULL);
@@ -202,6 +209,123 @@ START_TEST(test_a_damaged_file_fails_with_a_message) {
 }
 END_TEST
 
+/* ---- writing ------------------------------------------------------------------------------ */
+
+/* n samples of dtype, every byte pattern a dtype has room for exercised; floats finite. */
+static void *pattern(plm_dtype dtype, size_t n) {
+  const size_t size = dtype == PLM_DTYPE_U8    ? 1
+                      : dtype == PLM_DTYPE_U16 ? 2
+                      : dtype == PLM_DTYPE_F64 ? 8
+                                               : 4;
+  void *data = malloc(n * size);
+  ck_assert_ptr_nonnull(data);
+  for (size_t i = 0; i < n; i++) switch (dtype) {
+      case PLM_DTYPE_U8: ((uint8_t *)data)[i] = (uint8_t)(i * 37 + 1); break;
+      case PLM_DTYPE_U16: ((uint16_t *)data)[i] = (uint16_t)(i * 4099 + 65000); break;
+      case PLM_DTYPE_I32: ((int32_t *)data)[i] = (int32_t)(i * 2654435761u); break;
+      case PLM_DTYPE_F32: ((float *)data)[i] = (float)i * -0.75f + 1e-3f; break;
+      case PLM_DTYPE_F64: ((double *)data)[i] = (double)i * 1.000000001 - 3e100 * (i == 2); break;
+    }
+  return data;
+}
+
+/* The file cfitsio reads back: BITPIX, the axes, BZERO, ORIGIN and the values as stored. */
+static void expect_cfitsio_reads(const char *path, plm_dtype dtype, int ndim, const int64_t *dims,
+                                 const void *want, size_t n) {
+  static const struct {
+    plm_dtype dtype;
+    int bitpix, equivalent, type;
+    size_t size;
+  } types[] = {{PLM_DTYPE_U8, 8, 8, TBYTE, 1},
+               {PLM_DTYPE_U16, 16, 20 /* USHORT_IMG */, TUSHORT, 2},
+               {PLM_DTYPE_I32, 32, 32, TINT, 4},
+               {PLM_DTYPE_F32, -32, -32, TFLOAT, 4},
+               {PLM_DTYPE_F64, -64, -64, TDOUBLE, 8}};
+  size_t t = 0;
+  while (types[t].dtype != dtype) t++;
+  fitsfile *file = NULL;
+  int status = 0, bitpix = 0, equivalent = 0, naxis = 0, anynul = 0;
+  LONGLONG axes[4] = {0};
+  char origin[FLEN_VALUE] = "";
+  fits_open_file(&file, path, READONLY, &status);
+  fits_get_img_type(file, &bitpix, &status);
+  fits_get_img_equivtype(file, &equivalent, &status);
+  fits_get_img_dim(file, &naxis, &status);
+  fits_get_img_sizell(file, 4, axes, &status);
+  fits_read_key_str(file, "ORIGIN", origin, NULL, &status);
+  void *got = malloc(n * types[t].size);
+  ck_assert_ptr_nonnull(got);
+  fits_read_img(file, types[t].type, 1, (LONGLONG)n, NULL, got, &anynul, &status);
+  fits_close_file(file, &status);
+  ck_assert_msg(status == 0, "%s: cfitsio status %d", path, status);
+  ck_assert_int_eq(bitpix, types[t].bitpix);
+  ck_assert_int_eq(equivalent, types[t].equivalent);
+  ck_assert_int_eq(naxis, ndim);
+  for (int d = 0; d < ndim; d++) ck_assert_int_eq(axes[d], dims[ndim - 1 - d]);
+  ck_assert_str_eq(origin, "plume");
+  ck_assert_msg(memcmp(got, want, n * types[t].size) == 0, "%s: values differ", path);
+  free(got);
+}
+
+START_TEST(test_written_arrays_read_back) {
+  static const plm_dtype dtypes[] = {PLM_DTYPE_U8, PLM_DTYPE_U16, PLM_DTYPE_I32, PLM_DTYPE_F32,
+                                     PLM_DTYPE_F64};
+  static const int64_t shape[4] = {2, 3, 5, 7};
+  for (size_t d = 0; d < sizeof dtypes / sizeof *dtypes; d++)
+    for (int ndim = 1; ndim <= 4; ndim++) {
+      const int64_t *dims = shape + 4 - ndim;
+      size_t n = 1;
+      for (int k = 0; k < ndim; k++) n *= (size_t)dims[k];
+      void *data = pattern(dtypes[d], n);
+      void *bytes = NULL, *again = NULL;
+      size_t length = 0, length_again = 0;
+      ck_assert_msg(fits_encode(dtypes[d], ndim, dims, data, &bytes, &length, "out.fits", err,
+                                sizeof err) == PLM_OK,
+                    "%s", err);
+      ck_assert_uint_eq(length % 2880, 0);
+      ck_assert_msg(fits_encode(dtypes[d], ndim, dims, data, &again, &length_again, "out.fits", err,
+                                sizeof err) == PLM_OK,
+                    "%s", err);
+      ck_assert_msg(length == length_again && memcmp(bytes, again, length) == 0,
+                    "%s %d-D: two encodings differ", plm_dtype_name(dtypes[d]), ndim);
+      const char *path = scratch_file(dir, "out.fits", bytes, length);
+      expect_cfitsio_reads(path, dtypes[d], ndim, dims, data, n);
+      /* plume's reader: u8, u16 and f32 images and cubes as written; f64 narrowed to f32. */
+      const bool readable = ndim == 2 || ndim == 3;
+      if (readable && dtypes[d] != PLM_DTYPE_I32) {
+        image got = read_ok(path);
+        image want = {.dtype = dtypes[d] == PLM_DTYPE_F64 ? PLM_DTYPE_F32 : dtypes[d],
+                      .ndim = ndim,
+                      .data = data};
+        memcpy(want.dims, dims, (size_t)ndim * sizeof *dims);
+        if (dtypes[d] == PLM_DTYPE_F64) {
+          want.data = malloc(n * sizeof(float));
+          ck_assert_ptr_nonnull(want.data);
+          for (size_t i = 0; i < n; i++) ((float *)want.data)[i] = (float)((double *)data)[i];
+        }
+        expect_image_equal(&got, &want, plm_dtype_name(dtypes[d]));
+        image_free(&got, NULL);
+        if (want.data != data) free(want.data);
+      }
+      free(bytes);
+      free(again);
+      free(data);
+    }
+  /* What is refused, by name. */
+  void *bytes = NULL;
+  size_t length = 0;
+  const int64_t five[5] = {1, 1, 1, 1, 1}, empty[2] = {3, 0};
+  uint8_t one = 0;
+  expect_image_message(
+      fits_encode(PLM_DTYPE_U8, 5, five, &one, &bytes, &length, "x.fits", err, sizeof err),
+      PLM_ERR_INVALID_ARG, err, "x.fits: 5 dimensions", NULL);
+  expect_image_message(
+      fits_encode(PLM_DTYPE_U8, 2, empty, &one, &bytes, &length, "x.fits", err, sizeof err),
+      PLM_ERR_INVALID_ARG, err, "x.fits: dimension 1 is 0", NULL);
+  ck_assert_ptr_null(bytes);
+}
+END_TEST
+
 int main(void) {
   Suite *suite = suite_create("fits_io");
   TCase *tcase = tcase_create("fits_io");
@@ -213,6 +337,7 @@ int main(void) {
   tcase_add_test(tcase, test_names_are_taken_literally);
   tcase_add_test(tcase, test_what_is_not_read_is_named);
   tcase_add_test(tcase, test_a_damaged_file_fails_with_a_message);
+  tcase_add_test(tcase, test_written_arrays_read_back);
   suite_add_tcase(suite, tcase);
   SRunner *runner = srunner_create(suite);
   srunner_set_fork_status(runner, CK_NOFORK);

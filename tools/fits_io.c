@@ -150,9 +150,9 @@ static plm_status choose_shape(fits_frames *f, int hdu, int naxis, int *ndim, ch
                            f->path, hdu, a + 1, (long long)axes[a]);
   }
   if (axes[1] > IMAGE_MAX_ELEMENTS / axes[0])
-    return quote_failure(err, err_size, PLM_ERR_IO, "%s: HDU %d: %lldx%lld is more than %lld samples",
-                         f->path, hdu, (long long)axes[1], (long long)axes[0],
-                         (long long)IMAGE_MAX_ELEMENTS);
+    return quote_failure(err, err_size, PLM_ERR_IO,
+                         "%s: HDU %d: %lldx%lld is more than %lld samples", f->path, hdu,
+                         (long long)axes[1], (long long)axes[0], (long long)IMAGE_MAX_ELEMENTS);
   f->width = axes[0];
   f->height = axes[1];
   f->count = naxis >= 3 ? axes[2] : 1;
@@ -205,9 +205,9 @@ plm_status fits_frames_open(int fd, const char *path, plm_dtype *dtype, int *ndi
   char why[WHY_SIZE];
   if (status) {
     f->file = NULL;
-    const plm_status failed = quote_failure(err, err_size, PLM_ERR_IO,
-                                            "%s: not a FITS file cfitsio reads: %s", path,
-                                            cfitsio_why(status, why));
+    const plm_status failed =
+        quote_failure(err, err_size, PLM_ERR_IO, "%s: not a FITS file cfitsio reads: %s", path,
+                      cfitsio_why(status, why));
     fits_frames_close(f);
     return failed;
   }
@@ -252,5 +252,71 @@ plm_status fits_frames_read(fits_frames *f, int64_t k, void *dst, char *err, siz
     return quote_failure(err, err_size, PLM_ERR_IO, "%s: frame %lld: %s", f->path, (long long)k,
                          cfitsio_why(status, f->failed_why));
   }
+  return PLM_OK;
+}
+
+/* ---- writing ------------------------------------------------------------------------------ */
+
+/* cfitsio's BITPIX and sample type for a dtype. */
+static void fits_type_of(plm_dtype dtype, int *bitpix, int *type) {
+  switch (dtype) {
+    case PLM_DTYPE_U8: *bitpix = BYTE_IMG, *type = TBYTE; return;
+    case PLM_DTYPE_U16: *bitpix = USHORT_IMG, *type = TUSHORT; return;
+    case PLM_DTYPE_I32: *bitpix = LONG_IMG, *type = TINT; return;
+    case PLM_DTYPE_F32: *bitpix = FLOAT_IMG, *type = TFLOAT; return;
+    case PLM_DTYPE_F64: *bitpix = DOUBLE_IMG, *type = TDOUBLE; return;
+  }
+  *bitpix = 0, *type = 0;
+}
+
+plm_status fits_encode(plm_dtype dtype, int ndim, const int64_t *dims, const void *data,
+                       void **bytes, size_t *length, const char *path, char *err, size_t err_size) {
+  *bytes = NULL;
+  *length = 0;
+  int bitpix, type;
+  fits_type_of(dtype, &bitpix, &type);
+  if (!bitpix)
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG, "%s: dtype %d has no FITS type", path,
+                         (int)dtype);
+  if (ndim < 1 || ndim > 4)
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
+                         "%s: %d dimensions (a FITS image here has 1 to 4)", path, ndim);
+  LONGLONG axes[4], samples = 1;
+  for (int d = 0; d < ndim; d++) {
+    if (dims[d] < 1)
+      return quote_failure(err, err_size, PLM_ERR_INVALID_ARG, "%s: dimension %d is %lld", path, d,
+                           (long long)dims[d]);
+    axes[ndim - 1 - d] = dims[d];
+    samples *= dims[d];
+  }
+  /* cfitsio grows the buffer with realloc as it writes; after the close it holds the file. */
+  size_t capacity = 2880;
+  void *buffer = malloc(capacity);
+  if (!buffer)
+    return quote_failure(err, err_size, PLM_ERR_OUT_OF_MEMORY, "%s: no memory for the file", path);
+  fitsfile *file = NULL;
+  int status = 0;
+  LONGLONG header_start = 0, data_start = 0, data_end = 0;
+  fits_create_memfile(&file, &buffer, &capacity, 2880 * 64, realloc, &status);
+  fits_create_imgll(file, bitpix, ndim, axes, &status);
+  fits_write_key_str(file, "ORIGIN", "plume", "the program that wrote this file", &status);
+  fits_write_img(file, type, 1, samples, (void *)data, &status);
+  fits_flush_file(file, &status);
+  fits_get_hduaddrll(file, &header_start, &data_start, &data_end, &status);
+  char why[WHY_SIZE] = "";
+  if (status) cfitsio_why(status, why);
+  int closed = 0;
+  if (file) fits_close_file(file, &closed);
+  fits_clear_errmsg();
+  if (!status && closed) cfitsio_why(status = closed, why);
+  if (status) {
+    free(buffer);
+    return quote_failure(err, err_size,
+                         status == MEMORY_ALLOCATION ? PLM_ERR_OUT_OF_MEMORY : PLM_ERR_IO, "%s: %s",
+                         path, why);
+  }
+  /* The data unit ends padded to a 2880-byte block: that is the file. */
+  *bytes = buffer;
+  *length = (size_t)data_end;
   return PLM_OK;
 }

@@ -24,6 +24,9 @@
  * axis or of more than three with a longer fourth, tile-compressed images, and files without
  * an image HDU.
  *
+ * Writing: fits_encode makes a FITS file of an array of any dtype, in memory; the caller
+ * writes its bytes where it likes (an image_writer: atomically, or stdout).
+ *
  * cfitsio's messages are taken from its error stack for the caller's one-line message
  * ("in.fits: frame 3: ..."), never printed. File names are never parsed as cfitsio's
  * extended syntax ("in.fits[1]", "-"): the file is the descriptor given, opened again
@@ -65,5 +68,17 @@ plm_status fits_frames_read(fits_frames *f, int64_t k, void *dst, char *err, siz
 
 /* Close; NULL is a no-op. */
 void fits_frames_close(fits_frames *f);
+
+/* Encode an array of 1 to 4 dimensions as a FITS file of one primary image, in memory
+ * (*bytes malloc'd, *length bytes, a multiple of 2880; the caller frees it). The axes are
+ * numpy's reversed, as astropy writes them: (N, H, W) is NAXIS1 = W, NAXIS2 = H,
+ * NAXIS3 = N. BITPIX by dtype: u8 8, u16 16 with BZERO 32768 (the standard's unsigned
+ * 16-bit), i32 32, f32 -32, f64 -64; the values are stored exactly. The header holds only
+ * the mandatory cards, BZERO and BSCALE for u16, and ORIGIN = 'plume': no date, so the
+ * same array always gives the same bytes. path only names the file in messages. Errors:
+ * PLM_ERR_INVALID_ARG (ndim outside 1..4, a dimension < 1), PLM_ERR_OUT_OF_MEMORY,
+ * PLM_ERR_IO (cfitsio's account). */
+plm_status fits_encode(plm_dtype dtype, int ndim, const int64_t *dims, const void *data,
+                       void **bytes, size_t *length, const char *path, char *err, size_t err_size);
 
 #endif /* PLUME_TOOLS_FITS_IO_H */

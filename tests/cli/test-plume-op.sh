@@ -1159,6 +1159,23 @@ run 2 "a TIFF of mixed pages" op threshold --in "$tiffs/mixed-shapes.tif" --valu
 absent "refused TIFFs" x.npy
 rm -f t.tif t.npy back-tif.npy back-npy.npy
 
+# FITS out (tools/fits_io.h): --out NAME.fits (.fit, .fts, any case) writes a FITS image,
+# which reads back as the .npy output's values; f32 is BITPIX -32.
+run 0 "threshold to FITS" op threshold --in "$tiffs/u16-stack-strips-deflate.tif" \
+  --value 30000 --out t.fits
+run 0 "threshold to .npy" op threshold --in "$tiffs/u16-stack-strips-deflate.npy" \
+  --value 30000 --out t.npy
+run 0 "the FITS output read back" op threshold --in t.fits --value 0 --out back-fits.npy
+run 0 "the .npy output read back" op threshold --in t.npy --value 0 --out back-npy.npy
+same back-fits.npy back-npy.npy "a FITS written and read"
+checks=$((checks + 1))
+[[ $(head -c 30 t.fits) == 'SIMPLE  =                    T' ]] || fail "t.fits is not a FITS file"
+run 0 "entropy to .FTS" op entropy --in "$tiffs/f32-tiled.tif" --window 5 --bins 16 \
+  --range 0,1000 --out e.FTS
+checks=$((checks + 1))
+grep -q 'BITPIX  =                  -32' e.FTS || fail "e.FTS is not BITPIX -32"
+rm -f t.fits t.npy e.FTS back-fits.npy back-npy.npy
+
 # FITS (tools/fits_io.h): cubes and images astropy wrote (tests/fixtures/fits) give what
 # their .npy gives: u16 through BZERO, f32 in an extension, signed 16-bit as f32.
 fitses=$fixtures/fits
