@@ -18,10 +18,10 @@
 #include "apps/scene_commands.h"
 #include "benchmarks/pipeline_bench.h"
 #include "streams/clock.h"
-#include "tools/image_io.h"
-#include "tools/quote.h"
-#include "tools/scene.h"
-#include "tools/score.h"
+#include "support/image_io.h"
+#include "support/quote.h"
+#include "support/scene.h"
+#include "support/score.h"
 
 enum { DEMO_FRAMES = 2000, DEMO_SIDE = 512, DEMO_PATH_SIZE = 4096 };
 enum { BENCH_FRAMES = 64 }; /* the scene's first frames, for the comparison */

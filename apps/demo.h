@@ -3,11 +3,11 @@
  *   plume demo [--frames N] [--size H,W] [--seed S] [--backend host|cuda|auto]
  *              [--streams K] [--workdir DIR] [--keep]
  *              [--difficulty normal|hard] [--preset NAME | --pipeline TEXT]
- *     Writes the synthetic infrared scene of tools/scene.h (default 2000 frames of
+ *     Writes the synthetic infrared scene of support/scene.h (default 2000 frames of
  *     512 x 512, seed 1, normal) and its truth into a working folder, runs a pipeline
  *     over it as `plume detect` does (apps/detect.h): a preset (plume/presets.h; by
  *     default 'default' on the normal scene and 'robust' on the hard one) or a text, and
- *     scores the detections against the truth as `plume score` does (tools/score.h),
+ *     scores the detections against the truth as `plume score` does (support/score.h),
  *     leaving out the frames a preset's background needs to settle (its settle_frames):
  *     precision, recall and the mean centroid error in pixels, and the frames per second.
  *     With --difficulty hard the scene is the hard one and its calibration (gain.npy,

@@ -8,14 +8,14 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "tools/csv.h"
-#include "tools/image_io.h"
-#include "tools/progress.h"
-#include "tools/quote.h"
-#include "tools/regular_file.h"
-#include "tools/unnamed_file.h"
+#include "support/csv.h"
+#include "support/image_io.h"
+#include "support/progress.h"
+#include "support/quote.h"
+#include "support/regular_file.h"
+#include "support/unnamed_file.h"
 
-/* Failures are written by quote_failure (tools/quote.h): one line, its control
+/* Failures are written by quote_failure (support/quote.h): one line, its control
  * characters escaped, since a message may hold a user's value as given, such as a word of
  * the pipeline's text in the library's message. */
 

@@ -2,9 +2,9 @@
  * `plume demo`).
  *
  * detect_run reads the frames of a stack, a folder or raw frames from a file or standard
- * input (tools/frame_reader.h), runs a text pipeline (plm_pipeline_parse) over them with
+ * input (support/frame_reader.h), runs a text pipeline (plm_pipeline_parse) over them with
  * plm_pipeline_run_stream, keeping K frames in flight, and writes one CSV row per region
- * found (tools/csv.h's regions rows):
+ * found (support/csv.h's regions rows):
  *
  *   frame,label,area,min_row,min_col,max_row,max_col,centroid_row,centroid_col,sum,max,
  *   wcentroid_row,wcentroid_col
@@ -31,13 +31,13 @@
  * it, into the run's pinned buffer, so a long stack is never held in memory; the sink
  * writes each frame's rows as it arrives. Frames u8, u16 and f32 are taken (a file of
  * another dtype is refused). The CSV goes to a temporary file beside the output that is
- * renamed over it at the end (tools/image_io.h's writer): a failure leaves no file.
+ * renamed over it at the end (support/image_io.h's writer): a failure leaves no file.
  *
  * Processes: with config->runner (apps/detect_mpi.h) the frames are shared among MPI
  * ranks, each reading and running its own block of frames; every frame's rows reach the
  * rank that writes, in frame order, so the CSV is byte for byte what one process writes.
  * The ranks first agree on the pipeline, its tensors and the frames (detect_check). The
- * writing rank keeps the rows in a file that has no name (tools/unnamed_file.h) until
+ * writing rank keeps the rows in a file that has no name (support/unnamed_file.h) until
  * every frame is in: nothing is created beside out_path while the ranks run, so that a
  * rank killed outright (SIGKILL, the node lost), the writing one included, leaves no
  * temporary file. Only then are the rows copied into the temporary file beside out_path
@@ -54,7 +54,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "tools/frame_reader.h"
+#include "support/frame_reader.h"
 #include "plume/plume.h"
 
 /* Frames in flight when the caller gives 0: upload, compute and download of three frames
@@ -124,7 +124,7 @@ typedef struct detect_tensor {
 } detect_tensor;
 
 typedef struct detect_config {
-  const char *frames_path; /* a stack, a folder or raw frames (tools/frame_reader.h) */
+  const char *frames_path; /* a stack, a folder or raw frames (support/frame_reader.h) */
   const char *pipeline;    /* plm_pipeline_parse's text */
   const char *out_path;    /* the CSV */
   plm_backend backend;     /* HOST, CUDA or AUTO (0): the faster predicted (plm_pipeline_place) */
@@ -133,7 +133,7 @@ typedef struct detect_config {
   bool show_progress;      /* a progress bar on stderr when it is a terminal */
   bool force_progress;     /* ... and when it is not (mpirun pipes it): --progress */
   /* NULL: frames_path's format is read from its bytes. Else frames_path ("-": standard
-   * input) is raw frames of this format (tools/raw_frames.h); a stream's are read in
+   * input) is raw frames of this format (support/raw_frames.h); a stream's are read in
    * order as they come, and the result's frames.count is then the count that ran. Not
    * with a runner (MPI), which shares out a known count of frames. */
   const raw_format *raw;

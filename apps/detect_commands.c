@@ -13,10 +13,10 @@
 #endif
 #include "apps/interrupt.h"
 #include "apps/options.h"
-#include "tools/launcher.h"
-#include "tools/overlay.h"
-#include "tools/quote.h"
-#include "tools/regular_file.h"
+#include "support/launcher.h"
+#include "support/overlay.h"
+#include "support/quote.h"
+#include "support/regular_file.h"
 
 static const char detect_usage[] =
     "usage: plume detect --frames FRAMES|DIR|- (--pipeline \"TEXT\" | --preset NAME)\n"
@@ -266,7 +266,7 @@ static bool overlay_usable(const char *overlay, const char *truth, const char *o
   return true;
 }
 
-/* After a run: each frame with its regions (and truth) drawn into dir (tools/overlay.h). */
+/* After a run: each frame with its regions (and truth) drawn into dir (support/overlay.h). */
 static int draw_overlay(const detect_config *config, const char *dir, const char *truth,
                         FILE *summary) {
   char err[OVERLAY_ERROR_SIZE] = "";

@@ -2,7 +2,7 @@
  *
  *   plume detect --frames FRAMES.npy|DIR --pipeline "TEXT" --out DETECTIONS.csv
  *                [--backend host|cuda|auto] [--streams K]
- *     Runs the pipeline over every frame of a stack or a folder (tools/frame_reader.h)
+ *     Runs the pipeline over every frame of a stack or a folder (support/frame_reader.h)
  *     and writes one row per region: frame, then the regions columns of `plume op label`
  *     with the intensity columns (apps/detect.h). K frames are in flight (default 3). A
  *     progress bar on stderr when it is a terminal; at the end "N frames in S s: F

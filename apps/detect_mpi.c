@@ -7,7 +7,7 @@
 
 #include "apps/interrupt.h"
 #include "plume/mpi.h"
-#include "tools/quote.h"
+#include "support/quote.h"
 
 static plm_status run_ranks(const detect_runner *self, plm_pipeline *pl,
                             const detect_frames *frames, detect_result *result, char *err,

@@ -7,7 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tools/output_file.h"
+#include "support/output_file.h"
 
 /* A second signal sooner than this after the first is the same request. */
 enum { INSIST_AFTER_S = 2 };

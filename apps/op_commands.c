@@ -44,12 +44,12 @@
 #include "plume/plume.h"
 #include "profile/stats.h"
 #include "streams/clock.h"
-#include "tools/csv.h"
-#include "tools/fits_io.h"
-#include "tools/image_io.h"
-#include "tools/quote.h"
-#include "tools/regular_file.h"
-#include "tools/tiff_io.h"
+#include "support/csv.h"
+#include "support/fits_io.h"
+#include "support/image_io.h"
+#include "support/quote.h"
+#include "support/regular_file.h"
+#include "support/tiff_io.h"
 
 enum { ERROR_SIZE = IMAGE_ERROR_SIZE, FLAG_SIZE = 64, TEXT_SIZE = 512 };
 
@@ -1094,7 +1094,7 @@ typedef plm_status (*image_encoder)(plm_dtype dtype, int ndim, const int64_t *di
                                     const void *data, void **bytes, size_t *length,
                                     const char *path, char *err, size_t err_size);
 
-/* The encoder of a library's format (tools/tiff_io.h, tools/fits_io.h), or NULL for .npy
+/* The encoder of a library's format (support/tiff_io.h, support/fits_io.h), or NULL for .npy
  * and standard output. */
 static image_encoder encoder_of(const char *path) {
   static const struct {

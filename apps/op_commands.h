@@ -14,7 +14,7 @@
  * has run and before any file is written, and vector_add_batched (vector_add's flags
  * over plm_vector_add_batched).
  *
- * The flow, shared by every op: read the input files (tools/image_io.h) into pinned host
+ * The flow, shared by every op: read the input files (support/image_io.h) into pinned host
  * memory (plm_host_alloc) -> the context on the chosen backend -> a stream -> the default
  * pool -> the input tensors and H2D copies -> the op -> D2H copies -> write each output
  * (.npy, each atomically). With --repeat N the op runs once to warm up and then N more

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tools/quote.h"
+#include "support/quote.h"
 
 int options_take(const char *command, const char *usage, option *options, int argc, char **argv) {
   for (int i = 0; i < argc; i++) {

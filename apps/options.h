@@ -7,8 +7,8 @@
  * switch (a flag without a value, such as --keep) is listed with its own .is_switch:
  * its value is set to "" when given. Messages are one line on stderr, starting
  * "plume <command>: "; every command shows a value it was given through quote_value
- * (tools/quote.h), quoted and escaped, never raw. The values' counts and sizes are read
- * by tools/count_parse.h. Reentrant.
+ * (support/quote.h), quoted and escaped, never raw. The values' counts and sizes are read
+ * by support/count_parse.h. Reentrant.
  */
 #ifndef PLUME_APPS_OPTIONS_H
 #define PLUME_APPS_OPTIONS_H
@@ -16,7 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "tools/count_parse.h" /* the counts and sizes the commands parse */
+#include "support/count_parse.h" /* the counts and sizes the commands parse */
 
 /* The exit codes of every plume command: 0 success; 1 a runtime failure (the device, the
  * memory, a full disk, an interruption reports 128 + the signal); 2 bad usage or a bad

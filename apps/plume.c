@@ -22,7 +22,7 @@
 #include "apps/scene_commands.h"
 #include "apps/tune_commands.h"
 #include "plume/plume.h"
-#include "tools/quote.h"
+#include "support/quote.h"
 
 static void print_usage(FILE *out) {
   fprintf(out,

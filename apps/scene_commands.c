@@ -13,13 +13,13 @@
 
 #include "apps/interrupt.h"
 #include "apps/options.h"
-#include "tools/image_io.h"
-#include "tools/progress.h"
-#include "tools/quote.h"
-#include "tools/regular_file.h"
-#include "tools/scene.h"
-#include "tools/score.h"
-#include "tools/score_report.h"
+#include "support/image_io.h"
+#include "support/progress.h"
+#include "support/quote.h"
+#include "support/regular_file.h"
+#include "support/scene.h"
+#include "support/score.h"
+#include "support/score_report.h"
 
 enum { ERROR_SIZE = 1024 };
 
@@ -31,7 +31,7 @@ static const char scene_usage[] =
     "\n"
     "Write a deterministic synthetic infrared scene: a 14-bit sensor (u16 values 0..16383)\n"
     "looking at a cluttered sky and earth (a soft horizon, drifting clouds and bands, column\n"
-    "fixed-pattern noise, sensor noise) with hot moving plumes; see tools/scene.h.\n"
+    "fixed-pattern noise, sensor noise) with hot moving plumes; see support/scene.h.\n"
     "The hard scene is a raw sensor (per-pixel gain and offset, dead and hot pixels, a\n"
     "global gain drift) looking at bright sharp drifting clutter, with plumes of 3..8\n"
     "noise sigmas: a detector needs its calibration and the frames before.\n"
@@ -352,7 +352,7 @@ static const char score_usage[] =
     "\n"
     "Score detections against a scene's truth, frame by frame: a detection matches a plume\n"
     "of its frame when its centroid is within the radius of the plume's centre, closest\n"
-    "pairs first, each plume and detection at most once; see tools/score.h.\n"
+    "pairs first, each plume and detection at most once; see support/score.h.\n"
     "\n"
     "options:\n"
     "  --truth TRUTH.csv     the truth of plume scene (frame,row,col,amplitude,sigma)\n"
@@ -366,7 +366,7 @@ static const char score_usage[] =
     "                        default 0\n"
     "  --json                print the result as JSON, with each frame's counts (its\n"
     "                        truths, detections, true and false positives, false\n"
-    "                        negatives), instead of the text; see tools/score.h\n"
+    "                        negatives), instead of the text; see support/score.h\n"
     "  --report FILE.html    also write a page to look at: the figures, precision against\n"
     "                        recall and detection against false alarms as a threshold on\n"
     "                        the regions' max rises, each frame's counts, the worst frames\n"
@@ -389,7 +389,7 @@ static plm_status read_detections(const char *path, bool want_strengths,
   return status;
 }
 
-/* plume score --report: the page (tools/score_report.h), with the worst frames drawn when
+/* plume score --report: the page (support/score_report.h), with the worst frames drawn when
  * frames_path is given. */
 static plm_status write_report(const char *path, const char *frames_path, const char *truth_path,
                                const char *detections_path, const score_truth *truth,

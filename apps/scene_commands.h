@@ -2,7 +2,7 @@
  *
  *   plume scene --frames N --size H,W [--seed S] --out FRAMES.npy --truth TRUTH.csv
  *               [--difficulty normal|hard] [--calibration DIR]
- *     Writes the synthetic infrared scene of tools/scene.h: FRAMES.npy, u16 of shape
+ *     Writes the synthetic infrared scene of support/scene.h: FRAMES.npy, u16 of shape
  *     (N, H, W), streamed frame by frame (a long scene is never held in memory), and
  *     TRUTH.csv, "frame,row,col,amplitude,sigma" with one row per plume per frame. The
  *     seed defaults to 1; the same arguments give byte-identical files on any machine.
@@ -13,12 +13,12 @@
  *   plume score --truth TRUTH.csv --detections DETECTIONS.csv [--radius R]
  *     Matches detections (as `plume detect` writes them) to the truth and prints
  *     true/false positives, false negatives, precision, recall and the mean centroid
- *     error; the radius defaults to max(3, 2 sigma) of each plume (tools/score.h).
+ *     error; the radius defaults to max(3, 2 sigma) of each plume (support/score.h).
  *
  * Options are "--flag value" or "--flag=value". Exit codes: 0 success; 1 a runtime
  * failure (out of memory); 2 bad usage, a bad or unreadable input file, or an output
  * that cannot be written, with a one-line message on stderr. The outputs of `plume scene`
- * are written atomically and together (tools/image_io.h): a failure leaves none.
+ * are written atomically and together (support/image_io.h): a failure leaves none.
  */
 #ifndef PLUME_APPS_SCENE_COMMANDS_H
 #define PLUME_APPS_SCENE_COMMANDS_H
@@ -28,7 +28,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "tools/scene.h"
+#include "support/scene.h"
 #include "plume/status.h"
 
 /* Run `plume scene` / `plume score` with the arguments after the command's name;
@@ -46,7 +46,7 @@ extern const char *const scene_calibration_files[SCENE_CALIBRATION_FILES];
  * exist), its calibration files into that folder, as `plume scene` does: streamed frame
  * by frame, committed together (image_writers_commit: all the files replace their paths,
  * or none does, and a failure leaves no temporary file). With show_progress, a progress bar on a
- * terminal (tools/progress.h). When stop is not NULL and *stop becomes non-zero (a signal handler's
+ * terminal (support/progress.h). When stop is not NULL and *stop becomes non-zero (a signal handler's
  * flag), the writing stops before the next frame, or before the commit, with PLM_ERR_INVALID_STATE
  * ("interrupted") and leaves the paths as they were. Sets *plume_rows (when not NULL) to the
  * truth's rows. Errors: scene_create's, PLM_ERR_IO (a file that cannot be written),

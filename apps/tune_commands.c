@@ -7,8 +7,8 @@
 
 #include "apps/options.h"
 #include "plume/plume.h"
-#include "tools/cpu_share.h"
-#include "tools/quote.h"
+#include "support/cpu_share.h"
+#include "support/quote.h"
 
 /* Above this share of the CPUs taken by other processes, the run's times are suspect and
  * plume tune says so. On the idle 2-core VM others take about 1% during a tune; with a

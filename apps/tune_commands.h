@@ -6,7 +6,7 @@
  *     times (the sums of the workloads' medians), the noise (CV) and whether the best was
  *     kept (its gain above twice the CV); and the points of the placement model, a row
  *     "(model)" per workload of each op (its median beside the cost model's time); a line
- *     saying how much of the CPUs other processes took meanwhile (tools/cpu_share.h) and
+ *     saying how much of the CPUs other processes took meanwhile (support/cpu_share.h) and
  *     the entries' median CV, with a warning on stderr above 10% of the CPUs; then
  *     writes the device's table to the cache ($XDG_CACHE_HOME/plume/tuning-*.json,
  *     atomically) and prints where. With PLUME_TUNING=off nothing is written (said on

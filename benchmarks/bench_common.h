@@ -117,7 +117,7 @@ typedef struct bench_cli {
                                               before the options */
   const bench_option *options;             /* ends with BENCH_OPT_END */
   bool (*validate_json)(const char *path); /* prints what is wrong to stderr (a schema for
-                                              tools/result_check.h) */
+                                              support/result_check.h) */
   /* (optional) After parsing and --validate-json, before --json's file and --profile's
    * folder are checked: options that do not go together. Returns BENCH_RUN, or an exit
    * code after printing why. */

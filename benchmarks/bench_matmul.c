@@ -47,8 +47,8 @@
 #include "bench_common.h"
 #include "cublas_loader.h"
 #include "plume/plume.h"
-#include "tools/result_check.h"
-#include "tools/splitmix64.h"
+#include "support/result_check.h"
+#include "support/splitmix64.h"
 
 typedef struct options {
   run_size size;

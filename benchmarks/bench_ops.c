@@ -125,9 +125,9 @@
 #include "pipeline/parse.h"
 #include "plume/plume.h"
 #include "plume/pool.h"
-#include "tools/progress.h"
-#include "tools/result_check.h"
-#include "tools/splitmix64.h"
+#include "support/progress.h"
+#include "support/result_check.h"
+#include "support/splitmix64.h"
 #if PLUME_EMU_COUNT
 #include "emu/count/emu_count.h"
 #endif
@@ -210,7 +210,7 @@ static bool time_once(bench_env *env, enqueue_fn fn, void *state, double *us) {
   return true;
 }
 
-/* ---- pseudo-random inputs (splitmix64, tools/splitmix64.h, fixed seed) --------------- */
+/* ---- pseudo-random inputs (splitmix64, support/splitmix64.h, fixed seed) --------------- */
 
 static uint64_t rng_state = 20240611;
 

@@ -17,7 +17,7 @@
  * --quick, else 5). --source-ahead N (default 4) runs every config's source on a thread of
  * its own, up to N frames ahead (plm_run_stream_options.source_ahead; 0: on the
  * enqueueing thread). --profile's DIR is created (with its parents) before anything runs.
- * --devices N, and a run under mpirun (tools/launcher.h), measure frames/s against the
+ * --devices N, and a run under mpirun (support/launcher.h), measure frames/s against the
  * number of devices and of ranks instead, with the scaling efficiency
  * (benchmarks/bench_scaling.h; --frames is then per run or per rank, default 200).
  * The benchmark never fails on timing. Exit codes: 0 success, 1 a runtime failure (an
@@ -32,7 +32,7 @@
 #include "bench_common.h"
 #include "bench_scaling.h"
 #include "benchmarks/pipeline_bench.h"
-#include "tools/launcher.h"
+#include "support/launcher.h"
 
 static const char usage[] =
     "usage: bench_pipeline [--quick|--smoke] [--backend host|cuda|auto] [--json PATH]\n"

@@ -148,8 +148,8 @@
 #include "plume/plume.h"
 #include "plume/pool.h"
 #include "streams/file.h"
-#include "tools/progress.h"
-#include "tools/result_check.h"
+#include "support/progress.h"
+#include "support/result_check.h"
 
 /* ---- the workloads ------------------------------------------------------------- */
 

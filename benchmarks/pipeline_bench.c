@@ -15,11 +15,11 @@
 #include "profile/stats.h"
 #include "streams/clock.h"
 #include "streams/file.h"
-#include "tools/cpu_share.h"
-#include "tools/progress.h"
-#include "tools/quote.h"
-#include "tools/result_check.h"
-#include "tools/scene.h"
+#include "support/cpu_share.h"
+#include "support/progress.h"
+#include "support/quote.h"
+#include "support/result_check.h"
+#include "support/scene.h"
 
 enum { EXIT_RUNTIME_FAILURE = 1, EXIT_USAGE = 2 };
 
@@ -65,7 +65,7 @@ typedef struct config {
   double predicted_ms; /* the cost model's time per frame on the backend (plm_pipeline_predict) */
   int corrected_steps; /* of its steps, those a tuning table's points corrected */
   int step_count;      /* the plan's steps */
-  /* Over its timed runs (tools/cpu_share.h): the CPUs' ticks, all and other processes'
+  /* Over its timed runs (support/cpu_share.h): the CPUs' ticks, all and other processes'
    * (busy but not this process's, summed signed: each reading is good to a tick or two),
    * and the wall time they span; all 0 where /proc could not be read. */
   double cpu_total_ticks, cpu_others_ticks, cpu_wall_s;
@@ -593,7 +593,7 @@ static void print_header(bench *b) {
             b->opt.frames_from->name ? b->opt.frames_from->name : "the caller's",
             (long long)b->opt.frames_from->count);
   else
-    fprintf(b->out, "frames: the synthetic scene (tools/scene.h, seed %d), u16 and as f32\n",
+    fprintf(b->out, "frames: the synthetic scene (support/scene.h, seed %d), u16 and as f32\n",
             SCENE_SEED);
   if (b->opt.source_ahead > 0)
     fprintf(b->out,
@@ -905,7 +905,7 @@ static json_t *config_json(const bench_case *c, const config *cfg) {
   json_object_set_new(o, "measured_ms_per_frame", number(measured_ms));
   json_object_set_new(o, "measured_over_predicted", number(measured_ms / cfg->predicted_ms));
   json_object_set_new(o, "steps_corrected_by_tuning", json_integer(cfg->corrected_steps));
-  /* Other processes' share of the CPUs over its timed runs (tools/cpu_share.h). */
+  /* Other processes' share of the CPUs over its timed runs (support/cpu_share.h). */
   json_object_set_new(o, "others_cpu_share", number(ran ? others_share_of(cfg) : NAN));
   json_object_set_new(o, "graph_replays", json_integer(cfg->graph_replays));
   json_object_set_new(o, "runs", json_integer(cfg->runs));
@@ -982,7 +982,7 @@ static json_t *document_json(const bench *b, const goal *goals, int goal_count) 
       json_string(
           b->opt.frames_from
               ? (b->opt.frames_from->name ? b->opt.frames_from->name : "the caller's")
-              : "synthetic scene (tools/scene.h), seed 1; f32 frames hold the same values"));
+              : "synthetic scene (support/scene.h), seed 1; f32 frames hold the same values"));
   json_object_set_new(doc, "repeats", json_integer(b->repeats));
   json_object_set_new(doc, "source_ahead", json_integer(b->opt.source_ahead));
   json_object_set_new(doc, "host_side",

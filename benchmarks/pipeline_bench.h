@@ -40,7 +40,7 @@
  * speedup_vs_naive (medians' ratio); the pool's hit rate and upstream allocations over
  * the timed runs (plm_pool_stats_get deltas of the config's own pool; ops' scratch comes
  * from the context's default pool and is not counted); others_cpu_share, the share of the
- * CPUs other processes took during its timed runs (tools/cpu_share.h; null when unknown
+ * CPUs other processes took during its timed runs (support/cpu_share.h; null when unknown
  * or when they take under a quarter second in all). Per case the table says the most any
  * config saw, and stderr warns above 10%: such figures carry another process's load.
  *
@@ -69,15 +69,15 @@
  * frame (meas_ms/f = 1000 / frames/s) and their ratio (meas/pred), for every config.
  *
  * Progress: a bar on stderr, one step per config run, when stderr is a terminal
- * (tools/progress.h).
+ * (support/progress.h).
  *
  * The issue's goals (on an H100/H200: 512x512 frames streamed from host at >= 80% of the
  * pinned-copy bound and >= 20,000 frames/s; streams >= 1.8x pooled where copy and
  * compute are of the same order; graphs and fusion each shortening device time per
  * frame) are printed with the measured figures; they are reported, never asserted.
  */
-#ifndef PLUME_TOOLS_PIPELINE_BENCH_H
-#define PLUME_TOOLS_PIPELINE_BENCH_H
+#ifndef PLUME_SUPPORT_PIPELINE_BENCH_H
+#define PLUME_SUPPORT_PIPELINE_BENCH_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -111,7 +111,7 @@ typedef struct pipeline_bench_options {
   const char *pipeline; /* plm_pipeline_parse text; NULL: PIPELINE_BENCH_DEFAULT */
   int64_t frames;       /* frames per timed run; 0: by frame size */
   int repeats;          /* timed rounds; 0: 3 (quick) or 5 */
-  const pipeline_bench_frames *frames_from; /* NULL: the synthetic scene (tools/scene.h),
+  const pipeline_bench_frames *frames_from; /* NULL: the synthetic scene (support/scene.h),
                                                512x512 (and 2048x2048 unless quick),
                                                u16 and f32 */
   const char *prog; /* the name messages start with; NULL: "bench_pipeline" */
@@ -137,4 +137,4 @@ int pipeline_bench_run(const pipeline_bench_options *options, FILE *table, const
  * the floors); prints why not to err. */
 bool pipeline_bench_validate_json(const char *path, FILE *err);
 
-#endif /* PLUME_TOOLS_PIPELINE_BENCH_H */
+#endif /* PLUME_SUPPORT_PIPELINE_BENCH_H */

@@ -4,7 +4,7 @@
 #include <stddef.h>
 #include <string.h>
 
-/* The frames tools/tune_presets.py left out of the robust chain's scores: by then its
+/* The frames scripts/tune_presets.py left out of the robust chain's scores: by then its
  * background (alpha 0.02) holds 55% of the frames since the start, enough to have taken
  * out the fixed pattern and the stuck pixels, which dominate its first frames. */
 enum { ROBUST_SETTLE_FRAMES = 40 };

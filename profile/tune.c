@@ -27,7 +27,7 @@
  *               the points plm_pipeline_predict interpolates a step's time between.
  *
  * The inputs: the dense ops' (matmul, lstm_cell, dendritic) pseudo-random; the image ops'
- * like a sensor's frames and what a pipeline makes of them (tools/scene.h's levels and
+ * like a sensor's frames and what a pipeline makes of them (support/scene.h's levels and
  * noise, sparse hot blobs, their mask and labels; the parameters of the presets; background
  * continuing a state), because their time depends on the data: local entropy takes up to
  * 3x longer when a window's pixels crowd into few bins (each count change then waits on
@@ -68,7 +68,7 @@ enum { EMULATED_FRAME_DIVISOR = 16, EMULATED_MATRIX_DIVISOR = 8 };
  * (matmul, lstm_cell, dendritic) on pseudo-random values. */
 typedef enum content {
   RANDOM, /* bytes (f32: in [0, 1)) */
-  FRAME,  /* a sensor's frame as tools/scene.h draws one: 2800..3600 counts from top to
+  FRAME,  /* a sensor's frame as support/scene.h draws one: 2800..3600 counts from top to
              bottom, noise of 30 counts rms, hot blobs 1000 above it (u16 or f32) */
   DETAIL, /* f32, a gradient's magnitude of FRAME: about 130 on average, the blobs 900 */
   MASK,   /* u8 0/1: the blobs, under 1% of the pixels */
@@ -305,7 +305,7 @@ static double content_at(content what, const plm_shape *s, size_t i, uint64_t *s
   const int64_t x = (int64_t)i % width, y = (int64_t)(i / (size_t)width) % height;
   const int32_t blob = blob_at(y, x, width);
   switch (what) {
-    case FRAME: /* tools/scene.h's counts: sky to earth, 30 counts of noise, hot plumes */
+    case FRAME: /* support/scene.h's counts: sky to earth, 30 counts of noise, hot plumes */
       return 2800.0 + 800.0 * (double)y / (double)height + noise_of(seed, 30.0) +
              (blob ? 1000.0 : 0.0);
     case DETAIL: { /* the Sobel magnitude of that noise: sqrt(12) x 30 per axis */

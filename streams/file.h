@@ -1,6 +1,6 @@
 /* streams/file.h: the one way plume opens a file (internal). Every file the library
  * reads or writes (the tuning tables, the calibration cache, the profile and report
- * writers) and, through tools/regular_file.h and tools/output_file.h, every file of the
+ * writers) and, through support/regular_file.h and support/output_file.h, every file of the
  * plume command goes through these functions, so that a hostile or careless path (a
  * FIFO, a device, a symbolic link, a file that cannot be read) is treated one way.
  *

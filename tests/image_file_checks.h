@@ -1,6 +1,6 @@
 /* tests/image_file_checks.h: checks shared by the tests of the image file readers that
  * another library's files feed (tests/test_tiff_io.c, tests/test_fits_io.c; header-only).
- * Include after checks.h, scratch_dir.h and tools/image_io.h.
+ * Include after checks.h, scratch_dir.h and support/image_io.h.
  *
  *   expect_image_message(status, PLM_ERR_IO, err, "in.fits: frame 2", "truncated");
  *   expect_image_equal(&got, &want, "u16-cube");          same dtype, shape and bytes

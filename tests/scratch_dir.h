@@ -1,5 +1,5 @@
 /* tests/scratch_dir.h: a fresh folder for the files of a plain unit test (header-only;
- * the tests of tools/: images, frames, outputs, scores). Include after <check.h>.
+ * the tests of support/: images, frames, outputs, scores). Include after <check.h>.
  *
  *   static char dir[SCRATCH_DIR_SIZE];
  *   scratch_dir_make(dir, "image-io");          $TMPDIR/plume-image-io-XXXXXX (or /tmp)

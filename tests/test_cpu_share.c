@@ -1,4 +1,4 @@
-/* tests/test_cpu_share.c: the share of the CPUs other processes took (tools/cpu_share.h).
+/* tests/test_cpu_share.c: the share of the CPUs other processes took (support/cpu_share.h).
  *
  * Fixed texts in the formats of /proc/stat and /proc/self/stat (proc(5)): the fields
  * summed as the header says (guest time not counted twice, steal counted busy), the lines
@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "checks.h"
-#include "tools/cpu_share.h"
+#include "support/cpu_share.h"
 
 /* The sum: user 100, nice 10, system 40, idle 800, iowait 20, irq 3, softirq 7, steal 20,
  * guest 50 (inside user), guest_nice 0: busy 180, total 1000. cpu0 busy 90 of 500, cpu1

@@ -1,5 +1,5 @@
-/* tests/test_fits_io.c: FITS files through cfitsio (tools/fits_io.h, by way of
- * tools/image_io.h and tools/frame_reader.h).
+/* tests/test_fits_io.c: FITS files through cfitsio (support/fits_io.h, by way of
+ * support/image_io.h and support/frame_reader.h).
  *
  * Reading files another library wrote (tests/fixtures/fits/make.py, with astropy): BITPIX 8,
  * 16 as unsigned (BZERO 32768), signed and scaled (BSCALE/BZERO, a BLANK pixel), and -32;
@@ -26,9 +26,9 @@
 
 #include "checks.h"
 #include "scratch_dir.h"
-#include "tools/fits_io.h"
-#include "tools/frame_reader.h"
-#include "tools/image_io.h"
+#include "support/fits_io.h"
+#include "support/frame_reader.h"
+#include "support/image_io.h"
 #include "image_file_checks.h"
 
 static char dir[SCRATCH_DIR_SIZE];

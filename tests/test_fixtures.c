@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/image_io.h"
+#include "support/image_io.h"
 #include "harness.h"
 #include "ops/op_desc.h"
 

@@ -1,4 +1,4 @@
-/* tests/test_frame_reader.c: the frames of `plume detect` (tools/frame_reader.h).
+/* tests/test_frame_reader.c: the frames of `plume detect` (support/frame_reader.h).
  *
  * A stack and a single image through the reader; folders of .npy, PGM and PNG files in
  * the byte order of their names, with the entries a folder may hold besides frames
@@ -20,7 +20,7 @@
 
 #include "checks.h"
 #include "scratch_dir.h"
-#include "tools/frame_reader.h"
+#include "support/frame_reader.h"
 
 static char dir[SCRATCH_DIR_SIZE];
 static char err[FRAME_READER_ERROR_SIZE];

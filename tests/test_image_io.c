@@ -1,4 +1,4 @@
-/* tests/test_image_io.c: the command-line tool's image files (tools/image_io.h).
+/* tests/test_image_io.c: the command-line tool's image files (support/image_io.h).
  *
  * Round trips of every dtype and rank through .npy, .npy files written by hand
  * (f64, version 2.0), PGM 8/16-bit, PNG 8/16-bit written here with libpng, and
@@ -20,7 +20,7 @@
 
 #include "checks.h"
 #include "scratch_dir.h"
-#include "tools/image_io.h"
+#include "support/image_io.h"
 
 static char dir[SCRATCH_DIR_SIZE];
 static char err[IMAGE_ERROR_SIZE];

@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "checks.h"
-#include "tools/image_io.h"
+#include "support/image_io.h"
 #include "kernels/common/label.h"
 
 #ifndef PLUME_FIXTURES_DIR

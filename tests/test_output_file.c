@@ -1,4 +1,4 @@
-/* tests/test_output_file.c: outputs committed all or none (tools/output_file.h).
+/* tests/test_output_file.c: outputs committed all or none (support/output_file.h).
  *
  * Each case sets up old files, writes new ones through output_file, makes one step of
  * the commit fail where it can be made to fail on purpose (a write past a file-size
@@ -23,9 +23,9 @@
 
 #include "checks.h"
 #include "scratch_dir.h"
-#include "tools/image_io.h"
-#include "tools/output_file.h"
-#include "tools/regular_file.h"
+#include "support/image_io.h"
+#include "support/output_file.h"
+#include "support/regular_file.h"
 
 static char dir[SCRATCH_DIR_SIZE];
 static char err[1024];

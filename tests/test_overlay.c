@@ -1,4 +1,4 @@
-/* tests/test_overlay.c: detections drawn on their frames (tools/overlay.h).
+/* tests/test_overlay.c: detections drawn on their frames (support/overlay.h).
  *
  * The gray stretch (a hot pixel does not wash a frame out; NaN is black), the box, cross
  * and circle where they belong and clipped at the edges, the PNG read back by libpng
@@ -19,8 +19,8 @@
 
 #include "checks.h"
 #include "scratch_dir.h"
-#include "tools/image_io.h"
-#include "tools/overlay.h"
+#include "support/image_io.h"
+#include "support/overlay.h"
 
 static char dir[SCRATCH_DIR_SIZE];
 static char err[OVERLAY_ERROR_SIZE];

@@ -15,7 +15,7 @@
 #include "checks.h"
 #include "benchmarks/pipeline_bench.h"
 #include "plume/presets.h"
-#include "tools/scene.h"
+#include "support/scene.h"
 
 enum { H = 64, W = 80, FRAMES = 3 };
 

@@ -117,7 +117,7 @@ START_TEST(test_every_preset_parses_compiles_and_finds_a_moving_spot) {
     ck_assert_msg(s.found_late >= 25, "%s found the spot in %lld of 30 frames", p->name,
                   (long long)s.found_late);
     /* CFAR at k = 4 on a smoothed noise field of this size gives about one false alarm a
-     * frame, most on the border; the presets' scores are tools/tune_presets.py's. */
+     * frame, most on the border; the presets' scores are scripts/tune_presets.py's. */
     ck_assert_msg(s.false_late <= 30, "%s: %lld false regions in 30 frames", p->name,
                   (long long)s.false_late);
     /* Without its tensors a calibrated preset is refused, naming the first. */

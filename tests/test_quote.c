@@ -1,4 +1,4 @@
-/* tests/test_quote.c: a user's value made safe for a one-line message (tools/quote.h).
+/* tests/test_quote.c: a user's value made safe for a one-line message (support/quote.h).
  *
  * Known answers for each kind of character (named escapes, other controls, UTF-8 shown
  * or escaped), the QUOTE_LIMIT cut and a caller's small buffer, quote_text; then random
@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "checks.h"
-#include "tools/quote.h"
-#include "tools/splitmix64.h" /* the same strings on every platform */
+#include "support/quote.h"
+#include "support/splitmix64.h" /* the same strings on every platform */
 
 static char out[QUOTE_SIZE];
 

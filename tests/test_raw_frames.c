@@ -1,4 +1,4 @@
-/* tests/test_raw_frames.c: raw frames from a file or a stream (tools/raw_frames.h), and
+/* tests/test_raw_frames.c: raw frames from a file or a stream (support/raw_frames.h), and
  * through the frame reader (frame_reader_open_raw, frame_reader_next).
  *
  * The options' texts (every bad one named in its message); files of u8, u16 and f32
@@ -18,8 +18,8 @@
 
 #include "checks.h"
 #include "scratch_dir.h"
-#include "tools/frame_reader.h"
-#include "tools/raw_frames.h"
+#include "support/frame_reader.h"
+#include "support/raw_frames.h"
 
 static char dir[SCRATCH_DIR_SIZE];
 static char err[FRAME_READER_ERROR_SIZE];

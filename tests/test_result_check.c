@@ -1,5 +1,5 @@
 /* tests/test_result_check.c: the one check of a benchmark's result file
- * (tools/result_check.h), behind every benchmark's --validate-json.
+ * (support/result_check.h), behind every benchmark's --validate-json.
  *
  * A document that holds what its schema asks passes, silently; each thing a schema can
  * ask for, missing, gives its own one-line message; a benchmark's own check runs only on
@@ -16,7 +16,7 @@
 
 #include "checks.h"
 #include "scratch_dir.h"
-#include "tools/result_check.h"
+#include "support/result_check.h"
 
 static char dir[SCRATCH_DIR_SIZE];
 static char path[512];

@@ -1,4 +1,4 @@
-/* tests/test_scene.c: the synthetic infrared scene (tools/scene.h).
+/* tests/test_scene.c: the synthetic infrared scene (support/scene.h).
  *
  * Determinism (the same seed gives the same bytes, frames drawn in any order or from
  * any thread are the same, a short scene is the start of a long one, and a fixed scene
@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "checks.h"
-#include "tools/scene.h"
+#include "support/scene.h"
 
 static char err[SCENE_ERROR_SIZE];
 
@@ -176,7 +176,7 @@ END_TEST
 
 /* The bytes of a fixed scene on every machine: a change here means either that the
  * scene model was changed on purpose (record the new hashes) or that this machine or
- * compiler computes different bits (a bug: see "determinism" in tools/scene.h). */
+ * compiler computes different bits (a bug: see "determinism" in support/scene.h). */
 START_TEST(test_known_scene_hashes) {
   static const struct {
     int64_t frames, height, width;

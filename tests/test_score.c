@@ -1,5 +1,5 @@
-/* tests/test_score.c: scoring detections against truth (tools/score.h) and the CSV
- * reader under it (tools/csv.h).
+/* tests/test_score.c: scoring detections against truth (support/score.h) and the CSV
+ * reader under it (support/csv.h).
  *
  * Hand-made cases with known answers: exact matches, misses, false alarms, two
  * detections of one plume, the radius's edge (inclusive) with the default and a fixed
@@ -26,9 +26,9 @@
 
 #include "checks.h"
 #include "scratch_dir.h"
-#include "tools/csv.h"
-#include "tools/score.h"
-#include "tools/splitmix64.h"
+#include "support/csv.h"
+#include "support/score.h"
+#include "support/splitmix64.h"
 
 static char err[SCORE_ERROR_SIZE];
 static char dir[SCRATCH_DIR_SIZE];
@@ -314,7 +314,7 @@ END_TEST
 
 /* ---- the grid against all pairs --------------------------------------------------------- */
 
-/* The reference: tools/score.h's matching written plainly, as score_match was before its
+/* The reference: support/score.h's matching written plainly, as score_match was before its
  * grid. Every pair of one frame within radius, with the distance computed as score_match
  * computes it, sorted by (frame, distance, truth row, detection row) and taken greedily;
  * frames in ascending order, so that the errors add up in score_match's order and the
@@ -397,7 +397,7 @@ static void check_against_reference(const score_truth *t, int64_t nt, const scor
       (long long)want.true_positives, want.mean_error, want.max_error);
 }
 
-/* splitmix64 (tools/splitmix64.h): the same numbers on every platform. */
+/* splitmix64 (support/splitmix64.h): the same numbers on every platform. */
 static int64_t random_below(uint64_t *state, int64_t n) {
   return (int64_t)(splitmix64_next(state) % (uint64_t)n);
 }

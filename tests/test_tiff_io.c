@@ -1,5 +1,5 @@
-/* tests/test_tiff_io.c: TIFF files through libtiff (tools/tiff_io.h, by way of
- * tools/image_io.h and tools/frame_reader.h).
+/* tests/test_tiff_io.c: TIFF files through libtiff (support/tiff_io.h, by way of
+ * support/image_io.h and support/frame_reader.h).
  *
  * Reading files another library wrote (tests/fixtures/tiff/make.py, with tifffile): u8,
  * u16 and f32, one page and stacks, strips and tiles, deflate with a predictor, both byte
@@ -19,9 +19,9 @@
 
 #include "checks.h"
 #include "scratch_dir.h"
-#include "tools/frame_reader.h"
-#include "tools/image_io.h"
-#include "tools/tiff_io.h"
+#include "support/frame_reader.h"
+#include "support/image_io.h"
+#include "support/tiff_io.h"
 #include "image_file_checks.h"
 
 static char dir[SCRATCH_DIR_SIZE];

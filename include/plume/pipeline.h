@@ -485,7 +485,7 @@ PLM_API plm_status plm_pipeline_describe(const plm_pipeline *pl, char *buf, size
  * its time per frame is the larger of steps and copies; on host the two share the cores and
  * add up. Not modelled: branches of one frame overlapping on several streams (a frame's
  * steps are summed), and the data: the tuning points are measured on
- * content like tools/scene.h's frames, and ops whose time depends on the data (entropy's
+ * content like support/scene.h's frames, and ops whose time depends on the data (entropy's
  * on how many pixels of a window share a bin, label's on the foreground) take longer or
  * shorter on other data. */
 typedef struct plm_placement {

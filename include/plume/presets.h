@@ -2,10 +2,10 @@
  *
  * Each preset is a pipeline for frames of a staring infrared sensor (u16 or f32, one
  * (H, W) frame per run) ending in `label ! regions`, chosen and scored on plume's
- * synthetic scenes (`plume scene`, tools/scene.h) by a script kept in the repository:
+ * synthetic scenes (`plume scene`, support/scene.h) by a script kept in the repository:
  *
  *   default     the spatial Laplacian-of-Gaussian blob detector, for the normal scene:
- *               no state, no calibration (tools/tune_detection.py).
+ *               no state, no calibration (scripts/tune_detection.py).
  *   robust      no calibration needed: a temporal background (background, plume/background.h)
  *               removes what does not move (fixed-pattern noise, stuck pixels, the static
  *               scene), a Gaussian matched filter gathers a dim target's pixels, and CFAR's
@@ -14,8 +14,8 @@
  *   calibrated  robust after the sensor's own calibration: nuc with the gain and offset
  *               maps, badpixel with the map of dead and hot pixels (the named tensors gain,
  *               offset and bad: plm_pipeline_parse_with_tensors, `plume detect --tensor`).
- * robust and calibrated were tuned with tools/tune_presets.py on the hard scene (`plume
- * scene --difficulty hard`); its output, tools/tune_presets.out, and docs/detection.md give their
+ * robust and calibrated were tuned with scripts/tune_presets.py on the hard scene (`plume
+ * scene --difficulty hard`); its output, docs/records/tune_presets.txt, and docs/detection.md give their
  * scores beside the default's.
  *
  * The texts are also macros, for programs that build usage strings at compile time. The
@@ -39,7 +39,7 @@ extern "C" {
   "conv2d kernel=log:9:1.5 pad=same border=replicate ! threshold value=25 ! " \
   "label connectivity=8 ! regions capacity=1024"
 
-/* robust: tools/tune_presets.py's choice (tools/tune_presets.out): an ema background of
+/* robust: scripts/tune_presets.py's choice (docs/records/tune_presets.txt): an ema background of
  * time constant 50 frames, a 5 x 5 Gaussian (sigma 1) matched to the plumes, cfar over 21 x 21
  * less a 7 x 7 guard at k 5. */
 #define PLM_PRESET_ROBUST_PIPELINE                                               \

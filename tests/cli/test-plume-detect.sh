@@ -68,7 +68,7 @@ for k in 1 2 5 16; do
   cmp -s a.csv k.csv || fail "--streams $k changes the CSV"
   grep -q "host backend, $k frames in flight" out.txt || fail "--streams $k: $(cat out.txt)"
 done
-# Raw frames (tools/raw_frames.h): the stack's data without its .npy header, from a file
+# Raw frames (support/raw_frames.h): the stack's data without its .npy header, from a file
 # and from standard input through a pipe, in either byte order, after a header to skip,
 # give the same CSV; a short last frame is refused naming the frame and the bytes missing.
 tail -c $((N * frame_bytes)) s.npy >s.raw
@@ -133,7 +133,7 @@ absent "--out m.png" m.png
 run 0 "--out Q.CSV" detect --frames s.npy --pipeline "$pipeline" --out Q.CSV -q
 same Q.CSV a.csv "--out Q.CSV"
 rm -f q.csv Q.CSV
-# TIFF frames (tools/tiff_io.h): a stack tifffile wrote gives the rows of its .npy, and in a
+# TIFF frames (support/tiff_io.h): a stack tifffile wrote gives the rows of its .npy, and in a
 # folder a .tif is a frame like a .npy of the same values.
 tiff_pipeline="threshold value=30000 ! label connectivity=8 ! regions capacity=64"
 run 0 "a TIFF stack" detect --frames "$tiffs/u16-stack-tiled-big-endian.tif" \
@@ -153,7 +153,7 @@ checks=$((checks + 1))
   $(grep '^0,' folder.csv | cut -d, -f2-) == "$(grep '^1,' folder.csv | cut -d, -f2-)" ]] ||
   fail "a folder with a TIFF: frame 0 (the .tif) and 1 (its .npy) differ: $(cat folder.csv)"
 rm -rf tif.csv npy.csv folder.csv tiff-folder
-# --overlay (tools/overlay.h): one PNG a frame (8-bit RGB, the frame's size), the CSV as
+# --overlay (support/overlay.h): one PNG a frame (8-bit RGB, the frame's size), the CSV as
 # without it, and the summary's line; --truth draws the plumes too. Refused: --truth
 # alone, --out -, a folder that is not there.
 mkdir -p pictures
@@ -175,7 +175,7 @@ run 2 "--overlay, no folder" detect --frames s.npy --pipeline "$pipeline" --out 
   --overlay nowhere && expect_err "--overlay, no folder" "--overlay 'nowhere' is not a folder"
 absent "refused --overlay" x.csv
 rm -rf pictures o.csv
-# A FITS cube (tools/fits_io.h) gives the rows of its .npy.
+# A FITS cube (support/fits_io.h) gives the rows of its .npy.
 fits_pipeline="threshold value=30000 ! label connectivity=8 ! regions capacity=32"
 run 0 "a FITS cube" detect --frames "$fitses/u16-cube.fits" --pipeline "$fits_pipeline" \
   --out fits.csv

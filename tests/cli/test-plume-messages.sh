@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/cli/test-plume-messages.sh PLUME SCRATCH: the values a user gives, echoed in the
-# plume command's messages (tools/quote.h), through the built binary. A value holding a
+# plume command's messages (support/quote.h), through the built binary. A value holding a
 # newline, a tab or another control character is refused with exit 2 and exactly one
 # line on stderr, holding the value quoted and escaped ('thr\nesh', '1\x1b[2J') and no
 # control character; a huge value is cut with "..."; other UTF-8 is shown as it is. No
@@ -59,7 +59,7 @@ refused "scene same file" "name the same file 'a\n.npy'" \
 refused "score --radius" "plume score: --radius '3\n' is not a number > 0" \
   score --truth truth.csv --detections truth.csv --radius $'3\n'
 # A file's path, in a message about the file, has its control characters escaped, as every
-# message does (tools/regular_file.h, tools/quote.h): the name shown is the file's.
+# message does (support/regular_file.h, support/quote.h): the name shown is the file's.
 printf 'frame,row\n0,1\n' >$'bad\ntruth.csv'
 refused "score, a file's path" "plume score: bad\\ntruth.csv: no column 'col' in the header" \
   score --truth $'bad\ntruth.csv' --detections truth.csv

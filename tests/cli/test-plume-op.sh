@@ -1137,7 +1137,7 @@ run 2 "--regions r.npy" op label --in mask.npy --out l.npy --regions r.npy &&
 absent "wrong extensions" m.png r.npy
 rm -f t.npy l.npy r.csv
 
-# TIFF (tools/tiff_io.h): a stack tifffile wrote (tests/fixtures/tiff) gives what its .npy
+# TIFF (support/tiff_io.h): a stack tifffile wrote (tests/fixtures/tiff) gives what its .npy
 # gives; --out NAME.tif writes a TIFF, which reads back as the .npy output's values.
 tiffs=$fixtures/tiff
 run 0 "threshold a TIFF stack" op threshold --in "$tiffs/u16-stack-strips-deflate.tif" \
@@ -1159,7 +1159,7 @@ run 2 "a TIFF of mixed pages" op threshold --in "$tiffs/mixed-shapes.tif" --valu
 absent "refused TIFFs" x.npy
 rm -f t.tif t.npy back-tif.npy back-npy.npy
 
-# FITS out (tools/fits_io.h): --out NAME.fits (.fit, .fts, any case) writes a FITS image,
+# FITS out (support/fits_io.h): --out NAME.fits (.fit, .fts, any case) writes a FITS image,
 # which reads back as the .npy output's values; f32 is BITPIX -32.
 run 0 "threshold to FITS" op threshold --in "$tiffs/u16-stack-strips-deflate.tif" \
   --value 30000 --out t.fits
@@ -1176,7 +1176,7 @@ checks=$((checks + 1))
 grep -q 'BITPIX  =                  -32' e.FTS || fail "e.FTS is not BITPIX -32"
 rm -f t.fits t.npy e.FTS back-fits.npy back-npy.npy
 
-# FITS (tools/fits_io.h): cubes and images astropy wrote (tests/fixtures/fits) give what
+# FITS (support/fits_io.h): cubes and images astropy wrote (tests/fixtures/fits) give what
 # their .npy gives: u16 through BZERO, f32 in an extension, signed 16-bit as f32.
 fitses=$fixtures/fits
 for name in u16-cube f32-cube-extension i16-image; do

@@ -1,5 +1,5 @@
 /* tests/fuzz/fuzz_files.h: a fuzz input as files, for the harnesses whose readers take a
- * path (tools/image_io.h, tools/frame_reader.h, tools/csv.h have no in-memory API).
+ * path (support/image_io.h, support/frame_reader.h, support/csv.h have no in-memory API).
  *
  * Every file goes into one private folder per process, made on first use under $TMPDIR
  * (else /tmp) and removed with its files at exit, so harnesses running side by side

@@ -1,4 +1,4 @@
-/* tests/fuzz/fuzz_fits.c: the FITS reader of tools/fits_io.h (cfitsio under plume's checks)
+/* tests/fuzz/fuzz_fits.c: the FITS reader of support/fits_io.h (cfitsio under plume's checks)
  * on arbitrary bytes.
  *
  * Feeds: the input's first byte picks the reader (its value modulo 2), the rest is the

@@ -1,6 +1,6 @@
 /* tests/fuzz/fuzz_frames.h: the checks of a harness whose input is an image file of frames
  * decoded by a library (fuzz_tiff: libtiff's pages, fuzz_fits: cfitsio's images and cubes),
- * read through tools/image_io.h as plume detect and plume op read it.
+ * read through support/image_io.h as plume detect and plume op read it.
  *
  * fuzz_frames_read(path, whole, round_trip): the file is opened with image_frames_open (a
  * failure checked as below); then, when whole, image_read reads every frame into one array
@@ -17,7 +17,7 @@
 
 #include <stdbool.h>
 
-#include "tools/image_io.h"
+#include "support/image_io.h"
 
 void fuzz_frames_read(const char *path, bool whole, void (*round_trip)(const image *img));
 

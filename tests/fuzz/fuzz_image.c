@@ -1,5 +1,5 @@
-/* tests/fuzz/fuzz_image.c: the image readers of tools/image_io.h and the folder reader of
- * tools/frame_reader.h on arbitrary bytes.
+/* tests/fuzz/fuzz_image.c: the image readers of support/image_io.h and the folder reader of
+ * support/frame_reader.h on arbitrary bytes.
  *
  * Feeds: the input's first byte picks the reader (its value modulo 5), the rest is the
  * file:
@@ -19,8 +19,8 @@
 #include <string.h>
 
 #include "tests/fuzz/fuzz_files.h"
-#include "tools/frame_reader.h"
-#include "tools/image_io.h"
+#include "support/frame_reader.h"
+#include "support/image_io.h"
 
 /* Frames read from one file or folder: the first ones and the last. */
 enum { FRAMES_READ = 8, FOLDER_FILES = 3 };

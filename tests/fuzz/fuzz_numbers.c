@@ -1,5 +1,5 @@
 /* tests/fuzz/fuzz_numbers.c: the numeric parsers of the command line on arbitrary text:
- * count_parse and size_parse (tools/count_parse.h: plume scene, score, detect
+ * count_parse and size_parse (support/count_parse.h: plume scene, score, detect
  * and demo), plm__parse_int and plm__parse_number, and plm__op_param_parse, which reads
  * every op parameter of `plume op --key value` and of text pipelines (ops/op_desc.h).
  *
@@ -21,8 +21,8 @@
 
 #include "ops/op_desc.h"
 #include "plume/pipeline.h"
-#include "tools/count_parse.h"
-#include "tools/scene.h"
+#include "support/count_parse.h"
+#include "support/scene.h"
 
 /* Every character from text to end is a digit, and end is not one. */
 static int digits_up_to(const char *text, const char *end) {

@@ -1,4 +1,4 @@
-/* tests/fuzz/fuzz_raw.c: the raw frame reader of tools/raw_frames.h on arbitrary bytes and
+/* tests/fuzz/fuzz_raw.c: the raw frame reader of support/raw_frames.h on arbitrary bytes and
  * arbitrary formats, and its option parser on arbitrary texts.
  *
  * Feeds: the input's first byte picks what is done (its value modulo 3):
@@ -25,8 +25,8 @@
 #include <unistd.h>
 
 #include "tests/fuzz/fuzz_files.h"
-#include "tools/image_io.h"
-#include "tools/raw_frames.h"
+#include "support/image_io.h"
+#include "support/raw_frames.h"
 
 enum { FORMAT_BYTES = 4, TEXTS = 4 };
 

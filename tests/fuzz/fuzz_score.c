@@ -1,4 +1,4 @@
-/* tests/fuzz/fuzz_score.c: the CSV readers of `plume score` (tools/score.h, tools/csv.h)
+/* tests/fuzz/fuzz_score.c: the CSV readers of `plume score` (support/score.h, support/csv.h)
  * on arbitrary bytes.
  *
  * Feeds: the input's first byte picks the reader (its value modulo 3), the rest is the
@@ -15,8 +15,8 @@
 #include <string.h>
 
 #include "tests/fuzz/fuzz_files.h"
-#include "tools/csv.h"
-#include "tools/score.h"
+#include "support/csv.h"
+#include "support/score.h"
 
 static void check_failure(plm_status status, const char *err) {
   if (status == PLM_OK || err[0] == '\0') abort();

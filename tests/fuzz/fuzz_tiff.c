@@ -1,4 +1,4 @@
-/* tests/fuzz/fuzz_tiff.c: the TIFF reader of tools/tiff_io.h (libtiff under plume's checks)
+/* tests/fuzz/fuzz_tiff.c: the TIFF reader of support/tiff_io.h (libtiff under plume's checks)
  * on arbitrary bytes.
  *
  * Feeds: the input's first byte picks the reader (its value modulo 2), the rest is the
@@ -15,8 +15,8 @@
 
 #include "tests/fuzz/fuzz_files.h"
 #include "tests/fuzz/fuzz_frames.h"
-#include "tools/image_io.h"
-#include "tools/tiff_io.h"
+#include "support/image_io.h"
+#include "support/tiff_io.h"
 
 /* What was read, written by plume and read again: the same bytes. */
 static void round_trip(const image *img) {

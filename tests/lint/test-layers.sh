@@ -21,7 +21,7 @@ layers=(
   "ops"                  # the op framework and the operations
   "profile"              # timing, statistics, calibration, tuning
   "pipeline"             # graphs, plans, executors
-  "tools"                # the C support library of apps, benchmarks and tests
+  "support"              # the C support library of apps, benchmarks and tests
   "mpi"                  # plume_mpi, beside apps, over pipeline
   "benchmarks"           # the benchmark binaries and their libraries (pipeline_bench)
   "apps"                 # the plume command (plume demo runs pipeline_bench)

@@ -10,11 +10,11 @@
 #     cuda_fail: each empties the runtime's last-error slot, which a message built by
 #     hand leaves set, so that the next launch check blames its own kernel for it.
 #  3. Every file is opened through streams/file.h (plm__file_open_regular to read or
-#     append, plm__file_out_* to write, or the command's tools/regular_file.h and
-#     tools/output_file.h over them), in the library, the command, its tools, MPI and
+#     append, plm__file_out_* to write, or the command's support/regular_file.h and
+#     support/output_file.h over them), in the library, the command, its support library, MPI and
 #     the benchmarks: a path that is a FIFO, a device, a link or a folder is then treated
 #     one way, and an output is written whole or not at all (docs/failure-behaviour.md).
-#     streams/file.c, the opener itself, is one exception; tools/unnamed_file.c, which
+#     streams/file.c, the opener itself, is one exception; support/unnamed_file.c, which
 #     makes files without a name (O_TMPFILE, or created and unlinked at once) for the
 #     rows rank 0 gathers under MPI, the other: it opens no path of the user's.
 #     open_memstream and fdopen of a descriptor the opener gave open no path.
@@ -82,9 +82,9 @@ opening() { # opening OUT PATH...: files opened past streams/file.h, comments le
   shift
   search "$out" "$opening_pattern" "$@"
   drop "$out" '^[^:]*:[0-9]+:\s*(/?\*|//)'
-  drop "$out" '^(streams/file\.c|tools/unnamed_file\.c):'
+  drop "$out" '^(streams/file\.c|support/unnamed_file\.c):'
 }
-opened_folders=("${library[@]}" apps tools mpi benchmarks)
+opened_folders=("${library[@]}" apps support mpi benchmarks)
 
 mkdir -p "$scratch/probe"
 cat >"$scratch/probe/probe.c" <<'C'
@@ -120,13 +120,13 @@ if [[ -s $scratch/by-hand.txt ]]; then
   failed=1
 fi
 
-for folder in apps tools mpi benchmarks; do
+for folder in apps support mpi benchmarks; do
   [[ -d $folder ]] || { echo "lint: the folder $folder/ is missing: update opened_folders"; exit 2; }
 done
 opening "$scratch/opening.txt" "${opened_folders[@]}"
 if [[ -s $scratch/opening.txt ]]; then
   echo "rule 3 broken: a file opened past streams/file.h (plm__file_open_regular,"
-  echo "plm__file_out_*, or tools/regular_file.h and tools/output_file.h):"
+  echo "plm__file_out_*, or support/regular_file.h and support/output_file.h):"
   cat "$scratch/opening.txt"
   failed=1
 fi

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# plume score --report (tools/score_report.h) rendered by headless Chromium: a scene's truth
+# plume score --report (support/score_report.h) rendered by headless Chromium: a scene's truth
 # scored against detections made from it with known faults (every fifth plume dropped, a
 # false alarm in every seventh frame), so the page has curves and worst frames. The page
 # must log nothing to the console (it has no script), the screenshot must show the curves,

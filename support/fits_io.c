@@ -1,0 +1,322 @@
+/* support/fits_io.c: FITS images and cubes through cfitsio (support/fits_io.h). */
+#define _POSIX_C_SOURCE 200809L
+
+#include "support/fits_io.h"
+
+#include <fitsio.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "support/image_io.h"
+#include "support/quote.h"
+
+/* The most axes an image may declare here; axes past the third must be 1. */
+enum { MOST_AXES = 16 };
+
+/* Room for cfitsio's account of a failure (cfitsio_why). */
+enum { WHY_SIZE = FLEN_STATUS + FLEN_ERRMSG + 4 };
+
+struct fits_frames {
+  fitsfile *file; /* positioned at the image's HDU */
+  int fd;         /* the descriptor whose /proc/self/fd name cfitsio opened, held open while
+                     file is: cfitsio shares the handle of a name already open, so the name
+                     must not come back for another file until this one is closed */
+  char *path;
+  plm_dtype dtype;
+  int read_type; /* cfitsio's type of dst: TBYTE, TUSHORT or TFLOAT */
+  int64_t height, width, count;
+  int64_t failed_frame;      /* the frame whose read failed, or -1: every later read fails */
+  char failed_why[WHY_SIZE]; /* cfitsio's account of that failure */
+};
+
+bool fits_magic(const unsigned char *bytes, size_t length) {
+  return length >= 8 && memcmp(bytes, "SIMPLE  ", 8) == 0;
+}
+
+/* cfitsio's account of a failed call, into text: the status's meaning and, when its error
+ * stack holds one, the oldest message there (the most specific), without the padding and
+ * trailing colon of its cards ("error reading from FITS file (Error reading data buffer from
+ * file)"). The stack is cleared for the next call. */
+static const char *cfitsio_why(int status, char text[WHY_SIZE]) {
+  char meaning[FLEN_STATUS] = "", message[FLEN_ERRMSG] = "";
+  fits_get_errstatus(status, meaning);
+  fits_read_errmsg(message);
+  fits_clear_errmsg();
+  size_t n = strlen(message);
+  while (n && (message[n - 1] == ' ' || message[n - 1] == ':')) message[--n] = '\0';
+  if (n)
+    snprintf(text, WHY_SIZE, "%s (%s)", meaning, message);
+  else
+    snprintf(text, WHY_SIZE, "%s", meaning);
+  return text;
+}
+
+void fits_frames_close(fits_frames *f) {
+  if (!f) return;
+  int status = 0;
+  if (f->file) fits_close_file(f->file, &status);
+  fits_clear_errmsg();
+  if (f->fd >= 0) close(f->fd);
+  free(f->path);
+  free(f);
+}
+
+/* Move to the first HDU holding an image (NAXIS > 0) and give its number and NAXIS; refuse
+ * it when it is tile-compressed. */
+static plm_status find_image(fits_frames *f, int *hdu, int *naxis, char *err, size_t err_size) {
+  char why[WHY_SIZE];
+  for (int h = 1;; h++) {
+    int status = 0, type = 0;
+    if (fits_movabs_hdu(f->file, h, &type, &status)) {
+      if (status == END_OF_FILE) {
+        fits_clear_errmsg();
+        return quote_failure(err, err_size, PLM_ERR_IO,
+                             "%s: no image: none of its %d HDUs holds one (NAXIS > 0)", f->path,
+                             h - 1);
+      }
+      return quote_failure(err, err_size, PLM_ERR_IO, "%s: HDU %d: %s", f->path, h,
+                           cfitsio_why(status, why));
+    }
+    if (type != IMAGE_HDU) continue;
+    if (fits_get_img_dim(f->file, naxis, &status))
+      return quote_failure(err, err_size, PLM_ERR_IO, "%s: HDU %d: %s", f->path, h,
+                           cfitsio_why(status, why));
+    if (*naxis == 0) continue;
+    *hdu = h;
+    const int compressed = fits_is_compressed_image(f->file, &status);
+    if (status)
+      return quote_failure(err, err_size, PLM_ERR_IO, "%s: HDU %d: %s", f->path, h,
+                           cfitsio_why(status, why));
+    if (compressed)
+      return quote_failure(err, err_size, PLM_ERR_UNSUPPORTED,
+                           "%s: HDU %d: a tile-compressed image: not read, for cfitsio's "
+                           "decompressors crash on some damaged tiles; decompress it first "
+                           "(funpack -F)",
+                           f->path, h);
+    return PLM_OK;
+  }
+}
+
+/* The image's dtype and how cfitsio is asked for it, from its equivalent BITPIX (BITPIX
+ * with BSCALE and BZERO applied). */
+static plm_status choose_dtype(fits_frames *f, int hdu, char *err, size_t err_size) {
+  char why[WHY_SIZE];
+  int status = 0, bitpix = 0, stored = 0;
+  if (fits_get_img_equivtype(f->file, &bitpix, &status) ||
+      fits_get_img_type(f->file, &stored, &status))
+    return quote_failure(err, err_size, PLM_ERR_IO, "%s: HDU %d: %s", f->path, hdu,
+                         cfitsio_why(status, why));
+  switch (bitpix) {
+    case BYTE_IMG: f->dtype = PLM_DTYPE_U8, f->read_type = TBYTE; return PLM_OK;
+    case USHORT_IMG: f->dtype = PLM_DTYPE_U16, f->read_type = TUSHORT; return PLM_OK;
+    case SBYTE_IMG:
+    case SHORT_IMG:
+    case FLOAT_IMG:
+    case DOUBLE_IMG: f->dtype = PLM_DTYPE_F32, f->read_type = TFLOAT; return PLM_OK;
+    default:
+      return quote_failure(err, err_size, PLM_ERR_UNSUPPORTED,
+                           "%s: HDU %d: BITPIX %d (%d-bit integer samples): images of 8- and "
+                           "16-bit integers and of floats are read",
+                           f->path, hdu, stored, stored < 0 ? -stored : stored);
+  }
+}
+
+/* The frames' shape from the image's axes: (NAXIS2, NAXIS1), NAXIS3 frames. */
+static plm_status choose_shape(fits_frames *f, int hdu, int naxis, int *ndim, char *err,
+                               size_t err_size) {
+  char why[WHY_SIZE];
+  if (naxis > MOST_AXES || naxis < 2)
+    return quote_failure(err, err_size, PLM_ERR_UNSUPPORTED,
+                         "%s: HDU %d: NAXIS %d: images of 2 axes and cubes of 3 are read", f->path,
+                         hdu, naxis);
+  LONGLONG axes[MOST_AXES] = {0};
+  int status = 0;
+  if (fits_get_img_sizell(f->file, naxis, axes, &status))
+    return quote_failure(err, err_size, PLM_ERR_IO, "%s: HDU %d: %s", f->path, hdu,
+                         cfitsio_why(status, why));
+  for (int a = 0; a < naxis; a++) {
+    if (axes[a] < 1)
+      return quote_failure(err, err_size, PLM_ERR_IO, "%s: HDU %d: NAXIS%d is %lld: no data",
+                           f->path, hdu, a + 1, (long long)axes[a]);
+    if (a >= 3 && axes[a] != 1)
+      return quote_failure(err, err_size, PLM_ERR_UNSUPPORTED,
+                           "%s: HDU %d: NAXIS%d is %lld: axes past the third must be 1 (images "
+                           "of 2 axes and cubes of 3 are read)",
+                           f->path, hdu, a + 1, (long long)axes[a]);
+  }
+  if (axes[1] > IMAGE_MAX_ELEMENTS / axes[0])
+    return quote_failure(err, err_size, PLM_ERR_IO,
+                         "%s: HDU %d: %lldx%lld is more than %lld samples", f->path, hdu,
+                         (long long)axes[1], (long long)axes[0], (long long)IMAGE_MAX_ELEMENTS);
+  f->width = axes[0];
+  f->height = axes[1];
+  f->count = naxis >= 3 ? axes[2] : 1;
+  *ndim = naxis >= 3 ? 3 : 2;
+  return PLM_OK;
+}
+
+/* Whether the file holds the image's data to the end of its last block of 2880 bytes, as
+ * the FITS standard pads it. cfitsio reads whole blocks: a read from a block the file ends
+ * inside fails, and later reads from that block then succeed on what it had buffered, so a
+ * file cut short is refused here, at open. */
+static plm_status check_data_size(fits_frames *f, int hdu, char *err, size_t err_size) {
+  char why[WHY_SIZE];
+  struct stat st;
+  if (fstat(f->fd, &st) != 0)
+    return quote_failure(err, err_size, PLM_ERR_IO, "%s: %s", f->path, strerror(errno));
+  int status = 0;
+  LONGLONG header_start = 0, data_start = 0, data_end = 0;
+  if (fits_get_hduaddrll(f->file, &header_start, &data_start, &data_end, &status))
+    return quote_failure(err, err_size, PLM_ERR_IO, "%s: HDU %d: %s", f->path, hdu,
+                         cfitsio_why(status, why));
+  if ((LONGLONG)st.st_size < data_end)
+    return quote_failure(err, err_size, PLM_ERR_IO,
+                         "%s: HDU %d: truncated: its data ends at byte %lld, the file at %lld",
+                         f->path, hdu, (long long)data_end, (long long)st.st_size);
+  return PLM_OK;
+}
+
+plm_status fits_frames_open(int fd, const char *path, plm_dtype *dtype, int *ndim, int64_t *height,
+                            int64_t *width, int64_t *count, fits_frames **out, char *err,
+                            size_t err_size) {
+  *out = NULL;
+  fits_frames *f = calloc(1, sizeof *f);
+  if (f) {
+    f->fd = fd;
+    f->failed_frame = -1;
+    f->path = strdup(path);
+  }
+  if (!f || !f->path) {
+    if (!f) close(fd);
+    fits_frames_close(f);
+    return quote_failure(err, err_size, PLM_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+  }
+  /* The descriptor's file, by a name cfitsio takes literally (no extended syntax). */
+  char name[64];
+  snprintf(name, sizeof name, "/proc/self/fd/%d", fd);
+  int status = 0;
+  fits_clear_errmsg();
+  fits_open_diskfile(&f->file, name, READONLY, &status);
+  char why[WHY_SIZE];
+  if (status) {
+    f->file = NULL;
+    const plm_status failed =
+        quote_failure(err, err_size, PLM_ERR_IO, "%s: not a FITS file cfitsio reads: %s", path,
+                      cfitsio_why(status, why));
+    fits_frames_close(f);
+    return failed;
+  }
+  int hdu = 0, naxis = 0;
+  plm_status result = find_image(f, &hdu, &naxis, err, err_size);
+  if (result == PLM_OK) result = choose_dtype(f, hdu, err, err_size);
+  if (result == PLM_OK) result = choose_shape(f, hdu, naxis, ndim, err, err_size);
+  if (result == PLM_OK) result = check_data_size(f, hdu, err, err_size);
+  if (result != PLM_OK) {
+    fits_frames_close(f);
+    return result;
+  }
+  *dtype = f->dtype;
+  *height = f->height;
+  *width = f->width;
+  *count = f->count;
+  *out = f;
+  return PLM_OK;
+}
+
+plm_status fits_frames_read(fits_frames *f, int64_t k, void *dst, char *err, size_t err_size) {
+  if (k < 0 || k >= f->count)
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG, "%s: frame %lld is not in 0..%lld",
+                         f->path, (long long)k, (long long)(f->count - 1));
+  if (f->failed_frame == k)
+    return quote_failure(err, err_size, PLM_ERR_IO, "%s: frame %lld: %s", f->path, (long long)k,
+                         f->failed_why);
+  if (f->failed_frame >= 0)
+    return quote_failure(err, err_size, PLM_ERR_IO,
+                         "%s: frame %lld: not read: reading frame %lld failed (%s), after which "
+                         "cfitsio's buffers are not to be trusted",
+                         f->path, (long long)k, (long long)f->failed_frame, f->failed_why);
+  const LONGLONG samples = (LONGLONG)f->height * f->width;
+  float blank = NAN; /* what a BLANK pixel becomes in f32; no check for u8 and u16 */
+  int status = 0, any_blank = 0;
+  fits_clear_errmsg();
+  if (fits_read_img(f->file, f->read_type, 1 + (LONGLONG)k * samples, samples,
+                    f->read_type == TFLOAT ? &blank : NULL, dst, &any_blank, &status)) {
+    /* What cfitsio has buffered is not to be trusted after a failure: every later read
+     * fails the same way. */
+    f->failed_frame = k;
+    return quote_failure(err, err_size, PLM_ERR_IO, "%s: frame %lld: %s", f->path, (long long)k,
+                         cfitsio_why(status, f->failed_why));
+  }
+  return PLM_OK;
+}
+
+/* ---- writing ------------------------------------------------------------------------------ */
+
+/* cfitsio's BITPIX and sample type for a dtype. */
+static void fits_type_of(plm_dtype dtype, int *bitpix, int *type) {
+  switch (dtype) {
+    case PLM_DTYPE_U8: *bitpix = BYTE_IMG, *type = TBYTE; return;
+    case PLM_DTYPE_U16: *bitpix = USHORT_IMG, *type = TUSHORT; return;
+    case PLM_DTYPE_I32: *bitpix = LONG_IMG, *type = TINT; return;
+    case PLM_DTYPE_F32: *bitpix = FLOAT_IMG, *type = TFLOAT; return;
+    case PLM_DTYPE_F64: *bitpix = DOUBLE_IMG, *type = TDOUBLE; return;
+  }
+  *bitpix = 0, *type = 0;
+}
+
+plm_status fits_encode(plm_dtype dtype, int ndim, const int64_t *dims, const void *data,
+                       void **bytes, size_t *length, const char *path, char *err, size_t err_size) {
+  *bytes = NULL;
+  *length = 0;
+  int bitpix, type;
+  fits_type_of(dtype, &bitpix, &type);
+  if (!bitpix)
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG, "%s: dtype %d has no FITS type", path,
+                         (int)dtype);
+  if (ndim < 1 || ndim > 4)
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
+                         "%s: %d dimensions (a FITS image here has 1 to 4)", path, ndim);
+  LONGLONG axes[4], samples = 1;
+  for (int d = 0; d < ndim; d++) {
+    if (dims[d] < 1)
+      return quote_failure(err, err_size, PLM_ERR_INVALID_ARG, "%s: dimension %d is %lld", path, d,
+                           (long long)dims[d]);
+    axes[ndim - 1 - d] = dims[d];
+    samples *= dims[d];
+  }
+  /* cfitsio grows the buffer with realloc as it writes; after the close it holds the file. */
+  size_t capacity = 2880;
+  void *buffer = malloc(capacity);
+  if (!buffer)
+    return quote_failure(err, err_size, PLM_ERR_OUT_OF_MEMORY, "%s: no memory for the file", path);
+  fitsfile *file = NULL;
+  int status = 0;
+  LONGLONG header_start = 0, data_start = 0, data_end = 0;
+  fits_create_memfile(&file, &buffer, &capacity, 2880 * 64, realloc, &status);
+  fits_create_imgll(file, bitpix, ndim, axes, &status);
+  fits_write_key_str(file, "ORIGIN", "plume", "the program that wrote this file", &status);
+  fits_write_img(file, type, 1, samples, (void *)data, &status);
+  fits_flush_file(file, &status);
+  fits_get_hduaddrll(file, &header_start, &data_start, &data_end, &status);
+  char why[WHY_SIZE] = "";
+  if (status) cfitsio_why(status, why);
+  int closed = 0;
+  if (file) fits_close_file(file, &closed);
+  fits_clear_errmsg();
+  if (!status && closed) cfitsio_why(status = closed, why);
+  if (status) {
+    free(buffer);
+    return quote_failure(err, err_size,
+                         status == MEMORY_ALLOCATION ? PLM_ERR_OUT_OF_MEMORY : PLM_ERR_IO, "%s: %s",
+                         path, why);
+  }
+  /* The data unit ends padded to a 2880-byte block: that is the file. */
+  *bytes = buffer;
+  *length = (size_t)data_end;
+  return PLM_OK;
+}

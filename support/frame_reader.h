@@ -1,0 +1,81 @@
+/* support/frame_reader.h: the frames of `plume detect`, one at a time, from a stack or a folder.
+ *
+ * A frame reader serves frames 0..N-1 of one dtype and one (H, W) shape from
+ *   - a file (support/image_io.h's image_frames): a 3-D .npy (N, H, W), a TIFF of N pages or
+ *     a FITS cube of N frames is N frames, read from the file one at a time, never held
+ *     whole; a 2-D .npy, a PGM, a PNG or a 2-D FITS image is one frame;
+ *   - a folder: every entry whose name ends in .npy, .pgm, .png, .tif, .tiff, .fits, .fit or
+ *     .fts (in any case) and does not start with '.', other than a directory, is one frame; frames
+ *     are in the byte order of the names (strcmp: zero-pad numbers, frame_0009 before frame_0010).
+ * Other entries are ignored. Each file is opened and read only when its frame is read; it must hold
+ * one frame (a 2-D image, or a 3-D .npy of one frame) of the dtype and shape of the first file,
+ * else reading that frame fails naming the file. A folder without any such file is refused at open;
+ *   - raw frames (support/raw_frames.h, frame_reader_open_raw): a headerless file, or a
+ *     stream ("-", standard input, or a FIFO) whose count is unknown (-1) until it ends:
+ *     a stream's frames are read once, in order (frame_reader_next tells its end).
+ * Every failure returns a status and leaves a one-line message naming the file in the
+ * caller's buffer (FRAME_READER_ERROR_SIZE bytes are enough).
+ *
+ * A reader is used by one thread at a time; frames may be read in any order, except a
+ * stream's. The module belongs to the command-line tool, not to libplume.
+ */
+#ifndef PLUME_SUPPORT_FRAME_READER_H
+#define PLUME_SUPPORT_FRAME_READER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "support/image_io.h"
+#include "support/raw_frames.h"
+#include "plume/status.h"
+#include "plume/tensor.h"
+
+/* Room for any message of this module. */
+enum { FRAME_READER_ERROR_SIZE = IMAGE_ERROR_SIZE + 512 };
+
+typedef struct frame_reader frame_reader;
+
+typedef struct frame_reader_info {
+  plm_dtype dtype;       /* of every frame */
+  int64_t height, width; /* of every frame */
+  int64_t count;         /* N >= 1, or -1 for a stream: known when it ends */
+  bool folder;           /* a folder of files, one frame each */
+} frame_reader_info;
+
+/* Open path (a file or a folder, above) and describe its frames in *info. Errors:
+ * PLM_ERR_INVALID_ARG (NULL arguments), PLM_ERR_IO (cannot open or read, a bad file, a
+ * folder without frames, a file in a folder that holds more than one frame),
+ * PLM_ERR_UNSUPPORTED (a file image_read does not take), PLM_ERR_OUT_OF_MEMORY. *out is
+ * NULL on failure. */
+plm_status frame_reader_open(const char *path, frame_reader_info *info, frame_reader **out,
+                             char *err, size_t err_size);
+
+/* Open path ("-": standard input) as raw frames of *raw (support/raw_frames.h); *info says
+ * raw's dtype and shape, and the count of a file's frames or -1 for a stream. Errors as
+ * raw_frames_open's. */
+plm_status frame_reader_open_raw(const char *path, const raw_format *raw, frame_reader_info *info,
+                                 frame_reader **out, char *err, size_t err_size);
+
+/* Read frame k (0..count-1) into dst (height * width elements of dtype). Errors:
+ * PLM_ERR_INVALID_ARG (NULL arguments, k out of range), PLM_ERR_IO (a bad or changed
+ * file; in a folder, a file whose dtype, shape or frame count differs from the first's),
+ * PLM_ERR_UNSUPPORTED, PLM_ERR_OUT_OF_MEMORY. A stream's frames are read in order, and its
+ * end before frame k is PLM_ERR_IO (frame_reader_next tells it apart). */
+plm_status frame_reader_read(frame_reader *r, int64_t k, void *dst, char *err, size_t err_size);
+
+/* The file that holds frame k (the path itself for a file); NULL when k is out of range.
+ * Valid until the reader is closed. */
+/* As frame_reader_read, for any reader, a stream's included: frame k into dst, or *end set
+ * (dst left as it was) when the frames end before k: k >= count for a reader that knows
+ * its count, the end of the input for a stream (read in order: k is the frame after the
+ * last one read). */
+plm_status frame_reader_next(frame_reader *r, int64_t k, void *dst, bool *end, char *err,
+                             size_t err_size);
+
+const char *frame_reader_file(const frame_reader *r, int64_t k);
+
+/* Close; NULL is a no-op. */
+void frame_reader_close(frame_reader *r);
+
+#endif /* PLUME_SUPPORT_FRAME_READER_H */

@@ -1,0 +1,202 @@
+/* support/op_reference.c: docs/operations-reference.md, written from the op table.
+ *
+ * Every operation is one descriptor inside the library; this program reads the table
+ * through the public plume/op_info.h and plume/tuning.h only (as a binding generator
+ * outside the library would) and prints the operation reference as Markdown on out:
+ * per op its summary, its inputs with their dtypes, its parameters with their types,
+ * choices, defaults and help, and its tunables. Nothing here names an op or a parameter.
+ *
+ * scripts/op-reference writes its output to docs/operations-reference.md; the CTest test
+ * docs_op_reference (tests/docs/check-op-reference.sh) fails when the committed file is
+ * not what this program prints, so the reference cannot drift from the table.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plume/plume.h"
+#include "support/regular_file.h"
+
+/* The most bytes of the file --check reads: the reference is tens of kilobytes. */
+enum { READ_MAX_BYTES = 1 << 24 };
+
+static FILE *out;
+
+/* A table cell: '|' escaped, so that a help line cannot split its row. */
+static void cell(const char *text) {
+  for (const char *c = text ? text : ""; *c; c++) {
+    if (*c == '|') fputc('\\', out);
+    fputc(*c, out);
+  }
+}
+
+static int fail(const char *what) {
+  fprintf(stderr, "op_reference: %s: %s\n", what, plm_last_error());
+  return 1;
+}
+
+static void print_type(const plm_op_param_info *p) {
+  if (p->choices) {
+    fputs("one of ", out);
+    for (int c = 0; p->choices[c]; c++) fprintf(out, "%s`%s`", c ? ", " : "", p->choices[c]);
+  } else if (p->form) {
+    fprintf(out, "%s `", p->type);
+    cell(p->form);
+    fputc('`', out);
+  } else {
+    fputs(p->type, out);
+  }
+}
+
+static void print_default(const plm_op_param_info *p) {
+  if (p->required) {
+    fputs("required", out);
+  } else if (p->required_for_float) {
+    fputs("required for f32 input", out);
+    if (p->default_text[0]) {
+      fputs("; else `", out);
+      cell(p->default_text);
+      fputc('`', out);
+    }
+  } else {
+    fputc('`', out);
+    cell(p->default_text);
+    fputc('`', out);
+  }
+}
+
+static int print_op(int op) {
+  plm_op_info info;
+  if (plm_op_info_get(op, &info) != PLM_OK) return fail("plm_op_info_get");
+  fprintf(out, "\n## %s\n\n", info.name);
+  fprintf(out, "%s.\n\n", info.summary);
+  if (info.in_text)
+    fprintf(out, "A pipeline element: `%s` in a text pipeline (`plm_pipeline_parse`), "
+           "`plume.ops.%s` in Python%s.\n",
+           info.name, info.name, info.stateful ? "; it carries a state from frame to frame" : "");
+  else
+    fprintf(out, "Not an element a text pipeline starts with: the planner makes it, or it reads "
+           "what the element before it made.\n");
+  fprintf(out, "%d input%s, %d output%s.\n\n", info.input_count, info.input_count == 1 ? "" : "s",
+         info.output_count, info.output_count == 1 ? "" : "s");
+
+  fprintf(out, "| input | dtypes | given |\n| --- | --- | --- |\n");
+  for (int k = 0; k < info.input_count; k++) {
+    plm_op_input_info in;
+    if (plm_op_input_info_get(op, k, &in) != PLM_OK) return fail("plm_op_input_info_get");
+    fprintf(out, "| `%s` | ", in.name);
+    cell(in.dtypes);
+    if (k > 0 && in.by_name)
+      fprintf(out, " | by name: `%s=@TENSOR`%s |\n", in.name, in.optional ? " (optional)" : "");
+    else
+      fprintf(out, " | %s%s |\n", k == 0 ? "the chain's input" : "by the chain",
+             in.optional ? " (optional)" : "");
+  }
+
+  if (info.param_count > 0) {
+    fprintf(out, "\n| parameter | type | default | what |\n| --- | --- | --- | --- |\n");
+    for (int k = 0; k < info.param_count; k++) {
+      plm_op_param_info p;
+      if (plm_op_param_info_get(op, k, &p) != PLM_OK) return fail("plm_op_param_info_get");
+      fprintf(out, "| `%s` | ", p.name);
+      print_type(&p);
+      fputs(" | ", out);
+      print_default(&p);
+      fputs(" | ", out);
+      cell(p.help);
+      fputs(" |\n", out);
+    }
+  } else {
+    fprintf(out, "\nNo parameters.\n");
+  }
+
+  int tunables = 0;
+  if (plm_op_tunable_count(op, &tunables) != PLM_OK) return fail("plm_op_tunable_count");
+  if (tunables > 0) {
+    fprintf(out, "\n| tunable | backend | candidates | default | what |\n| --- | --- | --- | --- | --- |\n");
+    for (int k = 0; k < tunables; k++) {
+      plm_tunable_info t;
+      if (plm_op_tunable_info_get(op, k, &t) != PLM_OK) return fail("plm_op_tunable_info_get");
+      fprintf(out, "| `%s` | %s | ", t.name, plm_backend_name(t.backend));
+      for (int c = 0; c < t.candidate_count; c++)
+        fprintf(out, "%s%" PRId64, c ? ", " : "", t.candidates[c]);
+      fprintf(out, " | %" PRId64 " | ", t.fallback);
+      cell(t.help);
+      fputs(" |\n", out);
+    }
+  }
+  return 0;
+}
+
+static int write_reference(void) {
+  const int count = plm_op_count();
+  fprintf(out, "# Operation reference\n\n"
+         "<!-- Generated by scripts/op-reference from the op table (support/op_reference.c);\n"
+         "     do not edit: the test docs_op_reference fails when this file is stale. -->\n\n"
+         "Every operation of plume's op table, as the library itself describes it "
+         "(`plume/op_info.h`, `plume/tuning.h`): the same names, dtypes, defaults and help as "
+         "`plume op NAME --help`, the text form of pipelines and `plume.ops`. What each op "
+         "computes, exactly, is in its header (`include/plume/`); how to call them is in "
+         "[operations.md](operations.md).\n\n");
+  fprintf(out, "| op | what |\n| --- | --- |\n");
+  for (int op = 0; op < count; op++) {
+    plm_op_info info;
+    if (plm_op_info_get(op, &info) != PLM_OK) return fail("plm_op_info_get");
+    fprintf(out, "| [`%s`](#%s) | ", info.name, info.name);
+    cell(info.summary);
+    fputs(" |\n", out);
+  }
+  for (int op = 0; op < count; op++)
+    if (print_op(op) != 0) return 1;
+  return 0;
+}
+
+/* --check FILE: exit 1, naming the first line that differs, when FILE is not what this
+ * program prints (the reference is stale: scripts/op-reference writes it again). */
+static int check(const char *path) {
+  char *text = NULL;
+  size_t size = 0;
+  out = open_memstream(&text, &size);
+  if (!out || write_reference() != 0 || fclose(out) != 0) return 1;
+  size_t old_size = 0;
+  char *old = NULL, err[QUOTE_SIZE + 256];
+  if (file_read_all(path, READ_MAX_BYTES, &old, &old_size, err, sizeof err) != PLM_OK) {
+    fprintf(stderr, "op_reference: %s\n", err);
+    free(text);
+    return 1;
+  }
+  int status = 0;
+  if (old_size != size || memcmp(old, text, size) != 0) {
+    int line = 1;
+    size_t k = 0;
+    while (k < size && k < old_size && text[k] == old[k]) line += text[k++] == '\n';
+    const char *want = text + (k < size ? k : size);
+    while (want > text && want[-1] != '\n') want--;
+    const char *end = strchr(want, '\n');
+    fprintf(stderr,
+            "op_reference: %s is stale: line %d differs from the op table's\n"
+            "  table: %.*s\n"
+            "run scripts/op-reference to write it again, and commit it\n",
+            path, line, end ? (int)(end - want) : (int)strlen(want), want);
+    status = 1;
+  } else {
+    printf("%s is the op table's reference (%zu bytes, %d ops)\n", path, size, plm_op_count());
+  }
+  free(old);
+  free(text);
+  return status;
+}
+
+int main(int argc, char **argv) {
+  if (argc == 3 && strcmp(argv[1], "--check") == 0) return check(argv[2]);
+  if (argc != 1) {
+    fprintf(stderr, "usage: op_reference [--check FILE]\n");
+    return 2;
+  }
+  out = stdout;
+  if (write_reference() != 0) return 1;
+  return fflush(stdout) == 0 ? 0 : 1;
+}
