@@ -46,8 +46,8 @@ extern const char *const scene_calibration_files[SCENE_CALIBRATION_FILES];
  * exist), its calibration files into that folder, as `plume scene` does: streamed frame
  * by frame, committed together (image_writers_commit: all the files replace their paths,
  * or none does, and a failure leaves no temporary file). With show_progress, a progress bar on a
- * terminal (support/progress.h). When stop is not NULL and *stop becomes non-zero (a signal handler's
- * flag), the writing stops before the next frame, or before the commit, with PLM_ERR_INVALID_STATE
+ * terminal (support/progress.h). When stop is not NULL and *stop becomes non-zero (a signal
+ * handler's flag), the writing stops before the next frame, or before the commit, with PLM_ERR_INVALID_STATE
  * ("interrupted") and leaves the paths as they were. Sets *plume_rows (when not NULL) to the
  * truth's rows. Errors: scene_create's, PLM_ERR_IO (a file that cannot be written),
  * PLM_ERR_OUT_OF_MEMORY; the message goes into err. */

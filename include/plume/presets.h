@@ -15,8 +15,8 @@
  *               maps, badpixel with the map of dead and hot pixels (the named tensors gain,
  *               offset and bad: plm_pipeline_parse_with_tensors, `plume detect --tensor`).
  * robust and calibrated were tuned with scripts/tune_presets.py on the hard scene (`plume
- * scene --difficulty hard`); its output, docs/records/tune_presets.txt, and docs/detection.md give their
- * scores beside the default's.
+ * scene --difficulty hard`); its output, docs/records/tune_presets.txt, and docs/detection.md give
+ * their scores beside the default's.
  *
  * The texts are also macros, for programs that build usage strings at compile time. The
  * table is constant: any thread may read it at any time.
