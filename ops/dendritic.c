@@ -7,7 +7,6 @@
 #include "ops/op_desc.h"
 #include "ops/op_tuning.h"
 #include "ops/op_internal.h"
-#include "ops/op_scratch.h"
 #include "streams/error.h"
 
 static plm_status check_params(const plm_dendritic_params *params) {
@@ -195,26 +194,6 @@ plm_status plm_dendritic_cost(const plm_tensor *x, const plm_tensor *w,
   PLM__REQUIRE_NOT_NULL(cost);
   const plm__op_call call = {.in = {x, w}, .params = params};
   return plm__propagate(plm__op_cost(&plm__op_dendritic, &call, cost));
-}
-
-plm_status plm__dendritic_scratch_bytes(const plm_context *ctx, const plm_tensor *x,
-                                        const plm_tensor *w, const plm_dendritic_params *params,
-                                        size_t *bytes) {
-  if (!ctx) return plm__fail_raw(PLM_ERR_INVALID_ARG, "ctx is NULL");
-  if (!bytes) return plm__fail_raw(PLM_ERR_INVALID_ARG, "bytes is NULL");
-  if (!x) return plm__fail_raw(PLM_ERR_INVALID_ARG, "x is NULL");
-  if (!w) return plm__fail_raw(PLM_ERR_INVALID_ARG, "w is NULL");
-  const plm__op_call call = {.in = {x, w}, .params = params};
-  plm_op_cost unused;
-  plm_status status = plm__op_cost(&plm__op_dendritic, &call, &unused);
-  return status == PLM_OK ? plm__op_scratch_of(&plm__op_dendritic, ctx, &call, bytes) : status;
-}
-
-plm_status plm__dendritic_enqueue(plm_stream *stream, const plm_tensor *x, const plm_tensor *w,
-                                  const plm_dendritic_params *params, plm_tensor *out,
-                                  void *scratch, size_t scratch_bytes) {
-  const plm__op_call call = {.in = {x, w}, .out = {out}, .params = params};
-  return plm__op_call_with_scratch(&plm__op_dendritic, stream, &call, scratch, scratch_bytes);
 }
 
 plm_status plm_dendritic(plm_stream *stream, const plm_tensor *x, const plm_tensor *w,

@@ -5,7 +5,6 @@
 #include "kernels/common/entropy.h"
 #include "ops/op_desc.h"
 #include "ops/op_internal.h"
-#include "ops/op_scratch.h"
 #include "ops/op_tuning.h"
 #include "streams/error.h"
 
@@ -184,24 +183,6 @@ plm_status plm_entropy_cost(const plm_tensor *in, const plm_entropy_params *para
   plm_status status = check_rank(in);
   if (status == PLM_OK) status = plm__op_cost(&plm__op_entropy, &call, cost);
   return plm__propagate(status);
-}
-
-plm_status plm__entropy_scratch_bytes(const plm_context *ctx, const plm_tensor *in,
-                                      const plm_entropy_params *params, size_t *bytes) {
-  if (!ctx) return plm__fail_raw(PLM_ERR_INVALID_ARG, "ctx is NULL");
-  if (!bytes) return plm__fail_raw(PLM_ERR_INVALID_ARG, "bytes is NULL");
-  if (!in) return plm__fail_raw(PLM_ERR_INVALID_ARG, "in is NULL");
-  const plm__op_call call = {.in = {in}, .params = params};
-  plm_op_cost unused;
-  plm_status status = plm__op_cost(&plm__op_entropy, &call, &unused);
-  return status == PLM_OK ? plm__op_scratch_of(&plm__op_entropy, ctx, &call, bytes) : status;
-}
-
-plm_status plm__entropy_enqueue(plm_stream *stream, const plm_tensor *in,
-                                const plm_entropy_params *params, plm_tensor *out, void *scratch,
-                                size_t scratch_bytes) {
-  const plm__op_call call = {.in = {in}, .out = {out}, .params = params};
-  return plm__op_call_with_scratch(&plm__op_entropy, stream, &call, scratch, scratch_bytes);
 }
 
 plm_status plm_entropy(plm_stream *stream, const plm_tensor *in, const plm_entropy_params *params,

@@ -5,7 +5,6 @@
 #include "kernels/common/forecast.h"
 #include "ops/op_desc.h"
 #include "ops/op_internal.h"
-#include "ops/op_scratch.h"
 #include "streams/error.h"
 
 static plm_status check_params(const plm_ar_forecast_params *params) {
@@ -161,24 +160,6 @@ plm_status plm_ar_forecast_cost(const plm_tensor *series, const plm_ar_forecast_
   PLM__REQUIRE_NOT_NULL(cost);
   const plm__op_call call = {.in = {series}, .params = params};
   return plm__propagate(plm__op_cost(&plm__op_ar_forecast, &call, cost));
-}
-
-plm_status plm__ar_forecast_scratch_bytes(const plm_context *ctx, const plm_tensor *series,
-                                          const plm_ar_forecast_params *params, size_t *bytes) {
-  if (!ctx) return plm__fail_raw(PLM_ERR_INVALID_ARG, "ctx is NULL");
-  if (!bytes) return plm__fail_raw(PLM_ERR_INVALID_ARG, "bytes is NULL");
-  if (!series) return plm__fail_raw(PLM_ERR_INVALID_ARG, "series is NULL");
-  const plm__op_call call = {.in = {series}, .params = params};
-  plm_op_cost unused;
-  plm_status status = plm__op_cost(&plm__op_ar_forecast, &call, &unused);
-  return status == PLM_OK ? plm__op_scratch_of(&plm__op_ar_forecast, ctx, &call, bytes) : status;
-}
-
-plm_status plm__ar_forecast_enqueue(plm_stream *stream, const plm_tensor *series,
-                                    const plm_ar_forecast_params *params, plm_tensor *out,
-                                    void *scratch, size_t scratch_bytes) {
-  const plm__op_call call = {.in = {series}, .out = {out}, .params = params};
-  return plm__op_call_with_scratch(&plm__op_ar_forecast, stream, &call, scratch, scratch_bytes);
 }
 
 plm_status plm_ar_forecast(plm_stream *stream, const plm_tensor *series,

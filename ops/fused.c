@@ -10,7 +10,6 @@
 #include "kernels/common/fused.h"
 #include "ops/op_desc.h"
 #include "ops/op_internal.h"
-#include "ops/op_scratch.h"
 #include "ops/op_tuning.h"
 #include "plume/fused.h"
 #include "streams/error.h"
@@ -198,28 +197,6 @@ plm_status plm_sobel_entropy_threshold_cost(const plm_tensor *in,
   PLM__REQUIRE_NOT_NULL(cost);
   const plm__op_call call = {.in = {in}, .params = params};
   return plm__propagate(plm__op_cost(&plm__op_sobel_entropy_threshold, &call, cost));
-}
-
-plm_status plm__sobel_entropy_threshold_scratch_bytes(
-    const plm_context *ctx, const plm_tensor *in, const plm_sobel_entropy_threshold_params *params,
-    size_t *bytes) {
-  if (!ctx) return plm__fail_raw(PLM_ERR_INVALID_ARG, "ctx is NULL");
-  if (!bytes) return plm__fail_raw(PLM_ERR_INVALID_ARG, "bytes is NULL");
-  if (!in) return plm__fail_raw(PLM_ERR_INVALID_ARG, "in is NULL");
-  const plm__op_call call = {.in = {in}, .params = params};
-  plm_op_cost unused;
-  plm_status status = plm__op_cost(&plm__op_sobel_entropy_threshold, &call, &unused);
-  return status == PLM_OK ? plm__op_scratch_of(&plm__op_sobel_entropy_threshold, ctx, &call, bytes)
-                          : status;
-}
-
-plm_status plm__sobel_entropy_threshold_enqueue(plm_stream *stream, const plm_tensor *in,
-                                                const plm_sobel_entropy_threshold_params *params,
-                                                plm_tensor *mask, void *scratch,
-                                                size_t scratch_bytes) {
-  const plm__op_call call = {.in = {in}, .out = {mask}, .params = params};
-  return plm__op_call_with_scratch(&plm__op_sobel_entropy_threshold, stream, &call, scratch,
-                                   scratch_bytes);
 }
 
 plm_status plm_sobel_entropy_threshold(plm_stream *stream, const plm_tensor *in,

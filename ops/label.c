@@ -6,7 +6,6 @@
 #include "kernels/common/label.h"
 #include "ops/op_desc.h"
 #include "ops/op_internal.h"
-#include "ops/op_scratch.h"
 #include "streams/error.h"
 
 static plm_status check_params(const plm_label_params *params) {
@@ -178,24 +177,6 @@ plm_status plm_label_cost(const plm_tensor *mask, const plm_label_params *params
   PLM__REQUIRE_NOT_NULL(cost);
   const plm__op_call call = {.in = {mask}, .params = params};
   return plm__propagate(plm__op_cost(&plm__op_label, &call, cost));
-}
-
-plm_status plm__label_scratch_bytes(const plm_context *ctx, const plm_tensor *mask,
-                                    const plm_label_params *params, size_t *bytes) {
-  if (!ctx) return plm__fail_raw(PLM_ERR_INVALID_ARG, "ctx is NULL");
-  if (!bytes) return plm__fail_raw(PLM_ERR_INVALID_ARG, "bytes is NULL");
-  if (!mask) return plm__fail_raw(PLM_ERR_INVALID_ARG, "mask is NULL");
-  const plm__op_call call = {.in = {mask}, .params = params};
-  plm_op_cost unused;
-  plm_status status = plm__op_cost(&plm__op_label, &call, &unused);
-  return status == PLM_OK ? plm__op_scratch_of(&plm__op_label, ctx, &call, bytes) : status;
-}
-
-plm_status plm__label_enqueue(plm_stream *stream, const plm_tensor *mask,
-                              const plm_label_params *params, plm_tensor *labels, plm_tensor *count,
-                              void *scratch, size_t scratch_bytes) {
-  const plm__op_call call = {.in = {mask}, .out = {labels, count}, .params = params};
-  return plm__op_call_with_scratch(&plm__op_label, stream, &call, scratch, scratch_bytes);
 }
 
 plm_status plm_label(plm_stream *stream, const plm_tensor *mask, const plm_label_params *params,

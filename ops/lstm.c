@@ -7,7 +7,6 @@
 #include "ops/op_desc.h"
 #include "ops/op_tuning.h"
 #include "ops/op_internal.h"
-#include "ops/op_scratch.h"
 #include "streams/error.h"
 
 /* "5x12" */
@@ -215,27 +214,6 @@ plm_status plm_lstm_cell_cost(const plm_tensor *x, const plm_tensor *h, const pl
   PLM__REQUIRE_NOT_NULL(cost);
   const plm__op_call call = {.in = {x, h, NULL, NULL, NULL, b_ih, b_hh}};
   return plm__propagate(plm__op_cost(&plm__op_lstm_cell, &call, cost));
-}
-
-plm_status plm__lstm_cell_scratch_bytes(const plm_context *ctx, const plm_tensor *x,
-                                        const plm_tensor *h, size_t *bytes) {
-  if (!ctx) return plm__fail_raw(PLM_ERR_INVALID_ARG, "ctx is NULL");
-  if (!bytes) return plm__fail_raw(PLM_ERR_INVALID_ARG, "bytes is NULL");
-  if (!x) return plm__fail_raw(PLM_ERR_INVALID_ARG, "x is NULL");
-  if (!h) return plm__fail_raw(PLM_ERR_INVALID_ARG, "h is NULL");
-  const plm__op_call call = {.in = {x, h}};
-  plm_op_cost unused;
-  plm_status status = plm__op_cost(&plm__op_lstm_cell, &call, &unused);
-  return status == PLM_OK ? plm__op_scratch_of(&plm__op_lstm_cell, ctx, &call, bytes) : status;
-}
-
-plm_status plm__lstm_cell_enqueue(plm_stream *stream, const plm_tensor *x, const plm_tensor *h,
-                                  const plm_tensor *c, const plm_tensor *w_ih,
-                                  const plm_tensor *w_hh, const plm_tensor *b_ih,
-                                  const plm_tensor *b_hh, plm_tensor *out_h, plm_tensor *out_c,
-                                  void *scratch, size_t scratch_bytes) {
-  const plm__op_call call = {.in = {x, h, c, w_ih, w_hh, b_ih, b_hh}, .out = {out_h, out_c}};
-  return plm__op_call_with_scratch(&plm__op_lstm_cell, stream, &call, scratch, scratch_bytes);
 }
 
 plm_status plm_lstm_cell(plm_stream *stream, const plm_tensor *x, const plm_tensor *h,

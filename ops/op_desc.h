@@ -391,9 +391,33 @@ bool plm__parse_number(const char *text, const char **end, double *value);
 plm_status plm__op_call_public(const plm__op_desc *op, plm_stream *stream,
                                const plm__op_call *call);
 
-/* The _enqueue entries of ops/op_scratch.h (with call->tuning's values, or the defaults,
- * as their _scratch_bytes entries size them): check everything, then the scratch
- * (scratch_bytes, alignment, overlaps), enqueue with it. Raw messages. */
+/* Any op with its scratch from the caller (a planner's workspace, a test's block) instead
+ * of the context's pool: the two entries below, for every op of the table alike. Which
+ * ops need scratch, and how much, is the descriptors' data (ops/op_scratch.h). Both use
+ * call->tuning's values, or the defaults without, so that with the same call the size
+ * one announces is the size the other uses. Raw messages (plm__fail_raw: no function
+ * name), the public op's otherwise.
+ *
+ * plm__op_scratch_bytes: the bytes op needs on ctx's backend for call's inputs and
+ * parameters (its outputs are not looked at). Refuses (PLM_ERR_INVALID_ARG) ctx or bytes
+ * NULL, a required input absent, params NULL for an op with parameters, and whatever the
+ * op refuses of its inputs and parameters, as its cost does (plm__op_cost). The inputs
+ * are descriptions (plm__op_check_shape): their data and context are not looked at, no
+ * stream is needed and nothing is enqueued, so a planner can call it at compile time.
+ * Thread-safe. The answer depends only on the shapes, the parameters, the tunables'
+ * values and the backend (and, on host, the CPU pool's thread count, fixed once the pool
+ * has started); CUDA sizes are asked with ctx's device current (plm__op_scratch_of).
+ * 0: the op needs no scratch there. */
+plm_status plm__op_scratch_bytes(const plm__op_desc *op, const plm_context *ctx,
+                                 const plm__op_call *call, size_t *bytes);
+
+/* plm__op_call_with_scratch: check everything the public op checks (stream NULL
+ * included), then the scratch (PLM_ERR_INVALID_ARG: scratch_bytes below what the op
+ * needs, scratch NULL while some is needed, not PLM_OP_SCRATCH_ALIGN-aligned, or
+ * overlapping an operand; plm__op_check_scratch) and enqueue the op using it. scratch must
+ * stay untouched by other work until the stream has run the op (its use is stream-ordered
+ * like the operands'), and may be reused by any work ordered after it. Nothing is
+ * allocated, so a plan of such calls can be captured into a CUDA graph and replayed. */
 plm_status plm__op_call_with_scratch(const plm__op_desc *op, plm_stream *stream,
                                      const plm__op_call *call, void *scratch, size_t scratch_bytes);
 

@@ -236,6 +236,19 @@ plm_status plm__op_call_public(const plm__op_desc *op, plm_stream *stream,
   return plm__propagate_in(function, plm__op_scratch_give(stream, pool, scratch, status));
 }
 
+plm_status plm__op_scratch_bytes(const plm__op_desc *op, const plm_context *ctx,
+                                 const plm__op_call *call, size_t *bytes) {
+  if (!ctx) return plm__fail_raw(PLM_ERR_INVALID_ARG, "ctx is NULL");
+  if (!bytes) return plm__fail_raw(PLM_ERR_INVALID_ARG, "bytes is NULL");
+  for (int k = 0; k < op->input_count; k++)
+    if (!call->in[k] && !op->inputs[k].optional)
+      return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s is NULL", op->inputs[k].name);
+  if (op->param_count > 0 && !call->params)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "params is NULL");
+  plm_status status = check_inputs(op, call);
+  return status == PLM_OK ? plm__op_scratch_of(op, ctx, call, bytes) : status;
+}
+
 plm_status plm__op_call_with_scratch(const plm__op_desc *op, plm_stream *stream,
                                      const plm__op_call *call, void *scratch,
                                      size_t scratch_bytes) {

@@ -1,6 +1,6 @@
 /* ops/segment.c: threshold + label + regions (plume/segment.h), composed from their
  * descriptors on the stream, its mask (and label's scratch) taken from the context's default
- * pool, or given by the caller of plm__segment_enqueue (ops/op_scratch.h). */
+ * pool, or given by a caller's block (plm__op_call_with_scratch, ops/op_scratch.h). */
 #include <stddef.h>
 #include <stdint.h>
 
@@ -256,28 +256,6 @@ static void segment_call_of(const plm_tensor *image, const plm_segment_params *p
   if (params) c->params.segment = *params;
   c->call = (plm__op_call){
       .in = {image}, .out = {labels, count, table}, .params = params ? &c->params : NULL};
-}
-
-plm_status plm__segment_scratch_bytes(const plm_context *ctx, const plm_tensor *image,
-                                      const plm_segment_params *params, size_t *bytes) {
-  if (!ctx) return plm__fail_raw(PLM_ERR_INVALID_ARG, "ctx is NULL");
-  if (!bytes) return plm__fail_raw(PLM_ERR_INVALID_ARG, "bytes is NULL");
-  if (!image) return plm__fail_raw(PLM_ERR_INVALID_ARG, "image is NULL");
-  segment_call c;
-  segment_call_of(image, params, NULL, NULL, NULL, &c);
-  c.params.capacity = 1;
-  plm_op_cost unused;
-  plm_status status = plm__op_cost(&plm__op_segment, &c.call, &unused);
-  return status == PLM_OK ? plm__op_scratch_of(&plm__op_segment, ctx, &c.call, bytes) : status;
-}
-
-plm_status plm__segment_enqueue(plm_stream *stream, const plm_tensor *image,
-                                const plm_segment_params *params, plm_tensor *labels,
-                                plm_tensor *count, plm_tensor *table, void *scratch,
-                                size_t scratch_bytes) {
-  segment_call c;
-  segment_call_of(image, params, labels, count, table, &c);
-  return plm__op_call_with_scratch(&plm__op_segment, stream, &c.call, scratch, scratch_bytes);
 }
 
 plm_status plm_segment(plm_stream *stream, const plm_tensor *image,

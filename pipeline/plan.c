@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops/op_scratch.h"
 #include "ops/op_tuning.h"
 #include "pipeline/pipeline_internal.h"
 #include "streams/assert.h"

@@ -4,7 +4,6 @@
 #include <stdio.h>
 
 #include "ops/op_internal.h"
-#include "ops/op_scratch.h"
 #include "pipeline/pipeline_internal.h"
 #include "streams/error.h"
 #include "streams/stream_graph.h"

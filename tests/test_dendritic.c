@@ -5,8 +5,9 @@
  * Σ_i |w·x|) of the reference. Inputs go to the device with stream copies, so the same
  * test runs on cuda. Both paths (per output, and the GEMM from the backend's batch
  * threshold, kernels/common/dendritic.h) are checked, with neurons of more dendrites
- * than the CPU kernel's block of 256. The scratch pair (ops/op_scratch.h) is checked:
- * its size, its errors, and a pipeline step taking its scratch from the workspace. */
+ * than the CPU kernel's block of 256. The op with the caller's scratch
+ * (plm__op_scratch_bytes, plm__op_call_with_scratch) is checked: its size, its errors,
+ * and a pipeline step taking its scratch from the workspace. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <math.h>
@@ -17,7 +18,7 @@
 
 #include "harness.h"
 #include "kernels/common/dendritic.h"
-#include "ops/op_scratch.h"
+#include "ops/op_desc.h"
 
 static const char *const mode_names[] = {"sigmoid", "nmda", "active_bp", "multiplicative"};
 
@@ -94,6 +95,22 @@ static plm_tensor description(int ndim, const int64_t *dims) {
   return t;
 }
 
+/* dendritic's scratch for x, w and params (plm__op_scratch_bytes), and the op enqueued
+ * with the caller's (plm__op_call_with_scratch). */
+static plm_status dendritic_scratch_bytes(const plm_context *ctx, const plm_tensor *x,
+                                          const plm_tensor *w, const plm_dendritic_params *params,
+                                          size_t *bytes) {
+  const plm__op_call call = {.in = {x, w}, .params = params};
+  return plm__op_scratch_bytes(&plm__op_dendritic, ctx, &call, bytes);
+}
+
+static plm_status dendritic_with_scratch(plm_stream *stream, const plm_tensor *x,
+                                         const plm_tensor *w, const plm_dendritic_params *params,
+                                         plm_tensor *out, void *scratch, size_t scratch_bytes) {
+  const plm__op_call call = {.in = {x, w}, .out = {out}, .params = params};
+  return plm__op_call_with_scratch(&plm__op_dendritic, stream, &call, scratch, scratch_bytes);
+}
+
 /* The sums' scratch dendritic asks for at (batch, input, neurons, dendrites) on the
  * test's context: 0 where the per-output path runs. */
 static size_t sums_scratch(int64_t batch, int64_t in, int64_t neurons, int64_t dendrites) {
@@ -101,7 +118,7 @@ static size_t sums_scratch(int64_t batch, int64_t in, int64_t neurons, int64_t d
   const plm_tensor x = description(2, x_dims), w = description(3, w_dims);
   const plm_dendritic_params params = {.mode = PLM_DENDRITE_SIGMOID};
   size_t bytes = 0;
-  PLM_CHECK_OK(plm__dendritic_scratch_bytes(plm_test_ctx, &x, &w, &params, &bytes));
+  PLM_CHECK_OK(dendritic_scratch_bytes(plm_test_ctx, &x, &w, &params, &bytes));
   return bytes;
 }
 
@@ -320,20 +337,20 @@ START_TEST(test_sums_scratch_follows_the_path) {
   const plm_dendritic_params params = {.mode = PLM_DENDRITE_NMDA, .k = 1.0f};
   const plm_dendritic_params bad = {.mode = PLM_DENDRITE_NMDA, .k = NAN};
   size_t bytes = 0;
-  PLM_CHECK_FAILS(plm__dendritic_scratch_bytes(NULL, &x, &w, &params, &bytes), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(dendritic_scratch_bytes(NULL, &x, &w, &params, &bytes), PLM_ERR_INVALID_ARG,
                   "ctx is NULL");
-  PLM_CHECK_FAILS(plm__dendritic_scratch_bytes(plm_test_ctx, NULL, &w, &params, &bytes),
+  PLM_CHECK_FAILS(dendritic_scratch_bytes(plm_test_ctx, NULL, &w, &params, &bytes),
                   PLM_ERR_INVALID_ARG, "x is NULL");
-  PLM_CHECK_FAILS(plm__dendritic_scratch_bytes(plm_test_ctx, &x, NULL, &params, &bytes),
+  PLM_CHECK_FAILS(dendritic_scratch_bytes(plm_test_ctx, &x, NULL, &params, &bytes),
                   PLM_ERR_INVALID_ARG, "w is NULL");
-  PLM_CHECK_FAILS(plm__dendritic_scratch_bytes(plm_test_ctx, &x, &w, NULL, &bytes),
-                  PLM_ERR_INVALID_ARG, "params is NULL");
-  PLM_CHECK_FAILS(plm__dendritic_scratch_bytes(plm_test_ctx, &x, &w, &params, NULL),
-                  PLM_ERR_INVALID_ARG, "bytes is NULL");
-  PLM_CHECK_FAILS(plm__dendritic_scratch_bytes(plm_test_ctx, &x, &w6, &params, &bytes),
+  PLM_CHECK_FAILS(dendritic_scratch_bytes(plm_test_ctx, &x, &w, NULL, &bytes), PLM_ERR_INVALID_ARG,
+                  "params is NULL");
+  PLM_CHECK_FAILS(dendritic_scratch_bytes(plm_test_ctx, &x, &w, &params, NULL), PLM_ERR_INVALID_ARG,
+                  "bytes is NULL");
+  PLM_CHECK_FAILS(dendritic_scratch_bytes(plm_test_ctx, &x, &w6, &params, &bytes),
                   PLM_ERR_INVALID_ARG, "w has 6 inputs per dendrite but x has 5");
-  PLM_CHECK_FAILS(plm__dendritic_scratch_bytes(plm_test_ctx, &x, &w, &bad, &bytes),
-                  PLM_ERR_INVALID_ARG, "params->k is nan, not finite");
+  PLM_CHECK_FAILS(dendritic_scratch_bytes(plm_test_ctx, &x, &w, &bad, &bytes), PLM_ERR_INVALID_ARG,
+                  "params->k is nan, not finite");
 }
 END_TEST
 
@@ -375,7 +392,7 @@ static float *fetch(const plm_tensor *t) {
   return host;
 }
 
-/* plm__dendritic_enqueue with the scratch given gives the public op's bytes (the same
+/* dendritic with the caller's scratch gives the public op's bytes (the same
  * path), on both paths; bad scratch is refused and nothing is enqueued. */
 START_TEST(test_enqueue_uses_the_given_scratch_and_refuses_bad_scratch) {
   const int64_t batches[2] = {gemm_min_batch() - 1, gemm_min_batch() + 3};
@@ -392,7 +409,7 @@ START_TEST(test_enqueue_uses_the_given_scratch_and_refuses_bad_scratch) {
     const size_t out_bytes = plm_tensor_bytes(&o.out);
     PLM_CHECK_OK(plm_stream_memset(plm_test_stream, o.out.data, 0, out_bytes));
     /* Per output, no scratch is needed: NULL and 0 bytes are fine. */
-    PLM_CHECK_OK(plm__dendritic_enqueue(plm_test_stream, &o.x, &o.w, &params, &o.out,
+    PLM_CHECK_OK(dendritic_with_scratch(plm_test_stream, &o.x, &o.w, &params, &o.out,
                                         needed ? scratch : NULL, needed));
     float *got = fetch(&o.out);
     ck_assert_msg(memcmp(got, want, out_bytes) == 0, "batch %lld: out differs", (long long)batch);
@@ -401,16 +418,16 @@ START_TEST(test_enqueue_uses_the_given_scratch_and_refuses_bad_scratch) {
       /* Each failure leaves out as it is (zero): nothing was enqueued. */
       PLM_CHECK_OK(plm_stream_memset(plm_test_stream, o.out.data, 0, out_bytes));
       plm_stream *s = plm_test_stream;
-      PLM_CHECK_FAILS(plm__dendritic_enqueue(s, &o.x, &o.w, &params, &o.out, scratch, needed - 1),
+      PLM_CHECK_FAILS(dendritic_with_scratch(s, &o.x, &o.w, &params, &o.out, scratch, needed - 1),
                       PLM_ERR_INVALID_ARG, "is less than the");
-      PLM_CHECK_FAILS(plm__dendritic_enqueue(s, &o.x, &o.w, &params, &o.out, NULL, needed),
+      PLM_CHECK_FAILS(dendritic_with_scratch(s, &o.x, &o.w, &params, &o.out, NULL, needed),
                       PLM_ERR_INVALID_ARG, "scratch is NULL but dendritic needs");
       PLM_CHECK_FAILS(
-          plm__dendritic_enqueue(s, &o.x, &o.w, &params, &o.out, (char *)scratch + 4, needed),
+          dendritic_with_scratch(s, &o.x, &o.w, &params, &o.out, (char *)scratch + 4, needed),
           PLM_ERR_INVALID_ARG, "-byte aligned");
-      PLM_CHECK_FAILS(plm__dendritic_enqueue(s, &o.x, &o.w, &params, &o.out, o.x.data, needed),
+      PLM_CHECK_FAILS(dendritic_with_scratch(s, &o.x, &o.w, &params, &o.out, o.x.data, needed),
                       PLM_ERR_INVALID_ARG, "scratch overlaps x");
-      PLM_CHECK_FAILS(plm__dendritic_enqueue(s, &o.x, &o.w, &params, &o.out, o.w.data, needed),
+      PLM_CHECK_FAILS(dendritic_with_scratch(s, &o.x, &o.w, &params, &o.out, o.w.data, needed),
                       PLM_ERR_INVALID_ARG, "scratch overlaps");
       /* The output overlapping the scratch, and no other operand: out moved to a block of
        * a pool of its own (where the default pool puts blocks next to each other is not
@@ -420,15 +437,15 @@ START_TEST(test_enqueue_uses_the_given_scratch_and_refuses_bad_scratch) {
       PLM_CHECK_OK(plm_pool_create(plm_test_ctx, NULL, &own));
       PLM_CHECK_OK(plm_pool_alloc(own, needed, s, &lone_out.data));
       PLM_CHECK_FAILS(
-          plm__dendritic_enqueue(s, &o.x, &o.w, &params, &lone_out, lone_out.data, needed),
+          dendritic_with_scratch(s, &o.x, &o.w, &params, &lone_out, lone_out.data, needed),
           PLM_ERR_INVALID_ARG, "scratch overlaps out");
       PLM_CHECK_OK(plm_pool_free(own, lone_out.data, s));
       PLM_CHECK_OK(plm_pool_destroy(own));
-      PLM_CHECK_FAILS(plm__dendritic_enqueue(NULL, &o.x, &o.w, &params, &o.out, scratch, needed),
+      PLM_CHECK_FAILS(dendritic_with_scratch(NULL, &o.x, &o.w, &params, &o.out, scratch, needed),
                       PLM_ERR_INVALID_ARG, "stream is NULL");
-      PLM_CHECK_FAILS(plm__dendritic_enqueue(s, &o.x, &o.w, NULL, &o.out, scratch, needed),
+      PLM_CHECK_FAILS(dendritic_with_scratch(s, &o.x, &o.w, NULL, &o.out, scratch, needed),
                       PLM_ERR_INVALID_ARG, "params is NULL");
-      PLM_CHECK_FAILS(plm__dendritic_enqueue(s, &o.x, &o.w, &params, &o.x, scratch, needed),
+      PLM_CHECK_FAILS(dendritic_with_scratch(s, &o.x, &o.w, &params, &o.x, scratch, needed),
                       PLM_ERR_INVALID_ARG, "out is");
       float *after = fetch(&o.out);
       for (int64_t i = 0; i < batch * neurons; i++)

@@ -14,7 +14,7 @@
 
 #include "harness.h"
 #include "kernels/common/forecast.h"
-#include "ops/op_scratch.h"
+#include "ops/op_desc.h"
 
 /* The reference forecast of x (length T) into out (h values), in double. */
 static void reference_forecast(const float *x, int64_t length, int lags, int horizon, double *out) {
@@ -378,7 +378,22 @@ START_TEST(test_the_cuda_kernels_interleaved_layouts_give_the_same_bits) {
 }
 END_TEST
 
-/* ---- the scratch entry points (ops/op_scratch.h) and a pipeline step ------------------- */
+/* ---- with the caller's scratch (ops/op_desc.h), and a pipeline step ------------------- */
+
+/* ar_forecast's scratch for a series and parameters (plm__op_scratch_bytes), and the op
+ * enqueued with the caller's (plm__op_call_with_scratch). */
+static plm_status forecast_scratch_bytes(const plm_context *ctx, const plm_tensor *series,
+                                         const plm_ar_forecast_params *params, size_t *bytes) {
+  const plm__op_call call = {.in = {series}, .params = params};
+  return plm__op_scratch_bytes(&plm__op_ar_forecast, ctx, &call, bytes);
+}
+
+static plm_status forecast_with_scratch(plm_stream *stream, const plm_tensor *series,
+                                        const plm_ar_forecast_params *params, plm_tensor *out,
+                                        void *scratch, size_t scratch_bytes) {
+  const plm__op_call call = {.in = {series}, .out = {out}, .params = params};
+  return plm__op_call_with_scratch(&plm__op_ar_forecast, stream, &call, scratch, scratch_bytes);
+}
 
 /* What ar_forecast needs on the backend under test: S * plm__ar_cuda_scratch_doubles(p)
  * doubles on cuda (interleaved across the series; none for lags 1..8, whose numbers stay in
@@ -416,40 +431,40 @@ START_TEST(test_scratch_bytes_follow_the_series_and_the_backend) {
   PLM_CHECK_OK(plm_tensor_wrap(plm_test_ctx, storage, PLM_DTYPE_F32, 2, dims, &series));
   plm_ar_forecast_params params = {.lags = 3, .horizon = 7};
   size_t bytes = 1;
-  PLM_CHECK_OK(plm__ar_forecast_scratch_bytes(plm_test_ctx, &series, &params, &bytes));
+  PLM_CHECK_OK(forecast_scratch_bytes(plm_test_ctx, &series, &params, &bytes));
   ck_assert_uint_eq(bytes, expected_scratch(37, 3));
   params.lags = PLM_AR_MAX_LAGS;
   series.dims[1] = 2 * PLM_AR_MAX_LAGS + 1;
-  PLM_CHECK_OK(plm__ar_forecast_scratch_bytes(plm_test_ctx, &series, &params, &bytes));
+  PLM_CHECK_OK(forecast_scratch_bytes(plm_test_ctx, &series, &params, &bytes));
   ck_assert_uint_eq(bytes, expected_scratch(37, PLM_AR_MAX_LAGS));
   /* A description is enough: no data is looked at. */
   series.data = NULL;
-  PLM_CHECK_OK(plm__ar_forecast_scratch_bytes(plm_test_ctx, &series, &params, &bytes));
+  PLM_CHECK_OK(forecast_scratch_bytes(plm_test_ctx, &series, &params, &bytes));
   ck_assert_uint_eq(bytes, expected_scratch(37, PLM_AR_MAX_LAGS));
 
-  PLM_CHECK_FAILS(plm__ar_forecast_scratch_bytes(NULL, &series, &params, &bytes),
-                  PLM_ERR_INVALID_ARG, "ctx is NULL");
-  PLM_CHECK_FAILS(plm__ar_forecast_scratch_bytes(plm_test_ctx, &series, &params, NULL),
-                  PLM_ERR_INVALID_ARG, "bytes is NULL");
-  PLM_CHECK_FAILS(plm__ar_forecast_scratch_bytes(plm_test_ctx, NULL, &params, &bytes),
-                  PLM_ERR_INVALID_ARG, "series is NULL");
-  PLM_CHECK_FAILS(plm__ar_forecast_scratch_bytes(plm_test_ctx, &series, NULL, &bytes),
-                  PLM_ERR_INVALID_ARG, "params is NULL");
+  PLM_CHECK_FAILS(forecast_scratch_bytes(NULL, &series, &params, &bytes), PLM_ERR_INVALID_ARG,
+                  "ctx is NULL");
+  PLM_CHECK_FAILS(forecast_scratch_bytes(plm_test_ctx, &series, &params, NULL), PLM_ERR_INVALID_ARG,
+                  "bytes is NULL");
+  PLM_CHECK_FAILS(forecast_scratch_bytes(plm_test_ctx, NULL, &params, &bytes), PLM_ERR_INVALID_ARG,
+                  "series is NULL");
+  PLM_CHECK_FAILS(forecast_scratch_bytes(plm_test_ctx, &series, NULL, &bytes), PLM_ERR_INVALID_ARG,
+                  "params is NULL");
   params.lags = PLM_AR_MAX_LAGS + 1;
-  PLM_CHECK_FAILS(plm__ar_forecast_scratch_bytes(plm_test_ctx, &series, &params, &bytes),
+  PLM_CHECK_FAILS(forecast_scratch_bytes(plm_test_ctx, &series, &params, &bytes),
                   PLM_ERR_INVALID_ARG, "params->lags 33 is not in 1..32");
   params.lags = 3;
   series.dtype = PLM_DTYPE_U8;
-  PLM_CHECK_FAILS(plm__ar_forecast_scratch_bytes(plm_test_ctx, &series, &params, &bytes),
+  PLM_CHECK_FAILS(forecast_scratch_bytes(plm_test_ctx, &series, &params, &bytes),
                   PLM_ERR_INVALID_ARG, "series->dtype u8 is not f32");
   series.dtype = PLM_DTYPE_F32;
   series.dims[1] = 6; /* T < 2p + 1 */
-  PLM_CHECK_FAILS(plm__ar_forecast_scratch_bytes(plm_test_ctx, &series, &params, &bytes),
+  PLM_CHECK_FAILS(forecast_scratch_bytes(plm_test_ctx, &series, &params, &bytes),
                   PLM_ERR_INVALID_ARG, "T = 6 are too short for params->lags 3");
 }
 END_TEST
 
-/* plm__ar_forecast_enqueue with the scratch it asks for gives plm_ar_forecast's bits. */
+/* ar_forecast with the scratch it asks for gives plm_ar_forecast's bits. */
 START_TEST(test_the_enqueue_entry_with_its_scratch_matches_the_op) {
   enum { S = 45, T = 70, P = 4, H = 9 };
   float *x = ar2_series(S, T, 31);
@@ -459,10 +474,10 @@ START_TEST(test_the_enqueue_entry_with_its_scratch_matches_the_op) {
   const int64_t out_dims[2] = {S, H};
   PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, out_dims, &want));
   size_t bytes = 0;
-  PLM_CHECK_OK(plm__ar_forecast_scratch_bytes(plm_test_ctx, &series, &params, &bytes));
+  PLM_CHECK_OK(forecast_scratch_bytes(plm_test_ctx, &series, &params, &bytes));
   void *scratch = NULL;
   if (bytes) PLM_CHECK_OK(plm_pool_alloc(plm_test_pool, bytes, plm_test_stream, &scratch));
-  PLM_CHECK_OK(plm__ar_forecast_enqueue(plm_test_stream, &series, &params, &out, scratch, bytes));
+  PLM_CHECK_OK(forecast_with_scratch(plm_test_stream, &series, &params, &out, scratch, bytes));
   PLM_CHECK_OK(plm_ar_forecast(plm_test_stream, &series, &params, &want));
   float *got = download(&out), *expected = download(&want);
   ck_assert(memcmp(got, expected, sizeof(float) * S * H) == 0);
@@ -471,7 +486,7 @@ START_TEST(test_the_enqueue_entry_with_its_scratch_matches_the_op) {
   scratch = NULL;
   PLM_CHECK_OK(plm_pool_alloc(plm_test_pool, bytes + 4096, plm_test_stream, &scratch));
   PLM_CHECK_OK(
-      plm__ar_forecast_enqueue(plm_test_stream, &series, &params, &out, scratch, bytes + 4096));
+      forecast_with_scratch(plm_test_stream, &series, &params, &out, scratch, bytes + 4096));
   free(got);
   got = download(&out);
   ck_assert(memcmp(got, expected, sizeof(float) * S * H) == 0);
@@ -501,43 +516,42 @@ START_TEST(test_the_enqueue_entry_refuses_bad_arguments_and_bad_scratch) {
    * in stream order): the refused calls below must enqueue nothing. */
   PLM_CHECK_OK(plm_stream_synchronize(s));
 
-  PLM_CHECK_FAILS(plm__ar_forecast_enqueue(NULL, &series, &params, &out, scratch, needed),
+  PLM_CHECK_FAILS(forecast_with_scratch(NULL, &series, &params, &out, scratch, needed),
                   PLM_ERR_INVALID_ARG, "stream is NULL");
-  PLM_CHECK_FAILS(plm__ar_forecast_enqueue(s, NULL, &params, &out, scratch, needed),
+  PLM_CHECK_FAILS(forecast_with_scratch(s, NULL, &params, &out, scratch, needed),
                   PLM_ERR_INVALID_ARG, "series is NULL");
-  PLM_CHECK_FAILS(plm__ar_forecast_enqueue(s, &series, NULL, &out, scratch, needed),
+  PLM_CHECK_FAILS(forecast_with_scratch(s, &series, NULL, &out, scratch, needed),
                   PLM_ERR_INVALID_ARG, "params is NULL");
-  PLM_CHECK_FAILS(plm__ar_forecast_enqueue(s, &series, &params, NULL, scratch, needed),
+  PLM_CHECK_FAILS(forecast_with_scratch(s, &series, &params, NULL, scratch, needed),
                   PLM_ERR_INVALID_ARG, "out is NULL");
   const plm_ar_forecast_params long_lags = {.lags = 20, .horizon = H};
-  PLM_CHECK_FAILS(plm__ar_forecast_enqueue(s, &series, &long_lags, &out, scratch, needed),
+  PLM_CHECK_FAILS(forecast_with_scratch(s, &series, &long_lags, &out, scratch, needed),
                   PLM_ERR_INVALID_ARG, "T = 40 are too short for params->lags 20");
   plm_tensor overlapping = out;
   overlapping.data = (char *)series.data + 8;
-  PLM_CHECK_FAILS(plm__ar_forecast_enqueue(s, &series, &params, &overlapping, scratch, needed),
+  PLM_CHECK_FAILS(forecast_with_scratch(s, &series, &params, &overlapping, scratch, needed),
                   PLM_ERR_INVALID_ARG, "out overlaps series");
   if (needed) {
     char message[128];
     snprintf(message, sizeof message,
              "scratch_bytes %zu is less than the %zu bytes ar_forecast needs here", needed - 1,
              needed);
-    PLM_CHECK_FAILS(plm__ar_forecast_enqueue(s, &series, &params, &out, scratch, needed - 1),
+    PLM_CHECK_FAILS(forecast_with_scratch(s, &series, &params, &out, scratch, needed - 1),
                     PLM_ERR_INVALID_ARG, message);
-    PLM_CHECK_FAILS(plm__ar_forecast_enqueue(s, &series, &params, &out, scratch, 0),
+    PLM_CHECK_FAILS(forecast_with_scratch(s, &series, &params, &out, scratch, 0),
                     PLM_ERR_INVALID_ARG, "scratch_bytes 0 is less than");
     snprintf(message, sizeof message, "scratch is NULL but ar_forecast needs %zu bytes", needed);
-    PLM_CHECK_FAILS(plm__ar_forecast_enqueue(s, &series, &params, &out, NULL, needed),
+    PLM_CHECK_FAILS(forecast_with_scratch(s, &series, &params, &out, NULL, needed),
                     PLM_ERR_INVALID_ARG, message);
-    PLM_CHECK_FAILS(
-        plm__ar_forecast_enqueue(s, &series, &params, &out, (char *)scratch + 8, needed),
-        PLM_ERR_INVALID_ARG, "is not 256-byte aligned");
-    PLM_CHECK_FAILS(plm__ar_forecast_enqueue(s, &series, &params, &out, series.data, needed),
+    PLM_CHECK_FAILS(forecast_with_scratch(s, &series, &params, &out, (char *)scratch + 8, needed),
+                    PLM_ERR_INVALID_ARG, "is not 256-byte aligned");
+    PLM_CHECK_FAILS(forecast_with_scratch(s, &series, &params, &out, series.data, needed),
                     PLM_ERR_INVALID_ARG, "scratch overlaps series");
     /* out placed inside the scratch block: it overlaps out, and cannot reach series
      * (passing out.data as the scratch could, wherever the pool put the two side by side). */
     plm_tensor out_in_scratch = out;
     out_in_scratch.data = scratch;
-    PLM_CHECK_FAILS(plm__ar_forecast_enqueue(s, &series, &params, &out_in_scratch, scratch, needed),
+    PLM_CHECK_FAILS(forecast_with_scratch(s, &series, &params, &out_in_scratch, scratch, needed),
                     PLM_ERR_INVALID_ARG, "scratch overlaps out");
   }
   bool finished = false;
@@ -545,7 +559,7 @@ START_TEST(test_the_enqueue_entry_refuses_bad_arguments_and_bad_scratch) {
   ck_assert(finished);
 
   if (!needed) { /* host: no scratch, and none needed, so any scratch is ignored */
-    PLM_CHECK_OK(plm__ar_forecast_enqueue(s, &series, &params, &out, NULL, 0));
+    PLM_CHECK_OK(forecast_with_scratch(s, &series, &params, &out, NULL, 0));
     float *got = download(&out);
     double expected[H];
     for (int64_t r = 0; r < S; r++) {

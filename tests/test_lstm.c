@@ -4,9 +4,10 @@
  * nonlinearities are at most 1-Lipschitz, so the f32 sums' error bound carries through).
  * Both ways of computing the gates run (per unit below the backend's batch threshold,
  * the GEMM above it: kernels/common/lstm.h), at odd sizes and at sizes that span several
- * of the CPU GEMM's depth and column blocks. The scratch pair (ops/op_scratch.h) is
- * checked: its size, its errors, and a pipeline step taking its scratch from the
- * workspace. Inputs go to the device with stream copies, so the same test runs on cuda. */
+ * of the CPU GEMM's depth and column blocks. The op with the caller's scratch
+ * (plm__op_scratch_bytes, plm__op_call_with_scratch) is checked: its size, its errors,
+ * and a pipeline step taking its scratch from the workspace. Inputs go to the device with stream
+ * copies, so the same test runs on cuda. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <math.h>
@@ -17,7 +18,7 @@
 
 #include "harness.h"
 #include "kernels/common/lstm.h"
-#include "ops/op_scratch.h"
+#include "ops/op_desc.h"
 
 static double sigmoid(double x) {
   return 1.0 / (1.0 + exp(-x));
@@ -106,10 +107,21 @@ static plm_tensor description(int64_t rows, int64_t cols) {
                       .strides = {cols, 1}};
 }
 
+/* A call on descriptions of the required inputs x, h, c, w_ih and w_hh (in t). */
+static plm__op_call described_call(int64_t batch, int64_t in, int64_t hid, plm_tensor t[5]) {
+  t[0] = description(batch, in);
+  t[1] = description(batch, hid);
+  t[2] = description(batch, hid);
+  t[3] = description(4 * hid, in);
+  t[4] = description(4 * hid, hid);
+  return (plm__op_call){.in = {&t[0], &t[1], &t[2], &t[3], &t[4]}};
+}
+
 static size_t gate_scratch(int64_t batch, int64_t in, int64_t hid) {
-  const plm_tensor x = description(batch, in), h = description(batch, hid);
+  plm_tensor t[5];
+  const plm__op_call call = described_call(batch, in, hid, t);
   size_t bytes = 0;
-  PLM_CHECK_OK(plm__lstm_cell_scratch_bytes(plm_test_ctx, &x, &h, &bytes));
+  PLM_CHECK_OK(plm__op_scratch_bytes(&plm__op_lstm_cell, plm_test_ctx, &call, &bytes));
   return bytes;
 }
 
@@ -295,18 +307,26 @@ START_TEST(test_gate_scratch_follows_the_path) {
   ck_assert_uint_eq(gate_scratch(1, 5, 3), 0);
   ck_assert_uint_eq(gate_scratch(gemm, 64, 128), (size_t)gemm * 4 * 128 * sizeof(float));
   ck_assert_uint_eq(gate_scratch(gemm + 5, 7, 3), (size_t)(gemm + 5) * 4 * 3 * sizeof(float));
-  const plm_tensor x = description(gemm, 5), h = description(gemm, 3),
-                   h2 = description(gemm + 1, 3);
+  plm_tensor t[5];
+  const plm__op_call good = described_call(gemm, 5, 3, t);
+  const plm_tensor h2 = description(gemm + 1, 3);
+  const plm__op_desc *op = &plm__op_lstm_cell;
   size_t bytes = 0;
-  PLM_CHECK_FAILS(plm__lstm_cell_scratch_bytes(NULL, &x, &h, &bytes), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm__op_scratch_bytes(op, NULL, &good, &bytes), PLM_ERR_INVALID_ARG,
                   "ctx is NULL");
-  PLM_CHECK_FAILS(plm__lstm_cell_scratch_bytes(plm_test_ctx, NULL, &h, &bytes), PLM_ERR_INVALID_ARG,
-                  "x is NULL");
-  PLM_CHECK_FAILS(plm__lstm_cell_scratch_bytes(plm_test_ctx, &x, NULL, &bytes), PLM_ERR_INVALID_ARG,
-                  "h is NULL");
-  PLM_CHECK_FAILS(plm__lstm_cell_scratch_bytes(plm_test_ctx, &x, &h, NULL), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm__op_scratch_bytes(op, plm_test_ctx, &good, NULL), PLM_ERR_INVALID_ARG,
                   "bytes is NULL");
-  PLM_CHECK_FAILS(plm__lstm_cell_scratch_bytes(plm_test_ctx, &x, &h2, &bytes), PLM_ERR_INVALID_ARG,
+  static const char *const required[] = {"x is NULL", "h is NULL", "c is NULL", "w_ih is NULL",
+                                         "w_hh is NULL"};
+  for (int k = 0; k < 5; k++) {
+    plm__op_call call = good;
+    call.in[k] = NULL;
+    PLM_CHECK_FAILS(plm__op_scratch_bytes(op, plm_test_ctx, &call, &bytes), PLM_ERR_INVALID_ARG,
+                    required[k]);
+  }
+  plm__op_call call = good;
+  call.in[1] = &h2;
+  PLM_CHECK_FAILS(plm__op_scratch_bytes(op, plm_test_ctx, &call, &bytes), PLM_ERR_INVALID_ARG,
                   "h->dims[0] is");
 }
 END_TEST
@@ -343,6 +363,17 @@ static step_operands make_operands(int64_t batch, int64_t in, int64_t hid, uint6
   return o;
 }
 
+/* lstm_cell's call on o's operands, and the op with the caller's scratch. */
+static plm__op_call step_call(step_operands *o) {
+  return (plm__op_call){.in = {&o->x, &o->h, &o->c, &o->w_ih, &o->w_hh, &o->b_ih, &o->b_hh},
+                        .out = {&o->out_h, &o->out_c}};
+}
+
+static plm_status cell_with_scratch(plm_stream *stream, const plm__op_call *call, void *scratch,
+                                    size_t scratch_bytes) {
+  return plm__op_call_with_scratch(&plm__op_lstm_cell, stream, call, scratch, scratch_bytes);
+}
+
 static void free_operands(step_operands *o) {
   plm_tensor *all[] = {&o->x,    &o->h,    &o->c,     &o->w_ih, &o->w_hh,
                        &o->b_ih, &o->b_hh, &o->out_h, &o->out_c};
@@ -360,7 +391,7 @@ static float *fetch(const plm_tensor *t) {
   return host;
 }
 
-/* plm__lstm_cell_enqueue with the scratch given gives the public op's bytes (the same
+/* lstm_cell with the caller's scratch gives the public op's bytes (the same
  * path), on both paths; bad scratch is refused and nothing is enqueued. */
 START_TEST(test_enqueue_uses_the_given_scratch_and_refuses_bad_scratch) {
   const int64_t batches[2] = {gemm_min_batch() - 1, gemm_min_batch() + 3};
@@ -377,9 +408,8 @@ START_TEST(test_enqueue_uses_the_given_scratch_and_refuses_bad_scratch) {
     PLM_CHECK_OK(plm_stream_memset(plm_test_stream, o.out_h.data, 0, plm_tensor_bytes(&o.out_h)));
     PLM_CHECK_OK(plm_stream_memset(plm_test_stream, o.out_c.data, 0, plm_tensor_bytes(&o.out_c)));
     /* Per unit, no scratch is needed: NULL and 0 bytes are fine. */
-    PLM_CHECK_OK(plm__lstm_cell_enqueue(plm_test_stream, &o.x, &o.h, &o.c, &o.w_ih, &o.w_hh,
-                                        &o.b_ih, &o.b_hh, &o.out_h, &o.out_c,
-                                        needed ? scratch : NULL, needed));
+    const plm__op_call call = step_call(&o);
+    PLM_CHECK_OK(cell_with_scratch(plm_test_stream, &call, needed ? scratch : NULL, needed));
     float *got_h = fetch(&o.out_h), *got_c = fetch(&o.out_c);
     const size_t state_bytes = (size_t)(batch * hid) * sizeof(float);
     ck_assert_msg(memcmp(got_h, want_h, state_bytes) == 0, "batch %lld: out_h differs",
@@ -393,19 +423,14 @@ START_TEST(test_enqueue_uses_the_given_scratch_and_refuses_bad_scratch) {
       PLM_CHECK_OK(plm_stream_memset(plm_test_stream, o.out_h.data, 0, state_bytes));
       PLM_CHECK_OK(plm_stream_memset(plm_test_stream, o.out_c.data, 0, state_bytes));
       plm_stream *s = plm_test_stream;
-      PLM_CHECK_FAILS(plm__lstm_cell_enqueue(s, &o.x, &o.h, &o.c, &o.w_ih, &o.w_hh, &o.b_ih,
-                                             &o.b_hh, &o.out_h, &o.out_c, scratch, needed - 1),
-                      PLM_ERR_INVALID_ARG, "is less than the");
-      PLM_CHECK_FAILS(plm__lstm_cell_enqueue(s, &o.x, &o.h, &o.c, &o.w_ih, &o.w_hh, &o.b_ih,
-                                             &o.b_hh, &o.out_h, &o.out_c, NULL, needed),
-                      PLM_ERR_INVALID_ARG, "scratch is NULL but lstm_cell needs");
-      PLM_CHECK_FAILS(
-          plm__lstm_cell_enqueue(s, &o.x, &o.h, &o.c, &o.w_ih, &o.w_hh, &o.b_ih, &o.b_hh, &o.out_h,
-                                 &o.out_c, (char *)scratch + 4, needed),
-          PLM_ERR_INVALID_ARG, "-byte aligned");
-      PLM_CHECK_FAILS(plm__lstm_cell_enqueue(s, &o.x, &o.h, &o.c, &o.w_ih, &o.w_hh, &o.b_ih,
-                                             &o.b_hh, &o.out_h, &o.out_c, o.x.data, needed),
-                      PLM_ERR_INVALID_ARG, "scratch overlaps x");
+      PLM_CHECK_FAILS(cell_with_scratch(s, &call, scratch, needed - 1), PLM_ERR_INVALID_ARG,
+                      "is less than the");
+      PLM_CHECK_FAILS(cell_with_scratch(s, &call, NULL, needed), PLM_ERR_INVALID_ARG,
+                      "scratch is NULL but lstm_cell needs");
+      PLM_CHECK_FAILS(cell_with_scratch(s, &call, (char *)scratch + 4, needed), PLM_ERR_INVALID_ARG,
+                      "-byte aligned");
+      PLM_CHECK_FAILS(cell_with_scratch(s, &call, o.x.data, needed), PLM_ERR_INVALID_ARG,
+                      "scratch overlaps x");
       /* An output overlapping the scratch, and no other operand: out_c moved to a block
        * of a pool of its own (where the default pool puts blocks next to each other is
        * not part of its contract, so scratch at o.out_c.data may overlap others too). */
@@ -413,18 +438,18 @@ START_TEST(test_enqueue_uses_the_given_scratch_and_refuses_bad_scratch) {
       plm_tensor lone_out_c = o.out_c;
       PLM_CHECK_OK(plm_pool_create(plm_test_ctx, NULL, &own));
       PLM_CHECK_OK(plm_pool_alloc(own, needed, s, &lone_out_c.data));
-      PLM_CHECK_FAILS(
-          plm__lstm_cell_enqueue(s, &o.x, &o.h, &o.c, &o.w_ih, &o.w_hh, &o.b_ih, &o.b_hh, &o.out_h,
-                                 &lone_out_c, lone_out_c.data, needed),
-          PLM_ERR_INVALID_ARG, "scratch overlaps out_c");
+      plm__op_call lone = call;
+      lone.out[1] = &lone_out_c;
+      PLM_CHECK_FAILS(cell_with_scratch(s, &lone, lone_out_c.data, needed), PLM_ERR_INVALID_ARG,
+                      "scratch overlaps out_c");
       PLM_CHECK_OK(plm_pool_free(own, lone_out_c.data, s));
       PLM_CHECK_OK(plm_pool_destroy(own));
-      PLM_CHECK_FAILS(plm__lstm_cell_enqueue(NULL, &o.x, &o.h, &o.c, &o.w_ih, &o.w_hh, &o.b_ih,
-                                             &o.b_hh, &o.out_h, &o.out_c, scratch, needed),
-                      PLM_ERR_INVALID_ARG, "stream is NULL");
-      PLM_CHECK_FAILS(plm__lstm_cell_enqueue(s, &o.x, &o.h, &o.c, &o.w_ih, &o.w_hh, &o.b_ih,
-                                             &o.b_hh, &o.h, &o.out_c, scratch, needed),
-                      PLM_ERR_INVALID_ARG, "out_h overlaps h");
+      PLM_CHECK_FAILS(cell_with_scratch(NULL, &call, scratch, needed), PLM_ERR_INVALID_ARG,
+                      "stream is NULL");
+      plm__op_call onto_h = call;
+      onto_h.out[0] = &o.h;
+      PLM_CHECK_FAILS(cell_with_scratch(s, &onto_h, scratch, needed), PLM_ERR_INVALID_ARG,
+                      "out_h overlaps h");
       float *after_h = fetch(&o.out_h), *after_c = fetch(&o.out_c);
       for (int64_t i = 0; i < batch * hid; i++)
         ck_assert_msg(after_h[i] == 0.0f && after_c[i] == 0.0f, "unit %lld was written",

@@ -18,9 +18,10 @@
  *             bytes (intensities are integers, so region sums are exact on either
  *             backend);
  *   scratch   pipelines with entropy, the fused step, label and segment make no pool
- *             allocation per frame (the pool's counters); the ops' _enqueue entries
- *             (ops/op_scratch.h) refuse scratch that is too small, NULL, misaligned or
- *             over an operand, and otherwise equal the public ops;
+ *             allocation per frame (the pool's counters); those ops with the caller's
+ *             scratch (plm__op_scratch_bytes, plm__op_call_with_scratch) refuse scratch
+ *             that is too small, NULL, misaligned or over an operand, and otherwise equal
+ *             the public ops;
  *   eager     PLM_PLAN_ALLOCATE_PER_RUN and PLM_PLAN_SYNCHRONOUS_STEPS: the same results,
  *             where each intermediate is freed, nothing left allocated, out of memory
  *             mid-run, no graph capture; the plan's cost;
@@ -36,7 +37,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "ops/op_scratch.h"
+#include "ops/op_desc.h"
 #include "pipeline/parse.h"
 #include "pipeline/pipeline_internal.h"
 
@@ -58,14 +59,19 @@ static uint64_t live_blocks(void) {
   return stats.live_blocks;
 }
 
+/* The scratch op asks for on the test's context for call's inputs and parameters. */
+static size_t scratch_of(const plm__op_desc *op, const plm__op_call *call) {
+  size_t bytes = 0;
+  PLM_CHECK_OK(plm__op_scratch_bytes(op, plm_test_ctx, call, &bytes));
+  return bytes;
+}
+
 /* The scratch plm_entropy and plm_label ask for on the test's context, 256-aligned. */
 static size_t entropy_scratch(plm_dtype dtype, int64_t h, int64_t w,
                               const plm_entropy_params *params) {
   const plm_shape shape = {.dtype = dtype, .ndim = 2, .dims = {h, w}};
   const plm_tensor in = plm__tensor_describe(plm_test_ctx, &shape);
-  size_t bytes = 0;
-  PLM_CHECK_OK(plm__entropy_scratch_bytes(plm_test_ctx, &in, params, &bytes));
-  return aligned(bytes);
+  return aligned(scratch_of(&plm__op_entropy, &(plm__op_call){.in = {&in}, .params = params}));
 }
 
 static size_t label_scratch(int ndim, const int64_t *dims, int connectivity) {
@@ -73,9 +79,7 @@ static size_t label_scratch(int ndim, const int64_t *dims, int connectivity) {
   for (int d = 0; d < ndim; d++) shape.dims[d] = dims[d];
   const plm_tensor mask = plm__tensor_describe(plm_test_ctx, &shape);
   const plm_label_params params = {.connectivity = connectivity};
-  size_t bytes = 0;
-  PLM_CHECK_OK(plm__label_scratch_bytes(plm_test_ctx, &mask, &params, &bytes));
-  return aligned(bytes);
+  return aligned(scratch_of(&plm__op_label, &(plm__op_call){.in = {&mask}, .params = &params}));
 }
 
 static size_t max_size(size_t a, size_t b) {
@@ -169,31 +173,23 @@ static bool same_memory(const plm__plan *plan, const region *a, const region *b)
   return a->tensor >= 0 && b->tensor >= 0 && group_of(plan, a->tensor) == group_of(plan, b->tensor);
 }
 
-/* The scratch step s's op asks for on the test's context (ops/op_scratch.h). */
+/* The scratch step s's op asks for on the test's context, with its tunables' defaults,
+ * for descriptions of the step's inputs (and state) and its parameters. */
 static size_t op_scratch(const plm__plan *plan, int s) {
   const plm__step *step = &plan->steps[s];
-  const plm_tensor in = plm__tensor_describe(plm_test_ctx, &plan->tensors[step->inputs[0]].shape);
-  size_t bytes = 0;
-  if (step->kind == PLM__OP_ENTROPY)
-    PLM_CHECK_OK(plm__entropy_scratch_bytes(plm_test_ctx, &in, &step->params.entropy, &bytes));
-  if (step->kind == PLM__OP_LABEL)
-    PLM_CHECK_OK(plm__label_scratch_bytes(plm_test_ctx, &in, &step->params.label, &bytes));
-  if (step->kind == PLM__OP_SOBEL_ENTROPY_THRESHOLD)
-    PLM_CHECK_OK(plm__sobel_entropy_threshold_scratch_bytes(
-        plm_test_ctx, &in, &step->params.sobel_entropy_threshold, &bytes));
-  if (step->kind == PLM__OP_AR_FORECAST)
-    PLM_CHECK_OK(
-        plm__ar_forecast_scratch_bytes(plm_test_ctx, &in, &step->params.ar_forecast, &bytes));
-  if (step->kind == PLM__OP_LSTM_CELL) { /* x, then h */
-    const plm_tensor h = plm__tensor_describe(plm_test_ctx, &plan->tensors[step->inputs[1]].shape);
-    PLM_CHECK_OK(plm__lstm_cell_scratch_bytes(plm_test_ctx, &in, &h, &bytes));
+  const plm__op_desc *op = plm__op_get(step->kind);
+  plm_tensor in[PLM__OP_MAX_IN], state;
+  plm__op_call call = {.params = &step->params};
+  for (int k = 0; k < op->input_count; k++) {
+    if (step->inputs[k] < 0) continue;
+    in[k] = plm__tensor_describe(plm_test_ctx, &plan->tensors[step->inputs[k]].shape);
+    call.in[k] = &in[k];
   }
-  if (step->kind == PLM__OP_DENDRITIC) { /* x, then w */
-    const plm_tensor w = plm__tensor_describe(plm_test_ctx, &plan->tensors[step->inputs[1]].shape);
-    PLM_CHECK_OK(
-        plm__dendritic_scratch_bytes(plm_test_ctx, &in, &w, &step->params.dendritic, &bytes));
+  if (step->state >= 0) {
+    state = plm__tensor_describe(plm_test_ctx, &plan->states[step->state].shape);
+    call.state = &state;
   }
-  return bytes;
+  return scratch_of(op, &call);
 }
 
 static void check_plan(const plm__plan *plan) {
@@ -672,11 +668,11 @@ START_TEST(test_fusion_substitution) {
     ck_assert_int_eq(plan.steps[0].params.sobel_entropy_threshold.entropy.window, 5);
     ck_assert_double_eq(plan.steps[0].params.sobel_entropy_threshold.threshold.value, 2.5);
     /* The fused step's scratch (none on cuda at 32 bins: shared memory). */
-    size_t fused = 0;
     const plm_shape frame = {.dtype = PLM_DTYPE_U16, .ndim = 2, .dims = {24, 30}};
     const plm_tensor in = plm__tensor_describe(plm_test_ctx, &frame);
-    PLM_CHECK_OK(plm__sobel_entropy_threshold_scratch_bytes(
-        plm_test_ctx, &in, &plan.steps[0].params.sobel_entropy_threshold, &fused));
+    const plm__op_call step_call = {.in = {&in},
+                                    .params = &plan.steps[0].params.sobel_entropy_threshold};
+    const size_t fused = scratch_of(&plm__op_sobel_entropy_threshold, &step_call);
     ck_assert_uint_eq(plan.steps[0].scratch_bytes, fused);
     if (variant == FUSABLE) {
       ck_assert_int_eq(plan.step_count, 1);
@@ -1321,8 +1317,9 @@ static void assert_same(const plm_tensor *a, const plm_tensor *b, const char *wh
   free(y);
 }
 
-/* The refusals every _enqueue shares, for an op needing `needed` bytes: call(scratch,
- * bytes) enqueues the op with that scratch; `operand` is one of its operands' data. */
+/* The refusals plm__op_call_with_scratch makes for any op needing `needed` bytes:
+ * call(scratch, bytes) enqueues the op with that scratch; `operand` is one of its
+ * operands' data. */
 typedef plm_status (*enqueue_fn)(void *scratch, size_t bytes);
 
 static void check_refusals(const char *op, enqueue_fn call, size_t needed, void *operand) {
@@ -1347,27 +1344,37 @@ static plm_sobel_entropy_threshold_params f_params = {
     .entropy = {.window = 25, .bins = 1024, .range_lo = 0, .range_hi = 3000},
     .threshold = {.value = 4}};
 static plm_label_params l_params = {.connectivity = 8};
-static plm_segment_params s_params = {.value = 500, .compare = PLM_COMPARE_GE};
+/* segment's as a pipeline node's: its table's rows are the capacity. */
+static plm__segment_op_params s_params = {.segment = {.value = 500, .compare = PLM_COMPARE_GE},
+                                          .capacity = 64};
+
+/* The ops' calls on those operands. */
+static const plm__op_call entropy_call = {.in = {&e_in}, .out = {&e_out}, .params = &e_params};
+static const plm__op_call fused_call = {.in = {&e_in}, .out = {&e_mask}, .params = &f_params};
+static const plm__op_call label_call = {
+    .in = {&e_mask}, .out = {&e_labels, &e_count}, .params = &l_params};
+static const plm__op_call segment_call = {
+    .in = {&e_in}, .out = {&e_labels, &e_count, &e_table}, .params = &s_params};
 
 static plm_status entropy_with(void *scratch, size_t bytes) {
-  return plm__entropy_enqueue(plm_test_stream, &e_in, &e_params, &e_out, scratch, bytes);
+  return plm__op_call_with_scratch(&plm__op_entropy, plm_test_stream, &entropy_call, scratch,
+                                   bytes);
 }
 static plm_status fused_with(void *scratch, size_t bytes) {
-  return plm__sobel_entropy_threshold_enqueue(plm_test_stream, &e_in, &f_params, &e_mask, scratch,
-                                              bytes);
+  return plm__op_call_with_scratch(&plm__op_sobel_entropy_threshold, plm_test_stream, &fused_call,
+                                   scratch, bytes);
 }
 static plm_status label_with(void *scratch, size_t bytes) {
-  return plm__label_enqueue(plm_test_stream, &e_mask, &l_params, &e_labels, &e_count, scratch,
-                            bytes);
+  return plm__op_call_with_scratch(&plm__op_label, plm_test_stream, &label_call, scratch, bytes);
 }
 static plm_status segment_with(void *scratch, size_t bytes) {
-  return plm__segment_enqueue(plm_test_stream, &e_in, &s_params, &e_labels, &e_count, &e_table,
-                              scratch, bytes);
+  return plm__op_call_with_scratch(&plm__op_segment, plm_test_stream, &segment_call, scratch,
+                                   bytes);
 }
 
-/* Each _enqueue: sized by its _scratch_bytes, refuses scratch that is too small, NULL,
- * misaligned or over an operand, checks its arguments with the public op's messages (raw),
- * and with enough scratch gives the public op's result. */
+/* Each op with the caller's scratch: sized by plm__op_scratch_bytes, refuses scratch that
+ * is too small, NULL, misaligned or over an operand, checks its arguments with the public
+ * op's messages (raw), and with enough scratch gives the public op's result. */
 START_TEST(test_enqueue_takes_the_callers_scratch) {
   const int64_t dims[2] = {24, 40};
   uint64_t seed = 5;
@@ -1378,16 +1385,17 @@ START_TEST(test_enqueue_takes_the_callers_scratch) {
   plm_tensor u8_out = random_tensor(PLM_DTYPE_U8, 2, dims, 1, &seed);
 
   /* entropy */
-  size_t needed = 0;
-  PLM_CHECK_OK(plm__entropy_scratch_bytes(plm_test_ctx, &e_in, &e_params, &needed));
+  size_t needed = scratch_of(&plm__op_entropy, &entropy_call);
   ck_assert_uint_gt(needed, 0);
   check_refusals("entropy", entropy_with, needed, e_out.data);
-  PLM_CHECK_FAILS(plm__entropy_enqueue(plm_test_stream, &e_in, &e_params, &u8_out, NULL, 0),
+  plm__op_call call = entropy_call;
+  call.out[0] = &u8_out;
+  PLM_CHECK_FAILS(plm__op_call_with_scratch(&plm__op_entropy, plm_test_stream, &call, NULL, 0),
                   PLM_ERR_INVALID_ARG, "out->dtype u8 is not f32");
   ck_assert_str_eq(plm_last_error(), "out->dtype u8 is not f32"); /* raw */
   PLM_CHECK_FAILS(plm_entropy(plm_test_stream, &e_in, &e_params, &u8_out), PLM_ERR_INVALID_ARG,
                   "plm_entropy: out->dtype u8 is not f32");
-  PLM_CHECK_FAILS(plm__entropy_enqueue(NULL, &e_in, &e_params, &e_out, NULL, 0),
+  PLM_CHECK_FAILS(plm__op_call_with_scratch(&plm__op_entropy, NULL, &entropy_call, NULL, 0),
                   PLM_ERR_INVALID_ARG, "stream is NULL");
   void *block = NULL;
   PLM_CHECK_OK(plm_pool_alloc(plm_test_pool, needed, plm_test_stream, &block));
@@ -1398,7 +1406,7 @@ START_TEST(test_enqueue_takes_the_callers_scratch) {
 
   /* sobel_entropy_threshold */
   e_mask = random_tensor(PLM_DTYPE_U8, 2, dims, 1, &seed);
-  PLM_CHECK_OK(plm__sobel_entropy_threshold_scratch_bytes(plm_test_ctx, &e_in, &f_params, &needed));
+  needed = scratch_of(&plm__op_sobel_entropy_threshold, &fused_call);
   ck_assert_uint_gt(needed, 0);
   check_refusals("sobel_entropy_threshold", fused_with, needed, e_mask.data);
   PLM_CHECK_OK(plm_pool_alloc(plm_test_pool, needed, plm_test_stream, &block));
@@ -1413,7 +1421,7 @@ START_TEST(test_enqueue_takes_the_callers_scratch) {
   e_labels = device_tensor(&i32);
   e_count = device_tensor(&count);
   plm_tensor labels = device_tensor(&i32), n = device_tensor(&count);
-  PLM_CHECK_OK(plm__label_scratch_bytes(plm_test_ctx, &e_mask, &l_params, &needed));
+  needed = scratch_of(&plm__op_label, &label_call);
   if (plm_test_backend == PLM_BACKEND_HOST) ck_assert_uint_eq(needed, 0);
   if (needed > 0) check_refusals("label", label_with, needed, e_labels.data);
   block = NULL;
@@ -1428,25 +1436,45 @@ START_TEST(test_enqueue_takes_the_callers_scratch) {
   plm_shape table = {.dtype = PLM_DTYPE_F64, .ndim = 2, .dims = {64, PLM_REGION_COLUMNS}};
   e_table = device_tensor(&table);
   plm_tensor expected_table = device_tensor(&table);
-  PLM_CHECK_OK(plm__segment_scratch_bytes(plm_test_ctx, &e_in, &s_params, &needed));
+  needed = scratch_of(&plm__op_segment, &segment_call);
   ck_assert_uint_ge(needed, aligned(24 * 40));
   check_refusals("segment", segment_with, needed, e_table.data);
   PLM_CHECK_OK(plm_pool_alloc(plm_test_pool, needed, plm_test_stream, &block));
   PLM_CHECK_OK(segment_with(block, needed));
-  PLM_CHECK_OK(plm_segment(plm_test_stream, &e_in, &s_params, &labels, &n, &expected_table));
+  PLM_CHECK_OK(
+      plm_segment(plm_test_stream, &e_in, &s_params.segment, &labels, &n, &expected_table));
   assert_same(&e_labels, &labels, "segment's labels");
   assert_same(&e_table, &expected_table, "segment's table");
   PLM_CHECK_OK(plm_pool_free(plm_test_pool, block, plm_test_stream));
 
   /* The sizes refuse what the ops refuse, raw. */
-  plm_entropy_params bad = {.window = 0};
-  PLM_CHECK_FAILS(plm__entropy_scratch_bytes(plm_test_ctx, &e_in, &bad, &needed),
+  const plm_entropy_params bad = {.window = 0};
+  call = entropy_call;
+  call.params = &bad;
+  PLM_CHECK_FAILS(plm__op_scratch_bytes(&plm__op_entropy, plm_test_ctx, &call, &needed),
                   PLM_ERR_INVALID_ARG, "params->window 0 is not in 1..255");
   ck_assert_int_eq(strncmp(plm_last_error(), "params->", 8), 0);
-  PLM_CHECK_FAILS(plm__label_scratch_bytes(plm_test_ctx, &e_in, &l_params, &needed),
+  call = label_call;
+  call.in[0] = &e_in;
+  PLM_CHECK_FAILS(plm__op_scratch_bytes(&plm__op_label, plm_test_ctx, &call, &needed),
                   PLM_ERR_INVALID_ARG, "mask->dtype u16 is not u8");
-  PLM_CHECK_FAILS(plm__entropy_scratch_bytes(NULL, &e_in, &e_params, &needed), PLM_ERR_INVALID_ARG,
-                  "ctx is NULL");
+  PLM_CHECK_FAILS(plm__op_scratch_bytes(&plm__op_entropy, NULL, &entropy_call, &needed),
+                  PLM_ERR_INVALID_ARG, "ctx is NULL");
+  PLM_CHECK_FAILS(plm__op_scratch_bytes(&plm__op_entropy, plm_test_ctx, &entropy_call, NULL),
+                  PLM_ERR_INVALID_ARG, "bytes is NULL");
+  /* Any op of the table alike: a required input absent, or no parameters for an op that
+   * has some (regions' own check reads its parameters without asking), and regions needs
+   * none. */
+  call = entropy_call;
+  call.in[0] = NULL;
+  PLM_CHECK_FAILS(plm__op_scratch_bytes(&plm__op_entropy, plm_test_ctx, &call, &needed),
+                  PLM_ERR_INVALID_ARG, "in is NULL");
+  call = (plm__op_call){.in = {&e_labels, NULL, &e_count}};
+  PLM_CHECK_FAILS(plm__op_scratch_bytes(&plm__op_regions, plm_test_ctx, &call, &needed),
+                  PLM_ERR_INVALID_ARG, "params is NULL");
+  const plm__regions_params rows = {.capacity = 64};
+  call.params = &rows;
+  ck_assert_uint_eq(scratch_of(&plm__op_regions, &call), 0);
 
   plm_tensor *all[] = {&e_in,    &e_out,  &expected, &u8_out,  &e_mask,        &e_labels,
                        &e_count, &labels, &n,        &e_table, &expected_table};

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "ops/op_scratch.h"
+#include "ops/op_desc.h"
 #include "pipeline/pipeline_internal.h"
 
 /* ---- helpers --------------------------------------------------------------------------------- */
@@ -408,8 +408,9 @@ START_TEST(test_matmul_then_dendritic) {
   const size_t aligned = (hidden_bytes + 255) / 256 * 256;
   /* dendritic's sums where its GEMM path runs (from a batch on: kernels/common/dendritic.h),
    * beside the hidden layer it reads. */
+  const plm__op_call layer = {.in = {&th, &tw2}, .params = &dp};
   size_t sums_bytes = 0;
-  PLM_CHECK_OK(plm__dendritic_scratch_bytes(plm_test_ctx, &th, &tw2, &dp, &sums_bytes));
+  PLM_CHECK_OK(plm__op_scratch_bytes(&plm__op_dendritic, plm_test_ctx, &layer, &sums_bytes));
   const size_t sums = (sums_bytes + 255) / 256 * 256;
   ck_assert_uint_eq(info.intermediate_bytes, aligned);
   ck_assert_uint_eq(info.scratch_bytes, sums);

@@ -24,8 +24,9 @@
  * When the values are read: a pipeline's compile resolves each step's values once and
  * keeps them (plm_pipeline_describe shows them); a public op call (plm_entropy, ...)
  * resolves them once per call. The internal entries that take their scratch from the
- * caller (ops/op_scratch.h) run with the defaults, so that the size they announce is the
- * size they use.
+ * caller (plm__op_scratch_bytes and plm__op_call_with_scratch, ops/op_desc.h) run with
+ * the values their call carries, the defaults without, so that the size one announces
+ * is the size the other uses.
  *
  * Size. A table holds at most PLM_TUNING_MAX_ENTRIES entries (`plume tune` writes a few
  * hundred), in a file of at most PLM_TUNING_MAX_FILE_BYTES: a larger file is not parsed
