@@ -125,9 +125,11 @@
  * small slots), pool_poison.c (poisoning free memory), pool_blocks.c (descriptors,
  * owners, epoch queues, moving blocks between states), pool_pages.c (giving the memory under
  * free pages back and taking it again), pool_epochs.c (closing, marking and polling
- * epochs; reuse behind waits), pool_upstream.c (PASSTHROUGH, CUDA_ASYNC), pool_stats.c (statistics,
- * the out-of-memory message), pool.c (the fast path, chunks, the out-of-memory ladder, lifecycle,
- * the rest of the public API).
+ * epochs; reuse behind waits), pool_upstream.c (memory from the user's upstream or the
+ * backend), pool_stats.c (statistics, the out-of-memory message), pool_pooled.c (the pooled
+ * resource: the fast path, chunks, the out-of-memory ladder, trimming), pool_passthrough.c
+ * (the passthrough and cuda_async resources), pool.c (creation, destruction and the public
+ * functions, through the resource table of pool_resource.h).
  *
  * Invariants (checked by PLM_ASSERT in debug builds, after every slow path):
  *   - the blocks of a chunk tile it exactly, in address order;
@@ -196,6 +198,7 @@ typedef struct descriptor_slab {
 struct plm_pool {
   plm__attachment attachment; /* first: the context destroys pools through it */
   plm_context *ctx;
+  const struct pool_resource *resource; /* the mode's (pool/pool_resource.h) */
   const plm__backend_iface *backend;
   void *backend_ctx;
   plm_pool_config config;
@@ -306,9 +309,5 @@ void plm__pool_unreserve(plm_pool *pool, void *ptr, size_t bytes, void *stream);
 /* The largest alloc the user upstream refused for lack of memory on this thread since
  * the last call with clear (0: none), for the out-of-memory message. */
 size_t plm__pool_upstream_refused(bool clear);
-
-/* pool/pool_upstream.c: the PASSTHROUGH and CUDA_ASYNC modes. */
-plm_status plm__pool_upstream_alloc(plm_pool *pool, size_t bytes, plm_stream *stream, void **ptr);
-plm_status plm__pool_upstream_free(plm_pool *pool, void *ptr, plm_stream *stream);
 
 #endif /* PLUME_POOL_INTERNAL_H */

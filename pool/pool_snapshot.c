@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "pool/pool_internal.h"
+#include "pool/pool_resource.h"
 #include "streams/clock.h"
 #include "streams/error.h"
 
@@ -163,7 +164,7 @@ plm_status plm_pool_snapshot_take(plm_pool *pool, plm_pool_snapshot **out) {
   *out = NULL;
   PLM__REQUIRE_NOT_NULL(pool);
   PLM__REFUSE_IN_HOST_CALLBACK(); /* slow_lock's holder may be waiting for this stream */
-  if (pool->config.mode != PLM_POOL_POOLED)
+  if (!pool->resource->lays_out_chunks)
     return plm__fail(PLM_ERR_UNSUPPORTED, "pool is in %s mode, which keeps no chunks to show",
                      plm_pool_mode_name(pool->config.mode));
   plm_pool_snapshot *s = calloc(1, sizeof *s);

@@ -2,6 +2,7 @@
  * blocks come and go, the snapshot plm_pool_stats_get returns, and the message an
  * out-of-memory failure carries. */
 #include "pool/pool_internal.h"
+#include "pool/pool_resource.h"
 #include "streams/error.h"
 
 void plm__pool_note_allocated(plm_pool *pool, size_t size, size_t requested, bool cross_stream,
@@ -64,10 +65,9 @@ plm_status plm_pool_stats_get(plm_pool *pool, plm_pool_stats *out) {
   pthread_mutex_unlock(&pool->lock);
   stats.largest_free_block = largest;
   stats.fragmentation = free_bytes ? 1.0 - (double)largest / (double)free_bytes : 0.0;
-  if (pool->config.mode == PLM_POOL_CUDA_ASYNC) {
-    /* What cudaMallocAsync's pool really holds, not the bytes handed out. */
-    plm_status status = pool->backend->async_pool_reserved(
-        pool->backend_ctx, pool->async_pool, &stats.bytes_reserved, &stats.peak_bytes_reserved);
+  if (pool->resource->reserved) {
+    plm_status status =
+        pool->resource->reserved(pool, &stats.bytes_reserved, &stats.peak_bytes_reserved);
     if (status != PLM_OK) return plm__propagate(status);
   }
   *out = stats;
