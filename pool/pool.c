@@ -146,6 +146,7 @@ static plm_status pool_create(plm_context *ctx, const plm_pool_config *cfg, bool
   pool->backend = ctx->backend;
   pool->backend_ctx = ctx->backend_ctx;
   pool->config = config;
+  pool->limit.bytes = config.byte_limit;
   plm__pool_slabs_init(&pool->small_slabs);
   plm__pool_poison_init(pool);
   pool->page_bytes = config.page_bytes;

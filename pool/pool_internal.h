@@ -158,6 +158,7 @@
 #include "plume/pool.h"
 #include "pool/pool_block.h"
 #include "pool/pool_index.h"
+#include "pool/pool_limit.h"
 #include "pool/pool_live.h"
 #include "pool/pool_poison.h"
 #include "pool/pool_slabs.h"
@@ -223,6 +224,7 @@ struct plm_pool {
   void **spare_events;
   size_t spare_event_count, spare_event_capacity;
   pool_poison poison; /* sanitized builds: free memory poisoned (pool_poison.h) */
+  pool_limit limit;   /* config.byte_limit, around every upstream take (pool_limit.h) */
   plm_pool_stats stats;
 };
 

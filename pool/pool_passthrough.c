@@ -11,8 +11,8 @@
 
 /* ---- tracking: every block is live in the pool's table ----------------------------- */
 
-/* Track an upstream block (its bytes already counted as reserved) so that frees can
- * be checked. */
+/* Track an upstream block so that frees can be checked, and count it as reserved (its
+ * bytes, admitted by the byte limit, are settled). */
 static plm_status track_upstream(plm_pool *pool, void *memory, size_t bytes) {
   pthread_mutex_lock(&pool->lock);
   pool_block *block = plm__pool_descriptor_new(pool);
@@ -27,6 +27,8 @@ static plm_status track_upstream(plm_pool *pool, void *memory, size_t bytes) {
     }
   }
   if (block) {
+    pool_limit_settle(&pool->limit, block->size);
+    plm__pool_note_reserved(pool, block->size);
     pool->stats.upstream_allocs++;
     plm__pool_note_allocated(pool, block->size, bytes, false, false);
   }
@@ -84,18 +86,12 @@ static plm_status async_give(plm_pool *pool, void *memory, size_t bytes, void *s
 
 static plm_status alloc_upstream(plm_pool *pool, size_t bytes, plm_stream *stream, void **ptr,
                                  take_fn take, give_fn give) {
-  /* Count the bytes as reserved before the upstream call, so that threads racing
-   * for the last bytes under byte_limit cannot both pass the check. */
+  /* The byte limit admits the bytes before the upstream call (pool_limit.h). */
   size_t size = pool_round_up(bytes, POOL_GRANULE);
-  size_t limit = pool->config.byte_limit;
   plm__pool_upstream_refused(true);
   pthread_mutex_lock(&pool->lock);
-  bool over =
-      limit && (pool->stats.bytes_reserved > limit || size > limit - pool->stats.bytes_reserved);
-  if (over)
-    pool->stats.failures++;
-  else
-    plm__pool_note_reserved(pool, size);
+  bool over = !pool_limit_admit(&pool->limit, pool->stats.bytes_reserved, size);
+  if (over) pool->stats.failures++;
   pthread_mutex_unlock(&pool->lock);
   if (over) {
     plm__pool_format_failure(pool, &(request){.bytes = bytes});
@@ -109,7 +105,7 @@ static plm_status alloc_upstream(plm_pool *pool, size_t bytes, plm_stream *strea
   }
   if (status != PLM_OK) {
     pthread_mutex_lock(&pool->lock);
-    pool->stats.bytes_reserved -= size;
+    pool_limit_settle(&pool->limit, size);
     pool->stats.failures++;
     pthread_mutex_unlock(&pool->lock);
     if (status == PLM_ERR_OUT_OF_MEMORY && plm__pool_upstream_refused(false))

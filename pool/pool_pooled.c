@@ -154,26 +154,46 @@ size_t plm__pool_chunk_size(const plm_pool_config *config, size_t need, size_t r
 
 /* Reserve a chunk for at least `need` bytes and, when `r` is given, take the
  * request's block from it at once. slow_lock held, lock not held. */
+static plm_status byte_limit_passed(const plm_pool *pool) {
+  return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "the byte limit of %zu would be passed",
+                       pool->limit.bytes);
+}
+
+/* Memory for a chunk of `bytes` from upstream, through the byte limit (pool_limit.h).
+ * On success the bytes are still in flight: the caller settles them. */
+static plm_status reserve_chunk(plm_pool *pool, size_t bytes, void **memory) {
+  pthread_mutex_lock(&pool->lock);
+  bool admitted = pool_limit_admit(&pool->limit, pool->stats.bytes_reserved, bytes);
+  pthread_mutex_unlock(&pool->lock);
+  if (!admitted) return byte_limit_passed(pool);
+  plm_status status = plm__pool_reserve(pool, bytes, NULL, memory);
+  if (status != PLM_OK) {
+    pthread_mutex_lock(&pool->lock);
+    pool_limit_settle(&pool->limit, bytes);
+    pthread_mutex_unlock(&pool->lock);
+  }
+  return status;
+}
+
 static plm_status grow(plm_pool *pool, size_t need, const request *r, pool_block **taken) {
   pthread_mutex_lock(&pool->lock);
-  size_t reserved = (size_t)pool->stats.bytes_reserved;
+  const size_t reserved = (size_t)pool->stats.bytes_reserved;
+  const size_t room = pool_limit_room(&pool->limit, reserved);
   pthread_mutex_unlock(&pool->lock);
+  if (need > room) return byte_limit_passed(pool);
   const plm_pool_config *config = &pool->config;
-  if (config->byte_limit && (reserved > config->byte_limit || need > config->byte_limit - reserved))
-    return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "the byte limit of %zu would be passed",
-                         config->byte_limit);
   size_t bytes = plm__pool_chunk_size(config, need, reserved);
-  if (need < config->huge_bytes && config->byte_limit && bytes > config->byte_limit - reserved)
-    bytes = (config->byte_limit - reserved) / POOL_GRANULE * POOL_GRANULE;
+  if (need < config->huge_bytes && bytes > room) bytes = room / POOL_GRANULE * POOL_GRANULE;
   void *memory = NULL;
-  plm_status status = plm__pool_reserve(pool, bytes, NULL, &memory);
+  plm_status status = reserve_chunk(pool, bytes, &memory);
   if (status != PLM_OK && bytes > need) {
     bytes = need;
-    status = plm__pool_reserve(pool, bytes, NULL, &memory);
+    status = reserve_chunk(pool, bytes, &memory);
   }
   if (status != PLM_OK) return status;
 
   pthread_mutex_lock(&pool->lock);
+  pool_limit_settle(&pool->limit, bytes);
   pool_chunk *chunk = calloc(1, sizeof *chunk);
   pool_block *block = chunk ? plm__pool_descriptor_new(pool) : NULL;
   if (!block) {
