@@ -21,7 +21,7 @@
  * the above, cut into equal slots, with a host-side bitmap, so that a free touches no
  * per-block descriptor.
  *
- * Growth (plm__pool_chunk_size). When nothing free fits, the pool reserves one
+ * Growth (pool_chunk_size). When nothing free fits, the pool reserves one
  * chunk of max(the request rounded up to POOL_CHUNK_GRANULE (2 MiB, not to a power
  * of two), min_chunk_bytes (2 MiB), and, with PLM_POOL_GROW_PROPORTIONAL, an
  * eighth of what is reserved rounded down to 2 MiB, that step at most
@@ -157,6 +157,7 @@
 
 #include "plume/pool.h"
 #include "pool/pool_block.h"
+#include "pool/pool_counts.h"
 #include "pool/pool_index.h"
 #include "pool/pool_limit.h"
 #include "pool/pool_live.h"
@@ -249,7 +250,19 @@ static const size_t POOL_GROWTH_CAP = (size_t)64 << 20;
 
 /* The size of the chunk the pool reserves for a request of `need` bytes (a multiple
  * of POOL_GRANULE) while `reserved` bytes are reserved; the byte limit aside. */
-size_t plm__pool_chunk_size(const plm_pool_config *config, size_t need, size_t reserved);
+static inline size_t pool_chunk_size(const plm_pool_config *config, size_t need,
+                                     size_t reserved) {
+  if (need >= config->huge_bytes) return need;
+  size_t bytes = pool_round_up(need, POOL_CHUNK_GRANULE);
+  if (bytes < config->min_chunk_bytes) bytes = config->min_chunk_bytes;
+  if (config->growth == PLM_POOL_GROW_PROPORTIONAL) {
+    size_t step = reserved / POOL_GROWTH_DIVISOR;
+    if (step > POOL_GROWTH_CAP) step = POOL_GROWTH_CAP;
+    step = step / POOL_CHUNK_GRANULE * POOL_CHUNK_GRANULE;
+    if (bytes < step) bytes = step;
+  }
+  return bytes;
+}
 
 /* The size a request is served at, and whether it is small (and its class). */
 typedef struct request {
@@ -265,6 +278,7 @@ pool_block *plm__pool_descriptor_new(plm_pool *pool);
 void plm__pool_descriptor_release(plm_pool *pool, pool_block *block);
 pool_owner *plm__pool_owner_find(plm_pool *pool, const plm_stream *stream);
 pool_owner *plm__pool_owner_get(plm_pool *pool, plm_stream *stream);
+/* Forget an owner (its slab records released first: plm__pool_owner_slabs_release). */
 void plm__pool_owner_remove(plm_pool *pool, pool_owner *owner);
 void plm__pool_detach_free_block(plm_pool *pool, pool_block *block);
 void plm__pool_attach_free_block(plm_pool *pool, pool_block *block);
@@ -274,7 +288,7 @@ pool_block *plm__pool_take_block(plm_pool *pool, pool_block *block, size_t size)
 bool plm__pool_may_cache(const pool_index *index, const pool_block *block);
 void plm__pool_release_block(plm_pool *pool, pool_block *block, pool_owner *owner);
 void plm__pool_release_block_safe(plm_pool *pool, pool_block *block);
-void plm__pool_migrate(plm_pool *pool, pool_owner *owner, uint64_t upto);
+void plm__pool_migrate_blocks(plm_pool *pool, pool_owner *owner, uint64_t upto);
 void plm__pool_uncache_index(plm_pool *pool, pool_index *index);
 
 /* pool/pool_pages.c: the memory under free pages given back and taken again;
@@ -285,22 +299,18 @@ void plm__pool_decommit_before_growth(plm_pool *pool, size_t need);
 bool plm__pool_recommit_for(plm_pool *pool, size_t need);
 
 /* pool/pool_epochs.c: epochs and marks; `slow_lock` held, `lock` not held (except
- * find_covered_pending: `lock` held). */
+ * migrate and find_covered_pending: `lock` held). */
 pool_owner **plm__pool_snapshot_owners(plm_pool *pool, size_t *count);
+/* Every pending slot and block of `owner` with an epoch up to `upto` becomes safe for all
+ * (its epochs up to `upto` are known complete). `lock` held. */
+void plm__pool_migrate(plm_pool *pool, pool_owner *owner, uint64_t upto);
 void plm__pool_drop_marks(plm_pool *pool, pool_owner *owner);
 void plm__pool_close_epochs(plm_pool *pool, pool_owner **owners, size_t count);
 void plm__pool_poll_epochs(plm_pool *pool, pool_owner **owners, size_t count);
 pool_block *plm__pool_find_covered_pending(plm_pool *pool, pool_owner *owner, const request *r,
                                            bool extend, void **event);
 
-/* pool/pool_stats.c: statistics and the out-of-memory message; `lock` held for the
- * notes, not for the message. */
-void plm__pool_note_allocated(plm_pool *pool, size_t size, size_t requested, bool cross_stream,
-                              bool hit);
-/* A block (or slot) of `size` bytes served for `requested` is freed: the counts that
- * plm__pool_note_allocated raised go down. */
-void plm__pool_note_freed(plm_pool *pool, size_t size, size_t requested);
-void plm__pool_note_reserved(plm_pool *pool, size_t bytes);
+/* pool/pool_stats.c: the out-of-memory message; `lock` not held. */
 void plm__pool_format_failure(plm_pool *pool, const request *r);
 
 /* pool/pool_upstream.c: memory from upstream (the user's plm_pool_upstream, else the

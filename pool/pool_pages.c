@@ -138,7 +138,7 @@ void plm__pool_decommit_before_growth(plm_pool *pool, size_t need) {
   const size_t reserved = (size_t)pool->stats.bytes_reserved;
   const size_t in_use = (size_t)pool->stats.bytes_in_use;
   pthread_mutex_unlock(&pool->lock);
-  const size_t after = reserved + plm__pool_chunk_size(&pool->config, need, reserved);
+  const size_t after = reserved + pool_chunk_size(&pool->config, need, reserved);
   const size_t wanted = in_use + need;
   const size_t slack = wanted / 8 > pool->page_bytes ? wanted / 8 : pool->page_bytes;
   if (after > wanted + slack) plm__pool_decommit(pool, after - wanted - slack);
@@ -233,7 +233,7 @@ bool plm__pool_recommit_for(plm_pool *pool, size_t need) {
   }
   part->chunk->released -= bytes;
   pool->stats.bytes_released -= bytes;
-  plm__pool_note_reserved(pool, bytes);
+  pool_count_reserved(&pool->stats, bytes);
   plm__pool_poison_now(pool, part->addr, bytes); /* fresh memory may have been mapped */
   part->state = BLOCK_FREE;
   part->owner = NULL;

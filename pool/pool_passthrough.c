@@ -28,9 +28,9 @@ static plm_status track_upstream(plm_pool *pool, void *memory, size_t bytes) {
   }
   if (block) {
     pool_limit_settle(&pool->limit, block->size);
-    plm__pool_note_reserved(pool, block->size);
+    pool_count_reserved(&pool->stats, block->size);
     pool->stats.upstream_allocs++;
-    plm__pool_note_allocated(pool, block->size, bytes, false, false);
+    pool_count_allocated(&pool->stats, block->size, bytes, false, false);
   }
   pthread_mutex_unlock(&pool->lock);
   return block ? PLM_OK : plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory to track a block");
@@ -43,7 +43,7 @@ static bool untrack_upstream(plm_pool *pool, void *ptr, size_t *bytes) {
   pool_block *block = pool_live_find(&pool->live, addr);
   if (block) {
     pool_live_remove(&pool->live, addr);
-    plm__pool_note_freed(pool, block->size, block->requested);
+    pool_count_freed(&pool->stats, block->size, block->requested);
     pool->stats.bytes_reserved -= block->size;
     pool->stats.upstream_frees++;
     *bytes = block->requested;

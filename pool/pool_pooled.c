@@ -131,7 +131,7 @@ static bool make_live(plm_pool *pool, pool_block *block, const request *r, plm_s
   }
   if (r->slab) return true;
   plm__pool_poison_handout(pool, block->addr, block->size, r->bytes, stream->handle);
-  plm__pool_note_allocated(pool, block->size, r->bytes,
+  pool_count_allocated(&pool->stats, block->size, r->bytes,
                            block->freed_on && block->freed_on != stream, !reserved_memory);
   plm__pool_slab_count(pool, block->size, +1);
   return true;
@@ -139,21 +139,7 @@ static bool make_live(plm_pool *pool, pool_block *block, const request *r, plm_s
 
 /* ---- the slow path: chunks --------------------------------------------------------- */
 
-size_t plm__pool_chunk_size(const plm_pool_config *config, size_t need, size_t reserved) {
-  if (need >= config->huge_bytes) return need;
-  size_t bytes = pool_round_up(need, POOL_CHUNK_GRANULE);
-  if (bytes < config->min_chunk_bytes) bytes = config->min_chunk_bytes;
-  if (config->growth == PLM_POOL_GROW_PROPORTIONAL) {
-    size_t step = reserved / POOL_GROWTH_DIVISOR;
-    if (step > POOL_GROWTH_CAP) step = POOL_GROWTH_CAP;
-    step = step / POOL_CHUNK_GRANULE * POOL_CHUNK_GRANULE;
-    if (bytes < step) bytes = step;
-  }
-  return bytes;
-}
-
-/* Reserve a chunk for at least `need` bytes and, when `r` is given, take the
- * request's block from it at once. slow_lock held, lock not held. */
+/* A growth the byte limit refuses. */
 static plm_status byte_limit_passed(const plm_pool *pool) {
   return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "the byte limit of %zu would be passed",
                        pool->limit.bytes);
@@ -175,6 +161,8 @@ static plm_status reserve_chunk(plm_pool *pool, size_t bytes, void **memory) {
   return status;
 }
 
+/* Reserve a chunk for at least `need` bytes and, when `r` is given, take the
+ * request's block from it at once. slow_lock held, lock not held. */
 static plm_status grow(plm_pool *pool, size_t need, const request *r, pool_block **taken) {
   pthread_mutex_lock(&pool->lock);
   const size_t reserved = (size_t)pool->stats.bytes_reserved;
@@ -182,7 +170,7 @@ static plm_status grow(plm_pool *pool, size_t need, const request *r, pool_block
   pthread_mutex_unlock(&pool->lock);
   if (need > room) return byte_limit_passed(pool);
   const plm_pool_config *config = &pool->config;
-  size_t bytes = plm__pool_chunk_size(config, need, reserved);
+  size_t bytes = pool_chunk_size(config, need, reserved);
   if (need < config->huge_bytes && bytes > room) bytes = room / POOL_GRANULE * POOL_GRANULE;
   void *memory = NULL;
   plm_status status = reserve_chunk(pool, bytes, &memory);
@@ -214,7 +202,7 @@ static plm_status grow(plm_pool *pool, size_t need, const request *r, pool_block
   block->state = BLOCK_FREE;
   pool_index_insert(&pool->global, block);
   pool->stats.upstream_allocs++;
-  plm__pool_note_reserved(pool, bytes);
+  pool_count_reserved(&pool->stats, bytes);
   if (r) {
     *taken = plm__pool_take_block(pool, block, r->size);
   }
@@ -558,7 +546,7 @@ static plm_status pooled_free(plm_pool *pool, void *ptr, plm_stream *stream) {
   pool_owner *owner = block ? plm__pool_owner_get(pool, stream) : NULL;
   if (owner) {
     pool_live_remove(&pool->live, addr);
-    plm__pool_note_freed(pool, block->size, block->requested);
+    pool_count_freed(&pool->stats, block->size, block->requested);
     plm__pool_slab_count(pool, block->size, -1);
     plm__pool_poison_freed(pool, addr, block->size, stream->handle);
     plm__pool_release_block(pool, block, owner);
@@ -588,6 +576,7 @@ static void pooled_forget_stream(plm_pool *pool, plm_stream *stream) {
     pthread_mutex_lock(&pool->lock);
     plm__pool_migrate(pool, owner, UINT64_MAX);
     plm__pool_slabs_orphan(pool, owner);
+    plm__pool_owner_slabs_release(&owner->slabs);
     plm__pool_owner_remove(pool, owner);
     pthread_mutex_unlock(&pool->lock);
   }
@@ -670,6 +659,7 @@ static void pooled_close(plm_pool *pool) {
     for (unsigned k = 0; k < owner->mark_count; k++)
       pool->backend->event_destroy(pool->backend_ctx,
                                    owner->marks[(owner->mark_first + k) % POOL_EPOCH_RING].event);
+    plm__pool_owner_slabs_release(&owner->slabs);
     plm__pool_owner_remove(pool, owner);
   }
   for (size_t i = 0; i < pool->spare_event_count; i++)

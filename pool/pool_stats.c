@@ -1,36 +1,10 @@
-/* pool/pool_stats.c: the pool's statistics (plume/pool.h): the counters kept as
- * blocks come and go, the snapshot plm_pool_stats_get returns, and the message an
- * out-of-memory failure carries. */
+/* pool/pool_stats.c: the pool's statistics (plume/pool.h): the snapshot
+ * plm_pool_stats_get returns, from the counters every resource keeps
+ * (pool/pool_counts.h) and the free lists, and the message an out-of-memory failure
+ * carries. */
 #include "pool/pool_internal.h"
 #include "pool/pool_resource.h"
 #include "streams/error.h"
-
-void plm__pool_note_allocated(plm_pool *pool, size_t size, size_t requested, bool cross_stream,
-                              bool hit) {
-  plm_pool_stats *stats = &pool->stats;
-  stats->requests++;
-  if (hit) stats->hits++;
-  if (cross_stream) stats->cross_stream_reuses++;
-  stats->live_blocks++;
-  stats->bytes_in_use += size;
-  stats->bytes_requested += requested;
-  if (stats->bytes_in_use > stats->peak_bytes_in_use)
-    stats->peak_bytes_in_use = stats->bytes_in_use;
-}
-
-void plm__pool_note_freed(plm_pool *pool, size_t size, size_t requested) {
-  plm_pool_stats *stats = &pool->stats;
-  stats->live_blocks--;
-  stats->bytes_in_use -= size;
-  stats->bytes_requested -= requested;
-}
-
-/* Count bytes taken from upstream (the caller counts the call itself). */
-void plm__pool_note_reserved(plm_pool *pool, size_t bytes) {
-  pool->stats.bytes_reserved += bytes;
-  if (pool->stats.bytes_reserved > pool->stats.peak_bytes_reserved)
-    pool->stats.peak_bytes_reserved = pool->stats.bytes_reserved;
-}
 
 void plm__pool_format_failure(plm_pool *pool, const request *r) {
   plm_pool_stats stats;
