@@ -151,7 +151,8 @@ static plm_status pool_create(plm_context *ctx, const plm_pool_config *cfg, bool
   plm__pool_poison_init(pool);
   pool->page_bytes = config.page_bytes;
   if (!pool->page_bytes)
-    pool->page_bytes = decommit_unit(ctx) > POOL_PAGE_DEFAULT ? decommit_unit(ctx) : POOL_PAGE_DEFAULT;
+    pool->page_bytes =
+        decommit_unit(ctx) > POOL_PAGE_DEFAULT ? decommit_unit(ctx) : POOL_PAGE_DEFAULT;
   if (config.upstream) {
     pool->upstream = *config.upstream;
     pool->config.upstream = &pool->upstream;

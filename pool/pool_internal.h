@@ -1,4 +1,15 @@
-/* pool/pool_internal.h: the device pool's design (internal).
+/* pool/pool_internal.h: the device pool's design (internal): the pooled resource
+ * (pool/pool_pooled.c), behind the contract of plume/pool.h; the other modes are
+ * resources too (pool/pool_resource.h).
+ *
+ * In short: memory is reserved from upstream in chunks; small requests (up to 64 KiB)
+ * are served from exact size classes, and those up to 16 KiB, once many blocks of their
+ * class are live, as slots of slabs; medium ones by a two-level segregated fit (TLSF)
+ * with splitting and immediate coalescing; requests at or above huge_bytes get a chunk
+ * of their own. All streams share one free structure; a block freed on stream S is
+ * first usable by S only, and becomes usable by all once the pool learns (from an
+ * event it records lazily, off the fast path) that S has passed the free. The
+ * paragraphs below take each part in turn.
  *
  * Memory. The pool reserves chunks from upstream (the backend's mem_alloc, or the
  * user's plm_pool_upstream: plm__pool_reserve / plm__pool_unreserve choose) and
@@ -108,6 +119,18 @@
  * frees pending, until a slow path after the capture closes it; its older marks, recorded
  * before the capture, are polled as usual. (The backend answers stream_capturing before
  * the pool's query; a capture that begins on another thread in between is not seen.)
+ *
+ * The out-of-memory ladder (alloc_slow, pool_pooled.c). When the free blocks cannot
+ * serve a request, the slow path, in this order: reuses frees whose work has completed
+ * (learning it from an event, or from the freeing stream being idle); makes the stream
+ * wait on the device for a pending free of another stream (unless
+ * PLM_POOL_NO_STREAM_WAITS); gives idle chunks back upstream beyond the release
+ * threshold, takes released pages again, or grows. When growing fails (the byte limit,
+ * or upstream out of memory), it gives back every empty slab and coalesces cached small
+ * blocks, gives every idle chunk and free page back and tries to grow again, blocks the
+ * host on the specific pending frees that would satisfy the request, and only then
+ * fails with PLM_ERR_OUT_OF_MEMORY and its diagnostic (pool_stats.c). It makes up to
+ * four such rounds: a wait can free what another round then uses.
  *
  * Locks. `lock` guards all pool state and is held only for list and table updates
  * (no backend call, no blocking). `slow_lock` serialises the slow path, trimming,
@@ -250,8 +273,7 @@ static const size_t POOL_GROWTH_CAP = (size_t)64 << 20;
 
 /* The size of the chunk the pool reserves for a request of `need` bytes (a multiple
  * of POOL_GRANULE) while `reserved` bytes are reserved; the byte limit aside. */
-static inline size_t pool_chunk_size(const plm_pool_config *config, size_t need,
-                                     size_t reserved) {
+static inline size_t pool_chunk_size(const plm_pool_config *config, size_t need, size_t reserved) {
   if (need >= config->huge_bytes) return need;
   size_t bytes = pool_round_up(need, POOL_CHUNK_GRANULE);
   if (bytes < config->min_chunk_bytes) bytes = config->min_chunk_bytes;

@@ -136,8 +136,7 @@ static void close_upstream(plm_pool *pool, give_fn give) {
 
 /* ---- passthrough -------------------------------------------------------------------- */
 
-static plm_status passthrough_alloc(plm_pool *pool, size_t bytes, plm_stream *stream,
-                                    void **ptr) {
+static plm_status passthrough_alloc(plm_pool *pool, size_t bytes, plm_stream *stream, void **ptr) {
   return alloc_upstream(pool, bytes, stream, ptr, upstream_take, upstream_give);
 }
 

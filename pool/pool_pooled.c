@@ -13,7 +13,6 @@
 
 enum { SLOW_PATH_ROUNDS = 4 };
 
-
 /* ---- invariants (pool_internal.h), checked in debug builds ----------------------- */
 
 #ifndef NDEBUG
@@ -132,7 +131,7 @@ static bool make_live(plm_pool *pool, pool_block *block, const request *r, plm_s
   if (r->slab) return true;
   plm__pool_poison_handout(pool, block->addr, block->size, r->bytes, stream->handle);
   pool_count_allocated(&pool->stats, block->size, r->bytes,
-                           block->freed_on && block->freed_on != stream, !reserved_memory);
+                       block->freed_on && block->freed_on != stream, !reserved_memory);
   plm__pool_slab_count(pool, block->size, +1);
   return true;
 }
@@ -367,7 +366,7 @@ static plm_status reserve_memory(plm_pool *pool, pool_owner *requester, const re
   return grow(pool, r->size, r, taken);
 }
 
-/* Serve a request the fast path could not, following the ladder in plume/pool.h.
+/* Serve a request the fast path could not, following the ladder (pool_internal.h).
  * Returns the live block, or NULL with *status and the message set: out-of-memory
  * with the diagnostic, or the first backend error met on the way. */
 static pool_block *alloc_slow(plm_pool *pool, plm_stream *stream, const request *r,

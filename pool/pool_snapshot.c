@@ -75,8 +75,8 @@ static void copy_block(const pool_block *block, size_t segment, stream_numbers *
  * another stream is PENDING with no stream (the pool keeps the freeing stream with the
  * free, not with the slot). Slots keep no history: a USED one shows no stream and no
  * time, a free one the slab's last free. */
-static void copy_slot(const pool_slab *slab, unsigned slot, size_t segment,
-                      stream_numbers *numbers, plm_pool_block_info *out) {
+static void copy_slot(const pool_slab *slab, unsigned slot, size_t segment, stream_numbers *numbers,
+                      plm_pool_block_info *out) {
   pool_slot_state state = plm__pool_slot_state(slab, slot);
   const plm_stream *stream = NULL;
   plm_pool_block_state public = PLM_POOL_BLOCK_USED;
