@@ -366,6 +366,16 @@ static plm_status reserve_memory(plm_pool *pool, pool_owner *requester, const re
   return grow(pool, r->size, r, taken);
 }
 
+/* Give idle chunks back beyond the release threshold (all: every idle chunk, and the
+ * memory under every free page), then reserve memory for the request (reserve_memory).
+ * slow_lock held, lock not held. */
+static plm_status give_back_and_reserve(plm_pool *pool, pool_owner *requester, const request *r,
+                                        bool all, pool_block **taken) {
+  release_idle_chunks_counted(pool, all ? 0 : keep_reserved(pool));
+  if (all) plm__pool_decommit(pool, SIZE_MAX);
+  return reserve_memory(pool, requester, r, taken);
+}
+
 /* Serve a request the fast path could not, following the ladder (pool_internal.h).
  * Returns the live block, or NULL with *status and the message set: out-of-memory
  * with the diagnostic, or the first backend error met on the way. */
@@ -374,8 +384,8 @@ static pool_block *alloc_slow(plm_pool *pool, plm_stream *stream, const request 
   pthread_mutex_lock(&pool->slow_lock);
   plm__pool_upstream_refused(true);
   pool_block *block = NULL;
-  bool reserved_memory = false;
-  plm_status error = PLM_OK; /* a failure other than lack of memory */
+  plm_status grown = PLM_ERR_OUT_OF_MEMORY; /* the last reservation's outcome */
+  plm_status error = PLM_OK;                /* a failure other than lack of memory */
   size_t count = 0;
   pthread_mutex_lock(&pool->lock);
   pool_owner *requester = plm__pool_owner_get(pool, stream);
@@ -408,16 +418,8 @@ static pool_block *alloc_slow(plm_pool *pool, plm_stream *stream, const request 
 
     /* 3. Take released pages again, or grow, after giving idle chunks back beyond the
      * release threshold. */
-    release_idle_chunks_counted(pool, keep_reserved(pool));
-    plm_status grown = reserve_memory(pool, requester, r, &block);
-    if (grown == PLM_OK) {
-      reserved_memory = true;
-      break;
-    }
-    if (grown != PLM_ERR_OUT_OF_MEMORY) {
-      error = grown;
-      break;
-    }
+    grown = give_back_and_reserve(pool, requester, r, false, &block);
+    if (grown != PLM_ERR_OUT_OF_MEMORY) break;
 
     /* Out of memory. 4. Give back every empty slab (those not yet safe go back pending
      * on their streams, for step 6), and coalesce cached small blocks. */
@@ -431,21 +433,14 @@ static pool_block *alloc_slow(plm_pool *pool, plm_stream *stream, const request 
 
     /* 5. Give every idle chunk, and the memory under every free page, back upstream,
      * and reserve again. */
-    release_idle_chunks_counted(pool, 0);
-    plm__pool_decommit(pool, SIZE_MAX);
-    grown = reserve_memory(pool, requester, r, &block);
-    if (grown == PLM_OK) {
-      reserved_memory = true;
-      break;
-    }
-    if (grown != PLM_ERR_OUT_OF_MEMORY) {
-      error = grown;
-      break;
-    }
+    grown = give_back_and_reserve(pool, requester, r, true, &block);
+    if (grown != PLM_ERR_OUT_OF_MEMORY) break;
 
     /* 6. Block the host on the pending frees that would satisfy the request. */
     if (!wait_for_pending(pool, owners, count, requester, r, &error)) break;
   }
+  const bool reserved_memory = grown == PLM_OK;
+  if (grown != PLM_OK && grown != PLM_ERR_OUT_OF_MEMORY) error = grown;
 
   pthread_mutex_lock(&pool->lock);
   bool live = block && make_live(pool, block, r, stream, reserved_memory);
