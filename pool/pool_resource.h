@@ -9,10 +9,12 @@
  *   cuda_async   pool/pool_passthrough.c: the same, from a cudaMemPool
  *                (cudaMallocAsync / cudaFreeAsync).
  * What is not a mode wraps whichever of them a pool has: the byte limit is an adaptor
- * over the memory a resource takes upstream (pool/pool_limit.h), and the statistics
- * are counted by every resource with the same notes (pool/pool_stats.c), under the
- * pool's `lock` as the blocks move, so that a snapshot's totals equal plm_pool_stats
- * at one instant (an adaptor with a lock of its own could not promise that).
+ * around every call a resource makes to take memory upstream (pool/pool_limit.h). The
+ * statistics are counted by every resource with the same counters (pool/pool_counts.h)
+ * rather than by an adaptor around alloc and free: they are counted under the pool's
+ * `lock` in the critical section that moves the block, so that a snapshot's totals equal
+ * plm_pool_stats at one instant (an adaptor, outside that section, could not promise
+ * it), and hits and cross-stream reuses are facts only the pooled resource knows.
  *
  * The entries receive the pool: its lock, live table and statistics are shared. The
  * public functions check every argument first, so an entry may assume: bytes is
