@@ -148,11 +148,16 @@
  * small slots), pool_poison.c (poisoning free memory), pool_blocks.c (descriptors,
  * owners, epoch queues, moving blocks between states), pool_pages.c (giving the memory under
  * free pages back and taking it again), pool_epochs.c (closing, marking and polling
- * epochs; reuse behind waits), pool_upstream.c (memory from the user's upstream or the
- * backend), pool_stats.c (statistics, the out-of-memory message), pool_pooled.c (the pooled
- * resource: the fast path, chunks, the out-of-memory ladder, trimming), pool_passthrough.c
- * (the passthrough and cuda_async resources), pool.c (creation, destruction and the public
- * functions, through the resource table of pool_resource.h).
+ * epochs, and what completes becoming safe for all; reuse behind waits), pool_upstream.c
+ * (memory from the user's upstream or the backend), pool_limit.h (the byte limit, around
+ * every upstream take), pool_counts.h (the counters behind the statistics), pool_stats.c
+ * (plm_pool_stats_get, the out-of-memory message), pool_pooled.c (the pooled resource: the
+ * fast path, chunks, the out-of-memory ladder, trimming), pool_passthrough.c (the
+ * passthrough and cuda_async resources), pool.c (creation, destruction and the public
+ * functions, through the resource table of pool_resource.h). Calls run one way: pool.c
+ * calls the resources through their table, the resources call the helpers, and no helper
+ * calls into pool.c or a resource by name (plm_pool_stats_get asks the resource's
+ * `reserved` through the table).
  *
  * Invariants (checked by PLM_ASSERT in debug builds, after every slow path):
  *   - the blocks of a chunk tile it exactly, in address order;

@@ -56,13 +56,9 @@ static bool untrack_upstream(plm_pool *pool, void *ptr, size_t *bytes) {
 /* ---- where a block comes from and goes back to ------------------------------------- */
 
 /* A block of `bytes` for `stream` (the backend's handle), or the way it goes back
- * (stream NULL: no work uses it any more). */
+ * (stream NULL: no work uses it any more). Passthrough takes with plm__pool_reserve. */
 typedef plm_status (*take_fn)(plm_pool *pool, size_t bytes, void *stream, void **ptr);
 typedef plm_status (*give_fn)(plm_pool *pool, void *memory, size_t bytes, void *stream);
-
-static plm_status upstream_take(plm_pool *pool, size_t bytes, void *stream, void **ptr) {
-  return plm__pool_reserve(pool, bytes, stream, ptr);
-}
 
 static plm_status upstream_give(plm_pool *pool, void *memory, size_t bytes, void *stream) {
   if (!pool->upstream.free) return pool->backend->mem_free(pool->backend_ctx, memory);
@@ -137,7 +133,7 @@ static void close_upstream(plm_pool *pool, give_fn give) {
 /* ---- passthrough -------------------------------------------------------------------- */
 
 static plm_status passthrough_alloc(plm_pool *pool, size_t bytes, plm_stream *stream, void **ptr) {
-  return alloc_upstream(pool, bytes, stream, ptr, upstream_take, upstream_give);
+  return alloc_upstream(pool, bytes, stream, ptr, plm__pool_reserve, upstream_give);
 }
 
 static plm_status passthrough_free(plm_pool *pool, void *ptr, plm_stream *stream) {
