@@ -45,7 +45,6 @@ pool_owner *plm__pool_owner_find(plm_pool *pool, const plm_stream *stream) {
 void plm__pool_owner_remove(plm_pool *pool, pool_owner *owner) {
   if (pool->last_owner == owner) pool->last_owner = NULL;
   HASH_DEL(pool->owners, owner);
-  plm__pool_owner_slabs_release(&owner->slabs);
   free(owner);
 }
 
@@ -310,9 +309,7 @@ void plm__pool_release_block_safe(plm_pool *pool, pool_block *block) {
 }
 
 /* Make every pending block of `owner` with an epoch up to `upto` safe for all. */
-void plm__pool_migrate(plm_pool *pool, pool_owner *owner, uint64_t upto) {
-  if (upto > owner->safe_epoch) owner->safe_epoch = upto;
-  plm__pool_slab_migrate(pool, owner, upto);
+void plm__pool_migrate_blocks(plm_pool *pool, pool_owner *owner, uint64_t upto) {
   while (owner->queue_head && owner->queue_head->epoch <= upto) {
     pool_block *block = owner->queue_head;
     plm__pool_detach_free_block(pool, block);

@@ -11,6 +11,14 @@
 
 enum { EXTEND_CANDIDATES = 64 };
 
+/* ---- what completed becomes safe for all -------------------------------------------- */
+
+void plm__pool_migrate(plm_pool *pool, pool_owner *owner, uint64_t upto) {
+  if (upto > owner->safe_epoch) owner->safe_epoch = upto;
+  plm__pool_slab_migrate(pool, owner, upto); /* an empty slab reads safe_epoch */
+  plm__pool_migrate_blocks(pool, owner, upto);
+}
+
 /* ---- the slow path: epochs --------------------------------------------------------- */
 
 /* The owners, as an array the slow path can walk with `lock` released. */

@@ -15,8 +15,8 @@
  *     list push. They return to `lists` when the pool coalesces under pressure.
  * Lists are doubly linked through the block's free_prev/free_next.
  *
- * The index knows nothing of streams or chunks; pool/pool.c decides which index a
- * block lives in.
+ * The index knows nothing of streams or chunks; the pooled resource (pool_blocks.c,
+ * pool_pooled.c) decides which index a block lives in.
  */
 #ifndef PLUME_POOL_INDEX_H
 #define PLUME_POOL_INDEX_H

@@ -1,4 +1,15 @@
-/* pool/pool_internal.h: the device pool's design (internal).
+/* pool/pool_internal.h: the device pool's design (internal): the pooled resource
+ * (pool/pool_pooled.c), behind the contract of plume/pool.h; the other modes are
+ * resources too (pool/pool_resource.h).
+ *
+ * In short: memory is reserved from upstream in chunks; small requests (up to 64 KiB)
+ * are served from exact size classes, and those up to 16 KiB, once many blocks of their
+ * class are live, as slots of slabs; medium ones by a two-level segregated fit (TLSF)
+ * with splitting and immediate coalescing; requests at or above huge_bytes get a chunk
+ * of their own. All streams share one free structure; a block freed on stream S is
+ * first usable by S only, and becomes usable by all once the pool learns (from an
+ * event it records lazily, off the fast path) that S has passed the free. The
+ * paragraphs below take each part in turn.
  *
  * Memory. The pool reserves chunks from upstream (the backend's mem_alloc, or the
  * user's plm_pool_upstream: plm__pool_reserve / plm__pool_unreserve choose) and
@@ -21,7 +32,7 @@
  * the above, cut into equal slots, with a host-side bitmap, so that a free touches no
  * per-block descriptor.
  *
- * Growth (plm__pool_chunk_size). When nothing free fits, the pool reserves one
+ * Growth (pool_chunk_size). When nothing free fits, the pool reserves one
  * chunk of max(the request rounded up to POOL_CHUNK_GRANULE (2 MiB, not to a power
  * of two), min_chunk_bytes (2 MiB), and, with PLM_POOL_GROW_PROPORTIONAL, an
  * eighth of what is reserved rounded down to 2 MiB, that step at most
@@ -109,6 +120,18 @@
  * before the capture, are polled as usual. (The backend answers stream_capturing before
  * the pool's query; a capture that begins on another thread in between is not seen.)
  *
+ * The out-of-memory ladder (alloc_slow, pool_pooled.c). When the free blocks cannot
+ * serve a request, the slow path, in this order: reuses frees whose work has completed
+ * (learning it from an event, or from the freeing stream being idle); makes the stream
+ * wait on the device for a pending free of another stream (unless
+ * PLM_POOL_NO_STREAM_WAITS); gives idle chunks back upstream beyond the release
+ * threshold, takes released pages again, or grows. When growing fails (the byte limit,
+ * or upstream out of memory), it gives back every empty slab and coalesces cached small
+ * blocks, gives every idle chunk and free page back and tries to grow again, blocks the
+ * host on the specific pending frees that would satisfy the request, and only then
+ * fails with PLM_ERR_OUT_OF_MEMORY and its diagnostic (pool_stats.c). It makes up to
+ * four such rounds: a wait can free what another round then uses.
+ *
  * Locks. `lock` guards all pool state and is held only for list and table updates
  * (no backend call, no blocking). `slow_lock` serialises the slow path, trimming,
  * destruction and the stream-destroyed hook; it is taken before `lock`, and the
@@ -125,9 +148,16 @@
  * small slots), pool_poison.c (poisoning free memory), pool_blocks.c (descriptors,
  * owners, epoch queues, moving blocks between states), pool_pages.c (giving the memory under
  * free pages back and taking it again), pool_epochs.c (closing, marking and polling
- * epochs; reuse behind waits), pool_upstream.c (PASSTHROUGH, CUDA_ASYNC), pool_stats.c (statistics,
- * the out-of-memory message), pool.c (the fast path, chunks, the out-of-memory ladder, lifecycle,
- * the rest of the public API).
+ * epochs, and what completes becoming safe for all; reuse behind waits), pool_upstream.c
+ * (memory from the user's upstream or the backend), pool_limit.h (the byte limit, around
+ * every upstream take), pool_counts.h (the counters behind the statistics), pool_stats.c
+ * (plm_pool_stats_get, the out-of-memory message), pool_pooled.c (the pooled resource: the
+ * fast path, chunks, the out-of-memory ladder, trimming), pool_passthrough.c (the
+ * passthrough and cuda_async resources), pool.c (creation, destruction and the public
+ * functions, through the resource table of pool_resource.h). Calls run one way: pool.c
+ * calls the resources through their table, the resources call the helpers, and no helper
+ * calls into pool.c or a resource by name (plm_pool_stats_get asks the resource's
+ * `reserved` through the table).
  *
  * Invariants (checked by PLM_ASSERT in debug builds, after every slow path):
  *   - the blocks of a chunk tile it exactly, in address order;
@@ -155,7 +185,9 @@
 
 #include "plume/pool.h"
 #include "pool/pool_block.h"
+#include "pool/pool_counts.h"
 #include "pool/pool_index.h"
+#include "pool/pool_limit.h"
 #include "pool/pool_live.h"
 #include "pool/pool_poison.h"
 #include "pool/pool_slabs.h"
@@ -196,6 +228,7 @@ typedef struct descriptor_slab {
 struct plm_pool {
   plm__attachment attachment; /* first: the context destroys pools through it */
   plm_context *ctx;
+  const struct pool_resource *resource; /* the mode's (pool/pool_resource.h) */
   const plm__backend_iface *backend;
   void *backend_ctx;
   plm_pool_config config;
@@ -220,6 +253,7 @@ struct plm_pool {
   void **spare_events;
   size_t spare_event_count, spare_event_capacity;
   pool_poison poison; /* sanitized builds: free memory poisoned (pool_poison.h) */
+  pool_limit limit;   /* config.byte_limit, around every upstream take (pool_limit.h) */
   plm_pool_stats stats;
 };
 
@@ -244,7 +278,18 @@ static const size_t POOL_GROWTH_CAP = (size_t)64 << 20;
 
 /* The size of the chunk the pool reserves for a request of `need` bytes (a multiple
  * of POOL_GRANULE) while `reserved` bytes are reserved; the byte limit aside. */
-size_t plm__pool_chunk_size(const plm_pool_config *config, size_t need, size_t reserved);
+static inline size_t pool_chunk_size(const plm_pool_config *config, size_t need, size_t reserved) {
+  if (need >= config->huge_bytes) return need;
+  size_t bytes = pool_round_up(need, POOL_CHUNK_GRANULE);
+  if (bytes < config->min_chunk_bytes) bytes = config->min_chunk_bytes;
+  if (config->growth == PLM_POOL_GROW_PROPORTIONAL) {
+    size_t step = reserved / POOL_GROWTH_DIVISOR;
+    if (step > POOL_GROWTH_CAP) step = POOL_GROWTH_CAP;
+    step = step / POOL_CHUNK_GRANULE * POOL_CHUNK_GRANULE;
+    if (bytes < step) bytes = step;
+  }
+  return bytes;
+}
 
 /* The size a request is served at, and whether it is small (and its class). */
 typedef struct request {
@@ -260,6 +305,7 @@ pool_block *plm__pool_descriptor_new(plm_pool *pool);
 void plm__pool_descriptor_release(plm_pool *pool, pool_block *block);
 pool_owner *plm__pool_owner_find(plm_pool *pool, const plm_stream *stream);
 pool_owner *plm__pool_owner_get(plm_pool *pool, plm_stream *stream);
+/* Forget an owner (its slab records released first: plm__pool_owner_slabs_release). */
 void plm__pool_owner_remove(plm_pool *pool, pool_owner *owner);
 void plm__pool_detach_free_block(plm_pool *pool, pool_block *block);
 void plm__pool_attach_free_block(plm_pool *pool, pool_block *block);
@@ -269,7 +315,7 @@ pool_block *plm__pool_take_block(plm_pool *pool, pool_block *block, size_t size)
 bool plm__pool_may_cache(const pool_index *index, const pool_block *block);
 void plm__pool_release_block(plm_pool *pool, pool_block *block, pool_owner *owner);
 void plm__pool_release_block_safe(plm_pool *pool, pool_block *block);
-void plm__pool_migrate(plm_pool *pool, pool_owner *owner, uint64_t upto);
+void plm__pool_migrate_blocks(plm_pool *pool, pool_owner *owner, uint64_t upto);
 void plm__pool_uncache_index(plm_pool *pool, pool_index *index);
 
 /* pool/pool_pages.c: the memory under free pages given back and taken again;
@@ -280,22 +326,18 @@ void plm__pool_decommit_before_growth(plm_pool *pool, size_t need);
 bool plm__pool_recommit_for(plm_pool *pool, size_t need);
 
 /* pool/pool_epochs.c: epochs and marks; `slow_lock` held, `lock` not held (except
- * find_covered_pending: `lock` held). */
+ * migrate and find_covered_pending: `lock` held). */
 pool_owner **plm__pool_snapshot_owners(plm_pool *pool, size_t *count);
+/* Every pending slot and block of `owner` with an epoch up to `upto` becomes safe for all
+ * (its epochs up to `upto` are known complete). `lock` held. */
+void plm__pool_migrate(plm_pool *pool, pool_owner *owner, uint64_t upto);
 void plm__pool_drop_marks(plm_pool *pool, pool_owner *owner);
 void plm__pool_close_epochs(plm_pool *pool, pool_owner **owners, size_t count);
 void plm__pool_poll_epochs(plm_pool *pool, pool_owner **owners, size_t count);
 pool_block *plm__pool_find_covered_pending(plm_pool *pool, pool_owner *owner, const request *r,
                                            bool extend, void **event);
 
-/* pool/pool_stats.c: statistics and the out-of-memory message; `lock` held for the
- * notes, not for the message. */
-void plm__pool_note_allocated(plm_pool *pool, size_t size, size_t requested, bool cross_stream,
-                              bool hit);
-/* A block (or slot) of `size` bytes served for `requested` is freed: the counts that
- * plm__pool_note_allocated raised go down. */
-void plm__pool_note_freed(plm_pool *pool, size_t size, size_t requested);
-void plm__pool_note_reserved(plm_pool *pool, size_t bytes);
+/* pool/pool_stats.c: the out-of-memory message; `lock` not held. */
 void plm__pool_format_failure(plm_pool *pool, const request *r);
 
 /* pool/pool_upstream.c: memory from upstream (the user's plm_pool_upstream, else the
@@ -306,9 +348,5 @@ void plm__pool_unreserve(plm_pool *pool, void *ptr, size_t bytes, void *stream);
 /* The largest alloc the user upstream refused for lack of memory on this thread since
  * the last call with clear (0: none), for the out-of-memory message. */
 size_t plm__pool_upstream_refused(bool clear);
-
-/* pool/pool_upstream.c: the PASSTHROUGH and CUDA_ASYNC modes. */
-plm_status plm__pool_upstream_alloc(plm_pool *pool, size_t bytes, plm_stream *stream, void **ptr);
-plm_status plm__pool_upstream_free(plm_pool *pool, void *ptr, plm_stream *stream);
 
 #endif /* PLUME_POOL_INTERNAL_H */

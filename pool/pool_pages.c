@@ -138,7 +138,7 @@ void plm__pool_decommit_before_growth(plm_pool *pool, size_t need) {
   const size_t reserved = (size_t)pool->stats.bytes_reserved;
   const size_t in_use = (size_t)pool->stats.bytes_in_use;
   pthread_mutex_unlock(&pool->lock);
-  const size_t after = reserved + plm__pool_chunk_size(&pool->config, need, reserved);
+  const size_t after = reserved + pool_chunk_size(&pool->config, need, reserved);
   const size_t wanted = in_use + need;
   const size_t slack = wanted / 8 > pool->page_bytes ? wanted / 8 : pool->page_bytes;
   if (after > wanted + slack) plm__pool_decommit(pool, after - wanted - slack);
@@ -198,8 +198,8 @@ bool plm__pool_recommit_for(plm_pool *pool, size_t need) {
   pthread_mutex_lock(&pool->lock);
   recommit_plan plan = plan_recommit(pool, need);
   const size_t bytes = plan.block ? plan.pages * plan.block->chunk->page_bytes : 0;
-  const size_t limit = pool->config.byte_limit;
-  if (!plan.block || (limit && pool->stats.bytes_reserved + bytes > limit)) {
+  /* Pages taken again are memory taken from upstream: the byte limit admits them. */
+  if (!plan.block || !pool_limit_admit(&pool->limit, pool->stats.bytes_reserved, bytes)) {
     pthread_mutex_unlock(&pool->lock);
     return false;
   }
@@ -209,6 +209,7 @@ bool plm__pool_recommit_for(plm_pool *pool, size_t need) {
     pool_block *rest = cut(pool, part, plan.from_end ? part->size - bytes : bytes);
     if (!rest) {
       list_released(pool, part);
+      pool_limit_settle(&pool->limit, bytes);
       pthread_mutex_unlock(&pool->lock);
       return false;
     }
@@ -223,6 +224,7 @@ bool plm__pool_recommit_for(plm_pool *pool, size_t need) {
   pthread_mutex_unlock(&pool->lock);
   plm_status status = pool->backend->mem_recommit(pool->backend_ctx, (void *)part->addr, bytes);
   pthread_mutex_lock(&pool->lock);
+  pool_limit_settle(&pool->limit, bytes);
 
   if (status != PLM_OK) {
     list_released_merged(pool, part);
@@ -231,7 +233,7 @@ bool plm__pool_recommit_for(plm_pool *pool, size_t need) {
   }
   part->chunk->released -= bytes;
   pool->stats.bytes_released -= bytes;
-  plm__pool_note_reserved(pool, bytes);
+  pool_count_reserved(&pool->stats, bytes);
   plm__pool_poison_now(pool, part->addr, bytes); /* fresh memory may have been mapped */
   part->state = BLOCK_FREE;
   part->owner = NULL;

@@ -350,7 +350,7 @@ void *plm__pool_slab_take(plm_pool *pool, pool_owner *owner, unsigned klass, siz
   relist(pool, slab);
   pool->small_slabs.idle_slots[klass]--;
   pool->small_slabs.idle_bytes -= slab->slot_bytes;
-  plm__pool_note_allocated(pool, slab->slot_bytes, bytes, false, hit);
+  pool_count_allocated(&pool->stats, slab->slot_bytes, bytes, false, hit);
   plm__pool_slab_count(pool, slab->slot_bytes, +1);
   const uintptr_t addr = slab->base + slot * slab->slot_bytes;
   plm__pool_poison_handout(pool, addr, slab->slot_bytes, bytes, owner->handle);
@@ -399,7 +399,7 @@ plm_status plm__pool_slab_give(plm_pool *pool, pool_slab *slab, uintptr_t addr,
     slab->epoch = owner->open_epoch;
     owner->open_epoch_used = true;
   }
-  plm__pool_note_freed(pool, slab->slot_bytes, slab->requested[slot]);
+  pool_count_freed(&pool->stats, slab->slot_bytes, slab->requested[slot]);
   plm__pool_poison_freed(pool, addr, slab->slot_bytes, stream->handle);
   pool->small_slabs.idle_slots[slab->klass]++;
   pool->small_slabs.idle_bytes += slab->slot_bytes;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "pool/pool_internal.h"
+#include "pool/pool_resource.h"
 #include "streams/clock.h"
 #include "streams/error.h"
 
@@ -74,8 +75,8 @@ static void copy_block(const pool_block *block, size_t segment, stream_numbers *
  * another stream is PENDING with no stream (the pool keeps the freeing stream with the
  * free, not with the slot). Slots keep no history: a USED one shows no stream and no
  * time, a free one the slab's last free. */
-static void copy_slot(const pool_slab *slab, unsigned slot, size_t segment,
-                      stream_numbers *numbers, plm_pool_block_info *out) {
+static void copy_slot(const pool_slab *slab, unsigned slot, size_t segment, stream_numbers *numbers,
+                      plm_pool_block_info *out) {
   pool_slot_state state = plm__pool_slot_state(slab, slot);
   const plm_stream *stream = NULL;
   plm_pool_block_state public = PLM_POOL_BLOCK_USED;
@@ -163,7 +164,7 @@ plm_status plm_pool_snapshot_take(plm_pool *pool, plm_pool_snapshot **out) {
   *out = NULL;
   PLM__REQUIRE_NOT_NULL(pool);
   PLM__REFUSE_IN_HOST_CALLBACK(); /* slow_lock's holder may be waiting for this stream */
-  if (pool->config.mode != PLM_POOL_POOLED)
+  if (!pool->resource->lays_out_chunks)
     return plm__fail(PLM_ERR_UNSUPPORTED, "pool is in %s mode, which keeps no chunks to show",
                      plm_pool_mode_name(pool->config.mode));
   plm_pool_snapshot *s = calloc(1, sizeof *s);

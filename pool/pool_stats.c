@@ -1,35 +1,10 @@
-/* pool/pool_stats.c: the pool's statistics (plume/pool.h): the counters kept as
- * blocks come and go, the snapshot plm_pool_stats_get returns, and the message an
- * out-of-memory failure carries. */
+/* pool/pool_stats.c: the pool's statistics (plume/pool.h): the snapshot
+ * plm_pool_stats_get returns, from the counters every resource keeps
+ * (pool/pool_counts.h) and the free lists, and the message an out-of-memory failure
+ * carries. */
 #include "pool/pool_internal.h"
+#include "pool/pool_resource.h"
 #include "streams/error.h"
-
-void plm__pool_note_allocated(plm_pool *pool, size_t size, size_t requested, bool cross_stream,
-                              bool hit) {
-  plm_pool_stats *stats = &pool->stats;
-  stats->requests++;
-  if (hit) stats->hits++;
-  if (cross_stream) stats->cross_stream_reuses++;
-  stats->live_blocks++;
-  stats->bytes_in_use += size;
-  stats->bytes_requested += requested;
-  if (stats->bytes_in_use > stats->peak_bytes_in_use)
-    stats->peak_bytes_in_use = stats->bytes_in_use;
-}
-
-void plm__pool_note_freed(plm_pool *pool, size_t size, size_t requested) {
-  plm_pool_stats *stats = &pool->stats;
-  stats->live_blocks--;
-  stats->bytes_in_use -= size;
-  stats->bytes_requested -= requested;
-}
-
-/* Count bytes taken from upstream (the caller counts the call itself). */
-void plm__pool_note_reserved(plm_pool *pool, size_t bytes) {
-  pool->stats.bytes_reserved += bytes;
-  if (pool->stats.bytes_reserved > pool->stats.peak_bytes_reserved)
-    pool->stats.peak_bytes_reserved = pool->stats.bytes_reserved;
-}
 
 void plm__pool_format_failure(plm_pool *pool, const request *r) {
   plm_pool_stats stats;
@@ -64,10 +39,9 @@ plm_status plm_pool_stats_get(plm_pool *pool, plm_pool_stats *out) {
   pthread_mutex_unlock(&pool->lock);
   stats.largest_free_block = largest;
   stats.fragmentation = free_bytes ? 1.0 - (double)largest / (double)free_bytes : 0.0;
-  if (pool->config.mode == PLM_POOL_CUDA_ASYNC) {
-    /* What cudaMallocAsync's pool really holds, not the bytes handed out. */
-    plm_status status = pool->backend->async_pool_reserved(
-        pool->backend_ctx, pool->async_pool, &stats.bytes_reserved, &stats.peak_bytes_reserved);
+  if (pool->resource->reserved) {
+    plm_status status =
+        pool->resource->reserved(pool, &stats.bytes_reserved, &stats.peak_bytes_reserved);
     if (status != PLM_OK) return plm__propagate(status);
   }
   *out = stats;

@@ -376,6 +376,75 @@ START_TEST(test_out_of_memory_gives_idle_chunks_back_before_failing) {
 }
 END_TEST
 
+/* ---- the byte limit and the statistics over every resource --------------------------- */
+
+/* The resources (modes) the backend under test has: cuda_async only on cuda. */
+static size_t modes_here(plm_pool_mode modes[3]) {
+  size_t count = 0;
+  modes[count++] = PLM_POOL_POOLED;
+  modes[count++] = PLM_POOL_PASSTHROUGH;
+  if (plm_test_backend == PLM_BACKEND_CUDA) modes[count++] = PLM_POOL_CUDA_ASYNC;
+  return count;
+}
+
+/* One script on a pool of `mode` under a 4 MiB byte limit: blocks of several sizes (one
+ * 2 MiB chunk's worth, so that the pooled resource holds them in one chunk whatever its
+ * page size), a request the limit refuses, frees, and a request that fits again.
+ * Returns the statistics at the end. */
+static plm_pool_stats limited_script(plm_pool_mode mode, plm_stream *stream) {
+  plm_pool_config config = plm_pool_config_default();
+  config.mode = mode;
+  config.growth = PLM_POOL_GROW_FIXED;
+  config.byte_limit = 4 * MiB;
+  plm_pool *pool = pool_with(&config);
+  const size_t sizes[] = {100000, 300001, 1 * MiB};
+  void *ptrs[3] = {NULL, NULL, NULL}, *more = NULL;
+  for (size_t i = 0; i < 3; i++) PLM_CHECK_OK(plm_pool_alloc(pool, sizes[i], stream, &ptrs[i]));
+  /* The limit wraps whatever the resource takes upstream: past it, every resource
+   * fails the same way, with the pool's diagnostic. */
+  PLM_CHECK_FAILS(plm_pool_alloc(pool, 3 * MiB, stream, &more), PLM_ERR_OUT_OF_MEMORY,
+                  "plm_pool_alloc: out of memory for 3145728 bytes");
+  ck_assert_ptr_null(more);
+  ck_assert_ptr_nonnull(strstr(plm_last_error(), "(limit 4194304)"));
+  if (mode != PLM_POOL_CUDA_ASYNC) /* cuda_async reports what its cudaMemPool holds */
+    ck_assert_uint_le(stats_of(pool).bytes_reserved, 4 * MiB);
+  PLM_CHECK_OK(plm_pool_free(pool, ptrs[2], stream));
+  PLM_CHECK_OK(plm_pool_alloc(pool, 2 * MiB, stream, &more));
+  PLM_CHECK_OK(plm_pool_free(pool, ptrs[0], stream));
+  plm_pool_stats stats = stats_of(pool);
+  PLM_CHECK_OK(plm_pool_free(pool, ptrs[1], stream));
+  PLM_CHECK_OK(plm_pool_free(pool, more, stream));
+  PLM_CHECK_OK(plm_stream_synchronize(stream));
+  PLM_CHECK_OK(plm_pool_destroy(pool));
+  return stats;
+}
+
+START_TEST(test_the_byte_limit_and_statistics_wrap_every_resource) {
+  plm_stream *stream = new_stream();
+  plm_pool_mode modes[3];
+  const size_t count = modes_here(modes);
+  plm_pool_stats first = limited_script(modes[0], stream);
+  ck_assert_uint_eq(first.requests, 4);
+  ck_assert_uint_eq(first.failures, 1);
+  ck_assert_uint_eq(first.live_blocks, 2);
+  ck_assert_uint_eq(first.bytes_requested, 300001 + 2 * MiB);
+  ck_assert_uint_eq(first.bytes_in_use, 300032 + 2 * MiB);
+  ck_assert_uint_eq(first.peak_bytes_in_use, 100096 + 300032 + 2 * MiB);
+  for (size_t m = 1; m < count; m++) {
+    /* The statistics count the same over every resource. */
+    plm_pool_stats stats = limited_script(modes[m], stream);
+    ck_assert_msg(stats.requests == first.requests && stats.failures == first.failures &&
+                      stats.live_blocks == first.live_blocks &&
+                      stats.bytes_requested == first.bytes_requested &&
+                      stats.bytes_in_use == first.bytes_in_use &&
+                      stats.peak_bytes_in_use == first.peak_bytes_in_use,
+                  "%s counts otherwise than %s", plm_pool_mode_name(modes[m]),
+                  plm_pool_mode_name(modes[0]));
+  }
+  PLM_CHECK_OK(plm_stream_destroy(stream));
+}
+END_TEST
+
 /* ---- stream order ---------------------------------------------------------------------- */
 
 START_TEST(test_same_stream_reuse_is_immediate) {
@@ -1034,6 +1103,7 @@ static Suite *pool_suite(void) {
   tcase_add_test(accounting, test_byte_limit_out_of_memory_and_recovery);
   tcase_add_test(accounting, test_out_of_memory_gives_idle_chunks_back_before_failing);
   tcase_add_test(accounting, test_initial_reservation_is_one_chunk);
+  tcase_add_test(accounting, test_the_byte_limit_and_statistics_wrap_every_resource);
   suite_add_tcase(suite, accounting);
 
   TCase *order = tcase_create("stream_order");

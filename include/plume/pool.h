@@ -17,56 +17,36 @@
  * or free. (Builds with AddressSanitizer are the exception: there the pool poisons what is
  * not handed out, each block's bytes past the request included, in stream order, with a
  * host function enqueued per free and per handout with slack: a read past a pooled block
- * or after its free is reported as it is for malloc's. pool/pool_poison.h.)
+ * or after its free is reported as it is for malloc's.)
  *
  * Modes, for A/B measurements:
- *   PLM_POOL_POOLED       plume's pool (below);
+ *   PLM_POOL_POOLED       plume's pool: chunks reserved from upstream, cut into blocks
+ *                         and reused in stream order;
  *   PLM_POOL_PASSTHROUGH  upstream on every call: cudaMalloc/cudaFree, or aligned
  *                         malloc/free on the host backend (free blocks the host
  *                         until the device is done with the block, as cudaFree);
  *   PLM_POOL_CUDA_ASYNC   cudaMallocAsync/cudaFreeAsync on a cudaMemPool whose
  *                         release threshold is UINT64_MAX (cuda backend only).
  *
- * How the pooled mode works (the design notes are in pool/pool_internal.h):
- * memory is reserved from upstream in chunks; small requests (up to 64 KiB) are
- * served from exact size classes (at most 512 KiB of freed small blocks stay cached
- * per stream and for all streams; the rest merges), and those up to 16 KiB, once many
- * blocks of their class are live, as slots of slabs (one block cut into equal slots,
- * a bitmap per slab: pool/pool_slabs.h); medium ones by a two-level
- * segregated fit
- * (TLSF) with splitting and immediate coalescing, and requests at or above
- * `huge_bytes` get a chunk of their own. All streams share one free structure;
- * a block freed on stream S is first usable by S only, and becomes usable by all
- * once the pool learns (from an event it records lazily, off the fast path) that
- * S has passed the free.
+ * Out of memory is a status, never an abort: an allocation fails with
+ * PLM_ERR_OUT_OF_MEMORY only once the pool has reused what it safely can, given back
+ * what is idle and waited for the pending frees that would satisfy the request, and the
+ * message states the request, bytes in use, reserved (and the byte limit), the largest
+ * free block and the fragmentation. A backend failure on the way is returned as such,
+ * with its message. The pool stays usable after a failure.
  *
- * When an allocation finds nothing, the pool, in this order: reuses frees whose
- * work has completed (learning it from an event, or from the freeing stream being
- * idle); makes the stream wait on the device for a pending free of another stream
- * (unless PLM_POOL_NO_STREAM_WAITS); gives idle chunks back upstream beyond the
- * release threshold and grows. When growing fails (byte_limit, or upstream out of
- * memory), it coalesces cached small blocks, gives every idle chunk back and tries
- * to grow again, blocks the host on the specific pending frees that would satisfy
- * the request, and only then fails with PLM_ERR_OUT_OF_MEMORY and a message stating
- * the request, bytes in use, reserved, the largest free block and the
- * fragmentation. A backend failure on the way is returned as such, with its
- * message. The pool never aborts, and stays usable after a failure.
+ * Memory goes back upstream on plm_pool_trim, beyond release_threshold, and, where the
+ * backend can give back part of a chunk (plm_device_info.page_release_bytes), as the
+ * pages (page_bytes) wholly inside free runs: bytes_reserved counts the memory held,
+ * bytes_released the addresses kept without it.
  *
- * Holes: where the backend can give back the memory under part of a chunk (the host
- * backend; cuda through the driver's virtual memory calls, where the driver has them:
- * plm_device_info.page_release_bytes), the pages (page_bytes: 16 KiB on the host, 2 MiB
- * on cuda) wholly inside free runs go back before the pool grows, so that memory held
- * beyond what is in use stays within about an eighth of it, and come back, at the same
- * addresses, before new chunks are reserved (pool/pool_internal.h, "Giving memory
- * back"). bytes_reserved counts the memory held, bytes_released the addresses kept
- * without it.
+ * Stream waits: when one stream frees what another allocates and the host runs ahead
+ * of the device, the allocating stream by default waits for those frees on the device
+ * (as cudaMallocAsync does with internal dependencies allowed), so memory stays
+ * bounded. With PLM_POOL_NO_STREAM_WAITS the pool grows instead, up to byte_limit, and
+ * then blocks the host: set a byte_limit with that flag.
  *
- * Waits or memory: when one stream frees what another allocates and the host runs
- * ahead of the device, the frees stay pending. By default the allocating stream
- * then waits for them on the device (as cudaMallocAsync does with internal
- * dependencies allowed), so memory stays bounded. With PLM_POOL_NO_STREAM_WAITS the
- * streams stay independent and the pool grows instead, up to byte_limit, and then
- * blocks the host: set a byte_limit with that flag.
+ * docs/memory.md is the guide; how the pooled mode works is in pool/pool_internal.h.
  */
 #ifndef PLUME_POOL_H
 #define PLUME_POOL_H
@@ -122,21 +102,12 @@ enum {
 /* ---- where the memory comes from: the pool's upstream ---------------------------
  *
  * By default a pool reserves its memory from the backend (cudaMalloc, or aligned host
- * memory on the host backend). A process that runs another allocator beside plume
- * (PyTorch's caching allocator, RMM, a framework's own) then has two pools, each
- * holding memory the other cannot use. Two ways to make them one:
- *
- * A user upstream (plm_pool_upstream, below): the pool takes its memory from the
- * caller's callbacks: in PLM_POOL_POOLED mode the chunks it reserves, in
- * PLM_POOL_PASSTHROUGH mode every block. Point them at the other allocator (an RMM
- * device_memory_resource, torch.cuda.caching_allocator_alloc, ...).
- *
- * An adopted cudaMemPool_t (plm_pool_config.cuda_mem_pool): in PLM_POOL_CUDA_ASYNC
- * mode plume allocates with cudaMallocFromPoolAsync from the caller's pool instead of
- * creating its own, so that plume and anyone else allocating from that pool (RMM's
- * cuda_async_memory_resource, PyTorch with backend:cudaMallocAsync) share one pool.
- * This part needs a CUDA device and has not been run by plume's own tests on one (the
- * machines they run on have none); it is compiled, and refused on the host backend.
+ * memory on the host backend). To share memory with another allocator (docs/memory.md,
+ * "Sharing memory with another allocator"), give the pool a user upstream
+ * (plm_pool_upstream, below: its chunks in pooled mode, every block in passthrough
+ * mode), or, in PLM_POOL_CUDA_ASYNC mode, a cudaMemPool_t to allocate from
+ * (plm_pool_config.cuda_mem_pool; compiled, refused on the host backend, and not yet
+ * run by plume's own tests on a GPU).
  */
 
 /* A user upstream. The pool copies the struct at creation; `user` must stay valid
@@ -198,13 +169,12 @@ typedef struct plm_pool_config {
   size_t min_chunk_bytes; /* 0: 2 MiB */
   size_t huge_bytes;      /* requests this large get their own chunk; 0: 256 MiB */
   /* The unit in which the pool gives back the memory under free runs of a chunk in use
-   * (see "Holes" above): a power of two, at least the backend's unit
+   * (see "Memory goes back" above): a power of two, at least the backend's unit
    * (plm_device_info.page_release_bytes: the host's system page, cuda's 2 MiB) and at
-   * most 2 MiB. Smaller pages give back more of the holes between live
-   * blocks, at the cost of more backend calls on the slow path. 0: 16 KiB on the host
-   * backend (bench_pool's fragmentation workload: 1.18x reserved per byte in use, 1.28x
-   * at 64 KiB, 1.60x at 2 MiB), and the backend's unit where that is more (cuda's
-   * physical granularity, 2 MiB). */
+   * most 2 MiB. Smaller pages give back more of the holes between live blocks, at the
+   * cost of more backend calls on the slow path (docs/benchmarks.md, bench_pool, has
+   * the figures). 0: 16 KiB on the host backend, and the backend's unit where that is
+   * more (cuda's physical granularity, 2 MiB). */
   size_t page_bytes;
   /* Where the memory comes from (see "the pool's upstream" above). NULL: the backend.
    * POOLED and PASSTHROUGH only; both callbacks must be set. Copied at creation. */
