@@ -8,8 +8,12 @@
  *   column_carries, (a segment of 8 rows a thread): each tile's totals, then the carries
  *   column_scan     down the tiles' last rows, then each tile's rows (tile_totals,
  *                   tile_carries and tile_scan below);
- *   pixels          a thread per pixel: plm__cfar_pixel (kernels/common/cfar.h) on the
- *                   eight corners of the window's and the guard's boxes in each table.
+ *   pixel_tiles     a block per 32 x 32 pixels: each table's entries under the tile's
+ *                   boxes copied once to shared memory, then plm__cfar_pixel's arithmetic
+ *                   (kernels/common/cfar.h) on the eight corners of the window's and the
+ *                   guard's boxes from the copy (pixel_tile below); windows past 45, whose
+ *                   copy would pass 48 KiB, go to pixels, a thread a pixel reading the
+ *                   corners from the tables (plm__cfar_pixel itself).
  *
  * The column pass's cost. Its floor is reading and writing each table entry once: 16 bytes
  * an entry, (h + 1)(w + 1) entries a table, 2 tables (u8, u16) or 3 (f32). On an H100
@@ -30,16 +34,39 @@
  *   times the tables' bytes against the floor's 2, so 1.5x the floor, and one launch more.
  *   Not yet measured on a GPU; figures by hand from the code.
  *
+ * The pixel pass's cost. Its floor is reading each table entry once, the frame and the
+ * output: 8 bytes a table (2 or 3) plus 4 + 1 bytes a pixel (f32 to a mask). Emulated
+ * estimates for an H100 SXM, not measurements (bench_ops --op cfar --emulated-cost, f32,
+ * window 15, guard 5: docs/benchmarks.md):
+ *   Before (pixels_kernel for every window): a thread's eight corners in each table are
+ *   eight coalesced loads from the L2, 192 bytes a pixel for f32 (the corners of a
+ *   pixel's boxes are its own: no two pixels share one), against 24 from DRAM. 512^2:
+ *   52.4 MB from the L2, 10.2 us l2-bound against a floor of 2.28 (4.5x); the op 16.97
+ *   us l2-bound against 8.27 (2.1x); 2048^2: 839 MB, the op 285.8 us against 132.0.
+ *   After (pixel_tiles_kernel): a tile's span is (32 + window)^2 entries at most, each
+ *   loaded once: (47 / 32)^2 = 2.2 entries a pixel a table at window 15, in rows of 47
+ *   misaligned entries (6.4 sectors a request): 14.4 MB from the L2 at 512^2, 3.06 us
+ *   l2-bound against 2.28 (1.34x), 50.2 against 36.3 at 2048^2 (1.38x, 15 MB fetched
+ *   again from a 50 MB L2); the op 9.82 us against 8.27 at 512^2 (1.19x) and 159.1
+ *   against 132.0 at 2048^2 (1.21x), now bound by the tables' four passes (rows,
+ *   totals, scan, pixels: the floor counts each) more than by the pixels. Shared
+ *   memory: eight 8-byte loads a pixel a table (2 wavefronts a warp, no conflict) and
+ *   the copy's stores, 1.92 wavefronts a request, below the L2 bound. Registers: 75
+ *   (f32) and 80 (u8, u16), 3 blocks (24 warps) per SM, each thread's four pixels' ring
+ *   sums held across the tables' copies (kernels/cuda/register_budgets.txt). Windows past
+ *   45 still cost the eight loads a corner a pixel (a span would pass 48 KiB: a
+ *   287 x 287 span is 644 KiB); no bench_ops workload uses one.
+ *
  * The integer tables (u8, u16) are exact in any order, so the bits equal the CPU's; the
  * f32 tables sum their doubles in the scans' orders (rows in chunks of warps, columns in
  * segments, tiles and carries), not the CPU's left to right and top to bottom: the z-scores
  * agree within the tests' tolerance, not bit for bit, as they did before the tiles.
  *
  * The row and column scans' block and warp logic (table_row, tile_totals, tile_carries and
- * tile_scan, written against the Block and Warp of kernels/cuda/lanes.h) also runs on the
- * host in tests/test_cfar_cuda_logic.cpp (ctest cfar_cuda_logic), which compiles this file
- * as plain C++ (hence the __CUDACC__ guards) with emulated threads. Not yet run on a GPU (none was
- * available when it was written). */
+ * tile_scan, written against the Block and Warp of kernels/cuda/lanes.h) and the tiled
+ * pixel pass's (pixel_tile) also run on the host in tests/test_cfar_cuda_logic.cpp (ctest
+ * cfar_cuda_logic), which compiles this file as plain C++ (hence the __CUDACC__ guards)
+ * with emulated threads. Not yet run on a GPU (none was available when it was written). */
 #include "kernels/common/cfar.h"
 #include "kernels/cuda/launch.h"
 #ifdef __CUDACC__
