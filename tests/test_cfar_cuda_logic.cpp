@@ -178,8 +178,9 @@ int64_t tile_mismatches(const Frame &f, const std::vector<T> &tables, int window
   const int64_t pixels = f.h * f.w;
   const size_t bytes = (size_t)pixels * (output == PLM_CFAR_Z ? 4 : 1);
   std::vector<unsigned char> tiled(bytes, 0xa5), direct(bytes, 0x5a);
-  const plm__cfar_args args = {f.bytes.data(), tiled.data(), (void *)tables.data(), 1, f.h, f.w,
-                               f.dtype,        window,       guard,                 2.0, output};
+  const plm__cfar_args args = {
+      f.bytes.data(), tiled.data(), (void *)tables.data(), 1, f.h, f.w, f.dtype, window, guard, 2.0,
+      output};
   const double level = plm__cfar_level(f.bytes.data(), f.dtype);
   for (int64_t i = 0; i < pixels; i++)
     plm__cfar_pixel(&args, f.bytes.data(), direct.data(), tables.data(), level, i / f.w, i % f.w);
@@ -271,8 +272,8 @@ int main() {
   /* The tiled pixel pass: frames around a tile's side (32) in each direction, one tile
    * wide or high, a frame smaller than a tile and one of three tiles a side, the last
    * partial; on the kernels' tables. */
-  const int64_t sides[][2] = {{1, 1}, {5, 7}, {31, 32}, {32, 33}, {33, 31}, {70, 32}, {32, 70},
-                              {65, 97}};
+  const int64_t sides[][2] = {{1, 1},   {5, 7},   {31, 32}, {32, 33},
+                              {33, 31}, {70, 32}, {32, 70}, {65, 97}};
   for (plm_dtype dtype : {PLM_DTYPE_U8, PLM_DTYPE_U16, PLM_DTYPE_F32})
     for (const auto &hw : sides) {
       const bool non_finite = dtype == PLM_DTYPE_F32 && hw[0] == 65;

@@ -162,8 +162,8 @@ static inline PLM_HD float plm__cfar_z(double d, double m) {
 }
 
 /* A pixel's reference sum in one table: its outer box's less its guard's. */
-static inline PLM_HD double plm__cfar_ring_f64(const double *t, int64_t stride,
-                                               plm__cfar_box outer, plm__cfar_box guard) {
+static inline PLM_HD double plm__cfar_ring_f64(const double *t, int64_t stride, plm__cfar_box outer,
+                                               plm__cfar_box guard) {
   return plm__cfar_box_f64(t, stride, outer) - plm__cfar_box_f64(t, stride, guard);
 }
 static inline PLM_HD uint64_t plm__cfar_ring_int(const uint64_t *t, int64_t stride,

@@ -340,10 +340,9 @@ inline size_t span_bytes_most(const plm__cfar_args &args) {
  * in 32-bit arithmetic (ptxas: 80 registers for the f32 kernel, 128 in 64-bit). */
 PLM_HD inline plm__cfar_box square_in_span(int y, int x, int side, const tile_place &p) {
   const int half = side / 2;
-  const plm__cfar_box b = {y - half > p.top ? y - half : p.top,
-                           y + half + 1 < p.bottom ? y + half + 1 : p.bottom,
-                           x - half > p.left ? x - half : p.left,
-                           x + half + 1 < p.right ? x + half + 1 : p.right};
+  const plm__cfar_box b = {
+      y - half > p.top ? y - half : p.top, y + half + 1 < p.bottom ? y + half + 1 : p.bottom,
+      x - half > p.left ? x - half : p.left, x + half + 1 < p.right ? x + half + 1 : p.right};
   return b;
 }
 
@@ -368,8 +367,7 @@ PLM_HD inline void moments(const plm__cfar_args &args, const void *frame_in, dou
   plm__cfar_moments_f32(frame_in, level, i, n, s1, s2, d, m);
 }
 PLM_HD inline void moments(const plm__cfar_args &args, const void *frame_in, double level,
-                           int64_t i, uint64_t n, uint64_t s1, uint64_t s2, double *d,
-                           double *m) {
+                           int64_t i, uint64_t n, uint64_t s1, uint64_t s2, double *d, double *m) {
   (void)level;
   plm__cfar_moments_int(&args, frame_in, i, (int64_t)n, s1, s2, d, m);
 }
@@ -421,8 +419,7 @@ PLM_HD void tile_counts(const Block &block, const plm__cfar_args &args, const ti
  * them, S their entry type; span_copy holds the largest span (span_bytes_most). */
 template <typename S, class Block>
 PLM_HD void pixel_tile(const Block &block, const plm__cfar_args &args, const void *frame_in,
-                       void *frame_out, const S *tables, double level, int64_t tile,
-                       S *span_copy) {
+                       void *frame_out, const S *tables, double level, int64_t tile, S *span_copy) {
   const tile_place p = place_in_frame(args, tile, block.thread());
   const int64_t entries = plm__cfar_table_entries(&args);
   S s1[kTileRowsPerThread], s2[kTileRowsPerThread], n[kTileRowsPerThread];
@@ -500,8 +497,8 @@ __global__ void __launch_bounds__(kTileThreads)
   extern __shared__ __align__(16) unsigned char span_bytes[];
   const plm__cuda_block block;
   const double level = plm__cfar_level(frame_in, args.dtype);
-  const int64_t tiles = ((args.height + kTileSide - 1) / kTileSide) *
-                        ((args.width + kTileSide - 1) / kTileSide);
+  const int64_t tiles =
+      ((args.height + kTileSide - 1) / kTileSide) * ((args.width + kTileSide - 1) / kTileSide);
   for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x)
     pixel_tile(block, args, frame_in, frame_out, tables, level, tile, (S *)span_bytes);
 }
@@ -517,8 +514,8 @@ plm_status frame_pixels(cudaStream_t s, const plm__cfar_args *args, const void *
         *args, frame_in, frame_out, args->scratch);
     return plm__cuda_check_launch("cfar pixels_kernel");
   }
-  const int64_t tiles = ((args->height + kTileSide - 1) / kTileSide) *
-                        ((args->width + kTileSide - 1) / kTileSide);
+  const int64_t tiles =
+      ((args->height + kTileSide - 1) / kTileSide) * ((args->width + kTileSide - 1) / kTileSide);
   pixel_tiles_kernel<S><<<plm__cuda_blocks(tiles, 1), kTileThreads, span_bytes_most(*args), s>>>(
       *args, frame_in, frame_out, (const S *)args->scratch);
   return plm__cuda_check_launch("cfar pixel_tiles_kernel");
