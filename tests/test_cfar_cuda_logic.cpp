@@ -185,9 +185,8 @@ int64_t tile_mismatches(const Frame &f, const std::vector<T> &tables, int window
   for (int64_t i = 0; i < pixels; i++)
     plm__cfar_pixel(&args, f.bytes.data(), direct.data(), tables.data(), level, i / f.w, i % f.w);
   std::vector<S> span_copy(span_bytes_most(args) / sizeof(S));
-  const int64_t tiles = ((f.h + kTileSide - 1) / kTileSide) * ((f.w + kTileSide - 1) / kTileSide);
   LaneGroup block(kTileThreads, rng());
-  for (int64_t tile = 0; tile < tiles; tile++) {
+  for (int64_t tile = 0; tile < tile_count(args); tile++) {
     for (S &e : span_copy) e = (S)(rng() % 1000);
     block.run([&](int t) {
       const EmulatedBlock b = {&block, t};

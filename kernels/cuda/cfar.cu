@@ -328,6 +328,11 @@ PLM_HD inline tile_place place_in_frame(const plm__cfar_args &args, int64_t tile
   return p;
 }
 
+/* A frame's tiles. */
+PLM_HD inline int64_t tile_count(const plm__cfar_args &args) {
+  return ((args.height + kTileSide - 1) / kTileSide) * ((args.width + kTileSide - 1) / kTileSide);
+}
+
 /* The bytes of the largest span of a frame's tiles, for the launch. */
 inline size_t span_bytes_most(const plm__cfar_args &args) {
   const int64_t side = kTileSide + args.window;
@@ -337,7 +342,8 @@ inline size_t span_bytes_most(const plm__cfar_args &args) {
 }
 
 /* plm__cfar_square of the pixel at (y, x) of a span's coordinates: the same box, moved,
- * in 32-bit arithmetic (ptxas: 80 registers for the f32 kernel, 128 in 64-bit). */
+ * in 32-bit arithmetic (ptxas, sm_90: the kernel takes 75 registers for f32 and 80 for u8
+ * and u16; 104 and 128 with 64-bit boxes). */
 PLM_HD inline plm__cfar_box square_in_span(int y, int x, int side, const tile_place &p) {
   const int half = side / 2;
   const plm__cfar_box b = {
@@ -497,8 +503,7 @@ __global__ void __launch_bounds__(kTileThreads)
   extern __shared__ __align__(16) unsigned char span_bytes[];
   const plm__cuda_block block;
   const double level = plm__cfar_level(frame_in, args.dtype);
-  const int64_t tiles =
-      ((args.height + kTileSide - 1) / kTileSide) * ((args.width + kTileSide - 1) / kTileSide);
+  const int64_t tiles = tile_count(args);
   for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x)
     pixel_tile(block, args, frame_in, frame_out, tables, level, tile, (S *)span_bytes);
 }
@@ -514,10 +519,9 @@ plm_status frame_pixels(cudaStream_t s, const plm__cfar_args *args, const void *
         *args, frame_in, frame_out, args->scratch);
     return plm__cuda_check_launch("cfar pixels_kernel");
   }
-  const int64_t tiles =
-      ((args->height + kTileSide - 1) / kTileSide) * ((args->width + kTileSide - 1) / kTileSide);
-  pixel_tiles_kernel<S><<<plm__cuda_blocks(tiles, 1), kTileThreads, span_bytes_most(*args), s>>>(
-      *args, frame_in, frame_out, (const S *)args->scratch);
+  pixel_tiles_kernel<S>
+      <<<plm__cuda_blocks(tile_count(*args), 1), kTileThreads, span_bytes_most(*args), s>>>(
+          *args, frame_in, frame_out, (const S *)args->scratch);
   return plm__cuda_check_launch("cfar pixel_tiles_kernel");
 }
 
