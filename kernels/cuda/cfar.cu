@@ -40,22 +40,28 @@
  * window 15, guard 5: docs/benchmarks.md):
  *   Before (pixels_kernel for every window): a thread's eight corners in each table are
  *   eight coalesced loads from the L2, 192 bytes a pixel for f32 (the corners of a
- *   pixel's boxes are its own: no two pixels share one), against 24 from DRAM. 512^2:
- *   52.4 MB from the L2, 10.2 us l2-bound against a floor of 2.28 (4.5x); the op 16.97
- *   us l2-bound against 8.27 (2.1x); 2048^2: 839 MB, the op 285.8 us against 132.0.
+ *   pixel's boxes are its own: no two pixels share one), against 24 from DRAM. The
+ *   pixels 10.2 us l2-bound against a floor of 2.28 at 512^2 (52.4 MB from the L2),
+ *   176.9 against 36.3 at 2048^2 (839 MB), 658.2 against 145.3 at 4096^2 (3.36 GB); the
+ *   op 16.97 us l2-bound against 8.27 (2.1x), 285.8 against 132.0 (2.2x), 1100.4
+ *   against 527.9 (2.08x).
  *   After (pixel_tiles_kernel): a tile's span is (32 + window)^2 entries at most, each
  *   loaded once: (47 / 32)^2 = 2.2 entries a pixel a table at window 15, in rows of 47
- *   misaligned entries (6.4 sectors a request): 14.4 MB from the L2 at 512^2, 3.06 us
- *   l2-bound against 2.28 (1.34x), 50.2 against 36.3 at 2048^2 (1.38x, 15 MB fetched
- *   again from a 50 MB L2); the op 9.82 us against 8.27 at 512^2 (1.19x) and 159.1
- *   against 132.0 at 2048^2 (1.21x), now bound by the tables' four passes (rows,
- *   totals, scan, pixels: the floor counts each) more than by the pixels. Shared
- *   memory: eight 8-byte loads a pixel a table (2 wavefronts a warp, no conflict) and
- *   the copy's stores, 1.92 wavefronts a request, below the L2 bound. Registers: 75
- *   (f32) and 80 (u8, u16), 3 blocks (24 warps) per SM, each thread's four pixels' ring
- *   sums held across the tables' copies (kernels/cuda/register_budgets.txt). Windows past
- *   45 still cost the eight loads a corner a pixel (a span would pass 48 KiB: a
- *   287 x 287 span is 644 KiB); no bench_ops workload uses one.
+ *   misaligned entries (6.4 sectors a request). The pixels 3.06 us l2-bound at 512^2
+ *   (14.4 MB from the L2; 1.34x), 50.2 at 2048^2 (1.38x), 299.6 dram-bound at 4096^2
+ *   (2.06x); the op 9.82 us (1.19x), 159.1 (1.21x) and 741.7 dram-bound (1.40x), now
+ *   bound by the tables' four passes (rows, totals, scan, pixels: the floor counts
+ *   each) as much as by the pixels. At 4096^2, 517 MB of the pixels' bytes are fetched
+ *   again: the halos of tiles whose neighbours ran long before in the emulator's random
+ *   block order (a GPU's, row by row, would mostly find them in the L2: a row of tiles
+ *   holds 6.8 MB of spans); without them the pixels are 201.6 us l2-bound (1.39x).
+ *   Shared memory: eight 8-byte loads a pixel a table (2 wavefronts a warp, no
+ *   conflict) and the copy's stores, 1.92 wavefronts a request, below the L2 bound.
+ *   Registers: 75 (f32) and 80 (u8, u16), 3 blocks (24 warps) per SM, each thread's
+ *   four pixels' ring sums held across the tables' copies
+ *   (kernels/cuda/register_budgets.txt). Windows past 45 still cost the eight loads a
+ *   pixel a table (a span would pass 48 KiB: a 287 x 287 span is 644 KiB); no bench_ops
+ *   workload uses one.
  *
  * The integer tables (u8, u16) are exact in any order, so the bits equal the CPU's; the
  * f32 tables sum their doubles in the scans' orders (rows in chunks of warps, columns in
