@@ -38,6 +38,8 @@
  *   dot        n rows of n f32, one f64 sum per row; n = 316 as vector_add
  *   ar_forecast  `size` series of 1000 points, AR(5) fitted, 10 steps ahead: the seeds'
  *              one series, then 10,000 and (full runs) 100,000
+ *   ar_forecast_p16  the same at AR(16) (CUDA: the scratch kernel, its working doubles
+ *              in global memory): 64 series, then 1000 and (full runs) 10,000
  *   cublas_sgemm  on cuda, cuBLAS's SGEMM on matmul's n^3 (no bias or activation), on the
  *              same stream (plm_stream_native_handle), the peer matmul is measured
  *              against; libcublas is loaded at run time, and the row is skipped, with the
@@ -586,16 +588,27 @@ static bool dot_setup(bench_env *env, int64_t n, int64_t unused, op_state *s) {
   return finish_call(env, s, 0);
 }
 
-/* ar_forecast: `series` series of the seeds' 1000 points, AR(5), 10 steps ahead. */
-enum { AR_POINTS = 1000, AR_LAGS = 5, AR_HORIZON = 10 };
+/* ar_forecast: `series` series of the seeds' 1000 points, AR(5), 10 steps ahead; and the
+ * same at AR(16), past the lags whose working doubles fit shared memory (the CUDA kernel's
+ * scratch path, kernels/cuda/forecast.cu). */
+enum { AR_POINTS = 1000, AR_LAGS = 5, AR_SCRATCH_LAGS = 16, AR_HORIZON = 10 };
+
+static bool forecast_setup_lags(bench_env *env, int64_t series, int lags, op_state *s) {
+  if (!random_tensor(env, PLM_DTYPE_F32, series, AR_POINTS, &s->in)) return false;
+  s->has_in = true;
+  s->params.ar_forecast = (plm_ar_forecast_params){.lags = lags, .horizon = AR_HORIZON};
+  s->call = (plm__op_call){.in = {&s->in}};
+  return finish_call(env, s, 0);
+}
 
 static bool forecast_setup(bench_env *env, int64_t series, int64_t unused, op_state *s) {
   (void)unused;
-  if (!random_tensor(env, PLM_DTYPE_F32, series, AR_POINTS, &s->in)) return false;
-  s->has_in = true;
-  s->params.ar_forecast = (plm_ar_forecast_params){.lags = AR_LAGS, .horizon = AR_HORIZON};
-  s->call = (plm__op_call){.in = {&s->in}};
-  return finish_call(env, s, 0);
+  return forecast_setup_lags(env, series, AR_LAGS, s);
+}
+
+static bool forecast_scratch_setup(bench_env *env, int64_t series, int64_t unused, op_state *s) {
+  (void)unused;
+  return forecast_setup_lags(env, series, AR_SCRATCH_LAGS, s);
 }
 
 /* cuBLAS's SGEMM, the baseline for matmul on cuda (benchmarks/cublas_loader.h). */
@@ -786,6 +799,14 @@ static const op_entry ops[] = {
      .setup = forecast_setup,
      .scale = "series",
      .large = {10000, 100000}},
+    {.op = &plm__op_ar_forecast,
+     .label = "ar_forecast_p16",
+     .dtype = "f32",
+     .detail = "1000 pts AR(16) 10 steps",
+     .seed = 64,
+     .setup = forecast_scratch_setup,
+     .scale = "series",
+     .large = {1000, 10000}},
 };
 enum { OP_COUNT = sizeof ops / sizeof ops[0] };
 

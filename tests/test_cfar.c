@@ -147,6 +147,13 @@ START_TEST(test_matches_a_brute_force_reference_at_every_border) {
       {PLM_DTYPE_F32, 2, {64, 61}, 9, 3, 2.0, 0.0, 10.0, false, true},
       {PLM_DTYPE_F32, 3, {2, 33, 70}, 21, 7, 2.5, 1e4, 5.0, true, true},
       {PLM_DTYPE_F32, 2, {5, 6}, 7, 5, 1.0, -3.0, 1.0, false, true},
+      /* the CUDA pixel pass's 32 x 32 tiles: a frame one tile wide and three high, the last
+       * partial; a window whose half passes a tile's side; the largest window the tiles
+       * stage (45) and the smallest they leave to a thread a pixel (47), at odd sizes */
+      {PLM_DTYPE_U8, 2, {70, 32}, 15, 5, 2.0, 120, 50, true, false},
+      {PLM_DTYPE_U16, 2, {33, 65}, 33, 31, 1.5, 30000, 3000, false, false},
+      {PLM_DTYPE_F32, 2, {67, 35}, 45, 11, 2.0, 0.0, 10.0, false, true},
+      {PLM_DTYPE_F32, 2, {35, 67}, 47, 3, 2.0, 1e3, 5.0, true, false},
   };
   char first[256] = "";
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {

@@ -14,7 +14,11 @@
  * threads (more chunks per row, tiles of 16 rows); heights around the tiles (15 to 17 and 45 at 64
  * threads, 63 to 65 at 256: up to three tiles, the last partial) at width 33 (two column groups,
  * the second of one column); f32 frames also with NaN and infinite pixels, which the tables must
- * leave out (a third table counts the finite cells). Exit status 0 is success. */
+ * leave out (a third table counts the finite cells). Then the tiled pixel pass (pixel_tile, a
+ * block of kTileThreads emulated threads a tile, the span's copy and the outputs scribbled over
+ * first) on the kernels' tables, against plm__cfar_pixel on them: the same bits at every pixel,
+ * for frames around a tile's side and windows up to kStagedWindowMost, larger than a tile.
+ * Exit status 0 is success. */
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -164,6 +168,59 @@ int64_t output_mismatches(const Frame &f, const std::vector<T> &tables, int wind
   return bad;
 }
 
+/* pixel_tile over every tile of a frame, on blocks of kTileThreads emulated threads, with
+ * the span's copy and the outputs scribbled over first, against plm__cfar_pixel on the same
+ * tables: every output written, with the same bits (S: the tables' entry type as the
+ * pixels read them). */
+template <typename S, typename T>
+int64_t tile_mismatches(const Frame &f, const std::vector<T> &tables, int window, int guard,
+                        plm_cfar_result output) {
+  const int64_t pixels = f.h * f.w;
+  const size_t bytes = (size_t)pixels * (output == PLM_CFAR_Z ? 4 : 1);
+  std::vector<unsigned char> tiled(bytes, 0xa5), direct(bytes, 0x5a);
+  const plm__cfar_args args = {
+      f.bytes.data(), tiled.data(), (void *)tables.data(), 1, f.h, f.w, f.dtype, window, guard, 2.0,
+      output};
+  const double level = plm__cfar_level(f.bytes.data(), f.dtype);
+  for (int64_t i = 0; i < pixels; i++)
+    plm__cfar_pixel(&args, f.bytes.data(), direct.data(), tables.data(), level, i / f.w, i % f.w);
+  std::vector<S> span_copy(span_bytes_most(args) / sizeof(S));
+  LaneGroup block(kTileThreads, rng());
+  for (int64_t tile = 0; tile < tile_count(args); tile++) {
+    for (S &e : span_copy) e = (S)(rng() % 1000);
+    block.run([&](int t) {
+      const EmulatedBlock b = {&block, t};
+      pixel_tile(b, args, f.bytes.data(), tiled.data(), (const S *)tables.data(), level, tile,
+                 span_copy.data());
+    });
+  }
+  int64_t bad = 0;
+  const size_t size = bytes / (size_t)pixels;
+  for (int64_t i = 0; i < pixels; i++)
+    bad += std::memcmp(&tiled[(size_t)i * size], &direct[(size_t)i * size], size) != 0;
+  return bad;
+}
+
+/* The windows of the tiled pixel pass's checks: the smallest, the default, one whose half
+ * passes a tile's side (its span four tiles' rows of entries) and the largest staged. */
+const int kTileWindows[][2] = {{3, 1}, {15, 5}, {33, 31}, {kStagedWindowMost, 9}};
+
+template <typename S, typename T>
+int check_tiles(const Frame &f, const std::vector<T> &tables, const char *label) {
+  int failures = 0;
+  for (const auto &wg : kTileWindows)
+    for (plm_cfar_result output : {PLM_CFAR_MASK, PLM_CFAR_Z}) {
+      const int64_t bad = tile_mismatches<S>(f, tables, wg[0], wg[1], output);
+      if (bad) {
+        std::printf("FAIL: %s %lldx%lld%s, window %d guard %d %s: %lld tiled outputs differ\n",
+                    plm_dtype_name(f.dtype), (long long)f.h, (long long)f.w, label, wg[0], wg[1],
+                    output == PLM_CFAR_Z ? "z" : "mask", (long long)bad);
+        failures++;
+      }
+    }
+  return failures;
+}
+
 template <typename T>
 int check_frame(const Frame &f, const char *label, int threads) {
   const std::vector<T> got = kernel_tables<T>(f, threads), want = plain_tables<T>(f);
@@ -210,6 +267,20 @@ int main() {
                                              : check_frame<table_int>(f, label, threads);
           cases++;
         }
+    }
+  /* The tiled pixel pass: frames around a tile's side (32) in each direction, one tile
+   * wide or high, a frame smaller than a tile and one of three tiles a side, the last
+   * partial; on the kernels' tables. */
+  const int64_t sides[][2] = {{1, 1},   {5, 7},   {31, 32}, {32, 33},
+                              {33, 31}, {70, 32}, {32, 70}, {65, 97}};
+  for (plm_dtype dtype : {PLM_DTYPE_U8, PLM_DTYPE_U16, PLM_DTYPE_F32})
+    for (const auto &hw : sides) {
+      const bool non_finite = dtype == PLM_DTYPE_F32 && hw[0] == 65;
+      const Frame f = random_frame(dtype, hw[0], hw[1], non_finite);
+      failures += dtype == PLM_DTYPE_F32
+                      ? check_tiles<double>(f, kernel_tables<double>(f, kRowThreads), "")
+                      : check_tiles<uint64_t>(f, kernel_tables<table_int>(f, kRowThreads), "");
+      cases++;
     }
   std::printf("cfar_cuda_logic: %d frames, %d failures\n", cases, failures);
   return failures ? 1 : 0;

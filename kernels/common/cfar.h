@@ -161,6 +161,45 @@ static inline PLM_HD float plm__cfar_z(double d, double m) {
   return m > 0.0 ? (float)(d / sqrt(m)) : 0.0f;
 }
 
+/* A pixel's reference sum in one table: its outer box's less its guard's. */
+static inline PLM_HD double plm__cfar_ring_f64(const double *t, int64_t stride, plm__cfar_box outer,
+                                               plm__cfar_box guard) {
+  return plm__cfar_box_f64(t, stride, outer) - plm__cfar_box_f64(t, stride, guard);
+}
+static inline PLM_HD uint64_t plm__cfar_ring_int(const uint64_t *t, int64_t stride,
+                                                 plm__cfar_box outer, plm__cfar_box guard) {
+  return plm__cfar_box_int(t, stride, outer) - plm__cfar_box_int(t, stride, guard);
+}
+
+/* Element i of a frame's output (frame_out: its first element) from d and m. */
+static inline PLM_HD void plm__cfar_write(const plm__cfar_args *args, void *frame_out, int64_t i,
+                                          double d, double m) {
+  if (args->output == PLM_CFAR_Z)
+    ((float *)frame_out)[i] = plm__cfar_z(d, m);
+  else
+    ((uint8_t *)frame_out)[i] = plm__cfar_mask(d, m, args->k);
+}
+/* Element i's d = n x - S1 and m = n S2 - S1^2 (plume/cfar.h) from its reference sums
+ * (plm__cfar_ring_*): for f32, n, S1 and S2 from the three tables, and d = m = 0 when x is
+ * not finite; for u8 and u16, S1 and S2 from the two, n from the boxes' areas. frame_in
+ * points at the frame's first element; level is plm__cfar_level of the frame. */
+static inline PLM_HD void plm__cfar_moments_f32(const void *frame_in, double level, int64_t i,
+                                                double n, double s1, double s2, double *d,
+                                                double *m) {
+  const double v = (double)((const float *)frame_in)[i];
+  *d = plm__cfar_sub(plm__cfar_mul(n, v - level), s1);
+  *m = plm__cfar_sub(plm__cfar_mul(n, s2), plm__cfar_mul(s1, s1));
+  if (!plm__cfar_finite(v)) *d = *m = 0.0;
+}
+static inline PLM_HD void plm__cfar_moments_int(const plm__cfar_args *args, const void *frame_in,
+                                                int64_t i, int64_t n, uint64_t s1, uint64_t s2,
+                                                double *d, double *m) {
+  /* Exact: n <= 255^2 - 1 and v <= 65535, so n S2 and S1^2 stay below 2^64. */
+  const uint64_t v = plm__cfar_value_int(frame_in, i, args->dtype);
+  *d = (double)((int64_t)((uint64_t)n * v) - (int64_t)s1);
+  *m = (double)((uint64_t)n * s2 - s1 * s1);
+}
+
 /* Pixel (y, x) of a frame: its reference cells' sums from the frame's tables, then its
  * output. frame_in and frame_out point at the frame's first element; tables at the first
  * of the frame's plm__cfar_tables tables, one after the other; level is plm__cfar_level of
@@ -176,27 +215,16 @@ static inline PLM_HD void plm__cfar_pixel(const plm__cfar_args *args, const void
   double d, m;
   if (args->dtype == PLM_DTYPE_F32) {
     const double *s = (const double *)tables, *q = s + entries, *c = q + entries;
-    const double v = (double)((const float *)frame_in)[i];
-    const double n = plm__cfar_box_f64(c, stride, outer) - plm__cfar_box_f64(c, stride, guard);
-    const double s1 = plm__cfar_box_f64(s, stride, outer) - plm__cfar_box_f64(s, stride, guard);
-    const double s2 = plm__cfar_box_f64(q, stride, outer) - plm__cfar_box_f64(q, stride, guard);
-    d = plm__cfar_sub(plm__cfar_mul(n, v - level), s1);
-    m = plm__cfar_sub(plm__cfar_mul(n, s2), plm__cfar_mul(s1, s1));
-    if (!plm__cfar_finite(v)) d = m = 0.0;
+    plm__cfar_moments_f32(frame_in, level, i, plm__cfar_ring_f64(c, stride, outer, guard),
+                          plm__cfar_ring_f64(s, stride, outer, guard),
+                          plm__cfar_ring_f64(q, stride, outer, guard), &d, &m);
   } else {
-    const int64_t n = plm__cfar_area(outer) - plm__cfar_area(guard);
-    /* Exact: n <= 255^2 - 1 and v <= 65535, so n S2 and S1^2 stay below 2^64. */
     const uint64_t *s = (const uint64_t *)tables, *q = s + entries;
-    const uint64_t s1 = plm__cfar_box_int(s, stride, outer) - plm__cfar_box_int(s, stride, guard);
-    const uint64_t s2 = plm__cfar_box_int(q, stride, outer) - plm__cfar_box_int(q, stride, guard);
-    const uint64_t v = plm__cfar_value_int(frame_in, i, args->dtype);
-    d = (double)((int64_t)((uint64_t)n * v) - (int64_t)s1);
-    m = (double)((uint64_t)n * s2 - s1 * s1);
+    plm__cfar_moments_int(args, frame_in, i, plm__cfar_area(outer) - plm__cfar_area(guard),
+                          plm__cfar_ring_int(s, stride, outer, guard),
+                          plm__cfar_ring_int(q, stride, outer, guard), &d, &m);
   }
-  if (args->output == PLM_CFAR_Z)
-    ((float *)frame_out)[i] = plm__cfar_z(d, m);
-  else
-    ((uint8_t *)frame_out)[i] = plm__cfar_mask(d, m, args->k);
+  plm__cfar_write(args, frame_out, i, d, m);
 }
 
 #ifdef __cplusplus
