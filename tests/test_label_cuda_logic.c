@@ -59,26 +59,37 @@ typedef struct batch {
   int eight;
 } batch;
 
-/* Step 1, label_tiles, on one tile: the block's threads in `order`, phase by phase. */
+/* Step 1, label_tiles, on one tile: the block's threads in `order`, phase by phase; a
+ * row's bits are what its warp's ballot gives. */
 static void tile_pass(const batch *b, int32_t *parent, plm__label_tiling tiling, int64_t tile,
                       const int64_t *order) {
   int32_t tile_parent[PLM__LABEL_TILE_PIXELS];
-  uint8_t tile_mask[PLM__LABEL_TILE_PIXELS];
-  int links[PLM__LABEL_TILE_PIXELS];
+  uint32_t rows[PLM__LABEL_TILE_H] = {0};
   int64_t frame, r0, c0;
   plm__label_tile_at(tiling, tile, &frame, &r0, &c0);
-  for (int phase = 0; phase < 4; phase++) /* separated by the kernel's barriers */
+  for (int t = 0; t < PLM__LABEL_TILE_PIXELS; t++) tile_parent[t] = INT32_MIN; /* unread */
+  for (int t = 0; t < PLM__LABEL_TILE_PIXELS; t++) {                           /* the ballots */
+    const int tx = t % PLM__LABEL_TILE_W, ty = t / PLM__LABEL_TILE_W;
+    const int64_t r = r0 + ty, c = c0 + tx;
+    if (r < b->height && c < b->width && b->mask[(frame * b->height + r) * b->width + c])
+      rows[ty] |= 1u << tx;
+  }
+  /* The phases, separated by the kernel's barriers: start, the join levels (steps 1, 2,
+   * 4, 8), root. */
+  const int join_steps[] = {1, 2, 4, 8}, levels = (int)(sizeof join_steps / sizeof join_steps[0]);
+  for (int phase = 0; phase < levels + 2; phase++)
     for (int k = 0; k < PLM__LABEL_TILE_PIXELS; k++) {
       const int t = (int)order[k], tx = t % PLM__LABEL_TILE_W, ty = t / PLM__LABEL_TILE_W;
       const int64_t r = r0 + ty, c = c0 + tx, g = (frame * b->height + r) * b->width + c;
-      const int inside = r < b->height && c < b->width;
-      switch (phase) {
-        case 0: tile_mask[t] = inside && b->mask[g] != 0; break;
-        case 1: links[t] = plm__label_tile_start(tile_parent, tile_mask, tx, ty, b->eight); break;
-        case 2: plm__label_tile_join(tile_parent, t, links[t]); break;
-        default:
-          if (inside)
-            parent[g] = tile_mask[t] ? plm__label_tile_root(tile_parent, t, r0, c0, b->width) : -1;
+      const int inside = r < b->height && c < b->width, foreground = rows[ty] >> tx & 1u;
+      if (phase == 0) {
+        if (foreground && plm__label_run_start(rows[ty], tx) == tx) tile_parent[t] = t;
+      } else if (phase <= levels) {
+        if (foreground && plm__label_joins_at(ty, join_steps[phase - 1]))
+          plm__label_tile_join(tile_parent, rows[ty], ty > 0 ? rows[ty - 1] : 0u, tx, ty, b->eight);
+      } else if (inside) {
+        parent[g] =
+            foreground ? plm__label_tile_root(tile_parent, rows[ty], tx, ty, r0, c0, b->width) : -1;
       }
     }
 }
@@ -383,6 +394,62 @@ START_TEST(test_flatten_compresses_the_path) {
 }
 END_TEST
 
+/* The runs' joins, on random pairs of tile rows and on the rows of one pixel, two and
+ * three pixels apart: for every run R of a row and every run U of the row above, exactly
+ * one pixel of R names a column of U when U touches R (overlaps it under 4-connectivity,
+ * overlaps or meets it at a corner under 8), none when it does not; no pixel names more
+ * than two columns, and only foreground columns of the row above. */
+START_TEST(test_up_joins) {
+  uint64_t state = 99;
+  for (int k = 0; k < 20000; k++)
+    for (int eight = 0; eight <= 1; eight++) {
+      uint32_t row = (uint32_t)next_random(&state), up = (uint32_t)next_random(&state);
+      if (k % 4 == 1) row &= (uint32_t)next_random(&state); /* sparser rows */
+      if (k % 4 == 2) up |= (uint32_t)next_random(&state);  /* denser ones */
+      if (k < 32 * 32) {                                    /* single pixels */
+        row = 1u << (k % 32);
+        up = (0x5u << (k / 32 % 30)) | (k / 32 == 31 ? 0x80000000u : 0u);
+      }
+      int joins[32][32] = {{0}}; /* [start of R][start of U]: the pixels that joined them */
+      for (int x = 0; x < 32; x++) {
+        if (!(row >> x & 1u)) continue;
+        const uint32_t made = plm__label_up_joins(row, up, x, eight);
+        ck_assert_int_le(__builtin_popcount(made), 2);
+        ck_assert_msg((made & ~up) == 0, "row %08x up %08x: pixel %d names background", row, up, x);
+        for (int col = 0; col < 32; col++)
+          if (made >> col & 1u)
+            joins[plm__label_run_start(row, x)][plm__label_run_start(up, col)]++;
+      }
+      for (int a = 0; a < 32; a++) {
+        if (!(row >> a & 1u) || plm__label_run_start(row, a) != a) continue;
+        int b = a;
+        while (b + 1 < 32 && (row >> (b + 1) & 1u)) b++;
+        for (int c = 0; c < 32; c++) {
+          if (!(up >> c & 1u) || plm__label_run_start(up, c) != c) continue;
+          int d = c;
+          while (d + 1 < 32 && (up >> (d + 1) & 1u)) d++;
+          const int touch = eight ? c <= b + 1 && d >= a - 1 : c <= b && d >= a;
+          ck_assert_msg(joins[a][c] == touch,
+                        "row %08x up %08x, connectivity %d: run %d..%d joined run %d..%d %d "
+                        "times",
+                        row, up, eight ? 8 : 4, a, b, c, d, joins[a][c]);
+        }
+      }
+    }
+}
+END_TEST
+
+/* The join levels take every row of a tile but the first at exactly one level of the
+ * kernel's loop (steps 1, 2, 4, ... below PLM__LABEL_TILE_H). */
+START_TEST(test_join_levels) {
+  for (int ty = 0; ty < PLM__LABEL_TILE_H; ty++) {
+    int levels = 0;
+    for (int step = 1; step < PLM__LABEL_TILE_H; step *= 2) levels += plm__label_joins_at(ty, step);
+    ck_assert_int_eq(levels, ty > 0);
+  }
+}
+END_TEST
+
 START_TEST(test_link_rule) {
   for (int eight = 0; eight <= 1; eight++)
     for (int bits = 0; bits < 16; bits++) {
@@ -401,6 +468,8 @@ static Suite *label_cuda_logic_suite(void) {
   TCase *tcase = tcase_create("emulated");
   tcase_set_timeout(tcase, 0);
   tcase_add_test(tcase, test_link_rule);
+  tcase_add_test(tcase, test_up_joins);
+  tcase_add_test(tcase, test_join_levels);
   tcase_add_test(tcase, test_flatten_compresses_the_path);
   tcase_add_test(tcase, test_scipy_fixtures);
   tcase_add_test(tcase, test_random_masks);

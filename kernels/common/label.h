@@ -208,41 +208,91 @@ static inline PLM_HD void plm__label_unite(int32_t *parent, int32_t a, int32_t b
   }
 }
 
-/* Tile pass (step 1). parent and mask are a tile's, PLM__LABEL_TILE_PIXELS each,
- * pixel (tx, ty) at ty * PLM__LABEL_TILE_W + tx; mask is 0 or 1, and 0 outside the
- * frame. The three calls are separated by barriers across the tile. */
+/* Tile pass (step 1), on runs. A tile row is a 32-bit word, bit x set where pixel x of
+ * the row is foreground (0 outside the frame): on the GPU, the ballot of the row's warp.
+ * A run is a maximal stretch of set bits, and the tile's union-find has one node per
+ * run, the slot of the run's first pixel (tile index ty * PLM__LABEL_TILE_W + its
+ * column) in a tile's parents; no other slot is read or written. Three phases, separated
+ * by barriers across the tile:
+ *   start: each run's first pixel makes its node a root (parent[t] = t, where
+ *          plm__label_run_start(row, tx) == tx);
+ *   join:  each run unites with every run of the row above that touches it, each pair
+ *          once (plm__label_tile_join; plm__label_up_joins says which pixel makes
+ *          which union), in log2(PLM__LABEL_TILE_H) = 4 levels, a barrier after each
+ *          (plm__label_joins_at): rows 1, 3, 5, ... join first, each pairing two rows;
+ *          then rows 2, 6, 10, 14, each pairing two pairs; then 4 and 12; then 8. All
+ *          rows at once would hang each row's root under the row above's, still a root
+ *          at that moment: a vertical stripe would become a chain 16 nodes deep, walked
+ *          by every pixel under it in the root phase; by levels, a level's union links
+ *          two blocks' trees, so the depth grows by about one a level;
+ *   root:  every foreground pixel reads its run's root (plm__label_tile_root).
+ * So pixels adjacent in the tile (left: one run; up, up-left, up-right: a union) end
+ * up in one tree, and pixels not connected in the tile in two: the trees are the
+ * components of the tile's own pixels. A union per pair of touching runs, not per
+ * pixel: the finds and atomics in shared memory are a few per run, and a run's pixels
+ * read its node together (one word, one wavefront). */
 
-/* Start pixel (tx, ty): its parent is its first link's neighbour (itself without
- * links, -1 on the background). Returns the links left for plm__label_tile_join. */
-static inline PLM_HD int plm__label_tile_start(int32_t *parent, const uint8_t *mask, int tx, int ty,
-                                               int eight) {
-  const int w = PLM__LABEL_TILE_W, t = ty * w + tx;
-  if (!mask[t]) {
-    parent[t] = -1;
-    return 0;
-  }
-  const int left = tx > 0, up = ty > 0, right = tx + 1 < w;
-  const int links = plm__label_links(left && mask[t - 1], left && up && mask[t - w - 1],
-                                     up && mask[t - w], up && right && mask[t - w + 1], eight);
-  const int first = links & -links;
-  parent[t] = first ? t + (int32_t)plm__label_link_offset(first, w) : t;
-  return links & ~first;
+/* The number of zero bits above the highest set bit of v (32 for 0). */
+static inline PLM_HD int plm__label_clz(uint32_t v) {
+#ifdef __CUDA_ARCH__
+  return __clz((int)v);
+#else
+  return v ? __builtin_clz(v) : 32;
+#endif
 }
 
-/* Unite pixel t of the tile with the neighbours of its remaining links. */
-static inline PLM_HD void plm__label_tile_join(int32_t *parent, int t, int links) {
-  while (links) {
-    const int link = links & -links;
-    plm__label_unite(parent, t, t + (int32_t)plm__label_link_offset(link, PLM__LABEL_TILE_W));
-    links &= ~link;
+/* The column of the first pixel of the run of `row` that holds column x (bit x set). */
+static inline PLM_HD int plm__label_run_start(uint32_t row, int x) {
+  return 32 - plm__label_clz(~row & ((1u << x) - 1u)); /* one past the last gap below x */
+}
+
+/* The columns of the row above (bits `up`) whose runs the run of foreground pixel x of
+ * `row` unites with at pixel x, as bits: at most two. Each run U above that touches the
+ * run R = [a, b] of x is joined by exactly one pixel of R:
+ *   - 4-connectivity, U touches R where they overlap: the first column of the overlap.
+ *   - 8-connectivity, U = [c, d] touches R when c <= b + 1 and d >= a - 1. Pixel a joins
+ *     the U that holds a - 1 or a (a U that starts at or before a), and pixel x the U
+ *     that starts at x + 1 (a < c <= b + 1). A U that holds a - 1 and a is found once,
+ *     at a - 1, and a U that starts at x + 1 has no pixel at x, which keeps the two
+ *     apart.
+ * Columns outside the tile are left to the border pass. */
+static inline PLM_HD uint32_t plm__label_up_joins(uint32_t row, uint32_t up, int x, int eight) {
+  const int first = plm__label_run_start(row, x) == x;
+  const uint32_t above = up >> x & 1u, above_left = x > 0 ? up >> (x - 1) & 1u : 0u;
+  if (!eight) return above && (first || !above_left) ? 1u << x : 0u;
+  uint32_t joins = 0;
+  if (first && (above_left || above)) joins = above_left ? 1u << (x - 1) : 1u << x;
+  if (x + 1 < PLM__LABEL_TILE_W && !above && (up >> (x + 1) & 1u)) joins |= 1u << (x + 1);
+  return joins;
+}
+
+/* Whether row ty of a tile joins the row above at the join level of `step` (1, 2, 4,
+ * 8): every row but the first at exactly one level. */
+static inline PLM_HD int plm__label_joins_at(int ty, int step) {
+  return ty % (2 * step) == step;
+}
+
+/* Join phase for foreground pixel (tx, ty) of a tile: row and up are the bits of its
+ * row and of the row above (0 for the tile's first row). */
+static inline PLM_HD void plm__label_tile_join(int32_t *parent, uint32_t row, uint32_t up, int tx,
+                                               int ty, int eight) {
+  uint32_t joins = plm__label_up_joins(row, up, tx, eight);
+  if (!joins) return;
+  const int32_t node = ty * PLM__LABEL_TILE_W + plm__label_run_start(row, tx);
+  while (joins) {
+    const uint32_t bit = joins & (0u - joins);
+    const int column = 31 - plm__label_clz(bit);
+    plm__label_unite(parent, node, (ty - 1) * PLM__LABEL_TILE_W + plm__label_run_start(up, column));
+    joins &= ~bit;
   }
 }
 
-/* The frame index of the tile root of foreground pixel t of the tile whose first
- * pixel is (r0, c0) in a frame `width` wide. */
-static inline PLM_HD int32_t plm__label_tile_root(const int32_t *parent, int t, int64_t r0,
-                                                  int64_t c0, int64_t width) {
-  const int32_t root = plm__label_find(parent, t);
+/* The frame index of the tile root of foreground pixel (tx, ty) (its row's bits `row`)
+ * of the tile whose first pixel is (r0, c0) in a frame `width` wide. */
+static inline PLM_HD int32_t plm__label_tile_root(const int32_t *parent, uint32_t row, int tx,
+                                                  int ty, int64_t r0, int64_t c0, int64_t width) {
+  const int32_t root =
+      plm__label_find(parent, ty * PLM__LABEL_TILE_W + plm__label_run_start(row, tx));
   return (int32_t)((r0 + root / PLM__LABEL_TILE_W) * width + c0 + root % PLM__LABEL_TILE_W);
 }
 
@@ -313,19 +363,23 @@ static inline PLM_HD void plm__label_border_join(int32_t *parent, const uint8_t 
 /* Point pixel i, and every pixel on its path, at its root (path compression: a later
  * find through any of them takes one step, so a long chain is walked once, not once per
  * pixel on it); returns 1 when i is a root (counted in its row), else 0 (the background
- * included). Safe with concurrent flattens, as no union runs in step 3: each pixel written
+ * included). A pixel whose parent is a root, as most are after the tile pass (their tile
+ * root, still a root when no border joined it to an earlier tile's), costs two reads and
+ * no write. Safe with concurrent flattens, as no union runs in step 3: each pixel written
  * gets its own root, an ancestor, so every parent stays at most its child and every path
  * still ends at the same root; stores go through volatile, as the finds read. */
 static inline PLM_HD uint32_t plm__label_flatten(int32_t *parent, int32_t i) {
-  if (parent[i] < 0) return 0;
-  const int32_t root = plm__label_find(parent, i);
   volatile int32_t *p = parent;
+  const int32_t first = p[i];
+  if (first < 0) return 0;
+  if (first == i) return 1;
+  const int32_t root = plm__label_find(parent, first);
   for (int32_t x = i; x != root;) {
-    const int32_t next = p[x];
+    const int32_t next = x == i ? first : p[x];
     if (next != root) p[x] = root;
     x = next;
   }
-  return root == i;
+  return 0;
 }
 
 /* What a root's slot holds between steps 4 and 5: its label, below -1, so that it

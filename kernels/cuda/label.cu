@@ -86,16 +86,17 @@ dim3 frame_pixels_grid(int64_t frames, int64_t frame_pixels) {
 }
 
 /* Step 1. Thread t of a block is pixel (t % TILE_W, t / TILE_W) of the block's tile: a
- * warp reads a tile row of the mask, 32 consecutive bytes. A frame per blockIdx.y and
- * its stride (as steps 2, 3 and 5), the tile's place in it from a 32-bit division. The
- * loops over frames and tiles are uniform across the block, so every thread reaches every
- * barrier. */
+ * warp reads a tile row of the mask, 32 consecutive bytes, and its ballot is the row's
+ * bits (kernels/common/label.h, "Tile pass"), which the warp below reads from shared
+ * memory. A frame per blockIdx.y and its stride (as steps 2, 3 and 5), the tile's place
+ * in it from a 32-bit division. The loops over frames and tiles are uniform across the
+ * block, so every thread reaches every barrier and every ballot. */
 __global__ void __launch_bounds__(PLM__LABEL_TILE_PIXELS)
     label_tiles(const uint8_t *__restrict__ mask, int32_t *__restrict__ parent,
                 int32_t *__restrict__ row_roots, int64_t frames, int32_t across, int32_t tiles,
                 int64_t height, int64_t width, int eight) {
-  __shared__ int32_t tile_parent[PLM__LABEL_TILE_PIXELS];
-  __shared__ uint8_t tile_mask[PLM__LABEL_TILE_PIXELS];
+  __shared__ int32_t tile_parent[PLM__LABEL_TILE_PIXELS]; /* a node per run */
+  __shared__ uint32_t tile_rows[PLM__LABEL_TILE_H];
   const int t = (int)threadIdx.x, tx = t % PLM__LABEL_TILE_W, ty = t / PLM__LABEL_TILE_W;
   for (int64_t frame = blockIdx.y; frame < frames; frame += gridDim.y)
     for (int64_t j = blockIdx.x; j < tiles; j += gridDim.x) {
@@ -106,14 +107,19 @@ __global__ void __launch_bounds__(PLM__LABEL_TILE_PIXELS)
       const bool inside = r < height && c < width;
       const int64_t g = (frame * height + r) * width + c;
       if (c0 == 0 && tx == 0 && r < height) row_roots[frame * height + r] = 0; /* for step 3 */
-      tile_mask[t] = inside && mask[g] != 0;
+      const bool foreground = inside && mask[g] != 0;
+      const uint32_t row = __ballot_sync(0xffffffffu, foreground);
+      if (tx == 0) tile_rows[ty] = row;
+      if (foreground && plm__label_run_start(row, tx) == tx) tile_parent[t] = t;
       __syncthreads();
-      const int links = plm__label_tile_start(tile_parent, tile_mask, tx, ty, eight);
-      __syncthreads();
-      plm__label_tile_join(tile_parent, t, links);
-      __syncthreads();
+      const uint32_t up = ty > 0 ? tile_rows[ty - 1] : 0u;
+      for (int step = 1; step < PLM__LABEL_TILE_H; step *= 2) {
+        if (foreground && plm__label_joins_at(ty, step))
+          plm__label_tile_join(tile_parent, row, up, tx, ty, eight);
+        __syncthreads();
+      }
       if (inside)
-        parent[g] = tile_mask[t] ? plm__label_tile_root(tile_parent, t, r0, c0, width) : -1;
+        parent[g] = foreground ? plm__label_tile_root(tile_parent, row, tx, ty, r0, c0, width) : -1;
       __syncthreads(); /* before the next tile overwrites the shared arrays */
     }
 }
@@ -154,16 +160,24 @@ __global__ void label_flatten(int32_t *parent, int32_t *__restrict__ row_roots, 
   }
 }
 
-/* The sum of v over the block (blockDim.x a multiple of 32, at most 1024); every thread
- * gets it. warp_sums: 32 ints of shared memory, free again on return. */
-__device__ int32_t block_sum(int32_t v, int32_t *warp_sums) {
-  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
-  const unsigned warp = threadIdx.x / 32, warps = blockDim.x / 32;
-  if (threadIdx.x % 32 == 0) warp_sums[warp] = v;
+/* The warps' values `mine` (one a warp, the same in all its lanes; blockDim.x a multiple
+ * of 32, at most 1024) summed: *before gets the sum over the warps before this thread's,
+ * and the total is returned, to every thread. warp_sums: 32 ints of shared memory, free
+ * again on return. Each warp reads the table once, a word a lane, and sums it with
+ * shuffles, rather than every thread reading every word. */
+__device__ int32_t warps_scan(int32_t mine, int32_t *before, int32_t *warp_sums) {
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  if (lane == 0) warp_sums[warp] = mine;
   __syncthreads();
-  int32_t total = 0;
-  for (unsigned i = 0; i < warps; i++) total += warp_sums[i];
-  __syncthreads();
+  const int32_t own = lane < warps ? warp_sums[lane] : 0;
+  int32_t scan = own; /* inclusive, over the lanes */
+  for (int offset = 1; offset < 32; offset *= 2) {
+    const int32_t lower = __shfl_up_sync(0xffffffffu, scan, offset);
+    if ((int)lane >= offset) scan += lower;
+  }
+  *before = __shfl_sync(0xffffffffu, scan - own, warp);
+  const int32_t total = __shfl_sync(0xffffffffu, scan, 31);
+  __syncthreads(); /* before warp_sums is written again */
   return total;
 }
 
@@ -172,27 +186,24 @@ __global__ void label_number_roots(int32_t *labels, const int32_t *__restrict__ 
                                    int32_t *__restrict__ count, int64_t frames, int64_t height,
                                    int64_t width) {
   __shared__ int32_t warp_sums[32];
-  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  const unsigned lane = threadIdx.x % 32;
   for (int64_t row = blockIdx.x; row < frames * height; row += gridDim.x) { /* uniform */
     const int64_t f = row / height, y = row % height;
-    int32_t before = 0;
+    int32_t before = 0, unused;
     for (int64_t i = threadIdx.x; i < y; i += blockDim.x) before += row_roots[f * height + i];
-    int32_t next = block_sum(before, warp_sums) + 1; /* the row's first root's label */
+    for (int offset = 16; offset > 0; offset /= 2)
+      before += __shfl_xor_sync(0xffffffffu, before, offset);
+    int32_t next = warps_scan(before, &unused, warp_sums) + 1; /* the row's first root's label */
     for (int64_t c0 = 0; c0 < width; c0 += blockDim.x) {
       const int64_t c = c0 + threadIdx.x, local = y * width + c;
       int32_t *slot = labels + f * height * width + local;
       const bool root = c < width && *slot == (int32_t)local;
       const unsigned roots = __ballot_sync(0xffffffffu, root);
-      if (lane == 0) warp_sums[warp] = __popc(roots);
-      __syncthreads();
-      int32_t rank = __popc(roots & ((1u << lane) - 1u)), chunk = 0;
-      for (unsigned i = 0; i < warps; i++) {
-        if (i < warp) rank += warp_sums[i];
-        chunk += warp_sums[i];
-      }
-      if (root) *slot = plm__label_root_mark(next + rank);
+      int32_t warps_before;
+      const int32_t chunk = warps_scan(__popc(roots), &warps_before, warp_sums);
+      if (root)
+        *slot = plm__label_root_mark(next + warps_before + __popc(roots & ((1u << lane) - 1u)));
       next += chunk;
-      __syncthreads(); /* before the next chunk overwrites warp_sums */
     }
     if (y == height - 1 && threadIdx.x == 0) count[f] = next - 1;
   }
