@@ -109,17 +109,40 @@ static void emulate(const batch *b, uint64_t seed, int32_t *labels, int32_t *cou
   }
   free(order);
 
-  /* Step 2, label_borders. */
-  const int per_tile = plm__label_border_pixels(b->eight);
-  order = shuffled(tiling.count * per_tile, &state);
-  for (int64_t k = 0; k < tiling.count * per_tile; k++) {
-    int64_t frame, r0, c0;
-    int tx, ty;
-    plm__label_tile_at(tiling, order[k] / per_tile, &frame, &r0, &c0);
-    plm__label_border_pixel((int)(order[k] % per_tile), &tx, &ty);
-    const int64_t r = r0 + ty, c = c0 + tx, base = frame * frame_pixels;
-    if (r >= b->height || c >= b->width || !b->mask[base + r * b->width + c]) continue;
-    plm__label_border_join(labels + base, b->mask + base, b->width, r, c, b->eight);
+  /* Step 2, label_borders: the segments of every frame in a shuffled order, each as its
+   * warp does it (every lane reads its two parents, the ballots and shuffles, then the
+   * lanes' unions in a shuffled order). */
+  const plm__label_segments segments = plm__label_segments_of(b->height, b->width);
+  const int64_t per_frame = segments.top + segments.left;
+  order = shuffled(b->frames * per_frame, &state);
+  for (int64_t k = 0; k < b->frames * per_frame; k++) {
+    int32_t *frame = labels + order[k] / per_frame * frame_pixels;
+    int64_t r0, c0;
+    const int top = plm__label_segment_at(segments, order[k] % per_frame, &r0, &c0);
+    int32_t own[32], far[32];
+    int64_t far_i[32];
+    uint32_t near_bits = 0, far_bits = 0;
+    for (int lane = 0; lane < 32; lane++) {
+      const int64_t r = top ? r0 : r0 + lane, c = top ? c0 + lane : c0;
+      const int inside = r < b->height && c < b->width;
+      far_i[lane] = top ? (r - 1) * b->width + c : r * b->width + c - 1;
+      own[lane] = inside ? frame[r * b->width + c] : -1;
+      far[lane] = inside ? frame[far_i[lane]] : -1;
+      near_bits |= (uint32_t)(own[lane] >= 0) << lane;
+      far_bits |= (uint32_t)(far[lane] >= 0) << lane;
+    }
+    int64_t *lanes = shuffled(32, &state);
+    for (int j = 0; j < 32; j++) {
+      const int lane = (int)lanes[j];
+      plm__label_segment_join(frame, near_bits, far_bits, lane, own[lane],
+                              far[lane > 0 ? lane - 1 : lane], far[lane],
+                              far[lane < 31 ? lane + 1 : lane], b->eight);
+      const int corner =
+          plm__label_segment_corner(top, lane, top ? c0 + lane : c0, b->width, b->eight);
+      if (corner && own[lane] >= 0 && frame[far_i[lane] + corner] >= 0)
+        plm__label_unite(frame, own[lane], frame[far_i[lane] + corner]);
+    }
+    free(lanes);
   }
   free(order);
 
@@ -335,7 +358,9 @@ END_TEST
 /* Masks that stress the tile borders: one component wound through every tile (a
  * serpentine), diagonal lines that cross tile corners (joined only by up-left and
  * up-right links under 8-connectivity), a checkerboard, combs whose teeth join only
- * at the bottom, and a spiral. */
+ * at the bottom, a zipper of pixels alternating between the two columns of every
+ * vertical tile border (joined only diagonally, across tile corners at rows 16 k),
+ * stripes and a spiral. */
 static uint8_t pattern(int which, int64_t r, int64_t c, int64_t height, int64_t width) {
   switch (which) {
     case 0: /* serpentine: full even rows, odd rows joined at alternating ends */
@@ -343,7 +368,9 @@ static uint8_t pattern(int which, int64_t r, int64_t c, int64_t height, int64_t 
     case 1: return (r + c) % 7 == 0 || (r - c + 11 * width) % 11 == 0; /* diagonals */
     case 2: return (r + c) % 2 == 0;                                   /* checkerboard */
     case 3: return r == height - 1 || c % 3 == 0;                      /* comb, joined below */
-    default: {                                                         /* a square spiral */
+    case 4: return c % 32 == (r % 2 ? 0 : 31); /* a zipper on each vertical tile border */
+    case 5: return c % 2 == 0;                 /* stripes: deep chains in the tile pass */
+    default: {                                 /* a square spiral */
       int64_t ring = r < c ? r : c;
       if (height - 1 - r < ring) ring = height - 1 - r;
       if (width - 1 - c < ring) ring = width - 1 - c;
@@ -355,7 +382,7 @@ static uint8_t pattern(int which, int64_t r, int64_t c, int64_t height, int64_t 
 
 START_TEST(test_border_patterns) {
   static const int64_t shapes[][2] = {{64, 96}, {47, 97}, {33, 31}, {130, 70}};
-  for (int which = 0; which < 5; which++)
+  for (int which = 0; which < 7; which++)
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
       for (int eight = 0; eight <= 1; eight++) {
         const int64_t height = shapes[s][0], width = shapes[s][1];
@@ -374,9 +401,6 @@ START_TEST(test_border_patterns) {
 }
 END_TEST
 
-/* The link rule alone, on every 3x3 neighbourhood: the links it keeps go to
- * foreground neighbours only, at most two, and it keeps at least one whenever there
- * is an earlier foreground neighbour. */
 /* Path compression: flattening the far end of a chain points every pixel on the chain at
  * the root, so the others find it in one step; the background is left alone, and only the
  * chain's root counts as one. */
@@ -450,24 +474,10 @@ START_TEST(test_join_levels) {
 }
 END_TEST
 
-START_TEST(test_link_rule) {
-  for (int eight = 0; eight <= 1; eight++)
-    for (int bits = 0; bits < 16; bits++) {
-      const int left = bits & 1, up_left = bits >> 1 & 1, up = bits >> 2 & 1, up_right = bits >> 3;
-      const int links = plm__label_links(left, up_left, up, up_right, eight);
-      const int allowed = eight ? bits : bits & (PLM__LABEL_LEFT | PLM__LABEL_UP);
-      ck_assert_int_eq(links & ~allowed, 0);
-      ck_assert_int_eq(links != 0, allowed != 0);
-      ck_assert_int_le(__builtin_popcount((unsigned)links), 2);
-    }
-}
-END_TEST
-
 static Suite *label_cuda_logic_suite(void) {
   Suite *suite = suite_create("label_cuda_logic");
   TCase *tcase = tcase_create("emulated");
   tcase_set_timeout(tcase, 0);
-  tcase_add_test(tcase, test_link_rule);
   tcase_add_test(tcase, test_up_joins);
   tcase_add_test(tcase, test_join_levels);
   tcase_add_test(tcase, test_flatten_compresses_the_path);

@@ -9,15 +9,16 @@
  * Allegretti et al.'s block-based union-find (2019). The labels array holds the
  * union-find parents (frame-local linear indices, -1 on the background) until the
  * numbering replaces them.
- *   1. tile pass, in shared memory: each pixel links to one of its foreground
- *      neighbours before it in raster order (a plain store, plm__label_tile_start),
- *      then, after a barrier, unites with the others (plm__label_tile_join: atomicMin
- *      on shared memory), and, after another, writes its tile root as a frame index.
- *      Only links inside the tile are made; every pixel then points straight at its
- *      tile root.
- *   2. border pass: each pixel on a tile's top row, left column or (8-connectivity)
- *      right column unites, in global memory, along its links that leave the tile
- *      (plm__label_border_join); interior pixels are not visited.
+ *   1. tile pass, in shared memory, on runs (maximal stretches of foreground in a tile
+ *      row): a warp's ballot gives its row's bits, each run's first pixel is a node,
+ *      each pair of touching runs of adjacent rows is united once (atomicMin on shared
+ *      memory), in four levels of rows; then every pixel writes its run's tile root as
+ *      a frame index ("Tile pass" below). Every pixel then points straight at its tile
+ *      root.
+ *   2. border pass: a warp per 32 pixels of a tile border unites, in global memory,
+ *      the runs on the two sides that touch, with the same rule, starting from the
+ *      parents the tile pass wrote ("Border pass" below); interior pixels are not
+ *      visited.
  *   3. flatten: every pixel's parent becomes its root (plm__label_flatten, which
  *      compresses the path it walked), and each image row's roots are counted (an
  *      atomic add per root).
@@ -27,19 +28,15 @@
  *      mark below -1 (plm__label_root_mark), and the frame's last row writes its K.
  *   5. relabel: every pixel's label from its slot and its root's (plm__label_final).
  *   So the numbering is raster order, as scipy.ndimage.label's, with no prefix sum over
- *   the pixels: five launches, about 29 bytes of memory traffic per pixel (the mask
- *   read and the labels written are 5: the floor).
- * Invariants. Every parent is at most its child: the links of step 1 go to earlier
- * pixels, a tile's local index order is the frame's raster order restricted to the
- * tile, and plm__label_unite hangs the larger root under the smaller. So a
- * component's root is its smallest index, its first pixel in raster order, which the
- * numbering relies on. Which links are made: plm__label_links keeps a subset of a
- * pixel's links to earlier foreground neighbours that still connects every
- * component (the proof is by induction over raster order, next to it). Step 2 makes
- * exactly the links of that subset that leave their tile; step 1 judges links from
- * the tile alone (neighbours outside it taken as background), which only ever makes
- * more of the in-tile links than the subset has, never fewer. Extra links are edges
- * of the image, so the components come out the same. */
+ *   the pixels: five launches (label.cu has the cost model).
+ * Invariants. Every parent is at most its child: a run's node is its first pixel, a
+ * tile's local index order is the frame's raster order restricted to the tile, and
+ * plm__label_unite hangs the larger root under the smaller. So a component's root is
+ * its smallest index, its first pixel in raster order, which the numbering relies on.
+ * Which unions are made: every union is along an edge of the image (two foreground
+ * neighbours under the connectivity), and every edge's two pixels end up connected:
+ * those inside a tile by step 1, those across a tile border by step 2 (the proofs are
+ * next to each). So the components come out exactly the image's. */
 #ifndef PLUME_KERNELS_COMMON_LABEL_H
 #define PLUME_KERNELS_COMMON_LABEL_H
 
@@ -108,59 +105,13 @@ static inline PLM_HD void plm__regions_finish_row(double *row, int with_intensit
 
 /* ---- the CUDA labelling's per-pixel steps (see the top of the file) ---------------- */
 
+/* TILE_W is a warp, its row a 32-bit word; TILE_H is a power of two (the join levels)
+ * that divides 32 (a left border segment's 32 rows start on a tile row). */
 enum {
   PLM__LABEL_TILE_W = 32, /* a warp per tile row */
   PLM__LABEL_TILE_H = 16,
   PLM__LABEL_TILE_PIXELS = PLM__LABEL_TILE_W * PLM__LABEL_TILE_H /* threads per block */
 };
-
-/* A pixel's neighbours before it in raster order, as bits of a link set. */
-enum { PLM__LABEL_LEFT = 1, PLM__LABEL_UP_LEFT = 2, PLM__LABEL_UP = 4, PLM__LABEL_UP_RIGHT = 8 };
-
-/* Which of a foreground pixel's links to its earlier foreground neighbours (left,
- * up_left, up, up_right: non-zero where that neighbour exists and is foreground) the
- * labelling makes. Claim: for every pixel p, the links made connect p to each of its
- * earlier foreground neighbours. By induction over raster order, taking the claim for
- * every pixel before p:
- *   - 8-connectivity, up foreground: only up. Left, up-left and up-right all touch up
- *     and come before p: left has up as its up-right neighbour, up has up-left as its
- *     left one, up-right has up as its left one, so each is connected to up already.
- *   - 8-connectivity, up background: left and up-right, and up-left unless left is
- *     foreground (left has up-left as its up neighbour).
- *   - 4-connectivity: left and up, but only up when up-left is foreground too (left
- *     has up-left as its up neighbour, up has it as its left one).
- * Every component thus stays connected, with at most two links per pixel. */
-static inline PLM_HD int plm__label_links(int left, int up_left, int up, int up_right, int eight) {
-  if (eight) {
-    if (up) return PLM__LABEL_UP;
-    return (left      ? PLM__LABEL_LEFT
-            : up_left ? PLM__LABEL_UP_LEFT
-                      : 0) |
-           (up_right ? PLM__LABEL_UP_RIGHT : 0);
-  }
-  if (up && left && up_left) return PLM__LABEL_UP;
-  return (left ? PLM__LABEL_LEFT : 0) | (up ? PLM__LABEL_UP : 0);
-}
-
-/* The index offset of a link's neighbour in rows of `stride` elements. */
-static inline PLM_HD int64_t plm__label_link_offset(int link, int64_t stride) {
-  switch (link) {
-    case PLM__LABEL_LEFT: return -1;
-    case PLM__LABEL_UP_LEFT: return -stride - 1;
-    case PLM__LABEL_UP: return -stride;
-    default: return -stride + 1; /* PLM__LABEL_UP_RIGHT */
-  }
-}
-
-/* Whether the link from (tx, ty) of a tile leaves the tile. */
-static inline PLM_HD int plm__label_link_leaves_tile(int link, int tx, int ty) {
-  switch (link) {
-    case PLM__LABEL_LEFT: return tx == 0;
-    case PLM__LABEL_UP_LEFT: return tx == 0 || ty == 0;
-    case PLM__LABEL_UP: return ty == 0;
-    default: return ty == 0 || tx == PLM__LABEL_TILE_W - 1; /* PLM__LABEL_UP_RIGHT */
-  }
-}
 
 /* *address = min(*address, value), atomically; returns the value before. The host
  * version exists for tests/test_label_cuda_logic.c. */
@@ -320,41 +271,82 @@ static inline PLM_HD void plm__label_tile_at(plm__label_tiling tiling, int64_t t
   *c0 = in_frame % tiling.across * PLM__LABEL_TILE_W;
 }
 
-/* Border pass (step 2). The pixels of a tile it visits: the top row, the left column
- * and, with 8-connectivity, the right column (whose up-right links leave the tile);
- * no other pixel has a link that leaves its tile. */
-static inline PLM_HD int plm__label_border_pixels(int eight) {
-  return PLM__LABEL_TILE_W + (PLM__LABEL_TILE_H - 1) * (eight ? 2 : 1);
+/* Border pass (step 2). After the tile pass, the two ends of every edge of the image
+ * inside one tile are in one tree; the border pass unites along the edges that cross a
+ * tile border, a warp per segment of 32 pixels along a border, with the tile pass's run
+ * rule (plm__label_up_joins, the segment's far line as the row above):
+ *   - a top segment per tile below the frame's first tile row: the tile's top row
+ *     (near) against the row above (far), lane i at column c0 + i; with 8-connectivity,
+ *     lanes 0 and 31 also unite across the tile's top corners, with the pixels up-left
+ *     of (r0, c0) and up-right of (r0, c0 + 31);
+ *   - a left segment per 32 rows (two tile rows, from row 32 k) of each tile column but
+ *     the first: the tile column's first column (near) against the column left of it
+ *     (far), lane i at row r0 + i.
+ * Why that is every crossing edge: the pixels of a run of a line are connected without
+ * the segment's unions (in one tile by its tree; a left segment's lines cross a tile row
+ * border, where the top segment below it joins them), so a union per pair of touching
+ * runs, near against far, connects the ends of every edge between them. The edges that
+ * cross a tile corner (diagonal, up-left or up-right of a tile's top row's end pixels)
+ * are the corner unions'; those a left segment sees are between its own lines, and
+ * those at its ends, at rows 32 k, cross a tile corner. Every union is along an edge
+ * (the far pixel a lane names is its neighbour), so the components come out exact.
+ * A lane reads its two pixels' parents (after the tile pass: a tile root, or -1 on the
+ * background), which say what is foreground as the mask does, and starts its finds from
+ * them, one step nearer the root. */
+typedef struct plm__label_segments {
+  int64_t top;               /* top segments in a frame: tiles below the first tile row */
+  int64_t left;              /* left segments in a frame */
+  int64_t across, left_down; /* tiles across, left segments down a tile column */
+} plm__label_segments;
+
+static inline PLM_HD plm__label_segments plm__label_segments_of(int64_t height, int64_t width) {
+  plm__label_segments s;
+  s.across = (width + PLM__LABEL_TILE_W - 1) / PLM__LABEL_TILE_W;
+  s.left_down = (height + 31) / 32;
+  s.top = ((height + PLM__LABEL_TILE_H - 1) / PLM__LABEL_TILE_H - 1) * s.across;
+  s.left = (s.across - 1) * s.left_down;
+  return s;
 }
 
-/* The k-th of them, 0 <= k < plm__label_border_pixels. */
-static inline PLM_HD void plm__label_border_pixel(int k, int *tx, int *ty) {
-  if (k < PLM__LABEL_TILE_W) {
-    *tx = k;
-    *ty = 0;
-  } else if (k < PLM__LABEL_TILE_W + PLM__LABEL_TILE_H - 1) {
-    *tx = 0;
-    *ty = k - PLM__LABEL_TILE_W + 1;
-  } else {
-    *tx = PLM__LABEL_TILE_W - 1;
-    *ty = k - (PLM__LABEL_TILE_W + PLM__LABEL_TILE_H - 1) + 1;
+/* Segment k of a frame (0 <= k < top + left): its first near pixel (r, c) and whether
+ * it is a top segment (along a row) or a left one (down a column). */
+static inline PLM_HD int plm__label_segment_at(plm__label_segments s, int64_t k, int64_t *r,
+                                               int64_t *c) {
+  if (k < s.top) {
+    *r = (k / s.across + 1) * PLM__LABEL_TILE_H;
+    *c = k % s.across * PLM__LABEL_TILE_W;
+    return 1;
   }
+  k -= s.top;
+  *r = k % s.left_down * 32;
+  *c = (k / s.left_down + 1) * PLM__LABEL_TILE_W;
+  return 0;
 }
 
-/* Unite foreground pixel (r, c) of a frame (its parents and its mask, `width` wide)
- * along those of its links that leave its tile. */
-static inline PLM_HD void plm__label_border_join(int32_t *parent, const uint8_t *mask,
-                                                 int64_t width, int64_t r, int64_t c, int eight) {
-  const int64_t i = r * width + c;
-  const int left = c > 0, up = r > 0, right = c + 1 < width;
-  int links = plm__label_links(left && mask[i - 1], left && up && mask[i - width - 1],
-                               up && mask[i - width], up && right && mask[i - width + 1], eight);
-  const int tx = (int)(c % PLM__LABEL_TILE_W), ty = (int)(r % PLM__LABEL_TILE_H);
-  while (links) {
-    const int link = links & -links;
-    if (plm__label_link_leaves_tile(link, tx, ty))
-      plm__label_unite(parent, (int32_t)i, (int32_t)(i + plm__label_link_offset(link, width)));
-    links &= ~link;
+/* Lane i of a top segment, in column c of a frame `width` wide, also unites across a
+ * tile corner, with 8-connectivity: with the pixel before its far pixel (lane 0: -1,
+ * up-left) or after it (lane 31: +1, up-right). Returns that offset, or 0 for none. */
+static inline PLM_HD int plm__label_segment_corner(int top, int i, int64_t c, int64_t width,
+                                                   int eight) {
+  if (!eight || !top) return 0;
+  if (i == 0) return c > 0 ? -1 : 0;
+  return i == 31 && c + 1 < width ? 1 : 0;
+}
+
+/* Lane i's unions in a segment: own is the parent of its near pixel (-1 where it is
+ * background or outside the frame), near and far the bits of the segment's foreground
+ * pixels on each line, and far_before, far_at, far_after the parents of the far pixels
+ * at i - 1, i and i + 1 (any value where there is none: the bits say). */
+static inline PLM_HD void plm__label_segment_join(int32_t *parent, uint32_t near, uint32_t far,
+                                                  int i, int32_t own, int32_t far_before,
+                                                  int32_t far_at, int32_t far_after, int eight) {
+  if (own < 0) return;
+  uint32_t joins = plm__label_up_joins(near, far, i, eight);
+  while (joins) {
+    const uint32_t bit = joins & (0u - joins);
+    const int column = 31 - plm__label_clz(bit);
+    plm__label_unite(parent, own, column < i ? far_before : column > i ? far_after : far_at);
+    joins &= ~bit;
   }
 }
 

@@ -124,26 +124,42 @@ __global__ void __launch_bounds__(PLM__LABEL_TILE_PIXELS)
     }
 }
 
-/* Step 2, over the border pixels of every tile, frame by frame (blockIdx.y and its
- * stride, as steps 3 and 5). The division of the pixel's index by its tile's border
- * pixels is by a constant (Eight picks it), the tile's place in the frame a 32-bit one: a
- * frame has fewer tiles than pixels. */
+/* Step 2, a warp per border segment (kernels/common/label.h, "Border pass"), frame by
+ * frame (blockIdx.y and its stride, as steps 3 and 5). The segment loop is uniform
+ * across each warp (its stride a multiple of 32 threads), so every lane reaches every
+ * ballot and shuffle. A top segment's lanes read two rows of parents, 128 bytes each; a
+ * left segment's read a parent in each of 64 rows. */
 template <int Eight>
-__global__ void label_borders(const uint8_t *__restrict__ mask, int32_t *parent, int64_t frames,
-                              int32_t across, int32_t tiles, int64_t height, int64_t width) {
-  const int per_tile = plm__label_border_pixels(Eight);
-  const int64_t total = (int64_t)tiles * per_tile, frame_pixels = height * width;
-  const int64_t step = (int64_t)gridDim.x * blockDim.x;
+__global__ void label_borders(int32_t *parent, int64_t frames, plm__label_segments segments,
+                              int64_t height, int64_t width) {
+  const unsigned all = 0xffffffffu;
+  const int lane = (int)(threadIdx.x % 32);
+  const int64_t count = segments.top + segments.left, frame_pixels = height * width;
+  const int64_t first = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32,
+                step = (int64_t)gridDim.x * blockDim.x / 32;
   for (int64_t f = blockIdx.y; f < frames; f += gridDim.y) {
-    const int64_t base = f * frame_pixels;
-    for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < total; j += step) {
-      const int32_t tile = (int32_t)(j / per_tile), down = tile / across;
-      int tx, ty;
-      plm__label_border_pixel((int)(j - (int64_t)tile * per_tile), &tx, &ty);
-      const int64_t r = (int64_t)down * PLM__LABEL_TILE_H + ty,
-                    c = (int64_t)(tile - down * across) * PLM__LABEL_TILE_W + tx;
-      if (r >= height || c >= width || !mask[base + r * width + c]) continue;
-      plm__label_border_join(parent + base, mask + base, width, r, c, Eight);
+    int32_t *frame = parent + f * frame_pixels;
+    for (int64_t k = first; k < count; k += step) {
+      int64_t r, c;
+      const bool top = plm__label_segment_at(segments, k, &r, &c);
+      if (top)
+        c += lane;
+      else
+        r += lane;
+      const bool inside = r < height && c < width;
+      const int64_t i = r * width + c, far_i = top ? i - width : i - 1;
+      const int32_t own = inside ? frame[i] : -1, far = inside ? frame[far_i] : -1;
+      const uint32_t near_bits = __ballot_sync(all, own >= 0),
+                     far_bits = __ballot_sync(all, far >= 0);
+      const int32_t far_before = __shfl_up_sync(all, far, 1),
+                    far_after = __shfl_down_sync(all, far, 1);
+      plm__label_segment_join(frame, near_bits, far_bits, lane, own, far_before, far, far_after,
+                              Eight);
+      const int corner = plm__label_segment_corner(top, lane, c, width, Eight);
+      if (corner && own >= 0) {
+        const int32_t beyond = frame[far_i + corner];
+        if (beyond >= 0) plm__label_unite(frame, own, beyond);
+      }
     }
   }
 }
@@ -277,14 +293,14 @@ extern "C" plm_status plm__label_cuda(void *stream, const plm__label_args *args)
                                                    args->width, eight);
   plm_status status = plm__cuda_check_launch("label_tiles");
   if (status == PLM_OK) {
-    const dim3 border_blocks =
-        frame_pixels_grid(args->frames, (int64_t)tiles * plm__label_border_pixels(eight));
+    const plm__label_segments segments = plm__label_segments_of(args->height, args->width);
+    const dim3 border_blocks = frame_pixels_grid(args->frames, (segments.top + segments.left) * 32);
     if (eight)
-      label_borders<1><<<border_blocks, kThreads, 0, s>>>(args->mask, args->labels, args->frames,
-                                                          across, tiles, args->height, args->width);
+      label_borders<1><<<border_blocks, kThreads, 0, s>>>(args->labels, args->frames, segments,
+                                                          args->height, args->width);
     else
-      label_borders<0><<<border_blocks, kThreads, 0, s>>>(args->mask, args->labels, args->frames,
-                                                          across, tiles, args->height, args->width);
+      label_borders<0><<<border_blocks, kThreads, 0, s>>>(args->labels, args->frames, segments,
+                                                          args->height, args->width);
     status = plm__cuda_check_launch("label_borders");
   }
   if (status == PLM_OK) {
