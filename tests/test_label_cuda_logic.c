@@ -88,8 +88,9 @@ static void tile_pass(const batch *b, int32_t *parent, plm__label_tiling tiling,
         if (foreground && plm__label_joins_at(ty, join_steps[phase - 1]))
           plm__label_tile_join(tile_parent, rows[ty], ty > 0 ? rows[ty - 1] : 0u, tx, ty, b->eight);
       } else if (inside) {
-        parent[g] =
-            foreground ? plm__label_tile_root(tile_parent, rows[ty], tx, ty, r0, c0, b->width) : -1;
+        parent[g] = foreground ? plm__label_tile_root(tile_parent, rows[ty], tx, ty, (int32_t)r0,
+                                                      (int32_t)c0, (int32_t)b->width)
+                               : -1;
       }
     }
 }
@@ -117,8 +118,8 @@ static void emulate(const batch *b, uint64_t seed, int32_t *labels, int32_t *cou
   order = shuffled(b->frames * per_frame, &state);
   for (int64_t k = 0; k < b->frames * per_frame; k++) {
     int32_t *frame = labels + order[k] / per_frame * frame_pixels;
-    int64_t r0, c0;
-    const int top = plm__label_segment_at(segments, order[k] % per_frame, &r0, &c0);
+    int32_t r0, c0;
+    const int top = plm__label_segment_at(segments, (int32_t)(order[k] % per_frame), &r0, &c0);
     int32_t own[32], far[32];
     int64_t far_i[32];
     uint32_t near_bits = 0, far_bits = 0;
@@ -138,7 +139,7 @@ static void emulate(const batch *b, uint64_t seed, int32_t *labels, int32_t *cou
                               far[lane > 0 ? lane - 1 : lane], far[lane],
                               far[lane < 31 ? lane + 1 : lane], b->eight);
       const int corner =
-          plm__label_segment_corner(top, lane, top ? c0 + lane : c0, b->width, b->eight);
+          plm__label_segment_corner(top, lane, top ? c0 + lane : c0, (int32_t)b->width, b->eight);
       if (corner && own[lane] >= 0 && frame[far_i[lane] + corner] >= 0)
         plm__label_unite(frame, own[lane], frame[far_i[lane] + corner]);
     }

@@ -241,10 +241,10 @@ static inline PLM_HD void plm__label_tile_join(int32_t *parent, uint32_t row, ui
 /* The frame index of the tile root of foreground pixel (tx, ty) (its row's bits `row`)
  * of the tile whose first pixel is (r0, c0) in a frame `width` wide. */
 static inline PLM_HD int32_t plm__label_tile_root(const int32_t *parent, uint32_t row, int tx,
-                                                  int ty, int64_t r0, int64_t c0, int64_t width) {
+                                                  int ty, int32_t r0, int32_t c0, int32_t width) {
   const int32_t root =
       plm__label_find(parent, ty * PLM__LABEL_TILE_W + plm__label_run_start(row, tx));
-  return (int32_t)((r0 + root / PLM__LABEL_TILE_W) * width + c0 + root % PLM__LABEL_TILE_W);
+  return (r0 + root / PLM__LABEL_TILE_W) * width + c0 + root % PLM__LABEL_TILE_W;
 }
 
 /* The tiles of a batch: `across` x `down` per frame, numbered frame by frame, row by
@@ -293,25 +293,25 @@ static inline PLM_HD void plm__label_tile_at(plm__label_tiling tiling, int64_t t
  * A lane reads its two pixels' parents (after the tile pass: a tile root, or -1 on the
  * background), which say what is foreground as the mask does, and starts its finds from
  * them, one step nearer the root. */
-typedef struct plm__label_segments {
-  int64_t top;               /* top segments in a frame: tiles below the first tile row */
-  int64_t left;              /* left segments in a frame */
-  int64_t across, left_down; /* tiles across, left segments down a tile column */
+typedef struct plm__label_segments { /* counts in a frame: below its pixels, int32 */
+  int32_t top;                       /* top segments: the tiles below the first tile row */
+  int32_t left;                      /* left segments */
+  int32_t across, left_down;         /* tiles across, left segments down a tile column */
 } plm__label_segments;
 
 static inline PLM_HD plm__label_segments plm__label_segments_of(int64_t height, int64_t width) {
   plm__label_segments s;
-  s.across = (width + PLM__LABEL_TILE_W - 1) / PLM__LABEL_TILE_W;
-  s.left_down = (height + 31) / 32;
-  s.top = ((height + PLM__LABEL_TILE_H - 1) / PLM__LABEL_TILE_H - 1) * s.across;
+  s.across = (int32_t)((width + PLM__LABEL_TILE_W - 1) / PLM__LABEL_TILE_W);
+  s.left_down = (int32_t)((height + 31) / 32);
+  s.top = (int32_t)((height + PLM__LABEL_TILE_H - 1) / PLM__LABEL_TILE_H - 1) * s.across;
   s.left = (s.across - 1) * s.left_down;
   return s;
 }
 
 /* Segment k of a frame (0 <= k < top + left): its first near pixel (r, c) and whether
  * it is a top segment (along a row) or a left one (down a column). */
-static inline PLM_HD int plm__label_segment_at(plm__label_segments s, int64_t k, int64_t *r,
-                                               int64_t *c) {
+static inline PLM_HD int plm__label_segment_at(plm__label_segments s, int32_t k, int32_t *r,
+                                               int32_t *c) {
   if (k < s.top) {
     *r = (k / s.across + 1) * PLM__LABEL_TILE_H;
     *c = k % s.across * PLM__LABEL_TILE_W;
@@ -326,7 +326,7 @@ static inline PLM_HD int plm__label_segment_at(plm__label_segments s, int64_t k,
 /* Lane i of a top segment, in column c of a frame `width` wide, also unites across a
  * tile corner, with 8-connectivity: with the pixel before its far pixel (lane 0: -1,
  * up-left) or after it (lane 31: +1, up-right). Returns that offset, or 0 for none. */
-static inline PLM_HD int plm__label_segment_corner(int top, int i, int64_t c, int64_t width,
+static inline PLM_HD int plm__label_segment_corner(int top, int i, int32_t c, int32_t width,
                                                    int eight) {
   if (!eight || !top) return 0;
   if (i == 0) return c > 0 ? -1 : 0;

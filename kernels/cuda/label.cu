@@ -5,13 +5,14 @@
  * runs them too, in tests/test_label_cuda_logic.c), all on the stream, with no host
  * round trip:
  *   1. label_tiles: one block of PLM__LABEL_TILE_PIXELS threads per tile (grid-stride
- *      over each frame's tiles), the tile's mask and parents in shared
- *      memory; writes every pixel's tile root (a frame index) or -1 to labels, and
- *      the tiles of the first column zero their rows' root counts.
- *   2. label_borders: one thread per border pixel of every tile (the top row, the left
- *      column and, for 8-connectivity, the right column) unites across the tile
- *      borders with atomicMin on labels. A component's root stays its smallest index:
- *      its first pixel in raster order.
+ *      over each frame's tiles), a warp per tile row: its ballot is the row's bits, and
+ *      the tile's union-find has a node per run in shared memory; writes every pixel's
+ *      tile root (a frame index) or -1 to labels, and the tiles of the first column
+ *      zero their rows' root counts.
+ *   2. label_borders: a warp per 32 pixels of a tile border (a tile's top row against
+ *      the row above, or 32 rows of a tile column's first column against the column
+ *      left of it) unites the runs that touch across it, with atomicMin on labels. A
+ *      component's root stays its smallest index: its first pixel in raster order.
  *   3. label_flatten: every pixel's parent becomes its root, and so does every parent
  *      on the path to it (path compression, plm__label_flatten: a chain is walked in
  *      full once, then in one step by the pixels on it); each root adds one to its
@@ -30,18 +31,38 @@
  * caller's (ops/op_scratch.h): plm_label takes it from the context's default pool in
  * stream order, a pipeline gives it from its workspace.
  *
- * Cost model per pixel: tiles read the mask (1 byte) and write a parent (4); borders
- * touch the tile borders only (3/16 of the pixels at 8-connectivity, a few random
- * reads each); flatten reads and writes the parents (8, plus the root's, mostly in
- * cache); number_roots reads them (4); relabel reads them and the root's slot (8) and
- * writes the labels (4): about 29 bytes against the floor's 5 (mask in, labels out),
- * in 5 launches. Step 4 also sums the earlier rows' counts in every row's block, h^2/2
- * reads of a frame's 4h bytes of counts (L1/L2): 8 M at 4096^2, 130 K at 512^2. At
- * 4096^2 on an H100 (3.35 TB/s) that is 16.7 M x 29 B = 490 MB, 146 us, against the
- * floor's 84 MB, 25 us; at 512^2 the launches (5 x 2-3 us, less in a graph) dominate.
- * Fewer bytes would need the flattening folded into the numbering, which the
- * relabelling's reads of other pixels' slots forbid within one kernel. Not yet
- * measured.
+ * Cost model. The floor bench_ops judges by (docs/benchmarks.md, "emulated") is each
+ * launch's distinct bytes over DRAM bandwidth, summed: about 19 bytes a pixel here, the
+ * mask in and a parent out (5), parents read by borders (about 2: a left segment's
+ * sectors lie in every row), read and mostly not written by flatten (4), read by
+ * number_roots (4), read and written over by relabel (4): 24.1 us at 2048^2 on an H100
+ * (3.35 TB/s). The op's own floor, mask in and labels out,
+ * is 5 bytes a pixel (6.3 us at 2048^2): the four launches after the first re-read the
+ * parents, which only a labelling in fewer passes would save. Per kernel, by the
+ * emulated estimate for an H100 (an estimate from the emulator's counts, not a
+ * measurement; the half-full random mask of bench_ops, 8-connectivity, 512^2 and
+ * 2048^2 alike), bound over floor:
+ *   - tiles, 1.5x, shared-memory bound: about 17 shared requests a warp (a tile row):
+ *     the row's bits stored and the row above's read, the run nodes started, at most
+ *     two unions a lane (a find from each side and an atomicMin), and the root's find,
+ *     about five steps (the trees are about a level deep per join level). A warp's 160
+ *     bytes of DRAM take as long as 12.5 wavefronts (132 SMs x 1.98 GHz, one a clock).
+ *     Before the runs (a union per pixel, the mask staged in shared memory and five
+ *     bytes of it read a pixel): 43 requests a warp, 4.4x.
+ *   - borders, 1.3x, L2: a top segment reads two rows of 128 bytes, a left segment a
+ *     sector in each of 64 rows (its two columns), then the unions' finds. Before (a
+ *     thread per border pixel reading five mask bytes and two parents): 3.0x.
+ *   - flatten, 1.3x, L2: a parent and its parent's parent a pixel, a write only where a
+ *     path is longer (was four reads, 2.5x).
+ *   - number_roots, 1.0x, DRAM: the parents read once; the earlier rows' counts, h^2/2
+ *     reads of a frame's 4h bytes, from L2 (the warps' sums read once a warp now, not
+ *     once a thread: 1.35x before).
+ *   - relabel, 1.4x, L2: a parent and its root's slot read and the label written, 8
+ *     bytes of L2 requests for 4 of DRAM.
+ * Whole op: bound 1.3x the floor at 512^2 and 2048^2 (2.6x and 2.5x before); plus 5
+ * launches (12.5 us, or 5 us as graph nodes), which dominate at 512^2. Not yet measured
+ * on a GPU; the estimate leaves out latency (the tile pass's barriers: six a tile) and
+ * instruction issue.
  *
  * regions starts the table's rows (regions_start), accumulates into them block by block
  * (regions_accumulate: a block combines what each label adds within its tile in a table
@@ -94,20 +115,19 @@ dim3 frame_pixels_grid(int64_t frames, int64_t frame_pixels) {
 __global__ void __launch_bounds__(PLM__LABEL_TILE_PIXELS)
     label_tiles(const uint8_t *__restrict__ mask, int32_t *__restrict__ parent,
                 int32_t *__restrict__ row_roots, int64_t frames, int32_t across, int32_t tiles,
-                int64_t height, int64_t width, int eight) {
+                int32_t height, int32_t width, int eight) {
   __shared__ int32_t tile_parent[PLM__LABEL_TILE_PIXELS]; /* a node per run */
   __shared__ uint32_t tile_rows[PLM__LABEL_TILE_H];
   const int t = (int)threadIdx.x, tx = t % PLM__LABEL_TILE_W, ty = t / PLM__LABEL_TILE_W;
+  const int64_t frame_pixels = (int64_t)height * width;
   for (int64_t frame = blockIdx.y; frame < frames; frame += gridDim.y)
-    for (int64_t j = blockIdx.x; j < tiles; j += gridDim.x) {
-      const int32_t tile = (int32_t)j, down = tile / across;
-      const int64_t r0 = (int64_t)down * PLM__LABEL_TILE_H,
-                    c0 = (int64_t)(tile - down * across) * PLM__LABEL_TILE_W;
-      const int64_t r = r0 + ty, c = c0 + tx;
+    for (int32_t tile = (int32_t)blockIdx.x; tile < tiles; tile += (int32_t)gridDim.x) {
+      const int32_t down = tile / across, r0 = down * PLM__LABEL_TILE_H,
+                    c0 = (tile - down * across) * PLM__LABEL_TILE_W;
+      const int32_t r = r0 + ty, c = c0 + tx, i = r * width + c; /* in the frame */
       const bool inside = r < height && c < width;
-      const int64_t g = (frame * height + r) * width + c;
       if (c0 == 0 && tx == 0 && r < height) row_roots[frame * height + r] = 0; /* for step 3 */
-      const bool foreground = inside && mask[g] != 0;
+      const bool foreground = inside && mask[frame * frame_pixels + i] != 0;
       const uint32_t row = __ballot_sync(0xffffffffu, foreground);
       if (tx == 0) tile_rows[ty] = row;
       if (foreground && plm__label_run_start(row, tx) == tx) tile_parent[t] = t;
@@ -119,7 +139,8 @@ __global__ void __launch_bounds__(PLM__LABEL_TILE_PIXELS)
         __syncthreads();
       }
       if (inside)
-        parent[g] = foreground ? plm__label_tile_root(tile_parent, row, tx, ty, r0, c0, width) : -1;
+        parent[frame * frame_pixels + i] =
+            foreground ? plm__label_tile_root(tile_parent, row, tx, ty, r0, c0, width) : -1;
       __syncthreads(); /* before the next tile overwrites the shared arrays */
     }
 }
@@ -131,23 +152,24 @@ __global__ void __launch_bounds__(PLM__LABEL_TILE_PIXELS)
  * left segment's read a parent in each of 64 rows. */
 template <int Eight>
 __global__ void label_borders(int32_t *parent, int64_t frames, plm__label_segments segments,
-                              int64_t height, int64_t width) {
+                              int32_t height, int32_t width) {
   const unsigned all = 0xffffffffu;
   const int lane = (int)(threadIdx.x % 32);
-  const int64_t count = segments.top + segments.left, frame_pixels = height * width;
-  const int64_t first = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32,
-                step = (int64_t)gridDim.x * blockDim.x / 32;
+  const int32_t count = segments.top + segments.left;
+  const int64_t frame_pixels = (int64_t)height * width;
+  const int32_t first = (int32_t)((blockIdx.x * blockDim.x + threadIdx.x) / 32),
+                step = (int32_t)(gridDim.x * blockDim.x / 32);
   for (int64_t f = blockIdx.y; f < frames; f += gridDim.y) {
     int32_t *frame = parent + f * frame_pixels;
-    for (int64_t k = first; k < count; k += step) {
-      int64_t r, c;
+    for (int32_t k = first; k < count; k += step) {
+      int32_t r, c;
       const bool top = plm__label_segment_at(segments, k, &r, &c);
       if (top)
         c += lane;
       else
         r += lane;
       const bool inside = r < height && c < width;
-      const int64_t i = r * width + c, far_i = top ? i - width : i - 1;
+      const int32_t i = r * width + c, far_i = top ? i - width : i - 1;
       const int32_t own = inside ? frame[i] : -1, far = inside ? frame[far_i] : -1;
       const uint32_t near_bits = __ballot_sync(all, own >= 0),
                      far_bits = __ballot_sync(all, far >= 0);
@@ -288,19 +310,19 @@ extern "C" plm_status plm__label_cuda(void *stream, const plm__label_args *args)
   const int32_t across = (int32_t)tiling.across, tiles = (int32_t)(tiling.across * tiling.down);
   const dim3 tile_blocks(plm__cuda_blocks((int64_t)tiles * kTileThreads, kTileThreads),
                          frame_pixels_grid(args->frames, 1).y);
-  label_tiles<<<tile_blocks, kTileThreads, 0, s>>>(args->mask, args->labels, row_roots,
-                                                   args->frames, across, tiles, args->height,
-                                                   args->width, eight);
+  label_tiles<<<tile_blocks, kTileThreads, 0, s>>>(
+      args->mask, args->labels, row_roots, args->frames, across, tiles, (int32_t)args->height,
+      (int32_t)args->width, eight);
   plm_status status = plm__cuda_check_launch("label_tiles");
   if (status == PLM_OK) {
     const plm__label_segments segments = plm__label_segments_of(args->height, args->width);
     const dim3 border_blocks = frame_pixels_grid(args->frames, (segments.top + segments.left) * 32);
     if (eight)
-      label_borders<1><<<border_blocks, kThreads, 0, s>>>(args->labels, args->frames, segments,
-                                                          args->height, args->width);
+      label_borders<1><<<border_blocks, kThreads, 0, s>>>(
+          args->labels, args->frames, segments, (int32_t)args->height, (int32_t)args->width);
     else
-      label_borders<0><<<border_blocks, kThreads, 0, s>>>(args->labels, args->frames, segments,
-                                                          args->height, args->width);
+      label_borders<0><<<border_blocks, kThreads, 0, s>>>(
+          args->labels, args->frames, segments, (int32_t)args->height, (int32_t)args->width);
     status = plm__cuda_check_launch("label_borders");
   }
   if (status == PLM_OK) {
