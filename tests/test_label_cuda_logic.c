@@ -464,6 +464,38 @@ START_TEST(test_up_joins) {
 }
 END_TEST
 
+/* The border segments of a frame cover each pixel on a tile border once: a top
+ * segment's lanes every pixel of a tile's top row below the frame's first tile row, a
+ * left segment's every pixel of a tile column's first column but the frame's first,
+ * and nothing else inside the frame. */
+START_TEST(test_segments_cover_the_borders) {
+  static const int64_t shapes[][2] = {{1, 1}, {16, 32}, {17, 33}, {47, 97}, {64, 96}, {100, 31}};
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+    const int64_t height = shapes[s][0], width = shapes[s][1];
+    int *top = calloc((size_t)(height * width), sizeof *top);
+    int *left = calloc((size_t)(height * width), sizeof *left);
+    ck_assert(top && left);
+    const plm__label_segments segments = plm__label_segments_of(height, width);
+    for (int32_t k = 0; k < segments.top + segments.left; k++) {
+      int32_t r0, c0;
+      const int is_top = plm__label_segment_at(segments, k, &r0, &c0);
+      ck_assert_int_eq(is_top, k < segments.top);
+      for (int lane = 0; lane < 32; lane++) {
+        const int64_t r = is_top ? r0 : r0 + lane, c = is_top ? c0 + lane : c0;
+        if (r < height && c < width) (is_top ? top : left)[r * width + c]++;
+      }
+    }
+    for (int64_t r = 0; r < height; r++)
+      for (int64_t c = 0; c < width; c++) {
+        ck_assert_int_eq(top[r * width + c], r > 0 && r % PLM__LABEL_TILE_H == 0);
+        ck_assert_int_eq(left[r * width + c], c > 0 && c % PLM__LABEL_TILE_W == 0);
+      }
+    free(top);
+    free(left);
+  }
+}
+END_TEST
+
 /* The join levels take every row of a tile but the first at exactly one level of the
  * kernel's loop (steps 1, 2, 4, ... below PLM__LABEL_TILE_H). */
 START_TEST(test_join_levels) {
@@ -481,6 +513,7 @@ static Suite *label_cuda_logic_suite(void) {
   tcase_set_timeout(tcase, 0);
   tcase_add_test(tcase, test_up_joins);
   tcase_add_test(tcase, test_join_levels);
+  tcase_add_test(tcase, test_segments_cover_the_borders);
   tcase_add_test(tcase, test_flatten_compresses_the_path);
   tcase_add_test(tcase, test_scipy_fixtures);
   tcase_add_test(tcase, test_random_masks);
