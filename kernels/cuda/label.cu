@@ -40,15 +40,17 @@
  * is 5 bytes a pixel (6.3 us at 2048^2): the four launches after the first re-read the
  * parents, which only a labelling in fewer passes would save. Per kernel, by the
  * emulated estimate for an H100 (an estimate from the emulator's counts, not a
- * measurement; the half-full random mask of bench_ops, 8-connectivity, 512^2 and
- * 2048^2 alike), bound over floor:
+ * measurement; the half-full random mask of bench_ops, 8-connectivity, 512^2 to
+ * 4096^2 alike within 0.1x), bound over floor:
  *   - tiles, 1.5x, shared-memory bound: about 17 shared requests a warp (a tile row):
  *     the row's bits stored and the row above's read, the run nodes started, at most
  *     two unions a lane (a find from each side and an atomicMin), and the root's find,
  *     about five steps (the trees are about a level deep per join level). A warp's 160
  *     bytes of DRAM take as long as 12.5 wavefronts (132 SMs x 1.98 GHz, one a clock).
  *     Before the runs (a union per pixel, the mask staged in shared memory and five
- *     bytes of it read a pixel): 43 requests a warp, 4.4x.
+ *     bytes of it read a pixel): 43 requests a warp, 4.4x. Tiles 8 and 32 rows high were
+ *     tried: the tile pass 1.3x and 1.65x, but the borders and flatten the other way,
+ *     the op 1.35x and 1.32x against 16 rows' 1.31x at 512^2.
  *   - borders, 1.3x, L2: a top segment reads two rows of 128 bytes, a left segment a
  *     sector in each of 64 rows (its two columns), then the unions' finds. Before (a
  *     thread per border pixel reading five mask bytes and two parents): 3.0x.
@@ -59,8 +61,9 @@
  *     once a thread: 1.35x before).
  *   - relabel, 1.4x, L2: a parent and its root's slot read and the label written, 8
  *     bytes of L2 requests for 4 of DRAM.
- * Whole op: bound 1.3x the floor at 512^2 and 2048^2 (2.6x and 2.5x before); plus 5
- * launches (12.5 us, or 5 us as graph nodes), which dominate at 512^2. Not yet measured
+ * Whole op: bound 1.3x the floor at 512^2, 2048^2 and 4096^2 (2.6x, 2.5x and 2.5x
+ * before; 128 us against 96 at 4096^2, whose own floor is 25 us); plus 5 launches
+ * (12.5 us, or 5 us as graph nodes), which dominate at 512^2. Not yet measured
  * on a GPU; the estimate leaves out latency (the tile pass's barriers: six a tile) and
  * instruction issue.
  *
