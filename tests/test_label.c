@@ -154,6 +154,55 @@ START_TEST(test_full_and_empty_masks) {
 }
 END_TEST
 
+/* Patterns whose components cross the CUDA labelling's tile borders (32 x 16 tiles,
+ * border segments of 32 pixels, kernels/common/label.h) the hard ways, at sizes that
+ * are no multiple of a tile: a snake of one-pixel rows joined at alternate ends (one
+ * component through every tile), a square spiral, a zipper of pixels alternating
+ * between the two columns at every vertical tile border (joined only diagonally across
+ * it, and across tile corners at rows 16 k), diagonals through tile corners, vertical
+ * stripes a pixel apart (a chain as deep as a tile in the tile pass when rows are
+ * joined at once), and a checkerboard (one component under 8-connectivity, every pixel
+ * its own under 4). */
+static uint8_t border_pattern(int which, int64_t r, int64_t c, int64_t height, int64_t width) {
+  switch (which) {
+    case 0: return r % 2 == 0 || (r % 4 == 1 ? c == width - 1 : c == 0); /* snake */
+    case 1: {                                                            /* spiral */
+      int64_t ring = r < c ? r : c;
+      if (height - 1 - r < ring) ring = height - 1 - r;
+      if (width - 1 - c < ring) ring = width - 1 - c;
+      if (ring % 2) return r == ring + 1 && c == ring;
+      return !(r == ring + 1 && c == ring) || ring == 0;
+    }
+    case 2: return c % 32 == (r % 2 ? 0 : 31);                          /* zipper */
+    case 3: return (r + c) % 16 == 0 || (r - c + 32 * width) % 32 == 0; /* diagonals */
+    case 4: return c % 2 == 0;                                          /* stripes */
+    default: return (r + c) % 2 == 0;                                   /* checkerboard */
+  }
+}
+
+START_TEST(test_components_that_cross_tile_borders) {
+  static const int64_t shapes[][2] = {{50, 97}};
+  for (int which = 0; which < 6; which++)
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+      const int64_t height = shapes[s][0], width = shapes[s][1];
+      uint8_t *mask = malloc((size_t)(height * width));
+      ck_assert_ptr_nonnull(mask);
+      for (int64_t r = 0; r < height; r++)
+        for (int64_t c = 0; c < width; c++)
+          mask[r * width + c] = border_pattern(which, r, c, height, width) ? 9 : 0;
+      for (int connectivity = 4; connectivity <= 8; connectivity += 4) {
+        char what[64];
+        snprintf(what, sizeof what, "pattern %d, %lldx%lld, connectivity %d", which,
+                 (long long)height, (long long)width, connectivity);
+        const int32_t k = check_label(mask, 2, shapes[s], connectivity, what);
+        if (which == 0 || which == 1) ck_assert_int_eq(k, 1);
+        if (which == 5) ck_assert_int_eq(k, connectivity == 8 ? 1 : (height * width + 1) / 2);
+      }
+      free(mask);
+    }
+}
+END_TEST
+
 static uint8_t *random_mask(int64_t count, double density, uint64_t seed) {
   uint8_t *mask = malloc((size_t)count);
   ck_assert_ptr_nonnull(mask);
@@ -207,10 +256,10 @@ END_TEST
  * frame's ranks counted from the frame's first pixel): many frames, more frames than
  * a CUDA grid has layers, frames whose last pixel is a component of its own (its
  * root, counted from its own flag), and empty frames between full ones. On the emulated
- * GPU the batches are a twentieth and a thirty-fifth as deep, with the same patterns (tests/harness.h's rule for
- * what surrounds an edge): the label kernels' grids are one-dimensional, so no count of
- * layers is an edge for them, and 70,000 frames of a block per tile and per row take
- * minutes there. */
+ * GPU the batches are a twentieth and a thirty-fifth as deep, with the same patterns
+ * (tests/harness.h's rule for what surrounds an edge): the label kernels' grids are
+ * one-dimensional, so no count of layers is an edge for them, and 70,000 frames of a block per tile
+ * and per row take minutes there. */
 START_TEST(test_large_batches_label_each_frame_from_one) {
   const bool emulated = plm_test_on_emulator();
   const int64_t many[3] = {emulated ? 150 : 3000, 17, 19};
@@ -435,12 +484,12 @@ START_TEST(test_regions_stress_the_block_tables) {
       case 0: check_regions(200, 300, 1.0, 8, PLM_DTYPE_F32, true, 0, 31); break;
       case 1: check_regions(200, 300, 1.0, 4, PLM_DTYPE_U8, false, 0, 32); break;
       case 2:
-        check_regions_of_mask(640, 512, isolated_pixels(640, 512, false), 8, PLM_DTYPE_F32, true,
-                              0, 33);
+        check_regions_of_mask(640, 512, isolated_pixels(640, 512, false), 8, PLM_DTYPE_F32, true, 0,
+                              33);
         break;
       case 3:
-        check_regions_of_mask(640, 512, isolated_pixels(640, 512, true), 4, PLM_DTYPE_U16, true,
-                              0, 34);
+        check_regions_of_mask(640, 512, isolated_pixels(640, 512, true), 4, PLM_DTYPE_U16, true, 0,
+                              34);
         break;
       case 4:
         check_regions_of_mask(640, 512, isolated_pixels(640, 512, true), 4, PLM_DTYPE_U8, false,
@@ -631,6 +680,7 @@ static Suite *label_suite(void) {
   tcase_set_timeout(tcase, 120);
   tcase_add_test(tcase, test_hand_made_patterns_match_the_reference_and_known_counts);
   tcase_add_test(tcase, test_full_and_empty_masks);
+  tcase_add_test(tcase, test_components_that_cross_tile_borders);
   tcase_add_test(tcase, test_random_masks_match_the_reference);
   tcase_add_test(tcase, test_batches_label_each_frame_from_one);
   tcase_add_test(tcase, test_large_batches_label_each_frame_from_one);

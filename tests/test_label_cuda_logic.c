@@ -59,26 +59,38 @@ typedef struct batch {
   int eight;
 } batch;
 
-/* Step 1, label_tiles, on one tile: the block's threads in `order`, phase by phase. */
+/* Step 1, label_tiles, on one tile: the block's threads in `order`, phase by phase; a
+ * row's bits are what its warp's ballot gives. */
 static void tile_pass(const batch *b, int32_t *parent, plm__label_tiling tiling, int64_t tile,
                       const int64_t *order) {
   int32_t tile_parent[PLM__LABEL_TILE_PIXELS];
-  uint8_t tile_mask[PLM__LABEL_TILE_PIXELS];
-  int links[PLM__LABEL_TILE_PIXELS];
+  uint32_t rows[PLM__LABEL_TILE_H] = {0};
   int64_t frame, r0, c0;
   plm__label_tile_at(tiling, tile, &frame, &r0, &c0);
-  for (int phase = 0; phase < 4; phase++) /* separated by the kernel's barriers */
+  for (int t = 0; t < PLM__LABEL_TILE_PIXELS; t++) tile_parent[t] = INT32_MIN; /* unread */
+  for (int t = 0; t < PLM__LABEL_TILE_PIXELS; t++) {                           /* the ballots */
+    const int tx = t % PLM__LABEL_TILE_W, ty = t / PLM__LABEL_TILE_W;
+    const int64_t r = r0 + ty, c = c0 + tx;
+    if (r < b->height && c < b->width && b->mask[(frame * b->height + r) * b->width + c])
+      rows[ty] |= 1u << tx;
+  }
+  /* The phases, separated by the kernel's barriers: start, the join levels (steps 1, 2,
+   * 4, 8), root. */
+  const int join_steps[] = {1, 2, 4, 8}, levels = (int)(sizeof join_steps / sizeof join_steps[0]);
+  for (int phase = 0; phase < levels + 2; phase++)
     for (int k = 0; k < PLM__LABEL_TILE_PIXELS; k++) {
       const int t = (int)order[k], tx = t % PLM__LABEL_TILE_W, ty = t / PLM__LABEL_TILE_W;
       const int64_t r = r0 + ty, c = c0 + tx, g = (frame * b->height + r) * b->width + c;
-      const int inside = r < b->height && c < b->width;
-      switch (phase) {
-        case 0: tile_mask[t] = inside && b->mask[g] != 0; break;
-        case 1: links[t] = plm__label_tile_start(tile_parent, tile_mask, tx, ty, b->eight); break;
-        case 2: plm__label_tile_join(tile_parent, t, links[t]); break;
-        default:
-          if (inside)
-            parent[g] = tile_mask[t] ? plm__label_tile_root(tile_parent, t, r0, c0, b->width) : -1;
+      const int inside = r < b->height && c < b->width, foreground = rows[ty] >> tx & 1u;
+      if (phase == 0) {
+        if (foreground && plm__label_run_start(rows[ty], tx) == tx) tile_parent[t] = t;
+      } else if (phase <= levels) {
+        if (foreground && plm__label_joins_at(ty, join_steps[phase - 1]))
+          plm__label_tile_join(tile_parent, rows[ty], ty > 0 ? rows[ty - 1] : 0u, tx, ty, b->eight);
+      } else if (inside) {
+        parent[g] = foreground ? plm__label_tile_root(tile_parent, rows[ty], tx, ty, (int32_t)r0,
+                                                      (int32_t)c0, (int32_t)b->width)
+                               : -1;
       }
     }
 }
@@ -98,17 +110,40 @@ static void emulate(const batch *b, uint64_t seed, int32_t *labels, int32_t *cou
   }
   free(order);
 
-  /* Step 2, label_borders. */
-  const int per_tile = plm__label_border_pixels(b->eight);
-  order = shuffled(tiling.count * per_tile, &state);
-  for (int64_t k = 0; k < tiling.count * per_tile; k++) {
-    int64_t frame, r0, c0;
-    int tx, ty;
-    plm__label_tile_at(tiling, order[k] / per_tile, &frame, &r0, &c0);
-    plm__label_border_pixel((int)(order[k] % per_tile), &tx, &ty);
-    const int64_t r = r0 + ty, c = c0 + tx, base = frame * frame_pixels;
-    if (r >= b->height || c >= b->width || !b->mask[base + r * b->width + c]) continue;
-    plm__label_border_join(labels + base, b->mask + base, b->width, r, c, b->eight);
+  /* Step 2, label_borders: the segments of every frame in a shuffled order, each as its
+   * warp does it (every lane reads its two parents, the ballots and shuffles, then the
+   * lanes' unions in a shuffled order). */
+  const plm__label_segments segments = plm__label_segments_of(b->height, b->width);
+  const int64_t per_frame = segments.top + segments.left;
+  order = shuffled(b->frames * per_frame, &state);
+  for (int64_t k = 0; k < b->frames * per_frame; k++) {
+    int32_t *frame = labels + order[k] / per_frame * frame_pixels;
+    int32_t r0, c0;
+    const int top = plm__label_segment_at(segments, (int32_t)(order[k] % per_frame), &r0, &c0);
+    int32_t own[32], far[32];
+    int64_t far_i[32];
+    uint32_t near_bits = 0, far_bits = 0;
+    for (int lane = 0; lane < 32; lane++) {
+      const int64_t r = top ? r0 : r0 + lane, c = top ? c0 + lane : c0;
+      const int inside = r < b->height && c < b->width;
+      far_i[lane] = top ? (r - 1) * b->width + c : r * b->width + c - 1;
+      own[lane] = inside ? frame[r * b->width + c] : -1;
+      far[lane] = inside ? frame[far_i[lane]] : -1;
+      near_bits |= (uint32_t)(own[lane] >= 0) << lane;
+      far_bits |= (uint32_t)(far[lane] >= 0) << lane;
+    }
+    int64_t *lanes = shuffled(32, &state);
+    for (int j = 0; j < 32; j++) {
+      const int lane = (int)lanes[j];
+      plm__label_segment_join(frame, near_bits, far_bits, lane, own[lane],
+                              far[lane > 0 ? lane - 1 : lane], far[lane],
+                              far[lane < 31 ? lane + 1 : lane], b->eight);
+      const int corner =
+          plm__label_segment_corner(top, lane, top ? c0 + lane : c0, (int32_t)b->width, b->eight);
+      if (corner && own[lane] >= 0 && frame[far_i[lane] + corner] >= 0)
+        plm__label_unite(frame, own[lane], frame[far_i[lane] + corner]);
+    }
+    free(lanes);
   }
   free(order);
 
@@ -324,7 +359,9 @@ END_TEST
 /* Masks that stress the tile borders: one component wound through every tile (a
  * serpentine), diagonal lines that cross tile corners (joined only by up-left and
  * up-right links under 8-connectivity), a checkerboard, combs whose teeth join only
- * at the bottom, and a spiral. */
+ * at the bottom, a zipper of pixels alternating between the two columns of every
+ * vertical tile border (joined only diagonally, across tile corners at rows 16 k),
+ * stripes and a spiral. */
 static uint8_t pattern(int which, int64_t r, int64_t c, int64_t height, int64_t width) {
   switch (which) {
     case 0: /* serpentine: full even rows, odd rows joined at alternating ends */
@@ -332,7 +369,9 @@ static uint8_t pattern(int which, int64_t r, int64_t c, int64_t height, int64_t 
     case 1: return (r + c) % 7 == 0 || (r - c + 11 * width) % 11 == 0; /* diagonals */
     case 2: return (r + c) % 2 == 0;                                   /* checkerboard */
     case 3: return r == height - 1 || c % 3 == 0;                      /* comb, joined below */
-    default: {                                                         /* a square spiral */
+    case 4: return c % 32 == (r % 2 ? 0 : 31); /* a zipper on each vertical tile border */
+    case 5: return c % 2 == 0;                 /* stripes: deep chains in the tile pass */
+    default: {                                 /* a square spiral */
       int64_t ring = r < c ? r : c;
       if (height - 1 - r < ring) ring = height - 1 - r;
       if (width - 1 - c < ring) ring = width - 1 - c;
@@ -344,7 +383,7 @@ static uint8_t pattern(int which, int64_t r, int64_t c, int64_t height, int64_t 
 
 START_TEST(test_border_patterns) {
   static const int64_t shapes[][2] = {{64, 96}, {47, 97}, {33, 31}, {130, 70}};
-  for (int which = 0; which < 5; which++)
+  for (int which = 0; which < 7; which++)
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
       for (int eight = 0; eight <= 1; eight++) {
         const int64_t height = shapes[s][0], width = shapes[s][1];
@@ -363,9 +402,6 @@ START_TEST(test_border_patterns) {
 }
 END_TEST
 
-/* The link rule alone, on every 3x3 neighbourhood: the links it keeps go to
- * foreground neighbours only, at most two, and it keeps at least one whenever there
- * is an earlier foreground neighbour. */
 /* Path compression: flattening the far end of a chain points every pixel on the chain at
  * the root, so the others find it in one step; the background is left alone, and only the
  * chain's root counts as one. */
@@ -383,16 +419,91 @@ START_TEST(test_flatten_compresses_the_path) {
 }
 END_TEST
 
-START_TEST(test_link_rule) {
-  for (int eight = 0; eight <= 1; eight++)
-    for (int bits = 0; bits < 16; bits++) {
-      const int left = bits & 1, up_left = bits >> 1 & 1, up = bits >> 2 & 1, up_right = bits >> 3;
-      const int links = plm__label_links(left, up_left, up, up_right, eight);
-      const int allowed = eight ? bits : bits & (PLM__LABEL_LEFT | PLM__LABEL_UP);
-      ck_assert_int_eq(links & ~allowed, 0);
-      ck_assert_int_eq(links != 0, allowed != 0);
-      ck_assert_int_le(__builtin_popcount((unsigned)links), 2);
+/* The runs' joins, on random pairs of tile rows and on the rows of one pixel, two and
+ * three pixels apart: for every run R of a row and every run U of the row above, exactly
+ * one pixel of R names a column of U when U touches R (overlaps it under 4-connectivity,
+ * overlaps or meets it at a corner under 8), none when it does not; no pixel names more
+ * than two columns, and only foreground columns of the row above. */
+START_TEST(test_up_joins) {
+  uint64_t state = 99;
+  for (int k = 0; k < 20000; k++)
+    for (int eight = 0; eight <= 1; eight++) {
+      uint32_t row = (uint32_t)next_random(&state), up = (uint32_t)next_random(&state);
+      if (k % 4 == 1) row &= (uint32_t)next_random(&state); /* sparser rows */
+      if (k % 4 == 2) up |= (uint32_t)next_random(&state);  /* denser ones */
+      if (k < 32 * 32) {                                    /* single pixels */
+        row = 1u << (k % 32);
+        up = (0x5u << (k / 32 % 30)) | (k / 32 == 31 ? 0x80000000u : 0u);
+      }
+      int joins[32][32] = {{0}}; /* [start of R][start of U]: the pixels that joined them */
+      for (int x = 0; x < 32; x++) {
+        if (!(row >> x & 1u)) continue;
+        const uint32_t made = plm__label_up_joins(row, up, x, eight);
+        ck_assert_int_le(__builtin_popcount(made), 2);
+        ck_assert_msg((made & ~up) == 0, "row %08x up %08x: pixel %d names background", row, up, x);
+        for (int col = 0; col < 32; col++)
+          if (made >> col & 1u)
+            joins[plm__label_run_start(row, x)][plm__label_run_start(up, col)]++;
+      }
+      for (int a = 0; a < 32; a++) {
+        if (!(row >> a & 1u) || plm__label_run_start(row, a) != a) continue;
+        int b = a;
+        while (b + 1 < 32 && (row >> (b + 1) & 1u)) b++;
+        for (int c = 0; c < 32; c++) {
+          if (!(up >> c & 1u) || plm__label_run_start(up, c) != c) continue;
+          int d = c;
+          while (d + 1 < 32 && (up >> (d + 1) & 1u)) d++;
+          const int touch = eight ? c <= b + 1 && d >= a - 1 : c <= b && d >= a;
+          ck_assert_msg(joins[a][c] == touch,
+                        "row %08x up %08x, connectivity %d: run %d..%d joined run %d..%d %d "
+                        "times",
+                        row, up, eight ? 8 : 4, a, b, c, d, joins[a][c]);
+        }
+      }
     }
+}
+END_TEST
+
+/* The border segments of a frame cover each pixel on a tile border once: a top
+ * segment's lanes every pixel of a tile's top row below the frame's first tile row, a
+ * left segment's every pixel of a tile column's first column but the frame's first,
+ * and nothing else inside the frame. */
+START_TEST(test_segments_cover_the_borders) {
+  static const int64_t shapes[][2] = {{1, 1}, {16, 32}, {17, 33}, {47, 97}, {64, 96}, {100, 31}};
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+    const int64_t height = shapes[s][0], width = shapes[s][1];
+    int *top = calloc((size_t)(height * width), sizeof *top);
+    int *left = calloc((size_t)(height * width), sizeof *left);
+    ck_assert(top && left);
+    const plm__label_segments segments = plm__label_segments_of(height, width);
+    for (int32_t k = 0; k < segments.top + segments.left; k++) {
+      int32_t r0, c0;
+      const int is_top = plm__label_segment_at(segments, k, &r0, &c0);
+      ck_assert_int_eq(is_top, k < segments.top);
+      for (int lane = 0; lane < 32; lane++) {
+        const int64_t r = is_top ? r0 : r0 + lane, c = is_top ? c0 + lane : c0;
+        if (r < height && c < width) (is_top ? top : left)[r * width + c]++;
+      }
+    }
+    for (int64_t r = 0; r < height; r++)
+      for (int64_t c = 0; c < width; c++) {
+        ck_assert_int_eq(top[r * width + c], r > 0 && r % PLM__LABEL_TILE_H == 0);
+        ck_assert_int_eq(left[r * width + c], c > 0 && c % PLM__LABEL_TILE_W == 0);
+      }
+    free(top);
+    free(left);
+  }
+}
+END_TEST
+
+/* The join levels take every row of a tile but the first at exactly one level of the
+ * kernel's loop (steps 1, 2, 4, ... below PLM__LABEL_TILE_H). */
+START_TEST(test_join_levels) {
+  for (int ty = 0; ty < PLM__LABEL_TILE_H; ty++) {
+    int levels = 0;
+    for (int step = 1; step < PLM__LABEL_TILE_H; step *= 2) levels += plm__label_joins_at(ty, step);
+    ck_assert_int_eq(levels, ty > 0);
+  }
 }
 END_TEST
 
@@ -400,7 +511,9 @@ static Suite *label_cuda_logic_suite(void) {
   Suite *suite = suite_create("label_cuda_logic");
   TCase *tcase = tcase_create("emulated");
   tcase_set_timeout(tcase, 0);
-  tcase_add_test(tcase, test_link_rule);
+  tcase_add_test(tcase, test_up_joins);
+  tcase_add_test(tcase, test_join_levels);
+  tcase_add_test(tcase, test_segments_cover_the_borders);
   tcase_add_test(tcase, test_flatten_compresses_the_path);
   tcase_add_test(tcase, test_scipy_fixtures);
   tcase_add_test(tcase, test_random_masks);

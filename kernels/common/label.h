@@ -9,15 +9,16 @@
  * Allegretti et al.'s block-based union-find (2019). The labels array holds the
  * union-find parents (frame-local linear indices, -1 on the background) until the
  * numbering replaces them.
- *   1. tile pass, in shared memory: each pixel links to one of its foreground
- *      neighbours before it in raster order (a plain store, plm__label_tile_start),
- *      then, after a barrier, unites with the others (plm__label_tile_join: atomicMin
- *      on shared memory), and, after another, writes its tile root as a frame index.
- *      Only links inside the tile are made; every pixel then points straight at its
- *      tile root.
- *   2. border pass: each pixel on a tile's top row, left column or (8-connectivity)
- *      right column unites, in global memory, along its links that leave the tile
- *      (plm__label_border_join); interior pixels are not visited.
+ *   1. tile pass, in shared memory, on runs (maximal stretches of foreground in a tile
+ *      row): a warp's ballot gives its row's bits, each run's first pixel is a node,
+ *      each pair of touching runs of adjacent rows is united once (atomicMin on shared
+ *      memory), in four levels of rows; then every pixel writes its run's tile root as
+ *      a frame index ("Tile pass" below). Every pixel then points straight at its tile
+ *      root.
+ *   2. border pass: a warp per 32 pixels of a tile border unites, in global memory,
+ *      the runs on the two sides that touch, with the same rule, starting from the
+ *      parents the tile pass wrote ("Border pass" below); interior pixels are not
+ *      visited.
  *   3. flatten: every pixel's parent becomes its root (plm__label_flatten, which
  *      compresses the path it walked), and each image row's roots are counted (an
  *      atomic add per root).
@@ -27,19 +28,15 @@
  *      mark below -1 (plm__label_root_mark), and the frame's last row writes its K.
  *   5. relabel: every pixel's label from its slot and its root's (plm__label_final).
  *   So the numbering is raster order, as scipy.ndimage.label's, with no prefix sum over
- *   the pixels: five launches, about 29 bytes of memory traffic per pixel (the mask
- *   read and the labels written are 5: the floor).
- * Invariants. Every parent is at most its child: the links of step 1 go to earlier
- * pixels, a tile's local index order is the frame's raster order restricted to the
- * tile, and plm__label_unite hangs the larger root under the smaller. So a
- * component's root is its smallest index, its first pixel in raster order, which the
- * numbering relies on. Which links are made: plm__label_links keeps a subset of a
- * pixel's links to earlier foreground neighbours that still connects every
- * component (the proof is by induction over raster order, next to it). Step 2 makes
- * exactly the links of that subset that leave their tile; step 1 judges links from
- * the tile alone (neighbours outside it taken as background), which only ever makes
- * more of the in-tile links than the subset has, never fewer. Extra links are edges
- * of the image, so the components come out the same. */
+ *   the pixels: five launches (label.cu has the cost model).
+ * Invariants. Every parent is at most its child: a run's node is its first pixel, a
+ * tile's local index order is the frame's raster order restricted to the tile, and
+ * plm__label_unite hangs the larger root under the smaller. So a component's root is
+ * its smallest index, its first pixel in raster order, which the numbering relies on.
+ * Which unions are made: every union is along an edge of the image (two foreground
+ * neighbours under the connectivity), and every edge's two pixels end up connected:
+ * those inside a tile by step 1, those across a tile border by step 2 (the proofs are
+ * next to each). So the components come out exactly the image's. */
 #ifndef PLUME_KERNELS_COMMON_LABEL_H
 #define PLUME_KERNELS_COMMON_LABEL_H
 
@@ -108,59 +105,13 @@ static inline PLM_HD void plm__regions_finish_row(double *row, int with_intensit
 
 /* ---- the CUDA labelling's per-pixel steps (see the top of the file) ---------------- */
 
+/* TILE_W is a warp, its row a 32-bit word; TILE_H is a power of two (the join levels)
+ * that divides 32 (a left border segment's 32 rows start on a tile row). */
 enum {
   PLM__LABEL_TILE_W = 32, /* a warp per tile row */
   PLM__LABEL_TILE_H = 16,
   PLM__LABEL_TILE_PIXELS = PLM__LABEL_TILE_W * PLM__LABEL_TILE_H /* threads per block */
 };
-
-/* A pixel's neighbours before it in raster order, as bits of a link set. */
-enum { PLM__LABEL_LEFT = 1, PLM__LABEL_UP_LEFT = 2, PLM__LABEL_UP = 4, PLM__LABEL_UP_RIGHT = 8 };
-
-/* Which of a foreground pixel's links to its earlier foreground neighbours (left,
- * up_left, up, up_right: non-zero where that neighbour exists and is foreground) the
- * labelling makes. Claim: for every pixel p, the links made connect p to each of its
- * earlier foreground neighbours. By induction over raster order, taking the claim for
- * every pixel before p:
- *   - 8-connectivity, up foreground: only up. Left, up-left and up-right all touch up
- *     and come before p: left has up as its up-right neighbour, up has up-left as its
- *     left one, up-right has up as its left one, so each is connected to up already.
- *   - 8-connectivity, up background: left and up-right, and up-left unless left is
- *     foreground (left has up-left as its up neighbour).
- *   - 4-connectivity: left and up, but only up when up-left is foreground too (left
- *     has up-left as its up neighbour, up has it as its left one).
- * Every component thus stays connected, with at most two links per pixel. */
-static inline PLM_HD int plm__label_links(int left, int up_left, int up, int up_right, int eight) {
-  if (eight) {
-    if (up) return PLM__LABEL_UP;
-    return (left      ? PLM__LABEL_LEFT
-            : up_left ? PLM__LABEL_UP_LEFT
-                      : 0) |
-           (up_right ? PLM__LABEL_UP_RIGHT : 0);
-  }
-  if (up && left && up_left) return PLM__LABEL_UP;
-  return (left ? PLM__LABEL_LEFT : 0) | (up ? PLM__LABEL_UP : 0);
-}
-
-/* The index offset of a link's neighbour in rows of `stride` elements. */
-static inline PLM_HD int64_t plm__label_link_offset(int link, int64_t stride) {
-  switch (link) {
-    case PLM__LABEL_LEFT: return -1;
-    case PLM__LABEL_UP_LEFT: return -stride - 1;
-    case PLM__LABEL_UP: return -stride;
-    default: return -stride + 1; /* PLM__LABEL_UP_RIGHT */
-  }
-}
-
-/* Whether the link from (tx, ty) of a tile leaves the tile. */
-static inline PLM_HD int plm__label_link_leaves_tile(int link, int tx, int ty) {
-  switch (link) {
-    case PLM__LABEL_LEFT: return tx == 0;
-    case PLM__LABEL_UP_LEFT: return tx == 0 || ty == 0;
-    case PLM__LABEL_UP: return ty == 0;
-    default: return ty == 0 || tx == PLM__LABEL_TILE_W - 1; /* PLM__LABEL_UP_RIGHT */
-  }
-}
 
 /* *address = min(*address, value), atomically; returns the value before. The host
  * version exists for tests/test_label_cuda_logic.c. */
@@ -208,42 +159,92 @@ static inline PLM_HD void plm__label_unite(int32_t *parent, int32_t a, int32_t b
   }
 }
 
-/* Tile pass (step 1). parent and mask are a tile's, PLM__LABEL_TILE_PIXELS each,
- * pixel (tx, ty) at ty * PLM__LABEL_TILE_W + tx; mask is 0 or 1, and 0 outside the
- * frame. The three calls are separated by barriers across the tile. */
+/* Tile pass (step 1), on runs. A tile row is a 32-bit word, bit x set where pixel x of
+ * the row is foreground (0 outside the frame): on the GPU, the ballot of the row's warp.
+ * A run is a maximal stretch of set bits, and the tile's union-find has one node per
+ * run, the slot of the run's first pixel (tile index ty * PLM__LABEL_TILE_W + its
+ * column) in a tile's parents; no other slot is read or written. Three phases, separated
+ * by barriers across the tile:
+ *   start: each run's first pixel makes its node a root (parent[t] = t, where
+ *          plm__label_run_start(row, tx) == tx);
+ *   join:  each run unites with every run of the row above that touches it, each pair
+ *          once (plm__label_tile_join; plm__label_up_joins says which pixel makes
+ *          which union), in log2(PLM__LABEL_TILE_H) = 4 levels, a barrier after each
+ *          (plm__label_joins_at): rows 1, 3, 5, ... join first, each pairing two rows;
+ *          then rows 2, 6, 10, 14, each pairing two pairs; then 4 and 12; then 8. All
+ *          rows at once would hang each row's root under the row above's, still a root
+ *          at that moment: a vertical stripe would become a chain 16 nodes deep, walked
+ *          by every pixel under it in the root phase; by levels, a level's union links
+ *          two blocks' trees, so the depth grows by about one a level;
+ *   root:  every foreground pixel reads its run's root (plm__label_tile_root).
+ * So pixels adjacent in the tile (left: one run; up, up-left, up-right: a union) end
+ * up in one tree, and pixels not connected in the tile in two: the trees are the
+ * components of the tile's own pixels. A union per pair of touching runs, not per
+ * pixel: the finds and atomics in shared memory are a few per run, and a run's pixels
+ * read its node together (one word, one wavefront). */
 
-/* Start pixel (tx, ty): its parent is its first link's neighbour (itself without
- * links, -1 on the background). Returns the links left for plm__label_tile_join. */
-static inline PLM_HD int plm__label_tile_start(int32_t *parent, const uint8_t *mask, int tx, int ty,
-                                               int eight) {
-  const int w = PLM__LABEL_TILE_W, t = ty * w + tx;
-  if (!mask[t]) {
-    parent[t] = -1;
-    return 0;
-  }
-  const int left = tx > 0, up = ty > 0, right = tx + 1 < w;
-  const int links = plm__label_links(left && mask[t - 1], left && up && mask[t - w - 1],
-                                     up && mask[t - w], up && right && mask[t - w + 1], eight);
-  const int first = links & -links;
-  parent[t] = first ? t + (int32_t)plm__label_link_offset(first, w) : t;
-  return links & ~first;
+/* The number of zero bits above the highest set bit of v (32 for 0). */
+static inline PLM_HD int plm__label_clz(uint32_t v) {
+#ifdef __CUDA_ARCH__
+  return __clz((int)v);
+#else
+  return v ? __builtin_clz(v) : 32;
+#endif
 }
 
-/* Unite pixel t of the tile with the neighbours of its remaining links. */
-static inline PLM_HD void plm__label_tile_join(int32_t *parent, int t, int links) {
-  while (links) {
-    const int link = links & -links;
-    plm__label_unite(parent, t, t + (int32_t)plm__label_link_offset(link, PLM__LABEL_TILE_W));
-    links &= ~link;
+/* The column of the first pixel of the run of `row` that holds column x (bit x set). */
+static inline PLM_HD int plm__label_run_start(uint32_t row, int x) {
+  return 32 - plm__label_clz(~row & ((1u << x) - 1u)); /* one past the last gap below x */
+}
+
+/* The columns of the row above (bits `up`) whose runs the run of foreground pixel x of
+ * `row` unites with at pixel x, as bits: at most two. Each run U above that touches the
+ * run R = [a, b] of x is joined by exactly one pixel of R:
+ *   - 4-connectivity, U touches R where they overlap: the first column of the overlap.
+ *   - 8-connectivity, U = [c, d] touches R when c <= b + 1 and d >= a - 1. Pixel a joins
+ *     the U that holds a - 1 or a (a U that starts at or before a), and pixel x the U
+ *     that starts at x + 1 (a < c <= b + 1). A U that holds a - 1 and a is found once,
+ *     at a - 1, and a U that starts at x + 1 has no pixel at x, which keeps the two
+ *     apart.
+ * Columns outside the tile are left to the border pass. */
+static inline PLM_HD uint32_t plm__label_up_joins(uint32_t row, uint32_t up, int x, int eight) {
+  const int first = plm__label_run_start(row, x) == x;
+  const uint32_t above = up >> x & 1u, above_left = x > 0 ? up >> (x - 1) & 1u : 0u;
+  if (!eight) return above && (first || !above_left) ? 1u << x : 0u;
+  uint32_t joins = 0;
+  if (first && (above_left || above)) joins = above_left ? 1u << (x - 1) : 1u << x;
+  if (x + 1 < PLM__LABEL_TILE_W && !above && (up >> (x + 1) & 1u)) joins |= 1u << (x + 1);
+  return joins;
+}
+
+/* Whether row ty of a tile joins the row above at the join level of `step` (1, 2, 4,
+ * 8): every row but the first at exactly one level. */
+static inline PLM_HD int plm__label_joins_at(int ty, int step) {
+  return ty % (2 * step) == step;
+}
+
+/* Join phase for foreground pixel (tx, ty) of a tile: row and up are the bits of its
+ * row and of the row above (0 for the tile's first row). */
+static inline PLM_HD void plm__label_tile_join(int32_t *parent, uint32_t row, uint32_t up, int tx,
+                                               int ty, int eight) {
+  uint32_t joins = plm__label_up_joins(row, up, tx, eight);
+  if (!joins) return;
+  const int32_t node = ty * PLM__LABEL_TILE_W + plm__label_run_start(row, tx);
+  while (joins) {
+    const uint32_t bit = joins & (0u - joins);
+    const int column = 31 - plm__label_clz(bit);
+    plm__label_unite(parent, node, (ty - 1) * PLM__LABEL_TILE_W + plm__label_run_start(up, column));
+    joins &= ~bit;
   }
 }
 
-/* The frame index of the tile root of foreground pixel t of the tile whose first
- * pixel is (r0, c0) in a frame `width` wide. */
-static inline PLM_HD int32_t plm__label_tile_root(const int32_t *parent, int t, int64_t r0,
-                                                  int64_t c0, int64_t width) {
-  const int32_t root = plm__label_find(parent, t);
-  return (int32_t)((r0 + root / PLM__LABEL_TILE_W) * width + c0 + root % PLM__LABEL_TILE_W);
+/* The frame index of the tile root of foreground pixel (tx, ty) (its row's bits `row`)
+ * of the tile whose first pixel is (r0, c0) in a frame `width` wide. */
+static inline PLM_HD int32_t plm__label_tile_root(const int32_t *parent, uint32_t row, int tx,
+                                                  int ty, int32_t r0, int32_t c0, int32_t width) {
+  const int32_t root =
+      plm__label_find(parent, ty * PLM__LABEL_TILE_W + plm__label_run_start(row, tx));
+  return (r0 + root / PLM__LABEL_TILE_W) * width + c0 + root % PLM__LABEL_TILE_W;
 }
 
 /* The tiles of a batch: `across` x `down` per frame, numbered frame by frame, row by
@@ -270,41 +271,82 @@ static inline PLM_HD void plm__label_tile_at(plm__label_tiling tiling, int64_t t
   *c0 = in_frame % tiling.across * PLM__LABEL_TILE_W;
 }
 
-/* Border pass (step 2). The pixels of a tile it visits: the top row, the left column
- * and, with 8-connectivity, the right column (whose up-right links leave the tile);
- * no other pixel has a link that leaves its tile. */
-static inline PLM_HD int plm__label_border_pixels(int eight) {
-  return PLM__LABEL_TILE_W + (PLM__LABEL_TILE_H - 1) * (eight ? 2 : 1);
+/* Border pass (step 2). After the tile pass, the two ends of every edge of the image
+ * inside one tile are in one tree; the border pass unites along the edges that cross a
+ * tile border, a warp per segment of 32 pixels along a border, with the tile pass's run
+ * rule (plm__label_up_joins, the segment's far line as the row above):
+ *   - a top segment per tile below the frame's first tile row: the tile's top row
+ *     (near) against the row above (far), lane i at column c0 + i; with 8-connectivity,
+ *     lanes 0 and 31 also unite across the tile's top corners, with the pixels up-left
+ *     of (r0, c0) and up-right of (r0, c0 + 31);
+ *   - a left segment per 32 rows (two tile rows, from row 32 k) of each tile column but
+ *     the first: the tile column's first column (near) against the column left of it
+ *     (far), lane i at row r0 + i.
+ * Why that is every crossing edge: the pixels of a run of a line are connected without
+ * the segment's unions (in one tile by its tree; a left segment's lines cross a tile row
+ * border, where the top segment below it joins them), so a union per pair of touching
+ * runs, near against far, connects the ends of every edge between them. The edges that
+ * cross a tile corner (diagonal, up-left or up-right of a tile's top row's end pixels)
+ * are the corner unions'; those a left segment sees are between its own lines, and
+ * those at its ends, at rows 32 k, cross a tile corner. Every union is along an edge
+ * (the far pixel a lane names is its neighbour), so the components come out exact.
+ * A lane reads its two pixels' parents (after the tile pass: a tile root, or -1 on the
+ * background), which say what is foreground as the mask does, and starts its finds from
+ * them, one step nearer the root. */
+typedef struct plm__label_segments { /* counts in a frame: below its pixels, int32 */
+  int32_t top;                       /* top segments: the tiles below the first tile row */
+  int32_t left;                      /* left segments */
+  int32_t across, left_down;         /* tiles across, left segments down a tile column */
+} plm__label_segments;
+
+static inline PLM_HD plm__label_segments plm__label_segments_of(int64_t height, int64_t width) {
+  plm__label_segments s;
+  s.across = (int32_t)((width + PLM__LABEL_TILE_W - 1) / PLM__LABEL_TILE_W);
+  s.left_down = (int32_t)((height + 31) / 32);
+  s.top = (int32_t)((height + PLM__LABEL_TILE_H - 1) / PLM__LABEL_TILE_H - 1) * s.across;
+  s.left = (s.across - 1) * s.left_down;
+  return s;
 }
 
-/* The k-th of them, 0 <= k < plm__label_border_pixels. */
-static inline PLM_HD void plm__label_border_pixel(int k, int *tx, int *ty) {
-  if (k < PLM__LABEL_TILE_W) {
-    *tx = k;
-    *ty = 0;
-  } else if (k < PLM__LABEL_TILE_W + PLM__LABEL_TILE_H - 1) {
-    *tx = 0;
-    *ty = k - PLM__LABEL_TILE_W + 1;
-  } else {
-    *tx = PLM__LABEL_TILE_W - 1;
-    *ty = k - (PLM__LABEL_TILE_W + PLM__LABEL_TILE_H - 1) + 1;
+/* Segment k of a frame (0 <= k < top + left): its first near pixel (r, c) and whether
+ * it is a top segment (along a row) or a left one (down a column). */
+static inline PLM_HD int plm__label_segment_at(plm__label_segments s, int32_t k, int32_t *r,
+                                               int32_t *c) {
+  if (k < s.top) {
+    *r = (k / s.across + 1) * PLM__LABEL_TILE_H;
+    *c = k % s.across * PLM__LABEL_TILE_W;
+    return 1;
   }
+  k -= s.top;
+  *r = k % s.left_down * 32;
+  *c = (k / s.left_down + 1) * PLM__LABEL_TILE_W;
+  return 0;
 }
 
-/* Unite foreground pixel (r, c) of a frame (its parents and its mask, `width` wide)
- * along those of its links that leave its tile. */
-static inline PLM_HD void plm__label_border_join(int32_t *parent, const uint8_t *mask,
-                                                 int64_t width, int64_t r, int64_t c, int eight) {
-  const int64_t i = r * width + c;
-  const int left = c > 0, up = r > 0, right = c + 1 < width;
-  int links = plm__label_links(left && mask[i - 1], left && up && mask[i - width - 1],
-                               up && mask[i - width], up && right && mask[i - width + 1], eight);
-  const int tx = (int)(c % PLM__LABEL_TILE_W), ty = (int)(r % PLM__LABEL_TILE_H);
-  while (links) {
-    const int link = links & -links;
-    if (plm__label_link_leaves_tile(link, tx, ty))
-      plm__label_unite(parent, (int32_t)i, (int32_t)(i + plm__label_link_offset(link, width)));
-    links &= ~link;
+/* Lane i of a top segment, in column c of a frame `width` wide, also unites across a
+ * tile corner, with 8-connectivity: with the pixel before its far pixel (lane 0: -1,
+ * up-left) or after it (lane 31: +1, up-right). Returns that offset, or 0 for none. */
+static inline PLM_HD int plm__label_segment_corner(int top, int i, int32_t c, int32_t width,
+                                                   int eight) {
+  if (!eight || !top) return 0;
+  if (i == 0) return c > 0 ? -1 : 0;
+  return i == 31 && c + 1 < width ? 1 : 0;
+}
+
+/* Lane i's unions in a segment: own is the parent of its near pixel (-1 where it is
+ * background or outside the frame), near and far the bits of the segment's foreground
+ * pixels on each line, and far_before, far_at, far_after the parents of the far pixels
+ * at i - 1, i and i + 1 (any value where there is none: the bits say). */
+static inline PLM_HD void plm__label_segment_join(int32_t *parent, uint32_t near, uint32_t far,
+                                                  int i, int32_t own, int32_t far_before,
+                                                  int32_t far_at, int32_t far_after, int eight) {
+  if (own < 0) return;
+  uint32_t joins = plm__label_up_joins(near, far, i, eight);
+  while (joins) {
+    const uint32_t bit = joins & (0u - joins);
+    const int column = 31 - plm__label_clz(bit);
+    plm__label_unite(parent, own, column < i ? far_before : column > i ? far_after : far_at);
+    joins &= ~bit;
   }
 }
 
@@ -313,19 +355,23 @@ static inline PLM_HD void plm__label_border_join(int32_t *parent, const uint8_t 
 /* Point pixel i, and every pixel on its path, at its root (path compression: a later
  * find through any of them takes one step, so a long chain is walked once, not once per
  * pixel on it); returns 1 when i is a root (counted in its row), else 0 (the background
- * included). Safe with concurrent flattens, as no union runs in step 3: each pixel written
+ * included). A pixel whose parent is a root, as most are after the tile pass (their tile
+ * root, still a root when no border joined it to an earlier tile's), costs two reads and
+ * no write. Safe with concurrent flattens, as no union runs in step 3: each pixel written
  * gets its own root, an ancestor, so every parent stays at most its child and every path
  * still ends at the same root; stores go through volatile, as the finds read. */
 static inline PLM_HD uint32_t plm__label_flatten(int32_t *parent, int32_t i) {
-  if (parent[i] < 0) return 0;
-  const int32_t root = plm__label_find(parent, i);
   volatile int32_t *p = parent;
+  const int32_t first = p[i];
+  if (first < 0) return 0;
+  if (first == i) return 1;
+  const int32_t root = plm__label_find(parent, first);
   for (int32_t x = i; x != root;) {
-    const int32_t next = p[x];
+    const int32_t next = x == i ? first : p[x];
     if (next != root) p[x] = root;
     x = next;
   }
-  return root == i;
+  return 0;
 }
 
 /* What a root's slot holds between steps 4 and 5: its label, below -1, so that it

@@ -5,13 +5,14 @@
  * runs them too, in tests/test_label_cuda_logic.c), all on the stream, with no host
  * round trip:
  *   1. label_tiles: one block of PLM__LABEL_TILE_PIXELS threads per tile (grid-stride
- *      over each frame's tiles), the tile's mask and parents in shared
- *      memory; writes every pixel's tile root (a frame index) or -1 to labels, and
- *      the tiles of the first column zero their rows' root counts.
- *   2. label_borders: one thread per border pixel of every tile (the top row, the left
- *      column and, for 8-connectivity, the right column) unites across the tile
- *      borders with atomicMin on labels. A component's root stays its smallest index:
- *      its first pixel in raster order.
+ *      over each frame's tiles), a warp per tile row: its ballot is the row's bits, and
+ *      the tile's union-find has a node per run in shared memory; writes every pixel's
+ *      tile root (a frame index) or -1 to labels, and the tiles of the first column
+ *      zero their rows' root counts.
+ *   2. label_borders: a warp per 32 pixels of a tile border (a tile's top row against
+ *      the row above, or 32 rows of a tile column's first column against the column
+ *      left of it) unites the runs that touch across it, with atomicMin on labels. A
+ *      component's root stays its smallest index: its first pixel in raster order.
  *   3. label_flatten: every pixel's parent becomes its root, and so does every parent
  *      on the path to it (path compression, plm__label_flatten: a chain is walked in
  *      full once, then in one step by the pixels on it); each root adds one to its
@@ -30,18 +31,41 @@
  * caller's (ops/op_scratch.h): plm_label takes it from the context's default pool in
  * stream order, a pipeline gives it from its workspace.
  *
- * Cost model per pixel: tiles read the mask (1 byte) and write a parent (4); borders
- * touch the tile borders only (3/16 of the pixels at 8-connectivity, a few random
- * reads each); flatten reads and writes the parents (8, plus the root's, mostly in
- * cache); number_roots reads them (4); relabel reads them and the root's slot (8) and
- * writes the labels (4): about 29 bytes against the floor's 5 (mask in, labels out),
- * in 5 launches. Step 4 also sums the earlier rows' counts in every row's block, h^2/2
- * reads of a frame's 4h bytes of counts (L1/L2): 8 M at 4096^2, 130 K at 512^2. At
- * 4096^2 on an H100 (3.35 TB/s) that is 16.7 M x 29 B = 490 MB, 146 us, against the
- * floor's 84 MB, 25 us; at 512^2 the launches (5 x 2-3 us, less in a graph) dominate.
- * Fewer bytes would need the flattening folded into the numbering, which the
- * relabelling's reads of other pixels' slots forbid within one kernel. Not yet
- * measured.
+ * Cost model. The floor bench_ops judges by (docs/benchmarks.md, "emulated") is each
+ * launch's distinct bytes over DRAM bandwidth, summed: about 19 bytes a pixel here, the
+ * mask in and a parent out (5), parents read by borders (about 2: a left segment's
+ * sectors lie in every row), read and mostly not written by flatten (4), read by
+ * number_roots (4), read and written over by relabel (4): 24.1 us at 2048^2 on an H100
+ * (3.35 TB/s). The op's own floor, mask in and labels out,
+ * is 5 bytes a pixel (6.3 us at 2048^2): the four launches after the first re-read the
+ * parents, which only a labelling in fewer passes would save. Per kernel, by the
+ * emulated estimate for an H100 (an estimate from the emulator's counts, not a
+ * measurement; the half-full random mask of bench_ops, 8-connectivity, 512^2 to
+ * 4096^2 alike within 0.1x), bound over floor:
+ *   - tiles, 1.5x, shared-memory bound: about 17 shared requests a warp (a tile row):
+ *     the row's bits stored and the row above's read, the run nodes started, at most
+ *     two unions a lane (a find from each side and an atomicMin), and the root's find,
+ *     about five steps (the trees are about a level deep per join level). A warp's 160
+ *     bytes of DRAM take as long as 12.5 wavefronts (132 SMs x 1.98 GHz, one a clock).
+ *     Before the runs (a union per pixel, the mask staged in shared memory and five
+ *     bytes of it read a pixel): 43 requests a warp, 4.4x. Tiles 8 and 32 rows high were
+ *     tried: the tile pass 1.3x and 1.65x, but the borders and flatten the other way,
+ *     the op 1.35x and 1.32x against 16 rows' 1.31x at 512^2.
+ *   - borders, 1.3x, L2: a top segment reads two rows of 128 bytes, a left segment a
+ *     sector in each of 64 rows (its two columns), then the unions' finds. Before (a
+ *     thread per border pixel reading five mask bytes and two parents): 3.0x.
+ *   - flatten, 1.3x, L2: a parent and its parent's parent a pixel, a write only where a
+ *     path is longer (was four reads, 2.5x).
+ *   - number_roots, 1.0x, DRAM: the parents read once; the earlier rows' counts, h^2/2
+ *     reads of a frame's 4h bytes, from L2 (the warps' sums read once a warp now, not
+ *     once a thread: 1.35x before).
+ *   - relabel, 1.4x, L2: a parent and its root's slot read and the label written, 8
+ *     bytes of L2 requests for 4 of DRAM.
+ * Whole op: bound 1.3x the floor at 512^2, 2048^2 and 4096^2 (2.6x, 2.5x and 2.5x
+ * before; 128 us against 96 at 4096^2, whose own floor is 25 us); plus 5 launches
+ * (12.5 us, or 5 us as graph nodes), which dominate at 512^2. Not yet measured
+ * on a GPU; the estimate leaves out latency (the tile pass's barriers: six a tile) and
+ * instruction issue.
  *
  * regions starts the table's rows (regions_start), accumulates into them block by block
  * (regions_accumulate: a block combines what each label adds within its tile in a table
@@ -86,58 +110,81 @@ dim3 frame_pixels_grid(int64_t frames, int64_t frame_pixels) {
 }
 
 /* Step 1. Thread t of a block is pixel (t % TILE_W, t / TILE_W) of the block's tile: a
- * warp reads a tile row of the mask, 32 consecutive bytes. A frame per blockIdx.y and
- * its stride (as steps 2, 3 and 5), the tile's place in it from a 32-bit division. The
- * loops over frames and tiles are uniform across the block, so every thread reaches every
- * barrier. */
+ * warp reads a tile row of the mask, 32 consecutive bytes, and its ballot is the row's
+ * bits (kernels/common/label.h, "Tile pass"), which the warp below reads from shared
+ * memory. A frame per blockIdx.y and its stride (as steps 2, 3 and 5), the tile's place
+ * in it from a 32-bit division. The loops over frames and tiles are uniform across the
+ * block, so every thread reaches every barrier and every ballot. */
 __global__ void __launch_bounds__(PLM__LABEL_TILE_PIXELS)
     label_tiles(const uint8_t *__restrict__ mask, int32_t *__restrict__ parent,
                 int32_t *__restrict__ row_roots, int64_t frames, int32_t across, int32_t tiles,
-                int64_t height, int64_t width, int eight) {
-  __shared__ int32_t tile_parent[PLM__LABEL_TILE_PIXELS];
-  __shared__ uint8_t tile_mask[PLM__LABEL_TILE_PIXELS];
+                int32_t height, int32_t width, int eight) {
+  __shared__ int32_t tile_parent[PLM__LABEL_TILE_PIXELS]; /* a node per run */
+  __shared__ uint32_t tile_rows[PLM__LABEL_TILE_H];
   const int t = (int)threadIdx.x, tx = t % PLM__LABEL_TILE_W, ty = t / PLM__LABEL_TILE_W;
+  const int64_t frame_pixels = (int64_t)height * width;
   for (int64_t frame = blockIdx.y; frame < frames; frame += gridDim.y)
-    for (int64_t j = blockIdx.x; j < tiles; j += gridDim.x) {
-      const int32_t tile = (int32_t)j, down = tile / across;
-      const int64_t r0 = (int64_t)down * PLM__LABEL_TILE_H,
-                    c0 = (int64_t)(tile - down * across) * PLM__LABEL_TILE_W;
-      const int64_t r = r0 + ty, c = c0 + tx;
+    for (int32_t tile = (int32_t)blockIdx.x; tile < tiles; tile += (int32_t)gridDim.x) {
+      const int32_t down = tile / across, r0 = down * PLM__LABEL_TILE_H,
+                    c0 = (tile - down * across) * PLM__LABEL_TILE_W;
+      const int32_t r = r0 + ty, c = c0 + tx, i = r * width + c; /* in the frame */
       const bool inside = r < height && c < width;
-      const int64_t g = (frame * height + r) * width + c;
       if (c0 == 0 && tx == 0 && r < height) row_roots[frame * height + r] = 0; /* for step 3 */
-      tile_mask[t] = inside && mask[g] != 0;
+      const bool foreground = inside && mask[frame * frame_pixels + i] != 0;
+      const uint32_t row = __ballot_sync(0xffffffffu, foreground);
+      if (tx == 0) tile_rows[ty] = row;
+      if (foreground && plm__label_run_start(row, tx) == tx) tile_parent[t] = t;
       __syncthreads();
-      const int links = plm__label_tile_start(tile_parent, tile_mask, tx, ty, eight);
-      __syncthreads();
-      plm__label_tile_join(tile_parent, t, links);
-      __syncthreads();
+      const uint32_t up = ty > 0 ? tile_rows[ty - 1] : 0u;
+      for (int step = 1; step < PLM__LABEL_TILE_H; step *= 2) {
+        if (foreground && plm__label_joins_at(ty, step))
+          plm__label_tile_join(tile_parent, row, up, tx, ty, eight);
+        __syncthreads();
+      }
       if (inside)
-        parent[g] = tile_mask[t] ? plm__label_tile_root(tile_parent, t, r0, c0, width) : -1;
+        parent[frame * frame_pixels + i] =
+            foreground ? plm__label_tile_root(tile_parent, row, tx, ty, r0, c0, width) : -1;
       __syncthreads(); /* before the next tile overwrites the shared arrays */
     }
 }
 
-/* Step 2, over the border pixels of every tile, frame by frame (blockIdx.y and its
- * stride, as steps 3 and 5). The division of the pixel's index by its tile's border
- * pixels is by a constant (Eight picks it), the tile's place in the frame a 32-bit one: a
- * frame has fewer tiles than pixels. */
+/* Step 2, a warp per border segment (kernels/common/label.h, "Border pass"), frame by
+ * frame (blockIdx.y and its stride, as steps 3 and 5). The segment loop is uniform
+ * across each warp (its stride a multiple of 32 threads), so every lane reaches every
+ * ballot and shuffle. A top segment's lanes read two rows of parents, 128 bytes each; a
+ * left segment's read a parent in each of 64 rows. */
 template <int Eight>
-__global__ void label_borders(const uint8_t *__restrict__ mask, int32_t *parent, int64_t frames,
-                              int32_t across, int32_t tiles, int64_t height, int64_t width) {
-  const int per_tile = plm__label_border_pixels(Eight);
-  const int64_t total = (int64_t)tiles * per_tile, frame_pixels = height * width;
-  const int64_t step = (int64_t)gridDim.x * blockDim.x;
+__global__ void label_borders(int32_t *parent, int64_t frames, plm__label_segments segments,
+                              int32_t height, int32_t width) {
+  const unsigned all = 0xffffffffu;
+  const int lane = (int)(threadIdx.x % 32);
+  const int32_t count = segments.top + segments.left;
+  const int64_t frame_pixels = (int64_t)height * width;
+  const int32_t first = (int32_t)((blockIdx.x * blockDim.x + threadIdx.x) / 32),
+                step = (int32_t)(gridDim.x * blockDim.x / 32);
   for (int64_t f = blockIdx.y; f < frames; f += gridDim.y) {
-    const int64_t base = f * frame_pixels;
-    for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < total; j += step) {
-      const int32_t tile = (int32_t)(j / per_tile), down = tile / across;
-      int tx, ty;
-      plm__label_border_pixel((int)(j - (int64_t)tile * per_tile), &tx, &ty);
-      const int64_t r = (int64_t)down * PLM__LABEL_TILE_H + ty,
-                    c = (int64_t)(tile - down * across) * PLM__LABEL_TILE_W + tx;
-      if (r >= height || c >= width || !mask[base + r * width + c]) continue;
-      plm__label_border_join(parent + base, mask + base, width, r, c, Eight);
+    int32_t *frame = parent + f * frame_pixels;
+    for (int32_t k = first; k < count; k += step) {
+      int32_t r, c;
+      const bool top = plm__label_segment_at(segments, k, &r, &c);
+      if (top)
+        c += lane;
+      else
+        r += lane;
+      const bool inside = r < height && c < width;
+      const int32_t i = r * width + c, far_i = top ? i - width : i - 1;
+      const int32_t own = inside ? frame[i] : -1, far = inside ? frame[far_i] : -1;
+      const uint32_t near_bits = __ballot_sync(all, own >= 0),
+                     far_bits = __ballot_sync(all, far >= 0);
+      const int32_t far_before = __shfl_up_sync(all, far, 1),
+                    far_after = __shfl_down_sync(all, far, 1);
+      plm__label_segment_join(frame, near_bits, far_bits, lane, own, far_before, far, far_after,
+                              Eight);
+      const int corner = plm__label_segment_corner(top, lane, c, width, Eight);
+      if (corner && own >= 0) {
+        const int32_t beyond = frame[far_i + corner];
+        if (beyond >= 0) plm__label_unite(frame, own, beyond);
+      }
     }
   }
 }
@@ -154,16 +201,24 @@ __global__ void label_flatten(int32_t *parent, int32_t *__restrict__ row_roots, 
   }
 }
 
-/* The sum of v over the block (blockDim.x a multiple of 32, at most 1024); every thread
- * gets it. warp_sums: 32 ints of shared memory, free again on return. */
-__device__ int32_t block_sum(int32_t v, int32_t *warp_sums) {
-  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
-  const unsigned warp = threadIdx.x / 32, warps = blockDim.x / 32;
-  if (threadIdx.x % 32 == 0) warp_sums[warp] = v;
+/* The warps' values `mine` (one a warp, the same in all its lanes; blockDim.x a multiple
+ * of 32, at most 1024) summed: *before gets the sum over the warps before this thread's,
+ * and the total is returned, to every thread. warp_sums: 32 ints of shared memory, free
+ * again on return. Each warp reads the table once, a word a lane, and sums it with
+ * shuffles, rather than every thread reading every word. */
+__device__ int32_t warps_scan(int32_t mine, int32_t *before, int32_t *warp_sums) {
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  if (lane == 0) warp_sums[warp] = mine;
   __syncthreads();
-  int32_t total = 0;
-  for (unsigned i = 0; i < warps; i++) total += warp_sums[i];
-  __syncthreads();
+  const int32_t own = lane < warps ? warp_sums[lane] : 0;
+  int32_t scan = own; /* inclusive, over the lanes */
+  for (int offset = 1; offset < 32; offset *= 2) {
+    const int32_t lower = __shfl_up_sync(0xffffffffu, scan, offset);
+    if ((int)lane >= offset) scan += lower;
+  }
+  *before = __shfl_sync(0xffffffffu, scan - own, warp);
+  const int32_t total = __shfl_sync(0xffffffffu, scan, 31);
+  __syncthreads(); /* before warp_sums is written again */
   return total;
 }
 
@@ -172,27 +227,24 @@ __global__ void label_number_roots(int32_t *labels, const int32_t *__restrict__ 
                                    int32_t *__restrict__ count, int64_t frames, int64_t height,
                                    int64_t width) {
   __shared__ int32_t warp_sums[32];
-  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  const unsigned lane = threadIdx.x % 32;
   for (int64_t row = blockIdx.x; row < frames * height; row += gridDim.x) { /* uniform */
     const int64_t f = row / height, y = row % height;
-    int32_t before = 0;
+    int32_t before = 0, unused;
     for (int64_t i = threadIdx.x; i < y; i += blockDim.x) before += row_roots[f * height + i];
-    int32_t next = block_sum(before, warp_sums) + 1; /* the row's first root's label */
+    for (int offset = 16; offset > 0; offset /= 2)
+      before += __shfl_xor_sync(0xffffffffu, before, offset);
+    int32_t next = warps_scan(before, &unused, warp_sums) + 1; /* the row's first root's label */
     for (int64_t c0 = 0; c0 < width; c0 += blockDim.x) {
       const int64_t c = c0 + threadIdx.x, local = y * width + c;
       int32_t *slot = labels + f * height * width + local;
       const bool root = c < width && *slot == (int32_t)local;
       const unsigned roots = __ballot_sync(0xffffffffu, root);
-      if (lane == 0) warp_sums[warp] = __popc(roots);
-      __syncthreads();
-      int32_t rank = __popc(roots & ((1u << lane) - 1u)), chunk = 0;
-      for (unsigned i = 0; i < warps; i++) {
-        if (i < warp) rank += warp_sums[i];
-        chunk += warp_sums[i];
-      }
-      if (root) *slot = plm__label_root_mark(next + rank);
+      int32_t warps_before;
+      const int32_t chunk = warps_scan(__popc(roots), &warps_before, warp_sums);
+      if (root)
+        *slot = plm__label_root_mark(next + warps_before + __popc(roots & ((1u << lane) - 1u)));
       next += chunk;
-      __syncthreads(); /* before the next chunk overwrites warp_sums */
     }
     if (y == height - 1 && threadIdx.x == 0) count[f] = next - 1;
   }
@@ -261,19 +313,19 @@ extern "C" plm_status plm__label_cuda(void *stream, const plm__label_args *args)
   const int32_t across = (int32_t)tiling.across, tiles = (int32_t)(tiling.across * tiling.down);
   const dim3 tile_blocks(plm__cuda_blocks((int64_t)tiles * kTileThreads, kTileThreads),
                          frame_pixels_grid(args->frames, 1).y);
-  label_tiles<<<tile_blocks, kTileThreads, 0, s>>>(args->mask, args->labels, row_roots,
-                                                   args->frames, across, tiles, args->height,
-                                                   args->width, eight);
+  label_tiles<<<tile_blocks, kTileThreads, 0, s>>>(
+      args->mask, args->labels, row_roots, args->frames, across, tiles, (int32_t)args->height,
+      (int32_t)args->width, eight);
   plm_status status = plm__cuda_check_launch("label_tiles");
   if (status == PLM_OK) {
-    const dim3 border_blocks =
-        frame_pixels_grid(args->frames, (int64_t)tiles * plm__label_border_pixels(eight));
+    const plm__label_segments segments = plm__label_segments_of(args->height, args->width);
+    const dim3 border_blocks = frame_pixels_grid(args->frames, (segments.top + segments.left) * 32);
     if (eight)
-      label_borders<1><<<border_blocks, kThreads, 0, s>>>(args->mask, args->labels, args->frames,
-                                                          across, tiles, args->height, args->width);
+      label_borders<1><<<border_blocks, kThreads, 0, s>>>(
+          args->labels, args->frames, segments, (int32_t)args->height, (int32_t)args->width);
     else
-      label_borders<0><<<border_blocks, kThreads, 0, s>>>(args->mask, args->labels, args->frames,
-                                                          across, tiles, args->height, args->width);
+      label_borders<0><<<border_blocks, kThreads, 0, s>>>(
+          args->labels, args->frames, segments, (int32_t)args->height, (int32_t)args->width);
     status = plm__cuda_check_launch("label_borders");
   }
   if (status == PLM_OK) {
