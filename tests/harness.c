@@ -225,6 +225,33 @@ float *plm_test_uniform_f32(int64_t count, double range, uint64_t seed) {
   return v;
 }
 
+plm_tensor plm_test_garbage(const plm_shape *shape) {
+  plm_tensor t;
+  PLM_CHECK_OK(
+      plm_tensor_alloc(plm_test_pool, plm_test_stream, shape->dtype, shape->ndim, shape->dims, &t));
+  PLM_CHECK_OK(plm_stream_memset(plm_test_stream, t.data, 0x5a, plm_tensor_bytes(&t)));
+  return t;
+}
+
+void plm_test_release(plm_tensor *t) {
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, t));
+}
+
+void plm_test_expect_same_bytes(const plm_tensor *got, const plm_tensor *want, const char *what) {
+  ck_assert_int_eq(got->ndim, want->ndim);
+  const size_t bytes = plm_tensor_bytes(got);
+  ck_assert_uint_eq(bytes, plm_tensor_bytes(want));
+  void *a = malloc(bytes), *b = malloc(bytes);
+  ck_assert_ptr_nonnull(a);
+  ck_assert_ptr_nonnull(b);
+  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, a, got->data, bytes, PLM_COPY_DEVICE_TO_HOST));
+  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, b, want->data, bytes, PLM_COPY_DEVICE_TO_HOST));
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+  ck_assert_msg(memcmp(a, b, bytes) == 0, "%s: the bytes differ", what);
+  free(a);
+  free(b);
+}
+
 plm_tensor plm_test_upload(plm_dtype dtype, int ndim, const int64_t *dims, const void *host) {
   plm_tensor t;
   PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, dtype, ndim, dims, &t));

@@ -56,6 +56,20 @@ float *plm_test_uniform_f32(int64_t count, double range, uint64_t seed);
  * as the pool gave it), uploaded on plm_test_stream. */
 plm_tensor plm_test_upload(plm_dtype dtype, int ndim, const int64_t *dims, const void *host);
 
+/* A tensor of shape from plm_test_pool, every byte 0x5a (the same garbage in every such
+ * tensor: an output a run must overwrite). */
+plm_tensor plm_test_garbage(const plm_shape *shape);
+
+/* Give t back to plm_test_pool on plm_test_stream. */
+void plm_test_release(plm_tensor *t);
+
+/* Fail the test unless got and want hold the same bytes (what names them). */
+void plm_test_expect_same_bytes(const plm_tensor *got, const plm_tensor *want, const char *what);
+
+/* Compile pl (the default plan), give each of its outputs a plm_test_garbage tensor in
+ * outputs[], and run it once on inputs on plm_test_stream. */
+void plm_test_compile_and_run(plm_pipeline *pl, const plm_tensor *inputs, plm_tensor *outputs);
+
 /* The pipeline of `text` over (height, width) frames of dtype on ctx, compiled with
  * frames_in_flight; the test fails when it does not parse or compile. */
 plm_pipeline *plm_test_pipeline(plm_context *ctx, const char *text, plm_dtype dtype, int64_t height,

@@ -12,3 +12,15 @@ plm_pipeline *plm_test_pipeline(plm_context *ctx, const char *text, plm_dtype dt
   PLM_CHECK_OK(plm_pipeline_compile(pl, &cfg));
   return pl;
 }
+
+void plm_test_compile_and_run(plm_pipeline *pl, const plm_tensor *inputs, plm_tensor *outputs) {
+  PLM_CHECK_OK(plm_pipeline_compile(pl, NULL));
+  int n_out = 0;
+  PLM_CHECK_OK(plm_pipeline_io_count(pl, NULL, &n_out));
+  for (int o = 0; o < n_out; o++) {
+    plm_shape shape;
+    PLM_CHECK_OK(plm_pipeline_output_shape(pl, o, &shape));
+    outputs[o] = plm_test_garbage(&shape);
+  }
+  PLM_CHECK_OK(plm_pipeline_run(pl, inputs, outputs, plm_test_stream));
+}

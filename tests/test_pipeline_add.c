@@ -39,53 +39,13 @@ static plm_tensor upload_frame(plm_dtype dtype, uint64_t seed) {
   return t;
 }
 
-static plm_tensor alloc_like(const plm_shape *shape) {
-  plm_tensor t;
-  PLM_CHECK_OK(
-      plm_tensor_alloc(plm_test_pool, plm_test_stream, shape->dtype, shape->ndim, shape->dims, &t));
-  PLM_CHECK_OK(plm_stream_memset(plm_test_stream, t.data, 0x5a, plm_tensor_bytes(&t)));
-  return t;
-}
-
-static void release(plm_tensor *t) {
-  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, t));
-}
-
-/* got and want hold the same bytes. */
-static void expect_same(const plm_tensor *got, const plm_tensor *want, const char *what) {
-  const size_t bytes = plm_tensor_bytes(got);
-  ck_assert_uint_eq(bytes, plm_tensor_bytes(want));
-  void *a = malloc(bytes), *b = malloc(bytes);
-  ck_assert_ptr_nonnull(a);
-  ck_assert_ptr_nonnull(b);
-  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, a, got->data, bytes, PLM_COPY_DEVICE_TO_HOST));
-  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, b, want->data, bytes, PLM_COPY_DEVICE_TO_HOST));
-  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
-  ck_assert_msg(memcmp(a, b, bytes) == 0, "%s: the two differ", what);
-  free(a);
-  free(b);
-}
-
-/* Compile pl, run it once on inputs into fresh outputs[0..n). */
-static void compile_and_run(plm_pipeline *pl, const plm_tensor *inputs, plm_tensor *outputs) {
-  PLM_CHECK_OK(plm_pipeline_compile(pl, NULL));
-  int n = 0;
-  PLM_CHECK_OK(plm_pipeline_io_count(pl, NULL, &n));
-  for (int o = 0; o < n; o++) {
-    plm_shape shape;
-    PLM_CHECK_OK(plm_pipeline_output_shape(pl, o, &shape));
-    outputs[o] = alloc_like(&shape);
-  }
-  PLM_CHECK_OK(plm_pipeline_run(pl, inputs, outputs, plm_test_stream));
-}
-
 /* pl's only output after one run on frame, against want. */
 static void expect_pipeline_gives(plm_pipeline *pl, const plm_tensor *frame, const plm_tensor *want,
                                   const char *what) {
   plm_tensor got;
-  compile_and_run(pl, frame, &got);
-  expect_same(&got, want, what);
-  release(&got);
+  plm_test_compile_and_run(pl, frame, &got);
+  plm_test_expect_same_bytes(&got, want, what);
+  plm_test_release(&got);
 }
 
 /* ---- by name equals typed ------------------------------------------------------------------ */
@@ -111,7 +71,7 @@ START_TEST(test_chain_by_name_equals_typed) {
   PLM_CHECK_OK(plm_pipeline_add_label(typed, mask, &lp, &labels, &count));
   PLM_CHECK_OK(plm_pipeline_mark_output(typed, labels));
   PLM_CHECK_OK(plm_pipeline_mark_output(typed, count));
-  compile_and_run(typed, &frame, typed_out);
+  plm_test_compile_and_run(typed, &frame, typed_out);
 
   plm_pipeline *named;
   PLM_CHECK_OK(plm_pipeline_create(plm_test_ctx, &named));
@@ -126,20 +86,20 @@ START_TEST(test_chain_by_name_equals_typed) {
                                 (plm_pipe_tensor *[]){&labels, &count}, 2));
   PLM_CHECK_OK(plm_pipeline_mark_output(named, labels));
   PLM_CHECK_OK(plm_pipeline_mark_output(named, count));
-  compile_and_run(named, &frame, named_out);
+  plm_test_compile_and_run(named, &frame, named_out);
 
   plm_plan_info a, b;
   PLM_CHECK_OK(plm_pipeline_plan_info(typed, &a));
   PLM_CHECK_OK(plm_pipeline_plan_info(named, &b));
   ck_assert_int_eq(a.steps, b.steps);
   ck_assert_int_eq(a.fused_steps, b.fused_steps);
-  expect_same(&named_out[0], &typed_out[0], "labels");
-  expect_same(&named_out[1], &typed_out[1], "count");
+  plm_test_expect_same_bytes(&named_out[0], &typed_out[0], "labels");
+  plm_test_expect_same_bytes(&named_out[1], &typed_out[1], "count");
   for (int o = 0; o < 2; o++) {
-    release(&typed_out[o]);
-    release(&named_out[o]);
+    plm_test_release(&typed_out[o]);
+    plm_test_release(&named_out[o]);
   }
-  release(&frame);
+  plm_test_release(&frame);
   PLM_CHECK_OK(plm_pipeline_destroy(typed));
   PLM_CHECK_OK(plm_pipeline_destroy(named));
 }
@@ -157,7 +117,7 @@ START_TEST(test_segment_outputs_not_asked_are_made) {
   const plm_segment_params sp = {.value = 100, .compare = PLM_COMPARE_GT, .connectivity = 4};
   PLM_CHECK_OK(plm_pipeline_add_segment(typed, in, &sp, 64, NULL, NULL, &table));
   PLM_CHECK_OK(plm_pipeline_mark_output(typed, table));
-  compile_and_run(typed, &frame, &typed_table);
+  plm_test_compile_and_run(typed, &frame, &typed_table);
 
   plm_pipeline *named;
   PLM_CHECK_OK(plm_pipeline_create(plm_test_ctx, &named));
@@ -165,12 +125,12 @@ START_TEST(test_segment_outputs_not_asked_are_made) {
   PLM_CHECK_OK(plm_pipeline_add(named, "segment", &in, 1, "value=100 connectivity=4 capacity=64",
                                 (plm_pipe_tensor *[]){NULL, NULL, &table}, 3));
   PLM_CHECK_OK(plm_pipeline_mark_output(named, table));
-  compile_and_run(named, &frame, &named_table);
-  expect_same(&named_table, &typed_table, "segment's table");
+  plm_test_compile_and_run(named, &frame, &named_table);
+  plm_test_expect_same_bytes(&named_table, &typed_table, "segment's table");
 
-  release(&typed_table);
-  release(&named_table);
-  release(&frame);
+  plm_test_release(&typed_table);
+  plm_test_release(&named_table);
+  plm_test_release(&frame);
   PLM_CHECK_OK(plm_pipeline_destroy(typed));
   PLM_CHECK_OK(plm_pipeline_destroy(named));
 }
@@ -183,7 +143,7 @@ START_TEST(test_cfar_by_name_equals_the_op) {
   const plm_cfar_params cp = {.window = 9, .guard = 3, .k = 2.0, .output = PLM_CFAR_Z};
   plm_shape shape;
   PLM_CHECK_OK(plm_cfar_output(&frame, &cp, &shape));
-  plm_tensor want = alloc_like(&shape);
+  plm_tensor want = plm_test_garbage(&shape);
   PLM_CHECK_OK(plm_cfar(plm_test_stream, &frame, &cp, &want));
 
   plm_pipeline *pl;
@@ -195,8 +155,8 @@ START_TEST(test_cfar_by_name_equals_the_op) {
   PLM_CHECK_OK(plm_pipeline_mark_output(pl, z));
   expect_pipeline_gives(pl, &frame, &want, "cfar z");
 
-  release(&want);
-  release(&frame);
+  plm_test_release(&want);
+  plm_test_release(&frame);
   PLM_CHECK_OK(plm_pipeline_destroy(pl));
 }
 END_TEST
@@ -216,7 +176,7 @@ START_TEST(test_nuc_then_abs_diff_by_name) {
   plm_tensor offset_t = plm_test_upload(PLM_DTYPE_F32, 2, frame_dims, offset);
   plm_shape shape;
   PLM_CHECK_OK(plm_nuc_output(&frame, &gain_t, &offset_t, &shape));
-  plm_tensor corrected = alloc_like(&shape), want = alloc_like(&shape);
+  plm_tensor corrected = plm_test_garbage(&shape), want = plm_test_garbage(&shape);
   PLM_CHECK_OK(plm_nuc(plm_test_stream, &frame, &gain_t, &offset_t, &corrected));
   PLM_CHECK_OK(plm_abs_diff(plm_test_stream, &corrected, &frame, &want));
 
@@ -233,17 +193,17 @@ START_TEST(test_nuc_then_abs_diff_by_name) {
   PLM_CHECK_OK(plm_pipeline_mark_output(pl, diff));
   plm_tensor got;
   PLM_CHECK_OK(plm_pipeline_compile(pl, NULL));
-  got = alloc_like(&shape);
+  got = plm_test_garbage(&shape);
   const plm_tensor inputs[2] = {frame, offset_t};
   PLM_CHECK_OK(plm_pipeline_run(pl, inputs, &got, plm_test_stream));
-  expect_same(&got, &want, "nuc then abs_diff");
+  plm_test_expect_same_bytes(&got, &want, "nuc then abs_diff");
 
-  release(&got);
-  release(&corrected);
-  release(&want);
-  release(&gain_t);
-  release(&offset_t);
-  release(&frame);
+  plm_test_release(&got);
+  plm_test_release(&corrected);
+  plm_test_release(&want);
+  plm_test_release(&gain_t);
+  plm_test_release(&offset_t);
+  plm_test_release(&frame);
   free(gain);
   free(offset);
   PLM_CHECK_OK(plm_pipeline_destroy(pl));
@@ -266,7 +226,7 @@ START_TEST(test_regions_optional_input_by_name) {
   PLM_CHECK_OK(plm_pipeline_add_label(typed, mask, &lp, &labels, &count));
   PLM_CHECK_OK(plm_pipeline_add_regions(typed, labels, none, count, 32, &table));
   PLM_CHECK_OK(plm_pipeline_mark_output(typed, table));
-  compile_and_run(typed, &frame, &typed_table);
+  plm_test_compile_and_run(typed, &frame, &typed_table);
 
   plm_pipeline *named;
   PLM_CHECK_OK(plm_pipeline_create(plm_test_ctx, &named));
@@ -278,12 +238,12 @@ START_TEST(test_regions_optional_input_by_name) {
   PLM_CHECK_OK(plm_pipeline_add(named, "regions", (plm_pipe_tensor[]){labels, none, count}, 3,
                                 "capacity=32", (plm_pipe_tensor *[]){&table}, 1));
   PLM_CHECK_OK(plm_pipeline_mark_output(named, table));
-  compile_and_run(named, &frame, &named_table);
-  expect_same(&named_table, &typed_table, "regions' table");
+  plm_test_compile_and_run(named, &frame, &named_table);
+  plm_test_expect_same_bytes(&named_table, &typed_table, "regions' table");
 
-  release(&typed_table);
-  release(&named_table);
-  release(&frame);
+  plm_test_release(&typed_table);
+  plm_test_release(&named_table);
+  plm_test_release(&frame);
   PLM_CHECK_OK(plm_pipeline_destroy(typed));
   PLM_CHECK_OK(plm_pipeline_destroy(named));
 }

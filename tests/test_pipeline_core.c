@@ -29,53 +29,11 @@ static int64_t count_of(int ndim, const int64_t *dims) {
   return n;
 }
 
-/* A device tensor of shape, filled with garbage (the same in every such tensor). */
-static plm_tensor garbage(const plm_shape *shape) {
-  plm_tensor t;
-  PLM_CHECK_OK(
-      plm_tensor_alloc(plm_test_pool, plm_test_stream, shape->dtype, shape->ndim, shape->dims, &t));
-  PLM_CHECK_OK(plm_stream_memset(plm_test_stream, t.data, 0x5a, plm_tensor_bytes(&t)));
-  return t;
-}
-
-static void release(plm_tensor *t) {
-  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, t));
-}
-
-/* got and want hold the same bytes (and the same shape). */
-static void expect_same(const plm_tensor *got, const plm_tensor *want, const char *what) {
-  ck_assert_int_eq(got->ndim, want->ndim);
-  ck_assert_uint_eq(plm_tensor_bytes(got), plm_tensor_bytes(want));
-  size_t bytes = plm_tensor_bytes(got);
-  void *a = malloc(bytes), *b = malloc(bytes);
-  ck_assert_ptr_nonnull(a);
-  ck_assert_ptr_nonnull(b);
-  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, a, got->data, bytes, PLM_COPY_DEVICE_TO_HOST));
-  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, b, want->data, bytes, PLM_COPY_DEVICE_TO_HOST));
-  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
-  ck_assert_msg(memcmp(a, b, bytes) == 0, "%s: the pipeline's output differs from the op's", what);
-  free(a);
-  free(b);
-}
-
-/* Compile pl (default plan), make its outputs (garbage) and run it once on inputs. */
-static void compile_and_run(plm_pipeline *pl, const plm_tensor *inputs, plm_tensor *outputs) {
-  PLM_CHECK_OK(plm_pipeline_compile(pl, NULL));
-  int n_out = 0;
-  PLM_CHECK_OK(plm_pipeline_io_count(pl, NULL, &n_out));
-  for (int o = 0; o < n_out; o++) {
-    plm_shape shape;
-    PLM_CHECK_OK(plm_pipeline_output_shape(pl, o, &shape));
-    outputs[o] = garbage(&shape);
-  }
-  PLM_CHECK_OK(plm_pipeline_run(pl, inputs, outputs, plm_test_stream));
-}
-
 /* A tensor like the pipeline's output o, for the op run alone. */
 static plm_tensor like_output(const plm_pipeline *pl, int o) {
   plm_shape shape;
   PLM_CHECK_OK(plm_pipeline_output_shape(pl, o, &shape));
-  return garbage(&shape);
+  return plm_test_garbage(&shape);
 }
 
 static const plm_pipe_tensor none = {0, 0};
@@ -114,11 +72,11 @@ START_TEST(test_matmul_node) {
     plm_tensor tb = plm_test_upload(PLM_DTYPE_F32, 2, b_dims, b_host);
     plm_tensor tbias = plm_test_upload(PLM_DTYPE_F32, 1, bias_dims, bias_host);
     plm_tensor inputs[3] = {ta, tb, tbias}, outputs[1];
-    compile_and_run(pl, inputs, outputs);
+    plm_test_compile_and_run(pl, inputs, outputs);
     plm_tensor want = like_output(pl, 0);
     PLM_CHECK_OK(
         plm_matmul(plm_test_stream, &ta, &tb, variant == 1 ? NULL : &tbias, &params, &want));
-    expect_same(&outputs[0], &want, "matmul");
+    plm_test_expect_same_bytes(&outputs[0], &want, "matmul");
 
     plm_plan_info info;
     plm_op_cost cost;
@@ -128,11 +86,11 @@ START_TEST(test_matmul_node) {
     ck_assert_double_eq(info.device_bytes, cost.bytes);
     ck_assert_uint_eq(info.constant_bytes > 0, variant == 0);
     PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
-    release(&ta);
-    release(&tb);
-    release(&tbias);
-    release(&outputs[0]);
-    release(&want);
+    plm_test_release(&ta);
+    plm_test_release(&tb);
+    plm_test_release(&tbias);
+    plm_test_release(&outputs[0]);
+    plm_test_release(&want);
     PLM_CHECK_OK(plm_pipeline_destroy(pl));
   }
   free(a_host);
@@ -175,13 +133,13 @@ START_TEST(test_lstm_cell_node) {
     plm_tensor tbi = plm_test_upload(PLM_DTYPE_F32, 1, b_dims, bi),
                tbh = plm_test_upload(PLM_DTYPE_F32, 1, b_dims, bh);
     plm_tensor outputs[2];
-    compile_and_run(pl, inputs, outputs);
+    plm_test_compile_and_run(pl, inputs, outputs);
     plm_tensor want_h = like_output(pl, 0), want_c = like_output(pl, 1);
     PLM_CHECK_OK(plm_lstm_cell(plm_test_stream, &inputs[0], &inputs[1], &inputs[2], &inputs[3],
                                &inputs[4], biased ? &tbi : NULL, biased ? &tbh : NULL, &want_h,
                                &want_c));
-    expect_same(&outputs[0], &want_h, "lstm_cell out_h");
-    expect_same(&outputs[1], &want_c, "lstm_cell out_c");
+    plm_test_expect_same_bytes(&outputs[0], &want_h, "lstm_cell out_h");
+    plm_test_expect_same_bytes(&outputs[1], &want_c, "lstm_cell out_c");
 
     plm_plan_info info;
     plm_op_cost cost;
@@ -189,13 +147,13 @@ START_TEST(test_lstm_cell_node) {
     PLM_CHECK_OK(plm_lstm_cell_cost(&inputs[0], &inputs[1], biased ? &tbi : NULL,
                                     biased ? &tbh : NULL, &cost));
     ck_assert_double_eq(info.flops, cost.flops);
-    for (int i = 0; i < 5; i++) release(&inputs[i]);
-    release(&tbi);
-    release(&tbh);
-    release(&outputs[0]);
-    release(&outputs[1]);
-    release(&want_h);
-    release(&want_c);
+    for (int i = 0; i < 5; i++) plm_test_release(&inputs[i]);
+    plm_test_release(&tbi);
+    plm_test_release(&tbh);
+    plm_test_release(&outputs[0]);
+    plm_test_release(&outputs[1]);
+    plm_test_release(&want_h);
+    plm_test_release(&want_c);
     PLM_CHECK_OK(plm_pipeline_destroy(pl));
   }
   free(x);
@@ -227,16 +185,16 @@ START_TEST(test_dendritic_node) {
     plm_tensor tx = plm_test_upload(PLM_DTYPE_F32, 2, x_dims, x),
                tw = plm_test_upload(PLM_DTYPE_F32, 3, w_dims, w);
     plm_tensor outputs[1];
-    compile_and_run(pl, &tx, outputs);
+    plm_test_compile_and_run(pl, &tx, outputs);
     plm_tensor want = like_output(pl, 0);
     ck_assert_int_eq(want.dims[0], B);
     ck_assert_int_eq(want.dims[1], N);
     PLM_CHECK_OK(plm_dendritic(plm_test_stream, &tx, &tw, &params, &want));
-    expect_same(&outputs[0], &want, "dendritic");
-    release(&tx);
-    release(&tw);
-    release(&outputs[0]);
-    release(&want);
+    plm_test_expect_same_bytes(&outputs[0], &want, "dendritic");
+    plm_test_release(&tx);
+    plm_test_release(&tw);
+    plm_test_release(&outputs[0]);
+    plm_test_release(&want);
     PLM_CHECK_OK(plm_pipeline_destroy(pl));
   }
   free(x);
@@ -262,15 +220,15 @@ START_TEST(test_vector_add_node) {
     plm_tensor inputs[2] = {plm_test_upload(PLM_DTYPE_F32, 3, dims, a),
                             plm_test_upload(PLM_DTYPE_F32, 3, dims, b)};
     plm_tensor outputs[1];
-    compile_and_run(pl, inputs, outputs);
+    plm_test_compile_and_run(pl, inputs, outputs);
     plm_tensor want = like_output(pl, 0);
     PLM_CHECK_OK(
         plm_vector_add(plm_test_stream, &inputs[0], &inputs[1], plain ? NULL : &axpby, &want));
-    expect_same(&outputs[0], &want, "vector_add");
-    release(&inputs[0]);
-    release(&inputs[1]);
-    release(&outputs[0]);
-    release(&want);
+    plm_test_expect_same_bytes(&outputs[0], &want, "vector_add");
+    plm_test_release(&inputs[0]);
+    plm_test_release(&inputs[1]);
+    plm_test_release(&outputs[0]);
+    plm_test_release(&want);
     PLM_CHECK_OK(plm_pipeline_destroy(pl));
   }
   free(a);
@@ -300,14 +258,14 @@ START_TEST(test_dot_node) {
     plm_tensor inputs[2] = {plm_test_upload(PLM_DTYPE_F32, ndim, shapes[v], a),
                             plm_test_upload(PLM_DTYPE_F32, ndim, shapes[v], b)};
     plm_tensor outputs[1];
-    compile_and_run(pl, inputs, outputs);
+    plm_test_compile_and_run(pl, inputs, outputs);
     plm_tensor want = like_output(pl, 0);
     PLM_CHECK_OK(plm_dot(plm_test_stream, &inputs[0], &inputs[1], NULL, &want));
-    expect_same(&outputs[0], &want, "dot");
-    release(&inputs[0]);
-    release(&inputs[1]);
-    release(&outputs[0]);
-    release(&want);
+    plm_test_expect_same_bytes(&outputs[0], &want, "dot");
+    plm_test_release(&inputs[0]);
+    plm_test_release(&inputs[1]);
+    plm_test_release(&outputs[0]);
+    plm_test_release(&want);
     PLM_CHECK_OK(plm_pipeline_destroy(pl));
     free(a);
     free(b);
@@ -343,19 +301,19 @@ START_TEST(test_ar_forecast_node) {
       PLM_CHECK_OK(plm_pipeline_mark_output(pl, out));
     }
     plm_tensor in = plm_test_upload(PLM_DTYPE_F32, 2, dims, series), outputs[1];
-    compile_and_run(pl, &in, outputs);
+    plm_test_compile_and_run(pl, &in, outputs);
     plm_tensor want = like_output(pl, 0);
     ck_assert_int_eq(want.dims[0], S);
     ck_assert_int_eq(want.dims[1], 7);
     PLM_CHECK_OK(plm_ar_forecast(plm_test_stream, &in, &params, &want));
-    expect_same(&outputs[0], &want, text ? "ar_forecast (text)" : "ar_forecast");
+    plm_test_expect_same_bytes(&outputs[0], &want, text ? "ar_forecast (text)" : "ar_forecast");
 
     /* Graph capture: ar_forecast's scratch (cuda) is in the workspace, none is taken per call. */
     char why[160] = "";
     ck_assert_msg(plm__pipeline_capturable(pl, why, sizeof why), "%s", why);
-    release(&in);
-    release(&outputs[0]);
-    release(&want);
+    plm_test_release(&in);
+    plm_test_release(&outputs[0]);
+    plm_test_release(&want);
     PLM_CHECK_OK(plm_pipeline_destroy(pl));
   }
   free(series);
@@ -392,12 +350,12 @@ START_TEST(test_matmul_then_dendritic) {
   plm_tensor tbias = plm_test_upload(PLM_DTYPE_F32, 1, bias_dims, bias);
   plm_tensor tw2 = plm_test_upload(PLM_DTYPE_F32, 3, w2_dims, w2);
   plm_tensor outputs[1];
-  compile_and_run(pl, &tx, outputs);
+  plm_test_compile_and_run(pl, &tx, outputs);
   const plm_shape hidden_shape = {.dtype = PLM_DTYPE_F32, .ndim = 2, .dims = {B, J}};
-  plm_tensor th = garbage(&hidden_shape), want = like_output(pl, 0);
+  plm_tensor th = plm_test_garbage(&hidden_shape), want = like_output(pl, 0);
   PLM_CHECK_OK(plm_matmul(plm_test_stream, &tx, &tw1, &tbias, &mp, &th));
   PLM_CHECK_OK(plm_dendritic(plm_test_stream, &th, &tw2, &dp, &want));
-  expect_same(&outputs[0], &want, "matmul -> dendritic");
+  plm_test_expect_same_bytes(&outputs[0], &want, "matmul -> dendritic");
 
   plm_plan_info info;
   PLM_CHECK_OK(plm_pipeline_plan_info(pl, &info));
@@ -428,13 +386,13 @@ START_TEST(test_matmul_then_dendritic) {
   ck_assert_msg(strstr(text, "dendritic(x=t5, w=t4) mode=nmda k=3 theta=0.1 beta=0"), "%s", text);
   ck_assert_msg(strstr(text, "writes out=t5 f32 6x12 at workspace[0, 288)"), "%s", text);
 
-  release(&tx);
-  release(&tw1);
-  release(&tbias);
-  release(&tw2);
-  release(&th);
-  release(&outputs[0]);
-  release(&want);
+  plm_test_release(&tx);
+  plm_test_release(&tw1);
+  plm_test_release(&tbias);
+  plm_test_release(&tw2);
+  plm_test_release(&th);
+  plm_test_release(&outputs[0]);
+  plm_test_release(&want);
   PLM_CHECK_OK(plm_pipeline_destroy(pl));
   free(x);
   free(w1);
@@ -463,21 +421,21 @@ START_TEST(test_vector_add_then_dot) {
                           plm_test_upload(PLM_DTYPE_F32, 2, dims, b),
                           plm_test_upload(PLM_DTYPE_F32, 2, dims, c)};
   plm_tensor outputs[1];
-  compile_and_run(pl, inputs, outputs);
+  plm_test_compile_and_run(pl, inputs, outputs);
   const plm_shape sum_shape = {.dtype = PLM_DTYPE_F32, .ndim = 2, .dims = {dims[0], dims[1]}};
-  plm_tensor tsum = garbage(&sum_shape), want = like_output(pl, 0);
+  plm_tensor tsum = plm_test_garbage(&sum_shape), want = like_output(pl, 0);
   PLM_CHECK_OK(plm_vector_add(plm_test_stream, &inputs[0], &inputs[1], NULL, &tsum));
   PLM_CHECK_OK(plm_dot(plm_test_stream, &tsum, &inputs[2], NULL, &want));
-  expect_same(&outputs[0], &want, "vector_add -> dot");
+  plm_test_expect_same_bytes(&outputs[0], &want, "vector_add -> dot");
   plm_plan_info info;
   PLM_CHECK_OK(plm_pipeline_plan_info(pl, &info));
   ck_assert_int_eq(info.steps, 2);
   ck_assert_uint_eq(info.workspace_bytes, (size_t)n * sizeof(float) / 256 * 256 +
                                               ((size_t)n * sizeof(float) % 256 ? 256 : 0));
-  for (int i = 0; i < 3; i++) release(&inputs[i]);
-  release(&tsum);
-  release(&outputs[0]);
-  release(&want);
+  for (int i = 0; i < 3; i++) plm_test_release(&inputs[i]);
+  plm_test_release(&tsum);
+  plm_test_release(&outputs[0]);
+  plm_test_release(&want);
   PLM_CHECK_OK(plm_pipeline_destroy(pl));
   free(a);
   free(b);
@@ -522,17 +480,17 @@ START_TEST(test_lstm_two_steps) {
     ck_assert_uint_eq(info.intermediate_bytes, 2 * 256);
     ck_assert_uint_eq(info.workspace_bytes, per_run ? 0 : 2 * 256);
     const plm_shape state = {.dtype = PLM_DTYPE_F32, .ndim = 2, .dims = {B, H}};
-    plm_tensor th = garbage(&state), tc = garbage(&state), want_h = garbage(&state),
-               want_c = garbage(&state);
+    plm_tensor th = plm_test_garbage(&state), tc = plm_test_garbage(&state), want_h = plm_test_garbage(&state),
+               want_c = plm_test_garbage(&state);
     PLM_CHECK_OK(plm_lstm_cell(plm_test_stream, &inputs[0], &inputs[1], &inputs[2], &twi, &twh,
                                NULL, NULL, &th, &tc));
     PLM_CHECK_OK(plm_lstm_cell(plm_test_stream, &inputs[0], &th, &tc, &twi, &twh, NULL, NULL,
                                &want_h, &want_c));
-    expect_same(&outputs[0], &want_h, "lstm x2 out_h");
-    expect_same(&outputs[1], &want_c, "lstm x2 out_c");
-    for (int i = 0; i < 3; i++) release(&inputs[i]);
+    plm_test_expect_same_bytes(&outputs[0], &want_h, "lstm x2 out_h");
+    plm_test_expect_same_bytes(&outputs[1], &want_c, "lstm x2 out_c");
+    for (int i = 0; i < 3; i++) plm_test_release(&inputs[i]);
     plm_tensor *rest[] = {&twi, &twh, &outputs[0], &outputs[1], &th, &tc, &want_h, &want_c};
-    for (int i = 0; i < 8; i++) release(rest[i]);
+    for (int i = 0; i < 8; i++) plm_test_release(rest[i]);
     PLM_CHECK_OK(plm_pipeline_destroy(pl));
   }
   free(x);
@@ -566,7 +524,7 @@ START_TEST(test_lstm_waits_for_seven_branches) {
     PLM_CHECK_OK(plm_pipeline_add_vector_add(pl, in[2 * k], in[2 * k + 1], &params, &sums[k]));
     const plm_shape shape = {
         .dtype = PLM_DTYPE_F32, .ndim = ndim, .dims = {shapes[k][0], shapes[k][1]}};
-    sum_dev[k] = garbage(&shape);
+    sum_dev[k] = plm_test_garbage(&shape);
     PLM_CHECK_OK(
         plm_vector_add(plm_test_stream, &dev[2 * k], &dev[2 * k + 1], &params, &sum_dev[k]));
   }
@@ -587,17 +545,17 @@ START_TEST(test_lstm_waits_for_seven_branches) {
   plm_tensor want_h = like_output(pl, 0), want_c = like_output(pl, 1);
   PLM_CHECK_OK(plm_lstm_cell(plm_test_stream, &sum_dev[0], &sum_dev[1], &sum_dev[2], &sum_dev[3],
                              &sum_dev[4], &sum_dev[5], &sum_dev[6], &want_h, &want_c));
-  expect_same(&outputs[0], &want_h, "7 branches -> lstm_cell out_h");
-  expect_same(&outputs[1], &want_c, "7 branches -> lstm_cell out_c");
+  plm_test_expect_same_bytes(&outputs[0], &want_h, "7 branches -> lstm_cell out_h");
+  plm_test_expect_same_bytes(&outputs[1], &want_c, "7 branches -> lstm_cell out_c");
   for (int k = 0; k < 14; k++) {
-    release(&dev[k]);
+    plm_test_release(&dev[k]);
     free(host[k]);
   }
-  for (int k = 0; k < 7; k++) release(&sum_dev[k]);
-  release(&outputs[0]);
-  release(&outputs[1]);
-  release(&want_h);
-  release(&want_c);
+  for (int k = 0; k < 7; k++) plm_test_release(&sum_dev[k]);
+  plm_test_release(&outputs[0]);
+  plm_test_release(&outputs[1]);
+  plm_test_release(&want_h);
+  plm_test_release(&want_c);
   PLM_CHECK_OK(plm_pipeline_destroy(pl));
 }
 END_TEST
