@@ -35,6 +35,7 @@ static void *frame_values(plm_dtype dtype, uint64_t seed) {
 static plm_tensor upload_frame(plm_dtype dtype, uint64_t seed) {
   void *host = frame_values(dtype, seed);
   plm_tensor t = plm_test_upload(dtype, 2, frame_dims, host);
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream)); /* the upload reads host */
   free(host);
   return t;
 }
