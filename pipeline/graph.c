@@ -244,8 +244,7 @@ static plm_status add(plm_pipeline *pl, plm__op_kind kind, const plm_pipe_tensor
 
 /* ---- any op, by name ------------------------------------------------------------------------ */
 
-/* The ops a node can be, for messages: every op of the table but those compile makes. */
-static void node_op_names(char *list, size_t size) {
+void plm__node_op_names(char *list, size_t size) {
   list[0] = '\0';
   for (int k = 0; k < PLM__OP_COUNT; k++) {
     const plm__op_desc *op = plm__op_get((plm__op_kind)k);
@@ -289,7 +288,7 @@ plm_status plm_pipeline_add(plm_pipeline *pl, const char *op_name, const plm_pip
   const plm__op_desc *op = plm__op_find(op_name);
   char list[256];
   if (!op || (op->flags & PLM__OP_PLAN_ONLY)) {
-    node_op_names(list, sizeof list);
+    plm__node_op_names(list, sizeof list);
     return plm__fail(PLM_ERR_INVALID_ARG, "node %d: no op '%s' (one of %s)", node, op_name, list);
   }
   if (input_count != op->input_count) {

@@ -428,13 +428,8 @@ static plm_status parse_element(chain *c, char *text, int index, bool last) {
     status = check_keys(op, &e);
     return status == PLM_OK ? build(c, &e, op) : status;
   }
-  char list[256] = "";
-  for (int k = 0; k < PLM__OP_COUNT; k++) {
-    const plm__op_desc *listed = plm__op_get((plm__op_kind)k);
-    if (!(listed->flags & PLM__OP_PLAN_ONLY))
-      snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", list[0] ? ", " : "",
-               listed->name);
-  }
+  char list[256];
+  plm__node_op_names(list, sizeof list);
   return fail(&e, "unknown element (one of %s)", list);
 }
 

@@ -256,6 +256,11 @@ plm_status plm__pipe_reraise(plm_status status, const char *fmt, ...) PLM__PRINT
 
 /* The tensor a handle names, or -1 with the message "<name> ..." set (raw). */
 int plm__graph_resolve(const plm_pipeline *pl, plm_pipe_tensor t, const char *name);
+
+/* "conv2d, sobel, ...": the ops a node can be (every op of the table but those compile
+ * makes), for the messages of plm_pipeline_add and the text form. */
+void plm__node_op_names(char *list, size_t size);
+
 plm_pipe_tensor plm__graph_handle(const plm_pipeline *pl, int tensor);
 
 /* Add a node of kind reading inputs (-1 when absent) with params; checks everything
