@@ -413,8 +413,8 @@ plm_status detect_run(const detect_config *config, detect_result *result, char *
 
   status = config->raw ? frame_reader_open_raw(config->frames_path, config->raw, &result->frames,
                                                &job.reader, err, err_size)
-                       : frame_reader_open(config->frames_path, &result->frames, &job.reader, err,
-                                           err_size);
+                       : frame_reader_open_as(config->frames_path, config->read_flags,
+                                              &result->frames, &job.reader, err, err_size);
   if (status != PLM_OK) return release(&job, status);
   const frame_reader_info *frames = &result->frames;
   if (config->runner && frames->count < 0)

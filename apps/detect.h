@@ -137,6 +137,9 @@ typedef struct detect_config {
    * order as they come, and the result's frames.count is then the count that ran. Not
    * with a runner (MPI), which shares out a known count of frames. */
   const raw_format *raw;
+  /* How a file's frames are read (support/image_io.h's IMAGE_READ_* flags): 0, or
+   * IMAGE_READ_STORED_VALUES for an HDF5 dataset's stored values (--h5-values stored). */
+  unsigned read_flags;
   /* When not NULL and *stop becomes non-zero (a signal handler's flag), the run stops
    * before its next frame, or before the CSV replaces out_path, with
    * PLM_ERR_INVALID_STATE ("interrupted"), leaving no file (apps/interrupt.h). */

@@ -22,7 +22,7 @@ static const char detect_usage[] =
     "usage: plume detect --frames FRAMES|DIR|- (--pipeline \"TEXT\" | --preset NAME)\n"
     "                    --out DETECTIONS.csv [--tensor NAME=FILE.npy]...\n"
     "                    [--raw-shape HxW [--raw-dtype u8|u16|f32] [--raw-endian E]\n"
-    "                    [--raw-header BYTES]]\n"
+    "                    [--raw-header BYTES]] [--h5-values physical|stored]\n"
     "                    [--backend host|cuda|auto] [--streams K] [--profile DIR]\n"
     "                    [--progress] [--mpi] [-q]\n"
     "       plume detect --list-presets\n"
@@ -30,11 +30,13 @@ static const char detect_usage[] =
     "Run a pipeline over a sequence of frames and write the regions it finds.\n"
     "\n"
     "options:\n"
-    "  --frames PATH         the frames: a .npy stack (N, H, W), a TIFF of N pages or a\n"
-    "                        FITS cube, read frame by frame, or a 2-D .npy, PGM, PNG or\n"
-    "                        FITS image (one frame); or a folder whose .npy, .pgm, .png,\n"
-    "                        .tif, .tiff, .fits, .fit and .fts files (one frame each, all\n"
-    "                        of one dtype and shape)\n"
+    "  --frames PATH         the frames: a .npy stack (N, H, W), a TIFF of N pages, a\n"
+    "                        FITS cube or an HDF5/NetCDF-4 dataset (N, H, W) (FILE.h5:\n"
+    "                        /path/to/dataset, or FILE.h5 for its only 2-D or 3-D\n"
+    "                        dataset), read frame by frame, or a 2-D .npy, PGM, PNG, FITS\n"
+    "                        image or HDF5 dataset (one frame); or a folder whose .npy,\n"
+    "                        .pgm, .png, .tif, .tiff, .fits, .fit, .fts, .h5, .hdf5, .he5\n"
+    "                        and .nc files (one frame each, all of one dtype and shape)\n"
     "                        are the frames in the byte order of their names (zero-pad the\n"
     "                        numbers). u8, u16 or f32 (a '<f8' .npy is read as f32).\n"
     "                        With --raw-shape: raw frames, from a file or '-' (standard\n"
@@ -44,6 +46,9 @@ static const char detect_usage[] =
     "  --raw-dtype T         the raw samples: u8 (the default), u16 or f32\n"
     "  --raw-endian E        their byte order: little (the default) or big\n"
     "  --raw-header BYTES    bytes to skip before the first raw frame (default 0)\n"
+    "  --h5-values V         an HDF5 dataset's values: physical (the default: its CF\n"
+    "                        scale_factor and add_offset applied, _FillValue and\n"
+    "                        missing_value as NaN, f32) or stored (as the file holds them)\n"
     "  --pipeline TEXT       the pipeline (the text form of plume/pipeline.h), ending in\n"
     "                        'label ! regions' or 'segment', for example\n"
     "                        \"" PLM_PRESET_DEFAULT_PIPELINE
@@ -272,10 +277,10 @@ static int draw_overlay(const detect_config *config, const char *dir, const char
   char err[OVERLAY_ERROR_SIZE] = "";
   frame_reader *r = NULL;
   frame_reader_info info;
-  plm_status status =
-      config->raw ? frame_reader_open_raw(config->frames_path, config->raw, &info, &r, err,
-                                          sizeof err)
-                  : frame_reader_open(config->frames_path, &info, &r, err, sizeof err);
+  plm_status status = config->raw ? frame_reader_open_raw(config->frames_path, config->raw, &info,
+                                                          &r, err, sizeof err)
+                                  : frame_reader_open_as(config->frames_path, config->read_flags,
+                                                         &info, &r, err, sizeof err);
   int64_t written = 0;
   if (status == PLM_OK)
     status = overlay_write_frames(r, &info, config->out_path, truth, dir, &written, err,
@@ -293,12 +298,13 @@ int detect_command_main(int argc, char **argv) {
   const char *frames = NULL, *pipeline = NULL, *preset = NULL, *list = NULL, *out = NULL,
              *backend = NULL, *streams = NULL, *profile = NULL, *mpi = NULL, *progress = NULL,
              *raw_shape = NULL, *raw_dtype = NULL, *raw_endian = NULL, *raw_header = NULL,
-             *quiet = NULL, *quiet_long = NULL, *overlay = NULL, *truth = NULL;
+             *quiet = NULL, *quiet_long = NULL, *overlay = NULL, *truth = NULL, *h5_values = NULL;
   option options[] = {{"--frames", &frames, false},
                       {"--raw-shape", &raw_shape, false},
                       {"--raw-dtype", &raw_dtype, false},
                       {"--raw-endian", &raw_endian, false},
                       {"--raw-header", &raw_header, false},
+                      {"--h5-values", &h5_values, false},
                       {"--pipeline", &pipeline, false},
                       {"--preset", &preset, false},
                       {"--list-presets", &list, true},
@@ -356,6 +362,12 @@ int detect_command_main(int argc, char **argv) {
             "(and --raw-dtype, --raw-endian, --raw-header as they are)\n");
     return EXIT_USAGE;
   }
+  unsigned read_flags = 0;
+  if (h5_values && !image_values_parse(h5_values, &read_flags)) {
+    fprintf(stderr, "plume detect: --h5-values %s is not physical or stored\n",
+            quote_value(h5_values, q, sizeof q));
+    return EXIT_USAGE;
+  }
   if (!output_path_usable(out, why, sizeof why)) {
     fprintf(stderr, "plume detect: --out %s: %s\n", quote_value(out, q, sizeof q), why);
     return EXIT_USAGE;
@@ -381,6 +393,7 @@ int detect_command_main(int argc, char **argv) {
   FILE *summary = silent ? NULL : strcmp(out, "-") == 0 ? stderr : stdout;
   detect_config config = {.frames_path = frames,
                           .raw = is_raw ? &raw : NULL,
+                          .read_flags = read_flags,
                           .pipeline = pipeline,
                           .out_path = out,
                           .show_progress = !silent,

@@ -602,7 +602,11 @@ static const char image_files[] =
     "                        f32), PGM (P5, 8/16-bit), grayscale PNG (8/16-bit), TIFF\n"
     "                        (u8, u16 or f32 pages, striped or tiled; N pages are 3-D) or\n"
     "                        FITS (an image or a cube; BITPIX 8 and 16 with BZERO 32768 as\n"
-    "                        u8 and u16, others as f32 with BSCALE/BZERO applied)\n"
+    "                        u8 and u16, others as f32 with BSCALE/BZERO applied) or an\n"
+    "                        HDF5/NetCDF-4 dataset of 2 or 3 dimensions (FILE.h5:/path/to/\n"
+    "                        dataset, or FILE.h5 for its only one; u8 and u16 as stored,\n"
+    "                        others as f32, CF scale_factor/add_offset applied and fill\n"
+    "                        values NaN unless --h5-values stored)\n"
     "  --out PATH            output .npy, a TIFF when PATH ends in .tif or .tiff, or a\n"
     "                        FITS image when it ends in .fits, .fit or .fts (written\n"
     "                        atomically; '-': .npy to standard output; another extension\n"
@@ -610,7 +614,7 @@ static const char image_files[] =
 static const char image_note[] =
     "  Inputs are images: .npy (2-D or 3-D; f64 read as f32), PGM (P5, 8/16-bit),\n"
     "  grayscale PNG (8/16-bit), TIFF (u8, u16, f32 pages; a stack of pages is 3-D) or\n"
-    "  FITS (an image, or a cube which is 3-D);\n"
+    "  FITS (an image, or a cube which is 3-D) or an HDF5/NetCDF-4 dataset (FILE.h5:/name);\n"
     "  outputs are .npy, TIFF for a name ending in .tif or .tiff, or FITS for one ending\n"
     "  in .fits, .fit or .fts, each written atomically, or one of them to standard output\n"
     "  as '-'.\n";
@@ -627,6 +631,8 @@ static const char run_options[] =
     "                        'time_ms median=M min=A max=B' on stderr\n"
     "  --warmup-ms MS        with --repeat: warm up for MS milliseconds (0 to 60000;\n"
     "                        default 0: one untimed run)\n"
+    "  --h5-values V         an HDF5 input's values: physical (the default: CF scale_factor\n"
+    "                        and add_offset applied, fill values NaN) or stored\n"
     "  -h, --help            show this help\n";
 
 static void print_command_usage(FILE *out, const command *c) {
@@ -694,6 +700,7 @@ typedef struct op_run {
   plm_context_config config;
   long repeat;      /* 0: run once, untimed */
   double warmup_ms; /* with repeat: untimed runs until this long has passed (one at least) */
+  unsigned read_flags; /* how inputs are read: IMAGE_READ_STORED_VALUES (--h5-values stored) */
 } op_run;
 
 static int usage_error(const op_run *run, const char *fmt, ...) {
@@ -745,6 +752,10 @@ static int take_common_flag(op_run *run, const char *flag, const char *value) {
     run->repeat = strtol(value, &end, 10);
     if (end == value || *end != '\0' || errno == ERANGE || run->repeat < 1 || run->repeat > 1000000)
       return usage_error(run, "--repeat %s is not a count from 1 to 1000000",
+                         quote_value(value, q, sizeof q));
+  } else if (strcmp(flag, "--h5-values") == 0) {
+    if (!image_values_parse(value, &run->read_flags))
+      return usage_error(run, "--h5-values %s is not physical or stored",
                          quote_value(value, q, sizeof q));
   } else if (strcmp(flag, "--warmup-ms") == 0) {
     run->warmup_ms = strtod(value, &end);
@@ -980,8 +991,8 @@ static plm_status read_inputs(op_run *run, op_state *s, char *err, size_t err_si
     const file_flag *f = &run->files[k];
     if (!run->paths[k] || (f->kind != FILE_INPUT && f->kind != FILE_INTENSITY)) continue;
     image *file = &s->files[k];
-    plm_status status =
-        (named ? image_read_array : image_read)(run->paths[k], &s->pinned, file, err, err_size);
+    const unsigned flags = run->read_flags | (named ? IMAGE_READ_ANY_RANK : 0);
+    plm_status status = image_read_as(run->paths[k], flags, &s->pinned, file, err, err_size);
     if (status != PLM_OK) return status;
     if (f->kind == FILE_INPUT && f->slot == 0) dtype = file->dtype;
     if (f->kind == FILE_INPUT && run->cmd->op->inputs[f->slot].role == PLM__IN_KERNEL) {

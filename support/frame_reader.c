@@ -18,6 +18,7 @@ struct frame_reader {
   image_frames *stack; /* a file: its frames */
   raw_frames *raw;     /* raw frames: a file or a stream */
   char *path;          /* the file, or the folder */
+  unsigned flags;      /* how files are read (image_frames_open_as) */
   char **files;        /* a folder: the paths of its frames, sorted */
   int64_t file_count, file_room;
 };
@@ -34,11 +35,11 @@ void frame_reader_close(frame_reader *r) {
 
 /* ---- folders --------------------------------------------------------------------------- */
 
-/* A frame file by its name: not hidden, ending in .npy, .pgm, .png, .tif, .tiff, .fits, .fit
- * or .fts in any case. */
+/* A frame file by its name: not hidden, ending in .npy, .pgm, .png, .tif, .tiff, .fits, .fit,
+ * .fts, .h5, .hdf5, .he5 or .nc in any case. */
 static bool frame_name(const char *name) {
-  static const char *const extensions[] = {".npy", ".pgm", ".png", ".tif",
-                                           ".tiff", ".fits", ".fit", ".fts"};
+  static const char *const extensions[] = {".npy", ".pgm", ".png", ".tif",  ".tiff", ".fits",
+                                           ".fit", ".fts", ".h5",  ".hdf5", ".he5",  ".nc"};
   const size_t n = strlen(name);
   if (name[0] == '.') return false;
   for (size_t e = 0; e < sizeof extensions / sizeof *extensions; e++) {
@@ -95,10 +96,11 @@ static plm_status list_folder(frame_reader *r, char *err, size_t err_size) {
   closedir(dir);
   if (status != PLM_OK) return status;
   if (r->file_count == 0)
-    return quote_failure(err, err_size, PLM_ERR_IO,
-                         "%s: no frames in the folder (no .npy, .pgm, .png, .tif, .tiff, .fits, .fit "
-                         "or .fts file)",
-                         r->path);
+    return quote_failure(
+        err, err_size, PLM_ERR_IO,
+        "%s: no frames in the folder (no .npy, .pgm, .png, .tif, .tiff, .fits, .fit, "
+        ".fts, .h5, .hdf5, .he5 or .nc file)",
+        r->path);
   qsort(r->files, (size_t)r->file_count, sizeof *r->files, compare_paths);
   return PLM_OK;
 }
@@ -113,7 +115,7 @@ static plm_status open_folder_file(frame_reader *r, int64_t k, image *frame, ima
                                    char *err, size_t err_size) {
   const char *path = r->files[k];
   int64_t count = 0;
-  plm_status status = image_frames_open(path, frame, &count, out, err, err_size);
+  plm_status status = image_frames_open_as(path, r->flags, frame, &count, out, err, err_size);
   if (status != PLM_OK) return status;
   const frame_reader_info *info = &r->info;
   char got[96], want[96];
@@ -150,6 +152,11 @@ static frame_reader *new_reader(const char *path) {
 
 plm_status frame_reader_open(const char *path, frame_reader_info *info, frame_reader **out,
                              char *err, size_t err_size) {
+  return frame_reader_open_as(path, 0, info, out, err, err_size);
+}
+
+plm_status frame_reader_open_as(const char *path, unsigned flags, frame_reader_info *info,
+                                frame_reader **out, char *err, size_t err_size) {
   if (err && err_size) err[0] = '\0';
   if (out) *out = NULL;
   if (!path || !info || !out)
@@ -159,10 +166,13 @@ plm_status frame_reader_open(const char *path, frame_reader_info *info, frame_re
                                  : "out");
   frame_reader *r = new_reader(path);
   if (!r) return quote_failure(err, err_size, PLM_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+  r->flags = flags;
   struct stat st;
   plm_status status = PLM_OK;
   image frame = {0};
-  if (stat(path, &st) != 0) {
+  if (image_dataset_split(path) > 0) {
+    status = image_frames_open_as(path, flags, &frame, &r->info.count, &r->stack, err, err_size);
+  } else if (stat(path, &st) != 0) {
     status = quote_failure(err, err_size, PLM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
   } else if (S_ISDIR(st.st_mode)) {
     r->info.folder = true;
@@ -172,7 +182,7 @@ plm_status frame_reader_open(const char *path, frame_reader_info *info, frame_re
     image_frames_close(first);
     r->info.count = r->file_count;
   } else {
-    status = image_frames_open(path, &frame, &r->info.count, &r->stack, err, err_size);
+    status = image_frames_open_as(path, flags, &frame, &r->info.count, &r->stack, err, err_size);
   }
   if (status != PLM_OK) {
     frame_reader_close(r);

@@ -1,11 +1,13 @@
 /* support/frame_reader.h: the frames of `plume detect`, one at a time, from a stack or a folder.
  *
  * A frame reader serves frames 0..N-1 of one dtype and one (H, W) shape from
- *   - a file (support/image_io.h's image_frames): a 3-D .npy (N, H, W), a TIFF of N pages or
- *     a FITS cube of N frames is N frames, read from the file one at a time, never held
- *     whole; a 2-D .npy, a PGM, a PNG or a 2-D FITS image is one frame;
- *   - a folder: every entry whose name ends in .npy, .pgm, .png, .tif, .tiff, .fits, .fit or
- *     .fts (in any case) and does not start with '.', other than a directory, is one frame; frames
+ *   - a file (support/image_io.h's image_frames): a 3-D .npy (N, H, W), a TIFF of N pages, a
+ *     FITS cube of N frames or an HDF5 dataset (N, H, W) ("in.h5:/path/to/dataset") is N
+ *     frames, read from the file one at a time, never held whole; a 2-D .npy, a PGM, a PNG,
+ *     a 2-D FITS image or a 2-D HDF5 dataset is one frame;
+ *   - a folder: every entry whose name ends in .npy, .pgm, .png, .tif, .tiff, .fits, .fit,
+ *     .fts, .h5, .hdf5, .he5 or .nc (in any case) and does not start with '.', other than a
+ *     directory, is one frame (an HDF5 file's only dataset of 2 or 3 dimensions); frames
  *     are in the byte order of the names (strcmp: zero-pad numbers, frame_0009 before frame_0010).
  * Other entries are ignored. Each file is opened and read only when its frame is read; it must hold
  * one frame (a 2-D image, or a 3-D .npy of one frame) of the dtype and shape of the first file,
@@ -50,6 +52,11 @@ typedef struct frame_reader_info {
  * NULL on failure. */
 plm_status frame_reader_open(const char *path, frame_reader_info *info, frame_reader **out,
                              char *err, size_t err_size);
+
+/* As frame_reader_open, each file read as image_frames_open_as reads it with flags
+ * (IMAGE_READ_STORED_VALUES: an HDF5 dataset's stored values). */
+plm_status frame_reader_open_as(const char *path, unsigned flags, frame_reader_info *info,
+                                frame_reader **out, char *err, size_t err_size);
 
 /* Open path ("-": standard input) as raw frames of *raw (support/raw_frames.h); *info says
  * raw's dtype and shape, and the count of a file's frames or -1 for a stream. Errors as

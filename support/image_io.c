@@ -1,9 +1,10 @@
-/* support/image_io.c: .npy, PGM and PNG reading, .npy writing; TIFF and FITS read through
- * support/tiff_io.h and support/fits_io.h (support/image_io.h). */
+/* support/image_io.c: .npy, PGM and PNG reading, .npy writing; TIFF, FITS and HDF5 read
+ * through support/tiff_io.h, support/fits_io.h and support/hdf5_io.h (support/image_io.h). */
 #define _POSIX_C_SOURCE 200809L
 
 #include "support/image_io.h"
 #include "support/fits_io.h"
+#include "support/hdf5_io.h"
 #include "support/tiff_io.h"
 #include "support/output_file.h"
 #include "support/regular_file.h"
@@ -88,6 +89,8 @@ typedef struct reader {
   const image_allocator *allocator;
   bool keep_f64; /* a '<f8' .npy stays f64 instead of being narrowed to f32 */
   bool any_rank; /* a .npy of 1 to PLM_TENSOR_MAX_DIMS dimensions, not only 2 or 3 */
+  bool stored_values;  /* an HDF5 dataset's values as stored (IMAGE_READ_STORED_VALUES) */
+  const char *dataset; /* the HDF5 dataset named after path ("FILE:DATASET"), or NULL */
   char *err;
   size_t err_size;
 } reader;
@@ -537,7 +540,8 @@ typedef enum file_format {
   FORMAT_PGM,
   FORMAT_PNG,
   FORMAT_TIFF,
-  FORMAT_FITS
+  FORMAT_FITS,
+  FORMAT_HDF5
 } file_format;
 
 /* Open r->path, check that it is a regular file, set r->size and recognise the format by
@@ -563,12 +567,22 @@ static plm_status open_image_file(reader *r, file_format *format) {
     *format = FORMAT_TIFF;
   else if (fits_magic(magic, got))
     *format = FORMAT_FITS;
+  else if (hdf5_magic(magic, got))
+    *format = FORMAT_HDF5;
+  else if (netcdf_classic_magic(magic, got))
+    status = READ_FAIL(r, PLM_ERR_UNSUPPORTED,
+                       "a NetCDF classic file: NetCDF-4 (HDF5) files are read; convert it with "
+                       "nccopy -k nc4");
   else if (got >= 2 && magic[0] == 'P' && magic[1] >= '1' && magic[1] <= '7')
     status = READ_FAIL(r, PLM_ERR_UNSUPPORTED,
                        "Netpbm P%c file: only binary graymaps (P5) are read", magic[1]);
   else
     status = READ_FAIL(r, PLM_ERR_IO,
-                       "not a .npy, PGM (P5), PNG, TIFF or FITS file (unknown magic)");
+                       "not a .npy, PGM (P5), PNG, TIFF, FITS or HDF5 file (unknown magic)");
+  if (status == PLM_OK && r->dataset && *format != FORMAT_HDF5)
+    status =
+        READ_FAIL(r, PLM_ERR_IO, "a dataset is named after it (':%s'), but it is not an HDF5 file",
+                  r->dataset);
   if (status != PLM_OK) {
     fclose(r->file);
     r->file = NULL;
@@ -576,12 +590,13 @@ static plm_status open_image_file(reader *r, file_format *format) {
   return status;
 }
 
-/* ---- files of frames a library decodes: TIFF pages, FITS images and cubes ---------------
- * Either is opened on a copy of the reader's descriptor and then read a frame at a time,
+/* ---- files of frames a library decodes: TIFF pages, FITS images and cubes, HDF5 datasets --
+ * Each is opened on a copy of the reader's descriptor and then read a frame at a time,
  * whole (image_read) or when a frame is asked for (image_frames). */
 typedef struct paged_file {
-  tiff_pages *tiff; /* one of the two */
+  tiff_pages *tiff; /* one of the three */
   fits_frames *fits;
+  hdf5_frames *hdf5;
   image frame;   /* dtype and (H, W) of a frame */
   int ndim;      /* the whole's: 3 for a stack or cube, 2 for one frame */
   int64_t count; /* frames */
@@ -590,13 +605,15 @@ typedef struct paged_file {
 static void paged_close(paged_file *p) {
   tiff_pages_close(p->tiff);
   fits_frames_close(p->fits);
+  hdf5_frames_close(p->hdf5);
   p->tiff = NULL;
   p->fits = NULL;
+  p->hdf5 = NULL;
 }
 
 /* Open r's file (of format, recognised by open_image_file) as frames. A TIFF of one page is
  * one frame (H, W), of N pages a stack (N, H, W); a FITS image has the dimensions its NAXIS
- * gives (support/fits_io.h). */
+ * gives (support/fits_io.h), an HDF5 dataset its rank (support/hdf5_io.h). */
 static plm_status paged_open(reader *r, file_format format, paged_file *p) {
   *p = (paged_file){.frame = {.ndim = 2}};
   const int fd = dup(fileno(r->file));
@@ -605,6 +622,9 @@ static plm_status paged_open(reader *r, file_format format, paged_file *p) {
   if (format == FORMAT_FITS)
     return fits_frames_open(fd, r->path, &f->dtype, &p->ndim, &f->dims[0], &f->dims[1], &p->count,
                             &p->fits, r->err, r->err_size);
+  if (format == FORMAT_HDF5)
+    return hdf5_frames_open(fd, r->path, r->dataset, r->stored_values, &f->dtype, &p->ndim,
+                            &f->dims[0], &f->dims[1], &p->count, &p->hdf5, r->err, r->err_size);
   plm_status status = tiff_pages_open(fd, r->path, &f->dtype, &f->dims[0], &f->dims[1], &p->count,
                                       &p->tiff, r->err, r->err_size);
   p->ndim = p->count == 1 ? 2 : 3;
@@ -612,6 +632,7 @@ static plm_status paged_open(reader *r, file_format format, paged_file *p) {
 }
 
 static plm_status paged_read(paged_file *p, int64_t k, void *dst, char *err, size_t err_size) {
+  if (p->hdf5) return hdf5_frames_read(p->hdf5, k, dst, err, err_size);
   return p->fits ? fits_frames_read(p->fits, k, dst, err, err_size)
                  : tiff_pages_read(p->tiff, k, dst, err, err_size);
 }
@@ -645,46 +666,92 @@ static plm_status read_format(reader *r, file_format format, image *out) {
     case FORMAT_PGM: return read_pgm(r, out);
     case FORMAT_PNG: return read_png(r, out);
     case FORMAT_TIFF:
-    case FORMAT_FITS: return read_paged(r, format, out);
+    case FORMAT_FITS:
+    case FORMAT_HDF5: return read_paged(r, format, out);
   }
   return READ_FAIL(r, PLM_ERR_INTERNAL, "unknown format %d", (int)format);
 }
 
-static plm_status read_image(const char *path, const image_allocator *allocator, bool keep_f64,
-                             bool any_rank, image *out, char *err, size_t err_size,
-                             const char *caller) {
+bool image_values_parse(const char *text, unsigned *flags) {
+  if (!text || !flags) return false;
+  if (strcmp(text, "physical") == 0)
+    *flags = 0;
+  else if (strcmp(text, "stored") == 0)
+    *flags = IMAGE_READ_STORED_VALUES;
+  else
+    return false;
+  return true;
+}
+
+size_t image_dataset_split(const char *path) {
+  struct stat st;
+  if (!path || stat(path, &st) == 0) return 0;
+  for (const char *colon = strchr(path, ':'); colon; colon = strchr(colon + 1, ':')) {
+    if (colon == path) continue;
+    char *file = strndup(path, (size_t)(colon - path));
+    const bool found = file && stat(file, &st) == 0 && S_ISREG(st.st_mode);
+    free(file);
+    if (found) return (size_t)(colon - path);
+  }
+  return 0;
+}
+
+/* The file of path (a copy, to free) and the dataset named after it (in path; NULL when
+ * none is): path itself, or FILE and DATASET of "FILE:DATASET" (image_dataset_split). NULL
+ * when out of memory. */
+static char *file_of(const char *path, const char **dataset) {
+  const size_t split = image_dataset_split(path);
+  *dataset = split ? path + split + 1 : NULL;
+  return split ? strndup(path, split) : strdup(path);
+}
+
+static plm_status read_image(const char *path, unsigned flags, const image_allocator *allocator,
+                             image *out, char *err, size_t err_size, const char *caller) {
   if (err && err_size) err[0] = '\0';
   if (!path) return path_failure(err, err_size, caller, 0, PLM_ERR_INVALID_ARG, "path is NULL");
   if (!out) return path_failure(err, err_size, path, 0, PLM_ERR_INVALID_ARG, "out is NULL");
   memset(out, 0, sizeof *out);
-  reader r = {.path = path,
+  const char *dataset = NULL;
+  char *file = file_of(path, &dataset);
+  if (!file) return path_failure(err, err_size, path, 0, PLM_ERR_OUT_OF_MEMORY, "out of memory");
+  reader r = {.path = file,
+              .dataset = dataset,
               .allocator = allocator ? allocator : &default_allocator,
-              .keep_f64 = keep_f64,
-              .any_rank = any_rank,
+              .keep_f64 = flags & IMAGE_READ_KEEP_F64,
+              .any_rank = flags & IMAGE_READ_ANY_RANK,
+              .stored_values = flags & IMAGE_READ_STORED_VALUES,
               .err = err,
               .err_size = err_size};
   file_format format = FORMAT_NPY;
   plm_status status = open_image_file(&r, &format);
-  if (status != PLM_OK) return status;
-  status = read_format(&r, format, out);
-  fclose(r.file);
-  if (status != PLM_OK) image_free(out, r.allocator);
+  if (status == PLM_OK) {
+    status = read_format(&r, format, out);
+    fclose(r.file);
+    if (status != PLM_OK) image_free(out, r.allocator);
+  }
+  free(file);
   return status;
+}
+
+plm_status image_read_as(const char *path, unsigned flags, const image_allocator *allocator,
+                         image *out, char *err, size_t err_size) {
+  return read_image(path, flags, allocator, out, err, err_size, "image_read_as");
 }
 
 plm_status image_read(const char *path, const image_allocator *allocator, image *out, char *err,
                       size_t err_size) {
-  return read_image(path, allocator, false, false, out, err, err_size, "image_read");
+  return read_image(path, 0, allocator, out, err, err_size, "image_read");
 }
 
 plm_status image_read_keep_f64(const char *path, const image_allocator *allocator, image *out,
                                char *err, size_t err_size) {
-  return read_image(path, allocator, true, false, out, err, err_size, "image_read_keep_f64");
+  return read_image(path, IMAGE_READ_KEEP_F64, allocator, out, err, err_size,
+                    "image_read_keep_f64");
 }
 
 plm_status image_read_array(const char *path, const image_allocator *allocator, image *out,
                             char *err, size_t err_size) {
-  return read_image(path, allocator, false, true, out, err, err_size, "image_read_array");
+  return read_image(path, IMAGE_READ_ANY_RANK, allocator, out, err, err_size, "image_read_array");
 }
 
 /* ---- reading frame by frame ----------------------------------------------------------- */
@@ -712,6 +779,11 @@ void image_frames_close(image_frames *f) {
 
 plm_status image_frames_open(const char *path, image *frame, int64_t *count, image_frames **out,
                              char *err, size_t err_size) {
+  return image_frames_open_as(path, 0, frame, count, out, err, err_size);
+}
+
+plm_status image_frames_open_as(const char *path, unsigned flags, image *frame, int64_t *count,
+                                image_frames **out, char *err, size_t err_size) {
   if (err && err_size) err[0] = '\0';
   if (out) *out = NULL;
   if (!path)
@@ -722,13 +794,20 @@ plm_status image_frames_open(const char *path, image *frame, int64_t *count, ima
                         : !count ? "count"
                                  : "out");
   image_frames *f = calloc(1, sizeof *f);
-  if (f) f->path = malloc(strlen(path) + 1);
-  if (!f || !f->path) {
-    free(f);
+  const char *dataset = NULL;
+  char *file = f ? file_of(path, &dataset) : NULL;
+  if (f) f->path = strdup(path);
+  if (!f || !f->path || !file) {
+    free(file);
+    image_frames_close(f);
     return path_failure(err, err_size, path, 0, PLM_ERR_OUT_OF_MEMORY, "out of memory");
   }
-  strcpy(f->path, path);
-  reader r = {.path = f->path, .allocator = &default_allocator, .err = err, .err_size = err_size};
+  reader r = {.path = file,
+              .dataset = dataset,
+              .stored_values = flags & IMAGE_READ_STORED_VALUES,
+              .allocator = &default_allocator,
+              .err = err,
+              .err_size = err_size};
   file_format format = FORMAT_NPY;
   image whole = {0};
   plm_status status = open_image_file(&r, &format);
@@ -736,7 +815,8 @@ plm_status image_frames_open(const char *path, image *frame, int64_t *count, ima
     status = read_npy_header(&r, &whole, &f->offset, &f->file_item);
     f->file = r.file;
     f->size = r.size;
-  } else if (status == PLM_OK && (format == FORMAT_TIFF || format == FORMAT_FITS)) {
+  } else if (status == PLM_OK &&
+             (format == FORMAT_TIFF || format == FORMAT_FITS || format == FORMAT_HDF5)) {
     status = paged_open(&r, format, &f->paged);
     fclose(r.file);
     const image *one = &f->paged.frame;
@@ -748,6 +828,7 @@ plm_status image_frames_open(const char *path, image *frame, int64_t *count, ima
     fclose(r.file);
     f->whole = whole.data;
   }
+  free(file);
   if (status != PLM_OK) {
     image_frames_close(f);
     return status;
@@ -795,7 +876,8 @@ plm_status image_frames_read(image_frames *f, int64_t k, void *dst, char *err, s
     memcpy(dst, f->whole, image_bytes(&f->frame));
     return PLM_OK;
   }
-  if (f->paged.tiff || f->paged.fits) return paged_read(&f->paged, k, dst, err, err_size);
+  if (f->paged.tiff || f->paged.fits || f->paged.hdf5)
+    return paged_read(&f->paged, k, dst, err, err_size);
   const int64_t numel = image_numel(&f->frame);
   const uint64_t at = f->offset + (uint64_t)k * (uint64_t)numel * f->file_item;
   if (!(f->file_item == 8 && f->frame.dtype == PLM_DTYPE_F32))

@@ -17,6 +17,17 @@
  *                BZERO 32768 (u16), other 8-/16-bit and float images as f32 with BSCALE and
  *                BZERO applied, through cfitsio (support/fits_io.h); tile-compressed images
  *                are refused.
+ *   HDF5         a dataset (H, W) or (N, H, W) of an HDF5 or NetCDF-4 file, named after the
+ *                file as "in.h5:/path/to/dataset" (or the file's only dataset of 2 or 3
+ *                dimensions when none is named), chunked and compressed or not, through
+ *                libhdf5 (support/hdf5_io.h): u8 and u16 as stored, other integers of 8 and
+ *                16 bits and floats as f32; a dataset with CF attributes (scale_factor,
+ *                add_offset, _FillValue, missing_value) as f32 physical values with its fill
+ *                values NaN, unless IMAGE_READ_STORED_VALUES asks for the stored ones. A
+ *                NetCDF classic file (not HDF5) is refused with a hint.
+ * "FILE:DATASET" is read so only when the whole does not name a file and FILE, the text
+ * before one of its colons (the first that works), names a regular file
+ * (image_dataset_split); the file must then be HDF5.
  * Writes .npy (version 1.0) of dtype u8, u16, i32 or f32 and 1 to 4 dimensions.
  *
  * A file is checked before any data memory is allocated: a header that promises
@@ -39,6 +50,7 @@
 #ifndef PLUME_SUPPORT_IMAGE_IO_H
 #define PLUME_SUPPORT_IMAGE_IO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -76,6 +88,27 @@ typedef struct image_allocator {
 plm_status image_read(const char *path, const image_allocator *allocator, image *out, char *err,
                       size_t err_size);
 
+/* How image_read_as and image_frames_open_as read: flags, or'ed. */
+enum {
+  IMAGE_READ_KEEP_F64 = 1u,      /* as image_read_keep_f64 */
+  IMAGE_READ_ANY_RANK = 2u,      /* as image_read_array */
+  IMAGE_READ_STORED_VALUES = 4u, /* an HDF5 dataset's values as stored: its CF attributes
+                                    (scale_factor, add_offset, fill values) not applied */
+};
+
+/* As image_read, reading as flags say (image_frames_open_as looks at
+ * IMAGE_READ_STORED_VALUES only). */
+plm_status image_read_as(const char *path, unsigned flags, const image_allocator *allocator,
+                         image *out, char *err, size_t err_size);
+
+/* The value of plume's --h5-values: "physical" (0, the default) or "stored"
+ * (IMAGE_READ_STORED_VALUES) into *flags; false for anything else. */
+bool image_values_parse(const char *text, unsigned *flags);
+
+/* For "FILE:DATASET" (above), the length of FILE; 0 when path names a file (or folder)
+ * itself, or no text before one of its colons names a regular file. */
+size_t image_dataset_split(const char *path);
+
 /* As image_read, except that a '<f8' .npy is read as f64 (PLM_DTYPE_F64) with its values
  * unchanged instead of being narrowed to f32: for files whose precision matters, such as
  * the region tables of tests/fixtures. Every other file reads as with image_read. */
@@ -94,10 +127,11 @@ plm_status image_read_array(const char *path, const image_allocator *allocator, 
  *   - a 3-D .npy (N, H, W) is N frames, each read from the file when it is asked for
  *     (the header and the file's size are checked at open, as image_read checks them);
  *   - a TIFF of N pages is N frames, each page decoded when it is asked for (a page of
- *     another dtype or shape than the first fails then, naming the page); a FITS cube of N
- *     frames likewise, each frame read when it is asked for;
- *   - a 2-D .npy, a PGM, a PNG or a 2-D FITS image is one frame (a PGM or PNG is read whole
- *     at open).
+ *     another dtype or shape than the first fails then, naming the page); a FITS cube or an
+ *     HDF5 dataset of N frames likewise, each frame read when it is asked for (an HDF5
+ *     frame as a hyperslab, a band of rows at a time);
+ *   - a 2-D .npy, a PGM, a PNG, a 2-D FITS image or a 2-D HDF5 dataset is one frame (a PGM
+ *     or PNG is read whole at open).
  * Frames have the dtype image_read would give ('<f8' is read as f32). One thread at a
  * time per image_frames; frames may be read in any order. */
 typedef struct image_frames image_frames;
@@ -107,6 +141,10 @@ typedef struct image_frames image_frames;
  * failure. */
 plm_status image_frames_open(const char *path, image *frame, int64_t *count, image_frames **out,
                              char *err, size_t err_size);
+
+/* As image_frames_open, reading as flags say (IMAGE_READ_STORED_VALUES; others ignored). */
+plm_status image_frames_open_as(const char *path, unsigned flags, image *frame, int64_t *count,
+                                image_frames **out, char *err, size_t err_size);
 
 /* Read frame k (0..count-1) into dst (image_bytes of the frame). Errors:
  * PLM_ERR_INVALID_ARG (NULL arguments, k out of range), PLM_ERR_IO (the file changed

@@ -1,0 +1,326 @@
+/* tests/test_hdf5_io.c: HDF5 and NetCDF-4 files through libhdf5 (support/hdf5_io.h, by way of
+ * support/image_io.h and support/frame_reader.h).
+ *
+ * Reading files other libraries wrote (tests/fixtures/hdf5/make.py, with h5py and
+ * netCDF4-python): u8, u16 (big-endian on disk), i16, f32 and f64 elements; 2-D and 3-D
+ * datasets; contiguous, and chunked across frames with gzip and shuffle; named as
+ * "FILE:/group/dataset" (or without the leading '/') or chosen as the file's only dataset of
+ * 2 or 3 dimensions. Each is equal sample for sample to the .npy numpy saved of what plume
+ * must read, whole (image_read), frame by frame (image_frames), and as frames of plume
+ * detect, from a file and from a folder. CF attributes (scale_factor, add_offset, _FillValue,
+ * a vector missing_value) give physical f32 values with NaN for fills, or the stored values
+ * when asked. What is refused (32-bit integers, 4-D, 1-D, strings, a group, a missing
+ * dataset, two candidates, a NetCDF classic file, a dataset named after a .npy) and damaged
+ * files (cut short, bytes changed, cut while open) fail with a one-line message naming the
+ * file and the dataset, never a crash or a leak, and libhdf5 prints nothing on stderr while
+ * the caller's error handler stays as it was; no libhdf5 object is left open. libhdf5's own
+ * leaks on some damaged files are suppressed for LeakSanitizer (tests/lsan-libhdf5.supp). A
+ * plain unit test: no backend.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <fcntl.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <hdf5.h>
+
+#include "checks.h"
+#include "scratch_dir.h"
+#include "support/frame_reader.h"
+#include "support/image_io.h"
+#include "image_file_checks.h"
+
+static char dir[SCRATCH_DIR_SIZE];
+static char err[FRAME_READER_ERROR_SIZE];
+
+static void make_dir(void) {
+  scratch_dir_make(dir, "hdf5-io");
+}
+
+static void remove_dir(void) {
+  scratch_dir_remove(dir);
+}
+
+/* tests/fixtures/hdf5/NAME (a file name with its extension, and any ":DATASET"). */
+static const char *fixture(const char *name) {
+  static char path[2][512];
+  static int turn;
+  turn ^= 1;
+  snprintf(path[turn], sizeof path[turn], "%s/hdf5/%s", PLUME_FIXTURES_DIR, name);
+  return path[turn];
+}
+
+/* plume closed every file, dataset, group, datatype and attribute it opened in libhdf5. */
+static void expect_no_handle_open(const char *after) {
+  const ssize_t open_objects = H5Fget_obj_count((hid_t)H5F_OBJ_ALL, H5F_OBJ_ALL);
+  ck_assert_msg(open_objects == 0, "%zd libhdf5 objects left open after %s", open_objects, after);
+}
+
+static image read_ok(const char *path, unsigned flags) {
+  image img = {0};
+  ck_assert_msg(image_read_as(path, flags, NULL, &img, err, sizeof err) == PLM_OK, "%s", err);
+  return img;
+}
+
+/* got's f32 samples are want's, NaN where want is NaN; the count of NaNs. */
+static int expect_f32_equal(const float *got, const float *want, int64_t n, const char *what) {
+  int nans = 0;
+  for (int64_t i = 0; i < n; i++) {
+    if (isnan(want[i])) {
+      ck_assert_msg(isnan(got[i]), "%s: sample %lld: %g, expected NaN", what, (long long)i, got[i]);
+      nans++;
+    } else {
+      ck_assert_msg(got[i] == want[i], "%s: sample %lld: %.9g, expected %.9g", what, (long long)i,
+                    got[i], want[i]);
+    }
+  }
+  return nans;
+}
+
+static const struct {
+  const char *path, *want;
+  plm_dtype dtype;
+} cases[] = {{"u8-image.h5", "u8-image.npy", PLM_DTYPE_U8},
+             {"u8-image.h5:/image", "u8-image.npy", PLM_DTYPE_U8},
+             {"u16-cube.h5:/frames", "u16-cube.npy", PLM_DTYPE_U16},
+             {"u16-cube.h5:frames", "u16-cube.npy", PLM_DTYPE_U16},
+             {"f32-chunked-gzip.h5:/group/radiance", "f32-chunked-gzip.npy", PLM_DTYPE_F32}};
+
+START_TEST(test_h5py_files_read_as_numpy_saved_them) {
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    image want = read_ok(fixture(cases[c].want), 0);
+    image got = read_ok(fixture(cases[c].path), 0);
+    ck_assert_msg(got.dtype == cases[c].dtype, "%s: read as %s", cases[c].path,
+                  plm_dtype_name(got.dtype));
+    expect_image_equal(&got, &want, cases[c].path);
+    image_free(&got, NULL);
+    expect_frames_equal(fixture(cases[c].path), &want);
+    image_free(&want, NULL);
+  }
+}
+END_TEST
+
+/* Physical values: scale_factor x stored + add_offset, NaN for _FillValue and missing_value;
+ * with IMAGE_READ_STORED_VALUES the values as stored. Whole and frame by frame. */
+START_TEST(test_cf_attributes_are_applied_or_kept) {
+  static const struct {
+    const char *path, *physical, *stored;
+    int nans;
+  } packed[] = {{"i16-packed.nc", "i16-packed.npy", "i16-packed-stored.npy", 2},
+                {"i16-packed.nc:/radiance", "i16-packed.npy", "i16-packed-stored.npy", 2},
+                {"f64-missing.h5", "f64-missing.npy", "f64-missing-stored.npy", 2}};
+  for (size_t c = 0; c < sizeof packed / sizeof *packed; c++) {
+    const char *path = fixture(packed[c].path);
+    for (int stored = 0; stored < 2; stored++) {
+      const unsigned flags = stored ? IMAGE_READ_STORED_VALUES : 0;
+      image want = read_ok(fixture(stored ? packed[c].stored : packed[c].physical), 0);
+      image got = read_ok(path, flags);
+      ck_assert(got.dtype == PLM_DTYPE_F32 && got.ndim == want.ndim);
+      for (int d = 0; d < want.ndim; d++) ck_assert_int_eq(got.dims[d], want.dims[d]);
+      const int64_t n = image_numel(&want);
+      ck_assert_int_eq(expect_f32_equal(got.data, want.data, n, packed[c].path),
+                       stored ? 0 : packed[c].nans);
+      /* Frame by frame, last first, as plume detect reads them. */
+      image frame;
+      int64_t count = 0;
+      image_frames *frames = NULL;
+      ck_assert_msg(
+          image_frames_open_as(path, flags, &frame, &count, &frames, err, sizeof err) == PLM_OK,
+          "%s", err);
+      const int64_t samples = frame.dims[0] * frame.dims[1];
+      ck_assert_int_eq(count * samples, n);
+      float *one = malloc((size_t)samples * sizeof *one);
+      ck_assert_ptr_nonnull(one);
+      for (int64_t k = count - 1; k >= 0; k--) {
+        ck_assert_msg(image_frames_read(frames, k, one, err, sizeof err) == PLM_OK, "%s", err);
+        expect_f32_equal(one, (const float *)want.data + k * samples, samples, packed[c].path);
+      }
+      free(one);
+      image_frames_close(frames);
+      image_free(&got, NULL);
+      image_free(&want, NULL);
+    }
+  }
+  /* The f64 value beyond f32's range is +inf, as a '<f8' .npy's is. */
+  image got = read_ok(fixture("f64-missing.h5:/temperature"), 0);
+  ck_assert(isinf(((const float *)got.data)[3 * 7 + 3]));
+  image_free(&got, NULL);
+  expect_no_handle_open("the packed files");
+}
+END_TEST
+
+START_TEST(test_a_dataset_is_the_frames_of_plume_detect) {
+  image want = read_ok(fixture("u16-cube.npy"), 0);
+  frame_reader *r = NULL;
+  frame_reader_info info;
+  ck_assert_msg(
+      frame_reader_open(fixture("u16-cube.h5:/frames"), &info, &r, err, sizeof err) == PLM_OK, "%s",
+      err);
+  ck_assert(info.count == 3 && info.dtype == PLM_DTYPE_U16 && info.height == 9 &&
+            info.width == 14 && !info.folder);
+  uint16_t got[9 * 14];
+  bool end = true;
+  ck_assert_int_eq(frame_reader_next(r, 2, got, &end, err, sizeof err), PLM_OK);
+  ck_assert(!end && memcmp(got, (uint16_t *)want.data + 2 * 9 * 14, sizeof got) == 0);
+  ck_assert_int_eq(frame_reader_next(r, 3, got, &end, err, sizeof err), PLM_OK);
+  ck_assert(end);
+  frame_reader_close(r);
+  image_free(&want, NULL);
+
+  /* Stored values through the frame reader: i16 as f32, no NaN. */
+  ck_assert_msg(frame_reader_open_as(fixture("i16-packed.nc"), IMAGE_READ_STORED_VALUES, &info, &r,
+                                     err, sizeof err) == PLM_OK,
+                "%s", err);
+  ck_assert(info.count == 2 && info.dtype == PLM_DTYPE_F32 && info.height == 8 && info.width == 9);
+  float packed[8 * 9];
+  ck_assert_msg(frame_reader_read(r, 0, packed, err, sizeof err) == PLM_OK, "%s", err);
+  ck_assert(packed[3 * 9 + 4] == -32768.0f);
+  frame_reader_close(r);
+
+  /* In a folder, a .h5 (or .hdf5, .he5, .nc) is a frame like a .npy of the same values. */
+  unsigned char bytes[8192];
+  const size_t length = file_bytes(fixture("u8-image.h5"), bytes, sizeof bytes);
+  scratch_file(dir, "frame_0.H5", bytes, length);
+  scratch_file(dir, "frame_1.he5", bytes, length);
+  ck_assert_msg(frame_reader_open(dir, &info, &r, err, sizeof err) == PLM_OK, "%s", err);
+  ck_assert(info.count == 2 && info.folder && info.dtype == PLM_DTYPE_U8 && info.height == 13 &&
+            info.width == 11);
+  image u8 = read_ok(fixture("u8-image.npy"), 0);
+  uint8_t frame[13 * 11];
+  ck_assert_msg(frame_reader_read(r, 1, frame, err, sizeof err) == PLM_OK, "%s", err);
+  ck_assert(memcmp(frame, u8.data, sizeof frame) == 0);
+  frame_reader_close(r);
+  image_free(&u8, NULL);
+}
+END_TEST
+
+static void expect_refused(const char *name, plm_status want, const char *a, const char *b) {
+  image img = {0};
+  expect_image_message(image_read(fixture(name), NULL, &img, err, sizeof err), want, err, a, b);
+  ck_assert_ptr_null(img.data);
+  image frame;
+  int64_t count = 0;
+  image_frames *frames = NULL;
+  expect_image_message(image_frames_open(fixture(name), &frame, &count, &frames, err, sizeof err),
+                       want, err, a, b);
+  ck_assert_ptr_null(frames);
+  expect_no_handle_open(name);
+}
+
+START_TEST(test_what_is_not_read_is_named) {
+  expect_refused("refused.h5:/i32", PLM_ERR_UNSUPPORTED,
+                 "refused.h5: dataset /i32: 32-bit integers", "8- and 16-bit integers");
+  /* The only candidate of refused.h5 is /i32: chosen, then refused. */
+  expect_refused("refused.h5", PLM_ERR_UNSUPPORTED, "refused.h5: dataset /i32: 32-bit", NULL);
+  expect_refused("refused.h5:/rank4", PLM_ERR_UNSUPPORTED,
+                 "refused.h5: dataset /rank4: 4-D (2, 2, 3, 4)", "(N, H, W)");
+  expect_refused("refused.h5:/names", PLM_ERR_UNSUPPORTED,
+                 "refused.h5: dataset /names: a dataset of strings", NULL);
+  expect_refused("u8-image.h5:/time", PLM_ERR_UNSUPPORTED, "u8-image.h5: dataset /time: 1-D (4)",
+                 NULL);
+  expect_refused("u16-cube.h5:/nope", PLM_ERR_IO, "u16-cube.h5: no dataset /nope",
+                 "(its datasets of 2 or 3 dimensions: /frames)");
+  expect_refused("f32-chunked-gzip.h5:/group", PLM_ERR_IO,
+                 "f32-chunked-gzip.h5: /group is a group, not a dataset", NULL);
+  expect_refused("f32-chunked-gzip.h5", PLM_ERR_IO,
+                 "f32-chunked-gzip.h5: 2 datasets of 2 or 3 dimensions (/group/quality, "
+                 "/group/radiance): name one, as ",
+                 "f32-chunked-gzip.h5:/group/quality");
+  expect_refused("classic.nc", PLM_ERR_UNSUPPORTED, "classic.nc: a NetCDF classic file",
+                 "nccopy -k nc4");
+  expect_refused("u8-image.npy:/image", PLM_ERR_IO, "u8-image.npy: a dataset is named after it",
+                 "not an HDF5 file");
+  /* A name that is not a file and has no file before a colon is a missing file. */
+  expect_refused("absent.h5:/frames", PLM_ERR_IO, "absent.h5:/frames", NULL);
+}
+END_TEST
+
+/* libhdf5's automatic error printing is off during plume's calls and back after them: a
+ * failed read prints nothing, and the handler a host program set is the one it finds. */
+START_TEST(test_libhdf5_prints_nothing_and_keeps_the_handler) {
+  H5E_auto2_t before = NULL, after = NULL;
+  void *before_data = NULL, *after_data = NULL;
+  H5Eget_auto2(H5E_DEFAULT, &before, &before_data);
+  ck_assert_ptr_nonnull((void *)before); /* libhdf5's default printer */
+  fflush(stderr);
+  const int saved = dup(STDERR_FILENO);
+  const char *log = scratch_path(dir, "stderr.txt");
+  const int to = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  ck_assert(saved >= 0 && to >= 0 && dup2(to, STDERR_FILENO) == STDERR_FILENO);
+  close(to);
+  image img = {0};
+  plm_status missing = image_read(fixture("u16-cube.h5:/nope"), NULL, &img, err, sizeof err);
+  unsigned char bytes[4096];
+  const size_t length = file_bytes(fixture("u16-cube.h5"), bytes, sizeof bytes);
+  plm_status cut =
+      image_read(scratch_file(dir, "cut.h5", bytes, length / 2), NULL, &img, err, sizeof err);
+  fflush(stderr);
+  dup2(saved, STDERR_FILENO);
+  close(saved);
+  ck_assert(missing == PLM_ERR_IO && cut == PLM_ERR_IO);
+  struct stat st;
+  ck_assert_int_eq(stat(log, &st), 0);
+  ck_assert_msg(st.st_size == 0, "libhdf5 printed %lld bytes on stderr", (long long)st.st_size);
+  H5Eget_auto2(H5E_DEFAULT, &after, &after_data);
+  ck_assert(after == before && after_data == before_data);
+}
+END_TEST
+
+START_TEST(test_a_damaged_file_fails_with_a_message) {
+  unsigned char bytes[4096];
+  const size_t length = file_bytes(fixture("u16-cube.h5"), bytes, sizeof bytes);
+  ck_assert_uint_lt(length, sizeof bytes);
+  /* Cut inside the data: libhdf5 refuses the file at open, naming the truncation. */
+  const char *path = scratch_file(dir, "cut.h5", bytes, length - 100);
+  image img = {0};
+  expect_image_message(image_read(path, NULL, &img, err, sizeof err), PLM_ERR_IO, err,
+                       "cut.h5: not an HDF5 file libhdf5 reads: ", "truncated file");
+  ck_assert_ptr_null(img.data);
+  /* Cut short while open: a frame read then is refused (libhdf5 would read zeros). */
+  path = scratch_file(dir, "shrinks.h5", bytes, length);
+  image frame;
+  int64_t count = 0;
+  image_frames *frames = NULL;
+  ck_assert_msg(image_frames_open(path, &frame, &count, &frames, err, sizeof err) == PLM_OK, "%s",
+                err);
+  ck_assert_int_eq(truncate(path, (off_t)length - 300), 0);
+  uint16_t data[9 * 14];
+  expect_image_message(image_frames_read(frames, 2, data, err, sizeof err), PLM_ERR_IO, err,
+                       "shrinks.h5: dataset /frames: frame 2: the file shrank", NULL);
+  image_frames_close(frames);
+  /* Cut at every 97th length, and with runs of bytes changed: a failure with a message, or
+   * (where the damage leaves what is read whole) a success; never a crash or a leak. */
+  expect_damage_handled(dir, "h5", bytes, length, 97, 89);
+  unsigned char packed[16384];
+  const size_t packed_length = file_bytes(fixture("i16-packed.nc"), packed, sizeof packed);
+  ck_assert_uint_lt(packed_length, sizeof packed);
+  expect_damage_handled(dir, "nc", packed, packed_length, 211, 173);
+  expect_no_handle_open("the damaged files");
+}
+END_TEST
+
+int main(void) {
+  Suite *suite = suite_create("hdf5_io");
+  TCase *tcase = tcase_create("hdf5_io");
+  tcase_add_checked_fixture(tcase, make_dir, remove_dir);
+  tcase_set_timeout(tcase, 60);
+  tcase_add_test(tcase, test_h5py_files_read_as_numpy_saved_them);
+  tcase_add_test(tcase, test_cf_attributes_are_applied_or_kept);
+  tcase_add_test(tcase, test_a_dataset_is_the_frames_of_plume_detect);
+  tcase_add_test(tcase, test_what_is_not_read_is_named);
+  tcase_add_test(tcase, test_libhdf5_prints_nothing_and_keeps_the_handler);
+  tcase_add_test(tcase, test_a_damaged_file_fails_with_a_message);
+  suite_add_tcase(suite, tcase);
+  SRunner *runner = srunner_create(suite);
+  srunner_set_fork_status(runner, CK_NOFORK);
+  srunner_run_all(runner, CK_NORMAL);
+  const int failed = srunner_ntests_failed(runner);
+  srunner_free(runner);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
