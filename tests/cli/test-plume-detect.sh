@@ -4,8 +4,8 @@
 # the stack, from a folder of the same frames as .npy, PGM and PNG files, from the same
 # samples as raw frames (a file, stdin, big-endian, after a header), and with any number
 # of frames in flight; --out - (the CSV on stdout, the summary on stderr), -q, an --out of
-# another extension refused; a TIFF stack and a TIFF in a folder, a FITS cube, read as their
-# .npy; --overlay's pictures; the rows equal `plume op threshold` + `plume op label
+# another extension refused; a TIFF stack and a TIFF in a folder, a FITS cube, an HDF5 dataset
+# and a NetCDF-4 variable (physical or stored values), read as their .npy; --overlay's pictures; the rows equal `plume op threshold` + `plume op label
 # --regions --intensity` for the same chain; no progress bar when stderr is not a
 # terminal, and one on a terminal; arrays named by the pipeline (--tensor) give the
 # same rows as the built-in kernel and threshold they stand for; exit codes (0 ok, 2 bad
@@ -184,6 +184,29 @@ same fits.csv npy.csv "a FITS cube"
 checks=$((checks + 1))
 [[ $(wc -l <fits.csv) -gt 3 ]] || fail "a FITS cube: too few rows: $(cat fits.csv)"
 rm -f fits.csv npy.csv
+
+# An HDF5 dataset (support/hdf5_io.h) gives the rows of its .npy; a NetCDF-4 variable's stored
+# values with --h5-values stored, its physical ones (CF scale and offset) by default.
+h5s=$(cd "$(dirname "${BASH_SOURCE[0]}")/../fixtures/hdf5" && pwd) # files h5py and netCDF4 wrote
+run 0 "an HDF5 dataset" detect --frames "$h5s/u16-cube.h5:/frames" --pipeline "$fits_pipeline" \
+  --out h5.csv
+run 0 "its .npy" detect --frames "$h5s/u16-cube.npy" --pipeline "$fits_pipeline" --out npy.csv
+same h5.csv npy.csv "an HDF5 dataset"
+packed_pipeline="threshold value=300 ! label connectivity=8 ! regions capacity=32"
+for values in physical stored; do
+  want=i16-packed.npy
+  [[ $values == stored ]] && want=i16-packed-stored.npy
+  run 0 "a NetCDF-4 variable, $values" detect --frames "$h5s/i16-packed.nc" --h5-values "$values" \
+    --pipeline "$packed_pipeline" --out h5.csv
+  run 0 "its $values .npy" detect --frames "$h5s/$want" --pipeline "$packed_pipeline" --out npy.csv
+  same h5.csv npy.csv "a NetCDF-4 variable, $values"
+  checks=$((checks + 1))
+  [[ $(wc -l <h5.csv) -gt 2 ]] || fail "a NetCDF-4 variable, $values: too few rows: $(cat h5.csv)"
+done
+run 2 "an HDF5 file without the dataset named" detect --frames "$h5s/u16-cube.h5:/nope" \
+  --pipeline "$fits_pipeline" --out h5.csv &&
+  expect_err "an HDF5 file without the dataset named" "u16-cube.h5: no dataset /nope"
+rm -f h5.csv npy.csv
 
 # Without capacity= the table holds every region a frame can have: the same rows.
 run 0 "no capacity" detect --frames=s.npy "--pipeline=$log ! regions" --out=k.csv --backend=host

@@ -5,7 +5,7 @@
 # codes (0 ok, 2 bad usage or bad file), one-line messages on stderr, and that no
 # output (or temporary) file is left behind by a failure. Also --out - (stdout), outputs
 # named for another format refused, TIFF in (tests/fixtures/tiff) and out, and FITS in
-# (tests/fixtures/fits). No Python needed.
+# (tests/fixtures/fits), HDF5 and NetCDF-4 in (tests/fixtures/hdf5). No Python needed.
 set -u
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 plume=$1
@@ -1189,6 +1189,36 @@ run 2 "a 32-bit integer FITS" op threshold --in "$fitses/i32-refused.fits" --val
 run 2 "a tile-compressed FITS" op threshold --in "$fitses/rice-refused.fits" --value 1 \
   --out x.npy && expect_err "a tile-compressed FITS" "HDU 2: a tile-compressed image"
 absent "refused FITS files" x.npy
+rm -f t.npy back-npy.npy
+
+# HDF5 and NetCDF-4 (support/hdf5_io.h): datasets h5py and netCDF4-python wrote
+# (tests/fixtures/hdf5) give what their .npy gives, named (FILE:/DATASET) or the file's only
+# one; a packed variable's physical values (scale_factor, add_offset, fill as NaN), or with
+# --h5-values stored the values as stored.
+h5s=$fixtures/hdf5
+while read -r input want values; do
+  run 0 "threshold $input" op threshold --in "$h5s/$input" --value 100 --h5-values "$values" \
+    --out t.npy
+  run 0 "threshold $want" op threshold --in "$h5s/$want" --value 100 --out back-npy.npy
+  same t.npy back-npy.npy "$input"
+done <<'CASES'
+u16-cube.h5:/frames u16-cube.npy physical
+u8-image.h5 u8-image.npy physical
+f32-chunked-gzip.h5:/group/radiance f32-chunked-gzip.npy physical
+i16-packed.nc i16-packed.npy physical
+i16-packed.nc:radiance i16-packed-stored.npy stored
+CASES
+run 2 "no such dataset" op threshold --in "$h5s/u16-cube.h5:/nope" --value 1 --out x.npy &&
+  expect_err "no such dataset" "u16-cube.h5: no dataset /nope (its datasets of 2 or 3 dimensions: /frames)"
+run 2 "two candidate datasets" op threshold --in "$h5s/f32-chunked-gzip.h5" --value 1 --out x.npy &&
+  expect_err "two candidate datasets" "2 datasets of 2 or 3 dimensions"
+run 2 "a 4-D dataset" op threshold --in "$h5s/refused.h5:/rank4" --value 1 --out x.npy &&
+  expect_err "a 4-D dataset" "refused.h5: dataset /rank4: 4-D (2, 2, 3, 4)"
+run 2 "a NetCDF classic file" op threshold --in "$h5s/classic.nc" --value 1 --out x.npy &&
+  expect_err "a NetCDF classic file" "nccopy -k nc4"
+run 2 "--h5-values other" op threshold --in "$h5s/u8-image.h5" --value 1 --h5-values raw \
+  --out x.npy && expect_err "--h5-values other" "--h5-values 'raw' is not physical or stored"
+absent "refused HDF5 inputs" x.npy
 rm -f t.npy back-npy.npy
 
 # A FIFO named as the input is refused at once, never waited on (the command is given 20
