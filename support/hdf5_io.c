@@ -503,7 +503,9 @@ static plm_status open_file(hdf5_frames *f, char *err, size_t err_size) {
   /* Every libhdf5 call clears the error stack first: its account is taken at once. */
   const hid_t access = H5Pcreate(H5P_FILE_ACCESS);
   if (access < 0) return FAIL(PLM_ERR_IO, "%s: libhdf5: %s", f->path, hdf5_why(why));
+#if H5_VERSION_GE(1, 10, 7)
   H5Pset_file_locking(access, false, true);
+#endif
   f->file = H5Fopen(name, H5F_ACC_RDONLY, access);
   plm_status status = PLM_OK;
   if (f->file < 0)
@@ -592,15 +594,23 @@ static bool is_fill(const hdf5_frames *f, double v) {
   return false;
 }
 
+/* v within 0..most (NaN as 0): an unsigned element's value as libhdf5 gave it, always in
+ * range for a sound file; a damaged datatype (fuzz_hdf5 found one) can give others. */
+static double unsigned_range(double v, double most) {
+  return v >= 0.0 ? (v <= most ? v : most) : 0.0;
+}
+
 /* n samples of f->band into dst from sample `at` on, in the frames' dtype and values. */
 static void convert_band(const hdf5_frames *f, void *dst, size_t at, size_t n) {
   const double *in = f->band;
   switch (f->dtype) {
     case PLM_DTYPE_U8:
-      for (size_t i = 0; i < n; i++) ((uint8_t *)dst)[at + i] = (uint8_t)in[i];
+      for (size_t i = 0; i < n; i++)
+        ((uint8_t *)dst)[at + i] = (uint8_t)unsigned_range(in[i], UINT8_MAX);
       return;
     case PLM_DTYPE_U16:
-      for (size_t i = 0; i < n; i++) ((uint16_t *)dst)[at + i] = (uint16_t)in[i];
+      for (size_t i = 0; i < n; i++)
+        ((uint16_t *)dst)[at + i] = (uint16_t)unsigned_range(in[i], UINT16_MAX);
       return;
     default: break;
   }
