@@ -316,6 +316,19 @@ static plm_status choose_dataset(hdf5_frames *f, const char *dataset, char *err,
 
 #define FAIL(status, ...) quote_failure(err, err_size, (status), __VA_ARGS__)
 
+/* Whether type is one of HDF5's standard integers of 8 or 16 bits or IEEE floats of 32 or 64,
+ * in either byte order: every bit used, no offset or padding. libhdf5 converts any other
+ * layout bit by bit, and that conversion (H5T__conv_i_f, H5T__bit_get_d) overran its stack
+ * on a damaged datatype fuzz_hdf5 made (seed integer-layout-stack-smash): refused. */
+static bool standard_layout(hid_t type) {
+  const hid_t standard[] = {H5T_STD_U8LE,   H5T_STD_U8BE,   H5T_STD_I8LE,   H5T_STD_I8BE,
+                            H5T_STD_U16LE,  H5T_STD_U16BE,  H5T_STD_I16LE,  H5T_STD_I16BE,
+                            H5T_IEEE_F32LE, H5T_IEEE_F32BE, H5T_IEEE_F64LE, H5T_IEEE_F64BE};
+  for (size_t i = 0; i < sizeof standard / sizeof *standard; i++)
+    if (H5Tequal(type, standard[i]) > 0) return true;
+  return false;
+}
+
 /* The frames' dtype from the element type (support/hdf5_io.h), before any CF attribute. */
 static plm_status choose_dtype(hdf5_frames *f, char *err, size_t err_size) {
   char why[WHY_SIZE];
@@ -326,8 +339,17 @@ static plm_status choose_dtype(hdf5_frames *f, char *err, size_t err_size) {
   const H5T_class_t type_class = H5Tget_class(type);
   const size_t size = H5Tget_size(type);
   const H5T_sign_t sign = type_class == H5T_INTEGER ? H5Tget_sign(type) : H5T_SGN_ERROR;
+  const bool standard = standard_layout(type);
   H5Tclose(type);
   H5Eclear2(H5E_DEFAULT);
+  const bool sizes_read = (type_class == H5T_INTEGER && (size == 1 || size == 2)) ||
+                          (type_class == H5T_FLOAT && (size == 4 || size == 8));
+  if (sizes_read && !standard)
+    return FAIL(PLM_ERR_UNSUPPORTED,
+                "%s: dataset %s: %zu-byte %s of a layout other than the standard ones (bits "
+                "used, offset, padding or exponent): not read, for libhdf5 1.10 converts such "
+                "types bit by bit and overran its stack on a damaged one",
+                f->path, f->name, size, class_name(type_class));
   if (type_class == H5T_INTEGER && (size == 1 || size == 2) && sign == H5T_SGN_NONE) {
     f->dtype = size == 1 ? PLM_DTYPE_U8 : PLM_DTYPE_U16;
     return PLM_OK;

@@ -24,7 +24,11 @@
  *     valid_min, valid_max, valid_range and _Unsigned are not applied.
  * With stored_values true (plume's --h5-values stored) the attributes are ignored and every
  * dataset reads as one without them. Integers of 32 or 64 bits, strings, compounds and
- * other classes are refused (PLM_ERR_UNSUPPORTED), as FITS's 32-bit images are, as are
+ * other classes are refused (PLM_ERR_UNSUPPORTED), as FITS's 32-bit images are, and so are
+ * integers and floats of a layout other than HDF5's standard ones (H5T_STD_U8LE ...
+ * H5T_IEEE_F64BE: bits unused, an offset, padding, another exponent), for libhdf5 1.10
+ * converts those bit by bit, and fuzz_hdf5 found a damaged one on which that conversion
+ * overran libhdf5's stack (tests/fuzz/corpus/hdf5/integer-layout-stack-smash); as are
  * datasets whose data lies in other files (external storage, virtual datasets) and datasets
  * needing a filter this libhdf5 lacks.
  *

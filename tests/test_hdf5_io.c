@@ -236,6 +236,17 @@ START_TEST(test_what_is_not_read_is_named) {
                  "nccopy -k nc4");
   expect_refused("u8-image.npy:/image", PLM_ERR_IO, "u8-image.npy: a dataset is named after it",
                  "not an HDF5 file");
+  /* fuzz_hdf5's find: a damaged integer layout whose conversion overran libhdf5's stack;
+   * refused unread. */
+  unsigned char smash[4096];
+  const size_t length = file_bytes(
+      PLUME_FIXTURES_DIR "/../fuzz/corpus/hdf5/integer-layout-stack-smash", smash, sizeof smash);
+  image img = {0};
+  expect_image_message(
+      image_read(scratch_file(dir, "smash.h5", smash + 1, length - 1), NULL, &img, err, sizeof err),
+      PLM_ERR_UNSUPPORTED, err, "smash.h5: dataset /frames: 2-byte integers of a layout other",
+      "overran its stack");
+  ck_assert_ptr_null(img.data);
   /* A name that is not a file and has no file before a colon is a missing file. */
   expect_refused("absent.h5:/frames", PLM_ERR_IO, "absent.h5:/frames", NULL);
 }
