@@ -36,8 +36,9 @@
  * automatic printing turned off and the previous handler put back after it (H5Eget_auto2 /
  * H5Eset_auto2 on the default stack, which is per-thread in a thread-safe libhdf5, such as
  * Debian's, and process-wide otherwise): a host application's own handler is left as it
- * was. The stack's oldest and newest entries become the one-line message ("in.h5: dataset
- * /frames: frame 2: can't read data (...)"). File locking is off for these read-only opens
+ * was. The stack's outermost entry (the API call's complaint) and innermost one (where the
+ * fault was found) become the one-line message ("in.h5: dataset /frames: frame 2: can't
+ * read data (...)"). File locking is off for these read-only opens
  * (a lock would fail on some network file systems and protect nothing here). The file is
  * the descriptor given, opened again through /proc/self/fd, so it is the file image_io
  * checked. An hdf5_frames is used by one thread at a time.
