@@ -515,12 +515,40 @@ static plm_status read_cf_attributes(hdf5_frames *f, char *err, size_t err_size)
 
 /* ---- opening --------------------------------------------------------------------------- */
 
+/* Refuse a superblock of version 0 or 1 that gives a driver information block: only the
+ * family and multi drivers write one (plume reads single files), and libhdf5 1.10.8 allocates,
+ * and fills, what a damaged block's length says before it checks it: fuzz_hdf5 made a 15 KB
+ * file for which it took 2.8 GB (seed driver-info-huge-alloc). Later versions keep no such
+ * block in the superblock. */
+static plm_status check_superblock(hdf5_frames *f, char *err, size_t err_size) {
+  unsigned char sb[64];
+  ssize_t got;
+  do got = pread(f->fd, sb, sizeof sb, 0);
+  while (got < 0 && errno == EINTR);
+  if (got < 0) return FAIL(PLM_ERR_IO, "%s: %s", f->path, strerror(errno));
+  const unsigned version = got > 8 ? sb[8] : 99, address_size = got > 13 ? sb[13] : 0;
+  if (version > 1 || address_size < 1 || address_size > 8) return PLM_OK; /* libhdf5 decides */
+  /* Version 0: 24 bytes, version 1: 28, then the base, free-space, end-of-file and driver
+   * information block addresses; an undefined address is all ones. */
+  const size_t at = (version == 0 ? 24 : 28) + 3 * (size_t)address_size;
+  if ((size_t)got < at + address_size) return PLM_OK;
+  for (size_t i = 0; i < address_size; i++)
+    if (sb[at + i] != 0xff)
+      return FAIL(PLM_ERR_UNSUPPORTED,
+                  "%s: its superblock gives a driver information block (a file of the family "
+                  "or multi drivers, or a damaged one): not read",
+                  f->path);
+  return PLM_OK;
+}
+
 /* The file on descriptor f->fd, by a name libhdf5 opens again; its size now. */
 static plm_status open_file(hdf5_frames *f, char *err, size_t err_size) {
   char why[WHY_SIZE], name[64];
   struct stat st;
   if (fstat(f->fd, &st) != 0) return FAIL(PLM_ERR_IO, "%s: %s", f->path, strerror(errno));
   f->size = st.st_size;
+  const plm_status superblock = check_superblock(f, err, err_size);
+  if (superblock != PLM_OK) return superblock;
   snprintf(name, sizeof name, "/proc/self/fd/%d", f->fd);
   /* Every libhdf5 call clears the error stack first: its account is taken at once. */
   const hid_t access = H5Pcreate(H5P_FILE_ACCESS);

@@ -30,7 +30,9 @@
  * converts those bit by bit, and fuzz_hdf5 found a damaged one on which that conversion
  * overran libhdf5's stack (tests/fuzz/corpus/hdf5/integer-layout-stack-smash); as are
  * datasets whose data lies in other files (external storage, virtual datasets) and datasets
- * needing a filter this libhdf5 lacks.
+ * needing a filter this libhdf5 lacks. A superblock (version 0 or 1) that gives a driver
+ * information block is refused before libhdf5 reads it: only the family and multi drivers
+ * write one, and libhdf5 1.10.8 allocated 2.8 GB for a damaged one's length (fuzz_hdf5).
  *
  * libhdf5 prints its error stack to stderr by default. Every call here runs with the
  * automatic printing turned off and the previous handler put back after it (H5Eget_auto2 /

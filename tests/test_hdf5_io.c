@@ -238,6 +238,7 @@ START_TEST(test_what_is_not_read_is_named) {
                  "not an HDF5 file");
   /* fuzz_hdf5's find: a damaged integer layout whose conversion overran libhdf5's stack;
    * refused unread. */
+  static unsigned char packed_copy[16384];
   unsigned char smash[4096];
   const size_t length = file_bytes(
       PLUME_FIXTURES_DIR "/../fuzz/corpus/hdf5/integer-layout-stack-smash", smash, sizeof smash);
@@ -246,6 +247,15 @@ START_TEST(test_what_is_not_read_is_named) {
       image_read(scratch_file(dir, "smash.h5", smash + 1, length - 1), NULL, &img, err, sizeof err),
       PLM_ERR_UNSUPPORTED, err, "smash.h5: dataset /frames: 2-byte integers of a layout other",
       "overran its stack");
+  ck_assert_ptr_null(img.data);
+  /* Another: a superblock whose driver information block's damaged length made libhdf5
+   * take 2.8 GB; refused before libhdf5 opens the file. */
+  const size_t huge = file_bytes(PLUME_FIXTURES_DIR "/../fuzz/corpus/hdf5/driver-info-huge-alloc",
+                                 packed_copy, sizeof packed_copy);
+  expect_image_message(image_read(scratch_file(dir, "driver.h5", packed_copy + 1, huge - 1), NULL,
+                                  &img, err, sizeof err),
+                       PLM_ERR_UNSUPPORTED, err,
+                       "driver.h5: its superblock gives a driver information block", NULL);
   ck_assert_ptr_null(img.data);
   /* A name that is not a file and has no file before a colon is a missing file. */
   expect_refused("absent.h5:/frames", PLM_ERR_IO, "absent.h5:/frames", NULL);
