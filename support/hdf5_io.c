@@ -483,6 +483,12 @@ static plm_status read_attribute(hdf5_frames *f, const char *name, double *value
   else if (points < 1 || points > most)
     status = FAIL(PLM_ERR_IO, "%s: dataset %s: attribute %s holds %lld values (1%s expected)",
                   f->path, f->name, name, (long long)points, most > 1 ? " to 16" : "");
+  /* Converted bit by bit otherwise, as the datasets' elements would be (standard_layout). */
+  else if (!standard_layout(type))
+    status = FAIL(PLM_ERR_IO,
+                  "%s: dataset %s: attribute %s: a number of a layout other than the standard "
+                  "ones",
+                  f->path, f->name, name);
   else if (H5Aread(a, H5T_NATIVE_DOUBLE, values) < 0)
     status =
         FAIL(PLM_ERR_IO, "%s: dataset %s: attribute %s: %s", f->path, f->name, name, hdf5_why(why));
