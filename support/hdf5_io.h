@@ -49,8 +49,11 @@
  * file), and every failure is a message here. Debian 12's libhdf5 1.10.8 leaks a few hundred
  * bytes of its own on some of them (a group whose links fail their checksum) and then prints
  * "HDF5: infinite loop closing library" when the process exits: its bug, left to it
- * (tests/lsan-libhdf5.supp). Groups are walked with H5Literate, hard links only, 32 deep and
- * 100000 links at most, never following a link into another file.
+ * (tests/lsan-libhdf5.supp); and it reads up to 16 bytes past its buffer decoding a damaged
+ * attribute message (fuzz_hdf5's tests/fuzz/asan-libhdf5.supp), which happens inside any
+ * attribute call, before plume can look: a reader of untrusted files may prefer
+ * --h5-values stored, which reads no attribute. Groups are walked with H5Literate, hard links only,
+ * 32 deep and 100000 links at most, never following a link into another file.
  */
 #ifndef PLUME_SUPPORT_HDF5_IO_H
 #define PLUME_SUPPORT_HDF5_IO_H
