@@ -52,7 +52,11 @@
  * (tests/lsan-libhdf5.supp); and it reads up to 16 bytes past its buffer decoding a damaged
  * attribute message (fuzz_hdf5's tests/fuzz/asan-libhdf5.supp), which happens inside any
  * attribute call, before plume can look: a reader of untrusted files may prefer
- * --h5-values stored, which reads no attribute. Groups are walked with H5Literate, hard links only,
+ * --h5-values stored, which reads no attribute. Not guarded: fuzz_hdf5 found a 2.8 KB file
+ * (tests/fuzz/known-crashes/hdf5-local-heap-segv, not among the replayed seeds) whose damaged
+ * old-style group makes libhdf5 1.10.8 crash (a NULL read in H5F__accum_read under
+ * H5HL_protect, walking the root group); old-style groups are what most files use, so they
+ * cannot be refused. Groups are walked with H5Literate, hard links only,
  * 32 deep and 100000 links at most, never following a link into another file.
  */
 #ifndef PLUME_SUPPORT_HDF5_IO_H
