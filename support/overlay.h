@@ -60,12 +60,6 @@ void overlay_draw_cross(overlay_picture *pic, double row, double col, int arm,
 void overlay_draw_circle(overlay_picture *pic, double row, double col, double radius,
                          overlay_colour colour);
 
-/* pic as an 8-bit RGB PNG in *bytes (malloc'd, *length bytes; the caller frees it).
- * Errors: PLM_ERR_INVALID_ARG (an empty or huge picture), PLM_ERR_OUT_OF_MEMORY; name
- * goes into messages. */
-plm_status overlay_png_encode(const overlay_picture *pic, const char *name, void **bytes,
-                              size_t *length, char *err, size_t err_size);
-
 /* Every frame of r (info as frame_reader_open gave it; not a stream) with the rows of
  * detections_csv (as plume detect writes it) and, unless NULL, the plumes of truth_csv (as
  * plume scene writes it) drawn on it, into folder dir (which must exist); *written is the

@@ -13,6 +13,7 @@
 #include "support/csv.h"
 #include "support/output_file.h"
 #include "support/overlay.h"
+#include "support/png_io.h"
 #include "support/quote.h"
 
 /* ---- the page, as text ------------------------------------------------------------------ */
@@ -213,7 +214,8 @@ static plm_status add_picture(page *p, const score_report_input *in, int64_t k, 
       if (in->detections[i].frame == k)
         overlay_draw_cross(&pic, in->detections[i].row, in->detections[i].col, 3,
                            OVERLAY_DETECTION);
-    status = overlay_png_encode(&pic, "the report's picture", &png, &length, err, err_size);
+    status = png_encode_rgb8(pic.height, pic.width, pic.rgb, &png, &length, "the report's picture",
+                             err, err_size);
   }
   if (status == PLM_OK) {
     add(p, "<img class=\"frame\" alt=\"frame %lld\" width=\"%lld\" src=\"data:image/png;base64,",
