@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "streams/clock.h"
 #include "support/csv.h"
 #include "support/image_io.h"
 #include "support/progress.h"
@@ -20,6 +21,11 @@
  * the pipeline's text in the library's message. */
 
 /* Everything one run holds, released by release() whatever was reached. */
+/* When a frame's read finished and its rows were written (--latency), from the start. */
+typedef struct frame_times {
+  double read_s, written_s;
+} frame_times;
+
 typedef struct detect_job {
   const detect_config *config;
   detect_result *result;
@@ -33,6 +39,11 @@ typedef struct detect_job {
   detect_check checks[DETECT_CHECKS]; /* what every rank must hold alike (with a runner) */
   char *rows;                         /* one frame's packed rows (detect_pack_fn) */
   size_t rows_room;                   /* bytes */
+  /* With config->latency_path: when each frame was read and written, in seconds from
+   * started (frame_times_room of them, grown as frames come). */
+  double started;
+  frame_times *times;
+  int64_t frame_times_room;
   bool ran;                           /* the runner's run was reached (no withdraw) */
   progress bar;
   char *err; /* the caller's message buffer */
@@ -57,6 +68,7 @@ static plm_status release(detect_job *job, plm_status status) {
   free_tensors(job);
   image_writer_abort(job->csv);
   unnamed_file_close(job->kept);
+  free(job->times);
   plm_pipeline_destroy(job->pl);
   plm_profiler_destroy(job->profiler);
   if (job->ctx && plm_context_destroy(job->ctx) != PLM_OK && status == PLM_OK)
@@ -254,6 +266,22 @@ static plm_status keep_failure(detect_job *job, plm_status status) {
   return status;
 }
 
+/* Frame k's read time (--latency), the times' room grown to hold it. */
+static plm_status note_read(detect_job *job, int64_t frame, double seconds) {
+  if (frame >= job->frame_times_room) {
+    int64_t room = job->frame_times_room ? 2 * job->frame_times_room : 1024;
+    while (room <= frame) room *= 2;
+    frame_times *grown = realloc(job->times, (size_t)room * sizeof *grown);
+    if (!grown)
+      return quote_failure(job->scratch, sizeof job->scratch, PLM_ERR_OUT_OF_MEMORY,
+                           "out of memory for the times of frame %lld", (long long)frame);
+    job->times = grown;
+    job->frame_times_room = room;
+  }
+  job->times[frame] = (frame_times){.read_s = seconds, .written_s = -1.0};
+  return PLM_OK;
+}
+
 static plm_status read_frame(void *user, int64_t frame, void *const *inputs, bool *end) {
   detect_job *job = user;
   const int64_t count = job->result->frames.count; /* -1: a stream, until it ends */
@@ -264,8 +292,11 @@ static plm_status read_frame(void *user, int64_t frame, void *const *inputs, boo
   if (job->config->stop && *job->config->stop)
     return keep_failure(job, quote_failure(job->scratch, sizeof job->scratch, PLM_ERR_INVALID_STATE,
                                            "interrupted at frame %lld", (long long)frame));
-  return keep_failure(job, frame_reader_next(job->reader, frame, inputs[0], end, job->scratch,
-                                             sizeof job->scratch));
+  plm_status status =
+      frame_reader_next(job->reader, frame, inputs[0], end, job->scratch, sizeof job->scratch);
+  if (status == PLM_OK && !*end && job->config->latency_path)
+    status = note_read(job, frame, plm__monotonic_seconds() - job->started);
+  return keep_failure(job, status);
 }
 
 /* The rows of frame k (detect_pack_fn): the count of regions the table could not hold,
@@ -323,6 +354,8 @@ static plm_status write_rows(void *user, int64_t frame, const void *bytes, size_
     return keep_failure(job, status);
   }
   for (size_t i = 0; i < text; i++) result->regions += lines[i] == '\n';
+  if (job->times && frame < job->frame_times_room)
+    job->times[frame].written_s = plm__monotonic_seconds() - job->started;
   progress_update(&job->bar, frame + 1);
   return PLM_OK;
 }
@@ -358,6 +391,33 @@ static plm_status write_kept_rows(detect_job *job) {
   return status;
 }
 
+/* The frames' times (config->latency_path, detect.h) written atomically, one row a frame
+ * delivered. */
+static plm_status write_latency(detect_job *job, int64_t frames) {
+  const char *path = job->config->latency_path;
+  const size_t row_size = 96;
+  char *text = malloc((size_t)(frames + 1) * row_size);
+  if (!text)
+    return quote_failure(job->err, job->err_size, PLM_ERR_OUT_OF_MEMORY,
+                         "%s: out of memory for %lld rows", path, (long long)frames);
+  size_t used = (size_t)snprintf(text, row_size, "frame,read_s,written_s,latency_ms\n");
+  for (int64_t k = 0; k < frames; k++) {
+    const frame_times *t = &job->times[k];
+    used += (size_t)snprintf(text + used, row_size, "%lld,%.6f,%.6f,%.4f\n", (long long)k,
+                             t->read_s, t->written_s, 1e3 * (t->written_s - t->read_s));
+  }
+  image_writer *writer = NULL;
+  plm_status status = image_writer_open_text(path, &writer, job->err, job->err_size);
+  if (status == PLM_OK) status = image_writer_write(writer, text, used, job->err, job->err_size);
+  if (status == PLM_OK) {
+    status = image_writer_commit(writer, job->err, job->err_size);
+  } else {
+    image_writer_abort(writer);
+  }
+  free(text);
+  return status;
+}
+
 static plm_status check_config(const detect_config *config, char *err, size_t err_size) {
   if (!config)
     return quote_failure(err, err_size, PLM_ERR_INVALID_ARG, "detect_run: config is NULL");
@@ -380,6 +440,9 @@ static plm_status check_config(const detect_config *config, char *err, size_t er
   if (config->runner && config->profile_dir)
     return quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
                          "--profile is for one process, not a run over several (MPI)");
+  if (config->runner && config->latency_path)
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
+                         "--latency times one process's frames, not a run over several (MPI)");
   if (config->frames_in_flight < 0 || config->frames_in_flight > PLM_PIPELINE_MAX_FRAMES)
     return quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
                          "frames in flight %d is not from 1 to %d (0: the default)",
@@ -510,6 +573,7 @@ plm_status detect_run(const detect_config *config, detect_result *result, char *
     status = runner->run(runner, job.pl, &all, result, err, err_size);
   } else {
     plm_run_stream_options options = plm_run_stream_options_default();
+    job.started = plm__monotonic_seconds();
     status =
         plm_pipeline_run_stream(job.pl, read_frame, write_frame, &job, &options, &result->report);
     /* The source's or sink's own message names the file; else the run's names the frame. */
@@ -533,6 +597,8 @@ plm_status detect_run(const detect_config *config, detect_result *result, char *
   image_writer *csv = job.csv;
   job.csv = NULL;
   status = image_writer_commit(csv, err, err_size);
+  if (status == PLM_OK && config->latency_path)
+    status = write_latency(&job, result->report.frames_delivered);
   result->write_failed = status != PLM_OK;
   /* The detections are kept even when the profile cannot be written; a profile that
    * cannot be written (its folder cannot be made, a full disk) is a runtime failure, as

@@ -145,6 +145,12 @@ typedef struct detect_config {
    * every frame; no CUDA graphs) and write profile.json, trace.json and report.html into
    * this directory after it (after the CSV, which stays when the profile fails). */
   const char *profile_dir;
+  /* When not NULL: each frame's times into this CSV after the run (written atomically,
+   * after the detections' CSV): "frame,read_s,written_s,latency_ms", read_s when the
+   * frame's read finished and written_s when its rows were written, both in seconds from
+   * the run's start (before the first frame is read), latency_ms their difference: how long
+   * a frame waited in flight and ran (plume score --report draws it). Not with a runner. */
+  const char *latency_path;
   const detect_tensor *tensors; /* tensor_count of them (0..DETECT_MAX_TENSORS), above */
   int tensor_count;
   /* NULL: every frame runs here. Else the runner's run replaces plm_pipeline_run_stream,

@@ -24,6 +24,7 @@ static const char detect_usage[] =
     "                    [--raw-shape HxW [--raw-dtype u8|u16|f32] [--raw-endian E]\n"
     "                    [--raw-header BYTES]]\n"
     "                    [--backend host|cuda|auto] [--streams K] [--profile DIR]\n"
+    "                    [--latency TIMES.csv]\n"
     "                    [--progress] [--mpi] [-q]\n"
     "       plume detect --list-presets\n"
     "\n"
@@ -76,6 +77,11 @@ static const char detect_usage[] =
     "                        trace: Perfetto, chrome://tracing), DIR/report.html (with a\n"
     "                        map of the device pool at the end of the run) and\n"
     "                        DIR/pool_snapshot.json; CUDA graphs are off while profiling\n"
+    "  --latency CSV         each frame's times after the run: frame,read_s,written_s,\n"
+    "                        latency_ms (when its read finished and its rows were written,\n"
+    "                        in seconds from the start, and the time between them); plume\n"
+    "                        score --report --latency draws it; '-': to standard output\n"
+    "                        after the run (the summary then goes to stderr). Not with --mpi\n"
     "  --overlay DIR         after the run, draw each frame with its regions (a red box\n"
     "                        and a yellow centroid) as DIR/frame_NNNNNN.png (DIR must\n"
     "                        exist; not with --out -, frames from '-' or --mpi)\n"
@@ -242,6 +248,26 @@ static int report_outcome(plm_status status, const detect_result *result, bool w
   return interrupt_exit_code(); /* 0, or a signal that came during the renames */
 }
 
+/* Whether --latency PATH can be written beside the other outputs (else a message). */
+static bool latency_usable(const char *path, const char *out, const char *frames, bool under_mpi) {
+  if (!path) return true;
+  char why[OUTPUT_PATH_WHY_SIZE], q[QUOTE_SIZE];
+  if (!output_extension_fits(path, "csv", why, sizeof why)) {
+    fprintf(stderr, "plume detect: --latency %s\n", why);
+    return false;
+  }
+  const char *refused = under_mpi ? "times one process's frames: not under MPI"
+                        : strcmp(path, "-") == 0 && strcmp(out, "-") == 0
+                            ? "--out is standard output already: one of them at most"
+                        : same_file(path, out)    ? "--out names the same file"
+                        : same_file(path, frames) ? "--frames names the same file"
+                        : !output_path_usable(path, why, sizeof why) ? why
+                                                                     : NULL;
+  if (refused)
+    fprintf(stderr, "plume detect: --latency %s: %s\n", quote_value(path, q, sizeof q), refused);
+  return refused == NULL;
+}
+
 /* Whether --overlay and --truth can be taken with the other options (else a message). */
 static bool overlay_usable(const char *overlay, const char *truth, const char *out, bool stream,
                            bool under_mpi) {
@@ -293,7 +319,7 @@ int detect_command_main(int argc, char **argv) {
   const char *frames = NULL, *pipeline = NULL, *preset = NULL, *list = NULL, *out = NULL,
              *backend = NULL, *streams = NULL, *profile = NULL, *mpi = NULL, *progress = NULL,
              *raw_shape = NULL, *raw_dtype = NULL, *raw_endian = NULL, *raw_header = NULL,
-             *quiet = NULL, *quiet_long = NULL, *overlay = NULL, *truth = NULL;
+             *quiet = NULL, *quiet_long = NULL, *overlay = NULL, *truth = NULL, *latency = NULL;
   option options[] = {{"--frames", &frames, false},
                       {"--raw-shape", &raw_shape, false},
                       {"--raw-dtype", &raw_dtype, false},
@@ -306,6 +332,7 @@ int detect_command_main(int argc, char **argv) {
                       {"--backend", &backend, false},
                       {"--streams", &streams, false},
                       {"--profile", &profile, false},
+                      {"--latency", &latency, false},
                       {"--overlay", &overlay, false},
                       {"--truth", &truth, false},
                       {"--progress", &progress, true},
@@ -374,11 +401,14 @@ int detect_command_main(int argc, char **argv) {
     return EXIT_USAGE;
   }
   if (!overlay_usable(overlay, truth, out, is_raw && strcmp(frames, "-") == 0,
-                      mpi || launched_by_mpi()))
+                      mpi || launched_by_mpi()) ||
+      !latency_usable(latency, out, frames, mpi || launched_by_mpi()))
     return EXIT_USAGE;
-  /* The data on stdout (--out -): the summary goes to stderr; -q: nowhere, nor the bar. */
+  /* The data on stdout (--out - or --latency -): the summary goes to stderr; -q: nowhere, nor
+   * the bar. */
   const bool silent = quiet || quiet_long;
-  FILE *summary = silent ? NULL : strcmp(out, "-") == 0 ? stderr : stdout;
+  const bool data_on_stdout = strcmp(out, "-") == 0 || (latency && strcmp(latency, "-") == 0);
+  FILE *summary = silent ? NULL : data_on_stdout ? stderr : stdout;
   detect_config config = {.frames_path = frames,
                           .raw = is_raw ? &raw : NULL,
                           .pipeline = pipeline,
@@ -386,6 +416,7 @@ int detect_command_main(int argc, char **argv) {
                           .show_progress = !silent,
                           .force_progress = progress != NULL && !silent,
                           .profile_dir = profile,
+                          .latency_path = latency,
                           .tensors = tensors,
                           .tensor_count = tensor_count};
   if (backend && plm_backend_parse(backend, &config.backend) != PLM_OK) {

@@ -153,6 +153,30 @@ checks=$((checks + 1))
   $(grep '^0,' folder.csv | cut -d, -f2-) == "$(grep '^1,' folder.csv | cut -d, -f2-)" ]] ||
   fail "a folder with a TIFF: frame 0 (the .tif) and 1 (its .npy) differ: $(cat folder.csv)"
 rm -rf tif.csv npy.csv folder.csv tiff-folder
+# --latency (apps/detect.h): a row a frame, in order, after the detections' CSV (the same
+# as without it); each latency is written_s - read_s (to the printed 0.1 us) and >= 0, and
+# no frame is written before it is read; '-' writes the rows to stdout, the summary then to
+# stderr. Refused: another extension, --out's own file, both on stdout.
+run 0 "--latency" detect --frames s.npy --pipeline "$pipeline" --out l.csv --latency times.csv
+same l.csv a.csv "--latency"
+checks=$((checks + 1))
+awk -F, -v n="$N" 'NR == 1 { ok = $0 == "frame,read_s,written_s,latency_ms" }
+  NR > 1 { d = 1000 * ($3 - $2) - $4; ok = ok && $1 == NR - 2 && $4 >= 0 && $3 >= $2 &&
+           d < 0.01 && d > -0.01 }
+  END { exit !(ok && NR == n + 1) }' times.csv || fail "--latency: $(head -5 times.csv)"
+run 0 "--latency -" detect --frames s.npy --pipeline "$pipeline" --out l.csv --latency - &&
+  expect_err "--latency -: the summary on stderr" "frames/s"
+checks=$((checks + 1))
+[[ $(head -1 out.txt) == frame,read_s,written_s,latency_ms && $(wc -l <out.txt) == $((N + 1)) ]] ||
+  fail "--latency -: $(head -3 out.txt)"
+run 2 "--latency t.txt" detect --frames s.npy --pipeline "$pipeline" --out x.csv --latency t.txt &&
+  expect_err "--latency t.txt" "--latency 't.txt' ends in .txt, but the data written is .csv"
+run 2 "--latency = --out" detect --frames s.npy --pipeline "$pipeline" --out x.csv \
+  --latency x.csv && expect_err "--latency = --out" "--out names the same file"
+run 2 "--latency - with --out -" detect --frames s.npy --pipeline "$pipeline" --out - \
+  --latency - && expect_err "--latency - with --out -" "--out is standard output already"
+absent "--latency refused" t.txt x.csv
+rm -f l.csv times.csv
 # --overlay (support/overlay.h): one PNG a frame (8-bit RGB, the frame's size), the CSV as
 # without it, and the summary's line; --truth draws the plumes too. Refused: --truth
 # alone, --out -, a folder that is not there.
