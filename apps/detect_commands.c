@@ -35,9 +35,10 @@ static const char detect_usage[] =
     "                        FITS cube, read frame by frame, or a 2-D .npy, PGM, PNG or\n"
     "                        FITS image (one frame); or a folder whose .npy, .pgm, .png,\n"
     "                        .tif, .tiff, .fits, .fit and .fts files (one frame each, all\n"
-    "                        of one dtype and shape)\n"
-    "                        are the frames in the byte order of their names (zero-pad the\n"
-    "                        numbers). u8, u16 or f32 (a '<f8' .npy is read as f32).\n"
+    "                        of one dtype; their sizes may differ: each size runs its own\n"
+    "                        pipeline) are the frames in the byte order of their names\n"
+    "                        (zero-pad the numbers). u8, u16 or f32 (a '<f8' .npy is read\n"
+    "                        as f32).\n"
     "                        With --raw-shape: raw frames, from a file or '-' (standard\n"
     "                        input, a sensor's pipe), read frame by frame as they come\n"
     "  --raw-shape HxW       raw frames of H rows of W samples each, back to back with\n"
@@ -237,9 +238,18 @@ static int report_outcome(plm_status status, const detect_result *result, bool w
     return result->write_failed ? EXIT_RUNTIME_FAILURE : detect_exit_code(status);
   }
   if (!writes || !summary) return interrupt_exit_code();
-  fprintf(summary, "detect: %lld frames of %lldx%lld %s from %s, %lld regions -> %s\n",
-          (long long)result->frames.count, (long long)result->frames.height,
-          (long long)result->frames.width, plm_dtype_name(result->frames.dtype), frames,
+  char shape[96];
+  if (result->segments > 1)
+    snprintf(shape, sizeof shape,
+             "several shapes (%lld runs of one shape, %lld pipelines compiled; the first "
+             "%lldx%lld)",
+             (long long)result->segments, (long long)result->pipelines,
+             (long long)result->frames.height, (long long)result->frames.width);
+  else
+    snprintf(shape, sizeof shape, "%lldx%lld", (long long)result->frames.height,
+             (long long)result->frames.width);
+  fprintf(summary, "detect: %lld frames of %s %s from %s, %lld regions -> %s\n",
+          (long long)result->frames.count, shape, plm_dtype_name(result->frames.dtype), frames,
           (long long)result->regions, out);
   detect_print_summary(summary, result);
   if (profile)
@@ -302,6 +312,7 @@ static int draw_overlay(const detect_config *config, const char *dir, const char
       config->raw ? frame_reader_open_raw(config->frames_path, config->raw, &info, &r, err,
                                           sizeof err)
                   : frame_reader_open(config->frames_path, &info, &r, err, sizeof err);
+  frame_reader_allow_shapes(r); /* a folder's frames of several shapes, as the run took them */
   int64_t written = 0;
   if (status == PLM_OK)
     status = overlay_write_frames(r, &info, config->out_path, truth, dir, &written, err,

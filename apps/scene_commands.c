@@ -402,6 +402,7 @@ static plm_status write_report(const char *path, const char *frames_path, const 
   plm_status status = PLM_OK;
   if (frames_path) {
     status = frame_reader_open(frames_path, &info, &in->frames, err, err_size);
+    frame_reader_allow_shapes(in->frames); /* a folder's frames of several shapes */
     in->frames_info = &info;
   }
   if (status == PLM_OK && latency_path) {

@@ -20,11 +20,17 @@ struct frame_reader {
   char *path;          /* the file, or the folder */
   char **files;        /* a folder: the paths of its frames, sorted */
   int64_t file_count, file_room;
+  bool any_shape; /* a folder's frames may differ in shape (frame_reader_allow_shapes) */
+  /* A folder's file opened by frame_reader_shape, kept for the read of its frame. */
+  image_frames *peeked;
+  int64_t peeked_k;
+  image peeked_frame;
 };
 
 void frame_reader_close(frame_reader *r) {
   if (!r) return;
   image_frames_close(r->stack);
+  image_frames_close(r->peeked);
   raw_frames_close(r->raw);
   for (int64_t i = 0; i < r->file_count; i++) free(r->files[i]);
   free(r->files);
@@ -108,7 +114,7 @@ static void shape_text(plm_dtype dtype, int64_t height, int64_t width, char *buf
 }
 
 /* Open a folder's file k and check that it holds one frame (of the reader's dtype and
- * shape, once those are known: info->count > 0). */
+ * shape, once those are known: info->count > 0; of its dtype alone with any_shape). */
 static plm_status open_folder_file(frame_reader *r, int64_t k, image *frame, image_frames **out,
                                    char *err, size_t err_size) {
   const char *path = r->files[k];
@@ -122,8 +128,9 @@ static plm_status open_folder_file(frame_reader *r, int64_t k, image *frame, ima
     status = quote_failure(err, err_size, PLM_ERR_IO,
                            "%s: a stack of %lld frames: a folder holds one frame per file", path,
                            (long long)count);
-  } else if (info->count > 0 && (frame->dtype != info->dtype || frame->dims[0] != info->height ||
-                                 frame->dims[1] != info->width)) {
+  } else if (info->count > 0 &&
+             (frame->dtype != info->dtype || (!r->any_shape && (frame->dims[0] != info->height ||
+                                                                frame->dims[1] != info->width)))) {
     shape_text(info->dtype, info->height, info->width, want, sizeof want);
     status = quote_failure(err, err_size, PLM_ERR_IO,
                            "%s: a frame of %s, but the first frame (%s) is %s", path, got,
@@ -205,10 +212,46 @@ plm_status frame_reader_read(frame_reader *r, int64_t k, void *dst, char *err, s
   }
   image frame;
   image_frames *file = NULL;
-  plm_status status = open_folder_file(r, k, &frame, &file, err, err_size);
+  plm_status status = PLM_OK;
+  if (r->peeked && r->peeked_k == k) { /* frame_reader_shape opened it */
+    file = r->peeked;
+    r->peeked = NULL;
+  } else {
+    status = open_folder_file(r, k, &frame, &file, err, err_size);
+  }
   if (status == PLM_OK) status = image_frames_read(file, 0, dst, err, err_size);
   image_frames_close(file);
   return status;
+}
+
+void frame_reader_allow_shapes(frame_reader *r) {
+  if (r && r->files) r->any_shape = true;
+}
+
+plm_status frame_reader_shape(frame_reader *r, int64_t k, int64_t *height, int64_t *width,
+                              char *err, size_t err_size) {
+  if (err && err_size) err[0] = '\0';
+  if (!r || !height || !width)
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG, "frame_reader_shape: %s is NULL",
+                         !r        ? "reader"
+                         : !height ? "height"
+                                   : "width");
+  if (k < 0 || (r->info.count >= 0 && k >= r->info.count))
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG, "%s: frame %lld is not in 0..%lld",
+                         r->path, (long long)k, (long long)(r->info.count - 1));
+  *height = r->info.height;
+  *width = r->info.width;
+  if (!r->any_shape) return PLM_OK;
+  if (!r->peeked || r->peeked_k != k) {
+    image_frames_close(r->peeked);
+    r->peeked = NULL;
+    plm_status status = open_folder_file(r, k, &r->peeked_frame, &r->peeked, err, err_size);
+    if (status != PLM_OK) return status;
+    r->peeked_k = k;
+  }
+  *height = r->peeked_frame.dims[0];
+  *width = r->peeked_frame.dims[1];
+  return PLM_OK;
 }
 
 plm_status frame_reader_next(frame_reader *r, int64_t k, void *dst, bool *end, char *err,

@@ -8,8 +8,9 @@
  *     .fts (in any case) and does not start with '.', other than a directory, is one frame; frames
  *     are in the byte order of the names (strcmp: zero-pad numbers, frame_0009 before frame_0010).
  * Other entries are ignored. Each file is opened and read only when its frame is read; it must hold
- * one frame (a 2-D image, or a 3-D .npy of one frame) of the dtype and shape of the first file,
- * else reading that frame fails naming the file. A folder without any such file is refused at open;
+ * one frame (a 2-D image, or a 3-D .npy of one frame) of the dtype and shape of the first file
+ * (of its dtype alone after frame_reader_allow_shapes), else reading that frame fails naming the
+ * file. A folder without any such file is refused at open;
  *   - raw frames (support/raw_frames.h, frame_reader_open_raw): a headerless file, or a
  *     stream ("-", standard input, or a FIFO) whose count is unknown (-1) until it ends:
  *     a stream's frames are read once, in order (frame_reader_next tells its end).
@@ -64,8 +65,6 @@ plm_status frame_reader_open_raw(const char *path, const raw_format *raw, frame_
  * end before frame k is PLM_ERR_IO (frame_reader_next tells it apart). */
 plm_status frame_reader_read(frame_reader *r, int64_t k, void *dst, char *err, size_t err_size);
 
-/* The file that holds frame k (the path itself for a file); NULL when k is out of range.
- * Valid until the reader is closed. */
 /* As frame_reader_read, for any reader, a stream's included: frame k into dst, or *end set
  * (dst left as it was) when the frames end before k: k >= count for a reader that knows
  * its count, the end of the input for a stream (read in order: k is the frame after the
@@ -73,7 +72,21 @@ plm_status frame_reader_read(frame_reader *r, int64_t k, void *dst, char *err, s
 plm_status frame_reader_next(frame_reader *r, int64_t k, void *dst, bool *end, char *err,
                              size_t err_size);
 
+/* The file that holds frame k (the path itself for a file); NULL when k is out of range.
+ * Valid until the reader is closed. */
 const char *frame_reader_file(const frame_reader *r, int64_t k);
+
+/* Let a folder's frames differ in shape (of one dtype still: the first file's): each is
+ * read at its own shape, which frame_reader_shape tells before the read. A no-op for any
+ * other reader, whose frames have one shape. */
+void frame_reader_allow_shapes(frame_reader *r);
+
+/* Frame k's height and width: info's, or with frame_reader_allow_shapes a folder's file's
+ * own (its file is opened and checked then, and kept open for the read of frame k).
+ * Errors: PLM_ERR_INVALID_ARG (NULL arguments, k out of range), and a folder file's as
+ * frame_reader_read's. */
+plm_status frame_reader_shape(frame_reader *r, int64_t k, int64_t *height, int64_t *width,
+                              char *err, size_t err_size);
 
 /* Close; NULL is a no-op. */
 void frame_reader_close(frame_reader *r);

@@ -268,6 +268,21 @@ static plm_status write_picture(frame_reader *r, int64_t k, const image *frame,
   return status;
 }
 
+/* The frame's and the picture's buffers made for frames of height x width (a folder's
+ * frames may differ in shape: frame_reader_allow_shapes). */
+static plm_status fit_buffers(image *frame, overlay_picture *pic, int64_t height, int64_t width,
+                              char *err, size_t err_size) {
+  free(frame->data);
+  free(pic->rgb);
+  frame->dims[0] = pic->height = height;
+  frame->dims[1] = pic->width = width;
+  frame->data = malloc(image_bytes(frame));
+  pic->rgb = malloc((size_t)(3 * height * width));
+  if (!frame->data || !pic->rgb)
+    return quote_failure(err, err_size, PLM_ERR_OUT_OF_MEMORY, "overlay: out of memory");
+  return PLM_OK;
+}
+
 plm_status overlay_write_frames(frame_reader *r, const frame_reader_info *info,
                                 const char *detections_csv, const char *truth_csv,
                                 const char *dir, int64_t *written, char *err, size_t err_size) {
@@ -289,16 +304,14 @@ plm_status overlay_write_frames(frame_reader *r, const frame_reader_info *info,
     qsort(d.detections, (size_t)d.n_detections, sizeof *d.detections, compare_detections);
     if (d.truth) qsort(d.truth, (size_t)d.n_truth, sizeof *d.truth, compare_truth);
   }
-  image frame = {.dtype = info->dtype, .ndim = 2, .dims = {info->height, info->width}};
-  overlay_picture pic = {.height = info->height, .width = info->width};
-  if (status == PLM_OK) {
-    frame.data = malloc(image_bytes(&frame));
-    pic.rgb = malloc((size_t)(3 * info->height * info->width));
-    if (!frame.data || !pic.rgb)
-      status = quote_failure(err, err_size, PLM_ERR_OUT_OF_MEMORY, "overlay: out of memory");
-  }
+  image frame = {.dtype = info->dtype, .ndim = 2};
+  overlay_picture pic = {0};
   for (int64_t k = 0; status == PLM_OK && k < info->count; k++) {
-    status = write_picture(r, k, &frame, &pic, &d, dir, err, err_size);
+    int64_t height = 0, width = 0;
+    status = frame_reader_shape(r, k, &height, &width, err, err_size);
+    if (status == PLM_OK && (height != pic.height || width != pic.width))
+      status = fit_buffers(&frame, &pic, height, width, err, err_size);
+    if (status == PLM_OK) status = write_picture(r, k, &frame, &pic, &d, dir, err, err_size);
     if (status == PLM_OK) ++*written;
   }
   free(frame.data);

@@ -10,9 +10,10 @@
  *   - each truth plume, when a truth CSV is given, as a circle of the radius plume score
  *     matches within (max(3, 2 sigma)) in green, so a missed plume is a green circle with
  *     no red box, a false alarm a red box with no circle.
- * Everything drawn is clipped to the frame. overlay_write_frames writes frame k as
- * DIR/frame_NNNNNN.png (k zero-padded to 6 digits), 8-bit RGB through libpng, each file
- * written atomically (support/output_file.h) as soon as it is drawn.
+ * Everything drawn is clipped to the frame; each frame is drawn at its own size (a
+ * folder's frames may differ after frame_reader_allow_shapes). overlay_write_frames writes frame k
+ * as DIR/frame_NNNNNN.png (k zero-padded to 6 digits), 8-bit RGB through libpng, each file written
+ * atomically (support/output_file.h) as soon as it is drawn.
  *
  * Reentrant; no global state.
  */

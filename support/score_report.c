@@ -193,15 +193,16 @@ static int compare_worst(const void *a, const void *b) {
  * as a PNG in a data: URL. */
 static plm_status add_picture(page *p, const score_report_input *in, int64_t k, char *err,
                               size_t err_size) {
-  const frame_reader_info *info = in->frames_info;
-  image frame = {.dtype = info->dtype, .ndim = 2, .dims = {info->height, info->width}};
-  overlay_picture pic = {.height = info->height, .width = info->width};
+  int64_t height = 0, width = 0; /* a folder's frames may differ (frame_reader_allow_shapes) */
+  plm_status status = frame_reader_shape(in->frames, k, &height, &width, err, err_size);
+  if (status != PLM_OK) return status;
+  image frame = {.dtype = in->frames_info->dtype, .ndim = 2, .dims = {height, width}};
+  overlay_picture pic = {.height = height, .width = width};
   frame.data = malloc(image_bytes(&frame));
-  pic.rgb = malloc((size_t)(3 * info->height * info->width));
-  plm_status status = frame.data && pic.rgb
-                          ? frame_reader_read(in->frames, k, frame.data, err, err_size)
-                          : quote_failure(err, err_size, PLM_ERR_OUT_OF_MEMORY,
-                                          "the report's pictures: out of memory");
+  pic.rgb = malloc((size_t)(3 * height * width));
+  status = frame.data && pic.rgb ? frame_reader_read(in->frames, k, frame.data, err, err_size)
+                                 : quote_failure(err, err_size, PLM_ERR_OUT_OF_MEMORY,
+                                                 "the report's pictures: out of memory");
   if (status == PLM_OK) status = overlay_render(&frame, &pic, err, err_size);
   void *png = NULL;
   size_t length = 0;
@@ -220,7 +221,7 @@ static plm_status add_picture(page *p, const score_report_input *in, int64_t k, 
   }
   if (status == PLM_OK) {
     add(p, "<img class=\"frame\" alt=\"frame %lld\" width=\"%lld\" src=\"data:image/png;base64,",
-        (long long)k, (long long)(info->width < 320 ? 320 : info->width));
+        (long long)k, (long long)(width < 320 ? 320 : width));
     add_base64(p, png, length);
     add(p, "\">");
   }
