@@ -384,7 +384,9 @@ static void copy_gray(const video_frames *v, const AVPixFmtDescriptor *d, void *
   }
 }
 
-/* The luma of a frame that is not gray, through libswscale (support/video_io.h's rule). */
+/* The luma of a frame that is not gray, through libswscale (support/video_io.h's rule): its
+ * gray8 is full range (0..255, RGB's white 255) whatever it is told; the source's range, as
+ * the frame says it, decides whether a YUV frame's Y is stretched. */
 static plm_status convert_to_gray(video_frames *v, int64_t k, void *dst, char *err,
                                   size_t err_size) {
   const AVFrame *f = v->frame;
@@ -392,16 +394,15 @@ static plm_status convert_to_gray(video_frames *v, int64_t k, void *dst, char *e
     const enum AVPixelFormat from = (enum AVPixelFormat)f->format;
     const bool full = f->color_range == AVCOL_RANGE_JPEG;
     struct SwsContext *s = sws_alloc_context();
-    if (s &&
-        (av_opt_set_int(s, "srcw", f->width, 0) < 0 ||
-         av_opt_set_int(s, "srch", f->height, 0) < 0 ||
-         av_opt_set_int(s, "src_format", from, 0) < 0 ||
-         av_opt_set_int(s, "dstw", f->width, 0) < 0 ||
-         av_opt_set_int(s, "dsth", f->height, 0) < 0 ||
-         av_opt_set_int(s, "dst_format", AV_PIX_FMT_GRAY8, 0) < 0 ||
-         av_opt_set_int(s, "src_range", full, 0) < 0 || av_opt_set_int(s, "dst_range", 1, 0) < 0 ||
-         av_opt_set_int(s, "sws_flags", SWS_POINT | SWS_ACCURATE_RND | SWS_BITEXACT, 0) < 0 ||
-         sws_init_context(s, NULL, NULL) < 0)) {
+    if (s && (av_opt_set_int(s, "srcw", f->width, 0) < 0 ||
+              av_opt_set_int(s, "srch", f->height, 0) < 0 ||
+              av_opt_set_int(s, "src_format", from, 0) < 0 ||
+              av_opt_set_int(s, "dstw", f->width, 0) < 0 ||
+              av_opt_set_int(s, "dsth", f->height, 0) < 0 ||
+              av_opt_set_int(s, "dst_format", AV_PIX_FMT_GRAY8, 0) < 0 ||
+              av_opt_set_int(s, "src_range", full, 0) < 0 ||
+              av_opt_set_int(s, "sws_flags", SWS_POINT | SWS_ACCURATE_RND | SWS_BITEXACT, 0) < 0 ||
+              sws_init_context(s, NULL, NULL) < 0)) {
       sws_freeContext(s);
       s = NULL;
     }

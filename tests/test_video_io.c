@@ -2,15 +2,15 @@
  * of support/frame_reader.h for plume detect and support/image_io.h for plume op).
  *
  * Reading files the ffmpeg program wrote from known frames (tests/fixtures/video/make.py):
- * FFV1 gray16le in Matroska (u16, all 16 bits), FFV1 gray10le (u16 of 0..1023), FFV1 gray8 in
- * AVI, rawvideo gray8 in NUT, each equal sample for sample to the frames they were made of,
- * read in order as plume detect reads them (frame_reader_next to the end), out of order, and
- * whole (image_read); a lossy MPEG-4 (yuv420p) MP4 of gray frames within a tolerance; rgb24
- * rawvideo as BT.601 luma. The count is the container's (AVI, MP4) or -1 until the end
- * (Matroska, NUT). Refused, with a one-line message naming the file (and the frame): a
- * file cut short, bytes changed, a damaged packet, a size that changes mid-stream, an
- * audio-only file, a codec off the list, bytes that are no video. A plain unit test: no
- * backend.
+ * FFV1 gray16le in Matroska (u16, all 16 bits), rawvideo gray16be in NUT (u16 in the host's
+ * order), FFV1 gray10le (u16 of 0..1023), FFV1 gray8 in AVI, rawvideo gray8 in NUT, each equal
+ * sample for sample to the frames they were made of, read in order as plume detect reads them
+ * (frame_reader_next to the end), out of order, and whole (image_read); a lossy MPEG-4 (yuv420p)
+ * MP4 of gray frames within a tolerance; rgb24 rawvideo as BT.601 luma. The count is the
+ * container's (AVI, MP4) or -1 until the end (Matroska, NUT). Refused, with a one-line message
+ * naming the file (and the frame): a file cut short, bytes changed, a damaged packet, a size that
+ * changes mid-stream, an audio-only file, a codec off the list, bytes that are no video. A plain
+ * unit test: no backend.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -79,16 +79,17 @@ static image read_as_detect(const char *path, int64_t want_count) {
 
 START_TEST(test_lossless_files_read_as_they_were_made) {
   static const struct {
-    const char *name, *extension;
+    const char *name, *extension, *frames; /* frames: the .npy of what it was made of */
     plm_dtype dtype;
     int64_t count; /* the container's, or -1 */
-  } cases[] = {{"gray16-ffv1", "mkv", PLM_DTYPE_U16, -1},
-               {"gray10-ffv1", "mkv", PLM_DTYPE_U16, -1},
-               {"gray8-ffv1", "avi", PLM_DTYPE_U8, 4},
-               {"gray8-raw", "nut", PLM_DTYPE_U8, -1}};
+  } cases[] = {{"gray16-ffv1", "mkv", "gray16-ffv1", PLM_DTYPE_U16, -1},
+               {"gray16be-raw", "nut", "gray16-ffv1", PLM_DTYPE_U16, -1},
+               {"gray10-ffv1", "mkv", "gray10-ffv1", PLM_DTYPE_U16, -1},
+               {"gray8-ffv1", "avi", "gray8-ffv1", PLM_DTYPE_U8, 4},
+               {"gray8-raw", "nut", "gray8-raw", PLM_DTYPE_U8, -1}};
   for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
     const char *path = fixture(cases[c].name, cases[c].extension);
-    image want = read_ok(fixture(cases[c].name, "npy"));
+    image want = read_ok(fixture(cases[c].frames, "npy"));
     ck_assert_int_eq(want.dtype, cases[c].dtype);
     image got = read_as_detect(path, cases[c].count);
     expect_image_equal(&got, &want, path);
