@@ -42,13 +42,16 @@
  * not decoded here (...)", "clip.mkv: frame 3: damaged packet: ...", "clip.mkv: frame 2:
  * 16x12 gray, but frame 0 is 32x24 gray". Decoders are asked to report damage rather than
  * hide it (err_recognition: CRC checks and explode), and a packet the demuxer marks corrupt
- * (cut short) is an error, as is a frame the decoder marks corrupt.
+ * (cut short) is an error, as is a frame the decoder marks corrupt. Some damage FFmpeg only
+ * logs and then hides (FFV1 conceals a slice whose CRC fails; the Matroska demuxer calls an
+ * element cut short the end of the file): an error our decoder or demuxer logs while a frame
+ * is decoded fails that frame, with the logged text as its reason.
  *
- * FFmpeg's logging: the first open sets libavutil's log level to quiet (av_log_set_level,
- * process-global), so that FFmpeg never prints to stderr; its messages are lost and its
- * error codes become the messages above. That is acceptable here because this module
- * belongs to the plume program and its tests (support/), whose process it is, never to
- * libplume, which lives in other people's processes.
+ * FFmpeg's logging: the first open sets libavutil's log level to quiet and its log callback
+ * to one that prints nothing and keeps those errors (av_log_set_level, av_log_set_callback:
+ * both process-global), so that FFmpeg never prints to stderr. That is acceptable here
+ * because this module belongs to the plume program and its tests (support/), whose process
+ * it is, never to libplume, which lives in other people's processes.
  *
  * Decoding uses one thread per video_frames (no frame threading: frames come out as soon
  * as their packet is in). A video_frames is used by one thread at a time; several may be
