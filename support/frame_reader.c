@@ -167,6 +167,20 @@ static plm_status open_video(frame_reader *r, image *frame, bool *is_video, char
   return PLM_OK;
 }
 
+/* Standard input ("-") given without raw options: a video streamed in (its count -1, its
+ * frames read once, in order). */
+static plm_status open_video_stdin(frame_reader *r, image *frame, char *err, size_t err_size) {
+  const int fd = dup(STDIN_FILENO);
+  if (fd < 0)
+    return quote_failure(err, err_size, PLM_ERR_IO, "stdin: cannot open: %s", strerror(errno));
+  video_info video;
+  plm_status status = video_frames_open(fd, "stdin", &video, &r->video, err, err_size);
+  if (status != PLM_OK) return status;
+  *frame = (image){.dtype = video.dtype, .ndim = 2, .dims = {video.height, video.width}};
+  r->info.count = video.count;
+  return PLM_OK;
+}
+
 /* ---- the reader ------------------------------------------------------------------------ */
 
 static frame_reader *new_reader(const char *path) {
@@ -193,7 +207,9 @@ plm_status frame_reader_open(const char *path, frame_reader_info *info, frame_re
   struct stat st;
   plm_status status = PLM_OK;
   image frame = {0};
-  if (stat(path, &st) != 0) {
+  if (strcmp(path, "-") == 0) {
+    status = open_video_stdin(r, &frame, err, err_size);
+  } else if (stat(path, &st) != 0) {
     status = quote_failure(err, err_size, PLM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
   } else if (S_ISDIR(st.st_mode)) {
     r->info.folder = true;

@@ -15,7 +15,10 @@
  *     u16 for 9- to 16-bit gray); the count is the container's where it says it (AVI,
  *     QuickTime), else -1 until the frames end (frame_reader_next tells it, as for a stream).
  *     Frames are decoded in order: reading one before the last read decodes again from the
- *     file's beginning, so in order is the cheap way;
+ *     file's beginning, so in order is the cheap way. "-" (standard input) given to
+ *     frame_reader_open is a video streamed in (a sensor's or ffmpeg's pipe, in a container
+ *     that streams: Matroska, NUT, AVI): its count is -1 and its frames are read once, in
+ *     order;
  *   - raw frames (support/raw_frames.h, frame_reader_open_raw): a headerless file, or a
  *     stream ("-", standard input, or a FIFO) whose count is unknown (-1) until it ends:
  *     a stream's frames are read once, in order (frame_reader_next tells its end).

@@ -49,8 +49,11 @@ enum { IO_BUFFER_BYTES = 64 * 1024 };
 typedef struct source {
   int fd; /* -1 for memory */
   const unsigned char *bytes;
-  int64_t size;     /* of the file when opened, or of the memory */
+  int64_t size;     /* of the file when opened, or of the memory; -1 for a stream */
   int64_t position; /* of the next read */
+  bool stream;      /* fd is a pipe (standard input): read once, in order, never seeked */
+  unsigned char head[VIDEO_MAGIC_BYTES]; /* a stream's first bytes, read to recognise it */
+  int head_length;
 } source;
 
 struct video_frames {
@@ -106,8 +109,15 @@ static int source_read(void *opaque, uint8_t *buf, int size) {
     s->position += (int64_t)n;
     return (int)n;
   }
+  if (s->stream && s->position < s->head_length) {
+    int n = s->head_length - (int)s->position < size ? s->head_length - (int)s->position : size;
+    memcpy(buf, s->head + s->position, (size_t)n);
+    s->position += n;
+    return n;
+  }
   for (;;) {
-    ssize_t n = pread(s->fd, buf, (size_t)size, (off_t)s->position);
+    ssize_t n = s->stream ? read(s->fd, buf, (size_t)size)
+                          : pread(s->fd, buf, (size_t)size, (off_t)s->position);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return AVERROR(errno);
     if (n == 0) return AVERROR_EOF;
@@ -120,13 +130,14 @@ static int64_t source_seek(void *opaque, int64_t offset, int whence) {
   source *s = opaque;
   int64_t to;
   switch (whence & ~AVSEEK_FORCE) {
-    case AVSEEK_SIZE: return s->size;
+    case AVSEEK_SIZE: return s->stream ? AVERROR(ENOSYS) : s->size;
     case SEEK_SET: to = offset; break;
     case SEEK_CUR: to = s->position + offset; break;
     case SEEK_END: to = s->size + offset; break;
     default: return AVERROR(EINVAL);
   }
   if (to < 0) return AVERROR(EINVAL);
+  if (s->stream && to != s->position) return AVERROR(ESPIPE);
   s->position = to;
   return to;
 }
@@ -236,6 +247,7 @@ static plm_status start(video_frames *v, char *err, size_t err_size) {
   if (buffer)
     v->io = avio_alloc_context(buffer, IO_BUFFER_BYTES, 0, &v->src, source_read, NULL, source_seek);
   if (!v->io) av_free(buffer);
+  if (v->io && v->src.stream) v->io->seekable = 0;
   v->demuxer = v->io ? avformat_alloc_context() : NULL;
   v->packet = av_packet_alloc();
   v->frame = av_frame_alloc();
@@ -456,7 +468,7 @@ static plm_status describe(video_frames *v, char *err, size_t err_size) {
   snprintf(v->info.pixel_format, sizeof v->info.pixel_format, "%s", d->name);
   /* AVI's and QuickTime's frame counts are in their headers and sample tables. */
   const AVStream *st = v->demuxer->streams[v->stream];
-  const bool counted = v->kind == &avi || v->kind == &quicktime;
+  const bool counted = (v->kind == &avi || v->kind == &quicktime) && !v->src.stream;
   v->info.count = counted && st->nb_frames > 0 ? st->nb_frames : -1;
   return PLM_OK;
 }
@@ -465,16 +477,32 @@ static plm_status open_source(video_frames *v, video_info *info, video_frames **
                               size_t err_size) {
   pthread_once(&quiet_once, quiet_ffmpeg);
   unsigned char magic[VIDEO_MAGIC_BYTES] = {0};
-  source probe = v->src;
-  int got = source_read(&probe, magic, sizeof magic);
+  int got = 0;
+  if (v->src.stream) { /* kept in head, to be read again from position 0 */
+    while (v->src.head_length < VIDEO_MAGIC_BYTES) {
+      ssize_t n = read(v->src.fd, v->src.head + v->src.head_length,
+                       (size_t)(VIDEO_MAGIC_BYTES - v->src.head_length));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      v->src.head_length += (int)n;
+    }
+    memcpy(magic, v->src.head, (size_t)v->src.head_length);
+    got = v->src.head_length;
+  } else {
+    source probe = v->src;
+    got = source_read(&probe, magic, sizeof magic);
+  }
   v->kind = got > 0 ? container_of(magic, (size_t)got) : NULL;
   v->format = v->kind ? av_find_input_format(v->kind->demuxer) : NULL;
   plm_status status = PLM_OK;
   if (!v->format)
     status = quote_failure(err, err_size, PLM_ERR_IO,
                            "%s: not a video file of the containers read (Matroska, AVI, "
-                           "QuickTime/MP4, NUT): unknown first bytes",
-                           v->name);
+                           "QuickTime/MP4, NUT): unknown first bytes%s",
+                           v->name,
+                           v->src.stream ? " (raw frames on a stream take their format from "
+                                           "--raw-shape HxW and the other --raw-* options)"
+                                         : "");
   if (status == PLM_OK) status = start(v, err, err_size);
   bool end = false;
   if (status == PLM_OK) status = decode_next(v, &end, err, err_size);
@@ -526,7 +554,8 @@ plm_status video_frames_open(int fd, const char *path, video_info *info, video_f
     close(fd);
     return quote_failure(err, err_size, PLM_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
   }
-  v->src.size = (int64_t)st.st_size;
+  v->src.stream = !S_ISREG(st.st_mode);
+  v->src.size = v->src.stream ? -1 : (int64_t)st.st_size;
   return open_source(v, info, out, err, err_size);
 }
 
@@ -560,6 +589,10 @@ static plm_status decode_to(video_frames *v, int64_t k, bool *end, char *err, si
     *end = true;
     return PLM_OK;
   }
+  if (v->src.stream && !v->started)
+    return quote_failure(err, err_size, PLM_ERR_IO,
+                         "%s: frame %lld: the stream failed before, and a stream is read once",
+                         v->name, (long long)k);
   if (!v->started || v->decoded > k + 1) {
     stop(v);
     plm_status status = start(v, err, err_size);
@@ -589,6 +622,11 @@ plm_status video_frames_read(video_frames *v, int64_t k, void *dst, bool *end, c
   if (k < 0 || (count >= 0 && k >= count))
     return quote_failure(err, err_size, PLM_ERR_INVALID_ARG, "%s: frame %lld is not in 0..%lld",
                          v->name, (long long)k, (long long)(count - 1));
+  if (v->src.stream && v->started && k + 1 < v->decoded)
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
+                         "%s: frame %lld: a stream is read once, in order, and frame %lld was "
+                         "read already",
+                         v->name, (long long)k, (long long)(v->decoded - 1));
   plm_status status = decode_to(v, k, end, err, err_size);
   if (status == PLM_OK && *end && count >= 0) {
     *end = false;

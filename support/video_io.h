@@ -30,6 +30,11 @@
  * it, and the count is -1 until the frames end. A file whose frames end before the count
  * its container declares fails at the first missing frame, naming it.
  *
+ * A descriptor that is not a regular file (a pipe: standard input) is a stream: read once,
+ * never seeked (libavformat is told it cannot seek), its count -1 whatever its container
+ * says, and its frames read only in order (an earlier frame is PLM_ERR_INVALID_ARG; after a
+ * failure every read fails). QuickTime/MP4 streams only when its index comes first.
+ *
  * Streaming and order: frames are decoded in order, one at a time into the caller's buffer;
  * the file is never held whole (what libavformat buffers is a few packets). Reading frame
  * k after frame j: k == j costs nothing (the frame is kept), k > j decodes the frames
@@ -88,9 +93,9 @@ typedef struct video_info {
 } video_info;
 
 /* Open the video on descriptor fd (taken: closed by video_frames_close, or here on
- * failure), named path in messages; decodes frame 0 to learn the frames' dtype and shape.
- * Errors: PLM_ERR_IO (not a file of the four containers, a container FFmpeg cannot read,
- * no video stream, no frame, a damaged first frame, a frame of more than
+ * failure; a regular file, or a stream as above), named path in messages; decodes frame 0 to learn
+ * the frames' dtype and shape. Errors: PLM_ERR_IO (not a file of the four containers, a container
+ * FFmpeg cannot read, no video stream, no frame, a damaged first frame, a frame of more than
  * IMAGE_MAX_ELEMENTS samples), PLM_ERR_UNSUPPORTED (a codec not on the list above),
  * PLM_ERR_OUT_OF_MEMORY; *out is NULL on failure. */
 plm_status video_frames_open(int fd, const char *path, video_info *info, video_frames **out,

@@ -9,7 +9,8 @@
  * MP4 of gray frames within a tolerance; rgb24 rawvideo as BT.601 luma. The count is the
  * container's (AVI, MP4) or -1 until the end (Matroska, NUT). Refused, with a one-line message
  * naming the file (and the frame): a file cut short, bytes changed, a damaged packet, a size that
- * changes mid-stream, an audio-only file, a codec off the list, bytes that are no video. A plain
+ * changes mid-stream, an audio-only file, a codec off the list, bytes that are no video. Through
+ * a pipe (a stream, as standard input): the same frames, read once, in order, count -1. A plain
  * unit test: no backend.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -19,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "checks.h"
@@ -343,6 +345,78 @@ START_TEST(test_damaged_copies_fail_cleanly) {
 }
 END_TEST
 
+/* A pipe's read end, a child process writing the fixture's bytes into it (then exiting);
+ * *child is its pid. */
+static int pipe_of(const char *name, const char *extension, pid_t *child) {
+  static unsigned char bytes[16384];
+  const size_t length = file_bytes(fixture(name, extension), bytes, sizeof bytes);
+  int ends[2];
+  ck_assert_int_eq(pipe(ends), 0);
+  *child = fork();
+  ck_assert_int_ge(*child, 0);
+  if (*child == 0) {
+    close(ends[0]);
+    const bool whole = write(ends[1], bytes, length) == (ssize_t)length;
+    _exit(whole ? 0 : 1);
+  }
+  close(ends[1]);
+  return ends[0];
+}
+
+START_TEST(test_a_pipe_is_read_once_in_order) {
+  static const struct {
+    const char *name, *extension;
+  } cases[] = {{"gray16-ffv1", "mkv"}, {"gray8-ffv1", "avi"}, {"gray8-raw", "nut"}};
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    pid_t child;
+    const int fd = pipe_of(cases[c].name, cases[c].extension, &child);
+    image want = read_ok(fixture(cases[c].name, "npy"));
+    const size_t frame_bytes = image_bytes(&want) / 4;
+    video_info info;
+    video_frames *v = NULL;
+    ck_assert_msg(video_frames_open(fd, "pipe", &info, &v, err, sizeof err) == PLM_OK, "%s", err);
+    ck_assert_int_eq(info.count, -1); /* a stream's count is not taken from its header */
+    void *frame = malloc(frame_bytes);
+    ck_assert_ptr_nonnull(frame);
+    bool end = false;
+    for (int64_t k = 0; k < 4; k++) {
+      ck_assert_msg(video_frames_read(v, k, frame, &end, err, sizeof err) == PLM_OK, "%s", err);
+      ck_assert(!end);
+      ck_assert_msg(memcmp(frame, (char *)want.data + (size_t)k * frame_bytes, frame_bytes) == 0,
+                    "%s.%s through a pipe: frame %lld differs", cases[c].name, cases[c].extension,
+                    (long long)k);
+    }
+    ck_assert_msg(video_frames_read(v, 3, frame, &end, err, sizeof err) == PLM_OK, "%s", err);
+    expect_image_message(video_frames_read(v, 1, frame, &end, err, sizeof err), PLM_ERR_INVALID_ARG,
+                         err, "pipe: frame 1: a stream is read once", NULL);
+    ck_assert_int_eq(video_frames_read(v, 4, frame, &end, err, sizeof err), PLM_OK);
+    ck_assert(end);
+    free(frame);
+    video_frames_close(v);
+    image_free(&want, NULL);
+    int exit_status = -1;
+    ck_assert_int_eq(waitpid(child, &exit_status, 0), child);
+  }
+  /* Damage in a stream: the frame fails, and so does every later read. */
+  pid_t child;
+  const int fd = pipe_of("cut-in-frame-2", "mkv", &child);
+  video_info info;
+  video_frames *v = NULL;
+  ck_assert_msg(video_frames_open(fd, "pipe", &info, &v, err, sizeof err) == PLM_OK, "%s", err);
+  uint16_t frame[24 * 32];
+  bool end = false;
+  for (int64_t k = 0; k < 2; k++)
+    ck_assert_msg(video_frames_read(v, k, frame, &end, err, sizeof err) == PLM_OK, "%s", err);
+  expect_image_message(video_frames_read(v, 2, frame, &end, err, sizeof err), PLM_ERR_IO, err,
+                       "pipe: frame 2", NULL);
+  expect_image_message(video_frames_read(v, 3, frame, &end, err, sizeof err), PLM_ERR_IO, err,
+                       "pipe: frame 3: the stream failed before", NULL);
+  video_frames_close(v);
+  int exit_status = -1;
+  ck_assert_int_eq(waitpid(child, &exit_status, 0), child);
+}
+END_TEST
+
 START_TEST(test_memory_reads_as_the_file) {
   static unsigned char bytes[16384];
   const size_t length = file_bytes(fixture("gray8-raw", "nut"), bytes, sizeof bytes);
@@ -384,6 +458,7 @@ int main(void) {
   tcase_add_test(tcase, test_cut_copies_give_their_frames_or_fail);
   tcase_add_test(tcase, test_damaged_copies_fail_cleanly);
   tcase_add_test(tcase, test_memory_reads_as_the_file);
+  tcase_add_test(tcase, test_a_pipe_is_read_once_in_order);
   suite_add_tcase(suite, tcase);
   SRunner *runner = srunner_create(suite);
   srunner_set_fork_status(runner, CK_NOFORK);

@@ -5,7 +5,7 @@
 # samples as raw frames (a file, stdin, big-endian, after a header), and with any number
 # of frames in flight; --out - (the CSV on stdout, the summary on stderr), -q, an --out of
 # another extension refused; a TIFF stack and a TIFF in a folder, a FITS cube, FFV1 videos
-# (Matroska, AVI), read as their .npy, a video's damage named; --overlay's pictures; the rows equal `plume op threshold` + `plume op label
+# (Matroska, AVI, and Matroska on stdin), read as their .npy, a video's damage named; --overlay's pictures; the rows equal `plume op threshold` + `plume op label
 # --regions --intensity` for the same chain; no progress bar when stderr is not a
 # terminal, and one on a terminal; arrays named by the pipeline (--tensor) give the
 # same rows as the built-in kernel and threshold they stand for; exit codes (0 ok, 2 bad
@@ -103,7 +103,8 @@ run 2 "raw short file" detect --frames short.raw "${raw[@]}" --pipeline "$pipeli
 expect_err "raw short file" "short.raw: frame $((N - 1)) is short: $((frame_bytes - 1)) of $frame_bytes bytes, 1 missing"
 absent "raw short file" r.csv
 run 2 "stdin without --raw-shape" detect --frames - --pipeline "$pipeline" --out r.csv </dev/null
-expect_err "stdin without --raw-shape" "give --raw-shape HxW"
+expect_err "stdin without --raw-shape" "stdin: not a video file"
+expect_err "stdin without --raw-shape" "--raw-shape HxW"
 run 2 "bad --raw-dtype" detect --frames s.raw --raw-shape 128x128 --raw-dtype i8 \
   --pipeline "$pipeline" --out r.csv
 expect_err "bad --raw-dtype" "--raw-dtype 'i8' is not u8, u16 or f32"
@@ -194,6 +195,9 @@ run 0 "an FFV1 Matroska video" detect --frames "$videos/gray16-ffv1.mkv" \
 run 0 "its .npy" detect --frames "$videos/gray16-ffv1.npy" --pipeline "$fits_pipeline" \
   --out npy.csv
 same mkv.csv npy.csv "an FFV1 Matroska video"
+run 0 "an FFV1 Matroska video on stdin" detect --frames - --pipeline "$fits_pipeline" \
+  --out stdin.csv < <(cat "$videos/gray16-ffv1.mkv")
+same stdin.csv npy.csv "an FFV1 Matroska video on stdin"
 checks=$((checks + 1))
 [[ $(wc -l <mkv.csv) -gt 3 ]] || fail "an FFV1 Matroska video: too few rows: $(cat mkv.csv)"
 video_pipeline="threshold value=200 ! label connectivity=8 ! regions capacity=64"
@@ -206,7 +210,7 @@ run 2 "a damaged video" detect --frames "$videos/damaged-packet.avi" \
   --pipeline "$video_pipeline" --out bad.csv &&
   expect_err "a damaged video" "damaged-packet.avi: frame 2: damaged"
 absent "a damaged video" bad.csv
-rm -f mkv.csv avi.csv npy.csv
+rm -f mkv.csv avi.csv npy.csv stdin.csv
 
 # Without capacity= the table holds every region a frame can have: the same rows.
 run 0 "no capacity" detect --frames=s.npy "--pipeline=$log ! regions" --out=k.csv --backend=host
