@@ -661,8 +661,9 @@ plm_status detect_run(const detect_config *config, detect_result *result, char *
   if (config->runner && frames->count < 0)
     return release(&job,
                    quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
-                                 "%s is a stream: its frames cannot be shared among the ranks of "
-                                 "an MPI job (give a file)",
+                                 "%s is a stream (or a video whose container does not count its "
+                                 "frames): its frames cannot be shared among the ranks of "
+                                 "an MPI job (give a file; a video in AVI or MP4)",
                                  frame_reader_file(job.reader, 0)));
   if (frames->dtype != PLM_DTYPE_U8 && frames->dtype != PLM_DTYPE_U16 &&
       frames->dtype != PLM_DTYPE_F32)

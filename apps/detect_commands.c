@@ -39,6 +39,8 @@ static const char detect_usage[] =
     "                        pipeline) are the frames in the byte order of their names\n"
     "                        (zero-pad the numbers). u8, u16 or f32 (a '<f8' .npy is read\n"
     "                        as f32).\n"
+    "                        A video (.mkv, .avi, .mp4, .mov, .nut; '-': streamed on\n"
+    "                        standard input) decoded frame by frame as gray u8 or u16.\n"
     "                        With --raw-shape: raw frames, from a file or '-' (standard\n"
     "                        input, a sensor's pipe), read frame by frame as they come\n"
     "  --raw-shape HxW       raw frames of H rows of W samples each, back to back with\n"
@@ -378,7 +380,8 @@ int detect_command_main(int argc, char **argv) {
   pipeline = pipeline_text(pipeline, preset, tensors, tensor_count);
   if (!pipeline) return EXIT_USAGE;
   char why[OUTPUT_PATH_WHY_SIZE], q[QUOTE_SIZE];
-  /* Raw frames: with --raw-shape, or any other --raw-* option (which then asks for it). */
+  /* Raw frames: with --raw-shape, or any other --raw-* option (which then asks for it);
+   * without, --frames - is a video streamed in (support/frame_reader.h). */
   raw_format raw;
   const bool is_raw = raw_shape || raw_dtype || raw_endian || raw_header;
   if (is_raw) {
@@ -388,11 +391,6 @@ int detect_command_main(int argc, char **argv) {
       fprintf(stderr, "plume detect: %s\n", message);
       return EXIT_USAGE;
     }
-  } else if (strcmp(frames, "-") == 0) {
-    fprintf(stderr,
-            "plume detect: --frames - (standard input) takes raw frames: give --raw-shape HxW "
-            "(and --raw-dtype, --raw-endian, --raw-header as they are)\n");
-    return EXIT_USAGE;
   }
   if (!output_path_usable(out, why, sizeof why)) {
     fprintf(stderr, "plume detect: --out %s: %s\n", quote_value(out, q, sizeof q), why);

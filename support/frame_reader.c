@@ -10,13 +10,17 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "support/quote.h"
+#include "support/regular_file.h"
+#include "support/video_io.h"
 
 struct frame_reader {
   frame_reader_info info;
   image_frames *stack; /* a file: its frames */
   raw_frames *raw;     /* raw frames: a file or a stream */
+  video_frames *video; /* a video: its frames, decoded in order */
   char *path;          /* the file, or the folder */
   char **files;        /* a folder: the paths of its frames, sorted */
   int64_t file_count, file_room;
@@ -32,6 +36,7 @@ void frame_reader_close(frame_reader *r) {
   image_frames_close(r->stack);
   image_frames_close(r->peeked);
   raw_frames_close(r->raw);
+  video_frames_close(r->video);
   for (int64_t i = 0; i < r->file_count; i++) free(r->files[i]);
   free(r->files);
   free(r->path);
@@ -143,6 +148,46 @@ static plm_status open_folder_file(frame_reader *r, int64_t k, image *frame, ima
   return status;
 }
 
+/* ---- videos ------------------------------------------------------------------------------ */
+
+/* Open path as a video when its first bytes are a video container's (support/video_io.h);
+ * *is_video tells whether they were (else nothing is opened and PLM_OK returned). */
+static plm_status open_video(frame_reader *r, image *frame, bool *is_video, char *err,
+                             size_t err_size) {
+  *is_video = false;
+  FILE *file = file_open_read(r->path, NULL, err, err_size);
+  if (!file) return PLM_ERR_IO;
+  unsigned char magic[VIDEO_MAGIC_BYTES];
+  const size_t got = fread(magic, 1, sizeof magic, file);
+  *is_video = video_magic(magic, got);
+  const int fd = *is_video ? dup(fileno(file)) : -1;
+  fclose(file);
+  if (!*is_video) return PLM_OK;
+  if (fd < 0)
+    return quote_failure(err, err_size, PLM_ERR_IO, "%s: cannot open it again: %s", r->path,
+                         strerror(errno));
+  video_info video;
+  plm_status status = video_frames_open(fd, r->path, &video, &r->video, err, err_size);
+  if (status != PLM_OK) return status;
+  *frame = (image){.dtype = video.dtype, .ndim = 2, .dims = {video.height, video.width}};
+  r->info.count = video.count;
+  return PLM_OK;
+}
+
+/* Standard input ("-") given without raw options: a video streamed in (its count -1, its
+ * frames read once, in order). */
+static plm_status open_video_stdin(frame_reader *r, image *frame, char *err, size_t err_size) {
+  const int fd = dup(STDIN_FILENO);
+  if (fd < 0)
+    return quote_failure(err, err_size, PLM_ERR_IO, "stdin: cannot open: %s", strerror(errno));
+  video_info video;
+  plm_status status = video_frames_open(fd, "stdin", &video, &r->video, err, err_size);
+  if (status != PLM_OK) return status;
+  *frame = (image){.dtype = video.dtype, .ndim = 2, .dims = {video.height, video.width}};
+  r->info.count = video.count;
+  return PLM_OK;
+}
+
 /* ---- the reader ------------------------------------------------------------------------ */
 
 static frame_reader *new_reader(const char *path) {
@@ -169,7 +214,9 @@ plm_status frame_reader_open(const char *path, frame_reader_info *info, frame_re
   struct stat st;
   plm_status status = PLM_OK;
   image frame = {0};
-  if (stat(path, &st) != 0) {
+  if (strcmp(path, "-") == 0) {
+    status = open_video_stdin(r, &frame, err, err_size);
+  } else if (stat(path, &st) != 0) {
     status = quote_failure(err, err_size, PLM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
   } else if (S_ISDIR(st.st_mode)) {
     r->info.folder = true;
@@ -179,7 +226,10 @@ plm_status frame_reader_open(const char *path, frame_reader_info *info, frame_re
     image_frames_close(first);
     r->info.count = r->file_count;
   } else {
-    status = image_frames_open(path, &frame, &r->info.count, &r->stack, err, err_size);
+    bool video = false;
+    status = open_video(r, &frame, &video, err, err_size);
+    if (status == PLM_OK && !video)
+      status = image_frames_open(path, &frame, &r->info.count, &r->stack, err, err_size);
   }
   if (status != PLM_OK) {
     frame_reader_close(r);
@@ -202,6 +252,14 @@ plm_status frame_reader_read(frame_reader *r, int64_t k, void *dst, char *err, s
     return quote_failure(err, err_size, PLM_ERR_INVALID_ARG, "%s: frame %lld is not in 0..%lld",
                          r->path, (long long)k, (long long)(r->info.count - 1));
   if (r->stack) return image_frames_read(r->stack, k, dst, err, err_size);
+  if (r->video) {
+    bool end = false;
+    plm_status status = video_frames_read(r->video, k, dst, &end, err, err_size);
+    if (status == PLM_OK && end)
+      status = quote_failure(err, err_size, PLM_ERR_IO, "%s: the frames end before frame %lld",
+                             r->path, (long long)k);
+    return status;
+  }
   if (r->raw) {
     bool end = false;
     plm_status status = raw_frames_read(r->raw, k, dst, &end, err, err_size);
@@ -265,6 +323,8 @@ plm_status frame_reader_next(frame_reader *r, int64_t k, void *dst, bool *end, c
     return PLM_OK;
   }
   if (r && r->raw && dst && k >= 0) return raw_frames_read(r->raw, k, dst, end, err, err_size);
+  if (r && r->video && dst && k >= 0)
+    return video_frames_read(r->video, k, dst, end, err, err_size);
   return frame_reader_read(r, k, dst, err, err_size);
 }
 

@@ -11,6 +11,15 @@
  * one frame (a 2-D image, or a 3-D .npy of one frame) of the dtype and shape of the first file
  * (of its dtype alone after frame_reader_allow_shapes), else reading that frame fails naming the
  * file. A folder without any such file is refused at open;
+ *   - a video file (support/video_io.h: Matroska, AVI, QuickTime/MP4 or NUT, recognised by its
+ *     first bytes): its first video stream's frames, decoded one at a time as gray (u8, or
+ *     u16 for 9- to 16-bit gray); the count is the container's where it says it (AVI,
+ *     QuickTime), else -1 until the frames end (frame_reader_next tells it, as for a stream).
+ *     Frames are decoded in order: reading one before the last read decodes again from the
+ *     file's beginning, so in order is the cheap way. "-" (standard input) given to
+ *     frame_reader_open is a video streamed in (a sensor's or ffmpeg's pipe, in a container
+ *     that streams: Matroska, NUT, AVI): its count is -1 and its frames are read once, in
+ *     order;
  *   - raw frames (support/raw_frames.h, frame_reader_open_raw): a headerless file, or a
  *     stream ("-", standard input, or a FIFO) whose count is unknown (-1) until it ends:
  *     a stream's frames are read once, in order (frame_reader_next tells its end).
@@ -40,14 +49,16 @@ typedef struct frame_reader frame_reader;
 typedef struct frame_reader_info {
   plm_dtype dtype;       /* of every frame */
   int64_t height, width; /* of every frame */
-  int64_t count;         /* N >= 1, or -1 for a stream: known when it ends */
+  int64_t count;         /* N >= 1, or -1 for a stream or a video that does not say: known when
+                            it ends */
   bool folder;           /* a folder of files, one frame each */
 } frame_reader_info;
 
 /* Open path (a file or a folder, above) and describe its frames in *info. Errors:
  * PLM_ERR_INVALID_ARG (NULL arguments), PLM_ERR_IO (cannot open or read, a bad file, a
  * folder without frames, a file in a folder that holds more than one frame),
- * PLM_ERR_UNSUPPORTED (a file image_read does not take), PLM_ERR_OUT_OF_MEMORY. *out is
+ * PLM_ERR_UNSUPPORTED (a file image_read does not take, a video codec not decoded),
+ * PLM_ERR_OUT_OF_MEMORY. *out is
  * NULL on failure. */
 plm_status frame_reader_open(const char *path, frame_reader_info *info, frame_reader **out,
                              char *err, size_t err_size);
@@ -62,7 +73,8 @@ plm_status frame_reader_open_raw(const char *path, const raw_format *raw, frame_
  * PLM_ERR_INVALID_ARG (NULL arguments, k out of range), PLM_ERR_IO (a bad or changed
  * file; in a folder, a file whose dtype, shape or frame count differs from the first's),
  * PLM_ERR_UNSUPPORTED, PLM_ERR_OUT_OF_MEMORY. A stream's frames are read in order, and its
- * end before frame k is PLM_ERR_IO (frame_reader_next tells it apart). */
+ * end (or a video's of unknown count) before frame k is PLM_ERR_IO (frame_reader_next tells
+ * it apart). */
 plm_status frame_reader_read(frame_reader *r, int64_t k, void *dst, char *err, size_t err_size);
 
 /* As frame_reader_read, for any reader, a stream's included: frame k into dst, or *end set

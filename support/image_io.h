@@ -17,6 +17,11 @@
  *                BZERO 32768 (u16), other 8-/16-bit and float images as f32 with BSCALE and
  *                BZERO applied, through cfitsio (support/fits_io.h); tile-compressed images
  *                are refused.
+ *   video        Matroska, AVI, QuickTime/MP4 or NUT: the first video stream's frames as gray
+ *                (u8, or u16 for 9- to 16-bit gray; colour as its luma), (H, W) for one frame,
+ *                else (N, H, W), through FFmpeg's libraries (support/video_io.h); image_read
+ *                decodes every frame (twice when the container does not count them: once to
+ *                count); image_frames refuses a video (support/frame_reader.h streams one).
  * Writes .npy (version 1.0) of dtype u8, u16, i32 or f32 and 1 to 4 dimensions.
  *
  * A file is checked before any data memory is allocated: a header that promises

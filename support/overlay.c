@@ -289,7 +289,8 @@ plm_status overlay_write_frames(frame_reader *r, const frame_reader_info *info,
   *written = 0;
   if (info->count < 0)
     return quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
-                         "overlay: the frames are a stream, read once: they cannot be drawn");
+                         "overlay: the frames' count is unknown (a stream, read once, or a video "
+                         "whose container does not count them): they cannot be drawn");
   drawing d = {0};
   plm_status status =
       read_detections(detections_csv, &d.detections, &d.n_detections, err, err_size);

@@ -405,9 +405,11 @@ plm_status score_report_write(const char *path, const score_report_input *in, ch
   plm_status status = score_match_frames(in->truth, in->n_truth, in->detections, in->n_detections,
                                          in->radius, &r, &frames, &n_frames, err, err_size);
   if (status != PLM_OK) return status;
-  int64_t frame_count = in->frames_info ? in->frames_info->count - in->skipped_frames : 0;
-  if (!in->frames_info && n_frames > 0)
-    frame_count = frames[n_frames - 1].frame - in->skipped_frames + 1;
+  /* The frames' count, else (no frames, or a video that does not count them) the last
+   * frame with a truth or a detection. */
+  const bool counted = in->frames_info && in->frames_info->count >= 0;
+  int64_t frame_count = counted ? in->frames_info->count - in->skipped_frames : 0;
+  if (!counted && n_frames > 0) frame_count = frames[n_frames - 1].frame - in->skipped_frames + 1;
   if (frame_count < 1) frame_count = 1;
   curve c = {0};
   if (in->strengths) status = sweep(in, frame_count, &c, err, err_size);

@@ -4,8 +4,8 @@
 # the stack, from a folder of the same frames as .npy, PGM and PNG files, from the same
 # samples as raw frames (a file, stdin, big-endian, after a header), and with any number
 # of frames in flight; --out - (the CSV on stdout, the summary on stderr), -q, an --out of
-# another extension refused; a TIFF stack and a TIFF in a folder, a FITS cube, read as their
-# .npy; --overlay's pictures; the rows equal `plume op threshold` + `plume op label
+# another extension refused; a TIFF stack and a TIFF in a folder, a FITS cube, FFV1 videos
+# (Matroska, AVI, and Matroska on stdin), read as their .npy, a video's damage named; --overlay's pictures; the rows equal `plume op threshold` + `plume op label
 # --regions --intensity` for the same chain; no progress bar when stderr is not a
 # terminal, and one on a terminal; arrays named by the pipeline (--tensor) give the
 # same rows as the built-in kernel and threshold they stand for; exit codes (0 ok, 2 bad
@@ -19,6 +19,7 @@ set -u
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 tiffs=$(cd "$(dirname "${BASH_SOURCE[0]}")/../fixtures/tiff" && pwd) # TIFFs tifffile wrote
 fitses=$(cd "$(dirname "${BASH_SOURCE[0]}")/../fixtures/fits" && pwd) # FITS files astropy wrote
+videos=$(cd "$(dirname "${BASH_SOURCE[0]}")/../fixtures/video" && pwd) # videos ffmpeg made
 plume=$1
 cli_begin "$plume" "$2" --commands
 
@@ -102,7 +103,8 @@ run 2 "raw short file" detect --frames short.raw "${raw[@]}" --pipeline "$pipeli
 expect_err "raw short file" "short.raw: frame $((N - 1)) is short: $((frame_bytes - 1)) of $frame_bytes bytes, 1 missing"
 absent "raw short file" r.csv
 run 2 "stdin without --raw-shape" detect --frames - --pipeline "$pipeline" --out r.csv </dev/null
-expect_err "stdin without --raw-shape" "give --raw-shape HxW"
+expect_err "stdin without --raw-shape" "stdin: not a video file"
+expect_err "stdin without --raw-shape" "--raw-shape HxW"
 run 2 "bad --raw-dtype" detect --frames s.raw --raw-shape 128x128 --raw-dtype i8 \
   --pipeline "$pipeline" --out r.csv
 expect_err "bad --raw-dtype" "--raw-dtype 'i8' is not u8, u16 or f32"
@@ -237,6 +239,31 @@ same fits.csv npy.csv "a FITS cube"
 checks=$((checks + 1))
 [[ $(wc -l <fits.csv) -gt 3 ]] || fail "a FITS cube: too few rows: $(cat fits.csv)"
 rm -f fits.csv npy.csv
+
+# Videos (support/video_io.h): FFV1 gray16 in Matroska (its count unknown until the end) and
+# gray8 in AVI give the rows of the .npy of the frames they were made of; a damaged packet
+# fails naming the file and the frame, leaving no output.
+run 0 "an FFV1 Matroska video" detect --frames "$videos/gray16-ffv1.mkv" \
+  --pipeline "$fits_pipeline" --out mkv.csv
+run 0 "its .npy" detect --frames "$videos/gray16-ffv1.npy" --pipeline "$fits_pipeline" \
+  --out npy.csv
+same mkv.csv npy.csv "an FFV1 Matroska video"
+run 0 "an FFV1 Matroska video on stdin" detect --frames - --pipeline "$fits_pipeline" \
+  --out stdin.csv < <(cat "$videos/gray16-ffv1.mkv")
+same stdin.csv npy.csv "an FFV1 Matroska video on stdin"
+checks=$((checks + 1))
+[[ $(wc -l <mkv.csv) -gt 3 ]] || fail "an FFV1 Matroska video: too few rows: $(cat mkv.csv)"
+video_pipeline="threshold value=200 ! label connectivity=8 ! regions capacity=64"
+run 0 "an FFV1 AVI video" detect --frames "$videos/gray8-ffv1.avi" --pipeline "$video_pipeline" \
+  --out avi.csv
+run 0 "its .npy" detect --frames "$videos/gray8-ffv1.npy" --pipeline "$video_pipeline" \
+  --out npy.csv
+same avi.csv npy.csv "an FFV1 AVI video"
+run 2 "a damaged video" detect --frames "$videos/damaged-packet.avi" \
+  --pipeline "$video_pipeline" --out bad.csv &&
+  expect_err "a damaged video" "damaged-packet.avi: frame 2: damaged"
+absent "a damaged video" bad.csv
+rm -f mkv.csv avi.csv npy.csv stdin.csv
 
 # Without capacity= the table holds every region a frame can have: the same rows.
 run 0 "no capacity" detect --frames=s.npy "--pipeline=$log ! regions" --out=k.csv --backend=host

@@ -4,8 +4,8 @@
 # whole .npy files written the same way and compared byte for byte. Checks exit
 # codes (0 ok, 2 bad usage or bad file), one-line messages on stderr, and that no
 # output (or temporary) file is left behind by a failure. Also --out - (stdout), outputs
-# named for another format refused, TIFF in (tests/fixtures/tiff) and out, and FITS in
-# (tests/fixtures/fits). No Python needed.
+# named for another format refused, TIFF in (tests/fixtures/tiff) and out, FITS in
+# (tests/fixtures/fits), and video in (tests/fixtures/video). No Python needed.
 set -u
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 plume=$1
@@ -1158,6 +1158,17 @@ run 2 "a TIFF of mixed pages" op threshold --in "$tiffs/mixed-shapes.tif" --valu
   expect_err "a TIFF of mixed pages" "page 1 is u16 6x5, but page 0 is u16 4x5"
 absent "refused TIFFs" x.npy
 rm -f t.tif t.npy back-tif.npy back-npy.npy
+
+# Video in (support/video_io.h): an FFV1 gray16 Matroska file ffmpeg made gives what the .npy
+# of its frames gives; an audio-only file is refused by name.
+videos=$fixtures/video
+run 0 "threshold a video" op threshold --in "$videos/gray16-ffv1.mkv" --value 30000 --out v.npy
+run 0 "threshold its .npy" op threshold --in "$videos/gray16-ffv1.npy" --value 30000 --out t.npy
+same v.npy t.npy "a video read whole"
+run 2 "an audio-only file" op threshold --in "$videos/audio-only.mkv" --value 1 --out x.npy &&
+  expect_err "an audio-only file" "audio-only.mkv: no video stream (1 stream: audio)"
+absent "an audio-only file" x.npy
+rm -f v.npy t.npy
 
 # FITS out (support/fits_io.h): --out NAME.fits (.fit, .fts, any case) writes a FITS image,
 # which reads back as the .npy output's values; f32 is BITPIX -32.
