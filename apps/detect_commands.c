@@ -260,16 +260,16 @@ static int report_outcome(plm_status status, const detect_result *result, bool w
   return interrupt_exit_code(); /* 0, or a signal that came during the renames */
 }
 
-/* Whether --latency PATH can be written beside the other outputs (else a message). */
-static bool latency_usable(const char *path, const char *out, const char *frames, bool under_mpi) {
+/* Whether --latency PATH can be written beside the other outputs (else a message). Under
+ * MPI detect_run refuses it, all ranks agreeing (apps/detect.h). */
+static bool latency_usable(const char *path, const char *out, const char *frames) {
   if (!path) return true;
   char why[OUTPUT_PATH_WHY_SIZE], q[QUOTE_SIZE];
   if (!output_extension_fits(path, "csv", why, sizeof why)) {
     fprintf(stderr, "plume detect: --latency %s\n", why);
     return false;
   }
-  const char *refused = under_mpi ? "times one process's frames: not under MPI"
-                        : strcmp(path, "-") == 0 && strcmp(out, "-") == 0
+  const char *refused = strcmp(path, "-") == 0 && strcmp(out, "-") == 0
                             ? "--out is standard output already: one of them at most"
                         : same_file(path, out)    ? "--out names the same file"
                         : same_file(path, frames) ? "--frames names the same file"
@@ -411,7 +411,7 @@ int detect_command_main(int argc, char **argv) {
   }
   if (!overlay_usable(overlay, truth, out, is_raw && strcmp(frames, "-") == 0,
                       mpi || launched_by_mpi()) ||
-      !latency_usable(latency, out, frames, mpi || launched_by_mpi()))
+      !latency_usable(latency, out, frames))
     return EXIT_USAGE;
   /* The data on stdout (--out - or --latency -): the summary goes to stderr; -q: nowhere, nor
    * the bar. */
