@@ -3,11 +3,14 @@
 
 #include "apps/detect.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "profile/stats.h"
+#include "streams/clock.h"
 #include "support/csv.h"
 #include "support/image_io.h"
 #include "support/progress.h"
@@ -20,6 +23,18 @@
  * the pipeline's text in the library's message. */
 
 /* Everything one run holds, released by release() whatever was reached. */
+/* When a frame's read finished and its rows were written (--latency), from the start. */
+typedef struct frame_times {
+  double read_s, written_s;
+} frame_times;
+
+/* A pipeline compiled for frames of one shape. */
+typedef struct shaped_pipeline {
+  int64_t height, width;
+  plm_pipeline *pl; /* NULL: the slot is free */
+  int64_t used;     /* when it last ran (detect_job.shapes_used) */
+} shaped_pipeline;
+
 typedef struct detect_job {
   const detect_config *config;
   detect_result *result;
@@ -33,6 +48,19 @@ typedef struct detect_job {
   detect_check checks[DETECT_CHECKS]; /* what every rank must hold alike (with a runner) */
   char *rows;                         /* one frame's packed rows (detect_pack_fn) */
   size_t rows_room;                   /* bytes */
+  /* A folder of frames of several shapes runs as segments of one shape each, with a
+   * pipeline compiled per shape (kept, up to DETECT_SHAPES_KEPT, the least recently used
+   * destroyed first; pl is the running segment's). The run's frame k is the sequence's
+   * frame first_frame + k; the source ends a segment at the first frame of another shape
+   * (next_height, next_width: 0 until one is met). */
+  shaped_pipeline kept_pipelines[DETECT_SHAPES_KEPT];
+  int64_t shapes_used; /* a clock of the segments, for the least recently used */
+  int64_t height, width, first_frame, next_height, next_width;
+  /* With config->latency_path: when each frame was read and written, in seconds from
+   * started (frame_times_room of them, grown as frames come). */
+  double started;
+  frame_times *times;
+  int64_t frame_times_room;
   bool ran;                           /* the runner's run was reached (no withdraw) */
   progress bar;
   char *err; /* the caller's message buffer */
@@ -57,7 +85,13 @@ static plm_status release(detect_job *job, plm_status status) {
   free_tensors(job);
   image_writer_abort(job->csv);
   unnamed_file_close(job->kept);
-  plm_pipeline_destroy(job->pl);
+  free(job->times);
+  bool kept = false;
+  for (int i = 0; i < DETECT_SHAPES_KEPT; i++) {
+    kept = kept || job->kept_pipelines[i].pl == job->pl;
+    plm_pipeline_destroy(job->kept_pipelines[i].pl);
+  }
+  if (!kept) plm_pipeline_destroy(job->pl);
   plm_profiler_destroy(job->profiler);
   if (job->ctx && plm_context_destroy(job->ctx) != PLM_OK && status == PLM_OK)
     status = quote_failure(job->err, job->err_size, PLM_ERR_INTERNAL, "%s", plm_last_error());
@@ -254,9 +288,33 @@ static plm_status keep_failure(detect_job *job, plm_status status) {
   return status;
 }
 
-static plm_status read_frame(void *user, int64_t frame, void *const *inputs, bool *end) {
+/* Whether each frame's read and written times are kept: for --latency, and for a folder,
+ * whose frames may run in several segments (the run's percentiles are then made from
+ * them). Never for a stream, which may not end. */
+static bool timed(const detect_job *job) {
+  return job->config->latency_path || job->result->frames.folder;
+}
+
+/* Frame k's read time (--latency), the times' room grown to hold it. */
+static plm_status note_read(detect_job *job, int64_t frame, double seconds) {
+  if (frame >= job->frame_times_room) {
+    int64_t room = job->frame_times_room ? 2 * job->frame_times_room : 1024;
+    while (room <= frame) room *= 2;
+    frame_times *grown = realloc(job->times, (size_t)room * sizeof *grown);
+    if (!grown)
+      return quote_failure(job->scratch, sizeof job->scratch, PLM_ERR_OUT_OF_MEMORY,
+                           "out of memory for the times of frame %lld", (long long)frame);
+    job->times = grown;
+    job->frame_times_room = room;
+  }
+  job->times[frame] = (frame_times){.read_s = seconds, .written_s = -1.0};
+  return PLM_OK;
+}
+
+static plm_status read_frame(void *user, int64_t run_frame, void *const *inputs, bool *end) {
   detect_job *job = user;
   const int64_t count = job->result->frames.count; /* -1: a stream, until it ends */
+  const int64_t frame = job->first_frame + run_frame;
   if (count >= 0 && frame >= count) {
     *end = true;
     return PLM_OK;
@@ -264,15 +322,31 @@ static plm_status read_frame(void *user, int64_t frame, void *const *inputs, boo
   if (job->config->stop && *job->config->stop)
     return keep_failure(job, quote_failure(job->scratch, sizeof job->scratch, PLM_ERR_INVALID_STATE,
                                            "interrupted at frame %lld", (long long)frame));
-  return keep_failure(job, frame_reader_next(job->reader, frame, inputs[0], end, job->scratch,
-                                             sizeof job->scratch));
+  int64_t height = job->height, width = job->width;
+  plm_status status = job->result->frames.folder
+                          ? frame_reader_shape(job->reader, frame, &height, &width, job->scratch,
+                                               sizeof job->scratch)
+                          : PLM_OK;
+  if (status == PLM_OK && (height != job->height || width != job->width)) {
+    job->next_height = height; /* the segment ends; the next runs this shape */
+    job->next_width = width;
+    *end = true;
+    return PLM_OK;
+  }
+  if (status == PLM_OK)
+    status =
+        frame_reader_next(job->reader, frame, inputs[0], end, job->scratch, sizeof job->scratch);
+  if (status == PLM_OK && !*end && timed(job))
+    status = note_read(job, frame, plm__monotonic_seconds() - job->started);
+  return keep_failure(job, status);
 }
 
 /* The rows of frame k (detect_pack_fn): the count of regions the table could not hold,
  * then the CSV lines, in job->rows. */
-static plm_status pack_rows(void *user, int64_t frame, const void *const *outputs,
+static plm_status pack_rows(void *user, int64_t run_frame, const void *const *outputs,
                             const void **bytes, size_t *length) {
   detect_job *job = user;
+  const int64_t frame = job->first_frame + run_frame;
   const int64_t capacity = job->result->capacity;
   const double *table = outputs[0];
   int32_t count = 0;
@@ -304,8 +378,9 @@ static plm_status pack_rows(void *user, int64_t frame, const void *const *output
 }
 
 /* Write frame k's packed rows into the CSV (detect_deliver_fn). */
-static plm_status write_rows(void *user, int64_t frame, const void *bytes, size_t length) {
+static plm_status write_rows(void *user, int64_t run_frame, const void *bytes, size_t length) {
   detect_job *job = user;
+  const int64_t frame = job->first_frame + run_frame;
   detect_result *result = job->result;
   int64_t missing = 0;
   memcpy(&missing, bytes, sizeof missing);
@@ -323,6 +398,8 @@ static plm_status write_rows(void *user, int64_t frame, const void *bytes, size_
     return keep_failure(job, status);
   }
   for (size_t i = 0; i < text; i++) result->regions += lines[i] == '\n';
+  if (job->times && frame < job->frame_times_room)
+    job->times[frame].written_s = plm__monotonic_seconds() - job->started;
   progress_update(&job->bar, frame + 1);
   return PLM_OK;
 }
@@ -358,6 +435,33 @@ static plm_status write_kept_rows(detect_job *job) {
   return status;
 }
 
+/* The frames' times (config->latency_path, detect.h) written atomically, one row a frame
+ * delivered. */
+static plm_status write_latency(detect_job *job, int64_t frames) {
+  const char *path = job->config->latency_path;
+  const size_t row_size = 96;
+  char *text = malloc((size_t)(frames + 1) * row_size);
+  if (!text)
+    return quote_failure(job->err, job->err_size, PLM_ERR_OUT_OF_MEMORY,
+                         "%s: out of memory for %lld rows", path, (long long)frames);
+  size_t used = (size_t)snprintf(text, row_size, "frame,read_s,written_s,latency_ms\n");
+  for (int64_t k = 0; k < frames; k++) {
+    const frame_times *t = &job->times[k];
+    used += (size_t)snprintf(text + used, row_size, "%lld,%.6f,%.6f,%.4f\n", (long long)k,
+                             t->read_s, t->written_s, 1e3 * (t->written_s - t->read_s));
+  }
+  image_writer *writer = NULL;
+  plm_status status = image_writer_open_text(path, &writer, job->err, job->err_size);
+  if (status == PLM_OK) status = image_writer_write(writer, text, used, job->err, job->err_size);
+  if (status == PLM_OK) {
+    status = image_writer_commit(writer, job->err, job->err_size);
+  } else {
+    image_writer_abort(writer);
+  }
+  free(text);
+  return status;
+}
+
 static plm_status check_config(const detect_config *config, char *err, size_t err_size) {
   if (!config)
     return quote_failure(err, err_size, PLM_ERR_INVALID_ARG, "detect_run: config is NULL");
@@ -380,6 +484,9 @@ static plm_status check_config(const detect_config *config, char *err, size_t er
   if (config->runner && config->profile_dir)
     return quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
                          "--profile is for one process, not a run over several (MPI)");
+  if (config->runner && config->latency_path)
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
+                         "--latency times one process's frames, not a run over several (MPI)");
   if (config->frames_in_flight < 0 || config->frames_in_flight > PLM_PIPELINE_MAX_FRAMES)
     return quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
                          "frames in flight %d is not from 1 to %d (0: the default)",
@@ -394,6 +501,140 @@ static plm_status check_config(const detect_config *config, char *err, size_t er
         "the pipeline's regions have intensity=none, but the intensity columns are "
         "written: leave intensity to its default (input)");
   return PLM_OK;
+}
+
+/* ---- segments of one shape ------------------------------------------------------------------ */
+
+/* The run's pipeline for frames of job->height x job->width: parsed from the text with the
+ * tensors, its outputs checked (the result's capacity set from them), compiled for the
+ * frames in flight, profiled with the run's profiler. Errors with job->err set. */
+static plm_status build_pipeline(detect_job *job, const plm_named_tensor *named,
+                                 plm_pipeline **out) {
+  const detect_config *config = job->config;
+  const int64_t dims[2] = {job->height, job->width};
+  *out = NULL;
+  plm_status status =
+      plm_pipeline_parse_with_tensors(job->ctx, config->pipeline, job->result->frames.dtype, 2,
+                                      dims, named, config->tensor_count, &job->pl);
+  if (status != PLM_OK) {
+    job->pl = NULL;
+    return quote_failure(job->err, job->err_size, status, "%s", plm_last_error());
+  }
+  const plm_plan_config plan = {.frames_in_flight = job->result->frames_in_flight};
+  if ((status = check_outputs(job)) == PLM_OK &&
+      (status = plm_pipeline_compile(job->pl, &plan)) == PLM_OK && job->profiler)
+    status = plm_pipeline_set_profiler(job->pl, job->profiler);
+  if (status != PLM_OK && job->err[0] == '\0')
+    quote_failure(job->err, job->err_size, status, "%s", plm_last_error());
+  if (status != PLM_OK) {
+    plm_pipeline_destroy(job->pl);
+    job->pl = NULL;
+    return status;
+  }
+  *out = job->pl;
+  return PLM_OK;
+}
+
+/* Make the pipeline of frames of height x width the running one (detect.h, "Shapes"): the
+ * kept one, or one built in a free slot or in place of the least recently used; its state
+ * reset and the result's capacity its own. */
+static plm_status use_shape(detect_job *job, const plm_named_tensor *named, int64_t height,
+                            int64_t width) {
+  job->height = height;
+  job->width = width;
+  shaped_pipeline *slot = NULL;
+  for (int i = 0; i < DETECT_SHAPES_KEPT && !slot; i++)
+    if (job->kept_pipelines[i].pl && job->kept_pipelines[i].height == height &&
+        job->kept_pipelines[i].width == width)
+      slot = &job->kept_pipelines[i];
+  plm_status status = PLM_OK;
+  if (slot) {
+    job->pl = slot->pl;
+    if ((status = plm_pipeline_reset_state(job->pl)) == PLM_OK) status = check_outputs(job);
+    if (status != PLM_OK && job->err[0] == '\0')
+      quote_failure(job->err, job->err_size, status, "%s", plm_last_error());
+  } else {
+    slot = &job->kept_pipelines[0];
+    for (int i = 0; i < DETECT_SHAPES_KEPT; i++) {
+      if (!job->kept_pipelines[i].pl) {
+        slot = &job->kept_pipelines[i];
+        break;
+      }
+      if (job->kept_pipelines[i].used < slot->used) slot = &job->kept_pipelines[i];
+    }
+    plm_pipeline_destroy(slot->pl); /* its blocks go back to the pool for the new one */
+    *slot = (shaped_pipeline){.height = height, .width = width};
+    job->pl = NULL;
+    status = build_pipeline(job, named, &slot->pl);
+    job->result->pipelines += status == PLM_OK;
+  }
+  slot->used = ++job->shapes_used;
+  return status;
+}
+
+/* The latency percentiles of every frame so far, from its read to its rows written (by
+ * nearest rank), for a run of several segments. */
+static void frame_latency_percentiles(const detect_job *job, int64_t frames,
+                                      plm_run_stream_report *report) {
+  double *ms = frames > 0 ? malloc((size_t)frames * sizeof *ms) : NULL;
+  if (!ms) return; /* none, or no memory: the segments' figures stay */
+  for (int64_t k = 0; k < frames; k++)
+    ms[k] = 1e3 * (job->times[k].written_s - job->times[k].read_s);
+  plm__sort_doubles(ms, (size_t)frames);
+  report->latency_p50_ms = ms[plm__nearest_rank((size_t)frames, 0.50)];
+  report->latency_p99_ms = ms[plm__nearest_rank((size_t)frames, 0.99)];
+  free(ms);
+}
+
+/* The segment's report added to the run's (detect.h's result->report). */
+static void add_segment(detect_job *job, const plm_run_stream_report *segment) {
+  plm_run_stream_report *run = &job->result->report;
+  if (job->result->segments++ == 0) {
+    *run = *segment;
+    return;
+  }
+  run->frames_delivered += segment->frames_delivered;
+  run->failed_frame = segment->failed_frame >= 0 ? job->first_frame + segment->failed_frame : -1;
+  run->seconds += segment->seconds;
+  run->frames_per_s = run->seconds > 0 ? (double)run->frames_delivered / run->seconds : 0;
+  run->graph_replays += segment->graph_replays;
+  run->graphs_used = run->graph_replays > 0;
+  if (!run->graphs_note[0]) memcpy(run->graphs_note, segment->graphs_note, sizeof run->graphs_note);
+  run->copy_ms += segment->copy_ms;
+  run->compute_ms += segment->compute_ms;
+  run->overlap_ms += segment->overlap_ms;
+  run->submit_p50_us = fmax(run->submit_p50_us, segment->submit_p50_us);
+  run->submit_p99_us = fmax(run->submit_p99_us, segment->submit_p99_us);
+  run->source_p50_us = fmax(run->source_p50_us, segment->source_p50_us);
+  run->source_p99_us = fmax(run->source_p99_us, segment->source_p99_us);
+  frame_latency_percentiles(job, job->first_frame + segment->frames_delivered, run);
+}
+
+/* Run the frames, a segment of one shape after another, until they end or one fails. */
+static plm_status run_segments(detect_job *job, const plm_named_tensor *named) {
+  const plm_run_stream_options options = plm_run_stream_options_default();
+  for (;;) {
+    plm_run_stream_report segment;
+    job->next_height = job->next_width = 0;
+    plm_status status =
+        plm_pipeline_run_stream(job->pl, read_frame, write_frame, job, &options, &segment);
+    add_segment(job, &segment);
+    if (status != PLM_OK) {
+      /* The source's or sink's own message names the file and the frame; the run's names
+       * the frame of its segment. */
+      if (job->first_failure[0])
+        return quote_failure(job->err, job->err_size, status, "%s", job->first_failure);
+      if (job->result->segments == 1)
+        return quote_failure(job->err, job->err_size, status, "%s", plm_last_error());
+      return quote_failure(job->err, job->err_size, status,
+                           "the %lldx%lld frames from frame %lld on: %s", (long long)job->height,
+                           (long long)job->width, (long long)job->first_frame, plm_last_error());
+    }
+    if (job->next_height == 0) return PLM_OK;
+    job->first_frame += segment.frames_delivered;
+    if ((status = use_shape(job, named, job->next_height, job->next_width)) != PLM_OK)
+      return status;
+  }
 }
 
 plm_status detect_run(const detect_config *config, detect_result *result, char *err,
@@ -420,8 +661,9 @@ plm_status detect_run(const detect_config *config, detect_result *result, char *
   if (config->runner && frames->count < 0)
     return release(&job,
                    quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
-                                 "%s is a stream: its frames cannot be shared among the ranks of "
-                                 "an MPI job (give a file)",
+                                 "%s is a stream (or a video whose container does not count its "
+                                 "frames): its frames cannot be shared among the ranks of "
+                                 "an MPI job (give a file; a video in AVI or MP4)",
                                  frame_reader_file(job.reader, 0)));
   if (frames->dtype != PLM_DTYPE_U8 && frames->dtype != PLM_DTYPE_U16 &&
       frames->dtype != PLM_DTYPE_F32)
@@ -437,6 +679,11 @@ plm_status detect_run(const detect_config *config, detect_result *result, char *
     check_frames(config->frames_path, frames, &job.checks[2]);
   }
 
+  /* A folder's frames may differ in shape: segments of one shape each (detect.h). */
+  if (frames->folder && !config->runner) frame_reader_allow_shapes(job.reader);
+  job.height = frames->height;
+  job.width = frames->width;
+
   /* AUTO: the backend the cost model predicts faster for this pipeline and frame size
    * (plm_pipeline_place); built again there when it is not the context's. */
   plm_backend backend = config->backend;
@@ -445,14 +692,7 @@ plm_status detect_run(const detect_config *config, detect_result *result, char *
     if ((status = plm_context_create(&context_config, &job.ctx)) != PLM_OK ||
         (status = plm_context_backend(job.ctx, &result->backend)) != PLM_OK)
       return library_failure(&job, status);
-    const int64_t dims[2] = {frames->height, frames->width};
-    status = plm_pipeline_parse_with_tensors(job.ctx, config->pipeline, frames->dtype, 2, dims,
-                                             named, config->tensor_count, &job.pl);
-    if (status != PLM_OK) return library_failure(&job, status);
-    if ((status = check_outputs(&job)) != PLM_OK) return release(&job, status);
-    plm_plan_config plan = {.frames_in_flight = result->frames_in_flight};
-    if ((status = plm_pipeline_compile(job.pl, &plan)) != PLM_OK)
-      return library_failure(&job, status);
+    if ((status = build_pipeline(&job, named, &job.pl)) != PLM_OK) return release(&job, status);
     if (config->backend != PLM_BACKEND_AUTO || attempt > 0) break;
     if ((status = plm_pipeline_place(job.pl, &backend, &result->placement)) != PLM_OK)
       return library_failure(&job, status);
@@ -462,7 +702,9 @@ plm_status detect_run(const detect_config *config, detect_result *result, char *
     plm_context_destroy(job.ctx);
     job.ctx = NULL;
   }
-  free_tensors(&job); /* the pipeline has its copies */
+  job.kept_pipelines[0] = (shaped_pipeline){.height = job.height, .width = job.width, .pl = job.pl};
+  result->pipelines = 1;
+  if (!frames->folder) free_tensors(&job); /* the pipeline has its copies; no other shape */
   if (config->profile_dir &&
       ((status = plm_profiler_create(job.ctx, NULL, &job.profiler)) != PLM_OK ||
        (status = plm_pipeline_set_profiler(job.pl, job.profiler)) != PLM_OK))
@@ -507,15 +749,11 @@ plm_status detect_run(const detect_config *config, detect_result *result, char *
                                .checks = job.checks,
                                .check_count = DETECT_CHECKS};
     job.ran = true;
+    result->segments = 1;
     status = runner->run(runner, job.pl, &all, result, err, err_size);
   } else {
-    plm_run_stream_options options = plm_run_stream_options_default();
-    status =
-        plm_pipeline_run_stream(job.pl, read_frame, write_frame, &job, &options, &result->report);
-    /* The source's or sink's own message names the file; else the run's names the frame. */
-    if (status != PLM_OK)
-      quote_failure(err, err_size, status, "%s",
-                    job.first_failure[0] ? job.first_failure : plm_last_error());
+    job.started = plm__monotonic_seconds();
+    status = run_segments(&job, named);
   }
   progress_end(&job.bar);
   if (result->frames.count < 0) result->frames.count = result->report.frames_delivered;
@@ -533,6 +771,8 @@ plm_status detect_run(const detect_config *config, detect_result *result, char *
   image_writer *csv = job.csv;
   job.csv = NULL;
   status = image_writer_commit(csv, err, err_size);
+  if (status == PLM_OK && config->latency_path)
+    status = write_latency(&job, result->report.frames_delivered);
   result->write_failed = status != PLM_OK;
   /* The detections are kept even when the profile cannot be written; a profile that
    * cannot be written (its folder cannot be made, a full disk) is a runtime failure, as

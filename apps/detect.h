@@ -33,6 +33,17 @@
  * another dtype is refused). The CSV goes to a temporary file beside the output that is
  * renamed over it at the end (support/image_io.h's writer): a failure leaves no file.
  *
+ * Shapes: the frames of a folder may differ in size (of one dtype: crops, several
+ * sensors). The run then goes in segments, each a run of frames of one shape: the source
+ * tells each frame's shape before reading it (frame_reader_shape) and ends the segment at
+ * the first frame of another, whose shape gets its own pipeline, parsed and compiled from
+ * the same text and tensors (on the backend the first shape chose) and kept, so that a
+ * shape coming back reuses its plan and pool blocks; up to DETECT_SHAPES_KEPT are kept,
+ * the least recently used destroyed first (its memory going back to the context's pool
+ * for the next). A pipeline's state (a temporal background) starts again at each
+ * segment: plm_pipeline_reset_state. The rows keep the sequence's frame numbers. With a
+ * runner the frames must be of one shape, as a stack's or raw frames' are.
+ *
  * Processes: with config->runner (apps/detect_mpi.h) the frames are shared among MPI
  * ranks, each reading and running its own block of frames; every frame's rows reach the
  * rank that writes, in frame order, so the CSV is byte for byte what one process writes.
@@ -64,6 +75,9 @@
 
 /* Room for any message of this module. */
 enum { DETECT_ERROR_SIZE = FRAME_READER_ERROR_SIZE + 512 };
+
+/* The most pipelines kept at once for a folder of frames of several shapes (above). */
+enum { DETECT_SHAPES_KEPT = 4 };
 
 /* The most tensors a run takes. */
 enum { DETECT_MAX_TENSORS = 16 };
@@ -148,6 +162,12 @@ typedef struct detect_config {
    * every frame; no CUDA graphs) and write profile.json, trace.json and report.html into
    * this directory after it (after the CSV, which stays when the profile fails). */
   const char *profile_dir;
+  /* When not NULL: each frame's times into this CSV after the run (written atomically,
+   * after the detections' CSV): "frame,read_s,written_s,latency_ms", read_s when the
+   * frame's read finished and written_s when its rows were written, both in seconds from
+   * the run's start (before the first frame is read), latency_ms their difference: how long
+   * a frame waited in flight and ran (plume score --report draws it). Not with a runner. */
+  const char *latency_path;
   const detect_tensor *tensors; /* tensor_count of them (0..DETECT_MAX_TENSORS), above */
   int tensor_count;
   /* NULL: every frame runs here. Else the runner's run replaces plm_pipeline_run_stream,
@@ -157,7 +177,9 @@ typedef struct detect_config {
 } detect_config;
 
 struct detect_result {
-  frame_reader_info frames;
+  frame_reader_info frames; /* the shape is the first frame's */
+  int64_t segments;         /* runs of frames of one shape (1 unless their shapes differ) */
+  int64_t pipelines;        /* compiled: one per shape met, again for one evicted, met again */
   plm_backend backend;      /* the backend that ran */
   plm_placement placement;  /* with backend AUTO: the prediction that chose it (with a GPU) */
   int frames_in_flight;     /* K */

@@ -24,6 +24,7 @@ static const char detect_usage[] =
     "                    [--raw-shape HxW [--raw-dtype u8|u16|f32] [--raw-endian E]\n"
     "                    [--raw-header BYTES]] [--h5-values physical|stored]\n"
     "                    [--backend host|cuda|auto] [--streams K] [--profile DIR]\n"
+    "                    [--latency TIMES.csv]\n"
     "                    [--progress] [--mpi] [-q]\n"
     "       plume detect --list-presets\n"
     "\n"
@@ -36,9 +37,12 @@ static const char detect_usage[] =
     "                        dataset), read frame by frame, or a 2-D .npy, PGM, PNG, FITS\n"
     "                        image or HDF5 dataset (one frame); or a folder whose .npy,\n"
     "                        .pgm, .png, .tif, .tiff, .fits, .fit, .fts, .h5, .hdf5, .he5\n"
-    "                        and .nc files (one frame each, all of one dtype and shape)\n"
-    "                        are the frames in the byte order of their names (zero-pad the\n"
-    "                        numbers). u8, u16 or f32 (a '<f8' .npy is read as f32).\n"
+    "                        and .nc files (one frame each, all of one dtype; their sizes\n"
+    "                        may differ: each size runs its own pipeline) are the frames\n"
+    "                        in the byte order of their names (zero-pad the numbers). u8,\n"
+    "                        u16 or f32 (a '<f8' .npy is read as f32).\n"
+    "                        A video (.mkv, .avi, .mp4, .mov, .nut; '-': streamed on\n"
+    "                        standard input) decoded frame by frame as gray u8 or u16.\n"
     "                        With --raw-shape: raw frames, from a file or '-' (standard\n"
     "                        input, a sensor's pipe), read frame by frame as they come\n"
     "  --raw-shape HxW       raw frames of H rows of W samples each, back to back with\n"
@@ -81,6 +85,11 @@ static const char detect_usage[] =
     "                        trace: Perfetto, chrome://tracing), DIR/report.html (with a\n"
     "                        map of the device pool at the end of the run) and\n"
     "                        DIR/pool_snapshot.json; CUDA graphs are off while profiling\n"
+    "  --latency CSV         each frame's times after the run: frame,read_s,written_s,\n"
+    "                        latency_ms (when its read finished and its rows were written,\n"
+    "                        in seconds from the start, and the time between them); plume\n"
+    "                        score --report --latency draws it; '-': to standard output\n"
+    "                        after the run (the summary then goes to stderr). Not with --mpi\n"
     "  --overlay DIR         after the run, draw each frame with its regions (a red box\n"
     "                        and a yellow centroid) as DIR/frame_NNNNNN.png (DIR must\n"
     "                        exist; not with --out -, frames from '-' or --mpi)\n"
@@ -236,15 +245,44 @@ static int report_outcome(plm_status status, const detect_result *result, bool w
     return result->write_failed ? EXIT_RUNTIME_FAILURE : detect_exit_code(status);
   }
   if (!writes || !summary) return interrupt_exit_code();
-  fprintf(summary, "detect: %lld frames of %lldx%lld %s from %s, %lld regions -> %s\n",
-          (long long)result->frames.count, (long long)result->frames.height,
-          (long long)result->frames.width, plm_dtype_name(result->frames.dtype), frames,
+  char shape[96];
+  if (result->segments > 1)
+    snprintf(shape, sizeof shape,
+             "several shapes (%lld runs of one shape, %lld pipelines compiled; the first "
+             "%lldx%lld)",
+             (long long)result->segments, (long long)result->pipelines,
+             (long long)result->frames.height, (long long)result->frames.width);
+  else
+    snprintf(shape, sizeof shape, "%lldx%lld", (long long)result->frames.height,
+             (long long)result->frames.width);
+  fprintf(summary, "detect: %lld frames of %s %s from %s, %lld regions -> %s\n",
+          (long long)result->frames.count, shape, plm_dtype_name(result->frames.dtype), frames,
           (long long)result->regions, out);
   detect_print_summary(summary, result);
   if (profile)
     fprintf(summary, "profile: %s/profile.json, trace.json, report.html, pool_snapshot.json\n",
             profile);
   return interrupt_exit_code(); /* 0, or a signal that came during the renames */
+}
+
+/* Whether --latency PATH can be written beside the other outputs (else a message). Under
+ * MPI detect_run refuses it, all ranks agreeing (apps/detect.h). */
+static bool latency_usable(const char *path, const char *out, const char *frames) {
+  if (!path) return true;
+  char why[OUTPUT_PATH_WHY_SIZE], q[QUOTE_SIZE];
+  if (!output_extension_fits(path, "csv", why, sizeof why)) {
+    fprintf(stderr, "plume detect: --latency %s\n", why);
+    return false;
+  }
+  const char *refused = strcmp(path, "-") == 0 && strcmp(out, "-") == 0
+                            ? "--out is standard output already: one of them at most"
+                        : same_file(path, out)    ? "--out names the same file"
+                        : same_file(path, frames) ? "--frames names the same file"
+                        : !output_path_usable(path, why, sizeof why) ? why
+                                                                     : NULL;
+  if (refused)
+    fprintf(stderr, "plume detect: --latency %s: %s\n", quote_value(path, q, sizeof q), refused);
+  return refused == NULL;
 }
 
 /* Whether --overlay and --truth can be taken with the other options (else a message). */
@@ -277,10 +315,12 @@ static int draw_overlay(const detect_config *config, const char *dir, const char
   char err[OVERLAY_ERROR_SIZE] = "";
   frame_reader *r = NULL;
   frame_reader_info info;
-  plm_status status = config->raw ? frame_reader_open_raw(config->frames_path, config->raw, &info,
-                                                          &r, err, sizeof err)
-                                  : frame_reader_open_as(config->frames_path, config->read_flags,
-                                                         &info, &r, err, sizeof err);
+  plm_status status =
+      config->raw ? frame_reader_open_raw(config->frames_path, config->raw, &info, &r, err,
+                                          sizeof err)
+                  : frame_reader_open_as(config->frames_path, config->read_flags, &info, &r, err,
+                                         sizeof err);
+  frame_reader_allow_shapes(r); /* a folder's frames of several shapes, as the run took them */
   int64_t written = 0;
   if (status == PLM_OK)
     status = overlay_write_frames(r, &info, config->out_path, truth, dir, &written, err,
@@ -298,7 +338,8 @@ int detect_command_main(int argc, char **argv) {
   const char *frames = NULL, *pipeline = NULL, *preset = NULL, *list = NULL, *out = NULL,
              *backend = NULL, *streams = NULL, *profile = NULL, *mpi = NULL, *progress = NULL,
              *raw_shape = NULL, *raw_dtype = NULL, *raw_endian = NULL, *raw_header = NULL,
-             *quiet = NULL, *quiet_long = NULL, *overlay = NULL, *truth = NULL, *h5_values = NULL;
+             *quiet = NULL, *quiet_long = NULL, *overlay = NULL, *truth = NULL, *latency = NULL,
+             *h5_values = NULL;
   option options[] = {{"--frames", &frames, false},
                       {"--raw-shape", &raw_shape, false},
                       {"--raw-dtype", &raw_dtype, false},
@@ -312,6 +353,7 @@ int detect_command_main(int argc, char **argv) {
                       {"--backend", &backend, false},
                       {"--streams", &streams, false},
                       {"--profile", &profile, false},
+                      {"--latency", &latency, false},
                       {"--overlay", &overlay, false},
                       {"--truth", &truth, false},
                       {"--progress", &progress, true},
@@ -346,7 +388,8 @@ int detect_command_main(int argc, char **argv) {
   pipeline = pipeline_text(pipeline, preset, tensors, tensor_count);
   if (!pipeline) return EXIT_USAGE;
   char why[OUTPUT_PATH_WHY_SIZE], q[QUOTE_SIZE];
-  /* Raw frames: with --raw-shape, or any other --raw-* option (which then asks for it). */
+  /* Raw frames: with --raw-shape, or any other --raw-* option (which then asks for it);
+   * without, --frames - is a video streamed in (support/frame_reader.h). */
   raw_format raw;
   const bool is_raw = raw_shape || raw_dtype || raw_endian || raw_header;
   if (is_raw) {
@@ -356,11 +399,6 @@ int detect_command_main(int argc, char **argv) {
       fprintf(stderr, "plume detect: %s\n", message);
       return EXIT_USAGE;
     }
-  } else if (strcmp(frames, "-") == 0) {
-    fprintf(stderr,
-            "plume detect: --frames - (standard input) takes raw frames: give --raw-shape HxW "
-            "(and --raw-dtype, --raw-endian, --raw-header as they are)\n");
-    return EXIT_USAGE;
   }
   unsigned read_flags = 0;
   if (h5_values && !image_values_parse(h5_values, &read_flags)) {
@@ -386,11 +424,14 @@ int detect_command_main(int argc, char **argv) {
     return EXIT_USAGE;
   }
   if (!overlay_usable(overlay, truth, out, is_raw && strcmp(frames, "-") == 0,
-                      mpi || launched_by_mpi()))
+                      mpi || launched_by_mpi()) ||
+      !latency_usable(latency, out, frames))
     return EXIT_USAGE;
-  /* The data on stdout (--out -): the summary goes to stderr; -q: nowhere, nor the bar. */
+  /* The data on stdout (--out - or --latency -): the summary goes to stderr; -q: nowhere, nor
+   * the bar. */
   const bool silent = quiet || quiet_long;
-  FILE *summary = silent ? NULL : strcmp(out, "-") == 0 ? stderr : stdout;
+  const bool data_on_stdout = strcmp(out, "-") == 0 || (latency && strcmp(latency, "-") == 0);
+  FILE *summary = silent ? NULL : data_on_stdout ? stderr : stdout;
   detect_config config = {.frames_path = frames,
                           .raw = is_raw ? &raw : NULL,
                           .read_flags = read_flags,
@@ -399,6 +440,7 @@ int detect_command_main(int argc, char **argv) {
                           .show_progress = !silent,
                           .force_progress = progress != NULL && !silent,
                           .profile_dir = profile,
+                          .latency_path = latency,
                           .tensors = tensors,
                           .tensor_count = tensor_count};
   if (backend && plm_backend_parse(backend, &config.backend) != PLM_OK) {

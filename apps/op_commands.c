@@ -47,6 +47,7 @@
 #include "support/csv.h"
 #include "support/fits_io.h"
 #include "support/image_io.h"
+#include "support/png_io.h"
 #include "support/quote.h"
 #include "support/regular_file.h"
 #include "support/tiff_io.h"
@@ -607,17 +608,18 @@ static const char image_files[] =
     "                        dataset, or FILE.h5 for its only one; u8 and u16 as stored,\n"
     "                        others as f32, CF scale_factor/add_offset applied and fill\n"
     "                        values NaN unless --h5-values stored)\n"
-    "  --out PATH            output .npy, a TIFF when PATH ends in .tif or .tiff, or a\n"
-    "                        FITS image when it ends in .fits, .fit or .fts (written\n"
+    "  --out PATH            output .npy, a grayscale PNG (u8 or u16, 2-D) when PATH ends\n"
+    "                        in .png, a TIFF when it ends in .tif or .tiff, or a FITS\n"
+    "                        image when it ends in .fits, .fit or .fts (written\n"
     "                        atomically; '-': .npy to standard output; another extension\n"
     "                        is refused)\n";
 static const char image_note[] =
     "  Inputs are images: .npy (2-D or 3-D; f64 read as f32), PGM (P5, 8/16-bit),\n"
     "  grayscale PNG (8/16-bit), TIFF (u8, u16, f32 pages; a stack of pages is 3-D) or\n"
     "  FITS (an image, or a cube which is 3-D) or an HDF5/NetCDF-4 dataset (FILE.h5:/name);\n"
-    "  outputs are .npy, TIFF for a name ending in .tif or .tiff, or FITS for one ending\n"
-    "  in .fits, .fit or .fts, each written atomically, or one of them to standard output\n"
-    "  as '-'.\n";
+    "  outputs are .npy, grayscale PNG for a name ending in .png (u8 or u16, 2-D), TIFF\n"
+    "  for one ending in .tif or .tiff, or FITS for one ending in .fits, .fit or .fts,\n"
+    "  each written atomically, or one of them to standard output as '-'.\n";
 static const char array_note[] =
     "  Inputs are .npy arrays of 1 to 4 dimensions (f64 read as f32); outputs are .npy,\n"
     "  each written atomically, or one of them to standard output as '-'.\n";
@@ -769,6 +771,44 @@ static int take_common_flag(op_run *run, const char *flag, const char *value) {
   return 1;
 }
 
+/* How an output is written, by its name's extension (any case; checked against
+ * written_extensions() before anything ran). */
+typedef plm_status (*image_encoder)(plm_dtype dtype, int ndim, const int64_t *dims,
+                                    const void *data, void **bytes, size_t *length,
+                                    const char *path, char *err, size_t err_size);
+
+/* A library's format (support/png_io.h, support/tiff_io.h, support/fits_io.h): its encoder,
+ * and whether it holds an array (NULL: the encoder says so when it writes). */
+typedef struct output_format {
+  const char *extension;
+  image_encoder encode;
+  bool (*holds)(plm_dtype dtype, int ndim, char *why, size_t why_size);
+} output_format;
+
+static const output_format output_formats[] = {
+    {"png", png_encode, png_holds}, {"tif", tiff_encode, NULL}, {"tiff", tiff_encode, NULL},
+    {"fits", fits_encode, NULL},    {"fit", fits_encode, NULL}, {"fts", fits_encode, NULL}};
+
+/* The format of path's extension, or NULL for .npy and standard output. */
+static const output_format *output_format_of(const char *path) {
+  const char *extension = output_extension(path);
+  for (size_t i = 0; extension && i < sizeof output_formats / sizeof output_formats[0]; i++)
+    if (strcasecmp(extension, output_formats[i].extension) == 0) return &output_formats[i];
+  return NULL;
+}
+
+/* The extensions an output may have: npy and the formats', as output_extension_fits
+ * takes them ("npy|png|tif|..."). */
+static const char *written_extensions(void) {
+  static char list[64];
+  if (!list[0]) {
+    size_t used = (size_t)snprintf(list, sizeof list, "npy");
+    for (size_t i = 0; i < sizeof output_formats / sizeof output_formats[0]; i++)
+      used += (size_t)snprintf(list + used, sizeof list - used, "|%s", output_formats[i].extension);
+  }
+  return list;
+}
+
 /* What must be given: the required files and parameters, --regions for --intensity. */
 static int check_given(const op_run *run) {
   for (int k = 0; k < run->file_count; k++)
@@ -803,9 +843,8 @@ static int check_given(const op_run *run) {
     if (!output_path_usable(run->paths[k], why, sizeof why))
       return usage_error(run, "%s %s: %s", run->files[k].flag,
                          quote_value(run->paths[k], q, sizeof q), why);
-    if (!output_extension_fits(run->paths[k],
-                               kind == FILE_REGIONS ? "csv" : "npy|tif|tiff|fits|fit|fts", why,
-                               sizeof why))
+    if (!output_extension_fits(run->paths[k], kind == FILE_REGIONS ? "csv" : written_extensions(),
+                               why, sizeof why))
       return usage_error(run, "%s %s", run->files[k].flag, why);
     for (int j = 0; j < run->file_count; j++)
       if (j != k && run->paths[j] && same_file(run->paths[k], run->paths[j]))
@@ -1053,6 +1092,24 @@ static plm_status make_outputs(op_run *run, op_state *s) {
   return status;
 }
 
+/* Refuse, before the op runs, an output whose format cannot hold its array (a PNG of f32
+ * data); -1 to go on, else the exit code. */
+static int refuse_unheld_outputs(const op_run *run, op_state *s) {
+  for (int k = 0; k < PLM__OP_MAX_OUT; k++) {
+    if (!s->host_out[k]) continue;
+    const int file = output_file(run, k);
+    const output_format *format = output_format_of(run->paths[file]);
+    char why[160], q[QUOTE_SIZE];
+    if (format && format->holds &&
+        !format->holds(s->shapes[k].dtype, s->shapes[k].ndim, why, sizeof why)) {
+      fprintf(stderr, "plume op %s: %s %s: %s\n", run->cmd->name, run->files[file].flag,
+              quote_value(run->paths[file], q, sizeof q), why);
+      return release_run(s, run->cmd->name, EXIT_USAGE);
+    }
+  }
+  return -1;
+}
+
 /* The op once, timed between stream synchronisations when time is not NULL. */
 static plm_status run_op_once(const op_run *run, op_state *s, double *time) {
   plm_status status = PLM_OK;
@@ -1099,30 +1156,7 @@ static int run_op(const op_run *run, op_state *s) {
   return -1;
 }
 
-/* How an output is written, by its name's extension (any case; checked against
- * "npy|tif|tiff|fits|fit|fts" before anything ran). */
-typedef plm_status (*image_encoder)(plm_dtype dtype, int ndim, const int64_t *dims,
-                                    const void *data, void **bytes, size_t *length,
-                                    const char *path, char *err, size_t err_size);
-
-/* The encoder of a library's format (support/tiff_io.h, support/fits_io.h), or NULL for .npy
- * and standard output. */
-static image_encoder encoder_of(const char *path) {
-  static const struct {
-    const char *extension;
-    image_encoder encode;
-  } formats[] = {{"tif", tiff_encode},
-                 {"tiff", tiff_encode},
-                 {"fits", fits_encode},
-                 {"fit", fits_encode},
-                 {"fts", fits_encode}};
-  const char *extension = output_extension(path);
-  for (size_t i = 0; extension && i < sizeof formats / sizeof formats[0]; i++)
-    if (strcasecmp(extension, formats[i].extension) == 0) return formats[i].encode;
-  return NULL;
-}
-
-/* An array encoded by encode (a TIFF: 2-D one page, 3-D N pages; a FITS image) into a
+/* An array encoded by encode (a PNG; a TIFF: 2-D one page, 3-D N pages; a FITS image) into a
  * writer opened on path (*writer NULL when it was not opened). */
 static plm_status write_encoded(image_encoder encode, const char *path, const image *shape,
                                 const void *data, image_writer **writer, char *err,
@@ -1152,9 +1186,10 @@ static int write_files(const op_run *run, op_state *s, char *err, size_t err_siz
     image result = {.dtype = shape->dtype, .ndim = shape->ndim};
     memcpy(result.dims, shape->dims, sizeof result.dims);
     const char *path = run->paths[output_file(run, k)];
-    const image_encoder encode = encoder_of(path);
-    if (encode) {
-      status = write_encoded(encode, path, &result, s->host_out[k], &writers[count], err, err_size);
+    const output_format *format = output_format_of(path);
+    if (format) {
+      status = write_encoded(format->encode, path, &result, s->host_out[k], &writers[count], err,
+                             err_size);
       count += writers[count] != NULL;
     } else if ((status = image_writer_open_npy(path, &result, &writers[count], err, err_size)) ==
                PLM_OK) {
@@ -1284,7 +1319,9 @@ static int execute(op_run *run) {
       (status = plm_context_default_pool(s.ctx, &s.pool)) != PLM_OK ||
       (status = upload_inputs(run, &s)) != PLM_OK || (status = make_outputs(run, &s)) != PLM_OK)
     return library_failure(&s, name, status);
-  const int exit_code = run_op(run, &s);
+  int exit_code = refuse_unheld_outputs(run, &s);
+  if (exit_code >= 0) return exit_code;
+  exit_code = run_op(run, &s);
   return exit_code >= 0 ? exit_code : write_outputs(run, &s);
 }
 

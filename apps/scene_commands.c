@@ -348,7 +348,8 @@ int scene_command_main(int argc, char **argv) {
 
 static const char score_usage[] =
     "usage: plume score --truth TRUTH.csv --detections DETECTIONS.csv [--radius R]\n"
-    "                   [--skip-frames N] [--json] [--report FILE.html [--frames F]]\n"
+    "                   [--skip-frames N] [--json]\n"
+    "                   [--report FILE.html [--frames F] [--latency TIMES.csv]]\n"
     "\n"
     "Score detections against a scene's truth, frame by frame: a detection matches a plume\n"
     "of its frame when its centroid is within the radius of the plume's centre, closest\n"
@@ -372,6 +373,9 @@ static const char score_usage[] =
     "                        the regions' max rises, each frame's counts, the worst frames\n"
     "  --frames F            with --report: the frames (a stack, a FITS cube or a folder,\n"
     "                        as plume detect reads them), to draw the worst ones\n"
+    "  --latency TIMES.csv   with --report: plume detect --latency's times, to draw each\n"
+    "                        frame's latency over the frames (all of them: --skip-frames\n"
+    "                        leaves them in)\n"
     "  -h, --help            show this help\n";
 
 /* The detections CSV, read once: its rows (score_detections_of_table) and, when
@@ -389,36 +393,31 @@ static plm_status read_detections(const char *path, bool want_strengths,
   return status;
 }
 
-/* plume score --report: the page (support/score_report.h), with the worst frames drawn when
- * frames_path is given. */
-static plm_status write_report(const char *path, const char *frames_path, const char *truth_path,
-                               const char *detections_path, const score_truth *truth,
-                               int64_t n_truth, const score_detection *detections,
-                               int64_t n_detections, const double *strengths, double radius,
-                               int64_t skip, char *err, size_t err_size) {
-  score_report_input in = {.truth_path = truth_path,
-                           .detections_path = detections_path,
-                           .truth = truth,
-                           .n_truth = n_truth,
-                           .detections = detections,
-                           .n_detections = n_detections,
-                           .strengths = strengths,
-                           .radius = radius,
-                           .skipped_frames = skip};
+/* plume score --report: the page (support/score_report.h) of in, with the worst frames
+ * drawn when frames_path is given and each frame's latency when latency_path is. */
+static plm_status write_report(const char *path, const char *frames_path, const char *latency_path,
+                               score_report_input *in, char *err, size_t err_size) {
   frame_reader_info info;
+  score_latency latency = {0};
   plm_status status = PLM_OK;
   if (frames_path) {
-    status = frame_reader_open(frames_path, &info, &in.frames, err, err_size);
-    in.frames_info = &info;
+    status = frame_reader_open(frames_path, &info, &in->frames, err, err_size);
+    frame_reader_allow_shapes(in->frames); /* a folder's frames of several shapes */
+    in->frames_info = &info;
   }
-  if (status == PLM_OK) status = score_report_write(path, &in, err, err_size);
-  frame_reader_close(in.frames);
+  if (status == PLM_OK && latency_path) {
+    status = score_latency_read(latency_path, &latency, err, err_size);
+    in->latency = &latency;
+  }
+  if (status == PLM_OK) status = score_report_write(path, in, err, err_size);
+  score_latency_free(&latency);
+  frame_reader_close(in->frames);
   return status;
 }
 
 int score_command_main(int argc, char **argv) {
   const char *truth_path = NULL, *detections_path = NULL, *radius_text = NULL, *skip_text = NULL,
-             *json = NULL, *report = NULL, *frames_path = NULL;
+             *json = NULL, *report = NULL, *frames_path = NULL, *latency_path = NULL;
   option options[] = {{"--truth", &truth_path, false},
                       {"--detections", &detections_path, false},
                       {"--radius", &radius_text, false},
@@ -426,6 +425,7 @@ int score_command_main(int argc, char **argv) {
                       {"--json", &json, true},
                       {"--report", &report, false},
                       {"--frames", &frames_path, false},
+                      {"--latency", &latency_path, false},
                       {NULL, NULL, false}};
   int exit_code = options_take("score", score_usage, options, argc, argv);
   if (exit_code >= 0) return exit_code;
@@ -458,8 +458,9 @@ int score_command_main(int argc, char **argv) {
   score_truth *truth = NULL;
   score_detection *detections = NULL;
   int64_t n_truth = 0, n_detections = 0;
-  if (frames_path && !report) {
-    fprintf(stderr, "plume score: --frames draws the worst frames of --report: give both\n");
+  if ((frames_path || latency_path) && !report) {
+    fprintf(stderr, "plume score: %s is drawn on --report's page: give both\n",
+            frames_path ? "--frames" : "--latency");
     return EXIT_USAGE;
   }
   char why[OUTPUT_PATH_WHY_SIZE];
@@ -486,10 +487,18 @@ int score_command_main(int argc, char **argv) {
     status = score_match_frames(truth, n_truth, detections, n_detections, radius, &result,
                                 json ? &frames : NULL, json ? &n_frames : NULL, err, sizeof err);
   }
-  if (status == PLM_OK && report)
-    status = write_report(report, frames_path, truth_path, detections_path, truth, n_truth,
-                          detections, n_detections, strengths, radius, (int64_t)skip, err,
-                          sizeof err);
+  if (status == PLM_OK && report) {
+    score_report_input in = {.truth_path = truth_path,
+                             .detections_path = detections_path,
+                             .truth = truth,
+                             .n_truth = n_truth,
+                             .detections = detections,
+                             .n_detections = n_detections,
+                             .strengths = strengths,
+                             .radius = radius,
+                             .skipped_frames = (int64_t)skip};
+    status = write_report(report, frames_path, latency_path, &in, err, sizeof err);
+  }
   free(truth);
   free(detections);
   free(strengths);

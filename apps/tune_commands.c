@@ -8,6 +8,7 @@
 #include "apps/options.h"
 #include "plume/plume.h"
 #include "support/cpu_share.h"
+#include "support/progress.h"
 #include "support/quote.h"
 
 /* Above this share of the CPUs taken by other processes, the run's times are suspect and
@@ -18,11 +19,13 @@
 enum { BUSY_SHARE_PERCENT = 10 };
 
 static const char tune_usage[] =
-    "usage: plume tune [--backend host|cuda|auto] [--quick] [--op NAME] [--runs N]\n"
+    "usage: plume tune [--backend host|cuda|auto] [--quick] [--op NAME] [--runs N] [-q]\n"
     "       plume tune --report [--backend host|cuda|auto]\n"
     "Measures each op's tunables on the device, and each op's time on a few workloads\n"
     "beside the cost model's (the placement model's points), and writes the table the ops\n"
-    "read at plan time ($XDG_CACHE_HOME/plume; PLUME_TUNING=off|refresh); --report prints it.\n";
+    "read at plan time ($XDG_CACHE_HOME/plume; PLUME_TUNING=off|refresh); --report prints it.\n"
+    "A progress bar is drawn on stderr when it is a terminal; -q (--quiet) prints neither it\n"
+    "nor the table measured, only errors.\n";
 
 void tune_commands_print_summary(FILE *out) {
   fprintf(out,
@@ -172,12 +175,26 @@ static void say_load(const cpu_times *before, const plm_tuning_entry *entries, s
             others, BUSY_SHARE_PERCENT);
 }
 
+/* plm_tune_progress_fn drawing a progress bar (support/progress.h) over the steps. */
+static void draw_progress(void *user, int done, int total, const char *op) {
+  progress *bar = user;
+  (void)op;
+  if (done == 0) progress_begin(bar, "tune", "steps", total);
+  progress_update(bar, done);
+  if (done == total) progress_end(bar);
+}
+
 int tune_command_main(int argc, char **argv) {
   const char *backend_text = NULL, *quick = NULL, *op = NULL, *runs_text = NULL,
-             *report_flag = NULL;
-  option options[] = {
-      {"--backend", &backend_text, false}, {"--quick", &quick, true},        {"--op", &op, false},
-      {"--runs", &runs_text, false},       {"--report", &report_flag, true}, {NULL, NULL, false}};
+             *report_flag = NULL, *quiet = NULL, *quiet_long = NULL;
+  option options[] = {{"--backend", &backend_text, false},
+                      {"--quick", &quick, true},
+                      {"--op", &op, false},
+                      {"--runs", &runs_text, false},
+                      {"--report", &report_flag, true},
+                      {"-q", &quiet, true},
+                      {"--quiet", &quiet_long, true},
+                      {NULL, NULL, false}};
   int exit_code = options_take("tune", tune_usage, options, argc, argv);
   if (exit_code >= 0) return exit_code;
   char q[QUOTE_SIZE];
@@ -186,9 +203,15 @@ int tune_command_main(int argc, char **argv) {
     fprintf(stderr, "plume tune: %s\n", quote_text(plm_last_error(), q, sizeof q));
     return EXIT_USAGE;
   }
+  const bool silent = quiet || quiet_long;
+  progress bar = {0};
   plm_tune_options tune = plm_tune_options_default();
   tune.quick = quick != NULL;
   tune.op = op;
+  if (!silent) {
+    tune.progress = draw_progress;
+    tune.progress_user = &bar;
+  }
   uint64_t runs = 0;
   if (runs_text && !count_parse(runs_text, NULL, 1, 1000, &runs)) {
     fprintf(stderr, "plume tune: --runs %s is not a count in 1..1000\n",
@@ -196,7 +219,7 @@ int tune_command_main(int argc, char **argv) {
     return EXIT_USAGE;
   }
   tune.runs = (int)runs;
-  if (report_flag && (quick || op || runs_text)) {
+  if (report_flag && (quick || op || runs_text || silent)) {
     fprintf(stderr, "plume tune: --report measures nothing: it takes only --backend\n");
     return EXIT_USAGE;
   }
@@ -229,20 +252,24 @@ int tune_command_main(int argc, char **argv) {
     return EXIT_RUNTIME_FAILURE;
   }
   if (status == PLM_OK) status = plm_tune_run(ctx, &tune, &entries, &count);
+  progress_end(&bar); /* when the run stopped before its end */
   exit_code = 0;
   if (status == PLM_OK && count == 0) {
-    printf("nothing to tune on %s%s%s\n", plm_backend_name(backend), op ? " for " : "",
-           op ? op : "");
+    if (!silent)
+      printf("nothing to tune on %s%s%s\n", plm_backend_name(backend), op ? " for " : "",
+             op ? op : "");
   } else if (status == PLM_OK) {
-    print_table(entries, count);
-    say_load(&before, entries, count);
+    if (!silent) {
+      print_table(entries, count);
+      say_load(&before, entries, count);
+    }
     status = keep_unmeasured(ctx, &entries, &count);
     if (status == PLM_OK) status = plm_tuning_store(ctx, entries, count, path, sizeof path);
   }
   if (status != PLM_OK) {
     fprintf(stderr, "plume tune: %s\n", plm_last_error());
     exit_code = status == PLM_ERR_INVALID_ARG ? EXIT_USAGE : EXIT_RUNTIME_FAILURE;
-  } else if (count > 0) {
+  } else if (count > 0 && !silent) {
     plm_tuning_table_info info;
     plm_tuning_table_info_get(ctx, &info);
     if (strcmp(info.setting, "off") == 0)

@@ -543,8 +543,14 @@ static plm_status tune_one(plm_context *ctx, timing *t, const plm__op_desc *op, 
 }
 
 plm_tune_options plm_tune_options_default(void) {
-  return (plm_tune_options){.quick = false, .op = NULL, .runs = 0};
+  return (plm_tune_options){.quick = false, .op = NULL, .runs = 0, .progress = NULL};
 }
+
+/* One step of a tuning run: op's tunable (its index), or its points of the model (-1). */
+typedef struct tune_step {
+  const plm__op_desc *op;
+  int tunable;
+} tune_step;
 
 plm_status plm_tune_run(plm_context *ctx, const plm_tune_options *options,
                         plm_tuning_entry **entries, size_t *count) {
@@ -571,15 +577,23 @@ plm_status plm_tune_run(plm_context *ctx, const plm_tune_options *options,
   if (status == PLM_OK) status = plm_stream_create(ctx, 0, &t.stream);
   if (status == PLM_OK) status = plm_event_create(ctx, 0, &t.start);
   if (status == PLM_OK) status = plm_event_create(ctx, 0, &t.end);
-  for (int k = 0; k < PLM__OP_COUNT && status == PLM_OK; k++) {
+  /* The steps, in order: each op's tunables of this backend, then its points of the model. */
+  tune_step steps[PLM__OP_COUNT * (PLM__OP_MAX_TUNABLES + 1)];
+  int total = 0;
+  for (int k = 0; k < PLM__OP_COUNT; k++) {
     const plm__op_desc *op = plm__op_get((plm__op_kind)k);
     if (options->op && strcmp(options->op, op->name) != 0) continue;
-    for (int i = 0; i < op->tunable_count && status == PLM_OK; i++)
-      if (op->tunables[i].backend == backend)
-        status = tune_one(ctx, &t, op, i, options, out, count);
+    for (int i = 0; i < op->tunable_count; i++)
+      if (op->tunables[i].backend == backend) steps[total++] = (tune_step){op, i};
     int64_t sizes[MAX_SIZES];
-    if (status == PLM_OK && sizes_of(op, &model_only, true, false, sizes) > 0)
-      status = tune_one(ctx, &t, op, -1, options, out, count);
+    if (sizes_of(op, &model_only, true, false, sizes) > 0) steps[total++] = (tune_step){op, -1};
+  }
+  for (int done = 0; done <= total && status == PLM_OK; done++) {
+    if (options->progress)
+      options->progress(options->progress_user, done, total,
+                        done < total ? steps[done].op->name : NULL);
+    if (done < total)
+      status = tune_one(ctx, &t, steps[done].op, steps[done].tunable, options, out, count);
   }
   if (t.end) plm_event_destroy(t.end);
   if (t.start) plm_event_destroy(t.start);

@@ -10,23 +10,34 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "support/quote.h"
+#include "support/regular_file.h"
+#include "support/video_io.h"
 
 struct frame_reader {
   frame_reader_info info;
   image_frames *stack; /* a file: its frames */
   raw_frames *raw;     /* raw frames: a file or a stream */
+  video_frames *video; /* a video: its frames, decoded in order */
   char *path;          /* the file, or the folder */
   unsigned flags;      /* how files are read (image_frames_open_as) */
   char **files;        /* a folder: the paths of its frames, sorted */
   int64_t file_count, file_room;
+  bool any_shape; /* a folder's frames may differ in shape (frame_reader_allow_shapes) */
+  /* A folder's file opened by frame_reader_shape, kept for the read of its frame. */
+  image_frames *peeked;
+  int64_t peeked_k;
+  image peeked_frame;
 };
 
 void frame_reader_close(frame_reader *r) {
   if (!r) return;
   image_frames_close(r->stack);
+  image_frames_close(r->peeked);
   raw_frames_close(r->raw);
+  video_frames_close(r->video);
   for (int64_t i = 0; i < r->file_count; i++) free(r->files[i]);
   free(r->files);
   free(r->path);
@@ -110,7 +121,7 @@ static void shape_text(plm_dtype dtype, int64_t height, int64_t width, char *buf
 }
 
 /* Open a folder's file k and check that it holds one frame (of the reader's dtype and
- * shape, once those are known: info->count > 0). */
+ * shape, once those are known: info->count > 0; of its dtype alone with any_shape). */
 static plm_status open_folder_file(frame_reader *r, int64_t k, image *frame, image_frames **out,
                                    char *err, size_t err_size) {
   const char *path = r->files[k];
@@ -124,8 +135,9 @@ static plm_status open_folder_file(frame_reader *r, int64_t k, image *frame, ima
     status = quote_failure(err, err_size, PLM_ERR_IO,
                            "%s: a stack of %lld frames: a folder holds one frame per file", path,
                            (long long)count);
-  } else if (info->count > 0 && (frame->dtype != info->dtype || frame->dims[0] != info->height ||
-                                 frame->dims[1] != info->width)) {
+  } else if (info->count > 0 &&
+             (frame->dtype != info->dtype || (!r->any_shape && (frame->dims[0] != info->height ||
+                                                                frame->dims[1] != info->width)))) {
     shape_text(info->dtype, info->height, info->width, want, sizeof want);
     status = quote_failure(err, err_size, PLM_ERR_IO,
                            "%s: a frame of %s, but the first frame (%s) is %s", path, got,
@@ -136,6 +148,46 @@ static plm_status open_folder_file(frame_reader *r, int64_t k, image *frame, ima
     *out = NULL;
   }
   return status;
+}
+
+/* ---- videos ------------------------------------------------------------------------------ */
+
+/* Open path as a video when its first bytes are a video container's (support/video_io.h);
+ * *is_video tells whether they were (else nothing is opened and PLM_OK returned). */
+static plm_status open_video(frame_reader *r, image *frame, bool *is_video, char *err,
+                             size_t err_size) {
+  *is_video = false;
+  FILE *file = file_open_read(r->path, NULL, err, err_size);
+  if (!file) return PLM_ERR_IO;
+  unsigned char magic[VIDEO_MAGIC_BYTES];
+  const size_t got = fread(magic, 1, sizeof magic, file);
+  *is_video = video_magic(magic, got);
+  const int fd = *is_video ? dup(fileno(file)) : -1;
+  fclose(file);
+  if (!*is_video) return PLM_OK;
+  if (fd < 0)
+    return quote_failure(err, err_size, PLM_ERR_IO, "%s: cannot open it again: %s", r->path,
+                         strerror(errno));
+  video_info video;
+  plm_status status = video_frames_open(fd, r->path, &video, &r->video, err, err_size);
+  if (status != PLM_OK) return status;
+  *frame = (image){.dtype = video.dtype, .ndim = 2, .dims = {video.height, video.width}};
+  r->info.count = video.count;
+  return PLM_OK;
+}
+
+/* Standard input ("-") given without raw options: a video streamed in (its count -1, its
+ * frames read once, in order). */
+static plm_status open_video_stdin(frame_reader *r, image *frame, char *err, size_t err_size) {
+  const int fd = dup(STDIN_FILENO);
+  if (fd < 0)
+    return quote_failure(err, err_size, PLM_ERR_IO, "stdin: cannot open: %s", strerror(errno));
+  video_info video;
+  plm_status status = video_frames_open(fd, "stdin", &video, &r->video, err, err_size);
+  if (status != PLM_OK) return status;
+  *frame = (image){.dtype = video.dtype, .ndim = 2, .dims = {video.height, video.width}};
+  r->info.count = video.count;
+  return PLM_OK;
 }
 
 /* ---- the reader ------------------------------------------------------------------------ */
@@ -170,7 +222,9 @@ plm_status frame_reader_open_as(const char *path, unsigned flags, frame_reader_i
   struct stat st;
   plm_status status = PLM_OK;
   image frame = {0};
-  if (image_dataset_split(path) > 0) {
+  if (strcmp(path, "-") == 0) {
+    status = open_video_stdin(r, &frame, err, err_size);
+  } else if (image_dataset_split(path) > 0) {
     status = image_frames_open_as(path, flags, &frame, &r->info.count, &r->stack, err, err_size);
   } else if (stat(path, &st) != 0) {
     status = quote_failure(err, err_size, PLM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
@@ -182,7 +236,10 @@ plm_status frame_reader_open_as(const char *path, unsigned flags, frame_reader_i
     image_frames_close(first);
     r->info.count = r->file_count;
   } else {
-    status = image_frames_open_as(path, flags, &frame, &r->info.count, &r->stack, err, err_size);
+    bool video = false;
+    status = open_video(r, &frame, &video, err, err_size);
+    if (status == PLM_OK && !video)
+      status = image_frames_open_as(path, flags, &frame, &r->info.count, &r->stack, err, err_size);
   }
   if (status != PLM_OK) {
     frame_reader_close(r);
@@ -205,6 +262,14 @@ plm_status frame_reader_read(frame_reader *r, int64_t k, void *dst, char *err, s
     return quote_failure(err, err_size, PLM_ERR_INVALID_ARG, "%s: frame %lld is not in 0..%lld",
                          r->path, (long long)k, (long long)(r->info.count - 1));
   if (r->stack) return image_frames_read(r->stack, k, dst, err, err_size);
+  if (r->video) {
+    bool end = false;
+    plm_status status = video_frames_read(r->video, k, dst, &end, err, err_size);
+    if (status == PLM_OK && end)
+      status = quote_failure(err, err_size, PLM_ERR_IO, "%s: the frames end before frame %lld",
+                             r->path, (long long)k);
+    return status;
+  }
   if (r->raw) {
     bool end = false;
     plm_status status = raw_frames_read(r->raw, k, dst, &end, err, err_size);
@@ -215,10 +280,46 @@ plm_status frame_reader_read(frame_reader *r, int64_t k, void *dst, char *err, s
   }
   image frame;
   image_frames *file = NULL;
-  plm_status status = open_folder_file(r, k, &frame, &file, err, err_size);
+  plm_status status = PLM_OK;
+  if (r->peeked && r->peeked_k == k) { /* frame_reader_shape opened it */
+    file = r->peeked;
+    r->peeked = NULL;
+  } else {
+    status = open_folder_file(r, k, &frame, &file, err, err_size);
+  }
   if (status == PLM_OK) status = image_frames_read(file, 0, dst, err, err_size);
   image_frames_close(file);
   return status;
+}
+
+void frame_reader_allow_shapes(frame_reader *r) {
+  if (r && r->files) r->any_shape = true;
+}
+
+plm_status frame_reader_shape(frame_reader *r, int64_t k, int64_t *height, int64_t *width,
+                              char *err, size_t err_size) {
+  if (err && err_size) err[0] = '\0';
+  if (!r || !height || !width)
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG, "frame_reader_shape: %s is NULL",
+                         !r        ? "reader"
+                         : !height ? "height"
+                                   : "width");
+  if (k < 0 || (r->info.count >= 0 && k >= r->info.count))
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG, "%s: frame %lld is not in 0..%lld",
+                         r->path, (long long)k, (long long)(r->info.count - 1));
+  *height = r->info.height;
+  *width = r->info.width;
+  if (!r->any_shape) return PLM_OK;
+  if (!r->peeked || r->peeked_k != k) {
+    image_frames_close(r->peeked);
+    r->peeked = NULL;
+    plm_status status = open_folder_file(r, k, &r->peeked_frame, &r->peeked, err, err_size);
+    if (status != PLM_OK) return status;
+    r->peeked_k = k;
+  }
+  *height = r->peeked_frame.dims[0];
+  *width = r->peeked_frame.dims[1];
+  return PLM_OK;
 }
 
 plm_status frame_reader_next(frame_reader *r, int64_t k, void *dst, bool *end, char *err,
@@ -232,6 +333,8 @@ plm_status frame_reader_next(frame_reader *r, int64_t k, void *dst, bool *end, c
     return PLM_OK;
   }
   if (r && r->raw && dst && k >= 0) return raw_frames_read(r->raw, k, dst, end, err, err_size);
+  if (r && r->video && dst && k >= 0)
+    return video_frames_read(r->video, k, dst, end, err, err_size);
   return frame_reader_read(r, k, dst, err, err_size);
 }
 

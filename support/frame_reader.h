@@ -10,8 +10,18 @@
  *     directory, is one frame (an HDF5 file's only dataset of 2 or 3 dimensions); frames
  *     are in the byte order of the names (strcmp: zero-pad numbers, frame_0009 before frame_0010).
  * Other entries are ignored. Each file is opened and read only when its frame is read; it must hold
- * one frame (a 2-D image, or a 3-D .npy of one frame) of the dtype and shape of the first file,
- * else reading that frame fails naming the file. A folder without any such file is refused at open;
+ * one frame (a 2-D image, or a 3-D .npy of one frame) of the dtype and shape of the first file
+ * (of its dtype alone after frame_reader_allow_shapes), else reading that frame fails naming the
+ * file. A folder without any such file is refused at open;
+ *   - a video file (support/video_io.h: Matroska, AVI, QuickTime/MP4 or NUT, recognised by its
+ *     first bytes): its first video stream's frames, decoded one at a time as gray (u8, or
+ *     u16 for 9- to 16-bit gray); the count is the container's where it says it (AVI,
+ *     QuickTime), else -1 until the frames end (frame_reader_next tells it, as for a stream).
+ *     Frames are decoded in order: reading one before the last read decodes again from the
+ *     file's beginning, so in order is the cheap way. "-" (standard input) given to
+ *     frame_reader_open is a video streamed in (a sensor's or ffmpeg's pipe, in a container
+ *     that streams: Matroska, NUT, AVI): its count is -1 and its frames are read once, in
+ *     order;
  *   - raw frames (support/raw_frames.h, frame_reader_open_raw): a headerless file, or a
  *     stream ("-", standard input, or a FIFO) whose count is unknown (-1) until it ends:
  *     a stream's frames are read once, in order (frame_reader_next tells its end).
@@ -41,14 +51,16 @@ typedef struct frame_reader frame_reader;
 typedef struct frame_reader_info {
   plm_dtype dtype;       /* of every frame */
   int64_t height, width; /* of every frame */
-  int64_t count;         /* N >= 1, or -1 for a stream: known when it ends */
+  int64_t count;         /* N >= 1, or -1 for a stream or a video that does not say: known when
+                            it ends */
   bool folder;           /* a folder of files, one frame each */
 } frame_reader_info;
 
 /* Open path (a file or a folder, above) and describe its frames in *info. Errors:
  * PLM_ERR_INVALID_ARG (NULL arguments), PLM_ERR_IO (cannot open or read, a bad file, a
  * folder without frames, a file in a folder that holds more than one frame),
- * PLM_ERR_UNSUPPORTED (a file image_read does not take), PLM_ERR_OUT_OF_MEMORY. *out is
+ * PLM_ERR_UNSUPPORTED (a file image_read does not take, a video codec not decoded),
+ * PLM_ERR_OUT_OF_MEMORY. *out is
  * NULL on failure. */
 plm_status frame_reader_open(const char *path, frame_reader_info *info, frame_reader **out,
                              char *err, size_t err_size);
@@ -68,11 +80,10 @@ plm_status frame_reader_open_raw(const char *path, const raw_format *raw, frame_
  * PLM_ERR_INVALID_ARG (NULL arguments, k out of range), PLM_ERR_IO (a bad or changed
  * file; in a folder, a file whose dtype, shape or frame count differs from the first's),
  * PLM_ERR_UNSUPPORTED, PLM_ERR_OUT_OF_MEMORY. A stream's frames are read in order, and its
- * end before frame k is PLM_ERR_IO (frame_reader_next tells it apart). */
+ * end (or a video's of unknown count) before frame k is PLM_ERR_IO (frame_reader_next tells
+ * it apart). */
 plm_status frame_reader_read(frame_reader *r, int64_t k, void *dst, char *err, size_t err_size);
 
-/* The file that holds frame k (the path itself for a file); NULL when k is out of range.
- * Valid until the reader is closed. */
 /* As frame_reader_read, for any reader, a stream's included: frame k into dst, or *end set
  * (dst left as it was) when the frames end before k: k >= count for a reader that knows
  * its count, the end of the input for a stream (read in order: k is the frame after the
@@ -80,7 +91,21 @@ plm_status frame_reader_read(frame_reader *r, int64_t k, void *dst, char *err, s
 plm_status frame_reader_next(frame_reader *r, int64_t k, void *dst, bool *end, char *err,
                              size_t err_size);
 
+/* The file that holds frame k (the path itself for a file); NULL when k is out of range.
+ * Valid until the reader is closed. */
 const char *frame_reader_file(const frame_reader *r, int64_t k);
+
+/* Let a folder's frames differ in shape (of one dtype still: the first file's): each is
+ * read at its own shape, which frame_reader_shape tells before the read. A no-op for any
+ * other reader, whose frames have one shape. */
+void frame_reader_allow_shapes(frame_reader *r);
+
+/* Frame k's height and width: info's, or with frame_reader_allow_shapes a folder's file's
+ * own (its file is opened and checked then, and kept open for the read of frame k).
+ * Errors: PLM_ERR_INVALID_ARG (NULL arguments, k out of range), and a folder file's as
+ * frame_reader_read's. */
+plm_status frame_reader_shape(frame_reader *r, int64_t k, int64_t *height, int64_t *width,
+                              char *err, size_t err_size);
 
 /* Close; NULL is a no-op. */
 void frame_reader_close(frame_reader *r);

@@ -1,11 +1,13 @@
-/* support/image_io.c: .npy, PGM and PNG reading, .npy writing; TIFF, FITS and HDF5 read
- * through support/tiff_io.h, support/fits_io.h and support/hdf5_io.h (support/image_io.h). */
+/* support/image_io.c: .npy, PGM and PNG reading, .npy writing; TIFF, FITS, HDF5 and video read
+ * through support/tiff_io.h, support/fits_io.h, support/hdf5_io.h and support/video_io.h
+ * (support/image_io.h). */
 #define _POSIX_C_SOURCE 200809L
 
 #include "support/image_io.h"
 #include "support/fits_io.h"
 #include "support/hdf5_io.h"
 #include "support/tiff_io.h"
+#include "support/video_io.h"
 #include "support/output_file.h"
 #include "support/regular_file.h"
 
@@ -541,7 +543,8 @@ typedef enum file_format {
   FORMAT_PNG,
   FORMAT_TIFF,
   FORMAT_FITS,
-  FORMAT_HDF5
+  FORMAT_HDF5,
+  FORMAT_VIDEO
 } file_format;
 
 /* Open r->path, check that it is a regular file, set r->size and recognise the format by
@@ -551,7 +554,7 @@ static plm_status open_image_file(reader *r, file_format *format) {
   r->file = file_open_read(r->path, &st, r->err, r->err_size);
   if (!r->file) return PLM_ERR_IO;
   r->size = (uint64_t)st.st_size;
-  unsigned char magic[8] = {0};
+  unsigned char magic[VIDEO_MAGIC_BYTES] = {0};
   size_t got = fread(magic, 1, sizeof magic, r->file);
   rewind(r->file);
   plm_status status = PLM_OK;
@@ -561,7 +564,7 @@ static plm_status open_image_file(reader *r, file_format *format) {
     *format = FORMAT_NPY;
   else if (got >= 2 && magic[0] == 'P' && magic[1] == '5')
     *format = FORMAT_PGM;
-  else if (got == 8 && png_sig_cmp(magic, 0, 8) == 0)
+  else if (got >= 8 && png_sig_cmp(magic, 0, 8) == 0)
     *format = FORMAT_PNG;
   else if (tiff_magic(magic, got))
     *format = FORMAT_TIFF;
@@ -573,12 +576,15 @@ static plm_status open_image_file(reader *r, file_format *format) {
     status = READ_FAIL(r, PLM_ERR_UNSUPPORTED,
                        "a NetCDF classic file: NetCDF-4 (HDF5) files are read; convert it with "
                        "nccopy -k nc4");
+  else if (video_magic(magic, got))
+    *format = FORMAT_VIDEO;
   else if (got >= 2 && magic[0] == 'P' && magic[1] >= '1' && magic[1] <= '7')
     status = READ_FAIL(r, PLM_ERR_UNSUPPORTED,
                        "Netpbm P%c file: only binary graymaps (P5) are read", magic[1]);
   else
     status = READ_FAIL(r, PLM_ERR_IO,
-                       "not a .npy, PGM (P5), PNG, TIFF, FITS or HDF5 file (unknown magic)");
+                       "not a .npy, PGM (P5), PNG, TIFF, FITS, HDF5 or video file (unknown "
+                       "magic)");
   if (status == PLM_OK && r->dataset && *format != FORMAT_HDF5)
     status =
         READ_FAIL(r, PLM_ERR_IO, "a dataset is named after it (':%s'), but it is not an HDF5 file",
@@ -660,6 +666,49 @@ static plm_status read_paged(reader *r, file_format format, image *out) {
   return status;
 }
 
+/* ---- video: every frame decoded into one array ----------------------------------------- */
+
+/* The frames of r's video (support/video_io.h) as (N, H, W), or (H, W) for one frame; when
+ * the container does not say N, the frames are decoded once to count them, then again. */
+static plm_status read_video(reader *r, image *out) {
+  const int fd = dup(fileno(r->file));
+  if (fd < 0) return READ_FAIL(r, PLM_ERR_IO, "cannot open it again: %s", strerror(errno));
+  video_info info;
+  video_frames *v = NULL;
+  plm_status status = video_frames_open(fd, r->path, &info, &v, r->err, r->err_size);
+  if (status != PLM_OK) return status;
+  const image frame = {.dtype = info.dtype, .ndim = 2, .dims = {info.height, info.width}};
+  const size_t frame_bytes = image_bytes(&frame);
+  bool end = false;
+  if (info.count < 0) {
+    void *scratch = malloc(frame_bytes);
+    if (!scratch) status = READ_FAIL(r, PLM_ERR_OUT_OF_MEMORY, "out of memory for a frame");
+    for (int64_t k = 0; status == PLM_OK && !end; k++)
+      status = video_frames_read(v, k, scratch, &end, r->err, r->err_size);
+    free(scratch);
+    info.count = video_frames_count(v);
+  }
+  *out =
+      info.count == 1
+          ? frame
+          : (image){.dtype = frame.dtype, .ndim = 3, .dims = {info.count, info.height, info.width}};
+  int64_t numel = 0;
+  if (status == PLM_OK && !checked_numel(out->dims, out->ndim, &numel))
+    status = READ_FAIL(r, PLM_ERR_IO, "%lld frames of %lldx%lld: more than %lld samples",
+                       (long long)info.count, (long long)info.height, (long long)info.width,
+                       (long long)IMAGE_MAX_ELEMENTS);
+  if (status == PLM_OK) status = alloc_data(r, out);
+  for (int64_t k = 0; status == PLM_OK && k < info.count; k++) {
+    status = video_frames_read(v, k, (char *)out->data + (size_t)k * frame_bytes, &end, r->err,
+                               r->err_size);
+    if (status == PLM_OK && end)
+      status = READ_FAIL(r, PLM_ERR_IO, "frame %lld: fewer frames than the first time it was read",
+                         (long long)k);
+  }
+  video_frames_close(v);
+  return status;
+}
+
 static plm_status read_format(reader *r, file_format format, image *out) {
   switch (format) {
     case FORMAT_NPY: return read_npy(r, out);
@@ -668,6 +717,7 @@ static plm_status read_format(reader *r, file_format format, image *out) {
     case FORMAT_TIFF:
     case FORMAT_FITS:
     case FORMAT_HDF5: return read_paged(r, format, out);
+    case FORMAT_VIDEO: return read_video(r, out);
   }
   return READ_FAIL(r, PLM_ERR_INTERNAL, "unknown format %d", (int)format);
 }
@@ -823,6 +873,11 @@ plm_status image_frames_open_as(const char *path, unsigned flags, image *frame, 
     if (status == PLM_OK)
       whole = (image){
           .dtype = one->dtype, .ndim = 3, .dims = {f->paged.count, one->dims[0], one->dims[1]}};
+  } else if (status == PLM_OK && format == FORMAT_VIDEO) {
+    status = READ_FAIL(&r, PLM_ERR_UNSUPPORTED,
+                       "a video: its frames are read by plume detect --frames "
+                       "(support/frame_reader.h) or whole");
+    fclose(r.file);
   } else if (status == PLM_OK) {
     status = read_format(&r, format, &whole);
     fclose(r.file);

@@ -28,6 +28,11 @@
  * "FILE:DATASET" is read so only when the whole does not name a file and FILE, the text
  * before one of its colons (the first that works), names a regular file
  * (image_dataset_split); the file must then be HDF5.
+ *   video        Matroska, AVI, QuickTime/MP4 or NUT: the first video stream's frames as gray
+ *                (u8, or u16 for 9- to 16-bit gray; colour as its luma), (H, W) for one frame,
+ *                else (N, H, W), through FFmpeg's libraries (support/video_io.h); image_read
+ *                decodes every frame (twice when the container does not count them: once to
+ *                count); image_frames refuses a video (support/frame_reader.h streams one).
  * Writes .npy (version 1.0) of dtype u8, u16, i32 or f32 and 1 to 4 dimensions.
  *
  * A file is checked before any data memory is allocated: a header that promises

@@ -4,8 +4,6 @@
 #include "support/overlay.h"
 
 #include <math.h>
-#include <png.h>
-#include <setjmp.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +11,7 @@
 
 #include "support/csv.h"
 #include "support/output_file.h"
+#include "support/png_io.h"
 #include "support/quote.h"
 #include "support/score.h"
 
@@ -162,75 +161,6 @@ void overlay_draw_circle(overlay_picture *pic, double row, double col, double ra
   }
 }
 
-/* ---- PNG ------------------------------------------------------------------------------- */
-
-typedef struct png_buffer {
-  unsigned char *bytes;
-  size_t length, room;
-  bool failed;
-} png_buffer;
-
-static void append_png(png_structp png, png_bytep data, png_size_t n) {
-  png_buffer *b = png_get_io_ptr(png);
-  if (b->failed) return;
-  if (b->length + n > b->room) {
-    size_t room = b->room ? b->room : 4096;
-    while (room < b->length + n) room *= 2;
-    unsigned char *grown = realloc(b->bytes, room);
-    if (!grown) {
-      b->failed = true;
-      return;
-    }
-    b->bytes = grown;
-    b->room = room;
-  }
-  memcpy(b->bytes + b->length, data, n);
-  b->length += n;
-}
-
-static void flush_png(png_structp png) {
-  (void)png;
-}
-
-/* The encoding itself, where libpng may longjmp back on an error. */
-static bool encode_rows(png_structp png, png_infop info, const overlay_picture *pic) {
-  if (setjmp(png_jmpbuf(png))) return false;
-  png_set_IHDR(png, info, (png_uint_32)pic->width, (png_uint_32)pic->height, 8, PNG_COLOR_TYPE_RGB,
-               PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
-  png_write_info(png, info);
-  for (int64_t r = 0; r < pic->height; r++) png_write_row(png, pic->rgb + 3 * r * pic->width);
-  png_write_end(png, info);
-  return true;
-}
-
-plm_status overlay_png_encode(const overlay_picture *pic, const char *name, void **bytes,
-                              size_t *length, char *err, size_t err_size) {
-  *bytes = NULL;
-  *length = 0;
-  if (pic->height < 1 || pic->width < 1 || pic->height > PNG_UINT_31_MAX ||
-      pic->width > PNG_UINT_31_MAX / 3)
-    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG, "%s: a %lldx%lld picture", name,
-                         (long long)pic->height, (long long)pic->width);
-  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
-  png_infop info = png ? png_create_info_struct(png) : NULL;
-  if (!info) {
-    png_destroy_write_struct(png ? &png : NULL, NULL);
-    return quote_failure(err, err_size, PLM_ERR_OUT_OF_MEMORY, "%s: out of memory", name);
-  }
-  png_buffer buffer = {0};
-  png_set_write_fn(png, &buffer, append_png, flush_png);
-  const bool encoded = encode_rows(png, info, pic);
-  png_destroy_write_struct(&png, &info);
-  if (!encoded || buffer.failed) {
-    free(buffer.bytes);
-    return quote_failure(err, err_size, PLM_ERR_OUT_OF_MEMORY, "%s: the PNG could not be encoded",
-                         name);
-  }
-  *bytes = buffer.bytes;
-  *length = buffer.length;
-  return PLM_OK;
-}
-
 /* ---- frames with their detections ------------------------------------------------------ */
 
 /* The detections' rows: frame, box, and the centroid plume score takes. */
@@ -324,7 +254,7 @@ static plm_status write_picture(frame_reader *r, int64_t k, const image *frame,
                          dir);
   void *png = NULL;
   size_t length = 0;
-  status = overlay_png_encode(pic, path, &png, &length, err, err_size);
+  status = png_encode_rgb8(pic->height, pic->width, pic->rgb, &png, &length, path, err, err_size);
   output_file *file = NULL;
   if (status == PLM_OK) status = output_file_open(path, &file, err, err_size);
   if (status == PLM_OK) {
@@ -338,13 +268,29 @@ static plm_status write_picture(frame_reader *r, int64_t k, const image *frame,
   return status;
 }
 
+/* The frame's and the picture's buffers made for frames of height x width (a folder's
+ * frames may differ in shape: frame_reader_allow_shapes). */
+static plm_status fit_buffers(image *frame, overlay_picture *pic, int64_t height, int64_t width,
+                              char *err, size_t err_size) {
+  free(frame->data);
+  free(pic->rgb);
+  frame->dims[0] = pic->height = height;
+  frame->dims[1] = pic->width = width;
+  frame->data = malloc(image_bytes(frame));
+  pic->rgb = malloc((size_t)(3 * height * width));
+  if (!frame->data || !pic->rgb)
+    return quote_failure(err, err_size, PLM_ERR_OUT_OF_MEMORY, "overlay: out of memory");
+  return PLM_OK;
+}
+
 plm_status overlay_write_frames(frame_reader *r, const frame_reader_info *info,
                                 const char *detections_csv, const char *truth_csv,
                                 const char *dir, int64_t *written, char *err, size_t err_size) {
   *written = 0;
   if (info->count < 0)
     return quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
-                         "overlay: the frames are a stream, read once: they cannot be drawn");
+                         "overlay: the frames' count is unknown (a stream, read once, or a video "
+                         "whose container does not count them): they cannot be drawn");
   drawing d = {0};
   plm_status status =
       read_detections(detections_csv, &d.detections, &d.n_detections, err, err_size);
@@ -359,16 +305,14 @@ plm_status overlay_write_frames(frame_reader *r, const frame_reader_info *info,
     qsort(d.detections, (size_t)d.n_detections, sizeof *d.detections, compare_detections);
     if (d.truth) qsort(d.truth, (size_t)d.n_truth, sizeof *d.truth, compare_truth);
   }
-  image frame = {.dtype = info->dtype, .ndim = 2, .dims = {info->height, info->width}};
-  overlay_picture pic = {.height = info->height, .width = info->width};
-  if (status == PLM_OK) {
-    frame.data = malloc(image_bytes(&frame));
-    pic.rgb = malloc((size_t)(3 * info->height * info->width));
-    if (!frame.data || !pic.rgb)
-      status = quote_failure(err, err_size, PLM_ERR_OUT_OF_MEMORY, "overlay: out of memory");
-  }
+  image frame = {.dtype = info->dtype, .ndim = 2};
+  overlay_picture pic = {0};
   for (int64_t k = 0; status == PLM_OK && k < info->count; k++) {
-    status = write_picture(r, k, &frame, &pic, &d, dir, err, err_size);
+    int64_t height = 0, width = 0;
+    status = frame_reader_shape(r, k, &height, &width, err, err_size);
+    if (status == PLM_OK && (height != pic.height || width != pic.width))
+      status = fit_buffers(&frame, &pic, height, width, err, err_size);
+    if (status == PLM_OK) status = write_picture(r, k, &frame, &pic, &d, dir, err, err_size);
     if (status == PLM_OK) ++*written;
   }
   free(frame.data);

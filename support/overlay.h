@@ -10,9 +10,10 @@
  *   - each truth plume, when a truth CSV is given, as a circle of the radius plume score
  *     matches within (max(3, 2 sigma)) in green, so a missed plume is a green circle with
  *     no red box, a false alarm a red box with no circle.
- * Everything drawn is clipped to the frame. overlay_write_frames writes frame k as
- * DIR/frame_NNNNNN.png (k zero-padded to 6 digits), 8-bit RGB through libpng, each file
- * written atomically (support/output_file.h) as soon as it is drawn.
+ * Everything drawn is clipped to the frame; each frame is drawn at its own size (a
+ * folder's frames may differ after frame_reader_allow_shapes). overlay_write_frames writes frame k
+ * as DIR/frame_NNNNNN.png (k zero-padded to 6 digits), 8-bit RGB through libpng, each file written
+ * atomically (support/output_file.h) as soon as it is drawn.
  *
  * Reentrant; no global state.
  */
@@ -59,12 +60,6 @@ void overlay_draw_cross(overlay_picture *pic, double row, double col, int arm,
 /* A circle of radius pixels about (row, col). */
 void overlay_draw_circle(overlay_picture *pic, double row, double col, double radius,
                          overlay_colour colour);
-
-/* pic as an 8-bit RGB PNG in *bytes (malloc'd, *length bytes; the caller frees it).
- * Errors: PLM_ERR_INVALID_ARG (an empty or huge picture), PLM_ERR_OUT_OF_MEMORY; name
- * goes into messages. */
-plm_status overlay_png_encode(const overlay_picture *pic, const char *name, void **bytes,
-                              size_t *length, char *err, size_t err_size);
 
 /* Every frame of r (info as frame_reader_open gave it; not a stream) with the rows of
  * detections_csv (as plume detect writes it) and, unless NULL, the plumes of truth_csv (as

@@ -10,9 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "profile/stats.h"
 #include "support/csv.h"
 #include "support/output_file.h"
 #include "support/overlay.h"
+#include "support/png_io.h"
 #include "support/quote.h"
 
 /* ---- the page, as text ------------------------------------------------------------------ */
@@ -191,15 +193,16 @@ static int compare_worst(const void *a, const void *b) {
  * as a PNG in a data: URL. */
 static plm_status add_picture(page *p, const score_report_input *in, int64_t k, char *err,
                               size_t err_size) {
-  const frame_reader_info *info = in->frames_info;
-  image frame = {.dtype = info->dtype, .ndim = 2, .dims = {info->height, info->width}};
-  overlay_picture pic = {.height = info->height, .width = info->width};
+  int64_t height = 0, width = 0; /* a folder's frames may differ (frame_reader_allow_shapes) */
+  plm_status status = frame_reader_shape(in->frames, k, &height, &width, err, err_size);
+  if (status != PLM_OK) return status;
+  image frame = {.dtype = in->frames_info->dtype, .ndim = 2, .dims = {height, width}};
+  overlay_picture pic = {.height = height, .width = width};
   frame.data = malloc(image_bytes(&frame));
-  pic.rgb = malloc((size_t)(3 * info->height * info->width));
-  plm_status status = frame.data && pic.rgb
-                          ? frame_reader_read(in->frames, k, frame.data, err, err_size)
-                          : quote_failure(err, err_size, PLM_ERR_OUT_OF_MEMORY,
-                                          "the report's pictures: out of memory");
+  pic.rgb = malloc((size_t)(3 * height * width));
+  status = frame.data && pic.rgb ? frame_reader_read(in->frames, k, frame.data, err, err_size)
+                                 : quote_failure(err, err_size, PLM_ERR_OUT_OF_MEMORY,
+                                                 "the report's pictures: out of memory");
   if (status == PLM_OK) status = overlay_render(&frame, &pic, err, err_size);
   void *png = NULL;
   size_t length = 0;
@@ -213,11 +216,12 @@ static plm_status add_picture(page *p, const score_report_input *in, int64_t k, 
       if (in->detections[i].frame == k)
         overlay_draw_cross(&pic, in->detections[i].row, in->detections[i].col, 3,
                            OVERLAY_DETECTION);
-    status = overlay_png_encode(&pic, "the report's picture", &png, &length, err, err_size);
+    status = png_encode_rgb8(pic.height, pic.width, pic.rgb, &png, &length, "the report's picture",
+                             err, err_size);
   }
   if (status == PLM_OK) {
     add(p, "<img class=\"frame\" alt=\"frame %lld\" width=\"%lld\" src=\"data:image/png;base64,",
-        (long long)k, (long long)(info->width < 320 ? 320 : info->width));
+        (long long)k, (long long)(width < 320 ? 320 : width));
     add_base64(p, png, length);
     add(p, "\">");
   }
@@ -329,6 +333,70 @@ static plm_status add_frames_chart(page *p, const score_frame *frames, int64_t n
   return PLM_OK;
 }
 
+/* Each frame's latency over the frames, and its median, 99th percentile and largest. */
+static plm_status add_latency_chart(page *p, const score_latency *latency) {
+  const int64_t n = latency->n;
+  add(p, "<h2>Latency over time</h2>\n");
+  if (n == 0) {
+    add(p, "<p>No frames in ");
+    add_escaped(p, latency->path);
+    add(p, ".</p>\n");
+    return PLM_OK;
+  }
+  double *sorted = malloc((size_t)n * sizeof *sorted);
+  if (!sorted) return PLM_ERR_OUT_OF_MEMORY;
+  memcpy(sorted, latency->ms, (size_t)n * sizeof *sorted);
+  plm__sort_doubles(sorted, (size_t)n);
+  const double median = plm__median_sorted(sorted, (size_t)n),
+               p99 = plm__quantile_sorted(sorted, (size_t)n, 0.99), most = sorted[n - 1];
+  free(sorted);
+  const series s = {"latency", "#7c3aed", latency->frame, latency->ms, n};
+  add_chart(p, "Latency of each frame", "frame", "ms", &s, 1, latency->frame[0],
+            n > 1 ? latency->frame[n - 1] : latency->frame[0] + 1, 0, most > 0 ? most : 1);
+  add(p, "<p>%lld frames from ", (long long)n);
+  add_escaped(p, latency->path);
+  add(p,
+      ": median %.3f ms, 99th percentile %.3f ms, largest %.3f ms (from a frame's read "
+      "to its rows written).</p>\n",
+      median, p99, most);
+  return PLM_OK;
+}
+
+plm_status score_latency_read(const char *path, score_latency *out, char *err, size_t err_size) {
+  *out = (score_latency){.path = path};
+  csv_table table;
+  plm_status status = csv_read(path, &table, err, err_size);
+  if (status != PLM_OK) return status;
+  const int frame = csv_column(&table, "frame"), ms = csv_column(&table, "latency_ms");
+  if (frame < 0 || ms < 0)
+    status = quote_failure(err, err_size, PLM_ERR_IO, "%s: no column '%s' in the header", path,
+                           frame < 0 ? "frame" : "latency_ms");
+  if (status == PLM_OK) {
+    out->frame = malloc((size_t)(table.rows + 1) * sizeof *out->frame);
+    out->ms = malloc((size_t)(table.rows + 1) * sizeof *out->ms);
+    if (!out->frame || !out->ms)
+      status = quote_failure(err, err_size, PLM_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+  }
+  for (int64_t r = 0; status == PLM_OK && r < table.rows; r++) {
+    out->frame[r] = csv_value(&table, r, frame);
+    out->ms[r] = csv_value(&table, r, ms);
+    if (!isfinite(out->frame[r]) || !isfinite(out->ms[r]) || out->ms[r] < 0)
+      status = quote_failure(err, err_size, PLM_ERR_IO,
+                             "%s: row %lld: frame %g, latency_ms %g (a latency is a number >= 0)",
+                             path, (long long)r + 1, out->frame[r], out->ms[r]);
+  }
+  out->n = status == PLM_OK ? table.rows : 0;
+  csv_free(&table);
+  if (status != PLM_OK) score_latency_free(out);
+  return status;
+}
+
+void score_latency_free(score_latency *latency) {
+  free(latency->frame);
+  free(latency->ms);
+  *latency = (score_latency){0};
+}
+
 plm_status score_report_write(const char *path, const score_report_input *in, char *err,
                               size_t err_size) {
   score_result r;
@@ -337,9 +405,11 @@ plm_status score_report_write(const char *path, const score_report_input *in, ch
   plm_status status = score_match_frames(in->truth, in->n_truth, in->detections, in->n_detections,
                                          in->radius, &r, &frames, &n_frames, err, err_size);
   if (status != PLM_OK) return status;
-  int64_t frame_count = in->frames_info ? in->frames_info->count - in->skipped_frames : 0;
-  if (!in->frames_info && n_frames > 0)
-    frame_count = frames[n_frames - 1].frame - in->skipped_frames + 1;
+  /* The frames' count, else (no frames, or a video that does not count them) the last
+   * frame with a truth or a detection. */
+  const bool counted = in->frames_info && in->frames_info->count >= 0;
+  int64_t frame_count = counted ? in->frames_info->count - in->skipped_frames : 0;
+  if (!counted && n_frames > 0) frame_count = frames[n_frames - 1].frame - in->skipped_frames + 1;
   if (frame_count < 1) frame_count = 1;
   curve c = {0};
   if (in->strengths) status = sweep(in, frame_count, &c, err, err_size);
@@ -353,6 +423,7 @@ plm_status score_report_write(const char *path, const score_report_input *in, ch
     add_figures(&p, in, &r);
     add_curves(&p, &c);
     status = add_frames_chart(&p, frames, n_frames);
+    if (status == PLM_OK && in->latency) status = add_latency_chart(&p, in->latency);
     if (status != PLM_OK) status = quote_failure(err, err_size, status, "out of memory");
   }
   if (status == PLM_OK) status = add_worst_frames(&p, in, frames, n_frames, err, err_size);

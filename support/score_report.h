@@ -12,6 +12,9 @@
  *     at the strengths' quantiles). Where the CSV has no max column the curves are left
  *     out and the page says so;
  *   - each frame's true positives, false positives and false negatives over the frames;
+ *   - when plume detect's --latency times are given, each frame's latency over the frames
+ *     (the time from its read to its rows written) with its median, 99th percentile and
+ *     largest;
  *   - the worst frames (the most false positives plus false negatives, up to 6), with their
  *     counts and, when the frames are given, each drawn (support/overlay.h's stretch): the
  *     truth plumes as green circles of the match radius, the detections' centroids as red
@@ -35,6 +38,23 @@ enum { SCORE_REPORT_ERROR_SIZE = FRAME_READER_ERROR_SIZE + 512 };
 /* The most worst frames shown, and the most thresholds of the curves. */
 enum { SCORE_REPORT_WORST = 6, SCORE_REPORT_THRESHOLDS = 48 };
 
+/* Each frame's latency as plume detect --latency writes it (apps/detect.h). */
+typedef struct score_latency {
+  const char *path; /* named on the page */
+  int64_t n;        /* rows */
+  double *frame;    /* [n] */
+  double *ms;       /* [n], each finite and >= 0 */
+} score_latency;
+
+/* Read the times at path (columns frame and latency_ms; others ignored) into *out; free them
+ * with score_latency_free. Errors: those of csv_read (PLM_ERR_IO, naming path),
+ * PLM_ERR_IO (a column missing, a latency not finite or negative, naming its row),
+ * PLM_ERR_OUT_OF_MEMORY. *out is empty on failure. */
+plm_status score_latency_read(const char *path, score_latency *out, char *err, size_t err_size);
+
+/* Free what score_latency_read took; an empty one is a no-op. */
+void score_latency_free(score_latency *latency);
+
 typedef struct score_report_input {
   const char *truth_path, *detections_path; /* named on the page */
   const score_truth *truth;
@@ -46,6 +66,7 @@ typedef struct score_report_input {
   int64_t skipped_frames;  /* frames left out before these (score_skip_frames) */
   frame_reader *frames;    /* the frames, for the worst frames' pictures, or NULL */
   const frame_reader_info *frames_info;
+  const score_latency *latency; /* plume detect --latency's times, or NULL */
 } score_report_input;
 
 /* Write the page for in to path. Errors: PLM_ERR_INVALID_ARG (inputs score_match

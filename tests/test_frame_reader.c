@@ -294,6 +294,62 @@ START_TEST(test_a_wrong_file_in_a_folder_is_named) {
 }
 END_TEST
 
+/* frame_reader_allow_shapes: a folder's frames of several shapes, each read at its own,
+ * which frame_reader_shape tells first (opening the file once for both); the dtype must
+ * still be the first file's; a stack's frames keep their one shape. */
+START_TEST(test_a_folder_of_several_shapes) {
+  uint16_t u16[FRAME], got[FRAME];
+  uint8_t u8[FRAME];
+  frame_pixels(2, u16);
+  memset(u8, 9, sizeof u8);
+  ck_assert_int_eq(mkdir(path_of("shapes"), 0777), 0);
+  write_pgm(path_of("shapes/0.pgm"), H, W, 16, u16);
+  write_npy(path_of("shapes/1.npy"), PLM_DTYPE_U16, 2, (const int64_t[]){W, H}, u16);
+  write_png(path_of("shapes/2.png"), 3, 4, 16, u16);
+  write_pgm(path_of("shapes/3.pgm"), H, W, 8, u8);
+  frame_reader_info info;
+  frame_reader *r = NULL;
+  ck_assert_msg(frame_reader_open(path_of("shapes"), &info, &r, err, sizeof err) == PLM_OK, "%s",
+                err);
+  int64_t h = 0, w = 0;
+  /* Before frame_reader_allow_shapes: every frame is the first's shape. */
+  ck_assert_int_eq(frame_reader_shape(r, 1, &h, &w, err, sizeof err), PLM_OK);
+  ck_assert(h == H && w == W);
+  expect_message(frame_reader_read(r, 1, got, err, sizeof err), PLM_ERR_IO, "shapes/1.npy",
+                 "a frame of u16 10x6");
+  frame_reader_allow_shapes(r);
+  const int64_t shapes[3][2] = {{H, W}, {W, H}, {3, 4}};
+  for (int k = 0; k < 3; k++) {
+    memset(got, 0, sizeof got);
+    ck_assert_msg(frame_reader_shape(r, k, &h, &w, err, sizeof err) == PLM_OK, "%s", err);
+    ck_assert_msg(h == shapes[k][0] && w == shapes[k][1], "frame %d: %lldx%lld", k, (long long)h,
+                  (long long)w);
+    ck_assert_msg(frame_reader_read(r, k, got, err, sizeof err) == PLM_OK, "%s", err);
+    ck_assert_int_eq(memcmp(got, u16, (size_t)(h * w) * sizeof *got), 0);
+  }
+  /* Read without asking its shape, and asked twice: the same frame. */
+  ck_assert_int_eq(frame_reader_read(r, 1, got, err, sizeof err), PLM_OK);
+  ck_assert_int_eq(frame_reader_shape(r, 2, &h, &w, err, sizeof err), PLM_OK);
+  ck_assert_int_eq(frame_reader_shape(r, 2, &h, &w, err, sizeof err), PLM_OK);
+  ck_assert(h == 3 && w == 4);
+  /* Another dtype is refused, by the shape's question already. */
+  expect_message(frame_reader_shape(r, 3, &h, &w, err, sizeof err), PLM_ERR_IO, "shapes/3.pgm",
+                 "a frame of u8 6x10, but the first frame");
+  expect_message(frame_reader_read(r, 3, got, err, sizeof err), PLM_ERR_IO, "shapes/3.pgm",
+                 "a frame of u8 6x10");
+  ck_assert_int_eq(frame_reader_shape(r, 4, &h, &w, err, sizeof err), PLM_ERR_INVALID_ARG);
+  ck_assert_int_eq(frame_reader_shape(NULL, 0, &h, &w, err, sizeof err), PLM_ERR_INVALID_ARG);
+  frame_reader_close(r);
+  /* A stack: allow_shapes is a no-op, its one shape told. */
+  write_npy(path_of("stack.npy"), PLM_DTYPE_U16, 3, (const int64_t[]){1, H, W}, u16);
+  ck_assert_int_eq(frame_reader_open(path_of("stack.npy"), &info, &r, err, sizeof err), PLM_OK);
+  frame_reader_allow_shapes(r);
+  ck_assert_int_eq(frame_reader_shape(r, 0, &h, &w, err, sizeof err), PLM_OK);
+  ck_assert(h == H && w == W);
+  frame_reader_close(r);
+}
+END_TEST
+
 static Suite *frame_reader_suite(void) {
   Suite *suite = suite_create("frame_reader");
   TCase *tcase = tcase_create("frame_reader");
@@ -304,6 +360,7 @@ static Suite *frame_reader_suite(void) {
   tcase_add_test(tcase, test_a_folder_is_its_frame_files_in_name_order);
   tcase_add_test(tcase, test_names_sort_by_bytes_not_by_number);
   tcase_add_test(tcase, test_a_wrong_file_in_a_folder_is_named);
+  tcase_add_test(tcase, test_a_folder_of_several_shapes);
   suite_add_tcase(suite, tcase);
   return suite;
 }

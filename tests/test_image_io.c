@@ -21,6 +21,7 @@
 #include "checks.h"
 #include "scratch_dir.h"
 #include "support/image_io.h"
+#include "support/png_io.h"
 
 static char dir[SCRATCH_DIR_SIZE];
 static char err[IMAGE_ERROR_SIZE];
@@ -305,6 +306,51 @@ START_TEST(test_png_8_and_16_bit_grayscale) {
     ck_assert_int_eq(memcmp(img.data, p16, sizeof p16), 0);
     image_free(&img, NULL);
   }
+}
+END_TEST
+
+/* png_encode (support/png_io.h): u8 and u16 frames read back through libpng value for
+ * value; what a PNG cannot hold is refused naming it, with nothing allocated. */
+START_TEST(test_png_encode_round_trip_and_refusals) {
+  enum { W = 29, H = 7 };
+  uint8_t p8[H * W];
+  uint16_t p16[H * W];
+  fill_pattern(p8, sizeof p8, 4);
+  fill_pattern(p16, sizeof p16, 5);
+  const int64_t dims[2] = {H, W};
+  const struct {
+    plm_dtype dtype;
+    const void *pixels;
+    size_t bytes;
+  } cases[] = {{PLM_DTYPE_U8, p8, sizeof p8}, {PLM_DTYPE_U16, p16, sizeof p16}};
+  for (size_t c = 0; c < 2; c++) {
+    void *png = NULL;
+    size_t length = 0;
+    ck_assert_msg(png_encode(cases[c].dtype, 2, dims, cases[c].pixels, &png, &length, "o.png", err,
+                             sizeof err) == PLM_OK,
+                  "%s", err);
+    write_bytes(path_of("o.png"), png, length);
+    free(png);
+    image img;
+    ck_assert_msg(image_read(path_of("o.png"), NULL, &img, err, sizeof err) == PLM_OK, "%s", err);
+    ck_assert_int_eq(img.dtype, cases[c].dtype);
+    ck_assert(img.ndim == 2 && img.dims[0] == H && img.dims[1] == W);
+    ck_assert_int_eq(memcmp(img.data, cases[c].pixels, cases[c].bytes), 0);
+    image_free(&img, NULL);
+  }
+  void *png = (void *)1;
+  size_t length = 1;
+  ck_assert_int_eq(png_encode(PLM_DTYPE_F32, 2, dims, p16, &png, &length, "f.png", err, sizeof err),
+                   PLM_ERR_INVALID_ARG);
+  ck_assert(png == NULL && length == 0 && strstr(err, "f.png: a PNG holds u8 or u16, not f32"));
+  const int64_t stack[3] = {1, H, W};
+  ck_assert_int_eq(png_encode(PLM_DTYPE_U8, 3, stack, p8, &png, &length, "s.png", err, sizeof err),
+                   PLM_ERR_INVALID_ARG);
+  ck_assert_msg(strstr(err, "one 2-D frame, not a 3-D array"), "%s", err);
+  const int64_t empty[2] = {0, W};
+  ck_assert_int_eq(png_encode(PLM_DTYPE_U8, 2, empty, p8, &png, &length, "e.png", err, sizeof err),
+                   PLM_ERR_INVALID_ARG);
+  ck_assert_ptr_null(png);
 }
 END_TEST
 
@@ -818,6 +864,7 @@ static Suite *image_io_suite(void) {
   tcase_add_test(tcase, test_pgm_8_and_16_bit);
   tcase_add_test(tcase, test_png_8_and_16_bit_grayscale);
   tcase_add_test(tcase, test_colour_png_is_refused);
+  tcase_add_test(tcase, test_png_encode_round_trip_and_refusals);
   tcase_add_test(tcase, test_allocator_is_used_and_its_failure_reported);
   tcase_add_test(tcase, test_bad_npy_files_fail_with_a_clear_message);
   tcase_add_test(tcase, test_bad_preambles_and_non_files);

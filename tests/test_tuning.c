@@ -637,14 +637,36 @@ END_TEST
  * side, every workload is in the small class), then its points of the model, one per
  * workload (two windows at four frame sizes), each with a model and a measured time; an
  * unknown op and runs out of range are refused. */
+/* What options.progress was told, call by call. */
+typedef struct progress_calls {
+  int calls, last_done, total;
+  bool in_order, named; /* done rose by one each call; op named until the end, then NULL */
+} progress_calls;
+
+static void note_progress(void *user, int done, int total, const char *op) {
+  progress_calls *p = user;
+  p->in_order = p->in_order && done == p->last_done + 1 && (p->calls == 0 || total == p->total);
+  p->named = p->named && (done < total ? op && strcmp(op, "entropy") == 0 : op == NULL);
+  p->calls++;
+  p->last_done = done;
+  p->total = total;
+}
+
 START_TEST(test_a_full_tune_of_one_op_decides_its_tunables_and_measures_its_points) {
   plm_tune_options options = plm_tune_options_default();
   options.op = "entropy";
   options.runs = 1;
+  progress_calls told = {.last_done = -1, .in_order = true, .named = true};
+  options.progress = note_progress;
+  options.progress_user = &told;
   plm_tuning_entry *entries = NULL;
   size_t count = 0;
   PLM_CHECK_OK(plm_tune_run(plm_test_ctx, &options, &entries, &count));
   const bool cuda = plm_test_backend == PLM_BACKEND_CUDA;
+  /* A step per tunable of the backend, and one for the points: told before each and at the end. */
+  ck_assert_int_eq(told.total, (cuda ? 3 : 1) + 1);
+  ck_assert(told.in_order && told.named && told.calls == told.total + 1);
+  ck_assert_int_eq(told.last_done, told.total);
   int points = 0, decided[PLM_SIZE_CLASS_COUNT] = {0};
   for (size_t k = 0; k < count; k++) {
     const plm_tuning_entry *e = &entries[k];

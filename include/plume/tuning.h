@@ -159,13 +159,20 @@ PLM_API plm_status plm_tuning_store(plm_context *ctx, const plm_tuning_entry *en
 
 /* ---- measuring (`plume tune`) ------------------------------------------------------------ */
 
+/* How far a plm_tune_run has come: `done` of its `total` steps (a step: one tunable of one
+ * op, or one op's points of the model) are measured, `op` the op of the next one (NULL at
+ * the end). Called on the calling thread, before the first step and after each. */
+typedef void (*plm_tune_progress_fn)(void *user, int done, int total, const char *op);
+
 typedef struct plm_tune_options {
   bool quick;     /* fewer sizes and runs: seconds on a CPU (the CLI tests' mode) */
   const char *op; /* only this op's tunables and points; NULL: every op's */
   int runs;       /* timed runs per candidate and workload, 0..1000 (0: 5 quick, else 15) */
+  plm_tune_progress_fn progress; /* NULL: none */
+  void *progress_user;           /* progress's first argument */
 } plm_tune_options;
 
-/* quick false, op NULL, runs 0. */
+/* quick false, op NULL, runs 0, no progress. */
 PLM_API plm_tune_options plm_tune_options_default(void);
 
 /* Measure the tunables of ctx's backend on ctx's device, on a stream of its own, and

@@ -104,6 +104,9 @@ mpi_run 2 2 "stateful" detect --frames s.npy --out x.csv \
   absent "stateful" x.csv
 mpi_run 2 2 "--profile" detect --frames s.npy --pipeline "$pipeline" --out x.csv --profile p &&
   expect_err "--profile" "rank 0: --profile is for one process" && absent "--profile" x.csv p
+mpi_run 2 2 "--latency" detect --frames s.npy --pipeline "$pipeline" --out x.csv --latency l.csv &&
+  expect_err "--latency" "rank 0: --latency times one process's frames" &&
+  absent "--latency" x.csv l.csv
 
 # ---- every rank runs the same: MPMD launches (A : B) with other texts are refused ---------
 # mpmd NAME EXPECTED_RC ARGS_OF_RANK_1... : rank 0 runs the usual detect, rank 1 its own.

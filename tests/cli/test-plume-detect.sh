@@ -5,7 +5,8 @@
 # samples as raw frames (a file, stdin, big-endian, after a header), and with any number
 # of frames in flight; --out - (the CSV on stdout, the summary on stderr), -q, an --out of
 # another extension refused; a TIFF stack and a TIFF in a folder, a FITS cube, an HDF5 dataset
-# and a NetCDF-4 variable (physical or stored values), read as their .npy; --overlay's pictures; the rows equal `plume op threshold` + `plume op label
+# and a NetCDF-4 variable (physical or stored values), FFV1 videos (Matroska, AVI, and Matroska
+# on stdin), read as their .npy, a video's damage named; --overlay's pictures; the rows equal `plume op threshold` + `plume op label
 # --regions --intensity` for the same chain; no progress bar when stderr is not a
 # terminal, and one on a terminal; arrays named by the pipeline (--tensor) give the
 # same rows as the built-in kernel and threshold they stand for; exit codes (0 ok, 2 bad
@@ -19,6 +20,7 @@ set -u
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 tiffs=$(cd "$(dirname "${BASH_SOURCE[0]}")/../fixtures/tiff" && pwd) # TIFFs tifffile wrote
 fitses=$(cd "$(dirname "${BASH_SOURCE[0]}")/../fixtures/fits" && pwd) # FITS files astropy wrote
+videos=$(cd "$(dirname "${BASH_SOURCE[0]}")/../fixtures/video" && pwd) # videos ffmpeg made
 plume=$1
 cli_begin "$plume" "$2" --commands
 
@@ -102,7 +104,8 @@ run 2 "raw short file" detect --frames short.raw "${raw[@]}" --pipeline "$pipeli
 expect_err "raw short file" "short.raw: frame $((N - 1)) is short: $((frame_bytes - 1)) of $frame_bytes bytes, 1 missing"
 absent "raw short file" r.csv
 run 2 "stdin without --raw-shape" detect --frames - --pipeline "$pipeline" --out r.csv </dev/null
-expect_err "stdin without --raw-shape" "give --raw-shape HxW"
+expect_err "stdin without --raw-shape" "stdin: not a video file"
+expect_err "stdin without --raw-shape" "--raw-shape HxW"
 run 2 "bad --raw-dtype" detect --frames s.raw --raw-shape 128x128 --raw-dtype i8 \
   --pipeline "$pipeline" --out r.csv
 expect_err "bad --raw-dtype" "--raw-dtype 'i8' is not u8, u16 or f32"
@@ -153,6 +156,59 @@ checks=$((checks + 1))
   $(grep '^0,' folder.csv | cut -d, -f2-) == "$(grep '^1,' folder.csv | cut -d, -f2-)" ]] ||
   fail "a folder with a TIFF: frame 0 (the .tif) and 1 (its .npy) differ: $(cat folder.csv)"
 rm -rf tif.csv npy.csv folder.csv tiff-folder
+# --latency (apps/detect.h): a row a frame, in order, after the detections' CSV (the same
+# as without it); each latency is written_s - read_s (to the printed 0.1 us) and >= 0, and
+# no frame is written before it is read; '-' writes the rows to stdout, the summary then to
+# stderr. Refused: another extension, --out's own file, both on stdout.
+run 0 "--latency" detect --frames s.npy --pipeline "$pipeline" --out l.csv --latency times.csv
+same l.csv a.csv "--latency"
+checks=$((checks + 1))
+awk -F, -v n="$N" 'NR == 1 { ok = $0 == "frame,read_s,written_s,latency_ms" }
+  NR > 1 { d = 1000 * ($3 - $2) - $4; ok = ok && $1 == NR - 2 && $4 >= 0 && $3 >= $2 &&
+           d < 0.01 && d > -0.01 }
+  END { exit !(ok && NR == n + 1) }' times.csv || fail "--latency: $(head -5 times.csv)"
+run 0 "--latency -" detect --frames s.npy --pipeline "$pipeline" --out l.csv --latency - &&
+  expect_err "--latency -: the summary on stderr" "frames/s"
+checks=$((checks + 1))
+[[ $(head -1 out.txt) == frame,read_s,written_s,latency_ms && $(wc -l <out.txt) == $((N + 1)) ]] ||
+  fail "--latency -: $(head -3 out.txt)"
+run 2 "--latency t.txt" detect --frames s.npy --pipeline "$pipeline" --out x.csv --latency t.txt &&
+  expect_err "--latency t.txt" "--latency 't.txt' ends in .txt, but the data written is .csv"
+run 2 "--latency = --out" detect --frames s.npy --pipeline "$pipeline" --out x.csv \
+  --latency x.csv && expect_err "--latency = --out" "--out names the same file"
+run 2 "--latency - with --out -" detect --frames s.npy --pipeline "$pipeline" --out - \
+  --latency - && expect_err "--latency - with --out -" "--out is standard output already"
+absent "--latency refused" t.txt x.csv
+rm -f l.csv times.csv
+# A folder of frames of several shapes (apps/detect.h, "Shapes"): a pipeline compiled per
+# shape, up to 4 kept; 6 shapes, the first coming back after it was evicted. Each frame's
+# rows are those of the frame run alone, under its number in the folder; --overlay draws
+# each at its own size.
+mkdir -p shapes
+sizes=(32,32 40,56 48,40 32,32 56,24 64,32 24,72 72,16 32,32)
+for i in "${!sizes[@]}"; do
+  run 0 "shape $i" scene --frames 1 --size "${sizes[$i]}" --seed $((i + 3)) --out "shapes/f_$i.npy" \
+    --truth shape-t.csv
+  mkdir -p "alone$i" && cp "shapes/f_$i.npy" "alone$i/"
+  run 0 "shape $i alone" detect --frames "alone$i" --pipeline "$pipeline" --out "alone$i.csv"
+done
+mkdir -p pictures-shapes
+run 0 "several shapes" detect --frames shapes --pipeline "$pipeline" --out shapes.csv \
+  --overlay pictures-shapes
+checks=$((checks + 1))
+# 7 shapes in 9 runs; 8 pipelines, for 32x32 is evicted by 72x16 and comes back.
+grep -qF "9 frames of several shapes (9 runs of one shape, 8 pipelines compiled; the first 32x32)" \
+  out.txt || fail "several shapes: $(cat out.txt)"
+{
+  echo "$header"
+  for i in "${!sizes[@]}"; do tail -n +2 "alone$i.csv" | sed "s/^0,/$i,/"; done
+} >shapes-expected.csv
+same shapes.csv shapes-expected.csv "several shapes"
+checks=$((checks + 1))
+# The IHDR of frame 1's picture: 56 wide, 40 high.
+[[ $(od -An -tx1 -j 16 -N 8 pictures-shapes/frame_000001.png | tr -d ' \n') == 0000003800000028 ]] ||
+  fail "several shapes: frame_000001.png is not 56x40"
+rm -rf shapes alone* pictures-shapes shapes.csv shapes-expected.csv shape-t.csv
 # --overlay (support/overlay.h): one PNG a frame (8-bit RGB, the frame's size), the CSV as
 # without it, and the summary's line; --truth draws the plumes too. Refused: --truth
 # alone, --out -, a folder that is not there.
@@ -207,6 +263,30 @@ run 2 "an HDF5 file without the dataset named" detect --frames "$h5s/u16-cube.h5
   --pipeline "$fits_pipeline" --out h5.csv &&
   expect_err "an HDF5 file without the dataset named" "u16-cube.h5: no dataset /nope"
 rm -f h5.csv npy.csv
+# Videos (support/video_io.h): FFV1 gray16 in Matroska (its count unknown until the end) and
+# gray8 in AVI give the rows of the .npy of the frames they were made of; a damaged packet
+# fails naming the file and the frame, leaving no output.
+run 0 "an FFV1 Matroska video" detect --frames "$videos/gray16-ffv1.mkv" \
+  --pipeline "$fits_pipeline" --out mkv.csv
+run 0 "its .npy" detect --frames "$videos/gray16-ffv1.npy" --pipeline "$fits_pipeline" \
+  --out npy.csv
+same mkv.csv npy.csv "an FFV1 Matroska video"
+run 0 "an FFV1 Matroska video on stdin" detect --frames - --pipeline "$fits_pipeline" \
+  --out stdin.csv < <(cat "$videos/gray16-ffv1.mkv")
+same stdin.csv npy.csv "an FFV1 Matroska video on stdin"
+checks=$((checks + 1))
+[[ $(wc -l <mkv.csv) -gt 3 ]] || fail "an FFV1 Matroska video: too few rows: $(cat mkv.csv)"
+video_pipeline="threshold value=200 ! label connectivity=8 ! regions capacity=64"
+run 0 "an FFV1 AVI video" detect --frames "$videos/gray8-ffv1.avi" --pipeline "$video_pipeline" \
+  --out avi.csv
+run 0 "its .npy" detect --frames "$videos/gray8-ffv1.npy" --pipeline "$video_pipeline" \
+  --out npy.csv
+same avi.csv npy.csv "an FFV1 AVI video"
+run 2 "a damaged video" detect --frames "$videos/damaged-packet.avi" \
+  --pipeline "$video_pipeline" --out bad.csv &&
+  expect_err "a damaged video" "damaged-packet.avi: frame 2: damaged"
+absent "a damaged video" bad.csv
+rm -f mkv.csv avi.csv npy.csv stdin.csv
 
 # Without capacity= the table holds every region a frame can have: the same rows.
 run 0 "no capacity" detect --frames=s.npy "--pipeline=$log ! regions" --out=k.csv --backend=host
@@ -620,14 +700,14 @@ expect_err "truncated stack" "short.npy: truncated"
 } >i32.npy
 run 2 "i32 frames" detect --frames i32.npy --pipeline "$pipeline" --out x.csv && absent "i32 frames" x.csv
 expect_err "i32 frames" "takes u8, u16 or f32 frames"
-# A folder whose 21st frame is of another shape: the run stops there, naming the file, and
-# an existing output is left as it was.
+# A folder whose 21st frame is cut short: the run stops there, naming the file, and an
+# existing output is left as it was (a frame of another shape is taken: "Shapes" above).
 cp -r frames odd
 rm -f odd/f_0020.*
-{ printf 'P5\n%d %d\n65535\n' $W $((H / 2)); frame 20 | head -c $((frame_bytes / 2)); } >odd/f_0020.pgm
+{ printf 'P5\n%d %d\n65535\n' $W $((H / 2)); frame 20 | head -c $((frame_bytes / 4)); } >odd/f_0020.pgm
 echo "old" >x.csv
 run 2 "odd frame" detect --frames odd --pipeline "$pipeline" --out x.csv
-expect_err "odd frame" "odd/f_0020.pgm: a frame of u16 64x128, but the first frame"
+expect_err "odd frame" "odd/f_0020.pgm: "
 checks=$((checks + 1))
 [[ $(cat x.csv) == old ]] || fail "odd frame: the old output was changed"
 rm -f x.csv

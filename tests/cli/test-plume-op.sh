@@ -4,8 +4,9 @@
 # whole .npy files written the same way and compared byte for byte. Checks exit
 # codes (0 ok, 2 bad usage or bad file), one-line messages on stderr, and that no
 # output (or temporary) file is left behind by a failure. Also --out - (stdout), outputs
-# named for another format refused, TIFF in (tests/fixtures/tiff) and out, and FITS in
-# (tests/fixtures/fits), HDF5 and NetCDF-4 in (tests/fixtures/hdf5). No Python needed.
+# named for another format refused, TIFF in (tests/fixtures/tiff) and out, FITS in
+# (tests/fixtures/fits), HDF5 and NetCDF-4 in (tests/fixtures/hdf5), and video in
+# (tests/fixtures/video). No Python needed.
 set -u
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 plume=$1
@@ -1130,11 +1131,11 @@ run 2 "two outputs on stdout" op label --in mask.npy --out - --regions - &&
 run 2 "--in -" op threshold --in - --out x.npy --value 1 </dev/null &&
   expect_err "--in -" "--in -: plume op reads its inputs from files"
 absent "--in -" x.npy
-run 2 "--out m.png" op threshold --in quad.npy --out m.png --value 1 &&
-  expect_err "--out m.png" "'m.png' ends in .png, but the data written is .npy"
+run 2 "--out m.jpg" op threshold --in quad.npy --out m.jpg --value 1 &&
+  expect_err "--out m.jpg" "'m.jpg' ends in .jpg, but the data written is .npy, .png, .tif,"
 run 2 "--regions r.npy" op label --in mask.npy --out l.npy --regions r.npy &&
   expect_err "--regions r.npy" "'r.npy' ends in .npy, but the data written is .csv"
-absent "wrong extensions" m.png r.npy
+absent "wrong extensions" m.jpg r.npy
 rm -f t.npy l.npy r.csv
 
 # TIFF (support/tiff_io.h): a stack tifffile wrote (tests/fixtures/tiff) gives what its .npy
@@ -1159,6 +1160,17 @@ run 2 "a TIFF of mixed pages" op threshold --in "$tiffs/mixed-shapes.tif" --valu
 absent "refused TIFFs" x.npy
 rm -f t.tif t.npy back-tif.npy back-npy.npy
 
+# Video in (support/video_io.h): an FFV1 gray16 Matroska file ffmpeg made gives what the .npy
+# of its frames gives; an audio-only file is refused by name.
+videos=$fixtures/video
+run 0 "threshold a video" op threshold --in "$videos/gray16-ffv1.mkv" --value 30000 --out v.npy
+run 0 "threshold its .npy" op threshold --in "$videos/gray16-ffv1.npy" --value 30000 --out t.npy
+same v.npy t.npy "a video read whole"
+run 2 "an audio-only file" op threshold --in "$videos/audio-only.mkv" --value 1 --out x.npy &&
+  expect_err "an audio-only file" "audio-only.mkv: no video stream (1 stream: audio)"
+absent "an audio-only file" x.npy
+rm -f v.npy t.npy
+
 # FITS out (support/fits_io.h): --out NAME.fits (.fit, .fts, any case) writes a FITS image,
 # which reads back as the .npy output's values; f32 is BITPIX -32.
 run 0 "threshold to FITS" op threshold --in "$tiffs/u16-stack-strips-deflate.tif" \
@@ -1175,6 +1187,28 @@ run 0 "entropy to .FTS" op entropy --in "$tiffs/f32-tiled.tif" --window 5 --bins
 checks=$((checks + 1))
 grep -q 'BITPIX  =                  -32' e.FTS || fail "e.FTS is not BITPIX -32"
 rm -f t.fits t.npy e.FTS back-fits.npy back-npy.npy
+
+# PNG out (support/png_io.h): --out NAME.png writes a grayscale PNG of a 2-D u8 or u16
+# output, every value kept (abs_diff against zeros is the identity), read back through
+# libpng; an f32 output or a stack is refused before anything runs, and nothing is written.
+write_npy w16.npy '<u2' '(2, 3)' "$(printf '\\x%02x\\x%02x' 1 0 255 0 0 1 52 18 255 255 0 128)"
+run 0 "zeros u16" op abs_diff --in w16.npy --ref w16.npy --out z16.npy
+run 0 "u16 to PNG" op abs_diff --in w16.npy --ref z16.npy --out w16.png
+checks=$((checks + 1))
+[[ $(head -c 8 w16.png | od -An -tx1 | tr -d ' ') == 89504e470d0a1a0a ]] || fail "w16.png is not a PNG"
+run 0 "the u16 PNG read back" op abs_diff --in w16.png --ref z16.npy --out back16.npy
+same back16.npy w16.npy "a u16 PNG written and read"
+run 0 "u8 to .PNG" op threshold --in "$fixtures/fits/u8-image.npy" --value 100 --out m.PNG
+run 0 "u8 to .npy" op threshold --in "$fixtures/fits/u8-image.npy" --value 100 --out m.npy
+run 0 "zeros u8" op abs_diff --in m.npy --ref m.npy --out z8.npy
+run 0 "the u8 PNG read back" op abs_diff --in m.PNG --ref z8.npy --out back8.npy
+same back8.npy m.npy "a u8 PNG written and read"
+run 2 "f32 to PNG" op entropy --in "$fixtures/fits/u8-image.npy" --window 3 --bins 8 --range 0,255 \
+  --out e.png && expect_err "f32 to PNG" "--out 'e.png': a PNG holds u8 or u16, not f32"
+run 2 "a stack to PNG" op threshold --in "$tiffs/u16-stack-strips-deflate.tif" --value 1 \
+  --out s.png && expect_err "a stack to PNG" "a PNG holds one 2-D frame, not a 3-D array"
+absent "refused PNGs" e.png s.png
+rm -f w16.npy z16.npy w16.png back16.npy m.PNG m.npy z8.npy back8.npy
 
 # FITS (support/fits_io.h): cubes and images astropy wrote (tests/fixtures/fits) give what
 # their .npy gives: u16 through BZERO, f32 in an extension, signed 16-bit as f32.

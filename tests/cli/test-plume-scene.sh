@@ -4,6 +4,7 @@
 # the truth CSV's header and ranges), determinism (the same arguments give the same
 # bytes, another seed other bytes), the hard scene's five files (frames, truth, gain,
 # offset, bad) and its refusals, that the truth scored as detections is perfect,
+# a report over a video's frames,
 # exit codes (0 ok, 2 bad usage or a bad file) with one-line messages on stderr, and
 # that no output (or temporary) file is left behind by a failure. No Python needed (where a
 # python3 is found, it also reads score's JSON).
@@ -218,6 +219,24 @@ run 0 "score none" score --truth d.csv --detections none.csv
 checks=$((checks + 1))
 grep -q "^recall: *0.0000$" out.txt && grep -q "^false negatives: *$rows$" out.txt ||
   fail "score none: $(cat out.txt)"
+
+# --report over a video whose container does not count its frames (NUT, tests/fixtures/video):
+# the count (Pfa's denominator) is then the last frame with a truth or a detection, here all
+# 4, so the page is the one over the .npy of the same frames.
+videos=$(cd "$(dirname "${BASH_SOURCE[0]}")/../fixtures/video" && pwd)
+printf 'frame,row,col,amplitude,sigma\n0,5,6,50,1.5\n1,10,20,50,1.5\n3,12,8,50,1.5\n' >vt.csv
+{
+  echo "frame,label,area,min_row,min_col,max_row,max_col,centroid_row,centroid_col,sum,max,wcentroid_row,wcentroid_col"
+  echo "0,1,9,4,5,6,7,5,6,100,80,5,6"
+  echo "1,1,4,2,2,3,3,2.5,2.5,40,30,2.5,2.5"
+  echo "3,1,9,11,7,13,9,12,8,100,90,12,8"
+} >vd.csv
+run 0 "score --report, frames of a .npy" score --truth vt.csv --detections vd.csv \
+  --report npy.html --frames "$videos/gray8-raw.npy"
+run 0 "score --report, frames of a video" score --truth vt.csv --detections vd.csv \
+  --report video.html --frames "$videos/gray8-raw.nut"
+same npy.html video.html "score --report over a video of uncounted frames"
+rm -f vt.csv vd.csv npy.html video.html
 
 # ---- signals: stopped before the next frame, exit 128 + the signal, old files kept ----------
 for sig in TERM INT; do

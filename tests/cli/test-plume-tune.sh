@@ -116,6 +116,22 @@ run 0 "tune --op conv2d" tune --quick --op conv2d --backend host &&
     fail "conv2d: points of the model only: $(cat out.txt)"; }
 run 0 "tune --op vector_add" tune --op vector_add --backend host &&
   { grep -q "nothing to tune on host for vector_add" out.txt || fail "vector_add: $(cat out.txt)"; }
+# -q: nothing printed, the table written all the same; on a terminal a progress bar over
+# the steps (on host entropy's one tunable there and its points of the model: 2).
+rm -f cache/plume/tuning-*.json
+run 0 "tune -q" tune --quick --op entropy --backend host -q
+checks=$((checks + 1))
+[[ ! -s out.txt && ! -s err.txt && -n $(ls cache/plume/tuning-*.json 2>/dev/null) ]] ||
+  fail "tune -q: stdout '$(cat out.txt)', stderr '$(cat err.txt)', $(ls cache/plume)"
+run 2 "tune --report -q" tune --report -q && expect_err "tune --report -q" "--report measures nothing"
+if command -v script >/dev/null; then
+  checks=$((checks + 1))
+  script -qec "'$plume' tune --quick --op entropy --backend host" /dev/null >tty.txt 2>&1 </dev/null
+  grep -q "tune \[-*\] 0/2 steps" tty.txt && grep -q "^entropy  *(model)" tty.txt ||
+    fail "tune: no progress bar on a terminal: $(cat -v tty.txt | head -c 600)"
+else
+  fail "no 'script' command (bsdutils): the progress bar on a terminal cannot be checked"
+fi
 XDG_CACHE_HOME=/proc/plume-no-such-dir run 1 "tune into an unwritable cache" tune --quick \
   --op dendritic && expect_err "unwritable cache" "the tuning table"
 

@@ -168,6 +168,38 @@ def tiff_seeds():
         write("tiff", name + "-pages", b"\1" + tiff)
 
 
+def video_seeds():
+    # fuzz_video.c: byte 0 the order frames are read in (0 in order, 1 out of order, 2 again
+    # and past the end), then the file: the fixtures the ffmpeg program made for
+    # tests/test_video_io.c (tests/fixtures/video/make.py), and one small file per decoder of
+    # support/video_io.h's list that they do not use, made here by the ffmpeg program.
+    fixtures = os.path.join(HERE, "..", "fixtures", "video")
+    names = ("gray16-ffv1.mkv", "gray10-ffv1.mkv", "gray8-ffv1.avi", "gray8-raw.nut",
+             "gray8-mpeg4.mp4", "rgb-raw.nut", "size-change.mkv", "damaged-packet.avi",
+             "audio-only.mkv", "cinepak.avi")
+    for i, name in enumerate(names):
+        with open(os.path.join(fixtures, name), "rb") as f:
+            write("video", name, bytes([i % 3]) + f.read())
+    import subprocess
+    import tempfile
+    codecs = (("huffyuv", "yuv422p", "avi"), ("ffvhuff", "gray", "mkv"),
+              ("utvideo", "gbrp", "mkv"), ("magicyuv", "gray", "mkv"),
+              ("mjpeg", "yuvj420p", "avi"), ("libx264", "yuv420p", "mp4"),
+              ("png", "gray16be", "mov"), ("libx265", "yuv420p", "mkv"),
+              ("libvpx", "yuv420p", "mkv"), ("libvpx-vp9", "yuv420p", "mkv"))
+    y, x = np.mgrid[0:16, 0:16]
+    frames = np.stack([(x * 16 + y * 3 + 40 * k) % 256 for k in range(2)]).astype(np.uint8)
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, (codec, pix_fmt, container) in enumerate(codecs):
+            out = os.path.join(tmp, "seed." + container)
+            subprocess.run(["ffmpeg", "-v", "error", "-y", "-f", "rawvideo", "-pix_fmt", "gray",
+                            "-s", "16x16", "-r", "10", "-i", "-", "-c:v", codec, "-pix_fmt",
+                            pix_fmt, "-bitexact", "-fflags", "+bitexact", "-flags",
+                            "+bitexact", out], input=frames.tobytes(), check=True)
+            with open(out, "rb") as f:
+                write("video", codec + "." + container, bytes([i % 3]) + f.read())
+
+
 if __name__ == "__main__":
     image_seeds()
     pipeline_seeds()
@@ -177,3 +209,4 @@ if __name__ == "__main__":
     tuning_table_seeds()
     raw_seeds()
     tiff_seeds()
+    video_seeds()

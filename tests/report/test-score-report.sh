@@ -3,8 +3,9 @@
 # scored against detections made from it with known faults (every fifth plume dropped, a
 # false alarm in every seventh frame), so the page has curves and worst frames. The page
 # must log nothing to the console (it has no script), the screenshot must show the curves,
-# the frame chart and the worst frames' pictures in the colours they are drawn with, and
-# the DOM must hold the three charts and PNG pictures that are not empty.
+# the frame chart, the latency over time (plume detect --latency's times for the same frames)
+# and the worst frames' pictures in the colours they are drawn with, and the DOM must hold
+# the four charts and PNG pictures that are not empty.
 #
 #   test-score-report.sh PLUME PNG_COLOURS SCRATCH_DIR
 #
@@ -31,7 +32,11 @@ cd "$scratch"
   for f in 0 7 14 21 28; do echo "$f,2,4,4,4,6,6,5,5,40,9999,5,5"; done
 } >d.csv
 
-"$plume" score --truth t.csv --detections d.csv --report r.html --frames f.npy >score.txt ||
+# Each frame's latency, as plume detect --latency writes it for a real run on these frames.
+"$plume" detect --frames f.npy --preset default --backend host --out real.csv --latency l.csv -q ||
+  fail "plume detect --latency failed"
+"$plume" score --truth t.csv --detections d.csv --report r.html --frames f.npy --latency l.csv \
+  >score.txt ||
   fail "plume score --report failed: $(cat score.txt)"
 [[ -s r.html ]] || fail "no page at r.html"
 
@@ -40,14 +45,33 @@ errors=$(page_lines "$scratch/page.log" "$scratch/r.html")
 [[ -z $errors ]] || fail "the page logged to the console: $errors"
 # The precision-recall curve (1f6fd1), the Pd-Pfa curve (c2410c), the frame chart's true
 # and false positives (15803d, dc2626), and in the worst frames' pictures the detections'
-# crosses (ff3030) and the truth's circles (00dc3c).
-"$png_colours" page.png 50 1f6fd1:200 c2410c:200 15803d:200 dc2626:50 ff3030:20 00dc3c:20 ||
+# crosses (ff3030) and the truth's circles (00dc3c); the latency over time (7c3aed).
+"$png_colours" page.png 50 1f6fd1:200 c2410c:200 15803d:200 dc2626:50 ff3030:20 00dc3c:20 \
+  7c3aed:200 ||
   fail "the screenshot $scratch/page.png does not show the curves and the pictures"
 dump_dom "$scratch/r.html" page
 charts=$(grep -o '<svg class="chart"' page.dom | wc -l)
-((charts == 3)) || fail "the page has $charts charts, expected 3"
+((charts == 4)) || fail "the page has $charts charts, expected 4"
+# The latency chart has a point for each of the 30 frames, and its figures under it.
+points=$(grep -A30 'Latency of each frame' page.dom | grep -m1 -o 'points="[^"]*"' |
+  grep -oE '[0-9.]+,[0-9.]+' | wc -l)
+((points == 30)) || fail "the latency chart has $points points, expected 30"
+grep -qE '<p>30 frames from l.csv: median [0-9.]+ ms, 99th percentile' page.dom ||
+  fail "the page lacks the latency figures"
 pictures=$(grep -oE '<img class="frame"[^>]*src="data:image/png;base64,iVBORw0KGgo[A-Za-z0-9+/=]{100,}"' page.dom | wc -l)
 ((pictures >= 1)) || fail "the page has no picture of a worst frame"
+
+# --latency without --report, and a CSV without a latency_ms column: refused.
+if "$plume" score --truth t.csv --detections d.csv --latency l.csv >out.txt 2>err.txt; then
+  fail "--latency without --report was taken"
+fi
+grep -q "give both" err.txt || fail "--latency without --report: $(cat err.txt)"
+if "$plume" score --truth t.csv --detections d.csv --report r2.html --latency d.csv \
+  >out.txt 2>err.txt; then
+  fail "--latency d.csv was taken"
+fi
+grep -q "d.csv: no column 'latency_ms'" err.txt || fail "--latency d.csv: $(cat err.txt)"
+[[ ! -e r2.html ]] || fail "--latency d.csv left a page"
 
 # --frames without --report, and a page named .png: refused, nothing written.
 if "$plume" score --truth t.csv --detections d.csv --frames f.npy >out.txt 2>err.txt; then
@@ -59,4 +83,4 @@ if "$plume" score --truth t.csv --detections d.csv --report r.png >out.txt 2>err
 fi
 [[ ! -e r.png ]] || fail "--report r.png left a file"
 
-echo "PASS: plume score --report renders without console errors, with its curves, its frame chart and $pictures worst frames drawn"
+echo "PASS: plume score --report renders without console errors, with its curves, its frame chart, the latency over time and $pictures worst frames drawn"
