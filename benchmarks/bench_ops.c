@@ -129,7 +129,7 @@
 #include "plume/pool.h"
 #include "support/progress.h"
 #include "support/result_check.h"
-#include "support/splitmix64.h"
+#include "kernels/common/splitmix64.h"
 #if PLUME_EMU_COUNT
 #include "emu/count/emu_count.h"
 #endif
@@ -212,7 +212,7 @@ static bool time_once(bench_env *env, enqueue_fn fn, void *state, double *us) {
   return true;
 }
 
-/* ---- pseudo-random inputs (splitmix64, support/splitmix64.h, fixed seed) --------------- */
+/* ---- pseudo-random inputs (splitmix64, kernels/common/splitmix64.h, fixed seed) ---- */
 
 static uint64_t rng_state = 20240611;
 
