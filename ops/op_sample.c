@@ -6,6 +6,7 @@
 #include "kernels/common/splitmix64.h"
 #include "ops/op_desc.h"
 #include "streams/error.h"
+#include "tensor/tensor_internal.h"
 
 plm_status plm__op_sample_make(const plm__op_desc *op, const plm__op_sample_request *request,
                                plm__op_sample *sample, const plm__op_sample_data *data) {
@@ -36,9 +37,8 @@ plm_shape plm__sample_image(const plm__op_sample_request *request, plm_dtype dty
 }
 
 static int64_t shape_count(const plm_shape *shape) {
-  int64_t count = 1;
-  for (int d = 0; d < shape->ndim; d++) count *= shape->dims[d];
-  return count;
+  const plm_tensor described = plm__tensor_describe(NULL, shape);
+  return plm_tensor_numel(&described);
 }
 
 void plm__sample_uniform(const plm_shape *shape, void *host, uint64_t *state) {

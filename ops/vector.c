@@ -108,13 +108,18 @@ static const plm__op_param add_params[] = {
      .help = "b's factor"},
 };
 
-/* a + b, both f32 (n, n). */
-static void add_sample(const plm__op_sample_request *request, plm__op_sample *sample,
-                       const plm__op_sample_data *data) {
+/* The samples of vector_add and dot: a and b f32 (n, n), one output. */
+static void square_pair(const plm__op_sample_request *request, plm__op_sample *sample) {
   const int64_t n = request->size;
   sample->in[0] = sample->in[1] = (plm_shape){.dtype = PLM_DTYPE_F32, .ndim = 2, .dims = {n, n}};
   sample->outputs = 1u;
   sample->scale = "n";
+}
+
+/* a + b, both f32 (n, n). */
+static void add_sample(const plm__op_sample_request *request, plm__op_sample *sample,
+                       const plm__op_sample_data *data) {
+  square_pair(request, sample);
   plm__op_params_default(&plm__op_vector_add, &sample->params);
   if (data) plm__sample_fill_uniform(request, sample, data);
 }
@@ -396,10 +401,7 @@ static plm_status dot_cuda(void *stream, const void *args) {
 /* n rows of n f32, one f64 sum per row. */
 static void dot_sample(const plm__op_sample_request *request, plm__op_sample *sample,
                        const plm__op_sample_data *data) {
-  const int64_t n = request->size;
-  sample->in[0] = sample->in[1] = (plm_shape){.dtype = PLM_DTYPE_F32, .ndim = 2, .dims = {n, n}};
-  sample->outputs = 1u;
-  sample->scale = "n";
+  square_pair(request, sample);
   plm__op_params_default(&plm__op_dot, &sample->params);
   if (data) plm__sample_fill_uniform(request, sample, data);
 }

@@ -19,6 +19,7 @@
 #include "harness.h"
 #include "ops/op_desc.h"
 #include "support/op_sample.h"
+#include "tensor/tensor_internal.h"
 
 /* The dtypes a slot's mask takes, in plm_dtype order; returns how many. */
 static int mask_dtypes(unsigned mask, plm_dtype dtypes[PLM_DTYPE_F64]) {
@@ -40,22 +41,9 @@ static plm__op_sample_request request_of(const plm__op_desc *op, plm_dtype dtype
                                   .seed = seed * 0x9e3779b9u + (uint64_t)op->kind};
 }
 
-/* A description of shape (no data), contiguous. */
-static plm_tensor described(const plm_shape *shape) {
-  plm_tensor t = {.dtype = shape->dtype, .ndim = shape->ndim};
-  int64_t stride = 1;
-  for (int d = shape->ndim - 1; d >= 0; d--) {
-    t.dims[d] = shape->dims[d];
-    t.strides[d] = stride;
-    stride *= shape->dims[d];
-  }
-  return t;
-}
-
 static size_t shape_bytes(const plm_shape *shape) {
-  size_t count = 1;
-  for (int d = 0; d < shape->ndim; d++) count *= (size_t)shape->dims[d];
-  return count * plm_dtype_size(shape->dtype);
+  const plm_tensor described = plm__tensor_describe(NULL, shape);
+  return plm_tensor_bytes(&described);
 }
 
 /* ---- the samples ---------------------------------------------------------------------- */
@@ -77,7 +65,7 @@ static void check_valid(const plm__op_desc *op, const plm__op_sample_request *re
     ck_assert_msg(k < op->input_count, "%s: a sample of input %d, past its slots", name, k);
     ck_assert_msg(op->inputs[k].dtypes & (1u << shape->dtype), "%s: input %s is %s", name,
                   op->inputs[k].name, plm_dtype_name(shape->dtype));
-    in[k] = described(shape);
+    in[k] = plm__tensor_describe(NULL, shape);
     call.in[k] = &in[k];
   }
   if (request->dtype) ck_assert_int_eq(sample->in[0].dtype, request->dtype);
