@@ -48,7 +48,7 @@
 #include "cublas_loader.h"
 #include "plume/plume.h"
 #include "support/result_check.h"
-#include "support/splitmix64.h"
+#include "kernels/common/splitmix64.h"
 
 typedef struct options {
   run_size size;

@@ -8,9 +8,10 @@
  * Each operation of the table `ops` below runs at its seed size (the size of the
  * issue's per-frame budget, measured on an RTX 4090), at 512x512 (the product's frame)
  * for an image op seeded at another size, and at 2048x2048 and 4096x4096 (--quick
- * drops 4096x4096; --smoke runs 64x64 only). Inputs are pseudo-random
- * (fixed seed), uploaded once with plm_stream_memcpy into tensors from the context's
- * default pool; outputs are allocated once per size.
+ * drops 4096x4096; --smoke runs 64x64 only). Inputs and parameters are the op's sample
+ * (ops/op_desc.h, "samples"; support/op_sample.h) at a fixed seed, uploaded once with
+ * plm_stream_memcpy into tensors from the context's default pool; outputs are allocated
+ * once per size. As the samples make them:
  *
  *   conv2d     f32 (H, W) with a 3x3 f32 kernel, pad 1, REFLECT101 ("same" size)
  *   conv2d_9x9 f32 (H, W) with the default preset's 9x9 LoG (log:9:1.5), pad 4, REPLICATE:
@@ -101,12 +102,14 @@
  * On a terminal a progress bar on stderr counts the cases (operation x size, then the
  * fusion sizes).
  *
- * The rows follow the op table (ops/op_desc.h): each op's workload, then the ones beside
- * it (unfused after fused, cuBLAS after matmul); every op of the table has a workload in
- * `ops` or a reason in `unmeasured`, or the run fails. A workload of a table op only
- * makes its inputs and parameters: its outputs come from the op's shapes, its cost from
- * the op's model, and it runs through the op's dispatch (plm__op_call_public), as
- * plm_<op> does. Adding an operation is one entry in `ops` and its setup function.
+ * The rows follow the op table (ops/op_desc.h): each op's workloads, then the ones beside
+ * it (unfused after fused, cuBLAS after matmul). A workload of a table op is its op's
+ * sample: its outputs come from the op's shapes, its cost from the op's model, and it
+ * runs through the op's dispatch (plm__op_call_public), as plm_<op> does. `ops` gives
+ * some a seed size, a budget, parameters over the sample's (ar_forecast_p16) or a setup
+ * of their own (conv2d_9x9's kernel); every other op of the table, one added to it
+ * included, runs its sample at 512 (its parameters the detail), unless `unmeasured`
+ * says why not.
  * The benchmark never fails on timing. Exit codes: 0 success, 1 a runtime failure
  * (an API call failed, the JSON could not be written), 2 bad usage.
  */
@@ -127,9 +130,9 @@
 #include "pipeline/parse.h"
 #include "plume/plume.h"
 #include "plume/pool.h"
+#include "support/op_sample.h"
 #include "support/progress.h"
 #include "support/result_check.h"
-#include "support/splitmix64.h"
 #if PLUME_EMU_COUNT
 #include "emu/count/emu_count.h"
 #endif
@@ -212,40 +215,10 @@ static bool time_once(bench_env *env, enqueue_fn fn, void *state, double *us) {
   return true;
 }
 
-/* ---- pseudo-random inputs (splitmix64, support/splitmix64.h, fixed seed) --------------- */
+/* ---- workloads: an op's sample (support/op_sample.h) ---------------------------------- */
 
-static uint64_t rng_state = 20240611;
-
-/* A (H, W) tensor of dtype from the default pool, filled with random values (u8:
- * 0..255; f32: [0, 1)). */
-/* A tensor of ndim dims, filled with pseudo-random values: u8 over 0..255, f32 in [0, 1). */
-static bool random_tensor_nd(bench_env *env, plm_dtype dtype, int ndim, const int64_t *dims,
-                             plm_tensor *out) {
-  CALL("setup", plm_tensor_alloc(env->pool, env->stream, dtype, ndim, dims, out));
-  size_t count = 1;
-  for (int d = 0; d < ndim; d++) count *= (size_t)dims[d];
-  size_t bytes = count * plm_dtype_size(dtype);
-  void *host = malloc(bytes);
-  if (!host) return fail("out of host memory for a %zu-byte input", bytes);
-  for (size_t i = 0; i < count; i++) {
-    uint64_t r = splitmix64_next(&rng_state);
-    if (dtype == PLM_DTYPE_U8)
-      ((uint8_t *)host)[i] = (uint8_t)(r >> 56);
-    else
-      ((float *)host)[i] = (float)((double)(r >> 40) / (double)(UINT64_C(1) << 24));
-  }
-  plm_status status =
-      plm_stream_memcpy(env->stream, out->data, host, bytes, PLM_COPY_HOST_TO_DEVICE);
-  if (status == PLM_OK) status = plm_stream_synchronize(env->stream);
-  free(host);
-  if (status != PLM_OK) return fail_call("setup", "plm_stream_memcpy (input)", status);
-  return true;
-}
-
-static bool random_tensor(bench_env *env, plm_dtype dtype, int64_t h, int64_t w, plm_tensor *out) {
-  const int64_t dims[2] = {h, w};
-  return random_tensor_nd(env, dtype, 2, dims, out);
-}
+/* The most sizes a workload runs at (run_sizes), and 512x512, the product's frame. */
+enum { MAX_SIZES = 4, FRAME_SIZE = 512 };
 
 static bool output_tensor(bench_env *env, const plm_shape *shape, plm_tensor *out) {
   CALL("setup",
@@ -253,249 +226,118 @@ static bool output_tensor(bench_env *env, const plm_shape *shape, plm_tensor *ou
   return true;
 }
 
-/* ---- operations ----------------------------------------------------------------------- */
+/* The seed of every workload's data (the same bytes on every run and machine). */
+enum { BENCH_SEED = 20240611 };
 
-/* What one workload needs at one size: the tensors it made (inputs, outputs, the unfused
- * chain's intermediates, further operands), and for an op of the table its descriptor and
- * call (ops/op_desc.h), run through the op's one dispatch path; its cost. */
+/* What one workload needs at one size: for a workload of the table the tensors of its op's
+ * sample and the call that runs them through the op's one dispatch path; for one beside
+ * it, the tensors it made (the chain's intermediates, cuBLAS's output); its cost and the
+ * elements of its main output (the table's Mel/s). */
 typedef struct op_state {
-  const plm__op_desc *op; /* NULL: a workload outside the table (the chain, cuBLAS) */
-  plm__op_params params;
-  plm__op_call call;
-  plm_tensor in, in2, out, mid[2];
-  bool has_in, has_in2, has_out;
+  op_sample_tensors t; /* the sample, made when t.op is set */
+  plm_tensor out, mid[2];
+  bool has_out;
   int mid_count;
   plm_sobel_entropy_threshold_params fused; /* the unfused chain's three ops' */
-  plm_tensor extra[8];                      /* further operands and outputs */
-  int extra_count;
   plm_op_cost cost;
+  int64_t elements;
 } op_state;
 
-/* One more random f32 operand of the given dims, kept in s->extra. */
-static plm_tensor *extra_operand(bench_env *env, op_state *s, int ndim, int64_t d0, int64_t d1,
-                                 int64_t d2) {
-  const int64_t dims[3] = {d0, d1, d2};
-  plm_tensor *t = &s->extra[s->extra_count];
-  if (!random_tensor_nd(env, PLM_DTYPE_F32, ndim, dims, t)) return NULL;
-  s->extra_count++;
-  return t;
+/* The sample of op at h x w (an image; h alone for an op of another scale) on the
+ * benchmark's stream: its inputs uploaded, nothing else made yet. */
+static bool sample_inputs(bench_env *env, const plm__op_desc *op, int64_t h, int64_t w,
+                          op_state *s) {
+  const plm__op_sample_request request = {.size = h, .width = w, .seed = BENCH_SEED};
+  CALL(op->name, op_sample_inputs(op, &request, env->pool, env->stream, &s->t));
+  return true;
 }
 
-/* A table op's call once its setup has set the inputs and the params: the outputs made
- * from the op's shapes (`want`: a mask of the output slots; 0: all), its cost from the
- * op's model on exactly those outputs (sobel's magnitude alone writes a third of its
- * model's outputs). */
-static bool finish_call(bench_env *env, op_state *s, unsigned want) {
-  const plm__op_desc *op = s->op;
-  s->call.params = &s->params;
-  plm_shape shapes[PLM__OP_MAX_OUT];
-  CALL(op->name, plm__op_shapes(op, &s->call, shapes, NULL));
-  for (int k = 0; k < op->output_count; k++) {
-    if (want && !(want & (1u << k))) continue;
-    plm_tensor *t = s->has_out ? &s->extra[s->extra_count++] : &s->out;
-    if (!output_tensor(env, &shapes[k], t)) return false;
-    s->has_out = true;
-    s->call.out[k] = t;
+/* The outputs of a sample's call, its cost from the op's model on exactly those outputs
+ * (sobel's magnitude alone writes a third of its model's outputs), and its main output's
+ * elements (the first output made). */
+static bool sample_outputs(op_state *s) {
+  const plm__op_desc *op = s->t.op;
+  CALL(op->name, op_sample_outputs(&s->t, 0));
+  CALL(op->name, plm__op_cost(op, &s->t.call, &s->cost));
+  for (int k = op->output_count - 1; k >= 0; k--)
+    if (s->t.call.out[k]) s->elements = plm_tensor_numel(s->t.call.out[k]);
+  return true;
+}
+
+/* A workload's parameters beside its sample's (op_entry's params: "lags=16"), as the
+ * text form reads them. */
+static bool set_params(const plm__op_desc *op, const char *text, void *params) {
+  char copy[128], why[256];
+  snprintf(copy, sizeof copy, "%s", text);
+  for (char *save = NULL, *item = strtok_r(copy, " ", &save); item;
+       item = strtok_r(NULL, " ", &save)) {
+    char *value = strchr(item, '=');
+    const plm__op_param *p = NULL;
+    if (value) *value++ = '\0';
+    for (int i = 0; value && i < op->param_count; i++)
+      if (strcmp(op->params[i].name, item) == 0) p = &op->params[i];
+    if (!p) return fail("%s: '%s' is no key=value of its parameters", op->name, item);
+    if (!plm__op_param_parse(p, value, 0, 0, params, why, sizeof why))
+      return fail("%s: %s=%s: %s", op->name, item, value, why);
   }
-  CALL(op->name, plm__op_cost(op, &s->call, &s->cost));
   return true;
 }
 
 /* Every table op runs here: its public path (checks, scratch from the pool, kernel). */
 static bool table_op_run(bench_env *env, void *state) {
   op_state *s = state;
-  CALL(s->op->name, plm__op_call_public(s->op, env->stream, &s->call));
+  CALL(s->t.op->name, plm__op_call_public(s->t.op, env->stream, &s->t.call));
   return true;
-}
-
-/* conv2d of an f32 (H, W) input with kh x kw f32 taps, "same" size (pad kh / 2, kw / 2). */
-static bool conv2d_setup_with(bench_env *env, int64_t h, int64_t w, const float *taps, int kh,
-                              int kw, plm_border border, op_state *s) {
-  if (!random_tensor(env, PLM_DTYPE_F32, h, w, &s->in)) return false;
-  s->has_in = true;
-  int64_t kdims[2] = {kh, kw};
-  CALL("conv2d setup", plm_tensor_alloc(env->pool, env->stream, PLM_DTYPE_F32, 2, kdims, &s->in2));
-  s->has_in2 = true;
-  CALL("conv2d setup",
-       plm_stream_memcpy(env->stream, s->in2.data, taps, (size_t)kh * (size_t)kw * sizeof *taps,
-                         PLM_COPY_HOST_TO_DEVICE));
-  CALL("conv2d setup", plm_stream_synchronize(env->stream));
-  s->params.conv2d = plm_conv2d_params_default();
-  s->params.conv2d.pad_y = kh / 2;
-  s->params.conv2d.pad_x = kw / 2;
-  s->params.conv2d.border = border;
-  s->call = (plm__op_call){.in = {&s->in, &s->in2}};
-  return finish_call(env, s, 0);
-}
-
-/* conv2d: f32 (H, W) with a 3x3 f32 kernel, pad 1, reflect101: "same" size. */
-static bool conv2d_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
-  static const float taps[9] = {1 / 16.f, 2 / 16.f, 1 / 16.f, 2 / 16.f, 4 / 16.f,
-                                2 / 16.f, 1 / 16.f, 2 / 16.f, 1 / 16.f};
-  return conv2d_setup_with(env, h, w, taps, 3, 3, PLM_BORDER_REFLECT101, s);
 }
 
 /* The default preset's filter (PLM_PRESET_DEFAULT_PIPELINE: kernel=log:9:1.5 pad=same
  * border=replicate), a large kernel. */
 static const char PRESET_LOG_KERNEL[] = "log:9:1.5";
 
-/* conv2d_9x9: f32 (H, W) with the preset's 9x9 LoG, "same" size, replicate. */
+/* conv2d_9x9: conv2d's sample with the preset's 9x9 LoG in place of its kernel, "same"
+ * size, replicate. */
 static bool conv2d_log_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
+  if (!sample_inputs(env, &plm__op_conv2d, h, w, s)) return false;
   float *taps = NULL;
   int kh = 0, kw = 0;
   CALL("conv2d_9x9 setup", plm__parse_kernel(PRESET_LOG_KERNEL, NULL, &taps, &kh, &kw));
-  const bool made = conv2d_setup_with(env, h, w, taps, kh, kw, PLM_BORDER_REPLICATE, s);
+  plm_tensor *kernel = &s->t.in[1];
+  plm_status status = plm_tensor_free(env->pool, env->stream, kernel);
+  s->t.call.in[1] = NULL; /* until the new kernel is there (op_sample_release frees it) */
+  const int64_t dims[2] = {kh, kw};
+  if (status == PLM_OK)
+    status = plm_tensor_alloc(env->pool, env->stream, PLM_DTYPE_F32, 2, dims, kernel);
+  if (status == PLM_OK) s->t.call.in[1] = kernel;
+  if (status == PLM_OK)
+    status = plm_stream_memcpy(env->stream, kernel->data, taps,
+                               (size_t)kh * (size_t)kw * sizeof *taps, PLM_COPY_HOST_TO_DEVICE);
+  if (status == PLM_OK) status = plm_stream_synchronize(env->stream);
   free(taps);
-  return made;
+  if (status != PLM_OK) return fail_call("conv2d_9x9 setup", "the 9x9 kernel", status);
+  plm_conv2d_params *params = &s->t.sample.params.conv2d;
+  params->pad_y = kh / 2;
+  params->pad_x = kw / 2;
+  params->border = PLM_BORDER_REPLICATE;
+  return sample_outputs(s);
 }
 
-/* sobel: u8 (H, W), the magnitude only (gx and gy not made). */
-static bool sobel_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
-  if (!random_tensor(env, PLM_DTYPE_U8, h, w, &s->in)) return false;
-  s->has_in = true;
-  s->params.sobel = plm_sobel_params_default();
-  s->call = (plm__op_call){.in = {&s->in}};
-  return finish_call(env, s, 1u << 2);
-}
-
-/* entropy: u8 (H, W), window 16, every value its own bin. */
-static bool entropy_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
-  if (!random_tensor(env, PLM_DTYPE_U8, h, w, &s->in)) return false;
-  s->has_in = true;
-  s->params.entropy = (plm_entropy_params){.window = 16, .bins = 0};
-  s->call = (plm__op_call){.in = {&s->in}};
-  return finish_call(env, s, 0);
-}
-
-/* cfar: f32 (H, W), the default window 15, guard 5, k 5, the u8 mask. */
-static bool cfar_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
-  if (!random_tensor(env, PLM_DTYPE_F32, h, w, &s->in)) return false;
-  s->has_in = true;
-  s->params.cfar = plm_cfar_params_default();
-  s->call = (plm__op_call){.in = {&s->in}};
-  return finish_call(env, s, 0);
-}
-
-/* nuc: u8 (H, W) (the generator makes u8 or f32 frames), f32 (H, W) gain and offset. */
-static bool nuc_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
-  if (!random_tensor(env, PLM_DTYPE_U8, h, w, &s->in)) return false;
-  s->has_in = true;
-  plm_tensor *gain = extra_operand(env, s, 2, h, w, 0);
-  plm_tensor *offset = gain ? extra_operand(env, s, 2, h, w, 0) : NULL;
-  if (!offset) return false;
-  s->call = (plm__op_call){.in = {&s->in, gain, offset}};
-  return finish_call(env, s, 0);
-}
-
-/* abs_diff: f32 (H, W) against an f32 (H, W) reference frame. */
-static bool abs_diff_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
-  if (!random_tensor(env, PLM_DTYPE_F32, h, w, &s->in)) return false;
-  s->has_in = true;
-  plm_tensor *ref = extra_operand(env, s, 2, h, w, 0);
-  if (!ref) return false;
-  s->call = (plm__op_call){.in = {&s->in, ref}};
-  return finish_call(env, s, 0);
-}
-
-/* background: f32 (H, W) frames against a carried f32 (H, W) state (random values: the
- * steady state's arithmetic, every call continuing it), ema alpha 0.05. */
-static bool background_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
-  if (!random_tensor(env, PLM_DTYPE_F32, h, w, &s->in)) return false;
-  s->has_in = true;
-  plm_tensor *state = extra_operand(env, s, 2, h, w, 0);
-  if (!state) return false;
-  s->params.background = plm_background_params_default();
-  s->call = (plm__op_call){.in = {&s->in}, .state = state, .state_fresh = false};
-  return finish_call(env, s, 0);
-}
-
-/* threshold: f32 (H, W) > 0.5 to u8, the segmentation step. */
-static bool threshold_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
-  if (!random_tensor(env, PLM_DTYPE_F32, h, w, &s->in)) return false;
-  s->has_in = true;
-  s->params.threshold = (plm_threshold_params){.value = 0.5, .compare = PLM_COMPARE_GT};
-  s->call = (plm__op_call){.in = {&s->in}};
-  return finish_call(env, s, 0);
-}
-
-/* A u8 (H, W) mask of the random bytes above `above`: at 127.5 each pixel is foreground
- * with probability 1/2, many small components, label's hard case (a mostly full mask is
- * one component). */
-static bool mask_tensor(bench_env *env, int64_t h, int64_t w, double above, plm_tensor *out) {
-  if (!random_tensor(env, PLM_DTYPE_U8, h, w, out)) return false;
-  const plm_threshold_params cut = {.value = above, .compare = PLM_COMPARE_GT};
-  CALL("mask setup", plm_threshold(env->stream, out, &cut, out)); /* in place, u8 */
-  CALL("mask setup", plm_stream_synchronize(env->stream));
-  return true;
-}
-
-/* label: that mask, 8-connectivity, labels and the count. */
-static bool label_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
-  if (!mask_tensor(env, h, w, 127.5, &s->in)) return false;
-  s->has_in = true;
-  s->params.label = plm_label_params_default();
-  s->call = (plm__op_call){.in = {&s->in}};
-  return finish_call(env, s, 0);
-}
-
-/* badpixel: f32 (H, W), a u8 (H, W) map flagging the 1 in 16 of random bytes above 239. */
-static bool badpixel_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
-  if (!random_tensor(env, PLM_DTYPE_F32, h, w, &s->in)) return false;
-  s->has_in = true;
-  plm_tensor *bad = &s->extra[s->extra_count];
-  if (!mask_tensor(env, h, w, 239.5, bad)) return false;
-  s->extra_count++;
-  s->call = (plm__op_call){.in = {&s->in, bad}};
-  return finish_call(env, s, 0);
-}
-
-/* segment: f32 (H, W) > 0.5, labels, count and a table of H W / 16 rows (about the
- * regions such a frame holds; the cost model counts every row of the table). */
-static bool segment_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
-  if (!random_tensor(env, PLM_DTYPE_F32, h, w, &s->in)) return false;
-  s->has_in = true;
-  const int64_t rows = h * w / 16 > 64 ? h * w / 16 : 64;
-  s->params.segment =
-      (plm__segment_op_params){.segment = plm_segment_params_default(), .capacity = rows};
-  s->params.segment.segment.value = 0.5;
-  s->call = (plm__op_call){.in = {&s->in}};
-  return finish_call(env, s, 0);
-}
-
-/* sobel -> entropy -> threshold: the issue's fusion chain, on f32 frames in [0, 1),
- * whose Sobel magnitudes lie in [0, 5.7). */
-static plm_sobel_entropy_threshold_params fusion_params(void) {
-  return (plm_sobel_entropy_threshold_params){
-      .sobel = plm_sobel_params_default(),
-      .entropy = {.window = 16, .bins = 64, .range_lo = 0.0, .range_hi = 4.0},
-      .threshold = {.value = 5.0, .compare = PLM_COMPARE_GT}};
-}
-
-/* fused: the chain as the one op the fusion pass makes. */
-static bool fused_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
-  s->op = &plm__op_sobel_entropy_threshold;
-  if (!random_tensor(env, PLM_DTYPE_F32, h, w, &s->in)) return false;
-  s->has_in = true;
-  s->params.sobel_entropy_threshold = fusion_params();
-  s->call = (plm__op_call){.in = {&s->in}};
-  return finish_call(env, s, 0);
-}
-
-/* unfused: the same input and parameters through the three ops one after another
- * (intermediates allocated once), each op's cost as its descriptor models it. */
+/* unfused: the fused op's sample (its input and parameters) through the three ops one
+ * after another (intermediates allocated once), each op's cost as its descriptor models
+ * it. */
 static bool unfused_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
-  if (!random_tensor(env, PLM_DTYPE_F32, h, w, &s->in)) return false;
-  s->has_in = true;
-  s->fused = fusion_params();
+  if (!sample_inputs(env, &plm__op_sobel_entropy_threshold, h, w, s)) return false;
+  const plm_tensor *in = &s->t.in[0];
+  s->fused = s->t.sample.params.sobel_entropy_threshold;
   plm_shape shape;
-  CALL("unfused setup", plm_sobel_output(&s->in, &s->fused.sobel, &shape));
+  CALL("unfused setup", plm_sobel_output(in, &s->fused.sobel, &shape));
   for (; s->mid_count < 2; s->mid_count++)
     if (!output_tensor(env, &shape, &s->mid[s->mid_count])) return false;
   CALL("unfused setup", plm_threshold_output(&s->mid[1], &s->fused.threshold, &shape));
   if (!output_tensor(env, &shape, &s->out)) return false;
   s->has_out = true;
+  s->elements = plm_tensor_numel(&s->out);
   const plm__op_call parts[3] = {
-      {.in = {&s->in}, .out = {NULL, NULL, &s->mid[0]}, .params = &s->fused.sobel},
+      {.in = {in}, .out = {NULL, NULL, &s->mid[0]}, .params = &s->fused.sobel},
       {.in = {&s->mid[0]}, .out = {&s->mid[1]}, .params = &s->fused.entropy},
       {.in = {&s->mid[1]}, .out = {&s->out}, .params = &s->fused.threshold}};
   const plm__op_desc *ops3[3] = {&plm__op_sobel, &plm__op_entropy, &plm__op_threshold};
@@ -510,121 +352,26 @@ static bool unfused_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
 
 static bool unfused_run(bench_env *env, void *state) {
   op_state *s = state;
-  CALL("unfused", plm_sobel(env->stream, &s->in, &s->fused.sobel, NULL, NULL, &s->mid[0]));
+  CALL("unfused", plm_sobel(env->stream, &s->t.in[0], &s->fused.sobel, NULL, NULL, &s->mid[0]));
   CALL("unfused", plm_entropy(env->stream, &s->mid[0], &s->fused.entropy, &s->mid[1]));
   CALL("unfused", plm_threshold(env->stream, &s->mid[1], &s->fused.threshold, &s->out));
   return true;
 }
 
-/* ---- the core and neuron operations: `size` is their scale (see the top) ---------------- */
-
-/* matmul: (n, n) x (n, n) + bias (n), ReLU, fp32 on CUDA cores / the host. */
-static bool matmul_setup(bench_env *env, int64_t n, int64_t unused, op_state *s) {
-  (void)unused;
-  if (!random_tensor(env, PLM_DTYPE_F32, n, n, &s->in) ||
-      !random_tensor(env, PLM_DTYPE_F32, n, n, &s->in2))
-    return false;
-  s->has_in = s->has_in2 = true;
-  const plm_tensor *bias = extra_operand(env, s, 1, n, 0, 0);
-  if (!bias) return false;
-  s->params.matmul =
-      (plm_matmul_params){.precision = PLM_PRECISION_FP32, .activation = PLM_ACTIVATION_RELU};
-  s->call = (plm__op_call){.in = {&s->in, &s->in2, bias}};
-  return finish_call(env, s, 0);
-}
-
-/* lstm_cell: the seeds' input 64 and hidden 128, batch `batch`. */
-enum { LSTM_INPUT = 64, LSTM_HIDDEN = 128 };
-
-static bool lstm_setup(bench_env *env, int64_t batch, int64_t unused, op_state *s) {
-  (void)unused;
-  const int64_t b = batch, i = LSTM_INPUT, h = LSTM_HIDDEN;
-  if (!random_tensor(env, PLM_DTYPE_F32, b, i, &s->in)) return false;
-  s->has_in = true;
-  if (!extra_operand(env, s, 2, b, h, 0) || !extra_operand(env, s, 2, b, h, 0) || /* h, c */
-      !extra_operand(env, s, 2, 4 * h, i, 0) || !extra_operand(env, s, 2, 4 * h, h, 0) ||
-      !extra_operand(env, s, 1, 4 * h, 0, 0) || !extra_operand(env, s, 1, 4 * h, 0, 0))
-    return false;
-  s->call = (plm__op_call){.in = {&s->in, &s->extra[0], &s->extra[1], &s->extra[2], &s->extra[3],
-                                  &s->extra[4], &s->extra[5]}};
-  return finish_call(env, s, 0);
-}
-
-/* dendritic: the seeds' 10 neurons x 8 dendrites x 16 inputs, NMDA, batch `batch`. */
-enum { DENDRITE_NEURONS = 10, DENDRITES = 8, DENDRITE_INPUTS = 16 };
-
-static bool dendritic_setup(bench_env *env, int64_t batch, int64_t unused, op_state *s) {
-  (void)unused;
-  if (!random_tensor(env, PLM_DTYPE_F32, batch, DENDRITE_INPUTS, &s->in)) return false;
-  s->has_in = true;
-  const plm_tensor *w = extra_operand(env, s, 3, DENDRITE_NEURONS, DENDRITES, DENDRITE_INPUTS);
-  if (!w) return false;
-  s->params.dendritic =
-      (plm_dendritic_params){.mode = PLM_DENDRITE_NMDA, .k = 4.0f, .theta = 2.0f, .beta = 0.5f};
-  s->call = (plm__op_call){.in = {&s->in, w}};
-  return finish_call(env, s, 0);
-}
-
-/* vector_add: a and b f32 (n, n), out = a + b; the seed n = 316 is the seeds' 100k. */
-static bool vector_add_setup(bench_env *env, int64_t n, int64_t unused, op_state *s) {
-  (void)unused;
-  if (!random_tensor(env, PLM_DTYPE_F32, n, n, &s->in) ||
-      !random_tensor(env, PLM_DTYPE_F32, n, n, &s->in2))
-    return false;
-  s->has_in = s->has_in2 = true;
-  s->params.vector_add = plm_vector_add_params_default();
-  s->call = (plm__op_call){.in = {&s->in, &s->in2}};
-  return finish_call(env, s, 0);
-}
-
-/* dot: n rows of n f32 (the seed n = 316: 100k elements), one f64 per row. */
-static bool dot_setup(bench_env *env, int64_t n, int64_t unused, op_state *s) {
-  (void)unused;
-  if (!random_tensor(env, PLM_DTYPE_F32, n, n, &s->in) ||
-      !random_tensor(env, PLM_DTYPE_F32, n, n, &s->in2))
-    return false;
-  s->has_in = s->has_in2 = true;
-  s->call = (plm__op_call){.in = {&s->in, &s->in2}};
-  return finish_call(env, s, 0);
-}
-
-/* ar_forecast: `series` series of the seeds' 1000 points, AR(5), 10 steps ahead; and the
- * same at AR(16), past the lags whose working doubles fit shared memory (the CUDA kernel's
- * scratch path, kernels/cuda/forecast.cu). */
-enum { AR_POINTS = 1000, AR_LAGS = 5, AR_SCRATCH_LAGS = 16, AR_HORIZON = 10 };
-
-static bool forecast_setup_lags(bench_env *env, int64_t series, int lags, op_state *s) {
-  if (!random_tensor(env, PLM_DTYPE_F32, series, AR_POINTS, &s->in)) return false;
-  s->has_in = true;
-  s->params.ar_forecast = (plm_ar_forecast_params){.lags = lags, .horizon = AR_HORIZON};
-  s->call = (plm__op_call){.in = {&s->in}};
-  return finish_call(env, s, 0);
-}
-
-static bool forecast_setup(bench_env *env, int64_t series, int64_t unused, op_state *s) {
-  (void)unused;
-  return forecast_setup_lags(env, series, AR_LAGS, s);
-}
-
-static bool forecast_scratch_setup(bench_env *env, int64_t series, int64_t unused, op_state *s) {
-  (void)unused;
-  return forecast_setup_lags(env, series, AR_SCRATCH_LAGS, s);
-}
-
 /* cuBLAS's SGEMM, the baseline for matmul on cuda (benchmarks/cublas_loader.h). */
 static cublas_peer cublas;
 
-/* cublas_sgemm: the matmul case's n^3 product alone (no bias, no activation) by cuBLAS,
+/* cublas_sgemm: matmul's sample's n^3 product alone (no bias, no activation) by cuBLAS,
  * on the same stream. */
 static bool cublas_setup(bench_env *env, int64_t n, int64_t unused, op_state *s) {
   (void)unused;
   if (!cublas_peer_load(&cublas, env->stream, env->backend))
     return fail("cublas_sgemm: %s", cublas.why);
-  if (!random_tensor(env, PLM_DTYPE_F32, n, n, &s->in) ||
-      !random_tensor(env, PLM_DTYPE_F32, n, n, &s->in2) ||
-      !random_tensor(env, PLM_DTYPE_F32, n, n, &s->out))
-    return false;
-  s->has_in = s->has_in2 = s->has_out = true;
+  if (!sample_inputs(env, &plm__op_matmul, n, n, s)) return false;
+  const plm_shape product = {.dtype = PLM_DTYPE_F32, .ndim = 2, .dims = {n, n}};
+  if (!output_tensor(env, &product, &s->out)) return false;
+  s->has_out = true;
+  s->elements = n * n;
   s->cost = (plm_op_cost){.bytes = 12.0 * (double)n * (double)n,
                           .flops = 2.0 * (double)n * (double)n * (double)n};
   return true;
@@ -633,179 +380,123 @@ static bool cublas_setup(bench_env *env, int64_t n, int64_t unused, op_state *s)
 static bool cublas_run(bench_env *env, void *state) {
   (void)env;
   op_state *s = state;
-  const int n = (int)s->in.dims[0];
-  if (!cublas_peer_sgemm(&cublas, CUBLAS_MATH_FP32, n, n, n, s->in.data, s->in2.data, s->out.data))
+  const int n = (int)s->out.dims[0];
+  if (!cublas_peer_sgemm(&cublas, CUBLAS_MATH_FP32, n, n, n, s->t.in[0].data, s->t.in[1].data,
+                         s->out.data))
     return fail("cublas_sgemm: %s", cublas.why);
   return true;
 }
 
-/* A workload: an op of the table (`op`, run by table_op_run) or one beside it (`beside`:
- * the op it is compared with and printed after, with its own run), its seed size and the
- * issue's per-call budget there, its input's dtype and parameters for the table. The
- * loop over the table (run_all) runs every op's workloads; an op without one is said
- * with its reason (`unmeasured` below). */
+/* A workload: an op of the table (`op`, made from its sample and run by table_op_run) or
+ * one beside it (`beside`: the op it is compared with and printed after, with its own
+ * setup and run), its seed size and the issue's per-call budget there. The table `ops`
+ * below names the workloads with a seed size, a budget, other parameters or a setup of
+ * their own; every other op of the op table gets one made from its sample alone
+ * (make_workloads), so an op added to the table is measured with nothing written here.
+ * The input's dtype and what size counts are the sample's. */
 typedef struct op_entry {
   const plm__op_desc *op;     /* NULL: not an op of the table */
   const plm__op_desc *beside; /* op NULL: the table op it is printed after */
   const char *label;          /* the table's and JSON's name; NULL: op->name */
-  const char *dtype;          /* the input's, for the table and JSON */
   const char *detail;         /* parameters, for the table */
-  int seed;                   /* the seed size (square) */
+  const char *params;         /* set over the sample's, as the text form reads them */
+  int seed;                   /* the seed size (square); 0: FRAME_SIZE */
   const char *budget_name;    /* the name for the seed budget; NULL: none */
   double budget_lo_us, budget_hi_us;
+  /* Its own setup, NULL: its op's sample (with `params`). */
   bool (*setup)(bench_env *env, int64_t h, int64_t w, op_state *s);
   enqueue_fn run;    /* NULL: table_op_run */
-  const char *scale; /* NULL: an image of size x size; else what size counts ("n", "batch") */
   int large[2];      /* the larger sizes (quick: the first); {0, 0}: 2048 and 4096 */
   bool cuda_only;    /* a peer that exists only on cuda (cuBLAS) */
+  /* From the sample (make_workloads): */
+  const char *dtype; /* the input's, for the table and JSON */
+  const char *scale; /* NULL: an image of size x size; else what size counts ("n", "batch") */
 } op_entry;
 
 /* The seed budgets are the (RTX 4090, per call). */
 static const op_entry ops[] = {
     {.op = &plm__op_conv2d,
-     .dtype = "f32",
      .detail = "3x3 same",
      .seed = 256,
      .budget_name = "conv2d 256x256 3x3",
      .budget_lo_us = 800,
-     .budget_hi_us = 2000,
-     .setup = conv2d_setup},
+     .budget_hi_us = 2000},
     {.op = &plm__op_conv2d,
      .label = "conv2d_9x9",
-     .dtype = "f32",
      .detail = "9x9 LoG same",
      .seed = 512,
      .setup = conv2d_log_setup},
-    {.op = &plm__op_sobel, .dtype = "u8", .detail = "magnitude", .seed = 256, .setup = sobel_setup},
+    {.op = &plm__op_sobel, .detail = "magnitude", .seed = 256},
     {.op = &plm__op_entropy,
-     .dtype = "u8",
      .detail = "w16 value-bins",
      .seed = 512,
      .budget_name = "entropy 512x512 w16",
      .budget_lo_us = 3000,
-     .budget_hi_us = 8000,
-     .setup = entropy_setup},
+     .budget_hi_us = 8000},
     {.op = &plm__op_threshold,
-     .dtype = "f32",
      .detail = "> 0.5",
      .seed = 256,
      .budget_name = "image_segmentation 256x256",
      .budget_lo_us = 400,
-     .budget_hi_us = 1000,
-     .setup = threshold_setup},
-    {.op = &plm__op_nuc,
-     .dtype = "u8",
-     .detail = "f32 gain, offset",
-     .seed = 512,
-     .setup = nuc_setup},
-    {.op = &plm__op_badpixel,
-     .dtype = "f32",
-     .detail = "1/16 flagged",
-     .seed = 512,
-     .setup = badpixel_setup},
-    {.op = &plm__op_background,
-     .dtype = "f32",
-     .detail = "ema, state carried",
-     .seed = 512,
-     .setup = background_setup},
-    {.op = &plm__op_abs_diff,
-     .dtype = "f32",
-     .detail = "f32 reference frame",
-     .seed = 512,
-     .setup = abs_diff_setup},
-    {.op = &plm__op_cfar,
-     .dtype = "f32",
-     .detail = "w15 g5 k5 mask",
-     .seed = 512,
-     .setup = cfar_setup},
-    {.op = &plm__op_label,
-     .dtype = "u8",
-     .detail = "half foreground, 8-conn",
-     .seed = 512,
-     .setup = label_setup},
-    {.op = &plm__op_segment,
-     .dtype = "f32",
-     .detail = "> 0.5, 8-conn, 64k rows",
-     .seed = 512,
-     .setup = segment_setup},
+     .budget_hi_us = 1000},
+    {.op = &plm__op_nuc, .detail = "f32 gain, offset", .seed = 512},
+    {.op = &plm__op_badpixel, .detail = "1/16 flagged", .seed = 512},
+    {.op = &plm__op_background, .detail = "ema, state carried", .seed = 512},
+    {.op = &plm__op_abs_diff, .detail = "f32 reference frame", .seed = 512},
+    {.op = &plm__op_cfar, .detail = "w15 g5 k5 mask", .seed = 512},
+    {.op = &plm__op_label, .detail = "half foreground, 8-conn", .seed = 512},
+    {.op = &plm__op_segment, .detail = "> 0.5, 8-conn, 64k rows", .seed = 512},
     {.op = &plm__op_sobel_entropy_threshold,
      .label = "fused",
-     .dtype = "f32",
      .detail = "sobel>entropy>threshold w16 b64",
-     .seed = 512,
-     .setup = fused_setup},
+     .seed = 512},
     {.beside = &plm__op_sobel_entropy_threshold,
      .label = "unfused",
-     .dtype = "f32",
      .detail = "the same as 3 ops",
      .seed = 512,
      .setup = unfused_setup,
      .run = unfused_run},
     {.op = &plm__op_matmul,
-     .dtype = "f32",
      .detail = "n^3 fp32 +bias relu",
      .seed = 256,
      .budget_name = "matmul 256^3",
      .budget_lo_us = 3000,
-     .budget_hi_us = 3000,
-     .setup = matmul_setup,
-     .scale = "n"},
+     .budget_hi_us = 3000},
     {.beside = &plm__op_matmul,
      .label = "cublas_sgemm",
-     .dtype = "f32",
      .detail = "n^3 fp32, the baseline",
      .seed = 256,
      .setup = cublas_setup,
      .run = cublas_run,
-     .scale = "n",
      .cuda_only = true},
     {.op = &plm__op_lstm_cell,
-     .dtype = "f32",
      .detail = "batch x 64 -> 128",
      .seed = 32,
      .budget_name = "lstm_cell 32x64x128",
      .budget_lo_us = 3000,
-     .budget_hi_us = 3000,
-     .setup = lstm_setup,
-     .scale = "batch"},
+     .budget_hi_us = 3000},
     {.op = &plm__op_dendritic,
-     .dtype = "f32",
      .detail = "batch x 10x8x16 nmda",
      .seed = 1,
      .budget_name = "dendritic 10x8x16",
      .budget_lo_us = 300,
-     .budget_hi_us = 300,
-     .setup = dendritic_setup,
-     .scale = "batch"},
-    {.op = &plm__op_vector_add,
-     .dtype = "f32",
-     .detail = "n x n, a + b",
-     .seed = 316,
-     .setup = vector_add_setup,
-     .scale = "n"},
-    {.op = &plm__op_dot,
-     .dtype = "f32",
-     .detail = "n rows of n, f64 sums",
-     .seed = 316,
-     .setup = dot_setup,
-     .scale = "n"},
+     .budget_hi_us = 300},
+    {.op = &plm__op_vector_add, .detail = "n x n, a + b", .seed = 316},
+    {.op = &plm__op_dot, .detail = "n rows of n, f64 sums", .seed = 316},
     {.op = &plm__op_ar_forecast,
-     .dtype = "f32",
      .detail = "1000 pts AR(5) 10 steps",
      .seed = 1,
      .budget_name = "ar_forecast 1000 AR(5) 10",
      .budget_lo_us = 500,
      .budget_hi_us = 500,
-     .setup = forecast_setup,
-     .scale = "series",
      .large = {10000, 100000}},
+    /* AR(16): past the lags whose working doubles fit shared memory (the CUDA kernel's
+     * scratch path, kernels/cuda/forecast.cu). */
     {.op = &plm__op_ar_forecast,
      .label = "ar_forecast_p16",
-     .dtype = "f32",
      .detail = "1000 pts AR(16) 10 steps",
+     .params = "lags=16",
      .seed = 64,
-     .setup = forecast_scratch_setup,
-     .scale = "series",
      .large = {1000, 10000}},
 };
 enum { OP_COUNT = sizeof ops / sizeof ops[0] };
@@ -828,14 +519,74 @@ static const plm__op_desc *entry_op(const op_entry *e) {
   return e->op ? e->op : e->beside;
 }
 
+/* Every workload: `ops`, then one for each op of the table that has none there and no
+ * reason in `unmeasured`, its sample at FRAME_SIZE (its parameters' text its detail). */
+enum { MAX_WORKLOADS = OP_COUNT + PLM__OP_COUNT };
+static op_entry workloads[MAX_WORKLOADS];
+static char generated_details[PLM__OP_COUNT][64];
+static int workload_count;
+
+static bool has_workload(const plm__op_desc *op) {
+  for (int o = 0; o < OP_COUNT; o++)
+    if (entry_op(&ops[o]) == op) return true;
+  for (size_t u = 0; u < sizeof unmeasured / sizeof unmeasured[0]; u++)
+    if (unmeasured[u].op == op) return true;
+  return false;
+}
+
+/* The parameters of op's sample as text ("window=16 bins=0"), for a generated detail. */
+static void params_text(const plm__op_desc *op, const plm__op_sample *sample, char *text,
+                        size_t size) {
+  size_t used = 0;
+  text[0] = '\0';
+  for (int i = 0; i < op->param_count && used < size; i++) {
+    char value[64];
+    plm__op_param_format(&op->params[i], &sample->params, value, sizeof value);
+    used += (size_t)snprintf(text + used, size - used, "%s%s=%s", i ? " " : "", op->params[i].name,
+                             value);
+  }
+}
+
+/* Fill `workloads`, each with its sample's dtype and scale. Fails (why in bench_error) on a
+ * sample the op refuses to describe. */
+static bool make_workloads(void) {
+  workload_count = 0;
+  for (int o = 0; o < OP_COUNT; o++) workloads[workload_count++] = ops[o];
+  for (int k = 0; k < PLM__OP_COUNT; k++) {
+    const plm__op_desc *op = plm__op_get((plm__op_kind)k);
+    if (!has_workload(op)) workloads[workload_count++] = (op_entry){.op = op};
+  }
+  for (int w = 0; w < workload_count; w++) {
+    op_entry *e = &workloads[w];
+    const plm__op_sample_request one = {.size = 1};
+    plm__op_sample sample;
+    CALL(entry_name(e), plm__op_sample_make(entry_op(e), &one, &sample, NULL));
+    e->dtype = plm_dtype_name(sample.in[0].dtype);
+    e->scale = sample.scale;
+    if (!e->seed) e->seed = FRAME_SIZE;
+    if (!e->detail) {
+      char *detail = generated_details[entry_op(e)->kind];
+      params_text(entry_op(e), &sample, detail, sizeof generated_details[0]);
+      e->detail = detail;
+    }
+  }
+  return true;
+}
+
 static void op_state_release(bench_env *env, op_state *s) {
-  if (s->has_in) plm_tensor_free(env->pool, env->stream, &s->in);
-  if (s->has_in2) plm_tensor_free(env->pool, env->stream, &s->in2);
+  if (s->t.op) op_sample_release(&s->t);
   if (s->has_out) plm_tensor_free(env->pool, env->stream, &s->out);
   for (int i = 0; i < s->mid_count; i++) plm_tensor_free(env->pool, env->stream, &s->mid[i]);
-  for (int i = 0; i < s->extra_count; i++) plm_tensor_free(env->pool, env->stream, &s->extra[i]);
   plm_stream_synchronize(env->stream);
   memset(s, 0, sizeof *s);
+}
+
+/* A workload at h x w: its setup, or its op's sample with its parameters. */
+static bool setup_workload(bench_env *env, const op_entry *e, int64_t h, int64_t w, op_state *s) {
+  if (e->setup) return e->setup(env, h, w, s);
+  if (!sample_inputs(env, e->op, h, w, s)) return false;
+  if (e->params && !set_params(e->op, e->params, &s->t.sample.params)) return false;
+  return sample_outputs(s);
 }
 
 /* ---- results --------------------------------------------------------------------------- */
@@ -852,9 +603,7 @@ typedef struct result {
   double bytes, flops, gflops;
 } result;
 
-/* The most sizes a workload runs at (run_sizes), and 512x512, the product's frame. */
-enum { MAX_SIZES = 4, FRAME_SIZE = 512 };
-enum { MAX_RESULTS = OP_COUNT * MAX_SIZES };
+enum { MAX_RESULTS = MAX_WORKLOADS * MAX_SIZES };
 
 /* "512x512" for an image, "n=256" or "batch=32" for the others. */
 static void size_label(const op_entry *op, int size, char *out, size_t room) {
@@ -937,9 +686,8 @@ static bool run_op(bench_env *env, const op_entry *op, int size, result *r) {
   int runs = env->opt.size == RUN_SMOKE ? 3 : 20;
   op_state s;
   memset(&s, 0, sizeof s);
-  s.op = op->op;
   double times[20];
-  bool ok = op->setup(env, size, size, &s);
+  bool ok = setup_workload(env, op, size, size, &s);
   for (int i = 0; ok && i < warmups; i++) ok = time_once(env, run, &s, &times[0]);
   for (int i = 0; ok && i < runs; i++) ok = time_once(env, run, &s, &times[i]);
   if (ok && env->profiler) ok = profile_op(env, op, size, runs, &s);
@@ -956,7 +704,7 @@ static bool run_op(bench_env *env, const op_entry *op, int size, result *r) {
   }
   double mean = sum / runs, var = 0;
   for (int i = 0; i < runs; i++) var += (times[i] - mean) * (times[i] - mean);
-  double pixels = (double)plm_tensor_numel(&cost_copy.out); /* pixels, or elements */
+  double pixels = (double)cost_copy.elements; /* pixels, or elements */
   *r = (result){.op = op,
                 .size = size,
                 .seed = size == op->seed,
@@ -1032,12 +780,9 @@ static bool measure_fusion(bench_env *env, int size, int warmups, int pairs, fus
   memset(&f, 0, sizeof f);
   memset(&u, 0, sizeof u);
   double fused_us[20], unfused_us[20], ratios[20];
-  bool ok = fused_setup(env, size, size, &f) && unfused_setup(env, size, size, &u);
-  if (ok) {
-    plm_status status = plm_stream_memcpy(env->stream, u.in.data, f.in.data,
-                                          plm_tensor_bytes(&f.in), PLM_COPY_DEVICE_TO_DEVICE);
-    ok = status == PLM_OK || fail_call("fusion setup", "plm_stream_memcpy", status);
-  }
+  /* Both from the fused op's sample: the same input and parameters. */
+  const op_entry fused = {.op = &plm__op_sobel_entropy_threshold};
+  bool ok = setup_workload(env, &fused, size, size, &f) && unfused_setup(env, size, size, &u);
   for (int i = 0; ok && i < warmups; i++)
     ok = time_once(env, table_op_run, &f, &fused_us[0]) &&
          time_once(env, unfused_run, &u, &unfused_us[0]);
@@ -1226,8 +971,8 @@ static int fusion_sizes(const bench_env *env, int sizes[MAX_SIZES]) {
 static int64_t count_cases(bench_env *env) {
   int sizes[MAX_SIZES];
   int64_t cases = 0;
-  for (int o = 0; o < OP_COUNT; o++)
-    if (wants_op(env, &ops[o])) cases += run_sizes(env, &ops[o], sizes);
+  for (int o = 0; o < workload_count; o++)
+    if (wants_op(env, &workloads[o])) cases += run_sizes(env, &workloads[o], sizes);
   if (wants_fusion(env)) cases += fusion_sizes(env, sizes);
   return cases;
 }
@@ -1257,10 +1002,11 @@ static bool run_all(bench_env *env, result *rs, size_t *count) {
   for (int k = 0; k < PLM__OP_COUNT; k++) {
     const plm__op_desc *table_op = plm__op_get((plm__op_kind)k);
     bool measured = false;
-    for (int o = 0; o < OP_COUNT; o++) {
-      if (entry_op(&ops[o]) != table_op) continue;
+    for (int o = 0; o < workload_count; o++) {
+      if (entry_op(&workloads[o]) != table_op) continue;
       measured = true;
-      if (wants_op(env, &ops[o]) && !run_workload(env, &ops[o], rs, count)) return false;
+      if (wants_op(env, &workloads[o]) && !run_workload(env, &workloads[o], rs, count))
+        return false;
     }
     for (size_t u = 0; !measured && u < sizeof unmeasured / sizeof unmeasured[0]; u++) {
       if (unmeasured[u].op != table_op) continue;
@@ -1337,10 +1083,11 @@ static void close_env(bench_env *env) {
 /* --op NAME: one of the table's operations. */
 static int parse_op(const char *name, void *only_op) {
   bool known = false;
-  for (int o = 0; o < OP_COUNT; o++) known |= strcmp(name, entry_name(&ops[o])) == 0;
+  for (int o = 0; o < workload_count; o++) known |= strcmp(name, entry_name(&workloads[o])) == 0;
   if (!known) {
     fprintf(stderr, "bench_ops: --op '%s': expected one of", name);
-    for (int o = 0; o < OP_COUNT; o++) fprintf(stderr, "%s %s", o ? "," : "", entry_name(&ops[o]));
+    for (int o = 0; o < workload_count; o++)
+      fprintf(stderr, "%s %s", o ? "," : "", entry_name(&workloads[o]));
     fprintf(stderr, "\n");
     return BENCH_EXIT_USAGE;
   }
@@ -1352,8 +1099,8 @@ static int parse_op(const char *name, void *only_op) {
  * op on its own (scripts/gpu-campaign) loops over. */
 static int list_ops(const char *unused, void *unused_target) {
   (void)unused, (void)unused_target;
-  for (int o = 0; o < OP_COUNT; o++)
-    if (!ops[o].cuda_only) printf("%s\n", entry_name(&ops[o]));
+  for (int o = 0; o < workload_count; o++)
+    if (!workloads[o].cuda_only) printf("%s\n", entry_name(&workloads[o]));
   return BENCH_EXIT_OK;
 }
 
@@ -1395,6 +1142,10 @@ int main(int argc, char **argv) {
       BENCH_OPT_END};
   const bench_cli cli = {
       .prog = "bench_ops", .usage = usage, .options = table, .validate_json = validate_json};
+  if (!make_workloads()) {
+    fprintf(stderr, "bench_ops: %s\n", bench_error);
+    return BENCH_EXIT_FAILURE;
+  }
   int code = bench_start(&cli, argc, argv);
   if (code != BENCH_RUN) return code;
   if (env.opt.emulated_cost && !plm_build_info_get()->cuda_emulated) {

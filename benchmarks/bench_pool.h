@@ -28,7 +28,7 @@
 #include "pool/private_jemalloc.h"
 #include "streams/clock.h"
 #include "support/progress.h"
-#include "support/splitmix64.h"
+#include "kernels/common/splitmix64.h"
 
 #define KIB ((size_t)1024)
 #define MIB (1024 * KIB)
@@ -105,7 +105,7 @@ static inline void samples_push(samples *s, uint64_t ns) {
 
 void samples_release(samples *s);
 
-/* ---- a deterministic PRNG (splitmix64, support/splitmix64.h) ----------------------- */
+/* ---- a deterministic PRNG (splitmix64, kernels/common/splitmix64.h) ------------- */
 
 typedef struct rng {
   uint64_t state;

@@ -48,6 +48,15 @@ static plm_status run_cuda(void *stream, const void *args) {
 }
 #endif
 
+/* A frame (f32 by default) against a reference frame of its dtype. */
+static void sample(const plm__op_sample_request *request, plm__op_sample *sample,
+                   const plm__op_sample_data *data) {
+  sample->in[0] = sample->in[1] =
+      plm__sample_image(request, plm__sample_dtype(request, PLM_DTYPE_F32));
+  sample->outputs = 1u;
+  if (data) plm__sample_fill_uniform(request, sample, data);
+}
+
 const plm__op_desc plm__op_abs_diff = {
     .name = "abs_diff",
     .summary =
@@ -73,6 +82,7 @@ const plm__op_desc plm__op_abs_diff = {
     .pack = pack,
     .cpu = run_cpu,
     .cuda = PLM__CUDA_ENTRY(run_cuda),
+    .sample = sample,
 };
 
 /* ---- the public functions ---------------------------------------------------------------- */

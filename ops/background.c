@@ -113,6 +113,17 @@ static const plm__op_param schema[] = {
      .help = "median's change of the background per frame, > 0, in the input's units"},
 };
 
+/* A frame (f32 by default) against a carried f32 state of random values (the steady
+ * state's arithmetic, the call continuing it), ema alpha 0.05. */
+static void sample(const plm__op_sample_request *request, plm__op_sample *sample,
+                   const plm__op_sample_data *data) {
+  sample->in[0] = plm__sample_image(request, plm__sample_dtype(request, PLM_DTYPE_F32));
+  sample->state = plm__sample_image(request, PLM_DTYPE_F32);
+  sample->outputs = 1u;
+  plm__op_params_default(&plm__op_background, &sample->params);
+  if (data) plm__sample_fill_uniform(request, sample, data);
+}
+
 const plm__op_desc plm__op_background = {
     .name = "background",
     .summary =
@@ -139,6 +150,7 @@ const plm__op_desc plm__op_background = {
     .cuda_scratch = PLM__CUDA_ENTRY(cuda_scratch),
     .cpu = run_cpu,
     .cuda = PLM__CUDA_ENTRY(run_cuda),
+    .sample = sample,
 };
 
 /* ---- the public functions ---------------------------------------------------------------- */

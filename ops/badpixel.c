@@ -47,6 +47,18 @@ static plm_status run_cuda(void *stream, const void *args) {
 }
 #endif
 
+/* A frame (f32 by default) with a map flagging one pixel in 16 at random. */
+static void sample(const plm__op_sample_request *request, plm__op_sample *sample,
+                   const plm__op_sample_data *data) {
+  sample->in[0] = plm__sample_image(request, plm__sample_dtype(request, PLM_DTYPE_F32));
+  sample->in[1] = plm__sample_image(request, PLM_DTYPE_U8);
+  sample->outputs = 1u;
+  if (!data) return;
+  uint64_t state = request->seed;
+  plm__sample_uniform(&sample->in[0], data->in[0], &state);
+  plm__sample_mask(&sample->in[1], data->in[1], &state, 239);
+}
+
 const plm__op_desc plm__op_badpixel = {
     .name = "badpixel",
     .summary =
@@ -67,6 +79,7 @@ const plm__op_desc plm__op_badpixel = {
     .pack = pack,
     .cpu = run_cpu,
     .cuda = PLM__CUDA_ENTRY(run_cuda),
+    .sample = sample,
 };
 
 /* ---- the public functions ---------------------------------------------------------------- */

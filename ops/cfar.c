@@ -130,6 +130,15 @@ static const plm__op_param schema[] = {
      .help = "mask: the u8 0/1 detections; z: the f32 score (x - mean) / std"},
 };
 
+/* An image (f32 by default), the default window 15, guard 5, k 5, the u8 mask. */
+static void sample(const plm__op_sample_request *request, plm__op_sample *sample,
+                   const plm__op_sample_data *data) {
+  sample->in[0] = plm__sample_image(request, plm__sample_dtype(request, PLM_DTYPE_F32));
+  sample->outputs = 1u;
+  plm__op_params_default(&plm__op_cfar, &sample->params);
+  if (data) plm__sample_fill_uniform(request, sample, data);
+}
+
 const plm__op_desc plm__op_cfar = {
     .name = "cfar",
     .summary =
@@ -155,6 +164,7 @@ const plm__op_desc plm__op_cfar = {
     .cuda_scratch = PLM__CUDA_ENTRY(cuda_scratch),
     .cpu = run_cpu,
     .cuda = PLM__CUDA_ENTRY(run_cuda),
+    .sample = sample,
 };
 
 /* ---- the public functions ---------------------------------------------------------------- */

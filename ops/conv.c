@@ -1,6 +1,7 @@
 /* ops/conv.c: the conv2d and sobel operations (plume/conv.h) and their descriptors. */
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "kernels/common/conv.h"
 #include "ops/op_desc.h"
@@ -188,6 +189,24 @@ static const plm__op_param conv2d_params[] = {
              "(dcb|abcd|cba)"},
 };
 
+/* An image (f32 by default) smoothed by the 3x3 binomial kernel, "same" size (pad 1,
+ * reflect101). */
+static void conv2d_sample(const plm__op_sample_request *request, plm__op_sample *sample,
+                          const plm__op_sample_data *data) {
+  static const float taps[9] = {1 / 16.f, 2 / 16.f, 1 / 16.f, 2 / 16.f, 4 / 16.f,
+                                2 / 16.f, 1 / 16.f, 2 / 16.f, 1 / 16.f};
+  sample->in[0] = plm__sample_image(request, plm__sample_dtype(request, PLM_DTYPE_F32));
+  sample->in[1] = (plm_shape){.dtype = PLM_DTYPE_F32, .ndim = 2, .dims = {3, 3}};
+  sample->outputs = 1u;
+  plm__op_params_default(&plm__op_conv2d, &sample->params);
+  sample->params.conv2d.pad_y = sample->params.conv2d.pad_x = 1;
+  sample->params.conv2d.border = PLM_BORDER_REFLECT101;
+  if (!data) return;
+  uint64_t state = request->seed;
+  plm__sample_uniform(&sample->in[0], data->in[0], &state);
+  memcpy(data->in[1], taps, sizeof taps);
+}
+
 const plm__op_desc plm__op_conv2d = {
     .name = "conv2d",
     .summary = "out = in cross-correlated with a kernel (no flip), f32",
@@ -222,6 +241,7 @@ const plm__op_desc plm__op_conv2d = {
             .help = "the threads across a block of 256 (rows: 256 / columns), each summing 7 "
                     "outputs side by side at stride_x 1, one otherwise: wider reads longer rows, "
                     "squarer stages less halo"},
+    .sample = conv2d_sample,
 };
 
 plm_conv2d_params plm_conv2d_params_default(void) {
@@ -332,6 +352,15 @@ static const plm__op_param sobel_params[] = {
              "or zero"},
 };
 
+/* An image (u8 by default), the magnitude alone. */
+static void sobel_sample(const plm__op_sample_request *request, plm__op_sample *sample,
+                         const plm__op_sample_data *data) {
+  sample->in[0] = plm__sample_image(request, plm__sample_dtype(request, PLM_DTYPE_U8));
+  sample->outputs = 1u << 2;
+  plm__op_params_default(&plm__op_sobel, &sample->params);
+  if (data) plm__sample_fill_uniform(request, sample, data);
+}
+
 const plm__op_desc plm__op_sobel = {
     .name = "sobel",
     .summary = "out = Sobel gradient magnitude sqrt(gx^2 + gy^2), f32",
@@ -357,6 +386,7 @@ const plm__op_desc plm__op_sobel = {
     .pack = sobel_pack,
     .cpu = sobel_cpu,
     .cuda = PLM__CUDA_ENTRY(sobel_cuda),
+    .sample = sobel_sample,
 };
 
 plm_sobel_params plm_sobel_params_default(void) {

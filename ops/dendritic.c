@@ -138,6 +138,20 @@ static const plm__op_param schema[] = {
      .help = "ACTIVE_BP: the boost above the threshold"},
 };
 
+/* A batch of `size` through the seeds' 10 neurons x 8 dendrites x 16 inputs, NMDA. */
+static void sample(const plm__op_sample_request *request, plm__op_sample *sample,
+                   const plm__op_sample_data *data) {
+  enum { NEURONS = 10, DENDRITES = 8, INPUTS = 16 };
+  sample->in[0] = (plm_shape){.dtype = PLM_DTYPE_F32, .ndim = 2, .dims = {request->size, INPUTS}};
+  sample->in[1] =
+      (plm_shape){.dtype = PLM_DTYPE_F32, .ndim = 3, .dims = {NEURONS, DENDRITES, INPUTS}};
+  sample->outputs = 1u;
+  sample->scale = "batch";
+  sample->params.dendritic =
+      (plm_dendritic_params){.mode = PLM_DENDRITE_NMDA, .k = 4.0f, .theta = 2.0f, .beta = 0.5f};
+  if (data) plm__sample_fill_uniform(request, sample, data);
+}
+
 const plm__op_desc plm__op_dendritic = {
     .name = "dendritic",
     .summary =
@@ -168,6 +182,7 @@ const plm__op_desc plm__op_dendritic = {
     .cuda = PLM__CUDA_ENTRY(run_cuda),
     .tunable_count = 2,
     .tunables = tunables,
+    .sample = sample,
 };
 
 /* ---- the public and internal entries ------------------------------------------------------ */

@@ -124,6 +124,23 @@ static const plm__op_param schema[] = {
      .help = "f32 only: the binned range LO,HI, or auto (each frame's finite min and max)"},
 };
 
+/* An image (u8 by default), window 16: each value its own bin (u8, u16), or 64 bins over
+ * the values' range [0, 1) (f32). */
+static void sample(const plm__op_sample_request *request, plm__op_sample *sample,
+                   const plm__op_sample_data *data) {
+  const plm_dtype dtype = plm__sample_dtype(request, PLM_DTYPE_U8);
+  sample->in[0] = plm__sample_image(request, dtype);
+  sample->outputs = 1u;
+  plm__op_params_default(&plm__op_entropy, &sample->params);
+  sample->params.entropy.window = 16;
+  if (dtype == PLM_DTYPE_F32) {
+    sample->params.entropy.bins = 64;
+    sample->params.entropy.range_lo = 0.0;
+    sample->params.entropy.range_hi = 1.0;
+  }
+  if (data) plm__sample_fill_uniform(request, sample, data);
+}
+
 const plm__op_desc plm__op_entropy = {
     .name = "entropy",
     .summary =
@@ -147,6 +164,7 @@ const plm__op_desc plm__op_entropy = {
     .cuda = PLM__CUDA_ENTRY(run_cuda),
     .tunable_count = PLM__WINDOW_TUNE_COUNT,
     .tunables = PLM__WINDOW_OP_TUNABLES(PLM__ENTROPY_CPU_BANDS_PER_THREAD),
+    .sample = sample,
 };
 
 /* ---- the public and internal entries ------------------------------------------------------ */

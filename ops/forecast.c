@@ -116,6 +116,16 @@ static const plm__op_param schema[] = {
      .help = "h, the values forecast after each series' last"},
 };
 
+/* `size` series of the seeds' 1000 points, AR(5), 10 steps ahead. */
+static void sample(const plm__op_sample_request *request, plm__op_sample *sample,
+                   const plm__op_sample_data *data) {
+  sample->in[0] = (plm_shape){.dtype = PLM_DTYPE_F32, .ndim = 2, .dims = {request->size, 1000}};
+  sample->outputs = 1u;
+  sample->scale = "series";
+  sample->params.ar_forecast = (plm_ar_forecast_params){.lags = 5, .horizon = 10};
+  if (data) plm__sample_fill_uniform(request, sample, data);
+}
+
 const plm__op_desc plm__op_ar_forecast = {
     .name = "ar_forecast",
     .summary = "out = h-step AR(p) forecasts (S, h) of the rows of (S, T), as statsmodels' AutoReg",
@@ -136,6 +146,7 @@ const plm__op_desc plm__op_ar_forecast = {
     .cuda_scratch = PLM__CUDA_ENTRY(cuda_scratch),
     .cpu = run_cpu,
     .cuda = PLM__CUDA_ENTRY(run_cuda),
+    .sample = sample,
 };
 
 /* ---- the public and internal entries ------------------------------------------------------ */

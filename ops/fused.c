@@ -152,6 +152,22 @@ static const plm__op_param schema[] = {
      .help = "the comparison: gt, ge, lt or le"},
 };
 
+/* An image (f32 by default): Sobel magnitude, entropy (window 16, 64 bins over the fixed
+ * range [0, 4) of the values' span: the magnitudes of values in [0, 1) lie in [0, 5.7)),
+ * above 5 bits. */
+static void sample(const plm__op_sample_request *request, plm__op_sample *sample,
+                   const plm__op_sample_data *data) {
+  const plm_dtype dtype = plm__sample_dtype(request, PLM_DTYPE_F32);
+  sample->in[0] = plm__sample_image(request, dtype);
+  sample->outputs = 1u;
+  const double span = 2.0 * plm__sample_middle(dtype);
+  fused_params *params = &sample->params.sobel_entropy_threshold;
+  plm__op_params_default(&plm__op_sobel_entropy_threshold, params);
+  params->entropy = (plm_entropy_params){.window = 16, .bins = 64, .range_hi = 4.0 * span};
+  params->threshold = (plm_threshold_params){.value = 5.0, .compare = PLM_COMPARE_GT};
+  if (data) plm__sample_fill_uniform(request, sample, data);
+}
+
 const plm__op_desc plm__op_sobel_entropy_threshold = {
     .name = "sobel_entropy_threshold",
     .summary =
@@ -177,6 +193,7 @@ const plm__op_desc plm__op_sobel_entropy_threshold = {
     .cuda = PLM__CUDA_ENTRY(run_cuda),
     .tunable_count = PLM__WINDOW_TUNE_COUNT,
     .tunables = PLM__WINDOW_OP_TUNABLES(PLM__FUSED_CPU_BANDS_PER_THREAD),
+    .sample = sample,
 };
 
 /* ---- the public and internal entries ------------------------------------------------------ */

@@ -115,6 +115,18 @@ static const plm__op_param label_params[] = {
      .help = "4: edge neighbours; 8: edge and corner neighbours"},
 };
 
+/* A mask with half of it foreground at random (many small components, label's hard case),
+ * 8-connectivity. */
+static void label_sample(const plm__op_sample_request *request, plm__op_sample *sample,
+                         const plm__op_sample_data *data) {
+  sample->in[0] = plm__sample_image(request, PLM_DTYPE_U8);
+  sample->outputs = 3u;
+  plm__op_params_default(&plm__op_label, &sample->params);
+  if (!data) return;
+  uint64_t state = request->seed;
+  plm__sample_mask(&sample->in[0], data->in[0], &state, 127);
+}
+
 const plm__op_desc plm__op_label = {
     .name = "label",
     .summary = "out = connected components of a mask (non-zero: foreground), i32 labels 1..K",
@@ -140,6 +152,7 @@ const plm__op_desc plm__op_label = {
     .cuda_scratch = PLM__CUDA_ENTRY(label_cuda_scratch),
     .cpu = label_cpu,
     .cuda = PLM__CUDA_ENTRY(label_cuda),
+    .sample = label_sample,
 };
 
 plm_label_params plm_label_params_default(void) {
@@ -294,6 +307,26 @@ static const plm__op_param regions_params[] = {
      .help = "the table's rows (default: the most regions the labels can hold)"},
 };
 
+/* K = max(1, H W / 16) labels scattered at random (0, the background, among them), an f32
+ * intensity, their count and a table of K rows. */
+static void regions_sample(const plm__op_sample_request *request, plm__op_sample *sample,
+                           const plm__op_sample_data *data) {
+  sample->in[0] = plm__sample_image(request, PLM_DTYPE_I32);
+  sample->in[1] = plm__sample_image(request, PLM_DTYPE_F32);
+  sample->in[2] = (plm_shape){.dtype = PLM_DTYPE_I32, .ndim = 1, .dims = {1}};
+  sample->outputs = 1u;
+  const int64_t pixels = sample->in[0].dims[0] * sample->in[0].dims[1];
+  const int64_t labels = pixels / 16 > INT32_MAX ? INT32_MAX : pixels / 16 > 1 ? pixels / 16 : 1;
+  sample->params.regions.capacity = labels;
+  if (!data) return;
+  uint64_t state = request->seed;
+  plm__sample_uniform(&sample->in[0], data->in[0], &state);
+  int32_t *label = data->in[0];
+  for (int64_t i = 0; i < pixels; i++) label[i] = (int32_t)(label[i] % (labels + 1));
+  plm__sample_uniform(&sample->in[1], data->in[1], &state);
+  *(int32_t *)data->in[2] = (int32_t)labels;
+}
+
 const plm__op_desc plm__op_regions = {
     .name = "regions",
     .summary =
@@ -324,6 +357,7 @@ const plm__op_desc plm__op_regions = {
     .pack = regions_pack,
     .cpu = regions_cpu,
     .cuda = PLM__CUDA_ENTRY(regions_cuda),
+    .sample = regions_sample,
 };
 
 plm_status plm_regions_cost(const plm_tensor *labels, const plm_tensor *intensity, int64_t capacity,

@@ -142,6 +142,23 @@ static plm_status run_cuda(void *stream, const void *args) {
 }
 #endif
 
+/* One step of a batch of `size`, input 64, hidden 128 (the seeds' cell), both biases. */
+static void sample(const plm__op_sample_request *request, plm__op_sample *sample,
+                   const plm__op_sample_data *data) {
+  enum { INPUT = 64, HIDDEN = 128 };
+  const int64_t batch = request->size;
+  sample->in[0] = (plm_shape){.dtype = PLM_DTYPE_F32, .ndim = 2, .dims = {batch, INPUT}};
+  sample->in[1] = sample->in[2] =
+      (plm_shape){.dtype = PLM_DTYPE_F32, .ndim = 2, .dims = {batch, HIDDEN}};
+  sample->in[3] = (plm_shape){.dtype = PLM_DTYPE_F32, .ndim = 2, .dims = {4 * HIDDEN, INPUT}};
+  sample->in[4] = (plm_shape){.dtype = PLM_DTYPE_F32, .ndim = 2, .dims = {4 * HIDDEN, HIDDEN}};
+  sample->in[5] = sample->in[6] =
+      (plm_shape){.dtype = PLM_DTYPE_F32, .ndim = 1, .dims = {4 * HIDDEN}};
+  sample->outputs = 3u;
+  sample->scale = "batch";
+  if (data) plm__sample_fill_uniform(request, sample, data);
+}
+
 const plm__op_desc plm__op_lstm_cell = {
     .name = "lstm_cell",
     .summary = "one LSTM step (PyTorch's LSTMCell): out_h, out_c from x, h, c and the weights",
@@ -192,6 +209,7 @@ const plm__op_desc plm__op_lstm_cell = {
     .cuda = PLM__CUDA_ENTRY(run_cuda),
     .tunable_count = 2,
     .tunables = tunables,
+    .sample = sample,
 };
 
 /* ---- the public and internal entries ------------------------------------------------------ */

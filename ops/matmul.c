@@ -126,6 +126,19 @@ static const plm__op_param schema[] = {
              "rounded on host), auto (tf32 from 2^24 multiply-adds on cuda)"},
 };
 
+/* (n, n) x (n, n) + bias (n), ReLU, fp32. */
+static void sample(const plm__op_sample_request *request, plm__op_sample *sample,
+                   const plm__op_sample_data *data) {
+  const int64_t n = request->size;
+  sample->in[0] = sample->in[1] = (plm_shape){.dtype = PLM_DTYPE_F32, .ndim = 2, .dims = {n, n}};
+  sample->in[2] = (plm_shape){.dtype = PLM_DTYPE_F32, .ndim = 1, .dims = {n}};
+  sample->outputs = 1u;
+  sample->scale = "n";
+  sample->params.matmul =
+      (plm_matmul_params){.precision = PLM_PRECISION_FP32, .activation = PLM_ACTIVATION_RELU};
+  if (data) plm__sample_fill_uniform(request, sample, data);
+}
+
 const plm__op_desc plm__op_matmul = {
     .name = "matmul",
     .summary = "out = act(a . b + bias), f32 (M, K) x (K, N) -> (M, N)",
@@ -155,6 +168,7 @@ const plm__op_desc plm__op_matmul = {
     .cuda = PLM__CUDA_ENTRY(run_cuda),
     .tunable_count = 1,
     .tunables = tunables,
+    .sample = sample,
 };
 
 /* ---- the public functions ---------------------------------------------------------------- */

@@ -47,6 +47,15 @@ static plm_status run_cuda(void *stream, const void *args) {
 }
 #endif
 
+/* A frame (u8 by default, as a sensor gives it) with an f32 gain and offset per pixel. */
+static void sample(const plm__op_sample_request *request, plm__op_sample *sample,
+                   const plm__op_sample_data *data) {
+  sample->in[0] = plm__sample_image(request, plm__sample_dtype(request, PLM_DTYPE_U8));
+  sample->in[1] = sample->in[2] = plm__sample_image(request, PLM_DTYPE_F32);
+  sample->outputs = 1u;
+  if (data) plm__sample_fill_uniform(request, sample, data);
+}
+
 const plm__op_desc plm__op_nuc = {
     .name = "nuc",
     .summary =
@@ -78,6 +87,7 @@ const plm__op_desc plm__op_nuc = {
     .pack = pack,
     .cpu = run_cpu,
     .cuda = PLM__CUDA_ENTRY(run_cuda),
+    .sample = sample,
 };
 
 /* ---- the public functions ---------------------------------------------------------------- */

@@ -39,6 +39,14 @@
  *             pack reads the value in force from call->tuning (plm__op_tuned), resolved
  *             once per call by the public entries and once per step by a pipeline's
  *             compile; a call without one (NULL) runs with the defaults.
+ *   sample    valid operands and parameters of a requested size, as PyTorch's OpInfo's
+ *             sample_inputs: bench_ops' workloads, the cross-backend test of every op
+ *             (tests/test_op_samples.c) and the fuzzers start from it. The hook allocates
+ *             nothing: it describes (the inputs' dtypes and shapes, a carried state's, the
+ *             outputs made, the parameters) and, given host buffers the caller allocated
+ *             for those shapes, fills them, deterministic from the request's seed
+ *             (splitmix64, kernels/common/splitmix64.h). The caller makes the tensors and
+ *             uploads (support/op_sample.h does it on a stream); see "samples" below.
  *
  * What the dispatch owns, so no op repeats it: stream and tensor checks (data set,
  * contiguous, of the stream's context), overlap rules (every output is disjoint from
@@ -225,6 +233,34 @@ typedef struct plm__op_param {
   const char *help; /* one line: what it is (`plume op`'s help) */
 } plm__op_param;
 
+/* ---- samples ----------------------------------------------------------------------------- */
+
+/* What a sample is asked for. size and width are the size of the work: an image op's frame
+ * (size rows of width pixels), any other op's scale (matmul's n, a batch, a count of
+ * series: plm__op_sample's scale names it) from size alone. */
+typedef struct plm__op_sample_request {
+  int64_t size;    /* >= 1 */
+  int64_t width;   /* an image's width, >= 0; 0: size (a square); other ops ignore it */
+  plm_dtype dtype; /* the first input's, one of its slot's mask; 0: the op's usual one */
+  uint64_t seed;   /* the data's: the same request gives the same bytes, on every platform */
+} plm__op_sample_request;
+
+/* A sample: a valid call of its op but for the tensors, which the caller makes. */
+typedef struct plm__op_sample {
+  plm_shape in[PLM__OP_MAX_IN]; /* each input's dtype and shape; ndim 0: absent (optional) */
+  plm_shape state;              /* a stateful op's carried state; ndim 0: a fresh one */
+  unsigned outputs;             /* the outputs the call makes (a mask of slots, never 0) */
+  plm__op_params params;        /* the op's parameters (a checked struct) */
+  const char *scale; /* what size counts ("n", "batch", "series"); NULL: an image's rows */
+} plm__op_sample;
+
+/* The host buffers a sample fills, one of plm_shape bytes for each shape it described
+ * (NULL for an absent input or a fresh state). */
+typedef struct plm__op_sample_data {
+  void *in[PLM__OP_MAX_IN];
+  void *state;
+} plm__op_sample_data;
+
 /* ---- the descriptor ----------------------------------------------------------------------- */
 
 /* The operands and parameters of one call. Absent inputs and unwanted outputs are NULL. */
@@ -290,6 +326,11 @@ typedef struct plm__op_desc {
 
   int tunable_count;
   const plm__op_tunable *tunables; /* NULL when tunable_count is 0 */
+
+  /* Describe into *sample (zeroed by the caller) a valid call of a checked request's size
+   * and dtype (plm__op_sample_make); with data, also fill data's buffers. Every op has one. */
+  void (*sample)(const plm__op_sample_request *request, plm__op_sample *sample,
+                 const plm__op_sample_data *data);
 } plm__op_desc;
 
 /* The value of op's tunable `index` in force for call: call->tuning's, else the default. */
@@ -342,6 +383,40 @@ void plm__dtype_mask_text(unsigned mask, char *text, size_t size);
  * makes alone (PLM__OP_PLAN_ONLY), and no input that is the count of the element before
  * (PLM__IN_COUNT: regions reads label's). */
 bool plm__op_in_text(const plm__op_desc *op);
+
+/* ---- samples (ops/op_sample.c) ------------------------------------------------------------ */
+
+/* op's sample of request: the request checked (PLM_ERR_INVALID_ARG: size below 1, width
+ * below 0, a dtype its first input does not take; raw messages), *sample described and,
+ * with data, data's buffers filled. The same request always gives the same sample and
+ * bytes; nothing is allocated and no device is touched. Thread-safe. */
+plm_status plm__op_sample_make(const plm__op_desc *op, const plm__op_sample_request *request,
+                               plm__op_sample *sample, const plm__op_sample_data *data);
+
+/* For the hooks. The request's dtype, or `usual` when it asks for none. */
+plm_dtype plm__sample_dtype(const plm__op_sample_request *request, plm_dtype usual);
+
+/* The request's image: (size, width) of dtype. */
+plm_shape plm__sample_image(const plm__op_sample_request *request, plm_dtype dtype);
+
+/* Fill host (shape's bytes) with values uniform over the dtype's range from the stream
+ * *state (splitmix64): u8 and u16 every value, i32 0..INT32_MAX, f32 and f64 [0, 1) on a
+ * grid of 2^-24 (exact in f32, whose sums in f64 are exact too). Each element takes the
+ * top bits of one number. */
+void plm__sample_uniform(const plm_shape *shape, void *host, uint64_t *state);
+
+/* The middle of the values plm__sample_uniform gives for dtype (u8 127.5, f32 0.5): a
+ * threshold that half of them pass. */
+double plm__sample_middle(plm_dtype dtype);
+
+/* Fill host, a u8 shape, with a mask: 1 where a random byte (one number's top 8 bits) is
+ * above `above`, else 0 (127: half the pixels; 239: one in 16). */
+void plm__sample_mask(const plm_shape *shape, void *host, uint64_t *state, unsigned above);
+
+/* Fill every input and the state that sample described with plm__sample_uniform, in slot
+ * order, from request's seed: the data of a sample whose values need no more than that. */
+void plm__sample_fill_uniform(const plm__op_sample_request *request, const plm__op_sample *sample,
+                              const plm__op_sample_data *data);
 
 /* ---- parameter values (ops/op_params.c) ---------------------------------------------------- */
 

@@ -177,6 +177,22 @@ static const plm__op_param schema[] = {
      .help = "the table's rows (default: the most regions the frame can hold)"},
 };
 
+/* An image (f32 by default) above the middle of its values (half of it foreground),
+ * 8-connectivity, a table of max(64, H W / 16) rows (about the regions such a frame holds),
+ * at most the ceil(H/2) ceil(W/2) a frame can hold. */
+static void sample(const plm__op_sample_request *request, plm__op_sample *sample,
+                   const plm__op_sample_data *data) {
+  const plm_dtype dtype = plm__sample_dtype(request, PLM_DTYPE_F32);
+  sample->in[0] = plm__sample_image(request, dtype);
+  sample->outputs = 7u;
+  const int64_t h = sample->in[0].dims[0], w = sample->in[0].dims[1];
+  const int64_t rows = h * w / 16 > 64 ? h * w / 16 : 64, most = ((h + 1) / 2) * ((w + 1) / 2);
+  plm__op_params_default(&plm__op_segment, &sample->params);
+  sample->params.segment.segment.value = plm__sample_middle(dtype);
+  sample->params.segment.capacity = rows < most ? rows : most;
+  if (data) plm__sample_fill_uniform(request, sample, data);
+}
+
 const plm__op_desc plm__op_segment = {
     .name = "segment",
     .summary = "threshold, label and regions in one call: labels, count and a table of regions",
@@ -201,6 +217,7 @@ const plm__op_desc plm__op_segment = {
     .labels_connectivity = labels_connectivity,
     .scratch_bytes = scratch_bytes,
     .enqueue = enqueue,
+    .sample = sample,
 };
 
 /* ---- the public and internal entries ------------------------------------------------------ */

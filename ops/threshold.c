@@ -77,6 +77,17 @@ static const plm__op_param schema[] = {
      .help = "the comparison: in > T (gt), >= (ge), < (lt) or <= (le)"},
 };
 
+/* An image (f32 by default) above the middle of its values: half of it foreground. */
+static void sample(const plm__op_sample_request *request, plm__op_sample *sample,
+                   const plm__op_sample_data *data) {
+  const plm_dtype dtype = plm__sample_dtype(request, PLM_DTYPE_F32);
+  sample->in[0] = plm__sample_image(request, dtype);
+  sample->outputs = 1u;
+  plm__op_params_default(&plm__op_threshold, &sample->params);
+  sample->params.threshold.value = plm__sample_middle(dtype);
+  if (data) plm__sample_fill_uniform(request, sample, data);
+}
+
 const plm__op_desc plm__op_threshold = {
     .name = "threshold",
     .summary = "out = (in CMP T) as a u8 0/1 mask",
@@ -98,6 +109,7 @@ const plm__op_desc plm__op_threshold = {
     .pack = pack,
     .cpu = run_cpu,
     .cuda = PLM__CUDA_ENTRY(run_cuda),
+    .sample = sample,
 };
 
 /* ---- the public functions ---------------------------------------------------------------- */

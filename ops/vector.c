@@ -108,6 +108,22 @@ static const plm__op_param add_params[] = {
      .help = "b's factor"},
 };
 
+/* The samples of vector_add and dot: a and b f32 (n, n), one output. */
+static void square_pair(const plm__op_sample_request *request, plm__op_sample *sample) {
+  const int64_t n = request->size;
+  sample->in[0] = sample->in[1] = (plm_shape){.dtype = PLM_DTYPE_F32, .ndim = 2, .dims = {n, n}};
+  sample->outputs = 1u;
+  sample->scale = "n";
+}
+
+/* a + b, both f32 (n, n). */
+static void add_sample(const plm__op_sample_request *request, plm__op_sample *sample,
+                       const plm__op_sample_data *data) {
+  square_pair(request, sample);
+  plm__op_params_default(&plm__op_vector_add, &sample->params);
+  if (data) plm__sample_fill_uniform(request, sample, data);
+}
+
 const plm__op_desc plm__op_vector_add = {
     .name = "vector_add",
     .summary = "out = alpha a + beta b, f32, any shape (out may be a or b)",
@@ -129,6 +145,7 @@ const plm__op_desc plm__op_vector_add = {
     .pack = add_pack,
     .cpu = add_cpu,
     .cuda = PLM__CUDA_ENTRY(add_cuda),
+    .sample = add_sample,
 };
 
 plm_vector_add_params plm_vector_add_params_default(void) {
@@ -381,6 +398,14 @@ static plm_status dot_cuda(void *stream, const void *args) {
 }
 #endif
 
+/* n rows of n f32, one f64 sum per row. */
+static void dot_sample(const plm__op_sample_request *request, plm__op_sample *sample,
+                       const plm__op_sample_data *data) {
+  square_pair(request, sample);
+  plm__op_params_default(&plm__op_dot, &sample->params);
+  if (data) plm__sample_fill_uniform(request, sample, data);
+}
+
 const plm__op_desc plm__op_dot = {
     .name = "dot",
     .summary = "out = a . b in f64 per row: (N) . (N) -> (1), (R, N) . (R, N) -> (R)",
@@ -403,6 +428,7 @@ const plm__op_desc plm__op_dot = {
     .pack = dot_pack,
     .cpu = dot_cpu,
     .cuda = PLM__CUDA_ENTRY(dot_cuda),
+    .sample = dot_sample,
 };
 
 plm_dot_params plm_dot_params_default(void) {

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "support/quote.h"
-#include "support/splitmix64.h"
+#include "kernels/common/splitmix64.h"
 
 #if defined(__FLT_EVAL_METHOD__) && __FLT_EVAL_METHOD__ != 0
 #error "support/scene.c needs double arithmetic evaluated in double precision (FLT_EVAL_METHOD 0)"
@@ -192,7 +192,7 @@ static double bounce(double phase, double travel, double r, int64_t size) {
   return r + 1.0 + room - fabs(wrap(phase * 2.0 * room + travel, 2.0 * room) - room);
 }
 
-/* ---- random numbers: splitmix64 (support/splitmix64.h) ---------------------------------- */
+/* ---- random numbers: splitmix64 (kernels/common/splitmix64.h) ------------------------- */
 
 typedef struct rng {
   uint64_t state;

@@ -115,13 +115,14 @@
  * ---- determinism ----------------------------------------------------------------------
  * A scene is a function of (seed, H, W, difficulty) only: the same seed and size give the same
  * bytes on every machine, and a scene of N frames is the first N frames of any longer
- * one. All randomness comes from plume's own integer generator (support/splitmix64.h), and all
- * floating-point work is IEEE-754 double arithmetic (+, -, *, /, sqrt) in a fixed
- * order, compiled without contraction into fused multiply-adds (-ffp-contract=off):
- * exp and sin are computed here from those operations, not taken from libm, whose
- * last bits differ between systems. Pixel values are rounded once, at the end
- * (round half up, then clipped to 0..16383). Requires a platform whose double is
- * IEEE-754 binary64 evaluated in double precision (not x87 extended precision).
+ * one. All randomness comes from plume's own integer generator
+ * (kernels/common/splitmix64.h), and all floating-point work is IEEE-754 double
+ * arithmetic (+, -, *, /, sqrt) in a fixed order, compiled without contraction into
+ * fused multiply-adds (-ffp-contract=off): exp and sin are computed here from those
+ * operations, not taken from libm, whose last bits differ between systems. Pixel values
+ * are rounded once, at the end (round half up, then clipped to 0..16383). Requires a
+ * platform whose double is IEEE-754 binary64 evaluated in double precision (not x87
+ * extended precision).
  *
  * ---- use ------------------------------------------------------------------------------
  * scene_create draws the scene's parameters and every plume track for N frames;

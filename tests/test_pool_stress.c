@@ -51,7 +51,7 @@
 
 #include "harness.h"
 #include "plume/pool.h"
-#include "support/splitmix64.h"
+#include "kernels/common/splitmix64.h"
 
 enum {
   THREADS = 4,

@@ -12,7 +12,7 @@
 
 #include "checks.h"
 #include "support/quote.h"
-#include "support/splitmix64.h" /* the same strings on every platform */
+#include "kernels/common/splitmix64.h" /* the same strings on every platform */
 
 static char out[QUOTE_SIZE];
 

@@ -28,7 +28,7 @@
 #include "scratch_dir.h"
 #include "support/csv.h"
 #include "support/score.h"
-#include "support/splitmix64.h"
+#include "kernels/common/splitmix64.h"
 
 static char err[SCORE_ERROR_SIZE];
 static char dir[SCRATCH_DIR_SIZE];
@@ -397,7 +397,7 @@ static void check_against_reference(const score_truth *t, int64_t nt, const scor
       (long long)want.true_positives, want.mean_error, want.max_error);
 }
 
-/* splitmix64 (support/splitmix64.h): the same numbers on every platform. */
+/* splitmix64 (kernels/common/splitmix64.h): the same numbers on every platform. */
 static int64_t random_below(uint64_t *state, int64_t n) {
   return (int64_t)(splitmix64_next(state) % (uint64_t)n);
 }

@@ -1,6 +1,7 @@
-/* support/splitmix64.h: splitmix64, the one pseudo-random generator of the tools, the
- * benchmarks and the tests (the synthetic scene, the benchmarks' inputs and allocation
- * sequences, the tests' random cases).
+/* kernels/common/splitmix64.h: splitmix64, the one pseudo-random generator of plume: the
+ * ops' samples (ops/op_desc.h), the support library, the benchmarks and the tests (the
+ * synthetic scene, the benchmarks' allocation sequences, the tests' random cases). It
+ * lives on the kernels' layer so that every layer above may include it.
  *
  * The generator is SplitMix64 (G. L. Steele Jr., D. Lea and C. H. Flood, "Fast
  * splittable pseudorandom number generators", OOPSLA 2014), with the output function
@@ -14,8 +15,8 @@
  * operations may change. Header only (static inline); no global state, so each caller
  * keeps its own state and the functions are reentrant.
  */
-#ifndef PLUME_SUPPORT_SPLITMIX64_H
-#define PLUME_SUPPORT_SPLITMIX64_H
+#ifndef PLUME_KERNELS_COMMON_SPLITMIX64_H
+#define PLUME_KERNELS_COMMON_SPLITMIX64_H
 
 #include <stdint.h>
 
@@ -46,4 +47,4 @@ static inline double splitmix64_unit(uint64_t *state) {
   return (double)(splitmix64_next(state) >> 11) * 0x1p-53;
 }
 
-#endif /* PLUME_SUPPORT_SPLITMIX64_H */
+#endif /* PLUME_KERNELS_COMMON_SPLITMIX64_H */
