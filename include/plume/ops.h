@@ -8,6 +8,8 @@
  *   plm_<op>_output(inputs..., &params, &shape)  the output's dtype and shape;
  *   plm_<op>_cost(inputs..., &params, &cost)     bytes moved and arithmetic done, for
  *       roofline figures.
+ * These, plm_<op>_params_default() and the typed pipeline builder are declared for every
+ * op from one list, in plume/op_functions.h; each op's header states what it computes.
  * Inputs and outputs are tensors of the stream's context with row-major
  * contiguous layout; a leading batch dimension (N, H, W) runs N frames at once.
  * Semantics are pinned to a public reference, named with each op; the tests check
