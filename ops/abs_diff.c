@@ -2,7 +2,7 @@
  * descriptor. */
 #include <stddef.h>
 
-#include "kernels/common/abs_diff.h"
+#include "kernels/common/map_ops.h"
 #include "ops/op_desc.h"
 #include "ops/op_internal.h"
 #include "streams/error.h"

@@ -1,7 +1,7 @@
 /* ops/nuc.c: the non-uniformity correction operation (plume/nuc.h) and its descriptor. */
 #include <stddef.h>
 
-#include "kernels/common/nuc.h"
+#include "kernels/common/map_ops.h"
 #include "ops/op_desc.h"
 #include "ops/op_internal.h"
 #include "streams/error.h"
