@@ -22,6 +22,7 @@
  *   nuc        u8 (H, W) with an f32 (H, W) gain and offset, f32 out
  *   badpixel   f32 (H, W) with a u8 (H, W) map flagging 1 pixel in 16 at random, f32 out
  *   abs_diff   f32 (H, W) against an f32 (H, W) reference frame, f32 out
+ *   scale_offset u8 (H, W) * 0.25 + 10 (a linear calibration), f32 out
  *   background f32 (H, W) against a carried f32 (H, W) state, ema alpha 0.05, f32 out
  *   label      u8 (H, W) mask, half of it foreground at random (many small components),
  *              8-connectivity
@@ -397,6 +398,15 @@ static bool abs_diff_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
   return finish_call(env, s, 0);
 }
 
+/* scale_offset: u8 (H, W) (the generator makes u8 or f32 frames) * 0.25 + 10. */
+static bool scale_offset_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
+  if (!random_tensor(env, PLM_DTYPE_U8, h, w, &s->in)) return false;
+  s->has_in = true;
+  s->params.scale_offset = (plm_scale_offset_params){.scale = 0.25f, .offset = 10.0f};
+  s->call = (plm__op_call){.in = {&s->in}};
+  return finish_call(env, s, 0);
+}
+
 /* background: f32 (H, W) frames against a carried f32 (H, W) state (random values: the
  * steady state's arithmetic, every call continuing it), ema alpha 0.05. */
 static bool background_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
@@ -713,6 +723,11 @@ static const op_entry ops[] = {
      .detail = "f32 reference frame",
      .seed = 512,
      .setup = abs_diff_setup},
+    {.op = &plm__op_scale_offset,
+     .dtype = "u8",
+     .detail = "* 0.25 + 10",
+     .seed = 512,
+     .setup = scale_offset_setup},
     {.op = &plm__op_cfar,
      .dtype = "f32",
      .detail = "w15 g5 k5 mask",

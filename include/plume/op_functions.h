@@ -61,7 +61,8 @@ extern "C" {
   X(nuc, PLM_OP_NO_PARAMS, (in, gain, offset), (in, gain, offset), (out), PLM_OP_FORM_ALL) \
   X(badpixel, PLM_OP_NO_PARAMS, (in, bad), (in, bad), (out), PLM_OP_FORM_ALL)              \
   X(background, PLM_OP_PARAMS, (in), (in), (out), PLM_OP_FORM_OWN_CALL)                    \
-  X(abs_diff, PLM_OP_NO_PARAMS, (in, ref), (in, ref), (out), PLM_OP_FORM_ALL)
+  X(abs_diff, PLM_OP_NO_PARAMS, (in, ref), (in, ref), (out), PLM_OP_FORM_ALL)              \
+  X(scale_offset, PLM_OP_PARAMS, (in), (in), (out), PLM_OP_FORM_ALL)
 
 /* ---- the expansion (nothing below is for callers) ------------------------------------------ */
 

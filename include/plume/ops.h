@@ -24,7 +24,8 @@
  * (neurons with nonlinear dendrites), plume/vector.h (vector_add, vector_add_batched,
  * dot), plume/forecast.h (ar_forecast), plume/cfar.h (cell-averaging CFAR detection),
  * plume/nuc.h (non-uniformity correction), plume/badpixel.h (bad-pixel replacement),
- * plume/background.h (temporal background suppression: the one op with a state).
+ * plume/background.h (temporal background suppression: the one op with a state),
+ * plume/abs_diff.h (frame differencing), plume/scale_offset.h (a linear map of the values).
  */
 #ifndef PLUME_OPS_H
 #define PLUME_OPS_H

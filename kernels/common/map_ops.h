@@ -25,10 +25,12 @@
 
 #include "kernels/common/abs_diff.h"
 #include "kernels/common/nuc.h"
+#include "kernels/common/scale_offset.h"
 
-#define PLM__MAP_OPS(X)   \
-  X(nuc, 1, F32, 1 << 15) \
-  X(abs_diff, 2, SAME, 1 << 16)
+#define PLM__MAP_OPS(X)         \
+  X(nuc, 1, F32, 1 << 15)       \
+  X(abs_diff, 2, SAME, 1 << 16) \
+  X(scale_offset, 1, F32, 1 << 16)
 
 #ifdef __cplusplus
 extern "C" {
