@@ -23,6 +23,7 @@
  *   nuc        u8 (H, W) with an f32 (H, W) gain and offset, f32 out
  *   badpixel   f32 (H, W) with a u8 (H, W) map flagging 1 pixel in 16 at random, f32 out
  *   abs_diff   f32 (H, W) against an f32 (H, W) reference frame, f32 out
+ *   scale_offset u8 (H, W) * 0.25 + 10 (a linear calibration), f32 out
  *   background f32 (H, W) against a carried f32 (H, W) state, ema alpha 0.05, f32 out
  *   label      u8 (H, W) mask, half of it foreground at random (many small components),
  *              8-connectivity
@@ -443,6 +444,7 @@ static const op_entry ops[] = {
     {.op = &plm__op_badpixel, .detail = "1/16 flagged", .seed = 512},
     {.op = &plm__op_background, .detail = "ema, state carried", .seed = 512},
     {.op = &plm__op_abs_diff, .detail = "f32 reference frame", .seed = 512},
+    {.op = &plm__op_scale_offset, .detail = "u8 * 0.25 + 10", .seed = 512},
     {.op = &plm__op_cfar, .detail = "w15 g5 k5 mask", .seed = 512},
     {.op = &plm__op_label, .detail = "half foreground, 8-conn", .seed = 512},
     {.op = &plm__op_segment, .detail = "> 0.5, 8-conn, 64k rows", .seed = 512},

@@ -2,7 +2,7 @@
  * descriptor. */
 #include <stddef.h>
 
-#include "kernels/common/abs_diff.h"
+#include "kernels/common/map_ops.h"
 #include "ops/op_desc.h"
 #include "ops/op_internal.h"
 #include "streams/error.h"
@@ -84,27 +84,3 @@ const plm__op_desc plm__op_abs_diff = {
     .cuda = PLM__CUDA_ENTRY(run_cuda),
     .sample = sample,
 };
-
-/* ---- the public functions ---------------------------------------------------------------- */
-
-plm_status plm_abs_diff_output(const plm_tensor *in, const plm_tensor *ref, plm_shape *out) {
-  PLM__REQUIRE_NOT_NULL(in);
-  PLM__REQUIRE_NOT_NULL(ref);
-  PLM__REQUIRE_NOT_NULL(out);
-  const plm__op_call call = {.in = {in, ref}};
-  return plm__propagate(plm__op_shapes(&plm__op_abs_diff, &call, out, NULL));
-}
-
-plm_status plm_abs_diff_cost(const plm_tensor *in, const plm_tensor *ref, plm_op_cost *cost) {
-  PLM__REQUIRE_NOT_NULL(in);
-  PLM__REQUIRE_NOT_NULL(ref);
-  PLM__REQUIRE_NOT_NULL(cost);
-  const plm__op_call call = {.in = {in, ref}};
-  return plm__propagate(plm__op_cost(&plm__op_abs_diff, &call, cost));
-}
-
-plm_status plm_abs_diff(plm_stream *stream, const plm_tensor *in, const plm_tensor *ref,
-                        plm_tensor *out) {
-  const plm__op_call call = {.in = {in, ref}, .out = {out}};
-  return plm__op_call_public(&plm__op_abs_diff, stream, &call);
-}

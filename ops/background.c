@@ -155,28 +155,6 @@ const plm__op_desc plm__op_background = {
 
 /* ---- the public functions ---------------------------------------------------------------- */
 
-plm_background_params plm_background_params_default(void) {
-  plm_background_params params;
-  plm__op_params_default(&plm__op_background, &params);
-  return params;
-}
-
-plm_status plm_background_output(const plm_tensor *in, const plm_background_params *params,
-                                 plm_shape *out) {
-  PLM__REQUIRE_NOT_NULL(in);
-  PLM__REQUIRE_NOT_NULL(out);
-  const plm__op_call call = {.in = {in}, .params = params};
-  return plm__propagate(plm__op_shapes(&plm__op_background, &call, out, NULL));
-}
-
-plm_status plm_background_cost(const plm_tensor *in, const plm_background_params *params,
-                               plm_op_cost *cost) {
-  PLM__REQUIRE_NOT_NULL(in);
-  PLM__REQUIRE_NOT_NULL(cost);
-  const plm__op_call call = {.in = {in}, .params = params};
-  return plm__propagate(plm__op_cost(&plm__op_background, &call, cost));
-}
-
 plm_status plm_background(plm_stream *stream, const plm_tensor *in, plm_tensor *state, bool first,
                           const plm_background_params *params, plm_tensor *out) {
   if (!state && !first)

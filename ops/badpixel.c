@@ -81,27 +81,3 @@ const plm__op_desc plm__op_badpixel = {
     .cuda = PLM__CUDA_ENTRY(run_cuda),
     .sample = sample,
 };
-
-/* ---- the public functions ---------------------------------------------------------------- */
-
-plm_status plm_badpixel_output(const plm_tensor *in, const plm_tensor *bad, plm_shape *out) {
-  PLM__REQUIRE_NOT_NULL(in);
-  PLM__REQUIRE_NOT_NULL(bad);
-  PLM__REQUIRE_NOT_NULL(out);
-  const plm__op_call call = {.in = {in, bad}};
-  return plm__propagate(plm__op_shapes(&plm__op_badpixel, &call, out, NULL));
-}
-
-plm_status plm_badpixel_cost(const plm_tensor *in, const plm_tensor *bad, plm_op_cost *cost) {
-  PLM__REQUIRE_NOT_NULL(in);
-  PLM__REQUIRE_NOT_NULL(bad);
-  PLM__REQUIRE_NOT_NULL(cost);
-  const plm__op_call call = {.in = {in, bad}};
-  return plm__propagate(plm__op_cost(&plm__op_badpixel, &call, cost));
-}
-
-plm_status plm_badpixel(plm_stream *stream, const plm_tensor *in, const plm_tensor *bad,
-                        plm_tensor *out) {
-  const plm__op_call call = {.in = {in, bad}, .out = {out}};
-  return plm__op_call_public(&plm__op_badpixel, stream, &call);
-}

@@ -166,31 +166,3 @@ const plm__op_desc plm__op_cfar = {
     .cuda = PLM__CUDA_ENTRY(run_cuda),
     .sample = sample,
 };
-
-/* ---- the public functions ---------------------------------------------------------------- */
-
-plm_cfar_params plm_cfar_params_default(void) {
-  plm_cfar_params params;
-  plm__op_params_default(&plm__op_cfar, &params);
-  return params;
-}
-
-plm_status plm_cfar_output(const plm_tensor *in, const plm_cfar_params *params, plm_shape *out) {
-  PLM__REQUIRE_NOT_NULL(in);
-  PLM__REQUIRE_NOT_NULL(out);
-  const plm__op_call call = {.in = {in}, .params = params};
-  return plm__propagate(plm__op_shapes(&plm__op_cfar, &call, out, NULL));
-}
-
-plm_status plm_cfar_cost(const plm_tensor *in, const plm_cfar_params *params, plm_op_cost *cost) {
-  PLM__REQUIRE_NOT_NULL(in);
-  PLM__REQUIRE_NOT_NULL(cost);
-  const plm__op_call call = {.in = {in}, .params = params};
-  return plm__propagate(plm__op_cost(&plm__op_cfar, &call, cost));
-}
-
-plm_status plm_cfar(plm_stream *stream, const plm_tensor *in, const plm_cfar_params *params,
-                    plm_tensor *out) {
-  const plm__op_call call = {.in = {in}, .out = {out}, .params = params};
-  return plm__op_call_public(&plm__op_cfar, stream, &call);
-}

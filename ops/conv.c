@@ -244,36 +244,6 @@ const plm__op_desc plm__op_conv2d = {
     .sample = conv2d_sample,
 };
 
-plm_conv2d_params plm_conv2d_params_default(void) {
-  plm_conv2d_params params;
-  plm__op_params_default(&plm__op_conv2d, &params);
-  return params;
-}
-
-plm_status plm_conv2d_output(const plm_tensor *in, const plm_tensor *kernel,
-                             const plm_conv2d_params *params, plm_shape *out) {
-  PLM__REQUIRE_NOT_NULL(in);
-  PLM__REQUIRE_NOT_NULL(kernel);
-  PLM__REQUIRE_NOT_NULL(out);
-  const plm__op_call call = {.in = {in, kernel}, .params = params};
-  return plm__propagate(plm__op_shapes(&plm__op_conv2d, &call, out, NULL));
-}
-
-plm_status plm_conv2d_cost(const plm_tensor *in, const plm_tensor *kernel,
-                           const plm_conv2d_params *params, plm_op_cost *cost) {
-  PLM__REQUIRE_NOT_NULL(in);
-  PLM__REQUIRE_NOT_NULL(kernel);
-  PLM__REQUIRE_NOT_NULL(cost);
-  const plm__op_call call = {.in = {in, kernel}, .params = params};
-  return plm__propagate(plm__op_cost(&plm__op_conv2d, &call, cost));
-}
-
-plm_status plm_conv2d(plm_stream *stream, const plm_tensor *in, const plm_tensor *kernel,
-                      const plm_conv2d_params *params, plm_tensor *out) {
-  const plm__op_call call = {.in = {in, kernel}, .out = {out}, .params = params};
-  return plm__op_call_public(&plm__op_conv2d, stream, &call);
-}
-
 /* ---- sobel ------------------------------------------------------------------------- */
 
 plm_status plm__sobel_check_params(const plm_sobel_params *params, const char *prefix) {
@@ -388,32 +358,3 @@ const plm__op_desc plm__op_sobel = {
     .cuda = PLM__CUDA_ENTRY(sobel_cuda),
     .sample = sobel_sample,
 };
-
-plm_sobel_params plm_sobel_params_default(void) {
-  plm_sobel_params params;
-  plm__op_params_default(&plm__op_sobel, &params);
-  return params;
-}
-
-plm_status plm_sobel_output(const plm_tensor *in, const plm_sobel_params *params, plm_shape *out) {
-  PLM__REQUIRE_NOT_NULL(in);
-  PLM__REQUIRE_NOT_NULL(out);
-  const plm__op_call call = {.in = {in}, .params = params};
-  plm_shape shapes[3];
-  plm_status status = plm__op_shapes(&plm__op_sobel, &call, shapes, NULL);
-  if (status == PLM_OK) *out = shapes[0];
-  return plm__propagate(status);
-}
-
-plm_status plm_sobel_cost(const plm_tensor *in, const plm_sobel_params *params, plm_op_cost *cost) {
-  PLM__REQUIRE_NOT_NULL(in);
-  PLM__REQUIRE_NOT_NULL(cost);
-  const plm__op_call call = {.in = {in}, .params = params};
-  return plm__propagate(plm__op_cost(&plm__op_sobel, &call, cost));
-}
-
-plm_status plm_sobel(plm_stream *stream, const plm_tensor *in, const plm_sobel_params *params,
-                     plm_tensor *gx, plm_tensor *gy, plm_tensor *magnitude) {
-  const plm__op_call call = {.in = {in}, .out = {gx, gy, magnitude}, .params = params};
-  return plm__op_call_public(&plm__op_sobel, stream, &call);
-}

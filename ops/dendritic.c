@@ -184,35 +184,3 @@ const plm__op_desc plm__op_dendritic = {
     .tunables = tunables,
     .sample = sample,
 };
-
-/* ---- the public and internal entries ------------------------------------------------------ */
-
-plm_dendritic_params plm_dendritic_params_default(void) {
-  plm_dendritic_params params;
-  plm__op_params_default(&plm__op_dendritic, &params);
-  return params;
-}
-
-plm_status plm_dendritic_output(const plm_tensor *x, const plm_tensor *w,
-                                const plm_dendritic_params *params, plm_shape *out) {
-  PLM__REQUIRE_NOT_NULL(x);
-  PLM__REQUIRE_NOT_NULL(w);
-  PLM__REQUIRE_NOT_NULL(out);
-  const plm__op_call call = {.in = {x, w}, .params = params};
-  return plm__propagate(plm__op_shapes(&plm__op_dendritic, &call, out, NULL));
-}
-
-plm_status plm_dendritic_cost(const plm_tensor *x, const plm_tensor *w,
-                              const plm_dendritic_params *params, plm_op_cost *cost) {
-  PLM__REQUIRE_NOT_NULL(x);
-  PLM__REQUIRE_NOT_NULL(w);
-  PLM__REQUIRE_NOT_NULL(cost);
-  const plm__op_call call = {.in = {x, w}, .params = params};
-  return plm__propagate(plm__op_cost(&plm__op_dendritic, &call, cost));
-}
-
-plm_status plm_dendritic(plm_stream *stream, const plm_tensor *x, const plm_tensor *w,
-                         const plm_dendritic_params *params, plm_tensor *out) {
-  const plm__op_call call = {.in = {x, w}, .out = {out}, .params = params};
-  return plm__op_call_public(&plm__op_dendritic, stream, &call);
-}

@@ -148,33 +148,3 @@ const plm__op_desc plm__op_ar_forecast = {
     .cuda = PLM__CUDA_ENTRY(run_cuda),
     .sample = sample,
 };
-
-/* ---- the public and internal entries ------------------------------------------------------ */
-
-plm_ar_forecast_params plm_ar_forecast_params_default(void) {
-  plm_ar_forecast_params params;
-  plm__op_params_default(&plm__op_ar_forecast, &params);
-  return params;
-}
-
-plm_status plm_ar_forecast_output(const plm_tensor *series, const plm_ar_forecast_params *params,
-                                  plm_shape *out) {
-  PLM__REQUIRE_NOT_NULL(series);
-  PLM__REQUIRE_NOT_NULL(out);
-  const plm__op_call call = {.in = {series}, .params = params};
-  return plm__propagate(plm__op_shapes(&plm__op_ar_forecast, &call, out, NULL));
-}
-
-plm_status plm_ar_forecast_cost(const plm_tensor *series, const plm_ar_forecast_params *params,
-                                plm_op_cost *cost) {
-  PLM__REQUIRE_NOT_NULL(series);
-  PLM__REQUIRE_NOT_NULL(cost);
-  const plm__op_call call = {.in = {series}, .params = params};
-  return plm__propagate(plm__op_cost(&plm__op_ar_forecast, &call, cost));
-}
-
-plm_status plm_ar_forecast(plm_stream *stream, const plm_tensor *series,
-                           const plm_ar_forecast_params *params, plm_tensor *out) {
-  const plm__op_call call = {.in = {series}, .out = {out}, .params = params};
-  return plm__op_call_public(&plm__op_ar_forecast, stream, &call);
-}

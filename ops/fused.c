@@ -195,36 +195,3 @@ const plm__op_desc plm__op_sobel_entropy_threshold = {
     .tunables = PLM__WINDOW_OP_TUNABLES(PLM__FUSED_CPU_BANDS_PER_THREAD),
     .sample = sample,
 };
-
-/* ---- the public and internal entries ------------------------------------------------------ */
-
-plm_status plm_sobel_entropy_threshold_output(const plm_tensor *in,
-                                              const plm_sobel_entropy_threshold_params *params,
-                                              plm_shape *mask) {
-  PLM__REQUIRE_NOT_NULL(in);
-  PLM__REQUIRE_NOT_NULL(mask);
-  const plm__op_call call = {.in = {in}, .params = params};
-  return plm__propagate(plm__op_shapes(&plm__op_sobel_entropy_threshold, &call, mask, NULL));
-}
-
-plm_status plm_sobel_entropy_threshold_cost(const plm_tensor *in,
-                                            const plm_sobel_entropy_threshold_params *params,
-                                            plm_op_cost *cost) {
-  PLM__REQUIRE_NOT_NULL(in);
-  PLM__REQUIRE_NOT_NULL(cost);
-  const plm__op_call call = {.in = {in}, .params = params};
-  return plm__propagate(plm__op_cost(&plm__op_sobel_entropy_threshold, &call, cost));
-}
-
-plm_status plm_sobel_entropy_threshold(plm_stream *stream, const plm_tensor *in,
-                                       const plm_sobel_entropy_threshold_params *params,
-                                       plm_tensor *mask) {
-  const plm__op_call call = {.in = {in}, .out = {mask}, .params = params};
-  return plm__op_call_public(&plm__op_sobel_entropy_threshold, stream, &call);
-}
-
-plm_sobel_entropy_threshold_params plm_sobel_entropy_threshold_params_default(void) {
-  plm_sobel_entropy_threshold_params params;
-  plm__op_params_default(&plm__op_sobel_entropy_threshold, &params);
-  return params;
-}

@@ -155,12 +155,6 @@ const plm__op_desc plm__op_label = {
     .sample = label_sample,
 };
 
-plm_label_params plm_label_params_default(void) {
-  plm_label_params params;
-  plm__op_params_default(&plm__op_label, &params);
-  return params;
-}
-
 static plm_status label_output(const plm_tensor *mask, const plm_label_params *params, int slot,
                                plm_shape *out) {
   const plm__op_call call = {.in = {mask}, .params = params};
@@ -170,32 +164,11 @@ static plm_status label_output(const plm_tensor *mask, const plm_label_params *p
   return status;
 }
 
-plm_status plm_label_output(const plm_tensor *mask, const plm_label_params *params,
-                            plm_shape *labels) {
-  PLM__REQUIRE_NOT_NULL(mask);
-  PLM__REQUIRE_NOT_NULL(labels);
-  return plm__propagate(label_output(mask, params, 0, labels));
-}
-
 plm_status plm_label_count_output(const plm_tensor *mask, const plm_label_params *params,
                                   plm_shape *count) {
   PLM__REQUIRE_NOT_NULL(mask);
   PLM__REQUIRE_NOT_NULL(count);
   return plm__propagate(label_output(mask, params, 1, count));
-}
-
-plm_status plm_label_cost(const plm_tensor *mask, const plm_label_params *params,
-                          plm_op_cost *cost) {
-  PLM__REQUIRE_NOT_NULL(mask);
-  PLM__REQUIRE_NOT_NULL(cost);
-  const plm__op_call call = {.in = {mask}, .params = params};
-  return plm__propagate(plm__op_cost(&plm__op_label, &call, cost));
-}
-
-plm_status plm_label(plm_stream *stream, const plm_tensor *mask, const plm_label_params *params,
-                     plm_tensor *labels, plm_tensor *count) {
-  const plm__op_call call = {.in = {mask}, .out = {labels, count}, .params = params};
-  return plm__op_call_public(&plm__op_label, stream, &call);
 }
 
 /* ---- regions -------------------------------------------------------------------------- */

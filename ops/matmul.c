@@ -170,35 +170,3 @@ const plm__op_desc plm__op_matmul = {
     .tunables = tunables,
     .sample = sample,
 };
-
-/* ---- the public functions ---------------------------------------------------------------- */
-
-plm_matmul_params plm_matmul_params_default(void) {
-  plm_matmul_params params;
-  plm__op_params_default(&plm__op_matmul, &params);
-  return params;
-}
-
-plm_status plm_matmul_output(const plm_tensor *a, const plm_tensor *b,
-                             const plm_matmul_params *params, plm_shape *out) {
-  PLM__REQUIRE_NOT_NULL(a);
-  PLM__REQUIRE_NOT_NULL(b);
-  PLM__REQUIRE_NOT_NULL(out);
-  const plm__op_call call = {.in = {a, b}, .params = params};
-  return plm__propagate(plm__op_shapes(&plm__op_matmul, &call, out, NULL));
-}
-
-plm_status plm_matmul_cost(const plm_tensor *a, const plm_tensor *b, const plm_tensor *bias,
-                           const plm_matmul_params *params, plm_op_cost *cost) {
-  PLM__REQUIRE_NOT_NULL(a);
-  PLM__REQUIRE_NOT_NULL(b);
-  PLM__REQUIRE_NOT_NULL(cost);
-  const plm__op_call call = {.in = {a, b, bias}, .params = params};
-  return plm__propagate(plm__op_cost(&plm__op_matmul, &call, cost));
-}
-
-plm_status plm_matmul(plm_stream *stream, const plm_tensor *a, const plm_tensor *b,
-                      const plm_tensor *bias, const plm_matmul_params *params, plm_tensor *out) {
-  const plm__op_call call = {.in = {a, b, bias}, .out = {out}, .params = params};
-  return plm__op_call_public(&plm__op_matmul, stream, &call);
-}

@@ -1,7 +1,7 @@
 /* ops/nuc.c: the non-uniformity correction operation (plume/nuc.h) and its descriptor. */
 #include <stddef.h>
 
-#include "kernels/common/nuc.h"
+#include "kernels/common/map_ops.h"
 #include "ops/op_desc.h"
 #include "ops/op_internal.h"
 #include "streams/error.h"
@@ -89,31 +89,3 @@ const plm__op_desc plm__op_nuc = {
     .cuda = PLM__CUDA_ENTRY(run_cuda),
     .sample = sample,
 };
-
-/* ---- the public functions ---------------------------------------------------------------- */
-
-plm_status plm_nuc_output(const plm_tensor *in, const plm_tensor *gain, const plm_tensor *offset,
-                          plm_shape *out) {
-  PLM__REQUIRE_NOT_NULL(in);
-  PLM__REQUIRE_NOT_NULL(gain);
-  PLM__REQUIRE_NOT_NULL(offset);
-  PLM__REQUIRE_NOT_NULL(out);
-  const plm__op_call call = {.in = {in, gain, offset}};
-  return plm__propagate(plm__op_shapes(&plm__op_nuc, &call, out, NULL));
-}
-
-plm_status plm_nuc_cost(const plm_tensor *in, const plm_tensor *gain, const plm_tensor *offset,
-                        plm_op_cost *cost) {
-  PLM__REQUIRE_NOT_NULL(in);
-  PLM__REQUIRE_NOT_NULL(gain);
-  PLM__REQUIRE_NOT_NULL(offset);
-  PLM__REQUIRE_NOT_NULL(cost);
-  const plm__op_call call = {.in = {in, gain, offset}};
-  return plm__propagate(plm__op_cost(&plm__op_nuc, &call, cost));
-}
-
-plm_status plm_nuc(plm_stream *stream, const plm_tensor *in, const plm_tensor *gain,
-                   const plm_tensor *offset, plm_tensor *out) {
-  const plm__op_call call = {.in = {in, gain, offset}, .out = {out}};
-  return plm__op_call_public(&plm__op_nuc, stream, &call);
-}

@@ -75,6 +75,7 @@
 #include "plume/matmul.h"
 #include "plume/nuc.h"
 #include "plume/ops.h"
+#include "plume/scale_offset.h"
 #include "plume/segment.h"
 #include "plume/threshold.h"
 #include "plume/vector.h"
@@ -115,7 +116,8 @@ typedef struct plm__no_params {
   X(NUC, nuc, plm__no_params)                                                             \
   X(BADPIXEL, badpixel, plm__no_params)                                                   \
   X(BACKGROUND, background, plm_background_params)                                        \
-  X(ABS_DIFF, abs_diff, plm__no_params)
+  X(ABS_DIFF, abs_diff, plm__no_params)                                                   \
+  X(SCALE_OFFSET, scale_offset, plm_scale_offset_params)
 
 typedef enum plm__op_kind {
 #define PLM__OP_KIND(KIND, name, type) PLM__OP_##KIND,

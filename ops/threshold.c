@@ -111,33 +111,3 @@ const plm__op_desc plm__op_threshold = {
     .cuda = PLM__CUDA_ENTRY(run_cuda),
     .sample = sample,
 };
-
-/* ---- the public functions ---------------------------------------------------------------- */
-
-plm_threshold_params plm_threshold_params_default(void) {
-  plm_threshold_params params;
-  plm__op_params_default(&plm__op_threshold, &params);
-  return params;
-}
-
-plm_status plm_threshold_output(const plm_tensor *in, const plm_threshold_params *params,
-                                plm_shape *out) {
-  PLM__REQUIRE_NOT_NULL(in);
-  PLM__REQUIRE_NOT_NULL(out);
-  const plm__op_call call = {.in = {in}, .params = params};
-  return plm__propagate(plm__op_shapes(&plm__op_threshold, &call, out, NULL));
-}
-
-plm_status plm_threshold_cost(const plm_tensor *in, const plm_threshold_params *params,
-                              plm_op_cost *cost) {
-  PLM__REQUIRE_NOT_NULL(in);
-  PLM__REQUIRE_NOT_NULL(cost);
-  const plm__op_call call = {.in = {in}, .params = params};
-  return plm__propagate(plm__op_cost(&plm__op_threshold, &call, cost));
-}
-
-plm_status plm_threshold(plm_stream *stream, const plm_tensor *in,
-                         const plm_threshold_params *params, plm_tensor *out) {
-  const plm__op_call call = {.in = {in}, .out = {out}, .params = params};
-  return plm__op_call_public(&plm__op_threshold, stream, &call);
-}

@@ -148,36 +148,6 @@ const plm__op_desc plm__op_vector_add = {
     .sample = add_sample,
 };
 
-plm_vector_add_params plm_vector_add_params_default(void) {
-  plm_vector_add_params params;
-  plm__op_params_default(&plm__op_vector_add, &params);
-  return params;
-}
-
-plm_status plm_vector_add_output(const plm_tensor *a, const plm_tensor *b,
-                                 const plm_vector_add_params *params, plm_shape *out) {
-  PLM__REQUIRE_NOT_NULL(a);
-  PLM__REQUIRE_NOT_NULL(b);
-  PLM__REQUIRE_NOT_NULL(out);
-  const plm__op_call call = {.in = {a, b}, .params = params};
-  return plm__propagate(plm__op_shapes(&plm__op_vector_add, &call, out, NULL));
-}
-
-plm_status plm_vector_add_cost(const plm_tensor *a, const plm_tensor *b,
-                               const plm_vector_add_params *params, plm_op_cost *cost) {
-  PLM__REQUIRE_NOT_NULL(a);
-  PLM__REQUIRE_NOT_NULL(b);
-  PLM__REQUIRE_NOT_NULL(cost);
-  const plm__op_call call = {.in = {a, b}, .params = params};
-  return plm__propagate(plm__op_cost(&plm__op_vector_add, &call, cost));
-}
-
-plm_status plm_vector_add(plm_stream *stream, const plm_tensor *a, const plm_tensor *b,
-                          const plm_vector_add_params *params, plm_tensor *out) {
-  const plm__op_call call = {.in = {a, b}, .out = {out}, .params = params};
-  return plm__op_call_public(&plm__op_vector_add, stream, &call);
-}
-
 /* ---- batched ---- */
 
 static plm_status check_batch_arrays(const void *a, const void *b, const void *out, int64_t count) {
@@ -430,33 +400,3 @@ const plm__op_desc plm__op_dot = {
     .cuda = PLM__CUDA_ENTRY(dot_cuda),
     .sample = dot_sample,
 };
-
-plm_dot_params plm_dot_params_default(void) {
-  plm_dot_params params;
-  plm__op_params_default(&plm__op_dot, &params);
-  return params;
-}
-
-plm_status plm_dot_output(const plm_tensor *a, const plm_tensor *b, const plm_dot_params *params,
-                          plm_shape *out) {
-  PLM__REQUIRE_NOT_NULL(a);
-  PLM__REQUIRE_NOT_NULL(b);
-  PLM__REQUIRE_NOT_NULL(out);
-  const plm__op_call call = {.in = {a, b}, .params = params};
-  return plm__propagate(plm__op_shapes(&plm__op_dot, &call, out, NULL));
-}
-
-plm_status plm_dot_cost(const plm_tensor *a, const plm_tensor *b, const plm_dot_params *params,
-                        plm_op_cost *cost) {
-  PLM__REQUIRE_NOT_NULL(a);
-  PLM__REQUIRE_NOT_NULL(b);
-  PLM__REQUIRE_NOT_NULL(cost);
-  const plm__op_call call = {.in = {a, b}, .params = params};
-  return plm__propagate(plm__op_cost(&plm__op_dot, &call, cost));
-}
-
-plm_status plm_dot(plm_stream *stream, const plm_tensor *a, const plm_tensor *b,
-                   const plm_dot_params *params, plm_tensor *out) {
-  const plm__op_call call = {.in = {a, b}, .out = {out}, .params = params};
-  return plm__op_call_public(&plm__op_dot, stream, &call);
-}

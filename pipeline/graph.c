@@ -354,53 +354,36 @@ plm_status plm_pipeline_add_constant(plm_pipeline *pl, plm_dtype dtype, int ndim
   return PLM_OK;
 }
 
-plm_status plm_pipeline_add_conv2d(plm_pipeline *pl, plm_pipe_tensor in, plm_pipe_tensor kernel,
-                                   const plm_conv2d_params *params, plm_pipe_tensor *out) {
-  REQUIRE_PARAMS(params);
-  PLM__REQUIRE_NOT_NULL(out);
-  plm__op_params p = {.conv2d = *params};
-  const plm_pipe_tensor inputs[] = {in, kernel};
-  plm_pipe_tensor *const outputs[PLM__PIPE_MAX_IO] = {out, NULL, NULL};
-  return plm__propagate(add(pl, PLM__OP_CONV2D, inputs, 2, &p, outputs));
-}
+/* The builders of plume/op_functions.h's map: pl and params (for an op with parameters)
+ * not NULL, each output not NULL unless its slot is optional (named as the map names it),
+ * then the node. */
+#define BUILDER_PARAMS(op, PARAMS) PLM_OP__CAT(BUILDER_PARAMS_, PARAMS)(op)
+#define BUILDER_PARAMS_PLM_OP_PARAMS(op) \
+  PLM__REQUIRE_NOT_NULL(params);         \
+  p.op = *params;
+#define BUILDER_PARAMS_PLM_OP_NO_PARAMS(op)
+#define OUTPUT_NAME(name) #name
 
-plm_status plm_pipeline_add_sobel(plm_pipeline *pl, plm_pipe_tensor in,
-                                  const plm_sobel_params *params, plm_pipe_tensor *gx,
-                                  plm_pipe_tensor *gy, plm_pipe_tensor *magnitude) {
-  REQUIRE_PARAMS(params);
-  plm__op_params p = {.sobel = *params};
-  plm_pipe_tensor *const outputs[PLM__PIPE_MAX_IO] = {gx, gy, magnitude};
-  return plm__propagate(add(pl, PLM__OP_SOBEL, &in, 1, &p, outputs));
-}
+#define DEFINE_BUILDER(op, PARAMS, IN, OUT)                                               \
+  PLM_OP_BUILDER_SIGNATURE(op, PARAMS, IN, OUT) {                                         \
+    PLM__REQUIRE_NOT_NULL(pl);                                                            \
+    plm__op_params p;                                                                     \
+    memset(&p, 0, sizeof p);                                                              \
+    BUILDER_PARAMS(op, PARAMS)                                                            \
+    const plm__op_desc *desc = &plm__op_##op;                                             \
+    const plm_pipe_tensor inputs[] = {PLM_OP__EXPAND IN};                                 \
+    plm_pipe_tensor *const outputs[PLM__PIPE_MAX_IO] = {PLM_OP__EXPAND OUT};              \
+    static const char *const names[] = {PLM_OP__JOIN(OUTPUT_NAME, OUT)};                  \
+    for (int k = 0; k < desc->output_count; k++)                                          \
+      if (!outputs[k] && !desc->outputs[k].optional)                                      \
+        return plm__fail(PLM_ERR_INVALID_ARG, "%s is NULL", names[k]);                    \
+    return plm__propagate(                                                                \
+        add(pl, desc->kind, inputs, (int)(sizeof inputs / sizeof *inputs), &p, outputs)); \
+  }
+#define DEFINE_MAPPED_BUILDER(op, PARAMS, SHAPE_IN, IN, OUT, FORM) \
+  PLM_OP__IF_BUILDER(FORM, DEFINE_BUILDER(op, PARAMS, IN, OUT))
 
-plm_status plm_pipeline_add_entropy(plm_pipeline *pl, plm_pipe_tensor in,
-                                    const plm_entropy_params *params, plm_pipe_tensor *out) {
-  REQUIRE_PARAMS(params);
-  PLM__REQUIRE_NOT_NULL(out);
-  plm__op_params p = {.entropy = *params};
-  plm_pipe_tensor *const outputs[PLM__PIPE_MAX_IO] = {out, NULL, NULL};
-  return plm__propagate(add(pl, PLM__OP_ENTROPY, &in, 1, &p, outputs));
-}
-
-plm_status plm_pipeline_add_threshold(plm_pipeline *pl, plm_pipe_tensor in,
-                                      const plm_threshold_params *params, plm_pipe_tensor *out) {
-  REQUIRE_PARAMS(params);
-  PLM__REQUIRE_NOT_NULL(out);
-  plm__op_params p = {.threshold = *params};
-  plm_pipe_tensor *const outputs[PLM__PIPE_MAX_IO] = {out, NULL, NULL};
-  return plm__propagate(add(pl, PLM__OP_THRESHOLD, &in, 1, &p, outputs));
-}
-
-plm_status plm_pipeline_add_label(plm_pipeline *pl, plm_pipe_tensor mask,
-                                  const plm_label_params *params, plm_pipe_tensor *labels,
-                                  plm_pipe_tensor *count) {
-  REQUIRE_PARAMS(params);
-  PLM__REQUIRE_NOT_NULL(labels);
-  PLM__REQUIRE_NOT_NULL(count);
-  plm__op_params p = {.label = *params};
-  plm_pipe_tensor *const outputs[PLM__PIPE_MAX_IO] = {labels, count, NULL};
-  return plm__propagate(add(pl, PLM__OP_LABEL, &mask, 1, &p, outputs));
-}
+PLM_OP_FUNCTIONS_MAP(DEFINE_MAPPED_BUILDER)
 
 plm_status plm_pipeline_add_regions(plm_pipeline *pl, plm_pipe_tensor labels,
                                     plm_pipe_tensor intensity, plm_pipe_tensor count,
@@ -424,17 +407,6 @@ plm_status plm_pipeline_add_segment(plm_pipeline *pl, plm_pipe_tensor image,
   return plm__propagate(add(pl, PLM__OP_SEGMENT, &image, 1, &p, outputs));
 }
 
-plm_status plm_pipeline_add_matmul(plm_pipeline *pl, plm_pipe_tensor a, plm_pipe_tensor b,
-                                   plm_pipe_tensor bias, const plm_matmul_params *params,
-                                   plm_pipe_tensor *out) {
-  REQUIRE_PARAMS(params);
-  PLM__REQUIRE_NOT_NULL(out);
-  plm__op_params p = {.matmul = *params};
-  const plm_pipe_tensor inputs[] = {a, b, bias};
-  plm_pipe_tensor *const outputs[PLM__PIPE_MAX_IO] = {out};
-  return plm__propagate(add(pl, PLM__OP_MATMUL, inputs, 3, &p, outputs));
-}
-
 plm_status plm_pipeline_add_lstm_cell(plm_pipeline *pl, plm_pipe_tensor x, plm_pipe_tensor h,
                                       plm_pipe_tensor c, plm_pipe_tensor w_ih, plm_pipe_tensor w_hh,
                                       plm_pipe_tensor b_ih, plm_pipe_tensor b_hh,
@@ -446,16 +418,6 @@ plm_status plm_pipeline_add_lstm_cell(plm_pipeline *pl, plm_pipe_tensor x, plm_p
   const plm_pipe_tensor inputs[] = {x, h, c, w_ih, w_hh, b_ih, b_hh};
   plm_pipe_tensor *const outputs[PLM__PIPE_MAX_IO] = {out_h, out_c};
   return plm__propagate(add(pl, PLM__OP_LSTM_CELL, inputs, 7, &p, outputs));
-}
-
-plm_status plm_pipeline_add_dendritic(plm_pipeline *pl, plm_pipe_tensor x, plm_pipe_tensor w,
-                                      const plm_dendritic_params *params, plm_pipe_tensor *out) {
-  REQUIRE_PARAMS(params);
-  PLM__REQUIRE_NOT_NULL(out);
-  plm__op_params p = {.dendritic = *params};
-  const plm_pipe_tensor inputs[] = {x, w};
-  plm_pipe_tensor *const outputs[PLM__PIPE_MAX_IO] = {out};
-  return plm__propagate(add(pl, PLM__OP_DENDRITIC, inputs, 2, &p, outputs));
 }
 
 plm_status plm_pipeline_add_vector_add(plm_pipeline *pl, plm_pipe_tensor a, plm_pipe_tensor b,
@@ -477,16 +439,6 @@ plm_status plm_pipeline_add_dot(plm_pipeline *pl, plm_pipe_tensor a, plm_pipe_te
   const plm_pipe_tensor inputs[] = {a, b};
   plm_pipe_tensor *const outputs[PLM__PIPE_MAX_IO] = {out};
   return plm__propagate(add(pl, PLM__OP_DOT, inputs, 2, &p, outputs));
-}
-
-plm_status plm_pipeline_add_ar_forecast(plm_pipeline *pl, plm_pipe_tensor series,
-                                        const plm_ar_forecast_params *params,
-                                        plm_pipe_tensor *out) {
-  REQUIRE_PARAMS(params);
-  PLM__REQUIRE_NOT_NULL(out);
-  plm__op_params p = {.ar_forecast = *params};
-  plm_pipe_tensor *const outputs[PLM__PIPE_MAX_IO] = {out};
-  return plm__propagate(add(pl, PLM__OP_AR_FORECAST, &series, 1, &p, outputs));
 }
 
 plm_status plm_pipeline_mark_output(plm_pipeline *pl, plm_pipe_tensor t) {

@@ -1,9 +1,9 @@
 /* tests/test_pipeline_add.c: nodes added by name (plm_pipeline_add, plume/pipeline.h).
  * A node added by name is the node its typed call adds (the same bytes out of the same
- * plan), the ops with no typed call (cfar, nuc, abs_diff, background) run in a pipeline
- * as they run alone, optional slots and outputs behave as the descriptor says, and every
- * wrong argument is refused with a message naming the node, the slot or the key, leaving
- * the pipeline as it was. */
+ * plan), the typed calls made from the ops' map (cfar, nuc, badpixel, abs_diff,
+ * background) add the node their name adds, ops run in a pipeline as they run alone, optional slots
+ * and outputs behave as the descriptor says, and every wrong argument is refused with a message
+ * naming the node, the slot or the key, leaving the pipeline as it was. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -250,6 +250,81 @@ START_TEST(test_regions_optional_input_by_name) {
 }
 END_TEST
 
+/* The builders made from the ops' map (plume/op_functions.h) for the ops that had none:
+ * badpixel -> nuc -> abs_diff against the raw frame -> cfar and background, once through
+ * plm_pipeline_add_<op> and once by name: the same bytes. */
+START_TEST(test_generated_builders_equal_by_name) {
+  plm_tensor frame = upload_frame(PLM_DTYPE_F32, 17), typed_out[2], named_out[2];
+  unsigned char *bad = calloc((size_t)H * W, 1);
+  float *gain = malloc(sizeof(float) * H * W), *offset = malloc(sizeof(float) * H * W);
+  ck_assert_ptr_nonnull(bad);
+  ck_assert_ptr_nonnull(gain);
+  ck_assert_ptr_nonnull(offset);
+  for (int i = 0; i < H * W; i++) {
+    bad[i] = i % 37 == 5;
+    gain[i] = 1.1f - 0.002f * (float)(i % 53);
+    offset[i] = 0.5f * (float)(i % 7);
+  }
+  const plm_cfar_params cp = {.window = 9, .guard = 3, .k = 2.0, .output = PLM_CFAR_Z};
+  plm_background_params bp = plm_background_params_default();
+  bp.alpha = 0.25f;
+  plm_pipe_tensor in, bad_c, gain_c, offset_c, fixed, corrected, diff, z, background;
+
+  plm_pipeline *typed;
+  PLM_CHECK_OK(plm_pipeline_create(plm_test_ctx, &typed));
+  PLM_CHECK_OK(plm_pipeline_add_input(typed, PLM_DTYPE_F32, 2, frame_dims, &in));
+  PLM_CHECK_OK(plm_pipeline_add_constant(typed, PLM_DTYPE_U8, 2, frame_dims, bad, &bad_c));
+  PLM_CHECK_OK(plm_pipeline_add_constant(typed, PLM_DTYPE_F32, 2, frame_dims, gain, &gain_c));
+  PLM_CHECK_OK(plm_pipeline_add_constant(typed, PLM_DTYPE_F32, 2, frame_dims, offset, &offset_c));
+  PLM_CHECK_OK(plm_pipeline_add_badpixel(typed, in, bad_c, &fixed));
+  PLM_CHECK_OK(plm_pipeline_add_nuc(typed, fixed, gain_c, offset_c, &corrected));
+  PLM_CHECK_OK(plm_pipeline_add_abs_diff(typed, corrected, in, &diff));
+  PLM_CHECK_OK(plm_pipeline_add_cfar(typed, diff, &cp, &z));
+  PLM_CHECK_OK(plm_pipeline_add_background(typed, diff, &bp, &background));
+  PLM_CHECK_OK(plm_pipeline_mark_output(typed, z));
+  PLM_CHECK_OK(plm_pipeline_mark_output(typed, background));
+  /* What every typed builder refuses before the node: a NULL required output or params. */
+  PLM_CHECK_FAILS(plm_pipeline_add_abs_diff(typed, corrected, in, NULL), PLM_ERR_INVALID_ARG,
+                  "plm_pipeline_add_abs_diff: out is NULL");
+  PLM_CHECK_FAILS(plm_pipeline_add_cfar(typed, diff, NULL, &z), PLM_ERR_INVALID_ARG,
+                  "plm_pipeline_add_cfar: params is NULL");
+  plm_test_compile_and_run(typed, &frame, typed_out);
+
+  plm_pipeline *named;
+  PLM_CHECK_OK(plm_pipeline_create(plm_test_ctx, &named));
+  PLM_CHECK_OK(plm_pipeline_add_input(named, PLM_DTYPE_F32, 2, frame_dims, &in));
+  PLM_CHECK_OK(plm_pipeline_add_constant(named, PLM_DTYPE_U8, 2, frame_dims, bad, &bad_c));
+  PLM_CHECK_OK(plm_pipeline_add_constant(named, PLM_DTYPE_F32, 2, frame_dims, gain, &gain_c));
+  PLM_CHECK_OK(plm_pipeline_add_constant(named, PLM_DTYPE_F32, 2, frame_dims, offset, &offset_c));
+  PLM_CHECK_OK(plm_pipeline_add(named, "badpixel", (plm_pipe_tensor[]){in, bad_c}, 2, NULL,
+                                (plm_pipe_tensor *[]){&fixed}, 1));
+  PLM_CHECK_OK(plm_pipeline_add(named, "nuc", (plm_pipe_tensor[]){fixed, gain_c, offset_c}, 3, NULL,
+                                (plm_pipe_tensor *[]){&corrected}, 1));
+  PLM_CHECK_OK(plm_pipeline_add(named, "abs_diff", (plm_pipe_tensor[]){corrected, in}, 2, NULL,
+                                (plm_pipe_tensor *[]){&diff}, 1));
+  PLM_CHECK_OK(plm_pipeline_add(named, "cfar", &diff, 1, "window=9 guard=3 k=2 output=z",
+                                (plm_pipe_tensor *[]){&z}, 1));
+  PLM_CHECK_OK(plm_pipeline_add(named, "background", &diff, 1, "alpha=0.25",
+                                (plm_pipe_tensor *[]){&background}, 1));
+  PLM_CHECK_OK(plm_pipeline_mark_output(named, z));
+  PLM_CHECK_OK(plm_pipeline_mark_output(named, background));
+  plm_test_compile_and_run(named, &frame, named_out);
+
+  plm_test_expect_same_bytes(&named_out[0], &typed_out[0], "cfar z");
+  plm_test_expect_same_bytes(&named_out[1], &typed_out[1], "background");
+  for (int o = 0; o < 2; o++) {
+    plm_test_release(&typed_out[o]);
+    plm_test_release(&named_out[o]);
+  }
+  plm_test_release(&frame);
+  free(bad);
+  free(gain);
+  free(offset);
+  PLM_CHECK_OK(plm_pipeline_destroy(typed));
+  PLM_CHECK_OK(plm_pipeline_destroy(named));
+}
+END_TEST
+
 /* ---- errors ---------------------------------------------------------------------------------- */
 
 START_TEST(test_errors_name_the_node_and_leave_the_pipeline) {
@@ -340,6 +415,7 @@ static Suite *pipeline_add_suite(void) {
   tcase_add_test(equal, test_cfar_by_name_equals_the_op);
   tcase_add_test(equal, test_nuc_then_abs_diff_by_name);
   tcase_add_test(equal, test_regions_optional_input_by_name);
+  tcase_add_test(equal, test_generated_builders_equal_by_name);
   suite_add_tcase(suite, equal);
   TCase *errors = tcase_create("errors");
   plm_test_add_fixture(errors);

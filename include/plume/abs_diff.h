@@ -3,6 +3,7 @@
 #define PLUME_ABS_DIFF_H
 
 #include "plume/export.h"
+#include "plume/op_functions.h"
 #include "plume/ops.h"
 
 #ifdef __cplusplus
@@ -24,13 +25,8 @@ extern "C" {
  * Errors (PLM_ERR_INVALID_ARG, the message names the operand): a NULL operand; in of
  * another dtype; ref of another dtype or shape than in; out of another dtype or shape, or
  * overlapping in or ref without being exactly one of them. */
-
-PLM_API plm_status plm_abs_diff(plm_stream *stream, const plm_tensor *in, const plm_tensor *ref,
-                                plm_tensor *out);
-PLM_API plm_status plm_abs_diff_output(const plm_tensor *in, const plm_tensor *ref, plm_shape *out);
-/* bytes = in, ref and out per element; flops = 2 per element (a subtraction, a magnitude). */
-PLM_API plm_status plm_abs_diff_cost(const plm_tensor *in, const plm_tensor *ref,
-                                     plm_op_cost *cost);
+/* plm_abs_diff_cost: bytes = in, ref and out per element; flops = 2 per element (a subtraction, a
+ * magnitude). */
 
 #ifdef __cplusplus
 }

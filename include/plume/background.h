@@ -6,6 +6,7 @@
 #include <stdbool.h>
 
 #include "plume/export.h"
+#include "plume/op_functions.h"
 #include "plume/ops.h"
 
 #ifdef __cplusplus
@@ -69,18 +70,13 @@ typedef struct plm_background_params {
   float step;  /* median: > 0 */
 } plm_background_params;
 
-/* The defaults of the operation's parameter schema (ops/op_desc.h): mode ema, alpha 0.05,
- * step 1. */
-PLM_API plm_background_params plm_background_params_default(void);
+/* plm_background_params_default: The defaults of the operation's parameter schema (ops/op_desc.h):
+ * mode ema, alpha 0.05, step 1. */
 
 PLM_API plm_status plm_background(plm_stream *stream, const plm_tensor *in, plm_tensor *state,
                                   bool first, const plm_background_params *params, plm_tensor *out);
-PLM_API plm_status plm_background_output(const plm_tensor *in, const plm_background_params *params,
-                                         plm_shape *out);
-/* bytes = in, out, and the state read and written (8 bytes) per pixel; flops = 3 per
- * pixel (the difference and a fused multiply-add, or a compare and an add). */
-PLM_API plm_status plm_background_cost(const plm_tensor *in, const plm_background_params *params,
-                                       plm_op_cost *cost);
+/* plm_background_cost: bytes = in, out, and the state read and written (8 bytes) per pixel; flops =
+ * 3 per pixel (the difference and a fused multiply-add, or a compare and an add). */
 
 #ifdef __cplusplus
 }

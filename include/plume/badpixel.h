@@ -3,6 +3,7 @@
 #define PLUME_BADPIXEL_H
 
 #include "plume/export.h"
+#include "plume/op_functions.h"
 #include "plume/ops.h"
 
 #ifdef __cplusplus
@@ -35,14 +36,8 @@ extern "C" {
  * Errors (PLM_ERR_INVALID_ARG, the message names the operand): a NULL operand; in of
  * another dtype or 1 dim; bad not u8 or not (H, W) of in's frames; out not f32, of another
  * shape, or overlapping an input. */
-
-PLM_API plm_status plm_badpixel(plm_stream *stream, const plm_tensor *in, const plm_tensor *bad,
-                                plm_tensor *out);
-PLM_API plm_status plm_badpixel_output(const plm_tensor *in, const plm_tensor *bad, plm_shape *out);
-/* bytes = in's, out's (4) and bad's (1) per pixel; flops = 1 per pixel (the map's test): a
- * flagged pixel's sort is comparisons, left out. */
-PLM_API plm_status plm_badpixel_cost(const plm_tensor *in, const plm_tensor *bad,
-                                     plm_op_cost *cost);
+/* plm_badpixel_cost: bytes = in's, out's (4) and bad's (1) per pixel; flops = 1 per pixel (the
+ * map's test): a flagged pixel's sort is comparisons, left out. */
 
 #ifdef __cplusplus
 }

@@ -3,6 +3,7 @@
 #define PLUME_CFAR_H
 
 #include "plume/export.h"
+#include "plume/op_functions.h"
 #include "plume/ops.h"
 
 #ifdef __cplusplus
@@ -79,18 +80,10 @@ typedef struct plm_cfar_params {
   plm_cfar_result output; /* mask or z */
 } plm_cfar_params;
 
-/* The defaults of the operation's parameter schema (ops/op_desc.h): window 15, guard 5,
- * k 5, output PLM_CFAR_MASK. */
-PLM_API plm_cfar_params plm_cfar_params_default(void);
-
-PLM_API plm_status plm_cfar(plm_stream *stream, const plm_tensor *in, const plm_cfar_params *params,
-                            plm_tensor *out);
-PLM_API plm_status plm_cfar_output(const plm_tensor *in, const plm_cfar_params *params,
-                                   plm_shape *out);
-/* bytes = in, out and four passes over the 8-byte tables (two; three for f32) per pixel;
- * flops = about 30 per pixel (the tables' sums, the boxes' corners, the statistics). */
-PLM_API plm_status plm_cfar_cost(const plm_tensor *in, const plm_cfar_params *params,
-                                 plm_op_cost *cost);
+/* plm_cfar_params_default: The defaults of the operation's parameter schema (ops/op_desc.h): window
+ * 15, guard 5, k 5, output PLM_CFAR_MASK. */
+/* plm_cfar_cost: bytes = in, out and four passes over the 8-byte tables (two; three for f32) per
+ * pixel; flops = about 30 per pixel (the tables' sums, the boxes' corners, the statistics). */
 
 #ifdef __cplusplus
 }

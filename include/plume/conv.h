@@ -4,6 +4,7 @@
 #define PLUME_CONV_H
 
 #include "plume/export.h"
+#include "plume/op_functions.h"
 #include "plume/ops.h"
 
 #ifdef __cplusplus
@@ -57,19 +58,13 @@ typedef struct plm_conv2d_params {
 
 enum { PLM_CONV2D_MAX_PAD = 1 << 20 };
 
-/* Stride 1 x 1, no padding, PLM_BORDER_ZERO (PyTorch conv2d's defaults). */
-PLM_API plm_conv2d_params plm_conv2d_params_default(void);
+/* plm_conv2d_params_default: Stride 1 x 1, no padding, PLM_BORDER_ZERO (PyTorch conv2d's defaults).
+ */
 
-/* Enqueue conv2d on stream (asynchronous; plume/ops.h). Errors: PLM_ERR_INVALID_ARG
+/* plm_conv2d: Enqueue conv2d on stream (asynchronous; plume/ops.h). Errors: PLM_ERR_INVALID_ARG
  * (NULL or foreign tensors, dtypes, kernel size, stride, padding, border, an output
  * smaller than 1 x 1, out of the wrong shape, overlaps), PLM_ERR_UNSUPPORTED
  * (non-contiguous tensors). Both backends take every shape these checks accept. */
-PLM_API plm_status plm_conv2d(plm_stream *stream, const plm_tensor *in, const plm_tensor *kernel,
-                              const plm_conv2d_params *params, plm_tensor *out);
-PLM_API plm_status plm_conv2d_output(const plm_tensor *in, const plm_tensor *kernel,
-                                     const plm_conv2d_params *params, plm_shape *out);
-PLM_API plm_status plm_conv2d_cost(const plm_tensor *in, const plm_tensor *kernel,
-                                   const plm_conv2d_params *params, plm_op_cost *cost);
 
 /* ---- sobel --------------------------------------------------------------------------
  * The Sobel gradient as OpenCV's cv2.Sobel with ksize 3 and scale 1, as
@@ -89,19 +84,11 @@ typedef struct plm_sobel_params {
   plm_border border;
 } plm_sobel_params;
 
-/* PLM_BORDER_REFLECT101. */
-PLM_API plm_sobel_params plm_sobel_params_default(void);
+/* plm_sobel_params_default: PLM_BORDER_REFLECT101. */
 
-/* Enqueue sobel on stream (asynchronous; plume/ops.h). Errors as plm_conv2d's. */
-PLM_API plm_status plm_sobel(plm_stream *stream, const plm_tensor *in,
-                             const plm_sobel_params *params, plm_tensor *gx, plm_tensor *gy,
-                             plm_tensor *magnitude);
-/* The shape of each output (f32, in's shape). */
-PLM_API plm_status plm_sobel_output(const plm_tensor *in, const plm_sobel_params *params,
-                                    plm_shape *out);
+/* plm_sobel: Enqueue sobel on stream (asynchronous; plume/ops.h). Errors as plm_conv2d's. */
+/* plm_sobel_output: The shape of each output (f32, in's shape). */
 /* The cost of computing all three outputs. */
-PLM_API plm_status plm_sobel_cost(const plm_tensor *in, const plm_sobel_params *params,
-                                  plm_op_cost *cost);
 
 #ifdef __cplusplus
 }

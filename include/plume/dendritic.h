@@ -4,6 +4,7 @@
 #define PLUME_DENDRITIC_H
 
 #include "plume/export.h"
+#include "plume/op_functions.h"
 #include "plume/ops.h"
 
 #ifdef __cplusplus
@@ -53,26 +54,19 @@ typedef struct plm_dendritic_params {
   float beta;  /* ACTIVE_BP: the boost above θ */
 } plm_dendritic_params;
 
-/* The defaults of the operation's parameter schema (ops/op_desc.h): PLM_DENDRITE_SIGMOID, k 1,
- * theta 0, beta 1. */
-PLM_API plm_dendritic_params plm_dendritic_params_default(void);
+/* plm_dendritic_params_default: The defaults of the operation's parameter schema (ops/op_desc.h):
+ * PLM_DENDRITE_SIGMOID, k 1, theta 0, beta 1. */
 
-/* Enqueue the layer on stream. Errors (PLM_ERR_INVALID_ARG unless said): a NULL stream,
- * x, w, params or out; a tensor not f32, of the wrong rank (x, out 2-D; w 3-D), not
+/* plm_dendritic: Enqueue the layer on stream. Errors (PLM_ERR_INVALID_ARG unless said): a NULL
+ * stream, x, w, params or out; a tensor not f32, of the wrong rank (x, out 2-D; w 3-D), not
  * contiguous (PLM_ERR_UNSUPPORTED) or of another context; w's I not x's; out not
  * (B, N); out overlapping x or w; an unknown mode; k, theta or beta not finite;
  * PLM_ERR_OUT_OF_MEMORY when the sums' scratch cannot be had (above). */
-PLM_API plm_status plm_dendritic(plm_stream *stream, const plm_tensor *x, const plm_tensor *w,
-                                 const plm_dendritic_params *params, plm_tensor *out);
-/* out's shape: f32 (B, N). */
-PLM_API plm_status plm_dendritic_output(const plm_tensor *x, const plm_tensor *w,
-                                        const plm_dendritic_params *params, plm_shape *out);
+/* plm_dendritic_output: out's shape: f32 (B, N). */
 /* bytes: 4·(B·I + N·D·I + B·N); flops: 2·B·N·D·I for the dendrites' sums, plus per
  * dendrite 2 (σ, the sum or product) for SIGMOID and MULTIPLICATIVE, 5 for NMDA
  * (subtract, multiply, σ, multiply, sum) and ACTIVE_BP (subtract, max, multiply, add,
  * sum), each counted as one: · B·N·D. */
-PLM_API plm_status plm_dendritic_cost(const plm_tensor *x, const plm_tensor *w,
-                                      const plm_dendritic_params *params, plm_op_cost *cost);
 
 #ifdef __cplusplus
 }

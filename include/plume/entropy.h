@@ -5,6 +5,7 @@
 #include <stdbool.h>
 
 #include "plume/export.h"
+#include "plume/op_functions.h"
 #include "plume/ops.h"
 
 #ifdef __cplusplus
@@ -58,8 +59,9 @@ extern "C" {
  * neither kind of shared-memory histogram fits (more than 512 bins and a window wider
  * than 18), histograms of 2 bytes per bin in device memory, one per warp of 32 threads,
  * at most min(2048, 256 MiB / (2 bins)) of them and never more than frames x ceil(H /
- * 64) x W (256 MiB at 65536 bins), zeroed on each such call. The first call on a device copies a 522 KiB table there, synchronously: it
- * must not be inside a CUDA graph capture of its own stream (PLM_ERR_INVALID_STATE).
+ * 64) x W (256 MiB at 65536 bins), zeroed on each such call. The first call on a device copies a
+ * 522 KiB table there, synchronously: it must not be inside a CUDA graph capture of its own stream
+ * (PLM_ERR_INVALID_STATE).
  *
  * Cost: both kernels slide a histogram (the CPU's along rows, CUDA's down columns),
  * 2w count updates per pixel, each updating sum c log2 c in O(1) from a table, so time
@@ -76,16 +78,8 @@ typedef struct plm_entropy_params {
   bool range_auto; /* f32: each frame's finite [min, max] instead of range_lo/hi */
 } plm_entropy_params;
 
-/* The defaults of the operation's parameter schema (ops/op_desc.h): bins 0 (each u8/u16 value its
- * own bin), no range, window 0: set window (1..255). */
-PLM_API plm_entropy_params plm_entropy_params_default(void);
-
-PLM_API plm_status plm_entropy(plm_stream *stream, const plm_tensor *in,
-                               const plm_entropy_params *params, plm_tensor *out);
-PLM_API plm_status plm_entropy_output(const plm_tensor *in, const plm_entropy_params *params,
-                                      plm_shape *out);
-PLM_API plm_status plm_entropy_cost(const plm_tensor *in, const plm_entropy_params *params,
-                                    plm_op_cost *cost);
+/* plm_entropy_params_default: The defaults of the operation's parameter schema (ops/op_desc.h):
+ * bins 0 (each u8/u16 value its own bin), no range, window 0: set window (1..255). */
 
 #ifdef __cplusplus
 }

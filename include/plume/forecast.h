@@ -4,6 +4,7 @@
 #define PLUME_FORECAST_H
 
 #include "plume/export.h"
+#include "plume/op_functions.h"
 #include "plume/ops.h"
 
 #ifdef __cplusplus
@@ -46,22 +47,14 @@ typedef struct plm_ar_forecast_params {
   int horizon; /* h: 1..PLM_AR_MAX_HORIZON */
 } plm_ar_forecast_params;
 
-/* The defaults of the operation's parameter schema (ops/op_desc.h): lags 0 and horizon 0: both must
- * be set (1..PLM_AR_MAX_LAGS, 1..PLM_AR_MAX_HORIZON). */
-PLM_API plm_ar_forecast_params plm_ar_forecast_params_default(void);
-
-PLM_API plm_status plm_ar_forecast(plm_stream *stream, const plm_tensor *series,
-                                   const plm_ar_forecast_params *params, plm_tensor *out);
-PLM_API plm_status plm_ar_forecast_output(const plm_tensor *series,
-                                          const plm_ar_forecast_params *params, plm_shape *out);
-/* With n = p + 1 and m = T - p equations per series: bytes = 4 S T + 4 S h (each series
- * read once, the forecasts written once; the cuda kernel's scratch is not counted);
+/* plm_ar_forecast_params_default: The defaults of the operation's parameter schema (ops/op_desc.h):
+ * lags 0 and horizon 0: both must be set (1..PLM_AR_MAX_LAGS, 1..PLM_AR_MAX_HORIZON). */
+/* plm_ar_forecast_cost: With n = p + 1 and m = T - p equations per series: bytes = 4 S T + 4 S h
+ * (each series read once, the forecasts written once; the cuda kernel's scratch is not counted);
  * flops = S * (3 m n (n + 1)  (rotating each equation into R: 6 per pair of elements)
  *              + 10 n^3       (the Jacobi SVD of R: a few sweeps of n^2 / 2 column pairs)
  *              + 2 n^2        (the solution)
  *              + 2 h p)       (the forecasts). */
-PLM_API plm_status plm_ar_forecast_cost(const plm_tensor *series,
-                                        const plm_ar_forecast_params *params, plm_op_cost *cost);
 
 #ifdef __cplusplus
 }

@@ -6,6 +6,7 @@
 #include "plume/conv.h"
 #include "plume/entropy.h"
 #include "plume/export.h"
+#include "plume/op_functions.h"
 #include "plume/ops.h"
 #include "plume/threshold.h"
 
@@ -48,21 +49,14 @@ typedef struct plm_sobel_entropy_threshold_params {
   plm_threshold_params threshold; /* as plm_threshold on the f32 entropy */
 } plm_sobel_entropy_threshold_params;
 
-/* The defaults of the operation's parameter schema (ops/op_desc.h): each part's defaults (sobel's
- * border PLM_BORDER_REFLECT101); window, bins, the range and the threshold must be set. */
-PLM_API plm_sobel_entropy_threshold_params plm_sobel_entropy_threshold_params_default(void);
+/* plm_sobel_entropy_threshold_params_default: The defaults of the operation's parameter schema
+ * (ops/op_desc.h): each part's defaults (sobel's border PLM_BORDER_REFLECT101); window, bins, the
+ * range and the threshold must be set. */
 
-/* Enqueue the fused op on stream (asynchronous; plume/ops.h). */
-PLM_API plm_status plm_sobel_entropy_threshold(plm_stream *stream, const plm_tensor *in,
-                                               const plm_sobel_entropy_threshold_params *params,
-                                               plm_tensor *mask);
-/* The mask's shape: u8, in's shape. */
-PLM_API plm_status plm_sobel_entropy_threshold_output(
-    const plm_tensor *in, const plm_sobel_entropy_threshold_params *params, plm_shape *mask);
+/* plm_sobel_entropy_threshold: Enqueue the fused op on stream (asynchronous; plume/ops.h). */
+/* plm_sobel_entropy_threshold_output: The mask's shape: u8, in's shape. */
 /* Bytes: in read once and mask written once (the intermediates never reach memory);
  * flops: the three ops' arithmetic. */
-PLM_API plm_status plm_sobel_entropy_threshold_cost(
-    const plm_tensor *in, const plm_sobel_entropy_threshold_params *params, plm_op_cost *cost);
 
 #ifdef __cplusplus
 }

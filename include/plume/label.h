@@ -56,6 +56,7 @@
 #define PLUME_LABEL_H
 
 #include "plume/export.h"
+#include "plume/op_functions.h"
 #include "plume/ops.h"
 
 #ifdef __cplusplus
@@ -66,20 +67,14 @@ typedef struct plm_label_params {
   int connectivity; /* 4 or 8; 0 means 8 */
 } plm_label_params;
 
-/* The defaults of the operation's parameter schema (ops/op_desc.h): connectivity 8. */
-PLM_API plm_label_params plm_label_params_default(void);
+/* plm_label_params_default: The defaults of the operation's parameter schema (ops/op_desc.h):
+ * connectivity 8. */
 
-/* Label mask into labels and write each frame's K into count (see above). */
-PLM_API plm_status plm_label(plm_stream *stream, const plm_tensor *mask,
-                             const plm_label_params *params, plm_tensor *labels, plm_tensor *count);
-/* The labels' dtype (i32) and shape (mask's). */
-PLM_API plm_status plm_label_output(const plm_tensor *mask, const plm_label_params *params,
-                                    plm_shape *labels);
+/* plm_label: Label mask into labels and write each frame's K into count (see above). */
+/* plm_label_output: The labels' dtype (i32) and shape (mask's). */
 /* The count's dtype (i32) and shape ((N,) or (1,)). */
 PLM_API plm_status plm_label_count_output(const plm_tensor *mask, const plm_label_params *params,
                                           plm_shape *count);
-PLM_API plm_status plm_label_cost(const plm_tensor *mask, const plm_label_params *params,
-                                  plm_op_cost *cost);
 
 /* The columns of a regions table. */
 typedef enum plm_region_column {

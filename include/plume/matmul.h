@@ -4,6 +4,7 @@
 #define PLUME_MATMUL_H
 
 #include "plume/export.h"
+#include "plume/op_functions.h"
 #include "plume/ops.h"
 
 #ifdef __cplusplus
@@ -60,25 +61,17 @@ typedef struct plm_matmul_params {
   plm_activation activation;
 } plm_matmul_params;
 
-/* The defaults of the operation's parameter schema (ops/op_desc.h): PLM_PRECISION_FP32,
- * PLM_ACTIVATION_NONE. */
-PLM_API plm_matmul_params plm_matmul_params_default(void);
+/* plm_matmul_params_default: The defaults of the operation's parameter schema (ops/op_desc.h):
+ * PLM_PRECISION_FP32, PLM_ACTIVATION_NONE. */
 
-/* Enqueue out = act(a · b + bias) on stream. bias may be NULL. Errors
+/* plm_matmul: Enqueue out = act(a · b + bias) on stream. bias may be NULL. Errors
  * (PLM_ERR_INVALID_ARG unless said): a NULL stream, a, b, params or out; a tensor not f32,
  * not 2-D (bias: 1-D), not contiguous (PLM_ERR_UNSUPPORTED) or of another context;
  * a's K != b's K; bias not of N elements; out not (M, N); out overlapping an input;
  * an unknown precision or activation. */
-PLM_API plm_status plm_matmul(plm_stream *stream, const plm_tensor *a, const plm_tensor *b,
-                              const plm_tensor *bias, const plm_matmul_params *params,
-                              plm_tensor *out);
-/* out's shape: f32 (M, N). */
-PLM_API plm_status plm_matmul_output(const plm_tensor *a, const plm_tensor *b,
-                                     const plm_matmul_params *params, plm_shape *out);
+/* plm_matmul_output: out's shape: f32 (M, N). */
 /* bytes: 4·(M·K + K·N + M·N, + N with bias); flops: 2·M·N·K, + M·N with bias, + M·N
  * with an activation. bias may be NULL. */
-PLM_API plm_status plm_matmul_cost(const plm_tensor *a, const plm_tensor *b, const plm_tensor *bias,
-                                   const plm_matmul_params *params, plm_op_cost *cost);
 
 #ifdef __cplusplus
 }

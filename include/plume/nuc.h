@@ -3,6 +3,7 @@
 #define PLUME_NUC_H
 
 #include "plume/export.h"
+#include "plume/op_functions.h"
 #include "plume/ops.h"
 
 #ifdef __cplusplus
@@ -29,15 +30,8 @@ extern "C" {
  * Errors (PLM_ERR_INVALID_ARG, the message names the operand): a NULL operand; in of
  * another dtype or 1 dim; gain or offset not f32 or not (H, W) of in's frames; out not f32,
  * of another shape, or overlapping an input other than in exactly. */
-
-PLM_API plm_status plm_nuc(plm_stream *stream, const plm_tensor *in, const plm_tensor *gain,
-                           const plm_tensor *offset, plm_tensor *out);
-PLM_API plm_status plm_nuc_output(const plm_tensor *in, const plm_tensor *gain,
-                                  const plm_tensor *offset, plm_shape *out);
-/* bytes = in, out, gain and offset (8 bytes) per pixel; flops = 2 per pixel (one fused
- * multiply-add). */
-PLM_API plm_status plm_nuc_cost(const plm_tensor *in, const plm_tensor *gain,
-                                const plm_tensor *offset, plm_op_cost *cost);
+/* plm_nuc_cost: bytes = in, out, gain and offset (8 bytes) per pixel; flops = 2 per pixel (one
+ * fused multiply-add). */
 
 #ifdef __cplusplus
 }

@@ -8,6 +8,8 @@
  *   plm_<op>_output(inputs..., &params, &shape)  the output's dtype and shape;
  *   plm_<op>_cost(inputs..., &params, &cost)     bytes moved and arithmetic done, for
  *       roofline figures.
+ * These, plm_<op>_params_default() and the typed pipeline builder are declared for every
+ * op from one list, in plume/op_functions.h; each op's header states what it computes.
  * Inputs and outputs are tensors of the stream's context with row-major
  * contiguous layout; a leading batch dimension (N, H, W) runs N frames at once.
  * Semantics are pinned to a public reference, named with each op; the tests check
@@ -22,7 +24,8 @@
  * (neurons with nonlinear dendrites), plume/vector.h (vector_add, vector_add_batched,
  * dot), plume/forecast.h (ar_forecast), plume/cfar.h (cell-averaging CFAR detection),
  * plume/nuc.h (non-uniformity correction), plume/badpixel.h (bad-pixel replacement),
- * plume/background.h (temporal background suppression: the one op with a state).
+ * plume/background.h (temporal background suppression: the one op with a state),
+ * plume/abs_diff.h (frame differencing), plume/scale_offset.h (a linear map of the values).
  */
 #ifndef PLUME_OPS_H
 #define PLUME_OPS_H

@@ -102,6 +102,7 @@
 #include "plume/export.h"
 #include "plume/forecast.h"
 #include "plume/label.h"
+#include "plume/op_functions.h"
 #include "plume/lstm.h"
 #include "plume/matmul.h"
 #include "plume/ops.h"
@@ -155,8 +156,7 @@ PLM_API plm_status plm_pipeline_set_profiler(plm_pipeline *pl, plm_profiler *pro
  * argument), PLM_ERR_INVALID_STATE (after compile), PLM_ERR_OUT_OF_MEMORY. */
 
 /* A node of any operation of the table (plume/op_info.h), by its name: the general form
- * of the typed calls below, and the only one for the ops that have none (cfar, nuc,
- * badpixel, background, abs_diff, ...).
+ * of the typed calls below (every op a node can be has one).
  *   op            the op's name, as plm_op_info names it ("entropy", "cfar"); the ops
  *                 that compile makes alone (the fused op) are refused.
  *   inputs        one handle per input slot, in plm_op_input_info's order, input_count of
@@ -193,29 +193,32 @@ PLM_API plm_status plm_pipeline_add_constant(plm_pipeline *pl, plm_dtype dtype, 
                                              const int64_t *dims, const void *host_data,
                                              plm_pipe_tensor *out);
 
-/* plm_conv2d (plume/conv.h); kernel is usually a constant (f32, KH x KW). */
-PLM_API plm_status plm_pipeline_add_conv2d(plm_pipeline *pl, plm_pipe_tensor in,
-                                           plm_pipe_tensor kernel, const plm_conv2d_params *params,
-                                           plm_pipe_tensor *out);
-
-/* plm_sobel: each of gx, gy and magnitude that is not NULL gets a tensor (at least one). */
-PLM_API plm_status plm_pipeline_add_sobel(plm_pipeline *pl, plm_pipe_tensor in,
-                                          const plm_sobel_params *params, plm_pipe_tensor *gx,
-                                          plm_pipe_tensor *gy, plm_pipe_tensor *magnitude);
-
-/* plm_entropy (plume/entropy.h). */
-PLM_API plm_status plm_pipeline_add_entropy(plm_pipeline *pl, plm_pipe_tensor in,
-                                            const plm_entropy_params *params, plm_pipe_tensor *out);
-
-/* plm_threshold (plume/threshold.h). */
-PLM_API plm_status plm_pipeline_add_threshold(plm_pipeline *pl, plm_pipe_tensor in,
-                                              const plm_threshold_params *params,
-                                              plm_pipe_tensor *out);
-
-/* plm_label (plume/label.h): labels and count. */
-PLM_API plm_status plm_pipeline_add_label(plm_pipeline *pl, plm_pipe_tensor mask,
-                                          const plm_label_params *params, plm_pipe_tensor *labels,
-                                          plm_pipe_tensor *count);
+/* The typed builders, one per op of plume/op_functions.h's map, made from its line:
+ *   plm_pipeline_add_<op>(pl, plm_pipe_tensor IN..., const plm_<op>_params *params,
+ *                         plm_pipe_tensor *OUT...)
+ * plm_<op>'s operands as handles (an absent optional input: a zeroed handle) and its
+ * parameters (not NULL; none for an op without); each OUT gets a tensor, and must not
+ * be NULL unless its slot is optional (at least one wanted). Per op:
+ *   conv2d       kernel is usually a constant (f32, KH x KW).
+ *   sobel        each of gx, gy and magnitude that is not NULL gets a tensor.
+ *   label        labels and count.
+ *   matmul       out = act(a · b + bias). bias may be a zeroed handle (no bias); weights
+ *                and bias are usually constants (plm_pipeline_add_constant).
+ *   dendritic    w (N, D, I) is usually a constant. From the batch where its sums are
+ *                one matmul, those sums (4·B·N·D bytes) are the step's scratch in the
+ *                slot's workspace.
+ *   ar_forecast  series (S, T) -> forecasts (S, horizon). On cuda the step's per-series
+ *                working memory (S * ((p + 1)^2 * 2 + 3p + 2) doubles) is its scratch in
+ *                the slot's workspace, so a run allocates nothing for it and the plan
+ *                can be captured into a CUDA graph; on host it needs none.
+ *   nuc          gain and offset are usually constants (the calibration).
+ *   background   the node keeps its state in the compiled pipeline, frame after frame
+ *                (plm_pipeline_reset_state starts it again).
+ * The ops whose builders take other arguments follow. */
+#define PLM_PIPELINE__DECLARE_BUILDER(op, PARAMS, SHAPE_IN, IN, OUT, FORM) \
+  PLM_OP__IF_BUILDER(FORM, PLM_API PLM_OP_BUILDER_SIGNATURE(op, PARAMS, IN, OUT);)
+PLM_OP_FUNCTIONS_MAP(PLM_PIPELINE__DECLARE_BUILDER)
+#undef PLM_PIPELINE__DECLARE_BUILDER
 
 /* plm_regions (plume/label.h) into a table of `capacity` rows, f64 (capacity,
  * PLM_REGION_COLUMNS); intensity may be a zeroed handle (no intensity columns). capacity
@@ -233,12 +236,6 @@ PLM_API plm_status plm_pipeline_add_segment(plm_pipeline *pl, plm_pipe_tensor im
                                             plm_pipe_tensor *labels, plm_pipe_tensor *count,
                                             plm_pipe_tensor *table);
 
-/* plm_matmul (plume/matmul.h): out = act(a · b + bias). bias may be a zeroed handle (no
- * bias); weights and bias are usually constants (plm_pipeline_add_constant). */
-PLM_API plm_status plm_pipeline_add_matmul(plm_pipeline *pl, plm_pipe_tensor a, plm_pipe_tensor b,
-                                           plm_pipe_tensor bias, const plm_matmul_params *params,
-                                           plm_pipe_tensor *out);
-
 /* plm_lstm_cell (plume/lstm.h): out_h and out_c (both made, both required). b_ih and
  * b_hh may be zeroed handles (no bias). Every operand's dtype and shape is checked when
  * the node is added. In a pipeline out_c is always a tensor of its own, never c's
@@ -248,13 +245,6 @@ PLM_API plm_status plm_pipeline_add_lstm_cell(plm_pipeline *pl, plm_pipe_tensor 
                                               plm_pipe_tensor w_ih, plm_pipe_tensor w_hh,
                                               plm_pipe_tensor b_ih, plm_pipe_tensor b_hh,
                                               plm_pipe_tensor *out_h, plm_pipe_tensor *out_c);
-
-/* plm_dendritic (plume/dendritic.h); w (N, D, I) is usually a constant. From the batch
- * where its sums are one matmul, those sums (4·B·N·D bytes) are the step's scratch in
- * the slot's workspace. */
-PLM_API plm_status plm_pipeline_add_dendritic(plm_pipeline *pl, plm_pipe_tensor x,
-                                              plm_pipe_tensor w, const plm_dendritic_params *params,
-                                              plm_pipe_tensor *out);
 
 /* plm_vector_add (plume/vector.h): out = alpha a + beta b; params may be NULL (a + b).
  * out is a tensor of its own (never a's or b's memory). */
@@ -266,14 +256,6 @@ PLM_API plm_status plm_pipeline_add_vector_add(plm_pipeline *pl, plm_pipe_tensor
 /* plm_dot (plume/vector.h): f64 (1) for (N) operands, (R) for (R, N). */
 PLM_API plm_status plm_pipeline_add_dot(plm_pipeline *pl, plm_pipe_tensor a, plm_pipe_tensor b,
                                         plm_pipe_tensor *out);
-
-/* plm_ar_forecast (plume/forecast.h): series (S, T) -> forecasts (S, horizon). On cuda
- * the step's per-series working memory (S * ((p + 1)^2 * 2 + 3p + 2) doubles) is its
- * scratch in the slot's workspace, so a run allocates nothing for it and the plan can be
- * captured into a CUDA graph; on host it needs none. */
-PLM_API plm_status plm_pipeline_add_ar_forecast(plm_pipeline *pl, plm_pipe_tensor series,
-                                                const plm_ar_forecast_params *params,
-                                                plm_pipe_tensor *out);
 
 /* Make a node's output a pipeline output: each run writes it into the caller's tensor
  * outputs[i], i counting the calls. Errors: PLM_ERR_INVALID_ARG (not a tensor of this

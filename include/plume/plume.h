@@ -33,6 +33,7 @@
 #include "plume/pool.h"
 #include "plume/presets.h"
 #include "plume/profile.h"
+#include "plume/scale_offset.h"
 #include "plume/segment.h"
 #include "plume/status.h"
 #include "plume/stream.h"

@@ -3,6 +3,7 @@
 #define PLUME_THRESHOLD_H
 
 #include "plume/export.h"
+#include "plume/op_functions.h"
 #include "plume/ops.h"
 
 #ifdef __cplusplus
@@ -28,16 +29,8 @@ typedef struct plm_threshold_params {
   plm_compare compare;
 } plm_threshold_params;
 
-/* The defaults of the operation's parameter schema (ops/op_desc.h): compare PLM_COMPARE_GT, value 0
- * (a threshold is usually given). */
-PLM_API plm_threshold_params plm_threshold_params_default(void);
-
-PLM_API plm_status plm_threshold(plm_stream *stream, const plm_tensor *in,
-                                 const plm_threshold_params *params, plm_tensor *out);
-PLM_API plm_status plm_threshold_output(const plm_tensor *in, const plm_threshold_params *params,
-                                        plm_shape *out);
-PLM_API plm_status plm_threshold_cost(const plm_tensor *in, const plm_threshold_params *params,
-                                      plm_op_cost *cost);
+/* plm_threshold_params_default: The defaults of the operation's parameter schema (ops/op_desc.h):
+ * compare PLM_COMPARE_GT, value 0 (a threshold is usually given). */
 
 #ifdef __cplusplus
 }

@@ -4,6 +4,7 @@
 #define PLUME_VECTOR_H
 
 #include "plume/export.h"
+#include "plume/op_functions.h"
 #include "plume/ops.h"
 
 #ifdef __cplusplus
@@ -24,17 +25,10 @@ typedef struct plm_vector_add_params {
   double beta;
 } plm_vector_add_params;
 
-/* The defaults of the operation's parameter schema (ops/op_desc.h): alpha 1, beta 1: a + b. */
-PLM_API plm_vector_add_params plm_vector_add_params_default(void);
-
-PLM_API plm_status plm_vector_add(plm_stream *stream, const plm_tensor *a, const plm_tensor *b,
-                                  const plm_vector_add_params *params, plm_tensor *out);
-PLM_API plm_status plm_vector_add_output(const plm_tensor *a, const plm_tensor *b,
-                                         const plm_vector_add_params *params, plm_shape *out);
-/* bytes = 12 per element (two f32 reads, one f32 write); flops = 3 per element
+/* plm_vector_add_params_default: The defaults of the operation's parameter schema (ops/op_desc.h):
+ * alpha 1, beta 1: a + b. */
+/* plm_vector_add_cost: bytes = 12 per element (two f32 reads, one f32 write); flops = 3 per element
  * (two multiplies and an add; counted the same for a plain add). */
-PLM_API plm_status plm_vector_add_cost(const plm_tensor *a, const plm_tensor *b,
-                                       const plm_vector_add_params *params, plm_op_cost *cost);
 
 /* ---- vector_add_batched -----------------------------------------------------------
  * count independent vector_adds, out[i] = alpha * a[i] + beta * b[i], with one params
@@ -95,17 +89,9 @@ typedef struct plm_dot_params {
   int reserved; /* 0; nothing to choose yet */
 } plm_dot_params;
 
-/* reserved 0. */
-PLM_API plm_dot_params plm_dot_params_default(void);
-
-PLM_API plm_status plm_dot(plm_stream *stream, const plm_tensor *a, const plm_tensor *b,
-                           const plm_dot_params *params, plm_tensor *out);
-PLM_API plm_status plm_dot_output(const plm_tensor *a, const plm_tensor *b,
-                                  const plm_dot_params *params, plm_shape *out);
-/* bytes = 8 per element of a (two f32 reads) + 8 per output value; flops = 2 per
+/* plm_dot_params_default: reserved 0. */
+/* plm_dot_cost: bytes = 8 per element of a (two f32 reads) + 8 per output value; flops = 2 per
  * element of a (a multiply and an add). */
-PLM_API plm_status plm_dot_cost(const plm_tensor *a, const plm_tensor *b,
-                                const plm_dot_params *params, plm_op_cost *cost);
 
 #ifdef __cplusplus
 }

@@ -26,18 +26,4 @@ static inline PLM_HD float plm__abs_diff_at(const plm__abs_diff_args *k, float a
   return fabsf(a - b);
 }
 
-#ifdef __cplusplus
-extern "C" {
-#endif
-
-/* The CPU kernel (kernels/cpu/abs_diff.c): runs on the calling thread and the CPU pool. */
-void plm__abs_diff_cpu(const plm__abs_diff_args *args);
-
-/* Enqueue the CUDA kernel (kernels/cuda/abs_diff.cu) on a cudaStream_t. */
-plm_status plm__abs_diff_cuda(void *stream, const plm__abs_diff_args *args);
-
-#ifdef __cplusplus
-}
-#endif
-
 #endif /* PLUME_KERNELS_COMMON_ABS_DIFF_H */

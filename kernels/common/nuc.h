@@ -29,19 +29,4 @@ static inline PLM_HD float plm__nuc_at(const plm__nuc_args *k, float x, int64_t 
   return plm__nuc_one(k->gain[p], x, k->offset[p]);
 }
 
-#ifdef __cplusplus
-extern "C" {
-#endif
-
-/* The CPU kernel (kernels/cpu/nuc.c): runs on the calling thread and the CPU pool;
- * returns when done. */
-void plm__nuc_cpu(const plm__nuc_args *args);
-
-/* Enqueue the CUDA kernel (kernels/cuda/nuc.cu) on a cudaStream_t. */
-plm_status plm__nuc_cuda(void *stream, const plm__nuc_args *args);
-
-#ifdef __cplusplus
-}
-#endif
-
 #endif /* PLUME_KERNELS_COMMON_NUC_H */

@@ -10,6 +10,8 @@
  *   PLM__CPU_MAP2(name, ARGS, OUT, ELEM, GRAIN)    out[i] = ELEM(k, in[i], in2[i], p)
  *   PLM__CPU_MAP2_SAME(name, ARGS, ELEM, GRAIN)    the same, out of in's dtype
  *
+ * (kernels/cpu/map_ops.c expands them for every op of PLM__MAP_OPS, from its line in
+ * kernels/common/map_ops.h; threshold and vector_add use them in their own files)
  * define `void name(const ARGS *args)` over every i < args->count, where in (args->in) and
  * in2 (args->in2) are of args->dtype, one of u8, u16 and f32 (the op's slot mask refuses
  * the others before a kernel runs), out is args->out as OUT *, k is a const ARGS * to a

@@ -3,7 +3,10 @@
  *
  * An element-wise op is one per-element function in kernels/common/<op>.h (PLM_HD), that
  * kernels/cpu/map.h runs on the CPU and this grid-stride template runs on the GPU: the
- * same function, so the same bits. An op's launcher is an element functor and one launch:
+ * same function, so the same bits. The ops of PLM__MAP_OPS (kernels/common/map_ops.h)
+ * get their functor and launch from their line there (kernels/cuda/map_ops.cu); an op
+ * that needs more (threshold's comparison, vector_add's f32 only) writes an element
+ * functor and one launch of its own, as map_ops.cu's are:
  *
  *   struct nuc_elem {
  *     template <typename T>
