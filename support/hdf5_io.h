@@ -56,7 +56,8 @@
  * (tests/fuzz/known-crashes/hdf5-local-heap-segv, not among the replayed seeds) whose damaged
  * old-style group makes libhdf5 1.10.8 crash (a NULL read in H5F__accum_read under
  * H5HL_protect, walking the root group); old-style groups are what most files use, so they
- * cannot be refused. Groups are walked with H5Literate, hard links only,
+ * cannot be refused (the fuzz stage lets a SEGV on a read inside libhdf5 itself pass, and
+ * nothing else: tests/fuzz/fuzz-tolerating-library-crashes.sh). Groups are walked with H5Literate, hard links only,
  * 32 deep and 100000 links at most, never following a link into another file.
  */
 #ifndef PLUME_SUPPORT_HDF5_IO_H

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# tests/fuzz/fuzz-tolerating-library-crashes.sh LIBRARY KNOWN_CRASH FUZZER ARGS...: run a
+# libFuzzer harness whose third-party library has a crash plume cannot guard against, and
+# fail on everything else.
+#
+# fuzz_hdf5's libhdf5 1.10.8 dereferences NULL inside itself on some damaged old-style groups
+# (support/hdf5_io.h; KNOWN_CRASH is one such file), which no check before the library's
+# own walk can refuse. A plain run would stop at the first such input, and CI would go red
+# by chance. So the harness runs in libFuzzer's fork mode (each job a child process), where
+# a crash is saved as an artifact and fuzzing goes on (-ignore_crashes=1), while timeouts
+# and running out of memory still stop it (-ignore_timeouts=0 -ignore_ooms=0). Afterwards
+# every artifact is replayed, and the run fails unless each is a crash of the library
+# alone: AddressSanitizer's SEGV on a read whose first frame, past the C library's copy
+# and ASan's interceptor, is in LIBRARY (a file name matched as a substring, "libhdf5"). A
+# leak, a timeout, an OOM, a buffer overflow or use after free (whatever the frames), a
+# SEGV on a write, UBSan's reports, a harness check, or a SEGV in plume's code fail.
+#
+# First the rule itself is checked on KNOWN_CRASH: it must still crash and be tolerated,
+# so that a library that has since been fixed is noticed (the script says so and the
+# known crash can go), and a rule that would tolerate nothing is noticed too.
+#
+# Exit: 0 when every artifact is tolerated; 1 otherwise, with each report's first lines.
+set -uo pipefail
+library=${1:?usage: fuzz-tolerating-library-crashes.sh LIBRARY KNOWN_CRASH FUZZER ARGS...}
+known=${2:?known crash}
+fuzzer=${3:?fuzzer}
+shift 3
+artifacts=$(mktemp -d)
+trap 'rm -rf "$artifacts"' EXIT
+
+# tolerated REPORT: whether the ASan report is a SEGV on a read whose first frame outside
+# the C library's copies and the sanitizer's interceptors (libhdf5's memcpy reaches libc
+# through ASan's) is in $library.
+tolerated() {
+  grep -q "ERROR: AddressSanitizer: SEGV" "$1" &&
+    grep -q "The signal is caused by a READ memory access" "$1" &&
+    grep -E '^ +#[0-9]+ ' "$1" |
+    grep -v -E '__interceptor_|__asan_|__sanitizer_|/sysdeps/|libc\.so' | head -n 1 |
+      grep -q -- "$library"
+}
+
+# replay FILE REPORT: run the harness on FILE once, its report into REPORT; 0 if it passed.
+replay() {
+  "$fuzzer" -runs=1 "$1" >"$2" 2>&1
+}
+
+if replay "$known" "$artifacts/known.txt"; then
+  echo "fuzz: $known no longer crashes $library: it has been fixed; remove the known crash" \
+    "and this wrapper from its fuzzer (tests/fuzz/CMakeLists.txt)" >&2
+  exit 1
+fi
+if ! tolerated "$artifacts/known.txt"; then
+  echo "fuzz: the known crash $known is not a SEGV with its first frame in $library:" >&2
+  head -n 30 "$artifacts/known.txt" >&2
+  exit 1
+fi
+
+# The fuzzing itself: -artifact_prefix given by the caller is replaced, so that this run's
+# artifacts are the ones looked at.
+args=()
+for arg in "$@"; do
+  [[ $arg == -artifact_prefix=* ]] || args+=("$arg")
+done
+"$fuzzer" -fork=1 -ignore_crashes=1 -ignore_timeouts=0 -ignore_ooms=0 \
+  -artifact_prefix="$artifacts/" "${args[@]}"
+status=$?
+
+failed=0
+tolerated_count=0
+for artifact in "$artifacts"/crash-* "$artifacts"/leak-* "$artifacts"/timeout-* "$artifacts"/oom-*; do
+  [[ -e $artifact ]] || continue
+  name=$(basename "$artifact")
+  report="$artifacts/report-$name.txt"
+  if [[ $name == crash-* ]] && ! replay "$artifact" "$report" && tolerated "$report"; then
+    tolerated_count=$((tolerated_count + 1))
+    echo "fuzz: $name: a crash inside $library itself, tolerated (as $known)" >&2
+    continue
+  fi
+  failed=1
+  keep=${PLUME_FUZZ_KEEP:-.}
+  cp "$artifact" "$keep/$name" 2>/dev/null || true
+  echo "FAIL: fuzz: $name (kept as $keep/$name; $fuzzer $keep/$name reproduces it):" >&2
+  head -n 40 "$report" 2>/dev/null >&2 || true
+done
+if ((failed == 0 && status != 0 && tolerated_count == 0)); then
+  echo "FAIL: fuzz: $fuzzer exited $status without an artifact" >&2
+  failed=1
+fi
+echo "fuzz: $tolerated_count crash(es) inside $library tolerated, every other input clean" \
+  "$( ((failed)) && echo ': NO, see above')" >&2
+exit "$failed"
