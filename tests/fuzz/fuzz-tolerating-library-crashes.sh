@@ -31,12 +31,15 @@ trap 'rm -rf "$artifacts"' EXIT
 # tolerated REPORT: whether the ASan report is a SEGV on a read whose first frame outside
 # the C library's copies and the sanitizer's interceptors (libhdf5's memcpy reaches libc
 # through ASan's) is in $library.
+# (One awk over the file, no pipeline: an early exit in one would fail by SIGPIPE under
+# pipefail.)
 tolerated() {
   grep -q "ERROR: AddressSanitizer: SEGV" "$1" &&
     grep -q "The signal is caused by a READ memory access" "$1" &&
-    grep -E '^ +#[0-9]+ ' "$1" |
-    grep -v -E '__interceptor_|__asan_|__sanitizer_|/sysdeps/|libc\.so' | head -n 1 |
-      grep -q -- "$library"
+    awk -v library="$library" '
+      /^ +#[0-9]+ / && !/__interceptor_|__asan_|__sanitizer_|\/sysdeps\/|libc\.so/ {
+        found = index($0, library) > 0; exit }
+      END { exit !found }' "$1"
 }
 
 # replay FILE REPORT: run the harness on FILE once, its report into REPORT; 0 if it passed.
@@ -56,10 +59,11 @@ if ! tolerated "$artifacts/known.txt"; then
 fi
 
 # The fuzzing itself: -artifact_prefix given by the caller is replaced, so that this run's
-# artifacts are the ones looked at.
+# artifacts are the ones looked at; a failing one is copied there afterwards.
 args=()
+keep=./
 for arg in "$@"; do
-  [[ $arg == -artifact_prefix=* ]] || args+=("$arg")
+  if [[ $arg == -artifact_prefix=* ]]; then keep=${arg#-artifact_prefix=}; else args+=("$arg"); fi
 done
 "$fuzzer" -fork=1 -ignore_crashes=1 -ignore_timeouts=0 -ignore_ooms=0 \
   -artifact_prefix="$artifacts/" "${args[@]}"
@@ -77,9 +81,8 @@ for artifact in "$artifacts"/crash-* "$artifacts"/leak-* "$artifacts"/timeout-* 
     continue
   fi
   failed=1
-  keep=${PLUME_FUZZ_KEEP:-.}
-  cp "$artifact" "$keep/$name" 2>/dev/null || true
-  echo "FAIL: fuzz: $name (kept as $keep/$name; $fuzzer $keep/$name reproduces it):" >&2
+  cp "$artifact" "$keep$name" 2>/dev/null || true
+  echo "FAIL: fuzz: $name (kept as $keep$name; $fuzzer $keep$name reproduces it):" >&2
   head -n 40 "$report" 2>/dev/null >&2 || true
 done
 if ((failed == 0 && status != 0 && tolerated_count == 0)); then
