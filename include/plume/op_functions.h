@@ -137,7 +137,17 @@ extern "C" {
   PLM_API PLM_OP_OUTPUT_SIGNATURE(op, PARAMS, SHAPE_IN, IN, OUT);                      \
   PLM_API PLM_OP_COST_SIGNATURE(op, PARAMS, SHAPE_IN, IN, OUT);
 
+/* A C++ compiler sees each params_default declared (extern "C") before its struct is
+ * complete, which clang warns of (-Wreturn-type-c-linkage); the struct is plain C data,
+ * complete in its op's header before any call, so the C and C++ types are the same. */
+#if defined(__cplusplus) && defined(__clang__)
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wreturn-type-c-linkage"
+#endif
 PLM_OP_FUNCTIONS_MAP(PLM_OP__DECLARE)
+#if defined(__cplusplus) && defined(__clang__)
+#pragma clang diagnostic pop
+#endif
 
 #ifdef __cplusplus
 }
