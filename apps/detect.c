@@ -61,6 +61,7 @@ typedef struct detect_job {
   double started;
   frame_times *times;
   int64_t frame_times_room;
+  int64_t frames_timed; /* frames of the segments run so far: the times the run's are of */
   bool ran;                           /* the runner's run was reached (no withdraw) */
   progress bar;
   char *err; /* the caller's message buffer */
@@ -255,8 +256,11 @@ static plm_status read_tensors(detect_job *job, plm_named_tensor *named) {
   return PLM_OK;
 }
 
-/* The outputs must be a regions table (f64 (C, 12)) and the count (i32 (1,)). */
+/* The outputs must be a regions table (f64 (C, 12)) and the count (i32 (1,)); with
+ * batches of N, a table per frame (N, C, 12) and a count per frame (N,). */
 static plm_status check_outputs(detect_job *job) {
+  const int batch = job->result->batch;
+  const int stacked = batch > 1; /* the leading dimension of a stack */
   int inputs = 0, outputs = 0;
   plm_shape table = {0}, count = {0};
   plm_status status = plm_pipeline_io_count(job->pl, &inputs, &outputs);
@@ -264,9 +268,11 @@ static plm_status check_outputs(detect_job *job) {
   if (status == PLM_OK && outputs >= 2) status = plm_pipeline_output_shape(job->pl, 1, &count);
   if (status != PLM_OK)
     return quote_failure(job->err, job->err_size, status, "%s", plm_last_error());
-  bool is_table = table.dtype == PLM_DTYPE_F64 && table.ndim == 2 &&
-                  table.dims[1] == PLM_REGION_COLUMNS && outputs == 2 &&
-                  count.dtype == PLM_DTYPE_I32 && count.ndim == 1 && count.dims[0] == 1;
+  bool is_table = table.dtype == PLM_DTYPE_F64 && table.ndim == 2 + stacked &&
+                  (!stacked || table.dims[0] == batch) &&
+                  table.dims[table.ndim - 1] == PLM_REGION_COLUMNS && outputs == 2 &&
+                  count.dtype == PLM_DTYPE_I32 && count.ndim == 1 &&
+                  count.dims[0] == (stacked ? batch : 1);
   if (!is_table) {
     char shape[96];
     shape_text(&table, shape, sizeof shape);
@@ -275,7 +281,7 @@ static plm_status check_outputs(detect_job *job) {
                          "'label ! regions' or with 'segment'",
                          shape);
   }
-  job->result->capacity = table.dims[0];
+  job->result->capacity = table.dims[table.ndim - 2];
   return PLM_OK;
 }
 
@@ -487,6 +493,14 @@ static plm_status check_config(const detect_config *config, char *err, size_t er
   if (config->runner && config->latency_path)
     return quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
                          "--latency times one process's frames, not a run over several (MPI)");
+  if (config->batch < 0 || config->batch > PLM_RUN_STREAM_MAX_BATCH)
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
+                         "a batch of %d frames is not from 1 to %d", config->batch,
+                         PLM_RUN_STREAM_MAX_BATCH);
+  if (config->runner && config->batch > 1)
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
+                         "--batch runs one process's frames in batches, not a run over several "
+                         "(MPI)");
   if (config->frames_in_flight < 0 || config->frames_in_flight > PLM_PIPELINE_MAX_FRAMES)
     return quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
                          "frames in flight %d is not from 1 to %d (0: the default)",
@@ -511,13 +525,21 @@ static plm_status check_config(const detect_config *config, char *err, size_t er
 static plm_status build_pipeline(detect_job *job, const plm_named_tensor *named,
                                  plm_pipeline **out) {
   const detect_config *config = job->config;
-  const int64_t dims[2] = {job->height, job->width};
+  const int batch = job->result->batch;
+  const int64_t frame_dims[2] = {job->height, job->width};
+  const int64_t stack_dims[3] = {batch, job->height, job->width};
   *out = NULL;
-  plm_status status =
-      plm_pipeline_parse_with_tensors(job->ctx, config->pipeline, job->result->frames.dtype, 2,
-                                      dims, named, config->tensor_count, &job->pl);
+  plm_status status = plm_pipeline_parse_with_tensors(
+      job->ctx, config->pipeline, job->result->frames.dtype, batch > 1 ? 3 : 2,
+      batch > 1 ? stack_dims : frame_dims, named, config->tensor_count, &job->pl);
   if (status != PLM_OK) {
     job->pl = NULL;
+    if (batch > 1)
+      return quote_failure(job->err, job->err_size, status,
+                           "%s (with --batch %d the pipeline runs over stacks of %d frames: "
+                           "every element must take them; for segment write threshold ! label "
+                           "! regions)",
+                           plm_last_error(), batch, batch);
     return quote_failure(job->err, job->err_size, status, "%s", plm_last_error());
   }
   const plm_plan_config plan = {.frames_in_flight = job->result->frames_in_flight};
@@ -607,18 +629,30 @@ static void add_segment(detect_job *job, const plm_run_stream_report *segment) {
   run->submit_p99_us = fmax(run->submit_p99_us, segment->submit_p99_us);
   run->source_p50_us = fmax(run->source_p50_us, segment->source_p50_us);
   run->source_p99_us = fmax(run->source_p99_us, segment->source_p99_us);
-  frame_latency_percentiles(job, job->first_frame + segment->frames_delivered, run);
 }
 
 /* Run the frames, a segment of one shape after another, until they end or one fails. */
+static plm_status run_each_segment(detect_job *job, const plm_named_tensor *named);
+
+/* run_each_segment, and over several segments the latency percentiles of all their frames,
+ * sorted once at the end. */
 static plm_status run_segments(detect_job *job, const plm_named_tensor *named) {
-  const plm_run_stream_options options = plm_run_stream_options_default();
+  plm_status status = run_each_segment(job, named);
+  if (job->result->segments > 1)
+    frame_latency_percentiles(job, job->frames_timed, &job->result->report);
+  return status;
+}
+
+static plm_status run_each_segment(detect_job *job, const plm_named_tensor *named) {
+  plm_run_stream_options options = plm_run_stream_options_default();
+  options.batch = job->result->batch;
   for (;;) {
     plm_run_stream_report segment;
     job->next_height = job->next_width = 0;
     plm_status status =
         plm_pipeline_run_stream(job->pl, read_frame, write_frame, job, &options, &segment);
     add_segment(job, &segment);
+    job->frames_timed = job->first_frame + segment.frames_delivered;
     if (status != PLM_OK) {
       /* The source's or sink's own message names the file and the frame; the run's names
        * the frame of its segment. */
@@ -651,6 +685,7 @@ plm_status detect_run(const detect_config *config, detect_result *result, char *
   detect_job job = {.config = config, .result = result, .err = err, .err_size = err_size};
   result->frames_in_flight =
       config->frames_in_flight ? config->frames_in_flight : DETECT_DEFAULT_FRAMES_IN_FLIGHT;
+  result->batch = config->batch > 1 ? config->batch : 1;
 
   status = config->raw ? frame_reader_open_raw(config->frames_path, config->raw, &result->frames,
                                                &job.reader, err, err_size)
@@ -808,6 +843,13 @@ void detect_print_summary(FILE *out, const detect_result *r) {
     fprintf(out, "%s frames/s; %s backend, %d frames in flight each)\n",
             r->ranks > DETECT_RANKS_SHOWN ? ", ..." : "", plm_backend_name(r->backend),
             r->frames_in_flight);
+  } else if (r->batch > 1) {
+    fprintf(out,
+            "%lld frames in %.2f s: %.1f frames/s (%s backend, %d batches of %d frames in "
+            "flight; latency p50 %.1f ms, p99 %.1f ms)\n",
+            (long long)report->frames_delivered, report->seconds, report->frames_per_s,
+            plm_backend_name(r->backend), r->frames_in_flight, r->batch, report->latency_p50_ms,
+            report->latency_p99_ms);
   } else {
     fprintf(out,
             "%lld frames in %.2f s: %.1f frames/s (%s backend, %d frames in flight; latency p50 "
@@ -817,12 +859,18 @@ void detect_print_summary(FILE *out, const detect_result *r) {
             report->latency_p99_ms);
   }
   const plm_placement *p = &r->placement;
+  char unit[48] = "frame";
+  if (r->batch > 1) snprintf(unit, sizeof unit, "batch of %d frames", r->batch);
   if (p->host_ms > 0 && p->cuda_ms > 0)
     fprintf(out,
-            "placement: predicted %.4f ms per frame on host (copies %.4f), %.4f ms on cuda (copies "
+            "placement: predicted %.4f ms per %s on host (copies %.4f), %.4f ms on cuda (copies "
             "%.4f) -> %s\n",
-            p->host_ms, p->host_copy_ms, p->cuda_ms, p->cuda_copy_ms, plm_backend_name(p->choice));
-  if (report->graphs_used)
+            p->host_ms, unit, p->host_copy_ms, p->cuda_ms, p->cuda_copy_ms,
+            plm_backend_name(p->choice));
+  if (report->graphs_used && r->batch > 1)
+    fprintf(out, "graphs: %lld batches of %d frames (of %lld frames) replayed from CUDA graphs\n",
+            (long long)report->graph_replays, r->batch, (long long)report->frames_delivered);
+  else if (report->graphs_used)
     fprintf(out, "graphs: %lld of %lld frames replayed from CUDA graphs\n",
             (long long)report->graph_replays, (long long)report->frames_delivered);
   else if (report->graphs_note[0])

@@ -44,6 +44,13 @@
  * segment: plm_pipeline_reset_state. The rows keep the sequence's frame numbers. With a
  * runner the frames must be of one shape, as a stack's or raw frames' are.
  *
+ * Batches: with config->batch N >= 2 the pipeline is parsed and compiled over stacks of
+ * N frames ((N, H, W): every op of the text must take stacks; segment does not, label !
+ * regions does, a table per frame) and run with plm_run_stream_options.batch N, so each
+ * step is one launch per N frames; the rows are those of single frames, byte for byte. A
+ * segment's last batch may be short (the frames end, or their shape changes). Not with a
+ * runner.
+ *
  * Processes: with config->runner (apps/detect_mpi.h) the frames are shared among MPI
  * ranks, each reading and running its own block of frames; every frame's rows reach the
  * rank that writes, in frame order, so the CSV is byte for byte what one process writes.
@@ -144,8 +151,11 @@ typedef struct detect_config {
   plm_backend backend;     /* HOST, CUDA or AUTO (0): the faster predicted (plm_pipeline_place) */
   int device;              /* the backend's device index (plm_context_config.device) */
   int frames_in_flight;    /* K, 1..PLM_PIPELINE_MAX_FRAMES; 0: the default above */
-  bool show_progress;      /* a progress bar on stderr when it is a terminal */
-  bool force_progress;     /* ... and when it is not (mpirun pipes it): --progress */
+  /* Frames a batch (plm_run_stream_options.batch; "Batches" below): 0 or 1, one frame
+   * at a time; N >= 2 (at most PLM_RUN_STREAM_MAX_BATCH): N frames a launch per step. */
+  int batch;
+  bool show_progress;  /* a progress bar on stderr when it is a terminal */
+  bool force_progress; /* ... and when it is not (mpirun pipes it): --progress */
   /* NULL: frames_path's format is read from its bytes. Else frames_path ("-": standard
    * input) is raw frames of this format (support/raw_frames.h); a stream's are read in
    * order as they come, and the result's frames.count is then the count that ran. Not
@@ -183,6 +193,7 @@ struct detect_result {
   plm_backend backend;      /* the backend that ran */
   plm_placement placement;  /* with backend AUTO: the prediction that chose it (with a GPU) */
   int frames_in_flight;     /* K */
+  int batch;                /* frames a batch: 1, or N */
   int64_t capacity;         /* C: the rows of the regions table */
   int64_t regions;          /* rows written */
   int64_t truncated_frames; /* frames with more than C regions */

@@ -23,7 +23,8 @@ static const char detect_usage[] =
     "                    --out DETECTIONS.csv [--tensor NAME=FILE.npy]...\n"
     "                    [--raw-shape HxW [--raw-dtype u8|u16|f32] [--raw-endian E]\n"
     "                    [--raw-header BYTES]] [--h5-values physical|stored]\n"
-    "                    [--backend host|cuda|auto] [--streams K] [--profile DIR]\n"
+    "                    [--backend host|cuda|auto] [--streams K] [--batch N]\n"
+    "                    [--profile DIR]\n"
     "                    [--latency TIMES.csv]\n"
     "                    [--progress] [--mpi] [-q]\n"
     "       plume detect --list-presets\n"
@@ -80,6 +81,12 @@ static const char detect_usage[] =
     "  --streams K           frames in flight, 1..16 (default 3): each has its own stream,\n"
     "                        pinned buffers and workspace, so that one frame's upload\n"
     "                        overlaps the previous one's compute\n"
+    "  --batch N             run N frames at a time as one stack (N, H, W), each step one\n"
+    "                        launch per N frames, which is what makes small frames fast\n"
+    "                        on a GPU (default 1: a frame at a time); the rows are the\n"
+    "                        same. Every element must take stacks (segment does not:\n"
+    "                        write threshold ! label ! regions). Up to 65536; not with\n"
+    "                        --mpi. plume tune does not choose it yet\n"
     "  --profile DIR         time every step, upload and download of every frame and write\n"
     "                        DIR/profile.json (statistics per op), DIR/trace.json (Chrome\n"
     "                        trace: Perfetto, chrome://tracing), DIR/report.html (with a\n"
@@ -339,7 +346,7 @@ int detect_command_main(int argc, char **argv) {
              *backend = NULL, *streams = NULL, *profile = NULL, *mpi = NULL, *progress = NULL,
              *raw_shape = NULL, *raw_dtype = NULL, *raw_endian = NULL, *raw_header = NULL,
              *quiet = NULL, *quiet_long = NULL, *overlay = NULL, *truth = NULL, *latency = NULL,
-             *h5_values = NULL;
+             *h5_values = NULL, *batch = NULL;
   option options[] = {{"--frames", &frames, false},
                       {"--raw-shape", &raw_shape, false},
                       {"--raw-dtype", &raw_dtype, false},
@@ -352,6 +359,7 @@ int detect_command_main(int argc, char **argv) {
                       {"--out", &out, false},
                       {"--backend", &backend, false},
                       {"--streams", &streams, false},
+                      {"--batch", &batch, false},
                       {"--profile", &profile, false},
                       {"--latency", &latency, false},
                       {"--overlay", &overlay, false},
@@ -456,6 +464,14 @@ int detect_command_main(int argc, char **argv) {
       return EXIT_USAGE;
     }
     config.frames_in_flight = (int)k;
+  }
+  if (batch) {
+    if (!count_parse(batch, NULL, 1, PLM_RUN_STREAM_MAX_BATCH, &k)) {
+      fprintf(stderr, "plume detect: --batch %s is not a count from 1 to %d\n",
+              quote_value(batch, q, sizeof q), PLM_RUN_STREAM_MAX_BATCH);
+      return EXIT_USAGE;
+    }
+    config.batch = (int)k;
   }
   char err[DETECT_ERROR_SIZE] = "";
   detect_result result;

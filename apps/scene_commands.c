@@ -28,6 +28,7 @@ enum { ERROR_SIZE = 1024 };
 static const char scene_usage[] =
     "usage: plume scene --frames N --size H,W [--seed S] --out FRAMES.npy --truth TRUTH.csv\n"
     "                   [--difficulty normal|hard] [--calibration DIR] [-q]\n"
+    "                   [--clutter X] [--clutter-speed X] [--plume-sigmas MIN,MAX] [--defects X]\n"
     "\n"
     "Write a deterministic synthetic infrared scene: a 14-bit sensor (u16 values 0..16383)\n"
     "looking at a cluttered sky and earth (a soft horizon, drifting clouds and bands, column\n"
@@ -51,6 +52,15 @@ static const char scene_usage[] =
     "                        folder DIR: gain.npy and offset.npy (f32 (H, W), the operands\n"
     "                        of nuc: gain * raw + offset gives the radiance) and bad.npy\n"
     "                        (u8 (H, W), 1 for a dead or hot pixel)\n"
+    "  --clutter X           with hard: X times the bright discs (default 1: 1 + H*W/65536)\n"
+    "  --clutter-speed X     with hard: the discs drift X times as fast (default 1:\n"
+    "                        0.05..0.3 px/frame)\n"
+    "  --plume-sigmas A,B    with hard: plume peaks of A..B noise sigmas, flicker included\n"
+    "                        (default 3,8; 0.5 <= A <= B <= 100)\n"
+    "  --defects X           with hard: X times the dead and hot pixels (default 1: 0.05%\n"
+    "                        each; up to 100)\n"
+    "                        These knobs make a family of hard scenes (support/scene.h);\n"
+    "                        at their defaults the scene is the same, byte for byte.\n"
     "  -q, --quiet           no progress bar, no summary\n"
     "  -h, --help            show this help\n"
     "\n"
@@ -256,9 +266,74 @@ static int scene_write(const scene_config *config, const char *out_path, const c
   return interrupt_exit_code(); /* 0, or a signal that came during the renames */
 }
 
+/* A knob's value: a finite number > 0 (scene_create checks its range). */
+static bool knob_parse(const char *text, double *out) {
+  char *end = NULL;
+  errno = 0;
+  double v = strtod(text, &end);
+  if (end == text || *end != '\0' || errno != 0 || !isfinite(v) || !(v > 0.0)) return false;
+  *out = v;
+  return true;
+}
+
+/* The hard scene's knobs from their options (NULL when not given) into config->knobs;
+ * false (with a message) when one is malformed or out of range, or given for a normal
+ * scene. */
+static bool scene_knobs_take(const char *clutter, const char *clutter_speed,
+                             const char *plume_sigmas, const char *defects, scene_config *config) {
+  if ((clutter || clutter_speed || plume_sigmas || defects) && config->difficulty != SCENE_HARD) {
+    fprintf(stderr,
+            "plume scene: --clutter, --clutter-speed, --plume-sigmas and --defects need "
+            "--difficulty hard\n");
+    return false;
+  }
+  scene_knobs *k = &config->knobs;
+  const struct {
+    const char *name, *text;
+    double *value;
+  } knobs[] = {{"--clutter", clutter, &k->clutter},
+               {"--clutter-speed", clutter_speed, &k->clutter_speed},
+               {"--defects", defects, &k->defects}};
+  char q[QUOTE_SIZE];
+  for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++) {
+    if (knobs[i].text && !knob_parse(knobs[i].text, knobs[i].value)) {
+      fprintf(stderr, "plume scene: %s %s is not a number > 0\n", knobs[i].name,
+              quote_value(knobs[i].text, q, sizeof q));
+      return false;
+    }
+  }
+  if (plume_sigmas) {
+    char first[64];
+    const char *comma = strchr(plume_sigmas, ',');
+    size_t n = comma ? (size_t)(comma - plume_sigmas) : 0;
+    if (!comma || n >= sizeof first) goto bad_sigmas;
+    memcpy(first, plume_sigmas, n);
+    first[n] = '\0';
+    if (!knob_parse(first, &k->plume_sigmas[0]) || !knob_parse(comma + 1, &k->plume_sigmas[1]))
+      goto bad_sigmas;
+  }
+  /* The ranges are scene_create's; its message names the knob. */
+  scene *s = NULL;
+  char err[SCENE_ERROR_SIZE];
+  scene_config probe = *config;
+  probe.frames = 1;
+  probe.height = probe.width = SCENE_MIN_SIDE;
+  if (scene_create(&probe, &s, err, sizeof err) != PLM_OK) {
+    fprintf(stderr, "plume %s\n", err);
+    return false;
+  }
+  scene_destroy(s);
+  return true;
+bad_sigmas:
+  fprintf(stderr, "plume scene: --plume-sigmas %s is not MIN,MAX: two numbers > 0\n",
+          quote_value(plume_sigmas, q, sizeof q));
+  return false;
+}
+
 int scene_command_main(int argc, char **argv) {
   const char *frames = NULL, *size = NULL, *seed = NULL, *out = NULL, *truth = NULL,
-             *difficulty = NULL, *calibration = NULL, *quiet = NULL, *quiet_long = NULL;
+             *difficulty = NULL, *calibration = NULL, *quiet = NULL, *quiet_long = NULL,
+             *clutter = NULL, *clutter_speed = NULL, *plume_sigmas = NULL, *defects = NULL;
   option options[] = {{"--frames", &frames, false},
                       {"--size", &size, false},
                       {"--seed", &seed, false},
@@ -266,6 +341,10 @@ int scene_command_main(int argc, char **argv) {
                       {"--truth", &truth, false},
                       {"--difficulty", &difficulty, false},
                       {"--calibration", &calibration, false},
+                      {"--clutter", &clutter, false},
+                      {"--clutter-speed", &clutter_speed, false},
+                      {"--plume-sigmas", &plume_sigmas, false},
+                      {"--defects", &defects, false},
                       {"-q", &quiet, true},
                       {"--quiet", &quiet_long, true},
                       {NULL, NULL, false}};
@@ -304,6 +383,7 @@ int scene_command_main(int argc, char **argv) {
             quote_value(difficulty, q, sizeof q));
     return EXIT_USAGE;
   }
+  if (!scene_knobs_take(clutter, clutter_speed, plume_sigmas, defects, &config)) return EXIT_USAGE;
   if (calibration && config.difficulty != SCENE_HARD) {
     fprintf(stderr,
             "plume scene: --calibration needs --difficulty hard (the normal scene has no "
@@ -381,8 +461,8 @@ static const char score_usage[] =
 /* The detections CSV, read once: its rows (score_detections_of_table) and, when
  * want_strengths, each row's strength for the report (NULL without a max column). */
 static plm_status read_detections(const char *path, bool want_strengths,
-                                  score_detection **detections, int64_t *count,
-                                  double **strengths, char *err, size_t err_size) {
+                                  score_detection **detections, int64_t *count, double **strengths,
+                                  char *err, size_t err_size) {
   csv_table table;
   plm_status status = csv_read(path, &table, err, err_size);
   if (status != PLM_OK) return status;

@@ -2,13 +2,16 @@
  *
  *   plume scene --frames N --size H,W [--seed S] --out FRAMES.npy --truth TRUTH.csv
  *               [--difficulty normal|hard] [--calibration DIR]
+ *               [--clutter X] [--clutter-speed X] [--plume-sigmas MIN,MAX] [--defects X]
  *     Writes the synthetic infrared scene of support/scene.h: FRAMES.npy, u16 of shape
  *     (N, H, W), streamed frame by frame (a long scene is never held in memory), and
  *     TRUTH.csv, "frame,row,col,amplitude,sigma" with one row per plume per frame. The
  *     seed defaults to 1; the same arguments give byte-identical files on any machine.
  *     N * H * W is at most 2^31 (what plume reads back). --difficulty hard writes the hard
  *     scene, and --calibration DIR (hard only; DIR must exist) its calibration as
- *     DIR/gain.npy, DIR/offset.npy and DIR/bad.npy (scene_calibration_files).
+ *     DIR/gain.npy, DIR/offset.npy and DIR/bad.npy (scene_calibration_files). The four
+ *     knobs (hard only) make a family of hard scenes (scene_knobs in support/scene.h);
+ *     at their defaults the files are the same bytes.
  *
  *   plume score --truth TRUTH.csv --detections DETECTIONS.csv [--radius R]
  *     Matches detections (as `plume detect` writes them) to the truth and prints

@@ -3,6 +3,8 @@
  *   bench_pipeline [--quick|--smoke] [--backend host|cuda|auto] [--json PATH] [--pipeline TEXT]
  *                  [--frames N] [--repeats N] [--source-ahead N] [--profile DIR]
  *   bench_pipeline --devices N [--backend B] [--pipeline TEXT] [--frames N] [--repeats N]
+ *   bench_pipeline --batch N [--smoke] [--backend B] [--pipeline TEXT] [--frames N]
+ *                  [--repeats N] [--json PATH] [--emulated-cost PATH]
  *   mpirun -n R bench_pipeline [--backend B] [--pipeline TEXT] [--frames N] [--repeats N]
  *   bench_pipeline --validate-json PATH
  *
@@ -20,6 +22,10 @@
  * --devices N, and a run under mpirun (support/launcher.h), measure frames/s against the
  * number of devices and of ranks instead, with the scaling efficiency
  * (benchmarks/bench_scaling.h; --frames is then per run or per rank, default 200).
+ * --batch N compares a frame at a time with batches of N frames, stacks (N, H, W) run as
+ * one launch per step, at 64x64, 128x128 and 256x256 (benchmarks/bench_batch.h; --frames
+ * per run, default 32 N; with --emulated-cost PATH, on the emulator's cuda backend, the
+ * counted estimate per frame too).
  * The benchmark never fails on timing. Exit codes: 0 success, 1 a runtime failure (an
  * API call failed, configs disagree on the results, the JSON or the profile could not be
  * written), 2 bad usage.
@@ -29,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "bench_batch.h"
 #include "bench_common.h"
 #include "bench_scaling.h"
 #include "benchmarks/pipeline_bench.h"
@@ -39,6 +46,8 @@ static const char usage[] =
     "                      [--pipeline TEXT] [--frames N] [--repeats N]\n"
     "                      [--source-ahead N] [--profile DIR]\n"
     "       bench_pipeline --devices N [--backend B] [--pipeline TEXT] [--frames N]\n"
+    "       bench_pipeline --batch N [--smoke] [--backend B] [--pipeline TEXT] [--frames N]\n"
+    "                      [--json PATH] [--emulated-cost PATH]\n"
     "       mpirun -n R bench_pipeline [--backend B] [--pipeline TEXT] [--frames N]\n"
     "       bench_pipeline --validate-json PATH\n"
     "\n"
@@ -48,7 +57,9 @@ static const char usage[] =
     "in flight, copies overlapping compute), graph (+ CUDA graphs, cuda only) and\n"
     "fused (+ fusion). Prints frames/s, latencies, speedups, pool hits, overlap and the\n"
     "copy-bandwidth floors, and writes JSON. With --devices N, or under mpirun: frames/s\n"
-    "against the number of devices or ranks, and the scaling efficiency.\n";
+    "against the number of devices or ranks, and the scaling efficiency. With --batch N:\n"
+    "a frame at a time against batches of N frames (one launch per step per batch) at\n"
+    "64x64, 128x128 and 256x256.\n";
 
 static bool validate_json(const char *path) {
   return pipeline_bench_validate_json(path, stderr);
@@ -72,7 +83,8 @@ static int parse_source_ahead(const char *value, void *target) {
 int main(int argc, char **argv) {
   pipeline_bench_options options = {.prog = "bench_pipeline", .source_ahead = 4};
   const char *json_path = NULL;
-  int64_t repeats = 0, devices = 0;
+  int64_t repeats = 0, devices = 0, batch = 0;
+  const char *emulated_cost = NULL;
   const bench_option table[] = {
       BENCH_OPT_FLAG("--quick", &options.quick,
                      "512x512 frames only (u16 and f32), fewer frames (under a\n"
@@ -96,6 +108,15 @@ int main(int argc, char **argv) {
       BENCH_OPT_COUNT("--devices", PLM_RUN_STREAM_MAX_DEVICES, &devices,
                       "frames/s over 1 .. N devices (GPUs 0 .. N - 1; on host, N\n"
                       "host devices splitting the cores), with the scaling efficiency"),
+      BENCH_OPT_COUNT("--batch", PLM_RUN_STREAM_MAX_BATCH, &batch,
+                      "compare a frame at a time with batches of N frames (2 ..),\n"
+                      "stacks (N, H, W) run as one launch per step, at 64x64,\n"
+                      "128x128 and 256x256 (bench_batch.h)"),
+      BENCH_OPT_STRING("--emulated-cost", "PATH", &emulated_cost,
+                       "with --batch, on the cuda backend of a -DPLUME_CUDA=EMU build:\n"
+                       "count one more run each way with the emulator and print the\n"
+                       "estimate per frame (launches, us; an estimate, never a\n"
+                       "measurement); PATH gets the emulator's report as JSON"),
       BENCH_OPT_PROFILE(&options.profile_dir,
                         "after the first frame size's timed runs, profile one more run\n"
                         "of its fastest optimised config and write DIR/profile.json,\n"
@@ -113,6 +134,25 @@ int main(int argc, char **argv) {
                                    .devices = (int)devices,
                                    .frames = options.frames,
                                    .repeats = options.repeats};
+  if (emulated_cost && batch == 0) {
+    fprintf(stderr, "bench_pipeline: --emulated-cost goes with --batch\n");
+    return BENCH_EXIT_USAGE;
+  }
+  if (batch == 1) {
+    fprintf(stderr, "bench_pipeline: --batch 1 compares nothing: give 2 or more\n");
+    return BENCH_EXIT_USAGE;
+  }
+  if (batch > 1) {
+    const batch_bench_options batched = {.pipeline = options.pipeline,
+                                         .backend = options.backend,
+                                         .batch = (int)batch,
+                                         .frames = options.frames,
+                                         .repeats = options.repeats,
+                                         .smoke = options.smoke,
+                                         .json_path = json_path,
+                                         .emulated_cost_path = emulated_cost};
+    return batch_bench_run(&batched, stdout);
+  }
   if (launched_by_mpi()) return scaling_bench_ranks(&scaling, stdout);
   if (devices > 0) return scaling_bench_devices(&scaling, stdout);
   return pipeline_bench_run(&options, stdout, json_path);

@@ -449,6 +449,13 @@ static plm_status check_arguments(plm_pipeline *pl, int rank, const plm_mpi_fram
     snprintf(why, size, "frames->count %lld is negative", (long long)frames->count);
     return PLM_ERR_INVALID_ARG;
   }
+  if (options && options->batch > 1) {
+    snprintf(why, size,
+             "options->batch is %d: the ranks run their blocks a frame at a time (batches are "
+             "for plm_pipeline_run_stream)",
+             options->batch);
+    return PLM_ERR_UNSUPPORTED;
+  }
   if (options && options->max_frames != 0) {
     snprintf(why, size, "options->max_frames is %lld: the ranks' blocks say how many",
              (long long)options->max_frames);

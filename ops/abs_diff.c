@@ -38,16 +38,6 @@ static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch
                                                      .dtype = call->in[0]->dtype};
 }
 
-static void run_cpu(const void *args) {
-  plm__abs_diff_cpu(args);
-}
-
-#ifdef PLM_HAVE_CUDA
-static plm_status run_cuda(void *stream, const void *args) {
-  return plm__abs_diff_cuda(stream, args);
-}
-#endif
-
 /* A frame (f32 by default) against a reference frame of its dtype. */
 static void sample(const plm__op_sample_request *request, plm__op_sample *sample,
                    const plm__op_sample_data *data) {
@@ -59,9 +49,12 @@ static void sample(const plm__op_sample_request *request, plm__op_sample *sample
 
 const plm__op_desc plm__op_abs_diff = {
     .name = "abs_diff",
-    .summary =
-        "frame differencing: out = |in - ref| (cv2.absdiff; numpy for f32), in's dtype",
-    .kind = PLM__OP_ABS_DIFF,
+    .summary = "frame differencing: out = |in - ref| (cv2.absdiff; numpy for f32), in's dtype",
+    .details =
+        "`|in − ref|` in the input's dtype (frame differencing: `cv2.absdiff` for u8 "
+        "and u16, which never clips there; numpy's `np.abs(in - ref)` in float32 for "
+        "f32, NaN propagating), the input's shape (`include/plume/abs_diff.h`).",
+    .kind = PLM__OP_abs_diff,
     .input_count = 2,
     .inputs = {{.name = "in", .dtypes = PLM__DTYPES_IMAGE},
                {.name = "ref",
@@ -80,7 +73,7 @@ const plm__op_desc plm__op_abs_diff = {
     .cost = cost,
     .args_size = sizeof(plm__abs_diff_args),
     .pack = pack,
-    .cpu = run_cpu,
-    .cuda = PLM__CUDA_ENTRY(run_cuda),
+    .cpu = plm__abs_diff_cpu,
+    .cuda = PLM__CUDA_ENTRY(plm__abs_diff_cuda),
     .sample = sample,
 };

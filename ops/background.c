@@ -20,6 +20,13 @@ static plm_status check_params(const plm_background_params *params) {
   if (!isfinite(params->step) || !(params->step > 0.0f))
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "params->step %g is not finite and > 0",
                          (double)params->step);
+  /* gate^2 must be a finite f32 too. */
+  if (!(params->gate >= 0.0f && params->gate <= 1e18f))
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "params->gate %g is not in [0, 1e18]",
+                         (double)params->gate);
+  if (!(params->gate_rate >= 0.0f && params->gate_rate <= 1.0f))
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "params->gate_rate %g is not in [0, 1]",
+                         (double)params->gate_rate);
   return PLM_OK;
 }
 
@@ -31,10 +38,18 @@ static plm_status check(const plm__op_call *call) {
   return plm__op_check_output_like(in, "in", out, "out", PLM_DTYPE_F32);
 }
 
+/* Whether the call keeps the spread v beside b (a gate). */
+static bool gated(const plm__op_call *call) {
+  const plm_background_params *params = call->params;
+  return params && params->gate > 0.0f;
+}
+
+/* b, (H, W); with a gate b and v, (2, H, W). */
 static void state_shape(const plm__op_call *call, plm_shape *state) {
   const plm_tensor *in = call->in[0];
-  *state = (plm_shape){
-      .dtype = PLM_DTYPE_F32, .ndim = 2, .dims = {in->dims[in->ndim - 2], in->dims[in->ndim - 1]}};
+  const int64_t h = in->dims[in->ndim - 2], w = in->dims[in->ndim - 1];
+  *state = gated(call) ? (plm_shape){.dtype = PLM_DTYPE_F32, .ndim = 3, .dims = {2, h, w}}
+                       : (plm_shape){.dtype = PLM_DTYPE_F32, .ndim = 2, .dims = {h, w}};
 }
 
 static int64_t frame_pixels(const plm_tensor *in) {
@@ -43,10 +58,10 @@ static int64_t frame_pixels(const plm_tensor *in) {
 
 static void cost(const plm__op_call *call, plm_op_cost *cost) {
   const plm_tensor *in = call->in[0];
-  double count = (double)plm_tensor_numel(in);
-  *cost = (plm_op_cost){
-      .bytes = count * ((double)plm_dtype_size(in->dtype) + 4.0) + 8.0 * (double)frame_pixels(in),
-      .flops = 3.0 * count};
+  double count = (double)plm_tensor_numel(in), states = gated(call) ? 2.0 : 1.0;
+  *cost = (plm_op_cost){.bytes = count * ((double)plm_dtype_size(in->dtype) + 4.0) +
+                                 8.0 * states * (double)frame_pixels(in),
+                        .flops = (gated(call) ? 8.0 : 3.0) * count};
 }
 
 static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch, void *args) {
@@ -62,15 +77,14 @@ static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch
                              .dtype = in->dtype,
                              .first = call->state ? call->state_fresh : true,
                              .state_in_scratch = !call->state,
-                             .mode = params->mode,
-                             .alpha = params->alpha,
-                             .step = params->step};
+                             .rule = plm__background_rule_of(params)};
 }
 
 /* A call without a state keeps a fresh one in its scratch (a call with one needs none,
  * also when it is a description without data, as compile sizes a pipeline's steps). */
 static size_t scratch_bytes(const plm__background_args *args) {
-  return args->state_in_scratch ? (size_t)args->frame_pixels * sizeof(float) : 0;
+  const size_t planes = args->rule.gate2 > 0.0f ? 2 : 1;
+  return args->state_in_scratch ? planes * (size_t)args->frame_pixels * sizeof(float) : 0;
 }
 
 static size_t cpu_scratch(const void *args) {
@@ -111,6 +125,17 @@ static const plm__op_param schema[] = {
      .offset = offsetof(plm_background_params, step),
      .fallback = 1.0,
      .help = "median's change of the background per frame, > 0, in the input's units"},
+    {.name = "gate",
+     .type = PLM__PARAM_FLOAT,
+     .offset = offsetof(plm_background_params, gate),
+     .fallback = 0.0,
+     .help = "where |x - b| > gate times the pixel's running rms of x - b, b moves at "
+             "gate_rate of its pace (a plume does not fade into it); 0: no gate"},
+    {.name = "gate_rate",
+     .type = PLM__PARAM_FLOAT,
+     .offset = offsetof(plm_background_params, gate_rate),
+     .fallback = 0.3,
+     .help = "with a gate, the fraction of alpha (or step) kept beyond it, in [0, 1]"},
 };
 
 /* A frame (f32 by default) against a carried f32 state of random values (the steady
@@ -129,7 +154,13 @@ const plm__op_desc plm__op_background = {
     .summary =
         "temporal background suppression (stateful): x - b per frame, b a running "
         "average (ema) or median of the frames before; f32",
-    .kind = PLM__OP_BACKGROUND,
+    .details =
+        "f32 `x_t − b_{t−1}` frame by frame, the first frame initialising `b = x_0` (output "
+        "0); ema `b += alpha·(x − b)` (`fmaf`), median `b` moves by step towards x; with "
+        "a gate, where `(x − b)² > gate²·v` (v the pixel's running mean of `(x − b)²`, "
+        "rate alpha) b moves at gate_rate times that pace; NaN or infinite x leave b; the "
+        "input's shape, the frames of a stack in order (`include/plume/background.h`).",
+    .kind = PLM__OP_background,
     .input_count = 1,
     .inputs = {{.name = "in", .dtypes = PLM__DTYPES_IMAGE}},
     .output_count = 1,

@@ -64,7 +64,12 @@ const plm__op_desc plm__op_badpixel = {
     .summary =
         "bad-pixel replacement: pixels flagged in a u8 (H, W) map become the median of their "
         "valid 3x3 neighbours, f32",
-    .kind = PLM__OP_BADPIXEL,
+    .details =
+        "f32: each flagged pixel becomes the median of its valid 3×3 neighbours "
+        "(inside the frame, not flagged, not NaN; the two middle values' mean for an "
+        "even count), unchanged when none is valid; other pixels copied; every frame "
+        "with the same map, the input's shape (`include/plume/badpixel.h`).",
+    .kind = PLM__OP_badpixel,
     .input_count = 2,
     .inputs =
         {{.name = "in", .dtypes = PLM__DTYPES_IMAGE},

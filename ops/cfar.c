@@ -144,7 +144,12 @@ const plm__op_desc plm__op_cfar = {
     .summary =
         "cell-averaging CFAR: (x - mean) > k std over a window less its guard, as a u8 "
         "mask or the f32 score",
-    .kind = PLM__OP_CFAR,
+    .details =
+        "cell-averaging CFAR over the window × window square less the centred guard × "
+        "guard square (cells outside the image left out): u8 mask `(x − mean) > "
+        "k·std` or f32 `(x − mean) / std` (population std), 0 where there is no cell "
+        "or std is 0, the input's shape (`include/plume/cfar.h`).",
+    .kind = PLM__OP_cfar,
     .input_count = 1,
     .inputs = {{.name = "in", .dtypes = PLM__DTYPES_IMAGE}},
     .output_count = 1,

@@ -210,7 +210,13 @@ static void conv2d_sample(const plm__op_sample_request *request, plm__op_sample 
 const plm__op_desc plm__op_conv2d = {
     .name = "conv2d",
     .summary = "out = in cross-correlated with a kernel (no flip), f32",
-    .kind = PLM__OP_CONV2D,
+    .details =
+        "f32 cross-correlation with the kernel (no kernel flip, as "
+        "`scipy.ndimage.correlate` and PyTorch's `conv2d`), `(H + 2·PY − KH) / SY + "
+        "1` by `(W + 2·PX − KW) / SX + 1` for stride SY,SX and pad PY,PX, the pad "
+        "filled as `border` says (zero: 0; replicate: `aaa|abcd|ddd`; reflect101: "
+        "`dcb|abcd|cba`) (`include/plume/conv.h`).",
+    .kind = PLM__OP_conv2d,
     .input_count = 2,
     .inputs = {{.name = "in", .dtypes = PLM__DTYPES_IMAGE},
                {.name = "kernel",
@@ -334,7 +340,11 @@ static void sobel_sample(const plm__op_sample_request *request, plm__op_sample *
 const plm__op_desc plm__op_sobel = {
     .name = "sobel",
     .summary = "out = Sobel gradient magnitude sqrt(gx^2 + gy^2), f32",
-    .kind = PLM__OP_SOBEL,
+    .details =
+        "f32 gradient magnitude `sqrt(gx² + gy²)` of the 3x3 Sobel derivatives, as "
+        "OpenCV's `cv2.Sobel` (ksize 3, its border as `border` says), the input's "
+        "shape; gx and gy too when asked (`include/plume/conv.h`).",
+    .kind = PLM__OP_sobel,
     .flags = PLM__OP_ONE_OUTPUT,
     .input_count = 1,
     .inputs = {{.name = "in", .dtypes = PLM__DTYPES_IMAGE}},

@@ -157,7 +157,11 @@ const plm__op_desc plm__op_dendritic = {
     .summary =
         "a dendritic layer: out (B, N) from x (B, I) and w (N, D, I), D dendrites per "
         "neuron",
-    .kind = PLM__OP_DENDRITIC,
+    .details =
+        "f32 (B, N): each neuron's D dendrite sums `a_d = w[n, d] · x[b]` through Σ "
+        "σ(a_d) (sigmoid), Σ a_d σ(k (a_d − θ)) (nmda), Σ a_d + β max(0, a_d − θ) "
+        "(active_bp) or Π σ(a_d) (multiplicative) (`include/plume/dendritic.h`).",
+    .kind = PLM__OP_dendritic,
     .flags = PLM__OP_NAMED_OPERANDS,
     .input_count = 2,
     .inputs = {{.name = "x", .dtypes = PLM__DTYPE_MASK(F32), .shape = "(B, I)"},

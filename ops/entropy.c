@@ -143,9 +143,12 @@ static void sample(const plm__op_sample_request *request, plm__op_sample *sample
 
 const plm__op_desc plm__op_entropy = {
     .name = "entropy",
-    .summary =
-        "out = Shannon entropy (bits) of each pixel's w x w window, f32",
-    .kind = PLM__OP_ENTROPY,
+    .summary = "out = Shannon entropy (bits) of each pixel's w x w window, f32",
+    .details =
+        "f32 local Shannon entropy in bits of the window × window neighbourhood (as "
+        "`skimage.filters.rank.entropy` for u8), pixels outside the image left out of "
+        "the count, the input's shape (`include/plume/entropy.h`).",
+    .kind = PLM__OP_entropy,
     .input_count = 1,
     .inputs = {{.name = "in", .dtypes = PLM__DTYPES_IMAGE}},
     .output_count = 1,

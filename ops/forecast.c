@@ -129,7 +129,11 @@ static void sample(const plm__op_sample_request *request, plm__op_sample *sample
 const plm__op_desc plm__op_ar_forecast = {
     .name = "ar_forecast",
     .summary = "out = h-step AR(p) forecasts (S, h) of the rows of (S, T), as statsmodels' AutoReg",
-    .kind = PLM__OP_AR_FORECAST,
+    .details =
+        "f32 (S, horizon): each series fitted by least squares as AR(lags) with an "
+        "intercept and forecast horizon steps recursively, as statsmodels' "
+        "`AutoReg(x, lags=lags, trend=\"c\")` (`include/plume/forecast.h`).",
+    .kind = PLM__OP_ar_forecast,
     .input_count = 1,
     .inputs = {{.name = "series", .dtypes = PLM__DTYPE_MASK(F32), .shape = "(S, T)"}},
     .output_count = 1,

@@ -173,7 +173,12 @@ const plm__op_desc plm__op_sobel_entropy_threshold = {
     .summary =
         "mask = threshold(entropy(sobel magnitude)) in one pass over the input; the "
         "fusion pass makes it from such a chain",
-    .kind = PLM__OP_SOBEL_ENTROPY_THRESHOLD,
+    .details =
+        "u8 0/1 mask, the input's shape: exactly `threshold(entropy(sobel "
+        "magnitude))` of the three ops with the same parameters, in one pass over the "
+        "input without the intermediate images; the planner's fusion pass makes it "
+        "from such a chain (`include/plume/fused.h`).",
+    .kind = PLM__OP_sobel_entropy_threshold,
     .flags = PLM__OP_PLAN_ONLY,
     .input_count = 1,
     .inputs = {{.name = "in", .dtypes = PLM__DTYPES_IMAGE}},

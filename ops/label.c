@@ -130,7 +130,11 @@ static void label_sample(const plm__op_sample_request *request, plm__op_sample *
 const plm__op_desc plm__op_label = {
     .name = "label",
     .summary = "out = connected components of a mask (non-zero: foreground), i32 labels 1..K",
-    .kind = PLM__OP_LABEL,
+    .details =
+        "i32 labels 0 (background), 1..K in raster order of each component's first "
+        "pixel, per frame (as `scipy.ndimage.label`), and the count K of each frame "
+        "(`include/plume/label.h`).",
+    .kind = PLM__OP_label,
     .input_count = 1,
     .inputs = {{.name = "mask", .dtypes = PLM__DTYPE_MASK(U8), .shape = "(H, W) or (N, H, W)"}},
     .output_count = 2,
@@ -178,32 +182,47 @@ int64_t plm__regions_bound(int64_t height, int64_t width, int connectivity) {
   return ((height + 1) / 2) * ((width + 1) / 2);
 }
 
+/* The frames of a labels image: (H, W) is one, (N, H, W) N. */
+static int64_t regions_frames(const plm_tensor *labels) {
+  return labels->ndim == 3 ? labels->dims[0] : 1;
+}
+
 static plm_status regions_check(const plm__op_call *call) {
   const plm_tensor *labels = call->in[0], *intensity = call->in[1], *count = call->in[2];
   const plm_tensor *table = call->out[0];
   const plm__regions_params *params = call->params;
-  if (labels->ndim != 2)
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "labels->ndim %d is not 2 (one frame per call)",
+  if (labels->ndim != 2 && labels->ndim != 3)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "labels->ndim %d is not 2 (H, W) or 3 (N, H, W)",
                          labels->ndim);
+  const int64_t frames = regions_frames(labels);
   plm_status status =
       intensity ? plm__op_check_same_dims(labels, "labels", intensity, "intensity") : PLM_OK;
   if (status != PLM_OK) return status;
-  if (count && (count->ndim != 1 || count->dims[0] != 1))
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "count must be of shape (1,)");
+  if (count && (count->ndim != 1 || count->dims[0] != frames))
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "count must be of shape (%lld,): one K per frame",
+                         (long long)frames);
   if (params->capacity < 0)
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "capacity %lld is negative",
                          (long long)params->capacity);
-  if (table && (table->ndim != 2 || table->dims[1] != PLM_REGION_COLUMNS))
+  const int table_ndim = labels->ndim;
+  if (table && (table->ndim != table_ndim || table->dims[table_ndim - 1] != PLM_REGION_COLUMNS ||
+                (table_ndim == 3 && table->dims[0] != frames))) {
+    if (table_ndim == 3)
+      return plm__fail_raw(PLM_ERR_INVALID_ARG,
+                           "table must be of shape (%lld, capacity, %d): a table per frame",
+                           (long long)frames, PLM_REGION_COLUMNS);
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "table must be of shape (capacity, %d)",
                          PLM_REGION_COLUMNS);
-  if (table && params->capacity > 0 && table->dims[0] != params->capacity)
+  }
+  if (table && params->capacity > 0 && table->dims[table_ndim - 2] != params->capacity)
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "table has %lld rows but capacity is %lld",
-                         (long long)table->dims[0], (long long)params->capacity);
+                         (long long)table->dims[table_ndim - 2], (long long)params->capacity);
   return PLM_OK;
 }
 
-/* The table of (capacity, PLM_REGION_COLUMNS); capacity 0 becomes the bound of labels made
- * with a known connectivity. */
+/* The table of (capacity, PLM_REGION_COLUMNS), or (N, capacity, PLM_REGION_COLUMNS) for
+ * (N, H, W) labels; capacity 0 becomes the bound of labels made with a known
+ * connectivity. */
 plm_status plm__regions_table_shape(int64_t capacity, const plm_tensor *labels, int connectivity,
                                     plm_shape *table) {
   if (capacity == 0) {
@@ -214,7 +233,11 @@ plm_status plm__regions_table_shape(int64_t capacity, const plm_tensor *labels, 
     capacity = plm__regions_bound(labels->dims[labels->ndim - 2], labels->dims[labels->ndim - 1],
                                   connectivity);
   }
-  *table = (plm_shape){.dtype = PLM_DTYPE_F64, .ndim = 2, .dims = {capacity, PLM_REGION_COLUMNS}};
+  if (labels->ndim == 3)
+    *table = (plm_shape){
+        .dtype = PLM_DTYPE_F64, .ndim = 3, .dims = {labels->dims[0], capacity, PLM_REGION_COLUMNS}};
+  else
+    *table = (plm_shape){.dtype = PLM_DTYPE_F64, .ndim = 2, .dims = {capacity, PLM_REGION_COLUMNS}};
   /* No labelling of the frame has more components than 4-connectivity's checkerboard:
    * rows past that could never be filled, and a huge capacity would only fail later, as
    * an allocation. */
@@ -231,7 +254,8 @@ static plm_status regions_shapes(const plm__op_call *call, plm_shape *out, void 
   const plm__regions_params *params = call->params;
   plm_status status =
       plm__regions_table_shape(params->capacity, call->in[0], call->in_connectivity[0], &out[0]);
-  if (status == PLM_OK && resolved) ((plm__regions_params *)resolved)->capacity = out[0].dims[0];
+  if (status == PLM_OK && resolved)
+    ((plm__regions_params *)resolved)->capacity = out[0].dims[out[0].ndim - 2];
   return status;
 }
 
@@ -239,9 +263,11 @@ static void regions_cost(const plm__op_call *call, plm_op_cost *cost) {
   const plm_tensor *labels = call->in[0], *intensity = call->in[1];
   const double capacity = (double)((const plm__regions_params *)call->params)->capacity;
   const double pixels = (double)plm_tensor_numel(labels);
+  const double frames = (double)regions_frames(labels), rows = frames * capacity;
   const double per_pixel = 4.0 + (intensity ? (double)plm_dtype_size(intensity->dtype) : 0.0);
-  *cost = (plm_op_cost){.bytes = pixels * per_pixel + 4.0 + capacity * PLM_REGION_COLUMNS * 8.0,
-                        .flops = pixels * (intensity ? 12.0 : 7.0) + capacity * 4.0};
+  *cost =
+      (plm_op_cost){.bytes = pixels * per_pixel + 4.0 * frames + rows * PLM_REGION_COLUMNS * 8.0,
+                    .flops = pixels * (intensity ? 12.0 : 7.0) + rows * 4.0};
 }
 
 static void regions_pack(const plm_context *ctx, const plm__op_call *call, void *scratch,
@@ -255,9 +281,10 @@ static void regions_pack(const plm_context *ctx, const plm__op_call *call, void 
                           .intensity_dtype = intensity ? intensity->dtype : PLM_DTYPE_U8,
                           .count = call->in[2]->data,
                           .table = table->data,
-                          .capacity = table->dims[0],
-                          .height = labels->dims[0],
-                          .width = labels->dims[1]};
+                          .capacity = table->dims[table->ndim - 2],
+                          .frames = regions_frames(labels),
+                          .height = labels->dims[labels->ndim - 2],
+                          .width = labels->dims[labels->ndim - 1]};
 }
 
 static void regions_cpu(const void *args) {
@@ -303,22 +330,31 @@ static void regions_sample(const plm__op_sample_request *request, plm__op_sample
 const plm__op_desc plm__op_regions = {
     .name = "regions",
     .summary =
-        "table = one row of statistics per label of one frame (area, box, centroid; "
+        "table = one row of statistics per label of a frame, a table per frame of a stack "
+        "(area, box, centroid; "
         "with intensity its sum, max and weighted centroid)",
-    .kind = PLM__OP_REGIONS,
+    .details =
+        "f64 (capacity, columns), a table per frame: row j describes label j + 1 (area, "
+        "bounding box with inclusive maxima, centroid, and with an intensity image its "
+        "sum, max and weighted centroid, NaN when the sum is 0), as "
+        "`skimage.measure.regionprops`; rows from the count on are left untouched "
+        "(`include/plume/label.h`).",
+    .kind = PLM__OP_regions,
     .input_count = 3,
-    .inputs =
-        {{.name = "labels", .dtypes = PLM__DTYPE_MASK(I32), .shape = "(H, W)"},
-         {.name = "intensity",
-          .dtypes = PLM__DTYPES_IMAGE,
-          .shape = "(H, W)",
-          .optional = true,
-          .role = PLM__IN_FRAME},
-         {.name = "count", .dtypes = PLM__DTYPE_MASK(I32), .shape = "(1,)", .role = PLM__IN_COUNT}},
+    .inputs = {{.name = "labels", .dtypes = PLM__DTYPE_MASK(I32), .shape = "(H, W) or (N, H, W)"},
+               {.name = "intensity",
+                .dtypes = PLM__DTYPES_IMAGE,
+                .shape = "(labels' shape)",
+                .optional = true,
+                .role = PLM__IN_FRAME},
+               {.name = "count",
+                .dtypes = PLM__DTYPE_MASK(I32),
+                .shape = "(1,) or (N,)",
+                .role = PLM__IN_COUNT}},
     .output_count = 1,
     .outputs = {{.name = "table",
                  .dtypes = PLM__DTYPE_MASK(F64),
-                 .shape = "(capacity, 12)",
+                 .shape = "(capacity, 12) or (N, capacity, 12)",
                  .role = PLM__OUT_MAIN}},
     .params_size = sizeof(plm__regions_params),
     .param_count = sizeof regions_params / sizeof regions_params[0],
@@ -364,7 +400,8 @@ const char *plm_region_column_name(int column) {
 
 plm_status plm_regions(plm_stream *stream, const plm_tensor *labels, const plm_tensor *intensity,
                        const plm_tensor *count, plm_tensor *table) {
-  const plm__regions_params params = {.capacity = table ? table->dims[0] : 0};
+  const plm__regions_params params = {
+      .capacity = table && table->ndim >= 2 ? table->dims[table->ndim - 2] : 0};
   const plm__op_call call = {.in = {labels, intensity, count}, .out = {table}, .params = &params};
   return plm__op_call_public(&plm__op_regions, stream, &call);
 }

@@ -162,7 +162,10 @@ static void sample(const plm__op_sample_request *request, plm__op_sample *sample
 const plm__op_desc plm__op_lstm_cell = {
     .name = "lstm_cell",
     .summary = "one LSTM step (PyTorch's LSTMCell): out_h, out_c from x, h, c and the weights",
-    .kind = PLM__OP_LSTM_CELL,
+    .details =
+        "out_h and out_c, f32 (B, H): one `torch.nn.LSTMCell` step, gates i, f, g, o "
+        "(`include/plume/lstm.h`).",
+    .kind = PLM__OP_lstm_cell,
     .flags = PLM__OP_NAMED_OPERANDS,
     .input_count = 7,
     .inputs =

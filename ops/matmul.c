@@ -142,7 +142,11 @@ static void sample(const plm__op_sample_request *request, plm__op_sample *sample
 const plm__op_desc plm__op_matmul = {
     .name = "matmul",
     .summary = "out = act(a . b + bias), f32 (M, K) x (K, N) -> (M, N)",
-    .kind = PLM__OP_MATMUL,
+    .details =
+        "f32 (M, N) `act(a @ b + bias)`; tf32/bf16 round the inputs to nearest even "
+        "and sum in f32; `auto` is tf32 on cuda for large products, fp32 on the host "
+        "(`include/plume/matmul.h`).",
+    .kind = PLM__OP_matmul,
     .flags = PLM__OP_NAMED_OPERANDS,
     .input_count = 3,
     .inputs =

@@ -37,16 +37,6 @@ static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch
                       .dtype = in->dtype};
 }
 
-static void run_cpu(const void *args) {
-  plm__nuc_cpu(args);
-}
-
-#ifdef PLM_HAVE_CUDA
-static plm_status run_cuda(void *stream, const void *args) {
-  return plm__nuc_cuda(stream, args);
-}
-#endif
-
 /* A frame (u8 by default, as a sensor gives it) with an f32 gain and offset per pixel. */
 static void sample(const plm__op_sample_request *request, plm__op_sample *sample,
                    const plm__op_sample_data *data) {
@@ -61,7 +51,10 @@ const plm__op_desc plm__op_nuc = {
     .summary =
         "non-uniformity correction: out = gain * in + offset per pixel (f32 (H, W) "
         "calibration), f32",
-    .kind = PLM__OP_NUC,
+    .details =
+        "f32 `gain·x + offset` per pixel, rounded once (`fmaf`), every frame of a "
+        "stack with the same calibration, the input's shape (`include/plume/nuc.h`).",
+    .kind = PLM__OP_nuc,
     .input_count = 3,
     .inputs = {{.name = "in", .dtypes = PLM__DTYPES_IMAGE},
                {.name = "gain",
@@ -85,7 +78,7 @@ const plm__op_desc plm__op_nuc = {
     .cost = cost,
     .args_size = sizeof(plm__nuc_args),
     .pack = pack,
-    .cpu = run_cpu,
-    .cuda = PLM__CUDA_ENTRY(run_cuda),
+    .cpu = plm__nuc_cpu,
+    .cuda = PLM__CUDA_ENTRY(plm__nuc_cuda),
     .sample = sample,
 };

@@ -1,8 +1,9 @@
 /* ops/op_desc.h: one descriptor per operation, listed once (internal).
  *
- * Every operation is a plm__op_desc defined in its own ops/<op>.c and named once in
- * PLM__OP_MAP below, which generates the kind enum, the parameters union of a pipeline
- * node and the table (ops/op_table.c). Everything that handles "an op" reads the
+ * Every operation is a plm__op_desc defined in its own ops/<op>.c and named once, by its
+ * line in plume/op_functions.h's list of every op (PLM__OP_MAP below), which generates the
+ * kind enum, the parameters union of a pipeline node, the table (ops/op_table.c) and the
+ * public functions. Everything that handles "an op" reads the
  * descriptor instead of naming the op:
  *
  *   ops/op_dispatch.c     the one path from arguments to a kernel: the checks, the
@@ -16,6 +17,8 @@
  *   tests/test_fixtures   ops from the table.
  *
  * A descriptor says:
+ *   details   what it writes, exactly, and the public reference it matches (the op
+ *             reference and Python's help print it);
  *   operands  input and output slots: name, whether optional, the dtypes accepted (a
  *             mask, PLM__DTYPE_MASK: the dispatch checks it, and the help, the op
  *             reference and Python's signatures are made from it), how the text form
@@ -61,24 +64,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "plume/abs_diff.h"
-#include "plume/background.h"
-#include "plume/badpixel.h"
-#include "plume/cfar.h"
-#include "plume/conv.h"
-#include "plume/dendritic.h"
-#include "plume/entropy.h"
-#include "plume/forecast.h"
-#include "plume/fused.h"
-#include "plume/label.h"
-#include "plume/lstm.h"
-#include "plume/matmul.h"
-#include "plume/nuc.h"
-#include "plume/ops.h"
-#include "plume/scale_offset.h"
-#include "plume/segment.h"
-#include "plume/threshold.h"
-#include "plume/vector.h"
+#include "plume/plume.h"
 #include "streams/runtime.h"
 
 /* The parameters of the ops whose public functions take them as plain arguments. */
@@ -86,41 +72,28 @@ typedef struct plm__regions_params {
   int64_t capacity; /* the table's rows; 0 in a pipeline: the labels' bound */
 } plm__regions_params;
 
-typedef struct plm__segment_op_params {
+typedef struct plm__segment_params {
   plm_segment_params segment;
   int64_t capacity; /* as regions' */
-} plm__segment_op_params;
+} plm__segment_params;
 
 typedef struct plm__no_params {
   int unused;
 } plm__no_params;
 
-/* X(KIND, name, params type): every operation, in the order of its kind. Adding an op
- * is one line here and its descriptor plm__op_<name> in ops/<file>.c. */
-#define PLM__OP_MAP(X)                                                                    \
-  X(CONV2D, conv2d, plm_conv2d_params)                                                    \
-  X(SOBEL, sobel, plm_sobel_params)                                                       \
-  X(ENTROPY, entropy, plm_entropy_params)                                                 \
-  X(THRESHOLD, threshold, plm_threshold_params)                                           \
-  X(LABEL, label, plm_label_params)                                                       \
-  X(REGIONS, regions, plm__regions_params)                                                \
-  X(SEGMENT, segment, plm__segment_op_params)                                             \
-  X(SOBEL_ENTROPY_THRESHOLD, sobel_entropy_threshold, plm_sobel_entropy_threshold_params) \
-  X(MATMUL, matmul, plm_matmul_params)                                                    \
-  X(LSTM_CELL, lstm_cell, plm__no_params)                                                 \
-  X(DENDRITIC, dendritic, plm_dendritic_params)                                           \
-  X(VECTOR_ADD, vector_add, plm_vector_add_params)                                        \
-  X(DOT, dot, plm_dot_params)                                                             \
-  X(AR_FORECAST, ar_forecast, plm_ar_forecast_params)                                     \
-  X(CFAR, cfar, plm_cfar_params)                                                          \
-  X(NUC, nuc, plm__no_params)                                                             \
-  X(BADPIXEL, badpixel, plm__no_params)                                                   \
-  X(BACKGROUND, background, plm_background_params)                                        \
-  X(ABS_DIFF, abs_diff, plm__no_params)                                                   \
-  X(SCALE_OFFSET, scale_offset, plm_scale_offset_params)
+/* Every operation, in the order of its kind: the list of plume/op_functions.h, whose
+ * lines are X(op, PARAMS, SHAPE_IN, IN, OUT, FORM). Adding an op is one line there and its
+ * descriptor plm__op_<op> in ops/<file>.c; its kind is PLM__OP_<op> and its parameters
+ * PLM__OP_PARAMS_TYPE(op, PARAMS): plm_<op>_params, plm__no_params, or the
+ * plm__<op>_params above for PLM_OP_OWN_PARAMS. */
+#define PLM__OP_MAP(X) PLM_OP_FUNCTIONS_MAP(X)
+#define PLM__OP_PARAMS_TYPE(op, PARAMS) PLM_OP__CAT(PLM__OP_PARAMS_TYPE_, PARAMS)(op)
+#define PLM__OP_PARAMS_TYPE_PLM_OP_PARAMS(op) plm_##op##_params
+#define PLM__OP_PARAMS_TYPE_PLM_OP_NO_PARAMS(op) plm__no_params
+#define PLM__OP_PARAMS_TYPE_PLM_OP_OWN_PARAMS(op) plm__##op##_params
 
 typedef enum plm__op_kind {
-#define PLM__OP_KIND(KIND, name, type) PLM__OP_##KIND,
+#define PLM__OP_KIND(op, PARAMS, SHAPE_IN, IN, OUT, FORM) PLM__OP_##op,
   PLM__OP_MAP(PLM__OP_KIND)
 #undef PLM__OP_KIND
       PLM__OP_COUNT
@@ -128,7 +101,8 @@ typedef enum plm__op_kind {
 
 /* A node's or step's parameters: the op's struct, under the op's name. */
 typedef union plm__op_params {
-#define PLM__OP_PARAMS_MEMBER(KIND, name, type) type name;
+#define PLM__OP_PARAMS_MEMBER(op, PARAMS, SHAPE_IN, IN, OUT, FORM) \
+  PLM__OP_PARAMS_TYPE(op, PARAMS) op;
   PLM__OP_MAP(PLM__OP_PARAMS_MEMBER)
 #undef PLM__OP_PARAMS_MEMBER
 } plm__op_params;
@@ -294,6 +268,10 @@ enum {
 typedef struct plm__op_desc {
   const char *name;    /* "entropy": the text form's element, plume op's command */
   const char *summary; /* one line */
+  /* What it writes, exactly, and the public reference it matches, in a few sentences of
+   * Markdown naming the parameters: the op reference (docs/operations-reference.md) and
+   * Python's help print it. Every op has one (test_op_info checks it). */
+  const char *details;
   plm__op_kind kind;
   unsigned flags;
   int input_count, output_count;
@@ -348,7 +326,7 @@ static inline int64_t plm__op_tuned(const plm__op_desc *op, const plm__op_call *
 #endif
 
 /* The descriptors, each defined in its op's file. */
-#define PLM__OP_DECLARE(KIND, name, type) extern const plm__op_desc plm__op_##name;
+#define PLM__OP_DECLARE(op, PARAMS, SHAPE_IN, IN, OUT, FORM) extern const plm__op_desc plm__op_##op;
 PLM__OP_MAP(PLM__OP_DECLARE)
 #undef PLM__OP_DECLARE
 
@@ -520,6 +498,10 @@ plm_status plm__op_shapes(const plm__op_desc *op, const plm__op_call *call, plm_
 /* The shapes entry of an op whose one output is f32 of its first input's shape (entropy,
  * nuc, badpixel). */
 plm_status plm__op_shapes_f32_like_in(const plm__op_call *call, plm_shape *out, void *resolved);
+
+/* The cost entry of an element-wise op that reads its one input once and writes it as f32,
+ * a multiply and an add (or two comparisons) per element: scale_offset, clip. */
+void plm__op_cost_f32_map(const plm__op_call *call, plm_op_cost *cost);
 
 /* The cost of a call's inputs and parameters (as plm__op_shapes checks them). Raw. */
 plm_status plm__op_cost(const plm__op_desc *op, const plm__op_call *call, plm_op_cost *cost);

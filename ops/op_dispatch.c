@@ -151,6 +151,13 @@ plm_status plm__op_shapes_f32_like_in(const plm__op_call *call, plm_shape *out, 
   return PLM_OK;
 }
 
+void plm__op_cost_f32_map(const plm__op_call *call, plm_op_cost *cost) {
+  const plm_tensor *in = call->in[0];
+  double count = (double)plm_tensor_numel(in);
+  *cost = (plm_op_cost){.bytes = count * ((double)plm_dtype_size(in->dtype) + 4.0),
+                        .flops = 2.0 * count};
+}
+
 plm_status plm__op_shapes(const plm__op_desc *op, const plm__op_call *call, plm_shape *out,
                           void *resolved) {
   plm_status status = check_inputs(op, call);

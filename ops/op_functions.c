@@ -70,10 +70,10 @@ static plm_status require_given(const char *const *missing, int count) {
     return plm__op_call_public(&plm__op_##op, stream, &call);                                 \
   }
 
-#define DEFINE_FUNCTIONS(op, PARAMS, SHAPE_IN, IN, OUT, FORM) \
-  PLM_OP__IF_PARAMS(PARAMS, DEFINE_PARAMS_DEFAULT(op))        \
-  DEFINE_OUTPUT(op, PARAMS, SHAPE_IN, IN, OUT)                \
-  DEFINE_COST(op, PARAMS, SHAPE_IN, IN, OUT)                  \
+#define DEFINE_FUNCTIONS(op, PARAMS, SHAPE_IN, IN, OUT, FORM)         \
+  PLM_OP__IF_PARAMS(PARAMS, DEFINE_PARAMS_DEFAULT(op))                \
+  PLM_OP__IF_MADE(FORM, DEFINE_OUTPUT(op, PARAMS, SHAPE_IN, IN, OUT)) \
+  PLM_OP__IF_MADE(FORM, DEFINE_COST(op, PARAMS, SHAPE_IN, IN, OUT))   \
   PLM_OP__IF_CALL(FORM, DEFINE_CALL(op, PARAMS, SHAPE_IN, IN, OUT))
 
 PLM_OP_FUNCTIONS_MAP(DEFINE_FUNCTIONS)

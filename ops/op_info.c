@@ -55,7 +55,8 @@ plm_status plm_op_info_get(int op, plm_op_info *out) {
                        .output_count = desc->output_count,
                        .param_count = desc->param_count,
                        .in_text = plm__op_in_text(desc),
-                       .stateful = desc->state_shape != NULL};
+                       .stateful = desc->state_shape != NULL,
+                       .details = desc->details};
   return PLM_OK;
 }
 

@@ -5,13 +5,14 @@
 
 #include "ops/op_desc.h"
 
-#define PLM__OP_ENTRY(KIND, name, type) [PLM__OP_##KIND] = &plm__op_##name,
+#define PLM__OP_ENTRY(op, PARAMS, SHAPE_IN, IN, OUT, FORM) [PLM__OP_##op] = &plm__op_##op,
 static const plm__op_desc *const table[PLM__OP_COUNT] = {PLM__OP_MAP(PLM__OP_ENTRY)};
 #undef PLM__OP_ENTRY
 
 /* Every descriptor's params_size is its params type's, and its kind is its place. */
-#define PLM__OP_SIZE_CHECK(KIND, name, type) \
-  _Static_assert(sizeof(type) <= sizeof(plm__op_params), #name "'s params fit the union");
+#define PLM__OP_SIZE_CHECK(op, PARAMS, SHAPE_IN, IN, OUT, FORM)                     \
+  _Static_assert(sizeof(PLM__OP_PARAMS_TYPE(op, PARAMS)) <= sizeof(plm__op_params), \
+                 #op "'s params fit the union");
 PLM__OP_MAP(PLM__OP_SIZE_CHECK)
 #undef PLM__OP_SIZE_CHECK
 

@@ -22,13 +22,6 @@ static plm_status check(const plm__op_call *call) {
   return out ? plm__op_check_output_like(in, "in", out, "out", PLM_DTYPE_F32) : PLM_OK;
 }
 
-static void cost(const plm__op_call *call, plm_op_cost *cost) {
-  const plm_tensor *in = call->in[0];
-  double count = (double)plm_tensor_numel(in);
-  *cost = (plm_op_cost){.bytes = count * ((double)plm_dtype_size(in->dtype) + 4.0),
-                        .flops = 2.0 * count};
-}
-
 static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch, void *args) {
   (void)ctx;
   (void)scratch;
@@ -40,16 +33,6 @@ static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch
                                                              .scale = params->scale,
                                                              .offset = params->offset};
 }
-
-static void run_cpu(const void *args) {
-  plm__scale_offset_cpu(args);
-}
-
-#ifdef PLM_HAVE_CUDA
-static plm_status run_cuda(void *stream, const void *args) {
-  return plm__scale_offset_cuda(stream, args);
-}
-#endif
 
 static const plm__op_param schema[] = {
     {.name = "scale",
@@ -78,7 +61,13 @@ const plm__op_desc plm__op_scale_offset = {
     .summary =
         "out = in * scale + offset, rounded once (numpy in float64; cv2.convertScaleAbs "
         "without abs), f32",
-    .kind = PLM__OP_SCALE_OFFSET,
+    .details =
+        "f32 `in·scale + offset`, rounded once (`fmaf`; numpy's "
+        "`(in.astype(np.float64) * scale + offset).astype(np.float32)` where that "
+        "double is exact, `cv2.convertScaleAbs` without its abs and u8 rounding), NaN "
+        "and infinities propagating, the input's shape "
+        "(`include/plume/scale_offset.h`).",
+    .kind = PLM__OP_scale_offset,
     .input_count = 1,
     .inputs = {{.name = "in", .dtypes = PLM__DTYPES_IMAGE}},
     .output_count = 1,
@@ -91,10 +80,10 @@ const plm__op_desc plm__op_scale_offset = {
     .params = schema,
     .check = check,
     .shapes = plm__op_shapes_f32_like_in,
-    .cost = cost,
+    .cost = plm__op_cost_f32_map,
     .args_size = sizeof(plm__scale_offset_args),
     .pack = pack,
-    .cpu = run_cpu,
-    .cuda = PLM__CUDA_ENTRY(run_cuda),
+    .cpu = plm__scale_offset_cpu,
+    .cuda = PLM__CUDA_ENTRY(plm__scale_offset_cuda),
     .sample = sample,
 };

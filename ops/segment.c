@@ -53,7 +53,7 @@ static plm_tensor mask_of(const plm_tensor *image, void *data) {
 }
 
 static plm_status check(const plm__op_call *call) {
-  const plm__segment_op_params *p = call->params;
+  const plm__segment_params *p = call->params;
   const plm_tensor *image = call->in[0];
   plm_status status = check_params(p ? &p->segment : NULL);
   if (status == PLM_OK) status = check_image(image);
@@ -76,22 +76,22 @@ static plm_status check(const plm__op_call *call) {
 }
 
 static int labels_connectivity(const void *params) {
-  return ((const plm__segment_op_params *)params)->segment.connectivity == 4 ? 4 : 8;
+  return ((const plm__segment_params *)params)->segment.connectivity == 4 ? 4 : 8;
 }
 
 static plm_status shapes(const plm__op_call *call, plm_shape *out, void *resolved) {
-  const plm__segment_op_params *p = call->params;
+  const plm__segment_params *p = call->params;
   const plm_tensor *image = call->in[0];
   out[0] = (plm_shape){.dtype = PLM_DTYPE_I32, .ndim = 2, .dims = {image->dims[0], image->dims[1]}};
   out[1] = (plm_shape){.dtype = PLM_DTYPE_I32, .ndim = 1, .dims = {1}};
   plm_status status = plm__regions_table_shape(p->capacity, image, labels_connectivity(p), &out[2]);
-  if (status == PLM_OK && resolved) ((plm__segment_op_params *)resolved)->capacity = out[2].dims[0];
+  if (status == PLM_OK && resolved) ((plm__segment_params *)resolved)->capacity = out[2].dims[0];
   return status;
 }
 
 /* The parts' costs, on descriptions of the intermediate tensors. */
 static void cost(const plm__op_call *call, plm_op_cost *cost) {
-  const plm__segment_op_params *p = call->params;
+  const plm__segment_params *p = call->params;
   const plm_tensor *image = call->in[0];
   plm_tensor mask = *image, labels = *image;
   mask.dtype = PLM_DTYPE_U8;
@@ -113,7 +113,7 @@ static void cost(const plm__op_call *call, plm_op_cost *cost) {
 }
 
 static plm_status label_scratch(const plm_context *ctx, const plm__op_call *call, size_t *bytes) {
-  const plm__segment_op_params *p = call->params;
+  const plm__segment_params *p = call->params;
   const plm_tensor mask = mask_of(call->in[0], NULL);
   const plm_label_params lp = {.connectivity = p->segment.connectivity};
   const plm__op_call label = {.in = {&mask}, .params = &lp};
@@ -130,7 +130,7 @@ static plm_status scratch_bytes(const plm_context *ctx, const plm__op_call *call
 /* The three parts on checked operands, the mask then label's scratch in `scratch`. Every
  * argument is good: the parts cannot refuse them. */
 static plm_status enqueue(plm_stream *stream, const plm__op_call *call, void *scratch) {
-  const plm__segment_op_params *p = call->params;
+  const plm__segment_params *p = call->params;
   const plm_tensor *image = call->in[0];
   plm_tensor mask = mask_of(image, scratch);
   plm_threshold_params tp = threshold_params(&p->segment);
@@ -152,25 +152,25 @@ static plm_status enqueue(plm_stream *stream, const plm__op_call *call, void *sc
 static const plm__op_param schema[] = {
     {.name = "value",
      .type = PLM__PARAM_DOUBLE,
-     .offset = offsetof(plm__segment_op_params, segment.value),
+     .offset = offsetof(plm__segment_params, segment.value),
      .flags = PLM__PARAM_REQUIRED,
      .help = "the threshold T (foreground: image CMP T)"},
     {.name = "cmp",
      .type = PLM__PARAM_CHOICE,
-     .offset = offsetof(plm__segment_op_params, segment.compare),
+     .offset = offsetof(plm__segment_params, segment.compare),
      .fallback = PLM_COMPARE_GT,
      .choices = plm__compare_names,
      .help = "the comparison: gt, ge, lt or le"},
     {.name = "connectivity",
      .type = PLM__PARAM_CHOICE,
-     .offset = offsetof(plm__segment_op_params, segment.connectivity),
+     .offset = offsetof(plm__segment_params, segment.connectivity),
      .fallback = 8,
      .choices = plm__connectivity_names,
      .values = plm__connectivity_values,
      .help = "4: edge neighbours; 8: edge and corner neighbours"},
     {.name = "capacity",
      .type = PLM__PARAM_INT64,
-     .offset = offsetof(plm__segment_op_params, capacity),
+     .offset = offsetof(plm__segment_params, capacity),
      .min = 1,
      .max = (double)INT64_MAX,
      .fallback = 0,
@@ -196,7 +196,13 @@ static void sample(const plm__op_sample_request *request, plm__op_sample *sample
 const plm__op_desc plm__op_segment = {
     .name = "segment",
     .summary = "threshold, label and regions in one call: labels, count and a table of regions",
-    .kind = PLM__OP_SEGMENT,
+    .details =
+        "`threshold`, `label` and regions in one library call (`plm_segment`): i32 "
+        "labels of the components of `in CMP value`, their count, and the regions "
+        "table with the intensity columns taken from the input, sized for the most "
+        "regions an H×W frame can have, so no count is read back between the steps "
+        "(`include/plume/segment.h`).",
+    .kind = PLM__OP_segment,
     .flags = PLM__OP_GRAPH_ONLY,
     .input_count = 1,
     .inputs = {{.name = "image", .dtypes = PLM__DTYPES_IMAGE, .shape = "(H, W)"}},
@@ -208,7 +214,7 @@ const plm__op_desc plm__op_segment = {
           .dtypes = PLM__DTYPE_MASK(F64),
           .shape = "(capacity, 12)",
           .role = PLM__OUT_MAIN}},
-    .params_size = sizeof(plm__segment_op_params),
+    .params_size = sizeof(plm__segment_params),
     .param_count = sizeof schema / sizeof schema[0],
     .params = schema,
     .check = check,
@@ -223,7 +229,7 @@ const plm__op_desc plm__op_segment = {
 /* ---- the public and internal entries ------------------------------------------------------ */
 
 plm_segment_params plm_segment_params_default(void) {
-  plm__segment_op_params params;
+  plm__segment_params params;
   plm__op_params_default(&plm__op_segment, &params);
   return params.segment;
 }
@@ -235,7 +241,7 @@ plm_status plm_segment_output(const plm_tensor *image, const plm_segment_params 
   PLM__REQUIRE_NOT_NULL(count);
   plm_status status = check_params(params);
   if (status != PLM_OK) return plm__propagate(status);
-  const plm__segment_op_params p = {.segment = *params};
+  const plm__segment_params p = {.segment = *params};
   const plm__op_call call = {.in = {image}, .params = &p};
   plm_shape shapes[3];
   status = plm__op_shapes(&plm__op_segment, &call, shapes, NULL);
@@ -255,21 +261,21 @@ plm_status plm_segment_cost(const plm_tensor *image, const plm_segment_params *p
     status =
         plm__fail_raw(PLM_ERR_INVALID_ARG, "capacity %lld is not positive", (long long)capacity);
   if (status != PLM_OK) return plm__propagate(status);
-  const plm__segment_op_params p = {.segment = *params, .capacity = capacity};
+  const plm__segment_params p = {.segment = *params, .capacity = capacity};
   const plm__op_call call = {.in = {image}, .params = &p};
   return plm__propagate(plm__op_cost(&plm__op_segment, &call, cost));
 }
 
 /* The call of the public arguments (params NULL stays NULL: the check names it). */
 typedef struct segment_call {
-  plm__segment_op_params params;
+  plm__segment_params params;
   plm__op_call call;
 } segment_call;
 
 static void segment_call_of(const plm_tensor *image, const plm_segment_params *params,
                             plm_tensor *labels, plm_tensor *count, plm_tensor *table,
                             segment_call *c) {
-  c->params = (plm__segment_op_params){.capacity = table ? table->dims[0] : 0};
+  c->params = (plm__segment_params){.capacity = table ? table->dims[0] : 0};
   if (params) c->params.segment = *params;
   c->call = (plm__op_call){
       .in = {image}, .out = {labels, count, table}, .params = params ? &c->params : NULL};

@@ -91,7 +91,12 @@ static void sample(const plm__op_sample_request *request, plm__op_sample *sample
 const plm__op_desc plm__op_threshold = {
     .name = "threshold",
     .summary = "out = (in CMP T) as a u8 0/1 mask",
-    .kind = PLM__OP_THRESHOLD,
+    .details =
+        "u8 0/1 mask, the input's shape: 1 where `in CMP value` (cmp gt, ge, lt or le), "
+        "compared in double precision so that every u8, u16 and f32 value compares "
+        "exactly, as numpy's comparison in float64; NaN compares false (0) "
+        "(`include/plume/threshold.h`).",
+    .kind = PLM__OP_threshold,
     .input_count = 1,
     .inputs = {{.name = "in", .dtypes = PLM__DTYPES_IMAGE}},
     .output_count = 1,

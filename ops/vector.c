@@ -127,7 +127,10 @@ static void add_sample(const plm__op_sample_request *request, plm__op_sample *sa
 const plm__op_desc plm__op_vector_add = {
     .name = "vector_add",
     .summary = "out = alpha a + beta b, f32, any shape (out may be a or b)",
-    .kind = PLM__OP_VECTOR_ADD,
+    .details =
+        "f32 `alpha·a + beta·b` of the inputs' shape, each element computed in double "
+        "and rounded once (`include/plume/vector.h`).",
+    .kind = PLM__OP_vector_add,
     .flags = PLM__OP_NAMED_OPERANDS,
     .input_count = 2,
     .inputs = {{.name = "a", .dtypes = PLM__DTYPE_MASK(F32)},
@@ -379,7 +382,10 @@ static void dot_sample(const plm__op_sample_request *request, plm__op_sample *sa
 const plm__op_desc plm__op_dot = {
     .name = "dot",
     .summary = "out = a . b in f64 per row: (N) . (N) -> (1), (R, N) . (R, N) -> (R)",
-    .kind = PLM__OP_DOT,
+    .details =
+        "f64 (1,) or (R,): the dot product of each row, accumulated in double "
+        "(`include/plume/vector.h`).",
+    .kind = PLM__OP_dot,
     .flags = PLM__OP_NAMED_OPERANDS,
     .input_count = 2,
     .inputs = {{.name = "a", .dtypes = PLM__DTYPE_MASK(F32), .shape = "(N) or (R, N)"},

@@ -375,6 +375,11 @@ plm_status plm_pipeline_run_stream_devices(plm_pipeline *const *pipelines, int c
   const plm_run_stream_options defaults = plm_run_stream_options_default();
   if (!options) options = &defaults;
   plm_status status = plm__run_stream_options_check(options);
+  if (status == PLM_OK && options->batch > 1)
+    status = plm__fail_raw(PLM_ERR_UNSUPPORTED,
+                           "options->batch %d: several devices take frames one by one (batches "
+                           "are for plm_pipeline_run_stream)",
+                           options->batch);
   if (status == PLM_OK) status = check_pipelines(pipelines, count);
   if (status != PLM_OK) return plm__propagate(status);
 

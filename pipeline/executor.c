@@ -39,6 +39,15 @@
  * its first use. With timing or a profiler only the plan is captured, one graph per
  * slot, and the copies and marks are enqueued around its launch.
  *
+ * Batches (options->batch N >= 2; pipeline/batch.c): the loop's unit is a batch of N
+ * frames, the pipeline's inputs and outputs stacks of them. Everything above holds with
+ * "frame" read as "unit" (slots, ring entries, graphs, the sink's order), but that the
+ * ring's source is gather_unit, which calls the user's source for the unit's frames into
+ * their places in the stacks, and that retiring a unit hands its frames to the sink one
+ * by one. A unit holds n <= N frames (unit_frames, per ring entry); a short one runs as an
+ * n-frame stack (plm__pipeline_enqueue_frames) without graphs. Reports and messages name
+ * frames: failed_frame is a frame, failed_unit the unit drain_frames stops before.
+ *
  * State (pipeline_internal.h): a stateful step's wait for the previous frame's update and
  * the record of its own are captured as external event nodes. Frame k's previous frame
  * is always on slot (k - 1) mod K, so a slot's graphs wait on the right event at every
@@ -90,12 +99,26 @@ typedef struct frame_run {
   const plm_run_stream_options *options;
   plm_run_stream_report *report;
   bool graphs_wanted, graphs_refused;
-  bool whole_frame_graphs;  /* graphs hold the copies too (see the top of the file) */
-  int graph_keys;           /* graphs per slot: the ring's entries, or 1 */
-  sample_series latency_ms; /* per delivered frame */
-  sample_series source_us;  /* per taken frame: the host's wait for its inputs */
-  sample_series submit_us;  /* per submitted frame: the host's enqueue time */
-  double *timings;          /* TIMING_POINTS per delivered frame, ms after origin */
+  bool whole_frame_graphs; /* graphs hold the copies too (see the top of the file) */
+  int graph_keys;          /* graphs per slot: the ring's entries, or 1 */
+  /* Batches (options->batch N >= 2, batch.c): the loop's units are batches of N frames,
+   * unit u holding frames u N .. u N + n - 1; with N = 1 a unit is a frame. */
+  int batch;                   /* N, 1 without batching */
+  int64_t *unit_frames;        /* per ring entry: the frames n its unit holds */
+  size_t *input_frame_bytes;   /* per input: one frame's bytes (input_bytes / N) */
+  size_t *output_frame_bytes;  /* per output, likewise */
+  const void **frame_outputs;  /* the sink's outputs: one frame of each output's stack */
+  void **gathered;             /* the source's inputs: one frame of each input's stack */
+  bool source_ended;           /* the source set end (batches: gather_unit) */
+  plm_status source_failure;   /* the source failed after gathering part of a unit */
+  char source_message[1024];   /* ... with this message */
+  int64_t source_failed_frame; /* the frame whose source call failed */
+  int64_t failed_unit;         /* the unit that failed (drain_frames delivers those before) */
+  int64_t failed_frame;        /* the frame reported (report->failed_frame) */
+  sample_series latency_ms;    /* per delivered unit */
+  sample_series source_us;     /* per taken frame: the host's wait for its inputs */
+  sample_series submit_us;     /* per submitted frame: the host's enqueue time */
+  double *timings;             /* TIMING_POINTS per delivered frame, ms after origin */
   size_t timed_frames, timed_capacity;
 } frame_run;
 
@@ -179,10 +202,83 @@ static plm_status read_io(frame_run *run) {
   return status;
 }
 
+/* A unit's first frame. */
+static int64_t first_frame(const frame_run *run, int64_t unit) {
+  return unit * run->batch;
+}
+
+/* The frames unit `unit` holds (its ring entry's count). */
+static int64_t frames_of(const frame_run *run, int64_t unit) {
+  return run->batch == 1 ? 1
+                         : run->unit_frames[unit % (run->slots_count + run->options->source_ahead)];
+}
+
+/* The ring's source for batches: the user's source called for the unit's frames, each
+ * into its place in the stacks, in order, until the batch is full, the source ends or
+ * fails, or max_frames is reached. A unit holds at least one frame; the rest of its
+ * stacks is zeroed (a short batch runs as a stack of its frames alone, batch.c). A
+ * failure after some frames were gathered is kept for the next unit, so those frames are
+ * run and delivered first. Runs on the source's thread when source_ahead > 0: the ring
+ * orders what it writes before the taker reads it. */
+static plm_status gather_unit(void *user, int64_t unit, void *const *inputs, bool *end) {
+  frame_run *run = user;
+  if (run->source_failure != PLM_OK)
+    return plm__fail_raw(run->source_failure, "%s", run->source_message);
+  const int64_t limit = run->options->max_frames;
+  int64_t n = 0;
+  for (; n < run->batch && !run->source_ended; n++) {
+    const int64_t frame = first_frame(run, unit) + n;
+    if (limit && frame >= limit) break;
+    for (int i = 0; i < run->inputs_count; i++)
+      run->gathered[i] = (char *)inputs[i] + (size_t)n * run->input_frame_bytes[i];
+    plm_clear_error();
+    plm_status status = run->source(run->user, frame, run->gathered, &run->source_ended);
+    if (status != PLM_OK) {
+      run->source_failed_frame = frame;
+      if (n == 0) return status; /* the ring takes the message */
+      run->source_failure = status;
+      snprintf(run->source_message, sizeof run->source_message, "%s", plm_last_error());
+      break;
+    }
+    if (run->source_ended) break;
+  }
+  if (n == 0) {
+    *end = true;
+    return PLM_OK;
+  }
+  for (int i = 0; i < run->inputs_count; i++)
+    memset((char *)inputs[i] + (size_t)n * run->input_frame_bytes[i], 0,
+           (size_t)(run->batch - n) * run->input_frame_bytes[i]);
+  run->unit_frames[unit % (run->slots_count + run->options->source_ahead)] = n;
+  return PLM_OK;
+}
+
+/* With batches: the pipeline's batch (batch.c) and the per-frame views of the stacks. */
+static plm_status open_batches(frame_run *run) {
+  if (run->batch == 1) return PLM_OK;
+  plm_status status = plm__pipeline_batch_begin(run->pl, run->batch);
+  if (status != PLM_OK) return status;
+  const int entries = run->slots_count + run->options->source_ahead;
+  run->unit_frames = calloc((size_t)entries, sizeof *run->unit_frames);
+  run->input_frame_bytes = calloc((size_t)run->inputs_count + 1, sizeof *run->input_frame_bytes);
+  run->output_frame_bytes = calloc((size_t)run->outputs_count + 1, sizeof *run->output_frame_bytes);
+  run->frame_outputs = calloc((size_t)run->outputs_count + 1, sizeof *run->frame_outputs);
+  run->gathered = calloc((size_t)run->inputs_count + 1, sizeof *run->gathered);
+  if (!run->unit_frames || !run->input_frame_bytes || !run->output_frame_bytes ||
+      !run->frame_outputs || !run->gathered)
+    return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for the run's batches");
+  for (int i = 0; i < run->inputs_count; i++)
+    run->input_frame_bytes[i] = run->input_bytes[i] / (size_t)run->batch;
+  for (int i = 0; i < run->outputs_count; i++)
+    run->output_frame_bytes[i] = run->output_bytes[i] / (size_t)run->batch;
+  return PLM_OK;
+}
+
 /* The slots, the origin event and, last because it may start the source's thread, the
  * ring of pinned inputs. */
 static plm_status open_run(frame_run *run) {
   plm_status status = read_io(run);
+  if (status == PLM_OK) status = open_batches(run);
   if (status != PLM_OK) return status;
   run->whole_frame_graphs =
       run->graphs_wanted && !run->options->record_timing && !run->pl->profiler;
@@ -203,14 +299,17 @@ static plm_status open_run(frame_run *run) {
   /* Every slot starts after the origin, so no timing point precedes it. */
   for (int s = 1; s < run->slots_count && status == PLM_OK; s++)
     status = plm_stream_wait_event(run->slots[s].stream, run->origin);
-  const plm__source_ring_config ring = {.ctx = run->pl->ctx,
-                                        .source = run->source,
-                                        .user = run->user,
-                                        .inputs_count = run->inputs_count,
-                                        .input_bytes = run->input_bytes,
-                                        .in_flight = run->slots_count,
-                                        .ahead = run->options->source_ahead,
-                                        .max_frames = run->options->max_frames};
+  const bool batched = run->batch > 1;
+  const int64_t max_frames = run->options->max_frames;
+  const plm__source_ring_config ring = {
+      .ctx = run->pl->ctx,
+      .source = batched ? gather_unit : run->source,
+      .user = batched ? (void *)run : run->user,
+      .inputs_count = run->inputs_count,
+      .input_bytes = run->input_bytes,
+      .in_flight = run->slots_count,
+      .ahead = run->options->source_ahead,
+      .max_frames = (max_frames + run->batch - 1) / run->batch}; /* in units */
   if (status == PLM_OK) status = plm__source_ring_open(&run->ring, &ring);
   return status;
 }
@@ -228,6 +327,12 @@ static void close_run(frame_run *run) {
   free(run->output_shapes);
   free(run->input_bytes);
   free(run->output_bytes);
+  plm__pipeline_batch_end(run->pl);
+  free(run->unit_frames);
+  free(run->input_frame_bytes);
+  free(run->output_frame_bytes);
+  free(run->frame_outputs);
+  free(run->gathered);
   free(run->latency_ms.values);
   free(run->source_us.values);
   free(run->submit_us.values);
@@ -270,7 +375,7 @@ static void capture(frame_run *run, frame_slot *slot, int slot_index, int64_t fr
   plm_status enqueued = run->whole_frame_graphs ? upload(run, slot, frame, inputs) : PLM_OK;
   if (enqueued == PLM_OK)
     enqueued = plm__pipeline_enqueue(run->pl, slot_index, slot->stream, slot->inputs, slot->outputs,
-                                     slot->frame);
+                                     first_frame(run, slot->frame));
   if (enqueued == PLM_OK && run->whole_frame_graphs) enqueued = download(run, slot, frame);
   char why[sizeof run->report->graphs_note] = "";
   if (enqueued != PLM_OK) snprintf(why, sizeof why, "%s", plm_last_error());
@@ -303,7 +408,7 @@ static plm_status upload(frame_run *run, frame_slot *slot, int64_t frame, void *
   plm_status status = PLM_OK;
   for (int i = 0; status == PLM_OK && i < run->inputs_count; i++)
     status = copy(run, slot->stream, slot->inputs[i].data, inputs[i], run->input_bytes[i],
-                  PLM_COPY_HOST_TO_DEVICE, frame);
+                  PLM_COPY_HOST_TO_DEVICE, first_frame(run, frame));
   return status;
 }
 
@@ -312,25 +417,33 @@ static plm_status download(frame_run *run, frame_slot *slot, int64_t frame) {
   plm_status status = PLM_OK;
   for (int i = 0; status == PLM_OK && i < run->outputs_count; i++)
     status = copy(run, slot->stream, slot->host_outputs[i], slot->outputs[i].data,
-                  run->output_bytes[i], PLM_COPY_DEVICE_TO_HOST, frame);
+                  run->output_bytes[i], PLM_COPY_DEVICE_TO_HOST, first_frame(run, frame));
   return status;
 }
 
-/* Queue frame `frame` on its slot, uploading it from `inputs` (its entry of the ring):
- * one graph launch when the frame's whole graph exists, else the copies around the plan
- * (or the plan's graph), with the timing events when asked for. */
+/* Queue unit `frame` (a frame, or a batch) on its slot, uploading it from `inputs` (its
+ * entry of the ring): one graph launch when the unit's whole graph exists, else the
+ * copies around the plan (or the plan's graph), with the timing events when asked for.
+ * A short batch runs without graphs, as a stack of its frames alone. */
 static plm_status submit_frame(frame_run *run, int64_t frame, void *const *inputs) {
   const int slot_index = (int)(frame % run->slots_count);
   frame_slot *slot = &run->slots[slot_index];
   slot->frame = frame;
-  char range[32];
-  snprintf(range, sizeof range, "frame %lld", (long long)frame);
+  char range[48];
+  if (run->batch == 1)
+    snprintf(range, sizeof range, "frame %lld", (long long)frame);
+  else
+    snprintf(range, sizeof range, "frames %lld+%lld", (long long)first_frame(run, frame),
+             (long long)frames_of(run, frame));
   plm__nvtx_push(run->pl->ctx, range);
+  const int64_t frames = frames_of(run, frame);
+  const bool short_batch = frames < run->batch;
   /* Each slot's first frame is its warm-up, run without a graph. */
   const bool warm = frame >= run->slots_count;
-  plm__stream_graph **graph = graph_of(run, slot, frame);
+  plm__stream_graph *no_graph = NULL;
+  plm__stream_graph **graph = short_batch ? &no_graph : graph_of(run, slot, frame);
   bool captured_now = false, launched = false;
-  if (run->graphs_wanted && !run->graphs_refused && warm && !*graph) {
+  if (run->graphs_wanted && !run->graphs_refused && warm && !short_batch && !*graph) {
     capture(run, slot, slot_index, frame, inputs, graph);
     captured_now = *graph != NULL;
   }
@@ -350,9 +463,12 @@ static plm_status submit_frame(frame_run *run, int64_t frame, void *const *input
       launched = status == PLM_OK;
       if (launched) run->report->graph_replays++;
       if (launched) plm__pipeline_state_replayed(run->pl, slot_index);
+    } else if (status == PLM_OK && short_batch) {
+      status = plm__pipeline_enqueue_frames(run->pl, slot_index, slot->stream, slot->inputs,
+                                            slot->outputs, first_frame(run, frame), frames);
     } else if (status == PLM_OK) {
       status = plm__pipeline_enqueue(run->pl, slot_index, slot->stream, slot->inputs, slot->outputs,
-                                     frame);
+                                     first_frame(run, frame));
     }
     if (status == PLM_OK && timed) status = plm_event_record(slot->computed, slot->stream);
     if (status == PLM_OK) status = download(run, slot, frame);
@@ -404,33 +520,60 @@ static plm_status keep_timings(frame_run *run, frame_slot *slot) {
   return PLM_OK;
 }
 
-/* Wait for the slot's frame, hand it to the sink and give its ring entry back to the
- * source. The message of a failure is raw and names the frame. */
+/* Record a failure of unit `unit` at frame `frame` (the run's failed frame). */
+static plm_status failed_at(frame_run *run, int64_t unit, int64_t frame, plm_status status) {
+  run->failed_unit = unit;
+  run->failed_frame = frame;
+  return status;
+}
+
+/* Hand frame `frame` (of the slot's unit, `index` in its stack) to the sink. */
+static plm_status sink_frame(frame_run *run, frame_slot *slot, int64_t frame, int64_t index) {
+  const void *const *outputs = (const void *const *)slot->host_outputs;
+  if (run->batch > 1) {
+    for (int i = 0; i < run->outputs_count; i++)
+      run->frame_outputs[i] =
+          (const char *)slot->host_outputs[i] + (size_t)index * run->output_frame_bytes[i];
+    outputs = run->frame_outputs;
+  }
+  plm_clear_error();
+  plm_status status = run->sink(run->user, frame, outputs);
+  if (status == PLM_OK) return PLM_OK;
+  if (plm_last_error()[0])
+    return plm__fail_raw(status, "frame %lld: the sink failed: %s", (long long)frame,
+                         plm_last_error());
+  return plm__fail_raw(status, "frame %lld: the sink failed (%s)", (long long)frame,
+                       plm_status_str(status));
+}
+
+/* Wait for the slot's unit, hand its frames to the sink in order and give its ring entry
+ * back to the source. A failure's message is raw and names the frame, which becomes the
+ * run's failed frame (failed_at). */
 static plm_status retire_frame(frame_run *run, frame_slot *slot) {
-  const int64_t frame = slot->frame;
+  const int64_t unit = slot->frame, first = first_frame(run, unit), frames = frames_of(run, unit);
   plm_status status = plm_event_synchronize(slot->done);
-  if (status != PLM_OK)
-    return plm__fail_raw(status, "frame %lld: %s", (long long)frame, plm_last_error());
+  if (status != PLM_OK) {
+    if (run->batch == 1)
+      status = plm__fail_raw(status, "frame %lld: %s", (long long)first, plm_last_error());
+    else
+      status = plm__fail_raw(status, "frame %lld (the batch of frames %lld to %lld): %s",
+                             (long long)first, (long long)first, (long long)(first + frames - 1),
+                             plm_last_error());
+    return failed_at(run, unit, first, status);
+  }
   if (run->options->record_timing) {
     status = keep_timings(run, slot);
-    if (status != PLM_OK) return status;
+    if (status != PLM_OK) return failed_at(run, unit, first, status);
   }
-  if (run->sink) {
-    plm_clear_error();
-    status = run->sink(run->user, frame, (const void *const *)slot->host_outputs);
-    if (status != PLM_OK) {
-      if (plm_last_error()[0])
-        return plm__fail_raw(status, "frame %lld: the sink failed: %s", (long long)frame,
-                             plm_last_error());
-      return plm__fail_raw(status, "frame %lld: the sink failed (%s)", (long long)frame,
-                           plm_status_str(status));
-    }
+  for (int64_t f = 0; f < frames; f++) {
+    if (run->sink) status = sink_frame(run, slot, first + f, f);
+    if (status != PLM_OK) return failed_at(run, unit, first + f, status);
+    run->report->frames_delivered++;
   }
-  plm__source_ring_release(&run->ring, frame); /* its upload is complete */
+  plm__source_ring_release(&run->ring, unit); /* its upload is complete */
   status = series_add(&run->latency_ms, (plm__monotonic_seconds() - slot->taken_s) * 1e3,
                       "frame latencies");
-  if (status != PLM_OK) return status;
-  run->report->frames_delivered++;
+  if (status != PLM_OK) return failed_at(run, unit, first + frames - 1, status);
   slot->frame = -1;
   return PLM_OK;
 }
@@ -539,11 +682,12 @@ static plm_status take_frame(frame_run *run, int64_t frame, void *const **inputs
   const double asked_s = plm__monotonic_seconds();
   plm_status status = plm__source_ring_take(&run->ring, frame, inputs, end);
   if (status != PLM_OK) {
-    run->report->failed_frame = frame;
+    const int64_t failed = run->batch == 1 ? frame : run->source_failed_frame;
+    failed_at(run, frame, failed, status);
     if (plm_last_error()[0])
-      return plm__fail_raw(status, "frame %lld: the source failed: %s", (long long)frame,
+      return plm__fail_raw(status, "frame %lld: the source failed: %s", (long long)failed,
                            plm_last_error());
-    return plm__fail_raw(status, "frame %lld: the source failed (%s)", (long long)frame,
+    return plm__fail_raw(status, "frame %lld: the source failed (%s)", (long long)failed,
                          plm_status_str(status));
   }
   const double taken_s = plm__monotonic_seconds();
@@ -556,16 +700,12 @@ static plm_status take_frame(frame_run *run, int64_t frame, void *const **inputs
 /* Feed frames until the source ends, max_frames is reached or something fails; returns
  * the first failure, its frame in report->failed_frame. */
 static plm_status stream_frames(frame_run *run) {
-  const int64_t limit = run->options->max_frames;
+  const int64_t limit = (run->options->max_frames + run->batch - 1) / run->batch; /* units */
   for (int64_t frame = 0; limit == 0 || frame < limit; frame++) {
     frame_slot *slot = &run->slots[frame % run->slots_count];
     if (slot->frame >= 0) {
-      const int64_t previous = slot->frame;
       plm_status status = retire_frame(run, slot);
-      if (status != PLM_OK) {
-        run->report->failed_frame = previous;
-        return status;
-      }
+      if (status != PLM_OK) return status;
     }
     void *const *inputs = NULL;
     bool end = false;
@@ -576,9 +716,10 @@ static plm_status stream_frames(frame_run *run) {
       status = series_add(&run->submit_us, (plm__monotonic_seconds() - slot->taken_s) * 1e6,
                           "submit times");
     if (status != PLM_OK) {
-      run->report->failed_frame = frame;
       slot->frame = -1; /* not delivered; its work, if any, is waited for at close */
-      return plm__fail_raw(status, "frame %lld: %s", (long long)frame, plm_last_error());
+      const int64_t first = first_frame(run, frame);
+      return failed_at(run, frame, first,
+                       plm__fail_raw(status, "frame %lld: %s", (long long)first, plm_last_error()));
     }
   }
   return PLM_OK;
@@ -595,12 +736,8 @@ static plm_status drain_frames(frame_run *run, int64_t stop) {
       if (!oldest || slot->frame < oldest->frame) oldest = slot;
     }
     if (!oldest) return PLM_OK;
-    const int64_t frame = oldest->frame;
     plm_status status = retire_frame(run, oldest);
-    if (status != PLM_OK) {
-      run->report->failed_frame = frame;
-      return status;
-    }
+    if (status != PLM_OK) return status;
   }
 }
 
@@ -608,7 +745,7 @@ static plm_status drain_frames(frame_run *run, int64_t stop) {
 
 plm_run_stream_options plm_run_stream_options_default(void) {
   return (plm_run_stream_options){
-      .max_frames = 0, .use_graphs = true, .record_timing = false, .source_ahead = 0};
+      .max_frames = 0, .use_graphs = true, .record_timing = false, .source_ahead = 0, .batch = 1};
 }
 
 plm_status plm__run_stream_options_check(const plm_run_stream_options *options) {
@@ -618,6 +755,10 @@ plm_status plm__run_stream_options_check(const plm_run_stream_options *options) 
   if (options->source_ahead < 0 || options->source_ahead > PLM_SOURCE_AHEAD_MAX)
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "options->source_ahead %d is out of range (0 to %d)",
                          options->source_ahead, PLM_SOURCE_AHEAD_MAX);
+  if (options->batch < 0 || options->batch > PLM_RUN_STREAM_MAX_BATCH)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG,
+                         "options->batch %d is out of range (1 to %d frames a batch; 0 means 1)",
+                         options->batch, PLM_RUN_STREAM_MAX_BATCH);
   return PLM_OK;
 }
 
@@ -643,7 +784,10 @@ plm_status plm_pipeline_run_stream(plm_pipeline *pl, plm_frame_source_fn source,
                    .sink = sink,
                    .user = user,
                    .options = options,
-                   .report = report};
+                   .report = report,
+                   .batch = options->batch > 1 ? options->batch : 1,
+                   .failed_unit = -1,
+                   .failed_frame = -1};
   if (options->use_graphs) {
     char why[sizeof report->graphs_note] = "";
     if (!plm__stream_graph_supported(pl->ctx))
@@ -671,12 +815,13 @@ plm_status plm_pipeline_run_stream(plm_pipeline *pl, plm_frame_source_fn source,
      * the reported one only when there was none. */
     char first_error[512];
     snprintf(first_error, sizeof first_error, "%s", plm_last_error());
-    plm_status drained = drain_frames(&run, report->failed_frame);
+    plm_status drained = drain_frames(&run, run.failed_unit);
     if (status == PLM_OK)
       status = drained;
     else
       plm__fail_raw(status, "%s", first_error);
   }
+  report->failed_frame = run.failed_frame;
   finish_report(&run, started_s);
   close_run(&run);
   atomic_store(&pl->streaming, false);

@@ -393,7 +393,7 @@ plm_status plm_pipeline_add_regions(plm_pipeline *pl, plm_pipe_tensor labels,
   plm__op_params p = {.regions = {.capacity = capacity}};
   const plm_pipe_tensor inputs[] = {labels, intensity, count};
   plm_pipe_tensor *const outputs[PLM__PIPE_MAX_IO] = {table, NULL, NULL};
-  return plm__propagate(add(pl, PLM__OP_REGIONS, inputs, 3, &p, outputs));
+  return plm__propagate(add(pl, PLM__OP_regions, inputs, 3, &p, outputs));
 }
 
 plm_status plm_pipeline_add_segment(plm_pipeline *pl, plm_pipe_tensor image,
@@ -404,7 +404,7 @@ plm_status plm_pipeline_add_segment(plm_pipeline *pl, plm_pipe_tensor image,
   plm__op_params p = {.segment = {.segment = *params, .capacity = capacity}};
   /* All three are made (none is optional); NULL only means "not named". */
   plm_pipe_tensor *const outputs[PLM__PIPE_MAX_IO] = {labels, count, table};
-  return plm__propagate(add(pl, PLM__OP_SEGMENT, &image, 1, &p, outputs));
+  return plm__propagate(add(pl, PLM__OP_segment, &image, 1, &p, outputs));
 }
 
 plm_status plm_pipeline_add_lstm_cell(plm_pipeline *pl, plm_pipe_tensor x, plm_pipe_tensor h,
@@ -417,7 +417,7 @@ plm_status plm_pipeline_add_lstm_cell(plm_pipeline *pl, plm_pipe_tensor x, plm_p
   plm__op_params p = {.lstm_cell = {0}}; /* lstm_cell has no parameters */
   const plm_pipe_tensor inputs[] = {x, h, c, w_ih, w_hh, b_ih, b_hh};
   plm_pipe_tensor *const outputs[PLM__PIPE_MAX_IO] = {out_h, out_c};
-  return plm__propagate(add(pl, PLM__OP_LSTM_CELL, inputs, 7, &p, outputs));
+  return plm__propagate(add(pl, PLM__OP_lstm_cell, inputs, 7, &p, outputs));
 }
 
 plm_status plm_pipeline_add_vector_add(plm_pipeline *pl, plm_pipe_tensor a, plm_pipe_tensor b,
@@ -428,7 +428,7 @@ plm_status plm_pipeline_add_vector_add(plm_pipeline *pl, plm_pipe_tensor a, plm_
   plm__op_params p = {.vector_add = params ? *params : (plm_vector_add_params){1.0, 1.0}};
   const plm_pipe_tensor inputs[] = {a, b};
   plm_pipe_tensor *const outputs[PLM__PIPE_MAX_IO] = {out};
-  return plm__propagate(add(pl, PLM__OP_VECTOR_ADD, inputs, 2, &p, outputs));
+  return plm__propagate(add(pl, PLM__OP_vector_add, inputs, 2, &p, outputs));
 }
 
 plm_status plm_pipeline_add_dot(plm_pipeline *pl, plm_pipe_tensor a, plm_pipe_tensor b,
@@ -438,7 +438,7 @@ plm_status plm_pipeline_add_dot(plm_pipeline *pl, plm_pipe_tensor a, plm_pipe_te
   plm__op_params p = {.dot = {0}};
   const plm_pipe_tensor inputs[] = {a, b};
   plm_pipe_tensor *const outputs[PLM__PIPE_MAX_IO] = {out};
-  return plm__propagate(add(pl, PLM__OP_DOT, inputs, 2, &p, outputs));
+  return plm__propagate(add(pl, PLM__OP_dot, inputs, 2, &p, outputs));
 }
 
 plm_status plm_pipeline_mark_output(plm_pipeline *pl, plm_pipe_tensor t) {

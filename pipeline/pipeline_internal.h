@@ -242,6 +242,10 @@ struct plm_pipeline {
   plm_event **state_last;    /* per state: the event after its last update, or NULL */
   plm_event **saved_last;    /* state_last and state_fresh as plm__pipeline_state_save */
   bool *saved_fresh;         /* left them */
+  /* Inside a batched plm_pipeline_run_stream (batch.c): its batch, and which plan
+   * tensors hold the batch's frames (per plan tensor); 0 and NULL otherwise. */
+  int batch;
+  bool *batch_per_frame;
   /* Inside plm_pipeline_run_stream: a second run_stream, plm_pipeline_run and
    * plm_pipeline_reset_state refuse (they would share its slots and its state). */
   atomic_bool streaming;
@@ -317,6 +321,27 @@ plm_status plm__pipeline_check_io(const plm_pipeline *pl, const plm_stream *stre
  * step is recorded as a launch of frame `frame`. */
 plm_status plm__pipeline_enqueue(plm_pipeline *pl, int slot, plm_stream *stream,
                                  const plm_tensor *inputs, plm_tensor *outputs, int64_t frame);
+
+/* plm__pipeline_enqueue of a short batch, the first `frames` frames of the stacks only
+ * (0 < frames <= pl->batch; batch.c says how). */
+plm_status plm__pipeline_enqueue_frames(plm_pipeline *pl, int slot, plm_stream *stream,
+                                        const plm_tensor *inputs, plm_tensor *outputs,
+                                        int64_t frame, int64_t frames);
+
+/* ---- batch.c: a pipeline over stacks, run a batch at a time ------------------------------ */
+
+/* For a run of batch frames a stack (batch >= 2): check that every input and output
+ * leads with batch, and that every step reading the batch's frames keeps them apart (its
+ * outputs lead with batch too), and set pl->batch and pl->batch_per_frame. The message
+ * is raw and names the input, output or step. */
+plm_status plm__pipeline_batch_begin(plm_pipeline *pl, int batch);
+
+/* Undo plm__pipeline_batch_begin (safe when it failed or was not called). */
+void plm__pipeline_batch_end(plm_pipeline *pl);
+
+/* Set the leading dimension of the slot's per-frame tensors to frames (a short batch:
+ * frames < pl->batch; pl->batch puts it back). */
+void plm__pipeline_batch_shrink(plm_pipeline *pl, plm__slot *slot, int64_t frames);
 
 /* Keep the states' order (state_last, state_fresh) before enqueueing a frame that may
  * not run (a graph capture that may fail), and put it back when it did not. */

@@ -38,7 +38,7 @@ static void add_step(plm__plan *plan, plm__op_kind kind, const int *inputs, cons
 /* Copy the graph's tensors and nodes, with segment lowered into its three parts. */
 static plm_status lower(const plm__graph *graph, plm__plan *plan) {
   int segments = 0;
-  for (int n = 0; n < graph->node_count; n++) segments += graph->nodes[n].kind == PLM__OP_SEGMENT;
+  for (int n = 0; n < graph->node_count; n++) segments += graph->nodes[n].kind == PLM__OP_segment;
   plan->tensors = calloc((size_t)(graph->tensor_count + segments), sizeof *plan->tensors);
   plan->steps = calloc((size_t)(graph->node_count + 2 * segments) + 1, sizeof *plan->steps);
   if (!plan->tensors || !plan->steps)
@@ -49,7 +49,7 @@ static plm_status lower(const plm__graph *graph, plm__plan *plan) {
 
   for (int n = 0; n < graph->node_count; n++) {
     const plm__node *node = &graph->nodes[n];
-    if (node->kind != PLM__OP_SEGMENT) {
+    if (node->kind != PLM__OP_segment) {
       add_step(plan, node->kind, node->inputs, node->outputs, &node->params, n);
       continue;
     }
@@ -70,11 +70,11 @@ static plm_status lower(const plm__graph *graph, plm__plan *plan) {
     plm__op_params label = {.label = {.connectivity = sp->connectivity}};
     plm__op_params regions = {.regions = {.capacity = node->params.segment.capacity}};
     int in[PLM__PIPE_MAX_IO], out[PLM__PIPE_MAX_IO];
-    add_step(plan, PLM__OP_THRESHOLD, plm__pipe_io(in, image, -1, -1),
+    add_step(plan, PLM__OP_threshold, plm__pipe_io(in, image, -1, -1),
              plm__pipe_io(out, mask, -1, -1), &threshold, n);
-    add_step(plan, PLM__OP_LABEL, plm__pipe_io(in, mask, -1, -1),
+    add_step(plan, PLM__OP_label, plm__pipe_io(in, mask, -1, -1),
              plm__pipe_io(out, node->outputs[0], node->outputs[1], -1), &label, n);
-    add_step(plan, PLM__OP_REGIONS, plm__pipe_io(in, node->outputs[0], image, node->outputs[1]),
+    add_step(plan, PLM__OP_regions, plm__pipe_io(in, node->outputs[0], image, node->outputs[1]),
              plm__pipe_io(out, node->outputs[2], -1, -1), &regions, n);
   }
   return PLM_OK;
@@ -155,18 +155,18 @@ int plm__plan_find_fusions(const plm__plan *plan, plm__fusion *found, int capaci
   if (!readers) return -1;
   for (int t = 0; t < plan->step_count; t++) {
     const plm__step *threshold = &plan->steps[t];
-    if (threshold->kind != PLM__OP_THRESHOLD) continue;
+    if (threshold->kind != PLM__OP_threshold) continue;
     int entropy_out = threshold->inputs[0];
     if (!private_intermediate(plan, readers, entropy_out)) continue;
     int e = plan->tensors[entropy_out].producer;
-    if (e < 0 || plan->steps[e].kind != PLM__OP_ENTROPY) continue;
+    if (e < 0 || plan->steps[e].kind != PLM__OP_entropy) continue;
     const plm__step *entropy = &plan->steps[e];
     int sobel_out = entropy->inputs[0];
     if (entropy->params.entropy.range_auto || !private_intermediate(plan, readers, sobel_out) ||
         plan->tensors[sobel_out].shape.dtype != PLM_DTYPE_F32)
       continue;
     int s = plan->tensors[sobel_out].producer;
-    if (s < 0 || plan->steps[s].kind != PLM__OP_SOBEL) continue;
+    if (s < 0 || plan->steps[s].kind != PLM__OP_sobel) continue;
     const plm__step *sobel = &plan->steps[s];
     if (sobel->outputs[0] >= 0 || sobel->outputs[1] >= 0 || sobel->outputs[2] != sobel_out)
       continue;
@@ -201,7 +201,7 @@ static plm_status fuse(plm__plan *plan, bool substitute) {
     plm__step *sobel = &plan->steps[found[f].sobel], *entropy = &plan->steps[found[f].entropy];
     plm__step *threshold = &plan->steps[found[f].threshold];
     plm__step fused = {
-        .kind = PLM__OP_SOBEL_ENTROPY_THRESHOLD,
+        .kind = PLM__OP_sobel_entropy_threshold,
         .params = {.sobel_entropy_threshold = {.sobel = sobel->params.sobel,
                                                .entropy = entropy->params.entropy,
                                                .threshold = threshold->params.threshold}},

@@ -4,9 +4,10 @@
 #include <stddef.h>
 #include <string.h>
 
-/* The frames scripts/tune_presets.py left out of the robust chain's scores: by then its
- * background (alpha 0.02) holds 55% of the frames since the start, enough to have taken
- * out the fixed pattern and the stuck pixels, which dominate its first frames. */
+/* The frames scripts/tune_presets.py and scripts/heldout_scenes.py leave out of the temporal
+ * chains' scores: by then the background (alpha 0.05) and its gate's spread v (started at 0)
+ * weigh 87% of the frames since the start, enough to have taken out the fixed pattern and the
+ * stuck pixels, which dominate the first frames, and to have learnt each pixel's noise. */
 enum { ROBUST_SETTLE_FRAMES = 40 };
 
 static const plm_preset presets[] = {

@@ -163,6 +163,17 @@ plm_status plm__pipeline_enqueue(plm_pipeline *pl, int slot_index, plm_stream *s
   return status;
 }
 
+plm_status plm__pipeline_enqueue_frames(plm_pipeline *pl, int slot_index, plm_stream *stream,
+                                        const plm_tensor *inputs, plm_tensor *outputs,
+                                        int64_t frame, int64_t frames) {
+  if (frames >= pl->batch)
+    return plm__pipeline_enqueue(pl, slot_index, stream, inputs, outputs, frame);
+  plm__pipeline_batch_shrink(pl, &pl->slots[slot_index], frames);
+  plm_status status = plm__pipeline_enqueue(pl, slot_index, stream, inputs, outputs, frame);
+  plm__pipeline_batch_shrink(pl, &pl->slots[slot_index], pl->batch);
+  return status;
+}
+
 plm_status plm_pipeline_run(plm_pipeline *pl, const plm_tensor *inputs, plm_tensor *outputs,
                             plm_stream *stream) {
   PLM__REQUIRE_NOT_NULL(pl);

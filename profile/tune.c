@@ -92,17 +92,17 @@ typedef struct workload {
 
 static bool is_frame_op(const plm__op_desc *op) {
   switch (op->kind) {
-    case PLM__OP_CONV2D:
-    case PLM__OP_SOBEL:
-    case PLM__OP_ENTROPY:
-    case PLM__OP_THRESHOLD:
-    case PLM__OP_LABEL:
-    case PLM__OP_REGIONS:
-    case PLM__OP_SOBEL_ENTROPY_THRESHOLD:
-    case PLM__OP_CFAR:
-    case PLM__OP_NUC:
-    case PLM__OP_BADPIXEL:
-    case PLM__OP_BACKGROUND: return true;
+    case PLM__OP_conv2d:
+    case PLM__OP_sobel:
+    case PLM__OP_entropy:
+    case PLM__OP_threshold:
+    case PLM__OP_label:
+    case PLM__OP_regions:
+    case PLM__OP_sobel_entropy_threshold:
+    case PLM__OP_cfar:
+    case PLM__OP_nuc:
+    case PLM__OP_badpixel:
+    case PLM__OP_background: return true;
     default: return false;
   }
 }
@@ -123,15 +123,15 @@ static int sizes_of(const plm__op_desc *op, const plm__op_tunable *t, bool quick
     return model ? (quick ? 2 : 4) : quick ? 1 : t->backend == PLM_BACKEND_CUDA ? 3 : 2;
   }
   switch (op->kind) {
-    case PLM__OP_LSTM_CELL:
-    case PLM__OP_DENDRITIC:
+    case PLM__OP_lstm_cell:
+    case PLM__OP_dendritic:
       if (model) {
         for (int k = 0; k < 3; k++) sizes[k] = (int64_t)8 << (3 * k);
         return quick ? 2 : 3;
       }
       for (int k = 0; k < t->candidate_count; k++) sizes[k] = t->candidates[k];
       return t->candidate_count;
-    case PLM__OP_MATMUL:
+    case PLM__OP_matmul:
       for (int k = 0; k < 4; k++)
         sizes[k] = ((int64_t)128 << k) / (emulated ? EMULATED_MATRIX_DIVISOR : 1);
       return quick ? 2 : 4;
@@ -144,10 +144,10 @@ static int sizes_of(const plm__op_desc *op, const plm__op_tunable *t, bool quick
  * x 256 in a full run). */
 static int variants_of(const plm__op_desc *op, bool quick) {
   switch (op->kind) {
-    case PLM__OP_ENTROPY:
-    case PLM__OP_SOBEL_ENTROPY_THRESHOLD:
-    case PLM__OP_CONV2D: return 2;
-    case PLM__OP_DENDRITIC: return quick ? 1 : 2;
+    case PLM__OP_entropy:
+    case PLM__OP_sobel_entropy_threshold:
+    case PLM__OP_conv2d: return 2;
+    case PLM__OP_dendritic: return quick ? 1 : 2;
     default: return 1;
   }
 }
@@ -164,7 +164,7 @@ static int inputs_of(const plm__op_desc *op, int64_t n, int v, plm_shape *in, co
   for (int k = 0; k < PLM__OP_MAX_IN; k++) what[k] = RANDOM;
   const int window = v ? 16 : 9;
   switch (op->kind) {
-    case PLM__OP_CONV2D: {
+    case PLM__OP_conv2d: {
       const int64_t k = v ? 9 : 5;
       params->conv2d.pad_y = params->conv2d.pad_x = (int)(k / 2);
       params->conv2d.border = PLM_BORDER_REPLICATE;
@@ -174,21 +174,21 @@ static int inputs_of(const plm__op_desc *op, int64_t n, int v, plm_shape *in, co
       what[1] = KERNEL;
       return 2;
     }
-    case PLM__OP_SOBEL:
+    case PLM__OP_sobel:
       in[0] = shape2(PLM_DTYPE_U16, n, n);
       what[0] = FRAME;
       return 1;
-    case PLM__OP_THRESHOLD:
+    case PLM__OP_threshold:
       params->threshold.value = 4.25;
       in[0] = shape2(PLM_DTYPE_F32, n, n);
       what[0] = DETAIL;
       return 1;
-    case PLM__OP_LABEL:
+    case PLM__OP_label:
       params->label.connectivity = 8;
       in[0] = shape2(PLM_DTYPE_U8, n, n);
       what[0] = MASK;
       return 1;
-    case PLM__OP_REGIONS:
+    case PLM__OP_regions:
       /* 1024 rows, or as many regions as the frame can have (the emulator's 16 x 16) */
       params->regions.capacity = 1024 < plm__regions_bound(n, n, 4) ? 1024 : plm__regions_bound(n, n, 4);
       in[0] = shape2(PLM_DTYPE_I32, n, n);
@@ -198,7 +198,7 @@ static int inputs_of(const plm__op_desc *op, int64_t n, int v, plm_shape *in, co
       what[1] = FRAME;
       what[2] = COUNT;
       return 3;
-    case PLM__OP_ENTROPY: /* on a gradient's magnitude, as after sobel or conv2d */
+    case PLM__OP_entropy: /* on a gradient's magnitude, as after sobel or conv2d */
       params->entropy.window = window;
       params->entropy.bins = 64;
       params->entropy.range_auto = false;
@@ -207,7 +207,7 @@ static int inputs_of(const plm__op_desc *op, int64_t n, int v, plm_shape *in, co
       in[0] = shape2(PLM_DTYPE_F32, n, n);
       what[0] = DETAIL;
       return 1;
-    case PLM__OP_SOBEL_ENTROPY_THRESHOLD: {
+    case PLM__OP_sobel_entropy_threshold: {
       plm_sobel_entropy_threshold_params *p = &params->sobel_entropy_threshold;
       p->entropy.window = window;
       p->entropy.bins = 64;
@@ -219,44 +219,44 @@ static int inputs_of(const plm__op_desc *op, int64_t n, int v, plm_shape *in, co
       what[0] = FRAME;
       return 1;
     }
-    case PLM__OP_BACKGROUND:
+    case PLM__OP_background:
       params->background.alpha = 0.02;
       in[0] = shape2(PLM_DTYPE_U16, n, n);
       what[0] = FRAME;
       return 1;
-    case PLM__OP_CFAR:
+    case PLM__OP_cfar:
       params->cfar.window = 21;
       params->cfar.guard = 7;
       params->cfar.k = 5.0;
       in[0] = shape2(PLM_DTYPE_F32, n, n);
       what[0] = FRAME;
       return 1;
-    case PLM__OP_NUC:
+    case PLM__OP_nuc:
       in[0] = shape2(PLM_DTYPE_U16, n, n);
       in[1] = in[2] = shape2(PLM_DTYPE_F32, n, n);
       what[0] = FRAME;
       what[1] = GAIN;
       what[2] = OFFSET;
       return 3;
-    case PLM__OP_BADPIXEL:
+    case PLM__OP_badpixel:
       in[0] = shape2(PLM_DTYPE_U16, n, n);
       in[1] = shape2(PLM_DTYPE_U8, n, n);
       what[0] = FRAME;
       what[1] = BAD;
       return 2;
-    case PLM__OP_LSTM_CELL: /* the seeds' input 64, hidden 128; no biases */
+    case PLM__OP_lstm_cell: /* the seeds' input 64, hidden 128; no biases */
       in[0] = shape2(PLM_DTYPE_F32, n, 64);
       in[1] = in[2] = shape2(PLM_DTYPE_F32, n, 128);
       in[3] = shape2(PLM_DTYPE_F32, 512, 64);
       in[4] = shape2(PLM_DTYPE_F32, 512, 128);
       return 5;
-    case PLM__OP_DENDRITIC: {
+    case PLM__OP_dendritic: {
       const int64_t neurons = v ? 256 : 10, inputs = v ? 256 : 16;
       in[0] = shape2(PLM_DTYPE_F32, n, inputs);
       in[1] = (plm_shape){.dtype = PLM_DTYPE_F32, .ndim = 3, .dims = {neurons, 8, inputs}};
       return 2;
     }
-    case PLM__OP_MATMUL:
+    case PLM__OP_matmul:
       params->matmul.precision = PLM_PRECISION_AUTO;
       in[0] = in[1] = shape2(PLM_DTYPE_F32, n, n);
       return 2;

@@ -1,12 +1,14 @@
 """The plume package with libplume inside it (pyproject.toml holds the rest).
 
 `pip install --no-build-isolation --no-index <repository>/python` runs this: it builds
-libplume with CMake from the repository this folder is in (the `plume` target alone, in
-PLUME_PIP_BUILD_DIR or python/build/cmake, with PLUME_CMAKE_ARGS added to CMake's
-arguments as scripts/build adds them) and copies it into the package as plume/libplume.so,
-where plume._native looks first after PLUME_LIBRARY: no PLUME_LIBRARY, no LD_LIBRARY_PATH.
+libplume and libplume_io with CMake from the repository this folder is in (the `plume` and
+`plume_io` targets alone, in PLUME_PIP_BUILD_DIR or python/build/cmake, with
+PLUME_CMAKE_ARGS added to CMake's arguments as scripts/build adds them) and copies them into
+the package as plume/libplume.so and plume/libplume_io.so, where plume._native looks first
+after PLUME_LIBRARY (and plume._frames beside libplume): no PLUME_LIBRARY, no
+LD_LIBRARY_PATH. libplume_io finds libplume, which the module loads first, by its soname.
 From an installed prefix (PREFIX/python, PREFIX/lib and PREFIX/include beside it) it
-copies PREFIX/lib's library instead. The version is the library's (plume/version.h).
+copies PREFIX/lib's libraries instead. The version is the library's (plume/version.h).
 """
 
 import glob
@@ -30,40 +32,49 @@ def version():
     return "%s.%s.%s" % (parts["MAJOR"], parts["MINOR"], parts["PATCH"])
 
 
-def built_library():
-    """libplume.so built by CMake from the repository; its path."""
+LIBRARIES = ("plume", "plume_io")  # lib<name>.so, each copied into the package
+
+
+def built_libraries():
+    """libplume.so and libplume_io.so built by CMake from the repository; their paths."""
     base = os.environ.get("PLUME_PIP_BUILD_DIR") or os.path.join(HERE, "build")
     build = os.path.join(base, "cmake")
     configure = ["cmake", "-S", ROOT, "-B", build, "-DPLUME_BUILD_TESTS=OFF"]
     configure += shlex.split(os.environ.get("PLUME_CMAKE_ARGS", ""))
     subprocess.run(configure, check=True)
-    subprocess.run(["cmake", "--build", build, "--target", "plume", "-j",
+    subprocess.run(["cmake", "--build", build, "--target", *LIBRARIES, "-j",
                     os.environ.get("PLUME_PIP_JOBS", str(os.cpu_count() or 1))], check=True)
-    return os.path.join(build, "libplume.so")
+    return [os.path.join(build, "lib%s.so" % name) for name in LIBRARIES]
 
 
-def installed_library():
-    """PREFIX/lib's libplume.so (an installed prefix: no sources to build)."""
-    found = sorted(glob.glob(os.path.join(ROOT, "lib", "libplume.so"))
-                   + glob.glob(os.path.join(ROOT, "lib", "*", "libplume.so")))
-    if not found:
-        raise SystemExit("plume: %s has neither plume's sources (CMakeLists.txt) nor an "
-                         "installed lib/libplume.so to put in the package" % ROOT)
-    return found[0]
+def installed_libraries():
+    """PREFIX/lib's libplume.so and libplume_io.so (an installed prefix: no sources to
+    build)."""
+    paths = []
+    for name in LIBRARIES:
+        found = sorted(glob.glob(os.path.join(ROOT, "lib", "lib%s.so" % name))
+                       + glob.glob(os.path.join(ROOT, "lib", "*", "lib%s.so" % name)))
+        if not found:
+            raise SystemExit("plume: %s has neither plume's sources (CMakeLists.txt) nor an "
+                             "installed lib/lib%s.so to put in the package" % (ROOT, name))
+        paths.append(found[0])
+    return paths
 
 
 class BuildWithLibrary(build_py):
-    """build_py, then libplume into the package (the real file, as libplume.so)."""
+    """build_py, then libplume and libplume_io into the package (the real files, as
+    libplume.so and libplume_io.so)."""
 
     def run(self):
         super().run()
         if os.path.exists(os.path.join(ROOT, "CMakeLists.txt")):
-            library = built_library()
+            libraries = built_libraries()
         else:
-            library = installed_library()
-        target = os.path.join(self.build_lib, "plume", "libplume.so")
-        shutil.copyfile(os.path.realpath(library), target)
-        os.chmod(target, 0o755)
+            libraries = installed_libraries()
+        for library in libraries:
+            target = os.path.join(self.build_lib, "plume", os.path.basename(library))
+            shutil.copyfile(os.path.realpath(library), target)
+            os.chmod(target, 0o755)
 
 
 class WithLibrary(Distribution):

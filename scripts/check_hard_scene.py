@@ -73,6 +73,49 @@ def ring_stats(f, window, guard):
     return mean, s2 / n - mean * mean
 
 
+def reference_detections(folder, frames="f.npy", alpha=0.05, masked=0.3, sigma=1.2, window=21,
+                         guard=7, k=5.5, mode="constant"):
+    """The chain above on the scene in folder: a dict frame -> array of (row, col)."""
+    global MODE
+    MODE = mode
+    raw = np.load(f"{folder}/{frames}", mmap_mode="r")
+    gain = np.load(f"{folder}/gain.npy").astype(np.float64)
+    offset = np.load(f"{folder}/offset.npy").astype(np.float64)
+    bad = np.load(f"{folder}/bad.npy").astype(bool)
+    background = None
+    detections = {}
+    for t in range(raw.shape[0]):
+        x = gain * raw[t].astype(np.float64) + offset
+        x[bad] = ndimage.median_filter(x, size=3)[bad]
+        if background is None:
+            background = x.copy()
+        r = x - background
+        f = ndimage.gaussian_filter(r, sigma, mode=mode)
+        mean, var = ring_stats(f, window, guard)
+        z = (f - mean) / np.sqrt(np.maximum(var, 1e-6))
+        mask = z > k
+        labels, n = ndimage.label(mask, structure=np.ones((3, 3)))
+        if n:
+            w = np.where(mask, np.maximum(f, 0), 0)
+            cents = ndimage.center_of_mass(w, labels, range(1, n + 1))
+            detections[t] = np.array(cents)
+        # The background learns the frame except where it found something.
+        rate = np.where(ndimage.binary_dilation(mask, iterations=2), alpha * masked, alpha)
+        background += rate * (x - background)
+    return detections
+
+
+def reference_score(folder, skip, frames="f.npy", truth="t.csv", **chain):
+    """(tp, fp, fn, precision, recall, mean error) of the chain on the scene in folder,
+    frames before skip left out (plume score --skip-frames)."""
+    detections = reference_detections(folder, frames, **chain)
+    # frame, row, col, amplitude, sigma
+    rows = np.loadtxt(f"{folder}/{truth}", delimiter=",", skiprows=1, ndmin=2)
+    rows = rows[rows[:, 0] >= skip]
+    detections = {f: d for f, d in detections.items() if f >= skip}
+    return score(rows, detections)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("dir", help="the folder of f.npy, t.csv, gain.npy, offset.npy, bad.npy")
@@ -88,41 +131,10 @@ def main():
                     help="the background's rate near detections, in alphas")
     ap.add_argument("--k", type=float, default=5.5)
     a = ap.parse_args()
-    global MODE
-    MODE = a.mode
     raw = np.load(f"{a.dir}/{a.frames}", mmap_mode="r")
-    gain = np.load(f"{a.dir}/gain.npy").astype(np.float64)
-    offset = np.load(f"{a.dir}/offset.npy").astype(np.float64)
-    bad = np.load(f"{a.dir}/bad.npy").astype(bool)
-    # frame, row, col, amplitude, sigma
-    truth = np.loadtxt(f"{a.dir}/{a.truth}", delimiter=",", skiprows=1, ndmin=2)
-
-    background = None
-    detections = {}
-    for t in range(raw.shape[0]):
-        x = gain * raw[t].astype(np.float64) + offset
-        x[bad] = ndimage.median_filter(x, size=3)[bad]
-        if background is None:
-            background = x.copy()
-        r = x - background
-        f = ndimage.gaussian_filter(r, a.sigma, mode=a.mode)
-        mean, var = ring_stats(f, a.window, a.guard)
-        z = (f - mean) / np.sqrt(np.maximum(var, 1e-6))
-        mask = z > a.k
-        labels, n = ndimage.label(mask, structure=np.ones((3, 3)))
-        if n:
-            w = np.where(mask, np.maximum(f, 0), 0)
-            cents = ndimage.center_of_mass(w, labels, range(1, n + 1))
-            detections[t] = np.array(cents)
-        # The background learns the frame except where it found something.
-        rate = np.where(ndimage.binary_dilation(mask, iterations=2), a.alpha * a.masked, a.alpha)
-        background += rate * (x - background)
-
-    # Frames before --skip are left out, truth and detections alike (plume score
-    # --skip-frames).
-    truth = truth[truth[:, 0] >= a.skip]
-    detections = {f: d for f, d in detections.items() if f >= a.skip}
-    tp, fp, fn, precision, recall, _ = score(truth, detections)
+    tp, fp, fn, precision, recall, _ = reference_score(
+        a.dir, a.skip, a.frames, a.truth, alpha=a.alpha, masked=a.masked, sigma=a.sigma,
+        window=a.window, guard=a.guard, k=a.k, mode=a.mode)
     print(f"frames {a.skip}..{raw.shape[0] - 1}: truth {tp + fn}, detections {tp + fp}, "
           f"true positives {tp}, precision {precision:.4f}, recall {recall:.4f}")
     return 0

@@ -14,6 +14,7 @@
 
 #include "support/quote.h"
 #include "support/regular_file.h"
+#include "support/tiff_io.h"
 #include "support/video_io.h"
 
 struct frame_reader {
@@ -367,4 +368,9 @@ const char *frame_reader_file(const frame_reader *r, int64_t k) {
   if (!r || k < 0 || (r->info.count >= 0 && k >= r->info.count)) return NULL;
   if (r->raw) return raw_frames_name(r->raw);
   return r->files ? r->files[k] : r->path;
+}
+
+void frame_reader_as_guest(void) {
+  tiff_io_as_guest();
+  video_io_as_guest();
 }

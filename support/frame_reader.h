@@ -29,7 +29,8 @@
  * caller's buffer (FRAME_READER_ERROR_SIZE bytes are enough).
  *
  * A reader is used by one thread at a time; frames may be read in any order, except a
- * stream's. The module belongs to the command-line tool, not to libplume.
+ * stream's. The module belongs to the command-line tool and to libplume_io (io/), not to
+ * libplume.
  */
 #ifndef PLUME_SUPPORT_FRAME_READER_H
 #define PLUME_SUPPORT_FRAME_READER_H
@@ -109,5 +110,11 @@ plm_status frame_reader_shape(frame_reader *r, int64_t k, int64_t *height, int64
 
 /* Close; NULL is a no-op. */
 void frame_reader_close(frame_reader *r);
+
+/* For a library inside another's process (libplume_io), before the first open: leave the
+ * process-wide settings of libtiff (its handlers) and FFmpeg (its log level) as the process
+ * has them (support/tiff_io.h, support/video_io.h). The plume command, whose process is its
+ * own, does not call it. */
+void frame_reader_as_guest(void);
 
 #endif /* PLUME_SUPPORT_FRAME_READER_H */

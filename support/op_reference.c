@@ -73,6 +73,7 @@ static int print_op(int op) {
   if (plm_op_info_get(op, &info) != PLM_OK) return fail("plm_op_info_get");
   fprintf(out, "\n## %s\n\n", info.name);
   fprintf(out, "%s.\n\n", info.summary);
+  fprintf(out, "**Writes:** %s\n\n", info.details);
   if (info.in_text)
     fprintf(out, "A pipeline element: `%s` in a text pipeline (`plm_pipeline_parse`), "
            "`plume.ops.%s` in Python%s.\n",

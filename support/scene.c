@@ -178,6 +178,32 @@ static double logistic(double z) {
   return e / (1.0 + e);
 }
 
+/* ln x for x >= 1 within a few ulps: x = 2^k m with 1 <= m < 2, ln m by Newton's steps
+ * on det_exp from a linear start (quadratic convergence: 6 steps reach the last bits). */
+static double det_log(double x) {
+  int64_t k = 0;
+  while (x >= 2.0) {
+    x *= 0.5;
+    k++;
+  }
+  double y = x - 1.0;
+  for (int i = 0; i < 6; i++) {
+    double e = det_exp(y);
+    y = y + 2.0 * (x - e) / (x + e);
+  }
+  return (double)k * LN2_HI + ((double)k * LN2_LO + y);
+}
+
+/* A knob's value: 0 takes the default, 1. */
+static double knob(double value) {
+  return value == 0.0 ? 1.0 : value;
+}
+
+/* Whether value is 0 (the default) or within (0, max]. */
+static bool knob_in_range(double value, double max) {
+  return value == 0.0 || (value > 0.0 && value <= max);
+}
+
 /* v wrapped into [0, length). */
 static double wrap(double v, double length) {
   return v - length * (double)floor_int(v / length);
@@ -285,10 +311,11 @@ struct scene {
   int64_t *slot_start; /* [slots + 1]: the slot's tracks in tracks[], by ignition */
   track *tracks;
   uint64_t noise_key;
-  const plume_model *model;
+  plume_model model; /* the difficulty's, with the knobs' plume strength */
   /* The hard scene only (n_discs 0 otherwise). */
   int n_discs;
   disc *discs;
+  double dead_fraction, hot_fraction;
   double drift_amplitude, drift_rate, drift_phase; /* g(t) = 1 + a sin(rate t + phase) */
   uint64_t gain_key, offset_key, bad_key, cal_gain_key, cal_offset_key;
 };
@@ -325,7 +352,8 @@ static void draw_sensor(scene *s) {
     disc *d = &s->discs[i];
     d->amplitude = rng_range(&r, DISC_AMPLITUDE_MIN, DISC_AMPLITUDE_MAX);
     d->radius = rng_range(&r, DISC_RADIUS_MIN, DISC_RADIUS_MAX);
-    double speed = rng_range(&r, DISC_SPEED_MIN, DISC_SPEED_MAX);
+    double speed =
+        rng_range(&r, DISC_SPEED_MIN, DISC_SPEED_MAX) * knob(s->config.knobs.clutter_speed);
     d->y0 = rng_uniform(&r);
     d->x0 = rng_uniform(&r);
     rng_direction(&r, &d->vy, &d->vx);
@@ -385,7 +413,7 @@ static void draw_launch(const scene *s, rng *r, track *k) {
 }
 
 static void draw_track(const scene *s, rng *r, int64_t first, track *k) {
-  const plume_model *m = s->model;
+  const plume_model *m = &s->model;
   k->sigma_along = rng_range(r, m->sigma_min, m->sigma_max);
   double across_min = k->sigma_along / 2;
   if (across_min < PLUME_SIGMA_ACROSS_MIN) across_min = PLUME_SIGMA_ACROSS_MIN;
@@ -428,6 +456,49 @@ static plm_status draw_tracks(scene *s, char *err, size_t err_size) {
   return PLM_OK;
 }
 
+static plm_status check_knobs(const scene_config *config, char *err, size_t err_size) {
+  const scene_knobs *k = &config->knobs;
+  const double *sigmas = k->plume_sigmas;
+  bool any = k->clutter != 0.0 || k->clutter_speed != 0.0 || sigmas[0] != 0.0 || sigmas[1] != 0.0 ||
+             k->defects != 0.0;
+  /* NaN fails every comparison below. */
+  if (any && config->difficulty != SCENE_HARD)
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
+                         "scene: the knobs (clutter, plume strength, defects) are the hard "
+                         "scene's; this one is normal");
+  if (!knob_in_range(k->clutter, 16.0))
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG, "scene: clutter %g is not in (0, 16]",
+                         k->clutter);
+  if (!knob_in_range(k->clutter_speed, 16.0))
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
+                         "scene: clutter speed %g is not in (0, 16]", k->clutter_speed);
+  if (!knob_in_range(k->defects, 100.0))
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG, "scene: defects %g is not in (0, 100]",
+                         k->defects);
+  bool sigmas_default = sigmas[0] == 0.0 && sigmas[1] == 0.0;
+  if (!sigmas_default && !(sigmas[0] >= 0.5 && sigmas[0] <= sigmas[1] && sigmas[1] <= 100.0))
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
+                         "scene: plume strength %g..%g noise sigmas is not 0.5 <= min <= max "
+                         "<= 100",
+                         sigmas[0], sigmas[1]);
+  return PLM_OK;
+}
+
+/* The knobs' plume strength: A log-uniform from min / (1 - flicker) to max / (1 + flicker)
+ * noise sigmas, so that A(t) stays within min..max (one value when the range is narrower
+ * than the flicker: its middle). */
+static void knob_plume_strength(const double sigmas[2], plume_model *m) {
+  double lo = sigmas[0] * NOISE_RMS / (1.0 - PLUME_FLICKER);
+  double hi = sigmas[1] * NOISE_RMS / (1.0 + PLUME_FLICKER);
+  if (hi > lo) {
+    m->amplitude_min = lo;
+    m->amplitude_decades = det_log(hi / lo) / LN10;
+  } else {
+    m->amplitude_min = (sigmas[0] + sigmas[1]) * 0.5 * NOISE_RMS;
+    m->amplitude_decades = 0.0;
+  }
+}
+
 plm_status scene_create(const scene_config *config, scene **out, char *err, size_t err_size) {
   if (err && err_size) err[0] = '\0';
   if (out) *out = NULL;
@@ -446,10 +517,16 @@ plm_status scene_create(const scene_config *config, scene **out, char *err, size
     return quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
                          "scene: difficulty %d is not %d (normal) or %d (hard)",
                          (int)config->difficulty, SCENE_NORMAL, SCENE_HARD);
+  plm_status checked = check_knobs(config, err, err_size);
+  if (checked != PLM_OK) return checked;
   scene *s = calloc(1, sizeof *s);
   if (!s) return quote_failure(err, err_size, PLM_ERR_OUT_OF_MEMORY, "scene: out of memory");
   s->config = *config;
-  s->model = &PLUME_MODELS[config->difficulty];
+  s->model = PLUME_MODELS[config->difficulty];
+  const scene_knobs *knobs = &config->knobs;
+  if (knobs->plume_sigmas[0] != 0.0) knob_plume_strength(knobs->plume_sigmas, &s->model);
+  s->dead_fraction = DEAD_FRACTION * knob(knobs->defects);
+  s->hot_fraction = HOT_FRACTION * knob(knobs->defects);
   const bool hard = config->difficulty == SCENE_HARD;
   int64_t h = config->height, w = config->width, area = h * w;
   int n_big = (int)(3 + area / 40000);
@@ -461,7 +538,8 @@ plm_status scene_create(const scene_config *config, scene **out, char *err, size
   s->wave_cos = malloc((size_t)(WAVES * w) * sizeof *s->wave_cos);
   s->fpn = malloc((size_t)w * sizeof *s->fpn);
   s->clouds = malloc((size_t)s->n_clouds * sizeof *s->clouds);
-  s->n_discs = hard ? (int)(1 + area / 65536) : 0;
+  /* 1 + H*W/65536 discs by default, rounded half up with the clutter knob (<= 16 x 4097). */
+  s->n_discs = hard ? (int)nearest((double)(1 + area / 65536) * knob(knobs->clutter)) : 0;
   s->discs = malloc((size_t)(s->n_discs + 1) * sizeof *s->discs);
   if (!s->wave_sin || !s->wave_cos || !s->fpn || !s->clouds || !s->discs) {
     scene_destroy(s);
@@ -756,10 +834,10 @@ static pixel_sensor sensor_at(const scene *s, uint64_t index) {
                     .offset = OFFSET_RMS * normal_from_bits(splitmix64_mix(index ^ s->offset_key))};
   uint64_t b = splitmix64_mix(index ^ s->bad_key);
   double u = (double)(b >> 11) * (1.0 / 9007199254740992.0);
-  if (u < DEAD_FRACTION) {
+  if (u < s->dead_fraction) {
     p.bad = true;
     p.stuck = (uint16_t)(b % (DEAD_MAX + 1));
-  } else if (u < DEAD_FRACTION + HOT_FRACTION) {
+  } else if (u < s->dead_fraction + s->hot_fraction) {
     p.bad = true;
     p.stuck = (uint16_t)(HOT_LEVEL + b % HOT_SPREAD);
   }

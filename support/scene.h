@@ -159,12 +159,37 @@ typedef enum scene_difficulty {
   SCENE_HARD = 1    /* a raw sensor with bright sharp clutter: needs a temporal detector */
 } scene_difficulty;
 
+/* The knobs of a family of hard scenes (the hard scene only: a normal scene with a knob
+ * set is refused). Each 0 takes its default, and a config whose knobs are all 0 gives the
+ * hard scene described above byte for byte; a knob set to its default value gives the
+ * same bytes too. A knob changes only what it names: the same seed with more clutter
+ * keeps its plumes, its sensor and its first discs (each draws from its own generator,
+ * and the extra discs come after the others).
+ *
+ *   clutter          the number of bright discs relative to the default 1 + H*W/65536,
+ *                    rounded half up (0 < clutter <= 16; 0.5 at 256x256 still gives 1)
+ *   clutter_speed    the discs' speeds relative to the default 0.05..0.3 px/frame
+ *                    (0 < clutter_speed <= 16)
+ *   plume_sigmas     the plumes' peaks A(t), flicker included, from [0] to [1] noise
+ *                    sigmas (30 counts); the default is 3..8. The peak A is drawn
+ *                    log-uniform from [0] / 0.92 to [1] / 1.08 sigmas so that the 8%
+ *                    flicker stays within the range; a range narrower than the flicker
+ *                    (max < 1.174 min) draws every A at its middle, ([0] + [1]) / 2. Both or
+ *                    neither set; 0.5 <= [0] <= [1] <= 100.
+ *   defects          the fractions of dead and of hot pixels relative to the default
+ *                    0.05% each (0 < defects <= 100: up to 5% each)
+ */
+typedef struct scene_knobs {
+  double clutter, clutter_speed, plume_sigmas[2], defects;
+} scene_knobs;
+
 typedef struct scene_config {
   int64_t frames;              /* N, 1..SCENE_MAX_FRAMES */
   int64_t height;              /* H, SCENE_MIN_SIDE..SCENE_MAX_SIDE */
   int64_t width;               /* W, likewise */
   uint64_t seed;               /* any value */
   scene_difficulty difficulty; /* SCENE_NORMAL (0) or SCENE_HARD */
+  scene_knobs knobs;           /* the hard scene's family (all 0: the scene above) */
 } scene_config;
 
 /* One row of the truth table: a plume whose centre is inside frame `frame`. */

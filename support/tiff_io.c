@@ -4,6 +4,7 @@
 #include "support/tiff_io.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +34,11 @@ struct tiff_pages {
 /* ---- libtiff's messages ------------------------------------------------------------------ */
 
 static pthread_once_t quiet_once = PTHREAD_ONCE_INIT;
+static atomic_bool guest; /* tiff_io_as_guest: the process's handlers left alone */
+
+void tiff_io_as_guest(void) {
+  atomic_store(&guest, true);
+}
 
 static void quiet_libtiff(void) {
   TIFFSetErrorHandler(NULL);
@@ -59,7 +65,7 @@ static int drop_warning(TIFF *tif, void *user, const char *module, const char *f
 
 /* Options that send this file's messages to message. NULL when out of memory. */
 static TIFFOpenOptions *open_options(char *message) {
-  pthread_once(&quiet_once, quiet_libtiff);
+  if (!atomic_load(&guest)) pthread_once(&quiet_once, quiet_libtiff);
   TIFFOpenOptions *options = TIFFOpenOptionsAlloc();
   if (!options) return NULL;
   TIFFOpenOptionsSetMaxSingleMemAlloc(options, MAX_SINGLE_ALLOC);

@@ -19,7 +19,9 @@
  *
  * libtiff's messages are caught per file and become the caller's one-line message
  * ("in.tif: page 3: ..."), never printed: the first use sets libtiff's process-wide
- * handlers to none (this module belongs to the command-line tool, whose process it is).
+ * handlers to none (the command-line tool's process is its own), unless
+ * tiff_io_as_guest was called first (libplume_io, inside another's process, leaves them
+ * as that process has them: each file's own messages are caught all the same).
  * A tiff_pages is used by one thread at a time.
  */
 #ifndef PLUME_SUPPORT_TIFF_IO_H
@@ -31,6 +33,9 @@
 
 #include "plume/status.h"
 #include "plume/tensor.h"
+
+/* Leave libtiff's process-wide handlers alone from now on (before the first open). */
+void tiff_io_as_guest(void);
 
 /* Whether the first bytes (at least 4) are a TIFF's or a BigTIFF's ("II*\0", "MM\0*",
  * "II+\0", "MM\0+"). */

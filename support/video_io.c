@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,15 +67,16 @@ struct video_frames {
   AVCodecContext *decoder;
   struct SwsContext *scaler; /* for frames that are not gray */
   AVPacket *packet;
-  AVFrame *frame;     /* the last frame decoded: frame decoded - 1 */
-  int stream;         /* the video stream's index */
-  int64_t decoded;    /* frames decoded since the demuxer was opened */
-  bool draining;      /* the demuxer ended: the decoder is giving what it holds */
-  bool started;       /* demuxer and decoder open */
-  video_info info;    /* frame 0's, and the count */
-  int pixel_format;   /* frame 0's (enum AVPixelFormat) */
-  int64_t last_frame; /* the last frame that exists, once the frames have ended; else -1 */
-  char logged[256];   /* the first error the decoder or demuxer logged since it was cleared */
+  AVFrame *frame;          /* the last frame decoded: frame decoded - 1 */
+  int stream;              /* the video stream's index */
+  int64_t decoded;         /* frames decoded since the demuxer was opened */
+  bool draining;           /* the demuxer ended: the decoder is giving what it holds */
+  bool started;            /* demuxer and decoder open */
+  video_info info;         /* frame 0's, and the count */
+  int pixel_format;        /* frame 0's (enum AVPixelFormat) */
+  int64_t last_frame;      /* the last frame that exists, once the frames have ended; else -1 */
+  char logged[256];        /* the first error the decoder or demuxer logged since it was cleared */
+  video_frames *next_live; /* the list of open videos (ffmpeg_log's) */
 };
 
 /* ---- the container, by its first bytes ------------------------------------------------ */
@@ -151,19 +153,60 @@ static int refuse_io_open(struct AVFormatContext *s, AVIOContext **pb, const cha
 
 /* ---- opening and closing the demuxer and the decoder ----------------------------------- */
 
-/* FFmpeg's log callback (process-global, support/video_io.h): prints nothing; an error that
- * our decoder or demuxer logs (a CRC mismatch FFV1 then conceals, a demuxer's read error
- * before it reports the end) is kept in its video_frames (the context's opaque), the first
- * since v->logged was cleared, to become a failure naming the frame. */
+/* The open videos, so that ffmpeg_log tells our decoders and demuxers (whose opaque is
+ * their video_frames) from another library's in the same process (whose opaque is that
+ * library's own, never to be written through). */
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static video_frames *live;
+
+static void live_add(video_frames *v) {
+  pthread_mutex_lock(&live_lock);
+  v->next_live = live;
+  live = v;
+  pthread_mutex_unlock(&live_lock);
+}
+
+static void live_remove(video_frames *v) {
+  pthread_mutex_lock(&live_lock);
+  for (video_frames **at = &live; *at; at = &(*at)->next_live)
+    if (*at == v) {
+      *at = v->next_live;
+      break;
+    }
+  pthread_mutex_unlock(&live_lock);
+}
+
+/* Whether opaque is an open video's (compared, never dereferenced). */
+static bool is_live(const void *opaque) {
+  bool found = false;
+  pthread_mutex_lock(&live_lock);
+  for (const video_frames *v = live; v && !found; v = v->next_live) found = v == opaque;
+  pthread_mutex_unlock(&live_lock);
+  return found;
+}
+
+/* FFmpeg's log callback (process-global, support/video_io.h): an error that our decoder or
+ * demuxer logs (a CRC mismatch FFV1 then conceals, a demuxer's read error before it reports
+ * the end) is kept in its video_frames, the first since v->logged was cleared, to become a
+ * failure naming the frame, and never printed; any other message goes to FFmpeg's own
+ * callback, which prints it as the process's log level says (quiet in the plume command).
+ * Our contexts log on the thread that decodes them (one thread each), which alone uses
+ * their video_frames. */
 static void ffmpeg_log(void *object, int level, const char *fmt, va_list args) {
-  if (level > AV_LOG_ERROR || !object) return;
-  const AVClass *kind = *(const AVClass *const *)object;
-  video_frames *v = NULL;
-  if (kind == avcodec_get_class())
-    v = ((AVCodecContext *)object)->opaque;
-  else if (kind == avformat_get_class())
-    v = ((AVFormatContext *)object)->opaque;
-  if (!v || v->logged[0]) return;
+  void *opaque = NULL;
+  if (object) {
+    const AVClass *kind = *(const AVClass *const *)object;
+    if (kind == avcodec_get_class())
+      opaque = ((AVCodecContext *)object)->opaque;
+    else if (kind == avformat_get_class())
+      opaque = ((AVFormatContext *)object)->opaque;
+  }
+  if (!opaque || !is_live(opaque)) {
+    av_log_default_callback(object, level, fmt, args);
+    return;
+  }
+  video_frames *v = opaque;
+  if (level > AV_LOG_ERROR || v->logged[0]) return;
   vsnprintf(v->logged, sizeof v->logged, fmt, args);
   size_t n = strlen(v->logged);
   while (n && (v->logged[n - 1] == '\n' || v->logged[n - 1] == ' ')) v->logged[--n] = '\0';
@@ -171,8 +214,14 @@ static void ffmpeg_log(void *object, int level, const char *fmt, va_list args) {
 }
 
 static pthread_once_t quiet_once = PTHREAD_ONCE_INIT;
+static atomic_bool guest; /* video_io_as_guest: the process's log level left alone */
+
+void video_io_as_guest(void) {
+  atomic_store(&guest, true);
+}
+
 static void quiet_ffmpeg(void) {
-  av_log_set_level(AV_LOG_QUIET);
+  if (!atomic_load(&guest)) av_log_set_level(AV_LOG_QUIET);
   av_log_set_callback(ffmpeg_log);
 }
 
@@ -198,6 +247,7 @@ static void stop(video_frames *v) {
 void video_frames_close(video_frames *v) {
   if (!v) return;
   stop(v);
+  live_remove(v);
   sws_freeContext(v->scaler);
   if (v->src.fd >= 0) close(v->src.fd);
   free(v->name);
@@ -476,6 +526,7 @@ static plm_status describe(video_frames *v, char *err, size_t err_size) {
 static plm_status open_source(video_frames *v, video_info *info, video_frames **out, char *err,
                               size_t err_size) {
   pthread_once(&quiet_once, quiet_ffmpeg);
+  live_add(v);
   unsigned char magic[VIDEO_MAGIC_BYTES] = {0};
   int got = 0;
   if (v->src.stream) { /* kept in head, to be read again from position 0 */

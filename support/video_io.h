@@ -52,11 +52,15 @@
  * element cut short the end of the file): an error our decoder or demuxer logs while a frame
  * is decoded fails that frame, with the logged text as its reason.
  *
- * FFmpeg's logging: the first open sets libavutil's log level to quiet and its log callback
- * to one that prints nothing and keeps those errors (av_log_set_level, av_log_set_callback:
- * both process-global), so that FFmpeg never prints to stderr. That is acceptable here
- * because this module belongs to the plume program and its tests (support/), whose process
- * it is, never to libplume, which lives in other people's processes.
+ * FFmpeg's logging: the first open sets libavutil's log callback to one that keeps those
+ * errors of our own decoders and demuxers (told from another library's by their address)
+ * and prints nothing of them, and passes every other message to FFmpeg's default callback
+ * (av_log_set_callback is process-global, and FFmpeg cannot tell the callback it replaces).
+ * The plume program's process is its own: there the log level is set to quiet as well
+ * (av_log_set_level), so that FFmpeg never prints to stderr. libplume_io, inside other
+ * people's processes, calls video_io_as_guest first: the level stays the process's, so the
+ * process's other FFmpeg users print as they did (a callback of their own that they set
+ * before is replaced: FFmpeg gives no way to chain it).
  *
  * Decoding uses one thread per video_frames (no frame threading: frames come out as soon
  * as their packet is in). A video_frames is used by one thread at a time; several may be
@@ -71,6 +75,9 @@
 
 #include "plume/status.h"
 #include "plume/tensor.h"
+
+/* Leave libavutil's log level as the process has it (before the first open; above). */
+void video_io_as_guest(void);
 
 /* How many first bytes video_magic looks at, at most. */
 enum { VIDEO_MAGIC_BYTES = 32 };

@@ -4,7 +4,8 @@
  * The op on the backend under test against the reference computed here with the same
  * f32 roundings (plm__background_one's: d = x - b, then fmaf or b +- step), bit for bit,
  * itself within 1e-5 relative of the float64 recurrence; a stack equals its frames run one
- * call at a time with the state carried; the NaN rules; in place; every refusal.
+ * call at a time with the state carried; the gate (its spread v in the state, the float64
+ * recurrence, what it is for); the NaN rules; in place; every refusal.
  *
  * Pipelines: the same frames through a pipeline with a background node give the same
  * bytes with K = 1..4 frames in flight (each with the source inline and ahead), the same
@@ -13,6 +14,7 @@
  * again, and is refused from inside a run_stream. */
 #define _POSIX_C_SOURCE 200809L
 
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -34,30 +36,42 @@ static uint16_t scene_pixel(int64_t t, int64_t i) {
 
 /* ---- the reference ----------------------------------------------------------------------- */
 
-/* One pixel, as plume/background.h states it. */
-static float reference_one(float x, float *b, bool first, plm_background_mode mode, float alpha,
-                           float step) {
+/* One pixel, as plume/background.h states it: b, and v with a gate. */
+static float reference_one(float x, float *b, float *v, bool first,
+                           const plm_background_params *params) {
   if (first || !isfinite(*b)) {
     if (!first && !isfinite(x)) return x - *b;
     *b = x;
+    *v = 0.0f;
     return 0.0f;
   }
   const float d = x - *b;
   if (!isfinite(x)) return d;
-  if (mode == PLM_BACKGROUND_MEDIAN)
+  float alpha = params->alpha, step = params->step;
+  if (params->gate > 0.0f) {
+    const float dd = fminf(d * d, FLT_MAX), gate2 = params->gate * params->gate;
+    if (*v > 0.0f && dd > gate2 * *v) {
+      alpha = params->alpha * params->gate_rate;
+      step = params->step * params->gate_rate;
+    }
+    *v = fmaf(params->alpha, dd - *v, *v);
+  }
+  if (params->mode == PLM_BACKGROUND_MEDIAN)
     *b = d > 0.0f ? *b + step : d < 0.0f ? *b - step : *b;
   else
     *b = fmaf(alpha, d, *b);
   return d;
 }
 
-/* The op over frames x[0..frames) of `pixels` each, starting from b (first: fresh). */
-static void reference(const float *x, float *out, float *b, int64_t frames, int64_t pixels,
-                      bool first, const plm_background_params *params) {
+/* The op over frames x[0..frames) of `pixels` each, starting from b (first: fresh); v,
+ * the spread, is read and written only with a gate (it may then be NULL otherwise). */
+static void reference(const float *x, float *out, float *b, float *v, int64_t frames,
+                      int64_t pixels, bool first, const plm_background_params *params) {
+  float unused = 0.0f;
   for (int64_t t = 0; t < frames; t++)
     for (int64_t p = 0; p < pixels; p++)
-      out[t * pixels + p] = reference_one(x[t * pixels + p], &b[p], first && t == 0, params->mode,
-                                          params->alpha, params->step);
+      out[t * pixels + p] = reference_one(
+          x[t * pixels + p], &b[p], params->gate > 0.0f ? &v[p] : &unused, first && t == 0, params);
 }
 
 static bool same_bits(const float *a, const float *b, int64_t count) {
@@ -104,7 +118,7 @@ START_TEST(test_matches_the_reference_in_every_dtype_and_mode) {
       {.mode = PLM_BACKGROUND_EMA, .alpha = 1.0f, .step = 1.0f},
       {.mode = PLM_BACKGROUND_MEDIAN, .alpha = 0.05f, .step = 2.5f}};
   for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
-    reference(x, want, b, FRAMES, PIXELS, true, &modes[m]);
+    reference(x, want, b, NULL, FRAMES, PIXELS, true, &modes[m]);
     float *got = run_op(PLM_DTYPE_U16, u16, FRAMES, NULL, true, &modes[m]);
     ck_assert_msg(same_bits(got, want, FRAMES * PIXELS), "u16, mode %zu", m);
     free(got);
@@ -117,14 +131,14 @@ START_TEST(test_matches_the_reference_in_every_dtype_and_mode) {
     u8[i] = (uint8_t)u16[i];
     x[i] = (float)u8[i];
   }
-  reference(x, want, b, FRAMES, PIXELS, true, &modes[1]);
+  reference(x, want, b, NULL, FRAMES, PIXELS, true, &modes[1]);
   float *got = run_op(PLM_DTYPE_U8, u8, FRAMES, NULL, true, &modes[1]);
   ck_assert(same_bits(got, want, FRAMES * PIXELS));
   free(got);
 
   /* The f32 recurrence stays within 1e-5 relative of float64's (ema, alpha 0.3). */
   scene_frames(u16, x);
-  reference(x, want, b, FRAMES, PIXELS, true, &modes[1]);
+  reference(x, want, b, NULL, FRAMES, PIXELS, true, &modes[1]);
   for (int64_t p = 0; p < PIXELS; p++) {
     double b64 = x[p];
     for (int64_t t = 1; t < FRAMES; t++) {
@@ -135,6 +149,124 @@ START_TEST(test_matches_the_reference_in_every_dtype_and_mode) {
   }
   free(u16);
   free(u8);
+  free(x);
+  free(want);
+  free(b);
+}
+END_TEST
+
+/* The gate (plume/background.h): bit for bit the reference above in both modes, u16 and
+ * f32; a stack equals its frames one call at a time with the (2, H, W) state carried; the
+ * float64 recurrence, with its own gating decisions, agrees wherever no decision came near
+ * its boundary; and the gate does what it is for: a target that appears on a quiet pixel
+ * keeps more of its contrast than without it. */
+START_TEST(test_the_gate_matches_the_reference) {
+  uint16_t *u16 = malloc(FRAMES * PIXELS * sizeof *u16);
+  float *x = malloc(FRAMES * PIXELS * sizeof *x), *want = malloc(FRAMES * PIXELS * sizeof *want);
+  float *b = malloc(2 * PIXELS * sizeof *b), *v = b + PIXELS;
+  ck_assert(u16 && x && want && b);
+  scene_frames(u16, x);
+  const plm_background_params gates[] = {
+      {.mode = PLM_BACKGROUND_EMA, .alpha = 0.05f, .step = 1.0f, .gate = 2.0f, .gate_rate = 0.3f},
+      {.mode = PLM_BACKGROUND_EMA, .alpha = 0.3f, .step = 1.0f, .gate = 1.5f, .gate_rate = 0.0f},
+      {.mode = PLM_BACKGROUND_MEDIAN,
+       .alpha = 0.1f,
+       .step = 2.5f,
+       .gate = 2.0f,
+       .gate_rate = 0.5f}};
+  for (size_t m = 0; m < sizeof gates / sizeof gates[0]; m++) {
+    reference(x, want, b, v, FRAMES, PIXELS, true, &gates[m]);
+    float *got = run_op(PLM_DTYPE_U16, u16, FRAMES, NULL, true, &gates[m]);
+    ck_assert_msg(same_bits(got, want, FRAMES * PIXELS), "u16, gate %zu", m);
+    free(got);
+    got = run_op(PLM_DTYPE_F32, x, FRAMES, NULL, true, &gates[m]);
+    ck_assert_msg(same_bits(got, want, FRAMES * PIXELS), "f32, gate %zu", m);
+    free(got);
+  }
+  /* Without the gate, its outputs differ (the test can fail). */
+  plm_background_params open = gates[0];
+  open.gate = 0.0f;
+  float *ungated = run_op(PLM_DTYPE_U16, u16, FRAMES, NULL, true, &open);
+  reference(x, want, b, v, FRAMES, PIXELS, true, &gates[0]);
+  ck_assert(!same_bits(ungated, want, FRAMES * PIXELS));
+  free(ungated);
+
+  /* The state (2, H, W) carried across calls: b then v. */
+  const int64_t shape[3] = {2, H, W};
+  plm_tensor state = plm_test_upload(PLM_DTYPE_F32, 3, shape, NULL);
+  int64_t t = 0;
+  const int64_t sizes[] = {3, 1, FRAMES - 4};
+  for (size_t c = 0; c < sizeof sizes / sizeof sizes[0]; c++) {
+    float *part = run_op(PLM_DTYPE_U16, u16 + t * PIXELS, sizes[c], &state, t == 0, &gates[0]);
+    ck_assert_msg(same_bits(part, want + t * PIXELS, sizes[c] * PIXELS), "call %zu", c);
+    free(part);
+    t += sizes[c];
+  }
+  float *carried = malloc(2 * PIXELS * sizeof *carried);
+  ck_assert_ptr_nonnull(carried);
+  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, carried, state.data, 2 * PIXELS * sizeof(float),
+                                 PLM_COPY_DEVICE_TO_HOST));
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+  ck_assert(same_bits(carried, b, 2 * PIXELS));
+  free(carried);
+  /* A state of the ungated shape is refused with a gate. */
+  const int64_t hw[2] = {H, W};
+  plm_tensor flat = plm_test_upload(PLM_DTYPE_F32, 2, hw, NULL);
+  const int64_t dims[3] = {FRAMES, H, W};
+  plm_tensor in = plm_test_upload(PLM_DTYPE_U16, 3, dims, u16), out;
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 3, dims, &out));
+  PLM_CHECK_FAILS(plm_background(plm_test_stream, &in, &flat, true, &gates[0], &out),
+                  PLM_ERR_INVALID_ARG, "state is not f32 2x19x27");
+
+  /* The float64 recurrence (ema, alpha 0.05, gate 2, rate 0.3) with its own decisions: where
+   * none came within 1% of its boundary, the f32 output is within 1e-4 of it. */
+  int64_t clear = 0;
+  for (int64_t p = 0; p < PIXELS; p++) {
+    double b64 = x[p], v64 = 0.0, worst = 0.0;
+    bool near = false;
+    for (int64_t s = 1; s < FRAMES; s++) {
+      const double d = (double)x[s * PIXELS + p] - b64, dd = d * d, bound = 4.0 * v64;
+      if (v64 > 0.0 && fabs(dd - bound) < 0.01 * bound) near = true;
+      const bool gated = v64 > 0.0 && dd > bound;
+      worst = fmax(worst, fabs(d - (double)want[s * PIXELS + p]) / (fabs(b64) + 1.0));
+      v64 += 0.05 * (dd - v64);
+      b64 += (gated ? 0.05 * 0.3 : 0.05) * d;
+    }
+    if (near) continue;
+    clear++;
+    ck_assert_msg(worst <= 1e-4, "pixel %lld: %g relative", (long long)p, worst);
+  }
+  ck_assert_int_ge(clear, PIXELS / 2);
+
+  /* A pixel quiet for 40 frames (+-1), then a target of +30: on its second frame the gate
+   * (3 rms, rate 0) has kept b where it was, without it b moved by alpha 30 (out is x - b
+   * before this frame's update). */
+  enum { QUIET = 40, LIT = 6 };
+  float pixel[QUIET + LIT], kept[2][QUIET + LIT];
+  for (int i = 0; i < QUIET + LIT; i++)
+    pixel[i] = 100.0f + (i % 2 ? 1.0f : -1.0f) + (i >= QUIET ? 30.0f : 0.0f);
+  const int64_t one[3] = {QUIET + LIT, 1, 1};
+  for (int g = 0; g < 2; g++) {
+    plm_tensor p_in = plm_test_upload(PLM_DTYPE_F32, 3, one, pixel), p_out;
+    PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 3, one, &p_out));
+    plm_background_params params = gates[0];
+    params.alpha = 0.2f;
+    params.gate = g ? 3.0f : 0.0f;
+    params.gate_rate = 0.0f;
+    PLM_CHECK_OK(plm_background(plm_test_stream, &p_in, NULL, true, &params, &p_out));
+    PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, kept[g], p_out.data, sizeof kept[g],
+                                   PLM_COPY_DEVICE_TO_HOST));
+    PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+    PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &p_in));
+    PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &p_out));
+  }
+  ck_assert_msg(kept[1][QUIET + 1] > kept[0][QUIET + 1] + 4.0f, "gated %g, open %g",
+                (double)kept[1][QUIET + 1], (double)kept[0][QUIET + 1]);
+
+  plm_tensor *all[] = {&state, &flat, &in, &out};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, all[i]));
+  free(u16);
   free(x);
   free(want);
   free(b);
@@ -205,6 +337,7 @@ START_TEST(test_output_shape_cost_and_defaults) {
   const plm_background_params defaults = plm_background_params_default();
   ck_assert_int_eq(defaults.mode, PLM_BACKGROUND_EMA);
   ck_assert(defaults.alpha == 0.05f && defaults.step == 1.0f);
+  ck_assert(defaults.gate == 0.0f && defaults.gate_rate == 0.3f);
   const int64_t dims[3] = {4, 6, 8};
   plm_tensor in;
   PLM_CHECK_OK(plm_tensor_wrap(plm_test_ctx, (void *)&dims, PLM_DTYPE_U16, 3, dims, &in));
@@ -216,6 +349,11 @@ START_TEST(test_output_shape_cost_and_defaults) {
   PLM_CHECK_OK(plm_background_cost(&in, &defaults, &cost));
   ck_assert_double_eq(cost.bytes, 4 * 48 * (2.0 + 4.0) + 8.0 * 48);
   ck_assert_double_eq(cost.flops, 3.0 * 4 * 48);
+  plm_background_params gated = defaults;
+  gated.gate = 2.0f;
+  PLM_CHECK_OK(plm_background_cost(&in, &gated, &cost));
+  ck_assert_double_eq(cost.bytes, 4 * 48 * (2.0 + 4.0) + 16.0 * 48);
+  ck_assert_double_eq(cost.flops, 8.0 * 4 * 48);
 }
 END_TEST
 
@@ -252,6 +390,17 @@ START_TEST(test_bad_input_is_refused) {
   bad.step = -1.0f;
   PLM_CHECK_FAILS(plm_background(plm_test_stream, &in, &state, true, &bad, &out),
                   PLM_ERR_INVALID_ARG, "params->step -1 is not finite and > 0");
+  bad = params;
+  bad.gate = -1.0f;
+  PLM_CHECK_FAILS(plm_background(plm_test_stream, &in, &state, true, &bad, &out),
+                  PLM_ERR_INVALID_ARG, "params->gate -1 is not in [0, 1e18]");
+  bad.gate = NAN;
+  PLM_CHECK_FAILS(plm_background(plm_test_stream, &in, &state, true, &bad, &out),
+                  PLM_ERR_INVALID_ARG, "params->gate nan is not in [0, 1e18]");
+  bad = params;
+  bad.gate_rate = 1.5f;
+  PLM_CHECK_FAILS(plm_background(plm_test_stream, &in, &state, true, &bad, &out),
+                  PLM_ERR_INVALID_ARG, "params->gate_rate 1.5 is not in [0, 1]");
   bad = params;
   bad.mode = (plm_background_mode)7;
   PLM_CHECK_FAILS(plm_background(plm_test_stream, &in, &state, true, &bad, &out),
@@ -402,6 +551,36 @@ START_TEST(test_a_pipeline_equals_the_op_and_carries_its_state_across_runs) {
 }
 END_TEST
 
+/* A gated background in a pipeline: its (2, H, W) state is planned and carried, the same
+ * bytes with 1..3 frames in flight as the op over the stack. */
+START_TEST(test_a_gated_pipeline_equals_the_op) {
+  uint16_t *u16 = malloc(FRAMES * PIXELS * sizeof *u16);
+  float *x = malloc(FRAMES * PIXELS * sizeof *x), *got = malloc(FRAMES * PIXELS * sizeof *got);
+  ck_assert(u16 && x && got);
+  scene_frames(u16, x);
+  plm_background_params params = plm_background_params_default();
+  params.alpha = 0.25f;
+  params.gate = 2.0f;
+  params.gate_rate = 0.1f;
+  float *op = run_op(PLM_DTYPE_U16, u16, FRAMES, NULL, true, &params);
+  for (int k = 1; k <= 3; k++) {
+    plm_pipeline *pl = chain_pipeline("background alpha=0.25 gate=2 gate_rate=0.1", k);
+    memset(got, 0xff, FRAMES * PIXELS * sizeof *got);
+    stream_frames(pl, 0, 10, 0, got);
+    stream_frames(pl, 10, FRAMES - 10, 2, got + 10 * PIXELS);
+    ck_assert_msg(same_bits(got, op, FRAMES * PIXELS), "K = %d", k);
+    char text[8192];
+    PLM_CHECK_OK(plm_pipeline_describe(pl, text, sizeof text, NULL));
+    ck_assert_msg(strstr(text, "state s0 f32 2x19x27 at state[0, 4104)") != NULL, "%s", text);
+    PLM_CHECK_OK(plm_pipeline_destroy(pl));
+  }
+  free(op);
+  free(u16);
+  free(x);
+  free(got);
+}
+END_TEST
+
 START_TEST(test_reset_state_is_refused_before_compile) {
   const int64_t dims[2] = {H, W};
   plm_pipeline *pl = NULL;
@@ -422,6 +601,7 @@ static Suite *background_suite(void) {
   plm_test_add_fixture(op);
   plm_test_add_stream_fixture(op);
   tcase_add_test(op, test_matches_the_reference_in_every_dtype_and_mode);
+  tcase_add_test(op, test_the_gate_matches_the_reference);
   tcase_add_test(op, test_a_stack_equals_its_frames_one_call_at_a_time);
   tcase_add_test(op, test_values_that_are_not_numbers_leave_the_background);
   tcase_add_test(op, test_output_shape_cost_and_defaults);
@@ -433,6 +613,7 @@ static Suite *background_suite(void) {
   tcase_set_timeout(pipeline, 120);
   tcase_add_test(pipeline, test_frames_in_flight_give_the_same_bytes);
   tcase_add_test(pipeline, test_a_pipeline_equals_the_op_and_carries_its_state_across_runs);
+  tcase_add_test(pipeline, test_a_gated_pipeline_equals_the_op);
   tcase_add_test(pipeline, test_reset_state_is_refused_before_compile);
   suite_add_tcase(suite, pipeline);
   return suite;

@@ -628,7 +628,7 @@ START_TEST(test_bad_input_is_refused_and_nothing_is_enqueued) {
   PLM_CHECK_FAILS(plm_regions(plm_test_stream, &labels, &intensity_i32, &count, &table),
                   PLM_ERR_INVALID_ARG, "intensity->dtype i32 is not u8, u16 or f32");
   PLM_CHECK_FAILS(plm_regions(plm_test_stream, &labels, &mask, &count2, &table),
-                  PLM_ERR_INVALID_ARG, "count must be of shape (1,)");
+                  PLM_ERR_INVALID_ARG, "count must be of shape (1,): one K per frame");
   PLM_CHECK_FAILS(plm_regions(plm_test_stream, &labels, NULL, &count, &narrow_table),
                   PLM_ERR_INVALID_ARG, "table must be of shape (capacity, 12)");
   PLM_CHECK_FAILS(plm_regions(plm_test_stream, &labels, NULL, &count, &table_f32),
@@ -642,7 +642,14 @@ START_TEST(test_bad_input_is_refused_and_nothing_is_enqueued) {
   batch_labels.data = labels.data;
   batch_labels.dims[0] = 1;
   PLM_CHECK_FAILS(plm_regions(plm_test_stream, &batch_labels, NULL, &count, &table),
-                  PLM_ERR_INVALID_ARG, "labels->ndim 3 is not 2");
+                  PLM_ERR_INVALID_ARG,
+                  "table must be of shape (1, capacity, 12): a table per frame");
+  plm_tensor rank4_labels = batch_labels;
+  rank4_labels.ndim = 4;
+  rank4_labels.dims[3] = 1;
+  rank4_labels.strides[3] = 1;
+  PLM_CHECK_FAILS(plm_regions(plm_test_stream, &rank4_labels, NULL, &count, &table),
+                  PLM_ERR_INVALID_ARG, "labels->ndim 4 is not 2 (H, W) or 3 (N, H, W)");
   plm_tensor table_over_labels = table;
   table_over_labels.dims[0] = 1;
   table_over_labels.data = labels.data;
@@ -672,6 +679,84 @@ START_TEST(test_bad_input_is_refused_and_nothing_is_enqueued) {
 }
 END_TEST
 
+/* regions over a stack (N, H, W) writes each frame's table exactly as a call on that
+ * frame alone does (u16 intensity: exact sums on both backends), in one call. */
+START_TEST(test_regions_of_a_stack_are_each_frame_s_table) {
+  enum { FRAMES = 3, HEIGHT = 37, WIDTH = 70, CAPACITY = 200 };
+  const int64_t pixels = HEIGHT * WIDTH, rows = CAPACITY * PLM_REGION_COLUMNS;
+  const int64_t stack_dims[3] = {FRAMES, HEIGHT, WIDTH}, frames = FRAMES;
+  const int64_t table_dims[3] = {FRAMES, CAPACITY, PLM_REGION_COLUMNS};
+  uint8_t *host_mask = malloc((size_t)(FRAMES * pixels));
+  uint16_t *host_intensity = malloc((size_t)(FRAMES * pixels) * sizeof *host_intensity);
+  double *stacked = malloc((size_t)(FRAMES * rows) * sizeof *stacked);
+  double *alone = malloc((size_t)rows * sizeof *alone);
+  ck_assert(host_mask && host_intensity && stacked && alone);
+  const double densities[FRAMES] = {0.3, 0.0, 0.6}; /* the middle frame has no component */
+  uint64_t state = 77;
+  for (int f = 0; f < FRAMES; f++) {
+    uint8_t *mask = random_mask(pixels, densities[f], 40 + (uint64_t)f);
+    memcpy(host_mask + f * pixels, mask, (size_t)pixels);
+    free(mask);
+  }
+  for (int64_t i = 0; i < FRAMES * pixels; i++)
+    host_intensity[i] = (uint16_t)plm_test_random(&state);
+  plm_tensor mask, labels, count, intensity, table;
+  PLM_CHECK_OK(
+      plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_U8, 3, stack_dims, &mask));
+  PLM_CHECK_OK(
+      plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_I32, 3, stack_dims, &labels));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_I32, 1, &frames, &count));
+  PLM_CHECK_OK(
+      plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_U16, 3, stack_dims, &intensity));
+  PLM_CHECK_OK(
+      plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F64, 3, table_dims, &table));
+  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, mask.data, host_mask, (size_t)(FRAMES * pixels),
+                                 PLM_COPY_HOST_TO_DEVICE));
+  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, intensity.data, host_intensity,
+                                 (size_t)(FRAMES * pixels) * 2, PLM_COPY_HOST_TO_DEVICE));
+  PLM_CHECK_OK(plm_stream_memset(plm_test_stream, table.data, 0, plm_tensor_bytes(&table)));
+  plm_label_params params = {.connectivity = 8};
+  PLM_CHECK_OK(plm_label(plm_test_stream, &mask, &params, &labels, &count));
+  PLM_CHECK_OK(plm_regions(plm_test_stream, &labels, &intensity, &count, &table));
+  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, stacked, table.data, plm_tensor_bytes(&table),
+                                 PLM_COPY_DEVICE_TO_HOST));
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+  for (int f = 0; f < FRAMES; f++) {
+    plm_tensor frame_labels, frame_intensity, frame_count, frame_table;
+    const int64_t frame_dims[2] = {HEIGHT, WIDTH}, one = 1;
+    const int64_t frame_table_dims[2] = {CAPACITY, PLM_REGION_COLUMNS};
+    PLM_CHECK_OK(plm_tensor_wrap(plm_test_ctx, (int32_t *)labels.data + f * pixels, PLM_DTYPE_I32,
+                                 2, frame_dims, &frame_labels));
+    PLM_CHECK_OK(plm_tensor_wrap(plm_test_ctx, (uint16_t *)intensity.data + f * pixels,
+                                 PLM_DTYPE_U16, 2, frame_dims, &frame_intensity));
+    PLM_CHECK_OK(plm_tensor_wrap(plm_test_ctx, (int32_t *)count.data + f, PLM_DTYPE_I32, 1, &one,
+                                 &frame_count));
+    PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F64, 2,
+                                  frame_table_dims, &frame_table));
+    PLM_CHECK_OK(
+        plm_stream_memset(plm_test_stream, frame_table.data, 0, plm_tensor_bytes(&frame_table)));
+    PLM_CHECK_OK(
+        plm_regions(plm_test_stream, &frame_labels, &frame_intensity, &frame_count, &frame_table));
+    PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, alone, frame_table.data,
+                                   plm_tensor_bytes(&frame_table), PLM_COPY_DEVICE_TO_HOST));
+    PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+    for (int64_t i = 0; i < rows; i++)
+      if (memcmp(&stacked[f * rows + i], &alone[i], sizeof alone[i]) != 0)
+        ck_abort_msg("frame %d: table element %lld is %.17g in the stack's table, %.17g alone", f,
+                     (long long)i, stacked[f * rows + i], alone[i]);
+    PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &frame_table));
+  }
+  ck_assert_double_gt(stacked[PLM_REGION_AREA], 0.0); /* frame 0 has components */
+  plm_tensor *all[] = {&mask, &labels, &count, &intensity, &table};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, all[i]));
+  free(host_mask);
+  free(host_intensity);
+  free(stacked);
+  free(alone);
+}
+END_TEST
+
 static Suite *label_suite(void) {
   Suite *suite = suite_create("label");
   TCase *tcase = tcase_create("label");
@@ -687,6 +772,7 @@ static Suite *label_suite(void) {
   tcase_add_test(tcase, test_regions_match_the_reference);
   tcase_add_test(tcase, test_regions_stress_the_block_tables);
   tcase_add_test(tcase, test_regions_truncate_to_capacity_and_leave_other_rows_untouched);
+  tcase_add_test(tcase, test_regions_of_a_stack_are_each_frame_s_table);
   tcase_add_test(tcase, test_region_columns_have_the_csv_s_names);
   tcase_add_test(tcase, test_output_shapes_and_cost);
   tcase_add_test(tcase, test_bad_input_is_refused_and_nothing_is_enqueued);

@@ -34,6 +34,10 @@ START_TEST(test_every_descriptor_is_well_formed) {
     ck_assert_msg(op->kind == (plm__op_kind)k, "%s: kind %d at place %d", op->name, op->kind, k);
     ck_assert_ptr_eq(plm__op_find(op->name), op);
     ck_assert_msg(op->summary && op->summary[0], "%s has no summary", op->name);
+    /* What it writes, a sentence at least, ending as the op reference prints it. */
+    ck_assert_msg(
+        op->details && strlen(op->details) > 20 && op->details[strlen(op->details) - 1] == '.',
+        "%s has no details (a sentence of what it writes)", op->name);
     ck_assert(op->input_count >= 1 && op->input_count <= PLM__OP_MAX_IN);
     ck_assert(op->output_count >= 1 && op->output_count <= PLM__OP_MAX_OUT);
     ck_assert_msg(op->check && op->shapes && op->cost, "%s lacks check/shapes/cost", op->name);
@@ -301,6 +305,7 @@ START_TEST(test_op_info_reads_the_table) {
   PLM_CHECK_OK(plm_op_info_get(threshold->kind, &info));
   ck_assert(info.in_text && !info.stateful);
   ck_assert_str_eq(info.summary, threshold->summary);
+  ck_assert_str_eq(info.details, threshold->details);
   plm_op_input_info in;
   PLM_CHECK_OK(plm_op_input_info_get(threshold->kind, 0, &in));
   ck_assert(!in.by_name && !in.optional);

@@ -300,7 +300,7 @@ START_TEST(test_default_chain_plan) {
   check_plan(&pl->plan);
   /* The description shows entropy's scratch where the plan put it, and the sum. */
   const plm__step *step = &pl->plan.steps[1];
-  ck_assert_int_eq(step->kind, PLM__OP_ENTROPY);
+  ck_assert_int_eq(step->kind, PLM__OP_entropy);
   char text[4096], line[160];
   PLM_CHECK_OK(plm_pipeline_describe(pl, text, sizeof text, NULL));
   snprintf(line, sizeof line, "\n    scratch %zu bytes at workspace[%zu, %zu)\n",
@@ -503,7 +503,7 @@ START_TEST(test_branches_get_streams_and_events) {
   ck_assert_int_eq(plan->steps[0].stream, 0); /* sobel */
   ck_assert_int_eq(plan->steps[1].stream, 1); /* conv2d */
   ck_assert_int_eq(plan->steps[1].waits[0], 0);
-  ck_assert_int_eq(plan->steps[4].kind, PLM__OP_REGIONS);
+  ck_assert_int_eq(plan->steps[4].kind, PLM__OP_regions);
   ck_assert_int_eq(plan->steps[4].stream, 0);
   check_plan(plan);
 
@@ -638,9 +638,9 @@ START_TEST(test_fusion_recogniser) {
       PLM_CHECK_OK(plm__plan_build(pl->ctx, &pl->graph, &cfg, false, &plan));
       plm__fusion found[2];
       ck_assert_int_eq(plm__plan_find_fusions(&plan, found, 2), 1);
-      ck_assert_int_eq(plan.steps[found[0].sobel].kind, PLM__OP_SOBEL);
-      ck_assert_int_eq(plan.steps[found[0].entropy].kind, PLM__OP_ENTROPY);
-      ck_assert_int_eq(plan.steps[found[0].threshold].kind, PLM__OP_THRESHOLD);
+      ck_assert_int_eq(plan.steps[found[0].sobel].kind, PLM__OP_sobel);
+      ck_assert_int_eq(plan.steps[found[0].entropy].kind, PLM__OP_entropy);
+      ck_assert_int_eq(plan.steps[found[0].threshold].kind, PLM__OP_threshold);
       ck_assert_int_eq(plan.steps[found[0].sobel].nodes[0], 0);
       ck_assert_int_eq(plan.steps[found[0].entropy].nodes[0], 1);
       ck_assert_int_eq(plan.steps[found[0].threshold].nodes[0], 2);
@@ -660,7 +660,7 @@ START_TEST(test_fusion_substitution) {
     plm__plan plan;
     PLM_CHECK_OK(plm__plan_build(pl->ctx, &pl->graph, &cfg, true, &plan));
     ck_assert_int_eq(plan.fused_steps, 1);
-    ck_assert_int_eq(plan.steps[0].kind, PLM__OP_SOBEL_ENTROPY_THRESHOLD);
+    ck_assert_int_eq(plan.steps[0].kind, PLM__OP_sobel_entropy_threshold);
     ck_assert_int_eq(plan.steps[0].inputs[0], 0); /* the input frame */
     ck_assert_int_eq(plan.steps[0].nodes[0], 0);
     ck_assert_int_eq(plan.steps[0].nodes[1], 1);
@@ -1345,8 +1345,8 @@ static plm_sobel_entropy_threshold_params f_params = {
     .threshold = {.value = 4}};
 static plm_label_params l_params = {.connectivity = 8};
 /* segment's as a pipeline node's: its table's rows are the capacity. */
-static plm__segment_op_params s_params = {.segment = {.value = 500, .compare = PLM_COMPARE_GE},
-                                          .capacity = 64};
+static plm__segment_params s_params = {.segment = {.value = 500, .compare = PLM_COMPARE_GE},
+                                       .capacity = 64};
 
 /* The ops' calls on those operands. */
 static const plm__op_call entropy_call = {.in = {&e_in}, .out = {&e_out}, .params = &e_params};

@@ -538,7 +538,7 @@ START_TEST(test_lstm_waits_for_seven_branches) {
   PLM_CHECK_OK(plm_pipeline_plan_info(pl, &info));
   ck_assert_int_eq(info.steps, 8);
   ck_assert_int_eq(info.streams, 7);
-  ck_assert_int_eq(pl->plan.steps[7].kind, PLM__OP_LSTM_CELL);
+  ck_assert_int_eq(pl->plan.steps[7].kind, PLM__OP_lstm_cell);
   ck_assert_int_eq(pl->plan.steps[7].wait_count, 6); /* the six other branches' events */
   plm_tensor outputs[2] = {like_output(pl, 0), like_output(pl, 1)};
   PLM_CHECK_OK(plm_pipeline_run(pl, dev, outputs, plm_test_stream));

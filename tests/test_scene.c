@@ -9,7 +9,10 @@
  * scene is deterministic in the same ways and differs from the normal one; its
  * calibration turns its frames back into their radiance within the stated errors, its
  * bad pixels (about 0.1%) are stuck at their values in every frame, and its plumes are
- * 3..8 noise sigmas bright and move 0.3..2 px per frame. A plain unit test: no context
+ * 3..8 noise sigmas bright and move 0.3..2 px per frame. Its knobs (the family of hard
+ * scenes) leave it byte for byte at their defaults and do what they name otherwise: plume
+ * strength, dead and hot pixels, more discs, faster discs; out-of-range values are
+ * refused. A plain unit test: no context
  * or backend is involved.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -503,6 +506,140 @@ START_TEST(test_difficulty_names_and_refusals) {
 }
 END_TEST
 
+/* ---- the hard scene's knobs (a family of scenes) ---- */
+
+static scene *make_knobs(int64_t frames, int64_t side, uint64_t seed, scene_knobs knobs) {
+  scene_config config = {.frames = frames,
+                         .height = side,
+                         .width = side,
+                         .seed = seed,
+                         .difficulty = SCENE_HARD,
+                         .knobs = knobs};
+  scene *s = NULL;
+  ck_assert_msg(scene_create(&config, &s, err, sizeof err) == PLM_OK, "%s", err);
+  return s;
+}
+
+static uint64_t rendered_hash(const scene *s) {
+  scene_config c = scene_get_config(s);
+  rendered r = render_all(s);
+  uint64_t hash = fnv1a(r.pixels, (size_t)(c.frames * c.height * c.width) * sizeof *r.pixels,
+                        0xcbf29ce484222325ull);
+  hash = fnv1a(r.truth, (size_t)r.rows * sizeof *r.truth, hash);
+  rendered_free(&r);
+  return hash;
+}
+
+/* Every knob at its default value gives the scene of no knobs, byte for byte. */
+START_TEST(test_knobs_at_their_defaults_change_nothing) {
+  scene *plain = make(20, 96, 96, 5, SCENE_HARD);
+  scene *ones =
+      make_knobs(20, 96, 5, (scene_knobs){.clutter = 1, .clutter_speed = 1, .defects = 1});
+  ck_assert_uint_eq(rendered_hash(plain), rendered_hash(ones));
+  scene *more = make_knobs(20, 96, 5, (scene_knobs){.defects = 2});
+  ck_assert_uint_ne(rendered_hash(plain), rendered_hash(more));
+  scene_destroy(plain);
+  scene_destroy(ones);
+  scene_destroy(more);
+}
+END_TEST
+
+/* plume_sigmas sets the peaks A(t), flicker included, within min..max noise sigmas of 30
+ * counts, spread over the range; one value when the range is narrower than the flicker. */
+START_TEST(test_knob_plume_strength) {
+  scene *s = make_knobs(150, 128, 13, (scene_knobs){.plume_sigmas = {2, 4}});
+  rendered r = render_all(s);
+  ck_assert_int_gt(r.rows, 150);
+  int64_t low = 0, high = 0;
+  for (int64_t i = 0; i < r.rows; i++) {
+    double a = r.truth[i].amplitude;
+    ck_assert_msg(a >= 60.0 - 1e-9 && a <= 120.0 + 1e-9, "amplitude %g", a);
+    low += a < 75.0;
+    high += a > 100.0;
+  }
+  ck_assert_int_gt(low, 0);
+  ck_assert_int_gt(high, 0);
+  rendered_free(&r);
+  scene_destroy(s);
+  s = make_knobs(60, 64, 13, (scene_knobs){.plume_sigmas = {5, 5}});
+  r = render_all(s);
+  ck_assert_int_gt(r.rows, 0);
+  for (int64_t i = 0; i < r.rows; i++)
+    ck_assert_double_le(fabs(r.truth[i].amplitude - 150.0), 150.0 * 0.08 + 1e-9);
+  rendered_free(&r);
+  scene_destroy(s);
+}
+END_TEST
+
+/* defects scales the dead and hot pixels: 10 times 0.1% of 65,536 is 655 expected. */
+START_TEST(test_knob_defects) {
+  scene *s = make_knobs(1, 256, 8, (scene_knobs){.defects = 10});
+  uint8_t *bad = malloc(256 * 256);
+  ck_assert_int_eq(scene_calibration(s, NULL, NULL, bad, err, sizeof err), PLM_OK);
+  size_t n_bad = 0;
+  for (size_t i = 0; i < 256 * 256; i++) n_bad += bad[i];
+  ck_assert_msg(n_bad >= 550 && n_bad <= 760, "%zu bad pixels", n_bad);
+  free(bad);
+  scene_destroy(s);
+}
+END_TEST
+
+/* clutter adds discs after the default ones (the radiance only rises, over at least the
+ * three extra discs' area), and clutter_speed moves them faster from the same start. */
+START_TEST(test_knob_clutter_and_its_speed) {
+  const int64_t side = 256;
+  const size_t pixels = (size_t)(side * side);
+  double *one = malloc(pixels * sizeof *one), *four = malloc(pixels * sizeof *four);
+  scene *a = make_knobs(41, side, 3, (scene_knobs){0});
+  scene *b = make_knobs(41, side, 3, (scene_knobs){.clutter = 4});
+  ck_assert_int_eq(scene_render_radiance(a, 0, one, err, sizeof err), PLM_OK);
+  ck_assert_int_eq(scene_render_radiance(b, 0, four, err, sizeof err), PLM_OK);
+  size_t brighter = 0;
+  for (size_t i = 0; i < pixels; i++) {
+    ck_assert_double_ge(four[i] - one[i], -1e-6);
+    brighter += four[i] - one[i] > 100.0;
+  }
+  ck_assert_uint_ge(brighter, 3 * 100);
+  /* How much the radiance changes in 10 frames: the clouds barely move, the discs do. */
+  double moved[2];
+  for (int k = 0; k < 2; k++) {
+    scene *s = make_knobs(11, side, 3, (scene_knobs){.clutter_speed = k ? 4 : 1});
+    ck_assert_int_eq(scene_render_radiance(s, 0, one, err, sizeof err), PLM_OK);
+    ck_assert_int_eq(scene_render_radiance(s, 10, four, err, sizeof err), PLM_OK);
+    moved[k] = 0;
+    for (size_t i = 0; i < pixels; i++) moved[k] += fabs(four[i] - one[i]);
+    scene_destroy(s);
+  }
+  ck_assert_msg(moved[1] > 2.0 * moved[0], "changed %g at speed 1, %g at speed 4", moved[0],
+                moved[1]);
+  free(one);
+  free(four);
+  scene_destroy(a);
+  scene_destroy(b);
+}
+END_TEST
+
+START_TEST(test_knob_refusals) {
+  const scene_knobs bad[] = {{.clutter = 17},           {.clutter = -1},
+                             {.clutter = NAN},          {.clutter_speed = 20},
+                             {.defects = 101},          {.plume_sigmas = {4, 2}},
+                             {.plume_sigmas = {2, 0}},  {.plume_sigmas = {0.1, 2}},
+                             {.plume_sigmas = {2, 200}}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    scene_config c = {
+        .frames = 2, .height = 32, .width = 32, .difficulty = SCENE_HARD, .knobs = bad[i]};
+    scene *s = NULL;
+    ck_assert_int_eq(scene_create(&c, &s, err, sizeof err), PLM_ERR_INVALID_ARG);
+    ck_assert_ptr_null(s);
+    ck_assert_ptr_nonnull(strstr(err, "scene:"));
+  }
+  scene_config normal = {.frames = 2, .height = 32, .width = 32, .knobs = {.clutter = 2}};
+  scene *s = NULL;
+  ck_assert_int_eq(scene_create(&normal, &s, err, sizeof err), PLM_ERR_INVALID_ARG);
+  ck_assert_ptr_nonnull(strstr(err, "hard"));
+}
+END_TEST
+
 static Suite *scene_suite(void) {
   Suite *suite = suite_create("scene");
   TCase *tcase = tcase_create("scene");
@@ -523,6 +660,11 @@ static Suite *scene_suite(void) {
   tcase_add_test(tcase, test_hard_bad_pixels_are_stuck);
   tcase_add_test(tcase, test_hard_plumes_are_faint_and_fast);
   tcase_add_test(tcase, test_difficulty_names_and_refusals);
+  tcase_add_test(tcase, test_knobs_at_their_defaults_change_nothing);
+  tcase_add_test(tcase, test_knob_plume_strength);
+  tcase_add_test(tcase, test_knob_defects);
+  tcase_add_test(tcase, test_knob_clutter_and_its_speed);
+  tcase_add_test(tcase, test_knob_refusals);
   suite_add_tcase(suite, tcase);
   return suite;
 }

@@ -16,7 +16,7 @@ extern "C" {
  * for u8 and u16 (saturating, which for two values of one unsigned type never clips: the
  * difference is exact) and numpy's np.abs(in - ref) for f32 (the difference rounded to f32,
  * then its magnitude; NaN propagates). Both backends compute fabsf((float)in - (float)ref)
- * (kernels/common/abs_diff.h), exact for u8 and u16, so host and cuda give the same bits.
+ * (kernels/common/map/abs_diff.h), exact for u8 and u16, so host and cuda give the same bits.
  *
  * Shapes: in and ref are u8, u16 or f32, one dtype and one shape (1 to 4 dims). out has
  * their dtype and shape; it may be in or ref itself (in place), else it must not overlap

@@ -23,7 +23,23 @@ extern "C" {
  *           of McFarlane and Schofield: b walks towards x by `step` a frame, so it
  *           settles on the median of the recent values and ignores brief outliers)
  *
- * and the first frame initialises the state: b_0 = x_0, out_0 = 0. Every value is f32:
+ * and the first frame initialises the state: b_0 = x_0, out_0 = 0.
+ *
+ * The gate (gate > 0; off by default). A plume that lingers on a pixel would fade into b
+ * and lose its contrast; the gate slows b where the frame stands out from it. Each pixel
+ * then also keeps v, the running mean of the squared difference d = x_t - b_{t-1}:
+ *
+ *   gated = v_{t-1} > 0 and d^2 > gate^2 v_{t-1}   (|d| beyond gate times its rms)
+ *   b_t   = as above, with alpha (ema) or step (median) times gate_rate where gated
+ *   v_t   = v_{t-1} + alpha (d^2 - v_{t-1}),   v_0 = 0 (no spread seen yet: never gated)
+ *
+ * a per-pixel stand-in, without feedback from the detector, for the masked update of
+ * detection chains that slow the background near their detections: a target stands out
+ * by several rms of its pixel, noise rarely does, and a change of the scene (a cloud's
+ * edge, the sensor's drift) raises v and opens the gate again. In f32: d^2 is rounded
+ * (and capped at FLT_MAX), gate^2 v rounded, and v updated by fmaf(alpha, d^2 - v, v);
+ * the gated rate is alpha * gate_rate (or step * gate_rate) rounded once. Both backends give
+ * the same bits. Every value is f32:
  * d = x - b is rounded once, then ema computes fmaf(alpha, d, b) (the exact value rounded
  * once) and median b + step or b - step (b when d is 0), so the host and cuda give the same
  * bits. The fixtures check it against an exact rational model of these roundings (Python
@@ -35,17 +51,20 @@ extern "C" {
  * finite (a first frame that was not) is re-initialised by the pixel's next finite x
  * (b = x, out = 0).
  *
- * State. The state is b, an f32 (H, W) tensor. A call processes in's frames in order,
+ * State. The state is b, an f32 (H, W) tensor; with a gate, b and v, an f32 (2, H, W) tensor
+ * (plane 0 b, plane 1 v). A call processes in's frames in order,
  * continuing from `state` when `first` is false, or initialising it from in's first
  * frame when `first` is true (state's old values are not read). state may be NULL: the
  * frames then start from a fresh background (first must be true) kept in scratch memory
- * from the context's default pool for the call. In a pipeline the state belongs to the
- * compiled pipeline (plume/pipeline.h: plm_pipeline_reset_state).
+ * from the context's default pool for the call (4 H W bytes, 8 H W with a gate). In a pipeline the
+ * state belongs to the compiled pipeline (plume/pipeline.h: plm_pipeline_reset_state).
  *
  * Parameters: mode, PLM_BACKGROUND_EMA (default) or PLM_BACKGROUND_MEDIAN (the text form's
  * mode=ema|median); alpha, ema's weight of the new frame, in (0, 1] (default 0.05: a time
  * constant of about 20 frames); step, median's change per frame, finite and > 0 (default
- * 1, in the input's units).
+ * 1, in the input's units); gate, in rms of the pixel's difference, finite and >= 0
+ * (default 0: no gate; at most 1e18); gate_rate, the fraction of alpha or step kept where
+ * gated, in [0, 1] (default 0.3).
  *
  * Shapes: in is u8, u16 or f32 with 2 to 4 dims; the last two are (H, W) and the leading
  * ones count frames, processed in order (row-major over the leading dims). out is f32 of
@@ -53,11 +72,13 @@ extern "C" {
  * out.
  *
  * Errors (PLM_ERR_INVALID_ARG, the message names the operand or field): params NULL;
- * mode not a plm_background_mode; alpha outside (0, 1]; step not finite or <= 0; in of
+ * mode not a plm_background_mode; alpha outside (0, 1]; step not finite or <= 0; gate
+ * outside [0, 1e18] or gate_rate outside [0, 1]; in of
  * another dtype or 1 dim; out not f32, of another shape, or overlapping an input other
- * than in exactly; state not f32 (H, W) of in's frames, or overlapping in or out; state
- * NULL with first false. With state NULL the op takes 4 H W bytes of scratch from the
- * context's default pool in stream order (PLM_ERR_OUT_OF_MEMORY when it has none). */
+ * than in exactly; state not f32 (H, W) of in's frames ((2, H, W) with a gate), or
+ * overlapping in or out; state NULL with first false. With state NULL the op takes its
+ * state as scratch from the context's default pool in stream order (PLM_ERR_OUT_OF_MEMORY
+ * when it has none). */
 
 typedef enum plm_background_mode {
   PLM_BACKGROUND_EMA = 0,   /* exponential moving average */
@@ -66,17 +87,20 @@ typedef enum plm_background_mode {
 
 typedef struct plm_background_params {
   plm_background_mode mode;
-  float alpha; /* ema: (0, 1] */
-  float step;  /* median: > 0 */
+  float alpha;     /* ema: (0, 1] */
+  float step;      /* median: > 0 */
+  float gate;      /* >= 0, in rms of the pixel's difference; 0: no gate */
+  float gate_rate; /* [0, 1]: the fraction of alpha or step kept where gated */
 } plm_background_params;
 
 /* plm_background_params_default: The defaults of the operation's parameter schema (ops/op_desc.h):
- * mode ema, alpha 0.05, step 1. */
+ * mode ema, alpha 0.05, step 1, gate 0 (none), gate_rate 0.3. */
 
 PLM_API plm_status plm_background(plm_stream *stream, const plm_tensor *in, plm_tensor *state,
                                   bool first, const plm_background_params *params, plm_tensor *out);
-/* plm_background_cost: bytes = in, out, and the state read and written (8 bytes) per pixel; flops =
- * 3 per pixel (the difference and a fused multiply-add, or a compare and an add). */
+/* plm_background_cost: bytes = in, out, and the state read and written (8 bytes, 16 with a gate)
+ * per pixel; flops = 3 per pixel (the difference and a fused multiply-add, or a compare and an
+ * add), 8 with a gate (the square, its cap, the compare's product and v's update). */
 
 #ifdef __cplusplus
 }

@@ -31,9 +31,13 @@
  * ---- regions --------------------------------------------------------------------------
  * Per-label statistics of one labelled frame, as skimage.measure.regionprops(labels,
  * intensity) gives them for each label 1..K:
- *   - labels is i32 (H, W) (one frame per call: batches are not taken); count is i32 (1,)
- *     holding K, as plm_label writes it (it is read on the device, in stream order);
- *     intensity is NULL or u8, u16 or f32 of labels' shape.
+ *   - labels is i32 (H, W); count is i32 (1,) holding K, as plm_label writes it (it is
+ *     read on the device, in stream order); intensity is NULL or u8, u16 or f32 of
+ *     labels' shape.
+ *   - A stack: labels i32 (N, H, W), count (N,) (plm_label's for the stack) and table
+ *     (N, capacity, PLM_REGION_COLUMNS): frame f's table is exactly the one a call on
+ *     frame f alone writes (the same bytes, f32 intensity sums on cuda aside, below),
+ *     in one call (on cuda the same 3 launches as one frame's).
  *   - table is f64 (capacity, PLM_REGION_COLUMNS). Row j (0-based) describes label j+1,
  *     for j < min(K, capacity); rows from min(K, capacity) on are left untouched, so a
  *     table shorter than K truncates: size capacity from K, or bound it without a round

@@ -1,6 +1,9 @@
-/* plume/op_functions.h: the public functions every op has, declared from one list.
+/* plume/op_functions.h: every op of plume, listed once, and the public functions each has.
  *
- * Every op of PLM_OP_FUNCTIONS_MAP has the same public functions, in the pattern of
+ * PLM_OP_FUNCTIONS_MAP is the list of plume's ops: one line each, in the order of the
+ * ops' table (ops/op_desc.h makes the kind enum, the parameters union and the table of
+ * descriptors from it; `plume op`, the op reference and bench_ops list them in this
+ * order). Every op of it has the same public functions, in the pattern of
  * plume/ops.h; its own header (plume/<op>.h) states what it computes, the reference it
  * matches, its shapes, errors and cost model, and its parameters struct:
  *
@@ -19,19 +22,22 @@
  *
  *   X(op, PARAMS, (SHAPE_IN...), (IN...), (OUT...), FORM)
  *
- *   PARAMS    PLM_OP_PARAMS (a plm_<op>_params) or PLM_OP_NO_PARAMS;
+ *   PARAMS    PLM_OP_PARAMS (a plm_<op>_params), PLM_OP_NO_PARAMS, or
+ *             PLM_OP_OWN_PARAMS (a pipeline node's plm__<op>_params, internal: the op's
+ *             public functions take its parameters as plain arguments);
  *   SHAPE_IN  the inputs _output reads (every one required): the first inputs of IN;
  *   IN, OUT   every input and output slot, in the descriptor's order, named as its slots;
  *   FORM      PLM_OP_FORM_ALL: every function above is made from the line; the others
  *             name the one the op's own file writes (its arguments differ):
  *             PLM_OP_FORM_OWN_CALL (background's state), PLM_OP_FORM_OWN_BUILDER
  *             (vector_add's NULL params, dot's builder without params),
- *             PLM_OP_FORM_NO_BUILDER (an op that a pipeline's compile makes alone).
+ *             PLM_OP_FORM_NO_BUILDER (an op that a pipeline's compile makes alone),
+ *             PLM_OP_FORM_OWN (none: regions, segment and lstm_cell take other
+ *             arguments than their slots, and write every function in their own files
+ *             and headers).
  *
  * The definitions are made from the same lines (ops/op_functions.c, the builders in
- * pipeline/graph.c): each is one call into the op's descriptor (ops/op_desc.h). Ops
- * whose public functions take other arguments (regions, segment, lstm_cell) write them
- * by hand in their own files and headers.
+ * pipeline/graph.c): each is one call into the op's descriptor (ops/op_desc.h).
  *
  * Including any op's header declares every op's functions here: the params structs are
  * declared incomplete until their own header defines them. */
@@ -45,24 +51,29 @@
 extern "C" {
 #endif
 
-#define PLM_OP_FUNCTIONS_MAP(X)                                                            \
-  X(conv2d, PLM_OP_PARAMS, (in, kernel), (in, kernel), (out), PLM_OP_FORM_ALL)             \
-  X(sobel, PLM_OP_PARAMS, (in), (in), (gx, gy, magnitude), PLM_OP_FORM_ALL)                \
-  X(entropy, PLM_OP_PARAMS, (in), (in), (out), PLM_OP_FORM_ALL)                            \
-  X(threshold, PLM_OP_PARAMS, (in), (in), (out), PLM_OP_FORM_ALL)                          \
-  X(label, PLM_OP_PARAMS, (mask), (mask), (labels, count), PLM_OP_FORM_ALL)                \
-  X(sobel_entropy_threshold, PLM_OP_PARAMS, (in), (in), (mask), PLM_OP_FORM_NO_BUILDER)    \
-  X(matmul, PLM_OP_PARAMS, (a, b), (a, b, bias), (out), PLM_OP_FORM_ALL)                   \
-  X(dendritic, PLM_OP_PARAMS, (x, w), (x, w), (out), PLM_OP_FORM_ALL)                      \
-  X(vector_add, PLM_OP_PARAMS, (a, b), (a, b), (out), PLM_OP_FORM_OWN_BUILDER)             \
-  X(dot, PLM_OP_PARAMS, (a, b), (a, b), (out), PLM_OP_FORM_OWN_BUILDER)                    \
-  X(ar_forecast, PLM_OP_PARAMS, (series), (series), (out), PLM_OP_FORM_ALL)                \
-  X(cfar, PLM_OP_PARAMS, (in), (in), (out), PLM_OP_FORM_ALL)                               \
-  X(nuc, PLM_OP_NO_PARAMS, (in, gain, offset), (in, gain, offset), (out), PLM_OP_FORM_ALL) \
-  X(badpixel, PLM_OP_NO_PARAMS, (in, bad), (in, bad), (out), PLM_OP_FORM_ALL)              \
-  X(background, PLM_OP_PARAMS, (in), (in), (out), PLM_OP_FORM_OWN_CALL)                    \
-  X(abs_diff, PLM_OP_NO_PARAMS, (in, ref), (in, ref), (out), PLM_OP_FORM_ALL)              \
-  X(scale_offset, PLM_OP_PARAMS, (in), (in), (out), PLM_OP_FORM_ALL)
+#define PLM_OP_FUNCTIONS_MAP(X)                                                                 \
+  X(conv2d, PLM_OP_PARAMS, (in, kernel), (in, kernel), (out), PLM_OP_FORM_ALL)                  \
+  X(sobel, PLM_OP_PARAMS, (in), (in), (gx, gy, magnitude), PLM_OP_FORM_ALL)                     \
+  X(entropy, PLM_OP_PARAMS, (in), (in), (out), PLM_OP_FORM_ALL)                                 \
+  X(threshold, PLM_OP_PARAMS, (in), (in), (out), PLM_OP_FORM_ALL)                               \
+  X(label, PLM_OP_PARAMS, (mask), (mask), (labels, count), PLM_OP_FORM_ALL)                     \
+  X(regions, PLM_OP_OWN_PARAMS, (labels), (labels, intensity, count), (table), PLM_OP_FORM_OWN) \
+  X(segment, PLM_OP_OWN_PARAMS, (image), (image), (labels, count, table), PLM_OP_FORM_OWN)      \
+  X(sobel_entropy_threshold, PLM_OP_PARAMS, (in), (in), (mask), PLM_OP_FORM_NO_BUILDER)         \
+  X(matmul, PLM_OP_PARAMS, (a, b), (a, b, bias), (out), PLM_OP_FORM_ALL)                        \
+  X(lstm_cell, PLM_OP_NO_PARAMS, (x), (x, h, c, w_ih, w_hh, b_ih, b_hh), (out_h, out_c),        \
+    PLM_OP_FORM_OWN)                                                                            \
+  X(dendritic, PLM_OP_PARAMS, (x, w), (x, w), (out), PLM_OP_FORM_ALL)                           \
+  X(vector_add, PLM_OP_PARAMS, (a, b), (a, b), (out), PLM_OP_FORM_OWN_BUILDER)                  \
+  X(dot, PLM_OP_PARAMS, (a, b), (a, b), (out), PLM_OP_FORM_OWN_BUILDER)                         \
+  X(ar_forecast, PLM_OP_PARAMS, (series), (series), (out), PLM_OP_FORM_ALL)                     \
+  X(cfar, PLM_OP_PARAMS, (in), (in), (out), PLM_OP_FORM_ALL)                                    \
+  X(nuc, PLM_OP_NO_PARAMS, (in, gain, offset), (in, gain, offset), (out), PLM_OP_FORM_ALL)      \
+  X(badpixel, PLM_OP_NO_PARAMS, (in, bad), (in, bad), (out), PLM_OP_FORM_ALL)                   \
+  X(background, PLM_OP_PARAMS, (in), (in), (out), PLM_OP_FORM_OWN_CALL)                         \
+  X(abs_diff, PLM_OP_NO_PARAMS, (in, ref), (in, ref), (out), PLM_OP_FORM_ALL)                   \
+  X(scale_offset, PLM_OP_PARAMS, (in), (in), (out), PLM_OP_FORM_ALL)                            \
+  X(clip, PLM_OP_PARAMS, (in), (in), (out), PLM_OP_FORM_ALL)
 
 /* ---- the expansion (nothing below is for callers) ------------------------------------------ */
 
@@ -99,16 +110,25 @@ extern "C" {
 #define PLM_OP__IF_PARAMS(PARAMS, ...) PLM_OP__CAT(PLM_OP__IF_, PARAMS)(__VA_ARGS__)
 #define PLM_OP__IF_PLM_OP_PARAMS(...) __VA_ARGS__
 #define PLM_OP__IF_PLM_OP_NO_PARAMS(...)
+#define PLM_OP__IF_PLM_OP_OWN_PARAMS(...)
 #define PLM_OP__IF_CALL(FORM, ...) PLM_OP__CAT(PLM_OP__IF_CALL_, FORM)(__VA_ARGS__)
 #define PLM_OP__IF_CALL_PLM_OP_FORM_ALL(...) __VA_ARGS__
 #define PLM_OP__IF_CALL_PLM_OP_FORM_OWN_CALL(...)
 #define PLM_OP__IF_CALL_PLM_OP_FORM_OWN_BUILDER(...) __VA_ARGS__
 #define PLM_OP__IF_CALL_PLM_OP_FORM_NO_BUILDER(...) __VA_ARGS__
+#define PLM_OP__IF_CALL_PLM_OP_FORM_OWN(...)
 #define PLM_OP__IF_BUILDER(FORM, ...) PLM_OP__CAT(PLM_OP__IF_BUILDER_, FORM)(__VA_ARGS__)
 #define PLM_OP__IF_BUILDER_PLM_OP_FORM_ALL(...) __VA_ARGS__
 #define PLM_OP__IF_BUILDER_PLM_OP_FORM_OWN_CALL(...) __VA_ARGS__
 #define PLM_OP__IF_BUILDER_PLM_OP_FORM_OWN_BUILDER(...)
 #define PLM_OP__IF_BUILDER_PLM_OP_FORM_NO_BUILDER(...)
+#define PLM_OP__IF_BUILDER_PLM_OP_FORM_OWN(...)
+#define PLM_OP__IF_MADE(FORM, ...) PLM_OP__CAT(PLM_OP__IF_MADE_, FORM)(__VA_ARGS__)
+#define PLM_OP__IF_MADE_PLM_OP_FORM_ALL(...) __VA_ARGS__
+#define PLM_OP__IF_MADE_PLM_OP_FORM_OWN_CALL(...) __VA_ARGS__
+#define PLM_OP__IF_MADE_PLM_OP_FORM_OWN_BUILDER(...) __VA_ARGS__
+#define PLM_OP__IF_MADE_PLM_OP_FORM_NO_BUILDER(...) __VA_ARGS__
+#define PLM_OP__IF_MADE_PLM_OP_FORM_OWN(...)
 
 /* The signatures, shared by the declarations and the definitions. */
 #define PLM_OP_CALL_SIGNATURE(op, PARAMS, SHAPE_IN, IN, OUT)                              \
@@ -130,12 +150,12 @@ extern "C" {
       plm_pipeline *pl, PLM_OP__JOIN(PLM_OP__PIPE_IN, IN) PLM_OP__PARAMS_ARG(op, PARAMS), \
       PLM_OP__JOIN(PLM_OP__PIPE_OUT, OUT))
 
-#define PLM_OP__DECLARE(op, PARAMS, SHAPE_IN, IN, OUT, FORM)                           \
-  PLM_OP__IF_PARAMS(PARAMS, struct plm_##op##_params;                                  \
-                    PLM_API PLM_OP_PARAMS_DEFAULT_SIGNATURE(op);)                      \
-  PLM_OP__IF_CALL(FORM, PLM_API PLM_OP_CALL_SIGNATURE(op, PARAMS, SHAPE_IN, IN, OUT);) \
-  PLM_API PLM_OP_OUTPUT_SIGNATURE(op, PARAMS, SHAPE_IN, IN, OUT);                      \
-  PLM_API PLM_OP_COST_SIGNATURE(op, PARAMS, SHAPE_IN, IN, OUT);
+#define PLM_OP__DECLARE(op, PARAMS, SHAPE_IN, IN, OUT, FORM)                            \
+  PLM_OP__IF_PARAMS(PARAMS, struct plm_##op##_params;                                   \
+                    PLM_API PLM_OP_PARAMS_DEFAULT_SIGNATURE(op);)                       \
+  PLM_OP__IF_CALL(FORM, PLM_API PLM_OP_CALL_SIGNATURE(op, PARAMS, SHAPE_IN, IN, OUT);)  \
+  PLM_OP__IF_MADE(FORM, PLM_API PLM_OP_OUTPUT_SIGNATURE(op, PARAMS, SHAPE_IN, IN, OUT); \
+                  PLM_API PLM_OP_COST_SIGNATURE(op, PARAMS, SHAPE_IN, IN, OUT);)
 
 /* A C++ compiler sees each params_default declared (extern "C") before its struct is
  * complete, which clang warns of (-Wreturn-type-c-linkage); the struct is plain C data,

@@ -33,6 +33,9 @@ typedef struct plm_op_info {
    * made by the element before (regions). */
   bool in_text;
   bool stateful; /* carries a state from frame to frame in a pipeline (background) */
+  /* What it writes, exactly, and the public reference it matches: a few sentences of
+   * Markdown naming the parameters (the op's header, include/plume/, is the contract). */
+  const char *details;
 } plm_op_info;
 
 typedef struct plm_op_input_info {

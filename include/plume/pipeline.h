@@ -621,6 +621,30 @@ PLM_API plm_status plm_pipeline_reset_state(plm_pipeline *pl);
  * of frame k fails, for frame k when its enqueueing does). Everything the run allocated
  * is released on every path. The source's and sink's status must be a plm_status.
  *
+ * Batches (options->batch N >= 2): many small frames run as one launch per step. The
+ * pipeline is compiled over stacks of N frames (plm_pipeline_parse with dims (N, H, W)
+ * where frames are (H, W)): every input and output leads with N, and every op it runs
+ * takes the stack in one call and keeps its frames apart (frame f of each output is what
+ * the same pipeline over (H, W) frames makes of frame f: bit for bit, stateful ops
+ * updating their state frame after frame in order; regions writes a table per frame,
+ * plume/label.h). The source and the sink still see single frames: the source is called
+ * for frames 0, 1, 2, ... (inputs[i] pointing at frame k's place in the stack of input
+ * i, its bytes input i's over N), N calls per batch, and the sink gets frame k's part of
+ * each output (output i's bytes over N), in order, once each. A batch is uploaded,
+ * computed (one enqueue of the plan, or one graph launch) and downloaded as one unit, so
+ * K frames in flight are K batches, and report->latency_*, submit_*, source_* and
+ * graph_replays count batches (a batch's latency runs from its inputs being taken, the
+ * last frame gathered, to its frames reaching the sink). The last batch may be short
+ * (the source ended, max_frames): it runs as a stack of its n frames alone, never from
+ * a graph, so the state a stateful op carries to the next run is the same as without
+ * batches. Failure as above, in frames: a source failing at frame k of a batch gets
+ * frames k - j .. k - 1 of that batch run and delivered first, a batch's device failure
+ * is reported for its first frame. Refused (PLM_ERR_INVALID_ARG, the message names it):
+ * an input or output that does not lead with N, a step that reads the batch's frames but
+ * makes an output that does not (its op mixes or drops frames). segment takes one frame
+ * (threshold ! label ! regions take stacks). plm_pipeline_run_stream_devices takes no
+ * batches (PLM_ERR_UNSUPPORTED).
+ *
  * Blocking: returns when the last frame has been delivered (or on failure). Not to be
  * called from a host callback, nor while plm_pipeline_run is in use on the pipeline by
  * another thread; source and sink must not call plm_pipeline_run(_stream) on it. */
@@ -630,6 +654,8 @@ typedef plm_status (*plm_frame_sink_fn)(void *user, int64_t frame, const void *c
 
 /* The most frames the source may run ahead (plm_run_stream_options.source_ahead). */
 #define PLM_SOURCE_AHEAD_MAX 1024
+/* The most frames a batch may hold (plm_run_stream_options.batch). */
+#define PLM_RUN_STREAM_MAX_BATCH 65536
 
 typedef struct plm_run_stream_options {
   int64_t max_frames; /* stop after this many frames; 0: until the source sets end */
@@ -640,10 +666,13 @@ typedef struct plm_run_stream_options {
                          (at most PLM_SOURCE_AHEAD_MAX): the source runs on a thread of
                          its own, filling a ring of pinned input buffers up to N frames
                          ahead of the frames being enqueued (above) */
+  int batch;          /* frames a batch: 0 or 1, one frame at a time; N >= 2 (at most
+                         PLM_RUN_STREAM_MAX_BATCH): a pipeline over stacks of N frames, run
+                         a batch at a time (Batches, above) */
 } plm_run_stream_options;
 
 /* max_frames 0, use_graphs true, record_timing false, source_ahead 0 (a source may not
- * expect to be called from another thread). */
+ * expect to be called from another thread), batch 1. */
 PLM_API plm_run_stream_options plm_run_stream_options_default(void);
 
 typedef struct plm_run_stream_report {
@@ -676,7 +705,9 @@ typedef struct plm_run_stream_report {
 
 /* Run frames through the pipeline as above. options may be NULL (the defaults); report
  * is filled on every return. Errors: PLM_ERR_INVALID_ARG (NULL pl, source or report,
- * max_frames negative, source_ahead out of 0 .. PLM_SOURCE_AHEAD_MAX),
+ * max_frames negative, source_ahead out of 0 .. PLM_SOURCE_AHEAD_MAX, batch out of
+ * 0 .. PLM_RUN_STREAM_MAX_BATCH, a pipeline that does not take batches of that size:
+ * above),
  * PLM_ERR_INVALID_STATE (not compiled; in a host callback; another plm_pipeline_run_stream
  * of this pipeline is running: one at a time), PLM_ERR_OUT_OF_MEMORY (the
  * buffers), PLM_ERR_BACKEND (no thread for the source), and whatever a frame's source,

@@ -13,6 +13,7 @@
 #include "plume/background.h"
 #include "plume/badpixel.h"
 #include "plume/cfar.h"
+#include "plume/clip.h"
 #include "plume/context.h"
 #include "plume/conv.h"
 #include "plume/dendritic.h"

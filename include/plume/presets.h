@@ -14,9 +14,11 @@
  *   calibrated  robust after the sensor's own calibration: nuc with the gain and offset
  *               maps, badpixel with the map of dead and hot pixels (the named tensors gain,
  *               offset and bad: plm_pipeline_parse_with_tensors, `plume detect --tensor`).
- * robust and calibrated were tuned with scripts/tune_presets.py on the hard scene (`plume
- * scene --difficulty hard`); its output, docs/records/tune_presets.txt, and docs/detection.md give
- * their scores beside the default's.
+ * robust and calibrated were tuned with scripts/tune_presets.py on the tuning scenes of a
+ * family of hard scenes (`plume scene --difficulty hard` with its knobs: clutter, its speed,
+ * plume strength, defects) and judged on held-out ones by scripts/heldout_scenes.py against a
+ * NumPy reference chain; their outputs, docs/records/tune_presets.txt and
+ * docs/records/heldout_scenes.txt, and docs/detection.md give their scores.
  *
  * The texts are also macros, for programs that build usage strings at compile time. The
  * table is constant: any thread may read it at any time.
@@ -39,15 +41,23 @@ extern "C" {
   "conv2d kernel=log:9:1.5 pad=same border=replicate ! threshold value=25 ! " \
   "label connectivity=8 ! regions capacity=1024"
 
-/* robust: scripts/tune_presets.py's choice (docs/records/tune_presets.txt): an ema background of
- * time constant 50 frames, a 5 x 5 Gaussian (sigma 1) matched to the plumes, cfar over 21 x 21
- * less a 7 x 7 guard at k 5. */
-#define PLM_PRESET_ROBUST_PIPELINE                                               \
-  "background alpha=0.02 ! conv2d kernel=gauss:5:1 pad=same border=replicate ! " \
-  "cfar window=21 guard=7 k=5 ! label connectivity=8 ! regions capacity=1024"
+/* robust and calibrated: scripts/tune_presets.py's choices on the tuning scenes of the family
+ * of hard scenes (docs/records/tune_presets.txt). An ema background of time constant 20 frames
+ * whose gate holds it (gate_rate 0) where a pixel stands out by more than 2 (calibrated: 1.5)
+ * rms of its own difference, so that a plume does not fade into it; a 5 x 5 Gaussian (sigma 1)
+ * matched to the plumes, with a zero border (a replicated one makes the frame's edge noisier
+ * than its inside, and CFAR takes that for targets); cfar over 21 x 21 less a 7 x 7 guard at
+ * k 5.3. Their common tail: */
+#define PLM_PRESET_TEMPORAL_TAIL                                                         \
+  "conv2d kernel=gauss:5:1 pad=same border=zero ! cfar window=21 guard=7 k=5.3 ! label " \
+  "connectivity=8 ! regions capacity=1024"
 
-#define PLM_PRESET_CALIBRATED_PIPELINE \
-  "nuc gain=@gain offset=@offset ! badpixel bad=@bad ! " PLM_PRESET_ROBUST_PIPELINE
+#define PLM_PRESET_ROBUST_PIPELINE \
+  "background alpha=0.05 gate=2 gate_rate=0 ! " PLM_PRESET_TEMPORAL_TAIL
+
+#define PLM_PRESET_CALIBRATED_PIPELINE                                                  \
+  "nuc gain=@gain offset=@offset ! badpixel bad=@bad ! background alpha=0.05 gate=1.5 " \
+  "gate_rate=0 ! " PLM_PRESET_TEMPORAL_TAIL
 
 typedef struct plm_preset {
   const char *name;     /* "default", "robust", "calibrated" */

@@ -60,11 +60,27 @@ typedef struct plm__regions_args {
   const int32_t *labels;
   const void *intensity; /* NULL, or of intensity_dtype */
   plm_dtype intensity_dtype;
-  const int32_t *count; /* K, read in stream order */
-  double *table;        /* capacity x PLM_REGION_COLUMNS */
+  const int32_t *count; /* K per frame, read in stream order */
+  double *table;        /* per frame capacity x PLM_REGION_COLUMNS, frame after frame */
   int64_t capacity;
+  int64_t frames; /* a stack's frames: labels, intensity, count and table hold each */
   int64_t height, width;
 } plm__regions_args;
+
+/* Frame f of a stack's regions: the same call over that frame's labels, intensity, K and
+ * table alone (host code: the CPU kernel's frames, the CUDA launches'). */
+static inline plm__regions_args plm__regions_frame(const plm__regions_args *args, int64_t f) {
+  plm__regions_args frame = *args;
+  const int64_t pixels = args->height * args->width;
+  frame.labels = args->labels + f * pixels;
+  if (args->intensity)
+    frame.intensity =
+        (const char *)args->intensity + f * pixels * (int64_t)plm_dtype_size(args->intensity_dtype);
+  frame.count = args->count + f;
+  frame.table = args->table + f * args->capacity * PLM_REGION_COLUMNS;
+  frame.frames = 1;
+  return frame;
+}
 
 /* The rows written: min(K, capacity), K < 0 taken as 0. */
 static inline PLM_HD int64_t plm__regions_rows(int32_t k, int64_t capacity) {

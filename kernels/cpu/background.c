@@ -1,25 +1,29 @@
 /* kernels/cpu/background.c: temporal background suppression on the CPU, split across
  * cores by pixels: a chunk walks its pixels through every frame in order, its part of
- * the state staying in cache, one loop per input type. */
+ * the state staying in cache, one loop per input type. Without a gate v is a dummy the
+ * update writes and nobody reads. */
 #include "kernels/common/background.h"
 #include "streams/parallel.h"
 
 enum { GRAIN = 1 << 14 }; /* pixels per chunk at least */
 
-#define BACKGROUND_LOOP(type)                                                                  \
-  do {                                                                                         \
-    const type *in = (const type *)args->in;                                                   \
-    for (int64_t t = 0; t < args->frames; t++) {                                               \
-      const int64_t base = t * args->frame_pixels;                                             \
-      const bool first = args->first && t == 0;                                                \
-      for (int64_t p = begin; p < end; p++)                                                    \
-        args->out[base + p] = plm__background_one((float)in[base + p], &args->state[p], first, \
-                                                  args->mode, args->alpha, args->step);        \
-    }                                                                                          \
+#define BACKGROUND_LOOP(type)                                                      \
+  do {                                                                             \
+    const type *in = (const type *)args->in;                                       \
+    float dummy = 0.0f;                                                            \
+    for (int64_t t = 0; t < args->frames; t++) {                                   \
+      const int64_t base = t * args->frame_pixels;                                 \
+      const bool first = args->first && t == 0;                                    \
+      for (int64_t p = begin; p < end; p++)                                        \
+        args->out[base + p] =                                                      \
+            plm__background_one((float)in[base + p], &args->state[p],              \
+                                spread ? &spread[p] : &dummy, first, &args->rule); \
+    }                                                                              \
   } while (0)
 
 static void background_range(void *context, int64_t begin, int64_t end) {
   const plm__background_args *args = context;
+  float *spread = args->rule.gate2 > 0.0f ? args->state + args->frame_pixels : NULL;
   switch (args->dtype) {
     case PLM_DTYPE_U8: BACKGROUND_LOOP(uint8_t); break;
     case PLM_DTYPE_U16: BACKGROUND_LOOP(uint16_t); break;

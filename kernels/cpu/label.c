@@ -336,7 +336,8 @@ static double intensity_at(const plm__regions_args *args, int64_t i) {
   return 0;
 }
 
-void plm__regions_cpu(const plm__regions_args *args) {
+/* One frame's table, in raster order. */
+static void regions_frame(const plm__regions_args *args) {
   const int64_t rows = plm__regions_rows(*args->count, args->capacity);
   for (int64_t j = 0; j < rows; j++)
     plm__regions_start_row(args->table + j * PLM_REGION_COLUMNS, j + 1);
@@ -363,4 +364,20 @@ void plm__regions_cpu(const plm__regions_args *args) {
     }
   for (int64_t j = 0; j < rows; j++)
     plm__regions_finish_row(args->table + j * PLM_REGION_COLUMNS, args->intensity != NULL);
+}
+
+static void regions_frames(void *context, int64_t begin, int64_t end) {
+  for (int64_t f = begin; f < end; f++) {
+    const plm__regions_args frame = plm__regions_frame(context, f);
+    regions_frame(&frame);
+  }
+}
+
+/* A task per frame: each frame's table is its own, summed in raster order as one frame's. */
+void plm__regions_cpu(const plm__regions_args *args) {
+  if (args->frames <= 1) {
+    regions_frame(args);
+    return;
+  }
+  plm__parallel_for(args->frames, 1, regions_frames, (void *)args);
 }

@@ -1,9 +1,10 @@
 /* kernels/cuda/background.cu: temporal background suppression on the GPU. One thread per
  * pixel (grid-stride), its background in a register while it walks the call's frames in
- * order; the update shared with the CPU (kernels/common): the same bits. Not an element-wise
+ * order (with a gate its spread v too); the update shared with the CPU (kernels/common): the
+ * same bits. Not an element-wise
  * map (a pixel's frames are a recurrence), but its dtype dispatch is the maps' one
  * (plm__cuda_map_dtypes, kernels/cuda/map.h). Bound by memory: in and out per frame, the
- * state once per call. */
+ * state (b, and v with a gate) once per call. */
 #include "kernels/common/background.h"
 #include "kernels/cuda/map.h"
 
@@ -14,13 +15,14 @@ __global__ void background_kernel(const T *in, float *__restrict__ state, float 
   const int64_t stride = (int64_t)gridDim.x * blockDim.x;
   for (int64_t p = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; p < args.frame_pixels;
        p += stride) {
-    float b = state[p];
+    const bool gated = args.rule.gate2 > 0.0f;
+    float b = state[p], v = gated ? state[args.frame_pixels + p] : 0.0f;
     for (int64_t t = 0; t < args.frames; t++) {
       const int64_t i = t * args.frame_pixels + p;
-      out[i] = plm__background_one((float)in[i], &b, args.first && t == 0, args.mode, args.alpha,
-                                   args.step);
+      out[i] = plm__background_one((float)in[i], &b, &v, args.first && t == 0, &args.rule);
     }
     state[p] = b;
+    if (gated) state[args.frame_pixels + p] = v;
   }
 }
 

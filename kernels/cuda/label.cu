@@ -72,7 +72,9 @@
  * of slots in shared memory and writes each label's slot out with one atomic per column;
  * the design, the exactness of the results and the device cost model are at the top of
  * kernels/cuda/regions_block.h), then turns sums into means (regions_finish): 3 launches,
- * no scratch.
+ * no scratch. A stack of N frames takes a frame per blockIdx.y in the same 3 launches (per
+ * 65535 frames), each frame's table its own: the cost model is a frame's times N, and the
+ * launches are paid once per stack instead of once per frame.
  *
  * Not yet run on a GPU (none was available when the block-based labelling and the
  * block-level regions were written): tests/test_label_cuda_logic.c runs the labelling's
@@ -260,7 +262,16 @@ __global__ void label_relabel(int32_t *labels, int64_t frames, int64_t frame_pix
   }
 }
 
+/* The regions kernels take a frame of a stack per blockIdx.y (a launch has at most 65535:
+ * plm__regions_cuda launches the rest from the next frame on); a frame's table is
+ * `capacity` rows after the previous frame's. */
+__device__ __forceinline__ int64_t regions_frame_of_block() {
+  return blockIdx.y;
+}
+
 __global__ void regions_start(double *table, const int32_t *count, int64_t capacity) {
+  table += regions_frame_of_block() * capacity * PLM_REGION_COLUMNS;
+  count += regions_frame_of_block();
   const int64_t rows = plm__regions_rows(*count, capacity);
   int64_t step = (int64_t)gridDim.x * blockDim.x;
   for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < rows; j += step)
@@ -276,6 +287,11 @@ __global__ void __launch_bounds__(kThreads, 5)
                        const int32_t *count, double *table, int64_t capacity, int64_t height,
                        int64_t width, plm__regions_tiling tiling) {
   __shared__ plm__regions_slots slots;
+  const int64_t frame = regions_frame_of_block();
+  labels += frame * height * width;
+  if (intensity) intensity += frame * height * width;
+  count += frame;
+  table += frame * capacity * PLM_REGION_COLUMNS;
   const int64_t rows = plm__regions_rows(*count, capacity);
   const plm__cuda_block block;
   const plm__cuda_warp warp;
@@ -288,6 +304,8 @@ __global__ void __launch_bounds__(kThreads, 5)
 
 __global__ void regions_finish(double *table, const int32_t *count, int64_t capacity,
                                int with_intensity) {
+  table += regions_frame_of_block() * capacity * PLM_REGION_COLUMNS;
+  count += regions_frame_of_block();
   const int64_t rows = plm__regions_rows(*count, capacity);
   int64_t step = (int64_t)gridDim.x * blockDim.x;
   for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < rows; j += step)
@@ -346,14 +364,16 @@ extern "C" plm_status plm__label_cuda(void *stream, const plm__label_args *args)
   return status;
 }
 
-extern "C" plm_status plm__regions_cuda(void *stream, const plm__regions_args *args) {
-  cudaStream_t s = (cudaStream_t)stream;
-  const unsigned row_blocks = plm__cuda_blocks(args->capacity, kThreads);
+/* Frames first .. first + frames - 1 of a stack (frames <= 65535), a frame per
+ * blockIdx.y: 3 launches whatever the frames. */
+static plm_status regions_launch(cudaStream_t s, const plm__regions_args *args, unsigned frames) {
+  const dim3 row_blocks(plm__cuda_blocks(args->capacity, kThreads), frames);
   regions_start<<<row_blocks, kThreads, 0, s>>>(args->table, args->count, args->capacity);
   plm_status status = plm__cuda_check_launch("regions_start");
   if (status != PLM_OK) return status;
   const plm__regions_tiling tiling = plm__regions_tiling_of(args->height, args->width);
-  const unsigned blocks = plm__cuda_blocks(tiling.count * kThreads, kThreads); /* a block a tile */
+  /* A block a tile (x), a frame (y). */
+  const dim3 blocks(plm__cuda_blocks(tiling.count * kThreads, kThreads), frames);
 #define REGIONS_ACCUMULATE(type)                                                             \
   regions_accumulate<type>                                                                   \
       <<<blocks, kThreads, 0, s>>>(args->labels, (const type *)args->intensity, args->count, \
@@ -372,4 +392,15 @@ extern "C" plm_status plm__regions_cuda(void *stream, const plm__regions_args *a
   regions_finish<<<row_blocks, kThreads, 0, s>>>(args->table, args->count, args->capacity,
                                                  args->intensity != NULL);
   return plm__cuda_check_launch("regions_finish");
+}
+
+extern "C" plm_status plm__regions_cuda(void *stream, const plm__regions_args *args) {
+  const int64_t most = 65535; /* gridDim.y */
+  plm_status status = PLM_OK;
+  for (int64_t first = 0; status == PLM_OK && first < args->frames; first += most) {
+    const plm__regions_args from = plm__regions_frame(args, first);
+    const int64_t left = args->frames - first;
+    status = regions_launch((cudaStream_t)stream, &from, (unsigned)(left < most ? left : most));
+  }
+  return status;
 }

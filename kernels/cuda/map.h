@@ -14,7 +14,8 @@
  *       return plm__nuc_at(&k, (float)x, p);
  *     }
  *   };
- *   extern "C" plm_status plm__nuc_cuda(void *stream, const plm__nuc_args *args) {
+ *   extern "C" plm_status plm__nuc_cuda(void *stream, const void *packed) {
+ *     const plm__nuc_args *args = (const plm__nuc_args *)packed;
  *     return plm__cuda_map_dtypes(args->dtype, "nuc", [&](auto zero) {
  *       using T = decltype(zero);
  *       plm__map_kernel<nuc_elem, plm__nuc_args, T, float>

@@ -1,7 +1,8 @@
-/* kernels/cuda/map_ops.cu: the CUDA kernels of the ops of PLM__MAP_OPS
- * (kernels/common/map_ops.h), each its per-element function plm__<op>_at (shared with the
- * CPU: the same bits) in the grid-stride template of kernels/cuda/map.h, one launch for
- * every op. Bound by memory: the bytes of each input and of the output per element. */
+/* kernels/cuda/map_ops.cu: the CUDA kernels of the element-wise ops (every header of
+ * kernels/common/map/: PLM__MAP_OPS, kernels/common/map_ops.h), each its per-element
+ * function plm__<op>_at (shared with the CPU: the same bits) in the grid-stride template of
+ * kernels/cuda/map.h, one launch for every op. Bound by memory: the bytes of each input and
+ * of the output per element. */
 #include "kernels/common/map_ops.h"
 #include "kernels/cuda/map.h"
 
@@ -63,10 +64,9 @@ static plm_status launch_map2(void *stream, const Args *args, const char *op) {
   };
 #define LAUNCH_1 launch_map
 #define LAUNCH_2 launch_map2
-#define CUDA_MAP_OP(op, INPUTS, OUT, GRAIN)                                                \
-  ELEM_##INPUTS(op) extern "C" plm_status plm__##op##_cuda(void *stream,                   \
-                                                           const plm__##op##_args *args) { \
-    return LAUNCH_##INPUTS<op##_elem, OUT_OF_##OUT>(stream, args, #op);                    \
+#define CUDA_MAP_OP(op, INPUTS, OUT, GRAIN)                                                       \
+  ELEM_##INPUTS(op) extern "C" plm_status plm__##op##_cuda(void *stream, const void *args) {      \
+    return LAUNCH_##INPUTS<op##_elem, OUT_OF_##OUT>(stream, (const plm__##op##_args *)args, #op); \
   }
 
 PLM__MAP_OPS(CUDA_MAP_OP)

@@ -8,6 +8,9 @@ the table, on numpy arrays and on other libraries' arrays; docs/python.md is the
             print(regions[["centroid_row", "centroid_col"]])  # a structured array
     mask = plume.ops.threshold(frames[0], value=3500)       # any op of the table
     mask = plume.op("threshold", frames[0], value=3500)     # the same, by name
+    with plume.open_frames("scan.tif") as tif:              # TIFF, FITS, HDF5, video, raw...
+        with plume.Pipeline(preset="default", dtype=tif.dtype, shape=tif.shape) as pl:
+            results = list(pl.run_stream(tif))              # read frame by frame
 
 ctypes over libplume (plume._native says where it is looked for: `pip install` puts it in
 the package): no compiler, any CPython >= 3.9 with numpy. Everything plume does happens in
@@ -20,7 +23,9 @@ the C library; this module moves arrays in and out. The parts:
   plume._pipeline  Pipeline (run, run_stream, describe, reset_state), presets() and the
                    regions table's fields (REGION);
   plume._ops       plume.op(name, ...), its cache of compiled one-op pipelines, and
-                   plume.ops, one function per op of the table.
+                   plume.ops, one function per op of the table;
+  plume._frames    open_frames(path) and read(path): frames from TIFF, FITS, HDF5/NetCDF-4,
+                   video, raw, .npy, PGM and PNG files through libplume_io.
 A call that fails raises plume.Error (its .status the library's), as one of its subclasses
 that are also ValueError, TypeError, MemoryError or RuntimeError (plume._common).
 
@@ -31,16 +36,19 @@ once, even over a source that blocks. Objects may be closed in any order: what i
 after its context was closed raises plume.InvalidState.
 """
 
-from ._common import Error, InvalidArgument, InvalidState, InvalidType, OutOfMemory, Unsupported
+from ._common import (Error, FileError, InvalidArgument, InvalidState, InvalidType, OutOfMemory,
+                      Unsupported)
 from ._context import Context, Stream, default_context
+from ._frames import Frames, RawFormat, open_frames, read
 from ._native import lib
 from ._ops import op, ops
 from ._pipeline import REGION, Pipeline, presets
 from ._tensor import Tensor
 
 __all__ = ["__version__", "Error", "InvalidArgument", "InvalidType", "OutOfMemory",
-           "Unsupported", "InvalidState", "Context", "Stream", "Tensor", "Pipeline", "REGION",
-           "op", "ops", "presets", "version", "default_context"]
+           "Unsupported", "InvalidState", "FileError", "Context", "Stream", "Tensor",
+           "Pipeline", "REGION", "op", "ops", "presets", "version", "default_context",
+           "open_frames", "read", "Frames", "RawFormat"]
 
 
 def version() -> str:

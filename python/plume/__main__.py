@@ -1,7 +1,8 @@
 """python3 -m plume info: what this plume is and where it runs.
 
 Prints the module's version and file, the library it loaded (its path and version), the
-backend a default context gets and its device, the ops of plume.ops, and the versions of
+frame reading library (libplume_io: where it was found, or why not), the backend a default
+context gets and its device, the ops of plume.ops, and the versions of
 numpy and of torch and cv2 where they import. Exits 0 when a context could be made on the
 default backend; 1, saying why, when not; 2 for a usage error.
 """
@@ -13,13 +14,17 @@ def info(out=sys.stdout):
     import numpy as np
 
     import plume
-    from plume import _native
+    from plume import _frames, _native
 
     def line(name, value):
         print("%-12s %s" % (name + ":", value), file=out)
 
     line("plume", "%s (%s)" % (plume.__version__, plume.__file__))
     line("library", "%s (%s)" % (plume.version(), _native.lib._name))
+    try:
+        line("frames io", _frames.library()._name)
+    except plume.Error as error:  # plume works without it; only open_frames needs it
+        line("frames io", "none: %s" % error)
     status = 0
     try:
         ctx = plume.Context()

@@ -22,8 +22,8 @@ class Error(Exception):
     message says which argument was wrong and why. What Python's own exceptions mean is
     kept by the subclasses (an `except ValueError` catches a bad value from plume as from
     numpy): InvalidArgument (ValueError), InvalidType (TypeError), OutOfMemory
-    (MemoryError), Unsupported (ValueError), InvalidState (RuntimeError), and Error
-    itself for the rest (a failure of the backend, of I/O, an internal one)."""
+    (MemoryError), Unsupported (ValueError), InvalidState (RuntimeError), FileError
+    (OSError), and Error itself for the rest (a failure of the backend, an internal one)."""
 
     def __init__(self, status, message):
         super().__init__(message)
@@ -48,13 +48,20 @@ class Unsupported(Error, ValueError):
     a host context, a DLPack device plume cannot read."""
 
 
+class FileError(Error, OSError):
+    """A file plume could not read or write: missing, unreadable, damaged, of a format or
+    shape other than the one expected (PLM_ERR_IO); the message names the file, the frame
+    where there is one, and what was wrong."""
+
+
 class InvalidState(Error, RuntimeError):
     """The object cannot take the call now: closed, or running on another thread
     (PLM_ERR_INVALID_STATE)."""
 
 
 _BY_STATUS = {"PLM_ERR_INVALID_ARG": InvalidArgument, "PLM_ERR_OUT_OF_MEMORY": OutOfMemory,
-              "PLM_ERR_UNSUPPORTED": Unsupported, "PLM_ERR_INVALID_STATE": InvalidState}
+              "PLM_ERR_UNSUPPORTED": Unsupported, "PLM_ERR_INVALID_STATE": InvalidState,
+              "PLM_ERR_IO": FileError}
 
 # The C function a library message starts with ("plm_pipeline_parse: "): Python callers
 # called no C function, so the message starts with what they gave instead.

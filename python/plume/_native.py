@@ -3,8 +3,10 @@
 Where libplume is looked for, in order: the file PLUME_LIBRARY names; a libplume.so* next to
 this package (what `cmake --install` and a wheel put there); the lib folder of the install
 prefix this package was installed under (PREFIX/python/plume -> PREFIX/lib); the system's
-search path (ctypes.util.find_library). The structs below mirror the C headers field by field;
-tests/test_python.py checks them against the library's own figures.
+search path (ctypes.util.find_library). libplume_io (plume._frames) is looked for in the
+same places, after PLUME_IO_LIBRARY and the folder libplume was loaded from. The structs
+below mirror the C headers field by field; tests/test_python.py checks them against the
+library's own figures.
 """
 
 import ctypes
@@ -43,7 +45,8 @@ class PlanConfig(ctypes.Structure):  # plm_plan_config
 
 class RunStreamOptions(ctypes.Structure):  # plm_run_stream_options
     _fields_ = [("max_frames", ctypes.c_int64), ("use_graphs", ctypes.c_bool),
-                ("record_timing", ctypes.c_bool), ("source_ahead", ctypes.c_int)]
+                ("record_timing", ctypes.c_bool), ("source_ahead", ctypes.c_int),
+                ("batch", ctypes.c_int)]
 
 
 class RunStreamReport(ctypes.Structure):  # plm_run_stream_report
@@ -79,7 +82,7 @@ class OpInfo(ctypes.Structure):  # plm_op_info (plume/op_info.h)
     _fields_ = [("name", ctypes.c_char_p), ("summary", ctypes.c_char_p),
                 ("input_count", ctypes.c_int), ("output_count", ctypes.c_int),
                 ("param_count", ctypes.c_int), ("in_text", ctypes.c_bool),
-                ("stateful", ctypes.c_bool)]
+                ("stateful", ctypes.c_bool), ("details", ctypes.c_char_p)]
 
 
 class OpInputInfo(ctypes.Structure):  # plm_op_input_info
@@ -170,19 +173,34 @@ SIGNATURES = {
 }
 
 
+def candidates(name="plume"):
+    """Where lib<name>.so is looked for without an environment variable: the package's
+    folder, PREFIX/lib (multiarch too), the system's search path."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    found = sorted(glob.glob(os.path.join(here, "lib%s.so*" % name)))
+    prefix_lib = os.path.join(os.path.dirname(os.path.dirname(here)), "lib")
+    found += sorted(glob.glob(os.path.join(prefix_lib, "lib%s.so*" % name)))
+    found += sorted(glob.glob(os.path.join(prefix_lib, "*", "lib%s.so*" % name)))  # multiarch
+    system = ctypes.util.find_library(name)
+    if system:
+        found.append(system)
+    return found
+
+
 def _candidates():
     named = os.environ.get("PLUME_LIBRARY")
     if named:
         return [os.path.abspath(named)]
-    here = os.path.dirname(os.path.abspath(__file__))
-    found = sorted(glob.glob(os.path.join(here, "libplume.so*")))
-    prefix_lib = os.path.join(os.path.dirname(os.path.dirname(here)), "lib")
-    found += sorted(glob.glob(os.path.join(prefix_lib, "libplume.so*")))
-    found += sorted(glob.glob(os.path.join(prefix_lib, "*", "libplume.so*")))  # multiarch
-    system = ctypes.util.find_library("plume")
-    if system:
-        found.append(system)
-    return found
+    return candidates("plume")
+
+
+_loaded_from = []
+
+
+def loaded_from():
+    """The path libplume was loaded from (None for a name the system's search resolved)."""
+    path = _loaded_from[0] if _loaded_from else None
+    return path if path and os.path.isabs(path) else None
 
 
 def load():
@@ -200,6 +218,7 @@ def load():
             fn = getattr(lib, name)
             fn.restype = restype
             fn.argtypes = argtypes
+        _loaded_from.append(path)
         return lib
     raise ImportError("plume: libplume not found (%s); set PLUME_LIBRARY to its path"
                       % ("; ".join(reasons) if reasons else "looked in PLUME_LIBRARY, the "

@@ -296,7 +296,7 @@ def remember(context, key, fast):
 
 def _describe(table):
     """The docstring and keyword names of an op (plume._schema.Op) from its descriptor."""
-    lines = [table.info.summary.decode(), ""]
+    lines = [table.info.summary.decode(), "", table.info.details.decode(), ""]
     for name in table.by_name():
         slot = table.inputs[name]
         lines.append("%s (array of %s%s)" % (name, slot.dtypes.decode(),

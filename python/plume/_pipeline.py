@@ -268,21 +268,25 @@ class Pipeline:
             self._release()
         check(lib.plm_stream_synchronize(stream.handle))
 
-    def run_stream(self, frames: Iterable[Any], depth: int = 8) -> Iterator[Any]:
+    def run_stream(self, frames: Iterable[Any], depth: int = 8,
+                   batch: int = 1) -> Iterator[Any]:
         """Yield each frame's outputs (as run() returns them), in frame order, running
         `frames` (an iterable of arrays, or a stack whose first axis is the frames) through
         plm_pipeline_run_stream on a thread of its own; at most `depth` results wait for the
         consumer (back-pressure). The last frames' state carries on into later runs.
         Frames are read on a feeder thread, one ahead of plume (the module's docstring:
-        Ctrl-C and a blocked iterable)."""
+        Ctrl-C and a blocked iterable). batch=N (a pipeline made for (N, H, W) stacks) runs
+        N frames a launch per step (plm_run_stream_options.batch): each frame is still one
+        (H, W) array in and its own outputs out, the same as one frame at a time."""
         if len(self._inputs) != 1:
             raise invalid("run_stream takes pipelines of one input")
         depth = integer("depth", depth, 1)
-        generator = self._stream_frames(frames, depth)
+        batch = integer("batch", batch, 1)
+        generator = self._stream_frames(frames, depth, batch)
         self._generators.add(generator)
         return generator
 
-    def _stream_frames(self, frames, depth):
+    def _stream_frames(self, frames, depth, batch):
         handle = self.handle
         iterator = iter(frames)
         self._claim("run_stream")
@@ -291,6 +295,11 @@ class Pipeline:
         done, end_of_frames = object(), object()
         in_shape = self._inputs[0]
         in_type, in_dims = numpy_dtype(in_shape.dtype), tensor_shape(in_shape)
+        # A batch's tensors are stacks of N; the source and sink see one frame of each.
+        per_frame = (lambda dims_: tuple(dims_)[1:]) if batch > 1 else tuple
+        in_dims = per_frame(in_dims)
+        options = lib.plm_run_stream_options_default()
+        options.batch = batch
         stopping = threading.Event()  # set: the run ends at its next frame boundary
         closed = []                   # close() stopped it
         failure = []
@@ -350,7 +359,7 @@ class Pipeline:
             try:
                 outs = []
                 for i, shape in enumerate(self._outputs):
-                    out = np.empty(tensor_shape(shape), numpy_dtype(shape.dtype))
+                    out = np.empty(per_frame(tensor_shape(shape)), numpy_dtype(shape.dtype))
                     ctypes.memmove(out.ctypes.data, outputs[i], out.nbytes)
                     outs.append(out)
                 outs = named_regions(outs, self._tables)
@@ -367,7 +376,8 @@ class Pipeline:
             # does meanwhile (an interrupted join included): it frees it itself.
             try:
                 report = _native.RunStreamReport()
-                status = lib.plm_pipeline_run_stream(handle, source_fn, sink_fn, None, None,
+                status = lib.plm_pipeline_run_stream(handle, source_fn, sink_fn, None,
+                                                     ctypes.byref(options),
                                                      ctypes.byref(report))
                 if status != 0 and not failure:
                     failure.append(library_error(status))

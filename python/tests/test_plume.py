@@ -414,11 +414,29 @@ class Pipelines(unittest.TestCase):
     def test_a_streamed_preset_equals_plume_detect(self):
         with plume.Pipeline(preset="robust", dtype="u16", shape=self.frames.shape[1:]) as pl:
             ours = self.streamed_rows(pl)
-            self.assertIn("state s0 f32 64x80", pl.describe())
+            # robust's background keeps its gate's spread v beside b: (2, H, W).
+            self.assertIn("state s0 f32 2x64x80", pl.describe())
         theirs = self.detect_rows("robust")
         self.assertEqual(ours.shape, theirs.shape)
         self.assertGreater(len(theirs), 0)
         np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-9)
+
+    def test_a_batched_stream_equals_one_frame_at_a_time(self):
+        with plume.Pipeline(preset="robust", dtype="u16", shape=self.frames.shape[1:]) as pl:
+            single = self.streamed_rows(pl)
+        batch = 4  # and a short last batch unless the frames divide by 4
+        with plume.Pipeline(preset="robust", dtype="u16",
+                            shape=(batch,) + self.frames.shape[1:]) as pl:
+            rows = []
+            for frame, (table, count) in enumerate(pl.run_stream(self.frames, batch=batch)):
+                self.assertEqual(table.ndim, 2)  # one frame's table, not the batch's
+                rows += [[frame, *row] for row in table[:int(count.reshape(-1)[0])]]
+            with self.assertRaises(plume.Error) as caught:
+                list(pl.run_stream(self.frames, batch=batch + 1))
+        batched = np.array(rows).reshape(-1, 13)
+        self.assertGreater(len(single), 0)
+        np.testing.assert_array_equal(batched, single)
+        self.assertIn("batch", str(caught.exception))
 
     def test_calibrated_takes_its_tensors_and_equals_plume_detect(self):
         d = self.dir.name

@@ -3,7 +3,7 @@
 # through the built binary. On a short scene: the CSV's header and rows; the same CSV from
 # the stack, from a folder of the same frames as .npy, PGM and PNG files, from the same
 # samples as raw frames (a file, stdin, big-endian, after a header), and with any number
-# of frames in flight; --out - (the CSV on stdout, the summary on stderr), -q, an --out of
+# of frames in flight or frames a batch; --out - (the CSV on stdout, the summary on stderr), -q, an --out of
 # another extension refused; a TIFF stack and a TIFF in a folder, a FITS cube, an HDF5 dataset
 # and a NetCDF-4 variable (physical or stored values), FFV1 videos (Matroska, AVI, and Matroska
 # on stdin), read as their .npy, a video's damage named; --overlay's pictures; the rows equal `plume op threshold` + `plume op label
@@ -70,6 +70,19 @@ for k in 1 2 5 16; do
   cmp -s a.csv k.csv || fail "--streams $k changes the CSV"
   grep -q "host backend, $k frames in flight" out.txt || fail "--streams $k: $(cat out.txt)"
 done
+# Batches (--batch N, apps/detect.h "Batches"): the same CSV whatever N, a short last batch
+# (40 frames in batches of 3 and 16) included.
+for b in 1 3 16; do
+  run 0 "--batch $b" detect --frames s.npy --pipeline "$pipeline" --out k.csv --batch $b
+  checks=$((checks + 1))
+  cmp -s a.csv k.csv || fail "--batch $b changes the CSV"
+  [[ $b == 1 ]] || grep -q "host backend, 3 batches of $b frames in flight" out.txt ||
+    fail "--batch $b: $(cat out.txt)"
+done
+# An element that takes one frame at a time is named, with what to write instead.
+run 2 "--batch with segment" detect --frames s.npy --pipeline "segment value=25" --out x.csv \
+  --batch 4 && expect_err "--batch with segment" "for segment write threshold ! label ! regions"
+absent "--batch with segment" x.csv
 # Raw frames (support/raw_frames.h): the stack's data without its .npy header, from a file
 # and from standard input through a pipe, in either byte order, after a header to skip,
 # give the same CSV; a short last frame is refused naming the frame and the bytes missing.
@@ -432,6 +445,11 @@ run 0 "nuc ! cfar" detect --frames s.npy --tensor gain=gain2.npy --tensor offset
   --out nc.csv
 checks=$((checks + 1))
 [[ $(wc -l <nc.csv) -gt 1 ]] || fail "nuc ! cfar found no regions"
+# nuc's calibration is one frame's, applied to each frame of a batch's stack.
+run 0 "nuc ! cfar --batch 6" detect --frames s.npy --tensor gain=gain2.npy \
+  --tensor offset=minus2000.npy --batch 6 --out ncb.csv \
+  --pipeline "nuc gain=@gain offset=@offset ! cfar window=15 guard=5 k=5 ! label ! regions"
+same nc.csv ncb.csv "nuc ! cfar --batch 6"
 run 2 "nuc of the wrong calibration" detect --frames s.npy --tensor gain=box.npy \
   --tensor offset=minus2000.npy --out x.csv \
   --pipeline "nuc gain=@gain offset=@offset ! threshold value=1 ! label ! regions" &&
@@ -492,6 +510,11 @@ run 0 "--list-presets" detect --list-presets &&
   { grep -q '^robust: ' out.txt && grep -q '^calibrated: ' out.txt &&
     grep -q '^  tensors: gain offset bad' out.txt || fail "--list-presets: $(cat out.txt)"; }
 run 0 "--preset robust" detect --frames s.npy --preset robust --streams 2 --out r.csv
+# The background's state carries from batch to batch, frame by frame, as without them.
+run 0 "--preset robust --batch 7" detect --frames s.npy --preset robust --batch 7 --out rb.csv
+checks=$((checks + 1))
+cmp -s r.csv rb.csv || fail "--preset robust --batch 7 differs from the run without batches"
+rm -f rb.csv
 # Profiled, each step timed on its own: the state's order holds, the same bytes.
 run 0 "--preset robust --profile" detect --frames s.npy --preset robust --streams 3 \
   --profile rprof --out rp.csv
@@ -613,6 +636,10 @@ run 2 "option twice" detect --frames s.npy --frames s.npy --pipeline "$pipeline"
 for k in 0 17 -1 abc 2.5 ''; do
   run 2 "--streams '$k'" detect --frames s.npy --pipeline "$pipeline" --out x.csv --streams "$k" &&
     absent "--streams '$k'" x.csv
+done
+for b in 0 65537 -1 abc; do
+  run 2 "--batch '$b'" detect --frames s.npy --pipeline "$pipeline" --out x.csv --batch "$b" &&
+    absent "--batch '$b'" x.csv
 done
 run 2 "--backend" detect --frames s.npy --pipeline "$pipeline" --out x.csv --backend gpu &&
   absent "--backend" x.csv

@@ -8,8 +8,8 @@
  * text. The caller's tensors, for the ops whose operands are tensors (matmul, dot,
  * vector_add, dendritic, lstm_cell, conv2d kernel=@k3): @m16 f32 (16, 16), @v16 f32
  * (16), @h4 f32 (16, 4), @k3 f32 (3, 3), @w3 f32 (2, 2, 16). pipeline.dict, the
- * dictionary of the ctest run, holds every op name and key of the op table (checked by
- * the test fuzz_pipeline_dict, pipeline_dict_check.c).
+ * dictionary of the ctest run, is written by the build: pipeline-grammar.dict's entries
+ * and every op name, key and choice of the op table (pipeline_dict.c).
  * Checks: no crash, hang, leak or undefined behaviour whatever the text; a failure at
  * any stage is a status with a message (plm_last_error) and nothing left allocated; a
  * compiled pipeline describes itself, runs one frame into outputs of the shapes it

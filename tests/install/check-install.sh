@@ -11,7 +11,9 @@
 # malloc: plume's jemalloc is private to it (scripts/private-jemalloc), so linking plume,
 # shared or static, never changes a program's allocator. Before that, the installed
 # libplume.so must export no allocator, call no jemalloc outside itself and need none.
-# Then (d) the Python module in PREFIX/python, and (e) the C examples (examples/) built
+# libplume_io.so must export plume/io.h's functions alone and carry the file format libraries
+# libplume.so must not need. Then (d) the Python module in PREFIX/python (frames read through
+# PREFIX/lib's libplume_io too), and (e) the C examples (examples/) built
 # against the installed package as examples/README.md says, one of them run.
 #
 # Usage: check-install.sh <plume build dir> <scratch dir>
@@ -76,6 +78,22 @@ jemalloc_refs=$(dynamic_symbols --undefined-only | grep -E "$allocator_re" |
 [[ -z $jemalloc_refs ]] || fail "$so calls a jemalloc outside itself: $(echo "$jemalloc_refs" | tr '\n' ' ')"
 if readelf -d "$so" | grep -E 'NEEDED.*jemalloc'; then fail "$so needs a jemalloc library"; fi
 echo "$so: $(dynamic_symbols --defined-only | wc -l) symbols exported, no allocator among them; no jemalloc needed"
+
+step "(0b) libplume_io.so: plume/io.h's functions alone exported; libplume needs no file format library"
+io_so=$libdir/libplume_io.so
+[[ -e $io_so && -e $prefix/include/plume/io.h ]] || fail "libplume_io is not installed: $io_so, $prefix/include/plume/io.h"
+io_exported=$(nm -D --defined-only "$io_so" | awk '{print $NF}' | sed 's/@.*//')
+io_foreign=$(echo "$io_exported" | grep -Ev '^plm_frames_[a-z_]+$' || true)
+[[ -z $io_foreign ]] || fail "$io_so exports more than plm_frames_*: $(echo "$io_foreign" | head -n 20 | tr '\n' ' ')"
+[[ $(echo "$io_exported" | grep -c .) -ge 10 ]] || fail "$io_so exports $(echo "$io_exported" | grep -c .) plm_frames_* functions, not plume/io.h's"
+readelf -d "$io_so" | grep -q 'NEEDED.*\[libplume\.so' || fail "$io_so does not take libplume's functions from libplume.so"
+format_libraries='NEEDED.*\[lib(tiff|cfitsio|hdf5[^]]*|avformat|avcodec|avutil|swscale|png16)\.so'
+if readelf -d "$so" | grep -E "$format_libraries"; then fail "$so needs a file format library"; fi
+readelf -d "$io_so" | grep -qE "$format_libraries" || fail "$io_so needs none of the format libraries it reads with"
+# Found beside it wherever it is installed: RUNPATH $ORIGIN, no LD_LIBRARY_PATH needed.
+io_plume=$(env -u LD_LIBRARY_PATH ldd "$io_so" | awk '/libplume\.so/ {print $3}')
+[[ $io_plume == "$libdir"/* ]] || fail "$io_so loads libplume.so from '$io_plume', not from $libdir"
+echo "$io_so: $(echo "$io_exported" | wc -l) plm_frames_* functions exported; libplume.so beside it; $so needs no format library"
 
 # The malloc a consumer's calls reach: the C library's, or a sanitizer's runtime's.
 malloc_owner_re='^libc\.so\.6$'
@@ -212,6 +230,16 @@ else
     PYTHONPATH="$prefix/python" "$python" -c "import plume; print(plume.version())")
   echo "import plume: version $version"
   [[ -n $version ]] || fail "import plume printed no version"
+  # Frames from a file through PREFIX/lib's libplume_io, found as libplume is.
+  fixture=$here/../fixtures/tiff/u16-stack-strips-deflate
+  read_back=$(cd "$scratch" && env -u PLUME_LIBRARY -u PLUME_IO_LIBRARY -u GLIBC_TUNABLES -u LD_PRELOAD \
+    PYTHONPATH="$prefix/python" "$python" -c "
+import numpy as np, plume
+frames = plume.read('$fixture.tif')
+assert np.array_equal(frames, np.load('$fixture.npy')), 'frames differ from the .npy'
+print(frames.shape, plume._frames.library()._name)") || fail "plume.read through the installed libplume_io failed"
+  echo "plume.read: $read_back"
+  [[ $read_back == *"$libdir/libplume_io.so"* ]] || fail "plume.read did not use $libdir's libplume_io: $read_back"
 fi
 
 step "(e) the C examples (examples/) against $prefix, as examples/README.md builds them"
@@ -229,5 +257,68 @@ out=$(env -u LD_LIBRARY_PATH "$scratch/examples-build/stream_sink" 3) ||
   fail "the installed stream_sink exited with $?: $out"
 echo "$out" | tail -n 2
 [[ $out == *"3 frames in order, 6 of 6 plumes found, 0 false alarms"* ]] || fail "stream_sink 3: $out"
+
+step "(f) libplume_io from C: pkg-config plume-io, and find_package(plume)'s plume::plume_io"
+mkdir -p "$scratch/io"
+cat >"$scratch/io/main.c" <<'C'
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "plume/io.h"
+
+/* Frame by frame through plume/io.h: the sum of a TIFF stack's samples. */
+int main(int argc, char **argv) {
+  plm_frames *f = NULL;
+  plm_frames_info info;
+  if (argc != 2 || plm_frames_open(argv[1], 0, &f) != PLM_OK) {
+    fprintf(stderr, "io consumer: %s\n", plm_frames_last_error());
+    return 1;
+  }
+  plm_frames_info_get(f, &info);
+  size_t bytes = plm_frames_frame_bytes(&info);
+  unsigned short *frame = malloc(bytes);
+  unsigned long long sum = 0;
+  bool end = false;
+  long frames = 0;
+  while (frame && plm_frames_next(f, frame, bytes, &end) == PLM_OK && !end) {
+    for (size_t i = 0; i < bytes / sizeof *frame; i++) sum += frame[i];
+    frames++;
+  }
+  printf("io consumer ok: %ld frames of %lldx%lld %s, sum %llu\n", frames, (long long)info.height,
+         (long long)info.width, plm_dtype_name(info.dtype), sum);
+  free(frame);
+  plm_frames_close(f);
+  return end ? 0 : 1;
+}
+C
+cat >"$scratch/io/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.25)
+project(io_consumer C)
+find_package(plume REQUIRED)
+add_executable(io_consumer main.c)
+target_link_libraries(io_consumer PRIVATE plume::plume_io)
+CMAKE
+io_fixture=$here/../fixtures/tiff/u16-stack-strips-deflate
+io_want=$("${python:-python3}" -c "
+import numpy as np
+a = np.load('$io_fixture.npy')
+print('%d frames of %dx%d u16, sum %d' % (a.shape + (int(a.sum(dtype=np.uint64)),)))" 2>/dev/null || true)
+echo "numpy reads: ${io_want:-(no python3 with numpy: the sums are not compared)}"
+io_cflags=$(run "$pc" --cflags plume-io)
+io_libs=$(run "$pc" --libs plume-io)
+read -r -a io_cflag_list <<<"$io_cflags"
+read -r -a io_lib_list <<<"$io_libs"
+run "$cc" -std=c11 -Wall -Wextra -Werror ${san_flags[@]+"${san_flags[@]}"} ${io_cflag_list[@]+"${io_cflag_list[@]}"} \
+  "$scratch/io/main.c" -o "$scratch/io/io_consumer_pc" "${io_lib_list[@]}" -Wl,-rpath,"$libdir"
+run "$cmake" -S "$scratch/io" -B "$scratch/io/build" -DCMAKE_PREFIX_PATH="$prefix" \
+  -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DCMAKE_C_COMPILER="$cc" \
+  -DCMAKE_C_FLAGS="$cmake_c_flags" -DCMAKE_EXE_LINKER_FLAGS="$cmake_c_flags" >/dev/null
+run "$cmake" --build "$scratch/io/build" >/dev/null
+for exe in "$scratch/io/io_consumer_pc" "$scratch/io/build/io_consumer"; do
+  out=$(env -u LD_LIBRARY_PATH "$exe" "$io_fixture.tif") || fail "$exe exited with $?: $out"
+  echo "$exe: $out"
+  [[ $out == "io consumer ok: "* ]] || fail "$exe printed '$out'"
+  [[ -z $io_want || $out == *"$io_want" ]] || fail "$exe read '$out', numpy has '$io_want'"
+done
 
 step "install check passed"

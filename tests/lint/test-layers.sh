@@ -22,7 +22,7 @@ layers=(
   "profile"              # timing, statistics, calibration, tuning
   "pipeline"             # graphs, plans, executors
   "support"              # the C support library of apps, benchmarks and tests
-  "mpi"                  # plume_mpi, beside apps, over pipeline
+  "mpi io"               # plume_mpi, beside apps, over pipeline; libplume_io, over support
   "benchmarks"           # the benchmark binaries and their libraries (pipeline_bench)
   "apps"                 # the plume command (plume demo runs pipeline_bench)
   "tests examples docs"  # suites and programs, over everything

@@ -3,7 +3,8 @@
 # compiler does not check, each one a defect when broken.
 #
 #  1. The library prints nothing. It reports through plm_status, plm_last_error() and
-#     the report structs; the plume command and the benchmarks print. (streams/assert.h,
+#     the report structs; the plume command and the benchmarks print. libplume_io (io/)
+#     likewise, through plm_frames_last_error(). (streams/assert.h,
 #     the invariant check of debug builds that aborts, is the one exception.)
 #  2. A failed CUDA runtime call in a launcher goes through kernels/cuda/launch.h
 #     (plm__cuda_check_launch, plm__cuda_call_failed), and in the cuda backend through
@@ -11,8 +12,8 @@
 #     hand leaves set, so that the next launch check blames its own kernel for it.
 #  3. Every file is opened through streams/file.h (plm__file_open_regular to read or
 #     append, plm__file_out_* to write, or the command's support/regular_file.h and
-#     support/output_file.h over them), in the library, the command, its support library, MPI and
-#     the benchmarks: a path that is a FIFO, a device, a link or a folder is then treated
+#     support/output_file.h over them), in the library, libplume_io, the command, its support
+#     library, MPI and the benchmarks: a path that is a FIFO, a device, a link or a folder is then treated
 #     one way, and an output is written whole or not at all (docs/failure-behaviour.md).
 #     streams/file.c, the opener itself, is one exception; support/unnamed_file.c, which
 #     makes files without a name (O_TMPFILE, or created and unlinked at once) for the
@@ -84,7 +85,7 @@ opening() { # opening OUT PATH...: files opened past streams/file.h, comments le
   drop "$out" '^[^:]*:[0-9]+:\s*(/?\*|//)'
   drop "$out" '^(streams/file\.c|support/unnamed_file\.c):'
 }
-opened_folders=("${library[@]}" apps support mpi benchmarks)
+opened_folders=("${library[@]}" io apps support mpi benchmarks)
 
 mkdir -p "$scratch/probe"
 cat >"$scratch/probe/probe.c" <<'C'
@@ -105,7 +106,7 @@ C
 
 # Calls that write to the terminal: a stdout/stderr argument, or the functions that
 # write there by themselves; lines of comments ("*" first) and assert.h left out.
-printing "$scratch/printing.txt" "${library[@]}"
+printing "$scratch/printing.txt" "${library[@]}" io
 if [[ -s $scratch/printing.txt ]]; then
   echo "rule 1 broken: the library prints (report through plm_status and plm_last_error):"
   cat "$scratch/printing.txt"
@@ -120,7 +121,7 @@ if [[ -s $scratch/by-hand.txt ]]; then
   failed=1
 fi
 
-for folder in apps support mpi benchmarks; do
+for folder in io apps support mpi benchmarks; do
   [[ -d $folder ]] || { echo "lint: the folder $folder/ is missing: update opened_folders"; exit 2; }
 done
 opening "$scratch/opening.txt" "${opened_folders[@]}"

@@ -3,7 +3,8 @@
 # a user does it, offline, then plume used with nothing in the environment to help it.
 #   1. a venv with Debian's packages visible (--system-site-packages: numpy, cv2, torch);
 #   2. pip install --no-build-isolation --no-index SOURCE_DIR/python, which builds
-#      libplume with CMake (python/setup.py) and puts it in the package. To keep the test
+#      libplume and libplume_io with CMake (python/setup.py) and puts them in the package
+#      (plume.read then reads through the package's libplume_io). To keep the test
 #      short (the package is what is checked, not the code's speed) the CUDA kernels are
 #      left out (-DPLUME_CUDA=OFF) and the build is CMake's Debug: -O0 compiles about four
 #      times faster than the default RelWithDebInfo's -O2;
@@ -56,6 +57,9 @@ with plume.Pipeline("threshold value=3500 ! label ! regions", "u16", frame.shape
     table, count = pl.run(frame)
 assert int(count[0]) == 1 and table["area"][0] == 20, (count, table[:1])
 assert int(plume.ops.threshold(frame, value=3500).sum()) == 20
+np.save("frame.npy", frame)
+assert np.array_equal(plume.read("frame.npy"), frame)
+assert plume._frames.library()._name == os.path.join(here, "libplume_io.so"), plume._frames.library()._name
 '
 for order in "${orders[@]}"; do
   read -ra names <<<"$order"
@@ -64,4 +68,4 @@ for order in "${orders[@]}"; do
   env -i PATH=/usr/bin:/bin HOME="$scratch" VENV="$venv" "$venv/bin/python3" -c "$imports$check"
   echo "ok    $imports"
 done
-echo "pip install built libplume into the package; plume imports and runs in every order tried"
+echo "pip install built libplume and libplume_io into the package; plume imports, runs and reads files in every order tried"

@@ -131,7 +131,8 @@ typedef struct plm_mpi_report {
  * NULL. report is filled on every return. Errors, the same on every rank:
  * PLM_ERR_INVALID_ARG (a NULL argument, a count negative or not the same on every rank,
  * a check that differs from rank 0's, more than PLM_MPI_MAX_CHECKS checks, max_frames
- * set), PLM_ERR_UNSUPPORTED (a stateful pipeline), PLM_ERR_BACKEND (an MPI call
+ * set), PLM_ERR_UNSUPPORTED (a stateful pipeline, options->batch above 1: the ranks run
+ * a frame at a time), PLM_ERR_BACKEND (an MPI call
  * failed), and whatever the failing rank's run failed with. */
 plm_status plm_mpi_run_stream(plm_pipeline *pl, MPI_Comm comm, const plm_mpi_frames *frames,
                               const plm_run_stream_options *options, plm_mpi_report *report);

@@ -1,7 +1,7 @@
-/* kernels/common/nuc.h: the per-pixel correction both backends run, and the arguments of
+/* kernels/common/map/nuc.h: the per-pixel correction both backends run, and the arguments of
  * a nuc launch (semantics in plume/nuc.h). */
-#ifndef PLUME_KERNELS_COMMON_NUC_H
-#define PLUME_KERNELS_COMMON_NUC_H
+#ifndef PLUME_KERNELS_COMMON_MAP_NUC_H
+#define PLUME_KERNELS_COMMON_MAP_NUC_H
 
 #include <math.h>
 #include <stdint.h>
@@ -29,4 +29,8 @@ static inline PLM_HD float plm__nuc_at(const plm__nuc_args *k, float x, int64_t 
   return plm__nuc_one(k->gain[p], x, k->offset[p]);
 }
 
-#endif /* PLUME_KERNELS_COMMON_NUC_H */
+/* Its kernels (kernels/common/map_ops.h): one input, an f32 output, the CPU pool's chunks
+ * of at least 32,768 elements. */
+#define PLM__MAP_OP_nuc (1, F32, 1 << 15)
+
+#endif /* PLUME_KERNELS_COMMON_MAP_NUC_H */

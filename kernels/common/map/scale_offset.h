@@ -1,7 +1,7 @@
-/* kernels/common/scale_offset.h: the linear map both backends run, and the arguments of a
+/* kernels/common/map/scale_offset.h: the linear map both backends run, and the arguments of a
  * scale_offset launch (semantics in plume/scale_offset.h). */
-#ifndef PLUME_KERNELS_COMMON_SCALE_OFFSET_H
-#define PLUME_KERNELS_COMMON_SCALE_OFFSET_H
+#ifndef PLUME_KERNELS_COMMON_MAP_SCALE_OFFSET_H
+#define PLUME_KERNELS_COMMON_MAP_SCALE_OFFSET_H
 
 #include <math.h>
 #include <stdint.h>
@@ -25,4 +25,8 @@ static inline PLM_HD float plm__scale_offset_at(const plm__scale_offset_args *k,
   return fmaf(x, k->scale, k->offset);
 }
 
-#endif /* PLUME_KERNELS_COMMON_SCALE_OFFSET_H */
+/* Its kernels (kernels/common/map_ops.h): one input, an f32 output, the CPU pool's chunks
+ * of at least 65,536 elements. */
+#define PLM__MAP_OP_scale_offset (1, F32, 1 << 16)
+
+#endif /* PLUME_KERNELS_COMMON_MAP_SCALE_OFFSET_H */

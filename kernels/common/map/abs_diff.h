@@ -1,7 +1,7 @@
-/* kernels/common/abs_diff.h: the per-element difference both backends run, and the
+/* kernels/common/map/abs_diff.h: the per-element difference both backends run, and the
  * arguments of an abs_diff launch (semantics in plume/abs_diff.h). */
-#ifndef PLUME_KERNELS_COMMON_ABS_DIFF_H
-#define PLUME_KERNELS_COMMON_ABS_DIFF_H
+#ifndef PLUME_KERNELS_COMMON_MAP_ABS_DIFF_H
+#define PLUME_KERNELS_COMMON_MAP_ABS_DIFF_H
 
 #include <math.h>
 #include <stdint.h>
@@ -26,4 +26,8 @@ static inline PLM_HD float plm__abs_diff_at(const plm__abs_diff_args *k, float a
   return fabsf(a - b);
 }
 
-#endif /* PLUME_KERNELS_COMMON_ABS_DIFF_H */
+/* Its kernels (kernels/common/map_ops.h): two inputs, the output in their dtype, the CPU
+ * pool's chunks of at least 65,536 elements. */
+#define PLM__MAP_OP_abs_diff (2, SAME, 1 << 16)
+
+#endif /* PLUME_KERNELS_COMMON_MAP_ABS_DIFF_H */
