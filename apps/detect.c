@@ -63,7 +63,7 @@ typedef struct detect_job {
   int64_t frame_times_room;
   int64_t frames_timed; /* frames of the segments run so far: the times the run's are of */
   bool ran;                           /* the runner's run was reached (no withdraw) */
-  progress bar;
+  progress_bar bar;
   char *err; /* the caller's message buffer */
   size_t err_size;
   /* The source's or sink's messages: the first failure's is kept (frames before it are

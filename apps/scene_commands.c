@@ -79,7 +79,7 @@ typedef struct scene_run {
   uint16_t *pixels;
   scene_truth *rows;
   char *text; /* the truth lines of one frame */
-  progress bar;
+  progress_bar bar;
 } scene_run;
 
 static plm_status scene_release(scene_run *r, plm_status status) {

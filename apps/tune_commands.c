@@ -177,7 +177,7 @@ static void say_load(const cpu_times *before, const plm_tuning_entry *entries, s
 
 /* plm_tune_progress_fn drawing a progress bar (support/progress.h) over the steps. */
 static void draw_progress(void *user, int done, int total, const char *op) {
-  progress *bar = user;
+  progress_bar *bar = user;
   (void)op;
   if (done == 0) progress_begin(bar, "tune", "steps", total);
   progress_update(bar, done);
@@ -204,7 +204,7 @@ int tune_command_main(int argc, char **argv) {
     return EXIT_USAGE;
   }
   const bool silent = quiet || quiet_long;
-  progress bar = {0};
+  progress_bar bar = {0};
   plm_tune_options tune = plm_tune_options_default();
   tune.quick = quick != NULL;
   tune.op = op;

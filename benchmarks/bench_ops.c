@@ -198,7 +198,7 @@ typedef struct bench_env {
   const char *peak_source; /* "device_info" or "measured_copy" */
   double peak_gflops;      /* for the compute floor: the calibrated FMA rate; 0: unknown */
   plm_profiler *profiler;  /* with --profile */
-  progress bar;            /* the cases done, on a terminal */
+  progress_bar bar;        /* the cases done, on a terminal */
   int64_t cases_done;
 } bench_env;
 

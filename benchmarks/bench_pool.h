@@ -65,7 +65,7 @@ bool bench_pool_fail_call(const char *where, const char *call, plm_status status
 extern json_t *bench_pool_warnings;
 
 /* The progress bar (on a terminal), erased for a warning. */
-extern progress bench_pool_bar;
+extern progress_bar bench_pool_bar;
 
 /* Print "bench_pool: warning: ..." (the progress bar erased) and add it to the warnings. */
 void bench_pool_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -25,7 +25,7 @@ bool bench_pool_fail_call(const char *where, const char *call, plm_status status
 
 json_t *bench_pool_warnings;
 
-progress bench_pool_bar;
+progress_bar bench_pool_bar;
 
 void bench_pool_warn(const char *fmt, ...) {
   char text[1024];

@@ -102,7 +102,7 @@ typedef struct bench {
   plm_profile_calibration calibration; /* the device's peaks and floors, for the model */
   double h2d_gbps, d2d_gbps;
   int repeats;
-  progress bar; /* config runs: warm-ups and timed runs */
+  progress_bar bar; /* config runs: warm-ups and timed runs */
   int64_t runs_done;
   bench_case cases[MAX_CASES];
   int case_count;

@@ -11,7 +11,7 @@ enum { BAR_WIDTH = 30 };
 static const double REDRAW_S = 0.1;
 
 /* A total not known (a stream): the count and the rate, without a bar. */
-static void draw_count(progress *p, int64_t done, double now) {
+static void draw_count(progress_bar *p, int64_t done, double now) {
   double elapsed = now - p->started_s;
   fprintf(stderr, "\r%s %lld %s", p->label, (long long)done, p->unit);
   if (done > 0 && elapsed > 0) fprintf(stderr, "  %.0f %s/s", (double)done / elapsed, p->unit);
@@ -20,7 +20,7 @@ static void draw_count(progress *p, int64_t done, double now) {
   p->drawn_s = now;
 }
 
-static void draw(progress *p, int64_t done, double now) {
+static void draw(progress_bar *p, int64_t done, double now) {
   if (p->total < 0) {
     draw_count(p, done, now);
     return;
@@ -43,37 +43,37 @@ static void draw(progress *p, int64_t done, double now) {
   p->drawn_s = now;
 }
 
-static void begin(progress *p, bool shown, const char *label, const char *unit, int64_t total) {
-  *p = (progress){.shown = shown && total != 0,
-                  .label = label,
-                  .unit = unit,
-                  .total = total,
-                  .started_s = plm__monotonic_seconds()};
+static void begin(progress_bar *p, bool shown, const char *label, const char *unit, int64_t total) {
+  *p = (progress_bar){.shown = shown && total != 0,
+                      .label = label,
+                      .unit = unit,
+                      .total = total,
+                      .started_s = plm__monotonic_seconds()};
   if (p->shown) draw(p, 0, p->started_s);
 }
 
-void progress_begin(progress *p, const char *label, const char *unit, int64_t total) {
+void progress_begin(progress_bar *p, const char *label, const char *unit, int64_t total) {
   begin(p, isatty(STDERR_FILENO), label, unit, total);
 }
 
-void progress_begin_always(progress *p, const char *label, const char *unit, int64_t total) {
+void progress_begin_always(progress_bar *p, const char *label, const char *unit, int64_t total) {
   begin(p, true, label, unit, total);
 }
 
-void progress_update(progress *p, int64_t done) {
+void progress_update(progress_bar *p, int64_t done) {
   if (!p->shown) return;
   double now = plm__monotonic_seconds();
   if (now - p->drawn_s >= REDRAW_S || (p->total > 0 && done >= p->total)) draw(p, done, now);
 }
 
-void progress_clear(progress *p) {
+void progress_clear(progress_bar *p) {
   if (!p->shown) return;
   fputs("\r\033[K", stderr);
   fflush(stderr);
   p->drawn_s = p->started_s - REDRAW_S; /* the next update redraws */
 }
 
-void progress_end(progress *p) {
+void progress_end(progress_bar *p) {
   if (!p->shown) return;
   fputs("\r\033[K", stderr);
   fflush(stderr);

@@ -230,10 +230,6 @@ static rng rng_for(uint64_t seed, uint64_t purpose) {
   return (rng){splitmix64_mix(seed ^ splitmix64_hash(purpose))};
 }
 
-static uint64_t rng_next(rng *r) {
-  return splitmix64_next(&r->state);
-}
-
 /* Uniform on [0, 1), 53 bits. */
 static double rng_uniform(rng *r) {
   return splitmix64_unit(&r->state);
@@ -245,7 +241,7 @@ static double rng_range(rng *r, double lo, double hi) {
 
 /* Uniform integer in [lo, hi] (the modulo bias of 64-bit draws is negligible here). */
 static int64_t rng_int(rng *r, int64_t lo, int64_t hi) {
-  return lo + (int64_t)(rng_next(r) % (uint64_t)(hi - lo + 1));
+  return lo + (int64_t)(splitmix64_next(&r->state) % (uint64_t)(hi - lo + 1));
 }
 
 /* A Gaussian-like variate of mean 0 and variance 1 from 64 random bits: the sum of
@@ -364,11 +360,11 @@ static void draw_sensor(scene *s) {
   s->drift_amplitude = rng_range(&sensor, DRIFT_AMPLITUDE_MIN, DRIFT_AMPLITUDE_MAX);
   s->drift_rate = 2.0 * PI / rng_range(&sensor, DRIFT_PERIOD_MIN, DRIFT_PERIOD_MAX);
   s->drift_phase = rng_range(&sensor, 0.0, 2.0 * PI);
-  s->gain_key = rng_next(&sensor);
-  s->offset_key = rng_next(&sensor);
-  s->bad_key = rng_next(&sensor);
-  s->cal_gain_key = rng_next(&sensor);
-  s->cal_offset_key = rng_next(&sensor);
+  s->gain_key = splitmix64_next(&sensor.state);
+  s->offset_key = splitmix64_next(&sensor.state);
+  s->bad_key = splitmix64_next(&sensor.state);
+  s->cal_gain_key = splitmix64_next(&sensor.state);
+  s->cal_offset_key = splitmix64_next(&sensor.state);
 }
 
 /* The hard scene's background moves at HARD_BACKGROUND_PACE times the normal one's pace:
@@ -577,9 +573,10 @@ plm_status scene_create(const scene_config *config, scene **out, char *err, size
 
   rng f = rng_for(config->seed, PURPOSE_FPN);
   /* The hard sensor's offsets are per pixel instead (the radiance has no column pattern). */
-  for (int64_t x = 0; x < w; x++) s->fpn[x] = hard ? 0.0 : FPN_RMS * normal_from_bits(rng_next(&f));
+  for (int64_t x = 0; x < w; x++)
+    s->fpn[x] = hard ? 0.0 : FPN_RMS * normal_from_bits(splitmix64_next(&f.state));
   rng noise = rng_for(config->seed, PURPOSE_NOISE);
-  s->noise_key = rng_next(&noise);
+  s->noise_key = splitmix64_next(&noise.state);
   if (hard) draw_sensor(s);
   if (hard) slow_background(s);
 

@@ -1,4 +1,4 @@
-/* apps/plume.c: the `plume` command.
+/* apps/main.c: the `plume` command, its main: the usage and the dispatch to each command.
  *
  *   plume --help | --version
  *   plume info [--backend host|cuda|auto]
