@@ -493,11 +493,11 @@ static plm_status check_config(const detect_config *config, char *err, size_t er
   if (config->runner && config->latency_path)
     return quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
                          "--latency times one process's frames, not a run over several (MPI)");
-  if (config->batch < 0 || config->batch > PLM_RUN_STREAM_MAX_BATCH)
+  if (config->batch < DETECT_BATCH_AUTO || config->batch > PLM_RUN_STREAM_MAX_BATCH)
     return quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
                          "a batch of %d frames is not from 1 to %d", config->batch,
                          PLM_RUN_STREAM_MAX_BATCH);
-  if (config->runner && config->batch > 1)
+  if (config->runner && (config->batch > 1 || config->batch == DETECT_BATCH_AUTO))
     return quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
                          "--batch runs one process's frames in batches, not a run over several "
                          "(MPI)");
@@ -686,6 +686,7 @@ plm_status detect_run(const detect_config *config, detect_result *result, char *
   result->frames_in_flight =
       config->frames_in_flight ? config->frames_in_flight : DETECT_DEFAULT_FRAMES_IN_FLIGHT;
   result->batch = config->batch > 1 ? config->batch : 1;
+  result->batch_tuned = config->batch == DETECT_BATCH_AUTO;
 
   status = config->raw ? frame_reader_open_raw(config->frames_path, config->raw, &result->frames,
                                                &job.reader, err, err_size)
@@ -726,6 +727,11 @@ plm_status detect_run(const detect_config *config, detect_result *result, char *
     plm_context_config context_config = {.backend = backend, .device = config->device};
     if ((status = plm_context_create(&context_config, &job.ctx)) != PLM_OK ||
         (status = plm_context_backend(job.ctx, &result->backend)) != PLM_OK)
+      return library_failure(&job, status);
+    if (result->batch_tuned &&
+        (status = plm_tuning_batch(job.ctx,
+                                   (size_t)(job.height * job.width) * plm_dtype_size(frames->dtype),
+                                   &result->batch)) != PLM_OK)
       return library_failure(&job, status);
     if ((status = build_pipeline(&job, named, &job.pl)) != PLM_OK) return release(&job, status);
     if (config->backend != PLM_BACKEND_AUTO || attempt > 0) break;
@@ -845,11 +851,11 @@ void detect_print_summary(FILE *out, const detect_result *r) {
             r->frames_in_flight);
   } else if (r->batch > 1) {
     fprintf(out,
-            "%lld frames in %.2f s: %.1f frames/s (%s backend, %d batches of %d frames in "
+            "%lld frames in %.2f s: %.1f frames/s (%s backend, %d batches of %d frames%s in "
             "flight; latency p50 %.1f ms, p99 %.1f ms)\n",
             (long long)report->frames_delivered, report->seconds, report->frames_per_s,
-            plm_backend_name(r->backend), r->frames_in_flight, r->batch, report->latency_p50_ms,
-            report->latency_p99_ms);
+            plm_backend_name(r->backend), r->frames_in_flight, r->batch,
+            r->batch_tuned ? " (tuned)" : "", report->latency_p50_ms, report->latency_p99_ms);
   } else {
     fprintf(out,
             "%lld frames in %.2f s: %.1f frames/s (%s backend, %d frames in flight; latency p50 "

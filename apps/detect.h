@@ -49,7 +49,8 @@
  * regions does, a table per frame) and run with plm_run_stream_options.batch N, so each
  * step is one launch per N frames; the rows are those of single frames, byte for byte. A
  * segment's last batch may be short (the frames end, or their shape changes). Not with a
- * runner.
+ * runner. With DETECT_BATCH_AUTO, N is the tuning table's for the first frame's bytes on
+ * the context's device (plm_tuning_batch), kept for every segment.
  *
  * Processes: with config->runner (apps/detect_mpi.h) the frames are shared among MPI
  * ranks, each reading and running its own block of frames; every frame's rows reach the
@@ -85,6 +86,9 @@ enum { DETECT_ERROR_SIZE = FRAME_READER_ERROR_SIZE + 512 };
 
 /* The most pipelines kept at once for a folder of frames of several shapes (above). */
 enum { DETECT_SHAPES_KEPT = 4 };
+
+/* detect_config.batch: the tuned batch (plm_tuning_batch). */
+enum { DETECT_BATCH_AUTO = -1 };
 
 /* The most tensors a run takes. */
 enum { DETECT_MAX_TENSORS = 16 };
@@ -152,7 +156,9 @@ typedef struct detect_config {
   int device;              /* the backend's device index (plm_context_config.device) */
   int frames_in_flight;    /* K, 1..PLM_PIPELINE_MAX_FRAMES; 0: the default above */
   /* Frames a batch (plm_run_stream_options.batch; "Batches" below): 0 or 1, one frame
-   * at a time; N >= 2 (at most PLM_RUN_STREAM_MAX_BATCH): N frames a launch per step. */
+   * at a time; N >= 2 (at most PLM_RUN_STREAM_MAX_BATCH): N frames a launch per step;
+   * DETECT_BATCH_AUTO: the batch `plume tune` chose for the device and the first frame's
+   * bytes (plm_tuning_batch; 1 where it chose none). */
   int batch;
   bool show_progress;  /* a progress bar on stderr when it is a terminal */
   bool force_progress; /* ... and when it is not (mpirun pipes it): --progress */
@@ -194,6 +200,7 @@ struct detect_result {
   plm_placement placement;  /* with backend AUTO: the prediction that chose it (with a GPU) */
   int frames_in_flight;     /* K */
   int batch;                /* frames a batch: 1, or N */
+  bool batch_tuned;         /* config->batch was DETECT_BATCH_AUTO */
   int64_t capacity;         /* C: the rows of the regions table */
   int64_t regions;          /* rows written */
   int64_t truncated_frames; /* frames with more than C regions */

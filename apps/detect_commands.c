@@ -23,7 +23,7 @@ static const char detect_usage[] =
     "                    --out DETECTIONS.csv [--tensor NAME=FILE.npy]...\n"
     "                    [--raw-shape HxW [--raw-dtype u8|u16|f32] [--raw-endian E]\n"
     "                    [--raw-header BYTES]] [--h5-values physical|stored]\n"
-    "                    [--backend host|cuda|auto] [--streams K] [--batch N]\n"
+    "                    [--backend host|cuda|auto] [--streams K] [--batch N|auto]\n"
     "                    [--profile DIR]\n"
     "                    [--latency TIMES.csv]\n"
     "                    [--progress] [--mpi] [-q]\n"
@@ -86,7 +86,8 @@ static const char detect_usage[] =
     "                        on a GPU (default 1: a frame at a time); the rows are the\n"
     "                        same. Every element must take stacks (segment does not:\n"
     "                        write threshold ! label ! regions). Up to 65536; not with\n"
-    "                        --mpi. plume tune does not choose it yet\n"
+    "                        --mpi. auto: the batch plume tune measured fastest for this\n"
+    "                        device and the frames' size (1 until plume tune has run)\n"
     "  --profile DIR         time every step, upload and download of every frame and write\n"
     "                        DIR/profile.json (statistics per op), DIR/trace.json (Chrome\n"
     "                        trace: Perfetto, chrome://tracing), DIR/report.html (with a\n"
@@ -465,9 +466,11 @@ int detect_command_main(int argc, char **argv) {
     }
     config.frames_in_flight = (int)k;
   }
-  if (batch) {
+  if (batch && strcmp(batch, "auto") == 0) {
+    config.batch = DETECT_BATCH_AUTO;
+  } else if (batch) {
     if (!count_parse(batch, NULL, 1, PLM_RUN_STREAM_MAX_BATCH, &k)) {
-      fprintf(stderr, "plume detect: --batch %s is not a count from 1 to %d\n",
+      fprintf(stderr, "plume detect: --batch %s is not a count from 1 to %d, nor auto\n",
               quote_value(batch, q, sizeof q), PLM_RUN_STREAM_MAX_BATCH);
       return EXIT_USAGE;
     }

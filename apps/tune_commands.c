@@ -24,6 +24,8 @@ static const char tune_usage[] =
     "Measures each op's tunables on the device, and each op's time on a few workloads\n"
     "beside the cost model's (the placement model's points), and writes the table the ops\n"
     "read at plan time ($XDG_CACHE_HOME/plume; PLUME_TUNING=off|refresh); --report prints it.\n"
+    "Last, the batch of small frames that runs fastest through the default preset (run_stream\n"
+    "batch_bytes: what plume detect --batch auto runs); --op run_stream measures only that.\n"
     "A progress bar is drawn on stderr when it is a terminal; -q (--quiet) prints neither it\n"
     "nor the table measured, only errors.\n";
 
@@ -184,6 +186,36 @@ static void draw_progress(void *user, int done, int total, const char *op) {
   if (done == total) progress_end(bar);
 }
 
+/* plm_pipeline_run_stream's batch (plm_tune_batch), its entry appended to the run's. On
+ * the CUDA emulator it is not measured: said, and an error only when it was all that was
+ * asked (--op run_stream). */
+static plm_status tune_batch(plm_context *ctx, const plm_tune_options *tune, bool asked,
+                             bool silent, progress_bar *bar, plm_tuning_entry **entries,
+                             size_t *count) {
+  plm_tune_batch_options options = plm_tune_batch_options_default();
+  options.quick = tune->quick;
+  options.runs = tune->runs < 64 ? tune->runs : 64;
+  plm_tuning_entry entry;
+  if (!silent) progress_begin(bar, "tune " PLM_TUNING_RUN_STREAM, "steps", 1);
+  plm_status status = plm_tune_batch(ctx, &options, &entry);
+  if (!silent) {
+    progress_update(bar, 1);
+    progress_end(bar);
+  }
+  if (status == PLM_ERR_UNSUPPORTED && !asked) {
+    if (!silent)
+      printf("%s %s not measured: %s\n", PLM_TUNING_RUN_STREAM, PLM_TUNING_BATCH_BYTES,
+             plm_last_error());
+    return PLM_OK;
+  }
+  if (status != PLM_OK) return status;
+  plm_tuning_entry *all = realloc(*entries, (*count + 1) * sizeof **entries);
+  if (!all) return PLM_ERR_OUT_OF_MEMORY;
+  all[(*count)++] = entry;
+  *entries = all;
+  return PLM_OK;
+}
+
 int tune_command_main(int argc, char **argv) {
   const char *backend_text = NULL, *quick = NULL, *op = NULL, *runs_text = NULL,
              *report_flag = NULL, *quiet = NULL, *quiet_long = NULL;
@@ -251,8 +283,11 @@ int tune_command_main(int argc, char **argv) {
     plm_context_destroy(ctx);
     return EXIT_RUNTIME_FAILURE;
   }
-  if (status == PLM_OK) status = plm_tune_run(ctx, &tune, &entries, &count);
+  const bool batch_only = op && strcmp(op, PLM_TUNING_RUN_STREAM) == 0;
+  if (status == PLM_OK && !batch_only) status = plm_tune_run(ctx, &tune, &entries, &count);
   progress_end(&bar); /* when the run stopped before its end */
+  if (status == PLM_OK && (!op || batch_only))
+    status = tune_batch(ctx, &tune, batch_only, silent, &bar, &entries, &count);
   exit_code = 0;
   if (status == PLM_OK && count == 0) {
     if (!silent)

@@ -13,7 +13,12 @@
  *
  * A table's entries are indexed once, when they are loaded or stored (table_index): the
  * value of each (op, tunable, size class) and each op's model points, so that resolving a
- * call never scans the entries, whatever their count (at most PLM_TUNING_MAX_ENTRIES). */
+ * call never scans the entries, whatever their count (at most PLM_TUNING_MAX_ENTRIES).
+ *
+ * Beside the ops, the tables hold one subject that is no op: plm_pipeline_run_stream's
+ * batch (PLM_TUNING_RUN_STREAM, PLM_TUNING_BATCH_BYTES; plm_tuning_batch), described like
+ * an op's tunables (run_stream_subject) and indexed after the ops (RUN_STREAM_KIND), so
+ * that setting, getting, loading and storing it are the ops' own paths. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
@@ -35,12 +40,39 @@ enum { MAX_TABLES = 8, MAX_POINTS = 64, PATH_SIZE = 512, SCHEMA_VERSION = 1 };
 
 static const char SCHEMA[] = "plume-tuning";
 
+/* The subjects of a table: the ops, then plm_pipeline_run_stream. */
+enum { RUN_STREAM_KIND = PLM__OP_COUNT, SUBJECT_COUNT };
+
+/* The bytes of input frames a batch gathers, on one backend: 0 (a frame at a time) or
+ * 16 KiB to 1 MiB. */
+#define BATCH_BYTES_TUNABLE(on)                                                                \
+  {                                                                                            \
+    .name = PLM_TUNING_BATCH_BYTES, .backend = (on), .fallback = 0, .candidate_count = 8,      \
+    .candidates = {0, 16 << 10, 32 << 10, 64 << 10, 128 << 10, 256 << 10, 512 << 10, 1 << 20}, \
+    .help = "the input bytes a batch of small frames gathers (0: a frame at a time)"           \
+  }
+
+static const plm__op_tunable run_stream_tunables[] = {BATCH_BYTES_TUNABLE(PLM_BACKEND_HOST),
+                                                      BATCH_BYTES_TUNABLE(PLM_BACKEND_CUDA)};
+
+/* plm_pipeline_run_stream as a subject of the tables: a name and tunables, no kernels. */
+static const plm__op_desc run_stream_subject = {.name = PLM_TUNING_RUN_STREAM,
+                                                .kind = (plm__op_kind)RUN_STREAM_KIND,
+                                                .tunable_count = 2,
+                                                .tunables = run_stream_tunables};
+
+/* The op, or the run_stream subject, named `name`; NULL when none is. */
+static const plm__op_desc *subject_find(const char *name) {
+  if (name && strcmp(name, PLM_TUNING_RUN_STREAM) == 0) return &run_stream_subject;
+  return plm__op_find(name);
+}
+
 /* What resolving needs of a table's entries, by op kind: each tunable's value per size
  * class (the first entry for it, as the entries list them), and the points of the model
  * (points_of's rule applied once). */
 typedef struct table_index {
-  int64_t value[PLM__OP_COUNT][PLM__OP_MAX_TUNABLES][PLM_SIZE_CLASS_COUNT];
-  bool has_value[PLM__OP_COUNT][PLM__OP_MAX_TUNABLES][PLM_SIZE_CLASS_COUNT];
+  int64_t value[SUBJECT_COUNT][PLM__OP_MAX_TUNABLES][PLM_SIZE_CLASS_COUNT];
+  bool has_value[SUBJECT_COUNT][PLM__OP_MAX_TUNABLES][PLM_SIZE_CLASS_COUNT];
   plm__tuning_point points[PLM__OP_COUNT][2][MAX_POINTS]; /* [1]: of the op alone */
   int point_count[PLM__OP_COUNT][2];
 } table_index;
@@ -57,7 +89,7 @@ typedef struct table {
 
 static struct {
   pthread_mutex_t lock;
-  int64_t forced[2][PLM__OP_COUNT][PLM__OP_MAX_TUNABLES][PLM_SIZE_CLASS_COUNT];
+  int64_t forced[2][SUBJECT_COUNT][PLM__OP_MAX_TUNABLES][PLM_SIZE_CLASS_COUNT];
   table tables[MAX_TABLES];
   int table_count;
 } tuning = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -114,14 +146,17 @@ static void candidates_text(const plm__op_tunable *t, char *text, size_t size) {
              t->candidates[k]);
 }
 
-/* An entry's op and tunable (of backend), its value a candidate, or an entry of the op
- * alone (tunable "", value 0; *index -1); NULL op otherwise. */
+/* An entry's op (or the run_stream subject) and tunable (of backend), its value a
+ * candidate, or an entry of an op alone (tunable "", value 0; *index -1); NULL otherwise. */
 static const plm__op_desc *entry_op(const plm_tuning_entry *e, plm_backend backend, int *index) {
-  const plm__op_desc *op = plm__op_find(e->op);
+  const plm__op_desc *op = subject_find(e->op);
   *index = -1;
-  /* A point of the model (no tunable): value 0. */
+  /* A point of the model (no tunable): value 0; an op's only. */
   if (op && e->tunable[0] == '\0')
-    return (unsigned)e->size_class < PLM_SIZE_CLASS_COUNT && e->value == 0 ? op : NULL;
+    return (unsigned)e->size_class < PLM_SIZE_CLASS_COUNT && e->value == 0 &&
+                   op != &run_stream_subject
+               ? op
+               : NULL;
   *index = op ? plm__op_tunable_index(op, e->tunable, backend) : -1;
   if (*index < 0 || (unsigned)e->size_class >= PLM_SIZE_CLASS_COUNT ||
       !is_candidate(&op->tunables[*index], e->value))
@@ -204,6 +239,7 @@ static bool table_index_build(table *t, plm_backend backend) {
       x->has_value[op->kind][tunable][e->size_class] = true;
       x->value[op->kind][tunable][e->size_class] = e->value;
     }
+    if (op == &run_stream_subject) continue; /* no op: no point of the model */
     /* A point: a time of the model and a measured one; a tunable's entry gives its time
      * with the value in use. */
     int *n = &x->point_count[op->kind][tunable < 0];
@@ -451,8 +487,10 @@ static plm_status find_tunable(const char *caller, plm_backend backend, const ch
   if (backend != PLM_BACKEND_HOST && backend != PLM_BACKEND_CUDA)
     return plm__fail_in(caller, PLM_ERR_INVALID_ARG, "backend %d is not host or cuda",
                         (int)backend);
-  *op = plm__op_find(op_name);
-  if (!*op) return plm__fail_in(caller, PLM_ERR_INVALID_ARG, "no op named '%s'", op_name);
+  *op = subject_find(op_name);
+  if (!*op)
+    return plm__fail_in(caller, PLM_ERR_INVALID_ARG, "no op named '%s' (nor is it %s)", op_name,
+                        PLM_TUNING_RUN_STREAM);
   *index = plm__op_tunable_index(*op, name, backend);
   if (*index < 0)
     return plm__fail_in(caller, PLM_ERR_INVALID_ARG, "%s has no tunable '%s' on %s", op_name, name,
@@ -616,4 +654,45 @@ plm_status plm_tuning_store(plm_context *ctx, const plm_tuning_entry *entries, s
   }
   pthread_mutex_unlock(&tuning.lock);
   return status;
+}
+
+int plm_tuning_batch_for(int64_t batch_bytes, size_t frame_bytes) {
+  if (frame_bytes == 0 || batch_bytes <= 0) return 1;
+  int batch = 1;
+  while (batch < PLM_TUNING_MAX_BATCH &&
+         (uint64_t)(2 * batch) * frame_bytes <= (uint64_t)batch_bytes)
+    batch *= 2;
+  return batch;
+}
+
+plm_status plm_tuning_batch(plm_context *ctx, size_t frame_bytes, int *batch) {
+  PLM__REQUIRE_NOT_NULL(ctx);
+  PLM__REQUIRE_NOT_NULL(batch);
+  if (frame_bytes == 0) return plm__fail(PLM_ERR_INVALID_ARG, "frame_bytes is 0");
+  const plm_backend backend = ctx->info.backend;
+  const int index = plm__op_tunable_index(&run_stream_subject, PLM_TUNING_BATCH_BYTES, backend);
+  if (index < 0)
+    return plm__fail(PLM_ERR_INVALID_ARG, "no batch is tuned on the %s backend",
+                     plm_backend_name(backend));
+  pthread_mutex_lock(&tuning.lock);
+  const int64_t bytes = value_of(table_of(ctx), backend, &run_stream_subject, index,
+                                 plm_size_class_of((double)frame_bytes));
+  pthread_mutex_unlock(&tuning.lock);
+  *batch = plm_tuning_batch_for(bytes, frame_bytes);
+  return PLM_OK;
+}
+
+plm_status plm_tuning_batch_tunable(plm_backend backend, plm_tunable_info *out) {
+  PLM__REQUIRE_NOT_NULL(out);
+  const int index = plm__op_tunable_index(&run_stream_subject, PLM_TUNING_BATCH_BYTES, backend);
+  if (index < 0)
+    return plm__fail(PLM_ERR_INVALID_ARG, "backend %d is not host or cuda", (int)backend);
+  const plm__op_tunable *t = &run_stream_tunables[index];
+  *out = (plm_tunable_info){.name = t->name,
+                            .backend = t->backend,
+                            .fallback = t->fallback,
+                            .candidate_count = t->candidate_count,
+                            .candidates = t->candidates,
+                            .help = t->help};
+  return PLM_OK;
 }

@@ -1,6 +1,7 @@
 /* tests/test_tuning.c: the ops' tunables (plume/tuning.h): the descriptors' lists, values
  * forced in the process changing what a pipeline runs while the results stay equal, and
- * the tables written and read back as PLUME_TUNING says, up to their cap. */
+ * the tables written and read back as PLUME_TUNING says, up to their cap; and
+ * plm_pipeline_run_stream's batch, kept in the same tables (plm_tuning_batch, plm_tune_batch). */
 #define _POSIX_C_SOURCE 200809L /* setenv, mkdtemp */
 #include <math.h>
 #include <stdlib.h>
@@ -697,6 +698,110 @@ START_TEST(test_a_full_tune_of_one_op_decides_its_tunables_and_measures_its_poin
 }
 END_TEST
 
+/* ---- plm_pipeline_run_stream's batch ---------------------------------------------------- */
+
+/* The rule from a bytes target to a frame count: powers of two, capped, 1 below two frames. */
+START_TEST(test_a_batch_target_gives_the_largest_power_of_two_frames_it_holds) {
+  ck_assert_int_eq(plm_tuning_batch_for(0, 8192), 1);
+  ck_assert_int_eq(plm_tuning_batch_for(65536, 8192), 8);
+  ck_assert_int_eq(plm_tuning_batch_for(65535, 8192), 4);
+  ck_assert_int_eq(plm_tuning_batch_for(65536, 32768), 2);
+  ck_assert_int_eq(plm_tuning_batch_for(65536, 65536), 1);
+  ck_assert_int_eq(plm_tuning_batch_for(65536, 131072), 1);
+  ck_assert_int_eq(plm_tuning_batch_for(1 << 20, 16), PLM_TUNING_MAX_BATCH);
+  ck_assert_int_eq(plm_tuning_batch_for(1 << 20, 0), 1);
+  ck_assert_int_eq(plm_tuning_batch_for(-1, 8), 1);
+}
+END_TEST
+
+/* The batch is set, got, stored and read back by the ops' paths under its names; its
+ * class is the frame's; refusals name what is wrong. */
+START_TEST(test_the_batch_is_set_stored_and_read_back_like_a_tunable) {
+  char dir[SCRATCH_DIR_SIZE];
+  tuning_in_scratch(dir, "tuning-batch");
+  int batch = 0;
+  PLM_CHECK_OK(plm_tuning_batch(plm_test_ctx, 64 * 64 * 2, &batch));
+  ck_assert_int_eq(batch, 1); /* the default: a frame at a time */
+  plm_tunable_info t;
+  PLM_CHECK_OK(plm_tuning_batch_tunable(plm_test_backend, &t));
+  ck_assert_str_eq(t.name, PLM_TUNING_BATCH_BYTES);
+  ck_assert_int_eq(t.fallback, 0);
+  ck_assert_int_eq(t.candidates[0], 0);
+  for (int k = 1; k < t.candidate_count; k++) ck_assert(t.candidates[k] > t.candidates[k - 1]);
+
+  PLM_CHECK_OK(plm_tuning_set(plm_test_backend, PLM_TUNING_RUN_STREAM, PLM_TUNING_BATCH_BYTES,
+                              PLM_SIZE_SMALL, 65536));
+  PLM_CHECK_OK(plm_tuning_batch(plm_test_ctx, 64 * 64 * 2, &batch));
+  ck_assert_int_eq(batch, 8);
+  PLM_CHECK_OK(plm_tuning_batch(plm_test_ctx, 128 * 128 * 2, &batch));
+  ck_assert_int_eq(batch, 2);
+  PLM_CHECK_OK(plm_tuning_batch(plm_test_ctx, 1024 * 1024 * 2, &batch));
+  ck_assert_int_eq(batch, 1); /* the medium class: not set */
+  int64_t value = 0;
+  PLM_CHECK_OK(plm_tuning_get(plm_test_ctx, PLM_TUNING_RUN_STREAM, PLM_TUNING_BATCH_BYTES,
+                              PLM_SIZE_SMALL, &value));
+  ck_assert_int_eq(value, 65536);
+  PLM_CHECK_FAILS(
+      plm_tuning_set(plm_test_backend, PLM_TUNING_RUN_STREAM, PLM_TUNING_BATCH_BYTES, -1, 1000),
+      PLM_ERR_INVALID_ARG, "run_stream's batch_bytes 1000 is not 0, 16384");
+  PLM_CHECK_FAILS(plm_tuning_set(plm_test_backend, PLM_TUNING_RUN_STREAM, "frames", -1, 8),
+                  PLM_ERR_INVALID_ARG, "run_stream has no tunable 'frames'");
+  PLM_CHECK_FAILS(plm_tuning_batch(plm_test_ctx, 0, &batch), PLM_ERR_INVALID_ARG,
+                  "frame_bytes is 0");
+  PLM_CHECK_FAILS(plm_tuning_batch(plm_test_ctx, 8, NULL), PLM_ERR_INVALID_ARG, "batch");
+
+  /* stored in the table, and read back by a new process's view of it */
+  plm_tuning_entry e = {.size_class = PLM_SIZE_SMALL,
+                        .value = 262144,
+                        .best = 262144,
+                        .default_ms = 2.0,
+                        .best_ms = 1.0,
+                        .cv = 0.01,
+                        .kept = true};
+  snprintf(e.op, sizeof e.op, "%s", PLM_TUNING_RUN_STREAM);
+  snprintf(e.tunable, sizeof e.tunable, "%s", PLM_TUNING_BATCH_BYTES);
+  PLM_CHECK_OK(plm_tuning_store(plm_test_ctx, &e, 1, NULL, 0));
+  plm_tuning_reset();
+  PLM_CHECK_OK(plm_tuning_batch(plm_test_ctx, 64 * 64 * 2, &batch));
+  ck_assert_int_eq(batch, 32);
+  /* a point of the model (tunable "") is an op's only */
+  plm_tuning_entry point = {.size_class = PLM_SIZE_SMALL, .default_ms = 1.0, .model_ms = 1.0};
+  snprintf(point.op, sizeof point.op, "%s", PLM_TUNING_RUN_STREAM);
+  PLM_CHECK_FAILS(plm_tuning_store(plm_test_ctx, &point, 1, NULL, 0), PLM_ERR_INVALID_ARG,
+                  "entries[0]: run_stream's");
+  tuning_scratch_done(dir);
+}
+END_TEST
+
+/* plm_tune_batch measures and decides one entry of the small class; on the emulator it
+ * says why it does not. */
+START_TEST(test_tune_batch_decides_the_small_class_batch) {
+  plm_tune_batch_options options = plm_tune_batch_options_default();
+  options.quick = true;
+  options.runs = 1;
+  plm_tuning_entry e;
+  if (plm_test_on_emulator()) {
+    PLM_CHECK_FAILS(plm_tune_batch(plm_test_ctx, &options, &e), PLM_ERR_UNSUPPORTED,
+                    "not measured on the CUDA emulator");
+    return;
+  }
+  PLM_CHECK_OK(plm_tune_batch(plm_test_ctx, &options, &e));
+  ck_assert_str_eq(e.op, PLM_TUNING_RUN_STREAM);
+  ck_assert_str_eq(e.tunable, PLM_TUNING_BATCH_BYTES);
+  ck_assert_int_eq(e.size_class, PLM_SIZE_SMALL);
+  ck_assert_int_eq(e.fallback, 0);
+  ck_assert(e.default_ms > 0 && e.best_ms > 0 && e.best_ms <= e.default_ms);
+  ck_assert_int_eq(e.value, e.kept ? e.best : 0);
+  /* a text that does not take stacks is named */
+  options.pipeline = "threshold value=25 ! label ! segment";
+  PLM_CHECK_FAILS(plm_tune_batch(plm_test_ctx, &options, &e), PLM_ERR_INVALID_ARG, "segment");
+  options.pipeline = NULL;
+  options.runs = 65;
+  PLM_CHECK_FAILS(plm_tune_batch(plm_test_ctx, &options, &e), PLM_ERR_INVALID_ARG, "runs 65");
+  PLM_CHECK_FAILS(plm_tune_batch(plm_test_ctx, NULL, NULL), PLM_ERR_INVALID_ARG, "entry");
+}
+END_TEST
+
 static Suite *tuning_suite(void) {
   Suite *s = suite_create("tuning");
   TCase *tc = tcase_create("core");
@@ -714,6 +819,9 @@ static Suite *tuning_suite(void) {
   tcase_add_test(tc, test_a_stored_table_is_read_back_as_plume_tuning_says);
   tcase_add_test(tc, test_a_table_larger_than_the_cap_is_refused_saying_so);
   tcase_add_test(tc, test_a_full_tune_of_one_op_decides_its_tunables_and_measures_its_points);
+  tcase_add_test(tc, test_a_batch_target_gives_the_largest_power_of_two_frames_it_holds);
+  tcase_add_test(tc, test_the_batch_is_set_stored_and_read_back_like_a_tunable);
+  tcase_add_test(tc, test_tune_batch_decides_the_small_class_batch);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -113,6 +113,7 @@
 #include "plume/stream.h"
 #include "plume/tensor.h"
 #include "plume/threshold.h"
+#include "plume/tuning.h"
 #include "plume/vector.h"
 
 #ifdef __cplusplus
@@ -716,6 +717,30 @@ PLM_API plm_status plm_pipeline_run_stream(plm_pipeline *pl, plm_frame_source_fn
                                            plm_frame_sink_fn sink, void *user,
                                            const plm_run_stream_options *options,
                                            plm_run_stream_report *report);
+
+/* Which batch to run (plume/tuning.h: plm_tuning_batch reads the table's; `plume tune`
+ * measures it here). plm_tune_batch times a pipeline over u16 frames of 64 x 64 and
+ * 128 x 128 (and 256 x 256 unless quick), each at every batch that a candidate of
+ * PLM_TUNING_BATCH_BYTES gives it, 3 units in flight, the runs taking turns round by round
+ * (pipeline/tune_batch.c says how it decides), and writes the decision into *entry: op
+ * PLM_TUNING_RUN_STREAM, tunable PLM_TUNING_BATCH_BYTES, class small, the value kept only
+ * when it beats the default (a frame at a time) by more than twice the runs' largest
+ * coefficient of variation. Nothing is stored: plm_tuning_store does that. Blocking: about
+ * 5 s (quick) to 20 s on a 2-core CPU. Errors: PLM_ERR_INVALID_ARG (NULL ctx or entry, runs
+ * out of 0..64, a pipeline text that does not parse over u16 frames or stacks),
+ * PLM_ERR_UNSUPPORTED (the cuda backend of an emulated build: the emulator's times are no
+ * GPU's), and a run's failure. */
+typedef struct plm_tune_batch_options {
+  bool quick;           /* two frame sizes, 3 runs */
+  const char *pipeline; /* the text run (u16 frames); NULL: the default preset's */
+  int runs;             /* timed runs per workload, 0..64 (0: 3 quick, else 5) */
+} plm_tune_batch_options;
+
+/* quick false, pipeline NULL, runs 0. */
+PLM_API plm_tune_batch_options plm_tune_batch_options_default(void);
+
+PLM_API plm_status plm_tune_batch(plm_context *ctx, const plm_tune_batch_options *options,
+                                  plm_tuning_entry *entry);
 
 /* ---- several devices ----------------------------------------------------------------------
  * plm_pipeline_run_stream_devices runs one sequence of frames over several devices: one

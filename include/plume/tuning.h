@@ -157,6 +157,38 @@ PLM_API plm_status plm_tuning_entries(plm_context *ctx, plm_tuning_entry **entri
 PLM_API plm_status plm_tuning_store(plm_context *ctx, const plm_tuning_entry *entries, size_t count,
                                     char *path, size_t path_size);
 
+/* ---- plm_pipeline_run_stream's batch ----------------------------------------------------- */
+
+/* Beside the ops' tunables the tables hold one of plm_pipeline_run_stream's (plume/pipeline.h,
+ * "Batches"): under op PLM_TUNING_RUN_STREAM, tunable PLM_TUNING_BATCH_BYTES, the input
+ * bytes a batch of small frames gathers, on each backend: 0 (the default: a frame at a
+ * time) or 16 KiB, 32 KiB, ... 1 MiB, per size class of a frame's bytes. plm_tuning_set,
+ * plm_tuning_get and plm_tuning_store take it by these names as they take an op's; it has
+ * no points of the model. plm_tune_batch (plume/pipeline.h) measures it. */
+#define PLM_TUNING_RUN_STREAM "run_stream"
+#define PLM_TUNING_BATCH_BYTES "batch_bytes"
+
+/* The most frames plm_tuning_batch gives. */
+enum { PLM_TUNING_MAX_BATCH = 256 };
+
+/* The batch for frames of frame_bytes under a batch_bytes target: the largest power of two
+ * N <= PLM_TUNING_MAX_BATCH with N * frame_bytes <= batch_bytes; 1 when batch_bytes is
+ * below twice frame_bytes (0, or frame_bytes 0: 1). */
+PLM_API int plm_tuning_batch_for(int64_t batch_bytes, size_t frame_bytes);
+
+/* The batch in force on ctx's device for frames of frame_bytes (one frame's input bytes):
+ * plm_tuning_batch_for of the batch_bytes in force (forced, else the table's, else 0) in
+ * frame_bytes' size class. 1 unless a batch was tuned or set. The caller compiles its
+ * pipeline over (N, H, W) stacks when *batch is N >= 2 and passes N as
+ * plm_run_stream_options.batch. Errors: PLM_ERR_INVALID_ARG (NULL arguments, frame_bytes
+ * 0). */
+PLM_API plm_status plm_tuning_batch(plm_context *ctx, size_t frame_bytes, int *batch);
+
+/* The batch_bytes tunable of backend (its candidates and default), as
+ * plm_op_tunable_info_get gives an op's. Errors: PLM_ERR_INVALID_ARG (out NULL, a backend
+ * not host or cuda). */
+PLM_API plm_status plm_tuning_batch_tunable(plm_backend backend, plm_tunable_info *out);
+
 /* ---- measuring (`plume tune`) ------------------------------------------------------------ */
 
 /* How far a plm_tune_run has come: `done` of its `total` steps (a step: one tunable of one

@@ -142,6 +142,19 @@ class Context:
         check(lib.plm_context_default_pool(self.handle, ctypes.byref(pool)))
         return pool
 
+    def tuned_batch(self, frame_shape, dtype="uint16") -> int:
+        """The batch `plume tune` measured fastest on this device for frames of frame_shape
+        and dtype (plm_tuning_batch): 1 until it has run, or where it chose a frame at a
+        time. Make the pipeline over (N, H, W) stacks and call run_stream(frames, batch=N)."""
+        import numpy
+        shape = tuple(integer("frame_shape[%d]" % k, d, 1) for k, d in enumerate(frame_shape))
+        frame_bytes = numpy.dtype(dtype).itemsize
+        for d in shape:
+            frame_bytes *= d
+        batch = ctypes.c_int()
+        check(lib.plm_tuning_batch(self.handle, frame_bytes, ctypes.byref(batch)))
+        return batch.value
+
     def synchronize(self):
         """Block until the default stream's work has finished."""
         self.default_stream.synchronize()

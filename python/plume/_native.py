@@ -122,6 +122,7 @@ SIGNATURES = {
     "plm_context_backend": (ctypes.c_int, [P, ctypes.POINTER(ctypes.c_int)]),
     "plm_context_default_pool": (ctypes.c_int, [P, PP]),
     "plm_pool_stats_get": (ctypes.c_int, [P, ctypes.POINTER(PoolStats)]),
+    "plm_tuning_batch": (ctypes.c_int, [P, ctypes.c_size_t, ctypes.POINTER(ctypes.c_int)]),
     "plm_stream_create": (ctypes.c_int, [P, ctypes.c_uint, PP]),
     "plm_stream_wrap": (ctypes.c_int, [P, P, PP]),
     "plm_stream_native_handle": (ctypes.c_int, [P, PP]),

@@ -16,8 +16,10 @@ GPU and are not run here.
 import ctypes
 import gc
 import inspect
+import json
 import os
 import subprocess
+import sys
 import tempfile
 import unittest
 
@@ -437,6 +439,34 @@ class Pipelines(unittest.TestCase):
         self.assertGreater(len(single), 0)
         np.testing.assert_array_equal(batched, single)
         self.assertIn("batch", str(caught.exception))
+
+    def test_tuned_batch_is_the_tuning_table_s(self):
+        # plume tune writes the table (run_stream batch_bytes); a table of 64 KiB gives 64x64
+        # u16 frames (8 KiB) a batch of 8, 128x128 a batch of 2, larger frames 1. A new
+        # process reads it, as the table is read once per device and process.
+        with tempfile.TemporaryDirectory() as cache:
+            env = dict(os.environ, XDG_CACHE_HOME=cache, PLUME_TUNING="on")
+            done = subprocess.run([CLI, "tune", "--quick", "--op", "run_stream", "--runs", "1",
+                                   "-q"], env=env, capture_output=True, text=True)
+            self.assertEqual(done.returncode, 0, done.stderr)
+            [name] = os.listdir(os.path.join(cache, "plume"))
+            path = os.path.join(cache, "plume", name)
+            with open(path) as f:
+                table = json.load(f)
+            [entry] = [e for e in table["entries"] if e["op"] == "run_stream"]
+            entry["value"] = 65536
+            with open(path, "w") as f:
+                json.dump(table, f)
+            code = ("import plume; c = plume.Context('host'); "
+                    "print(c.tuned_batch((64, 64)), c.tuned_batch((128, 128)), "
+                    "c.tuned_batch((64, 64), 'float32'), c.tuned_batch((2048, 2048)))")
+            done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                                  text=True)
+            self.assertEqual(done.returncode, 0, done.stderr)
+            self.assertEqual(done.stdout.split(), ["8", "2", "4", "1"])
+        with plume.Context("host") as ctx:
+            with self.assertRaises(plume.Error):
+                ctx.tuned_batch((64, 0))
 
     def test_calibrated_takes_its_tensors_and_equals_plume_detect(self):
         d = self.dir.name

@@ -29,6 +29,10 @@ for op in sobel threshold label regions entropy matmul; do
   grep -q "^$op  *(model)  *small .* a point of the model: [0-9.]* ms modelled" out.txt ||
     fail "tune --quick: no model row for $op: $(cat out.txt)"
 done
+# Last, plm_pipeline_run_stream's batch of small frames (run_stream batch_bytes).
+checks=$((checks + 1))
+grep -Eq "^run_stream +batch_bytes +small +0 +[0-9]+ " out.txt ||
+  fail "tune --quick: no row for run_stream's batch: $(cat out.txt)"
 table=$(ls cache/plume/tuning-host-*.json 2>/dev/null)
 checks=$((checks + 1))
 [[ -n $table ]] && grep -q "table written to $PWD/$table" out.txt ||
@@ -97,6 +101,23 @@ run 0 "entropy with 1 band per thread" op entropy --in frames.npy --out forced.n
 force 3
 run 0 "report of a damaged entry" tune --report &&
   { grep -q "of $((entries - 1)) entries differ" out.txt || fail "damaged entry: $(tail -n 1 out.txt)"; }
+
+# The batch alone (--op run_stream); a table edited to 64 KiB a batch is what
+# `plume detect --batch auto` runs: 64x64 u16 frames (8 KiB) 8 at a time, the rows those of
+# a frame at a time.
+run 0 "tune --op run_stream" tune --quick --op run_stream --runs 1 &&
+  { grep -Eq "^run_stream +batch_bytes +small " out.txt && [[ $(grep -c " small " out.txt) -eq 1 ]] ||
+    fail "--op run_stream: $(cat out.txt)"; }
+sed -i '/"op": "run_stream"/{n;n;n;s/"value": [0-9]*/"value": 65536/}' "$table"
+run 0 "report of the edited batch" tune --report &&
+  { grep -Eq "^run_stream +batch_bytes +small +0 +65536 " out.txt || fail "edited batch: $(cat out.txt)"; }
+run 0 "scene of small frames" scene --frames 20 --size 64,64 --out small.npy --truth small.csv
+run 0 "detect --batch auto" detect --frames small.npy --preset default --out auto.csv --batch auto &&
+  { grep -q "batches of 8 frames (tuned)" out.txt || fail "--batch auto: $(cat out.txt)"; }
+run 0 "detect a frame at a time" detect --frames small.npy --preset default --out single.csv &&
+  same auto.csv single.csv "--batch auto's rows"
+run 2 "detect --batch sometimes" detect --frames small.npy --preset default --out x.csv \
+  --batch sometimes && expect_err "--batch sometimes" "is not a count from 1 to 65536, nor auto"
 
 # A quick run measures again only its own workloads: the full run's larger points stay.
 count_points() { grep -c '"op": "threshold"' "$table"; }
