@@ -39,8 +39,8 @@ enum {
   DISTINCT_FRAMES = 8,
   IN_FLIGHT = 3,
   AHEAD = 4,
-  MIN_FRAMES = 64,  /* per timed run, at least; and 8 batches */
-  MIN_RUN_MS = 60,  /* per timed run, at least (by the warm-up's time per frame) */
+  MIN_FRAMES = 64, /* per timed run, at least; and 8 batches */
+  MIN_RUN_MS = 60, /* per timed run, at least (by the warm-up's time per frame) */
   BLOBS = 6
 };
 
