@@ -7,6 +7,7 @@
 #include <hdf5.h>
 #include <math.h>
 #include <float.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -764,9 +765,9 @@ static void encoder_close(encoder *e) {
  * tells libhdf5's open files apart: under /dev/null, where no file can be, so that libhdf5's
  * look for one of that name (before it creates the file) never finds one. */
 static plm_status encoder_open(encoder *e, const char *path, char *err, size_t err_size) {
-  static unsigned made;
+  static atomic_uint made; /* files encoded at once by several threads have their own names */
   char why[WHY_SIZE], name[64];
-  snprintf(name, sizeof name, "/dev/null/plume-hdf5-encode-%u", made++);
+  snprintf(name, sizeof name, "/dev/null/plume-hdf5-encode-%u", atomic_fetch_add(&made, 1));
   if ((e->access = H5Pcreate(H5P_FILE_ACCESS)) < 0 ||
       H5Pset_fapl_core(e->access, (size_t)1 << 20, false) < 0 ||
       H5Pset_libver_bounds(e->access, H5F_LIBVER_EARLIEST, H5F_LIBVER_V18) < 0 ||
