@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "apps/interrupt.h"
@@ -46,6 +47,7 @@
 #include "streams/clock.h"
 #include "support/csv.h"
 #include "support/fits_io.h"
+#include "support/hdf5_io.h"
 #include "support/image_io.h"
 #include "support/png_io.h"
 #include "support/quote.h"
@@ -609,20 +611,25 @@ static const char image_files[] =
     "                        others as f32, CF scale_factor/add_offset applied and fill\n"
     "                        values NaN unless --h5-values stored)\n"
     "  --out PATH            output .npy, a grayscale PNG (u8 or u16, 2-D) when PATH ends\n"
-    "                        in .png, a TIFF when it ends in .tif or .tiff, or a FITS\n"
-    "                        image when it ends in .fits, .fit or .fts (written\n"
-    "                        atomically; '-': .npy to standard output; another extension\n"
-    "                        is refused)\n";
+    "                        in .png, a TIFF when it ends in .tif or .tiff, a FITS image\n"
+    "                        when it ends in .fits, .fit or .fts, or an HDF5 file of one\n"
+    "                        dataset, as h5py writes an array, when it ends in .h5 or\n"
+    "                        .hdf5: FILE.h5:/path/to/dataset names it (else /data), and\n"
+    "                        the whole file is replaced (not .nc: no NetCDF-4 dimensions\n"
+    "                        are written). Written atomically; '-': .npy to standard\n"
+    "                        output; another extension is refused\n";
 static const char image_note[] =
     "  Inputs are images: .npy (2-D or 3-D; f64 read as f32), PGM (P5, 8/16-bit),\n"
     "  grayscale PNG (8/16-bit), TIFF (u8, u16, f32 pages; a stack of pages is 3-D) or\n"
     "  FITS (an image, or a cube which is 3-D) or an HDF5/NetCDF-4 dataset (FILE.h5:/name);\n"
     "  outputs are .npy, grayscale PNG for a name ending in .png (u8 or u16, 2-D), TIFF\n"
-    "  for one ending in .tif or .tiff, or FITS for one ending in .fits, .fit or .fts,\n"
-    "  each written atomically, or one of them to standard output as '-'.\n";
+    "  for one ending in .tif or .tiff, FITS for one ending in .fits, .fit or .fts, or\n"
+    "  an HDF5 file of one dataset for one ending in .h5 or .hdf5 (FILE.h5:/name, else\n"
+    "  /data), each written atomically, or one of them to standard output as '-'.\n";
 static const char array_note[] =
     "  Inputs are .npy arrays of 1 to 4 dimensions (f64 read as f32); outputs are .npy,\n"
-    "  each written atomically, or one of them to standard output as '-'.\n";
+    "  or an HDF5 file of one dataset for a name ending in .h5 or .hdf5 (FILE.h5:/name,\n"
+    "  else /data), each written atomically, or one of them to standard output as '-'.\n";
 static const char run_options[] =
     "  --backend B           host, cuda or auto (default auto: the backend the cost model\n"
     "                        predicts faster for this call at its inputs' shapes, the copies\n"
@@ -697,6 +704,8 @@ typedef struct op_run {
   file_flag files[MAX_FILES];
   int file_count;
   const char *paths[MAX_FILES];           /* by file; NULL: not given */
+  char *file_parts[MAX_FILES];     /* FILE of an output given as "FILE:DATASET" (paths[k] then) */
+  const char *datasets[MAX_FILES]; /* DATASET of such an output; NULL: none named */
   const char *values[PLM__OP_MAX_PARAMS]; /* by parameter; NULL: not given */
   plm__op_params params;                  /* resolve_params' */
   plm_context_config config;
@@ -777,17 +786,29 @@ typedef plm_status (*image_encoder)(plm_dtype dtype, int ndim, const int64_t *di
                                     const void *data, void **bytes, size_t *length,
                                     const char *path, char *err, size_t err_size);
 
-/* A library's format (support/png_io.h, support/tiff_io.h, support/fits_io.h): its encoder,
- * and whether it holds an array (NULL: the encoder says so when it writes). */
+/* The encoder of a format whose file names the array it holds (support/hdf5_io.h: an HDF5
+ * dataset), given as "FILE:DATASET"; dataset NULL: the format's default name. */
+typedef plm_status (*named_encoder)(plm_dtype dtype, int ndim, const int64_t *dims,
+                                    const void *data, const char *dataset, void **bytes,
+                                    size_t *length, const char *path, char *err, size_t err_size);
+
+/* A library's format (support/png_io.h, support/tiff_io.h, support/fits_io.h,
+ * support/hdf5_io.h): its encoder (encode, or encode_named for a format that names its
+ * array), and whether it holds an array (NULL: the encoder says so when it writes). HDF5's
+ * extensions are .h5 and .hdf5 only: .he5 and .nc promise HDF-EOS5's and NetCDF-4's
+ * conventions (structure metadata, dimension scales), which hdf5_encode does not write. */
 typedef struct output_format {
   const char *extension;
   image_encoder encode;
+  named_encoder encode_named;
   bool (*holds)(plm_dtype dtype, int ndim, char *why, size_t why_size);
 } output_format;
 
 static const output_format output_formats[] = {
-    {"png", png_encode, png_holds}, {"tif", tiff_encode, NULL}, {"tiff", tiff_encode, NULL},
-    {"fits", fits_encode, NULL},    {"fit", fits_encode, NULL}, {"fts", fits_encode, NULL}};
+    {"png", png_encode, NULL, png_holds}, {"tif", tiff_encode, NULL, NULL},
+    {"tiff", tiff_encode, NULL, NULL},    {"fits", fits_encode, NULL, NULL},
+    {"fit", fits_encode, NULL, NULL},     {"fts", fits_encode, NULL, NULL},
+    {"h5", NULL, hdf5_encode, NULL},      {"hdf5", NULL, hdf5_encode, NULL}};
 
 /* The format of path's extension, or NULL for .npy and standard output. */
 static const output_format *output_format_of(const char *path) {
@@ -807,6 +828,61 @@ static const char *written_extensions(void) {
       used += (size_t)snprintf(list + used, sizeof list - used, "|%s", output_formats[i].extension);
   }
   return list;
+}
+
+/* For an output "FILE:DATASET" (FILE.h5:/radiance), the length of FILE: the text before the
+ * first colon that is followed by a name and whose FILE ends in the extension of a format
+ * that names its array (.h5, .hdf5); 0 when path names a file or a folder that exists (as
+ * the reader's image_dataset_split) or has no such colon. */
+static size_t output_dataset_split(const char *path) {
+  struct stat st;
+  if (stat(path, &st) == 0) return 0;
+  for (const char *colon = strchr(path, ':'); colon; colon = strchr(colon + 1, ':')) {
+    if (colon == path || colon[1] == '\0') continue;
+    char *file = strndup(path, (size_t)(colon - path));
+    const output_format *format = file ? output_format_of(file) : NULL;
+    free(file);
+    if (format && format->encode_named) return (size_t)(colon - path);
+  }
+  return 0;
+}
+
+/* Each output given as "FILE:DATASET": paths[k] becomes FILE, datasets[k] DATASET. Returns
+ * -1 to go on, else an exit code. */
+static int split_outputs(op_run *run) {
+  for (int k = 0; k < run->file_count; k++) {
+    const size_t split = run->paths[k] && run->files[k].kind == FILE_OUTPUT
+                             ? output_dataset_split(run->paths[k])
+                             : 0;
+    if (!split) continue;
+    const char *dataset = run->paths[k] + split + 1;
+    /* hdf5_encode refuses it too, but only after the op ran. */
+    if (dataset[strspn(dataset, "/")] == '\0') {
+      char q[QUOTE_SIZE];
+      return usage_error(run, "%s %s: '/' is the root group: name a dataset in it (%.*s:/data)",
+                         run->files[k].flag, quote_value(run->paths[k], q, sizeof q), (int)split,
+                         run->paths[k]);
+    }
+    if (!(run->file_parts[k] = strndup(run->paths[k], split))) {
+      fprintf(stderr, "plume op %s: out of memory\n", run->cmd->name);
+      return EXIT_RUNTIME_FAILURE;
+    }
+    run->datasets[k] = dataset;
+    run->paths[k] = run->file_parts[k];
+  }
+  return -1;
+}
+
+/* Whether the output at path is the file of other: another output, or an input, whose
+ * "FILE:DATASET" names its FILE (an HDF5 file written replaces the whole file, its other
+ * datasets too). */
+static bool output_is_file_of(const char *path, const char *other) {
+  const size_t split = image_dataset_split(other);
+  if (!split) return same_file(path, other);
+  char *file = strndup(other, split);
+  const bool same = file && same_file(path, file);
+  free(file);
+  return same;
 }
 
 /* What must be given: the required files and parameters, --regions for --intensity. */
@@ -847,7 +923,7 @@ static int check_given(const op_run *run) {
                                why, sizeof why))
       return usage_error(run, "%s %s", run->files[k].flag, why);
     for (int j = 0; j < run->file_count; j++)
-      if (j != k && run->paths[j] && same_file(run->paths[k], run->paths[j]))
+      if (j != k && run->paths[j] && output_is_file_of(run->paths[k], run->paths[j]))
         return usage_error(run, "%s and %s name the same file (%s)", run->files[j].flag,
                            run->files[k].flag, quote_value(run->paths[k], q, sizeof q));
   }
@@ -908,7 +984,8 @@ static int parse_arguments(op_run *run, int argc, char **argv) {
                          quote_value(flag, q, sizeof q), name);
     if (taken != 1) return taken;
   }
-  return check_given(run);
+  const int exit_code = split_outputs(run);
+  return exit_code >= 0 ? exit_code : check_given(run);
 }
 
 /* The parameters: the schema's defaults, then the values given, read with the kernel's
@@ -1156,16 +1233,20 @@ static int run_op(const op_run *run, op_state *s) {
   return -1;
 }
 
-/* An array encoded by encode (a PNG; a TIFF: 2-D one page, 3-D N pages; a FITS image) into a
- * writer opened on path (*writer NULL when it was not opened). */
-static plm_status write_encoded(image_encoder encode, const char *path, const image *shape,
-                                const void *data, image_writer **writer, char *err,
-                                size_t err_size) {
+/* An array encoded by format (a PNG; a TIFF: 2-D one page, 3-D N pages; a FITS image; an HDF5
+ * file of one dataset, named dataset) into a writer opened on path (*writer NULL when it was
+ * not opened). */
+static plm_status write_encoded(const output_format *format, const char *path, const char *dataset,
+                                const image *shape, const void *data, image_writer **writer,
+                                char *err, size_t err_size) {
   void *bytes = NULL;
   size_t length = 0;
   *writer = NULL;
-  plm_status status =
-      encode(shape->dtype, shape->ndim, shape->dims, data, &bytes, &length, path, err, err_size);
+  plm_status status = format->encode_named
+                          ? format->encode_named(shape->dtype, shape->ndim, shape->dims, data,
+                                                 dataset, &bytes, &length, path, err, err_size)
+                          : format->encode(shape->dtype, shape->ndim, shape->dims, data, &bytes,
+                                           &length, path, err, err_size);
   if (status == PLM_OK && (status = image_writer_open_text(path, writer, err, err_size)) == PLM_OK)
     status = image_writer_write(*writer, bytes, length, err, err_size);
   free(bytes);
@@ -1185,11 +1266,12 @@ static int write_files(const op_run *run, op_state *s, char *err, size_t err_siz
     const plm_shape *shape = &s->shapes[k];
     image result = {.dtype = shape->dtype, .ndim = shape->ndim};
     memcpy(result.dims, shape->dims, sizeof result.dims);
-    const char *path = run->paths[output_file(run, k)];
+    const int file = output_file(run, k);
+    const char *path = run->paths[file];
     const output_format *format = output_format_of(path);
     if (format) {
-      status = write_encoded(format->encode, path, &result, s->host_out[k], &writers[count], err,
-                             err_size);
+      status = write_encoded(format, path, run->datasets[file], &result, s->host_out[k],
+                             &writers[count], err, err_size);
       count += writers[count] != NULL;
     } else if ((status = image_writer_open_npy(path, &result, &writers[count], err, err_size)) ==
                PLM_OK) {
@@ -1348,7 +1430,10 @@ int op_command_main(int argc, char **argv) {
   op_run run = {.cmd = cmd};
   run.file_count = list_files(cmd, run.files);
   int exit_code = parse_arguments(&run, argc - 1, argv + 1);
-  if (exit_code >= 0) return exit_code;
-  interrupt_catch();
-  return execute(&run);
+  if (exit_code < 0) {
+    interrupt_catch();
+    exit_code = execute(&run);
+  }
+  for (int k = 0; k < run.file_count; k++) free(run.file_parts[k]);
+  return exit_code;
 }

@@ -7,6 +7,7 @@
 #include <hdf5.h>
 #include <math.h>
 #include <float.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -708,5 +709,165 @@ plm_status hdf5_frames_read(hdf5_frames *f, int64_t k, void *dst, char *err, siz
     if (status == PLM_OK) convert_band(f, dst, (size_t)(row * f->width), (size_t)samples);
   }
   quiet_end(&q);
+  return status;
+}
+
+/* ---- writing --------------------------------------------------------------------------- */
+
+/* The little-endian file type of a dtype's elements, and the native one they are in memory. */
+static bool hdf5_types_of(plm_dtype dtype, hid_t *file_type, hid_t *memory_type) {
+  switch (dtype) {
+    case PLM_DTYPE_U8: *file_type = H5T_STD_U8LE, *memory_type = H5T_NATIVE_UINT8; return true;
+    case PLM_DTYPE_U16: *file_type = H5T_STD_U16LE, *memory_type = H5T_NATIVE_UINT16; return true;
+    case PLM_DTYPE_I32: *file_type = H5T_STD_I32LE, *memory_type = H5T_NATIVE_INT32; return true;
+    case PLM_DTYPE_F32: *file_type = H5T_IEEE_F32LE, *memory_type = H5T_NATIVE_FLOAT; return true;
+    case PLM_DTYPE_F64: *file_type = H5T_IEEE_F64LE, *memory_type = H5T_NATIVE_DOUBLE; return true;
+  }
+  return false;
+}
+
+/* The full name of the dataset to write: dataset (NULL: HDF5_DEFAULT_DATASET) from the root
+ * group, '/' first, runs of '/' as one and none at the end ("a//b/" is "/a/b"). NULL when out
+ * of memory. */
+static char *full_name(const char *dataset) {
+  if (!dataset) dataset = HDF5_DEFAULT_DATASET;
+  char *name = malloc(strlen(dataset) + 2);
+  if (!name) return NULL;
+  size_t n = 0;
+  name[n++] = '/';
+  for (const char *c = dataset; *c; c++)
+    if (*c != '/' || name[n - 1] != '/') name[n++] = *c;
+  if (n > 1 && name[n - 1] == '/') n--;
+  name[n] = '\0';
+  return name;
+}
+
+/* One file being encoded: every libhdf5 handle it holds, closed by encoder_close. */
+typedef struct encoder {
+  hid_t access, creation, group_creation, dataset_creation, file, space, dataset;
+} encoder;
+
+static void encoder_close(encoder *e) {
+  if (e->dataset >= 0) H5Dclose(e->dataset);
+  if (e->space >= 0) H5Sclose(e->space);
+  if (e->file >= 0) H5Fclose(e->file);
+  if (e->dataset_creation >= 0) H5Pclose(e->dataset_creation);
+  if (e->group_creation >= 0) H5Pclose(e->group_creation);
+  if (e->creation >= 0) H5Pclose(e->creation);
+  if (e->access >= 0) H5Pclose(e->access);
+  H5Eclear2(H5E_DEFAULT);
+}
+
+/* A file in memory (the core driver without a backing store), in the earliest format that
+ * holds it and never one newer than libhdf5 1.8 reads, that records no times: the root
+ * group (the file creation list is a group's), the groups and the dataset are created with
+ * H5Pset_obj_track_times off, so that the same array gives the same bytes. Its name only
+ * tells libhdf5's open files apart: under /dev/null, where no file can be, so that libhdf5's
+ * look for one of that name (before it creates the file) never finds one. */
+static plm_status encoder_open(encoder *e, const char *path, char *err, size_t err_size) {
+  static atomic_uint made; /* files encoded at once by several threads have their own names */
+  char why[WHY_SIZE], name[64];
+  snprintf(name, sizeof name, "/dev/null/plume-hdf5-encode-%u", atomic_fetch_add(&made, 1));
+  if ((e->access = H5Pcreate(H5P_FILE_ACCESS)) < 0 ||
+      H5Pset_fapl_core(e->access, (size_t)1 << 20, false) < 0 ||
+      H5Pset_libver_bounds(e->access, H5F_LIBVER_EARLIEST, H5F_LIBVER_V18) < 0 ||
+      (e->creation = H5Pcreate(H5P_FILE_CREATE)) < 0 ||
+      H5Pset_obj_track_times(e->creation, false) < 0 ||
+      (e->group_creation = H5Pcreate(H5P_GROUP_CREATE)) < 0 ||
+      H5Pset_obj_track_times(e->group_creation, false) < 0 ||
+      (e->dataset_creation = H5Pcreate(H5P_DATASET_CREATE)) < 0 ||
+      H5Pset_obj_track_times(e->dataset_creation, false) < 0 ||
+      H5Pset_layout(e->dataset_creation, H5D_CONTIGUOUS) < 0)
+    return FAIL(PLM_ERR_IO, "%s: libhdf5's properties: %s", path, hdf5_why(why));
+  if ((e->file = H5Fcreate(name, H5F_ACC_TRUNC, e->creation, e->access)) < 0)
+    return FAIL(PLM_ERR_IO, "%s: libhdf5 cannot make a file in memory: %s", path, hdf5_why(why));
+  return PLM_OK;
+}
+
+/* The groups that lead to name ("/a/b/data": /a, /a/b), made without times. */
+static plm_status make_groups(encoder *e, char *name, const char *path, char *err,
+                              size_t err_size) {
+  char why[WHY_SIZE];
+  for (char *slash = strchr(name + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
+    *slash = '\0';
+    const hid_t group = H5Gcreate2(e->file, name, H5P_DEFAULT, e->group_creation, H5P_DEFAULT);
+    plm_status status = PLM_OK;
+    if (group < 0)
+      status = FAIL(PLM_ERR_IO, "%s: group %s: %s", path, name, hdf5_why(why));
+    else
+      H5Gclose(group);
+    *slash = '/';
+    if (status != PLM_OK) return status;
+  }
+  return PLM_OK;
+}
+
+/* The file's bytes as they would be on disk: its metadata flushed from libhdf5's cache first
+ * (H5Fget_file_image copies the driver's memory only). */
+static plm_status file_image(encoder *e, void **bytes, size_t *length, const char *path, char *err,
+                             size_t err_size) {
+  char why[WHY_SIZE];
+  if (H5Fflush(e->file, H5F_SCOPE_GLOBAL) < 0)
+    return FAIL(PLM_ERR_IO, "%s: flushing the file: %s", path, hdf5_why(why));
+  const ssize_t size = H5Fget_file_image(e->file, NULL, 0);
+  if (size <= 0) return FAIL(PLM_ERR_IO, "%s: the file's bytes: %s", path, hdf5_why(why));
+  void *copy = malloc((size_t)size);
+  if (!copy) return FAIL(PLM_ERR_OUT_OF_MEMORY, "%s: no memory for the file", path);
+  if (H5Fget_file_image(e->file, copy, (size_t)size) != size) {
+    free(copy);
+    return FAIL(PLM_ERR_IO, "%s: the file's bytes: %s", path, hdf5_why(why));
+  }
+  *bytes = copy;
+  *length = (size_t)size;
+  return PLM_OK;
+}
+
+plm_status hdf5_encode(plm_dtype dtype, int ndim, const int64_t *dims, const void *data,
+                       const char *dataset, void **bytes, size_t *length, const char *path,
+                       char *err, size_t err_size) {
+  *bytes = NULL;
+  *length = 0;
+  hid_t file_type, memory_type;
+  if (!hdf5_types_of(dtype, &file_type, &memory_type))
+    return FAIL(PLM_ERR_INVALID_ARG, "%s: dtype %d has no HDF5 type here", path, (int)dtype);
+  if (ndim < 1 || ndim > 4)
+    return FAIL(PLM_ERR_INVALID_ARG, "%s: %d dimensions (a dataset here has 1 to 4)", path, ndim);
+  hsize_t shape[4];
+  for (int d = 0; d < ndim; d++) {
+    if (dims[d] < 1)
+      return FAIL(PLM_ERR_INVALID_ARG, "%s: dimension %d is %lld", path, d, (long long)dims[d]);
+    shape[d] = (hsize_t)dims[d];
+  }
+  char *name = full_name(dataset);
+  if (!name) return FAIL(PLM_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+  if (strcmp(name, "/") == 0) {
+    free(name);
+    return FAIL(PLM_ERR_INVALID_ARG, "%s: '/' is the root group: name a dataset in it (%s:/data)",
+                path, path);
+  }
+  char why[WHY_SIZE];
+  quiet q;
+  quiet_begin(&q);
+  encoder e = {.access = H5I_INVALID_HID,
+               .creation = H5I_INVALID_HID,
+               .group_creation = H5I_INVALID_HID,
+               .dataset_creation = H5I_INVALID_HID,
+               .file = H5I_INVALID_HID,
+               .space = H5I_INVALID_HID,
+               .dataset = H5I_INVALID_HID};
+  plm_status status = encoder_open(&e, path, err, err_size);
+  if (status == PLM_OK) status = make_groups(&e, name, path, err, err_size);
+  if (status == PLM_OK &&
+      ((e.space = H5Screate_simple(ndim, shape, NULL)) < 0 ||
+       (e.dataset = H5Dcreate2(e.file, name, file_type, e.space, H5P_DEFAULT, e.dataset_creation,
+                               H5P_DEFAULT)) < 0 ||
+       H5Dwrite(e.dataset, memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0))
+    status = FAIL(PLM_ERR_IO, "%s: dataset %s: %s", path, name, hdf5_why(why));
+  if (e.dataset >= 0) H5Dclose(e.dataset);
+  e.dataset = H5I_INVALID_HID;
+  if (status == PLM_OK) status = file_image(&e, bytes, length, path, err, err_size);
+  encoder_close(&e);
+  quiet_end(&q);
+  free(name);
   return status;
 }

@@ -57,8 +57,11 @@
  * old-style group makes libhdf5 1.10.8 crash (a NULL read in H5F__accum_read under
  * H5HL_protect, walking the root group); old-style groups are what most files use, so they
  * cannot be refused (the fuzz stage lets a SEGV on a read inside libhdf5 itself pass, and
- * nothing else: tests/fuzz/fuzz-tolerating-library-crashes.sh). Groups are walked with H5Literate, hard links only,
- * 32 deep and 100000 links at most, never following a link into another file.
+ * nothing else: tests/fuzz/fuzz-tolerating-library-crashes.sh). Groups are walked with H5Literate,
+ * hard links only, 32 deep and 100000 links at most, never following a link into another file.
+ *
+ * Writing: hdf5_encode makes an HDF5 file of one dataset of an array of any dtype, in memory
+ * (libhdf5's core driver: nothing touches the disk until the caller writes the bytes), below.
  */
 #ifndef PLUME_SUPPORT_HDF5_IO_H
 #define PLUME_SUPPORT_HDF5_IO_H
@@ -100,5 +103,28 @@ plm_status hdf5_frames_read(hdf5_frames *f, int64_t k, void *dst, char *err, siz
 
 /* Close; NULL is a no-op. */
 void hdf5_frames_close(hdf5_frames *f);
+
+/* The dataset hdf5_encode writes when none is named. */
+#define HDF5_DEFAULT_DATASET "/data"
+
+/* Encode an array of 1 to 4 dimensions as an HDF5 file of one dataset, in memory (*bytes
+ * malloc'd, *length bytes; the caller frees it and writes them where it likes: an
+ * image_writer, atomically, or stdout), as h5py writes a numpy array: the dimensions as
+ * given, C order, contiguous, no compression, no attributes. The dataset is named dataset
+ * from the root group as the reader names them ("radiance/band7" is "/radiance/band7"; runs
+ * of '/' count as one), its groups made; NULL is HDF5_DEFAULT_DATASET. Elements by dtype,
+ * little-endian: u8 H5T_STD_U8LE, u16 H5T_STD_U16LE, i32 H5T_STD_I32LE, f32 H5T_IEEE_F32LE,
+ * f64 H5T_IEEE_F64LE, the values stored exactly. libhdf5's earliest format (superblock
+ * version 0, old-style groups), which every libhdf5 since 1.8 and h5py read; netCDF4-python
+ * reads it too, as a variable of dimensions phony_dim_0, ... (no dimension scales are
+ * written: it is not a NetCDF-4 file by that format's conventions, so plume names it .h5 or
+ * .hdf5, never .nc). No object records a time (H5Pset_obj_track_times off), so the same array
+ * always gives the same bytes. libhdf5 prints nothing (as for reading, above). path only names the
+ * file in messages. Errors: PLM_ERR_INVALID_ARG (ndim outside 1..4, a dimension < 1, a dataset
+ * named
+ * "/"), PLM_ERR_OUT_OF_MEMORY, PLM_ERR_IO (libhdf5's account: "out.h5: dataset /a/b: ..."). */
+plm_status hdf5_encode(plm_dtype dtype, int ndim, const int64_t *dims, const void *data,
+                       const char *dataset, void **bytes, size_t *length, const char *path,
+                       char *err, size_t err_size);
 
 #endif /* PLUME_SUPPORT_HDF5_IO_H */

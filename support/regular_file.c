@@ -146,7 +146,7 @@ bool output_extension_fits(const char *path, const char *extensions, char *why, 
     if (n == length && strncasecmp(e, extension, n) == 0) return true;
     e += n + (e[n] == '|');
   }
-  char q[QUOTE_SIZE], listed[64];
+  char q[QUOTE_SIZE], listed[128];
   size_t used = 0;
   for (const char *e = extensions; *e && used < sizeof listed;) {
     const size_t n = strcspn(e, "|");

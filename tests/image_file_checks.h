@@ -1,6 +1,6 @@
 /* tests/image_file_checks.h: checks shared by the tests of the image file readers that
- * another library's files feed (tests/test_tiff_io.c, tests/test_fits_io.c; header-only).
- * Include after checks.h, scratch_dir.h and support/image_io.h.
+ * another library's files feed (tests/test_tiff_io.c, tests/test_fits_io.c, tests/test_hdf5_io.c;
+ * header-only). Include after checks.h, scratch_dir.h and support/image_io.h.
  *
  *   expect_image_message(status, PLM_ERR_IO, err, "in.fits: frame 2", "truncated");
  *   expect_image_equal(&got, &want, "u16-cube");          same dtype, shape and bytes
@@ -9,6 +9,8 @@
  *   scratch_file(dir, "cut.fits", bytes, length);         a path to a new file of bytes
  *   file_bytes(path, buffer, size);                       a file's first bytes, their count
  *   expect_damage_handled(dir, "fits", bytes, length, 211, 173);   cut and changed copies
+ *   written_values(PLM_DTYPE_U16, n);                     n values for a writer to write
+ *   expect_read_as_written("out.h5:/data", dtype, ndim, dims, data);   plume's reader's view
  *
  * Failures are test failures (ck_assert). One thread. PLUME_FIXTURES_DIR (the tests/fixtures
  * folder) comes from the test's CMake definition. */
@@ -131,6 +133,48 @@ static inline void expect_damage_handled(const char *dir, const char *extension,
       }
       image_free(&img, NULL);
     }
+}
+
+/* n samples of dtype (malloc'd) for the writers' tests, every byte pattern a dtype has room
+ * for exercised; floats finite, one f64 (i = 2) past f32's range. */
+static inline void *written_values(plm_dtype dtype, size_t n) {
+  const size_t size = dtype == PLM_DTYPE_U8    ? 1
+                      : dtype == PLM_DTYPE_U16 ? 2
+                      : dtype == PLM_DTYPE_F64 ? 8
+                                               : 4;
+  void *data = malloc(n * size);
+  ck_assert_ptr_nonnull(data);
+  for (size_t i = 0; i < n; i++) switch (dtype) {
+      case PLM_DTYPE_U8: ((uint8_t *)data)[i] = (uint8_t)(i * 37 + 1); break;
+      case PLM_DTYPE_U16: ((uint16_t *)data)[i] = (uint16_t)(i * 4099 + 65000); break;
+      case PLM_DTYPE_I32: ((int32_t *)data)[i] = (int32_t)(i * 2654435761u); break;
+      case PLM_DTYPE_F32: ((float *)data)[i] = (float)i * -0.75f + 1e-3f; break;
+      case PLM_DTYPE_F64: ((double *)data)[i] = (double)i * 1.000000001 - 3e100 * (i == 2); break;
+    }
+  return data;
+}
+
+/* path, a file a writer made of data (dtype, ndim dims), reads through image_read as what was
+ * written: u8, u16 and f32 as they are, f64 narrowed to f32 (as a '<f8' .npy reads). Only
+ * for what the readers take: 2-D and 3-D, u8, u16, f32 and f64. */
+static inline void expect_read_as_written(const char *path, plm_dtype dtype, int ndim,
+                                          const int64_t *dims, const void *data) {
+  char err[IMAGE_ERROR_SIZE] = "";
+  image got = {0};
+  ck_assert_msg(image_read(path, NULL, &got, err, sizeof err) == PLM_OK, "%s", err);
+  image want = {.dtype = dtype == PLM_DTYPE_F64 ? PLM_DTYPE_F32 : dtype, .ndim = ndim};
+  memcpy(want.dims, dims, (size_t)ndim * sizeof *dims);
+  const size_t n = (size_t)image_numel(&want);
+  float *narrowed = NULL;
+  if (dtype == PLM_DTYPE_F64) {
+    narrowed = malloc(n * sizeof *narrowed);
+    ck_assert_ptr_nonnull(narrowed);
+    for (size_t i = 0; i < n; i++) narrowed[i] = (float)((const double *)data)[i];
+  }
+  want.data = narrowed ? (void *)narrowed : (void *)data;
+  expect_image_equal(&got, &want, path);
+  image_free(&got, NULL);
+  free(narrowed);
 }
 
 #endif /* PLUME_TESTS_IMAGE_FILE_CHECKS_H */

@@ -211,24 +211,6 @@ END_TEST
 
 /* ---- writing ------------------------------------------------------------------------------ */
 
-/* n samples of dtype, every byte pattern a dtype has room for exercised; floats finite. */
-static void *pattern(plm_dtype dtype, size_t n) {
-  const size_t size = dtype == PLM_DTYPE_U8    ? 1
-                      : dtype == PLM_DTYPE_U16 ? 2
-                      : dtype == PLM_DTYPE_F64 ? 8
-                                               : 4;
-  void *data = malloc(n * size);
-  ck_assert_ptr_nonnull(data);
-  for (size_t i = 0; i < n; i++) switch (dtype) {
-      case PLM_DTYPE_U8: ((uint8_t *)data)[i] = (uint8_t)(i * 37 + 1); break;
-      case PLM_DTYPE_U16: ((uint16_t *)data)[i] = (uint16_t)(i * 4099 + 65000); break;
-      case PLM_DTYPE_I32: ((int32_t *)data)[i] = (int32_t)(i * 2654435761u); break;
-      case PLM_DTYPE_F32: ((float *)data)[i] = (float)i * -0.75f + 1e-3f; break;
-      case PLM_DTYPE_F64: ((double *)data)[i] = (double)i * 1.000000001 - 3e100 * (i == 2); break;
-    }
-  return data;
-}
-
 /* The file cfitsio reads back: BITPIX, the axes, BZERO, ORIGIN and the values as stored. */
 static void expect_cfitsio_reads(const char *path, plm_dtype dtype, int ndim, const int64_t *dims,
                                  const void *want, size_t n) {
@@ -276,7 +258,7 @@ START_TEST(test_written_arrays_read_back) {
       const int64_t *dims = shape + 4 - ndim;
       size_t n = 1;
       for (int k = 0; k < ndim; k++) n *= (size_t)dims[k];
-      void *data = pattern(dtypes[d], n);
+      void *data = written_values(dtypes[d], n);
       void *bytes = NULL, *again = NULL;
       size_t length = 0, length_again = 0;
       ck_assert_msg(fits_encode(dtypes[d], ndim, dims, data, &bytes, &length, "out.fits", err,
@@ -291,22 +273,8 @@ START_TEST(test_written_arrays_read_back) {
       const char *path = scratch_file(dir, "out.fits", bytes, length);
       expect_cfitsio_reads(path, dtypes[d], ndim, dims, data, n);
       /* plume's reader: u8, u16 and f32 images and cubes as written; f64 narrowed to f32. */
-      const bool readable = ndim == 2 || ndim == 3;
-      if (readable && dtypes[d] != PLM_DTYPE_I32) {
-        image got = read_ok(path);
-        image want = {.dtype = dtypes[d] == PLM_DTYPE_F64 ? PLM_DTYPE_F32 : dtypes[d],
-                      .ndim = ndim,
-                      .data = data};
-        memcpy(want.dims, dims, (size_t)ndim * sizeof *dims);
-        if (dtypes[d] == PLM_DTYPE_F64) {
-          want.data = malloc(n * sizeof(float));
-          ck_assert_ptr_nonnull(want.data);
-          for (size_t i = 0; i < n; i++) ((float *)want.data)[i] = (float)((double *)data)[i];
-        }
-        expect_image_equal(&got, &want, plm_dtype_name(dtypes[d]));
-        image_free(&got, NULL);
-        if (want.data != data) free(want.data);
-      }
+      if ((ndim == 2 || ndim == 3) && dtypes[d] != PLM_DTYPE_I32)
+        expect_read_as_written(path, dtypes[d], ndim, dims, data);
       free(bytes);
       free(again);
       free(data);

@@ -14,8 +14,12 @@
  * files (cut short, bytes changed, cut while open) fail with a one-line message naming the
  * file and the dataset, never a crash or a leak, and libhdf5 prints nothing on stderr while
  * the caller's error handler stays as it was; no libhdf5 object is left open. libhdf5's own
- * leaks on some damaged files are suppressed for LeakSanitizer (tests/lsan-libhdf5.supp). A
- * plain unit test: no backend.
+ * leaks on some damaged files are suppressed for LeakSanitizer (tests/lsan-libhdf5.supp).
+ * Writing (hdf5_encode, plume op --out x.h5): every dtype in 1 to 4 dimensions, in the dataset
+ * named or /data, reads back through libhdf5 as the little-endian type, shape and values
+ * written, contiguous and without times, and through plume's reader where it reads such a
+ * dataset; the same array gives the same bytes; what cannot be written is refused with a
+ * message naming the file, libhdf5 printing nothing. A plain unit test: no backend.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -33,6 +37,7 @@
 #include "checks.h"
 #include "scratch_dir.h"
 #include "support/frame_reader.h"
+#include "support/hdf5_io.h"
 #include "support/image_io.h"
 #include "image_file_checks.h"
 
@@ -326,6 +331,151 @@ START_TEST(test_a_damaged_file_fails_with_a_message) {
 }
 END_TEST
 
+/* ---- writing ------------------------------------------------------------------------------ */
+
+/* The file at path holds, at name, dtype's little-endian HDF5 type in ndim dims, contiguous,
+ * with want's values, and no object on the way to it records a time. */
+static void expect_libhdf5_reads(const char *path, const char *name, plm_dtype dtype, int ndim,
+                                 const int64_t *dims, const void *want, size_t n) {
+  static const struct {
+    plm_dtype dtype;
+    size_t size;
+  } sizes[] = {{PLM_DTYPE_U8, 1},
+               {PLM_DTYPE_U16, 2},
+               {PLM_DTYPE_I32, 4},
+               {PLM_DTYPE_F32, 4},
+               {PLM_DTYPE_F64, 8}};
+  const hid_t types[] = {H5T_STD_U8LE, H5T_STD_U16LE, H5T_STD_I32LE, H5T_IEEE_F32LE,
+                         H5T_IEEE_F64LE};
+  size_t t = 0;
+  while (sizes[t].dtype != dtype) t++;
+  const hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  ck_assert_msg(file >= 0, "libhdf5 cannot open %s", path);
+  const hid_t dataset = H5Dopen2(file, name, H5P_DEFAULT);
+  ck_assert_msg(dataset >= 0, "%s: no dataset %s", path, name);
+  const hid_t type = H5Dget_type(dataset), space = H5Dget_space(dataset),
+              dcpl = H5Dget_create_plist(dataset);
+  ck_assert_msg(H5Tequal(type, types[t]) > 0, "%s: not the type of %s", path,
+                plm_dtype_name(dtype));
+  ck_assert_int_eq(H5Sget_simple_extent_ndims(space), ndim);
+  hsize_t shape[4] = {0};
+  H5Sget_simple_extent_dims(space, shape, NULL);
+  for (int d = 0; d < ndim; d++) ck_assert_int_eq((int64_t)shape[d], dims[d]);
+  ck_assert_int_eq(H5Pget_layout(dcpl), H5D_CONTIGUOUS);
+  ck_assert_int_eq(H5Pget_nfilters(dcpl), 0);
+  void *got = malloc(n * sizes[t].size);
+  ck_assert_ptr_nonnull(got);
+  ck_assert(H5Dread(dataset, types[t], H5S_ALL, H5S_ALL, H5P_DEFAULT, got) >= 0);
+  ck_assert_msg(memcmp(got, want, n * sizes[t].size) == 0, "%s: values differ", path);
+  free(got);
+  /* No times: the dataset and each group on the way to it, the root group included. */
+  char object[256];
+  snprintf(object, sizeof object, "%s", name);
+  for (;;) {
+    const char *at = object[0] ? object : "/";
+    H5O_info_t info;
+    ck_assert(H5Oget_info_by_name2(file, at, &info, H5O_INFO_TIME, H5P_DEFAULT) >= 0);
+    ck_assert_msg(info.atime == 0 && info.mtime == 0 && info.ctime == 0 && info.btime == 0,
+                  "%s: %s records a time", path, at);
+    if (!object[0]) break;
+    *strrchr(object, '/') = '\0';
+  }
+  H5Pclose(dcpl);
+  H5Sclose(space);
+  H5Tclose(type);
+  H5Dclose(dataset);
+  H5Fclose(file);
+}
+
+START_TEST(test_written_datasets_read_back) {
+  static const plm_dtype dtypes[] = {PLM_DTYPE_U8, PLM_DTYPE_U16, PLM_DTYPE_I32, PLM_DTYPE_F32,
+                                     PLM_DTYPE_F64};
+  static const int64_t shape[4] = {2, 3, 5, 7};
+  for (size_t d = 0; d < sizeof dtypes / sizeof *dtypes; d++)
+    for (int ndim = 1; ndim <= 4; ndim++) {
+      const int64_t *dims = shape + 4 - ndim;
+      size_t n = 1;
+      for (int k = 0; k < ndim; k++) n *= (size_t)dims[k];
+      void *data = written_values(dtypes[d], n);
+      /* /data when none is named; a name as the reader takes it, its groups made. */
+      const char *given = ndim % 2 ? NULL : "scan//radiance/";
+      const char *name = given ? "/scan/radiance" : HDF5_DEFAULT_DATASET;
+      void *bytes = NULL, *again = NULL;
+      size_t length = 0, length_again = 0;
+      ck_assert_msg(hdf5_encode(dtypes[d], ndim, dims, data, given, &bytes, &length, "out.h5", err,
+                                sizeof err) == PLM_OK,
+                    "%s", err);
+      ck_assert_msg(hdf5_encode(dtypes[d], ndim, dims, data, given, &again, &length_again, "out.h5",
+                                err, sizeof err) == PLM_OK,
+                    "%s", err);
+      ck_assert_msg(length == length_again && memcmp(bytes, again, length) == 0,
+                    "%s %d-D: two encodings differ", plm_dtype_name(dtypes[d]), ndim);
+      const char *path = scratch_file(dir, "out.h5", bytes, length);
+      expect_libhdf5_reads(path, name, dtypes[d], ndim, dims, data, n);
+      /* plume's reader: u8, u16 and f32 datasets of 2 and 3 dimensions as written, f64
+       * narrowed to f32; it refuses i32 (as 32-bit integers) and the other ranks. */
+      char named[SCRATCH_DIR_SIZE + 64];
+      snprintf(named, sizeof named, "%s:%s", path, name);
+      image img = {0};
+      if ((ndim == 2 || ndim == 3) && dtypes[d] != PLM_DTYPE_I32)
+        expect_read_as_written(named, dtypes[d], ndim, dims, data);
+      else
+        expect_image_message(image_read(named, NULL, &img, err, sizeof err), PLM_ERR_UNSUPPORTED,
+                             err, "out.h5: dataset ", dtypes[d] == PLM_DTYPE_I32 ? "32-bit" : "-D");
+      ck_assert_ptr_null(img.data);
+      free(bytes);
+      free(again);
+      free(data);
+    }
+  expect_no_handle_open("the written files");
+}
+END_TEST
+
+/* What hdf5_encode cannot write is refused by name, before libhdf5 or by its account, and
+ * libhdf5 prints nothing. */
+START_TEST(test_what_is_not_written_is_named) {
+  fflush(stderr);
+  const int saved = dup(STDERR_FILENO);
+  const char *log = scratch_path(dir, "stderr.txt");
+  const int to = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  ck_assert(saved >= 0 && to >= 0 && dup2(to, STDERR_FILENO) == STDERR_FILENO);
+  close(to);
+  void *bytes = NULL;
+  size_t length = 0;
+  const int64_t five[5] = {1, 1, 1, 1, 1}, empty[2] = {3, 0}, one_by_one[2] = {1, 1};
+  uint8_t one = 0;
+  const plm_status rank =
+      hdf5_encode(PLM_DTYPE_U8, 5, five, &one, NULL, &bytes, &length, "x.h5", err, sizeof err);
+  char rank_err[sizeof err];
+  snprintf(rank_err, sizeof rank_err, "%s", err);
+  const plm_status zero =
+      hdf5_encode(PLM_DTYPE_U8, 2, empty, &one, NULL, &bytes, &length, "x.h5", err, sizeof err);
+  char zero_err[sizeof err];
+  snprintf(zero_err, sizeof zero_err, "%s", err);
+  const plm_status root = hdf5_encode(PLM_DTYPE_U8, 2, one_by_one, &one, "//", &bytes, &length,
+                                      "x.h5", err, sizeof err);
+  char root_err[sizeof err];
+  snprintf(root_err, sizeof root_err, "%s", err);
+  /* libhdf5's own refusal: "." names the group it is in, which exists. */
+  const plm_status dot = hdf5_encode(PLM_DTYPE_U8, 2, one_by_one, &one, "scan/.", &bytes, &length,
+                                     "x.h5", err, sizeof err);
+  fflush(stderr);
+  dup2(saved, STDERR_FILENO);
+  close(saved);
+  expect_image_message(rank, PLM_ERR_INVALID_ARG, rank_err, "x.h5: 5 dimensions", "1 to 4");
+  expect_image_message(zero, PLM_ERR_INVALID_ARG, zero_err, "x.h5: dimension 1 is 0", NULL);
+  expect_image_message(root, PLM_ERR_INVALID_ARG, root_err, "x.h5: '/' is the root group",
+                       "x.h5:/data");
+  expect_image_message(dot, PLM_ERR_IO, err, "x.h5: dataset /scan/.: ", "already exists");
+  ck_assert_ptr_null(bytes);
+  ck_assert_uint_eq(length, 0);
+  struct stat st;
+  ck_assert_int_eq(stat(log, &st), 0);
+  ck_assert_msg(st.st_size == 0, "libhdf5 printed %lld bytes on stderr", (long long)st.st_size);
+  expect_no_handle_open("the refused writes");
+}
+END_TEST
+
 int main(void) {
   Suite *suite = suite_create("hdf5_io");
   TCase *tcase = tcase_create("hdf5_io");
@@ -337,6 +487,8 @@ int main(void) {
   tcase_add_test(tcase, test_what_is_not_read_is_named);
   tcase_add_test(tcase, test_libhdf5_prints_nothing_and_keeps_the_handler);
   tcase_add_test(tcase, test_a_damaged_file_fails_with_a_message);
+  tcase_add_test(tcase, test_written_datasets_read_back);
+  tcase_add_test(tcase, test_what_is_not_written_is_named);
   suite_add_tcase(suite, tcase);
   SRunner *runner = srunner_create(suite);
   srunner_set_fork_status(runner, CK_NOFORK);

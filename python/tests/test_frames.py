@@ -8,7 +8,8 @@ fixture of tests/fixtures (TIFF by tifffile, FITS by astropy, HDF5 by h5py, NetC
 netCDF4-python, video by the ffmpeg program) is read through plume and compared value by
 value with what that library (or program) reads from the same file, where this python3 has
 it (Debian: python3-tifffile, python3-astropy, python3-h5py, python3-netcdf4, ffmpeg), and
-always with the .npy its generator saved. Raw frames from a file and from a pipe (a
+always with the .npy its generator saved. plume op's HDF5 outputs of every dtype (PLUME_CLI)
+are read by h5py and netCDF4-python as the same op's .npy output. Raw frames from a file and from a pipe (a
 python3 started with the bytes on its standard input); a pipeline run over open_frames
 equals the same run over the stack; every failure raises the exception of its status with
 the C library's message.
@@ -48,6 +49,7 @@ netCDF4 = optional("netCDF4")
 astropy = optional("astropy.io.fits")
 fits = astropy.io.fits if astropy else None
 FFMPEG = shutil.which("ffmpeg")
+CLI = os.environ.get("PLUME_CLI", "build/apps/plume")
 
 
 def assert_same(test, got, want, what):
@@ -171,6 +173,76 @@ class Formats(unittest.TestCase):
                 len(frames)
             self.assertEqual(len(list(frames)), 4)
             self.assertEqual(len(frames), 4)
+
+
+class Written(unittest.TestCase):
+    """plume op's HDF5 outputs (--out x.h5, x.h5:/name) as h5py and netCDF4-python read them:
+    the dtype, shape and values of the same op's .npy output, in the dataset named."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def path(self, name):
+        return os.path.join(self.dir.name, name)
+
+    def op(self, name, *args):
+        """plume op NAME ARGS... writing OUT.npy and OUT.h5:/out/NAME; the .npy's array."""
+        for out in ("%s.npy" % name, "%s.h5:/out/%s" % (name, name)):
+            subprocess.run([CLI, "op", name, *args, "--out", self.path(out)], check=True,
+                           capture_output=True)
+        return np.load(self.path(name + ".npy"))
+
+    def outputs(self):
+        """Every dtype plume writes: (op, the .npy output) for u8, u16, i32, f32 and f64 in
+        1 to 3 dimensions."""
+        cube = fixture("hdf5/u16-cube.h5:/frames")
+        ref = self.path("ref.npy")
+        np.save(ref, np.full((3, 9, 14), 1000, np.uint16))
+        a, b = self.path("a.npy"), self.path("b.npy")
+        np.save(a, np.arange(12, dtype=np.float32).reshape(3, 4) / 7)
+        np.save(b, np.linspace(-2, 2, 12, dtype=np.float32).reshape(3, 4))
+        return [("threshold", self.op("threshold", "--in", cube, "--value", "30000")),
+                ("abs_diff", self.op("abs_diff", "--in", cube, "--ref", ref)),
+                ("label", self.op("label", "--in", self.path("threshold.npy"))),
+                ("entropy", self.op("entropy", "--in", cube, "--window", "3", "--bins", "8",
+                                    "--range", "0,65535")),
+                ("dot", self.op("dot", "--a", a, "--b", b))]
+
+    @unittest.skipIf(h5py is None, "no h5py for this python3 (Debian: python3-h5py)")
+    def test_hdf5_as_h5py_reads_it(self):
+        want_dtypes = {"threshold": "|u1", "abs_diff": "<u2", "label": "<i4", "entropy": "<f4",
+                       "dot": "<f8"}
+        for name, want in self.outputs():
+            self.assertEqual(want.dtype.str, want_dtypes[name], name)
+            with h5py.File(self.path(name + ".h5"), "r") as f:
+                self.assertEqual(list(f), ["out"], name)
+                self.assertEqual(list(f["out"]), [name], name)
+                dataset = f["out/" + name]
+                self.assertIsNone(dataset.chunks, name)  # contiguous
+                self.assertEqual(dict(dataset.attrs), {}, name)
+                assert_same(self, dataset[...], want, name)
+                self.assertEqual(dataset.dtype.str, want.dtype.str, name)
+        # Unnamed: /data.
+        subprocess.run([CLI, "op", "threshold", "--in", self.path("threshold.npy"), "--value",
+                        "0", "--out", self.path("plain.hdf5")], check=True, capture_output=True)
+        with h5py.File(self.path("plain.hdf5"), "r") as f:
+            self.assertEqual(list(f), ["data"])
+            assert_same(self, f["data"][...], np.load(self.path("threshold.npy")), "/data")
+
+    @unittest.skipIf(netCDF4 is None, "no netCDF4 for this python3 (Debian: python3-netcdf4)")
+    def test_hdf5_as_netcdf4_python_reads_it(self):
+        """Not NetCDF-4 by its conventions (no dimension scales: plume names it .h5), but
+        netCDF4-python opens it, with dimensions phony_dim_0, ..."""
+        for name, want in self.outputs():
+            with netCDF4.Dataset(self.path(name + ".h5")) as nc:
+                variable = nc["out"][name]
+                variable.set_auto_mask(False)
+                self.assertTrue(all(d.startswith("phony_dim_") for d in variable.dimensions))
+                got = variable[...]
+            assert_same(self, np.asarray(got), want, name)
 
 
 class Raw(unittest.TestCase):

@@ -1188,6 +1188,34 @@ checks=$((checks + 1))
 grep -q 'BITPIX  =                  -32' e.FTS || fail "e.FTS is not BITPIX -32"
 rm -f t.fits t.npy e.FTS back-fits.npy back-npy.npy
 
+# HDF5 out (support/hdf5_io.h): --out NAME.h5 (or .hdf5, any case) writes one dataset, /data
+# or the one named after the file as the reader names them, which reads back as the .npy
+# output's values; the same result gives the same bytes. .nc, a name that is only '/' and an
+# --in in the file the output would replace are refused before anything runs.
+stack=$tiffs/u16-stack-strips-deflate
+run 0 "threshold to HDF5" op threshold --in "$stack.tif" --value 30000 --out t.h5
+run 0 "threshold to a named dataset" op threshold --in "$stack.tif" --value 30000 \
+  --out t.HDF5:/masks//hot/
+run 0 "threshold to .npy" op threshold --in "$stack.npy" --value 30000 --out t.npy
+run 0 "the HDF5 output read back" op threshold --in t.h5 --value 0 --out back-h5.npy
+run 0 "the named dataset read back" op threshold --in t.HDF5:/masks/hot --value 0 \
+  --out back-named.npy
+run 0 "the .npy output read back" op threshold --in t.npy --value 0 --out back-npy.npy
+same back-h5.npy back-npy.npy "an HDF5 written and read"
+same back-named.npy back-npy.npy "a named HDF5 dataset written and read"
+checks=$((checks + 1))
+[[ $(head -c 8 t.h5 | od -An -tx1 | tr -d ' ') == 894844460d0a1a0a ]] || fail "t.h5 is not HDF5"
+run 0 "threshold to HDF5 again" op threshold --in "$stack.tif" --value 30000 --out again.h5
+same t.h5 again.h5 "two HDF5 files of one result"
+run 2 "HDF5 named .nc" op threshold --in t.npy --value 0 --out x.nc &&
+  expect_err "HDF5 named .nc" "'x.nc' ends in .nc, but the data written is"
+run 2 "the root group" op threshold --in t.npy --value 0 --out x.h5:/ &&
+  expect_err "the root group" "--out 'x.h5:/': '/' is the root group: name a dataset in it"
+run 2 "the input's HDF5 file" op threshold --in t.HDF5:/masks/hot --value 0 --out t.HDF5:/o &&
+  expect_err "the input's HDF5 file" "--in and --out name the same file"
+absent "refused HDF5 outputs" x.nc x.h5
+rm -f t.h5 t.HDF5 again.h5 t.npy back-h5.npy back-named.npy back-npy.npy
+
 # PNG out (support/png_io.h): --out NAME.png writes a grayscale PNG of a 2-D u8 or u16
 # output, every value kept (abs_diff against zeros is the identity), read back through
 # libpng; an f32 output or a stack is refused before anything runs, and nothing is written.
