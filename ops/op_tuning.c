@@ -498,6 +498,16 @@ static plm_status find_tunable(const char *caller, plm_backend backend, const ch
   return PLM_OK;
 }
 
+/* A tunable as the public calls describe it (its strings and candidates the library's own). */
+static plm_tunable_info tunable_info(const plm__op_tunable *t) {
+  return (plm_tunable_info){.name = t->name,
+                            .backend = t->backend,
+                            .fallback = t->fallback,
+                            .candidate_count = t->candidate_count,
+                            .candidates = t->candidates,
+                            .help = t->help};
+}
+
 plm_status plm_op_tunable_count(int op, int *count) {
   PLM__REQUIRE_NOT_NULL(count);
   const plm__op_desc *desc = plm__op_get((plm__op_kind)op);
@@ -513,13 +523,7 @@ plm_status plm_op_tunable_info_get(int op, int tunable, plm_tunable_info *out) {
   if (tunable < 0 || tunable >= desc->tunable_count)
     return plm__fail(PLM_ERR_INVALID_ARG, "tunable %d is not one of %s's %d", tunable, desc->name,
                      desc->tunable_count);
-  const plm__op_tunable *t = &desc->tunables[tunable];
-  *out = (plm_tunable_info){.name = t->name,
-                            .backend = t->backend,
-                            .fallback = t->fallback,
-                            .candidate_count = t->candidate_count,
-                            .candidates = t->candidates,
-                            .help = t->help};
+  *out = tunable_info(&desc->tunables[tunable]);
   return PLM_OK;
 }
 
@@ -687,12 +691,6 @@ plm_status plm_tuning_batch_tunable(plm_backend backend, plm_tunable_info *out) 
   const int index = plm__op_tunable_index(&run_stream_subject, PLM_TUNING_BATCH_BYTES, backend);
   if (index < 0)
     return plm__fail(PLM_ERR_INVALID_ARG, "backend %d is not host or cuda", (int)backend);
-  const plm__op_tunable *t = &run_stream_tunables[index];
-  *out = (plm_tunable_info){.name = t->name,
-                            .backend = t->backend,
-                            .fallback = t->fallback,
-                            .candidate_count = t->candidate_count,
-                            .candidates = t->candidates,
-                            .help = t->help};
+  *out = tunable_info(&run_stream_tunables[index]);
   return PLM_OK;
 }
