@@ -267,6 +267,22 @@ START_TEST(test_what_is_not_read_is_named) {
 }
 END_TEST
 
+/* stderr into the file `log` (made empty) until stderr_back(the returned descriptor). */
+static int stderr_into(const char *log) {
+  fflush(stderr);
+  const int saved = dup(STDERR_FILENO);
+  const int to = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  ck_assert(saved >= 0 && to >= 0 && dup2(to, STDERR_FILENO) == STDERR_FILENO);
+  close(to);
+  return saved;
+}
+
+static void stderr_back(int saved) {
+  fflush(stderr);
+  dup2(saved, STDERR_FILENO);
+  close(saved);
+}
+
 /* libhdf5's automatic error printing is off during plume's calls and back after them: a
  * failed read prints nothing, and the handler a host program set is the one it finds. */
 START_TEST(test_libhdf5_prints_nothing_and_keeps_the_handler) {
@@ -274,21 +290,15 @@ START_TEST(test_libhdf5_prints_nothing_and_keeps_the_handler) {
   void *before_data = NULL, *after_data = NULL;
   H5Eget_auto2(H5E_DEFAULT, &before, &before_data);
   ck_assert_ptr_nonnull((void *)before); /* libhdf5's default printer */
-  fflush(stderr);
-  const int saved = dup(STDERR_FILENO);
   const char *log = scratch_path(dir, "stderr.txt");
-  const int to = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  ck_assert(saved >= 0 && to >= 0 && dup2(to, STDERR_FILENO) == STDERR_FILENO);
-  close(to);
+  const int saved = stderr_into(log);
   image img = {0};
   plm_status missing = image_read(fixture("u16-cube.h5:/nope"), NULL, &img, err, sizeof err);
   unsigned char bytes[4096];
   const size_t length = file_bytes(fixture("u16-cube.h5"), bytes, sizeof bytes);
   plm_status cut =
       image_read(scratch_file(dir, "cut.h5", bytes, length / 2), NULL, &img, err, sizeof err);
-  fflush(stderr);
-  dup2(saved, STDERR_FILENO);
-  close(saved);
+  stderr_back(saved);
   ck_assert(missing == PLM_ERR_IO && cut == PLM_ERR_IO);
   struct stat st;
   ck_assert_int_eq(stat(log, &st), 0);
@@ -434,12 +444,8 @@ END_TEST
 /* What hdf5_encode cannot write is refused by name, before libhdf5 or by its account, and
  * libhdf5 prints nothing. */
 START_TEST(test_what_is_not_written_is_named) {
-  fflush(stderr);
-  const int saved = dup(STDERR_FILENO);
   const char *log = scratch_path(dir, "stderr.txt");
-  const int to = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  ck_assert(saved >= 0 && to >= 0 && dup2(to, STDERR_FILENO) == STDERR_FILENO);
-  close(to);
+  const int saved = stderr_into(log);
   void *bytes = NULL;
   size_t length = 0;
   const int64_t five[5] = {1, 1, 1, 1, 1}, empty[2] = {3, 0}, one_by_one[2] = {1, 1};
@@ -459,9 +465,7 @@ START_TEST(test_what_is_not_written_is_named) {
   /* libhdf5's own refusal: "." names the group it is in, which exists. */
   const plm_status dot = hdf5_encode(PLM_DTYPE_U8, 2, one_by_one, &one, "scan/.", &bytes, &length,
                                      "x.h5", err, sizeof err);
-  fflush(stderr);
-  dup2(saved, STDERR_FILENO);
-  close(saved);
+  stderr_back(saved);
   expect_image_message(rank, PLM_ERR_INVALID_ARG, rank_err, "x.h5: 5 dimensions", "1 to 4");
   expect_image_message(zero, PLM_ERR_INVALID_ARG, zero_err, "x.h5: dimension 1 is 0", NULL);
   expect_image_message(root, PLM_ERR_INVALID_ARG, root_err, "x.h5: '/' is the root group",
