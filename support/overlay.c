@@ -228,13 +228,11 @@ typedef struct drawing {
   int64_t next_detection, next_truth;
 } drawing;
 
-/* The k-th picture: frame k of r with its truth and detections (the next ones of d, whose
- * frames are k or later), written to dir. */
-static plm_status write_picture(frame_reader *r, int64_t k, const image *frame,
-                                overlay_picture *pic, drawing *d, const char *dir, char *err,
-                                size_t err_size) {
-  plm_status status = frame_reader_read(r, k, frame->data, err, err_size);
-  if (status == PLM_OK) status = overlay_render(frame, pic, err, err_size);
+/* The k-th picture: frame k (read into frame) with its truth and detections (the next ones
+ * of d, whose frames are k or later), written to dir. */
+static plm_status write_picture(int64_t k, const image *frame, overlay_picture *pic, drawing *d,
+                                const char *dir, char *err, size_t err_size) {
+  plm_status status = overlay_render(frame, pic, err, err_size);
   if (status != PLM_OK) return status;
   for (; d->next_truth < d->n_truth && d->truth[d->next_truth].frame == k; d->next_truth++) {
     const score_truth *t = &d->truth[d->next_truth];
@@ -283,38 +281,45 @@ static plm_status fit_buffers(image *frame, overlay_picture *pic, int64_t height
   return PLM_OK;
 }
 
+/* A detection of a frame the input does not have (frames of them): refused by name. */
+static plm_status past_the_frames(const drawn_detection *det, int64_t frames, const char *csv,
+                                  char *err, size_t err_size) {
+  if (det->frame < frames) return PLM_OK;
+  return quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
+                       "%s: a detection of frame %lld, past the %lld frames", csv,
+                       (long long)det->frame, (long long)frames);
+}
+
 plm_status overlay_write_frames(frame_reader *r, const frame_reader_info *info,
                                 const char *detections_csv, const char *truth_csv,
                                 const char *dir, int64_t *written, char *err, size_t err_size) {
   *written = 0;
-  if (info->count < 0)
-    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
-                         "overlay: the frames' count is unknown (a stream, read once, or a video "
-                         "whose container does not count them): they cannot be drawn");
   drawing d = {0};
   plm_status status =
       read_detections(detections_csv, &d.detections, &d.n_detections, err, err_size);
   if (status == PLM_OK && truth_csv)
     status = score_read_truth(truth_csv, &d.truth, &d.n_truth, err, err_size);
-  for (int64_t i = 0; status == PLM_OK && i < d.n_detections; i++)
-    if (d.detections[i].frame >= info->count)
-      status = quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
-                             "%s: a detection of frame %lld, past the %lld frames", detections_csv,
-                             (long long)d.detections[i].frame, (long long)info->count);
+  for (int64_t i = 0; status == PLM_OK && info->count >= 0 && i < d.n_detections; i++)
+    status = past_the_frames(&d.detections[i], info->count, detections_csv, err, err_size);
   if (status == PLM_OK) {
     qsort(d.detections, (size_t)d.n_detections, sizeof *d.detections, compare_detections);
     if (d.truth) qsort(d.truth, (size_t)d.n_truth, sizeof *d.truth, compare_truth);
   }
   image frame = {.dtype = info->dtype, .ndim = 2};
   overlay_picture pic = {0};
-  for (int64_t k = 0; status == PLM_OK && k < info->count; k++) {
+  /* A count known only at the end (a video whose container does not say) is read to it. */
+  bool end = false;
+  for (int64_t k = 0; status == PLM_OK && !end && (info->count < 0 || k < info->count); k++) {
     int64_t height = 0, width = 0;
     status = frame_reader_shape(r, k, &height, &width, err, err_size);
     if (status == PLM_OK && (height != pic.height || width != pic.width))
       status = fit_buffers(&frame, &pic, height, width, err, err_size);
-    if (status == PLM_OK) status = write_picture(r, k, &frame, &pic, &d, dir, err, err_size);
-    if (status == PLM_OK) ++*written;
+    if (status == PLM_OK) status = frame_reader_next(r, k, frame.data, &end, err, err_size);
+    if (status == PLM_OK && !end) status = write_picture(k, &frame, &pic, &d, dir, err, err_size);
+    if (status == PLM_OK && !end) ++*written;
   }
+  for (int64_t i = 0; status == PLM_OK && info->count < 0 && i < d.n_detections; i++)
+    status = past_the_frames(&d.detections[i], *written, detections_csv, err, err_size);
   free(frame.data);
   free(pic.rgb);
   free(d.detections);

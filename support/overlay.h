@@ -61,11 +61,13 @@ void overlay_draw_cross(overlay_picture *pic, double row, double col, int arm,
 void overlay_draw_circle(overlay_picture *pic, double row, double col, double radius,
                          overlay_colour colour);
 
-/* Every frame of r (info as frame_reader_open gave it; not a stream) with the rows of
+/* Every frame of r (info as frame_reader_open gave it; not a stream, which plume detect
+ * has read already; a video whose container does not count its frames is read to its end)
+ * with the rows of
  * detections_csv (as plume detect writes it) and, unless NULL, the plumes of truth_csv (as
  * plume scene writes it) drawn on it, into folder dir (which must exist); *written is the
  * pictures written. Errors: those of the readers (PLM_ERR_IO, PLM_ERR_UNSUPPORTED,
- * "PATH: ..."), PLM_ERR_INVALID_ARG (a stream, a row whose frame is past the frames),
+ * "PATH: ..."), PLM_ERR_INVALID_ARG (a row whose frame is past the frames),
  * PLM_ERR_IO (a picture not written), PLM_ERR_OUT_OF_MEMORY. The pictures written before
  * a failure stay. */
 plm_status overlay_write_frames(frame_reader *r, const frame_reader_info *info,

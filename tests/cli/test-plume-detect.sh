@@ -284,6 +284,17 @@ run 0 "an FFV1 Matroska video" detect --frames "$videos/gray16-ffv1.mkv" \
 run 0 "its .npy" detect --frames "$videos/gray16-ffv1.npy" --pipeline "$fits_pipeline" \
   --out npy.csv
 same mkv.csv npy.csv "an FFV1 Matroska video"
+# --overlay reads a video whose count Matroska does not say to its end: a picture a frame.
+mkdir -p pictures-mkv
+run 0 "--overlay of a Matroska video" detect --frames "$videos/gray16-ffv1.mkv" \
+  --pipeline "$fits_pipeline" --out mkv-drawn.csv --overlay pictures-mkv && {
+  want=$(head -c 128 "$videos/gray16-ffv1.npy" | grep -ao "'shape': ([0-9]*" | grep -o "[0-9]*$")
+  frames=$(ls pictures-mkv | wc -l)
+  checks=$((checks + 1))
+  grep -q "^overlay: $frames pictures -> pictures-mkv$" out.txt && [[ $frames -gt 1 && $frames == "$want" ]] ||
+    fail "--overlay of a Matroska video: $frames files of $want frames: $(cat out.txt)"
+}
+same mkv-drawn.csv npy.csv "--overlay of a Matroska video: its rows"
 run 0 "an FFV1 Matroska video on stdin" detect --frames - --pipeline "$fits_pipeline" \
   --out stdin.csv < <(cat "$videos/gray16-ffv1.mkv")
 same stdin.csv npy.csv "an FFV1 Matroska video on stdin"
