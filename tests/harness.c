@@ -216,6 +216,22 @@ int plm_test_main(Suite *(*make_suite)(void)) {
   return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
 
+void *plm_test_values(plm_dtype dtype, int64_t count, uint64_t seed, plm_test_f32_fn f32_value,
+                      const void *user, double *as_double) {
+  void *host = malloc((size_t)count * plm_dtype_size(dtype));
+  ck_assert_ptr_nonnull(host);
+  uint64_t state = seed | 1;
+  for (int64_t i = 0; i < count; i++) {
+    const uint64_t r = plm_test_random(&state);
+    switch (dtype) {
+      case PLM_DTYPE_U8: as_double[i] = ((uint8_t *)host)[i] = (uint8_t)r; break;
+      case PLM_DTYPE_U16: as_double[i] = ((uint16_t *)host)[i] = (uint16_t)r; break;
+      default: as_double[i] = ((float *)host)[i] = f32_value(r, i, user);
+    }
+  }
+  return host;
+}
+
 float *plm_test_uniform_f32(int64_t count, double range, uint64_t seed) {
   float *v = malloc((size_t)count * sizeof *v);
   ck_assert_ptr_nonnull(v);

@@ -48,6 +48,16 @@ static inline uint64_t plm_test_random(uint64_t *state) {
   return *state;
 }
 
+/* A test's f32 value for element i, from one draw r of plm_test_random (and the test's
+ * own data, user). */
+typedef float (*plm_test_f32_fn)(uint64_t r, int64_t i, const void *user);
+
+/* count host values of dtype (malloc'd, the caller frees them), each also as a double in
+ * as_double: u8 and u16 the low bits of a draw of plm_test_random (from seed | 1), f32
+ * what f32_value makes of that draw. The inputs of the element-wise ops' tests. */
+void *plm_test_values(plm_dtype dtype, int64_t count, uint64_t seed, plm_test_f32_fn f32_value,
+                      const void *user, double *as_double);
+
 /* count f32 values uniform in [-range, range] (on a grid of 1e-6 · range), from seed;
  * malloc'd, the caller frees them. */
 float *plm_test_uniform_f32(int64_t count, double range, uint64_t seed);

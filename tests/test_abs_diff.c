@@ -16,30 +16,19 @@
 
 #include "harness.h"
 
-/* Host values of count elements of dtype (f32 with NaN and infinities placed), also as
- * doubles. */
+/* An f32 input value in (-1e4, 1e4), with NaN and infinities (of the sign the seed's bit 1
+ * says: user) and exact zeros placed. */
+static float f32_value(uint64_t r, int64_t i, const void *user) {
+  float v = (float)((double)(r >> 11) / 9007199254740992.0 * 2e4 - 1e4);
+  if (i % 97 == 5) v = NAN;
+  if (i % 89 == 6) v = *(const bool *)user ? INFINITY : -INFINITY;
+  if (i % 83 == 7) v = 0.0f; /* equal values: an exact zero */
+  return v;
+}
+
 static void *make_input(plm_dtype dtype, int64_t count, double *as_double, uint64_t seed) {
-  void *host = malloc((size_t)count * plm_dtype_size(dtype));
-  ck_assert_ptr_nonnull(host);
-  uint64_t state = seed | 1;
-  for (int64_t i = 0; i < count; i++) {
-    uint64_t r = plm_test_random(&state);
-    switch (dtype) {
-      case PLM_DTYPE_U8: ((uint8_t *)host)[i] = (uint8_t)r; break;
-      case PLM_DTYPE_U16: ((uint16_t *)host)[i] = (uint16_t)r; break;
-      default: {
-        float v = (float)((double)(r >> 11) / 9007199254740992.0 * 2e4 - 1e4);
-        if (i % 97 == 5) v = NAN;
-        if (i % 89 == 6) v = (seed & 2) ? INFINITY : -INFINITY;
-        if (i % 83 == 7) v = 0.0f; /* equal values: an exact zero */
-        ((float *)host)[i] = v;
-      }
-    }
-    as_double[i] = dtype == PLM_DTYPE_U8    ? ((uint8_t *)host)[i]
-                   : dtype == PLM_DTYPE_U16 ? ((uint16_t *)host)[i]
-                                            : ((float *)host)[i];
-  }
-  return host;
+  const bool positive = seed & 2;
+  return plm_test_values(dtype, count, seed, f32_value, &positive, as_double);
 }
 
 /* The expected element: |a - b| in double, a - b rounded to f32 first for f32. */

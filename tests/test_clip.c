@@ -15,23 +15,14 @@
 
 #include "harness.h"
 
-/* Host values of count elements of dtype, also as doubles; f32 values in (-4096, 4096). */
+/* An f32 input value: a multiple of 1/256 in (-4096, 4096). */
+static float f32_value(uint64_t r, int64_t i, const void *user) {
+  (void)i, (void)user;
+  return (float)((int64_t)(r % (1u << 21)) - (1 << 20)) / 256.0f;
+}
+
 static void *make_input(plm_dtype dtype, int64_t count, double *as_double, uint64_t seed) {
-  void *host = malloc((size_t)count * plm_dtype_size(dtype));
-  ck_assert_ptr_nonnull(host);
-  uint64_t state = seed | 1;
-  for (int64_t i = 0; i < count; i++) {
-    uint64_t r = plm_test_random(&state);
-    switch (dtype) {
-      case PLM_DTYPE_U8: ((uint8_t *)host)[i] = (uint8_t)r; break;
-      case PLM_DTYPE_U16: ((uint16_t *)host)[i] = (uint16_t)r; break;
-      default: ((float *)host)[i] = (float)((int64_t)(r % (1u << 21)) - (1 << 20)) / 256.0f;
-    }
-    as_double[i] = dtype == PLM_DTYPE_U8    ? ((uint8_t *)host)[i]
-                   : dtype == PLM_DTYPE_U16 ? ((uint16_t *)host)[i]
-                                            : ((float *)host)[i];
-  }
-  return host;
+  return plm_test_values(dtype, count, seed, f32_value, NULL, as_double);
 }
 
 /* Run clip on random inputs of dims, into a new output or in place (f32 only). Returns

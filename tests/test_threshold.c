@@ -23,31 +23,23 @@ static uint8_t reference(double x, double value, plm_compare compare) {
   return 0;
 }
 
+/* An f32 input value within 10 of the threshold (user: a double), with NaN, infinities
+ * and ties placed. */
+static float f32_value(uint64_t r, int64_t i, const void *user) {
+  (void)i;
+  const double value = *(const double *)user;
+  float v = (float)(value + ((double)(r % 2001) - 1000.0) / 100.0);
+  if (r % 97 == 0) v = NAN;
+  if (r % 89 == 0) v = (r & 1) ? INFINITY : -INFINITY;
+  if (r % 83 == 0) v = (float)value; /* ties */
+  return v;
+}
+
 /* Host input of `count` elements of dtype, values straddling `value` (and, for f32,
  * NaN and infinities). Returned as doubles too, for the reference. */
 static void *make_input(plm_dtype dtype, int64_t count, double value, double *as_double,
                         uint64_t seed) {
-  void *host = malloc((size_t)count * plm_dtype_size(dtype));
-  ck_assert_ptr_nonnull(host);
-  uint64_t state = seed | 1;
-  for (int64_t i = 0; i < count; i++) {
-    uint64_t r = plm_test_random(&state);
-    switch (dtype) {
-      case PLM_DTYPE_U8: ((uint8_t *)host)[i] = (uint8_t)r; break;
-      case PLM_DTYPE_U16: ((uint16_t *)host)[i] = (uint16_t)r; break;
-      default: {
-        float v = (float)(value + ((double)(r % 2001) - 1000.0) / 100.0);
-        if (r % 97 == 0) v = NAN;
-        if (r % 89 == 0) v = (r & 1) ? INFINITY : -INFINITY;
-        if (r % 83 == 0) v = (float)value; /* ties */
-        ((float *)host)[i] = v;
-      }
-    }
-    as_double[i] = dtype == PLM_DTYPE_U8    ? ((uint8_t *)host)[i]
-                   : dtype == PLM_DTYPE_U16 ? ((uint16_t *)host)[i]
-                                            : ((float *)host)[i];
-  }
-  return host;
+  return plm_test_values(dtype, count, seed, f32_value, &value, as_double);
 }
 
 /* Run threshold over a host input of the given shape and compare with the
