@@ -50,6 +50,7 @@
 #include "support/hdf5_io.h"
 #include "support/image_io.h"
 #include "support/png_io.h"
+#include "support/progress.h"
 #include "support/quote.h"
 #include "support/regular_file.h"
 #include "support/tiff_io.h"
@@ -642,7 +643,10 @@ static const char run_options[] =
     "                        default 0: one untimed run)\n"
     "  --h5-values V         an HDF5 input's values: physical (the default: CF scale_factor\n"
     "                        and add_offset applied, fill values NaN) or stored\n"
-    "  -h, --help            show this help\n";
+    "  -q, --quiet           no progress bar and no placement line (errors only)\n"
+    "  -h, --help            show this help\n"
+    "  A progress bar names the stage (reading, running, writing) on stderr when it is a\n"
+    "  terminal.\n";
 
 static void print_command_usage(FILE *out, const command *c) {
   file_flag files[MAX_FILES];
@@ -712,6 +716,7 @@ typedef struct op_run {
   long repeat;      /* 0: run once, untimed */
   double warmup_ms; /* with repeat: untimed runs until this long has passed (one at least) */
   unsigned read_flags; /* how inputs are read: IMAGE_READ_STORED_VALUES (--h5-values stored) */
+  bool quiet;          /* -q: no progress bar, no placement line */
 } op_run;
 
 static int usage_error(const op_run *run, const char *fmt, ...) {
@@ -958,6 +963,11 @@ static int parse_arguments(op_run *run, int argc, char **argv) {
       print_command_usage(stdout, run->cmd);
       return 0;
     }
+    if (strcmp(arg, "-q") == 0 || strcmp(arg, "--quiet") == 0) {
+      if (run->quiet) return usage_error(run, "option -q is given twice");
+      run->quiet = true;
+      continue;
+    }
     if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0')
       return usage_error(run, "unexpected argument %s (see plume op %s --help)",
                          quote_value(arg, q, sizeof q), name);
@@ -1044,9 +1054,21 @@ typedef struct op_state {
   size_t csv_length;
   int csv_file; /* the regions CSV's file, or -1 */
   double *times;
+  progress_bar bar; /* over the stages: read, run, write (not drawn with -q) */
+  char stage[96];   /* the bar's label: "entropy: running" */
 } op_state;
 
+enum { STAGES = 3 }; /* reading, running, writing */
+
+/* The bar at stage `done` of STAGES, named `what`. */
+static void stage(op_state *s, const char *name, int done, const char *what) {
+  snprintf(s->stage, sizeof s->stage, "%s: %s", name, what);
+  progress_clear(&s->bar); /* drawn again at once, with the new label */
+  progress_update(&s->bar, done);
+}
+
 static int release_run(op_state *s, const char *name, int exit_code) {
+  progress_end(&s->bar);
   for (int k = 0; k < MAX_FILES; k++)
     if (s->uploaded[k].data) plm_tensor_free(s->pool, s->stream, &s->uploaded[k]);
   for (int k = 0; k < PLM__OP_MAX_OUT; k++)
@@ -1071,6 +1093,7 @@ static int release_run(op_state *s, const char *name, int exit_code) {
 /* A library call failed: print its message; exit 2 when the caller's input was at
  * fault (invalid argument), else 1. */
 static int library_failure(op_state *s, const char *name, plm_status status) {
+  progress_end(&s->bar); /* the message on a line of its own */
   const char *message = plm_last_error();
   fprintf(stderr, "plume op %s: %s\n", name, message[0] ? message : plm_status_str(status));
   return release_run(s, name, status == PLM_ERR_INVALID_ARG ? EXIT_USAGE : EXIT_RUNTIME_FAILURE);
@@ -1079,6 +1102,7 @@ static int library_failure(op_state *s, const char *name, plm_status status) {
 /* An output could not be written (a full disk: its folder was checked before the run):
  * its message; exit 1, a runtime failure. */
 static int write_failure(op_state *s, const char *name, const char *err) {
+  progress_end(&s->bar); /* the message on a line of its own */
   fprintf(stderr, "plume op %s: %s\n", name, err);
   return release_run(s, name, EXIT_RUNTIME_FAILURE);
 }
@@ -1086,12 +1110,14 @@ static int write_failure(op_state *s, const char *name, const char *err) {
 /* A file could not be read or written, or a value was refused: its message; exit 1 when
  * out of memory, else 2. */
 static int file_failure(op_state *s, const char *name, plm_status status, const char *err) {
+  progress_end(&s->bar); /* the message on a line of its own */
   fprintf(stderr, "plume op %s: %s\n", name, err);
   return release_run(s, name, status == PLM_ERR_OUT_OF_MEMORY ? EXIT_RUNTIME_FAILURE : EXIT_USAGE);
 }
 
 /* Stop before writing when a signal came (apps/interrupt.h): no output is touched. */
 static int interrupted(op_state *s, const char *name) {
+  progress_end(&s->bar); /* the message on a line of its own */
   fprintf(stderr, "plume op %s: interrupted by signal %d; the outputs are as they were\n", name,
           (int)interrupt_signal);
   return release_run(s, name, interrupt_exit_code());
@@ -1229,6 +1255,7 @@ static int run_op(const op_run *run, op_state *s) {
   plm__sort_doubles(s->times, (size_t)run->repeat);
   const long n = run->repeat;
   const double median = plm__median_sorted(s->times, (size_t)n);
+  progress_clear(&s->bar);
   fprintf(stderr, "time_ms median=%.4f min=%.4f max=%.4f\n", median, s->times[0], s->times[n - 1]);
   return -1;
 }
@@ -1376,7 +1403,7 @@ static int place(op_run *run) {
   plm_placement p = {0};
   if (status == PLM_OK) status = plm__op_call_place(op, &call, &choice, &p);
   if (status != PLM_OK) return library_failure(&s, name, status);
-  if (p.host_ms > 0 && p.cuda_ms > 0)
+  if (p.host_ms > 0 && p.cuda_ms > 0 && !run->quiet)
     fprintf(stderr, "placement: predicted %.4f ms on host, %.4f ms on cuda (copies %.4f) -> %s\n",
             p.host_ms, p.cuda_ms, p.cuda_copy_ms, plm_backend_name(p.choice));
   release_run(&s, name, 0);
@@ -1395,8 +1422,12 @@ static int execute(op_run *run) {
   plm_status status = plm_context_create(&run->config, &s.ctx);
   if (status != PLM_OK) return library_failure(&s, name, status);
   s.pinned = (image_allocator){pinned_alloc, pinned_free, s.ctx};
+  snprintf(s.stage, sizeof s.stage, "%s: reading", name);
+  if (!run->quiet) progress_begin(&s.bar, s.stage, "stages", STAGES);
+  s.bar.plain = true; /* a stage's length says nothing of the next one's */
   if ((status = read_inputs(run, &s, err, sizeof err)) != PLM_OK)
     return file_failure(&s, name, status, err);
+  stage(&s, name, 1, "running");
   if ((status = plm_stream_create(s.ctx, 0, &s.stream)) != PLM_OK ||
       (status = plm_context_default_pool(s.ctx, &s.pool)) != PLM_OK ||
       (status = upload_inputs(run, &s)) != PLM_OK || (status = make_outputs(run, &s)) != PLM_OK)
@@ -1404,7 +1435,9 @@ static int execute(op_run *run) {
   int exit_code = refuse_unheld_outputs(run, &s);
   if (exit_code >= 0) return exit_code;
   exit_code = run_op(run, &s);
-  return exit_code >= 0 ? exit_code : write_outputs(run, &s);
+  if (exit_code >= 0) return exit_code;
+  stage(&s, name, 2, "writing");
+  return write_outputs(run, &s);
 }
 
 int op_command_main(int argc, char **argv) {

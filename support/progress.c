@@ -34,7 +34,7 @@ static void draw(progress_bar *p, int64_t done, double now) {
   double elapsed = now - p->started_s;
   fprintf(stderr, "\r%s [%s] %lld/%lld %s", p->label, bar, (long long)done, (long long)p->total,
           p->unit);
-  if (done > 0 && elapsed > 0) {
+  if (done > 0 && elapsed > 0 && !p->plain) {
     double rate = (double)done / elapsed;
     fprintf(stderr, "  %.0f %s/s  %.0f s left", rate, p->unit, (double)(p->total - done) / rate);
   }

@@ -20,6 +20,7 @@ typedef struct progress_bar {
   const char *label; /* "detect" */
   const char *unit;  /* "frames" */
   int64_t total;     /* > 0; -1: not known (a stream), the count drawn without a bar */
+  bool plain;        /* the count alone, no rate nor time left (steps of unequal length) */
   double started_s, drawn_s;
 } progress_bar;
 

@@ -1294,6 +1294,28 @@ expect_err "a FIFO input" "fifo.npy: not a regular file"
 absent "a FIFO input" bad.npy
 rm -f fifo.npy
 
+# A progress bar on a terminal names the stage (reading, running, writing), and the output
+# is the same; -q draws none; -q twice is refused.
+if command -v script >/dev/null; then
+  checks=$((checks + 1))
+  script -qec "'$cli_program' op threshold --in u8.npy --out tty.npy --value 9 --backend host" \
+    /dev/null >tty.txt 2>&1 </dev/null
+  grep -q "threshold: reading \[-*\] 0/3 stages" tty.txt &&
+    grep -q "threshold: running \[#*-*\] 1/3 stages" tty.txt &&
+    grep -q "threshold: writing \[#*-*\] 2/3 stages" tty.txt ||
+    fail "op: no progress bar on a terminal: $(cat -v tty.txt | head -c 400)"
+  same tty.npy u8.out.npy "op with a progress bar"
+  checks=$((checks + 1))
+  script -qec "'$cli_program' op threshold --in u8.npy --out tty.npy --value 9 --backend host -q" \
+    /dev/null >tty.txt 2>&1 </dev/null
+  [[ ! -s tty.txt ]] || fail "op -q: drew $(cat -v tty.txt | head -c 400)"
+  rm -f tty.npy tty.txt
+else
+  fail "no 'script' command (bsdutils): the progress bar on a terminal cannot be checked"
+fi
+run 2 "-q twice" op threshold --in u8.npy --out x.npy --value 9 -q --quiet &&
+  expect_err "-q twice" "option -q is given twice"
+
 # regions reads the count of the labelling before it (label --regions runs it), and the
 # fused op is made only by the pipeline's fusion: neither is a command.
 for op in regions sobel_entropy_threshold; do
