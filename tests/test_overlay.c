@@ -4,8 +4,8 @@
  * and circle where they belong and clipped at the edges, the PNG read back by libpng
  * pixel for pixel, and overlay_write_frames on a stack with a detections and a truth CSV:
  * one picture a frame, each detection's box in red with its centroid in yellow, each
- * plume's circle in green; a detection past the frames and a stream refused. A plain unit
- * test: no backend.
+ * plume's circle in green; a detection past the frames refused; a Matroska video, whose
+ * count is unknown until its end, read to it. A plain unit test: no backend.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -240,13 +240,29 @@ START_TEST(test_frames_are_drawn_with_their_detections_and_truth) {
   ck_assert_msg(strstr(err, "late.csv: a detection of frame 3, past the 3 frames") != NULL, "%s",
                 err);
   frame_reader_close(r);
-  /* A stream's frames cannot be read again. */
-  frame_reader_info stream = info;
-  stream.count = -1;
-  ck_assert_int_eq(overlay_write_frames(NULL, &stream, csv, NULL, pictures, &written, err,
-                                        sizeof err),
+  /* A video whose container does not count its frames (Matroska: count -1) is read to
+   * its end, a picture a frame, and the detections checked against the frames found. */
+  ck_assert_msg(frame_reader_open(PLUME_FIXTURES_DIR "/video/gray16-ffv1.mkv", &info, &r, err,
+                                  sizeof err) == PLM_OK,
+                "%s", err);
+  ck_assert_int_eq(info.count, -1);
+  snprintf(detections, sizeof detections, "%s3,1,1,0,0,0,0,0,0,1,1,0,0\n", header);
+  csv = write_text("video.csv", detections);
+  ck_assert_msg(
+      overlay_write_frames(r, &info, csv, NULL, pictures, &written, err, sizeof err) == PLM_OK,
+      "%s", err);
+  ck_assert_int_eq(written, 4); /* gray16-ffv1.npy's frames */
+  frame_reader_close(r);
+  ck_assert_msg(frame_reader_open(PLUME_FIXTURES_DIR "/video/gray16-ffv1.mkv", &info, &r, err,
+                                  sizeof err) == PLM_OK,
+                "%s", err);
+  snprintf(detections, sizeof detections, "%s4,1,1,0,0,0,0,0,0,1,1,0,0\n", header);
+  csv = write_text("video-late.csv", detections);
+  ck_assert_int_eq(overlay_write_frames(r, &info, csv, NULL, pictures, &written, err, sizeof err),
                    PLM_ERR_INVALID_ARG);
-  ck_assert_msg(strstr(err, "stream") != NULL, "%s", err);
+  ck_assert_msg(strstr(err, "video-late.csv: a detection of frame 4, past the 4 frames") != NULL,
+                "%s", err);
+  frame_reader_close(r);
   free(pictures);
 }
 END_TEST
