@@ -25,7 +25,7 @@
 
 #include "plume/context.h"
 #include "plume/event.h"
-#include "plume/pool.h" /* the pool configs the context keeps for the pool layer */
+#include "plume/pool_config.h" /* the pool configs the context keeps for the pool layer */
 #include "plume/stream.h"
 #include "streams/backend.h"
 
