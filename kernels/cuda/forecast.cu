@@ -50,8 +50,9 @@
  *   in registers (a lane's row unrolled over its columns) is the next lever.
  *   Registers (ptxas 13.0, unbounded, no spill): the warp kernel takes 80 for sm_90
  *   (101 for sm_80), the shared kernel 56 for sm_90 (80 for sm_80); shared memory, not
- *   registers, bounds both kernels' blocks. Budgets (the build fails past them, or on any
- *   spill): kernels/cuda/register_budgets.txt.
+ *   registers, bounds both kernels' blocks (the warp kernel's budget, 96, keeps the 20
+ *   warps per SM that its 40 KiB blocks of 4 warps allow at p = 16). Budgets (the build
+ *   fails past them, or on any spill): kernels/cuda/register_budgets.txt.
  * Not yet run on a GPU (none was available when it was written); tests/test_forecast.c
  * checks the shared kernel's interleaved indexing on the host (each thread writes only
  * its own slots and gets the contiguous layout's bits), and both kernels against the CPU
@@ -70,8 +71,8 @@ static_assert(32 * WARP_SLOTS >= PLM_AR_MAX_LAGS + 1, "a warp's lanes own every 
 /* plm__ar_forecast_one on a warp: series x into out, the working doubles in the warp's
  * work (stride 1; plm__ar_warp_work_doubles: the work, then two rings of equations that
  * the Jacobi sweeps' products reuse). Every lane reads and writes only the rows of R, Q^T y
- * and V it owns, so R needs no barrier; what crosses lanes goes through the ring or the
- * products, each under one __syncwarp a step:
+ * and V it owns, so R needs no barrier; what crosses lanes goes through the rings or the
+ * products, ordered by __syncwarp (one a QR step, two a Jacobi pair):
  *   - the QR, systolic: at step tau, the owner of R's row r rotates equation e = tau - r
  *     (if there is one) with that row, exactly as the one-thread loop does at its
  *     rotation j = r. The equation's values (1, x[t-1], .., x[t-p], then x[t]) are in
