@@ -49,7 +49,7 @@
  *   by its shared-memory wavefronts (docs/benchmarks.md), far above that floor: keeping R
  *   in registers (a lane's row unrolled over its columns) is the next lever.
  *   Registers (ptxas 13.0, unbounded, no spill): the warp kernel takes 80 for sm_90
- *   (101 for sm_80), the shared kernel 56 for sm_90 (80 for sm_80); shared memory, not
+ *   (96 for sm_80), the shared kernel 56 for sm_90 (80 for sm_80); shared memory, not
  *   registers, bounds both kernels' blocks (the warp kernel's budget, 96, keeps the 20
  *   warps per SM that its 40 KiB blocks of 4 warps allow at p = 16). Budgets (the build
  *   fails past them, or on any spill): kernels/cuda/register_budgets.txt.
@@ -83,10 +83,10 @@ static_assert(32 * WARP_SLOTS >= PLM_AR_MAX_LAGS + 1, "a warp's lanes own every 
  *     tau + 1's values into ring 0. Equation e meets rows 0, 1, .., p in order, and row
  *     r meets equations in order, as on the CPU; n + m - 1 steps for m equations.
  *   - the Jacobi sweeps: lane i writes row i's three products for the column pair; after
- *     a barrier lane 0 sums them in row order (the CPU's alpha, beta, gamma) and writes
- *     whether to rotate, c and s; after a second every lane reads them and rotates its
- *     rows of R and V (lane 0 alone reads the 3 n products: 32 lanes reading them all
- *     made the emulator's checks of each read the tests' main cost).
+ *     a barrier lanes 0, 1 and 2 sum them in row order (the CPU's alpha, beta, gamma: n
+ *     reads a lane, at once); after a second every lane reads the three sums, computes
+ *     the rotation and rotates its rows of R and V (3 lanes read the 3 n products, not
+ *     32: the emulator's check of every read made that the tests' main cost).
  *   - then lane 0 solves and forecasts (plm__ar_solve_and_forecast).
  * Each number sees the operations of the one-thread function in its order: the same bits. */
 static __device__ void ar_forecast_warp(const float *x, int64_t length, int lags, int horizon,
@@ -144,10 +144,10 @@ static __device__ void ar_forecast_warp(const float *x, int64_t length, int lags
   }
 #undef LOAD_EQUATION
   /* The products of rows i of columns p and q, lane i's: alpha's at products[i], beta's at
-   * products[n + i], gamma's at products[2 n + i]; then lane 0's verdict: whether to
-   * rotate, c and s, at products[3 n ..]. The pairs alternate between two such buffers,
-   * so the two barriers of a pair also order its reads before the writes of the pair
-   * after next. */
+   * products[n + i], gamma's at products[2 n + i]; then alpha, beta and gamma themselves,
+   * summed in row order by lanes 0, 1 and 2, at products[3 n ..], from which every lane
+   * computes the same rotation. The pairs alternate between two such buffers, so the two
+   * barriers of a pair also order its reads before the writes of the pair after next. */
   double *const products = ring;
   int buffer = 0;
   for (int sweep = 0; sweep < PLM__AR_JACOBI_SWEEPS; sweep++) {
@@ -166,20 +166,15 @@ static __device__ void ar_forecast_warp(const float *x, int64_t length, int lags
           pr[2 * n + i] = ap * aq;
         }
         __syncwarp();
-        if (lane == 0) {
-          double alpha = 0, beta = 0, gamma = 0, c = 1, s = 0;
-          for (int i = 0; i < n; i++) {
-            alpha += pr[i];
-            beta += pr[n + i];
-            gamma += pr[2 * n + i];
-          }
-          pr[3 * n] = plm__ar_jacobi_rotation(alpha, beta, gamma, &c, &s);
-          pr[3 * n + 1] = c;
-          pr[3 * n + 2] = s;
+        if (lane < 3) { /* alpha, beta, gamma */
+          const double *const terms = pr + lane * n;
+          double sum = 0;
+          for (int i = 0; i < n; i++) sum += terms[i];
+          pr[3 * n + lane] = sum;
         }
         __syncwarp();
-        if (pr[3 * n] == 0) continue;
-        const double c = pr[3 * n + 1], s = pr[3 * n + 2];
+        double c, s;
+        if (!plm__ar_jacobi_rotation(pr[3 * n], pr[3 * n + 1], pr[3 * n + 2], &c, &s)) continue;
 #pragma unroll
         for (int u = 0; u < WARP_SLOTS; u++) {
           const int i = lane + 32 * u;
