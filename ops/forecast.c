@@ -62,13 +62,12 @@ static void cost(const plm__op_call *call, plm_op_cost *cost) {
 }
 
 static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch, void *args) {
-  (void)ctx;
+  (void)ctx, (void)scratch; /* neither kernel needs scratch (kernels/common/forecast.h) */
   const plm_tensor *series = call->in[0];
   const plm_ar_forecast_params *params = call->params;
   *(plm__ar_forecast_args *)args =
       (plm__ar_forecast_args){.series = series->data,
                               .out = call->out[0] ? call->out[0]->data : NULL,
-                              .scratch = scratch,
                               .count = series->dims[0],
                               .length = series->dims[1],
                               .lags = params->lags,
@@ -80,20 +79,6 @@ static void run_cpu(const void *args) {
 }
 
 #ifdef PLM_HAVE_CUDA
-/* S * plm__ar_cuda_scratch_doubles(p) doubles, one series' numbers interleaved with the
- * others' (kernels/cuda/forecast.cu), none for the lags whose numbers stay in shared
- * memory; the CPU kernel keeps each series' numbers on its task's stack and needs none. */
-static plm_status cuda_scratch(const void *args, size_t *bytes) {
-  const plm__ar_forecast_args *a = args;
-  const size_t per_series = (size_t)plm__ar_cuda_scratch_doubles(a->lags) * sizeof(double);
-  if (per_series && (uint64_t)a->count > SIZE_MAX / per_series)
-    return plm__fail_raw(PLM_ERR_UNSUPPORTED,
-                         "the working memory of %lld series of lags %d does not fit in size_t",
-                         (long long)a->count, a->lags);
-  *bytes = (size_t)a->count * per_series;
-  return PLM_OK;
-}
-
 static plm_status run_cuda(void *stream, const void *args) {
   return plm__ar_forecast_cuda(stream, args);
 }
@@ -147,7 +132,6 @@ const plm__op_desc plm__op_ar_forecast = {
     .cost = cost,
     .args_size = sizeof(plm__ar_forecast_args),
     .pack = pack,
-    .cuda_scratch = PLM__CUDA_ENTRY(cuda_scratch),
     .cpu = run_cpu,
     .cuda = PLM__CUDA_ENTRY(run_cuda),
     .sample = sample,

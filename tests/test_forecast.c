@@ -125,13 +125,16 @@ END_TEST
 
 /* The backend's forecasts are the CPU kernel's, bit for bit: on host trivially (the same
  * code), on cuda because the kernel rounds every operation as the CPU does (no fused
- * multiply-adds; kernels/cuda/forecast.cu), on both of its paths (shared memory for
- * lags 1..8, global scratch above). */
+ * multiply-adds; kernels/cuda/forecast.cu), on both of its kernels (a thread a series
+ * for lags 1..8, a warp a series above: 20 and 32 put Q^T y and R's last column on a
+ * lane's second slot). */
 START_TEST(test_the_backend_gives_the_cpu_kernel_s_bits) {
-  enum { S = 300, T = 150, H = 16 };
-  float *x = ar2_series(S, T, 61);
-  const int lags[] = {1, 4, 8, 9, 20};
+  enum { T = 150, H = 16 };
+  float *x = ar2_series(300, T, 61);
+  const int lags[] = {1, 4, 8, 9, 20, 31, 32};
   for (size_t i = 0; i < sizeof lags / sizeof lags[0]; i++) {
+    /* fewer series past 20: the emulator's warp collectives are slow */
+    const int64_t S = lags[i] > 20 ? 37 : 300;
     float *got = run_forecast(x, S, T, lags[i], H);
     float *want = malloc(sizeof(float) * S * H);
     ck_assert_ptr_nonnull(want);
@@ -318,12 +321,11 @@ START_TEST(test_bad_arguments_are_refused_and_nothing_is_enqueued) {
 }
 END_TEST
 
-/* The CUDA kernels run plm__ar_forecast_one with its working doubles interleaved: across
- * `owners` threads (the series of the scratch kernel, or a block's threads in shared
- * memory), owner o at offset o with stride owners. Emulated here one owner at a time
- * over a poisoned buffer: each owner writes only its own slots (o, o + owners, ...; a
- * thread that wrote another's would race on the GPU) and gives the bits of the
- * contiguous layout that the CPU kernel uses, so the GPU's indexing is checked on every
+/* The CUDA shared kernel runs plm__ar_forecast_one with its working doubles interleaved
+ * across `owners` threads (a block's threads in shared memory): owner o at offset o with stride
+ * owners. Emulated here one owner at a time over a poisoned buffer: each owner writes only its own
+ * slots (o, o + owners, ...; a thread that wrote another's would race on the GPU) and gives the
+ * bits of the contiguous layout that the CPU kernel uses, so the GPU's indexing is checked on every
  * build. */
 static void check_interleaved_layout(int64_t owners, int lags) {
   enum { T = 90, H = 11 };
@@ -357,24 +359,29 @@ static void check_interleaved_layout(int64_t owners, int lags) {
 }
 
 START_TEST(test_the_cuda_kernels_interleaved_layouts_give_the_same_bits) {
-  /* The scratch kernel: 37 series, lags past the shared path's. */
-  ck_assert_int_eq(plm__ar_shared_threads(9), 0);
+  /* Any count of owners indexes alike: 37, and a block's threads, lags 1..8, in 48 KiB. */
   check_interleaved_layout(37, 9);
   check_interleaved_layout(37, 12);
-  /* The shared kernel: a block's threads, lags 1..8, in 48 KiB. */
   for (int lags = 1; lags <= 8; lags++) {
     const int threads = plm__ar_shared_threads(lags);
     ck_assert_msg(threads >= 32 && threads % 32 == 0 && threads <= PLM__AR_SHARED_MAX_THREADS,
                   "p %d: %d threads", lags, threads);
     ck_assert_int_le((int64_t)threads * plm__ar_work_doubles(lags) * 8, PLM__AR_SHARED_BYTES);
-    ck_assert_int_eq(plm__ar_cuda_scratch_doubles(lags), 0);
     check_interleaved_layout(threads, lags);
   }
   ck_assert_int_eq(plm__ar_shared_threads(1), 256);
   ck_assert_int_eq(plm__ar_shared_threads(4), 96);
   ck_assert_int_eq(plm__ar_shared_threads(8), 32);
-  for (int lags = 9; lags <= PLM_AR_MAX_LAGS; lags++)
-    ck_assert_int_eq(plm__ar_cuda_scratch_doubles(lags), plm__ar_work_doubles(lags));
+  /* Past them, the warp kernel: at least a warp's work in 48 KiB (one at p = 32). */
+  ck_assert_int_eq(plm__ar_shared_threads(9), 0);
+  for (int lags = 9; lags <= PLM_AR_MAX_LAGS; lags++) {
+    const int warps = plm__ar_warp_kernel_warps(lags);
+    ck_assert_msg(warps >= 1 && warps <= PLM__AR_WARP_KERNEL_MAX_WARPS, "p %d: %d warps", lags,
+                  warps);
+    ck_assert_int_le((int64_t)warps * plm__ar_warp_work_doubles(lags) * 8, PLM__AR_SHARED_BYTES);
+  }
+  ck_assert_int_eq(plm__ar_warp_kernel_warps(PLM_AR_MAX_LAGS), 1);
+  ck_assert_int_eq(plm__ar_warp_kernel_warps(16), 4);
 }
 END_TEST
 
@@ -393,15 +400,6 @@ static plm_status forecast_with_scratch(plm_stream *stream, const plm_tensor *se
                                         void *scratch, size_t scratch_bytes) {
   const plm__op_call call = {.in = {series}, .out = {out}, .params = params};
   return plm__op_call_with_scratch(&plm__op_ar_forecast, stream, &call, scratch, scratch_bytes);
-}
-
-/* What ar_forecast needs on the backend under test: S * plm__ar_cuda_scratch_doubles(p)
- * doubles on cuda (interleaved across the series; none for lags 1..8, whose numbers stay in
- * shared memory), nothing on host (each CPU task's stack). */
-static size_t expected_scratch(int64_t count, int lags) {
-  return plm_test_backend == PLM_BACKEND_CUDA
-             ? (size_t)count * (size_t)plm__ar_cuda_scratch_doubles(lags) * sizeof(double)
-             : 0;
 }
 
 /* Device series (S, T) from x and an (S, h) output. */
@@ -424,7 +422,9 @@ static float *download(const plm_tensor *out) {
   return got;
 }
 
-START_TEST(test_scratch_bytes_follow_the_series_and_the_backend) {
+/* ar_forecast needs no scratch on either backend (cuda keeps a series' numbers in shared
+ * memory, host on each CPU task's stack); the query still checks its arguments. */
+START_TEST(test_scratch_bytes_are_none_and_the_query_checks_its_arguments) {
   const int64_t dims[2] = {37, 50};
   static float storage[37 * 50];
   plm_tensor series;
@@ -432,15 +432,15 @@ START_TEST(test_scratch_bytes_follow_the_series_and_the_backend) {
   plm_ar_forecast_params params = {.lags = 3, .horizon = 7};
   size_t bytes = 1;
   PLM_CHECK_OK(forecast_scratch_bytes(plm_test_ctx, &series, &params, &bytes));
-  ck_assert_uint_eq(bytes, expected_scratch(37, 3));
+  ck_assert_uint_eq(bytes, 0);
   params.lags = PLM_AR_MAX_LAGS;
   series.dims[1] = 2 * PLM_AR_MAX_LAGS + 1;
   PLM_CHECK_OK(forecast_scratch_bytes(plm_test_ctx, &series, &params, &bytes));
-  ck_assert_uint_eq(bytes, expected_scratch(37, PLM_AR_MAX_LAGS));
+  ck_assert_uint_eq(bytes, 0);
   /* A description is enough: no data is looked at. */
   series.data = NULL;
   PLM_CHECK_OK(forecast_scratch_bytes(plm_test_ctx, &series, &params, &bytes));
-  ck_assert_uint_eq(bytes, expected_scratch(37, PLM_AR_MAX_LAGS));
+  ck_assert_uint_eq(bytes, 0);
 
   PLM_CHECK_FAILS(forecast_scratch_bytes(NULL, &series, &params, &bytes), PLM_ERR_INVALID_ARG,
                   "ctx is NULL");
@@ -498,88 +498,59 @@ START_TEST(test_the_enqueue_entry_with_its_scratch_matches_the_op) {
 }
 END_TEST
 
-/* The enqueue entry checks what the op checks (raw messages: no function name) and then
- * its scratch; a refused call enqueues nothing. The scratch cases need scratch, so they
- * run in the suite's cuda variant (lags past 8: the kernel's numbers in global scratch);
- * on host none is needed and NULL, 0 is accepted. */
-START_TEST(test_the_enqueue_entry_refuses_bad_arguments_and_bad_scratch) {
+/* The enqueue entry checks what the op checks (raw messages: no function name); a refused
+ * call enqueues nothing. No scratch is needed (lags 9: the warp kernel on cuda), so NULL,
+ * 0 is accepted; the checks of a scratch that an op needs are tested with ops that need
+ * one (test_lstm.c, test_dendritic.c, test_pipeline.c). */
+START_TEST(test_the_enqueue_entry_refuses_bad_arguments) {
   enum { S = 6, T = 40, P = 9, H = 4 };
   float *x = ar2_series(S, T, 41);
   const plm_ar_forecast_params params = {.lags = P, .horizon = H};
   plm_stream *s = plm_test_stream;
   plm_tensor series, out;
   make_operands(x, S, T, H, &series, &out);
-  const size_t needed = expected_scratch(S, P);
-  void *scratch = NULL;
-  if (needed) PLM_CHECK_OK(plm_pool_alloc(plm_test_pool, needed + 256, s, &scratch));
   /* Whatever the allocations enqueued has run (sanitized builds poison each block's slack
    * in stream order): the refused calls below must enqueue nothing. */
   PLM_CHECK_OK(plm_stream_synchronize(s));
 
-  PLM_CHECK_FAILS(forecast_with_scratch(NULL, &series, &params, &out, scratch, needed),
-                  PLM_ERR_INVALID_ARG, "stream is NULL");
-  PLM_CHECK_FAILS(forecast_with_scratch(s, NULL, &params, &out, scratch, needed),
-                  PLM_ERR_INVALID_ARG, "series is NULL");
-  PLM_CHECK_FAILS(forecast_with_scratch(s, &series, NULL, &out, scratch, needed),
-                  PLM_ERR_INVALID_ARG, "params is NULL");
-  PLM_CHECK_FAILS(forecast_with_scratch(s, &series, &params, NULL, scratch, needed),
-                  PLM_ERR_INVALID_ARG, "out is NULL");
+  PLM_CHECK_FAILS(forecast_with_scratch(NULL, &series, &params, &out, NULL, 0), PLM_ERR_INVALID_ARG,
+                  "stream is NULL");
+  PLM_CHECK_FAILS(forecast_with_scratch(s, NULL, &params, &out, NULL, 0), PLM_ERR_INVALID_ARG,
+                  "series is NULL");
+  PLM_CHECK_FAILS(forecast_with_scratch(s, &series, NULL, &out, NULL, 0), PLM_ERR_INVALID_ARG,
+                  "params is NULL");
+  PLM_CHECK_FAILS(forecast_with_scratch(s, &series, &params, NULL, NULL, 0), PLM_ERR_INVALID_ARG,
+                  "out is NULL");
   const plm_ar_forecast_params long_lags = {.lags = 20, .horizon = H};
-  PLM_CHECK_FAILS(forecast_with_scratch(s, &series, &long_lags, &out, scratch, needed),
-                  PLM_ERR_INVALID_ARG, "T = 40 are too short for params->lags 20");
+  PLM_CHECK_FAILS(forecast_with_scratch(s, &series, &long_lags, &out, NULL, 0), PLM_ERR_INVALID_ARG,
+                  "T = 40 are too short for params->lags 20");
   plm_tensor overlapping = out;
   overlapping.data = (char *)series.data + 8;
-  PLM_CHECK_FAILS(forecast_with_scratch(s, &series, &params, &overlapping, scratch, needed),
+  PLM_CHECK_FAILS(forecast_with_scratch(s, &series, &params, &overlapping, NULL, 0),
                   PLM_ERR_INVALID_ARG, "out overlaps series");
-  if (needed) {
-    char message[128];
-    snprintf(message, sizeof message,
-             "scratch_bytes %zu is less than the %zu bytes ar_forecast needs here", needed - 1,
-             needed);
-    PLM_CHECK_FAILS(forecast_with_scratch(s, &series, &params, &out, scratch, needed - 1),
-                    PLM_ERR_INVALID_ARG, message);
-    PLM_CHECK_FAILS(forecast_with_scratch(s, &series, &params, &out, scratch, 0),
-                    PLM_ERR_INVALID_ARG, "scratch_bytes 0 is less than");
-    snprintf(message, sizeof message, "scratch is NULL but ar_forecast needs %zu bytes", needed);
-    PLM_CHECK_FAILS(forecast_with_scratch(s, &series, &params, &out, NULL, needed),
-                    PLM_ERR_INVALID_ARG, message);
-    PLM_CHECK_FAILS(forecast_with_scratch(s, &series, &params, &out, (char *)scratch + 8, needed),
-                    PLM_ERR_INVALID_ARG, "is not 256-byte aligned");
-    PLM_CHECK_FAILS(forecast_with_scratch(s, &series, &params, &out, series.data, needed),
-                    PLM_ERR_INVALID_ARG, "scratch overlaps series");
-    /* out placed inside the scratch block: it overlaps out, and cannot reach series
-     * (passing out.data as the scratch could, wherever the pool put the two side by side). */
-    plm_tensor out_in_scratch = out;
-    out_in_scratch.data = scratch;
-    PLM_CHECK_FAILS(forecast_with_scratch(s, &series, &params, &out_in_scratch, scratch, needed),
-                    PLM_ERR_INVALID_ARG, "scratch overlaps out");
-  }
   bool finished = false;
   PLM_CHECK_OK(plm_stream_query(s, &finished));
   ck_assert(finished);
 
-  if (!needed) { /* host: no scratch, and none needed, so any scratch is ignored */
-    PLM_CHECK_OK(forecast_with_scratch(s, &series, &params, &out, NULL, 0));
-    float *got = download(&out);
-    double expected[H];
-    for (int64_t r = 0; r < S; r++) {
-      reference_forecast(x + r * T, T, P, H, expected);
-      for (int k = 0; k < H; k++)
-        ck_assert(fabs(got[r * H + k] - expected[k]) <= 1e-4 * fabs(expected[k]) + 1e-6);
-    }
-    free(got);
+  PLM_CHECK_OK(forecast_with_scratch(s, &series, &params, &out, NULL, 0));
+  float *got = download(&out);
+  double expected[H];
+  for (int64_t r = 0; r < S; r++) {
+    reference_forecast(x + r * T, T, P, H, expected);
+    for (int k = 0; k < H; k++)
+      ck_assert(fabs(got[r * H + k] - expected[k]) <= 1e-4 * fabs(expected[k]) + 1e-6);
   }
-  if (scratch) PLM_CHECK_OK(plm_pool_free(plm_test_pool, scratch, s));
+  free(got);
   PLM_CHECK_OK(plm_tensor_free(plm_test_pool, s, &series));
   PLM_CHECK_OK(plm_tensor_free(plm_test_pool, s, &out));
   free(x);
 }
 END_TEST
 
-/* "ar_forecast lags=P horizon=H" as a pipeline: on cuda its step's scratch (lags past 8)
- * is a part of the workspace (plm_pipeline_describe shows it), on host it has none; the
- * results are plm_ar_forecast's, with a workspace and allocating per run. */
-START_TEST(test_a_pipeline_step_takes_its_scratch_from_the_workspace) {
+/* "ar_forecast lags=P horizon=H" as a pipeline: its step has no scratch on either backend
+ * (plm_pipeline_describe shows none); the results are plm_ar_forecast's, with a workspace
+ * and allocating per run. */
+START_TEST(test_a_pipeline_step_needs_no_scratch) {
   enum { S = 29, T = 64, P = 9, H = 12 };
   const int64_t dims[2] = {S, T};
   float *x = ar2_series(S, T, 51);
@@ -588,8 +559,6 @@ START_TEST(test_a_pipeline_step_takes_its_scratch_from_the_workspace) {
   make_operands(x, S, T, H, &series, &want);
   PLM_CHECK_OK(plm_ar_forecast(plm_test_stream, &series, &params, &want));
   float *expected = download(&want);
-  const size_t needed = expected_scratch(S, P);
-  const size_t aligned = (needed + 255) / 256 * 256;
   for (int per_run = 0; per_run < 2; per_run++) {
     plm_pipeline *pl = NULL;
     PLM_CHECK_OK(plm_pipeline_parse(plm_test_ctx, "ar_forecast lags=9 horizon=12", PLM_DTYPE_F32, 2,
@@ -598,17 +567,10 @@ START_TEST(test_a_pipeline_step_takes_its_scratch_from_the_workspace) {
     PLM_CHECK_OK(plm_pipeline_compile(pl, &config));
     plm_plan_info info;
     PLM_CHECK_OK(plm_pipeline_plan_info(pl, &info));
-    ck_assert_uint_eq(info.scratch_bytes, aligned);
-    char text[4096], line[160];
+    ck_assert_uint_eq(info.scratch_bytes, 0);
+    char text[4096];
     PLM_CHECK_OK(plm_pipeline_describe(pl, text, sizeof text, NULL));
-    if (!per_run) {
-      ck_assert_uint_ge(info.workspace_bytes, aligned);
-      snprintf(line, sizeof line, "\n    scratch %zu bytes at workspace[", needed);
-      if (needed)
-        ck_assert_msg(strstr(text, line) != NULL, "no '%s' in\n%s", line, text);
-      else
-        ck_assert_msg(strstr(text, "\n    scratch ") == NULL, "scratch on host in\n%s", text);
-    }
+    ck_assert_msg(strstr(text, "\n    scratch ") == NULL, "scratch in\n%s", text);
     plm_tensor out;
     const int64_t out_dims[2] = {S, H};
     PLM_CHECK_OK(
@@ -643,10 +605,10 @@ static Suite *forecast_suite(void) {
   tcase_add_test(tcase, test_the_cuda_kernels_interleaved_layouts_give_the_same_bits);
   tcase_add_test(tcase, test_output_shape_and_cost);
   tcase_add_test(tcase, test_bad_arguments_are_refused_and_nothing_is_enqueued);
-  tcase_add_test(tcase, test_scratch_bytes_follow_the_series_and_the_backend);
+  tcase_add_test(tcase, test_scratch_bytes_are_none_and_the_query_checks_its_arguments);
   tcase_add_test(tcase, test_the_enqueue_entry_with_its_scratch_matches_the_op);
-  tcase_add_test(tcase, test_the_enqueue_entry_refuses_bad_arguments_and_bad_scratch);
-  tcase_add_test(tcase, test_a_pipeline_step_takes_its_scratch_from_the_workspace);
+  tcase_add_test(tcase, test_the_enqueue_entry_refuses_bad_arguments);
+  tcase_add_test(tcase, test_a_pipeline_step_needs_no_scratch);
   suite_add_tcase(suite, tcase);
   return suite;
 }

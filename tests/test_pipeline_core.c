@@ -3,7 +3,7 @@
  * compiled pipeline, gives the same bytes as its op run alone on the same inputs on the
  * backend under test; bad shapes and dtypes are refused when the node is added, with the
  * node named; the text form's errors name the element and the key; chains plan a
- * workspace; ar_forecast, whose cuda scratch is in the workspace, is capturable. */
+ * workspace; ar_forecast (no scratch on either backend) is capturable. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -34,12 +34,9 @@ extern "C" {
  * c is fitted exactly and forecast as c, h times, as statsmodels does; a series of all
  * zeros forecasts zeros. Non-finite values in a series give NaN forecasts for it.
  *
- * host: the series are split across cores. cuda: one thread per series, its working
- * numbers ((p + 1)^2 * 2 + 3p + 2 doubles) in the block's shared memory for p <= 8, else
- * in scratch from the context's default pool (taken and given back, stream-ordered, on
- * every call; a pipeline's ar_forecast step uses its workspace instead, so it can be
- * captured into a CUDA graph), interleaved across series so that the threads of a warp
- * read and write together. */
+ * host: the series are split across cores. cuda: its working numbers ((p + 1)^2 * 2 + 3p +
+ * 2 doubles a series) in the block's shared memory, no scratch: one thread per series for
+ * p <= 8, one warp per series above (the lanes rotate rows of R at once). */
 enum { PLM_AR_MAX_LAGS = 32, PLM_AR_MAX_HORIZON = 1024 };
 
 typedef struct plm_ar_forecast_params {
@@ -50,7 +47,7 @@ typedef struct plm_ar_forecast_params {
 /* plm_ar_forecast_params_default: The defaults of the operation's parameter schema (ops/op_desc.h):
  * lags 0 and horizon 0: both must be set (1..PLM_AR_MAX_LAGS, 1..PLM_AR_MAX_HORIZON). */
 /* plm_ar_forecast_cost: With n = p + 1 and m = T - p equations per series: bytes = 4 S T + 4 S h
- * (each series read once, the forecasts written once; the cuda kernel's scratch is not counted);
+ * (each series read once, the forecasts written once);
  * flops = S * (3 m n (n + 1)  (rotating each equation into R: 6 per pair of elements)
  *              + 10 n^3       (the Jacobi SVD of R: a few sweeps of n^2 / 2 column pairs)
  *              + 2 n^2        (the solution)

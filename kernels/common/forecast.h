@@ -18,7 +18,6 @@ typedef struct plm__ar_forecast_args {
   int64_t length;      /* T */
   int lags;            /* p */
   int horizon;         /* h */
-  double *scratch;     /* cuda: S * plm__ar_cuda_scratch_doubles(p) doubles; host: unused */
 } plm__ar_forecast_args;
 
 /* The working doubles of one series: R and V ((p + 1)^2 each), Q^T y, a row (p + 1 each)
@@ -28,15 +27,23 @@ static inline PLM_HD int64_t plm__ar_work_doubles(int lags) {
   return 2 * n * n + 2 * n + lags;
 }
 
-/* Where the CUDA kernel keeps a series' working doubles (kernels/cuda/forecast.cu): in
- * shared memory, interleaved across a block's threads, when at least a warp's worth of
- * them fits in PLM__AR_SHARED_BYTES (48 KiB, what a block may have without opting in):
- * lags 1..8 (8: 188 doubles, 1504 bytes, 32 threads); else in global scratch,
- * interleaved across all the series. plm__ar_shared_threads gives the threads per block
- * of the shared path (a multiple of 32, at most PLM__AR_SHARED_MAX_THREADS), or 0 for
- * the scratch path; plm__ar_cuda_scratch_doubles the scratch doubles per series (0 on
- * the shared path). */
-enum { PLM__AR_SHARED_BYTES = 48 * 1024, PLM__AR_SHARED_MAX_THREADS = 256 };
+/* Where the CUDA kernels keep a series' working doubles (kernels/cuda/forecast.cu):
+ *   - lags 1..8, a thread a series: in shared memory, interleaved across a block's
+ *     threads, when at least a warp's worth of them fits in PLM__AR_SHARED_BYTES (48 KiB,
+ *     what a block may have without opting in; 8: 188 doubles, 1504 bytes, 32 threads).
+ *     plm__ar_shared_threads gives the threads per block (a multiple of 32, at most
+ *     PLM__AR_SHARED_MAX_THREADS), or 0 past those lags.
+ *   - lags 9..PLM_AR_MAX_LAGS, a warp a series: in shared memory, one contiguous block of
+ *     plm__ar_warp_work_doubles(p) a warp (the work, then two rings of n + 1 equations
+ *     of n + 1 values, which the Jacobi sweeps reuse for two buffers of 3 n + 3;
+ *     35.8 KiB at p = 32, 10 KiB at p = 16); plm__ar_warp_kernel_warps gives the
+ *     warps per block, as many as fit 48 KiB, at most PLM__AR_WARP_KERNEL_MAX_WARPS.
+ * Neither needs scratch. */
+enum {
+  PLM__AR_SHARED_BYTES = 48 * 1024,
+  PLM__AR_SHARED_MAX_THREADS = 256,
+  PLM__AR_WARP_KERNEL_MAX_WARPS = 8
+};
 
 static inline PLM_HD int plm__ar_shared_threads(int lags) {
   const int64_t per_thread = plm__ar_work_doubles(lags) * (int64_t)sizeof(double);
@@ -45,9 +52,20 @@ static inline PLM_HD int plm__ar_shared_threads(int lags) {
   return (int)(threads < PLM__AR_SHARED_MAX_THREADS ? threads : PLM__AR_SHARED_MAX_THREADS);
 }
 
-static inline PLM_HD int64_t plm__ar_cuda_scratch_doubles(int lags) {
-  return plm__ar_shared_threads(lags) > 0 ? 0 : plm__ar_work_doubles(lags);
+static inline PLM_HD int64_t plm__ar_warp_work_doubles(int lags) {
+  const int64_t n = lags + 1;
+  return plm__ar_work_doubles(lags) + 2 * (n + 1) * (n + 1); /* at least 6 n + 6 */
 }
+
+static inline PLM_HD int plm__ar_warp_kernel_warps(int lags) {
+  const int64_t warps =
+      PLM__AR_SHARED_BYTES / (plm__ar_warp_work_doubles(lags) * (int64_t)sizeof(double));
+  return (int)(warps < PLM__AR_WARP_KERNEL_MAX_WARPS ? warps : PLM__AR_WARP_KERNEL_MAX_WARPS);
+}
+
+/* The most one-sided Jacobi sweeps over R's column pairs (they stop at the first sweep
+ * that rotates none). */
+enum { PLM__AR_JACOBI_SWEEPS = 60 };
 
 /* sqrt(a^2 + b^2) for the Givens rotations, within an ulp or two of hypot(a, b).
  * libm's hypot guards against overflow and underflow at the price of a call (it was half
@@ -60,75 +78,36 @@ static inline PLM_HD double plm__ar_hypot(double a, double b) {
   return h > 0x1p-450 && h < 0x1p450 ? h : hypot(a, b);
 }
 
-/* Fit and forecast series x (length T) into out (h values). work holds
- * plm__ar_work_doubles(p) doubles, element i at work[i * stride] (the CUDA kernel
- * interleaves its threads' work; the CPU passes stride 1). */
-static inline PLM_HD void plm__ar_forecast_one(const float *x, int64_t length, int lags,
-                                               int horizon, float *out, double *work,
-                                               int64_t stride) {
-  const int n = lags + 1;
+/* A series' working doubles, element i at work[i * stride] (the CUDA kernels interleave
+ * their threads' work; the CPU passes stride 1): R (n x n, row-major), V (n x n), Q^T y,
+ * a row (n each) and the forecast's history (p), n = p + 1. */
 #define PLM__AR_R(i, j) work[((int64_t)(i)*n + (j)) * stride]
 #define PLM__AR_V(i, j) work[((int64_t)n * n + (int64_t)(i)*n + (j)) * stride]
 #define PLM__AR_QTY(i) work[((int64_t)2 * n * n + (i)) * stride]
 #define PLM__AR_ROW(i) work[((int64_t)2 * n * n + n + (i)) * stride]
 #define PLM__AR_HIST(i) work[((int64_t)2 * n * n + 2 * n + (i)) * stride]
-  for (int i = 0; i < n; i++) {
-    PLM__AR_QTY(i) = 0;
-    for (int j = 0; j < n; j++) {
-      PLM__AR_R(i, j) = 0;
-      PLM__AR_V(i, j) = i == j;
-    }
-  }
-  /* Givens QR, one equation at a time: [1, x[t-1], ..., x[t-p]] . c = x[t]. */
-  for (int64_t t = lags; t < length; t++) {
-    PLM__AR_ROW(0) = 1.0;
-    for (int k = 1; k < n; k++) PLM__AR_ROW(k) = (double)x[t - k];
-    double y = (double)x[t];
-    for (int j = 0; j < n; j++) {
-      double rj = PLM__AR_ROW(j);
-      if (rj == 0) continue;
-      double rjj = PLM__AR_R(j, j), h = plm__ar_hypot(rjj, rj), c = rjj / h, s = rj / h;
-      PLM__AR_R(j, j) = h;
-      for (int k = j + 1; k < n; k++) {
-        double a = PLM__AR_R(j, k), b = PLM__AR_ROW(k);
-        PLM__AR_R(j, k) = c * a + s * b;
-        PLM__AR_ROW(k) = c * b - s * a;
-      }
-      double a = PLM__AR_QTY(j);
-      PLM__AR_QTY(j) = c * a + s * y;
-      y = c * y - s * a;
-    }
-  }
-  /* One-sided Jacobi on R's columns: R V = U S, V accumulated. */
-  for (int sweep = 0; sweep < 60; sweep++) {
-    int rotated = 0;
-    for (int p = 0; p < n - 1; p++)
-      for (int q = p + 1; q < n; q++) {
-        double alpha = 0, beta = 0, gamma = 0;
-        for (int i = 0; i < n; i++) {
-          double ap = PLM__AR_R(i, p), aq = PLM__AR_R(i, q);
-          alpha += ap * ap;
-          beta += aq * aq;
-          gamma += ap * aq;
-        }
-        if (!(fabs(gamma) > DBL_EPSILON * sqrt(alpha * beta))) continue;
-        double zeta = (beta - alpha) / (2 * gamma);
-        double t = fabs(zeta) > 1e150
-                       ? 0.5 / zeta
-                       : (zeta >= 0 ? 1.0 : -1.0) / (fabs(zeta) + sqrt(1 + zeta * zeta));
-        double c = 1 / sqrt(1 + t * t), s = c * t;
-        for (int i = 0; i < n; i++) {
-          double ap = PLM__AR_R(i, p), aq = PLM__AR_R(i, q);
-          PLM__AR_R(i, p) = c * ap - s * aq;
-          PLM__AR_R(i, q) = s * ap + c * aq;
-          double vp = PLM__AR_V(i, p), vq = PLM__AR_V(i, q);
-          PLM__AR_V(i, p) = c * vp - s * vq;
-          PLM__AR_V(i, q) = s * vp + c * vq;
-        }
-        rotated = 1;
-      }
-    if (!rotated) break;
-  }
+
+/* The Jacobi rotation of columns p and q of R from their squared norms alpha and beta and
+ * their dot product gamma: 0 when they are orthogonal to working precision (no rotation),
+ * else 1 with its cosine and sine in *c and *s. */
+static inline PLM_HD int plm__ar_jacobi_rotation(double alpha, double beta, double gamma, double *c,
+                                                 double *s) {
+  if (!(fabs(gamma) > DBL_EPSILON * sqrt(alpha * beta))) return 0;
+  double zeta = (beta - alpha) / (2 * gamma);
+  double t = fabs(zeta) > 1e150 ? 0.5 / zeta
+                                : (zeta >= 0 ? 1.0 : -1.0) / (fabs(zeta) + sqrt(1 + zeta * zeta));
+  *c = 1 / sqrt(1 + t * t);
+  *s = *c * t;
+  return 1;
+}
+
+/* From R and V after the Jacobi sweeps (R V = U S) and Q^T y: the coefficients, the
+ * minimum-norm least-squares answer, and the forecast of series x (length T) into out (h
+ * values). Uses R's first row, ROW and HIST as it goes. */
+static inline PLM_HD void plm__ar_solve_and_forecast(const float *x, int64_t length, int lags,
+                                                     int horizon, float *out, double *work,
+                                                     int64_t stride) {
+  const int n = lags + 1;
   /* coef = sum over kept j of v_j (a_j . Q^T y) / s_j^2, into ROW. */
   double largest = 0;
   for (int j = 0; j < n; j++) {
@@ -163,11 +142,69 @@ static inline PLM_HD void plm__ar_forecast_one(const float *x, int64_t length, i
     PLM__AR_HIST(0) = f;
     out[step] = (float)f;
   }
-#undef PLM__AR_R
-#undef PLM__AR_V
-#undef PLM__AR_QTY
-#undef PLM__AR_ROW
-#undef PLM__AR_HIST
+}
+
+/* Fit and forecast series x (length T) into out (h values), one thread: Givens QR of the
+ * T - p equations, one-sided Jacobi SVD of R, then plm__ar_solve_and_forecast. The CUDA
+ * warp kernel (kernels/cuda/forecast.cu) spreads the first two over a warp's lanes with
+ * the same operations on each number in the same order, so it gives the same bits. */
+static inline PLM_HD void plm__ar_forecast_one(const float *x, int64_t length, int lags,
+                                               int horizon, float *out, double *work,
+                                               int64_t stride) {
+  const int n = lags + 1;
+  for (int i = 0; i < n; i++) {
+    PLM__AR_QTY(i) = 0;
+    for (int j = 0; j < n; j++) {
+      PLM__AR_R(i, j) = 0;
+      PLM__AR_V(i, j) = i == j;
+    }
+  }
+  /* Givens QR, one equation at a time: [1, x[t-1], ..., x[t-p]] . c = x[t]. */
+  for (int64_t t = lags; t < length; t++) {
+    PLM__AR_ROW(0) = 1.0;
+    for (int k = 1; k < n; k++) PLM__AR_ROW(k) = (double)x[t - k];
+    double y = (double)x[t];
+    for (int j = 0; j < n; j++) {
+      double rj = PLM__AR_ROW(j);
+      if (rj == 0) continue;
+      double rjj = PLM__AR_R(j, j), h = plm__ar_hypot(rjj, rj), c = rjj / h, s = rj / h;
+      PLM__AR_R(j, j) = h;
+      for (int k = j + 1; k < n; k++) {
+        double a = PLM__AR_R(j, k), b = PLM__AR_ROW(k);
+        PLM__AR_R(j, k) = c * a + s * b;
+        PLM__AR_ROW(k) = c * b - s * a;
+      }
+      double a = PLM__AR_QTY(j);
+      PLM__AR_QTY(j) = c * a + s * y;
+      y = c * y - s * a;
+    }
+  }
+  /* One-sided Jacobi on R's columns: R V = U S, V accumulated. */
+  for (int sweep = 0; sweep < PLM__AR_JACOBI_SWEEPS; sweep++) {
+    int rotated = 0;
+    for (int p = 0; p < n - 1; p++)
+      for (int q = p + 1; q < n; q++) {
+        double alpha = 0, beta = 0, gamma = 0, c, s;
+        for (int i = 0; i < n; i++) {
+          double ap = PLM__AR_R(i, p), aq = PLM__AR_R(i, q);
+          alpha += ap * ap;
+          beta += aq * aq;
+          gamma += ap * aq;
+        }
+        if (!plm__ar_jacobi_rotation(alpha, beta, gamma, &c, &s)) continue;
+        for (int i = 0; i < n; i++) {
+          double ap = PLM__AR_R(i, p), aq = PLM__AR_R(i, q);
+          PLM__AR_R(i, p) = c * ap - s * aq;
+          PLM__AR_R(i, q) = s * ap + c * aq;
+          double vp = PLM__AR_V(i, p), vq = PLM__AR_V(i, q);
+          PLM__AR_V(i, p) = c * vp - s * vq;
+          PLM__AR_V(i, q) = s * vp + c * vq;
+        }
+        rotated = 1;
+      }
+    if (!rotated) break;
+  }
+  plm__ar_solve_and_forecast(x, length, lags, horizon, out, work, stride);
 }
 
 #ifdef __cplusplus
@@ -178,8 +215,8 @@ extern "C" {
  * returns when done. */
 void plm__ar_forecast_cpu(const plm__ar_forecast_args *args);
 
-/* Enqueue the CUDA kernel (kernels/cuda/forecast.cu) on a cudaStream_t; args->scratch
- * is device memory of S * plm__ar_cuda_scratch_doubles(p) doubles (none for lags 1..8). */
+/* Enqueue the CUDA kernel (kernels/cuda/forecast.cu) on a cudaStream_t; it needs no
+ * scratch. */
 plm_status plm__ar_forecast_cuda(void *stream, const plm__ar_forecast_args *args);
 
 #ifdef __cplusplus

@@ -1,61 +1,213 @@
-/* kernels/cuda/forecast.cu: ar_forecast on the GPU, one thread per series
- * (plm__ar_forecast_one, kernels/common/forecast.h), in one of two kernels by where a
- * series' working doubles (R, V, Q^T y, a row, the history: plm__ar_work_doubles(p))
- * live:
- *   - shared (lags 1..8, plm__ar_shared_threads > 0): in the block's shared memory,
- *     element i of thread t at work[i * threads + t], so a warp's accesses fall in
- *     consecutive banks. Blocks of plm__ar_shared_threads(p) threads, as many as fit
- *     48 KiB (256 at p = 1, 96 at p = 4, 32 at p = 6..8). No scratch.
- *   - scratch (lags 9..32): in global scratch interleaved across the series (element i
- *     of series s at scratch[i * S + s]), so a warp's accesses coalesce; 18 KiB per series
- *     at p = 32, more than shared memory holds for a warp.
- * Both run the same function with the same doubles in the same order: only the address
- * of each number differs. This file is compiled without contracting multiplies and adds
- * into fused multiply-adds (--fmad=false, CMakeLists.txt), as the CPU kernel is (C11, no
- * contraction), so both backends round every operation alike and give the same bits:
- * sqrt and division are correctly rounded on both; only plm__ar_hypot's fallback to
- * hypot, for values outside [2^-450, 2^450] or NaN, may differ in the last bit.
+/* kernels/cuda/forecast.cu: ar_forecast on the GPU (plm__ar_forecast_one,
+ * kernels/common/forecast.h), in one of two kernels by the lags:
+ *   - shared (lags 1..8, plm__ar_shared_threads > 0): a thread a series, its working
+ *     doubles (R, V, Q^T y, a row, the history: plm__ar_work_doubles(p)) in the block's
+ *     shared memory, element i of thread t at work[i * threads + t], so a warp's accesses
+ *     fall in consecutive banks. Blocks of plm__ar_shared_threads(p) threads, as many as
+ *     fit 48 KiB (256 at p = 1, 96 at p = 4, 32 at p = 6..8).
+ *   - warp (lags 9..32): a warp a series, its working doubles contiguous in shared memory
+ *     (plm__ar_warp_work_doubles(p): the work, then two rings of n + 1 equations that the
+ *     Jacobi sweeps reuse; 10 KiB at p = 16, 36 KiB at p = 32), lane l owning rows l and
+ *     l + 32 of R, Q^T y and V: a systolic Givens QR (at step tau row r rotates equation
+ *     tau - r, one __syncwarp a step, m + p steps) and Jacobi sweeps whose rotations run
+ *     on the rows' lanes, lane 0 summing each column pair's products in row order (two
+ *     __syncwarp a pair); lane 0 then solves and forecasts. ar_forecast_warp has the
+ *     details. Blocks of plm__ar_warp_kernel_warps(p) warps (4 at p = 16, 1 at p = 32).
+ * Neither needs scratch (lags 9..32 took 18 KiB a series of global scratch before, and
+ * were L2-bound: docs/benchmarks.md, "ar_forecast_p16"). Both do the one-thread
+ * function's operations on each number in its order: only the address of each number,
+ * and which lane does the work, differ. This file is compiled without contracting
+ * multiplies and adds into fused multiply-adds (--fmad=false, CMakeLists.txt), as the CPU
+ * kernel is (C11, no contraction), so both backends round every operation alike and give
+ * the same bits: sqrt and division are correctly rounded on both; only plm__ar_hypot's
+ * fallback to hypot, for values outside [2^-450, 2^450] or NaN, may differ in the last
+ * bit.
  *
  * Device cost model, per series of T points at lags p (n = p + 1, m = T - p equations):
- *   - global memory: 4 T bytes of series read, 4 h bytes of forecasts written.
- *   - working doubles: each equation's Givens rotations read and write R's upper
- *     triangle, the equation's row and Q^T y, about 2 n^2 + 3 n accesses of 8 bytes (65 at
- *     p = 4, 2,277 at p = 32); each Jacobi sweep about 10 n per column pair. On the
- *     shared path they stay in shared memory; on the scratch path they go to L1/L2 and
- *     DRAM: 18 KiB per equation per series at p = 32, against 4 bytes of series.
+ *   - global memory: 4 T bytes of series read (the warp kernel reads each equation's n
+ *     values, mostly from L1/L2: 4.3 MB through the L2 for 64 series of 1000 at p = 16),
+ *     4 h bytes of forecasts written.
+ *   - shared memory: each equation's Givens rotations read and write R's upper triangle,
+ *     the equation's row and Q^T y, about 2 n^2 + 3 n accesses of 8 bytes (65 at p = 4,
+ *     2,277 at p = 32); each Jacobi sweep about 10 n per column pair. In the warp kernel
+ *     the lanes of a step touch rows of R and equations n + 1 doubles apart, a few
+ *     wavefronts a request; in the shared kernel one wavefront pair a request.
  *   - arithmetic: about 3 m n (n + 1) + 10 n^3 f64 flops (ops/forecast.c's cost), and a
  *     square root and two divisions per rotation (n per equation), each a sequence of
- *     instructions on the GPU.
+ *     instructions on the GPU; the warp kernel runs the n rotations of a step on n lanes
+ *     at once, so its chain of dependent square roots and divisions is m + p long, not
+ *     m n as a thread's.
+ *   - warp collectives (warp kernel): m + p __syncwarp for the QR, 2 per column pair
+ *     visited by the Jacobi sweeps.
  *   - launches: 1.
  *   Floor: the larger of 4 T bytes / bandwidth and the arithmetic / f64 throughput:
  *   100,000 series of 1000 points at p = 5 read 400 MB (120 us at 3.35 TB/s) and do
  *   1.3e10 flops (0.38 ms at an H100 SXM's 34 Tflop/s f64 without tensor cores) plus
  *   600 million square roots and 1.2 billion divisions, so arithmetic bounds it. The shared
  *   path at p = 5 runs blocks of 64 threads in 44.5 KiB, 5 blocks (10 warps) per SM of
- *   228 KiB; at p = 6..8 one warp per block.
- *   Registers (ptxas): the scratch kernel is bounded to 80 (__launch_bounds__(64, 12):
- *   12 blocks, 24 warps, per SM by the register file); uncapped it took 96 for sm_90
- *   (10 blocks) and 128 for sm_80 (8), no spill either way; capped lower it spills: at 72
- *   (14 blocks) 16 bytes stored and 16 loaded for sm_90, 8 and 8 for sm_80; at 64 (16
- *   blocks) 16 and 16 for sm_90. The shared kernel takes 56 for sm_90
- *   (80 for sm_80), uncapped: shared memory, not registers, bounds its blocks. Budgets
- *   (the build fails past them, or on any spill): kernels/cuda/register_budgets.txt.
+ *   228 KiB; at p = 6..8 one warp per block. The warp kernel's count at p = 16 is bound
+ *   by its shared-memory wavefronts (docs/benchmarks.md), far above that floor: keeping R
+ *   in registers (a lane's row unrolled over its columns) is the next lever.
+ *   Registers (ptxas 13.0, unbounded, no spill): the warp kernel takes 80 for sm_90
+ *   (96 for sm_80), the shared kernel 56 for sm_90 (80 for sm_80); shared memory, not
+ *   registers, bounds both kernels' blocks (the warp kernel's budget, 96, keeps the 20
+ *   warps per SM that its 40 KiB blocks of 4 warps allow at p = 16). Budgets (the build
+ *   fails past them, or on any spill): kernels/cuda/register_budgets.txt.
  * Not yet run on a GPU (none was available when it was written); tests/test_forecast.c
- * checks both layouts' indexing on the host (each thread writes only its own slots and
- * gets the contiguous layout's bits) and the kernels under PLUME_BACKEND=cuda. */
+ * checks the shared kernel's interleaved indexing on the host (each thread writes only
+ * its own slots and gets the contiguous layout's bits), and both kernels against the CPU
+ * kernel's bits under PLUME_BACKEND=cuda (the emulator: its race checks hold the warp
+ * kernel's lanes to their own rows between barriers). */
 #include "kernels/common/forecast.h"
 #include "kernels/cuda/launch.h"
 
-enum { SCRATCH_THREADS = 64 };
+/* ---- a warp a series (lags 9..32) ------------------------------------------------- */
 
-/* At least 12 blocks of 64 threads per SM: 80 registers (the header's "Registers"). */
-__global__ void __launch_bounds__(SCRATCH_THREADS, 12)
-    ar_forecast_scratch_kernel(plm__ar_forecast_args args) {
-  int64_t step = (int64_t)gridDim.x * blockDim.x;
-  for (int64_t s = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; s < args.count; s += step)
-    plm__ar_forecast_one(args.series + s * args.length, args.length, args.lags, args.horizon,
-                         args.out + s * args.horizon, args.scratch + s, args.count);
+/* Rows of R a lane owns, in the QR and in the Jacobi sweeps: lane l owns l and l + 32,
+ * enough for the n = 33 rows at p = 32. */
+enum { WARP_SLOTS = 2 };
+static_assert(32 * WARP_SLOTS >= PLM_AR_MAX_LAGS + 1, "a warp's lanes own every row");
+
+/* plm__ar_forecast_one on a warp: series x into out, the working doubles in the warp's
+ * work (stride 1; plm__ar_warp_work_doubles: the work, then two rings of equations that
+ * the Jacobi sweeps' products reuse). Every lane reads and writes only the rows of R, Q^T y
+ * and V it owns, so R needs no barrier; what crosses lanes goes through the rings or the
+ * products, ordered by __syncwarp (one a QR step, two a Jacobi pair):
+ *   - the QR, systolic: at step tau, the owner of R's row r rotates equation e = tau - r
+ *     (if there is one) with that row, exactly as the one-thread loop does at its
+ *     rotation j = r. The equation's values (1, x[t-1], .., x[t-p], then x[t]) are in
+ *     slot e mod (n + 1) of two rings: row r reads them from ring r mod 2 and writes the
+ *     rotated ones to the other, so no lane writes a value that another reads in the
+ *     same step (nor one it read itself: the emulator's race check takes that for a
+ *     race once other lanes have read the byte before); the lanes also write equation
+ *     tau + 1's values into ring 0. Equation e meets rows 0, 1, .., p in order, and row
+ *     r meets equations in order, as on the CPU; n + m - 1 steps for m equations.
+ *   - the Jacobi sweeps: lane i writes row i's three products for the column pair; after
+ *     a barrier lanes 0, 1 and 2 sum them in row order (the CPU's alpha, beta, gamma: n
+ *     reads a lane, at once); after a second every lane reads the three sums, computes
+ *     the rotation and rotates its rows of R and V (3 lanes read the 3 n products, not
+ *     32: the emulator's check of every read made that the tests' main cost).
+ *   - then lane 0 solves and forecasts (plm__ar_solve_and_forecast).
+ * Each number sees the operations of the one-thread function in its order: the same bits. */
+static __device__ void ar_forecast_warp(const float *x, int64_t length, int lags, int horizon,
+                                        float *out, double *work, int lane) {
+  const int n = lags + 1;
+  const int64_t stride = 1, equations = length - lags;
+  double *const ring = work + plm__ar_work_doubles(lags);
+#pragma unroll
+  for (int u = 0; u < WARP_SLOTS; u++) {
+    const int r = lane + 32 * u;
+    if (r >= n) continue;
+    PLM__AR_QTY(r) = 0;
+    for (int k = 0; k < n; k++) {
+      PLM__AR_R(r, k) = 0;
+      PLM__AR_V(r, k) = r == k;
+    }
+  }
+  /* Equation e's values into its slot of ring 0: lane k writes value k (k = n: x[t]). */
+#define LOAD_EQUATION(e)                                            \
+  do {                                                              \
+    const int64_t t_ = lags + (e);                                  \
+    double *const slot_ = ring + ((e) % (n + 1)) * (n + 1);         \
+    for (int k_ = lane; k_ <= n; k_ += 32)                          \
+      slot_[k_] = k_ == 0 ? 1.0 : (double)x[k_ < n ? t_ - k_ : t_]; \
+  } while (0)
+  LOAD_EQUATION(0);
+  __syncwarp();
+  for (int64_t tau = 0; tau < equations + n - 1; tau++) {
+    if (tau + 1 < equations) LOAD_EQUATION(tau + 1);
+#pragma unroll
+    for (int u = 0; u < WARP_SLOTS; u++) {
+      const int r = lane + 32 * u;
+      const int64_t e = tau - r;
+      if (r >= n || e < 0 || e >= equations) continue;
+      const int64_t slot = (e % (n + 1)) * (n + 1), ring_size = (int64_t)(n + 1) * (n + 1);
+      const double *const in = ring + (r & 1) * ring_size + slot;
+      double *const next = ring + ((r + 1) & 1) * ring_size + slot;
+      const double rj = in[r];
+      if (rj == 0) {
+        for (int k = r + 1; k <= n; k++) next[k] = in[k];
+        continue;
+      }
+      const double rjj = PLM__AR_R(r, r), h = plm__ar_hypot(rjj, rj), c = rjj / h, s = rj / h;
+      PLM__AR_R(r, r) = h;
+      for (int k = r + 1; k < n; k++) {
+        const double a = PLM__AR_R(r, k), b = in[k];
+        PLM__AR_R(r, k) = c * a + s * b;
+        next[k] = c * b - s * a;
+      }
+      const double a = PLM__AR_QTY(r), y = in[n];
+      PLM__AR_QTY(r) = c * a + s * y;
+      next[n] = c * y - s * a;
+    }
+    __syncwarp();
+  }
+#undef LOAD_EQUATION
+  /* The products of rows i of columns p and q, lane i's: alpha's at products[i], beta's at
+   * products[n + i], gamma's at products[2 n + i]; then alpha, beta and gamma themselves,
+   * summed in row order by lanes 0, 1 and 2, at products[3 n ..], from which every lane
+   * computes the same rotation. The pairs alternate between two such buffers, so the two
+   * barriers of a pair also order its reads before the writes of the pair after next. */
+  double *const products = ring;
+  int buffer = 0;
+  for (int sweep = 0; sweep < PLM__AR_JACOBI_SWEEPS; sweep++) {
+    int rotated = 0;
+    for (int p = 0; p < n - 1; p++)
+      for (int q = p + 1; q < n; q++) {
+        double *const pr = products + buffer * (3 * n + 3);
+        buffer ^= 1;
+#pragma unroll
+        for (int u = 0; u < WARP_SLOTS; u++) {
+          const int i = lane + 32 * u;
+          if (i >= n) continue;
+          const double ap = PLM__AR_R(i, p), aq = PLM__AR_R(i, q);
+          pr[i] = ap * ap;
+          pr[n + i] = aq * aq;
+          pr[2 * n + i] = ap * aq;
+        }
+        __syncwarp();
+        if (lane < 3) { /* alpha, beta, gamma */
+          const double *const terms = pr + lane * n;
+          double sum = 0;
+          for (int i = 0; i < n; i++) sum += terms[i];
+          pr[3 * n + lane] = sum;
+        }
+        __syncwarp();
+        double c, s;
+        if (!plm__ar_jacobi_rotation(pr[3 * n], pr[3 * n + 1], pr[3 * n + 2], &c, &s)) continue;
+#pragma unroll
+        for (int u = 0; u < WARP_SLOTS; u++) {
+          const int i = lane + 32 * u;
+          if (i >= n) continue;
+          double ap = PLM__AR_R(i, p), aq = PLM__AR_R(i, q);
+          PLM__AR_R(i, p) = c * ap - s * aq;
+          PLM__AR_R(i, q) = s * ap + c * aq;
+          double vp = PLM__AR_V(i, p), vq = PLM__AR_V(i, q);
+          PLM__AR_V(i, p) = c * vp - s * vq;
+          PLM__AR_V(i, q) = s * vp + c * vq;
+        }
+        rotated = 1;
+      }
+    if (!rotated) break;
+  }
+  __syncwarp(); /* from rows to lane 0 */
+  if (lane == 0) plm__ar_solve_and_forecast(x, length, lags, horizon, out, work, stride);
+  __syncwarp(); /* lane 0 is done before the next series' work reuses the space */
 }
+
+/* Blocks of plm__ar_warp_kernel_warps(p) warps, a series a warp, each warp's working
+ * doubles contiguous in the block's shared memory. */
+__global__ void ar_forecast_warp_kernel(plm__ar_forecast_args args) {
+  extern __shared__ double warp_work[];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  double *work = warp_work + (int64_t)warp * plm__ar_warp_work_doubles(args.lags);
+  const int64_t step = (int64_t)gridDim.x * warps;
+  for (int64_t s = (int64_t)blockIdx.x * warps + warp; s < args.count; s += step)
+    ar_forecast_warp(args.series + s * args.length, args.length, args.lags, args.horizon,
+                     args.out + s * args.horizon, work, lane);
+}
+
+/* ---- a thread a series (lags 1..8) ------------------------------------------------ */
 
 /* Every thread uses its own interleaved slots only, so no barrier is needed. */
 __global__ void ar_forecast_shared_kernel(plm__ar_forecast_args args) {
@@ -74,7 +226,9 @@ extern "C" plm_status plm__ar_forecast_cuda(void *stream, const plm__ar_forecast
     ar_forecast_shared_kernel<<<plm__cuda_blocks(args->count, threads), threads, smem, s>>>(*args);
     return plm__cuda_check_launch("ar_forecast_shared_kernel");
   }
-  unsigned blocks = plm__cuda_blocks(args->count, SCRATCH_THREADS);
-  ar_forecast_scratch_kernel<<<blocks, SCRATCH_THREADS, 0, s>>>(*args);
-  return plm__cuda_check_launch("ar_forecast_scratch_kernel");
+  const int warps = plm__ar_warp_kernel_warps(args->lags);
+  const size_t smem =
+      (size_t)warps * (size_t)plm__ar_warp_work_doubles(args->lags) * sizeof(double);
+  ar_forecast_warp_kernel<<<plm__cuda_blocks(args->count, warps), 32 * warps, smem, s>>>(*args);
+  return plm__cuda_check_launch("ar_forecast_warp_kernel");
 }
