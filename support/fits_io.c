@@ -66,12 +66,65 @@ void fits_frames_close(fits_frames *f) {
   free(f);
 }
 
+enum { CARD = 80, BLOCK = 2880, MOST_HEADER_BLOCKS = 1024 };
+
+/* A card's value: its first character past "= " and the blanks, and how many of the card's
+ * characters are left from there (NULL when it has none). */
+static const char *card_value(const char *card, int *left) {
+  if (card[8] != '=' || card[9] != ' ') return NULL;
+  for (int i = 10; i < CARD; i++)
+    if (card[i] != ' ') {
+      *left = CARD - i;
+      return card + i;
+    }
+  return NULL;
+}
+
+/* Whether the header at byte `at` of fd is a tile-compressed image's (XTENSION 'BINTABLE'
+ * with ZIMAGE = T), read here, before cfitsio moves to it: cfitsio parses such a header's
+ * compression keywords as it moves, and divides by values a damaged file makes 0 (SIGFPE in
+ * imcomp_get_compressed_image_par, found by fuzz_fits). A header that cannot be read, or
+ * has no END within MOST_HEADER_BLOCKS, is left to cfitsio, which refuses it. */
+static bool compressed_header_at(int fd, off_t at) {
+  char block[BLOCK];
+  bool table = false;
+  for (int b = 0; b < MOST_HEADER_BLOCKS; b++) {
+    if (pread(fd, block, BLOCK, at + (off_t)b * BLOCK) != BLOCK) return false;
+    for (int c = 0; c < BLOCK / CARD; c++) {
+      const char *card = block + c * CARD;
+      int left = 0;
+      const char *value = card_value(card, &left);
+      if (b == 0 && c == 0)
+        table = memcmp(card, "XTENSION", 8) == 0 && value && left >= 10 &&
+                memcmp(value, "'BINTABLE'", 10) == 0;
+      else if (memcmp(card, "ZIMAGE  ", 8) == 0)
+        return table && value && *value == 'T';
+      else if (memcmp(card, "END     ", 8) == 0)
+        return false;
+    }
+  }
+  return false;
+}
+
+static plm_status tile_compressed(const fits_frames *f, int hdu, char *err, size_t err_size) {
+  return quote_failure(err, err_size, PLM_ERR_UNSUPPORTED,
+                       "%s: HDU %d: a tile-compressed image: not read, for cfitsio's "
+                       "decompressors crash on some damaged tiles; decompress it first "
+                       "(funpack -F)",
+                       f->path, hdu);
+}
+
 /* Move to the first HDU holding an image (NAXIS > 0) and give its number and NAXIS; refuse
  * it when it is tile-compressed. */
 static plm_status find_image(fits_frames *f, int *hdu, int *naxis, char *err, size_t err_size) {
   char why[WHY_SIZE];
   for (int h = 1;; h++) {
     int status = 0, type = 0;
+    LONGLONG head = 0, data = 0, end = 0; /* of HDU h - 1, where the file stands */
+    if (h > 1 && !fits_get_hduaddrll(f->file, &head, &data, &end, &status) &&
+        compressed_header_at(f->fd, (off_t)end))
+      return tile_compressed(f, h, err, err_size);
+    status = 0;
     if (fits_movabs_hdu(f->file, h, &type, &status)) {
       if (status == END_OF_FILE) {
         fits_clear_errmsg();
@@ -92,12 +145,7 @@ static plm_status find_image(fits_frames *f, int *hdu, int *naxis, char *err, si
     if (status)
       return quote_failure(err, err_size, PLM_ERR_IO, "%s: HDU %d: %s", f->path, h,
                            cfitsio_why(status, why));
-    if (compressed)
-      return quote_failure(err, err_size, PLM_ERR_UNSUPPORTED,
-                           "%s: HDU %d: a tile-compressed image: not read, for cfitsio's "
-                           "decompressors crash on some damaged tiles; decompress it first "
-                           "(funpack -F)",
-                           f->path, h);
+    if (compressed) return tile_compressed(f, h, err, err_size);
     return PLM_OK;
   }
 }

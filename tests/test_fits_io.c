@@ -166,6 +166,13 @@ START_TEST(test_what_is_not_read_is_named) {
   const char *path = scratch_file(dir, "rice-crash.fits", crash + 1, length - 1);
   expect_image_message(image_read(path, NULL, &img, err, sizeof err), PLM_ERR_UNSUPPORTED, err,
                        "rice-crash.fits: HDU 2: a tile-compressed image", NULL);
+  /* and one whose compression keywords made cfitsio divide by zero as it moved to the HDU
+   * (SIGFPE in imcomp_get_compressed_image_par): refused from its header, read before. */
+  const size_t fpe_length =
+      file_bytes(PLUME_FIXTURES_DIR "/../fuzz/corpus/fits/tile-header-fpe", crash, sizeof crash);
+  path = scratch_file(dir, "tile-header-fpe.fits", crash + 1, fpe_length - 1);
+  expect_image_message(image_read(path, NULL, &img, err, sizeof err), PLM_ERR_UNSUPPORTED, err,
+                       "tile-header-fpe.fits: HDU 2: a tile-compressed image", NULL);
   ck_assert_ptr_null(img.data);
 }
 END_TEST
