@@ -142,21 +142,13 @@ static void release(size_case *c) {
   free(c->frames);
 }
 
-static int by_value(const void *a, const void *b) {
-  const double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-/* The median and the coefficient of variation of w's runs. */
+/* The median and the coefficient of variation of w's runs, as the ops' tunables take them
+ * (plm_profile_stats_of, profile/tune.c). */
 static void summarise(workload *w, int runs) {
-  double sorted[MAX_RUNS], mean = 0, var = 0;
-  memcpy(sorted, w->ms_per_frame, (size_t)runs * sizeof *sorted);
-  qsort(sorted, (size_t)runs, sizeof *sorted, by_value);
-  w->median_ms = runs % 2 ? sorted[runs / 2] : (sorted[runs / 2 - 1] + sorted[runs / 2]) / 2;
-  for (int r = 0; r < runs; r++) mean += w->ms_per_frame[r] / runs;
-  for (int r = 0; r < runs; r++)
-    var += (w->ms_per_frame[r] - mean) * (w->ms_per_frame[r] - mean) / runs;
-  w->cv = mean > 0 ? sqrt(var) / mean : 0;
+  plm_profile_op_stats stats = {0};
+  plm_profile_stats_of(w->ms_per_frame, (size_t)runs, &stats);
+  w->median_ms = stats.p50_ms;
+  w->cv = stats.cv;
 }
 
 /* The workload of c at the batch that `bytes` gives it. */
