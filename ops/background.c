@@ -91,18 +91,12 @@ static size_t cpu_scratch(const void *args) {
   return scratch_bytes(args);
 }
 
-static void run_cpu(const void *args) {
-  plm__background_cpu(args);
-}
+PLM__OP_KERNEL_ENTRIES(background)
 
 #ifdef PLM_HAVE_CUDA
 static plm_status cuda_scratch(const void *args, size_t *bytes) {
   *bytes = scratch_bytes(args);
   return PLM_OK;
-}
-
-static plm_status run_cuda(void *stream, const void *args) {
-  return plm__background_cuda(stream, args);
 }
 #endif
 
@@ -179,8 +173,8 @@ const plm__op_desc plm__op_background = {
     .pack = pack,
     .cpu_scratch = cpu_scratch,
     .cuda_scratch = PLM__CUDA_ENTRY(cuda_scratch),
-    .cpu = run_cpu,
-    .cuda = PLM__CUDA_ENTRY(run_cuda),
+    .cpu = background_cpu_entry,
+    .cuda = PLM__CUDA_ENTRY(background_cuda_entry),
     .sample = sample,
 };
 

@@ -37,15 +37,7 @@ static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch
                                                      .dtype = in->dtype};
 }
 
-static void run_cpu(const void *args) {
-  plm__badpixel_cpu(args);
-}
-
-#ifdef PLM_HAVE_CUDA
-static plm_status run_cuda(void *stream, const void *args) {
-  return plm__badpixel_cuda(stream, args);
-}
-#endif
+PLM__OP_KERNEL_ENTRIES(badpixel)
 
 /* A frame (f32 by default) with a map flagging one pixel in 16 at random. */
 static void sample(const plm__op_sample_request *request, plm__op_sample *sample,
@@ -82,7 +74,7 @@ const plm__op_desc plm__op_badpixel = {
     .cost = cost,
     .args_size = sizeof(plm__badpixel_args),
     .pack = pack,
-    .cpu = run_cpu,
-    .cuda = PLM__CUDA_ENTRY(run_cuda),
+    .cpu = badpixel_cpu_entry,
+    .cuda = PLM__CUDA_ENTRY(badpixel_cuda_entry),
     .sample = sample,
 };

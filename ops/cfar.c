@@ -80,19 +80,13 @@ static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch
                                                  .output = params->output};
 }
 
-static void run_cpu(const void *args) {
-  plm__cfar_cpu(args);
-}
+PLM__OP_KERNEL_ENTRIES(cfar)
 
 static size_t cpu_scratch(const void *args) {
   return plm__cfar_scratch_bytes(args);
 }
 
 #ifdef PLM_HAVE_CUDA
-static plm_status run_cuda(void *stream, const void *args) {
-  return plm__cfar_cuda(stream, args);
-}
-
 static plm_status cuda_scratch(const void *args, size_t *bytes) {
   *bytes = plm__cfar_scratch_bytes(args);
   return PLM_OK;
@@ -167,7 +161,7 @@ const plm__op_desc plm__op_cfar = {
     .pack = pack,
     .cpu_scratch = cpu_scratch,
     .cuda_scratch = PLM__CUDA_ENTRY(cuda_scratch),
-    .cpu = run_cpu,
-    .cuda = PLM__CUDA_ENTRY(run_cuda),
+    .cpu = cfar_cpu_entry,
+    .cuda = PLM__CUDA_ENTRY(cfar_cuda_entry),
     .sample = sample,
 };

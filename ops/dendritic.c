@@ -95,19 +95,13 @@ static size_t cpu_scratch(const void *args) {
   return plm__dendritic_sums_bytes(false, a->gemm_min_batch, a->batch, a->neurons, a->dendrites);
 }
 
-static void run_cpu(const void *args) {
-  plm__dendritic_cpu(args);
-}
+PLM__OP_KERNEL_ENTRIES(dendritic)
 
 #ifdef PLM_HAVE_CUDA
 static plm_status cuda_scratch(const void *args, size_t *bytes) {
   const plm__dendritic_args *a = args;
   *bytes = plm__dendritic_sums_bytes(true, a->gemm_min_batch, a->batch, a->neurons, a->dendrites);
   return PLM_OK;
-}
-
-static plm_status run_cuda(void *stream, const void *args) {
-  return plm__dendritic_cuda(stream, args);
 }
 #endif
 
@@ -182,8 +176,8 @@ const plm__op_desc plm__op_dendritic = {
     .pack = pack,
     .cpu_scratch = cpu_scratch,
     .cuda_scratch = PLM__CUDA_ENTRY(cuda_scratch),
-    .cpu = run_cpu,
-    .cuda = PLM__CUDA_ENTRY(run_cuda),
+    .cpu = dendritic_cpu_entry,
+    .cuda = PLM__CUDA_ENTRY(dendritic_cuda_entry),
     .tunable_count = 2,
     .tunables = tunables,
     .sample = sample,

@@ -79,19 +79,13 @@ static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch
           plm__entropy_cuda_shape_tuned(&plm__op_entropy, call, PLM__WINDOW_TUNE_CUDA_SHAPE)};
 }
 
-static void run_cpu(const void *args) {
-  plm__entropy_cpu(args);
-}
+PLM__OP_KERNEL_ENTRIES(entropy)
 
 static size_t cpu_scratch(const void *args) {
   return plm__entropy_cpu_scratch_bytes(args);
 }
 
 #ifdef PLM_HAVE_CUDA
-static plm_status run_cuda(void *stream, const void *args) {
-  return plm__entropy_cuda(stream, args);
-}
-
 static plm_status cuda_scratch(const void *args, size_t *bytes) {
   *bytes = plm__entropy_cuda_scratch_bytes(args);
   return PLM_OK;
@@ -163,8 +157,8 @@ const plm__op_desc plm__op_entropy = {
     .pack = pack,
     .cpu_scratch = cpu_scratch,
     .cuda_scratch = PLM__CUDA_ENTRY(cuda_scratch),
-    .cpu = run_cpu,
-    .cuda = PLM__CUDA_ENTRY(run_cuda),
+    .cpu = entropy_cpu_entry,
+    .cuda = PLM__CUDA_ENTRY(entropy_cuda_entry),
     .tunable_count = PLM__WINDOW_TUNE_COUNT,
     .tunables = PLM__WINDOW_OP_TUNABLES(PLM__ENTROPY_CPU_BANDS_PER_THREAD),
     .sample = sample,

@@ -74,15 +74,7 @@ static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch
                               .horizon = params->horizon};
 }
 
-static void run_cpu(const void *args) {
-  plm__ar_forecast_cpu(args);
-}
-
-#ifdef PLM_HAVE_CUDA
-static plm_status run_cuda(void *stream, const void *args) {
-  return plm__ar_forecast_cuda(stream, args);
-}
-#endif
+PLM__OP_KERNEL_ENTRIES(ar_forecast)
 
 static const plm__op_param schema[] = {
     {.name = "lags",
@@ -132,7 +124,7 @@ const plm__op_desc plm__op_ar_forecast = {
     .cost = cost,
     .args_size = sizeof(plm__ar_forecast_args),
     .pack = pack,
-    .cpu = run_cpu,
-    .cuda = PLM__CUDA_ENTRY(run_cuda),
+    .cpu = ar_forecast_cpu_entry,
+    .cuda = PLM__CUDA_ENTRY(ar_forecast_cuda_entry),
     .sample = sample,
 };

@@ -126,19 +126,13 @@ static size_t cpu_scratch(const void *args) {
   return plm__lstm_scratch_bytes(false, a->gemm_min_batch, a->batch, a->hidden);
 }
 
-static void run_cpu(const void *args) {
-  plm__lstm_cpu(args);
-}
+PLM__OP_KERNEL_ENTRIES(lstm)
 
 #ifdef PLM_HAVE_CUDA
 static plm_status cuda_scratch(const void *args, size_t *bytes) {
   const plm__lstm_args *a = args;
   *bytes = plm__lstm_scratch_bytes(true, a->gemm_min_batch, a->batch, a->hidden);
   return PLM_OK;
-}
-
-static plm_status run_cuda(void *stream, const void *args) {
-  return plm__lstm_cuda(stream, args);
 }
 #endif
 
@@ -208,8 +202,8 @@ const plm__op_desc plm__op_lstm_cell = {
     .pack = pack,
     .cpu_scratch = cpu_scratch,
     .cuda_scratch = PLM__CUDA_ENTRY(cuda_scratch),
-    .cpu = run_cpu,
-    .cuda = PLM__CUDA_ENTRY(run_cuda),
+    .cpu = lstm_cpu_entry,
+    .cuda = PLM__CUDA_ENTRY(lstm_cuda_entry),
     .tunable_count = 2,
     .tunables = tunables,
     .sample = sample,

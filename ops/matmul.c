@@ -94,15 +94,7 @@ static const plm__op_tunable tunables[] = {
      .candidates = {1LL << 20, 1LL << 22, 1LL << 24, 1LL << 26, 1LL << 28},
      .help = "precision auto: M*N*K from which the product runs in TF32"}};
 
-static void run_cpu(const void *args) {
-  plm__matmul_cpu(args);
-}
-
-#ifdef PLM_HAVE_CUDA
-static plm_status run_cuda(void *stream, const void *args) {
-  return plm__matmul_cuda(stream, args);
-}
-#endif
+PLM__OP_KERNEL_ENTRIES(matmul)
 
 /* In the enums' order. */
 const char *const plm__activation_names[] = {"none", "relu", "sigmoid", "tanh", NULL};
@@ -168,8 +160,8 @@ const plm__op_desc plm__op_matmul = {
     .cost = cost,
     .args_size = sizeof(plm__matmul_args),
     .pack = pack,
-    .cpu = run_cpu,
-    .cuda = PLM__CUDA_ENTRY(run_cuda),
+    .cpu = matmul_cpu_entry,
+    .cuda = PLM__CUDA_ENTRY(matmul_cuda_entry),
     .tunable_count = 1,
     .tunables = tunables,
     .sample = sample,

@@ -166,14 +166,14 @@ typedef enum plm__output_role {
 
 typedef struct plm__op_slot {
   const char *name;
-  unsigned dtypes;    /* the dtypes accepted: a PLM__DTYPE_MASK set (never 0) */
-  const char *shape;  /* for help, after the dtypes: "(H, W)", or NULL */
-  bool optional;      /* inputs: may be absent; outputs: may be unwanted */
-  int role;           /* plm__input_role or plm__output_role */
-  unsigned in_place;  /* outputs: a mask of the inputs it may be exactly (1u << slot) */
-  bool labels;        /* outputs: connected-component labels (their connectivity is known) */
-  bool finite;        /* inputs: a calibration or kernel, every value finite: a pipeline's
-                         text refuses a named tensor for it holding a NaN or an infinity */
+  unsigned dtypes;   /* the dtypes accepted: a PLM__DTYPE_MASK set (never 0) */
+  const char *shape; /* for help, after the dtypes: "(H, W)", or NULL */
+  bool optional;     /* inputs: may be absent; outputs: may be unwanted */
+  int role;          /* plm__input_role or plm__output_role */
+  unsigned in_place; /* outputs: a mask of the inputs it may be exactly (1u << slot) */
+  bool labels;       /* outputs: connected-component labels (their connectivity is known) */
+  bool finite;       /* inputs: a calibration or kernel, every value finite: a pipeline's
+                        text refuses a named tensor for it holding a NaN or an infinity */
 } plm__op_slot;
 
 /* ---- parameters ------------------------------------------------------------------------- */
@@ -323,6 +323,29 @@ static inline int64_t plm__op_tuned(const plm__op_desc *op, const plm__op_call *
 #define PLM__CUDA_ENTRY(fn) (fn)
 #else
 #define PLM__CUDA_ENTRY(fn) NULL
+#endif
+
+/* The .cpu and .cuda entries of a descriptor whose kernels take the op's args struct
+ * typed, as kernels/common declares them: void plm__<kernel>_cpu(const ARGS *) and
+ * plm_status plm__<kernel>_cuda(void *stream, const ARGS *). PLM__OP_KERNEL_ENTRIES(kernel)
+ * defines <kernel>_cpu_entry and <kernel>_cuda_entry, which take the args as the descriptor
+ * passes them; the descriptor names them as
+ *   .cpu = <kernel>_cpu_entry, .cuda = PLM__CUDA_ENTRY(<kernel>_cuda_entry).
+ * (Without the cuda backend, only the CPU entry is made.) The element-wise template's
+ * kernels take const void * already (kernels/common/map_ops.h). */
+#define PLM__OP_CPU_KERNEL_ENTRY(kernel)             \
+  static void kernel##_cpu_entry(const void *args) { \
+    plm__##kernel##_cpu(args);                       \
+  }
+#define PLM__OP_CUDA_KERNEL_ENTRY(kernel)                                 \
+  static plm_status kernel##_cuda_entry(void *stream, const void *args) { \
+    return plm__##kernel##_cuda(stream, args);                            \
+  }
+#ifdef PLM_HAVE_CUDA
+#define PLM__OP_KERNEL_ENTRIES(kernel) \
+  PLM__OP_CPU_KERNEL_ENTRY(kernel) PLM__OP_CUDA_KERNEL_ENTRY(kernel)
+#else
+#define PLM__OP_KERNEL_ENTRIES(kernel) PLM__OP_CPU_KERNEL_ENTRY(kernel)
 #endif
 
 /* The descriptors, each defined in its op's file. */

@@ -51,15 +51,7 @@ static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch
                             .compare = params->compare};
 }
 
-static void run_cpu(const void *args) {
-  plm__threshold_cpu(args);
-}
-
-#ifdef PLM_HAVE_CUDA
-static plm_status run_cuda(void *stream, const void *args) {
-  return plm__threshold_cuda(stream, args);
-}
-#endif
+PLM__OP_KERNEL_ENTRIES(threshold)
 
 const char *const plm__compare_names[] = {"gt", "ge", "lt", "le", NULL};
 
@@ -112,7 +104,7 @@ const plm__op_desc plm__op_threshold = {
     .cost = cost,
     .args_size = sizeof(plm__threshold_args),
     .pack = pack,
-    .cpu = run_cpu,
-    .cuda = PLM__CUDA_ENTRY(run_cuda),
+    .cpu = threshold_cpu_entry,
+    .cuda = PLM__CUDA_ENTRY(threshold_cuda_entry),
     .sample = sample,
 };
