@@ -5,6 +5,7 @@
 #include "bench_common.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
@@ -155,8 +156,9 @@ void bench_print_header(const char *prog, plm_backend backend, const plm_device_
          info->name, build->version, build->git_commit, build->build_type,
          bench_run_size_name(size));
   if (backend == PLM_BACKEND_CUDA && build->cuda_emulated)
-    printf("NOTE: the cuda device is the CUDA emulator (emu/): it proves correctness; its "
-           "times are not a GPU's and mean nothing\n");
+    printf(
+        "NOTE: the cuda device is the CUDA emulator (emu/): it proves correctness; its "
+        "times are not a GPU's and mean nothing\n");
 }
 
 /* ---- files and JSON --------------------------------------------------------------------- */
@@ -230,7 +232,8 @@ json_t *bench_json_document(const char *benchmark, plm_backend backend, const pl
   json_object_set_new(doc, "benchmark", json_string(benchmark));
   json_object_set_new(doc, "backend", json_string(plm_backend_name(backend)));
   json_object_set_new(doc, "device", json_string(info->name));
-  json_object_set_new(doc, "emulated", json_boolean(backend == PLM_BACKEND_CUDA && build->cuda_emulated));
+  json_object_set_new(doc, "emulated",
+                      json_boolean(backend == PLM_BACKEND_CUDA && build->cuda_emulated));
   json_object_set_new(doc, "commit", json_string(build->git_commit));
   if (backend == PLM_BACKEND_CUDA) {
     char driver[32], runtime[32];
@@ -270,4 +273,24 @@ bool bench_json_write(const char *prog, json_t *doc, const char *path,
   if (readable_back && !validate(path)) return false;
   printf("\nwrote %s\n", path);
   return true;
+}
+
+/* ---- why a run stops ------------------------------------------------------------------- */
+
+static char failure[2048];
+
+bool bench_fail(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(failure, sizeof failure, fmt, ap);
+  va_end(ap);
+  return false;
+}
+
+bool bench_fail_call(const char *where, const char *call, plm_status status) {
+  return bench_fail("%s: %s -> %s: %s", where, call, plm_status_str(status), plm_last_error());
+}
+
+const char *bench_error(void) {
+  return failure;
 }

@@ -140,6 +140,29 @@ void bench_print_usage(const bench_cli *cli, FILE *out);
 void bench_print_header(const char *prog, plm_backend backend, const plm_device_info *info,
                         run_size size);
 
+/* ---- why a run stops ------------------------------------------------------------------- */
+
+/* A benchmark's functions return false when the run must stop, after bench_fail recorded
+ * why; its main prints "<prog>: " and bench_error() on stderr and exits
+ * BENCH_EXIT_FAILURE. The last message recorded is kept (up to 2 KiB). */
+
+/* Record why the run stops; always returns false, so that a caller can
+ * `return bench_fail(...)`. */
+bool bench_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* bench_fail with "where: call -> status: plm_last_error()". */
+bool bench_fail_call(const char *where, const char *call, plm_status status);
+
+/* The message bench_fail recorded last ("" before any). */
+const char *bench_error(void);
+
+/* Run a plume call; on a failure, return bench_fail_call(where, the call's text, status). */
+#define BENCH_CALL(where, expr)                                                                 \
+  do {                                                                                          \
+    plm_status bench_call_status_ = (expr);                                                     \
+    if (bench_call_status_ != PLM_OK) return bench_fail_call(where, #expr, bench_call_status_); \
+  } while (0)
+
 /* ---- files and JSON --------------------------------------------------------------------- */
 
 /* Learn before a run, not after it, that the JSON at path cannot be written: where the

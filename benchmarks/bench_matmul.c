@@ -37,7 +37,6 @@
 
 #include <jansson.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -64,26 +63,6 @@ static const char usage[] =
     "cuda, over square sizes 32..4096 and lstm_cell's gate product: medians of\n"
     "interleaved event-timed rounds, GFLOP/s, ratios, and the work M*N*K from which\n"
     "tensor cores pay (AUTO's rule).\n";
-
-/* ---- errors ----------------------------------------------------------------------------- */
-
-static char bench_error[1024];
-
-static bool fail(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(bench_error, sizeof bench_error, fmt, ap);
-  va_end(ap);
-  return false;
-}
-
-#define CALL(where, expr)                                                         \
-  do {                                                                            \
-    plm_status call_status_ = (expr);                                             \
-    if (call_status_ != PLM_OK)                                                   \
-      return fail("%s: %s -> %s: %s", where, #expr, plm_status_str(call_status_), \
-                  plm_last_error());                                              \
-  } while (0)
 
 /* ---- shapes and variants ---------------------------------------------------------------- */
 
@@ -159,17 +138,17 @@ static float random_unit(void) {
 /* An (rows, cols) f32 tensor from the pool, random in [-0.5, 0.5), or zeros. */
 static bool make_tensor(bench_env *env, int64_t rows, int64_t cols, bool random, plm_tensor *out) {
   const int64_t dims[2] = {rows, cols};
-  CALL("setup", plm_tensor_alloc(env->pool, env->stream, PLM_DTYPE_F32, 2, dims, out));
+  BENCH_CALL("setup", plm_tensor_alloc(env->pool, env->stream, PLM_DTYPE_F32, 2, dims, out));
   size_t count = (size_t)(rows * cols);
   float *host = calloc(count, sizeof *host);
-  if (!host) return fail("out of host memory for a %zu-float operand", count);
+  if (!host) return bench_fail("out of host memory for a %zu-float operand", count);
   if (random)
     for (size_t i = 0; i < count; i++) host[i] = random_unit();
   plm_status status = plm_stream_memcpy(env->stream, out->data, host, count * sizeof *host,
                                         PLM_COPY_HOST_TO_DEVICE);
   if (status == PLM_OK) status = plm_stream_synchronize(env->stream);
   free(host);
-  CALL("setup", status);
+  BENCH_CALL("setup", status);
   return true;
 }
 
@@ -182,21 +161,21 @@ static bool run_variant(bench_env *env, variant v, operands *o) {
     cublas_math math = v == CUBLAS_FP32 ? CUBLAS_MATH_FP32 : CUBLAS_MATH_TF32;
     if (!cublas_peer_sgemm(&env->cublas, math, (int)o->a.dims[0], (int)o->b.dims[1],
                            (int)o->a.dims[1], o->a.data, o->b.data, o->out.data))
-      return fail("%s", env->cublas.why);
+      return bench_fail("%s", env->cublas.why);
     return true;
   }
   plm_matmul_params params = {.precision = precisions[v], .activation = PLM_ACTIVATION_NONE};
-  CALL("matmul", plm_matmul(env->stream, &o->a, &o->b, NULL, &params, &o->out));
+  BENCH_CALL("matmul", plm_matmul(env->stream, &o->a, &o->b, NULL, &params, &o->out));
   return true;
 }
 
 static bool time_variant(bench_env *env, variant v, operands *o, double *us) {
-  CALL("timing", plm_event_record(env->start, env->stream));
+  BENCH_CALL("timing", plm_event_record(env->start, env->stream));
   if (!run_variant(env, v, o)) return false;
-  CALL("timing", plm_event_record(env->end, env->stream));
-  CALL("timing", plm_event_synchronize(env->end));
+  BENCH_CALL("timing", plm_event_record(env->end, env->stream));
+  BENCH_CALL("timing", plm_event_synchronize(env->end));
   float ms = 0;
-  CALL("timing", plm_event_elapsed_ms(env->start, env->end, &ms));
+  BENCH_CALL("timing", plm_event_elapsed_ms(env->start, env->end, &ms));
   *us = (double)ms * 1000.0;
   return true;
 }
@@ -414,13 +393,13 @@ static bool validate_json(const char *path) {
 
 static bool open_env(bench_env *env) {
   plm_context_config config = {.backend = env->opt.backend};
-  CALL("setup", plm_context_create(&config, &env->ctx));
-  CALL("setup", plm_context_backend(env->ctx, &env->backend));
-  CALL("setup", plm_context_device_info(env->ctx, &env->info));
-  CALL("setup", plm_context_default_pool(env->ctx, &env->pool));
-  CALL("setup", plm_stream_create(env->ctx, PLM_STREAM_DEFAULT, &env->stream));
-  CALL("setup", plm_event_create(env->ctx, PLM_EVENT_DEFAULT, &env->start));
-  CALL("setup", plm_event_create(env->ctx, PLM_EVENT_DEFAULT, &env->end));
+  BENCH_CALL("setup", plm_context_create(&config, &env->ctx));
+  BENCH_CALL("setup", plm_context_backend(env->ctx, &env->backend));
+  BENCH_CALL("setup", plm_context_device_info(env->ctx, &env->info));
+  BENCH_CALL("setup", plm_context_default_pool(env->ctx, &env->pool));
+  BENCH_CALL("setup", plm_stream_create(env->ctx, PLM_STREAM_DEFAULT, &env->stream));
+  BENCH_CALL("setup", plm_event_create(env->ctx, PLM_EVENT_DEFAULT, &env->start));
+  BENCH_CALL("setup", plm_event_create(env->ctx, PLM_EVENT_DEFAULT, &env->end));
   env->has_cublas = cublas_peer_load(&env->cublas, env->stream, env->backend);
   return true;
 }
@@ -450,7 +429,7 @@ int main(int argc, char **argv) {
   int code = bench_start(&cli, argc, argv);
   if (code != BENCH_RUN) return code;
   if (!open_env(&env)) {
-    fprintf(stderr, "bench_matmul: %s\n", bench_error);
+    fprintf(stderr, "bench_matmul: %s\n", bench_error());
     close_env(&env);
     return BENCH_EXIT_FAILURE;
   }
@@ -461,7 +440,7 @@ int main(int argc, char **argv) {
   for (int i = 0; i < SHAPE_COUNT; i++) {
     if (!shape_runs(&shapes[i], env.opt.size)) continue;
     if (!measure_shape(&env, &shapes[i], &rs[count])) {
-      fprintf(stderr, "bench_matmul: %s\n", bench_error);
+      fprintf(stderr, "bench_matmul: %s\n", bench_error());
       exit_code = BENCH_EXIT_FAILURE;
       break;
     }

@@ -118,7 +118,6 @@
 
 #include <jansson.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -143,11 +142,11 @@
 typedef struct options {
   run_size size;
   plm_backend backend;
-  const char *json_path;   /* NULL: no JSON */
-  const char *only_op;     /* NULL: all */
-  const char *profile_dir; /* NULL: no profile */
-  int64_t size_only;       /* --size N: image ops at N x N alone; 0: the usual sizes */
-  const char *emulated_cost; /* --emulated-cost PATH: NULL: none */
+  const char *json_path;       /* NULL: no JSON */
+  const char *only_op;         /* NULL: all */
+  const char *profile_dir;     /* NULL: no profile */
+  int64_t size_only;           /* --size N: image ops at N x N alone; 0: the usual sizes */
+  const char *emulated_cost;   /* --emulated-cost PATH: NULL: none */
   const char *emulated_device; /* --emulated-device NAME: NULL: H100 */
 } options;
 
@@ -160,29 +159,6 @@ static const char usage[] =
     "Benchmark of plume's operations at the issue's seed sizes and at 2048x2048 and\n"
     "4096x4096: event-timed runs, Mpix/s, GB/s and the bandwidth floor. Prints a\n"
     "table (with the seed budgets) and writes JSON.\n";
-
-/* ---- errors --------------------------------------------------------------------- */
-
-static char bench_error[2048];
-
-/* Record why the run stops; always returns false so callers can `return fail(...)`. */
-static bool fail(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(bench_error, sizeof bench_error, fmt, ap);
-  va_end(ap);
-  return false;
-}
-
-static bool fail_call(const char *where, const char *call, plm_status status) {
-  return fail("%s: %s -> %s: %s", where, call, plm_status_str(status), plm_last_error());
-}
-
-#define CALL(where, expr)                                                     \
-  do {                                                                        \
-    plm_status call_status_ = (expr);                                         \
-    if (call_status_ != PLM_OK) return fail_call(where, #expr, call_status_); \
-  } while (0)
 
 /* ---- environment ----------------------------------------------------------------- */
 
@@ -206,12 +182,12 @@ typedef struct bench_env {
 typedef bool (*enqueue_fn)(bench_env *env, void *state);
 
 static bool time_once(bench_env *env, enqueue_fn fn, void *state, double *us) {
-  CALL("timing", plm_event_record(env->start, env->stream));
+  BENCH_CALL("timing", plm_event_record(env->start, env->stream));
   if (!fn(env, state)) return false;
-  CALL("timing", plm_event_record(env->end, env->stream));
-  CALL("timing", plm_event_synchronize(env->end));
+  BENCH_CALL("timing", plm_event_record(env->end, env->stream));
+  BENCH_CALL("timing", plm_event_synchronize(env->end));
   float ms = 0;
-  CALL("timing", plm_event_elapsed_ms(env->start, env->end, &ms));
+  BENCH_CALL("timing", plm_event_elapsed_ms(env->start, env->end, &ms));
   *us = (double)ms * 1000.0;
   return true;
 }
@@ -222,8 +198,8 @@ static bool time_once(bench_env *env, enqueue_fn fn, void *state, double *us) {
 enum { MAX_SIZES = 4, FRAME_SIZE = 512 };
 
 static bool output_tensor(bench_env *env, const plm_shape *shape, plm_tensor *out) {
-  CALL("setup",
-       plm_tensor_alloc(env->pool, env->stream, shape->dtype, shape->ndim, shape->dims, out));
+  BENCH_CALL("setup",
+             plm_tensor_alloc(env->pool, env->stream, shape->dtype, shape->ndim, shape->dims, out));
   return true;
 }
 
@@ -249,7 +225,7 @@ typedef struct op_state {
 static bool sample_inputs(bench_env *env, const plm__op_desc *op, int64_t h, int64_t w,
                           op_state *s) {
   const plm__op_sample_request request = {.size = h, .width = w, .seed = BENCH_SEED};
-  CALL(op->name, op_sample_inputs(op, &request, env->pool, env->stream, &s->t));
+  BENCH_CALL(op->name, op_sample_inputs(op, &request, env->pool, env->stream, &s->t));
   return true;
 }
 
@@ -258,8 +234,8 @@ static bool sample_inputs(bench_env *env, const plm__op_desc *op, int64_t h, int
  * elements (the first output made). */
 static bool sample_outputs(op_state *s) {
   const plm__op_desc *op = s->t.op;
-  CALL(op->name, op_sample_outputs(&s->t, 0));
-  CALL(op->name, plm__op_cost(op, &s->t.call, &s->cost));
+  BENCH_CALL(op->name, op_sample_outputs(&s->t, 0));
+  BENCH_CALL(op->name, plm__op_cost(op, &s->t.call, &s->cost));
   for (int k = op->output_count - 1; k >= 0; k--)
     if (s->t.call.out[k]) s->elements = plm_tensor_numel(s->t.call.out[k]);
   return true;
@@ -277,9 +253,9 @@ static bool set_params(const plm__op_desc *op, const char *text, void *params) {
     if (value) *value++ = '\0';
     for (int i = 0; value && i < op->param_count; i++)
       if (strcmp(op->params[i].name, item) == 0) p = &op->params[i];
-    if (!p) return fail("%s: '%s' is no key=value of its parameters", op->name, item);
+    if (!p) return bench_fail("%s: '%s' is no key=value of its parameters", op->name, item);
     if (!plm__op_param_parse(p, value, 0, 0, params, why, sizeof why))
-      return fail("%s: %s=%s: %s", op->name, item, value, why);
+      return bench_fail("%s: %s=%s: %s", op->name, item, value, why);
   }
   return true;
 }
@@ -287,7 +263,7 @@ static bool set_params(const plm__op_desc *op, const char *text, void *params) {
 /* Every table op runs here: its public path (checks, scratch from the pool, kernel). */
 static bool table_op_run(bench_env *env, void *state) {
   op_state *s = state;
-  CALL(s->t.op->name, plm__op_call_public(s->t.op, env->stream, &s->t.call));
+  BENCH_CALL(s->t.op->name, plm__op_call_public(s->t.op, env->stream, &s->t.call));
   return true;
 }
 
@@ -301,7 +277,7 @@ static bool conv2d_log_setup(bench_env *env, int64_t h, int64_t w, op_state *s) 
   if (!sample_inputs(env, &plm__op_conv2d, h, w, s)) return false;
   float *taps = NULL;
   int kh = 0, kw = 0;
-  CALL("conv2d_9x9 setup", plm__parse_kernel(PRESET_LOG_KERNEL, NULL, &taps, &kh, &kw));
+  BENCH_CALL("conv2d_9x9 setup", plm__parse_kernel(PRESET_LOG_KERNEL, NULL, &taps, &kh, &kw));
   plm_tensor *kernel = &s->t.in[1];
   plm_status status = plm_tensor_free(env->pool, env->stream, kernel);
   s->t.call.in[1] = NULL; /* until the new kernel is there (op_sample_release frees it) */
@@ -314,7 +290,7 @@ static bool conv2d_log_setup(bench_env *env, int64_t h, int64_t w, op_state *s) 
                                (size_t)kh * (size_t)kw * sizeof *taps, PLM_COPY_HOST_TO_DEVICE);
   if (status == PLM_OK) status = plm_stream_synchronize(env->stream);
   free(taps);
-  if (status != PLM_OK) return fail_call("conv2d_9x9 setup", "the 9x9 kernel", status);
+  if (status != PLM_OK) return bench_fail_call("conv2d_9x9 setup", "the 9x9 kernel", status);
   plm_conv2d_params *params = &s->t.sample.params.conv2d;
   params->pad_y = kh / 2;
   params->pad_x = kw / 2;
@@ -330,10 +306,10 @@ static bool unfused_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
   const plm_tensor *in = &s->t.in[0];
   s->fused = s->t.sample.params.sobel_entropy_threshold;
   plm_shape shape;
-  CALL("unfused setup", plm_sobel_output(in, &s->fused.sobel, &shape));
+  BENCH_CALL("unfused setup", plm_sobel_output(in, &s->fused.sobel, &shape));
   for (; s->mid_count < 2; s->mid_count++)
     if (!output_tensor(env, &shape, &s->mid[s->mid_count])) return false;
-  CALL("unfused setup", plm_threshold_output(&s->mid[1], &s->fused.threshold, &shape));
+  BENCH_CALL("unfused setup", plm_threshold_output(&s->mid[1], &s->fused.threshold, &shape));
   if (!output_tensor(env, &shape, &s->out)) return false;
   s->has_out = true;
   s->elements = plm_tensor_numel(&s->out);
@@ -344,7 +320,7 @@ static bool unfused_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
   const plm__op_desc *ops3[3] = {&plm__op_sobel, &plm__op_entropy, &plm__op_threshold};
   for (int k = 0; k < 3; k++) {
     plm_op_cost part;
-    CALL("unfused setup", plm__op_cost(ops3[k], &parts[k], &part));
+    BENCH_CALL("unfused setup", plm__op_cost(ops3[k], &parts[k], &part));
     s->cost.bytes += part.bytes;
     s->cost.flops += part.flops;
   }
@@ -353,9 +329,10 @@ static bool unfused_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
 
 static bool unfused_run(bench_env *env, void *state) {
   op_state *s = state;
-  CALL("unfused", plm_sobel(env->stream, &s->t.in[0], &s->fused.sobel, NULL, NULL, &s->mid[0]));
-  CALL("unfused", plm_entropy(env->stream, &s->mid[0], &s->fused.entropy, &s->mid[1]));
-  CALL("unfused", plm_threshold(env->stream, &s->mid[1], &s->fused.threshold, &s->out));
+  BENCH_CALL("unfused",
+             plm_sobel(env->stream, &s->t.in[0], &s->fused.sobel, NULL, NULL, &s->mid[0]));
+  BENCH_CALL("unfused", plm_entropy(env->stream, &s->mid[0], &s->fused.entropy, &s->mid[1]));
+  BENCH_CALL("unfused", plm_threshold(env->stream, &s->mid[1], &s->fused.threshold, &s->out));
   return true;
 }
 
@@ -367,7 +344,7 @@ static cublas_peer cublas;
 static bool cublas_setup(bench_env *env, int64_t n, int64_t unused, op_state *s) {
   (void)unused;
   if (!cublas_peer_load(&cublas, env->stream, env->backend))
-    return fail("cublas_sgemm: %s", cublas.why);
+    return bench_fail("cublas_sgemm: %s", cublas.why);
   if (!sample_inputs(env, &plm__op_matmul, n, n, s)) return false;
   const plm_shape product = {.dtype = PLM_DTYPE_F32, .ndim = 2, .dims = {n, n}};
   if (!output_tensor(env, &product, &s->out)) return false;
@@ -384,7 +361,7 @@ static bool cublas_run(bench_env *env, void *state) {
   const int n = (int)s->out.dims[0];
   if (!cublas_peer_sgemm(&cublas, CUBLAS_MATH_FP32, n, n, n, s->t.in[0].data, s->t.in[1].data,
                          s->out.data))
-    return fail("cublas_sgemm: %s", cublas.why);
+    return bench_fail("cublas_sgemm: %s", cublas.why);
   return true;
 }
 
@@ -406,9 +383,9 @@ typedef struct op_entry {
   double budget_lo_us, budget_hi_us;
   /* Its own setup, NULL: its op's sample (with `params`). */
   bool (*setup)(bench_env *env, int64_t h, int64_t w, op_state *s);
-  enqueue_fn run;    /* NULL: table_op_run */
-  int large[2];      /* the larger sizes (quick: the first); {0, 0}: 2048 and 4096 */
-  bool cuda_only;    /* a peer that exists only on cuda (cuBLAS) */
+  enqueue_fn run; /* NULL: table_op_run */
+  int large[2];   /* the larger sizes (quick: the first); {0, 0}: 2048 and 4096 */
+  bool cuda_only; /* a peer that exists only on cuda (cuBLAS) */
   /* From the sample (make_workloads): */
   const char *dtype; /* the input's, for the table and JSON */
   const char *scale; /* NULL: an image of size x size; else what size counts ("n", "batch") */
@@ -549,7 +526,7 @@ static void params_text(const plm__op_desc *op, const plm__op_sample *sample, ch
   }
 }
 
-/* Fill `workloads`, each with its sample's dtype and scale. Fails (why in bench_error) on a
+/* Fill `workloads`, each with its sample's dtype and scale. Fails (why in bench_error()) on a
  * sample the op refuses to describe. */
 static bool make_workloads(void) {
   workload_count = 0;
@@ -562,7 +539,7 @@ static bool make_workloads(void) {
     op_entry *e = &workloads[w];
     const plm__op_sample_request one = {.size = 1};
     plm__op_sample sample;
-    CALL(entry_name(e), plm__op_sample_make(entry_op(e), &one, &sample, NULL));
+    BENCH_CALL(entry_name(e), plm__op_sample_make(entry_op(e), &one, &sample, NULL));
     e->dtype = plm_dtype_name(sample.in[0].dtype);
     e->scale = sample.scale;
     if (!e->seed) e->seed = FRAME_SIZE;
@@ -653,10 +630,10 @@ static bool profile_op(bench_env *env, const op_entry *op, int size, int runs, o
   const enqueue_fn run = op->run ? op->run : table_op_run;
   for (int i = 0; i < runs; i++) {
     plm_profile_mark mark;
-    CALL("profile", plm_profiler_begin(env->profiler, env->stream, name, i, &s->cost, &mark));
+    BENCH_CALL("profile", plm_profiler_begin(env->profiler, env->stream, name, i, &s->cost, &mark));
     if (!run(env, s)) return false;
-    CALL("profile", plm_profiler_end(env->profiler, env->stream, &mark));
-    CALL("profile", plm_stream_synchronize(env->stream));
+    BENCH_CALL("profile", plm_profiler_end(env->profiler, env->stream, &mark));
+    BENCH_CALL("profile", plm_stream_synchronize(env->stream));
   }
   return true;
 }
@@ -669,16 +646,16 @@ static bool count_op(bench_env *env, const op_entry *op, int size, op_state *s) 
   size_label(op, size, size_text, sizeof size_text);
   snprintf(label, sizeof label, "%s %s", entry_name(op), size_text);
   const enqueue_fn run = op->run ? op->run : table_op_run;
-  if (plm_emu_count_begin(label) != 0) return fail("emulated cost: cannot count %s", label);
+  if (plm_emu_count_begin(label) != 0) return bench_fail("emulated cost: cannot count %s", label);
   bool ok = run(env, s);
   plm_status status = plm_stream_synchronize(env->stream);
   plm_emu_count_end();
   if (!ok) return false;
-  if (status != PLM_OK) return fail_call("emulated cost", "plm_stream_synchronize", status);
+  if (status != PLM_OK) return bench_fail_call("emulated cost", "plm_stream_synchronize", status);
   return true;
 #else
   (void)env, (void)op, (void)size, (void)s;
-  return fail("--emulated-cost needs a -DPLUME_CUDA=EMU build");
+  return bench_fail("--emulated-cost needs a -DPLUME_CUDA=EMU build");
 #endif
 }
 
@@ -738,21 +715,21 @@ typedef struct copy_state {
 
 static bool copy_run(bench_env *env, void *state) {
   copy_state *c = state;
-  CALL("copy bandwidth",
-       plm_stream_memcpy(env->stream, c->dst, c->src, c->bytes, PLM_COPY_DEVICE_TO_DEVICE));
+  BENCH_CALL("copy bandwidth",
+             plm_stream_memcpy(env->stream, c->dst, c->src, c->bytes, PLM_COPY_DEVICE_TO_DEVICE));
   return true;
 }
 
 static bool measure_copy_bandwidth(bench_env *env) {
   copy_state c = {.bytes = env->opt.size == RUN_SMOKE ? ((size_t)4 << 20) : ((size_t)64 << 20)};
-  CALL("copy bandwidth", plm_pool_alloc(env->pool, c.bytes, env->stream, &c.src));
+  BENCH_CALL("copy bandwidth", plm_pool_alloc(env->pool, c.bytes, env->stream, &c.src));
   plm_status status = plm_pool_alloc(env->pool, c.bytes, env->stream, &c.dst);
   if (status != PLM_OK) {
     plm_pool_free(env->pool, c.src, env->stream);
-    return fail_call("copy bandwidth", "plm_pool_alloc", status);
+    return bench_fail_call("copy bandwidth", "plm_pool_alloc", status);
   }
   status = plm_stream_memset(env->stream, c.src, 1, c.bytes);
-  bool ok = status == PLM_OK || fail_call("copy bandwidth", "plm_stream_memset", status);
+  bool ok = status == PLM_OK || bench_fail_call("copy bandwidth", "plm_stream_memset", status);
   double times[6];
   for (int i = 0; ok && i < 6; i++) ok = time_once(env, copy_run, &c, &times[i]);
   plm_pool_free(env->pool, c.src, env->stream);
@@ -920,7 +897,7 @@ static bool write_profile(bench_env *env, const fusion_ratio *ratios, size_t fus
                                            .ab_count = n,
                                            .ab_unit = "us (median of the fusion pairs)",
                                            .ab_higher_is_better = false};
-  CALL("profile", plm_profiler_write(env->profiler, env->opt.profile_dir, &write));
+  BENCH_CALL("profile", plm_profiler_write(env->profiler, env->opt.profile_dir, &write));
   printf("profile: %s/report.html\n", env->opt.profile_dir);
   return true;
 }
@@ -1018,7 +995,7 @@ static bool run_all(bench_env *env, result *rs, size_t *count) {
       printf("%s: not measured here: %s\n", table_op->name, unmeasured[u].why);
     }
     if (!measured)
-      return fail("%s: an op of the table with no workload in bench_ops", table_op->name);
+      return bench_fail("%s: an op of the table with no workload in bench_ops", table_op->name);
   }
   if (cublas.why[0] && (!env->opt.only_op || strcmp(env->opt.only_op, plm__op_matmul.name) == 0 ||
                         strcmp(env->opt.only_op, "cublas_sgemm") == 0))
@@ -1042,18 +1019,18 @@ static bool run_fusion(bench_env *env, fusion_ratio *ratios, size_t *count) {
 
 static bool open_env(bench_env *env) {
   plm_context_config config = {.backend = env->opt.backend};
-  CALL("setup", plm_context_create(&config, &env->ctx));
-  CALL("setup", plm_context_backend(env->ctx, &env->backend));
-  CALL("setup", plm_context_device_info(env->ctx, &env->info));
-  CALL("setup", plm_context_default_pool(env->ctx, &env->pool));
-  CALL("setup", plm_stream_create(env->ctx, PLM_STREAM_DEFAULT, &env->stream));
-  CALL("setup", plm_event_create(env->ctx, PLM_EVENT_DEFAULT, &env->start));
-  CALL("setup", plm_event_create(env->ctx, PLM_EVENT_DEFAULT, &env->end));
+  BENCH_CALL("setup", plm_context_create(&config, &env->ctx));
+  BENCH_CALL("setup", plm_context_backend(env->ctx, &env->backend));
+  BENCH_CALL("setup", plm_context_device_info(env->ctx, &env->info));
+  BENCH_CALL("setup", plm_context_default_pool(env->ctx, &env->pool));
+  BENCH_CALL("setup", plm_stream_create(env->ctx, PLM_STREAM_DEFAULT, &env->stream));
+  BENCH_CALL("setup", plm_event_create(env->ctx, PLM_EVENT_DEFAULT, &env->start));
+  BENCH_CALL("setup", plm_event_create(env->ctx, PLM_EVENT_DEFAULT, &env->end));
   /* The profiler (calibrating, or loading the cached calibration) for --profile, and for
    * the FMA rate of the compute floor in any case. */
-  CALL("setup", plm_profiler_create(env->ctx, NULL, &env->profiler));
+  BENCH_CALL("setup", plm_profiler_create(env->ctx, NULL, &env->profiler));
   plm_profile_calibration calibration;
-  CALL("setup", plm_profiler_calibration(env->profiler, &calibration));
+  BENCH_CALL("setup", plm_profiler_calibration(env->profiler, &calibration));
   env->peak_gflops = calibration.fma_gflops;
   if (!env->opt.profile_dir) {
     plm_profiler_destroy(env->profiler);
@@ -1145,13 +1122,14 @@ int main(int argc, char **argv) {
   const bench_cli cli = {
       .prog = "bench_ops", .usage = usage, .options = table, .validate_json = validate_json};
   if (!make_workloads()) {
-    fprintf(stderr, "bench_ops: %s\n", bench_error);
+    fprintf(stderr, "bench_ops: %s\n", bench_error());
     return BENCH_EXIT_FAILURE;
   }
   int code = bench_start(&cli, argc, argv);
   if (code != BENCH_RUN) return code;
   if (env.opt.emulated_cost && !plm_build_info_get()->cuda_emulated) {
-    fprintf(stderr, "bench_ops: --emulated-cost needs a build on the CUDA emulator (-DPLUME_CUDA=EMU)\n");
+    fprintf(stderr,
+            "bench_ops: --emulated-cost needs a build on the CUDA emulator (-DPLUME_CUDA=EMU)\n");
     return BENCH_EXIT_USAGE;
   }
   if (env.opt.emulated_device && !env.opt.emulated_cost) {
@@ -1161,12 +1139,13 @@ int main(int argc, char **argv) {
 #if PLUME_EMU_COUNT
   if (!env.opt.emulated_device) env.opt.emulated_device = "H100";
   if (!plm_emu_device_model_find(env.opt.emulated_device)) {
-    fprintf(stderr, "bench_ops: --emulated-device '%s': expected H100 or H200\n", env.opt.emulated_device);
+    fprintf(stderr, "bench_ops: --emulated-device '%s': expected H100 or H200\n",
+            env.opt.emulated_device);
     return BENCH_EXIT_USAGE;
   }
 #endif
   if (!open_env(&env)) {
-    fprintf(stderr, "bench_ops: %s\n", bench_error);
+    fprintf(stderr, "bench_ops: %s\n", bench_error());
     close_env(&env);
     return BENCH_EXIT_FAILURE;
   }
@@ -1195,7 +1174,7 @@ int main(int argc, char **argv) {
   bool ran = run_all(&env, rs, &count) && run_fusion(&env, ratios, &fusion_count);
   progress_end(&env.bar);
   if (!ran) {
-    fprintf(stderr, "bench_ops: %s\n", bench_error);
+    fprintf(stderr, "bench_ops: %s\n", bench_error());
     exit_code = BENCH_EXIT_FAILURE;
   }
   int below_floor = 0;
@@ -1221,7 +1200,7 @@ int main(int argc, char **argv) {
   }
 #endif
   if (exit_code == 0 && env.profiler && !write_profile(&env, ratios, fusion_count)) {
-    fprintf(stderr, "bench_ops: %s\n", bench_error);
+    fprintf(stderr, "bench_ops: %s\n", bench_error());
     exit_code = BENCH_EXIT_FAILURE;
   }
   close_env(&env);

@@ -93,26 +93,23 @@
  * Pool snapshots (--profile DIR). The first pooled run of each workload, max_size and
  * stream-wait setting (so each shape of load once, at its smallest n) takes one
  * snapshot of its pool (plm_pool_snapshot_take) at its fullest moment:
- * random_allocations and fragmentation after their last allocation (before the frees that empty them),
- * steady_state in its last frame after the step with the most bytes live, multi_stream
- * in its last iteration before the last free (earlier blocks pending or reused on
- * stream 2), threads after every thread has freed everything. Taking it is left out of
- * the run's wall time and of every timed pair. report.html draws each as a segment map
- * and DIR/pool_snapshot.json holds them (docs/profile-schema.md).
+ * random_allocations and fragmentation after their last allocation (before the frees that empty
+ * them), steady_state in its last frame after the step with the most bytes live, multi_stream in
+ * its last iteration before the last free (earlier blocks pending or reused on stream 2), threads
+ * after every thread has freed everything. Taking it is left out of the run's wall time and of
+ * every timed pair. report.html draws each as a segment map and DIR/pool_snapshot.json holds them
+ * (docs/profile-schema.md).
  *
  * Traces (--write-trace DIR). Instead of timing anything, write the allocation
  * sequence of each random_allocations, fragmentation and steady_state case of the run
  * size (--quick, --smoke or full) into DIR/<workload>-<parameters>.trace, as the
  * workloads above make it (same seed, same cap on live bytes, which depends on the
  * device: write the traces on the machine they describe), so that other allocators
- * replay exactly what plume's pool is measured on (benchmarks/peers_gpu.py: PyTorch's caching allocator and CuPy's
- * memory pool). The format, one line each:
- *   # plume-pool-trace 1
- *   # workload NAME KEY VALUE ...      (max_size, n or frames, live_cap or
- *                                       live_target, seed)
- *   a ID BYTES                         allocate BYTES as block ID (IDs from 1, never reused)
- *   f ID                               free block ID
- * Every block is freed by the end of its file.
+ * replay exactly what plume's pool is measured on (benchmarks/peers_gpu.py: PyTorch's caching
+ * allocator and CuPy's memory pool). The format, one line each: # plume-pool-trace 1 # workload
+ * NAME KEY VALUE ...      (max_size, n or frames, live_cap or live_target, seed) a ID BYTES
+ * allocate BYTES as block ID (IDs from 1, never reused) f ID                               free
+ * block ID Every block is freed by the end of its file.
  *
  * Lookup (--lookup). Instead of the workloads, time the pool's pointer -> descriptor
  * lookup alone over 100,000 live blocks, in the old table (uthash) and in the one
@@ -578,7 +575,7 @@ static bool validate_json(const char *path) {
 
 static bool add_run(bench_env *env, result **out) {
   *out = results_add(&env->results);
-  return *out != NULL || bench_pool_fail("out of host memory for results");
+  return *out != NULL || bench_fail("out of host memory for results");
 }
 
 static bool wants(const bench_env *env, const char *workload) {
@@ -637,12 +634,12 @@ static bool write_traces(bench_env *env) {
     c->workload->trace_name(c, params, sizeof params);
     if (snprintf(path, sizeof path, "%s/%s-%s.trace", env->opt.trace_dir, c->workload->name,
                  params) >= (int)sizeof path)
-      return bench_pool_fail("--write-trace: the path %s/... is too long", env->opt.trace_dir);
+      return bench_fail("--write-trace: the path %s/... is too long", env->opt.trace_dir);
     /* Through the one writer (streams/file.h): a temporary renamed into place whole. */
     plm__file_out out;
     char why[256];
     if (plm__file_out_open(&out, path, why, sizeof why) != PLM_OK)
-      return bench_pool_fail("--write-trace: %s: %s", path, why);
+      return bench_fail("--write-trace: %s: %s", path, why);
     bench_pool_trace_file = out.file;
     fprintf(bench_pool_trace_file, "# plume-pool-trace 1\n");
     c->workload->trace_header(env, c, bench_pool_trace_file);
@@ -655,19 +652,18 @@ static bool write_traces(bench_env *env) {
       return false;
     }
     if (plm__file_out_commit(&out, why, sizeof why) != PLM_OK)
-      return bench_pool_fail("--write-trace: %s: %s", path, why);
+      return bench_fail("--write-trace: %s: %s", path, why);
     printf("%s\n", path);
     written++;
   }
   if (written == 0)
-    return bench_pool_fail(
+    return bench_fail(
         "--write-trace: no random_allocations, fragmentation or steady_state case to "
         "write");
   return true;
 }
 
 /* ---- profile -------------------------------------------------------------------------- */
-
 
 /* The A/B bars: the medians per pair of the table's steady_state rows, or of the first
  * group that ran when steady_state did not; *pooled is that group's pooled row. */
@@ -694,13 +690,14 @@ static size_t ab_bars(const bench_env *env, plm_profile_ab bars[3], const result
  * profiled pass, then the three files in --profile's directory. */
 static bool write_profile(bench_env *env) {
   plm_status status = plm_profiler_create(env->ctx, NULL, &env->profiler);
-  if (status != PLM_OK) return bench_pool_fail_call("profile", "plm_profiler_create", status);
+  if (status != PLM_OK) return bench_fail_call("profile", "plm_profiler_create", status);
   size_t frames = env->opt.size == RUN_SMOKE ? 20 : 200;
   if (!steady_state_profile(env, frames)) return false;
   for (size_t i = 0; i < env->snapshot_count; i++) {
     const kept_snapshot *k = &env->snapshots[i];
     status = plm_profiler_add_pool_snapshot(env->profiler, k->name, k->snapshot);
-    if (status != PLM_OK) return bench_pool_fail_call("profile", "plm_profiler_add_pool_snapshot", status);
+    if (status != PLM_OK)
+      return bench_fail_call("profile", "plm_profiler_add_pool_snapshot", status);
   }
   plm_profile_ab bars[3];
   const result *pooled;
@@ -718,7 +715,7 @@ static bool write_profile(bench_env *env) {
                                            .ab_unit = unit,
                                            .ab_higher_is_better = false};
   status = plm_profiler_write(env->profiler, env->opt.profile_dir, &write);
-  if (status != PLM_OK) return bench_pool_fail_call("profile", "plm_profiler_write", status);
+  if (status != PLM_OK) return bench_fail_call("profile", "plm_profiler_write", status);
   printf("\nprofile: %s/report.html\n", env->opt.profile_dir);
   return true;
 }
@@ -726,16 +723,16 @@ static bool write_profile(bench_env *env) {
 static bool open_env(bench_env *env) {
   plm_context_config config = {.backend = env->opt.backend};
   plm_status status = plm_context_create(&config, &env->ctx);
-  if (status != PLM_OK) return bench_pool_fail_call("setup", "plm_context_create", status);
+  if (status != PLM_OK) return bench_fail_call("setup", "plm_context_create", status);
   if ((status = plm_context_backend(env->ctx, &env->backend)) != PLM_OK)
-    return bench_pool_fail_call("setup", "plm_context_backend", status);
+    return bench_fail_call("setup", "plm_context_backend", status);
   if ((status = plm_context_device_info(env->ctx, &env->info)) != PLM_OK)
-    return bench_pool_fail_call("setup", "plm_context_device_info", status);
+    return bench_fail_call("setup", "plm_context_device_info", status);
   plm_stream **streams[2 + MAX_THREADS] = {&env->stream1, &env->stream2};
   for (int t = 0; t < MAX_THREADS; t++) streams[2 + t] = &env->thread_streams[t];
   for (int i = 0; i < 2 + MAX_THREADS; i++)
     if ((status = plm_stream_create(env->ctx, PLM_STREAM_DEFAULT, streams[i])) != PLM_OK)
-      return bench_pool_fail_call("setup", "plm_stream_create", status);
+      return bench_fail_call("setup", "plm_stream_create", status);
   bench_pool_device_memory = env->info.total_memory;
   env->live_cap = 4 * GIB;
   if (env->info.free_memory && env->info.free_memory / 2 < env->live_cap)
@@ -840,7 +837,7 @@ int main(int argc, char **argv) {
   bench_pool_warnings = json_array();
   bench_pool_measure_timer_overhead();
   if (!open_env(&env)) {
-    fprintf(stderr, "bench_pool: %s\n", bench_pool_error);
+    fprintf(stderr, "bench_pool: %s\n", bench_error());
     close_env(&env);
     json_decref(bench_pool_warnings);
     return BENCH_EXIT_FAILURE;
@@ -848,7 +845,7 @@ int main(int argc, char **argv) {
   if (env.opt.trace_dir) {
     int code = 0;
     if (!write_traces(&env)) {
-      fprintf(stderr, "bench_pool: %s\n", bench_pool_error);
+      fprintf(stderr, "bench_pool: %s\n", bench_error());
       code = BENCH_EXIT_FAILURE;
     }
     close_env(&env);
@@ -863,7 +860,7 @@ int main(int argc, char **argv) {
 
   int exit_code = 0;
   if (!run_all(&env)) {
-    fprintf(stderr, "bench_pool: %s\n", bench_pool_error);
+    fprintf(stderr, "bench_pool: %s\n", bench_error());
     exit_code = BENCH_EXIT_FAILURE;
   }
   json_t *ratios = print_ratios(&env);
@@ -874,7 +871,7 @@ int main(int argc, char **argv) {
       exit_code = BENCH_EXIT_FAILURE;
   }
   if (exit_code == 0 && env.opt.profile_dir && !write_profile(&env)) {
-    fprintf(stderr, "bench_pool: %s\n", bench_pool_error);
+    fprintf(stderr, "bench_pool: %s\n", bench_error());
     exit_code = BENCH_EXIT_FAILURE;
   }
   json_decref(doc);

@@ -49,16 +49,7 @@ typedef struct options {
   int64_t page_bytes;        /* pooled pools' page_bytes; 0: the default */
 } options;
 
-/* ---- errors and warnings (bench_pool_run.c) ------------------------------------- */
-
-/* Why the run stopped, for main to print. */
-extern char bench_pool_error[2048];
-
-/* Record why the run stops; always returns false so callers can `return bench_pool_fail(...)`. */
-bool bench_pool_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-/* bench_pool_fail with "where: call -> status: plm_last_error()". */
-bool bench_pool_fail_call(const char *where, const char *call, plm_status status);
+/* ---- warnings (bench_pool_run.c; errors are bench_common.h's bench_fail) ----------- */
 
 /* Pool statistics that make no sense are reported (stderr and JSON), not fatal: the JSON's
  * "warnings" (made by main). */

@@ -50,7 +50,7 @@ static bool fragmentation_run(bench_env *env, const pool_case *c, bench_mode mod
   if (!live.blocks || !samples_reserve(&pairs, n)) {
     free(live.blocks);
     allocator_close(&a, where);
-    return bench_pool_fail("%s: out of host memory", where);
+    return bench_fail("%s: out of host memory", where);
   }
   rng g = {BENCH_SEED ^ 0x6672u ^ (uint64_t)n};
   bool ok = true;

@@ -29,7 +29,7 @@ static bool multi_stream_run(bench_env *env, const pool_case *c, bench_mode mode
   plm_status status = plm_event_create(env->ctx, PLM_EVENT_DISABLE_TIMING, &used);
   if (status != PLM_OK) {
     allocator_close(&a, where);
-    return bench_pool_fail_call(where, "plm_event_create", status);
+    return bench_fail_call(where, "plm_event_create", status);
   }
   samples pairs;
   if (!samples_reserve(&pairs, n)) {
@@ -50,17 +50,17 @@ static bool multi_stream_run(bench_env *env, const pool_case *c, bench_mode mode
     if (status != PLM_OK) {
       char call[96];
       snprintf(call, sizeof call, "alloc(%zu bytes) on stream 1, iteration %zu", size, i);
-      ok = bench_pool_fail_call(where, call, status);
+      ok = bench_fail_call(where, call, status);
       break;
     }
     allocs++;
     size_t touch = size < MULTI_STREAM_MEMSET_BYTES ? size : MULTI_STREAM_MEMSET_BYTES;
     if ((status = plm_stream_memset(env->stream1, ptr, 0, touch)) != PLM_OK)
-      ok = bench_pool_fail_call(where, "plm_stream_memset on stream 1", status);
+      ok = bench_fail_call(where, "plm_stream_memset on stream 1", status);
     else if ((status = plm_event_record(used, env->stream1)) != PLM_OK)
-      ok = bench_pool_fail_call(where, "plm_event_record on stream 1", status);
+      ok = bench_fail_call(where, "plm_event_record on stream 1", status);
     else if ((status = plm_stream_wait_event(env->stream2, used)) != PLM_OK)
-      ok = bench_pool_fail_call(where, "plm_stream_wait_event on stream 2", status);
+      ok = bench_fail_call(where, "plm_stream_wait_event on stream 2", status);
     if (i + 1 == n)
       start +=
           keep_snapshot(env, &a, r, "the last block allocated, earlier ones freed on stream 2");
@@ -68,7 +68,7 @@ static bool multi_stream_run(bench_env *env, const pool_case *c, bench_mode mode
     status = allocator_free(&a, ptr, env->stream2);
     uint64_t t3 = plm__monotonic_ns();
     if (status != PLM_OK) {
-      if (ok) ok = bench_pool_fail_call(where, "free on stream 2", status);
+      if (ok) ok = bench_fail_call(where, "free on stream 2", status);
       break;
     }
     samples_push(&pairs, elapsed(t0, t1) + elapsed(t2, t3));

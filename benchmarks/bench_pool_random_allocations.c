@@ -23,7 +23,7 @@ static bool random_allocations_run(bench_env *env, const pool_case *c, bench_mod
   if (!live.blocks || !samples_reserve(&pairs, n)) {
     free(live.blocks);
     allocator_close(&a, where);
-    return bench_pool_fail("%s: out of host memory", where);
+    return bench_fail("%s: out of host memory", where);
   }
   rng g = {BENCH_SEED ^ (uint64_t)max_size * 31 ^ (uint64_t)n};
   size_t allocs = 0;

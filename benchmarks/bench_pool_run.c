@@ -7,21 +7,7 @@
 #include "bench_pool.h"
 #include "profile/stats.h"
 
-/* ---- errors --------------------------------------------------------------------- */
-
-char bench_pool_error[2048];
-
-bool bench_pool_fail(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(bench_pool_error, sizeof bench_pool_error, fmt, ap);
-  va_end(ap);
-  return false;
-}
-
-bool bench_pool_fail_call(const char *where, const char *call, plm_status status) {
-  return bench_pool_fail("%s: %s -> %s: %s", where, call, plm_status_str(status), plm_last_error());
-}
+/* ---- warnings ------------------------------------------------------------------- */
 
 json_t *bench_pool_warnings;
 
@@ -67,7 +53,7 @@ bool samples_reserve(samples *s, size_t capacity) {
   s->v = malloc((capacity ? capacity : 1) * sizeof s->v[0]);
   s->count = 0;
   s->capacity = capacity;
-  return s->v != NULL || bench_pool_fail("out of host memory for %zu samples", capacity);
+  return s->v != NULL || bench_fail("out of host memory for %zu samples", capacity);
 }
 
 void samples_release(samples *s) {
@@ -89,12 +75,12 @@ bool allocator_open(plm_context *ctx, bench_mode mode, unsigned pool_flags, allo
   memset(a, 0, sizeof *a);
   a->mode = mode;
   if (mode == MODE_TRACE)
-    return bench_pool_trace_file != NULL || bench_pool_fail("trace: no file to write to");
+    return bench_pool_trace_file != NULL || bench_fail("trace: no file to write to");
   if (mode == MODE_JEMALLOC) {
     size_t len = sizeof a->arena;
     int err = je_mallctl("arenas.create", &a->arena, &len, NULL, 0);
     if (err != 0)
-      return bench_pool_fail("jemalloc: mallctl(\"arenas.create\") failed: %s", strerror(err));
+      return bench_fail("jemalloc: mallctl(\"arenas.create\") failed: %s", strerror(err));
     a->jemalloc_flags = (int)(MALLOCX_ARENA(a->arena) | MALLOCX_TCACHE_NONE | MALLOCX_LG_ALIGN(8));
     return true;
   }
@@ -105,7 +91,7 @@ bool allocator_open(plm_context *ctx, bench_mode mode, unsigned pool_flags, allo
   config.flags = pool_flags | (mode == MODE_POOLED ? bench_pool_pooled_flags : 0);
   if (mode == MODE_POOLED) config.page_bytes = bench_pool_page_bytes;
   plm_status status = plm_pool_create(ctx, &config, &a->pool);
-  if (status != PLM_OK) return bench_pool_fail_call(mode_names[mode], "plm_pool_create", status);
+  if (status != PLM_OK) return bench_fail_call(mode_names[mode], "plm_pool_create", status);
   return true;
 }
 
@@ -130,7 +116,7 @@ bool allocator_close(allocator *a, const char *where) {
   }
   plm_status status = plm_pool_destroy(a->pool);
   a->pool = NULL;
-  if (status != PLM_OK) return bench_pool_fail_call(where, "plm_pool_destroy", status);
+  if (status != PLM_OK) return bench_fail_call(where, "plm_pool_destroy", status);
   return true;
 }
 
@@ -240,7 +226,7 @@ bool live_alloc(live_set *live, allocator *a, size_t size, plm_stream *stream, c
   if (status != PLM_OK) {
     char call[96];
     snprintf(call, sizeof call, "alloc(%zu bytes) with %zu bytes live", size, live->bytes);
-    return bench_pool_fail_call(where, call, status);
+    return bench_fail_call(where, call, status);
   }
   live->blocks[live->count++] = (live_block){ptr, size, elapsed(t0, t1)};
   live->bytes += size;
@@ -254,7 +240,7 @@ bool live_free_random(live_set *live, allocator *a, rng *g, samples *pairs, plm_
   uint64_t t0 = plm__monotonic_ns();
   plm_status status = allocator_free(a, b.ptr, stream);
   uint64_t t1 = plm__monotonic_ns();
-  if (status != PLM_OK) return bench_pool_fail_call(where, "free", status);
+  if (status != PLM_OK) return bench_fail_call(where, "free", status);
   samples_push(pairs, b.alloc_ns + elapsed(t0, t1));
   live->blocks[index] = live->blocks[--live->count];
   live->bytes -= b.size;

@@ -104,7 +104,7 @@ static bool steady_state_run(bench_env *env, const pool_case *c, bench_mode mode
         snprintf(call, sizeof call, "%s(%s, %zu bytes) in frame %zu",
                  frame_script[step] > 0 ? "alloc" : "free", frame_buffers[k].name,
                  frame_buffers[k].bytes, frame);
-        ok = bench_pool_fail_call(where, call, status);
+        ok = bench_fail_call(where, call, status);
         break;
       }
       if (frame_script[step] > 0) {
@@ -174,7 +174,7 @@ bool steady_state_profile(bench_env *env, size_t frames) {
         status = frame_step(&a, env->stream1, step, ptr);
       if (status == PLM_OK) status = plm_profiler_end(env->profiler, env->stream1, &mark);
     }
-    if (status != PLM_OK) bench_pool_fail_call(where, "a profiled steady_state frame", status);
+    if (status != PLM_OK) bench_fail_call(where, "a profiled steady_state frame", status);
     /* After an error, give back what is still live so the pool can be destroyed. */
     for (int k = 0; k < FRAME_BUFFERS; k++)
       if (ptr[k]) allocator_free(&a, ptr[k], env->stream1);

@@ -120,7 +120,7 @@ static bool threads_run(bench_env *env, const pool_case *c, bench_mode mode, res
   for (int t = 0; ok && t < threads; t++) {
     int err = pthread_create(&tids[t], NULL, thread_main, &jobs[t]);
     if (err != 0)
-      ok = bench_pool_fail("%s: pthread_create failed: %s", where, strerror(err));
+      ok = bench_fail("%s: pthread_create failed: %s", where, strerror(err));
     else
       started++;
   }
@@ -134,7 +134,7 @@ static bool threads_run(bench_env *env, const pool_case *c, bench_mode mode, res
     uint64_t first = UINT64_MAX, last = 0, allocs = 0;
     for (int t = 0; ok && t < threads; t++) {
       if (!jobs[t].ok) {
-        ok = bench_pool_fail("%s: %s", where, jobs[t].error);
+        ok = bench_fail("%s: %s", where, jobs[t].error);
         break;
       }
       for (size_t i = 0; i < jobs[t].pairs.count; i++) samples_push(&all, jobs[t].pairs.v[i]);
