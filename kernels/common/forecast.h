@@ -101,6 +101,18 @@ static inline PLM_HD int plm__ar_jacobi_rotation(double alpha, double beta, doub
   return 1;
 }
 
+/* Row i of the Jacobi rotation (c, s) of columns p and q: of R, and of V, which gathers the
+ * rotations. Both backends' sweeps rotate a row with it, so that they give the same bits. */
+static inline PLM_HD void plm__ar_rotate_row(double *work, int64_t stride, int n, int i, int p,
+                                             int q, double c, double s) {
+  const double ap = PLM__AR_R(i, p), aq = PLM__AR_R(i, q);
+  PLM__AR_R(i, p) = c * ap - s * aq;
+  PLM__AR_R(i, q) = s * ap + c * aq;
+  const double vp = PLM__AR_V(i, p), vq = PLM__AR_V(i, q);
+  PLM__AR_V(i, p) = c * vp - s * vq;
+  PLM__AR_V(i, q) = s * vp + c * vq;
+}
+
 /* From R and V after the Jacobi sweeps (R V = U S) and Q^T y: the coefficients, the
  * minimum-norm least-squares answer, and the forecast of series x (length T) into out (h
  * values). Uses R's first row, ROW and HIST as it goes. */
@@ -192,14 +204,7 @@ static inline PLM_HD void plm__ar_forecast_one(const float *x, int64_t length, i
           gamma += ap * aq;
         }
         if (!plm__ar_jacobi_rotation(alpha, beta, gamma, &c, &s)) continue;
-        for (int i = 0; i < n; i++) {
-          double ap = PLM__AR_R(i, p), aq = PLM__AR_R(i, q);
-          PLM__AR_R(i, p) = c * ap - s * aq;
-          PLM__AR_R(i, q) = s * ap + c * aq;
-          double vp = PLM__AR_V(i, p), vq = PLM__AR_V(i, q);
-          PLM__AR_V(i, p) = c * vp - s * vq;
-          PLM__AR_V(i, q) = s * vp + c * vq;
-        }
+        for (int i = 0; i < n; i++) plm__ar_rotate_row(work, stride, n, i, p, q, c, s);
         rotated = 1;
       }
     if (!rotated) break;

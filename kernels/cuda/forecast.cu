@@ -178,13 +178,7 @@ static __device__ void ar_forecast_warp(const float *x, int64_t length, int lags
 #pragma unroll
         for (int u = 0; u < WARP_SLOTS; u++) {
           const int i = lane + 32 * u;
-          if (i >= n) continue;
-          double ap = PLM__AR_R(i, p), aq = PLM__AR_R(i, q);
-          PLM__AR_R(i, p) = c * ap - s * aq;
-          PLM__AR_R(i, q) = s * ap + c * aq;
-          double vp = PLM__AR_V(i, p), vq = PLM__AR_V(i, q);
-          PLM__AR_V(i, p) = c * vp - s * vq;
-          PLM__AR_V(i, q) = s * vp + c * vq;
+          if (i < n) plm__ar_rotate_row(work, stride, n, i, p, q, c, s);
         }
         rotated = 1;
       }
