@@ -71,6 +71,7 @@ struct video_frames {
   int stream;              /* the video stream's index */
   int64_t decoded;         /* frames decoded since the demuxer was opened */
   bool draining;           /* the demuxer ended: the decoder is giving what it holds */
+  bool ended;              /* the decoder gave its last frame: frame holds none since */
   bool started;            /* demuxer and decoder open */
   video_info info;         /* frame 0's, and the count */
   int pixel_format;        /* frame 0's (enum AVPixelFormat) */
@@ -242,6 +243,7 @@ static void stop(video_frames *v) {
   v->started = false;
   v->decoded = 0;
   v->draining = false;
+  v->ended = false;
 }
 
 void video_frames_close(video_frames *v) {
@@ -376,6 +378,7 @@ static plm_status decode_next(video_frames *v, bool *end, char *err, size_t err_
         return quote_failure(err, err_size, PLM_ERR_IO, "%s: frame %lld: damaged: %s", v->name,
                              (long long)k, v->logged);
       *end = true;
+      v->ended = true; /* avcodec_receive_frame emptied v->frame */
       return PLM_OK;
     }
     if (code != AVERROR(EAGAIN))
@@ -633,7 +636,7 @@ int64_t video_frames_count(const video_frames *v) {
 }
 
 /* Decode up to frame k (v->decoded == k + 1 on success), from the beginning when the last
- * frame decoded is past k. */
+ * frame decoded is past k or is no longer held (the end was met after it). */
 static plm_status decode_to(video_frames *v, int64_t k, bool *end, char *err, size_t err_size) {
   *end = false;
   if (v->last_frame >= 0 && k > v->last_frame) {
@@ -644,7 +647,7 @@ static plm_status decode_to(video_frames *v, int64_t k, bool *end, char *err, si
     return quote_failure(err, err_size, PLM_ERR_IO,
                          "%s: frame %lld: the stream failed before, and a stream is read once",
                          v->name, (long long)k);
-  if (!v->started || v->decoded > k + 1) {
+  if (!v->started || v->ended || v->decoded > k + 1) {
     stop(v);
     plm_status status = start(v, err, err_size);
     if (status != PLM_OK) return status;
@@ -673,7 +676,7 @@ plm_status video_frames_read(video_frames *v, int64_t k, void *dst, bool *end, c
   if (k < 0 || (count >= 0 && k >= count))
     return quote_failure(err, err_size, PLM_ERR_INVALID_ARG, "%s: frame %lld is not in 0..%lld",
                          v->name, (long long)k, (long long)(count - 1));
-  if (v->src.stream && v->started && k + 1 < v->decoded)
+  if (v->src.stream && v->started && (k + 1 < v->decoded || (v->ended && k < v->decoded)))
     return quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
                          "%s: frame %lld: a stream is read once, in order, and frame %lld was "
                          "read already",

@@ -37,10 +37,10 @@
  *
  * Streaming and order: frames are decoded in order, one at a time into the caller's buffer;
  * the file is never held whole (what libavformat buffers is a few packets). Reading frame
- * k after frame j: k == j costs nothing (the frame is kept), k > j decodes the frames
- * between and drops them, k < j starts again from the beginning of the file (reopening
- * the demuxer and the decoder) and decodes up to k. So reading in order is the cheap way,
- * and any order works.
+ * k after frame j: k == j costs nothing (the frame is kept, until a read meets the end),
+ * k > j decodes the frames between and drops them, k < j starts again from the beginning
+ * of the file (reopening the demuxer and the decoder) and decodes up to k. So reading in
+ * order is the cheap way, and any order works.
  *
  * Errors name the file, the frame where there is one and what was wrong:
  * "clip.mkv: no video stream (2 streams: audio, subtitle)", "clip.avi: codec 'cinepak' is

@@ -391,6 +391,8 @@ START_TEST(test_a_pipe_is_read_once_in_order) {
                          err, "pipe: frame 1: a stream is read once", NULL);
     ck_assert_int_eq(video_frames_read(v, 4, frame, &end, err, sizeof err), PLM_OK);
     ck_assert(end);
+    expect_image_message(video_frames_read(v, 3, frame, &end, err, sizeof err), PLM_ERR_INVALID_ARG,
+                         err, "pipe: frame 3: a stream is read once", NULL);
     free(frame);
     video_frames_close(v);
     image_free(&want, NULL);
@@ -438,6 +440,13 @@ START_TEST(test_memory_reads_as_the_file) {
   ck_assert_int_eq(video_frames_read(v, 5, frame, &end, err, sizeof err), PLM_OK);
   ck_assert(end);
   ck_assert_int_eq(video_frames_count(v), 4);
+  /* The last frame again, in order, after the end was met: the decoder holds it no more. */
+  for (int64_t k = 0; k < 4; k++)
+    ck_assert_msg(video_frames_read(v, k, frame, &end, err, sizeof err) == PLM_OK, "%s", err);
+  ck_assert_int_eq(video_frames_read(v, 4, frame, &end, err, sizeof err), PLM_OK);
+  ck_assert(end);
+  ck_assert_msg(video_frames_read(v, 3, frame, &end, err, sizeof err) == PLM_OK, "%s", err);
+  ck_assert(!end && memcmp(frame, (uint8_t *)want.data + 3 * sizeof frame, sizeof frame) == 0);
   video_frames_close(v);
   image_free(&want, NULL);
 }
