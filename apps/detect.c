@@ -62,7 +62,7 @@ typedef struct detect_job {
   frame_times *times;
   int64_t frame_times_room;
   int64_t frames_timed; /* frames of the segments run so far: the times the run's are of */
-  bool ran;                           /* the runner's run was reached (no withdraw) */
+  bool ran;             /* the runner's run was reached (no withdraw) */
   progress_bar bar;
   char *err; /* the caller's message buffer */
   size_t err_size;
@@ -694,13 +694,20 @@ plm_status detect_run(const detect_config *config, detect_result *result, char *
                                               &result->frames, &job.reader, err, err_size);
   if (status != PLM_OK) return release(&job, status);
   const frame_reader_info *frames = &result->frames;
-  if (config->runner && frames->count < 0)
-    return release(&job,
-                   quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
-                                 "%s is a stream (or a video whose container does not count its "
-                                 "frames): its frames cannot be shared among the ranks of "
-                                 "an MPI job (give a file; a video in AVI or MP4)",
-                                 frame_reader_file(job.reader, 0)));
+  /* The ranks share the frames by their count: a video file whose container does not say
+   * it is counted first (each rank counts the same file, so all agree); a stream cannot be. */
+  if (config->runner && frames->count < 0 &&
+      (status = frame_reader_count_frames(job.reader, &result->frames.count, err, err_size)) !=
+          PLM_OK)
+    return release(&job, status);
+  if (config->runner && frames->count < 0) {
+    const char *stream = frame_reader_file(job.reader, 0);
+    return release(&job, quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
+                                       "%s is a stream: its frames are read once, in order, and "
+                                       "cannot be shared among the ranks of an MPI job (give a "
+                                       "file)",
+                                       strcmp(stream, "-") == 0 ? "stdin" : stream));
+  }
   if (frames->dtype != PLM_DTYPE_U8 && frames->dtype != PLM_DTYPE_U16 &&
       frames->dtype != PLM_DTYPE_F32)
     return release(&job, quote_failure(err, err_size, PLM_ERR_UNSUPPORTED,

@@ -53,8 +53,10 @@
  * the context's device (plm_tuning_batch), kept for every segment.
  *
  * Processes: with config->runner (apps/detect_mpi.h) the frames are shared among MPI
- * ranks, each reading and running its own block of frames; every frame's rows reach the
- * rank that writes, in frame order, so the CSV is byte for byte what one process writes.
+ * ranks, each reading and running its own block of frames (a video whose container does
+ * not declare its count is counted first, on every rank: frame_reader_count_frames; a
+ * stream is refused); every frame's rows reach the rank that writes, in frame order, so
+ * the CSV is byte for byte what one process writes.
  * The ranks first agree on the pipeline, its tensors and the frames (detect_check). The
  * writing rank keeps the rows in a file that has no name (support/unnamed_file.h) until
  * every frame is in: nothing is created beside out_path while the ranks run, so that a

@@ -364,6 +364,19 @@ plm_status frame_reader_open_raw(const char *path, const raw_format *raw, frame_
   return PLM_OK;
 }
 
+plm_status frame_reader_count_frames(frame_reader *r, int64_t *count, char *err, size_t err_size) {
+  if (err && err_size) err[0] = '\0';
+  if (!r || !count)
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
+                         "frame_reader_count_frames: %s is NULL", !r ? "reader" : "count");
+  if (r->video && r->info.count < 0) {
+    plm_status status = video_frames_count_all(r->video, &r->info.count, err, err_size);
+    if (status != PLM_OK) return status;
+  }
+  *count = r->info.count;
+  return PLM_OK;
+}
+
 const char *frame_reader_file(const frame_reader *r, int64_t k) {
   if (!r || k < 0 || (r->info.count >= 0 && k >= r->info.count)) return NULL;
   if (r->raw) return raw_frames_name(r->raw);

@@ -16,7 +16,8 @@
  *   - a video file (support/video_io.h: Matroska, AVI, QuickTime/MP4 or NUT, recognised by its
  *     first bytes): its first video stream's frames, decoded one at a time as gray (u8, or
  *     u16 for 9- to 16-bit gray); the count is the container's where it says it (AVI,
- *     QuickTime), else -1 until the frames end (frame_reader_next tells it, as for a stream).
+ *     QuickTime), else -1 until the frames end (frame_reader_next tells it, as for a stream)
+ *     or until frame_reader_count_frames counts them.
  *     Frames are decoded in order: reading one before the last read decodes again from the
  *     file's beginning, so in order is the cheap way. "-" (standard input) given to
  *     frame_reader_open is a video streamed in (a sensor's or ffmpeg's pipe, in a container
@@ -91,6 +92,15 @@ plm_status frame_reader_read(frame_reader *r, int64_t k, void *dst, char *err, s
  * last one read). */
 plm_status frame_reader_next(frame_reader *r, int64_t k, void *dst, bool *end, char *err,
                              size_t err_size);
+
+/* Make the count known where reading the file to its end finds it: a video file whose
+ * container does not declare it (Matroska, NUT) is read through now
+ * (video_frames_count_all: its packets counted, or its frames decoded), and its count set
+ * in the reader and in *count. For every other reader a no-op that sets *count to the count
+ * it knows: -1 for a stream (standard input, a FIFO: read once, never read ahead), whose
+ * count stays unknown. Frames read after it are what they were. Errors: PLM_ERR_INVALID_ARG
+ * (NULL arguments), and a read's (PLM_ERR_IO, naming the file and the frame). */
+plm_status frame_reader_count_frames(frame_reader *r, int64_t *count, char *err, size_t err_size);
 
 /* The file that holds frame k (the path itself for a file); NULL when k is out of range.
  * Valid until the reader is closed. */

@@ -71,10 +71,12 @@ struct video_frames {
   int stream;              /* the video stream's index */
   int64_t decoded;         /* frames decoded since the demuxer was opened */
   bool draining;           /* the demuxer ended: the decoder is giving what it holds */
+  bool ended;              /* the decoder gave its last frame: frame holds none since */
   bool started;            /* demuxer and decoder open */
   video_info info;         /* frame 0's, and the count */
   int pixel_format;        /* frame 0's (enum AVPixelFormat) */
   int64_t last_frame;      /* the last frame that exists, once the frames have ended; else -1 */
+  bool counted;            /* info.count was counted (video_frames_count_all), not declared */
   char logged[256];        /* the first error the decoder or demuxer logged since it was cleared */
   video_frames *next_live; /* the list of open videos (ffmpeg_log's) */
 };
@@ -242,6 +244,7 @@ static void stop(video_frames *v) {
   v->started = false;
   v->decoded = 0;
   v->draining = false;
+  v->ended = false;
 }
 
 void video_frames_close(video_frames *v) {
@@ -376,6 +379,7 @@ static plm_status decode_next(video_frames *v, bool *end, char *err, size_t err_
         return quote_failure(err, err_size, PLM_ERR_IO, "%s: frame %lld: damaged: %s", v->name,
                              (long long)k, v->logged);
       *end = true;
+      v->ended = true; /* avcodec_receive_frame emptied v->frame */
       return PLM_OK;
     }
     if (code != AVERROR(EAGAIN))
@@ -633,7 +637,7 @@ int64_t video_frames_count(const video_frames *v) {
 }
 
 /* Decode up to frame k (v->decoded == k + 1 on success), from the beginning when the last
- * frame decoded is past k. */
+ * frame decoded is past k or is no longer held (the end was met after it). */
 static plm_status decode_to(video_frames *v, int64_t k, bool *end, char *err, size_t err_size) {
   *end = false;
   if (v->last_frame >= 0 && k > v->last_frame) {
@@ -644,7 +648,7 @@ static plm_status decode_to(video_frames *v, int64_t k, bool *end, char *err, si
     return quote_failure(err, err_size, PLM_ERR_IO,
                          "%s: frame %lld: the stream failed before, and a stream is read once",
                          v->name, (long long)k);
-  if (!v->started || v->decoded > k + 1) {
+  if (!v->started || v->ended || v->decoded > k + 1) {
     stop(v);
     plm_status status = start(v, err, err_size);
     if (status != PLM_OK) return status;
@@ -673,7 +677,7 @@ plm_status video_frames_read(video_frames *v, int64_t k, void *dst, bool *end, c
   if (k < 0 || (count >= 0 && k >= count))
     return quote_failure(err, err_size, PLM_ERR_INVALID_ARG, "%s: frame %lld is not in 0..%lld",
                          v->name, (long long)k, (long long)(count - 1));
-  if (v->src.stream && v->started && k + 1 < v->decoded)
+  if (v->src.stream && v->started && (k + 1 < v->decoded || (v->ended && k < v->decoded)))
     return quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
                          "%s: frame %lld: a stream is read once, in order, and frame %lld was "
                          "read already",
@@ -681,12 +685,84 @@ plm_status video_frames_read(video_frames *v, int64_t k, void *dst, bool *end, c
   plm_status status = decode_to(v, k, end, err, err_size);
   if (status == PLM_OK && *end && count >= 0) {
     *end = false;
+    char said[64];
+    snprintf(said, sizeof said, v->counted ? "%lld were counted" : "the container declares %lld",
+             (long long)count);
     status = quote_failure(err, err_size, PLM_ERR_IO,
-                           "%s: frame %lld: missing: the frames end after %lld, but the "
-                           "container declares %lld",
-                           v->name, (long long)k, (long long)(v->last_frame + 1), (long long)count);
+                           "%s: frame %lld: missing: the frames end after %lld, but %s", v->name,
+                           (long long)k, (long long)(v->last_frame + 1), said);
   }
   if (status == PLM_OK && !*end) status = deliver(v, k, dst, err, err_size);
   if (status != PLM_OK) stop(v); /* the next read starts again */
   return status;
+}
+
+/* Whether each of the codec's packets is one whole frame, out of the decoder at once (no
+ * packet without a frame, no frame held back), so that its packets count its frames: what
+ * libavcodec's descriptors call intra-only, and FFV1 and PNG, which FFmpeg 5.1's do not. */
+static bool packet_per_frame(enum AVCodecID id) {
+  const AVCodecDescriptor *d = avcodec_descriptor_get(id);
+  return (d && (d->props & AV_CODEC_PROP_INTRA_ONLY)) || id == AV_CODEC_ID_FFV1 ||
+         id == AV_CODEC_ID_PNG;
+}
+
+/* The video stream's packets from the demuxer's start to the file's end, each one frame
+ * (packet_per_frame), checked as decode_next checks them: v->last_frame is the last. */
+static plm_status count_packets(video_frames *v, char *err, size_t err_size) {
+  char why[AV_ERROR_MAX_STRING_SIZE];
+  int64_t packets = 0;
+  v->logged[0] = '\0';
+  for (;;) {
+    int code = av_read_frame(v->demuxer, v->packet);
+    if (code == AVERROR_EOF) break;
+    if (code < 0)
+      return quote_failure(err, err_size, PLM_ERR_IO, "%s: frame %lld: reading failed: %s", v->name,
+                           (long long)packets, av_why(code, why));
+    const bool ours = v->packet->stream_index == v->stream;
+    const bool corrupt = v->packet->flags & AV_PKT_FLAG_CORRUPT;
+    const bool shown = !(v->packet->flags & AV_PKT_FLAG_DISCARD);
+    av_packet_unref(v->packet);
+    if (ours && corrupt)
+      return quote_failure(err, err_size, PLM_ERR_IO,
+                           "%s: frame %lld: damaged packet: cut short or marked corrupt by the "
+                           "container",
+                           v->name, (long long)packets);
+    if (ours && shown) packets++;
+  }
+  if (v->logged[0]) /* the demuxer met an error and called it the end */
+    return quote_failure(err, err_size, PLM_ERR_IO, "%s: frame %lld: damaged: %s", v->name,
+                         (long long)packets, v->logged);
+  if (packets < 1)
+    return quote_failure(err, err_size, PLM_ERR_IO, "%s: no frame: its video stream is empty",
+                         v->name);
+  v->last_frame = packets - 1;
+  return PLM_OK;
+}
+
+/* Read the file from its beginning to its end, by its packets or by decoding every frame
+ * (support/video_io.h): v->last_frame is the last frame. */
+static plm_status read_to_the_end(video_frames *v, char *err, size_t err_size) {
+  stop(v);
+  plm_status status = start(v, err, err_size);
+  if (status != PLM_OK) return status;
+  if (packet_per_frame(v->decoder->codec_id)) return count_packets(v, err, err_size);
+  bool end = false;
+  return decode_to(v, INT64_MAX - 1, &end, err, err_size);
+}
+
+plm_status video_frames_count_all(video_frames *v, int64_t *count, char *err, size_t err_size) {
+  if (err && err_size) err[0] = '\0';
+  if (count) *count = -1;
+  if (!v || !count)
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG, "video_frames_count_all: %s is NULL",
+                         !v ? "frames" : "count");
+  if (video_frames_count(v) < 0 && !v->src.stream) {
+    plm_status status = read_to_the_end(v, err, err_size);
+    stop(v); /* the next read starts again from the beginning of the file */
+    if (status != PLM_OK) return status;
+    v->info.count = v->last_frame + 1;
+    v->counted = true;
+  }
+  *count = video_frames_count(v);
+  return PLM_OK;
 }

@@ -27,8 +27,9 @@
  *
  * Frame count: the container's, where it says it reliably, that is AVI's and QuickTime's
  * frame count of the stream (a sample table, a header field); Matroska and NUT do not say
- * it, and the count is -1 until the frames end. A file whose frames end before the count
- * its container declares fails at the first missing frame, naming it.
+ * it, and the count is -1 until the frames end, or until video_frames_count_all counts
+ * them. A file whose frames end before the count its container declares (or the count
+ * counted) fails at the first missing frame, naming it.
  *
  * A descriptor that is not a regular file (a pipe: standard input) is a stream: read once,
  * never seeked (libavformat is told it cannot seek), its count -1 whatever its container
@@ -37,10 +38,10 @@
  *
  * Streaming and order: frames are decoded in order, one at a time into the caller's buffer;
  * the file is never held whole (what libavformat buffers is a few packets). Reading frame
- * k after frame j: k == j costs nothing (the frame is kept), k > j decodes the frames
- * between and drops them, k < j starts again from the beginning of the file (reopening
- * the demuxer and the decoder) and decodes up to k. So reading in order is the cheap way,
- * and any order works.
+ * k after frame j: k == j costs nothing (the frame is kept, until a read meets the end),
+ * k > j decodes the frames between and drops them, k < j starts again from the beginning
+ * of the file (reopening the demuxer and the decoder) and decodes up to k. So reading in
+ * order is the cheap way, and any order works.
  *
  * Errors name the file, the frame where there is one and what was wrong:
  * "clip.mkv: no video stream (2 streams: audio, subtitle)", "clip.avi: codec 'cinepak' is
@@ -128,6 +129,23 @@ plm_status video_frames_read(video_frames *v, int64_t k, void *dst, bool *end, c
 /* The count of frames: the container's, or the frames decoded once a read has reached the
  * end, else -1. */
 int64_t video_frames_count(const video_frames *v);
+
+/* The count of frames, exactly, for a file whose container does not declare it (Matroska,
+ * NUT), found by reading the file to its end now: a video of a codec whose every packet is
+ * one whole frame (libavcodec's AV_CODEC_PROP_INTRA_ONLY: rawvideo, huffyuv, ffvhuff,
+ * utvideo, magicyuv, mjpeg; and ffv1 and png, which FFmpeg 5.1's descriptors do not mark
+ * so) by counting its packets with the demuxer alone, any other (mpeg4, h264, hevc, vp8,
+ * vp9: a packet may hold no frame, or frames come out late) by decoding every frame. The
+ * count is then taken as a declared one: video_frames_count says it, reading past it is
+ * PLM_ERR_INVALID_ARG and frames ending before it PLM_ERR_IO; reading frame k gives what
+ * it gave before (the next read starts again from the beginning of the file, as reading
+ * an earlier frame does). Sets *count; reads nothing when the count is known already
+ * (declared, or the frames have ended), nor for a stream (a pipe, read once: *count -1).
+ * Blocks while it reads. Errors: PLM_ERR_INVALID_ARG (NULL arguments), PLM_ERR_IO (a
+ * damaged or unreadable packet or frame, named as a read names it: "clip.mkv: frame 3:
+ * damaged packet: ..."), PLM_ERR_UNSUPPORTED and PLM_ERR_OUT_OF_MEMORY (as at open); the
+ * count stays unknown then, and the next read starts again from the beginning. */
+plm_status video_frames_count_all(video_frames *v, int64_t *count, char *err, size_t err_size);
 
 /* Close; NULL is a no-op. */
 void video_frames_close(video_frames *v);

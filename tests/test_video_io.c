@@ -6,12 +6,14 @@
  * order), FFV1 gray10le (u16 of 0..1023), FFV1 gray8 in AVI, rawvideo gray8 in NUT, each equal
  * sample for sample to the frames they were made of, read in order as plume detect reads them
  * (frame_reader_next to the end), out of order, and whole (image_read); a lossy MPEG-4 (yuv420p)
- * MP4 of gray frames within a tolerance; rgb24 rawvideo as BT.601 luma. The count is the
- * container's (AVI, MP4) or -1 until the end (Matroska, NUT). Refused, with a one-line message
- * naming the file (and the frame): a file cut short, bytes changed, a damaged packet, a size that
- * changes mid-stream, an audio-only file, a codec off the list, bytes that are no video. Through
- * a pipe (a stream, as standard input): the same frames, read once, in order, count -1. A plain
- * unit test: no backend.
+ * MP4 and an H.264 Matroska file with B-frames of gray frames within a tolerance; rgb24
+ * rawvideo as BT.601 luma. The count is the container's (AVI, MP4) or -1 until the end
+ * (Matroska, NUT), or until it is counted (video_frames_count_all, frame_reader_count_frames:
+ * by the packets, or by decoding for H.264), after which every frame reads as before. Refused, with
+ * a one-line message naming the file (and the frame): a file cut short, bytes changed, a damaged
+ * packet, a size that changes mid-stream, an audio-only file, a codec off the list, bytes that are
+ * no video. Through a pipe (a stream, as standard input): the same frames, read once, in order,
+ * count -1. A plain unit test: no backend.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -168,17 +170,24 @@ static int largest_difference(const uint8_t *a, const uint8_t *b, int64_t n) {
 }
 
 START_TEST(test_a_lossy_colour_video_is_its_luma_near_the_frames) {
-  /* Gray frames through yuv420p and MPEG-4 at its best quality: limited-range luma
-   * stretched back to 0..255 comes within a few levels of them. */
-  const char *path = fixture("gray8-mpeg4", "mp4");
+  /* Gray frames through yuv420p and MPEG-4 at its best quality, or H.264 with B-frames
+   * (decoded out of order): limited-range luma stretched back to 0..255 comes within a few
+   * levels of them. */
+  static const struct {
+    const char *name, *extension;
+    int64_t count; /* the container's, or -1 */
+  } cases[] = {{"gray8-mpeg4", "mp4", 4}, {"gray8-h264", "mkv", -1}};
   image want = read_ok(fixture("gray8-mpeg4", "npy"));
-  image got = read_as_detect(path, 4);
-  ck_assert_int_eq(got.dtype, PLM_DTYPE_U8);
-  ck_assert(got.dims[0] == 4 && got.dims[1] == 24 && got.dims[2] == 32);
-  const int most = largest_difference(got.data, want.data, image_numel(&want));
-  ck_assert_msg(most <= 6, "%s: a sample %d levels from its frame's", path, most);
-  ck_assert_msg(most >= 1, "%s: exact: is it still lossy?", path);
-  image_free(&got, NULL);
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    const char *path = fixture(cases[c].name, cases[c].extension);
+    image got = read_as_detect(path, cases[c].count);
+    ck_assert_int_eq(got.dtype, PLM_DTYPE_U8);
+    ck_assert(got.dims[0] == 4 && got.dims[1] == 24 && got.dims[2] == 32);
+    const int most = largest_difference(got.data, want.data, image_numel(&want));
+    ck_assert_msg(most <= 6, "%s: a sample %d levels from its frame's", path, most);
+    ck_assert_msg(most >= 1, "%s: exact: is it still lossy?", path);
+    image_free(&got, NULL);
+  }
   image_free(&want, NULL);
 }
 END_TEST
@@ -391,6 +400,8 @@ START_TEST(test_a_pipe_is_read_once_in_order) {
                          err, "pipe: frame 1: a stream is read once", NULL);
     ck_assert_int_eq(video_frames_read(v, 4, frame, &end, err, sizeof err), PLM_OK);
     ck_assert(end);
+    expect_image_message(video_frames_read(v, 3, frame, &end, err, sizeof err), PLM_ERR_INVALID_ARG,
+                         err, "pipe: frame 3: a stream is read once", NULL);
     free(frame);
     video_frames_close(v);
     image_free(&want, NULL);
@@ -438,8 +449,124 @@ START_TEST(test_memory_reads_as_the_file) {
   ck_assert_int_eq(video_frames_read(v, 5, frame, &end, err, sizeof err), PLM_OK);
   ck_assert(end);
   ck_assert_int_eq(video_frames_count(v), 4);
+  /* The last frame again, in order, after the end was met: the decoder holds it no more. */
+  for (int64_t k = 0; k < 4; k++)
+    ck_assert_msg(video_frames_read(v, k, frame, &end, err, sizeof err) == PLM_OK, "%s", err);
+  ck_assert_int_eq(video_frames_read(v, 4, frame, &end, err, sizeof err), PLM_OK);
+  ck_assert(end);
+  ck_assert_msg(video_frames_read(v, 3, frame, &end, err, sizeof err) == PLM_OK, "%s", err);
+  ck_assert(!end && memcmp(frame, (uint8_t *)want.data + 3 * sizeof frame, sizeof frame) == 0);
   video_frames_close(v);
   image_free(&want, NULL);
+}
+END_TEST
+
+/* Frames in order, from 0, until the end: the reader must still give before's frames. */
+static void expect_frames_as_before(frame_reader *r, const image *before, const char *path) {
+  const size_t frame_bytes = image_bytes(before) / (size_t)before->dims[0];
+  void *got = malloc(frame_bytes);
+  ck_assert_ptr_nonnull(got);
+  static const int64_t order[] = {3, 0, 1, 2, 3, 1};
+  for (size_t i = 0; i < sizeof order / sizeof *order; i++) {
+    ck_assert_msg(frame_reader_read(r, order[i], got, err, sizeof err) == PLM_OK, "%s", err);
+    ck_assert_msg(
+        memcmp(got, (const char *)before->data + (size_t)order[i] * frame_bytes, frame_bytes) == 0,
+        "%s: frame %lld differs after counting", path, (long long)order[i]);
+  }
+  bool end = false;
+  ck_assert_int_eq(frame_reader_next(r, 4, got, &end, err, sizeof err), PLM_OK);
+  ck_assert(end);
+  expect_image_message(frame_reader_read(r, 4, got, err, sizeof err), PLM_ERR_INVALID_ARG, err,
+                       path, "frame 4 is not in 0..3");
+  free(got);
+}
+
+START_TEST(test_counting_finds_the_frames) {
+  /* Counted by their packets (FFV1, rawvideo: one whole frame each) or, for H.264 whose
+   * B-frames come out of the decoder late, by decoding them all; the same frames after. */
+  static const struct {
+    const char *name, *extension;
+  } cases[] = {{"gray16-ffv1", "mkv"}, {"gray10-ffv1", "mkv"}, {"gray16be-raw", "nut"},
+               {"gray8-raw", "nut"},   {"rgb-raw", "nut"},     {"gray8-h264", "mkv"}};
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    const char *path = fixture(cases[c].name, cases[c].extension);
+    image before = read_as_detect(path, -1);
+    ck_assert_int_eq(before.dims[0], 4);
+    frame_reader_info info;
+    frame_reader *r = NULL;
+    ck_assert_msg(frame_reader_open(path, &info, &r, err, sizeof err) == PLM_OK, "%s", err);
+    ck_assert_int_eq(info.count, -1);
+    int64_t count = 0;
+    ck_assert_msg(frame_reader_count_frames(r, &count, err, sizeof err) == PLM_OK, "%s", err);
+    ck_assert_msg(count == 4, "%s: counted %lld frames of 4", path, (long long)count);
+    expect_frames_as_before(r, &before, path);
+    ck_assert_msg(frame_reader_count_frames(r, &count, err, sizeof err) == PLM_OK, "%s", err);
+    ck_assert_int_eq(count, 4); /* known now: nothing read again */
+    frame_reader_close(r);
+    image_free(&before, NULL);
+  }
+  /* A count the container declares is taken as it is. */
+  frame_reader_info info;
+  frame_reader *r = NULL;
+  ck_assert_msg(
+      frame_reader_open(fixture("gray8-ffv1", "avi"), &info, &r, err, sizeof err) == PLM_OK, "%s",
+      err);
+  int64_t count = 0;
+  ck_assert_msg(frame_reader_count_frames(r, &count, err, sizeof err) == PLM_OK, "%s", err);
+  ck_assert_int_eq(count, 4);
+  frame_reader_close(r);
+}
+END_TEST
+
+START_TEST(test_counting_in_memory_a_pipe_and_damage) {
+  /* In memory, the last frame read right after counting (the decoder drained by it). */
+  static unsigned char bytes[16384];
+  size_t length = file_bytes(fixture("gray8-h264", "mkv"), bytes, sizeof bytes);
+  video_info info;
+  video_frames *v = NULL;
+  ck_assert_msg(
+      video_frames_open_memory(bytes, length, "memory", &info, &v, err, sizeof err) == PLM_OK, "%s",
+      err);
+  uint8_t first[24 * 32], frame[24 * 32];
+  bool end = false;
+  ck_assert_msg(video_frames_read(v, 3, first, &end, err, sizeof err) == PLM_OK, "%s", err);
+  int64_t count = 0;
+  ck_assert_msg(video_frames_count_all(v, &count, err, sizeof err) == PLM_OK, "%s", err);
+  ck_assert_int_eq(count, 4);
+  ck_assert_int_eq(video_frames_count(v), 4);
+  ck_assert_msg(video_frames_read(v, 3, frame, &end, err, sizeof err) == PLM_OK, "%s", err);
+  ck_assert(!end && memcmp(frame, first, sizeof frame) == 0);
+  expect_image_message(video_frames_read(v, 4, frame, &end, err, sizeof err), PLM_ERR_INVALID_ARG,
+                       err, "memory: frame 4 is not in 0..3", NULL);
+  video_frames_close(v);
+  /* A stream is not read ahead: its count stays unknown and its frames come as before. */
+  pid_t child;
+  const int fd = pipe_of("gray8-raw", "nut", &child);
+  ck_assert_msg(video_frames_open(fd, "pipe", &info, &v, err, sizeof err) == PLM_OK, "%s", err);
+  ck_assert_msg(video_frames_count_all(v, &count, err, sizeof err) == PLM_OK, "%s", err);
+  ck_assert_int_eq(count, -1);
+  image want = read_ok(fixture("gray8-raw", "npy"));
+  for (int64_t k = 0; k < 4; k++) {
+    ck_assert_msg(video_frames_read(v, k, frame, &end, err, sizeof err) == PLM_OK, "%s", err);
+    ck_assert(!end && memcmp(frame, (uint8_t *)want.data + k * sizeof frame, sizeof frame) == 0);
+  }
+  image_free(&want, NULL);
+  video_frames_close(v);
+  int exit_status = -1;
+  ck_assert_int_eq(waitpid(child, &exit_status, 0), child);
+  /* Damage met while counting is named with its frame; the count stays unknown and the
+   * frames before it are still read. */
+  frame_reader_info reader_info;
+  frame_reader *r = NULL;
+  ck_assert_msg(frame_reader_open(fixture("cut-in-frame-2", "mkv"), &reader_info, &r, err,
+                                  sizeof err) == PLM_OK,
+                "%s", err);
+  expect_image_message(frame_reader_count_frames(r, &count, err, sizeof err), PLM_ERR_IO, err,
+                       "cut-in-frame-2.mkv: frame 2", NULL);
+  uint16_t frame16[24 * 32];
+  ck_assert_msg(frame_reader_read(r, 1, frame16, err, sizeof err) == PLM_OK, "%s", err);
+  ck_assert_msg(frame_reader_next(r, 2, frame16, &end, err, sizeof err) != PLM_OK, "frame 2 read");
+  frame_reader_close(r);
 }
 END_TEST
 
@@ -459,6 +586,8 @@ int main(void) {
   tcase_add_test(tcase, test_damaged_copies_fail_cleanly);
   tcase_add_test(tcase, test_memory_reads_as_the_file);
   tcase_add_test(tcase, test_a_pipe_is_read_once_in_order);
+  tcase_add_test(tcase, test_counting_finds_the_frames);
+  tcase_add_test(tcase, test_counting_in_memory_a_pipe_and_damage);
   suite_add_tcase(suite, tcase);
   SRunner *runner = srunner_create(suite);
   srunner_set_fork_status(runner, CK_NOFORK);

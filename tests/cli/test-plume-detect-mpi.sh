@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/cli/test-plume-detect-mpi.sh PLUME SCRATCH: `plume detect` under `mpirun -n 2` and
 # `-n 3` (and more ranks than frames): the CSV byte for byte what one process writes, from a
-# stack and from a folder, with --progress over all the ranks' frames; a bad frame on one
+# stack, from a folder and from Matroska videos (their frames counted first), with --progress
+# over all the ranks' frames; a video on standard input refused (a stream); a bad frame on one
 # rank (exit 2, one line naming the rank and the file, no output file, an old one kept); a
 # stateful pipeline refused; ranks given another pipeline, other tensors or other frames
 # (MPMD: mpirun A : B) refused before any runs, naming what differs; a full disk; an
@@ -67,6 +68,27 @@ run 0 "short scene" scene --frames 2 --size $H,$W --out two.npy --truth two_t.cs
 run 0 "short, one process" detect --frames two.npy --pipeline "$pipeline" --out two1.csv
 mpi_run 0 3 "-n 3, 2 frames" detect --frames two.npy --pipeline "$pipeline" --out two3.csv &&
   same two3.csv two1.csv "-n 3, 2 frames"
+
+# Videos whose container does not count their frames (Matroska: FFV1 gray16, and H.264 with
+# B-frames, tests/fixtures/video): each rank counts them first (FFV1's packets; H.264 decoded
+# to its end), so all agree, and the CSV is one process's. A video on standard input is a
+# stream, read once: it cannot be counted ahead, and is refused.
+videos=$here/../fixtures/video
+for video in "gray16-ffv1.mkv:threshold value=30000" "gray8-h264.mkv:threshold value=200"; do
+  file=${video%%:*} video_pipeline="${video#*:} ! label connectivity=8 ! regions capacity=32"
+  run 0 "$file, one process" detect --frames "$videos/$file" --pipeline "$video_pipeline" \
+    --out v1.csv
+  checks=$((checks + 1))
+  [[ $(wc -l <v1.csv) -gt 3 ]] || fail "$file: too few rows: $(cat v1.csv)"
+  for ranks in 2 3; do
+    mpi_run 0 $ranks "$file, -n $ranks" detect --frames "$videos/$file" \
+      --pipeline "$video_pipeline" --out v$ranks.csv && same v$ranks.csv v1.csv "$file, -n $ranks"
+  done
+done
+mpi_run 2 2 "a video on stdin" detect --frames - --out x.csv \
+  --pipeline "threshold value=30000 ! label ! regions capacity=32" <"$videos/gray16-ffv1.mkv" &&
+  expect_err "a video on stdin" "plume detect: rank 0: stdin is a stream: its frames are read once, in order, and cannot be shared among the ranks of an MPI job (give a file)" &&
+  absent "a video on stdin" x.csv
 
 # A folder of the same frames, one .npy each: each rank reads its own files.
 frame() { tail -c +$((129 + $1 * frame_bytes)) s.npy | head -c $frame_bytes; }
