@@ -294,3 +294,30 @@ bool bench_fail_call(const char *where, const char *call, plm_status status) {
 const char *bench_error(void) {
   return failure;
 }
+
+/* ---- the device a benchmark times on ------------------------------------------------ */
+
+bool bench_device_open(plm_backend backend, bench_device *dev) {
+  plm_context_config config = {.backend = backend};
+  BENCH_CALL("setup", plm_context_create(&config, &dev->ctx));
+  BENCH_CALL("setup", plm_context_backend(dev->ctx, &dev->backend));
+  BENCH_CALL("setup", plm_context_device_info(dev->ctx, &dev->info));
+  BENCH_CALL("setup", plm_context_default_pool(dev->ctx, &dev->pool));
+  BENCH_CALL("setup", plm_stream_create(dev->ctx, PLM_STREAM_DEFAULT, &dev->stream));
+  BENCH_CALL("setup", plm_event_create(dev->ctx, PLM_EVENT_DEFAULT, &dev->start));
+  BENCH_CALL("setup", plm_event_create(dev->ctx, PLM_EVENT_DEFAULT, &dev->end));
+  return true;
+}
+
+void bench_device_close(bench_device *dev, const char *prog) {
+  if (dev->start) plm_event_destroy(dev->start);
+  if (dev->end) plm_event_destroy(dev->end);
+  if (dev->stream) plm_stream_destroy(dev->stream);
+  if (dev->ctx) {
+    plm_status status = plm_context_destroy(dev->ctx);
+    if (status != PLM_OK)
+      fprintf(stderr, "%s: warning: plm_context_destroy -> %s: %s\n", prog, plm_status_str(status),
+              plm_last_error());
+  }
+  *dev = (bench_device){0};
+}

@@ -163,6 +163,27 @@ const char *bench_error(void);
     if (bench_call_status_ != PLM_OK) return bench_fail_call(where, #expr, bench_call_status_); \
   } while (0)
 
+/* ---- the device a benchmark times on ------------------------------------------------ */
+
+/* A context on the chosen backend with its default pool, a stream and a pair of events to
+ * time it with. */
+typedef struct bench_device {
+  plm_context *ctx;
+  plm_backend backend; /* the one auto chose */
+  plm_device_info info;
+  plm_pool *pool; /* the context's default pool */
+  plm_stream *stream;
+  plm_event *start, *end;
+} bench_device;
+
+/* Open *dev (zeroed by the caller) on backend. false (why in bench_error()) when a call
+ * fails; bench_device_close then releases what was opened. */
+bool bench_device_open(plm_backend backend, bench_device *dev);
+
+/* Release what bench_device_open opened; a failure to destroy the context is a warning on
+ * stderr, prefixed by prog. */
+void bench_device_close(bench_device *dev, const char *prog);
+
 /* ---- files and JSON --------------------------------------------------------------------- */
 
 /* Learn before a run, not after it, that the JSON at path cannot be written: where the

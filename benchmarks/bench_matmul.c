@@ -111,12 +111,7 @@ static bool shape_runs(const shape *s, run_size size) {
 
 typedef struct bench_env {
   options opt;
-  plm_context *ctx;
-  plm_backend backend;
-  plm_device_info info;
-  plm_pool *pool;
-  plm_stream *stream;
-  plm_event *start, *end;
+  bench_device dev;
   cublas_peer cublas;
   bool has_cublas;
 } bench_env;
@@ -138,15 +133,16 @@ static float random_unit(void) {
 /* An (rows, cols) f32 tensor from the pool, random in [-0.5, 0.5), or zeros. */
 static bool make_tensor(bench_env *env, int64_t rows, int64_t cols, bool random, plm_tensor *out) {
   const int64_t dims[2] = {rows, cols};
-  BENCH_CALL("setup", plm_tensor_alloc(env->pool, env->stream, PLM_DTYPE_F32, 2, dims, out));
+  BENCH_CALL("setup",
+             plm_tensor_alloc(env->dev.pool, env->dev.stream, PLM_DTYPE_F32, 2, dims, out));
   size_t count = (size_t)(rows * cols);
   float *host = calloc(count, sizeof *host);
   if (!host) return bench_fail("out of host memory for a %zu-float operand", count);
   if (random)
     for (size_t i = 0; i < count; i++) host[i] = random_unit();
-  plm_status status = plm_stream_memcpy(env->stream, out->data, host, count * sizeof *host,
+  plm_status status = plm_stream_memcpy(env->dev.stream, out->data, host, count * sizeof *host,
                                         PLM_COPY_HOST_TO_DEVICE);
-  if (status == PLM_OK) status = plm_stream_synchronize(env->stream);
+  if (status == PLM_OK) status = plm_stream_synchronize(env->dev.stream);
   free(host);
   BENCH_CALL("setup", status);
   return true;
@@ -165,17 +161,17 @@ static bool run_variant(bench_env *env, variant v, operands *o) {
     return true;
   }
   plm_matmul_params params = {.precision = precisions[v], .activation = PLM_ACTIVATION_NONE};
-  BENCH_CALL("matmul", plm_matmul(env->stream, &o->a, &o->b, NULL, &params, &o->out));
+  BENCH_CALL("matmul", plm_matmul(env->dev.stream, &o->a, &o->b, NULL, &params, &o->out));
   return true;
 }
 
 static bool time_variant(bench_env *env, variant v, operands *o, double *us) {
-  BENCH_CALL("timing", plm_event_record(env->start, env->stream));
+  BENCH_CALL("timing", plm_event_record(env->dev.start, env->dev.stream));
   if (!run_variant(env, v, o)) return false;
-  BENCH_CALL("timing", plm_event_record(env->end, env->stream));
-  BENCH_CALL("timing", plm_event_synchronize(env->end));
+  BENCH_CALL("timing", plm_event_record(env->dev.end, env->dev.stream));
+  BENCH_CALL("timing", plm_event_synchronize(env->dev.end));
   float ms = 0;
-  BENCH_CALL("timing", plm_event_elapsed_ms(env->start, env->end, &ms));
+  BENCH_CALL("timing", plm_event_elapsed_ms(env->dev.start, env->dev.end, &ms));
   *us = (double)ms * 1000.0;
   return true;
 }
@@ -220,8 +216,8 @@ static bool measure_shape(bench_env *env, const shape *s, measured *r) {
   }
   plm_tensor *tensors[] = {&o.a, &o.b, &o.out};
   for (int t = 0; t < 3; t++)
-    if (tensors[t]->data) plm_tensor_free(env->pool, env->stream, tensors[t]);
-  plm_stream_synchronize(env->stream);
+    if (tensors[t]->data) plm_tensor_free(env->dev.pool, env->dev.stream, tensors[t]);
+  plm_stream_synchronize(env->dev.stream);
   return ok;
 }
 
@@ -303,7 +299,7 @@ static void print_results(const bench_env *env, const measured *rs, int count) {
   printf("  AUTO's rule: tf32 from %lld (%.0f^3) on cuda, fp32 on host\n",
          (long long)PLM_MATMUL_AUTO_TF32_MIN_WORK, cbrt((double)PLM_MATMUL_AUTO_TF32_MIN_WORK));
   /* On host AUTO is fp32's very kernel: a difference there is the timing's noise. */
-  for (int i = 0; env->backend == PLM_BACKEND_CUDA && i < count; i++) {
+  for (int i = 0; env->dev.backend == PLM_BACKEND_CUDA && i < count; i++) {
     const double *m = rs[i].median_us;
     double best = fmin(m[PLUME_FP32], m[PLUME_TF32]);
     if (m[PLUME_AUTO] > 1.1 * best) {
@@ -320,7 +316,7 @@ static json_t *work_or_null(int64_t work) {
 }
 
 static json_t *document_json(const bench_env *env, const measured *rs, int count) {
-  json_t *doc = bench_json_document("matmul", env->backend, &env->info, env->opt.size);
+  json_t *doc = bench_json_document("matmul", env->dev.backend, &env->dev.info, env->opt.size);
   json_object_set_new(doc, "cublas", env->has_cublas ? json_true() : json_false());
   if (!env->has_cublas) json_object_set_new(doc, "cublas_why", json_string(env->cublas.why));
   json_t *list = json_array();
@@ -392,25 +388,14 @@ static bool validate_json(const char *path) {
 /* ---- main ----------------------------------------------------------------------------------- */
 
 static bool open_env(bench_env *env) {
-  plm_context_config config = {.backend = env->opt.backend};
-  BENCH_CALL("setup", plm_context_create(&config, &env->ctx));
-  BENCH_CALL("setup", plm_context_backend(env->ctx, &env->backend));
-  BENCH_CALL("setup", plm_context_device_info(env->ctx, &env->info));
-  BENCH_CALL("setup", plm_context_default_pool(env->ctx, &env->pool));
-  BENCH_CALL("setup", plm_stream_create(env->ctx, PLM_STREAM_DEFAULT, &env->stream));
-  BENCH_CALL("setup", plm_event_create(env->ctx, PLM_EVENT_DEFAULT, &env->start));
-  BENCH_CALL("setup", plm_event_create(env->ctx, PLM_EVENT_DEFAULT, &env->end));
-  env->has_cublas = cublas_peer_load(&env->cublas, env->stream, env->backend);
+  if (!bench_device_open(env->opt.backend, &env->dev)) return false;
+  env->has_cublas = cublas_peer_load(&env->cublas, env->dev.stream, env->dev.backend);
   return true;
 }
 
 static void close_env(bench_env *env) {
   cublas_peer_release(&env->cublas);
-  if (env->start) plm_event_destroy(env->start);
-  if (env->end) plm_event_destroy(env->end);
-  if (env->stream) plm_stream_destroy(env->stream);
-  if (env->ctx && plm_context_destroy(env->ctx) != PLM_OK)
-    fprintf(stderr, "bench_matmul: warning: plm_context_destroy: %s\n", plm_last_error());
+  bench_device_close(&env->dev, "bench_matmul");
 }
 
 int main(int argc, char **argv) {
@@ -433,7 +418,7 @@ int main(int argc, char **argv) {
     close_env(&env);
     return BENCH_EXIT_FAILURE;
   }
-  bench_print_header("bench_matmul", env.backend, &env.info, env.opt.size);
+  bench_print_header("bench_matmul", env.dev.backend, &env.dev.info, env.opt.size);
   printf("\n");
   static measured rs[SHAPE_COUNT];
   int count = 0, exit_code = 0;

@@ -164,12 +164,7 @@ static const char usage[] =
 
 typedef struct bench_env {
   options opt;
-  plm_context *ctx;
-  plm_backend backend;
-  plm_device_info info;
-  plm_pool *pool;
-  plm_stream *stream;
-  plm_event *start, *end;
+  bench_device dev;
   double peak_gbps;        /* for the memory floor */
   const char *peak_source; /* "device_info" or "measured_copy" */
   double peak_gflops;      /* for the compute floor: the calibrated FMA rate; 0: unknown */
@@ -182,12 +177,12 @@ typedef struct bench_env {
 typedef bool (*enqueue_fn)(bench_env *env, void *state);
 
 static bool time_once(bench_env *env, enqueue_fn fn, void *state, double *us) {
-  BENCH_CALL("timing", plm_event_record(env->start, env->stream));
+  BENCH_CALL("timing", plm_event_record(env->dev.start, env->dev.stream));
   if (!fn(env, state)) return false;
-  BENCH_CALL("timing", plm_event_record(env->end, env->stream));
-  BENCH_CALL("timing", plm_event_synchronize(env->end));
+  BENCH_CALL("timing", plm_event_record(env->dev.end, env->dev.stream));
+  BENCH_CALL("timing", plm_event_synchronize(env->dev.end));
   float ms = 0;
-  BENCH_CALL("timing", plm_event_elapsed_ms(env->start, env->end, &ms));
+  BENCH_CALL("timing", plm_event_elapsed_ms(env->dev.start, env->dev.end, &ms));
   *us = (double)ms * 1000.0;
   return true;
 }
@@ -198,8 +193,8 @@ static bool time_once(bench_env *env, enqueue_fn fn, void *state, double *us) {
 enum { MAX_SIZES = 4, FRAME_SIZE = 512 };
 
 static bool output_tensor(bench_env *env, const plm_shape *shape, plm_tensor *out) {
-  BENCH_CALL("setup",
-             plm_tensor_alloc(env->pool, env->stream, shape->dtype, shape->ndim, shape->dims, out));
+  BENCH_CALL("setup", plm_tensor_alloc(env->dev.pool, env->dev.stream, shape->dtype, shape->ndim,
+                                       shape->dims, out));
   return true;
 }
 
@@ -225,7 +220,7 @@ typedef struct op_state {
 static bool sample_inputs(bench_env *env, const plm__op_desc *op, int64_t h, int64_t w,
                           op_state *s) {
   const plm__op_sample_request request = {.size = h, .width = w, .seed = BENCH_SEED};
-  BENCH_CALL(op->name, op_sample_inputs(op, &request, env->pool, env->stream, &s->t));
+  BENCH_CALL(op->name, op_sample_inputs(op, &request, env->dev.pool, env->dev.stream, &s->t));
   return true;
 }
 
@@ -263,7 +258,7 @@ static bool set_params(const plm__op_desc *op, const char *text, void *params) {
 /* Every table op runs here: its public path (checks, scratch from the pool, kernel). */
 static bool table_op_run(bench_env *env, void *state) {
   op_state *s = state;
-  BENCH_CALL(s->t.op->name, plm__op_call_public(s->t.op, env->stream, &s->t.call));
+  BENCH_CALL(s->t.op->name, plm__op_call_public(s->t.op, env->dev.stream, &s->t.call));
   return true;
 }
 
@@ -279,16 +274,16 @@ static bool conv2d_log_setup(bench_env *env, int64_t h, int64_t w, op_state *s) 
   int kh = 0, kw = 0;
   BENCH_CALL("conv2d_9x9 setup", plm__parse_kernel(PRESET_LOG_KERNEL, NULL, &taps, &kh, &kw));
   plm_tensor *kernel = &s->t.in[1];
-  plm_status status = plm_tensor_free(env->pool, env->stream, kernel);
+  plm_status status = plm_tensor_free(env->dev.pool, env->dev.stream, kernel);
   s->t.call.in[1] = NULL; /* until the new kernel is there (op_sample_release frees it) */
   const int64_t dims[2] = {kh, kw};
   if (status == PLM_OK)
-    status = plm_tensor_alloc(env->pool, env->stream, PLM_DTYPE_F32, 2, dims, kernel);
+    status = plm_tensor_alloc(env->dev.pool, env->dev.stream, PLM_DTYPE_F32, 2, dims, kernel);
   if (status == PLM_OK) s->t.call.in[1] = kernel;
   if (status == PLM_OK)
-    status = plm_stream_memcpy(env->stream, kernel->data, taps,
+    status = plm_stream_memcpy(env->dev.stream, kernel->data, taps,
                                (size_t)kh * (size_t)kw * sizeof *taps, PLM_COPY_HOST_TO_DEVICE);
-  if (status == PLM_OK) status = plm_stream_synchronize(env->stream);
+  if (status == PLM_OK) status = plm_stream_synchronize(env->dev.stream);
   free(taps);
   if (status != PLM_OK) return bench_fail_call("conv2d_9x9 setup", "the 9x9 kernel", status);
   plm_conv2d_params *params = &s->t.sample.params.conv2d;
@@ -330,9 +325,9 @@ static bool unfused_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
 static bool unfused_run(bench_env *env, void *state) {
   op_state *s = state;
   BENCH_CALL("unfused",
-             plm_sobel(env->stream, &s->t.in[0], &s->fused.sobel, NULL, NULL, &s->mid[0]));
-  BENCH_CALL("unfused", plm_entropy(env->stream, &s->mid[0], &s->fused.entropy, &s->mid[1]));
-  BENCH_CALL("unfused", plm_threshold(env->stream, &s->mid[1], &s->fused.threshold, &s->out));
+             plm_sobel(env->dev.stream, &s->t.in[0], &s->fused.sobel, NULL, NULL, &s->mid[0]));
+  BENCH_CALL("unfused", plm_entropy(env->dev.stream, &s->mid[0], &s->fused.entropy, &s->mid[1]));
+  BENCH_CALL("unfused", plm_threshold(env->dev.stream, &s->mid[1], &s->fused.threshold, &s->out));
   return true;
 }
 
@@ -343,7 +338,7 @@ static cublas_peer cublas;
  * on the same stream. */
 static bool cublas_setup(bench_env *env, int64_t n, int64_t unused, op_state *s) {
   (void)unused;
-  if (!cublas_peer_load(&cublas, env->stream, env->backend))
+  if (!cublas_peer_load(&cublas, env->dev.stream, env->dev.backend))
     return bench_fail("cublas_sgemm: %s", cublas.why);
   if (!sample_inputs(env, &plm__op_matmul, n, n, s)) return false;
   const plm_shape product = {.dtype = PLM_DTYPE_F32, .ndim = 2, .dims = {n, n}};
@@ -554,9 +549,10 @@ static bool make_workloads(void) {
 
 static void op_state_release(bench_env *env, op_state *s) {
   if (s->t.op) op_sample_release(&s->t);
-  if (s->has_out) plm_tensor_free(env->pool, env->stream, &s->out);
-  for (int i = 0; i < s->mid_count; i++) plm_tensor_free(env->pool, env->stream, &s->mid[i]);
-  plm_stream_synchronize(env->stream);
+  if (s->has_out) plm_tensor_free(env->dev.pool, env->dev.stream, &s->out);
+  for (int i = 0; i < s->mid_count; i++)
+    plm_tensor_free(env->dev.pool, env->dev.stream, &s->mid[i]);
+  plm_stream_synchronize(env->dev.stream);
   memset(s, 0, sizeof *s);
 }
 
@@ -630,10 +626,11 @@ static bool profile_op(bench_env *env, const op_entry *op, int size, int runs, o
   const enqueue_fn run = op->run ? op->run : table_op_run;
   for (int i = 0; i < runs; i++) {
     plm_profile_mark mark;
-    BENCH_CALL("profile", plm_profiler_begin(env->profiler, env->stream, name, i, &s->cost, &mark));
+    BENCH_CALL("profile",
+               plm_profiler_begin(env->profiler, env->dev.stream, name, i, &s->cost, &mark));
     if (!run(env, s)) return false;
-    BENCH_CALL("profile", plm_profiler_end(env->profiler, env->stream, &mark));
-    BENCH_CALL("profile", plm_stream_synchronize(env->stream));
+    BENCH_CALL("profile", plm_profiler_end(env->profiler, env->dev.stream, &mark));
+    BENCH_CALL("profile", plm_stream_synchronize(env->dev.stream));
   }
   return true;
 }
@@ -648,7 +645,7 @@ static bool count_op(bench_env *env, const op_entry *op, int size, op_state *s) 
   const enqueue_fn run = op->run ? op->run : table_op_run;
   if (plm_emu_count_begin(label) != 0) return bench_fail("emulated cost: cannot count %s", label);
   bool ok = run(env, s);
-  plm_status status = plm_stream_synchronize(env->stream);
+  plm_status status = plm_stream_synchronize(env->dev.stream);
   plm_emu_count_end();
   if (!ok) return false;
   if (status != PLM_OK) return bench_fail_call("emulated cost", "plm_stream_synchronize", status);
@@ -715,26 +712,26 @@ typedef struct copy_state {
 
 static bool copy_run(bench_env *env, void *state) {
   copy_state *c = state;
-  BENCH_CALL("copy bandwidth",
-             plm_stream_memcpy(env->stream, c->dst, c->src, c->bytes, PLM_COPY_DEVICE_TO_DEVICE));
+  BENCH_CALL("copy bandwidth", plm_stream_memcpy(env->dev.stream, c->dst, c->src, c->bytes,
+                                                 PLM_COPY_DEVICE_TO_DEVICE));
   return true;
 }
 
 static bool measure_copy_bandwidth(bench_env *env) {
   copy_state c = {.bytes = env->opt.size == RUN_SMOKE ? ((size_t)4 << 20) : ((size_t)64 << 20)};
-  BENCH_CALL("copy bandwidth", plm_pool_alloc(env->pool, c.bytes, env->stream, &c.src));
-  plm_status status = plm_pool_alloc(env->pool, c.bytes, env->stream, &c.dst);
+  BENCH_CALL("copy bandwidth", plm_pool_alloc(env->dev.pool, c.bytes, env->dev.stream, &c.src));
+  plm_status status = plm_pool_alloc(env->dev.pool, c.bytes, env->dev.stream, &c.dst);
   if (status != PLM_OK) {
-    plm_pool_free(env->pool, c.src, env->stream);
+    plm_pool_free(env->dev.pool, c.src, env->dev.stream);
     return bench_fail_call("copy bandwidth", "plm_pool_alloc", status);
   }
-  status = plm_stream_memset(env->stream, c.src, 1, c.bytes);
+  status = plm_stream_memset(env->dev.stream, c.src, 1, c.bytes);
   bool ok = status == PLM_OK || bench_fail_call("copy bandwidth", "plm_stream_memset", status);
   double times[6];
   for (int i = 0; ok && i < 6; i++) ok = time_once(env, copy_run, &c, &times[i]);
-  plm_pool_free(env->pool, c.src, env->stream);
-  plm_pool_free(env->pool, c.dst, env->stream);
-  plm_stream_synchronize(env->stream);
+  plm_pool_free(env->dev.pool, c.src, env->dev.stream);
+  plm_pool_free(env->dev.pool, c.dst, env->dev.stream);
+  plm_stream_synchronize(env->dev.stream);
   if (!ok) return false;
   double median_us = bench_median(times + 1, 5);
   env->peak_gbps = median_us > 0 ? 2.0 * (double)c.bytes / (median_us * 1e3) : 0;
@@ -833,7 +830,7 @@ static json_t *result_json(const result *r) {
 
 static json_t *document_json(const bench_env *env, const result *rs, size_t count,
                              const fusion_ratio *ratios, size_t fusion_count) {
-  json_t *doc = bench_json_document("ops", env->backend, &env->info, env->opt.size);
+  json_t *doc = bench_json_document("ops", env->dev.backend, &env->dev.info, env->opt.size);
   json_object_set_new(doc, "peak_gbps", json_real(env->peak_gbps));
   json_object_set_new(doc, "peak_source", json_string(env->peak_source));
   json_object_set_new(doc, "peak_gflops", json_real(env->peak_gflops));
@@ -891,7 +888,7 @@ static bool write_profile(bench_env *env, const fusion_ratio *ratios, size_t fus
     }
   }
   char title[64];
-  snprintf(title, sizeof title, "bench_ops (%s)", plm_backend_name(env->backend));
+  snprintf(title, sizeof title, "bench_ops (%s)", plm_backend_name(env->dev.backend));
   const plm_profile_write_options write = {.title = title,
                                            .ab = n ? bars : NULL,
                                            .ab_count = n,
@@ -925,7 +922,7 @@ static int run_sizes(const bench_env *env, const op_entry *op, int sizes[MAX_SIZ
 }
 
 static bool wants_op(bench_env *env, const op_entry *op) {
-  if (op->cuda_only && !cublas_peer_load(&cublas, env->stream, env->backend))
+  if (op->cuda_only && !cublas_peer_load(&cublas, env->dev.stream, env->dev.backend))
     return false; /* said after the table */
   /* --op NAME runs NAME's workload and the peers beside it (--op matmul: cuBLAS too). */
   return !env->opt.only_op || strcmp(env->opt.only_op, entry_name(op)) == 0 ||
@@ -1018,17 +1015,10 @@ static bool run_fusion(bench_env *env, fusion_ratio *ratios, size_t *count) {
 }
 
 static bool open_env(bench_env *env) {
-  plm_context_config config = {.backend = env->opt.backend};
-  BENCH_CALL("setup", plm_context_create(&config, &env->ctx));
-  BENCH_CALL("setup", plm_context_backend(env->ctx, &env->backend));
-  BENCH_CALL("setup", plm_context_device_info(env->ctx, &env->info));
-  BENCH_CALL("setup", plm_context_default_pool(env->ctx, &env->pool));
-  BENCH_CALL("setup", plm_stream_create(env->ctx, PLM_STREAM_DEFAULT, &env->stream));
-  BENCH_CALL("setup", plm_event_create(env->ctx, PLM_EVENT_DEFAULT, &env->start));
-  BENCH_CALL("setup", plm_event_create(env->ctx, PLM_EVENT_DEFAULT, &env->end));
+  if (!bench_device_open(env->opt.backend, &env->dev)) return false;
   /* The profiler (calibrating, or loading the cached calibration) for --profile, and for
    * the FMA rate of the compute floor in any case. */
-  BENCH_CALL("setup", plm_profiler_create(env->ctx, NULL, &env->profiler));
+  BENCH_CALL("setup", plm_profiler_create(env->dev.ctx, NULL, &env->profiler));
   plm_profile_calibration calibration;
   BENCH_CALL("setup", plm_profiler_calibration(env->profiler, &calibration));
   env->peak_gflops = calibration.fma_gflops;
@@ -1036,8 +1026,8 @@ static bool open_env(bench_env *env) {
     plm_profiler_destroy(env->profiler);
     env->profiler = NULL;
   }
-  if (env->backend == PLM_BACKEND_CUDA && env->info.memory_bandwidth_gbps > 0) {
-    env->peak_gbps = env->info.memory_bandwidth_gbps;
+  if (env->dev.backend == PLM_BACKEND_CUDA && env->dev.info.memory_bandwidth_gbps > 0) {
+    env->peak_gbps = env->dev.info.memory_bandwidth_gbps;
     env->peak_source = "device_info";
     return true;
   }
@@ -1048,15 +1038,7 @@ static bool open_env(bench_env *env) {
 static void close_env(bench_env *env) {
   cublas_peer_release(&cublas);
   plm_profiler_destroy(env->profiler); /* before its context */
-  if (env->start) plm_event_destroy(env->start);
-  if (env->end) plm_event_destroy(env->end);
-  if (env->stream) plm_stream_destroy(env->stream);
-  if (env->ctx) {
-    plm_status status = plm_context_destroy(env->ctx);
-    if (status != PLM_OK)
-      fprintf(stderr, "bench_ops: warning: plm_context_destroy -> %s: %s\n", plm_status_str(status),
-              plm_last_error());
-  }
+  bench_device_close(&env->dev, "bench_ops");
 }
 
 /* --op NAME: one of the table's operations. */
@@ -1149,12 +1131,12 @@ int main(int argc, char **argv) {
     close_env(&env);
     return BENCH_EXIT_FAILURE;
   }
-  if (env.opt.emulated_cost && env.backend != PLM_BACKEND_CUDA) {
+  if (env.opt.emulated_cost && env.dev.backend != PLM_BACKEND_CUDA) {
     fprintf(stderr, "bench_ops: --emulated-cost needs the cuda backend (--backend cuda)\n");
     close_env(&env);
     return BENCH_EXIT_USAGE;
   }
-  bench_print_header("bench_ops", env.backend, &env.info, env.opt.size);
+  bench_print_header("bench_ops", env.dev.backend, &env.dev.info, env.opt.size);
   printf(
       "event-timed runs; floor = the larger of cost bytes / %.1f GB/s (%s) and cost flops "
       "/ %.0f GFLOP/s (%s)\n\n",
