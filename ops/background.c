@@ -27,12 +27,19 @@ static plm_status check_params(const plm_background_params *params) {
   if (!(params->gate_rate >= 0.0f && params->gate_rate <= 1.0f))
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "params->gate_rate %g is not in [0, 1]",
                          (double)params->gate_rate);
+  if (!(params->hold_rate >= 0.0f && params->hold_rate <= 1.0f))
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "params->hold_rate %g is not in [0, 1]",
+                         (double)params->hold_rate);
+  if (params->hold_radius < 0 || params->hold_radius > PLM__BACKGROUND_MAX_HOLD_RADIUS)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "params->hold_radius %d is not in [0, %d]",
+                         params->hold_radius, PLM__BACKGROUND_MAX_HOLD_RADIUS);
   return PLM_OK;
 }
 
 static plm_status check(const plm__op_call *call) {
-  const plm_tensor *in = call->in[0], *out = call->out[0];
+  const plm_tensor *in = call->in[0], *hold = call->in[1], *out = call->out[0];
   plm_status status = plm__op_check_frames(in, "background");
+  if (status == PLM_OK && hold) status = plm__op_check_frame_map(hold, "hold", in);
   if (status == PLM_OK) status = check_params(call->params);
   if (status != PLM_OK || !out) return status;
   return plm__op_check_output_like(in, "in", out, "out", PLM_DTYPE_F32);
@@ -59,21 +66,26 @@ static int64_t frame_pixels(const plm_tensor *in) {
 static void cost(const plm__op_call *call, plm_op_cost *cost) {
   const plm_tensor *in = call->in[0];
   double count = (double)plm_tensor_numel(in), states = gated(call) ? 2.0 : 1.0;
+  double hold = call->in[1] ? 1.0 : 0.0;
   *cost = (plm_op_cost){.bytes = count * ((double)plm_dtype_size(in->dtype) + 4.0) +
-                                 8.0 * states * (double)frame_pixels(in),
+                                 (8.0 * states + hold) * (double)frame_pixels(in),
                         .flops = (gated(call) ? 8.0 : 3.0) * count};
 }
 
 static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch, void *args) {
   (void)ctx;
-  const plm_tensor *in = call->in[0];
+  const plm_tensor *in = call->in[0], *hold = call->in[1];
   const plm_background_params *params = call->params;
   *(plm__background_args *)args =
       (plm__background_args){.in = in->data,
                              .state = call->state ? call->state->data : scratch,
                              .out = call->out[0]->data,
+                             .hold = hold ? hold->data : NULL,
                              .frames = plm_tensor_numel(in) / frame_pixels(in),
                              .frame_pixels = frame_pixels(in),
+                             .height = in->dims[in->ndim - 2],
+                             .width = in->dims[in->ndim - 1],
+                             .hold_radius = params->hold_radius,
                              .dtype = in->dtype,
                              .first = call->state ? call->state_fresh : true,
                              .state_in_scratch = !call->state,
@@ -130,6 +142,18 @@ static const plm__op_param schema[] = {
      .offset = offsetof(plm_background_params, gate_rate),
      .fallback = 0.3,
      .help = "with a gate, the fraction of alpha (or step) kept beyond it, in [0, 1]"},
+    {.name = "hold_rate",
+     .type = PLM__PARAM_FLOAT,
+     .offset = offsetof(plm_background_params, hold_rate),
+     .fallback = 0.3,
+     .help = "with a hold, the fraction of alpha (or step) kept where it reaches, in [0, 1]"},
+    {.name = "hold_radius",
+     .type = PLM__PARAM_INT,
+     .offset = offsetof(plm_background_params, hold_radius),
+     .min = 0,
+     .max = PLM__BACKGROUND_MAX_HOLD_RADIUS,
+     .fallback = 2,
+     .help = "the pixels within this many 4-connected steps of a held one are held"},
 };
 
 /* A frame (f32 by default) against a carried f32 state of random values (the steady
@@ -152,11 +176,18 @@ const plm__op_desc plm__op_background = {
         "f32 `x_t − b_{t−1}` frame by frame, the first frame initialising `b = x_0` (output "
         "0); ema `b += alpha·(x − b)` (`fmaf`), median `b` moves by step towards x; with "
         "a gate, where `(x − b)² > gate²·v` (v the pixel's running mean of `(x − b)²`, "
-        "rate alpha) b moves at gate_rate times that pace; NaN or infinite x leave b; the "
-        "input's shape, the frames of a stack in order (`include/plume/background.h`).",
+        "rate alpha) b moves at gate_rate times that pace; with a u8 hold map, b moves at "
+        "hold_rate times it within hold_radius 4-connected steps of a held pixel "
+        "(`scipy.ndimage.binary_dilation`'s reach); NaN or infinite x leave b; the input's "
+        "shape, the frames of a stack in order (`include/plume/background.h`).",
     .kind = PLM__OP_background,
-    .input_count = 1,
-    .inputs = {{.name = "in", .dtypes = PLM__DTYPES_IMAGE}},
+    .input_count = 2,
+    .inputs = {{.name = "in", .dtypes = PLM__DTYPES_IMAGE},
+               {.name = "hold",
+                .dtypes = PLM__DTYPE_MASK(U8),
+                .shape = "(H, W)",
+                .optional = true,
+                .role = PLM__IN_TENSOR}},
     .output_count = 1,
     .outputs = {{.name = "out",
                  .dtypes = PLM__DTYPE_MASK(F32),
@@ -180,12 +211,13 @@ const plm__op_desc plm__op_background = {
 
 /* ---- the public functions ---------------------------------------------------------------- */
 
-plm_status plm_background(plm_stream *stream, const plm_tensor *in, plm_tensor *state, bool first,
-                          const plm_background_params *params, plm_tensor *out) {
+plm_status plm_background(plm_stream *stream, const plm_tensor *in, const plm_tensor *hold,
+                          plm_tensor *state, bool first, const plm_background_params *params,
+                          plm_tensor *out) {
   if (!state && !first)
     return plm__fail(PLM_ERR_INVALID_ARG,
                      "state is NULL but first is false: there is no background to continue");
   const plm__op_call call = {
-      .in = {in}, .out = {out}, .params = params, .state = state, .state_fresh = first};
+      .in = {in, hold}, .out = {out}, .params = params, .state = state, .state_fresh = first};
   return plm__op_call_public(&plm__op_background, stream, &call);
 }

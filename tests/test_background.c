@@ -37,7 +37,7 @@ static uint16_t scene_pixel(int64_t t, int64_t i) {
 /* ---- the reference ----------------------------------------------------------------------- */
 
 /* One pixel, as plume/background.h states it: b, and v with a gate. */
-static float reference_one(float x, float *b, float *v, bool first,
+static float reference_one(float x, float *b, float *v, bool first, bool held,
                            const plm_background_params *params) {
   if (first || !isfinite(*b)) {
     if (!first && !isfinite(x)) return x - *b;
@@ -56,6 +56,10 @@ static float reference_one(float x, float *b, float *v, bool first,
     }
     *v = fmaf(params->alpha, dd - *v, *v);
   }
+  if (held) {
+    alpha = fminf(alpha, params->alpha * params->hold_rate);
+    step = fminf(step, params->step * params->hold_rate);
+  }
   if (params->mode == PLM_BACKGROUND_MEDIAN)
     *b = d > 0.0f ? *b + step : d < 0.0f ? *b - step : *b;
   else
@@ -63,29 +67,51 @@ static float reference_one(float x, float *b, float *v, bool first,
   return d;
 }
 
+/* Whether the hold (H, W) reaches pixel p: some nonzero pixel at most radius 4-connected
+ * steps away, found by measuring the distance to every nonzero one. */
+static bool reference_held(const uint8_t *hold, int64_t p, int radius) {
+  for (int64_t q = 0; q < PIXELS; q++)
+    if (hold[q] && llabs(q / W - p / W) + llabs(q % W - p % W) <= radius) return true;
+  return false;
+}
+
 /* The op over frames x[0..frames) of `pixels` each, starting from b (first: fresh); v,
- * the spread, is read and written only with a gate (it may then be NULL otherwise). */
+ * the spread, is read and written only with a gate (it may then be NULL otherwise); hold,
+ * (H, W) or NULL, with params' hold_radius. */
+static void reference_with_hold(const float *x, float *out, float *b, float *v, int64_t frames,
+                                int64_t pixels, bool first, const uint8_t *hold,
+                                const plm_background_params *params) {
+  float unused = 0.0f;
+  for (int64_t p = 0; p < pixels; p++) {
+    const bool held = hold && reference_held(hold, p, params->hold_radius);
+    for (int64_t t = 0; t < frames; t++)
+      out[t * pixels + p] =
+          reference_one(x[t * pixels + p], &b[p], params->gate > 0.0f ? &v[p] : &unused,
+                        first && t == 0, held, params);
+  }
+}
+
 static void reference(const float *x, float *out, float *b, float *v, int64_t frames,
                       int64_t pixels, bool first, const plm_background_params *params) {
-  float unused = 0.0f;
-  for (int64_t t = 0; t < frames; t++)
-    for (int64_t p = 0; p < pixels; p++)
-      out[t * pixels + p] = reference_one(
-          x[t * pixels + p], &b[p], params->gate > 0.0f ? &v[p] : &unused, first && t == 0, params);
+  reference_with_hold(x, out, b, v, frames, pixels, first, NULL, params);
 }
 
 static bool same_bits(const float *a, const float *b, int64_t count) {
   return memcmp(a, b, (size_t)count * sizeof *a) == 0;
 }
 
-/* Run the op over host frames of dtype (as floats in x), return out (malloc'd). state may
- * be NULL (a fresh background in scratch). */
-static float *run_op(plm_dtype dtype, const void *host, int64_t frames, plm_tensor *state,
-                     bool first, const plm_background_params *params) {
+/* Run the op over host frames of dtype (as floats in x) with a hold (H, W) or none, return
+ * out (malloc'd). state may be NULL (a fresh background in scratch). */
+static float *run_op_with_hold(plm_dtype dtype, const void *host, int64_t frames,
+                               const uint8_t *hold, plm_tensor *state, bool first,
+                               const plm_background_params *params) {
   const int64_t dims[3] = {frames, H, W};
-  plm_tensor in = plm_test_upload(dtype, 3, dims, host), out;
+  plm_tensor in = plm_test_upload(dtype, 3, dims, host), out, map = {0};
+  if (hold) map = plm_test_upload(PLM_DTYPE_U8, 2, dims + 1, hold);
   PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 3, dims, &out));
-  PLM_CHECK_OK(plm_background(plm_test_stream, &in, state, first, params, &out));
+  PLM_CHECK_OK(
+      plm_background(plm_test_stream, &in, hold ? &map : NULL, state, first, params, &out));
+  if (hold) plm_test_release(&map);
   float *got = malloc((size_t)(frames * PIXELS) * sizeof *got);
   ck_assert_ptr_nonnull(got);
   PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, got, out.data, plm_tensor_bytes(&out),
@@ -94,6 +120,11 @@ static float *run_op(plm_dtype dtype, const void *host, int64_t frames, plm_tens
   PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &in));
   PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &out));
   return got;
+}
+
+static float *run_op(plm_dtype dtype, const void *host, int64_t frames, plm_tensor *state,
+                     bool first, const plm_background_params *params) {
+  return run_op_with_hold(dtype, host, frames, NULL, state, first, params);
 }
 
 /* FRAMES frames of the scene as u16 and as floats. */
@@ -215,7 +246,7 @@ START_TEST(test_the_gate_matches_the_reference) {
   const int64_t dims[3] = {FRAMES, H, W};
   plm_tensor in = plm_test_upload(PLM_DTYPE_U16, 3, dims, u16), out;
   PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 3, dims, &out));
-  PLM_CHECK_FAILS(plm_background(plm_test_stream, &in, &flat, true, &gates[0], &out),
+  PLM_CHECK_FAILS(plm_background(plm_test_stream, &in, NULL, &flat, true, &gates[0], &out),
                   PLM_ERR_INVALID_ARG, "state is not f32 2x19x27");
 
   /* The float64 recurrence (ema, alpha 0.05, gate 2, rate 0.3) with its own decisions: where
@@ -253,7 +284,7 @@ START_TEST(test_the_gate_matches_the_reference) {
     params.alpha = 0.2f;
     params.gate = g ? 3.0f : 0.0f;
     params.gate_rate = 0.0f;
-    PLM_CHECK_OK(plm_background(plm_test_stream, &p_in, NULL, true, &params, &p_out));
+    PLM_CHECK_OK(plm_background(plm_test_stream, &p_in, NULL, NULL, true, &params, &p_out));
     PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, kept[g], p_out.data, sizeof kept[g],
                                    PLM_COPY_DEVICE_TO_HOST));
     PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
@@ -270,6 +301,96 @@ START_TEST(test_the_gate_matches_the_reference) {
   free(x);
   free(want);
   free(b);
+}
+END_TEST
+
+/* The hold: a map of pixels (the moving spot's row, a corner, pixels on two edges) whose
+ * reach, radius 4-connected steps, moves b at hold_rate of its pace; against the reference
+ * (the reach measured pixel by pixel) bit for bit, alone, with the gate (either rate the
+ * smaller) and with median's step, for radii 0 to the largest; a map of ones at hold_rate r
+ * is alpha times r everywhere; and the hold does what it is for: the spot's pixels keep
+ * their contrast where it is held. */
+START_TEST(test_the_hold_matches_the_reference) {
+  uint16_t *u16 = malloc(FRAMES * PIXELS * sizeof *u16);
+  float *x = malloc(FRAMES * PIXELS * sizeof *x), *want = malloc(FRAMES * PIXELS * sizeof *want);
+  float *b = malloc(2 * PIXELS * sizeof *b), *v = b + PIXELS;
+  uint8_t *hold = calloc(PIXELS, 1), *ones = malloc(PIXELS);
+  ck_assert(u16 && x && want && b && hold && ones);
+  scene_frames(u16, x);
+  for (int64_t col = 0; col < W; col += 3) hold[(H / 2) * W + col] = 1;
+  hold[0] = 255;             /* a corner */
+  hold[3 * W + W - 1] = 2;   /* the right edge */
+  hold[(H - 1) * W + 5] = 1; /* the bottom edge */
+  memset(ones, 1, PIXELS);
+  const plm_background_params holds[] = {{.mode = PLM_BACKGROUND_EMA,
+                                          .alpha = 0.2f,
+                                          .step = 1.0f,
+                                          .hold_rate = 0.3f,
+                                          .hold_radius = 2},
+                                         {.mode = PLM_BACKGROUND_EMA,
+                                          .alpha = 0.05f,
+                                          .step = 1.0f,
+                                          .hold_rate = 0.0f,
+                                          .hold_radius = 0},
+                                         {.mode = PLM_BACKGROUND_EMA,
+                                          .alpha = 0.3f,
+                                          .step = 1.0f,
+                                          .gate = 1.5f,
+                                          .gate_rate = 0.5f,
+                                          .hold_rate = 0.25f,
+                                          .hold_radius = 1},
+                                         {.mode = PLM_BACKGROUND_EMA,
+                                          .alpha = 0.3f,
+                                          .step = 1.0f,
+                                          .gate = 1.5f,
+                                          .gate_rate = 0.1f,
+                                          .hold_rate = 0.6f,
+                                          .hold_radius = 3},
+                                         {.mode = PLM_BACKGROUND_MEDIAN,
+                                          .alpha = 0.1f,
+                                          .step = 2.5f,
+                                          .hold_rate = 0.4f,
+                                          .hold_radius = 8}}; /* the largest */
+  for (size_t m = 0; m < sizeof holds / sizeof holds[0]; m++) {
+    reference_with_hold(x, want, b, v, FRAMES, PIXELS, true, hold, &holds[m]);
+    float *got = run_op_with_hold(PLM_DTYPE_U16, u16, FRAMES, hold, NULL, true, &holds[m]);
+    ck_assert_msg(same_bits(got, want, FRAMES * PIXELS), "u16, hold %zu", m);
+    free(got);
+    got = run_op_with_hold(PLM_DTYPE_F32, x, FRAMES, hold, NULL, true, &holds[m]);
+    ck_assert_msg(same_bits(got, want, FRAMES * PIXELS), "f32, hold %zu", m);
+    /* Without the hold the outputs differ (the test can fail). */
+    float *free_b = run_op(PLM_DTYPE_F32, x, FRAMES, NULL, true, &holds[m]);
+    ck_assert_msg(!same_bits(free_b, got, FRAMES * PIXELS), "hold %zu changes nothing", m);
+    free(free_b);
+    free(got);
+  }
+  /* Held everywhere at rate r: alpha * r (rounded once) for every pixel, the same bits. */
+  plm_background_params slowed = holds[0];
+  slowed.alpha = holds[0].alpha * holds[0].hold_rate;
+  reference(x, want, b, v, FRAMES, PIXELS, true, &slowed);
+  float *got = run_op_with_hold(PLM_DTYPE_U16, u16, FRAMES, ones, NULL, true, &holds[0]);
+  ck_assert(same_bits(got, want, FRAMES * PIXELS));
+  free(got);
+  /* A spot that sits still on a pixel held at rate 0 keeps its contrast, 40, where b at
+   * full pace (alpha 0.05) has learnt most of it in 23 frames. */
+  float *still = malloc(FRAMES * PIXELS * sizeof *still);
+  ck_assert_ptr_nonnull(still);
+  for (int64_t i = 0; i < FRAMES * PIXELS; i++) still[i] = 100.0f;
+  for (int64_t t = 1; t < FRAMES; t++) still[t * PIXELS + (H / 2) * W + 6] = 140.0f;
+  float *held_out = run_op_with_hold(PLM_DTYPE_F32, still, FRAMES, hold, NULL, true, &holds[1]);
+  float *free_out = run_op(PLM_DTYPE_F32, still, FRAMES, NULL, true, &holds[1]);
+  const int64_t spot = (FRAMES - 1) * PIXELS + (H / 2) * W + 6;
+  ck_assert_msg(held_out[spot] == 40.0f && free_out[spot] < 15.0f, "held %g, free %g",
+                (double)held_out[spot], (double)free_out[spot]);
+  free(held_out);
+  free(free_out);
+  free(still);
+  free(u16);
+  free(x);
+  free(want);
+  free(b);
+  free(hold);
+  free(ones);
 }
 END_TEST
 
@@ -309,7 +430,7 @@ START_TEST(test_values_that_are_not_numbers_leave_the_background) {
   plm_tensor in = plm_test_upload(PLM_DTYPE_F32, 3, dims, x), out;
   PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 3, dims, &out));
   const plm_background_params params = {.mode = PLM_BACKGROUND_EMA, .alpha = 0.5f, .step = 1.0f};
-  PLM_CHECK_OK(plm_background(plm_test_stream, &in, NULL, true, &params, &out));
+  PLM_CHECK_OK(plm_background(plm_test_stream, &in, NULL, NULL, true, &params, &out));
   float got[7];
   PLM_CHECK_OK(
       plm_stream_memcpy(plm_test_stream, got, out.data, sizeof got, PLM_COPY_DEVICE_TO_HOST));
@@ -322,7 +443,7 @@ START_TEST(test_values_that_are_not_numbers_leave_the_background) {
   ck_assert(isnan(got[5]));   /* b stays 22.5 */
   ck_assert(got[6] == 7.5f);  /* 30 - 22.5 */
   /* In place on f32 gives the same. */
-  PLM_CHECK_OK(plm_background(plm_test_stream, &in, NULL, true, &params, &in));
+  PLM_CHECK_OK(plm_background(plm_test_stream, &in, NULL, NULL, true, &params, &in));
   float in_place[7];
   PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, in_place, in.data, sizeof in_place,
                                  PLM_COPY_DEVICE_TO_HOST));
@@ -338,6 +459,7 @@ START_TEST(test_output_shape_cost_and_defaults) {
   ck_assert_int_eq(defaults.mode, PLM_BACKGROUND_EMA);
   ck_assert(defaults.alpha == 0.05f && defaults.step == 1.0f);
   ck_assert(defaults.gate == 0.0f && defaults.gate_rate == 0.3f);
+  ck_assert(defaults.hold_rate == 0.3f && defaults.hold_radius == 2);
   const int64_t dims[3] = {4, 6, 8};
   plm_tensor in;
   PLM_CHECK_OK(plm_tensor_wrap(plm_test_ctx, (void *)&dims, PLM_DTYPE_U16, 3, dims, &in));
@@ -346,14 +468,20 @@ START_TEST(test_output_shape_cost_and_defaults) {
   ck_assert_int_eq(shape.dtype, PLM_DTYPE_F32);
   ck_assert(shape.ndim == 3 && shape.dims[0] == 4 && shape.dims[1] == 6 && shape.dims[2] == 8);
   plm_op_cost cost;
-  PLM_CHECK_OK(plm_background_cost(&in, &defaults, &cost));
+  PLM_CHECK_OK(plm_background_cost(&in, NULL, &defaults, &cost));
   ck_assert_double_eq(cost.bytes, 4 * 48 * (2.0 + 4.0) + 8.0 * 48);
   ck_assert_double_eq(cost.flops, 3.0 * 4 * 48);
   plm_background_params gated = defaults;
   gated.gate = 2.0f;
-  PLM_CHECK_OK(plm_background_cost(&in, &gated, &cost));
+  PLM_CHECK_OK(plm_background_cost(&in, NULL, &gated, &cost));
   ck_assert_double_eq(cost.bytes, 4 * 48 * (2.0 + 4.0) + 16.0 * 48);
   ck_assert_double_eq(cost.flops, 8.0 * 4 * 48);
+  /* A hold adds its byte per pixel, once per call. */
+  const int64_t map_dims[2] = {6, 8};
+  plm_tensor hold;
+  PLM_CHECK_OK(plm_tensor_wrap(plm_test_ctx, (void *)&map_dims, PLM_DTYPE_U8, 2, map_dims, &hold));
+  PLM_CHECK_OK(plm_background_cost(&in, &hold, &gated, &cost));
+  ck_assert_double_eq(cost.bytes, 4 * 48 * (2.0 + 4.0) + 17.0 * 48);
 }
 END_TEST
 
@@ -365,54 +493,77 @@ START_TEST(test_bad_input_is_refused) {
   plm_tensor turned = plm_test_upload(PLM_DTYPE_F32, 2, wh, NULL);
   plm_tensor state_u16 = plm_test_upload(PLM_DTYPE_U16, 2, hw, NULL);
   plm_background_params params = plm_background_params_default();
-  PLM_CHECK_FAILS(plm_background(plm_test_stream, &in, &state, false, NULL, &out),
+  PLM_CHECK_FAILS(plm_background(plm_test_stream, &in, NULL, &state, false, NULL, &out),
                   PLM_ERR_INVALID_ARG, "params is NULL");
-  PLM_CHECK_FAILS(plm_background(plm_test_stream, &in, NULL, false, &params, &out),
+  PLM_CHECK_FAILS(plm_background(plm_test_stream, &in, NULL, NULL, false, &params, &out),
                   PLM_ERR_INVALID_ARG, "state is NULL but first is false");
-  PLM_CHECK_FAILS(plm_background(plm_test_stream, &in, &turned, false, &params, &out),
+  PLM_CHECK_FAILS(plm_background(plm_test_stream, &in, NULL, &turned, false, &params, &out),
                   PLM_ERR_INVALID_ARG, "state is not f32 4x5");
-  PLM_CHECK_FAILS(plm_background(plm_test_stream, &in, &state_u16, false, &params, &out),
+  PLM_CHECK_FAILS(plm_background(plm_test_stream, &in, NULL, &state_u16, false, &params, &out),
                   PLM_ERR_INVALID_ARG, "state is not f32 4x5");
   plm_tensor state_in_out = state;
   state_in_out.data = out.data;
-  PLM_CHECK_FAILS(plm_background(plm_test_stream, &in, &state_in_out, false, &params, &out),
+  PLM_CHECK_FAILS(plm_background(plm_test_stream, &in, NULL, &state_in_out, false, &params, &out),
                   PLM_ERR_INVALID_ARG, "overlaps out");
-  PLM_CHECK_FAILS(plm_background(plm_test_stream, &out, &state_in_out, false, &params, &out),
+  PLM_CHECK_FAILS(plm_background(plm_test_stream, &out, NULL, &state_in_out, false, &params, &out),
                   PLM_ERR_INVALID_ARG, "overlaps in");
   plm_background_params bad = params;
   bad.alpha = 0.0f;
-  PLM_CHECK_FAILS(plm_background(plm_test_stream, &in, &state, true, &bad, &out),
+  PLM_CHECK_FAILS(plm_background(plm_test_stream, &in, NULL, &state, true, &bad, &out),
                   PLM_ERR_INVALID_ARG, "params->alpha 0 is not in (0, 1]");
   bad.alpha = 1.5f;
-  PLM_CHECK_FAILS(plm_background(plm_test_stream, &in, &state, true, &bad, &out),
+  PLM_CHECK_FAILS(plm_background(plm_test_stream, &in, NULL, &state, true, &bad, &out),
                   PLM_ERR_INVALID_ARG, "params->alpha 1.5 is not in (0, 1]");
   bad = params;
   bad.step = -1.0f;
-  PLM_CHECK_FAILS(plm_background(plm_test_stream, &in, &state, true, &bad, &out),
+  PLM_CHECK_FAILS(plm_background(plm_test_stream, &in, NULL, &state, true, &bad, &out),
                   PLM_ERR_INVALID_ARG, "params->step -1 is not finite and > 0");
   bad = params;
   bad.gate = -1.0f;
-  PLM_CHECK_FAILS(plm_background(plm_test_stream, &in, &state, true, &bad, &out),
+  PLM_CHECK_FAILS(plm_background(plm_test_stream, &in, NULL, &state, true, &bad, &out),
                   PLM_ERR_INVALID_ARG, "params->gate -1 is not in [0, 1e18]");
   bad.gate = NAN;
-  PLM_CHECK_FAILS(plm_background(plm_test_stream, &in, &state, true, &bad, &out),
+  PLM_CHECK_FAILS(plm_background(plm_test_stream, &in, NULL, &state, true, &bad, &out),
                   PLM_ERR_INVALID_ARG, "params->gate nan is not in [0, 1e18]");
   bad = params;
   bad.gate_rate = 1.5f;
-  PLM_CHECK_FAILS(plm_background(plm_test_stream, &in, &state, true, &bad, &out),
+  PLM_CHECK_FAILS(plm_background(plm_test_stream, &in, NULL, &state, true, &bad, &out),
                   PLM_ERR_INVALID_ARG, "params->gate_rate 1.5 is not in [0, 1]");
   bad = params;
   bad.mode = (plm_background_mode)7;
-  PLM_CHECK_FAILS(plm_background(plm_test_stream, &in, &state, true, &bad, &out),
+  PLM_CHECK_FAILS(plm_background(plm_test_stream, &in, NULL, &state, true, &bad, &out),
                   PLM_ERR_INVALID_ARG, "params->mode 7 is not a plm_background_mode");
-  PLM_CHECK_FAILS(plm_background(plm_test_stream, &in, &state, true, &params, &in),
+  PLM_CHECK_FAILS(plm_background(plm_test_stream, &in, NULL, &state, true, &params, &in),
                   PLM_ERR_INVALID_ARG, "out->dtype u16 is not f32");
-  PLM_CHECK_FAILS(plm_background(plm_test_stream, &state_u16, NULL, true, &params, &turned),
+  PLM_CHECK_FAILS(plm_background(plm_test_stream, &state_u16, NULL, NULL, true, &params, &turned),
                   PLM_ERR_INVALID_ARG, "out is 5x4 but in is 4x5");
-  PLM_CHECK_FAILS(plm_background(plm_test_stream, NULL, NULL, true, &params, &out),
+  PLM_CHECK_FAILS(plm_background(plm_test_stream, NULL, NULL, NULL, true, &params, &out),
                   PLM_ERR_INVALID_ARG, "in is NULL");
+  /* The hold: u8 of the frame's (H, W), its parameters in range, apart from out and state. */
+  plm_tensor hold = plm_test_upload(PLM_DTYPE_U8, 2, hw, NULL);
+  plm_tensor hold_turned = plm_test_upload(PLM_DTYPE_U8, 2, wh, NULL);
+  PLM_CHECK_FAILS(plm_background(plm_test_stream, &in, &state, NULL, true, &params, &out),
+                  PLM_ERR_INVALID_ARG, "hold->dtype f32 is not u8");
+  PLM_CHECK_FAILS(plm_background(plm_test_stream, &in, &hold_turned, NULL, true, &params, &out),
+                  PLM_ERR_INVALID_ARG, "hold is 5x4 but in's frames are 4x5");
+  bad = params;
+  bad.hold_rate = -0.5f;
+  PLM_CHECK_FAILS(plm_background(plm_test_stream, &in, &hold, &state, true, &bad, &out),
+                  PLM_ERR_INVALID_ARG, "params->hold_rate -0.5 is not in [0, 1]");
+  bad = params;
+  bad.hold_radius = 9;
+  PLM_CHECK_FAILS(plm_background(plm_test_stream, &in, &hold, &state, true, &bad, &out),
+                  PLM_ERR_INVALID_ARG, "params->hold_radius 9 is not in [0, 8]");
+  bad.hold_radius = -1;
+  PLM_CHECK_FAILS(plm_background(plm_test_stream, &in, NULL, &state, true, &bad, &out),
+                  PLM_ERR_INVALID_ARG, "params->hold_radius -1 is not in [0, 8]");
+  plm_tensor hold_in_state = hold;
+  hold_in_state.data = state.data;
+  PLM_CHECK_FAILS(plm_background(plm_test_stream, &in, &hold_in_state, &state, true, &params, &out),
+                  PLM_ERR_INVALID_ARG, "overlaps");
+  PLM_CHECK_OK(plm_background(plm_test_stream, &in, &hold, &state, true, &params, &out));
   PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
-  plm_tensor *all[] = {&in, &out, &state, &turned, &state_u16};
+  plm_tensor *all[] = {&in, &out, &state, &turned, &state_u16, &hold, &hold_turned};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
     PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, all[i]));
 }
@@ -602,6 +753,7 @@ static Suite *background_suite(void) {
   plm_test_add_stream_fixture(op);
   tcase_add_test(op, test_matches_the_reference_in_every_dtype_and_mode);
   tcase_add_test(op, test_the_gate_matches_the_reference);
+  tcase_add_test(op, test_the_hold_matches_the_reference);
   tcase_add_test(op, test_a_stack_equals_its_frames_one_call_at_a_time);
   tcase_add_test(op, test_values_that_are_not_numbers_leave_the_background);
   tcase_add_test(op, test_output_shape_cost_and_defaults);

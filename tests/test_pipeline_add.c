@@ -268,6 +268,7 @@ START_TEST(test_generated_builders_equal_by_name) {
   const plm_cfar_params cp = {.window = 9, .guard = 3, .k = 2.0, .output = PLM_CFAR_Z};
   plm_background_params bp = plm_background_params_default();
   bp.alpha = 0.25f;
+  bp.hold_radius = 1;
   plm_pipe_tensor in, bad_c, gain_c, offset_c, fixed, corrected, diff, z, background;
 
   plm_pipeline *typed;
@@ -280,7 +281,7 @@ START_TEST(test_generated_builders_equal_by_name) {
   PLM_CHECK_OK(plm_pipeline_add_nuc(typed, fixed, gain_c, offset_c, &corrected));
   PLM_CHECK_OK(plm_pipeline_add_abs_diff(typed, corrected, in, &diff));
   PLM_CHECK_OK(plm_pipeline_add_cfar(typed, diff, &cp, &z));
-  PLM_CHECK_OK(plm_pipeline_add_background(typed, diff, &bp, &background));
+  PLM_CHECK_OK(plm_pipeline_add_background(typed, diff, bad_c, &bp, &background));
   PLM_CHECK_OK(plm_pipeline_mark_output(typed, z));
   PLM_CHECK_OK(plm_pipeline_mark_output(typed, background));
   /* What every typed builder refuses before the node: a NULL required output or params. */
@@ -304,8 +305,8 @@ START_TEST(test_generated_builders_equal_by_name) {
                                 (plm_pipe_tensor *[]){&diff}, 1));
   PLM_CHECK_OK(plm_pipeline_add(named, "cfar", &diff, 1, "window=9 guard=3 k=2 output=z",
                                 (plm_pipe_tensor *[]){&z}, 1));
-  PLM_CHECK_OK(plm_pipeline_add(named, "background", &diff, 1, "alpha=0.25",
-                                (plm_pipe_tensor *[]){&background}, 1));
+  PLM_CHECK_OK(plm_pipeline_add(named, "background", (plm_pipe_tensor[]){diff, bad_c}, 2,
+                                "alpha=0.25 hold_radius=1", (plm_pipe_tensor *[]){&background}, 1));
   PLM_CHECK_OK(plm_pipeline_mark_output(named, z));
   PLM_CHECK_OK(plm_pipeline_mark_output(named, background));
   plm_test_compile_and_run(named, &frame, named_out);

@@ -36,7 +36,16 @@ extern "C" {
  * a per-pixel stand-in, without feedback from the detector, for the masked update of
  * detection chains that slow the background near their detections: a target stands out
  * by several rms of its pixel, noise rarely does, and a change of the scene (a cloud's
- * edge, the sensor's drift) raises v and opens the gate again. In f32: d^2 is rounded
+ * edge, the sensor's drift) raises v and opens the gate again.
+ *
+ * The hold (hold not NULL; off by default). The masked update itself: hold is a u8 (H, W)
+ * map of pixels to hold, such as the previous frame's detections, and b moves at hold_rate
+ * of its pace (alpha or step times hold_rate) at every pixel within hold_radius steps of a
+ * nonzero one, counted as |row - r| + |col - c| <= hold_radius (the pixels
+ * scipy.ndimage.binary_dilation(hold, iterations=hold_radius) sets, its cross-shaped
+ * structure; 0: the nonzero pixels alone). A pixel both gated and held moves at the smaller
+ * rate (alpha times min(gate_rate, hold_rate), rounded once). The hold slows b only: v, the
+ * first frame's b and out are as without it. Every frame of a stack reads the same hold. In f32: d^2 is rounded
  * (and capped at FLT_MAX), gate^2 v rounded, and v updated by fmaf(alpha, d^2 - v, v);
  * the gated rate is alpha * gate_rate (or step * gate_rate) rounded once. Both backends give
  * the same bits. Every value is f32:
@@ -64,18 +73,20 @@ extern "C" {
  * constant of about 20 frames); step, median's change per frame, finite and > 0 (default
  * 1, in the input's units); gate, in rms of the pixel's difference, finite and >= 0
  * (default 0: no gate; at most 1e18); gate_rate, the fraction of alpha or step kept where
- * gated, in [0, 1] (default 0.3).
+ * gated, in [0, 1] (default 0.3); hold_rate, the fraction kept where held, in [0, 1]
+ * (default 0.3); hold_radius, 0 to 8 (default 2). The text form names the hold as a
+ * tensor: `background hold=@mask`.
  *
  * Shapes: in is u8, u16 or f32 with 2 to 4 dims; the last two are (H, W) and the leading
- * ones count frames, processed in order (row-major over the leading dims). out is f32 of
- * in's shape and may be in itself when in is f32 (in place); state must not overlap in or
- * out.
+ * ones count frames, processed in order (row-major over the leading dims). hold, when
+ * given, is u8 (H, W). out is f32 of in's shape and may be in itself when in is f32 (in
+ * place); state must not overlap in, hold or out, nor hold out.
  *
  * Errors (PLM_ERR_INVALID_ARG, the message names the operand or field): params NULL;
  * mode not a plm_background_mode; alpha outside (0, 1]; step not finite or <= 0; gate
- * outside [0, 1e18] or gate_rate outside [0, 1]; in of
- * another dtype or 1 dim; out not f32, of another shape, or overlapping an input other
- * than in exactly; state not f32 (H, W) of in's frames ((2, H, W) with a gate), or
+ * outside [0, 1e18], gate_rate or hold_rate outside [0, 1], hold_radius outside [0, 8];
+ * in of another dtype or 1 dim; hold not u8 (H, W); out not f32, of another shape, or
+ * overlapping an input other than in exactly; state not f32 (H, W) of in's frames ((2, H, W) with a gate), or
  * overlapping in or out; state NULL with first false. With state NULL the op takes its
  * state as scratch from the context's default pool in stream order (PLM_ERR_OUT_OF_MEMORY
  * when it has none). */
@@ -91,16 +102,20 @@ typedef struct plm_background_params {
   float step;      /* median: > 0 */
   float gate;      /* >= 0, in rms of the pixel's difference; 0: no gate */
   float gate_rate; /* [0, 1]: the fraction of alpha or step kept where gated */
+  float hold_rate; /* [0, 1]: the fraction of alpha or step kept where held (a hold given) */
+  int hold_radius; /* 0..8: the steps from a held pixel that its hold reaches */
 } plm_background_params;
 
 /* plm_background_params_default: The defaults of the operation's parameter schema (ops/op_desc.h):
- * mode ema, alpha 0.05, step 1, gate 0 (none), gate_rate 0.3. */
+ * mode ema, alpha 0.05, step 1, gate 0 (none), gate_rate 0.3, hold_rate 0.3, hold_radius 2. */
 
-PLM_API plm_status plm_background(plm_stream *stream, const plm_tensor *in, plm_tensor *state,
-                                  bool first, const plm_background_params *params, plm_tensor *out);
+PLM_API plm_status plm_background(plm_stream *stream, const plm_tensor *in, const plm_tensor *hold,
+                                  plm_tensor *state, bool first,
+                                  const plm_background_params *params, plm_tensor *out);
 /* plm_background_cost: bytes = in, out, and the state read and written (8 bytes, 16 with a gate)
- * per pixel; flops = 3 per pixel (the difference and a fused multiply-add, or a compare and an
- * add), 8 with a gate (the square, its cap, the compare's product and v's update). */
+ * per pixel, and with a hold its byte per pixel; flops = 3 per pixel (the difference and a fused
+ * multiply-add, or a compare and an add), 8 with a gate (the square, its cap, the compare's
+ * product and v's update). */
 
 #ifdef __cplusplus
 }

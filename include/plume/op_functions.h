@@ -70,7 +70,7 @@ extern "C" {
   X(cfar, PLM_OP_PARAMS, (in), (in), (out), PLM_OP_FORM_ALL)                                    \
   X(nuc, PLM_OP_NO_PARAMS, (in, gain, offset), (in, gain, offset), (out), PLM_OP_FORM_ALL)      \
   X(badpixel, PLM_OP_NO_PARAMS, (in, bad), (in, bad), (out), PLM_OP_FORM_ALL)                   \
-  X(background, PLM_OP_PARAMS, (in), (in), (out), PLM_OP_FORM_OWN_CALL)                         \
+  X(background, PLM_OP_PARAMS, (in), (in, hold), (out), PLM_OP_FORM_OWN_CALL)                   \
   X(abs_diff, PLM_OP_NO_PARAMS, (in, ref), (in, ref), (out), PLM_OP_FORM_ALL)                   \
   X(scale_offset, PLM_OP_PARAMS, (in), (in), (out), PLM_OP_FORM_ALL)                            \
   X(clip, PLM_OP_PARAMS, (in), (in), (out), PLM_OP_FORM_ALL)

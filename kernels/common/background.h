@@ -10,6 +10,9 @@
 #include "kernels/common/plm_hd.h"
 #include "plume/background.h"
 
+/* The largest hold_radius: a held pixel's test reads at most 2 r^2 + 2 r + 1 = 145 bytes. */
+#define PLM__BACKGROUND_MAX_HOLD_RADIUS 8
+
 /* How a pixel's background moves: the params as the per-pixel update reads them. */
 typedef struct plm__background_rule {
   plm_background_mode mode;
@@ -17,14 +20,19 @@ typedef struct plm__background_rule {
   float gate2;       /* gate^2; 0: no gate, and no spread v is kept */
   float gated_alpha; /* alpha * gate_rate, rounded once */
   float gated_step;  /* step * gate_rate, rounded once */
+  float held_alpha;  /* alpha * hold_rate, rounded once */
+  float held_step;   /* step * hold_rate, rounded once */
 } plm__background_rule;
 
 typedef struct plm__background_args {
   const void *in;
   float *state; /* b, (H, W); with a gate b then v, (2, H, W) */
   float *out;
+  const uint8_t *hold;   /* (H, W), or NULL: no hold */
   int64_t frames;        /* in's frames, processed in order */
   int64_t frame_pixels;  /* H * W */
+  int64_t height, width; /* H, W */
+  int hold_radius;       /* the hold's reach, in 4-connected steps */
   plm_dtype dtype;       /* of in: u8, u16 or f32 */
   bool first;            /* frame 0 initialises the state */
   bool state_in_scratch; /* the call has no state: a fresh one in its scratch */
@@ -38,14 +46,36 @@ static inline plm__background_rule plm__background_rule_of(const plm_background_
                                 .step = params->step,
                                 .gate2 = params->gate * params->gate,
                                 .gated_alpha = params->alpha * params->gate_rate,
-                                .gated_step = params->step * params->gate_rate};
+                                .gated_step = params->step * params->gate_rate,
+                                .held_alpha = params->alpha * params->hold_rate,
+                                .held_step = params->step * params->hold_rate};
+}
+
+/* Whether the pixel (row, col) of an (height, width) frame is held: a nonzero hold pixel
+ * within radius 4-connected steps, |dr| + |dc| <= radius (the diamond that radius
+ * iterations of a cross-shaped binary dilation reach), inside the frame. */
+static inline PLM_HD bool plm__background_held(const uint8_t *hold, int64_t height, int64_t width,
+                                               int64_t row, int64_t col, int radius) {
+  for (int dr = -radius; dr <= radius; dr++) {
+    const int64_t r = row + dr;
+    if (r < 0 || r >= height) continue;
+    const int reach = radius - (dr < 0 ? -dr : dr);
+    const int64_t first = col - reach < 0 ? 0 : col - reach;
+    const int64_t last = col + reach >= width ? width - 1 : col + reach;
+    for (int64_t c = first; c <= last; c++)
+      if (hold[r * width + c]) return true;
+  }
+  return false;
 }
 
 /* One pixel of one frame: returns out and updates *b and, with a gate, *v (the running
- * mean of d^2; 0: no spread seen yet, never gated). `first`: the pixel's first frame.
+ * mean of d^2; 0: no spread seen yet, never gated). `first`: the pixel's first frame;
+ * `held`: the hold reaches the pixel (b moves at the held rate, or the gated one where
+ * that is smaller: the products are rounded alike, so the smaller product is the product
+ * of the smaller rate).
  * Every product and difference is rounded as written (PLM__FMUL, PLM__FSUB: nvcc does not
  * contract them), the updates are fmaf: the host and cuda give the same bits. */
-static inline PLM_HD float plm__background_one(float x, float *b, float *v, bool first,
+static inline PLM_HD float plm__background_one(float x, float *b, float *v, bool first, bool held,
                                                const plm__background_rule *rule) {
   if (first || !isfinite(*b)) {
     if (!first && !isfinite(x)) return x - *b; /* nothing finite to start from yet */
@@ -63,10 +93,13 @@ static inline PLM_HD float plm__background_one(float x, float *b, float *v, bool
     *v = fmaf(rule->alpha, PLM__FSUB(dd, *v), *v);
   }
   if (rule->mode == PLM_BACKGROUND_MEDIAN) {
-    const float step = gated ? rule->gated_step : rule->step;
+    float step = gated ? rule->gated_step : rule->step;
+    if (held) step = fminf(step, rule->held_step);
     *b = d > 0.0f ? *b + step : d < 0.0f ? *b - step : *b;
   } else {
-    *b = fmaf(gated ? rule->gated_alpha : rule->alpha, d, *b);
+    float alpha = gated ? rule->gated_alpha : rule->alpha;
+    if (held) alpha = fminf(alpha, rule->held_alpha);
+    *b = fmaf(alpha, d, *b);
   }
   return d;
 }

@@ -4,7 +4,8 @@
  * same bits. Not an element-wise
  * map (a pixel's frames are a recurrence), but its dtype dispatch is the maps' one
  * (plm__cuda_map_dtypes, kernels/cuda/map.h). Bound by memory: in and out per frame, the
- * state (b, and v with a gate) once per call. */
+ * state (b, and v with a gate) once per call; with a hold, each pixel tests its diamond of
+ * the hold once per call (its row and column one division of p). */
 #include "kernels/common/background.h"
 #include "kernels/cuda/map.h"
 
@@ -16,10 +17,13 @@ __global__ void background_kernel(const T *in, float *__restrict__ state, float 
   for (int64_t p = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; p < args.frame_pixels;
        p += stride) {
     const bool gated = args.rule.gate2 > 0.0f;
+    const bool held = args.hold && plm__background_held(args.hold, args.height, args.width,
+                                                        p / args.width, p % args.width,
+                                                        args.hold_radius);
     float b = state[p], v = gated ? state[args.frame_pixels + p] : 0.0f;
     for (int64_t t = 0; t < args.frames; t++) {
       const int64_t i = t * args.frame_pixels + p;
-      out[i] = plm__background_one((float)in[i], &b, &v, args.first && t == 0, &args.rule);
+      out[i] = plm__background_one((float)in[i], &b, &v, args.first && t == 0, held, &args.rule);
     }
     state[p] = b;
     if (gated) state[args.frame_pixels + p] = v;
