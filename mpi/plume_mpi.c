@@ -475,9 +475,9 @@ static plm_status check_arguments(plm_pipeline *pl, int rank, const plm_mpi_fram
   }
   if (info.states == 0) return PLM_OK;
   snprintf(why, size,
-           "the pipeline has %d stateful step%s (background): its state carries from frame to "
-           "frame, and ranks starting it afresh at their first frame would give other results "
-           "than one process; run it in one process",
+           "the pipeline has %d state%s (a background, a previous value): its state carries "
+           "from frame to frame, and ranks starting it afresh at their first frame would give "
+           "other results than one process; run it in one process",
            info.states, info.states == 1 ? "" : "s");
   return PLM_ERR_UNSUPPORTED;
 }

@@ -47,6 +47,13 @@ static plm_status refuse_shape(const plm_shape *shape, int batch, const char *wh
 plm_status plm__pipeline_batch_begin(plm_pipeline *pl, int batch) {
   const plm__plan *plan = &pl->plan;
   const plm__graph *graph = &pl->graph;
+  for (int j = 0; j < plan->state_count; j++)
+    if (plan->states[j].tensor >= 0)
+      return plm__fail_raw(PLM_ERR_INVALID_ARG,
+                           "options->batch %d: previous value t%d carries each frame's value to "
+                           "the next frame, which the frames of one batch cannot see (run this "
+                           "pipeline with batch 1)",
+                           batch, plan->states[j].tensor + 1);
   for (int i = 0; i < graph->input_count; i++) {
     const plm_shape *shape = &graph->tensors[graph->inputs[i]].shape;
     if (!leads_with(shape, batch))

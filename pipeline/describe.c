@@ -79,6 +79,14 @@ static void graph_text(text_buffer *text, const plm__graph *g) {
     shape_text(text, &g->tensors[t].shape);
     text_printf(text, "\n");
   }
+  for (int t = 0; t < g->tensor_count; t++) {
+    if (g->tensors[t].kind != PLM__TENSOR_PREVIOUS) continue;
+    text_printf(text, "  previous: t%d ", t + 1);
+    shape_text(text, &g->tensors[t].shape);
+    if (g->tensors[t].previous_of >= 0)
+      text_printf(text, ", t%d of the frame before", g->tensors[t].previous_of + 1);
+    text_printf(text, "\n");
+  }
   for (int n = 0; n < g->node_count; n++) {
     const plm__node *node = &g->nodes[n];
     text_printf(text, "  node %d: %s(", n, plm__op_name(node->kind));
@@ -109,6 +117,7 @@ static void location_text(text_buffer *text, const plm_pipeline *pl, int t) {
     case PLM__AT_OUTPUT: text_printf(text, "output %d", plan->tensors[t].io_index); break;
     case PLM__AT_CONSTANT: text_printf(text, "constants[%zu, %zu)", offset, end); break;
     case PLM__AT_WORKSPACE: text_printf(text, "workspace[%zu, %zu)", offset, end); break;
+    case PLM__AT_STATE: text_printf(text, "state[%zu, %zu)", offset, end); break;
     case PLM__AT_NONE: text_printf(text, "unused"); break;
   }
 }
@@ -154,6 +163,13 @@ static void plan_text(text_buffer *text, const plm_pipeline *pl) {
                   "(its slot's state event), then records this slot's for the next frame\n",
                   state->offset, state->offset + state->bytes);
     }
+    for (int j = 0; j < plan->state_count; j++)
+      if (plan->states[j].tensor >= 0 && plan->states[j].step == s)
+        text_printf(text,
+                    "    keeps t%d for the next frame: copies it over t%d (state s%d), then "
+                    "records this slot's state event for the next frame's readers\n",
+                    plan->tensors[plan->states[j].tensor].previous_of + 1,
+                    plan->states[j].tensor + 1, j);
   }
   for (int s = 1; s < plan->stream_count; s++)
     text_printf(text, "  stream %d records e%d at the end; stream 0 waits for it\n", s,

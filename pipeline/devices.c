@@ -288,9 +288,9 @@ static plm_status check_pipelines(plm_pipeline *const *pipelines, int count) {
                            i);
     if (count > 1 && pl->plan.state_count > 0)
       return plm__fail_raw(PLM_ERR_UNSUPPORTED,
-                           "pipelines[%d] has %d stateful step%s (background): its state carries "
-                           "from frame to frame, which devices taking frames in turn would break; "
-                           "run it on one device",
+                           "pipelines[%d] has %d state%s (a background, a previous value): its "
+                           "state carries from frame to frame, which devices taking frames in "
+                           "turn would break; run it on one device",
                            i, pl->plan.state_count, pl->plan.state_count == 1 ? "" : "s");
   }
   return PLM_OK;

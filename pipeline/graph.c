@@ -73,6 +73,16 @@ void plm__graph_free(plm__graph *graph) {
 
 /* ---- tensors ---------------------------------------------------------------------------- */
 
+const char *plm__tensor_kind_name(plm__tensor_kind kind) {
+  switch (kind) {
+    case PLM__TENSOR_INPUT: return "input";
+    case PLM__TENSOR_CONSTANT: return "constant";
+    case PLM__TENSOR_VALUE: return "value";
+    case PLM__TENSOR_PREVIOUS: return "previous value";
+  }
+  return "tensor";
+}
+
 static plm_tensor describe(const plm_pipeline *pl, int tensor) {
   return plm__tensor_describe(pl->ctx, &pl->graph.tensors[tensor].shape);
 }
@@ -90,14 +100,15 @@ static size_t shape_bytes(const plm_shape *shape) {
 plm_status plm__graph_add_source(plm_pipeline *pl, plm__tensor_kind kind, plm_dtype dtype, int ndim,
                                  const int64_t *dims, const void *host, int *index) {
   if (plm__tensor_check_shape(dtype, ndim, dims) != PLM_OK)
-    return plm__pipe_reraise(PLM_ERR_INVALID_ARG, "%s",
-                             kind == PLM__TENSOR_INPUT ? "input" : "constant");
+    return plm__pipe_reraise(PLM_ERR_INVALID_ARG, "%s", plm__tensor_kind_name(kind));
   plm__graph *g = &pl->graph;
   plm__tensor t = {.kind = kind,
                    .shape = {.dtype = dtype, .ndim = ndim},
                    .producer = -1,
                    .slot = -1,
-                   .io_index = -1};
+                   .io_index = -1,
+                   .previous_of = -1,
+                   .kept_as = -1};
   for (int d = 0; d < ndim; d++) t.shape.dims[d] = dims[d];
   t.bytes = shape_bytes(&t.shape);
   if (!RESERVE(g->tensors, g->tensor_capacity, g->tensor_count, 1) ||
@@ -178,7 +189,9 @@ plm_status plm__graph_add_node(plm_pipeline *pl, plm__op_kind kind, const int *i
                      .bytes = shape_bytes(&shapes[k]),
                      .producer = node,
                      .slot = k,
-                     .io_index = -1};
+                     .io_index = -1,
+                     .previous_of = -1,
+                     .kept_as = -1};
     if (op->outputs[k].labels) t.producer_connectivity = op->labels_connectivity(&p);
     n->outputs[k] = outputs[k] = g->tensor_count;
     g->tensors[g->tensor_count++] = t;
@@ -324,18 +337,24 @@ plm_status plm_pipeline_add(plm_pipeline *pl, const char *op_name, const plm_pip
     PLM__REQUIRE_NOT_NULL(params); \
   } while (0)
 
+/* A source tensor (an input, a constant, a previous value) and its handle; the message is
+ * raw. */
+static plm_status add_source_handle(plm_pipeline *pl, plm__tensor_kind kind, plm_dtype dtype,
+                                    int ndim, const int64_t *dims, const void *host,
+                                    plm_pipe_tensor *out) {
+  int index = -1;
+  plm_status status = check_buildable(pl);
+  if (status == PLM_OK) status = plm__graph_add_source(pl, kind, dtype, ndim, dims, host, &index);
+  if (status == PLM_OK) *out = plm__graph_handle(pl, index);
+  return status;
+}
+
 plm_status plm_pipeline_add_input(plm_pipeline *pl, plm_dtype dtype, int ndim, const int64_t *dims,
                                   plm_pipe_tensor *out) {
   PLM__REQUIRE_NOT_NULL(pl);
   PLM__REQUIRE_NOT_NULL(dims);
   PLM__REQUIRE_NOT_NULL(out);
-  int index = -1;
-  plm_status status = check_buildable(pl);
-  if (status == PLM_OK)
-    status = plm__graph_add_source(pl, PLM__TENSOR_INPUT, dtype, ndim, dims, NULL, &index);
-  if (status != PLM_OK) return plm__propagate(status);
-  *out = plm__graph_handle(pl, index);
-  return PLM_OK;
+  return plm__propagate(add_source_handle(pl, PLM__TENSOR_INPUT, dtype, ndim, dims, NULL, out));
 }
 
 plm_status plm_pipeline_add_constant(plm_pipeline *pl, plm_dtype dtype, int ndim,
@@ -345,12 +364,53 @@ plm_status plm_pipeline_add_constant(plm_pipeline *pl, plm_dtype dtype, int ndim
   PLM__REQUIRE_NOT_NULL(dims);
   PLM__REQUIRE_NOT_NULL(host_data);
   PLM__REQUIRE_NOT_NULL(out);
-  int index = -1;
+  return plm__propagate(
+      add_source_handle(pl, PLM__TENSOR_CONSTANT, dtype, ndim, dims, host_data, out));
+}
+
+plm_status plm_pipeline_add_previous(plm_pipeline *pl, plm_dtype dtype, int ndim,
+                                     const int64_t *dims, plm_pipe_tensor *out) {
+  PLM__REQUIRE_NOT_NULL(pl);
+  PLM__REQUIRE_NOT_NULL(dims);
+  PLM__REQUIRE_NOT_NULL(out);
+  return plm__propagate(add_source_handle(pl, PLM__TENSOR_PREVIOUS, dtype, ndim, dims, NULL, out));
+}
+
+plm_status plm_pipeline_bind_previous(plm_pipeline *pl, plm_pipe_tensor previous,
+                                      plm_pipe_tensor value) {
+  PLM__REQUIRE_NOT_NULL(pl);
   plm_status status = check_buildable(pl);
-  if (status == PLM_OK)
-    status = plm__graph_add_source(pl, PLM__TENSOR_CONSTANT, dtype, ndim, dims, host_data, &index);
   if (status != PLM_OK) return plm__propagate(status);
-  *out = plm__graph_handle(pl, index);
+  const int p = plm__graph_resolve(pl, previous, "previous");
+  if (p < 0) return plm__propagate(PLM_ERR_INVALID_ARG);
+  const int v = plm__graph_resolve(pl, value, "value");
+  if (v < 0) return plm__propagate(PLM_ERR_INVALID_ARG);
+  plm__tensor *prev = &pl->graph.tensors[p], *val = &pl->graph.tensors[v];
+  if (prev->kind != PLM__TENSOR_PREVIOUS)
+    return plm__fail(PLM_ERR_INVALID_ARG,
+                     "previous is the pipeline's %s, not a tensor of plm_pipeline_add_previous",
+                     plm__tensor_kind_name(prev->kind));
+  if (prev->previous_of >= 0)
+    return plm__fail(PLM_ERR_INVALID_ARG, "previous is bound already (to t%d)",
+                     prev->previous_of + 1);
+  if (val->kind != PLM__TENSOR_VALUE)
+    return plm__fail(PLM_ERR_INVALID_ARG,
+                     "value is the pipeline's %s; a previous frame is kept of a node's result",
+                     plm__tensor_kind_name(val->kind));
+  if (val->kept_as >= 0)
+    return plm__fail(PLM_ERR_INVALID_ARG, "value is kept already (by previous value t%d)",
+                     val->kept_as + 1);
+  bool same = prev->shape.dtype == val->shape.dtype && prev->shape.ndim == val->shape.ndim;
+  for (int d = 0; same && d < prev->shape.ndim; d++)
+    same = prev->shape.dims[d] == val->shape.dims[d];
+  if (!same) {
+    char want[96], got[96];
+    plm__shape_text(&prev->shape, want, sizeof want);
+    plm__shape_text(&val->shape, got, sizeof got);
+    return plm__fail(PLM_ERR_INVALID_ARG, "value is %s but previous is %s", got, want);
+  }
+  prev->previous_of = v;
+  val->kept_as = p;
   return PLM_OK;
 }
 
@@ -451,7 +511,7 @@ plm_status plm_pipeline_mark_output(plm_pipeline *pl, plm_pipe_tensor t) {
   plm__tensor *tensor = &g->tensors[index];
   if (tensor->kind != PLM__TENSOR_VALUE)
     return plm__fail(PLM_ERR_INVALID_ARG, "t is the pipeline's %s; outputs are nodes' results",
-                     tensor->kind == PLM__TENSOR_INPUT ? "input" : "constant");
+                     plm__tensor_kind_name(tensor->kind));
   if (tensor->io_index >= 0)
     return plm__fail(PLM_ERR_INVALID_ARG, "t is output %d already", tensor->io_index);
   if (!RESERVE(g->outputs, g->output_capacity, g->output_count, 1))

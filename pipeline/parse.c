@@ -6,6 +6,12 @@
  * parameter schema gives the keys, their values, defaults and messages. The nodes are
  * added with plm__graph_add_node, which checks them as the C API does. A value @NAME names one of
  * the caller's tensors, which becomes a constant of the pipeline the first time the text names it.
+ *
+ * Feedback: name=NAME names an element's main output and a value ~NAME is that output in
+ * the previous frame (plm_pipeline_add_previous, bound at the end). An element may read the
+ * previous value of one that comes after it, whose shape is not known yet: such a text is
+ * parsed twice, first with every ~NAME left out (only optional inputs take one) to learn
+ * the shapes of the named outputs, then with the previous values made of those shapes.
  */
 #include <float.h>
 #include <math.h>
@@ -18,7 +24,7 @@
 #include "pipeline/pipeline_internal.h"
 #include "streams/error.h"
 
-enum { MAX_PAIRS = 16 };
+enum { MAX_PAIRS = 16, MAX_NAMED = 16 };
 
 typedef struct pair {
   const char *key, *value;
@@ -30,6 +36,13 @@ typedef struct element {
   pair pairs[MAX_PAIRS];
   int count;
 } element;
+
+/* An element's output the text names, or a previous value made for the name. */
+typedef struct named {
+  const char *name;
+  int tensor;
+  plm_shape shape;
+} named;
 
 /* What the chain has made so far (tensor indices). */
 typedef struct chain {
@@ -43,6 +56,14 @@ typedef struct chain {
   int tensor_count;
   int *constants; /* the constant each tensor became, -1 until the text names it */
   bool *finite;   /* each tensor found finite (for a slot that needs it) */
+  /* Feedback (name=NAME, ~NAME): the outputs named so far, the previous values made (each
+   * for a name), and the named outputs' shapes a first pass found (probing: this is that
+   * pass; ~NAME then reads nothing). */
+  named names[MAX_NAMED], previous[MAX_NAMED];
+  int name_count, previous_count;
+  const named *probed;
+  int probed_count;
+  bool probing;
 } chain;
 
 static plm_status fail(const element *e, const char *fmt, ...) PLM__PRINTF(2, 3);
@@ -104,6 +125,43 @@ static int64_t first_non_finite(const plm_named_tensor *t, char *where, size_t s
   return bad;
 }
 
+static const named *find_named(const named *list, int count, const char *name) {
+  for (int i = 0; i < count; i++)
+    if (strcmp(list[i].name, name) == 0) return &list[i];
+  return NULL;
+}
+
+/* key=~NAME: the previous frame's value of the output named NAME, made (once per name)
+ * with the shape the first pass found; nothing while probing (an optional input only). */
+static plm_status get_previous(chain *c, const element *e, const char *key, const char *name,
+                               bool required, int *index) {
+  if (required)
+    return fail(e,
+                "key '%s': '~%s' is a previous frame's value, which the text gives to optional "
+                "inputs only (build the pipeline with plm_pipeline_add_previous)",
+                key, name);
+  if (c->probing) return PLM_OK;
+  const named *kept = find_named(c->previous, c->previous_count, name);
+  if (kept) {
+    *index = kept->tensor;
+    return PLM_OK;
+  }
+  const named *probed = find_named(c->probed, c->probed_count, name);
+  if (!probed)
+    return fail(e, "key '%s': no element is named '%s' (name=%s names an element's output)", key,
+                name, name);
+  if (c->previous_count == MAX_NAMED)
+    return fail(e, "key '%s': more than %d previous values", key, MAX_NAMED);
+  const plm_shape *shape = &probed->shape;
+  plm_status status = plm__graph_add_source(c->pl, PLM__TENSOR_PREVIOUS, shape->dtype, shape->ndim,
+                                            shape->dims, NULL, index);
+  if (status != PLM_OK)
+    return plm__pipe_reraise(status, "element %d '%s': key '%s'", e->index, e->name, key);
+  c->previous[c->previous_count++] =
+      (named){.name = probed->name, .tensor = *index, .shape = *shape};
+  return PLM_OK;
+}
+
 /* The tensor a key names (key=@NAME), as a tensor index: the caller's tensor NAME, added
  * as a constant of the pipeline the first time the text names it; -1 when the key is
  * absent and not required. For a slot whose values must be finite (plm__op_slot's finite:
@@ -115,6 +173,7 @@ static plm_status get_tensor(chain *c, const element *e, const plm__op_slot *slo
   const char *value = value_of(e, key);
   *index = -1;
   if (!value) return required ? fail(e, "missing key '%s' (a tensor: %s=@NAME)", key, key) : PLM_OK;
+  if (value[0] == '~') return get_previous(c, e, key, value + 1, required, index);
   if (value[0] != '@')
     return fail(e, "key '%s': '%s' is not a tensor (%s=@NAME names one of the tensors given)", key,
                 value, key);
@@ -299,6 +358,31 @@ static plm_status get_params(const element *e, const plm__op_desc *op, plm_dtype
 
 /* ---- an element --------------------------------------------------------------------------- */
 
+/* Whether a name is letters, digits, '_', '-' and '.' (what the text and a tensor's name
+ * can be). */
+static bool is_name(const char *name) {
+  if (!*name) return false;
+  for (const char *p = name; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+          *p == '_' || *p == '-' || *p == '.'))
+      return false;
+  return true;
+}
+
+/* name=NAME: the element's main output, by that name, for ~NAME. */
+static plm_status name_output(chain *c, const element *e) {
+  const char *name = value_of(e, "name");
+  if (!name) return PLM_OK;
+  if (!is_name(name))
+    return fail(e, "key 'name': '%s' is not letters, digits, '_', '-' and '.' only", name);
+  if (find_named(c->names, c->name_count, name))
+    return fail(e, "key 'name': an element before is named '%s'", name);
+  if (c->name_count == MAX_NAMED) return fail(e, "more than %d named elements", MAX_NAMED);
+  c->names[c->name_count++] =
+      (named){.name = name, .tensor = c->main, .shape = c->pl->graph.tensors[c->main].shape};
+  return PLM_OK;
+}
+
 /* Build the node of element e of op: its inputs, its parameters, the outputs the text
  * makes; the chain goes on from its main output. */
 static plm_status build(chain *c, const element *e, const plm__op_desc *op) {
@@ -317,7 +401,7 @@ static plm_status build(chain *c, const element *e, const plm__op_desc *op) {
     if (op->outputs[k].role == PLM__OUT_COUNT) c->count = outputs[k];
     if (op->outputs[k].role == PLM__OUT_SIDE) c->side = outputs[k];
   }
-  return PLM_OK;
+  return name_output(c, e);
 }
 
 /* The keys an op's element takes: those naming a tensor (key=@NAME) and those taking a
@@ -365,8 +449,9 @@ static void keys_text(const plm__op_desc *op, char *list, size_t size) {
 static plm_status check_keys(const plm__op_desc *op, const element *e) {
   for (int i = 0; i < e->count; i++) {
     const pair *kv = &e->pairs[i];
+    if (strcmp(kv->key, "name") == 0) continue; /* every element's: name_output */
     const bool value = takes_value(op, kv->key), tensor = takes_tensor(op, kv->key);
-    if (value && !tensor && kv->value[0] == '@')
+    if (value && !tensor && (kv->value[0] == '@' || kv->value[0] == '~'))
       return fail(e, "key '%s': '%s' names a tensor, but %s takes a value", kv->key, kv->value,
                   kv->key);
     if (value || tensor) continue;
@@ -454,6 +539,18 @@ static plm_status mark_outputs(chain *c) {
   return status == PLM_OK ? PLM_OK : plm__pipe_reraise(status, "%s", "");
 }
 
+/* Each previous value the text made follows the output of its name. */
+static plm_status bind_previous(chain *c) {
+  for (int i = 0; i < c->previous_count; i++) {
+    const named *value = find_named(c->names, c->name_count, c->previous[i].name);
+    plm_status status =
+        plm_pipeline_bind_previous(c->pl, plm__graph_handle(c->pl, c->previous[i].tensor),
+                                   plm__graph_handle(c->pl, value->tensor));
+    if (status != PLM_OK) return plm__pipe_reraise(status, "~%s", c->previous[i].name);
+  }
+  return PLM_OK;
+}
+
 static plm_status parse(chain *c, char *text) {
   int index = 1;
   for (char *start = text;; index++) {
@@ -464,7 +561,8 @@ static plm_status parse(chain *c, char *text) {
     if (!bang) break;
     start = bang + 1;
   }
-  return mark_outputs(c);
+  plm_status status = mark_outputs(c);
+  return status == PLM_OK ? bind_previous(c) : status;
 }
 
 /* The caller's tensors, checked before anything is built: names that the text can
@@ -497,6 +595,20 @@ static plm_status check_tensors(const plm_named_tensor *tensors, int count) {
   return PLM_OK;
 }
 
+/* One pass over the text (writable) into a new pipeline c->pl (left for the caller to
+ * destroy, also on failure). */
+static plm_status parse_pass(chain *c, plm_context *ctx, plm_dtype dtype, int ndim,
+                             const int64_t *dims, char *text) {
+  for (int t = 0; t < c->tensor_count; t++) c->constants[t] = -1;
+  c->pl = NULL;
+  plm_status status = plm_pipeline_create(ctx, &c->pl);
+  if (status == PLM_OK) {
+    status = plm__graph_add_source(c->pl, PLM__TENSOR_INPUT, dtype, ndim, dims, NULL, &c->input);
+    c->main = c->input;
+  }
+  return status == PLM_OK ? parse(c, text) : status;
+}
+
 /* The arguments were checked for NULL by the public functions; the messages are raw. */
 static plm_status parse_text(plm_context *ctx, const char *text, plm_dtype dtype, int ndim,
                              const int64_t *dims, const plm_named_tensor *tensors, int count,
@@ -513,14 +625,24 @@ static plm_status parse_text(plm_context *ctx, const char *text, plm_dtype dtype
     free(c.finite);
     return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for the text");
   }
-  strcpy(copy, text);
-  for (int t = 0; t < count; t++) c.constants[t] = -1;
-  status = plm_pipeline_create(ctx, &c.pl);
-  if (status == PLM_OK) {
-    status = plm__graph_add_source(c.pl, PLM__TENSOR_INPUT, dtype, ndim, dims, NULL, &c.input);
-    c.main = c.input;
+  /* A text reading previous values learns its named outputs' shapes in a first pass. */
+  chain probe = c;
+  char *probe_text = strstr(text, "=~") ? malloc(strlen(text) + 1) : NULL;
+  if (probe_text) {
+    strcpy(probe_text, text);
+    probe.probing = true;
+    status = parse_pass(&probe, ctx, dtype, ndim, dims, probe_text);
+    plm_pipeline_destroy(probe.pl);
+    c.probed = probe.names;
+    c.probed_count = probe.name_count;
+  } else if (strstr(text, "=~")) {
+    status = plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for the text");
   }
-  if (status == PLM_OK) status = parse(&c, copy);
+  if (status == PLM_OK) {
+    strcpy(copy, text);
+    status = parse_pass(&c, ctx, dtype, ndim, dims, copy);
+  }
+  free(probe_text);
   free(copy);
   free(c.constants);
   free(c.finite);

@@ -79,12 +79,14 @@ static plm_status create_slot(plm_pipeline *pl, plm__slot *slot) {
       tensor->data = (char *)slot->workspace + plan->offset[t];
     if (plan->location[t] == PLM__AT_CONSTANT)
       tensor->data = (char *)pl->constants + plan->offset[t];
+    if (plan->location[t] == PLM__AT_STATE) tensor->data = (char *)pl->state + plan->offset[t];
   }
   return PLM_OK;
 }
 
 /* The state block and the states' tensors in it, each fresh (its first update
- * initialises it: the memory is not read before). */
+ * initialises it, and a previous value is zeroed before the first frame reads it: the
+ * memory is not read before). */
 static plm_status create_states(plm_pipeline *pl) {
   const plm__plan *plan = &pl->plan;
   const size_t n = (size_t)plan->state_count + 1;

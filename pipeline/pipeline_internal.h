@@ -72,6 +72,14 @@
  * frames still overlaps. The first update after compile or plm_pipeline_reset_state
  * initialises the state (the call's state_fresh, from state_fresh[]); a slot's first
  * frame is never captured, so no graph holds a fresh update.
+ *
+ * Previous values. A PREVIOUS tensor (plm_pipeline_add_previous) is a state too: the value
+ * it is bound to, as the previous frame left it (zeros before the first frame and after a
+ * reset). Its readers wait for the previous frame's copy (state_last); the value's producer
+ * copies the frame's value over it right after running and records the slot's state event;
+ * a fresh one is zeroed on the caller's stream before the frame's fork. Compile requires
+ * every reader of a PREVIOUS to happen before its value's producer, so the copy never
+ * overwrites what a reader of the same frame has yet to read.
  */
 #ifndef PLUME_PIPELINE_PIPELINE_INTERNAL_H
 #define PLUME_PIPELINE_PIPELINE_INTERNAL_H
@@ -100,7 +108,8 @@ enum {
 typedef enum plm__tensor_kind {
   PLM__TENSOR_INPUT = 0,
   PLM__TENSOR_CONSTANT,
-  PLM__TENSOR_VALUE /* a node's (or step's) output */
+  PLM__TENSOR_VALUE,   /* a node's (or step's) output */
+  PLM__TENSOR_PREVIOUS /* a value's previous frame (plm_pipeline_add_previous), state */
 } plm__tensor_kind;
 
 typedef struct plm__tensor {
@@ -112,6 +121,8 @@ typedef struct plm__tensor {
   int io_index; /* INPUT: its index; VALUE marked as output: its output index; else -1 */
   void *host;   /* CONSTANT: the copied bytes (graph tensors only own them) */
   int producer_connectivity; /* VALUE labels of a label node: 4 or 8; else 0 */
+  int previous_of;           /* PREVIOUS: the VALUE whose previous frame it is (-1: unbound) */
+  int kept_as;               /* VALUE: the PREVIOUS that keeps it for the next frame, or -1 */
 } plm__tensor;
 
 /* Set indices[0..PLM__PIPE_MAX_IO) to a, b, c, then -1 (absent); returns indices. */
@@ -147,7 +158,8 @@ typedef enum plm__location {
   PLM__AT_INPUT,    /* the caller's inputs[io_index] */
   PLM__AT_OUTPUT,   /* the caller's outputs[io_index] */
   PLM__AT_CONSTANT, /* constants block + offset */
-  PLM__AT_WORKSPACE /* the slot's workspace + offset */
+  PLM__AT_WORKSPACE, /* the slot's workspace + offset */
+  PLM__AT_STATE      /* a PREVIOUS: the state block + offset (its plm__state's) */
 } plm__location;
 
 typedef struct plm__step {
@@ -169,10 +181,14 @@ typedef struct plm__step {
   plm__op_tuning tuning; /* its op's tunables' values on the context, resolved at compile */
 } plm__step;
 
-/* The state of a stateful step (ops/op_desc.h's state_shape): one for the pipeline, not
- * per slot, at offset in the pipeline's state block. */
+/* The state of a stateful step (ops/op_desc.h's state_shape), or a PREVIOUS tensor: one for
+ * the pipeline, not per slot, at offset in the pipeline's state block. A stateful step
+ * waits for the previous frame's update and updates it; a PREVIOUS tensor's readers wait
+ * for the previous frame's copy, and `step`, the producer of its value, copies the frame's
+ * value into it after running (run.c). */
 typedef struct plm__state {
   int step;
+  int tensor; /* the PREVIOUS tensor, or -1: the state of step's op */
   plm_shape shape;
   size_t bytes, offset;
 } plm__state;
@@ -257,6 +273,9 @@ struct plm_pipeline {
  * dropped) by "<prefix>: <message>", prefix formatted from fmt (an empty prefix only
  * drops the function name); returns status. */
 plm_status plm__pipe_reraise(plm_status status, const char *fmt, ...) PLM__PRINTF(2, 3);
+
+/* "input", "constant", "value", "previous value": for messages. */
+const char *plm__tensor_kind_name(plm__tensor_kind kind);
 
 /* The tensor a handle names, or -1 with the message "<name> ..." set (raw). */
 int plm__graph_resolve(const plm_pipeline *pl, plm_pipe_tensor t, const char *name);

@@ -61,7 +61,9 @@ static plm_status lower(const plm__graph *graph, plm__plan *plan) {
                        .shape = plan->tensors[image].shape,
                        .producer = -1,
                        .slot = -1,
-                       .io_index = -1};
+                       .io_index = -1,
+                       .previous_of = -1,
+                       .kept_as = -1};
     m->shape.dtype = PLM_DTYPE_U8;
     m->bytes = 1;
     for (int d = 0; d < m->shape.ndim; d++) m->bytes *= (size_t)m->shape.dims[d];
@@ -103,8 +105,10 @@ static plm_status prune(plm__plan *plan) {
     free(keep);
     return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for the plan");
   }
+  /* The outputs, and the values a later frame reads as previous. */
   for (int t = 0; t < plan->tensor_count; t++)
-    needed[t] = plan->tensors[t].kind == PLM__TENSOR_VALUE && plan->tensors[t].io_index >= 0;
+    needed[t] = plan->tensors[t].kind == PLM__TENSOR_VALUE &&
+                (plan->tensors[t].io_index >= 0 || plan->tensors[t].kept_as >= 0);
   /* Steps are in graph order, so every reader of a tensor comes after its producer. */
   for (int s = plan->step_count - 1; s >= 0; s--) {
     plm__step *step = &plan->steps[s];
@@ -143,10 +147,11 @@ int *plm__plan_readers(const plm__plan *plan) {
   return readers;
 }
 
-/* t is an intermediate read by one step only (readers[t]), and not an output. */
+/* t is an intermediate read by one step only (readers[t]), not an output, and not kept for
+ * the next frame. */
 static bool private_intermediate(const plm__plan *plan, const int *readers, int t) {
   return t >= 0 && plan->tensors[t].kind == PLM__TENSOR_VALUE && plan->tensors[t].io_index < 0 &&
-         readers[t] == 1;
+         plan->tensors[t].kept_as < 0 && readers[t] == 1;
 }
 
 int plm__plan_find_fusions(const plm__plan *plan, plm__fusion *found, int capacity) {
@@ -408,16 +413,59 @@ static plm_status locate(plm__plan *plan) {
     }
     if (tensor->kind == PLM__TENSOR_VALUE && tensor->producer >= 0)
       at = tensor->io_index >= 0 ? PLM__AT_OUTPUT : PLM__AT_WORKSPACE;
+    if (tensor->kind == PLM__TENSOR_PREVIOUS) at = PLM__AT_STATE; /* offset: place_states */
     plan->location[t] = at;
   }
   free(read);
   return PLM_OK;
 }
 
-/* The states of the stateful steps, each its own range of the state block. */
+/* A state of shape in the state block, for step (and the PREVIOUS tensor, or -1). */
+static void add_state(plm__plan *plan, int step, int tensor, const plm_shape *shape) {
+  plm__state *state = &plan->states[plan->state_count++];
+  *state =
+      (plm__state){.step = step, .tensor = tensor, .shape = *shape, .offset = plan->state_bytes};
+  state->bytes = plm_dtype_size(shape->dtype);
+  for (int d = 0; d < shape->ndim; d++) state->bytes *= (size_t)shape->dims[d];
+  plan->state_bytes += (state->bytes + PLM__PIPE_ALIGN - 1) / PLM__PIPE_ALIGN * PLM__PIPE_ALIGN;
+}
+
+/* The previous values: each bound, and each read only by steps that happen before its
+ * value's producer (which copies the frame's value over it), a state after the steps'. */
+static plm_status place_previous(plm__plan *plan) {
+  for (int t = 0; t < plan->tensor_count; t++) {
+    const plm__tensor *previous = &plan->tensors[t];
+    if (previous->kind != PLM__TENSOR_PREVIOUS) continue;
+    if (previous->previous_of < 0)
+      return plm__fail_raw(PLM_ERR_INVALID_ARG,
+                           "previous value t%d is bound to no value (plm_pipeline_bind_previous)",
+                           t + 1);
+    const int producer = plan->tensors[previous->previous_of].producer;
+    if (producer < 0) /* prune keeps it */
+      return plm__fail_raw(PLM_ERR_INTERNAL, "the value of previous value t%d has no step", t + 1);
+    for (int s = 0; s < plan->step_count; s++)
+      if (s != producer && plm__step_reads(&plan->steps[s], t) &&
+          !plm__plan_happens_before(plan, s, producer))
+        return plm__fail_raw(
+            PLM_ERR_INVALID_ARG,
+            "node %d '%s' reads previous value t%d, but node %d '%s', which makes its value "
+            "t%d, does not depend on it: the frame's value could replace the previous one "
+            "before it is read",
+            plan->steps[s].nodes[0], plm__op_name(plan->steps[s].kind), t + 1,
+            plan->steps[producer].nodes[0], plm__op_name(plan->steps[producer].kind),
+            previous->previous_of + 1);
+    plan->offset[t] = plan->state_bytes;
+    add_state(plan, producer, t, &previous->shape);
+  }
+  return PLM_OK;
+}
+
+/* The states of the stateful steps, each its own range of the state block, then the
+ * previous values'. */
 static plm_status place_states(plm__plan *plan, plm_context *ctx) {
   plm_tensor *described = malloc((size_t)plan->tensor_count * sizeof *described + 1);
-  plan->states = calloc((size_t)plan->step_count + 1, sizeof *plan->states);
+  plan->states =
+      calloc((size_t)plan->step_count + (size_t)plan->tensor_count + 1, sizeof *plan->states);
   if (!described || !plan->states) {
     free(described);
     return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for the plan");
@@ -433,16 +481,13 @@ static plm_status place_states(plm__plan *plan, plm_context *ctx) {
     if (!op->state_shape) continue;
     const plm__op_call call = plm__step_call(step->kind, step->inputs, step->outputs, &step->params,
                                              step->in_place, described);
-    plm__state *state = &plan->states[plan->state_count];
-    *state = (plm__state){.step = s, .offset = plan->state_bytes};
-    op->state_shape(&call, &state->shape);
-    state->bytes = plm_dtype_size(state->shape.dtype);
-    for (int d = 0; d < state->shape.ndim; d++) state->bytes *= (size_t)state->shape.dims[d];
-    plan->state_bytes += (state->bytes + PLM__PIPE_ALIGN - 1) / PLM__PIPE_ALIGN * PLM__PIPE_ALIGN;
-    step->state = plan->state_count++;
+    plm_shape shape;
+    op->state_shape(&call, &shape);
+    step->state = plan->state_count;
+    add_state(plan, s, -1, &shape);
   }
   free(described);
-  return PLM_OK;
+  return place_previous(plan);
 }
 
 /* Each step checked by its op on descriptions of its tensors (and state) on ctx (the run

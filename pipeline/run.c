@@ -113,6 +113,60 @@ static plm_status run_stateful_step(plm_pipeline *pl, const plm__step *step, plm
   return PLM_OK;
 }
 
+/* ---- previous values ---------------------------------------------------------------------- */
+
+/* Zero the fresh previous values on stream (the frame's stream 0, before its fork), after
+ * whatever frame copied into them last. */
+static plm_status zero_fresh_previous(plm_pipeline *pl, plm_stream *stream) {
+  plm_status status = PLM_OK;
+  for (int j = 0; status == PLM_OK && j < pl->plan.state_count; j++) {
+    if (pl->plan.states[j].tensor < 0 || !pl->state_fresh[j]) continue;
+    if (pl->state_last[j]) status = plm__stream_wait_event_across_graphs(stream, pl->state_last[j]);
+    if (status == PLM_OK)
+      status = plm_stream_memset(stream, pl->state_tensors[j].data, 0, pl->plan.states[j].bytes);
+    if (status == PLM_OK) pl->state_fresh[j] = false;
+  }
+  return status;
+}
+
+/* The state index of previous value t. */
+static int previous_state(const plm__plan *plan, int t) {
+  for (int j = 0; j < plan->state_count; j++)
+    if (plan->states[j].tensor == t) return j;
+  return -1;
+}
+
+/* Before a step: its reads of previous values come after the previous frame's copies. */
+static plm_status wait_for_previous(plm_pipeline *pl, const plm__step *step, plm_stream *stream) {
+  plm_status status = PLM_OK;
+  for (int k = 0; status == PLM_OK && k < PLM__PIPE_MAX_IO; k++) {
+    const int t = step->inputs[k];
+    if (t < 0 || pl->plan.location[t] != PLM__AT_STATE) continue;
+    const int j = previous_state(&pl->plan, t);
+    if (j >= 0 && pl->state_last[j])
+      status = plm__stream_wait_event_across_graphs(stream, pl->state_last[j]);
+  }
+  return status;
+}
+
+/* After step index: the values it made that the next frame reads as previous, copied over
+ * them and recorded for that frame's readers. */
+static plm_status keep_for_next_frame(plm_pipeline *pl, int index, plm_stream *stream,
+                                      plm__slot *slot) {
+  const plm__plan *plan = &pl->plan;
+  plm_status status = PLM_OK;
+  for (int j = 0; status == PLM_OK && j < plan->state_count; j++) {
+    const plm__state *state = &plan->states[j];
+    if (state->tensor < 0 || state->step != index) continue;
+    const int value = plan->tensors[state->tensor].previous_of;
+    status = plm_stream_memcpy(stream, pl->state_tensors[j].data, slot->tensors[value].data,
+                               state->bytes, PLM_COPY_DEVICE_TO_DEVICE);
+    if (status == PLM_OK) status = plm__event_record_across_graphs(slot->state_events[j], stream);
+    if (status == PLM_OK) pl->state_last[j] = slot->state_events[j];
+  }
+  return status;
+}
+
 plm_status plm__pipeline_enqueue(plm_pipeline *pl, int slot_index, plm_stream *stream,
                                  const plm_tensor *inputs, plm_tensor *outputs, int64_t frame) {
   const plm__plan *plan = &pl->plan;
@@ -127,8 +181,9 @@ plm_status plm__pipeline_enqueue(plm_pipeline *pl, int slot_index, plm_stream *s
 
   const bool per_run = pl->config.flags & PLM_PLAN_ALLOCATE_PER_RUN;
   const bool synchronous = pl->config.flags & PLM_PLAN_SYNCHRONOUS_STEPS;
-  plm_status status = PLM_OK;
-  if (plan->stream_count > 1) status = plm_event_record(slot->events[0], stream); /* the fork */
+  plm_status status = zero_fresh_previous(pl, stream);
+  if (status == PLM_OK && plan->stream_count > 1)
+    status = plm_event_record(slot->events[0], stream); /* the fork */
   int failed = -1;
   for (int i = 0; status == PLM_OK && i < plan->step_count; i++) {
     const plm__step *step = &plan->steps[i];
@@ -136,9 +191,11 @@ plm_status plm__pipeline_enqueue(plm_pipeline *pl, int slot_index, plm_stream *s
     for (int w = 0; status == PLM_OK && w < step->wait_count; w++)
       status = plm_stream_wait_event(on, slot->events[step->waits[w]]);
     if (status == PLM_OK && per_run) status = plm__per_run_acquire(pl, slot, i, on);
+    if (status == PLM_OK) status = wait_for_previous(pl, step, on);
     if (status == PLM_OK)
       status = step->state >= 0 ? run_stateful_step(pl, step, on, slot, frame)
                                 : run_step_profiled(pl, step, on, slot, frame);
+    if (status == PLM_OK) status = keep_for_next_frame(pl, i, on, slot);
     if (status == PLM_OK && step->record >= 0)
       status = plm_event_record(slot->events[step->record], on);
     if (status == PLM_OK && per_run) status = plm__per_run_release_after(pl, slot, i, on);

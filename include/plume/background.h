@@ -75,7 +75,8 @@ extern "C" {
  * (default 0: no gate; at most 1e18); gate_rate, the fraction of alpha or step kept where
  * gated, in [0, 1] (default 0.3); hold_rate, the fraction kept where held, in [0, 1]
  * (default 0.3); hold_radius, 0 to 8 (default 2). The text form names the hold as a
- * tensor: `background hold=@mask`.
+ * tensor, `background hold=@mask`, or as the previous frame's output of an element named
+ * det further down the chain, `background hold=~det` (plume/pipeline.h: feedback).
  *
  * Shapes: in is u8, u16 or f32 with 2 to 4 dims; the last two are (H, W) and the leading
  * ones count frames, processed in order (row-major over the leading dims). hold, when

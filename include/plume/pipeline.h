@@ -194,6 +194,30 @@ PLM_API plm_status plm_pipeline_add_constant(plm_pipeline *pl, plm_dtype dtype, 
                                              const int64_t *dims, const void *host_data,
                                              plm_pipe_tensor *out);
 
+/* Feedback from one frame to the next: a tensor whose value in each frame is the value a
+ * node's output had in the previous frame (zeros in the first frame after compile and
+ * after plm_pipeline_reset_state), such as a detection mask held against the background
+ * (plume/background.h's hold):
+ *   plm_pipe_tensor held, residual, mask;
+ *   plm_pipeline_add_previous(pl, PLM_DTYPE_U8, 2, dims, &held);
+ *   plm_pipeline_add_background(pl, frame, held, &bp, &residual);
+ *   plm_pipeline_add_cfar(pl, residual, &cp, &mask);
+ *   plm_pipeline_bind_previous(pl, held, mask);
+ * plm_pipeline_add_previous makes the tensor (dtype and shape as an input's), which nodes
+ * read as any other; plm_pipeline_bind_previous names the node output it follows, of the
+ * same dtype and shape (a value kept by one previous tensor at most). The pipeline keeps
+ * it as state (plm_pipeline_plan_info's states): frames in flight and graph replays keep
+ * frame order, and the frames of a batch (plm_pipeline_run_stream's batch) cannot see one
+ * another's, so a pipeline with one runs a frame at a time. Errors: PLM_ERR_INVALID_ARG
+ * (handles of another pipeline or kind, a previous bound twice, another dtype or shape),
+ * PLM_ERR_INVALID_STATE (after compile); compile refuses a previous tensor left unbound,
+ * and one that a node reads without its value depending on that node (the frame's value
+ * could overwrite it before that node has read it). */
+PLM_API plm_status plm_pipeline_add_previous(plm_pipeline *pl, plm_dtype dtype, int ndim,
+                                             const int64_t *dims, plm_pipe_tensor *out);
+PLM_API plm_status plm_pipeline_bind_previous(plm_pipeline *pl, plm_pipe_tensor previous,
+                                              plm_pipe_tensor value);
+
 /* The typed builders, one per op of plume/op_functions.h's map, made from its line:
  *   plm_pipeline_add_<op>(pl, plm_pipe_tensor IN..., const plm_<op>_params *params,
  *                         plm_pipe_tensor *OUT...)
@@ -309,6 +333,20 @@ PLM_API plm_status plm_pipeline_mark_output(plm_pipeline *pl, plm_pipe_tensor t)
  * same constant; a tensor the text does not name is not added. The defaults are those of
  * the C API (plm_matmul_params zeroed; vector_add's NULL params: a + b) and, for dendritic's
  * k and beta, which plm_dendritic_params leaves to the caller, `plume op dendritic`'s.
+ *
+ * Feedback: any element takes name=NAME (letters, digits, '_', '-', '.'; each name once),
+ * which names its main output, and an optional tensor key takes ~NAME, that output as the
+ * previous frame left it (zeros in the first frame: plm_pipeline_add_previous, bound by
+ * the text), also from an element that comes later in the chain:
+ *
+ *   background alpha=0.05 hold=~det ! conv2d kernel=gauss:5:1 pad=same ! cfar k=5 name=det
+ *     ! label ! regions
+ *
+ * holds the background near the previous frame's detections (plume/background.h). A text
+ * with ~NAME is read twice: first without the previous values, to learn the named
+ * outputs' shapes. Errors: no element named NAME, a name given twice or not of those
+ * characters, ~NAME for a required input or for a key that takes a value, and the node's
+ * own check (hold=~NAME of an f32 output: "hold->dtype f32 is not u8").
  *
  * The keys are the `plume op` flags (lstm_cell's w_ih for --w-ih, as in C). Integers are
  * plain decimal digits; numbers are finite C numbers (strtod). `pad=same` is ((KH-1)/2,
@@ -435,7 +473,7 @@ typedef struct plm_plan_info {
                                 plume/ops.h: bytes read plus written in device memory;
                                 a sobel step counts only the outputs it writes) */
   double flops;              /* per frame: the steps' arithmetic, likewise */
-  int states;                /* stateful steps (background): their state carries over */
+  int states; /* stateful steps (background) and previous values: their state carries over */
   size_t state_bytes;        /* their state block, shared by all slots */
 } plm_plan_info;
 

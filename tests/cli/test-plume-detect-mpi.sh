@@ -122,7 +122,7 @@ mpi_run 2 3 "a bad frame on rank 0" detect --frames bad0 --pipeline "$pipeline" 
 # A state carried from frame to frame cannot be split.
 mpi_run 2 2 "stateful" detect --frames s.npy --out x.csv \
   --pipeline "background alpha=0.1 ! threshold value=300 ! label ! regions capacity=64" &&
-  expect_err "stateful" "rank 0: the pipeline has 1 stateful step (background)" &&
+  expect_err "stateful" "rank 0: the pipeline has 1 state (a background, a previous value)" &&
   absent "stateful" x.csv
 mpi_run 2 2 "--profile" detect --frames s.npy --pipeline "$pipeline" --out x.csv --profile p &&
   expect_err "--profile" "rank 0: --profile is for one process" && absent "--profile" x.csv p
