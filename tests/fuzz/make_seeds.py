@@ -87,6 +87,9 @@ def pipeline_seeds():
     seed("vector_dot_f32", 2, 3, "vector_add b=@m16 alpha=0.5 beta=2 ! dot b=@m16")
     seed("dendritic_f32", 2, 0, "dendritic w=@w3 mode=active_bp k=2 theta=0.5 beta=1")
     seed("forecast_f32", 2, 2, "ar_forecast lags=2 horizon=3")
+    # Feedback: the previous frame's CFAR mask holds the background (read before it is named).
+    seed("feedback_u16", 1, 2, "background alpha=0.2 gate=2 hold=~det hold_radius=1 ! "
+         "cfar window=9 guard=3 k=3 name=det ! label ! regions capacity=16")
 
 
 def score_seeds():
