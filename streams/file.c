@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -88,6 +89,21 @@ static int stat_opened(int fd, struct stat *st, char *why, size_t why_size) {
   return -1;
 }
 
+/* Wait until a writer has opened the FIFO read through fd (opened O_NONBLOCK): Linux's
+ * poll reports nothing on such a read end until a writer has come (POLLIN once it writes,
+ * POLLHUP once it has closed), so that the reads that follow see the writer's data or its
+ * end, never the empty pipe of a writer not there yet. fd, or -1 (fd closed) with why. */
+static int wait_for_writer(int fd, char *why, size_t why_size) {
+  struct pollfd waiting = {.fd = fd, .events = POLLIN};
+  int ready;
+  do ready = poll(&waiting, 1, -1);
+  while (ready < 0 && errno == EINTR);
+  if (ready > 0) return fd;
+  snprintf(why, why_size, "cannot wait for a writer: %s", strerror(errno));
+  close_keeping_errno(fd);
+  return -1;
+}
+
 int plm__file_open_stream(const char *path, struct stat *st, char *why, size_t why_size) {
   int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
@@ -95,16 +111,7 @@ int plm__file_open_stream(const char *path, struct stat *st, char *why, size_t w
     return -1;
   }
   if ((fd = stat_opened(fd, st, why, why_size)) < 0) return -1;
-  if (S_ISFIFO(st->st_mode)) { /* again, blocking: the open waits for a writer */
-    close(fd);
-    do fd = open(path, O_RDONLY | O_CLOEXEC);
-    while (fd < 0 && errno == EINTR);
-    if (fd < 0) {
-      snprintf(why, why_size, "cannot open: %s", strerror(errno));
-      return -1;
-    }
-    if ((fd = stat_opened(fd, st, why, why_size)) < 0) return -1;
-  }
+  if (S_ISFIFO(st->st_mode) && wait_for_writer(fd, why, why_size) < 0) return -1;
   const bool taken = S_ISREG(st->st_mode) || S_ISCHR(st->st_mode) || S_ISFIFO(st->st_mode);
   const int status_flags = taken ? fcntl(fd, F_GETFL) : -1;
   if (!taken || status_flags < 0 || fcntl(fd, F_SETFL, status_flags & ~O_NONBLOCK) != 0) {

@@ -53,11 +53,14 @@ FILE *plm__file_open_regular(const char *path, plm__file_mode mode, struct stat 
                              size_t why_size);
 
 /* Open path for reading as a regular file or a stream, for a reader that takes frames from
- * a sensor's pipe: a regular file or a character device is opened at once; a FIFO is
- * opened again, blocking, so that the open waits for a writer as cat's does (the first
- * open, which does not block, only tells what the path is); a folder, a socket or a block
- * device is refused. Returns the descriptor (blocking reads; the caller closes it), *st its
+ * a sensor's pipe: a regular file or a character device is opened at once; for a FIFO the
+ * call waits for a writer, as cat's open does, on the descriptor it opened without
+ * blocking (to learn what the path is): the read end is never closed and opened again,
+ * which would drop what a writer put in the pipe meanwhile and kill it with SIGPIPE,
+ * leaving the second open waiting forever. A folder, a socket or a block device is
+ * refused. Returns the descriptor (blocking reads; the caller closes it), *st its
  * fstat; -1 on failure with why: "cannot open: <strerror>", "cannot stat: <strerror>",
+ * "cannot wait for a writer: <strerror>",
  * "neither a file nor a stream (it is a folder)". */
 int plm__file_open_stream(const char *path, struct stat *st, char *why, size_t why_size);
 

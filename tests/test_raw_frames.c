@@ -6,14 +6,21 @@
  * written; a stream on standard input (a pipe put in place of fd 0) read in order to its
  * end; and each way raw input goes wrong: a short last frame (naming the frame and the
  * bytes it misses), an input shorter than its header, no frames, a stream read out of
- * order. A plain unit test: no context or backend is involved.
+ * order. A FIFO gives a writer's whole stream: one that came and went before the open (a
+ * second reader held the pipe), and one whose writer comes as the open is made, many times
+ * over (the race that once dropped the stream: the open closed its read end under the
+ * writer and waited for another writer forever). A hang fails by SIGALRM, the check's
+ * watchdog. A plain unit test: no context or backend is involved.
  */
 #define _POSIX_C_SOURCE 200809L
 
+#include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "checks.h"
@@ -306,6 +313,88 @@ START_TEST(test_a_file_through_the_frame_reader_ends_at_its_count) {
 }
 END_TEST
 
+/* ---- FIFOs ------------------------------------------------------------------------------ */
+
+enum { WATCHDOG_SECONDS = 60 }; /* a hang ends the test (SIGALRM) rather than ctest's timeout */
+
+/* Read a FIFO's raw stream of N u16 frames through raw_frames and check it equals expect. */
+static void expect_fifo_frames(const char *path, const unsigned char *expect) {
+  const raw_format format = format_of(PLM_DTYPE_U16, false);
+  const size_t frame_bytes = raw_format_frame_bytes(&format);
+  unsigned char got[FRAME * 2];
+  raw_frames *f = NULL;
+  int64_t count = 0;
+  bool end = false;
+  ck_assert_msg(raw_frames_open(path, &format, &count, &f, err, sizeof err) == PLM_OK, "%s", err);
+  ck_assert_int_eq(count, -1);
+  for (int k = 0; k < N; k++) {
+    ck_assert_msg(raw_frames_read(f, k, got, &end, err, sizeof err) == PLM_OK, "%s", err);
+    ck_assert(!end);
+    ck_assert_msg(memcmp(got, expect + (size_t)k * frame_bytes, frame_bytes) == 0,
+                  "frame %d differs", k);
+  }
+  ck_assert_int_eq(raw_frames_read(f, N, got, &end, err, sizeof err), PLM_OK);
+  ck_assert(end);
+  raw_frames_close(f);
+}
+
+START_TEST(test_a_fifo_keeps_what_a_writer_left_in_it) {
+  alarm(WATCHDOG_SECONDS);
+  unsigned char bytes[HEADER + N * FRAME * 2], expect[N * FRAME * 2];
+  const size_t length = make_input(PLM_DTYPE_U16, false, bytes, expect);
+  const char *path = scratch_path(dir, "left.fifo");
+  ck_assert_int_eq(mkfifo(path, 0600), 0);
+  /* Another reader holds the pipe while a writer puts the whole stream in it and leaves. */
+  const int holder = open(path, O_RDONLY | O_NONBLOCK);
+  ck_assert_int_ge(holder, 0);
+  const int writer = open(path, O_WRONLY);
+  ck_assert_int_ge(writer, 0);
+  ck_assert_int_eq(write(writer, bytes, length), (ssize_t)length);
+  ck_assert_int_eq(close(writer), 0);
+  expect_fifo_frames(path, expect);
+  ck_assert_int_eq(close(holder), 0);
+  alarm(0);
+}
+END_TEST
+
+typedef struct fifo_writer {
+  const char *path;
+  const unsigned char *bytes;
+  size_t length;
+} fifo_writer;
+
+/* As `cat input > fifo &`: open (waiting for the reader), write it all, close. */
+static void *write_fifo(void *arg) {
+  const fifo_writer *w = arg;
+  const int fd = open(w->path, O_WRONLY);
+  if (fd >= 0) {
+    for (size_t done = 0; done < w->length;) {
+      const ssize_t n = write(fd, w->bytes + done, w->length - done);
+      if (n <= 0) break;
+      done += (size_t)n;
+    }
+    close(fd);
+  }
+  return NULL;
+}
+
+START_TEST(test_a_fifo_whose_writer_comes_at_the_open_gives_its_stream) {
+  alarm(WATCHDOG_SECONDS);
+  unsigned char bytes[HEADER + N * FRAME * 2], expect[N * FRAME * 2];
+  const size_t length = make_input(PLM_DTYPE_U16, false, bytes, expect);
+  const char *path = scratch_path(dir, "racing.fifo");
+  ck_assert_int_eq(mkfifo(path, 0600), 0);
+  for (int attempt = 0; attempt < 300; attempt++) {
+    fifo_writer w = {.path = path, .bytes = bytes, .length = length};
+    pthread_t thread;
+    ck_assert_int_eq(pthread_create(&thread, NULL, write_fifo, &w), 0);
+    expect_fifo_frames(path, expect);
+    ck_assert_int_eq(pthread_join(thread, NULL), 0);
+  }
+  alarm(0);
+}
+END_TEST
+
 static Suite *raw_frames_suite(void) {
   Suite *suite = suite_create("raw_frames");
   TCase *tcase = tcase_create("raw_frames");
@@ -317,6 +406,8 @@ static Suite *raw_frames_suite(void) {
   tcase_add_test(tcase, test_stdin_is_read_in_order_to_its_end);
   tcase_add_test(tcase, test_a_stream_that_ends_wrong_names_the_frame);
   tcase_add_test(tcase, test_a_file_through_the_frame_reader_ends_at_its_count);
+  tcase_add_test(tcase, test_a_fifo_keeps_what_a_writer_left_in_it);
+  tcase_add_test(tcase, test_a_fifo_whose_writer_comes_at_the_open_gives_its_stream);
   suite_add_tcase(suite, tcase);
   return suite;
 }

@@ -13,6 +13,9 @@
 #       runs PROGRAM ARGS, stdout to out.txt and stderr to err.txt, and checks the exit
 #       code (returns 1 when it is wrong, so `run ... && more checks` skips the rest). A
 #       usage error (EXPECTED_RC 2) must print one line on stderr, starting as above.
+#       A command still running after CLI_COMMAND_LIMIT seconds (default 150) is killed
+#       and fails as hung, named, rather than the whole script running into ctest's
+#       timeout without saying which command never returned.
 #   expect_err NAME NEEDLE
 #       err.txt contains NEEDLE (a fixed string).
 #   same FILE EXPECTED NAME
@@ -56,8 +59,12 @@ run() {
   local expected=$1 name=$2
   shift 2
   checks=$((checks + 1))
-  "$cli_program" "$@" >out.txt 2>err.txt
+  timeout -k 10 "${CLI_COMMAND_LIMIT:-150}" "$cli_program" "$@" >out.txt 2>err.txt
   local rc=$?
+  if [[ $rc == 124 || $rc == 137 ]]; then
+    fail "$name: still running after ${CLI_COMMAND_LIMIT:-150} s, killed (a hang?): $*"
+    return 1
+  fi
   if [[ $rc != "$expected" ]]; then
     fail "$name: exit $rc, expected $expected (stderr: $(head -c 1000 err.txt))"
     return 1
