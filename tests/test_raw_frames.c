@@ -338,12 +338,21 @@ static void expect_fifo_frames(const char *path, const unsigned char *expect) {
   raw_frames_close(f);
 }
 
-START_TEST(test_a_fifo_keeps_what_a_writer_left_in_it) {
+/* Start a FIFO check: the watchdog set, the FIFO made at name in the scratch folder (its
+ * path in *path), N u16 frames after the header in bytes (expect: the frames as read). */
+static size_t fifo_check_begin(const char *name, const char **path, unsigned char *bytes,
+                               unsigned char *expect) {
   alarm(WATCHDOG_SECONDS);
-  unsigned char bytes[HEADER + N * FRAME * 2], expect[N * FRAME * 2];
   const size_t length = make_input(PLM_DTYPE_U16, false, bytes, expect);
-  const char *path = scratch_path(dir, "left.fifo");
-  ck_assert_int_eq(mkfifo(path, 0600), 0);
+  *path = scratch_path(dir, name);
+  ck_assert_int_eq(mkfifo(*path, 0600), 0);
+  return length;
+}
+
+START_TEST(test_a_fifo_keeps_what_a_writer_left_in_it) {
+  unsigned char bytes[HEADER + N * FRAME * 2], expect[N * FRAME * 2];
+  const char *path = NULL;
+  const size_t length = fifo_check_begin("left.fifo", &path, bytes, expect);
   /* Another reader holds the pipe while a writer puts the whole stream in it and leaves. */
   const int holder = open(path, O_RDONLY | O_NONBLOCK);
   ck_assert_int_ge(holder, 0);
@@ -379,11 +388,9 @@ static void *write_fifo(void *arg) {
 }
 
 START_TEST(test_a_fifo_whose_writer_comes_at_the_open_gives_its_stream) {
-  alarm(WATCHDOG_SECONDS);
   unsigned char bytes[HEADER + N * FRAME * 2], expect[N * FRAME * 2];
-  const size_t length = make_input(PLM_DTYPE_U16, false, bytes, expect);
-  const char *path = scratch_path(dir, "racing.fifo");
-  ck_assert_int_eq(mkfifo(path, 0600), 0);
+  const char *path = NULL;
+  const size_t length = fifo_check_begin("racing.fifo", &path, bytes, expect);
   for (int attempt = 0; attempt < 300; attempt++) {
     fifo_writer w = {.path = path, .bytes = bytes, .length = length};
     pthread_t thread;
