@@ -60,7 +60,7 @@ fi
 # ---- a progress bar on a terminal ------------------------------------------------------------
 if command -v script >/dev/null; then
   checks=$((checks + 1))
-  script -qec "'$bench' --smoke" /dev/null >tty.txt 2>&1 </dev/null
+  timeout -k 10 "${CLI_COMMAND_LIMIT:-150}" script -qec "'$bench' --smoke" /dev/null >tty.txt 2>&1 </dev/null
   grep -q "$prog \[-*\] 0/[0-9]* cases" tty.txt ||
     fail "no progress bar on a terminal: $(cat -v tty.txt | head -c 400)"
 else

@@ -624,7 +624,8 @@ cmp -s one.csv <(awk -F, 'NR == 1 || $1 == 0' a.csv) || fail "one frame differs 
 # ---- a progress bar on a terminal -----------------------------------------------------------------
 if command -v script >/dev/null; then
   checks=$((checks + 1))
-  script -qec "'$plume' detect --frames s.npy --pipeline '$pipeline' --out p.csv" /dev/null \
+  timeout -k 10 "${CLI_COMMAND_LIMIT:-150}" \
+    script -qec "'$plume' detect --frames s.npy --pipeline '$pipeline' --out p.csv" /dev/null \
     >tty.txt 2>&1 </dev/null
   grep -q "detect \[-*\] 0/$N frames" tty.txt && grep -q "$N frames in" tty.txt ||
     fail "no progress bar on a terminal: $(cat -v tty.txt | head -c 400)"
