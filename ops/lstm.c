@@ -21,9 +21,7 @@ static void dims_text(int ndim, const int64_t *dims, char *text, size_t size) {
 static plm_status check_operand(const plm_tensor *t, const char *name, int ndim,
                                 const int64_t *dims, const plm_tensor *x, const plm_tensor *h) {
   if (!t) return PLM_OK;
-  bool same = t->ndim == ndim;
-  for (int d = 0; same && d < ndim; d++) same = t->dims[d] == dims[d];
-  if (same) return PLM_OK;
+  if (plm__dims_equal(t->dims, t->ndim, dims, ndim)) return PLM_OK;
   char got[96], want[96];
   dims_text(t->ndim, t->dims, got, sizeof got);
   dims_text(ndim, dims, want, sizeof want);

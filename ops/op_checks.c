@@ -55,9 +55,7 @@ plm_status plm__op_check_shape(const plm_tensor *tensor, const char *name) {
 
 plm_status plm__op_check_same_dims(const plm_tensor *a, const char *a_name, const plm_tensor *b,
                                    const char *b_name) {
-  bool same = a->ndim == b->ndim;
-  for (int d = 0; same && d < a->ndim; d++) same = a->dims[d] == b->dims[d];
-  if (same) return PLM_OK;
+  if (plm__dims_equal(a->dims, a->ndim, b->dims, b->ndim)) return PLM_OK;
   char a_shape[96], b_shape[96];
   plm__dims_text(a->dims, a->ndim, a_shape, sizeof a_shape);
   plm__dims_text(b->dims, b->ndim, b_shape, sizeof b_shape);

@@ -82,9 +82,7 @@ static plm_status check_state(const plm__op_desc *op, const plm_stream *stream,
   if (status != PLM_OK) return status;
   plm_shape want;
   op->state_shape(call, &want);
-  bool same = state->dtype == want.dtype && state->ndim == want.ndim;
-  for (int d = 0; same && d < want.ndim; d++) same = state->dims[d] == want.dims[d];
-  if (!same) {
+  if (!plm__tensor_has_shape(state, &want)) {
     char text[96];
     plm__shape_text(&want, text, sizeof text);
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "state is not %s (a frame of in)", text);

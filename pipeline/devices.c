@@ -262,9 +262,7 @@ static bool same_shapes(const plm_pipeline *a, const plm_pipeline *b) {
     const int j = input ? i : i - ga->input_count;
     const plm_shape *x = &ga->tensors[input ? ga->inputs[j] : ga->outputs[j]].shape;
     const plm_shape *y = &gb->tensors[input ? gb->inputs[j] : gb->outputs[j]].shape;
-    if (x->dtype != y->dtype || x->ndim != y->ndim) return false;
-    for (int d = 0; d < x->ndim; d++)
-      if (x->dims[d] != y->dims[d]) return false;
+    if (!plm__shape_equal(x, y)) return false;
   }
   return true;
 }

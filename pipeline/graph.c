@@ -400,10 +400,7 @@ plm_status plm_pipeline_bind_previous(plm_pipeline *pl, plm_pipe_tensor previous
   if (val->kept_as >= 0)
     return plm__fail(PLM_ERR_INVALID_ARG, "value is kept already (by previous value t%d)",
                      val->kept_as + 1);
-  bool same = prev->shape.dtype == val->shape.dtype && prev->shape.ndim == val->shape.ndim;
-  for (int d = 0; same && d < prev->shape.ndim; d++)
-    same = prev->shape.dims[d] == val->shape.dims[d];
-  if (!same) {
+  if (!plm__shape_equal(&prev->shape, &val->shape)) {
     char want[96], got[96];
     plm__shape_text(&prev->shape, want, sizeof want);
     plm__shape_text(&val->shape, got, sizeof got);

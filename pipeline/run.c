@@ -16,9 +16,7 @@ static plm_status check_tensor(const plm_stream *stream, const plm_tensor *tenso
   snprintf(name, sizeof name, "%s[%d]", array, i);
   plm_status status = plm__op_check_tensor(stream, tensor, name);
   if (status != PLM_OK) return status;
-  bool same = tensor->dtype == shape->dtype && tensor->ndim == shape->ndim;
-  for (int d = 0; same && d < shape->ndim; d++) same = tensor->dims[d] == shape->dims[d];
-  if (same) return PLM_OK;
+  if (plm__tensor_has_shape(tensor, shape)) return PLM_OK;
   plm_shape given = {.dtype = tensor->dtype, .ndim = tensor->ndim};
   for (int d = 0; d < tensor->ndim; d++) given.dims[d] = tensor->dims[d];
   char want[96], got[96];

@@ -181,6 +181,22 @@ void plm__list_text(const int64_t *values, int n, char *text, size_t size) {
   if (used < size) snprintf(text + used, size - used, "]");
 }
 
+bool plm__dims_equal(const int64_t *a, int a_ndim, const int64_t *b, int b_ndim) {
+  if (a_ndim != b_ndim) return false;
+  for (int d = 0; d < a_ndim; d++)
+    if (a[d] != b[d]) return false;
+  return true;
+}
+
+bool plm__shape_equal(const plm_shape *a, const plm_shape *b) {
+  return a->dtype == b->dtype && plm__dims_equal(a->dims, a->ndim, b->dims, b->ndim);
+}
+
+bool plm__tensor_has_shape(const plm_tensor *tensor, const plm_shape *shape) {
+  return tensor->dtype == shape->dtype &&
+         plm__dims_equal(tensor->dims, tensor->ndim, shape->dims, shape->ndim);
+}
+
 void plm__shape_text(const plm_shape *shape, char *text, size_t size) {
   int used = snprintf(text, size, "%s ", plm_dtype_name(shape->dtype));
   if (used > 0 && (size_t)used < size)

@@ -6,6 +6,7 @@
 #ifndef PLUME_TENSOR_TENSOR_INTERNAL_H
 #define PLUME_TENSOR_TENSOR_INTERNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,6 +30,15 @@ plm_status plm__tensor_check_shape(plm_dtype dtype, int ndim, const int64_t *dim
  * else PLM_ERR_INVALID_ARG naming `name`, the address and how far it is off. Raised with
  * plm__fail_raw: the caller names itself. */
 plm_status plm__tensor_check_data(const void *data, plm_dtype dtype, const char *name);
+
+/* Whether two lists of dims are the same: the rank and every dimension. */
+bool plm__dims_equal(const int64_t *a, int a_ndim, const int64_t *b, int b_ndim);
+
+/* Whether two shapes are the same: the dtype, the rank and every dimension. */
+bool plm__shape_equal(const plm_shape *a, const plm_shape *b);
+
+/* Whether tensor's dtype, rank and dims are shape's (its data and strides aside). */
+bool plm__tensor_has_shape(const plm_tensor *tensor, const plm_shape *shape);
 
 /* "f32 32x40": a shape's dtype and dims, for messages (at most size bytes, terminated). */
 void plm__shape_text(const plm_shape *shape, char *text, size_t size);
