@@ -11,7 +11,6 @@
 #include "ops/op_desc.h"
 #include "ops/op_internal.h"
 #include "ops/op_tuning.h"
-#include "plume/fused.h"
 #include "streams/error.h"
 
 static plm_status check_params(const plm_sobel_entropy_threshold_params *params) {

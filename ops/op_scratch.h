@@ -6,7 +6,7 @@
  * is data in their descriptors (ops/op_desc.h), never a list kept here: cpu_scratch and
  * cuda_scratch size it from the kernels' packed arguments (NULL: none on that backend),
  * or a composite op's scratch_bytes from its parts'; each kernel's header in
- * kernels/common (a composite's own file, ops/segment.c) says what its scratch holds.
+ * kernels/common (a composite's own file, ops/segment_chain.c) says what its scratch holds.
  * The other ops take none from a pool (the
  * CPU conv2d and sobel kernels malloc working buffers per work chunk inside the kernel,
  * kernels/cpu/conv.c, and fall back to a slower path when malloc fails).

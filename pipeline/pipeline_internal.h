@@ -38,7 +38,7 @@
  *                       during that step; offsets by the best of three placements
  *                       (plan_memory.c). On one stream the conflicts are exactly the
  *                       overlapping step intervals.
- *   runtime what compile allocates (pipeline.c): a control stream (allocation, constant
+ *   runtime what compile allocates (lifecycle.c): a control stream (allocation, constant
  *           upload, the frees at destroy), the constants' block, and per frame slot a
  *           workspace, the branch streams (streams 1..S-1), the events and a table of
  *           plm_tensor descriptors for every plan tensor with its address filled in.
@@ -325,7 +325,7 @@ bool plm__plan_happens_before(const plm__plan *plan, int u, int v);
  * workspace_bytes, intermediate_bytes, scratch_bytes, peak_live_bytes and in_place. */
 plm_status plm__plan_memory(plm__plan *plan, bool reuse);
 
-/* ---- pipeline.c, run.c -------------------------------------------------------------------- */
+/* ---- lifecycle.c, run.c ------------------------------------------------------------------- */
 
 /* Check a run's tensors against the plan (the caller's stream's context, shapes,
  * overlaps). The message is raw. */

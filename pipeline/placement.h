@@ -1,6 +1,6 @@
 /* pipeline/placement.h: the pieces of the placement model (pipeline/placement.c) that a
  * compiled plan's prediction (plm_pipeline_predict, plm_pipeline_place) and one op call's
- * (plm_op_predict, plm_op_place: pipeline/op_placement.c) share, so that both predict with
+ * (plm_op_predict, plm_op_place: pipeline/call_placement.c) share, so that both predict with
  * the same arithmetic and choose by the same rules. Internal; messages are raw. */
 #ifndef PLUME_PIPELINE_PLACEMENT_H
 #define PLUME_PIPELINE_PLACEMENT_H
@@ -40,7 +40,7 @@ plm_status plm__placement_rule(plm_backend *choice, bool *model);
  * (plume/profile.h: cached per device), with their tuning tables loaded. Blocking. */
 plm_status plm__placement_calibrate(plm_profile_calibration *host, plm_profile_calibration *cuda);
 
-/* One op call's prediction (pipeline/op_placement.c): call's inputs and its outputs are
+/* One op call's prediction (pipeline/call_placement.c): call's inputs and its outputs are
  * descriptions or tensors (their data is not read); every input given goes up on cuda and
  * every output given comes back. plm__op_call_place applies plm__placement_rule, then
  * calibrates and predicts when the model chooses (*out's figures are then 0 otherwise). The

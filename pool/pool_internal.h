@@ -153,10 +153,10 @@
  * every upstream take), pool_counts.h (the counters behind the statistics), pool_stats.c
  * (plm_pool_stats_get, the out-of-memory message), pool_pooled.c (the pooled resource: the
  * fast path, chunks, the out-of-memory ladder, trimming), pool_passthrough.c (the
- * passthrough and cuda_async resources), pool.c (creation, destruction and the public
- * functions, through the resource table of pool_resource.h). Calls run one way: pool.c
+ * passthrough and cuda_async resources), pool_api.c (creation, destruction and the public
+ * functions, through the resource table of pool_resource.h). Calls run one way: pool_api.c
  * calls the resources through their table, the resources call the helpers, and no helper
- * calls into pool.c or a resource by name (plm_pool_stats_get asks the resource's
+ * calls into pool_api.c or a resource by name (plm_pool_stats_get asks the resource's
  * `reserved` through the table).
  *
  * Invariants (checked by PLM_ASSERT in debug builds, after every slow path):

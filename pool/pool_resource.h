@@ -2,7 +2,7 @@
  *
  * A pool's mode names the resource behind it, as RMM's device_memory_resource: one
  * table of functions, one implementation per file, and plm_pool's public functions
- * (pool/pool.c) call through the table without looking at the mode:
+ * (pool/pool_api.c) call through the table without looking at the mode:
  *   pooled       pool/pool_pooled.c: plume's pool (the design in pool/pool_internal.h);
  *   passthrough  pool/pool_passthrough.c: every alloc and free goes upstream (the
  *                user's plm_pool_upstream, else the backend's mem_alloc / mem_free);

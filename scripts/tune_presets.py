@@ -14,7 +14,7 @@ preset family it sweeps the parameters below and picks the candidate that matche
 the reference, in precision and recall both, on the most tuning scenes, then the best F1
 over them. scripts/heldout_scenes.py then judges the chosen presets on the held-out scenes.
 A run's output is kept in docs/records/tune_presets.txt; the chosen texts are the presets of
-pipeline/presets.c.
+pipeline/preset_table.c.
 
 Families:
   robust      background alpha=A gate=G gate_rate=R ! conv2d kernel=gauss:5:1 pad=same

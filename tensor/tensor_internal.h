@@ -1,7 +1,7 @@
-/* tensor/tensor_internal.h: the tensor model's internal functions (tensor/tensor.c):
+/* tensor/tensor_internal.h: the tensor model's internal functions (tensor/descriptor.c):
  * descriptions of tensors that hold no data, the checks of a user's shape and data, and
  * shapes as text for messages. The ops (ops/op_internal.h includes this header), the
- * pipeline and DLPack (tensor/dlpack.c) use them; nothing here knows an op.
+ * pipeline and DLPack (tensor/dlpack_exchange.c) use them; nothing here knows an op.
  */
 #ifndef PLUME_TENSOR_TENSOR_INTERNAL_H
 #define PLUME_TENSOR_TENSOR_INTERNAL_H
@@ -17,7 +17,7 @@
 
 /* A contiguous description of a tensor of this shape on ctx (NULL: none), no data: what
  * the ops' shape, check and cost functions take for a tensor not allocated (a plan's, a
- * call being priced). The shape is taken as it is (tensor/tensor.c checks a user's). */
+ * call being priced). The shape is taken as it is (tensor/descriptor.c checks a user's). */
 plm_tensor plm__tensor_describe(plm_context *ctx, const plm_shape *shape);
 
 /* Whether a shape is one plm_tensor_wrap takes: a known dtype, ndim in 1..4, every

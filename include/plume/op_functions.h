@@ -36,7 +36,7 @@
  *             arguments than their slots, and write every function in their own files
  *             and headers).
  *
- * The definitions are made from the same lines (ops/op_functions.c, the builders in
+ * The definitions are made from the same lines (ops/op_public.c, the builders in
  * pipeline/graph.c): each is one call into the op's descriptor (ops/op_desc.h).
  *
  * Including any op's header declares every op's functions here: the params structs are

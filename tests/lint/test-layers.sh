@@ -5,6 +5,12 @@
 # layer that include each other would be a circle). README.md's Layout section states the
 # same order.
 #
+# A public header (include/plume/X.h) is the contract of a folder, on the ground floor: a
+# source that includes it is not named X.c (or X.cu, X.cpp). A reader, and farm-studio,
+# takes a header to be the header of the source of its name, which would file the contract
+# with that source, on its layer, and turn every include of it from include/ into one
+# that points up (tensor/descriptor.c implements plume/tensor.h, not tensor/tensor.c).
+#
 # Each #include "..." of a C, header, CUDA or C++ file is resolved as the compiler's
 # include path would find it (the file's own folder, the source root, include/,
 # mpi/include/, emu/include/); an include that names no file of the tree (a generated
@@ -89,6 +95,15 @@ while IFS=: read -r file number include; do
   [[ -n ${rank[$from]+x} ]] || continue
   resolve "$file" "$include"
   [[ -n $target ]] || continue
+  if [[ $target == include/plume/* ]]; then
+    stem=${target##*/}
+    stem=${stem%.h}
+    name=${file##*/}
+    if [[ ${name%.*} == "$stem" && $name != *.h ]]; then
+      echo "$file:$number: includes the public header $target and is named like it: name the source for what it does"
+      failed=1
+    fi
+  fi
   to=${target%%/*}
   [[ $to == "$from" ]] && continue
   checked=$((checked + 1))

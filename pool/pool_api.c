@@ -1,4 +1,4 @@
-/* pool/pool.c: the stream-ordered device pool (plume/pool.h): creation, destruction and
+/* pool/pool_api.c: the stream-ordered device pool (plume/pool.h): creation, destruction and
  * the public functions, which check their arguments and call the pool's resource
  * (pool/pool_resource.h: pooled, passthrough or cuda_async) without looking at its mode.
  * The design, its locks and its invariants are described in pool/pool_internal.h. */

@@ -1,4 +1,4 @@
-/* ops/segment.c: threshold + label + regions (plume/segment.h), composed from their
+/* ops/segment_chain.c: threshold + label + regions (plume/segment.h), composed from their
  * descriptors on the stream, its mask (and label's scratch) taken from the context's default
  * pool, or given by a caller's block (plm__op_call_with_scratch, ops/op_scratch.h). */
 #include <stddef.h>

@@ -1,4 +1,4 @@
-/* pipeline/pipeline.c: a pipeline's life: create, compile (plan and runtime objects),
+/* pipeline/lifecycle.c: a pipeline's life: create, compile (plan and runtime objects),
  * destroy, and the plan's figures (plume/pipeline.h). */
 #include <stdatomic.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* tensor/tensor.c: tensor descriptors (plume/tensor.h), and their text in messages
+/* tensor/descriptor.c: tensor descriptors (plume/tensor.h), and their text in messages
  * (plm__shape_text, plm__dims_text, plm__list_text: tensor_internal.h). */
 #include "plume/tensor.h"
 

@@ -1,4 +1,4 @@
-/* ops/op_info.c: the table of descriptors as the public plume/op_info.h reads it. */
+/* ops/op_introspection.c: the table of descriptors as the public plume/op_info.h reads it. */
 #include "plume/op_info.h"
 
 #include <string.h>

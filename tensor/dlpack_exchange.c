@@ -1,4 +1,4 @@
-/* tensor/dlpack.c: DLPack in and out (plume/dlpack.h). An export is one allocation: the
+/* tensor/dlpack_exchange.c: DLPack in and out (plume/dlpack.h). An export is one allocation: the
  * managed tensor (versioned or legacy), then its shape and strides, then the release
  * callback, so that its deleter frees one block and needs nothing of plume's (it may run
  * after the context is destroyed). */

@@ -1,4 +1,4 @@
-/* pipeline/op_placement.c: one op call's predicted time on each backend, and the choice
+/* pipeline/call_placement.c: one op call's predicted time on each backend, and the choice
  * (plm_op_predict, plm_op_place; plume/op_placement.h). The call is a one-step pipeline to
  * the model: its launch time comes from the same piece as a plan step's
  * (plm__placement_launch_ms), cuda's copies and the choice from the same

@@ -1,4 +1,4 @@
-/* pipeline/presets.c: the named detection pipelines (plume/presets.h). */
+/* pipeline/preset_table.c: the named detection pipelines (plume/presets.h). */
 #include "plume/presets.h"
 
 #include <stddef.h>

@@ -1,4 +1,4 @@
-/* ops/op_functions.c: the public functions of every op of PLM_OP_FUNCTIONS_MAP
+/* ops/op_public.c: the public functions of every op of PLM_OP_FUNCTIONS_MAP
  * (plume/op_functions.h), each one call into the op's descriptor.
  *
  *   plm_<op>                 plm__op_call_public: every check, the scratch, the enqueue;
