@@ -125,7 +125,7 @@
  *
  * The files: this one (the command line, the table of workloads, the table, ratios,
  * goals, JSON, traces and profile), bench_pool_<workload>.c (a workload each, as one
- * descriptor), bench_pool_run.c (what the workloads share) and bench_pool.h.
+ * descriptor), bench_pool_run.c (what the workloads share) and bench_pool_shared.h.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -140,7 +140,7 @@
 #include <string.h>
 
 #include "bench_common.h"
-#include "bench_pool.h"
+#include "bench_pool_shared.h"
 #include "pool_lookup.h"
 #include "plume/plume.h"
 #include "plume/pool.h"

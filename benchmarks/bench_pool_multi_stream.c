@@ -4,7 +4,7 @@
 
 #include <stdlib.h>
 
-#include "bench_pool.h"
+#include "bench_pool_shared.h"
 
 /* ---- workload: multi_stream ----------------------------------------------------------- */
 

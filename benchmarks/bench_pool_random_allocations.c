@@ -4,7 +4,7 @@
 
 #include <stdlib.h>
 
-#include "bench_pool.h"
+#include "bench_pool_shared.h"
 
 static bool random_allocations_run(bench_env *env, const pool_case *c, bench_mode mode, result *r) {
   const size_t max_size = c->max_size, n = c->n;

@@ -1,10 +1,10 @@
-/* benchmarks/bench_pool_run.c: what every workload of bench_pool uses (bench_pool.h). */
+/* benchmarks/bench_pool_run.c: what every workload of bench_pool uses (bench_pool_shared.h). */
 #define _POSIX_C_SOURCE 200809L
 
 #include <stdarg.h>
 #include <string.h>
 
-#include "bench_pool.h"
+#include "bench_pool_shared.h"
 #include "profile/stats.h"
 
 /* ---- warnings ------------------------------------------------------------------- */

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench_pool.h"
+#include "bench_pool_shared.h"
 
 /* ---- workload: threads ----------------------------------------------------------------- */
 

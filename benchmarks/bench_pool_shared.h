@@ -1,4 +1,4 @@
-/* benchmarks/bench_pool.h: what the files of bench_pool share (internal to bench_pool).
+/* benchmarks/bench_pool_shared.h: what the files of bench_pool share (internal to bench_pool).
  *
  * bench_pool.c holds the header comment that describes the benchmark, its command line,
  * the table, the ratios and goals, the JSON, the traces and the profile; each workload
@@ -12,8 +12,8 @@
  * here, so that each workload's timed loop is compiled as it was in one file. Not
  * thread-safe but where a workload says so (threads: each thread its own samples).
  */
-#ifndef PLUME_BENCHMARKS_BENCH_POOL_H
-#define PLUME_BENCHMARKS_BENCH_POOL_H
+#ifndef PLUME_BENCHMARKS_BENCH_POOL_SHARED_H
+#define PLUME_BENCHMARKS_BENCH_POOL_SHARED_H
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -330,4 +330,4 @@ extern const pool_workload threads_workload;
  * model). */
 bool steady_state_profile(bench_env *env, size_t frames);
 
-#endif /* PLUME_BENCHMARKS_BENCH_POOL_H */
+#endif /* PLUME_BENCHMARKS_BENCH_POOL_SHARED_H */
