@@ -5,8 +5,8 @@
  *   graph   what the caller built: tensors (inputs, constants, node outputs) and nodes,
  *           in the order they were added (graph.c, parse.c). Checked as it grows, never
  *           changed by compile, so it can be described and planned again.
- *   plan    what runs (plan.c, plan_memory.c): a copy of the graph's tensors plus the
- *           ones lowering adds, and steps. Passes, in order:
+ *   plan    what runs (plan.c, plan_facts.c, plan_memory.c): a copy of the graph's
+ *           tensors plus the ones lowering adds, and steps. Passes, in order:
  *             lower     segment -> threshold, label, regions (the mask becomes a tensor);
  *             fuse      sobel -> entropy -> threshold chains (plm__plan_find_fusions
  *                       recognises them) become one plm_sobel_entropy_threshold step
@@ -298,7 +298,7 @@ plm_status plm__graph_add_source(plm_pipeline *pl, plm__tensor_kind kind, plm_dt
 void plm__graph_free(plm__graph *graph);
 
 
-/* ---- plan.c, plan_memory.c ----------------------------------------------------------------- */
+/* ---- plan.c, plan_facts.c, plan_memory.c --------------------------------------------------- */
 
 /* Build the plan of a graph under config (defaults filled in): every pass above, with
  * fusable chains replaced by fused steps when `substitute` (compile passes whether the

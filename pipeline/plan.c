@@ -134,19 +134,6 @@ static plm_status prune(plm__plan *plan) {
   return PLM_OK;
 }
 
-int *plm__plan_readers(const plm__plan *plan) {
-  int *readers = calloc((size_t)plan->tensor_count + 1, sizeof *readers);
-  if (!readers) return NULL;
-  for (int s = 0; s < plan->step_count; s++)
-    for (int k = 0; k < PLM__PIPE_MAX_IO; k++) {
-      const int t = plan->steps[s].inputs[k];
-      bool again = false;
-      for (int j = 0; j < k; j++) again |= plan->steps[s].inputs[j] == t;
-      if (t >= 0 && !again) readers[t]++;
-    }
-  return readers;
-}
-
 /* t is an intermediate read by one step only (readers[t]), not an output, and not kept for
  * the next frame. */
 static bool private_intermediate(const plm__plan *plan, const int *readers, int t) {
@@ -381,12 +368,6 @@ static plm_status assign_streams(plm__plan *plan, int max_streams) {
   }
   free(recorded_by);
   return PLM_OK;
-}
-
-bool plm__plan_happens_before(const plm__plan *plan, int u, int v) {
-  if (u == v) return false;
-  const plm__step *first = &plan->steps[u];
-  return plan->clock[(size_t)v * PLM_PIPELINE_MAX_STREAMS + first->stream] >= first->position;
 }
 
 /* Where each tensor lives; the constants' offsets. */
