@@ -15,7 +15,6 @@
  */
 #include <float.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,18 +23,7 @@
 #include "pipeline/pipeline_internal.h"
 #include "streams/error.h"
 
-enum { MAX_PAIRS = 16, MAX_NAMED = 16 };
-
-typedef struct pair {
-  const char *key, *value;
-} pair;
-
-typedef struct element {
-  int index; /* from 1 */
-  const char *name;
-  pair pairs[MAX_PAIRS];
-  int count;
-} element;
+enum { MAX_NAMED = 16 };
 
 /* An element's output the text names, or a previous value made for the name. */
 typedef struct named {
@@ -65,24 +53,6 @@ typedef struct chain {
   int probed_count;
   bool probing;
 } chain;
-
-static plm_status fail(const element *e, const char *fmt, ...) PLM__PRINTF(2, 3);
-static plm_status fail(const element *e, const char *fmt, ...) {
-  char message[512];
-  va_list args;
-  va_start(args, fmt);
-  vsnprintf(message, sizeof message, fmt, args);
-  va_end(args);
-  /* index 0: the parameters of a node added by name; its caller names the node. */
-  if (e->index == 0) return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s", message);
-  return plm__fail_raw(PLM_ERR_INVALID_ARG, "element %d '%s': %s", e->index, e->name, message);
-}
-
-static const char *value_of(const element *e, const char *key) {
-  for (int i = 0; i < e->count; i++)
-    if (strcmp(e->pairs[i].key, key) == 0) return e->pairs[i].value;
-  return NULL;
-}
 
 /* The caller's tensors' names, for a message: "the tensors are w, bias". */
 static void tensor_names(const chain *c, char *list, size_t size) {
@@ -133,13 +103,14 @@ static const named *find_named(const named *list, int count, const char *name) {
 
 /* key=~NAME: the previous frame's value of the output named NAME, made (once per name)
  * with the shape the first pass found; nothing while probing (an optional input only). */
-static plm_status get_previous(chain *c, const element *e, const char *key, const char *name,
+static plm_status get_previous(chain *c, const plm__element *e, const char *key, const char *name,
                                bool required, int *index) {
   if (required)
-    return fail(e,
-                "key '%s': '~%s' is a previous frame's value, which the text gives to optional "
-                "inputs only (build the pipeline with plm_pipeline_add_previous)",
-                key, name);
+    return plm__element_fail(
+        e,
+        "key '%s': '~%s' is a previous frame's value, which the text gives to optional "
+        "inputs only (build the pipeline with plm_pipeline_add_previous)",
+        key, name);
   if (c->probing) return PLM_OK;
   const named *kept = find_named(c->previous, c->previous_count, name);
   if (kept) {
@@ -148,10 +119,11 @@ static plm_status get_previous(chain *c, const element *e, const char *key, cons
   }
   const named *probed = find_named(c->probed, c->probed_count, name);
   if (!probed)
-    return fail(e, "key '%s': no element is named '%s' (name=%s names an element's output)", key,
-                name, name);
+    return plm__element_fail(
+        e, "key '%s': no element is named '%s' (name=%s names an element's output)", key, name,
+        name);
   if (c->previous_count == MAX_NAMED)
-    return fail(e, "key '%s': more than %d previous values", key, MAX_NAMED);
+    return plm__element_fail(e, "key '%s': more than %d previous values", key, MAX_NAMED);
   const plm_shape *shape = &probed->shape;
   plm_status status = plm__graph_add_source(c->pl, PLM__TENSOR_PREVIOUS, shape->dtype, shape->ndim,
                                             shape->dims, NULL, index);
@@ -167,16 +139,19 @@ static plm_status get_previous(chain *c, const element *e, const char *key, cons
  * absent and not required. For a slot whose values must be finite (plm__op_slot's finite:
  * a calibration, a kernel) a NaN or an infinity is refused, naming the first; a tensor is
  * searched once, however many elements name it. */
-static plm_status get_tensor(chain *c, const element *e, const plm__op_slot *slot, bool required,
-                             int *index) {
+static plm_status get_tensor(chain *c, const plm__element *e, const plm__op_slot *slot,
+                             bool required, int *index) {
   const char *const key = slot->name;
-  const char *value = value_of(e, key);
+  const char *value = plm__element_value(e, key);
   *index = -1;
-  if (!value) return required ? fail(e, "missing key '%s' (a tensor: %s=@NAME)", key, key) : PLM_OK;
+  if (!value)
+    return required ? plm__element_fail(e, "missing key '%s' (a tensor: %s=@NAME)", key, key)
+                    : PLM_OK;
   if (value[0] == '~') return get_previous(c, e, key, value + 1, required, index);
   if (value[0] != '@')
-    return fail(e, "key '%s': '%s' is not a tensor (%s=@NAME names one of the tensors given)", key,
-                value, key);
+    return plm__element_fail(
+        e, "key '%s': '%s' is not a tensor (%s=@NAME names one of the tensors given)", key, value,
+        key);
   const char *name = value + 1;
   for (int t = 0; t < c->tensor_count; t++) {
     if (strcmp(c->tensors[t].name, name) != 0) continue;
@@ -188,10 +163,11 @@ static plm_status get_tensor(chain *c, const element *e, const plm__op_slot *slo
         const double v = c->tensors[t].shape.dtype == PLM_DTYPE_F32
                              ? (double)((const float *)data)[bad]
                              : ((const double *)data)[bad];
-        return fail(e,
-                    "key '%s': tensor '%s': element %s (flat index %lld) is %s; %s's %s must "
-                    "be finite",
-                    key, name, where, (long long)bad, non_finite_name(v), e->name, key);
+        return plm__element_fail(
+            e,
+            "key '%s': tensor '%s': element %s (flat index %lld) is %s; %s's %s must "
+            "be finite",
+            key, name, where, (long long)bad, non_finite_name(v), e->name, key);
       }
       c->finite[t] = true;
     }
@@ -208,13 +184,13 @@ static plm_status get_tensor(chain *c, const element *e, const plm__op_slot *slo
   }
   char list[256];
   tensor_names(c, list, sizeof list);
-  return fail(e, "key '%s': no tensor named '%s' (%s)", key, name, list);
+  return plm__element_fail(e, "key '%s': no tensor named '%s' (%s)", key, name, list);
 }
 
 /* One of names[] (index into *out); *out unchanged when absent. */
-static plm_status get_choice(const element *e, const char *key, const char *const *names, int count,
-                             int *out) {
-  const char *value = value_of(e, key);
+static plm_status get_choice(const plm__element *e, const char *key, const char *const *names,
+                             int count, int *out) {
+  const char *value = plm__element_value(e, key);
   if (!value) return PLM_OK;
   for (int i = 0; i < count; i++)
     if (strcmp(value, names[i]) == 0) {
@@ -224,12 +200,12 @@ static plm_status get_choice(const element *e, const char *key, const char *cons
   char list[128] = "";
   for (int i = 0; i < count; i++)
     snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", names[i]);
-  return fail(e, "key '%s': '%s' is not one of %s", key, value, list);
+  return plm__element_fail(e, "key '%s': '%s' is not one of %s", key, value, list);
 }
 
 /* Add a node whose outputs[k] are made when want[k]; the node's own check names the
  * element. */
-static plm_status add(chain *c, const element *e, const plm__op_desc *op, const int *inputs,
+static plm_status add(chain *c, const plm__element *e, const plm__op_desc *op, const int *inputs,
                       const plm__op_params *params, const bool *want, int *outputs) {
   plm_status status = plm__graph_add_node(c->pl, op->kind, inputs, params, want, outputs);
   if (status != PLM_OK) return plm__pipe_reraise(status, "element %d '%s'", e->index, e->name);
@@ -241,11 +217,12 @@ static plm_status add(chain *c, const element *e, const plm__op_desc *op, const 
 
 /* key=@NAME: the caller's tensor; its height and width when it is 2-D (else the op
  * refuses it when the node is added). */
-static plm_status named_kernel(chain *c, const element *e, const plm__op_slot *slot, int *kernel,
-                               int *kh, int *kw) {
+static plm_status named_kernel(chain *c, const plm__element *e, const plm__op_slot *slot,
+                               int *kernel, int *kh, int *kw) {
   const char *const key = slot->name;
-  if (value_of(e, "size"))
-    return fail(e, "key 'size' is for inline kernels, not '%s'", value_of(e, key));
+  if (plm__element_value(e, "size"))
+    return plm__element_fail(e, "key 'size' is for inline kernels, not '%s'",
+                             plm__element_value(e, key));
   plm_status status = get_tensor(c, e, slot, true, kernel);
   const plm_shape *shape = status == PLM_OK ? &c->pl->graph.tensors[*kernel].shape : NULL;
   if (shape && shape->ndim == 2) {
@@ -256,10 +233,11 @@ static plm_status named_kernel(chain *c, const element *e, const plm__op_slot *s
 }
 
 /* A built-in or inline kernel (plume/pipeline.h's grammar), added as a constant. */
-static plm_status spec_kernel(chain *c, const element *e, const char *key, int *kernel, int *kh,
-                              int *kw) {
+static plm_status spec_kernel(chain *c, const plm__element *e, const char *key, int *kernel,
+                              int *kh, int *kw) {
   float *taps = NULL;
-  plm_status status = plm__parse_kernel(value_of(e, key), value_of(e, "size"), &taps, kh, kw);
+  plm_status status =
+      plm__parse_kernel(plm__element_value(e, key), plm__element_value(e, "size"), &taps, kh, kw);
   const int64_t dims[2] = {*kh, *kw};
   if (status == PLM_OK)
     status =
@@ -281,7 +259,7 @@ static bool makes_labels_and_count(const plm__op_desc *op) {
 }
 
 /* An IN_COUNT input: the element just before made labels (now the chain's) and a count. */
-static plm_status check_count_input(const chain *c, const element *e, const plm__op_desc *op,
+static plm_status check_count_input(const chain *c, const plm__element *e, const plm__op_desc *op,
                                     int slot) {
   if (c->last && makes_labels_and_count(c->last) && c->count >= 0) return PLM_OK;
   char makers[128] = "";
@@ -291,12 +269,12 @@ static plm_status check_count_input(const chain *c, const element *e, const plm_
       snprintf(makers + strlen(makers), sizeof makers - strlen(makers), "%s%s",
                makers[0] ? " or " : "", maker->name);
   }
-  return fail(e, "needs a %s element just before it (it reads %s and %s)", makers,
-              op->inputs[0].name, op->inputs[slot].name);
+  return plm__element_fail(e, "needs a %s element just before it (it reads %s and %s)", makers,
+                           op->inputs[0].name, op->inputs[slot].name);
 }
 
 /* The node's inputs, as each slot's role says; *kh, *kw: a kernel's size (1 without one). */
-static plm_status get_inputs(chain *c, const element *e, const plm__op_desc *op, int *inputs,
+static plm_status get_inputs(chain *c, const plm__element *e, const plm__op_desc *op, int *inputs,
                              int *kh, int *kw) {
   static const char *const frame_choices[] = {"input", "none"};
   plm__pipe_io(inputs, -1, -1, -1);
@@ -313,8 +291,8 @@ static plm_status get_inputs(chain *c, const element *e, const plm__op_desc *op,
       case PLM__IN_COUNT: inputs[k] = c->count; break;
       case PLM__IN_TENSOR: status = get_tensor(c, e, slot, !slot->optional, &inputs[k]); break;
       case PLM__IN_KERNEL: {
-        const char *spec = value_of(e, slot->name);
-        if (!spec) return fail(e, "missing key '%s'", slot->name);
+        const char *spec = plm__element_value(e, slot->name);
+        if (!spec) return plm__element_fail(e, "missing key '%s'", slot->name);
         status = spec[0] == '@' ? named_kernel(c, e, slot, &inputs[k], kh, kw)
                                 : spec_kernel(c, e, slot->name, &inputs[k], kh, kw);
         break;
@@ -327,31 +305,6 @@ static plm_status get_inputs(chain *c, const element *e, const plm__op_desc *op,
       }
     }
     if (status != PLM_OK) return status;
-  }
-  return PLM_OK;
-}
-
-/* ---- parameters --------------------------------------------------------------------------- */
-
-/* The op's parameters: the schema's defaults, then what the element gives. Which are
- * required may depend on the dtype of the element's first input. */
-static plm_status get_params(const element *e, const plm__op_desc *op, plm_dtype dtype, int kh,
-                             int kw, plm__op_params *params) {
-  plm__op_params_default(op, params);
-  const bool f32 = dtype == PLM_DTYPE_F32;
-  for (int i = 0; i < op->param_count; i++) {
-    const plm__op_param *p = &op->params[i];
-    if (!value_of(e, p->name)) {
-      if (p->flags & PLM__PARAM_REQUIRED) return fail(e, "missing key '%s'", p->name);
-      if (f32 && (p->flags & PLM__PARAM_REQUIRED_FOR_FLOAT))
-        return fail(e, "missing key '%s' (f32 input needs it)", p->name);
-      continue;
-    }
-    if (!f32 && (p->flags & PLM__PARAM_FLOAT_ONLY))
-      return fail(e, "key '%s' is for f32 input, not %s", p->name, plm_dtype_name(dtype));
-    char why[256];
-    if (!plm__op_param_parse(p, value_of(e, p->name), kh, kw, params, why, sizeof why))
-      return fail(e, "key '%s': %s", p->name, why);
   }
   return PLM_OK;
 }
@@ -370,14 +323,16 @@ static bool is_name(const char *name) {
 }
 
 /* name=NAME: the element's main output, by that name, for ~NAME. */
-static plm_status name_output(chain *c, const element *e) {
-  const char *name = value_of(e, "name");
+static plm_status name_output(chain *c, const plm__element *e) {
+  const char *name = plm__element_value(e, "name");
   if (!name) return PLM_OK;
   if (!is_name(name))
-    return fail(e, "key 'name': '%s' is not letters, digits, '_', '-' and '.' only", name);
+    return plm__element_fail(e, "key 'name': '%s' is not letters, digits, '_', '-' and '.' only",
+                             name);
   if (find_named(c->names, c->name_count, name))
-    return fail(e, "key 'name': an element before is named '%s'", name);
-  if (c->name_count == MAX_NAMED) return fail(e, "more than %d named elements", MAX_NAMED);
+    return plm__element_fail(e, "key 'name': an element before is named '%s'", name);
+  if (c->name_count == MAX_NAMED)
+    return plm__element_fail(e, "more than %d named elements", MAX_NAMED);
   c->names[c->name_count++] =
       (named){.name = name, .tensor = c->main, .shape = c->pl->graph.tensors[c->main].shape};
   return PLM_OK;
@@ -385,12 +340,12 @@ static plm_status name_output(chain *c, const element *e) {
 
 /* Build the node of element e of op: its inputs, its parameters, the outputs the text
  * makes; the chain goes on from its main output. */
-static plm_status build(chain *c, const element *e, const plm__op_desc *op) {
+static plm_status build(chain *c, const plm__element *e, const plm__op_desc *op) {
   int inputs[PLM__PIPE_MAX_IO], outputs[PLM__PIPE_MAX_IO], kh = 1, kw = 1;
   plm__op_params params;
   plm_status status = get_inputs(c, e, op, inputs, &kh, &kw);
   if (status != PLM_OK) return status;
-  status = get_params(e, op, c->pl->graph.tensors[c->main].shape.dtype, kh, kw, &params);
+  status = plm__element_params(e, op, c->pl->graph.tensors[c->main].shape.dtype, kh, kw, &params);
   if (status != PLM_OK) return status;
   bool want[PLM__PIPE_MAX_IO] = {false};
   for (int k = 0; k < op->output_count; k++) want[k] = op->outputs[k].role != PLM__OUT_UNMADE;
@@ -446,59 +401,29 @@ static void keys_text(const plm__op_desc *op, char *list, size_t size) {
 
 /* Every key is one of the op's, and only tensor keys are given a tensor (@NAME); a
  * tensor key given something else is refused when it is read (get_tensor). */
-static plm_status check_keys(const plm__op_desc *op, const element *e) {
+static plm_status check_keys(const plm__op_desc *op, const plm__element *e) {
   for (int i = 0; i < e->count; i++) {
-    const pair *kv = &e->pairs[i];
+    const plm__pair *kv = &e->pairs[i];
     if (strcmp(kv->key, "name") == 0) continue; /* every element's: name_output */
     const bool value = takes_value(op, kv->key), tensor = takes_tensor(op, kv->key);
     if (value && !tensor && (kv->value[0] == '@' || kv->value[0] == '~'))
-      return fail(e, "key '%s': '%s' names a tensor, but %s takes a value", kv->key, kv->value,
-                  kv->key);
+      return plm__element_fail(e, "key '%s': '%s' names a tensor, but %s takes a value", kv->key,
+                               kv->value, kv->key);
     if (value || tensor) continue;
     char list[256];
     keys_text(op, list, sizeof list);
-    return fail(e, "unknown key '%s' (%s takes %s)", kv->key, op->name, list[0] ? list : "none");
+    return plm__element_fail(e, "unknown key '%s' (%s takes %s)", kv->key, op->name,
+                             list[0] ? list : "none");
   }
   return PLM_OK;
 }
 
 /* ---- the text ------------------------------------------------------------------------------ */
 
-static bool is_space(char ch) {
-  return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r';
-}
-
-/* Cut one element's text (writable, NUL-terminated) into its name and pairs. */
-static plm_status split(char *text, element *e) {
-  char *p = text;
-  while (is_space(*p)) p++;
-  e->name = p;
-  while (*p && !is_space(*p)) p++;
-  e->count = 0;
-  while (*p) {
-    *p++ = '\0';
-    while (is_space(*p)) p++;
-    if (!*p) break;
-    char *word = p;
-    while (*p && !is_space(*p)) p++;
-    char end = *p;
-    *p = '\0';
-    char *equals = strchr(word, '=');
-    if (!equals || equals == word || equals[1] == '\0')
-      return fail(e, "'%s' is not key=value", word);
-    *equals = '\0';
-    if (value_of(e, word)) return fail(e, "key '%s' is given twice", word);
-    if (e->count == MAX_PAIRS) return fail(e, "more than %d keys", MAX_PAIRS);
-    e->pairs[e->count++] = (pair){word, equals + 1};
-    *p = end;
-  }
-  return PLM_OK;
-}
-
 static plm_status parse_element(chain *c, char *text, int index, bool last) {
-  element e = {.index = index, .name = ""};
+  plm__element e = {.index = index, .name = ""};
   char *p = text;
-  while (is_space(*p)) p++;
+  p += strspn(p, " \t\n\r");
   if (!*p) {
     const char *where = index == 1 && last ? "the text is empty"
                         : index == 1       ? "the text starts with '!'"
@@ -506,7 +431,7 @@ static plm_status parse_element(chain *c, char *text, int index, bool last) {
                                            : "nothing between two '!'";
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "element %d is empty (%s)", index, where);
   }
-  plm_status status = split(p, &e);
+  plm_status status = plm__element_split(p, &e);
   if (status != PLM_OK) return status;
   const plm__op_desc *op = plm__op_find(e.name);
   if (op && !(op->flags & PLM__OP_PLAN_ONLY)) {
@@ -515,7 +440,7 @@ static plm_status parse_element(chain *c, char *text, int index, bool last) {
   }
   char list[256];
   plm__node_op_names(list, sizeof list);
-  return fail(&e, "unknown element (one of %s)", list);
+  return plm__element_fail(&e, "unknown element (one of %s)", list);
 }
 
 /* Whether the last element made the chain's count or read it (label, segment, regions). */
@@ -674,39 +599,4 @@ plm_status plm_pipeline_parse_with_tensors(plm_context *ctx, const char *text, p
   PLM__REQUIRE_NOT_NULL(text);
   PLM__REQUIRE_NOT_NULL(dims);
   return plm__propagate(parse_text(ctx, text, dtype, ndim, dims, tensors, count, out));
-}
-
-/* ---- the parameters of a node added by name (plm_pipeline_add) ----------------------------- */
-
-/* Only the schema's keys: a node added by name is given every input as a handle, so the
- * text form's tensor keys, kernel specs and frame choice are not parameters here. */
-static plm_status check_param_keys(const plm__op_desc *op, const element *e) {
-  for (int i = 0; i < e->count; i++) {
-    bool known = false;
-    for (int k = 0; k < op->param_count && !known; k++)
-      known = strcmp(op->params[k].name, e->pairs[i].key) == 0;
-    if (known) continue;
-    char list[256] = "";
-    for (int k = 0; k < op->param_count; k++)
-      snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", k ? ", " : "",
-               op->params[k].name);
-    return fail(e, "unknown key '%s' (%s's parameters: %s; its inputs are handles)",
-                e->pairs[i].key, op->name, list[0] ? list : "none");
-  }
-  return PLM_OK;
-}
-
-plm_status plm__parse_node_params(const plm__op_desc *op, const char *text, plm_dtype dtype, int kh,
-                                  int kw, plm__op_params *params) {
-  /* split() reads an element, its name first: give it "op pairs". */
-  const size_t size = strlen(op->name) + 1 + (text ? strlen(text) : 0) + 1;
-  char *copy = malloc(size);
-  if (!copy) return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory to read the parameters");
-  snprintf(copy, size, "%s %s", op->name, text ? text : "");
-  element e = {.index = 0, .name = op->name};
-  plm_status status = split(copy, &e);
-  if (status == PLM_OK) status = check_param_keys(op, &e);
-  if (status == PLM_OK) status = get_params(&e, op, dtype, kh, kw, params);
-  free(copy);
-  return status;
 }
