@@ -30,9 +30,9 @@ static plm_status check_params(const plm_background_params *params) {
   if (!(params->hold_rate >= 0.0f && params->hold_rate <= 1.0f))
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "params->hold_rate %g is not in [0, 1]",
                          (double)params->hold_rate);
-  if (params->hold_radius < 0 || params->hold_radius > PLM__BACKGROUND_MAX_HOLD_RADIUS)
+  if (params->hold_radius < 0 || params->hold_radius > PLM__HOLD_MAX_RADIUS)
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "params->hold_radius %d is not in [0, %d]",
-                         params->hold_radius, PLM__BACKGROUND_MAX_HOLD_RADIUS);
+                         params->hold_radius, PLM__HOLD_MAX_RADIUS);
   return PLM_OK;
 }
 
@@ -151,7 +151,7 @@ static const plm__op_param schema[] = {
      .type = PLM__PARAM_INT,
      .offset = offsetof(plm_background_params, hold_radius),
      .min = 0,
-     .max = PLM__BACKGROUND_MAX_HOLD_RADIUS,
+     .max = PLM__HOLD_MAX_RADIUS,
      .fallback = 2,
      .help = "the pixels within this many 4-connected steps of a held one are held"},
 };

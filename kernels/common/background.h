@@ -7,11 +7,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "kernels/common/hold_reach.h"
 #include "kernels/common/plm_hd.h"
 #include "plume/background.h"
-
-/* The largest hold_radius: a held pixel's test reads at most 2 r^2 + 2 r + 1 = 145 bytes. */
-#define PLM__BACKGROUND_MAX_HOLD_RADIUS 8
 
 /* How a pixel's background moves: the params as the per-pixel update reads them. */
 typedef struct plm__background_rule {
@@ -49,23 +47,6 @@ static inline plm__background_rule plm__background_rule_of(const plm_background_
                                 .gated_step = params->step * params->gate_rate,
                                 .held_alpha = params->alpha * params->hold_rate,
                                 .held_step = params->step * params->hold_rate};
-}
-
-/* Whether the pixel (row, col) of an (height, width) frame is held: a nonzero hold pixel
- * within radius 4-connected steps, |dr| + |dc| <= radius (the diamond that radius
- * iterations of a cross-shaped binary dilation reach), inside the frame. */
-static inline PLM_HD bool plm__background_held(const uint8_t *hold, int64_t height, int64_t width,
-                                               int64_t row, int64_t col, int radius) {
-  for (int dr = -radius; dr <= radius; dr++) {
-    const int64_t r = row + dr;
-    if (r < 0 || r >= height) continue;
-    const int reach = radius - (dr < 0 ? -dr : dr);
-    const int64_t first = col - reach < 0 ? 0 : col - reach;
-    const int64_t last = col + reach >= width ? width - 1 : col + reach;
-    for (int64_t c = first; c <= last; c++)
-      if (hold[r * width + c]) return true;
-  }
-  return false;
 }
 
 /* One pixel of one frame: returns out and updates *b and, with a gate, *v (the running

@@ -8,24 +8,23 @@
 
 enum { GRAIN = 1 << 14 }; /* pixels per chunk at least */
 
-#define BACKGROUND_LOOP(type)                                                                   \
-  do {                                                                                          \
-    const type *in = (const type *)args->in;                                                    \
-    float dummy = 0.0f;                                                                         \
-    for (int64_t t = 0; t < args->frames; t++) {                                                \
-      const int64_t base = t * args->frame_pixels;                                              \
-      const bool first = args->first && t == 0;                                                 \
-      int64_t row = begin / args->width, col = begin % args->width;                             \
-      for (int64_t p = begin; p < end; p++) {                                                   \
-        const bool held =                                                                       \
-            args->hold && plm__background_held(args->hold, args->height, args->width, row, col, \
-                                               args->hold_radius);                              \
-        args->out[base + p] =                                                                   \
-            plm__background_one((float)in[base + p], &args->state[p],                           \
-                                spread ? &spread[p] : &dummy, first, held, &args->rule);        \
-        if (++col == args->width) col = 0, row++;                                               \
-      }                                                                                         \
-    }                                                                                           \
+#define BACKGROUND_LOOP(type)                                                                    \
+  do {                                                                                           \
+    const type *in = (const type *)args->in;                                                     \
+    float dummy = 0.0f;                                                                          \
+    for (int64_t t = 0; t < args->frames; t++) {                                                 \
+      const int64_t base = t * args->frame_pixels;                                               \
+      const bool first = args->first && t == 0;                                                  \
+      int64_t row = begin / args->width, col = begin % args->width;                              \
+      for (int64_t p = begin; p < end; p++) {                                                    \
+        const bool held = args->hold && plm__hold_reaches(args->hold, args->height, args->width, \
+                                                          row, col, args->hold_radius);          \
+        args->out[base + p] =                                                                    \
+            plm__background_one((float)in[base + p], &args->state[p],                            \
+                                spread ? &spread[p] : &dummy, first, held, &args->rule);         \
+        if (++col == args->width) col = 0, row++;                                                \
+      }                                                                                          \
+    }                                                                                            \
   } while (0)
 
 static void background_range(void *context, int64_t begin, int64_t end) {

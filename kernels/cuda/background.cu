@@ -17,7 +17,7 @@ __global__ void background_kernel(const T *in, float *__restrict__ state, float 
   for (int64_t p = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; p < args.frame_pixels;
        p += stride) {
     const bool gated = args.rule.gate2 > 0.0f;
-    const bool held = args.hold && plm__background_held(args.hold, args.height, args.width,
+    const bool held = args.hold && plm__hold_reaches(args.hold, args.height, args.width,
                                                         p / args.width, p % args.width,
                                                         args.hold_radius);
     float b = state[p], v = gated ? state[args.frame_pixels + p] : 0.0f;
