@@ -1,5 +1,6 @@
 /* ops/cfar.c: the cell-averaging CFAR operation (plume/cfar.h) and its descriptor. */
 #include <math.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "kernels/common/cfar.h"
@@ -7,7 +8,9 @@
 #include "ops/op_internal.h"
 #include "streams/error.h"
 
-static plm_status check_params(const plm_cfar_params *params) {
+/* hold_k is judged only with a hold, so that params zeroed but for the fields of a cfar
+ * without one stay valid. */
+static plm_status check_params(const plm_cfar_params *params, bool held) {
   if (!params) return plm__fail_raw(PLM_ERR_INVALID_ARG, "params is NULL");
   if (params->window < 3 || params->window > PLM__CFAR_MAX_WINDOW || params->window % 2 == 0)
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "params->window %d is not odd in 3..%d",
@@ -24,6 +27,12 @@ static plm_status check_params(const plm_cfar_params *params) {
   if (params->output != PLM_CFAR_MASK && params->output != PLM_CFAR_Z)
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "params->output %d is not a plm_cfar_result",
                          (int)params->output);
+  if (held && (!isfinite(params->hold_k) || !(params->hold_k > 0.0)))
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "params->hold_k %g is not finite and > 0",
+                         params->hold_k);
+  if (params->hold_radius < 0 || params->hold_radius > PLM__HOLD_MAX_RADIUS)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "params->hold_radius %d is not in [0, %d]",
+                         params->hold_radius, PLM__HOLD_MAX_RADIUS);
   return PLM_OK;
 }
 
@@ -32,12 +41,18 @@ static plm_dtype output_dtype(const plm_cfar_params *params) {
 }
 
 static plm_status check(const plm__op_call *call) {
-  const plm_tensor *in = call->in[0], *out = call->out[0];
+  const plm_tensor *in = call->in[0], *hold = call->in[1], *out = call->out[0];
   const plm_cfar_params *params = call->params;
   plm_status status = plm__op_check_frames(in, "cfar");
+  if (status == PLM_OK && hold) status = plm__op_check_frame_map(hold, "hold", in);
   if (status != PLM_OK) return status;
-  status = check_params(params);
-  if (status != PLM_OK || !out) return status;
+  status = check_params(params, hold != NULL);
+  if (status != PLM_OK) return status;
+  if (hold && params->output == PLM_CFAR_Z)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG,
+                         "hold is given but params->output is z: a hold lowers the mask's "
+                         "factor and z has none");
+  if (!out) return status;
   return plm__op_check_output_like(in, "in", out, "out", output_dtype(params));
 }
 
@@ -55,14 +70,15 @@ static void cost(const plm__op_call *call, plm_op_cost *cost) {
   /* The tables (two, three for f32) are written by the rows, read and written down the
    * columns and read by the pixels: 4 passes of 8 bytes per table per pixel. */
   const double table_bytes = 8.0 * plm__cfar_tables(in->dtype);
-  *cost = (plm_op_cost){
-      .bytes = count * ((double)plm_dtype_size(in->dtype) + out_size + 4.0 * table_bytes),
-      .flops = 30.0 * count};
+  const double hold_bytes = call->in[1] ? 1.0 : 0.0; /* its neighbours come from the caches */
+  *cost = (plm_op_cost){.bytes = count * ((double)plm_dtype_size(in->dtype) + out_size +
+                                          4.0 * table_bytes + hold_bytes),
+                        .flops = 30.0 * count};
 }
 
 static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch, void *out_args) {
   (void)ctx;
-  const plm_tensor *in = call->in[0];
+  const plm_tensor *in = call->in[0], *hold = call->in[1];
   const plm_cfar_params *params = call->params;
   const int nd = in->ndim;
   int64_t frames = 1;
@@ -77,7 +93,10 @@ static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch
                                                  .window = params->window,
                                                  .guard = params->guard,
                                                  .k = params->k,
-                                                 .output = params->output};
+                                                 .output = params->output,
+                                                 .hold = hold ? hold->data : NULL,
+                                                 .hold_k = params->hold_k,
+                                                 .hold_radius = params->hold_radius};
 }
 
 PLM__OP_KERNEL_ENTRIES(cfar)
@@ -122,6 +141,19 @@ static const plm__op_param schema[] = {
      .fallback = PLM_CFAR_MASK,
      .choices = output_names,
      .help = "mask: the u8 0/1 detections; z: the f32 score (x - mean) / std"},
+    {.name = "hold_k",
+     .type = PLM__PARAM_DOUBLE,
+     .offset = offsetof(plm_cfar_params, hold_k),
+     .fallback = 4.0,
+     .help = "with a hold, the factor where it reaches when below k, > 0: the lower "
+             "threshold of a hysteresis over frames"},
+    {.name = "hold_radius",
+     .type = PLM__PARAM_INT,
+     .offset = offsetof(plm_cfar_params, hold_radius),
+     .min = 0,
+     .max = PLM__HOLD_MAX_RADIUS,
+     .fallback = 2,
+     .help = "the pixels within this many 4-connected steps of a held one are held"},
 };
 
 /* An image (f32 by default), the default window 15, guard 5, k 5, the u8 mask. */
@@ -142,10 +174,18 @@ const plm__op_desc plm__op_cfar = {
         "cell-averaging CFAR over the window × window square less the centred guard × "
         "guard square (cells outside the image left out): u8 mask `(x − mean) > "
         "k·std` or f32 `(x − mean) / std` (population std), 0 where there is no cell "
-        "or std is 0, the input's shape (`include/plume/cfar.h`).",
+        "or std is 0, the input's shape; with a u8 hold map (such as the previous frame's "
+        "mask), the factor is min(k, hold_k) within hold_radius 4-connected steps of a held "
+        "pixel (`scipy.ndimage.binary_dilation`'s reach): a hysteresis over frames "
+        "(`include/plume/cfar.h`).",
     .kind = PLM__OP_cfar,
-    .input_count = 1,
-    .inputs = {{.name = "in", .dtypes = PLM__DTYPES_IMAGE}},
+    .input_count = 2,
+    .inputs = {{.name = "in", .dtypes = PLM__DTYPES_IMAGE},
+               {.name = "hold",
+                .dtypes = PLM__DTYPE_MASK(U8),
+                .shape = "(H, W)",
+                .optional = true,
+                .role = PLM__IN_TENSOR}},
     .output_count = 1,
     .outputs = {{.name = "out",
                  .dtypes = PLM__DTYPE_MASK(U8) | PLM__DTYPE_MASK(F32),

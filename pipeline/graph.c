@@ -304,18 +304,26 @@ plm_status plm_pipeline_add(plm_pipeline *pl, const char *op_name, const plm_pip
     plm__node_op_names(list, sizeof list);
     return plm__fail(PLM_ERR_INVALID_ARG, "node %d: no op '%s' (one of %s)", node, op_name, list);
   }
-  if (input_count != op->input_count) {
+  /* Optional slots at the end may be left out, as zeroed handles would leave them empty. */
+  int least = op->input_count;
+  while (least > 0 && op->inputs[least - 1].optional) least--;
+  if (input_count < least || input_count > op->input_count) {
     slot_names(op->inputs, op->input_count, list, sizeof list);
-    return plm__fail(PLM_ERR_INVALID_ARG, "node %d '%s': input_count %d is not %d (%s)", node,
-                     op->name, input_count, op->input_count, list);
+    if (least == op->input_count)
+      return plm__fail(PLM_ERR_INVALID_ARG, "node %d '%s': input_count %d is not %d (%s)", node,
+                       op->name, input_count, op->input_count, list);
+    return plm__fail(PLM_ERR_INVALID_ARG, "node %d '%s': input_count %d is not in %d..%d (%s)",
+                     node, op->name, input_count, least, op->input_count, list);
   }
   if (output_count != op->output_count) {
     slot_names(op->outputs, op->output_count, list, sizeof list);
     return plm__fail(PLM_ERR_INVALID_ARG, "node %d '%s': output_count %d is not %d (%s)", node,
                      op->name, output_count, op->output_count, list);
   }
+  plm_pipe_tensor given[PLM__PIPE_MAX_IO] = {{0}};
+  for (int k = 0; k < input_count; k++) given[k] = inputs[k];
   int resolved[PLM__PIPE_MAX_IO];
-  status = resolve_inputs(pl, op, inputs, input_count, resolved);
+  status = resolve_inputs(pl, op, given, op->input_count, resolved);
   if (status != PLM_OK) return plm__propagate(status);
   int kh, kw;
   kernel_size(pl, op, resolved, &kh, &kw);

@@ -2,8 +2,9 @@
  * brute-force float64 reference computed here: each pixel's reference cells visited one
  * by one, a two-pass mean and population std. The z-score must agree within 1e-4
  * (relative above 1), the mask exactly wherever z is more than 1e-6 from k. Also the
- * defaults, the output's shape and cost, and every refusal. f32 frames with NaN and
- * infinite pixels must confine them (plume/cfar.h): the reference leaves them out of every
+ * defaults, the output's shape and cost, every refusal, and the hold (the factor lowered
+ * near a map's pixels) against the same z and a reach counted pixel by pixel. f32 frames with NaN
+ * and infinite pixels must confine them (plume/cfar.h): the reference leaves them out of every
  * pixel's reference cells and gives them 0 themselves. Inputs go to the device
  * with stream copies, so the same test runs on cuda (the fixtures of
  * tests/fixtures/MANIFEST.json check it against numpy too). */
@@ -101,9 +102,9 @@ static int64_t run_case(const cfar_case *t, uint64_t seed, char *first, size_t s
   PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, in.data, host, plm_tensor_bytes(&in),
                                  PLM_COPY_HOST_TO_DEVICE));
   plm_cfar_params params = {.window = t->window, .guard = t->guard, .k = t->k};
-  PLM_CHECK_OK(plm_cfar(plm_test_stream, &in, &params, &mask));
+  PLM_CHECK_OK(plm_cfar(plm_test_stream, &in, NULL, &params, &mask));
   params.output = PLM_CFAR_Z;
-  PLM_CHECK_OK(plm_cfar(plm_test_stream, &in, &params, &z));
+  PLM_CHECK_OK(plm_cfar(plm_test_stream, &in, NULL, &params, &z));
   PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, got_mask, mask.data, (size_t)count,
                                  PLM_COPY_DEVICE_TO_HOST));
   PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, got_z, z.data, (size_t)count * sizeof *got_z,
@@ -165,6 +166,85 @@ START_TEST(test_matches_a_brute_force_reference_at_every_border) {
 }
 END_TEST
 
+/* The hold (plume/cfar.h): against the brute-force z, each pixel's factor min(k, hold_k)
+ * where a nonzero hold pixel lies within hold_radius 4-connected steps (|dr| + |dc|, counted
+ * here pixel by pixel), k elsewhere; pixels within 1e-6 of their factor are not judged. The
+ * hold is one (H, W) map for every frame of a stack. */
+static int64_t run_held_case(const cfar_case *t, double hold_k, int radius, uint64_t seed,
+                             char *first, size_t size) {
+  const int64_t h = t->dims[t->ndim - 2], w = t->dims[t->ndim - 1];
+  const int64_t map_dims[2] = {h, w};
+  plm_tensor in = {0}, hold = {0}, mask;
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, t->dtype, t->ndim, t->dims, &in));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_U8, 2, map_dims, &hold));
+  PLM_CHECK_OK(
+      plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_U8, t->ndim, t->dims, &mask));
+  const int64_t count = plm_tensor_numel(&in);
+  double *as_double = malloc((size_t)count * sizeof *as_double);
+  uint8_t *got = malloc((size_t)count), *map = malloc((size_t)(h * w));
+  ck_assert(as_double && got && map);
+  void *host =
+      make_input(t->dtype, count, w, t->level, t->spread, t->flat, t->non_finite, as_double, seed);
+  uint64_t state = seed ^ 0x9e3779b97f4a7c15ull;
+  for (int64_t i = 0; i < h * w; i++) map[i] = plm_test_random(&state) % 23 == 0 ? 255 : 0;
+  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, in.data, host, plm_tensor_bytes(&in),
+                                 PLM_COPY_HOST_TO_DEVICE));
+  PLM_CHECK_OK(
+      plm_stream_memcpy(plm_test_stream, hold.data, map, (size_t)(h * w), PLM_COPY_HOST_TO_DEVICE));
+  plm_cfar_params params = {
+      .window = t->window, .guard = t->guard, .k = t->k, .hold_k = hold_k, .hold_radius = radius};
+  PLM_CHECK_OK(plm_cfar(plm_test_stream, &in, &hold, &params, &mask));
+  PLM_CHECK_OK(
+      plm_stream_memcpy(plm_test_stream, got, mask.data, (size_t)count, PLM_COPY_DEVICE_TO_HOST));
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+  int64_t bad = 0;
+  for (int64_t i = 0; i < count; i++) {
+    const int64_t frame = i / (h * w), y = i / w % h, x = i % w;
+    bool reached = false;
+    for (int64_t r = 0; r < h && !reached; r++)
+      for (int64_t c = 0; c < w && !reached; c++)
+        reached = map[r * w + c] && llabs(r - y) + llabs(c - x) <= radius;
+    const double factor = reached && hold_k < t->k ? hold_k : t->k;
+    const double want = reference_z(as_double + frame * h * w, h, w, y, x, t->window, t->guard);
+    if (fabs(want - factor) <= 1e-6 || got[i] == (want > factor)) continue;
+    if (bad++ == 0)
+      snprintf(first, size, "frame %lld, (%lld, %lld): mask %d, z %.9g, factor %g",
+               (long long)frame, (long long)y, (long long)x, got[i], want, factor);
+  }
+  plm_tensor *all[] = {&in, &hold, &mask};
+  for (int i = 0; i < 3; i++) PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, all[i]));
+  free(host);
+  free(as_double);
+  free(got);
+  free(map);
+  return bad;
+}
+
+START_TEST(test_a_hold_lowers_the_factor_where_it_reaches) {
+  const struct {
+    cfar_case frames;
+    double hold_k;
+    int radius;
+  } cases[] = {
+      {{PLM_DTYPE_U8, 2, {40, 37}, 7, 3, 2.0, 100, 40, false, false}, 1.0, 0},
+      {{PLM_DTYPE_U8, 2, {40, 37}, 7, 3, 2.0, 100, 40, false, false}, 1.0, 2},
+      {{PLM_DTYPE_U16, 3, {2, 33, 45}, 9, 3, 2.5, 30000, 3000, false, false}, 0.5, 1},
+      {{PLM_DTYPE_F32, 2, {70, 35}, 15, 5, 2.0, 0.0, 10.0, false, true}, 1.25, 8},
+      {{PLM_DTYPE_F32, 2, {35, 67}, 47, 3, 2.0, 1e3, 5.0, true, false}, 1.0, 3}, /* no tiles */
+      /* hold_k above k: the hold changes nothing */
+      {{PLM_DTYPE_F32, 2, {33, 40}, 9, 3, 1.5, 0.0, 10.0, false, false}, 3.0, 2},
+  };
+  char first[256] = "";
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    int64_t bad = run_held_case(&cases[c].frames, cases[c].hold_k, cases[c].radius,
+                                0x3c6ef372fe94f82bull + c, first, sizeof first);
+    ck_assert_msg(bad == 0, "case %zu (%s, hold_k %g, radius %d): %lld mismatches, the first %s", c,
+                  plm_dtype_name(cases[c].frames.dtype), cases[c].hold_k, cases[c].radius,
+                  (long long)bad, first);
+  }
+}
+END_TEST
+
 START_TEST(test_defaults_output_shape_and_cost) {
   plm_cfar_params params = plm_cfar_params_default();
   ck_assert_int_eq(params.window, 15);
@@ -184,8 +264,17 @@ START_TEST(test_defaults_output_shape_and_cost) {
   PLM_CHECK_OK(plm_cfar_output(&in, &params, &shape));
   ck_assert_int_eq(shape.dtype, PLM_DTYPE_F32);
   plm_op_cost cost;
-  PLM_CHECK_OK(plm_cfar_cost(&in, &params, &cost));
+  PLM_CHECK_OK(plm_cfar_cost(&in, NULL, &params, &cost));
   ck_assert(cost.bytes == 96.0 * (4 + 4 + 96) && cost.flops == 96.0 * 30); /* f32: 3 tables */
+  ck_assert(params.hold_k == 4.0);
+  ck_assert_int_eq(params.hold_radius, 2);
+  const int64_t map_dims[2] = {6, 8};
+  uint8_t map[6 * 8] = {0};
+  plm_tensor hold;
+  PLM_CHECK_OK(plm_tensor_wrap(plm_test_ctx, map, PLM_DTYPE_U8, 2, map_dims, &hold));
+  params.output = PLM_CFAR_MASK;
+  PLM_CHECK_OK(plm_cfar_cost(&in, &hold, &params, &cost));
+  ck_assert(cost.bytes == 96.0 * (4 + 1 + 96 + 1)); /* the hold's byte per pixel */
 }
 END_TEST
 
@@ -202,25 +291,25 @@ START_TEST(test_bad_input_is_refused_and_nothing_is_enqueued) {
   PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_U8, 1, line, &one_dim));
   const plm_cfar_params params = plm_cfar_params_default();
 
-  PLM_CHECK_FAILS(plm_cfar(NULL, &in, &params, &out), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_cfar(NULL, &in, NULL, &params, &out), PLM_ERR_INVALID_ARG,
                   "plm_cfar: stream is NULL");
-  PLM_CHECK_FAILS(plm_cfar(plm_test_stream, NULL, &params, &out), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_cfar(plm_test_stream, NULL, NULL, &params, &out), PLM_ERR_INVALID_ARG,
                   "plm_cfar: in is NULL");
-  PLM_CHECK_FAILS(plm_cfar(plm_test_stream, &in, NULL, &out), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_cfar(plm_test_stream, &in, NULL, NULL, &out), PLM_ERR_INVALID_ARG,
                   "params is NULL");
-  PLM_CHECK_FAILS(plm_cfar(plm_test_stream, &in, &params, NULL), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_cfar(plm_test_stream, &in, NULL, &params, NULL), PLM_ERR_INVALID_ARG,
                   "out is NULL");
-  PLM_CHECK_FAILS(plm_cfar(plm_test_stream, &as_i32, &params, &out), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_cfar(plm_test_stream, &as_i32, NULL, &params, &out), PLM_ERR_INVALID_ARG,
                   "in->dtype i32 is not u8, u16 or f32");
-  PLM_CHECK_FAILS(plm_cfar(plm_test_stream, &one_dim, &params, &one_dim), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_cfar(plm_test_stream, &one_dim, NULL, &params, &one_dim), PLM_ERR_INVALID_ARG,
                   "in->ndim 1: cfar needs (H, W) or (N, H, W)");
-  PLM_CHECK_FAILS(plm_cfar(plm_test_stream, &in, &params, &as_f32_out), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_cfar(plm_test_stream, &in, NULL, &params, &as_f32_out), PLM_ERR_INVALID_ARG,
                   "out->dtype f32 is not u8");
   plm_cfar_params z = params;
   z.output = PLM_CFAR_Z;
-  PLM_CHECK_FAILS(plm_cfar(plm_test_stream, &in, &z, &out), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_cfar(plm_test_stream, &in, NULL, &z, &out), PLM_ERR_INVALID_ARG,
                   "out->dtype u8 is not f32");
-  PLM_CHECK_FAILS(plm_cfar(plm_test_stream, &in, &params, &wrong_shape), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_cfar(plm_test_stream, &in, NULL, &params, &wrong_shape), PLM_ERR_INVALID_ARG,
                   "out is 8x9 but in is 8x8");
 
   const struct {
@@ -242,19 +331,50 @@ START_TEST(test_bad_input_is_refused_and_nothing_is_enqueued) {
        "params->output 7 is not a plm_cfar_result"},
   };
   for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++)
-    PLM_CHECK_FAILS(plm_cfar(plm_test_stream, &in, &bad[b].params, &out), PLM_ERR_INVALID_ARG,
+    PLM_CHECK_FAILS(plm_cfar(plm_test_stream, &in, NULL, &bad[b].params, &out), PLM_ERR_INVALID_ARG,
                     bad[b].message);
+
+  /* The hold: a u8 (H, W) map, for the mask; hold_k judged only with one. */
+  plm_tensor hold, hold_u16, hold_wrong;
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_U8, 2, dims, &hold));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_U16, 2, dims, &hold_u16));
+  PLM_CHECK_OK(
+      plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_U8, 2, other_dims, &hold_wrong));
+  PLM_CHECK_FAILS(plm_cfar(plm_test_stream, &in, &hold_u16, &params, &out), PLM_ERR_INVALID_ARG,
+                  "hold->dtype u16 is not u8");
+  PLM_CHECK_FAILS(plm_cfar(plm_test_stream, &in, &hold_wrong, &params, &out), PLM_ERR_INVALID_ARG,
+                  "hold is 8x9 but in's frames are 8x8");
+  PLM_CHECK_FAILS(plm_cfar(plm_test_stream, &in, &hold, &z, &as_f32_out), PLM_ERR_INVALID_ARG,
+                  "hold is given but params->output is z");
+  plm_cfar_params held = params;
+  held.hold_k = 0;
+  PLM_CHECK_FAILS(plm_cfar(plm_test_stream, &in, &hold, &held, &out), PLM_ERR_INVALID_ARG,
+                  "params->hold_k 0 is not finite and > 0");
+  held.hold_k = NAN;
+  PLM_CHECK_FAILS(plm_cfar(plm_test_stream, &in, &hold, &held, &out), PLM_ERR_INVALID_ARG,
+                  "params->hold_k nan is not finite and > 0");
+  held = params;
+  held.hold_radius = 9;
+  PLM_CHECK_FAILS(plm_cfar(plm_test_stream, &in, &hold, &held, &out), PLM_ERR_INVALID_ARG,
+                  "params->hold_radius 9 is not in [0, 8]");
+  held.hold_radius = -1;
+  PLM_CHECK_FAILS(plm_cfar(plm_test_stream, &in, NULL, &held, &out), PLM_ERR_INVALID_ARG,
+                  "params->hold_radius -1 is not in [0, 8]");
+  PLM_CHECK_FAILS(plm_cfar(plm_test_stream, &in, &hold, &params, &hold), PLM_ERR_INVALID_ARG,
+                  "overlap");
 
   plm_tensor shifted = as_f32_out;
   shifted.data = (char *)in.data + 4;
-  PLM_CHECK_FAILS(plm_cfar(plm_test_stream, &in, &z, &shifted), PLM_ERR_INVALID_ARG,
+  PLM_CHECK_FAILS(plm_cfar(plm_test_stream, &in, NULL, &z, &shifted), PLM_ERR_INVALID_ARG,
                   "out overlaps in");
   plm_tensor same = in;
   same.dtype = PLM_DTYPE_U8;
-  PLM_CHECK_FAILS(plm_cfar(plm_test_stream, &in, &params, &same), PLM_ERR_INVALID_ARG, "overlap");
+  PLM_CHECK_FAILS(plm_cfar(plm_test_stream, &in, NULL, &params, &same), PLM_ERR_INVALID_ARG,
+                  "overlap");
 
   PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
-  plm_tensor *all[] = {&in, &out, &wrong_shape, &as_i32, &as_f32_out, &one_dim};
+  plm_tensor *all[] = {&in,      &out,  &wrong_shape, &as_i32,    &as_f32_out,
+                       &one_dim, &hold, &hold_u16,    &hold_wrong};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
     PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, all[i]));
 }
@@ -267,6 +387,7 @@ static Suite *cfar_suite(void) {
   plm_test_add_stream_fixture(tcase);
   tcase_set_timeout(tcase, 120);
   tcase_add_test(tcase, test_matches_a_brute_force_reference_at_every_border);
+  tcase_add_test(tcase, test_a_hold_lowers_the_factor_where_it_reaches);
   tcase_add_test(tcase, test_defaults_output_shape_and_cost);
   tcase_add_test(tcase, test_bad_input_is_refused_and_nothing_is_enqueued);
   suite_add_tcase(suite, tcase);

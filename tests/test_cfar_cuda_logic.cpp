@@ -14,7 +14,9 @@
  * threads (more chunks per row, tiles of 16 rows); heights around the tiles (15 to 17 and 45 at 64
  * threads, 63 to 65 at 256: up to three tiles, the last partial) at width 33 (two column groups,
  * the second of one column); f32 frames also with NaN and infinite pixels, which the tables must
- * leave out (a third table counts the finite cells). Then the tiled pixel pass (pixel_tile, a
+ * leave out (a third table counts the finite cells); the mask also with a hold, as the
+ * launcher's two passes make it (the first at min(k, hold_k), then plm__cfar_hold_pixel).
+ * Then the tiled pixel pass (pixel_tile, a
  * block of kTileThreads emulated threads a tile, the span's copy and the outputs scribbled over
  * first) on the kernels' tables, against plm__cfar_pixel on them: the same bits at every pixel,
  * for frames around a tile's side and windows up to kStagedWindowMost, larger than a tile.
@@ -148,13 +150,36 @@ int64_t output_mismatches(const Frame &f, const std::vector<T> &tables, int wind
   const int64_t pixels = f.h * f.w;
   std::vector<unsigned char> gpu((size_t)pixels * 4), cpu((size_t)pixels * 4);
   std::vector<uint64_t> scratch((size_t)(plm__cfar_tables(f.dtype) * (f.h + 1) * (f.w + 1)));
-  plm__cfar_args args = {f.bytes.data(), cpu.data(), scratch.data(), 1, f.h,   f.w,
-                         f.dtype,        window,     guard,          k, output};
+  plm__cfar_args args = {
+      f.bytes.data(), cpu.data(), scratch.data(), 1,       f.h, f.w, f.dtype, window,
+      guard,          k,          output,         nullptr, 0.0, 0};
   plm__cfar_cpu(&args);
   const double level = plm__cfar_level(f.bytes.data(), f.dtype);
   for (int64_t i = 0; i < pixels; i++)
     plm__cfar_pixel(&args, f.bytes.data(), gpu.data(), tables.data(), level, i / f.w, i % f.w);
   int64_t bad = 0;
+  if (output == PLM_CFAR_MASK) {
+    /* With a hold (about one pixel in 40, radius 2, hold_k below k): the CUDA launcher's
+     * two passes (the first at min(k, hold_k), then held_pixels_kernel's) on the kernels'
+     * tables against the CPU kernel's. */
+    std::vector<uint8_t> hold((size_t)pixels);
+    for (auto &h : hold) h = rng() % 40 == 0;
+    plm__cfar_args held = args;
+    held.hold = hold.data();
+    held.hold_k = k / 2;
+    held.hold_radius = 2;
+    std::vector<unsigned char> cpu_held((size_t)pixels), gpu_held((size_t)pixels);
+    held.out = cpu_held.data();
+    plm__cfar_cpu(&held);
+    const plm__cfar_args first = plm__cfar_first_pass(&held);
+    for (int64_t i = 0; i < pixels; i++)
+      plm__cfar_pixel(&first, f.bytes.data(), gpu_held.data(), tables.data(), level, i / f.w,
+                      i % f.w);
+    for (int64_t i = 0; i < pixels; i++)
+      plm__cfar_hold_pixel(&held, f.bytes.data(), gpu_held.data(), tables.data(), level, i / f.w,
+                           i % f.w);
+    for (int64_t i = 0; i < pixels; i++) bad += gpu_held[(size_t)i] != cpu_held[(size_t)i];
+  }
   for (int64_t i = 0; i < pixels; i++) {
     if (output == PLM_CFAR_MASK) {
       bad += gpu[(size_t)i] != cpu[(size_t)i];
@@ -178,9 +203,20 @@ int64_t tile_mismatches(const Frame &f, const std::vector<T> &tables, int window
   const int64_t pixels = f.h * f.w;
   const size_t bytes = (size_t)pixels * (output == PLM_CFAR_Z ? 4 : 1);
   std::vector<unsigned char> tiled(bytes, 0xa5), direct(bytes, 0x5a);
-  const plm__cfar_args args = {
-      f.bytes.data(), tiled.data(), (void *)tables.data(), 1, f.h, f.w, f.dtype, window, guard, 2.0,
-      output};
+  const plm__cfar_args args = {f.bytes.data(),
+                               tiled.data(),
+                               (void *)tables.data(),
+                               1,
+                               f.h,
+                               f.w,
+                               f.dtype,
+                               window,
+                               guard,
+                               2.0,
+                               output,
+                               nullptr,
+                               0.0,
+                               0};
   const double level = plm__cfar_level(f.bytes.data(), f.dtype);
   for (int64_t i = 0; i < pixels; i++)
     plm__cfar_pixel(&args, f.bytes.data(), direct.data(), tables.data(), level, i / f.w, i % f.w);

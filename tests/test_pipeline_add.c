@@ -145,7 +145,7 @@ START_TEST(test_cfar_by_name_equals_the_op) {
   plm_shape shape;
   PLM_CHECK_OK(plm_cfar_output(&frame, &cp, &shape));
   plm_tensor want = plm_test_garbage(&shape);
-  PLM_CHECK_OK(plm_cfar(plm_test_stream, &frame, &cp, &want));
+  PLM_CHECK_OK(plm_cfar(plm_test_stream, &frame, NULL, &cp, &want));
 
   plm_pipeline *pl;
   plm_pipe_tensor in, z;
@@ -280,15 +280,15 @@ START_TEST(test_generated_builders_equal_by_name) {
   PLM_CHECK_OK(plm_pipeline_add_badpixel(typed, in, bad_c, &fixed));
   PLM_CHECK_OK(plm_pipeline_add_nuc(typed, fixed, gain_c, offset_c, &corrected));
   PLM_CHECK_OK(plm_pipeline_add_abs_diff(typed, corrected, in, &diff));
-  PLM_CHECK_OK(plm_pipeline_add_cfar(typed, diff, &cp, &z));
+  PLM_CHECK_OK(plm_pipeline_add_cfar(typed, diff, (plm_pipe_tensor){0}, &cp, &z));
   PLM_CHECK_OK(plm_pipeline_add_background(typed, diff, bad_c, &bp, &background));
   PLM_CHECK_OK(plm_pipeline_mark_output(typed, z));
   PLM_CHECK_OK(plm_pipeline_mark_output(typed, background));
   /* What every typed builder refuses before the node: a NULL required output or params. */
   PLM_CHECK_FAILS(plm_pipeline_add_abs_diff(typed, corrected, in, NULL), PLM_ERR_INVALID_ARG,
                   "plm_pipeline_add_abs_diff: out is NULL");
-  PLM_CHECK_FAILS(plm_pipeline_add_cfar(typed, diff, NULL, &z), PLM_ERR_INVALID_ARG,
-                  "plm_pipeline_add_cfar: params is NULL");
+  PLM_CHECK_FAILS(plm_pipeline_add_cfar(typed, diff, (plm_pipe_tensor){0}, NULL, &z),
+                  PLM_ERR_INVALID_ARG, "plm_pipeline_add_cfar: params is NULL");
   plm_test_compile_and_run(typed, &frame, typed_out);
 
   plm_pipeline *named;
@@ -361,6 +361,11 @@ START_TEST(test_errors_name_the_node_and_leave_the_pipeline) {
                   "node 0 'label': output_count 1 is not 2 (labels, count)");
   PLM_CHECK_FAILS(plm_pipeline_add(pl, "regions", &in, 1, NULL, one, 1), PLM_ERR_INVALID_ARG,
                   "input_count 1 is not 3 (labels, intensity (optional), count)");
+  /* Optional slots at the end may be left out (cfar's hold), no more. */
+  PLM_CHECK_FAILS(plm_pipeline_add(pl, "cfar", &in, 0, NULL, one, 1), PLM_ERR_INVALID_ARG,
+                  "node 0 'cfar': input_count 0 is not in 1..2 (in, hold (optional))");
+  PLM_CHECK_FAILS(plm_pipeline_add(pl, "cfar", (plm_pipe_tensor[]){in, in, in}, 3, NULL, one, 1),
+                  PLM_ERR_INVALID_ARG, "input_count 3 is not in 1..2");
   /* Handles: a required slot left empty, another pipeline's tensor. */
   PLM_CHECK_FAILS(plm_pipeline_add(pl, "entropy", &none, 1, "window=5", one, 1),
                   PLM_ERR_INVALID_ARG, "node 0 'entropy': in is a zeroed handle");

@@ -52,19 +52,32 @@ extern "C" {
  * The tolerance of the tests: z within 1e-4 absolute, the mask exact (the fixtures keep
  * every pixel's z at least 1e-6 away from k).
  *
+ * The hold (hold not NULL; off by default): a hysteresis over frames. hold is a u8 (H, W)
+ * map, such as the mask this cfar gave the previous frame, and within hold_radius steps of
+ * a nonzero pixel, counted as |row - r| + |col - c| <= hold_radius (the pixels
+ * scipy.ndimage.binary_dilation(hold, iterations=hold_radius) sets, its cross-shaped
+ * structure), the mask's factor is min(k, hold_k): a target once detected is followed at
+ * the lower threshold while it stays near where it was, and a new one must pass k. Every
+ * frame of a stack reads the same hold. Mask output only; z is unchanged by it. In a
+ * pipeline's text: `cfar k=5.8 hold=~det hold_k=4.5 name=det` feeds the cfar's own mask
+ * of the previous frame back (plume/pipeline.h: feedback).
+ *
  * Parameters: window, the side w of the square, odd, 3..255 (default 15); guard, the side
  * g of the guard square, odd, 1..w-2 (default 5; 1 leaves out only the pixel itself); k,
  * the detection factor, finite and > 0 (default 5); output, PLM_CFAR_MASK (default) or
- * PLM_CFAR_Z (the text form's and `plume op`'s output=mask|z).
+ * PLM_CFAR_Z (the text form's and `plume op`'s output=mask|z); hold_k, the factor where a
+ * hold reaches, finite and > 0 (default 4; it applies where below k); hold_radius, 0 to 8
+ * (default 2).
  *
  * Shapes: in is u8, u16 or f32 with 2 to 4 dims; the last two are (H, W) and the leading
- * ones count independent frames. out has in's shape, u8 for the mask and f32 for z, and
- * must not overlap in.
+ * ones count independent frames. hold, when given, is u8 (H, W). out has in's shape, u8 for
+ * the mask and f32 for z, and must not overlap in nor hold.
  *
  * Errors (PLM_ERR_INVALID_ARG, the message names the field): params NULL; window even or
- * outside 3..255; guard even, below 1 or not below window; k not finite or <= 0; output not a
- * plm_cfar_result; in of another dtype or 1 dim; out of the wrong dtype or shape, or
- * overlapping in. The op takes scratch memory from the context's default pool in stream
+ * outside 3..255; guard even, below 1 or not below window; k not finite or <= 0; with a
+ * hold, hold_k not finite or <= 0 (without one it is not read); hold_radius outside 0..8; output not a plm_cfar_result; a hold with output z; in of another
+ * dtype or 1 dim; hold not u8 (H, W); out of the wrong dtype or shape, or overlapping in or
+ * hold. The op takes scratch memory from the context's default pool in stream
  * order (PLM_ERR_OUT_OF_MEMORY when it has none): the tables of one frame, two for u8
  * and u16 and three for f32, 8 (H + 1)(W + 1) bytes each, reused frame after frame. */
 
@@ -78,12 +91,14 @@ typedef struct plm_cfar_params {
   int guard;              /* odd, 1..window - 2 */
   double k;               /* > 0 */
   plm_cfar_result output; /* mask or z */
+  double hold_k;          /* > 0: the factor where a hold reaches, when below k */
+  int hold_radius;        /* 0..8: the steps from a held pixel that its hold reaches */
 } plm_cfar_params;
 
 /* plm_cfar_params_default: The defaults of the operation's parameter schema (ops/op_desc.h): window
- * 15, guard 5, k 5, output PLM_CFAR_MASK. */
-/* plm_cfar_cost: bytes = in, out and four passes over the 8-byte tables (two; three for f32) per
- * pixel; flops = about 30 per pixel (the tables' sums, the boxes' corners, the statistics). */
+ * 15, guard 5, k 5, output PLM_CFAR_MASK, hold_k 4, hold_radius 2. */
+/* plm_cfar_cost: bytes = in, out, the hold's byte when given and four passes over the 8-byte
+ * tables (two; three for f32) per pixel; flops = about 30 per pixel (the tables' sums, the boxes' corners, the statistics). */
 
 #ifdef __cplusplus
 }

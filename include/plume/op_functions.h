@@ -67,7 +67,7 @@ extern "C" {
   X(vector_add, PLM_OP_PARAMS, (a, b), (a, b), (out), PLM_OP_FORM_OWN_BUILDER)                  \
   X(dot, PLM_OP_PARAMS, (a, b), (a, b), (out), PLM_OP_FORM_OWN_BUILDER)                         \
   X(ar_forecast, PLM_OP_PARAMS, (series), (series), (out), PLM_OP_FORM_ALL)                     \
-  X(cfar, PLM_OP_PARAMS, (in), (in), (out), PLM_OP_FORM_ALL)                                    \
+  X(cfar, PLM_OP_PARAMS, (in), (in, hold), (out), PLM_OP_FORM_ALL)                              \
   X(nuc, PLM_OP_NO_PARAMS, (in, gain, offset), (in, gain, offset), (out), PLM_OP_FORM_ALL)      \
   X(badpixel, PLM_OP_NO_PARAMS, (in, bad), (in, bad), (out), PLM_OP_FORM_ALL)                   \
   X(background, PLM_OP_PARAMS, (in), (in, hold), (out), PLM_OP_FORM_OWN_CALL)                   \

@@ -161,7 +161,8 @@ PLM_API plm_status plm_pipeline_set_profiler(plm_pipeline *pl, plm_profiler *pro
  *   op            the op's name, as plm_op_info names it ("entropy", "cfar"); the ops
  *                 that compile makes alone (the fused op) are refused.
  *   inputs        one handle per input slot, in plm_op_input_info's order, input_count of
- *                 them (the op's count); a zeroed handle leaves an optional slot empty.
+ *                 them (the op's count, or fewer when the slots left out at the end are
+ *                 optional); a zeroed handle, or one left out, leaves an optional slot empty.
  *                 Every input is a handle here, the ones the text form names (a kernel,
  *                 nuc's gain) and regions' count included.
  *   params        the op's parameters as the text form writes them (plm_op_param_info):
@@ -201,7 +202,7 @@ PLM_API plm_status plm_pipeline_add_constant(plm_pipeline *pl, plm_dtype dtype, 
  *   plm_pipe_tensor held, residual, mask;
  *   plm_pipeline_add_previous(pl, PLM_DTYPE_U8, 2, dims, &held);
  *   plm_pipeline_add_background(pl, frame, held, &bp, &residual);
- *   plm_pipeline_add_cfar(pl, residual, &cp, &mask);
+ *   plm_pipeline_add_cfar(pl, residual, (plm_pipe_tensor){0}, &cp, &mask);
  *   plm_pipeline_bind_previous(pl, held, mask);
  * plm_pipeline_add_previous makes the tensor (dtype and shape as an input's), which nodes
  * read as any other; plm_pipeline_bind_previous names the node output it follows, of the

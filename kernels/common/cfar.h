@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/common/hold_reach.h"
 #include "kernels/common/plm_hd.h"
 #include "plume/cfar.h"
 
@@ -33,6 +34,9 @@ typedef struct plm__cfar_args {
   int window, guard;
   double k;
   plm_cfar_result output;
+  const uint8_t *hold; /* (H, W), or NULL: no hold (the mask only) */
+  double hold_k;       /* the factor where the hold reaches, when below k */
+  int hold_radius;     /* the hold's reach, in 4-connected steps */
 } plm__cfar_args;
 
 /* The tables a frame gets: sums of v and v^2, and for f32 the count of finite cells
@@ -179,6 +183,7 @@ static inline PLM_HD void plm__cfar_write(const plm__cfar_args *args, void *fram
   else
     ((uint8_t *)frame_out)[i] = plm__cfar_mask(d, m, args->k);
 }
+
 /* Element i's d = n x - S1 and m = n S2 - S1^2 (plume/cfar.h) from its reference sums
  * (plm__cfar_ring_*): for f32, n, S1 and S2 from the three tables, and d = m = 0 when x is
  * not finite; for u8 and u16, S1 and S2 from the two, n from the boxes' areas. frame_in
@@ -200,31 +205,66 @@ static inline PLM_HD void plm__cfar_moments_int(const plm__cfar_args *args, cons
   *m = (double)((uint64_t)n * s2 - s1 * s1);
 }
 
-/* Pixel (y, x) of a frame: its reference cells' sums from the frame's tables, then its
- * output. frame_in and frame_out point at the frame's first element; tables at the first
- * of the frame's plm__cfar_tables tables, one after the other; level is plm__cfar_level of
- * the frame. An f32 pixel that is not finite gets 0 in both outputs; its neighbours' n
- * counts only their finite reference cells. */
-static inline PLM_HD void plm__cfar_pixel(const plm__cfar_args *args, const void *frame_in,
-                                          void *frame_out, const void *tables, double level,
-                                          int64_t y, int64_t x) {
+/* Pixel (y, x)'s d and m from its reference cells' sums in the frame's tables. frame_in
+ * points at the frame's first element; tables at the first of the frame's
+ * plm__cfar_tables tables, one after the other; level is plm__cfar_level of the frame. An
+ * f32 pixel that is not finite gets d = m = 0; its neighbours' n counts only their finite
+ * reference cells. */
+static inline PLM_HD void plm__cfar_moments_at(const plm__cfar_args *args, const void *frame_in,
+                                               const void *tables, double level, int64_t y,
+                                               int64_t x, double *d, double *m) {
   const int64_t w = args->width, stride = w + 1, i = y * w + x;
   const int64_t entries = plm__cfar_table_entries(args);
   const plm__cfar_box outer = plm__cfar_square(y, x, args->window, args->height, w);
   const plm__cfar_box guard = plm__cfar_square(y, x, args->guard, args->height, w);
-  double d, m;
   if (args->dtype == PLM_DTYPE_F32) {
     const double *s = (const double *)tables, *q = s + entries, *c = q + entries;
     plm__cfar_moments_f32(frame_in, level, i, plm__cfar_ring_f64(c, stride, outer, guard),
                           plm__cfar_ring_f64(s, stride, outer, guard),
-                          plm__cfar_ring_f64(q, stride, outer, guard), &d, &m);
+                          plm__cfar_ring_f64(q, stride, outer, guard), d, m);
   } else {
     const uint64_t *s = (const uint64_t *)tables, *q = s + entries;
     plm__cfar_moments_int(args, frame_in, i, plm__cfar_area(outer) - plm__cfar_area(guard),
                           plm__cfar_ring_int(s, stride, outer, guard),
-                          plm__cfar_ring_int(q, stride, outer, guard), &d, &m);
+                          plm__cfar_ring_int(q, stride, outer, guard), d, m);
   }
-  plm__cfar_write(args, frame_out, i, d, m);
+}
+
+/* Pixel (y, x) of a frame: plm__cfar_moments_at, then its output. */
+static inline PLM_HD void plm__cfar_pixel(const plm__cfar_args *args, const void *frame_in,
+                                          void *frame_out, const void *tables, double level,
+                                          int64_t y, int64_t x) {
+  double d, m;
+  plm__cfar_moments_at(args, frame_in, tables, level, y, x, &d, &m);
+  plm__cfar_write(args, frame_out, y * args->width + x, d, m);
+}
+
+/* A hold (plume/cfar.h) takes two passes over a frame's mask, so that the pixel kernels
+ * stay as they are without one. The first is the ordinary pass with these args: the factor
+ * min(k, hold_k) everywhere. */
+static inline PLM_HD plm__cfar_args plm__cfar_first_pass(const plm__cfar_args *args) {
+  plm__cfar_args first = *args;
+  if (args->hold && args->output == PLM_CFAR_MASK && args->hold_k < args->k) first.k = args->hold_k;
+  return first;
+}
+
+/* Whether a second pass is due: a hold that lowers the mask's factor. */
+static inline PLM_HD int plm__cfar_holds(const plm__cfar_args *args) {
+  return args->hold && args->output == PLM_CFAR_MASK && args->hold_k < args->k;
+}
+
+/* The second pass, pixel (y, x): a pixel the first pass detected stays detected where the
+ * hold reaches it, and elsewhere is judged again at k from the same tables and arithmetic
+ * (so exactly as a pass at k would judge it). */
+static inline PLM_HD void plm__cfar_hold_pixel(const plm__cfar_args *args, const void *frame_in,
+                                               void *frame_out, const void *tables, double level,
+                                               int64_t y, int64_t x) {
+  uint8_t *mask = (uint8_t *)frame_out + y * args->width + x;
+  if (!*mask || plm__hold_reaches(args->hold, args->height, args->width, y, x, args->hold_radius))
+    return;
+  double d, m;
+  plm__cfar_moments_at(args, frame_in, tables, level, y, x, &d, &m);
+  *mask = plm__cfar_mask(d, m, args->k);
 }
 
 #ifdef __cplusplus

@@ -1,7 +1,8 @@
 /* kernels/cpu/cfar.c: cell-averaging CFAR on the CPU, frame by frame, each frame in
  * three passes split across cores: every row's running sums into the tables (rows in
  * parallel), the running sums down the columns (bands of columns in parallel, a row at a
- * time so the loop vectorises), then every pixel from the tables (kernels/common/cfar.h). */
+ * time so the loop vectorises), then every pixel from the tables (kernels/common/cfar.h),
+ * and with a hold a fourth pass over the mask (plm__cfar_hold_pixel). */
 #include "kernels/common/cfar.h"
 #include "streams/parallel.h"
 
@@ -13,6 +14,7 @@ enum {
 
 typedef struct frame_work {
   const plm__cfar_args *args;
+  plm__cfar_args first;
   const void *in;
   void *out;
   double level;
@@ -81,22 +83,36 @@ static void column_sums(void *context, int64_t begin, int64_t end) {
     }
 }
 
+/* work->first: the first pass's args (plm__cfar_first_pass). */
 static void pixels(void *context, int64_t begin, int64_t end) {
   const frame_work *work = context;
-  const plm__cfar_args *args = work->args;
+  const plm__cfar_args *args = &work->first;
   for (int64_t i = begin; i < end; i++)
     plm__cfar_pixel(args, work->in, work->out, args->scratch, work->level, i / args->width,
                     i % args->width);
 }
 
+/* With a hold, the second pass (plm__cfar_hold_pixel); work->args are the call's. */
+static void held_pixels(void *context, int64_t begin, int64_t end) {
+  const frame_work *work = context;
+  const plm__cfar_args *args = work->args;
+  for (int64_t i = begin; i < end; i++)
+    plm__cfar_hold_pixel(args, work->in, work->out, args->scratch, work->level, i / args->width,
+                         i % args->width);
+}
+
 void plm__cfar_cpu(const plm__cfar_args *args) {
   const int64_t bands = (args->width + 1 + COLUMN_BAND - 1) / COLUMN_BAND;
   for (int64_t f = 0; f < args->frames; f++) {
-    frame_work work = {
-        .args = args, .in = plm__cfar_frame_in(args, f), .out = plm__cfar_frame_out(args, f)};
+    frame_work work = {.args = args,
+                       .first = plm__cfar_first_pass(args),
+                       .in = plm__cfar_frame_in(args, f),
+                       .out = plm__cfar_frame_out(args, f)};
     work.level = plm__cfar_level(work.in, args->dtype);
     plm__parallel_for(args->height, ROW_GRAIN, row_sums, &work);
     plm__parallel_for(bands, 1, column_sums, &work);
     plm__parallel_for(args->height * args->width, PIXEL_GRAIN, pixels, &work);
+    if (plm__cfar_holds(args))
+      plm__parallel_for(args->height * args->width, PIXEL_GRAIN, held_pixels, &work);
   }
 }

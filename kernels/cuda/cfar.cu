@@ -501,6 +501,18 @@ __global__ void pixels_kernel(plm__cfar_args args, const void *frame_in, void *f
     plm__cfar_pixel(&args, frame_in, frame_out, tables, level, i / args.width, i % args.width);
 }
 
+/* With a hold, the second pass a thread a pixel (plm__cfar_hold_pixel): a kernel of its
+ * own, so that the hold adds no register to the pixel kernels. */
+__global__ void held_pixels_kernel(plm__cfar_args args, const void *frame_in, void *frame_out,
+                                   const void *tables) {
+  const double level = plm__cfar_level(frame_in, args.dtype);
+  const int64_t count = args.height * args.width;
+  const int64_t step = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += step)
+    plm__cfar_hold_pixel(&args, frame_in, frame_out, tables, level, i / args.width,
+                         i % args.width);
+}
+
 /* Block b takes tiles b, b + blocks, ...: uniform across the block. */
 template <typename S>
 __global__ void __launch_bounds__(kTileThreads)
@@ -515,20 +527,29 @@ __global__ void __launch_bounds__(kTileThreads)
 }
 
 /* One frame's outputs from its tables: in tiles through shared memory, or (windows past
- * kStagedWindowMost) a thread a pixel. */
+ * kStagedWindowMost) a thread a pixel; with a hold, that pass at min(k, hold_k), then the
+ * second pass (kernels/common/cfar.h). */
 template <typename S>
 plm_status frame_pixels(cudaStream_t s, const plm__cfar_args *args, const void *frame_in,
                         void *frame_out) {
+  const plm__cfar_args first = plm__cfar_first_pass(args);
+  const int64_t count = args->height * args->width;
+  plm_status status;
   if (args->window > kStagedWindowMost || args->height >= kStagedSideMost ||
       args->width >= kStagedSideMost) {
-    pixels_kernel<<<plm__cuda_blocks(args->height * args->width, kThreads), kThreads, 0, s>>>(
-        *args, frame_in, frame_out, args->scratch);
-    return plm__cuda_check_launch("cfar pixels_kernel");
+    pixels_kernel<<<plm__cuda_blocks(count, kThreads), kThreads, 0, s>>>(first, frame_in,
+                                                                        frame_out, args->scratch);
+    status = plm__cuda_check_launch("cfar pixels_kernel");
+  } else {
+    pixel_tiles_kernel<S>
+        <<<plm__cuda_blocks(tile_count(*args), 1), kTileThreads, span_bytes_most(*args), s>>>(
+            first, frame_in, frame_out, (const S *)args->scratch);
+    status = plm__cuda_check_launch("cfar pixel_tiles_kernel");
   }
-  pixel_tiles_kernel<S>
-      <<<plm__cuda_blocks(tile_count(*args), 1), kTileThreads, span_bytes_most(*args), s>>>(
-          *args, frame_in, frame_out, (const S *)args->scratch);
-  return plm__cuda_check_launch("cfar pixel_tiles_kernel");
+  if (status != PLM_OK || !plm__cfar_holds(args)) return status;
+  held_pixels_kernel<<<plm__cuda_blocks(count, kThreads), kThreads, 0, s>>>(
+      *args, frame_in, frame_out, args->scratch);
+  return plm__cuda_check_launch("cfar held_pixels_kernel");
 }
 
 /* One frame's tables, of entry type T. */
