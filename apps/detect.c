@@ -133,6 +133,20 @@ static bool has_token(const char *text, const char *token) {
   return false;
 }
 
+/* The first key=~NAME of a pipeline text (a previous frame's value: plume/pipeline.h's
+ * feedback), its length in *length; NULL when the text reads none. */
+static const char *previous_value(const char *text, int *length) {
+  for (const char *p = text; (p = strstr(p, "=~")) != NULL; p++) {
+    const char *begin = p, *end = p + 2;
+    while (begin > text && begin[-1] != ' ' && begin[-1] != '\t' && begin[-1] != '!') begin--;
+    while (*end && *end != ' ' && *end != '\t' && *end != '!') end++;
+    if (begin == p || end == p + 2) continue;
+    *length = (int)(end - begin);
+    return begin;
+  }
+  return NULL;
+}
+
 static void shape_text(const plm_shape *shape, char *buf, size_t size) {
   size_t used = (size_t)snprintf(buf, size, "%s ", plm_dtype_name(shape->dtype));
   for (int d = 0; d < shape->ndim && used < size; d++)
@@ -497,6 +511,13 @@ static plm_status check_config(const detect_config *config, char *err, size_t er
     return quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
                          "a batch of %d frames is not from 1 to %d", config->batch,
                          PLM_RUN_STREAM_MAX_BATCH);
+  int length = 0;
+  const char *previous = previous_value(config->pipeline, &length);
+  if (previous && config->batch > 1)
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
+                         "--batch %d: the pipeline reads a previous frame's value (%.*s), which "
+                         "the frames of one batch cannot see: run it without --batch",
+                         config->batch, length, previous);
   if (config->runner && (config->batch > 1 || config->batch == DETECT_BATCH_AUTO))
     return quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
                          "--batch runs one process's frames in batches, not a run over several "
@@ -685,8 +706,12 @@ plm_status detect_run(const detect_config *config, detect_result *result, char *
   detect_job job = {.config = config, .result = result, .err = err, .err_size = err_size};
   result->frames_in_flight =
       config->frames_in_flight ? config->frames_in_flight : DETECT_DEFAULT_FRAMES_IN_FLIGHT;
+  /* A text that feeds a frame's output to the next runs a frame at a time (--batch N is
+   * refused by check_config); auto then has nothing to tune. */
+  int previous_length;
+  const bool feedback = previous_value(config->pipeline, &previous_length) != NULL;
   result->batch = config->batch > 1 ? config->batch : 1;
-  result->batch_tuned = config->batch == DETECT_BATCH_AUTO;
+  result->batch_tuned = config->batch == DETECT_BATCH_AUTO && !feedback;
 
   status = config->raw ? frame_reader_open_raw(config->frames_path, config->raw, &result->frames,
                                                &job.reader, err, err_size)

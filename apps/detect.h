@@ -50,7 +50,9 @@
  * step is one launch per N frames; the rows are those of single frames, byte for byte. A
  * segment's last batch may be short (the frames end, or their shape changes). Not with a
  * runner. With DETECT_BATCH_AUTO, N is the tuning table's for the first frame's bytes on
- * the context's device (plm_tuning_batch), kept for every segment.
+ * the context's device (plm_tuning_batch), kept for every segment. A text that reads a
+ * previous frame's value (key=~NAME: the robust and calibrated presets' hysteresis) runs a
+ * frame at a time: N >= 2 is refused, naming the key, and DETECT_BATCH_AUTO gives 1.
  *
  * Processes: with config->runner (apps/detect_mpi.h) the frames are shared among MPI
  * ranks, each reading and running its own block of frames (a video whose container does

@@ -116,6 +116,12 @@ run 0 "detect --batch auto" detect --frames small.npy --preset default --out aut
   { grep -q "batches of 8 frames (tuned)" out.txt || fail "--batch auto: $(cat out.txt)"; }
 run 0 "detect a frame at a time" detect --frames small.npy --preset default --out single.csv &&
   same auto.csv single.csv "--batch auto's rows"
+# A text that feeds a frame's output to the next (robust's hold=~det) has nothing to batch:
+# auto runs it a frame at a time.
+run 0 "detect --batch auto, robust" detect --frames small.npy --preset robust --out ra.csv \
+  --batch auto && { ! grep -q "batches of" out.txt || fail "--batch auto, robust: $(cat out.txt)"; }
+run 0 "robust a frame at a time" detect --frames small.npy --preset robust --out r1.csv &&
+  same ra.csv r1.csv "--batch auto's rows, robust"
 run 2 "detect --batch sometimes" detect --frames small.npy --preset default --out x.csv \
   --batch sometimes && expect_err "--batch sometimes" "is not a count from 1 to 65536, nor auto"
 
