@@ -42,22 +42,23 @@ extern "C" {
   "label connectivity=8 ! regions capacity=1024"
 
 /* robust and calibrated: scripts/tune_presets.py's choices on the tuning scenes of the family
- * of hard scenes (docs/records/tune_presets.txt). An ema background of time constant 20 frames
- * whose gate holds it (gate_rate 0) where a pixel stands out by more than 2 (calibrated: 1.5)
- * rms of its own difference, so that a plume does not fade into it; a 5 x 5 Gaussian (sigma 1)
- * matched to the plumes, with a zero border (a replicated one makes the frame's edge noisier
- * than its inside, and CFAR takes that for targets); cfar over 21 x 21 less a 7 x 7 guard at
- * k 5.3. Their common tail: */
-#define PLM_PRESET_TEMPORAL_TAIL                                                         \
-  "conv2d kernel=gauss:5:1 pad=same border=zero ! cfar window=21 guard=7 k=5.3 ! label " \
+ * of hard scenes (docs/records/tune_presets.txt), one chain, calibrated's after the sensor's
+ * calibration. An ema background of time constant 20 frames whose gate holds it (gate_rate
+ * 0) where a pixel stands out by more than 2 rms of its own difference, so that a plume does
+ * not fade into it; a 5 x 5 Gaussian (sigma 1) matched to the plumes, with a zero border (a
+ * replicated one makes the frame's edge noisier than its inside, and CFAR takes that for
+ * targets); cfar over 21 x 21 less a 7 x 7 guard at k 5.5, and at 4.5 within 3 steps of where
+ * its own mask was in the previous frame (hold=~det: a hysteresis over frames, plume/cfar.h),
+ * so that a new target must stand out more than one already followed. The chain: */
+#define PLM_PRESET_TEMPORAL_CHAIN                                                              \
+  "background alpha=0.05 gate=2 gate_rate=0 ! conv2d kernel=gauss:5:1 pad=same border=zero ! " \
+  "cfar window=21 guard=7 k=5.5 hold=~det hold_k=4.5 hold_radius=3 name=det ! label "          \
   "connectivity=8 ! regions capacity=1024"
 
-#define PLM_PRESET_ROBUST_PIPELINE \
-  "background alpha=0.05 gate=2 gate_rate=0 ! " PLM_PRESET_TEMPORAL_TAIL
+#define PLM_PRESET_ROBUST_PIPELINE PLM_PRESET_TEMPORAL_CHAIN
 
-#define PLM_PRESET_CALIBRATED_PIPELINE                                                  \
-  "nuc gain=@gain offset=@offset ! badpixel bad=@bad ! background alpha=0.05 gate=1.5 " \
-  "gate_rate=0 ! " PLM_PRESET_TEMPORAL_TAIL
+#define PLM_PRESET_CALIBRATED_PIPELINE \
+  "nuc gain=@gain offset=@offset ! badpixel bad=@bad ! " PLM_PRESET_TEMPORAL_CHAIN
 
 typedef struct plm_preset {
   const char *name;     /* "default", "robust", "calibrated" */
