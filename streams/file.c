@@ -44,6 +44,15 @@ FILE *plm__file_open_regular(const char *path, plm__file_mode mode, struct stat 
                              size_t why_size) {
   struct stat own;
   if (!st) st = &own;
+  /* A path that is there and is not a regular file is refused before it is opened: an open
+   * of a FIFO would let a writer waiting on it through, and the close after it would leave
+   * that writer's next write to SIGPIPE. (fstat below judges what the open gave, should the
+   * path change in between.) */
+  if (stat(path, st) == 0 && !S_ISREG(st->st_mode)) {
+    snprintf(why, why_size, "not a regular file (it is %s)", plm__file_kind(st));
+    errno = EINVAL;
+    return NULL;
+  }
   const int flags = mode == PLM__FILE_APPEND ? O_WRONLY | O_APPEND | O_CREAT : O_RDONLY;
   const int fd = open(path, flags | O_NONBLOCK | O_CLOEXEC, 0666);
   if (fd < 0) {

@@ -4,9 +4,11 @@
  * plume command goes through these functions, so that a hostile or careless path (a
  * FIFO, a device, a symbolic link, a file that cannot be read) is treated one way.
  *
- * Reading: plm__file_open_regular opens with O_NONBLOCK, so that a FIFO (no writer) or a
- * terminal never blocks the open, and refuses what fstat does not call a regular file
- * before a byte is read. The same opener appends (a cache of lines).
+ * Reading: plm__file_open_regular refuses a path that stat does not call a regular file
+ * without opening it (a FIFO's waiting writer is never let through, to die of SIGPIPE when
+ * the refusal closes it), opens with O_NONBLOCK, so that a FIFO put there in between (no
+ * writer) or a terminal never blocks the open, and refuses what fstat does not call a
+ * regular file before a byte is read. The same opener appends (a cache of lines).
  *
  * Writing: plm__file_out_open / _write / _commit (or _abort). Where the output goes:
  *   - a regular file, or nothing yet: a temporary file beside it (TARGET.tmp-XXXXXX, the

@@ -9,24 +9,30 @@
  * order. A FIFO gives a writer's whole stream: one that came and went before the open (a
  * second reader held the pipe), and one whose writer comes as the open is made, many times
  * over (the race that once dropped the stream: the open closed its read end under the
- * writer and waited for another writer forever). A hang fails by SIGALRM, the check's
- * watchdog. A plain unit test: no context or backend is involved.
+ * writer and waited for another writer forever); and the regular-file opener refuses a
+ * FIFO without letting a waiting writer through to SIGPIPE. A hang fails by SIGALRM, the
+ * check's watchdog. A plain unit test: no context or backend is involved.
  */
 #define _POSIX_C_SOURCE 200809L
 
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "checks.h"
 #include "scratch_dir.h"
 #include "support/frame_reader.h"
 #include "support/raw_frames.h"
+#include "support/regular_file.h"
 
 static char dir[SCRATCH_DIR_SIZE];
 static char err[FRAME_READER_ERROR_SIZE];
@@ -402,6 +408,55 @@ START_TEST(test_a_fifo_whose_writer_comes_at_the_open_gives_its_stream) {
 }
 END_TEST
 
+static void sleep_ms(long ms) {
+  const struct timespec pause = {.tv_sec = ms / 1000, .tv_nsec = ms % 1000 * 1000000L};
+  nanosleep(&pause, NULL);
+}
+
+/* The opener of commands that take regular files only (support/regular_file.h, through
+ * plm__file_open_regular) refuses a FIFO without opening it: a writer waiting on it (a
+ * child process, as `cat x > fifo &`) stays waiting, and once a real reader comes its
+ * write arrives, rather than the refusal's open and close letting it through to write
+ * into a pipe with no reader (SIGPIPE). The writer writes 200 ms after its open returns;
+ * the reader comes 400 ms after the refusal. */
+START_TEST(test_a_fifo_is_refused_without_letting_its_writer_through) {
+  alarm(WATCHDOG_SECONDS);
+  const char *path = scratch_path(dir, "refused.fifo");
+  ck_assert_int_eq(mkfifo(path, 0600), 0);
+  const pid_t child = fork();
+  ck_assert_int_ge(child, 0);
+  if (child == 0) {
+    const int fd = open(path, O_WRONLY);
+    if (fd < 0) _exit(3);
+    sleep_ms(200);
+    _exit(write(fd, "x", 1) == 1 ? 0 : 4);
+  }
+  sleep_ms(50); /* the child waits in its open */
+  struct stat st;
+  FILE *refused = file_open_read(path, &st, err, sizeof err);
+  ck_assert_ptr_null(refused);
+  ck_assert_msg(strstr(err, "not a regular file (it is a FIFO)") != NULL, "%s", err);
+  sleep_ms(400);
+  /* The reader waits 5 s at most for the byte: a writer gone (dead of SIGPIPE) never
+   * writes, and poll then tells nothing. */
+  const int reader = open(path, O_RDONLY | O_NONBLOCK);
+  ck_assert_int_ge(reader, 0);
+  struct pollfd wait_for_byte = {.fd = reader, .events = POLLIN};
+  char got = 0;
+  const bool arrived = poll(&wait_for_byte, 1, 5000) == 1 && read(reader, &got, 1) == 1;
+  if (!arrived) kill(child, SIGKILL);
+  int status = 0;
+  ck_assert_int_eq(waitpid(child, &status, 0), child);
+  ck_assert_msg(arrived && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                "the writer's byte %s; the writer %s %d", arrived ? "arrived" : "never came",
+                WIFSIGNALED(status) ? "died of signal" : "exited with",
+                WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+  ck_assert_int_eq(got, 'x');
+  ck_assert_int_eq(close(reader), 0);
+  alarm(0);
+}
+END_TEST
+
 static Suite *raw_frames_suite(void) {
   Suite *suite = suite_create("raw_frames");
   TCase *tcase = tcase_create("raw_frames");
@@ -415,6 +470,7 @@ static Suite *raw_frames_suite(void) {
   tcase_add_test(tcase, test_a_file_through_the_frame_reader_ends_at_its_count);
   tcase_add_test(tcase, test_a_fifo_keeps_what_a_writer_left_in_it);
   tcase_add_test(tcase, test_a_fifo_whose_writer_comes_at_the_open_gives_its_stream);
+  tcase_add_test(tcase, test_a_fifo_is_refused_without_letting_its_writer_through);
   suite_add_tcase(suite, tcase);
   return suite;
 }
