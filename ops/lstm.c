@@ -1,20 +1,11 @@
 /* ops/lstm.c: the lstm_cell operation (plume/lstm.h) and its descriptor: its gates are
  * the scratch where the GEMM path runs. */
-#include <stdio.h>
-#include <string.h>
 
 #include "kernels/common/lstm.h"
 #include "ops/op_desc.h"
 #include "ops/op_tuning.h"
 #include "ops/op_internal.h"
 #include "streams/error.h"
-
-/* "5x12" */
-static void dims_text(int ndim, const int64_t *dims, char *text, size_t size) {
-  text[0] = '\0';
-  for (int d = 0; d < ndim; d++)
-    snprintf(text + strlen(text), size - strlen(text), d ? "x%lld" : "%lld", (long long)dims[d]);
-}
 
 /* t is of the shape dims[] (rank `ndim`) that x (B, I) and h (B, H) imply; a NULL t
  * passes (an absent operand). "c is 5x12, not 5x6 (B 5, I 12, H 6)". */
@@ -23,8 +14,8 @@ static plm_status check_operand(const plm_tensor *t, const char *name, int ndim,
   if (!t) return PLM_OK;
   if (plm__dims_equal(t->dims, t->ndim, dims, ndim)) return PLM_OK;
   char got[96], want[96];
-  dims_text(t->ndim, t->dims, got, sizeof got);
-  dims_text(ndim, dims, want, sizeof want);
+  plm__dims_text(t->dims, t->ndim, got, sizeof got);
+  plm__dims_text(dims, ndim, want, sizeof want);
   return plm__fail_raw(PLM_ERR_INVALID_ARG, "%s is %s, not %s (B %lld, I %lld, H %lld)", name, got,
                        want, (long long)x->dims[0], (long long)x->dims[1], (long long)h->dims[1]);
 }
