@@ -147,13 +147,7 @@ static const plm__op_param schema[] = {
      .offset = offsetof(plm_background_params, hold_rate),
      .fallback = 0.3,
      .help = "with a hold, the fraction of alpha (or step) kept where it reaches, in [0, 1]"},
-    {.name = "hold_radius",
-     .type = PLM__PARAM_INT,
-     .offset = offsetof(plm_background_params, hold_radius),
-     .min = 0,
-     .max = PLM__HOLD_MAX_RADIUS,
-     .fallback = 2,
-     .help = "the pixels within this many 4-connected steps of a held one are held"},
+    PLM__HOLD_RADIUS_PARAM(plm_background_params),
 };
 
 /* A frame (f32 by default) against a carried f32 state of random values (the steady
@@ -182,12 +176,7 @@ const plm__op_desc plm__op_background = {
         "shape, the frames of a stack in order (`include/plume/background.h`).",
     .kind = PLM__OP_background,
     .input_count = 2,
-    .inputs = {{.name = "in", .dtypes = PLM__DTYPES_IMAGE},
-               {.name = "hold",
-                .dtypes = PLM__DTYPE_MASK(U8),
-                .shape = "(H, W)",
-                .optional = true,
-                .role = PLM__IN_TENSOR}},
+    .inputs = {{.name = "in", .dtypes = PLM__DTYPES_IMAGE}, PLM__HOLD_SLOT},
     .output_count = 1,
     .outputs = {{.name = "out",
                  .dtypes = PLM__DTYPE_MASK(F32),

@@ -147,13 +147,7 @@ static const plm__op_param schema[] = {
      .fallback = 4.0,
      .help = "with a hold, the factor where it reaches when below k, > 0: the lower "
              "threshold of a hysteresis over frames"},
-    {.name = "hold_radius",
-     .type = PLM__PARAM_INT,
-     .offset = offsetof(plm_cfar_params, hold_radius),
-     .min = 0,
-     .max = PLM__HOLD_MAX_RADIUS,
-     .fallback = 2,
-     .help = "the pixels within this many 4-connected steps of a held one are held"},
+    PLM__HOLD_RADIUS_PARAM(plm_cfar_params),
 };
 
 /* An image (f32 by default), the default window 15, guard 5, k 5, the u8 mask. */
@@ -180,12 +174,7 @@ const plm__op_desc plm__op_cfar = {
         "(`include/plume/cfar.h`).",
     .kind = PLM__OP_cfar,
     .input_count = 2,
-    .inputs = {{.name = "in", .dtypes = PLM__DTYPES_IMAGE},
-               {.name = "hold",
-                .dtypes = PLM__DTYPE_MASK(U8),
-                .shape = "(H, W)",
-                .optional = true,
-                .role = PLM__IN_TENSOR}},
+    .inputs = {{.name = "in", .dtypes = PLM__DTYPES_IMAGE}, PLM__HOLD_SLOT},
     .output_count = 1,
     .outputs = {{.name = "out",
                  .dtypes = PLM__DTYPE_MASK(U8) | PLM__DTYPE_MASK(F32),

@@ -64,6 +64,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/common/hold_reach.h"
 #include "plume/plume.h"
 #include "streams/runtime.h"
 
@@ -208,6 +209,21 @@ typedef struct plm__op_param {
   const char *form; /* PAIR: "SY,SX" */
   const char *help; /* one line: what it is (`plume op`'s help) */
 } plm__op_param;
+
+/* A hold map (kernels/common/hold_reach.h), as every op that takes one (background, cfar)
+ * declares it: its optional u8 (H, W) input slot, and the hold_radius field of its params
+ * struct in its schema. */
+#define PLM__HOLD_SLOT                                                                  \
+  {                                                                                     \
+    .name = "hold", .dtypes = PLM__DTYPE_MASK(U8), .shape = "(H, W)", .optional = true, \
+    .role = PLM__IN_TENSOR                                                              \
+  }
+#define PLM__HOLD_RADIUS_PARAM(params_type)                                                      \
+  {                                                                                              \
+    .name = "hold_radius", .type = PLM__PARAM_INT, .offset = offsetof(params_type, hold_radius), \
+    .min = 0, .max = PLM__HOLD_MAX_RADIUS, .fallback = 2,                                        \
+    .help = "the pixels within this many 4-connected steps of a held one are held"               \
+  }
 
 /* ---- samples ----------------------------------------------------------------------------- */
 
