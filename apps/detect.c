@@ -134,14 +134,14 @@ static bool has_token(const char *text, const char *token) {
 }
 
 /* The first key=~NAME of a pipeline text (a previous frame's value: plume/pipeline.h's
- * feedback), its length in *length; NULL when the text reads none. */
+ * feedback), its length in *length (length may be NULL); NULL when the text reads none. */
 static const char *previous_value(const char *text, int *length) {
   for (const char *p = text; (p = strstr(p, "=~")) != NULL; p++) {
     const char *begin = p, *end = p + 2;
     while (begin > text && begin[-1] != ' ' && begin[-1] != '\t' && begin[-1] != '!') begin--;
     while (*end && *end != ' ' && *end != '\t' && *end != '!') end++;
     if (begin == p || end == p + 2) continue;
-    *length = (int)(end - begin);
+    if (length) *length = (int)(end - begin);
     return begin;
   }
   return NULL;
@@ -708,8 +708,7 @@ plm_status detect_run(const detect_config *config, detect_result *result, char *
       config->frames_in_flight ? config->frames_in_flight : DETECT_DEFAULT_FRAMES_IN_FLIGHT;
   /* A text that feeds a frame's output to the next runs a frame at a time (--batch N is
    * refused by check_config); auto then has nothing to tune. */
-  int previous_length;
-  const bool feedback = previous_value(config->pipeline, &previous_length) != NULL;
+  const bool feedback = previous_value(config->pipeline, NULL) != NULL;
   result->batch = config->batch > 1 ? config->batch : 1;
   result->batch_tuned = config->batch == DETECT_BATCH_AUTO && !feedback;
 

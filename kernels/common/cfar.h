@@ -240,17 +240,16 @@ static inline PLM_HD void plm__cfar_pixel(const plm__cfar_args *args, const void
 }
 
 /* A hold (plume/cfar.h) takes two passes over a frame's mask, so that the pixel kernels
- * stay as they are without one. The first is the ordinary pass with these args: the factor
- * min(k, hold_k) everywhere. */
-static inline PLM_HD plm__cfar_args plm__cfar_first_pass(const plm__cfar_args *args) {
-  plm__cfar_args first = *args;
-  if (args->hold && args->output == PLM_CFAR_MASK && args->hold_k < args->k) first.k = args->hold_k;
-  return first;
-}
-
-/* Whether a second pass is due: a hold that lowers the mask's factor. */
+ * stay as they are without one: whether they are due (a hold that lowers the mask's factor),
+ * and the first pass's args, the ordinary pass at min(k, hold_k) everywhere. */
 static inline PLM_HD int plm__cfar_holds(const plm__cfar_args *args) {
   return args->hold && args->output == PLM_CFAR_MASK && args->hold_k < args->k;
+}
+
+static inline PLM_HD plm__cfar_args plm__cfar_first_pass(const plm__cfar_args *args) {
+  plm__cfar_args first = *args;
+  if (plm__cfar_holds(args)) first.k = args->hold_k;
+  return first;
 }
 
 /* The second pass, pixel (y, x): a pixel the first pass detected stays detected where the

@@ -103,9 +103,10 @@ static void held_pixels(void *context, int64_t begin, int64_t end) {
 
 void plm__cfar_cpu(const plm__cfar_args *args) {
   const int64_t bands = (args->width + 1 + COLUMN_BAND - 1) / COLUMN_BAND;
+  const plm__cfar_args first = plm__cfar_first_pass(args);
   for (int64_t f = 0; f < args->frames; f++) {
     frame_work work = {.args = args,
-                       .first = plm__cfar_first_pass(args),
+                       .first = first,
                        .in = plm__cfar_frame_in(args, f),
                        .out = plm__cfar_frame_out(args, f)};
     work.level = plm__cfar_level(work.in, args->dtype);
