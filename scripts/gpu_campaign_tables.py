@@ -2,7 +2,7 @@
 """scripts/gpu_campaign_tables.py: the GPU tables of the docs (docs/benchmarks.md,
 docs/gpu-campaign.md) from one campaign's results.
 
-    python3 scripts/gpu_campaign_tables.py benchmarks/results/<date>-<gpu>-<commit>
+    python3 scripts/gpu_campaign_tables.py [--estimates DIR] benchmarks/results/<date>-<gpu>-<commit>
 
 The folder is what `scripts/gpu-campaign import` made (or a run's build-gpu-run/results):
 core/ (device.log, suites/status, bench_ops/<op>.json, bench_pipeline.json,
@@ -10,12 +10,20 @@ bench_pool.json, bench_matmul.json, peers.json) and sanitize/ (sanitize/status).
 table is printed as Markdown, ready to paste, from the JSON alone: the docs' GPU
 figures come from these files and nothing else. A part that is missing (a step that
 failed or never ran) is said to be missing, never filled in. Standard library only.
+
+Beside bench_ops' measured times go the CUDA emulator's estimates of the same workloads
+on the same device and size, from DIR (default benchmarks/estimates/, which
+scripts/emulated-estimates writes): the measured time over the estimate is how far the
+model (emu/count/report.cpp) is off, workload by workload.
 """
 
 import glob
 import json
 import os
+import subprocess
 import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def load(path):
@@ -105,6 +113,80 @@ def bench_ops(core):
         table(("size", "fused µs", "unfused µs", "speedup"),
               [(f.get("size"), fmt(f.get("fused_median_us")), fmt(f.get("unfused_median_us")),
                 fmt(f.get("speedup"))) for f in fusion])
+
+
+def estimates_for(folder, device_name):
+    """The emulated estimates for the device measured, by (workload, size): the sections of
+    every OUT/<device>-<size>.json whose device is the one named, and the commits they were
+    counted at. A device is matched by its model (H100, H200) in the measured name."""
+    by_workload, commits = {}, set()
+    for path in sorted(glob.glob(os.path.join(folder, "*.json"))):
+        try:
+            with open(path) as f:
+                document = json.load(f)
+            model = document["device"]["name"].split()[0]
+        except (OSError, ValueError, KeyError, IndexError, AttributeError):
+            continue
+        if model.lower() not in device_name.lower():
+            continue
+        commits.add(document.get("commit", "unknown")[:12])
+        for section in document.get("sections", []):
+            workload, _, size = section["label"].rpartition(" ")
+            by_workload[(workload, size)] = section
+    return by_workload, commits
+
+
+def kernels_changed(estimated, measured):
+    """Whether the kernels or the model differ between two commits (None: cannot tell)."""
+    a, b = estimated.removesuffix("-dirty"), measured.removesuffix("-dirty")
+    try:
+        run = subprocess.run(["git", "-C", ROOT, "diff", "--quiet", a, b, "--", "kernels",
+                              "emu/count"], capture_output=True)
+    except OSError:
+        return None
+    return {0: False, 1: True}.get(run.returncode)
+
+
+def measured_beside_estimates(core, folder):
+    """bench_ops' measured means beside the emulated estimates of the same workloads."""
+    print("### Measured beside the emulated estimate (bench_ops; estimates from "
+          f"{os.path.relpath(folder, ROOT)})\n")
+    documents = [d for d in (load(p) for p in sorted(glob.glob(os.path.join(core, "bench_ops",
+                                                                               "*.json")))) if d]
+    if not documents:
+        print("(no bench_ops JSON)\n")
+        return
+    measured_device = documents[0].get("device", "")
+    measured_commit = documents[0].get("commit", "unknown")
+    by_workload, commits = estimates_for(folder, measured_device)
+    if not by_workload:
+        print(f"(no estimate for {measured_device or 'this device'}: scripts/emulated-estimates "
+              "counts H100 and H200)\n")
+        return
+    rows = []
+    for document in documents:
+        for r in document.get("results", []):
+            section = by_workload.get((r["op"], r["size"]))
+            if not section or not r.get("mean_us"):
+                continue
+            e = section["estimate"]
+            estimate_us = e["estimate_s"] * 1e6
+            rows.append((r["op"], r["size"], fmt(r["mean_us"]), fmt(r.get("min_us")),
+                         fmt(estimate_us), e["bound"], fmt(e["floor_s"] * 1e6),
+                         fmt(r["mean_us"] / estimate_us, 2)))
+    if not rows:
+        print("(no measured workload and size has an estimate)\n")
+        return
+    print(f"Estimates counted at {', '.join(sorted(commits))}; measured at {measured_commit}. "
+          "The estimate is the largest of the DRAM, L2, shared-memory and atomic bounds plus "
+          "one launch each (emu/README.md); measured / estimate above 1 is what it does not "
+          "model (latency, occupancy, instruction issue).\n")
+    for commit in sorted(commits):
+        if kernels_changed(commit, measured_commit):
+            print(f"**kernels/ or emu/count/ changed between {commit} and {measured_commit}: "
+                  "these rows compare different code; run scripts/emulated-estimates again.**\n")
+    table(("workload", "size", "measured mean µs", "min µs", "estimate µs", "bound",
+           "floor µs", "measured / estimate"), rows)
 
 
 def bench_pipeline(core):
@@ -211,16 +293,20 @@ def peers_ops(core):
     print()
 
 
-def main():
-    if len(sys.argv) != 2 or not os.path.isdir(sys.argv[1]):
+def main(argv):
+    estimates = os.path.join(ROOT, "benchmarks", "estimates")
+    if len(argv) == 3 and argv[0] == "--estimates":
+        estimates, argv = argv[1], argv[2:]
+    if len(argv) != 1 or not os.path.isdir(argv[0]):
         print(__doc__.split("\n\n")[1], file=sys.stderr)
         return 2
-    folder = sys.argv[1]
+    folder = argv[0]
     core, sanitize = os.path.join(folder, "core"), os.path.join(folder, "sanitize")
     if os.path.isdir(core):
         device(core)
         statuses(os.path.join(core, "suites", "status"), "suites on cuda")
         bench_ops(core)
+        measured_beside_estimates(core, estimates)
         peers_ops(core)
         bench_pipeline(core)
         bench_pool(core)
@@ -231,4 +317,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -157,6 +157,36 @@ grep -q '^| steady_state | n 30 |' "$scratch/import.txt" || fail "no bench_pool 
 grep -q '1 fail, 1 pass' "$scratch/import.txt" || fail "the suites' verdicts are not counted"
 grep -q 'missing or unreadable: bench_pipeline.json' "$scratch/import.txt" || fail "a missing part is not said to be missing"
 
+# The measured times beside the emulated estimates (scripts/emulated-estimates' files): the
+# filed threshold row, as an H200's, against an estimate of a quarter of its mean.
+measured=$scratch/measured
+cp -r "$scratch/results/2026-01-02-test-gpu-abc1234" "$measured"
+mkdir -p "$scratch/estimates"
+python3 - "$measured/core/bench_ops/threshold.json" "$scratch/estimates/H200-1.json" <<'EOF' ||
+import json, sys
+measured_path, estimate_path = sys.argv[1:]
+with open(measured_path) as f:
+    measured = json.load(f)
+measured["device"] = "NVIDIA H200"
+with open(measured_path, "w") as f:
+    json.dump(measured, f)
+row = measured["results"][0]
+estimate = {"bound": "dram", "estimate_s": row["mean_us"] * 1e-6 / 4, "floor_s": 1e-6}
+with open(estimate_path, "w") as f:
+    json.dump({"device": {"name": "H200"}, "commit": "abc1234", "sections": [
+        {"label": f"{row['op']} {row['size']}", "estimate": estimate}]}, f)
+EOF
+  fail "could not make the estimates' fixture"
+python3 "$source_dir/scripts/gpu_campaign_tables.py" --estimates "$scratch/estimates" "$measured" \
+  >"$scratch/beside.txt" 2>&1 || fail "the tables with estimates exited $?: $(tail -n 5 "$scratch/beside.txt")"
+grep -qE '^\| threshold \| [0-9]+x[0-9]+ \| .* \| dram \| 1 \| 4 \|$' "$scratch/beside.txt" ||
+  fail "no measured row beside its estimate: $(grep -A 6 'Measured beside' "$scratch/beside.txt")"
+sed -i 's/"H200"/"H100 SXM"/' "$scratch/estimates/H200-1.json"
+python3 "$source_dir/scripts/gpu_campaign_tables.py" --estimates "$scratch/estimates" "$measured" \
+  >"$scratch/beside.txt" 2>&1 || fail "the tables with another device's estimates exited $?"
+grep -q '^(no estimate for NVIDIA H200' "$scratch/beside.txt" ||
+  fail "another device's estimate was used: $(grep -A 6 'Measured beside' "$scratch/beside.txt")"
+
 # A rehearsal on the host backend is not a GPU's result: import refuses it.
 sed -i 's/^gpu=test-gpu$/gpu=host-rehearsal/' "$fake/summary.txt"
 tar -C "$scratch/fake" -czf "$scratch/rehearsal.tar.gz" core
