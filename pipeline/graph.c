@@ -108,7 +108,8 @@ plm_status plm__graph_add_source(plm_pipeline *pl, plm__tensor_kind kind, plm_dt
                    .slot = -1,
                    .io_index = -1,
                    .previous_of = -1,
-                   .kept_as = -1};
+                   .kept_as = -1,
+                   .state = -1};
   for (int d = 0; d < ndim; d++) t.shape.dims[d] = dims[d];
   t.bytes = shape_bytes(&t.shape);
   if (!RESERVE(g->tensors, g->tensor_capacity, g->tensor_count, 1) ||
@@ -191,7 +192,8 @@ plm_status plm__graph_add_node(plm_pipeline *pl, plm__op_kind kind, const int *i
                      .slot = k,
                      .io_index = -1,
                      .previous_of = -1,
-                     .kept_as = -1};
+                     .kept_as = -1,
+                     .state = -1};
     if (op->outputs[k].labels) t.producer_connectivity = op->labels_connectivity(&p);
     n->outputs[k] = outputs[k] = g->tensor_count;
     g->tensors[g->tensor_count++] = t;

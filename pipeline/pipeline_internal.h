@@ -123,6 +123,7 @@ typedef struct plm__tensor {
   int producer_connectivity; /* VALUE labels of a label node: 4 or 8; else 0 */
   int previous_of;           /* PREVIOUS: the VALUE whose previous frame it is (-1: unbound) */
   int kept_as;               /* VALUE: the PREVIOUS that keeps it for the next frame, or -1 */
+  int state;                 /* PREVIOUS in a plan: its index in plan.states, else -1 */
 } plm__tensor;
 
 /* Set indices[0..PLM__PIPE_MAX_IO) to a, b, c, then -1 (absent); returns indices. */

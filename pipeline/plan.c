@@ -63,7 +63,8 @@ static plm_status lower(const plm__graph *graph, plm__plan *plan) {
                        .slot = -1,
                        .io_index = -1,
                        .previous_of = -1,
-                       .kept_as = -1};
+                       .kept_as = -1,
+                       .state = -1};
     m->shape.dtype = PLM_DTYPE_U8;
     m->bytes = 1;
     for (int d = 0; d < m->shape.ndim; d++) m->bytes *= (size_t)m->shape.dims[d];
@@ -436,6 +437,7 @@ static plm_status place_previous(plm__plan *plan) {
             plan->steps[producer].nodes[0], plm__op_name(plan->steps[producer].kind),
             previous->previous_of + 1);
     plan->offset[t] = plan->state_bytes;
+    plan->tensors[t].state = plan->state_count;
     add_state(plan, producer, t, &previous->shape);
   }
   return PLM_OK;

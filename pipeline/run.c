@@ -127,22 +127,14 @@ static plm_status zero_fresh_previous(plm_pipeline *pl, plm_stream *stream) {
   return status;
 }
 
-/* The state index of previous value t. */
-static int previous_state(const plm__plan *plan, int t) {
-  for (int j = 0; j < plan->state_count; j++)
-    if (plan->states[j].tensor == t) return j;
-  return -1;
-}
-
 /* Before a step: its reads of previous values come after the previous frame's copies. */
 static plm_status wait_for_previous(plm_pipeline *pl, const plm__step *step, plm_stream *stream) {
   plm_status status = PLM_OK;
   for (int k = 0; status == PLM_OK && k < PLM__PIPE_MAX_IO; k++) {
     const int t = step->inputs[k];
     if (t < 0 || pl->plan.location[t] != PLM__AT_STATE) continue;
-    const int j = previous_state(&pl->plan, t);
-    if (j >= 0 && pl->state_last[j])
-      status = plm__stream_wait_event_across_graphs(stream, pl->state_last[j]);
+    const int j = pl->plan.tensors[t].state;
+    if (pl->state_last[j]) status = plm__stream_wait_event_across_graphs(stream, pl->state_last[j]);
   }
   return status;
 }
