@@ -22,16 +22,21 @@
 #include <string.h>
 
 #include "harness.h"
+#include "spot_scene.h"
 
 enum { H = 19, W = 27, PIXELS = H * W, FRAMES = 24 };
 
-/* Frame t's pixel i of a slowly changing scene with a bright spot moving across it. */
+/* A slowly changing scene with a bright spot moving across it, 2 columns a frame. */
+static const spot_scene scene = {.height = H,
+                                 .width = W,
+                                 .spot_first = 0,
+                                 .spot_stride = 2,
+                                 .spot_dwell = 1,
+                                 .spot_span = W,
+                                 .spot_gain = 400};
+
 static uint16_t scene_pixel(int64_t t, int64_t i) {
-  const int64_t y = i / W, x = i % W;
-  int64_t v = 1000 + 13 * y + 7 * x + (int64_t)((t * 37 + i * 101) % 23);
-  const int64_t spot_x = (2 * t) % W, spot_y = H / 2;
-  if (llabs(x - spot_x) <= 1 && llabs(y - spot_y) <= 1) v += 400;
-  return (uint16_t)v;
+  return spot_scene_pixel(&scene, t, i);
 }
 
 /* ---- the reference ----------------------------------------------------------------------- */
@@ -578,22 +583,11 @@ static plm_pipeline *chain_pipeline(const char *text, int frames_in_flight) {
 }
 
 typedef struct frames_run {
-  int64_t first, frames; /* the source gives scene frames first .. first + frames - 1 */
-  float *kept;           /* each delivered frame's output, PIXELS floats, by run index */
-  plm_pipeline *pl;      /* the sink tries to reset and rerun it (refused) when set */
+  spot_scene_run run; /* first: spot_scene_source reads it */
+  float *kept;        /* each delivered frame's output, PIXELS floats, by run index */
+  plm_pipeline *pl;   /* the sink tries to reset and rerun it (refused) when set */
   bool reset_refused, run_refused, nested_refused;
 } frames_run;
-
-static plm_status scene_source(void *user, int64_t frame, void *const *inputs, bool *end) {
-  frames_run *r = user;
-  if (frame >= r->frames) {
-    *end = true;
-    return PLM_OK;
-  }
-  uint16_t *in = inputs[0];
-  for (int64_t i = 0; i < PIXELS; i++) in[i] = scene_pixel(r->first + frame, i);
-  return PLM_OK;
-}
 
 static plm_status keep_sink(void *user, int64_t frame, const void *const *outputs) {
   frames_run *r = user;
@@ -606,7 +600,7 @@ static plm_status keep_sink(void *user, int64_t frame, const void *const *output
         plm_pipeline_run(r->pl, NULL, NULL, plm_test_stream) == PLM_ERR_INVALID_STATE &&
         strstr(plm_last_error(), "run after it returns") != NULL;
     plm_run_stream_report report;
-    r->nested_refused = plm_pipeline_run_stream(r->pl, scene_source, NULL, r, NULL, &report) ==
+    r->nested_refused = plm_pipeline_run_stream(r->pl, spot_scene_source, NULL, r, NULL, &report) ==
                             PLM_ERR_INVALID_STATE &&
                         strstr(plm_last_error(), "already running this pipeline") != NULL;
   }
@@ -615,11 +609,11 @@ static plm_status keep_sink(void *user, int64_t frame, const void *const *output
 
 /* Stream scene frames first .. first + frames - 1 through pl into kept. */
 static void stream_frames(plm_pipeline *pl, int64_t first, int64_t frames, int ahead, float *kept) {
-  frames_run r = {.first = first, .frames = frames, .kept = kept};
+  frames_run r = {.run = {&scene, first, frames}, .kept = kept};
   plm_run_stream_options options = plm_run_stream_options_default();
   options.source_ahead = ahead;
   plm_run_stream_report report;
-  PLM_CHECK_OK(plm_pipeline_run_stream(pl, scene_source, keep_sink, &r, &options, &report));
+  PLM_CHECK_OK(plm_pipeline_run_stream(pl, spot_scene_source, keep_sink, &r, &options, &report));
   ck_assert_int_eq(report.frames_delivered, frames);
 }
 
@@ -676,9 +670,9 @@ START_TEST(test_a_pipeline_equals_the_op_and_carries_its_state_across_runs) {
 
   /* A reset from the sink of a run is refused; the run goes on. */
   PLM_CHECK_OK(plm_pipeline_reset_state(pl));
-  frames_run r = {.first = 0, .frames = FRAMES, .kept = got, .pl = pl};
+  frames_run r = {.run = {&scene, 0, FRAMES}, .kept = got, .pl = pl};
   plm_run_stream_report report;
-  PLM_CHECK_OK(plm_pipeline_run_stream(pl, scene_source, keep_sink, &r, NULL, &report));
+  PLM_CHECK_OK(plm_pipeline_run_stream(pl, spot_scene_source, keep_sink, &r, NULL, &report));
   ck_assert(r.reset_refused && r.run_refused && r.nested_refused);
   ck_assert(same_bits(got, op, FRAMES * PIXELS));
 

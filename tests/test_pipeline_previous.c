@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "spot_scene.h"
 
 enum { H = 19, W = 27, PIXELS = H * W, FRAMES = 24 };
 static const int64_t hw[2] = {H, W};
@@ -23,14 +24,18 @@ static const int64_t hw[2] = {H, W};
   "name=mask"
 static const float LEVEL = 30.0f;
 
-/* Frame t's pixel i: a sloped scene with noise and a bright spot that lingers a few
- * frames at each place (so a held background keeps its contrast), then moves on. */
+/* The scene: its spot lingers 6 frames at each place (so a held background keeps its
+ * contrast), then moves on. */
+static const spot_scene scene = {.height = H,
+                                 .width = W,
+                                 .spot_first = 3,
+                                 .spot_stride = 4,
+                                 .spot_dwell = 6,
+                                 .spot_span = W - 6,
+                                 .spot_gain = 120};
+
 static uint16_t scene_pixel(int64_t t, int64_t i) {
-  const int64_t y = i / W, x = i % W;
-  int64_t v = 1000 + 13 * y + 7 * x + (t * 37 + i * 101) % 23;
-  const int64_t spot_x = 3 + 4 * (t / 6) % (W - 6), spot_y = H / 2;
-  if (llabs(x - spot_x) <= 1 && llabs(y - spot_y) <= 1) v += 120;
-  return (uint16_t)v;
+  return spot_scene_pixel(&scene, t, i);
 }
 
 static plm_background_params chain_params(void) {
@@ -80,20 +85,9 @@ static void reference(bool feedback, float **residuals, uint8_t **masks) {
 /* ---- streaming ------------------------------------------------------------------------ */
 
 typedef struct frames_run {
-  int64_t first, frames;
-  uint8_t *masks; /* each delivered frame's mask, PIXELS bytes, by run index */
+  spot_scene_run run; /* first: spot_scene_source reads it */
+  uint8_t *masks;     /* each delivered frame's mask, PIXELS bytes, by run index */
 } frames_run;
-
-static plm_status scene_source(void *user, int64_t frame, void *const *inputs, bool *end) {
-  frames_run *r = user;
-  if (frame >= r->frames) {
-    *end = true;
-    return PLM_OK;
-  }
-  uint16_t *in = inputs[0];
-  for (int64_t i = 0; i < PIXELS; i++) in[i] = scene_pixel(r->first + frame, i);
-  return PLM_OK;
-}
 
 static plm_status keep_mask(void *user, int64_t frame, const void *const *outputs) {
   frames_run *r = user;
@@ -103,11 +97,11 @@ static plm_status keep_mask(void *user, int64_t frame, const void *const *output
 
 static void stream_frames(plm_pipeline *pl, int64_t first, int64_t frames, bool graphs,
                           uint8_t *masks) {
-  frames_run r = {.first = first, .frames = frames, .masks = masks};
+  frames_run r = {.run = {&scene, first, frames}, .masks = masks};
   plm_run_stream_options options = plm_run_stream_options_default();
   options.use_graphs = graphs;
   plm_run_stream_report report;
-  PLM_CHECK_OK(plm_pipeline_run_stream(pl, scene_source, keep_mask, &r, &options, &report));
+  PLM_CHECK_OK(plm_pipeline_run_stream(pl, spot_scene_source, keep_mask, &r, &options, &report));
   ck_assert_int_eq(report.frames_delivered, frames);
   /* On cuda the frames after each slot's first are graph replays: the copy and its event
    * replay with them. */
@@ -312,11 +306,11 @@ START_TEST(test_a_batch_is_refused) {
   PLM_CHECK_OK(plm_pipeline_bind_previous(pl, previous, mask));
   PLM_CHECK_OK(plm_pipeline_mark_output(pl, mask));
   PLM_CHECK_OK(plm_pipeline_compile(pl, NULL));
-  frames_run r = {.first = 0, .frames = 4, .masks = NULL};
+  frames_run r = {.run = {&scene, 0, 4}, .masks = NULL};
   plm_run_stream_options options = plm_run_stream_options_default();
   options.batch = 2;
   plm_run_stream_report report;
-  PLM_CHECK_FAILS(plm_pipeline_run_stream(pl, scene_source, keep_mask, &r, &options, &report),
+  PLM_CHECK_FAILS(plm_pipeline_run_stream(pl, spot_scene_source, keep_mask, &r, &options, &report),
                   PLM_ERR_INVALID_ARG,
                   "options->batch 2: previous value t2 carries each frame's value to the next "
                   "frame");
