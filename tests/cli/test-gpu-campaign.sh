@@ -158,13 +158,16 @@ grep -q '1 fail, 1 pass' "$scratch/import.txt" || fail "the suites' verdicts are
 grep -q 'missing or unreadable: bench_pipeline.json' "$scratch/import.txt" || fail "a missing part is not said to be missing"
 
 # The measured times beside the emulated estimates (scripts/emulated-estimates' files): the
-# filed threshold row, as an H200's, against an estimate of a quarter of its mean.
+# filed threshold row, as an H200's, against an estimate of a quarter of its mean, counted
+# at a commit git does not know ("unknown" whether its kernels changed), at the measured
+# commit ("same") and at the repository's first ("changed", and said above the table).
 measured=$scratch/measured
 cp -r "$scratch/results/2026-01-02-test-gpu-abc1234" "$measured"
 mkdir -p "$scratch/estimates"
-python3 - "$measured/core/bench_ops/threshold.json" "$scratch/estimates/H200-1.json" <<'EOF' ||
+estimate() { # COMMIT DEVICE: the fixture's estimate file
+  python3 - "$measured/core/bench_ops/threshold.json" "$scratch/estimates/H200-1.json" "$1" "$2" <<'EOF'
 import json, sys
-measured_path, estimate_path = sys.argv[1:]
+measured_path, estimate_path, commit, device = sys.argv[1:]
 with open(measured_path) as f:
     measured = json.load(f)
 measured["device"] = "NVIDIA H200"
@@ -173,15 +176,29 @@ with open(measured_path, "w") as f:
 row = measured["results"][0]
 estimate = {"bound": "dram", "estimate_s": row["mean_us"] * 1e-6 / 4, "floor_s": 1e-6}
 with open(estimate_path, "w") as f:
-    json.dump({"device": {"name": "H200"}, "commit": "abc1234", "sections": [
-        {"label": f"{row['op']} {row['size']}", "estimate": estimate}]}, f)
+    json.dump({"device": {"name": device}, "commit": commit, "sections": [
+        {"label": f"{row['op']} {row['size']}", "estimate": estimate,
+         "kernels": [{"site": "kernels/cuda/threshold.cu:20"}]}]}, f)
 EOF
-  fail "could not make the estimates' fixture"
-python3 "$source_dir/scripts/gpu_campaign_tables.py" --estimates "$scratch/estimates" "$measured" \
-  >"$scratch/beside.txt" 2>&1 || fail "the tables with estimates exited $?: $(tail -n 5 "$scratch/beside.txt")"
-grep -qE '^\| threshold \| [0-9]+x[0-9]+ \| .* \| dram \| 1 \| 4 \|$' "$scratch/beside.txt" ||
-  fail "no measured row beside its estimate: $(grep -A 6 'Measured beside' "$scratch/beside.txt")"
-sed -i 's/"H200"/"H100 SXM"/' "$scratch/estimates/H200-1.json"
+}
+beside() { # EXPECTED: the row's "kernels since" column
+  python3 "$source_dir/scripts/gpu_campaign_tables.py" --estimates "$scratch/estimates" "$measured" \
+    >"$scratch/beside.txt" 2>&1 || fail "the tables with estimates exited $?: $(tail -n 5 "$scratch/beside.txt")"
+  grep -qE "^\| threshold \| [0-9]+x[0-9]+ \| .* \| dram \| 1 \| 4 \| $1 \|\$" "$scratch/beside.txt" ||
+    fail "no measured row beside its estimate, kernels $1: $(grep -A 8 'Measured beside' "$scratch/beside.txt")"
+}
+estimate abc1234 H200 || fail "could not make the estimates' fixture"
+beside unknown
+measured_commit=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["commit"])' \
+  "$measured/core/bench_ops/threshold.json")
+if git -C "$source_dir" cat-file -e "${measured_commit%-dirty}^{commit}" 2>/dev/null; then
+  estimate "$measured_commit" H200 && beside same
+  first=$(git -C "$source_dir" rev-list --max-parents=0 HEAD | tail -n 1)
+  estimate "$first" H200 && beside changed
+  grep -q '^\*\*1 of these rows compare kernels that changed' "$scratch/beside.txt" ||
+    fail "a changed kernel is not said above the table"
+fi
+estimate abc1234 "H100 SXM"
 python3 "$source_dir/scripts/gpu_campaign_tables.py" --estimates "$scratch/estimates" "$measured" \
   >"$scratch/beside.txt" 2>&1 || fail "the tables with another device's estimates exited $?"
 grep -q '^(no estimate for NVIDIA H200' "$scratch/beside.txt" ||
