@@ -107,7 +107,7 @@ static size_t cpu_scratch(const void *args) {
 
 #ifdef PLM_HAVE_CUDA
 static plm_status cuda_scratch(const void *args, size_t *bytes) {
-  *bytes = plm__cfar_scratch_bytes(args);
+  *bytes = plm__cfar_cuda_scratch_bytes(args);
   return PLM_OK;
 }
 #endif

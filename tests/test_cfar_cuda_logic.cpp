@@ -20,6 +20,8 @@
  * block of kTileThreads emulated threads a tile, the span's copy and the outputs scribbled over
  * first) on the kernels' tables, against plm__cfar_pixel on them: the same bits at every pixel,
  * for frames around a tile's side and windows up to kStagedWindowMost, larger than a tile.
+ * Then the one-pass kernel (one_pass_tile, which builds each tile's tables from the frame in
+ * shared memory) on the same frames against the CPU kernel, mask, z and the mask with a hold.
  * Exit status 0 is success. */
 #include <cmath>
 #include <cstdio>
@@ -257,6 +259,85 @@ int check_tiles(const Frame &f, const std::vector<T> &tables, const char *label)
   return failures;
 }
 
+/* one_pass_tile over every tile of a frame, on blocks of kTileThreads emulated threads, with
+ * the shared memory and the outputs scribbled over first, against the CPU kernel: every
+ * output written, the same bits for u8 and u16, z within 1e-9 and the same mask for f32 (its
+ * doubles summed over each span, not the frame); the mask also with a hold (about one pixel
+ * in 40, radius 2, hold_k = k / 2), decided in the same pass. S: the spans' entry type. */
+template <typename S>
+int64_t one_pass_mismatches(const Frame &f, int window, int guard, plm_cfar_result output,
+                            bool with_hold) {
+  const int64_t pixels = f.h * f.w;
+  const size_t size = output == PLM_CFAR_Z ? 4 : 1, bytes = (size_t)pixels * size;
+  std::vector<unsigned char> tiled(bytes, 0xa5), cpu(bytes, 0x5a);
+  std::vector<uint8_t> hold((size_t)pixels);
+  for (auto &h : hold) h = rng() % 40 == 0;
+  plm__cfar_args args = {f.bytes.data(),
+                         cpu.data(),
+                         nullptr,
+                         1,
+                         f.h,
+                         f.w,
+                         f.dtype,
+                         window,
+                         guard,
+                         2.0,
+                         output,
+                         with_hold ? hold.data() : nullptr,
+                         1.0,
+                         2};
+  std::vector<uint64_t> scratch(plm__cfar_scratch_bytes(&args) / 8);
+  args.scratch = scratch.data();
+  plm__cfar_cpu(&args);
+  args.out = tiled.data();
+  args.scratch = nullptr; /* the one-pass kernel has no tables */
+  const double level = plm__cfar_level(f.bytes.data(), f.dtype);
+  std::vector<double> shared((one_pass_bytes_most(args) + 7) / 8);
+  LaneGroup block(kTileThreads, rng());
+  for (int64_t tile = 0; tile < tile_count(args); tile++) {
+    for (double &e : shared) e = (double)(rng() % 1000);
+    block.run([&](int t) {
+      const EmulatedBlock b = {&block, t};
+      one_pass_tile<S>(b, args, f.bytes.data(), tiled.data(), level, tile,
+                       (unsigned char *)shared.data());
+    });
+  }
+  int64_t bad = 0;
+  for (int64_t i = 0; i < pixels; i++) {
+    if (f.dtype != PLM_DTYPE_F32 || output == PLM_CFAR_MASK) {
+      bad += std::memcmp(&tiled[(size_t)i * size], &cpu[(size_t)i * size], size) != 0;
+    } else {
+      const float a = ((const float *)tiled.data())[i], b = ((const float *)cpu.data())[i];
+      bad += !(std::fabs((double)a - (double)b) <= 1e-9 * std::fmax(1.0, std::fabs(b)));
+    }
+  }
+  return bad;
+}
+
+/* The windows of the one-pass checks: the smallest, the default, and the largest, whose
+ * guard leaves a ring one cell wide. */
+const int kOnePassWindows[][2] = {{3, 1}, {15, 5}, {kOnePassWindowMost, kOnePassWindowMost - 2}};
+
+template <typename S>
+int check_one_pass(const Frame &f) {
+  int failures = 0;
+  for (const auto &wg : kOnePassWindows)
+    for (int variant = 0; variant < 3; variant++) {
+      const plm_cfar_result output = variant == 1 ? PLM_CFAR_Z : PLM_CFAR_MASK;
+      const bool with_hold = variant == 2;
+      const int64_t bad = one_pass_mismatches<S>(f, wg[0], wg[1], output, with_hold);
+      if (bad) {
+        std::printf(
+            "FAIL: %s %lldx%lld, window %d guard %d %s%s: %lld one-pass outputs differ "
+            "from the CPU's\n",
+            plm_dtype_name(f.dtype), (long long)f.h, (long long)f.w, wg[0], wg[1],
+            output == PLM_CFAR_Z ? "z" : "mask", with_hold ? " with a hold" : "", (long long)bad);
+        failures++;
+      }
+    }
+  return failures;
+}
+
 template <typename T>
 int check_frame(const Frame &f, const char *label, int threads) {
   const std::vector<T> got = kernel_tables<T>(f, threads), want = plain_tables<T>(f);
@@ -316,6 +397,14 @@ int main() {
       failures += dtype == PLM_DTYPE_F32
                       ? check_tiles<double>(f, kernel_tables<double>(f, kRowThreads), "")
                       : check_tiles<uint64_t>(f, kernel_tables<table_int>(f, kRowThreads), "");
+      cases++;
+    }
+  /* The one-pass kernel, on the same frames against the CPU kernel. */
+  for (plm_dtype dtype : {PLM_DTYPE_U8, PLM_DTYPE_U16, PLM_DTYPE_F32})
+    for (const auto &hw : sides) {
+      const bool non_finite = dtype == PLM_DTYPE_F32 && hw[0] == 65;
+      const Frame f = random_frame(dtype, hw[0], hw[1], non_finite);
+      failures += dtype == PLM_DTYPE_F32 ? check_one_pass<double>(f) : check_one_pass<uint64_t>(f);
       cases++;
     }
   std::printf("cfar_cuda_logic: %d frames, %d failures\n", cases, failures);

@@ -79,7 +79,9 @@ extern "C" {
  * dtype or 1 dim; hold not u8 (H, W); out of the wrong dtype or shape, or overlapping in or
  * hold. The op takes scratch memory from the context's default pool in stream
  * order (PLM_ERR_OUT_OF_MEMORY when it has none): the tables of one frame, two for u8
- * and u16 and three for f32, 8 (H + 1)(W + 1) bytes each, reused frame after frame. */
+ * and u16 and three for f32, 8 (H + 1)(W + 1) bytes each, reused frame after frame; on
+ * the cuda backend none for windows up to 29, whose one pass builds each 32 x 32 tile's
+ * tables in shared memory. */
 
 typedef enum plm_cfar_result {
   PLM_CFAR_MASK = 0, /* u8: 1 where (x - mean) > k std */
@@ -98,7 +100,8 @@ typedef struct plm_cfar_params {
 /* plm_cfar_params_default: The defaults of the operation's parameter schema (ops/op_desc.h): window
  * 15, guard 5, k 5, output PLM_CFAR_MASK, hold_k 4, hold_radius 2. */
 /* plm_cfar_cost: bytes = in, out, the hold's byte when given and four passes over the 8-byte
- * tables (two; three for f32) per pixel; flops = about 30 per pixel (the tables' sums, the boxes' corners, the statistics). */
+ * tables (two; three for f32) per pixel (the host's passes; cuda's one pass for windows up
+ * to 29 moves in, out and the hold alone); flops = about 30 per pixel (the tables' sums, the boxes' corners, the statistics). */
 
 #ifdef __cplusplus
 }

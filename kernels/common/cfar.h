@@ -10,7 +10,10 @@
  * (plm__cfar_level), with a non-finite cell taken as 0 in every table (left out of every
  * reference set); the count table holds integers below 2^53, so its boxes are exact. The
  * kernels differ only in how they fill the tables; from the tables on, every pixel goes
- * through plm__cfar_pixel, so for integer inputs the two backends give the same bits.
+ * through plm__cfar_moments_* and plm__cfar_write, so for integer inputs the two backends
+ * give the same bits. (The CUDA kernels' one pass, for windows up to 29, builds each
+ * tile's tables over the tile's span in shared memory instead, with no scratch: a box's
+ * integer sum is the same from either table.)
  */
 #ifndef PLUME_KERNELS_COMMON_CFAR_H
 #define PLUME_KERNELS_COMMON_CFAR_H
@@ -266,6 +269,17 @@ static inline PLM_HD void plm__cfar_hold_pixel(const plm__cfar_args *args, const
   *mask = plm__cfar_mask(d, m, args->k);
 }
 
+/* The mask of pixel (y, x) under a hold, in one pass from its d and m: what the two passes
+ * give (the first at hold_k, then plm__cfar_hold_pixel at k where the hold does not reach),
+ * since k * sqrt(m), rounded, does not fall as k rises: a pixel not detected at hold_k is
+ * not detected at k either. */
+static inline PLM_HD uint8_t plm__cfar_held_mask(const plm__cfar_args *args, int64_t y, int64_t x,
+                                                 double d, double m) {
+  if (!plm__cfar_mask(d, m, args->hold_k)) return 0;
+  if (plm__hold_reaches(args->hold, args->height, args->width, y, x, args->hold_radius)) return 1;
+  return plm__cfar_mask(d, m, args->k);
+}
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -276,6 +290,11 @@ void plm__cfar_cpu(const plm__cfar_args *args);
 
 /* Enqueue the CUDA kernels (kernels/cuda/cfar.cu) on a cudaStream_t. */
 plm_status plm__cfar_cuda(void *stream, const plm__cfar_args *args);
+
+/* The scratch the CUDA kernels need: none when every frame goes through the one-pass tiled
+ * kernel (windows up to 31, tables of each tile's span in shared memory), else the tables
+ * (plm__cfar_scratch_bytes). */
+size_t plm__cfar_cuda_scratch_bytes(const plm__cfar_args *args);
 
 #ifdef __cplusplus
 }

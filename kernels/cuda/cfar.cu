@@ -1,5 +1,13 @@
-/* kernels/cuda/cfar.cu: cell-averaging CFAR on the GPU, frame by frame, five kernels per
- * frame on the stream:
+/* kernels/cuda/cfar.cu: cell-averaging CFAR on the GPU, frame by frame. Windows up to 29
+ * (kOnePassWindowMost; the default is 15) take one kernel a frame and no scratch:
+ *   one_pass        a block per 32 x 32 pixels: the frame's pixels under the tile's span
+ *                   (the tile and window / 2 around it) copied once to shared memory, then,
+ *                   table by table, the span's own summed-area table built there from them
+ *                   (rows, then columns, each line in four segments a thread each) and each
+ *                   pixel's ring sum read from its eight corners; with a hold, each pixel's
+ *                   mask decided in the same pass (one_pass_tile below).
+ * Larger windows, whose spans would pass 48 KiB, take five kernels a frame (a hold, six)
+ * on summed-area tables of the whole frame in the scratch:
  *   row_sums        a block per table row: the row's running sums of each cell's components
  *                   (v, v^2 and, for f32, 1 when finite: kernels/common/cfar.h), ROW_THREADS
  *                   columns at a time (a shuffle scan in each warp, the warps' totals added
@@ -63,16 +71,34 @@
  *   pixel a table (a span would pass 48 KiB: a 287 x 287 span is 644 KiB); no bench_ops
  *   workload uses one.
  *
- * The integer tables (u8, u16) are exact in any order, so the bits equal the CPU's; the
- * f32 tables sum their doubles in the scans' orders (rows in chunks of warps, columns in
- * segments, tiles and carries), not the CPU's left to right and top to bottom: the z-scores
- * agree within the tests' tolerance, not bit for bit, as they did before the tiles.
+ * The one pass's cost. It reads the frame and writes the output, nothing else: its floor
+ * is the op's input and output alone, 5 bytes a pixel for f32 to a mask (1.3 MB, 0.39 us
+ * at 512^2; 84 MB, 25 us at 4096^2 on an H100). Its bound is the shared memory's: each
+ * table's span is written, scanned along rows (each segment's cells read twice: its total,
+ * then its running sums) and down columns (entries read twice, written once) and read at
+ * eight corners a pixel, 2 wavefronts a warp's 8-byte access: about 1.2 wavefronts a pixel
+ * a table at window 15, 2 tables (v, v^2; f32's count table only in a span with a pixel
+ * that is not finite, else the boxes' areas, the same integers). Emulated estimates for an
+ * H100 SXM, not measurements (bench_ops --op cfar --emulated-cost, f32, window 15, guard 5:
+ * docs/benchmarks.md): at 512^2, 3.0 us shared-bound, 5.5 us with its launch, against the
+ * five kernels' 9.82 us (their pixels alone 3.06); 4096^2 in docs/benchmarks.md. The
+ * count does not see latency: a segment's scan is a chain of about 16 dependent shared
+ * accesses, and an SM holds 2 blocks (16 warps) under its 96 to 111 registers. Not yet
+ * run on a GPU.
+ *
+ * The integer tables (u8, u16) are exact in any order, and a box's sum is the same from a
+ * span's table as from the frame's, so the bits equal the CPU's; the f32 tables sum their
+ * doubles in the scans' orders (rows in chunks of warps, columns in segments, tiles and
+ * carries; in the one pass, over each span), not the CPU's left to right and top to
+ * bottom: the z-scores agree within the tests' tolerance, not bit for bit, as they did
+ * before the tiles.
  *
  * The row and column scans' block and warp logic (table_row, tile_totals, tile_carries and
- * tile_scan, written against the Block and Warp of kernels/cuda/lanes.h) and the tiled
- * pixel pass's (pixel_tile) also run on the host in tests/test_cfar_cuda_logic.cpp (ctest
- * cfar_cuda_logic), which compiles this file as plain C++ (hence the __CUDACC__ guards)
- * with emulated threads. Not yet run on a GPU (none was available when it was written). */
+ * tile_scan, written against the Block and Warp of kernels/cuda/lanes.h), the tiled
+ * pixel pass's (pixel_tile) and the one pass's (one_pass_tile) also run on the host in
+ * tests/test_cfar_cuda_logic.cpp (ctest cfar_cuda_logic), which compiles this file as plain C++
+ * (hence the __CUDACC__ guards) with emulated threads. Not yet run on a GPU (none was available
+ * when it was written). */
 #include "kernels/common/cfar.h"
 #include "kernels/cuda/launch.h"
 #ifdef __CUDACC__
@@ -385,8 +411,21 @@ PLM_HD inline void moments(const plm__cfar_args &args, const void *frame_in, dou
 }
 
 /* One table's ring sums of this thread's pixels (sums[k]: its row k * kTileRanks below its
- * first; none for a pixel outside the frame), through a copy of the table's span in
- * span_copy. */
+ * first; none for a pixel outside the frame) from the table's span, held in shared memory
+ * at `stride` entries a row (entry (0, 0) the span's first). */
+template <typename S>
+PLM_HD void span_rings(const plm__cfar_args &args, const tile_place &p, const S *span, int stride,
+                       S sums[kTileRowsPerThread]) {
+  for (int k = 0; k < kTileRowsPerThread; k++) {
+    const int y = p.y + k * kTileRanks;
+    if (in_frame(p, k))
+      sums[k] = ring(span, stride, square_in_span(y, p.x, args.window, p),
+                     square_in_span(y, p.x, args.guard, p));
+  }
+}
+
+/* One table's ring sums of this thread's pixels (span_rings), through a copy of the
+ * table's span in span_copy. */
 template <typename S, class Block>
 PLM_HD void tile_rings(const Block &block, const plm__cfar_args &args, const tile_place &p,
                        const S *table, S *span_copy, S sums[kTileRowsPerThread]) {
@@ -396,13 +435,19 @@ PLM_HD void tile_rings(const Block &block, const plm__cfar_args &args, const til
     for (int c = block.thread() % 32; c < p.columns; c += 32)
       span_copy[r * p.columns + c] = first[r * stride + c];
   block.sync();
+  span_rings(args, p, span_copy, p.columns, sums);
+  block.sync(); /* the copy is read before the next table's overwrites it */
+}
+
+/* This thread's pixels' reference cell counts n for u8 and u16: the boxes' areas. */
+PLM_HD inline void box_areas(const plm__cfar_args &args, const tile_place &p,
+                             uint64_t n[kTileRowsPerThread]) {
   for (int k = 0; k < kTileRowsPerThread; k++) {
     const int y = p.y + k * kTileRanks;
     if (in_frame(p, k))
-      sums[k] = ring(span_copy, p.columns, square_in_span(y, p.x, args.window, p),
-                     square_in_span(y, p.x, args.guard, p));
+      n[k] = (uint64_t)(plm__cfar_area(square_in_span(y, p.x, args.window, p)) -
+                        plm__cfar_area(square_in_span(y, p.x, args.guard, p)));
   }
-  block.sync(); /* the copy is read before the next table's overwrites it */
 }
 
 /* This thread's pixels' reference cell counts n: for f32, the ring sums of the count table
@@ -419,12 +464,7 @@ PLM_HD void tile_counts(const Block &block, const plm__cfar_args &args, const ti
   (void)block;
   (void)tables;
   (void)span_copy;
-  for (int k = 0; k < kTileRowsPerThread; k++) {
-    const int y = p.y + k * kTileRanks;
-    if (in_frame(p, k))
-      n[k] = (uint64_t)(plm__cfar_area(square_in_span(y, p.x, args.window, p)) -
-                        plm__cfar_area(square_in_span(y, p.x, args.guard, p)));
-  }
+  box_areas(args, p, n);
 }
 
 /* Tile `tile` of one frame, by a block of kTileThreads: tables as plm__cfar_pixel takes
@@ -445,6 +485,283 @@ PLM_HD void pixel_tile(const Block &block, const plm__cfar_args &args, const voi
     moments(args, frame_in, level, i, n[k], s1[k], s2[k], &d, &m);
     plm__cfar_write(&args, frame_out, i, d, m);
   }
+}
+
+/* The one-pass tiled kernel (frame_tiles_kernel), for windows up to kOnePassWindowMost: no
+ * tables in global memory at all. A block takes a tile of 32 x 32 pixels as pixel_tile does
+ * (the same tile_place), but builds each table's span itself, in shared memory, from the
+ * frame: it copies the frame's pixels under the span once (rows - 1 by columns - 1 of them),
+ * then, table by table, a thread a span row writes the row's running sums of the cells'
+ * components and a thread a span column adds them down. Entry (r, c) is then the sum over the
+ * span's first r rows and c columns, where the frame's table holds the sum from the frame's
+ * corner: the two differ by terms that cancel in each box's four corners, so for u8 and u16
+ * (integers, exact in any order) every box, and so every output, has the CPU's bits. For f32
+ * the doubles are summed over the span instead of the frame, in another order: the outputs
+ * agree with the CPU's within the tests' tolerance, as the tables' did. The outputs go out
+ * from the same span_rings and moments; with a hold, plm__cfar_held_mask decides each
+ * pixel in the same pass (no second kernel). Both strides are odd, so that the column pass's
+ * warp (32 columns of a row) and the row pass's (32 rows of a column) meet no bank twice
+ * more than an 8-byte access must. */
+constexpr int kOnePassWindowMost = 29;
+
+/* The scans that build a span's table take each span row (then column) in kScanSegments
+ * segments, a thread a segment: each segment's total, then its running sums from the totals
+ * of the segments before it, so that the block's threads, not a few, do the work and each
+ * thread's chain of dependent steps is a segment long (about 2 * 47 / 4 + 4 at window 15)
+ * instead of a span's side. A span has at most kSpanSideMost rows and columns. */
+constexpr int kScanSegments = 4;
+constexpr int kSpanSideMost = 64;
+static_assert(kTileSide + kOnePassWindowMost <= kSpanSideMost &&
+                  kSpanSideMost * kScanSegments <= kTileThreads,
+              "a span's lines' segments are a thread each, in one round");
+
+/* The shared memory of a one-pass tile whose span has rows x columns entries and whose
+ * pixels have `element` bytes: a flag (whether a pixel of the span is not finite) and the
+ * scans' segment totals (kHeadBytes), the pixels (rows - 1 by columns - 1 at an odd
+ * stride), to a multiple of 8 bytes, then one table's span (rows by columns entries at an
+ * odd stride). */
+constexpr int kFlagBytes = 8;
+constexpr int kHeadBytes = kFlagBytes + kSpanSideMost * kScanSegments * 8;
+PLM_HD constexpr int odd(int n) {
+  return n | 1;
+}
+PLM_HD constexpr size_t span_pixels_bytes(int rows, int columns, int element) {
+  return kHeadBytes + ((size_t)(rows - 1) * (size_t)odd(columns - 1) * (size_t)element + 7) / 8 * 8;
+}
+PLM_HD constexpr size_t one_pass_bytes(int rows, int columns, int element) {
+  return span_pixels_bytes(rows, columns, element) + (size_t)rows * (size_t)odd(columns) * 8;
+}
+static_assert(one_pass_bytes(kTileSide + kOnePassWindowMost, kTileSide + kOnePassWindowMost, 4) <=
+                      kSpanBytesMost &&
+                  one_pass_bytes(kTileSide + kOnePassWindowMost + 2,
+                                 kTileSide + kOnePassWindowMost + 2, 4) > kSpanBytesMost,
+              "kOnePassWindowMost is the largest odd window whose one-pass span fits");
+
+/* Whether a frame's cfar takes the one-pass kernel (else the tables in scratch). */
+PLM_HD inline bool one_pass(const plm__cfar_args &args) {
+  return args.window <= kOnePassWindowMost && args.height < kStagedSideMost &&
+         args.width < kStagedSideMost;
+}
+
+PLM_HD inline int element_bytes(plm_dtype dtype) {
+  return dtype == PLM_DTYPE_U8 ? 1 : dtype == PLM_DTYPE_U16 ? 2 : 4;
+}
+
+/* A one-pass tile's shared memory: the flag, the segment totals (kFlagBytes in), the frame's
+ * pixels under the span at pixels_stride a row (kHeadBytes in), then one table's span at
+ * stride entries a row (table_offset bytes in). */
+struct one_pass_layout {
+  int pixels_stride, stride;
+  size_t table_offset;
+};
+
+PLM_HD inline one_pass_layout layout_of(const plm__cfar_args &args, const tile_place &p) {
+  const one_pass_layout l = {odd(p.columns - 1), odd(p.columns),
+                             span_pixels_bytes(p.rows, p.columns, element_bytes(args.dtype))};
+  return l;
+}
+
+/* The bytes of the largest one-pass tile's shared memory of a frame, for the launch. */
+inline size_t one_pass_bytes_most(const plm__cfar_args &args) {
+  const int64_t side = kTileSide + args.window;
+  return one_pass_bytes((int)(side < args.height + 1 ? side : args.height + 1),
+                        (int)(side < args.width + 1 ? side : args.width + 1),
+                        element_bytes(args.dtype));
+}
+
+/* Copy the frame's pixels under a tile's span (image rows p.row.., columns p.column..) to
+ * `pixels`, a warp a row segment; a thread that copies an f32 pixel that is not finite sets
+ * *non_finite (cleared before, with a barrier between). */
+template <class Block>
+PLM_HD void copy_span_pixels(const Block &block, const plm__cfar_args &args, const tile_place &p,
+                             const void *frame_in, const one_pass_layout &l, void *pixels,
+                             int *non_finite) {
+  const int size = element_bytes(args.dtype);
+  for (int r = block.thread() / 32; r < p.rows - 1; r += kTileRanks)
+    for (int c = block.thread() % 32; c < p.columns - 1; c += 32) {
+      const int64_t from = (p.row + r) * args.width + p.column + c;
+      const int to = r * l.pixels_stride + c;
+      if (size == 1)
+        ((uint8_t *)pixels)[to] = ((const uint8_t *)frame_in)[from];
+      else if (size == 2)
+        ((uint16_t *)pixels)[to] = ((const uint16_t *)frame_in)[from];
+      else {
+        const float v = ((const float *)frame_in)[from];
+        ((float *)pixels)[to] = v;
+        /* Volatile: threads of one barrier interval may each set it (st.volatile is a
+         * relaxed atomic in PTX, and so to the emulator's race check). */
+        if (!plm__cfar_finite((double)v)) *(volatile int *)non_finite = 1;
+      }
+    }
+}
+
+/* Component t (plm__cfar_tables) of element i of the span's pixels, as table entry type S
+ * takes it (the cell's array indexed by constants only, so that it stays in registers: a
+ * runtime index puts it on the stack). */
+PLM_HD inline uint64_t component(const void *pixels, int i, plm_dtype dtype, double level, int t,
+                                 uint64_t) {
+  (void)level;
+  uint64_t cell[PLM__CFAR_MAX_TABLES];
+  plm__cfar_cell_int(pixels, i, dtype, cell);
+  return t == 0 ? cell[0] : t == 1 ? cell[1] : cell[2];
+}
+PLM_HD inline double component(const void *pixels, int i, plm_dtype dtype, double level, int t,
+                               double) {
+  (void)dtype;
+  double cell[PLM__CFAR_MAX_TABLES];
+  plm__cfar_cell_f32(pixels, i, level, cell);
+  return t == 0 ? cell[0] : t == 1 ? cell[1] : cell[2];
+}
+
+/* Segment `segment` of a span line of `length` entries: entries [*first, *end) of 1 ..
+ * length - 1 (entry 0 is the line's 0). */
+PLM_HD inline void scan_segment(int length, int segment, int *first, int *end) {
+  const int each = (length - 1 + kScanSegments - 1) / kScanSegments;
+  *first = 1 + segment * each;
+  *end = *first + each < length ? *first + each : length;
+}
+
+/* The cell of span entry (r, c), component t: the pixel above and to the left of it, 0 in
+ * row 0 (and column 0, which no scan reaches). */
+template <typename S>
+PLM_HD inline S span_cell(const plm__cfar_args &args, const one_pass_layout &l, const void *pixels,
+                          double level, int t, int r, int c) {
+  return r > 0 ? component(pixels, (r - 1) * l.pixels_stride + c - 1, args.dtype, level, t, S())
+               : (S)0;
+}
+
+/* Table t of the tile's span, built in `span` from the span's pixels, with `totals` (the
+ * segments' totals, kSpanSideMost a segment, so that neighbouring lines' totals are
+ * neighbours in the banks too): the running sums along each
+ * row of the cells, then down each column of those, each line in kScanSegments segments
+ * (a thread each: lanes take neighbouring lines, so that a warp's accesses meet at most
+ * the banks an 8-byte access must). Row 0 and column 0 are 0. */
+template <typename S, class Block>
+PLM_HD void span_table(const Block &block, const plm__cfar_args &args, const tile_place &p,
+                       const one_pass_layout &l, const void *pixels, double level, int t, S *totals,
+                       S *span) {
+  const int row_tasks = p.rows * kScanSegments, column_tasks = p.columns * kScanSegments;
+  for (int task = block.thread(); task < row_tasks; task += block.threads()) {
+    const int r = task % p.rows, segment = task / p.rows;
+    int first, end;
+    scan_segment(p.columns, segment, &first, &end);
+    S total = 0;
+    for (int c = first; c < end; c++) total += span_cell<S>(args, l, pixels, level, t, r, c);
+    totals[segment * kSpanSideMost + r] = total;
+  }
+  block.sync();
+  for (int task = block.thread(); task < row_tasks; task += block.threads()) {
+    const int r = task % p.rows, segment = task / p.rows;
+    int first, end;
+    scan_segment(p.columns, segment, &first, &end);
+    S running = 0;
+    for (int k = 0; k < segment; k++) running += totals[k * kSpanSideMost + r];
+    if (segment == 0) span[r * l.stride] = 0;
+    for (int c = first; c < end; c++) {
+      running += span_cell<S>(args, l, pixels, level, t, r, c);
+      span[r * l.stride + c] = running;
+    }
+  }
+  block.sync();
+  for (int task = block.thread(); task < column_tasks; task += block.threads()) {
+    const int c = task % p.columns, segment = task / p.columns;
+    int first, end;
+    scan_segment(p.rows, segment, &first, &end);
+    S total = 0;
+    for (int r = first; r < end; r++) total += span[r * l.stride + c];
+    totals[segment * kSpanSideMost + c] = total;
+  }
+  block.sync();
+  for (int task = block.thread(); task < column_tasks; task += block.threads()) {
+    const int c = task % p.columns, segment = task / p.columns;
+    int first, end;
+    scan_segment(p.rows, segment, &first, &end);
+    S running = 0;
+    for (int k = 0; k < segment; k++) running += totals[k * kSpanSideMost + c];
+    for (int r = first; r < end; r++) {
+      running += span[r * l.stride + c];
+      span[r * l.stride + c] = running;
+    }
+  }
+  block.sync();
+}
+
+/* A one-pass tile's shared memory, as one_pass_layout places it. */
+template <typename S>
+struct one_pass_memory {
+  int *non_finite;
+  void *pixels;
+  S *totals, *span;
+};
+
+/* One table's ring sums of this thread's pixels (span_rings) from a span built here. */
+template <typename S, class Block>
+PLM_HD void one_pass_rings(const Block &block, const plm__cfar_args &args, const tile_place &p,
+                           const one_pass_layout &l, const one_pass_memory<S> &memory, double level,
+                           int t, S sums[kTileRowsPerThread]) {
+  span_table(block, args, p, l, memory.pixels, level, t, memory.totals, memory.span);
+  span_rings(args, p, memory.span, l.stride, sums);
+  block.sync(); /* the span is read before the next table's overwrites it */
+}
+
+/* This thread's pixels' reference cell counts n (tile_counts' rule): for f32 the count
+ * table's rings where a pixel of the span is not finite, else (the count table would hold
+ * every cell) the boxes' areas, the same integers; the boxes' areas for u8 and u16. */
+template <class Block>
+PLM_HD void one_pass_counts(const Block &block, const plm__cfar_args &args, const tile_place &p,
+                            const one_pass_layout &l, const one_pass_memory<double> &memory,
+                            double level, bool non_finite, double n[kTileRowsPerThread]) {
+  if (non_finite) {
+    one_pass_rings(block, args, p, l, memory, level, 2, n);
+    return;
+  }
+  uint64_t areas[kTileRowsPerThread] = {0};
+  box_areas(args, p, areas);
+  for (int k = 0; k < kTileRowsPerThread; k++) n[k] = (double)areas[k];
+}
+template <class Block>
+PLM_HD void one_pass_counts(const Block &block, const plm__cfar_args &args, const tile_place &p,
+                            const one_pass_layout &l, const one_pass_memory<uint64_t> &memory,
+                            double level, bool non_finite, uint64_t n[kTileRowsPerThread]) {
+  (void)block;
+  (void)l;
+  (void)memory;
+  (void)level;
+  (void)non_finite;
+  box_areas(args, p, n);
+}
+
+/* Tile `tile` of one frame in one pass, by a block of kTileThreads: S the entry type
+ * (double for f32, uint64_t for u8 and u16); shared holds one_pass_bytes_most bytes. */
+template <typename S, class Block>
+PLM_HD void one_pass_tile(const Block &block, const plm__cfar_args &args, const void *frame_in,
+                          void *frame_out, double level, int64_t tile, unsigned char *shared) {
+  const tile_place p = place_in_frame(args, tile, block.thread());
+  const one_pass_layout l = layout_of(args, p);
+  const one_pass_memory<S> memory = {(int *)shared, shared + kHeadBytes, (S *)(shared + kFlagBytes),
+                                     (S *)(shared + l.table_offset)};
+  if (block.thread() == 0) *memory.non_finite = 0;
+  block.sync();
+  copy_span_pixels(block, args, p, frame_in, l, memory.pixels, memory.non_finite);
+  block.sync();
+  const bool any_non_finite = *memory.non_finite != 0;
+  S s1[kTileRowsPerThread], s2[kTileRowsPerThread], n[kTileRowsPerThread];
+  one_pass_rings(block, args, p, l, memory, level, 0, s1);
+  one_pass_rings(block, args, p, l, memory, level, 1, s2);
+  one_pass_counts(block, args, p, l, memory, level, any_non_finite, n);
+  const bool held = plm__cfar_holds(&args);
+  for (int k = 0; k < kTileRowsPerThread; k++) {
+    if (!in_frame(p, k)) continue;
+    const int y = p.y + k * kTileRanks;
+    const int64_t i = p.i + k * kTileRanks * args.width;
+    double d, m;
+    moments(args, memory.pixels, level, y * l.pixels_stride + p.x, n[k], s1[k], s2[k], &d, &m);
+    if (held)
+      ((uint8_t *)frame_out)[i] = plm__cfar_held_mask(&args, p.row + y, p.column + p.x, d, m);
+    else
+      plm__cfar_write(&args, frame_out, i, d, m);
+  }
+  block.sync(); /* the pixels are read before the block's next tile overwrites them */
 }
 
 #ifdef __CUDACC__
@@ -509,8 +826,7 @@ __global__ void held_pixels_kernel(plm__cfar_args args, const void *frame_in, vo
   const int64_t count = args.height * args.width;
   const int64_t step = (int64_t)gridDim.x * blockDim.x;
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += step)
-    plm__cfar_hold_pixel(&args, frame_in, frame_out, tables, level, i / args.width,
-                         i % args.width);
+    plm__cfar_hold_pixel(&args, frame_in, frame_out, tables, level, i / args.width, i % args.width);
 }
 
 /* Block b takes tiles b, b + blocks, ...: uniform across the block. */
@@ -526,6 +842,29 @@ __global__ void __launch_bounds__(kTileThreads)
     pixel_tile(block, args, frame_in, frame_out, tables, level, tile, (S *)span_bytes);
 }
 
+/* Block b takes tiles b, b + blocks, ...: uniform across the block. Two blocks an SM at
+ * least: at ptxas's own choice (64 to 80 registers) it spills. */
+template <typename S>
+__global__ void __launch_bounds__(kTileThreads, 2)
+    one_pass_kernel(plm__cfar_args args, const void *frame_in, void *frame_out) {
+  extern __shared__ __align__(16) unsigned char span_bytes[];
+  const plm__cuda_block block;
+  const double level = plm__cfar_level(frame_in, args.dtype);
+  const int64_t tiles = tile_count(args);
+  for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x)
+    one_pass_tile<S>(block, args, frame_in, frame_out, level, tile, span_bytes);
+}
+
+/* One frame's outputs in one pass (one_pass_kernel), S its span's entry type. */
+template <typename S>
+plm_status frame_one_pass(cudaStream_t s, const plm__cfar_args *args, const void *frame_in,
+                          void *frame_out) {
+  one_pass_kernel<S>
+      <<<plm__cuda_blocks(tile_count(*args), 1), kTileThreads, one_pass_bytes_most(*args), s>>>(
+          *args, frame_in, frame_out);
+  return plm__cuda_check_launch("cfar one_pass_kernel");
+}
+
 /* One frame's outputs from its tables: in tiles through shared memory, or (windows past
  * kStagedWindowMost) a thread a pixel; with a hold, that pass at min(k, hold_k), then the
  * second pass (kernels/common/cfar.h). */
@@ -537,8 +876,8 @@ plm_status frame_pixels(cudaStream_t s, const plm__cfar_args *args, const void *
   plm_status status;
   if (args->window > kStagedWindowMost || args->height >= kStagedSideMost ||
       args->width >= kStagedSideMost) {
-    pixels_kernel<<<plm__cuda_blocks(count, kThreads), kThreads, 0, s>>>(first, frame_in,
-                                                                        frame_out, args->scratch);
+    pixels_kernel<<<plm__cuda_blocks(count, kThreads), kThreads, 0, s>>>(first, frame_in, frame_out,
+                                                                         args->scratch);
     status = plm__cuda_check_launch("cfar pixels_kernel");
   } else {
     pixel_tiles_kernel<S>
@@ -580,16 +919,28 @@ plm_status frame_tables(cudaStream_t s, const plm__cfar_args *args, const void *
 }  // namespace
 
 #ifdef __CUDACC__
+extern "C" size_t plm__cfar_cuda_scratch_bytes(const plm__cfar_args *args) {
+  return one_pass(*args) ? 0 : plm__cfar_scratch_bytes(args);
+}
+
 extern "C" plm_status plm__cfar_cuda(void *stream, const plm__cfar_args *args) {
   cudaStream_t s = (cudaStream_t)stream;
+  const bool f32 = args->dtype == PLM_DTYPE_F32;
   for (int64_t f = 0; f < args->frames; f++) {
     const void *frame_in = plm__cfar_frame_in(args, f);
     void *frame_out = plm__cfar_frame_out(args, f);
-    plm_status status = args->dtype == PLM_DTYPE_F32 ? frame_tables<double>(s, args, frame_in)
-                                                     : frame_tables<table_int>(s, args, frame_in);
+    plm_status status;
+    if (one_pass(*args)) {
+      status = f32 ? frame_one_pass<double>(s, args, frame_in, frame_out)
+                   : frame_one_pass<uint64_t>(s, args, frame_in, frame_out);
+      if (status != PLM_OK) return status;
+      continue;
+    }
+    status =
+        f32 ? frame_tables<double>(s, args, frame_in) : frame_tables<table_int>(s, args, frame_in);
     if (status != PLM_OK) return status;
-    status = args->dtype == PLM_DTYPE_F32 ? frame_pixels<double>(s, args, frame_in, frame_out)
-                                          : frame_pixels<uint64_t>(s, args, frame_in, frame_out);
+    status = f32 ? frame_pixels<double>(s, args, frame_in, frame_out)
+                 : frame_pixels<uint64_t>(s, args, frame_in, frame_out);
     if (status != PLM_OK) return status;
   }
   return PLM_OK;
