@@ -118,7 +118,7 @@ def bench_ops(core):
 def estimates_for(folder, device_name):
     """The emulated estimates for the device measured, by (workload, size): the section of
     every OUT/<device>-<size>.json whose device is the one named, with the commit it was
-    counted at; and those commits. A device is matched by its model (H100, H200) in the
+    counted at (the section's own, else the file's); and those commits. A device is matched by its model (H100, H200) in the
     measured name."""
     by_workload, commits = {}, set()
     for path in sorted(glob.glob(os.path.join(folder, "*.json"))):
@@ -130,9 +130,9 @@ def estimates_for(folder, device_name):
             continue
         if model.lower() not in device_name.lower():
             continue
-        commit = document.get("commit", "unknown")[:12]
-        commits.add(commit)
         for section in document.get("sections", []):
+            commit = section.get("commit", document.get("commit", "unknown"))[:12]
+            commits.add(commit)
             workload, _, size = section["label"].rpartition(" ")
             by_workload[(workload, size)] = (section, commit)
     return by_workload, commits

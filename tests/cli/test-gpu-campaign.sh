@@ -160,14 +160,17 @@ grep -q 'missing or unreadable: bench_pipeline.json' "$scratch/import.txt" || fa
 # The measured times beside the emulated estimates (scripts/emulated-estimates' files): the
 # filed threshold row, as an H200's, against an estimate of a quarter of its mean, counted
 # at a commit git does not know ("unknown" whether its kernels changed), at the measured
-# commit ("same") and at the repository's first ("changed", and said above the table).
+# commit ("same") and at the repository's first ("changed", and said above the table);
+# and a section's own commit taken before its file's (a file whose other workloads were
+# counted again later).
 measured=$scratch/measured
 cp -r "$scratch/results/2026-01-02-test-gpu-abc1234" "$measured"
 mkdir -p "$scratch/estimates"
-estimate() { # COMMIT DEVICE: the fixture's estimate file
-  python3 - "$measured/core/bench_ops/threshold.json" "$scratch/estimates/H200-1.json" "$1" "$2" <<'EOF'
+estimate() { # COMMIT DEVICE [SECTION_COMMIT]: the fixture's estimate file
+  python3 - "$measured/core/bench_ops/threshold.json" "$scratch/estimates/H200-1.json" "$1" "$2" \
+    "${3:-}" <<'EOF'
 import json, sys
-measured_path, estimate_path, commit, device = sys.argv[1:]
+measured_path, estimate_path, commit, device, section_commit = sys.argv[1:]
 with open(measured_path) as f:
     measured = json.load(f)
 measured["device"] = "NVIDIA H200"
@@ -176,9 +179,11 @@ with open(measured_path, "w") as f:
 row = measured["results"][0]
 estimate = {"bound": "dram", "estimate_s": row["mean_us"] * 1e-6 / 4, "floor_s": 1e-6}
 with open(estimate_path, "w") as f:
-    json.dump({"device": {"name": device}, "commit": commit, "sections": [
-        {"label": f"{row['op']} {row['size']}", "estimate": estimate,
-         "kernels": [{"site": "kernels/cuda/threshold.cu:20"}]}]}, f)
+    section = {"label": f"{row['op']} {row['size']}", "estimate": estimate,
+               "kernels": [{"site": "kernels/cuda/threshold.cu:20"}]}
+    if section_commit:
+        section["commit"] = section_commit
+    json.dump({"device": {"name": device}, "commit": commit, "sections": [section]}, f)
 EOF
 }
 beside() { # EXPECTED: the row's "kernels since" column
@@ -197,6 +202,7 @@ if git -C "$source_dir" cat-file -e "${measured_commit%-dirty}^{commit}" 2>/dev/
   estimate "$first" H200 && beside changed
   grep -q '^\*\*1 of these rows compare kernels that changed' "$scratch/beside.txt" ||
     fail "a changed kernel is not said above the table"
+  estimate "$first" H200 "$measured_commit" && beside same
 fi
 estimate abc1234 "H100 SXM"
 python3 "$source_dir/scripts/gpu_campaign_tables.py" --estimates "$scratch/estimates" "$measured" \
