@@ -162,7 +162,7 @@ int64_t output_mismatches(const Frame &f, const std::vector<T> &tables, int wind
   int64_t bad = 0;
   if (output == PLM_CFAR_MASK) {
     /* With a hold (about one pixel in 40, radius 2, hold_k below k): the CUDA launcher's
-     * two passes (the first at min(k, hold_k), then held_pixels_kernel's) on the kernels'
+     * two passes (the first at min(k, hold_k), then pixels_kernel<true>'s) on the kernels'
      * tables against the CPU kernel's. */
     std::vector<uint8_t> hold((size_t)pixels);
     for (auto &h : hold) h = rng() % 40 == 0;

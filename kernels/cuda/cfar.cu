@@ -78,10 +78,11 @@
  * then its running sums) and down columns (entries read twice, written once) and read at
  * eight corners a pixel, 2 wavefronts a warp's 8-byte access: about 1.2 wavefronts a pixel
  * a table at window 15, 2 tables (v, v^2; f32's count table only in a span with a pixel
- * that is not finite, else the boxes' areas, the same integers). Emulated estimates for an
- * H100 SXM, not measurements (bench_ops --op cfar --emulated-cost, f32, window 15, guard 5:
- * docs/benchmarks.md): at 512^2, 3.0 us shared-bound, 5.5 us with its launch, against the
- * five kernels' 9.82 us (their pixels alone 3.06); 4096^2 in docs/benchmarks.md. The
+ * that is not finite, else the boxes' areas, the same integers), 3.0 a pixel counted in
+ * all for f32. Emulated estimates for an H100 SXM, not measurements (bench_ops --op cfar
+ * --emulated-cost, f32, window 15, guard 5: docs/benchmarks.md): 3.0 us shared-bound at
+ * 512^2 (5.5 with its launch) against the five kernels' 9.82 (22.3 with theirs); 196.8
+ * at 4096^2 (199.3) against 741.7 (754.2). The
  * count does not see latency: a segment's scan is a chain of about 16 dependent shared
  * accesses, and an SM holds 2 blocks (16 warps) under its 96 to 111 registers. Not yet
  * run on a GPU.
@@ -808,25 +809,22 @@ __global__ void __launch_bounds__(kColumnThreads)
     tile_scan(block, height, width, b % groups, b / groups, count, tables, &shared);
 }
 
-/* A thread per pixel (windows past kStagedWindowMost): plm__cfar_pixel on the tables. */
+/* A thread a pixel on the tables: plm__cfar_pixel (windows past kStagedWindowMost), or with
+ * Held the hold's second pass, plm__cfar_hold_pixel (a kernel of its own, so that the hold
+ * adds no register to the pixel kernels). */
+template <bool Held>
 __global__ void pixels_kernel(plm__cfar_args args, const void *frame_in, void *frame_out,
                               const void *tables) {
   const double level = plm__cfar_level(frame_in, args.dtype);
   const int64_t count = args.height * args.width;
   const int64_t step = (int64_t)gridDim.x * blockDim.x;
-  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += step)
-    plm__cfar_pixel(&args, frame_in, frame_out, tables, level, i / args.width, i % args.width);
-}
-
-/* With a hold, the second pass a thread a pixel (plm__cfar_hold_pixel): a kernel of its
- * own, so that the hold adds no register to the pixel kernels. */
-__global__ void held_pixels_kernel(plm__cfar_args args, const void *frame_in, void *frame_out,
-                                   const void *tables) {
-  const double level = plm__cfar_level(frame_in, args.dtype);
-  const int64_t count = args.height * args.width;
-  const int64_t step = (int64_t)gridDim.x * blockDim.x;
-  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += step)
-    plm__cfar_hold_pixel(&args, frame_in, frame_out, tables, level, i / args.width, i % args.width);
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += step) {
+    if (Held)
+      plm__cfar_hold_pixel(&args, frame_in, frame_out, tables, level, i / args.width,
+                           i % args.width);
+    else
+      plm__cfar_pixel(&args, frame_in, frame_out, tables, level, i / args.width, i % args.width);
+  }
 }
 
 /* Block b takes tiles b, b + blocks, ...: uniform across the block. */
@@ -876,8 +874,8 @@ plm_status frame_pixels(cudaStream_t s, const plm__cfar_args *args, const void *
   plm_status status;
   if (args->window > kStagedWindowMost || args->height >= kStagedSideMost ||
       args->width >= kStagedSideMost) {
-    pixels_kernel<<<plm__cuda_blocks(count, kThreads), kThreads, 0, s>>>(first, frame_in, frame_out,
-                                                                         args->scratch);
+    pixels_kernel<false><<<plm__cuda_blocks(count, kThreads), kThreads, 0, s>>>(
+        first, frame_in, frame_out, args->scratch);
     status = plm__cuda_check_launch("cfar pixels_kernel");
   } else {
     pixel_tiles_kernel<S>
@@ -886,9 +884,9 @@ plm_status frame_pixels(cudaStream_t s, const plm__cfar_args *args, const void *
     status = plm__cuda_check_launch("cfar pixel_tiles_kernel");
   }
   if (status != PLM_OK || !plm__cfar_holds(args)) return status;
-  held_pixels_kernel<<<plm__cuda_blocks(count, kThreads), kThreads, 0, s>>>(
+  pixels_kernel<true><<<plm__cuda_blocks(count, kThreads), kThreads, 0, s>>>(
       *args, frame_in, frame_out, args->scratch);
-  return plm__cuda_check_launch("cfar held_pixels_kernel");
+  return plm__cuda_check_launch("cfar pixels_kernel<true>, the hold's second pass");
 }
 
 /* One frame's tables, of entry type T. */
