@@ -61,6 +61,28 @@ Frame random_frame(plm_dtype dtype, int64_t h, int64_t w, bool non_finite) {
   return f;
 }
 
+/* The args of one frame's launch: in f, out, scratch, factor k 2 and, with a hold, hold_k 1
+ * at radius 2. */
+plm__cfar_args frame_args(const Frame &f, void *out, void *scratch, int window, int guard,
+                          plm_cfar_result output, const uint8_t *hold) {
+  plm__cfar_args args = {};
+  args.in = f.bytes.data();
+  args.out = out;
+  args.scratch = scratch;
+  args.frames = 1;
+  args.height = f.h;
+  args.width = f.w;
+  args.dtype = f.dtype;
+  args.window = window;
+  args.guard = guard;
+  args.k = 2.0;
+  args.output = output;
+  args.hold = hold;
+  args.hold_k = 1.0;
+  args.hold_radius = 2;
+  return args;
+}
+
 /* The frame's tables (plm__cfar_tables of them) as the kernels fill them, with `threads`
  * threads per row block. */
 template <typename T>
@@ -152,9 +174,8 @@ int64_t output_mismatches(const Frame &f, const std::vector<T> &tables, int wind
   const int64_t pixels = f.h * f.w;
   std::vector<unsigned char> gpu((size_t)pixels * 4), cpu((size_t)pixels * 4);
   std::vector<uint64_t> scratch((size_t)(plm__cfar_tables(f.dtype) * (f.h + 1) * (f.w + 1)));
-  plm__cfar_args args = {
-      f.bytes.data(), cpu.data(), scratch.data(), 1,       f.h, f.w, f.dtype, window,
-      guard,          k,          output,         nullptr, 0.0, 0};
+  plm__cfar_args args = frame_args(f, cpu.data(), scratch.data(), window, guard, output, nullptr);
+  args.k = k;
   plm__cfar_cpu(&args);
   const double level = plm__cfar_level(f.bytes.data(), f.dtype);
   for (int64_t i = 0; i < pixels; i++)
@@ -205,20 +226,8 @@ int64_t tile_mismatches(const Frame &f, const std::vector<T> &tables, int window
   const int64_t pixels = f.h * f.w;
   const size_t bytes = (size_t)pixels * (output == PLM_CFAR_Z ? 4 : 1);
   std::vector<unsigned char> tiled(bytes, 0xa5), direct(bytes, 0x5a);
-  const plm__cfar_args args = {f.bytes.data(),
-                               tiled.data(),
-                               (void *)tables.data(),
-                               1,
-                               f.h,
-                               f.w,
-                               f.dtype,
-                               window,
-                               guard,
-                               2.0,
-                               output,
-                               nullptr,
-                               0.0,
-                               0};
+  const plm__cfar_args args =
+      frame_args(f, tiled.data(), (void *)tables.data(), window, guard, output, nullptr);
   const double level = plm__cfar_level(f.bytes.data(), f.dtype);
   for (int64_t i = 0; i < pixels; i++)
     plm__cfar_pixel(&args, f.bytes.data(), direct.data(), tables.data(), level, i / f.w, i % f.w);
@@ -272,20 +281,8 @@ int64_t one_pass_mismatches(const Frame &f, int window, int guard, plm_cfar_resu
   std::vector<unsigned char> tiled(bytes, 0xa5), cpu(bytes, 0x5a);
   std::vector<uint8_t> hold((size_t)pixels);
   for (auto &h : hold) h = rng() % 40 == 0;
-  plm__cfar_args args = {f.bytes.data(),
-                         cpu.data(),
-                         nullptr,
-                         1,
-                         f.h,
-                         f.w,
-                         f.dtype,
-                         window,
-                         guard,
-                         2.0,
-                         output,
-                         with_hold ? hold.data() : nullptr,
-                         1.0,
-                         2};
+  plm__cfar_args args =
+      frame_args(f, cpu.data(), nullptr, window, guard, output, with_hold ? hold.data() : nullptr);
   std::vector<uint64_t> scratch(plm__cfar_scratch_bytes(&args) / 8);
   args.scratch = scratch.data();
   plm__cfar_cpu(&args);

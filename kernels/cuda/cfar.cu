@@ -84,7 +84,7 @@
  * 512^2 (5.5 with its launch) against the five kernels' 9.82 (22.3 with theirs); 196.8
  * at 4096^2 (199.3) against 741.7 (754.2). The
  * count does not see latency: a segment's scan is a chain of about 16 dependent shared
- * accesses, and an SM holds 2 blocks (16 warps) under its 96 to 111 registers. Not yet
+ * accesses, and an SM holds 2 blocks (16 warps) under its 96 to 110 registers. Not yet
  * run on a GPU.
  *
  * The integer tables (u8, u16) are exact in any order, and a box's sum is the same from a
@@ -459,12 +459,8 @@ PLM_HD void tile_counts(const Block &block, const plm__cfar_args &args, const ti
   tile_rings(block, args, p, tables + 2 * plm__cfar_table_entries(&args), span_copy, n);
 }
 template <class Block>
-PLM_HD void tile_counts(const Block &block, const plm__cfar_args &args, const tile_place &p,
-                        const uint64_t *tables, uint64_t *span_copy,
-                        uint64_t n[kTileRowsPerThread]) {
-  (void)block;
-  (void)tables;
-  (void)span_copy;
+PLM_HD void tile_counts(const Block &, const plm__cfar_args &args, const tile_place &p,
+                        const uint64_t *, uint64_t *, uint64_t n[kTileRowsPerThread]) {
   box_areas(args, p, n);
 }
 
@@ -622,69 +618,72 @@ PLM_HD inline void scan_segment(int length, int segment, int *first, int *end) {
   *end = *first + each < length ? *first + each : length;
 }
 
-/* The cell of span entry (r, c), component t: the pixel above and to the left of it, 0 in
- * row 0 (and column 0, which no scan reaches). */
+/* What a scan adds along a line: the row pass's cells of the span's pixels, component t
+ * (line r of the pixels, whose sums go to the span's row r + 1: entry c takes pixel c - 1),
+ * or the column pass's span entries (line c). */
 template <typename S>
-PLM_HD inline S span_cell(const plm__cfar_args &args, const one_pass_layout &l, const void *pixels,
-                          double level, int t, int r, int c) {
-  return r > 0 ? component(pixels, (r - 1) * l.pixels_stride + c - 1, args.dtype, level, t, S())
-               : (S)0;
+struct row_cells {
+  const plm__cfar_args *args;
+  const one_pass_layout *l;
+  const void *pixels;
+  double level;
+  int t;
+  PLM_HD S operator()(int r, int c) const {
+    return component(pixels, r * l->pixels_stride + c - 1, args->dtype, level, t, S());
+  }
+};
+template <typename S>
+struct column_entries {
+  const S *span;
+  int stride;
+  PLM_HD S operator()(int c, int r) const { return span[r * stride + c]; }
+};
+
+/* The running sums of read(line, j) along `lines` lines of `length` entries of the span
+ * (entry j of a line at span[line * line_step + j * entry_step]; entry 0 is 0), each line
+ * in kScanSegments segments, a thread each: each segment's total into `totals`
+ * (kSpanSideMost a segment, so that neighbouring lines' totals are neighbours in the banks
+ * too), then its running sums from the totals before it. Lanes take neighbouring lines, so
+ * that a warp's accesses meet at most the banks an 8-byte access must (the strides odd). */
+template <typename S, class Block, class Read>
+PLM_HD void scan_lines(const Block &block, int lines, int length, const Read &read, S *totals,
+                       S *span, int line_step, int entry_step) {
+  const int tasks = lines * kScanSegments;
+  for (int task = block.thread(); task < tasks; task += block.threads()) {
+    const int line = task % lines, segment = task / lines;
+    int first, end;
+    scan_segment(length, segment, &first, &end);
+    S total = 0;
+    for (int j = first; j < end; j++) total += read(line, j);
+    totals[segment * kSpanSideMost + line] = total;
+  }
+  block.sync();
+  for (int task = block.thread(); task < tasks; task += block.threads()) {
+    const int line = task % lines, segment = task / lines;
+    int first, end;
+    scan_segment(length, segment, &first, &end);
+    S running = 0;
+    for (int k = 0; k < segment; k++) running += totals[k * kSpanSideMost + line];
+    if (segment == 0) span[line * line_step] = 0;
+    for (int j = first; j < end; j++) {
+      running += read(line, j);
+      span[line * line_step + j * entry_step] = running;
+    }
+  }
+  block.sync();
 }
 
-/* Table t of the tile's span, built in `span` from the span's pixels, with `totals` (the
- * segments' totals, kSpanSideMost a segment, so that neighbouring lines' totals are
- * neighbours in the banks too): the running sums along each
- * row of the cells, then down each column of those, each line in kScanSegments segments
- * (a thread each: lanes take neighbouring lines, so that a warp's accesses meet at most
- * the banks an 8-byte access must). Row 0 and column 0 are 0. */
+/* Table t of the tile's span, built in `span` from the span's pixels: the running sums
+ * along each row of the cells (rows 1.., each row r of the pixels), then down each column
+ * of those (scan_lines, with `totals`), whose entry 0 is row 0: row 0 and column 0 are 0. */
 template <typename S, class Block>
 PLM_HD void span_table(const Block &block, const plm__cfar_args &args, const tile_place &p,
                        const one_pass_layout &l, const void *pixels, double level, int t, S *totals,
                        S *span) {
-  const int row_tasks = p.rows * kScanSegments, column_tasks = p.columns * kScanSegments;
-  for (int task = block.thread(); task < row_tasks; task += block.threads()) {
-    const int r = task % p.rows, segment = task / p.rows;
-    int first, end;
-    scan_segment(p.columns, segment, &first, &end);
-    S total = 0;
-    for (int c = first; c < end; c++) total += span_cell<S>(args, l, pixels, level, t, r, c);
-    totals[segment * kSpanSideMost + r] = total;
-  }
-  block.sync();
-  for (int task = block.thread(); task < row_tasks; task += block.threads()) {
-    const int r = task % p.rows, segment = task / p.rows;
-    int first, end;
-    scan_segment(p.columns, segment, &first, &end);
-    S running = 0;
-    for (int k = 0; k < segment; k++) running += totals[k * kSpanSideMost + r];
-    if (segment == 0) span[r * l.stride] = 0;
-    for (int c = first; c < end; c++) {
-      running += span_cell<S>(args, l, pixels, level, t, r, c);
-      span[r * l.stride + c] = running;
-    }
-  }
-  block.sync();
-  for (int task = block.thread(); task < column_tasks; task += block.threads()) {
-    const int c = task % p.columns, segment = task / p.columns;
-    int first, end;
-    scan_segment(p.rows, segment, &first, &end);
-    S total = 0;
-    for (int r = first; r < end; r++) total += span[r * l.stride + c];
-    totals[segment * kSpanSideMost + c] = total;
-  }
-  block.sync();
-  for (int task = block.thread(); task < column_tasks; task += block.threads()) {
-    const int c = task % p.columns, segment = task / p.columns;
-    int first, end;
-    scan_segment(p.rows, segment, &first, &end);
-    S running = 0;
-    for (int k = 0; k < segment; k++) running += totals[k * kSpanSideMost + c];
-    for (int r = first; r < end; r++) {
-      running += span[r * l.stride + c];
-      span[r * l.stride + c] = running;
-    }
-  }
-  block.sync();
+  const row_cells<S> cells = {&args, &l, pixels, level, t};
+  scan_lines(block, p.rows - 1, p.columns, cells, totals, span + l.stride, l.stride, 1);
+  const column_entries<S> entries = {span, l.stride};
+  scan_lines(block, p.columns, p.rows, entries, totals, span, 1, l.stride);
 }
 
 /* A one-pass tile's shared memory, as one_pass_layout places it. */
@@ -721,14 +720,9 @@ PLM_HD void one_pass_counts(const Block &block, const plm__cfar_args &args, cons
   for (int k = 0; k < kTileRowsPerThread; k++) n[k] = (double)areas[k];
 }
 template <class Block>
-PLM_HD void one_pass_counts(const Block &block, const plm__cfar_args &args, const tile_place &p,
-                            const one_pass_layout &l, const one_pass_memory<uint64_t> &memory,
-                            double level, bool non_finite, uint64_t n[kTileRowsPerThread]) {
-  (void)block;
-  (void)l;
-  (void)memory;
-  (void)level;
-  (void)non_finite;
+PLM_HD void one_pass_counts(const Block &, const plm__cfar_args &args, const tile_place &p,
+                            const one_pass_layout &, const one_pass_memory<uint64_t> &, double,
+                            bool, uint64_t n[kTileRowsPerThread]) {
   box_areas(args, p, n);
 }
 
