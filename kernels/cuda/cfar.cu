@@ -81,8 +81,8 @@
  * that is not finite, else the boxes' areas, the same integers), 3.0 a pixel counted in
  * all for f32. Emulated estimates for an H100 SXM, not measurements (bench_ops --op cfar
  * --emulated-cost, f32, window 15, guard 5: docs/benchmarks.md): 3.0 us shared-bound at
- * 512^2 (5.5 with its launch) against the five kernels' 9.82 (22.3 with theirs); 196.8
- * at 4096^2 (199.3) against 741.7 (754.2). The
+ * 512^2 (5.5 with its launch) against the five kernels' 9.82 (22.3 with theirs); 197.2
+ * at 4096^2 (199.7) against 741.7 (754.2). The
  * count does not see latency: a segment's scan is a chain of about 16 dependent shared
  * accesses, and an SM holds 2 blocks (16 warps) under its 96 to 110 registers. Not yet
  * run on a GPU.
