@@ -56,10 +56,14 @@ static inline size_t plm__cfar_scratch_bytes(const plm__cfar_args *args) {
   return (size_t)plm__cfar_tables(args->dtype) * (size_t)plm__cfar_table_entries(args) * 8;
 }
 
+/* The bytes of an element of in (u8, u16 or f32). */
+static inline PLM_HD int plm__cfar_in_bytes(plm_dtype dtype) {
+  return dtype == PLM_DTYPE_U8 ? 1 : dtype == PLM_DTYPE_U16 ? 2 : 4;
+}
+
 /* Frame f's first element of in and of out. */
 static inline PLM_HD const void *plm__cfar_frame_in(const plm__cfar_args *args, int64_t f) {
-  const int64_t size = args->dtype == PLM_DTYPE_U8 ? 1 : args->dtype == PLM_DTYPE_U16 ? 2 : 4;
-  return (const char *)args->in + f * args->height * args->width * size;
+  return (const char *)args->in + f * args->height * args->width * plm__cfar_in_bytes(args->dtype);
 }
 static inline PLM_HD void *plm__cfar_frame_out(const plm__cfar_args *args, int64_t f) {
   const int64_t size = args->output == PLM_CFAR_Z ? 4 : 1;

@@ -123,8 +123,9 @@ struct row_shared {
 typedef unsigned long long table_int; /* uint64_t, as a shuffle takes it */
 
 /* Element i's components, one per table (kernels/common/cfar.h). */
+template <typename T> /* table_int, uint64_t */
 PLM_HD inline void load(const void *frame, int64_t i, plm_dtype dtype, double level,
-                        table_int cell[PLM__CFAR_MAX_TABLES]) {
+                        T cell[PLM__CFAR_MAX_TABLES]) {
   (void)level;
   uint64_t c[PLM__CFAR_MAX_TABLES];
   plm__cfar_cell_int(frame, i, dtype, c);
@@ -366,12 +367,17 @@ PLM_HD inline int64_t tile_count(const plm__cfar_args &args) {
   return ((args.height + kTileSide - 1) / kTileSide) * ((args.width + kTileSide - 1) / kTileSide);
 }
 
-/* The bytes of the largest span of a frame's tiles, for the launch. */
-inline size_t span_bytes_most(const plm__cfar_args &args) {
+/* The rows and columns of the largest span of a frame's tiles, and its bytes, for the
+ * launch. */
+inline void largest_span(const plm__cfar_args &args, int *rows, int *columns) {
   const int64_t side = kTileSide + args.window;
-  const int64_t rows = side < args.height + 1 ? side : args.height + 1;
-  const int64_t columns = side < args.width + 1 ? side : args.width + 1;
-  return (size_t)(rows * columns) * 8;
+  *rows = (int)(side < args.height + 1 ? side : args.height + 1);
+  *columns = (int)(side < args.width + 1 ? side : args.width + 1);
+}
+inline size_t span_bytes_most(const plm__cfar_args &args) {
+  int rows, columns;
+  largest_span(args, &rows, &columns);
+  return (size_t)rows * (size_t)columns * 8;
 }
 
 /* plm__cfar_square of the pixel at (y, x) of a span's coordinates: the same box, moved,
@@ -540,10 +546,6 @@ PLM_HD inline bool one_pass(const plm__cfar_args &args) {
          args.width < kStagedSideMost;
 }
 
-PLM_HD inline int element_bytes(plm_dtype dtype) {
-  return dtype == PLM_DTYPE_U8 ? 1 : dtype == PLM_DTYPE_U16 ? 2 : 4;
-}
-
 /* A one-pass tile's shared memory: the flag, the segment totals (kFlagBytes in), the frame's
  * pixels under the span at pixels_stride a row (kHeadBytes in), then one table's span at
  * stride entries a row (table_offset bytes in). */
@@ -554,16 +556,15 @@ struct one_pass_layout {
 
 PLM_HD inline one_pass_layout layout_of(const plm__cfar_args &args, const tile_place &p) {
   const one_pass_layout l = {odd(p.columns - 1), odd(p.columns),
-                             span_pixels_bytes(p.rows, p.columns, element_bytes(args.dtype))};
+                             span_pixels_bytes(p.rows, p.columns, plm__cfar_in_bytes(args.dtype))};
   return l;
 }
 
 /* The bytes of the largest one-pass tile's shared memory of a frame, for the launch. */
 inline size_t one_pass_bytes_most(const plm__cfar_args &args) {
-  const int64_t side = kTileSide + args.window;
-  return one_pass_bytes((int)(side < args.height + 1 ? side : args.height + 1),
-                        (int)(side < args.width + 1 ? side : args.width + 1),
-                        element_bytes(args.dtype));
+  int rows, columns;
+  largest_span(args, &rows, &columns);
+  return one_pass_bytes(rows, columns, plm__cfar_in_bytes(args.dtype));
 }
 
 /* Copy the frame's pixels under a tile's span (image rows p.row.., columns p.column..) to
@@ -573,7 +574,7 @@ template <class Block>
 PLM_HD void copy_span_pixels(const Block &block, const plm__cfar_args &args, const tile_place &p,
                              const void *frame_in, const one_pass_layout &l, void *pixels,
                              int *non_finite) {
-  const int size = element_bytes(args.dtype);
+  const int size = plm__cfar_in_bytes(args.dtype);
   for (int r = block.thread() / 32; r < p.rows - 1; r += kTileRanks)
     for (int c = block.thread() % 32; c < p.columns - 1; c += 32) {
       const int64_t from = (p.row + r) * args.width + p.column + c;
@@ -593,20 +594,12 @@ PLM_HD void copy_span_pixels(const Block &block, const plm__cfar_args &args, con
 }
 
 /* Component t (plm__cfar_tables) of element i of the span's pixels, as table entry type S
- * takes it (the cell's array indexed by constants only, so that it stays in registers: a
- * runtime index puts it on the stack). */
-PLM_HD inline uint64_t component(const void *pixels, int i, plm_dtype dtype, double level, int t,
-                                 uint64_t) {
-  (void)level;
-  uint64_t cell[PLM__CFAR_MAX_TABLES];
-  plm__cfar_cell_int(pixels, i, dtype, cell);
-  return t == 0 ? cell[0] : t == 1 ? cell[1] : cell[2];
-}
-PLM_HD inline double component(const void *pixels, int i, plm_dtype dtype, double level, int t,
-                               double) {
-  (void)dtype;
-  double cell[PLM__CFAR_MAX_TABLES];
-  plm__cfar_cell_f32(pixels, i, level, cell);
+ * takes it (load's cell indexed by constants only, so that it stays in registers: a runtime
+ * index puts it on the stack). */
+template <typename S>
+PLM_HD inline S component(const void *pixels, int i, plm_dtype dtype, double level, int t) {
+  S cell[PLM__CFAR_MAX_TABLES];
+  load(pixels, i, dtype, level, cell);
   return t == 0 ? cell[0] : t == 1 ? cell[1] : cell[2];
 }
 
@@ -629,7 +622,7 @@ struct row_cells {
   double level;
   int t;
   PLM_HD S operator()(int r, int c) const {
-    return component(pixels, r * l->pixels_stride + c - 1, args->dtype, level, t, S());
+    return component<S>(pixels, r * l->pixels_stride + c - 1, args->dtype, level, t);
   }
 };
 template <typename S>
