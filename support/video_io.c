@@ -36,12 +36,13 @@ static const enum AVCodecID allowed_codecs[] = {
     AV_CODEC_ID_MPEG4,    AV_CODEC_ID_H264,    AV_CODEC_ID_HEVC,     AV_CODEC_ID_VP8,
     AV_CODEC_ID_VP9};
 
-/* The containers read: libavformat's demuxer and the name in messages. */
-typedef struct container {
-  const char *demuxer, *title;
-} container;
-static const container matroska = {"matroska", "Matroska"}, avi = {"avi", "AVI"},
-                       quicktime = {"mov", "QuickTime/MP4"}, nut_file = {"nut", "NUT"};
+/* libavformat's demuxer of each container read (support/video_magic.c names them). */
+static const char *const demuxer_of[] = {
+    [VIDEO_CONTAINER_MATROSKA] = "matroska",
+    [VIDEO_CONTAINER_AVI] = "avi",
+    [VIDEO_CONTAINER_QUICKTIME] = "mov",
+    [VIDEO_CONTAINER_NUT] = "nut",
+};
 
 /* libavformat reads through a buffer of this many bytes. */
 enum { IO_BUFFER_BYTES = 64 * 1024 };
@@ -60,7 +61,7 @@ typedef struct source {
 struct video_frames {
   char *name;
   source src;
-  const container *kind;       /* what video_magic's bytes say */
+  video_container kind;        /* what the first bytes say */
   const AVInputFormat *format; /* its demuxer */
   AVIOContext *io;
   AVFormatContext *demuxer;
@@ -80,25 +81,6 @@ struct video_frames {
   char logged[256];        /* the first error the decoder or demuxer logged since it was cleared */
   video_frames *next_live; /* the list of open videos (ffmpeg_log's) */
 };
-
-/* ---- the container, by its first bytes ------------------------------------------------ */
-
-/* The container that bytes begin, or NULL. */
-static const container *container_of(const unsigned char *bytes, size_t length) {
-  static const char nut[] = "nut/multimedia container";
-  static const char *const boxes[] = {"ftyp", "moov", "mdat", "wide", "free", "skip"};
-  if (length >= 4 && memcmp(bytes, "\x1a\x45\xdf\xa3", 4) == 0) return &matroska;
-  if (length >= 12 && memcmp(bytes, "RIFF", 4) == 0 && memcmp(bytes + 8, "AVI ", 4) == 0)
-    return &avi;
-  if (length >= sizeof nut && memcmp(bytes, nut, sizeof nut) == 0) return &nut_file;
-  for (size_t b = 0; length >= 8 && b < sizeof boxes / sizeof *boxes; b++)
-    if (memcmp(bytes + 4, boxes[b], 4) == 0) return &quicktime;
-  return NULL;
-}
-
-bool video_magic(const unsigned char *bytes, size_t length) {
-  return bytes && container_of(bytes, length) != NULL;
-}
 
 /* ---- the custom AVIOContext's callbacks ------------------------------------------------ */
 
@@ -321,8 +303,8 @@ static plm_status start(video_frames *v, char *err, size_t err_size) {
   int code = avformat_open_input(&v->demuxer, NULL, v->format, NULL);
   if (code < 0)
     return quote_failure(err, err_size, PLM_ERR_IO, "%s: not a %s file FFmpeg can read: %s%s%s%s",
-                         v->name, v->kind->title, av_why(code, why), v->logged[0] ? " (" : "",
-                         v->logged, v->logged[0] ? ")" : "");
+                         v->name, video_container_title(v->kind), av_why(code, why),
+                         v->logged[0] ? " (" : "", v->logged, v->logged[0] ? ")" : "");
   plm_status status = find_video_stream(v, err, err_size);
   if (status != PLM_OK) return status;
   const AVCodecParameters *par = v->demuxer->streams[v->stream]->codecpar;
@@ -522,7 +504,8 @@ static plm_status describe(video_frames *v, char *err, size_t err_size) {
   snprintf(v->info.pixel_format, sizeof v->info.pixel_format, "%s", d->name);
   /* AVI's and QuickTime's frame counts are in their headers and sample tables. */
   const AVStream *st = v->demuxer->streams[v->stream];
-  const bool counted = (v->kind == &avi || v->kind == &quicktime) && !v->src.stream;
+  const bool counted =
+      (v->kind == VIDEO_CONTAINER_AVI || v->kind == VIDEO_CONTAINER_QUICKTIME) && !v->src.stream;
   v->info.count = counted && st->nb_frames > 0 ? st->nb_frames : -1;
   return PLM_OK;
 }
@@ -547,8 +530,8 @@ static plm_status open_source(video_frames *v, video_info *info, video_frames **
     source probe = v->src;
     got = source_read(&probe, magic, sizeof magic);
   }
-  v->kind = got > 0 ? container_of(magic, (size_t)got) : NULL;
-  v->format = v->kind ? av_find_input_format(v->kind->demuxer) : NULL;
+  v->kind = got > 0 ? video_container_of(magic, (size_t)got) : VIDEO_CONTAINER_NONE;
+  v->format = v->kind != VIDEO_CONTAINER_NONE ? av_find_input_format(demuxer_of[v->kind]) : NULL;
   plm_status status = PLM_OK;
   if (!v->format)
     status = quote_failure(err, err_size, PLM_ERR_IO,

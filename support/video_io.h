@@ -63,6 +63,11 @@
  * process's other FFmpeg users print as they did (a callback of their own that they set
  * before is replaced: FFmpeg gives no way to chain it).
  *
+ * A build without FFmpeg (cmake -DPLUME_VIDEO=OFF: support/video_io_absent.c) keeps
+ * video_magic and the container names, so that a video is still recognised as one, and
+ * refuses every open with PLM_ERR_UNSUPPORTED: "clip.mkv: a Matroska video, and this plume
+ * was built without FFmpeg (cmake -DPLUME_VIDEO=OFF): no video is read".
+ *
  * Decoding uses one thread per video_frames (no frame threading: frames come out as soon
  * as their packet is in). A video_frames is used by one thread at a time; several may be
  * open at once in different threads.
@@ -83,10 +88,26 @@ void video_io_as_guest(void);
 /* How many first bytes video_magic looks at, at most. */
 enum { VIDEO_MAGIC_BYTES = 32 };
 
-/* Whether the first bytes (length of them, up to VIDEO_MAGIC_BYTES) begin a file of one of
- * the containers above: Matroska's EBML header (1A 45 DF A3), "RIFF" then "AVI " at byte
- * 8, a QuickTime box ("ftyp", "moov", "mdat", "wide", "free", "skip") at byte 4, or NUT's
- * "nut/multimedia container". */
+/* The containers read, as their first bytes say (support/video_magic.c). */
+typedef enum video_container {
+  VIDEO_CONTAINER_NONE, /* none of them */
+  VIDEO_CONTAINER_MATROSKA,
+  VIDEO_CONTAINER_AVI,
+  VIDEO_CONTAINER_QUICKTIME,
+  VIDEO_CONTAINER_NUT,
+} video_container;
+
+/* The container whose file the first bytes (length of them, up to VIDEO_MAGIC_BYTES) begin:
+ * Matroska's EBML header (1A 45 DF A3), "RIFF" then "AVI " at byte 8, a QuickTime box
+ * ("ftyp", "moov", "mdat", "wide", "free", "skip") at byte 4, or NUT's "nut/multimedia
+ * container"; VIDEO_CONTAINER_NONE for any other bytes and for NULL. */
+video_container video_container_of(const unsigned char *bytes, size_t length);
+
+/* Its name in messages: "Matroska", "AVI", "QuickTime/MP4", "NUT" ("none" for NONE). */
+const char *video_container_title(video_container kind);
+
+/* Whether the first bytes begin a file of one of the containers: video_container_of's
+ * answer is not VIDEO_CONTAINER_NONE. */
 bool video_magic(const unsigned char *bytes, size_t length);
 
 typedef struct video_frames video_frames;

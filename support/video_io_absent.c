@@ -1,0 +1,92 @@
+/* support/video_io_absent.c: support/video_io.h in a build without FFmpeg (cmake
+ * -DPLUME_VIDEO=OFF, e.g. scripts/gpu-campaign's, whose machine has no FFmpeg to load).
+ * A video is still recognised by its first bytes (support/video_magic.c), and every open
+ * is refused with PLM_ERR_UNSUPPORTED naming the file, its container and the option;
+ * bytes of no container read are PLM_ERR_IO, as in the build with FFmpeg. No
+ * video_frames is ever made, so the calls that take one only check their arguments. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "support/quote.h"
+#include "support/video_io.h"
+
+void video_io_as_guest(void) {}
+
+/* The answer to an open of bytes whose first bytes are magic[0..got). */
+static plm_status refuse(const char *name, const unsigned char *magic, size_t got, char *err,
+                         size_t err_size) {
+  video_container kind = video_container_of(magic, got);
+  if (kind == VIDEO_CONTAINER_NONE)
+    return quote_failure(err, err_size, PLM_ERR_IO,
+                         "%s: not a video file of the containers read (Matroska, AVI, "
+                         "QuickTime/MP4, NUT): unknown first bytes",
+                         name);
+  return quote_failure(err, err_size, PLM_ERR_UNSUPPORTED,
+                       "%s: a %s video, and this plume was built without FFmpeg (cmake "
+                       "-DPLUME_VIDEO=OFF): no video is read",
+                       name, video_container_title(kind));
+}
+
+plm_status video_frames_open(int fd, const char *path, video_info *info, video_frames **out,
+                             char *err, size_t err_size) {
+  if (out) *out = NULL;
+  if (!path || !info || !out) {
+    if (fd >= 0) close(fd);
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG, "video_frames_open: %s is NULL",
+                         !path   ? "path"
+                         : !info ? "info"
+                                 : "out");
+  }
+  unsigned char magic[VIDEO_MAGIC_BYTES];
+  struct stat st;
+  ssize_t got;
+  do { /* a stream is read from where it is; a file from its start */
+    got = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? pread(fd, magic, sizeof magic, 0)
+                                                     : read(fd, magic, sizeof magic);
+  } while (got < 0 && errno == EINTR);
+  int error = errno;
+  close(fd);
+  if (got < 0) return quote_failure(err, err_size, PLM_ERR_IO, "%s: %s", path, strerror(error));
+  return refuse(path, magic, (size_t)got, err, err_size);
+}
+
+plm_status video_frames_open_memory(const void *bytes, size_t length, const char *name,
+                                    video_info *info, video_frames **out, char *err,
+                                    size_t err_size) {
+  if (out) *out = NULL;
+  if (!name || !info || !out || (!bytes && length))
+    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG, "video_frames_open_memory: %s is NULL",
+                         !name   ? "name"
+                         : !info ? "info"
+                         : !out  ? "out"
+                                 : "bytes");
+  return refuse(name, bytes, length < VIDEO_MAGIC_BYTES ? length : VIDEO_MAGIC_BYTES, err,
+                err_size);
+}
+
+plm_status video_frames_read(video_frames *v, int64_t k, void *dst, bool *end, char *err,
+                             size_t err_size) {
+  (void)v, (void)k, (void)dst, (void)end;
+  return quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
+                       "video_frames_read: no video is open (built without FFmpeg)");
+}
+
+int64_t video_frames_count(const video_frames *v) {
+  (void)v;
+  return -1;
+}
+
+plm_status video_frames_count_all(video_frames *v, int64_t *count, char *err, size_t err_size) {
+  (void)v;
+  if (count) *count = -1;
+  return quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
+                       "video_frames_count_all: no video is open (built without FFmpeg)");
+}
+
+void video_frames_close(video_frames *v) {
+  (void)v;
+}
