@@ -124,14 +124,19 @@ typedef struct frame_run {
 
 /* ---- set-up and tear-down ---------------------------------------------------------------- */
 
-/* Device tensors of the given shapes and, when host is not NULL, pinned host buffers of
- * their sizes. */
+/* Device tensors of the given shapes, zeroed once, and, when host is not NULL, pinned host
+ * buffers of their sizes. Zeroed because an output may be written in part (a regions table
+ * past its count: plume/label.h) and is downloaded whole: its other bytes are then zeros or
+ * an earlier frame's, never memory nothing wrote (compute-sanitizer's initcheck reported
+ * such downloads on the first H200 run). */
 static plm_status alloc_io(frame_run *run, int count, const plm_shape *shapes, plm_stream *stream,
                            plm_tensor *device, void **host) {
   plm_status status = PLM_OK;
   for (int i = 0; status == PLM_OK && i < count; i++) {
     status = plm_tensor_alloc(run->pl->pool, stream, shapes[i].dtype, shapes[i].ndim,
                               shapes[i].dims, &device[i]);
+    if (status == PLM_OK)
+      status = plm_stream_memset(stream, device[i].data, 0, plm_tensor_bytes(&device[i]));
     if (status == PLM_OK && host)
       status = plm_host_alloc(run->pl->ctx, plm_tensor_bytes(&device[i]), &host[i]);
   }

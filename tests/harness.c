@@ -85,8 +85,9 @@ static bool is_prime(int64_t n) {
 plm_test_sweep plm_test_sweep_start(const char *name, int emulator_stride) {
   plm_test_sweep sweep = {.stride = 1, .offset = 0, .start_ms = plm_test_now_ms()};
   snprintf(sweep.name, sizeof sweep.name, "%s", name);
-  const char *all = getenv("PLUME_TEST_SWEEP");
-  if (plm_test_on_emulator() && emulator_stride > 1 && !(all && strcmp(all, "all") == 0)) {
+  const char *mode = getenv("PLUME_TEST_SWEEP");
+  const bool all = mode && strcmp(mode, "all") == 0, sample = mode && strcmp(mode, "sample") == 0;
+  if ((sample || (plm_test_on_emulator() && !all)) && emulator_stride > 1) {
     sweep.stride = emulator_stride;
     while (!is_prime(sweep.stride)) sweep.stride++;
     /* The emulator's own default seed when PLUME_EMU_SEED is unset (emu/config.h). */
@@ -101,16 +102,21 @@ bool plm_test_sweep_take(plm_test_sweep *sweep) {
   return take;
 }
 
+/* Where a sampled sweep's sample comes from, for its line of output. */
+static const char *sweep_where(void) {
+  return plm_test_on_emulator() ? "on the emulated GPU" : "as a sample (PLUME_TEST_SWEEP=sample)";
+}
+
 void plm_test_sweep_finish(const plm_test_sweep *sweep) {
   const double seconds = (plm_test_now_ms() - sweep->start_ms) / 1e3;
   if (sweep->stride == 1)
     printf("sweep %s: all %lld combinations in %.1f s\n", sweep->name, (long long)sweep->index,
            seconds);
   else
-    printf("sweep %s: %lld of %lld combinations on the emulated GPU, those numbered %lld mod "
-           "%lld (PLUME_EMU_SEED; PLUME_TEST_SWEEP=all runs them all), in %.1f s\n",
-           sweep->name, (long long)sweep->taken, (long long)sweep->index, (long long)sweep->offset,
-           (long long)sweep->stride, seconds);
+    printf("sweep %s: %lld of %lld combinations %s, those numbered %lld mod %lld "
+           "(PLUME_EMU_SEED; PLUME_TEST_SWEEP=all runs them all), in %.1f s\n",
+           sweep->name, (long long)sweep->taken, (long long)sweep->index, sweep_where(),
+           (long long)sweep->offset, (long long)sweep->stride, seconds);
   fflush(stdout);
   ck_assert_msg(sweep->taken > 0, "sweep %s took none of its %lld combinations", sweep->name,
                 (long long)sweep->index);

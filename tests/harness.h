@@ -121,7 +121,9 @@ plm_pipeline *plm_test_pipeline(plm_context *ctx, const char *text, plm_dtype dt
  *     no factor with any of them, so the sample steps through every value of every
  *     parameter (and every pair, given enough samples) instead of aliasing with the
  *     loops; CI's two seeds (1 and 2) run disjoint samples, and other seeds others.
- *     PLUME_TEST_SWEEP=all takes every combination on the emulator too.
+ *     PLUME_TEST_SWEEP=all takes every combination on the emulator too, and
+ *     PLUME_TEST_SWEEP=sample takes the emulator's sample on any backend: the GPU
+ *     campaign's compute-sanitizer runs, where every launch is tens of times slower.
  *   - A case whose point is an edge (a grid past 65535 blocks, a frame wider than one
  *     launch's strip) still reaches that edge on the emulator; what is around it (other
  *     dtypes, more frames, wider images) may shrink there, and the case says so.
@@ -152,8 +154,8 @@ typedef struct plm_test_sweep {
 } plm_test_sweep;
 
 /* A sweep named `name` (for its line of output): every combination, or on the emulated
- * GPU every k-th from PLUME_EMU_SEED's offset, k the smallest prime >= emulator_stride
- * (emulator_stride 1: every combination there too). */
+ * GPU (or anywhere with PLUME_TEST_SWEEP=sample) every k-th from PLUME_EMU_SEED's offset,
+ * k the smallest prime >= emulator_stride (emulator_stride 1: every combination). */
 plm_test_sweep plm_test_sweep_start(const char *name, int emulator_stride);
 
 /* Whether the sweep's next combination runs (each call is one combination). */

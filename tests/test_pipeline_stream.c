@@ -265,6 +265,8 @@ static void check_streamed_chain(const char *chain) {
     PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, shape.dtype, shape.ndim,
                                   shape.dims, &out[o]));
     c.out_bytes[o] = plm_tensor_bytes(&out[o]);
+    /* Copied whole below, and regions writes its table's first count rows only. */
+    PLM_CHECK_OK(plm_stream_memset(plm_test_stream, out[o].data, 0, c.out_bytes[o]));
     c.expected[o] = malloc(CHAIN_FRAMES * c.out_bytes[o]);
     ck_assert_ptr_nonnull(c.expected[o]);
   }

@@ -20,7 +20,10 @@ __global__ void background_kernel(const T *in, float *__restrict__ state, float 
     const bool held = args.hold && plm__hold_reaches(args.hold, args.height, args.width,
                                                         p / args.width, p % args.width,
                                                         args.hold_radius);
-    float b = state[p], v = gated ? state[args.frame_pixels + p] : 0.0f;
+    /* A first frame initialises the state: its old values are not read (the header's
+     * contract; compute-sanitizer's initcheck found them read on the first H200 run). */
+    float b = args.first ? 0.0f : state[p];
+    float v = gated && !args.first ? state[args.frame_pixels + p] : 0.0f;
     for (int64_t t = 0; t < args.frames; t++) {
       const int64_t i = t * args.frame_pixels + p;
       out[i] = plm__background_one((float)in[i], &b, &v, args.first && t == 0, held, &args.rule);

@@ -72,6 +72,8 @@
  *     written per output asked for (gx, gy, magnitude), about 20 flops. One launch.
  *     Floor: (1.27 s + 4 outputs) bytes x pixels / bandwidth: a 2048 x 2048 u8 frame, the
  *     magnitude only, is 22 MB, 6.6 us at 3.35 TB/s. */
+#include <mutex>
+
 #include "kernels/common/conv.h"
 #include "kernels/cuda/launch.h"
 
@@ -103,13 +105,13 @@ static int64_t lane_word(int lane, int tile_w, int64_t row_step, int64_t col_ste
 /* The wavefronts of that warp access: the most distinct words one of the 32 banks of 4
  * bytes must deliver (lanes reading one word share it), as the emulator counts them. */
 static int warp_wavefronts(int tile_w, int64_t row_step, int64_t col_step) {
-  int words[BANKS] = {}, most = 0; /* per bank, the distinct words asked of it */
+  int64_t word[BANKS];             /* lane's */
+  int asked[BANKS] = {}, most = 0; /* per bank, the distinct words asked of it */
   for (int lane = 0; lane < BANKS; lane++) {
-    const int64_t word = lane_word(lane, tile_w, row_step, col_step);
-    bool asked = false; /* by an earlier lane: the bank delivers it to both at once */
-    for (int other = 0; other < lane; other++)
-      asked = asked || lane_word(other, tile_w, row_step, col_step) == word;
-    if (!asked && ++words[word % BANKS] > most) most = words[word % BANKS];
+    word[lane] = lane_word(lane, tile_w, row_step, col_step);
+    bool shared = false; /* with an earlier lane: the bank delivers it to both at once */
+    for (int other = 0; other < lane && !shared; other++) shared = word[other] == word[lane];
+    if (!shared && ++asked[word[lane] % BANKS] > most) most = asked[word[lane] % BANKS];
   }
   return most;
 }
@@ -117,8 +119,8 @@ static int warp_wavefronts(int tile_w, int64_t row_step, int64_t col_step) {
 /* The pitch of a tile `cols` wide (cols .. cols + 31): the one whose sums' reads (a warp's
  * threads stride_y rows and col_step columns apart) ask fewest wavefronts, then whose
  * staging writes (threads a row and a column apart) do, then the narrowest. The padding
- * columns are never written nor read. */
-static int64_t tile_pitch(int64_t cols, int tile_w, int stride_y, int col_step) {
+ * columns are never written nor read. A search: 32 pitches, each 2 x 32 x 32 lane words. */
+static int64_t search_tile_pitch(int64_t cols, int tile_w, int stride_y, int col_step) {
   int64_t best = cols;
   int best_reads = BANKS + 1, best_writes = BANKS + 1;
   for (int64_t pitch = cols; pitch < cols + BANKS; pitch++) {
@@ -131,6 +133,34 @@ static int64_t tile_pitch(int64_t cols, int tile_w, int stride_y, int col_step) 
     }
   }
   return best;
+}
+
+/* search_tile_pitch's answer, remembered: the search takes about 80 us of host time, which
+ * every conv2d launch paid (the first H200 run: 82 us to enqueue conv2d at every size,
+ * against 3 us for sobel, and so 84 us a call at 512 x 512 for a 1 us kernel). The answer
+ * depends on the four arguments alone; the process's few shapes of launch each search
+ * once. Thread-safe: launches come from any thread. Past PITCH_MEMO entries a launch
+ * searches again (right, only slower). */
+enum { PITCH_MEMO = 64 };
+struct pitch_memo_entry {
+  int64_t cols, pitch;
+  int tile_w, stride_y, col_step;
+};
+static int64_t tile_pitch(int64_t cols, int tile_w, int stride_y, int col_step) {
+  static std::mutex lock;
+  static pitch_memo_entry memo[PITCH_MEMO];
+  static int count;
+  {
+    std::lock_guard<std::mutex> held(lock);
+    for (int k = 0; k < count; k++)
+      if (memo[k].cols == cols && memo[k].tile_w == tile_w && memo[k].stride_y == stride_y &&
+          memo[k].col_step == col_step)
+        return memo[k].pitch;
+  }
+  const int64_t pitch = search_tile_pitch(cols, tile_w, stride_y, col_step);
+  std::lock_guard<std::mutex> held(lock);
+  if (count < PITCH_MEMO) memo[count++] = {cols, pitch, tile_w, stride_y, col_step};
+  return pitch;
 }
 
 /* The outputs per thread for args: CONV2D_RUN when the window slides one column a tap
