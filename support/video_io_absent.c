@@ -72,7 +72,7 @@ plm_status video_frames_read(video_frames *v, int64_t k, void *dst, bool *end, c
                              size_t err_size) {
   (void)v, (void)k, (void)dst, (void)end;
   return quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
-                       "video_frames_read: no video is open (built without FFmpeg)");
+                       "video_frames_read: this build reads no video (PLUME_VIDEO=OFF)");
 }
 
 int64_t video_frames_count(const video_frames *v) {
@@ -84,7 +84,7 @@ plm_status video_frames_count_all(video_frames *v, int64_t *count, char *err, si
   (void)v;
   if (count) *count = -1;
   return quote_failure(err, err_size, PLM_ERR_INVALID_ARG,
-                       "video_frames_count_all: no video is open (built without FFmpeg)");
+                       "video_frames_count_all: this build reads no video (PLUME_VIDEO=OFF)");
 }
 
 void video_frames_close(video_frames *v) {
