@@ -475,7 +475,7 @@ static bool run_case(bench *b, bench_case *c) {
   } else if (!config_compile(b, c, graph)) {
     return false;
   }
-  config *fused = add_config(c, FUSED, k, PLM_PLAN_DEFAULT, cuda);
+  config *fused = add_config(c, FUSED, k, PLM_PLAN_FUSE, cuda);
   if (!config_compile(b, c, fused)) return false;
   if (!run_rounds(b, c, phase1, c->config_count)) return false;
   for (int i = phase1; i < c->config_count; i++) config_summarise(&c->configs[i], naive_fps);

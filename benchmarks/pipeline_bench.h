@@ -18,7 +18,8 @@
  *   graph    streams at its best K, with CUDA-graph replay (cuda only: on host the row
  *            says it was skipped and why; where the plan cannot be captured the row says
  *            so, from the run's graphs_note);
- *   fused    as graph (as streams on host), with fusion on. When the pipeline has no
+ *   fused    as graph (as streams on host), with fusion on (PLM_PLAN_FUSE: cuda's
+ *            default is off, as the fused op measured slower there). When the pipeline has no
  *            fusable chain the row says so instead of repeating streams.
  *
  * Every config runs through plm_pipeline_run_stream (plume/pipeline.h): frame k's source

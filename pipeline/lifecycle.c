@@ -195,8 +195,11 @@ static plm_status check_config(const plm_pipeline *pl, const plm_plan_config *cf
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "cfg->max_streams %d is not in 0..%d",
                          cfg->max_streams, PLM_PIPELINE_MAX_STREAMS);
   if (cfg->flags & ~(unsigned)(PLM_PLAN_NO_FUSION | PLM_PLAN_NO_REUSE | PLM_PLAN_ALLOCATE_PER_RUN |
-                               PLM_PLAN_SYNCHRONOUS_STEPS))
+                               PLM_PLAN_SYNCHRONOUS_STEPS | PLM_PLAN_FUSE))
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "cfg->flags 0x%x has unknown bits", cfg->flags);
+  if ((cfg->flags & PLM_PLAN_FUSE) && (cfg->flags & PLM_PLAN_NO_FUSION))
+    return plm__fail_raw(PLM_ERR_INVALID_ARG,
+                         "cfg->flags has both PLM_PLAN_FUSE and PLM_PLAN_NO_FUSION");
   plm_context *pool_ctx = NULL;
   if (cfg->pool && plm_pool_context(cfg->pool, &pool_ctx) == PLM_OK && pool_ctx != pl->ctx)
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "cfg->pool belongs to another context");
@@ -217,7 +220,9 @@ plm_status plm_pipeline_compile(plm_pipeline *pl, const plm_plan_config *cfg) {
   if (config.max_streams == 0) config.max_streams = DEFAULT_STREAMS;
   pl->pool = config.pool;
   if (!pl->pool) status = plm_context_default_pool(pl->ctx, &pl->pool);
-  const bool fuse = !(config.flags & PLM_PLAN_NO_FUSION);
+  /* Fusion by default where the fused op pays: not on cuda (plume/pipeline.h, compile). */
+  const bool fuse = (config.flags & PLM_PLAN_FUSE) || (!(config.flags & PLM_PLAN_NO_FUSION) &&
+                                                       pl->ctx->info.backend != PLM_BACKEND_CUDA);
   const bool per_run = config.flags & PLM_PLAN_ALLOCATE_PER_RUN;
   /* Per run, every intermediate is a block of its own: planned without reuse, and
    * without the workspace that plan would need. */

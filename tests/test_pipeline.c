@@ -620,17 +620,29 @@ static plm_pipeline *sobel_entropy_threshold(chain_variant variant) {
   return pl;
 }
 
+/* The chains found, and fused: by default on host and not on cuda (plume/pipeline.h),
+ * with PLM_PLAN_FUSE on both. */
 START_TEST(test_fusion_recogniser) {
   const int expected[] = {[FUSABLE] = 1, [AUTO_RANGE] = 0, [MIDDLE_OUTPUT] = 0, [SECOND_READER] = 0,
                           [GX_USED] = 0, [GX_UNUSED] = 1,  [INTO_SEGMENT] = 0,  [INTO_LABEL] = 1};
+  const bool fused_by_default = plm_test_backend != PLM_BACKEND_CUDA;
   for (int variant = FUSABLE; variant <= INTO_LABEL; variant++) {
+    for (int forced = 0; forced < 2; forced++) {
+      plm_pipeline *pl = sobel_entropy_threshold((chain_variant)variant);
+      const plm_plan_config cfg = {.flags = forced ? PLM_PLAN_FUSE : PLM_PLAN_DEFAULT};
+      PLM_CHECK_OK(plm_pipeline_compile(pl, &cfg));
+      plm_plan_info info;
+      PLM_CHECK_OK(plm_pipeline_plan_info(pl, &info));
+      ck_assert_int_eq(info.fusable_chains, expected[variant]);
+      ck_assert_int_eq(info.fused_steps, forced || fused_by_default ? expected[variant] : 0);
+      PLM_CHECK_OK(plm_pipeline_destroy(pl));
+    }
     plm_pipeline *pl = sobel_entropy_threshold((chain_variant)variant);
     PLM_CHECK_OK(plm_pipeline_compile(pl, NULL));
     plm_plan_info info;
     PLM_CHECK_OK(plm_pipeline_plan_info(pl, &info));
     ck_assert_msg(info.fusable_chains == expected[variant], "variant %d: %d chains", variant,
                   info.fusable_chains);
-    ck_assert_int_eq(info.fused_steps, expected[variant]);
     /* Which steps: sobel, entropy and threshold, found on the unfused plan. */
     if (expected[variant]) {
       plm_plan_config cfg = {.frames_in_flight = 1, .max_streams = 4};
@@ -1026,7 +1038,8 @@ START_TEST(test_fused_pipeline_equals_unfused_ops) {
                                     "sobel ! entropy window=9 bins=64 range=0,30000 ! threshold "
                                     "value=4.2 ! label connectivity=8 ! regions capacity=2000",
                                     dtypes[d], 2, dims, &pl));
-    PLM_CHECK_OK(plm_pipeline_compile(pl, NULL));
+    const plm_plan_config fuse = {.flags = PLM_PLAN_FUSE}; /* cuda's default is unfused */
+    PLM_CHECK_OK(plm_pipeline_compile(pl, &fuse));
     plm_plan_info info;
     PLM_CHECK_OK(plm_pipeline_plan_info(pl, &info));
     ck_assert_int_eq(info.fused_steps, 1);
@@ -1245,7 +1258,7 @@ START_TEST(test_no_pool_allocation_per_frame) {
   for (int p = 0; p < 3; p++) {
     plm_pipeline *pl = NULL;
     PLM_CHECK_OK(plm_pipeline_parse(plm_test_ctx, texts[p], PLM_DTYPE_U16, 2, dims, &pl));
-    plm_plan_config cfg = {.frames_in_flight = 2};
+    plm_plan_config cfg = {.frames_in_flight = 2, .flags = PLM_PLAN_FUSE};
     PLM_CHECK_OK(plm_pipeline_compile(pl, &cfg));
     plm_plan_info info;
     PLM_CHECK_OK(plm_pipeline_plan_info(pl, &info));
@@ -1708,7 +1721,7 @@ START_TEST(test_plan_cost) {
   for (int fused = 0; fused < 2; fused++) {
     plm_pipeline *pl = NULL;
     PLM_CHECK_OK(plm_pipeline_parse(plm_test_ctx, text, PLM_DTYPE_U16, 2, dims, &pl));
-    plm_plan_config cfg = {.flags = fused ? 0 : PLM_PLAN_NO_FUSION};
+    plm_plan_config cfg = {.flags = fused ? PLM_PLAN_FUSE : PLM_PLAN_NO_FUSION};
     PLM_CHECK_OK(plm_pipeline_compile(pl, &cfg));
     plm_plan_info info;
     PLM_CHECK_OK(plm_pipeline_plan_info(pl, &info));
@@ -1799,6 +1812,9 @@ START_TEST(test_build_errors_leave_the_pipeline_usable) {
   bad_cfg = (plm_plan_config){.flags = 0x80};
   PLM_CHECK_FAILS(plm_pipeline_compile(pl, &bad_cfg), PLM_ERR_INVALID_ARG,
                   "cfg->flags 0x80 has unknown bits");
+  bad_cfg = (plm_plan_config){.flags = PLM_PLAN_FUSE | PLM_PLAN_NO_FUSION};
+  PLM_CHECK_FAILS(plm_pipeline_compile(pl, &bad_cfg), PLM_ERR_INVALID_ARG,
+                  "both PLM_PLAN_FUSE and PLM_PLAN_NO_FUSION");
   /* A pool too small for the workspace: out of memory, and the pipeline is unchanged. */
   plm_pool *tiny = NULL;
   plm_pool_config tiny_cfg = {.byte_limit = 4096, .min_chunk_bytes = 4096};

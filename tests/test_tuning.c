@@ -424,7 +424,9 @@ START_TEST(test_a_forced_launch_shape_reaches_the_fused_step) {
                                   "threshold value=3",
                                   PLM_DTYPE_U8, 2, dims, &pl));
   char text[4096];
-  compile_and_describe(pl, text, sizeof text);
+  const plm_plan_config fuse = {.flags = PLM_PLAN_FUSE}; /* cuda's default is unfused */
+  PLM_CHECK_OK(plm_pipeline_compile(pl, &fuse));
+  PLM_CHECK_OK(plm_pipeline_describe(pl, text, sizeof text, NULL));
   ck_assert_msg(strstr(text, "sobel_entropy_threshold"), "not fused: %s", text);
   if (plm_test_backend == PLM_BACKEND_CUDA)
     ck_assert_msg(strstr(text,

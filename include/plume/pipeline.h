@@ -37,8 +37,12 @@
  *     segment.h states they are equal), so its mask lives in the workspace;
  *   - fusion: sobel (magnitude only) -> entropy (fixed range, f32) -> threshold, whose
  *     two intermediates are not outputs and have no other consumer, becomes one fused
- *     step, when the build has the fused operation and cfg does not turn fusion off
- *     (plm_pipeline_plan_info counts the chains found and the ones fused);
+ *     step, when the build has the fused operation and fusion is on: by default on the
+ *     host backend and not on cuda, where the fused op measured slower than the three
+ *     (an H200: 1,935 against 1,359 us at 4096 x 4096 f32; 123 against 82 at 512 x 512;
+ *     benchmarks/results/2026-12-04-h200-d834510); cfg's PLM_PLAN_FUSE or
+ *     PLM_PLAN_NO_FUSION decides instead (plm_pipeline_plan_info counts the chains
+ *     found and the ones fused). Fused or not, the results are the same bits;
  *   - steps whose results no output depends on are dropped, and a sobel output that
  *     nothing reads is not computed;
  *   - a topological order (stable: the order nodes were added, where it is free);
@@ -428,14 +432,16 @@ enum {
  *   enqueued it, with the step named. Frames are never captured into CUDA graphs. */
 enum {
   PLM_PLAN_DEFAULT = 0,
-  PLM_PLAN_NO_FUSION = 1u << 0,        /* keep fusable chains as separate steps */
-  PLM_PLAN_NO_REUSE = 1u << 1,         /* every intermediate its own memory, nothing in place */
-  PLM_PLAN_ALLOCATE_PER_RUN = 1u << 2, /* intermediates from the pool per run (above) */
-  PLM_PLAN_SYNCHRONOUS_STEPS = 1u << 3 /* the host waits after every step (above) */
+  PLM_PLAN_NO_FUSION = 1u << 0,         /* keep fusable chains as separate steps */
+  PLM_PLAN_NO_REUSE = 1u << 1,          /* every intermediate its own memory, nothing in place */
+  PLM_PLAN_ALLOCATE_PER_RUN = 1u << 2,  /* intermediates from the pool per run (above) */
+  PLM_PLAN_SYNCHRONOUS_STEPS = 1u << 3, /* the host waits after every step (above) */
+  PLM_PLAN_FUSE = 1u << 4               /* fuse on every backend (default: the host's only) */
 };
 
 /* A zeroed config (or NULL) means: 1 frame in flight, up to 4 streams per frame,
- * fusion where the build has it, the context's default pool. */
+ * fusion on the host backend where the build has it (compile, above), the context's
+ * default pool. PLM_PLAN_FUSE with PLM_PLAN_NO_FUSION is refused. */
 typedef struct plm_plan_config {
   int frames_in_flight; /* K: workspaces, one per frame slot; 0 means 1 */
   int max_streams;      /* streams per frame for independent branches; 0 means 4 */
