@@ -32,9 +32,11 @@
  * plm__conv2d_pixel (the CPU's per-pixel conv2d, which adds the terms in the same
  * order); a read of an element not staged reads the poison. Exit status 0 is success. */
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "kernels/cuda/conv.cu"
@@ -225,9 +227,10 @@ int check_launches() {
       if (ho < tall)
         for (expected_h = 1; expected_h < ho;) expected_h *= 2;
       if (l.tile_h != expected_h || l.tile_w * l.tile_h != PLM__CONV2D_CUDA_TILE_THREADS) {
-        std::printf("conv2d 3x31, an output %lld rows tall, tile_width %d: a %d x %d block, "
-                    "expected %d rows  WRONG\n",
-                    (long long)ho, width, l.tile_w, l.tile_h, expected_h);
+        std::printf(
+            "conv2d 3x31, an output %lld rows tall, tile_width %d: a %d x %d block, "
+            "expected %d rows  WRONG\n",
+            (long long)ho, width, l.tile_w, l.tile_h, expected_h);
         failures++;
       }
       failures += check_tile_of(l, 3, 31, 1, 1, "a short output");
@@ -401,8 +404,28 @@ int check_sums() {
 
 }  // namespace
 
+/* tile_pitch remembers search_tile_pitch's answers (conv2d launches paid the search's
+ * 80 us each before): from 4 threads at once, every pitch is the search's, asked first
+ * and asked again, for more launch shapes than the memo holds. */
+int check_remembered_pitches() {
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; t++)
+    threads.emplace_back([&wrong, t] {
+      for (int pass = 0; pass < 2; pass++)
+        for (int64_t cols = 3 + t; cols < 3 + t + 2 * PITCH_MEMO; cols += 3)
+          for (int tile_w : {8, 16, 64})
+            if (tile_pitch(cols, tile_w, 1 + t % 2, 7) !=
+                search_tile_pitch(cols, tile_w, 1 + t % 2, 7))
+              wrong++;
+    });
+  for (std::thread &thread : threads) thread.join();
+  std::printf("remembered pitches: %d differ from the search\n", wrong.load());
+  return wrong.load() ? 1 : 0;
+}
+
 int main() {
-  int failures = check_launches() + check_sums();
+  int failures = check_launches() + check_sums() + check_remembered_pitches();
   struct Shape {
     const char *what;
     int kh, kw, stride_y, stride_x;

@@ -53,6 +53,15 @@ else
   grep -q 'run(command="scripts/gpu-campaign run core", carry=\[".gpu-carry"\]' "$scratch/prepare.txt" ||
     fail "prepare prints no run call for core"
 fi
+# The runtime packages come from the packed binaries themselves (ldd, dpkg -S), less those
+# every Linux has.
+mkdir -p "$scratch/unpacked"
+tar -C "$scratch/unpacked" -xJf "$scratch/carry/plume-gpu-campaign.tar.xz" ./build ||
+  fail "the archive's build does not unpack"
+"$campaign" _runtime_packages "$scratch/unpacked/build" >"$scratch/packages.txt" ||
+  fail "the runtime packages could not be listed"
+grep -qx 'libjansson4' "$scratch/packages.txt" || fail "libjansson4 (plume loads libjansson.so.4) is not listed: $(tr '\n' ' ' <"$scratch/packages.txt")"
+grep -qxE 'libc6|libstdc\+\+6|libgcc-s1' "$scratch/packages.txt" && fail "a package every Linux has is listed"
 while IFS= read -r call; do
   command=${call#*command=\"}
   command=${command%%\"*}
@@ -148,10 +157,14 @@ bench=$build_dir/benchmarks
   fail "bench_ops --smoke failed"
 "$bench/bench_pool" --smoke --backend host --workload steady_state --json "$fake/bench_pool.json" >/dev/null ||
   fail "bench_pool --smoke failed"
+mkdir -p "$fake/profile-bench_pool"
+head -c 1500000 /dev/zero >"$fake/profile-bench_pool/pool_snapshot.json" # over 1 MiB: kept as .xz
 tar -C "$scratch/fake" -czf "$scratch/fake.tar.gz" core
 "$campaign" import "$scratch/fake.tar.gz" >"$scratch/import.txt" 2>&1 || fail "import exited $?: $(cat "$scratch/import.txt")"
 dest=$scratch/results/2026-01-02-test-gpu-abc1234/core
 [[ -f $dest/bench_ops/threshold.json && -f $dest/bench_pool.json ]] || fail "import did not file the JSON in $dest"
+[[ -f $dest/profile-bench_pool/pool_snapshot.json.xz && ! -e $dest/profile-bench_pool/pool_snapshot.json ]] ||
+  fail "import did not keep the file over 1 MiB xz-compressed"
 grep -q '^| threshold f32' "$scratch/import.txt" || fail "no bench_ops row printed: $(head -n 20 "$scratch/import.txt")"
 grep -q '^| steady_state | n 30 |' "$scratch/import.txt" || fail "no bench_pool row printed"
 grep -q '1 fail, 1 pass' "$scratch/import.txt" || fail "the suites' verdicts are not counted"
