@@ -36,7 +36,7 @@ static const enum AVCodecID allowed_codecs[] = {
     AV_CODEC_ID_MPEG4,    AV_CODEC_ID_H264,    AV_CODEC_ID_HEVC,     AV_CODEC_ID_VP8,
     AV_CODEC_ID_VP9};
 
-/* libavformat's demuxer of each container read (support/video_magic.c names them). */
+/* libavformat's demuxer of each container read (support/video_common.c names them). */
 static const char *const demuxer_of[] = {
     [VIDEO_CONTAINER_MATROSKA] = "matroska",
     [VIDEO_CONTAINER_AVI] = "avi",
@@ -533,14 +533,7 @@ static plm_status open_source(video_frames *v, video_info *info, video_frames **
   v->kind = got > 0 ? video_container_of(magic, (size_t)got) : VIDEO_CONTAINER_NONE;
   v->format = v->kind != VIDEO_CONTAINER_NONE ? av_find_input_format(demuxer_of[v->kind]) : NULL;
   plm_status status = PLM_OK;
-  if (!v->format)
-    status = quote_failure(err, err_size, PLM_ERR_IO,
-                           "%s: not a video file of the containers read (Matroska, AVI, "
-                           "QuickTime/MP4, NUT): unknown first bytes%s",
-                           v->name,
-                           v->src.stream ? " (raw frames on a stream take their format from "
-                                           "--raw-shape HxW and the other --raw-* options)"
-                                         : "");
+  if (!v->format) status = video_refuse_unknown(v->name, v->src.stream, err, err_size);
   if (status == PLM_OK) status = start(v, err, err_size);
   bool end = false;
   if (status == PLM_OK) status = decode_next(v, &end, err, err_size);
@@ -573,14 +566,8 @@ static video_frames *new_video(const char *name, int fd) {
 
 plm_status video_frames_open(int fd, const char *path, video_info *info, video_frames **out,
                              char *err, size_t err_size) {
-  if (out) *out = NULL;
-  if (!path || !info || !out) {
-    if (fd >= 0) close(fd);
-    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG, "video_frames_open: %s is NULL",
-                         !path   ? "path"
-                         : !info ? "info"
-                                 : "out");
-  }
+  plm_status checked = video_check_open(fd, path, info, out, err, err_size);
+  if (checked != PLM_OK) return checked;
   struct stat st;
   if (fstat(fd, &st) != 0) {
     int error = errno;
@@ -600,13 +587,8 @@ plm_status video_frames_open(int fd, const char *path, video_info *info, video_f
 plm_status video_frames_open_memory(const void *bytes, size_t length, const char *name,
                                     video_info *info, video_frames **out, char *err,
                                     size_t err_size) {
-  if (out) *out = NULL;
-  if (!name || !info || !out || (!bytes && length))
-    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG, "video_frames_open_memory: %s is NULL",
-                         !name   ? "name"
-                         : !info ? "info"
-                         : !out  ? "out"
-                                 : "bytes");
+  plm_status checked = video_check_open_memory(bytes, length, name, info, out, err, err_size);
+  if (checked != PLM_OK) return checked;
   video_frames *v = new_video(name, -1);
   if (!v) return quote_failure(err, err_size, PLM_ERR_OUT_OF_MEMORY, "%s: out of memory", name);
   v->src.bytes = bytes;

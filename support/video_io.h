@@ -88,7 +88,7 @@ void video_io_as_guest(void);
 /* How many first bytes video_magic looks at, at most. */
 enum { VIDEO_MAGIC_BYTES = 32 };
 
-/* The containers read, as their first bytes say (support/video_magic.c). */
+/* The containers read, as their first bytes say (support/video_common.c). */
 typedef enum video_container {
   VIDEO_CONTAINER_NONE, /* none of them */
   VIDEO_CONTAINER_MATROSKA,
@@ -170,5 +170,20 @@ plm_status video_frames_count_all(video_frames *v, int64_t *count, char *err, si
 
 /* Close; NULL is a no-op. */
 void video_frames_close(video_frames *v);
+
+/* ---- shared by the two builds' opens (support/video_common.c) ---- */
+
+/* video_frames_open's and video_frames_open_memory's checks of their arguments: *out set
+ * to NULL (when out is not), then PLM_OK, or PLM_ERR_INVALID_ARG naming the NULL argument
+ * (video_frames_open's fd, which it takes, closed then). */
+plm_status video_check_open(int fd, const char *path, const video_info *info, video_frames **out,
+                            char *err, size_t err_size);
+plm_status video_check_open_memory(const void *bytes, size_t length, const char *name,
+                                   const video_info *info, video_frames **out, char *err,
+                                   size_t err_size);
+
+/* PLM_ERR_IO: name's first bytes begin none of the containers read (a stream's message
+ * points at plume detect's raw-frame options). */
+plm_status video_refuse_unknown(const char *name, bool stream, char *err, size_t err_size);
 
 #endif /* PLUME_SUPPORT_VIDEO_IO_H */

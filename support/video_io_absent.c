@@ -1,6 +1,6 @@
 /* support/video_io_absent.c: support/video_io.h in a build without FFmpeg (cmake
  * -DPLUME_VIDEO=OFF, e.g. scripts/gpu-campaign's, whose machine has no FFmpeg to load).
- * A video is still recognised by its first bytes (support/video_magic.c), and every open
+ * A video is still recognised by its first bytes (support/video_common.c), and every open
  * is refused with PLM_ERR_UNSUPPORTED naming the file, its container and the option;
  * bytes of no container read are PLM_ERR_IO, as in the build with FFmpeg. No
  * video_frames is ever made, so the calls that take one only check their arguments. */
@@ -16,15 +16,11 @@
 
 void video_io_as_guest(void) {}
 
-/* The answer to an open of bytes whose first bytes are magic[0..got). */
-static plm_status refuse(const char *name, const unsigned char *magic, size_t got, char *err,
-                         size_t err_size) {
+/* The answer to an open of bytes (a stream's or not) whose first bytes are magic[0..got). */
+static plm_status refuse(const char *name, const unsigned char *magic, size_t got, bool stream,
+                         char *err, size_t err_size) {
   video_container kind = video_container_of(magic, got);
-  if (kind == VIDEO_CONTAINER_NONE)
-    return quote_failure(err, err_size, PLM_ERR_IO,
-                         "%s: not a video file of the containers read (Matroska, AVI, "
-                         "QuickTime/MP4, NUT): unknown first bytes",
-                         name);
+  if (kind == VIDEO_CONTAINER_NONE) return video_refuse_unknown(name, stream, err, err_size);
   return quote_failure(err, err_size, PLM_ERR_UNSUPPORTED,
                        "%s: a %s video, and this plume was built without FFmpeg (cmake "
                        "-DPLUME_VIDEO=OFF): no video is read",
@@ -33,38 +29,27 @@ static plm_status refuse(const char *name, const unsigned char *magic, size_t go
 
 plm_status video_frames_open(int fd, const char *path, video_info *info, video_frames **out,
                              char *err, size_t err_size) {
-  if (out) *out = NULL;
-  if (!path || !info || !out) {
-    if (fd >= 0) close(fd);
-    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG, "video_frames_open: %s is NULL",
-                         !path   ? "path"
-                         : !info ? "info"
-                                 : "out");
-  }
+  plm_status checked = video_check_open(fd, path, info, out, err, err_size);
+  if (checked != PLM_OK) return checked;
   unsigned char magic[VIDEO_MAGIC_BYTES];
   struct stat st;
+  const bool stream = fstat(fd, &st) != 0 || !S_ISREG(st.st_mode);
   ssize_t got;
   do { /* a stream is read from where it is; a file from its start */
-    got = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? pread(fd, magic, sizeof magic, 0)
-                                                     : read(fd, magic, sizeof magic);
+    got = stream ? read(fd, magic, sizeof magic) : pread(fd, magic, sizeof magic, 0);
   } while (got < 0 && errno == EINTR);
   int error = errno;
   close(fd);
   if (got < 0) return quote_failure(err, err_size, PLM_ERR_IO, "%s: %s", path, strerror(error));
-  return refuse(path, magic, (size_t)got, err, err_size);
+  return refuse(path, magic, (size_t)got, stream, err, err_size);
 }
 
 plm_status video_frames_open_memory(const void *bytes, size_t length, const char *name,
                                     video_info *info, video_frames **out, char *err,
                                     size_t err_size) {
-  if (out) *out = NULL;
-  if (!name || !info || !out || (!bytes && length))
-    return quote_failure(err, err_size, PLM_ERR_INVALID_ARG, "video_frames_open_memory: %s is NULL",
-                         !name   ? "name"
-                         : !info ? "info"
-                         : !out  ? "out"
-                                 : "bytes");
-  return refuse(name, bytes, length < VIDEO_MAGIC_BYTES ? length : VIDEO_MAGIC_BYTES, err,
+  plm_status checked = video_check_open_memory(bytes, length, name, info, out, err, err_size);
+  if (checked != PLM_OK) return checked;
+  return refuse(name, bytes, length < VIDEO_MAGIC_BYTES ? length : VIDEO_MAGIC_BYTES, false, err,
                 err_size);
 }
 

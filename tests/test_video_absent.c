@@ -92,6 +92,13 @@ START_TEST(test_other_bytes_are_no_video) {
   expect_taken(fd);
   expect_image_message(video_frames_open_memory("", 0, "empty", &info, &v, err, sizeof err),
                        PLM_ERR_IO, err, "empty: not a video file", NULL);
+  int pipe_fds[2]; /* a stream of raw frames is pointed at plume detect's --raw-* options */
+  ck_assert_int_eq(pipe(pipe_fds), 0);
+  ck_assert_int_eq(write(pipe_fds[1], "\x01\x02\x03\x04", 4), 4);
+  close(pipe_fds[1]);
+  expect_image_message(video_frames_open(pipe_fds[0], "-", &info, &v, err, sizeof err), PLM_ERR_IO,
+                       err, "-: not a video file", "--raw-shape");
+  expect_taken(pipe_fds[0]);
   ck_assert(!video_magic(NULL, 4));
   ck_assert_str_eq(video_container_title(VIDEO_CONTAINER_NONE), "none");
 }
