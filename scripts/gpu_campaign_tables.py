@@ -17,9 +17,11 @@ scripts/emulated-estimates writes): the measured time over the estimate is how f
 model (emu/count/report.cpp) is off, workload by workload.
 """
 
+import functools
 import glob
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -138,22 +140,51 @@ def estimates_for(folder, device_name):
     return by_workload, commits
 
 
-# What every kernel's estimate depends on besides its own source file: the headers the
-# kernels share and the emulator's counting model.
-SHARED_SOURCES = ("kernels/common", "kernels/cuda/*.h", "emu/count")
+# What every kernel's estimate depends on besides its own source and the headers it
+# includes: the emulator's counting model.
+COUNTING_MODEL = "emu/count"
+INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]+"([^"]+)"', re.M)
+
+
+@functools.lru_cache(maxsize=None)
+def git_text(commit, path):
+    """path's text at commit, or None where the commit does not have it."""
+    run = subprocess.run(["git", "-C", ROOT, "show", f"{commit}:{path}"], capture_output=True)
+    return run.stdout.decode("utf-8", "replace") if run.returncode == 0 else None
+
+
+def with_includes(commit, paths):
+    """paths and the repository's files they include at commit, transitively (a quoted
+    include is looked for from the root, include/ and the including file's folder)."""
+    seen, todo = set(), list(paths)
+    while todo:
+        path = os.path.normpath(todo.pop())
+        if path in seen:
+            continue
+        seen.add(path)
+        text = git_text(commit, path)
+        for name in INCLUDE.findall(text or ""):
+            for candidate in (name, os.path.join("include", name),
+                              os.path.join(os.path.dirname(path), name)):
+                if git_text(commit, os.path.normpath(candidate)) is not None:
+                    todo.append(candidate)
+                    break
+    return seen
 
 
 def kernels_changed(estimated, measured, section, cache={}):
-    """Whether a section's kernels (their sources, the shared headers, the counting model)
-    differ between the estimate's commit and the measured one: "same", "changed", or
-    "unknown" (no git, or a commit it does not have)."""
+    """Whether a section's kernels (their sources, the files those include, the counting
+    model) differ between the estimate's commit and the measured one: "same", "changed",
+    or "unknown" (no git, or a commit it does not have). A header that another kernel
+    includes, changed, leaves this one "same"."""
     sources = sorted({k["site"].split(":")[0] for k in section.get("kernels", [])})
     key = (estimated, measured, tuple(sources))
     if key not in cache:
         a, b = estimated.removesuffix("-dirty"), measured.removesuffix("-dirty")
         try:
-            run = subprocess.run(["git", "-C", ROOT, "diff", "--quiet", a, b, "--", *sources,
-                                  *SHARED_SOURCES], capture_output=True)
+            files = sorted(with_includes(a, sources) | with_includes(b, sources))
+            run = subprocess.run(["git", "-C", ROOT, "diff", "--quiet", a, b, "--", *files,
+                                  COUNTING_MODEL], capture_output=True)
             cache[key] = {0: "same", 1: "changed"}.get(run.returncode, "unknown")
         except OSError:
             cache[key] = "unknown"
@@ -199,8 +230,8 @@ def measured_beside_estimates(core, folder):
     changed = sum(row[-1] == "changed" for row in rows)
     if changed:
         print(f"**{changed} of these rows compare kernels that changed between the estimate's "
-              "commit and the measured one (their sources, the shared headers or the counting "
-              "model): run scripts/emulated-estimates again for them.**\n")
+              "commit and the measured one (their sources, the files those include or the "
+              "counting model): run scripts/emulated-estimates again for them.**\n")
     table(("workload", "size", "measured mean µs", "min µs", "estimate µs", "bound",
            "floor µs", "measured / estimate", "kernels since"), rows)
 
