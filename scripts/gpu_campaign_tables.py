@@ -156,9 +156,9 @@ def git_text(commit, path):
 def with_includes(commit, paths):
     """paths and the repository's files they include at commit, transitively (a quoted
     include is looked for from the root, include/ and the including file's folder)."""
-    seen, todo = set(), list(paths)
-    while todo:
-        path = os.path.normpath(todo.pop())
+    seen, pending = set(), list(paths)
+    while pending:
+        path = os.path.normpath(pending.pop())
         if path in seen:
             continue
         seen.add(path)
@@ -167,7 +167,7 @@ def with_includes(commit, paths):
             for candidate in (name, os.path.join("include", name),
                               os.path.join(os.path.dirname(path), name)):
                 if git_text(commit, os.path.normpath(candidate)) is not None:
-                    todo.append(candidate)
+                    pending.append(candidate)
                     break
     return seen
 
