@@ -282,3 +282,15 @@ plm_tensor plm_test_upload(plm_dtype dtype, int ndim, const int64_t *dims, const
                                    PLM_COPY_HOST_TO_DEVICE));
   return t;
 }
+
+plm_tensor plm_test_alloc_shifted(plm_dtype dtype, int ndim, const int64_t *dims, bool shifted,
+                                  plm_tensor *storage) {
+  int64_t count = 1;
+  for (int d = 0; d < ndim; d++) count *= dims[d];
+  const int64_t elements = count + (shifted ? 1 : 0);
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, dtype, 1, &elements, storage));
+  plm_tensor tensor;
+  char *at = (char *)storage->data + (shifted ? plm_dtype_size(dtype) : 0);
+  PLM_CHECK_OK(plm_tensor_wrap(plm_test_ctx, at, dtype, ndim, dims, &tensor));
+  return tensor;
+}

@@ -66,6 +66,12 @@ float *plm_test_uniform_f32(int64_t count, double range, uint64_t seed);
  * as the pool gave it), uploaded on plm_test_stream. */
 plm_tensor plm_test_upload(plm_dtype dtype, int ndim, const int64_t *dims, const void *host);
 
+/* A tensor of dtype and shape in a new allocation from plm_test_pool, at its start or,
+ * when shifted, one element past it (wrapped: a GPU kernel cannot move its elements as
+ * aligned vectors, kernels/cuda/map.h); *storage is the allocation, to release. */
+plm_tensor plm_test_alloc_shifted(plm_dtype dtype, int ndim, const int64_t *dims, bool shifted,
+                                  plm_tensor *storage);
+
 /* A tensor of shape from plm_test_pool, every byte 0x5a (the same garbage in every such
  * tensor: an output a run must overwrite). */
 plm_tensor plm_test_garbage(const plm_shape *shape);

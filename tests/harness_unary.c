@@ -15,14 +15,14 @@ static float f32_value(uint64_t r, int64_t i, const void *user) {
   return (float)((int64_t)(r % (1u << 21)) - (1 << 20)) / 256.0f;
 }
 
-/* Run the op on random inputs of dims, into a new output or in place (f32 only). Returns
- * the mismatches. */
+/* Run the op on random inputs of dims, into a new output or in place (f32 only), the
+ * tensors at their allocations' start or shifted one element past it. Returns the
+ * mismatches. */
 static int64_t run_case(const plm_test_unary_op *op, plm_dtype dtype, int ndim, const int64_t *dims,
-                        bool in_place, const void *params, uint64_t seed) {
-  plm_tensor in, out;
-  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, dtype, ndim, dims, &in));
-  if (!in_place)
-    PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, ndim, dims, &out));
+                        bool in_place, bool shifted, const void *params, uint64_t seed) {
+  plm_tensor in_storage, out_storage, out;
+  plm_tensor in = plm_test_alloc_shifted(dtype, ndim, dims, shifted, &in_storage);
+  if (!in_place) out = plm_test_alloc_shifted(PLM_DTYPE_F32, ndim, dims, shifted, &out_storage);
   const int64_t count = plm_tensor_numel(&in);
   double *x = malloc((size_t)count * sizeof *x);
   float *got = malloc((size_t)count * sizeof *got);
@@ -45,8 +45,8 @@ static int64_t run_case(const plm_test_unary_op *op, plm_dtype dtype, int ndim, 
              plm_dtype_name(dtype), (long long)i, x[i], text, (double)got[i], (double)want);
     }
   }
-  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &in));
-  if (!in_place) PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &out));
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &in_storage));
+  if (!in_place) PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &out_storage));
   free(host);
   free(x);
   free(got);
@@ -63,14 +63,20 @@ void plm_test_unary_matches_reference(const plm_test_unary_op *op, const void *p
     for (size_t t = 0; t < sizeof dtypes / sizeof dtypes[0]; t++)
       for (int m = 0; m < count; m++) {
         const uint64_t seed = s * 9 + t * 3 + (uint64_t)m;
-        int64_t bad = run_case(op, dtypes[t], ndims[s], shapes[s], false,
+        int64_t bad = run_case(op, dtypes[t], ndims[s], shapes[s], false, false,
                                each + (size_t)m * params_size, seed);
         ck_assert_msg(bad == 0, "%s: %lld mismatches: shape %zu, dtype %s, params %d", op->name,
                       (long long)bad, s, plm_dtype_name(dtypes[t]), m);
       }
+  for (size_t t = 0; t < sizeof dtypes / sizeof dtypes[0]; t++)
+    ck_assert_msg(run_case(op, dtypes[t], 2, shapes[2], false, true, params, 13 + t) == 0,
+                  "%s: mismatches one element past the allocations' start, dtype %s", op->name,
+                  plm_dtype_name(dtypes[t]));
   const int64_t stack[3] = {4, 33, 70};
-  ck_assert_msg(run_case(op, PLM_DTYPE_F32, 3, stack, true, params, 11) == 0,
+  ck_assert_msg(run_case(op, PLM_DTYPE_F32, 3, stack, true, false, params, 11) == 0,
                 "%s: mismatches in place", op->name);
+  ck_assert_msg(run_case(op, PLM_DTYPE_F32, 3, stack, true, true, params, 12) == 0,
+                "%s: mismatches in place one element past the allocation's start", op->name);
 }
 
 void plm_test_unary_refuses_bad_tensors(const plm_test_unary_op *op, const void *ok_params) {

@@ -26,9 +26,11 @@ typedef struct plm_test_unary_op {
 
 /* Random u8, u16 and f32 inputs (f32: multiples of 1/256 in (-4096, 4096), 21 significant
  * bits at most) of the shapes 1x1, 1x37, 257x255 and 3x7x13, under each of the `count`
- * params (an array of structs `params_size` bytes apart), into a new output; then an f32
- * stack of 4x33x70 in place under the first params. Fails on the first case with a
- * mismatch, naming its first element. */
+ * params (an array of structs `params_size` bytes apart), into a new output; then, under
+ * the first params, 257x255 of each dtype with in and out one element past their
+ * allocations' start (not aligned for a GPU kernel's vectors), and an f32 stack of
+ * 4x33x70 in place, at an allocation's start and one element past it. Fails on the first case with
+ * a mismatch, naming its first element. */
 void plm_test_unary_matches_reference(const plm_test_unary_op *op, const void *params, int count,
                                       size_t params_size);
 

@@ -44,13 +44,14 @@ static double element(plm_dtype dtype, const void *data, int64_t i) {
 }
 
 /* Run abs_diff on random inputs of dims; into a new output, or in place on input `onto`
- * (0: in, 1: ref). Returns the mismatches. */
-static int64_t run_case(plm_dtype dtype, int ndim, const int64_t *dims, int onto, uint64_t seed) {
-  plm_tensor in, ref, out;
+ * (0: in, 1: ref); ref and out at their allocations' start or, shifted, one element past it
+ * (in at its start: inputs of mixed alignment). Returns the mismatches. */
+static int64_t run_shifted_case(plm_dtype dtype, int ndim, const int64_t *dims, int onto,
+                                bool shifted, uint64_t seed) {
+  plm_tensor in, ref_storage, out_storage, out;
   PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, dtype, ndim, dims, &in));
-  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, dtype, ndim, dims, &ref));
-  if (onto < 0)
-    PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, dtype, ndim, dims, &out));
+  plm_tensor ref = plm_test_alloc_shifted(dtype, ndim, dims, shifted, &ref_storage);
+  if (onto < 0) out = plm_test_alloc_shifted(dtype, ndim, dims, shifted, &out_storage);
   const int64_t count = plm_tensor_numel(&in);
   const size_t bytes = plm_tensor_bytes(&in);
   double *a = malloc((size_t)count * sizeof *a), *b = malloc((size_t)count * sizeof *b);
@@ -74,14 +75,18 @@ static int64_t run_case(plm_dtype dtype, int ndim, const int64_t *dims, int onto
              plm_dtype_name(dtype), (long long)i, a[i], b[i], have, want);
   }
   PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &in));
-  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &ref));
-  if (onto < 0) PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &out));
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &ref_storage));
+  if (onto < 0) PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &out_storage));
   free(host_a);
   free(host_b);
   free(a);
   free(b);
   free(got);
   return bad;
+}
+
+static int64_t run_case(plm_dtype dtype, int ndim, const int64_t *dims, int onto, uint64_t seed) {
+  return run_shifted_case(dtype, ndim, dims, onto, false, seed);
 }
 
 START_TEST(test_matches_the_reference_for_every_shape_and_dtype) {
@@ -100,6 +105,10 @@ START_TEST(test_matches_the_reference_for_every_shape_and_dtype) {
   const int64_t stack[3] = {4, 33, 70};
   ck_assert_int_eq(run_case(PLM_DTYPE_U16, 3, stack, 0, 11), 0);
   ck_assert_int_eq(run_case(PLM_DTYPE_F32, 3, stack, 1, 13), 0);
+  /* ref and out one element past their allocations' start, in at its own. */
+  for (size_t t = 0; t < 3; t++)
+    ck_assert_int_eq(run_shifted_case(dtypes[t], 2, shapes[2], -1, true, 17 + t), 0);
+  ck_assert_int_eq(run_shifted_case(PLM_DTYPE_U16, 3, stack, 1, true, 19), 0);
 }
 END_TEST
 

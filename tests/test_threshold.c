@@ -42,13 +42,14 @@ static void *make_input(plm_dtype dtype, int64_t count, double value, double *as
   return plm_test_values(dtype, count, seed, f32_value, &value, as_double);
 }
 
-/* Run threshold over a host input of the given shape and compare with the
- * reference; returns the number of mismatches. */
-static int64_t run_case(plm_dtype dtype, int ndim, const int64_t *dims, double value,
-                        plm_compare compare, uint64_t seed) {
-  plm_tensor in, out;
-  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, dtype, ndim, dims, &in));
-  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_U8, ndim, dims, &out));
+/* Run threshold over a host input of the given shape, in and out at their allocations'
+ * start or shifted one element past it, and compare with the reference; returns the
+ * number of mismatches. */
+static int64_t run_shifted_case(plm_dtype dtype, int ndim, const int64_t *dims, double value,
+                                plm_compare compare, bool shifted, uint64_t seed) {
+  plm_tensor in_storage, out_storage;
+  plm_tensor in = plm_test_alloc_shifted(dtype, ndim, dims, shifted, &in_storage);
+  plm_tensor out = plm_test_alloc_shifted(PLM_DTYPE_U8, ndim, dims, shifted, &out_storage);
   int64_t count = plm_tensor_numel(&in);
   double *as_double = malloc((size_t)count * sizeof *as_double);
   uint8_t *result = malloc((size_t)count);
@@ -64,12 +65,17 @@ static int64_t run_case(plm_dtype dtype, int ndim, const int64_t *dims, double v
   int64_t mismatches = 0;
   for (int64_t i = 0; i < count; i++)
     mismatches += result[i] != reference(as_double[i], value, compare);
-  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &in));
-  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &out));
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &in_storage));
+  PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &out_storage));
   free(host);
   free(result);
   free(as_double);
   return mismatches;
+}
+
+static int64_t run_case(plm_dtype dtype, int ndim, const int64_t *dims, double value,
+                        plm_compare compare, uint64_t seed) {
+  return run_shifted_case(dtype, ndim, dims, value, compare, false, seed);
 }
 
 START_TEST(test_matches_the_reference_for_every_shape_dtype_and_comparison) {
@@ -86,6 +92,12 @@ START_TEST(test_matches_the_reference_for_every_shape_dtype_and_comparison) {
         ck_assert_msg(bad == 0, "%lld mismatches: shape %zu, dtype %s, compare %d", (long long)bad,
                       s, plm_dtype_name(dtypes[t]), c);
       }
+  for (size_t t = 0; t < 3; t++) {
+    int64_t bad =
+        run_shifted_case(dtypes[t], 2, shapes[4], values[t], PLM_COMPARE_GT, true, 77 + t);
+    ck_assert_msg(bad == 0, "%lld mismatches one element past the allocations' start, dtype %s",
+                  (long long)bad, plm_dtype_name(dtypes[t]));
+  }
 }
 END_TEST
 

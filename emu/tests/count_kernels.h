@@ -9,6 +9,9 @@
 
 /* out[i] = in[i], n floats, 256 threads a block. */
 cudaError_t count_copy(const float *in, float *out, int n, cudaStream_t s);
+/* The same copy as n / 4 float4 quads (n a multiple of 4, 16-byte aligned pointers), each
+ * loaded and stored whole through __ldcg and __stcg. */
+cudaError_t count_copy_quads(const float *in, float *out, int n, cudaStream_t s);
 /* out[i] = in[32 i]: in holds 32 n floats (the planted stride-32 access). */
 cudaError_t count_stride32(const float *in, float *out, int n, cudaStream_t s);
 /* c[i] = a[i] + b[i], n floats. */

@@ -2,10 +2,12 @@
  * whose traffic is known exactly (emu/tests/count_kernels.cu), and the report.
  *
  * Known cases: a copy, vector_add and threshold count their bytes, requests and sectors
- * exactly; a stride-32 read takes 32 sectors a request, 8 times a copy's 4; shared reads
- * of stride 1, 2 and 32 take 1, 2 and 32 wavefronts, a broadcast 1; 32 lanes adding to
- * one address take 32 steps, global and shared; barriers and the lanes of collectives; the
- * L2's LRU (in an L2 of two sectors, 0,1,0,2,0,3 fetches nothing again, 0,1,2,0,1,2 three).
+ * exactly, and the copy as float4 quads (through the cache-hint intrinsics) a quarter of
+ * the requests, 16 sectors each; a stride-32 read takes 32 sectors a request, 8 times a
+ * copy's 4; shared reads of stride 1, 2 and 32 take 1, 2 and 32 wavefronts, a broadcast
+ * 1; 32 lanes adding to one address take 32 steps, global and shared; barriers and the
+ * lanes of collectives; the L2's LRU (in an L2 of two sectors, 0,1,0,2,0,3 fetches nothing
+ * again, 0,1,2,0,1,2 three).
  * Then the estimate names the bound that wins, the report's text and JSON, and bad calls.
  * Runs under any PLUME_EMU_SEED and PLUME_EMU_BLOCK_THREADS (CTest runs two). */
 #include <unistd.h>
@@ -69,6 +71,17 @@ void test_streaming(cudaStream_t s) {
   check(copy.blocks == 16 && copy.threads == 4096 && copy.shared_requests == 0 && copy.barriers == 0 &&
             copy.global_atomic_ops == 0,
         "copy: 16 blocks of 256 threads, no shared memory, barrier or atomic");
+
+  /* A vector load or store is one access of its width: a quarter of the copy's requests,
+   * 16 sectors each, the same bytes and sectors. */
+  plm_emu_counts quads = counted("copy quads", "copy_quads_kernel", s,
+                                 [&] { return count_copy_quads(a, c, n, s); });
+  check(quads.load_bytes == 4u * n && quads.store_bytes == 4u * n && quads.load_requests == n / 128 &&
+            quads.store_requests == n / 128 && quads.load_sectors == copy.load_sectors &&
+            quads.store_sectors == copy.store_sectors,
+        "copy as float4 quads: 32 load and 32 store requests of 16 sectors, 16384 bytes each (" +
+            u(quads.load_requests) + ", " + u(quads.load_sectors) + ", " + u(quads.store_requests) + ", " +
+            u(quads.store_sectors) + ", " + u(quads.load_bytes) + ")");
 
   plm_emu_counts strided = counted("stride32", "stride32_kernel", s, [&] { return count_stride32(a, c, 1024, s); });
   check(strided.load_requests == 32 && strided.load_sectors == 32 * 32 && strided.load_bytes == 4096,

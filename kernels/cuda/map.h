@@ -40,26 +40,125 @@
 #include "kernels/cuda/launch.h"
 #include "plume/tensor.h"
 
-enum { PLM__MAP_THREADS = 256 };
+enum {
+  PLM__MAP_THREADS = 256,
+  PLM__MAP_QUAD = 4 /* the elements one thread takes per step */
+};
 
+/* Blocks for count elements, four of them per thread (plm__cuda_blocks' cap: the
+ * templates below are grid-stride loops). */
 static inline unsigned plm__map_blocks(int64_t count) {
-  return plm__cuda_blocks(count, PLM__MAP_THREADS);
+  return plm__cuda_blocks((count + PLM__MAP_QUAD - 1) / PLM__MAP_QUAD, PLM__MAP_THREADS);
 }
 
-/* out[i] = Elem()(k, in[i], p) over count elements, a grid-stride loop. */
+/* Four elements as one load or store: the CUDA vector type of T's size times four (4, 8 or
+ * 16 bytes, aligned to that), through which a quad moves in one instruction (ld.global.cg.v4:
+ * cached in the L2, not the L1, which a streaming map would not reuse). Through the
+ * cache-hint intrinsics rather than a plain copy, so that the emulator too sees one access
+ * (emu/include/plm_emu/intrinsics.h). */
+template <typename T>
+struct plm__quad_of;
+template <>
+struct plm__quad_of<uint8_t> {
+  using type = uchar4;
+};
+template <>
+struct plm__quad_of<uint16_t> {
+  using type = ushort4;
+};
+template <>
+struct plm__quad_of<float> {
+  using type = float4;
+};
+
+template <typename T>
+struct plm__quad {
+  T v[PLM__MAP_QUAD];
+
+  __device__ static plm__quad load(const T *at) {
+    const typename plm__quad_of<T>::type q = __ldcg((const typename plm__quad_of<T>::type *)at);
+    return plm__quad{{q.x, q.y, q.z, q.w}};
+  }
+  __device__ void store(T *at) const {
+    typename plm__quad_of<T>::type q;
+    q.x = v[0], q.y = v[1], q.z = v[2], q.w = v[3];
+    __stcg((typename plm__quad_of<T>::type *)at, q);
+  }
+};
+
+/* Whether every pointer lets quads of its element move as one vector (all quads of a
+ * launch then do: each starts at a multiple of four elements). */
+template <typename T>
+__device__ inline bool plm__quad_aligned(const T *at) {
+  return (uintptr_t)at % (sizeof(T) * PLM__MAP_QUAD) == 0;
+}
+
+/* The place of element i in its period: i itself when period is 0. */
+__device__ inline int64_t plm__map_place(int64_t i, int64_t period) {
+  return period > 0 ? i % period : i;
+}
+
+/* out[i] = Elem()(k, in[i], p) over count elements. A block takes 4 x blockDim.x elements
+ * per step of a grid-stride loop, four a thread, in one of two layouts:
+ *   quads    thread t the four from 4t on, each quad one vector load and store, when every
+ *            pointer is aligned for vectors and the op has no period (p is i);
+ *   strided  thread t elements t, t + blockDim.x, ...: each warp access 32 consecutive
+ *            elements, as an op with a period wants for its per-pixel tables (nuc's gain
+ *            at p), and the only layout unaligned pointers allow.
+ * Why four a thread: a byte or a u16 per thread leaves too few bytes in flight for a GPU's
+ * memory (the H200 measured clip u8 at 4.0x its floor and threshold at 3.3x with one
+ * element a thread, f32 vector_add at 1.9x). The same elements either way, so the same
+ * bits; in place (out == in) stays safe: each element is read by the thread that writes
+ * it, before it writes it. */
 template <typename Elem, typename Args, typename In, typename Out>
 __global__ void plm__map_kernel(Args k, const In *in, Out *out, int64_t count) {
-  const int64_t step = (int64_t)gridDim.x * blockDim.x;
-  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += step)
-    out[i] = Elem()(k, in[i], k.period > 0 ? i % k.period : i);
+  const bool quads = k.period == 0 && plm__quad_aligned(in) && plm__quad_aligned(out);
+  const int64_t span = (int64_t)blockDim.x * PLM__MAP_QUAD;
+  for (int64_t base = blockIdx.x * span; base < count; base += gridDim.x * span) {
+    if (quads) {
+      const int64_t first = base + (int64_t)threadIdx.x * PLM__MAP_QUAD;
+      if (first + PLM__MAP_QUAD <= count) {
+        const plm__quad<In> x = plm__quad<In>::load(in + first);
+        plm__quad<Out> y;
+        for (int j = 0; j < PLM__MAP_QUAD; j++) y.v[j] = Elem()(k, x.v[j], first + j);
+        y.store(out + first);
+      } else {
+        for (int64_t i = first; i < count; i++) out[i] = Elem()(k, in[i], i);
+      }
+    } else {
+      for (int j = 0; j < PLM__MAP_QUAD; j++) {
+        const int64_t i = base + threadIdx.x + (int64_t)j * blockDim.x;
+        if (i < count) out[i] = Elem()(k, in[i], plm__map_place(i, k.period));
+      }
+    }
+  }
 }
 
-/* out[i] = Elem()(k, in[i], in2[i], p) over count elements, a grid-stride loop. */
+/* out[i] = Elem()(k, in[i], in2[i], p) over count elements, in the layouts above. */
 template <typename Elem, typename Args, typename In, typename Out>
 __global__ void plm__map2_kernel(Args k, const In *in, const In *in2, Out *out, int64_t count) {
-  const int64_t step = (int64_t)gridDim.x * blockDim.x;
-  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += step)
-    out[i] = Elem()(k, in[i], in2[i], k.period > 0 ? i % k.period : i);
+  const bool quads =
+      k.period == 0 && plm__quad_aligned(in) && plm__quad_aligned(in2) && plm__quad_aligned(out);
+  const int64_t span = (int64_t)blockDim.x * PLM__MAP_QUAD;
+  for (int64_t base = blockIdx.x * span; base < count; base += gridDim.x * span) {
+    if (quads) {
+      const int64_t first = base + (int64_t)threadIdx.x * PLM__MAP_QUAD;
+      if (first + PLM__MAP_QUAD <= count) {
+        const plm__quad<In> a = plm__quad<In>::load(in + first);
+        const plm__quad<In> b = plm__quad<In>::load(in2 + first);
+        plm__quad<Out> y;
+        for (int j = 0; j < PLM__MAP_QUAD; j++) y.v[j] = Elem()(k, a.v[j], b.v[j], first + j);
+        y.store(out + first);
+      } else {
+        for (int64_t i = first; i < count; i++) out[i] = Elem()(k, in[i], in2[i], i);
+      }
+    } else {
+      for (int j = 0; j < PLM__MAP_QUAD; j++) {
+        const int64_t i = base + threadIdx.x + (int64_t)j * blockDim.x;
+        if (i < count) out[i] = Elem()(k, in[i], in2[i], plm__map_place(i, k.period));
+      }
+    }
+  }
 }
 
 /* launch(T{}) for the input dtype (u8, u16 or f32), then the launch's check, naming op. */

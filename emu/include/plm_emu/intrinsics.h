@@ -216,16 +216,34 @@ inline int __isinff(float x) { return std::isinf(x); }
 inline int __finitef(float x) { return std::isfinite(x); }
 
 /* ---- memory ---------------------------------------------------------------------------- */
-template <class T> T __ldg(const T *p) { return *p; }
-template <class T> T __ldcg(const T *p) { return *p; }
-template <class T> T __ldca(const T *p) { return *p; }
-template <class T> T __ldcs(const T *p) { return *p; }
-template <class T> T __ldlu(const T *p) { return *p; }
-template <class T> T __ldcv(const T *p) { return *p; }
-template <class T> void __stwb(T *p, T v) { *p = v; }
-template <class T> void __stcg(T *p, T v) { *p = v; }
-template <class T> void __stcs(T *p, T v) { *p = v; }
-template <class T> void __stwt(T *p, T v) { *p = v; }
+/* A load or store with a cache hint moves its whole object as one access, as a GPU's
+ * vector instruction does (ld.global.cg.v4.u8 for a uchar4): a plain copy of a vector
+ * type would be split by the host compiler into its fields, which the checks and the
+ * counters would see as four accesses of a quarter the width (four times the requests
+ * and, strided, four times the sectors). A memcpy of the object's size reaches the hooks
+ * as one access of that size. */
+namespace plm_emu {
+template <class T>
+__attribute__((always_inline)) inline T load_whole(const T *p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+template <class T>
+__attribute__((always_inline)) inline void store_whole(T *p, const T &v) {
+  std::memcpy(p, &v, sizeof v);
+}
+}  // namespace plm_emu
+template <class T> T __ldg(const T *p) { return plm_emu::load_whole(p); }
+template <class T> T __ldcg(const T *p) { return plm_emu::load_whole(p); }
+template <class T> T __ldca(const T *p) { return plm_emu::load_whole(p); }
+template <class T> T __ldcs(const T *p) { return plm_emu::load_whole(p); }
+template <class T> T __ldlu(const T *p) { return plm_emu::load_whole(p); }
+template <class T> T __ldcv(const T *p) { return plm_emu::load_whole(p); }
+template <class T> void __stwb(T *p, T v) { plm_emu::store_whole(p, v); }
+template <class T> void __stcg(T *p, T v) { plm_emu::store_whole(p, v); }
+template <class T> void __stcs(T *p, T v) { plm_emu::store_whole(p, v); }
+template <class T> void __stwt(T *p, T v) { plm_emu::store_whole(p, v); }
 inline void __threadfence() { __sync_synchronize(); }
 inline void __threadfence_block() { __sync_synchronize(); }
 inline void __threadfence_system() { __sync_synchronize(); }
