@@ -120,6 +120,7 @@ bool run_grid(const plan &p, const Source &source, const Sink &sink, int bins) {
 template <class Source, class Sink>
 bool run_plan(const plan &p, const Source &source, const Sink &sink, int bins) {
   if (p.hist == HIST_SPARSE_SHARED) return run_grid<SparseHist>(p, source, sink, bins);
+  if (p.hist == HIST_DENSE_GLOBAL) return run_grid<GlobalDenseHist>(p, source, sink, bins);
   return run_grid<DenseHist>(p, source, sink, bins);
 }
 

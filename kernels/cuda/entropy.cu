@@ -146,7 +146,17 @@
  *   room by registers for 8 blocks of 128 where shared memory lets in 6 of 64 for u8
  *   (above), bought with local-memory traffic in the inner loop. Their budgets (the
  *   build fails past them, or on any spill): kernels/cuda/register_budgets.txt.
- * None of this has been measured: no line of it has run on a GPU yet.
+ * Measured on an H200 (benchmarks/results/2026-12-04-h200-d834510, bench_ops, u8, w = 16,
+ * commit d834510): 63 us at 512^2, 1,316 us at 4096^2: 4.5 times the shared pipe's bound
+ * above (0.29 ms) and 38 times bench_ops' floor. So the pipe's throughput is not what
+ * binds it on a GPU; what the model leaves out is: each thread's changes are a chain (a
+ * count's load, its add and store before the next change's load of a count that may be
+ * the same), with 12 warps an SM to hide it, and every instruction of a change is on
+ * that path. Not yet profiled (no counters were read in that window). Since, a change's
+ * address is 32-bit arithmetic in shared space (DenseCounts): 15 SASS instructions a
+ * change for sm_90 where there were 16 (add_row over 17 bins in a probe kernel, cubin
+ * text / 16 bytes), the dense entropy kernel 3,344 instructions where it was 3,592 and
+ * 84 registers where it took 88: small steps on that path, not yet timed on a GPU.
  *
  * The host check: tests/test_entropy_cuda_logic.cpp compiles this file as plain C++
  * (hence the __CUDACC__ guards around what only nvcc knows) and runs run_block for
@@ -354,12 +364,20 @@ plan make_plan(int64_t frames, int64_t height, int64_t width, int window, int bi
  * never conflict, whatever bins its lanes touch. A count is changed by a load and a
  * store of its word: it stays within 0..65535 (at most w^2 + w <= 65280), so a change
  * never carries or borrows into the other half. base points at the thread's first
- * word; add/remove return the count before; clear stores a word per two bins. */
-struct DenseHist {
+ * word; add/remove return the count before; clear stores a word per two bins. A word's
+ * place from base, (b / 2) owners, is below 2^24 (shared memory; the global scratch is
+ * capped at 64 MiB), so it is 32-bit arithmetic, on the path of every change.
+ *
+ * Two types, by where the counts live (InGlobal: the grid's scratch, HIST_DENSE_GLOBAL;
+ * else the block's shared memory), not one with a flag: so every kernel's histogram
+ * pointer has one memory space, and nvcc addresses shared counts with shared loads and
+ * stores rather than generic ones (which must first find which memory an address is in). */
+template <bool InGlobal>
+struct DenseCounts {
   uint32_t *base;
-  int64_t owners;
+  uint32_t owners;
   int bins;
-  PLM_HD uint32_t *word(int b) const { return base + (int64_t)(b >> 1) * owners; }
+  PLM_HD uint32_t *word(int b) const { return base + (uint32_t)(b >> 1) * owners; }
   PLM_HD uint32_t change(int b, uint32_t by) const {
     const unsigned shift = (unsigned)(b & 1) * 16;
     uint32_t *w = word(b);
@@ -385,16 +403,18 @@ struct DenseHist {
     for (int j = 0; j < (bins + 1) / 2; j++, w += owners) *w = 0;
   }
 };
+typedef DenseCounts<false> DenseHist;      /* HIST_DENSE_SHARED */
+typedef DenseCounts<true> GlobalDenseHist; /* HIST_DENSE_GLOBAL */
 
 /* An open-addressing table of P = mask + 1 entries (bin << 16 | count; 0: empty),
  * entry i at base[i * stride]. A bin is looked for from its home slot onwards (linear
  * probing); the table never holds a count of 0. */
 struct SparseHist {
   uint32_t *base;
-  int64_t stride;
+  uint32_t stride; /* the block's threads: i stride stays far below 2^32 */
   uint32_t mask;
   PLM_HD uint32_t home(uint32_t bin) const { return (bin * 2654435761u >> 7) & mask; }
-  PLM_HD uint32_t &at(uint32_t i) const { return base[(int64_t)i * stride]; }
+  PLM_HD uint32_t &at(uint32_t i) const { return base[i * stride]; }
   PLM_HD uint32_t add(int b) const {
     const uint32_t bin = (uint32_t)b;
     for (uint32_t i = home(bin);; i = (i + 1) & mask) {
@@ -465,6 +485,7 @@ const int64_t *clogc_table() {
 /* entropy: the bin of an input pixel; f32 through the frame's range (the fixed one, or
  * with range_auto the frame's finite [min, max] from frame_range, in `ranges`). */
 struct EntropySource {
+  static constexpr bool global_histograms = false; /* warp_kernel takes those (warps_own) */
   plm__entropy_args a;
   const float *ranges;
   double lo, hi; /* the frame's, set by begin */
@@ -488,6 +509,7 @@ struct EntropySink {
 
 /* fused: the bin of the Sobel magnitude at a pixel (kernels/common/fused.h). */
 struct FusedSource {
+  static constexpr bool global_histograms = true; /* when neither shared kind fits */
   fused_args a;
   PLM_HD int64_t height() const { return a.sobel.h; }
   PLM_HD int64_t width() const { return a.sobel.w; }
@@ -590,12 +612,20 @@ struct HistOf;
 template <>
 struct HistOf<DenseHist> {
   template <class Block>
-  static PLM_HD DenseHist make(const Block &block, const plan &p, int bins, unsigned char *area,
-                               uint32_t *global_hists) {
-    const int t = block.thread(), threads = block.threads();
-    if (p.hist == HIST_DENSE_GLOBAL)
-      return DenseHist{global_hists + block.index() * threads + t, block.count() * threads, bins};
-    return DenseHist{(uint32_t *)area + t, threads, bins};
+  static PLM_HD DenseHist make(const Block &block, const plan &, int bins, unsigned char *area,
+                               uint32_t *) {
+    return DenseHist{(uint32_t *)area + block.thread(), (uint32_t)block.threads(), bins};
+  }
+};
+
+template <>
+struct HistOf<GlobalDenseHist> {
+  template <class Block>
+  static PLM_HD GlobalDenseHist make(const Block &block, const plan &, int bins, unsigned char *,
+                                     uint32_t *global_hists) {
+    const int threads = block.threads();
+    return GlobalDenseHist{global_hists + block.index() * threads + block.thread(),
+                           (uint32_t)(block.count() * threads), bins};
   }
 };
 
@@ -604,7 +634,7 @@ struct HistOf<SparseHist> {
   template <class Block>
   static PLM_HD SparseHist make(const Block &block, const plan &p, int, unsigned char *area,
                                 uint32_t *) {
-    return SparseHist{(uint32_t *)area + block.thread(), block.threads(),
+    return SparseHist{(uint32_t *)area + block.thread(), (uint32_t)block.threads(),
                       (uint32_t)p.sparse_slots - 1};
   }
 };
@@ -959,12 +989,19 @@ plm_status launch_kind(cudaStream_t s, const plan &p, const Source &source, cons
   return plm__cuda_check_launch(name);
 }
 
+/* The kind's kernel. Only a source whose op gives window_kernel global histograms
+ * (Source::global_histograms: the fused op; the entropy op's are warp_kernel's) has
+ * that variant compiled. */
 template <class Source, class Sink>
 plm_status launch(cudaStream_t s, const plan &p, const Source &source, const Sink &sink, int bins,
                   void *scratch, const char *name) {
   if (p.hist == HIST_SPARSE_SHARED)
     return launch_kind<SparseHist>(s, p, source, sink, bins, scratch, name);
-  return launch_kind<DenseHist>(s, p, source, sink, bins, scratch, name);
+  if (p.hist == HIST_DENSE_SHARED)
+    return launch_kind<DenseHist>(s, p, source, sink, bins, scratch, name);
+  if constexpr (Source::global_histograms)
+    return launch_kind<GlobalDenseHist>(s, p, source, sink, bins, scratch, name);
+  return plm__fail_raw(PLM_ERR_INTERNAL, "%s: global histograms reached window_kernel", name);
 }
 #endif
 
