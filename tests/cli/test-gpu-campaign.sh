@@ -26,6 +26,24 @@ campaign=$source_dir/scripts/gpu-campaign
 export PLUME_CAMPAIGN_CARRY=$scratch/carry PLUME_CAMPAIGN_WORK=$scratch/work
 export PLUME_CAMPAIGN_BUILD=$build_dir PLUME_CAMPAIGN_RESULTS=$scratch/results
 fail() { echo "FAILED: $*"; exit 1; }
+
+# The kernels step's reader of Nsight Compute's CSV (scripts/ncu_summary.py), on a sample
+# written by hand in ncu's layout (tests/cli/ncu-details-sample.csv: not a measurement):
+# one line a launch, the kernel's name short, its duration in microseconds whatever ncu's
+# unit, a '-' where a metric is missing, the stalls that cost most first, values with
+# thousands' commas read; a CSV without ncu's columns is named and exits 1.
+summary=$(python3 "$source_dir/scripts/ncu_summary.py" "$source_dir/tests/cli/ncu-details-sample.csv") ||
+  fail "ncu_summary.py exited $? on the sample: $summary"
+grep -qE '^ncu-details-sample +window_kernel<DenseCounts<false>,EntropySource,EntropySink> +\(8192, 1, 1\) +\(64, 1, 1\) +1320\.0 +84 +18\.02 +18\.75 +31\.4 +44\.12 +1\.93 +9\.31 +barrier 1020\.50, short_scoreboard 4\.10, mio_throttle 2\.05$' <<<"$summary" ||
+  fail "ncu_summary.py's line for the window kernel: $summary"
+grep -qE '^ncu-details-sample +plm__map_kernel<clip_elem,plm__clip_args,unsignedchar,float> +\(16384, 1, 1\) +\(256, 1, 1\) +21\.6 +16 +- +- +- +81 +- +- +-$' <<<"$summary" ||
+  fail "ncu_summary.py's line for the map kernel (missing metrics as -): $summary"
+printf 'Name,Value\nclip,1\n' >"$scratch/not-ncu.csv"
+if python3 "$source_dir/scripts/ncu_summary.py" "$scratch/not-ncu.csv" >"$scratch/not-ncu.txt" 2>&1; then
+  fail "ncu_summary.py read a CSV without ncu's columns"
+fi
+grep -q "not-ncu.csv: no header with 'Kernel Name' and 'Metric Name'" "$scratch/not-ncu.txt" ||
+  fail "ncu_summary.py's refusal does not name the file: $(cat "$scratch/not-ncu.txt")"
 if [[ $mode == emulated ]]; then
   export PLUME_CAMPAIGN_BACKEND=emulated PLUME_CAMPAIGN_PYTHON=/usr/bin/python3
   # A sanitized build (CI's emulator stage) runs its steps several times slower: the
@@ -95,9 +113,11 @@ if [[ $mode == emulated ]]; then
   OUT=$scratch/out "$campaign" run core >"$scratch/run.txt" 2>&1 ||
     fail "the emulated core phase exited $?: $(grep -E '^step|^  ' "$scratch/run.txt" | tail -n 30)"
   summary=$scratch/out/summary.txt
-  for s in unpack device suites bench_ops tune bench_pipeline bench_pool bench_matmul peers; do
+  for s in unpack device suites bench_ops kernels tune bench_pipeline bench_pool bench_matmul peers; do
     grep -q "^step $s: ok" "$summary" || fail "step $s did not pass: $(grep "^step $s" "$summary")"
   done
+  grep -q '^  kernels: not profiled: ' "$summary" ||
+    fail "the kernels step does not say why nothing was profiled: $(grep 'kernels' "$summary")"
   grep -q '^device=emulated: a rehearsal on the CUDA emulator' "$summary" || fail "the summary does not say the device was emulated"
   grep -q '^gpu=emulated-rehearsal$' "$summary" || fail "the summary names a GPU"
   grep -q '^  suites: 4 of 4 passed' "$summary" || fail "not the 4 suites selected: $(grep 'suites:' "$summary")"
