@@ -40,7 +40,8 @@
  *   Bytes: the totals read the tables (1), the carries read and write 1/64 of them, the
  *   scan reads and writes the rest (63/64 each, plus 1/64 of carries read): about 3.05
  *   times the tables' bytes against the floor's 2, so 1.5x the floor, and one launch more.
- *   Not yet measured on a GPU; figures by hand from the code.
+ *   Figures by hand from the code: these kernels serve windows past 29, and bench_ops'
+ *   cfar (window 15) takes the one pass, so no GPU has timed them yet.
  *
  * The pixel pass's cost. Its floor is reading each table entry once, the frame and the
  * output: 8 bytes a table (2 or 3) plus 4 + 1 bytes a pixel (f32 to a mask). Emulated
@@ -84,8 +85,11 @@
  * 512^2 (5.5 with its launch) against the five kernels' 9.82 (22.3 with theirs); 197.2
  * at 4096^2 (199.7) against 741.7 (754.2). The
  * count does not see latency: a segment's scan is a chain of about 16 dependent shared
- * accesses, and an SM holds 2 blocks (16 warps) under its 96 to 110 registers. Not yet
- * run on a GPU.
+ * accesses, and an SM holds 2 blocks (16 warps) under its 96 to 110 registers. Measured
+ * on an H200 (bench_ops, f32, window 15, commit d834510: benchmarks/results/
+ * 2026-12-04-h200-d834510): 18.4 us at 512^2, 193.7 at 2048^2, 803.4 at 4096^2, 4.0
+ * times the estimate (whose DRAM term the H200's 4.8 TB/s would only lower): the
+ * chains, not the shared pipe's count, set its time.
  *
  * The integer tables (u8, u16) are exact in any order, and a box's sum is the same from a
  * span's table as from the frame's, so the bits equal the CPU's; the f32 tables sum their
@@ -98,8 +102,8 @@
  * tile_scan, written against the Block and Warp of kernels/cuda/lanes.h), the tiled
  * pixel pass's (pixel_tile) and the one pass's (one_pass_tile) also run on the host in
  * tests/test_cfar_cuda_logic.cpp (ctest cfar_cuda_logic), which compiles this file as plain C++
- * (hence the __CUDACC__ guards) with emulated threads. Not yet run on a GPU (none was available
- * when it was written). */
+ * (hence the __CUDACC__ guards) with emulated threads; the cfar suite passed on cuda on an
+ * H200 (the campaign of 2026-12-04, commit d834510). */
 #include "kernels/common/cfar.h"
 #include "kernels/cuda/launch.h"
 #ifdef __CUDACC__
