@@ -31,7 +31,7 @@ SHOWN = [
     ("dram%", "DRAM Throughput"),
     ("cyc/issue", "Warp Cycles Per Issued Instruction"),
 ]
-STALL = re.compile(r"smsp__average_warps_issue_stalled_(.+)_per_issue_active\.ratio$")
+STALL = re.compile(r"smsp__average_warps_issue_stalled_(.+)_per_issue_active(\.ratio)?$")
 MICROSECONDS = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3,
                 "ms": 1e3, "second": 1e6, "s": 1e6}
 
@@ -60,7 +60,9 @@ def short_kernel(name):
 
 
 def launches(path):
-    """[(kernel, grid, block, {metric: (unit, value)})] in the file's order."""
+    """[(kernel, grid, block, {metric: [(unit, value), ...]})] in the file's order: a
+    metric's rows in order (two sections may name one metric: Speed Of Light's "Memory
+    Throughput" in %, Memory Workload Analysis's in Gbyte/second)."""
     with open(path, newline="") as f:
         rows = [row for row in csv.reader(f) if row]
     header = next((i for i, row in enumerate(rows) if KERNEL in row and METRIC in row), None)
@@ -82,20 +84,28 @@ def launches(path):
             found[key] = (short_kernel(row[col[KERNEL]]), row[grid] if grid is not None else "-",
                           row[block] if block is not None else "-", {})
             order.append(key)
-        found[key][3][row[col[METRIC]]] = (row[col[UNIT]], row[col[VALUE]])
+        found[key][3].setdefault(row[col[METRIC]], []).append((row[col[UNIT]], row[col[VALUE]]))
     return [found[key] for key in order]
 
 
+def value_of(metrics, metric, percent):
+    """The metric's first value, its first in % for a % column; None when it has none."""
+    rows = metrics.get(metric, [])
+    if percent:
+        rows = [r for r in rows if r[0].strip() == "%"]
+    return number(rows[0][1]) if rows else None
+
+
 def line(op, kernel, grid, block, metrics):
-    unit, value = metrics.get("Duration", ("", ""))
+    unit, value = (metrics.get("Duration") or [("", "")])[0]
     duration = number(value)
     scale = MICROSECONDS.get(unit.strip().lower())
     micros = f"{duration * scale:.1f}" if duration is not None and scale else "-"
     cells = [op, kernel, grid, block, micros]
-    for _, metric in SHOWN:
-        value = number(metrics.get(metric, ("", ""))[1])
+    for short, metric in SHOWN:
+        value = value_of(metrics, metric, short.endswith("%"))
         cells.append("-" if value is None else f"{value:g}")
-    stalls = sorted(((number(v[1]) or 0.0, m.group(1)) for name, v in metrics.items()
+    stalls = sorted(((number(rows[0][1]) or 0.0, m.group(1)) for name, rows in metrics.items()
                      for m in [STALL.match(name)] if m), reverse=True)
     cells.append(", ".join(f"{reason} {cycles:.2f}" for cycles, reason in stalls[:3] if cycles > 0)
                  or "-")

@@ -30,8 +30,10 @@ fail() { echo "FAILED: $*"; exit 1; }
 # The kernels step's reader of Nsight Compute's CSV (scripts/ncu_summary.py), on a sample
 # written by hand in ncu's layout (tests/cli/ncu-details-sample.csv: not a measurement):
 # one line a launch, the kernel's name short, its duration in microseconds whatever ncu's
-# unit, a '-' where a metric is missing, the stalls that cost most first, values with
-# thousands' commas read; a CSV without ncu's columns is named and exits 1.
+# unit, a '-' where a metric is missing, the % value of a metric two sections name (Memory
+# Throughput: % and GB/s) in a % column, the stalls that cost most first (their names with
+# or without ncu's .ratio), values with thousands' commas read; a CSV without ncu's columns
+# is named and exits 1.
 summary=$(python3 "$source_dir/scripts/ncu_summary.py" "$source_dir/tests/cli/ncu-details-sample.csv") ||
   fail "ncu_summary.py exited $? on the sample: $summary"
 grep -qE '^ncu-details-sample +window_kernel<DenseCounts<false>,EntropySource,EntropySink> +\(8192, 1, 1\) +\(64, 1, 1\) +1320\.0 +84 +18\.02 +18\.75 +31\.4 +44\.12 +1\.93 +9\.31 +barrier 1020\.50, short_scoreboard 4\.10, mio_throttle 2\.05$' <<<"$summary" ||
