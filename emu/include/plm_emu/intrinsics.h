@@ -225,12 +225,14 @@ inline int __finitef(float x) { return std::isfinite(x); }
 namespace plm_emu {
 template <class T>
 __attribute__((always_inline)) inline T load_whole(const T *p) {
+  static_assert(sizeof(T) <= 16, "a GPU's widest access is 16 bytes (past it, a libc memcpy the hooks do not see)");
   T v;
   std::memcpy(&v, p, sizeof v);
   return v;
 }
 template <class T>
 __attribute__((always_inline)) inline void store_whole(T *p, const T &v) {
+  static_assert(sizeof(T) <= 16, "a GPU's widest access is 16 bytes (past it, a libc memcpy the hooks do not see)");
   std::memcpy(p, &v, sizeof v);
 }
 }  // namespace plm_emu
