@@ -43,7 +43,7 @@
   }
 
 /* The launch shape of the CUDA entropy window kernel (entropy and the fused op; what each
- * is: kernels/common/entropy.h's plm__entropy_cuda_shape), three cuda tunables in that
+ * is: kernels/common/entropy.h's plm__entropy_cuda_shape), four cuda tunables in that
  * struct's order. Every candidate is valid for every input: the plan lowers the threads
  * where the histograms' shared memory does not fit them, and no shape changes a bit. */
 #define PLM__ENTROPY_CUDA_TUNABLES                                                             \
@@ -69,12 +69,19 @@
     .help =                                                                                    \
         "the tasks below which a launch halves its segments (down to 8 rows), so "             \
         "that a small frame still spreads over the GPU"                                        \
+  }                                                                                            \
+  , {                                                                                          \
+    .name = "changes_at_once", .backend = PLM_BACKEND_CUDA,                                    \
+    .fallback = PLM__ENTROPY_CUDA_CHANGES_AT_ONCE, .candidate_count = 2, .candidates = {1, 2}, \
+    .help =                                                                                    \
+        "the histogram counts a thread loads before it stores them: 2 halves the "             \
+        "chain of dependent shared-memory accesses, for two more instructions a change"        \
   }
 
-enum { PLM__ENTROPY_CUDA_TUNABLE_COUNT = 3 };
+enum { PLM__ENTROPY_CUDA_TUNABLE_COUNT = 4 };
 
 /* The tunables of an op run by the window kernels (entropy, the fused op), in their
- * descriptors' order: the host's bands per thread, then the CUDA launch shape's three. */
+ * descriptors' order: the host's bands per thread, then the CUDA launch shape's four. */
 enum {
   PLM__WINDOW_TUNE_BANDS,
   PLM__WINDOW_TUNE_CUDA_SHAPE,
@@ -89,13 +96,14 @@ _Static_assert((int)PLM__WINDOW_TUNE_COUNT <= (int)PLM__OP_MAX_TUNABLES,
     PLM__BANDS_PER_THREAD_TUNABLE(bands), PLM__ENTROPY_CUDA_TUNABLES \
   }
 
-/* The values in force of the three PLM__ENTROPY_CUDA_TUNABLES, op's tunables first..first+2. */
+/* The values in force of the four PLM__ENTROPY_CUDA_TUNABLES, op's tunables first..first+3. */
 static inline plm__entropy_cuda_shape plm__entropy_cuda_shape_tuned(const plm__op_desc *op,
                                                                     const plm__op_call *call,
                                                                     int first) {
   return (plm__entropy_cuda_shape){.max_threads = (int)plm__op_tuned(op, call, first),
                                    .segment_windows = (int)plm__op_tuned(op, call, first + 1),
-                                   .min_tasks = (int)plm__op_tuned(op, call, first + 2)};
+                                   .min_tasks = (int)plm__op_tuned(op, call, first + 2),
+                                   .changes_at_once = (int)plm__op_tuned(op, call, first + 3)};
 }
 
 /* The index of op's tunable named `name` acting on backend, or -1. */

@@ -170,8 +170,9 @@ const char *kind_name(hist_kind kind) {
 
 /* The launch shape plume runs without a tuning table, and the extreme ones. */
 const plm__entropy_cuda_shape kDefaultShape = {
-    PLM__ENTROPY_CUDA_MAX_THREADS, PLM__ENTROPY_CUDA_SEGMENT_WINDOWS, PLM__ENTROPY_CUDA_MIN_TASKS};
-const plm__entropy_cuda_shape kSmallestShape = {32, 1, 128}, kLargestShape = {128, 8, 4096};
+    PLM__ENTROPY_CUDA_MAX_THREADS, PLM__ENTROPY_CUDA_SEGMENT_WINDOWS, PLM__ENTROPY_CUDA_MIN_TASKS,
+    PLM__ENTROPY_CUDA_CHANGES_AT_ONCE};
+const plm__entropy_cuda_shape kSmallestShape = {32, 1, 128, 1}, kLargestShape = {128, 8, 4096, 2};
 
 bool same_plan(const plan &a, const plan &b) {
   return a.hist == b.hist && a.threads == b.threads && a.window == b.window && a.span == b.span &&
@@ -181,7 +182,7 @@ bool same_plan(const plan &a, const plan &b) {
          a.strips == b.strips && a.segments == b.segments && a.tasks == b.tasks &&
          a.blocks == b.blocks && a.ring_bytes == b.ring_bytes && a.hist_bytes == b.hist_bytes &&
          a.delta_bytes == b.delta_bytes && a.clogc_bytes == b.clogc_bytes && a.smem == b.smem &&
-         a.scratch == b.scratch;
+         a.scratch == b.scratch && a.changes_at_once == b.changes_at_once;
 }
 
 /* The plan the launcher makes, then the smallest launch shape's where it differs (32
@@ -201,9 +202,11 @@ std::vector<plan> plans_for(int64_t frames, int64_t height, int64_t width, int w
     if (kind == HIST_SPARSE_SHARED &&
         (size_t)32 * sparse_slots_for(window, bins) * 4 > kSparseBudget)
       continue;
+    /* One change at a time in the ring, two in the two-row ring: both paths, every kind. */
     plans.push_back(
-        lay_out(frames, height, width, window, bins, plan_choice{kind, 32, window + 2, 5}));
-    plans.push_back(lay_out(frames, height, width, window, bins, plan_choice{kind, 32, 2, height}));
+        lay_out(frames, height, width, window, bins, plan_choice{kind, 32, window + 2, 5, 1}));
+    plans.push_back(
+        lay_out(frames, height, width, window, bins, plan_choice{kind, 32, 2, height, 2}));
   }
   return plans;
 }
@@ -321,7 +324,7 @@ int check_entropy(const Host &host, const Case &c, bool whole_frames = false) {
   int failures = 0;
   const std::vector<plan> plans =
       whole_frames ? std::vector<plan>{lay_out(c.frames, c.height, c.width, c.window, c.bins,
-                                               plan_choice{HIST_DENSE_GLOBAL, 128, 2, c.height})}
+                                               plan_choice{HIST_DENSE_GLOBAL, 128, 2, c.height, 2})}
                    : plans_for(c.frames, c.height, c.width, c.window, c.bins);
   for (const plan &p : plans) {
     std::fill(out.begin(), out.end(), -1.0f);
@@ -487,16 +490,17 @@ int check_make_plan(int64_t frames, int64_t height, int64_t width, int window, i
  * sparse tables fit 64 KiB, else 128 with global histograms; segments of max(2w, 32)
  * rows halved down to 8 while the launch has fewer than 512 tasks. */
 plan todays_plan(int64_t frames, int64_t height, int64_t width, int window, int bins) {
-  plan_choice choice = {HIST_DENSE_GLOBAL, 128, 0, 0};
+  /* Two changes at once: the default since changes_at_once was added (one before). */
+  plan_choice choice = {HIST_DENSE_GLOBAL, 128, 0, 0, 2};
   int dense = 0, sparse = 0;
   for (int t = 128; t >= 32; t /= 2) {
     if (!dense && (size_t)t * dense_bytes(bins) <= 32 * 1024) dense = t;
     if (!sparse && (size_t)t * (size_t)sparse_slots_for(window, bins) * 4 <= 64 * 1024) sparse = t;
   }
   if (dense)
-    choice = {HIST_DENSE_SHARED, dense, 0, 0};
+    choice = {HIST_DENSE_SHARED, dense, 0, 0, 2};
   else if (sparse)
-    choice = {HIST_SPARSE_SHARED, sparse, 0, 0};
+    choice = {HIST_SPARSE_SHARED, sparse, 0, 0, 2};
   const size_t row_bytes = (size_t)ring_row_words(choice.threads + window - 1) * 4;
   choice.ring_rows = (size_t)(window + 2) * row_bytes <= 32 * 1024 ? window + 2 : 2;
   const int64_t strips = (width + choice.threads - 1) / choice.threads;
@@ -512,6 +516,7 @@ int *shape_field(plm__entropy_cuda_shape *shape, const char *name) {
   if (std::strcmp(name, "max_block_threads") == 0) return &shape->max_threads;
   if (std::strcmp(name, "segment_windows") == 0) return &shape->segment_windows;
   if (std::strcmp(name, "min_tasks") == 0) return &shape->min_tasks;
+  if (std::strcmp(name, "changes_at_once") == 0) return &shape->changes_at_once;
   return nullptr;
 }
 
@@ -556,8 +561,8 @@ std::vector<ShapeCase> shapes_of(const char *op_name, int *failures) {
                         t.candidates[c] == t.fallback});
     }
   }
-  if (listed != 3) {
-    std::printf("%s lists %d of the launch shape's 3 cuda tunables  WRONG\n", op_name, listed);
+  if (listed != 4) {
+    std::printf("%s lists %d of the launch shape's 4 cuda tunables  WRONG\n", op_name, listed);
     ++*failures;
   }
   shapes.push_back({kSmallestShape, "all smallest", false});

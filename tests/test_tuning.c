@@ -43,8 +43,8 @@ START_TEST(test_every_tunable_has_its_default_among_ascending_candidates) {
     PLM_CHECK_FAILS(plm_op_tunable_info_get(op, count, &(plm_tunable_info){0}), PLM_ERR_INVALID_ARG,
                     "is not one of");
   }
-  /* entropy (4), the fused op (4), conv2d, matmul, lstm_cell (2) and dendritic (2) */
-  ck_assert_int_eq(tunables, 14);
+  /* entropy (5), the fused op (5), conv2d, matmul, lstm_cell (2) and dendritic (2) */
+  ck_assert_int_eq(tunables, 16);
   PLM_CHECK_FAILS(plm_op_tunable_count(plm_op_count(), &(int){0}), PLM_ERR_INVALID_ARG, "not in");
 }
 END_TEST
@@ -69,9 +69,9 @@ START_TEST(test_set_refuses_what_is_not_a_tunable_value) {
 }
 END_TEST
 
-/* The launch shape of the CUDA window kernel, three cuda tunables of entropy and of the
+/* The launch shape of the CUDA window kernel, four cuda tunables of entropy and of the
  * fused op (kernels/common/entropy.h's plm__entropy_cuda_shape), with the shape plume
- * launched before they were tunable as their defaults. */
+ * launched before they were tunable as their defaults (but changes_at_once: 1 then). */
 static const struct {
   const char *name;
   int64_t fallback;
@@ -81,6 +81,7 @@ static const struct {
     {"max_block_threads", 128, 3, {32, 64, 128}},
     {"segment_windows", 2, 4, {1, 2, 4, 8}},
     {"min_tasks", 512, 6, {128, 256, 512, 1024, 2048, 4096}},
+    {"changes_at_once", 2, 2, {1, 2}},
 };
 enum { LAUNCH_SHAPE_TUNABLES = sizeof launch_shape / sizeof launch_shape[0] };
 
@@ -431,7 +432,7 @@ START_TEST(test_a_forced_launch_shape_reaches_the_fused_step) {
   if (plm_test_backend == PLM_BACKEND_CUDA)
     ck_assert_msg(strstr(text,
                          "max_block_threads=32 (default 128), segment_windows=2, "
-                         "min_tasks=512\n"),
+                         "min_tasks=512, changes_at_once=2\n"),
                   "%s", text);
   else
     ck_assert_msg(!strstr(text, "max_block_threads"), "%s", text);
@@ -667,7 +668,7 @@ START_TEST(test_a_full_tune_of_one_op_decides_its_tunables_and_measures_its_poin
   PLM_CHECK_OK(plm_tune_run(plm_test_ctx, &options, &entries, &count));
   const bool cuda = plm_test_backend == PLM_BACKEND_CUDA;
   /* A step per tunable of the backend, and one for the points: told before each and at the end. */
-  ck_assert_int_eq(told.total, (cuda ? 3 : 1) + 1);
+  ck_assert_int_eq(told.total, (cuda ? LAUNCH_SHAPE_TUNABLES : 1) + 1);
   ck_assert(told.in_order && told.named && told.calls == told.total + 1);
   ck_assert_int_eq(told.last_done, told.total);
   int points = 0, decided[PLM_SIZE_CLASS_COUNT] = {0};
@@ -684,7 +685,7 @@ START_TEST(test_a_full_tune_of_one_op_decides_its_tunables_and_measures_its_poin
     }
   }
   ck_assert_int_eq(points, 2 * 4);
-  const int tunables = cuda ? 3 : 1; /* the launch shape's three, or the bands */
+  const int tunables = cuda ? LAUNCH_SHAPE_TUNABLES : 1; /* the launch shape's, or the bands */
   const bool emulated = plm_test_on_emulator();
   ck_assert_int_eq(decided[PLM_SIZE_SMALL], tunables);
   ck_assert_int_eq(decided[PLM_SIZE_MEDIUM], emulated ? 0 : tunables);

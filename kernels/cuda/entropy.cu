@@ -19,7 +19,7 @@
  * value scaled by a multiply and a shift, an f32 through the frame's range; fused: the
  * Sobel magnitude of nine pixels read through the border rule, binned with the fixed
  * range) and the w threads whose windows cover it read it, two bins to a 32-bit load
- * (each_bin). A task bins its first window's rows and one row per output row after:
+ * (each_bin_pair). A task bins its first window's rows and one row per output row after:
  * each input pixel is binned (R + w - 1) / R x (T + w - 1) / T times in all (1.8 for
  * R = 32, T = 64, w = 16; the halo). A step reads w + 1 rows; the ring's one more
  * makes the slot a step writes one last read two steps before, so one barrier a step,
@@ -29,13 +29,18 @@
  * often, and a step takes two barriers.
  *
  * The launch shape is tunable per device (plm__entropy_cuda_shape, kernels/common/
- * entropy.h: both ops' cuda tunables max_block_threads, segment_windows and min_tasks,
- * resolved once per call or pipeline step and passed in the op's args): T is the most
- * threads, up to max_block_threads, whose histograms fit the budget of the kind below
- * (the kind itself is chosen as at 32 threads, so no candidate changes it, and every
- * candidate fits every input), R the segments' rows below. The defaults (128, 2, 512)
- * are the shape plume launched before it was tunable. The entropy op's warp-owned
- * histograms (below) have a fixed shape of their own.
+ * entropy.h: both ops' cuda tunables max_block_threads, segment_windows, min_tasks and
+ * changes_at_once, resolved once per call or pipeline step and passed in the op's args):
+ * T is the most threads, up to max_block_threads, whose histograms fit the budget of the
+ * kind below (the kind itself is chosen as at 32 threads, so no candidate changes it, and
+ * every candidate fits every input), R the segments' rows below, and changes_at_once the
+ * count changes a thread has in flight (change_pair: 2, each pair's words loaded before
+ * either is stored; 1, each change's load after the last store). The defaults (128, 2,
+ * 512) are the shape plume launched before it was tunable; changes_at_once's, 2, is
+ * newer (1 before): a bet that the chain of dependent shared accesses, not the issue of
+ * instructions (two more a change), binds the kernel on a GPU, which `plume tune`
+ * settles per device. The entropy op's warp-owned histograms (below) have a fixed shape
+ * of their own.
  *
  * Histograms, one per thread, the kind chosen per launch (make_plan):
  *   dense shared   a u16 count per bin in shared memory, two bins to a 32-bit word,
@@ -135,11 +140,12 @@
  *   Registers: __launch_bounds__(128, 5), at most 96 a thread (65,536 / (5 x 128),
  *   rounded down to the allocation's multiple of 8: 5 blocks of 128 threads, 10 of 64,
  *   per SM by the register file), at which no kind or source spills: ptxas 13.0 for sm_90
- *   gives the fused dense variant 96 registers, fused sparse 96, entropy dense 88,
- *   sparse 86 (sm_80: 88, 88, 86, 82; unbounded they would take 88, 96, 58, 62 for
- *   sm_90, 96, 100, 72, 74 for sm_80: under the bound ptxas spends registers it may
- *   have; the loops over a histogram's words are kept rolled, PLM_ROLLED, and the
- *   summed fill shares add_row's loop, fill_row: otherwise entropy dense takes 90 to 92).
+ *   gives the fused dense variant 96 registers, fused sparse 96, entropy dense 90,
+ *   sparse 90 with both changes_at_once paths (84 and 86 with one; sm_80 before them: 88,
+ *   88, 86, 82; unbounded they took 88, 96, 58, 62 for sm_90, 96, 100, 72, 74 for sm_80:
+ *   under the bound ptxas spends registers it may have; the loops over a histogram's
+ *   words are kept rolled, PLM_ROLLED, and the summed fill shares add_row's loop,
+ *   fill_row: otherwise entropy dense took 90 to 92).
  *   It was (128, 8), a 64-register cap at which three
  *   of the four spilled for sm_90 (fused dense 52 bytes stored and 28 loaded, fused
  *   sparse 48 and 56, entropy dense 20 and 28; sm_80: 40 and 20, 40 and 72, 12 and 16):
@@ -214,6 +220,7 @@ struct plan {
   int sparse_slots;     /* P, a power of two (sparse shared) */
   int delta_entries;    /* differences in shared memory; 0: read from the global table */
   int clogc_entries;    /* c log2 c in shared memory, for fills summed from their counts */
+  int changes_at_once;  /* 1 or 2: the counts a thread loads before storing (add_two) */
   int64_t segment_rows; /* output rows per task */
   int64_t strips, segments, tasks;
   unsigned blocks;
@@ -253,7 +260,7 @@ int sparse_slots_for(int window, int bins) {
 }
 
 /* The words of a staged row of `span` bins, two bins a word: one word more than the
- * span needs, so that a thread reading its window's bins two at a time (each_bin) may
+ * span needs, so that a thread reading its window's bins two at a time (each_bin_pair) may
  * read the word after its last bin. */
 int ring_row_words(int span) {
   return (span + 3) / 2;
@@ -275,6 +282,7 @@ struct plan_choice {
   int threads;          /* kMinThreads..kMaxThreads, a power of two */
   int ring_rows;        /* window + 2 or 2 */
   int64_t segment_rows; /* >= 1 */
+  int changes_at_once;  /* 2, or 1 for anything else */
 };
 
 plan lay_out(int64_t frames, int64_t height, int64_t width, int window, int bins,
@@ -286,6 +294,7 @@ plan lay_out(int64_t frames, int64_t height, int64_t width, int window, int bins
   p.span = p.threads + window - 1;
   p.row_words = ring_row_words(p.span);
   p.ring_rows = choice.ring_rows;
+  p.changes_at_once = choice.changes_at_once == 2 ? 2 : 1;
   p.ring_bytes = round_up((size_t)p.ring_rows * (size_t)p.row_words * sizeof(uint32_t), kAlign);
   if (p.hist == HIST_DENSE_SHARED) {
     p.hist_bytes = (size_t)p.threads * dense_bytes(bins);
@@ -344,6 +353,7 @@ plan make_plan(int64_t frames, int64_t height, int64_t width, int window, int bi
   while (rows > kMinSegmentRows && frames * strips * ((height + rows - 1) / rows) < least_tasks)
     rows = max64(rows / 2, kMinSegmentRows);
   choice.segment_rows = rows;
+  choice.changes_at_once = shape.changes_at_once;
   return lay_out(frames, height, width, window, bins, choice);
 }
 
@@ -387,6 +397,26 @@ struct DenseCounts {
   }
   PLM_HD uint32_t add(int b) const { return change(b, 1u); }
   PLM_HD uint32_t remove(int b) const { return change(b, 0xffffffffu); }
+  /* Two changes, bin a's then bin b's, as if one after the other (b's count before sees
+   * a's change when they share a word), but with both words loaded before either is
+   * stored: a thread's changes are a chain (each load may read the last store), and
+   * this halves its links. The counts before, in *ca and *cb. */
+  PLM_HD void change_two(int a, int b, uint32_t by, uint32_t *ca, uint32_t *cb) const {
+    const unsigned sa = (unsigned)(a & 1) * 16, sb = (unsigned)(b & 1) * 16;
+    uint32_t *wa = word(a), *wb = word(b);
+    const uint32_t oa = *wa, loaded_b = *wb, na = oa + (by << sa);
+    const uint32_t ob = wa == wb ? na : loaded_b;
+    *wa = na;
+    *wb = ob + (by << sb);
+    *ca = (oa >> sa) & 0xffffu;
+    *cb = (ob >> sb) & 0xffffu;
+  }
+  PLM_HD void add_two(int a, int b, uint32_t *ca, uint32_t *cb) const {
+    change_two(a, b, 1u, ca, cb);
+  }
+  PLM_HD void remove_two(int a, int b, uint32_t *ca, uint32_t *cb) const {
+    change_two(a, b, 0xffffffffu, ca, cb);
+  }
   /* S of the counts: the sum of clogc[count] over the bins (an odd count's spare half
    * holds 0, whose clogc is 0). */
   PLM_HD int64_t sum(const int64_t *clogc) const {
@@ -452,6 +482,15 @@ struct SparseHist {
     }
     at(gap) = 0;
     return 1;
+  }
+  /* Two changes one after the other (a probe's loads depend on what it finds). */
+  PLM_HD void add_two(int a, int b, uint32_t *ca, uint32_t *cb) const {
+    *ca = add(a);
+    *cb = add(b);
+  }
+  PLM_HD void remove_two(int a, int b, uint32_t *ca, uint32_t *cb) const {
+    *ca = remove(a);
+    *cb = remove(b);
   }
   PLM_HD int64_t sum(const int64_t *clogc) const {
     int64_t s = 0;
@@ -530,7 +569,7 @@ struct FusedSink {
 
 /* A word of a staged row: the bins of two neighbouring columns, written a half at a
  * time (a thread per column, so that a warp's reads of the input stay coalesced), read
- * whole (each_bin). Through the union, which C++ compilers (GCC, Clang, nvcc) define
+ * whole (each_bin_pair). Through the union, which C++ compilers (GCC, Clang, nvcc) define
  * for reading a member other than the one last written. */
 union BinPair {
   uint16_t half[2]; /* half[k & 1]: the bin of column k; [0] is the word's low half */
@@ -551,13 +590,13 @@ PLM_HD void stage_row(const Block &block, const Source &source, int64_t f, int64
   }
 }
 
-/* each(b) for the bins b of a staged row's k0..k1, in order, read two to a 32-bit load:
- * the pair k, k + 1 from the words holding them (one word for even k, the halves of two
- * for odd k: the word before is kept from the last load), so a window of w bins costs
- * floor(w / 2) + 1 loads, not w. The last load may be of the word after bin k1 (which
- * the row has: ring_row_words). */
-template <class Each>
-PLM_HD void each_bin(const BinPair *row, int k0, int k1, const Each &each) {
+/* The bins b of a staged row's k0..k1, in order, read two to a 32-bit load: pair(b, b')
+ * for each pair k, k + 1 from the words holding them (one word for even k, the halves of
+ * two for odd k: the word before is kept from the last load), one(b) for the last bin of
+ * an odd count, so a window of w bins costs floor(w / 2) + 1 loads, not w. The last load
+ * may be of the word after bin k1 (which the row has: ring_row_words). */
+template <class Pair, class One>
+PLM_HD void each_bin_pair(const BinPair *row, int k0, int k1, const Pair &pair, const One &one) {
   const BinPair *at = row + (k0 >> 1);
   const unsigned shift = (unsigned)(k0 & 1) * 16;
   uint32_t low = at->word;
@@ -565,44 +604,87 @@ PLM_HD void each_bin(const BinPair *row, int k0, int k1, const Each &each) {
   for (; k < k1; k += 2) {
     const uint32_t high = (++at)->word;
 #ifdef __CUDA_ARCH__
-    const uint32_t pair = __funnelshift_r(low, high, shift);
+    const uint32_t two = __funnelshift_r(low, high, shift);
 #else
-    const uint32_t pair = (uint32_t)(((uint64_t)high << 32 | low) >> shift);
+    const uint32_t two = (uint32_t)(((uint64_t)high << 32 | low) >> shift);
 #endif
-    each((int)(pair & 0xffffu));
-    each((int)(pair >> 16));
+    pair((int)(two & 0xffffu), (int)(two >> 16));
     low = high;
   }
-  if (k == k1) each((int)((low >> shift) & 0xffffu));
+  if (k == k1) one((int)((low >> shift) & 0xffffu));
 }
 
-/* Add the bins of a staged row's k0..k1 to the histogram; returns the new S. */
-template <class Hist>
+/* The counts before the changes of bins a then b by +1 (Sign > 0) or -1: in two
+ * (Together 2: add_two, remove_two) or one after the other (Together 1: the plan's
+ * changes_at_once). */
+template <int Together, int Sign, class Hist>
+PLM_HD void change_pair(const Hist &hist, int a, int b, uint32_t *ca, uint32_t *cb) {
+  if (Together == 2) {
+    if (Sign > 0) hist.add_two(a, b, ca, cb);
+    else hist.remove_two(a, b, ca, cb);
+  } else {
+    *ca = Sign > 0 ? hist.add(a) : hist.remove(a);
+    *cb = Sign > 0 ? hist.add(b) : hist.remove(b);
+  }
+}
+
+/* Add the bins of a staged row's k0..k1 to the histogram, Together changes at a time;
+ * returns the new S (a sum of integers: the same in any order). */
+template <int Together, class Hist>
 PLM_HD int64_t add_row(const Hist &hist, const int64_t *delta, const BinPair *row, int k0, int k1,
                        int64_t s) {
-  each_bin(row, k0, k1, [&](int b) { s += delta[hist.add(b)]; });
+  each_bin_pair(
+      row, k0, k1,
+      [&](int a, int b) {
+        uint32_t ca, cb;
+        change_pair<Together, 1>(hist, a, b, &ca, &cb);
+        s += delta[ca] + delta[cb];
+      },
+      [&](int b) { s += delta[hist.add(b)]; });
   return s;
 }
 
 /* add_row for a row of a task's first window; with `summed`, to the counts alone (S
  * unchanged: the fill sums it from the counts, fill_summed). */
-template <class Hist>
+template <int Together, class Hist>
 PLM_HD int64_t fill_row(const Hist &hist, const int64_t *delta, bool summed, const BinPair *row,
                         int k0, int k1, int64_t s) {
-  each_bin(row, k0, k1, [&](int b) {
-    const uint32_t old = hist.add(b);
-    if (!summed) s += delta[old];
-  });
+  each_bin_pair(
+      row, k0, k1,
+      [&](int a, int b) {
+        uint32_t ca, cb;
+        change_pair<Together, 1>(hist, a, b, &ca, &cb);
+        if (!summed) s += delta[ca] + delta[cb];
+      },
+      [&](int b) {
+        const uint32_t old = hist.add(b);
+        if (!summed) s += delta[old];
+      });
   return s;
 }
 
 /* Take the bins of a staged row's k0..k1 out of the histogram; returns the new S. */
-template <class Hist>
+template <int Together, class Hist>
 PLM_HD int64_t remove_row(const Hist &hist, const int64_t *delta, const BinPair *row, int k0,
                           int k1, int64_t s) {
-  each_bin(row, k0, k1, [&](int b) { s -= delta[hist.remove(b) - 1]; });
+  each_bin_pair(
+      row, k0, k1,
+      [&](int a, int b) {
+        uint32_t ca, cb;
+        change_pair<Together, -1>(hist, a, b, &ca, &cb);
+        s -= delta[ca - 1] + delta[cb - 1];
+      },
+      [&](int b) { s -= delta[hist.remove(b) - 1]; });
   return s;
 }
+
+/* A row's slot in a ring of `rows` (the rows r >= 0 of a frame in slots r mod rows),
+ * kept by counting: one division a task to start, not a 64-bit division (a routine of
+ * dozens of instructions on a GPU) for every row staged and read. */
+struct RingSlot {
+  int at, rows;
+  PLM_HD void next() { at = at + 1 == rows ? 0 : at + 1; }
+};
 
 /* The thread's histogram: in the block's shared memory (area, p.hist_bytes), or, for
  * HIST_DENSE_GLOBAL, in the scratch. */
@@ -662,11 +744,13 @@ PLM_HD void run_block(const Block &block, const plan &p, Source source, const Si
   for (int c = t; c < p.clogc_entries; c += T) clogc[c] = global_clogc[c];
   const Hist hist = HistOf<Hist>::make(block, p, bins, hist_area, global_hists);
   const bool drain = p.hist == HIST_DENSE_GLOBAL; /* else zeroed at each task's start */
+  const bool two = p.changes_at_once == 2;
 
   const int64_t h = source.height(), w = source.width();
   const int window = p.window, left = window / 2, right = window - 1 - left;
   const bool ring_mode = p.ring_rows > 2;
-  auto slot = [&](int64_t r) { return ring + (r % p.ring_rows) * p.row_words; };
+  auto slot = [&](int64_t r) { return ring + (r % p.ring_rows) * p.row_words; }; /* drain */
+  auto slot_at = [&](RingSlot r) { return ring + r.at * p.row_words; };
   for (int64_t task = block.index(); task < p.tasks; task += block.count()) {
     const int64_t strip = task % p.strips, rest = task / p.strips;
     const int64_t f = rest / p.segments, y0 = rest % p.segments * p.segment_rows;
@@ -678,33 +762,55 @@ PLM_HD void run_block(const Block &block, const plan &p, Source source, const Si
     if (active) plm__entropy_span(x, w, window, &col_first, &cols);
     if (active && !drain) hist.clear();
     const int k0 = (int)(col_first - x0 + left), k1 = k0 + (int)cols - 1; /* in a staged row */
+    /* A staged row's bins k0..k1 into or out of the histogram, changes_at_once at a time. */
+    auto fill = [&](const BinPair *row, int64_t s) {
+      return two ? fill_row<2>(hist, delta, summed, row, k0, k1, s)
+                 : fill_row<1>(hist, delta, summed, row, k0, k1, s);
+    };
+    auto add = [&](const BinPair *row, int64_t s) {
+      return two ? add_row<2>(hist, delta, row, k0, k1, s) : add_row<1>(hist, delta, row, k0, k1, s);
+    };
+    auto remove = [&](const BinPair *row, int64_t s) {
+      return two ? remove_row<2>(hist, delta, row, k0, k1, s)
+                 : remove_row<1>(hist, delta, row, k0, k1, s);
+    };
 
     /* The first window. */
     int64_t row_first, rows, s = 0;
     plm__entropy_span(y0, h, window, &row_first, &rows);
-    for (int64_t r = row_first; r < row_first + rows; r++) {
-      BinPair *dst = ring_mode ? slot(r) : ring;
+    const RingSlot first_slot = {(int)(row_first % p.ring_rows), p.ring_rows};
+    RingSlot at = first_slot;
+    for (int64_t r = row_first; r < row_first + rows; r++, at.next()) {
+      BinPair *dst = ring_mode ? slot_at(at) : ring;
       /* The previous task's readers are done with the ring; without one, with the row. */
       if (!ring_mode || r == row_first) block.sync();
       stage_row(block, source, f, r, x0, left, p.row_words, dst);
       if (!ring_mode) {
         block.sync();
-        if (active) s = fill_row(hist, delta, summed, dst, k0, k1, s);
+        if (active) s = fill(dst, s);
       }
     }
     if (ring_mode) {
       block.sync();
-      for (int64_t r = row_first; active && r < row_first + rows; r++)
-        s = fill_row(hist, delta, summed, slot(r), k0, k1, s);
+      at = first_slot;
+      for (int64_t r = row_first; active && r < row_first + rows; r++, at.next())
+        s = fill(slot_at(at), s);
     }
     if (active && summed) s = hist.sum(clogc);
     int64_t last_n = 0;
     plm__entropy_norm norm = {0.0, 0.0};
+    /* The entering row's slot follows the first window's last row's; the leaving row is
+     * `window` rows above it, so two slots after it in a ring of window + 2. */
+    RingSlot entering_slot = {(int)((y0 + right) % p.ring_rows), p.ring_rows};
     for (int64_t y = y0; y < y1; y++) {
       if (y > y0) { /* slide down a row: the top row leaves, the one below enters */
         const int64_t enters = y + right, leaves = y - left - 1;
-        BinPair *entering = ring_mode ? slot(enters) : ring;
-        BinPair *leaving = ring_mode ? slot(leaves) : ring + p.row_words;
+        entering_slot.next();
+        RingSlot leaving_slot = entering_slot;
+        leaving_slot.next();
+        leaving_slot.next();
+        BinPair *entering = ring_mode ? slot_at(entering_slot) : ring;
+        BinPair *leaving = ring_mode ? slot_at(leaving_slot) : ring + p.row_words;
         /* The ring's slot of the entering row was last read two steps ago, before the
          * last step's barrier; the two-row ring's rows, this step. */
         if (!ring_mode) block.sync();
@@ -712,8 +818,8 @@ PLM_HD void run_block(const Block &block, const plan &p, Source source, const Si
         if (!ring_mode && leaves >= 0)
           stage_row(block, source, f, leaves, x0, left, p.row_words, leaving);
         block.sync();
-        if (active && leaves >= 0) s = remove_row(hist, delta, leaving, k0, k1, s);
-        if (active && enters < h) s = add_row(hist, delta, entering, k0, k1, s);
+        if (active && leaves >= 0) s = remove(leaving, s);
+        if (active && enters < h) s = add(entering, s);
       }
       if (active) {
         plm__entropy_span(y, h, window, &row_first, &rows);
@@ -735,7 +841,7 @@ PLM_HD void run_block(const Block &block, const plan &p, Source source, const Si
         stage_row(block, source, f, r, x0, left, p.row_words, src);
         block.sync();
       }
-      if (active) s = remove_row(hist, delta, src, k0, k1, s);
+      if (active) s = remove(src, s);
     }
   }
 }
@@ -1001,7 +1107,8 @@ plm_status launch(cudaStream_t s, const plan &p, const Source &source, const Sin
     return launch_kind<DenseHist>(s, p, source, sink, bins, scratch, name);
   if constexpr (Source::global_histograms)
     return launch_kind<GlobalDenseHist>(s, p, source, sink, bins, scratch, name);
-  return plm__fail_raw(PLM_ERR_INTERNAL, "%s: global histograms reached window_kernel", name);
+  else
+    return plm__fail_raw(PLM_ERR_INTERNAL, "%s: global histograms reached window_kernel", name);
 }
 #endif
 
