@@ -98,6 +98,14 @@ __device__ inline int64_t plm__map_place(int64_t i, int64_t period) {
   return period > 0 ? i % period : i;
 }
 
+/* The place of the element `by` after the one at place p: a subtraction, not a 64-bit
+ * division, but where by passes a whole period (frames smaller than a block). */
+__device__ inline int64_t plm__map_place_after(int64_t p, int64_t by, int64_t period) {
+  p += by;
+  if (period > 0 && p >= period) p = p - period < period ? p - period : p % period;
+  return p;
+}
+
 /* out[i] = Elem()(k, in[i], p) over count elements. A block takes 4 x blockDim.x elements
  * per step of a grid-stride loop, four a thread, in one of two layouts:
  *   quads    thread t the four from 4t on, each quad one vector load and store, when every
@@ -107,9 +115,10 @@ __device__ inline int64_t plm__map_place(int64_t i, int64_t period) {
  *            at p), and the only layout unaligned pointers allow.
  * Why four a thread: a byte or a u16 per thread leaves too few bytes in flight for a GPU's
  * memory (the H200 measured clip u8 at 4.0x its floor and threshold at 3.3x with one
- * element a thread, f32 vector_add at 1.9x). The same elements either way, so the same
- * bits; in place (out == in) stays safe: each element is read by the thread that writes
- * it, before it writes it. */
+ * element a thread, f32 vector_add at 1.9x), and one place in the period (a 64-bit
+ * division) serves four elements. The same elements either way, so the same bits; in
+ * place (out == in) stays safe: each element is read by the thread that writes it, before
+ * it writes it. */
 template <typename Elem, typename Args, typename In, typename Out>
 __global__ void plm__map_kernel(Args k, const In *in, Out *out, int64_t count) {
   const bool quads = k.period == 0 && plm__quad_aligned(in) && plm__quad_aligned(out);
@@ -126,9 +135,10 @@ __global__ void plm__map_kernel(Args k, const In *in, Out *out, int64_t count) {
         for (int64_t i = first; i < count; i++) out[i] = Elem()(k, in[i], i);
       }
     } else {
-      for (int j = 0; j < PLM__MAP_QUAD; j++) {
+      int64_t p = plm__map_place(base + threadIdx.x, k.period);
+      for (int j = 0; j < PLM__MAP_QUAD; j++, p = plm__map_place_after(p, blockDim.x, k.period)) {
         const int64_t i = base + threadIdx.x + (int64_t)j * blockDim.x;
-        if (i < count) out[i] = Elem()(k, in[i], plm__map_place(i, k.period));
+        if (i < count) out[i] = Elem()(k, in[i], p);
       }
     }
   }
@@ -153,9 +163,10 @@ __global__ void plm__map2_kernel(Args k, const In *in, const In *in2, Out *out, 
         for (int64_t i = first; i < count; i++) out[i] = Elem()(k, in[i], in2[i], i);
       }
     } else {
-      for (int j = 0; j < PLM__MAP_QUAD; j++) {
+      int64_t p = plm__map_place(base + threadIdx.x, k.period);
+      for (int j = 0; j < PLM__MAP_QUAD; j++, p = plm__map_place_after(p, blockDim.x, k.period)) {
         const int64_t i = base + threadIdx.x + (int64_t)j * blockDim.x;
-        if (i < count) out[i] = Elem()(k, in[i], in2[i], plm__map_place(i, k.period));
+        if (i < count) out[i] = Elem()(k, in[i], in2[i], p);
       }
     }
   }
