@@ -19,7 +19,6 @@
 namespace {
 
 constexpr unsigned kThreads = 256, kWarp = 32;
-constexpr int64_t kGridX = int64_t(1) << 20, kGridYZ = 65535;
 
 __global__ void badpixel_kernel(plm__badpixel_args args) {
   const int64_t x0 = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -32,10 +31,6 @@ __global__ void badpixel_kernel(plm__badpixel_args args) {
     }
 }
 
-int64_t min64(int64_t a, int64_t b) {
-  return a < b ? a : b;
-}
-
 }  // namespace
 
 extern "C" plm_status plm__badpixel_cuda(void *stream, const plm__badpixel_args *args) {
@@ -43,11 +38,11 @@ extern "C" plm_status plm__badpixel_cuda(void *stream, const plm__badpixel_args 
     return plm__fail_raw(PLM_ERR_INTERNAL, "badpixel: dtype %d reached the kernel",
                          (int)args->dtype);
   const int64_t warps_wide = (args->width + kWarp - 1) / kWarp;
-  const unsigned tx = (unsigned)min64(warps_wide * kWarp, kThreads), ty = kThreads / tx;
+  const unsigned tx = warps_wide * kWarp < kThreads ? (unsigned)(warps_wide * kWarp) : kThreads;
+  const unsigned ty = kThreads / tx;
   const dim3 block(tx, ty);
-  const dim3 grid((unsigned)min64((args->width + tx - 1) / tx, kGridX),
-                  (unsigned)min64((args->height + ty - 1) / ty, kGridYZ),
-                  (unsigned)min64(args->frames, kGridYZ));
+  const dim3 grid(plm__cuda_grid_x((args->width + tx - 1) / tx),
+                  plm__cuda_grid_yz((args->height + ty - 1) / ty), plm__cuda_grid_yz(args->frames));
   badpixel_kernel<<<grid, block, 0, (cudaStream_t)stream>>>(*args);
   return plm__cuda_check_launch("badpixel_kernel");
 }

@@ -306,9 +306,6 @@ static PLM_HD void copy_sums_row(const float *sums, int sums_pitch, const conv2d
 }
 
 #ifdef __CUDACC__
-/* The most blocks along grid y and z (CUDA's limit is 65535) and along x (2^31 - 1;
- * far more than any GPU runs at once, so the grid-stride loops lose nothing). */
-static const int64_t kGridYZ = 65535, kGridX = 1 << 20;
 
 /* The tiles of an output of n frames of h x w, tile_h x tile_w each, and a loop over
  * the ones of this block. The loop bounds are the same for every thread of a block, so
@@ -412,9 +409,7 @@ __global__ void sobel_kernel(plm__sobel_args a) {
  * rest): never refused. */
 static dim3 make_grid(int64_t n, int64_t height, int64_t width, int tile_h, int tile_w) {
   const tiles t = tiles_of(n, height, width, tile_h, tile_w);
-  return dim3((unsigned)(t.cols < kGridX ? t.cols : kGridX),
-              (unsigned)(t.rows < kGridYZ ? t.rows : kGridYZ),
-              (unsigned)(t.n < kGridYZ ? t.n : kGridYZ));
+  return dim3(plm__cuda_grid_x(t.cols), plm__cuda_grid_yz(t.rows), plm__cuda_grid_yz(t.n));
 }
 
 extern "C" plm_status plm__conv2d_cuda(void *stream, const plm__conv2d_args *args) {

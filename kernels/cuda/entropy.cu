@@ -749,7 +749,6 @@ PLM_HD void run_block(const Block &block, const plan &p, Source source, const Si
   const int64_t h = source.height(), w = source.width();
   const int window = p.window, left = window / 2, right = window - 1 - left;
   const bool ring_mode = p.ring_rows > 2;
-  auto slot = [&](int64_t r) { return ring + (r % p.ring_rows) * p.row_words; }; /* drain */
   auto slot_at = [&](RingSlot r) { return ring + r.at * p.row_words; };
   for (int64_t task = block.index(); task < p.tasks; task += block.count()) {
     const int64_t strip = task % p.strips, rest = task / p.strips;
@@ -834,8 +833,9 @@ PLM_HD void run_block(const Block &block, const plan &p, Source source, const Si
     /* Take the last window out of a global histogram for the next task. */
     if (!drain) continue;
     plm__entropy_span(y1 - 1, h, window, &row_first, &rows);
-    for (int64_t r = row_first; r < row_first + rows; r++) {
-      BinPair *src = ring_mode ? slot(r) : ring;
+    at = {(int)(row_first % p.ring_rows), p.ring_rows};
+    for (int64_t r = row_first; r < row_first + rows; r++, at.next()) {
+      BinPair *src = ring_mode ? slot_at(at) : ring;
       if (!ring_mode) {
         block.sync();
         stage_row(block, source, f, r, x0, left, p.row_words, src);

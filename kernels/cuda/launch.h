@@ -47,4 +47,14 @@ static inline unsigned plm__cuda_blocks(int64_t count, unsigned threads) {
   return (unsigned)(blocks < most ? blocks : most);
 }
 
+/* A grid dimension of `blocks` blocks (at least 1), capped for a kernel that walks the
+ * rest grid-stride: x at 2^20 (enough to fill any GPU), y and z at CUDA's 65535. */
+static inline unsigned plm__cuda_grid_x(int64_t blocks) {
+  const int64_t most = (int64_t)1 << 20;
+  return (unsigned)(blocks < 1 ? 1 : blocks < most ? blocks : most);
+}
+static inline unsigned plm__cuda_grid_yz(int64_t blocks) {
+  return (unsigned)(blocks < 1 ? 1 : blocks < 65535 ? blocks : 65535);
+}
+
 #endif /* PLUME_KERNELS_CUDA_LAUNCH_H */
