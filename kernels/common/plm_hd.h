@@ -28,4 +28,16 @@
 #define PLM__FMUL(a, b) ((a) * (b))
 #endif
 
+/* Before a loop with a constant trip count in PLM_HD code: PLM_UNROLLED asks nvcc to unroll
+ * it whole (so that an array indexed by its counter stays in registers, not a stack frame),
+ * PLM_ROLLED to keep it rolled (fewer registers); the host compiler, which would warn of an
+ * unknown pragma, sees neither. */
+#ifdef __CUDA_ARCH__
+#define PLM_UNROLLED _Pragma("unroll")
+#define PLM_ROLLED _Pragma("unroll 1")
+#else
+#define PLM_UNROLLED
+#define PLM_ROLLED
+#endif
+
 #endif /* PLUME_KERNELS_COMMON_PLM_HD_H */

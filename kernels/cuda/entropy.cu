@@ -359,13 +359,8 @@ plan make_plan(int64_t frames, int64_t height, int64_t width, int window, int bi
 
 /* ---- histograms (one per thread; __host__ __device__ for the host check) -------------- */
 
-/* Before a loop over a histogram's words (zeroing, summing) that nvcc is to keep rolled:
- * unrolled, they take the entropy variants past their register budget for sm_90. */
-#ifdef __CUDA_ARCH__
-#define PLM_ROLLED _Pragma("unroll 1")
-#else
-#define PLM_ROLLED
-#endif
+/* Loops over a histogram's words (zeroing, summing) stay rolled (PLM_ROLLED): unrolled,
+ * they take the entropy variants past their register budget for sm_90. */
 
 /* A u16 count per bin, a thread's bins 2j and 2j + 1 side by side in one 32-bit word
  * (the even bin in the low half), its words `owners` apart (the block's threads in
