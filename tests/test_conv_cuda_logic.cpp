@@ -1,18 +1,17 @@
 /* tests/test_conv_cuda_logic.cpp: the CUDA conv2d and sobel kernels' per-thread logic
  * (kernels/cuda/conv.cu: stage_tile, conv2d_launch_of, conv2d_place_of,
- * conv2d_thread_sums, copy_sums_row), run on the host, so that a machine without a GPU
- * checks it too.
+ * conv2d_thread_sums, copy_sums_row, sobel_stage, sobel_thread_outputs), run on the
+ * host, so that a machine without a GPU checks it too.
  *
  * conv.cu is compiled here as plain C++ (its kernels and launchers are under
  * __CUDACC__). stage_tile runs for each thread (tx, ty) of a block in turn, on tiles of
- * the shapes the launchers stage (sobel's 18 x 18 with its 16 x 16 block; conv2d's, as
- * conv2d_launch_of makes them, rows `pitch` apart, for several taps and strides and each
- * block its cuda tunable tile_width gives: 8 x 32, 16 x 16, 32 x 8, 64 x 4; and 256 x 1,
- * a one-row output's) at origins inside, across and outside a frame's edges, for u8,
- * u16 and f32 frames and every border mode. Every element of the tile must be written
- * by exactly one thread, with the value the former loop wrote there (plm__load_border
- * at row idx / cols, column idx % cols of the tile's linear index idx), bit for bit,
- * and no padding column (cols .. pitch) written.
+ * the shapes conv2d's launcher stages (as conv2d_launch_of makes them, rows `pitch` apart, for
+ * several taps and strides and each block its cuda tunable tile_width gives: 8 x 32, 16 x 16, 32 x
+ * 8, 64 x 4; and 256 x 1, a one-row output's) at origins inside, across and outside a frame's
+ * edges, for u8, u16 and f32 frames and every border mode. Every element of the tile must be
+ * written by exactly one thread, with the value the former loop wrote there (plm__load_border at
+ * row idx / cols, column idx % cols of the tile's linear index idx), bit for bit, and no padding
+ * column (cols .. pitch) written.
  *
  * conv2d_launch_of: at the default tile_width a 16 x 16 block, each thread summing
  * CONV2D_RUN outputs along its row at stride_x 1 (one otherwise, or where that tile
@@ -30,7 +29,14 @@
  * block, every taps' size from 1 x 1 to 31 x 31, strides, paddings, every border, u8,
  * u16 and f32 in. Every output must be written exactly once, bit for bit the value of
  * plm__conv2d_pixel (the CPU's per-pixel conv2d, which adds the terms in the same
- * order); a read of an element not staged reads the poison. Exit status 0 is success. */
+ * order); a read of an element not staged reads the poison.
+ *
+ * Sobel's body the same way (check_sobel): over every 64 x 32 tile of frames smaller than
+ * a tile, cut across tiles, and with tiles inside them (staged without the border rule),
+ * u8, u16 and f32, every border: each element of the staged tile written by exactly one
+ * thread with plm__load_border's bits, each output by exactly one thread with the CPU's
+ * bits (the 3 x 3 inputs through the border rule, then the shared taps), none outside
+ * its tile. Exit status 0 is success. */
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -424,31 +430,146 @@ int check_remembered_pitches() {
   return wrong.load() ? 1 : 0;
 }
 
+/* sobel_stage for a frame of f's dtype (the kernel's template argument). */
+void sobel_stage_for(const Frame &f, float (*tile)[SOBEL_TILE_COLS], int64_t y0, int64_t x0,
+                     plm_border border, int tx, int ty) {
+  const void *frame = f.bytes.data();
+  if (f.dtype == PLM_DTYPE_U8)
+    sobel_stage<PLM_DTYPE_U8>(tile, frame, f.h, f.w, y0, x0, border, tx, ty);
+  else if (f.dtype == PLM_DTYPE_U16)
+    sobel_stage<PLM_DTYPE_U16>(tile, frame, f.h, f.w, y0, x0, border, tx, ty);
+  else
+    sobel_stage<PLM_DTYPE_F32>(tile, frame, f.h, f.w, y0, x0, border, tx, ty);
+}
+
+/* Sobel's outputs (gx, gy, magnitude) of pixel (y, x) of f, as the CPU's kernel gets
+ * them: its 3 x 3 inputs through the border rule, then the shared taps. */
+void sobel_reference(const Frame &f, plm_border border, int64_t y, int64_t x, float out[3]) {
+  float in[3][3];
+  for (int i = 0; i < 3; i++)
+    for (int d = 0; d < 3; d++)
+      in[i][d] = plm__load_border(f.bytes.data(), f.dtype, f.h, f.w, y - 1 + i, x - 1 + d, border);
+  out[0] = plm__sobel_gx(in[0], in[1], in[2]);
+  out[1] = plm__sobel_gy(in[0], in[2]);
+  out[2] = plm__sobel_magnitude(out[0], out[1]);
+}
+
+/* sobel_kernel's body, each phase for every thread of the block in turn, over every tile
+ * of f (output frame `frame` of frame + 1): sobel_stage must write every element of the
+ * tile exactly once with plm__load_border's value, and sobel_thread_outputs every output
+ * exactly once (none outside its tile) with the CPU's bits. Returns the elements wrong. */
+int64_t check_sobel_frame(const Frame &f, plm_border border, int64_t frame) {
+  const int64_t h = f.h, w = f.w, plane = h * w, size = (frame + 1) * plane;
+  std::vector<float> out[3], got[3]; /* each thread's writes (poison elsewhere); all writes */
+  std::vector<int> writes((size_t)plane, 0);
+  for (int o = 0; o < 3; o++) {
+    out[o].assign((size_t)size, poison());
+    got[o].assign((size_t)size, poison());
+  }
+  plm__sobel_args a = {};
+  a.gx = out[0].data();
+  a.gy = out[1].data();
+  a.magnitude = out[2].data();
+  a.n = frame + 1;
+  a.h = h;
+  a.w = w;
+  a.dtype = f.dtype;
+  a.border = border;
+  int64_t wrong = 0;
+  float tile[SOBEL_TILE_ROWS][SOBEL_TILE_COLS], mine[SOBEL_TILE_ROWS][SOBEL_TILE_COLS];
+  for (int64_t y0 = 0; y0 < h; y0 += SOBEL_H)
+    for (int64_t x0 = 0; x0 < w; x0 += SOBEL_W) {
+      int staged[SOBEL_TILE_ROWS][SOBEL_TILE_COLS] = {};
+      for (int ty = 0; ty < SOBEL_BY; ty++)
+        for (int tx = 0; tx < SOBEL_BX; tx++) {
+          std::fill(&mine[0][0], &mine[0][0] + SOBEL_TILE_ROWS * SOBEL_TILE_COLS, poison());
+          sobel_stage_for(f, mine, y0, x0, border, tx, ty);
+          for (int r = 0; r < SOBEL_TILE_ROWS; r++)
+            for (int c = 0; c < SOBEL_TILE_COLS; c++)
+              if (!is_poison(mine[r][c])) {
+                staged[r][c]++;
+                tile[r][c] = mine[r][c];
+              }
+        }
+      for (int r = 0; r < SOBEL_TILE_ROWS; r++)
+        for (int c = 0; c < SOBEL_TILE_COLS; c++) {
+          const float want =
+              plm__load_border(f.bytes.data(), f.dtype, h, w, y0 - 1 + r, x0 - 1 + c, border);
+          wrong += staged[r][c] != 1 || std::memcmp(&tile[r][c], &want, sizeof want) != 0;
+        }
+      for (int ty = 0; ty < SOBEL_BY; ty++)
+        for (int tx = 0; tx < SOBEL_BX; tx++) {
+          sobel_thread_outputs(tile, a, frame, y0, x0, tx, ty);
+          for (int64_t y = y0; y < y0 + SOBEL_H && y < h; y++)
+            for (int64_t x = x0; x < x0 + SOBEL_W && x < w; x++) {
+              const size_t at = (size_t)(frame * plane + y * w + x);
+              if (is_poison(out[2][at])) continue;
+              writes[(size_t)(y * w + x)]++;
+              for (int o = 0; o < 3; o++) {
+                got[o][at] = out[o][at];
+                out[o][at] = poison();
+              }
+            }
+        }
+    }
+  for (int64_t y = 0; y < h; y++)
+    for (int64_t x = 0; x < w; x++) {
+      float want[3];
+      sobel_reference(f, border, y, x, want);
+      const size_t at = (size_t)(frame * plane + y * w + x);
+      wrong += writes[(size_t)(y * w + x)] != 1 || std::memcmp(&got[0][at], &want[0], 4) != 0 ||
+               std::memcmp(&got[1][at], &want[1], 4) != 0 ||
+               std::memcmp(&got[2][at], &want[2], 4) != 0;
+    }
+  /* Writes outside a thread's tile stay in out: none may. */
+  for (int o = 0; o < 3; o++)
+    for (float value : out[o]) wrong += !is_poison(value);
+  return wrong;
+}
+
+/* check_sobel_frame for frames smaller than a tile, cut across tiles, and wide and tall
+ * enough to have tiles inside them (read without the border rule), every dtype and
+ * border; the second frame of two for one. Returns the failures. */
+int check_sobel() {
+  const int64_t sizes[][2] = {{1, 1}, {7, 13}, {33, 65}, {40, 35}, {100, 200}, {257, 255}};
+  const plm_border borders[] = {PLM_BORDER_ZERO, PLM_BORDER_REPLICATE, PLM_BORDER_REFLECT101};
+  const plm_dtype dtypes[] = {PLM_DTYPE_U8, PLM_DTYPE_U16, PLM_DTYPE_F32};
+  int64_t frames = 0, inside = 0, wrong = 0;
+  for (plm_dtype dtype : dtypes)
+    for (const auto &size : sizes) {
+      const Frame f = random_frame(dtype, size[0], size[1]);
+      for (int64_t y0 = 0; y0 < f.h; y0 += SOBEL_H)
+        for (int64_t x0 = 0; x0 < f.w; x0 += SOBEL_W) inside += sobel_tile_inside(f.h, f.w, y0, x0);
+      for (plm_border border : borders) {
+        wrong += check_sobel_frame(f, border, frames % 2);
+        frames++;
+      }
+    }
+  std::printf("sobel: %lld frames (%lld tiles inside them), %lld elements wrong\n",
+              (long long)frames, (long long)inside, (long long)wrong);
+  return wrong || !inside ? 1 : 0;
+}
+
 int main() {
-  int failures = check_launches() + check_sums() + check_remembered_pitches();
+  int failures = check_launches() + check_sums() + check_remembered_pitches() + check_sobel();
   struct Shape {
     const char *what;
     int kh, kw, stride_y, stride_x;
   };
   const Shape shapes[] = {
-      {"sobel", 3, 3, 1, 1},      /* 18 x 18 */
       {"conv2d 1x1", 1, 1, 1, 1}, /* 16 x 112 at 16 x 16 */
       {"conv2d 5x3", 5, 3, 1, 1}, /* 20 x 114 */
-      {"conv2d 7x7 stride 2", 7, 7, 2, 2},
-      {"conv2d 3x9 strides 3, 1", 3, 9, 3, 1},
+      {"conv2d 7x7 stride 2", 7, 7, 2, 2}, {"conv2d 3x9 strides 3, 1", 3, 9, 3, 1},
       {"conv2d 33x33", 33, 33, 1, 1}, /* 48 x 48 */
   };
   const plm_border borders[] = {PLM_BORDER_ZERO, PLM_BORDER_REPLICATE, PLM_BORDER_REFLECT101};
   const plm_dtype dtypes[] = {PLM_DTYPE_U8, PLM_DTYPE_U16, PLM_DTYPE_F32};
-  const int64_t sizes[][2] = {{1, 1}, {7, 13}, {40, 35}, {64, 64}};
+  const int64_t sizes[][2] = {{1, 1}, {7, 13}, {40, 35}, {64, 64}, {200, 300}};
   for (const Shape &shape : shapes)
     for (int width : kStagedWidths) {
-      const bool sobel = std::strcmp(shape.what, "sobel") == 0;
-      if (sobel && width != TILE) continue; /* sobel's block is 16 x 16 */
       /* width 256: the flattest block, a one-row output's (launch_for's ho 1). */
       conv2d_launch l = launch_for(shape.kh, shape.kw, shape.stride_y, shape.stride_x, width,
                                    width == 256 ? 1 : 1000);
-      if (sobel) l.tile_rows = l.tile_cols = l.pitch = TILE + 2; /* sobel_kernel's tile */
       const int rows = (int)l.tile_rows, cols = (int)l.tile_cols, pitch = (int)l.pitch;
       int64_t tiles = 0, wrong = 0;
       for (plm_dtype dtype : dtypes)

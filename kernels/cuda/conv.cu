@@ -1,10 +1,11 @@
 /* kernels/cuda/conv.cu: conv2d and sobel on the GPU.
  *
- * Blocks of 16 x 16 threads (conv2d: tile_width x 256 / tile_width, its cuda tunable,
- * 16 x 16 by default, flatter for an output fewer rows tall than the block:
- * conv2d_launch_of). Sobel's threads and conv2d's at a horizontal stride above 1 sum one
- * output each; at stride_x 1 each conv2d thread sums a run of CONV2D_RUN (7) outputs
- * side by side in its row, so a 16 x 16 block covers 112 x 16 outputs. A block walks
+ * conv2d's blocks are tile_width x 256 / tile_width threads (its cuda tunable, 16 x 16 by
+ * default, flatter for an output fewer rows tall than the block: conv2d_launch_of). Its
+ * threads at a horizontal stride above 1 sum one output each; at stride_x 1 each sums a
+ * run of CONV2D_RUN (7) outputs side by side in its row, so a 16 x 16 block covers
+ * 112 x 16 outputs. Sobel's blocks are 32 x 8 threads, each thread computing 2 x 4
+ * outputs of a 64 x 32 tile (the SOBEL_ enum, sobel_stage, sobel_thread_outputs). A block walks
  * the tiles of the output in a grid-stride loop over (tile column, tile row, frame) on
  * grid (x, y, z), so that any output the CPU takes runs, however tall or wide or deep
  * the batch: each grid dimension is capped below its CUDA limit and the loop covers the
@@ -64,20 +65,66 @@
  *       9 x 9  4096 x 4096: 497.2 shared (12.4x floor 40.1) -> 70.3 shared (1.8x)
  *     Runs of 5, 9, 11, 13 gave 1.49, 1.04, 0.86, 0.93 us for 9 x 9 at 512 x 512: 7 is
  *     the largest run with more tiles at 512 x 512 (5 x 32 = 160) than an H100 has SMs,
- *     which the estimate does not model. Registers: 56 (ptxas 13.0, sm_90), so 4 blocks
+ *     which the estimate does not model. Registers: 58 (ptxas 13.0, sm_90), so 4 blocks
  *     of 8 warps per SM, each thread with 7 independent sums in flight.
+ *     The H200 (2026-12-04, d834510, f32 4096 x 4096) measured 3 x 3 at 182 us, 6.5x its
+ *     floor, and 9 x 9 at 282 us, 5.0x: at 4 blocks an SM, 18 waves of tiles, about 10 us
+ *     a block, the time of eight DRAM round trips one after another. That is what staging
+ *     took: each thread's 8 elements (18 x 114 / 256) loaded and stored one by one, each
+ *     store waiting for its load. stage_tile now issues them together (STAGE_BATCH,
+ *     kernels/cuda/stage.h), which costs registers (56 -> 58 at runs of 7, 38 -> 54 at
+ *     one output) and no count the estimate sees. Not yet timed on a GPU.
  *   - conv2d, direct (tiles past 48 KiB of shared memory): kh kw inputs per output
  *     through the caches, each through the border rule.
- *   - sobel: 18 x 18 inputs per 16 x 16 outputs, 1.27 s bytes read per pixel, 4 bytes
+ *   - sobel: 34 x 66 inputs per 64 x 32 outputs, 1.10 s bytes read per pixel, 4 bytes
  *     written per output asked for (gx, gy, magnitude), about 20 flops. One launch.
- *     Floor: (1.27 s + 4 outputs) bytes x pixels / bandwidth: a 2048 x 2048 u8 frame, the
- *     magnitude only, is 22 MB, 6.6 us at 3.35 TB/s. */
+ *     Floor: (1.10 s + 4 outputs) bytes x pixels / bandwidth: a 2048 x 2048 u8 frame, the
+ *     magnitude only, is 21 MB, 6.3 us at 3.35 TB/s, 4.4 us at an H200's 4.8 TB/s.
+ *     The H200 (2026-12-04, d834510) measured the former kernel, a 16 x 16 tile a block of
+ *     16 x 16 threads, one output a thread, at 187 us for u8 at 4096 x 4096, 10.7x its
+ *     floor and 449 GB/s: each thread loaded one or two inputs through the border rule,
+ *     each waited for in turn, and so an SM had about 2,600 loads in flight, a few KB
+ *     against the ~30 KB an SM needs to cover DRAM's latency at full bandwidth (Little's
+ *     law: 4.8 TB/s x ~0.8 us over 132 SMs). Now a thread issues all of its up to 15 loads
+ *     before storing any (the tile inside the frame, all but its edges, read without the
+ *     border rule, the dtype resolved when compiled), and computes 8 outputs, walking
+ *     down its column with two rows of inputs in registers (3 shared loads an output, not
+ *     9; 1.1 wavefronts a request, not 1.9: the 16-wide tile's warps spanned two rows).
+ *     At most 64 registers (__launch_bounds__(256, 4): 32 warps an SM; unbounded, nvcc
+ *     took 80), so about 9,000 loads in flight an SM. Emulated estimate for an H200 (u8,
+ *     bench_ops --emulated-cost, not a measurement): 2048 x 2048, 9.72 us shared-bound
+ *     (2.2x floor 4.37) -> 6.08 us L2-bound (1.4x); 512 x 512, 0.61 (2.2x) -> 0.37 (1.4x).
+ *     Its L2 bound is the u8 rows' loads, a warp's 32 bytes one byte off a sector boundary
+ *     (2 sectors each). Not yet timed on a GPU. */
 #include <mutex>
 
 #include "kernels/common/conv.h"
 #include "kernels/cuda/launch.h"
+#include "kernels/cuda/stage.h"
 
-enum { TILE = 16, SMEM_MAX = 48 * 1024, BANKS = 32 };
+enum { SMEM_MAX = 48 * 1024, BANKS = 32 };
+
+/* Sobel's launch: blocks of SOBEL_BX x SOBEL_BY threads; thread (tx, ty) computes the
+ * outputs in the SOBEL_COLUMNS columns tx, tx + SOBEL_BX, ... and the SOBEL_ROWS rows
+ * ty SOBEL_ROWS, ... of its block's tile of SOBEL_W x SOBEL_H outputs, whose inputs with
+ * their one-pixel halo, SOBEL_TILE_ROWS x SOBEL_TILE_COLS, the block stages in shared
+ * memory; each thread stages the rows ty, ty + SOBEL_BY, ... by the columns tx,
+ * tx + SOBEL_BX, ... of that tile, at most SOBEL_STAGE_ROWS x SOBEL_STAGE_COLS of them. A
+ * warp is one row of the block: its lanes read and write consecutive words and store
+ * consecutive outputs. Why this shape: the essay's cost model. */
+enum {
+  SOBEL_BX = 32,
+  SOBEL_BY = 8,
+  SOBEL_COLUMNS = 2,
+  SOBEL_ROWS = 4,
+  SOBEL_W = SOBEL_BX * SOBEL_COLUMNS, /* 64 */
+  SOBEL_H = SOBEL_BY * SOBEL_ROWS,    /* 32 */
+  SOBEL_TILE_ROWS = SOBEL_H + 2,
+  SOBEL_TILE_COLS = SOBEL_W + 2,
+  SOBEL_STAGE_ROWS = (SOBEL_TILE_ROWS + SOBEL_BY - 1) / SOBEL_BY, /* 5 */
+  SOBEL_STAGE_COLS = (SOBEL_TILE_COLS + SOBEL_BX - 1) / SOBEL_BX, /* 3 */
+  SOBEL_BLOCKS_PER_SM = 4, /* __launch_bounds__: at most 64 registers, 32 warps an SM */
+};
 
 /* Outputs a thread of the tiled conv2d kernel sums, consecutive along a row, where the
  * window can slide (conv2d_run_of). Odd, so that the lanes of a warp, RUN columns apart,
@@ -217,14 +264,28 @@ static conv2d_launch conv2d_launch_of(const plm__conv2d_args *args) {
   return l;
 }
 
+/* Loads a thread of stage_tile has in flight (plm__stage_batched): 8, one batch for the
+ * 18 x 114 tile of a 3 x 3 conv2d at runs of 7 (2,052 elements, 256 threads). */
+enum { STAGE_BATCH = 8 };
+
 /* Stage rows [y0, y0 + rows) x columns [x0, x0 + cols) of one frame, border applied,
  * into tile (row-major, rows `pitch` floats apart, pitch >= cols); every thread of a
  * bx x by block takes part, thread (tx, ty) the rows ty, ty + by, ... and in each the
- * columns tx, tx + bx, ... (a warp reads along a row). The row and column come from the
- * loops' counters: no division per staged element. */
+ * columns tx, tx + bx, ... (a warp reads along a row), with no division per element.
+ * A tile inside the frame is read without the border rule, STAGE_BATCH loads in flight
+ * a thread (kernels/cuda/stage.h: stored one by one, a tile cost a chain of DRAM
+ * latencies); a tile across the frame's edges, through the border rule, an element at a
+ * time. */
 static PLM_HD void stage_tile(float *tile, const void *frame, plm_dtype dtype, int64_t h, int64_t w,
                               int64_t y0, int64_t x0, int rows, int cols, int pitch,
                               plm_border border, int tx, int ty, int bx, int by) {
+  if (y0 >= 0 && x0 >= 0 && y0 + rows <= h && x0 + cols <= w) {
+    plm__stage_batched<STAGE_BATCH>(
+        rows, cols, ty, tx, by, bx,
+        [&](int r, int c) { return plm__load_f32(frame, dtype, (y0 + r) * w + x0 + c); },
+        [&](int r, int c, float value) { tile[r * pitch + c] = value; });
+    return;
+  }
   for (int r = ty; r < rows; r += by)
     for (int c = tx; c < cols; c += bx)
       tile[r * pitch + c] = plm__load_border(frame, dtype, h, w, y0 + r, x0 + c, border);
@@ -305,6 +366,68 @@ static PLM_HD void copy_sums_row(const float *sums, int sums_pitch, const conv2d
   for (int c = tx; c < p.valid_w; c += bx) out[ty * out_pitch + c] = sums[ty * sums_pitch + c];
 }
 
+/* Whether sobel's tile whose first output is (y0, x0) stages inputs inside an h x w frame
+ * only (rows y0 - 1 .. y0 + SOBEL_H, columns x0 - 1 .. x0 + SOBEL_W), so that it may read
+ * them without the border rule: every tile but those along the frame's edges. */
+static PLM_HD bool sobel_tile_inside(int64_t h, int64_t w, int64_t y0, int64_t x0) {
+  return y0 >= 1 && x0 >= 1 && y0 + SOBEL_H < h && x0 + SOBEL_W < w;
+}
+
+/* Thread (tx, ty)'s part of staging sobel's tile whose first output is (y0, x0) of an
+ * h x w frame of DTYPE: tile[r][c] = pixel (y0 - 1 + r, x0 - 1 + c) under border, for
+ * the rows r = ty, ty + SOBEL_BY, ... and columns c = tx, tx + SOBEL_BX, ... of the tile.
+ * A tile inside the frame (all but the frame's edges) is read without the border rule,
+ * all of a thread's loads (up to SOBEL_STAGE_ROWS x SOBEL_STAGE_COLS, 15) in flight
+ * together (kernels/cuda/stage.h); a tile across the frame's edges goes through
+ * stage_tile. DTYPE is a template argument so that the load's switch is resolved when
+ * compiled. */
+template <plm_dtype DTYPE>
+static PLM_HD void sobel_stage(float (*tile)[SOBEL_TILE_COLS], const void *frame, int64_t h,
+                               int64_t w, int64_t y0, int64_t x0, plm_border border, int tx,
+                               int ty) {
+  if (!sobel_tile_inside(h, w, y0, x0)) {
+    stage_tile(&tile[0][0], frame, DTYPE, h, w, y0 - 1, x0 - 1, SOBEL_TILE_ROWS, SOBEL_TILE_COLS,
+               SOBEL_TILE_COLS, border, tx, ty, SOBEL_BX, SOBEL_BY);
+    return;
+  }
+  const int64_t origin = (y0 - 1) * w + x0 - 1;
+  plm__stage_batched<SOBEL_STAGE_ROWS * SOBEL_STAGE_COLS>(
+      SOBEL_TILE_ROWS, SOBEL_TILE_COLS, ty, tx, SOBEL_BY, SOBEL_BX,
+      [&](int r, int c) { return plm__load_f32(frame, DTYPE, origin + r * w + c); },
+      [&](int r, int c, float value) { tile[r][c] = value; });
+}
+
+/* Thread (tx, ty)'s outputs of the tile staged at (y0, x0) of frame `frame` (sobel_stage):
+ * columns x0 + tx + SOBEL_BX j, rows y0 + ty SOBEL_ROWS + k, those inside the frame,
+ * written to a's outputs that are wanted. Down a column the thread keeps the last two
+ * rows' three inputs in registers, so each output reads three words of the tile, not
+ * nine. */
+static PLM_HD void sobel_thread_outputs(const float (*tile)[SOBEL_TILE_COLS],
+                                        const plm__sobel_args &a, int64_t frame, int64_t y0,
+                                        int64_t x0, int tx, int ty) {
+  const int r0 = ty * SOBEL_ROWS;
+  PLM_UNROLLED
+  for (int j = 0; j < SOBEL_COLUMNS; j++) {
+    const int c = tx + j * SOBEL_BX;
+    if (x0 + c >= a.w) break;
+    int64_t at = (frame * a.h + y0 + r0) * a.w + x0 + c; /* output row k's */
+    float in[3][3]; /* in[(k + i) % 3]: the three inputs of output row k's tap row i */
+    for (int d = 0; d < 3; d++) {
+      in[0][d] = tile[r0][c + d];
+      in[1][d] = tile[r0 + 1][c + d];
+    }
+    PLM_UNROLLED
+    for (int k = 0; k < SOBEL_ROWS && y0 + r0 + k < a.h; k++, at += a.w) {
+      float *top = in[k % 3], *mid = in[(k + 1) % 3], *bot = in[(k + 2) % 3];
+      for (int d = 0; d < 3; d++) bot[d] = tile[r0 + k + 2][c + d];
+      const float gx = plm__sobel_gx(top, mid, bot), gy = plm__sobel_gy(top, bot);
+      if (a.gx) a.gx[at] = gx;
+      if (a.gy) a.gy[at] = gy;
+      if (a.magnitude) a.magnitude[at] = plm__sobel_magnitude(gx, gy);
+    }
+  }
+}
+
 #ifdef __CUDACC__
 
 /* The tiles of an output of n frames of h x w, tile_h x tile_w each, and a loop over
@@ -380,28 +503,21 @@ __global__ void conv2d_direct_kernel(plm__conv2d_args a) {
   }
 }
 
-__global__ void sobel_kernel(plm__sobel_args a) {
-  __shared__ float tile[TILE + 2][TILE + 2];
-  size_t element = plm__conv_element_size(a.dtype);
-  const tiles t = tiles_of(a.n, a.h, a.w, TILE, TILE);
+/* Sobel's tiles (sobel_stage, sobel_thread_outputs), for frames of DTYPE. */
+template <plm_dtype DTYPE>
+__global__ void __launch_bounds__(SOBEL_BX *SOBEL_BY, SOBEL_BLOCKS_PER_SM)
+    sobel_kernel(plm__sobel_args a) {
+  __shared__ float tile[SOBEL_TILE_ROWS][SOBEL_TILE_COLS];
+  const int tx = (int)threadIdx.x, ty = (int)threadIdx.y;
+  const tiles t = tiles_of(a.n, a.h, a.w, SOBEL_H, SOBEL_W);
   FOR_EACH_TILE(t, frame, tile_y, tile_x) {
-    const int64_t y0 = tile_y * TILE, x0 = tile_x * TILE;
-    const int64_t y = y0 + threadIdx.y, x = x0 + threadIdx.x;
-    const void *in = (const char *)a.in + (size_t)(frame * a.h * a.w) * element;
+    const int64_t y0 = tile_y * SOBEL_H, x0 = tile_x * SOBEL_W;
+    const void *in =
+        (const char *)a.in + (size_t)(frame * a.h * a.w) * plm__conv_element_size(DTYPE);
     __syncthreads(); /* the previous tile's reads of tile are done */
-    stage_tile_by_block(&tile[0][0], in, a.dtype, a.h, a.w, y0 - 1, x0 - 1, TILE + 2, TILE + 2,
-                        TILE + 2, a.border);
+    sobel_stage<DTYPE>(tile, in, a.h, a.w, y0, x0, a.border, tx, ty);
     __syncthreads();
-    if (y < a.h && x < a.w) {
-      const float *top = &tile[threadIdx.y][threadIdx.x];
-      const float *mid = &tile[threadIdx.y + 1][threadIdx.x];
-      const float *bot = &tile[threadIdx.y + 2][threadIdx.x];
-      float gx = plm__sobel_gx(top, mid, bot), gy = plm__sobel_gy(top, bot);
-      int64_t at = (frame * a.h + y) * a.w + x;
-      if (a.gx) a.gx[at] = gx;
-      if (a.gy) a.gy[at] = gy;
-      if (a.magnitude) a.magnitude[at] = plm__sobel_magnitude(gx, gy);
-    }
+    sobel_thread_outputs(tile, a, frame, y0, x0, tx, ty);
   }
 }
 
@@ -430,8 +546,14 @@ extern "C" plm_status plm__conv2d_cuda(void *stream, const plm__conv2d_args *arg
 }
 
 extern "C" plm_status plm__sobel_cuda(void *stream, const plm__sobel_args *args) {
-  const dim3 grid = make_grid(args->n, args->h, args->w, TILE, TILE), block(TILE, TILE);
-  sobel_kernel<<<grid, block, 0, (cudaStream_t)stream>>>(*args);
+  const dim3 grid = make_grid(args->n, args->h, args->w, SOBEL_H, SOBEL_W);
+  const dim3 block(SOBEL_BX, SOBEL_BY);
+  cudaStream_t s = (cudaStream_t)stream;
+  switch (args->dtype) {
+    case PLM_DTYPE_U8: sobel_kernel<PLM_DTYPE_U8><<<grid, block, 0, s>>>(*args); break;
+    case PLM_DTYPE_U16: sobel_kernel<PLM_DTYPE_U16><<<grid, block, 0, s>>>(*args); break;
+    default: sobel_kernel<PLM_DTYPE_F32><<<grid, block, 0, s>>>(*args); break;
+  }
   return plm__cuda_check_launch("sobel_kernel");
 }
 #endif
