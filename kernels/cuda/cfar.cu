@@ -85,11 +85,14 @@
  * 512^2 (5.5 with its launch) against the five kernels' 9.82 (22.3 with theirs); 197.2
  * at 4096^2 (199.7) against 741.7 (754.2). The
  * count does not see latency: a segment's scan is a chain of about 16 dependent shared
- * accesses, and an SM holds 2 blocks (16 warps) under its 96 to 110 registers. Measured
- * on an H200 (bench_ops, f32, window 15, commit d834510: benchmarks/results/
+ * accesses, and an SM holds 2 blocks (16 warps) under its 104 registers. Measured on an
+ * H200 (bench_ops, f32, window 15, commit d834510: benchmarks/results/
  * 2026-12-04-h200-d834510): 18.4 us at 512^2, 193.7 at 2048^2, 803.4 at 4096^2, 4.0
  * times the estimate (whose DRAM term the H200's 4.8 TB/s would only lower): the
- * chains, not the shared pipe's count, set its time.
+ * chains, not the shared pipe's count, set its time. One chain was the span's copy: a
+ * thread's 15 pixels (62 x 62 at window 15) loaded and stored one by one, 15 DRAM round
+ * trips a tile; copy_span_pixels now keeps kCopyBatch (8) loads in flight a thread
+ * (kernels/cuda/stage.h), not yet timed on a GPU.
  *
  * The integer tables (u8, u16) are exact in any order, and a box's sum is the same from a
  * span's table as from the frame's, so the bits equal the CPU's; the f32 tables sum their
@@ -106,6 +109,7 @@
  * H200 (the campaign of 2026-12-04, commit d834510). */
 #include "kernels/common/cfar.h"
 #include "kernels/cuda/launch.h"
+#include "kernels/cuda/stage.h"
 #ifdef __CUDACC__
 #include "kernels/cuda/lanes.h"
 #endif
@@ -571,30 +575,42 @@ inline size_t one_pass_bytes_most(const plm__cfar_args &args) {
   return one_pass_bytes(rows, columns, plm__cfar_in_bytes(args.dtype));
 }
 
+/* Loads a thread of copy_span_pixels has in flight (kernels/cuda/stage.h): a span of
+ * window 15 is about 62 x 62 pixels, 15 a thread, which one by one were 15 DRAM round
+ * trips a tile with 16 warps an SM to cover them. */
+constexpr int kCopyBatch = 8;
+
+/* copy_span_pixels for pixels of type T: element (r, c) of the span from the frame's row
+ * p.row + r, column p.column + c. */
+template <typename T, class Block>
+PLM_HD void copy_span_as(const Block &block, const plm__cfar_args &args, const tile_place &p,
+                         const T *frame_in, const one_pass_layout &l, T *pixels, int *non_finite) {
+  plm__stage_batched<kCopyBatch>(
+      p.rows - 1, p.columns - 1, block.thread() / 32, block.thread() % 32, kTileRanks, 32,
+      [&](int r, int c) { return frame_in[(p.row + r) * args.width + p.column + c]; },
+      [&](int r, int c, T value) {
+        pixels[r * l.pixels_stride + c] = value;
+        /* Volatile: threads of one barrier interval may each set it (st.volatile is a
+         * relaxed atomic in PTX, and so to the emulator's race check). */
+        if (sizeof(T) == 4 && !plm__cfar_finite((double)value)) *(volatile int *)non_finite = 1;
+      });
+}
+
 /* Copy the frame's pixels under a tile's span (image rows p.row.., columns p.column..) to
- * `pixels`, a warp a row segment; a thread that copies an f32 pixel that is not finite sets
- * *non_finite (cleared before, with a barrier between). */
+ * `pixels`, a warp a row segment, kCopyBatch loads in flight a thread; a thread that copies
+ * an f32 pixel that is not finite sets *non_finite (cleared before, with a barrier
+ * between). */
 template <class Block>
 PLM_HD void copy_span_pixels(const Block &block, const plm__cfar_args &args, const tile_place &p,
                              const void *frame_in, const one_pass_layout &l, void *pixels,
                              int *non_finite) {
   const int size = plm__cfar_in_bytes(args.dtype);
-  for (int r = block.thread() / 32; r < p.rows - 1; r += kTileRanks)
-    for (int c = block.thread() % 32; c < p.columns - 1; c += 32) {
-      const int64_t from = (p.row + r) * args.width + p.column + c;
-      const int to = r * l.pixels_stride + c;
-      if (size == 1)
-        ((uint8_t *)pixels)[to] = ((const uint8_t *)frame_in)[from];
-      else if (size == 2)
-        ((uint16_t *)pixels)[to] = ((const uint16_t *)frame_in)[from];
-      else {
-        const float v = ((const float *)frame_in)[from];
-        ((float *)pixels)[to] = v;
-        /* Volatile: threads of one barrier interval may each set it (st.volatile is a
-         * relaxed atomic in PTX, and so to the emulator's race check). */
-        if (!plm__cfar_finite((double)v)) *(volatile int *)non_finite = 1;
-      }
-    }
+  if (size == 1)
+    copy_span_as(block, args, p, (const uint8_t *)frame_in, l, (uint8_t *)pixels, non_finite);
+  else if (size == 2)
+    copy_span_as(block, args, p, (const uint16_t *)frame_in, l, (uint16_t *)pixels, non_finite);
+  else
+    copy_span_as(block, args, p, (const float *)frame_in, l, (float *)pixels, non_finite);
 }
 
 /* Component t (plm__cfar_tables) of element i of the span's pixels, as table entry type S
