@@ -19,6 +19,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "kernels/common/plm_hd.h"
 #include "plume/entropy.h"
@@ -114,18 +115,43 @@ static inline PLM_HD int plm__entropy_bin_f32(float v, double lo, double hi, int
   return b < (double)(bins - 1) ? (int)b : bins - 1;
 }
 
-/* The bin of element i of in (plume/entropy.h); lo and hi are the frame's range for
- * f32 and unused for integers. */
-static inline PLM_HD int plm__entropy_bin(const void *in, int64_t i, plm_dtype dtype, int bins,
-                                          double lo, double hi) {
+/* Element i of in as 32 bits, what plm__entropy_bin_raw bins: a u8's or u16's value, an
+ * f32's bits. Apart from the binning so that a kernel may load a row's elements a step
+ * before it bins them (kernels/cuda/entropy.cu, RowAhead). */
+static inline PLM_HD uint32_t plm__entropy_raw(const void *in, int64_t i, plm_dtype dtype) {
+  uint32_t bits = 0;
   switch (dtype) {
-    case PLM_DTYPE_U8: return (int)(((uint32_t)((const uint8_t *)in)[i] * (uint32_t)bins) >> 8);
-    case PLM_DTYPE_U16: return (int)(((uint64_t)((const uint16_t *)in)[i] * (uint64_t)bins) >> 16);
-    case PLM_DTYPE_F32: return plm__entropy_bin_f32(((const float *)in)[i], lo, hi, bins);
+    case PLM_DTYPE_U8: return ((const uint8_t *)in)[i];
+    case PLM_DTYPE_U16: return ((const uint16_t *)in)[i];
+    case PLM_DTYPE_F32: memcpy(&bits, (const float *)in + i, sizeof bits); return bits;
     case PLM_DTYPE_I32:
     case PLM_DTYPE_F64: break; /* refused by the op */
   }
   return 0;
+}
+
+/* The bin of an element whose plm__entropy_raw is raw (plume/entropy.h); lo and hi are
+ * the frame's range for f32 and unused for integers. */
+static inline PLM_HD int plm__entropy_bin_raw(uint32_t raw, plm_dtype dtype, int bins, double lo,
+                                              double hi) {
+  float value;
+  switch (dtype) {
+    case PLM_DTYPE_U8: return (int)((raw * (uint32_t)bins) >> 8);
+    case PLM_DTYPE_U16: return (int)(((uint64_t)raw * (uint64_t)bins) >> 16);
+    case PLM_DTYPE_F32:
+      memcpy(&value, &raw, sizeof value);
+      return plm__entropy_bin_f32(value, lo, hi, bins);
+    case PLM_DTYPE_I32:
+    case PLM_DTYPE_F64: break; /* refused by the op */
+  }
+  return 0;
+}
+
+/* The bin of element i of in (plume/entropy.h); lo and hi are the frame's range for
+ * f32 and unused for integers. */
+static inline PLM_HD int plm__entropy_bin(const void *in, int64_t i, plm_dtype dtype, int bins,
+                                          double lo, double hi) {
+  return plm__entropy_bin_raw(plm__entropy_raw(in, i, dtype), dtype, bins, lo, hi);
 }
 
 /* The window around index y along a dimension of size n: *first is its first index

@@ -140,8 +140,9 @@
  *   Registers: __launch_bounds__(128, 5), at most 96 a thread (65,536 / (5 x 128),
  *   rounded down to the allocation's multiple of 8: 5 blocks of 128 threads, 10 of 64,
  *   per SM by the register file), at which no kind or source spills: ptxas 13.0 for sm_90
- *   gives the fused dense variant 96 registers, fused sparse 96, entropy dense 90,
- *   sparse 90 with both changes_at_once paths (84 and 86 with one; sm_80 before them: 88,
+ *   gives the fused dense variant 96 registers, fused sparse 96, entropy dense 96 and
+ *   sparse 90 with RowAhead (below), 90 and 90 before it with both changes_at_once paths
+ *   (84 and 86 with one; sm_80 before them: 88,
  *   88, 86, 82; unbounded they took 88, 96, 58, 62 for sm_90, 96, 100, 72, 74 for sm_80:
  *   under the bound ptxas spends registers it may have; the loops over a histogram's
  *   words are kept rolled, PLM_ROLLED, and the summed fill shares add_row's loop,
@@ -163,6 +164,15 @@
  * change for sm_90 where there were 16 (add_row over 17 bins in a probe kernel, cubin
  * text / 16 bytes), the dense entropy kernel 3,344 instructions where it was 3,592 and
  * 84 registers where it took 88: small steps on that path, not yet timed on a GPU.
+ * The other chain is DRAM's: each step staged its entering row (stage_row: a load, then a
+ * store to the ring) and then waited at its barrier for every thread's load, a DRAM round
+ * trip a step, and a task's first window staged row after row, `window` round trips in a
+ * row. Now a task's first window is staged with kStageBatch bins in flight a thread
+ * (stage_rows, kernels/cuda/stage.h), and a step loads the next step's entering row
+ * before it changes its counts, binning and storing it at the next step (RowAhead: the
+ * entropy op's raw pixels, so that its loads overlap the changes; the fused op's bins,
+ * which need their loads at once). Registers for sm_90: entropy dense 96, sparse 90,
+ * fused 96 (the bound's cap), no spill. Not yet timed on a GPU.
  *
  * The host check: tests/test_entropy_cuda_logic.cpp compiles this file as plain C++
  * (hence the __CUDACC__ guards around what only nvcc knows) and runs run_block for
@@ -176,6 +186,7 @@
 #include "kernels/common/frame_range.h"
 #include "kernels/common/fused.h"
 #include "kernels/cuda/launch.h"
+#include "kernels/cuda/stage.h"
 
 namespace {
 
@@ -529,9 +540,13 @@ struct EntropySource {
     lo = a.range_auto ? (double)ranges[2 * f] : a.lo;
     hi = a.range_auto ? (double)ranges[2 * f + 1] : a.hi;
   }
-  PLM_HD int bin(int64_t f, int64_t y, int64_t x) const {
-    return plm__entropy_bin(a.in, (f * a.height + y) * a.width + x, a.dtype, a.bins, lo, hi);
+  /* A pixel as loaded (fetch) and its bin (bin_of), apart for RowAhead. */
+  using Raw = uint32_t;
+  PLM_HD Raw fetch(int64_t f, int64_t y, int64_t x) const {
+    return plm__entropy_raw(a.in, (f * a.height + y) * a.width + x, a.dtype);
   }
+  PLM_HD int bin_of(Raw raw) const { return plm__entropy_bin_raw(raw, a.dtype, a.bins, lo, hi); }
+  PLM_HD int bin(int64_t f, int64_t y, int64_t x) const { return bin_of(fetch(f, y, x)); }
 };
 
 struct EntropySink {
@@ -551,6 +566,10 @@ struct FusedSource {
   PLM_HD int bin(int64_t f, int64_t y, int64_t x) const {
     return plm__sobel_entropy_bin_at(&a, f, y, x);
   }
+  /* A pixel's bin takes nine loads and the Sobel taps: fetched whole. */
+  using Raw = int;
+  PLM_HD Raw fetch(int64_t f, int64_t y, int64_t x) const { return bin(f, y, x); }
+  PLM_HD int bin_of(Raw bin) const { return bin; }
 };
 
 struct FusedSink {
@@ -681,6 +700,70 @@ struct RingSlot {
   PLM_HD void next() { at = at + 1 == rows ? 0 : at + 1; }
 };
 
+/* Bins a thread of stage_rows has in flight. */
+constexpr int kStageBatch = 8;
+
+/* Rows r0 .. r0 + rows - 1 of frame f, each as stage_row stages it, into the slots of a
+ * ring of `words`-word rows from `first` on, slot after slot: a task's first window,
+ * kStageBatch bins in flight a thread (kernels/cuda/stage.h). A row at a time, each of a
+ * thread's bins waited for its load before the next row's was issued: `window` DRAM
+ * round trips one after another at every task's start. */
+template <class Block, class Source>
+PLM_HD void stage_rows(const Block &block, const Source &source, int64_t f, int64_t r0, int rows,
+                       int64_t x0, int left, int words, BinPair *ring, RingSlot first) {
+  const int64_t width = source.width();
+  plm__stage_batched<kStageBatch>(
+      rows, 2 * words, 0, block.thread(), 1, block.threads(),
+      [&](int r, int k) {
+        const int64_t c = x0 - left + k;
+        return c >= 0 && c < width ? (uint16_t)source.bin(f, r0 + r, c) : (uint16_t)0;
+      },
+      [&](int r, int k, uint16_t bin) {
+        const int at = first.at + r < first.rows ? first.at + r : first.at + r - first.rows;
+        ring[at * words + (k >> 1)].half[k & 1] = bin;
+      });
+}
+
+/* A thread's pixels of one row, held in registers from the step before the one that
+ * stages the row (load: Source::fetch) to that step (store: Source::bin_of into the
+ * ring): stage_row split in two, so that the next row's loads are in flight while a step
+ * changes its counts. Staged at its step, each step began with a DRAM round trip that its
+ * barrier then waited for. The entropy op fetches a pixel's raw value and bins it at the
+ * store; the fused op's bin takes nine loads and the Sobel taps, fetched whole (its loads
+ * are waited for in load, after the barrier). For rows of at most kMost pixels a thread
+ * (2 words <= kMost T: the span of T + w - 1 bins up to a window of about 3T); the loops
+ * over them unrolled, so that the pixels stay in registers. */
+template <class Source>
+struct RowAhead {
+  static constexpr int kMost = 4;
+  typename Source::Raw raws[kMost] = {};
+
+  template <class Block>
+  PLM_HD void load(const Block &block, const Source &source, int64_t f, int64_t r, int64_t x0,
+                   int left, int words) {
+    const int64_t width = source.width();
+    PLM_UNROLLED
+    for (int j = 0; j < kMost; j++) {
+      const int k = block.thread() + j * block.threads();
+      const int64_t c = x0 - left + k;
+      if (k < 2 * words && c >= 0 && c < width) raws[j] = source.fetch(f, r, c);
+    }
+  }
+
+  template <class Block>
+  PLM_HD void store(const Block &block, const Source &source, int64_t x0, int left, int words,
+                    BinPair *dst) const {
+    const int64_t width = source.width();
+    PLM_UNROLLED
+    for (int j = 0; j < kMost; j++) {
+      const int k = block.thread() + j * block.threads();
+      const int64_t c = x0 - left + k;
+      if (k < 2 * words)
+        dst[k >> 1].half[k & 1] = c >= 0 && c < width ? (uint16_t)source.bin_of(raws[j]) : 0;
+    }
+  }
+};
+
 /* The thread's histogram: in the block's shared memory (area, p.hist_bytes), or, for
  * HIST_DENSE_GLOBAL, in the scratch. */
 template <class Hist>
@@ -745,6 +828,10 @@ PLM_HD void run_block(const Block &block, const plan &p, Source source, const Si
   const int window = p.window, left = window / 2, right = window - 1 - left;
   const bool ring_mode = p.ring_rows > 2;
   auto slot_at = [&](RingSlot r) { return ring + r.at * p.row_words; };
+  /* In a ring, each step's entering row is loaded a step ahead when a row's bins are at
+   * most RowAhead::kMost a thread. */
+  const bool ahead = ring_mode && 2 * p.row_words <= RowAhead<Source>::kMost * T;
+  RowAhead<Source> next;
   for (int64_t task = block.index(); task < p.tasks; task += block.count()) {
     const int64_t strip = task % p.strips, rest = task / p.strips;
     const int64_t f = rest / p.segments, y0 = rest % p.segments * p.segment_rows;
@@ -774,21 +861,19 @@ PLM_HD void run_block(const Block &block, const plan &p, Source source, const Si
     plm__entropy_span(y0, h, window, &row_first, &rows);
     const RingSlot first_slot = {(int)(row_first % p.ring_rows), p.ring_rows};
     RingSlot at = first_slot;
-    for (int64_t r = row_first; r < row_first + rows; r++, at.next()) {
-      BinPair *dst = ring_mode ? slot_at(at) : ring;
-      /* The previous task's readers are done with the ring; without one, with the row. */
-      if (!ring_mode || r == row_first) block.sync();
-      stage_row(block, source, f, r, x0, left, p.row_words, dst);
-      if (!ring_mode) {
-        block.sync();
-        if (active) s = fill(dst, s);
-      }
-    }
     if (ring_mode) {
+      block.sync(); /* the previous task's readers are done with the ring */
+      stage_rows(block, source, f, row_first, (int)rows, x0, left, p.row_words, ring, first_slot);
       block.sync();
-      at = first_slot;
       for (int64_t r = row_first; active && r < row_first + rows; r++, at.next())
         s = fill(slot_at(at), s);
+    } else {
+      for (int64_t r = row_first; r < row_first + rows; r++) {
+        block.sync(); /* the last row's readers are done with it */
+        stage_row(block, source, f, r, x0, left, p.row_words, ring);
+        block.sync();
+        if (active) s = fill(ring, s);
+      }
     }
     if (active && summed) s = hist.sum(clogc);
     int64_t last_n = 0;
@@ -797,24 +882,36 @@ PLM_HD void run_block(const Block &block, const plan &p, Source source, const Si
      * `window` rows above it, so two slots after it in a ring of window + 2. */
     RingSlot entering_slot = {(int)((y0 + right) % p.ring_rows), p.ring_rows};
     for (int64_t y = y0; y < y1; y++) {
-      if (y > y0) { /* slide down a row: the top row leaves, the one below enters */
-        const int64_t enters = y + right, leaves = y - left - 1;
-        entering_slot.next();
-        RingSlot leaving_slot = entering_slot;
-        leaving_slot.next();
-        leaving_slot.next();
-        BinPair *entering = ring_mode ? slot_at(entering_slot) : ring;
-        BinPair *leaving = ring_mode ? slot_at(leaving_slot) : ring + p.row_words;
+      /* Slide down a row (past the first): the top row leaves, the one below enters. */
+      const bool slides = y > y0;
+      const int64_t enters = y + right, leaves = y - left - 1;
+      BinPair *entering = ring, *leaving = ring + p.row_words;
+      if (slides) {
+        if (ring_mode) {
+          entering_slot.next();
+          RingSlot leaving_slot = entering_slot;
+          leaving_slot.next();
+          leaving_slot.next();
+          entering = slot_at(entering_slot);
+          leaving = slot_at(leaving_slot);
+        }
         /* The ring's slot of the entering row was last read two steps ago, before the
          * last step's barrier; the two-row ring's rows, this step. */
         if (!ring_mode) block.sync();
-        if (enters < h) stage_row(block, source, f, enters, x0, left, p.row_words, entering);
+        if (enters < h && ahead)
+          next.store(block, source, x0, left, p.row_words, entering);
+        else if (enters < h)
+          stage_row(block, source, f, enters, x0, left, p.row_words, entering);
         if (!ring_mode && leaves >= 0)
           stage_row(block, source, f, leaves, x0, left, p.row_words, leaving);
         block.sync();
-        if (active && leaves >= 0) s = remove(leaving, s);
-        if (active && enters < h) s = add(entering, s);
       }
+      /* The next step's entering row, loaded now so that its loads are in flight while
+       * this step changes its counts. */
+      if (ahead && y + 1 < y1 && enters + 1 < h)
+        next.load(block, source, f, enters + 1, x0, left, p.row_words);
+      if (slides && active && leaves >= 0) s = remove(leaving, s);
+      if (slides && active && enters < h) s = add(entering, s);
       if (active) {
         plm__entropy_span(y, h, window, &row_first, &rows);
         const int64_t n = rows * cols;
