@@ -2,7 +2,14 @@
  *
  * FP32: a tiled SGEMM on the CUDA cores. A block of 256 threads computes a 64 x 64 tile
  * of out, each thread a 4 x 4 sub-block, stepping through the depth 16 at a time with a
- * 64 x 16 tile of a and a 16 x 64 tile of b in shared memory.
+ * 64 x 16 tile of a and a 16 x 64 tile of b in shared memory. Each thread loads its 8
+ * elements of the next step's tiles before the step's multiply-adds, so that the loads
+ * are in flight while it computes (depth_step; the tensor-core kernel's 16 a thread,
+ * so held, took it to 168 registers and a spill). The H200 (2026-12-04, d834510) measured the
+ * former kernel, which loaded and stored them one by one at the top of each step, at 8,869 us for
+ * 4096^3, 3.3x cuBLAS's 2,697 (15.5 TFLOP/s of the FMA probe's 48): 8 round trips to L2 a step,
+ * against 256 multiply-adds a thread to cover them. Now 80 registers (48 before): 3 blocks of 256
+ * an SM instead of 5. Not yet timed on a GPU.
  *
  * TF32 and BF16: tensor cores through WMMA (sm_80 and later). A block of 4 warps
  * computes a 64 x 64 tile, each warp 32 x 32 as 2 x 2 fragments of 16 x 16, with f32
@@ -61,28 +68,74 @@ __device__ inline float b_at(const plm__matmul_args &args, int64_t gk, int64_t g
   return args.b_transposed ? args.b[gc * args.k + gk] : args.b[gk * args.n + gc];
 }
 
-/* FP32 (or, below sm_80, rounded inputs) on the CUDA cores. */
+/* Element e of the 64 x 16 tile of a: row r, depth kk (consecutive threads along k). */
+__device__ inline void a_tile_element(int e, int *r, int *kk) {
+  *r = e / DEPTH;
+  *kk = e % DEPTH;
+}
+
+/* A thread's elements of one depth step's tiles of a and b, for blocks of THREADS: element
+ * threadIdx.x + i x THREADS of each tile (a_tile_element, b_tile_element), 0 past m, n and
+ * k, held in registers from their loads (load) to their stores into shared memory (store:
+ * store_a(r, kk, value), store_b(bk, c, value)). The FP32 kernel loads the next step's
+ * before a step's multiply-adds and stores them after, so that the loads are in flight
+ * while the thread computes: loaded and stored one by one at the top of each step, as
+ * before, each of a thread's 8 loads waited for its store, a chain of round trips to L2
+ * every step. */
+template <int THREADS>
+struct depth_step {
+  static constexpr int N = TILE * DEPTH / THREADS;
+  static_assert(N * THREADS == TILE * DEPTH, "the threads cover the tiles");
+  float a[N], b[N];
+
+  __device__ void load(const plm__matmul_args &args, int64_t row0, int64_t col0, int64_t k0) {
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+      const int e = (int)threadIdx.x + i * THREADS;
+      int r, kk, bk, c;
+      a_tile_element(e, &r, &kk);
+      const int64_t gr = row0 + r, gk = k0 + kk;
+      a[i] = gr < args.m && gk < args.k ? args.a[gr * args.k + gk] : 0.0f;
+      b_tile_element(args, e, &bk, &c);
+      const int64_t gbk = k0 + bk, gc = col0 + c;
+      b[i] = gbk < args.k && gc < args.n ? b_at(args, gbk, gc) : 0.0f;
+    }
+  }
+
+  template <class StoreA, class StoreB>
+  __device__ void store(const plm__matmul_args &args, const StoreA &store_a,
+                        const StoreB &store_b) const {
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+      const int e = (int)threadIdx.x + i * THREADS;
+      int r, kk, bk, c;
+      a_tile_element(e, &r, &kk);
+      store_a(r, kk, a[i]);
+      b_tile_element(args, e, &bk, &c);
+      store_b(bk, c, b[i]);
+    }
+  }
+};
+
+/* FP32 (or, below sm_80, rounded inputs) on the CUDA cores, the next depth step's tiles
+ * loaded while a step computes (depth_step). */
 __global__ void __launch_bounds__(SGEMM_THREADS) sgemm_kernel(plm__matmul_args args) {
   __shared__ float a_tile[DEPTH][TILE + 4]; /* transposed: a_tile[k][row] */
   __shared__ float b_tile[DEPTH][TILE + 4];
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
   const int64_t row0 = (int64_t)blockIdx.y * TILE, col0 = (int64_t)blockIdx.x * TILE;
   float sums[4][4] = {};
+  depth_step<SGEMM_THREADS> next;
+  next.load(args, row0, col0, 0);
   for (int64_t k0 = 0; k0 < args.k; k0 += DEPTH) {
-    for (int e = threadIdx.x; e < TILE * DEPTH; e += SGEMM_THREADS) {
-      int r = e / DEPTH, kk = e % DEPTH; /* a: consecutive threads along k */
-      int64_t gr = row0 + r, gk = k0 + kk;
-      a_tile[kk][r] = gr < args.m && gk < args.k
-                          ? plm__round_to_precision(args.a[gr * args.k + gk], args.precision)
-                          : 0.0f;
-      int bk, c;
-      b_tile_element(args, e, &bk, &c);
-      int64_t gbk = k0 + bk, gc = col0 + c;
-      b_tile[bk][c] = gbk < args.k && gc < args.n
-                          ? plm__round_to_precision(b_at(args, gbk, gc), args.precision)
-                          : 0.0f;
-    }
+    next.store(
+        args,
+        [&](int r, int kk, float v) { a_tile[kk][r] = plm__round_to_precision(v, args.precision); },
+        [&](int bk, int c, float v) {
+          b_tile[bk][c] = plm__round_to_precision(v, args.precision);
+        });
     __syncthreads();
+    if (k0 + DEPTH < args.k) next.load(args, row0, col0, k0 + DEPTH);
 #pragma unroll
     for (int kk = 0; kk < DEPTH; kk++) {
       float av[4], bv[4];
