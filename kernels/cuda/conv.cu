@@ -105,13 +105,14 @@
 enum { SMEM_MAX = 48 * 1024, BANKS = 32 };
 
 /* Sobel's launch: blocks of SOBEL_BX x SOBEL_BY threads; thread (tx, ty) computes the
- * outputs in the SOBEL_COLUMNS columns tx, tx + SOBEL_BX, ... and the SOBEL_ROWS rows
- * ty SOBEL_ROWS, ... of its block's tile of SOBEL_W x SOBEL_H outputs, whose inputs with
- * their one-pixel halo, SOBEL_TILE_ROWS x SOBEL_TILE_COLS, the block stages in shared
- * memory; each thread stages the rows ty, ty + SOBEL_BY, ... by the columns tx,
- * tx + SOBEL_BX, ... of that tile, at most SOBEL_STAGE_ROWS x SOBEL_STAGE_COLS of them. A
- * warp is one row of the block: its lanes read and write consecutive words and store
- * consecutive outputs. Why this shape: the essay's cost model. */
+ * outputs in the SOBEL_COLUMNS columns tx, tx + SOBEL_BX, ... and the SOBEL_ROWS
+ * consecutive rows from ty SOBEL_ROWS on of its block's tile of SOBEL_W x SOBEL_H
+ * outputs, whose inputs with their one-pixel halo, SOBEL_TILE_ROWS x SOBEL_TILE_COLS, the
+ * block stages in shared memory; each thread stages the rows ty, ty + SOBEL_BY, ... by
+ * the columns tx, tx + SOBEL_BX, ... of that tile, at most SOBEL_STAGE_ROWS x
+ * SOBEL_STAGE_COLS of them. A warp is one row of the block: its lanes read and write
+ * consecutive words and store consecutive outputs. Why this shape: the essay's cost
+ * model. */
 enum {
   SOBEL_BX = 32,
   SOBEL_BY = 8,

@@ -17,8 +17,9 @@
  * loads BATCH of them, then stores those, so that BATCH loads are in flight together.
  * The positions are walked twice (counters, no arrays, no division), so what a batch
  * costs in registers is its BATCH values. load(r, c) returns the value of element
- * (r, c) of the rectangle; store(r, c, value) puts it in place. BATCH a compile-time
- * constant and the loops over it unrolled, so that the values stay in registers. */
+ * (r, c) of the rectangle; store(r, c, value) puts it in place. The steps must be
+ * positive (as the plain loop's). BATCH a compile-time constant and the loops over it
+ * unrolled, so that the values stay in registers. */
 #ifndef PLUME_KERNELS_CUDA_STAGE_H
 #define PLUME_KERNELS_CUDA_STAGE_H
 
