@@ -539,7 +539,8 @@ int check_sobel() {
     for (const auto &size : sizes) {
       const Frame f = random_frame(dtype, size[0], size[1]);
       for (int64_t y0 = 0; y0 < f.h; y0 += SOBEL_H)
-        for (int64_t x0 = 0; x0 < f.w; x0 += SOBEL_W) inside += sobel_tile_inside(f.h, f.w, y0, x0);
+        for (int64_t x0 = 0; x0 < f.w; x0 += SOBEL_W) /* staged without the border rule */
+          inside += y0 >= 1 && x0 >= 1 && y0 + SOBEL_H < f.h && x0 + SOBEL_W < f.w;
       for (plm_border border : borders) {
         wrong += check_sobel_frame(f, border, frames % 2);
         frames++;

@@ -273,15 +273,17 @@ enum { STAGE_BATCH = 8 };
  * into tile (row-major, rows `pitch` floats apart, pitch >= cols); every thread of a
  * bx x by block takes part, thread (tx, ty) the rows ty, ty + by, ... and in each the
  * columns tx, tx + bx, ... (a warp reads along a row), with no division per element.
- * A tile inside the frame is read without the border rule, STAGE_BATCH loads in flight
- * a thread (kernels/cuda/stage.h: stored one by one, a tile cost a chain of DRAM
+ * A tile inside the frame is read without the border rule, BATCH loads in flight a
+ * thread (kernels/cuda/stage.h: stored one by one, a tile cost a chain of DRAM
  * latencies); a tile across the frame's edges, through the border rule, an element at a
- * time. */
+ * time. dtype a constant where the caller's is (sobel's template), the load's switch
+ * goes when compiled. */
+template <int BATCH = STAGE_BATCH>
 static PLM_HD void stage_tile(float *tile, const void *frame, plm_dtype dtype, int64_t h, int64_t w,
                               int64_t y0, int64_t x0, int rows, int cols, int pitch,
                               plm_border border, int tx, int ty, int bx, int by) {
   if (y0 >= 0 && x0 >= 0 && y0 + rows <= h && x0 + cols <= w) {
-    plm__stage_batched<STAGE_BATCH>(
+    plm__stage_batched<BATCH>(
         rows, cols, ty, tx, by, bx,
         [&](int r, int c) { return plm__load_f32(frame, dtype, (y0 + r) * w + x0 + c); },
         [&](int r, int c, float value) { tile[r * pitch + c] = value; });
@@ -367,35 +369,18 @@ static PLM_HD void copy_sums_row(const float *sums, int sums_pitch, const conv2d
   for (int c = tx; c < p.valid_w; c += bx) out[ty * out_pitch + c] = sums[ty * sums_pitch + c];
 }
 
-/* Whether sobel's tile whose first output is (y0, x0) stages inputs inside an h x w frame
- * only (rows y0 - 1 .. y0 + SOBEL_H, columns x0 - 1 .. x0 + SOBEL_W), so that it may read
- * them without the border rule: every tile but those along the frame's edges. */
-static PLM_HD bool sobel_tile_inside(int64_t h, int64_t w, int64_t y0, int64_t x0) {
-  return y0 >= 1 && x0 >= 1 && y0 + SOBEL_H < h && x0 + SOBEL_W < w;
-}
-
 /* Thread (tx, ty)'s part of staging sobel's tile whose first output is (y0, x0) of an
- * h x w frame of DTYPE: tile[r][c] = pixel (y0 - 1 + r, x0 - 1 + c) under border, for
- * the rows r = ty, ty + SOBEL_BY, ... and columns c = tx, tx + SOBEL_BX, ... of the tile.
- * A tile inside the frame (all but the frame's edges) is read without the border rule,
- * all of a thread's loads (up to SOBEL_STAGE_ROWS x SOBEL_STAGE_COLS, 15) in flight
- * together (kernels/cuda/stage.h); a tile across the frame's edges goes through
- * stage_tile. DTYPE is a template argument so that the load's switch is resolved when
+ * h x w frame of DTYPE: tile[r][c] = pixel (y0 - 1 + r, x0 - 1 + c) under border, through
+ * stage_tile with all of a thread's loads (up to SOBEL_STAGE_ROWS x SOBEL_STAGE_COLS, 15)
+ * in one batch. DTYPE is a template argument so that the load's switch is resolved when
  * compiled. */
 template <plm_dtype DTYPE>
 static PLM_HD void sobel_stage(float (*tile)[SOBEL_TILE_COLS], const void *frame, int64_t h,
                                int64_t w, int64_t y0, int64_t x0, plm_border border, int tx,
                                int ty) {
-  if (!sobel_tile_inside(h, w, y0, x0)) {
-    stage_tile(&tile[0][0], frame, DTYPE, h, w, y0 - 1, x0 - 1, SOBEL_TILE_ROWS, SOBEL_TILE_COLS,
-               SOBEL_TILE_COLS, border, tx, ty, SOBEL_BX, SOBEL_BY);
-    return;
-  }
-  const int64_t origin = (y0 - 1) * w + x0 - 1;
-  plm__stage_batched<SOBEL_STAGE_ROWS * SOBEL_STAGE_COLS>(
-      SOBEL_TILE_ROWS, SOBEL_TILE_COLS, ty, tx, SOBEL_BY, SOBEL_BX,
-      [&](int r, int c) { return plm__load_f32(frame, DTYPE, origin + r * w + c); },
-      [&](int r, int c, float value) { tile[r][c] = value; });
+  stage_tile<SOBEL_STAGE_ROWS * SOBEL_STAGE_COLS>(&tile[0][0], frame, DTYPE, h, w, y0 - 1, x0 - 1,
+                                                  SOBEL_TILE_ROWS, SOBEL_TILE_COLS, SOBEL_TILE_COLS,
+                                                  border, tx, ty, SOBEL_BX, SOBEL_BY);
 }
 
 /* Thread (tx, ty)'s outputs of the tile staged at (y0, x0) of frame `frame` (sobel_stage):

@@ -4,8 +4,7 @@
  * of out, each thread a 4 x 4 sub-block, stepping through the depth 16 at a time with a
  * 64 x 16 tile of a and a 16 x 64 tile of b in shared memory. Each thread loads its 8
  * elements of the next step's tiles before the step's multiply-adds, so that the loads
- * are in flight while it computes (depth_step; the tensor-core kernel's 16 a thread,
- * so held, took it to 168 registers and a spill). The H200 (2026-12-04, d834510) measured the
+ * are in flight while it computes (depth_step). The H200 (2026-12-04, d834510) measured the
  * former kernel, which loaded and stored them one by one at the top of each step, at 8,869 us for
  * 4096^3, 3.3x cuBLAS's 2,697 (15.5 TFLOP/s of the FMA probe's 48): 8 round trips to L2 a step,
  * against 256 multiply-adds a thread to cover them. Now 80 registers (48 before): 3 blocks of 256
@@ -74,24 +73,23 @@ __device__ inline void a_tile_element(int e, int *r, int *kk) {
   *kk = e % DEPTH;
 }
 
-/* A thread's elements of one depth step's tiles of a and b, for blocks of THREADS: element
- * threadIdx.x + i x THREADS of each tile (a_tile_element, b_tile_element), 0 past m, n and
- * k, held in registers from their loads (load) to their stores into shared memory (store:
- * store_a(r, kk, value), store_b(bk, c, value)). The FP32 kernel loads the next step's
- * before a step's multiply-adds and stores them after, so that the loads are in flight
- * while the thread computes: loaded and stored one by one at the top of each step, as
- * before, each of a thread's 8 loads waited for its store, a chain of round trips to L2
- * every step. */
-template <int THREADS>
+/* A thread's elements of one depth step's tiles of a and b in the FP32 kernel: element
+ * threadIdx.x + i x SGEMM_THREADS of each tile (a_tile_element, b_tile_element), 0 past m,
+ * n and k, held in registers from their loads (load) to their stores into shared memory,
+ * rounded to the precision (store). The kernel loads the next step's before a step's
+ * multiply-adds and stores them after, so that the loads are in flight while the thread
+ * computes: loaded and stored one by one at the top of each step, as before, each of a
+ * thread's 8 loads waited for its store, a chain of round trips to L2 every step. (The
+ * tensor-core kernel's 16 a thread, so held, took it to 168 registers and a spill.) */
 struct depth_step {
-  static constexpr int N = TILE * DEPTH / THREADS;
-  static_assert(N * THREADS == TILE * DEPTH, "the threads cover the tiles");
+  static constexpr int N = TILE * DEPTH / SGEMM_THREADS;
+  static_assert(N * SGEMM_THREADS == TILE * DEPTH, "the threads cover the tiles");
   float a[N], b[N];
 
   __device__ void load(const plm__matmul_args &args, int64_t row0, int64_t col0, int64_t k0) {
 #pragma unroll
     for (int i = 0; i < N; i++) {
-      const int e = (int)threadIdx.x + i * THREADS;
+      const int e = (int)threadIdx.x + i * SGEMM_THREADS;
       int r, kk, bk, c;
       a_tile_element(e, &r, &kk);
       const int64_t gr = row0 + r, gk = k0 + kk;
@@ -102,17 +100,17 @@ struct depth_step {
     }
   }
 
-  template <class StoreA, class StoreB>
-  __device__ void store(const plm__matmul_args &args, const StoreA &store_a,
-                        const StoreB &store_b) const {
+  /* Into the kernel's tiles: a transposed, a_tile[kk][row]. */
+  __device__ void store(const plm__matmul_args &args, float (*a_tile)[TILE + 4],
+                        float (*b_tile)[TILE + 4]) const {
 #pragma unroll
     for (int i = 0; i < N; i++) {
-      const int e = (int)threadIdx.x + i * THREADS;
+      const int e = (int)threadIdx.x + i * SGEMM_THREADS;
       int r, kk, bk, c;
       a_tile_element(e, &r, &kk);
-      store_a(r, kk, a[i]);
+      a_tile[kk][r] = plm__round_to_precision(a[i], args.precision);
       b_tile_element(args, e, &bk, &c);
-      store_b(bk, c, b[i]);
+      b_tile[bk][c] = plm__round_to_precision(b[i], args.precision);
     }
   }
 };
@@ -125,15 +123,10 @@ __global__ void __launch_bounds__(SGEMM_THREADS) sgemm_kernel(plm__matmul_args a
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
   const int64_t row0 = (int64_t)blockIdx.y * TILE, col0 = (int64_t)blockIdx.x * TILE;
   float sums[4][4] = {};
-  depth_step<SGEMM_THREADS> next;
+  depth_step next;
   next.load(args, row0, col0, 0);
   for (int64_t k0 = 0; k0 < args.k; k0 += DEPTH) {
-    next.store(
-        args,
-        [&](int r, int kk, float v) { a_tile[kk][r] = plm__round_to_precision(v, args.precision); },
-        [&](int bk, int c, float v) {
-          b_tile[bk][c] = plm__round_to_precision(v, args.precision);
-        });
+    next.store(args, a_tile, b_tile);
     __syncthreads();
     if (k0 + DEPTH < args.k) next.load(args, row0, col0, k0 + DEPTH);
 #pragma unroll
@@ -221,7 +214,8 @@ __global__ void __launch_bounds__(WMMA_THREADS) wmma_kernel(plm__matmul_args arg
 
   for (int64_t k0 = 0; k0 < args.k; k0 += DEPTH) {
     for (int e = threadIdx.x; e < TILE * DEPTH; e += WMMA_THREADS) {
-      int r = e / DEPTH, kk = e % DEPTH;
+      int r, kk;
+      a_tile_element(e, &r, &kk);
       int64_t gr = row0 + r, gk = k0 + kk;
       a_tile[r * LDA + kk] = traits::stage(
           gr < args.m && gk < args.k ? plm__round_to_precision(args.a[gr * args.k + gk], P) : 0.0f);
