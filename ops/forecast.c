@@ -62,7 +62,7 @@ static void cost(const plm__op_call *call, plm_op_cost *cost) {
 }
 
 static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch, void *args) {
-  (void)ctx, (void)scratch; /* neither kernel needs scratch (kernels/common/forecast.h) */
+  (void)ctx, (void)scratch; /* no kernel needs scratch (kernels/common/forecast.h) */
   const plm_tensor *series = call->in[0];
   const plm_ar_forecast_params *params = call->params;
   *(plm__ar_forecast_args *)args =
@@ -71,7 +71,9 @@ static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch
                               .count = series->dims[0],
                               .length = series->dims[1],
                               .lags = params->lags,
-                              .horizon = params->horizon};
+                              .horizon = params->horizon,
+                              .lanes = plm__ar_series_lanes(
+                                  params->lags, (int)plm__op_tuned(&plm__op_ar_forecast, call, 0))};
 }
 
 PLM__OP_KERNEL_ENTRIES(ar_forecast)
@@ -126,5 +128,17 @@ const plm__op_desc plm__op_ar_forecast = {
     .pack = pack,
     .cpu = ar_forecast_cpu_entry,
     .cuda = PLM__CUDA_ENTRY(ar_forecast_cuda_entry),
+    .tunable_count = 1,
+    .tunables =
+        &(const plm__op_tunable){
+            .name = "lanes_per_series",
+            .backend = PLM_BACKEND_CUDA,
+            .fallback = 8,
+            .candidate_count = 4,
+            .candidates = {1, 8, 16, 32},
+            .help = "the lanes a series takes: 1, a thread, rotating each equation through the "
+                    "rows in turn (lags up to 8; past them 8); 8, 16 or 32, a group whose lanes "
+                    "rotate it through its rows a step apart (at least lags + 1 lanes, but 32 "
+                    "for 32 lags)"},
     .sample = sample,
 };

@@ -124,28 +124,39 @@ START_TEST(test_matches_least_squares_for_one_and_for_a_thousand_series) {
 END_TEST
 
 /* The backend's forecasts are the CPU kernel's, bit for bit: on host trivially (the same
- * code), on cuda because the kernel rounds every operation as the CPU does (no fused
- * multiply-adds; kernels/cuda/forecast.cu), on both of its kernels (a thread a series
- * for lags 1..8, a warp a series above: 20 and 32 put Q^T y and R's last column on a
- * lane's second slot). */
+ * code), on cuda because the kernels round every operation as the CPU does (no fused
+ * multiply-adds; kernels/cuda/forecast.cu), in every spread of a series over lanes that
+ * lanes_per_series gives the lags (a thread a series for lags 1..8; groups of 8, 16 and
+ * 32 lanes; 20 and 32 put Q^T y and R's last column on a lane's second slot). */
 START_TEST(test_the_backend_gives_the_cpu_kernel_s_bits) {
   enum { T = 150, H = 16 };
   float *x = ar2_series(300, T, 61);
-  const int lags[] = {1, 4, 8, 9, 20, 31, 32};
+  const int lags[] = {1, 4, 7, 8, 9, 20, 31, 32}, lanes[] = {1, 8, 16, 32};
   for (size_t i = 0; i < sizeof lags / sizeof lags[0]; i++) {
     /* fewer series past 20: the emulator's warp collectives are slow */
     const int64_t S = lags[i] > 20 ? 37 : 300;
-    float *got = run_forecast(x, S, T, lags[i], H);
     float *want = malloc(sizeof(float) * S * H);
     ck_assert_ptr_nonnull(want);
     const plm__ar_forecast_args args = {
         .series = x, .out = want, .count = S, .length = T, .lags = lags[i], .horizon = H};
     plm__ar_forecast_cpu(&args);
-    for (int64_t k = 0; k < S * H; k++)
-      ck_assert_msg(memcmp(&got[k], &want[k], sizeof(float)) == 0,
-                    "p %d: series %lld step %lld: %a, the CPU kernel %a", lags[i],
-                    (long long)(k / H), (long long)(k % H), (double)got[k], (double)want[k]);
-    free(got), free(want);
+    for (size_t l = 0; l < sizeof lanes / sizeof lanes[0]; l++) {
+      /* each spread the lags have once: a value that plm__ar_series_lanes raises to one
+       * tried already is skipped */
+      const int spread = plm__ar_series_lanes(lags[i], lanes[l]);
+      if (l > 0 && spread == plm__ar_series_lanes(lags[i], lanes[l - 1])) continue;
+      PLM_CHECK_OK(
+          plm_tuning_set(PLM_BACKEND_CUDA, "ar_forecast", "lanes_per_series", -1, lanes[l]));
+      float *got = run_forecast(x, S, T, lags[i], H);
+      for (int64_t k = 0; k < S * H; k++)
+        ck_assert_msg(memcmp(&got[k], &want[k], sizeof(float)) == 0,
+                      "p %d, %d lanes a series: series %lld step %lld: %a, the CPU kernel %a",
+                      lags[i], spread, (long long)(k / H), (long long)(k % H), (double)got[k],
+                      (double)want[k]);
+      free(got);
+    }
+    plm_tuning_reset();
+    free(want);
   }
   free(x);
 }
@@ -372,16 +383,39 @@ START_TEST(test_the_cuda_kernels_interleaved_layouts_give_the_same_bits) {
   ck_assert_int_eq(plm__ar_shared_threads(1), 256);
   ck_assert_int_eq(plm__ar_shared_threads(4), 96);
   ck_assert_int_eq(plm__ar_shared_threads(8), 32);
-  /* Past them, the warp kernel: at least a warp's work in 48 KiB (one at p = 32). */
   ck_assert_int_eq(plm__ar_shared_threads(9), 0);
-  for (int lags = 9; lags <= PLM_AR_MAX_LAGS; lags++) {
-    const int warps = plm__ar_warp_kernel_warps(lags);
-    ck_assert_msg(warps >= 1 && warps <= PLM__AR_WARP_KERNEL_MAX_WARPS, "p %d: %d warps", lags,
-                  warps);
-    ck_assert_int_le((int64_t)warps * plm__ar_warp_work_doubles(lags) * 8, PLM__AR_SHARED_BYTES);
-  }
-  ck_assert_int_eq(plm__ar_warp_kernel_warps(PLM_AR_MAX_LAGS), 1);
-  ck_assert_int_eq(plm__ar_warp_kernel_warps(16), 4);
+  /* The lanes a series takes: a thread where it fits, else a group holding every row (but
+   * 32 lanes for 33 rows), never fewer than asked. */
+  for (int lags = 1; lags <= PLM_AR_MAX_LAGS; lags++)
+    for (int wanted = 1; wanted <= 32; wanted *= 2) {
+      const int lanes = plm__ar_series_lanes(lags, wanted);
+      if (lanes == 1) {
+        ck_assert_int_le(wanted, 1);
+        ck_assert_int_le(lags, 8);
+        continue;
+      }
+      ck_assert_msg(lanes == 8 || lanes == 16 || lanes == 32, "p %d: %d lanes", lags, lanes);
+      ck_assert_int_ge(lanes, wanted);
+      ck_assert_msg(lanes >= lags + 1 || lanes == 32, "p %d: %d lanes", lags, lanes);
+      ck_assert_msg(lanes / 2 < (wanted > lags + 1 ? wanted : lags + 1) || lanes == 8,
+                    "p %d, %d wanted: %d lanes is not the least", lags, wanted, lanes);
+      /* whole warps of groups whose work fits 48 KiB */
+      const int threads = plm__ar_group_kernel_threads(lags, lanes);
+      ck_assert_msg(
+          threads >= 32 && threads % 32 == 0 && threads <= PLM__AR_GROUP_KERNEL_MAX_THREADS,
+          "p %d, %d lanes: %d threads", lags, lanes, threads);
+      ck_assert_int_le((int64_t)(threads / lanes) * plm__ar_group_work_doubles(lags) * 8,
+                       PLM__AR_SHARED_BYTES);
+    }
+  ck_assert_int_eq(plm__ar_series_lanes(5, 1), 1);
+  ck_assert_int_eq(plm__ar_series_lanes(5, 8), 8);
+  ck_assert_int_eq(plm__ar_series_lanes(8, 8), 16);
+  ck_assert_int_eq(plm__ar_series_lanes(9, 1), 16);
+  ck_assert_int_eq(plm__ar_series_lanes(16, 8), 32);
+  ck_assert_int_eq(plm__ar_series_lanes(PLM_AR_MAX_LAGS, 8), 32);
+  ck_assert_int_eq(plm__ar_group_kernel_threads(5, 8), 256);
+  ck_assert_int_eq(plm__ar_group_kernel_threads(16, 32), 128);
+  ck_assert_int_eq(plm__ar_group_kernel_threads(PLM_AR_MAX_LAGS, 32), 32);
 }
 END_TEST
 

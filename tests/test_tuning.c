@@ -43,8 +43,9 @@ START_TEST(test_every_tunable_has_its_default_among_ascending_candidates) {
     PLM_CHECK_FAILS(plm_op_tunable_info_get(op, count, &(plm_tunable_info){0}), PLM_ERR_INVALID_ARG,
                     "is not one of");
   }
-  /* entropy (5), the fused op (5), conv2d, matmul, lstm_cell (2) and dendritic (2) */
-  ck_assert_int_eq(tunables, 16);
+  /* entropy (5), the fused op (5), conv2d, matmul, lstm_cell (2), dendritic (2) and
+   * ar_forecast */
+  ck_assert_int_eq(tunables, 17);
   PLM_CHECK_FAILS(plm_op_tunable_count(plm_op_count(), &(int){0}), PLM_ERR_INVALID_ARG, "not in");
 }
 END_TEST

@@ -8,8 +8,10 @@
  * phases differ) or when a collective that joined both came between (same warp, a
  * collective after the first access whose mask names both lanes, found in the warp's
  * history). When several threads read a byte in one phase the shadow keeps one of them,
- * and whether they were several and of several warps; a write after them is ordered only
- * by a barrier, or by a collective of the whole warp when they were all of one.
+ * whether they were several and of several warps, and the lanes of those of one warp; a
+ * write after them is ordered only by a barrier, or, when they were all of one warp, by a
+ * collective after the last of their reads whose mask names each of them and the writer
+ * (a group of lanes syncing on its own mask orders its own reads and writes).
  *
  * The shadow is never cleared: a byte whose last write is from an earlier phase than the
  * block's first was not written by this block (a read of it is reported), and older
@@ -39,6 +41,7 @@ struct shadow_byte {
   uint32_t written_phase; /* the phase of the last write (or atomic) of this byte */
   uint8_t readers_many, readers_warps_mixed, atomics_many;
   uint32_t readers_gen_max;
+  uint32_t readers_lanes; /* the lanes that read it in the read's phase (of one warp) */
   access_record write, read, atomic;
 };
 
@@ -46,13 +49,13 @@ struct shared_shadow {
   shadow_byte *bytes; /* kSharedArenaBytes of them */
 };
 
-bool synced_since(const executor *exec, int warp, uint32_t gen, int lane_a, int lane_b,
-                  bool whole_warp) {
+/* Whether a collective of the warp completed since its count was `gen` whose mask names
+ * every lane of `need`. */
+bool synced_since(const executor *exec, int warp, uint32_t gen, unsigned need) {
   const warp_state &w = exec->warp[warp];
   const uint32_t since = w.sync_gen - gen; /* collectives completed since the access */
   if (since == 0) return false;
   if (since > (uint32_t)kSyncHistory) return true; /* long ago: some joined both */
-  const unsigned need = whole_warp ? w.exists : (1u << lane_a) | (1u << lane_b);
   for (uint32_t k = 1; k <= since; k++)
     if ((w.sync_masks[(gen + k) % kSyncHistory] & need) == need) return true;
   return false;
@@ -64,7 +67,7 @@ bool ordered(const executor *exec, const access_record &r, int me) {
   if (r.phase != exec->phase || r.thread == me) return true;
   const int warp = r.thread / kWarpSize;
   if (warp != me / kWarpSize) return false;
-  return synced_since(exec, warp, r.gen, r.thread % kWarpSize, me % kWarpSize, false);
+  return synced_since(exec, warp, r.gen, (1u << r.thread % kWarpSize) | (1u << me % kWarpSize));
 }
 
 std::string place(const executor *exec, size_t offset, size_t size) {
@@ -185,7 +188,8 @@ PLM_EMU_HOT void shared_access(executor *exec, int me, size_t offset, size_t siz
       bool ok;
       if (!b.readers_many) ok = ordered(exec, b.read, me);
       else ok = !b.readers_warps_mixed && b.read.thread / kWarpSize == warp &&
-                synced_since(exec, warp, b.readers_gen_max, 0, 0, true);
+                synced_since(exec, warp, b.readers_gen_max,
+                             b.readers_lanes | 1u << me % kWarpSize);
       if (!ok) {
         report_race(exec, me, kind, pc, offset, size, b.read, access_read, b.readers_many);
         return;
@@ -198,9 +202,11 @@ PLM_EMU_HOT void shared_access(executor *exec, int me, size_t offset, size_t siz
           b.readers_many = 1;
           if (b.read.thread / kWarpSize != warp) b.readers_warps_mixed = 1;
           if (now.gen > b.readers_gen_max) b.readers_gen_max = now.gen;
+          b.readers_lanes |= 1u << me % kWarpSize;
         } else if (b.read.phase != now.phase) {
           b.readers_many = b.readers_warps_mixed = 0;
           b.readers_gen_max = now.gen;
+          b.readers_lanes = 1u << me % kWarpSize;
         }
         b.read = now;
         break;

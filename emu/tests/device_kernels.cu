@@ -294,6 +294,35 @@ __global__ void barrier_against_collective_kernel(int *out) {
   }
 }
 
+/* Four groups of 8 lanes, each ordered by __syncwarp on its own mask: every lane of a
+ * group reads its group's word, then the group's first lane writes it, then every lane
+ * reads it again. out[lane] = 100 g + g + 10 for group g. */
+__global__ void lane_groups_kernel(int *out) {
+  __shared__ int word[4];
+  const unsigned lane = threadIdx.x, group = lane / 8, mask = 0xffu << (group * 8);
+  if (lane % 8 == 0) word[group] = (int)group;
+  __syncwarp(mask);
+  const int before = word[group];
+  __syncwarp(mask); /* the group's reads before its first lane's write */
+  if (lane % 8 == 0) word[group] = before + 10;
+  __syncwarp(mask);
+  out[lane] = before * 100 + word[group];
+}
+
+/* As lane_groups_kernel, but each group's word is written by the first lane of the group
+ * before it, which the readers' __syncwarp does not join. */
+__global__ void group_race_kernel(int *out) {
+  __shared__ int word[4];
+  const unsigned lane = threadIdx.x, group = lane / 8, mask = 0xffu << (group * 8);
+  if (lane % 8 == 0) word[group] = (int)group;
+  __syncthreads();
+  const int before = word[group];
+  __syncwarp(mask);
+  if (lane % 8 == 0) word[(group + 1) % 4] = before + 10; /* needs the whole warp's __syncwarp */
+  __syncwarp(mask);
+  out[lane] = word[group];
+}
+
 /* ---- launchers ------------------------------------------------------------------------- */
 
 cudaError_t launch_correct(correct_kernel which, const correct_args *a, cudaStream_t s) {
@@ -320,6 +349,7 @@ cudaError_t launch_correct(correct_kernel which, const correct_args *a, cudaStre
     }
     case correct_blocks: blocks_kernel<<<50, 64, 0, s>>>((int *)a->out, (int *)a->out + 1); break;
     case correct_copy: copy_kernel<<<4, 128, 0, s>>>(a->in, a->out, a->n); break;
+    case correct_lane_groups: lane_groups_kernel<<<1, 32, 0, s>>>((int *)a->out); break;
   }
   return cudaGetLastError();
 }
@@ -356,6 +386,7 @@ void launch_defect(defect_kernel which, const defect_args *a, cudaStream_t s) {
     case defect_warp_race: warp_race_kernel<<<1, 32, 0, s>>>((int *)a->out); break;
     case defect_wmma_misaligned: wmma_misaligned_kernel<<<1, 32, 0, s>>>(a->in, a->out); break;
     case defect_barrier_against_collective: barrier_against_collective_kernel<<<1, 32, 0, s>>>((int *)a->out); break;
+    case defect_group_race: group_race_kernel<<<1, 32, 0, s>>>((int *)a->out); break;
   }
 }
 

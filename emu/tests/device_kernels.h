@@ -18,7 +18,8 @@ enum correct_kernel {
   correct_trap,       /* out: 4 x 32 ints; the launch ends in cudaErrorIllegalInstruction */
   correct_big_shared, /* out: 256 ints; 100 KiB of dynamic shared memory, opted in */
   correct_blocks,     /* out: counter, total */
-  correct_copy        /* in -> out, n floats */
+  correct_copy,       /* in -> out, n floats */
+  correct_lane_groups /* out: 32 ints */
 };
 
 struct correct_args {
@@ -64,7 +65,8 @@ enum defect_kernel {
   defect_shuffle_outside_mask,
   defect_warp_race,
   defect_wmma_misaligned,
-  defect_barrier_against_collective
+  defect_barrier_against_collective,
+  defect_group_race
 };
 
 struct defect_args {

@@ -138,6 +138,13 @@ void test_shared() {
   check(wrong == 0, "static and dynamic shared memory, 3-D blocks and grids");
 }
 
+void test_lane_groups() {
+  std::vector<int> o = run<int>(correct_lane_groups, 32);
+  int wrong = 0;
+  for (int lane = 0; lane < 32; lane++) wrong += o[lane] != 101 * (lane / 8) + 10;
+  check(wrong == 0, "groups of 8 lanes ordered by __syncwarp on their own masks");
+}
+
 void test_spin() {
   std::vector<int> o = run<int>(correct_spin, 1);
   check(o[0] == 42, "a warp waits for another with __nanosleep");
@@ -317,6 +324,7 @@ const planted planted_defects[] = {
     {"warp_race", "shared-memory race", DEFECT(defect_warp_race)},
     {"wmma_misaligned", "breaks WMMA's rules", DEFECT(defect_wmma_misaligned)},
     {"barrier_against_collective", "wait for each other for ever", DEFECT(defect_barrier_against_collective)},
+    {"group_race", "shared-memory race", DEFECT(defect_group_race)},
     {"missing_event_wait", "out of stream order", [] { return child_missing_event_wait(false); }},
     {"freed_block", "free", [] { return child_freed_block(); }},
 };
@@ -388,6 +396,7 @@ int main(int argc, char **argv) {
   test_barriers();
   test_atomics();
   test_shared();
+  test_lane_groups();
   test_spin();
   test_wmma();
   test_big_shared();

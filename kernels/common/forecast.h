@@ -1,6 +1,6 @@
 /* kernels/common/forecast.h: the AR(p) fit and forecast of one series, run by both
- * backends (one CPU task per series, one CUDA thread per series), and the arguments of
- * an ar_forecast launch (semantics in plume/forecast.h). */
+ * backends (one CPU task per series; on CUDA a thread or a group of lanes a series), and
+ * the arguments of an ar_forecast launch (semantics in plume/forecast.h). */
 #ifndef PLUME_KERNELS_COMMON_FORECAST_H
 #define PLUME_KERNELS_COMMON_FORECAST_H
 
@@ -18,6 +18,7 @@ typedef struct plm__ar_forecast_args {
   int64_t length;      /* T */
   int lags;            /* p */
   int horizon;         /* h */
+  int lanes;           /* CUDA only: lanes a series, plm__ar_series_lanes (1, 8, 16, 32) */
 } plm__ar_forecast_args;
 
 /* The working doubles of one series: R and V ((p + 1)^2 each), Q^T y, a row (p + 1 each)
@@ -27,22 +28,29 @@ static inline PLM_HD int64_t plm__ar_work_doubles(int lags) {
   return 2 * n * n + 2 * n + lags;
 }
 
-/* Where the CUDA kernels keep a series' working doubles (kernels/cuda/forecast.cu):
- *   - lags 1..8, a thread a series: in shared memory, interleaved across a block's
+/* How the CUDA kernels (kernels/cuda/forecast.cu) spread a series over lanes, and where
+ * they keep its working doubles; ar_forecast's cuda tunable lanes_per_series picks
+ * (ops/forecast.c), plm__ar_series_lanes makes its value fit the lags:
+ *   - 1, a thread a series (lags 1..8): in shared memory, interleaved across a block's
  *     threads, when at least a warp's worth of them fits in PLM__AR_SHARED_BYTES (48 KiB,
  *     what a block may have without opting in; 8: 188 doubles, 1504 bytes, 32 threads).
  *     plm__ar_shared_threads gives the threads per block (a multiple of 32, at most
- *     PLM__AR_SHARED_MAX_THREADS), or 0 past those lags.
- *   - lags 9..PLM_AR_MAX_LAGS, a warp a series: in shared memory, one contiguous block of
- *     plm__ar_warp_work_doubles(p) a warp (the work, then two rings of n + 1 equations
- *     of n + 1 values, which the Jacobi sweeps reuse for two buffers of 3 n + 3;
- *     35.8 KiB at p = 32, 10 KiB at p = 16); plm__ar_warp_kernel_warps gives the
- *     warps per block, as many as fit 48 KiB, at most PLM__AR_WARP_KERNEL_MAX_WARPS.
+ *     PLM__AR_SHARED_MAX_THREADS), or 0 past those lags. The thread's chain of dependent
+ *     rotations is (T - p) (p + 1) long.
+ *   - 8, 16 or 32, a group of lanes a series, lane l owning rows l and l + lanes of R (only
+ *     32 lanes hold the 33 rows of p = 32 with a second row): in shared memory, one
+ *     contiguous block of plm__ar_group_work_doubles(p) a group (the work, then two rings
+ *     of n + 1 equations of n + 1 values, which the Jacobi sweeps reuse for two buffers of
+ *     3 n + 3; 35.8 KiB at p = 32, 10 KiB at p = 16, 1.5 KiB at p = 5);
+ *     plm__ar_group_kernel_threads gives the threads per block, as many whole warps as
+ *     fit 48 KiB, at most PLM__AR_GROUP_KERNEL_MAX_THREADS. The rows rotate an equation
+ *     at once, a step apart (systolic): the chain is T - p + p steps long.
  * Neither needs scratch. */
 enum {
   PLM__AR_SHARED_BYTES = 48 * 1024,
   PLM__AR_SHARED_MAX_THREADS = 256,
-  PLM__AR_WARP_KERNEL_MAX_WARPS = 8
+  PLM__AR_GROUP_KERNEL_MAX_THREADS = 256,
+  PLM__AR_GROUP_LANES_MOST = 32
 };
 
 static inline PLM_HD int plm__ar_shared_threads(int lags) {
@@ -52,15 +60,30 @@ static inline PLM_HD int plm__ar_shared_threads(int lags) {
   return (int)(threads < PLM__AR_SHARED_MAX_THREADS ? threads : PLM__AR_SHARED_MAX_THREADS);
 }
 
-static inline PLM_HD int64_t plm__ar_warp_work_doubles(int lags) {
+/* The lanes a series takes for `wanted` (lanes_per_series: 1, 8, 16 or 32): 1 where a
+ * thread a series fits the lags (1..8); else the least of 8, 16 and 32 that is at least
+ * `wanted` and, below 32, at least the p + 1 rows of R. */
+static inline PLM_HD int plm__ar_series_lanes(int lags, int wanted) {
+  if (wanted <= 1 && plm__ar_shared_threads(lags) > 0) return 1;
+  int lanes = 8;
+  while (lanes < PLM__AR_GROUP_LANES_MOST && (lanes < wanted || lanes < lags + 1)) lanes *= 2;
+  return lanes;
+}
+
+static inline PLM_HD int64_t plm__ar_group_work_doubles(int lags) {
   const int64_t n = lags + 1;
   return plm__ar_work_doubles(lags) + 2 * (n + 1) * (n + 1); /* at least 6 n + 6 */
 }
 
-static inline PLM_HD int plm__ar_warp_kernel_warps(int lags) {
-  const int64_t warps =
-      PLM__AR_SHARED_BYTES / (plm__ar_warp_work_doubles(lags) * (int64_t)sizeof(double));
-  return (int)(warps < PLM__AR_WARP_KERNEL_MAX_WARPS ? warps : PLM__AR_WARP_KERNEL_MAX_WARPS);
+/* The threads of a block of the group kernel, `lanes` (8, 16 or 32) a series: the most
+ * whole warps whose series' work fits PLM__AR_SHARED_BYTES, at most
+ * PLM__AR_GROUP_KERNEL_MAX_THREADS (at least one warp for every lags and lanes). */
+static inline PLM_HD int plm__ar_group_kernel_threads(int lags, int lanes) {
+  const int64_t warp_bytes =
+      (32 / lanes) * plm__ar_group_work_doubles(lags) * (int64_t)sizeof(double);
+  const int64_t threads = 32 * (PLM__AR_SHARED_BYTES / warp_bytes);
+  return (int)(threads < PLM__AR_GROUP_KERNEL_MAX_THREADS ? threads
+                                                          : PLM__AR_GROUP_KERNEL_MAX_THREADS);
 }
 
 /* The most one-sided Jacobi sweeps over R's column pairs (they stop at the first sweep
@@ -158,7 +181,7 @@ static inline PLM_HD void plm__ar_solve_and_forecast(const float *x, int64_t len
 
 /* Fit and forecast series x (length T) into out (h values), one thread: Givens QR of the
  * T - p equations, one-sided Jacobi SVD of R, then plm__ar_solve_and_forecast. The CUDA
- * warp kernel (kernels/cuda/forecast.cu) spreads the first two over a warp's lanes with
+ * group kernel (kernels/cuda/forecast.cu) spreads the first two over a group's lanes with
  * the same operations on each number in the same order, so it gives the same bits. */
 static inline PLM_HD void plm__ar_forecast_one(const float *x, int64_t length, int lags,
                                                int horizon, float *out, double *work,
