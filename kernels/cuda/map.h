@@ -18,9 +18,9 @@
  *     const plm__nuc_args *args = (const plm__nuc_args *)packed;
  *     return plm__cuda_map_dtypes(args->dtype, "nuc", [&](auto zero) {
  *       using T = decltype(zero);
- *       plm__map_kernel<nuc_elem, plm__nuc_args, T, float>
+ *       plm__map_kernel<nuc_elem, plm__nuc_args, float, T>
  *           <<<plm__map_blocks(args->count), PLM__MAP_THREADS, 0, (cudaStream_t)stream>>>(
- *               *args, (const T *)args->in, args->out, args->count);
+ *               *args, args->out, args->count, (const T *)args->in);
  *     });
  *   }
  *
@@ -106,10 +106,22 @@ __device__ inline int64_t plm__map_place_after(int64_t p, int64_t by, int64_t pe
   return p;
 }
 
-/* out[i] = Elem()(k, in[i], p) over count elements. A block takes 4 x blockDim.x elements
- * per step of a grid-stride loop, four a thread, in one of two layouts:
- *   quads    thread t the four from 4t on, each quad one vector load and store, when every
- *            pointer is aligned for vectors and the op has no period (p is i);
+/* The quad of outputs at `at` (element `first` on) from its inputs' quads, stored as one
+ * vector. */
+template <typename Elem, typename Args, typename Out, typename... In>
+__device__ inline void plm__map_quad(const Args &k, Out *at, int64_t first,
+                                     const plm__quad<In> &...x) {
+  plm__quad<Out> y;
+  for (int j = 0; j < PLM__MAP_QUAD; j++) y.v[j] = Elem()(k, x.v[j]..., first + j);
+  y.store(at);
+}
+
+/* out[i] = Elem()(k, in[i]..., p) over count elements, for one input or more of one element
+ * type. A block takes 4 x blockDim.x elements per step of a grid-stride loop, four a
+ * thread, in one of two layouts:
+ *   quads    thread t the four from 4t on, each quad one vector load per input and one
+ *            store, when every pointer is aligned for vectors and the op has no period (p
+ *            is i);
  *   strided  thread t elements t, t + blockDim.x, ...: each warp access 32 consecutive
  *            elements, as an op with a period wants for its per-pixel tables (nuc's gain
  *            at p), and the only layout unaligned pointers allow.
@@ -117,56 +129,25 @@ __device__ inline int64_t plm__map_place_after(int64_t p, int64_t by, int64_t pe
  * memory (the H200 measured clip u8 at 4.0x its floor and threshold at 3.3x with one
  * element a thread, f32 vector_add at 1.9x), and one place in the period (a 64-bit
  * division) serves four elements. The same elements either way, so the same bits; in
- * place (out == in) stays safe: each element is read by the thread that writes it, before
- * it writes it. */
-template <typename Elem, typename Args, typename In, typename Out>
-__global__ void plm__map_kernel(Args k, const In *in, Out *out, int64_t count) {
-  const bool quads = k.period == 0 && plm__quad_aligned(in) && plm__quad_aligned(out);
+ * place (out == an input) stays safe: each element is read by the thread that writes it,
+ * before it writes it. */
+template <typename Elem, typename Args, typename Out, typename... In>
+__global__ void plm__map_kernel(Args k, Out *out, int64_t count, const In *...in) {
+  static_assert(sizeof...(In) >= 1, "an element-wise op reads at least one input");
+  const bool quads = k.period == 0 && plm__quad_aligned(out) && (plm__quad_aligned(in) && ...);
   const int64_t span = (int64_t)blockDim.x * PLM__MAP_QUAD;
   for (int64_t base = blockIdx.x * span; base < count; base += gridDim.x * span) {
     if (quads) {
       const int64_t first = base + (int64_t)threadIdx.x * PLM__MAP_QUAD;
-      if (first + PLM__MAP_QUAD <= count) {
-        const plm__quad<In> x = plm__quad<In>::load(in + first);
-        plm__quad<Out> y;
-        for (int j = 0; j < PLM__MAP_QUAD; j++) y.v[j] = Elem()(k, x.v[j], first + j);
-        y.store(out + first);
-      } else {
-        for (int64_t i = first; i < count; i++) out[i] = Elem()(k, in[i], i);
-      }
+      if (first + PLM__MAP_QUAD <= count)
+        plm__map_quad<Elem>(k, out + first, first, plm__quad<In>::load(in + first)...);
+      else
+        for (int64_t i = first; i < count; i++) out[i] = Elem()(k, in[i]..., i);
     } else {
       int64_t p = plm__map_place(base + threadIdx.x, k.period);
       for (int j = 0; j < PLM__MAP_QUAD; j++, p = plm__map_place_after(p, blockDim.x, k.period)) {
         const int64_t i = base + threadIdx.x + (int64_t)j * blockDim.x;
-        if (i < count) out[i] = Elem()(k, in[i], p);
-      }
-    }
-  }
-}
-
-/* out[i] = Elem()(k, in[i], in2[i], p) over count elements, in the layouts above. */
-template <typename Elem, typename Args, typename In, typename Out>
-__global__ void plm__map2_kernel(Args k, const In *in, const In *in2, Out *out, int64_t count) {
-  const bool quads =
-      k.period == 0 && plm__quad_aligned(in) && plm__quad_aligned(in2) && plm__quad_aligned(out);
-  const int64_t span = (int64_t)blockDim.x * PLM__MAP_QUAD;
-  for (int64_t base = blockIdx.x * span; base < count; base += gridDim.x * span) {
-    if (quads) {
-      const int64_t first = base + (int64_t)threadIdx.x * PLM__MAP_QUAD;
-      if (first + PLM__MAP_QUAD <= count) {
-        const plm__quad<In> a = plm__quad<In>::load(in + first);
-        const plm__quad<In> b = plm__quad<In>::load(in2 + first);
-        plm__quad<Out> y;
-        for (int j = 0; j < PLM__MAP_QUAD; j++) y.v[j] = Elem()(k, a.v[j], b.v[j], first + j);
-        y.store(out + first);
-      } else {
-        for (int64_t i = first; i < count; i++) out[i] = Elem()(k, in[i], in2[i], i);
-      }
-    } else {
-      int64_t p = plm__map_place(base + threadIdx.x, k.period);
-      for (int j = 0; j < PLM__MAP_QUAD; j++, p = plm__map_place_after(p, blockDim.x, k.period)) {
-        const int64_t i = base + threadIdx.x + (int64_t)j * blockDim.x;
-        if (i < count) out[i] = Elem()(k, in[i], in2[i], p);
+        if (i < count) out[i] = Elem()(k, in[i]..., p);
       }
     }
   }

@@ -29,9 +29,9 @@ static plm_status launch_map(void *stream, const Args *args, const char *op) {
   return plm__cuda_map_dtypes(args->dtype, op, [&](auto zero) {
     using T = decltype(zero);
     using Out = typename OutOf<T>::type;
-    plm__map_kernel<Elem, Args, T, Out>
+    plm__map_kernel<Elem, Args, Out, T>
         <<<plm__map_blocks(args->count), PLM__MAP_THREADS, 0, (cudaStream_t)stream>>>(
-            *args, (const T *)args->in, (Out *)args->out, args->count);
+            *args, (Out *)args->out, args->count, (const T *)args->in);
   });
 }
 
@@ -41,9 +41,9 @@ static plm_status launch_map2(void *stream, const Args *args, const char *op) {
   return plm__cuda_map_dtypes(args->dtype, op, [&](auto zero) {
     using T = decltype(zero);
     using Out = typename OutOf<T>::type;
-    plm__map2_kernel<Elem, Args, T, Out>
+    plm__map_kernel<Elem, Args, Out, T, T>
         <<<plm__map_blocks(args->count), PLM__MAP_THREADS, 0, (cudaStream_t)stream>>>(
-            *args, (const T *)args->in, (const T *)args->in2, (Out *)args->out, args->count);
+            *args, (Out *)args->out, args->count, (const T *)args->in, (const T *)args->in2);
   });
 }
 

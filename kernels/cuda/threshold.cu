@@ -17,8 +17,8 @@ struct threshold_elem {
 extern "C" plm_status plm__threshold_cuda(void *stream, const plm__threshold_args *args) {
   return plm__cuda_map_dtypes(args->dtype, "threshold", [&](auto zero) {
     using T = decltype(zero);
-    plm__map_kernel<threshold_elem, plm__threshold_args, T, uint8_t>
+    plm__map_kernel<threshold_elem, plm__threshold_args, uint8_t, T>
         <<<plm__map_blocks(args->count), PLM__MAP_THREADS, 0, (cudaStream_t)stream>>>(
-            *args, (const T *)args->in, args->out, args->count);
+            *args, args->out, args->count, (const T *)args->in);
   });
 }

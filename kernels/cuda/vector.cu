@@ -24,9 +24,9 @@ struct add_elem {
 /* f32 only: no dtype to dispatch. out may be a or b (in place: a pipeline step over its own
  * intermediate), which the template allows. */
 extern "C" plm_status plm__vector_add_cuda(void *stream, const plm__vector_add_args *args) {
-  plm__map2_kernel<add_elem, plm__vector_add_args, float, float>
+  plm__map_kernel<add_elem, plm__vector_add_args, float, float, float>
       <<<plm__map_blocks(args->count), PLM__MAP_THREADS, 0, (cudaStream_t)stream>>>(
-          *args, args->in, args->in2, args->out, args->count);
+          *args, args->out, args->count, args->in, args->in2);
   return plm__cuda_check_launch("vector_add");
 }
 
