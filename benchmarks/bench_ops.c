@@ -40,8 +40,9 @@
  *   dot        n rows of n f32, one f64 sum per row; n = 316 as vector_add
  *   ar_forecast  `size` series of 1000 points, AR(5) fitted, 10 steps ahead: the seeds'
  *              one series, then 10,000 and (full runs) 100,000
- *   ar_forecast_p16  the same at AR(16) (CUDA: the warp kernel, a warp a series, its
- *              working doubles in shared memory): 64 series, then 1000 and (full runs) 10,000
+ *   ar_forecast_p16  the same at AR(16) (CUDA: the group kernel, a warp of 32 lanes a
+ *              series, its working doubles in shared memory): 64 series, then 1000 and (full
+ *              runs) 10,000
  *   cublas_sgemm  on cuda, cuBLAS's SGEMM on matmul's n^3 (no bias or activation), on the
  *              same stream (plm_stream_native_handle), the peer matmul is measured
  *              against; libcublas is loaded at run time, and the row is skipped, with the
