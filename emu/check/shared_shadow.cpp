@@ -50,12 +50,20 @@ struct shared_shadow {
 };
 
 /* Whether a collective of the warp completed since its count was `gen` whose mask names
- * every lane of `need`. */
+ * every lane of `need`: from the history of the last kSyncHistory collectives, or, for an
+ * access older than them, from the last completion of each mask (exact while the warp has
+ * used at most kMaskMemory masks; past them taken as ordered). */
 bool synced_since(const executor *exec, int warp, uint32_t gen, unsigned need) {
   const warp_state &w = exec->warp[warp];
   const uint32_t since = w.sync_gen - gen; /* collectives completed since the access */
   if (since == 0) return false;
-  if (since > (uint32_t)kSyncHistory) return true; /* long ago: some joined both */
+  if (since > (uint32_t)kSyncHistory) {
+    if (w.masks_forgotten) return true;
+    for (int m = 0; m < w.mask_count; m++)
+      if ((w.last_of_mask[m].mask & need) == need && w.last_of_mask[m].gen - gen - 1 < since)
+        return true;
+    return false;
+  }
   for (uint32_t k = 1; k <= since; k++)
     if ((w.sync_masks[(gen + k) % kSyncHistory] & need) == need) return true;
   return false;
@@ -152,15 +160,18 @@ PLM_EMU_HOT void shared_access(executor *exec, int me, size_t offset, size_t siz
   const access_record now{exec->phase, exec->warp[warp].sync_gen, (uint16_t)me, pc};
   for (size_t i = 0; i < size; i++) {
     shadow_byte &b = shadow->bytes[offset + i];
-    /* The common cases: this thread's own byte again in this phase, and a read of what
-     * an earlier phase wrote, already recorded as read by this thread (or by threads of
-     * several warps, which only a barrier orders before a write anyway). */
+    /* The common cases: this thread's own byte again in this phase with no collective
+     * since its last access, and a read of what an earlier phase wrote, already recorded
+     * as read by this thread since the warp's last collective (or by threads of several
+     * warps, which only a barrier orders before a write anyway). */
     if (kind == access_write && b.write.phase == now.phase && b.write.thread == me &&
+        b.write.gen == now.gen &&
         (b.read.phase != now.phase || (b.read.thread == me && !b.readers_many)) &&
         b.atomic.phase != now.phase)
       continue;
     if (kind == access_read && b.read.phase == now.phase &&
-        (b.read.thread == me || b.readers_warps_mixed) && b.atomic.phase != now.phase &&
+        (b.read.thread == me ? b.read.gen == now.gen : b.readers_warps_mixed) &&
+        b.atomic.phase != now.phase &&
         (b.write.phase != now.phase || b.write.thread == me) &&
         b.written_phase >= exec->block_start_phase)
       continue;
@@ -198,12 +209,12 @@ PLM_EMU_HOT void shared_access(executor *exec, int me, size_t offset, size_t siz
     switch (kind) {
       case access_atomic_read: break; /* handled above */
       case access_read:
-        if (b.read.phase == now.phase && b.read.thread != me) {
-          b.readers_many = 1;
+        if (b.read.phase == now.phase) {
+          if (b.read.thread != me) b.readers_many = 1;
           if (b.read.thread / kWarpSize != warp) b.readers_warps_mixed = 1;
           if (now.gen > b.readers_gen_max) b.readers_gen_max = now.gen;
           b.readers_lanes |= 1u << me % kWarpSize;
-        } else if (b.read.phase != now.phase) {
+        } else {
           b.readers_many = b.readers_warps_mixed = 0;
           b.readers_gen_max = now.gen;
           b.readers_lanes = 1u << me % kWarpSize;
@@ -213,7 +224,8 @@ PLM_EMU_HOT void shared_access(executor *exec, int me, size_t offset, size_t siz
       case access_write:
         b.write = now;
         b.written_phase = now.phase;
-        break;
+        b.read.phase = 0; /* every read so far is ordered before this write, so before */
+        break;            /* whatever is ordered after it: a later write checks the write */
       case access_atomic:
         b.atomics_many = b.atomic.phase == now.phase && (b.atomics_many || b.atomic.thread != me);
         b.atomic = now;

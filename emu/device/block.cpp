@@ -137,6 +137,11 @@ void complete_wait(executor *exec, int warp, int wait_index) {
   if (exec->counts) count_collective(exec, done.mask);
   w.sync_gen++;
   w.sync_masks[w.sync_gen % kSyncHistory] = done.mask;
+  int m = 0;
+  while (m < w.mask_count && w.last_of_mask[m].mask != done.mask) m++;
+  if (m < w.mask_count) w.last_of_mask[m].gen = w.sync_gen;
+  else if (w.mask_count < kMaskMemory) w.last_of_mask[w.mask_count++] = {done.mask, w.sync_gen};
+  else w.masks_forgotten = true;
   for (int l = 0; l < kWarpSize; l++)
     if (done.mask & (1u << l)) make_runnable(exec, warp * kWarpSize + l);
 }
@@ -308,6 +313,8 @@ void start_block(executor *exec, uint3 block_idx, uint64_t seed) {
     w.wait_count = 0;
     w.runnable_count = 0;
     w.sync_gen = 0;
+    w.mask_count = 0;
+    w.masks_forgotten = false;
     w.at_active_mask = 0;
   }
   char *stacks = (char *)g_fibre_stacks + (size_t)exec->index * kMaxBlockThreads * kStackBytes;

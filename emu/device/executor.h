@@ -36,6 +36,7 @@ namespace plm_emu {
 
 constexpr size_t kSharedArenaBytes = 256 * 1024;
 constexpr int kSyncHistory = 64; /* completed collectives remembered per warp */
+constexpr int kMaskMemory = 16;  /* distinct collective masks remembered per warp */
 constexpr int kMaxStatics = 64;  /* static __shared__ declarations per kernel */
 constexpr int kMaxGroups = 8;    /* collectives waiting at once in one warp */
 
@@ -76,6 +77,15 @@ struct warp_state {
   /* Completed collectives, by generation (sync_gen counts them): the lanes they joined. */
   uint32_t sync_gen = 0;
   unsigned sync_masks[kSyncHistory];
+  /* The last completion (its generation) of each distinct mask, for accesses older than
+   * the history (groups of lanes syncing on their own masks fill it apart); past
+   * kMaskMemory masks, masks_forgotten. */
+  struct mask_completion {
+    unsigned mask;
+    uint32_t gen;
+  } last_of_mask[kMaskMemory];
+  int mask_count = 0;
+  bool masks_forgotten = false;
 };
 
 struct static_shared_var {

@@ -296,7 +296,10 @@ __global__ void barrier_against_collective_kernel(int *out) {
 
 /* Four groups of 8 lanes, each ordered by __syncwarp on its own mask: every lane of a
  * group reads its group's word, then the group's first lane writes it, then every lane
- * reads it again. out[lane] = 100 g + g + 10 for group g. */
+ * reads it again. Then the whole warp syncs, each group syncs 40 times more on its own
+ * (160 collectives: the reads are older than the emulator's history of them), and lane
+ * 8 writes group 0's word, ordered after group 0's reads by the whole warp's sync.
+ * out[lane] = 100 g + g + 10 for group g. */
 __global__ void lane_groups_kernel(int *out) {
   __shared__ int word[4];
   const unsigned lane = threadIdx.x, group = lane / 8, mask = 0xffu << (group * 8);
@@ -307,6 +310,9 @@ __global__ void lane_groups_kernel(int *out) {
   if (lane % 8 == 0) word[group] = before + 10;
   __syncwarp(mask);
   out[lane] = before * 100 + word[group];
+  __syncwarp();
+  for (int k = 0; k < 40; k++) __syncwarp(mask);
+  if (lane == 8) word[0] = -1;
 }
 
 /* As lane_groups_kernel, but each group's word is written by the first lane of the group
@@ -321,6 +327,46 @@ __global__ void group_race_kernel(int *out) {
   if (lane % 8 == 0) word[(group + 1) % 4] = before + 10; /* needs the whole warp's __syncwarp */
   __syncwarp(mask);
   out[lane] = word[group];
+}
+
+/* Lane 0 reads a word, the warp syncs, lane 0 reads it again and lane 1 writes it: the
+ * second read and the write race (the sync orders only the first read). */
+__global__ void reread_race_kernel(int *out) {
+  __shared__ int word;
+  if (threadIdx.x == 0) word = 1;
+  __syncwarp();
+  int got = 0;
+  if (threadIdx.x == 0) got = word;
+  __syncwarp();
+  if (threadIdx.x == 0) got += word;
+  if (threadIdx.x == 1) word = 2;
+  out[threadIdx.x] = got;
+}
+
+/* Lane 0 writes a word, the warp syncs, lane 0 writes it again and lane 1 reads it: the
+ * second write and the read race. */
+__global__ void rewrite_race_kernel(int *out) {
+  __shared__ int word;
+  if (threadIdx.x == 0) word = 1;
+  __syncwarp();
+  if (threadIdx.x == 0) word = 2;
+  out[threadIdx.x] = threadIdx.x == 1 ? word : 0;
+}
+
+/* Group 0 (lanes 0..7) reads its word, the other groups sync 40 times each on their own
+ * masks (more collectives than the emulator's history holds), then lane 8 writes the word:
+ * no collective joined it with the readers. */
+__global__ void old_read_race_kernel(int *out) {
+  __shared__ int word;
+  const unsigned lane = threadIdx.x, group = lane / 8, mask = 0xffu << (group * 8);
+  if (lane == 0) word = 1;
+  __syncthreads();
+  int got = 0;
+  if (group == 0) got = word;
+  else
+    for (int k = 0; k < 40; k++) __syncwarp(mask);
+  if (lane == 8) word = 2;
+  out[lane] = got;
 }
 
 /* ---- launchers ------------------------------------------------------------------------- */
@@ -387,6 +433,9 @@ void launch_defect(defect_kernel which, const defect_args *a, cudaStream_t s) {
     case defect_wmma_misaligned: wmma_misaligned_kernel<<<1, 32, 0, s>>>(a->in, a->out); break;
     case defect_barrier_against_collective: barrier_against_collective_kernel<<<1, 32, 0, s>>>((int *)a->out); break;
     case defect_group_race: group_race_kernel<<<1, 32, 0, s>>>((int *)a->out); break;
+    case defect_reread_race: reread_race_kernel<<<1, 32, 0, s>>>((int *)a->out); break;
+    case defect_rewrite_race: rewrite_race_kernel<<<1, 32, 0, s>>>((int *)a->out); break;
+    case defect_old_read_race: old_read_race_kernel<<<1, 32, 0, s>>>((int *)a->out); break;
   }
 }
 

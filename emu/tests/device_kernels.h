@@ -66,7 +66,10 @@ enum defect_kernel {
   defect_warp_race,
   defect_wmma_misaligned,
   defect_barrier_against_collective,
-  defect_group_race
+  defect_group_race,
+  defect_reread_race,
+  defect_rewrite_race,
+  defect_old_read_race
 };
 
 struct defect_args {

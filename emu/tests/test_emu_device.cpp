@@ -142,7 +142,8 @@ void test_lane_groups() {
   std::vector<int> o = run<int>(correct_lane_groups, 32);
   int wrong = 0;
   for (int lane = 0; lane < 32; lane++) wrong += o[lane] != 101 * (lane / 8) + 10;
-  check(wrong == 0, "groups of 8 lanes ordered by __syncwarp on their own masks");
+  check(wrong == 0, "groups of 8 lanes ordered by __syncwarp on their own masks, and a whole "
+                    "warp's sync older than the history of collectives");
 }
 
 void test_spin() {
@@ -325,6 +326,9 @@ const planted planted_defects[] = {
     {"wmma_misaligned", "breaks WMMA's rules", DEFECT(defect_wmma_misaligned)},
     {"barrier_against_collective", "wait for each other for ever", DEFECT(defect_barrier_against_collective)},
     {"group_race", "shared-memory race", DEFECT(defect_group_race)},
+    {"reread_race", "shared-memory race", DEFECT(defect_reread_race)},
+    {"rewrite_race", "shared-memory race", DEFECT(defect_rewrite_race)},
+    {"old_read_race", "shared-memory race", DEFECT(defect_old_read_race)},
     {"missing_event_wait", "out of stream order", [] { return child_missing_event_wait(false); }},
     {"freed_block", "free", [] { return child_freed_block(); }},
 };
