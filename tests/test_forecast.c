@@ -533,7 +533,7 @@ START_TEST(test_the_enqueue_entry_with_its_scratch_matches_the_op) {
 END_TEST
 
 /* The enqueue entry checks what the op checks (raw messages: no function name); a refused
- * call enqueues nothing. No scratch is needed (lags 9: the warp kernel on cuda), so NULL,
+ * call enqueues nothing. No scratch is needed (lags 9: 16 lanes a series on cuda), so NULL,
  * 0 is accepted; the checks of a scratch that an op needs are tested with ops that need
  * one (test_lstm.c, test_dendritic.c, test_pipeline.c). */
 START_TEST(test_the_enqueue_entry_refuses_bad_arguments) {

@@ -44,7 +44,8 @@ static inline PLM_HD int64_t plm__ar_work_doubles(int lags) {
  *     3 n + 3; 35.8 KiB at p = 32, 10 KiB at p = 16, 1.5 KiB at p = 5);
  *     plm__ar_group_kernel_threads gives the threads per block, as many whole warps as
  *     fit 48 KiB, at most PLM__AR_GROUP_KERNEL_MAX_THREADS. The rows rotate an equation
- *     at once, a step apart (systolic): the chain is T - p + p steps long.
+ *     at once, a step apart (systolic): the chain is m + p = T steps long (m = T - p
+ *     equations).
  * Neither needs scratch. */
 enum {
   PLM__AR_SHARED_BYTES = 48 * 1024,

@@ -68,10 +68,12 @@
  *   in registers (a lane's row unrolled over its columns) is the next lever.
  *   Registers (ptxas 13.0, unbounded, no spill): the group kernel takes 80 for sm_90 at
  *   32 lanes (as the warp kernel it generalises did; 96 for sm_80) and 72 at 8 and 16
- *   (94 for sm_80), the thread kernel 56 for sm_90 (80 for sm_80); shared memory, not registers, bounds
- *   both kernels' blocks (the group kernel's budget, 96, keeps the 20 warps per SM that
- *   its 40 KiB blocks of 4 warps allow at p = 16). Budgets (the build fails past them,
- *   or on any spill): kernels/cuda/register_budgets.txt.
+ *   (94 for sm_80), the thread kernel 56 for sm_90 (80 for sm_80). Shared memory bounds
+ *   the thread kernel's blocks and the group kernel's at 32 lanes (its budget, 96, keeps
+ *   the 20 warps per SM that its 40 KiB blocks of 4 warps allow at p = 16); registers
+ *   bound the group kernel's blocks of 256 threads at 8 and 16 lanes (3 an SM, 24 warps,
+ *   where shared memory lets in 4 at p = 5; its budget, 80, keeps the 3). Budgets (the
+ *   build fails past them, or on any spill): kernels/cuda/register_budgets.txt.
  * tests/test_forecast.c checks the thread kernel's interleaved indexing on the host (each
  * thread writes only its own slots and gets the contiguous layout's bits), the lanes and
  * block sizes for every lags, and every spread of a series over lanes against the CPU
@@ -90,7 +92,8 @@ template <int Lanes>
 struct SeriesGroup {
   static constexpr int kSlots = Lanes == 32 ? 2 : 1;
   static_assert(Lanes == 8 || Lanes == 16 || Lanes == 32, "a group is 8, 16 or 32 lanes");
-  static_assert(32 * 2 >= PLM_AR_MAX_LAGS + 1, "32 lanes own every row");
+  static_assert(Lanes < 32 || Lanes * kSlots >= PLM_AR_MAX_LAGS + 1,
+                "32 lanes own every row of the most lags");
   int lane;      /* in the group */
   unsigned mask; /* the group's lanes in the warp */
 
@@ -263,7 +266,7 @@ __global__ void ar_forecast_shared_kernel(plm__ar_forecast_args args) {
 
 extern "C" plm_status plm__ar_forecast_cuda(void *stream, const plm__ar_forecast_args *args) {
   cudaStream_t s = (cudaStream_t)stream;
-  switch (plm__ar_series_lanes(args->lags, args->lanes)) {
+  switch (args->lanes) { /* plm__ar_series_lanes, in the op's pack */
     case 1: {
       const int threads = plm__ar_shared_threads(args->lags);
       const size_t smem =
@@ -274,6 +277,9 @@ extern "C" plm_status plm__ar_forecast_cuda(void *stream, const plm__ar_forecast
     }
     case 8: return launch_group_kernel<8>(s, args);
     case 16: return launch_group_kernel<16>(s, args);
-    default: return launch_group_kernel<32>(s, args);
+    case 32: return launch_group_kernel<32>(s, args);
+    default:
+      return plm__fail_raw(PLM_ERR_INTERNAL, "ar_forecast: %d lanes a series reached the kernel",
+                           args->lanes);
   }
 }

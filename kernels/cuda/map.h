@@ -116,9 +116,9 @@ __device__ inline void plm__map_quad(const Args &k, Out *at, int64_t first,
   y.store(at);
 }
 
-/* out[i] = Elem()(k, in[i]..., p) over count elements, for one input or more of one element
- * type. A block takes 4 x blockDim.x elements per step of a grid-stride loop, four a
- * thread, in one of two layouts:
+/* out[i] = Elem()(k, in[i]..., p) over count elements, for one input or more. A block
+ * takes 4 x blockDim.x elements per step of a grid-stride loop, four a thread, in one of
+ * two layouts:
  *   quads    thread t the four from 4t on, each quad one vector load per input and one
  *            store, when every pointer is aligned for vectors and the op has no period (p
  *            is i);
