@@ -62,8 +62,14 @@ __device__ inline void b_tile_element(const plm__matmul_args &args, int e, int *
   }
 }
 
-/* b's value at depth gk and column gc (both in range). */
+/* a's value at row gr and depth gk, and b's at depth gk and column gc: 0 past m, n or k,
+ * the tiles' padding (rounding keeps 0). */
+__device__ inline float a_at(const plm__matmul_args &args, int64_t gr, int64_t gk) {
+  return gr < args.m && gk < args.k ? args.a[gr * args.k + gk] : 0.0f;
+}
+
 __device__ inline float b_at(const plm__matmul_args &args, int64_t gk, int64_t gc) {
+  if (!(gk < args.k && gc < args.n)) return 0.0f;
   return args.b_transposed ? args.b[gc * args.k + gk] : args.b[gk * args.n + gc];
 }
 
@@ -92,11 +98,9 @@ struct depth_step {
       const int e = (int)threadIdx.x + i * SGEMM_THREADS;
       int r, kk, bk, c;
       a_tile_element(e, &r, &kk);
-      const int64_t gr = row0 + r, gk = k0 + kk;
-      a[i] = gr < args.m && gk < args.k ? args.a[gr * args.k + gk] : 0.0f;
+      a[i] = a_at(args, row0 + r, k0 + kk);
       b_tile_element(args, e, &bk, &c);
-      const int64_t gbk = k0 + bk, gc = col0 + c;
-      b[i] = gbk < args.k && gc < args.n ? b_at(args, gbk, gc) : 0.0f;
+      b[i] = b_at(args, k0 + bk, col0 + c);
     }
   }
 
@@ -216,14 +220,12 @@ __global__ void __launch_bounds__(WMMA_THREADS) wmma_kernel(plm__matmul_args arg
     for (int e = threadIdx.x; e < TILE * DEPTH; e += WMMA_THREADS) {
       int r, kk;
       a_tile_element(e, &r, &kk);
-      int64_t gr = row0 + r, gk = k0 + kk;
-      a_tile[r * LDA + kk] = traits::stage(
-          gr < args.m && gk < args.k ? plm__round_to_precision(args.a[gr * args.k + gk], P) : 0.0f);
+      a_tile[r * LDA + kk] =
+          traits::stage(plm__round_to_precision(a_at(args, row0 + r, k0 + kk), P));
       int bk, c;
       b_tile_element(args, e, &bk, &c);
-      int64_t gbk = k0 + bk, gc = col0 + c;
-      b_tile[bk * LDB + c] = traits::stage(
-          gbk < args.k && gc < args.n ? plm__round_to_precision(b_at(args, gbk, gc), P) : 0.0f);
+      b_tile[bk * LDB + c] =
+          traits::stage(plm__round_to_precision(b_at(args, k0 + bk, col0 + c), P));
     }
     __syncthreads();
 #pragma unroll
