@@ -95,16 +95,14 @@ static void tile_pass(const batch *b, int32_t *parent, plm__label_tiling tiling,
     }
 }
 
-/* plm__label_cuda's work, on the host: labels and one count per frame; *roots gets
- * the flattened parents (freed by the caller). */
-static void emulate(const batch *b, uint64_t seed, int32_t *labels, int32_t *count,
-                    int32_t **roots) {
-  const int64_t frame_pixels = b->height * b->width, total = b->frames * frame_pixels;
+/* Steps 1 and 2 of plm__label_cuda's work, on the host: the tile pass, then the border
+ * pass, each in a shuffled order drawn from *state; labels gets the parents. */
+static void unite(const batch *b, uint64_t *state, int32_t *labels) {
+  const int64_t frame_pixels = b->height * b->width;
   const plm__label_tiling tiling = plm__label_tiling_of(b->frames, b->height, b->width);
-  uint64_t state = seed * 0x9e3779b97f4a7c15ull + 1;
-  int64_t *order = shuffled(tiling.count, &state);
+  int64_t *order = shuffled(tiling.count, state);
   for (int64_t k = 0; k < tiling.count; k++) {
-    int64_t *threads = shuffled(PLM__LABEL_TILE_PIXELS, &state);
+    int64_t *threads = shuffled(PLM__LABEL_TILE_PIXELS, state);
     tile_pass(b, labels, tiling, order[k], threads);
     free(threads);
   }
@@ -115,7 +113,7 @@ static void emulate(const batch *b, uint64_t seed, int32_t *labels, int32_t *cou
    * lanes' unions in a shuffled order). */
   const plm__label_segments segments = plm__label_segments_of(b->height, b->width);
   const int64_t per_frame = segments.top + segments.left;
-  order = shuffled(b->frames * per_frame, &state);
+  order = shuffled(b->frames * per_frame, state);
   for (int64_t k = 0; k < b->frames * per_frame; k++) {
     int32_t *frame = labels + order[k] / per_frame * frame_pixels;
     int32_t r0, c0;
@@ -132,7 +130,7 @@ static void emulate(const batch *b, uint64_t seed, int32_t *labels, int32_t *cou
       near_bits |= (uint32_t)(own[lane] >= 0) << lane;
       far_bits |= (uint32_t)(far[lane] >= 0) << lane;
     }
-    int64_t *lanes = shuffled(32, &state);
+    int64_t *lanes = shuffled(32, state);
     for (int j = 0; j < 32; j++) {
       const int lane = (int)lanes[j];
       plm__label_segment_join(frame, near_bits, far_bits, lane, own[lane],
@@ -141,16 +139,25 @@ static void emulate(const batch *b, uint64_t seed, int32_t *labels, int32_t *cou
       const int corner =
           plm__label_segment_corner(top, lane, top ? c0 + lane : c0, (int32_t)b->width, b->eight);
       if (corner && own[lane] >= 0 && frame[far_i[lane] + corner] >= 0)
-        plm__label_unite(frame, own[lane], frame[far_i[lane] + corner]);
+        plm__label_unite(frame, own[lane], frame[far_i[lane] + corner], PLM__LABEL_HALVE_PATHS);
     }
     free(lanes);
   }
   free(order);
+}
+
+/* plm__label_cuda's work, on the host: labels and one count per frame; *roots gets
+ * the flattened parents (freed by the caller). */
+static void emulate(const batch *b, uint64_t seed, int32_t *labels, int32_t *count,
+                    int32_t **roots) {
+  const int64_t frame_pixels = b->height * b->width, total = b->frames * frame_pixels;
+  uint64_t state = seed * 0x9e3779b97f4a7c15ull + 1;
+  unite(b, &state, labels);
 
   /* Step 3, label_flatten: the roots counted per row of the batch. */
   int32_t *row_roots = calloc((size_t)(b->frames * b->height), sizeof *row_roots);
   ck_assert_ptr_nonnull(row_roots);
-  order = shuffled(total, &state);
+  int64_t *order = shuffled(total, &state);
   for (int64_t k = 0; k < total; k++) {
     const int64_t g = order[k], base = g - g % frame_pixels;
     if (plm__label_flatten(labels + base, (int32_t)(g - base))) row_roots[g / b->width]++;
@@ -419,6 +426,52 @@ START_TEST(test_flatten_compresses_the_path) {
 }
 END_TEST
 
+/* Path halving: a find from the far end of a chain points every other node it visits at
+ * its grandparent (10 -> 8 -> 6 -> 4 -> 2 -> 0), leaves the rest as they were, and returns
+ * the root; from a root or a root's child it writes nothing. */
+START_TEST(test_find_halving_halves_the_path) {
+  enum { N = 11 };
+  int32_t parent[N];
+  parent[0] = 0;
+  for (int i = 1; i < N; i++) parent[i] = i - 1; /* a chain 10 -> 9 -> ... -> 0 */
+  ck_assert_int_eq(plm__label_find_halving(parent, N - 1), 0);
+  for (int i = 1; i < N; i++) ck_assert_int_eq(parent[i], i % 2 == 0 ? i - 2 : i - 1);
+  ck_assert_int_eq(plm__label_find_halving(parent, 1), 0);
+  ck_assert_int_eq(plm__label_find_halving(parent, 0), 0);
+  ck_assert_int_eq(parent[1], 0);
+  ck_assert_int_eq(parent[0], 0);
+}
+END_TEST
+
+/* The depth the border pass leaves, which every pixel walks in the flatten: on a
+ * half-foreground random mask (one component spans the frame) with the segments in a
+ * shuffled order, the pixels end about two steps from their root (one to the tile root,
+ * one on), where finds that keep their paths left 7.5 (18 at most) at 1024 x 1024 and more
+ * at larger frames (kernels/common/label.h, plm__label_find_halving). */
+START_TEST(test_border_pass_depth) {
+  const batch b = {random_mask(1024 * 1024, 0.5, 4), 1, 1024, 1024, 1};
+  int32_t *parent = malloc((size_t)(1024 * 1024) * sizeof *parent);
+  ck_assert_ptr_nonnull(parent);
+  uint64_t state = 17;
+  unite(&b, &state, parent);
+  int64_t foreground = 0, steps = 0, deepest = 0;
+  for (int32_t i = 0; i < 1024 * 1024; i++) {
+    if (parent[i] < 0) continue;
+    int64_t depth = 0;
+    for (int32_t x = i; parent[x] != x; x = parent[x]) depth++;
+    foreground++;
+    steps += depth;
+    if (depth > deepest) deepest = depth;
+  }
+  ck_assert_int_gt(foreground, 1024 * 1024 / 3);
+  ck_assert_msg((double)steps / (double)foreground < 3.0 && deepest <= 8,
+                "the border pass left %.2f steps a pixel to its root, %lld at most",
+                (double)steps / (double)foreground, (long long)deepest);
+  free(parent);
+  free((void *)b.mask);
+}
+END_TEST
+
 /* The runs' joins, on random pairs of tile rows and on the rows of one pixel, two and
  * three pixels apart: for every run R of a row and every run U of the row above, exactly
  * one pixel of R names a column of U when U touches R (overlaps it under 4-connectivity,
@@ -515,6 +568,8 @@ static Suite *label_cuda_logic_suite(void) {
   tcase_add_test(tcase, test_join_levels);
   tcase_add_test(tcase, test_segments_cover_the_borders);
   tcase_add_test(tcase, test_flatten_compresses_the_path);
+  tcase_add_test(tcase, test_find_halving_halves_the_path);
+  tcase_add_test(tcase, test_border_pass_depth);
   tcase_add_test(tcase, test_scipy_fixtures);
   tcase_add_test(tcase, test_random_masks);
   tcase_add_test(tcase, test_border_patterns);

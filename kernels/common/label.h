@@ -17,8 +17,8 @@
  *      root.
  *   2. border pass: a warp per 32 pixels of a tile border unites, in global memory,
  *      the runs on the two sides that touch, with the same rule, starting from the
- *      parents the tile pass wrote ("Border pass" below); interior pixels are not
- *      visited.
+ *      parents the tile pass wrote ("Border pass" below), halving the paths its finds
+ *      walk (plm__label_find_halving); interior pixels are not visited.
  *   3. flatten: every pixel's parent becomes its root (plm__label_flatten, which
  *      compresses the path it walked), and each image row's roots are counted (an
  *      atomic add per root).
@@ -155,14 +155,51 @@ static inline PLM_HD int32_t plm__label_find(const int32_t *parent, int32_t x) {
   return x;
 }
 
+/* The root of x, halving the path on the way (Tarjan and van Leeuwen's path halving): each
+ * node visited whose parent is not a root is pointed at its grandparent, so a later find
+ * from anywhere on the path takes about half the steps. The border pass finds with it: its
+ * unions, made in whatever order the GPU runs the segments, hang tile roots under tile
+ * roots, and on a half-foreground random mask a pixel was left 7.5 steps from its root on
+ * average at 1024 x 1024 (18 at most; 8 to 10, and 26, at 4096 x 4096), each a dependent
+ * load of the flatten, where every pixel of a tile walks its tile root's path at once;
+ * halving leaves about 2 (6 at most), and the border pass's own finds load 2.7 to 3.7
+ * times less (the CUDA steps on the host with the segments in a shuffled order: test
+ * label_cuda_logic's test_border_pass_depth). Safe with concurrent unions and finds: a
+ * grandparent is an ancestor, so every parent stays at most its child and every path ends
+ * at the same root; a store here and a union's atomicMin meet on one node only once the
+ * node is no longer a root (this find read another parent for it, and a node never
+ * becomes a root again), and a union whose lowering is overwritten goes on from the parent
+ * its atomicMin returned, as plm__label_unite does whenever its root stopped being one
+ * (the argument of Jaiganesh and Burtscher's ECL-CC for its pointer jumping). Stores go
+ * through volatile, as the finds read. */
+static inline PLM_HD int32_t plm__label_find_halving(int32_t *parent, int32_t x) {
+  volatile int32_t *p = parent;
+  for (;;) {
+    const int32_t up = p[x];
+    if (up == x) return x;
+    const int32_t above = p[up];
+    if (above == up) return up;
+    p[x] = above;
+    x = above;
+  }
+}
+
+/* How a union finds its roots: the tile pass keeps its paths (its trees are a few levels
+ * deep by construction, and a plain store into a tile's shared parents would race with the
+ * other threads' atomics in the same barrier interval); the border pass halves them. */
+typedef enum plm__label_paths { PLM__LABEL_KEEP_PATHS, PLM__LABEL_HALVE_PATHS } plm__label_paths;
+
 /* Join the trees of a and b: hang the larger root under the smaller with atomicMin,
  * and when the larger stopped being a root meanwhile (another thread hung it under
- * something), go on from what it now hangs under. Safe with concurrent unions and
- * finds; every parent stays at most its child. */
-static inline PLM_HD void plm__label_unite(int32_t *parent, int32_t a, int32_t b) {
+ * something), go on from what it now hangs under; the roots found as `paths` says. Safe
+ * with concurrent unions and finds; every parent stays at most its child. */
+static inline PLM_HD void plm__label_unite(int32_t *parent, int32_t a, int32_t b,
+                                           plm__label_paths paths) {
   for (;;) {
-    a = plm__label_find(parent, a);
-    b = plm__label_find(parent, b);
+    a = paths == PLM__LABEL_HALVE_PATHS ? plm__label_find_halving(parent, a)
+                                        : plm__label_find(parent, a);
+    b = paths == PLM__LABEL_HALVE_PATHS ? plm__label_find_halving(parent, b)
+                                        : plm__label_find(parent, b);
     if (a == b) return;
     if (a > b) {
       const int32_t t = a;
@@ -249,7 +286,8 @@ static inline PLM_HD void plm__label_tile_join(int32_t *parent, uint32_t row, ui
   while (joins) {
     const uint32_t bit = joins & (0u - joins);
     const int column = 31 - plm__label_clz(bit);
-    plm__label_unite(parent, node, (ty - 1) * PLM__LABEL_TILE_W + plm__label_run_start(up, column));
+    plm__label_unite(parent, node, (ty - 1) * PLM__LABEL_TILE_W + plm__label_run_start(up, column),
+                     PLM__LABEL_KEEP_PATHS);
     joins &= ~bit;
   }
 }
@@ -361,7 +399,8 @@ static inline PLM_HD void plm__label_segment_join(int32_t *parent, uint32_t near
   while (joins) {
     const uint32_t bit = joins & (0u - joins);
     const int column = 31 - plm__label_clz(bit);
-    plm__label_unite(parent, own, column < i ? far_before : column > i ? far_after : far_at);
+    const int32_t far_parent = column < i ? far_before : column > i ? far_after : far_at;
+    plm__label_unite(parent, own, far_parent, PLM__LABEL_HALVE_PATHS);
     joins &= ~bit;
   }
 }

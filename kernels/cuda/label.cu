@@ -11,8 +11,12 @@
  *      zero their rows' root counts.
  *   2. label_borders: a warp per 32 pixels of a tile border (a tile's top row against
  *      the row above, or 32 rows of a tile column's first column against the column
- *      left of it) unites the runs that touch across it, with atomicMin on labels. A
- *      component's root stays its smallest index: its first pixel in raster order.
+ *      left of it) unites the runs that touch across it, with atomicMin on labels,
+ *      halving the paths its finds walk (plm__label_find_halving: a tile root ends about
+ *      2 steps from its root, where finds that kept their paths left 7.5 to 10 on a
+ *      half-foreground random mask, each a dependent load of every pixel of the tile in
+ *      step 3). A component's root stays its smallest index: its first pixel in raster
+ *      order.
  *   3. label_flatten: every pixel's parent becomes its root, and so does every parent
  *      on the path to it (path compression, plm__label_flatten: a chain is walked in
  *      full once, then in one step by the pixels on it); each root adds one to its
@@ -155,10 +159,12 @@ __global__ void __launch_bounds__(PLM__LABEL_TILE_PIXELS)
  * frame (blockIdx.y and its stride, as steps 3 and 5). The segment loop is uniform
  * across each warp (its stride a multiple of 32 threads), so every lane reaches every
  * ballot and shuffle. A top segment's lanes read two rows of parents, 128 bytes each; a
- * left segment's read a parent in each of 64 rows. */
+ * left segment's read a parent in each of 64 rows. Eight blocks an SM (the halving's
+ * stores took the 8-connected kernel to 34 registers, 7 blocks; bounded, 29, no spill). */
 template <int Eight>
-__global__ void label_borders(int32_t *parent, int64_t frames, plm__label_segments segments,
-                              int32_t height, int32_t width) {
+__global__ void __launch_bounds__(kThreads, 8)
+    label_borders(int32_t *parent, int64_t frames, plm__label_segments segments, int32_t height,
+                  int32_t width) {
   const unsigned all = 0xffffffffu;
   const int lane = (int)(threadIdx.x % 32);
   const int32_t count = segments.top + segments.left;
@@ -186,7 +192,7 @@ __global__ void label_borders(int32_t *parent, int64_t frames, plm__label_segmen
       const int corner = plm__label_segment_corner(top, lane, c, width, Eight);
       if (corner && own >= 0) {
         const int32_t beyond = frame[far_i + corner];
-        if (beyond >= 0) plm__label_unite(frame, own, beyond);
+        if (beyond >= 0) plm__label_unite(frame, own, beyond, PLM__LABEL_HALVE_PATHS);
       }
     }
   }
