@@ -22,10 +22,11 @@
  *      full once, then in one step by the pixels on it); each root adds one to its
  *      row's count (an atomic per component, not per pixel).
  *   4. label_number_roots: a block per image row (grid-stride over the rows of the
- *      batch): the sum of the counts of the frame's earlier rows, then the row in
- *      chunks of the block's width, each root's rank within a chunk from a ballot and
- *      the warps' totals; each root's slot gets its label's mark; the frame's last row
- *      writes K.
+ *      batch): the sum of the counts of the frame's earlier rows, then the row 16
+ *      chunks of the block's width at a time (4096 columns), every chunk's slot loaded
+ *      before any is used, each root's rank from its warp's ballot and the running sums
+ *      of the warps' counts in raster order (one scan by a warp); each root's slot gets
+ *      its label's mark; the frame's last row writes K.
  *   5. label_relabel: every pixel's label (plm__label_final).
  * Every step but 4 takes a frame per blockIdx.y and indexes its pixels and tiles without
  * a 64-bit division (frame_pixels_grid below); before, each pixel divided its batch index
@@ -62,7 +63,13 @@
  *     path is longer (was four reads, 2.5x).
  *   - number_roots, 1.0x, DRAM: the parents read once; the earlier rows' counts, h^2/2
  *     reads of a frame's 4h bytes, from L2 (the warps' sums read once a warp now, not
- *     once a thread: 1.35x before).
+ *     once a thread: 1.35x before). Its latency was the count's blind spot: a chunk of
+ *     256 columns at a time, each a load, a ballot and a block scan with two barriers,
+ *     so a 4096-wide row was 16 DRAM round trips and 32 barriers one after another; now
+ *     16 chunks' loads go out together and a row of up to 4096 takes 5 barriers (2 of
+ *     them for the earlier rows' sum, 34 before at 4096), the same loads and sectors:
+ *     at 2048^2, 36,864 barriers -> 10,240 in all (emulated counts; not yet timed on a
+ *     GPU).
  *   - relabel, 1.4x, L2: a parent and its root's slot read and the label written, 8
  *     bytes of L2 requests for 4 of DRAM.
  * Whole op: bound 1.3x the floor at 512^2, 2048^2 and 4096^2 (2.6x, 2.5x and 2.5x
@@ -211,49 +218,94 @@ __global__ void label_flatten(int32_t *parent, int32_t *__restrict__ row_roots, 
 }
 
 /* The warps' values `mine` (one a warp, the same in all its lanes; blockDim.x a multiple
- * of 32, at most 1024) summed: *before gets the sum over the warps before this thread's,
- * and the total is returned, to every thread. warp_sums: 32 ints of shared memory, free
- * again on return. Each warp reads the table once, a word a lane, and sums it with
- * shuffles, rather than every thread reading every word. */
-__device__ int32_t warps_scan(int32_t mine, int32_t *before, int32_t *warp_sums) {
+ * of 32, at most 1024) summed: the total is returned, to every thread. warp_sums: 32
+ * ints of shared memory, free again on return. Each warp reads the table once, a word a
+ * lane, and sums it with shuffles, rather than every thread reading every word. */
+__device__ int32_t warps_total(int32_t mine, int32_t *warp_sums) {
   const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
   if (lane == 0) warp_sums[warp] = mine;
   __syncthreads();
-  const int32_t own = lane < warps ? warp_sums[lane] : 0;
-  int32_t scan = own; /* inclusive, over the lanes */
-  for (int offset = 1; offset < 32; offset *= 2) {
-    const int32_t lower = __shfl_up_sync(0xffffffffu, scan, offset);
-    if ((int)lane >= offset) scan += lower;
-  }
-  *before = __shfl_sync(0xffffffffu, scan - own, warp);
-  const int32_t total = __shfl_sync(0xffffffffu, scan, 31);
+  int32_t total = lane < warps ? warp_sums[lane] : 0;
+  for (int offset = 16; offset > 0; offset /= 2)
+    total += __shfl_xor_sync(0xffffffffu, total, offset);
   __syncthreads(); /* before warp_sums is written again */
   return total;
 }
 
-/* Step 4, a block per image row of the batch. */
-__global__ void label_number_roots(int32_t *labels, const int32_t *__restrict__ row_roots,
-                                   int32_t *__restrict__ count, int64_t frames, int64_t height,
-                                   int64_t width) {
-  __shared__ int32_t warp_sums[32];
+/* Step 4 takes a row kRowChunks chunks of kThreads columns at a time, every chunk's slot
+ * loaded before any is used: one DRAM round trip for 4096 columns, where a chunk at a
+ * time (a load, a ballot, a block scan and its two barriers, then the next chunk) made
+ * 16 round trips of a 4096-wide row one after another. */
+constexpr int kRowChunks = 16;
+constexpr int kRowWarps = kThreads / 32;
+constexpr int kRowCounts = kRowChunks * kRowWarps; /* a warp's roots in a chunk, in raster order */
+static_assert(kRowCounts == 4 * 32, "warp 0 scans the counts four a lane");
+
+/* The counts' exclusive running sums, in place, by warp 0 (four consecutive counts a
+ * lane, one 16-byte access: no bank conflict); returns their total, to warp 0's lanes.
+ * counts: 16-byte aligned. */
+__device__ int32_t scan_row_counts(int32_t *counts) {
   const unsigned lane = threadIdx.x % 32;
+  int4 *mine = reinterpret_cast<int4 *>(counts) + lane;
+  const int4 four = *mine;
+  const int32_t sum = four.x + four.y + four.z + four.w;
+  int32_t scan = sum; /* inclusive, over the lanes */
+  for (int offset = 1; offset < 32; offset *= 2) {
+    const int32_t lower = __shfl_up_sync(0xffffffffu, scan, offset);
+    if ((int)lane >= offset) scan += lower;
+  }
+  const int32_t first = scan - sum;
+  *mine =
+      make_int4(first, first + four.x, first + four.x + four.y, first + four.x + four.y + four.z);
+  return __shfl_sync(0xffffffffu, scan, 31);
+}
+
+/* Step 4, a block per image row of the batch: the row's first label from the counts of
+ * the frame's earlier rows, then its roots numbered in raster order, kRowChunks chunks of
+ * the row at a time (each warp's roots in each chunk by a ballot, counted into `counts`,
+ * scanned by warp 0, then each root's label from its warp's running sum and the roots of
+ * its warp before it). */
+__global__ void __launch_bounds__(kThreads, 8)
+    label_number_roots(int32_t *labels, const int32_t *__restrict__ row_roots,
+                       int32_t *__restrict__ count, int64_t frames, int64_t height, int64_t width) {
+  __shared__ int32_t warp_sums[32];
+  __shared__ __align__(16) int32_t counts[kRowCounts + 1]; /* + 1: the chunks' total */
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   for (int64_t row = blockIdx.x; row < frames * height; row += gridDim.x) { /* uniform */
     const int64_t f = row / height, y = row % height;
-    int32_t before = 0, unused;
+    int32_t before = 0;
     for (int64_t i = threadIdx.x; i < y; i += blockDim.x) before += row_roots[f * height + i];
     for (int offset = 16; offset > 0; offset /= 2)
       before += __shfl_xor_sync(0xffffffffu, before, offset);
-    int32_t next = warps_scan(before, &unused, warp_sums) + 1; /* the row's first root's label */
-    for (int64_t c0 = 0; c0 < width; c0 += blockDim.x) {
-      const int64_t c = c0 + threadIdx.x, local = y * width + c;
-      int32_t *slot = labels + f * height * width + local;
-      const bool root = c < width && *slot == (int32_t)local;
-      const unsigned roots = __ballot_sync(0xffffffffu, root);
-      int32_t warps_before;
-      const int32_t chunk = warps_scan(__popc(roots), &warps_before, warp_sums);
-      if (root)
-        *slot = plm__label_root_mark(next + warps_before + __popc(roots & ((1u << lane) - 1u)));
-      next += chunk;
+    int32_t next = warps_total(before, warp_sums) + 1; /* the row's first root's label */
+    int32_t *row_slots = labels + f * height * width + y * width;
+    for (int64_t c0 = 0; c0 < width; c0 += (int64_t)kRowChunks * kThreads) {
+      int32_t slot[kRowChunks];
+#pragma unroll
+      for (int k = 0; k < kRowChunks; k++) {
+        const int64_t c = c0 + k * kThreads + threadIdx.x;
+        slot[k] = c < width ? row_slots[c] : -1;
+      }
+      uint32_t roots[kRowChunks];
+#pragma unroll
+      for (int k = 0; k < kRowChunks; k++) {
+        const int64_t c = c0 + k * kThreads + threadIdx.x;
+        roots[k] = __ballot_sync(0xffffffffu, c < width && slot[k] == (int32_t)(y * width + c));
+        if (lane == 0) counts[k * kRowWarps + warp] = __popc(roots[k]);
+      }
+      __syncthreads();
+      if (warp == 0) {
+        const int32_t total = scan_row_counts(counts);
+        if (lane == 0) counts[kRowCounts] = total;
+      }
+      __syncthreads();
+#pragma unroll
+      for (int k = 0; k < kRowChunks; k++)
+        if (roots[k] >> lane & 1u)
+          row_slots[c0 + k * kThreads + threadIdx.x] = plm__label_root_mark(
+              next + counts[k * kRowWarps + warp] + __popc(roots[k] & ((1u << lane) - 1u)));
+      next += counts[kRowCounts];
+      __syncthreads(); /* before counts is written again */
     }
     if (y == height - 1 && threadIdx.x == 0) count[f] = next - 1;
   }
