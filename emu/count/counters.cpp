@@ -24,11 +24,11 @@ constexpr unsigned kBanks = 32;                               /* of 4-byte words
 
 enum access_class : uint8_t { class_load, class_store, class_global_atomic, class_shared, class_shared_atomic };
 
-/* One lane's access: its warp request is (warp, pc, size, cls, k). */
+/* One lane's access: its warp request is (warp, epoch, pc, size, cls, k). */
 struct access_record {
   uintptr_t addr;
   const void *pc;
-  uint32_t k, size;
+  uint32_t epoch, k, size;
   uint16_t warp;
   uint8_t lane, cls;
 };
@@ -121,10 +121,24 @@ struct launch_counts {
   std::unordered_map<uintptr_t, uint64_t> atomic_addresses;
 };
 
+/* A lane's executions of one site since its epoch began. */
+struct site_runs {
+  uint32_t epoch = 0, k = 0;
+};
+
+/* Lanes are not in lockstep here, so a warp request is the k-th execution of a site by
+ * each lane, k counted from the last point where the lanes are known to be together: the
+ * block's barrier (every lane's epoch 0 again, and the counts cleared), or a warp
+ * collective naming every lane of the warp (a new epoch for them). Without the second, a
+ * loop whose lanes run a site different numbers of times in one trip would group the
+ * k-th executions of different trips, as a GPU, which issues each trip's access once for
+ * the lanes at it, does not. */
 struct block_counts {
   launch_counts *launch = nullptr;
   std::vector<access_record> records;
-  std::unordered_map<site_key, uint32_t, site_hash> executions;
+  std::unordered_map<site_key, site_runs, site_hash> executions;
+  std::vector<uint32_t> lane_epoch; /* by thread of the block; empty: all 0 */
+  uint32_t epochs = 0;
   plm_emu_counts local{};
 };
 
@@ -214,6 +228,7 @@ void flush(block_counts &b) {
   }
   std::sort(records.begin(), records.end(), [](const access_record &a, const access_record &b) {
     if (a.warp != b.warp) return a.warp < b.warp;
+    if (a.epoch != b.epoch) return a.epoch < b.epoch;
     if (a.pc != b.pc) return a.pc < b.pc;
     if (a.size != b.size) return a.size < b.size;
     if (a.cls != b.cls) return a.cls < b.cls;
@@ -222,8 +237,9 @@ void flush(block_counts &b) {
   for (size_t i = 0; i < records.size();) {
     size_t j = i + 1;
     const access_record &r = records[i];
-    while (j < records.size() && records[j].warp == r.warp && records[j].pc == r.pc &&
-           records[j].size == r.size && records[j].cls == r.cls && records[j].k == r.k)
+    while (j < records.size() && records[j].warp == r.warp && records[j].epoch == r.epoch &&
+           records[j].pc == r.pc && records[j].size == r.size && records[j].cls == r.cls &&
+           records[j].k == r.k)
       j++;
     const access_record *first = &records[i], *last = first + (j - i);
     uint64_t bytes = 0;
@@ -260,13 +276,18 @@ void flush(block_counts &b) {
   }
   records.clear();
   b.executions.clear();
+  b.lane_epoch.clear();
 }
 
 void record(executor *exec, int linear, uintptr_t addr, size_t size, uint8_t cls, const void *pc) {
   block_counts &b = *exec->counts;
-  const uint32_t k = b.executions[site_key{pc, (uint32_t)size, (uint16_t)linear, cls}]++;
-  b.records.push_back(access_record{addr, pc, k, (uint32_t)size, (uint16_t)(linear / kWarpSize),
-                                    (uint8_t)(linear % kWarpSize), cls});
+  const uint32_t epoch = (size_t)linear < b.lane_epoch.size() ? b.lane_epoch[linear] : 0;
+  site_runs &runs = b.executions[site_key{pc, (uint32_t)size, (uint16_t)linear, cls}];
+  if (runs.epoch != epoch) runs = site_runs{epoch, 0};
+  const uint32_t k = runs.k++;
+  b.records.push_back(access_record{addr, pc, epoch, k, (uint32_t)size,
+                                    (uint16_t)(linear / kWarpSize), (uint8_t)(linear % kWarpSize),
+                                    cls});
 }
 
 }  // namespace
@@ -334,9 +355,16 @@ void count_barrier(executor *exec) {
   exec->counts->local.barriers++;
 }
 
-void count_collective(executor *exec, unsigned mask) {
-  exec->counts->local.collectives++;
-  exec->counts->local.collective_lanes += (uint64_t)__builtin_popcount(mask);
+void count_collective(executor *exec, int warp, unsigned mask) {
+  block_counts &b = *exec->counts;
+  b.local.collectives++;
+  b.local.collective_lanes += (uint64_t)__builtin_popcount(mask);
+  const int first = warp * kWarpSize, lanes = std::min(kWarpSize, exec->threads - first);
+  const unsigned every = lanes == kWarpSize ? 0xffffffffu : (1u << lanes) - 1u;
+  if ((mask & every) != every) return; /* some lanes elsewhere: they stay in their epoch */
+  if (b.lane_epoch.size() < (size_t)exec->threads) b.lane_epoch.resize((size_t)exec->threads, 0);
+  b.epochs++;
+  for (int l = 0; l < lanes; l++) b.lane_epoch[(size_t)(first + l)] = b.epochs;
 }
 
 void count_block_end(executor *exec) {

@@ -41,9 +41,11 @@ void count_shared_access(executor *exec, int linear, size_t offset, size_t size,
                          const void *pc);
 void count_device_access(executor *exec, int linear, uintptr_t addr, size_t size, access_kind kind,
                          const void *pc);
-/* The block's barrier released / a warp collective completed with `mask` / the block ended. */
+/* The block's barrier released / a collective of warp `warp` completed with `mask` (one
+ * naming every lane of the warp also starts the warp's access numbering again:
+ * counters.cpp, block_counts) / the block ended. */
 void count_barrier(executor *exec);
-void count_collective(executor *exec, unsigned mask);
+void count_collective(executor *exec, int warp, unsigned mask);
 void count_block_end(executor *exec);
 
 /* Registered device memory holds addr (emu/check/device_memory.cpp). */

@@ -78,6 +78,19 @@ __global__ void collectives_kernel(int *out) {
   out[t] = v;
 }
 
+/* One warp, `rows` trips: in trip r even lanes load once and odd lanes twice, each load a
+ * lane's word of a row of 32 floats (row 2r, then 2r + 1), then, with `together`, a
+ * __syncwarp. */
+__global__ void divergent_trips_kernel(const float *in, float *out, int rows, int together) {
+  const int lane = threadIdx.x % 32;
+  float sum = 0;
+  for (int r = 0; r < rows; r++) {
+    for (int j = 0; j <= lane % 2; j++) sum += in[(2 * r + j) * 32 + lane];
+    if (together) __syncwarp();
+  }
+  out[lane] = sum;
+}
+
 }  // namespace
 
 cudaError_t count_copy(const float *in, float *out, int n, cudaStream_t s) {
@@ -122,5 +135,11 @@ cudaError_t count_sector_pattern(int pattern, const float *in, float *out, cudaS
 
 cudaError_t count_collectives(int *out, cudaStream_t s) {
   collectives_kernel<<<1, 64, 0, s>>>(out);
+  return cudaGetLastError();
+}
+
+cudaError_t count_divergent_trips(const float *in, float *out, int rows, int together,
+                                  cudaStream_t s) {
+  divergent_trips_kernel<<<1, 32, 0, s>>>(in, out, rows, together);
   return cudaGetLastError();
 }

@@ -30,5 +30,9 @@ cudaError_t count_atomics(int *counters, int *out, cudaStream_t s);
 cudaError_t count_sector_pattern(int pattern, const float *in, float *out, cudaStream_t s);
 /* Two warps: a full __syncwarp, then a shuffle among lanes 0-15 only. out: 64 ints. */
 cudaError_t count_collectives(int *out, cudaStream_t s);
+/* One warp, `rows` trips of a loop whose odd lanes load twice a trip and even lanes once,
+ * a __syncwarp closing each trip when `together` is not 0. */
+cudaError_t count_divergent_trips(const float *in, float *out, int rows, int together,
+                                  cudaStream_t s);
 
 #endif /* PLUME_EMU_TESTS_COUNT_KERNELS_H */

@@ -6,7 +6,8 @@
  * the requests, 16 sectors each; a stride-32 read takes 32 sectors a request, 8 times a
  * copy's 4; shared reads of stride 1, 2 and 32 take 1, 2 and 32 wavefronts, a broadcast
  * 1; 32 lanes adding to one address take 32 steps, global and shared; barriers and the
- * lanes of collectives; the L2's LRU (in an L2 of two sectors, 0,1,0,2,0,3 fetches nothing
+ * lanes of collectives; a full warp's collective starting its access numbering again
+ * (a loop whose lanes load different numbers of times a trip); the L2's LRU (in an L2 of two sectors, 0,1,0,2,0,3 fetches nothing
  * again, 0,1,2,0,1,2 three).
  * Then the estimate names the bound that wins, the report's text and JSON, and bad calls.
  * Runs under any PLUME_EMU_SEED and PLUME_EMU_BLOCK_THREADS (CTest runs two). */
@@ -177,6 +178,31 @@ void test_atomics_and_collectives(cudaStream_t s) {
   CUDA_OK(cudaFree(out));
 }
 
+/* A warp collective naming every lane starts the warp's access numbering again: with a
+ * __syncwarp closing each trip, a trip's first loads (32 lanes, row 2r) are one request of
+ * 4 sectors and the odd lanes' second (row 2r + 1) one of 4; without it, the even lanes'
+ * k-th load meets the odd lanes' k-th, of another trip, and the requests touch more
+ * sectors, as no GPU's would. */
+void test_divergent_trips(cudaStream_t s) {
+  const int rows = 8;
+  float *in = device<float>(2 * rows * 32), *out = device<float>(32);
+  plm_emu_counts together = counted("divergent trips, together", "divergent_trips_kernel", s, [&] {
+    return count_divergent_trips(in, out, rows, 1, s);
+  });
+  check(together.load_requests == 2 * rows && together.load_sectors == 8 * rows &&
+            together.load_bytes == 4u * 48 * rows,
+        "trips closed by __syncwarp: 2 load requests of 4 sectors a trip (" +
+            u(together.load_requests) + " requests, " + u(together.load_sectors) + " sectors)");
+  plm_emu_counts apart = counted("divergent trips, apart", "divergent_trips_kernel", s, [&] {
+    return count_divergent_trips(in, out, rows, 0, s);
+  });
+  check(apart.load_requests == 2 * rows && apart.load_sectors > together.load_sectors,
+        "trips without a collective: the k-th loads of different trips grouped (" +
+            u(apart.load_requests) + " requests, " + u(apart.load_sectors) + " sectors)");
+  CUDA_OK(cudaFree(in));
+  CUDA_OK(cudaFree(out));
+}
+
 /* The L2's LRU: with room for 2 sectors, 0,1,0,2,0,3 keeps 0 and fetches nothing again
  * (FIFO would drop 0), 0,1,2,0,1,2 fetches each again; with 50 MB neither does. */
 void test_l2(cudaStream_t s) {
@@ -258,6 +284,7 @@ int main() {
   test_streaming(s);
   test_shared(s);
   test_atomics_and_collectives(s);
+  test_divergent_trips(s);
   test_l2(s);
   test_off_and_report(s);
   CUDA_OK(cudaStreamDestroy(s));
