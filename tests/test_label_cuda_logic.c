@@ -4,9 +4,13 @@
  * emulate() does what kernels/cuda/label.cu does, calling the same per-pixel functions
  * of kernels/common/label.h: the tile pass tile by tile, with the threads of a block
  * run one after another between the barriers, in a shuffled order; the border pass
- * and the flattening over the whole batch in shuffled orders; the numbering row by
- * row in a shuffled order of rows, and the relabelling in a shuffled order, so that
- * roots are relabelled before and after the pixels that read their slots. Each union
+ * over the whole batch in a shuffled order; step 3 row by row, each row in two halves
+ * (its pixels flattened in a shuffled order and its roots counted and published; then
+ * the look-back over the frame's earlier rows and the numbering) with the halves of
+ * all rows interleaved at random, so that a look-back meets rows summed, rows counted
+ * and rows not yet seen, which it counts itself; and the relabelling in a shuffled
+ * order, so that roots are relabelled before and after the pixels that read their
+ * slots. Each union
  * runs whole, so the shuffles give one of the interleavings the GPU may take (not those
  * inside a union; the union itself is Playne and Hawick's).
  *
@@ -154,37 +158,58 @@ static void emulate(const batch *b, uint64_t seed, int32_t *labels, int32_t *cou
   uint64_t state = seed * 0x9e3779b97f4a7c15ull + 1;
   unite(b, &state, labels);
 
-  /* Step 3, label_flatten: the roots counted per row of the batch. */
-  int32_t *row_roots = calloc((size_t)(b->frames * b->height), sizeof *row_roots);
-  ck_assert_ptr_nonnull(row_roots);
-  int64_t *order = shuffled(total, &state);
-  for (int64_t k = 0; k < total; k++) {
-    const int64_t g = order[k], base = g - g % frame_pixels;
-    if (plm__label_flatten(labels + base, (int32_t)(g - base))) row_roots[g / b->width]++;
-  }
-  free(order);
-  *roots = malloc((size_t)total * sizeof **roots);
-  ck_assert_ptr_nonnull(*roots);
-  memcpy(*roots, labels, (size_t)total * sizeof **roots);
-
-  /* Step 4, label_number_roots: the rows in a shuffled order, each as its block does
-   * it (the earlier rows' counts, then the row's roots left to right). */
-  order = shuffled(b->frames * b->height, &state);
-  for (int64_t k = 0; k < b->frames * b->height; k++) {
-    const int64_t row = order[k], f = row / b->height, y = row % b->height;
-    int32_t next = 1;
-    for (int64_t i = 0; i < y; i++) next += row_roots[f * b->height + i];
-    for (int64_t c = 0; c < b->width; c++) {
-      const int64_t local = y * b->width + c;
-      int32_t *slot = labels + f * frame_pixels + local;
-      if (*slot == (int32_t)local) *slot = plm__label_root_mark(next++);
+  /* Step 3, label_number_rows: each row of the batch twice in a shuffled order, as its
+   * block does it in two halves, so that the rows' halves interleave: the first time, its
+   * pixels flattened in a shuffled order and its roots counted and published; the second,
+   * the look-back over the frame's earlier rows (counting those with nothing published
+   * yet), its sum published, and its roots numbered left to right. */
+  const int64_t rows = b->frames * b->height;
+  uint64_t *status = calloc((size_t)rows, sizeof *status);
+  int32_t *in_row = calloc((size_t)rows, sizeof *in_row);
+  int64_t *order = malloc((size_t)(2 * rows) * sizeof *order);
+  int64_t *halves = shuffled(2 * rows, &state);
+  ck_assert(status && in_row && order);
+  for (int64_t k = 0; k < 2 * rows; k++) order[k] = halves[k] % rows;
+  free(halves);
+  uint8_t *flattened = calloc((size_t)rows, 1);
+  ck_assert_ptr_nonnull(flattened);
+  for (int64_t k = 0; k < 2 * rows; k++) {
+    const int64_t row = order[k], f = row / b->height;
+    const int32_t y = (int32_t)(row % b->height), width = (int32_t)b->width;
+    int32_t *frame = labels + f * frame_pixels;
+    uint64_t *frame_status = status + f * b->height;
+    if (!flattened[row]) {
+      flattened[row] = 1;
+      int64_t *pixels = shuffled(b->width, &state);
+      for (int64_t j = 0; j < b->width; j++)
+        in_row[row] += (int32_t)plm__label_flatten(frame, y * width + (int32_t)pixels[j]);
+      free(pixels);
+      plm__label_publish(&frame_status[y],
+                         plm__label_row_status(PLM__LABEL_ROW_COUNTED, in_row[row]));
+      continue;
     }
+    const int32_t before = plm__label_roots_before(frame_status, frame, y, width);
+    plm__label_publish(&frame_status[y],
+                       plm__label_row_status(PLM__LABEL_ROW_SUMMED, before + in_row[row]));
+    int32_t next = before + 1;
+    for (int32_t c = 0; c < width; c++) {
+      int32_t *slot = frame + y * width + c;
+      if (*slot == y * width + c) *slot = plm__label_root_mark(next++);
+    }
+    ck_assert_int_eq(next - 1 - before, in_row[row]);
     if (y == b->height - 1) count[f] = next - 1;
   }
   free(order);
-  free(row_roots);
+  free(flattened);
+  free(in_row);
+  free(status);
+  /* The flattened parents: a root's own index where its slot holds its mark. */
+  *roots = malloc((size_t)total * sizeof **roots);
+  ck_assert_ptr_nonnull(*roots);
+  for (int64_t g = 0; g < total; g++)
+    (*roots)[g] = labels[g] < -1 ? (int32_t)(g % frame_pixels) : labels[g];
 
-  /* Step 5, label_relabel, in a shuffled order: roots before or after their pixels. */
+  /* Step 4, label_relabel, in a shuffled order: roots before or after their pixels. */
   order = shuffled(total, &state);
   for (int64_t k = 0; k < total; k++) {
     const int64_t g = order[k], base = g - g % frame_pixels;

@@ -23,8 +23,8 @@
  * block labels a 32 x 16 tile in shared memory, then only the pixels on tile borders
  * unite in global memory, with atomicMin (each component's root is its first pixel);
  * paths are compressed, the roots counted per image row, and each row's roots numbered
- * after the earlier rows' (raster order), all on the device, in five launches. On cuda
- * the op takes scratch from the context's default pool in stream order, 4 bytes per
+ * after the earlier rows' (raster order), all on the device, in four launches. On cuda
+ * the op takes scratch from the context's default pool in stream order, 8 bytes per
  * image row of the batch (PLM_ERR_OUT_OF_MEMORY when the pool cannot give it); on host
  * it takes none.
  *

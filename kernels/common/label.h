@@ -19,16 +19,17 @@
  *      the runs on the two sides that touch, with the same rule, starting from the
  *      parents the tile pass wrote ("Border pass" below), halving the paths its finds
  *      walk (plm__label_find_halving); interior pixels are not visited.
- *   3. flatten: every pixel's parent becomes its root (plm__label_flatten, which
- *      compresses the path it walked), and each image row's roots are counted (an
- *      atomic add per root).
- *   4. number the roots, a block per image row: the roots of the frame's earlier rows
- *      (the sum of their counts) plus the roots before it in its row (a block-wide
- *      scan of the row's root flags), plus one; each root's slot gets its label as a
- *      mark below -1 (plm__label_root_mark), and the frame's last row writes its K.
- *   5. relabel: every pixel's label from its slot and its root's (plm__label_final).
+ *   3. flatten and number, a block per image row: every pixel's parent becomes its
+ *      root (plm__label_flatten, which compresses the path it walked) and the row's
+ *      roots are counted and published; the roots of the frame's earlier rows are
+ *      summed from the rows' status words (plm__label_roots_before: a look-back that
+ *      counts a row itself rather than wait for it); each root's label is that sum
+ *      plus the roots before it in its row (a block-wide scan of the row's root flags),
+ *      plus one, and its slot gets the label as a mark below -1
+ *      (plm__label_root_mark); the frame's last row writes its K.
+ *   4. relabel: every pixel's label from its slot and its root's (plm__label_final).
  *   So the numbering is raster order, as scipy.ndimage.label's, with no prefix sum over
- *   the pixels: five launches (label.cu has the cost model).
+ *   the pixels: four launches (label.cu has the cost model).
  * Invariants. Every parent is at most its child: a run's node is its first pixel, a
  * tile's local index order is the frame's raster order restricted to the tile, and
  * plm__label_unite hangs the larger root under the smaller. So a component's root is
@@ -405,22 +406,50 @@ static inline PLM_HD void plm__label_segment_join(int32_t *parent, uint32_t near
   }
 }
 
-/* Flatten (step 3), per frame: parent holds the frame's parents. */
+/* Step 3, a block per image row, per frame: parent holds the frame's parents. The row's
+ * pixels are flattened and its roots counted; the count is published in the row's status
+ * word; the roots of the frame's earlier rows are summed from theirs (a look-back, as
+ * Merrill and Garland's single-pass scan, without waiting: a row whose count is not out
+ * yet is counted by the reader, as its own block would count it); then the row's roots
+ * are numbered. While it runs, other rows' roots may already hold their marks (below),
+ * so a slot is a root when it holds its own index or a mark. */
+
+/* What a root's slot holds once its row is numbered: its label, below -1, so that it
+ * reads apart from a parent (a frame index, >= 0) and from the background (-1). */
+static inline PLM_HD int32_t plm__label_root_mark(int32_t label) {
+  return -label - 1;
+}
+
+/* Whether slot i, holding `value`, is a root: its own index, or its label's mark. Stable
+ * while step 3 runs: flattening writes only slots that are not roots, each its root (not
+ * itself), and numbering turns a root's index into its mark. */
+static inline PLM_HD int plm__label_is_root(int32_t value, int32_t i) {
+  return value == i || value < -1;
+}
+
+/* The root of x, a foreground slot, in step 3: as plm__label_find, but a slot holding a
+ * mark is a root too. */
+static inline PLM_HD int32_t plm__label_root_of(const int32_t *parent, int32_t x) {
+  const volatile int32_t *p = parent;
+  for (int32_t next = p[x]; next != x && next >= 0; next = p[x]) x = next;
+  return x;
+}
 
 /* Point pixel i, and every pixel on its path, at its root (path compression: a later
  * find through any of them takes one step, so a long chain is walked once, not once per
  * pixel on it); returns 1 when i is a root (counted in its row), else 0 (the background
  * included). A pixel whose parent is a root, as most are after the tile pass (their tile
  * root, still a root when no border joined it to an earlier tile's), costs two reads and
- * no write. Safe with concurrent flattens, as no union runs in step 3: each pixel written
- * gets its own root, an ancestor, so every parent stays at most its child and every path
- * still ends at the same root; stores go through volatile, as the finds read. */
+ * no write. Safe with concurrent flattens, counts and numbering, as no union runs in
+ * step 3: each pixel written gets its own root, an ancestor, so every parent stays at
+ * most its child and every path still ends at the same root; stores go through volatile,
+ * as the finds read. */
 static inline PLM_HD uint32_t plm__label_flatten(int32_t *parent, int32_t i) {
   volatile int32_t *p = parent;
   const int32_t first = p[i];
-  if (first < 0) return 0;
-  if (first == i) return 1;
-  const int32_t root = plm__label_find(parent, first);
+  if (first == -1) return 0;
+  if (plm__label_is_root(first, i)) return 1;
+  const int32_t root = plm__label_root_of(parent, first);
   for (int32_t x = i; x != root;) {
     const int32_t next = x == i ? first : p[x];
     if (next != root) p[x] = root;
@@ -429,13 +458,66 @@ static inline PLM_HD uint32_t plm__label_flatten(int32_t *parent, int32_t i) {
   return 0;
 }
 
-/* What a root's slot holds between steps 4 and 5: its label, below -1, so that it
- * reads apart from a parent (a frame index, >= 0) and from the background (-1). */
-static inline PLM_HD int32_t plm__label_root_mark(int32_t label) {
-  return -label - 1;
+/* A row's status word (a 64-bit integer, 0 before the row is seen): what is known of the
+ * frame's roots up to it, as a stage and a count, raised only (an atomic max), so that
+ * any number of writers may publish, in any order:
+ *   0                       nothing yet;
+ *   PLM__LABEL_ROW_COUNTED  the roots of the row itself;
+ *   PLM__LABEL_ROW_SUMMED   the roots of the frame's rows up to it, this one included.
+ * A row's count and sum are the same whoever finds them (roots are stable, above). */
+enum { PLM__LABEL_ROW_COUNTED = 1, PLM__LABEL_ROW_SUMMED = 2 };
+
+static inline PLM_HD uint64_t plm__label_row_status(int stage, int32_t roots) {
+  return (uint64_t)stage << 32 | (uint32_t)roots;
+}
+static inline PLM_HD int plm__label_row_stage(uint64_t status) {
+  return (int)(status >> 32);
+}
+static inline PLM_HD int32_t plm__label_row_roots(uint64_t status) {
+  return (int32_t)(uint32_t)status;
 }
 
-/* Step 5: the label of a pixel whose slot held `own` when read, in the frame whose
+/* *address = max(*address, value), atomically. The host version exists for
+ * tests/test_label_cuda_logic.c. */
+static inline PLM_HD void plm__label_publish(uint64_t *address, uint64_t value) {
+#ifdef __CUDA_ARCH__
+  atomicMax((unsigned long long *)address, (unsigned long long)value);
+#else
+  uint64_t old = __atomic_load_n(address, __ATOMIC_RELAXED);
+  while (value > old && !__atomic_compare_exchange_n(address, &old, value, 0, __ATOMIC_RELAXED,
+                                                     __ATOMIC_RELAXED)) {
+  }
+#endif
+}
+
+/* The roots of row y of a frame `width` wide, counted from its slots (any time in step 3). */
+static inline PLM_HD int32_t plm__label_count_row(const int32_t *parent, int32_t y, int32_t width) {
+  const volatile int32_t *p = parent;
+  int32_t roots = 0;
+  for (int32_t i = y * width; i < (y + 1) * width; i++) roots += plm__label_is_root(p[i], i);
+  return roots;
+}
+
+/* The roots of the frame's rows before y, from their status words (status: the frame's),
+ * newest first, up to the first that holds a sum: a row with nothing yet is counted here
+ * and its count published. One thread's look-back, for the host check; the kernel's
+ * (label.cu) takes 32 rows a step with a warp, to the same sum. */
+static inline PLM_HD int32_t plm__label_roots_before(uint64_t *status, const int32_t *parent,
+                                                     int32_t y, int32_t width) {
+  int32_t roots = 0;
+  for (int32_t r = y - 1; r >= 0; r--) {
+    uint64_t s = ((volatile uint64_t *)status)[r];
+    if (plm__label_row_stage(s) == 0) {
+      s = plm__label_row_status(PLM__LABEL_ROW_COUNTED, plm__label_count_row(parent, r, width));
+      plm__label_publish(&status[r], s);
+    }
+    roots += plm__label_row_roots(s);
+    if (plm__label_row_stage(s) == PLM__LABEL_ROW_SUMMED) break;
+  }
+  return roots;
+}
+
+/* Step 4: the label of a pixel whose slot held `own` when read, in the frame whose
  * slots are `labels`: 0 on the background, a root's own mark decoded, else the label
  * of its root (own, after flattening), read from the root's slot, which holds either
  * the root's mark or, if the root's own thread has been there already, its label.

@@ -8,7 +8,7 @@
  *      over each frame's tiles), a warp per tile row: its ballot is the row's bits, and
  *      the tile's union-find has a node per run in shared memory; writes every pixel's
  *      tile root (a frame index) or -1 to labels, and the tiles of the first column
- *      zero their rows' root counts.
+ *      zero their rows' status words.
  *   2. label_borders: a warp per 32 pixels of a tile border (a tile's top row against
  *      the row above, or 32 rows of a tile column's first column against the column
  *      left of it) unites the runs that touch across it, with atomicMin on labels,
@@ -17,36 +17,37 @@
  *      half-foreground random mask, each a dependent load of every pixel of the tile in
  *      step 3). A component's root stays its smallest index: its first pixel in raster
  *      order.
- *   3. label_flatten: every pixel's parent becomes its root, and so does every parent
- *      on the path to it (path compression, plm__label_flatten: a chain is walked in
- *      full once, then in one step by the pixels on it); each root adds one to its
- *      row's count (an atomic per component, not per pixel).
- *   4. label_number_roots: a block per image row (grid-stride over the rows of the
- *      batch): the sum of the counts of the frame's earlier rows, then the row 16
- *      chunks of the block's width at a time (4096 columns), every chunk's slot loaded
- *      before any is used, each root's rank from its warp's ballot and the running sums
- *      of the warps' counts in raster order (one scan by a warp); each root's slot gets
- *      its label's mark; the frame's last row writes K.
- *   5. label_relabel: every pixel's label (plm__label_final).
- * Every step but 4 takes a frame per blockIdx.y and indexes its pixels and tiles without
- * a 64-bit division (frame_pixels_grid below); before, each pixel divided its batch index
+ *   3. label_number_rows: a block per image row (grid-stride over the rows of the
+ *      batch). Its pixels' parents become their roots, and so does every parent on the
+ *      paths (path compression, plm__label_flatten: a chain is walked in full once, then
+ *      in one step by the pixels on it); the row's roots are counted and the count
+ *      published in its status word; warp 0 sums the frame's earlier rows' roots from
+ *      theirs, 32 rows a step, counting a row itself where nothing is published yet
+ *      (a look-back that never waits: roots_before), and publishes the row's sum; then
+ *      the row is numbered 16 chunks of the block's width at a time (4096 columns),
+ *      every chunk's slot loaded before any is used, each root's rank from its warp's
+ *      ballot and the running sums of the warps' counts in raster order (one scan by a
+ *      warp); each root's slot gets its label's mark; the frame's last row writes K.
+ *   4. label_relabel: every pixel's label (plm__label_final).
+ * Steps 1, 2 and 4 take a frame per blockIdx.y and index its pixels and tiles without a
+ * 64-bit division (frame_pixels_grid below); before, each pixel divided its batch index
  * by the frame's pixels or its tile's (64-bit divisions and modulos, tens of instructions
  * each, per pixel).
- * The scratch (a root count per image row, plm__label_cuda_scratch_bytes) is the
+ * The scratch (a status word per image row, plm__label_cuda_scratch_bytes) is the
  * caller's (ops/op_scratch.h): plm_label takes it from the context's default pool in
  * stream order, a pipeline gives it from its workspace.
  *
  * Cost model. The floor bench_ops judges by (docs/benchmarks.md, "emulated") is each
- * launch's distinct bytes over DRAM bandwidth, summed: about 19 bytes a pixel here, the
+ * launch's distinct bytes over DRAM bandwidth, summed: about 15 bytes a pixel here, the
  * mask in and a parent out (5), parents read by borders (about 2: a left segment's
- * sectors lie in every row), read and mostly not written by flatten (4), read by
- * number_roots (4), read and written over by relabel (4): 24.1 us at 2048^2 on an H100
- * (3.35 TB/s). The op's own floor, mask in and labels out,
- * is 5 bytes a pixel (6.3 us at 2048^2): the four launches after the first re-read the
- * parents, which only a labelling in fewer passes would save. Per kernel, by the
- * emulated estimate for an H100 (an estimate from the emulator's counts, not a
- * measurement; the half-full random mask of bench_ops, 8-connectivity, 512^2 to
- * 4096^2 alike within 0.1x), bound over floor:
+ * sectors lie in every row), read and mostly not written by number_rows (4), read and
+ * written over by relabel (4): 19.1 us at 2048^2 on an H100 (3.35 TB/s; 24.1 with the
+ * five launches before number_rows, whose flatten and numbering each read the parents).
+ * The op's own floor, mask in and labels out, is 5 bytes a pixel (6.3 us at 2048^2): the
+ * three launches after the first re-read the parents, which only a labelling in fewer
+ * passes would save. Per kernel, by the emulated estimate for an H100 (an estimate from
+ * the emulator's counts, not a measurement; the half-full random mask of bench_ops,
+ * 8-connectivity, 512^2 to 4096^2 alike within 0.1x), bound over floor:
  *   - tiles, 1.5x, shared-memory bound: about 17 shared requests a warp (a tile row):
  *     the row's bits stored and the row above's read, the run nodes started, at most
  *     two unions a lane (a find from each side and an atomicMin), and the root's find,
@@ -56,28 +57,32 @@
  *     bytes of it read a pixel): 43 requests a warp, 4.4x. Tiles 8 and 32 rows high were
  *     tried: the tile pass 1.3x and 1.65x, but the borders and flatten the other way,
  *     the op 1.35x and 1.32x against 16 rows' 1.31x at 512^2.
- *   - borders, 1.3x, L2: a top segment reads two rows of 128 bytes, a left segment a
+ *   - borders, 1.1x, L2: a top segment reads two rows of 128 bytes, a left segment a
  *     sector in each of 64 rows (its two columns), then the unions' finds. Before (a
  *     thread per border pixel reading five mask bytes and two parents): 3.0x.
- *   - flatten, 1.3x, L2: a parent and its parent's parent a pixel, a write only where a
- *     path is longer (was four reads, 2.5x).
- *   - number_roots, 1.0x, DRAM: the parents read once; the earlier rows' counts, h^2/2
- *     reads of a frame's 4h bytes, from L2 (the warps' sums read once a warp now, not
- *     once a thread: 1.35x before). Its latency was the count's blind spot: a chunk of
- *     256 columns at a time, each a load, a ballot and a block scan with two barriers,
- *     so a 4096-wide row was 16 DRAM round trips and 32 barriers one after another; now
- *     16 chunks' loads go out together and a row of up to 4096 takes 5 barriers (2 of
- *     them for the earlier rows' sum, 34 before at 4096), the same loads and sectors:
- *     at 2048^2, 36,864 barriers -> 10,240 in all (emulated counts; not yet timed on a
- *     GPU).
+ *   - number_rows, 2.6x, L2 (at 2048^2, 13.0 us against 5.0): the flatten (a parent and
+ *     its parent's parent a pixel, a write only where a path is longer), the look-back
+ *     (status words, and in the emulator's random block order about every other row
+ *     counted again by a later row's block, 0.5 reads a pixel that a GPU's blocks, run
+ *     about in order, mostly do not make), and the numbering's second read of the row's
+ *     slots (from the L2 on a GPU: the block has just read them). It replaced two
+ *     launches, label_flatten (1.3x) and label_number_roots (1.0x, DRAM), each of which
+ *     read the parents from DRAM (11.5 us of bounds at 2048^2, 5.0 of it DRAM's), and
+ *     number_roots summed the earlier rows' counts, h^2/2 reads of a frame's 4h bytes.
+ *     Before number_roots loaded 16 chunks of a row together, it took a chunk of 256
+ *     columns at a time, each a load, a ballot and a block scan with two barriers: a
+ *     4096-wide row was 16 DRAM round trips and 32 barriers one after another, latency
+ *     the count does not see (now a row of up to 4096 takes 5 barriers).
  *   - relabel, 1.4x, L2: a parent and its root's slot read and the label written, 8
  *     bytes of L2 requests for 4 of DRAM.
- * Whole op: bound 1.3x the floor at 512^2, 2048^2 and 4096^2 (2.6x, 2.5x and 2.5x
- * before; 128 us against 96 at 4096^2, whose own floor is 25 us); plus 5 launches
- * (12.5 us, or 5 us as graph nodes), which dominate at 512^2. Measured on an H200
- * (bench_ops, commit d834510): 53.6 us at 512^2, 351.6 at 2048^2, 1,366.6 at 4096^2,
- * 10.7 times the estimate there and 30 times bench_ops' floor: what the estimate leaves
- * out (latency: the tile pass's barriers, six a tile; instruction issue) sets its time.
+ * Whole op: 4 launches (5 before number_rows). At 2048^2, bound 32.5 us over a floor of
+ * 19.1, 1.7x (31.1 over 24.1 with five launches), and 42.5 us with its launches against
+ * 43.6 (36.5 against 36.1 as graph nodes); at 512^2, 12.0 us with its launches against
+ * 14.5 (6.0 against 7.0 as graph nodes), where launches dominate. Measured on an H200
+ * (bench_ops, commit d834510, five launches, before the halving and the look-back): 53.6
+ * us at 512^2, 351.6 at 2048^2, 1,366.6 at 4096^2, 10.7 times the estimate there and 30
+ * times bench_ops' floor: what the estimate leaves out (latency: the tile pass's
+ * barriers, six a tile; the flatten's chains; instruction issue) sets its time.
  *
  * regions starts the table's rows (regions_start), accumulates into them block by block
  * (regions_accumulate: a block combines what each label adds within its tile in a table
@@ -88,9 +93,12 @@
  * 65535 frames), each frame's table its own: the cost model is a frame's times N, and the
  * launches are paid once per stack instead of once per frame.
  *
- * Not yet run on a GPU (none was available when the block-based labelling and the
- * block-level regions were written): tests/test_label_cuda_logic.c runs the labelling's
- * per-pixel steps on the host, tile by tile and in shuffled thread orders, and
+ * The label and segment suites passed on an H200 (the campaign of 2026-12-04, commit
+ * d834510, before the border pass halved its paths and number_rows took the flatten and
+ * the numbering into one launch). tests/test_label_cuda_logic.c runs the labelling's
+ * per-pixel steps on the host, tile by tile and in shuffled thread orders, the rows of
+ * step 3 in two halves interleaved at random (so that the look-back meets rows counted,
+ * summed and not yet seen), and
  * tests/test_regions_cuda_logic.cpp runs regions' block logic with emulated threads;
  * tests/test_label.c checks the kernels under PLUME_BACKEND=cuda (ctest label.cuda, on
  * the CUDA emulator in the -DPLUME_CUDA=EMU build). */
@@ -109,14 +117,14 @@ size_t round_up(size_t bytes) {
   return (bytes + kAlign - 1) / kAlign * kAlign;
 }
 
-/* The scratch: a root count per image row of the batch. */
-size_t row_counts_bytes(const plm__label_args *args) {
-  return round_up((size_t)(args->frames * args->height) * sizeof(int32_t));
+/* The scratch: a status word per image row of the batch (kernels/common/label.h). */
+size_t row_status_bytes(const plm__label_args *args) {
+  return round_up((size_t)(args->frames * args->height) * sizeof(uint64_t));
 }
 
-/* Steps 1, 2, 3 and 5 run over each frame's pixels with 32-bit indices (a frame has at most
+/* Steps 1, 2 and 4 run over each frame's pixels with 32-bit indices (a frame has at most
  * INT32_MAX pixels, ops/label.c): blockIdx.y and its stride pick the frame, so no pixel
- * divides a 64-bit index (step 3 divides a 32-bit one by the width for each root only). */
+ * divides a 64-bit index. */
 dim3 frame_pixels_grid(int64_t frames, int64_t frame_pixels) {
   const int64_t most_frames = 65535;
   return dim3(plm__cuda_blocks(frame_pixels, kThreads),
@@ -131,7 +139,7 @@ dim3 frame_pixels_grid(int64_t frames, int64_t frame_pixels) {
  * block, so every thread reaches every barrier and every ballot. */
 __global__ void __launch_bounds__(PLM__LABEL_TILE_PIXELS)
     label_tiles(const uint8_t *__restrict__ mask, int32_t *__restrict__ parent,
-                int32_t *__restrict__ row_roots, int64_t frames, int32_t across, int32_t tiles,
+                uint64_t *__restrict__ row_status, int64_t frames, int32_t across, int32_t tiles,
                 int32_t height, int32_t width, int eight) {
   __shared__ int32_t tile_parent[PLM__LABEL_TILE_PIXELS]; /* a node per run */
   __shared__ uint32_t tile_rows[PLM__LABEL_TILE_H];
@@ -143,7 +151,7 @@ __global__ void __launch_bounds__(PLM__LABEL_TILE_PIXELS)
                     c0 = (tile - down * across) * PLM__LABEL_TILE_W;
       const int32_t r = r0 + ty, c = c0 + tx, i = r * width + c; /* in the frame */
       const bool inside = r < height && c < width;
-      if (c0 == 0 && tx == 0 && r < height) row_roots[frame * height + r] = 0; /* for step 3 */
+      if (c0 == 0 && tx == 0 && r < height) row_status[frame * height + r] = 0; /* for step 3 */
       const bool foreground = inside && mask[frame * frame_pixels + i] != 0;
       const uint32_t row = __ballot_sync(0xffffffffu, foreground);
       if (tx == 0) tile_rows[ty] = row;
@@ -205,18 +213,6 @@ __global__ void __launch_bounds__(kThreads, 8)
   }
 }
 
-/* Step 3. */
-__global__ void label_flatten(int32_t *parent, int32_t *__restrict__ row_roots, int64_t frames,
-                              int64_t height, int32_t width) {
-  const int64_t frame_pixels = height * width, step = (int64_t)gridDim.x * blockDim.x;
-  for (int64_t f = blockIdx.y; f < frames; f += gridDim.y) {
-    int32_t *frame = parent + f * frame_pixels;
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < frame_pixels; i += step)
-      if (plm__label_flatten(frame, (int32_t)i))
-        atomicAdd(&row_roots[f * height + (int32_t)i / width], 1); /* the row of the batch */
-  }
-}
-
 /* The warps' values `mine` (one a warp, the same in all its lanes; blockDim.x a multiple
  * of 32, at most 1024) summed: the total is returned, to every thread. warp_sums: 32
  * ints of shared memory, free again on return. Each warp reads the table once, a word a
@@ -232,7 +228,7 @@ __device__ int32_t warps_total(int32_t mine, int32_t *warp_sums) {
   return total;
 }
 
-/* Step 4 takes a row kRowChunks chunks of kThreads columns at a time, every chunk's slot
+/* Step 3 numbers a row kRowChunks chunks of kThreads columns at a time, every chunk's slot
  * loaded before any is used: one DRAM round trip for 4096 columns, where a chunk at a
  * time (a load, a ballot, a block scan and its two barriers, then the next chunk) made
  * 16 round trips of a 4096-wide row one after another. */
@@ -260,25 +256,87 @@ __device__ int32_t scan_row_counts(int32_t *counts) {
   return __shfl_sync(0xffffffffu, scan, 31);
 }
 
-/* Step 4, a block per image row of the batch: the row's first label from the counts of
- * the frame's earlier rows, then its roots numbered in raster order, kRowChunks chunks of
- * the row at a time (each warp's roots in each chunk by a ballot, counted into `counts`,
- * scanned by warp 0, then each root's label from its warp's running sum and the roots of
- * its warp before it). */
-__global__ void __launch_bounds__(kThreads, 8)
-    label_number_roots(int32_t *labels, const int32_t *__restrict__ row_roots,
-                       int32_t *__restrict__ count, int64_t frames, int64_t height, int64_t width) {
+/* Step 3's look-back, by one warp (kernels/common/label.h, plm__label_roots_before, 32
+ * rows a step): the roots of the frame's rows before y, from their status words; a row
+ * with nothing yet is counted by the warp together and its count published. Returned to
+ * every lane. */
+__device__ int32_t roots_before(uint64_t *status, const int32_t *frame, int32_t y, int32_t width) {
+  const unsigned all = 0xffffffffu, lane = threadIdx.x % 32;
+  int32_t roots = 0;
+  for (int32_t newest = y - 1; newest >= 0; newest -= 32) {
+    const int32_t r = newest - (int32_t)lane; /* lane 0 the newest row */
+    uint64_t s = r >= 0 ? ((volatile uint64_t *)status)[r]
+                        : plm__label_row_status(PLM__LABEL_ROW_SUMMED, 0); /* before the frame */
+    for (uint32_t unseen = __ballot_sync(all, plm__label_row_stage(s) == 0); unseen;
+         unseen &= unseen - 1) {
+      const int at = __ffs(unseen) - 1, row = newest - at;
+      const volatile int32_t *p = frame;
+      int32_t counted = 0;
+      for (int32_t c = (int32_t)lane; c < width; c += 32) {
+        const int32_t i = row * width + c;
+        counted += plm__label_is_root(p[i], i);
+      }
+      for (int offset = 16; offset > 0; offset /= 2)
+        counted += __shfl_xor_sync(all, counted, offset);
+      if ((int)lane == at) {
+        s = plm__label_row_status(PLM__LABEL_ROW_COUNTED, counted);
+        plm__label_publish(&status[row], s);
+      }
+    }
+    const uint32_t summed = __ballot_sync(all, plm__label_row_stage(s) == PLM__LABEL_ROW_SUMMED);
+    const int last = summed ? __ffs(summed) - 1 : 31; /* the oldest row this step adds */
+    int32_t mine = (int)lane <= last ? plm__label_row_roots(s) : 0;
+    for (int offset = 16; offset > 0; offset /= 2) mine += __shfl_xor_sync(all, mine, offset);
+    roots += mine;
+    if (summed) break;
+  }
+  return roots;
+}
+
+/* Step 3, a block per image row of the batch: the row flattened and its roots counted and
+ * published, the earlier rows' roots summed by warp 0's look-back and the row's sum
+ * published, then its roots numbered in raster order, kRowChunks chunks of the row at a
+ * time (each warp's roots in each chunk by a ballot, counted into `counts`, scanned by
+ * warp 0, then each root's label from its warp's running sum and the roots of its warp
+ * before it). */
+__global__ void __launch_bounds__(kThreads, 6)
+    label_number_rows(int32_t *labels, uint64_t *__restrict__ row_status,
+                      int32_t *__restrict__ count, int64_t frames, int32_t height, int32_t width) {
   __shared__ int32_t warp_sums[32];
   __shared__ __align__(16) int32_t counts[kRowCounts + 1]; /* + 1: the chunks' total */
+  __shared__ int32_t before_row;
   const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int64_t frame_pixels = (int64_t)height * width;
   for (int64_t row = blockIdx.x; row < frames * height; row += gridDim.x) { /* uniform */
-    const int64_t f = row / height, y = row % height;
-    int32_t before = 0;
-    for (int64_t i = threadIdx.x; i < y; i += blockDim.x) before += row_roots[f * height + i];
-    for (int offset = 16; offset > 0; offset /= 2)
-      before += __shfl_xor_sync(0xffffffffu, before, offset);
-    int32_t next = warps_total(before, warp_sums) + 1; /* the row's first root's label */
-    int32_t *row_slots = labels + f * height * width + y * width;
+    const int64_t f = row / height;
+    const int32_t y = (int32_t)(row - f * height);
+    int32_t *frame = labels + f * frame_pixels;
+    uint64_t *status = row_status + f * height;
+    int32_t own = 0;
+    /* The lanes' walks differ in length: the warp meets again after each pixel, so that
+     * a pixel's first reads go out together (as the compiler reconverges a loop's trip;
+     * said here, the emulator's count sees it too). The trips are uniform across the
+     * warp: blockDim.x is a multiple of 32. */
+    for (int32_t c0 = 0; c0 < width; c0 += (int32_t)blockDim.x) {
+      const int32_t c = c0 + (int32_t)threadIdx.x;
+      if (c < width) own += (int32_t)plm__label_flatten(frame, y * width + c);
+      __syncwarp();
+    }
+    for (int offset = 16; offset > 0; offset /= 2) own += __shfl_xor_sync(0xffffffffu, own, offset);
+    const int32_t in_row = warps_total(own, warp_sums);
+    if (warp == 0) {
+      if (lane == 0)
+        plm__label_publish(&status[y], plm__label_row_status(PLM__LABEL_ROW_COUNTED, in_row));
+      const int32_t before = roots_before(status, frame, y, width);
+      if (lane == 0) {
+        plm__label_publish(&status[y],
+                           plm__label_row_status(PLM__LABEL_ROW_SUMMED, before + in_row));
+        before_row = before;
+      }
+    }
+    __syncthreads();
+    int32_t next = before_row + 1; /* the row's first root's label */
+    int32_t *row_slots = frame + (int64_t)y * width;
     for (int64_t c0 = 0; c0 < width; c0 += (int64_t)kRowChunks * kThreads) {
       int32_t slot[kRowChunks];
 #pragma unroll
@@ -305,13 +363,13 @@ __global__ void __launch_bounds__(kThreads, 8)
           row_slots[c0 + k * kThreads + threadIdx.x] = plm__label_root_mark(
               next + counts[k * kRowWarps + warp] + __popc(roots[k] & ((1u << lane) - 1u)));
       next += counts[kRowCounts];
-      __syncthreads(); /* before counts is written again */
+      __syncthreads(); /* before counts and before_row are written again */
     }
     if (y == height - 1 && threadIdx.x == 0) count[f] = next - 1;
   }
 }
 
-/* Step 5. */
+/* Step 4. */
 __global__ void label_relabel(int32_t *labels, int64_t frames, int64_t frame_pixels) {
   const int64_t step = (int64_t)gridDim.x * blockDim.x;
   for (int64_t f = blockIdx.y; f < frames; f += gridDim.y) {
@@ -374,7 +432,7 @@ __global__ void regions_finish(double *table, const int32_t *count, int64_t capa
 }  // namespace
 
 extern "C" plm_status plm__label_cuda_scratch_bytes(const plm__label_args *args, size_t *bytes) {
-  *bytes = row_counts_bytes(args);
+  *bytes = row_status_bytes(args);
   return PLM_OK;
 }
 
@@ -384,14 +442,14 @@ extern "C" plm_status plm__label_cuda(void *stream, const plm__label_args *args)
   const plm__label_tiling tiling = plm__label_tiling_of(args->frames, args->height, args->width);
   const int eight = args->connectivity == 8;
   const dim3 pixel_blocks = frame_pixels_grid(args->frames, frame_pixels);
-  int32_t *row_roots = (int32_t *)args->scratch;
+  uint64_t *row_status = (uint64_t *)args->scratch;
   /* One block per tile, up to plm__cuda_blocks' bound and 65535 frames (the blocks loop
    * over the rest). */
   const int32_t across = (int32_t)tiling.across, tiles = (int32_t)(tiling.across * tiling.down);
   const dim3 tile_blocks(plm__cuda_blocks((int64_t)tiles * kTileThreads, kTileThreads),
                          frame_pixels_grid(args->frames, 1).y);
   label_tiles<<<tile_blocks, kTileThreads, 0, s>>>(
-      args->mask, args->labels, row_roots, args->frames, across, tiles, (int32_t)args->height,
+      args->mask, args->labels, row_status, args->frames, across, tiles, (int32_t)args->height,
       (int32_t)args->width, eight);
   plm_status status = plm__cuda_check_launch("label_tiles");
   if (status == PLM_OK) {
@@ -406,15 +464,11 @@ extern "C" plm_status plm__label_cuda(void *stream, const plm__label_args *args)
     status = plm__cuda_check_launch("label_borders");
   }
   if (status == PLM_OK) {
-    label_flatten<<<pixel_blocks, kThreads, 0, s>>>(args->labels, row_roots, args->frames,
-                                                    args->height, (int32_t)args->width);
-    status = plm__cuda_check_launch("label_flatten");
-  }
-  if (status == PLM_OK) {
     const unsigned row_blocks = plm__cuda_blocks(args->frames * args->height * kThreads, kThreads);
-    label_number_roots<<<row_blocks, kThreads, 0, s>>>(args->labels, row_roots, args->count,
-                                                       args->frames, args->height, args->width);
-    status = plm__cuda_check_launch("label_number_roots");
+    label_number_rows<<<row_blocks, kThreads, 0, s>>>(args->labels, row_status, args->count,
+                                                      args->frames, (int32_t)args->height,
+                                                      (int32_t)args->width);
+    status = plm__cuda_check_launch("label_number_rows");
   }
   if (status == PLM_OK) {
     label_relabel<<<pixel_blocks, kThreads, 0, s>>>(args->labels, args->frames, frame_pixels);
