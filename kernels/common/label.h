@@ -501,7 +501,7 @@ static inline PLM_HD int32_t plm__label_count_row(const int32_t *parent, int32_t
 /* The roots of the frame's rows before y, from their status words (status: the frame's),
  * newest first, up to the first that holds a sum: a row with nothing yet is counted here
  * and its count published. One thread's look-back, for the host check; the kernel's
- * (label.cu) takes 32 rows a step with a warp, to the same sum. */
+ * (label.cu) takes 256 rows a step with a block, to the same sum. */
 static inline PLM_HD int32_t plm__label_roots_before(uint64_t *status, const int32_t *parent,
                                                      int32_t y, int32_t width) {
   int32_t roots = 0;

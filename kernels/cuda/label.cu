@@ -21,8 +21,8 @@
  *      batch). Its pixels' parents become their roots, and so does every parent on the
  *      paths (path compression, plm__label_flatten: a chain is walked in full once, then
  *      in one step by the pixels on it); the row's roots are counted and the count
- *      published in its status word; warp 0 sums the frame's earlier rows' roots from
- *      theirs, 32 rows a step, counting a row itself where nothing is published yet
+ *      published in its status word; the block sums the frame's earlier rows' roots from
+ *      theirs, 256 rows a step, counting a row itself where nothing is published yet
  *      (a look-back that never waits: roots_before), and publishes the row's sum; then
  *      the row is numbered 16 chunks of the block's width at a time (4096 columns),
  *      every chunk's slot loaded before any is used, each root's rank from its warp's
@@ -60,25 +60,26 @@
  *   - borders, 1.1x, L2: a top segment reads two rows of 128 bytes, a left segment a
  *     sector in each of 64 rows (its two columns), then the unions' finds. Before (a
  *     thread per border pixel reading five mask bytes and two parents): 3.0x.
- *   - number_rows, 2.6x, L2 (at 2048^2, 13.0 us against 5.0): the flatten (a parent and
+ *   - number_rows, 2.7x, L2 (at 2048^2, 13.7 us against 5.0): the flatten (a parent and
  *     its parent's parent a pixel, a write only where a path is longer), the look-back
- *     (status words, and in the emulator's random block order about every other row
- *     counted again by a later row's block, 0.5 reads a pixel that a GPU's blocks, run
- *     about in order, mostly do not make), and the numbering's second read of the row's
- *     slots (from the L2 on a GPU: the block has just read them). It replaced two
- *     launches, label_flatten (1.3x) and label_number_roots (1.0x, DRAM), each of which
- *     read the parents from DRAM (11.5 us of bounds at 2048^2, 5.0 of it DRAM's), and
- *     number_roots summed the earlier rows' counts, h^2/2 reads of a frame's 4h bytes.
- *     Before number_roots loaded 16 chunks of a row together, it took a chunk of 256
- *     columns at a time, each a load, a ballot and a block scan with two barriers: a
- *     4096-wide row was 16 DRAM round trips and 32 barriers one after another, latency
- *     the count does not see (now a row of up to 4096 takes 5 barriers).
+ *     (status words, 256 a step, and in the emulator's random block order about every
+ *     other row counted again by a later row's block, 0.5 reads a pixel that a GPU's
+ *     blocks, run about in order, mostly do not make), and the numbering's second read
+ *     of the row's slots (from the L2 on a GPU: the block has just read them). It
+ *     replaced two launches, label_flatten (1.3x) and label_number_roots (1.0x, DRAM),
+ *     each of which read the parents from DRAM (11.5 us of bounds at 2048^2, 5.0 of it
+ *     DRAM's), and number_roots summed the earlier rows' counts, h^2/2 reads of a
+ *     frame's 4h bytes. Before number_roots loaded 16 chunks of a row together, it took
+ *     a chunk of 256 columns at a time, each a load, a ballot and a block scan with two
+ *     barriers: a 4096-wide row was 16 DRAM round trips and 32 barriers one after
+ *     another, latency the count does not see.
  *   - relabel, 1.4x, L2: a parent and its root's slot read and the label written, 8
  *     bytes of L2 requests for 4 of DRAM.
- * Whole op: 4 launches (5 before number_rows). At 2048^2, bound 32.5 us over a floor of
- * 19.1, 1.7x (31.1 over 24.1 with five launches), and 42.5 us with its launches against
- * 43.6 (36.5 against 36.1 as graph nodes); at 512^2, 12.0 us with its launches against
- * 14.5 (6.0 against 7.0 as graph nodes), where launches dominate. Measured on an H200
+ * Whole op: 4 launches (5 before number_rows). Emulated estimates for an H100, against
+ * the five launches of commit fc68ca3: at 2048^2, bound 33.2 us over a floor of 19.1,
+ * 1.7x (32.0 over 24.1, 1.3x), 43.2 us with its launches (44.5) and 37.2 as graph nodes
+ * (37.0); at 512^2, 12.2 us with its launches (14.5) and 6.2 as graph nodes (7.0), where
+ * launches dominate. Measured on an H200
  * (bench_ops, commit d834510, five launches, before the halving and the look-back): 53.6
  * us at 512^2, 351.6 at 2048^2, 1,366.6 at 4096^2, 10.7 times the estimate there and 30
  * times bench_ops' floor: what the estimate leaves out (latency: the tile pass's
@@ -256,20 +257,41 @@ __device__ int32_t scan_row_counts(int32_t *counts) {
   return __shfl_sync(0xffffffffu, scan, 31);
 }
 
-/* Step 3's look-back, by one warp (kernels/common/label.h, plm__label_roots_before, 32
- * rows a step): the roots of the frame's rows before y, from their status words; a row
- * with nothing yet is counted by the warp together and its count published. Returned to
- * every lane. */
-__device__ int32_t roots_before(uint64_t *status, const int32_t *frame, int32_t y, int32_t width) {
-  const unsigned all = 0xffffffffu, lane = threadIdx.x % 32;
+/* What step 3's look-back keeps in shared memory: each warp's nearest row holding a sum
+ * (its lane, or 32) and its rows' roots up to it. */
+struct look_back_shared {
+  int32_t summed_lane[kRowWarps];
+  int32_t roots[kRowWarps];
+};
+
+/* Step 3's look-back, by the whole block (kernels/common/label.h, plm__label_roots_before,
+ * kThreads rows a step, thread t the newest row but t): the roots of the frame's rows
+ * before y, from their status words, up to the newest that holds a sum; each row before it
+ * with nothing published yet is counted by its warp together and its count published. So
+ * a row far from any sum (at 512^2 every row of a frame starts at once) takes a step per
+ * kThreads rows, not per 32, and no row past the sum is counted. Returned to every
+ * thread; uniform across the block (every thread reaches every barrier). */
+__device__ int32_t roots_before(uint64_t *status, const int32_t *frame, int32_t y, int32_t width,
+                                look_back_shared *shared) {
+  const unsigned all = 0xffffffffu, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   int32_t roots = 0;
-  for (int32_t newest = y - 1; newest >= 0; newest -= 32) {
-    const int32_t r = newest - (int32_t)lane; /* lane 0 the newest row */
+  for (int32_t newest = y - 1; newest >= 0; newest -= (int32_t)kThreads) {
+    const int32_t r = newest - (int32_t)threadIdx.x;
     uint64_t s = r >= 0 ? ((volatile uint64_t *)status)[r]
                         : plm__label_row_status(PLM__LABEL_ROW_SUMMED, 0); /* before the frame */
-    for (uint32_t unseen = __ballot_sync(all, plm__label_row_stage(s) == 0); unseen;
+    const uint32_t summed = __ballot_sync(all, plm__label_row_stage(s) == PLM__LABEL_ROW_SUMMED);
+    if (lane == 0) shared->summed_lane[warp] = summed ? __ffs(summed) - 1 : 32;
+    __syncthreads();
+    int stop_warp = kRowWarps, stop_lane = 32; /* the newest row holding a sum */
+    for (int w = 0; w < kRowWarps && stop_warp == kRowWarps; w++)
+      if (shared->summed_lane[w] < 32) {
+        stop_warp = w;
+        stop_lane = shared->summed_lane[w];
+      }
+    const bool counts = (int)warp < stop_warp || ((int)warp == stop_warp && (int)lane <= stop_lane);
+    for (uint32_t unseen = __ballot_sync(all, counts && plm__label_row_stage(s) == 0); unseen;
          unseen &= unseen - 1) {
-      const int at = __ffs(unseen) - 1, row = newest - at;
+      const int at = __ffs(unseen) - 1, row = newest - (int)warp * 32 - at;
       const volatile int32_t *p = frame;
       int32_t counted = 0;
       for (int32_t c = (int32_t)lane; c < width; c += 32) {
@@ -283,28 +305,29 @@ __device__ int32_t roots_before(uint64_t *status, const int32_t *frame, int32_t 
         plm__label_publish(&status[row], s);
       }
     }
-    const uint32_t summed = __ballot_sync(all, plm__label_row_stage(s) == PLM__LABEL_ROW_SUMMED);
-    const int last = summed ? __ffs(summed) - 1 : 31; /* the oldest row this step adds */
-    int32_t mine = (int)lane <= last ? plm__label_row_roots(s) : 0;
+    int32_t mine = counts ? plm__label_row_roots(s) : 0;
     for (int offset = 16; offset > 0; offset /= 2) mine += __shfl_xor_sync(all, mine, offset);
-    roots += mine;
-    if (summed) break;
+    if (lane == 0) shared->roots[warp] = mine;
+    __syncthreads();
+    for (int w = 0; w < kRowWarps; w++) roots += shared->roots[w];
+    __syncthreads(); /* before the next step writes shared again */
+    if (stop_warp < kRowWarps) break;
   }
   return roots;
 }
 
 /* Step 3, a block per image row of the batch: the row flattened and its roots counted and
- * published, the earlier rows' roots summed by warp 0's look-back and the row's sum
+ * published, the earlier rows' roots summed by the block's look-back and the row's sum
  * published, then its roots numbered in raster order, kRowChunks chunks of the row at a
  * time (each warp's roots in each chunk by a ballot, counted into `counts`, scanned by
  * warp 0, then each root's label from its warp's running sum and the roots of its warp
  * before it). */
-__global__ void __launch_bounds__(kThreads, 6)
+__global__ void __launch_bounds__(kThreads, 5)
     label_number_rows(int32_t *labels, uint64_t *__restrict__ row_status,
                       int32_t *__restrict__ count, int64_t frames, int32_t height, int32_t width) {
   __shared__ int32_t warp_sums[32];
   __shared__ __align__(16) int32_t counts[kRowCounts + 1]; /* + 1: the chunks' total */
-  __shared__ int32_t before_row;
+  __shared__ look_back_shared look_back;
   const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int64_t frame_pixels = (int64_t)height * width;
   for (int64_t row = blockIdx.x; row < frames * height; row += gridDim.x) { /* uniform */
@@ -324,18 +347,12 @@ __global__ void __launch_bounds__(kThreads, 6)
     }
     for (int offset = 16; offset > 0; offset /= 2) own += __shfl_xor_sync(0xffffffffu, own, offset);
     const int32_t in_row = warps_total(own, warp_sums);
-    if (warp == 0) {
-      if (lane == 0)
-        plm__label_publish(&status[y], plm__label_row_status(PLM__LABEL_ROW_COUNTED, in_row));
-      const int32_t before = roots_before(status, frame, y, width);
-      if (lane == 0) {
-        plm__label_publish(&status[y],
-                           plm__label_row_status(PLM__LABEL_ROW_SUMMED, before + in_row));
-        before_row = before;
-      }
-    }
-    __syncthreads();
-    int32_t next = before_row + 1; /* the row's first root's label */
+    if (threadIdx.x == 0)
+      plm__label_publish(&status[y], plm__label_row_status(PLM__LABEL_ROW_COUNTED, in_row));
+    const int32_t before = roots_before(status, frame, y, width, &look_back);
+    if (threadIdx.x == 0)
+      plm__label_publish(&status[y], plm__label_row_status(PLM__LABEL_ROW_SUMMED, before + in_row));
+    int32_t next = before + 1; /* the row's first root's label */
     int32_t *row_slots = frame + (int64_t)y * width;
     for (int64_t c0 = 0; c0 < width; c0 += (int64_t)kRowChunks * kThreads) {
       int32_t slot[kRowChunks];
@@ -363,7 +380,7 @@ __global__ void __launch_bounds__(kThreads, 6)
           row_slots[c0 + k * kThreads + threadIdx.x] = plm__label_root_mark(
               next + counts[k * kRowWarps + warp] + __popc(roots[k] & ((1u << lane) - 1u)));
       next += counts[kRowCounts];
-      __syncthreads(); /* before counts and before_row are written again */
+      __syncthreads(); /* before counts is written again */
     }
     if (y == height - 1 && threadIdx.x == 0) count[f] = next - 1;
   }
