@@ -214,17 +214,21 @@ __global__ void __launch_bounds__(kThreads, 8)
   }
 }
 
-/* The warps' values `mine` (one a warp, the same in all its lanes; blockDim.x a multiple
- * of 32, at most 1024) summed: the total is returned, to every thread. warp_sums: 32
- * ints of shared memory, free again on return. Each warp reads the table once, a word a
- * lane, and sums it with shuffles, rather than every thread reading every word. */
-__device__ int32_t warps_total(int32_t mine, int32_t *warp_sums) {
+/* v summed over the lanes of a whole warp, returned to each. */
+__device__ int32_t warp_sum(int32_t v) {
+  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+/* v summed over the threads of the block (blockDim.x a multiple of 32, at most 1024),
+ * returned to each: each warp's sum into warp_sums (a word a warp, free again on return),
+ * which each warp reads once, a word a lane, rather than every thread every word. */
+__device__ int32_t block_sum(int32_t v, int32_t *warp_sums) {
   const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
-  if (lane == 0) warp_sums[warp] = mine;
+  v = warp_sum(v);
+  if (lane == 0) warp_sums[warp] = v;
   __syncthreads();
-  int32_t total = lane < warps ? warp_sums[lane] : 0;
-  for (int offset = 16; offset > 0; offset /= 2)
-    total += __shfl_xor_sync(0xffffffffu, total, offset);
+  const int32_t total = warp_sum(lane < warps ? warp_sums[lane] : 0);
   __syncthreads(); /* before warp_sums is written again */
   return total;
 }
@@ -261,7 +265,7 @@ __device__ int32_t scan_row_counts(int32_t *counts) {
  * (its lane, or 32) and its rows' roots up to it. */
 struct look_back_shared {
   int32_t summed_lane[kRowWarps];
-  int32_t roots[kRowWarps];
+  int32_t warp_roots[kRowWarps]; /* block_sum's */
 };
 
 /* Step 3's look-back, by the whole block (kernels/common/label.h, plm__label_roots_before,
@@ -298,19 +302,13 @@ __device__ int32_t roots_before(uint64_t *status, const int32_t *frame, int32_t 
         const int32_t i = row * width + c;
         counted += plm__label_is_root(p[i], i);
       }
-      for (int offset = 16; offset > 0; offset /= 2)
-        counted += __shfl_xor_sync(all, counted, offset);
+      counted = warp_sum(counted);
       if ((int)lane == at) {
         s = plm__label_row_status(PLM__LABEL_ROW_COUNTED, counted);
         plm__label_publish(&status[row], s);
       }
     }
-    int32_t mine = counts ? plm__label_row_roots(s) : 0;
-    for (int offset = 16; offset > 0; offset /= 2) mine += __shfl_xor_sync(all, mine, offset);
-    if (lane == 0) shared->roots[warp] = mine;
-    __syncthreads();
-    for (int w = 0; w < kRowWarps; w++) roots += shared->roots[w];
-    __syncthreads(); /* before the next step writes shared again */
+    roots += block_sum(counts ? plm__label_row_roots(s) : 0, shared->warp_roots);
     if (stop_warp < kRowWarps) break;
   }
   return roots;
@@ -345,8 +343,7 @@ __global__ void __launch_bounds__(kThreads, 5)
       if (c < width) own += (int32_t)plm__label_flatten(frame, y * width + c);
       __syncwarp();
     }
-    for (int offset = 16; offset > 0; offset /= 2) own += __shfl_xor_sync(0xffffffffu, own, offset);
-    const int32_t in_row = warps_total(own, warp_sums);
+    const int32_t in_row = block_sum(own, warp_sums);
     if (threadIdx.x == 0)
       plm__label_publish(&status[y], plm__label_row_status(PLM__LABEL_ROW_COUNTED, in_row));
     const int32_t before = roots_before(status, frame, y, width, &look_back);
