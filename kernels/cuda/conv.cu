@@ -100,6 +100,7 @@
 
 #include "kernels/common/conv.h"
 #include "kernels/cuda/launch.h"
+#include "kernels/cuda/frame_tiles.h"
 #include "kernels/cuda/stage.h"
 
 enum { SMEM_MAX = 48 * 1024, BANKS = 32 };
@@ -265,35 +266,6 @@ static conv2d_launch conv2d_launch_of(const plm__conv2d_args *args) {
   return l;
 }
 
-/* Loads a thread of stage_tile has in flight (plm__stage_batched): 8, one batch for the
- * 18 x 114 tile of a 3 x 3 conv2d at runs of 7 (2,052 elements, 256 threads). */
-enum { STAGE_BATCH = 8 };
-
-/* Stage rows [y0, y0 + rows) x columns [x0, x0 + cols) of one frame, border applied,
- * into tile (row-major, rows `pitch` floats apart, pitch >= cols); every thread of a
- * bx x by block takes part, thread (tx, ty) the rows ty, ty + by, ... and in each the
- * columns tx, tx + bx, ... (a warp reads along a row), with no division per element.
- * A tile inside the frame is read without the border rule, BATCH loads in flight a
- * thread (kernels/cuda/stage.h: stored one by one, a tile cost a chain of DRAM
- * latencies); a tile across the frame's edges, through the border rule, an element at a
- * time. dtype a constant where the caller's is (sobel's template), the load's switch
- * goes when compiled. */
-template <int BATCH = STAGE_BATCH>
-static PLM_HD void stage_tile(float *tile, const void *frame, plm_dtype dtype, int64_t h, int64_t w,
-                              int64_t y0, int64_t x0, int rows, int cols, int pitch,
-                              plm_border border, int tx, int ty, int bx, int by) {
-  if (y0 >= 0 && x0 >= 0 && y0 + rows <= h && x0 + cols <= w) {
-    plm__stage_batched<BATCH>(
-        rows, cols, ty, tx, by, bx,
-        [&](int r, int c) { return plm__load_f32(frame, dtype, (y0 + r) * w + x0 + c); },
-        [&](int r, int c, float value) { tile[r * pitch + c] = value; });
-    return;
-  }
-  for (int r = ty; r < rows; r += by)
-    for (int c = tx; c < cols; c += bx)
-      tile[r * pitch + c] = plm__load_border(frame, dtype, h, w, y0 + r, x0 + c, border);
-}
-
 /* The sums of RUN outputs side by side in a row (RUN > 1 needs stride_x 1): window
  * points at the first one's top-left input in the staged tile, rows pitch floats apart,
  * taps are kh x kw. Each output adds its terms in plm__conv2d_pixel's order (tap rows
@@ -416,30 +388,6 @@ static PLM_HD void sobel_thread_outputs(const float (*tile)[SOBEL_TILE_COLS],
 
 #ifdef __CUDACC__
 
-/* The tiles of an output of n frames of h x w, tile_h x tile_w each, and a loop over
- * the ones of this block. The loop bounds are the same for every thread of a block, so
- * its body may hold __syncthreads. */
-struct tiles {
-  int64_t n, rows, cols; /* frames, and tiles per frame down and across */
-};
-
-static PLM_HD tiles tiles_of(int64_t n, int64_t h, int64_t w, int64_t tile_h, int64_t tile_w) {
-  return tiles{n, (h + tile_h - 1) / tile_h, (w + tile_w - 1) / tile_w};
-}
-
-#define FOR_EACH_TILE(t, frame, tile_y, tile_x)                               \
-  for (int64_t frame = blockIdx.z; frame < (t).n; frame += gridDim.z)         \
-    for (int64_t tile_y = blockIdx.y; tile_y < (t).rows; tile_y += gridDim.y) \
-      for (int64_t tile_x = blockIdx.x; tile_x < (t).cols; tile_x += gridDim.x)
-
-/* This block's part of stage_tile. */
-static __device__ void stage_tile_by_block(float *tile, const void *frame, plm_dtype dtype,
-                                           int64_t h, int64_t w, int64_t y0, int64_t x0, int rows,
-                                           int cols, int pitch, plm_border border) {
-  stage_tile(tile, frame, dtype, h, w, y0, x0, rows, cols, pitch, border, (int)threadIdx.x,
-             (int)threadIdx.y, (int)blockDim.x, (int)blockDim.y);
-}
-
 /* The staged input of a conv2d launch's tiles (conv2d_launch's tile_rows, tile_cols,
  * pitch), as the kernel takes it. */
 struct conv2d_tile {
@@ -505,13 +453,6 @@ __global__ void __launch_bounds__(SOBEL_BX *SOBEL_BY, SOBEL_BLOCKS_PER_SM)
     __syncthreads();
     sobel_thread_outputs(tile, a, frame, y0, x0, tx, ty);
   }
-}
-
-/* The grid over an output's tiles, each dimension capped (FOR_EACH_TILE covers the
- * rest): never refused. */
-static dim3 make_grid(int64_t n, int64_t height, int64_t width, int tile_h, int tile_w) {
-  const tiles t = tiles_of(n, height, width, tile_h, tile_w);
-  return dim3(plm__cuda_grid_x(t.cols), plm__cuda_grid_yz(t.rows), plm__cuda_grid_yz(t.n));
 }
 
 extern "C" plm_status plm__conv2d_cuda(void *stream, const plm__conv2d_args *args) {
