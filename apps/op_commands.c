@@ -1133,14 +1133,16 @@ static plm_status read_inputs(op_run *run, op_state *s, char *err, size_t err_si
     const file_flag *f = &run->files[k];
     if (!run->paths[k] || (f->kind != FILE_INPUT && f->kind != FILE_INTENSITY)) continue;
     image *file = &s->files[k];
-    const unsigned flags = run->read_flags | (named ? IMAGE_READ_ANY_RANK : 0);
+    /* A 1-D kernel (sepconv2d's) is read as the array it is; the op checks its shape. */
+    const plm__op_slot *slot = f->kind == FILE_INPUT ? &run->cmd->op->inputs[f->slot] : NULL;
+    const bool kernel_1d =
+        slot && slot->role == PLM__IN_KERNEL && slot->kernel_axis != PLM__KERNEL_2D;
+    const unsigned flags = run->read_flags | (named || kernel_1d ? IMAGE_READ_ANY_RANK : 0);
     plm_status status = image_read_as(run->paths[k], flags, &s->pinned, file, err, err_size);
     if (status != PLM_OK) return status;
     if (f->kind == FILE_INPUT && f->slot == 0) dtype = file->dtype;
-    if (f->kind == FILE_INPUT && run->cmd->op->inputs[f->slot].role == PLM__IN_KERNEL) {
-      kh = file->ndim >= 2 ? (int)file->dims[file->ndim - 2] : 1;
-      kw = (int)file->dims[file->ndim - 1];
-    }
+    if (f->kind == FILE_INPUT && run->cmd->op->inputs[f->slot].role == PLM__IN_KERNEL)
+      plm__op_kernel_extent(&run->cmd->op->inputs[f->slot], file->ndim, file->dims, &kh, &kw);
   }
   return resolve_params(run, dtype, kh, kw, err, err_size) ? PLM_OK : PLM_ERR_INVALID_ARG;
 }

@@ -120,3 +120,20 @@ plm_status plm__op_check_output_like(const plm_tensor *in, const char *in_name,
                          plm_dtype_name(out->dtype), plm_dtype_name(dtype));
   return plm__op_check_same_dims(in, in_name, out, out_name);
 }
+
+void plm__op_kernel_extent(const plm__op_slot *slot, int ndim, const int64_t *dims, int *kh,
+                           int *kw) {
+  switch ((plm__kernel_axis)slot->kernel_axis) {
+    case PLM__KERNEL_2D:
+      if (ndim != 2) return;
+      *kh = (int)dims[0];
+      *kw = (int)dims[1];
+      return;
+    case PLM__KERNEL_ALONG_X:
+      if (ndim == 1 || (ndim == 2 && dims[0] == 1)) *kw = (int)dims[ndim - 1];
+      return;
+    case PLM__KERNEL_ALONG_Y:
+      if (ndim == 1 || (ndim == 2 && dims[1] == 1)) *kh = (int)dims[0];
+      return;
+  }
+}

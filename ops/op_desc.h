@@ -175,7 +175,27 @@ typedef struct plm__op_slot {
   bool labels;       /* outputs: connected-component labels (their connectivity is known) */
   bool finite;       /* inputs: a calibration or kernel, every value finite: a pipeline's
                         text refuses a named tensor for it holding a NaN or an infinity */
+  int kernel_axis;   /* PLM__IN_KERNEL inputs: a plm__kernel_axis */
 } plm__op_slot;
+
+/* Which extent of the filter a kernel input gives: both (conv2d's (KH, KW)), or the one of
+ * a 1-D kernel (sepconv2d's kernel_x (KW) and kernel_y (KH)), so that the text form's
+ * specs build it in one dimension and pad=same reads (KH - 1) / 2, (KW - 1) / 2. */
+typedef enum plm__kernel_axis {
+  PLM__KERNEL_2D = 0,
+  PLM__KERNEL_ALONG_X, /* taps across a row: KW */
+  PLM__KERNEL_ALONG_Y  /* taps down a column: KH */
+} plm__kernel_axis;
+
+/* Whether the text form takes size=KHxKW for the slot's inline values: a 2-D kernel's. */
+static inline bool plm__op_slot_takes_size(const plm__op_slot *slot) {
+  return slot->role == PLM__IN_KERNEL && slot->kernel_axis == PLM__KERNEL_2D;
+}
+
+/* The filter's extent that a kernel input of this shape gives, written into *kh or *kw (or
+ * both, for a 2-D kernel; a shape the op would refuse writes nothing). */
+void plm__op_kernel_extent(const plm__op_slot *slot, int ndim, const int64_t *dims, int *kh,
+                           int *kw);
 
 /* ---- parameters ------------------------------------------------------------------------- */
 

@@ -276,17 +276,16 @@ static void slot_names(const plm__op_slot *slots, int count, char *list, size_t 
              slots[k].optional ? " (optional)" : "");
 }
 
-/* The size of the node's kernel (its first 2-D input given as a kernel): conv2d's
- * padding=same reads it. 1, 1 without one. */
+/* The size of the node's filter, from its inputs given as kernels (conv2d's 2-D one,
+ * sepconv2d's kernel_x and kernel_y): padding=same reads it. 1, 1 without one; a shape
+ * the op refuses (its own check names the slot) gives nothing. */
 static void kernel_size(const plm_pipeline *pl, const plm__op_desc *op, const int *inputs, int *kh,
                         int *kw) {
   *kh = *kw = 1;
   for (int k = 0; k < op->input_count; k++) {
     if (op->inputs[k].role != PLM__IN_KERNEL || inputs[k] < 0) continue;
     const plm_shape *shape = &pl->graph.tensors[inputs[k]].shape;
-    if (shape->ndim != 2) continue; /* the op's own check refuses it, naming the slot */
-    *kh = (int)shape->dims[0];
-    *kw = (int)shape->dims[1];
+    plm__op_kernel_extent(&op->inputs[k], shape->ndim, shape->dims, kh, kw);
   }
 }
 

@@ -225,23 +225,34 @@ static plm_status named_kernel(chain *c, const plm__element *e, const plm__op_sl
                              plm__element_value(e, key));
   plm_status status = get_tensor(c, e, slot, true, kernel);
   const plm_shape *shape = status == PLM_OK ? &c->pl->graph.tensors[*kernel].shape : NULL;
-  if (shape && shape->ndim == 2) {
-    *kh = (int)shape->dims[0];
-    *kw = (int)shape->dims[1];
-  }
+  if (shape) plm__op_kernel_extent(slot, shape->ndim, shape->dims, kh, kw);
   return status;
 }
 
-/* A built-in or inline kernel (plume/pipeline.h's grammar), added as a constant. */
-static plm_status spec_kernel(chain *c, const plm__element *e, const char *key, int *kernel,
-                              int *kh, int *kw) {
+/* A built-in or inline kernel (plume/pipeline.h's grammar), added as a constant: a 2-D
+ * kernel, or a 1-D one (K) along the slot's axis. */
+static plm_status spec_kernel(chain *c, const plm__element *e, const plm__op_slot *slot,
+                              int *kernel, int *kh, int *kw) {
+  const char *key = slot->name, *spec = plm__element_value(e, key);
+  const char *size = plm__element_value(e, "size");
   float *taps = NULL;
-  plm_status status =
-      plm__parse_kernel(plm__element_value(e, key), plm__element_value(e, "size"), &taps, kh, kw);
-  const int64_t dims[2] = {*kh, *kw};
-  if (status == PLM_OK)
+  int64_t dims[2] = {0, 0};
+  int ndim = 2, height = 0, width = 0;
+  plm_status status = PLM_OK;
+  if (slot->kernel_axis == PLM__KERNEL_2D) {
+    status = plm__parse_kernel(spec, size, &taps, &height, &width);
+    dims[0] = height;
+    dims[1] = width;
+  } else { /* size= is not one of its keys (check_keys) */
+    status = plm__parse_kernel_1d(key, spec, &taps, &width);
+    ndim = 1;
+    dims[0] = width;
+  }
+  if (status == PLM_OK) {
+    plm__op_kernel_extent(slot, ndim, dims, kh, kw);
     status =
-        plm__graph_add_source(c->pl, PLM__TENSOR_CONSTANT, PLM_DTYPE_F32, 2, dims, taps, kernel);
+        plm__graph_add_source(c->pl, PLM__TENSOR_CONSTANT, PLM_DTYPE_F32, ndim, dims, taps, kernel);
+  }
   free(taps);
   if (status != PLM_OK) return plm__pipe_reraise(status, "element %d '%s'", e->index, e->name);
   return PLM_OK;
@@ -294,7 +305,7 @@ static plm_status get_inputs(chain *c, const plm__element *e, const plm__op_desc
         const char *spec = plm__element_value(e, slot->name);
         if (!spec) return plm__element_fail(e, "missing key '%s'", slot->name);
         status = spec[0] == '@' ? named_kernel(c, e, slot, &inputs[k], kh, kw)
-                                : spec_kernel(c, e, slot->name, &inputs[k], kh, kw);
+                                : spec_kernel(c, e, slot, &inputs[k], kh, kw);
         break;
       }
       case PLM__IN_FRAME: {
@@ -375,7 +386,7 @@ static bool takes_value(const plm__op_desc *op, const char *key) {
     const int role = op->inputs[k].role;
     if ((role == PLM__IN_KERNEL || role == PLM__IN_FRAME) && strcmp(op->inputs[k].name, key) == 0)
       return true;
-    if (role == PLM__IN_KERNEL && strcmp(key, "size") == 0) return true;
+    if (plm__op_slot_takes_size(&op->inputs[k]) && strcmp(key, "size") == 0) return true;
   }
   for (int i = 0; i < op->param_count; i++)
     if (strcmp(op->params[i].name, key) == 0) return true;
@@ -391,7 +402,8 @@ static void keys_text(const plm__op_desc *op, char *list, size_t size) {
       APPEND("%s%s=@NAME", list[0] ? ", " : "", op->inputs[k].name);
   for (int k = 0; k < op->input_count; k++) {
     if (op->inputs[k].role == PLM__IN_KERNEL)
-      APPEND("%s%s, size", list[0] ? ", " : "", op->inputs[k].name);
+      APPEND("%s%s%s", list[0] ? ", " : "", op->inputs[k].name,
+             plm__op_slot_takes_size(&op->inputs[k]) ? ", size" : "");
     if (op->inputs[k].role == PLM__IN_FRAME)
       APPEND("%s%s", list[0] ? ", " : "", op->inputs[k].name);
   }

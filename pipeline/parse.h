@@ -18,6 +18,11 @@
 plm_status plm__parse_kernel(const char *spec, const char *size, float **taps, int *height,
                              int *width);
 
+/* The taps (malloc'd) and length of a 1-D kernel given as key=spec (sepconv2d's kernel_x,
+ * kernel_y): box:K, gauss:K:SIGMA (1-D, normalised to sum 1) or inline values, at most
+ * PLM_CONV2D_MAX_KERNEL of them; log: is refused (not separable). */
+plm_status plm__parse_kernel_1d(const char *key, const char *spec, float **taps, int *length);
+
 /* One element of the text form: its name and key=value pairs, pointing into the text it
  * was cut from. index counts from 1 in a text; 0 for a node added by name, whose caller
  * names the node in its messages. */

@@ -11,15 +11,15 @@
 #include "streams/error.h"
 
 /* "K" or "K:SIGMA" after a built-in kernel's name. */
-static plm_status built_in_size(const char *spec, const char *args, bool odd, int min,
-                                bool with_sigma, int *k, double *sigma) {
+static plm_status built_in_size(const char *key, const char *spec, const char *args, bool odd,
+                                int min, bool with_sigma, int *k, double *sigma) {
   const char *p = args;
   int64_t size = 0;
   bool good = plm__parse_int(p, &p, min, PLM_CONV2D_MAX_KERNEL, &size) && (!odd || size % 2);
   if (good && with_sigma) good = *p == ':' && plm__parse_number(p + 1, NULL, sigma) && *sigma > 0;
   if (good && !with_sigma) good = *p == '\0';
   if (!good)
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "key 'kernel': '%s' is not %s (K %s%d..%d%s)", spec,
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "key '%s': '%s' is not %s (K %s%d..%d%s)", key, spec,
                          with_sigma ? "NAME:K:SIGMA" : "box:K", odd ? "odd, " : "", min,
                          PLM_CONV2D_MAX_KERNEL, with_sigma ? ", SIGMA a number > 0" : "");
   *k = (int)size;
@@ -55,13 +55,39 @@ static bool built_in_taps(char name, int k, double sigma, float *taps) {
   return finite;
 }
 
+/* The values of an inline kernel ("1,-2.5,3e1"), malloc'd into *taps, *count of them (at
+ * most `most`); key names the text's key in messages. */
+static plm_status inline_values(const char *key, const char *spec, int most, float **taps,
+                                int *count) {
+  int n = 1;
+  for (const char *p = spec; *p; p++) n += *p == ',';
+  if (n > most)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "key '%s': %d values are more than %d", key, n,
+                         most);
+  float *values = malloc((size_t)n * sizeof *values);
+  if (!values) return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for a kernel");
+  const char *p = spec;
+  for (int i = 0; i < n; i++) {
+    double v = 0;
+    if (!plm__parse_number(p, &p, &v) || fabs(v) > FLT_MAX || (*p != ',' && *p != '\0')) {
+      free(values);
+      return plm__fail_raw(PLM_ERR_INVALID_ARG,
+                           "key '%s': value %d of '%s' is not a finite f32 number", key, i + 1,
+                           spec);
+    }
+    values[i] = (float)v;
+    p += *p == ',';
+  }
+  *taps = values;
+  *count = n;
+  return PLM_OK;
+}
+
+/* A 2-D inline kernel: KHxKW from size, or a square without it. */
 static plm_status inline_taps(const char *spec, const char *size, float **taps, int *height,
                               int *width) {
   int count = 1;
   for (const char *p = spec; *p; p++) count += *p == ',';
-  if (count > PLM_CONV2D_MAX_KERNEL * PLM_CONV2D_MAX_KERNEL)
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "key 'kernel': %d values are more than %d x %d",
-                         count, PLM_CONV2D_MAX_KERNEL, PLM_CONV2D_MAX_KERNEL);
   int64_t kh = 0, kw = 0;
   if (size) {
     const char *p = size;
@@ -72,27 +98,15 @@ static plm_status inline_taps(const char *spec, const char *size, float **taps, 
     if (kh * kw != count)
       return plm__fail_raw(PLM_ERR_INVALID_ARG, "key 'kernel': %d values, but size=%s needs %lld",
                            count, size, (long long)(kh * kw));
-  } else {
+  } else if (count <= PLM_CONV2D_MAX_KERNEL * PLM_CONV2D_MAX_KERNEL) {
     kh = kw = (int64_t)lround(sqrt((double)count));
     if (kh * kw != count)
       return plm__fail_raw(PLM_ERR_INVALID_ARG,
                            "key 'kernel': %d values are not a square; give size=KHxKW", count);
   }
-  float *values = malloc((size_t)count * sizeof *values);
-  if (!values) return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for a kernel");
-  const char *p = spec;
-  for (int i = 0; i < count; i++) {
-    double v = 0;
-    if (!plm__parse_number(p, &p, &v) || fabs(v) > FLT_MAX || (*p != ',' && *p != '\0')) {
-      free(values);
-      return plm__fail_raw(PLM_ERR_INVALID_ARG,
-                           "key 'kernel': value %d of '%s' is not a finite f32 number", i + 1,
-                           spec);
-    }
-    values[i] = (float)v;
-    p += *p == ',';
-  }
-  *taps = values;
+  plm_status status = inline_values("kernel", spec, PLM_CONV2D_MAX_KERNEL * PLM_CONV2D_MAX_KERNEL,
+                                    taps, &count);
+  if (status != PLM_OK) return status;
   *height = (int)kh;
   *width = (int)kw;
   return PLM_OK;
@@ -112,8 +126,8 @@ plm_status plm__parse_kernel(const char *spec, const char *size, float **taps, i
       return plm__fail_raw(PLM_ERR_INVALID_ARG, "key 'size' is for inline kernels, not '%s'", spec);
     int k = 0;
     double sigma = 1.0;
-    plm_status status = built_in_size(spec, spec + length, built_ins[b].odd, built_ins[b].min,
-                                      built_ins[b].sigma, &k, &sigma);
+    plm_status status = built_in_size("kernel", spec, spec + length, built_ins[b].odd,
+                                      built_ins[b].min, built_ins[b].sigma, &k, &sigma);
     if (status != PLM_OK) return status;
     *taps = malloc((size_t)k * (size_t)k * sizeof **taps);
     if (!*taps) return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for a kernel");
@@ -128,4 +142,42 @@ plm_status plm__parse_kernel(const char *spec, const char *size, float **taps, i
     return PLM_OK;
   }
   return inline_taps(spec, size, taps, height, width);
+}
+
+/* ---- 1-D kernels (sepconv2d's kernel_x and kernel_y) ---------------------------------- */
+
+plm_status plm__parse_kernel_1d(const char *key, const char *spec, float **taps, int *length) {
+  const bool gauss = strncmp(spec, "gauss:", 6) == 0, box = strncmp(spec, "box:", 4) == 0;
+  if (strncmp(spec, "log:", 4) == 0)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG,
+                         "key '%s': '%s': a Laplacian of Gaussian is not separable (conv2d "
+                         "takes it as kernel=%s)",
+                         key, spec, spec);
+  if (!gauss && !box) return inline_values(key, spec, PLM_CONV2D_MAX_KERNEL, taps, length);
+  int k = 0;
+  double sigma = 1.0;
+  plm_status status = built_in_size(key, spec, spec + (gauss ? 6 : 4), gauss, 1, gauss, &k, &sigma);
+  if (status != PLM_OK) return status;
+  double weights[PLM_CONV2D_MAX_KERNEL], sum = 0.0;
+  const double c = (k - 1) / 2.0;
+  for (int i = 0; i < k; i++) {
+    weights[i] = gauss ? exp(-(i - c) * (i - c) / (2.0 * sigma * sigma)) : 1.0;
+    sum += weights[i];
+  }
+  *taps = malloc((size_t)k * sizeof **taps);
+  if (!*taps) return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for a kernel");
+  bool finite = true;
+  for (int i = 0; i < k; i++) {
+    (*taps)[i] = (float)(weights[i] / sum); /* the taps sum to 1 */
+    finite = finite && isfinite((*taps)[i]);
+  }
+  if (!finite) {
+    free(*taps);
+    *taps = NULL;
+    return plm__fail_raw(PLM_ERR_INVALID_ARG,
+                         "key '%s': '%s': SIGMA %g gives taps that are not finite numbers", key,
+                         spec, sigma);
+  }
+  *length = k;
+  return PLM_OK;
 }

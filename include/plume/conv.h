@@ -66,6 +66,37 @@ enum { PLM_CONV2D_MAX_PAD = 1 << 20 };
  * smaller than 1 x 1, out of the wrong shape, overlaps), PLM_ERR_UNSUPPORTED
  * (non-contiguous tensors). Both backends take every shape these checks accept. */
 
+/* ---- sepconv2d ----------------------------------------------------------------------
+ * conv2d with a separable kernel K(i, j) = kernel_y[i] * kernel_x[j], computed as two
+ * 1-D passes, as OpenCV's sepFilter2D(in, CV_32F, kernel_x, kernel_y) and
+ * scipy.ndimage.correlate1d along the rows (axis -1, kernel_x) and then the columns
+ * (axis -2, kernel_y): KH + KW multiply-adds an output instead of KH * KW (a 9 x 9
+ * Gaussian: 18 instead of 81). Each row needed is filtered first, then the rows:
+ *
+ *   row(v, x) = sum_{j < KW} kernel_x[j] * in(v, x * stride_x - pad_x + j)
+ *   out(y, x) = sum_{i < KH} kernel_y[i] * row(y * stride_y - pad_y + i, x)
+ *
+ * with pixels outside the image from params->border as conv2d's, and every product and
+ * sum rounded to f32 in that order (j, then i, ascending), so that both backends give the
+ * same bits. It equals conv2d with the outer product of the two kernels up to that
+ * rounding (each sum of KW terms, then of KH, rather than one sum of KH * KW). kernel_x is
+ * f32 (KW) or (1, KW), kernel_y f32 (KH) or (KH, 1), 1 <= KH, KW <= 31; in, out, shapes,
+ * strides, padding ("same": (KH - 1) / 2, (KW - 1) / 2), borders and NaNs as conv2d's.
+ * A pipeline's text gives each kernel as conv2d's spec in one dimension: box:K (taps
+ * 1/K), gauss:K:SIGMA (the 1-D Gaussian normalised to sum 1, whose outer product with
+ * itself is gauss:K:SIGMA of conv2d), inline values "1,2,1", or @NAME. */
+
+typedef struct plm_sepconv2d_params {
+  int stride_y, stride_x; /* >= 1 */
+  int pad_y, pad_x;       /* >= 0 (at most PLM_CONV2D_MAX_PAD) */
+  plm_border border;      /* for the padding */
+} plm_sepconv2d_params;
+
+/* plm_sepconv2d_params_default: Stride 1 x 1, no padding, PLM_BORDER_ZERO (conv2d's). */
+
+/* plm_sepconv2d: Enqueue sepconv2d on stream (asynchronous; plume/ops.h). Errors as
+ * plm_conv2d's, naming kernel_x or kernel_y. */
+
 /* ---- sobel --------------------------------------------------------------------------
  * The Sobel gradient as OpenCV's cv2.Sobel with ksize 3 and scale 1, as
  * cross-correlations with

@@ -304,6 +304,8 @@ PLM_API plm_status plm_pipeline_mark_output(plm_pipeline *pl, plm_pipe_tensor t)
  *
  *   conv2d    kernel=K|@NAME (required)  stride=SY,SX (1,1)  pad=PY,PX|same (0,0)
  *             border=zero|replicate|reflect101 (zero)  size=KHxKW (inline kernels)
+ *   sepconv2d kernel_x=K1|@NAME kernel_y=K1|@NAME (required), stride, pad and border as
+ *             conv2d's; K1 a 1-D kernel: box:K, gauss:K:SIGMA or inline values (at most 31)
  *   sobel     border=reflect101|replicate|zero (reflect101); its output is the magnitude
  *   entropy   window=W (required)  bins=B (0; required for f32)  range=LO,HI|auto
  *             (required for f32, refused for u8 and u16)
@@ -365,6 +367,9 @@ PLM_API plm_status plm_pipeline_mark_output(plm_pipeline *pl, plm_pipe_tensor t)
  *                   blob gives a positive response and a flat image gives 0;
  *   V1,V2,...       KH*KW numbers in row-major order, with size=KHxKW, or a square
  *                   number of values without it.
+ * sepconv2d's 1-D kernels (K taps, r^2 = (i-c)^2): box:K, K taps of 1/K; gauss:K:SIGMA, the
+ * same form scaled to sum to 1 (its outer product with itself is conv2d's gauss:K:SIGMA up
+ * to f32 rounding); V1,V2,... up to 31 numbers; log: is refused (not separable).
  *
  * Outputs, in this order: the last element's main output, then, when it is label,
  * regions or segment, the count of components (for regions, its label element's), and

@@ -121,6 +121,14 @@ extern "C" {
 void plm__conv2d_cpu(const plm__conv2d_args *args);
 void plm__sobel_cpu(const plm__sobel_args *args);
 
+/* Staged columns of image row `row` (inside the image) of an h x w frame as f32, through
+ * the border: dst[t] (t < count) is column c0 + (t / step) * stride + t % step, which is
+ * c0 + t when step == stride (contiguous: the part inside the image converted in one loop,
+ * the columns outside by the rule). For the CPU filters (conv2d's, sepconv2d's). */
+void plm__conv_stage_columns(float *dst, const void *frame, plm_dtype dtype, int64_t w, int64_t row,
+                             plm_border border, int64_t c0, int64_t count, int64_t step,
+                             int64_t stride);
+
 /* Sobel's row steps, for CPU kernels that compute the magnitude of a few rows at a
  * time (kernels/cpu/fused.c). plm__sobel_stage_row stages row v (any integer: rows
  * outside the frame come from the border rule) of frame `frame` of a->in as w + 2

@@ -36,11 +36,9 @@ enum {
 
 /* ---- segments ---------------------------------------------------------------------- */
 
-/* Staged columns of row `row` (in the image) as f32, through the border: element t
- * (t < count) is column c0 + (t / step) * stride + t % step, which is c0 + t when
- * step == stride (contiguous). */
-static void stage(float *restrict dst, const void *frame, plm_dtype dtype, int64_t w, int64_t row,
-                  plm_border border, int64_t c0, int64_t count, int64_t step, int64_t stride) {
+void plm__conv_stage_columns(float *restrict dst, const void *frame, plm_dtype dtype, int64_t w,
+                             int64_t row, plm_border border, int64_t c0, int64_t count,
+                             int64_t step, int64_t stride) {
   const int64_t base = row * w;
   if (step != stride) {
     for (int64_t t = 0; t < count; t++) {
@@ -139,7 +137,7 @@ static const float *f32_row(row_ring *ring, const void *in, plm_dtype dtype, int
   float *dst = ring->rows + (int64_t)slot * w;
   if (ring->tags[slot] != frame * h + row) {
     ring->tags[slot] = frame * h + row;
-    stage(dst, in, dtype, w, row, PLM_BORDER_ZERO, 0, w, 1, 1);
+    plm__conv_stage_columns(dst, in, dtype, w, row, PLM_BORDER_ZERO, 0, w, 1, 1);
   }
   return dst;
 }
@@ -150,9 +148,9 @@ static void stage_row(float *buf, const float *src, const void *in, plm_dtype dt
                       int64_t row, plm_border border, int64_t c0, int64_t count, int64_t step,
                       int64_t stride) {
   if (src)
-    stage(buf, src, PLM_DTYPE_F32, w, 0, border, c0, count, step, stride);
+    plm__conv_stage_columns(buf, src, PLM_DTYPE_F32, w, 0, border, c0, count, step, stride);
   else
-    stage(buf, in, dtype, w, row, border, c0, count, step, stride);
+    plm__conv_stage_columns(buf, in, dtype, w, row, border, c0, count, step, stride);
 }
 
 /* ---- conv2d ------------------------------------------------------------------------ */
@@ -346,8 +344,8 @@ void plm__sobel_stage_row(const plm__sobel_args *a, int64_t frame, int64_t v, fl
     memset(dst, 0, (size_t)(a->w + 2) * sizeof(float));
     return;
   }
-  stage(dst, frame_of(a->in, a->dtype, frame, a->h, a->w), a->dtype, a->w, row, a->border, -1,
-        a->w + 2, 1, 1);
+  plm__conv_stage_columns(dst, frame_of(a->in, a->dtype, frame, a->h, a->w), a->dtype, a->w, row,
+                          a->border, -1, a->w + 2, 1, 1);
 }
 
 /* Three segment buffers and a row of zeros (for rows outside under PLM_BORDER_ZERO). */

@@ -42,7 +42,7 @@ static void write_op(FILE *out, const plm__op_desc *op) {
     const int role = op->inputs[k].role;
     if (role == PLM__IN_TENSOR || role == PLM__IN_KERNEL || role == PLM__IN_FRAME)
       write_word(out, "key", op->inputs[k].name, "=");
-    kernel |= role == PLM__IN_KERNEL;
+    kernel |= plm__op_slot_takes_size(&op->inputs[k]);
   }
   if (kernel) write_word(out, "key", "size", "=");
   for (int i = 0; i < op->param_count; i++) {
