@@ -16,6 +16,9 @@
  *   conv2d     f32 (H, W) with a 3x3 f32 kernel, pad 1, REFLECT101 ("same" size)
  *   conv2d_9x9 f32 (H, W) with the default preset's 9x9 LoG (log:9:1.5), pad 4, REPLICATE:
  *              a large kernel, bound by its sums rather than its bytes
+ *   sepconv2d_9x9 f32 (H, W) with a 9x9 Gaussian (gauss:9:2) as two 9-tap passes, pad 4,
+ *              REPLICATE: conv2d_9x9's filter size as KH + KW taps (the sample, 5 + 3
+ *              binomial taps, is not run)
  *   sobel      u8 (H, W), magnitude only (gx and gy NULL)
  *   entropy    u8 (H, W), window 16, every value its own bin
  *   threshold  f32 (H, W) > 0.5 to u8 (the segmentation step)
@@ -267,6 +270,23 @@ static bool table_op_run(bench_env *env, void *state) {
  * border=replicate), a large kernel. */
 static const char PRESET_LOG_KERNEL[] = "log:9:1.5";
 
+/* Replace input `slot` of a sample's call with an f32 tensor of dims holding taps. */
+static bool replace_kernel(bench_env *env, op_state *s, int slot, int ndim, const int64_t *dims,
+                           const float *taps, const char *what) {
+  plm_tensor *kernel = &s->t.in[slot];
+  plm_status status = plm_tensor_free(env->dev.pool, env->dev.stream, kernel);
+  s->t.call.in[slot] = NULL; /* until the new kernel is there (op_sample_release frees it) */
+  if (status == PLM_OK)
+    status = plm_tensor_alloc(env->dev.pool, env->dev.stream, PLM_DTYPE_F32, ndim, dims, kernel);
+  if (status == PLM_OK) s->t.call.in[slot] = kernel;
+  if (status == PLM_OK)
+    status = plm_stream_memcpy(env->dev.stream, kernel->data, taps, plm_tensor_bytes(kernel),
+                               PLM_COPY_HOST_TO_DEVICE);
+  if (status == PLM_OK) status = plm_stream_synchronize(env->dev.stream);
+  if (status != PLM_OK) return bench_fail_call(what, "the kernel", status);
+  return true;
+}
+
 /* conv2d_9x9: conv2d's sample with the preset's 9x9 LoG in place of its kernel, "same"
  * size, replicate. */
 static bool conv2d_log_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
@@ -274,22 +294,31 @@ static bool conv2d_log_setup(bench_env *env, int64_t h, int64_t w, op_state *s) 
   float *taps = NULL;
   int kh = 0, kw = 0;
   BENCH_CALL("conv2d_9x9 setup", plm__parse_kernel(PRESET_LOG_KERNEL, NULL, &taps, &kh, &kw));
-  plm_tensor *kernel = &s->t.in[1];
-  plm_status status = plm_tensor_free(env->dev.pool, env->dev.stream, kernel);
-  s->t.call.in[1] = NULL; /* until the new kernel is there (op_sample_release frees it) */
   const int64_t dims[2] = {kh, kw};
-  if (status == PLM_OK)
-    status = plm_tensor_alloc(env->dev.pool, env->dev.stream, PLM_DTYPE_F32, 2, dims, kernel);
-  if (status == PLM_OK) s->t.call.in[1] = kernel;
-  if (status == PLM_OK)
-    status = plm_stream_memcpy(env->dev.stream, kernel->data, taps,
-                               (size_t)kh * (size_t)kw * sizeof *taps, PLM_COPY_HOST_TO_DEVICE);
-  if (status == PLM_OK) status = plm_stream_synchronize(env->dev.stream);
+  const bool replaced = replace_kernel(env, s, 1, 2, dims, taps, "conv2d_9x9 setup");
   free(taps);
-  if (status != PLM_OK) return bench_fail_call("conv2d_9x9 setup", "the 9x9 kernel", status);
+  if (!replaced) return false;
   plm_conv2d_params *params = &s->t.sample.params.conv2d;
   params->pad_y = kh / 2;
   params->pad_x = kw / 2;
+  params->border = PLM_BORDER_REPLICATE;
+  return sample_outputs(s);
+}
+
+/* sepconv2d_9x9: conv2d_9x9's filter size, border and padding for a 9x9 Gaussian
+ * (gauss:9:2, separable) as two 9-tap passes: 18 multiply-adds an output to conv2d's 81. */
+static bool sepconv2d_gauss_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
+  if (!sample_inputs(env, &plm__op_sepconv2d, h, w, s)) return false;
+  float *taps = NULL;
+  int k = 0;
+  BENCH_CALL("sepconv2d_9x9 setup", plm__parse_kernel_1d("kernel_x", "gauss:9:2", &taps, &k));
+  const int64_t dims[1] = {k};
+  const bool replaced = replace_kernel(env, s, 1, 1, dims, taps, "sepconv2d_9x9 setup") &&
+                        replace_kernel(env, s, 2, 1, dims, taps, "sepconv2d_9x9 setup");
+  free(taps);
+  if (!replaced) return false;
+  plm_sepconv2d_params *params = &s->t.sample.params.sepconv2d;
+  params->pad_y = params->pad_x = k / 2;
   params->border = PLM_BORDER_REPLICATE;
   return sample_outputs(s);
 }
@@ -400,6 +429,11 @@ static const op_entry ops[] = {
      .detail = "9x9 LoG same",
      .seed = 512,
      .setup = conv2d_log_setup},
+    {.op = &plm__op_sepconv2d,
+     .label = "sepconv2d_9x9",
+     .detail = "9+9 Gaussian same",
+     .seed = 512,
+     .setup = sepconv2d_gauss_setup},
     {.op = &plm__op_sobel, .detail = "magnitude", .seed = 256},
     {.op = &plm__op_entropy,
      .detail = "w16 value-bins",

@@ -5,9 +5,9 @@
                                                [--workdir DIR] [--only OP[,OP...]] [--quick]
     /usr/bin/python3 benchmarks/compare_cpu.py --check [--plume PATH] [--workdir DIR]
 
-The peers are OpenCV (cv2.filter2D, cv2.Sobel + cv2.magnitude, cv2.connectedComponents),
-scikit-image (skimage.filters.rank.entropy) and scipy (scipy.ndimage.correlate,
-scipy.ndimage.label). plume runs through its command-line tool on the host backend:
+The peers are OpenCV (cv2.filter2D, cv2.sepFilter2D, cv2.Sobel + cv2.magnitude,
+cv2.connectedComponents), scikit-image (skimage.filters.rank.entropy) and scipy
+(scipy.ndimage.correlate, correlate1d, scipy.ndimage.label). plume runs through its command-line tool on the host backend:
 `plume op ... --backend host --repeat N --warmup-ms 50`, which times the operation alone
 (enqueue to stream synchronisation, no file I/O) after 50 ms of warm-up runs and prints
 `time_ms median=...`.
@@ -19,6 +19,9 @@ read by both sides. Cases (the issue's seed sizes, then 2048x2048 for every op):
   conv2d   f32 image, a random non-separable 3x3 f32 kernel, "same" size with
            REFLECT101 borders: plume --pad 1,1 --border reflect101; cv2.filter2D
            (ddepth CV_32F, BORDER_REFLECT_101); scipy.ndimage.correlate (mode 'mirror').
+  sepconv2d f32 image, a 9-tap Gaussian (sigma 2) across and down, "same" size with
+           REFLECT101 borders: plume sepconv2d against cv2.sepFilter2D, scipy.ndimage.correlate1d
+           along each axis (mode 'mirror'), and cv2.filter2D with their 9x9 outer product.
   sobel    f32 image; plume's magnitude (one fused pass) against cv2.Sobel dx and dy
            (CV_32F, ksize 3, BORDER_REFLECT_101) and cv2.magnitude: OpenCV's way to the
            same magnitude.
@@ -77,6 +80,7 @@ EXIT_SKIP = 77
 TARGETS = {
     # op: (peer the target is against, minimum ratio, how the issue words it)
     "conv2d": ("cv2.filter2D", 1.0, "at least as fast as cv2.filter2D"),
+    "sepconv2d": ("cv2.sepFilter2D", 1.0, "at least as fast as cv2.sepFilter2D (conv2d's target)"),
     "sobel": ("cv2.Sobel+magnitude", 2.0, "2x faster than cv2"),
     "entropy": ("skimage.rank.entropy", 20.0, "20x faster than scikit-image"),
     "label": ("cv2.connectedComponents", 1.0 / 1.5, "within 1.5x of cv2"),
@@ -165,6 +169,15 @@ class Inputs:
             np = self.m["np"]
             image = self.image(h, w)[1]
             self._save(name, (image >= np.percentile(image, 85)).astype(np.uint8))
+        return self.cache[name]
+
+    def gauss9(self):
+        """The 9-tap Gaussian of sigma 2, normalised to sum 1 (plume's gauss:9:2 in 1-D)."""
+        name = "gauss_9_f32"
+        if name not in self.cache:
+            np = self.m["np"]
+            taps = np.exp(-((np.arange(9) - 4.0) ** 2) / (2.0 * 2.0 ** 2))
+            self._save(name, (taps / taps.sum()).astype(np.float32))
         return self.cache[name]
 
     def kernel3(self):
@@ -368,15 +381,47 @@ def label_case(m, inputs, workdir, size, connectivity):
             "peers": peers, "check": check, "bytes": mask.nbytes + h * w * 4}
 
 
+def sepconv2d_case(m, inputs, workdir, size):
+    np, cv2, ndimage = m["np"], m["cv2"], m["ndimage"]
+    h, w = size
+    image_path, image = inputs.image(h, w)
+    taps_path, taps = inputs.gauss9()
+    out = os.path.join(workdir, f"plume_sepconv2d_{h}x{w}.npy")
+    plume_args = ["--in", image_path, "--kernel-x", taps_path, "--kernel-y", taps_path,
+                  "--out", out, "--pad", "same", "--border", "reflect101"]
+    square = np.outer(taps, taps).astype(np.float32)
+    peers = {
+        "cv2.sepFilter2D": lambda: cv2.sepFilter2D(image, cv2.CV_32F, taps, taps,
+                                                   borderType=cv2.BORDER_REFLECT_101),
+        "scipy.ndimage.correlate1d x2": lambda: ndimage.correlate1d(
+            ndimage.correlate1d(image, taps, axis=1, mode="mirror"), taps, axis=0, mode="mirror"),
+        "cv2.filter2D 9x9": lambda: cv2.filter2D(image, cv2.CV_32F, square,
+                                                 borderType=cv2.BORDER_REFLECT_101),
+    }
+
+    def check():
+        got = np.load(out)
+        # f32 sums of 9 then 9 terms (81 for filter2D) in other orders.
+        tolerance = 1e-5 * float(np.abs(square).sum()) * float(np.abs(image).max())
+        for name, fn in peers.items():
+            check_close(np, f"sepconv2d {h}x{w} vs {name}", got, fn(), tolerance)
+
+    return {"op": "sepconv2d", "size": f"{h}x{w}", "what": "9+9 Gaussian f32 same reflect101",
+            "plume": ("sepconv2d", plume_args), "peers": peers, "check": check,
+            "bytes": image.nbytes + h * w * 4}
+
+
 def build_cases(m, inputs, workdir, check_only, quick, only):
     cases = []
     if check_only:
-        plan = [("conv2d", (7, 13)), ("conv2d", (33, 40)), ("sobel", (7, 13)), ("sobel", (1, 9)),
+        plan = [("conv2d", (7, 13)), ("conv2d", (33, 40)), ("sepconv2d", (7, 13)),
+                ("sepconv2d", (40, 33)), ("sobel", (7, 13)), ("sobel", (1, 9)),
                 ("entropy", (7, 13)), ("entropy", (40, 33)), ("label", (33, 40)),
                 ("label", (1, 17))]
     else:
         big = [] if quick else [(2048, 2048)]
         plan = [("conv2d", s) for s in [(256, 256)] + big]
+        plan += [("sepconv2d", s) for s in [(512, 512)] + big]
         plan += [("sobel", s) for s in [(256, 256)] + big]
         plan += [("entropy", s) for s in [(512, 512)] + big]
         plan += [("label", s) for s in [(256, 256)] + big]
@@ -385,6 +430,8 @@ def build_cases(m, inputs, workdir, check_only, quick, only):
             continue
         if op == "conv2d":
             cases.append(conv2d_case(m, inputs, workdir, size))
+        elif op == "sepconv2d":
+            cases.append(sepconv2d_case(m, inputs, workdir, size))
         elif op == "sobel":
             cases.append(sobel_case(m, inputs, workdir, size))
         elif op == "entropy":
@@ -457,7 +504,7 @@ def main():
                         help="rounds per case, alternating plume and the peers (best kept)")
     parser.add_argument("--workdir", help="where the .npy inputs and outputs go "
                                           "(default: a temporary directory, removed)")
-    parser.add_argument("--only", help="comma-separated ops: conv2d,sobel,entropy,label")
+    parser.add_argument("--only", help="comma-separated ops: conv2d,sepconv2d,sobel,entropy,label")
     parser.add_argument("--quick", action="store_true", help="the seed sizes only")
     parser.add_argument("--seed", type=int, default=20261122)
     parser.add_argument("--check", action="store_true",
