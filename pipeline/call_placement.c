@@ -165,10 +165,8 @@ static plm_status describe_call(const char *name, const plm_shape *inputs, int i
     plm_status status = plm__op_check_shape(&d->in[k], op->inputs[k].name);
     if (status != PLM_OK) return status;
     if (k == 0) dtype = shape->dtype;
-    if (op->inputs[k].role == PLM__IN_KERNEL) {
-      kh = shape->ndim >= 2 ? (int)shape->dims[shape->ndim - 2] : 1;
-      kw = (int)shape->dims[shape->ndim - 1];
-    }
+    if (op->inputs[k].role == PLM__IN_KERNEL)
+      plm__op_kernel_extent(&op->inputs[k], shape->ndim, shape->dims, &kh, &kw);
   }
   plm_status status = read_params(op, text, dtype, kh, kw, &d->params);
   if (status != PLM_OK) return status;

@@ -94,6 +94,22 @@ START_TEST(test_a_call_predicts_as_its_one_step_pipeline) {
 }
 END_TEST
 
+/* pad=same of an op with 1-D kernels (sepconv2d's kernel_x (KW), kernel_y (KH)) reads each
+ * extent from its own kernel: a "same" output, and an even one refused by name. */
+START_TEST(test_same_padding_reads_each_1d_kernel) {
+  const plm_shape inputs[3] = {square(PLM_DTYPE_F32, 64),
+                               {.dtype = PLM_DTYPE_F32, .ndim = 1, .dims = {9}},
+                               {.dtype = PLM_DTYPE_F32, .ndim = 2, .dims = {5, 1}}};
+  plm_placement p;
+  PLM_CHECK_OK(plm_op_predict("sepconv2d", inputs, 3, "pad=same", &cpu_like, &gpu_like, &p));
+  ck_assert_double_eq(p.output_bytes, 64.0 * 64.0 * 4.0);
+  const plm_shape even[3] = {inputs[0], {.dtype = PLM_DTYPE_F32, .ndim = 1, .dims = {4}},
+                             inputs[2]};
+  PLM_CHECK_FAILS(plm_op_predict("sepconv2d", even, 3, "pad=same", &cpu_like, &gpu_like, &p),
+                  PLM_ERR_INVALID_ARG, "'same' needs a kernel of odd sizes, not 5x4");
+}
+END_TEST
+
 START_TEST(test_one_device_is_the_choice_and_bad_calibrations_are_refused) {
   const plm_shape in = square(PLM_DTYPE_U16, 64);
   plm_placement p;
@@ -209,6 +225,7 @@ static Suite *op_placement_suite(void) {
   plm_test_add_fixture(tc);
   tcase_add_test(tc, test_small_calls_stay_on_the_host_and_large_ones_go_to_the_gpu);
   tcase_add_test(tc, test_a_call_predicts_as_its_one_step_pipeline);
+  tcase_add_test(tc, test_same_padding_reads_each_1d_kernel);
   tcase_add_test(tc, test_one_device_is_the_choice_and_bad_calibrations_are_refused);
   tcase_add_test(tc, test_bad_calls_are_refused_with_their_reason);
   tcase_add_test(tc, test_place_follows_plume_backend_and_the_gpus_present);
