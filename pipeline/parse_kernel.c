@@ -35,24 +35,65 @@ static double built_in_tap(char name, int k, double sigma, int i, int j) {
   return 1.0;
 }
 
-/* The taps, normalised in double precision, then rounded to f32; false when one is not a
- * finite f32 (a sigma so small that its square underflows, or a LoG's scale overflows). */
-static bool built_in_taps(char name, int k, double sigma, float *taps) {
+/* The taps, K x K, or (one_d) the K of the middle row, normalised in double precision, then
+ * rounded to f32; false when one is not a finite f32 (a sigma so small that its square
+ * underflows, or a LoG's scale overflows). The middle row of an odd gauss:K:SIGMA is the 1-D
+ * Gaussian, whose outer product with itself is the 2-D one (normalised alike). */
+static bool built_in_taps(char name, int k, double sigma, bool one_d, float *taps) {
+  const int first = one_d ? (k - 1) / 2 : 0, rows = one_d ? 1 : k;
   bool finite = true;
   double sum = 0.0;
-  for (int i = 0; i < k; i++)
+  for (int i = first; i < first + rows; i++)
     for (int j = 0; j < k; j++) sum += built_in_tap(name, k, sigma, i, j);
-  for (int i = 0; i < k; i++)
+  for (int i = first; i < first + rows; i++)
     for (int j = 0; j < k; j++) {
       double v = built_in_tap(name, k, sigma, i, j);
       if (name == 'l')
-        v -= sum / (double)(k * k); /* the taps sum to 0 */
+        v -= sum / (double)(rows * k); /* the taps sum to 0 */
       else
         v /= sum; /* the taps sum to 1 */
-      taps[i * k + j] = (float)v;
-      finite = finite && isfinite(taps[i * k + j]);
+      float *tap = &taps[(i - first) * k + j];
+      *tap = (float)v;
+      finite = finite && isfinite(*tap);
     }
   return finite;
+}
+
+/* The built-in kernels of the text form. */
+typedef struct built_in {
+  const char *prefix; /* "gauss:" */
+  bool odd, sigma;    /* K must be odd; ":SIGMA" follows K */
+  int min;            /* the least K */
+  bool separable;     /* a 1-D form exists (sepconv2d's kernel_x, kernel_y) */
+} built_in;
+
+static const built_in built_ins[] = {{"box:", false, false, 1, true},
+                                     {"gauss:", true, true, 1, true},
+                                     {"log:", true, true, 3, false}};
+
+/* The built-in kernel spec names, or NULL (inline values). */
+static const built_in *built_in_of(const char *spec) {
+  for (size_t b = 0; b < sizeof built_ins / sizeof built_ins[0]; b++)
+    if (strncmp(spec, built_ins[b].prefix, strlen(built_ins[b].prefix)) == 0) return &built_ins[b];
+  return NULL;
+}
+
+/* A built-in kernel's taps, malloc'd into *taps: K x K, or K (one_d); key names the text's
+ * key in messages. */
+static plm_status built_in_kernel(const char *key, const built_in *b, const char *spec, bool one_d,
+                                  float **taps, int *k) {
+  double sigma = 1.0;
+  plm_status status =
+      built_in_size(key, spec, spec + strlen(b->prefix), b->odd, b->min, b->sigma, k, &sigma);
+  if (status != PLM_OK) return status;
+  *taps = malloc((size_t)*k * (size_t)(one_d ? 1 : *k) * sizeof **taps);
+  if (!*taps) return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for a kernel");
+  if (built_in_taps(spec[0], *k, sigma, one_d, *taps)) return PLM_OK;
+  free(*taps);
+  *taps = NULL;
+  return plm__fail_raw(PLM_ERR_INVALID_ARG,
+                       "key '%s': '%s': SIGMA %g gives taps that are not finite numbers", key, spec,
+                       sigma);
 }
 
 /* The values of an inline kernel ("1,-2.5,3e1"), malloc'd into *taps, *count of them (at
@@ -62,8 +103,7 @@ static plm_status inline_values(const char *key, const char *spec, int most, flo
   int n = 1;
   for (const char *p = spec; *p; p++) n += *p == ',';
   if (n > most)
-    return plm__fail_raw(PLM_ERR_INVALID_ARG, "key '%s': %d values are more than %d", key, n,
-                         most);
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "key '%s': %d values are more than %d", key, n, most);
   float *values = malloc((size_t)n * sizeof *values);
   if (!values) return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for a kernel");
   const char *p = spec;
@@ -104,8 +144,8 @@ static plm_status inline_taps(const char *spec, const char *size, float **taps, 
       return plm__fail_raw(PLM_ERR_INVALID_ARG,
                            "key 'kernel': %d values are not a square; give size=KHxKW", count);
   }
-  plm_status status = inline_values("kernel", spec, PLM_CONV2D_MAX_KERNEL * PLM_CONV2D_MAX_KERNEL,
-                                    taps, &count);
+  plm_status status =
+      inline_values("kernel", spec, PLM_CONV2D_MAX_KERNEL * PLM_CONV2D_MAX_KERNEL, taps, &count);
   if (status != PLM_OK) return status;
   *height = (int)kh;
   *width = (int)kw;
@@ -114,70 +154,24 @@ static plm_status inline_taps(const char *spec, const char *size, float **taps, 
 
 plm_status plm__parse_kernel(const char *spec, const char *size, float **taps, int *height,
                              int *width) {
-  static const struct {
-    const char *prefix;
-    bool odd, sigma;
-    int min;
-  } built_ins[] = {{"box:", false, false, 1}, {"gauss:", true, true, 1}, {"log:", true, true, 3}};
-  for (size_t b = 0; b < sizeof built_ins / sizeof built_ins[0]; b++) {
-    size_t length = strlen(built_ins[b].prefix);
-    if (strncmp(spec, built_ins[b].prefix, length) != 0) continue;
-    if (size)
-      return plm__fail_raw(PLM_ERR_INVALID_ARG, "key 'size' is for inline kernels, not '%s'", spec);
-    int k = 0;
-    double sigma = 1.0;
-    plm_status status = built_in_size("kernel", spec, spec + length, built_ins[b].odd,
-                                      built_ins[b].min, built_ins[b].sigma, &k, &sigma);
-    if (status != PLM_OK) return status;
-    *taps = malloc((size_t)k * (size_t)k * sizeof **taps);
-    if (!*taps) return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for a kernel");
-    if (!built_in_taps(spec[0], k, sigma, *taps)) {
-      free(*taps);
-      *taps = NULL;
-      return plm__fail_raw(PLM_ERR_INVALID_ARG,
-                           "key 'kernel': '%s': SIGMA %g gives taps that are not finite numbers",
-                           spec, sigma);
-    }
-    *height = *width = k;
-    return PLM_OK;
-  }
-  return inline_taps(spec, size, taps, height, width);
+  const built_in *b = built_in_of(spec);
+  if (!b) return inline_taps(spec, size, taps, height, width);
+  if (size)
+    return plm__fail_raw(PLM_ERR_INVALID_ARG, "key 'size' is for inline kernels, not '%s'", spec);
+  plm_status status = built_in_kernel("kernel", b, spec, false, taps, height);
+  if (status == PLM_OK) *width = *height;
+  return status;
 }
 
 /* ---- 1-D kernels (sepconv2d's kernel_x and kernel_y) ---------------------------------- */
 
 plm_status plm__parse_kernel_1d(const char *key, const char *spec, float **taps, int *length) {
-  const bool gauss = strncmp(spec, "gauss:", 6) == 0, box = strncmp(spec, "box:", 4) == 0;
-  if (strncmp(spec, "log:", 4) == 0)
+  const built_in *b = built_in_of(spec);
+  if (!b) return inline_values(key, spec, PLM_CONV2D_MAX_KERNEL, taps, length);
+  if (!b->separable)
     return plm__fail_raw(PLM_ERR_INVALID_ARG,
                          "key '%s': '%s': a Laplacian of Gaussian is not separable (conv2d "
                          "takes it as kernel=%s)",
                          key, spec, spec);
-  if (!gauss && !box) return inline_values(key, spec, PLM_CONV2D_MAX_KERNEL, taps, length);
-  int k = 0;
-  double sigma = 1.0;
-  plm_status status = built_in_size(key, spec, spec + (gauss ? 6 : 4), gauss, 1, gauss, &k, &sigma);
-  if (status != PLM_OK) return status;
-  double weights[PLM_CONV2D_MAX_KERNEL], sum = 0.0;
-  const double c = (k - 1) / 2.0;
-  for (int i = 0; i < k; i++) {
-    weights[i] = gauss ? exp(-(i - c) * (i - c) / (2.0 * sigma * sigma)) : 1.0;
-    sum += weights[i];
-  }
-  *taps = malloc((size_t)k * sizeof **taps);
-  if (!*taps) return plm__fail_raw(PLM_ERR_OUT_OF_MEMORY, "no host memory for a kernel");
-  bool finite = true;
-  for (int i = 0; i < k; i++) {
-    (*taps)[i] = (float)(weights[i] / sum); /* the taps sum to 1 */
-    finite = finite && isfinite((*taps)[i]);
-  }
-  if (!finite) {
-    free(*taps);
-    *taps = NULL;
-    return plm__fail_raw(PLM_ERR_INVALID_ARG,
-                         "key '%s': '%s': SIGMA %g gives taps that are not finite numbers", key,
-                         spec, sigma);
-  }
-  *length = k;
-  return PLM_OK;
+  return built_in_kernel(key, b, spec, true, taps, length);
 }
