@@ -428,15 +428,6 @@ __global__ void conv2d_tiled_kernel(plm__conv2d_args a, conv2d_tile s) {
   }
 }
 
-__global__ void conv2d_direct_kernel(plm__conv2d_args a) {
-  const tiles t = tiles_of(a.n, a.ho, a.wo, blockDim.y, blockDim.x);
-  FOR_EACH_TILE(t, frame, tile_y, tile_x) {
-    const int64_t y = tile_y * blockDim.y + threadIdx.y, x = tile_x * blockDim.x + threadIdx.x;
-    if (y < a.ho && x < a.wo)
-      a.out[(frame * a.ho + y) * a.wo + x] = plm__conv2d_pixel(&a, frame, y, x);
-  }
-}
-
 /* Sobel's tiles (sobel_stage, sobel_thread_outputs), for frames of DTYPE. */
 template <plm_dtype DTYPE>
 __global__ void __launch_bounds__(SOBEL_BX *SOBEL_BY, SOBEL_BLOCKS_PER_SM)
@@ -468,8 +459,8 @@ extern "C" plm_status plm__conv2d_cuda(void *stream, const plm__conv2d_args *arg
       conv2d_tiled_kernel<1><<<grid, block, (size_t)l.smem, s>>>(*args, tile);
     return plm__cuda_check_launch("conv2d_tiled_kernel");
   }
-  conv2d_direct_kernel<<<grid, block, 0, s>>>(*args);
-  return plm__cuda_check_launch("conv2d_direct_kernel");
+  direct_kernel<plm__conv2d_args, plm__conv2d_pixel><<<grid, block, 0, s>>>(*args);
+  return plm__cuda_check_launch("direct_kernel<plm__conv2d_args>");
 }
 
 extern "C" plm_status plm__sobel_cuda(void *stream, const plm__sobel_args *args) {

@@ -69,6 +69,19 @@ static inline __device__ void stage_tile_by_block(float *tile, const void *frame
              (int)threadIdx.y, (int)blockDim.x, (int)blockDim.y);
 }
 
+/* One output a thread through a per-pixel function checking every tap against the border
+ * (PIXEL(&a, frame, y, x): plm__conv2d_pixel, plm__sepconv2d_pixel), over the output's
+ * blockDim.y x blockDim.x tiles: what a filter launches where its tile would not fit shared
+ * memory. Args has the output's n, ho, wo and out. */
+template <class Args, float (*PIXEL)(const Args *, int64_t, int64_t, int64_t)>
+__global__ void direct_kernel(Args a) {
+  const tiles t = tiles_of(a.n, a.ho, a.wo, blockDim.y, blockDim.x);
+  FOR_EACH_TILE(t, frame, tile_y, tile_x) {
+    const int64_t y = tile_y * blockDim.y + threadIdx.y, x = tile_x * blockDim.x + threadIdx.x;
+    if (y < a.ho && x < a.wo) a.out[(frame * a.ho + y) * a.wo + x] = PIXEL(&a, frame, y, x);
+  }
+}
+
 /* The grid over an output's tiles, each dimension capped (FOR_EACH_TILE covers the
  * rest): never refused. */
 static inline dim3 make_grid(int64_t n, int64_t height, int64_t width, int tile_h, int tile_w) {

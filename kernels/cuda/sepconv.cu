@@ -17,9 +17,11 @@
  *      down a column), so each row sum and each tap is read once for four outputs; and
  *      stores them, a warp along a row.
  * Every sum adds its terms in plm__sepconv2d_pixel's order from 0.0f with each product
- * and sum rounded on its own, so both backends give the same bits. A tile too large for
- * shared memory (large kernels at large strides) runs the direct kernel instead, one
- * output a thread through plm__sepconv2d_pixel.
+ * and sum rounded on its own, so both backends give the same bits. A tile taller than
+ * SEP_MAX_TILE_ROWS (64: stride_y 2 with KH above 2, any stride_y above 2) or past 48 KiB
+ * of shared memory (stride_x 2 and more with long kernels) runs the direct kernel
+ * instead, one output a thread through plm__sepconv2d_pixel: correct, not fast (a 3 x 3
+ * stride-2 decimation is one; smaller tiles for strided launches would serve them).
  *
  * Device cost model, per output at stride 1 (s: the input's bytes per element; an H100
  * SXM: 3.35 TB/s, 132 SMs at 1.98 GHz, one shared-memory wavefront per SM a clock, a warp
@@ -28,11 +30,12 @@
  *     from the L2) and 4 bytes written: a floor of (s + 4) bytes an output, 40 us for
  *     f32 at 4096 x 4096, as conv2d's.
  *   - Shared memory, accesses an output (a 32nd of a wavefront each): staging 1.41; the
- *     row pass (31 + KH) / 32 row sums an output, each KW reads, KW / ROWS tap reads and
- *     a write (9 x 9: 1.25 x 11.8 = 14.8); the column pass (KH + 3) / 4 reads and KH / 4
- *     taps (5.3). 9 x 9: 21.5, 0.67 wavefronts an output: 43 us at 4096 x 4096, 1.07x
- *     the floor, where conv2d's 81 taps cost 1.08 wavefronts an output even in runs of 7
- *     (70 us, 1.8x). Multiply-adds: KH + KW an output (18 against 81).
+ *     row pass (31 + KH) / 32 row sums an output, each KW reads, KW / 8 tap reads (a tap
+ *     serves 4 rows by 2 columns) and a write (9 x 9: 1.25 x 11.1 = 13.9); the column pass
+ *     (KH + 3) / 4 reads and KH / 4 taps (5.3). 9 x 9: 20.6, 0.64 wavefronts an output
+ *     (the emulator counts 0.68): 44 us at 4096 x 4096, 1.1x the floor, where conv2d's 81
+ *     taps cost 1.08 wavefronts an output even in runs of 7 (70 us, 1.75x).
+ *     Multiply-adds: KH + KW an output (18 against 81).
  * One launch; no scratch. */
 #include "kernels/common/sepconv.h"
 #include "kernels/cuda/frame_tiles.h"
@@ -178,15 +181,6 @@ __global__ void __launch_bounds__(SEP_BX *SEP_BY, SEP_BLOCKS_PER_SM)
   }
 }
 
-__global__ void sepconv2d_direct_kernel(plm__sepconv2d_args a) {
-  const tiles t = tiles_of(a.n, a.ho, a.wo, blockDim.y, blockDim.x);
-  FOR_EACH_TILE(t, frame, tile_y, tile_x) {
-    const int64_t y = tile_y * blockDim.y + threadIdx.y, x = tile_x * blockDim.x + threadIdx.x;
-    if (y < a.ho && x < a.wo)
-      a.out[(frame * a.ho + y) * a.wo + x] = plm__sepconv2d_pixel(&a, frame, y, x);
-  }
-}
-
 extern "C" plm_status plm__sepconv2d_cuda(void *stream, const plm__sepconv2d_args *args) {
   const sep_tile s = sep_tile_of(args);
   cudaStream_t cs = (cudaStream_t)stream;
@@ -197,8 +191,8 @@ extern "C" plm_status plm__sepconv2d_cuda(void *stream, const plm__sepconv2d_arg
     return plm__cuda_check_launch("sepconv2d_tiled_kernel");
   }
   const dim3 grid = make_grid(args->n, args->ho, args->wo, SEP_BY, SEP_BX);
-  sepconv2d_direct_kernel<<<grid, block, 0, cs>>>(*args);
-  return plm__cuda_check_launch("sepconv2d_direct_kernel");
+  direct_kernel<plm__sepconv2d_args, plm__sepconv2d_pixel><<<grid, block, 0, cs>>>(*args);
+  return plm__cuda_check_launch("direct_kernel<plm__sepconv2d_args>");
 }
 
 #endif /* __CUDACC__ */
