@@ -20,8 +20,9 @@ read by both sides. Cases (the issue's seed sizes, then 2048x2048 for every op):
            REFLECT101 borders: plume --pad 1,1 --border reflect101; cv2.filter2D
            (ddepth CV_32F, BORDER_REFLECT_101); scipy.ndimage.correlate (mode 'mirror').
   sepconv2d f32 image, a 9-tap Gaussian (sigma 2) across and down, "same" size with
-           REFLECT101 borders: plume sepconv2d against cv2.sepFilter2D, scipy.ndimage.correlate1d
-           along each axis (mode 'mirror'), and cv2.filter2D with their 9x9 outer product.
+           REFLECT101 borders: plume sepconv2d against cv2.sepFilter2D,
+           scipy.ndimage.correlate1d along each axis (mode 'mirror'), and cv2.filter2D with
+           their 9x9 outer product.
   sobel    f32 image; plume's magnitude (one fused pass) against cv2.Sobel dx and dy
            (CV_32F, ksize 3, BORDER_REFLECT_101) and cv2.magnitude: OpenCV's way to the
            same magnitude.
@@ -80,7 +81,8 @@ EXIT_SKIP = 77
 TARGETS = {
     # op: (peer the target is against, minimum ratio, how the issue words it)
     "conv2d": ("cv2.filter2D", 1.0, "at least as fast as cv2.filter2D"),
-    "sepconv2d": ("cv2.sepFilter2D", 1.0, "at least as fast as cv2.sepFilter2D (conv2d's target)"),
+    "sepconv2d": ("cv2.sepFilter2D", 1.0,
+                  "at least as fast as cv2.sepFilter2D (conv2d's target)"),
     "sobel": ("cv2.Sobel+magnitude", 2.0, "2x faster than cv2"),
     "entropy": ("skimage.rank.entropy", 20.0, "20x faster than scikit-image"),
     "label": ("cv2.connectedComponents", 1.0 / 1.5, "within 1.5x of cv2"),

@@ -341,10 +341,14 @@ static void sepconv2d_cost(const plm__op_call *call, plm_op_cost *cost) {
   sepconv2d_shape(call, &shape); /* checked */
   double outputs = 1.0;
   for (int d = 0; d < shape.ndim; d++) outputs *= (double)shape.dims[d];
-  const double taps = (double)(plm_tensor_numel(call->in[1]) + plm_tensor_numel(call->in[2]));
+  /* Each needed input row is summed once under kernel_x: min(stride_y, KH) row sums an
+   * output row's output, then KH terms down. */
+  const plm_sepconv2d_params *params = call->params;
+  const int64_t kw = plm_tensor_numel(call->in[1]), kh = plm_tensor_numel(call->in[2]);
+  const int64_t rows = params->stride_y < kh ? params->stride_y : kh;
   *cost = (plm_op_cost){.bytes = (double)plm_tensor_numel(in) * (double)plm_dtype_size(in->dtype) +
-                                 taps * 4.0 + outputs * 4.0,
-                        .flops = 2.0 * outputs * taps};
+                                 (double)(kh + kw) * 4.0 + outputs * 4.0,
+                        .flops = 2.0 * outputs * (double)(kw * rows + kh)};
 }
 
 static void sepconv2d_pack(const plm_context *ctx, const plm__op_call *call, void *scratch,
@@ -404,8 +408,8 @@ const plm__op_desc plm__op_sepconv2d = {
         "f32 cross-correlation with the separable kernel `kernel_y[i] · kernel_x[j]` as two "
         "1-D passes, rows under `kernel_x` then columns under `kernel_y`, as OpenCV's "
         "`cv2.sepFilter2D` and `scipy.ndimage.correlate1d` along the last axis then the one "
-        "before; KH + KW multiply-adds an output where conv2d takes KH · KW. Output shape, "
-        "stride, pad and border as conv2d's (`include/plume/conv.h`).",
+        "before; KH + KW multiply-adds an output at stride 1 where conv2d takes KH · KW. "
+        "Output shape, stride, pad and border as conv2d's (`include/plume/conv.h`).",
     .kind = PLM__OP_sepconv2d,
     .input_count = 3,
     .inputs = {{.name = "in", .dtypes = PLM__DTYPES_IMAGE},

@@ -123,7 +123,7 @@ plm_status plm__op_check_output_like(const plm_tensor *in, const char *in_name,
 
 void plm__op_kernel_extent(const plm__op_slot *slot, int ndim, const int64_t *dims, int *kh,
                            int *kw) {
-  switch ((plm__kernel_axis)slot->kernel_axis) {
+  switch (slot->kernel_axis) {
     case PLM__KERNEL_2D:
       if (ndim != 2) return;
       *kh = (int)dims[0];

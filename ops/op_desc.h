@@ -143,7 +143,8 @@ typedef struct plm__op_tuning {
 typedef enum plm__input_role {
   PLM__IN_CHAIN = 0, /* the tensor the chain has reached */
   PLM__IN_TENSOR,    /* key=@NAME, the key being the slot's name */
-  PLM__IN_KERNEL,    /* key=@NAME or a conv2d kernel spec with size=KHxKW (plume/pipeline.h) */
+  PLM__IN_KERNEL,    /* key=@NAME or a kernel spec: 2-D with size=KHxKW (conv2d's), or 1-D
+                        (sepconv2d's, the slot's kernel_axis; plume/pipeline.h) */
   PLM__IN_FRAME,     /* key=input (the default) or none: the pipeline's input frame */
   PLM__IN_COUNT      /* the count made by the element just before, with its main output */
 } plm__input_role;
@@ -165,6 +166,15 @@ typedef enum plm__output_role {
 /* The images and stacks of frames most ops read. */
 #define PLM__DTYPES_IMAGE (PLM__DTYPE_MASK(U8) | PLM__DTYPE_MASK(U16) | PLM__DTYPE_MASK(F32))
 
+/* Which extent of the filter a kernel input gives: both (conv2d's (KH, KW)), or the one of
+ * a 1-D kernel (sepconv2d's kernel_x (KW) and kernel_y (KH)), so that the text form's
+ * specs build it in one dimension and pad=same reads (KH - 1) / 2, (KW - 1) / 2. */
+typedef enum plm__kernel_axis {
+  PLM__KERNEL_2D = 0,
+  PLM__KERNEL_ALONG_X, /* taps across a row: KW */
+  PLM__KERNEL_ALONG_Y  /* taps down a column: KH */
+} plm__kernel_axis;
+
 typedef struct plm__op_slot {
   const char *name;
   unsigned dtypes;   /* the dtypes accepted: a PLM__DTYPE_MASK set (never 0) */
@@ -175,17 +185,8 @@ typedef struct plm__op_slot {
   bool labels;       /* outputs: connected-component labels (their connectivity is known) */
   bool finite;       /* inputs: a calibration or kernel, every value finite: a pipeline's
                         text refuses a named tensor for it holding a NaN or an infinity */
-  int kernel_axis;   /* PLM__IN_KERNEL inputs: a plm__kernel_axis */
+  plm__kernel_axis kernel_axis; /* PLM__IN_KERNEL inputs: the filter's extent it gives */
 } plm__op_slot;
-
-/* Which extent of the filter a kernel input gives: both (conv2d's (KH, KW)), or the one of
- * a 1-D kernel (sepconv2d's kernel_x (KW) and kernel_y (KH)), so that the text form's
- * specs build it in one dimension and pad=same reads (KH - 1) / 2, (KW - 1) / 2. */
-typedef enum plm__kernel_axis {
-  PLM__KERNEL_2D = 0,
-  PLM__KERNEL_ALONG_X, /* taps across a row: KW */
-  PLM__KERNEL_ALONG_Y  /* taps down a column: KH */
-} plm__kernel_axis;
 
 /* Whether the text form takes size=KHxKW for the slot's inline values: a 2-D kernel's. */
 static inline bool plm__op_slot_takes_size(const plm__op_slot *slot) {

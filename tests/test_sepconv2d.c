@@ -706,7 +706,8 @@ START_TEST(test_output_shape_cost_and_defaults) {
     plm_op_cost cost;
     PLM_CHECK_OK(plm_sepconv2d_cost(&in, kernel_x, kernel_y, &params, &cost));
     const double outputs = 4.0 * 5 * 3;
-    ck_assert_msg(cost.flops == 2.0 * outputs * (3 + 5), "flops %g, not 2 * %g * (3 + 5)",
+    /* stride_y 2: each output's 3 terms down, and 2 rows' sums of 5 taps across. */
+    ck_assert_msg(cost.flops == 2.0 * outputs * (5 * 2 + 3), "flops %g, not 2 * %g * (5 * 2 + 3)",
                   cost.flops, outputs);
     ck_assert_msg(cost.bytes >= 480.0 * 2 + outputs * 4, "bytes %g: less than in and out",
                   cost.bytes);

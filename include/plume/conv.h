@@ -70,8 +70,9 @@ enum { PLM_CONV2D_MAX_PAD = 1 << 20 };
  * conv2d with a separable kernel K(i, j) = kernel_y[i] * kernel_x[j], computed as two
  * 1-D passes, as OpenCV's sepFilter2D(in, CV_32F, kernel_x, kernel_y) and
  * scipy.ndimage.correlate1d along the rows (axis -1, kernel_x) and then the columns
- * (axis -2, kernel_y): KH + KW multiply-adds an output instead of KH * KW (a 9 x 9
- * Gaussian: 18 instead of 81). Each row needed is filtered first, then the rows:
+ * (axis -2, kernel_y): KH + KW multiply-adds an output at stride 1 instead of KH * KW (a
+ * 9 x 9 Gaussian: 18 instead of 81; KW min(stride_y, KH) + KH at other strides, the cost
+ * plm_sepconv2d_cost counts). Each row needed is filtered first, then the rows:
  *
  *   row(v, x) = sum_{j < KW} kernel_x[j] * in(v, x * stride_x - pad_x + j)
  *   out(y, x) = sum_{i < KH} kernel_y[i] * row(y * stride_y - pad_y + i, x)
@@ -83,8 +84,9 @@ enum { PLM_CONV2D_MAX_PAD = 1 << 20 };
  * f32 (KW) or (1, KW), kernel_y f32 (KH) or (KH, 1), 1 <= KH, KW <= 31; in, out, shapes,
  * strides, padding ("same": (KH - 1) / 2, (KW - 1) / 2), borders and NaNs as conv2d's.
  * A pipeline's text gives each kernel as conv2d's spec in one dimension: box:K (taps
- * 1/K), gauss:K:SIGMA (the 1-D Gaussian normalised to sum 1, whose outer product with
- * itself is gauss:K:SIGMA of conv2d), inline values "1,2,1", or @NAME. */
+ * 1/K), gauss:K:SIGMA (K odd: the 1-D Gaussian normalised to sum 1, whose outer product
+ * with itself is conv2d's gauss:K:SIGMA up to f32 rounding), inline values "1,2,1", or
+ * @NAME. */
 
 typedef struct plm_sepconv2d_params {
   int stride_y, stride_x; /* >= 1 */

@@ -73,7 +73,7 @@ extern "C" {
   X(background, PLM_OP_PARAMS, (in), (in, hold), (out), PLM_OP_FORM_OWN_CALL)                   \
   X(abs_diff, PLM_OP_NO_PARAMS, (in, ref), (in, ref), (out), PLM_OP_FORM_ALL)                   \
   X(scale_offset, PLM_OP_PARAMS, (in), (in), (out), PLM_OP_FORM_ALL)                            \
-  X(clip, PLM_OP_PARAMS, (in), (in), (out), PLM_OP_FORM_ALL)                               \
+  X(clip, PLM_OP_PARAMS, (in), (in), (out), PLM_OP_FORM_ALL)                                    \
   X(sepconv2d, PLM_OP_PARAMS, (in, kernel_x, kernel_y), (in, kernel_x, kernel_y), (out),        \
     PLM_OP_FORM_ALL)
 

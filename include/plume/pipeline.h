@@ -367,8 +367,8 @@ PLM_API plm_status plm_pipeline_mark_output(plm_pipeline *pl, plm_pipe_tensor t)
  *                   blob gives a positive response and a flat image gives 0;
  *   V1,V2,...       KH*KW numbers in row-major order, with size=KHxKW, or a square
  *                   number of values without it.
- * sepconv2d's 1-D kernels (K taps, r^2 = (i-c)^2): box:K, K taps of 1/K; gauss:K:SIGMA, the
- * same form scaled to sum to 1 (its outer product with itself is conv2d's gauss:K:SIGMA up
+ * sepconv2d's 1-D kernels (K taps, r^2 = (i-c)^2): box:K, K taps of 1/K; gauss:K:SIGMA, K
+ * odd, the same form scaled to sum to 1 (its outer product with itself is conv2d's gauss:K:SIGMA up
  * to f32 rounding); V1,V2,... up to 31 numbers; log: is refused (not separable).
  *
  * Outputs, in this order: the last element's main output, then, when it is label,
