@@ -20,8 +20,9 @@
  * block of kTileThreads emulated threads a tile, the span's copy and the outputs scribbled over
  * first) on the kernels' tables, against plm__cfar_pixel on them: the same bits at every pixel,
  * for frames around a tile's side and windows up to kStagedWindowMost, larger than a tile.
- * Then the one-pass kernel (one_pass_tile, which builds each tile's tables from the frame in
- * shared memory) on the same frames against the CPU kernel, mask, z and the mask with a hold.
+ * Then the bands (cfar_band, kernels/cuda/cfar_bands.h: the one pass for windows up to 29,
+ * column sums moving down the rows, running sums across the warps) against the CPU kernel,
+ * mask, z and the mask with a hold, on frames around a strip's width and a band's height.
  * Exit status 0 is success. */
 #include <cmath>
 #include <cstdio>
@@ -268,17 +269,18 @@ int check_tiles(const Frame &f, const std::vector<T> &tables, const char *label)
   return failures;
 }
 
-/* one_pass_tile over every tile of a frame, on blocks of kTileThreads emulated threads, with
- * the shared memory and the outputs scribbled over first, against the CPU kernel: every
- * output written, the same bits for u8 and u16, z within 1e-9 and the same mask for f32 (its
- * doubles summed over each span, not the frame); the mask also with a hold (about one pixel
- * in 40, radius 2, hold_k = k / 2), decided in the same pass. S: the spans' entry type. */
-template <typename S>
-int64_t one_pass_mismatches(const Frame &f, int window, int guard, plm_cfar_result output,
-                            bool with_hold) {
+/* cfar_band over every (strip, band) block of a frame, on blocks of BAND_THREADS emulated
+ * threads (warps of 32), with the shared memory and the outputs scribbled over first,
+ * against the CPU kernel: every output written, the same bits for u8 and u16, z within
+ * 1e-9 and the same mask for f32 (its doubles added and taken away as the rows pass, not
+ * read from the frame's tables); the mask also with a hold (about one pixel in 40, radius 2,
+ * hold_k = k / 2), decided in the same pass. T: the frame's element type, S: the sums'. */
+template <typename T, typename S>
+int64_t band_mismatches(const Frame &f, int window, int guard, plm_cfar_result output,
+                        bool with_hold, int rows) {
   const int64_t pixels = f.h * f.w;
   const size_t size = output == PLM_CFAR_Z ? 4 : 1, bytes = (size_t)pixels * size;
-  std::vector<unsigned char> tiled(bytes, 0xa5), cpu(bytes, 0x5a);
+  std::vector<unsigned char> banded(bytes, 0xa5), cpu(bytes, 0x5a);
   std::vector<uint8_t> hold((size_t)pixels);
   for (auto &h : hold) h = rng() % 40 == 0;
   plm__cfar_args args =
@@ -286,52 +288,55 @@ int64_t one_pass_mismatches(const Frame &f, int window, int guard, plm_cfar_resu
   std::vector<uint64_t> scratch(plm__cfar_scratch_bytes(&args) / 8);
   args.scratch = scratch.data();
   plm__cfar_cpu(&args);
-  args.out = tiled.data();
-  args.scratch = nullptr; /* the one-pass kernel has no tables */
+  args.out = banded.data();
+  args.scratch = nullptr; /* the bands have no tables */
   const double level = plm__cfar_level(f.bytes.data(), f.dtype);
-  std::vector<double> shared((one_pass_bytes_most(args) + 7) / 8);
-  LaneGroup block(kTileThreads, rng());
-  for (int64_t tile = 0; tile < tile_count(args); tile++) {
-    for (double &e : shared) e = (double)(rng() % 1000);
+  std::vector<unsigned char> shared(sizeof(band_memory<S>));
+  LaneGroup block(BAND_THREADS, rng());
+  for (int64_t b = 0; b < band_blocks(args, rows); b++) {
+    for (unsigned char &e : shared) e = (unsigned char)rng();
     block.run([&](int t) {
-      const EmulatedBlock b = {&block, t};
-      one_pass_tile<S>(b, args, f.bytes.data(), tiled.data(), level, tile,
-                       (unsigned char *)shared.data());
+      const EmulatedBlock eb = {&block, t};
+      const EmulatedWarp warp = {&block, t};
+      cfar_band<T, S>(eb, warp, args, (const T *)f.bytes.data(), banded.data(), level, b, rows,
+                      (band_memory<S> *)shared.data());
     });
   }
   int64_t bad = 0;
   for (int64_t i = 0; i < pixels; i++) {
     if (f.dtype != PLM_DTYPE_F32 || output == PLM_CFAR_MASK) {
-      bad += std::memcmp(&tiled[(size_t)i * size], &cpu[(size_t)i * size], size) != 0;
+      bad += std::memcmp(&banded[(size_t)i * size], &cpu[(size_t)i * size], size) != 0;
     } else {
-      const float a = ((const float *)tiled.data())[i], b = ((const float *)cpu.data())[i];
+      const float a = ((const float *)banded.data())[i], b = ((const float *)cpu.data())[i];
       bad += !(std::fabs((double)a - (double)b) <= 1e-9 * std::fmax(1.0, std::fabs(b)));
     }
   }
   return bad;
 }
 
-/* The windows of the one-pass checks: the smallest, the default, and the largest, whose
- * guard leaves a ring one cell wide. */
-const int kOnePassWindows[][2] = {{3, 1}, {15, 5}, {kOnePassWindowMost, kOnePassWindowMost - 2}};
+/* The windows of the bands' checks: the smallest, the default, the largest, whose guard
+ * leaves a ring one cell wide, and a guard of 1 (its box the pixel alone); bands of the
+ * fewest rows and the most (a frame's rows split unevenly between them either way). */
+const int kBandWindows[][2] = {{3, 1}, {15, 5}, {9, 1}, {BAND_WINDOW_MOST, BAND_WINDOW_MOST - 2}};
 
-template <typename S>
-int check_one_pass(const Frame &f) {
+template <typename T, typename S>
+int check_bands(const Frame &f) {
   int failures = 0;
-  for (const auto &wg : kOnePassWindows)
-    for (int variant = 0; variant < 3; variant++) {
-      const plm_cfar_result output = variant == 1 ? PLM_CFAR_Z : PLM_CFAR_MASK;
-      const bool with_hold = variant == 2;
-      const int64_t bad = one_pass_mismatches<S>(f, wg[0], wg[1], output, with_hold);
-      if (bad) {
-        std::printf(
-            "FAIL: %s %lldx%lld, window %d guard %d %s%s: %lld one-pass outputs differ "
-            "from the CPU's\n",
-            plm_dtype_name(f.dtype), (long long)f.h, (long long)f.w, wg[0], wg[1],
-            output == PLM_CFAR_Z ? "z" : "mask", with_hold ? " with a hold" : "", (long long)bad);
-        failures++;
+  for (const auto &wg : kBandWindows)
+    for (int rows : {(int)BAND_ROWS_LEAST, (int)BAND_ROWS_MOST})
+      for (int variant = 0; variant < 3; variant++) {
+        const plm_cfar_result output = variant == 1 ? PLM_CFAR_Z : PLM_CFAR_MASK;
+        const bool with_hold = variant == 2;
+        const int64_t bad = band_mismatches<T, S>(f, wg[0], wg[1], output, with_hold, rows);
+        if (bad) {
+          std::printf(
+              "FAIL: %s %lldx%lld, window %d guard %d, bands of %d rows, %s%s: %lld band outputs "
+              "differ from the CPU's\n",
+              plm_dtype_name(f.dtype), (long long)f.h, (long long)f.w, wg[0], wg[1], rows,
+              output == PLM_CFAR_Z ? "z" : "mask", with_hold ? " with a hold" : "", (long long)bad);
+          failures++;
+        }
       }
-    }
   return failures;
 }
 
@@ -396,12 +401,17 @@ int main() {
                       : check_tiles<uint64_t>(f, kernel_tables<table_int>(f, kRowThreads), "");
       cases++;
     }
-  /* The one-pass kernel, on the same frames against the CPU kernel. */
+  /* The bands, against the CPU kernel: frames around a strip's width (128 - 2R columns:
+   * 126 at window 3, 114 at 15, 100 at 29) and a band's height, and the tiles' frames. */
+  const int64_t band_sides[][2] = {{1, 1},    {5, 7},    {31, 32}, {65, 97},  {9, 114},
+                                   {17, 115}, {70, 126}, {8, 127}, {33, 229}, {66, 100}};
   for (plm_dtype dtype : {PLM_DTYPE_U8, PLM_DTYPE_U16, PLM_DTYPE_F32})
-    for (const auto &hw : sides) {
-      const bool non_finite = dtype == PLM_DTYPE_F32 && hw[0] == 65;
+    for (const auto &hw : band_sides) {
+      const bool non_finite = dtype == PLM_DTYPE_F32 && (hw[0] == 65 || hw[0] == 33);
       const Frame f = random_frame(dtype, hw[0], hw[1], non_finite);
-      failures += dtype == PLM_DTYPE_F32 ? check_one_pass<double>(f) : check_one_pass<uint64_t>(f);
+      failures += dtype == PLM_DTYPE_U8    ? check_bands<uint8_t, uint32_t>(f)
+                  : dtype == PLM_DTYPE_U16 ? check_bands<uint16_t, uint64_t>(f)
+                                           : check_bands<float, double>(f);
       cases++;
     }
   std::printf("cfar_cuda_logic: %d frames, %d failures\n", cases, failures);

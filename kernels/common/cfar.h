@@ -11,9 +11,10 @@
  * reference set); the count table holds integers below 2^53, so its boxes are exact. The
  * kernels differ only in how they fill the tables; from the tables on, every pixel goes
  * through plm__cfar_moments_* and plm__cfar_write, so for integer inputs the two backends
- * give the same bits. (The CUDA kernels' one pass, for windows up to 29, builds each
- * tile's tables over the tile's span in shared memory instead, with no scratch: a box's
- * integer sum is the same from either table.)
+ * give the same bits. (The CUDA kernels' bands, for windows up to 29, keep no tables:
+ * each column's sums over a box's rows move down the rows and are summed across the
+ * columns (kernels/cuda/cfar_bands.h); integer sums are exact in any order, so the bits
+ * are the same.)
  */
 #ifndef PLUME_KERNELS_COMMON_CFAR_H
 #define PLUME_KERNELS_COMMON_CFAR_H
@@ -295,9 +296,8 @@ void plm__cfar_cpu(const plm__cfar_args *args);
 /* Enqueue the CUDA kernels (kernels/cuda/cfar.cu) on a cudaStream_t. */
 plm_status plm__cfar_cuda(void *stream, const plm__cfar_args *args);
 
-/* The scratch the CUDA kernels need: none when every frame goes through the one-pass tiled
- * kernel (windows up to 31, tables of each tile's span in shared memory), else the tables
- * (plm__cfar_scratch_bytes). */
+/* The scratch the CUDA kernels need: none when every frame goes through the bands (windows
+ * up to 29, no tables), else the tables (plm__cfar_scratch_bytes). */
 size_t plm__cfar_cuda_scratch_bytes(const plm__cfar_args *args);
 
 #ifdef __cplusplus

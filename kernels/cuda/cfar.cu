@@ -1,13 +1,12 @@
 /* kernels/cuda/cfar.cu: cell-averaging CFAR on the GPU, frame by frame. Windows up to 29
- * (kOnePassWindowMost; the default is 15) take one kernel a frame and no scratch:
- *   one_pass        a block per 32 x 32 pixels: the frame's pixels under the tile's span
- *                   (the tile and window / 2 around it) copied once to shared memory, then,
- *                   table by table, the span's own summed-area table built there from them
- *                   (rows, then columns, each line in four segments a thread each) and each
- *                   pixel's ring sum read from its eight corners; with a hold, each pixel's
- *                   mask decided in the same pass (one_pass_tile below).
- * Larger windows, whose spans would pass 48 KiB, take five kernels a frame (a hold, six)
- * on summed-area tables of the whole frame in the scratch:
+ * (BAND_WINDOW_MOST; the default is 15) take one kernel a frame and no scratch:
+ *   band            a block per strip of 128 columns of a band of rows: each column's sums
+ *                   over the window's and the guard's rows kept in registers as the rows
+ *                   pass, then summed across the columns through running sums in shared
+ *                   memory; with a hold, each pixel's mask decided in the same pass
+ *                   (kernels/cuda/cfar_bands.h, whose essay has the design).
+ * Larger windows, whose strips would put out few columns, take five kernels a frame (a
+ * hold, six) on summed-area tables of the whole frame in the scratch:
  *   row_sums        a block per table row: the row's running sums of each cell's components
  *                   (v, v^2 and, for f32, 1 when finite: kernels/common/cfar.h), ROW_THREADS
  *                   columns at a time (a shuffle scan in each warp, the warps' totals added
@@ -41,7 +40,7 @@
  *   scan reads and writes the rest (63/64 each, plus 1/64 of carries read): about 3.05
  *   times the tables' bytes against the floor's 2, so 1.5x the floor, and one launch more.
  *   Figures by hand from the code: these kernels serve windows past 29, and bench_ops'
- *   cfar (window 15) takes the one pass, so no GPU has timed them yet.
+ *   cfar (window 15) takes the bands, so no GPU has timed them yet.
  *
  * The pixel pass's cost. Its floor is reading each table entry once, the frame and the
  * output: 8 bytes a table (2 or 3) plus 4 + 1 bytes a pixel (f32 to a mask). Emulated
@@ -72,44 +71,43 @@
  *   pixel a table (a span would pass 48 KiB: a 287 x 287 span is 644 KiB); no bench_ops
  *   workload uses one.
  *
- * The one pass's cost. It reads the frame and writes the output, nothing else: its floor
- * is the op's input and output alone, 5 bytes a pixel for f32 to a mask (1.3 MB, 0.39 us
- * at 512^2; 84 MB, 25 us at 4096^2 on an H100). Its bound is the shared memory's: each
- * table's span is written, scanned along rows (each segment's cells read twice: its total,
- * then its running sums) and down columns (entries read twice, written once) and read at
- * eight corners a pixel, 2 wavefronts a warp's 8-byte access: about 1.2 wavefronts a pixel
- * a table at window 15, 2 tables (v, v^2; f32's count table only in a span with a pixel
- * that is not finite, else the boxes' areas, the same integers), 3.0 a pixel counted in
- * all for f32. Emulated estimates for an H100 SXM, not measurements (bench_ops --op cfar
- * --emulated-cost, f32, window 15, guard 5: docs/benchmarks.md): 3.0 us shared-bound at
- * 512^2 (5.5 with its launch) against the five kernels' 9.82 (22.3 with theirs); 197.2
- * at 4096^2 (199.7) against 741.7 (754.2). The
- * count does not see latency: a segment's scan is a chain of about 16 dependent shared
- * accesses, and an SM holds 2 blocks (16 warps) under its 104 registers. Measured on an
- * H200 (bench_ops, f32, window 15, commit d834510: benchmarks/results/
- * 2026-12-04-h200-d834510): 18.4 us at 512^2, 193.7 at 2048^2, 803.4 at 4096^2, 4.0
- * times the estimate (whose DRAM term the H200's 4.8 TB/s would only lower): the
- * chains, not the shared pipe's count, set its time. One chain was the span's copy: a
- * thread's 15 pixels (62 x 62 at window 15) loaded and stored one by one, 15 DRAM round
- * trips a tile; copy_span_pixels now keeps kCopyBatch (8) loads in flight a thread
- * (kernels/cuda/stage.h), not yet timed on a GPU.
+ * The bands' cost. They read the frame and write the output, nothing else: their floor is
+ * the op's input and output alone, 5 bytes a pixel for f32 to a mask (1.3 MB, 0.39 us at
+ * 512^2; 84 MB, 25 us at 4096^2 on an H100). Their bound is the shared memory's, counted
+ * a warp's row (32 columns) at a time: the ring's store of the row entering and loads of
+ * the three leaving or entering the guard (4 wavefronts: 4-byte elements or fewer), the
+ * four running sums' stores (8: 8-byte entries take 2 wavefronts), each pixel's eight
+ * running sums (16) with, where its window or guard spans two warps, the first warp's
+ * total (4), and its own value from the ring (1): 33 wavefronts, 1.03 a column, 1.16 an
+ * output at window 15 (128 columns for 114 outputs). At 4096^2: 16.8 M x 1.16 / (132 SMs
+ * x 1.98 GHz) = 74 us, 3.0 times the floor; each pixel is loaded 1.2 times (the 2R rows
+ * above each band of 64 again) and 1.12 times (the strips' sides), from the L2. Before,
+ * the one-pass tiles built summed-area tables of each tile's span in shared memory: 3.0
+ * wavefronts a pixel, 197.2 us at 4096^2 (7.9x; commit 1525f5c), and a scan's chain of
+ * about 16 dependent shared accesses a segment, which an H200 measured at 803.4 us
+ * (bench_ops, f32, window 15, commit d834510: benchmarks/results/2026-12-04-h200-d834510;
+ * 18.4 us at 512^2, 193.7 at 2048^2), 4.0 times that estimate. The bands have no such
+ * chain: a thread's steps down its column depend on each other only through four
+ * additions in registers, and its loads are BAND_BATCH rows ahead. What the count leaves
+ * out: the running sums across a warp are five shuffles a sum (20 a row for 8-byte sums,
+ * 40 shuffle instructions), which a GPU issues at 32 lanes a clock an SM as it does
+ * shared-memory wavefronts, so a GPU may take up to twice the count; not yet timed on one.
  *
- * The integer tables (u8, u16) are exact in any order, and a box's sum is the same from a
- * span's table as from the frame's, so the bits equal the CPU's; the f32 tables sum their
- * doubles in the scans' orders (rows in chunks of warps, columns in segments, tiles and
- * carries; in the one pass, over each span), not the CPU's left to right and top to
- * bottom: the z-scores agree within the tests' tolerance, not bit for bit, as they did
- * before the tiles.
+ * The integer tables and sums (u8, u16) are exact in any order, so the bits equal the
+ * CPU's; the f32 tables sum their doubles in the scans' orders (rows in chunks of warps,
+ * columns in segments, tiles and carries), and the bands add and take them away as the
+ * rows pass, not the CPU's left to right and top to bottom: the z-scores agree within the
+ * tests' tolerance, not bit for bit, as they did before the tiles.
  *
  * The row and column scans' block and warp logic (table_row, tile_totals, tile_carries and
  * tile_scan, written against the Block and Warp of kernels/cuda/lanes.h), the tiled
- * pixel pass's (pixel_tile) and the one pass's (one_pass_tile) also run on the host in
+ * pixel pass's (pixel_tile) and the bands' (cfar_band) also run on the host in
  * tests/test_cfar_cuda_logic.cpp (ctest cfar_cuda_logic), which compiles this file as plain C++
  * (hence the __CUDACC__ guards) with emulated threads; the cfar suite passed on cuda on an
  * H200 (the campaign of 2026-12-04, commit d834510). */
 #include "kernels/common/cfar.h"
+#include "kernels/cuda/cfar_bands.h"
 #include "kernels/cuda/launch.h"
-#include "kernels/cuda/stage.h"
 #ifdef __CUDACC__
 #include "kernels/cuda/lanes.h"
 #endif
@@ -143,16 +141,6 @@ PLM_HD inline void load(const void *frame, int64_t i, plm_dtype dtype, double le
                         double cell[PLM__CFAR_MAX_TABLES]) {
   (void)dtype;
   plm__cfar_cell_f32(frame, i, level, cell);
-}
-
-/* The inclusive running sum of v over the lanes of a warp (every lane calls it). */
-template <typename T, class Warp>
-PLM_HD T warp_running_sum(const Warp &warp, T v) {
-  for (int d = 1; d < 32; d *= 2) {
-    const T u = warp.shuffle(v, warp.lane() >= d ? warp.lane() - d : warp.lane());
-    if (warp.lane() >= d) v += u;
-  }
-  return v;
 }
 
 /* Table row r (0..height) of a frame, in each of its plm__cfar_tables tables (tables[0],
@@ -414,17 +402,6 @@ PLM_HD inline uint64_t ring(const uint64_t *t, int64_t stride, plm__cfar_box out
                             plm__cfar_box guard) {
   return plm__cfar_ring_int(t, stride, outer, guard);
 }
-PLM_HD inline void moments(const plm__cfar_args &args, const void *frame_in, double level,
-                           int64_t i, double n, double s1, double s2, double *d, double *m) {
-  (void)args;
-  plm__cfar_moments_f32(frame_in, level, i, n, s1, s2, d, m);
-}
-PLM_HD inline void moments(const plm__cfar_args &args, const void *frame_in, double level,
-                           int64_t i, uint64_t n, uint64_t s1, uint64_t s2, double *d, double *m) {
-  (void)level;
-  plm__cfar_moments_int(&args, frame_in, i, (int64_t)n, s1, s2, d, m);
-}
-
 /* One table's ring sums of this thread's pixels (sums[k]: its row k * kTileRanks below its
  * first; none for a pixel outside the frame) from the table's span, held in shared memory
  * at `stride` entries a row (entry (0, 0) the span's first). */
@@ -493,283 +470,9 @@ PLM_HD void pixel_tile(const Block &block, const plm__cfar_args &args, const voi
     if (!in_frame(p, k)) continue;
     const int64_t i = p.i + k * kTileRanks * args.width;
     double d, m;
-    moments(args, frame_in, level, i, n[k], s1[k], s2[k], &d, &m);
+    cfar_moments(args, frame_in, level, i, n[k], s1[k], s2[k], &d, &m);
     plm__cfar_write(&args, frame_out, i, d, m);
   }
-}
-
-/* The one-pass tiled kernel (frame_tiles_kernel), for windows up to kOnePassWindowMost: no
- * tables in global memory at all. A block takes a tile of 32 x 32 pixels as pixel_tile does
- * (the same tile_place), but builds each table's span itself, in shared memory, from the
- * frame: it copies the frame's pixels under the span once (rows - 1 by columns - 1 of them),
- * then, table by table, a thread a span row writes the row's running sums of the cells'
- * components and a thread a span column adds them down. Entry (r, c) is then the sum over the
- * span's first r rows and c columns, where the frame's table holds the sum from the frame's
- * corner: the two differ by terms that cancel in each box's four corners, so for u8 and u16
- * (integers, exact in any order) every box, and so every output, has the CPU's bits. For f32
- * the doubles are summed over the span instead of the frame, in another order: the outputs
- * agree with the CPU's within the tests' tolerance, as the tables' did. The outputs go out
- * from the same span_rings and moments; with a hold, plm__cfar_held_mask decides each
- * pixel in the same pass (no second kernel). Both strides are odd, so that the column pass's
- * warp (32 columns of a row) and the row pass's (32 rows of a column) meet no bank twice
- * more than an 8-byte access must. */
-constexpr int kOnePassWindowMost = 29;
-
-/* The scans that build a span's table take each span row (then column) in kScanSegments
- * segments, a thread a segment: each segment's total, then its running sums from the totals
- * of the segments before it, so that the block's threads, not a few, do the work and each
- * thread's chain of dependent steps is a segment long (about 2 * 47 / 4 + 4 at window 15)
- * instead of a span's side. A span has at most kSpanSideMost rows and columns. */
-constexpr int kScanSegments = 4;
-constexpr int kSpanSideMost = 64;
-static_assert(kTileSide + kOnePassWindowMost <= kSpanSideMost &&
-                  kSpanSideMost * kScanSegments <= kTileThreads,
-              "a span's lines' segments are a thread each, in one round");
-
-/* The shared memory of a one-pass tile whose span has rows x columns entries and whose
- * pixels have `element` bytes: a flag (whether a pixel of the span is not finite) and the
- * scans' segment totals (kHeadBytes), the pixels (rows - 1 by columns - 1 at an odd
- * stride), to a multiple of 8 bytes, then one table's span (rows by columns entries at an
- * odd stride). */
-constexpr int kFlagBytes = 8;
-constexpr int kHeadBytes = kFlagBytes + kSpanSideMost * kScanSegments * 8;
-PLM_HD constexpr int odd(int n) {
-  return n | 1;
-}
-PLM_HD constexpr size_t span_pixels_bytes(int rows, int columns, int element) {
-  return kHeadBytes + ((size_t)(rows - 1) * (size_t)odd(columns - 1) * (size_t)element + 7) / 8 * 8;
-}
-PLM_HD constexpr size_t one_pass_bytes(int rows, int columns, int element) {
-  return span_pixels_bytes(rows, columns, element) + (size_t)rows * (size_t)odd(columns) * 8;
-}
-static_assert(one_pass_bytes(kTileSide + kOnePassWindowMost, kTileSide + kOnePassWindowMost, 4) <=
-                      kSpanBytesMost &&
-                  one_pass_bytes(kTileSide + kOnePassWindowMost + 2,
-                                 kTileSide + kOnePassWindowMost + 2, 4) > kSpanBytesMost,
-              "kOnePassWindowMost is the largest odd window whose one-pass span fits");
-
-/* Whether a frame's cfar takes the one-pass kernel (else the tables in scratch). */
-PLM_HD inline bool one_pass(const plm__cfar_args &args) {
-  return args.window <= kOnePassWindowMost && args.height < kStagedSideMost &&
-         args.width < kStagedSideMost;
-}
-
-/* A one-pass tile's shared memory: the flag, the segment totals (kFlagBytes in), the frame's
- * pixels under the span at pixels_stride a row (kHeadBytes in), then one table's span at
- * stride entries a row (table_offset bytes in). */
-struct one_pass_layout {
-  int pixels_stride, stride;
-  size_t table_offset;
-};
-
-PLM_HD inline one_pass_layout layout_of(const plm__cfar_args &args, const tile_place &p) {
-  const one_pass_layout l = {odd(p.columns - 1), odd(p.columns),
-                             span_pixels_bytes(p.rows, p.columns, plm__cfar_in_bytes(args.dtype))};
-  return l;
-}
-
-/* The bytes of the largest one-pass tile's shared memory of a frame, for the launch. */
-inline size_t one_pass_bytes_most(const plm__cfar_args &args) {
-  int rows, columns;
-  largest_span(args, &rows, &columns);
-  return one_pass_bytes(rows, columns, plm__cfar_in_bytes(args.dtype));
-}
-
-/* Loads a thread of copy_span_pixels has in flight (kernels/cuda/stage.h): a span of
- * window 15 is about 62 x 62 pixels, 15 a thread, which one by one were 15 DRAM round
- * trips a tile with 16 warps an SM to cover them. */
-constexpr int kCopyBatch = 8;
-
-/* copy_span_pixels for pixels of type T: element (r, c) of the span from the frame's row
- * p.row + r, column p.column + c. */
-template <typename T, class Block>
-PLM_HD void copy_span_as(const Block &block, const plm__cfar_args &args, const tile_place &p,
-                         const T *frame_in, const one_pass_layout &l, T *pixels, int *non_finite) {
-  plm__stage_batched<kCopyBatch>(
-      p.rows - 1, p.columns - 1, block.thread() / 32, block.thread() % 32, kTileRanks, 32,
-      [&](int r, int c) { return frame_in[(p.row + r) * args.width + p.column + c]; },
-      [&](int r, int c, T value) {
-        pixels[r * l.pixels_stride + c] = value;
-        /* Volatile: threads of one barrier interval may each set it (st.volatile is a
-         * relaxed atomic in PTX, and so to the emulator's race check). */
-        if (sizeof(T) == 4 && !plm__cfar_finite((double)value)) *(volatile int *)non_finite = 1;
-      });
-}
-
-/* Copy the frame's pixels under a tile's span (image rows p.row.., columns p.column..) to
- * `pixels`, a warp a row segment, kCopyBatch loads in flight a thread; a thread that copies
- * an f32 pixel that is not finite sets *non_finite (cleared before, with a barrier
- * between). */
-template <class Block>
-PLM_HD void copy_span_pixels(const Block &block, const plm__cfar_args &args, const tile_place &p,
-                             const void *frame_in, const one_pass_layout &l, void *pixels,
-                             int *non_finite) {
-  const int size = plm__cfar_in_bytes(args.dtype);
-  if (size == 1)
-    copy_span_as(block, args, p, (const uint8_t *)frame_in, l, (uint8_t *)pixels, non_finite);
-  else if (size == 2)
-    copy_span_as(block, args, p, (const uint16_t *)frame_in, l, (uint16_t *)pixels, non_finite);
-  else
-    copy_span_as(block, args, p, (const float *)frame_in, l, (float *)pixels, non_finite);
-}
-
-/* Component t (plm__cfar_tables) of element i of the span's pixels, as table entry type S
- * takes it (load's cell indexed by constants only, so that it stays in registers: a runtime
- * index puts it on the stack). */
-template <typename S>
-PLM_HD inline S component(const void *pixels, int i, plm_dtype dtype, double level, int t) {
-  S cell[PLM__CFAR_MAX_TABLES];
-  load(pixels, i, dtype, level, cell);
-  return t == 0 ? cell[0] : t == 1 ? cell[1] : cell[2];
-}
-
-/* Segment `segment` of a span line of `length` entries: entries [*first, *end) of 1 ..
- * length - 1 (entry 0 is the line's 0). */
-PLM_HD inline void scan_segment(int length, int segment, int *first, int *end) {
-  const int each = (length - 1 + kScanSegments - 1) / kScanSegments;
-  *first = 1 + segment * each;
-  *end = *first + each < length ? *first + each : length;
-}
-
-/* What a scan adds along a line: the row pass's cells of the span's pixels, component t
- * (line r of the pixels, whose sums go to the span's row r + 1: entry c takes pixel c - 1),
- * or the column pass's span entries (line c). */
-template <typename S>
-struct row_cells {
-  const plm__cfar_args *args;
-  const one_pass_layout *l;
-  const void *pixels;
-  double level;
-  int t;
-  PLM_HD S operator()(int r, int c) const {
-    return component<S>(pixels, r * l->pixels_stride + c - 1, args->dtype, level, t);
-  }
-};
-template <typename S>
-struct column_entries {
-  const S *span;
-  int stride;
-  PLM_HD S operator()(int c, int r) const { return span[r * stride + c]; }
-};
-
-/* The running sums of read(line, j) along `lines` lines of `length` entries of the span
- * (entry j of a line at span[line * line_step + j * entry_step]; entry 0 is 0), each line
- * in kScanSegments segments, a thread each: each segment's total into `totals`
- * (kSpanSideMost a segment, so that neighbouring lines' totals are neighbours in the banks
- * too), then its running sums from the totals before it. Lanes take neighbouring lines, so
- * that a warp's accesses meet at most the banks an 8-byte access must (the strides odd). */
-template <typename S, class Block, class Read>
-PLM_HD void scan_lines(const Block &block, int lines, int length, const Read &read, S *totals,
-                       S *span, int line_step, int entry_step) {
-  const int tasks = lines * kScanSegments;
-  for (int task = block.thread(); task < tasks; task += block.threads()) {
-    const int line = task % lines, segment = task / lines;
-    int first, end;
-    scan_segment(length, segment, &first, &end);
-    S total = 0;
-    for (int j = first; j < end; j++) total += read(line, j);
-    totals[segment * kSpanSideMost + line] = total;
-  }
-  block.sync();
-  for (int task = block.thread(); task < tasks; task += block.threads()) {
-    const int line = task % lines, segment = task / lines;
-    int first, end;
-    scan_segment(length, segment, &first, &end);
-    S running = 0;
-    for (int k = 0; k < segment; k++) running += totals[k * kSpanSideMost + line];
-    if (segment == 0) span[line * line_step] = 0;
-    for (int j = first; j < end; j++) {
-      running += read(line, j);
-      span[line * line_step + j * entry_step] = running;
-    }
-  }
-  block.sync();
-}
-
-/* Table t of the tile's span, built in `span` from the span's pixels: the running sums
- * along each row of the cells (rows 1.., each row r of the pixels), then down each column
- * of those (scan_lines, with `totals`), whose entry 0 is row 0: row 0 and column 0 are 0. */
-template <typename S, class Block>
-PLM_HD void span_table(const Block &block, const plm__cfar_args &args, const tile_place &p,
-                       const one_pass_layout &l, const void *pixels, double level, int t, S *totals,
-                       S *span) {
-  const row_cells<S> cells = {&args, &l, pixels, level, t};
-  scan_lines(block, p.rows - 1, p.columns, cells, totals, span + l.stride, l.stride, 1);
-  const column_entries<S> entries = {span, l.stride};
-  scan_lines(block, p.columns, p.rows, entries, totals, span, 1, l.stride);
-}
-
-/* A one-pass tile's shared memory, as one_pass_layout places it. */
-template <typename S>
-struct one_pass_memory {
-  int *non_finite;
-  void *pixels;
-  S *totals, *span;
-};
-
-/* One table's ring sums of this thread's pixels (span_rings) from a span built here. */
-template <typename S, class Block>
-PLM_HD void one_pass_rings(const Block &block, const plm__cfar_args &args, const tile_place &p,
-                           const one_pass_layout &l, const one_pass_memory<S> &memory, double level,
-                           int t, S sums[kTileRowsPerThread]) {
-  span_table(block, args, p, l, memory.pixels, level, t, memory.totals, memory.span);
-  span_rings(args, p, memory.span, l.stride, sums);
-  block.sync(); /* the span is read before the next table's overwrites it */
-}
-
-/* This thread's pixels' reference cell counts n (tile_counts' rule): for f32 the count
- * table's rings where a pixel of the span is not finite, else (the count table would hold
- * every cell) the boxes' areas, the same integers; the boxes' areas for u8 and u16. */
-template <class Block>
-PLM_HD void one_pass_counts(const Block &block, const plm__cfar_args &args, const tile_place &p,
-                            const one_pass_layout &l, const one_pass_memory<double> &memory,
-                            double level, bool non_finite, double n[kTileRowsPerThread]) {
-  if (non_finite) {
-    one_pass_rings(block, args, p, l, memory, level, 2, n);
-    return;
-  }
-  uint64_t areas[kTileRowsPerThread] = {0};
-  box_areas(args, p, areas);
-  for (int k = 0; k < kTileRowsPerThread; k++) n[k] = (double)areas[k];
-}
-template <class Block>
-PLM_HD void one_pass_counts(const Block &, const plm__cfar_args &args, const tile_place &p,
-                            const one_pass_layout &, const one_pass_memory<uint64_t> &, double,
-                            bool, uint64_t n[kTileRowsPerThread]) {
-  box_areas(args, p, n);
-}
-
-/* Tile `tile` of one frame in one pass, by a block of kTileThreads: S the entry type
- * (double for f32, uint64_t for u8 and u16); shared holds one_pass_bytes_most bytes. */
-template <typename S, class Block>
-PLM_HD void one_pass_tile(const Block &block, const plm__cfar_args &args, const void *frame_in,
-                          void *frame_out, double level, int64_t tile, unsigned char *shared) {
-  const tile_place p = place_in_frame(args, tile, block.thread());
-  const one_pass_layout l = layout_of(args, p);
-  const one_pass_memory<S> memory = {(int *)shared, shared + kHeadBytes, (S *)(shared + kFlagBytes),
-                                     (S *)(shared + l.table_offset)};
-  if (block.thread() == 0) *memory.non_finite = 0;
-  block.sync();
-  copy_span_pixels(block, args, p, frame_in, l, memory.pixels, memory.non_finite);
-  block.sync();
-  const bool any_non_finite = *memory.non_finite != 0;
-  S s1[kTileRowsPerThread], s2[kTileRowsPerThread], n[kTileRowsPerThread];
-  one_pass_rings(block, args, p, l, memory, level, 0, s1);
-  one_pass_rings(block, args, p, l, memory, level, 1, s2);
-  one_pass_counts(block, args, p, l, memory, level, any_non_finite, n);
-  const bool held = plm__cfar_holds(&args);
-  for (int k = 0; k < kTileRowsPerThread; k++) {
-    if (!in_frame(p, k)) continue;
-    const int y = p.y + k * kTileRanks;
-    const int64_t i = p.i + k * kTileRanks * args.width;
-    double d, m;
-    moments(args, memory.pixels, level, y * l.pixels_stride + p.x, n[k], s1[k], s2[k], &d, &m);
-    if (held)
-      ((uint8_t *)frame_out)[i] = plm__cfar_held_mask(&args, p.row + y, p.column + p.x, d, m);
-    else
-      plm__cfar_write(&args, frame_out, i, d, m);
-  }
-  block.sync(); /* the pixels are read before the block's next tile overwrites them */
 }
 
 #ifdef __CUDACC__
@@ -847,27 +550,29 @@ __global__ void __launch_bounds__(kTileThreads)
     pixel_tile(block, args, frame_in, frame_out, tables, level, tile, (S *)span_bytes);
 }
 
-/* Block b takes tiles b, b + blocks, ...: uniform across the block. Two blocks an SM at
- * least: at ptxas's own choice (64 to 80 registers) it spills. */
-template <typename S>
-__global__ void __launch_bounds__(kTileThreads, 2)
-    one_pass_kernel(plm__cfar_args args, const void *frame_in, void *frame_out) {
-  extern __shared__ __align__(16) unsigned char span_bytes[];
+/* Block b takes (strip, band) pairs b, b + blocks, ... of bands of `rows` rows
+ * (kernels/cuda/cfar_bands.h): T the frame's element type, S the sums'. Six blocks an SM, as
+ * many as f32's shared memory allows: left to ptxas, u8's took 72 registers and spilled. */
+template <typename T, typename S>
+__global__ void __launch_bounds__(BAND_THREADS, 6)
+    band_kernel(plm__cfar_args args, const void *frame_in, void *frame_out, int rows) {
+  __shared__ band_memory<S> memory;
   const plm__cuda_block block;
+  const plm__cuda_warp warp;
   const double level = plm__cfar_level(frame_in, args.dtype);
-  const int64_t tiles = tile_count(args);
-  for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x)
-    one_pass_tile<S>(block, args, frame_in, frame_out, level, tile, span_bytes);
+  const int64_t blocks = band_blocks(args, rows);
+  for (int64_t b = blockIdx.x; b < blocks; b += gridDim.x)
+    cfar_band<T, S>(block, warp, args, (const T *)frame_in, frame_out, level, b, rows, &memory);
 }
 
-/* One frame's outputs in one pass (one_pass_kernel), S its span's entry type. */
-template <typename S>
-plm_status frame_one_pass(cudaStream_t s, const plm__cfar_args *args, const void *frame_in,
-                          void *frame_out) {
-  one_pass_kernel<S>
-      <<<plm__cuda_blocks(tile_count(*args), 1), kTileThreads, one_pass_bytes_most(*args), s>>>(
-          *args, frame_in, frame_out);
-  return plm__cuda_check_launch("cfar one_pass_kernel");
+/* One frame's outputs in one pass (band_kernel), T the frame's element type, S the sums'. */
+template <typename T, typename S>
+plm_status frame_bands(cudaStream_t s, const plm__cfar_args *args, const void *frame_in,
+                       void *frame_out) {
+  const int rows = band_rows(*args);
+  band_kernel<T, S><<<plm__cuda_blocks(band_blocks(*args, rows), 1), BAND_THREADS, 0, s>>>(
+      *args, frame_in, frame_out, rows);
+  return plm__cuda_check_launch("cfar band_kernel");
 }
 
 /* One frame's outputs from its tables: in tiles through shared memory, or (windows past
@@ -925,7 +630,7 @@ plm_status frame_tables(cudaStream_t s, const plm__cfar_args *args, const void *
 
 #ifdef __CUDACC__
 extern "C" size_t plm__cfar_cuda_scratch_bytes(const plm__cfar_args *args) {
-  return one_pass(*args) ? 0 : plm__cfar_scratch_bytes(args);
+  return in_bands(*args) ? 0 : plm__cfar_scratch_bytes(args);
 }
 
 extern "C" plm_status plm__cfar_cuda(void *stream, const plm__cfar_args *args) {
@@ -935,9 +640,12 @@ extern "C" plm_status plm__cfar_cuda(void *stream, const plm__cfar_args *args) {
     const void *frame_in = plm__cfar_frame_in(args, f);
     void *frame_out = plm__cfar_frame_out(args, f);
     plm_status status;
-    if (one_pass(*args)) {
-      status = f32 ? frame_one_pass<double>(s, args, frame_in, frame_out)
-                   : frame_one_pass<uint64_t>(s, args, frame_in, frame_out);
+    if (in_bands(*args)) {
+      status = args->dtype == PLM_DTYPE_U8
+                   ? frame_bands<uint8_t, uint32_t>(s, args, frame_in, frame_out)
+               : args->dtype == PLM_DTYPE_U16
+                   ? frame_bands<uint16_t, uint64_t>(s, args, frame_in, frame_out)
+                   : frame_bands<float, double>(s, args, frame_in, frame_out);
       if (status != PLM_OK) return status;
       continue;
     }
