@@ -80,8 +80,8 @@ extern "C" {
  * hold. The op takes scratch memory from the context's default pool in stream
  * order (PLM_ERR_OUT_OF_MEMORY when it has none): the tables of one frame, two for u8
  * and u16 and three for f32, 8 (H + 1)(W + 1) bytes each, reused frame after frame; on
- * the cuda backend none for windows up to 29, whose one pass builds each 32 x 32 tile's
- * tables in shared memory. */
+ * the cuda backend none for windows up to 29, whose one pass keeps no tables (each
+ * column's sums move down a band of rows and are summed across in shared memory). */
 
 typedef enum plm_cfar_result {
   PLM_CFAR_MASK = 0, /* u8: 1 where (x - mean) > k std */

@@ -77,21 +77,33 @@
  * a warp's row (32 columns) at a time: the ring's store of the row entering and loads of
  * the three leaving or entering the guard (4 wavefronts: 4-byte elements or fewer), the
  * four running sums' stores (8: 8-byte entries take 2 wavefronts), each pixel's eight
- * running sums (16) with, where its window or guard spans two warps, the first warp's
- * total (4), and its own value from the ring (1): 33 wavefronts, 1.03 a column, 1.16 an
- * output at window 15 (128 columns for 114 outputs). At 4096^2: 16.8 M x 1.16 / (132 SMs
- * x 1.98 GHz) = 74 us, 3.0 times the floor; each pixel is loaded 1.2 times (the 2R rows
- * above each band of 64 again) and 1.12 times (the strips' sides), from the L2. Before,
- * the one-pass tiles built summed-area tables of each tile's span in shared memory: 3.0
- * wavefronts a pixel, 197.2 us at 4096^2 (7.9x; commit 1525f5c), and a scan's chain of
- * about 16 dependent shared accesses a segment, which an H200 measured at 803.4 us
- * (bench_ops, f32, window 15, commit d834510: benchmarks/results/2026-12-04-h200-d834510;
- * 18.4 us at 512^2, 193.7 at 2048^2), 4.0 times that estimate. The bands have no such
- * chain: a thread's steps down its column depend on each other only through four
- * additions in registers, and its loads are BAND_BATCH rows ahead. What the count leaves
- * out: the running sums across a warp are five shuffles a sum (20 a row for 8-byte sums,
- * 40 shuffle instructions), which a GPU issues at 32 lanes a clock an SM as it does
- * shared-memory wavefronts, so a GPU may take up to twice the count; not yet timed on one.
+ * running sums (16) with, where its window or guard spans two warps, a warp's total (4
+ * requests, up to 8 wavefronts: a warp's lanes may read two warps' totals, 32 entries
+ * apart, in the same banks), and its own value from the ring (1): 33 to 37 wavefronts,
+ * and a band's first 2R rows stored again, against the 114 outputs of 128 columns at
+ * window 15. Emulated estimates for an H100 SXM, not measurements (bench_ops --op cfar
+ * --emulated-cost, f32, window 15, guard 5, commit deb4c74): 1.26 wavefronts an output
+ * pixel, 1.38 us shared-bound at 512^2 (3.5x the floor; 320 blocks of bands of 8 rows),
+ * 20.16 at 2048^2 (3.2x), 80.65 at 4096^2 (3.2x); the L2 below (each pixel loaded 1.12
+ * times by the strips' sides and 1.23 by the bands' first rows: 27.5 us at 4096^2).
+ * Before, the one-pass tiles built summed-area tables of each tile's span in shared memory:
+ * 3.0 wavefronts a pixel, 3.02, 49.14 and 197.17 us (7.7x to 7.9x; commit 1525f5c), and a
+ * scan's chain of about 16 dependent shared accesses a segment, which an H200 measured at
+ * 803.4 us at 4096^2 (bench_ops, f32, window 15, commit d834510: benchmarks/results/
+ * 2026-12-04-h200-d834510; 18.4 us at 512^2, 193.7 at 2048^2), 4.0 times that estimate.
+ * The bands have no such chain: a thread's steps down its column depend on each other
+ * only through four additions in registers, and its loads are BAND_BATCH rows ahead. What
+ * the count leaves out: the running sums across a warp are five shuffles a sum (40
+ * shuffle instructions a warp's row for four 8-byte sums, 1.4 an output pixel), which a
+ * GPU issues at 32 lanes a clock an SM, as it does shared-memory wavefronts, so a GPU may
+ * take up to twice the count; nor the FP64 pipe, which f32's sums use: about 60 double
+ * operations an output (the cells' conversions and squares, the sums' moves, the scans,
+ * the boxes, the moments), at 64 lanes a clock an SM on an H100 about 70 us at 4096^2,
+ * near the shared memory's bound (u8 and u16 add integers). Not yet timed on a GPU. What
+ * would go further: a thread of two columns (half the shuffles); a thread of several
+ * columns that sums each row's window across from the raw pixels in shared memory (4-byte
+ * reads, no 8-byte sums exchanged: about 0.4 wavefronts a pixel by hand), which for f32
+ * would leave the FP64 pipe the bound.
  *
  * The integer tables and sums (u8, u16) are exact in any order, so the bits equal the
  * CPU's; the f32 tables sum their doubles in the scans' orders (rows in chunks of warps,
