@@ -12,25 +12,13 @@
 #include <string.h>
 
 #include "harness.h"
+#include "filter_reference.h"
 
 /* ---- the reference ------------------------------------------------------------------ */
 
-/* The index read for i under border, or -1 for a zero; reflect101 by repeated
- * mirroring, as the definition says. */
-static int64_t reference_index(int64_t i, int64_t n, plm_border border) {
-  if (border == PLM_BORDER_ZERO) return i < 0 || i >= n ? -1 : i;
-  if (border == PLM_BORDER_REPLICATE) return i < 0 ? 0 : i >= n ? n - 1 : i;
-  if (n == 1) return 0;
-  while (i < 0 || i >= n) {
-    if (i < 0) i = -i;
-    if (i >= n) i = 2 * (n - 1) - i;
-  }
-  return i;
-}
-
 static double reference_pixel(const double *frame, int64_t h, int64_t w, int64_t y, int64_t x,
                               plm_border border) {
-  int64_t r = reference_index(y, h, border), c = reference_index(x, w, border);
+  int64_t r = filter_border_index(y, h, border), c = filter_border_index(x, w, border);
   return r < 0 || c < 0 ? 0.0 : frame[r * w + c];
 }
 
@@ -47,11 +35,6 @@ static double reference_correlate(const double *frame, int64_t h, int64_t w, con
       *scale += fabs(term);
     }
   return sum;
-}
-
-/* Whether got matches want within f32 accumulation error of terms summing to scale. */
-static int close_enough(float got, double want, double scale) {
-  return fabs((double)got - want) <= 1e-4 * (1.0 + scale);
 }
 
 /* ---- helpers ------------------------------------------------------------------------ */
@@ -80,39 +63,18 @@ static void upload(plm_tensor *t, const void *host) {
                                  PLM_COPY_HOST_TO_DEVICE));
 }
 
-static float *download(const plm_tensor *t) {
-  float *host = malloc(plm_tensor_bytes(t));
-  ck_assert_ptr_nonnull(host);
-  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, host, t->data, plm_tensor_bytes(t),
-                                 PLM_COPY_DEVICE_TO_HOST));
-  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
-  return host;
-}
-
-/* An input (N, H, W) as ndim 2 or 3 dims. */
-typedef struct image_shape {
-  int ndim;
-  int64_t dims[3];
-} image_shape;
-
-static void frame_dims(const image_shape *s, int64_t *n, int64_t *h, int64_t *w) {
-  *n = s->ndim == 3 ? s->dims[0] : 1;
-  *h = s->dims[s->ndim - 2];
-  *w = s->dims[s->ndim - 1];
-}
-
 /* ---- conv2d ------------------------------------------------------------------------- */
 
 /* Run conv2d with a random kh x kw kernel and compare with the reference; returns
  * the number of mismatches. */
-static int64_t run_conv2d(plm_dtype dtype, image_shape shape, int kh, int kw,
+static int64_t run_conv2d(plm_dtype dtype, filter_shape shape, int kh, int kw,
                           plm_conv2d_params params, uint64_t seed) {
   int64_t n, h, w;
-  frame_dims(&shape, &n, &h, &w);
+  filter_frame_dims(&shape, &n, &h, &w);
   int64_t ho = (h + 2 * params.pad_y - kh) / params.stride_y + 1;
   int64_t wo = (w + 2 * params.pad_x - kw) / params.stride_x + 1;
   ck_assert(ho >= 1 && wo >= 1);
-  image_shape out_shape = shape;
+  filter_shape out_shape = shape;
   out_shape.dims[shape.ndim - 2] = ho;
   out_shape.dims[shape.ndim - 1] = wo;
   const int64_t kernel_dims[2] = {kh, kw};
@@ -144,7 +106,7 @@ static int64_t run_conv2d(plm_dtype dtype, image_shape shape, int kh, int kw,
   upload(&in, host);
   upload(&kernel, taps_f32);
   PLM_CHECK_OK(plm_conv2d(plm_test_stream, &in, &kernel, &params, &out));
-  float *result = download(&out);
+  float *result = filter_download(&out);
 
   int64_t mismatches = 0;
   for (int64_t f = 0; f < n; f++)
@@ -155,7 +117,7 @@ static int64_t run_conv2d(plm_dtype dtype, image_shape shape, int kh, int kw,
             image + f * h * w, h, w, taps, kh, kw, y * params.stride_y - params.pad_y,
             x * params.stride_x - params.pad_x, params.border, &scale);
         float got = result[(f * ho + y) * wo + x];
-        if (!close_enough(got, want, scale)) {
+        if (!filter_close_enough(got, want, scale)) {
           if (mismatches < 3)
             fprintf(stderr, "conv2d: frame %lld (%lld, %lld): got %.9g, want %.9g\n", (long long)f,
                     (long long)y, (long long)x, (double)got, want);
@@ -173,12 +135,6 @@ static int64_t run_conv2d(plm_dtype dtype, image_shape shape, int kh, int kw,
   return mismatches;
 }
 
-static const image_shape shapes[] = {{2, {1, 1}},  {2, {1, 300}},   {2, {300, 1}},
-                                     {2, {7, 13}}, {2, {257, 255}}, {3, {3, 7, 13}}};
-static const size_t shape_count = sizeof shapes / sizeof shapes[0];
-static const plm_dtype dtypes[] = {PLM_DTYPE_U8, PLM_DTYPE_U16, PLM_DTYPE_F32};
-static const plm_border borders[] = {PLM_BORDER_ZERO, PLM_BORDER_REPLICATE, PLM_BORDER_REFLECT101};
-
 static plm_conv2d_params conv_params(int stride_y, int stride_x, int pad_y, int pad_x,
                                      plm_border border) {
   plm_conv2d_params params = plm_conv2d_params_default();
@@ -192,16 +148,17 @@ static plm_conv2d_params conv_params(int stride_y, int stride_x, int pad_y, int 
 
 START_TEST(test_conv2d_same_size_matches_for_every_shape_dtype_border_and_kernel) {
   static const int kernels[][2] = {{1, 1}, {3, 3}, {5, 3}, {1, 7}};
-  for (size_t s = 0; s < shape_count; s++)
+  for (size_t s = 0; s < FILTER_SHAPES; s++)
     for (size_t t = 0; t < 3; t++)
       for (size_t b = 0; b < 3; b++)
         for (size_t k = 0; k < 4; k++) {
           int kh = kernels[k][0], kw = kernels[k][1];
-          plm_conv2d_params params = conv_params(1, 1, kh / 2, kw / 2, borders[b]);
-          int64_t bad =
-              run_conv2d(dtypes[t], shapes[s], kh, kw, params, 1000 + s * 97 + t * 13 + b * 5 + k);
+          plm_conv2d_params params = conv_params(1, 1, kh / 2, kw / 2, filter_borders[b]);
+          int64_t bad = run_conv2d(filter_dtypes[t], filter_shapes[s], kh, kw, params,
+                                   1000 + s * 97 + t * 13 + b * 5 + k);
           ck_assert_msg(bad == 0, "%lld mismatches: shape %zu, dtype %s, border %d, kernel %dx%d",
-                        (long long)bad, s, plm_dtype_name(dtypes[t]), (int)borders[b], kh, kw);
+                        (long long)bad, s, plm_dtype_name(filter_dtypes[t]), (int)filter_borders[b],
+                        kh, kw);
         }
 }
 END_TEST
@@ -211,42 +168,43 @@ START_TEST(test_conv2d_strides_and_paddings_match) {
       /* stride_y, stride_x, pad_y, pad_x */
       {1, 1, 0, 0}, {2, 3, 0, 0}, {2, 2, 1, 2}, {3, 1, 4, 0}, {1, 2, 2, 2}, {4, 5, 3, 1}};
   static const int kernels[][2] = {{3, 3}, {5, 3}, {1, 7}};
-  const image_shape tested[] = {shapes[3], shapes[4], shapes[5]};
+  const filter_shape tested[] = {filter_shapes[3], filter_shapes[4], filter_shapes[5]};
   for (size_t s = 0; s < 3; s++)
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
       for (size_t b = 0; b < 3; b++)
         for (size_t k = 0; k < 3; k++) {
           plm_conv2d_params params =
-              conv_params(cases[c][0], cases[c][1], cases[c][2], cases[c][3], borders[b]);
-          plm_dtype dtype = dtypes[(s + c + k) % 3];
+              conv_params(cases[c][0], cases[c][1], cases[c][2], cases[c][3], filter_borders[b]);
+          plm_dtype dtype = filter_dtypes[(s + c + k) % 3];
           int64_t bad = run_conv2d(dtype, tested[s], kernels[k][0], kernels[k][1], params,
                                    7000 + s * 31 + c * 7 + b * 3 + k);
           ck_assert_msg(bad == 0, "%lld mismatches: shape %zu, case %zu, border %d, kernel %zu",
-                        (long long)bad, s, c, (int)borders[b], k);
+                        (long long)bad, s, c, (int)filter_borders[b], k);
         }
 }
 END_TEST
 
 START_TEST(test_conv2d_padding_beyond_the_image_reflects_repeatedly) {
-  const image_shape small[] = {{2, {7, 13}}, {2, {1, 5}}, {2, {2, 1}}, {3, {2, 3, 4}}};
+  const filter_shape small[] = {{2, {7, 13}}, {2, {1, 5}}, {2, {2, 1}}, {3, {2, 3, 4}}};
   for (size_t s = 0; s < 4; s++)
     for (size_t b = 0; b < 3; b++) {
-      plm_conv2d_params params = conv_params(1, 2, 9, 20, borders[b]);
+      plm_conv2d_params params = conv_params(1, 2, 9, 20, filter_borders[b]);
       ck_assert_int_eq(run_conv2d(PLM_DTYPE_F32, small[s], 3, 3, params, 50 + s * 3 + b), 0);
-      params = conv_params(3, 1, 30, 11, borders[b]);
+      params = conv_params(3, 1, 30, 11, filter_borders[b]);
       ck_assert_int_eq(run_conv2d(PLM_DTYPE_U8, small[s], 5, 3, params, 90 + s * 3 + b), 0);
     }
 }
 END_TEST
 
 START_TEST(test_conv2d_31x31_kernel_on_small_images) {
-  const image_shape small[] = {{2, {20, 25}}, {2, {31, 40}}, {3, {2, 33, 31}}, {2, {1, 1}}};
+  const filter_shape small[] = {{2, {20, 25}}, {2, {31, 40}}, {3, {2, 33, 31}}, {2, {1, 1}}};
   for (size_t s = 0; s < 4; s++)
     for (size_t b = 0; b < 3; b++) {
-      plm_conv2d_params same = conv_params(1, 1, 15, 15, borders[b]);
-      ck_assert_int_eq(run_conv2d(dtypes[(s + b) % 3], small[s], 31, 31, same, 300 + s * 3 + b), 0);
+      plm_conv2d_params same = conv_params(1, 1, 15, 15, filter_borders[b]);
+      ck_assert_int_eq(
+          run_conv2d(filter_dtypes[(s + b) % 3], small[s], 31, 31, same, 300 + s * 3 + b), 0);
       if (s == 3) continue; /* 1x1 has no valid 31x31 output */
-      plm_conv2d_params strided = conv_params(2, 3, 0, 4, borders[b]);
+      plm_conv2d_params strided = conv_params(2, 3, 0, 4, filter_borders[b]);
       if (small[s].dims[small[s].ndim - 2] >= 31)
         ck_assert_int_eq(run_conv2d(PLM_DTYPE_F32, small[s], 31, 31, strided, 400 + s * 3 + b), 0);
     }
@@ -261,8 +219,8 @@ END_TEST
  * and input dtype taking turns. Every backend runs the same cases. */
 START_TEST(test_conv2d_runs_of_outputs_match_at_their_edges) {
   static const int kernels[][2] = {{9, 9}, {3, 3}, {7, 7}, {1, 9}, {5, 15}, {9, 3}};
-  static const image_shape images[] = {{2, {17, 113}}, {2, {40, 225}}, {2, {3, 111}},
-                                       {3, {2, 9, 8}}, {2, {9, 6}},    {2, {20, 1}}};
+  static const filter_shape images[] = {{2, {17, 113}}, {2, {40, 225}}, {2, {3, 111}},
+                                        {3, {2, 9, 8}}, {2, {9, 6}},    {2, {20, 1}}};
   static const int strides[][2] = {{1, 1}, {2, 1}, {3, 1}, {1, 2}};
   int cases = 0;
   for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; k++)
@@ -274,10 +232,10 @@ START_TEST(test_conv2d_runs_of_outputs_match_at_their_edges) {
           const int pad_y = pad == 0 ? 0 : pad == 1 ? kh / 2 : kh + 2;
           const int pad_x = pad == 0 ? 0 : pad == 1 ? kw / 2 : kw + 5;
           int64_t n, h, w;
-          frame_dims(&images[s], &n, &h, &w);
+          filter_frame_dims(&images[s], &n, &h, &w);
           if (h + 2 * pad_y < kh || w + 2 * pad_x < kw) continue; /* no output */
-          const plm_border border = borders[cases % 3];
-          const plm_dtype dtype = dtypes[(cases / 3) % 3];
+          const plm_border border = filter_borders[cases % 3];
+          const plm_dtype dtype = filter_dtypes[(cases / 3) % 3];
           plm_conv2d_params params =
               conv_params(strides[st][0], strides[st][1], pad_y, pad_x, border);
           int64_t bad = run_conv2d(dtype, images[s], kh, kw, params, 900 + (uint64_t)cases);
@@ -296,7 +254,7 @@ END_TEST
  * 2^21 floats, and the CPU kernel once staged whole padded rows, one per kernel row,
  * whatever the output. Its buffers are now bounded by the output and the kernel. */
 START_TEST(test_conv2d_huge_padding_on_a_small_image) {
-  const image_shape tiny = {2, {3, 4}}, batch = {3, {2, 3, 4}};
+  const filter_shape tiny = {2, {3, 4}}, batch = {3, {2, 3, 4}};
   const int max = PLM_CONV2D_MAX_PAD;
   /* The outputs 2^21 columns wide take half a minute a border on the emulated GPU: there
    * each seed takes every other border of them (tests/harness.h's sweeps). */
@@ -304,15 +262,16 @@ START_TEST(test_conv2d_huge_padding_on_a_small_image) {
   for (size_t b = 0; b < 3; b++) {
     /* Strides that leave a few outputs: one on the image, the others 2^20 away. (The
      * reference mirrors step by step, so reflect101 this far out is slow for it.) */
-    plm_conv2d_params sparse = conv_params(max, max, max, max, borders[b]);
+    plm_conv2d_params sparse = conv_params(max, max, max, max, filter_borders[b]);
     ck_assert_int_eq(run_conv2d(PLM_DTYPE_F32, tiny, 3, 3, sparse, 800 + b), 0);
     ck_assert_int_eq(run_conv2d(PLM_DTYPE_U8, batch, 5, 3, sparse, 810 + b), 0);
-    if (borders[b] == PLM_BORDER_REFLECT101 || !plm_test_sweep_take(&wide_outputs)) continue;
+    if (filter_borders[b] == PLM_BORDER_REFLECT101 || !plm_test_sweep_take(&wide_outputs)) continue;
     /* Every column of an output 2^21 columns wide, with the widest kernel. */
-    plm_conv2d_params wide = conv_params(1, 1, 0, max, borders[b]);
+    plm_conv2d_params wide = conv_params(1, 1, 0, max, filter_borders[b]);
     ck_assert_int_eq(run_conv2d(PLM_DTYPE_F32, tiny, 3, 31, wide, 820 + b), 0);
-    ck_assert_int_eq(
-        run_conv2d(PLM_DTYPE_U16, tiny, 1, 1, conv_params(1, 3, 5, max, borders[b]), 830 + b), 0);
+    ck_assert_int_eq(run_conv2d(PLM_DTYPE_U16, tiny, 1, 1,
+                                conv_params(1, 3, 5, max, filter_borders[b]), 830 + b),
+                     0);
   }
   plm_test_sweep_finish(&wide_outputs);
 }
@@ -321,12 +280,12 @@ END_TEST
 /* Strides so large that a GPU tile with its halo would not fit in shared memory
  * (the CUDA backend then reads every tap from global memory). */
 START_TEST(test_conv2d_large_strides_with_large_kernels) {
-  const image_shape images[] = {{2, {100, 120}}, {3, {2, 64, 97}}};
+  const filter_shape images[] = {{2, {100, 120}}, {3, {2, 64, 97}}};
   for (size_t s = 0; s < 2; s++)
     for (size_t b = 0; b < 3; b++) {
-      plm_conv2d_params params = conv_params(9, 10, 5, 7, borders[b]);
+      plm_conv2d_params params = conv_params(9, 10, 5, 7, filter_borders[b]);
       ck_assert_int_eq(run_conv2d(PLM_DTYPE_U16, images[s], 31, 29, params, 600 + s * 3 + b), 0);
-      params = conv_params(33, 2, 0, 31, borders[b]);
+      params = conv_params(33, 2, 0, 31, filter_borders[b]);
       ck_assert_int_eq(run_conv2d(PLM_DTYPE_F32, images[s], 17, 31, params, 700 + s * 3 + b), 0);
     }
 }
@@ -340,7 +299,7 @@ END_TEST
  * take about ten seconds each on the emulated GPU, where each seed takes some of them
  * (tests/harness.h's sweeps: CI's two seeds take all three between them). */
 START_TEST(test_conv2d_outputs_beyond_one_grid) {
-  const image_shape tall = {2, {1100000, 1}}, deep = {3, {70000, 2, 3}};
+  const filter_shape tall = {2, {1100000, 1}}, deep = {3, {70000, 2, 3}};
   ck_assert_int_eq(
       run_conv2d(PLM_DTYPE_U8, deep, 3, 3, conv_params(1, 1, 1, 1, PLM_BORDER_REPLICATE), 33), 0);
   plm_test_sweep tall_outputs = plm_test_sweep_start("outputs of 68,750 tile rows", 2);
@@ -363,12 +322,12 @@ END_TEST
 
 enum { WANT_GX = 1, WANT_GY = 2, WANT_MAGNITUDE = 4 };
 
-static int64_t run_sobel(plm_dtype dtype, image_shape shape, plm_border border, int want,
+static int64_t run_sobel(plm_dtype dtype, filter_shape shape, plm_border border, int want,
                          uint64_t seed) {
   static const double taps_x[9] = {-1, 0, 1, -2, 0, 2, -1, 0, 1};
   static const double taps_y[9] = {-1, -2, -1, 0, 0, 0, 1, 2, 1};
   int64_t n, h, w;
-  frame_dims(&shape, &n, &h, &w);
+  filter_frame_dims(&shape, &n, &h, &w);
   plm_tensor in, outs[3];
   PLM_CHECK_OK(
       plm_tensor_alloc(plm_test_pool, plm_test_stream, dtype, shape.ndim, shape.dims, &in));
@@ -387,7 +346,7 @@ static int64_t run_sobel(plm_dtype dtype, image_shape shape, plm_border border, 
                          (want & WANT_MAGNITUDE) ? &outs[2] : NULL));
   float *results[3] = {NULL, NULL, NULL};
   for (int o = 0; o < 3; o++)
-    if (want & (1 << o)) results[o] = download(&outs[o]);
+    if (want & (1 << o)) results[o] = filter_download(&outs[o]);
 
   int64_t mismatches = 0;
   for (int64_t f = 0; f < n; f++)
@@ -401,7 +360,7 @@ static int64_t run_sobel(plm_dtype dtype, image_shape shape, plm_border border, 
         for (int o = 0; o < 3; o++) {
           if (!results[o]) continue;
           float got = results[o][(f * h + y) * w + x];
-          if (!close_enough(got, want_values[o], scale)) {
+          if (!filter_close_enough(got, want_values[o], scale)) {
             if (mismatches < 3)
               fprintf(stderr, "sobel output %d: frame %lld (%lld, %lld): got %.9g, want %.9g\n", o,
                       (long long)f, (long long)y, (long long)x, (double)got, want_values[o]);
@@ -422,21 +381,22 @@ static int64_t run_sobel(plm_dtype dtype, image_shape shape, plm_border border, 
 START_TEST(test_sobel_matches_for_every_shape_dtype_border_and_output_set) {
   const int wants[] = {WANT_GX, WANT_GY, WANT_MAGNITUDE, WANT_GX | WANT_GY | WANT_MAGNITUDE,
                        WANT_GX | WANT_MAGNITUDE};
-  for (size_t s = 0; s < shape_count; s++)
+  for (size_t s = 0; s < FILTER_SHAPES; s++)
     for (size_t t = 0; t < 3; t++)
       for (size_t b = 0; b < 3; b++)
         for (size_t o = 0; o < sizeof wants / sizeof wants[0]; o++) {
-          int64_t bad = run_sobel(dtypes[t], shapes[s], borders[b], wants[o],
+          int64_t bad = run_sobel(filter_dtypes[t], filter_shapes[s], filter_borders[b], wants[o],
                                   20 + s * 41 + t * 11 + b * 3 + o);
           ck_assert_msg(bad == 0, "%lld mismatches: shape %zu, dtype %s, border %d, outputs %d",
-                        (long long)bad, s, plm_dtype_name(dtypes[t]), (int)borders[b], wants[o]);
+                        (long long)bad, s, plm_dtype_name(filter_dtypes[t]), (int)filter_borders[b],
+                        wants[o]);
         }
 }
 END_TEST
 
 /* As test_conv2d_outputs_beyond_one_grid, for sobel. */
 START_TEST(test_sobel_outputs_beyond_one_grid) {
-  const image_shape tall = {2, {1100000, 1}}, deep = {3, {70000, 2, 3}};
+  const filter_shape tall = {2, {1100000, 1}}, deep = {3, {70000, 2, 3}};
   ck_assert_int_eq(
       run_sobel(PLM_DTYPE_F32, tall, PLM_BORDER_REFLECT101, WANT_GX | WANT_MAGNITUDE, 41), 0);
   ck_assert_int_eq(run_sobel(PLM_DTYPE_U8, deep, PLM_BORDER_ZERO, WANT_GY, 42), 0);
@@ -455,7 +415,7 @@ START_TEST(test_sobel_default_border_is_reflect101) {
   PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, dims, &out));
   upload(&in, host);
   PLM_CHECK_OK(plm_sobel(plm_test_stream, &in, &params, &out, NULL, NULL));
-  gx = download(&out);
+  gx = filter_download(&out);
   for (int i = 0; i < 20; i++) ck_assert_float_eq(gx[i], (i % 5 == 0 || i % 5 == 4) ? 0.0f : 8.0f);
   free(gx);
   PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &in));

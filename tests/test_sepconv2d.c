@@ -23,22 +23,10 @@
 #include <string.h>
 
 #include "harness.h"
+#include "filter_reference.h"
 #include "kernels/common/sepconv.h"
 
 /* ---- the reference ------------------------------------------------------------------ */
-
-/* The index read for i under border, or -1 for a zero; reflect101 by repeated
- * mirroring, as the definition says (not the library's modulo). */
-static int64_t reference_index(int64_t i, int64_t n, plm_border border) {
-  if (border == PLM_BORDER_ZERO) return i < 0 || i >= n ? -1 : i;
-  if (border == PLM_BORDER_REPLICATE) return i < 0 ? 0 : i >= n ? n - 1 : i;
-  if (n == 1) return 0;
-  while (i < 0 || i >= n) {
-    if (i < 0) i = -i;
-    if (i >= n) i = 2 * (n - 1) - i;
-  }
-  return i;
-}
 
 /* One output of the separable correlation of frame (h x w) at input origin (y0, x0): the
  * row sums of kernel_x (taps_x, kw) over the rows y0 .. y0 + kh - 1, weighted by kernel_y
@@ -49,10 +37,10 @@ static double reference_separable(const double *frame, int64_t h, int64_t w, con
                                   plm_border border, double *scale) {
   double sum = 0.0;
   for (int i = 0; i < kh; i++) {
-    const int64_t r = reference_index(y0 + i, h, border);
+    const int64_t r = filter_border_index(y0 + i, h, border);
     double row = 0.0, row_scale = 0.0;
     for (int j = 0; j < kw; j++) {
-      const int64_t c = reference_index(x0 + j, w, border);
+      const int64_t c = filter_border_index(x0 + j, w, border);
       const double pixel = r < 0 || c < 0 ? 0.0 : frame[r * w + c];
       row += (double)taps_x[j] * pixel;
       row_scale += fabs((double)taps_x[j] * pixel);
@@ -61,12 +49,6 @@ static double reference_separable(const double *frame, int64_t h, int64_t w, con
     *scale += fabs((double)taps_y[i]) * row_scale;
   }
   return sum;
-}
-
-/* Whether got matches want within f32 accumulation error of terms summing to scale (as
- * tests/test_conv.c). */
-static int close_enough(float got, double want, double scale) {
-  return fabs((double)got - want) <= 1e-4 * (1.0 + scale);
 }
 
 /* The same bits, or both NaN (a NaN's sign and payload are not IEEE's to fix: a GPU
@@ -95,27 +77,6 @@ static void random_taps(float *taps, int count, uint64_t seed) {
   uint64_t state = seed * 3 + 1;
   for (int t = 0; t < count; t++)
     taps[t] = (float)((double)(plm_test_random(&state) % 2001) / 1000.0 - 1.0);
-}
-
-static float *download(const plm_tensor *t) {
-  float *host = malloc(plm_tensor_bytes(t));
-  ck_assert_ptr_nonnull(host);
-  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, host, t->data, plm_tensor_bytes(t),
-                                 PLM_COPY_DEVICE_TO_HOST));
-  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
-  return host;
-}
-
-/* An input (N, H, W) as ndim 2 or 3 dims. */
-typedef struct image_shape {
-  int ndim;
-  int64_t dims[3];
-} image_shape;
-
-static void frame_dims(const image_shape *s, int64_t *n, int64_t *h, int64_t *w) {
-  *n = s->ndim == 3 ? s->dims[0] : 1;
-  *h = s->dims[s->ndim - 2];
-  *w = s->dims[s->ndim - 1];
 }
 
 /* How a kernel is given: 1-D (K), or 2-D, kernel_x a row (1, KW) and kernel_y a column
@@ -184,10 +145,10 @@ static plm__sepconv2d_args host_args(const void *in, plm_dtype dtype, int64_t n,
 /* Run sepconv2d with random kw and kh taps (given as forms says) on a random image of
  * dtype and shape, and compare every output with the float64 reference and, bit for bit,
  * with plm__sepconv2d_pixel; returns the number of mismatches (each printed, up to 3). */
-static int64_t run_sepconv2d(plm_dtype dtype, image_shape shape, int kh, int kw, int forms,
+static int64_t run_sepconv2d(plm_dtype dtype, filter_shape shape, int kh, int kw, int forms,
                              plm_sepconv2d_params params, uint64_t seed) {
   int64_t n, h, w, ho, wo;
-  frame_dims(&shape, &n, &h, &w);
+  filter_frame_dims(&shape, &n, &h, &w);
   output_size(h, w, kh, kw, &params, &ho, &wo);
   ck_assert(ho >= 1 && wo >= 1);
   float taps_x[PLM_CONV2D_MAX_KERNEL], taps_y[PLM_CONV2D_MAX_KERNEL];
@@ -210,7 +171,7 @@ static int64_t run_sepconv2d(plm_dtype dtype, image_shape shape, int kh, int kw,
   ck_assert_int_eq(expected.dims[shape.ndim - 1], wo);
   plm_tensor out = plm_test_garbage(&expected); /* every byte must be written */
   PLM_CHECK_OK(plm_sepconv2d(plm_test_stream, &in, &kernel_x, &kernel_y, &params, &out));
-  float *result = download(&out);
+  float *result = filter_download(&out);
 
   const plm__sepconv2d_args args = host_args(host, dtype, n, h, w, taps_x, kw, taps_y, kh, &params);
   int64_t far = 0, inexact = 0;
@@ -229,7 +190,7 @@ static int64_t run_sepconv2d(plm_dtype dtype, image_shape shape, int kh, int kw,
         const double want = reference_separable(
             image + f * h * w, h, w, taps_x, kw, taps_y, kh, y * params.stride_y - params.pad_y,
             x * params.stride_x - params.pad_x, params.border, &scale);
-        if (!close_enough(got, want, scale) && far++ < 3)
+        if (!filter_close_enough(got, want, scale) && far++ < 3)
           fprintf(stderr, "sepconv2d: frame %lld (%lld, %lld): got %.9g, float64 %.9g\n",
                   (long long)f, (long long)y, (long long)x, (double)got, want);
       }
@@ -250,12 +211,6 @@ static int64_t run_sepconv2d(plm_dtype dtype, image_shape shape, int kh, int kw,
   return far + inexact;
 }
 
-static const image_shape shapes[] = {{2, {1, 1}},  {2, {1, 300}},   {2, {300, 1}},
-                                     {2, {7, 13}}, {2, {257, 255}}, {3, {3, 7, 13}}};
-static const size_t shape_count = sizeof shapes / sizeof shapes[0];
-static const plm_dtype dtypes[] = {PLM_DTYPE_U8, PLM_DTYPE_U16, PLM_DTYPE_F32};
-static const plm_border borders[] = {PLM_BORDER_ZERO, PLM_BORDER_REPLICATE, PLM_BORDER_REFLECT101};
-
 /* "same" size (stride 1, pad (KH - 1) / 2, (KW - 1) / 2) for every shape, dtype and
  * border; kernels of 1, 3, 5x3 (KH != KW) and 1x7 / 7x1 taps; each kernel's form (1-D or
  * 2-D) taking turns. */
@@ -263,23 +218,25 @@ START_TEST(test_same_size_matches_for_every_shape_dtype_border_and_kernel) {
   static const int kernels[][2] = {{1, 1}, {3, 3}, {5, 3}, {1, 7}, {7, 1}};
   const size_t kernel_count = sizeof kernels / sizeof kernels[0];
   int cases = 0;
-  for (size_t s = 0; s < shape_count; s++)
+  for (size_t s = 0; s < FILTER_SHAPES; s++)
     for (size_t t = 0; t < 3; t++)
       for (size_t b = 0; b < 3; b++)
         for (size_t k = 0; k < kernel_count; k++) {
           const int kh = kernels[k][0], kw = kernels[k][1], forms = cases++ % 4;
-          plm_sepconv2d_params params = sep_params(1, 1, (kh - 1) / 2, (kw - 1) / 2, borders[b]);
-          int64_t bad = run_sepconv2d(dtypes[t], shapes[s], kh, kw, forms, params,
+          plm_sepconv2d_params params =
+              sep_params(1, 1, (kh - 1) / 2, (kw - 1) / 2, filter_borders[b]);
+          int64_t bad = run_sepconv2d(filter_dtypes[t], filter_shapes[s], kh, kw, forms, params,
                                       1000 + s * 97 + t * 13 + b * 5 + k);
           ck_assert_msg(bad == 0, "%lld mismatches: shape %zu, dtype %s, border %d, kernel %dx%d",
-                        (long long)bad, s, plm_dtype_name(dtypes[t]), (int)borders[b], kh, kw);
+                        (long long)bad, s, plm_dtype_name(filter_dtypes[t]), (int)filter_borders[b],
+                        kh, kw);
         }
 }
 END_TEST
 
 /* The same kernels given as (KW) or (1, KW) and (KH) or (KH, 1) give the same bits. */
 START_TEST(test_kernel_forms_give_the_same_output) {
-  const image_shape shape = {3, {2, 19, 23}};
+  const filter_shape shape = {3, {2, 19, 23}};
   const plm_sepconv2d_params params = sep_params(1, 2, 2, 1, PLM_BORDER_REFLECT101);
   float taps_x[3], taps_y[5];
   random_taps(taps_x, 3, 71);
@@ -297,7 +254,7 @@ START_TEST(test_kernel_forms_give_the_same_output) {
     PLM_CHECK_OK(plm_sepconv2d_output(&in, &kernel_x, &kernel_y, &params, &shape_out));
     plm_tensor out = plm_test_garbage(&shape_out);
     PLM_CHECK_OK(plm_sepconv2d(plm_test_stream, &in, &kernel_x, &kernel_y, &params, &out));
-    float *got = download(&out);
+    float *got = filter_download(&out);
     if (!first) {
       first = got;
       bytes = plm_tensor_bytes(&out);
@@ -326,19 +283,19 @@ START_TEST(test_strides_paddings_and_even_kernels_match) {
                                  {1, 2, 2, 2}, {4, 5, 3, 1}, {2, 1, 1, 3}};
   static const int kernels[][2] = {{3, 3}, {5, 3}, {1, 7}, {4, 2}, {2, 6}, {4, 4}};
   const size_t kernel_count = sizeof kernels / sizeof kernels[0];
-  const image_shape tested[] = {shapes[3], shapes[4], shapes[5]};
+  const filter_shape tested[] = {filter_shapes[3], filter_shapes[4], filter_shapes[5]};
   int runs = 0;
   for (size_t s = 0; s < 3; s++)
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
       for (size_t b = 0; b < 3; b++)
         for (size_t k = 0; k < kernel_count; k++) {
           plm_sepconv2d_params params =
-              sep_params(cases[c][0], cases[c][1], cases[c][2], cases[c][3], borders[b]);
-          const plm_dtype dtype = dtypes[(s + c + k) % 3];
+              sep_params(cases[c][0], cases[c][1], cases[c][2], cases[c][3], filter_borders[b]);
+          const plm_dtype dtype = filter_dtypes[(s + c + k) % 3];
           int64_t bad = run_sepconv2d(dtype, tested[s], kernels[k][0], kernels[k][1], runs++ % 4,
                                       params, 7000 + s * 31 + c * 7 + b * 3 + k);
           ck_assert_msg(bad == 0, "%lld mismatches: shape %zu, case %zu, border %d, kernel %zu",
-                        (long long)bad, s, c, (int)borders[b], k);
+                        (long long)bad, s, c, (int)filter_borders[b], k);
         }
 }
 END_TEST
@@ -346,16 +303,16 @@ END_TEST
 /* Padding beyond the image: reflect101 reflects again and again, replicate repeats the
  * edge, on images down to 1 or 2 pixels a side. */
 START_TEST(test_padding_beyond_the_image_reflects_repeatedly) {
-  const image_shape small[] = {{2, {7, 13}}, {2, {1, 5}}, {2, {2, 1}}, {3, {2, 3, 4}}};
+  const filter_shape small[] = {{2, {7, 13}}, {2, {1, 5}}, {2, {2, 1}}, {3, {2, 3, 4}}};
   for (size_t s = 0; s < 4; s++)
     for (size_t b = 0; b < 3; b++) {
-      plm_sepconv2d_params params = sep_params(1, 2, 9, 20, borders[b]);
+      plm_sepconv2d_params params = sep_params(1, 2, 9, 20, filter_borders[b]);
       ck_assert_int_eq(
           run_sepconv2d(PLM_DTYPE_F32, small[s], 3, 3, (int)b % 4, params, 50 + s * 3 + b), 0);
-      params = sep_params(3, 1, 30, 11, borders[b]);
+      params = sep_params(3, 1, 30, 11, filter_borders[b]);
       ck_assert_int_eq(
           run_sepconv2d(PLM_DTYPE_U8, small[s], 5, 3, (int)(b + 1) % 4, params, 90 + s * 3 + b), 0);
-      params = sep_params(1, 1, 40, 40, borders[b]);
+      params = sep_params(1, 1, 40, 40, filter_borders[b]);
       ck_assert_int_eq(
           run_sepconv2d(PLM_DTYPE_U16, small[s], 31, 2, (int)(b + 2) % 4, params, 130 + s * 3 + b),
           0);
@@ -367,19 +324,19 @@ END_TEST
  * larger than the kernel. */
 START_TEST(test_31_taps_on_small_images) {
   static const int kernels[][2] = {{31, 31}, {31, 1}, {1, 31}, {31, 3}};
-  const image_shape small[] = {{2, {20, 25}}, {2, {31, 40}}, {3, {2, 33, 31}}, {2, {1, 1}}};
+  const filter_shape small[] = {{2, {20, 25}}, {2, {31, 40}}, {3, {2, 33, 31}}, {2, {1, 1}}};
   int runs = 0;
   for (size_t s = 0; s < 4; s++)
     for (size_t b = 0; b < 3; b++)
       for (size_t k = 0; k < 4; k++) {
         const int kh = kernels[k][0], kw = kernels[k][1];
-        plm_sepconv2d_params same = sep_params(1, 1, (kh - 1) / 2, (kw - 1) / 2, borders[b]);
-        ck_assert_int_eq(run_sepconv2d(dtypes[(s + b + k) % 3], small[s], kh, kw, runs++ % 4, same,
-                                       300 + s * 13 + b * 4 + k),
+        plm_sepconv2d_params same = sep_params(1, 1, (kh - 1) / 2, (kw - 1) / 2, filter_borders[b]);
+        ck_assert_int_eq(run_sepconv2d(filter_dtypes[(s + b + k) % 3], small[s], kh, kw, runs++ % 4,
+                                       same, 300 + s * 13 + b * 4 + k),
                          0);
-        plm_sepconv2d_params strided = sep_params(2, 3, 0, 4, borders[b]);
+        plm_sepconv2d_params strided = sep_params(2, 3, 0, 4, filter_borders[b]);
         int64_t n, h, w;
-        frame_dims(&small[s], &n, &h, &w);
+        filter_frame_dims(&small[s], &n, &h, &w);
         if (h >= kh && w + 8 >= kw)
           ck_assert_int_eq(run_sepconv2d(PLM_DTYPE_F32, small[s], kh, kw, runs++ % 4, strided,
                                          400 + s * 13 + b * 4 + k),
@@ -392,16 +349,16 @@ END_TEST
  * columns, the CUDA kernel's 64), with a block's edge inside the image and on its border,
  * at stride_x 1 and 2. */
 START_TEST(test_outputs_wider_than_a_block) {
-  static const image_shape wide[] = {{2, {3, 1100}}, {3, {2, 4, 1030}}, {2, {9, 513}}};
+  static const filter_shape wide[] = {{2, {3, 1100}}, {3, {2, 4, 1030}}, {2, {9, 513}}};
   static const int kernels[][2] = {{3, 7}, {5, 1}, {2, 31}};
   int runs = 0;
   for (size_t s = 0; s < 3; s++)
     for (size_t k = 0; k < 3; k++)
       for (int stride_x = 1; stride_x <= 2; stride_x++) {
         const int kh = kernels[k][0], kw = kernels[k][1];
-        const plm_border border = borders[runs % 3];
+        const plm_border border = filter_borders[runs % 3];
         plm_sepconv2d_params params = sep_params(1, stride_x, (kh - 1) / 2, kw, border);
-        int64_t bad = run_sepconv2d(dtypes[(s + k) % 3], wide[s], kh, kw, runs % 4, params,
+        int64_t bad = run_sepconv2d(filter_dtypes[(s + k) % 3], wide[s], kh, kw, runs % 4, params,
                                     1200 + (uint64_t)runs);
         ck_assert_msg(bad == 0, "%lld mismatches: shape %zu, kernel %dx%d, stride_x %d",
                       (long long)bad, s, kh, kw, stride_x);
@@ -412,16 +369,16 @@ END_TEST
 
 /* Strides larger than the kernel, with large kernels. */
 START_TEST(test_large_strides_with_large_kernels) {
-  const image_shape images[] = {{2, {100, 120}}, {3, {2, 64, 97}}};
+  const filter_shape images[] = {{2, {100, 120}}, {3, {2, 64, 97}}};
   for (size_t s = 0; s < 2; s++)
     for (size_t b = 0; b < 3; b++) {
-      plm_sepconv2d_params params = sep_params(9, 10, 5, 7, borders[b]);
+      plm_sepconv2d_params params = sep_params(9, 10, 5, 7, filter_borders[b]);
       ck_assert_int_eq(run_sepconv2d(PLM_DTYPE_U16, images[s], 31, 29, 3, params, 600 + s * 3 + b),
                        0);
-      params = sep_params(33, 2, 0, 31, borders[b]);
+      params = sep_params(33, 2, 0, 31, filter_borders[b]);
       ck_assert_int_eq(run_sepconv2d(PLM_DTYPE_F32, images[s], 17, 31, 0, params, 700 + s * 3 + b),
                        0);
-      params = sep_params(1000, 1000, 3, 3, borders[b]);
+      params = sep_params(1000, 1000, 3, 3, filter_borders[b]);
       ck_assert_int_eq(run_sepconv2d(PLM_DTYPE_U8, images[s], 7, 7, 1, params, 750 + s * 3 + b), 0);
     }
 }
@@ -432,7 +389,7 @@ END_TEST
  * zero and replicate: the reference mirrors step by step, so reflect101 this far out is
  * slow for it) outputs 2^21 columns wide, with 31 taps across. */
 START_TEST(test_huge_padding_on_a_small_image) {
-  const image_shape tiny = {2, {3, 4}}, batch = {3, {2, 3, 4}};
+  const filter_shape tiny = {2, {3, 4}}, batch = {3, {2, 3, 4}};
   const int max = PLM_CONV2D_MAX_PAD;
   /* Every column of the outputs 2^21 wide, or every 7th on the emulated GPU, where every
    * column took two minutes (the edge is the padding, which a stride keeps; each seed also
@@ -440,13 +397,13 @@ START_TEST(test_huge_padding_on_a_small_image) {
   const int step = plm_test_on_emulator() ? 7 : 1;
   plm_test_sweep wide_outputs = plm_test_sweep_start("outputs 2^21 wide", 2);
   for (size_t b = 0; b < 3; b++) {
-    plm_sepconv2d_params sparse = sep_params(max, max, max, max, borders[b]);
+    plm_sepconv2d_params sparse = sep_params(max, max, max, max, filter_borders[b]);
     ck_assert_int_eq(run_sepconv2d(PLM_DTYPE_F32, tiny, 3, 3, 0, sparse, 800 + b), 0);
     ck_assert_int_eq(run_sepconv2d(PLM_DTYPE_U8, batch, 5, 3, 3, sparse, 810 + b), 0);
-    if (borders[b] == PLM_BORDER_REFLECT101 || !plm_test_sweep_take(&wide_outputs)) continue;
-    plm_sepconv2d_params wide = sep_params(1, step, 0, max, borders[b]);
+    if (filter_borders[b] == PLM_BORDER_REFLECT101 || !plm_test_sweep_take(&wide_outputs)) continue;
+    plm_sepconv2d_params wide = sep_params(1, step, 0, max, filter_borders[b]);
     ck_assert_int_eq(run_sepconv2d(PLM_DTYPE_F32, tiny, 3, 31, 1, wide, 820 + b), 0);
-    wide = sep_params(1, 3 * step, 5, max, borders[b]);
+    wide = sep_params(1, 3 * step, 5, max, filter_borders[b]);
     ck_assert_int_eq(run_sepconv2d(PLM_DTYPE_U16, tiny, 1, 1, 2, wide, 830 + b), 0);
   }
   plm_test_sweep_finish(&wide_outputs);
@@ -460,7 +417,7 @@ END_TEST
  * both edges; the tall outputs take seconds each on the emulated GPU, where each seed takes
  * some of them (tests/harness.h's sweeps). */
 START_TEST(test_outputs_beyond_one_grid) {
-  const image_shape tall = {2, {2200000, 1}}, direct = {2, {600000, 1}}, deep = {3, {70000, 2, 3}};
+  const filter_shape tall = {2, {2200000, 1}}, direct = {2, {600000, 1}}, deep = {3, {70000, 2, 3}};
   ck_assert_int_eq(
       run_sepconv2d(PLM_DTYPE_U8, deep, 3, 3, 0, sep_params(1, 1, 1, 1, PLM_BORDER_REPLICATE), 33),
       0);
@@ -502,12 +459,12 @@ START_TEST(test_nan_and_infinities_propagate_as_the_pixel_function) {
   for (int k = 0; k < 2; k++)
     for (size_t b = 0; b < 3; b++) {
       plm_tensor kernel_y = plm_test_upload(PLM_DTYPE_F32, 1, tap_dims, taps_y[k]);
-      const plm_sepconv2d_params params = sep_params(1, 1, 2, 1, borders[b]);
+      const plm_sepconv2d_params params = sep_params(1, 1, 2, 1, filter_borders[b]);
       plm_shape shape;
       PLM_CHECK_OK(plm_sepconv2d_output(&in, &kernel_x, &kernel_y, &params, &shape));
       plm_tensor out = plm_test_garbage(&shape);
       PLM_CHECK_OK(plm_sepconv2d(plm_test_stream, &in, &kernel_x, &kernel_y, &params, &out));
-      float *got = download(&out);
+      float *got = filter_download(&out);
       const plm__sepconv2d_args args =
           host_args(image, PLM_DTYPE_F32, 1, 9, 11, finite_x, 3, taps_y[k], 3, &params);
       int nans = 0;
@@ -517,7 +474,7 @@ START_TEST(test_nan_and_infinities_propagate_as_the_pixel_function) {
           nans += isnan(want);
           ck_assert_msg(same_float(value, want),
                         "kernel_y %d, border %d, (%lld, %lld): got %.9g, plm__sepconv2d_pixel %.9g",
-                        k, (int)borders[b], (long long)y, (long long)x, (double)value,
+                        k, (int)filter_borders[b], (long long)y, (long long)x, (double)value,
                         (double)want);
         }
       ck_assert_int_gt(nans, 0);
@@ -548,7 +505,7 @@ START_TEST(test_subnormals_are_kept) {
   PLM_CHECK_OK(plm_sepconv2d_output(&in, &kernel_x, &kernel_y, &params, &shape));
   plm_tensor out = plm_test_garbage(&shape);
   PLM_CHECK_OK(plm_sepconv2d(plm_test_stream, &in, &kernel_x, &kernel_y, &params, &out));
-  float *got = download(&out);
+  float *got = filter_download(&out);
   const plm__sepconv2d_args args =
       host_args(image, PLM_DTYPE_F32, 1, 6, 70, taps_x, 3, taps_y, 3, &params);
   int subnormal = 0;
@@ -571,11 +528,11 @@ END_TEST
 /* sepconv2d with taps_x (kw) and taps_y (kh), and conv2d with their outer product
  * K(i, j) = taps_y[i] * taps_x[j] (rounded to f32), on the same image; returns the number
  * of outputs further apart than f32 error of the sum of |terms| (exact: any difference). */
-static int64_t run_against_conv2d(plm_dtype dtype, image_shape shape, const float *taps_x, int kw,
+static int64_t run_against_conv2d(plm_dtype dtype, filter_shape shape, const float *taps_x, int kw,
                                   const float *taps_y, int kh, plm_sepconv2d_params params,
                                   bool exact, uint64_t seed) {
   int64_t n, h, w, ho, wo;
-  frame_dims(&shape, &n, &h, &w);
+  filter_frame_dims(&shape, &n, &h, &w);
   output_size(h, w, kh, kw, &params, &ho, &wo);
   const int64_t count = n * h * w, kernel_dims[2] = {kh, kw};
   double *image = malloc((size_t)count * sizeof *image);
@@ -599,7 +556,7 @@ static int64_t run_against_conv2d(plm_dtype dtype, image_shape shape, const floa
   conv_params.border = params.border;
   PLM_CHECK_OK(plm_sepconv2d(plm_test_stream, &in, &kernel_x, &kernel_y, &params, &sep));
   PLM_CHECK_OK(plm_conv2d(plm_test_stream, &in, &kernel, &conv_params, &conv));
-  float *got_sep = download(&sep), *got_conv = download(&conv);
+  float *got_sep = filter_download(&sep), *got_conv = filter_download(&conv);
   int64_t bad = 0;
   for (int64_t f = 0; f < n; f++)
     for (int64_t y = 0; y < ho; y++)
@@ -628,7 +585,7 @@ static int64_t run_against_conv2d(plm_dtype dtype, image_shape shape, const floa
 START_TEST(test_equals_conv2d_with_the_outer_product) {
   static const int kernels[][2] = {{3, 3}, {5, 3}, {1, 9}, {31, 4}};
   static const int cases[][4] = {{1, 1, -1, -1}, {2, 3, 0, 1}, {1, 1, 12, 40}};
-  const image_shape images[] = {{2, {33, 47}}, {3, {2, 17, 40}}};
+  const filter_shape images[] = {{2, {33, 47}}, {3, {2, 17, 40}}};
   int runs = 0;
   for (size_t k = 0; k < 4; k++)
     for (size_t c = 0; c < 3; c++)
@@ -636,19 +593,19 @@ START_TEST(test_equals_conv2d_with_the_outer_product) {
         const int kh = kernels[k][0], kw = kernels[k][1];
         const int pad_y = cases[c][2] < 0 ? (kh - 1) / 2 : cases[c][2];
         const int pad_x = cases[c][3] < 0 ? (kw - 1) / 2 : cases[c][3];
-        const image_shape shape = images[runs % 2];
+        const filter_shape shape = images[runs % 2];
         int64_t n, h, w;
-        frame_dims(&shape, &n, &h, &w);
+        filter_frame_dims(&shape, &n, &h, &w);
         if (h + 2 * pad_y < kh || w + 2 * pad_x < kw) continue;
         float taps_x[PLM_CONV2D_MAX_KERNEL], taps_y[PLM_CONV2D_MAX_KERNEL];
         random_taps(taps_x, kw, 40 + (uint64_t)runs);
         random_taps(taps_y, kh, 80 + (uint64_t)runs);
         plm_sepconv2d_params params =
-            sep_params(cases[c][0], cases[c][1], pad_y, pad_x, borders[b]);
-        int64_t bad = run_against_conv2d(dtypes[runs % 3], shape, taps_x, kw, taps_y, kh, params,
-                                         false, 500 + (uint64_t)runs);
+            sep_params(cases[c][0], cases[c][1], pad_y, pad_x, filter_borders[b]);
+        int64_t bad = run_against_conv2d(filter_dtypes[runs % 3], shape, taps_x, kw, taps_y, kh,
+                                         params, false, 500 + (uint64_t)runs);
         ck_assert_msg(bad == 0, "%lld differ from conv2d: kernel %dx%d, case %zu, border %d",
-                      (long long)bad, kh, kw, c, (int)borders[b]);
+                      (long long)bad, kh, kw, c, (int)filter_borders[b]);
         runs++;
       }
   ck_assert_int_ge(runs, 30);
@@ -659,14 +616,14 @@ END_TEST
  * product and sum is an integer that f32 holds, so both ops give the same floats. */
 START_TEST(test_integer_taps_equal_conv2d_exactly) {
   const float binomial[5] = {1, 4, 6, 4, 1}, smooth[3] = {1, 2, 1}, derivative[3] = {-1, 0, 1};
-  const image_shape images[] = {{2, {16, 21}}, {3, {3, 9, 5}}, {2, {1, 1}}};
+  const filter_shape images[] = {{2, {16, 21}}, {3, {3, 9, 5}}, {2, {1, 1}}};
   for (size_t s = 0; s < 3; s++)
     for (size_t b = 0; b < 3; b++) {
-      plm_sepconv2d_params same = sep_params(1, 1, 2, 1, borders[b]);
+      plm_sepconv2d_params same = sep_params(1, 1, 2, 1, filter_borders[b]);
       ck_assert_int_eq(run_against_conv2d(PLM_DTYPE_U8, images[s], derivative, 3, binomial, 5, same,
                                           true, 60 + s * 3 + b),
                        0);
-      plm_sepconv2d_params strided = sep_params(2, 3, 1, 4, borders[b]);
+      plm_sepconv2d_params strided = sep_params(2, 3, 1, 4, filter_borders[b]);
       ck_assert_int_eq(run_against_conv2d(PLM_DTYPE_U8, images[s], smooth, 3, derivative, 3,
                                           strided, true, 70 + s * 3 + b),
                        0);
@@ -885,7 +842,7 @@ START_TEST(test_bad_input_is_refused_and_nothing_is_enqueued) {
   PLM_CHECK_OK(plm_context_destroy(other));
 
   /* Nothing ran: out still holds the garbage it was given. */
-  unsigned char *bytes = (unsigned char *)download(&out);
+  unsigned char *bytes = (unsigned char *)filter_download(&out);
   for (size_t i = 0; i < plm_tensor_bytes(&out); i++)
     ck_assert_msg(bytes[i] == 0x5a, "out was written at byte %zu", i);
   free(bytes);
@@ -925,7 +882,7 @@ static float *run_text(const char *text, const plm_named_tensor *tensors, int co
   ck_assert_int_eq(outputs, 1);
   plm_tensor out;
   plm_test_compile_and_run(pl, frame, &out);
-  float *host = download(&out);
+  float *host = filter_download(&out);
   *shape = (plm_shape){.dtype = out.dtype, .ndim = out.ndim};
   for (int d = 0; d < out.ndim; d++) shape->dims[d] = out.dims[d];
   plm_test_release(&out);
@@ -940,7 +897,7 @@ static float *run_op(const plm_tensor *frame, const float *taps_x, int kw, const
   PLM_CHECK_OK(plm_sepconv2d_output(frame, &kernel_x, &kernel_y, params, shape));
   plm_tensor out = plm_test_garbage(shape);
   PLM_CHECK_OK(plm_sepconv2d(plm_test_stream, frame, &kernel_x, &kernel_y, params, &out));
-  float *host = download(&out);
+  float *host = filter_download(&out);
   plm_test_release(&kernel_x);
   plm_test_release(&kernel_y);
   plm_test_release(&out);
@@ -1044,7 +1001,7 @@ START_TEST(test_text_gauss_is_conv2d_gauss) {
         const double want = reference_separable(image, TEXT_H, TEXT_W, taps, sizes[t], taps,
                                                 sizes[t], y - c, x - c, modes[t], &scale);
         const float a = sep[y * TEXT_W + x], b = conv[y * TEXT_W + x];
-        ck_assert_msg(close_enough(a, want, scale) && close_enough(b, want, scale),
+        ck_assert_msg(filter_close_enough(a, want, scale) && filter_close_enough(b, want, scale),
                       "'%s' (%lld, %lld): sepconv2d %.9g, conv2d %.9g, float64 %.9g", texts[t][0],
                       (long long)y, (long long)x, (double)a, (double)b, want);
       }
@@ -1152,7 +1109,7 @@ START_TEST(test_text_named_tensors_and_the_builder) {
   PLM_CHECK_OK(plm_pipeline_mark_output(pl, out));
   plm_tensor result;
   plm_test_compile_and_run(pl, &frame, &result);
-  float *got = download(&result);
+  float *got = filter_download(&result);
   const plm_shape got_shape = {
       .dtype = result.dtype, .ndim = 2, .dims = {result.dims[0], result.dims[1]}};
   expect_same_output("plm_pipeline_add_sepconv2d", got, &got_shape, want, &want_shape);
