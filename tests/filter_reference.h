@@ -1,8 +1,8 @@
 /* tests/filter_reference.h: what the suites of the filters that read a frame through a
  * window and a border rule share (tests/test_conv.c for conv2d and sobel,
  * tests/test_sepconv2d.c for sepconv2d): the border rule as its definition states it, the
- * tolerance of an f32 sum against its float64 reference, an output brought back to the
- * host, and the inputs every such suite runs (shapes, dtypes, borders).
+ * tolerance of an f32 sum against its float64 reference, and the inputs every such suite
+ * runs (shapes, dtypes, borders).
  *
  * Header-only (static inline); a suite includes it after harness.h. */
 #ifndef PLUME_TESTS_FILTER_REFERENCE_H
@@ -32,16 +32,6 @@ static inline int64_t filter_border_index(int64_t i, int64_t n, plm_border borde
  * sum to scale. */
 static inline int filter_close_enough(float got, double want, double scale) {
   return fabs((double)got - want) <= 1e-4 * (1.0 + scale);
-}
-
-/* An f32 tensor's elements on the host (malloc'd; the stream synchronised). */
-static inline float *filter_download(const plm_tensor *t) {
-  float *host = malloc(plm_tensor_bytes(t));
-  ck_assert_ptr_nonnull(host);
-  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, host, t->data, plm_tensor_bytes(t),
-                                 PLM_COPY_DEVICE_TO_HOST));
-  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
-  return host;
 }
 
 /* An input (N, H, W) as ndim 2 or 3 dims, and its frames, rows and columns. */

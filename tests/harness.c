@@ -283,6 +283,15 @@ plm_tensor plm_test_upload(plm_dtype dtype, int ndim, const int64_t *dims, const
   return t;
 }
 
+void *plm_test_download(const plm_tensor *t) {
+  void *host = malloc(plm_tensor_bytes(t));
+  ck_assert_ptr_nonnull(host);
+  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, host, t->data, plm_tensor_bytes(t),
+                                 PLM_COPY_DEVICE_TO_HOST));
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+  return host;
+}
+
 plm_tensor plm_test_alloc_shifted(plm_dtype dtype, int ndim, const int64_t *dims, bool shifted,
                                   plm_tensor *storage) {
   int64_t count = 1;

@@ -66,6 +66,10 @@ float *plm_test_uniform_f32(int64_t count, double range, uint64_t seed);
  * as the pool gave it), uploaded on plm_test_stream. */
 plm_tensor plm_test_upload(plm_dtype dtype, int ndim, const int64_t *dims, const void *host);
 
+/* t's bytes on the host, after plm_test_stream has run everything before (malloc'd, the
+ * caller frees them). */
+void *plm_test_download(const plm_tensor *t);
+
 /* A tensor of dtype and shape in a new allocation from plm_test_pool, at its start or,
  * when shifted, one element past it (wrapped: a GPU kernel cannot move its elements as
  * aligned vectors, kernels/cuda/map.h); *storage is the allocation, to release. */

@@ -106,7 +106,7 @@ static int64_t run_conv2d(plm_dtype dtype, filter_shape shape, int kh, int kw,
   upload(&in, host);
   upload(&kernel, taps_f32);
   PLM_CHECK_OK(plm_conv2d(plm_test_stream, &in, &kernel, &params, &out));
-  float *result = filter_download(&out);
+  float *result = plm_test_download(&out);
 
   int64_t mismatches = 0;
   for (int64_t f = 0; f < n; f++)
@@ -346,7 +346,7 @@ static int64_t run_sobel(plm_dtype dtype, filter_shape shape, plm_border border,
                          (want & WANT_MAGNITUDE) ? &outs[2] : NULL));
   float *results[3] = {NULL, NULL, NULL};
   for (int o = 0; o < 3; o++)
-    if (want & (1 << o)) results[o] = filter_download(&outs[o]);
+    if (want & (1 << o)) results[o] = plm_test_download(&outs[o]);
 
   int64_t mismatches = 0;
   for (int64_t f = 0; f < n; f++)
@@ -415,7 +415,7 @@ START_TEST(test_sobel_default_border_is_reflect101) {
   PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, dims, &out));
   upload(&in, host);
   PLM_CHECK_OK(plm_sobel(plm_test_stream, &in, &params, &out, NULL, NULL));
-  gx = filter_download(&out);
+  gx = plm_test_download(&out);
   for (int i = 0; i < 20; i++) ck_assert_float_eq(gx[i], (i % 5 == 0 || i % 5 == 4) ? 0.0f : 8.0f);
   free(gx);
   PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &in));

@@ -382,16 +382,6 @@ static void free_operands(layer_operands *o) {
   free(o->host_w);
 }
 
-/* t's values on the host (malloc'd). */
-static float *fetch(const plm_tensor *t) {
-  float *host = malloc(plm_tensor_bytes(t));
-  ck_assert_ptr_nonnull(host);
-  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, host, t->data, plm_tensor_bytes(t),
-                                 PLM_COPY_DEVICE_TO_HOST));
-  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
-  return host;
-}
-
 /* dendritic with the caller's scratch gives the public op's bytes (the same
  * path), on both paths; bad scratch is refused and nothing is enqueued. */
 START_TEST(test_enqueue_uses_the_given_scratch_and_refuses_bad_scratch) {
@@ -405,13 +395,13 @@ START_TEST(test_enqueue_uses_the_given_scratch_and_refuses_bad_scratch) {
     void *scratch = NULL;
     PLM_CHECK_OK(plm_pool_alloc(plm_test_pool, needed + 256, plm_test_stream, &scratch));
     PLM_CHECK_OK(plm_dendritic(plm_test_stream, &o.x, &o.w, &params, &o.out));
-    float *want = fetch(&o.out);
+    float *want = plm_test_download(&o.out);
     const size_t out_bytes = plm_tensor_bytes(&o.out);
     PLM_CHECK_OK(plm_stream_memset(plm_test_stream, o.out.data, 0, out_bytes));
     /* Per output, no scratch is needed: NULL and 0 bytes are fine. */
     PLM_CHECK_OK(dendritic_with_scratch(plm_test_stream, &o.x, &o.w, &params, &o.out,
                                         needed ? scratch : NULL, needed));
-    float *got = fetch(&o.out);
+    float *got = plm_test_download(&o.out);
     ck_assert_msg(memcmp(got, want, out_bytes) == 0, "batch %lld: out differs", (long long)batch);
     free(got);
     if (needed) {
@@ -447,7 +437,7 @@ START_TEST(test_enqueue_uses_the_given_scratch_and_refuses_bad_scratch) {
                       PLM_ERR_INVALID_ARG, "params is NULL");
       PLM_CHECK_FAILS(dendritic_with_scratch(s, &o.x, &o.w, &params, &o.x, scratch, needed),
                       PLM_ERR_INVALID_ARG, "out is");
-      float *after = fetch(&o.out);
+      float *after = plm_test_download(&o.out);
       for (int64_t i = 0; i < batch * neurons; i++)
         ck_assert_msg(after[i] == 0.0f, "output %lld was written", (long long)i);
       free(after);
@@ -483,7 +473,7 @@ START_TEST(test_pipeline_step_takes_its_scratch_from_the_workspace) {
   ck_assert_uint_ge(info.workspace_bytes, needed);
 
   PLM_CHECK_OK(plm_dendritic(plm_test_stream, &o.x, &o.w, &params, &o.out));
-  float *want = fetch(&o.out);
+  float *want = plm_test_download(&o.out);
   const size_t out_bytes = plm_tensor_bytes(&o.out);
   plm_tensor outputs[1] = {o.out};
   PLM_CHECK_OK(plm_stream_memset(plm_test_stream, o.out.data, 0, out_bytes));
@@ -496,7 +486,7 @@ START_TEST(test_pipeline_step_takes_its_scratch_from_the_workspace) {
   PLM_CHECK_OK(plm_pool_stats_get(plm_test_pool, &after));
   ck_assert_msg(after.requests == before.requests, "%llu pool allocations in 3 frames",
                 (unsigned long long)(after.requests - before.requests));
-  float *got = fetch(&o.out);
+  float *got = plm_test_download(&o.out);
   ck_assert(memcmp(got, want, out_bytes) == 0);
   free(got);
   free(want);

@@ -446,16 +446,6 @@ static void make_operands(const float *x, int64_t count, int64_t length, int hor
                                  PLM_COPY_HOST_TO_DEVICE));
 }
 
-/* out's values on the host (malloc'd), the stream synchronised. */
-static float *download(const plm_tensor *out) {
-  float *got = malloc(plm_tensor_bytes(out));
-  ck_assert_ptr_nonnull(got);
-  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, got, out->data, plm_tensor_bytes(out),
-                                 PLM_COPY_DEVICE_TO_HOST));
-  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
-  return got;
-}
-
 /* ar_forecast needs no scratch on either backend (cuda keeps a series' numbers in shared
  * memory, host on each CPU task's stack); the query still checks its arguments. */
 START_TEST(test_scratch_bytes_are_none_and_the_query_checks_its_arguments) {
@@ -513,7 +503,7 @@ START_TEST(test_the_enqueue_entry_with_its_scratch_matches_the_op) {
   if (bytes) PLM_CHECK_OK(plm_pool_alloc(plm_test_pool, bytes, plm_test_stream, &scratch));
   PLM_CHECK_OK(forecast_with_scratch(plm_test_stream, &series, &params, &out, scratch, bytes));
   PLM_CHECK_OK(plm_ar_forecast(plm_test_stream, &series, &params, &want));
-  float *got = download(&out), *expected = download(&want);
+  float *got = plm_test_download(&out), *expected = plm_test_download(&want);
   ck_assert(memcmp(got, expected, sizeof(float) * S * H) == 0);
   /* More scratch than needed is fine too. */
   if (scratch) PLM_CHECK_OK(plm_pool_free(plm_test_pool, scratch, plm_test_stream));
@@ -522,7 +512,7 @@ START_TEST(test_the_enqueue_entry_with_its_scratch_matches_the_op) {
   PLM_CHECK_OK(
       forecast_with_scratch(plm_test_stream, &series, &params, &out, scratch, bytes + 4096));
   free(got);
-  got = download(&out);
+  got = plm_test_download(&out);
   ck_assert(memcmp(got, expected, sizeof(float) * S * H) == 0);
   PLM_CHECK_OK(plm_pool_free(plm_test_pool, scratch, plm_test_stream));
   free(got), free(expected), free(x);
@@ -567,7 +557,7 @@ START_TEST(test_the_enqueue_entry_refuses_bad_arguments) {
   ck_assert(finished);
 
   PLM_CHECK_OK(forecast_with_scratch(s, &series, &params, &out, NULL, 0));
-  float *got = download(&out);
+  float *got = plm_test_download(&out);
   double expected[H];
   for (int64_t r = 0; r < S; r++) {
     reference_forecast(x + r * T, T, P, H, expected);
@@ -592,7 +582,7 @@ START_TEST(test_a_pipeline_step_needs_no_scratch) {
   plm_tensor series, want;
   make_operands(x, S, T, H, &series, &want);
   PLM_CHECK_OK(plm_ar_forecast(plm_test_stream, &series, &params, &want));
-  float *expected = download(&want);
+  float *expected = plm_test_download(&want);
   for (int per_run = 0; per_run < 2; per_run++) {
     plm_pipeline *pl = NULL;
     PLM_CHECK_OK(plm_pipeline_parse(plm_test_ctx, "ar_forecast lags=9 horizon=12", PLM_DTYPE_F32, 2,
@@ -611,7 +601,7 @@ START_TEST(test_a_pipeline_step_needs_no_scratch) {
         plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, out_dims, &out));
     PLM_CHECK_OK(plm_stream_memset(plm_test_stream, out.data, 0xff, plm_tensor_bytes(&out)));
     PLM_CHECK_OK(plm_pipeline_run(pl, &series, &out, plm_test_stream));
-    float *got = download(&out);
+    float *got = plm_test_download(&out);
     ck_assert_msg(memcmp(got, expected, sizeof(float) * S * H) == 0, "per_run %d", per_run);
     free(got);
     PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, &out));

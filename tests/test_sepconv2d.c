@@ -171,7 +171,7 @@ static int64_t run_sepconv2d(plm_dtype dtype, filter_shape shape, int kh, int kw
   ck_assert_int_eq(expected.dims[shape.ndim - 1], wo);
   plm_tensor out = plm_test_garbage(&expected); /* every byte must be written */
   PLM_CHECK_OK(plm_sepconv2d(plm_test_stream, &in, &kernel_x, &kernel_y, &params, &out));
-  float *result = filter_download(&out);
+  float *result = plm_test_download(&out);
 
   const plm__sepconv2d_args args = host_args(host, dtype, n, h, w, taps_x, kw, taps_y, kh, &params);
   int64_t far = 0, inexact = 0;
@@ -254,7 +254,7 @@ START_TEST(test_kernel_forms_give_the_same_output) {
     PLM_CHECK_OK(plm_sepconv2d_output(&in, &kernel_x, &kernel_y, &params, &shape_out));
     plm_tensor out = plm_test_garbage(&shape_out);
     PLM_CHECK_OK(plm_sepconv2d(plm_test_stream, &in, &kernel_x, &kernel_y, &params, &out));
-    float *got = filter_download(&out);
+    float *got = plm_test_download(&out);
     if (!first) {
       first = got;
       bytes = plm_tensor_bytes(&out);
@@ -464,7 +464,7 @@ START_TEST(test_nan_and_infinities_propagate_as_the_pixel_function) {
       PLM_CHECK_OK(plm_sepconv2d_output(&in, &kernel_x, &kernel_y, &params, &shape));
       plm_tensor out = plm_test_garbage(&shape);
       PLM_CHECK_OK(plm_sepconv2d(plm_test_stream, &in, &kernel_x, &kernel_y, &params, &out));
-      float *got = filter_download(&out);
+      float *got = plm_test_download(&out);
       const plm__sepconv2d_args args =
           host_args(image, PLM_DTYPE_F32, 1, 9, 11, finite_x, 3, taps_y[k], 3, &params);
       int nans = 0;
@@ -505,7 +505,7 @@ START_TEST(test_subnormals_are_kept) {
   PLM_CHECK_OK(plm_sepconv2d_output(&in, &kernel_x, &kernel_y, &params, &shape));
   plm_tensor out = plm_test_garbage(&shape);
   PLM_CHECK_OK(plm_sepconv2d(plm_test_stream, &in, &kernel_x, &kernel_y, &params, &out));
-  float *got = filter_download(&out);
+  float *got = plm_test_download(&out);
   const plm__sepconv2d_args args =
       host_args(image, PLM_DTYPE_F32, 1, 6, 70, taps_x, 3, taps_y, 3, &params);
   int subnormal = 0;
@@ -556,7 +556,7 @@ static int64_t run_against_conv2d(plm_dtype dtype, filter_shape shape, const flo
   conv_params.border = params.border;
   PLM_CHECK_OK(plm_sepconv2d(plm_test_stream, &in, &kernel_x, &kernel_y, &params, &sep));
   PLM_CHECK_OK(plm_conv2d(plm_test_stream, &in, &kernel, &conv_params, &conv));
-  float *got_sep = filter_download(&sep), *got_conv = filter_download(&conv);
+  float *got_sep = plm_test_download(&sep), *got_conv = plm_test_download(&conv);
   int64_t bad = 0;
   for (int64_t f = 0; f < n; f++)
     for (int64_t y = 0; y < ho; y++)
@@ -842,7 +842,7 @@ START_TEST(test_bad_input_is_refused_and_nothing_is_enqueued) {
   PLM_CHECK_OK(plm_context_destroy(other));
 
   /* Nothing ran: out still holds the garbage it was given. */
-  unsigned char *bytes = (unsigned char *)filter_download(&out);
+  unsigned char *bytes = (unsigned char *)plm_test_download(&out);
   for (size_t i = 0; i < plm_tensor_bytes(&out); i++)
     ck_assert_msg(bytes[i] == 0x5a, "out was written at byte %zu", i);
   free(bytes);
@@ -882,7 +882,7 @@ static float *run_text(const char *text, const plm_named_tensor *tensors, int co
   ck_assert_int_eq(outputs, 1);
   plm_tensor out;
   plm_test_compile_and_run(pl, frame, &out);
-  float *host = filter_download(&out);
+  float *host = plm_test_download(&out);
   *shape = (plm_shape){.dtype = out.dtype, .ndim = out.ndim};
   for (int d = 0; d < out.ndim; d++) shape->dims[d] = out.dims[d];
   plm_test_release(&out);
@@ -897,7 +897,7 @@ static float *run_op(const plm_tensor *frame, const float *taps_x, int kw, const
   PLM_CHECK_OK(plm_sepconv2d_output(frame, &kernel_x, &kernel_y, params, shape));
   plm_tensor out = plm_test_garbage(shape);
   PLM_CHECK_OK(plm_sepconv2d(plm_test_stream, frame, &kernel_x, &kernel_y, params, &out));
-  float *host = filter_download(&out);
+  float *host = plm_test_download(&out);
   plm_test_release(&kernel_x);
   plm_test_release(&kernel_y);
   plm_test_release(&out);
@@ -1109,7 +1109,7 @@ START_TEST(test_text_named_tensors_and_the_builder) {
   PLM_CHECK_OK(plm_pipeline_mark_output(pl, out));
   plm_tensor result;
   plm_test_compile_and_run(pl, &frame, &result);
-  float *got = filter_download(&result);
+  float *got = plm_test_download(&result);
   const plm_shape got_shape = {
       .dtype = result.dtype, .ndim = 2, .dims = {result.dims[0], result.dims[1]}};
   expect_same_output("plm_pipeline_add_sepconv2d", got, &got_shape, want, &want_shape);

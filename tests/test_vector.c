@@ -25,15 +25,6 @@ static float *random_floats(int64_t count, double scale, uint64_t seed) {
   return values;
 }
 
-static void *download(const plm_tensor *t) {
-  void *host = malloc(plm_tensor_bytes(t));
-  ck_assert_ptr_nonnull(host);
-  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, host, t->data, plm_tensor_bytes(t),
-                                 PLM_COPY_DEVICE_TO_HOST));
-  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
-  return host;
-}
-
 static void release(plm_tensor *t) {
   PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, t));
 }
@@ -66,7 +57,7 @@ static void run_add_case(int ndim, const int64_t *dims, double alpha, double bet
   plm_tensor tout = plm_test_upload(PLM_DTYPE_F32, ndim, dims, NULL);
   plm_vector_add_params params = {.alpha = alpha, .beta = beta};
   PLM_CHECK_OK(plm_vector_add(plm_test_stream, &ta, &tb, &params, &tout));
-  float *got = download(&tout);
+  float *got = plm_test_download(&tout);
   int64_t bad = add_mismatches(a, b, got, count, alpha, beta, exact);
   ck_assert_msg(bad == 0, "%lld of %lld wrong (ndim %d, alpha %g, beta %g)", (long long)bad,
                 (long long)count, ndim, alpha, beta);
@@ -96,11 +87,11 @@ START_TEST(test_vector_add_with_null_params_is_a_plain_add_and_may_run_in_place)
   plm_tensor ta = plm_test_upload(PLM_DTYPE_F32, 1, dims, a),
              tb = plm_test_upload(PLM_DTYPE_F32, 1, dims, b);
   PLM_CHECK_OK(plm_vector_add(plm_test_stream, &ta, &tb, NULL, &ta));
-  float *got = download(&ta);
+  float *got = plm_test_download(&ta);
   ck_assert_int_eq(add_mismatches(a, b, got, 4099, 1, 1, true), 0);
   plm_vector_add_params params = {.alpha = 1, .beta = 1};
   PLM_CHECK_OK(plm_vector_add(plm_test_stream, &ta, &tb, &params, &tb)); /* b = (a + b) + b */
-  float *twice = download(&tb);
+  float *twice = plm_test_download(&tb);
   ck_assert_int_eq(add_mismatches(got, b, twice, 4099, 1, 1, true), 0);
   release(&ta);
   release(&tb);
@@ -134,7 +125,7 @@ static void run_batch_case(int64_t count, const int64_t *lengths, double alpha, 
   plm_vector_add_params params = {.alpha = alpha, .beta = beta};
   PLM_CHECK_OK(plm_vector_add_batched(plm_test_stream, pa, pb, &params, pout, count));
   for (int64_t i = 0; i < count; i++) {
-    float *got = download(&tout[i]);
+    float *got = plm_test_download(&tout[i]);
     int64_t bad = add_mismatches(a[i], b[i], got, lengths[i], alpha, beta, alpha == 1 && beta == 1);
     ck_assert_msg(bad == 0, "triple %lld of %lld (length %lld): %lld wrong", (long long)i,
                   (long long)count, (long long)lengths[i], (long long)bad);
@@ -177,14 +168,14 @@ START_TEST(test_vector_add_batched_triples_may_run_in_place_and_share_inputs) {
   const plm_tensor *pa[2] = {&ta, &ta}, *pb[2] = {&tb, &ta};
   plm_tensor *pout[2] = {&tout, &tout2};
   PLM_CHECK_OK(plm_vector_add_batched(plm_test_stream, pa, pb, NULL, pout, 2));
-  float *got = download(&tout), *got2 = download(&tout2);
+  float *got = plm_test_download(&tout), *got2 = plm_test_download(&tout2);
   ck_assert_int_eq(add_mismatches(a, b, got, 1000, 1, 1, true), 0);
   ck_assert_int_eq(add_mismatches(a, a, got2, 1000, 1, 1, true), 0);
   /* In place: out[0] is a[0] itself. */
   const plm_tensor *qa[1] = {&tout};
   plm_tensor *qout[1] = {&tout};
   PLM_CHECK_OK(plm_vector_add_batched(plm_test_stream, qa, pb, NULL, qout, 1));
-  float *again = download(&tout);
+  float *again = plm_test_download(&tout);
   ck_assert_int_eq(add_mismatches(got, b, again, 1000, 1, 1, true), 0);
   release(&ta), release(&tb), release(&tout), release(&tout2);
   free(a), free(b), free(got), free(got2), free(again);
@@ -212,7 +203,7 @@ static void run_dot_case(int64_t rows, int64_t length, bool as_matrix, uint64_t 
   plm_tensor tb = plm_test_upload(PLM_DTYPE_F32, as_matrix ? 2 : 1, as_matrix ? dims : &dims[1], b);
   plm_tensor tout = plm_test_upload(PLM_DTYPE_F64, 1, out_dims, NULL);
   PLM_CHECK_OK(plm_dot(plm_test_stream, &ta, &tb, NULL, &tout));
-  double *got = download(&tout);
+  double *got = plm_test_download(&tout);
   for (int64_t r = 0; r < rows; r++) {
     double value, magnitude;
     dot_reference(a + r * length, b + r * length, length, &value, &magnitude);
@@ -223,7 +214,7 @@ static void run_dot_case(int64_t rows, int64_t length, bool as_matrix, uint64_t 
   /* The same bits on every run. */
   for (int run = 0; run < 3; run++) {
     PLM_CHECK_OK(plm_dot(plm_test_stream, &ta, &tb, NULL, &tout));
-    double *again = download(&tout);
+    double *again = plm_test_download(&tout);
     ck_assert_msg(memcmp(again, got, (size_t)rows * sizeof *got) == 0,
                   "run %d of (%lld, %lld) gave other bits", run, (long long)rows,
                   (long long)length);
@@ -255,7 +246,7 @@ START_TEST(test_dot_propagates_nan_and_infinity) {
              tb = plm_test_upload(PLM_DTYPE_F32, 2, dims, b);
   plm_tensor tout = plm_test_upload(PLM_DTYPE_F64, 1, out_dims, NULL);
   PLM_CHECK_OK(plm_dot(plm_test_stream, &ta, &tb, NULL, &tout));
-  double *got = download(&tout);
+  double *got = plm_test_download(&tout);
   ck_assert(isnan(got[0]));
   ck_assert(isinf(got[1]) && got[1] > 0);
   ck_assert(got[2] == 5.0);
