@@ -22,9 +22,12 @@
  * for frames around a tile's side and windows up to kStagedWindowMost, larger than a tile.
  * Then the bands (cfar_band, kernels/cuda/cfar_bands.h: the one pass for windows up to 29,
  * column sums moving down the rows, running sums across the warps) against the CPU kernel,
- * mask, z and the mask with a hold, on frames around a strip's width and a band's height.
+ * mask, z and the mask with a hold, on frames around a strip's width and a band's height,
+ * and their edge cases (check_band_edges: every window, a block's bands in turn, f32's
+ * counts switched on mid-band, integer sums at their largest).
  * Exit status 0 is success. */
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -269,15 +272,17 @@ int check_tiles(const Frame &f, const std::vector<T> &tables, const char *label)
   return failures;
 }
 
-/* cfar_band over every (strip, band) block of a frame, on blocks of BAND_THREADS emulated
- * threads (warps of 32), with the shared memory and the outputs scribbled over first,
+/* cfar_band over every (strip, band) block of a frame, on `grid` blocks of BAND_THREADS
+ * emulated threads (warps of 32) each taking blocks b, b + grid, ... as the kernel's
+ * grid-stride loop does (the shared memory scribbled over before each emulated block, not
+ * between its bands), the outputs scribbled over first,
  * against the CPU kernel: every output written, the same bits for u8 and u16, z within
  * 1e-9 and the same mask for f32 (its doubles added and taken away as the rows pass, not
  * read from the frame's tables); the mask also with a hold (about one pixel in 40, radius 2,
  * hold_k = k / 2), decided in the same pass. T: the frame's element type, S: the sums'. */
 template <typename T, typename S>
 int64_t band_mismatches(const Frame &f, int window, int guard, plm_cfar_result output,
-                        bool with_hold, int rows) {
+                        bool with_hold, int rows, int64_t grid = INT64_MAX) {
   const int64_t pixels = f.h * f.w;
   const size_t size = output == PLM_CFAR_Z ? 4 : 1, bytes = (size_t)pixels * size;
   std::vector<unsigned char> banded(bytes, 0xa5), cpu(bytes, 0x5a);
@@ -293,13 +298,16 @@ int64_t band_mismatches(const Frame &f, int window, int guard, plm_cfar_result o
   const double level = plm__cfar_level(f.bytes.data(), f.dtype);
   std::vector<unsigned char> shared(sizeof(band_memory<S>));
   LaneGroup block(BAND_THREADS, rng());
-  for (int64_t b = 0; b < band_blocks(args, rows); b++) {
+  const int64_t blocks = band_blocks(args, rows);
+  if (grid > blocks) grid = blocks;
+  for (int64_t first = 0; first < grid; first++) {
     for (unsigned char &e : shared) e = (unsigned char)rng();
     block.run([&](int t) {
       const EmulatedBlock eb = {&block, t};
       const EmulatedWarp warp = {&block, t};
-      cfar_band<T, S>(eb, warp, args, (const T *)f.bytes.data(), banded.data(), level, b, rows,
-                      (band_memory<S> *)shared.data());
+      for (int64_t b = first; b < blocks; b += grid)
+        cfar_band<T, S>(eb, warp, args, (const T *)f.bytes.data(), banded.data(), level, b, rows,
+                        (band_memory<S> *)shared.data());
     });
   }
   int64_t bad = 0;
@@ -337,6 +345,74 @@ int check_bands(const Frame &f) {
           failures++;
         }
       }
+  return failures;
+}
+
+/* band_mismatches of one case, reported; the failures (0 or 1). */
+template <typename T, typename S>
+int check_band_case(const Frame &f, const char *what, int window, int guard, plm_cfar_result output,
+                    bool with_hold, int rows, int64_t grid = INT64_MAX) {
+  const int64_t bad = band_mismatches<T, S>(f, window, guard, output, with_hold, rows, grid);
+  if (!bad) return 0;
+  std::printf(
+      "FAIL: %s %s %lldx%lld, window %d guard %d, bands of %d rows, %s%s: %lld band "
+      "outputs differ from the CPU's\n",
+      what, plm_dtype_name(f.dtype), (long long)f.h, (long long)f.w, window, guard, rows,
+      output == PLM_CFAR_Z ? "z" : "mask", with_hold ? " with a hold" : "", (long long)bad);
+  return 1;
+}
+
+/* The bands' edge cases: every window with the smallest guard and the largest (each ring
+ * length, the guard's rows at either end of the ring), on frames one strip and a few
+ * columns wide; one block taking several bands in turn (grid-stride), the non-finite pixels
+ * in some bands only; a band whose first non-finite pixel comes in its last batches (f32's
+ * counts switched on mid-band); and integer sums at their largest (u8 all 255 and 0/255, u16
+ * all 65535, window 29). Returns the failures; *cases counts the frames. */
+int check_band_edges(int *cases) {
+  int failures = 0;
+  for (int window = 3; window <= BAND_WINDOW_MOST; window += 2)
+    for (int guard : {1, window - 2}) {
+      const Frame u8 = random_frame(PLM_DTYPE_U8, 19, band_outputs(window) + 3, false);
+      const Frame f32 = random_frame(PLM_DTYPE_F32, 13, band_outputs(window) + 1, false);
+      failures += check_band_case<uint8_t, uint32_t>(u8, "sweep", window, guard, PLM_CFAR_Z, false,
+                                                     BAND_ROWS_LEAST);
+      failures += check_band_case<float, double>(f32, "sweep", window, guard, PLM_CFAR_Z, false,
+                                                 BAND_ROWS_LEAST);
+      *cases += 2;
+    }
+  Frame strided = random_frame(PLM_DTYPE_F32, 45, 250, false);
+  ((float *)strided.bytes.data())[20 * 250 + 60] = NAN;
+  ((float *)strided.bytes.data())[41 * 250 + 130] = INFINITY;
+  for (int64_t grid : {1, 2, 3}) {
+    failures += check_band_case<float, double>(strided, "grid-stride", 15, 5, PLM_CFAR_Z, false,
+                                               BAND_ROWS_LEAST, grid);
+    failures += check_band_case<float, double>(strided, "grid-stride", BAND_WINDOW_MOST,
+                                               BAND_WINDOW_MOST - 2, PLM_CFAR_MASK, true,
+                                               BAND_ROWS_LEAST, grid);
+  }
+  Frame late = random_frame(PLM_DTYPE_F32, BAND_ROWS_MOST, 120, false);
+  ((float *)late.bytes.data())[50 * 120 + 40] = NAN;
+  for (int window : {3, 15, (int)BAND_WINDOW_MOST})
+    failures += check_band_case<float, double>(late, "mid-band non-finite", window, window - 2,
+                                               PLM_CFAR_Z, false, BAND_ROWS_MOST);
+  *cases += 2;
+  for (int pattern = 0; pattern < 2; pattern++) {
+    Frame u8 = random_frame(PLM_DTYPE_U8, 40, 130, false);
+    for (size_t i = 0; i < (size_t)(40 * 130); i++)
+      u8.bytes[i] = pattern == 0 ? 255 : (uint8_t)((rng() & 1) * 255);
+    for (int guard : {1, (int)BAND_WINDOW_MOST - 2}) {
+      failures += check_band_case<uint8_t, uint32_t>(u8, "largest sums", BAND_WINDOW_MOST, guard,
+                                                     PLM_CFAR_Z, false, BAND_ROWS_LEAST);
+      failures += check_band_case<uint8_t, uint32_t>(u8, "largest sums", BAND_WINDOW_MOST, guard,
+                                                     PLM_CFAR_MASK, true, BAND_ROWS_MOST);
+    }
+    (*cases)++;
+  }
+  Frame u16 = random_frame(PLM_DTYPE_U16, 40, 130, false);
+  for (size_t i = 0; i < (size_t)(40 * 130); i++) ((uint16_t *)u16.bytes.data())[i] = 65535;
+  failures += check_band_case<uint16_t, uint64_t>(u16, "largest sums", BAND_WINDOW_MOST, 1,
+                                                  PLM_CFAR_Z, false, BAND_ROWS_LEAST);
+  (*cases)++;
   return failures;
 }
 
@@ -414,6 +490,7 @@ int main() {
                                            : check_bands<float, double>(f);
       cases++;
     }
+  failures += check_band_edges(&cases);
   std::printf("cfar_cuda_logic: %d frames, %d failures\n", cases, failures);
   return failures ? 1 : 0;
 }

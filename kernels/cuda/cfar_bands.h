@@ -29,10 +29,17 @@
  * adds nothing to any sum and is counted by nobody (plm__cfar_cell_f32), and 0 for u8 and
  * u16. Integer sums are exact in any order, so u8 and u16 have the CPU's bits: uint64_t for
  * u16, uint32_t for u8, whose boxes' sums stay below 2^32 (29^2 x 255^2 < 2^26), so their
- * differences are exact modulo 2^32 and the running sums move half the bytes; f32's doubles are
- * added and taken away as the rows pass, not read from a table of the frame, so z agrees with the
- * CPU's within the tests' 1e-9 (relative), as the tables' did. Products are rounded one by one
- * (plm__cfar_mul), so nvcc contracts nothing the CPU does not. */
+ * differences are exact modulo 2^32 and the running sums move half the bytes. f32's doubles
+ * are added and taken away as the rows pass, not read from a table of the frame: on the
+ * tests' frames z agrees with the CPU's within 1e-9 (relative), as the tables' did. Their
+ * rounding is relative to the sums they pass through: a pixel far larger than its
+ * neighbours leaves its rounding in its column's sums for the rest of the band (up to
+ * 64 + R rows) and in the running sums to its right in its warp, about twice as far as the
+ * tiles' span tables left it, and far less than the CPU's tables of the whole frame, whose
+ * entries carry every pixel above and to the left (a review measured, against long double,
+ * 790, 351 and 6,321 wrong z-scores at 1e-3 around one pixel of 1e8 among values 1 +- 1e-3,
+ * outside its window). Products are rounded one by one (plm__cfar_mul), so nvcc contracts
+ * nothing the CPU does not. */
 #ifndef PLUME_KERNELS_CUDA_CFAR_BANDS_H
 #define PLUME_KERNELS_CUDA_CFAR_BANDS_H
 
