@@ -148,18 +148,17 @@ START_TEST(test_matches_a_brute_force_reference_at_every_border) {
       {PLM_DTYPE_F32, 2, {64, 61}, 9, 3, 2.0, 0.0, 10.0, false, true},
       {PLM_DTYPE_F32, 3, {2, 33, 70}, 21, 7, 2.5, 1e4, 5.0, true, true},
       {PLM_DTYPE_F32, 2, {5, 6}, 7, 5, 1.0, -3.0, 1.0, false, true},
-      /* the CUDA kernels' 32 x 32 tiles: a frame one tile wide and three high, the last
-       * partial; the largest window of the bands (29) and the smallest it leaves to the
-       * tables (31); a window whose half passes a tile's side; the largest window the
-       * tables' tiles stage (45) and the smallest they leave to a thread a pixel (47), at
-       * odd sizes */
+      /* frames around 32 x 32 tiles: one tile wide and three high, the last partial;
+       * windows whose boxes span one warp boundary of the CUDA bands' running sums at most
+       * (29) and two (31 to 45); the largest window of the bands (45) and the smallest they
+       * leave to the tables (47), at odd sizes */
       {PLM_DTYPE_U8, 2, {70, 32}, 15, 5, 2.0, 120, 50, true, false},
       {PLM_DTYPE_U8, 3, {2, 45, 77}, 29, 5, 1.5, 120, 50, true, false},
       {PLM_DTYPE_F32, 2, {77, 45}, 31, 27, 2.0, 1e3, 5.0, false, true},
       {PLM_DTYPE_U16, 2, {33, 65}, 33, 31, 1.5, 30000, 3000, false, false},
       {PLM_DTYPE_F32, 2, {67, 35}, 45, 11, 2.0, 0.0, 10.0, false, true},
       {PLM_DTYPE_F32, 2, {35, 67}, 47, 3, 2.0, 1e3, 5.0, true, false},
-      /* the CUDA bands (windows up to 29): strips of 128 - 2 (window / 2) columns and bands
+      /* the CUDA bands (windows up to 45): strips of 128 - 2 (window / 2) columns and bands
        * of 8 to 64 rows, frames of several of each, the last partial */
       {PLM_DTYPE_F32, 3, {2, 140, 250}, 15, 5, 2.0, 1e3, 5.0, true, true},
       {PLM_DTYPE_U8, 3, {2, 70, 260}, 29, 3, 1.5, 120, 50, false, false},
@@ -240,8 +239,8 @@ START_TEST(test_a_hold_lowers_the_factor_where_it_reaches) {
       {{PLM_DTYPE_U16, 3, {2, 33, 45}, 9, 3, 2.5, 30000, 3000, false, false}, 0.5, 1},
       {{PLM_DTYPE_F32, 2, {70, 35}, 15, 5, 2.0, 0.0, 10.0, false, true}, 1.25, 8},
       {{PLM_DTYPE_F32, 2, {90, 240}, 15, 5, 2.0, 1e3, 5.0, false, false}, 1.25, 2}, /* bands */
-      {{PLM_DTYPE_U16, 2, {40, 70}, 33, 9, 2.0, 30000, 3000, false, false}, 1.0, 2}, /* tables */
-      {{PLM_DTYPE_F32, 2, {35, 67}, 47, 3, 2.0, 1e3, 5.0, true, false}, 1.0, 3}, /* no tiles */
+      {{PLM_DTYPE_U16, 2, {40, 70}, 33, 9, 2.0, 30000, 3000, false, false}, 1.0, 2},
+      {{PLM_DTYPE_F32, 2, {35, 67}, 47, 3, 2.0, 1e3, 5.0, true, false}, 1.0, 3}, /* tables */
       /* hold_k above k: the hold changes nothing */
       {{PLM_DTYPE_F32, 2, {33, 40}, 9, 3, 1.5, 0.0, 10.0, false, false}, 3.0, 2},
   };

@@ -16,11 +16,7 @@
  * the second of one column); f32 frames also with NaN and infinite pixels, which the tables must
  * leave out (a third table counts the finite cells); the mask also with a hold, as the
  * launcher's two passes make it (the first at min(k, hold_k), then plm__cfar_hold_pixel).
- * Then the tiled pixel pass (pixel_tile, a
- * block of kTileThreads emulated threads a tile, the span's copy and the outputs scribbled over
- * first) on the kernels' tables, against plm__cfar_pixel on them: the same bits at every pixel,
- * for frames around a tile's side and windows up to kStagedWindowMost, larger than a tile.
- * Then the bands (cfar_band, kernels/cuda/cfar_bands.h: the one pass for windows up to 29,
+ * Then the bands (cfar_band, kernels/cuda/cfar_bands.h: the one pass for windows up to 45,
  * column sums moving down the rows, running sums across the warps) against the CPU kernel,
  * mask, z and the mask with a hold, on frames around a strip's width and a band's height,
  * and their edge cases (check_band_edges: every window, a block's bands in turn, f32's
@@ -220,58 +216,6 @@ int64_t output_mismatches(const Frame &f, const std::vector<T> &tables, int wind
   return bad;
 }
 
-/* pixel_tile over every tile of a frame, on blocks of kTileThreads emulated threads, with
- * the span's copy and the outputs scribbled over first, against plm__cfar_pixel on the same
- * tables: every output written, with the same bits (S: the tables' entry type as the
- * pixels read them). */
-template <typename S, typename T>
-int64_t tile_mismatches(const Frame &f, const std::vector<T> &tables, int window, int guard,
-                        plm_cfar_result output) {
-  const int64_t pixels = f.h * f.w;
-  const size_t bytes = (size_t)pixels * (output == PLM_CFAR_Z ? 4 : 1);
-  std::vector<unsigned char> tiled(bytes, 0xa5), direct(bytes, 0x5a);
-  const plm__cfar_args args =
-      frame_args(f, tiled.data(), (void *)tables.data(), window, guard, output, nullptr);
-  const double level = plm__cfar_level(f.bytes.data(), f.dtype);
-  for (int64_t i = 0; i < pixels; i++)
-    plm__cfar_pixel(&args, f.bytes.data(), direct.data(), tables.data(), level, i / f.w, i % f.w);
-  std::vector<S> span_copy(span_bytes_most(args) / sizeof(S));
-  LaneGroup block(kTileThreads, rng());
-  for (int64_t tile = 0; tile < tile_count(args); tile++) {
-    for (S &e : span_copy) e = (S)(rng() % 1000);
-    block.run([&](int t) {
-      const EmulatedBlock b = {&block, t};
-      pixel_tile(b, args, f.bytes.data(), tiled.data(), (const S *)tables.data(), level, tile,
-                 span_copy.data());
-    });
-  }
-  int64_t bad = 0;
-  const size_t size = bytes / (size_t)pixels;
-  for (int64_t i = 0; i < pixels; i++)
-    bad += std::memcmp(&tiled[(size_t)i * size], &direct[(size_t)i * size], size) != 0;
-  return bad;
-}
-
-/* The windows of the tiled pixel pass's checks: the smallest, the default, one whose half
- * passes a tile's side (its span four tiles' rows of entries) and the largest staged. */
-const int kTileWindows[][2] = {{3, 1}, {15, 5}, {33, 31}, {kStagedWindowMost, 9}};
-
-template <typename S, typename T>
-int check_tiles(const Frame &f, const std::vector<T> &tables, const char *label) {
-  int failures = 0;
-  for (const auto &wg : kTileWindows)
-    for (plm_cfar_result output : {PLM_CFAR_MASK, PLM_CFAR_Z}) {
-      const int64_t bad = tile_mismatches<S>(f, tables, wg[0], wg[1], output);
-      if (bad) {
-        std::printf("FAIL: %s %lldx%lld%s, window %d guard %d %s: %lld tiled outputs differ\n",
-                    plm_dtype_name(f.dtype), (long long)f.h, (long long)f.w, label, wg[0], wg[1],
-                    output == PLM_CFAR_Z ? "z" : "mask", (long long)bad);
-        failures++;
-      }
-    }
-  return failures;
-}
-
 /* cfar_band over every (strip, band) block of a frame, on `grid` blocks of BAND_THREADS
  * emulated threads (warps of 32) each taking blocks b, b + grid, ... as the kernel's
  * grid-stride loop does (the shared memory scribbled over before each emulated block, not
@@ -296,7 +240,7 @@ int64_t band_mismatches(const Frame &f, int window, int guard, plm_cfar_result o
   args.out = banded.data();
   args.scratch = nullptr; /* the bands have no tables */
   const double level = plm__cfar_level(f.bytes.data(), f.dtype);
-  std::vector<unsigned char> shared(sizeof(band_memory<S>));
+  std::vector<unsigned char> shared(band_shared_bytes<S>(window, (int)sizeof(T)));
   LaneGroup block(BAND_THREADS, rng());
   const int64_t blocks = band_blocks(args, rows);
   if (grid > blocks) grid = blocks;
@@ -322,10 +266,12 @@ int64_t band_mismatches(const Frame &f, int window, int guard, plm_cfar_result o
   return bad;
 }
 
-/* The windows of the bands' checks: the smallest, the default, the largest, whose guard
- * leaves a ring one cell wide, and a guard of 1 (its box the pixel alone); bands of the
+/* The windows of the bands' checks: the smallest, the default, a guard of 1 (its box the
+ * pixel alone), and windows whose guard leaves a ring one cell wide, 29 (its boxes across
+ * one warp boundary at most) and the largest (two); bands of the
  * fewest rows and the most (a frame's rows split unevenly between them either way). */
-const int kBandWindows[][2] = {{3, 1}, {15, 5}, {9, 1}, {BAND_WINDOW_MOST, BAND_WINDOW_MOST - 2}};
+const int kBandWindows[][2] = {
+    {3, 1}, {15, 5}, {9, 1}, {29, 27}, {BAND_WINDOW_MOST, BAND_WINDOW_MOST - 2}};
 
 template <typename T, typename S>
 int check_bands(const Frame &f) {
@@ -463,24 +409,11 @@ int main() {
           cases++;
         }
     }
-  /* The tiled pixel pass: frames around a tile's side (32) in each direction, one tile
-   * wide or high, a frame smaller than a tile and one of three tiles a side, the last
-   * partial; on the kernels' tables. */
-  const int64_t sides[][2] = {{1, 1},   {5, 7},   {31, 32}, {32, 33},
-                              {33, 31}, {70, 32}, {32, 70}, {65, 97}};
-  for (plm_dtype dtype : {PLM_DTYPE_U8, PLM_DTYPE_U16, PLM_DTYPE_F32})
-    for (const auto &hw : sides) {
-      const bool non_finite = dtype == PLM_DTYPE_F32 && hw[0] == 65;
-      const Frame f = random_frame(dtype, hw[0], hw[1], non_finite);
-      failures += dtype == PLM_DTYPE_F32
-                      ? check_tiles<double>(f, kernel_tables<double>(f, kRowThreads), "")
-                      : check_tiles<uint64_t>(f, kernel_tables<table_int>(f, kRowThreads), "");
-      cases++;
-    }
   /* The bands, against the CPU kernel: frames around a strip's width (128 - 2R columns:
-   * 126 at window 3, 114 at 15, 100 at 29) and a band's height, and the tiles' frames. */
-  const int64_t band_sides[][2] = {{1, 1},    {5, 7},    {31, 32}, {65, 97},  {9, 114},
-                                   {17, 115}, {70, 126}, {8, 127}, {33, 229}, {66, 100}};
+   * 126 at window 3, 114 at 15, 84 at 45) and a band's height, and frames around a 32 x 32
+   * tile's side. */
+  const int64_t band_sides[][2] = {{1, 1},    {5, 7},   {31, 32},  {65, 97},  {9, 114}, {17, 115},
+                                   {70, 126}, {8, 127}, {33, 229}, {66, 100}, {21, 85}};
   for (plm_dtype dtype : {PLM_DTYPE_U8, PLM_DTYPE_U16, PLM_DTYPE_F32})
     for (const auto &hw : band_sides) {
       const bool non_finite = dtype == PLM_DTYPE_F32 && (hw[0] == 65 || hw[0] == 33);

@@ -1,4 +1,4 @@
-/* kernels/cuda/cfar.cu: cell-averaging CFAR on the GPU, frame by frame. Windows up to 29
+/* kernels/cuda/cfar.cu: cell-averaging CFAR on the GPU, frame by frame. Windows up to 45
  * (BAND_WINDOW_MOST; the default is 15) take one kernel a frame and no scratch:
  *   band            a block per strip of 128 columns of a band of rows: each column's sums
  *                   over the window's and the guard's rows kept in registers as the rows
@@ -15,12 +15,8 @@
  *   column_carries, (a segment of 8 rows a thread): each tile's totals, then the carries
  *   column_scan     down the tiles' last rows, then each tile's rows (tile_totals,
  *                   tile_carries and tile_scan below);
- *   pixel_tiles     a block per 32 x 32 pixels: each table's entries under the tile's
- *                   boxes copied once to shared memory, then plm__cfar_pixel's arithmetic
- *                   (kernels/common/cfar.h) on the eight corners of the window's and the
- *                   guard's boxes from the copy (pixel_tile below); windows past 45, whose
- *                   copy would pass 48 KiB, go to pixels, a thread a pixel reading the
- *                   corners from the tables (plm__cfar_pixel itself).
+ *   pixels          a thread a pixel reading the eight corners of its window's and its
+ *                   guard's boxes from the tables (plm__cfar_pixel, kernels/common/cfar.h).
  *
  * The column pass's cost. Its floor is reading and writing each table entry once: 16 bytes
  * an entry, (h + 1)(w + 1) entries a table, 2 tables (u8, u16) or 3 (f32). On an H100
@@ -39,7 +35,7 @@
  *   Bytes: the totals read the tables (1), the carries read and write 1/64 of them, the
  *   scan reads and writes the rest (63/64 each, plus 1/64 of carries read): about 3.05
  *   times the tables' bytes against the floor's 2, so 1.5x the floor, and one launch more.
- *   Figures by hand from the code: these kernels serve windows past 29, and bench_ops'
+ *   Figures by hand from the code: these kernels serve windows past 45, and bench_ops'
  *   cfar (window 15) takes the bands, so no GPU has timed them yet.
  *
  * The pixel pass's cost. Its floor is reading each table entry once, the frame and the
@@ -53,23 +49,12 @@
  *   176.9 against 36.3 at 2048^2 (839 MB), 658.2 against 145.3 at 4096^2 (3.36 GB); the
  *   op 16.97 us l2-bound against 8.27 (2.1x), 285.8 against 132.0 (2.2x), 1100.4
  *   against 527.9 (2.08x).
- *   After (pixel_tiles_kernel): a tile's span is (32 + window)^2 entries at most, each
- *   loaded once: (47 / 32)^2 = 2.2 entries a pixel a table at window 15, in rows of 47
- *   misaligned entries (6.4 sectors a request). The pixels 3.06 us l2-bound at 512^2
- *   (14.4 MB from the L2; 1.34x), 50.2 at 2048^2 (1.38x), 299.6 dram-bound at 4096^2
- *   (2.06x); the op 9.82 us (1.19x), 159.1 (1.21x) and 741.7 dram-bound (1.40x), now
- *   bound by the tables' four passes (rows, totals, scan, pixels: the floor counts
- *   each) as much as by the pixels. At 4096^2, 517 MB of the pixels' bytes are fetched
- *   again: the halos of tiles whose neighbours ran long before in the emulator's random
- *   block order (a GPU's, row by row, would mostly find them in the L2: a row of tiles
- *   holds 6.8 MB of spans); without them the pixels are 201.6 us l2-bound (1.39x).
- *   Shared memory: eight 8-byte loads a pixel a table (2 wavefronts a warp, no
- *   conflict) and the copy's stores, 1.92 wavefronts a request, below the L2 bound.
- *   Registers: 75 (f32) and 80 (u8, u16), 3 blocks (24 warps) per SM, each thread's
- *   four pixels' ring sums held across the tables' copies
- *   (kernels/cuda/register_budgets.txt). Windows past 45 still cost the eight loads a
- *   pixel a table (a span would pass 48 KiB: a 287 x 287 span is 644 KiB); no bench_ops
- *   workload uses one.
+ *   Then (pixel_tiles_kernel, windows up to 45, until the bands took them: commit
+ *   deb4c74 has it): each table's entries under a 32 x 32 tile's boxes copied once to
+ *   shared memory, 2.2 entries a pixel a table at window 15; the op 9.82 us (1.19x),
+ *   159.1 (1.21x) and 741.7 dram-bound (1.40x) at 512^2, 2048^2 and 4096^2. Windows past
+ *   45 take pixels_kernel and its eight loads a pixel a table (a tile's span would pass
+ *   48 KiB: a 287 x 287 span is 644 KiB); no bench_ops workload uses one.
  *
  * The bands' cost. They read the frame and write the output, nothing else: their floor is
  * the op's input and output alone, 5 bytes a pixel for f32 to a mask (1.3 MB, 0.39 us at
@@ -112,10 +97,10 @@
  * tests' tolerance, not bit for bit, as they did before the tiles.
  *
  * The row and column scans' block and warp logic (table_row, tile_totals, tile_carries and
- * tile_scan, written against the Block and Warp of kernels/cuda/lanes.h), the tiled
- * pixel pass's (pixel_tile) and the bands' (cfar_band) also run on the host in
- * tests/test_cfar_cuda_logic.cpp (ctest cfar_cuda_logic), which compiles this file as plain C++
- * (hence the __CUDACC__ guards) with emulated threads; the cfar suite passed on cuda on an
+ * tile_scan, written against the Block and Warp of kernels/cuda/lanes.h) and the bands'
+ * (cfar_band) also run on the host in tests/test_cfar_cuda_logic.cpp (ctest
+ * cfar_cuda_logic), which compiles this file as plain C++ (hence the __CUDACC__ guards)
+ * with emulated threads; the cfar suite passed on cuda on an
  * H200 (the campaign of 2026-12-04, commit d834510). */
 #include "kernels/common/cfar.h"
 #include "kernels/cuda/cfar_bands.h"
@@ -309,184 +294,6 @@ PLM_HD void tile_scan(const Block &block, int64_t height, int64_t width, int64_t
   }
 }
 
-/* The pixel pass in tiles (pixel_tiles_kernel), for windows up to kStagedWindowMost. A
- * block of kTileThreads takes a tile of kTileSide x kTileSide pixels: thread t has column
- * t % 32 and rows t / 32 + 8 k (k < kTileRowsPerThread), so a warp is 32 pixels of a row.
- * Every corner of its pixels' boxes lies in the tile's span: the table entries from
- * (y0 - half, x0 - half) to (y1 + half + 1, x1 + half + 1), clipped to the table, for the
- * tile's first pixel (y0, x0), its last (y1, x1) and half = window / 2 (the guard's box
- * is inside the window's). Table by table, the block copies the span to shared memory
- * (each entry loaded once, a warp a row segment), then each thread takes its pixels' ring
- * sums from the copy and holds them in registers; then the outputs. The entries and the
- * arithmetic are plm__cfar_pixel's, so the bits are too. */
-constexpr int kTileSide = 32;
-constexpr int kTileThreads = 256;
-constexpr int kTileRanks = kTileThreads / 32; /* a tile's rows a block takes at once */
-constexpr int kTileRowsPerThread = kTileSide / kTileRanks;
-/* The shared memory a block may have without opting in, and the largest odd window whose
- * span ((kTileSide + window)^2 entries of 8 bytes) fits it. */
-constexpr int kSpanBytesMost = 48 * 1024;
-constexpr int kStagedWindowMost = 45;
-static_assert((kTileSide + kStagedWindowMost) * (kTileSide + kStagedWindowMost) * 8 <=
-                      kSpanBytesMost &&
-                  (kTileSide + kStagedWindowMost + 2) * (kTileSide + kStagedWindowMost + 2) * 8 >
-                      kSpanBytesMost,
-              "kStagedWindowMost is the largest odd window whose span fits");
-/* The tiles' arithmetic within a span is 32-bit (square_in_span): frames of up to 2^30 rows
- * and columns, any that a device holds the tables of. */
-constexpr int64_t kStagedSideMost = (int64_t)1 << 30;
-
-/* A tile's span, table rows [row, row + rows) and columns [column, column + columns); in
- * its coordinates (entry (row, column) at (0, 0)), the image's rows [top, bottom) and
- * columns [left, right), which the boxes are clipped to; and this thread's first pixel,
- * (y, x) in the span's coordinates, i in the frame. */
-struct tile_place {
-  int64_t row, column;
-  int rows, columns, top, bottom, left, right;
-  int y, x;
-  int64_t i;
-};
-
-/* Thread thread's place in tile `tile` (row-major over the frame's tiles). */
-PLM_HD inline tile_place place_in_frame(const plm__cfar_args &args, int64_t tile, int thread) {
-  const int64_t across = (args.width + kTileSide - 1) / kTileSide, half = args.window / 2;
-  const int64_t y0 = tile / across * kTileSide, x0 = tile % across * kTileSide;
-  const int64_t y1 = (y0 + kTileSide < args.height ? y0 + kTileSide : args.height) - 1;
-  const int64_t x1 = (x0 + kTileSide < args.width ? x0 + kTileSide : args.width) - 1;
-  const int64_t last_row = y1 + half + 1 < args.height ? y1 + half + 1 : args.height;
-  const int64_t last_column = x1 + half + 1 < args.width ? x1 + half + 1 : args.width;
-  tile_place p;
-  p.row = y0 - half > 0 ? y0 - half : 0;
-  p.column = x0 - half > 0 ? x0 - half : 0;
-  p.rows = (int)(last_row - p.row + 1);
-  p.columns = (int)(last_column - p.column + 1);
-  p.top = (int)-p.row;
-  p.bottom = (int)(args.height - p.row);
-  p.left = (int)-p.column;
-  p.right = (int)(args.width - p.column);
-  p.y = (int)(y0 - p.row) + thread / 32;
-  p.x = (int)(x0 - p.column) + thread % 32;
-  p.i = (y0 + thread / 32) * args.width + x0 + thread % 32;
-  return p;
-}
-
-/* A frame's tiles. */
-PLM_HD inline int64_t tile_count(const plm__cfar_args &args) {
-  return ((args.height + kTileSide - 1) / kTileSide) * ((args.width + kTileSide - 1) / kTileSide);
-}
-
-/* The rows and columns of the largest span of a frame's tiles, and its bytes, for the
- * launch. */
-inline void largest_span(const plm__cfar_args &args, int *rows, int *columns) {
-  const int64_t side = kTileSide + args.window;
-  *rows = (int)(side < args.height + 1 ? side : args.height + 1);
-  *columns = (int)(side < args.width + 1 ? side : args.width + 1);
-}
-inline size_t span_bytes_most(const plm__cfar_args &args) {
-  int rows, columns;
-  largest_span(args, &rows, &columns);
-  return (size_t)rows * (size_t)columns * 8;
-}
-
-/* plm__cfar_square of the pixel at (y, x) of a span's coordinates: the same box, moved,
- * in 32-bit arithmetic (ptxas, sm_90: the kernel takes 75 registers for f32 and 80 for u8
- * and u16; 104 and 128 with 64-bit boxes). */
-PLM_HD inline plm__cfar_box square_in_span(int y, int x, int side, const tile_place &p) {
-  const int half = side / 2;
-  const plm__cfar_box b = {
-      y - half > p.top ? y - half : p.top, y + half + 1 < p.bottom ? y + half + 1 : p.bottom,
-      x - half > p.left ? x - half : p.left, x + half + 1 < p.right ? x + half + 1 : p.right};
-  return b;
-}
-
-/* Whether this thread's pixel k lies in the frame (a tile may hang over its edges). */
-PLM_HD inline bool in_frame(const tile_place &p, int k) {
-  return p.y + k * kTileRanks < p.bottom && p.x < p.right;
-}
-
-/* A pixel's ring sum in one table (the table types as plm__cfar_pixel reads them: double
- * for f32, uint64_t for u8 and u16), and its d and m from its ring sums and n. */
-PLM_HD inline double ring(const double *t, int64_t stride, plm__cfar_box outer,
-                          plm__cfar_box guard) {
-  return plm__cfar_ring_f64(t, stride, outer, guard);
-}
-PLM_HD inline uint64_t ring(const uint64_t *t, int64_t stride, plm__cfar_box outer,
-                            plm__cfar_box guard) {
-  return plm__cfar_ring_int(t, stride, outer, guard);
-}
-/* One table's ring sums of this thread's pixels (sums[k]: its row k * kTileRanks below its
- * first; none for a pixel outside the frame) from the table's span, held in shared memory
- * at `stride` entries a row (entry (0, 0) the span's first). */
-template <typename S>
-PLM_HD void span_rings(const plm__cfar_args &args, const tile_place &p, const S *span, int stride,
-                       S sums[kTileRowsPerThread]) {
-  for (int k = 0; k < kTileRowsPerThread; k++) {
-    const int y = p.y + k * kTileRanks;
-    if (in_frame(p, k))
-      sums[k] = ring(span, stride, square_in_span(y, p.x, args.window, p),
-                     square_in_span(y, p.x, args.guard, p));
-  }
-}
-
-/* One table's ring sums of this thread's pixels (span_rings), through a copy of the
- * table's span in span_copy. */
-template <typename S, class Block>
-PLM_HD void tile_rings(const Block &block, const plm__cfar_args &args, const tile_place &p,
-                       const S *table, S *span_copy, S sums[kTileRowsPerThread]) {
-  const int64_t stride = args.width + 1;
-  const S *first = table + p.row * stride + p.column;
-  for (int r = block.thread() / 32; r < p.rows; r += kTileRanks)
-    for (int c = block.thread() % 32; c < p.columns; c += 32)
-      span_copy[r * p.columns + c] = first[r * stride + c];
-  block.sync();
-  span_rings(args, p, span_copy, p.columns, sums);
-  block.sync(); /* the copy is read before the next table's overwrites it */
-}
-
-/* This thread's pixels' reference cell counts n for u8 and u16: the boxes' areas. */
-PLM_HD inline void box_areas(const plm__cfar_args &args, const tile_place &p,
-                             uint64_t n[kTileRowsPerThread]) {
-  for (int k = 0; k < kTileRowsPerThread; k++) {
-    const int y = p.y + k * kTileRanks;
-    if (in_frame(p, k))
-      n[k] = (uint64_t)(plm__cfar_area(square_in_span(y, p.x, args.window, p)) -
-                        plm__cfar_area(square_in_span(y, p.x, args.guard, p)));
-  }
-}
-
-/* This thread's pixels' reference cell counts n: for f32, the ring sums of the count table
- * (the third of `tables`); for u8 and u16, the boxes' areas. */
-template <class Block>
-PLM_HD void tile_counts(const Block &block, const plm__cfar_args &args, const tile_place &p,
-                        const double *tables, double *span_copy, double n[kTileRowsPerThread]) {
-  tile_rings(block, args, p, tables + 2 * plm__cfar_table_entries(&args), span_copy, n);
-}
-template <class Block>
-PLM_HD void tile_counts(const Block &, const plm__cfar_args &args, const tile_place &p,
-                        const uint64_t *, uint64_t *, uint64_t n[kTileRowsPerThread]) {
-  box_areas(args, p, n);
-}
-
-/* Tile `tile` of one frame, by a block of kTileThreads: tables as plm__cfar_pixel takes
- * them, S their entry type; span_copy holds the largest span (span_bytes_most). */
-template <typename S, class Block>
-PLM_HD void pixel_tile(const Block &block, const plm__cfar_args &args, const void *frame_in,
-                       void *frame_out, const S *tables, double level, int64_t tile, S *span_copy) {
-  const tile_place p = place_in_frame(args, tile, block.thread());
-  const int64_t entries = plm__cfar_table_entries(&args);
-  S s1[kTileRowsPerThread], s2[kTileRowsPerThread], n[kTileRowsPerThread];
-  tile_rings(block, args, p, tables, span_copy, s1);
-  tile_rings(block, args, p, tables + entries, span_copy, s2);
-  tile_counts(block, args, p, tables, span_copy, n);
-  for (int k = 0; k < kTileRowsPerThread; k++) {
-    if (!in_frame(p, k)) continue;
-    const int64_t i = p.i + k * kTileRanks * args.width;
-    double d, m;
-    cfar_moments(args, frame_in, level, i, n[k], s1[k], s2[k], &d, &m);
-    plm__cfar_write(&args, frame_out, i, d, m);
-  }
-}
-
 #ifdef __CUDACC__
 /* Block b takes table rows b, b + blocks, ...: uniform across the block. */
 template <typename T>
@@ -531,7 +338,7 @@ __global__ void __launch_bounds__(kColumnThreads)
     tile_scan(block, height, width, b % groups, b / groups, count, tables, &shared);
 }
 
-/* A thread a pixel on the tables: plm__cfar_pixel (windows past kStagedWindowMost), or with
+/* A thread a pixel on the tables: plm__cfar_pixel (windows past BAND_WINDOW_MOST), or with
  * Held the hold's second pass, plm__cfar_hold_pixel (a kernel of its own, so that the hold
  * adds no register to the pixel kernels). */
 template <bool Held>
@@ -549,32 +356,21 @@ __global__ void pixels_kernel(plm__cfar_args args, const void *frame_in, void *f
   }
 }
 
-/* Block b takes tiles b, b + blocks, ...: uniform across the block. */
-template <typename S>
-__global__ void __launch_bounds__(kTileThreads)
-    pixel_tiles_kernel(plm__cfar_args args, const void *frame_in, void *frame_out,
-                       const S *tables) {
-  extern __shared__ __align__(16) unsigned char span_bytes[];
-  const plm__cuda_block block;
-  const double level = plm__cfar_level(frame_in, args.dtype);
-  const int64_t tiles = tile_count(args);
-  for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x)
-    pixel_tile(block, args, frame_in, frame_out, tables, level, tile, (S *)span_bytes);
-}
-
 /* Block b takes (strip, band) pairs b, b + blocks, ... of bands of `rows` rows
- * (kernels/cuda/cfar_bands.h): T the frame's element type, S the sums'. Six blocks an SM, as
- * many as f32's shared memory allows: left to ptxas, u8's took 72 registers and spilled. */
+ * (kernels/cuda/cfar_bands.h): T the frame's element type, S the sums'; band_shared_bytes of
+ * shared memory. Six blocks an SM (f32 at window 15: 29.5 KiB a block): left to ptxas, u8's
+ * took 72 registers and spilled. */
 template <typename T, typename S>
 __global__ void __launch_bounds__(BAND_THREADS, 6)
     band_kernel(plm__cfar_args args, const void *frame_in, void *frame_out, int rows) {
-  __shared__ band_memory<S> memory;
+  extern __shared__ __align__(16) unsigned char band_bytes[];
+  band_memory<S> *const memory = (band_memory<S> *)band_bytes;
   const plm__cuda_block block;
   const plm__cuda_warp warp;
   const double level = plm__cfar_level(frame_in, args.dtype);
   const int64_t blocks = band_blocks(args, rows);
   for (int64_t b = blockIdx.x; b < blocks; b += gridDim.x)
-    cfar_band<T, S>(block, warp, args, (const T *)frame_in, frame_out, level, b, rows, &memory);
+    cfar_band<T, S>(block, warp, args, (const T *)frame_in, frame_out, level, b, rows, memory);
 }
 
 /* One frame's outputs in one pass (band_kernel), T the frame's element type, S the sums'. */
@@ -582,31 +378,21 @@ template <typename T, typename S>
 plm_status frame_bands(cudaStream_t s, const plm__cfar_args *args, const void *frame_in,
                        void *frame_out) {
   const int rows = band_rows(*args);
-  band_kernel<T, S><<<plm__cuda_blocks(band_blocks(*args, rows), 1), BAND_THREADS, 0, s>>>(
-      *args, frame_in, frame_out, rows);
+  band_kernel<T, S>
+      <<<plm__cuda_blocks(band_blocks(*args, rows), 1), BAND_THREADS,
+         band_shared_bytes<S>(args->window, (int)sizeof(T)), s>>>(*args, frame_in, frame_out, rows);
   return plm__cuda_check_launch("cfar band_kernel");
 }
 
-/* One frame's outputs from its tables: in tiles through shared memory, or (windows past
- * kStagedWindowMost) a thread a pixel; with a hold, that pass at min(k, hold_k), then the
- * second pass (kernels/common/cfar.h). */
-template <typename S>
+/* One frame's outputs from its tables (windows past BAND_WINDOW_MOST), a thread a pixel;
+ * with a hold, that pass at min(k, hold_k), then the second pass (kernels/common/cfar.h). */
 plm_status frame_pixels(cudaStream_t s, const plm__cfar_args *args, const void *frame_in,
                         void *frame_out) {
   const plm__cfar_args first = plm__cfar_first_pass(args);
   const int64_t count = args->height * args->width;
-  plm_status status;
-  if (args->window > kStagedWindowMost || args->height >= kStagedSideMost ||
-      args->width >= kStagedSideMost) {
-    pixels_kernel<false><<<plm__cuda_blocks(count, kThreads), kThreads, 0, s>>>(
-        first, frame_in, frame_out, args->scratch);
-    status = plm__cuda_check_launch("cfar pixels_kernel");
-  } else {
-    pixel_tiles_kernel<S>
-        <<<plm__cuda_blocks(tile_count(*args), 1), kTileThreads, span_bytes_most(*args), s>>>(
-            first, frame_in, frame_out, (const S *)args->scratch);
-    status = plm__cuda_check_launch("cfar pixel_tiles_kernel");
-  }
+  pixels_kernel<false><<<plm__cuda_blocks(count, kThreads), kThreads, 0, s>>>(
+      first, frame_in, frame_out, args->scratch);
+  const plm_status status = plm__cuda_check_launch("cfar pixels_kernel");
   if (status != PLM_OK || !plm__cfar_holds(args)) return status;
   pixels_kernel<true><<<plm__cuda_blocks(count, kThreads), kThreads, 0, s>>>(
       *args, frame_in, frame_out, args->scratch);
@@ -664,8 +450,7 @@ extern "C" plm_status plm__cfar_cuda(void *stream, const plm__cfar_args *args) {
     status =
         f32 ? frame_tables<double>(s, args, frame_in) : frame_tables<table_int>(s, args, frame_in);
     if (status != PLM_OK) return status;
-    status = f32 ? frame_pixels<double>(s, args, frame_in, frame_out)
-                 : frame_pixels<uint64_t>(s, args, frame_in, frame_out);
+    status = frame_pixels(s, args, frame_in, frame_out);
     if (status != PLM_OK) return status;
   }
   return PLM_OK;

@@ -1,5 +1,5 @@
 /* kernels/cuda/cfar_bands.h: cfar in one pass over a frame, for windows up to
- * BAND_WINDOW_MOST (29; the default is 15), reading the frame once and writing the output,
+ * BAND_WINDOW_MOST (45; the default is 15), reading the frame once and writing the output,
  * nothing else (internal; C++, __host__ __device__, so that tests/test_cfar_cuda_logic.cpp
  * runs it on emulated threads; the kernel around it is in kernels/cuda/cfar.cu).
  *
@@ -18,17 +18,19 @@
  *           across the warp's lanes (five shuffles each) in shared memory; the pixel of
  *           thread t reads its window's sum as running[t + R] - running[t - R - 1] and its
  *           guard's as running[t + G] - running[t - G - 1], adding the running sum's total
- *           at the last lane of a warp where the two fall in neighbouring warps (2R + 1 <= 29
- *           < 32 columns apart: at most one boundary between them).
+ *           at the last lane of each warp from the one to the other (2R + 1 <= 45 columns
+ *           apart: two boundaries at most).
  * The threads of the 2R columns at a strip's sides only feed their neighbours: a strip
- * puts out BAND_THREADS - 2R columns (114 of 128 at window 15, 100 at 29).
+ * puts out BAND_THREADS - 2R columns (114 of 128 at window 15, 84 at 45). Windows past 45
+ * take summed-area tables of the frame (kernels/cuda/cfar.cu): a strip would put out few
+ * columns, and the ring would pass 48 KiB.
  *
  * f32 counts its finite cells only in a band where a pixel loaded so far is not finite (a
  * flag in shared memory, read after the barrier that follows the loads), else takes the
  * boxes' areas, the same integers; a cell outside the frame is a NaN in the ring, which
  * adds nothing to any sum and is counted by nobody (plm__cfar_cell_f32), and 0 for u8 and
  * u16. Integer sums are exact in any order, so u8 and u16 have the CPU's bits: uint64_t for
- * u16, uint32_t for u8, whose boxes' sums stay below 2^32 (29^2 x 255^2 < 2^26), so their
+ * u16, uint32_t for u8, whose boxes' sums stay below 2^32 (45^2 x 255^2 < 2^27), so their
  * differences are exact modulo 2^32 and the running sums move half the bytes. f32's doubles
  * are added and taken away as the rows pass, not read from a table of the frame: on the
  * tests' frames z agrees with the CPU's within 1e-9 (relative), as the tables' did. Their
@@ -49,8 +51,7 @@
 enum {
   BAND_THREADS = 128,
   BAND_BATCH = 4, /* rows a thread moves down between two barriers */
-  BAND_WINDOW_MOST = 29,
-  BAND_RING_ROWS = BAND_WINDOW_MOST + BAND_BATCH, /* rows y - R - 1 .. y + BAND_BATCH - 1 + R */
+  BAND_WINDOW_MOST = 45,
   BAND_ROWS_MOST = 64,
   BAND_ROWS_LEAST = 8
 };
@@ -60,16 +61,23 @@ enum { BAND_WINDOW_V, BAND_WINDOW_V2, BAND_GUARD_V, BAND_GUARD_V2, BAND_SUMS };
 
 /* A block's shared memory: each batch row's column sums as running sums across their warp
  * (lane by lane; t a thread's column), the finite cells' counts likewise (window, guard;
- * f32 bands with a pixel that is not finite), the flag of such a pixel, and the ring of
- * each column's last rows (element k of a column's ring at k * BAND_THREADS + t, of the
- * frame's element type). About 37 KiB for f32. */
+ * f32 bands with a pixel that is not finite) and the flag of such a pixel; then, right
+ * after the struct, the ring of each column's last window + BAND_BATCH rows (rows
+ * y - R - 1 .. y + BAND_BATCH - 1 + R; element k of a column's ring at k * BAND_THREADS + t,
+ * of the frame's element type): band_shared_bytes in all, 29.5 KiB for f32 at window 15,
+ * 44.6 KiB at 45, under the 48 KiB a block has without opting in. */
 template <typename S>
 struct band_memory {
   S running[BAND_SUMS][BAND_BATCH][BAND_THREADS];
   int counts[2][BAND_BATCH][BAND_THREADS];
-  int non_finite;
-  alignas(8) unsigned char ring[BAND_RING_ROWS * BAND_THREADS * 4];
+  alignas(8) int non_finite;
 };
+template <typename S>
+static PLM_HD constexpr size_t band_shared_bytes(int window, int element_bytes) {
+  return sizeof(band_memory<S>) + (size_t)(window + BAND_BATCH) * BAND_THREADS * element_bytes;
+}
+static_assert(band_shared_bytes<double>(BAND_WINDOW_MOST, 4) <= 48 * 1024,
+              "the largest window's shared memory fits without opting in");
 
 /* Whether a frame's cfar takes the bands (else summed-area tables in the scratch). The
  * bands' arithmetic on rows and columns is 64-bit: any frame. */
@@ -174,13 +182,14 @@ static PLM_HD inline int band_wrap(int k, int length) {
   return k >= length ? k - length : k;
 }
 
-/* The sum of a row's column sums over columns (b, a] of the strip (b >= -1, a - b < 32),
- * from their running sums across each warp. */
+/* The sum of a row's column sums over columns (b, a] of the strip (b >= -1), from their
+ * running sums across each warp: their difference, plus the total (the running sum at the
+ * last lane) of each warp from b's to the one before a's (two at most: a - b <= 45). */
 template <typename S>
 static PLM_HD inline S band_box(const S *running, int a, int b) {
-  if (b < 0) return running[a]; /* then a < 32 (a = 2R at most) */
-  S sum = running[a] - running[b];
-  if (a / 32 != b / 32) sum += running[b | 31];
+  S sum = running[a];
+  if (b >= 0) sum -= running[b];
+  for (int w = b < 0 ? 0 : b / 32; w < a / 32; w++) sum += running[w * 32 + 31];
   return sum;
 }
 
@@ -221,7 +230,7 @@ PLM_HD void cfar_band(const Block &block, const Warp &warp, const plm__cfar_args
   const int64_t column = x0 - R + t;
   const bool puts_out = t >= R && t < BAND_THREADS - R && column < args.width;
   const bool held = plm__cfar_holds(&args);
-  T *const ring = (T *)memory->ring, *const mine = ring + t;
+  T *const ring = (T *)(memory + 1), *const mine = ring + t;
   if (t == 0) memory->non_finite = 0;
   block.sync();
 
