@@ -166,6 +166,7 @@ void counts_add(plm_emu_counts &into, const plm_emu_counts &from) {
   into.barriers += from.barriers;
   into.collectives += from.collectives;
   into.collective_lanes += from.collective_lanes;
+  into.shuffles += from.shuffles;
 }
 
 namespace {
@@ -355,9 +356,10 @@ void count_barrier(executor *exec) {
   exec->counts->local.barriers++;
 }
 
-void count_collective(executor *exec, int warp, unsigned mask) {
+void count_collective(executor *exec, int warp, unsigned mask, uint64_t shuffles) {
   block_counts &b = *exec->counts;
   b.local.collectives++;
+  b.local.shuffles += shuffles;
   b.local.collective_lanes += (uint64_t)__builtin_popcount(mask);
   const int first = warp * kWarpSize, lanes = std::min(kWarpSize, exec->threads - first);
   const unsigned every = lanes == kWarpSize ? 0xffffffffu : (1u << lanes) - 1u;

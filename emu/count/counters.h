@@ -41,11 +41,12 @@ void count_shared_access(executor *exec, int linear, size_t offset, size_t size,
                          const void *pc);
 void count_device_access(executor *exec, int linear, uintptr_t addr, size_t size, access_kind kind,
                          const void *pc);
-/* The block's barrier released / a collective of warp `warp` completed with `mask` (one
- * naming every lane of the warp also starts the warp's access numbering again:
- * counters.cpp, block_counts) / the block ended. */
+/* The block's barrier released / a collective of warp `warp` completed with `mask`, and
+ * the 32-bit shuffle instructions it was (0 when not a shuffle; one naming every lane of
+ * the warp also starts the warp's access numbering again: counters.cpp, block_counts) /
+ * the block ended. */
 void count_barrier(executor *exec);
-void count_collective(executor *exec, int warp, unsigned mask);
+void count_collective(executor *exec, int warp, unsigned mask, uint64_t shuffles);
 void count_block_end(executor *exec);
 
 /* Registered device memory holds addr (emu/check/device_memory.cpp). */

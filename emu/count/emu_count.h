@@ -22,7 +22,8 @@
  *     each request costs as many steps as the most lanes that hit one address; for global
  *     atomics also the most operations of the launch on any one address;
  *   - block barriers released (summed over blocks), and warp collectives with the lanes
- *     each one named.
+ *     each one named; of them, the shuffles as the 32-bit SHFL instructions a GPU issues
+ *     (a double's shuffle is two), which the estimate charges to the shared-memory pipe.
  * Off by default; free when off (one test of a pointer per access). On through these
  * calls, or for a whole process with PLUME_EMU_COUNT=1 (emu/config.h), which prints the
  * text report on stderr when the process exits.
@@ -55,6 +56,7 @@ struct plm_emu_counts {
   uint64_t shared_atomic_requests, shared_atomic_ops, shared_atomic_steps;
   uint64_t barriers;                       /* __syncthreads released, summed over blocks */
   uint64_t collectives, collective_lanes;  /* warp collectives and the lanes they named */
+  uint64_t shuffles; /* 32-bit shuffle instructions (warp-wide), among the collectives */
 };
 
 /* A device's figures for the estimate (emu/count/report.cpp has the table and sources). */
@@ -63,7 +65,8 @@ struct plm_emu_device_model {
   double dram_bytes_per_s, l2_bytes_per_s, l2_bytes;
   int sms;
   double clock_hz;
-  double shared_wavefronts_per_clock_per_sm; /* 32 banks x 4 bytes: one wavefront a clock */
+  double shared_wavefronts_per_clock_per_sm; /* 32 banks x 4 bytes: one wavefront a clock;
+                                                a shuffle instruction takes one such clock */
   double global_atomic_steps_per_clock;      /* assumed: see the table */
   double launch_s, graph_node_s;
 };

@@ -4,8 +4,15 @@
  * The estimate of one launch is the largest of four bounds plus the launch's overhead:
  *   dram    (distinct sectors + sectors the L2 fetched again) x 32 B / DRAM bandwidth;
  *   l2      sectors of the global load and store requests x 32 B / L2 bandwidth;
- *   shared  (shared wavefronts + shared atomic steps) / (SMs x clock), one wavefront
- *           (32 banks x 4 B) per SM per clock;
+ *   shared  (shared wavefronts + shared atomic steps + shuffle instructions) / (SMs x
+ *           clock), one wavefront (32 banks x 4 B) per SM per clock, and a warp's 32-bit
+ *           shuffle one such clock: the SM's MIO unit issues one instruction a clock to
+ *           the pipe that serves shared memory, shuffles included (NVIDIA's answer on
+ *           the developer forums, "How does the LSU execute load/store instructions in
+ *           the Ampere architecture", 2023; Nsight Compute's profiling guide lists
+ *           shuffles among the LSU pipe's instructions), and the CUDA C++ Programming
+ *           Guide gives warp shuffles 32 results a clock per SM for compute capability
+ *           9.0, a warp's shuffle a clock;
  *   atomics the larger of the global atomic steps over the device's assumed rate and the
  *           operations on the launch's hottest address at one per clock;
  * and the overhead is one launch (or, for a graph, one graph node). A kernel's or a
@@ -83,14 +90,15 @@ double ratio(uint64_t a, uint64_t b) { return b ? (double)a / (double)b : 0.0; }
 
 void text_row(FILE *out, const std::string &name, const row &r) {
   const plm_emu_counts &c = r.counts;
-  std::fprintf(out, "%-40s %5llu %9.3f %9.3f %6.2f %6.2f %9.3f %8.3f %6.2f %7.2f %8llu %6.1f %9.3f %9.3f %9.3f %-7s\n",
+  std::fprintf(out, "%-40s %5llu %9.3f %9.3f %6.2f %6.2f %9.3f %8.3f %6.2f %7.2f %8llu %6.1f %9.1f %9.3f %9.3f %9.3f %-7s\n",
                name.c_str(), (unsigned long long)c.launches, c.load_bytes / 1e6, c.store_bytes / 1e6,
                ratio(c.load_sectors, c.load_requests), ratio(c.store_sectors, c.store_requests),
                c.distinct_sectors * 32 / 1e6, c.l2_refetch_sectors * 32 / 1e6,
                ratio(c.shared_wavefronts, c.shared_requests),
                ratio(c.global_atomic_steps + c.shared_atomic_steps,
                      c.global_atomic_requests + c.shared_atomic_requests),
-               (unsigned long long)c.barriers, ratio(c.collective_lanes, c.collectives), r.floor_s * 1e6,
+               (unsigned long long)c.barriers, ratio(c.collective_lanes, c.collectives), c.shuffles / 1e3,
+               r.floor_s * 1e6,
                r.estimate_s * 1e6, r.graph_estimate_s * 1e6, r.bound());
 }
 
@@ -131,7 +139,8 @@ void json_row(FILE *out, const row &r, const char *indent) {
                 {"shared_atomic_steps", c.shared_atomic_steps},
                 {"barriers", c.barriers},
                 {"collectives", c.collectives},
-                {"collective_lanes", c.collective_lanes}};
+                {"collective_lanes", c.collective_lanes},
+                {"shuffles", c.shuffles}};
   std::fprintf(out, "%s\"counts\": {", indent);
   for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
     std::fprintf(out, "%s\"%s\": %llu", i ? ", " : "", fields[i].name, (unsigned long long)fields[i].value);
@@ -147,7 +156,7 @@ void json_row(FILE *out, const row &r, const char *indent) {
 }
 
 const char kHeader[] =
-    "%-40s %5s %9s %9s %6s %6s %9s %8s %6s %7s %8s %6s %9s %9s %9s %-7s\n";
+    "%-40s %5s %9s %9s %6s %6s %9s %8s %6s %7s %8s %6s %9s %9s %9s %9s %-7s\n";
 
 }  // namespace
 
@@ -166,7 +175,7 @@ extern "C" void plm_emu_count_estimate(const plm_emu_counts *c, const plm_emu_de
   const double sector = 32.0;
   e->dram_s = (double)(c->distinct_sectors + c->l2_refetch_sectors) * sector / d->dram_bytes_per_s;
   e->l2_s = (double)(c->load_sectors + c->store_sectors) * sector / d->l2_bytes_per_s;
-  e->shared_s = (double)(c->shared_wavefronts + c->shared_atomic_steps) /
+  e->shared_s = (double)(c->shared_wavefronts + c->shared_atomic_steps + c->shuffles) /
                 (d->sms * d->clock_hz * d->shared_wavefronts_per_clock_per_sm);
   e->atomics_s = std::fmax((double)c->global_atomic_steps / (d->global_atomic_steps_per_clock * d->clock_hz),
                            (double)c->global_atomic_hottest / d->clock_hz);
@@ -225,7 +234,7 @@ extern "C" int plm_emu_count_report(const char *device, FILE *text, const char *
     for (size_t s = 0; s < sections.size(); s++) {
       std::fprintf(text, "\nsection %s\n", sections[s].label.c_str());
       std::fprintf(text, kHeader, "kernel", "runs", "load MB", "store MB", "ld s/r", "st s/r",
-                   "DRAM MB", "L2 re MB", "smem", "atomic", "barriers", "lanes", "floor us",
+                   "DRAM MB", "L2 re MB", "smem", "atomic", "barriers", "lanes", "shfl k", "floor us",
                    "est us", "graph us", "bound");
       for (const kernel_row &k : all[s].kernels) text_row(text, k.kernel + " " + short_site(k.site), k.r);
       if (all[s].kernels.size() > 1) text_row(text, "(section)", all[s].total);
@@ -234,7 +243,8 @@ extern "C" int plm_emu_count_report(const char *device, FILE *text, const char *
                  "for 4-byte lanes); DRAM MB = distinct sectors (the floor's bytes); L2 re = "
                  "sectors a 50 MB L2 fetched again; smem = wavefronts per shared request (the "
                  "bank-conflict replay); atomic = steps per atomic request (same-address "
-                 "serialisation); lanes = lanes per warp collective; est = largest bound + "
+                 "serialisation); lanes = lanes per warp collective; shfl k = thousands of "
+                 "32-bit warp shuffles (charged to the shared pipe); est = largest bound + "
                  "launches; graph = largest bound + graph nodes\n");
   }
   if (json_path) { /* written whole or not at all: into PATH.tmp, then renamed */

@@ -134,7 +134,7 @@ void complete_wait(executor *exec, int warp, int wait_index) {
   for (int l = 0; l < kWarpSize; l++)
     group.calls[l] = (done.mask & (1u << l)) ? exec->lanes[warp * kWarpSize + l].call : nullptr;
   done.kind->complete(group);
-  if (exec->counts) count_collective(exec, warp, done.mask);
+  if (exec->counts) count_collective(exec, warp, done.mask, shuffle_instructions(done.kind, group));
   w.sync_gen++;
   w.sync_masks[w.sync_gen % kSyncHistory] = done.mask;
   int m = 0;

@@ -175,6 +175,14 @@ const collective_kind kind_reduce = {"__reduce_*_sync", complete_reduce};
 const collective_kind kind_wmma_load = {"wmma::load_matrix_sync", complete_nothing};
 const collective_kind kind_wmma_store = {"wmma::store_matrix_sync", complete_nothing};
 
+uint64_t shuffle_instructions(const collective_kind *kind, const warp_group &group) {
+  if (kind != &kind_shfl_idx && kind != &kind_shfl_up && kind != &kind_shfl_down && kind != &kind_shfl_xor)
+    return 0;
+  for (int l = 0; l < kWarpSize; l++)
+    if (group.calls[l]) return (group.calls[l]->bytes + 3) / 4;
+  return 0;
+}
+
 void wmma_misuse(const char *call, const char *why, const void *pointer, unsigned ldm) {
   char detail[160];
   std::snprintf(detail, sizeof detail, ": %s (pointer %p, ldm %u)", why, pointer, ldm);

@@ -164,6 +164,11 @@ void run_block(executor *exec, uint3 block_idx, uint64_t seed);
  * good: a trap): the block goes on without it until it may run again (block.cpp). */
 void lane_stops(lane *l, bool for_good);
 
+/* The 32-bit shuffle instructions a GPU issues for a completed collective of `kind`: a
+ * shuffle of an n-byte value is ceil(n / 4) SHFL instructions (a double is two), whatever
+ * lanes its mask names; any other collective, 0 (collectives.cpp). */
+uint64_t shuffle_instructions(const collective_kind *kind, const warp_group &group);
+
 /* Describe the running thread for reports: "kernel K (kernels/cuda/x.cu:12), block
  * (3,0,0), thread (17,0,0)". Empty outside a kernel. */
 std::string describe_running_thread();

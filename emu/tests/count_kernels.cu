@@ -75,7 +75,9 @@ __global__ void collectives_kernel(int *out) {
   __syncwarp();
   int v = t;
   if (lane < 16) v = __shfl_down_sync(0x0000ffffu, v, 1, 16);
-  out[t] = v;
+  const double d = __shfl_xor_sync(0xffffffffu, (double)t, 1);
+  const unsigned odd = __ballot_sync(0xffffffffu, t % 2);
+  out[t] = v + (int)d + (int)(odd & 1u);
 }
 
 /* One warp, `rows` trips: in trip r even lanes load once and odd lanes twice, each load a

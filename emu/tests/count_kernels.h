@@ -28,7 +28,8 @@ cudaError_t count_atomics(int *counters, int *out, cudaStream_t s);
 /* One thread reads (volatile) the floats at sectors `pattern` (0: 0,1,0,2,0,3; 1:
  * 0,1,2,0,1,2) of `in`, 8 floats a sector, and writes their sum to out[0]. */
 cudaError_t count_sector_pattern(int pattern, const float *in, float *out, cudaStream_t s);
-/* Two warps: a full __syncwarp, then a shuffle among lanes 0-15 only. out: 64 ints. */
+/* Two warps: a full __syncwarp, a shuffle of an int among lanes 0-15 only, a full
+ * shuffle of a double and a full ballot. out: 64 ints. */
 cudaError_t count_collectives(int *out, cudaStream_t s);
 /* One warp, `rows` trips of a loop whose odd lanes load twice a trip and even lanes once,
  * a __syncwarp closing each trip when `together` is not 0. */

@@ -6,7 +6,8 @@
  * the requests, 16 sectors each; a stride-32 read takes 32 sectors a request, 8 times a
  * copy's 4; shared reads of stride 1, 2 and 32 take 1, 2 and 32 wavefronts, a broadcast
  * 1; 32 lanes adding to one address take 32 steps, global and shared; barriers and the
- * lanes of collectives; a full warp's collective starting its access numbering again
+ * lanes of collectives, the shuffles among them as 32-bit instructions (a double's two)
+ * that the estimate charges to the shared pipe; a full warp's collective starting its access numbering again
  * (a loop whose lanes load different numbers of times a trip); the L2's LRU (in an L2 of two sectors, 0,1,0,2,0,3 fetches nothing
  * again, 0,1,2,0,1,2 three).
  * Then the estimate names the bound that wins, the report's text and JSON, and bad calls.
@@ -171,9 +172,19 @@ void test_atomics_and_collectives(cudaStream_t s) {
   }
 
   plm_emu_counts w = counted("collectives", "collectives_kernel", s, [&] { return count_collectives(out, s); });
-  check(w.collectives == 4 && w.collective_lanes == 2 * 32 + 2 * 16,
-        "collectives: 4, a full __syncwarp and a half-warp shuffle per warp (" + u(w.collectives) + ", " +
-            u(w.collective_lanes) + " lanes)");
+  check(w.collectives == 8 && w.collective_lanes == 2 * (32 + 16 + 32 + 32),
+        "collectives: 8, a full __syncwarp, a half-warp shuffle, a double's shuffle and a ballot per "
+        "warp (" + u(w.collectives) + ", " + u(w.collective_lanes) + " lanes)");
+  check(w.shuffles == 2 * (1 + 2),
+        "shuffles: 3 a warp, the int's 1 and the double's 2 (two 32-bit SHFLs), the ballot and "
+        "__syncwarp none (" + u(w.shuffles) + ")");
+  if (h100) {
+    plm_emu_estimate e;
+    plm_emu_count_estimate(&w, h100, &e);
+    const double shuffles_s = 6 / (h100->sms * h100->clock_hz * h100->shared_wavefronts_per_clock_per_sm);
+    check(std::fabs(e.shared_s - shuffles_s) < 1e-18,
+          "shuffles on an H100: a warp's shuffle a clock of the shared pipe (" + std::to_string(e.shared_s) + " s)");
+  }
   CUDA_OK(cudaFree(counters));
   CUDA_OK(cudaFree(out));
 }
