@@ -361,7 +361,7 @@ __global__ void pixels_kernel(plm__cfar_args args, const void *frame_in, void *f
  * shared memory. Six blocks an SM (f32 at window 15: 29.5 KiB a block): left to ptxas, u8's
  * took 72 registers and spilled. */
 template <typename T, typename S>
-__global__ void __launch_bounds__(BAND_THREADS, 6)
+__global__ void __launch_bounds__(BAND_THREADS, 8)
     band_kernel(plm__cfar_args args, const void *frame_in, void *frame_out, int rows) {
   extern __shared__ __align__(16) unsigned char band_bytes[];
   band_memory<S> *const memory = (band_memory<S> *)band_bytes;
