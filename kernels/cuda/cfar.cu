@@ -1,10 +1,11 @@
 /* kernels/cuda/cfar.cu: cell-averaging CFAR on the GPU, frame by frame. Windows up to 45
  * (BAND_WINDOW_MOST; the default is 15) take one kernel a frame and no scratch:
- *   band            a block per strip of 128 columns of a band of rows: each column's sums
- *                   over the window's and the guard's rows kept in registers as the rows
- *                   pass, then summed across the columns through running sums in shared
- *                   memory; with a hold, each pixel's mask decided in the same pass
- *                   (kernels/cuda/cfar_bands.h, whose essay has the design).
+ *   band            a block of 64 threads per strip of 128 columns of a band of rows, two
+ *                   columns a thread: each column's sums over the window's and the guard's
+ *                   rows kept in registers as the rows pass, then summed across the columns
+ *                   through running sums in shared memory; with a hold, each pixel's mask
+ *                   decided in the same pass (kernels/cuda/cfar_bands.h, whose essay has
+ *                   the design).
  * Larger windows, whose strips would put out few columns, take five kernels a frame (a
  * hold, six) on summed-area tables of the whole frame in the scratch:
  *   row_sums        a block per table row: the row's running sums of each cell's components
@@ -58,37 +59,41 @@
  *
  * The bands' cost. They read the frame and write the output, nothing else: their floor is
  * the op's input and output alone, 5 bytes a pixel for f32 to a mask (1.3 MB, 0.39 us at
- * 512^2; 84 MB, 25 us at 4096^2 on an H100). Their bound is the shared memory's, counted
- * a warp's row (32 columns) at a time: the ring's store of the row entering and loads of
- * the three leaving or entering the guard (4 wavefronts: 4-byte elements or fewer), the
- * four running sums' stores (8: 8-byte entries take 2 wavefronts), each pixel's eight
- * running sums (16) with, where its window or guard spans two warps, a warp's total (4
- * requests, up to 8 wavefronts: a warp's lanes may read two warps' totals, 32 entries
- * apart, in the same banks), and its own value from the ring (1): 33 to 37 wavefronts,
- * and a band's first 2R rows stored again, against the 114 outputs of 128 columns at
- * window 15. Emulated estimates for an H100 SXM, not measurements (bench_ops --op cfar
- * --emulated-cost, f32, window 15, guard 5, commit deb4c74): 1.26 wavefronts an output
- * pixel, 1.38 us shared-bound at 512^2 (3.5x the floor; 320 blocks of bands of 8 rows),
- * 20.16 at 2048^2 (3.2x), 80.65 at 4096^2 (3.2x); the L2 below (each pixel loaded 1.12
- * times by the strips' sides and 1.23 by the bands' first rows: 27.5 us at 4096^2).
- * Before, the one-pass tiles built summed-area tables of each tile's span in shared memory:
- * 3.0 wavefronts a pixel, 3.02, 49.14 and 197.17 us (7.7x to 7.9x; commit 1525f5c), and a
- * scan's chain of about 16 dependent shared accesses a segment, which an H200 measured at
- * 803.4 us at 4096^2 (bench_ops, f32, window 15, commit d834510: benchmarks/results/
- * 2026-12-04-h200-d834510; 18.4 us at 512^2, 193.7 at 2048^2), 4.0 times that estimate.
- * The bands have no such chain: a thread's steps down its column depend on each other
- * only through four additions in registers, and its loads are BAND_BATCH rows ahead. What
- * the count leaves out: the running sums across a warp are five shuffles a sum (40
- * shuffle instructions a warp's row for four 8-byte sums, 1.4 an output pixel), which a
- * GPU issues at 32 lanes a clock an SM, as it does shared-memory wavefronts, so a GPU may
- * take up to twice the count; nor the FP64 pipe, which f32's sums use: about 60 double
- * operations an output (the cells' conversions and squares, the sums' moves, the scans,
- * the boxes, the moments), at 64 lanes a clock an SM on an H100 about 70 us at 4096^2,
- * near the shared memory's bound (u8 and u16 add integers). Not yet timed on a GPU. What
- * would go further: a thread of two columns (half the shuffles); a thread of several
- * columns that sums each row's window across from the raw pixels in shared memory (4-byte
- * reads, no 8-byte sums exchanged: about 0.4 wavefronts a pixel by hand), which for f32
- * would leave the FP64 pipe the bound.
+ * 512^2; 84 MB, 25 us at 4096^2 on an H100). Their bound is the shared-memory pipe's,
+ * counted a warp's row (64 columns, two a lane) at a time: the ring's store of the row
+ * entering and loads of the three leaving or entering the guard (8 wavefronts: 4-byte
+ * elements or fewer, two columns), the four running sums' stores (16: 8-byte entries take 2
+ * wavefronts), each pixel's eight running sums (16 per 32 pixels) with, where its window or
+ * guard spans two warps, the first warp's total, and its own value from the ring (1 per
+ * 32), and the running sums' shuffles: five steps of an 8-byte sum (two 32-bit shuffles)
+ * for each of four sums, 40 shuffle instructions a warp's row, which a GPU issues to the
+ * same pipe at one a clock (emu/count/report.cpp); against the 114 outputs of 128 columns
+ * at window 15, and a band's first 2R rows stored again. Emulated estimates for an H100
+ * SXM, not measurements (bench_ops --op cfar --emulated-cost, f32, window 15, guard 5;
+ * docs/benchmarks.md, "cfar in bands"): 1.23 wavefronts and 0.70 shuffles an output pixel,
+ * 2.14 us shared-bound at 512^2 (5.5x the floor), 31.09 at 2048^2 (5.0x), 124.38 at 4096^2
+ * (5.0x). A thread a column (commit deb4c74) took 1.26 wavefronts and 1.41 shuffles a
+ * pixel: 2.93 and 42.59 us at 512^2 and 2048^2 (7.5x, 6.8x) once the count charged its
+ * shuffles, which it did not then (1.38 and 20.16 us, 3.5x and 3.2x, and 80.65 at 4096^2
+ * were printed). Before, the one-pass tiles built summed-area tables of each tile's span in
+ * shared memory: 3.0 wavefronts a pixel, 3.02, 49.14 and 197.17 us (7.7x to 7.9x; commit
+ * 1525f5c), and a scan's chain of about 16 dependent shared accesses a segment, which an
+ * H200 measured at 803.4 us at 4096^2 (bench_ops, f32, window 15, commit d834510:
+ * benchmarks/results/ 2026-12-04-h200-d834510; 18.4 us at 512^2, 193.7 at 2048^2), 4.0
+ * times that estimate. The bands have no such chain: a thread's steps down its columns
+ * depend on each other only through additions in registers, and its loads are BAND_BATCH
+ * rows ahead. What the count leaves out: the FP64 pipe, which f32's sums use: about 60
+ * double operations an output (the cells' conversions and squares, the sums' moves, the
+ * scans, the boxes, the moments), at 64 lanes a clock an SM on an H100 about 70 us at
+ * 4096^2, half the shared pipe's bound (u8 and u16 add integers). Registers: 121 for f32
+ * (two columns' eight sums); 14 warps an SM (7 blocks, by f32's 29.5 KiB of shared memory
+ * at window 15) against the 24 of a thread a column, each with two columns' loads and sums
+ * in flight. Not yet timed on a GPU. Not 2x: exchanging four 8-byte sums a pixel (a store
+ * and two loads each) is 0.75 wavefronts, 1.9x the floor at 4096^2, before the shuffles of
+ * their running sums, the ring and the edges. What would go further: more columns a thread
+ * (fewer shuffles; f32's registers stop it at two under this design); a thread walking a
+ * row's column sums (sliding, no running sums: no shuffles, but each segment's first window
+ * read whole and the lanes' rows laid out against conflicts).
  *
  * The integer tables and sums (u8, u16) are exact in any order, so the bits equal the
  * CPU's; the f32 tables sum their doubles in the scans' orders (rows in chunks of warps,
@@ -358,8 +363,8 @@ __global__ void pixels_kernel(plm__cfar_args args, const void *frame_in, void *f
 
 /* Block b takes (strip, band) pairs b, b + blocks, ... of bands of `rows` rows
  * (kernels/cuda/cfar_bands.h): T the frame's element type, S the sums'; band_shared_bytes of
- * shared memory. Six blocks an SM (f32 at window 15: 29.5 KiB a block): left to ptxas, u8's
- * took 72 registers and spilled. */
+ * shared memory. Eight blocks of 64 an SM by registers (at most 128 a thread: f32 takes
+ * 121), seven by f32's 29.5 KiB of shared memory at window 15. */
 template <typename T, typename S>
 __global__ void __launch_bounds__(BAND_THREADS, 8)
     band_kernel(plm__cfar_args args, const void *frame_in, void *frame_out, int rows) {

@@ -59,7 +59,7 @@
 
 enum {
   BAND_THREADS = 64,
-  BAND_PER_THREAD = 2, /* columns a thread owns, side by side */
+  BAND_PER_THREAD = 2,                           /* columns a thread owns, side by side */
   BAND_COLUMNS = BAND_THREADS * BAND_PER_THREAD, /* a strip's, halo included */
   BAND_WARP_COLUMNS = 32 * BAND_PER_THREAD,
   BAND_BATCH = 4, /* rows a thread moves down between two barriers */
@@ -282,11 +282,13 @@ PLM_HD void cfar_band(const Block &block, const Warp &warp, const plm__cfar_args
   for (int r = 0; r <= 2 * R; r += BAND_BATCH) {
     T values[K][BAND_BATCH];
     PLM_UNROLLED
-    for (int j = 0; j < BAND_BATCH; j++)
+    for (int j = 0; j < BAND_BATCH; j++) {
       PLM_UNROLLED
       for (int k = 0; k < K; k++)
         if (r + j <= 2 * R)
-          values[k][j] = band_load(args, frame_in, y0 - R - 1 + r + j, column[k], &memory->non_finite);
+          values[k][j] =
+              band_load(args, frame_in, y0 - R - 1 + r + j, column[k], &memory->non_finite);
+    }
     PLM_UNROLLED
     for (int j = 0; j < BAND_BATCH; j++) {
       if (r + j > 2 * R) continue;
@@ -304,15 +306,17 @@ PLM_HD void cfar_band(const Block &block, const Warp &warp, const plm__cfar_args
   for (int64_t y = y0; y < y_end; y += BAND_BATCH) {
     T entering[K][BAND_BATCH]; /* rows y + R .. y + R + BAND_BATCH - 1 */
     PLM_UNROLLED
-    for (int j = 0; j < BAND_BATCH; j++)
+    for (int j = 0; j < BAND_BATCH; j++) {
       PLM_UNROLLED
       for (int k = 0; k < K; k++)
         entering[k][j] = band_load(args, frame_in, y + R + j, column[k], &memory->non_finite);
+    }
     PLM_UNROLLED
-    for (int j = 0; j < BAND_BATCH; j++)
+    for (int j = 0; j < BAND_BATCH; j++) {
       PLM_UNROLLED
       for (int k = 0; k < K; k++)
         ring[band_wrap(oldest + 2 * R + 1 + j, length) * BAND_COLUMNS + place[k]] = entering[k][j];
+    }
     block.sync(); /* the flag holds this batch's loads; every thread has read the last
                      batch's running sums */
     const bool counted = sizeof(T) == 4 && *(volatile int *)&memory->non_finite != 0;
@@ -363,8 +367,9 @@ PLM_HD void cfar_band(const Block &block, const Warp &warp, const plm__cfar_args
               plm__cfar_area(plm__cfar_square(py, px, args.guard, args.height, args.width));
         }
         double d, m;
-        cfar_moments(args, ring, level, band_wrap(oldest + j + R + 1, length) * BAND_COLUMNS + band_place(a),
-                     (S)n, s1, s2, &d, &m);
+        cfar_moments(args, ring, level,
+                     band_wrap(oldest + j + R + 1, length) * BAND_COLUMNS + band_place(a), (S)n, s1,
+                     s2, &d, &m);
         const int64_t i = py * args.width + px;
         if (held)
           ((uint8_t *)frame_out)[i] = plm__cfar_held_mask(&args, py, px, d, m);

@@ -118,8 +118,8 @@
  *     lane, not per iteration, and so undercounts divergent code;
  *   - the differences of small counts in registers: the same divergence, per datum;
  *   - the bins through warp shuffles instead of loads: a shuffle takes the same pipe
- *     and issue slot a shared load does (the emulator does not count shuffles as
- *     wavefronts, so it would look free);
+ *     and issue slot a shared load does (the emulator now charges it there too: a 32-bit
+ *     shuffle a clock, as a wavefront);
  *   - the differences as 32-bit halves: two requests where one 8-byte load (a warp's
  *     16 or fewer distinct counts: one wavefront) serves;
  *   - longer segments at 512^2 with half the threads (T = 32, R = 16, the same 512
