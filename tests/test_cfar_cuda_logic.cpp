@@ -267,9 +267,10 @@ int64_t band_mismatches(const Frame &f, int window, int guard, plm_cfar_result o
 }
 
 /* The windows of the bands' checks: the smallest, the default, a guard of 1 (its box the
- * pixel alone), and windows whose guard leaves a ring one cell wide, 29 (its boxes across
- * one warp boundary at most) and the largest (two); bands of the
- * fewest rows and the most (a frame's rows split unevenly between them either way). */
+ * pixel alone), and windows whose guard leaves a ring one cell wide, 29 and the largest
+ * (their boxes across the one boundary between a strip's two warps of 64 columns, as the
+ * default's are for some pixels); bands of the fewest rows and the most (a frame's rows
+ * split unevenly between them either way). */
 const int kBandWindows[][2] = {
     {3, 1}, {15, 5}, {9, 1}, {29, 27}, {BAND_WINDOW_MOST, BAND_WINDOW_MOST - 2}};
 

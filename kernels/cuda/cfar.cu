@@ -86,14 +86,18 @@
  * double operations an output (the cells' conversions and squares, the sums' moves, the
  * scans, the boxes, the moments), at 64 lanes a clock an SM on an H100 about 70 us at
  * 4096^2, half the shared pipe's bound (u8 and u16 add integers). Registers: 121 for f32
- * (two columns' eight sums); 14 warps an SM (7 blocks, by f32's 29.5 KiB of shared memory
- * at window 15) against the 24 of a thread a column, each with two columns' loads and sums
- * in flight. Not yet timed on a GPU. Not 2x: exchanging four 8-byte sums a pixel (a store
- * and two loads each) is 0.75 wavefronts, 1.9x the floor at 4096^2, before the shuffles of
- * their running sums, the ring and the edges. What would go further: more columns a thread
- * (fewer shuffles; f32's registers stop it at two under this design); a thread walking a
- * row's column sums (sliding, no running sums: no shuffles, but each segment's first window
- * read whole and the lanes' rows laid out against conflicts).
+ * (two columns' eight sums); at most 14 warps an SM (7 blocks, by f32's 29.5 KiB of shared
+ * memory at window 15) against the 24 of a thread a column, each with two columns' loads
+ * and sums in flight. Fewer where the frame has fewer bands than that: band_rows stops
+ * halving at 264 blocks or 8 rows, which at 512^2 (320 blocks) is 4.8 warps an SM where a
+ * thread a column had 9.7, each with twice the loads in flight; the estimate does not model
+ * occupancy, so the gain at 512^2 is the least certain. Not yet timed on a GPU. Not 2x:
+ * exchanging four 8-byte sums a pixel (a store and two loads each) is 0.75 wavefronts, 1.9x
+ * the floor at 4096^2, before the shuffles of their running sums, the ring and the edges.
+ * What would go further: more columns a thread (fewer shuffles; f32's registers stop it at
+ * two under this design); a thread walking a row's column sums (sliding, no running sums:
+ * no shuffles, but each segment's first window read whole and the lanes' rows laid out
+ * against conflicts).
  *
  * The integer tables and sums (u8, u16) are exact in any order, so the bits equal the
  * CPU's; the f32 tables sum their doubles in the scans' orders (rows in chunks of warps,

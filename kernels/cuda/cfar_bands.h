@@ -45,8 +45,10 @@
  * tests' frames z agrees with the CPU's within 1e-9 (relative), as the tables' did. Their
  * rounding is relative to the sums they pass through: a pixel far larger than its
  * neighbours leaves its rounding in its column's sums for the rest of the band (up to
- * 64 + R rows) and in the running sums to its right in its warp, about twice as far as the
- * tiles' span tables left it, and far less than the CPU's tables of the whole frame, whose
+ * 64 + R rows) and in the running sums to its right in its warp (up to 63 columns, two a
+ * lane; a thread's first column's running sum is its pair's less its second column, one
+ * rounding more), about four times as far as the tiles' span tables left it, and far less
+ * than the CPU's tables of the whole frame, whose
  * entries carry every pixel above and to the left (a review measured, against long double,
  * 790, 351 and 6,321 wrong z-scores at 1e-3 around one pixel of 1e8 among values 1 +- 1e-3,
  * outside its window). Products are rounded one by one (plm__cfar_mul), so nvcc contracts
@@ -86,7 +88,7 @@ static PLM_HD inline int band_place(int c) {
  * the struct, the ring of each column's last window + BAND_BATCH rows (rows
  * y - R - 1 .. y + BAND_BATCH - 1 + R; slot k of column c at k * BAND_COLUMNS +
  * band_place(c), of the frame's element type): band_shared_bytes in all, 29.5 KiB for f32
- * at window 15, 44.6 KiB at 45, under the 48 KiB a block has without opting in. */
+ * at window 15, 44.5 KiB at 45, under the 48 KiB a block has without opting in. */
 template <typename S>
 struct band_memory {
   S running[BAND_SUMS][BAND_BATCH][BAND_COLUMNS];
