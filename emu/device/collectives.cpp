@@ -164,10 +164,10 @@ void complete_reduce(const warp_group &g) {
 }  // namespace
 
 const collective_kind kind_syncwarp = {"__syncwarp", complete_nothing};
-const collective_kind kind_shfl_idx = {"__shfl_sync", complete_shuffle<by_index>};
-const collective_kind kind_shfl_up = {"__shfl_up_sync", complete_shuffle<up>};
-const collective_kind kind_shfl_down = {"__shfl_down_sync", complete_shuffle<down>};
-const collective_kind kind_shfl_xor = {"__shfl_xor_sync", complete_shuffle<by_xor>};
+const collective_kind kind_shfl_idx = {"__shfl_sync", complete_shuffle<by_index>, true};
+const collective_kind kind_shfl_up = {"__shfl_up_sync", complete_shuffle<up>, true};
+const collective_kind kind_shfl_down = {"__shfl_down_sync", complete_shuffle<down>, true};
+const collective_kind kind_shfl_xor = {"__shfl_xor_sync", complete_shuffle<by_xor>, true};
 const collective_kind kind_ballot = {"__ballot_sync", complete_ballot};
 const collective_kind kind_match_any = {"__match_any_sync", complete_match_any};
 const collective_kind kind_match_all = {"__match_all_sync", complete_match_all};
@@ -176,8 +176,7 @@ const collective_kind kind_wmma_load = {"wmma::load_matrix_sync", complete_nothi
 const collective_kind kind_wmma_store = {"wmma::store_matrix_sync", complete_nothing};
 
 uint64_t shuffle_instructions(const collective_kind *kind, const warp_group &group) {
-  if (kind != &kind_shfl_idx && kind != &kind_shfl_up && kind != &kind_shfl_down && kind != &kind_shfl_xor)
-    return 0;
+  if (!kind->shuffles) return 0;
   for (int l = 0; l < kWarpSize; l++)
     if (group.calls[l]) return (group.calls[l]->bytes + 3) / 4;
   return 0;

@@ -166,7 +166,7 @@ void lane_stops(lane *l, bool for_good);
 
 /* The 32-bit shuffle instructions a GPU issues for a completed collective of `kind`: a
  * shuffle of an n-byte value is ceil(n / 4) SHFL instructions (a double is two), whatever
- * lanes its mask names; any other collective, 0 (collectives.cpp). */
+ * lanes its mask names; a kind not marked `shuffles`, 0 (collectives.cpp). */
 uint64_t shuffle_instructions(const collective_kind *kind, const warp_group &group);
 
 /* Describe the running thread for reports: "kernel K (kernels/cuda/x.cu:12), block

@@ -220,6 +220,7 @@ static PLM_HD inline S band_box(const S *running, int a, int b) {
 
 /* The running sums at a thread's two columns across its warp's columns: the sum of every
  * column up to and including each (every lane calls it). */
+static_assert(BAND_PER_THREAD == 2, "band_running_pair and cfar_band's across phase take a pair");
 template <typename S, class Warp>
 static PLM_HD inline void band_running_pair(const Warp &warp, S first, S second, S *at_first,
                                             S *at_second) {

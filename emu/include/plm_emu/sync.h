@@ -34,10 +34,13 @@ struct warp_group {
   int warp;      /* the warp's index in its block */
 };
 
-/* An operation of the warp: its name (for reports) and how a group's results are made. */
+/* An operation of the warp: its name (for reports), how a group's results are made, and
+ * whether it moves each lane's value through SHFL instructions (the counts take it as
+ * ceil(bytes / 4) of them: emu/count). */
 struct collective_kind {
   const char *name;
   void (*complete)(const warp_group &group);
+  bool shuffles = false;
 };
 
 /* What a lane brings to a collective (on its own stack while it waits). */
