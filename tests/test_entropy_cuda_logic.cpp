@@ -176,7 +176,7 @@ const plm__entropy_cuda_shape kSmallestShape = {32, 1, 128, 1}, kLargestShape = 
 
 bool same_plan(const plan &a, const plan &b) {
   return a.hist == b.hist && a.threads == b.threads && a.window == b.window && a.span == b.span &&
-         a.row_words == b.row_words && a.ring_rows == b.ring_rows &&
+         a.row_quads == b.row_quads && a.ring_rows == b.ring_rows &&
          a.sparse_slots == b.sparse_slots && a.delta_entries == b.delta_entries &&
          a.clogc_entries == b.clogc_entries && a.segment_rows == b.segment_rows &&
          a.strips == b.strips && a.segments == b.segments && a.tasks == b.tasks &&
@@ -501,7 +501,7 @@ plan todays_plan(int64_t frames, int64_t height, int64_t width, int window, int 
     choice = {HIST_DENSE_SHARED, dense, 0, 0, 2};
   else if (sparse)
     choice = {HIST_SPARSE_SHARED, sparse, 0, 0, 2};
-  const size_t row_bytes = (size_t)ring_row_words(choice.threads + window - 1) * 4;
+  const size_t row_bytes = (size_t)ring_row_quads(choice.threads + window - 1) * 8;
   choice.ring_rows = (size_t)(window + 2) * row_bytes <= 32 * 1024 ? window + 2 : 2;
   const int64_t strips = (width + choice.threads - 1) / choice.threads;
   int64_t rows = max64(2 * (int64_t)window, 32);

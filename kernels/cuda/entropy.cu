@@ -14,11 +14,11 @@
  * integer, and every output the CPU's bits.
  *
  * Bins once per pixel. The block bins each input row a task needs once, into a ring
- * of w + 2 rows of T + w - 1 bins in shared memory (u16, two to a 32-bit word, and a
- * spare word: BinPair, ring_row_words): one thread computes a bin (entropy: a u8/u16
+ * of w + 2 rows of T + w - 1 bins in shared memory (u16, four to an 8-byte quad, and a
+ * spare quad: BinQuad, ring_row_quads): one thread computes a bin (entropy: a u8/u16
  * value scaled by a multiply and a shift, an f32 through the frame's range; fused: the
  * Sobel magnitude of nine pixels read through the border rule, binned with the fixed
- * range) and the w threads whose windows cover it read it, two bins to a 32-bit load
+ * range) and the w threads whose windows cover it read it, four bins to an 8-byte load
  * (each_bin_pair). A task bins its first window's rows and one row per output row after:
  * each input pixel is binned (R + w - 1) / R x (T + w - 1) / T times in all (1.8 for
  * R = 32, T = 64, w = 16; the halo). A step reads w + 1 rows; the ring's one more
@@ -98,13 +98,15 @@
  *   counts them, emu/README.md): a count change is a load and a store of the count's
  *   word (each lane in its own bank: one wavefront each) and a load of a difference
  *   (8 bytes, random, but a warp's counts are few and small: 1.0 to 1.15 wavefronts
- *   counted), and its bin comes two to a load (floor(w/2) + 1 loads for w bins: 0.56 a
- *   change at w = 16): 3.56 wavefronts a change. A task adds bins / 2 stores to zero
- *   its histogram and about 1.6 stores a staged row per warp. At R = 32: 40 changes,
- *   (40 x 3.56 + 128 / 32 + 1.6 x 47 / 32) / 32 = 4.6 wavefronts a pixel, 16.7 M x 4.6 / 132 SMs /
- *   1.98 GHz = 0.29 ms at 4096^2, 12x the floor. At 512^2 one frame's 512 tasks cut R
- *   to 8 (min_tasks), so the fill is more than half the changes (w^2 / R = 32 of 60 a
- *   pixel): the emulated estimate there is 7.4 us for the shared pipe, 19x the floor
+ *   counted), and its bin comes four to a load (floor(w/4) + 1 loads for w bins, or one
+ *   more: 0.31 a change at w = 16, where two to a 32-bit load were 0.56): 3.31 wavefronts
+ *   a change. A task adds bins / 2 stores to zero its histogram and about 1.6 stores a
+ *   staged row per warp. At R = 32: 40 changes, (40 x 3.31 + 128 / 32 + 1.6 x 47 / 32) /
+ *   32 = 4.3 wavefronts a pixel, 16.7 M x 4.3 / 132 SMs / 1.98 GHz = 0.28 ms at 4096^2,
+ *   11x the floor (4.6 wavefronts and 12x with two bins a load; the emulated estimate
+ *   at 2048^2: 72.8 -> 68.3 us for the shared pipe, 11.6x -> 10.9x, docs/benchmarks.md).
+ *   At 512^2 one frame's 512 tasks cut R to 8 (min_tasks), so the fill is more than
+ *   half the changes (w^2 / R = 32 of 60 a pixel): the emulated estimate there is 7.4 us for the shared pipe, 19x the floor
  *   (docs/benchmarks.md; it was 9.7 us, 4 wavefronts a change and two clears of a u16
  *   store per bin, before the pair loads, word clears and the clear at the start).
  *   What bounds this design: 2w + w^2 / R changes a pixel is the least an exact
@@ -140,8 +142,9 @@
  *   Registers: __launch_bounds__(128, 5), at most 96 a thread (65,536 / (5 x 128),
  *   rounded down to the allocation's multiple of 8: 5 blocks of 128 threads, 10 of 64,
  *   per SM by the register file), at which no kind or source spills: ptxas 13.0 for sm_90
- *   gives the fused dense variant 96 registers, fused sparse 96, entropy dense 96 and
- *   sparse 90 with RowAhead (below), 90 and 90 before it with both changes_at_once paths
+ *   gives the fused dense variant 96 registers, fused sparse 96, entropy dense 90 and
+ *   sparse 90 with its bins four to a load (entropy dense 96 two to a load), 96 and 90
+ *   with RowAhead (below), 90 and 90 before it with both changes_at_once paths
  *   (84 and 86 with one; sm_80 before them: 88,
  *   88, 86, 82; unbounded they took 88, 96, 58, 62 for sm_90, 96, 100, 72, 74 for sm_80:
  *   under the bound ptxas spends registers it may have; the loops over a histogram's
@@ -172,7 +175,11 @@
  * before it changes its counts, binning and storing it at the next step (RowAhead: the
  * entropy op's raw pixels, so that its loads overlap the changes; the fused op's bins,
  * which need their loads at once). Registers for sm_90: entropy dense 96, sparse 90,
- * fused 96 (the bound's cap), no spill. Not yet timed on a GPU.
+ * fused 96 (the bound's cap), no spill. Not yet timed on a GPU. Then the bins came four
+ * to an 8-byte load (each_bin_pair): 5 loads for a row of 16 bins where there were 9,
+ * the dense entropy kernel 5,496 instructions of text where it had 6,720 (fused dense
+ * 20,232 where 21,160; sparse, which ptxas lays out otherwise, 7,768 where 5,296), 90
+ * registers where it took 96.
  *
  * The host check: tests/test_entropy_cuda_logic.cpp compiles this file as plain C++
  * (hence the __CUDACC__ guards around what only nvcc knows) and runs run_block for
@@ -226,7 +233,7 @@ struct plan {
   hist_kind hist;
   int threads;          /* per block: the columns of a strip */
   int window, span;     /* span: staged bins per row, threads + window - 1 */
-  int row_words;        /* a staged row's 32-bit words, two bins each: ring_row_words */
+  int row_quads;        /* a staged row's quads, four bins each: ring_row_quads */
   int ring_rows;        /* window + 2 (each row binned once per task) or 2 */
   int sparse_slots;     /* P, a power of two (sparse shared) */
   int delta_entries;    /* differences in shared memory; 0: read from the global table */
@@ -270,11 +277,11 @@ int sparse_slots_for(int window, int bins) {
   return slots;
 }
 
-/* The words of a staged row of `span` bins, two bins a word: one word more than the
- * span needs, so that a thread reading its window's bins two at a time (each_bin_pair) may
- * read the word after its last bin. */
-int ring_row_words(int span) {
-  return (span + 3) / 2;
+/* The quads (8-byte words of four bins, BinQuad) of a staged row of `span` bins: one
+ * more than the span needs, so that a thread reading its window's bins four at a time
+ * (each_bin_pair) may read the quad after its last bin's. */
+int ring_row_quads(int span) {
+  return (span + 3) / 4 + 1;
 }
 
 /* Whether a task fills its first window with counts alone and then sums S from them,
@@ -303,10 +310,10 @@ plan lay_out(int64_t frames, int64_t height, int64_t width, int window, int bins
   p.threads = choice.threads;
   p.window = window;
   p.span = p.threads + window - 1;
-  p.row_words = ring_row_words(p.span);
+  p.row_quads = ring_row_quads(p.span);
   p.ring_rows = choice.ring_rows;
   p.changes_at_once = choice.changes_at_once == 2 ? 2 : 1;
-  p.ring_bytes = round_up((size_t)p.ring_rows * (size_t)p.row_words * sizeof(uint32_t), kAlign);
+  p.ring_bytes = round_up((size_t)p.ring_rows * (size_t)p.row_quads * sizeof(uint64_t), kAlign);
   if (p.hist == HIST_DENSE_SHARED) {
     p.hist_bytes = (size_t)p.threads * dense_bytes(bins);
   } else if (p.hist == HIST_SPARSE_SHARED) {
@@ -356,7 +363,7 @@ plan make_plan(int64_t frames, int64_t height, int64_t width, int window, int bi
     choice.hist = HIST_DENSE_GLOBAL;
     choice.threads = threads_at_most(most);
   }
-  const size_t row_bytes = (size_t)ring_row_words(choice.threads + window - 1) * sizeof(uint32_t);
+  const size_t row_bytes = (size_t)ring_row_quads(choice.threads + window - 1) * sizeof(uint64_t);
   choice.ring_rows = (size_t)(window + 2) * row_bytes <= kRingBudget ? window + 2 : 2;
   const int64_t strips = (width + choice.threads - 1) / choice.threads;
   const int64_t windows = max64(shape.segment_windows, 1), least_tasks = shape.min_tasks;
@@ -581,51 +588,80 @@ struct FusedSink {
 
 /* ---- the block's logic (__host__ __device__ for the host check) ----------------------- */
 
-/* A word of a staged row: the bins of two neighbouring columns, written a half at a
- * time (a thread per column, so that a warp's reads of the input stay coalesced), read
- * whole (each_bin_pair). Through the union, which C++ compilers (GCC, Clang, nvcc) define
- * for reading a member other than the one last written. */
-union BinPair {
-  uint16_t half[2]; /* half[k & 1]: the bin of column k; [0] is the word's low half */
-  uint32_t word;
+/* A quad of a staged row: the bins of four neighbouring columns, written a bin at a time
+ * (a thread per column, so that a warp's reads of the input stay coalesced), read whole
+ * as one 8-byte load (each_bin_pair). Through the union, which C++ compilers (GCC, Clang,
+ * nvcc) define for reading a member other than the one last written. */
+union BinQuad {
+  uint16_t half[4]; /* half[k & 3]: the bin of column k; [0] is the quad's lowest 16 bits */
+  unsigned long long quad;
 };
-static_assert(sizeof(BinPair) == sizeof(uint32_t), "a staged row is an array of words");
+static_assert(sizeof(BinQuad) == sizeof(uint64_t), "a staged row is an array of 8-byte words");
 
-/* The bins of row r of frame f over columns x0 - left + k, k < 2 words, into dst (bin k
- * in dst[k / 2].half[k % 2]), 0 for the columns outside the frame; every thread of the
- * block takes part, a column each. */
+/* The bins of row r of frame f over columns x0 - left + k, k < 4 quads, into dst (bin k
+ * in dst[k / 4].half[k % 4]), 0 for the columns outside the frame; every thread of the
+ * block takes part, a column each. The span's bins and the last quad's (ring_row_quads):
+ * the bins past the span are read past, never counted. */
 template <class Block, class Source>
 PLM_HD void stage_row(const Block &block, const Source &source, int64_t f, int64_t r, int64_t x0,
-                      int left, int words, BinPair *dst) {
+                      int left, int quads, BinQuad *dst) {
   const int64_t width = source.width();
-  for (int k = block.thread(); k < 2 * words; k += block.threads()) {
+  for (int k = block.thread(); k < 4 * quads; k += block.threads()) {
     const int64_t c = x0 - left + k;
-    dst[k >> 1].half[k & 1] = c >= 0 && c < width ? (uint16_t)source.bin(f, r, c) : (uint16_t)0;
+    dst[k >> 2].half[k & 3] = c >= 0 && c < width ? (uint16_t)source.bin(f, r, c) : (uint16_t)0;
   }
 }
 
-/* The bins b of a staged row's k0..k1, in order, read two to a 32-bit load: pair(b, b')
- * for each pair k, k + 1 from the words holding them (one word for even k, the halves of
- * two for odd k: the word before is kept from the last load), one(b) for the last bin of
- * an odd count, so a window of w bins costs floor(w / 2) + 1 loads, not w. The last load
- * may be of the word after bin k1 (which the row has: ring_row_words). */
-template <class Pair, class One>
-PLM_HD void each_bin_pair(const BinPair *row, int k0, int k1, const Pair &pair, const One &one) {
-  const BinPair *at = row + (k0 >> 1);
-  const unsigned shift = (unsigned)(k0 & 1) * 16;
-  uint32_t low = at->word;
-  int k = k0;
-  for (; k < k1; k += 2) {
-    const uint32_t high = (++at)->word;
+/* The 32 bits at bit `shift` (0 or 16) of the 64 bits hi:lo. */
+PLM_HD inline uint32_t funnel_right(uint32_t lo, uint32_t hi, unsigned shift) {
 #ifdef __CUDA_ARCH__
-    const uint32_t two = __funnelshift_r(low, high, shift);
+  return __funnelshift_r(lo, hi, shift);
 #else
-    const uint32_t two = (uint32_t)(((uint64_t)high << 32 | low) >> shift);
+  return (uint32_t)(((uint64_t)hi << 32 | lo) >> shift);
 #endif
-    pair((int)(two & 0xffffu), (int)(two >> 16));
+}
+
+/* The bins b of a staged row's k0..k1, in order, read four to an 8-byte load: pair(b, b')
+ * for each pair k, k + 1, one(b) for the last bin of an odd count. A thread's window
+ * starts at any bin of an 8-byte word (k0 mod 4), so each step takes the four bins from
+ * k on out of the word holding bin k and the next one: two 32-bit funnel shifts of the
+ * three 32-bit words from bin k's (the word before is kept from the last load). A window
+ * of w bins costs floor(w / 4) + 1 loads or one more (floor(w / 2) + 1 as 32-bit words,
+ * before: 5 where 9 were, at w = 16; a warp's lanes read 64 neighbouring bytes, a
+ * wavefront, either way). The last load may be of the 8-byte word after bin k1's (which
+ * the row has: ring_row_quads). */
+template <class Pair, class One>
+PLM_HD void each_bin_pair(const BinQuad *row, int k0, int k1, const Pair &pair, const One &one) {
+  const BinQuad *at = row + (k0 >> 2);
+  const unsigned shift = (unsigned)(k0 & 1) * 16;
+  const bool upper = (k0 & 2) != 0; /* bin k0 in the quad's upper 32 bits */
+  unsigned long long low = at->quad;
+  int k = k0;
+  /* The four bins from k, of the quads low and high: the 32-bit words from bin k's. */
+  auto words = [&](unsigned long long high, uint32_t *first, uint32_t *second) {
+    const uint32_t a = (uint32_t)(upper ? low >> 32 : low),
+                   b = (uint32_t)(upper ? high : low >> 32),
+                   c = (uint32_t)(upper ? high >> 32 : high);
+    *first = funnel_right(a, b, shift);
+    *second = funnel_right(b, c, shift);
+  };
+  for (; k + 3 <= k1; k += 4) {
+    const unsigned long long high = (++at)->quad;
+    uint32_t first, second;
+    words(high, &first, &second);
+    pair((int)(first & 0xffffu), (int)(first >> 16));
+    pair((int)(second & 0xffffu), (int)(second >> 16));
     low = high;
   }
-  if (k == k1) one((int)((low >> shift) & 0xffffu));
+  if (k > k1) return;
+  uint32_t first, second; /* one to three bins left, from k */
+  words((++at)->quad, &first, &second);
+  if (k == k1) {
+    one((int)(first & 0xffffu));
+    return;
+  }
+  pair((int)(first & 0xffffu), (int)(first >> 16));
+  if (k + 2 == k1) one((int)(second & 0xffffu));
 }
 
 /* The counts before the changes of bins a then b by +1 (Sign > 0) or -1: in two
@@ -645,7 +681,7 @@ PLM_HD void change_pair(const Hist &hist, int a, int b, uint32_t *ca, uint32_t *
 /* Add the bins of a staged row's k0..k1 to the histogram, Together changes at a time;
  * returns the new S (a sum of integers: the same in any order). */
 template <int Together, class Hist>
-PLM_HD int64_t add_row(const Hist &hist, const int64_t *delta, const BinPair *row, int k0, int k1,
+PLM_HD int64_t add_row(const Hist &hist, const int64_t *delta, const BinQuad *row, int k0, int k1,
                        int64_t s) {
   each_bin_pair(
       row, k0, k1,
@@ -661,7 +697,7 @@ PLM_HD int64_t add_row(const Hist &hist, const int64_t *delta, const BinPair *ro
 /* add_row for a row of a task's first window; with `summed`, to the counts alone (S
  * unchanged: the fill sums it from the counts, fill_summed). */
 template <int Together, class Hist>
-PLM_HD int64_t fill_row(const Hist &hist, const int64_t *delta, bool summed, const BinPair *row,
+PLM_HD int64_t fill_row(const Hist &hist, const int64_t *delta, bool summed, const BinQuad *row,
                         int k0, int k1, int64_t s) {
   each_bin_pair(
       row, k0, k1,
@@ -679,7 +715,7 @@ PLM_HD int64_t fill_row(const Hist &hist, const int64_t *delta, bool summed, con
 
 /* Take the bins of a staged row's k0..k1 out of the histogram; returns the new S. */
 template <int Together, class Hist>
-PLM_HD int64_t remove_row(const Hist &hist, const int64_t *delta, const BinPair *row, int k0,
+PLM_HD int64_t remove_row(const Hist &hist, const int64_t *delta, const BinQuad *row, int k0,
                           int k1, int64_t s) {
   each_bin_pair(
       row, k0, k1,
@@ -704,23 +740,23 @@ struct RingSlot {
 constexpr int kStageBatch = 8;
 
 /* Rows r0 .. r0 + rows - 1 of frame f, each as stage_row stages it, into the slots of a
- * ring of `words`-word rows from `first` on, slot after slot: a task's first window,
+ * ring of `quads`-quad rows from `first` on, slot after slot: a task's first window,
  * kStageBatch bins in flight a thread (kernels/cuda/stage.h). A row at a time, each of a
  * thread's bins waited for its load before the next row's was issued: `window` DRAM
  * round trips one after another at every task's start. */
 template <class Block, class Source>
 PLM_HD void stage_rows(const Block &block, const Source &source, int64_t f, int64_t r0, int rows,
-                       int64_t x0, int left, int words, BinPair *ring, RingSlot first) {
+                       int64_t x0, int left, int quads, BinQuad *ring, RingSlot first) {
   const int64_t width = source.width();
   plm__stage_batched<kStageBatch>(
-      rows, 2 * words, 0, block.thread(), 1, block.threads(),
+      rows, 4 * quads, 0, block.thread(), 1, block.threads(),
       [&](int r, int k) {
         const int64_t c = x0 - left + k;
         return c >= 0 && c < width ? (uint16_t)source.bin(f, r0 + r, c) : (uint16_t)0;
       },
       [&](int r, int k, uint16_t bin) {
         const int at = first.at + r < first.rows ? first.at + r : first.at + r - first.rows;
-        ring[at * words + (k >> 1)].half[k & 1] = bin;
+        ring[at * quads + (k >> 2)].half[k & 3] = bin;
       });
 }
 
@@ -731,7 +767,7 @@ PLM_HD void stage_rows(const Block &block, const Source &source, int64_t f, int6
  * barrier then waited for. The entropy op fetches a pixel's raw value and bins it at the
  * store; the fused op's bin takes nine loads and the Sobel taps, fetched whole (its loads
  * are waited for in load, after the barrier). For rows of at most kMost pixels a thread
- * (2 words <= kMost T: the span of T + w - 1 bins up to a window of about 3T); the loops
+ * (4 quads <= kMost T: the span of T + w - 1 bins up to a window of about 3T); the loops
  * over them unrolled, so that the pixels stay in registers. */
 template <class Source>
 struct RowAhead {
@@ -740,26 +776,26 @@ struct RowAhead {
 
   template <class Block>
   PLM_HD void load(const Block &block, const Source &source, int64_t f, int64_t r, int64_t x0,
-                   int left, int words) {
+                   int left, int quads) {
     const int64_t width = source.width();
     PLM_UNROLLED
     for (int j = 0; j < kMost; j++) {
       const int k = block.thread() + j * block.threads();
       const int64_t c = x0 - left + k;
-      if (k < 2 * words && c >= 0 && c < width) raws[j] = source.fetch(f, r, c);
+      if (k < 4 * quads && c >= 0 && c < width) raws[j] = source.fetch(f, r, c);
     }
   }
 
   template <class Block>
-  PLM_HD void store(const Block &block, const Source &source, int64_t x0, int left, int words,
-                    BinPair *dst) const {
+  PLM_HD void store(const Block &block, const Source &source, int64_t x0, int left, int quads,
+                    BinQuad *dst) const {
     const int64_t width = source.width();
     PLM_UNROLLED
     for (int j = 0; j < kMost; j++) {
       const int k = block.thread() + j * block.threads();
       const int64_t c = x0 - left + k;
-      if (k < 2 * words)
-        dst[k >> 1].half[k & 1] = c >= 0 && c < width ? (uint16_t)source.bin_of(raws[j]) : 0;
+      if (k < 4 * quads)
+        dst[k >> 2].half[k & 3] = c >= 0 && c < width ? (uint16_t)source.bin_of(raws[j]) : 0;
     }
   }
 };
@@ -809,7 +845,7 @@ PLM_HD void run_block(const Block &block, const plan &p, Source source, const Si
                       unsigned char *smem, uint32_t *global_hists, const int64_t *global_delta,
                       const int64_t *global_clogc) {
   const int t = block.thread(), T = block.threads();
-  BinPair *ring = (BinPair *)smem;
+  BinQuad *ring = (BinQuad *)smem;
   unsigned char *hist_area = smem + p.ring_bytes;
   const int64_t *delta = global_delta;
   if (p.delta_entries > 0) {
@@ -827,10 +863,10 @@ PLM_HD void run_block(const Block &block, const plan &p, Source source, const Si
   const int64_t h = source.height(), w = source.width();
   const int window = p.window, left = window / 2, right = window - 1 - left;
   const bool ring_mode = p.ring_rows > 2;
-  auto slot_at = [&](RingSlot r) { return ring + r.at * p.row_words; };
+  auto slot_at = [&](RingSlot r) { return ring + r.at * p.row_quads; };
   /* In a ring, each step's entering row is loaded a step ahead when a row's bins are at
    * most RowAhead::kMost a thread. */
-  const bool ahead = ring_mode && 2 * p.row_words <= RowAhead<Source>::kMost * T;
+  const bool ahead = ring_mode && 4 * p.row_quads <= RowAhead<Source>::kMost * T;
   RowAhead<Source> next;
   for (int64_t task = block.index(); task < p.tasks; task += block.count()) {
     const int64_t strip = task % p.strips, rest = task / p.strips;
@@ -844,14 +880,14 @@ PLM_HD void run_block(const Block &block, const plan &p, Source source, const Si
     if (active && !drain) hist.clear();
     const int k0 = (int)(col_first - x0 + left), k1 = k0 + (int)cols - 1; /* in a staged row */
     /* A staged row's bins k0..k1 into or out of the histogram, changes_at_once at a time. */
-    auto fill = [&](const BinPair *row, int64_t s) {
+    auto fill = [&](const BinQuad *row, int64_t s) {
       return two ? fill_row<2>(hist, delta, summed, row, k0, k1, s)
                  : fill_row<1>(hist, delta, summed, row, k0, k1, s);
     };
-    auto add = [&](const BinPair *row, int64_t s) {
+    auto add = [&](const BinQuad *row, int64_t s) {
       return two ? add_row<2>(hist, delta, row, k0, k1, s) : add_row<1>(hist, delta, row, k0, k1, s);
     };
-    auto remove = [&](const BinPair *row, int64_t s) {
+    auto remove = [&](const BinQuad *row, int64_t s) {
       return two ? remove_row<2>(hist, delta, row, k0, k1, s)
                  : remove_row<1>(hist, delta, row, k0, k1, s);
     };
@@ -863,14 +899,14 @@ PLM_HD void run_block(const Block &block, const plan &p, Source source, const Si
     RingSlot at = first_slot;
     if (ring_mode) {
       block.sync(); /* the previous task's readers are done with the ring */
-      stage_rows(block, source, f, row_first, (int)rows, x0, left, p.row_words, ring, first_slot);
+      stage_rows(block, source, f, row_first, (int)rows, x0, left, p.row_quads, ring, first_slot);
       block.sync();
       for (int64_t r = row_first; active && r < row_first + rows; r++, at.next())
         s = fill(slot_at(at), s);
     } else {
       for (int64_t r = row_first; r < row_first + rows; r++) {
         block.sync(); /* the last row's readers are done with it */
-        stage_row(block, source, f, r, x0, left, p.row_words, ring);
+        stage_row(block, source, f, r, x0, left, p.row_quads, ring);
         block.sync();
         if (active) s = fill(ring, s);
       }
@@ -885,7 +921,7 @@ PLM_HD void run_block(const Block &block, const plan &p, Source source, const Si
       /* Slide down a row (past the first): the top row leaves, the one below enters. */
       const bool slides = y > y0;
       const int64_t enters = y + right, leaves = y - left - 1;
-      BinPair *entering = ring, *leaving = ring + p.row_words;
+      BinQuad *entering = ring, *leaving = ring + p.row_quads;
       if (slides) {
         if (ring_mode) {
           entering_slot.next();
@@ -899,17 +935,17 @@ PLM_HD void run_block(const Block &block, const plan &p, Source source, const Si
          * last step's barrier; the two-row ring's rows, this step. */
         if (!ring_mode) block.sync();
         if (enters < h && ahead)
-          next.store(block, source, x0, left, p.row_words, entering);
+          next.store(block, source, x0, left, p.row_quads, entering);
         else if (enters < h)
-          stage_row(block, source, f, enters, x0, left, p.row_words, entering);
+          stage_row(block, source, f, enters, x0, left, p.row_quads, entering);
         if (!ring_mode && leaves >= 0)
-          stage_row(block, source, f, leaves, x0, left, p.row_words, leaving);
+          stage_row(block, source, f, leaves, x0, left, p.row_quads, leaving);
         block.sync();
       }
       /* The next step's entering row, loaded now so that its loads are in flight while
        * this step changes its counts. */
       if (ahead && y + 1 < y1 && enters + 1 < h)
-        next.load(block, source, f, enters + 1, x0, left, p.row_words);
+        next.load(block, source, f, enters + 1, x0, left, p.row_quads);
       if (slides && active && leaves >= 0) s = remove(leaving, s);
       if (slides && active && enters < h) s = add(entering, s);
       if (active) {
@@ -927,10 +963,10 @@ PLM_HD void run_block(const Block &block, const plan &p, Source source, const Si
     plm__entropy_span(y1 - 1, h, window, &row_first, &rows);
     at = {(int)(row_first % p.ring_rows), p.ring_rows};
     for (int64_t r = row_first; r < row_first + rows; r++, at.next()) {
-      BinPair *src = ring_mode ? slot_at(at) : ring;
+      BinQuad *src = ring_mode ? slot_at(at) : ring;
       if (!ring_mode) {
         block.sync();
-        stage_row(block, source, f, r, x0, left, p.row_words, src);
+        stage_row(block, source, f, r, x0, left, p.row_quads, src);
         block.sync();
       }
       if (active) s = remove(src, s);
