@@ -28,6 +28,10 @@
  * the lanes run. (Data races between the threads of a real launch are the CUDA
  * emulator's to find: entropy.cuda and fused.cuda under its race check, emu/README.md.)
  *
+ * The reader of a staged row's bins (each_bin_pair, four bins to an 8-byte load) is
+ * checked on its own: every start within a quad and counts 0..40, on rows that end at an
+ * unreadable page, so that a read past a row's last quad stops the test.
+ *
  * References, bit for bit: for entropy the CPU kernel (plm_entropy on a host context,
  * itself checked against a float64 reference by tests/test_entropy.c); for the fused
  * op the masks of plm_sobel, plm_entropy and plm_threshold run one after another on
@@ -43,6 +47,9 @@
 #include <memory>
 #include <string>
 #include <vector>
+
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "kernels/cuda/entropy.cu"
 #include "plume/plume.h"
@@ -463,6 +470,73 @@ int check_fused(const Host &host, const Case &c, int index) {
 /* What make_plan promises: the kind of histogram and threads the top of the kernel's
  * file says, shared memory within the budgets, segments between 8 rows and max(2w,
  * 32), halved only while there are fewer than 512 tasks. */
+/* A staged row of ring_row_quads(span) quads that ends where an unreadable page begins, so
+ * that a read past the row's last quad faults; released by release_row. */
+struct GuardedRow {
+  BinQuad *row;
+  char *mapping;
+  size_t bytes;
+};
+
+GuardedRow guarded_row(int quads) {
+  const size_t page = (size_t)sysconf(_SC_PAGESIZE), row_bytes = (size_t)quads * sizeof(BinQuad);
+  const size_t pages = (row_bytes + page - 1) / page + 1;
+  void *mapping =
+      mmap(nullptr, pages * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mapping == MAP_FAILED) return GuardedRow{nullptr, nullptr, 0};
+  char *guard = (char *)mapping + (pages - 1) * page;
+  if (mprotect(guard, page, PROT_NONE) != 0) {
+    munmap(mapping, pages * page);
+    return GuardedRow{nullptr, nullptr, 0};
+  }
+  return GuardedRow{(BinQuad *)(guard - row_bytes), (char *)mapping, pages * page};
+}
+
+/* each_bin_pair, the reader of every count change's bins, four to an 8-byte load: for a
+ * window starting at any bin of a quad (k0 0..7) and 0 to 40 bins (k1 = k0 - 1 .. k0 + 39),
+ * in rows of the span it ends at and longer, it gives the bins k0..k1 in order, as pairs
+ * and a last single for an odd count, and reads no quad past ring_row_quads(span) (the
+ * row ends at an unreadable page: a read past it would stop the test). */
+int check_each_bin_pair() {
+  int failures = 0, cases = 0;
+  for (int k0 = 0; k0 < 8; k0++)
+    for (int count = 0; count <= 40; count++)
+      for (int extra = 0; extra < 5; extra++) {
+        const int k1 = k0 + count - 1, span = std::max(k1 + 1, 1) + extra;
+        const int quads = ring_row_quads(span);
+        GuardedRow g = guarded_row(quads);
+        if (g.row == nullptr) {
+          std::printf("each_bin_pair: no guarded row  WRONG\n");
+          return failures + 1;
+        }
+        for (int k = 0; k < 4 * quads; k++) g.row[k >> 2].half[k & 3] = (uint16_t)(100 + k);
+        std::vector<int> bins;
+        int singles = 0;
+        bool single_last = true;
+        each_bin_pair(
+            g.row, k0, k1,
+            [&](int a, int b) {
+              single_last = singles == 0;
+              bins.push_back(a);
+              bins.push_back(b);
+            },
+            [&](int b) {
+              singles++;
+              bins.push_back(b);
+            });
+        bool right = (int)bins.size() == count && singles == (count & 1) && single_last;
+        for (int i = 0; right && i < count; i++) right = bins[(size_t)i] == 100 + k0 + i;
+        munmap(g.mapping, g.bytes);
+        cases++;
+        if (!right && failures++ < 10)
+          std::printf("each_bin_pair k0 %d k1 %d span %d: %zu bins, %d single  WRONG\n", k0, k1,
+                      span, bins.size(), singles);
+      }
+  std::printf("each_bin_pair: %d windows, the bins in order, nothing read past a row%s\n", cases,
+              failures ? "  FAILED" : "");
+  return failures;
+}
+
 int check_make_plan(int64_t frames, int64_t height, int64_t width, int window, int bins,
                     hist_kind kind, int threads) {
   const plan p = make_plan(frames, height, width, window, bins, kDefaultShape);
@@ -670,6 +744,7 @@ int main() {
   failures += check_make_plan(1, 1, 1, 1, 256, HIST_DENSE_SHARED, 64);
   failures += check_shapes("entropy");
   failures += check_shapes("sobel_entropy_threshold");
+  failures += check_each_bin_pair();
 
   plm_context_config config = {};
   config.backend = PLM_BACKEND_HOST;
