@@ -129,7 +129,13 @@
  *     and lengthen each thread's chain of dependent changes (736, not 480), which is
  *     what a single 512^2 frame waits on on a GPU (latency: not in the estimate);
  *   - u8 counts (w <= 15) halve the clear and the histograms' memory, not the
- *     wavefronts a change.
+ *     wavefronts a change;
+ *   - longer segments where a frame has tasks to spare (R = 64 at 4096^2: 36 changes a
+ *     pixel, not 40, about 10% of the count) by default: 4,096 blocks where 8,192 were,
+ *     about 5 waves of an H100's 792 (6 blocks of 64 an SM, by shared memory), a trade
+ *     of fewer fills against coarser waves that the estimate does not see; the cuda
+ *     tunable segment_windows lets `plume tune` take it on the device (on the H200, at
+ *     its small size, every candidate timed within the noise of the default).
  *   Taken: the summed fill (above), for few bins: the fused op's shared pipe at 512^2
  *   6.5 us instead of 7.1 (it is then bound by the L2 at 6.7 us: the Sobel taps' reads
  *   of the input, 9 a binned pixel).
