@@ -106,9 +106,10 @@
  *   11x the floor (4.6 wavefronts and 12x with two bins a load; the emulated estimate
  *   at 2048^2: 72.8 -> 68.3 us for the shared pipe, 11.6x -> 10.9x, docs/benchmarks.md).
  *   At 512^2 one frame's 512 tasks cut R to 8 (min_tasks), so the fill is more than
- *   half the changes (w^2 / R = 32 of 60 a pixel): the emulated estimate there is 7.4 us for the shared pipe, 19x the floor
- *   (docs/benchmarks.md; it was 9.7 us, 4 wavefronts a change and two clears of a u16
- *   store per bin, before the pair loads, word clears and the clear at the start).
+ *   half the changes (w^2 / R = 32 of 60 a pixel): the emulated estimate there is 7.05 us
+ *   for the shared pipe, 18x the floor (docs/benchmarks.md; 7.4 us with two bins a load,
+ *   and 9.7 us, 4 wavefronts a change and two clears of a u16 store per bin, before the
+ *   pair loads, word clears and the clear at the start).
  *   What bounds this design: 2w + w^2 / R changes a pixel is the least an exact
  *   sliding histogram does, and each must read and write its count and read a
  *   difference; no redesign of the layout takes a change below 3 wavefronts. Levers
