@@ -149,7 +149,7 @@
  *   Registers: __launch_bounds__(128, 5), at most 96 a thread (65,536 / (5 x 128),
  *   rounded down to the allocation's multiple of 8: 5 blocks of 128 threads, 10 of 64,
  *   per SM by the register file), at which no kind or source spills: ptxas 13.0 for sm_90
- *   gives the fused dense variant 96 registers, fused sparse 96, entropy dense 90 and
+ *   gives the fused dense variant 96 registers, fused sparse 96, entropy dense 92 and
  *   sparse 90 with its bins four to a load (entropy dense 96 two to a load), 96 and 90
  *   with RowAhead (below), 90 and 90 before it with both changes_at_once paths
  *   (84 and 86 with one; sm_80 before them: 88,
@@ -186,7 +186,9 @@
  * to an 8-byte load (each_bin_pair): 5 loads for a row of 16 bins where there were 9,
  * the dense entropy kernel 5,496 instructions of text where it had 6,720 (fused dense
  * 20,232 where 21,160; sparse, which ptxas lays out otherwise, 7,768 where 5,296), 90
- * registers where it took 96.
+ * registers where it took 96 (92 since a row's spare quad is staged as zeros, not binned:
+ * StagedColumns; the fused op's L2 bound at 512^2 6.74 -> 6.46 us, its Sobel taps' loads
+ * 30.0 -> 29.2 MB).
  *
  * The host check: tests/test_entropy_cuda_logic.cpp compiles this file as plain C++
  * (hence the __CUDACC__ guards around what only nvcc knows) and runs run_block for
@@ -287,7 +289,7 @@ int sparse_slots_for(int window, int bins) {
 /* The quads (8-byte words of four bins, BinQuad) of a staged row of `span` bins: one
  * more than the span needs, so that a thread reading its window's bins four at a time
  * (each_bin_pair) may read the quad after its last bin's. */
-int ring_row_quads(int span) {
+PLM_HD inline int ring_row_quads(int span) {
   return (span + 3) / 4 + 1;
 }
 
@@ -605,18 +607,37 @@ union BinQuad {
 };
 static_assert(sizeof(BinQuad) == sizeof(uint64_t), "a staged row is an array of 8-byte words");
 
-/* The bins of row r of frame f over columns x0 - left + k, k < 4 quads, into dst (bin k
- * in dst[k / 4].half[k % 4]), 0 for the columns outside the frame; every thread of the
- * block takes part, a column each. The span's bins and the last quad's (ring_row_quads):
- * the bins past the span are read past, never counted. */
-template <class Block, class Source>
-PLM_HD void stage_row(const Block &block, const Source &source, int64_t f, int64_t r, int64_t x0,
-                      int left, int quads, BinQuad *dst) {
-  const int64_t width = source.width();
-  for (int k = block.thread(); k < 4 * quads; k += block.threads()) {
-    const int64_t c = x0 - left + k;
-    dst[k >> 2].half[k & 3] = c >= 0 && c < width ? (uint16_t)source.bin(f, r, c) : (uint16_t)0;
+/* The columns of a task's staged rows: bin k of a row is the bin of column x0 - left + k,
+ * for k < span (a strip's T columns and its window's halo); a row holds 4 quads bins
+ * (ring_row_quads), the ones past the span, and those of columns outside the frame, 0.
+ * The bins past the span are only read past (each_bin_pair), never counted, so they are
+ * not computed (a fused bin is nine loads and the Sobel taps). */
+struct StagedColumns {
+  int64_t x0;
+  int left, span;
+  int64_t width; /* the frame's */
+  PLM_HD int quads() const { return ring_row_quads(span); }
+  PLM_HD int bins() const { return 4 * quads(); }
+  PLM_HD int64_t column(int k) const { return x0 - left + k; }
+  /* Whether bin k is a column of the frame (else it is staged as 0). */
+  PLM_HD bool in_frame(int k) const {
+    const int64_t c = column(k);
+    return k < span && c >= 0 && c < width;
   }
+};
+
+/* Bin k of a row at dst[k / 4].half[k % 4]. */
+PLM_HD inline void put_bin(BinQuad *row, int k, uint16_t bin) {
+  row[k >> 2].half[k & 3] = bin;
+}
+
+/* The bins of row r of frame f over the task's columns into dst; every thread of the
+ * block takes part, a column each. */
+template <class Block, class Source>
+PLM_HD void stage_row(const Block &block, const Source &source, int64_t f, int64_t r,
+                      const StagedColumns &cols, BinQuad *dst) {
+  for (int k = block.thread(); k < cols.bins(); k += block.threads())
+    put_bin(dst, k, cols.in_frame(k) ? (uint16_t)source.bin(f, r, cols.column(k)) : (uint16_t)0);
 }
 
 /* The 32 bits at bit `shift` (0 or 16) of the 64 bits hi:lo. */
@@ -747,23 +768,22 @@ struct RingSlot {
 constexpr int kStageBatch = 8;
 
 /* Rows r0 .. r0 + rows - 1 of frame f, each as stage_row stages it, into the slots of a
- * ring of `quads`-quad rows from `first` on, slot after slot: a task's first window,
+ * ring of cols.quads()-quad rows from `first` on, slot after slot: a task's first window,
  * kStageBatch bins in flight a thread (kernels/cuda/stage.h). A row at a time, each of a
  * thread's bins waited for its load before the next row's was issued: `window` DRAM
  * round trips one after another at every task's start. */
 template <class Block, class Source>
 PLM_HD void stage_rows(const Block &block, const Source &source, int64_t f, int64_t r0, int rows,
-                       int64_t x0, int left, int quads, BinQuad *ring, RingSlot first) {
-  const int64_t width = source.width();
+                       const StagedColumns &cols, BinQuad *ring, RingSlot first) {
+  const int quads = cols.quads();
   plm__stage_batched<kStageBatch>(
-      rows, 4 * quads, 0, block.thread(), 1, block.threads(),
+      rows, cols.bins(), 0, block.thread(), 1, block.threads(),
       [&](int r, int k) {
-        const int64_t c = x0 - left + k;
-        return c >= 0 && c < width ? (uint16_t)source.bin(f, r0 + r, c) : (uint16_t)0;
+        return cols.in_frame(k) ? (uint16_t)source.bin(f, r0 + r, cols.column(k)) : (uint16_t)0;
       },
       [&](int r, int k, uint16_t bin) {
         const int at = first.at + r < first.rows ? first.at + r : first.at + r - first.rows;
-        ring[at * quads + (k >> 2)].half[k & 3] = bin;
+        put_bin(ring + at * quads, k, bin);
       });
 }
 
@@ -774,7 +794,7 @@ PLM_HD void stage_rows(const Block &block, const Source &source, int64_t f, int6
  * barrier then waited for. The entropy op fetches a pixel's raw value and bins it at the
  * store; the fused op's bin takes nine loads and the Sobel taps, fetched whole (its loads
  * are waited for in load, after the barrier). For rows of at most kMost pixels a thread
- * (4 quads <= kMost T: the span of T + w - 1 bins up to a window of about 3T); the loops
+ * (cols.bins() <= kMost T: the span of T + w - 1 bins up to a window of about 3T); the loops
  * over them unrolled, so that the pixels stay in registers. */
 template <class Source>
 struct RowAhead {
@@ -782,27 +802,23 @@ struct RowAhead {
   typename Source::Raw raws[kMost] = {};
 
   template <class Block>
-  PLM_HD void load(const Block &block, const Source &source, int64_t f, int64_t r, int64_t x0,
-                   int left, int quads) {
-    const int64_t width = source.width();
+  PLM_HD void load(const Block &block, const Source &source, int64_t f, int64_t r,
+                   const StagedColumns &cols) {
     PLM_UNROLLED
     for (int j = 0; j < kMost; j++) {
       const int k = block.thread() + j * block.threads();
-      const int64_t c = x0 - left + k;
-      if (k < 4 * quads && c >= 0 && c < width) raws[j] = source.fetch(f, r, c);
+      if (cols.in_frame(k)) raws[j] = source.fetch(f, r, cols.column(k));
     }
   }
 
   template <class Block>
-  PLM_HD void store(const Block &block, const Source &source, int64_t x0, int left, int quads,
+  PLM_HD void store(const Block &block, const Source &source, const StagedColumns &cols,
                     BinQuad *dst) const {
-    const int64_t width = source.width();
     PLM_UNROLLED
     for (int j = 0; j < kMost; j++) {
       const int k = block.thread() + j * block.threads();
-      const int64_t c = x0 - left + k;
-      if (k < 4 * quads)
-        dst[k >> 2].half[k & 3] = c >= 0 && c < width ? (uint16_t)source.bin_of(raws[j]) : 0;
+      if (k < cols.bins())
+        put_bin(dst, k, cols.in_frame(k) ? (uint16_t)source.bin_of(raws[j]) : (uint16_t)0);
     }
   }
 };
@@ -886,6 +902,7 @@ PLM_HD void run_block(const Block &block, const plan &p, Source source, const Si
     if (active) plm__entropy_span(x, w, window, &col_first, &cols);
     if (active && !drain) hist.clear();
     const int k0 = (int)(col_first - x0 + left), k1 = k0 + (int)cols - 1; /* in a staged row */
+    const StagedColumns cols_staged = {x0, left, p.span, w};
     /* A staged row's bins k0..k1 into or out of the histogram, changes_at_once at a time. */
     auto fill = [&](const BinQuad *row, int64_t s) {
       return two ? fill_row<2>(hist, delta, summed, row, k0, k1, s)
@@ -906,14 +923,14 @@ PLM_HD void run_block(const Block &block, const plan &p, Source source, const Si
     RingSlot at = first_slot;
     if (ring_mode) {
       block.sync(); /* the previous task's readers are done with the ring */
-      stage_rows(block, source, f, row_first, (int)rows, x0, left, p.row_quads, ring, first_slot);
+      stage_rows(block, source, f, row_first, (int)rows, cols_staged, ring, first_slot);
       block.sync();
       for (int64_t r = row_first; active && r < row_first + rows; r++, at.next())
         s = fill(slot_at(at), s);
     } else {
       for (int64_t r = row_first; r < row_first + rows; r++) {
         block.sync(); /* the last row's readers are done with it */
-        stage_row(block, source, f, r, x0, left, p.row_quads, ring);
+        stage_row(block, source, f, r, cols_staged, ring);
         block.sync();
         if (active) s = fill(ring, s);
       }
@@ -942,17 +959,17 @@ PLM_HD void run_block(const Block &block, const plan &p, Source source, const Si
          * last step's barrier; the two-row ring's rows, this step. */
         if (!ring_mode) block.sync();
         if (enters < h && ahead)
-          next.store(block, source, x0, left, p.row_quads, entering);
+          next.store(block, source, cols_staged, entering);
         else if (enters < h)
-          stage_row(block, source, f, enters, x0, left, p.row_quads, entering);
+          stage_row(block, source, f, enters, cols_staged, entering);
         if (!ring_mode && leaves >= 0)
-          stage_row(block, source, f, leaves, x0, left, p.row_quads, leaving);
+          stage_row(block, source, f, leaves, cols_staged, leaving);
         block.sync();
       }
       /* The next step's entering row, loaded now so that its loads are in flight while
        * this step changes its counts. */
       if (ahead && y + 1 < y1 && enters + 1 < h)
-        next.load(block, source, f, enters + 1, x0, left, p.row_quads);
+        next.load(block, source, f, enters + 1, cols_staged);
       if (slides && active && leaves >= 0) s = remove(leaving, s);
       if (slides && active && enters < h) s = add(entering, s);
       if (active) {
@@ -973,7 +990,7 @@ PLM_HD void run_block(const Block &block, const plan &p, Source source, const Si
       BinQuad *src = ring_mode ? slot_at(at) : ring;
       if (!ring_mode) {
         block.sync();
-        stage_row(block, source, f, r, x0, left, p.row_quads, src);
+        stage_row(block, source, f, r, cols_staged, src);
         block.sync();
       }
       if (active) s = remove(src, s);
