@@ -8,8 +8,9 @@
  * in a seeded random order between barriers) that meets the others where the GPU's
  * threads call __syncthreads, the blocks of the grid one after another, the shared
  * memory scribbled over between them. Every case runs with the plan the launcher makes and with
- * plans chosen otherwise on the same input: each kind of histogram (dense shared, sparse shared,
- * dense global) where it applies, the two-row ring, short and long segments, 32 and 128 threads,
+ * plans chosen otherwise on the same input: each kind of histogram (byte shared, dense shared,
+ * sparse shared, dense global) where it applies (byte counts also on full windows of one bin,
+ * whose count of 256 they hold as 0), the two-row ring, short and long segments, 32 and 128 threads,
  * and the plan of the smallest launch shape (the cuda tunables); first windows filled by
  * differences, and summed from their counts where the bins are few (fill_summed: bench_ops' fused
  * case and others).
@@ -128,6 +129,7 @@ template <class Source, class Sink>
 bool run_plan(const plan &p, const Source &source, const Sink &sink, int bins) {
   if (p.hist == HIST_SPARSE_SHARED) return run_grid<SparseHist>(p, source, sink, bins);
   if (p.hist == HIST_DENSE_GLOBAL) return run_grid<GlobalDenseHist>(p, source, sink, bins);
+  if (p.hist == HIST_BYTE_SHARED) return run_grid<ByteHist>(p, source, sink, bins);
   return run_grid<DenseHist>(p, source, sink, bins);
 }
 
@@ -170,7 +172,8 @@ bool run_warps(const plm__entropy_args &args, const float *ranges, warp_plan p,
 }
 
 const char *kind_name(hist_kind kind) {
-  return kind == HIST_DENSE_SHARED    ? "dense shared"
+  return kind == HIST_BYTE_SHARED     ? "byte shared"
+         : kind == HIST_DENSE_SHARED  ? "dense shared"
          : kind == HIST_SPARSE_SHARED ? "sparse shared"
                                       : "dense global";
 }
@@ -196,15 +199,19 @@ bool same_plan(const plan &a, const plan &b) {
  * threads, the shortest segments, the most tasks; the largest shape's longer segments
  * and 128 threads the plans below and the default's cover), then others on the same
  * input, at 32 threads (the emulation's barriers are costly): each kind of histogram
- * that applies (dense shared with at most 512 bins, sparse where its table fits 64
- * KiB), with the full ring and 5-row segments, and with the two-row ring and
- * whole-frame segments. */
+ * that applies (byte shared with at most 1024 bins and windows of at most 256 pixels,
+ * dense shared with at most 512 bins, sparse where its table fits 64 KiB), with the full
+ * ring and 5-row segments, and with the two-row ring and whole-frame segments. */
 std::vector<plan> plans_for(int64_t frames, int64_t height, int64_t width, int window, int bins) {
   std::vector<plan> plans = {make_plan(frames, height, width, window, bins, kDefaultShape)};
   const plan smallest = make_plan(frames, height, width, window, bins, kSmallestShape);
   if (!same_plan(smallest, plans[0])) plans.push_back(smallest);
-  const hist_kind kinds[] = {HIST_DENSE_SHARED, HIST_SPARSE_SHARED, HIST_DENSE_GLOBAL};
+  const hist_kind kinds[] = {HIST_BYTE_SHARED, HIST_DENSE_SHARED, HIST_SPARSE_SHARED,
+                             HIST_DENSE_GLOBAL};
   for (hist_kind kind : kinds) {
+    if (kind == HIST_BYTE_SHARED &&
+        (!bytes_hold(window) || (size_t)32 * byte_bytes(bins) > kDenseBudget))
+      continue;
     if (kind == HIST_DENSE_SHARED && (size_t)32 * dense_bytes(bins) > kDenseBudget) continue;
     if (kind == HIST_SPARSE_SHARED &&
         (size_t)32 * sparse_slots_for(window, bins) * 4 > kSparseBudget)
@@ -550,6 +557,7 @@ int check_make_plan(int64_t frames, int64_t height, int64_t width, int window, i
                         kDeltaBudget;
   const bool ok = p.hist == kind && p.threads == threads && rows_ok && p.smem <= budget &&
                   (kind != HIST_DENSE_SHARED || p.smem <= kDefaultSharedLimit) &&
+                  (kind != HIST_BYTE_SHARED || p.smem <= kDefaultSharedLimit) &&
                   p.scratch <= kGlobalHistBudget && p.blocks >= 1;
   std::printf("plan %lldx%lldx%lld w %d bins %d: %s, %zu bytes of shared memory, %zu of scratch%s\n",
               (long long)frames, (long long)height, (long long)width, window, bins,
@@ -559,19 +567,24 @@ int check_make_plan(int64_t frames, int64_t height, int64_t width, int window, i
 
 /* ---- the launch shapes ---------------------------------------------------------------- */
 
-/* make_plan as it was before the launch shape was tunable: the reference of the default
- * shape. The most threads of 128, 64, 32 whose dense histograms fit 32 KiB, else whose
- * sparse tables fit 64 KiB, else 128 with global histograms; segments of max(2w, 32)
- * rows halved down to 8 while the launch has fewer than 512 tasks. */
+/* make_plan as it was before the launch shape was tunable, restated: the reference of
+ * the default shape. For windows of at most 256 pixels, the most threads of 128, 64, 32
+ * whose byte counts fit 32 KiB (since 2026-12-05); else whose dense histograms fit 32
+ * KiB, else whose sparse tables fit 64 KiB, else 128 with global histograms; segments of
+ * max(2w, 32) rows halved down to 8 while the launch has fewer than 512 tasks. */
 plan todays_plan(int64_t frames, int64_t height, int64_t width, int window, int bins) {
   /* Two changes at once: the default since changes_at_once was added (one before). */
   plan_choice choice = {HIST_DENSE_GLOBAL, 128, 0, 0, 2};
-  int dense = 0, sparse = 0;
+  int bytes = 0, dense = 0, sparse = 0;
   for (int t = 128; t >= 32; t /= 2) {
+    if (!bytes && window * window <= 256 && (size_t)t * ((bins + 3) / 4 * 4) <= 32 * 1024)
+      bytes = t;
     if (!dense && (size_t)t * dense_bytes(bins) <= 32 * 1024) dense = t;
     if (!sparse && (size_t)t * (size_t)sparse_slots_for(window, bins) * 4 <= 64 * 1024) sparse = t;
   }
-  if (dense)
+  if (bytes)
+    choice = {HIST_BYTE_SHARED, bytes, 0, 0, 2};
+  else if (dense)
     choice = {HIST_DENSE_SHARED, dense, 0, 0, 2};
   else if (sparse)
     choice = {HIST_SPARSE_SHARED, sparse, 0, 0, 2};
@@ -651,7 +664,8 @@ std::string plan_problem(const plan &p, const plan &d, const plm__entropy_cuda_s
   if (p.threads < kMinThreads || p.threads > std::max(shape.max_threads, kMinThreads) ||
       (p.threads & (p.threads - 1)) != 0)
     return "threads not a power of two in 32..max_block_threads";
-  const size_t each = p.hist == HIST_DENSE_SHARED    ? dense_bytes(bins)
+  const size_t each = p.hist == HIST_BYTE_SHARED     ? byte_bytes(bins)
+                      : p.hist == HIST_DENSE_SHARED  ? dense_bytes(bins)
                       : p.hist == HIST_SPARSE_SHARED ? (size_t)p.sparse_slots * 4
                                                      : 0;
   const size_t budget = p.hist == HIST_SPARSE_SHARED ? kSparseBudget : kDenseBudget;
@@ -733,15 +747,19 @@ int check_shapes(const char *op_name) {
 
 int main() {
   int failures = 0;
-  failures += check_make_plan(1, 512, 512, 16, 256, HIST_DENSE_SHARED, 64);    /* u8 */
-  failures += check_make_plan(1, 4096, 4096, 16, 256, HIST_DENSE_SHARED, 64);  /* big */
-  failures += check_make_plan(1, 512, 512, 9, 64, HIST_DENSE_SHARED, 128);     /* fused */
+  failures += check_make_plan(1, 512, 512, 16, 256, HIST_BYTE_SHARED, 128);   /* u8 */
+  failures += check_make_plan(1, 4096, 4096, 16, 256, HIST_BYTE_SHARED, 128); /* big */
+  failures += check_make_plan(1, 512, 512, 9, 64, HIST_BYTE_SHARED, 128);     /* fused */
+  failures += check_make_plan(1, 512, 512, 17, 256, HIST_DENSE_SHARED, 64);   /* w > 16 */
+  failures += check_make_plan(1, 512, 512, 16, 1024, HIST_BYTE_SHARED, 32);
+  failures += check_make_plan(1, 512, 512, 16, 1025, HIST_SPARSE_SHARED, 32);
   failures += check_make_plan(1, 512, 512, 16, 65536, HIST_SPARSE_SHARED, 32); /* u16 */
   failures += check_make_plan(1, 512, 512, 18, 65536, HIST_SPARSE_SHARED, 32);
   failures += check_make_plan(1, 512, 512, 19, 65536, HIST_DENSE_GLOBAL, 128);
-  failures += check_make_plan(1, 512, 512, 5, 1000, HIST_SPARSE_SHARED, 128); /* 37 slots: 64 */
+  failures += check_make_plan(1, 512, 512, 5, 1000, HIST_BYTE_SHARED, 32);
+  failures += check_make_plan(1, 512, 512, 5, 1025, HIST_SPARSE_SHARED, 128); /* 37 slots: 64 */
   failures += check_make_plan(1, 512, 512, 255, 256, HIST_DENSE_SHARED, 64);  /* two-row ring */
-  failures += check_make_plan(1, 1, 1, 1, 256, HIST_DENSE_SHARED, 64);
+  failures += check_make_plan(1, 1, 1, 1, 256, HIST_BYTE_SHARED, 128);
   failures += check_shapes("entropy");
   failures += check_shapes("sobel_entropy_threshold");
   failures += check_each_bin_pair();
@@ -760,6 +778,10 @@ int main() {
       {PLM_DTYPE_U8, 3, 66, 7, 5, 256, 256, false},
       {PLM_DTYPE_U8, 1, 65, 40, 2, 256, 4, false},
       {PLM_DTYPE_U8, 2, 37, 130, 16, 16, 0, false},
+      /* Full windows in one bin, w = 16: byte counts at 256, held as 0 (ByteHist). */
+      {PLM_DTYPE_U8, 1, 40, 45, 16, 1, 0, false},
+      {PLM_DTYPE_U8, 1, 45, 40, 16, 256, 1, false},
+      {PLM_DTYPE_U8, 1, 40, 40, 16, 2, 0, false},
       {PLM_DTYPE_U16, 2, 70, 11, 16, 65536, 65536, false},
       {PLM_DTYPE_U16, 1, 70, 9, 1, 65536, 3, false},
       {PLM_DTYPE_U16, 1, 40, 33, 33, 1000, 0, false},
@@ -786,6 +808,7 @@ int main() {
       {PLM_DTYPE_U16, 3, 20, 33, 8, 7, 0, false},
       {PLM_DTYPE_F32, 1, 20, 33, 255, 64, 0, false},
       {PLM_DTYPE_F32, 1, 40, 70, 16, 64, 0, false}, /* bench_ops' fused: fills summed */
+      {PLM_DTYPE_U8, 1, 40, 45, 16, 1, 0, false},   /* full windows in one bin, summed */
   };
   int index = 0;
   for (const Case &c : fused_cases) failures += check_fused(host, c, index++);

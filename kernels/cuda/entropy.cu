@@ -43,10 +43,15 @@
  * of their own.
  *
  * Histograms, one per thread, the kind chosen per launch (make_plan):
+ *   byte shared    a u8 count per bin in shared memory, four bins to a 32-bit word,
+ *                  for windows of at most 256 pixels (w <= 16; a full window's one
+ *                  count of 256 held as 0: ByteHist), when T bins fit 32 KiB, T >= 32:
+ *                  up to 1024 bins (u8's 256 at T = 128, the fused op's 64 too).
  *   dense shared   a u16 count per bin in shared memory, two bins to a 32-bit word,
  *                  each thread's words in its own bank (DenseHist: no bank conflicts
- *                  between a warp's updates), when T bins 2 bytes fit 32 KiB, T >= 32:
- *                  up to 512 bins (u8's 256 at T = 64). With the ring and the
+ *                  between a warp's updates; the byte kind's layout too), for larger
+ *                  windows, when T bins 2 bytes fit 32 KiB, T >= 32: up to 512 bins
+ *                  (u8's 256 at T = 64). With the ring and the
  *                  differences a block may pass the 48 KiB a kernel gets without
  *                  asking (32 KiB of histograms and a window past about 24): the
  *                  launch then opts in, as for the sparse kind (at most 104 KiB in all).
@@ -144,13 +149,20 @@
  *   byte instead of 4.
  *   Launches per frame: 1, plus frame_range's 1 or 2 for f32 with auto range
  *   (kernels/common/frame_range.h), plus a memset with global histograms.
- *   Occupancy is bounded by shared memory: dense u8 at T = 64 takes 32 KiB of
- *   histograms, 3 KiB of ring and 2 KiB of differences: 6 blocks (384 threads) per SM.
+ *   Occupancy: u8's 256 bins in byte counts at T = 128 take 32 KiB of histograms,
+ *   5 KiB of ring and 2 KiB of differences: 5 blocks (640 threads, 20 warps) per SM,
+ *   as many as the registers let in. Until 2026-12-05 they were u16 counts at T = 64
+ *   (32 KiB of histograms, 3 KiB of ring): 6 blocks, 12 warps, bounded by shared
+ *   memory, which the H200 ran at 4.5x the shared pipe's bound (below): more warps
+ *   an SM to hide each thread's chain of dependent changes, the same wavefronts a
+ *   change (a byte's load and store where a u16 word's were), one more instruction
+ *   a removal (the count modulo 256). Not yet timed on a GPU.
  *   Registers: __launch_bounds__(128, 5), at most 96 a thread (65,536 / (5 x 128),
  *   rounded down to the allocation's multiple of 8: 5 blocks of 128 threads, 10 of 64,
  *   per SM by the register file), at which no kind or source spills: ptxas 13.0 for sm_90
- *   gives the fused dense variant 96 registers, fused sparse 96, entropy dense 92 and
- *   sparse 90 with its bins four to a load (entropy dense 96 two to a load), 96 and 90
+ *   gives the fused byte and dense variants 96 registers, fused sparse 96, entropy byte
+ *   96, dense 90 and sparse 90 since the byte counts (dense 92 before, its counts changed
+ *   as 32-bit words), 92 and 90 with its bins four to a load (entropy dense 96 two to a load), 96 and 90
  *   with RowAhead (below), 90 and 90 before it with both changes_at_once paths
  *   (84 and 86 with one; sm_80 before them: 88,
  *   88, 86, 82; unbounded they took 88, 96, 58, 62 for sm_90, 96, 100, 72, 74 for sm_80:
@@ -211,6 +223,7 @@ typedef plm__sobel_entropy_threshold_args fused_args;
 constexpr int kMaxThreads = 128;
 constexpr int kMinThreads = 32;
 constexpr size_t kDenseBudget = 32 * 1024;  /* dense shared histograms per block */
+constexpr int64_t kByteCountsMost = 256;    /* pixels in a window, for byte counts */
 constexpr size_t kSparseBudget = 64 * 1024; /* sparse ones (past 48 KiB in all: an opt-in) */
 constexpr size_t kRingBudget = 32 * 1024;          /* staged bins per block */
 constexpr size_t kDeltaBudget = 8 * 1024;          /* differences copied per block */
@@ -236,7 +249,7 @@ size_t round_up(size_t bytes, size_t to) {
 
 /* ---- the launch plan ------------------------------------------------------------------ */
 
-enum hist_kind { HIST_DENSE_SHARED, HIST_SPARSE_SHARED, HIST_DENSE_GLOBAL };
+enum hist_kind { HIST_BYTE_SHARED, HIST_DENSE_SHARED, HIST_SPARSE_SHARED, HIST_DENSE_GLOBAL };
 
 struct plan {
   hist_kind hist;
@@ -278,6 +291,16 @@ size_t dense_bytes(int bins) {
   return (size_t)(bins + 1) / 2 * sizeof(uint32_t);
 }
 
+/* The bytes of one histogram of byte counts, four to a 32-bit word (ByteHist). */
+size_t byte_bytes(int bins) {
+  return (size_t)(bins + 3) / 4 * sizeof(uint32_t);
+}
+
+/* Whether byte counts hold a window's: at most 256 pixels (ByteHist, w <= 16). */
+bool bytes_hold(int window) {
+  return (int64_t)window * window <= kByteCountsMost;
+}
+
 /* P for a window: the power of two >= 1.5 x the most distinct bins it holds. */
 int sparse_slots_for(int window, int bins) {
   const int64_t distinct = min64(bins, (int64_t)window * window);
@@ -299,7 +322,8 @@ PLM_HD inline int ring_row_quads(int span) {
  * bins lookups against w^2 lookups, fewer when 3 bins < 2 w^2 (the fused op's 64 bins
  * at w = 16: 96 against 256; u8's 256 at w = 16: more). */
 bool fill_summed(hist_kind hist, int window, int bins) {
-  return hist == HIST_DENSE_SHARED && 3 * (int64_t)bins < 2 * (int64_t)window * window;
+  return (hist == HIST_DENSE_SHARED || hist == HIST_BYTE_SHARED) &&
+         3 * (int64_t)bins < 2 * (int64_t)window * window;
 }
 
 /* What a plan is made of: the shape, and the choices make_plan makes (which the host
@@ -323,7 +347,9 @@ plan lay_out(int64_t frames, int64_t height, int64_t width, int window, int bins
   p.ring_rows = choice.ring_rows;
   p.changes_at_once = choice.changes_at_once == 2 ? 2 : 1;
   p.ring_bytes = round_up((size_t)p.ring_rows * (size_t)p.row_quads * sizeof(uint64_t), kAlign);
-  if (p.hist == HIST_DENSE_SHARED) {
+  if (p.hist == HIST_BYTE_SHARED) {
+    p.hist_bytes = (size_t)p.threads * byte_bytes(bins);
+  } else if (p.hist == HIST_DENSE_SHARED) {
     p.hist_bytes = (size_t)p.threads * dense_bytes(bins);
   } else if (p.hist == HIST_SPARSE_SHARED) {
     p.sparse_slots = sparse_slots_for(window, bins);
@@ -360,9 +386,12 @@ plan make_plan(int64_t frames, int64_t height, int64_t width, int window, int bi
                const plm__entropy_cuda_shape &shape) {
   plan_choice choice = {};
   const int most = shape.max_threads;
-  const size_t dense_each = dense_bytes(bins);
+  const size_t byte_each = byte_bytes(bins), dense_each = dense_bytes(bins);
   const size_t sparse_each = (size_t)sparse_slots_for(window, bins) * sizeof(uint32_t);
-  if (threads_fitting(dense_each, kDenseBudget, kMinThreads) > 0) {
+  if (bytes_hold(window) && threads_fitting(byte_each, kDenseBudget, kMinThreads) > 0) {
+    choice.hist = HIST_BYTE_SHARED;
+    choice.threads = threads_fitting(byte_each, kDenseBudget, most);
+  } else if (threads_fitting(dense_each, kDenseBudget, kMinThreads) > 0) {
     choice.hist = HIST_DENSE_SHARED;
     choice.threads = threads_fitting(dense_each, kDenseBudget, most);
   } else if (threads_fitting(sparse_each, kSparseBudget, kMinThreads) > 0) {
@@ -389,74 +418,108 @@ plan make_plan(int64_t frames, int64_t height, int64_t width, int window, int bi
 /* Loops over a histogram's words (zeroing, summing) stay rolled (PLM_ROLLED): unrolled,
  * they take the entropy variants past their register budget for sm_90. */
 
-/* A u16 count per bin, a thread's bins 2j and 2j + 1 side by side in one 32-bit word
- * (the even bin in the low half), its words `owners` apart (the block's threads in
- * shared memory, the grid's in global memory): thread t's word j is word j * owners + t,
- * so in shared memory a thread's counts are all in bank t mod 32 and a warp's updates
- * never conflict, whatever bins its lanes touch. A count is changed by a load and a
- * store of its word: it stays within 0..65535 (at most w^2 + w <= 65280), so a change
- * never carries or borrows into the other half. base points at the thread's first
- * word; add/remove return the count before; clear stores a word per two bins. A word's
- * place from base, (b / 2) owners, is below 2^24 (shared memory; the global scratch is
- * capped at 64 MiB), so it is 32-bit arithmetic, on the path of every change.
+/* A count per bin, Count wide (u16, or u8 for windows of at most 256 pixels), a thread's
+ * bins packed into 32-bit words, kPerWord a word (bin b in word b / kPerWord, the lowest
+ * bin in the lowest bits), its words `owners` apart (the block's threads in shared
+ * memory, the grid's in global memory): thread t's word j is word j * owners + t, so in
+ * shared memory a thread's counts are all in bank t mod 32 and a warp's updates never
+ * conflict, whatever bins its lanes touch. A count is changed by a load and a store of
+ * its own u16 or byte, which leaves its neighbours in the word alone. base points at the
+ * thread's first word; add/remove return the count before; clear stores a word per
+ * kPerWord bins. A word's place from base, (b / kPerWord) owners, is below 2^24 (shared
+ * memory; the global scratch is capped at 64 MiB), so it is 32-bit arithmetic, on the
+ * path of every change.
  *
- * Two types, by where the counts live (InGlobal: the grid's scratch, HIST_DENSE_GLOBAL;
- * else the block's shared memory), not one with a flag: so every kernel's histogram
- * pointer has one memory space, and nvcc addresses shared counts with shared loads and
- * stores rather than generic ones (which must first find which memory an address is in). */
-template <bool InGlobal>
+ * Counts are kept modulo 2^(8 sizeof(Count)). u16 counts never reach it: a window holds
+ * at most 255^2 = 65025 pixels, and a row leaves before the next enters. u8 counts serve
+ * windows of at most 256 pixels (w <= 16: kByteCountsMost), where one count does not
+ * fit, 256 (a full 16 x 16 window in one bin), and is held as 0. No add sees it (that bin
+ * holds the whole window, so nothing enters before a row leaves), a remove reads it as
+ * 256 (its count after, (0 - 1) mod 256, is 255), and sum() takes a histogram that reads
+ * all zeros for the one full bin (a window is never empty). So every count change reads
+ * the true count, and the byte counts halve a histogram's shared memory: for u8's 256
+ * bins at w = 16, 128 threads a block where 64 fitted, twice the histograms an SM holds.
+ *
+ * Two types for the u16 counts, by where they live (InGlobal: the grid's scratch,
+ * HIST_DENSE_GLOBAL; else the block's shared memory), not one with a flag: so every
+ * kernel's histogram pointer has one memory space, and nvcc addresses shared counts with
+ * shared loads and stores rather than generic ones (which must first find which memory
+ * an address is in). */
+template <bool InGlobal, class Count>
 struct DenseCounts {
+  static constexpr int kPerWord = (int)(sizeof(uint32_t) / sizeof(Count));
+  static constexpr unsigned kShift = sizeof(Count) == 1 ? 2 : 1; /* log2 kPerWord */
+  static constexpr unsigned kBits = 8 * sizeof(Count);
+  static constexpr uint32_t kMask = (1u << kBits) - 1u;
   uint32_t *base;
   uint32_t owners;
   int bins;
-  PLM_HD uint32_t *word(int b) const { return base + (uint32_t)(b >> 1) * owners; }
-  PLM_HD uint32_t change(int b, uint32_t by) const {
-    const unsigned shift = (unsigned)(b & 1) * 16;
-    uint32_t *w = word(b);
-    const uint32_t old = *w;
-    *w = old + (by << shift);
-    return (old >> shift) & 0xffffu;
+  PLM_HD Count *count(int b) const {
+    const uint32_t bin = (uint32_t)b;
+    return (Count *)(base + (bin >> kShift) * owners) + (bin & (uint32_t)(kPerWord - 1));
   }
-  PLM_HD uint32_t add(int b) const { return change(b, 1u); }
-  PLM_HD uint32_t remove(int b) const { return change(b, 0xffffffffu); }
+  /* The count after a removal from `loaded`, modulo the width (a loaded 0 was 256 for u8). */
+  static PLM_HD uint32_t less_one(uint32_t loaded) {
+    return sizeof(Count) == 1 ? (loaded - 1u) & kMask : loaded - 1u;
+  }
+  PLM_HD uint32_t add(int b) const {
+    Count *c = count(b);
+    const uint32_t old = *c;
+    *c = (Count)(old + 1u);
+    return old;
+  }
+  PLM_HD uint32_t remove(int b) const {
+    Count *c = count(b);
+    const uint32_t after = less_one(*c);
+    *c = (Count)after;
+    return after + 1u;
+  }
   /* Two changes, bin a's then bin b's, as if one after the other (b's count before sees
-   * a's change when they share a word), but with both words loaded before either is
+   * a's change when they are the same bin), but with both counts loaded before either is
    * stored: a thread's changes are a chain (each load may read the last store), and
    * this halves its links. The counts before, in *ca and *cb. */
-  PLM_HD void change_two(int a, int b, uint32_t by, uint32_t *ca, uint32_t *cb) const {
-    const unsigned sa = (unsigned)(a & 1) * 16, sb = (unsigned)(b & 1) * 16;
-    uint32_t *wa = word(a), *wb = word(b);
-    const uint32_t oa = *wa, loaded_b = *wb, na = oa + (by << sa);
-    const uint32_t ob = wa == wb ? na : loaded_b;
-    *wa = na;
-    *wb = ob + (by << sb);
-    *ca = (oa >> sa) & 0xffffu;
-    *cb = (ob >> sb) & 0xffffu;
-  }
   PLM_HD void add_two(int a, int b, uint32_t *ca, uint32_t *cb) const {
-    change_two(a, b, 1u, ca, cb);
+    Count *pa = count(a), *pb = count(b);
+    const uint32_t oa = *pa, loaded_b = *pb;
+    const uint32_t ob = pa == pb ? oa + 1u : loaded_b;
+    *pa = (Count)(oa + 1u);
+    *pb = (Count)(ob + 1u);
+    *ca = oa;
+    *cb = ob;
   }
   PLM_HD void remove_two(int a, int b, uint32_t *ca, uint32_t *cb) const {
-    change_two(a, b, 0xffffffffu, ca, cb);
+    Count *pa = count(a), *pb = count(b);
+    const uint32_t na = less_one(*pa), loaded_b = *pb;
+    const uint32_t nb = less_one(pa == pb ? na : loaded_b);
+    *pa = (Count)na;
+    *pb = (Count)nb;
+    *ca = na + 1u;
+    *cb = nb + 1u;
   }
-  /* S of the counts: the sum of clogc[count] over the bins (an odd count's spare half
-   * holds 0, whose clogc is 0). */
+  PLM_HD int words() const { return (bins + kPerWord - 1) / kPerWord; }
+  /* S of the counts: the sum of clogc[count] over the bins (a word's spare counts hold
+   * 0, whose clogc is 0); a u8 histogram of all zeros holds one bin of 256. */
   PLM_HD int64_t sum(const int64_t *clogc) const {
     int64_t s = 0;
+    uint32_t seen = 0;
     const uint32_t *w = base;
     PLM_ROLLED
-    for (int j = 0; j < (bins + 1) / 2; j++, w += owners)
-      s += clogc[*w & 0xffffu] + clogc[*w >> 16];
-    return s;
+    for (int j = 0; j < words(); j++, w += owners) {
+      const uint32_t word = *w;
+      seen |= word;
+      for (int k = 0; k < kPerWord; k++) s += clogc[(word >> (k * kBits)) & kMask];
+    }
+    return sizeof(Count) == 1 && seen == 0 ? clogc[kMask + 1u] : s;
   }
   PLM_HD void clear() const {
     uint32_t *w = base;
     PLM_ROLLED
-    for (int j = 0; j < (bins + 1) / 2; j++, w += owners) *w = 0;
+    for (int j = 0; j < words(); j++, w += owners) *w = 0;
   }
 };
-typedef DenseCounts<false> DenseHist;      /* HIST_DENSE_SHARED */
-typedef DenseCounts<true> GlobalDenseHist; /* HIST_DENSE_GLOBAL */
+typedef DenseCounts<false, uint16_t> DenseHist;      /* HIST_DENSE_SHARED */
+typedef DenseCounts<false, uint8_t> ByteHist;        /* HIST_BYTE_SHARED */
+typedef DenseCounts<true, uint16_t> GlobalDenseHist; /* HIST_DENSE_GLOBAL */
 
 /* An open-addressing table of P = mask + 1 entries (bin << 16 | count; 0: empty),
  * entry i at base[i * stride]. A bin is looked for from its home slot onwards (linear
@@ -827,6 +890,15 @@ struct RowAhead {
  * HIST_DENSE_GLOBAL, in the scratch. */
 template <class Hist>
 struct HistOf;
+
+template <>
+struct HistOf<ByteHist> {
+  template <class Block>
+  static PLM_HD ByteHist make(const Block &block, const plan &, int bins, unsigned char *area,
+                              uint32_t *) {
+    return ByteHist{(uint32_t *)area + block.thread(), (uint32_t)block.threads(), bins};
+  }
+};
 
 template <>
 struct HistOf<DenseHist> {
@@ -1255,6 +1327,8 @@ plm_status launch(cudaStream_t s, const plan &p, const Source &source, const Sin
                   void *scratch, const char *name) {
   if (p.hist == HIST_SPARSE_SHARED)
     return launch_kind<SparseHist>(s, p, source, sink, bins, scratch, name);
+  if (p.hist == HIST_BYTE_SHARED)
+    return launch_kind<ByteHist>(s, p, source, sink, bins, scratch, name);
   if (p.hist == HIST_DENSE_SHARED)
     return launch_kind<DenseHist>(s, p, source, sink, bins, scratch, name);
   if constexpr (Source::global_histograms)
