@@ -7,13 +7,13 @@
  * emulated by a fibre (tests/emulated_lanes.h: warps that run ahead of each other, lanes
  * in a seeded random order between barriers) that meets the others where the GPU's
  * threads call __syncthreads, the blocks of the grid one after another, the shared
- * memory scribbled over between them. Every case runs with the plan the launcher makes and with
- * plans chosen otherwise on the same input: each kind of histogram (byte shared, dense shared,
- * sparse shared, dense global) where it applies (byte counts also on full windows of one bin,
- * whose count of 256 they hold as 0), the two-row ring, short and long segments, 32 and 128 threads,
- * and the plan of the smallest launch shape (the cuda tunables); first windows filled by
- * differences, and summed from their counts where the bins are few (fill_summed: bench_ops' fused
- * case and others).
+ * memory scribbled over between them. Every case runs with the plan the launcher makes
+ * and with plans chosen otherwise on the same input: each kind of histogram (byte shared,
+ * dense shared, sparse shared, dense global) where it applies (byte counts also on full
+ * windows of one bin, whose count of 256 they hold as 0), the two-row ring, short and long
+ * segments, 32 and 128 threads, and the plan of the smallest launch shape (the cuda
+ * tunables); first windows filled by differences, and summed from their counts where the
+ * bins are few (fill_summed: bench_ops' fused case and others).
  *
  * The launch shapes themselves (plm__entropy_cuda_shape, the tunables entropy and the
  * fused op list through plume/tuning.h): every candidate, one at a time as `plume tune`
@@ -21,7 +21,8 @@
  * bin counts and frames across their ranges (the kind of histogram the default's, the
  * threads the most that fit its budget, shared memory within it, segments as the
  * shape says); every candidate changes the plan somewhere; the default shape makes
- * exactly the plan make_plan made before the shape was tunable (restated here).
+ * exactly the plan make_plan made before the shape was tunable, with the byte counts
+ * since (restated here).
  *
  * The entropy op's warp-owned histograms (more than 512 bins and a window past 18) run
  * with each warp's 32 lanes emulated by fibres that meet at a warp barrier wherever the
@@ -778,10 +779,11 @@ int main() {
       {PLM_DTYPE_U8, 3, 66, 7, 5, 256, 256, false},
       {PLM_DTYPE_U8, 1, 65, 40, 2, 256, 4, false},
       {PLM_DTYPE_U8, 2, 37, 130, 16, 16, 0, false},
-      /* Full windows in one bin, w = 16: byte counts at 256, held as 0 (ByteHist). */
+      /* Full windows in one bin, w = 16: byte counts at 256, held as 0 (ByteHist), and
+       * back (255 after a row leaves, 256 again when the next enters). */
       {PLM_DTYPE_U8, 1, 40, 45, 16, 1, 0, false},
       {PLM_DTYPE_U8, 1, 45, 40, 16, 256, 1, false},
-      {PLM_DTYPE_U8, 1, 40, 40, 16, 2, 0, false},
+      {PLM_DTYPE_U8, 1, 40, 40, 16, 2, 0, false}, /* two bins, fills summed */
       {PLM_DTYPE_U16, 2, 70, 11, 16, 65536, 65536, false},
       {PLM_DTYPE_U16, 1, 70, 9, 1, 65536, 3, false},
       {PLM_DTYPE_U16, 1, 40, 33, 33, 1000, 0, false},

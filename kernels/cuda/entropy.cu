@@ -20,8 +20,8 @@
  * Sobel magnitude of nine pixels read through the border rule, binned with the fixed
  * range) and the w threads whose windows cover it read it, four bins to an 8-byte load
  * (each_bin_pair). A task bins its first window's rows and one row per output row after:
- * each input pixel is binned (R + w - 1) / R x (T + w - 1) / T times in all (1.8 for
- * R = 32, T = 64, w = 16; the halo). A step reads w + 1 rows; the ring's one more
+ * each input pixel is binned (R + w - 1) / R x (T + w - 1) / T times in all (1.6 for
+ * R = 32, T = 128, w = 16, 1.8 at T = 64; the halo). A step reads w + 1 rows; the ring's one more
  * makes the slot a step writes one last read two steps before, so one barrier a step,
  * after its staging, orders its readers after its writers and its writers after those
  * readers. When w + 2 rows do not fit the ring's budget (32 KiB: w past about 80 at
@@ -82,12 +82,13 @@
  * captures after a warm-up frame). The differences a window reaches (counts up to w^2)
  * are copied into shared memory at the start of each block when they take at most
  * 8 KiB (w <= 31); beyond, the lookups go to the device's table (L1, L2).
- * A summed fill (fill_summed: a dense shared histogram, the differences in shared
+ * A summed fill (fill_summed: a byte or dense shared histogram, the differences in shared
  * memory, and 3 bins < 2 w^2, as the fused op's 64 bins at w = 16): a task fills its
  * first window with counts alone and then sums S = sum clogc(count) over its bins from
  * a table of c log2 c (clogc_table: the sums of the differences, so the CPU's integers;
- * uploaded beside them and copied into shared memory beside them), bins / 2 word loads
- * and bins lookups instead of a difference per pixel of the window (w^2).
+ * uploaded beside them and copied into shared memory beside them), bins / 4 word loads
+ * (bins / 2 for u16 counts) and bins lookups instead of a difference per pixel of the
+ * window (w^2).
  *
  * Segments: R = segment_windows x max(w, 16) rows (by default max(2w, 32)), halved
  * (down to 8) while the launch has fewer than min_tasks tasks (by default 512), so that
@@ -95,24 +96,26 @@
  * its first window, then 2w per row: 2w + w^2 / R per pixel, against the 2w of a pure
  * slide (40 against 32 for w = 16, R = 32).
  *
- * Cost model per pixel (entropy, u8 in, f32 out, w = 16, dense shared, T = 64, R = 32):
+ * Cost model per pixel (entropy, u8 in, f32 out, w = 16, byte shared, T = 128, R = 32):
  *   DRAM: 1 byte read (halo rereads hit L2) and 4 written: 5 B. The memory floor is
  *   84 MB / 3.35 TB/s = 25 us at 4096^2 (H100 SXM), 0.4 us at 512^2, where a launch
  *   (a few us) dominates.
  *   On chip, the shared-memory pipe (one wavefront a clock per SM; the CUDA emulator
  *   counts them, emu/README.md): a count change is a load and a store of the count's
- *   word (each lane in its own bank: one wavefront each) and a load of a difference
+ *   byte (each lane in its own bank: one wavefront each) and a load of a difference
  *   (8 bytes, random, but a warp's counts are few and small: 1.0 to 1.15 wavefronts
  *   counted), and its bin comes four to a load (floor(w/4) + 1 loads for w bins, or one
  *   more: 0.31 a change at w = 16, where two to a 32-bit load were 0.56): 3.31 wavefronts
- *   a change. A task adds bins / 2 stores to zero its histogram and about 1.6 stores a
- *   staged row per warp. At R = 32: 40 changes, (40 x 3.31 + 128 / 32 + 1.6 x 47 / 32) /
- *   32 = 4.3 wavefronts a pixel, 16.7 M x 4.3 / 132 SMs / 1.98 GHz = 0.28 ms at 4096^2,
- *   11x the floor (4.6 wavefronts and 12x with two bins a load; the emulated estimate
- *   at 2048^2: 72.8 -> 68.3 us for the shared pipe, 11.6x -> 10.9x, docs/benchmarks.md).
- *   At 512^2 one frame's 512 tasks cut R to 8 (min_tasks), so the fill is more than
- *   half the changes (w^2 / R = 32 of 60 a pixel): the emulated estimate there is 7.05 us
- *   for the shared pipe, 18x the floor (docs/benchmarks.md; 7.4 us with two bins a load,
+ *   a change. A task adds bins / 4 stores to zero its histogram (bins / 2 for u16
+ *   counts) and about 1.3 stores a staged row per warp. At R = 32: 40 changes,
+ *   (40 x 3.31 + 64 / 32 + 1.3 x 47 / 32) / 32 = 4.26 wavefronts a pixel, 16.7 M x 4.26 /
+ *   132 SMs / 1.98 GHz = 0.27 ms at 4096^2, 11x the floor (4.6 wavefronts and 12x with
+ *   two bins a load; the emulated estimate at 2048^2: 72.8 -> 68.3 us for the shared
+ *   pipe, 11.6x -> 10.9x, and 67.0 us, 10.7x, with byte counts at T = 128,
+ *   docs/benchmarks.md). At 512^2 one frame's 256 tasks (512 at T = 64) cut R to 8
+ *   (min_tasks), so the fill is more than half the changes (w^2 / R = 32 of 60 a pixel):
+ *   the emulated estimate there is 6.72 us for the shared pipe, 17x the floor
+ *   (docs/benchmarks.md; 7.05 us with u16 counts at T = 64, 7.4 with two bins a load,
  *   and 9.7 us, 4 wavefronts a change and two clears of a u16 store per bin, before the
  *   pair loads, word clears and the clear at the start).
  *   What bounds this design: 2w + w^2 / R changes a pixel is the least an exact
@@ -134,17 +137,17 @@
  *     tasks: 46 changes a pixel, not 60) would lower the estimate but halve the warps
  *     and lengthen each thread's chain of dependent changes (736, not 480), which is
  *     what a single 512^2 frame waits on on a GPU (latency: not in the estimate);
- *   - u8 counts (w <= 15) halve the clear and the histograms' memory, not the
- *     wavefronts a change;
  *   - longer segments where a frame has tasks to spare (R = 64 at 4096^2: 36 changes a
- *     pixel, not 40, about 10% of the count) by default: 4,096 blocks where 8,192 were,
- *     about 5 waves of an H100's 792 (6 blocks of 64 an SM, by shared memory), a trade
+ *     pixel, not 40, about 10% of the count) by default: 2,048 blocks where 4,096 are,
+ *     about 3 waves of an H100's 660 (5 blocks of 128 an SM), a trade
  *     of fewer fills against coarser waves that the estimate does not see; the cuda
  *     tunable segment_windows lets `plume tune` take it on the device (on the H200, at
  *     its small size, every candidate timed within the noise of the default).
- *   Taken: the summed fill (above), for few bins: the fused op's shared pipe at 512^2
- *   6.5 us instead of 7.1 (it is then bound by the L2 at 6.7 us: the Sobel taps' reads
- *   of the input, 9 a binned pixel).
+ *   Taken: byte counts (ByteHist, w <= 16), which halve the clear and the histograms'
+ *   shared memory, not the wavefronts a change, but let twice the threads into a block
+ *   (below, "Occupancy"). The summed fill (above), for few bins: the fused op's shared
+ *   pipe at 512^2 6.5 us instead of 7.1 (it is then bound by the L2 at 6.7 us: the Sobel
+ *   taps' reads of the input, 9 a binned pixel).
  *   Fused adds the Sobel magnitude (9 loads, ~20 flops) per binned pixel and writes 1
  *   byte instead of 4.
  *   Launches per frame: 1, plus frame_range's 1 or 2 for f32 with auto range
@@ -161,8 +164,8 @@
  *   rounded down to the allocation's multiple of 8: 5 blocks of 128 threads, 10 of 64,
  *   per SM by the register file), at which no kind or source spills: ptxas 13.0 for sm_90
  *   gives the fused byte and dense variants 96 registers, fused sparse 96, entropy byte
- *   96, dense 90 and sparse 90 since the byte counts (dense 92 before, its counts changed
- *   as 32-bit words), 92 and 90 with its bins four to a load (entropy dense 96 two to a load), 96 and 90
+ *   96, dense 90 and sparse 90 since the byte counts came (dense 92 before), 92 and 90
+ *   with its bins four to a load (entropy dense 96 two to a load), 96 and 90
  *   with RowAhead (below), 90 and 90 before it with both changes_at_once paths
  *   (84 and 86 with one; sm_80 before them: 88,
  *   88, 86, 82; unbounded they took 88, 96, 58, 62 for sm_90, 96, 100, 72, 74 for sm_80:
@@ -222,7 +225,7 @@ typedef plm__sobel_entropy_threshold_args fused_args;
 
 constexpr int kMaxThreads = 128;
 constexpr int kMinThreads = 32;
-constexpr size_t kDenseBudget = 32 * 1024;  /* dense shared histograms per block */
+constexpr size_t kDenseBudget = 32 * 1024;  /* byte or dense shared histograms per block */
 constexpr int64_t kByteCountsMost = 256;    /* pixels in a window, for byte counts */
 constexpr size_t kSparseBudget = 64 * 1024; /* sparse ones (past 48 KiB in all: an opt-in) */
 constexpr size_t kRingBudget = 32 * 1024;          /* staged bins per block */
@@ -423,22 +426,24 @@ plan make_plan(int64_t frames, int64_t height, int64_t width, int window, int bi
  * bin in the lowest bits), its words `owners` apart (the block's threads in shared
  * memory, the grid's in global memory): thread t's word j is word j * owners + t, so in
  * shared memory a thread's counts are all in bank t mod 32 and a warp's updates never
- * conflict, whatever bins its lanes touch. A count is changed by a load and a store of
- * its own u16 or byte, which leaves its neighbours in the word alone. base points at the
- * thread's first word; add/remove return the count before; clear stores a word per
- * kPerWord bins. A word's place from base, (b / kPerWord) owners, is below 2^24 (shared
- * memory; the global scratch is capped at 64 MiB), so it is 32-bit arithmetic, on the
- * path of every change.
+ * conflict, whatever bins its lanes touch. base points at the thread's first word;
+ * add/remove return the count before; clear stores a word per kPerWord bins. A word's
+ * place from base, (b / kPerWord) owners, is below 2^24 (shared memory; the global
+ * scratch is capped at 64 MiB), so it is 32-bit arithmetic, on the path of every change.
  *
- * Counts are kept modulo 2^(8 sizeof(Count)). u16 counts never reach it: a window holds
- * at most 255^2 = 65025 pixels, and a row leaves before the next enters. u8 counts serve
- * windows of at most 256 pixels (w <= 16: kByteCountsMost), where one count does not
- * fit, 256 (a full 16 x 16 window in one bin), and is held as 0. No add sees it (that bin
+ * A u16 count is changed by a load and a store of its word (adding or taking 1 << 16 for
+ * the high half): it stays within 0..65025 (a window holds at most 255^2 pixels, and a
+ * row leaves before the next enters), so a change never carries or borrows into the
+ * other half. A u8 count is changed by a load and a store of its own byte (an unsigned
+ * char, which may alias the words clear and sum read), modulo 256: byte counts serve
+ * windows of at most 256 pixels (w <= 16: kByteCountsMost), where one count does not fit,
+ * 256 (a full 16 x 16 window in one bin), and is held as 0. No add sees it (that bin
  * holds the whole window, so nothing enters before a row leaves), a remove reads it as
  * 256 (its count after, (0 - 1) mod 256, is 255), and sum() takes a histogram that reads
- * all zeros for the one full bin (a window is never empty). So every count change reads
- * the true count, and the byte counts halve a histogram's shared memory: for u8's 256
- * bins at w = 16, 128 threads a block where 64 fitted, twice the histograms an SM holds.
+ * all zeros for the one full bin (a window is never empty). So every change reads the
+ * true count, and byte counts halve a histogram's shared memory: for u8's 256 bins at
+ * w = 16, 128 threads a block where 64 fitted, 20 warps an SM where 12 were (the header's
+ * "Occupancy").
  *
  * Two types for the u16 counts, by where they live (InGlobal: the grid's scratch,
  * HIST_DENSE_GLOBAL; else the block's shared memory), not one with a flag: so every
@@ -447,58 +452,69 @@ plan make_plan(int64_t frames, int64_t height, int64_t width, int window, int bi
  * an address is in). */
 template <bool InGlobal, class Count>
 struct DenseCounts {
-  static constexpr int kPerWord = (int)(sizeof(uint32_t) / sizeof(Count));
-  static constexpr unsigned kShift = sizeof(Count) == 1 ? 2 : 1; /* log2 kPerWord */
-  static constexpr unsigned kBits = 8 * sizeof(Count);
+  static constexpr bool kBytes = sizeof(Count) == 1;
+  static constexpr int kPerWord = kBytes ? 4 : 2;
+  static constexpr unsigned kShift = kBytes ? 2 : 1; /* log2 kPerWord */
+  static constexpr unsigned kBits = kBytes ? 8 : 16;
   static constexpr uint32_t kMask = (1u << kBits) - 1u;
   uint32_t *base;
   uint32_t owners;
   int bins;
-  PLM_HD Count *count(int b) const {
-    const uint32_t bin = (uint32_t)b;
-    return (Count *)(base + (bin >> kShift) * owners) + (bin & (uint32_t)(kPerWord - 1));
+  PLM_HD uint32_t *word(int b) const { return base + ((uint32_t)b >> kShift) * owners; }
+  PLM_HD unsigned shift(int b) const { return ((uint32_t)b & (kPerWord - 1u)) * kBits; }
+  PLM_HD unsigned char *byte(int b) const {
+    return (unsigned char *)word(b) + ((uint32_t)b & 3u);
   }
-  /* The count after a removal from `loaded`, modulo the width (a loaded 0 was 256 for u8). */
-  static PLM_HD uint32_t less_one(uint32_t loaded) {
-    return sizeof(Count) == 1 ? (loaded - 1u) & kMask : loaded - 1u;
+  /* A change of bin b by +1 (by 1) or -1 (by 0xffffffff): the count before. */
+  PLM_HD uint32_t change(int b, uint32_t by) const {
+    if constexpr (kBytes) {
+      unsigned char *c = byte(b);
+      const uint32_t loaded = *c, after = (loaded + by) & kMask; /* a held 0 less 1: 255 */
+      *c = (unsigned char)after;
+      return by == 1u ? loaded : after + 1u; /* an add never starts from 256 */
+    } else {
+      uint32_t *w = word(b);
+      const uint32_t old = *w;
+      *w = old + (by << shift(b));
+      return (old >> shift(b)) & kMask;
+    }
   }
-  PLM_HD uint32_t add(int b) const {
-    Count *c = count(b);
-    const uint32_t old = *c;
-    *c = (Count)(old + 1u);
-    return old;
-  }
-  PLM_HD uint32_t remove(int b) const {
-    Count *c = count(b);
-    const uint32_t after = less_one(*c);
-    *c = (Count)after;
-    return after + 1u;
-  }
+  PLM_HD uint32_t add(int b) const { return change(b, 1u); }
+  PLM_HD uint32_t remove(int b) const { return change(b, 0xffffffffu); }
   /* Two changes, bin a's then bin b's, as if one after the other (b's count before sees
-   * a's change when they are the same bin), but with both counts loaded before either is
-   * stored: a thread's changes are a chain (each load may read the last store), and
-   * this halves its links. The counts before, in *ca and *cb. */
+   * a's change when they share a count, or a u16 word), but with both loaded before
+   * either is stored: a thread's changes are a chain (each load may read the last
+   * store), and this halves its links. The counts before, in *ca and *cb. */
+  PLM_HD void change_two(int a, int b, uint32_t by, uint32_t *ca, uint32_t *cb) const {
+    if constexpr (kBytes) {
+      unsigned char *pa = byte(a), *pb = byte(b);
+      const uint32_t loaded_a = *pa, loaded_b = *pb;
+      const uint32_t na = (loaded_a + by) & kMask, ob = pa == pb ? na : loaded_b;
+      const uint32_t nb = (ob + by) & kMask;
+      *pa = (unsigned char)na;
+      *pb = (unsigned char)nb;
+      *ca = by == 1u ? loaded_a : na + 1u;
+      *cb = by == 1u ? ob : nb + 1u;
+    } else {
+      const unsigned sa = shift(a), sb = shift(b);
+      uint32_t *wa = word(a), *wb = word(b);
+      const uint32_t oa = *wa, loaded_b = *wb, na = oa + (by << sa);
+      const uint32_t ob = wa == wb ? na : loaded_b;
+      *wa = na;
+      *wb = ob + (by << sb);
+      *ca = (oa >> sa) & kMask;
+      *cb = (ob >> sb) & kMask;
+    }
+  }
   PLM_HD void add_two(int a, int b, uint32_t *ca, uint32_t *cb) const {
-    Count *pa = count(a), *pb = count(b);
-    const uint32_t oa = *pa, loaded_b = *pb;
-    const uint32_t ob = pa == pb ? oa + 1u : loaded_b;
-    *pa = (Count)(oa + 1u);
-    *pb = (Count)(ob + 1u);
-    *ca = oa;
-    *cb = ob;
+    change_two(a, b, 1u, ca, cb);
   }
   PLM_HD void remove_two(int a, int b, uint32_t *ca, uint32_t *cb) const {
-    Count *pa = count(a), *pb = count(b);
-    const uint32_t na = less_one(*pa), loaded_b = *pb;
-    const uint32_t nb = less_one(pa == pb ? na : loaded_b);
-    *pa = (Count)na;
-    *pb = (Count)nb;
-    *ca = na + 1u;
-    *cb = nb + 1u;
+    change_two(a, b, 0xffffffffu, ca, cb);
   }
   PLM_HD int words() const { return (bins + kPerWord - 1) / kPerWord; }
   /* S of the counts: the sum of clogc[count] over the bins (a word's spare counts hold
-   * 0, whose clogc is 0); a u8 histogram of all zeros holds one bin of 256. */
+   * 0, whose clogc is 0); a byte histogram of all zeros holds one bin of 256. */
   PLM_HD int64_t sum(const int64_t *clogc) const {
     int64_t s = 0;
     uint32_t seen = 0;
@@ -509,7 +525,7 @@ struct DenseCounts {
       seen |= word;
       for (int k = 0; k < kPerWord; k++) s += clogc[(word >> (k * kBits)) & kMask];
     }
-    return sizeof(Count) == 1 && seen == 0 ? clogc[kMask + 1u] : s;
+    return kBytes && seen == 0 ? clogc[kMask + 1u] : s;
   }
   PLM_HD void clear() const {
     uint32_t *w = base;
@@ -891,21 +907,12 @@ struct RowAhead {
 template <class Hist>
 struct HistOf;
 
-template <>
-struct HistOf<ByteHist> {
+template <class Count> /* ByteHist, DenseHist */
+struct HistOf<DenseCounts<false, Count>> {
   template <class Block>
-  static PLM_HD ByteHist make(const Block &block, const plan &, int bins, unsigned char *area,
-                              uint32_t *) {
-    return ByteHist{(uint32_t *)area + block.thread(), (uint32_t)block.threads(), bins};
-  }
-};
-
-template <>
-struct HistOf<DenseHist> {
-  template <class Block>
-  static PLM_HD DenseHist make(const Block &block, const plan &, int bins, unsigned char *area,
-                               uint32_t *) {
-    return DenseHist{(uint32_t *)area + block.thread(), (uint32_t)block.threads(), bins};
+  static PLM_HD DenseCounts<false, Count> make(const Block &block, const plan &, int bins,
+                                               unsigned char *area, uint32_t *) {
+    return {(uint32_t *)area + block.thread(), (uint32_t)block.threads(), bins};
   }
 };
 
