@@ -569,21 +569,20 @@ int check_make_plan(int64_t frames, int64_t height, int64_t width, int window, i
 /* ---- the launch shapes ---------------------------------------------------------------- */
 
 /* make_plan as it was before the launch shape was tunable, restated: the reference of
- * the default shape. For windows of at most 256 pixels, the most threads of 128, 64, 32
- * whose byte counts fit 32 KiB (since 2026-12-05); else whose dense histograms fit 32
- * KiB, else whose sparse tables fit 64 KiB, else 128 with global histograms; segments of
+ * the default shape. The most threads of 128, 64, 32 whose dense histograms fit 32 KiB
+ * (for windows of at most 256 pixels, since 2026-12-05, of byte counts where u16 counts
+ * fit), else whose sparse tables fit 64 KiB, else 128 with global histograms; segments of
  * max(2w, 32) rows halved down to 8 while the launch has fewer than 512 tasks. */
 plan todays_plan(int64_t frames, int64_t height, int64_t width, int window, int bins) {
   /* Two changes at once: the default since changes_at_once was added (one before). */
   plan_choice choice = {HIST_DENSE_GLOBAL, 128, 0, 0, 2};
   int bytes = 0, dense = 0, sparse = 0;
   for (int t = 128; t >= 32; t /= 2) {
-    if (!bytes && window * window <= 256 && (size_t)t * ((bins + 3) / 4 * 4) <= 32 * 1024)
-      bytes = t;
+    if (!bytes && (size_t)t * ((bins + 3) / 4 * 4) <= 32 * 1024) bytes = t;
     if (!dense && (size_t)t * dense_bytes(bins) <= 32 * 1024) dense = t;
     if (!sparse && (size_t)t * (size_t)sparse_slots_for(window, bins) * 4 <= 64 * 1024) sparse = t;
   }
-  if (bytes)
+  if (dense && window * window <= 256)
     choice = {HIST_BYTE_SHARED, bytes, 0, 0, 2};
   else if (dense)
     choice = {HIST_DENSE_SHARED, dense, 0, 0, 2};
@@ -752,13 +751,12 @@ int main() {
   failures += check_make_plan(1, 4096, 4096, 16, 256, HIST_BYTE_SHARED, 128); /* big */
   failures += check_make_plan(1, 512, 512, 9, 64, HIST_BYTE_SHARED, 128);     /* fused */
   failures += check_make_plan(1, 512, 512, 17, 256, HIST_DENSE_SHARED, 64);   /* w > 16 */
-  failures += check_make_plan(1, 512, 512, 16, 1024, HIST_BYTE_SHARED, 32);
-  failures += check_make_plan(1, 512, 512, 16, 1025, HIST_SPARSE_SHARED, 32);
+  failures += check_make_plan(1, 512, 512, 16, 512, HIST_BYTE_SHARED, 64);
+  failures += check_make_plan(1, 512, 512, 16, 513, HIST_SPARSE_SHARED, 32);
   failures += check_make_plan(1, 512, 512, 16, 65536, HIST_SPARSE_SHARED, 32); /* u16 */
   failures += check_make_plan(1, 512, 512, 18, 65536, HIST_SPARSE_SHARED, 32);
   failures += check_make_plan(1, 512, 512, 19, 65536, HIST_DENSE_GLOBAL, 128);
-  failures += check_make_plan(1, 512, 512, 5, 1000, HIST_BYTE_SHARED, 32);
-  failures += check_make_plan(1, 512, 512, 5, 1025, HIST_SPARSE_SHARED, 128); /* 37 slots: 64 */
+  failures += check_make_plan(1, 512, 512, 5, 1000, HIST_SPARSE_SHARED, 128); /* 37 slots: 64 */
   failures += check_make_plan(1, 512, 512, 255, 256, HIST_DENSE_SHARED, 64);  /* two-row ring */
   failures += check_make_plan(1, 1, 1, 1, 256, HIST_BYTE_SHARED, 128);
   failures += check_shapes("entropy");

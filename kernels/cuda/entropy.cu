@@ -45,8 +45,10 @@
  * Histograms, one per thread, the kind chosen per launch (make_plan):
  *   byte shared    a u8 count per bin in shared memory, four bins to a 32-bit word,
  *                  for windows of at most 256 pixels (w <= 16; a full window's one
- *                  count of 256 held as 0: ByteHist), when T bins fit 32 KiB, T >= 32:
- *                  up to 1024 bins (u8's 256 at T = 128, the fused op's 64 too).
+ *                  count of 256 held as 0: ByteHist), wherever u16 counts would fit
+ *                  (up to 512 bins), with the most threads whose T bins fit 32 KiB:
+ *                  u8's 256 at T = 128 (u16: 64), the fused op's 64 at 128. Not past
+ *                  512 bins, where T = 32 would hold fewer warps than the sparse kind.
  *   dense shared   a u16 count per bin in shared memory, two bins to a 32-bit word,
  *                  each thread's words in its own bank (DenseHist: no bank conflicts
  *                  between a warp's updates; the byte kind's layout too), for larger
@@ -391,8 +393,8 @@ plan make_plan(int64_t frames, int64_t height, int64_t width, int window, int bi
   const int most = shape.max_threads;
   const size_t byte_each = byte_bytes(bins), dense_each = dense_bytes(bins);
   const size_t sparse_each = (size_t)sparse_slots_for(window, bins) * sizeof(uint32_t);
-  if (bytes_hold(window) && threads_fitting(byte_each, kDenseBudget, kMinThreads) > 0) {
-    choice.hist = HIST_BYTE_SHARED;
+  if (bytes_hold(window) && threads_fitting(dense_each, kDenseBudget, kMinThreads) > 0) {
+    choice.hist = HIST_BYTE_SHARED; /* where u16 counts fit, at up to twice their threads */
     choice.threads = threads_fitting(byte_each, kDenseBudget, most);
   } else if (threads_fitting(dense_each, kDenseBudget, kMinThreads) > 0) {
     choice.hist = HIST_DENSE_SHARED;
