@@ -290,15 +290,24 @@ int threads_fitting(size_t each, size_t budget, int most) {
   return 0;
 }
 
-/* The bytes of one dense histogram: a u16 count per bin, two to a 32-bit word (an odd
- * count's last word half used; DenseHist). */
+/* How a histogram's counts pack into 32-bit words, Count wide: a u16 count two to a word
+ * (DenseHist), a u8 count four (ByteHist), the last word part used when bins do not fill
+ * it. DenseCounts keeps its counts so, and the plan sizes its histograms by the same words. */
+template <class Count>
+struct CountWords {
+  static_assert(sizeof(Count) == 1 || sizeof(Count) == 2, "u8 or u16 counts");
+  static constexpr int kPerWord = (int)(sizeof(uint32_t) / sizeof(Count));
+  PLM_HD static int words(int bins) { return (bins + kPerWord - 1) / kPerWord; }
+  static size_t bytes(int bins) { return (size_t)words(bins) * sizeof(uint32_t); }
+};
+
+/* The bytes of one histogram of u16 counts (dense) or of byte counts. */
 size_t dense_bytes(int bins) {
-  return (size_t)(bins + 1) / 2 * sizeof(uint32_t);
+  return CountWords<uint16_t>::bytes(bins);
 }
 
-/* The bytes of one histogram of byte counts, four to a 32-bit word (ByteHist). */
 size_t byte_bytes(int bins) {
-  return (size_t)(bins + 3) / 4 * sizeof(uint32_t);
+  return CountWords<uint8_t>::bytes(bins);
 }
 
 /* Whether byte counts hold a window's: at most 256 pixels (ByteHist, w <= 16). */
@@ -455,7 +464,7 @@ plan make_plan(int64_t frames, int64_t height, int64_t width, int window, int bi
 template <bool InGlobal, class Count>
 struct DenseCounts {
   static constexpr bool kBytes = sizeof(Count) == 1;
-  static constexpr int kPerWord = kBytes ? 4 : 2;
+  static constexpr int kPerWord = CountWords<Count>::kPerWord;
   static constexpr unsigned kShift = kBytes ? 2 : 1; /* log2 kPerWord */
   static constexpr unsigned kBits = kBytes ? 8 : 16;
   static constexpr uint32_t kMask = (1u << kBits) - 1u;
@@ -514,7 +523,7 @@ struct DenseCounts {
   PLM_HD void remove_two(int a, int b, uint32_t *ca, uint32_t *cb) const {
     change_two(a, b, 0xffffffffu, ca, cb);
   }
-  PLM_HD int words() const { return (bins + kPerWord - 1) / kPerWord; }
+  PLM_HD int words() const { return CountWords<Count>::words(bins); }
   /* S of the counts: the sum of clogc[count] over the bins (a word's spare counts hold
    * 0, whose clogc is 0); a byte histogram of all zeros holds one bin of 256. */
   PLM_HD int64_t sum(const int64_t *clogc) const {
