@@ -33,6 +33,22 @@
  * 64-bit division (frame_pixels_grid below); before, each pixel divided its batch index
  * by the frame's pixels or its tile's (64-bit divisions and modulos, tens of instructions
  * each, per pixel).
+ *
+ * Between blocks. Steps 2 and 3 read words that other blocks of the same launch write
+ * (parents, row status words), with relaxed accesses only: volatile loads and stores,
+ * atomicMin and atomicMax (relaxed, device scope), a few plain loads read once. No fence
+ * or acquire is needed, and no block waits on another, because no word guards another:
+ * every value a parent ever holds is an ancestor in the same set (parents only fall: a
+ * stale read walks a longer path to the same root, and a find's index falls every step)
+ * or, in step 3, a root's mark, which every reader takes as a root, as it does the index
+ * the mark replaces; a status word carries its count in itself (stage and count in one
+ * 64-bit word, raised by atomicMax; a row with nothing published is counted by the
+ * reader). So whatever store a read sees, the answer is the same. Keep labels and parent
+ * free of `const __restrict__` in these kernels: nvcc may then read them through the
+ * non-coherent path (ld.global.nc), which need not see other blocks' stores at all.
+ * (Reviewed against the PTX memory model on 2026-12-05; the emulator, whose atomics are
+ * sequentially consistent, cannot judge it.)
+ *
  * The scratch (a status word per image row, plm__label_cuda_scratch_bytes) is the
  * caller's (ops/op_scratch.h): plm_label takes it from the context's default pool in
  * stream order, a pipeline gives it from its workspace.
