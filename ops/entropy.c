@@ -61,6 +61,10 @@ static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch
   const int nd = in->ndim, bits = in->dtype == PLM_DTYPE_U8 ? 8 : 16;
   int64_t frames = 1;
   for (int d = 0; d < nd - 2; d++) frames *= in->dims[d];
+  plm__entropy_cuda_shape cuda_shape =
+      plm__entropy_cuda_shape_tuned(&plm__op_entropy, call, PLM__WINDOW_TUNE_CUDA_SHAPE);
+  cuda_shape.atomic_counts =
+      (int)plm__op_tuned(&plm__op_entropy, call, PLM__ENTROPY_TUNE_ATOMIC_COUNTS);
   *(plm__entropy_args *)out_args = (plm__entropy_args){
       .in = in->data,
       .out = call->out[0] ? call->out[0]->data : NULL,
@@ -75,8 +79,7 @@ static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch
       .lo = params->range_lo,
       .hi = params->range_hi,
       .bands_per_thread = (int)plm__op_tuned(&plm__op_entropy, call, PLM__WINDOW_TUNE_BANDS),
-      .cuda_shape =
-          plm__entropy_cuda_shape_tuned(&plm__op_entropy, call, PLM__WINDOW_TUNE_CUDA_SHAPE)};
+      .cuda_shape = cuda_shape};
 }
 
 PLM__OP_KERNEL_ENTRIES(entropy)
@@ -159,7 +162,7 @@ const plm__op_desc plm__op_entropy = {
     .cuda_scratch = PLM__CUDA_ENTRY(cuda_scratch),
     .cpu = entropy_cpu_entry,
     .cuda = PLM__CUDA_ENTRY(entropy_cuda_entry),
-    .tunable_count = PLM__WINDOW_TUNE_COUNT,
-    .tunables = PLM__WINDOW_OP_TUNABLES(PLM__ENTROPY_CPU_BANDS_PER_THREAD),
+    .tunable_count = PLM__ENTROPY_TUNE_COUNT,
+    .tunables = PLM__ENTROPY_OP_TUNABLES(PLM__ENTROPY_CPU_BANDS_PER_THREAD),
     .sample = sample,
 };

@@ -112,7 +112,7 @@ enum {
   PLM__OP_MAX_IN = 7,  /* lstm_cell reads 7 */
   PLM__OP_MAX_OUT = 3, /* sobel and segment write 3 */
   PLM__OP_MAX_PARAMS = 12,
-  PLM__OP_MAX_TUNABLES = 5,
+  PLM__OP_MAX_TUNABLES = 6,
   PLM__OP_MAX_CANDIDATES = 8
 };
 

@@ -80,14 +80,30 @@
 
 enum { PLM__ENTROPY_CUDA_TUNABLE_COUNT = 4 };
 
+/* The entropy op's own cuda tunable, after the window ops' (plm__entropy_cuda_shape's
+ * atomic_counts; the fused op's kernel, at its register budget already, spilled with
+ * atomic counts, so it has none). */
+#define PLM__ENTROPY_ATOMIC_COUNTS_TUNABLE                                                   \
+  {                                                                                          \
+    .name = "atomic_counts", .backend = PLM_BACKEND_CUDA,                                    \
+    .fallback = PLM__ENTROPY_CUDA_ATOMIC_COUNTS, .candidate_count = 2, .candidates = {0, 1}, \
+    .help =                                                                                  \
+        "1: each histogram count changed by one shared-memory atomic where a load and a "    \
+        "store were, so a thread's changes do not wait on each other (histograms in shared " \
+        "memory only)"                                                                       \
+  }
+
 /* The tunables of an op run by the window kernels (entropy, the fused op), in their
- * descriptors' order: the host's bands per thread, then the CUDA launch shape's four. */
+ * descriptors' order: the host's bands per thread, then the CUDA launch shape's four;
+ * entropy's then its atomic_counts. */
 enum {
   PLM__WINDOW_TUNE_BANDS,
   PLM__WINDOW_TUNE_CUDA_SHAPE,
-  PLM__WINDOW_TUNE_COUNT = PLM__WINDOW_TUNE_CUDA_SHAPE + PLM__ENTROPY_CUDA_TUNABLE_COUNT
+  PLM__WINDOW_TUNE_COUNT = PLM__WINDOW_TUNE_CUDA_SHAPE + PLM__ENTROPY_CUDA_TUNABLE_COUNT,
+  PLM__ENTROPY_TUNE_ATOMIC_COUNTS = PLM__WINDOW_TUNE_COUNT,
+  PLM__ENTROPY_TUNE_COUNT
 };
-_Static_assert((int)PLM__WINDOW_TUNE_COUNT <= (int)PLM__OP_MAX_TUNABLES,
+_Static_assert((int)PLM__ENTROPY_TUNE_COUNT <= (int)PLM__OP_MAX_TUNABLES,
                "a call's plm__op_tuning holds a window op's tunables");
 
 /* A window op's descriptor's tunables, its host bands per thread defaulting to bands. */
@@ -96,7 +112,15 @@ _Static_assert((int)PLM__WINDOW_TUNE_COUNT <= (int)PLM__OP_MAX_TUNABLES,
     PLM__BANDS_PER_THREAD_TUNABLE(bands), PLM__ENTROPY_CUDA_TUNABLES \
   }
 
-/* The values in force of the four PLM__ENTROPY_CUDA_TUNABLES, op's tunables first..first+3. */
+/* The entropy op's: a window op's and its atomic_counts. */
+#define PLM__ENTROPY_OP_TUNABLES(bands)                               \
+  (const plm__op_tunable[PLM__ENTROPY_TUNE_COUNT]) {                  \
+    PLM__BANDS_PER_THREAD_TUNABLE(bands), PLM__ENTROPY_CUDA_TUNABLES, \
+        PLM__ENTROPY_ATOMIC_COUNTS_TUNABLE                            \
+  }
+
+/* The values in force of the four PLM__ENTROPY_CUDA_TUNABLES, op's tunables first..first+3
+ * (atomic_counts 0: the entropy op sets its own). */
 static inline plm__entropy_cuda_shape plm__entropy_cuda_shape_tuned(const plm__op_desc *op,
                                                                     const plm__op_call *call,
                                                                     int first) {

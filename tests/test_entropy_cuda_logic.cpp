@@ -130,6 +130,12 @@ template <class Source, class Sink>
 bool run_plan(const plan &p, const Source &source, const Sink &sink, int bins) {
   if (p.hist == HIST_SPARSE_SHARED) return run_grid<SparseHist>(p, source, sink, bins);
   if (p.hist == HIST_DENSE_GLOBAL) return run_grid<GlobalDenseHist>(p, source, sink, bins);
+  if constexpr (Source::atomic_counts) {
+    if (p.hist == HIST_BYTE_SHARED && p.atomic_counts)
+      return run_grid<AtomicByteHist>(p, source, sink, bins);
+    if (p.hist == HIST_DENSE_SHARED && p.atomic_counts)
+      return run_grid<AtomicDenseHist>(p, source, sink, bins);
+  }
   if (p.hist == HIST_BYTE_SHARED) return run_grid<ByteHist>(p, source, sink, bins);
   return run_grid<DenseHist>(p, source, sink, bins);
 }
@@ -182,8 +188,9 @@ const char *kind_name(hist_kind kind) {
 /* The launch shape plume runs without a tuning table, and the extreme ones. */
 const plm__entropy_cuda_shape kDefaultShape = {
     PLM__ENTROPY_CUDA_MAX_THREADS, PLM__ENTROPY_CUDA_SEGMENT_WINDOWS, PLM__ENTROPY_CUDA_MIN_TASKS,
-    PLM__ENTROPY_CUDA_CHANGES_AT_ONCE};
-const plm__entropy_cuda_shape kSmallestShape = {32, 1, 128, 1}, kLargestShape = {128, 8, 4096, 2};
+    PLM__ENTROPY_CUDA_CHANGES_AT_ONCE, PLM__ENTROPY_CUDA_ATOMIC_COUNTS};
+const plm__entropy_cuda_shape kSmallestShape = {32, 1, 128, 1, 0},
+                              kLargestShape = {128, 8, 4096, 2, 1};
 
 bool same_plan(const plan &a, const plan &b) {
   return a.hist == b.hist && a.threads == b.threads && a.window == b.window && a.span == b.span &&
@@ -193,7 +200,8 @@ bool same_plan(const plan &a, const plan &b) {
          a.strips == b.strips && a.segments == b.segments && a.tasks == b.tasks &&
          a.blocks == b.blocks && a.ring_bytes == b.ring_bytes && a.hist_bytes == b.hist_bytes &&
          a.delta_bytes == b.delta_bytes && a.clogc_bytes == b.clogc_bytes && a.smem == b.smem &&
-         a.scratch == b.scratch && a.changes_at_once == b.changes_at_once;
+         a.scratch == b.scratch && a.changes_at_once == b.changes_at_once &&
+         a.atomic_counts == b.atomic_counts;
 }
 
 /* The plan the launcher makes, then the smallest launch shape's where it differs (32
@@ -202,8 +210,10 @@ bool same_plan(const plan &a, const plan &b) {
  * input, at 32 threads (the emulation's barriers are costly): each kind of histogram
  * that applies (byte shared with at most 1024 bins and windows of at most 256 pixels,
  * dense shared with at most 512 bins, sparse where its table fits 64 KiB), with the full
- * ring and 5-row segments, and with the two-row ring and whole-frame segments. */
-std::vector<plan> plans_for(int64_t frames, int64_t height, int64_t width, int window, int bins) {
+ * ring and 5-row segments, and with the two-row ring and whole-frame segments; with
+ * `atomics` (the entropy op's), byte and dense shared also with atomic counts. */
+std::vector<plan> plans_for(int64_t frames, int64_t height, int64_t width, int window, int bins,
+                            bool atomics) {
   std::vector<plan> plans = {make_plan(frames, height, width, window, bins, kDefaultShape)};
   const plan smallest = make_plan(frames, height, width, window, bins, kSmallestShape);
   if (!same_plan(smallest, plans[0])) plans.push_back(smallest);
@@ -219,17 +229,21 @@ std::vector<plan> plans_for(int64_t frames, int64_t height, int64_t width, int w
       continue;
     /* One change at a time in the ring, two in the two-row ring: both paths, every kind. */
     plans.push_back(
-        lay_out(frames, height, width, window, bins, plan_choice{kind, 32, window + 2, 5, 1}));
+        lay_out(frames, height, width, window, bins, plan_choice{kind, 32, window + 2, 5, 1, 0}));
     plans.push_back(
-        lay_out(frames, height, width, window, bins, plan_choice{kind, 32, 2, height, 2}));
+        lay_out(frames, height, width, window, bins, plan_choice{kind, 32, 2, height, 2, 0}));
+    if (atomics && (kind == HIST_BYTE_SHARED || kind == HIST_DENSE_SHARED))
+      plans.push_back(lay_out(frames, height, width, window, bins,
+                              plan_choice{kind, 32, window + 2, 5, 1, 1}));
   }
   return plans;
 }
 
 std::string describe(const plan &p) {
   char text[192];
-  std::snprintf(text, sizeof text, "%s%s, %d threads, %s ring, %lld-row segments, %u blocks",
-                kind_name(p.hist), p.clogc_entries > 0 ? " (fills summed)" : "", p.threads,
+  std::snprintf(text, sizeof text, "%s%s%s, %d threads, %s ring, %lld-row segments, %u blocks",
+                kind_name(p.hist), p.atomic_counts ? " (atomic)" : "",
+                p.clogc_entries > 0 ? " (fills summed)" : "", p.threads,
                 p.ring_rows > 2 ? "full" : "two-row", (long long)p.segment_rows, p.blocks);
   return text;
 }
@@ -253,12 +267,25 @@ struct Case {
   bool range_auto;   /* f32 entropy */
 };
 
+/* Rows in bands of `rows`, band j's pixels all first + j mod levels (u8): whole windows
+ * of one value, beside windows of the next. */
+struct Bands {
+  uint32_t first;
+  int64_t rows;
+};
+
 /* A tensor of random values of the case's dtype: below `levels`, or with levels 0 a
- * mix: u8 of six levels, u16 anything, f32 in [0, 4) with some NaNs. */
-void fill(const Case &c, plm_tensor *t) {
+ * mix: u8 of six levels, u16 anything, f32 in [0, 4) with some NaNs; or, with bands,
+ * the bands' values (u8). */
+void fill(const Case &c, plm_tensor *t, const Bands *bands = nullptr) {
   const int64_t count = c.frames * c.height * c.width;
   for (int64_t i = 0; i < count; i++) {
     const uint64_t r = next_random();
+    if (bands) {
+      const int64_t band = i / c.width % c.height / bands->rows;
+      ((uint8_t *)t->data)[i] = (uint8_t)(bands->first + (uint32_t)band % c.levels);
+      continue;
+    }
     const uint32_t v = c.levels ? (uint32_t)(r % c.levels) : 0;
     switch (c.dtype) {
       case PLM_DTYPE_U8: ((uint8_t *)t->data)[i] = (uint8_t)(c.levels ? v : r % 6 * 40); break;
@@ -309,10 +336,11 @@ plm_tensor make_tensor(const Host &host, plm_dtype dtype, const Case &c) {
 /* Every plan's entropy against the CPU kernel's (with whole_frames, only one plan:
  * global histograms, segments of the whole frame, for windows whose fills would take
  * the emulation too long); returns the failures. */
-int check_entropy(const Host &host, const Case &c, bool whole_frames = false) {
+int check_entropy(const Host &host, const Case &c, bool whole_frames = false,
+                  const Bands *bands = nullptr) {
   const int64_t count = c.frames * c.height * c.width;
   plm_tensor in = make_tensor(host, c.dtype, c), expected = make_tensor(host, PLM_DTYPE_F32, c);
-  fill(c, &in);
+  fill(c, &in, bands);
   plm_entropy_params params = plm_entropy_params_default();
   params.window = c.window;
   params.bins = c.bins;
@@ -339,8 +367,8 @@ int check_entropy(const Host &host, const Case &c, bool whole_frames = false) {
   int failures = 0;
   const std::vector<plan> plans =
       whole_frames ? std::vector<plan>{lay_out(c.frames, c.height, c.width, c.window, c.bins,
-                                               plan_choice{HIST_DENSE_GLOBAL, 128, 2, c.height, 2})}
-                   : plans_for(c.frames, c.height, c.width, c.window, c.bins);
+                                               plan_choice{HIST_DENSE_GLOBAL, 128, 2, c.height, 2, 0})}
+                   : plans_for(c.frames, c.height, c.width, c.window, c.bins, true);
   for (const plan &p : plans) {
     std::fill(out.begin(), out.end(), -1.0f);
     args.out = out.data();
@@ -446,7 +474,7 @@ int check_fused(const Host &host, const Case &c, int index) {
   std::vector<uint8_t> mask((size_t)count);
   args.mask = mask.data();
   int failures = 0;
-  for (const plan &p : plans_for(c.frames, c.height, c.width, c.window, c.bins)) {
+  for (const plan &p : plans_for(c.frames, c.height, c.width, c.window, c.bins, false)) {
     int64_t differ = 0;
     bool zeroed = true;
     for (int cmp = PLM_COMPARE_GT; cmp <= PLM_COMPARE_LE; cmp++) {
@@ -575,7 +603,7 @@ int check_make_plan(int64_t frames, int64_t height, int64_t width, int window, i
  * max(2w, 32) rows halved down to 8 while the launch has fewer than 512 tasks. */
 plan todays_plan(int64_t frames, int64_t height, int64_t width, int window, int bins) {
   /* Two changes at once: the default since changes_at_once was added (one before). */
-  plan_choice choice = {HIST_DENSE_GLOBAL, 128, 0, 0, 2};
+  plan_choice choice = {HIST_DENSE_GLOBAL, 128, 0, 0, 2, 0};
   int bytes = 0, dense = 0, sparse = 0;
   for (int t = 128; t >= 32; t /= 2) {
     if (!bytes && (size_t)t * ((bins + 3) / 4 * 4) <= 32 * 1024) bytes = t;
@@ -583,11 +611,11 @@ plan todays_plan(int64_t frames, int64_t height, int64_t width, int window, int 
     if (!sparse && (size_t)t * (size_t)sparse_slots_for(window, bins) * 4 <= 64 * 1024) sparse = t;
   }
   if (dense && window * window <= 256)
-    choice = {HIST_BYTE_SHARED, bytes, 0, 0, 2};
+    choice = {HIST_BYTE_SHARED, bytes, 0, 0, 2, 0};
   else if (dense)
-    choice = {HIST_DENSE_SHARED, dense, 0, 0, 2};
+    choice = {HIST_DENSE_SHARED, dense, 0, 0, 2, 0};
   else if (sparse)
-    choice = {HIST_SPARSE_SHARED, sparse, 0, 0, 2};
+    choice = {HIST_SPARSE_SHARED, sparse, 0, 0, 2, 0};
   const size_t row_bytes = (size_t)ring_row_quads(choice.threads + window - 1) * 8;
   choice.ring_rows = (size_t)(window + 2) * row_bytes <= 32 * 1024 ? window + 2 : 2;
   const int64_t strips = (width + choice.threads - 1) / choice.threads;
@@ -604,6 +632,7 @@ int *shape_field(plm__entropy_cuda_shape *shape, const char *name) {
   if (std::strcmp(name, "segment_windows") == 0) return &shape->segment_windows;
   if (std::strcmp(name, "min_tasks") == 0) return &shape->min_tasks;
   if (std::strcmp(name, "changes_at_once") == 0) return &shape->changes_at_once;
+  if (std::strcmp(name, "atomic_counts") == 0) return &shape->atomic_counts;
   return nullptr;
 }
 
@@ -616,8 +645,9 @@ struct ShapeCase {
 /* The shapes to check, from op's cuda tunables as the public API lists them: each
  * candidate alone (the others at their defaults), then the extremes. Adds to *failures
  * what the listing gets wrong (a tunable the shape does not know, a default that is not
- * the shape's). */
-std::vector<ShapeCase> shapes_of(const char *op_name, int *failures) {
+ * the shape's, other than `expected` of them: entropy lists all five, the fused op all
+ * but atomic_counts). */
+std::vector<ShapeCase> shapes_of(const char *op_name, int expected, int *failures) {
   std::vector<ShapeCase> shapes;
   int op = -1;
   for (int k = 0; k < plm_op_count(); k++) {
@@ -648,8 +678,9 @@ std::vector<ShapeCase> shapes_of(const char *op_name, int *failures) {
                         t.candidates[c] == t.fallback});
     }
   }
-  if (listed != 4) {
-    std::printf("%s lists %d of the launch shape's 4 cuda tunables  WRONG\n", op_name, listed);
+  if (listed != expected) {
+    std::printf("%s lists %d of the launch shape's cuda tunables, not %d  WRONG\n", op_name,
+                listed, expected);
     ++*failures;
   }
   shapes.push_back({kSmallestShape, "all smallest", false});
@@ -689,15 +720,18 @@ std::string plan_problem(const plan &p, const plan &d, const plm__entropy_cuda_s
     return "tasks that do not cover the output";
   if (p.blocks < 1 || p.blocks > p.tasks || p.scratch > kGlobalHistBudget)
     return "blocks or scratch out of bounds";
+  if (p.atomic_counts != (shape.atomic_counts == 1 && (p.hist == HIST_BYTE_SHARED ||
+                                                       p.hist == HIST_DENSE_SHARED)))
+    return "atomic counts where the shape or the kind does not take them, or not where they do";
   return "";
 }
 
 /* Every shape of op's tunables on inputs across the ranges: windows 1..255, bin counts
  * 1..65536 (u8's 256 or fewer, u16's up to 65536, f32's and the fused op's any), frames
  * from 1 x 1 to 4096 x 4096 and tall, wide and many. */
-int check_shapes(const char *op_name) {
+int check_shapes(const char *op_name, int tunables) {
   int failures = 0;
-  std::vector<ShapeCase> shapes = shapes_of(op_name, &failures);
+  std::vector<ShapeCase> shapes = shapes_of(op_name, tunables, &failures);
   const int windows[] = {1, 2, 5, 9, 16, 17, 18, 19, 31, 32, 64, 80, 81, 128, 200, 255};
   const int bin_counts[] = {1, 2, 64, 128, 129, 256, 257, 512, 513, 1000, 4096, 65535, 65536};
   const int64_t frame_shapes[][3] = {{1, 1, 1},       {1, 64, 96},   {1, 512, 512}, {4, 256, 1024},
@@ -759,8 +793,8 @@ int main() {
   failures += check_make_plan(1, 512, 512, 5, 1000, HIST_SPARSE_SHARED, 128); /* 37 slots: 64 */
   failures += check_make_plan(1, 512, 512, 255, 256, HIST_DENSE_SHARED, 64);  /* two-row ring */
   failures += check_make_plan(1, 1, 1, 1, 256, HIST_BYTE_SHARED, 128);
-  failures += check_shapes("entropy");
-  failures += check_shapes("sobel_entropy_threshold");
+  failures += check_shapes("entropy", 5);
+  failures += check_shapes("sobel_entropy_threshold", 4);
   failures += check_each_bin_pair();
 
   plm_context_config config = {};
@@ -794,6 +828,17 @@ int main() {
       {PLM_DTYPE_F32, 2, 20, 9, 25, 1000, 0, true},
   };
   for (const Case &c : entropy_cases) failures += check_entropy(host, c);
+  /* Whole windows of one bin in each byte of a count word (w = 16, 256 bins): bands of
+   * 20 rows of value v, then v + 1, ... With atomic counts the bin's 256th pixel carries
+   * into the next byte (bin v + 1's, or out of the word for v = 3 mod 4: nothing to
+   * mend, and a mend there would shift by 32) and its first leaving one borrows from it,
+   * each mended at once. (Unmended, a carry and its borrow cancel, but a summed fill of
+   * a full window then reads a count of 1 in the next byte: the bins-1 case above.) */
+  for (uint32_t first = 0; first < 4; first++) {
+    const Case c = {PLM_DTYPE_U8, 1, 80, 40, 16, 256, 4, false};
+    const Bands bands = {first, 20};
+    failures += check_entropy(host, c, false, &bands);
+  }
 
   const Case fused_cases[] = {
       {PLM_DTYPE_U8, 1, 1, 1, 1, 64, 0, false},

@@ -43,9 +43,9 @@ START_TEST(test_every_tunable_has_its_default_among_ascending_candidates) {
     PLM_CHECK_FAILS(plm_op_tunable_info_get(op, count, &(plm_tunable_info){0}), PLM_ERR_INVALID_ARG,
                     "is not one of");
   }
-  /* entropy (5), the fused op (5), conv2d, matmul, lstm_cell (2), dendritic (2) and
+  /* entropy (6), the fused op (5), conv2d, matmul, lstm_cell (2), dendritic (2) and
    * ar_forecast */
-  ck_assert_int_eq(tunables, 17);
+  ck_assert_int_eq(tunables, 18);
   PLM_CHECK_FAILS(plm_op_tunable_count(plm_op_count(), &(int){0}), PLM_ERR_INVALID_ARG, "not in");
 }
 END_TEST
@@ -70,19 +70,22 @@ START_TEST(test_set_refuses_what_is_not_a_tunable_value) {
 }
 END_TEST
 
-/* The launch shape of the CUDA window kernel, four cuda tunables of entropy and of the
- * fused op (kernels/common/entropy.h's plm__entropy_cuda_shape), with the shape plume
- * launched before they were tunable as their defaults (but changes_at_once: 1 then). */
+/* The launch shape of the CUDA window kernel, cuda tunables of entropy and of the fused
+ * op (kernels/common/entropy.h's plm__entropy_cuda_shape; atomic_counts entropy's only),
+ * with the shape plume launched before they were tunable as their defaults (but
+ * changes_at_once: 1 then). */
 static const struct {
   const char *name;
   int64_t fallback;
   int candidate_count;
   int64_t candidates[6];
+  bool entropy_only;
 } launch_shape[] = {
-    {"max_block_threads", 128, 3, {32, 64, 128}},
-    {"segment_windows", 2, 4, {1, 2, 4, 8}},
-    {"min_tasks", 512, 6, {128, 256, 512, 1024, 2048, 4096}},
-    {"changes_at_once", 2, 2, {1, 2}},
+    {"max_block_threads", 128, 3, {32, 64, 128}, false},
+    {"segment_windows", 2, 4, {1, 2, 4, 8}, false},
+    {"min_tasks", 512, 6, {128, 256, 512, 1024, 2048, 4096}, false},
+    {"changes_at_once", 2, 2, {1, 2}, false},
+    {"atomic_counts", 0, 2, {0, 1}, true},
 };
 enum { LAUNCH_SHAPE_TUNABLES = sizeof launch_shape / sizeof launch_shape[0] };
 
@@ -100,9 +103,10 @@ START_TEST(test_the_window_kernels_launch_shape_is_listed_on_cuda) {
   const char *const ops[] = {"entropy", "sobel_entropy_threshold"};
   for (int o = 0; o < 2; o++) {
     const int op = op_index(ops[o]);
-    int count = 0;
+    int count = 0, own = 0;
     PLM_CHECK_OK(plm_op_tunable_count(op, &count));
-    ck_assert_int_eq(count, 1 + LAUNCH_SHAPE_TUNABLES);
+    for (int j = 0; j < LAUNCH_SHAPE_TUNABLES; j++) own += o == 0 || !launch_shape[j].entropy_only;
+    ck_assert_int_eq(count, 1 + own);
     for (int k = 0; k < count; k++) {
       plm_tunable_info t;
       PLM_CHECK_OK(plm_op_tunable_info_get(op, k, &t));
@@ -262,8 +266,8 @@ START_TEST(test_forced_gemm_threshold_switches_the_lstm_path_within_tolerance) {
 }
 END_TEST
 
-/* entropy (window 7 over u8, dense histograms; window 9 over u16 value-as-bin, sparse ones)
- * and the fused op (window 7, 64 bins: dense; window 33, 4096 bins: global) over two frames
+/* entropy (window 7 over u8, byte counts; window 9 over u16 value-as-bin, sparse ones)
+ * and the fused op (window 7, 64 bins: byte counts; window 33, 4096 bins: global) over two frames
  * of 160 x 600, each with the launch shape's values forced on cuda (index -1: none; else
  * launch_shape[index] at candidate c), their outputs downloaded one after another into out
  * (4 x the frames' pixels x 4 bytes). */
@@ -279,8 +283,9 @@ static void window_ops_with_shape(int index, int c, const plm_tensor *u8, const 
   if (index >= 0) {
     const int64_t value = launch_shape[index].candidates[c];
     PLM_CHECK_OK(plm_tuning_set(PLM_BACKEND_CUDA, "entropy", launch_shape[index].name, -1, value));
-    PLM_CHECK_OK(plm_tuning_set(PLM_BACKEND_CUDA, "sobel_entropy_threshold",
-                                launch_shape[index].name, -1, value));
+    if (!launch_shape[index].entropy_only)
+      PLM_CHECK_OK(plm_tuning_set(PLM_BACKEND_CUDA, "sobel_entropy_threshold",
+                                  launch_shape[index].name, -1, value));
   }
   const int64_t dims[3] = {SHAPE_FRAMES, SHAPE_H, SHAPE_W};
   plm_tensor result = plm_test_upload(PLM_DTYPE_F32, 3, dims, NULL);

@@ -3,8 +3,8 @@
  * Some ops have knobs that change their speed and never their result beyond the op's
  * stated tolerance: the CPU work bands per pool thread of entropy and the fused
  * sobel_entropy_threshold (bit-equal results), the launch shape of their CUDA window
- * kernel (max_block_threads, segment_windows, min_tasks, changes_at_once; bit-equal
- * results), conv2d's CUDA block (tile_width; each output's taps summed in the same
+ * kernel (max_block_threads, segment_windows, min_tasks, changes_at_once, and entropy's
+ * atomic_counts; bit-equal results), conv2d's CUDA block (tile_width; each output's taps summed in the same
  * order), the batch from which lstm_cell and dendritic run their GEMM path on each
  * backend (the f32 sums round in another order, within their headers' tolerance),
  * matmul's AUTO TF32 threshold on cuda. Each is a tunable of the op's descriptor: a name,

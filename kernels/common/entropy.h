@@ -43,13 +43,17 @@ enum { PLM__ENTROPY_CPU_BANDS_PER_THREAD = 4 };
  * histogram does not fit that many, never another kind), and tasks of segment_windows x
  * max(w, 16) output rows, halved down to 8 while the launch has fewer than min_tasks
  * tasks, each thread changing changes_at_once counts (1 or 2) at a time: loading their
- * words before storing either (2), or each after the last store (1). Any shape computes
- * the same bits: it changes the speed alone. */
+ * words before storing either (2), or each after the last store (1); or, with
+ * atomic_counts 1 (the entropy op's, histograms in shared memory only; the fused op's
+ * is always 0), each count by one shared-memory atomic that returns the count before,
+ * in place of its load and store. Any shape computes the same bits: it changes the
+ * speed alone. */
 typedef struct plm__entropy_cuda_shape {
   int max_threads;
   int segment_windows;
   int min_tasks;
   int changes_at_once;
+  int atomic_counts;
 } plm__entropy_cuda_shape;
 
 /* The shape plume launched before it was tunable: the tunables' defaults. */
@@ -57,7 +61,8 @@ enum {
   PLM__ENTROPY_CUDA_MAX_THREADS = 128,
   PLM__ENTROPY_CUDA_SEGMENT_WINDOWS = 2,
   PLM__ENTROPY_CUDA_MIN_TASKS = 512,
-  PLM__ENTROPY_CUDA_CHANGES_AT_ONCE = 2 /* since: 1 before, when it was not tunable */
+  PLM__ENTROPY_CUDA_CHANGES_AT_ONCE = 2, /* since: 1 before, when it was not tunable */
+  PLM__ENTROPY_CUDA_ATOMIC_COUNTS = 0    /* until a GPU has timed the atomics */
 };
 
 typedef struct plm__entropy_args {

@@ -30,7 +30,8 @@
  *
  * The launch shape is tunable per device (plm__entropy_cuda_shape, kernels/common/
  * entropy.h: both ops' cuda tunables max_block_threads, segment_windows, min_tasks and
- * changes_at_once, resolved once per call or pipeline step and passed in the op's args):
+ * changes_at_once, and the entropy op's atomic_counts ("Atomic counts" below), resolved
+ * once per call or pipeline step and passed in the op's args):
  * T is the most threads, up to max_block_threads, whose histograms fit the budget of the
  * kind below (the kind itself is chosen as at 32 threads, so no candidate changes it, and
  * every candidate fits every input), R the segments' rows below, and changes_at_once the
@@ -207,6 +208,17 @@
  * StagedColumns; the fused op's L2 bound at 512^2 6.74 -> 6.46 us, its Sobel taps' loads
  * 30.0 -> 29.2 MB).
  *
+ * Atomic counts (the entropy op's cuda tunable atomic_counts, 0 by default): a change
+ * of a shared histogram's count by one shared-memory atomic add that returns the word
+ * before (AtomicCounts, below), not a load and a store. One access of the pipe where
+ * there were two, and no chain through memory between a thread's changes, which is what
+ * the H200's 4.5x points at. By the emulated estimate for an H100 (which charges a shared
+ * atomic one step of the pipe, as a wavefront): entropy u8 w = 16 at 2048^2 66.96 ->
+ * 47.40 us, 10.7x -> 7.6x the floor (docs/benchmarks.md, "Atomic counts"). Not the
+ * default until a GPU has timed what an ATOMS costs beside a load and a store; `plume
+ * tune` does. Kernels of their own (window_kernel<AtomicCounts<...>>): the load-and-store
+ * ones keep their registers, and the fused op has none (its kernel spilled with them).
+ *
  * The host check: tests/test_entropy_cuda_logic.cpp compiles this file as plain C++
  * (hence the __CUDACC__ guards around what only nvcc knows) and runs run_block for
  * both sources and every kind of histogram, each block's threads emulated by threads
@@ -266,6 +278,7 @@ struct plan {
   int delta_entries;    /* differences in shared memory; 0: read from the global table */
   int clogc_entries;    /* c log2 c in shared memory, for fills summed from their counts */
   int changes_at_once;  /* 1 or 2: the counts a thread loads before storing (add_two) */
+  bool atomic_counts;   /* an atomic a change: AtomicCounts (byte and dense shared kinds) */
   int64_t segment_rows; /* output rows per task */
   int64_t strips, segments, tasks;
   unsigned blocks;
@@ -348,6 +361,7 @@ struct plan_choice {
   int ring_rows;        /* window + 2 or 2 */
   int64_t segment_rows; /* >= 1 */
   int changes_at_once;  /* 2, or 1 for anything else */
+  int atomic_counts;    /* 1, or 0 for anything else */
 };
 
 plan lay_out(int64_t frames, int64_t height, int64_t width, int window, int bins,
@@ -360,6 +374,8 @@ plan lay_out(int64_t frames, int64_t height, int64_t width, int window, int bins
   p.row_quads = ring_row_quads(p.span);
   p.ring_rows = choice.ring_rows;
   p.changes_at_once = choice.changes_at_once == 2 ? 2 : 1;
+  p.atomic_counts = choice.atomic_counts == 1 &&
+                    (choice.hist == HIST_BYTE_SHARED || choice.hist == HIST_DENSE_SHARED);
   p.ring_bytes = round_up((size_t)p.ring_rows * (size_t)p.row_quads * sizeof(uint64_t), kAlign);
   if (p.hist == HIST_BYTE_SHARED) {
     p.hist_bytes = (size_t)p.threads * byte_bytes(bins);
@@ -424,10 +440,24 @@ plan make_plan(int64_t frames, int64_t height, int64_t width, int window, int bi
     rows = max64(rows / 2, kMinSegmentRows);
   choice.segment_rows = rows;
   choice.changes_at_once = shape.changes_at_once;
+  choice.atomic_counts = shape.atomic_counts;
   return lay_out(frames, height, width, window, bins, choice);
 }
 
 /* ---- histograms (one per thread; __host__ __device__ for the host check) -------------- */
+
+/* *word += v, returning the word before: one atomic on a GPU (a shared-memory one, ATOMS,
+ * for the shared histograms, whose address space nvcc sees), a load and a store on the
+ * host (the logic test; a thread's histogram is its own, so nothing else writes it). */
+PLM_HD inline uint32_t fetch_add(uint32_t *word, uint32_t v) {
+#ifdef __CUDA_ARCH__
+  return atomicAdd(word, v);
+#else
+  const uint32_t before = *word;
+  *word = before + v;
+  return before;
+#endif
+}
 
 /* Loops over a histogram's words (zeroing, summing) stay rolled (PLM_ROLLED): unrolled,
  * they take the entropy variants past their register budget for sm_90. */
@@ -468,6 +498,7 @@ struct DenseCounts {
   static constexpr unsigned kShift = kBytes ? 2 : 1; /* log2 kPerWord */
   static constexpr unsigned kBits = kBytes ? 8 : 16;
   static constexpr uint32_t kMask = (1u << kBits) - 1u;
+  static constexpr bool kAtomic = false; /* AtomicCounts: an atomic a change */
   uint32_t *base;
   uint32_t owners;
   int bins;
@@ -548,10 +579,55 @@ typedef DenseCounts<false, uint16_t> DenseHist;      /* HIST_DENSE_SHARED */
 typedef DenseCounts<false, uint8_t> ByteHist;        /* HIST_BYTE_SHARED */
 typedef DenseCounts<true, uint16_t> GlobalDenseHist; /* HIST_DENSE_GLOBAL */
 
+/* A shared histogram (DenseHist, ByteHist) whose every change is one atomic add to its
+ * word that returns the word before (the plan's atomic_counts): one access of the
+ * shared-memory unit where a load and a store are two, and no chain through memory
+ * between a thread's changes (a load after a store that may alias it waits for it; an
+ * atomic does not wait for the last), so add_two is two atomics, as changes_at_once's 1.
+ * A u16 count never carries. A byte count does when it goes from 255 to 256 (held as
+ * 0: the add carries 1 into the next byte of the word) and from 256 to 255 (the remove
+ * borrows 1 from it): a second atomic mends the next byte at once (none past the word's
+ * last byte, whose carry leaves the word). Either happens only when one bin holds the
+ * whole window, the carry at a row's last add and the borrow at its first remove, whose
+ * row's later removes are of that same bin (whose byte is right meanwhile): no change
+ * reads a count before it is mended. Its own kernel (window_kernel<AtomicCounts<...>>),
+ * so that the load-and-store kernels keep their registers. */
+template <class Count>
+struct AtomicCounts : DenseCounts<false, Count> {
+  using Counts = DenseCounts<false, Count>;
+  static constexpr bool kAtomic = true;
+  /* A change of bin b by +1 (by 1) or -1 (by 0xffffffff): the count before. */
+  PLM_HD uint32_t change(int b, uint32_t by) const {
+    uint32_t *w = this->word(b);
+    const unsigned at = this->shift(b);
+    const uint32_t loaded = (fetch_add(w, by << at) >> at) & Counts::kMask;
+    if constexpr (Counts::kBytes) {
+      const bool crossed = by == 1u ? loaded == Counts::kMask : loaded == 0u;
+      if (crossed && at + Counts::kBits < 32u) fetch_add(w, (0u - by) << (at + Counts::kBits));
+      return by == 1u ? loaded : ((loaded + by) & Counts::kMask) + 1u; /* a held 0: 256 */
+    } else {
+      return loaded;
+    }
+  }
+  PLM_HD uint32_t add(int b) const { return change(b, 1u); }
+  PLM_HD uint32_t remove(int b) const { return change(b, 0xffffffffu); }
+  PLM_HD void add_two(int a, int b, uint32_t *ca, uint32_t *cb) const {
+    *ca = add(a);
+    *cb = add(b);
+  }
+  PLM_HD void remove_two(int a, int b, uint32_t *ca, uint32_t *cb) const {
+    *ca = remove(a);
+    *cb = remove(b);
+  }
+};
+typedef AtomicCounts<uint16_t> AtomicDenseHist; /* HIST_DENSE_SHARED, atomic_counts */
+typedef AtomicCounts<uint8_t> AtomicByteHist;   /* HIST_BYTE_SHARED, atomic_counts */
+
 /* An open-addressing table of P = mask + 1 entries (bin << 16 | count; 0: empty),
  * entry i at base[i * stride]. A bin is looked for from its home slot onwards (linear
  * probing); the table never holds a count of 0. */
 struct SparseHist {
+  static constexpr bool kAtomic = false;
   uint32_t *base;
   uint32_t stride; /* the block's threads: i stride stays far below 2^32 */
   uint32_t mask;
@@ -637,6 +713,7 @@ const int64_t *clogc_table() {
  * with range_auto the frame's finite [min, max] from frame_range, in `ranges`). */
 struct EntropySource {
   static constexpr bool global_histograms = false; /* warp_kernel takes those (warps_own) */
+  static constexpr bool atomic_counts = true;      /* AtomicCounts kernels compiled */
   plm__entropy_args a;
   const float *ranges;
   double lo, hi; /* the frame's, set by begin */
@@ -665,6 +742,7 @@ struct EntropySink {
 /* fused: the bin of the Sobel magnitude at a pixel (kernels/common/fused.h). */
 struct FusedSource {
   static constexpr bool global_histograms = true; /* when neither shared kind fits */
+  static constexpr bool atomic_counts = false;    /* with them its kernels spilled */
   fused_args a;
   PLM_HD int64_t height() const { return a.sobel.h; }
   PLM_HD int64_t width() const { return a.sobel.w; }
@@ -927,6 +1005,15 @@ struct HistOf<DenseCounts<false, Count>> {
   }
 };
 
+template <class Count> /* AtomicByteHist, AtomicDenseHist */
+struct HistOf<AtomicCounts<Count>> {
+  template <class Block>
+  static PLM_HD AtomicCounts<Count> make(const Block &block, const plan &p, int bins,
+                                         unsigned char *area, uint32_t *global_hists) {
+    return {HistOf<DenseCounts<false, Count>>::make(block, p, bins, area, global_hists)};
+  }
+};
+
 template <>
 struct HistOf<GlobalDenseHist> {
   template <class Block>
@@ -971,7 +1058,7 @@ PLM_HD void run_block(const Block &block, const plan &p, Source source, const Si
   for (int c = t; c < p.clogc_entries; c += T) clogc[c] = global_clogc[c];
   const Hist hist = HistOf<Hist>::make(block, p, bins, hist_area, global_hists);
   const bool drain = p.hist == HIST_DENSE_GLOBAL; /* else zeroed at each task's start */
-  const bool two = p.changes_at_once == 2;
+  const bool two = !Hist::kAtomic && p.changes_at_once == 2; /* an atomic's pair is two */
 
   const int64_t h = source.height(), w = source.width();
   const int window = p.window, left = window / 2, right = window - 1 - left;
@@ -1339,12 +1426,19 @@ plm_status launch_kind(cudaStream_t s, const plan &p, const Source &source, cons
 
 /* The kind's kernel. Only a source whose op gives window_kernel global histograms
  * (Source::global_histograms: the fused op; the entropy op's are warp_kernel's) has
- * that variant compiled. */
+ * that variant compiled, and only one whose op has atomic_counts (Source::atomic_counts:
+ * the entropy op) the AtomicCounts ones. */
 template <class Source, class Sink>
 plm_status launch(cudaStream_t s, const plan &p, const Source &source, const Sink &sink, int bins,
                   void *scratch, const char *name) {
   if (p.hist == HIST_SPARSE_SHARED)
     return launch_kind<SparseHist>(s, p, source, sink, bins, scratch, name);
+  if constexpr (Source::atomic_counts) {
+    if (p.hist == HIST_BYTE_SHARED && p.atomic_counts)
+      return launch_kind<AtomicByteHist>(s, p, source, sink, bins, scratch, name);
+    if (p.hist == HIST_DENSE_SHARED && p.atomic_counts)
+      return launch_kind<AtomicDenseHist>(s, p, source, sink, bins, scratch, name);
+  }
   if (p.hist == HIST_BYTE_SHARED)
     return launch_kind<ByteHist>(s, p, source, sink, bins, scratch, name);
   if (p.hist == HIST_DENSE_SHARED)
