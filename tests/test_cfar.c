@@ -149,9 +149,10 @@ START_TEST(test_matches_a_brute_force_reference_at_every_border) {
       {PLM_DTYPE_F32, 3, {2, 33, 70}, 21, 7, 2.5, 1e4, 5.0, true, true},
       {PLM_DTYPE_F32, 2, {5, 6}, 7, 5, 1.0, -3.0, 1.0, false, true},
       /* frames around 32 x 32 tiles: one tile wide and three high, the last partial;
-       * windows whose boxes span one warp boundary of the CUDA bands' running sums at most
-       * (29) and two (31 to 45); the largest window of the bands (45) and the smallest they
-       * leave to the tables (47), at odd sizes */
+       * windows up to 29 and from 31 to 45 (which the one-pass tiles and the bands took
+       * apart before the bands took both; a strip's boxes cross its one boundary between
+       * the two warps' running sums either way); the largest window of the bands (45) and
+       * the smallest they leave to the tables (47), at odd sizes */
       {PLM_DTYPE_U8, 2, {70, 32}, 15, 5, 2.0, 120, 50, true, false},
       {PLM_DTYPE_U8, 3, {2, 45, 77}, 29, 5, 1.5, 120, 50, true, false},
       {PLM_DTYPE_F32, 2, {77, 45}, 31, 27, 2.0, 1e3, 5.0, false, true},

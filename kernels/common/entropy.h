@@ -208,7 +208,7 @@ void plm__entropy_cpu_row(const uint16_t *top, int64_t rows, int64_t stride, int
 
 /* Enqueue the CUDA kernels (kernels/cuda/entropy.cu) on a cudaStream_t, with the
  * context's device current. Scratch: each frame's range (auto), and warp-owned global
- * histograms only when neither kind of shared one fits (more than 512 bins and a
+ * histograms only when no kind of shared one fits (more than 512 bins and a
  * window past 18), at most 256 MiB (kernels/cuda/entropy.cu). */
 plm_status plm__entropy_cuda(void *stream, const plm__entropy_args *args);
 size_t plm__entropy_cuda_scratch_bytes(const plm__entropy_args *args);

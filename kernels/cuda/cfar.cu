@@ -109,8 +109,9 @@
  * tile_scan, written against the Block and Warp of kernels/cuda/lanes.h) and the bands'
  * (cfar_band) also run on the host in tests/test_cfar_cuda_logic.cpp (ctest
  * cfar_cuda_logic), which compiles this file as plain C++ (hence the __CUDACC__ guards)
- * with emulated threads; the cfar suite passed on cuda on an
- * H200 (the campaign of 2026-12-04, commit d834510). */
+ * with emulated threads. The cfar suite passed on cuda on an H200 (the campaign of
+ * 2026-12-04, commit d834510) with the one-pass tiles; the bands have not yet run on a
+ * GPU. */
 #include "kernels/common/cfar.h"
 #include "kernels/cuda/cfar_bands.h"
 #include "kernels/cuda/launch.h"

@@ -31,8 +31,9 @@
  *           consecutive words: no bank conflicts.
  * The 2R columns at a strip's sides only feed their neighbours: a strip puts out
  * BAND_COLUMNS - 2R columns (114 of 128 at window 15, 84 at 45). Windows past 45
- * take summed-area tables of the frame (kernels/cuda/cfar.cu): a strip would put out few
- * columns, and the ring would pass 48 KiB.
+ * take summed-area tables of the frame (kernels/cuda/cfar.cu): a strip would put out ever
+ * fewer columns (f32's shared memory, 44.5 KiB at 45, passes the 48 KiB a launch gets
+ * without an opt-in only at window 53).
  *
  * f32 counts its finite cells only in a band where a pixel loaded so far is not finite (a
  * flag in shared memory, read after the barrier that follows the loads), else takes the
@@ -42,7 +43,7 @@
  * u16, uint32_t for u8, whose boxes' sums stay below 2^32 (45^2 x 255^2 < 2^27), so their
  * differences are exact modulo 2^32 and the running sums move half the bytes. f32's doubles
  * are added and taken away as the rows pass, not read from a table of the frame: on the
- * tests' frames z agrees with the CPU's within 1e-9 (relative), as the tables' did. Their
+ * tests' frames z agrees with the CPU's within 1e-9 x max(1, |z|), as the tables' did. Their
  * rounding is relative to the sums they pass through: a pixel far larger than its
  * neighbours leaves its rounding in its column's sums for the rest of the band (up to
  * 64 + R rows) and in the running sums to its right in its warp (up to 63 columns, two a

@@ -24,8 +24,8 @@
  * R = 32, T = 128, w = 16, 1.8 at T = 64; the halo). A step reads w + 1 rows; the ring's one more
  * makes the slot a step writes one last read two steps before, so one barrier a step,
  * after its staging, orders its readers after its writers and its writers after those
- * readers. When w + 2 rows do not fit the ring's budget (32 KiB: w past about 80 at
- * T = 64) the ring is two rows, entering and leaving, every row is binned twice as
+ * readers. When w + 2 rows do not fit the ring's budget (32 KiB: w past 76 at T = 128,
+ * past 97 at T = 64) the ring is two rows, entering and leaving, every row is binned twice as
  * often, and a step takes two barriers.
  *
  * The launch shape is tunable per device (plm__entropy_cuda_shape, kernels/common/
@@ -57,7 +57,8 @@
  *                  (u8's 256 at T = 64). With the ring and the
  *                  differences a block may pass the 48 KiB a kernel gets without
  *                  asking (32 KiB of histograms and a window past about 24): the
- *                  launch then opts in, as for the sparse kind (at most 104 KiB in all).
+ *                  launch then opts in, as for the sparse kind (the budgets add up to
+ *                  104 KiB; the largest plan takes about 69 KiB).
  *   sparse shared  more bins (u16 value-as-bin: 65536) but a small window: a window
  *                  holds at most min(bins, w^2) distinct bins, so each thread keeps an
  *                  open-addressing table of (bin, count) pairs, u32 each, P of them,
@@ -70,12 +71,12 @@
  *                  op gives each warp one histogram in global memory, its lanes sharing
  *                  the count changes (warp_kernel, "warp-owned histograms" below); the
  *                  fused op a u16 count per bin per thread in global scratch, bin b of
- *                  thread t of the grid at b (threads in the grid) + t, the grid capped
+ *                  thread t in word (b / 2) (threads in the grid) + t, the grid capped
  *                  so that they take at most 64 MiB. Either is zeroed by one memset per
  *                  launch. Slow; correct.
  * Taking out the leaving row before adding the entering one bounds the counts by w^2
  * and the distinct bins by min(bins, w^2). Each task starts from a zeroed histogram:
- * a shared one is zeroed at the task's start, a store per word of two bins (cheaper
+ * a shared one is zeroed at the task's start, a store per word of counts (cheaper
  * than w^2 take-outs; at the start, so that no block zeroes after its last task), a
  * global one has the task's last window taken out at its end (cheaper than zeroing 2
  * bins bytes; the launch's memset zeroes it for the first). The table of differences
