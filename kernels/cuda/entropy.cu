@@ -217,8 +217,9 @@
  * atomic one step of the pipe, as a wavefront): entropy u8 w = 16 at 2048^2 66.96 ->
  * 47.40 us, 10.7x -> 7.6x the floor (docs/benchmarks.md, "Atomic counts"). Not the
  * default until a GPU has timed what an ATOMS costs beside a load and a store; `plume
- * tune` does. Kernels of their own (window_kernel<AtomicCounts<...>>): the load-and-store
- * ones keep their registers, and the fused op has none (its kernel spilled with them).
+ * tune` does. Kernels of their own (window_kernel<AtomicCounts<...>>, 94 registers for
+ * byte counts and 96 for u16, no spill): the load-and-store ones keep their registers,
+ * and the fused op has none (its kernel spilled with them: 28 to 36 bytes).
  *
  * The host check: tests/test_entropy_cuda_logic.cpp compiles this file as plain C++
  * (hence the __CUDACC__ guards around what only nvcc knows) and runs run_block for
@@ -279,10 +280,10 @@ struct plan {
   int delta_entries;    /* differences in shared memory; 0: read from the global table */
   int clogc_entries;    /* c log2 c in shared memory, for fills summed from their counts */
   int changes_at_once;  /* 1 or 2: the counts a thread loads before storing (add_two) */
-  bool atomic_counts;   /* an atomic a change: AtomicCounts (byte and dense shared kinds) */
   int64_t segment_rows; /* output rows per task */
   int64_t strips, segments, tasks;
   unsigned blocks;
+  bool atomic_counts; /* an atomic a change: AtomicCounts (byte and dense shared kinds) */
   size_t ring_bytes, hist_bytes, delta_bytes, clogc_bytes; /* the shared memory, in order */
   size_t smem;                                /* in all */
   size_t scratch;                             /* global histograms, bytes */
@@ -620,6 +621,8 @@ struct AtomicCounts : DenseCounts<false, Count> {
     *ca = remove(a);
     *cb = remove(b);
   }
+  /* The load-and-store pair, not for these counts. */
+  void change_two(int, int, uint32_t, uint32_t *, uint32_t *) const = delete;
 };
 typedef AtomicCounts<uint16_t> AtomicDenseHist; /* HIST_DENSE_SHARED, atomic_counts */
 typedef AtomicCounts<uint8_t> AtomicByteHist;   /* HIST_BYTE_SHARED, atomic_counts */
