@@ -69,6 +69,29 @@ namespace {
     }                                                                              \
   } while (0)
 
+/* The table of c log2 c as the kernels' file compiles it into the device data
+ * (device_clogc; the build writes it: kernels/common/make_entropy_tables.c). */
+const int64_t kClogc[PLM__ENTROPY_CLOGC_COUNT] = {
+#include "entropy_clogc_table.inc"
+};
+
+/* The build's tables are what they say: each difference the step of plm__entropy_clogc
+ * (the CPU kernel's and device_delta's table) and each c log2 c its value
+ * (device_clogc's), so the backends' sums are the formula's. */
+int check_tables() {
+  const int64_t *delta = plm__entropy_delta_table();
+  for (int64_t c = 0; c < PLM__ENTROPY_DELTA_COUNT; c++) {
+    const int64_t clogc = plm__entropy_clogc(c), next = plm__entropy_clogc(c + 1);
+    if ((c < PLM__ENTROPY_CLOGC_COUNT && kClogc[c] != clogc) || delta[c] != next - clogc) {
+      std::fprintf(stderr, "tables at count %lld: delta %lld (want %lld)%s\n", (long long)c,
+                   (long long)delta[c], (long long)(next - clogc),
+                   c < PLM__ENTROPY_CLOGC_COUNT && kClogc[c] != clogc ? ", clogc differs" : "");
+      return 1;
+    }
+  }
+  return 0;
+}
+
 /* ---- the grid, emulated ------------------------------------------------------------- */
 
 /* Global histograms, zeroed: they run to hundreds of MiB (65536 bins for every thread
@@ -119,7 +142,7 @@ bool run_grid(const plan &p, const Source &source, const Sink &sink, int bins) {
     threads.run([&](int t) {
       const GridBlock block = {&threads, t, b, blocks};
       run_block<Hist>(block, p, source, sink, bins, smem.data(), hists.data(),
-                      plm__entropy_delta_table(), clogc_table());
+                      plm__entropy_delta_table(), kClogc);
     });
   }
   return hists.still_zero();
@@ -780,7 +803,7 @@ int check_shapes(const char *op_name, int tunables) {
 }  // namespace
 
 int main() {
-  int failures = 0;
+  int failures = check_tables();
   failures += check_make_plan(1, 512, 512, 16, 256, HIST_BYTE_SHARED, 128);   /* u8 */
   failures += check_make_plan(1, 4096, 4096, 16, 256, HIST_BYTE_SHARED, 128); /* big */
   failures += check_make_plan(1, 512, 512, 9, 64, HIST_BYTE_SHARED, 128);     /* fused */

@@ -59,9 +59,9 @@ extern "C" {
  * neither kind of shared-memory histogram fits (more than 512 bins and a window wider
  * than 18), histograms of 2 bytes per bin in device memory, one per warp of 32 threads,
  * at most min(2048, 256 MiB / (2 bins)) of them and never more than frames x ceil(H /
- * 64) x W (256 MiB at 65536 bins), zeroed on each such call. The first call on a device copies a
- * 522 KiB table there, synchronously: it must not be inside a CUDA graph capture of its own stream
- * (PLM_ERR_INVALID_STATE).
+ * 64) x W (256 MiB at 65536 bins), zeroed on each such call. On cuda any call, the first on a
+ * device included, may be captured into a CUDA graph: the kernels' tables are in the device
+ * code's data, so no call copies them.
  *
  * Cost: both kernels slide a histogram (the CPU's along rows, CUDA's down columns),
  * 2w count updates per pixel, each updating sum c log2 c in O(1) from a table, so time

@@ -9,9 +9,10 @@
  * taken out.
  *
  * S changes by a table lookup per count change, never a logarithm: the table
- * (plm__entropy_delta_table) is filled once on the host from plm__entropy_clogc and
- * the CUDA kernels use a copy of it uploaded to each device, so the CPU and the GPU add
- * up the same integers (the GPU's log2 and the host's may differ in the last bit).
+ * (plm__entropy_delta_table) is computed once, at build time, from plm__entropy_clogc
+ * with the host's log2 (kernels/common/make_entropy_tables.c) and compiled into both
+ * backends, so the CPU and the GPU add up the same integers (the GPU's log2 and the
+ * host's may differ in the last bit).
  */
 #ifndef PLUME_KERNELS_COMMON_ENTROPY_H
 #define PLUME_KERNELS_COMMON_ENTROPY_H
@@ -29,7 +30,11 @@ enum {
   PLM__ENTROPY_MAX_COUNT = 255 * 255,
   PLM__ENTROPY_MAX_BINS = 65536,
   /* entries of the table of differences: every count a kernel may hold, plus one */
-  PLM__ENTROPY_DELTA_COUNT = PLM__ENTROPY_MAX_COUNT + PLM__ENTROPY_MAX_WINDOW + 1
+  PLM__ENTROPY_DELTA_COUNT = PLM__ENTROPY_MAX_COUNT + PLM__ENTROPY_MAX_WINDOW + 1,
+  /* entries of the table of c log2 c: the CUDA kernels sum a fill from it only where the
+   * differences its window reaches fit in shared memory (kernels/cuda/entropy.cu's
+   * kDeltaBudget, 8 KiB: counts below 1024) */
+  PLM__ENTROPY_CLOGC_COUNT = 1024
 };
 
 /* CPU work bands per pool thread, the default of entropy's host tunable bands_per_thread:
@@ -187,22 +192,22 @@ void plm__entropy_cpu(const plm__entropy_args *args);
 size_t plm__entropy_cpu_scratch_bytes(const plm__entropy_args *args);
 
 /* The table of differences: entry c is clogc(c + 1) - clogc(c), what S gains when a
- * count goes from c to c + 1, for c < PLM__ENTROPY_DELTA_COUNT. Filled on the first
- * call (thread-safe), then constant (kernels/cpu/entropy.c); the CUDA kernels upload
- * it to each device once (kernels/cuda/entropy.cu). */
+ * count goes from c to c + 1, for c < PLM__ENTROPY_DELTA_COUNT. Constant data computed
+ * at build time (kernels/common/make_entropy_tables.c), which the CUDA kernels compile
+ * into their device data too (kernels/cuda/entropy.cu). */
 const int64_t *plm__entropy_delta_table(void);
 
-/* The CPU kernel's row step, which the fused sobel-entropy-threshold kernel shares
- * (kernels/cpu/fused.c): the entropy of one output row, out_row[x] for x < width,
- * from the `rows` rows of bins its window covers (plm__entropy_span), the first at
- * top and each `stride` bins after the previous. The window's histogram slides right
- * along the row. hist holds a u16 count per bin, zero on entry and on return. Call
- * plm__entropy_delta_table once first (it fills the table the row step reads). */
 /* The stride the CPU kernels give rows of bins of a given width: whole cache lines,
  * an odd number of them, so that the rows of a window, which plm__entropy_cpu_row
  * walks column by column, fall in different cache sets (at a width of 2048, rows
  * 4 KiB apart would all share one L1 set). */
 int64_t plm__entropy_cpu_bins_stride(int64_t width);
+
+/* The CPU kernel's row step, which the fused sobel-entropy-threshold kernel shares
+ * (kernels/cpu/fused.c): the entropy of one output row, out_row[x] for x < width,
+ * from the `rows` rows of bins its window covers (plm__entropy_span), the first at
+ * top and each `stride` bins after the previous. The window's histogram slides right
+ * along the row. hist holds a u16 count per bin, zero on entry and on return. */
 void plm__entropy_cpu_row(const uint16_t *top, int64_t rows, int64_t stride, int64_t width,
                           int window, float *out_row, uint16_t *hist);
 

@@ -14,7 +14,6 @@
  * buffer of at most BLOCK_ROWS + w - 1 rows, so it grows with the frame width and the
  * core count, not with the batch. Every row leaves the histogram zeroed again.
  */
-#include <pthread.h>
 #include <string.h>
 
 #include "kernels/common/entropy.h"
@@ -23,17 +22,14 @@
 enum { BLOCK_ROWS = 64, ALIGN = 64 };
 
 /* What S gains when a count goes from c to c + 1, for every count a window reaches,
- * including swap_columns' one past a full 255 x 255 window (kernels/common/entropy.h). */
-static int64_t delta[PLM__ENTROPY_DELTA_COUNT];
-static pthread_once_t delta_once = PTHREAD_ONCE_INIT;
-
-static void fill_delta(void) {
-  for (int64_t c = 0; c < PLM__ENTROPY_DELTA_COUNT; c++)
-    delta[c] = plm__entropy_clogc(c + 1) - plm__entropy_clogc(c);
-}
+ * including swap_columns' one past a full 255 x 255 window (kernels/common/entropy.h):
+ * computed at build time (kernels/common/make_entropy_tables.c), the very table the CUDA
+ * kernels compile into their device data. */
+static const int64_t delta[PLM__ENTROPY_DELTA_COUNT] = {
+#include "entropy_delta_table.inc"
+};
 
 const int64_t *plm__entropy_delta_table(void) {
-  pthread_once(&delta_once, fill_delta);
   return delta;
 }
 
@@ -237,7 +233,6 @@ int64_t plm__entropy_cpu_bins_stride(int64_t width) {
 }
 
 void plm__entropy_cpu(const plm__entropy_args *args) {
-  plm__entropy_delta_table(); /* filled before the workers read it */
   void *context = (void *)args;
   if (args->dtype == PLM_DTYPE_F32 && args->range_auto)
     plm__parallel_for(args->frames, 1, range_frames, context);

@@ -167,6 +167,5 @@ static void run_bands(void *context, int64_t begin, int64_t end) {
 }
 
 void plm__sobel_entropy_threshold_cpu(const fused_args *a) {
-  plm__entropy_delta_table(); /* filled before the workers read it */
   plm__parallel_for(band_count(a), 1, run_bands, (void *)a);
 }

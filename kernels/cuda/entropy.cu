@@ -80,17 +80,16 @@
  * than w^2 take-outs; at the start, so that no block zeroes after its last task), a
  * global one has the task's last window taken out at its end (cheaper than zeroing 2
  * bins bytes; the launch's memset zeroes it for the first). The table of differences
- * is the host's (plm__entropy_delta_table), copied to each device once, on the first
- * call there (522 KiB, the host waiting until it has landed: upload_table; so that
- * first call must not be inside a graph capture of its own stream; plume's executor
- * captures after a warm-up frame). The differences a window reaches (counts up to w^2)
+ * is the host's (plm__entropy_delta_table), compiled into the device data (device_delta,
+ * 522 KiB, loaded with the module: no call copies it, so any call may be captured into
+ * a graph). The differences a window reaches (counts up to w^2)
  * are copied into shared memory at the start of each block when they take at most
  * 8 KiB (w <= 31); beyond, the lookups go to the device's table (L1, L2).
  * A summed fill (fill_summed: a byte or dense shared histogram, the differences in shared
  * memory, and 3 bins < 2 w^2, as the fused op's 64 bins at w = 16): a task fills its
  * first window with counts alone and then sums S = sum clogc(count) over its bins from
- * a table of c log2 c (clogc_table: the sums of the differences, so the CPU's integers;
- * uploaded beside them and copied into shared memory beside them), bins / 4 word loads
+ * a table of c log2 c (device_clogc: the sums of the differences, so the CPU's integers;
+ * compiled in beside them and copied into shared memory beside them), bins / 4 word loads
  * (bins / 2 for u16 counts) and bins lookups instead of a difference per pixel of the
  * window (w^2).
  *
@@ -227,8 +226,6 @@
  * meeting at a barrier, against the CPU kernels bit for bit. tests/test_entropy.c and
  * tests/test_fused.c check the kernels themselves under PLUME_BACKEND=cuda.
  */
-#include <pthread.h>
-
 #include "kernels/common/entropy.h"
 #include "kernels/common/frame_range.h"
 #include "kernels/common/fused.h"
@@ -246,6 +243,8 @@ constexpr int64_t kByteCountsMost = 256;    /* pixels in a window, for byte coun
 constexpr size_t kSparseBudget = 64 * 1024; /* sparse ones (past 48 KiB in all: an opt-in) */
 constexpr size_t kRingBudget = 32 * 1024;          /* staged bins per block */
 constexpr size_t kDeltaBudget = 8 * 1024;          /* differences copied per block */
+static_assert(kDeltaBudget / sizeof(int64_t) <= PLM__ENTROPY_CLOGC_COUNT,
+              "a summed fill's c log2 c must be in the device's table (device_clogc)");
 constexpr size_t kGlobalHistBudget = size_t(64) << 20;
 constexpr size_t kDefaultSharedLimit = 48 * 1024;  /* beyond: an opt-in per kernel */
 constexpr int64_t kMinSegmentRows = 8;
@@ -695,22 +694,6 @@ struct SparseHist {
   }
 };
 
-/* c log2 c in 32.32 fixed point for c < PLM__ENTROPY_DELTA_COUNT, for fills summed
- * from their counts (fill_summed): the sums of the differences below c, so the very
- * integers plm__entropy_clogc gives (each difference is the step between two of them)
- * and S the CPU's. Filled on the first call (thread-safe); the CUDA kernels upload it
- * beside the differences (upload_table). */
-const int64_t *clogc_table() {
-  static int64_t table[PLM__ENTROPY_DELTA_COUNT];
-  static const bool filled = [] {
-    const int64_t *delta = plm__entropy_delta_table();
-    for (int c = 1; c < PLM__ENTROPY_DELTA_COUNT; c++) table[c] = table[c - 1] + delta[c - 1];
-    return true;
-  }();
-  (void)filled;
-  return table;
-}
-
 /* ---- sources of bins and sinks of results --------------------------------------------- */
 
 /* entropy: the bin of an input pixel; f32 through the frame's range (the fixed one, or
@@ -1042,7 +1025,7 @@ struct HistOf<SparseHist> {
 /* One block's work: its tasks, in a grid-stride loop. smem is the block's dynamic
  * shared memory (p.smem bytes), global_hists the scratch (p.scratch bytes, zeroed; used
  * with HIST_DENSE_GLOBAL only), global_delta the table of differences, global_clogc
- * that of c log2 c (plan.clogc_entries > 0 only: clogc_table). Every loop that
+ * that of c log2 c (plan.clogc_entries > 0 only: device_clogc). Every loop that
  * synchronises runs the same trips in every thread: its bounds depend on the task. */
 template <class Hist, class Block, class Source, class Sink>
 PLM_HD void run_block(const Block &block, const plan &p, Source source, const Sink &sink, int bins,
@@ -1315,60 +1298,17 @@ PLM_HD void warp_tasks(const Lane &lane, const plm__entropy_args &a, const warp_
 
 #ifdef __CUDACC__
 
-/* The table of differences on the device (a copy of the host's, see upload_table). */
-__device__ int64_t device_delta[PLM__ENTROPY_DELTA_COUNT];
-__device__ int64_t device_clogc[PLM__ENTROPY_DELTA_COUNT]; /* clogc_table's */
-
-constexpr int kMaxDevices = 64;
-pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
-bool table_uploaded[kMaxDevices]; /* per device, under table_lock */
-
-/* Copy the host's table of differences (and clogc_table) to the current device, once per device
- * (and process), and wait until it has landed. Refused while `s` is being captured: the copy and
- * the wait are synchronous.
- *
- * cudaMemcpyToSymbol from pageable memory (the host's table) runs on the legacy stream
- * and returns once the bytes are staged, before they reach the device (the runtime's
- * "API synchronization behavior"); plume's streams are non-blocking and do not wait for
- * the legacy stream. So the host synchronises the legacy stream before the table counts
- * as uploaded: every kernel that reads it, on any stream, is launched after it landed.
- * Without that wait the CUDA emulator showed the first entropy of a process, on a
- * non-blocking stream, now and then computing from a table not yet copied (still 0xCD):
- * tests/test_pipeline_stream's second chain under PLUME_EMU_SEED=2. */
-plm_status upload_table(cudaStream_t s, const char *name) {
-  int device = 0;
-  cudaError_t err = cudaGetDevice(&device);
-  if (err != cudaSuccess) return plm__cuda_call_failed(err, "entropy: cudaGetDevice");
-  if (device < 0 || device >= kMaxDevices)
-    return plm__fail_raw(PLM_ERR_UNSUPPORTED, "%s: device %d is past the %d this kernel serves",
-                         name, device, kMaxDevices);
-  pthread_mutex_lock(&table_lock);
-  plm_status status = PLM_OK;
-  if (!table_uploaded[device]) {
-    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    err = cudaStreamIsCapturing(s, &capture);
-    if (err != cudaSuccess) {
-      status = plm__cuda_call_failed(err, "entropy: cudaStreamIsCapturing");
-    } else if (capture != cudaStreamCaptureStatusNone) {
-      status = plm__fail_raw(PLM_ERR_INVALID_STATE,
-                             "%s: the first entropy on a device copies its table there and "
-                             "cannot be captured: run it once before capturing",
-                             name);
-    } else {
-      err = cudaMemcpyToSymbol(device_delta, plm__entropy_delta_table(), sizeof device_delta);
-      if (err == cudaSuccess)
-        err = cudaMemcpyToSymbol(device_clogc, clogc_table(), sizeof device_clogc);
-      if (err == cudaSuccess) err = cudaStreamSynchronize(cudaStreamLegacy);
-      if (err != cudaSuccess)
-        status = plm__cuda_call_failed(
-            err, "entropy: copying the tables of differences and of c log2 c");
-      else
-        table_uploaded[device] = true;
-    }
-  }
-  pthread_mutex_unlock(&table_lock);
-  return status;
-}
+/* The tables on the device: the host's table of differences, and c log2 c for fills
+ * summed from their counts (fill_summed), the sums of those differences, so the very
+ * integers plm__entropy_clogc gives and S the CPU's. Both computed at build time
+ * (kernels/common/make_entropy_tables.c) and loaded with the module: no call copies
+ * them, so the first entropy on a device may be captured into a graph. */
+__device__ int64_t device_delta[PLM__ENTROPY_DELTA_COUNT] = {
+#include "entropy_delta_table.inc"
+};
+__device__ int64_t device_clogc[PLM__ENTROPY_CLOGC_COUNT] = {
+#include "entropy_clogc_table.inc"
+};
 
 /* The block as the GPU runs it. */
 struct DeviceBlock {
@@ -1413,8 +1353,6 @@ template <class Hist, class Source, class Sink>
 plm_status launch_kind(cudaStream_t s, const plan &p, const Source &source, const Sink &sink,
                        int bins, void *scratch, const char *name) {
   auto kernel = window_kernel<Hist, Source, Sink>;
-  plm_status status = upload_table(s, name);
-  if (status != PLM_OK) return status;
   if (p.smem > kDefaultSharedLimit) {
     cudaError_t err =
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)p.smem);
@@ -1507,8 +1445,6 @@ extern "C" plm_status plm__entropy_cuda(void *stream, const plm__entropy_args *a
   const plan p = entropy_plan(args);
   void *hists = (char *)args->scratch + ranges_bytes(args);
   if (warps_own(p)) {
-    plm_status status = upload_table(s, "entropy");
-    if (status != PLM_OK) return status;
     const warp_plan wp = make_warp_plan(*args);
     cudaError_t err = cudaMemsetAsync(hists, 0, wp.scratch, s);
     if (err != cudaSuccess) return plm__cuda_call_failed(err, "entropy: clearing the histograms");
