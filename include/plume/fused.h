@@ -39,8 +39,8 @@ extern "C" {
  * chunk, a few rows of bins and of staged input (O(rows x W), not O(H x W)) and a
  * histogram; on cuda, nothing when the per-thread histograms fit in shared memory
  * (bins <= 512, or a window of at most 18 with more bins), else up to 64 MiB of
- * histograms in device memory. The first call on a device copies entropy's table of
- * differences there, as plm_entropy's does (plume/entropy.h). */
+ * histograms in device memory. Any call on cuda, the first on a device included, may be
+ * captured into a CUDA graph, as plm_entropy's may (plume/entropy.h). */
 
 typedef struct plm_sobel_entropy_threshold_params {
   plm_sobel_params sobel;         /* as plm_sobel (border) */

@@ -24,9 +24,11 @@
 
 enum { ENTRIES_PER_LINE = 6 };
 
-static int write_entry(FILE *file, int64_t entry, int64_t index) {
-  const char *after = index % ENTRIES_PER_LINE == ENTRIES_PER_LINE - 1 ? ",\n" : ", ";
-  return fprintf(file, "%" PRId64 "LL%s", entry, after) < 0 ? -1 : 0;
+/* Entry `index` of `count`, and after it a comma and a space, or a newline at the end of
+ * a line and of the file. */
+static int write_entry(FILE *file, int64_t entry, int64_t index, int64_t count) {
+  const int line_ends = index % ENTRIES_PER_LINE == ENTRIES_PER_LINE - 1 || index == count - 1;
+  return fprintf(file, "%" PRId64 "LL,%s", entry, line_ends ? "\n" : " ") < 0 ? -1 : 0;
 }
 
 static int close_file(FILE *file, const char *path) {
@@ -52,8 +54,9 @@ int main(int argc, char **argv) {
   int64_t clogc = 0;
   for (int64_t c = 0; c < PLM__ENTROPY_DELTA_COUNT && !failed; c++) {
     const int64_t delta = plm__entropy_clogc(c + 1) - plm__entropy_clogc(c);
-    failed = write_entry(delta_file, delta, c) ||
-             (c < PLM__ENTROPY_CLOGC_COUNT && write_entry(clogc_file, clogc, c));
+    failed = write_entry(delta_file, delta, c, PLM__ENTROPY_DELTA_COUNT) ||
+             (c < PLM__ENTROPY_CLOGC_COUNT &&
+              write_entry(clogc_file, clogc, c, PLM__ENTROPY_CLOGC_COUNT));
     clogc += delta;
   }
   if (failed) fprintf(stderr, "make_entropy_tables: a write failed\n");

@@ -81,7 +81,7 @@
  * global one has the task's last window taken out at its end (cheaper than zeroing 2
  * bins bytes; the launch's memset zeroes it for the first). The table of differences
  * is the host's (plm__entropy_delta_table), compiled into the device data (device_delta,
- * 522 KiB, loaded with the module: no call copies it, so any call may be captured into
+ * 510 KiB, loaded with the module: no call copies it, so any call may be captured into
  * a graph). The differences a window reaches (counts up to w^2)
  * are copied into shared memory at the start of each block when they take at most
  * 8 KiB (w <= 31); beyond, the lookups go to the device's table (L1, L2).
