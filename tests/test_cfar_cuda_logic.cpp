@@ -20,7 +20,8 @@
  * column sums moving down the rows, running sums across the warps) against the CPU kernel,
  * mask, z and the mask with a hold, on frames around a strip's width and a band's height,
  * and their edge cases (check_band_edges: every window, a block's bands in turn, f32's
- * counts switched on mid-band, integer sums at their largest).
+ * counts switched on mid-band, integer sums at their largest, stacks of frames in one
+ * launch).
  * Exit status 0 is success. */
 #include <cmath>
 #include <cstdint>
@@ -216,17 +217,20 @@ int64_t output_mismatches(const Frame &f, const std::vector<T> &tables, int wind
   return bad;
 }
 
-/* cfar_band over every (strip, band) block of a frame, on `grid` blocks of BAND_THREADS
- * emulated threads (warps of 32) each taking blocks b, b + grid, ... as the kernel's
- * grid-stride loop does (the shared memory scribbled over before each emulated block, not
- * between its bands), the outputs scribbled over first,
+/* cfar_band over every (strip, band) block of each of f's `frames` frames (a stack of
+ * f.h / frames rows each), as band_kernel runs it (cfar_frame_bands): on `grid` x
+ * `grid_frames` blocks of BAND_THREADS emulated threads (warps of 32), block (x, y) taking
+ * frames y, y + grid_frames, ... and in each the blocks x, x + grid, ... (the shared memory
+ * scribbled over before each emulated block, not between its bands), the outputs
+ * scribbled over first,
  * against the CPU kernel: every output written, the same bits for u8 and u16, z within
  * 1e-9 and the same mask for f32 (its doubles added and taken away as the rows pass, not
  * read from the frame's tables); the mask also with a hold (about one pixel in 40, radius 2,
  * hold_k = k / 2), decided in the same pass. T: the frame's element type, S: the sums'. */
 template <typename T, typename S>
 int64_t band_mismatches(const Frame &f, int window, int guard, plm_cfar_result output,
-                        bool with_hold, int rows, int64_t grid = INT64_MAX) {
+                        bool with_hold, int rows, int64_t grid = INT64_MAX, int64_t frames = 1,
+                        int64_t grid_frames = 1) {
   const int64_t pixels = f.h * f.w;
   const size_t size = output == PLM_CFAR_Z ? 4 : 1, bytes = (size_t)pixels * size;
   std::vector<unsigned char> banded(bytes, 0xa5), cpu(bytes, 0x5a);
@@ -234,26 +238,28 @@ int64_t band_mismatches(const Frame &f, int window, int guard, plm_cfar_result o
   for (auto &h : hold) h = rng() % 40 == 0;
   plm__cfar_args args =
       frame_args(f, cpu.data(), nullptr, window, guard, output, with_hold ? hold.data() : nullptr);
+  args.frames = frames;
+  args.height = f.h / frames;
   std::vector<uint64_t> scratch(plm__cfar_scratch_bytes(&args) / 8);
   args.scratch = scratch.data();
   plm__cfar_cpu(&args);
   args.out = banded.data();
   args.scratch = nullptr; /* the bands have no tables */
-  const double level = plm__cfar_level(f.bytes.data(), f.dtype);
   std::vector<unsigned char> shared(band_shared_bytes<S>(window, (int)sizeof(T)));
   LaneGroup block(BAND_THREADS, rng());
   const int64_t blocks = band_blocks(args, rows);
   if (grid > blocks) grid = blocks;
-  for (int64_t first = 0; first < grid; first++) {
-    for (unsigned char &e : shared) e = (unsigned char)rng();
-    block.run([&](int t) {
-      const EmulatedBlock eb = {&block, t};
-      const EmulatedWarp warp = {&block, t};
-      for (int64_t b = first; b < blocks; b += grid)
-        cfar_band<T, S>(eb, warp, args, (const T *)f.bytes.data(), banded.data(), level, b, rows,
-                        (band_memory<S> *)shared.data());
-    });
-  }
+  for (int64_t y = 0; y < grid_frames; y++)
+    for (int64_t x = 0; x < grid; x++) {
+      for (unsigned char &e : shared) e = (unsigned char)rng();
+      block.run([&](int t) {
+        const EmulatedBlock eb = {&block, t};
+        const EmulatedWarp warp = {&block, t};
+        for (int64_t frame = y; frame < frames; frame += grid_frames)
+          cfar_frame_bands<T, S>(eb, warp, args, frame, x, grid, rows,
+                                 (band_memory<S> *)shared.data());
+      });
+    }
   int64_t bad = 0;
   for (int64_t i = 0; i < pixels; i++) {
     if (f.dtype != PLM_DTYPE_F32 || output == PLM_CFAR_MASK) {
@@ -277,13 +283,16 @@ const int kBandWindows[][2] = {
 /* band_mismatches of one case, reported; the failures (0 or 1). */
 template <typename T, typename S>
 int check_band_case(const Frame &f, const char *what, int window, int guard, plm_cfar_result output,
-                    bool with_hold, int rows, int64_t grid = INT64_MAX) {
-  const int64_t bad = band_mismatches<T, S>(f, window, guard, output, with_hold, rows, grid);
+                    bool with_hold, int rows, int64_t grid = INT64_MAX, int64_t frames = 1,
+                    int64_t grid_frames = 1) {
+  const int64_t bad = band_mismatches<T, S>(f, window, guard, output, with_hold, rows, grid,
+                                            frames, grid_frames);
   if (!bad) return 0;
   std::printf(
-      "FAIL: %s %s %lldx%lld, window %d guard %d, bands of %d rows, %s%s: %lld band "
-      "outputs differ from the CPU's\n",
-      what, plm_dtype_name(f.dtype), (long long)f.h, (long long)f.w, window, guard, rows,
+      "FAIL: %s %s %lldx%lld (%lld frames, grid %lld x %lld), window %d guard %d, bands of %d "
+      "rows, %s%s: %lld band outputs differ from the CPU's\n",
+      what, plm_dtype_name(f.dtype), (long long)f.h, (long long)f.w, (long long)frames,
+      (long long)(grid == INT64_MAX ? -1 : grid), (long long)grid_frames, window, guard, rows,
       output == PLM_CFAR_Z ? "z" : "mask", with_hold ? " with a hold" : "", (long long)bad);
   return 1;
 }
@@ -305,7 +314,9 @@ int check_bands(const Frame &f) {
  * columns wide; one block taking several bands in turn (grid-stride), the non-finite pixels
  * in some bands only; a band whose first non-finite pixel comes in its last batches (f32's
  * counts switched on mid-band); and integer sums at their largest (u8 all 255 and 0/255, u16
- * all 65535, window 29). Returns the failures; *cases counts the frames. */
+ * all 65535, window 29); stacks of 3 frames, each frame's level its own (f32), as one
+ * launch takes them: a block's frames in turn where the grid has fewer rows than frames.
+ * Returns the failures; *cases counts the frames. */
 int check_band_edges(int *cases) {
   int failures = 0;
   for (int window = 3; window <= BAND_WINDOW_MOST; window += 2)
@@ -351,6 +362,20 @@ int check_band_edges(int *cases) {
   failures += check_band_case<uint16_t, uint64_t>(u16, "largest sums", BAND_WINDOW_MOST, 1,
                                                   PLM_CFAR_Z, false, BAND_ROWS_LEAST);
   (*cases)++;
+  const int64_t stack_rows = 21, stack_width = 130;
+  const Frame u16_stack = random_frame(PLM_DTYPE_U16, 3 * stack_rows, stack_width, false);
+  Frame f32_stack = random_frame(PLM_DTYPE_F32, 3 * stack_rows, stack_width, false);
+  for (int64_t i = stack_rows * stack_width; i < 2 * stack_rows * stack_width; i++)
+    ((float *)f32_stack.bytes.data())[i] += 1e5f; /* frame 1's level far from the others' */
+  for (int64_t grid_frames : {1, 2, 3}) {
+    failures += check_band_case<uint16_t, uint64_t>(u16_stack, "stack", 15, 5, PLM_CFAR_Z, false,
+                                                    BAND_ROWS_LEAST, 2, 3, grid_frames);
+    failures += check_band_case<float, double>(f32_stack, "stack", 15, 5, PLM_CFAR_Z, false,
+                                               BAND_ROWS_LEAST, 2, 3, grid_frames);
+    failures += check_band_case<float, double>(f32_stack, "stack", 9, 3, PLM_CFAR_MASK, true,
+                                               BAND_ROWS_MOST, INT64_MAX, 3, grid_frames);
+  }
+  *cases += 6;
   return failures;
 }
 

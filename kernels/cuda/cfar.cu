@@ -1,5 +1,5 @@
-/* kernels/cuda/cfar.cu: cell-averaging CFAR on the GPU, frame by frame. Windows up to 45
- * (BAND_WINDOW_MOST; the default is 15) take one kernel a frame and no scratch:
+/* kernels/cuda/cfar.cu: cell-averaging CFAR on the GPU. Windows up to 45 (BAND_WINDOW_MOST;
+ * the default is 15) take one kernel for a whole stack of frames and no scratch:
  *   band            a block of 64 threads per strip of 128 columns of a band of rows, two
  *                   columns a thread: each column's sums over the window's and the guard's
  *                   rows kept in registers as the rows pass, then summed across the columns
@@ -85,13 +85,14 @@
  * rows ahead. What the count leaves out: the FP64 pipe, which f32's sums use: about 60
  * double operations an output (the cells' conversions and squares, the sums' moves, the
  * scans, the boxes, the moments), at 64 lanes a clock an SM on an H100 about 70 us at
- * 4096^2, half the shared pipe's bound (u8 and u16 add integers). Registers: 121 for f32
+ * 4096^2, half the shared pipe's bound (u8 and u16 add integers). Registers: 126 for f32
  * (two columns' eight sums); at most 14 warps an SM (7 blocks, by f32's 29.5 KiB of shared
  * memory at window 15) against the 24 of a thread a column, each with two columns' loads
- * and sums in flight. Fewer where the frame has fewer bands than that: band_rows stops
- * halving at 264 blocks or 8 rows, which at 512^2 (320 blocks) is 4.8 warps an SM where a
- * thread a column had 9.7, each with twice the loads in flight; the estimate does not model
- * occupancy, so the gain at 512^2 is the least certain. Not yet timed on a GPU. Not 2x:
+ * and sums in flight. Fewer where the stack has fewer bands than that: band_rows stops
+ * halving at 264 blocks in all or 8 rows, which for one 512^2 frame (320 blocks) is 4.8
+ * warps an SM where a thread a column had 9.7, each with twice the loads in flight; the
+ * estimate does not model occupancy, so the gain at 512^2 is the least certain. Not yet
+ * timed on a GPU. Not 2x:
  * exchanging four 8-byte sums a pixel (a store and two loads each) is 0.75 wavefronts, 1.9x
  * the floor at 4096^2, before the shuffles of their running sums, the ring and the edges.
  * What would go further: more columns a thread (fewer shuffles; f32's registers stop it at
@@ -366,31 +367,29 @@ __global__ void pixels_kernel(plm__cfar_args args, const void *frame_in, void *f
   }
 }
 
-/* Block b takes (strip, band) pairs b, b + blocks, ... of bands of `rows` rows
- * (kernels/cuda/cfar_bands.h): T the frame's element type, S the sums'; band_shared_bytes of
- * shared memory. Eight blocks of 64 an SM by registers (at most 128 a thread: f32 takes
- * 121), seven by f32's 29.5 KiB of shared memory at window 15. */
+/* Block (x, y) takes frame y's (strip, band) pairs x, x + gridDim.x, ..., and so frames y,
+ * y + gridDim.y, ... (cfar_frame_bands, kernels/cuda/cfar_bands.h): T the frame's element
+ * type, S the sums'; band_shared_bytes of shared memory. Eight blocks of 64 an SM by
+ * registers (at most 128 a thread: f32 takes 126), seven by f32's 29.5 KiB of shared memory
+ * at window 15. */
 template <typename T, typename S>
-__global__ void __launch_bounds__(BAND_THREADS, 8)
-    band_kernel(plm__cfar_args args, const void *frame_in, void *frame_out, int rows) {
+__global__ void __launch_bounds__(BAND_THREADS, 8) band_kernel(plm__cfar_args args, int rows) {
   extern __shared__ __align__(16) unsigned char band_bytes[];
   band_memory<S> *const memory = (band_memory<S> *)band_bytes;
   const plm__cuda_block block;
   const plm__cuda_warp warp;
-  const double level = plm__cfar_level(frame_in, args.dtype);
-  const int64_t blocks = band_blocks(args, rows);
-  for (int64_t b = blockIdx.x; b < blocks; b += gridDim.x)
-    cfar_band<T, S>(block, warp, args, (const T *)frame_in, frame_out, level, b, rows, memory);
+  for (int64_t f = blockIdx.y; f < args.frames; f += gridDim.y)
+    cfar_frame_bands<T, S>(block, warp, args, f, blockIdx.x, gridDim.x, rows, memory);
 }
 
-/* One frame's outputs in one pass (band_kernel), T the frame's element type, S the sums'. */
+/* Every frame's outputs in one pass, one launch for the stack (band_kernel), T the frame's
+ * element type, S the sums'. */
 template <typename T, typename S>
-plm_status frame_bands(cudaStream_t s, const plm__cfar_args *args, const void *frame_in,
-                       void *frame_out) {
+plm_status stack_bands(cudaStream_t s, const plm__cfar_args *args) {
   const int rows = band_rows(*args);
-  band_kernel<T, S>
-      <<<plm__cuda_blocks(band_blocks(*args, rows), 1), BAND_THREADS,
-         band_shared_bytes<S>(args->window, (int)sizeof(T)), s>>>(*args, frame_in, frame_out, rows);
+  const dim3 grid(plm__cuda_grid_x(band_blocks(*args, rows)), plm__cuda_grid_yz(args->frames));
+  band_kernel<T, S><<<grid, BAND_THREADS, band_shared_bytes<S>(args->window, (int)sizeof(T)), s>>>(
+      *args, rows);
   return plm__cuda_check_launch("cfar band_kernel");
 }
 
@@ -443,21 +442,16 @@ extern "C" size_t plm__cfar_cuda_scratch_bytes(const plm__cfar_args *args) {
 
 extern "C" plm_status plm__cfar_cuda(void *stream, const plm__cfar_args *args) {
   cudaStream_t s = (cudaStream_t)stream;
+  if (in_bands(*args))
+    return args->dtype == PLM_DTYPE_U8    ? stack_bands<uint8_t, uint32_t>(s, args)
+           : args->dtype == PLM_DTYPE_U16 ? stack_bands<uint16_t, uint64_t>(s, args)
+                                          : stack_bands<float, double>(s, args);
+  /* The tables' path, a frame at a time: one frame's tables in the scratch. */
   const bool f32 = args->dtype == PLM_DTYPE_F32;
   for (int64_t f = 0; f < args->frames; f++) {
     const void *frame_in = plm__cfar_frame_in(args, f);
     void *frame_out = plm__cfar_frame_out(args, f);
-    plm_status status;
-    if (in_bands(*args)) {
-      status = args->dtype == PLM_DTYPE_U8
-                   ? frame_bands<uint8_t, uint32_t>(s, args, frame_in, frame_out)
-               : args->dtype == PLM_DTYPE_U16
-                   ? frame_bands<uint16_t, uint64_t>(s, args, frame_in, frame_out)
-                   : frame_bands<float, double>(s, args, frame_in, frame_out);
-      if (status != PLM_OK) return status;
-      continue;
-    }
-    status =
+    plm_status status =
         f32 ? frame_tables<double>(s, args, frame_in) : frame_tables<table_int>(s, args, frame_in);
     if (status != PLM_OK) return status;
     status = frame_pixels(s, args, frame_in, frame_out);

@@ -110,7 +110,8 @@ static PLM_HD inline bool in_bands(const plm__cfar_args &args) {
 }
 
 /* The output columns of a strip, the strips of a frame, and the (strip, band) pairs of a
- * frame cut into bands of `rows` rows. */
+ * frame cut into bands of `rows` rows (a launch takes them for every frame of the stack:
+ * cfar_frame_bands). */
 static PLM_HD inline int band_outputs(int window) {
   return BAND_COLUMNS - 2 * (window / 2);
 }
@@ -121,14 +122,16 @@ static PLM_HD inline int64_t band_blocks(const plm__cfar_args &args, int rows) {
   return band_strips(args) * ((args.height + rows - 1) / rows);
 }
 
-/* The rows of a band: BAND_ROWS_MOST, halved (to BAND_ROWS_LEAST at least) until a frame
- * has kBandBlocksToFill blocks, two for each SM of an H100 or H200 (132), since each band
- * first loads the 2R rows above it again (at 512 x 512, window 15: 8 rows, 320 blocks). A
- * multiple of BAND_BATCH. */
+/* The rows of a band: BAND_ROWS_MOST, halved (to BAND_ROWS_LEAST at least) until the
+ * stack's frames have kBandBlocksToFill blocks in all, two for each SM of an H100 or H200
+ * (132), since each band first loads the 2R rows above it again (one 512 x 512 frame at
+ * window 15: 8 rows, 320 blocks; a stack of 8: 32 rows, 640 blocks). A multiple of
+ * BAND_BATCH. */
 constexpr int64_t kBandBlocksToFill = 2 * 132;
 static inline int band_rows(const plm__cfar_args &args) {
   int rows = BAND_ROWS_MOST;
-  while (rows > BAND_ROWS_LEAST && band_blocks(args, rows) < kBandBlocksToFill) rows /= 2;
+  while (rows > BAND_ROWS_LEAST && args.frames * band_blocks(args, rows) < kBandBlocksToFill)
+    rows /= 2;
   return rows;
 }
 
@@ -383,6 +386,22 @@ PLM_HD void cfar_band(const Block &block, const Warp &warp, const plm__cfar_args
     }
     oldest = band_wrap(oldest + BAND_BATCH, length);
   }
+}
+
+/* Frame f's (strip, band) blocks first, first + step, ... of the stack's args.frames (a
+ * launch's grid has a row of blocks for each frame, at most 65535 rows, so that one launch
+ * fills the GPU with a stack of small frames, where a launch a frame put out a few blocks
+ * each). */
+template <typename T, typename S, class Block, class Warp>
+PLM_HD void cfar_frame_bands(const Block &block, const Warp &warp, const plm__cfar_args &args,
+                             int64_t f, int64_t first, int64_t step, int rows,
+                             band_memory<S> *memory) {
+  const void *frame_in = plm__cfar_frame_in(&args, f);
+  void *frame_out = plm__cfar_frame_out(&args, f);
+  const double level = plm__cfar_level(frame_in, args.dtype);
+  const int64_t blocks = band_blocks(args, rows);
+  for (int64_t b = first; b < blocks; b += step)
+    cfar_band<T, S>(block, warp, args, (const T *)frame_in, frame_out, level, b, rows, memory);
 }
 
 #endif /* PLUME_KERNELS_CUDA_CFAR_BANDS_H */
