@@ -266,16 +266,20 @@ START_TEST(test_forced_gemm_threshold_switches_the_lstm_path_within_tolerance) {
 }
 END_TEST
 
-/* entropy (window 7 over u8, byte counts; window 9 over u16 value-as-bin, sparse ones)
- * and the fused op (window 7, 64 bins: byte counts; window 33, 4096 bins: global) over two frames
- * of 160 x 600, each with the launch shape's values forced on cuda (index -1: none; else
- * launch_shape[index] at candidate c), their outputs downloaded one after another into out
- * (4 x the frames' pixels x 4 bytes). */
+/* entropy (window 7 over u8, byte counts; window 9 over u16 value-as-bin, sparse ones;
+ * window 17 over u8, a u16 count a bin) and the fused op (window 7, 64 bins: byte counts;
+ * window 33, 4096 bins: global) over two frames of 160 x 600, each with the launch shape's
+ * values forced on cuda (index -1: none; else launch_shape[index] at candidate c), their
+ * outputs downloaded one after another into out (WINDOW_RUNS x the frames' pixels x 4
+ * bytes). With atomic_counts 1, entropy's three runs take each kind of shared histogram's
+ * atomic kernel. */
 enum {
   SHAPE_FRAMES = 2,
   SHAPE_H = 160,
   SHAPE_W = 600,
-  SHAPE_PIXELS = SHAPE_FRAMES * SHAPE_H * SHAPE_W
+  SHAPE_PIXELS = SHAPE_FRAMES * SHAPE_H * SHAPE_W,
+  ENTROPY_RUNS = 3,            /* runs 0 .. 2: entropy, f32 out */
+  WINDOW_RUNS = ENTROPY_RUNS + 2 /* then the fused op's two, a u8 mask out */
 };
 
 static void window_ops_with_shape(int index, int c, const plm_tensor *u8, const plm_tensor *u16,
@@ -295,15 +299,16 @@ static void window_ops_with_shape(int index, int c, const plm_tensor *u8, const 
       .entropy = {.window = 7, .bins = 64, .range_lo = 0.0, .range_hi = 1000.0},
       .threshold = {.value = 3.0, .compare = PLM_COMPARE_GT}};
   const size_t floats = (size_t)SHAPE_PIXELS * sizeof(float);
-  for (int run = 0; run < 4; run++) {
-    if (run < 2) {
-      entropy.window = run == 0 ? 7 : 9;
-      PLM_CHECK_OK(plm_entropy(plm_test_stream, run == 0 ? u8 : u16, &entropy, &result));
+  for (int run = 0; run < WINDOW_RUNS; run++) {
+    if (run < ENTROPY_RUNS) {
+      const int windows[ENTROPY_RUNS] = {7, 9, 17};
+      entropy.window = windows[run];
+      PLM_CHECK_OK(plm_entropy(plm_test_stream, run == 1 ? u16 : u8, &entropy, &result));
       PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, out + run * floats, result.data, floats,
                                      PLM_COPY_DEVICE_TO_HOST));
     } else {
-      fused.entropy.window = run == 2 ? 7 : 33;
-      fused.entropy.bins = run == 2 ? 64 : 4096;
+      fused.entropy.window = run == ENTROPY_RUNS ? 7 : 33;
+      fused.entropy.bins = run == ENTROPY_RUNS ? 64 : 4096;
       PLM_CHECK_OK(plm_sobel_entropy_threshold(plm_test_stream, u8, &fused, &mask));
       PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, out + run * floats, mask.data, SHAPE_PIXELS,
                                      PLM_COPY_DEVICE_TO_HOST));
@@ -317,8 +322,8 @@ static void window_ops_with_shape(int index, int c, const plm_tensor *u8, const 
 
 /* On cuda every launch shape computes the default's bits (the kernel's plan changes: see
  * tests/test_entropy_cuda_logic.cpp); on host the cuda values, forced, change nothing.
- * The candidates are a sweep (tests/harness.h): each is four window ops over the frames,
- * about eight seconds on the emulated GPU, where each seed takes every second, so that CI's
+ * The candidates are a sweep (tests/harness.h): each is five window ops over the frames,
+ * about five seconds on the emulated GPU, where each seed takes every second, so that CI's
  * two seeds (1 and 2) run every candidate between them (every third left a third to none). */
 START_TEST(test_forced_launch_shapes_keep_the_bits) {
   uint8_t *frames = malloc((size_t)SHAPE_PIXELS * 3);
@@ -328,7 +333,7 @@ START_TEST(test_forced_launch_shapes_keep_the_bits) {
   const int64_t dims[3] = {SHAPE_FRAMES, SHAPE_H, SHAPE_W};
   plm_tensor u8 = plm_test_upload(PLM_DTYPE_U8, 3, dims, frames);
   plm_tensor u16 = plm_test_upload(PLM_DTYPE_U16, 3, dims, frames + SHAPE_PIXELS);
-  const size_t bytes = (size_t)4 * SHAPE_PIXELS * sizeof(float);
+  const size_t bytes = (size_t)WINDOW_RUNS * SHAPE_PIXELS * sizeof(float);
   unsigned char *base = calloc(1, bytes), *forced = calloc(1, bytes);
   ck_assert(base && forced);
   window_ops_with_shape(-1, 0, &u8, &u16, base);
@@ -339,8 +344,8 @@ START_TEST(test_forced_launch_shapes_keep_the_bits) {
       if (!plm_test_sweep_take(&candidates)) continue;
       memset(forced, 0xa5, bytes);
       window_ops_with_shape(index, c, &u8, &u16, forced);
-      for (int run = 0; run < 4; run++) {
-        const size_t part = bytes / 4, used = run < 2 ? part : SHAPE_PIXELS;
+      for (int run = 0; run < WINDOW_RUNS; run++) {
+        const size_t part = bytes / WINDOW_RUNS, used = run < ENTROPY_RUNS ? part : SHAPE_PIXELS;
         ck_assert_msg(memcmp(forced + run * part, base + run * part, used) == 0,
                       "%s=%lld changes run %d's output on %s", launch_shape[index].name,
                       (long long)launch_shape[index].candidates[c], run,
