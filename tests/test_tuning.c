@@ -278,7 +278,7 @@ enum {
   SHAPE_H = 160,
   SHAPE_W = 600,
   SHAPE_PIXELS = SHAPE_FRAMES * SHAPE_H * SHAPE_W,
-  ENTROPY_RUNS = 3,            /* runs 0 .. 2: entropy, f32 out */
+  ENTROPY_RUNS = 3,              /* runs 0 .. 2: entropy, f32 out */
   WINDOW_RUNS = ENTROPY_RUNS + 2 /* then the fused op's two, a u8 mask out */
 };
 
