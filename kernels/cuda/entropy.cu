@@ -496,8 +496,8 @@ template <bool InGlobal, class Count>
 struct DenseCounts {
   static constexpr bool kBytes = sizeof(Count) == 1;
   static constexpr int kPerWord = CountWords<Count>::kPerWord;
-  static constexpr unsigned kShift = kBytes ? 2 : 1; /* log2 kPerWord */
-  static constexpr unsigned kBits = kBytes ? 8 : 16;
+  static constexpr unsigned kShift = kPerWord == 4 ? 2 : 1; /* log2 kPerWord */
+  static constexpr unsigned kBits = 8 * sizeof(Count);
   static constexpr uint32_t kMask = (1u << kBits) - 1u;
   static constexpr bool kAtomic = false; /* AtomicCounts: an atomic a change */
   uint32_t *base;
@@ -506,7 +506,7 @@ struct DenseCounts {
   PLM_HD uint32_t *word(int b) const { return base + ((uint32_t)b >> kShift) * owners; }
   PLM_HD unsigned shift(int b) const { return ((uint32_t)b & (kPerWord - 1u)) * kBits; }
   PLM_HD unsigned char *byte(int b) const {
-    return (unsigned char *)word(b) + ((uint32_t)b & 3u);
+    return (unsigned char *)word(b) + ((uint32_t)b & (kPerWord - 1u));
   }
   /* A change of bin b by +1 (by 1) or -1 (by 0xffffffff): the count before. */
   PLM_HD uint32_t change(int b, uint32_t by) const {
