@@ -70,7 +70,7 @@ namespace {
   } while (0)
 
 /* The table of c log2 c as the kernels' file compiles it into the device data
- * (device_clogc; the build writes it: kernels/common/make_entropy_tables.c). */
+ * (device_clogc; the build writes it: cmake/make_entropy_tables.c). */
 const int64_t kClogc[PLM__ENTROPY_CLOGC_COUNT] = {
 #include "entropy_clogc_table.inc"
 };

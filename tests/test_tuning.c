@@ -271,8 +271,8 @@ END_TEST
  * window 33, 4096 bins: global) over two frames of 160 x 600, each with the launch shape's
  * values forced on cuda (index -1: none; else launch_shape[index] at candidate c), their
  * outputs downloaded one after another into out (WINDOW_RUNS x the frames' pixels x 4
- * bytes). With atomic_counts 1, entropy's three runs take each kind of shared histogram's
- * atomic kernel. */
+ * bytes). With atomic_counts 1, entropy's runs over u8 take both atomic kernels (byte
+ * counts at window 7, u16 counts at 17; the sparse tables of run 1 have none). */
 enum {
   SHAPE_FRAMES = 2,
   SHAPE_H = 160,
@@ -323,7 +323,7 @@ static void window_ops_with_shape(int index, int c, const plm_tensor *u8, const 
 /* On cuda every launch shape computes the default's bits (the kernel's plan changes: see
  * tests/test_entropy_cuda_logic.cpp); on host the cuda values, forced, change nothing.
  * The candidates are a sweep (tests/harness.h): each is five window ops over the frames,
- * about five seconds on the emulated GPU, where each seed takes every second, so that CI's
+ * about seven seconds on the emulated GPU, where each seed takes every second, so that CI's
  * two seeds (1 and 2) run every candidate between them (every third left a third to none). */
 START_TEST(test_forced_launch_shapes_keep_the_bits) {
   uint8_t *frames = malloc((size_t)SHAPE_PIXELS * 3);

@@ -10,7 +10,7 @@
  *
  * S changes by a table lookup per count change, never a logarithm: the table
  * (plm__entropy_delta_table) is computed once, at build time, from plm__entropy_clogc
- * with the host's log2 (kernels/common/make_entropy_tables.c) and compiled into both
+ * with the host's log2 (cmake/make_entropy_tables.c) and compiled into both
  * backends, so the CPU and the GPU add up the same integers (the GPU's log2 and the
  * host's may differ in the last bit).
  */
@@ -193,7 +193,7 @@ size_t plm__entropy_cpu_scratch_bytes(const plm__entropy_args *args);
 
 /* The table of differences: entry c is clogc(c + 1) - clogc(c), what S gains when a
  * count goes from c to c + 1, for c < PLM__ENTROPY_DELTA_COUNT. Constant data computed
- * at build time (kernels/common/make_entropy_tables.c), which the CUDA kernels compile
+ * at build time (cmake/make_entropy_tables.c), which the CUDA kernels compile
  * into their device data too (kernels/cuda/entropy.cu). */
 const int64_t *plm__entropy_delta_table(void);
 

@@ -23,7 +23,7 @@ enum { BLOCK_ROWS = 64, ALIGN = 64 };
 
 /* What S gains when a count goes from c to c + 1, for every count a window reaches,
  * including swap_columns' one past a full 255 x 255 window (kernels/common/entropy.h):
- * computed at build time (kernels/common/make_entropy_tables.c), the very table the CUDA
+ * computed at build time (cmake/make_entropy_tables.c), the very table the CUDA
  * kernels compile into their device data. */
 static const int64_t delta[PLM__ENTROPY_DELTA_COUNT] = {
 #include "entropy_delta_table.inc"

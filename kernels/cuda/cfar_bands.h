@@ -125,8 +125,8 @@ static PLM_HD inline int64_t band_blocks(const plm__cfar_args &args, int rows) {
 /* The rows of a band: BAND_ROWS_MOST, halved (to BAND_ROWS_LEAST at least) until the
  * stack's frames have kBandBlocksToFill blocks in all, two for each SM of an H100 or H200
  * (132), since each band first loads the 2R rows above it again (one 512 x 512 frame at
- * window 15: 8 rows, 320 blocks; a stack of 8: 32 rows, 640 blocks). A multiple of
- * BAND_BATCH. */
+ * window 15: 8 rows, 320 blocks; a stack of 16 of 256 x 256: 32 rows, 384 blocks). A
+ * multiple of BAND_BATCH. */
 constexpr int64_t kBandBlocksToFill = 2 * 132;
 static inline int band_rows(const plm__cfar_args &args) {
   int rows = BAND_ROWS_MOST;

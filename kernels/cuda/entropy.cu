@@ -1301,7 +1301,7 @@ PLM_HD void warp_tasks(const Lane &lane, const plm__entropy_args &a, const warp_
 /* The tables on the device: the host's table of differences, and c log2 c for fills
  * summed from their counts (fill_summed), the sums of those differences, so the very
  * integers plm__entropy_clogc gives and S the CPU's. Both computed at build time
- * (kernels/common/make_entropy_tables.c) and loaded with the module: no call copies
+ * (cmake/make_entropy_tables.c) and loaded with the module: no call copies
  * them, so the first entropy on a device may be captured into a graph. */
 __device__ int64_t device_delta[PLM__ENTROPY_DELTA_COUNT] = {
 #include "entropy_delta_table.inc"

@@ -1,4 +1,4 @@
-/* kernels/common/make_entropy_tables.c: a program the build runs, not part of the library.
+/* cmake/make_entropy_tables.c: a program the build runs, not part of the library.
  * It writes the entropy kernels' two tables (kernels/common/entropy.h) as C initialisers,
  * comma-separated:
  *
