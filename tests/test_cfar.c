@@ -159,6 +159,12 @@ START_TEST(test_matches_a_brute_force_reference_at_every_border) {
       {PLM_DTYPE_U16, 2, {33, 65}, 33, 31, 1.5, 30000, 3000, false, false},
       {PLM_DTYPE_F32, 2, {67, 35}, 45, 11, 2.0, 0.0, 10.0, false, true},
       {PLM_DTYPE_F32, 2, {35, 67}, 47, 3, 2.0, 1e3, 5.0, true, false},
+      /* stacks on the CUDA tables, which take as many frames at once as 2^18 entries of each
+       * table hold: 5 frames in one launch of each kernel; 52 (4 x 1000: 5,005 entries) and
+       * then 1; 26 (9 x 1000) and then 1 */
+      {PLM_DTYPE_F32, 3, {5, 33, 70}, 47, 3, 2.0, 1e3, 5.0, true, true},
+      {PLM_DTYPE_U16, 3, {53, 4, 1000}, 49, 5, 1.5, 30000, 3000, false, false},
+      {PLM_DTYPE_F32, 3, {27, 9, 1000}, 51, 7, 2.0, 1e3, 5.0, false, true},
       /* the CUDA bands (windows up to 45): strips of 128 - 2 (window / 2) columns and bands
        * of 8 to 64 rows, frames of several of each, the last partial */
       {PLM_DTYPE_F32, 3, {2, 140, 250}, 15, 5, 2.0, 1e3, 5.0, true, true},
@@ -242,6 +248,7 @@ START_TEST(test_a_hold_lowers_the_factor_where_it_reaches) {
       {{PLM_DTYPE_F32, 2, {90, 240}, 15, 5, 2.0, 1e3, 5.0, false, false}, 1.25, 2}, /* bands */
       {{PLM_DTYPE_U16, 2, {40, 70}, 33, 9, 2.0, 30000, 3000, false, false}, 1.0, 2},
       {{PLM_DTYPE_F32, 2, {35, 67}, 47, 3, 2.0, 1e3, 5.0, true, false}, 1.0, 3}, /* tables */
+      {{PLM_DTYPE_U8, 3, {4, 30, 41}, 49, 3, 1.5, 120, 50, false, false}, 1.0, 2}, /* a stack */
       /* hold_k above k: the hold changes nothing */
       {{PLM_DTYPE_F32, 2, {33, 40}, 9, 3, 1.5, 0.0, 10.0, false, false}, 3.0, 2},
   };

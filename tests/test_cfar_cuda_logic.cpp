@@ -21,7 +21,8 @@
  * mask, z and the mask with a hold, on frames around a strip's width and a band's height,
  * and their edge cases (check_band_edges: every window, a block's bands in turn, f32's
  * counts switched on mid-band, integer sums at their largest, stacks of frames in one
- * launch).
+ * launch). Last, how many frames the tables' launches take at once (frames_at_once; the
+ * frames' offsets in the scratch are tests/test_cfar.c's, on the emulated GPU).
  * Exit status 0 is success. */
 #include <cmath>
 #include <cstdint>
@@ -285,8 +286,8 @@ template <typename T, typename S>
 int check_band_case(const Frame &f, const char *what, int window, int guard, plm_cfar_result output,
                     bool with_hold, int rows, int64_t grid = INT64_MAX, int64_t frames = 1,
                     int64_t grid_frames = 1) {
-  const int64_t bad = band_mismatches<T, S>(f, window, guard, output, with_hold, rows, grid,
-                                            frames, grid_frames);
+  const int64_t bad =
+      band_mismatches<T, S>(f, window, guard, output, with_hold, rows, grid, frames, grid_frames);
   if (!bad) return 0;
   std::printf(
       "FAIL: %s %s %lldx%lld (%lld frames, grid %lld x %lld), window %d guard %d, bands of %d "
@@ -398,6 +399,37 @@ int check_frame(const Frame &f, const char *label, int threads) {
   return failures;
 }
 
+/* How many frames the tables' path takes at once (frames_at_once): as many as 2^18 entries
+ * of each table hold, at least one, at most the stack's and a grid's 65535 rows. */
+int check_frames_at_once(int *cases) {
+  const struct {
+    int64_t frames, h, w, want;
+  } expected[] = {
+      {16, 256, 256, 3},     /* 257 x 257 = 66,049 entries a table */
+      {53, 4, 1000, 52},     /* 5,005 */
+      {2, 4, 1000, 2},       /* the stack's */
+      {3, 4096, 4096, 1},    /* one frame's tables past 2^18 entries */
+      {100000, 1, 1, 65535}, /* 4 entries: 65,536 would fit, a grid's rows do not */
+  };
+  int failures = 0;
+  for (const auto &e : expected) {
+    plm__cfar_args args = {};
+    args.frames = e.frames;
+    args.height = e.h;
+    args.width = e.w;
+    args.dtype = PLM_DTYPE_F32;
+    const int64_t got = frames_at_once(args);
+    if (got != e.want) {
+      std::printf("frames_at_once: %lld frames of %lld x %lld: %lld at once, expected %lld\n",
+                  (long long)e.frames, (long long)e.h, (long long)e.w, (long long)got,
+                  (long long)e.want);
+      failures++;
+    }
+    (*cases)++;
+  }
+  return failures;
+}
+
 }  // namespace
 
 int main() {
@@ -441,6 +473,7 @@ int main() {
       cases++;
     }
   failures += check_band_edges(&cases);
+  failures += check_frames_at_once(&cases);
   std::printf("cfar_cuda_logic: %d frames, %d failures\n", cases, failures);
   return failures ? 1 : 0;
 }

@@ -32,7 +32,8 @@ enum { PLM__CFAR_MAX_WINDOW = 255, PLM__CFAR_MAX_TABLES = 3 };
 typedef struct plm__cfar_args {
   const void *in;
   void *out;     /* u8 (mask) or f32 (z) */
-  void *scratch; /* plm__cfar_scratch_bytes(args): one frame's tables */
+  void *scratch; /* the CPU's plm__cfar_scratch_bytes(args), one frame's tables; cuda's
+                    plm__cfar_cuda_scratch_bytes(args) */
   int64_t frames, height, width;
   plm_dtype dtype; /* of in: u8, u16 or f32 */
   int window, guard;
@@ -49,7 +50,8 @@ static inline PLM_HD int plm__cfar_tables(plm_dtype dtype) {
   return dtype == PLM_DTYPE_F32 ? 3 : 2;
 }
 
-/* Entries per table, and the scratch of all the tables (one frame's, reused by the next). */
+/* Entries per table, and the scratch of a frame's tables (the CPU's: one frame's, reused by the
+ * next). */
 static inline PLM_HD int64_t plm__cfar_table_entries(const plm__cfar_args *args) {
   return (args->height + 1) * (args->width + 1);
 }
@@ -297,7 +299,8 @@ void plm__cfar_cpu(const plm__cfar_args *args);
 plm_status plm__cfar_cuda(void *stream, const plm__cfar_args *args);
 
 /* The scratch the CUDA kernels need: none when every frame goes through the bands (windows
- * up to 45, no tables), else the tables (plm__cfar_scratch_bytes). */
+ * up to 45, no tables), else the tables of the frames they take at once (a multiple of
+ * plm__cfar_scratch_bytes: kernels/cuda/cfar.cu). */
 size_t plm__cfar_cuda_scratch_bytes(const plm__cfar_args *args);
 
 #ifdef __cplusplus

@@ -6,8 +6,10 @@
  *                   through running sums in shared memory; with a hold, each pixel's mask
  *                   decided in the same pass (kernels/cuda/cfar_bands.h, whose essay has
  *                   the design).
- * Larger windows, whose strips would put out few columns, take five kernels a frame (a
- * hold, six) on summed-area tables of the whole frame in the scratch:
+ * Larger windows, whose strips would put out few columns, take summed-area tables of
+ * whole frames in the scratch, several frames at once (frames_at_once: as many as 2^18
+ * entries of each table hold, at least one), five kernels for them (a hold, six), each
+ * grid a row of blocks per frame:
  *   row_sums        a block per table row: the row's running sums of each cell's components
  *                   (v, v^2 and, for f32, 1 when finite: kernels/common/cfar.h), ROW_THREADS
  *                   columns at a time (a shuffle scan in each warp, the warps' totals added
@@ -305,59 +307,104 @@ PLM_HD void tile_scan(const Block &block, int64_t height, int64_t width, int64_t
   }
 }
 
+/* The tables' path takes a stack's frames several at once, each with its own tables in
+ * the scratch, so that each of its launches covers them all: as many frames as
+ * kTableEntriesAtOnce table entries hold (2^18 entries of each of the plm__cfar_tables
+ * tables: a thread each in row_sums, about a wave of an H100's 270,336 threads, 132 SMs of
+ * 2,048), at least one. A launch a frame was most of a stack of small frames' time: 16
+ * frames of 256^2 f32 at window 63 took 80 launches, 200 us of an H100's launch costs
+ * against a largest bound of 66 us; in 6 launches of each kernel (3 frames at once), 141
+ * us, 96 as graph nodes where it was 146 (the emulated estimate for an H100 SXM, not a
+ * measurement; docs/benchmarks.md, "cfar in bands"). The scratch holds the tables of the
+ * frames at once: kTableEntriesAtOnce entries a table at most, or one frame's where that is
+ * more. */
+constexpr int64_t kTableEntriesAtOnce = (int64_t)1 << 18;
+constexpr int64_t kMostGridRows = 65535; /* CUDA's gridDim.y: a frame's blocks a row each */
+
+PLM_HD inline int64_t frames_at_once(const plm__cfar_args &args) {
+  int64_t fit = kTableEntriesAtOnce / plm__cfar_table_entries(&args);
+  if (fit > kMostGridRows) fit = kMostGridRows;
+  return fit < 1 ? 1 : fit < args.frames ? fit : args.frames;
+}
+
+/* The tables of the g-th of the frames at once in the scratch, after those of the frames
+ * before it (entries of 8 bytes, kernels/common/cfar.h). */
+PLM_HD inline void *frame_tables(const plm__cfar_args &args, int64_t g) {
+  return (char *)args.scratch +
+         g * plm__cfar_tables(args.dtype) * plm__cfar_table_entries(&args) * 8;
+}
+
 #ifdef __CUDACC__
-/* Block b takes table rows b, b + blocks, ...: uniform across the block. */
+/* The tables' kernels take frames first .. first + gridDim.y - 1 of the stack at once
+ * (frames_at_once), frame first + g in the blocks of blockIdx.y = g, its tables at
+ * frame_tables(args, g). Block b of a frame takes table rows b, b + blocks, ...: uniform
+ * across the block. */
 template <typename T>
-__global__ void __launch_bounds__(kRowThreads)
-    row_sums_kernel(const void *frame, int64_t height, int64_t width, plm_dtype dtype, T *tables) {
+__global__ void __launch_bounds__(kRowThreads) row_sums_kernel(plm__cfar_args args, int64_t first) {
   __shared__ row_shared<T> shared;
   const plm__cuda_block block;
   const plm__cuda_warp warp;
-  const double level = plm__cfar_level(frame, dtype);
-  const int64_t entries = (height + 1) * (width + 1);
-  for (int64_t r = blockIdx.x; r <= height; r += gridDim.x)
-    table_row(block, warp, frame, width, dtype, level, r, entries, tables, &shared);
+  const int64_t entries = plm__cfar_table_entries(&args);
+  const void *frame = plm__cfar_frame_in(&args, first + blockIdx.y);
+  const double level = plm__cfar_level(frame, args.dtype);
+  T *const tables = (T *)frame_tables(args, blockIdx.y);
+  for (int64_t r = blockIdx.x; r <= args.height; r += gridDim.x)
+    table_row(block, warp, frame, args.width, args.dtype, level, r, entries, tables, &shared);
 }
 
-/* Block b takes (group, tile) pairs b, b + blocks, ...: uniform across the block. */
+/* The column tiles of a frame's tables: column groups of 32 by tiles of rows. */
+PLM_HD inline int64_t column_groups(const plm__cfar_args &args) {
+  return (args.width + 1 + 31) / 32;
+}
+PLM_HD inline int64_t column_tiles(const plm__cfar_args &args) {
+  return column_groups(args) *
+         ((args.height + tile_rows(kColumnThreads) - 1) / tile_rows(kColumnThreads));
+}
+
+/* Block b of a frame takes (column group, tile) pairs b, b + blocks, ...: uniform across
+ * the block. */
 template <typename T>
-__global__ void __launch_bounds__(kColumnThreads)
-    column_totals_kernel(int64_t height, int64_t width, int count, T *tables) {
+__global__ void __launch_bounds__(kColumnThreads) column_totals_kernel(plm__cfar_args args) {
   __shared__ column_shared<T> shared;
   const plm__cuda_block block;
-  const int64_t groups = (width + 1 + 31) / 32,
-                tiles = (height + tile_rows(kColumnThreads) - 1) / tile_rows(kColumnThreads);
-  for (int64_t b = blockIdx.x; b < groups * tiles; b += gridDim.x)
-    tile_totals(block, height, width, b % groups, b / groups, count, tables, &shared);
+  const int count = plm__cfar_tables(args.dtype);
+  const int64_t groups = column_groups(args), tiles = column_tiles(args);
+  T *const tables = (T *)frame_tables(args, blockIdx.y);
+  for (int64_t b = blockIdx.x; b < tiles; b += gridDim.x)
+    tile_totals(block, args.height, args.width, b % groups, b / groups, count, tables, &shared);
 }
 
 template <typename T>
-__global__ void column_carries_kernel(int64_t height, int64_t width, int count, T *tables) {
+__global__ void column_carries_kernel(plm__cfar_args args) {
+  const int count = plm__cfar_tables(args.dtype);
   const int64_t step = (int64_t)gridDim.x * blockDim.x;
-  for (int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; c <= width; c += step)
-    tile_carries(height, width, c, count, tile_rows(kColumnThreads), tables);
+  T *const tables = (T *)frame_tables(args, blockIdx.y);
+  for (int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; c <= args.width; c += step)
+    tile_carries(args.height, args.width, c, count, tile_rows(kColumnThreads), tables);
 }
 
 template <typename T>
-__global__ void __launch_bounds__(kColumnThreads)
-    column_scan_kernel(int64_t height, int64_t width, int count, T *tables) {
+__global__ void __launch_bounds__(kColumnThreads) column_scan_kernel(plm__cfar_args args) {
   __shared__ column_shared<T> shared;
   const plm__cuda_block block;
-  const int64_t groups = (width + 1 + 31) / 32,
-                tiles = (height + tile_rows(kColumnThreads) - 1) / tile_rows(kColumnThreads);
-  for (int64_t b = blockIdx.x; b < groups * tiles; b += gridDim.x)
-    tile_scan(block, height, width, b % groups, b / groups, count, tables, &shared);
+  const int count = plm__cfar_tables(args.dtype);
+  const int64_t groups = column_groups(args), tiles = column_tiles(args);
+  T *const tables = (T *)frame_tables(args, blockIdx.y);
+  for (int64_t b = blockIdx.x; b < tiles; b += gridDim.x)
+    tile_scan(block, args.height, args.width, b % groups, b / groups, count, tables, &shared);
 }
 
 /* A thread a pixel on the tables: plm__cfar_pixel (windows past BAND_WINDOW_MOST), or with
  * Held the hold's second pass, plm__cfar_hold_pixel (a kernel of its own, so that the hold
  * adds no register to the pixel kernels). */
 template <bool Held>
-__global__ void pixels_kernel(plm__cfar_args args, const void *frame_in, void *frame_out,
-                              const void *tables) {
-  const double level = plm__cfar_level(frame_in, args.dtype);
+__global__ void pixels_kernel(plm__cfar_args args, int64_t first) {
   const int64_t count = args.height * args.width;
   const int64_t step = (int64_t)gridDim.x * blockDim.x;
+  const void *frame_in = plm__cfar_frame_in(&args, first + blockIdx.y);
+  void *frame_out = plm__cfar_frame_out(&args, first + blockIdx.y);
+  const void *tables = frame_tables(args, blockIdx.y);
+  const double level = plm__cfar_level(frame_in, args.dtype);
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += step) {
     if (Held)
       plm__cfar_hold_pixel(&args, frame_in, frame_out, tables, level, i / args.width,
@@ -388,47 +435,40 @@ template <typename T, typename S>
 plm_status stack_bands(cudaStream_t s, const plm__cfar_args *args) {
   const int rows = band_rows(*args);
   const dim3 grid(plm__cuda_grid_x(band_blocks(*args, rows)), plm__cuda_grid_yz(args->frames));
-  band_kernel<T, S><<<grid, BAND_THREADS, band_shared_bytes<S>(args->window, (int)sizeof(T)), s>>>(
-      *args, rows);
+  band_kernel<T, S>
+      <<<grid, BAND_THREADS, band_shared_bytes<S>(args->window, (int)sizeof(T)), s>>>(*args, rows);
   return plm__cuda_check_launch("cfar band_kernel");
 }
 
-/* One frame's outputs from its tables (windows past BAND_WINDOW_MOST), a thread a pixel;
- * with a hold, that pass at min(k, hold_k), then the second pass (kernels/common/cfar.h). */
-plm_status frame_pixels(cudaStream_t s, const plm__cfar_args *args, const void *frame_in,
-                        void *frame_out) {
-  const plm__cfar_args first = plm__cfar_first_pass(args);
-  const int64_t count = args->height * args->width;
-  pixels_kernel<false><<<plm__cuda_blocks(count, kThreads), kThreads, 0, s>>>(
-      first, frame_in, frame_out, args->scratch);
+/* The outputs of frames first .. first + frames - 1 from their tables (windows past
+ * BAND_WINDOW_MOST), a thread a pixel; with a hold, that pass at min(k, hold_k), then the
+ * second pass (kernels/common/cfar.h). */
+plm_status table_outputs(cudaStream_t s, const plm__cfar_args *args, int64_t first,
+                         int64_t frames) {
+  const dim3 grid(plm__cuda_blocks(args->height * args->width, kThreads), (unsigned)frames);
+  pixels_kernel<false><<<grid, kThreads, 0, s>>>(plm__cfar_first_pass(args), first);
   const plm_status status = plm__cuda_check_launch("cfar pixels_kernel");
   if (status != PLM_OK || !plm__cfar_holds(args)) return status;
-  pixels_kernel<true><<<plm__cuda_blocks(count, kThreads), kThreads, 0, s>>>(
-      *args, frame_in, frame_out, args->scratch);
+  pixels_kernel<true><<<grid, kThreads, 0, s>>>(*args, first);
   return plm__cuda_check_launch("cfar pixels_kernel<true>, the hold's second pass");
 }
 
-/* One frame's tables, of entry type T. */
+/* The tables of frames first .. first + frames - 1, of entry type T. */
 template <typename T>
-plm_status frame_tables(cudaStream_t s, const plm__cfar_args *args, const void *frame) {
-  T *tables = (T *)args->scratch;
-  row_sums_kernel<T><<<plm__cuda_blocks(args->height + 1, 1), kRowThreads, 0, s>>>(
-      frame, args->height, args->width, args->dtype, tables);
+plm_status fill_tables(cudaStream_t s, const plm__cfar_args *args, int64_t first, int64_t frames) {
+  const dim3 rows(plm__cuda_blocks(args->height + 1, 1), (unsigned)frames);
+  row_sums_kernel<T><<<rows, kRowThreads, 0, s>>>(*args, first);
   plm_status status = plm__cuda_check_launch("cfar row_sums_kernel");
   if (status != PLM_OK) return status;
-  const int count = plm__cfar_tables(args->dtype);
-  const int64_t rows = tile_rows(kColumnThreads);
-  const int64_t tiles = ((args->width + 1 + 31) / 32) * ((args->height + rows - 1) / rows);
-  column_totals_kernel<T><<<plm__cuda_blocks(tiles, 1), kColumnThreads, 0, s>>>(
-      args->height, args->width, count, tables);
+  const dim3 tiles(plm__cuda_blocks(column_tiles(*args), 1), (unsigned)frames);
+  column_totals_kernel<T><<<tiles, kColumnThreads, 0, s>>>(*args);
   status = plm__cuda_check_launch("cfar column_totals_kernel");
   if (status != PLM_OK) return status;
-  column_carries_kernel<T><<<plm__cuda_blocks(args->width + 1, kThreads), kThreads, 0, s>>>(
-      args->height, args->width, count, tables);
+  const dim3 columns(plm__cuda_blocks(args->width + 1, kThreads), (unsigned)frames);
+  column_carries_kernel<T><<<columns, kThreads, 0, s>>>(*args);
   status = plm__cuda_check_launch("cfar column_carries_kernel");
   if (status != PLM_OK) return status;
-  column_scan_kernel<T><<<plm__cuda_blocks(tiles, 1), kColumnThreads, 0, s>>>(
-      args->height, args->width, count, tables);
+  column_scan_kernel<T><<<tiles, kColumnThreads, 0, s>>>(*args);
   return plm__cuda_check_launch("cfar column_scan_kernel");
 }
 #endif
@@ -437,7 +477,7 @@ plm_status frame_tables(cudaStream_t s, const plm__cfar_args *args, const void *
 
 #ifdef __CUDACC__
 extern "C" size_t plm__cfar_cuda_scratch_bytes(const plm__cfar_args *args) {
-  return in_bands(*args) ? 0 : plm__cfar_scratch_bytes(args);
+  return in_bands(*args) ? 0 : (size_t)frames_at_once(*args) * plm__cfar_scratch_bytes(args);
 }
 
 extern "C" plm_status plm__cfar_cuda(void *stream, const plm__cfar_args *args) {
@@ -446,15 +486,15 @@ extern "C" plm_status plm__cfar_cuda(void *stream, const plm__cfar_args *args) {
     return args->dtype == PLM_DTYPE_U8    ? stack_bands<uint8_t, uint32_t>(s, args)
            : args->dtype == PLM_DTYPE_U16 ? stack_bands<uint16_t, uint64_t>(s, args)
                                           : stack_bands<float, double>(s, args);
-  /* The tables' path, a frame at a time: one frame's tables in the scratch. */
-  const bool f32 = args->dtype == PLM_DTYPE_F32;
-  for (int64_t f = 0; f < args->frames; f++) {
-    const void *frame_in = plm__cfar_frame_in(args, f);
-    void *frame_out = plm__cfar_frame_out(args, f);
-    plm_status status =
-        f32 ? frame_tables<double>(s, args, frame_in) : frame_tables<table_int>(s, args, frame_in);
+  /* The tables' path, frames_at_once frames at a time, their tables in the scratch. */
+  const int64_t at_once = frames_at_once(*args);
+  for (int64_t first = 0; first < args->frames; first += at_once) {
+    const int64_t frames = at_once < args->frames - first ? at_once : args->frames - first;
+    plm_status status = args->dtype == PLM_DTYPE_F32
+                            ? fill_tables<double>(s, args, first, frames)
+                            : fill_tables<table_int>(s, args, first, frames);
     if (status != PLM_OK) return status;
-    status = frame_pixels(s, args, frame_in, frame_out);
+    status = table_outputs(s, args, first, frames);
     if (status != PLM_OK) return status;
   }
   return PLM_OK;
