@@ -160,9 +160,11 @@ START_TEST(test_matches_a_brute_force_reference_at_every_border) {
       {PLM_DTYPE_F32, 2, {67, 35}, 45, 11, 2.0, 0.0, 10.0, false, true},
       {PLM_DTYPE_F32, 2, {35, 67}, 47, 3, 2.0, 1e3, 5.0, true, false},
       /* stacks on the CUDA tables, which take as many frames at once as 2^18 entries of each
-       * table hold: 5 frames in one launch of each kernel; 52 (4 x 1000: 5,005 entries) and
-       * then 1; 26 (9 x 1000) and then 1 */
+       * table hold: 5 frames in one launch of each kernel; 3 of 130 rows, past a column
+       * tile's 64 (the carries between tiles); 52 (4 x 1000: 5,005 entries) and then 1; 26
+       * (9 x 1000) and then 1 */
       {PLM_DTYPE_F32, 3, {5, 33, 70}, 47, 3, 2.0, 1e3, 5.0, true, true},
+      {PLM_DTYPE_F32, 3, {3, 130, 40}, 47, 5, 2.0, 1e3, 5.0, false, true},
       {PLM_DTYPE_U16, 3, {53, 4, 1000}, 49, 5, 1.5, 30000, 3000, false, false},
       {PLM_DTYPE_F32, 3, {27, 9, 1000}, 51, 7, 2.0, 1e3, 5.0, false, true},
       /* the CUDA bands (windows up to 45): strips of 128 - 2 (window / 2) columns and bands
@@ -216,8 +218,8 @@ static int64_t run_held_case(const cfar_case *t, double hold_k, int radius, uint
   for (int64_t i = 0; i < count; i++) {
     const int64_t frame = i / (h * w), y = i / w % h, x = i % w;
     bool reached = false;
-    for (int64_t r = 0; r < h && !reached; r++)
-      for (int64_t c = 0; c < w && !reached; c++)
+    for (int64_t r = y - radius < 0 ? 0 : y - radius; r <= y + radius && r < h && !reached; r++)
+      for (int64_t c = x - radius < 0 ? 0 : x - radius; c <= x + radius && c < w && !reached; c++)
         reached = map[r * w + c] && llabs(r - y) + llabs(c - x) <= radius;
     const double factor = reached && hold_k < t->k ? hold_k : t->k;
     const double want = reference_z(as_double + frame * h * w, h, w, y, x, t->window, t->guard);
@@ -248,7 +250,9 @@ START_TEST(test_a_hold_lowers_the_factor_where_it_reaches) {
       {{PLM_DTYPE_F32, 2, {90, 240}, 15, 5, 2.0, 1e3, 5.0, false, false}, 1.25, 2}, /* bands */
       {{PLM_DTYPE_U16, 2, {40, 70}, 33, 9, 2.0, 30000, 3000, false, false}, 1.0, 2},
       {{PLM_DTYPE_F32, 2, {35, 67}, 47, 3, 2.0, 1e3, 5.0, true, false}, 1.0, 3}, /* tables */
-      {{PLM_DTYPE_U8, 3, {4, 30, 41}, 49, 3, 1.5, 120, 50, false, false}, 1.0, 2}, /* a stack */
+      /* stacks on the tables: 4 frames at once; 52 and then 1 */
+      {{PLM_DTYPE_U8, 3, {4, 30, 41}, 49, 3, 1.5, 120, 50, false, false}, 1.0, 2},
+      {{PLM_DTYPE_U8, 3, {53, 4, 1000}, 49, 3, 1.5, 120, 50, false, false}, 1.0, 2},
       /* hold_k above k: the hold changes nothing */
       {{PLM_DTYPE_F32, 2, {33, 40}, 9, 3, 1.5, 0.0, 10.0, false, false}, 3.0, 2},
   };

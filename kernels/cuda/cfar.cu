@@ -310,8 +310,9 @@ PLM_HD void tile_scan(const Block &block, int64_t height, int64_t width, int64_t
 /* The tables' path takes a stack's frames several at once, each with its own tables in
  * the scratch, so that each of its launches covers them all: as many frames as
  * kTableEntriesAtOnce table entries hold (2^18 entries of each of the plm__cfar_tables
- * tables: a thread each in row_sums, about a wave of an H100's 270,336 threads, 132 SMs of
- * 2,048), at least one. A launch a frame was most of a stack of small frames' time: 16
+ * tables), at least one. For small frames that is about 2^18 pixels a launch, a thread
+ * each in pixels_kernel: about a wave of an H100's 270,336 threads (132 SMs of 2,048).
+ * A launch a frame was most of a stack of small frames' time: 16
  * frames of 256^2 f32 at window 63 took 80 launches, 200 us of an H100's launch costs
  * against a largest bound of 66 us; in 6 launches of each kernel (3 frames at once), 141
  * us, 96 as graph nodes where it was 146 (the emulated estimate for an H100 SXM, not a
