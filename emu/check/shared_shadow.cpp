@@ -3,7 +3,8 @@
  *
  * For each byte of the arena the shadow keeps the last write, the last read and the last
  * atomic access: the phase it happened in (executor.h: phases change at each barrier and
- * each block's start), the thread, and the warp's count of completed collectives then.
+ * each block's start), the thread, and the warp's count of completed collectives then
+ * (and, in an array of their own, their sites for a report).
  * Two accesses by different threads are ordered when a barrier came between (their
  * phases differ) or when a collective that joined both came between (same warp, a
  * collective after the first access whose mask names both lanes, found in the warp's
@@ -34,19 +35,34 @@ struct access_record {
   uint32_t phase;
   uint32_t gen; /* the accessing warp's sync_gen then */
   uint16_t thread;
-  const void *pc;
+  uint16_t spare = 0; /* no padding: shadow bytes are compared whole */
 };
 
+/* What every access reads: 48 bytes, where it was 88 with the sites in it and a byte's
+ * 4-byte access walked 352 bytes of shadow (the emulator's hottest loads). */
 struct shadow_byte {
-  uint32_t written_phase; /* the phase of the last write (or atomic) of this byte */
-  uint8_t readers_many, readers_warps_mixed, atomics_many;
+  access_record write, read, atomic;
   uint32_t readers_gen_max;
   uint32_t readers_lanes; /* the lanes that read it in the read's phase (of one warp) */
-  access_record write, read, atomic;
+  uint8_t readers_many, readers_warps_mixed, atomics_many;
+  uint8_t spare;
+};
+static_assert(sizeof(shadow_byte) == 48, "a shadow byte stays small, with no padding");
+
+/* The phase of a byte's last write or atomic (phases only grow, and both records are
+ * cleared together). */
+inline uint32_t written_phase(const shadow_byte &b) {
+  return b.write.phase > b.atomic.phase ? b.write.phase : b.atomic.phase;
+}
+
+/* Where each record's access was made, apart: only a report reads them. */
+struct shadow_sites {
+  const void *write, *read, *atomic;
 };
 
 struct shared_shadow {
-  shadow_byte *bytes; /* kSharedArenaBytes of them */
+  shadow_byte *bytes;  /* kSharedArenaBytes of them */
+  shadow_sites *sites; /* and of these */
 };
 
 /* Whether a collective of the warp completed since its count was `gen` whose mask names
@@ -57,6 +73,7 @@ bool synced_since(const executor *exec, int warp, uint32_t gen, unsigned need) {
   const warp_state &w = exec->warp[warp];
   const uint32_t since = w.sync_gen - gen; /* collectives completed since the access */
   if (since == 0) return false;
+  if (w.all_lanes_gen - gen - 1 < since) return true; /* one joined every lane since */
   if (since > (uint32_t)kSyncHistory) {
     if (w.masks_forgotten) return true;
     for (int m = 0; m < w.mask_count; m++)
@@ -64,7 +81,7 @@ bool synced_since(const executor *exec, int warp, uint32_t gen, unsigned need) {
         return true;
     return false;
   }
-  for (uint32_t k = 1; k <= since; k++)
+  for (uint32_t k = since; k >= 1; k--) /* the latest first: most often the one */
     if ((w.sync_masks[(gen + k) % kSyncHistory] & need) == need) return true;
   return false;
 }
@@ -88,8 +105,9 @@ std::string place(const executor *exec, size_t offset, size_t size) {
       return text;
     }
   }
-  std::snprintf(text, sizeof text, "%zu byte%s at byte %zu of the dynamic shared memory (%zu bytes)",
-                size, size == 1 ? "" : "s", offset - exec->dynamic_start, exec->dynamic_bytes);
+  std::snprintf(text, sizeof text,
+                "%zu byte%s at byte %zu of the dynamic shared memory (%zu bytes)", size,
+                size == 1 ? "" : "s", offset - exec->dynamic_start, exec->dynamic_bytes);
   return text;
 }
 
@@ -112,16 +130,19 @@ const char *verb(access_kind kind) {
 }
 
 void report_race(const executor *exec, int me, access_kind mine, const void *pc, size_t offset,
-                 size_t size, const access_record &other, access_kind theirs, bool several) {
+                 size_t size, const access_record &other, const void *other_pc, access_kind theirs,
+                 bool several) {
   static const char *const past[] = {"read", "wrote", "updated atomically", "read atomically"};
   const char *title = mine == access_read || mine == access_atomic_read
                           ? "shared-memory race: a read of what another thread writes"
-                      : theirs == access_read ? "shared-memory race: a write of what another thread reads"
-                                              : "shared-memory race: two threads write one place";
-  std::string detail = describe_lane(exec, me) + " " + verb(mine) + " " + place(exec, offset, size) +
-                       " at " + source_line(pc) + ";\n" + thread_text(exec, other.thread) +
+                      : theirs == access_read
+                          ? "shared-memory race: a write of what another thread reads"
+                          : "shared-memory race: two threads write one place";
+  std::string detail = describe_lane(exec, me) + " " + verb(mine) + " " +
+                       place(exec, offset, size) + " at " + source_line(pc) + ";\n" +
+                       thread_text(exec, other.thread) +
                        (several ? " (one of several threads)" : "") + " " + past[theirs] +
-                       " it at " + source_line(other.pc) +
+                       " it at " + source_line(other_pc) +
                        " in the same barrier interval, and nothing orders the two (no "
                        "__syncthreads between, no warp collective joining both threads)";
   report_defect(title, detail);
@@ -136,103 +157,146 @@ void report_unwritten(const executor *exec, int me, access_kind mine, const void
                     "in every block (here 0xcd bytes)");
 }
 
+/* The site of an access of `kind` that its byte's shadow now records. */
+inline void record_site(shadow_sites &site, access_kind kind, const void *pc) {
+  switch (kind) {
+    case access_read: site.read = pc; break;
+    case access_write: site.write = pc; break;
+    case access_atomic: site.atomic = pc; break;
+    case access_atomic_read: break; /* leaves no record */
+  }
+}
+
+/* One byte of an access by thread `me` of warp `warp`: checked against the byte's shadow
+ * `b`, which it then records (the access's site in `site`). Returns -1 after a report, 0
+ * when the access left the shadow as it was, 1 when it recorded itself. */
+PLM_EMU_HOT inline int check_byte(executor *exec, int me, int warp, size_t offset, size_t size,
+                                  access_kind kind, const void *pc, const access_record &now,
+                                  shadow_byte &b, shadow_sites &site) {
+  /* The common cases: this thread's own byte again in this phase with no collective
+   * since its last access, and a read of what an earlier phase wrote, already recorded
+   * as read by this thread since the warp's last collective (or by threads of several
+   * warps, which only a barrier orders before a write anyway). */
+  if (kind == access_write && b.write.phase == now.phase && b.write.thread == me &&
+      b.write.gen == now.gen &&
+      (b.read.phase != now.phase || (b.read.thread == me && !b.readers_many)) &&
+      b.atomic.phase != now.phase)
+    return 0;
+  if (kind == access_read && b.read.phase == now.phase &&
+      (b.read.thread == me ? b.read.gen == now.gen : b.readers_warps_mixed) &&
+      b.atomic.phase != now.phase && (b.write.phase != now.phase || b.write.thread == me) &&
+      written_phase(b) >= exec->block_start_phase)
+    return 0;
+  if (kind != access_write && written_phase(b) < exec->block_start_phase) {
+    report_unwritten(exec, me, kind, pc, offset, size);
+    return -1;
+  }
+  if (kind == access_atomic_read) { /* races only with a plain write, and leaves no record */
+    if (b.write.phase == now.phase && !ordered(exec, b.write, me)) {
+      report_race(exec, me, kind, pc, offset, size, b.write, site.write, access_write, false);
+      return -1;
+    }
+    return 0;
+  }
+  if (b.write.phase == now.phase && !ordered(exec, b.write, me)) {
+    report_race(exec, me, kind, pc, offset, size, b.write, site.write, access_write, false);
+    return -1;
+  }
+  if (kind != access_atomic && b.atomic.phase == now.phase &&
+      (b.atomics_many || !ordered(exec, b.atomic, me))) {
+    report_race(exec, me, kind, pc, offset, size, b.atomic, site.atomic, access_atomic,
+                b.atomics_many);
+    return -1;
+  }
+  if (kind != access_read && b.read.phase == now.phase) {
+    bool ok;
+    if (!b.readers_many)
+      ok = ordered(exec, b.read, me);
+    else
+      ok = !b.readers_warps_mixed && b.read.thread / kWarpSize == warp &&
+           synced_since(exec, warp, b.readers_gen_max, b.readers_lanes | 1u << me % kWarpSize);
+    if (!ok) {
+      report_race(exec, me, kind, pc, offset, size, b.read, site.read, access_read, b.readers_many);
+      return -1;
+    }
+  }
+  switch (kind) {
+    case access_atomic_read: return 0; /* handled above */
+    case access_read:
+      if (b.read.phase == now.phase) {
+        if (b.read.thread != me) b.readers_many = 1;
+        if (b.read.thread / kWarpSize != warp) b.readers_warps_mixed = 1;
+        if (now.gen > b.readers_gen_max) b.readers_gen_max = now.gen;
+        b.readers_lanes |= 1u << me % kWarpSize;
+      } else {
+        b.readers_many = b.readers_warps_mixed = 0;
+        b.readers_gen_max = now.gen;
+        b.readers_lanes = 1u << me % kWarpSize;
+      }
+      b.read = now;
+      break;
+    case access_write:
+      b.write = now;
+      b.read.phase = 0; /* every read so far is ordered before this write, so before */
+      break;            /* whatever is ordered after it: a later write checks the write */
+    case access_atomic:
+      b.atomics_many = b.atomic.phase == now.phase && (b.atomics_many || b.atomic.thread != me);
+      b.atomic = now;
+      break;
+  }
+  record_site(site, kind, pc);
+  return 1;
+}
+
 }  // namespace
 
-void *shared_shadow_make() {
-  void *bytes = mmap(nullptr, kSharedArenaBytes * sizeof(shadow_byte), PROT_READ | PROT_WRITE,
+namespace {
+
+void *shadow_pages(size_t bytes) {
+  void *pages = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (bytes == MAP_FAILED) {
+  if (pages == MAP_FAILED) {
     std::fputs("plume cuda emulator: no memory for a shared memory shadow\n", stderr);
     std::abort();
   }
-  return new shared_shadow{static_cast<shadow_byte *>(bytes)};
+  return pages;
+}
+
+}  // namespace
+
+void *shared_shadow_make() {
+  return new shared_shadow{
+      static_cast<shadow_byte *>(shadow_pages(kSharedArenaBytes * sizeof(shadow_byte))),
+      static_cast<shadow_sites *>(shadow_pages(kSharedArenaBytes * sizeof(shadow_sites)))};
 }
 
 PLM_EMU_HOT void shared_access(executor *exec, int me, size_t offset, size_t size, access_kind kind,
-                   const void *pc) {
+                               const void *pc) {
   shared_shadow *shadow = static_cast<shared_shadow *>(exec->check_state);
   if (exec->phase == UINT32_MAX - 1) { /* the counter would wrap: start again */
-    memset(shadow->bytes, 0, kSharedArenaBytes * sizeof(shadow_byte));
+    memset(static_cast<void *>(shadow->bytes), 0, kSharedArenaBytes * sizeof(shadow_byte));
     exec->phase = 2;
     exec->block_start_phase = 1;
   }
   const int warp = me / kWarpSize;
-  const access_record now{exec->phase, exec->warp[warp].sync_gen, (uint16_t)me, pc};
-  for (size_t i = 0; i < size; i++) {
-    shadow_byte &b = shadow->bytes[offset + i];
-    /* The common cases: this thread's own byte again in this phase with no collective
-     * since its last access, and a read of what an earlier phase wrote, already recorded
-     * as read by this thread since the warp's last collective (or by threads of several
-     * warps, which only a barrier orders before a write anyway). */
-    if (kind == access_write && b.write.phase == now.phase && b.write.thread == me &&
-        b.write.gen == now.gen &&
-        (b.read.phase != now.phase || (b.read.thread == me && !b.readers_many)) &&
-        b.atomic.phase != now.phase)
-      continue;
-    if (kind == access_read && b.read.phase == now.phase &&
-        (b.read.thread == me ? b.read.gen == now.gen : b.readers_warps_mixed) &&
-        b.atomic.phase != now.phase &&
-        (b.write.phase != now.phase || b.write.thread == me) &&
-        b.written_phase >= exec->block_start_phase)
-      continue;
-    if (kind != access_write && b.written_phase < exec->block_start_phase) {
-      report_unwritten(exec, me, kind, pc, offset, size);
-      return;
-    }
-    if (kind == access_atomic_read) { /* races only with a plain write, and leaves no record */
-      if (b.write.phase == now.phase && !ordered(exec, b.write, me)) {
-        report_race(exec, me, kind, pc, offset, size, b.write, access_write, false);
-        return;
+  const access_record now{exec->phase, exec->warp[warp].sync_gen, (uint16_t)me};
+  shadow_byte *const bytes = shadow->bytes + offset;
+  shadow_sites *const sites = shadow->sites + offset;
+  /* The bytes of an access mostly share one state (an aligned word's, written and read
+   * whole): then the first byte's check is every byte's, and its record theirs. */
+  bool uniform = true;
+  for (size_t i = 1; i < size && uniform; i++)
+    uniform = std::memcmp(&bytes[i], &bytes[0], sizeof bytes[0]) == 0;
+  if (uniform) {
+    if (check_byte(exec, me, warp, offset, size, kind, pc, now, bytes[0], sites[0]) > 0)
+      for (size_t i = 1; i < size; i++) {
+        bytes[i] = bytes[0];
+        record_site(sites[i], kind, pc);
       }
-      continue;
-    }
-    if (b.write.phase == now.phase && !ordered(exec, b.write, me)) {
-      report_race(exec, me, kind, pc, offset, size, b.write, access_write, false);
-      return;
-    }
-    if (kind != access_atomic && b.atomic.phase == now.phase &&
-        (b.atomics_many || !ordered(exec, b.atomic, me))) {
-      report_race(exec, me, kind, pc, offset, size, b.atomic, access_atomic, b.atomics_many);
-      return;
-    }
-    if (kind != access_read && b.read.phase == now.phase) {
-      bool ok;
-      if (!b.readers_many) ok = ordered(exec, b.read, me);
-      else ok = !b.readers_warps_mixed && b.read.thread / kWarpSize == warp &&
-                synced_since(exec, warp, b.readers_gen_max,
-                             b.readers_lanes | 1u << me % kWarpSize);
-      if (!ok) {
-        report_race(exec, me, kind, pc, offset, size, b.read, access_read, b.readers_many);
-        return;
-      }
-    }
-    switch (kind) {
-      case access_atomic_read: break; /* handled above */
-      case access_read:
-        if (b.read.phase == now.phase) {
-          if (b.read.thread != me) b.readers_many = 1;
-          if (b.read.thread / kWarpSize != warp) b.readers_warps_mixed = 1;
-          if (now.gen > b.readers_gen_max) b.readers_gen_max = now.gen;
-          b.readers_lanes |= 1u << me % kWarpSize;
-        } else {
-          b.readers_many = b.readers_warps_mixed = 0;
-          b.readers_gen_max = now.gen;
-          b.readers_lanes = 1u << me % kWarpSize;
-        }
-        b.read = now;
-        break;
-      case access_write:
-        b.write = now;
-        b.written_phase = now.phase;
-        b.read.phase = 0; /* every read so far is ordered before this write, so before */
-        break;            /* whatever is ordered after it: a later write checks the write */
-      case access_atomic:
-        b.atomics_many = b.atomic.phase == now.phase && (b.atomics_many || b.atomic.thread != me);
-        b.atomic = now;
-        b.written_phase = now.phase;
-        break;
-    }
+    return;
   }
+  for (size_t i = 0; i < size; i++)
+    if (check_byte(exec, me, warp, offset, size, kind, pc, now, bytes[i], sites[i]) < 0) return;
 }
 
 }  // namespace plm_emu

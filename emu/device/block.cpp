@@ -137,6 +137,7 @@ void complete_wait(executor *exec, int warp, int wait_index) {
   if (exec->counts) count_collective(exec, warp, done.mask, shuffle_instructions(done.kind, group));
   w.sync_gen++;
   w.sync_masks[w.sync_gen % kSyncHistory] = done.mask;
+  if ((done.mask & w.exists) == w.exists) w.all_lanes_gen = w.sync_gen;
   int m = 0;
   while (m < w.mask_count && w.last_of_mask[m].mask != done.mask) m++;
   if (m < w.mask_count) w.last_of_mask[m].gen = w.sync_gen;
@@ -313,6 +314,7 @@ void start_block(executor *exec, uint3 block_idx, uint64_t seed) {
     w.wait_count = 0;
     w.runnable_count = 0;
     w.sync_gen = 0;
+    w.all_lanes_gen = 0;
     w.mask_count = 0;
     w.masks_forgotten = false;
     w.at_active_mask = 0;

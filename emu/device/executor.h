@@ -77,6 +77,9 @@ struct warp_state {
   /* Completed collectives, by generation (sync_gen counts them): the lanes they joined. */
   uint32_t sync_gen = 0;
   unsigned sync_masks[kSyncHistory];
+  /* The generation of the last collective that joined every lane of the warp (0: none),
+   * which orders any two of its lanes' accesses before it: the shadow's common case. */
+  uint32_t all_lanes_gen = 0;
   /* The last completion (its generation) of each distinct mask, for accesses older than
    * the history (groups of lanes syncing on their own masks fill it apart); past
    * kMaskMemory masks, masks_forgotten. */
