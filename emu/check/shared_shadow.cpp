@@ -53,18 +53,6 @@ inline uint32_t written_phase(const shadow_byte &b) {
   return b.write.phase > b.atomic.phase ? b.write.phase : b.atomic.phase;
 }
 
-/* Whether two shadow bytes hold one state: field by field, inline (a call to memcmp is
- * AddressSanitizer's to intercept, and checks both ranges, in the CI's emulated build). */
-inline bool same_record(const access_record &a, const access_record &b) {
-  return a.phase == b.phase && a.gen == b.gen && a.thread == b.thread;
-}
-inline bool same_state(const shadow_byte &a, const shadow_byte &b) {
-  return same_record(a.write, b.write) && same_record(a.read, b.read) &&
-         same_record(a.atomic, b.atomic) && a.readers_gen_max == b.readers_gen_max &&
-         a.readers_lanes == b.readers_lanes && a.readers_many == b.readers_many &&
-         a.readers_warps_mixed == b.readers_warps_mixed && a.atomics_many == b.atomics_many;
-}
-
 /* Where each record's access was made, apart: only a report reads them. */
 struct shadow_sites {
   const void *write, *read, *atomic;
@@ -292,18 +280,6 @@ PLM_EMU_HOT void shared_access(executor *exec, int me, size_t offset, size_t siz
   const access_record now{exec->phase, exec->warp[warp].sync_gen, (uint16_t)me};
   shadow_byte *const bytes = shadow->bytes + offset;
   shadow_sites *const sites = shadow->sites + offset;
-  /* The bytes of an access mostly share one state (an aligned word's, written and read
-   * whole): then the first byte's check is every byte's, and its record theirs. */
-  bool uniform = true;
-  for (size_t i = 1; i < size && uniform; i++) uniform = same_state(bytes[i], bytes[0]);
-  if (uniform) {
-    if (check_byte(exec, me, warp, offset, size, kind, pc, now, bytes[0], sites[0]) > 0)
-      for (size_t i = 1; i < size; i++) {
-        bytes[i] = bytes[0];
-        record_site(sites[i], kind, pc);
-      }
-    return;
-  }
   for (size_t i = 0; i < size; i++)
     if (check_byte(exec, me, warp, offset, size, kind, pc, now, bytes[i], sites[i]) < 0) return;
 }
