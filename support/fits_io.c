@@ -68,42 +68,94 @@ void fits_frames_close(fits_frames *f) {
 
 enum { CARD = 80, BLOCK = 2880, MOST_HEADER_BLOCKS = 1024 };
 
-/* A card's value: its first character past "= " and the blanks, and how many of the card's
- * characters are left from there (NULL when it has none). */
-static const char *card_value(const char *card, int *left) {
-  if (card[8] != '=' || card[9] != ' ') return NULL;
-  for (int i = 10; i < CARD; i++)
-    if (card[i] != ' ') {
-      *left = CARD - i;
-      return card + i;
-    }
-  return NULL;
+/* The header cards of an extension are read here as cfitsio reads them, so that what it will
+ * parse is known before it parses it (compressed_header_at). Each step below is cfitsio
+ * 4.2's own (fitscore.c, getkey.c), and where this code cannot know, it errs towards
+ * "compressed": a header refused that cfitsio would have read as a table costs a file that
+ * holds no image anyway; the other way costs the process. */
+
+/* A card as cfitsio's ffgnky hands it on: its 80 bytes as a string (so a NUL ends it
+ * early) without trailing blanks. */
+static void card_text(const char *bytes, char text[FLEN_CARD]) {
+  memcpy(text, bytes, CARD);
+  text[CARD] = '\0';
+  for (int end = CARD - 1; end >= 0 && text[end] == ' '; end--) text[end] = '\0';
 }
 
-/* Whether the header at byte `at` of fd is a tile-compressed image's (XTENSION 'BINTABLE'
- * with ZIMAGE = T), read here, before cfitsio moves to it: cfitsio parses such a header's
- * compression keywords as it moves, and divides by values a damaged file makes 0 (SIGFPE in
- * imcomp_get_compressed_image_par, found by fuzz_fits). A header that cannot be read, or
- * has no END within MOST_HEADER_BLOCKS, is left to cfitsio, which refuses it. */
+/* A card's keyword name and literal value as cfitsio's ffgkyn parses them (name up to a
+ * blank or '=', or a HIERARCH name; the value after "= " in columns 9-10, or else after the
+ * first '=' anywhere in the card).
+ * A card whose value cfitsio cannot parse gives what its parser left, as cfitsio's table
+ * reader goes on with it too. */
+static void card_name_value(char *text, char name[FLEN_KEYWORD], char value[FLEN_VALUE]) {
+  int length = 0, status = 0;
+  char comment[FLEN_COMMENT];
+  name[0] = value[0] = '\0';
+  fits_get_keyname(text, name, &length, &status);
+  status = 0;
+  fits_parse_value(text, value, comment, &status);
+}
+
+/* Whether a header's first card makes cfitsio read the HDU as a binary table (ffrhdu): the
+ * name is the card's first 8 characters, and the value, unquoted as its ffc2s does (a doubled
+ * quote is one; no closing quote is an error; trailing blanks dropped; an unquoted value
+ * taken whole) and past its leading blanks, is BINTABLE, A3DTABLE or 3DTABLE. */
+static bool binary_table_card(char *text) {
+  if (strncmp(text, "XTENSION", 8) != 0) return false;
+  char name[FLEN_KEYWORD], value[FLEN_VALUE], unquoted[FLEN_VALUE];
+  card_name_value(text, name, value);
+  size_t n = 0;
+  if (value[0] != '\'') {
+    snprintf(unquoted, sizeof unquoted, "%s", value);
+    n = strlen(unquoted);
+  } else {
+    bool closed = false;
+    for (size_t i = 1; value[i] != '\0'; i++) {
+      if (value[i] == '\'') {
+        if (value[i + 1] != '\'') {
+          closed = true;
+          break;
+        }
+        i++; /* a doubled quote: one is kept */
+      }
+      unquoted[n++] = value[i];
+    }
+    if (!closed) return false; /* cfitsio refuses the HDU */
+    while (n > 0 && unquoted[n - 1] == ' ') n--;
+    unquoted[n] = '\0';
+  }
+  const char *kind = unquoted;
+  while (*kind == ' ') kind++;
+  return strcmp(kind, "BINTABLE") == 0 || strcmp(kind, "A3DTABLE") == 0 ||
+         strcmp(kind, "3DTABLE") == 0;
+}
+
+/* Whether the header at byte `at` of fd is a tile-compressed image's, read here, before
+ * cfitsio moves to it: a binary table (binary_table_card) with a ZIMAGE card whose value
+ * begins with T before its END card (ffbinit, which sets cfitsio's compressimg). cfitsio
+ * parses such a header's compression keywords as it moves, and divides by values a damaged
+ * file makes 0 (SIGFPE in imcomp_get_compressed_image_par, found by fuzz_fits, first with
+ * plain cards, then with ZIMAGE= T, HIERARCH ZIMAGE = T and XTENSION values such as
+ * 'BINTABLE  ' and 'A3DTABLE'). A header cut short is left to cfitsio, which refuses it (it
+ * finds no END); a table's with no END within MOST_HEADER_BLOCKS (2.9 MB of cards) counts as
+ * compressed, for cfitsio would read on past where this looked. */
 static bool compressed_header_at(int fd, off_t at) {
   char block[BLOCK];
-  bool table = false;
   for (int b = 0; b < MOST_HEADER_BLOCKS; b++) {
     if (pread(fd, block, BLOCK, at + (off_t)b * BLOCK) != BLOCK) return false;
     for (int c = 0; c < BLOCK / CARD; c++) {
-      const char *card = block + c * CARD;
-      int left = 0;
-      const char *value = card_value(card, &left);
-      if (b == 0 && c == 0)
-        table = memcmp(card, "XTENSION", 8) == 0 && value && left >= 10 &&
-                memcmp(value, "'BINTABLE'", 10) == 0;
-      else if (memcmp(card, "ZIMAGE  ", 8) == 0)
-        return table && value && *value == 'T';
-      else if (memcmp(card, "END     ", 8) == 0)
-        return false;
+      char text[FLEN_CARD], name[FLEN_KEYWORD], value[FLEN_VALUE];
+      card_text(block + c * CARD, text);
+      if (b == 0 && c == 0) {
+        if (!binary_table_card(text)) return false;
+        continue;
+      }
+      card_name_value(text, name, value);
+      if (strcmp(name, "ZIMAGE") == 0 && value[0] == 'T') return true;
+      if (strcmp(name, "END") == 0) return false;
     }
   }
-  return false;
+  return true;
 }
 
 static plm_status tile_compressed(const fits_frames *f, int hdu, char *err, size_t err_size) {
