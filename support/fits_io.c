@@ -66,13 +66,17 @@ void fits_frames_close(fits_frames *f) {
   free(f);
 }
 
-enum { CARD = 80, BLOCK = 2880, MOST_HEADER_BLOCKS = 1024 };
+enum { CARD = 80, BLOCK = 2880, MOST_HEADER_BLOCKS = 1024, MOST_TABLE_FIELDS = 999 };
 
 /* The header cards of an extension are read here as cfitsio reads them, so that what it will
- * parse is known before it parses it (compressed_header_at). Each step below is cfitsio
- * 4.2's own (fitscore.c, getkey.c), and where this code cannot know, it errs towards
- * "compressed": a header refused that cfitsio would have read as a table costs a file that
- * holds no image anyway; the other way costs the process. */
+ * do with them is known before it does it (header_at). Each step below is cfitsio 4.2's own
+ * (fitscore.c, getkey.c), and where this code cannot know, it errs towards refusing: a
+ * header refused that cfitsio would have read as a table costs a file that holds no image
+ * anyway; the other way costs the process. */
+
+/* Room for a card's value as cfitsio 4.2's ffpsvc writes it: FLEN_VALUE, and the bytes it
+ * may write past that (a doubled quote at the value's end; fixed in cfitsio 4.6). */
+enum { VALUE_ROOM = FLEN_VALUE + 8 };
 
 /* A card as cfitsio's ffgnky hands it on: its 80 bytes as a string (so a NUL ends it
  * early) without trailing blanks. */
@@ -87,22 +91,26 @@ static void card_text(const char *bytes, char text[FLEN_CARD]) {
  * first '=' anywhere in the card).
  * A card whose value cfitsio cannot parse gives what its parser left, as cfitsio's table
  * reader goes on with it too. */
-static void card_name_value(char *text, char name[FLEN_KEYWORD], char value[FLEN_VALUE]) {
+static void card_name_value(char *text, char name[FLEN_KEYWORD], char value[VALUE_ROOM]) {
   int length = 0, status = 0;
   char comment[FLEN_COMMENT];
   name[0] = value[0] = '\0';
   fits_get_keyname(text, name, &length, &status);
   status = 0;
   fits_parse_value(text, value, comment, &status);
+  value[FLEN_VALUE - 1] = '\0'; /* what cfitsio 4.2 may leave unterminated */
 }
 
-/* Whether a header's first card makes cfitsio read the HDU as a binary table (ffrhdu): the
- * name is the card's first 8 characters, and the value, unquoted as its ffc2s does (a doubled
- * quote is one; no closing quote is an error; trailing blanks dropped; an unquoted value
- * taken whole) and past its leading blanks, is BINTABLE, A3DTABLE or 3DTABLE. */
-static bool binary_table_card(char *text) {
-  if (strncmp(text, "XTENSION", 8) != 0) return false;
-  char name[FLEN_KEYWORD], value[FLEN_VALUE], unquoted[FLEN_VALUE];
+/* What a header's first card makes cfitsio read the HDU as (ffrhdu). */
+typedef enum { NOT_A_TABLE, ASCII_TABLE, BINARY_TABLE } table_kind;
+
+/* The table a header's first card names (ffrhdu): the name is the card's first 8
+ * characters, XTENSION, and the value, unquoted as its ffc2s does (a doubled quote is one;
+ * no closing quote is an error; trailing blanks dropped; an unquoted value taken whole) and
+ * past its leading blanks, is TABLE, or BINTABLE, A3DTABLE or 3DTABLE. */
+static table_kind first_card_table(char *text) {
+  if (strncmp(text, "XTENSION", 8) != 0) return NOT_A_TABLE;
+  char name[FLEN_KEYWORD], value[VALUE_ROOM], unquoted[VALUE_ROOM];
   card_name_value(text, name, value);
   size_t n = 0;
   if (value[0] != '\'') {
@@ -120,42 +128,64 @@ static bool binary_table_card(char *text) {
       }
       unquoted[n++] = value[i];
     }
-    if (!closed) return false; /* cfitsio refuses the HDU */
+    if (!closed) return NOT_A_TABLE; /* cfitsio refuses the HDU */
     while (n > 0 && unquoted[n - 1] == ' ') n--;
     unquoted[n] = '\0';
   }
   const char *kind = unquoted;
   while (*kind == ' ') kind++;
+  if (strcmp(kind, "TABLE") == 0) return ASCII_TABLE;
   return strcmp(kind, "BINTABLE") == 0 || strcmp(kind, "A3DTABLE") == 0 ||
-         strcmp(kind, "3DTABLE") == 0;
+                 strcmp(kind, "3DTABLE") == 0
+             ? BINARY_TABLE
+             : NOT_A_TABLE;
 }
 
-/* Whether the header at byte `at` of fd is a tile-compressed image's, read here, before
- * cfitsio moves to it: a binary table (binary_table_card) with a ZIMAGE card whose value
- * begins with T before its END card (ffbinit, which sets cfitsio's compressimg). cfitsio
- * parses such a header's compression keywords as it moves, and divides by values a damaged
- * file makes 0 (SIGFPE in imcomp_get_compressed_image_par, found by fuzz_fits, first with
- * plain cards, then with ZIMAGE= T, HIERARCH ZIMAGE = T and XTENSION values such as
- * 'BINTABLE  ' and 'A3DTABLE'). A header cut short is left to cfitsio, which refuses it (it
- * finds no END); a table's with no END within MOST_HEADER_BLOCKS (2.9 MB of cards) counts as
- * compressed, for cfitsio would read on past where this looked. */
-static bool compressed_header_at(int fd, off_t at) {
+/* What the header at byte `at` of fd would make cfitsio do as it moves there. */
+typedef enum {
+  HEADER_LEFT_TO_CFITSIO, /* an image's, a table's it reads safely, or one it refuses itself */
+  HEADER_COMPRESSED,      /* a tile-compressed image's */
+  HEADER_TOO_MANY_FIELDS, /* a table's of more than 999 fields */
+} header_verdict;
+
+/* The header at byte `at` of fd, read here, before cfitsio moves to it:
+ * - a table whose TFIELDS (its 8th card, ffgttb) is past the standard's 999: cfitsio 4.2
+ *   means to refuse it but does not (`return(*status == BAD_TFIELDS)`, a comparison), and
+ *   allocates and fills 160 bytes a field (14 million fields: 2.2 GB from a 6 KB file,
+ *   found by a review of this reader);
+ * - a tile-compressed image: a binary table with a ZIMAGE card whose value begins with T
+ *   before its END card (ffbinit, which sets cfitsio's compressimg). cfitsio parses such a
+ *   header's compression keywords as it moves, and divides by values a damaged file makes 0
+ *   (SIGFPE in imcomp_get_compressed_image_par, found by fuzz_fits, first with plain
+ *   cards, then with ZIMAGE= T, HIERARCH ZIMAGE = T and XTENSION values such as
+ *   'BINTABLE  ' and 'A3DTABLE').
+ * A header cut short is left to cfitsio, which refuses it (it finds no END); a binary
+ * table's with no END within MOST_HEADER_BLOCKS (2.9 MB of cards) counts as compressed,
+ * for cfitsio would read on past where this looked. */
+static header_verdict header_at(int fd, off_t at) {
   char block[BLOCK];
+  table_kind table = NOT_A_TABLE;
   for (int b = 0; b < MOST_HEADER_BLOCKS; b++) {
-    if (pread(fd, block, BLOCK, at + (off_t)b * BLOCK) != BLOCK) return false;
+    if (pread(fd, block, BLOCK, at + (off_t)b * BLOCK) != BLOCK) return HEADER_LEFT_TO_CFITSIO;
     for (int c = 0; c < BLOCK / CARD; c++) {
-      char text[FLEN_CARD], name[FLEN_KEYWORD], value[FLEN_VALUE];
+      char text[FLEN_CARD], name[FLEN_KEYWORD], value[VALUE_ROOM];
       card_text(block + c * CARD, text);
       if (b == 0 && c == 0) {
-        if (!binary_table_card(text)) return false;
+        table = first_card_table(text);
+        if (table == NOT_A_TABLE) return HEADER_LEFT_TO_CFITSIO;
         continue;
       }
       card_name_value(text, name, value);
-      if (strcmp(name, "ZIMAGE") == 0 && value[0] == 'T') return true;
-      if (strcmp(name, "END") == 0) return false;
+      if (b == 0 && c == 7) {
+        if (strcmp(name, "TFIELDS") == 0 && strtoll(value, NULL, 10) > MOST_TABLE_FIELDS)
+          return HEADER_TOO_MANY_FIELDS;
+        if (table == ASCII_TABLE) return HEADER_LEFT_TO_CFITSIO; /* never compressed */
+      }
+      if (strcmp(name, "ZIMAGE") == 0 && value[0] == 'T') return HEADER_COMPRESSED;
+      if (strcmp(name, "END") == 0) return HEADER_LEFT_TO_CFITSIO;
     }
   }
-  return true;
+  return HEADER_COMPRESSED;
 }
 
 static plm_status tile_compressed(const fits_frames *f, int hdu, char *err, size_t err_size) {
@@ -166,6 +196,21 @@ static plm_status tile_compressed(const fits_frames *f, int hdu, char *err, size
                        f->path, hdu);
 }
 
+/* Refuse the header of HDU h at byte `at` (header_at) or go on (PLM_OK). */
+static plm_status check_header(const fits_frames *f, int h, LONGLONG at, char *err,
+                               size_t err_size) {
+  switch (header_at(f->fd, (off_t)at)) {
+    case HEADER_COMPRESSED: return tile_compressed(f, h, err, err_size);
+    case HEADER_TOO_MANY_FIELDS:
+      return quote_failure(err, err_size, PLM_ERR_IO,
+                           "%s: HDU %d: damaged: a table of more than the standard's %d fields "
+                           "(TFIELDS), refused before cfitsio reads it",
+                           f->path, h, MOST_TABLE_FIELDS);
+    case HEADER_LEFT_TO_CFITSIO: break;
+  }
+  return PLM_OK;
+}
+
 /* Move to the first HDU holding an image (NAXIS > 0) and give its number and NAXIS; refuse
  * it when it is tile-compressed. */
 static plm_status find_image(fits_frames *f, int *hdu, int *naxis, char *err, size_t err_size) {
@@ -173,9 +218,17 @@ static plm_status find_image(fits_frames *f, int *hdu, int *naxis, char *err, si
   for (int h = 1;; h++) {
     int status = 0, type = 0;
     LONGLONG head = 0, data = 0, end = 0; /* of HDU h - 1, where the file stands */
-    if (h > 1 && !fits_get_hduaddrll(f->file, &head, &data, &end, &status) &&
-        compressed_header_at(f->fd, (off_t)end))
-      return tile_compressed(f, h, err, err_size);
+    if (h > 1 && !fits_get_hduaddrll(f->file, &head, &data, &end, &status)) {
+      /* A data size that overflowed in cfitsio (NAXIS1 x NAXIS2 past 2^63) can put the next
+       * header at or before this one: HDU h would be HDU h - 1 again, without end. */
+      if (end < data)
+        return quote_failure(err, err_size, PLM_ERR_IO,
+                             "%s: HDU %d: damaged: its data would end at byte %lld, before "
+                             "it begins (byte %lld)",
+                             f->path, h - 1, (long long)end, (long long)data);
+      const plm_status refused = check_header(f, h, end, err, err_size);
+      if (refused != PLM_OK) return refused;
+    }
     status = 0;
     if (fits_movabs_hdu(f->file, h, &type, &status)) {
       if (status == END_OF_FILE) {

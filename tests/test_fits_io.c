@@ -212,6 +212,80 @@ START_TEST(test_compressed_headers_cfitsio_reads_loosely_are_refused) {
 }
 END_TEST
 
+/* A header of 2880 bytes at out from cards (NULL-ended), END after them, blank-padded. */
+static size_t put_header(unsigned char *out, const char *const cards[]) {
+  size_t n = 0;
+  for (int i = 0;; i++) {
+    const char *card = cards[i] ? cards[i] : "END";
+    memset(out + n, ' ', 80);
+    memcpy(out + n, card, strlen(card));
+    n += 80;
+    if (!cards[i]) break;
+  }
+  const size_t padded = (n + 2879) / 2880 * 2880;
+  memset(out + n, ' ', padded - n);
+  return padded;
+}
+
+/* Table headers after an empty primary on which cfitsio 4.2 would hang or ask for
+ * gigabytes (found by a review of this reader): refused, naming the HDU. */
+START_TEST(test_table_headers_cfitsio_would_hang_or_swell_on_are_refused) {
+  static const char *const primary[] = {"SIMPLE  =                    T",
+                                        "BITPIX  =                    8",
+                                        "NAXIS   =                    0", NULL};
+  /* NAXIS1 x NAXIS2 = 128 (2^57 - 45) wraps to -5760: the next header would be this one
+   * again, and the one after it, without end. */
+  static const char *const wrapping[] = {"XTENSION= 'BINTABLE'",
+                                         "BITPIX  =                    8",
+                                         "NAXIS   =                    2",
+                                         "NAXIS1  =                  128",
+                                         "NAXIS2  =   144115188075855827",
+                                         "PCOUNT  =                    0",
+                                         "GCOUNT  =                    1",
+                                         "TFIELDS =                    1",
+                                         "TFORM1  = '128B'",
+                                         NULL};
+  /* 14 million fields, past the standard's 999, which cfitsio 4.2 lets by: it would
+   * allocate and fill 2.2 GB for them, binary table or ASCII. */
+  static const char *const wide_binary[] = {"XTENSION= 'BINTABLE'",
+                                            "BITPIX  =                    8",
+                                            "NAXIS   =                    2",
+                                            "NAXIS1  =                    0",
+                                            "NAXIS2  =                    0",
+                                            "PCOUNT  =                    0",
+                                            "GCOUNT  =                    1",
+                                            "TFIELDS =             14000000",
+                                            NULL};
+  static const char *const wide_ascii[] = {"XTENSION= 'TABLE   '",
+                                           "BITPIX  =                    8",
+                                           "NAXIS   =                    2",
+                                           "NAXIS1  =                    0",
+                                           "NAXIS2  =                    0",
+                                           "PCOUNT  =                    0",
+                                           "GCOUNT  =                    1",
+                                           "TFIELDS =             14000000",
+                                           NULL};
+  static const struct {
+    const char *const *table;
+    const char *message;
+  } refused[] = {
+      {wrapping, "t.fits: HDU 2: damaged: its data would end at byte"},
+      {wide_binary, "t.fits: HDU 2: damaged: a table of more than the standard's 999 fields"},
+      {wide_ascii, "t.fits: HDU 2: damaged: a table of more than the standard's 999 fields"},
+  };
+  unsigned char bytes[2 * 2880];
+  for (size_t k = 0; k < sizeof refused / sizeof *refused; k++) {
+    const size_t first = put_header(bytes, primary);
+    const size_t length = first + put_header(bytes + first, refused[k].table);
+    const char *path = scratch_file(dir, "t.fits", bytes, length);
+    image img = {0};
+    expect_image_message(image_read(path, NULL, &img, err, sizeof err), PLM_ERR_IO, err,
+                         refused[k].message, NULL);
+    ck_assert_ptr_null(img.data);
+  }
+}
+END_TEST
+
 START_TEST(test_a_damaged_file_fails_with_a_message) {
   unsigned char bytes[8640];
   const size_t length = file_bytes(fixture("f32-cube-extension", "fits"), bytes, sizeof bytes);
@@ -347,6 +421,7 @@ int main(void) {
   tcase_add_test(tcase, test_names_are_taken_literally);
   tcase_add_test(tcase, test_what_is_not_read_is_named);
   tcase_add_test(tcase, test_compressed_headers_cfitsio_reads_loosely_are_refused);
+  tcase_add_test(tcase, test_table_headers_cfitsio_would_hang_or_swell_on_are_refused);
   tcase_add_test(tcase, test_a_damaged_file_fails_with_a_message);
   tcase_add_test(tcase, test_written_arrays_read_back);
   suite_add_tcase(suite, tcase);
