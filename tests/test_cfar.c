@@ -159,14 +159,16 @@ START_TEST(test_matches_a_brute_force_reference_at_every_border) {
       {PLM_DTYPE_U16, 2, {33, 65}, 33, 31, 1.5, 30000, 3000, false, false},
       {PLM_DTYPE_F32, 2, {67, 35}, 45, 11, 2.0, 0.0, 10.0, false, true},
       {PLM_DTYPE_F32, 2, {35, 67}, 47, 3, 2.0, 1e3, 5.0, true, false},
-      /* stacks on the CUDA tables, which take as many frames at once as 2^18 entries of each
-       * table hold: 5 frames in one launch of each kernel; 3 of 130 rows, past a column
-       * tile's 64 (the carries between tiles); 52 (4 x 1000: 5,005 entries) and then 1; 26
-       * (9 x 1000) and then 1 */
+      /* stacks on the CUDA tables, which take as many frames at once as 24 MiB of tables
+       * hold, at most a grid's 65535 rows: 5 frames in one launch of each kernel; 3 of 130
+       * rows, past a column tile's 64 (the carries between tiles); 53 and 27 small frames
+       * in one; line-scan frames of one row, whose tables (8.6 MB a frame) take 2 frames
+       * at once and then 1 (a grid's rows as the limit: tests/test_cfar_cuda_logic.cpp) */
       {PLM_DTYPE_F32, 3, {5, 33, 70}, 47, 3, 2.0, 1e3, 5.0, true, true},
       {PLM_DTYPE_F32, 3, {3, 130, 40}, 47, 5, 2.0, 1e3, 5.0, false, true},
       {PLM_DTYPE_U16, 3, {53, 4, 1000}, 49, 5, 1.5, 30000, 3000, false, false},
       {PLM_DTYPE_F32, 3, {27, 9, 1000}, 51, 7, 2.0, 1e3, 5.0, false, true},
+      {PLM_DTYPE_F32, 3, {3, 1, 180000}, 47, 5, 2.0, 1e3, 5.0, false, true},
       /* the CUDA bands (windows up to 45): strips of 128 - 2 (window / 2) columns and bands
        * of 8 to 64 rows, frames of several of each, the last partial */
       {PLM_DTYPE_F32, 3, {2, 140, 250}, 15, 5, 2.0, 1e3, 5.0, true, true},

@@ -399,17 +399,24 @@ int check_frame(const Frame &f, const char *label, int threads) {
   return failures;
 }
 
-/* How many frames the tables' path takes at once (frames_at_once): as many as 2^18 entries
- * of each table hold, at least one, at most the stack's and a grid's 65535 rows. */
+/* How many frames the tables' path takes at once (frames_at_once): as many as 24 MiB of
+ * tables hold (8 bytes an entry, 3 tables for f32 and 2 for integers), at least one, at
+ * most the stack's and a grid's 65535 rows. */
 int check_frames_at_once(int *cases) {
   const struct {
+    plm_dtype dtype;
     int64_t frames, h, w, want;
   } expected[] = {
-      {16, 256, 256, 3},     /* 257 x 257 = 66,049 entries a table */
-      {53, 4, 1000, 52},     /* 5,005 */
-      {2, 4, 1000, 2},       /* the stack's */
-      {3, 4096, 4096, 1},    /* one frame's tables past 2^18 entries */
-      {100000, 1, 1, 65535}, /* 4 entries: 65,536 would fit, a grid's rows do not */
+      {PLM_DTYPE_F32, 16, 512, 512, 3},       /* 513 x 513 x 24 = 6,316,056 bytes a frame */
+      {PLM_DTYPE_U8, 16, 512, 512, 5},        /* 4,210,704 */
+      {PLM_DTYPE_U16, 16, 512, 512, 5},       /* the same */
+      {PLM_DTYPE_F32, 16, 256, 256, 15},      /* 257 x 257 x 24 = 1,585,176 */
+      {PLM_DTYPE_F32, 300, 4, 1000, 209},     /* 5,005 x 24 = 120,120 */
+      {PLM_DTYPE_U16, 400, 4, 1000, 314},     /* 5,005 x 16 = 80,080 */
+      {PLM_DTYPE_F32, 2, 4, 1000, 2},         /* the stack's */
+      {PLM_DTYPE_F32, 3, 1023, 1023, 1},      /* one frame's tables: exactly 24 MiB */
+      {PLM_DTYPE_F32, 3, 4096, 4096, 1},      /* one frame's tables past 24 MiB */
+      {PLM_DTYPE_F32, 100000, 1, 1, 65535},   /* 96 bytes: 262,144 would fit, a grid's rows do not */
   };
   int failures = 0;
   for (const auto &e : expected) {
@@ -417,12 +424,12 @@ int check_frames_at_once(int *cases) {
     args.frames = e.frames;
     args.height = e.h;
     args.width = e.w;
-    args.dtype = PLM_DTYPE_F32;
+    args.dtype = e.dtype;
     const int64_t got = frames_at_once(args);
     if (got != e.want) {
-      std::printf("frames_at_once: %lld frames of %lld x %lld: %lld at once, expected %lld\n",
-                  (long long)e.frames, (long long)e.h, (long long)e.w, (long long)got,
-                  (long long)e.want);
+      std::printf("frames_at_once: %lld frames of %lld x %lld %s: %lld at once, expected %lld\n",
+                  (long long)e.frames, (long long)e.h, (long long)e.w, plm_dtype_name(e.dtype),
+                  (long long)got, (long long)e.want);
       failures++;
     }
     (*cases)++;

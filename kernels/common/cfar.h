@@ -55,7 +55,7 @@ static inline PLM_HD int plm__cfar_tables(plm_dtype dtype) {
 static inline PLM_HD int64_t plm__cfar_table_entries(const plm__cfar_args *args) {
   return (args->height + 1) * (args->width + 1);
 }
-static inline size_t plm__cfar_scratch_bytes(const plm__cfar_args *args) {
+static inline PLM_HD size_t plm__cfar_scratch_bytes(const plm__cfar_args *args) {
   return (size_t)plm__cfar_tables(args->dtype) * (size_t)plm__cfar_table_entries(args) * 8;
 }
 

@@ -7,9 +7,9 @@
  *                   decided in the same pass (kernels/cuda/cfar_bands.h, whose essay has
  *                   the design).
  * Larger windows, whose strips would put out few columns, take summed-area tables of
- * whole frames in the scratch, several frames at once (frames_at_once: as many as 2^18
- * entries of each table hold, at least one), five kernels for them (a hold, six), each
- * grid a row of blocks per frame:
+ * whole frames in the scratch, several frames at once (frames_at_once: as many as 24 MiB
+ * of tables hold, at least one), five kernels for them (a hold, six), each grid a row of
+ * blocks per frame:
  *   row_sums        a block per table row: the row's running sums of each cell's components
  *                   (v, v^2 and, for f32, 1 when finite: kernels/common/cfar.h), ROW_THREADS
  *                   columns at a time (a shuffle scan in each warp, the warps' totals added
@@ -309,30 +309,30 @@ PLM_HD void tile_scan(const Block &block, int64_t height, int64_t width, int64_t
 
 /* The tables' path takes a stack's frames several at once, each with its own tables in
  * the scratch, so that each of its launches covers them all: as many frames as
- * kTableEntriesAtOnce table entries hold (2^18 entries of each of the plm__cfar_tables
- * tables), at least one. For small frames that is about 2^18 pixels a launch, a thread
- * each in pixels_kernel: about a wave of an H100's 270,336 threads (132 SMs of 2,048).
- * A launch a frame was most of a stack of small frames' time: 16
- * frames of 256^2 f32 at window 63 took 80 launches, 200 us of an H100's launch costs
- * against a largest bound of 66 us; in 6 launches of each kernel (3 frames at once), 141
- * us, 96 as graph nodes where it was 146 (the emulated estimate for an H100 SXM, not a
- * measurement; docs/benchmarks.md, "cfar in bands"). The scratch holds the tables of the
- * frames at once: kTableEntriesAtOnce entries a table at most, or one frame's where that is
- * more. */
-constexpr int64_t kTableEntriesAtOnce = (int64_t)1 << 18;
+ * kTableBytesAtOnce of tables hold (plm__cfar_scratch_bytes a frame), at least one, at most
+ * the stack's and a grid's rows. 24 MiB is about half the 50 MB L2 of an H100 or an H200:
+ * the set's tables, written by row_sums and read again by the column passes and the
+ * pixels, can stay in the L2 from launch to launch, beside the frames' pixels. Three
+ * 512^2 f32 frames at once (19 MB), five of u8 or u16; 15 of 256^2 f32.
+ * A launch a frame was most of a stack of small frames' time. 16 frames of 512^2 f32 at
+ * window 63 (bench_ops' cfar_w63_stack at 2048^2) took 80 launches, 200 us of an H100's
+ * launch costs against a largest bound of 268 us; sets of 2^18 table entries (a wave of an
+ * H100's threads in pixels_kernel) left each 512^2 frame a set of its own; by bytes, 6
+ * sets, 30 launches (the emulated estimate for an H100 SXM, not a measurement;
+ * docs/benchmarks.md, "cfar in bands"). */
+constexpr int64_t kTableBytesAtOnce = (int64_t)24 << 20;
 constexpr int64_t kMostGridRows = 65535; /* CUDA's gridDim.y: a frame's blocks a row each */
 
 PLM_HD inline int64_t frames_at_once(const plm__cfar_args &args) {
-  int64_t fit = kTableEntriesAtOnce / plm__cfar_table_entries(&args);
+  int64_t fit = kTableBytesAtOnce / (int64_t)plm__cfar_scratch_bytes(&args);
   if (fit > kMostGridRows) fit = kMostGridRows;
   return fit < 1 ? 1 : fit < args.frames ? fit : args.frames;
 }
 
 /* The tables of the g-th of the frames at once in the scratch, after those of the frames
- * before it (entries of 8 bytes, kernels/common/cfar.h). */
+ * before it (plm__cfar_scratch_bytes a frame). */
 PLM_HD inline void *frame_tables(const plm__cfar_args &args, int64_t g) {
-  return (char *)args.scratch +
-         g * plm__cfar_tables(args.dtype) * plm__cfar_table_entries(&args) * 8;
+  return (char *)args.scratch + g * plm__cfar_scratch_bytes(&args);
 }
 
 #ifdef __CUDACC__
