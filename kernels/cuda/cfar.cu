@@ -318,8 +318,8 @@ PLM_HD void tile_scan(const Block &block, int64_t height, int64_t width, int64_t
  * window 63 (bench_ops' cfar_w63_stack at 2048^2) took 80 launches, 200 us of an H100's
  * launch costs against a largest bound of 268 us; sets of 2^18 table entries (a wave of an
  * H100's threads in pixels_kernel) left each 512^2 frame a set of its own; by bytes, 6
- * sets, 30 launches (the emulated estimate for an H100 SXM, not a measurement;
- * docs/benchmarks.md, "cfar in bands"). */
+ * sets, 30 launches, 343 us in place of 468 (the emulated estimate for an H100 SXM, not a
+ * measurement; docs/benchmarks.md, "cfar in bands"). */
 constexpr int64_t kTableBytesAtOnce = (int64_t)24 << 20;
 constexpr int64_t kMostGridRows = 65535; /* CUDA's gridDim.y: a frame's blocks a row each */
 
