@@ -10,8 +10,9 @@
  * plain running sums (exactly for u8 and u16, whose entries are integers; within 1e-9 relative for
  * f32, whose doubles the scan adds in another order), and plm__cfar_pixel on them must give the CPU
  * kernel's outputs: the same bits for u8 and u16, z within 1e-9 and the same mask for f32. Frames
- * of widths around the warp and the block (1, 31, 32, 33, 255, 256, 257, 600), blocks of 256 and 64
- * threads (more chunks per row, tiles of 16 rows); heights around the tiles (15 to 17 and 45 at 64
+ * of widths around the warp and the block (1, 31, 32, 33, 255, 256, 257, 600), with the row
+ * block the launcher gives them (row_threads) and blocks of 256 and of 64 threads (more chunks
+ * per row, tiles of 16 rows); heights around the tiles (15 to 17 and 45 at 64
  * threads, 63 to 65 at 256: up to three tiles, the last partial) at width 33 (two column groups,
  * the second of one column); f32 frames also with NaN and infinite pixels, which the tables must
  * leave out (a third table counts the finite cells); the mask also with a hold, as the
@@ -22,7 +23,8 @@
  * and their edge cases (check_band_edges: every window, a block's bands in turn, f32's
  * counts switched on mid-band, integer sums at their largest, stacks of frames in one
  * launch). Last, how many frames the tables' launches take at once (frames_at_once; the
- * frames' offsets in the scratch are tests/test_cfar.c's, on the emulated GPU).
+ * frames' offsets in the scratch are tests/test_cfar.c's, on the emulated GPU) and how many
+ * threads row_sums gives a row (row_threads).
  * Exit status 0 is success. */
 #include <cmath>
 #include <cstdint>
@@ -85,25 +87,26 @@ plm__cfar_args frame_args(const Frame &f, void *out, void *scratch, int window, 
   return args;
 }
 
-/* The frame's tables (plm__cfar_tables of them) as the kernels fill them, with `threads`
- * threads per row block. */
+/* The frame's tables (plm__cfar_tables of them) as the kernels fill them, with `row_block`
+ * threads per row block and `threads` per column block. */
 template <typename T>
-std::vector<T> kernel_tables(const Frame &f, int threads) {
+std::vector<T> kernel_tables(const Frame &f, int row_block, int threads) {
   const int64_t entries = (f.h + 1) * (f.w + 1);
   const int count = plm__cfar_tables(f.dtype);
   std::vector<T> tables((size_t)(count * entries));
   for (T &t : tables) t = (T)(rng() % 1000); /* scribbled: every entry must be written */
   const double level = plm__cfar_level(f.bytes.data(), f.dtype);
-  LaneGroup block(threads, rng());
+  LaneGroup rows_block(row_block, rng());
   row_shared<T> shared;
   for (int64_t r = 0; r <= f.h; r++) {
     std::memset(&shared, 0x5a, sizeof shared);
-    block.run([&](int t) {
-      const EmulatedBlock b = {&block, t};
-      const EmulatedWarp w = {&block, t};
+    rows_block.run([&](int t) {
+      const EmulatedBlock b = {&rows_block, t};
+      const EmulatedWarp w = {&rows_block, t};
       table_row(b, w, f.bytes.data(), f.w, f.dtype, level, r, entries, tables.data(), &shared);
     });
   }
+  LaneGroup block(threads, rng());
   /* The column pass, kernel by kernel, over every (column group, tile) of blocks of the
    * same size (tiles of tile_rows(threads) rows). */
   const int64_t groups = (f.w + 1 + 31) / 32, rows = tile_rows(threads);
@@ -381,8 +384,8 @@ int check_band_edges(int *cases) {
 }
 
 template <typename T>
-int check_frame(const Frame &f, const char *label, int threads) {
-  const std::vector<T> got = kernel_tables<T>(f, threads), want = plain_tables<T>(f);
+int check_frame(const Frame &f, const char *label, int row_block, int threads) {
+  const std::vector<T> got = kernel_tables<T>(f, row_block, threads), want = plain_tables<T>(f);
   int failures = 0;
   const int64_t tables_bad = table_mismatches(got, want);
   const int windows[][2] = {{3, 1}, {7, 3}, {31, 9}};
@@ -391,8 +394,9 @@ int check_frame(const Frame &f, const char *label, int threads) {
     for (plm_cfar_result output : {PLM_CFAR_MASK, PLM_CFAR_Z})
       outputs_bad += output_mismatches(f, got, wg[0], wg[1], 2.0, output);
   if (tables_bad || outputs_bad) {
-    std::printf("FAIL: %s %lldx%lld%s, %d threads: %lld table entries, %lld outputs differ\n",
-                plm_dtype_name(f.dtype), (long long)f.h, (long long)f.w, label, threads,
+    std::printf("FAIL: %s %lldx%lld%s, %d and %d threads: %lld table entries, %lld outputs "
+                "differ\n",
+                plm_dtype_name(f.dtype), (long long)f.h, (long long)f.w, label, row_block, threads,
                 (long long)tables_bad, (long long)outputs_bad);
     failures++;
   }
@@ -437,6 +441,25 @@ int check_frames_at_once(int *cases) {
   return failures;
 }
 
+/* row_sums' block for a frame's width (row_threads): whole warps that cover the row, at
+ * most kRowThreads. */
+int check_row_threads(int *cases) {
+  const int64_t expected[][2] = {{1, 32},    {32, 32},   {33, 64},    {128, 128},
+                                 {129, 160}, {255, 256}, {4096, 256}, {180000, 256}};
+  int failures = 0;
+  for (const auto &e : expected) {
+    plm__cfar_args args = {};
+    args.width = e[0];
+    if (row_threads(args) != e[1]) {
+      std::printf("row_threads: width %lld: %d threads, expected %lld\n", (long long)e[0],
+                  row_threads(args), (long long)e[1]);
+      failures++;
+    }
+    (*cases)++;
+  }
+  return failures;
+}
+
 }  // namespace
 
 int main() {
@@ -446,13 +469,20 @@ int main() {
     for (bool non_finite : {false, true}) {
       if (non_finite && dtype != PLM_DTYPE_F32) continue;
       const char *label = non_finite ? " with non-finite pixels" : "";
-      for (int64_t w : widths)
-        for (int threads : {kRowThreads, 64}) {
+      for (int64_t w : widths) {
+        /* the row block the launcher gives a frame this wide (row_threads: the warps that
+         * cover a row, at most kRowThreads), then rows and columns at 256 and at 64 */
+        plm__cfar_args args = {};
+        args.width = w;
+        const int row_blocks[][2] = {{row_threads(args), kColumnThreads}, {kRowThreads, 256},
+                                     {64, 64}};
+        for (const auto &rc : row_blocks) {
           const Frame f = random_frame(dtype, w > 256 ? 3 : 9, w, non_finite);
-          failures += dtype == PLM_DTYPE_F32 ? check_frame<double>(f, label, threads)
-                                             : check_frame<table_int>(f, label, threads);
+          failures += dtype == PLM_DTYPE_F32 ? check_frame<double>(f, label, rc[0], rc[1])
+                                             : check_frame<table_int>(f, label, rc[0], rc[1]);
           cases++;
         }
+      }
       /* Frames around a tile's height (64 rows at 256 threads, 16 at 64): one row short
        * of it, on it, one past it, and (16-row tiles) three tiles, the last partial. */
       for (int threads : {kRowThreads, 64})
@@ -460,8 +490,8 @@ int main() {
           if (rows == 29 && threads != 64) continue;
           const int64_t h = tile_rows(threads) + rows;
           const Frame f = random_frame(dtype, h, 33, non_finite);
-          failures += dtype == PLM_DTYPE_F32 ? check_frame<double>(f, label, threads)
-                                             : check_frame<table_int>(f, label, threads);
+          failures += dtype == PLM_DTYPE_F32 ? check_frame<double>(f, label, threads, threads)
+                                             : check_frame<table_int>(f, label, threads, threads);
           cases++;
         }
     }
@@ -481,6 +511,7 @@ int main() {
     }
   failures += check_band_edges(&cases);
   failures += check_frames_at_once(&cases);
+  failures += check_row_threads(&cases);
   std::printf("cfar_cuda_logic: %d frames, %d failures\n", cases, failures);
   return failures ? 1 : 0;
 }

@@ -11,9 +11,10 @@
  * of tables hold, at least one), five kernels for them (a hold, six), each grid a row of
  * blocks per frame:
  *   row_sums        a block per table row: the row's running sums of each cell's components
- *                   (v, v^2 and, for f32, 1 when finite: kernels/common/cfar.h), ROW_THREADS
- *                   columns at a time (a shuffle scan in each warp, the warps' totals added
- *                   in order, a carry from chunk to chunk); table row 0 is written 0;
+ *                   (v, v^2 and, for f32, 1 when finite: kernels/common/cfar.h), as many
+ *                   columns at a time as the block's threads (the warps that cover a row,
+ *                   at most 256): a shuffle scan in each warp, the warps' totals added in
+ *                   order, a carry from chunk to chunk; table row 0 is written 0;
  *   column_totals,  the running sums down the columns, in tiles of 32 columns by 64 rows
  *   column_carries, (a segment of 8 rows a thread): each tile's totals, then the carries
  *   column_scan     down the tiles' last rows, then each tile's rows (tile_totals,
@@ -335,6 +336,14 @@ PLM_HD inline void *frame_tables(const plm__cfar_args &args, int64_t g) {
   return (char *)args.scratch + g * plm__cfar_scratch_bytes(&args);
 }
 
+/* row_sums' block: the warps that cover a frame's row, at most kRowThreads threads (a
+ * block of kRowThreads gave a 128-wide frame's rows twice the threads they load, a 16-wide
+ * frame's eight times). */
+PLM_HD inline int row_threads(const plm__cfar_args &args) {
+  const int64_t warps = (args.width + 31) / 32;
+  return warps < kRowWarps ? (int)warps * 32 : kRowThreads;
+}
+
 #ifdef __CUDACC__
 /* The tables' kernels take frames first .. first + gridDim.y - 1 of the stack at once
  * (frames_at_once), frame first + g in the blocks of blockIdx.y = g, its tables at
@@ -458,7 +467,7 @@ plm_status table_outputs(cudaStream_t s, const plm__cfar_args *args, int64_t fir
 template <typename T>
 plm_status fill_tables(cudaStream_t s, const plm__cfar_args *args, int64_t first, int64_t frames) {
   const dim3 rows(plm__cuda_blocks(args->height + 1, 1), (unsigned)frames);
-  row_sums_kernel<T><<<rows, kRowThreads, 0, s>>>(*args, first);
+  row_sums_kernel<T><<<rows, row_threads(*args), 0, s>>>(*args, first);
   plm_status status = plm__cuda_check_launch("cfar row_sums_kernel");
   if (status != PLM_OK) return status;
   const dim3 tiles(plm__cuda_blocks(column_tiles(*args), 1), (unsigned)frames);
