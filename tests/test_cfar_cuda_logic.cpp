@@ -10,7 +10,7 @@
  * plain running sums (exactly for u8 and u16, whose entries are integers; within 1e-9 relative for
  * f32, whose doubles the scan adds in another order), and plm__cfar_pixel on them must give the CPU
  * kernel's outputs: the same bits for u8 and u16, z within 1e-9 and the same mask for f32. Frames
- * of widths around the warp and the block (1, 31, 32, 33, 255, 256, 257, 600), with the row
+ * of widths around the warp and the block (1, 31, 32, 33, 150, 255, 256, 257, 600), with the row
  * block the launcher gives them (row_threads) and blocks of 256 and of 64 threads (more chunks
  * per row, tiles of 16 rows); heights around the tiles (15 to 17 and 45 at 64
  * threads, 63 to 65 at 256: up to three tiles, the last partial) at width 33 (two column groups,
@@ -29,6 +29,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -405,7 +406,7 @@ int check_frame(const Frame &f, const char *label, int row_block, int threads) {
 
 /* How many frames the tables' path takes at once (frames_at_once): as many as 24 MiB of
  * tables hold (8 bytes an entry, 3 tables for f32 and 2 for integers), at least one, at
- * most the stack's and a grid's 65535 rows. */
+ * most the stack's and a grid's 65535 rows; and that the scratch holds their tables. */
 int check_frames_at_once(int *cases) {
   const struct {
     plm_dtype dtype;
@@ -436,6 +437,32 @@ int check_frames_at_once(int *cases) {
                   (long long)got, (long long)e.want);
       failures++;
     }
+    /* The scratch the op asks for (scratch_bytes, plm__cfar_cuda_scratch_bytes) holds the
+     * tables of each of the frames at once where the kernels put them (frame_tables), the
+     * last ending where it ends; the bands take none. */
+    args.window = 15;
+    args.guard = 5;
+    if (scratch_bytes(args) != 0) {
+      std::printf("scratch_bytes: window 15 (the bands): %zu bytes, expected 0\n",
+                  scratch_bytes(args));
+      failures++;
+    }
+    args.window = 63;
+    const size_t bytes = scratch_bytes(args);
+    if (bytes <= (size_t)64 << 20) { /* allocated, not touched */
+      unsigned char *const scratch = static_cast<unsigned char *>(std::malloc(bytes));
+      args.scratch = scratch;
+      const unsigned char *const last = static_cast<unsigned char *>(frame_tables(args, got - 1));
+      if (scratch == nullptr || frame_tables(args, 0) != scratch ||
+          last + plm__cfar_scratch_bytes(&args) != scratch + bytes) {
+        std::printf("scratch_bytes: %lld frames of %lld x %lld %s: %zu bytes do not end with the "
+                    "tables of frame %lld of %lld at once\n",
+                    (long long)e.frames, (long long)e.h, (long long)e.w, plm_dtype_name(e.dtype),
+                    bytes, (long long)got - 1, (long long)got);
+        failures++;
+      }
+      std::free(scratch);
+    }
     (*cases)++;
   }
   return failures;
@@ -464,7 +491,7 @@ int check_row_threads(int *cases) {
 
 int main() {
   int failures = 0, cases = 0;
-  const int64_t widths[] = {1, 31, 32, 33, 255, 256, 257, 600};
+  const int64_t widths[] = {1, 31, 32, 33, 150, 255, 256, 257, 600};
   for (plm_dtype dtype : {PLM_DTYPE_U8, PLM_DTYPE_U16, PLM_DTYPE_F32})
     for (bool non_finite : {false, true}) {
       if (non_finite && dtype != PLM_DTYPE_F32) continue;

@@ -82,8 +82,8 @@ extern "C" {
  * and u16 and three for f32, 8 (H + 1)(W + 1) bytes each, reused frame after frame; on
  * the cuda backend none for windows up to 45, whose one pass keeps no tables (each
  * column's sums move down a band of rows and are summed across in shared memory), and
- * past 45 the tables of the frames it takes at once, as many as 24 MiB of tables hold, or
- * one frame's where that is more. */
+ * past 45 the tables of the frames it takes at once: as many of the stack's frames as 24
+ * MiB of tables hold, or one frame's where that is more. */
 
 typedef enum plm_cfar_result {
   PLM_CFAR_MASK = 0, /* u8: 1 where (x - mean) > k std */

@@ -311,10 +311,12 @@ PLM_HD void tile_scan(const Block &block, int64_t height, int64_t width, int64_t
 /* The tables' path takes a stack's frames several at once, each with its own tables in
  * the scratch, so that each of its launches covers them all: as many frames as
  * kTableBytesAtOnce of tables hold (plm__cfar_scratch_bytes a frame), at least one, at most
- * the stack's and a grid's rows. 24 MiB is about half the 50 MB L2 of an H100 or an H200:
- * the set's tables, written by row_sums and read again by the column passes and the
- * pixels, can stay in the L2 from launch to launch, beside the frames' pixels. Three
- * 512^2 f32 frames at once (19 MB), five of u8 or u16; 15 of 256^2 f32.
+ * the stack's and a grid's rows. 24 MiB is about half the 50 MB L2 of an H100 or an H200,
+ * so that the set's tables, written by row_sums and read again by the four launches after
+ * it, may stay in the L2 from launch to launch, beside the frames' pixels (an assumption:
+ * the emulator's count starts each launch with an empty L2, so its estimate sees only the
+ * launches saved). Three 512^2 f32 frames at once (19 MB), five of u8 or u16; 15 of 256^2
+ * f32.
  * A launch a frame was most of a stack of small frames' time. 16 frames of 512^2 f32 at
  * window 63 (bench_ops' cfar_w63_stack at 2048^2) took 80 launches, 200 us of an H100's
  * launch costs against a largest bound of 268 us; sets of 2^18 table entries (a wave of an
@@ -336,9 +338,17 @@ PLM_HD inline void *frame_tables(const plm__cfar_args &args, int64_t g) {
   return (char *)args.scratch + g * plm__cfar_scratch_bytes(&args);
 }
 
+/* The scratch the cuda kernels take (plm__cfar_cuda_scratch_bytes): none for the bands,
+ * else the tables of the frames at once, frame_tables(args, g) for g below frames_at_once. */
+PLM_HD inline size_t scratch_bytes(const plm__cfar_args &args) {
+  return in_bands(args) ? 0 : (size_t)frames_at_once(args) * plm__cfar_scratch_bytes(&args);
+}
+
 /* row_sums' block: the warps that cover a frame's row, at most kRowThreads threads (a
  * block of kRowThreads gave a 128-wide frame's rows twice the threads they load, a 16-wide
- * frame's eight times). */
+ * frame's eight times). Rows of 32 or fewer columns get a warp a block, and an H100's 32
+ * blocks an SM then hold half its threads: still more of them at work than 256 a block,
+ * seven eighths idle. */
 PLM_HD inline int row_threads(const plm__cfar_args &args) {
   const int64_t warps = (args.width + 31) / 32;
   return warps < kRowWarps ? (int)warps * 32 : kRowThreads;
@@ -487,7 +497,7 @@ plm_status fill_tables(cudaStream_t s, const plm__cfar_args *args, int64_t first
 
 #ifdef __CUDACC__
 extern "C" size_t plm__cfar_cuda_scratch_bytes(const plm__cfar_args *args) {
-  return in_bands(*args) ? 0 : (size_t)frames_at_once(*args) * plm__cfar_scratch_bytes(args);
+  return scratch_bytes(*args);
 }
 
 extern "C" plm_status plm__cfar_cuda(void *stream, const plm__cfar_args *args) {
