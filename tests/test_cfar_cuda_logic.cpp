@@ -22,9 +22,10 @@
  * mask, z and the mask with a hold, on frames around a strip's width and a band's height,
  * and their edge cases (check_band_edges: every window, a block's bands in turn, f32's
  * counts switched on mid-band, integer sums at their largest, stacks of frames in one
- * launch). Last, how many frames the tables' launches take at once (frames_at_once; the
- * frames' offsets in the scratch are tests/test_cfar.c's, on the emulated GPU) and how many
- * threads row_sums gives a row (row_threads).
+ * launch). Last, how many frames the tables' launches take at once (frames_at_once), that
+ * the scratch the op asks for ends with the last of their tables (scratch_bytes,
+ * frame_tables; tests/test_cfar.c runs stacks of several sets on the emulated GPU), and how
+ * many threads row_sums gives a row (row_threads).
  * Exit status 0 is success. */
 #include <cmath>
 #include <cstdint>
@@ -395,10 +396,11 @@ int check_frame(const Frame &f, const char *label, int row_block, int threads) {
     for (plm_cfar_result output : {PLM_CFAR_MASK, PLM_CFAR_Z})
       outputs_bad += output_mismatches(f, got, wg[0], wg[1], 2.0, output);
   if (tables_bad || outputs_bad) {
-    std::printf("FAIL: %s %lldx%lld%s, %d and %d threads: %lld table entries, %lld outputs "
-                "differ\n",
-                plm_dtype_name(f.dtype), (long long)f.h, (long long)f.w, label, row_block, threads,
-                (long long)tables_bad, (long long)outputs_bad);
+    std::printf(
+        "FAIL: %s %lldx%lld%s, %d and %d threads: %lld table entries, %lld outputs "
+        "differ\n",
+        plm_dtype_name(f.dtype), (long long)f.h, (long long)f.w, label, row_block, threads,
+        (long long)tables_bad, (long long)outputs_bad);
     failures++;
   }
   return failures;
@@ -412,16 +414,16 @@ int check_frames_at_once(int *cases) {
     plm_dtype dtype;
     int64_t frames, h, w, want;
   } expected[] = {
-      {PLM_DTYPE_F32, 16, 512, 512, 3},       /* 513 x 513 x 24 = 6,316,056 bytes a frame */
-      {PLM_DTYPE_U8, 16, 512, 512, 5},        /* 4,210,704 */
-      {PLM_DTYPE_U16, 16, 512, 512, 5},       /* the same */
-      {PLM_DTYPE_F32, 16, 256, 256, 15},      /* 257 x 257 x 24 = 1,585,176 */
-      {PLM_DTYPE_F32, 300, 4, 1000, 209},     /* 5,005 x 24 = 120,120 */
-      {PLM_DTYPE_U16, 400, 4, 1000, 314},     /* 5,005 x 16 = 80,080 */
-      {PLM_DTYPE_F32, 2, 4, 1000, 2},         /* the stack's */
-      {PLM_DTYPE_F32, 3, 1023, 1023, 1},      /* one frame's tables: exactly 24 MiB */
-      {PLM_DTYPE_F32, 3, 4096, 4096, 1},      /* one frame's tables past 24 MiB */
-      {PLM_DTYPE_F32, 100000, 1, 1, 65535},   /* 96 bytes: 262,144 would fit, a grid's rows do not */
+      {PLM_DTYPE_F32, 16, 512, 512, 3},     /* 513 x 513 x 24 = 6,316,056 bytes a frame */
+      {PLM_DTYPE_U8, 16, 512, 512, 5},      /* 4,210,704 */
+      {PLM_DTYPE_U16, 16, 512, 512, 5},     /* the same */
+      {PLM_DTYPE_F32, 16, 256, 256, 15},    /* 257 x 257 x 24 = 1,585,176 */
+      {PLM_DTYPE_F32, 300, 4, 1000, 209},   /* 5,005 x 24 = 120,120 */
+      {PLM_DTYPE_U16, 400, 4, 1000, 314},   /* 5,005 x 16 = 80,080 */
+      {PLM_DTYPE_F32, 2, 4, 1000, 2},       /* the stack's */
+      {PLM_DTYPE_F32, 3, 1023, 1023, 1},    /* one frame's tables: exactly 24 MiB */
+      {PLM_DTYPE_F32, 3, 4096, 4096, 1},    /* one frame's tables past 24 MiB */
+      {PLM_DTYPE_F32, 100000, 1, 1, 65535}, /* 96 bytes: 262,144 fit, a grid's rows do not */
   };
   int failures = 0;
   for (const auto &e : expected) {
@@ -455,10 +457,11 @@ int check_frames_at_once(int *cases) {
       const unsigned char *const last = static_cast<unsigned char *>(frame_tables(args, got - 1));
       if (scratch == nullptr || frame_tables(args, 0) != scratch ||
           last + plm__cfar_scratch_bytes(&args) != scratch + bytes) {
-        std::printf("scratch_bytes: %lld frames of %lld x %lld %s: %zu bytes do not end with the "
-                    "tables of frame %lld of %lld at once\n",
-                    (long long)e.frames, (long long)e.h, (long long)e.w, plm_dtype_name(e.dtype),
-                    bytes, (long long)got - 1, (long long)got);
+        std::printf(
+            "scratch_bytes: %lld frames of %lld x %lld %s: %zu bytes do not end with the "
+            "tables of frame %lld of %lld at once\n",
+            (long long)e.frames, (long long)e.h, (long long)e.w, plm_dtype_name(e.dtype), bytes,
+            (long long)got - 1, (long long)got);
         failures++;
       }
       std::free(scratch);
@@ -501,8 +504,8 @@ int main() {
          * cover a row, at most kRowThreads), then rows and columns at 256 and at 64 */
         plm__cfar_args args = {};
         args.width = w;
-        const int row_blocks[][2] = {{row_threads(args), kColumnThreads}, {kRowThreads, 256},
-                                     {64, 64}};
+        const int row_blocks[][2] = {
+            {row_threads(args), kColumnThreads}, {kRowThreads, kColumnThreads}, {64, 64}};
         for (const auto &rc : row_blocks) {
           const Frame f = random_frame(dtype, w > 256 ? 3 : 9, w, non_finite);
           failures += dtype == PLM_DTYPE_F32 ? check_frame<double>(f, label, rc[0], rc[1])
