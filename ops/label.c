@@ -94,6 +94,11 @@ static void label_cpu(const void *args) {
   plm__label_cpu(args);
 }
 
+/* A union-find node per run of the batch, and a record per band of rows. */
+static size_t label_cpu_scratch(const void *args) {
+  return plm__label_cpu_scratch_bytes(args);
+}
+
 #ifdef PLM_HAVE_CUDA
 static plm_status label_cuda(void *stream, const void *args) {
   return plm__label_cuda(stream, args);
@@ -153,6 +158,7 @@ const plm__op_desc plm__op_label = {
     .labels_connectivity = label_connectivity,
     .args_size = sizeof(plm__label_args),
     .pack = label_pack,
+    .cpu_scratch = label_cpu_scratch,
     .cuda_scratch = PLM__CUDA_ENTRY(label_cuda_scratch),
     .cpu = label_cpu,
     .cuda = PLM__CUDA_ENTRY(label_cuda),

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "kernels/common/label.h"
 
 /* The reference labelling of one frame; returns K. */
 static int32_t reference_label(const uint8_t *mask, int64_t height, int64_t width, int connectivity,
@@ -249,6 +250,60 @@ START_TEST(test_batches_label_each_frame_from_one) {
   check_label(mask, 3, tall, 4, "tall frames, 4");
   check_label(mask, 3, tall, 8, "tall frames, 8");
   free(mask);
+}
+END_TEST
+
+/* The CPU kernel alone, in a scratch of exactly plm__label_cpu_scratch_bytes (so that
+ * ASan sees any write past it), on the masks with the most runs a row: every other
+ * column (a run every two pixels, each column its own component), a checkerboard (one
+ * component under 8-connectivity), and full rows (runs up to the last pixel, of a whole
+ * last word where the width is a multiple of 64), at widths about a word's and heights
+ * whose last band of rows has one row. The scratch size is pinned: a table entry for
+ * every two pixels of a row, rounded up, and a record and two rows of runs a band. */
+START_TEST(test_cpu_kernel_stays_within_its_scratch) {
+  const int64_t widths[] = {1, 2, 3, 63, 64, 65, 128, 129, 8193};
+  for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++)
+    for (int pattern = 0; pattern < 4; pattern++) {
+      const int64_t width = widths[w], rows_a_band = width >= 256 ? 32 : (8192 + width - 1) / width;
+      const int64_t height = width >= 256 ? 65 : rows_a_band + 1, pixels = height * width;
+      uint8_t *mask =
+          pattern == 3 ? random_mask(pixels, 0.5, (uint64_t)w + 3) : malloc((size_t)pixels);
+      ck_assert_ptr_nonnull(mask);
+      for (int64_t i = 0; pattern < 3 && i < pixels; i++) {
+        const int64_t r = i / width, c = i % width;
+        mask[i] = pattern == 0 ? c % 2 == 0 : pattern == 1 ? (r + c) % 2 == 0 : 1;
+      }
+      int32_t *labels = malloc((size_t)pixels * sizeof *labels);
+      int32_t *expected = malloc((size_t)pixels * sizeof *expected);
+      ck_assert(labels && expected);
+      for (int connectivity = 4; connectivity <= 8; connectivity += 4) {
+        int32_t count = -1;
+        plm__label_args args = {.mask = mask,
+                                .labels = labels,
+                                .count = &count,
+                                .frames = 1,
+                                .height = height,
+                                .width = width,
+                                .connectivity = connectivity};
+        const int64_t bands = (height + rows_a_band - 1) / rows_a_band;
+        const size_t bytes = plm__label_cpu_scratch_bytes(&args);
+        ck_assert_uint_eq(bytes, (size_t)(height * ((width + 1) / 2) * 4 +
+                                          bands * (3 * 4 + 4 * ((width + 1) / 2 + 3) * 4)));
+        args.scratch = malloc(bytes);
+        ck_assert_ptr_nonnull(args.scratch);
+        plm__label_cpu(&args);
+        free(args.scratch);
+        const int32_t k = reference_label(mask, height, width, connectivity, expected);
+        ck_assert_msg(count == k, "width %lld, pattern %d, connectivity %d: count %d, expected %d",
+                      (long long)width, pattern, connectivity, count, k);
+        ck_assert_msg(memcmp(labels, expected, (size_t)pixels * sizeof *labels) == 0,
+                      "width %lld, pattern %d, connectivity %d: labels differ", (long long)width,
+                      pattern, connectivity);
+      }
+      free(labels);
+      free(expected);
+      free(mask);
+    }
 }
 END_TEST
 
@@ -769,6 +824,7 @@ static Suite *label_suite(void) {
   tcase_add_test(tcase, test_random_masks_match_the_reference);
   tcase_add_test(tcase, test_batches_label_each_frame_from_one);
   tcase_add_test(tcase, test_large_batches_label_each_frame_from_one);
+  tcase_add_test(tcase, test_cpu_kernel_stays_within_its_scratch);
   tcase_add_test(tcase, test_regions_match_the_reference);
   tcase_add_test(tcase, test_regions_stress_the_block_tables);
   tcase_add_test(tcase, test_regions_truncate_to_capacity_and_leave_other_rows_untouched);

@@ -339,14 +339,18 @@ static void check_against_cpu(const batch *b, const char *what) {
   int32_t *want = malloc((size_t)total * sizeof *want);
   int32_t *want_count = malloc((size_t)b->frames * sizeof *want_count);
   ck_assert(want && want_count);
-  const plm__label_args args = {.mask = b->mask,
-                                .labels = want,
-                                .count = want_count,
-                                .frames = b->frames,
-                                .height = b->height,
-                                .width = b->width,
-                                .connectivity = b->eight ? 8 : 4};
+  plm__label_args args = {.mask = b->mask,
+                          .labels = want,
+                          .count = want_count,
+                          .frames = b->frames,
+                          .height = b->height,
+                          .width = b->width,
+                          .connectivity = b->eight ? 8 : 4};
+  void *scratch = malloc(plm__label_cpu_scratch_bytes(&args));
+  ck_assert_ptr_nonnull(scratch);
+  args.scratch = scratch;
   plm__label_cpu(&args);
+  free(scratch);
   for (uint64_t seed = 11; seed <= 12; seed++) check_emulation(b, seed, want, want_count, what);
   free(want);
   free(want_count);

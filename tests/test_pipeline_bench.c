@@ -132,12 +132,12 @@ START_TEST(test_supplied_frames_every_config) {
                    json_number_value(others) <= 1.0));
       }
     }
-    /* naive: 4 intermediates and entropy's scratch per frame (all from its passthrough
-     * pool, plume/pipeline.h) and the run's 3 input and output buffers, each an upstream
-     * allocation, in each of the 2 timed runs of 4 frames; pooled: none. */
+    /* naive: 4 intermediates and entropy's and label's scratch per frame (all from its
+     * passthrough pool, plume/pipeline.h) and the run's 3 input and output buffers, each
+     * an upstream allocation, in each of the 2 timed runs of 4 frames; pooled: none. */
     json_t *naive = result_of(doc, "naive"), *pooled = result_of(doc, "pooled");
     ck_assert_int_eq(json_integer_value(json_object_get(naive, "upstream_allocs")),
-                     2 * (4 * (4 + 1) + 3));
+                     2 * (4 * (4 + 2) + 3));
     ck_assert(json_real_value(json_object_get(naive, "pool_hit_rate")) == 0.0);
     ck_assert_int_eq(json_integer_value(json_object_get(pooled, "upstream_allocs")), 0);
     ck_assert(json_real_value(json_object_get(pooled, "pool_hit_rate")) == 1.0);

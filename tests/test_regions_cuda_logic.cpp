@@ -73,6 +73,8 @@ Labels labelled(int64_t height, int64_t width, const std::vector<uint8_t> &mask,
   args.height = height;
   args.width = width;
   args.connectivity = connectivity;
+  std::vector<char> scratch(plm__label_cpu_scratch_bytes(&args));
+  args.scratch = scratch.data();
   plm__label_cpu(&args);
   return l;
 }

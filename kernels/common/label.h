@@ -51,7 +51,8 @@ typedef struct plm__label_args {
   const uint8_t *mask;
   int32_t *labels; /* also the union-find parents while the kernels run */
   int32_t *count;  /* one per frame */
-  void *scratch;   /* CUDA only: plm__label_cuda_scratch_bytes bytes (ops/op_scratch.h) */
+  void *scratch;   /* plm__label_cpu_scratch_bytes or plm__label_cuda_scratch_bytes bytes,
+                    * as the backend's (ops/op_scratch.h) */
   int64_t frames;
   int64_t height, width; /* height * width <= INT32_MAX */
   int connectivity;      /* 4 or 8 */
@@ -534,7 +535,10 @@ extern "C" {
 #endif
 
 /* The CPU kernels (kernels/cpu/label.c): run on the calling thread and the CPU pool;
- * return when done. */
+ * return when done. plm__label_cpu needs args->scratch of the size
+ * plm__label_cpu_scratch_bytes gives (its union-find table: 4 bytes for every two pixels
+ * of a row, rounded up, and 12 bytes a band of rows; it reads none of args' pointers). */
+size_t plm__label_cpu_scratch_bytes(const plm__label_args *args);
 void plm__label_cpu(const plm__label_args *args);
 void plm__regions_cpu(const plm__regions_args *args);
 
