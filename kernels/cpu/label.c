@@ -45,6 +45,7 @@
 #endif
 
 #include "kernels/common/label.h"
+#include "kernels/cpu/dispatch.h"
 #include "streams/parallel.h"
 
 /* A band has at least BAND_PIXELS pixels and BAND_ROWS rows: small frames are still
@@ -190,8 +191,10 @@ static inline int32_t set_bit_columns(uint64_t s, int64_t base, int32_t *out) {
  * whose left neighbour is foreground (or at the width). Runs of imagery are short (2.4
  * pixels on average on the 15% mask above): a loop per run, whose end the branch
  * predictor cannot guess, was the cost, in stepping a cursor from run to run and then
- * in a loop over each word's bits; now a word takes a step per four runs. */
-static int32_t row_runs(const uint8_t *row, int64_t width, run_row runs) {
+ * in a loop over each word's bits; now a word takes a step per four runs. Built for
+ * AVX2 too (kernels/cpu/dispatch.h), whose clone counts the bits with POPCNT (GCC 12
+ * finds bit_count's idiom): about 6% of label's time at 2048^2. */
+PLM__CPU_CLONES static int32_t row_runs(const uint8_t *row, int64_t width, run_row runs) {
   int32_t starts = 0, ends = 0;
   uint64_t left = 0; /* the pixel left of bit 0, as bit 0 */
   for (int64_t base = 0; base < width; base += 64) {
