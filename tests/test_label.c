@@ -558,6 +558,67 @@ START_TEST(test_regions_stress_the_block_tables) {
 }
 END_TEST
 
+/* Regions of labels made by hand, not by plm_label: labels changing from pixel to pixel
+ * within a run of non-zero labels, negative labels and labels past K (ignored), label 6
+ * with no pixels (a row of zeros after its label), runs that start and end on 64-pixel
+ * words' borders and cross them, and a capacity past K (rows 7 and 8 untouched). f32
+ * intensities: exact against the reference's raster-order sums on the host. */
+START_TEST(test_regions_of_labels_not_made_by_label) {
+  enum { H = 6, W = 150, K = 6, CAPACITY = 8 };
+  const int64_t dims[2] = {H, W}, one = 1, table_dims[2] = {CAPACITY, PLM_REGION_COLUMNS};
+  int32_t labels[H * W], k = K;
+  float intensity[H * W];
+  uint64_t state = 77;
+  for (int64_t r = 0; r < H; r++)
+    for (int64_t c = 0; c < W; c++) {
+      const int32_t by_row[H] = {(int32_t)(c / 3 % 5) - 1,
+                                 c % 9 == 0 ? 0 : 7,
+                                 (int32_t)(c % 6),
+                                 c < 64 || c >= 128 ? 0 : 2,
+                                 c >= 60 && c < 130 ? 4 : -3,
+                                 c == 63 || c == 64 || c == W - 1 ? 3 : 0};
+      labels[r * W + c] = by_row[r];
+      intensity[r * W + c] = (float)((double)(plm_test_random(&state) % 100000) / 997.0 - 20.0);
+    }
+  double result[CAPACITY * PLM_REGION_COLUMNS], expected[K * PLM_REGION_COLUMNS];
+  for (int i = 0; i < CAPACITY * PLM_REGION_COLUMNS; i++) result[i] = -12345.0;
+  plm_tensor t_labels, t_count, t_intensity, t_table;
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_I32, 2, dims, &t_labels));
+  PLM_CHECK_OK(plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_I32, 1, &one, &t_count));
+  PLM_CHECK_OK(
+      plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F32, 2, dims, &t_intensity));
+  PLM_CHECK_OK(
+      plm_tensor_alloc(plm_test_pool, plm_test_stream, PLM_DTYPE_F64, 2, table_dims, &t_table));
+  const struct {
+    void *to;
+    const void *from;
+    size_t bytes;
+  } uploads[] = {{t_labels.data, labels, sizeof labels},
+                 {t_count.data, &k, sizeof k},
+                 {t_intensity.data, intensity, sizeof intensity},
+                 {t_table.data, result, sizeof result}};
+  for (size_t i = 0; i < sizeof uploads / sizeof uploads[0]; i++)
+    PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, uploads[i].to, uploads[i].from,
+                                   uploads[i].bytes, PLM_COPY_HOST_TO_DEVICE));
+  PLM_CHECK_OK(plm_regions(plm_test_stream, &t_labels, &t_intensity, &t_count, &t_table));
+  PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, result, t_table.data, sizeof result,
+                                 PLM_COPY_DEVICE_TO_HOST));
+  PLM_CHECK_OK(plm_stream_synchronize(plm_test_stream));
+  reference_regions(labels, H, W, intensity, PLM_DTYPE_F32, K, expected);
+  ck_assert(expected[5 * PLM_REGION_COLUMNS + PLM_REGION_AREA] == 0); /* label 6: no pixels */
+  for (int j = 0; j < CAPACITY; j++)
+    for (int c = 0; c < PLM_REGION_COLUMNS; c++) {
+      const double got = result[j * PLM_REGION_COLUMNS + c];
+      const double want = j < K ? expected[j * PLM_REGION_COLUMNS + c] : -12345.0;
+      if (!close_enough(got, want, c, plm_test_backend == PLM_BACKEND_HOST))
+        ck_abort_msg("row %d column %d is %.17g, expected %.17g", j, c, got, want);
+    }
+  plm_tensor *all[] = {&t_labels, &t_count, &t_intensity, &t_table};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    PLM_CHECK_OK(plm_tensor_free(plm_test_pool, plm_test_stream, all[i]));
+}
+END_TEST
+
 START_TEST(test_regions_truncate_to_capacity_and_leave_other_rows_untouched) {
   check_regions(64, 64, 0.4, 4, PLM_DTYPE_U8, true, 5, 21);  /* K > capacity */
   check_regions(8, 8, 0.3, 8, PLM_DTYPE_U16, true, 64, 22);  /* K < capacity */
@@ -827,6 +888,7 @@ static Suite *label_suite(void) {
   tcase_add_test(tcase, test_cpu_kernel_stays_within_its_scratch);
   tcase_add_test(tcase, test_regions_match_the_reference);
   tcase_add_test(tcase, test_regions_stress_the_block_tables);
+  tcase_add_test(tcase, test_regions_of_labels_not_made_by_label);
   tcase_add_test(tcase, test_regions_truncate_to_capacity_and_leave_other_rows_untouched);
   tcase_add_test(tcase, test_regions_of_a_stack_are_each_frame_s_table);
   tcase_add_test(tcase, test_region_columns_have_the_csv_s_names);

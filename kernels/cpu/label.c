@@ -420,43 +420,125 @@ void plm__label_cpu(const plm__label_args *args) {
   plm__parallel_for(tasks, 1, fill_bands, (void *)args);
 }
 
-static double intensity_at(const plm__regions_args *args, int64_t i) {
+/* ---- regions ------------------------------------------------------------------------- */
+
+/* Non-zero labels of labels[0..count) (count <= 64): bit i for pixel i. */
+static inline uint64_t labelled_bits(const int32_t *labels, int64_t count) {
+  uint64_t bits = 0;
+#if defined(__SSE2__)
+  if (count == 64) {
+    const __m128i zero = _mm_setzero_si128();
+    for (int k = 0; k < 16; k++) {
+      const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(labels + 4 * k));
+      const int empty = _mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(v, zero)));
+      bits |= (uint64_t)(~empty & 0xf) << (4 * k);
+    }
+    return bits;
+  }
+#endif
+  for (int64_t i = 0; i < count; i++) bits |= (uint64_t)(labels[i] != 0) << i;
+  return bits;
+}
+
+/* Pixel (r, c)'s intensity v into its table row (the order of the sums is the raster
+ * order's). max as glibc's fmax on x86-64 gives it for numbers (maxsd: the new value
+ * when equal), without its call per pixel. */
+static inline void add_value(double *row, double v, double r, double c) {
+  row[PLM_REGION_SUM] += v;
+  row[PLM_REGION_MAX] = row[PLM_REGION_MAX] > v ? row[PLM_REGION_MAX] : v;
+  row[PLM_REGION_WCENTROID_ROW] += v * r;
+  row[PLM_REGION_WCENTROID_COL] += v * c;
+}
+
+/* The pixels [c0, c1) of row r, all of one label, into its table row. Their coordinates
+ * are summed in int64 (below 2^62: n <= 2^31 columns, each below 2^31) and added once:
+ * while a region's sums stay below 2^53, as they do unless a frame's pixels times its
+ * longer side pass 2^53, the same doubles as adding them a pixel at a time; past that,
+ * fewer roundings. */
+static void add_segment(const plm__regions_args *args, double *row, int64_t r, int64_t c0,
+                        int64_t c1) {
+  const int64_t n = c1 - c0;
+  const double dr = (double)r;
+  row[PLM_REGION_AREA] += (double)n;
+  if (dr < row[PLM_REGION_MIN_ROW]) row[PLM_REGION_MIN_ROW] = dr;
+  if ((double)c0 < row[PLM_REGION_MIN_COL]) row[PLM_REGION_MIN_COL] = (double)c0;
+  if (dr > row[PLM_REGION_MAX_ROW]) row[PLM_REGION_MAX_ROW] = dr;
+  if ((double)(c1 - 1) > row[PLM_REGION_MAX_COL]) row[PLM_REGION_MAX_COL] = (double)(c1 - 1);
+  const int64_t ends = c0 + c1 - 1; /* first + last column: even where n is odd */
+  row[PLM_REGION_CENTROID_ROW] += (double)(r * n);
+  row[PLM_REGION_CENTROID_COL] += (double)(n % 2 == 0 ? n / 2 * ends : ends / 2 * n);
+  if (!args->intensity) return;
+  const int64_t at = r * args->width;
   switch (args->intensity_dtype) {
-    case PLM_DTYPE_U8: return ((const uint8_t *)args->intensity)[i];
-    case PLM_DTYPE_U16: return ((const uint16_t *)args->intensity)[i];
-    case PLM_DTYPE_F32: return ((const float *)args->intensity)[i];
+    case PLM_DTYPE_U8:
+      for (int64_t c = c0; c < c1; c++)
+        add_value(row, ((const uint8_t *)args->intensity)[at + c], dr, (double)c);
+      break;
+    case PLM_DTYPE_U16:
+      for (int64_t c = c0; c < c1; c++)
+        add_value(row, ((const uint16_t *)args->intensity)[at + c], dr, (double)c);
+      break;
+    case PLM_DTYPE_F32:
+      for (int64_t c = c0; c < c1; c++)
+        add_value(row, ((const float *)args->intensity)[at + c], dr, (double)c);
+      break;
     case PLM_DTYPE_I32:
     case PLM_DTYPE_F64: break; /* refused by the op */
   }
-  return 0;
 }
 
-/* One frame's table, in raster order. */
+/* The labelled pixels [c0, c1) of row r (a run of non-zero labels), cut where the label
+ * changes (labels not made by plm_label may), each piece of a label 1..rows into its
+ * row of the table. */
+static void add_run(const plm__regions_args *args, int64_t rows, int64_t r, int64_t c0,
+                    int64_t c1) {
+  const int32_t *labels = args->labels + r * args->width;
+  while (c0 < c1) {
+    const int32_t label = labels[c0];
+    int64_t end = c0 + 1;
+    while (end < c1 && labels[end] == label) end++;
+    if (label >= 1 && label <= rows)
+      add_segment(args, args->table + (int64_t)(label - 1) * PLM_REGION_COLUMNS, r, c0, end);
+    c0 = end;
+  }
+}
+
+/* One frame's table, in raster order: each row's runs of labelled pixels found 64 at a
+ * time from a bitmap (as label's, above), so the background costs a compare a pixel and
+ * a run's coordinates are summed at once. It was a loop over every pixel, a branch on
+ * each and fmin and fmax called four times a labelled pixel: 12 ms of segment's 17.5 on
+ * compare_cpu.py's 2048^2 mask, on one core. */
 static void regions_frame(const plm__regions_args *args) {
   const int64_t rows = plm__regions_rows(*args->count, args->capacity);
+  const int64_t height = args->height, width = args->width;
   for (int64_t j = 0; j < rows; j++)
     plm__regions_start_row(args->table + j * PLM_REGION_COLUMNS, j + 1);
-  for (int64_t r = 0; r < args->height; r++)
-    for (int64_t c = 0; c < args->width; c++) {
-      const int64_t i = r * args->width + c;
-      const int32_t label = args->labels[i];
-      if (label < 1 || label > rows) continue;
-      double *row = args->table + (int64_t)(label - 1) * PLM_REGION_COLUMNS;
-      row[PLM_REGION_AREA] += 1;
-      row[PLM_REGION_MIN_ROW] = fmin(row[PLM_REGION_MIN_ROW], (double)r);
-      row[PLM_REGION_MIN_COL] = fmin(row[PLM_REGION_MIN_COL], (double)c);
-      row[PLM_REGION_MAX_ROW] = fmax(row[PLM_REGION_MAX_ROW], (double)r);
-      row[PLM_REGION_MAX_COL] = fmax(row[PLM_REGION_MAX_COL], (double)c);
-      row[PLM_REGION_CENTROID_ROW] += (double)r;
-      row[PLM_REGION_CENTROID_COL] += (double)c;
-      if (args->intensity) {
-        const double v = intensity_at(args, i);
-        row[PLM_REGION_SUM] += v;
-        row[PLM_REGION_MAX] = fmax(row[PLM_REGION_MAX], v);
-        row[PLM_REGION_WCENTROID_ROW] += v * (double)r;
-        row[PLM_REGION_WCENTROID_COL] += v * (double)c;
+  enum { WORD_RUNS = 32 + ROW_SPARE_RUNS }; /* a word's: at most 32 starts, 32 ends */
+  int32_t starts[WORD_RUNS], ends[WORD_RUNS];
+  for (int64_t r = 0; r < height && rows > 0; r++) {
+    const int32_t *labels = args->labels + r * width;
+    uint64_t left = 0;
+    int64_t open = -1; /* the start of a run going on past the last word */
+    for (int64_t base = 0; base < width; base += 64) {
+      const uint64_t bits = labelled_bits(labels + base, width - base < 64 ? width - base : 64);
+      const uint64_t before = bits << 1 | left;
+      const int32_t n_starts = set_bit_columns(bits & ~before, base, starts);
+      const int32_t n_ends = set_bit_columns(~bits & before, base, ends);
+      int32_t e = 0;
+      if (open >= 0 && n_ends > 0) { /* the run from an earlier word ends in this one */
+        add_run(args, rows, r, open, ends[e++]);
+        open = -1;
       }
+      for (int32_t s = 0; s < n_starts; s++) {
+        if (e < n_ends)
+          add_run(args, rows, r, starts[s], ends[e++]);
+        else
+          open = starts[s];
+      }
+      left = bits >> 63;
     }
+    if (open >= 0) add_run(args, rows, r, open, width);
+  }
   for (int64_t j = 0; j < rows; j++)
     plm__regions_finish_row(args->table + j * PLM_REGION_COLUMNS, args->intensity != NULL);
 }
