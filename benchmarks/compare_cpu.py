@@ -30,6 +30,12 @@ read by both sides. Cases (the issue's seed sizes, then 2048x2048 for every op):
            np.ones((16, 16)).
   label    u8 mask (the scene thresholded), 8- and 4-connectivity; cv2.connectedComponents
            (CV_32S) and scipy.ndimage.label.
+  segment  f32 image, thresholded (>= its 85th percentile, made an f32), labelled
+           (8-connectivity) and measured in one call: area, bounding box, centroid, and the
+           image's sum, max and weighted centroid per region. Against the threshold and
+           cv2.connectedComponentsWithStats (area, box and centroid only: OpenCV has no
+           intensity terms), and against what scipy takes for the whole table
+           (ndimage.label, find_objects, sum_labels, maximum, center_of_mass twice).
 
 Peers are timed in this process with time.perf_counter: 50 ms of warm-up calls (3 at
 least; plume warms up as long, in its own process), then the median of
@@ -43,7 +49,9 @@ scikit-image run on one thread, plume on its CPU pool (every online core).
 Correctness is checked on every case before any figure is reported: conv2d and sobel
 within a relative tolerance of the peers (the sums are in f32 on both sides, in other
 orders), entropy within 1e-4 of scikit-image, labels equal to scipy's exactly and the
-same partition (and count) as OpenCV's. A mismatch exits 1.
+same partition (and count) as OpenCV's; segment's table equal to scipy's in its areas,
+boxes and maxima and within 1e-9 in its centroids and sums, and to OpenCV's areas, boxes
+and centroids. A mismatch exits 1.
 
 Ratio = peer median / plume median (above 1: plume is faster). Targets (the issue's,
 on the 2-core machine): conv2d >= 1 against cv2.filter2D; sobel >= 2 against cv2;
@@ -87,6 +95,8 @@ TARGETS = {
     "entropy": ("skimage.rank.entropy", 20.0, "20x faster than scikit-image"),
     "label": ("cv2.connectedComponents", 1.0 / 1.5, "within 1.5x of cv2"),
 }
+# Ops timed beside their peers for scale, without an issue's target.
+UNTARGETED = ("segment",)
 
 
 def import_peers():
@@ -383,6 +393,81 @@ def label_case(m, inputs, workdir, size, connectivity):
             "peers": peers, "check": check, "bytes": mask.nbytes + h * w * 4}
 
 
+def segment_case(m, inputs, workdir, size):
+    """segment (threshold at the 85th percentile, made an f32, 8-connected label, and
+    regions with the image as intensity, in one call) against OpenCV's labelling with
+    statistics (area, bounding box, centroid: no intensity terms) and against
+    scipy.ndimage's calls for plume's whole table."""
+    np, cv2, ndimage = m["np"], m["cv2"], m["ndimage"]
+    h, w = size
+    image_path, image = inputs.image(h, w)
+    value = float(np.float32(np.percentile(image, 85)))  # the same threshold on every side
+    out = os.path.join(workdir, f"plume_segment_{h}x{w}.npy")
+    regions = os.path.join(workdir, f"plume_segment_{h}x{w}.csv")
+    structure = np.ones((3, 3))
+
+    def scipy_table():
+        labels, n = ndimage.label(image >= value, structure=structure)
+        index = np.arange(1, n + 1)
+        return labels, n, {
+            "area": np.bincount(labels.ravel(), minlength=n + 1)[1:],
+            "boxes": ndimage.find_objects(labels),
+            "centroid": np.array(ndimage.center_of_mass(labels > 0, labels, index)),
+            "sum": ndimage.sum_labels(image, labels, index),
+            "max": ndimage.maximum(image, labels, index),
+            "wcentroid": np.array(ndimage.center_of_mass(image, labels, index))}
+
+    def opencv():
+        return cv2.connectedComponentsWithStats((image >= value).astype(np.uint8),
+                                                connectivity=8, ltype=cv2.CV_32S)
+
+    peers = {"cv2.connectedComponentsWithStats": opencv,
+             "scipy.ndimage label+find_objects+sums": scipy_table}
+
+    def check():
+        name = f"segment {h}x{w}"
+        got = np.load(out)
+        labels, n, want = scipy_table()
+        if got.dtype != np.int32 or not np.array_equal(got, labels):
+            raise Mismatch(f"{name}: labels differ from scipy.ndimage.label's")
+        table = np.loadtxt(regions, delimiter=",", skiprows=1, ndmin=2).reshape(-1, 12)
+        if table.shape[0] != n:
+            raise Mismatch(f"{name}: {table.shape[0]} regions, scipy finds {n}")
+        boxes = np.array([[b[0].start, b[1].start, b[0].stop - 1, b[1].stop - 1]
+                          for b in want["boxes"]]).reshape(-1, 4)
+        exact = {"label": (table[:, 0], np.arange(1, n + 1)), "area": (table[:, 1], want["area"]),
+                 "bounding box": (table[:, 2:6], boxes), "max": (table[:, 9], want["max"])}
+        close = {"centroid": (table[:, 6:8], want["centroid"]), "sum": (table[:, 8], want["sum"]),
+                 "weighted centroid": (table[:, 10:12], want["wcentroid"])}
+        for column, (mine, theirs) in exact.items():
+            if not np.array_equal(mine, np.asarray(theirs, dtype=np.float64).reshape(mine.shape)):
+                raise Mismatch(f"{name}: {column} differs from scipy.ndimage's")
+        for column, (mine, theirs) in close.items():
+            theirs = np.asarray(theirs, dtype=np.float64).reshape(mine.shape)
+            if not np.allclose(mine, theirs, rtol=1e-9, atol=1e-9):
+                raise Mismatch(f"{name}: {column} differs from scipy.ndimage's by more than 1e-9")
+        count, theirs, stats, centroids = opencv()
+        if count - 1 != n:
+            raise Mismatch(f"{name}: {n} components, OpenCV finds {count - 1}")
+        check_same_partition(np, f"{name} vs OpenCV", got, theirs)
+        mine_of = np.zeros(count, dtype=np.int64)  # OpenCV's label -> plume's
+        mine_of[theirs.ravel()] = got.ravel()
+        order = mine_of[1:] - 1
+        cv_boxes = np.stack([stats[1:, cv2.CC_STAT_TOP], stats[1:, cv2.CC_STAT_LEFT],
+                             stats[1:, cv2.CC_STAT_TOP] + stats[1:, cv2.CC_STAT_HEIGHT] - 1,
+                             stats[1:, cv2.CC_STAT_LEFT] + stats[1:, cv2.CC_STAT_WIDTH] - 1], 1)
+        if not (np.array_equal(table[order, 1], stats[1:, cv2.CC_STAT_AREA]) and
+                np.array_equal(table[order, 2:6], cv_boxes) and
+                np.allclose(table[order, 6:8], centroids[1:, ::-1], rtol=1e-9, atol=1e-9)):
+            raise Mismatch(f"{name}: areas, boxes or centroids differ from OpenCV's")
+        return n
+
+    return {"op": "segment", "size": f"{h}x{w}", "what": "f32 >= p85 c8, intensity",
+            "plume": ("segment", ["--in", image_path, "--out", out, "--regions", regions,
+                                  "--value", repr(value), "--cmp", "ge"]),
+            "peers": peers, "check": check, "bytes": image.nbytes + h * w * 4}
+
+
 def sepconv2d_case(m, inputs, workdir, size):
     np, cv2, ndimage = m["np"], m["cv2"], m["ndimage"]
     h, w = size
@@ -419,7 +504,7 @@ def build_cases(m, inputs, workdir, check_only, quick, only):
         plan = [("conv2d", (7, 13)), ("conv2d", (33, 40)), ("sepconv2d", (7, 13)),
                 ("sepconv2d", (40, 33)), ("sobel", (7, 13)), ("sobel", (1, 9)),
                 ("entropy", (7, 13)), ("entropy", (40, 33)), ("label", (33, 40)),
-                ("label", (1, 17))]
+                ("label", (1, 17)), ("segment", (33, 40)), ("segment", (1, 17))]
     else:
         big = [] if quick else [(2048, 2048)]
         plan = [("conv2d", s) for s in [(256, 256)] + big]
@@ -427,6 +512,7 @@ def build_cases(m, inputs, workdir, check_only, quick, only):
         plan += [("sobel", s) for s in [(256, 256)] + big]
         plan += [("entropy", s) for s in [(512, 512)] + big]
         plan += [("label", s) for s in [(256, 256)] + big]
+        plan += [("segment", s) for s in [(256, 256)] + big]
     for op, size in plan:
         if only and op not in only:
             continue
@@ -440,6 +526,8 @@ def build_cases(m, inputs, workdir, check_only, quick, only):
             cases.append(entropy_case(m, inputs, workdir, size, 16))
             if check_only:
                 cases.append(entropy_case(m, inputs, workdir, size, 5))
+        elif op == "segment":
+            cases.append(segment_case(m, inputs, workdir, size))
         else:
             cases.append(label_case(m, inputs, workdir, size, 8))
             cases.append(label_case(m, inputs, workdir, size, 4))
@@ -506,7 +594,8 @@ def main():
                         help="rounds per case, alternating plume and the peers (best kept)")
     parser.add_argument("--workdir", help="where the .npy inputs and outputs go "
                                           "(default: a temporary directory, removed)")
-    parser.add_argument("--only", help="comma-separated ops: conv2d,sepconv2d,sobel,entropy,label")
+    parser.add_argument("--only", help="comma-separated ops: conv2d,sepconv2d,sobel,entropy,"
+                                       "label,segment")
     parser.add_argument("--quick", action="store_true", help="the seed sizes only")
     parser.add_argument("--seed", type=int, default=20261122)
     parser.add_argument("--check", action="store_true",
@@ -515,7 +604,7 @@ def main():
     if args.runs < 1 or args.rounds < 1:
         parser.error("--runs and --rounds must be at least 1")
     only = set(args.only.split(",")) if args.only else None
-    if only and not only <= set(TARGETS):
+    if only and not only <= set(TARGETS) | set(UNTARGETED):
         parser.error(f"--only: unknown op in {args.only}")
     m = import_peers()
     if m is None:
@@ -573,7 +662,7 @@ def run(m, args, workdir, only):
         floor = case["bytes"] / (bandwidth * 1e6)
         for peer in case["peers"]:
             peer_timing = min(rounds[peer], key=lambda t: t["median_ms"])
-            target_peer, minimum, _ = TARGETS[case["op"]]
+            target_peer, minimum, _ = TARGETS.get(case["op"], (None, None, None))
             target = minimum if peer == target_peer else None
             ratio = peer_timing["median_ms"] / timing["median_ms"]
             rows.append({
