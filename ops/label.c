@@ -61,7 +61,8 @@ static plm_status label_shapes(const plm__op_call *call, plm_shape *out, void *r
   return PLM_OK;
 }
 
-/* The mask is read, the labels written and read back (parents, then numbers). */
+/* The mask is read, the labels written and read back (on cuda: parents, then numbers;
+ * the CPU writes them once and reads the mask twice, its table mostly in the caches). */
 static void label_cost(const plm__op_call *call, plm_op_cost *cost) {
   const plm_tensor *mask = call->in[0];
   const plm_label_params *params = call->params;
@@ -94,7 +95,8 @@ static void label_cpu(const void *args) {
   plm__label_cpu(args);
 }
 
-/* A union-find node per run of the batch, and a record per band of rows. */
+/* A union-find node per run of the batch, and per band of rows a record and two rows of
+ * runs (kernels/common/label.h). */
 static size_t label_cpu_scratch(const void *args) {
   return plm__label_cpu_scratch_bytes(args);
 }
@@ -201,6 +203,11 @@ static plm_status regions_check(const plm__op_call *call) {
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "labels->ndim %d is not 2 (H, W) or 3 (N, H, W)",
                          labels->ndim);
   const int64_t frames = regions_frames(labels);
+  const int64_t height = labels->dims[labels->ndim - 2], width = labels->dims[labels->ndim - 1];
+  if (height < 1 || width < 1 || height > INT32_MAX / width) /* as label's (check_mask) */
+    return plm__fail_raw(PLM_ERR_UNSUPPORTED,
+                         "labels' frames of %lld x %lld pixels are not in 1..INT32_MAX pixels",
+                         (long long)height, (long long)width);
   plm_status status =
       intensity ? plm__op_check_same_dims(labels, "labels", intensity, "intensity") : PLM_OK;
   if (status != PLM_OK) return status;

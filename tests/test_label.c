@@ -182,7 +182,8 @@ static uint8_t border_pattern(int which, int64_t r, int64_t c, int64_t height, i
 }
 
 START_TEST(test_components_that_cross_tile_borders) {
-  static const int64_t shapes[][2] = {{50, 97}};
+  /* 50 x 97 is one band of the CPU kernel's rows; 300 x 99 is four (83, 83, 83, 51). */
+  static const int64_t shapes[][2] = {{50, 97}, {300, 99}};
   for (int which = 0; which < 6; which++)
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
       const int64_t height = shapes[s][0], width = shapes[s][1];
@@ -261,6 +262,37 @@ END_TEST
  * whose last band of rows has one row. The scratch size is pinned: a table entry for
  * every two pixels of a row, rounded up, and a record and two rows of runs a band. */
 START_TEST(test_cpu_kernel_stays_within_its_scratch) {
+  /* Several frames of several bands, each frame's table, records and run rows after the
+   * last one's: 3 x 65 x 300 (bands of 32, 32 and 1 rows) and 3 x 129 x 65 (127 and 2). */
+  static const int64_t stacks[][3] = {{3, 65, 300}, {3, 129, 65}};
+  for (size_t s = 0; s < sizeof stacks / sizeof stacks[0]; s++) {
+    const int64_t frames = stacks[s][0], height = stacks[s][1], width = stacks[s][2];
+    const int64_t pixels = height * width;
+    uint8_t *mask = random_mask(frames * pixels, 0.45, 17 + (uint64_t)s);
+    int32_t *labels = malloc((size_t)(frames * pixels) * sizeof *labels);
+    int32_t *expected = malloc((size_t)pixels * sizeof *expected), counts[3] = {-1, -1, -1};
+    ck_assert(labels && expected);
+    plm__label_args args = {.mask = mask,
+                            .labels = labels,
+                            .count = counts,
+                            .frames = frames,
+                            .height = height,
+                            .width = width,
+                            .connectivity = 8};
+    args.scratch = malloc(plm__label_cpu_scratch_bytes(&args));
+    ck_assert_ptr_nonnull(args.scratch);
+    plm__label_cpu(&args);
+    free(args.scratch);
+    for (int64_t f = 0; f < frames; f++) {
+      const int32_t k = reference_label(mask + f * pixels, height, width, 8, expected);
+      ck_assert_int_eq(counts[f], k);
+      ck_assert_msg(memcmp(labels + f * pixels, expected, (size_t)pixels * sizeof *labels) == 0,
+                    "stack %zu, frame %lld: labels differ", s, (long long)f);
+    }
+    free(labels);
+    free(expected);
+    free(mask);
+  }
   const int64_t widths[] = {1, 2, 3, 63, 64, 65, 128, 129, 8193};
   for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++)
     for (int pattern = 0; pattern < 4; pattern++) {
@@ -561,13 +593,15 @@ END_TEST
 /* Regions of labels made by hand, not by plm_label: labels changing from pixel to pixel
  * within a run of non-zero labels, negative labels and labels past K (ignored), label 6
  * with no pixels (a row of zeros after its label), runs that start and end on 64-pixel
- * words' borders and cross them, and a capacity past K (rows 7 and 8 untouched). f32
- * intensities: exact against the reference's raster-order sums on the host. */
+ * words' borders and cross them, runs to the end of a row that ends a word (W = 128) or
+ * not (150), and a capacity past K (rows 7 and 8 untouched). f32 intensities: exact
+ * against the reference's raster-order sums on the host. */
 START_TEST(test_regions_of_labels_not_made_by_label) {
-  enum { H = 6, W = 150, K = 6, CAPACITY = 8 };
+  enum { H = 6, MOST_W = 150, K = 6, CAPACITY = 8 };
+  const int64_t W = _i == 0 ? 150 : 128;
   const int64_t dims[2] = {H, W}, one = 1, table_dims[2] = {CAPACITY, PLM_REGION_COLUMNS};
-  int32_t labels[H * W], k = K;
-  float intensity[H * W];
+  int32_t labels[H * MOST_W], k = K;
+  float intensity[H * MOST_W];
   uint64_t state = 77;
   for (int64_t r = 0; r < H; r++)
     for (int64_t c = 0; c < W; c++) {
@@ -593,9 +627,9 @@ START_TEST(test_regions_of_labels_not_made_by_label) {
     void *to;
     const void *from;
     size_t bytes;
-  } uploads[] = {{t_labels.data, labels, sizeof labels},
+  } uploads[] = {{t_labels.data, labels, (size_t)(H * W) * sizeof labels[0]},
                  {t_count.data, &k, sizeof k},
-                 {t_intensity.data, intensity, sizeof intensity},
+                 {t_intensity.data, intensity, (size_t)(H * W) * sizeof intensity[0]},
                  {t_table.data, result, sizeof result}};
   for (size_t i = 0; i < sizeof uploads / sizeof uploads[0]; i++)
     PLM_CHECK_OK(plm_stream_memcpy(plm_test_stream, uploads[i].to, uploads[i].from,
@@ -611,7 +645,8 @@ START_TEST(test_regions_of_labels_not_made_by_label) {
       const double got = result[j * PLM_REGION_COLUMNS + c];
       const double want = j < K ? expected[j * PLM_REGION_COLUMNS + c] : -12345.0;
       if (!close_enough(got, want, c, plm_test_backend == PLM_BACKEND_HOST))
-        ck_abort_msg("row %d column %d is %.17g, expected %.17g", j, c, got, want);
+        ck_abort_msg("width %lld: row %d column %d is %.17g, expected %.17g", (long long)W, j, c,
+                     got, want);
     }
   plm_tensor *all[] = {&t_labels, &t_count, &t_intensity, &t_table};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
@@ -739,6 +774,13 @@ START_TEST(test_bad_input_is_refused_and_nothing_is_enqueued) {
 
   PLM_CHECK_FAILS(plm_regions(plm_test_stream, &labels, NULL, &count, NULL), PLM_ERR_INVALID_ARG,
                   "table is NULL");
+  plm_tensor too_wide = labels; /* a description only: refused before anything is read */
+  too_wide.dims[0] = 2;
+  too_wide.dims[1] = (int64_t)1 << 30;
+  too_wide.strides[0] = too_wide.dims[1];
+  PLM_CHECK_FAILS(plm_regions(plm_test_stream, &too_wide, NULL, &count, &table),
+                  PLM_ERR_UNSUPPORTED,
+                  "labels' frames of 2 x 1073741824 pixels are not in 1..INT32_MAX pixels");
   PLM_CHECK_FAILS(plm_regions(plm_test_stream, &as_u8_labels, NULL, &count, &table),
                   PLM_ERR_INVALID_ARG, "labels->dtype u8 is not i32");
   PLM_CHECK_FAILS(plm_regions(plm_test_stream, &labels, &intensity_i32, &count, &table),
@@ -888,7 +930,7 @@ static Suite *label_suite(void) {
   tcase_add_test(tcase, test_cpu_kernel_stays_within_its_scratch);
   tcase_add_test(tcase, test_regions_match_the_reference);
   tcase_add_test(tcase, test_regions_stress_the_block_tables);
-  tcase_add_test(tcase, test_regions_of_labels_not_made_by_label);
+  tcase_add_loop_test(tcase, test_regions_of_labels_not_made_by_label, 0, 2);
   tcase_add_test(tcase, test_regions_truncate_to_capacity_and_leave_other_rows_untouched);
   tcase_add_test(tcase, test_regions_of_a_stack_are_each_frame_s_table);
   tcase_add_test(tcase, test_region_columns_have_the_csv_s_names);

@@ -29,15 +29,16 @@
  * image row of the batch (PLM_ERR_OUT_OF_MEMORY when the pool cannot give it); on host
  * it takes its union-find table the same way: 4 bytes for every two pixels of a frame
  * (each row's rounded up), and two rows of runs (8 bytes a column) for every band of 32
- * rows or more: a little over half the labels' own bytes (9.4 MB for a 2048 x 2048
- * frame, whose labels take 16.8 MB).
+ * rows or more: a little over half the labels' own bytes for frames of 32 rows or more
+ * (9.4 MB for a 2048 x 2048 frame, whose labels take 16.8 MB), and up to about 2.5 times
+ * them for a frame of one row.
  *
  * ---- regions --------------------------------------------------------------------------
  * Per-label statistics of one labelled frame, as skimage.measure.regionprops(labels,
  * intensity) gives them for each label 1..K:
  *   - labels is i32 (H, W); count is i32 (1,) holding K, as plm_label writes it (it is
  *     read on the device, in stream order); intensity is NULL or u8, u16 or f32 of
- *     labels' shape.
+ *     labels' shape. A frame may have at most INT32_MAX pixels, as label's.
  *   - A stack: labels i32 (N, H, W), count (N,) (plm_label's for the stack) and table
  *     (N, capacity, PLM_REGION_COLUMNS): frame f's table is exactly the one a call on
  *     frame f alone writes (the same bytes, f32 intensity sums on cuda aside, below),

@@ -29,15 +29,16 @@
  *
  * Step 4 reads other bands' nodes while those are written, with relaxed atomic loads
  * and stores: a node read is either a parent (an ancestor still) or the label.
- * The union-find works in the table, which for imagery is a few hundred KiB where the
- * labels are megabytes (a 2048^2 mask of 15% foreground, compare_cpu.py's: 258,449 runs,
- * 1 MB against 16.8 MB), so the links and the finds stay in the caches, and the labels
- * are written once, row after row. Until 2026-12-06 the union-find ran in the labels
- * themselves, each run's node at its first pixel (no scratch): the links scattered over
- * the whole labels array, and each run's root was read there at random twice more, to
- * number it and to fill; OpenCV's connectedComponents took 0.73 of plume's time on that
- * mask (2 cores; docs/benchmarks.md, compare_cpu.py).
- * regions is one raster-order pass accumulating in f64 per label. */
+ * The union-find works in the table, of which imagery uses a few hundred KiB to a MB
+ * where the labels are megabytes (a 2048^2 mask of 15% foreground, compare_cpu.py's:
+ * 258,449 runs, 1 MB of the table's 8.4 MB used, against 16.8 MB of labels), so the links
+ * and the finds stay in the caches, and the labels are written once, row after row.
+ * Until 2026-12-06 the union-find ran in the labels themselves, each run's node at its
+ * first pixel (no scratch): the links scattered over the whole labels array, and each
+ * run's root was read there at random twice more, to number it and to fill;
+ * OpenCV's connectedComponents took 0.71 to 0.75 of plume's time on that mask (2 cores;
+ * docs/benchmarks.md, compare_cpu.py).
+ * regions is one raster-order pass accumulating in f64 per label (regions_frame). */
 #include <math.h>
 #include <string.h>
 #if defined(__SSE2__)
@@ -372,7 +373,7 @@ static void number_roots(void *context, int64_t begin, int64_t end) {
  * filled a pixel at a time. */
 static inline void fill_run(int32_t *row, int64_t width, int32_t start, int32_t end,
                             int32_t label) {
-  if (end + 4 > width) {
+  if ((int64_t)end + 4 > width) { /* end may be INT32_MAX: a one-row frame that wide */
     for (int32_t x = start; x < end; x++) row[x] = label;
     return;
   }
@@ -441,17 +442,21 @@ static inline uint64_t labelled_bits(const int32_t *labels, int64_t count) {
 }
 
 /* Pixel (r, c)'s intensity v into its table row (the order of the sums is the raster
- * order's). max as glibc's fmax on x86-64 gives it for numbers (maxsd: the new value
- * when equal), without its call per pixel. */
+ * order's). max as fmax(max, v) gives it, without a call into libm a pixel: a NaN v
+ * leaves it (the header rules NaN out, but the CUDA kernel's fmax ignores one too, and
+ * tests/test_regions_cuda_logic.cpp compares the two on such values), and of equal
+ * values (+0 and -0) the new one, as glibc's x86-64 fmax (maxsd) gives it. */
 static inline void add_value(double *row, double v, double r, double c) {
+  const double max = row[PLM_REGION_MAX];
   row[PLM_REGION_SUM] += v;
-  row[PLM_REGION_MAX] = row[PLM_REGION_MAX] > v ? row[PLM_REGION_MAX] : v;
+  row[PLM_REGION_MAX] = max > v || v != v ? max : v;
   row[PLM_REGION_WCENTROID_ROW] += v * r;
   row[PLM_REGION_WCENTROID_COL] += v * c;
 }
 
 /* The pixels [c0, c1) of row r, all of one label, into its table row. Their coordinates
- * are summed in int64 (below 2^62: n <= 2^31 columns, each below 2^31) and added once:
+ * are summed in int64 (below 2^62: n <= 2^31 columns, each below 2^31, as the op's check
+ * holds a frame to INT32_MAX pixels) and added once:
  * while a region's sums stay below 2^53, as they do unless a frame's pixels times its
  * longer side pass 2^53, the same doubles as adding them a pixel at a time; past that,
  * fewer roundings. */
