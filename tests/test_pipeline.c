@@ -287,7 +287,7 @@ START_TEST(test_default_chain_plan) {
   ck_assert_uint_eq(info.intermediate_bytes, 2 * frame_f32 + mask + frame_f32);
   ck_assert_uint_eq(info.scratch_bytes, entropy + label);
   /* The peak: sobel's and entropy's f32 and entropy's scratch at step 1, or the mask, the
-   * labels and label's scratch at step 3 (on cuda; none on host); the workspace is it. */
+   * labels and label's scratch at step 3; the workspace is it. */
   const size_t peak = max_size(2 * frame_f32 + entropy, mask + frame_f32 + label);
   ck_assert_uint_eq(info.peak_live_bytes, peak);
   ck_assert_uint_eq(info.workspace_bytes, peak);
@@ -1641,7 +1641,7 @@ START_TEST(test_per_run_from_a_passthrough_pool) {
     intermediates += pl->plan.location[t] == PLM__AT_WORKSPACE;
   ck_assert_int_eq(intermediates, 4); /* magnitude, mask, conv, labels */
   /* The steps' scratch comes from the pipeline's pool too (plume/pipeline.h), a block per
-   * step that needs one (entropy's histograms; label's on cuda) per run. */
+   * step that needs one (entropy's histograms, label's union-find) per run. */
   int scratched = 0;
   for (int st = 0; st < pl->plan.step_count; st++)
     scratched += pl->plan.steps[st].scratch_bytes > 0;

@@ -51,7 +51,7 @@
  *   - lifetimes and memory: every intermediate gets a fixed offset in one workspace per
  *     frame in flight (256-byte aligned), and so does the scratch of every step whose
  *     operation needs working memory besides its operands (entropy's histograms, the
- *     fused step's, label's on cuda), sized at compile for the pipeline's context from
+ *     fused step's, label's), sized at compile for the pipeline's context from
  *     the shapes; a step's scratch is live during that step only. Two of these buffers
  *     share memory only when every use of one is ordered (by stream order or an event)
  *     before the other is written. Offsets come from the smallest of three placements
@@ -68,7 +68,7 @@
  * At compile, cfg->frames_in_flight workspaces (one per frame slot) and the constants
  * come from cfg->pool (the context's default pool when NULL), once; they go back at
  * destroy. A run allocates nothing from any pool, on either backend: the scratch that
- * entropy, the fused step, label and ar_forecast (the last two on cuda), and lstm_cell
+ * entropy, the fused step, label, ar_forecast (on cuda), and lstm_cell
  * and dendritic (from a batch size on) take from the context's default pool per call
  * when called directly (plume/entropy.h, plume/fused.h, plume/label.h,
  * plume/forecast.h, plume/lstm.h, plume/dendritic.h) is, in a pipeline, a part of the

@@ -49,7 +49,7 @@
 
 typedef struct plm__label_args {
   const uint8_t *mask;
-  int32_t *labels; /* also the union-find parents while the kernels run */
+  int32_t *labels; /* also the union-find parents while the CUDA kernels run */
   int32_t *count;  /* one per frame */
   void *scratch;   /* plm__label_cpu_scratch_bytes or plm__label_cuda_scratch_bytes bytes,
                     * as the backend's (ops/op_scratch.h) */
@@ -536,8 +536,10 @@ extern "C" {
 
 /* The CPU kernels (kernels/cpu/label.c): run on the calling thread and the CPU pool;
  * return when done. plm__label_cpu needs args->scratch of the size
- * plm__label_cpu_scratch_bytes gives (its union-find table: 4 bytes for every two pixels
- * of a row, rounded up, and 12 bytes a band of rows; it reads none of args' pointers). */
+ * plm__label_cpu_scratch_bytes gives (its union-find table, 4 bytes for every two pixels
+ * of a row, rounded up; and per band of rows a 12-byte record and two rows of runs, 16
+ * bytes for every two pixels of a row, rounded up, and 48 more; it reads none of args'
+ * pointers). */
 size_t plm__label_cpu_scratch_bytes(const plm__label_args *args);
 void plm__label_cpu(const plm__label_args *args);
 void plm__regions_cpu(const plm__regions_args *args);
