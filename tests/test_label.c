@@ -254,43 +254,56 @@ START_TEST(test_batches_label_each_frame_from_one) {
 }
 END_TEST
 
-/* The CPU kernel alone, in a scratch of exactly plm__label_cpu_scratch_bytes (so that
- * ASan sees any write past it), on the masks with the most runs a row: every other
- * column (a run every two pixels, each column its own component), a checkerboard (one
- * component under 8-connectivity), and full rows (runs up to the last pixel, of a whole
- * last word where the width is a multiple of 64), at widths about a word's and heights
- * whose last band of rows has one row. The scratch size is pinned: a table entry for
- * every two pixels of a row, rounded up, and a record and two rows of runs a band. */
+/* plm__label_cpu on `frames` frames of mask, in a scratch of exactly
+ * plm__label_cpu_scratch_bytes (so that ASan sees any write past it), against the
+ * reference frame by frame; returns the scratch's size. */
+static size_t check_cpu_kernel(const uint8_t *mask, int64_t frames, int64_t height, int64_t width,
+                               int connectivity, const char *what) {
+  const int64_t pixels = height * width;
+  int32_t *labels = malloc((size_t)(frames * pixels) * sizeof *labels);
+  int32_t *expected = malloc((size_t)pixels * sizeof *expected);
+  int32_t *counts = malloc((size_t)frames * sizeof *counts);
+  ck_assert(labels && expected && counts);
+  plm__label_args args = {.mask = mask,
+                          .labels = labels,
+                          .count = counts,
+                          .frames = frames,
+                          .height = height,
+                          .width = width,
+                          .connectivity = connectivity};
+  const size_t bytes = plm__label_cpu_scratch_bytes(&args);
+  args.scratch = malloc(bytes);
+  ck_assert_ptr_nonnull(args.scratch);
+  plm__label_cpu(&args);
+  free(args.scratch);
+  for (int64_t f = 0; f < frames; f++) {
+    const int32_t k = reference_label(mask + f * pixels, height, width, connectivity, expected);
+    ck_assert_msg(counts[f] == k, "%s, frame %lld: count %d, expected %d", what, (long long)f,
+                  counts[f], k);
+    ck_assert_msg(memcmp(labels + f * pixels, expected, (size_t)pixels * sizeof *labels) == 0,
+                  "%s, frame %lld: labels differ", what, (long long)f);
+  }
+  free(labels);
+  free(expected);
+  free(counts);
+  return bytes;
+}
+
+/* The CPU kernel alone in its exact scratch (check_cpu_kernel): on the masks with the
+ * most runs a row, every other column (a run every two pixels, each column its own
+ * component), a checkerboard (one component under 8-connectivity), and full rows (runs
+ * up to the last pixel, of a whole last word where the width is a multiple of 64), at
+ * widths about a word's and heights whose last band of rows has one row, the scratch
+ * size pinned (a table entry for every two pixels of a row, rounded up, and a record and
+ * two rows of runs a band); and stacks of several frames of several bands, each frame's
+ * table, records and run rows after the last one's: 3 x 65 x 300 (bands of 32, 32 and 1
+ * rows) and 3 x 129 x 65 (127 and 2). */
 START_TEST(test_cpu_kernel_stays_within_its_scratch) {
-  /* Several frames of several bands, each frame's table, records and run rows after the
-   * last one's: 3 x 65 x 300 (bands of 32, 32 and 1 rows) and 3 x 129 x 65 (127 and 2). */
   static const int64_t stacks[][3] = {{3, 65, 300}, {3, 129, 65}};
   for (size_t s = 0; s < sizeof stacks / sizeof stacks[0]; s++) {
     const int64_t frames = stacks[s][0], height = stacks[s][1], width = stacks[s][2];
-    const int64_t pixels = height * width;
-    uint8_t *mask = random_mask(frames * pixels, 0.45, 17 + (uint64_t)s);
-    int32_t *labels = malloc((size_t)(frames * pixels) * sizeof *labels);
-    int32_t *expected = malloc((size_t)pixels * sizeof *expected), counts[3] = {-1, -1, -1};
-    ck_assert(labels && expected);
-    plm__label_args args = {.mask = mask,
-                            .labels = labels,
-                            .count = counts,
-                            .frames = frames,
-                            .height = height,
-                            .width = width,
-                            .connectivity = 8};
-    args.scratch = malloc(plm__label_cpu_scratch_bytes(&args));
-    ck_assert_ptr_nonnull(args.scratch);
-    plm__label_cpu(&args);
-    free(args.scratch);
-    for (int64_t f = 0; f < frames; f++) {
-      const int32_t k = reference_label(mask + f * pixels, height, width, 8, expected);
-      ck_assert_int_eq(counts[f], k);
-      ck_assert_msg(memcmp(labels + f * pixels, expected, (size_t)pixels * sizeof *labels) == 0,
-                    "stack %zu, frame %lld: labels differ", s, (long long)f);
-    }
-    free(labels);
-    free(expected);
+    uint8_t *mask = random_mask(frames * height * width, 0.45, 17 + (uint64_t)s);
+    check_cpu_kernel(mask, frames, height, width, 8, "a stack");
     free(mask);
   }
   const int64_t widths[] = {1, 2, 3, 63, 64, 65, 128, 129, 8193};
@@ -298,6 +311,7 @@ START_TEST(test_cpu_kernel_stays_within_its_scratch) {
     for (int pattern = 0; pattern < 4; pattern++) {
       const int64_t width = widths[w], rows_a_band = width >= 256 ? 32 : (8192 + width - 1) / width;
       const int64_t height = width >= 256 ? 65 : rows_a_band + 1, pixels = height * width;
+      const int64_t bands = (height + rows_a_band - 1) / rows_a_band;
       uint8_t *mask =
           pattern == 3 ? random_mask(pixels, 0.5, (uint64_t)w + 3) : malloc((size_t)pixels);
       ck_assert_ptr_nonnull(mask);
@@ -305,35 +319,14 @@ START_TEST(test_cpu_kernel_stays_within_its_scratch) {
         const int64_t r = i / width, c = i % width;
         mask[i] = pattern == 0 ? c % 2 == 0 : pattern == 1 ? (r + c) % 2 == 0 : 1;
       }
-      int32_t *labels = malloc((size_t)pixels * sizeof *labels);
-      int32_t *expected = malloc((size_t)pixels * sizeof *expected);
-      ck_assert(labels && expected);
       for (int connectivity = 4; connectivity <= 8; connectivity += 4) {
-        int32_t count = -1;
-        plm__label_args args = {.mask = mask,
-                                .labels = labels,
-                                .count = &count,
-                                .frames = 1,
-                                .height = height,
-                                .width = width,
-                                .connectivity = connectivity};
-        const int64_t bands = (height + rows_a_band - 1) / rows_a_band;
-        const size_t bytes = plm__label_cpu_scratch_bytes(&args);
+        char what[64];
+        snprintf(what, sizeof what, "width %lld, pattern %d, connectivity %d", (long long)width,
+                 pattern, connectivity);
+        const size_t bytes = check_cpu_kernel(mask, 1, height, width, connectivity, what);
         ck_assert_uint_eq(bytes, (size_t)(height * ((width + 1) / 2) * 4 +
                                           bands * (3 * 4 + 4 * ((width + 1) / 2 + 3) * 4)));
-        args.scratch = malloc(bytes);
-        ck_assert_ptr_nonnull(args.scratch);
-        plm__label_cpu(&args);
-        free(args.scratch);
-        const int32_t k = reference_label(mask, height, width, connectivity, expected);
-        ck_assert_msg(count == k, "width %lld, pattern %d, connectivity %d: count %d, expected %d",
-                      (long long)width, pattern, connectivity, count, k);
-        ck_assert_msg(memcmp(labels, expected, (size_t)pixels * sizeof *labels) == 0,
-                      "width %lld, pattern %d, connectivity %d: labels differ", (long long)width,
-                      pattern, connectivity);
       }
-      free(labels);
-      free(expected);
       free(mask);
     }
 }
