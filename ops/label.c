@@ -16,17 +16,23 @@ static plm_status check_params(const plm_label_params *params) {
   return PLM_OK;
 }
 
+/* The frames (the last two dims) of t, named `whose`, are 1..INT32_MAX pixels: label's
+ * and regions' kernels keep a frame's pixel indices and columns in int32. */
+static plm_status check_frame_pixels(const plm_tensor *t, const char *whose) {
+  const int64_t height = t->dims[t->ndim - 2], width = t->dims[t->ndim - 1];
+  if (height < 1 || width < 1 || height > INT32_MAX / width)
+    return plm__fail_raw(PLM_ERR_UNSUPPORTED,
+                         "%s frames of %lld x %lld pixels are not in 1..INT32_MAX pixels", whose,
+                         (long long)height, (long long)width);
+  return PLM_OK;
+}
+
 /* A tensor that is NULL-checked, with a valid shape, as the _output functions see it. */
 static plm_status check_mask(const plm_tensor *mask) {
   if (mask->ndim != 2 && mask->ndim != 3)
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "mask->ndim %d is not 2 (H, W) or 3 (N, H, W)",
                          mask->ndim);
-  const int64_t height = mask->dims[mask->ndim - 2], width = mask->dims[mask->ndim - 1];
-  if (height < 1 || width < 1 || height > INT32_MAX / width)
-    return plm__fail_raw(PLM_ERR_UNSUPPORTED,
-                         "mask's frames of %lld x %lld pixels are not in 1..INT32_MAX pixels",
-                         (long long)height, (long long)width);
-  return PLM_OK;
+  return check_frame_pixels(mask, "mask's");
 }
 
 static int64_t frames_of(const plm_tensor *mask) {
@@ -203,13 +209,9 @@ static plm_status regions_check(const plm__op_call *call) {
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "labels->ndim %d is not 2 (H, W) or 3 (N, H, W)",
                          labels->ndim);
   const int64_t frames = regions_frames(labels);
-  const int64_t height = labels->dims[labels->ndim - 2], width = labels->dims[labels->ndim - 1];
-  if (height < 1 || width < 1 || height > INT32_MAX / width) /* as label's (check_mask) */
-    return plm__fail_raw(PLM_ERR_UNSUPPORTED,
-                         "labels' frames of %lld x %lld pixels are not in 1..INT32_MAX pixels",
-                         (long long)height, (long long)width);
-  plm_status status =
-      intensity ? plm__op_check_same_dims(labels, "labels", intensity, "intensity") : PLM_OK;
+  plm_status status = check_frame_pixels(labels, "labels'");
+  if (status == PLM_OK && intensity)
+    status = plm__op_check_same_dims(labels, "labels", intensity, "intensity");
   if (status != PLM_OK) return status;
   if (count && (count->ndim != 1 || count->dims[0] != frames))
     return plm__fail_raw(PLM_ERR_INVALID_ARG, "count must be of shape (%lld,): one K per frame",
