@@ -49,7 +49,7 @@
 
 typedef struct plm__label_args {
   const uint8_t *mask;
-  int32_t *labels; /* also the union-find parents while the CUDA kernels run */
+  int32_t *labels; /* also the union-find's table while the kernels run */
   int32_t *count;  /* one per frame */
   void *scratch;   /* plm__label_cpu_scratch_bytes or plm__label_cuda_scratch_bytes bytes,
                     * as the backend's (ops/op_scratch.h) */
@@ -536,9 +536,9 @@ extern "C" {
 
 /* The CPU kernels (kernels/cpu/label.c): run on the calling thread and the CPU pool;
  * return when done. plm__label_cpu needs args->scratch of the size
- * plm__label_cpu_scratch_bytes gives (its union-find table, 4 bytes for every two pixels
- * of a row, rounded up; and per band of rows a 12-byte record and two rows of runs, 16
- * bytes for every two pixels of a row, rounded up, and 48 more; it reads none of args'
+ * plm__label_cpu_scratch_bytes gives (per band of rows a 16-byte record and two rows of
+ * runs, 16 bytes for every two pixels of a row, rounded up, and 48 more: about a sixteenth
+ * of the labels' bytes; the union-find's table is in the labels; it reads none of args'
  * pointers). */
 size_t plm__label_cpu_scratch_bytes(const plm__label_args *args);
 void plm__label_cpu(const plm__label_args *args);

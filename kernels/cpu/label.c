@@ -3,13 +3,14 @@
  * label is a union-find over the runs of foreground. A run is a maximal stretch of
  * foreground in a row; a row is read 64 pixels at a time into a bitmap and its runs
  * taken from the bitmap's edges (row_runs), so the background costs little and a run a
- * few bit operations. Each run is a node of a table in the scratch
- * (plm__label_cpu_scratch_bytes), 4 bytes a run. A frame is cut into bands of rows, and
- * each band numbers its runs in raster order from its own place in the table (its first
- * row times the most runs a row holds, (W + 1) / 2), so that a frame's node numbers are
- * in raster order across its bands too. A node holds its parent's number. Linking
- * hangs the larger root under the smaller, so every parent precedes its child and a
- * component's root is its first run.
+ * few bit operations. Each run is a node of a table, 4 bytes a run, and the table lives
+ * in the labels themselves until they are written: a frame is cut into bands of rows,
+ * and each band numbers its runs in raster order from its own first pixel's index, so
+ * that its nodes sit at the front of its own rows (a row holds at most (W + 1) / 2 runs,
+ * never more than its W pixels) and a frame's node numbers are in raster order across
+ * its bands too. A node holds its parent's number. Linking hangs the larger root under
+ * the smaller, so every parent precedes its child and a component's root is its first
+ * run.
  *
  *   1. Bands in parallel: row after row, the runs become nodes and each is linked with
  *      the runs it touches in the row above (columns overlapping, or one apart
@@ -22,22 +23,28 @@
  *      negated (roots are numbered in the raster order of their first pixels: scipy's
  *      numbering), and each other node whose parent is in the band takes what the
  *      parent holds by then: the label, or an ancestor in an earlier band.
- *   4. Bands in parallel: each row is zeroed and its runs filled with their nodes'
- *      labels, a node still pointing at an earlier band found by following parents up
- *      to the first negative node (the root, or a node its own band has resolved
- *      meanwhile: the same label), and stored.
+ *   4. Bands in parallel: a node still pointing at an earlier band (among the band's
+ *      first nodes, up to the last of a component crossing its top border) follows
+ *      parents up to the first negative node (the root, or a node its own band has
+ *      resolved meanwhile: the same label) and takes it. Other bands' nodes are read
+ *      while those are written, with relaxed atomic loads and stores: a node read is
+ *      either a parent (an ancestor still) or the label.
+ *   5. Bands in parallel, each reading its own nodes alone: row after row from the last,
+ *      a row's runs take their nodes' labels, then the row is zeroed and its runs
+ *      filled. A row's nodes come before its own pixels, except where they share them
+ *      (its nodes are read first), and a later row's nodes are spent: the labels
+ *      overwrite no node still to be read.
  *
- * Step 4 reads other bands' nodes while those are written, with relaxed atomic loads
- * and stores: a node read is either a parent (an ancestor still) or the label.
- * The union-find works in the table, of which imagery uses a few hundred KiB to a MB
- * where the labels are megabytes (a 2048^2 mask of 15% foreground, compare_cpu.py's:
- * 258,449 runs, 1 MB of the table's 8.4 MB used, against 16.8 MB of labels), so the links
- * and the finds stay in the caches, and the labels are written once, row after row.
- * Until 2026-12-06 the union-find ran in the labels themselves, each run's node at its
- * first pixel (no scratch): the links scattered over the whole labels array, and each
- * run's root was read there at random twice more, to number it and to fill;
- * OpenCV's connectedComponents took 0.71 to 0.75 of plume's time on that mask (2 cores;
- * docs/benchmarks.md, compare_cpu.py).
+ * The scratch (plm__label_cpu_scratch_bytes) holds a record and two rows of runs a band.
+ * The union-find works in a few hundred KiB to a MB of the labels at the front of each
+ * band (a 2048^2 mask of 15% foreground, compare_cpu.py's: 258,449 runs, 1 MB of 16.8 MB),
+ * so the links and the finds stay in the caches, and the labels are written once, row
+ * after row. Until 2026-12-06 each run's node was at its first pixel: the links scattered
+ * over the whole labels array, and each run's root was read there at random twice more,
+ * to number it and to fill; OpenCV's connectedComponents took 0.71 to 0.75 of plume's
+ * time on that mask (2 cores; docs/benchmarks.md, compare_cpu.py). Then for a day the
+ * table was in the scratch: 8.4 MB at 2048^2, 56% of the labels' bytes, which a pool
+ * with a byte limit could refuse where it had given none.
  * regions is one raster-order pass accumulating in f64 per label (regions_frame). */
 #include <math.h>
 #include <string.h>
@@ -54,11 +61,12 @@
  * step 2 merges serially, stay a thirty-second of the frame or less. */
 enum { BAND_PIXELS = 1 << 13, BAND_ROWS = 32 };
 
-/* What step 1 records of a band, in the scratch after the frame's table. */
+/* What step 1 records of a band, in the scratch. */
 typedef struct band_record {
   int32_t runs;           /* its nodes: first_node(band) on */
   int32_t last_row_first; /* the node of its last row's first run */
   int32_t roots;          /* steps 1 and 2: its roots; then the labels before its own */
+  int32_t unresolved_end; /* step 3: one past its last node left pointing at an earlier band */
 } band_record;
 
 static int32_t find_root(int32_t *parent, int32_t x) {
@@ -122,12 +130,11 @@ static int64_t row_capacity(const plm__label_args *args) {
   return row_nodes(args) + ROW_SPARE_RUNS;
 }
 
-/* A frame's part of the scratch: its table (a node per run, at most H x row_nodes), a
- * record per band, then two rows' runs per band (step 1's row and the row above it). */
+/* A frame's part of the scratch: a record per band, then two rows' runs per band (step
+ * 1's row and the row above it; step 5's row and its labels). */
 static size_t frame_scratch_bytes(const plm__label_args *args) {
   const size_t bands = (size_t)bands_per_frame(args);
-  return (size_t)(args->height * row_nodes(args)) * sizeof(int32_t) + bands * sizeof(band_record) +
-         bands * 4 * (size_t)row_capacity(args) * sizeof(int32_t);
+  return bands * sizeof(band_record) + bands * 4 * (size_t)row_capacity(args) * sizeof(int32_t);
 }
 
 size_t plm__label_cpu_scratch_bytes(const plm__label_args *args) {
@@ -214,32 +221,31 @@ typedef struct frame_view {
   const plm__label_args *args;
   const uint8_t *mask;
   int32_t *labels;
-  int32_t *parent;    /* the frame's table: a node per run */
+  int32_t *parent;    /* the frame's table, in its labels: a node per run */
   band_record *bands; /* the frame's records */
   int32_t *runs;      /* the frame's run rows: two per band */
   int32_t *count;     /* K */
   int64_t rows;       /* per band */
-  int32_t band_nodes; /* the table's nodes per band: rows x row_nodes */
+  int32_t band_nodes; /* the table's room per band: its pixels, rows x W */
 } frame_view;
 
 static frame_view view_of(const plm__label_args *args, int64_t frame) {
   const int64_t frame_pixels = args->height * args->width;
   char *scratch = (char *)args->scratch + (size_t)frame * frame_scratch_bytes(args);
   const int64_t rows = band_rows(args);
-  band_record *bands =
-      (band_record *)(void *)(scratch + (size_t)(args->height * row_nodes(args)) * sizeof(int32_t));
+  band_record *bands = (band_record *)(void *)scratch;
   return (frame_view){.args = args,
                       .mask = args->mask + frame * frame_pixels,
                       .labels = args->labels + frame * frame_pixels,
-                      .parent = (int32_t *)(void *)scratch,
+                      .parent = args->labels + frame * frame_pixels,
                       .bands = bands,
                       .runs = (int32_t *)(void *)(bands + bands_per_frame(args)),
                       .count = args->count + frame,
                       .rows = rows,
-                      .band_nodes = (int32_t)(rows * row_nodes(args))};
+                      .band_nodes = (int32_t)(rows * args->width)};
 }
 
-/* The node of band b's first run. */
+/* The node of band b's first run: its first pixel's index. */
 static int32_t first_node(const frame_view *f, int64_t band) {
   return (int32_t)(band * f->band_nodes);
 }
@@ -349,9 +355,9 @@ static void number_roots(void *context, int64_t begin, int64_t end) {
   const int64_t bands = bands_per_frame(args);
   for (int64_t task = begin; task < end; task++) {
     const frame_view f = view_of(args, task / bands);
-    const band_record *band = &f.bands[task % bands];
+    band_record *band = &f.bands[task % bands];
     const int32_t first = first_node(&f, task % bands);
-    int32_t label = band->roots;
+    int32_t label = band->roots, unresolved_end = first;
     for (int32_t node = first; node < first + band->runs; node++) {
       /* A node whose parent is in the band takes what the parent holds now: the label,
        * or an ancestor in an earlier band. Without a branch (roots and other nodes
@@ -359,8 +365,11 @@ static void number_roots(void *context, int64_t begin, int64_t end) {
       const int32_t up = f.parent[node], root = up == node;
       const int32_t next = f.parent[up >= first ? up : node];
       label += root;
-      f.parent[node] = root ? -label : next;
+      const int32_t held = root ? -label : next;
+      f.parent[node] = held;
+      unresolved_end = held >= 0 ? node + 1 : unresolved_end;
     }
+    band->unresolved_end = unresolved_end;
   }
 }
 
@@ -369,8 +378,8 @@ static void number_roots(void *context, int64_t begin, int64_t end) {
  * background that the next run overwrites where it starts within it: a short run (2.4
  * pixels on average on the mask above) then costs two stores and no loop whose end the
  * branch predictor must guess. A run within four pixels of the row's end, whose
- * overshoot would reach the next row (another band's, perhaps written already), is
- * filled a pixel at a time. */
+ * overshoot would reach the next row (written already, or another band's), is filled
+ * a pixel at a time. */
 static inline void fill_run(int32_t *row, int64_t width, int32_t start, int32_t end,
                             int32_t label) {
   if ((int64_t)end + 4 > width) { /* end may be INT32_MAX: a one-row frame that wide */
@@ -387,6 +396,25 @@ static inline void fill_run(int32_t *row, int64_t width, int32_t start, int32_t 
 }
 
 /* Step 4 over the bands [begin, end). */
+static void resolve_bands(void *context, int64_t begin, int64_t end) {
+  const plm__label_args *args = context;
+  const int64_t bands = bands_per_frame(args);
+  for (int64_t task = begin; task < end; task++) {
+    const frame_view f = view_of(args, task / bands);
+    const int32_t first = first_node(&f, task % bands);
+    /* The nodes left pointing at an earlier band are of components that cross the
+     * band's top border: they end at the last such component's last run, in the band's
+     * first rows unless a component reaches far down. */
+    for (int32_t node = first; node < f.bands[task % bands].unresolved_end; node++) {
+      int32_t up = load(f.parent + node);
+      if (up < 0) continue; /* resolved in step 3 */
+      while (up >= 0) up = load(f.parent + up);
+      store(f.parent + node, up);
+    }
+  }
+}
+
+/* Step 5 over the bands [begin, end). */
 static void fill_bands(void *context, int64_t begin, int64_t end) {
   const plm__label_args *args = context;
   const int64_t bands = bands_per_frame(args), width = args->width;
@@ -395,20 +423,18 @@ static void fill_bands(void *context, int64_t begin, int64_t end) {
     const int64_t band = task % bands;
     int64_t r0, r1;
     band_bounds(&f, band, &r0, &r1);
-    int32_t *node = f.parent + first_node(&f, band);
     const run_row runs = band_runs(&f, band, 0);
-    for (int64_t r = r0; r < r1; r++) {
+    int32_t *const run_labels = band_runs(&f, band, 1).start; /* of the row's runs */
+    int32_t next_row_first = first_node(&f, band) + f.bands[band].runs;
+    for (int64_t r = r1 - 1; r >= r0; r--) {
+      const int32_t n = row_runs(f.mask + r * width, width, runs);
+      const int32_t *node = f.parent + (next_row_first -= n);
+      for (int32_t i = 0; i < n; i++) run_labels[i] = -node[i]; /* all negative since step 4 */
       /* The row zeroed in one call, then its runs written over it. */
       int32_t *row = f.labels + r * width;
       memset(row, 0, (size_t)width * sizeof *row);
-      const int32_t n = row_runs(f.mask + r * width, width, runs);
-      for (int32_t i = 0; i < n; i++) {
-        int32_t up = load(node + i);
-        while (up >= 0) up = load(f.parent + up); /* every root is negative since step 3 */
-        store(node + i, up);
-        fill_run(row, width, runs.start[i], runs.end[i], -up);
-      }
-      node += n;
+      for (int32_t i = 0; i < n; i++)
+        fill_run(row, width, runs.start[i], runs.end[i], run_labels[i]);
     }
   }
 }
@@ -418,6 +444,7 @@ void plm__label_cpu(const plm__label_args *args) {
   plm__parallel_for(tasks, 1, link_bands, (void *)args);
   plm__parallel_for(args->frames, 1, merge_frames, (void *)args);
   plm__parallel_for(tasks, 1, number_roots, (void *)args);
+  plm__parallel_for(tasks, 1, resolve_bands, (void *)args);
   plm__parallel_for(tasks, 1, fill_bands, (void *)args);
 }
 
