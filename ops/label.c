@@ -68,7 +68,8 @@ static plm_status label_shapes(const plm__op_call *call, plm_shape *out, void *r
 }
 
 /* The mask is read, the labels written and read back (on cuda: parents, then numbers;
- * the CPU writes them once and reads the mask twice, its table mostly in the caches). */
+ * the CPU keeps its union-find's nodes at the front of each band's labels, mostly in the
+ * caches, writes each label once and reads the mask twice). */
 static void label_cost(const plm__op_call *call, plm_op_cost *cost) {
   const plm_tensor *mask = call->in[0];
   const plm_label_params *params = call->params;
@@ -101,8 +102,8 @@ static void label_cpu(const void *args) {
   plm__label_cpu(args);
 }
 
-/* A union-find node per run of the batch, and per band of rows a record and two rows of
- * runs (kernels/common/label.h). */
+/* Per band of rows a record and two rows of runs (kernels/common/label.h); the
+ * union-find's nodes are in the labels. */
 static size_t label_cpu_scratch(const void *args) {
   return plm__label_cpu_scratch_bytes(args);
 }

@@ -1640,7 +1640,7 @@ START_TEST(test_per_run_from_a_passthrough_pool) {
     intermediates += pl->plan.location[t] == PLM__AT_WORKSPACE;
   ck_assert_int_eq(intermediates, 4); /* magnitude, mask, conv, labels */
   /* The steps' scratch comes from the pipeline's pool too (plume/pipeline.h), a block per
-   * step that needs one (entropy's histograms, label's union-find) per run. */
+   * step that needs one (entropy's histograms, label's rows of runs) per run. */
   int scratched = 0;
   for (int st = 0; st < pl->plan.step_count; st++)
     scratched += pl->plan.steps[st].scratch_bytes > 0;

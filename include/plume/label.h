@@ -27,11 +27,11 @@
  * after the earlier rows' (raster order), all on the device, in four launches. On cuda
  * the op takes scratch from the context's default pool in stream order, 8 bytes per
  * image row of the batch (PLM_ERR_OUT_OF_MEMORY when the pool cannot give it); on host
- * it takes its union-find table the same way: 4 bytes for every two pixels of a frame
- * (each row's rounded up), and two rows of runs (8 bytes a column) for every band of 32
- * rows or more: a little over half the labels' own bytes for frames of 32 rows or more
- * (9.4 MB for a 2048 x 2048 frame, whose labels take 16.8 MB), and up to about 2.5 times
- * them for a frame of one row.
+ * it takes two rows of runs (8 bytes a column) the same way for every band of 32 rows or
+ * more (its union-find table is kept in the labels while it runs): a sixteenth of the
+ * labels' own bytes or less for frames of 32 rows or more (1.05 MB for a 2048 x 2048
+ * frame, whose labels take 16.8 MB), 2 / H of them for a frame of H rows fewer (about
+ * twice them for a frame of one row).
  *
  * ---- regions --------------------------------------------------------------------------
  * Per-label statistics of one labelled frame, as skimage.measure.regionprops(labels,

@@ -537,9 +537,9 @@ extern "C" {
 /* The CPU kernels (kernels/cpu/label.c): run on the calling thread and the CPU pool;
  * return when done. plm__label_cpu needs args->scratch of the size
  * plm__label_cpu_scratch_bytes gives (per band of rows a 16-byte record and two rows of
- * runs, 16 bytes for every two pixels of a row, rounded up, and 48 more: about a sixteenth
- * of the labels' bytes; the union-find's table is in the labels; it reads none of args'
- * pointers). */
+ * runs, 16 bytes for every two pixels of a row, rounded up, and 48 more: a sixteenth of
+ * the labels' bytes for bands of 32 rows, 2 / H for a frame of H < 32 rows; the
+ * union-find's table is in the labels; it reads none of args' pointers). */
 size_t plm__label_cpu_scratch_bytes(const plm__label_args *args);
 void plm__label_cpu(const plm__label_args *args);
 void plm__regions_cpu(const plm__regions_args *args);
