@@ -190,6 +190,7 @@ int check(const char *what, const Labels &l, const void *intensity, plm_dtype dt
   args.count = &l.k;
   args.table = want.data();
   args.capacity = capacity;
+  args.frames = 1;
   args.height = l.height;
   args.width = l.width;
   plm__regions_cpu(&args);

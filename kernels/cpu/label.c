@@ -38,14 +38,16 @@
  * The scratch (plm__label_cpu_scratch_bytes) holds a record and two rows of runs a band.
  * The union-find works in a few hundred KiB to a MB of the labels at the front of each
  * band (a 2048^2 mask of 15% foreground, compare_cpu.py's: 258,449 runs, 1 MB of 16.8 MB),
- * so the links and the finds stay in the caches, and the labels are written once, row
- * after row. Until 2026-12-06 each run's node was at its first pixel: the links scattered
- * over the whole labels array, and each run's root was read there at random twice more,
+ * so the links and the finds stay in the caches, and each label is written once, row
+ * after row, over the nodes. Until 2026-12-06 each run's node was at its first pixel: the links
+ * scattered over the whole labels array, and each run's root was read there at random twice more,
  * to number it and to fill; OpenCV's connectedComponents took 0.71 to 0.75 of plume's
  * time on that mask (2 cores; docs/benchmarks.md, compare_cpu.py). Then for a day the
- * table was in the scratch: 8.4 MB at 2048^2, 56% of the labels' bytes, which a pool
- * with a byte limit could refuse where it had given none.
- * regions is one raster-order pass accumulating in f64 per label (regions_frame). */
+ * table was in the scratch: 8.4 MB at 2048^2 (9.4 MB of scratch in all, 56% of the
+ * labels' bytes), which a pool with a byte limit could refuse where it had given none.
+ * regions accumulates in f64 per label, each label's pixels in raster order: a frame's
+ * labels are cut into ranges, one a core, and each range's task reads the whole frame
+ * and adds its own labels' runs alone (regions_frame). */
 #include <math.h>
 #include <string.h>
 #if defined(__SSE2__)
@@ -450,21 +452,30 @@ void plm__label_cpu(const plm__label_args *args) {
 
 /* ---- regions ------------------------------------------------------------------------- */
 
-/* Non-zero labels of labels[0..count) (count <= 64): bit i for pixel i. */
-static inline uint64_t labelled_bits(const int32_t *labels, int64_t count) {
+/* The labels [first, last] of a frame's table (1 <= first, last <= its rows), the
+ * part of it one task accumulates. */
+typedef struct label_range {
+  int64_t first, last;
+} label_range;
+
+/* The labels of labels[0..count) (count <= 64) in `mine`: bit i for pixel i. */
+static inline uint64_t bits_in_range(const int32_t *labels, int64_t count, label_range mine) {
   uint64_t bits = 0;
 #if defined(__SSE2__)
   if (count == 64) {
-    const __m128i zero = _mm_setzero_si128();
+    const __m128i first = _mm_set1_epi32((int32_t)mine.first);
+    const __m128i last = _mm_set1_epi32((int32_t)mine.last);
     for (int k = 0; k < 16; k++) {
       const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(labels + 4 * k));
-      const int empty = _mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(v, zero)));
-      bits |= (uint64_t)(~empty & 0xf) << (4 * k);
+      const __m128i out = _mm_or_si128(_mm_cmplt_epi32(v, first), _mm_cmpgt_epi32(v, last));
+      const int outside = _mm_movemask_ps(_mm_castsi128_ps(out));
+      bits |= (uint64_t)(~outside & 0xf) << (4 * k);
     }
     return bits;
   }
 #endif
-  for (int64_t i = 0; i < count; i++) bits |= (uint64_t)(labels[i] != 0) << i;
+  for (int64_t i = 0; i < count; i++)
+    bits |= (uint64_t)(labels[i] >= mine.first && labels[i] <= mine.last) << i;
   return bits;
 }
 
@@ -519,74 +530,91 @@ static void add_segment(const plm__regions_args *args, double *row, int64_t r, i
   }
 }
 
-/* The labelled pixels [c0, c1) of row r (a run of non-zero labels), cut where the label
- * changes (labels not made by plm_label may), each piece of a label 1..rows into its
- * row of the table. */
-static void add_run(const plm__regions_args *args, int64_t rows, int64_t r, int64_t c0,
-                    int64_t c1) {
+/* The pixels [c0, c1) of row r (a run of labels in the task's range), cut where the
+ * label changes (labels not made by plm_label may), each piece into its label's row of
+ * the table. */
+static void add_run(const plm__regions_args *args, int64_t r, int64_t c0, int64_t c1) {
   const int32_t *labels = args->labels + r * args->width;
   while (c0 < c1) {
     const int32_t label = labels[c0];
     int64_t end = c0 + 1;
     while (end < c1 && labels[end] == label) end++;
-    if (label >= 1 && label <= rows)
-      add_segment(args, args->table + (int64_t)(label - 1) * PLM_REGION_COLUMNS, r, c0, end);
+    add_segment(args, args->table + (int64_t)(label - 1) * PLM_REGION_COLUMNS, r, c0, end);
     c0 = end;
   }
 }
 
-/* One frame's table, in raster order: each row's runs of labelled pixels found 64 at a
- * time from a bitmap (as label's, above), so the background costs a compare a pixel and
- * a run's coordinates are summed at once. It was a loop over every pixel, a branch on
- * each and fmin and fmax called four times a labelled pixel: 12 ms of segment's 17.5 on
+/* The rows of `mine` of one frame's table, in raster order: each row's runs of pixels
+ * whose labels are in `mine` found 64 at a time from a bitmap (as label's, above), so
+ * the background and the other tasks' labels cost a compare a pixel, and a run's
+ * coordinates are summed at once. It was a loop over every pixel, a branch on each and
+ * fmin and fmax called four times a labelled pixel: 12 ms of segment's 17.5 on
  * compare_cpu.py's 2048^2 mask, on one core. */
-static void regions_frame(const plm__regions_args *args) {
-  const int64_t rows = plm__regions_rows(*args->count, args->capacity);
+static void regions_frame(const plm__regions_args *args, label_range mine) {
   const int64_t height = args->height, width = args->width;
-  for (int64_t j = 0; j < rows; j++)
+  for (int64_t j = mine.first - 1; j < mine.last; j++)
     plm__regions_start_row(args->table + j * PLM_REGION_COLUMNS, j + 1);
   enum { WORD_RUNS = 32 + ROW_SPARE_RUNS }; /* a word's: at most 32 starts, 32 ends */
   int32_t starts[WORD_RUNS], ends[WORD_RUNS];
-  for (int64_t r = 0; r < height && rows > 0; r++) {
+  for (int64_t r = 0; r < height && mine.first <= mine.last; r++) {
     const int32_t *labels = args->labels + r * width;
     uint64_t left = 0;
     int64_t open = -1; /* the start of a run going on past the last word */
     for (int64_t base = 0; base < width; base += 64) {
-      const uint64_t bits = labelled_bits(labels + base, width - base < 64 ? width - base : 64);
+      const uint64_t bits =
+          bits_in_range(labels + base, width - base < 64 ? width - base : 64, mine);
       const uint64_t before = bits << 1 | left;
       const int32_t n_starts = set_bit_columns(bits & ~before, base, starts);
       const int32_t n_ends = set_bit_columns(~bits & before, base, ends);
       int32_t e = 0;
       if (open >= 0 && n_ends > 0) { /* the run from an earlier word ends in this one */
-        add_run(args, rows, r, open, ends[e++]);
+        add_run(args, r, open, ends[e++]);
         open = -1;
       }
       for (int32_t s = 0; s < n_starts; s++) {
         if (e < n_ends)
-          add_run(args, rows, r, starts[s], ends[e++]);
+          add_run(args, r, starts[s], ends[e++]);
         else
           open = starts[s];
       }
       left = bits >> 63;
     }
-    if (open >= 0) add_run(args, rows, r, open, width);
+    if (open >= 0) add_run(args, r, open, width);
   }
-  for (int64_t j = 0; j < rows; j++)
+  for (int64_t j = mine.first - 1; j < mine.last; j++)
     plm__regions_finish_row(args->table + j * PLM_REGION_COLUMNS, args->intensity != NULL);
 }
 
-static void regions_frames(void *context, int64_t begin, int64_t end) {
-  for (int64_t f = begin; f < end; f++) {
-    const plm__regions_args frame = plm__regions_frame(context, f);
-    regions_frame(&frame);
+/* Below this many pixels a frame is one task: a second core would save less than the
+ * hand-off to it costs (about 4 us) and the second read of the labels. */
+enum { REGIONS_SPLIT_PIXELS = 1 << 17 };
+
+/* The work of plm__regions_cpu: `ranges` tasks a frame, task t taking frame t / ranges
+ * and the (t % ranges)-th of its labels' equal ranges. */
+typedef struct regions_job {
+  const plm__regions_args *args;
+  int64_t ranges;
+} regions_job;
+
+static void regions_tasks(void *context, int64_t begin, int64_t end) {
+  const regions_job *job = context;
+  for (int64_t task = begin; task < end; task++) {
+    const plm__regions_args frame = plm__regions_frame(job->args, task / job->ranges);
+    const int64_t rows = plm__regions_rows(*frame.count, frame.capacity);
+    const int64_t part = task % job->ranges;
+    const label_range mine = {.first = rows * part / job->ranges + 1,
+                              .last = rows * (part + 1) / job->ranges};
+    regions_frame(&frame, mine);
   }
 }
 
-/* A task per frame: each frame's table is its own, summed in raster order as one frame's. */
+/* A task per frame, or per range of a frame's labels where the frames are fewer than the
+ * threads: each label's sums stay in raster order, whichever task adds them, at the cost
+ * of each task reading the frame's labels whole (a third of regions' time at 2048^2). */
 void plm__regions_cpu(const plm__regions_args *args) {
-  if (args->frames <= 1) {
-    regions_frame(args);
-    return;
-  }
-  plm__parallel_for(args->frames, 1, regions_frames, (void *)args);
+  const int64_t threads = plm__parallel_threads();
+  int64_t ranges = args->frames < threads ? threads / (args->frames > 0 ? args->frames : 1) : 1;
+  if (args->height * args->width < REGIONS_SPLIT_PIXELS) ranges = 1;
+  const regions_job job = {.args = args, .ranges = ranges};
+  plm__parallel_for(args->frames * ranges, 1, regions_tasks, (void *)&job);
 }
