@@ -333,6 +333,32 @@ START_TEST(test_cpu_kernel_stays_within_its_scratch) {
 }
 END_TEST
 
+/* The CPU kernel numbers a frame of 2^20 pixels or more, alone, in two parallel passes
+ * (steps 3 and 4 of kernels/cpu/label.c; a smaller frame, or a stack, in one pass a
+ * frame): frames of 1100 x 1000 with components that cross every band border (half
+ * foreground), small ones (15%), rows of runs (every other column) and a checkerboard,
+ * in the exact scratch. */
+START_TEST(test_cpu_kernel_numbers_a_large_frame_in_parallel) {
+  const int64_t height = 1100, width = 1000, pixels = height * width;
+  for (int pattern = 0; pattern < 4; pattern++) {
+    uint8_t *mask = pattern < 2 ? random_mask(pixels, pattern == 0 ? 0.5 : 0.15, 41 + pattern)
+                                : malloc((size_t)pixels);
+    ck_assert_ptr_nonnull(mask);
+    for (int64_t i = 0; pattern >= 2 && i < pixels; i++) {
+      const int64_t r = i / width, c = i % width;
+      mask[i] = pattern == 2 ? c % 2 == 0 : (r + c) % 2 == 0;
+    }
+    for (int connectivity = 4; connectivity <= 8; connectivity += 4) {
+      char what[64];
+      snprintf(what, sizeof what, "1100 x 1000, pattern %d, connectivity %d", pattern,
+               connectivity);
+      check_cpu_kernel(mask, 1, height, width, connectivity, what);
+    }
+    free(mask);
+  }
+}
+END_TEST
+
 /* Large batches, numbered by one prefix sum over the whole batch on CUDA (each
  * frame's ranks counted from the frame's first pixel): many frames, more frames than
  * a CUDA grid has layers, frames whose last pixel is a component of its own (its
@@ -934,6 +960,7 @@ static Suite *label_suite(void) {
   tcase_add_test(tcase, test_batches_label_each_frame_from_one);
   tcase_add_test(tcase, test_large_batches_label_each_frame_from_one);
   tcase_add_test(tcase, test_cpu_kernel_stays_within_its_scratch);
+  tcase_add_test(tcase, test_cpu_kernel_numbers_a_large_frame_in_parallel);
   tcase_add_test(tcase, test_regions_match_the_reference);
   tcase_add_test(tcase, test_regions_stress_the_block_tables);
   tcase_add_loop_test(tcase, test_regions_of_labels_not_made_by_label, 0, 2);

@@ -49,6 +49,7 @@
  * labels are cut into ranges, one a core, and each range's task reads the whole frame
  * and adds its own labels' runs alone (regions_frame). */
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -328,9 +329,36 @@ static void link_bands(void *context, int64_t begin, int64_t end) {
   }
 }
 
+/* Steps 3 and 4 of a frame in one pass, its bands one after another, for a frame small
+ * enough that parallel passes would cost more in hand-offs to the CPU pool (about 4 us
+ * each) than they save, or a frame of a stack that keeps every core busy already: each
+ * node's parent, an earlier node, is final by the time the node is reached, so a node
+ * takes its parent's label, or the next label if it is a root. */
+static void number_frame(const frame_view *f, int64_t bands) {
+  int32_t label = 0;
+  for (int64_t band = 0; band < bands; band++) {
+    const int32_t first = first_node(f, band);
+    for (int32_t node = first; node < first + f->bands[band].runs; node++) {
+      const int32_t up = f->parent[node], root = up == node;
+      label += root;
+      f->parent[node] = root ? -label : f->parent[up];
+    }
+  }
+}
+
+/* Below this many pixels a frame is numbered in one pass (number_frame). */
+enum { NUMBER_IN_PARALLEL_PIXELS = 1 << 20 };
+
+/* What step 2 does: it numbers the frames too where number_frame does steps 3 and 4. */
+typedef struct merge_job {
+  const plm__label_args *args;
+  bool number;
+} merge_job;
+
 /* Step 2 over the frames [begin, end). */
 static void merge_frames(void *context, int64_t begin, int64_t end) {
-  const plm__label_args *args = context;
+  const merge_job *job = context;
+  const plm__label_args *args = job->args;
   const int64_t bands = bands_per_frame(args), width = args->width;
   for (int64_t frame = begin; frame < end; frame++) {
     const frame_view f = view_of(args, frame);
@@ -348,6 +376,7 @@ static void merge_frames(void *context, int64_t begin, int64_t end) {
       labels_before += roots;
     }
     *f.count = labels_before;
+    if (job->number) number_frame(&f, bands);
   }
 }
 
@@ -416,6 +445,17 @@ static void resolve_bands(void *context, int64_t begin, int64_t end) {
   }
 }
 
+/* Ask for a row's mask (to read) and labels (to write) ahead of their use: step 5 walks
+ * the rows upwards, which the hardware's prefetchers, following each row's lines forwards,
+ * do not foresee; where another core has just written the mask or the labels (segment's
+ * threshold, the last call's fill), each row's first lines would wait on that core. At
+ * 362^2 segment took 0.216 ms without, 0.205 with, and 0.207 with the rows filled
+ * downwards from a copy of the nodes. */
+static inline void prefetch_row(const uint8_t *mask, const int32_t *labels, int64_t width) {
+  for (int64_t at = 0; at < width; at += 64) __builtin_prefetch(mask + at, 0);
+  for (int64_t at = 0; at < width * 4; at += 64) __builtin_prefetch((const char *)labels + at, 1);
+}
+
 /* Step 5 over the bands [begin, end). */
 static void fill_bands(void *context, int64_t begin, int64_t end) {
   const plm__label_args *args = context;
@@ -429,6 +469,7 @@ static void fill_bands(void *context, int64_t begin, int64_t end) {
     int32_t *const run_labels = band_runs(&f, band, 1).start; /* of the row's runs */
     int32_t next_row_first = first_node(&f, band) + f.bands[band].runs;
     for (int64_t r = r1 - 1; r >= r0; r--) {
+      if (r > r0) prefetch_row(f.mask + (r - 1) * width, f.labels + (r - 1) * width, width);
       const int32_t n = row_runs(f.mask + r * width, width, runs);
       const int32_t *node = f.parent + (next_row_first -= n);
       for (int32_t i = 0; i < n; i++) run_labels[i] = -node[i]; /* all negative since step 4 */
@@ -443,10 +484,15 @@ static void fill_bands(void *context, int64_t begin, int64_t end) {
 
 void plm__label_cpu(const plm__label_args *args) {
   const int64_t tasks = args->frames * bands_per_frame(args);
+  const merge_job merge = {.args = args,
+                           .number = args->frames >= plm__parallel_threads() ||
+                                     args->height * args->width < NUMBER_IN_PARALLEL_PIXELS};
   plm__parallel_for(tasks, 1, link_bands, (void *)args);
-  plm__parallel_for(args->frames, 1, merge_frames, (void *)args);
-  plm__parallel_for(tasks, 1, number_roots, (void *)args);
-  plm__parallel_for(tasks, 1, resolve_bands, (void *)args);
+  plm__parallel_for(args->frames, 1, merge_frames, (void *)&merge);
+  if (!merge.number) {
+    plm__parallel_for(tasks, 1, number_roots, (void *)args);
+    plm__parallel_for(tasks, 1, resolve_bands, (void *)args);
+  }
   plm__parallel_for(tasks, 1, fill_bands, (void *)args);
 }
 
