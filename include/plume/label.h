@@ -58,8 +58,10 @@
  *     when the sum is 0). Without an intensity image those four columns are 0. A label
  *     with no pixels (possible only for labels not made by plm_label) gets a row of
  *     zeros after its label. Sums are accumulated in f64; on the CPU in raster order
- *     (the coordinates of a row's run of one label summed as integers first), on CUDA
- *     with atomics in no fixed order, so f32 sums may differ in the last bits.
+ *     (the coordinates of a row's run of one label summed as integers first; a large
+ *     frame's labels are shared out over the cores by range, each label's sums still
+ *     added in raster order), on CUDA with atomics in no fixed order, so f32 sums may
+ *     differ in the last bits.
  *     Intensities must not be NaN.
  */
 #ifndef PLUME_LABEL_H

@@ -29,6 +29,9 @@
  *      resolved meanwhile: the same label) and takes it. Other bands' nodes are read
  *      while those are written, with relaxed atomic loads and stores: a node read is
  *      either a parent (an ancestor still) or the label.
+ *      A frame under 2^20 pixels, or one of a stack with a frame for every thread, does
+ *      steps 3 and 4 in step 2's task instead, its bands in order (number_frame), which
+ *      saves two hand-offs to the CPU pool.
  *   5. Bands in parallel, each reading its own nodes alone: row after row from the last,
  *      a row's runs take their nodes' labels, then the row is zeroed and its runs
  *      filled. A row's nodes come before its own pixels, except where they share them
