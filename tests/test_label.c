@@ -291,6 +291,32 @@ static size_t check_cpu_kernel(const uint8_t *mask, int64_t frames, int64_t heig
   return bytes;
 }
 
+/* The masks of the CPU kernel's own tests: every other column (a run every two pixels,
+ * the most a row holds, each column its own component), a checkerboard (one component
+ * under 8-connectivity), full rows, and half or 15% foreground at random. */
+typedef enum mask_pattern {
+  EVERY_OTHER_COLUMN,
+  CHECKERBOARD,
+  FULL_ROWS,
+  RANDOM_HALF,
+  RANDOM_SPARSE
+} mask_pattern;
+
+static uint8_t *patterned_mask(mask_pattern pattern, int64_t height, int64_t width, uint64_t seed) {
+  const int64_t pixels = height * width;
+  if (pattern == RANDOM_HALF || pattern == RANDOM_SPARSE)
+    return random_mask(pixels, pattern == RANDOM_HALF ? 0.5 : 0.15, seed);
+  uint8_t *mask = malloc((size_t)pixels);
+  ck_assert_ptr_nonnull(mask);
+  for (int64_t i = 0; i < pixels; i++) {
+    const int64_t r = i / width, c = i % width;
+    mask[i] = pattern == EVERY_OTHER_COLUMN ? c % 2 == 0
+              : pattern == CHECKERBOARD     ? (r + c) % 2 == 0
+                                            : 1;
+  }
+  return mask;
+}
+
 /* The CPU kernel alone in its exact scratch (check_cpu_kernel): on the masks with the
  * most runs a row, every other column (a run every two pixels, each column its own
  * component), a checkerboard (one component under 8-connectivity), and full rows (runs
@@ -310,17 +336,11 @@ START_TEST(test_cpu_kernel_stays_within_its_scratch) {
   }
   const int64_t widths[] = {1, 2, 3, 63, 64, 65, 128, 129, 8193};
   for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++)
-    for (int pattern = 0; pattern < 4; pattern++) {
+    for (int pattern = EVERY_OTHER_COLUMN; pattern <= RANDOM_HALF; pattern++) {
       const int64_t width = widths[w], rows_a_band = width >= 256 ? 32 : (8192 + width - 1) / width;
-      const int64_t height = width >= 256 ? 65 : rows_a_band + 1, pixels = height * width;
+      const int64_t height = width >= 256 ? 65 : rows_a_band + 1;
       const int64_t bands = (height + rows_a_band - 1) / rows_a_band;
-      uint8_t *mask =
-          pattern == 3 ? random_mask(pixels, 0.5, (uint64_t)w + 3) : malloc((size_t)pixels);
-      ck_assert_ptr_nonnull(mask);
-      for (int64_t i = 0; pattern < 3 && i < pixels; i++) {
-        const int64_t r = i / width, c = i % width;
-        mask[i] = pattern == 0 ? c % 2 == 0 : pattern == 1 ? (r + c) % 2 == 0 : 1;
-      }
+      uint8_t *mask = patterned_mask(pattern, height, width, (uint64_t)w + 3);
       for (int connectivity = 4; connectivity <= 8; connectivity += 4) {
         char what[64];
         snprintf(what, sizeof what, "width %lld, pattern %d, connectivity %d", (long long)width,
@@ -339,15 +359,12 @@ END_TEST
  * foreground), small ones (15%), rows of runs (every other column) and a checkerboard,
  * in the exact scratch. */
 START_TEST(test_cpu_kernel_numbers_a_large_frame_in_parallel) {
-  const int64_t height = 1100, width = 1000, pixels = height * width;
-  for (int pattern = 0; pattern < 4; pattern++) {
-    uint8_t *mask = pattern < 2 ? random_mask(pixels, pattern == 0 ? 0.5 : 0.15, 41 + pattern)
-                                : malloc((size_t)pixels);
-    ck_assert_ptr_nonnull(mask);
-    for (int64_t i = 0; pattern >= 2 && i < pixels; i++) {
-      const int64_t r = i / width, c = i % width;
-      mask[i] = pattern == 2 ? c % 2 == 0 : (r + c) % 2 == 0;
-    }
+  const int64_t height = 1100, width = 1000;
+  static const mask_pattern patterns[] = {RANDOM_HALF, RANDOM_SPARSE, EVERY_OTHER_COLUMN,
+                                          CHECKERBOARD};
+  for (size_t p = 0; p < sizeof patterns / sizeof patterns[0]; p++) {
+    const int pattern = (int)patterns[p];
+    uint8_t *mask = patterned_mask(patterns[p], height, width, 41 + p);
     for (int connectivity = 4; connectivity <= 8; connectivity += 4) {
       char what[64];
       snprintf(what, sizeof what, "1100 x 1000, pattern %d, connectivity %d", pattern,

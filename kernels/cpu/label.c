@@ -332,21 +332,35 @@ static void link_bands(void *context, int64_t begin, int64_t end) {
   }
 }
 
+/* Number band b's nodes in table order, after `label`; returns the band's last label.
+ * Each root takes the next label, stored negated (roots are numbered in the raster order
+ * of their first pixels: scipy's numbering), and each other node whose parent is at
+ * `settled` or later (numbered by now) takes what the parent holds: the label, or an
+ * ancestor before `settled`, which stays for step 4. Without a branch (roots and other
+ * nodes alternate at random). Records where the nodes left for step 4 end. */
+static int32_t number_band(const frame_view *f, int64_t b, int32_t settled, int32_t label) {
+  band_record *band = &f->bands[b];
+  const int32_t first = first_node(f, b);
+  int32_t unresolved_end = first;
+  for (int32_t node = first; node < first + band->runs; node++) {
+    const int32_t up = f->parent[node], root = up == node;
+    const int32_t next = f->parent[up >= settled ? up : node];
+    label += root;
+    const int32_t held = root ? -label : next;
+    f->parent[node] = held;
+    unresolved_end = held >= 0 ? node + 1 : unresolved_end;
+  }
+  band->unresolved_end = unresolved_end;
+  return label;
+}
+
 /* Steps 3 and 4 of a frame in one pass, its bands one after another, for a frame small
  * enough that parallel passes would cost more in hand-offs to the CPU pool (about 4 us
- * each) than they save, or a frame of a stack that keeps every core busy already: each
- * node's parent, an earlier node, is final by the time the node is reached, so a node
- * takes its parent's label, or the next label if it is a root. */
+ * each) than they save, or a frame of a stack that keeps every core busy already: every
+ * earlier node is numbered by the time a node is reached, so none is left for step 4. */
 static void number_frame(const frame_view *f, int64_t bands) {
   int32_t label = 0;
-  for (int64_t band = 0; band < bands; band++) {
-    const int32_t first = first_node(f, band);
-    for (int32_t node = first; node < first + f->bands[band].runs; node++) {
-      const int32_t up = f->parent[node], root = up == node;
-      label += root;
-      f->parent[node] = root ? -label : f->parent[up];
-    }
-  }
+  for (int64_t band = 0; band < bands; band++) label = number_band(f, band, 0, label);
 }
 
 /* Below this many pixels a frame is numbered in one pass (number_frame). */
@@ -383,27 +397,15 @@ static void merge_frames(void *context, int64_t begin, int64_t end) {
   }
 }
 
-/* Step 3 over the bands [begin, end). */
+/* Step 3 over the bands [begin, end): each band's nodes numbered from its first label,
+ * reading its own nodes alone. */
 static void number_roots(void *context, int64_t begin, int64_t end) {
   const plm__label_args *args = context;
   const int64_t bands = bands_per_frame(args);
   for (int64_t task = begin; task < end; task++) {
     const frame_view f = view_of(args, task / bands);
-    band_record *band = &f.bands[task % bands];
-    const int32_t first = first_node(&f, task % bands);
-    int32_t label = band->roots, unresolved_end = first;
-    for (int32_t node = first; node < first + band->runs; node++) {
-      /* A node whose parent is in the band takes what the parent holds now: the label,
-       * or an ancestor in an earlier band. Without a branch (roots and other nodes
-       * alternate at random), and reading the band's own nodes alone. */
-      const int32_t up = f.parent[node], root = up == node;
-      const int32_t next = f.parent[up >= first ? up : node];
-      label += root;
-      const int32_t held = root ? -label : next;
-      f.parent[node] = held;
-      unresolved_end = held >= 0 ? node + 1 : unresolved_end;
-    }
-    band->unresolved_end = unresolved_end;
+    const int64_t band = task % bands;
+    number_band(&f, band, first_node(&f, band), f.bands[band].roots);
   }
 }
 
@@ -662,7 +664,7 @@ static void regions_tasks(void *context, int64_t begin, int64_t end) {
  * of each task reading the frame's labels whole (a third of regions' time at 2048^2). */
 void plm__regions_cpu(const plm__regions_args *args) {
   const int64_t threads = plm__parallel_threads();
-  int64_t ranges = args->frames < threads ? threads / (args->frames > 0 ? args->frames : 1) : 1;
+  int64_t ranges = args->frames > 0 && args->frames < threads ? threads / args->frames : 1;
   if (args->height * args->width < REGIONS_SPLIT_PIXELS) ranges = 1;
   const regions_job job = {.args = args, .ranges = ranges};
   plm__parallel_for(args->frames * ranges, 1, regions_tasks, (void *)&job);
