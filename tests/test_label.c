@@ -593,9 +593,16 @@ START_TEST(test_regions_match_the_reference) {
   }
   check_regions(200, 180, 0.6, 8, PLM_DTYPE_F32, true, 0, 11);
   check_regions(200, 180, 0.6, 4, PLM_DTYPE_U16, true, 0, 12);
-  /* Frames large enough for the CPU to cut their labels into a range a core: many
-   * labels, fewer rows than labels, one label (a range with none), none. */
+  /* Frames large enough for the CPU to cut their labels into a range a core where their
+   * tables have 2,048 rows or more (REGIONS_SPLIT_LABELS, kernels/cpu/label.c): many
+   * labels (about 7,200 and 10,200), as many rows as the least that splits, one fewer;
+   * then frames of that size that stay one task: hundreds of labels, fewer rows than
+   * labels, one label, none. */
   if (plm_test_backend == PLM_BACKEND_HOST) {
+    check_regions(512, 300, 0.3, 8, PLM_DTYPE_F32, true, 0, 17);
+    check_regions(512, 300, 0.5, 4, PLM_DTYPE_U16, true, 0, 18);
+    check_regions(512, 300, 0.5, 4, PLM_DTYPE_F32, true, 2048, 19);
+    check_regions(512, 300, 0.5, 4, PLM_DTYPE_U8, true, 2047, 20);
     check_regions(512, 300, 0.5, 8, PLM_DTYPE_F32, true, 0, 13);
     check_regions(512, 300, 0.5, 4, PLM_DTYPE_U16, true, 101, 14);
     check_regions(512, 300, 1.0, 8, PLM_DTYPE_F32, true, 0, 15);
