@@ -48,9 +48,9 @@
  * time on that mask (2 cores; docs/benchmarks.md, compare_cpu.py). Then for a day the
  * table was in the scratch: 8.4 MB at 2048^2 (9.4 MB of scratch in all, 56% of the
  * labels' bytes), which a pool with a byte limit could refuse where it had given none.
- * regions accumulates in f64 per label, each label's pixels in raster order: a frame's
- * labels are cut into ranges, one a core, and each range's task reads the whole frame
- * and adds its own labels' runs alone (regions_frame). */
+ * regions accumulates in f64 per label, each label's pixels in raster order: a large
+ * frame's labels, where they are many, are cut into ranges, one a core, and each range's
+ * task reads the whole frame and adds its own labels' runs alone (regions_frame). */
 #include <math.h>
 #include <stdbool.h>
 #include <string.h>
