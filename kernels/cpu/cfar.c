@@ -148,9 +148,6 @@ static inline __attribute__((always_inline)) void interior_moments(const interio
   *m = finite ? n * s2 - s1 * s1 : 0.0;
 }
 
-/* plm__cfar_mask and plm__cfar_z of pixels [x0, x1) into out, which nothing else read
- * here aliases (so that the loops vectorise: a byte store may alias anything). Built for
- * AVX2 too (kernels/cpu/dispatch.h). */
 /* plm__cfar_mask and plm__cfar_z of pixel x. */
 static inline __attribute__((always_inline)) uint8_t mask_at(const interior_row *row, int64_t x,
                                                              double k, const bool all_finite) {
