@@ -52,6 +52,8 @@ static inline __attribute__((always_inline)) void update_lanes(const float *rest
   }
 }
 
+/* Pixels [0, n) of a frame without a hold: a first frame starts the state, any other
+ * goes through update_lanes' loop for the rule's gate and mode. */
 PLM__CPU_CLONES_FMA static void update_block(const float *restrict x, float *restrict b,
                                              float *restrict v, float *restrict out, int64_t n,
                                              bool first, const plm__background_rule *rule) {
