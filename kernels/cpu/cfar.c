@@ -133,8 +133,8 @@ typedef struct interior_row {
   double n; /* with all_finite */
 } interior_row;
 
-/* Pixel x's d and m (plm__cfar_moments_at's, operation for operation); all_finite
- * (row->all_finite) is a constant where it is inlined, so that each loop vectorises. */
+/* Pixel x's d and m: plm__cfar_moments_at's sums, box by box, then plm__cfar_moments_f32;
+ * all_finite (row->all_finite) is a constant where it is inlined, so that each loop vectorises. */
 static inline __attribute__((always_inline)) void interior_moments(const interior_row *row,
                                                                    int64_t x, const bool all_finite,
                                                                    double *d, double *m) {
@@ -142,10 +142,7 @@ static inline __attribute__((always_inline)) void interior_moments(const interio
       all_finite ? row->n : box_sum(row->counts_outer, x) - box_sum(row->counts_guard, x);
   const double s1 = box_sum(row->sums_outer, x) - box_sum(row->sums_guard, x);
   const double s2 = box_sum(row->squares_outer, x) - box_sum(row->squares_guard, x);
-  const double v = (double)row->in[x];
-  const bool finite = v - v == 0.0;
-  *d = finite ? n * (v - row->level) - s1 : 0.0;
-  *m = finite ? n * s2 - s1 * s1 : 0.0;
+  plm__cfar_moments_f32(row->in, row->level, x, n, s1, s2, d, m);
 }
 
 /* plm__cfar_mask and plm__cfar_z of pixel x. */
@@ -153,14 +150,13 @@ static inline __attribute__((always_inline)) uint8_t mask_at(const interior_row 
                                                              double k, const bool all_finite) {
   double d, m;
   interior_moments(row, x, all_finite, &d, &m);
-  return (uint8_t)((m > 0.0) & (d > k * sqrt(m)));
+  return plm__cfar_mask(d, m, k);
 }
 static inline __attribute__((always_inline)) float score_at(const interior_row *row, int64_t x,
                                                             const bool all_finite) {
   double d, m;
   interior_moments(row, x, all_finite, &d, &m);
-  const double z = d / sqrt(m);
-  return m > 0.0 ? (float)z : 0.0f;
+  return plm__cfar_z(d, m);
 }
 
 /* Pixels [x0, x1) into out, which nothing else read here aliases (so that the loops
