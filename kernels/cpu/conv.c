@@ -13,10 +13,11 @@
  * reach 2^20. With a horizontal stride larger than the kernel a staged segment holds
  * only the KW columns of each output (x * KW + j), not the gaps between them.
  *
- * conv2d adds each kernel row's taps into an accumulator block (three taps per pass
- * at stride 1, so that the loop vectorises), and a 3x3 kernel at stride 1 does all
- * nine taps in one pass straight into the output; both add in the same order, so the
- * result does not depend on the path. Sobel computes its outputs from three segments
+ * conv2d adds each kernel row's taps into an accumulator block (at stride 1 in groups
+ * of three taps, up to three groups a pass, so that the loop vectorises and the block is
+ * loaded and stored once per nine taps), and a 3x3 kernel at stride 1 does all nine taps
+ * in one pass straight into the output; every path adds in the same order, so the result
+ * does not depend on the path. Sobel computes its outputs from three segments
  * in one pass, the magnitude without materialising gx and gy. These loops are built
  * for AVX2 and the baseline (kernels/cpu/dispatch.h), with the same results. Sobel's
  * row steps are exported for the fused sobel-entropy-threshold kernel (kernels/cpu/fused.c). */
@@ -155,17 +156,39 @@ static void stage_row(float *buf, const float *src, const void *in, plm_dtype dt
 
 /* ---- conv2d ------------------------------------------------------------------------ */
 
+/* acc[x] += (taps[0] * r[x] + taps[1] * r[x + 1]) + taps[2] * r[x + 2], for each of
+ * `groups` groups of three taps in turn (group g at taps + 3g, r + 3g), in one pass over
+ * acc: the same sums, rounded alike, as one pass per group, with acc loaded and stored
+ * once. `groups` is a constant where this is inlined (1 to 3: at most nine taps and a
+ * sum, held in AVX2's sixteen registers), so the loop over groups unrolls. */
+static inline __attribute__((always_inline)) void add_tap_groups(float *restrict acc,
+                                                                 const float *restrict r,
+                                                                 const float *restrict taps,
+                                                                 int groups, int64_t n) {
+  for (int64_t x = 0; x < n; x++) {
+    float sum = acc[x];
+    for (int g = 0; g < groups; g++) {
+      const float *restrict k = taps + 3 * g, *restrict p = r + 3 * g + x;
+      sum += k[0] * p[0] + k[1] * p[1] + k[2] * p[2];
+    }
+    acc[x] = sum;
+  }
+}
+
 /* acc[x] += sum_j taps[j] * row[x * step + j], for x < n; at stride 1 (grouped) three
- * taps at a time, then the rest one by one. */
+ * taps at a time (up to three such groups a pass), then the rest one by one. */
 PLM__CPU_CLONES static void add_kernel_row(float *restrict acc, const float *restrict row,
                                            const float *restrict taps, int kw, int64_t step,
                                            bool grouped, int64_t n) {
   if (grouped) {
     int j = 0;
-    for (; j + 3 <= kw; j += 3) {
-      const float k0 = taps[j], k1 = taps[j + 1], k2 = taps[j + 2];
-      const float *restrict r = row + j;
-      for (int64_t x = 0; x < n; x++) acc[x] += k0 * r[x] + k1 * r[x + 1] + k2 * r[x + 2];
+    for (; j + 9 <= kw; j += 9) add_tap_groups(acc, row + j, taps + j, 3, n);
+    if (j + 6 <= kw) {
+      add_tap_groups(acc, row + j, taps + j, 2, n);
+      j += 6;
+    } else if (j + 3 <= kw) {
+      add_tap_groups(acc, row + j, taps + j, 1, n);
+      j += 3;
     }
     for (; j < kw; j++) {
       const float k = taps[j];
