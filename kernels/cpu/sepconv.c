@@ -13,7 +13,8 @@
  *
  * Both passes add their terms tap by tap into a block of sums (tap 0 first, from
  * 0.0f), each product and sum rounded on its own (-ffp-contract=off), so every output
- * has plm__sepconv2d_pixel's bits; the loops over the block vectorise. Rows outside the
+ * has plm__sepconv2d_pixel's bits; the loops over the block vectorise, up to nine taps
+ * a pass, so that the block is loaded and stored once per nine taps. Rows outside the
  * image under PLM_BORDER_ZERO are summed as zeros, as the definition does (an infinite
  * tap times zero is NaN in both). */
 #include <stdbool.h>
@@ -44,41 +45,65 @@ static int64_t staged_step(const plm__sepconv2d_args *a) {
   return a->stride_x <= a->kw ? a->stride_x : a->kw;
 }
 
-/* sums[x] = sum_j taps[j] * row[x * step + j], x < n, tap 0 first, from 0. At step 1
- * three taps a pass (each sum still adds them one at a time, left to right), so that
- * the sums are loaded and stored a third as often. */
+/* sums[x] = sums[x] + taps[t] * rows[t][x] for t = 0 .. count - 1 in turn, each product
+ * and sum rounded on its own: one pass over the sums for up to nine taps, with the same
+ * bits as a pass per tap. `count` is a constant where this is inlined (at most nine taps
+ * and a sum in AVX2's sixteen registers), so the loop over taps unrolls; rows[t] is the
+ * t-th input (a row shifted by t for the row pass, the t-th row sum for the column pass). */
+static inline __attribute__((always_inline)) void add_taps(float *restrict sums,
+                                                           const float *const rows[],
+                                                           const float *restrict taps, int count,
+                                                           int64_t n) {
+  for (int64_t x = 0; x < n; x++) {
+    float sum = sums[x];
+    for (int t = 0; t < count; t++) sum = sum + taps[t] * rows[t][x];
+    sums[x] = sum;
+  }
+}
+
+/* Taps [0, count) of taps into sums, through add_taps: nine a pass, then six or three,
+ * then one at a time. */
+static inline __attribute__((always_inline)) void add_tap_passes(float *restrict sums,
+                                                                 const float *const rows[],
+                                                                 const float *restrict taps,
+                                                                 int count, int64_t n) {
+  int t = 0;
+  for (; t + 9 <= count; t += 9) add_taps(sums, rows + t, taps + t, 9, n);
+  if (t + 6 <= count) {
+    add_taps(sums, rows + t, taps + t, 6, n);
+    t += 6;
+  } else if (t + 3 <= count) {
+    add_taps(sums, rows + t, taps + t, 3, n);
+    t += 3;
+  }
+  for (; t < count; t++) add_taps(sums, rows + t, taps + t, 1, n);
+}
+
+/* sums[x] = sum_j taps[j] * row[x * step + j], x < n, tap 0 first, from 0; at step 1
+ * up to nine taps a pass (add_tap_passes: each sum still adds them one at a time, left to
+ * right), so that the sums are loaded and stored a ninth as often. */
 PLM__CPU_CLONES static void row_sums(float *restrict sums, const float *restrict row,
                                      const float *restrict taps, int kw, int64_t step, int64_t n) {
   for (int64_t x = 0; x < n; x++) sums[x] = 0.0f;
-  int j = 0;
-  if (step == 1)
-    for (; j + 3 <= kw; j += 3) {
-      const float k0 = taps[j], k1 = taps[j + 1], k2 = taps[j + 2];
-      const float *restrict r = row + j;
-      for (int64_t x = 0; x < n; x++) sums[x] = sums[x] + k0 * r[x] + k1 * r[x + 1] + k2 * r[x + 2];
-    }
-  for (; j < kw; j++) {
+  if (step == 1) {
+    const float *shifted[PLM_CONV2D_MAX_KERNEL];
+    for (int j = 0; j < kw; j++) shifted[j] = row + j;
+    add_tap_passes(sums, shifted, taps, kw, n);
+    return;
+  }
+  for (int j = 0; j < kw; j++) {
     const float tap = taps[j];
     const float *restrict r = row + j;
     for (int64_t x = 0; x < n; x++) sums[x] = sums[x] + tap * r[x * step];
   }
 }
 
-/* acc[x] = sum_i taps[i] * rows[i][x], x < n, tap 0 first, from 0; three rows a pass. */
+/* acc[x] = sum_i taps[i] * rows[i][x], x < n, tap 0 first, from 0; up to nine rows a
+ * pass (add_tap_passes). */
 PLM__CPU_CLONES static void column_sums(float *restrict acc, const float *const *rows,
                                         const float *restrict taps, int kh, int64_t n) {
   for (int64_t x = 0; x < n; x++) acc[x] = 0.0f;
-  int i = 0;
-  for (; i + 3 <= kh; i += 3) {
-    const float k0 = taps[i], k1 = taps[i + 1], k2 = taps[i + 2];
-    const float *restrict r0 = rows[i], *restrict r1 = rows[i + 1], *restrict r2 = rows[i + 2];
-    for (int64_t x = 0; x < n; x++) acc[x] = acc[x] + k0 * r0[x] + k1 * r1[x] + k2 * r2[x];
-  }
-  for (; i < kh; i++) {
-    const float tap = taps[i];
-    const float *restrict r = rows[i];
-    for (int64_t x = 0; x < n; x++) acc[x] = acc[x] + tap * r[x];
-  }
+  add_tap_passes(acc, rows, taps, kh, n);
 }
 
 /* Input row v (before the border) of frame `in` under kernel_x, for outputs [x0, x0 + n),
