@@ -156,44 +156,48 @@ static void stage_row(float *buf, const float *src, const void *in, plm_dtype dt
 
 /* ---- conv2d ------------------------------------------------------------------------ */
 
-/* acc[x] += (taps[0] * r[x] + taps[1] * r[x + 1]) + taps[2] * r[x + 2], for each of
- * `groups` groups of three taps in turn (group g at taps + 3g, r + 3g), in one pass over
- * acc: the same sums, rounded alike, as one pass per group, with acc loaded and stored
- * once. `groups` is a constant where this is inlined (1 to 3: at most nine taps and a
- * sum, held in AVX2's sixteen registers), so the loop over groups unrolls. */
-static inline __attribute__((always_inline)) void add_tap_groups(float *restrict acc,
-                                                                 const float *restrict r,
-                                                                 const float *restrict taps,
-                                                                 int groups, int64_t n) {
+/* acc[x] += (taps[0] * r[x] + taps[1] * r[x + 1]) + taps[2] * r[x + 2] for each of
+ * `groups` groups of three taps in turn (group g at taps + 3g, r + 3g), then
+ * acc[x] += taps[j] * r[x + j] for each of `singles` taps after them, in one pass over
+ * acc: the same sums, rounded alike, as one pass per group and per single tap, with acc
+ * loaded and stored once. `groups` (up to 3) and `singles` (up to 2) are constants where
+ * this is inlined (at most eleven taps and a sum, held in AVX2's sixteen registers), so
+ * the loops over them unroll. */
+static inline __attribute__((always_inline)) void add_taps(float *restrict acc,
+                                                           const float *restrict r,
+                                                           const float *restrict taps, int groups,
+                                                           int singles, int64_t n) {
   for (int64_t x = 0; x < n; x++) {
     float sum = acc[x];
     for (int g = 0; g < groups; g++) {
       const float *restrict k = taps + 3 * g, *restrict p = r + 3 * g + x;
       sum += k[0] * p[0] + k[1] * p[1] + k[2] * p[2];
     }
+    for (int j = 3 * groups; j < 3 * groups + singles; j++) sum += taps[j] * r[x + j];
     acc[x] = sum;
   }
 }
 
 /* acc[x] += sum_j taps[j] * row[x * step + j], for x < n; at stride 1 (grouped) three
- * taps at a time (up to three such groups a pass), then the rest one by one. */
+ * taps at a time, then the last one or two one by one, in passes of nine taps and one of
+ * the rest (add_taps); at other strides a tap a pass. */
 PLM__CPU_CLONES static void add_kernel_row(float *restrict acc, const float *restrict row,
                                            const float *restrict taps, int kw, int64_t step,
                                            bool grouped, int64_t n) {
   if (grouped) {
     int j = 0;
-    for (; j + 9 <= kw; j += 9) add_tap_groups(acc, row + j, taps + j, 3, n);
-    if (j + 6 <= kw) {
-      add_tap_groups(acc, row + j, taps + j, 2, n);
-      j += 6;
-    } else if (j + 3 <= kw) {
-      add_tap_groups(acc, row + j, taps + j, 1, n);
-      j += 3;
-    }
-    for (; j < kw; j++) {
-      const float k = taps[j];
-      const float *restrict r = row + j;
-      for (int64_t x = 0; x < n; x++) acc[x] += k * r[x];
+    for (; j + 9 <= kw; j += 9) add_taps(acc, row + j, taps + j, 3, 0, n);
+    const float *restrict r = row + j, *restrict k = taps + j;
+    switch (kw - j) { /* the rest: (kw - j) / 3 groups and (kw - j) % 3 single taps */
+      case 1: add_taps(acc, r, k, 0, 1, n); break;
+      case 2: add_taps(acc, r, k, 0, 2, n); break;
+      case 3: add_taps(acc, r, k, 1, 0, n); break;
+      case 4: add_taps(acc, r, k, 1, 1, n); break;
+      case 5: add_taps(acc, r, k, 1, 2, n); break;
+      case 6: add_taps(acc, r, k, 2, 0, n); break;
+      case 7: add_taps(acc, r, k, 2, 1, n); break;
+      case 8: add_taps(acc, r, k, 2, 2, n); break;
+      default: break; /* none */
     }
     return;
   }
