@@ -61,22 +61,24 @@ static inline __attribute__((always_inline)) void add_taps(float *restrict sums,
   }
 }
 
-/* Taps [0, count) of taps into sums, through add_taps: nine a pass, then six or three,
- * then one at a time. */
+/* Taps [0, count) of taps into sums, through add_taps: nine a pass, then the rest in one. */
 static inline __attribute__((always_inline)) void add_tap_passes(float *restrict sums,
                                                                  const float *const rows[],
                                                                  const float *restrict taps,
                                                                  int count, int64_t n) {
   int t = 0;
   for (; t + 9 <= count; t += 9) add_taps(sums, rows + t, taps + t, 9, n);
-  if (t + 6 <= count) {
-    add_taps(sums, rows + t, taps + t, 6, n);
-    t += 6;
-  } else if (t + 3 <= count) {
-    add_taps(sums, rows + t, taps + t, 3, n);
-    t += 3;
+  switch (count - t) {
+    case 1: add_taps(sums, rows + t, taps + t, 1, n); break;
+    case 2: add_taps(sums, rows + t, taps + t, 2, n); break;
+    case 3: add_taps(sums, rows + t, taps + t, 3, n); break;
+    case 4: add_taps(sums, rows + t, taps + t, 4, n); break;
+    case 5: add_taps(sums, rows + t, taps + t, 5, n); break;
+    case 6: add_taps(sums, rows + t, taps + t, 6, n); break;
+    case 7: add_taps(sums, rows + t, taps + t, 7, n); break;
+    case 8: add_taps(sums, rows + t, taps + t, 8, n); break;
+    default: break; /* none */
   }
-  for (; t < count; t++) add_taps(sums, rows + t, taps + t, 1, n);
 }
 
 /* sums[x] = sum_j taps[j] * row[x * step + j], x < n, tap 0 first, from 0; at step 1
