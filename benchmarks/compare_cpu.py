@@ -19,6 +19,10 @@ read by both sides. Cases (the issue's seed sizes, then 2048x2048 for every op):
   conv2d   f32 image, a random non-separable 3x3 f32 kernel, "same" size with
            REFLECT101 borders: plume --pad 1,1 --border reflect101; cv2.filter2D
            (ddepth CV_32F, BORDER_REFLECT_101); scipy.ndimage.correlate (mode 'mirror').
+           And the default preset's large kernel: a 9x9 negated Laplacian of Gaussian
+           (sigma 1.5, not separable), "same" size with REPLICATE borders: plume --pad 4,4
+           --border replicate; cv2.filter2D (BORDER_REPLICATE); scipy.ndimage.correlate
+           (mode 'nearest').
   sepconv2d f32 image, a 9-tap Gaussian (sigma 2) across and down, "same" size with
            REFLECT101 borders: plume sepconv2d against cv2.sepFilter2D,
            scipy.ndimage.correlate1d along each axis (mode 'mirror'), and cv2.filter2D with
@@ -192,6 +196,18 @@ class Inputs:
             self._save(name, (taps / taps.sum()).astype(np.float32))
         return self.cache[name]
 
+    def log9(self):
+        """A 9x9 negated Laplacian of Gaussian of sigma 1.5, its mean taken out (a blob
+        detector like the default preset's log:9:1.5)."""
+        name = "log_9x9_f32"
+        if name not in self.cache:
+            np = self.m["np"]
+            y, x = np.mgrid[-4:5, -4:5].astype(np.float64)
+            r2, s2 = x * x + y * y, 1.5 ** 2
+            log = (r2 - 2.0 * s2) / (s2 * s2) * np.exp(-r2 / (2.0 * s2))
+            self._save(name, (-(log - log.mean())).astype(np.float32))
+        return self.cache[name]
+
     def kernel3(self):
         name = "kernel_3x3_f32"
         if name not in self.cache:
@@ -299,29 +315,36 @@ def check_same_partition(np, name, got, want):
 # ---- the cases ---------------------------------------------------------------------------
 
 
-def conv2d_case(m, inputs, workdir, size):
+def conv2d_case(m, inputs, workdir, size, large=False):
+    """The 3x3 case, or with `large` the 9x9 LoG case (see the header)."""
     np, cv2, ndimage = m["np"], m["cv2"], m["ndimage"]
     h, w = size
     image_path, image = inputs.image(h, w)
-    kernel_path, kernel = inputs.kernel3()
-    out = os.path.join(workdir, f"plume_conv2d_{h}x{w}.npy")
-    plume_args = ["--in", image_path, "--kernel", kernel_path, "--out", out, "--pad", "1,1",
-                  "--border", "reflect101"]
+    kernel_path, kernel = inputs.log9() if large else inputs.kernel3()
+    side = kernel.shape[0]
+    pad = side // 2
+    border, cv2_border, scipy_mode = (("replicate", cv2.BORDER_REPLICATE, "nearest") if large
+                                      else ("reflect101", cv2.BORDER_REFLECT_101, "mirror"))
+    out = os.path.join(workdir, f"plume_conv2d_{side}x{side}_{h}x{w}.npy")
+    plume_args = ["--in", image_path, "--kernel", kernel_path, "--out", out, "--pad",
+                  f"{pad},{pad}", "--border", border]
     peers = {
-        "cv2.filter2D": lambda: cv2.filter2D(image, cv2.CV_32F, kernel,
-                                             borderType=cv2.BORDER_REFLECT_101),
-        "scipy.ndimage.correlate": lambda: ndimage.correlate(image, kernel, mode="mirror"),
+        "cv2.filter2D": lambda: cv2.filter2D(image, cv2.CV_32F, kernel, borderType=cv2_border),
+        "scipy.ndimage.correlate": lambda: ndimage.correlate(image, kernel, mode=scipy_mode),
     }
 
     def check():
         got = np.load(out)
-        # f32 sums of 9 products in any order: within a few ulps of the largest sum.
-        tolerance = 1e-5 * float(np.abs(kernel).sum()) * float(np.abs(image).max())
+        # f32 sums of side^2 products in any order: within a few ulps of the largest sum
+        # times the terms' count.
+        tolerance = (1e-5 * side * side / 9.0 * float(np.abs(kernel).sum())
+                     * float(np.abs(image).max()))
         for name, fn in peers.items():
-            check_close(np, f"conv2d {h}x{w} vs {name}", got, fn(), tolerance)
+            check_close(np, f"conv2d {side}x{side} {h}x{w} vs {name}", got, fn(), tolerance)
 
-    return {"op": "conv2d", "size": f"{h}x{w}", "what": "3x3 f32 same reflect101", "plume": ("conv2d", plume_args),
-            "peers": peers, "check": check, "bytes": image.nbytes + h * w * 4}
+    return {"op": "conv2d", "size": f"{h}x{w}", "what": f"{side}x{side} f32 same {border}",
+            "plume": ("conv2d", plume_args), "peers": peers, "check": check,
+            "bytes": image.nbytes + h * w * 4}
 
 
 def sobel_case(m, inputs, workdir, size):
@@ -501,23 +524,27 @@ def sepconv2d_case(m, inputs, workdir, size):
 def build_cases(m, inputs, workdir, check_only, quick, only):
     cases = []
     if check_only:
-        plan = [("conv2d", (7, 13)), ("conv2d", (33, 40)), ("sepconv2d", (7, 13)),
+        plan = [("conv2d", (7, 13)), ("conv2d", (33, 40)), ("conv2d_9x9", (33, 40)),
+                ("conv2d_9x9", (3, 5)), ("sepconv2d", (7, 13)),
                 ("sepconv2d", (40, 33)), ("sobel", (7, 13)), ("sobel", (1, 9)),
                 ("entropy", (7, 13)), ("entropy", (40, 33)), ("label", (33, 40)),
                 ("label", (1, 17)), ("segment", (33, 40)), ("segment", (1, 17))]
     else:
         big = [] if quick else [(2048, 2048)]
         plan = [("conv2d", s) for s in [(256, 256)] + big]
+        plan += [("conv2d_9x9", s) for s in [(512, 512)] + big]
         plan += [("sepconv2d", s) for s in [(512, 512)] + big]
         plan += [("sobel", s) for s in [(256, 256)] + big]
         plan += [("entropy", s) for s in [(512, 512)] + big]
         plan += [("label", s) for s in [(256, 256)] + big]
         plan += [("segment", s) for s in [(256, 256)] + big]
     for op, size in plan:
-        if only and op not in only:
+        if only and op.split("_")[0] not in only:  # conv2d_9x9 is one of conv2d's
             continue
         if op == "conv2d":
             cases.append(conv2d_case(m, inputs, workdir, size))
+        elif op == "conv2d_9x9":
+            cases.append(conv2d_case(m, inputs, workdir, size, large=True))
         elif op == "sepconv2d":
             cases.append(sepconv2d_case(m, inputs, workdir, size))
         elif op == "sobel":
