@@ -14,13 +14,14 @@
  * only the KW columns of each output (x * KW + j), not the gaps between them.
  *
  * conv2d adds each kernel row's taps into an accumulator block (at stride 1 in groups
- * of three taps, up to three groups a pass, so that the loop vectorises and the block is
- * loaded and stored once per nine taps), and a 3x3 kernel at stride 1 does all nine taps
- * in one pass straight into the output; every path adds in the same order, so the result
- * does not depend on the path. Sobel computes its outputs from three segments
- * in one pass, the magnitude without materialising gx and gy. These loops are built
- * for AVX2 and the baseline (kernels/cpu/dispatch.h), with the same results. Sobel's
- * row steps are exported for the fused sobel-entropy-threshold kernel (kernels/cpu/fused.c). */
+ * of three taps and the last one or two singly, nine taps a pass and the rest in one, so
+ * that the loop vectorises and the block is loaded and stored once a pass), and a 3x3
+ * kernel at stride 1 does all nine taps in one pass straight into the output; every path
+ * adds in the same order, so the result does not depend on the path. Sobel computes its
+ * outputs from three segments in one pass, the magnitude without materialising gx and
+ * gy. These loops are built for AVX2 and the baseline (kernels/cpu/dispatch.h), with the
+ * same results. Sobel's row steps are exported for the fused sobel-entropy-threshold
+ * kernel (kernels/cpu/fused.c). */
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
