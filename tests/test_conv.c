@@ -250,6 +250,22 @@ START_TEST(test_conv2d_runs_of_outputs_match_at_their_edges) {
 }
 END_TEST
 
+/* Every kernel width from 1 to 20: the CPU kernel adds a row's taps in passes of nine and
+ * one pass of the rest (kernels/cpu/conv.c's add_taps: groups of three, then one or two
+ * single taps), so these give each form of the rest after none, one and two passes of
+ * nine. Every backend runs the same cases. */
+START_TEST(test_conv2d_every_kernel_width_to_20) {
+  const filter_shape image = {2, {11, 70}};
+  for (int kw = 1; kw <= 20; kw++) {
+    const int kh = 1 + kw % 3;
+    const plm_conv2d_params params = conv_params(1, 1, kh / 2, kw / 2, filter_borders[kw % 3]);
+    const int64_t bad =
+        run_conv2d(filter_dtypes[kw % 3], image, kh, kw, params, 5000 + (uint64_t)kw);
+    ck_assert_msg(bad == 0, "%lld mismatches: %dx%d taps", (long long)bad, kh, kw);
+  }
+}
+END_TEST
+
 /* Padding at the limit (PLM_CONV2D_MAX_PAD) on a tiny image: a padded row would be
  * 2^21 floats, and the CPU kernel once staged whole padded rows, one per kernel row,
  * whatever the output. Its buffers are now bounded by the output and the kernel. */
@@ -598,6 +614,7 @@ static Suite *conv_suite(void) {
   tcase_add_test(tcase, test_conv2d_padding_beyond_the_image_reflects_repeatedly);
   tcase_add_test(tcase, test_conv2d_31x31_kernel_on_small_images);
   tcase_add_test(tcase, test_conv2d_runs_of_outputs_match_at_their_edges);
+  tcase_add_test(tcase, test_conv2d_every_kernel_width_to_20);
   tcase_add_test(tcase, test_conv2d_huge_padding_on_a_small_image);
   tcase_add_test(tcase, test_conv2d_large_strides_with_large_kernels);
   tcase_add_test(tcase, test_conv2d_outputs_beyond_one_grid);

@@ -300,6 +300,21 @@ START_TEST(test_strides_paddings_and_even_kernels_match) {
 }
 END_TEST
 
+/* Every kernel length from 1 to 20 in both directions: the CPU kernel's passes add nine
+ * taps a pass and the rest in one (kernels/cpu/sepconv.c's add_tap_passes), so these give
+ * each length of the rest after none, one and two passes of nine. */
+START_TEST(test_every_kernel_length_to_20) {
+  const filter_shape image = {2, {23, 70}};
+  for (int k = 1; k <= 20; k++) {
+    const int kh = 21 - k;
+    const plm_sepconv2d_params params = sep_params(1, 1, kh / 2, k / 2, filter_borders[k % 3]);
+    const int64_t bad =
+        run_sepconv2d(filter_dtypes[k % 3], image, kh, k, k % 4, params, 6000 + (uint64_t)k);
+    ck_assert_msg(bad == 0, "%lld mismatches: %dx%d taps", (long long)bad, kh, k);
+  }
+}
+END_TEST
+
 /* Padding beyond the image: reflect101 reflects again and again, replicate repeats the
  * edge, on images down to 1 or 2 pixels a side. */
 START_TEST(test_padding_beyond_the_image_reflects_repeatedly) {
@@ -1206,6 +1221,7 @@ static Suite *sepconv2d_suite(void) {
   tcase_add_test(tcase, test_same_size_matches_for_every_shape_dtype_border_and_kernel);
   tcase_add_test(tcase, test_kernel_forms_give_the_same_output);
   tcase_add_test(tcase, test_strides_paddings_and_even_kernels_match);
+  tcase_add_test(tcase, test_every_kernel_length_to_20);
   tcase_add_test(tcase, test_padding_beyond_the_image_reflects_repeatedly);
   tcase_add_test(tcase, test_31_taps_on_small_images);
   tcase_add_test(tcase, test_outputs_wider_than_a_block);
