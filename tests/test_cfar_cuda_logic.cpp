@@ -18,10 +18,10 @@
  * leave out (a third table counts the finite cells); the mask also with a hold, as the
  * launcher's two passes make it (the first at min(k, hold_k), then plm__cfar_hold_pixel).
  * Then the bands (cfar_band, kernels/cuda/cfar_bands.h: the one pass for windows up to 45,
- * column sums moving down the rows, running sums across the warps) against the CPU kernel,
- * mask, z and the mask with a hold, on frames around a strip's width and a band's height,
- * and their edge cases (check_band_edges: every window, a block's bands in turn, f32's
- * counts switched on mid-band, integer sums at their largest, stacks of frames in one
+ * column sums moving down the rows, runs of a row's outputs sliding along them) against the
+ * CPU kernel, mask, z and the mask with a hold, on frames around a strip's width and a
+ * band's height, and their edge cases (check_band_edges: every window, a block's bands in turn,
+ * f32's counts switched on mid-band, integer sums at their largest, stacks of frames in one
  * launch). Last, how many frames the tables' launches take at once (frames_at_once), that
  * the scratch the op asks for ends with the last of their tables (scratch_bytes,
  * frame_tables; tests/test_cfar.c runs stacks of several sets on the emulated GPU), and how
@@ -251,7 +251,8 @@ int64_t band_mismatches(const Frame &f, int window, int guard, plm_cfar_result o
   plm__cfar_cpu(&args);
   args.out = banded.data();
   args.scratch = nullptr; /* the bands have no tables */
-  std::vector<unsigned char> shared(band_shared_bytes<S>(window, (int)sizeof(T)));
+  std::vector<unsigned char> shared(
+      band_shared_bytes<S>(window, (int)sizeof(T), band_output_bytes(args)));
   LaneGroup block(BAND_THREADS, rng());
   const int64_t blocks = band_blocks(args, rows);
   if (grid > blocks) grid = blocks;
@@ -260,10 +261,8 @@ int64_t band_mismatches(const Frame &f, int window, int guard, plm_cfar_result o
       for (unsigned char &e : shared) e = (unsigned char)rng();
       block.run([&](int t) {
         const EmulatedBlock eb = {&block, t};
-        const EmulatedWarp warp = {&block, t};
         for (int64_t frame = y; frame < frames; frame += grid_frames)
-          cfar_frame_bands<T, S>(eb, warp, args, frame, x, grid, rows,
-                                 (band_memory<S> *)shared.data());
+          cfar_frame_bands<T, S>(eb, args, frame, x, grid, rows, (band_memory<S> *)shared.data());
       });
     }
   int64_t bad = 0;

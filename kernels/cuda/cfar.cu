@@ -2,10 +2,10 @@
  * the default is 15) take one kernel for a whole stack of frames and no scratch:
  *   band            a block of 64 threads per strip of 128 columns of a band of rows, two
  *                   columns a thread: each column's sums over the window's and the guard's
- *                   rows kept in registers as the rows pass, then summed across the columns
- *                   through running sums in shared memory; with a hold, each pixel's mask
- *                   decided in the same pass (kernels/cuda/cfar_bands.h, whose essay has
- *                   the design).
+ *                   rows kept in registers as the rows pass, then a thread a run of 8
+ *                   outputs of a row, sliding its pixels' sums along the row's column sums
+ *                   in shared memory; with a hold, each pixel's mask decided in the same pass
+ *                   (kernels/cuda/cfar_bands.h, whose essay has the design).
  * Larger windows, whose strips would put out few columns, take summed-area tables of
  * whole frames in the scratch, several frames at once (frames_at_once: as many as 24 MiB
  * of tables hold, at least one), five kernels for them (a hold, six), each grid a row of
@@ -62,46 +62,44 @@
  *
  * The bands' cost. They read the frame and write the output, nothing else: their floor is
  * the op's input and output alone, 5 bytes a pixel for f32 to a mask (1.3 MB, 0.39 us at
- * 512^2; 84 MB, 25 us at 4096^2 on an H100). Their bound is the shared-memory pipe's,
- * counted a warp's row (64 columns, two a lane) at a time: the ring's store of the row
- * entering and loads of the three leaving or entering the guard (8 wavefronts: 4-byte
- * elements or fewer, two columns), the four running sums' stores (16: 8-byte entries take 2
- * wavefronts), each pixel's eight running sums (16 per 32 pixels) with, where its window or
- * guard spans two warps, the first warp's total, and its own value from the ring (1 per
- * 32), and the running sums' shuffles: five steps of an 8-byte sum (two 32-bit shuffles)
- * for each of four sums, 40 shuffle instructions a warp's row, which a GPU issues to the
- * same pipe at one a clock (emu/count/report.cpp); against the 114 outputs of 128 columns
- * at window 15, and a band's first 2R rows stored again. Emulated estimates for an H100
- * SXM, not measurements (bench_ops --op cfar --emulated-cost, f32, window 15, guard 5;
- * docs/benchmarks.md, "cfar in bands"): 1.23 wavefronts and 0.70 shuffles an output pixel,
- * 2.14 us shared-bound at 512^2 (5.5x the floor), 31.09 at 2048^2 (5.0x), 124.38 at 4096^2
- * (5.0x). A thread a column (commit deb4c74) took 1.26 wavefronts and 1.41 shuffles a
- * pixel: 2.93 and 42.59 us at 512^2 and 2048^2 (7.5x, 6.8x) once the count charged its
- * shuffles, which it did not then (1.38 and 20.16 us, 3.5x and 3.2x, and 80.65 at 4096^2
- * were printed). Before, the one-pass tiles built summed-area tables of each tile's span in
- * shared memory: 3.0 wavefronts a pixel, 3.02, 49.14 and 197.17 us (7.7x to 7.9x; commit
- * 1525f5c), and a scan's chain of about 16 dependent shared accesses a segment, which an
- * H200 measured at 803.4 us at 4096^2 (bench_ops, f32, window 15, commit d834510:
- * benchmarks/results/ 2026-12-04-h200-d834510; 18.4 us at 512^2, 193.7 at 2048^2), 4.0
- * times that estimate. The bands have no such chain: a thread's steps down its columns
- * depend on each other only through additions in registers, and its loads are BAND_BATCH
- * rows ahead. What the count leaves out: the FP64 pipe, which f32's sums use: about 60
- * double operations an output (the cells' conversions and squares, the sums' moves, the
- * scans, the boxes, the moments), at 64 lanes a clock an SM on an H100 about 70 us at
- * 4096^2, half the shared pipe's bound (u8 and u16 add integers). Registers: 126 for f32
- * (two columns' eight sums); at most 14 warps an SM (7 blocks, by f32's 29.5 KiB of shared
- * memory at window 15) against the 24 of a thread a column, each with two columns' loads
- * and sums in flight. Fewer where the stack has fewer bands than that: band_rows stops
- * halving at 264 blocks in all or 8 rows, which for one 512^2 frame (320 blocks) is 4.8
- * warps an SM where a thread a column had 9.7, each with twice the loads in flight; the
- * estimate does not model occupancy, so the gain at 512^2 is the least certain. Not yet
- * timed on a GPU. Not 2x:
- * exchanging four 8-byte sums a pixel (a store and two loads each) is 0.75 wavefronts, 1.9x
- * the floor at 4096^2, before the shuffles of their running sums, the ring and the edges.
- * What would go further: more columns a thread (fewer shuffles; f32's registers stop it at
- * two under this design); a thread walking a row's column sums (sliding, no running sums:
- * no shuffles, but each segment's first window read whole and the lanes' rows laid out
- * against conflicts).
+ * 512^2; 84 MB, 25 us at 4096^2 on an H100). Their bound is the shared-memory pipe's. A
+ * warp's row (64 columns, two a lane) stores the ring's entering row and loads the three
+ * leaving or entering the guard (8 wavefronts: 4-byte elements or fewer, two columns) and
+ * stores the four column sums (16: 8-byte sums take 2 wavefronts). Across, a run of 8
+ * outputs reads its first window's 2R + 1 column sums and its first guard's 2G + 1, of v and
+ * v^2, then two of each a pixel (the column entering, the one leaving): 12 loads a pixel at
+ * window 15, guard 5 (2 wavefronts per 32), its own value from the ring, and its output to
+ * the stage and back (1 wavefront each per 32 pixels); against the 114 outputs of 128
+ * columns, and a band's first 2R rows stored again. Emulated estimates for an H100 SXM, not
+ * measurements (bench_ops --op cfar --emulated-cost, f32, window 15, guard 5;
+ * docs/benchmarks.md, "cfar in bands"): 1.42 wavefronts and no shuffles an output pixel,
+ * 1.64 us shared-bound at 512^2 (4.2x the floor), 22.81 at 2048^2 (3.6x), 91.23 at 4096^2
+ * (3.6x). Until 2026-12-07 (commit 7f64d98) the column sums became running sums across each
+ * warp's 64 columns (five shuffles of an 8-byte sum for a thread's pair) and a pixel read
+ * its boxes' ends from them: 1.23 wavefronts and 0.70 shuffles a pixel, 2.14, 31.09 and
+ * 124.38 us (5.5x, 5.0x, 5.0x). A thread a column (commit deb4c74) took 1.26 wavefronts and
+ * 1.41 shuffles a pixel: 2.93 and 42.59 us at 512^2 and 2048^2 (7.5x, 6.8x). Before, the
+ * one-pass tiles built summed-area tables of each tile's span in shared memory: 3.0
+ * wavefronts a pixel, 3.02, 49.14 and 197.17 us (7.7x to 7.9x; commit 1525f5c), and a
+ * scan's chain of about 16 dependent shared accesses a segment, which an H200 measured at
+ * 803.4 us at 4096^2 (bench_ops, f32, window 15, commit d834510: benchmarks/results/
+ * 2026-12-04-h200-d834510; 18.4 us at 512^2, 193.7 at 2048^2), 4.0 times that estimate.
+ * The bands have no such chain: a thread's steps down its columns depend on each other only
+ * through additions in registers, its loads are BAND_BATCH rows ahead, and a run's slides
+ * are a chain of additions whose loads do not wait on them. What the count leaves out: the
+ * FP64 pipe, which f32's sums use: about 50 double operations an output, counted by hand
+ * (the cells' conversions and squares as they enter and leave the column sums, 27; the
+ * slides and first windows, 13; the moments, 12), at 64 lanes a clock an SM on an H100
+ * about 55 us at 4096^2, 0.6 of the shared pipe's bound (u8 and u16 add integers).
+ * Registers: 128 for f32 (two columns' eight sums; u16 120, u8 115); at most 14 warps an
+ * SM (7 blocks, by f32's 31.3 KiB of shared memory to a mask at window 15; 6 to z).
+ * band_rows stops halving at 264 blocks in all or 8 rows, which for one 512^2 frame (320
+ * blocks) is 4.8 warps an SM; the estimate does not model occupancy, so the figure at
+ * 512^2 is the least certain. Not yet timed on a GPU. Not 2x: exchanging four 8-byte sums a
+ * pixel, a store each and two loads each a pixel, is 0.75 wavefronts, 1.9x the floor at
+ * 4096^2, before a run's first window, the ring, the stage and the edges. What would go
+ * further: longer runs (a batch of 8 rows: 10 loads a pixel where 12 are, but 56 KiB of
+ * shared memory a block, 4 blocks an SM, and f32's registers past 128).
  *
  * The integer tables and sums (u8, u16) are exact in any order, so the bits equal the
  * CPU's; the f32 tables sum their doubles in the scans' orders (rows in chunks of warps,
@@ -152,6 +150,16 @@ PLM_HD inline void load(const void *frame, int64_t i, plm_dtype dtype, double le
                         double cell[PLM__CFAR_MAX_TABLES]) {
   (void)dtype;
   plm__cfar_cell_f32(frame, i, level, cell);
+}
+
+/* The inclusive running sum of v over the lanes of a warp (every lane calls it). */
+template <typename T, class Warp>
+PLM_HD T warp_running_sum(const Warp &warp, T v) {
+  for (int d = 1; d < 32; d *= 2) {
+    const T u = warp.shuffle(v, warp.lane() >= d ? warp.lane() - d : warp.lane());
+    if (warp.lane() >= d) v += u;
+  }
+  return v;
 }
 
 /* Table row r (0..height) of a frame, in each of its plm__cfar_tables tables (tables[0],
@@ -437,16 +445,15 @@ __global__ void pixels_kernel(plm__cfar_args args, int64_t first) {
 /* Block (x, y) takes frame y's (strip, band) pairs x, x + gridDim.x, ..., and so frames y,
  * y + gridDim.y, ... (cfar_frame_bands, kernels/cuda/cfar_bands.h): T the frame's element
  * type, S the sums'; band_shared_bytes of shared memory. Eight blocks of 64 an SM by
- * registers (at most 128 a thread: f32 takes 126), seven by f32's 29.5 KiB of shared memory
- * at window 15. */
+ * registers (at most 128 a thread: f32 takes 128), seven by f32's 31.3 KiB of shared memory
+ * to a mask at window 15 (six to z). */
 template <typename T, typename S>
 __global__ void __launch_bounds__(BAND_THREADS, 8) band_kernel(plm__cfar_args args, int rows) {
   extern __shared__ __align__(16) unsigned char band_bytes[];
   band_memory<S> *const memory = (band_memory<S> *)band_bytes;
   const plm__cuda_block block;
-  const plm__cuda_warp warp;
   for (int64_t f = blockIdx.y; f < args.frames; f += gridDim.y)
-    cfar_frame_bands<T, S>(block, warp, args, f, blockIdx.x, gridDim.x, rows, memory);
+    cfar_frame_bands<T, S>(block, args, f, blockIdx.x, gridDim.x, rows, memory);
 }
 
 /* Every frame's outputs in one pass, one launch for the stack (band_kernel), T the frame's
@@ -456,7 +463,9 @@ plm_status stack_bands(cudaStream_t s, const plm__cfar_args *args) {
   const int rows = band_rows(*args);
   const dim3 grid(plm__cuda_grid_x(band_blocks(*args, rows)), plm__cuda_grid_yz(args->frames));
   band_kernel<T, S>
-      <<<grid, BAND_THREADS, band_shared_bytes<S>(args->window, (int)sizeof(T)), s>>>(*args, rows);
+      <<<grid, BAND_THREADS,
+         band_shared_bytes<S>(args->window, (int)sizeof(T), band_output_bytes(*args)), s>>>(*args,
+                                                                                            rows);
   return plm__cuda_check_launch("cfar band_kernel");
 }
 

@@ -14,26 +14,27 @@
  *           the row it is at, moving down a row at a time: a row enters each sum and one
  *           leaves. A thread loads its columns' rows once each, BAND_BATCH ahead (that many
  *           loads in flight a column), and keeps the last window + BAND_BATCH of them in a
- *           ring in shared memory, its own columns only (no barrier guards them), where the
- *           rows leaving are read again.
- *   across  each row's four column sums (window and guard; v and v^2) become running sums
- *           across the warp's 64 columns in shared memory: a thread adds its two columns,
- *           the warp's running sum of those pairs takes five shuffles, and the first
- *           column's is the pair's less the second column (band_running_pair: half the
- *           shuffles a pixel of a thread a column, whose five shuffles served one column);
- *           the pixel of strip column a reads its window's sum as running[a + R] -
- *           running[a - R - 1] and its guard's as running[a + G] - running[a - G - 1],
- *           adding the running sum's total at the last column of a warp where the two are
- *           in different warps (2R + 1 <= 45 columns apart: one boundary at most). Each
- *           row of shared memory holds a warp's even columns, then its odd ones
- *           (band_place), so that a warp's lanes storing one of their two columns, or
- *           reading the ends of their pixels' boxes (which are a lane apart), touch
- *           consecutive words: no bank conflicts.
+ *           ring in shared memory, where the rows leaving are read again (its own columns
+ *           only) and where the across phase reads each pixel's own value (any column: so
+ *           a batch's rows enter the ring after the barrier that ends the last batch's
+ *           reads).
+ *   across  each row's four column sums (window and guard; v and v^2) go to shared memory,
+ *           and a thread takes a run of BAND_RUN (8) of a batch row's outputs (the block's
+ *           64 threads: BAND_BATCH rows of BAND_RUNS runs), summing its first pixel's window
+ *           and guard over their columns and sliding them along the run, a column entering
+ *           and one leaving each: no shuffles, no running sums across the warp. Column c of
+ *           a row sits at band_sum_place(c), one word of padding each 16 columns, so that a
+ *           warp's lanes storing one of their two columns, or reading the same column of
+ *           their runs (8 apart, in two rows), spread over the banks: 2 wavefronts for 32
+ *           8-byte sums, the least. Each output goes to a stage in shared memory.
+ *   out     after a barrier, the block writes the stage's rows to the frame, consecutive
+ *           threads at consecutive pixels (a run's lanes, 8 pixels apart, would store a
+ *           request's 32 outputs to 8 sectors, or 32 for z).
  * The 2R columns at a strip's sides only feed their neighbours: a strip puts out
  * BAND_COLUMNS - 2R columns (114 of 128 at window 15, 84 at 45). Windows past 45
  * take summed-area tables of the frame (kernels/cuda/cfar.cu): a strip would put out ever
- * fewer columns (f32's shared memory, 44.5 KiB at 45, passes the 48 KiB a launch gets
- * without an opt-in only at window 53).
+ * fewer columns (f32's shared memory, 47.7 KiB at 45 to z, passes the 48 KiB a launch
+ * gets without an opt-in at window 47, or 49 to a mask).
  *
  * f32 counts its finite cells only in a band where a pixel loaded so far is not finite (a
  * flag in shared memory, read after the barrier that follows the loads), else takes the
@@ -41,15 +42,14 @@
  * adds nothing to any sum and is counted by nobody (plm__cfar_cell_f32), and 0 for u8 and
  * u16. Integer sums are exact in any order, so u8 and u16 have the CPU's bits: uint64_t for
  * u16, uint32_t for u8, whose boxes' sums stay below 2^32 (45^2 x 255^2 < 2^27), so their
- * differences are exact modulo 2^32 and the running sums move half the bytes. f32's doubles
+ * differences are exact modulo 2^32 and the column sums move half the bytes. f32's doubles
  * are added and taken away as the rows pass, not read from a table of the frame: on the
  * tests' frames z agrees with the CPU's within 1e-9 x max(1, |z|), as the tables' did. Their
  * rounding is relative to the sums they pass through: a pixel far larger than its
  * neighbours leaves its rounding in its column's sums for the rest of the band (up to
- * 64 + R rows) and in the running sums to its right in its warp (up to 63 columns, two a
- * lane; a thread's first column's running sum is its pair's less its second column, one
- * rounding more), about four times as far as the tiles' span tables left it, and far less
- * than the CPU's tables of the whole frame, whose
+ * 64 + R rows) and in the sums that slide over it along a run (at most BAND_RUN outputs),
+ * about as far as the tiles' span tables left it, and far less than the CPU's tables of
+ * the whole frame, whose
  * entries carry every pixel above and to the left (a review measured, against long double,
  * 790, 351 and 6,321 wrong z-scores at 1e-3 around one pixel of 1e8 among values 1 +- 1e-3,
  * outside its window). Products are rounded one by one (plm__cfar_mul), so nvcc contracts
@@ -66,6 +66,10 @@ enum {
   BAND_COLUMNS = BAND_THREADS * BAND_PER_THREAD, /* a strip's, halo included */
   BAND_WARP_COLUMNS = 32 * BAND_PER_THREAD,
   BAND_BATCH = 4, /* rows a thread moves down between two barriers */
+  BAND_RUN = 8,   /* a batch row's outputs a thread takes across */
+  BAND_RUNS = BAND_COLUMNS / BAND_RUN,
+  BAND_SUM_PITCH = 136,               /* a row of column sums in shared memory (band_sum_place) */
+  BAND_RING_PITCH = BAND_COLUMNS + 1, /* a ring row (band_place), odd: see band_place */
   BAND_WINDOW_MOST = 45,
   BAND_ROWS_MOST = 64,
   BAND_ROWS_LEAST = 8
@@ -74,34 +78,77 @@ enum {
 /* The four column sums a thread keeps: over the window's rows and the guard's, of v and v^2. */
 enum { BAND_WINDOW_V, BAND_WINDOW_V2, BAND_GUARD_V, BAND_GUARD_V2, BAND_SUMS };
 
-/* Where a strip's column c sits in a row of shared memory (band_memory's running sums and
- * counts, and each ring row): its warp's BAND_WARP_COLUMNS, the even columns' lanes then the
- * odd ones', so that a warp storing or loading one of its lanes' two columns (or any
- * columns of one parity a lane apart, as the boxes' ends are) touches consecutive words. */
+/* Where a strip's column c sits in a ring row of shared memory: its warp's
+ * BAND_WARP_COLUMNS, the even columns' lanes then the odd ones', so that a warp storing or
+ * loading one of its lanes' two columns touches consecutive words. The across phase's
+ * lanes read one column of each of their runs in two ring rows, which 4-byte elements
+ * spread over the banks twice (2 wavefronts) with rows an odd number of elements apart
+ * (BAND_RING_PITCH), four times with 128. */
 static PLM_HD inline int band_place(int c) {
   return c / BAND_WARP_COLUMNS * BAND_WARP_COLUMNS + c % BAND_PER_THREAD * 32 +
          c % BAND_WARP_COLUMNS / BAND_PER_THREAD;
 }
 
-/* A block's shared memory: each batch row's column sums as running sums across their warp
- * (at band_place of the column), the finite cells' counts likewise (window, guard; f32
- * bands with a pixel that is not finite) and the flag of such a pixel; then, right after
- * the struct, the ring of each column's last window + BAND_BATCH rows (rows
- * y - R - 1 .. y + BAND_BATCH - 1 + R; slot k of column c at k * BAND_COLUMNS +
- * band_place(c), of the frame's element type): band_shared_bytes in all, 29.5 KiB for f32
- * at window 15, 44.5 KiB at 45, under the 48 KiB a block has without opting in. */
+/* Where a strip's column c sits in a row of column sums or counts (band_memory): a word of
+ * padding after each 16 columns. A warp's lanes storing one of their two columns (2t + k)
+ * and a warp's lanes reading one column of each of their runs (BAND_RUN apart, in two
+ * rows BAND_SUM_PITCH apart) each meet every bank the fewest times: 2 wavefronts for 32
+ * 8-byte sums, 1 or 2 for 32 4-byte counts. */
+static PLM_HD inline int band_sum_place(int c) {
+  return c + c / 16;
+}
+static_assert(BAND_COLUMNS - 1 + (BAND_COLUMNS - 1) / 16 < BAND_SUM_PITCH,
+              "a row of column sums fits its pitch");
+static_assert(BAND_THREADS == BAND_BATCH * BAND_RUNS, "the across phase takes a run a thread");
+
+/* The output columns of a strip. */
+static PLM_HD constexpr int band_outputs(int window) {
+  return BAND_COLUMNS - 2 * (window / 2);
+}
+
+/* The stage, where the across phase leaves a batch's outputs (output o of batch row j, strip
+ * column R + o) for the block to write them to the frame a row at a time, consecutive
+ * threads at consecutive pixels: its runs' lanes, BAND_RUN pixels apart, would store each to
+ * a sector of its own (a 4-byte z), or 8 to a request (a byte). A byte (the mask) at
+ * j * pitch + o, rows an odd number of words apart; a 4-byte z at j * pitch + o + o / 8,
+ * rows 16 banks apart: the runs' lanes (two rows, 16 runs) then meet each bank once. */
+static PLM_HD constexpr int band_stage_pitch(int window, int output_bytes) {
+  return output_bytes == 1 ? (band_outputs(window) + 3) / 8 * 8 + 4
+                           : (band_outputs(window) + band_outputs(window) / 8 + 16) / 32 * 32 + 16;
+}
+static PLM_HD inline int band_stage_place(int j, int o, int pitch, int output_bytes) {
+  return j * pitch + (output_bytes == 1 ? o : o + o / 8);
+}
+
+/* A block's shared memory: each batch row's column sums (at band_sum_place of the column),
+ * the finite cells' counts likewise (window, guard; f32 bands with a pixel that is not
+ * finite) and the flag of such a pixel; then, right after the struct, the ring of each
+ * column's last window + BAND_BATCH rows (rows y - R - 1 .. y + BAND_BATCH - 1 + R; slot k
+ * of column c at k * BAND_RING_PITCH + band_place(c), of the frame's element type), and
+ * the stage (band_stage_pitch) at the next multiple of 4 bytes: band_shared_bytes in all,
+ * 31.3 KiB for f32 to a mask at window 15 (7 blocks in an H100's 228 KiB an SM; 33.1 KiB,
+ * 6 blocks, to z), 47.7 KiB to z at 45, under the 48 KiB a block has without opting in. */
 template <typename S>
 struct band_memory {
-  S running[BAND_SUMS][BAND_BATCH][BAND_COLUMNS];
-  int counts[2][BAND_BATCH][BAND_COLUMNS];
+  S columns[BAND_SUMS][BAND_BATCH][BAND_SUM_PITCH];
+  int counts[2][BAND_BATCH][BAND_SUM_PITCH];
   alignas(8) int non_finite;
 };
-template <typename S>
-static PLM_HD constexpr size_t band_shared_bytes(int window, int element_bytes) {
-  return sizeof(band_memory<S>) + (size_t)(window + BAND_BATCH) * BAND_COLUMNS * element_bytes;
+static PLM_HD constexpr size_t band_ring_bytes(int window, int element_bytes) {
+  return ((size_t)(window + BAND_BATCH) * BAND_RING_PITCH * element_bytes + 3) / 4 * 4;
 }
-static_assert(band_shared_bytes<double>(BAND_WINDOW_MOST, 4) <= 48 * 1024,
+template <typename S>
+static PLM_HD constexpr size_t band_shared_bytes(int window, int element_bytes, int output_bytes) {
+  return sizeof(band_memory<S>) + band_ring_bytes(window, element_bytes) +
+         (size_t)BAND_BATCH * band_stage_pitch(window, output_bytes) * output_bytes;
+}
+static_assert(band_shared_bytes<double>(BAND_WINDOW_MOST, 4, 4) <= 48 * 1024,
               "the largest window's shared memory fits without opting in");
+
+/* The bytes of an output: 4 for z, 1 for the mask (with or without a hold). */
+static PLM_HD inline int band_output_bytes(const plm__cfar_args &args) {
+  return args.output == PLM_CFAR_Z && !plm__cfar_holds(&args) ? 4 : 1;
+}
 
 /* Whether a frame's cfar takes the bands (else summed-area tables in the scratch). The
  * bands' arithmetic on rows and columns is 64-bit: any frame. */
@@ -109,12 +156,8 @@ static PLM_HD inline bool in_bands(const plm__cfar_args &args) {
   return args.window <= BAND_WINDOW_MOST;
 }
 
-/* The output columns of a strip, the strips of a frame, and the (strip, band) pairs of a
- * frame cut into bands of `rows` rows (a launch takes them for every frame of the stack:
- * cfar_frame_bands). */
-static PLM_HD inline int band_outputs(int window) {
-  return BAND_COLUMNS - 2 * (window / 2);
-}
+/* The strips of a frame, and the (strip, band) pairs of a frame cut into bands of `rows`
+ * rows (a launch takes them for every frame of the stack: cfar_frame_bands). */
 static PLM_HD inline int64_t band_strips(const plm__cfar_args &args) {
   return (args.width + band_outputs(args.window) - 1) / band_outputs(args.window);
 }
@@ -133,16 +176,6 @@ static inline int band_rows(const plm__cfar_args &args) {
   while (rows > BAND_ROWS_LEAST && args.frames * band_blocks(args, rows) < kBandBlocksToFill)
     rows /= 2;
   return rows;
-}
-
-/* The inclusive running sum of v over the lanes of a warp (every lane calls it). */
-template <typename T, class Warp>
-static PLM_HD T warp_running_sum(const Warp &warp, T v) {
-  for (int d = 1; d < 32; d *= 2) {
-    const T u = warp.shuffle(v, warp.lane() >= d ? warp.lane() - d : warp.lane());
-    if (warp.lane() >= d) v += u;
-  }
-  return v;
 }
 
 /* A cell's components as the sums take them: v, v^2 and 1 (finite), from an element of
@@ -209,27 +242,19 @@ static PLM_HD inline int band_wrap(int k, int length) {
   return k >= length ? k - length : k;
 }
 
-/* The sum of a row's column sums over columns (b, a] of the strip (b >= -1), from their
- * running sums across each warp's columns: their difference, plus the total (the running
- * sum at the warp's last column) of each warp from b's to the one before a's (one at most:
- * a - b <= 45 < BAND_WARP_COLUMNS). */
+/* A run's first window or guard: the sum of a row's column sums (or counts) over the
+ * strip's columns first .. last. */
 template <typename S>
-static PLM_HD inline S band_box(const S *running, int a, int b) {
-  S sum = running[band_place(a)];
-  if (b >= 0) sum -= running[band_place(b)];
-  for (int w = b < 0 ? 0 : b / BAND_WARP_COLUMNS; w < a / BAND_WARP_COLUMNS; w++)
-    sum += running[band_place(w * BAND_WARP_COLUMNS + BAND_WARP_COLUMNS - 1)];
+static PLM_HD inline S band_columns_sum(const S *row, int first, int last) {
+  S sum = 0;
+  for (int c = first; c <= last; c++) sum += row[band_sum_place(c)];
   return sum;
 }
 
-/* The running sums at a thread's two columns across its warp's columns: the sum of every
- * column up to and including each (every lane calls it). */
-static_assert(BAND_PER_THREAD == 2, "band_running_pair and cfar_band's across phase take a pair");
-template <typename S, class Warp>
-static PLM_HD inline void band_running_pair(const Warp &warp, S first, S second, S *at_first,
-                                            S *at_second) {
-  *at_second = warp_running_sum(warp, (S)(first + second));
-  *at_first = *at_second - second;
+/* A window or guard one column to the right: column `entering` in, `leaving` out. */
+template <typename S>
+static PLM_HD inline void band_slide(S *sum, const S *row, int entering, int leaving) {
+  *sum += row[band_sum_place(entering)] - row[band_sum_place(leaving)];
 }
 
 /* d and m (plm__cfar_moments_*) of element i of frame_in from its reference sums, as
@@ -257,10 +282,10 @@ static PLM_HD inline void cfar_moments(const plm__cfar_args &args, const void *f
  * rows, by BAND_THREADS threads of BAND_PER_THREAD columns each: T the frame's element
  * type, S the sums' (uint32_t for u8, uint64_t for u16, double for f32); level is
  * plm__cfar_level of the frame. */
-template <typename T, typename S, class Block, class Warp>
-PLM_HD void cfar_band(const Block &block, const Warp &warp, const plm__cfar_args &args,
-                      const T *frame_in, void *frame_out, double level, int64_t band_block,
-                      int rows, band_memory<S> *memory) {
+template <typename T, typename S, class Block>
+PLM_HD void cfar_band(const Block &block, const plm__cfar_args &args, const T *frame_in,
+                      void *frame_out, double level, int64_t band_block, int rows,
+                      band_memory<S> *memory) {
   enum { K = BAND_PER_THREAD };
   const int R = args.window / 2, G = args.guard / 2, length = args.window + BAND_BATCH;
   const int64_t strips = band_strips(args);
@@ -270,6 +295,11 @@ PLM_HD void cfar_band(const Block &block, const Warp &warp, const plm__cfar_args
   const int t = block.thread();
   const bool held = plm__cfar_holds(&args);
   T *const ring = (T *)(memory + 1);
+  const int out_bytes = band_output_bytes(args);
+  const int outputs = band_outputs(args.window);
+  const int stage_pitch = band_stage_pitch(args.window, out_bytes);
+  unsigned char *const stage =
+      (unsigned char *)(memory + 1) + band_ring_bytes(args.window, sizeof(T));
   /* The thread's columns: K t + k of the strip, column[k] of the frame, at place[k] in a
    * row of shared memory. */
   int place[K];
@@ -301,7 +331,7 @@ PLM_HD void cfar_band(const Block &block, const Warp &warp, const plm__cfar_args
       if (r + j > 2 * R) continue;
       PLM_UNROLLED
       for (int k = 0; k < K; k++) {
-        ring[(r + j) * BAND_COLUMNS + place[k]] = values[k][j];
+        ring[(r + j) * BAND_RING_PITCH + place[k]] = values[k][j];
         band_move(sums[k], counts[k], BAND_WINDOW_V, values[k][j], band_outside<T>(), level);
         if (r + j >= R - G && r + j <= R + G)
           band_move(sums[k], counts[k], BAND_GUARD_V, values[k][j], band_outside<T>(), level);
@@ -318,70 +348,110 @@ PLM_HD void cfar_band(const Block &block, const Warp &warp, const plm__cfar_args
       for (int k = 0; k < K; k++)
         entering[k][j] = band_load(args, frame_in, y + R + j, column[k], &memory->non_finite);
     }
+    block.sync(); /* the flag holds this batch's loads; every thread has read the last
+                     batch's column sums and its pixels' values from the ring */
+    const bool counted = sizeof(T) == 4 && *(volatile int *)&memory->non_finite != 0;
     PLM_UNROLLED
     for (int j = 0; j < BAND_BATCH; j++) {
       PLM_UNROLLED
       for (int k = 0; k < K; k++)
-        ring[band_wrap(oldest + 2 * R + 1 + j, length) * BAND_COLUMNS + place[k]] = entering[k][j];
+        ring[band_wrap(oldest + 2 * R + 1 + j, length) * BAND_RING_PITCH + place[k]] =
+            entering[k][j];
     }
-    block.sync(); /* the flag holds this batch's loads; every thread has read the last
-                     batch's running sums */
-    const bool counted = sizeof(T) == 4 && *(volatile int *)&memory->non_finite != 0;
 
-    /* Down: row y + j's column sums, then their running sums across the warp's columns. */
+    /* Down: row y + j's column sums, into shared memory for the across phase. */
     PLM_UNROLLED
     for (int j = 0; j < BAND_BATCH; j++) {
       PLM_UNROLLED
       for (int k = 0; k < K; k++) {
         const T *const mine = ring + place[k];
         band_move(sums[k], counts[k], BAND_WINDOW_V, entering[k][j],
-                  mine[band_wrap(oldest + j, length) * BAND_COLUMNS], level);
+                  mine[band_wrap(oldest + j, length) * BAND_RING_PITCH], level);
         band_move(sums[k], counts[k], BAND_GUARD_V,
-                  mine[band_wrap(oldest + j + R + G + 1, length) * BAND_COLUMNS],
-                  mine[band_wrap(oldest + j + R - G, length) * BAND_COLUMNS], level);
+                  mine[band_wrap(oldest + j + R + G + 1, length) * BAND_RING_PITCH],
+                  mine[band_wrap(oldest + j + R - G, length) * BAND_RING_PITCH], level);
       }
       PLM_UNROLLED
-      for (int s = 0; s < BAND_SUMS; s++)
-        band_running_pair(warp, sums[0][s], sums[1][s], &memory->running[s][j][place[0]],
-                          &memory->running[s][j][place[1]]);
-      if (counted) {
+      for (int k = 0; k < K; k++) {
+        const int at = band_sum_place(K * t + k);
         PLM_UNROLLED
-        for (int n = 0; n < 2; n++)
-          band_running_pair(warp, counts[0][n], counts[1][n], &memory->counts[n][j][place[0]],
-                            &memory->counts[n][j][place[1]]);
+        for (int s = 0; s < BAND_SUMS; s++) memory->columns[s][j][at] = sums[k][s];
+        if (counted) {
+          memory->counts[0][j][at] = counts[k][0];
+          memory->counts[1][j][at] = counts[k][1];
+        }
       }
     }
     block.sync();
 
-    /* Across: each of the thread's pixels' reference sums, then its output (a loop kept
-     * rolled: unrolled, f32's kernel took more registers than its bound and spilled). */
-    for (int j = 0; j < BAND_BATCH && y + j < y_end; j++) {
-      PLM_ROLLED
-      for (int k = 0; k < K; k++) {
-        const int a = K * t + k;
-        const int64_t py = y + j, px = x0 - R + a;
-        if (a < R || a >= BAND_COLUMNS - R || px >= args.width) continue;
-        const S s1 = band_box(memory->running[BAND_WINDOW_V][j], a + R, a - R - 1) -
-                     band_box(memory->running[BAND_GUARD_V][j], a + G, a - G - 1);
-        const S s2 = band_box(memory->running[BAND_WINDOW_V2][j], a + R, a - R - 1) -
-                     band_box(memory->running[BAND_GUARD_V2][j], a + G, a - G - 1);
+    /* Across: the thread's run of batch row j's outputs, strip columns first .. end - 1
+     * (the last run of a row may be shorter or empty), each pixel's reference sums slid
+     * from its left neighbour's. */
+    const int j = t / BAND_RUNS, first = R + BAND_RUN * (t % BAND_RUNS);
+    const int end = first + BAND_RUN < BAND_COLUMNS - R ? first + BAND_RUN : BAND_COLUMNS - R;
+    const int64_t py = y + j;
+    if (py < y_end && first < end) {
+      S window[2], guard[2];
+      int window_n = 0, guard_n = 0;
+      PLM_UNROLLED
+      for (int q = 0; q < 2; q++) {
+        window[q] = band_columns_sum(memory->columns[BAND_WINDOW_V + q][j], first - R, first + R);
+        guard[q] = band_columns_sum(memory->columns[BAND_GUARD_V + q][j], first - G, first + G);
+      }
+      if (counted) {
+        window_n = band_columns_sum(memory->counts[0][j], first - R, first + R);
+        guard_n = band_columns_sum(memory->counts[1][j], first - G, first + G);
+      }
+      for (int a = first; a < end; a++) {
+        const int64_t px = x0 - R + a;
+        if (px >= args.width) break;
+        if (a > first) {
+          PLM_UNROLLED
+          for (int q = 0; q < 2; q++) {
+            band_slide(&window[q], memory->columns[BAND_WINDOW_V + q][j], a + R, a - R - 1);
+            band_slide(&guard[q], memory->columns[BAND_GUARD_V + q][j], a + G, a - G - 1);
+          }
+          if (counted) {
+            band_slide(&window_n, memory->counts[0][j], a + R, a - R - 1);
+            band_slide(&guard_n, memory->counts[1][j], a + G, a - G - 1);
+          }
+        }
+        const S s1 = window[0] - guard[0], s2 = window[1] - guard[1];
         int64_t n;
         if (counted) {
-          n = band_box(memory->counts[0][j], a + R, a - R - 1) -
-              band_box(memory->counts[1][j], a + G, a - G - 1);
+          n = window_n - guard_n;
         } else {
           n = plm__cfar_area(plm__cfar_square(py, px, args.window, args.height, args.width)) -
               plm__cfar_area(plm__cfar_square(py, px, args.guard, args.height, args.width));
         }
         double d, m;
         cfar_moments(args, ring, level,
-                     band_wrap(oldest + j + R + 1, length) * BAND_COLUMNS + band_place(a), (S)n, s1,
-                     s2, &d, &m);
-        const int64_t i = py * args.width + px;
+                     band_wrap(oldest + j + R + 1, length) * BAND_RING_PITCH + band_place(a), (S)n,
+                     s1, s2, &d, &m);
+        const int at = band_stage_place(j, a - R, stage_pitch, out_bytes);
         if (held)
-          ((uint8_t *)frame_out)[i] = plm__cfar_held_mask(&args, py, px, d, m);
+          stage[at] = plm__cfar_held_mask(&args, py, px, d, m);
+        else if (out_bytes == 4)
+          ((float *)stage)[at] = plm__cfar_z(d, m);
         else
-          plm__cfar_write(&args, frame_out, i, d, m);
+          stage[at] = plm__cfar_mask(d, m, args.k);
+      }
+    }
+    block.sync();
+
+    /* Out: the stage's rows to the frame, consecutive threads at consecutive pixels (the
+     * next batch's first barrier comes before its across phase writes the stage again). */
+    PLM_UNROLLED
+    for (int j = 0; j < BAND_BATCH; j++) {
+      const int64_t py = y + j;
+      if (py >= y_end) break;
+      for (int o = t; o < outputs && x0 + o < args.width; o += BAND_THREADS) {
+        const int at = band_stage_place(j, o, stage_pitch, out_bytes);
+        const int64_t i = py * args.width + x0 + o;
+        if (out_bytes == 4)
+          ((float *)frame_out)[i] = ((const float *)stage)[at];
+        else
+          ((uint8_t *)frame_out)[i] = stage[at];
       }
     }
     oldest = band_wrap(oldest + BAND_BATCH, length);
@@ -392,16 +462,15 @@ PLM_HD void cfar_band(const Block &block, const Warp &warp, const plm__cfar_args
  * launch's grid has a row of blocks for each frame, at most 65535 rows, so that one launch
  * fills the GPU with a stack of small frames, where a launch a frame put out a few blocks
  * each). */
-template <typename T, typename S, class Block, class Warp>
-PLM_HD void cfar_frame_bands(const Block &block, const Warp &warp, const plm__cfar_args &args,
-                             int64_t f, int64_t first, int64_t step, int rows,
-                             band_memory<S> *memory) {
+template <typename T, typename S, class Block>
+PLM_HD void cfar_frame_bands(const Block &block, const plm__cfar_args &args, int64_t f,
+                             int64_t first, int64_t step, int rows, band_memory<S> *memory) {
   const void *frame_in = plm__cfar_frame_in(&args, f);
   void *frame_out = plm__cfar_frame_out(&args, f);
   const double level = plm__cfar_level(frame_in, args.dtype);
   const int64_t blocks = band_blocks(args, rows);
   for (int64_t b = first; b < blocks; b += step)
-    cfar_band<T, S>(block, warp, args, (const T *)frame_in, frame_out, level, b, rows, memory);
+    cfar_band<T, S>(block, args, (const T *)frame_in, frame_out, level, b, rows, memory);
 }
 
 #endif /* PLUME_KERNELS_CUDA_CFAR_BANDS_H */
