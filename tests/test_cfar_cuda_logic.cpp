@@ -25,8 +25,12 @@
  * launch). Last, how many frames the tables' launches take at once (frames_at_once), that
  * the scratch the op asks for ends with the last of their tables (scratch_bytes,
  * frame_tables; tests/test_cfar.c runs stacks of several sets on the emulated GPU), and how
- * many threads row_sums gives a row (row_threads).
+ * many threads row_sums gives a row (row_threads). Before all of them, the bands'
+ * shared-memory layouts (check_band_layouts): every place inside its row, and each warp
+ * request of the bands' phases at the fewest wavefronts the design claims (cfar_bands.h),
+ * counted as the emulator counts them.
  * Exit status 0 is success. */
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -489,10 +493,166 @@ int check_row_threads(int *cases) {
   return failures;
 }
 
+/* The wavefronts of one warp's shared-memory request, as the emulator counts them
+ * (emu/count/counters.cpp): the most distinct 4-byte words that one of the 32 banks holds
+ * among the bytes the lanes touch. `elements` are the lanes' element indices. */
+int request_wavefronts(const std::vector<int> &elements, int element_bytes) {
+  std::vector<int64_t> words;
+  for (int e : elements)
+    for (int64_t w = (int64_t)e * element_bytes / 4;
+         w <= ((int64_t)e * element_bytes + element_bytes - 1) / 4; w++)
+      words.push_back(w);
+  std::sort(words.begin(), words.end());
+  words.erase(std::unique(words.begin(), words.end()), words.end());
+  int per_bank[32] = {0}, most = 1;
+  for (int64_t w : words) most = std::max(most, ++per_bank[w % 32]);
+  return most;
+}
+
+/* A request's wavefronts against the least its bytes allow, reported when more. */
+int check_request(const char *what, int window, const std::vector<int> &elements,
+                  int element_bytes) {
+  if (elements.empty()) return 0;
+  const int got = request_wavefronts(elements, element_bytes);
+  const int least = ((int)elements.size() * element_bytes + 127) / 128;
+  if (got <= least) return 0;
+  std::printf("FAIL: bands' layout, %s at window %d: %d wavefronts where %d would do\n", what,
+              window, got, least);
+  return 1;
+}
+
+/* The bands' shared-memory layouts meet each bank the fewest times (cfar_bands.h): the
+ * down phase's stores of a thread's two column sums (8-byte for f32 and u16, 4-byte for u8
+ * and the counts), and each request of the across phase: the runs' loads of their first
+ * windows and guards and of each slide's entering and leaving columns, each pixel's own
+ * value from the ring (f32), and the stage's stores, then its loads by consecutive threads
+ * (a byte, or a 4-byte z); and every place inside its row. One failure a kind and window
+ * at most. */
+int check_band_layouts() {
+  int failures = 0;
+  /* every place inside its row */
+  for (int c = 0; c < BAND_COLUMNS; c++)
+    if (band_sum_place(c) >= BAND_SUM_PITCH || band_place(c) >= BAND_RING_PITCH) {
+      std::printf("FAIL: bands' layout, column %d outside its row\n", c);
+      return 1;
+    }
+  for (int window = 3; window <= BAND_WINDOW_MOST; window += 2)
+    for (int bytes : {1, 4})
+      for (int o = 0; o < band_outputs(window); o++) {
+        const int pitch = band_stage_pitch(window, bytes),
+                  at = band_stage_place(1, o, pitch, bytes);
+        if (at < pitch || at >= 2 * pitch) {
+          std::printf("FAIL: bands' layout, output %d of window %d outside its stage row\n", o,
+                      window);
+          return 1;
+        }
+      }
+  for (int window = 3; window <= BAND_WINDOW_MOST; window += 2) {
+    const int R = window / 2, outputs = band_outputs(window), length = window + BAND_BATCH;
+    int bad[8] = {0};
+    for (int warp = 0; warp < BAND_THREADS / 32; warp++) {
+      for (int k = 0; k < BAND_PER_THREAD; k++) {
+        std::vector<int> stores;
+        for (int lane = 0; lane < 32; lane++)
+          stores.push_back(band_sum_place(BAND_PER_THREAD * (32 * warp + lane) + k));
+        bad[0] |= check_request("column sums stored", window, stores, 8);
+        if (request_wavefronts(stores, 4) > 2) bad[1] = 1; /* counts: 2, not 1 */
+      }
+      /* A lane of the across phase: batch row j, strip columns first .. end - 1. */
+      auto lane_run = [&](int lane, int *j, int *first, int *end) {
+        const int t = 32 * warp + lane;
+        *j = t / BAND_RUNS;
+        *first = R + BAND_RUN * (t % BAND_RUNS);
+        *end = std::min(*first + BAND_RUN, BAND_COLUMNS - R);
+      };
+      for (int guard = 1; guard <= window - 2; guard += 2) {
+        const int G = guard / 2;
+        /* the first window's columns (i <= 2R) and guard's (i <= 2G), then step s's
+         * entering and leaving columns, of each lane whose run goes that far */
+        for (int half : {R, G})
+          for (int i = 0; i <= 2 * half; i++) {
+            std::vector<int> loads;
+            for (int lane = 0; lane < 32; lane++) {
+              int j, first, end;
+              lane_run(lane, &j, &first, &end);
+              if (first < end)
+                loads.push_back(j * BAND_SUM_PITCH + band_sum_place(first - half + i));
+            }
+            bad[2] |= check_request("first windows loaded", window, loads, 8);
+          }
+        for (int step = 1; step < BAND_RUN; step++)
+          for (int half : {R, G})
+            for (int leaving : {0, 1}) {
+              std::vector<int> loads;
+              for (int lane = 0; lane < 32; lane++) {
+                int j, first, end;
+                lane_run(lane, &j, &first, &end);
+                const int a = first + step;
+                if (a < end)
+                  loads.push_back(j * BAND_SUM_PITCH +
+                                  band_sum_place(leaving ? a - half - 1 : a + half));
+              }
+              bad[3] |= check_request("slides loaded", window, loads, 8);
+            }
+      }
+      for (int oldest = 0; oldest < length; oldest++)
+        for (int step = 0; step < BAND_RUN; step++) {
+          std::vector<int> own;
+          for (int lane = 0; lane < 32; lane++) {
+            int j, first, end;
+            lane_run(lane, &j, &first, &end);
+            if (first + step < end)
+              own.push_back(band_wrap(oldest + j + R + 1, length) * BAND_RING_PITCH +
+                            band_place(first + step));
+          }
+          /* 4-byte elements: 1 wavefront for two adjacent ring rows, 2 for the last and
+           * the first (cfar_bands.h, band_place) */
+          const int row = band_wrap(oldest + 2 * warp + R + 1, length);
+          if (request_wavefronts(own, 4) > (row + 1 < length ? 1 : 2)) bad[4] = 1;
+        }
+      for (int bytes : {1, 4}) {
+        const int pitch = band_stage_pitch(window, bytes);
+        for (int step = 0; step < BAND_RUN; step++) {
+          std::vector<int> stores;
+          for (int lane = 0; lane < 32; lane++) {
+            int j, first, end;
+            lane_run(lane, &j, &first, &end);
+            if (first + step < end)
+              stores.push_back(band_stage_place(j, first + step - R, pitch, bytes));
+          }
+          bad[5] |= check_request("stage stored", window, stores, bytes);
+        }
+        for (int j = 0; j < BAND_BATCH; j++)
+          for (int o0 = 32 * warp; o0 < outputs; o0 += BAND_THREADS) {
+            std::vector<int> loads;
+            for (int o = o0; o < std::min(o0 + 32, outputs); o++)
+              loads.push_back(band_stage_place(j, o, pitch, bytes));
+            bad[6] |= check_request("stage loaded", window, loads, bytes);
+          }
+      }
+    }
+    if (bad[1])
+      std::printf("FAIL: bands' layout, counts stored at window %d: over 2 wavefronts\n", window);
+    if (bad[4])
+      std::printf(
+          "FAIL: bands' layout, pixels' own values at window %d: more wavefronts than 1 "
+          "(2 where the ring wraps)\n",
+          window);
+    for (int b : bad) failures += b;
+  }
+  return failures;
+}
+
 }  // namespace
 
 int main() {
   int failures = 0, cases = 0;
+  /* first, and alone if it fails: a place outside its row would have the bands below
+   * write past their shared memory */
+  if (check_band_layouts() != 0) {
+    std::printf("cfar_cuda_logic: the bands' layouts fail; the frames not run\n");
+    return 1;
+  }
   const int64_t widths[] = {1, 31, 32, 33, 150, 255, 256, 257, 600};
   for (plm_dtype dtype : {PLM_DTYPE_U8, PLM_DTYPE_U16, PLM_DTYPE_F32})
     for (bool non_finite : {false, true}) {

@@ -33,7 +33,7 @@
  * The 2R columns at a strip's sides only feed their neighbours: a strip puts out
  * BAND_COLUMNS - 2R columns (114 of 128 at window 15, 84 at 45). Windows past 45
  * take summed-area tables of the frame (kernels/cuda/cfar.cu): a strip would put out ever
- * fewer columns (f32's shared memory, 47.7 KiB at 45 to z, passes the 48 KiB a launch
+ * fewer columns (f32's shared memory, 47.4 KiB at 45 to z, passes the 48 KiB a launch
  * gets without an opt-in at window 47, or 49 to a mask).
  *
  * f32 counts its finite cells only in a band where a pixel loaded so far is not finite (a
@@ -69,7 +69,7 @@ enum {
   BAND_RUN = 8,   /* a batch row's outputs a thread takes across */
   BAND_RUNS = BAND_COLUMNS / BAND_RUN,
   BAND_SUM_PITCH = 136,               /* a row of column sums in shared memory (band_sum_place) */
-  BAND_RING_PITCH = BAND_COLUMNS + 1, /* a ring row (band_place), odd: see band_place */
+  BAND_RING_PITCH = BAND_COLUMNS + 2, /* a ring row (band_place): see band_place */
   BAND_WINDOW_MOST = 45,
   BAND_ROWS_MOST = 64,
   BAND_ROWS_LEAST = 8
@@ -80,20 +80,28 @@ enum { BAND_WINDOW_V, BAND_WINDOW_V2, BAND_GUARD_V, BAND_GUARD_V2, BAND_SUMS };
 
 /* Where a strip's column c sits in a ring row of shared memory: its warp's
  * BAND_WARP_COLUMNS, the even columns' lanes then the odd ones', so that a warp storing or
- * loading one of its lanes' two columns touches consecutive words. The across phase's
- * lanes read one column of each of their runs in two ring rows, which 4-byte elements
- * spread over the banks twice (2 wavefronts) with rows an odd number of elements apart
- * (BAND_RING_PITCH), four times with 128. */
+ * loading one of its lanes' two columns touches consecutive words, the second warp's a
+ * word further on. The across phase's lanes read one column of each of their runs in two
+ * ring rows (16 lanes a row, BAND_RUN columns apart): the word further on puts a row's 16
+ * on 16 banks (two in each four), and ring rows 2 words past a multiple of 32 apart
+ * (BAND_RING_PITCH) put the next row on the other 16, so 4-byte elements take 1
+ * wavefront, 2 where the two rows are the ring's last and first (4 and 4 with neither:
+ * tests/test_cfar_cuda_logic.cpp counts them). */
 static PLM_HD inline int band_place(int c) {
-  return c / BAND_WARP_COLUMNS * BAND_WARP_COLUMNS + c % BAND_PER_THREAD * 32 +
+  return c / BAND_WARP_COLUMNS * (BAND_WARP_COLUMNS + 1) + c % BAND_PER_THREAD * 32 +
          c % BAND_WARP_COLUMNS / BAND_PER_THREAD;
 }
+static_assert((BAND_COLUMNS - 1) / BAND_WARP_COLUMNS * (BAND_WARP_COLUMNS + 1) + BAND_WARP_COLUMNS -
+                      1 <
+                  BAND_RING_PITCH,
+              "a ring row fits its pitch");
 
 /* Where a strip's column c sits in a row of column sums or counts (band_memory): a word of
  * padding after each 16 columns. A warp's lanes storing one of their two columns (2t + k)
  * and a warp's lanes reading one column of each of their runs (BAND_RUN apart, in two
- * rows BAND_SUM_PITCH apart) each meet every bank the fewest times: 2 wavefronts for 32
- * 8-byte sums, 1 or 2 for 32 4-byte counts. */
+ * rows BAND_SUM_PITCH apart) each meet every bank the fewest times for 8-byte sums (2
+ * wavefronts for 32 lanes), and twice the fewest for 4-byte counts (2, which f32 takes
+ * only in a band with a pixel that is not finite). */
 static PLM_HD inline int band_sum_place(int c) {
   return c + c / 16;
 }
@@ -110,14 +118,16 @@ static PLM_HD constexpr int band_outputs(int window) {
  * column R + o) for the block to write them to the frame a row at a time, consecutive
  * threads at consecutive pixels: its runs' lanes, BAND_RUN pixels apart, would store each to
  * a sector of its own (a 4-byte z), or 8 to a request (a byte). A byte (the mask) at
- * j * pitch + o, rows an odd number of words apart; a 4-byte z at j * pitch + o + o / 8,
- * rows 16 banks apart: the runs' lanes (two rows, 16 runs) then meet each bank once. */
+ * j * pitch + o, rows an odd number of words apart; a 4-byte z at j * pitch + o with o's
+ * low three bits crossed with its 32-block and its row's parity (rows a multiple of 32
+ * apart). Either way a warp's runs' lanes storing (two rows, 16 runs) and its consecutive
+ * lanes loading meet each bank once (tests/test_cfar_cuda_logic.cpp counts them). */
 static PLM_HD constexpr int band_stage_pitch(int window, int output_bytes) {
   return output_bytes == 1 ? (band_outputs(window) + 3) / 8 * 8 + 4
-                           : (band_outputs(window) + band_outputs(window) / 8 + 16) / 32 * 32 + 16;
+                           : (band_outputs(window) + 31) / 32 * 32;
 }
 static PLM_HD inline int band_stage_place(int j, int o, int pitch, int output_bytes) {
-  return j * pitch + (output_bytes == 1 ? o : o + o / 8);
+  return j * pitch + (output_bytes == 1 ? o : o ^ ((o / 32 + 4 * (j & 1)) & 7));
 }
 
 /* A block's shared memory: each batch row's column sums (at band_sum_place of the column),
@@ -126,8 +136,8 @@ static PLM_HD inline int band_stage_place(int j, int o, int pitch, int output_by
  * column's last window + BAND_BATCH rows (rows y - R - 1 .. y + BAND_BATCH - 1 + R; slot k
  * of column c at k * BAND_RING_PITCH + band_place(c), of the frame's element type), and
  * the stage (band_stage_pitch) at the next multiple of 4 bytes: band_shared_bytes in all,
- * 31.3 KiB for f32 to a mask at window 15 (7 blocks in an H100's 228 KiB an SM; 33.1 KiB,
- * 6 blocks, to z), 47.7 KiB to z at 45, under the 48 KiB a block has without opting in. */
+ * 31.3 KiB for f32 to a mask at window 15 (7 blocks in an H100's 228 KiB an SM; 32.8 KiB,
+ * 6 blocks, to z), 47.4 KiB to z at 45, under the 48 KiB a block has without opting in. */
 template <typename S>
 struct band_memory {
   S columns[BAND_SUMS][BAND_BATCH][BAND_SUM_PITCH];
