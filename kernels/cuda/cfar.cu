@@ -72,8 +72,8 @@
  * the stage and back (1 wavefront each per 32 pixels); against the 114 outputs of 128
  * columns, and a band's first 2R rows stored again. Emulated estimates for an H100 SXM, not
  * measurements (bench_ops --op cfar --emulated-cost, f32, window 15, guard 5;
- * docs/benchmarks.md, "cfar in bands"): 1.42 wavefronts and no shuffles an output pixel,
- * 1.64 us shared-bound at 512^2 (4.2x the floor), 22.81 at 2048^2 (3.6x), 91.23 at 4096^2
+ * docs/benchmarks.md, "cfar in bands"): 1.39 wavefronts and no shuffles an output pixel,
+ * 1.61 us shared-bound at 512^2 (4.1x the floor), 22.28 at 2048^2 (3.6x), 89.12 at 4096^2
  * (3.6x). Until 2026-12-07 (commit 7f64d98) the column sums became running sums across each
  * warp's 64 columns (five shuffles of an 8-byte sum for a thread's pair) and a pixel read
  * its boxes' ends from them: 1.23 wavefronts and 0.70 shuffles a pixel, 2.14, 31.09 and
