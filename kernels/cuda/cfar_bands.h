@@ -452,12 +452,10 @@ PLM_HD void cfar_band(const Block &block, const plm__cfar_args &args, const T *f
     /* Out: the stage's rows to the frame, consecutive threads at consecutive pixels (the
      * next batch's first barrier comes before its across phase writes the stage again). */
     PLM_UNROLLED
-    for (int j = 0; j < BAND_BATCH; j++) {
-      const int64_t py = y + j;
-      if (py >= y_end) break;
+    for (int r = 0; r < BAND_BATCH && y + r < y_end; r++) {
       for (int o = t; o < outputs && x0 + o < args.width; o += BAND_THREADS) {
-        const int at = band_stage_place(j, o, stage_pitch, out_bytes);
-        const int64_t i = py * args.width + x0 + o;
+        const int at = band_stage_place(r, o, stage_pitch, out_bytes);
+        const int64_t i = (y + r) * args.width + x0 + o;
         if (out_bytes == 4)
           ((float *)frame_out)[i] = ((const float *)stage)[at];
         else
