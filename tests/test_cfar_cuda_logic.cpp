@@ -558,12 +558,17 @@ int check_band_layouts() {
         bad[0] |= check_request("column sums stored", window, stores, 8);
         if (request_wavefronts(stores, 4) > 2) bad[1] = 1; /* counts: 2, not 1 */
       }
-      /* A lane of the across phase: batch row j, strip columns first .. end - 1. */
-      auto lane_run = [&](int lane, int *j, int *first, int *end) {
-        const int t = 32 * warp + lane;
-        *j = t / BAND_RUNS;
-        *first = R + BAND_RUN * (t % BAND_RUNS);
-        *end = std::min(*first + BAND_RUN, BAND_COLUMNS - R);
+      /* A request of the across phase at a run's step: place(j, a) of each lane whose run
+       * (batch row j, strip columns first .. end - 1) reaches column a = first + step. */
+      auto runs_at = [&](int step, auto place) {
+        std::vector<int> elements;
+        for (int lane = 0; lane < 32; lane++) {
+          const int t = 32 * warp + lane, j = t / BAND_RUNS;
+          const int first = R + BAND_RUN * (t % BAND_RUNS);
+          if (first + step < std::min(first + BAND_RUN, BAND_COLUMNS - R))
+            elements.push_back(place(j, first + step));
+        }
+        return elements;
       };
       for (int guard = 1; guard <= window - 2; guard += 2) {
         const int G = guard / 2;
@@ -571,40 +576,24 @@ int check_band_layouts() {
          * entering and leaving columns, of each lane whose run goes that far */
         for (int half : {R, G})
           for (int i = 0; i <= 2 * half; i++) {
-            std::vector<int> loads;
-            for (int lane = 0; lane < 32; lane++) {
-              int j, first, end;
-              lane_run(lane, &j, &first, &end);
-              if (first < end)
-                loads.push_back(j * BAND_SUM_PITCH + band_sum_place(first - half + i));
-            }
+            const std::vector<int> loads = runs_at(
+                0, [&](int j, int a) { return j * BAND_SUM_PITCH + band_sum_place(a - half + i); });
             bad[2] |= check_request("first windows loaded", window, loads, 8);
           }
         for (int step = 1; step < BAND_RUN; step++)
           for (int half : {R, G})
             for (int leaving : {0, 1}) {
-              std::vector<int> loads;
-              for (int lane = 0; lane < 32; lane++) {
-                int j, first, end;
-                lane_run(lane, &j, &first, &end);
-                const int a = first + step;
-                if (a < end)
-                  loads.push_back(j * BAND_SUM_PITCH +
-                                  band_sum_place(leaving ? a - half - 1 : a + half));
-              }
+              const std::vector<int> loads = runs_at(step, [&](int j, int a) {
+                return j * BAND_SUM_PITCH + band_sum_place(leaving ? a - half - 1 : a + half);
+              });
               bad[3] |= check_request("slides loaded", window, loads, 8);
             }
       }
       for (int oldest = 0; oldest < length; oldest++)
         for (int step = 0; step < BAND_RUN; step++) {
-          std::vector<int> own;
-          for (int lane = 0; lane < 32; lane++) {
-            int j, first, end;
-            lane_run(lane, &j, &first, &end);
-            if (first + step < end)
-              own.push_back(band_wrap(oldest + j + R + 1, length) * BAND_RING_PITCH +
-                            band_place(first + step));
-          }
+          const std::vector<int> own = runs_at(step, [&](int j, int a) {
+            return band_wrap(oldest + j + R + 1, length) * BAND_RING_PITCH + band_place(a);
+          });
           /* 4-byte elements: 1 wavefront for two adjacent ring rows, 2 for the last and
            * the first (cfar_bands.h, band_place) */
           const int row = band_wrap(oldest + 2 * warp + R + 1, length);
@@ -613,13 +602,8 @@ int check_band_layouts() {
       for (int bytes : {1, 4}) {
         const int pitch = band_stage_pitch(window, bytes);
         for (int step = 0; step < BAND_RUN; step++) {
-          std::vector<int> stores;
-          for (int lane = 0; lane < 32; lane++) {
-            int j, first, end;
-            lane_run(lane, &j, &first, &end);
-            if (first + step < end)
-              stores.push_back(band_stage_place(j, first + step - R, pitch, bytes));
-          }
+          const std::vector<int> stores =
+              runs_at(step, [&](int j, int a) { return band_stage_place(j, a - R, pitch, bytes); });
           bad[5] |= check_request("stage stored", window, stores, bytes);
         }
         for (int j = 0; j < BAND_BATCH; j++)

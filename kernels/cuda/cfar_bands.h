@@ -441,10 +441,8 @@ PLM_HD void cfar_band(const Block &block, const plm__cfar_args &args, const T *f
         const int at = band_stage_place(j, a - R, stage_pitch, out_bytes);
         if (held)
           stage[at] = plm__cfar_held_mask(&args, py, px, d, m);
-        else if (out_bytes == 4)
-          ((float *)stage)[at] = plm__cfar_z(d, m);
         else
-          stage[at] = plm__cfar_mask(d, m, args.k);
+          plm__cfar_write(&args, stage, at, d, m); /* z or the mask, as out_bytes says */
       }
     }
     block.sync();
