@@ -87,11 +87,19 @@
  * The bands have no such chain: a thread's steps down its columns depend on each other only
  * through additions in registers, its loads are BAND_BATCH rows ahead, and a run's slides
  * are a chain of additions whose loads do not wait on them. What the count leaves out: the
- * FP64 pipe, which f32's sums use: about 50 double operations an output, counted by hand
- * (the cells' conversions and squares as they enter and leave the column sums, 27; the
- * slides and first windows, 13; the moments, 12), at 64 lanes a clock an SM on an H100
- * about 55 us at 4096^2, 0.6 of the shared pipe's bound (u8 and u16 add integers).
- * Registers: 128 for f32 (two columns' eight sums; u16 120, u8 115); at most 14 warps an
+ * FP64 pipe, which f32's sums use (u8 and u16 add integers). Counted in the kernel's PTX
+ * (nvcc -ptx for compute_90, band_kernel<float, double>): a column's row takes 16 double
+ * operations (four cells, each a difference from the level and a square, entering or
+ * leaving two sums), 18 an output over a strip's 114 of 128 columns; the slides and a
+ * run's first windows 13; the moments 10: 41 an output and a square root, which ptxas
+ * expands into several more. At 64 a clock an SM on an H100 the 41 take 41 us at 4096^2,
+ * 0.46 of the shared pipe's bound, the root's expansion more. Until 2026-12-07 a cell's
+ * finiteness was tested on its double (a subtraction and a comparison more, 24 a column's
+ * row: 52 an output); it is tested on the f32 now, the same answer (plm__cfar_finite),
+ * on the FP32 pipe. Beside them, 6.5 conversions
+ * an output (f32 and int64 to double: four cells a column's row, the pixel and its count),
+ * which the CUDA guide rates at 16 a clock an SM on compute capability 9.0: about 26 us.
+ * Registers: 128 for f32 (two columns' eight sums; u16 118, u8 115); at most 14 warps an
  * SM (7 blocks, by f32's 31.3 KiB of shared memory to a mask at window 15; 6 to z).
  * band_rows stops halving at 264 blocks in all or 8 rows, which for one 512^2 frame (320
  * blocks) is 4.8 warps an SM; the estimate does not model occupancy, so the figure at
@@ -99,7 +107,18 @@
  * pixel, a store each and two loads each a pixel, is 0.75 wavefronts, 1.9x the floor at
  * 4096^2, before a run's first window, the ring, the stage and the edges. What would go
  * further: longer runs (a batch of 8 rows: 10 loads a pixel where 12 are, but 56 KiB of
- * shared memory a block, 4 blocks an SM, and f32's registers past 128).
+ * shared memory a block, 4 blocks an SM, and f32's registers past 128). Or one quantity a
+ * column where there are four: with w(c) and g(c) column c's window and guard sums, a
+ * pixel's reference sum is the sum over the strip's columns up to x + R of
+ * k(c) = w(c) - w(c - 2R - 1) - g(c - R + G) + g(c - R - G - 1) (a column outside the
+ * strip adds nothing), so a thread could keep k of its columns (v and v^2) going down,
+ * reading the other three columns' entering and leaving cells from the ring, and the
+ * across phase would be a prefix sum of k along each row (a run's 8 columns in
+ * registers, the runs' totals scanned across 16 lanes): by hand, 0.72 wavefronts an
+ * output (46 us at 4096^2, 1.85x the floor) with the ring's f32 cells, 1.03 with doubles in
+ * it. Its costs: eight cells a column's row where there are four (32 FP64 operations and 8
+ * conversions where 16 and 4, unless the ring keeps doubles), and an outlier's rounding
+ * carried along the strip's row (up to 114 outputs) where a run carries it 8.
  *
  * The integer tables and sums (u8, u16) are exact in any order, so the bits equal the
  * CPU's; the f32 tables sum their doubles in the scans' orders (rows in chunks of warps,

@@ -201,9 +201,8 @@ static PLM_HD inline void band_cell(uint16_t v, double, uint64_t *s, uint64_t *q
   *n = 1;
 }
 static PLM_HD inline void band_cell(float v, double level, double *s, double *q, int *n) {
-  const double d = (double)v;
-  *n = plm__cfar_finite(d);
-  *s = *n ? d - level : 0.0;
+  *n = plm__cfar_finite(v);
+  *s = *n ? (double)v - level : 0.0;
   *q = plm__cfar_mul(*s, *s);
 }
 
@@ -226,7 +225,7 @@ static PLM_HD inline T band_load(const plm__cfar_args &args, const T *frame, int
                                  int64_t column, int *non_finite) {
   if (row < 0 || row >= args.height || column < 0 || column >= args.width) return band_outside<T>();
   const T v = frame[row * args.width + column];
-  if (sizeof(T) == 4 && !plm__cfar_finite((double)v)) *(volatile int *)non_finite = 1;
+  if (sizeof(T) == 4 && !plm__cfar_finite((float)v)) *(volatile int *)non_finite = 1;
   return v;
 }
 
