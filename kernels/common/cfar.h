@@ -89,14 +89,13 @@ static inline PLM_HD double plm__cfar_level(const void *frame, plm_dtype dtype) 
   return plm__cfar_finite(v) ? (double)v : 0.0;
 }
 
-/* Element i of a frame, as an integer table takes it (u8, u16) and as an f32 table does
- * (v - level; 0 when v is not finite). */
+/* Element i of a frame as an integer table takes it (u8, u16); an f32 value as an f32 table
+ * takes it (v - level; 0 when v is not finite), for the tables and the bands alike. */
 static inline PLM_HD uint64_t plm__cfar_value_int(const void *frame, int64_t i, plm_dtype dtype) {
   return dtype == PLM_DTYPE_U8 ? (uint64_t)((const uint8_t *)frame)[i]
                                : (uint64_t)((const uint16_t *)frame)[i];
 }
-static inline PLM_HD double plm__cfar_value_f32(const void *frame, int64_t i, double level) {
-  const float v = ((const float *)frame)[i];
+static inline PLM_HD double plm__cfar_centred(float v, double level) {
   return plm__cfar_finite(v) ? (double)v - level : 0.0;
 }
 
@@ -113,10 +112,9 @@ static inline PLM_HD void plm__cfar_cell_int(const void *frame, int64_t i, plm_d
 static inline PLM_HD void plm__cfar_cell_f32(const void *frame, int64_t i, double level,
                                              double cell[PLM__CFAR_MAX_TABLES]) {
   const float v = ((const float *)frame)[i];
-  const int finite = plm__cfar_finite(v);
-  cell[0] = finite ? (double)v - level : 0.0;
+  cell[0] = plm__cfar_centred(v, level);
   cell[1] = cell[0] * cell[0];
-  cell[2] = finite ? 1.0 : 0.0;
+  cell[2] = plm__cfar_finite(v) ? 1.0 : 0.0;
 }
 
 /* Products and differences rounded one by one: nvcc would contract a * b - c into a fused

@@ -202,7 +202,7 @@ static PLM_HD inline void band_cell(uint16_t v, double, uint64_t *s, uint64_t *q
 }
 static PLM_HD inline void band_cell(float v, double level, double *s, double *q, int *n) {
   *n = plm__cfar_finite(v);
-  *s = *n ? (double)v - level : 0.0;
+  *s = plm__cfar_centred(v, level);
   *q = plm__cfar_mul(*s, *s);
 }
 
