@@ -1354,8 +1354,7 @@ plm_status launch_kind(cudaStream_t s, const plan &p, const Source &source, cons
                        int bins, void *scratch, const char *name) {
   auto kernel = window_kernel<Hist, Source, Sink>;
   if (p.smem > kDefaultSharedLimit) {
-    cudaError_t err =
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)p.smem);
+    cudaError_t err = plm__cuda_opt_in_shared((const void *)kernel, p.smem);
     if (err != cudaSuccess) return plm__cuda_call_failed(err, name);
   }
   if (p.scratch > 0) {

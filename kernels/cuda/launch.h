@@ -15,6 +15,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include <mutex>
+#include <unordered_map>
+
 #include "plume/status.h"
 #include "streams/error.h"
 
@@ -35,6 +38,22 @@ static inline plm_status plm__cuda_call_failed(cudaError_t err, const char *what
   (void)cudaGetLastError();
   return plm__fail_raw(plm__cuda_status_of(err), "%s failed: %s (%s)", what, cudaGetErrorName(err),
                        cudaGetErrorString(err));
+}
+
+/* Opt `kernel` in to `bytes` of dynamic shared memory a block, past the 48 KiB a launch has
+ * without asking (cudaFuncAttributeMaxDynamicSharedMemorySize). The attribute is the
+ * kernel's, for every thread that launches it: a thread setting a smaller value between
+ * another's setting and launch would fail that launch, or a graph captured with it. So the
+ * value only rises: each call sets, on the current device, the most this kernel has been
+ * asked for in the process (under a lock; each translation unit keeps its own kernels').
+ * The runtime's error, or cudaSuccess. */
+static inline cudaError_t plm__cuda_opt_in_shared(const void *kernel, size_t bytes) {
+  static std::mutex lock;
+  static std::unordered_map<const void *, size_t> most;
+  const std::lock_guard<std::mutex> held(lock);
+  size_t &asked = most[kernel];
+  if (bytes > asked) asked = bytes;
+  return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)asked);
 }
 
 /* Blocks for a grid-stride loop over `count` elements with `threads` per block: at
