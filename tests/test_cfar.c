@@ -156,26 +156,30 @@ START_TEST(test_matches_a_brute_force_reference_at_every_border) {
       /* frames around 32 x 32 tiles: one tile wide and three high, the last partial;
        * windows up to 29 and from 31 to 45 (which the one-pass tiles and the bands took
        * apart before the bands took both; a strip's boxes cross its one boundary between
-       * the two warps' running sums either way); the largest window of the bands (45) and
-       * the smallest they leave to the tables (47), at odd sizes */
+       * the two warps' running sums either way); 45 and 47 (f32's shared memory on either
+       * side of the 48 KiB a CUDA block has without opting in), the largest window of the
+       * bands (97) and the smallest they leave to the tables (99), at odd sizes */
       {PLM_DTYPE_U8, 2, {70, 32}, 15, 5, 2.0, 120, 50, true, false},
       {PLM_DTYPE_U8, 3, {2, 45, 77}, 29, 5, 1.5, 120, 50, true, false},
       {PLM_DTYPE_F32, 2, {77, 45}, 31, 27, 2.0, 1e3, 5.0, false, true},
       {PLM_DTYPE_U16, 2, {33, 65}, 33, 31, 1.5, 30000, 3000, false, false},
       {PLM_DTYPE_F32, 2, {67, 35}, 45, 11, 2.0, 0.0, 10.0, false, true},
       {PLM_DTYPE_F32, 2, {35, 67}, 47, 3, 2.0, 1e3, 5.0, true, false},
+      {PLM_DTYPE_F32, 2, {101, 45}, 97, 95, 2.0, 1e3, 5.0, false, true},
+      {PLM_DTYPE_U8, 2, {37, 131}, 97, 5, 1.5, 120, 50, true, false},
+      {PLM_DTYPE_F32, 2, {35, 67}, 99, 3, 2.0, 1e3, 5.0, true, false},
       /* stacks on the CUDA tables, which take as many frames at once as 24 MiB of tables
        * hold, at most a grid's 65535 rows: 5 frames in one launch of each kernel; 3 of 130
        * rows, past a column tile's 64 (the carries between tiles); 53 and 27 small frames
        * in one; 3 of 66 x 5300, whose tables (8.5 MB a frame) take 2 frames at once and then
        * 1, each of two column tiles, the second partial (the cap of a grid's rows is
        * tests/test_cfar_cuda_logic.cpp's) */
-      {PLM_DTYPE_F32, 3, {5, 33, 70}, 47, 3, 2.0, 1e3, 5.0, true, true},
-      {PLM_DTYPE_F32, 3, {3, 130, 40}, 47, 5, 2.0, 1e3, 5.0, false, true},
-      {PLM_DTYPE_U16, 3, {53, 4, 1000}, 49, 5, 1.5, 30000, 3000, false, false},
-      {PLM_DTYPE_F32, 3, {27, 9, 1000}, 51, 7, 2.0, 1e3, 5.0, false, true},
-      {PLM_DTYPE_F32, 3, {3, 66, 5300}, 47, 45, 2.0, 1e3, 5.0, false, true},
-      /* the CUDA bands (windows up to 45): strips of 128 - 2 (window / 2) columns and bands
+      {PLM_DTYPE_F32, 3, {5, 33, 70}, 99, 3, 2.0, 1e3, 5.0, true, true},
+      {PLM_DTYPE_F32, 3, {3, 130, 40}, 99, 5, 2.0, 1e3, 5.0, false, true},
+      {PLM_DTYPE_U16, 3, {53, 4, 1000}, 101, 5, 1.5, 30000, 3000, false, false},
+      {PLM_DTYPE_F32, 3, {27, 9, 1000}, 103, 7, 2.0, 1e3, 5.0, false, true},
+      {PLM_DTYPE_F32, 3, {3, 66, 5300}, 99, 97, 2.0, 1e3, 5.0, false, true},
+      /* the CUDA bands (windows up to 97): strips of 128 - 2 (window / 2) columns and bands
        * of 8 to 64 rows, frames of several of each, the last partial */
       {PLM_DTYPE_F32, 3, {2, 140, 250}, 15, 5, 2.0, 1e3, 5.0, true, true},
       {PLM_DTYPE_U8, 3, {2, 70, 260}, 29, 3, 1.5, 120, 50, false, false},
@@ -257,10 +261,11 @@ START_TEST(test_a_hold_lowers_the_factor_where_it_reaches) {
       {{PLM_DTYPE_F32, 2, {70, 35}, 15, 5, 2.0, 0.0, 10.0, false, true}, 1.25, 8},
       {{PLM_DTYPE_F32, 2, {90, 240}, 15, 5, 2.0, 1e3, 5.0, false, false}, 1.25, 2}, /* bands */
       {{PLM_DTYPE_U16, 2, {40, 70}, 33, 9, 2.0, 30000, 3000, false, false}, 1.0, 2},
-      {{PLM_DTYPE_F32, 2, {35, 67}, 47, 3, 2.0, 1e3, 5.0, true, false}, 1.0, 3}, /* tables */
+      {{PLM_DTYPE_F32, 2, {35, 67}, 47, 3, 2.0, 1e3, 5.0, true, false}, 1.0, 3}, /* opt-in */
+      {{PLM_DTYPE_F32, 2, {35, 67}, 99, 3, 2.0, 1e3, 5.0, true, false}, 1.0, 3}, /* tables */
       /* stacks on the tables: 4 frames at once; 52 and then 1 */
-      {{PLM_DTYPE_U8, 3, {4, 30, 41}, 49, 3, 1.5, 120, 50, false, false}, 1.0, 2},
-      {{PLM_DTYPE_U8, 3, {53, 4, 1000}, 49, 3, 1.5, 120, 50, false, false}, 1.0, 2},
+      {{PLM_DTYPE_U8, 3, {4, 30, 41}, 101, 3, 1.5, 120, 50, false, false}, 1.0, 2},
+      {{PLM_DTYPE_U8, 3, {53, 4, 1000}, 101, 3, 1.5, 120, 50, false, false}, 1.0, 2},
       /* hold_k above k: the hold changes nothing */
       {{PLM_DTYPE_F32, 2, {33, 40}, 9, 3, 1.5, 0.0, 10.0, false, false}, 3.0, 2},
   };

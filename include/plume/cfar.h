@@ -80,9 +80,9 @@ extern "C" {
  * hold. The op takes scratch memory from the context's default pool in stream
  * order (PLM_ERR_OUT_OF_MEMORY when it has none): the tables of one frame, two for u8
  * and u16 and three for f32, 8 (H + 1)(W + 1) bytes each, reused frame after frame; on
- * the cuda backend none for windows up to 45, whose one pass keeps no tables (each
+ * the cuda backend none for windows up to 97, whose one pass keeps no tables (each
  * column's sums move down a band of rows and are summed across in shared memory), and
- * past 45 the tables of the frames it takes at once: as many of the stack's frames as 24
+ * past 97 the tables of the frames it takes at once: as many of the stack's frames as 24
  * MiB of tables hold, or one frame's where that is more. */
 
 typedef enum plm_cfar_result {
@@ -103,7 +103,7 @@ typedef struct plm_cfar_params {
  * 15, guard 5, k 5, output PLM_CFAR_MASK, hold_k 4, hold_radius 2. */
 /* plm_cfar_cost: bytes = in, out, the hold's byte when given and four passes over the 8-byte
  * tables (two; three for f32) per pixel (the host's passes; cuda's one pass for windows up
- * to 45 moves in, out and the hold alone); flops = about 30 per pixel (the tables' sums, the boxes' corners, the statistics). */
+ * to 97 moves in, out and the hold alone); flops = about 30 per pixel (the tables' sums, the boxes' corners, the statistics). */
 
 #ifdef __cplusplus
 }

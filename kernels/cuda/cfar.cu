@@ -1,4 +1,4 @@
-/* kernels/cuda/cfar.cu: cell-averaging CFAR on the GPU. Windows up to 45 (BAND_WINDOW_MOST;
+/* kernels/cuda/cfar.cu: cell-averaging CFAR on the GPU. Windows up to 97 (BAND_WINDOW_MOST;
  * the default is 15) take one kernel for a whole stack of frames and no scratch:
  *   band            a block of 64 threads per strip of 128 columns of a band of rows, two
  *                   columns a thread: each column's sums over the window's and the guard's
@@ -39,8 +39,9 @@
  *   Bytes: the totals read the tables (1), the carries read and write 1/64 of them, the
  *   scan reads and writes the rest (63/64 each, plus 1/64 of carries read): about 3.05
  *   times the tables' bytes against the floor's 2, so 1.5x the floor, and one launch more.
- *   Figures by hand from the code: these kernels serve windows past 45, and bench_ops'
- *   cfar (window 15) takes the bands, so no GPU has timed them yet.
+ *   Figures by hand from the code: these kernels serve windows past the bands' (97; 45
+ *   until 2026-12-07), and bench_ops' cfar (window 15) takes the bands, so no GPU has
+ *   timed them yet (bench_ops' cfar_w127 and cfar_w127_stack take them to the next).
  *
  * The pixel pass's cost. Its floor is reading each table entry once, the frame and the
  * output: 8 bytes a table (2 or 3) plus 4 + 1 bytes a pixel (f32 to a mask). Emulated
@@ -57,8 +58,8 @@
  *   deb4c74 has it): each table's entries under a 32 x 32 tile's boxes copied once to
  *   shared memory, 2.2 entries a pixel a table at window 15; the op 9.82 us (1.19x),
  *   159.1 (1.21x) and 741.7 dram-bound (1.40x) at 512^2, 2048^2 and 4096^2. Windows past
- *   45 take pixels_kernel and its eight loads a pixel a table (a tile's span would pass
- *   48 KiB: a 287 x 287 span is 644 KiB); no bench_ops workload uses one.
+ *   the bands take pixels_kernel and its eight loads a pixel a table (a tile's span would
+ *   pass 48 KiB: a 287 x 287 span is 644 KiB).
  *
  * The bands' cost. They read the frame and write the output, nothing else: their floor is
  * the op's input and output alone, 5 bytes a pixel for f32 to a mask (1.3 MB, 0.39 us at
@@ -119,6 +120,22 @@
  * it. Its costs: eight cells a column's row where there are four (32 FP64 operations and 8
  * conversions where 16 and 4, unless the ring keeps doubles), and an outlier's rounding
  * carried along the strip's row (up to 114 outputs) where a run carries it 8.
+ * Large windows. A strip puts out 128 - 2R columns, so a column's row of the down phase
+ * (0.375 wavefronts) is shared by fewer outputs as the window grows (66 of 128 columns at
+ * window 63, 32 at 97), and a run's first window reads 2R + 1 columns; the ring grows by
+ * a row a window's row, and past the 48 KiB a block has without asking (f32 from window
+ * 47 to z, 49 to a mask) the launch opts in (stack_bands), 3 blocks an SM from 56.8 KiB.
+ * The tables' cost does not grow with the window, but it starts high: 16 to 24 bytes a
+ * table entry through their passes and eight corners a pixel a table from the L2.
+ * Emulated estimates for an H100 SXM, not measurements (f32 to a mask, guard 5, with the
+ * launches; PLUME_EMU_COUNT=1 plume op cfar --window W on a uniform random frame, and
+ * bench_ops --op cfar_w63, 2026-12-07), bands against tables: window 63, 9.32 against
+ * 29.26 us at 512^2 (the bands L2-bound: one frame's bands of 8 rows load the 62 rows
+ * above them again) and 66.1 against 285.0 at 2048^2 (shared-bound, 10.2x the floor of
+ * 6.26 us; the tables 43x); window 97, 13.21 against 29.12 and 164.8 against 283.4 (the
+ * tables at 99). Past 97 a strip would put out fewer than a quarter of its columns and
+ * the two come together, so the tables take them. Until 2026-12-07 the bands stopped at
+ * 45, where f32's shared memory came to the 48 KiB.
  *
  * The integer tables and sums (u8, u16) are exact in any order, so the bits equal the
  * CPU's; the f32 tables sum their doubles in the scans' orders (rows in chunks of warps,
@@ -345,11 +362,12 @@ PLM_HD void tile_scan(const Block &block, int64_t height, int64_t width, int64_t
  * launches saved). Three 512^2 f32 frames at once (19 MB), five of u8 or u16; 15 of 256^2
  * f32.
  * A launch a frame was most of a stack of small frames' time. 16 frames of 512^2 f32 at
- * window 63 (bench_ops' cfar_w63_stack at 2048^2) took 80 launches, 200 us of an H100's
- * launch costs against a largest bound of 268 us; sets of 2^18 table entries (a wave of an
- * H100's threads in pixels_kernel) left each 512^2 frame a set of its own; by bytes, 6
- * sets, 30 launches, 343 us in place of 468 (the emulated estimate for an H100 SXM, not a
- * measurement; docs/benchmarks.md, "cfar in bands"). */
+ * window 63 (bench_ops' cfar_w63_stack at 2048^2, before the bands took window 63) took
+ * 80 launches, 200 us of an H100's launch costs against a largest bound of 268 us; sets
+ * of 2^18 table entries (a wave of an H100's threads in pixels_kernel) left each 512^2
+ * frame a set of its own; by bytes, 6 sets, 30 launches, 343 us in place of 468 (the
+ * emulated estimate for an H100 SXM, not a measurement; docs/benchmarks.md, "cfar in
+ * bands"). */
 constexpr int64_t kTableBytesAtOnce = (int64_t)24 << 20;
 constexpr int64_t kMostGridRows = 65535; /* CUDA's gridDim.y: a frame's blocks a row each */
 
@@ -464,8 +482,8 @@ __global__ void pixels_kernel(plm__cfar_args args, int64_t first) {
 /* Block (x, y) takes frame y's (strip, band) pairs x, x + gridDim.x, ..., and so frames y,
  * y + gridDim.y, ... (cfar_frame_bands, kernels/cuda/cfar_bands.h): T the frame's element
  * type, S the sums'; band_shared_bytes of shared memory. Eight blocks of 64 an SM by
- * registers (at most 128 a thread: f32 takes 128), seven by f32's 31.3 KiB of shared memory
- * to a mask at window 15 (six to z). */
+ * registers (at most 128 a thread: f32 takes 128), seven by f32's 31.4 KiB of shared memory
+ * to a mask at window 15 (six to z), three from window 63 (56.8 KiB to z). */
 template <typename T, typename S>
 __global__ void __launch_bounds__(BAND_THREADS, 8) band_kernel(plm__cfar_args args, int rows) {
   extern __shared__ __align__(16) unsigned char band_bytes[];
@@ -481,10 +499,13 @@ template <typename T, typename S>
 plm_status stack_bands(cudaStream_t s, const plm__cfar_args *args) {
   const int rows = band_rows(*args);
   const dim3 grid(plm__cuda_grid_x(band_blocks(*args, rows)), plm__cuda_grid_yz(args->frames));
-  band_kernel<T, S>
-      <<<grid, BAND_THREADS,
-         band_shared_bytes<S>(args->window, (int)sizeof(T), band_output_bytes(*args)), s>>>(*args,
-                                                                                            rows);
+  const size_t shared =
+      band_shared_bytes<S>(args->window, (int)sizeof(T), band_output_bytes(*args));
+  if (shared > kBandSharedDefault) {
+    const cudaError_t err = plm__cuda_opt_in_shared((const void *)band_kernel<T, S>, shared);
+    if (err != cudaSuccess) return plm__cuda_call_failed(err, "cfar band_kernel's shared memory");
+  }
+  band_kernel<T, S><<<grid, BAND_THREADS, shared, s>>>(*args, rows);
   return plm__cuda_check_launch("cfar band_kernel");
 }
 

@@ -1,5 +1,5 @@
 /* kernels/cuda/cfar_bands.h: cfar in one pass over a frame, for windows up to
- * BAND_WINDOW_MOST (45; the default is 15), reading the frame once and writing the output,
+ * BAND_WINDOW_MOST (97; the default is 15), reading the frame once and writing the output,
  * nothing else (internal; C++, __host__ __device__, so that tests/test_cfar_cuda_logic.cpp
  * runs it on emulated threads; the kernel around it is in kernels/cuda/cfar.cu).
  *
@@ -31,17 +31,20 @@
  *           threads at consecutive pixels (a run's lanes, 8 pixels apart, would store a
  *           request's 32 outputs to 8 sectors, or 32 for z).
  * The 2R columns at a strip's sides only feed their neighbours: a strip puts out
- * BAND_COLUMNS - 2R columns (114 of 128 at window 15, 84 at 45). Windows past 45
- * take summed-area tables of the frame (kernels/cuda/cfar.cu): a strip would put out ever
- * fewer columns (f32's shared memory, 47.4 KiB at 45 to z, passes the 48 KiB a launch
- * gets without an opt-in at window 47, or 49 to a mask).
+ * BAND_COLUMNS - 2R columns (114 of 128 at window 15, 84 at 45, 66 at 63, 32 at 97), and
+ * the ring grows with the window: past the 48 KiB a block has without asking (f32 from
+ * window 47 to z, 49 to a mask) the launch opts in to more (band_shared_bytes, at most
+ * kBandSharedMost). Windows past 97 take summed-area tables of the frame
+ * (kernels/cuda/cfar.cu): a strip would put out fewer than a quarter of its columns, and
+ * the tables' passes, whose cost does not grow with the window, come near the bands' by
+ * the emulated estimate (kernels/cuda/cfar.cu, "The bands' cost").
  *
  * f32 counts its finite cells only in a band where a pixel loaded so far is not finite (a
  * flag in shared memory, read after the barrier that follows the loads), else takes the
  * boxes' areas, the same integers; a cell outside the frame is a NaN in the ring, which
  * adds nothing to any sum and is counted by nobody (plm__cfar_cell_f32), and 0 for u8 and
  * u16. Integer sums are exact in any order, so u8 and u16 have the CPU's bits: uint64_t for
- * u16, uint32_t for u8, whose boxes' sums stay below 2^32 (45^2 x 255^2 < 2^27), so their
+ * u16, uint32_t for u8, whose boxes' sums stay below 2^32 (97^2 x 255^2 < 2^30), so their
  * differences are exact modulo 2^32 and the column sums move half the bytes. f32's doubles
  * are added and taken away as the rows pass, not read from a table of the frame: on the
  * tests' frames z agrees with the CPU's within 1e-9 x max(1, |z|), as the tables' did. Their
@@ -70,7 +73,7 @@ enum {
   BAND_RUNS = BAND_COLUMNS / BAND_RUN,
   BAND_SUM_PITCH = 136,               /* a row of column sums in shared memory (band_sum_place) */
   BAND_RING_PITCH = BAND_COLUMNS + 2, /* a ring row (band_place): see band_place */
-  BAND_WINDOW_MOST = 45,
+  BAND_WINDOW_MOST = 97,
   BAND_ROWS_MOST = 64,
   BAND_ROWS_LEAST = 8
 };
@@ -101,7 +104,12 @@ static_assert((BAND_COLUMNS - 1) / BAND_WARP_COLUMNS * (BAND_WARP_COLUMNS + 1) +
  * and a warp's lanes reading one column of each of their runs (BAND_RUN apart, in two
  * rows BAND_SUM_PITCH apart) each meet every bank the fewest times for 8-byte sums (2
  * wavefronts for 32 lanes), and twice the fewest for 4-byte counts (2, which f32 takes
- * only in a band with a pixel that is not finite). */
+ * only in a band with a pixel that is not finite). Past window BAND_WINDOW_FEWEST_MOST a
+ * row has 8 runs or fewer at some step, and a warp's two rows may meet the same banks: 2
+ * wavefronts, a full request's, where the 16 lanes' bytes would take 1 (no padding of
+ * the rows' columns that keeps 8-byte sums at 136 a row avoids it for every window; one
+ * of 160, a word each 4 columns, would cost f32 a block an SM at window 15). */
+enum { BAND_WINDOW_FEWEST_MOST = 57 };
 static PLM_HD inline int band_sum_place(int c) {
   return c + c / 16;
 }
@@ -136,8 +144,9 @@ static PLM_HD inline int band_stage_place(int j, int o, int pitch, int output_by
  * column's last window + BAND_BATCH rows (rows y - R - 1 .. y + BAND_BATCH - 1 + R; slot k
  * of column c at k * BAND_RING_PITCH + band_place(c), of the frame's element type), and
  * the stage (band_stage_pitch) at the next multiple of 4 bytes: band_shared_bytes in all,
- * 31.3 KiB for f32 to a mask at window 15 (7 blocks in an H100's 228 KiB an SM; 32.8 KiB,
- * 6 blocks, to z), 47.4 KiB to z at 45, under the 48 KiB a block has without opting in. */
+ * 31.4 KiB for f32 to a mask at window 15 (7 blocks in an H100's 228 KiB an SM; 32.9 KiB,
+ * 6 blocks, to z), 47.6 KiB to z at 45, 56.8 KiB at 63 and 73.0 KiB at 97 (3 blocks an SM:
+ * 6 warps), past the 48 KiB a block has without opting in (kBandSharedDefault). */
 template <typename S>
 struct band_memory {
   S columns[BAND_SUMS][BAND_BATCH][BAND_SUM_PITCH];
@@ -152,8 +161,13 @@ static PLM_HD constexpr size_t band_shared_bytes(int window, int element_bytes, 
   return sizeof(band_memory<S>) + band_ring_bytes(window, element_bytes) +
          (size_t)BAND_BATCH * band_stage_pitch(window, output_bytes) * output_bytes;
 }
-static_assert(band_shared_bytes<double>(BAND_WINDOW_MOST, 4, 4) <= 48 * 1024,
-              "the largest window's shared memory fits without opting in");
+/* The shared memory a block may take: 48 KiB without asking, past it an opt-in
+ * (cudaFuncAttributeMaxDynamicSharedMemorySize) up to what every architecture plume builds
+ * for and runs on allows (99 KiB on sm_86 and sm_89, which run the sm_80 code). */
+constexpr size_t kBandSharedDefault = 48 * 1024;
+constexpr size_t kBandSharedMost = 99 * 1024;
+static_assert(band_shared_bytes<double>(BAND_WINDOW_MOST, 4, 4) <= kBandSharedMost,
+              "the largest window's shared memory fits every architecture's opt-in");
 
 /* The bytes of an output: 4 for z, 1 for the mask (with or without a hold). */
 static PLM_HD inline int band_output_bytes(const plm__cfar_args &args) {
