@@ -115,9 +115,14 @@
  * strip adds nothing), so a thread could keep k of its columns (v and v^2) going down,
  * reading the other three columns' entering and leaving cells from the ring, and the
  * across phase would be a prefix sum of k along each row (a run's 8 columns in
- * registers, the runs' totals scanned across 16 lanes): by hand, 0.72 wavefronts an
- * output (46 us at 4096^2, 1.85x the floor) with the ring's f32 cells, 1.03 with doubles in
- * it. Its costs: eight cells a column's row where there are four (32 FP64 operations and 8
+ * registers, the runs' totals scanned across 16 lanes). By hand: a column's row stores
+ * its entering cell and reads seven from the ring (its own leaving one, the entering and
+ * leaving ones of the three other columns) and stores k, 0.375 wavefronts as now, 0.51 an
+ * output over 114 of 128 columns and a 64-row band's first 2R rows again; the prefix
+ * reads 2.25 8-byte k an output (0.14) and scans the runs' totals (0.06); the pixel's own
+ * value and the stage 0.1: about 0.81 wavefronts an output, 52 us at 4096^2, 2.1x the
+ * floor, with the ring's f32 cells, about 1.2 with doubles in it (first counted 0.72 and
+ * 1.03, 1.85x, leaving out the band's first rows): not 2x either. Its costs: eight cells a column's row where there are four (32 FP64 operations and 8
  * conversions where 16 and 4, unless the ring keeps doubles), and an outlier's rounding
  * carried along the strip's row (up to 114 outputs) where a run carries it 8.
  * Large windows. A strip puts out 128 - 2R columns, so a column's row of the down phase
