@@ -5,8 +5,9 @@
  * CUDA emulator (an EMU build), which checks each launch's shared memory against the
  * kernel's attribute as a GPU does: first in one thread, asking for 96 KiB and then 56 KiB
  * (the attribute must stay at 96 and a 96 KiB launch go through; cudaFuncSetAttribute
- * itself would have lowered it), then in two threads launching 64 and 96 KiB blocks
- * in turn. Exit status 0 is success. */
+ * itself would have lowered it), then past the device's limit (which must fail and change
+ * nothing), then in two threads launching 64 and 96 KiB blocks in turn. Exit status 0 is
+ * success. */
 #include <cstdio>
 #include <thread>
 
@@ -69,6 +70,18 @@ int main() {
   failures +=
       check(cudaGetLastError() == cudaSuccess && cudaStreamSynchronize(streams[0]) == cudaSuccess,
             "a 96 KiB launch after a thread asked for 56");
+
+  /* A request past the device's limit (the emulator's 227 KiB) fails and changes nothing:
+   * a later request within it is given the most given before. */
+  failures +=
+      check(plm__cuda_opt_in_shared((const void *)last_word_kernel, 300 * kKiB) != cudaSuccess,
+            "asking for 300 KiB fails");
+  (void)cudaGetLastError(); /* the failed call's error, as plm__cuda_call_failed empties it */
+  failures +=
+      check(opt_in_and_launch(56 * kKiB, streams[0], out[0]) &&
+                cudaFuncGetAttributes(&attributes, (const void *)last_word_kernel) == cudaSuccess &&
+                attributes.maxDynamicSharedSizeBytes == (int)(96 * kKiB),
+            "after a failed request, the attribute is still 96 KiB and a launch goes");
 
   /* Two threads, each opting in to its own size and launching it, in turn. */
   int failed[2] = {0, 0};

@@ -15,8 +15,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include <map>
 #include <mutex>
-#include <unordered_map>
+#include <utility>
 
 #include "plume/status.h"
 #include "streams/error.h"
@@ -44,16 +45,22 @@ static inline plm_status plm__cuda_call_failed(cudaError_t err, const char *what
  * without asking (cudaFuncAttributeMaxDynamicSharedMemorySize). The attribute is the
  * kernel's, for every thread that launches it: a thread setting a smaller value between
  * another's setting and launch would fail that launch, or a graph captured with it. So the
- * value only rises: each call sets, on the current device, the most this kernel has been
- * asked for in the process (under a lock; each translation unit keeps its own kernels').
- * The runtime's error, or cudaSuccess. */
+ * value only rises: each call sets the most this kernel has been given on the current
+ * device, or `bytes` where that is more, and remembers it once the runtime took it (a
+ * request past the device's limit fails and changes nothing). Under a lock; each
+ * translation unit keeps its own kernels'. The runtime's error, or cudaSuccess. */
 static inline cudaError_t plm__cuda_opt_in_shared(const void *kernel, size_t bytes) {
   static std::mutex lock;
-  static std::unordered_map<const void *, size_t> most;
+  static std::map<std::pair<int, const void *>, size_t> given;
+  int device = 0;
+  cudaError_t err = cudaGetDevice(&device);
+  if (err != cudaSuccess) return err;
   const std::lock_guard<std::mutex> held(lock);
-  size_t &asked = most[kernel];
-  if (bytes > asked) asked = bytes;
-  return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)asked);
+  size_t &most = given[{device, kernel}];
+  const size_t value = bytes > most ? bytes : most;
+  err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)value);
+  if (err == cudaSuccess) most = value;
+  return err;
 }
 
 /* Blocks for a grid-stride loop over `count` elements with `threads` per block: at
