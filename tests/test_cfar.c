@@ -261,7 +261,7 @@ START_TEST(test_a_hold_lowers_the_factor_where_it_reaches) {
       {{PLM_DTYPE_F32, 2, {70, 35}, 15, 5, 2.0, 0.0, 10.0, false, true}, 1.25, 8},
       {{PLM_DTYPE_F32, 2, {90, 240}, 15, 5, 2.0, 1e3, 5.0, false, false}, 1.25, 2}, /* bands */
       {{PLM_DTYPE_U16, 2, {40, 70}, 33, 9, 2.0, 30000, 3000, false, false}, 1.0, 2},
-      {{PLM_DTYPE_F32, 2, {35, 67}, 47, 3, 2.0, 1e3, 5.0, true, false}, 1.0, 3}, /* opt-in */
+      {{PLM_DTYPE_F32, 2, {35, 67}, 63, 3, 2.0, 1e3, 5.0, true, false}, 1.0, 3}, /* opt-in */
       {{PLM_DTYPE_F32, 2, {35, 67}, 99, 3, 2.0, 1e3, 5.0, true, false}, 1.0, 3}, /* tables */
       /* stacks on the tables: 4 frames at once; 52 and then 1 */
       {{PLM_DTYPE_U8, 3, {4, 30, 41}, 101, 3, 1.5, 120, 50, false, false}, 1.0, 2},

@@ -145,8 +145,9 @@ static PLM_HD inline int band_stage_place(int j, int o, int pitch, int output_by
  * of column c at k * BAND_RING_PITCH + band_place(c), of the frame's element type), and
  * the stage (band_stage_pitch) at the next multiple of 4 bytes: band_shared_bytes in all,
  * 31.4 KiB for f32 to a mask at window 15 (7 blocks in an H100's 228 KiB an SM; 32.9 KiB,
- * 6 blocks, to z), 47.6 KiB to z at 45, 56.8 KiB at 63 and 73.0 KiB at 97 (3 blocks an SM:
- * 6 warps), past the 48 KiB a block has without opting in (kBandSharedDefault). */
+ * 6 blocks, to z), 47.6 KiB to z at 45; at 63 55.5 KiB to a mask (4 blocks) and 56.8 to z
+ * (3), 73.0 KiB to z at 97, past the 48 KiB a block has without opting in
+ * (kBandSharedDefault). */
 template <typename S>
 struct band_memory {
   S columns[BAND_SUMS][BAND_BATCH][BAND_SUM_PITCH];
@@ -162,8 +163,10 @@ static PLM_HD constexpr size_t band_shared_bytes(int window, int element_bytes, 
          (size_t)BAND_BATCH * band_stage_pitch(window, output_bytes) * output_bytes;
 }
 /* The shared memory a block may take: 48 KiB without asking, past it an opt-in
- * (cudaFuncAttributeMaxDynamicSharedMemorySize) up to what every architecture plume builds
- * for and runs on allows (99 KiB on sm_86 and sm_89, which run the sm_80 code). */
+ * (cudaFuncAttributeMaxDynamicSharedMemorySize) up to what every architecture of plume's
+ * default build (sm_80 and later) allows: 99 KiB on sm_86 and sm_89, which run the sm_80
+ * code. A build for sm_75 (64 KiB) would fail f32's windows from 79 to z, 81 to a mask
+ * (docs/building.md). */
 constexpr size_t kBandSharedDefault = 48 * 1024;
 constexpr size_t kBandSharedMost = 99 * 1024;
 static_assert(band_shared_bytes<double>(BAND_WINDOW_MOST, 4, 4) <= kBandSharedMost,
