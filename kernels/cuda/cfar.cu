@@ -122,20 +122,22 @@
  * reads 2.25 8-byte k an output (0.14) and scans the runs' totals (0.06); the pixel's own
  * value and the stage 0.1: about 0.81 wavefronts an output, 52 us at 4096^2, 2.1x the
  * floor, with the ring's f32 cells, about 1.2 with doubles in it (first counted 0.72 and
- * 1.03, 1.85x, leaving out the band's first rows): not 2x either. Its costs: eight cells a column's
- * row where there are four (32 FP64 operations and 8 conversions where 16 and 4, unless the ring
- * keeps doubles), and an outlier's rounding carried along the strip's row (up to 114 outputs) where
- * a run carries it 8. Large windows. A strip puts out 128 - 2R columns, so a column's row of the
- * down phase (0.375 wavefronts) is shared by fewer outputs as the window grows (66 of 128 columns
- * at window 63, 32 at 97), and a run's first window reads 2R + 1 columns; the ring grows by a row a
- * window's row, and past the 48 KiB a block has without asking (f32 from window 47 to z, 49 to a
- * mask) the launch opts in (stack_bands): 4 blocks an SM at 63 to a mask, 3 to z. The tables' cost
- * does not grow with the window, but it starts high: 16 to 24 bytes a table entry through their
- * passes and eight corners a pixel a table from the L2. Emulated estimates for an H100 SXM, not
- * measurements (f32 to a mask, guard 5, with the launches; PLUME_EMU_COUNT=1 plume op cfar --window
- * W on a uniform random frame, and bench_ops --op cfar_w63, 2026-12-07), bands against tables:
- * window 63, 9.32 against 29.26 us at 512^2 (the bands L2-bound: one frame's bands of 8 rows load
- * the 62 rows above them again) and 66.1 against 285.0 at 2048^2 (shared-bound, 10.2x the floor of
+ * 1.03, 1.85x, leaving out the band's first rows): not 2x either. Its costs: eight cells
+ * a column's row where there are four (32 FP64 operations and 8 conversions where 16 and
+ * 4, unless the ring keeps doubles), and an outlier's rounding carried along the strip's
+ * row (up to 114 outputs) where a run carries it 8.
+ * Large windows. A strip puts out 128 - 2R columns, so a column's row of the down phase
+ * (0.375 wavefronts) is shared by fewer outputs as the window grows (66 of 128 columns at
+ * window 63, 32 at 97), and a run's first window reads 2R + 1 columns; the ring grows by
+ * a row a window's row, and past the 48 KiB a block has without asking (f32 from window
+ * 47 to z, 49 to a mask) the launch opts in (stack_bands): 4 blocks an SM at 63 to a mask,
+ * 3 to z. The tables' cost does not grow with the window, but it starts high: 16 to 24
+ * bytes a table entry through their passes and eight corners a pixel a table from the L2.
+ * Emulated estimates for an H100 SXM, not measurements (f32 to a mask, guard 5, with the
+ * launches; PLUME_EMU_COUNT=1 plume op cfar --window W on a uniform random frame, and
+ * bench_ops --op cfar_w63, 2026-12-07), bands against tables: window 63, 9.32 against
+ * 29.26 us at 512^2 (the bands L2-bound: one frame's bands of 8 rows load the 62 rows
+ * above them again) and 66.1 against 285.0 at 2048^2 (shared-bound, 10.2x the floor of
  * 6.26 us; the tables 43x); window 97, 13.21 against 29.12 and 164.8 against 283.4 (the
  * tables at 99). Past 97 a strip would put out fewer than a quarter of its columns and
  * the two come together, so the tables take them. Until 2026-12-07 the bands stopped at
