@@ -266,7 +266,12 @@ int64_t band_mismatches(const Frame &f, int window, int guard, plm_cfar_result o
       block.run([&](int t) {
         const EmulatedBlock eb = {&block, t};
         for (int64_t frame = y; frame < frames; frame += grid_frames)
-          cfar_frame_bands<T, S>(eb, args, frame, x, grid, rows, (band_memory<S> *)shared.data());
+          if (band_sum_shift(window) == BAND_SHIFT_NARROW)
+            cfar_frame_bands<T, S>(eb, args, frame, x, grid, rows,
+                                   (band_memory<S, BAND_SHIFT_NARROW> *)shared.data());
+          else
+            cfar_frame_bands<T, S>(eb, args, frame, x, grid, rows,
+                                   (band_memory<S, BAND_SHIFT_WIDE> *)shared.data());
       });
     }
   int64_t bad = 0;
@@ -512,13 +517,12 @@ int request_wavefronts(const std::vector<int> &elements, int element_bytes) {
   return most;
 }
 
-/* A request's wavefronts against the least its bytes allow (or, with `most`, against
- * that), reported when more. */
-int check_request(const char *what, int window, const std::vector<int> &elements, int element_bytes,
-                  int most = 0) {
+/* A request's wavefronts against the least its bytes allow, reported when more. */
+int check_request(const char *what, int window, const std::vector<int> &elements,
+                  int element_bytes) {
   if (elements.empty()) return 0;
   const int got = request_wavefronts(elements, element_bytes);
-  const int least = std::max(most, ((int)elements.size() * element_bytes + 127) / 128);
+  const int least = ((int)elements.size() * element_bytes + 127) / 128;
   if (got <= least) return 0;
   std::printf("FAIL: bands' layout, %s at window %d: %d wavefronts where %d would do\n", what,
               window, got, least);
@@ -534,9 +538,11 @@ int check_request(const char *what, int window, const std::vector<int> &elements
  * at most. */
 int check_band_layouts() {
   int failures = 0;
-  /* every place inside its row */
+  /* every place inside its row, in both layouts of the sums' rows */
   for (int c = 0; c < BAND_COLUMNS; c++)
-    if (band_sum_place(c) >= BAND_SUM_PITCH || band_place(c) >= BAND_RING_PITCH) {
+    if (band_sum_place<BAND_SHIFT_NARROW>(c) >= band_sum_pitch(BAND_SHIFT_NARROW) ||
+        band_sum_place<BAND_SHIFT_WIDE>(c) >= band_sum_pitch(BAND_SHIFT_WIDE) ||
+        band_place(c) >= BAND_RING_PITCH) {
       std::printf("FAIL: bands' layout, column %d outside its row\n", c);
       return 1;
     }
@@ -553,15 +559,15 @@ int check_band_layouts() {
       }
   for (int window = 3; window <= BAND_WINDOW_MOST; window += 2) {
     const int R = window / 2, outputs = band_outputs(window), length = window + BAND_BATCH;
-    /* the across phase's loads: the fewest up to BAND_WINDOW_FEWEST_MOST, past it no more
-     * than a full request's 2 (cfar_bands.h, band_sum_place) */
-    const int across_most = window <= BAND_WINDOW_FEWEST_MOST ? 0 : 2;
+    /* place j * pitch + c + (c >> shift) of row j's column c, in the window's layout */
+    const int shift = band_sum_shift(window), pitch = band_sum_pitch(shift);
+    const auto sum_at = [&](int j, int c) { return j * pitch + c + (c >> shift); };
     int bad[8] = {0};
     for (int warp = 0; warp < BAND_THREADS / 32; warp++) {
       for (int k = 0; k < BAND_PER_THREAD; k++) {
         std::vector<int> stores;
         for (int lane = 0; lane < 32; lane++)
-          stores.push_back(band_sum_place(BAND_PER_THREAD * (32 * warp + lane) + k));
+          stores.push_back(sum_at(0, BAND_PER_THREAD * (32 * warp + lane) + k));
         bad[0] |= check_request("column sums stored", window, stores, 8);
         if (request_wavefronts(stores, 4) > 2) bad[1] = 1; /* counts: 2, not 1 */
       }
@@ -583,17 +589,16 @@ int check_band_layouts() {
          * entering and leaving columns, of each lane whose run goes that far */
         for (int half : {R, G})
           for (int i = 0; i <= 2 * half; i++) {
-            const std::vector<int> loads = runs_at(
-                0, [&](int j, int a) { return j * BAND_SUM_PITCH + band_sum_place(a - half + i); });
-            bad[2] |= check_request("first windows loaded", window, loads, 8, across_most);
+            const std::vector<int> loads =
+                runs_at(0, [&](int j, int a) { return sum_at(j, a - half + i); });
+            bad[2] |= check_request("first windows loaded", window, loads, 8);
           }
         for (int step = 1; step < BAND_RUN; step++)
           for (int half : {R, G})
             for (int leaving : {0, 1}) {
-              const std::vector<int> loads = runs_at(step, [&](int j, int a) {
-                return j * BAND_SUM_PITCH + band_sum_place(leaving ? a - half - 1 : a + half);
-              });
-              bad[3] |= check_request("slides loaded", window, loads, 8, across_most);
+              const std::vector<int> loads = runs_at(
+                  step, [&](int j, int a) { return sum_at(j, leaving ? a - half - 1 : a + half); });
+              bad[3] |= check_request("slides loaded", window, loads, 8);
             }
       }
       for (int oldest = 0; oldest < length; oldest++)

@@ -130,18 +130,22 @@
  * (0.375 wavefronts) is shared by fewer outputs as the window grows (66 of 128 columns at
  * window 63, 32 at 97), and a run's first window reads 2R + 1 columns; the ring grows by
  * a row a window's row, and past the 48 KiB a block has without asking (f32 from window
- * 47 to z, 49 to a mask) the launch opts in (stack_bands): 4 blocks an SM at 63 to a mask,
- * 3 to z. The tables' cost does not grow with the window, but it starts high: 16 to 24
- * bytes a table entry through their passes and eight corners a pixel a table from the L2.
+ * 47 to z, 49 to a mask) the launch opts in (stack_bands): 3 blocks an SM at 63. Past 57
+ * the rows of column sums take a word of padding every 4 columns, not 16 (band_sum_shift:
+ * with 8 runs a row or fewer, a warp's two rows met the same banks, 2 wavefronts where 1
+ * would do; at 97 that halves the across phase). The tables' cost does not grow with the
+ * window, but it starts high: 16 to 24 bytes a table entry through their passes and eight
+ * corners a pixel a table from the L2.
  * Emulated estimates for an H100 SXM, not measurements (f32 to a mask, guard 5, with the
  * launches; PLUME_EMU_COUNT=1 plume op cfar --window W on a uniform random frame, and
  * bench_ops --op cfar_w63, 2026-12-07), bands against tables: window 63, 9.32 against
  * 29.26 us at 512^2 (the bands L2-bound: one frame's bands of 8 rows load the 62 rows
- * above them again) and 66.1 against 285.0 at 2048^2 (shared-bound, 10.2x the floor of
- * 6.26 us; the tables 43x); window 97, 13.21 against 29.12 and 164.8 against 283.4 (the
- * tables at 99). Past 97 a strip would put out fewer than a quarter of its columns and
- * the two come together, so the tables take them. Until 2026-12-07 the bands stopped at
- * 45, where f32's shared memory came to the 48 KiB.
+ * above them again) and 60.3 against 285.0 at 2048^2 (shared-bound, 9.2x the floor of
+ * 6.26 us; the tables 43x); window 97, 12.11 against 29.12 and 99.6 against 283.4 (the
+ * tables at 99; 13.21 and 164.8 before the wider rows of sums). Past 97 a strip would put
+ * out fewer than a quarter of its columns and the two come together, so the tables take
+ * them. Until 2026-12-07 the bands stopped at 45, where f32's shared memory came to the
+ * 48 KiB.
  *
  * The integer tables and sums (u8, u16) are exact in any order, so the bits equal the
  * CPU's; the f32 tables sum their doubles in the scans' orders (rows in chunks of warps,
@@ -487,32 +491,39 @@ __global__ void pixels_kernel(plm__cfar_args args, int64_t first) {
 
 /* Block (x, y) takes frame y's (strip, band) pairs x, x + gridDim.x, ..., and so frames y,
  * y + gridDim.y, ... (cfar_frame_bands, kernels/cuda/cfar_bands.h): T the frame's element
- * type, S the sums'; band_shared_bytes of shared memory. Eight blocks of 64 an SM by
- * registers (at most 128 a thread: f32 takes 128), seven by f32's 31.4 KiB of shared memory
- * to a mask at window 15 (six to z), four at window 63 to a mask, three to z. */
-template <typename T, typename S>
+ * type, S the sums', Shift the layout of their rows (band_sum_shift); band_shared_bytes of
+ * shared memory. Eight blocks of 64 an SM by registers (at most 128 a thread: f32 takes
+ * 128), seven by f32's 31.4 KiB of shared memory to a mask at window 15 (six to z), three
+ * at window 63. */
+template <typename T, typename S, int Shift>
 __global__ void __launch_bounds__(BAND_THREADS, 8) band_kernel(plm__cfar_args args, int rows) {
   extern __shared__ __align__(16) unsigned char band_bytes[];
-  band_memory<S> *const memory = (band_memory<S> *)band_bytes;
+  band_memory<S, Shift> *const memory = (band_memory<S, Shift> *)band_bytes;
   const plm__cuda_block block;
   for (int64_t f = blockIdx.y; f < args.frames; f += gridDim.y)
-    cfar_frame_bands<T, S>(block, args, f, blockIdx.x, gridDim.x, rows, memory);
+    cfar_frame_bands<T, S, Shift>(block, args, f, blockIdx.x, gridDim.x, rows, memory);
 }
 
 /* Every frame's outputs in one pass, one launch for the stack (band_kernel), T the frame's
- * element type, S the sums'. */
-template <typename T, typename S>
+ * element type, S the sums', Shift the layout of their rows. */
+template <typename T, typename S, int Shift>
 plm_status stack_bands(cudaStream_t s, const plm__cfar_args *args) {
   const int rows = band_rows(*args);
   const dim3 grid(plm__cuda_grid_x(band_blocks(*args, rows)), plm__cuda_grid_yz(args->frames));
   const size_t shared =
       band_shared_bytes<S>(args->window, (int)sizeof(T), band_output_bytes(*args));
   if (shared > kBandSharedDefault) {
-    const cudaError_t err = plm__cuda_opt_in_shared((const void *)band_kernel<T, S>, shared);
+    const cudaError_t err = plm__cuda_opt_in_shared((const void *)band_kernel<T, S, Shift>, shared);
     if (err != cudaSuccess) return plm__cuda_call_failed(err, "cfar band_kernel's shared memory");
   }
-  band_kernel<T, S><<<grid, BAND_THREADS, shared, s>>>(*args, rows);
+  band_kernel<T, S, Shift><<<grid, BAND_THREADS, shared, s>>>(*args, rows);
   return plm__cuda_check_launch("cfar band_kernel");
+}
+template <typename T, typename S>
+plm_status stack_bands(cudaStream_t s, const plm__cfar_args *args) {
+  return band_sum_shift(args->window) == BAND_SHIFT_NARROW
+             ? stack_bands<T, S, BAND_SHIFT_NARROW>(s, args)
+             : stack_bands<T, S, BAND_SHIFT_WIDE>(s, args);
 }
 
 /* The outputs of frames first .. first + frames - 1 from their tables (windows past

@@ -23,21 +23,22 @@
  *           64 threads: BAND_BATCH rows of BAND_RUNS runs), summing its first pixel's window
  *           and guard over their columns and sliding them along the run, a column entering
  *           and one leaving each: no shuffles, no running sums across the warp. Column c of
- *           a row sits at band_sum_place(c), one word of padding each 16 columns, so that a
- *           warp's lanes storing one of their two columns, or reading the same column of
- *           their runs (8 apart, in two rows), spread over the banks: 2 wavefronts for 32
- *           8-byte sums, the least. Each output goes to a stage in shared memory.
+ *           a row sits at band_sum_place<Shift>(c), one word of padding each 16 columns
+ *           (each 4 past window 57), so that a warp's lanes storing one of their two
+ *           columns, or reading the same column of their runs (8 apart, in two rows),
+ *           spread over the banks: 2 wavefronts for 32 8-byte sums, the least. Each output
+ *           goes to a stage in shared memory.
  *   out     after a barrier, the block writes the stage's rows to the frame, consecutive
  *           threads at consecutive pixels (a run's lanes, 8 pixels apart, would store a
  *           request's 32 outputs to 8 sectors, or 32 for z).
  * The 2R columns at a strip's sides only feed their neighbours: a strip puts out
  * BAND_COLUMNS - 2R columns (114 of 128 at window 15, 84 at 45, 66 at 63, 32 at 97), and
  * the ring grows with the window: past the 48 KiB a block has without asking (f32 from
- * window 47 to z, 49 to a mask) the launch opts in to more (band_shared_bytes, at most
- * kBandSharedMost). Windows past 97 take summed-area tables of the frame
- * (kernels/cuda/cfar.cu): a strip would put out fewer than a quarter of its columns, and
- * the tables' passes, whose cost does not grow with the window, come near the bands' by
- * the emulated estimate (kernels/cuda/cfar.cu, "The bands' cost").
+ * window 47 to z, 49 to a mask; u16 from 83 and 87) the launch opts in to more
+ * (band_shared_bytes, at most kBandSharedMost). Windows past 97 take summed-area tables of
+ * the frame (kernels/cuda/cfar.cu): a strip would put out fewer than a quarter of its
+ * columns, and the tables' passes, whose cost does not grow with the window, come near the
+ * bands' by the emulated estimate (kernels/cuda/cfar.cu, "The bands' cost").
  *
  * f32 counts its finite cells only in a band where a pixel loaded so far is not finite (a
  * flag in shared memory, read after the barrier that follows the loads), else takes the
@@ -71,7 +72,6 @@ enum {
   BAND_BATCH = 4, /* rows a thread moves down between two barriers */
   BAND_RUN = 8,   /* a batch row's outputs a thread takes across */
   BAND_RUNS = BAND_COLUMNS / BAND_RUN,
-  BAND_SUM_PITCH = 136,               /* a row of column sums in shared memory (band_sum_place) */
   BAND_RING_PITCH = BAND_COLUMNS + 2, /* a ring row (band_place): see band_place */
   BAND_WINDOW_MOST = 97,
   BAND_ROWS_MOST = 64,
@@ -99,21 +99,35 @@ static_assert((BAND_COLUMNS - 1) / BAND_WARP_COLUMNS * (BAND_WARP_COLUMNS + 1) +
                   BAND_RING_PITCH,
               "a ring row fits its pitch");
 
-/* Where a strip's column c sits in a row of column sums or counts (band_memory): a word of
- * padding after each 16 columns. A warp's lanes storing one of their two columns (2t + k)
- * and a warp's lanes reading one column of each of their runs (BAND_RUN apart, in two
- * rows BAND_SUM_PITCH apart) each meet every bank the fewest times for 8-byte sums (2
- * wavefronts for 32 lanes), and twice the fewest for 4-byte counts (2, which f32 takes
- * only in a band with a pixel that is not finite). Past window BAND_WINDOW_FEWEST_MOST a
- * row has 8 runs or fewer at some step, and a warp's two rows may meet the same banks: 2
- * wavefronts, a full request's, where the 16 lanes' bytes would take 1 (no padding of
- * the rows' columns that keeps 8-byte sums at 136 a row avoids it for every window; one
- * of 160, a word each 4 columns, would cost f32 a block an SM at window 15). */
-enum { BAND_WINDOW_FEWEST_MOST = 57 };
-static PLM_HD inline int band_sum_place(int c) {
-  return c + c / 16;
+/* Where a strip's column c sits in a row of column sums or counts (band_memory):
+ * c + c / 2^Shift, a word of padding after each 2^Shift columns, in rows
+ * band_sum_pitch(Shift) apart. A warp's lanes storing one of their two columns (2t + k) and
+ * a warp's lanes reading one column of each of their runs (BAND_RUN apart, in two rows)
+ * each meet every bank the fewest times for 8-byte sums (2 wavefronts for 32 lanes, 1 for
+ * 16 or fewer), and for 4-byte counts (which f32 takes only in a band with a pixel that is
+ * not finite) at most twice the fewest. Up to window BAND_WINDOW_NARROW_MOST a word after
+ * each 16 columns, 136 a row (Shift 4). Past it a row has 8 runs or fewer at some step,
+ * and a warp's two rows would meet the same banks (2 wavefronts where the 16 lanes' bytes
+ * take 1) unless a word follows each 4 columns, 161 a row (Shift 2): a search of paddings
+ * and pitches found no narrower layout that serves every window, and at window 15 the
+ * wider one would cost f32 a block an SM. The layout is the kernel's (band_kernel<T, S,
+ * Shift>): chosen at run time, f32's kernel spilled at its 128 registers.
+ * tests/test_cfar_cuda_logic.cpp counts the requests for every window. */
+enum { BAND_WINDOW_NARROW_MOST = 57, BAND_SHIFT_NARROW = 4, BAND_SHIFT_WIDE = 2 };
+static PLM_HD constexpr int band_sum_shift(int window) {
+  return window <= BAND_WINDOW_NARROW_MOST ? BAND_SHIFT_NARROW : BAND_SHIFT_WIDE;
 }
-static_assert(BAND_COLUMNS - 1 + (BAND_COLUMNS - 1) / 16 < BAND_SUM_PITCH,
+static PLM_HD constexpr int band_sum_pitch(int shift) {
+  return shift == BAND_SHIFT_NARROW ? 136 : 161;
+}
+template <int Shift>
+static PLM_HD inline int band_sum_place(int c) {
+  return c + c / (1 << Shift);
+}
+static_assert(BAND_COLUMNS - 1 + ((BAND_COLUMNS - 1) >> BAND_SHIFT_NARROW) <
+                      band_sum_pitch(BAND_SHIFT_NARROW) &&
+                  BAND_COLUMNS - 1 + ((BAND_COLUMNS - 1) >> BAND_SHIFT_WIDE) <
+                      band_sum_pitch(BAND_SHIFT_WIDE),
               "a row of column sums fits its pitch");
 static_assert(BAND_THREADS == BAND_BATCH * BAND_RUNS, "the across phase takes a run a thread");
 
@@ -145,13 +159,14 @@ static PLM_HD inline int band_stage_place(int j, int o, int pitch, int output_by
  * of column c at k * BAND_RING_PITCH + band_place(c), of the frame's element type), and
  * the stage (band_stage_pitch) at the next multiple of 4 bytes: band_shared_bytes in all,
  * 31.4 KiB for f32 to a mask at window 15 (7 blocks in an H100's 228 KiB an SM; 32.9 KiB,
- * 6 blocks, to z), 47.6 KiB to z at 45; at 63 55.5 KiB to a mask (4 blocks) and 56.8 to z
- * (3), 73.0 KiB to z at 97, past the 48 KiB a block has without opting in
+ * 6 blocks, to z), 47.6 KiB to z at 45; at 63 59.5 KiB to a mask and 60.7 to z (3 blocks
+ * either way, in the wider rows of sums: band_sum_shift), 77.0 KiB to z at 97, past the
+ * 48 KiB a block has without opting in
  * (kBandSharedDefault). */
-template <typename S>
+template <typename S, int Shift>
 struct band_memory {
-  S columns[BAND_SUMS][BAND_BATCH][BAND_SUM_PITCH];
-  int counts[2][BAND_BATCH][BAND_SUM_PITCH];
+  S columns[BAND_SUMS][BAND_BATCH][band_sum_pitch(Shift)];
+  int counts[2][BAND_BATCH][band_sum_pitch(Shift)];
   alignas(8) int non_finite;
 };
 static PLM_HD constexpr size_t band_ring_bytes(int window, int element_bytes) {
@@ -159,13 +174,15 @@ static PLM_HD constexpr size_t band_ring_bytes(int window, int element_bytes) {
 }
 template <typename S>
 static PLM_HD constexpr size_t band_shared_bytes(int window, int element_bytes, int output_bytes) {
-  return sizeof(band_memory<S>) + band_ring_bytes(window, element_bytes) +
+  return (band_sum_shift(window) == BAND_SHIFT_NARROW ? sizeof(band_memory<S, BAND_SHIFT_NARROW>)
+                                                      : sizeof(band_memory<S, BAND_SHIFT_WIDE>)) +
+         band_ring_bytes(window, element_bytes) +
          (size_t)BAND_BATCH * band_stage_pitch(window, output_bytes) * output_bytes;
 }
 /* The shared memory a block may take: 48 KiB without asking, past it an opt-in
  * (cudaFuncAttributeMaxDynamicSharedMemorySize) up to what every architecture of plume's
  * default build (sm_80 and later) allows: 99 KiB on sm_86 and sm_89, which run the sm_80
- * code. A build for sm_75 (64 KiB) would fail f32's windows from 79 to z, 81 to a mask
+ * code. A build for sm_75 (64 KiB) would fail f32's windows from 71 to z, 73 to a mask
  * (docs/building.md). */
 constexpr size_t kBandSharedDefault = 48 * 1024;
 constexpr size_t kBandSharedMost = 99 * 1024;
@@ -270,17 +287,17 @@ static PLM_HD inline int band_wrap(int k, int length) {
 
 /* A run's first window or guard: the sum of a row's column sums (or counts) over the
  * strip's columns first .. last. */
-template <typename S>
+template <int Shift, typename S>
 static PLM_HD inline S band_columns_sum(const S *row, int first, int last) {
   S sum = 0;
-  for (int c = first; c <= last; c++) sum += row[band_sum_place(c)];
+  for (int c = first; c <= last; c++) sum += row[band_sum_place<Shift>(c)];
   return sum;
 }
 
 /* A window or guard one column to the right: column `entering` in, `leaving` out. */
-template <typename S>
+template <int Shift, typename S>
 static PLM_HD inline void band_slide(S *sum, const S *row, int entering, int leaving) {
-  *sum += row[band_sum_place(entering)] - row[band_sum_place(leaving)];
+  *sum += row[band_sum_place<Shift>(entering)] - row[band_sum_place<Shift>(leaving)];
 }
 
 /* d and m (plm__cfar_moments_*) of element i of frame_in from its reference sums, as
@@ -308,10 +325,10 @@ static PLM_HD inline void cfar_moments(const plm__cfar_args &args, const void *f
  * rows, by BAND_THREADS threads of BAND_PER_THREAD columns each: T the frame's element
  * type, S the sums' (uint32_t for u8, uint64_t for u16, double for f32); level is
  * plm__cfar_level of the frame. */
-template <typename T, typename S, class Block>
+template <typename T, typename S, int Shift, class Block>
 PLM_HD void cfar_band(const Block &block, const plm__cfar_args &args, const T *frame_in,
                       void *frame_out, double level, int64_t band_block, int rows,
-                      band_memory<S> *memory) {
+                      band_memory<S, Shift> *memory) {
   enum { K = BAND_PER_THREAD };
   const int R = args.window / 2, G = args.guard / 2, length = args.window + BAND_BATCH;
   const int64_t strips = band_strips(args);
@@ -399,7 +416,7 @@ PLM_HD void cfar_band(const Block &block, const plm__cfar_args &args, const T *f
       }
       PLM_UNROLLED
       for (int k = 0; k < K; k++) {
-        const int at = band_sum_place(K * t + k);
+        const int at = band_sum_place<Shift>(K * t + k);
         PLM_UNROLLED
         for (int s = 0; s < BAND_SUMS; s++) memory->columns[s][j][at] = sums[k][s];
         if (counted) {
@@ -421,12 +438,14 @@ PLM_HD void cfar_band(const Block &block, const plm__cfar_args &args, const T *f
       int window_n = 0, guard_n = 0;
       PLM_UNROLLED
       for (int q = 0; q < 2; q++) {
-        window[q] = band_columns_sum(memory->columns[BAND_WINDOW_V + q][j], first - R, first + R);
-        guard[q] = band_columns_sum(memory->columns[BAND_GUARD_V + q][j], first - G, first + G);
+        window[q] =
+            band_columns_sum<Shift>(memory->columns[BAND_WINDOW_V + q][j], first - R, first + R);
+        guard[q] =
+            band_columns_sum<Shift>(memory->columns[BAND_GUARD_V + q][j], first - G, first + G);
       }
       if (counted) {
-        window_n = band_columns_sum(memory->counts[0][j], first - R, first + R);
-        guard_n = band_columns_sum(memory->counts[1][j], first - G, first + G);
+        window_n = band_columns_sum<Shift>(memory->counts[0][j], first - R, first + R);
+        guard_n = band_columns_sum<Shift>(memory->counts[1][j], first - G, first + G);
       }
       for (int a = first; a < end; a++) {
         const int64_t px = x0 - R + a;
@@ -434,12 +453,12 @@ PLM_HD void cfar_band(const Block &block, const plm__cfar_args &args, const T *f
         if (a > first) {
           PLM_UNROLLED
           for (int q = 0; q < 2; q++) {
-            band_slide(&window[q], memory->columns[BAND_WINDOW_V + q][j], a + R, a - R - 1);
-            band_slide(&guard[q], memory->columns[BAND_GUARD_V + q][j], a + G, a - G - 1);
+            band_slide<Shift>(&window[q], memory->columns[BAND_WINDOW_V + q][j], a + R, a - R - 1);
+            band_slide<Shift>(&guard[q], memory->columns[BAND_GUARD_V + q][j], a + G, a - G - 1);
           }
           if (counted) {
-            band_slide(&window_n, memory->counts[0][j], a + R, a - R - 1);
-            band_slide(&guard_n, memory->counts[1][j], a + G, a - G - 1);
+            band_slide<Shift>(&window_n, memory->counts[0][j], a + R, a - R - 1);
+            band_slide<Shift>(&guard_n, memory->counts[1][j], a + G, a - G - 1);
           }
         }
         const S s1 = window[0] - guard[0], s2 = window[1] - guard[1];
@@ -484,15 +503,15 @@ PLM_HD void cfar_band(const Block &block, const plm__cfar_args &args, const T *f
  * launch's grid has a row of blocks for each frame, at most 65535 rows, so that one launch
  * fills the GPU with a stack of small frames, where a launch a frame put out a few blocks
  * each). */
-template <typename T, typename S, class Block>
+template <typename T, typename S, int Shift, class Block>
 PLM_HD void cfar_frame_bands(const Block &block, const plm__cfar_args &args, int64_t f,
-                             int64_t first, int64_t step, int rows, band_memory<S> *memory) {
+                             int64_t first, int64_t step, int rows, band_memory<S, Shift> *memory) {
   const void *frame_in = plm__cfar_frame_in(&args, f);
   void *frame_out = plm__cfar_frame_out(&args, f);
   const double level = plm__cfar_level(frame_in, args.dtype);
   const int64_t blocks = band_blocks(args, rows);
   for (int64_t b = first; b < blocks; b += step)
-    cfar_band<T, S>(block, args, (const T *)frame_in, frame_out, level, b, rows, memory);
+    cfar_band<T, S, Shift>(block, args, (const T *)frame_in, frame_out, level, b, rows, memory);
 }
 
 #endif /* PLUME_KERNELS_CUDA_CFAR_BANDS_H */
