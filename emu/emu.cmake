@@ -12,6 +12,11 @@
 #                           the emulator's checks answer, emu/check/hooks.cpp) instead of
 #                           AddressSanitizer's, and -O2 whatever the build type, since an
 #                           emulated kernel at -O0 is many times slower.
+#   plume_emu_test(NAME TARGET <exe> SOURCES <.cpp files> KERNELS <.cu files> TIMEOUT <s>
+#                  [INCLUDES <dirs>])
+#                           a test program of host sources and kernels for the emulator,
+#                           linked to it, run as NAME and NAME.seed2 (the second seed, two
+#                           blocks at once), labels unit and emu.
 # Needs only the toolkit's headers (PLUME_CUDA_INCLUDE_DIR), Perl and an assembler.
 
 enable_language(ASM)
@@ -83,6 +88,21 @@ function(plume_emu_kernels out_var)
   set(${out_var} ${generated} PARENT_SCOPE)
 endfunction()
 
+function(plume_emu_test name)
+  cmake_parse_arguments(ARG "" "TARGET;TIMEOUT" "SOURCES;KERNELS;INCLUDES" ${ARGN})
+  plume_emu_kernels(kernels ${ARG_KERNELS})
+  add_executable(${ARG_TARGET} ${ARG_SOURCES} ${kernels})
+  target_include_directories(${ARG_TARGET} PRIVATE ${PROJECT_SOURCE_DIR} ${ARG_INCLUDES})
+  target_include_directories(${ARG_TARGET} SYSTEM PRIVATE ${PLUME_CUDA_INCLUDE_DIR})
+  target_link_libraries(${ARG_TARGET} PRIVATE plume_cuda_emu)
+  set_target_properties(${ARG_TARGET} PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+  add_test(NAME ${name} COMMAND ${ARG_TARGET})
+  add_test(NAME ${name}.seed2 COMMAND ${ARG_TARGET})
+  set_tests_properties(${name} PROPERTIES LABELS "unit;emu" TIMEOUT ${ARG_TIMEOUT})
+  set_tests_properties(${name}.seed2 PROPERTIES LABELS "unit;emu" TIMEOUT ${ARG_TIMEOUT}
+    ENVIRONMENT "PLUME_EMU_SEED=2;PLUME_EMU_BLOCK_THREADS=2")
+endfunction()
+
 # ---- the emulator's own tests (emu/tests) ---------------------------------------------
 if(PLUME_BUILD_TESTS)
   # The host side (emu/tests/test_emu_runtime.cpp): the emulator's objects and the test,
@@ -99,34 +119,16 @@ if(PLUME_BUILD_TESTS)
   # The device side and the checks: correct kernels against what CUDA documents, launches
   # over the limits, and the planted defects of emu/README.md, under two seeds (the
   # second with two blocks at once).
-  plume_emu_kernels(plume_emu_test_kernels ${PROJECT_SOURCE_DIR}/emu/tests/device_kernels.cu)
-  add_executable(test_emu_device ${PROJECT_SOURCE_DIR}/emu/tests/test_emu_device.cpp
-                 ${plume_emu_test_kernels})
-  target_include_directories(test_emu_device PRIVATE ${PROJECT_SOURCE_DIR})
-  target_include_directories(test_emu_device SYSTEM PRIVATE ${PLUME_CUDA_INCLUDE_DIR})
-  target_link_libraries(test_emu_device PRIVATE plume_cuda_emu)
-  set_target_properties(test_emu_device PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
-  add_test(NAME emu_device COMMAND test_emu_device)
-  add_test(NAME emu_device.seed2 COMMAND test_emu_device)
-  set_tests_properties(emu_device PROPERTIES LABELS "unit;emu" TIMEOUT 300)
-  set_tests_properties(emu_device.seed2 PROPERTIES LABELS "unit;emu" TIMEOUT 300
-    ENVIRONMENT "PLUME_EMU_SEED=2;PLUME_EMU_BLOCK_THREADS=2")
+  plume_emu_test(emu_device TARGET test_emu_device TIMEOUT 300
+    SOURCES ${PROJECT_SOURCE_DIR}/emu/tests/test_emu_device.cpp
+    KERNELS ${PROJECT_SOURCE_DIR}/emu/tests/device_kernels.cu)
 
   # The counters of memory traffic (emu/count/) against kernels whose traffic is known,
   # and the report; the second run with two blocks at once (the counters' locks).
-  plume_emu_kernels(plume_emu_count_kernels ${PROJECT_SOURCE_DIR}/emu/tests/count_kernels.cu)
-  add_executable(test_emu_count ${PROJECT_SOURCE_DIR}/emu/tests/test_emu_count.cpp
-                 ${plume_emu_count_kernels})
-  target_include_directories(test_emu_count PRIVATE ${PROJECT_SOURCE_DIR})
-  target_include_directories(test_emu_count SYSTEM PRIVATE ${PLUME_CUDA_INCLUDE_DIR})
-  target_link_libraries(test_emu_count PRIVATE plume_cuda_emu)
-  set_target_properties(test_emu_count PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+  plume_emu_test(emu_count TARGET test_emu_count TIMEOUT 120
+    SOURCES ${PROJECT_SOURCE_DIR}/emu/tests/test_emu_count.cpp
+    KERNELS ${PROJECT_SOURCE_DIR}/emu/tests/count_kernels.cu)
   # Warnings for the test, not for the toolkit's headers the rewritten kernels include.
   set_source_files_properties(${PROJECT_SOURCE_DIR}/emu/tests/test_emu_count.cpp PROPERTIES
     COMPILE_OPTIONS "-Wall;-Wextra;$<$<BOOL:${PLUME_WERROR}>:-Werror>")
-  add_test(NAME emu_count COMMAND test_emu_count)
-  add_test(NAME emu_count.seed2 COMMAND test_emu_count)
-  set_tests_properties(emu_count PROPERTIES LABELS "unit;emu" TIMEOUT 120)
-  set_tests_properties(emu_count.seed2 PROPERTIES LABELS "unit;emu" TIMEOUT 120
-    ENVIRONMENT "PLUME_EMU_SEED=2;PLUME_EMU_BLOCK_THREADS=2")
 endif()
