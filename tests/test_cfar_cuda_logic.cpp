@@ -559,9 +559,12 @@ int check_band_layouts() {
       }
   for (int window = 3; window <= BAND_WINDOW_MOST; window += 2) {
     const int R = window / 2, outputs = band_outputs(window), length = window + BAND_BATCH;
-    /* place j * pitch + c + (c >> shift) of row j's column c, in the window's layout */
+    /* row j's place of column c, in the window's layout of the sums' rows */
     const int shift = band_sum_shift(window), pitch = band_sum_pitch(shift);
-    const auto sum_at = [&](int j, int c) { return j * pitch + c + (c >> shift); };
+    const auto sum_at = [&](int j, int c) {
+      return j * pitch + (shift == BAND_SHIFT_NARROW ? band_sum_place<BAND_SHIFT_NARROW>(c)
+                                                     : band_sum_place<BAND_SHIFT_WIDE>(c));
+    };
     int bad[8] = {0};
     for (int warp = 0; warp < BAND_THREADS / 32; warp++) {
       for (int k = 0; k < BAND_PER_THREAD; k++) {

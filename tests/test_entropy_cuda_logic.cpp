@@ -608,8 +608,8 @@ int check_make_plan(int64_t frames, int64_t height, int64_t width, int window, i
   const size_t budget = kRingBudget + (kind == HIST_SPARSE_SHARED ? kSparseBudget : kDenseBudget) +
                         kDeltaBudget;
   const bool ok = p.hist == kind && p.threads == threads && rows_ok && p.smem <= budget &&
-                  (kind != HIST_DENSE_SHARED || p.smem <= kDefaultSharedLimit) &&
-                  (kind != HIST_BYTE_SHARED || p.smem <= kDefaultSharedLimit) &&
+                  (kind != HIST_DENSE_SHARED || p.smem <= PLM__CUDA_SHARED_WITHOUT_OPT_IN) &&
+                  (kind != HIST_BYTE_SHARED || p.smem <= PLM__CUDA_SHARED_WITHOUT_OPT_IN) &&
                   p.scratch <= kGlobalHistBudget && p.blocks >= 1;
   std::printf("plan %lldx%lldx%lld w %d bins %d: %s, %zu bytes of shared memory, %zu of scratch%s\n",
               (long long)frames, (long long)height, (long long)width, window, bins,

@@ -512,10 +512,8 @@ plm_status stack_bands(cudaStream_t s, const plm__cfar_args *args) {
   const dim3 grid(plm__cuda_grid_x(band_blocks(*args, rows)), plm__cuda_grid_yz(args->frames));
   const size_t shared =
       band_shared_bytes<S>(args->window, (int)sizeof(T), band_output_bytes(*args));
-  if (shared > kBandSharedDefault) {
-    const cudaError_t err = plm__cuda_opt_in_shared((const void *)band_kernel<T, S, Shift>, shared);
-    if (err != cudaSuccess) return plm__cuda_call_failed(err, "cfar band_kernel's shared memory");
-  }
+  const cudaError_t err = plm__cuda_opt_in_shared((const void *)band_kernel<T, S, Shift>, shared);
+  if (err != cudaSuccess) return plm__cuda_call_failed(err, "cfar band_kernel's shared memory");
   band_kernel<T, S, Shift><<<grid, BAND_THREADS, shared, s>>>(*args, rows);
   return plm__cuda_check_launch("cfar band_kernel");
 }

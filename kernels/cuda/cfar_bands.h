@@ -161,8 +161,7 @@ static PLM_HD inline int band_stage_place(int j, int o, int pitch, int output_by
  * 31.4 KiB for f32 to a mask at window 15 (7 blocks in an H100's 228 KiB an SM; 32.9 KiB,
  * 6 blocks, to z), 47.6 KiB to z at 45; at 63 59.5 KiB to a mask and 60.7 to z (3 blocks
  * either way, in the wider rows of sums: band_sum_shift), 77.0 KiB to z at 97, past the
- * 48 KiB a block has without opting in
- * (kBandSharedDefault). */
+ * 48 KiB a block has without opting in (plm__cuda_opt_in_shared, kernels/cuda/launch.h). */
 template <typename S, int Shift>
 struct band_memory {
   S columns[BAND_SUMS][BAND_BATCH][band_sum_pitch(Shift)];
@@ -184,7 +183,6 @@ static PLM_HD constexpr size_t band_shared_bytes(int window, int element_bytes, 
  * default build (sm_80 and later) allows: 99 KiB on sm_86 and sm_89, which run the sm_80
  * code. A build for sm_75 (64 KiB) would fail f32's windows from 71 to z, 73 to a mask
  * (docs/building.md). */
-constexpr size_t kBandSharedDefault = 48 * 1024;
 constexpr size_t kBandSharedMost = 99 * 1024;
 static_assert(band_shared_bytes<double>(BAND_WINDOW_MOST, 4, 4) <= kBandSharedMost,
               "the largest window's shared memory fits every architecture's opt-in");

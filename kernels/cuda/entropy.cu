@@ -246,7 +246,6 @@ constexpr size_t kDeltaBudget = 8 * 1024;          /* differences copied per blo
 static_assert(kDeltaBudget / sizeof(int64_t) <= PLM__ENTROPY_CLOGC_COUNT,
               "a summed fill's c log2 c must be in the device's table (device_clogc)");
 constexpr size_t kGlobalHistBudget = size_t(64) << 20;
-constexpr size_t kDefaultSharedLimit = 48 * 1024;  /* beyond: an opt-in per kernel */
 constexpr int64_t kMinSegmentRows = 8;
 constexpr int64_t kSegmentUnit = 16; /* R = segment_windows x max(w, kSegmentUnit) */
 static_assert(PLM__ENTROPY_CUDA_MAX_THREADS <= kMaxThreads, "the launch bounds cap the threads");
@@ -1353,12 +1352,10 @@ template <class Hist, class Source, class Sink>
 plm_status launch_kind(cudaStream_t s, const plan &p, const Source &source, const Sink &sink,
                        int bins, void *scratch, const char *name) {
   auto kernel = window_kernel<Hist, Source, Sink>;
-  if (p.smem > kDefaultSharedLimit) {
-    cudaError_t err = plm__cuda_opt_in_shared((const void *)kernel, p.smem);
-    if (err != cudaSuccess) return plm__cuda_call_failed(err, name);
-  }
+  cudaError_t err = plm__cuda_opt_in_shared((const void *)kernel, p.smem);
+  if (err != cudaSuccess) return plm__cuda_call_failed(err, name);
   if (p.scratch > 0) {
-    cudaError_t err = cudaMemsetAsync(scratch, 0, p.scratch, s);
+    err = cudaMemsetAsync(scratch, 0, p.scratch, s);
     if (err != cudaSuccess) return plm__cuda_call_failed(err, name);
   }
   kernel<<<p.blocks, (unsigned)p.threads, p.smem, s>>>(p, source, sink, bins, (uint32_t *)scratch);

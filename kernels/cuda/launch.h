@@ -41,8 +41,14 @@ static inline plm_status plm__cuda_call_failed(cudaError_t err, const char *what
                        cudaGetErrorString(err));
 }
 
-/* Opt `kernel` in to `bytes` of dynamic shared memory a block, past the 48 KiB a launch has
- * without asking (cudaFuncAttributeMaxDynamicSharedMemorySize). The attribute is the
+/* The dynamic shared memory a block may have without opting in (a kernel with no static
+ * shared memory). */
+enum { PLM__CUDA_SHARED_WITHOUT_OPT_IN = 48 * 1024 };
+
+/* Opt `kernel` (with no static shared memory) in to `bytes` of dynamic shared memory a
+ * block: nothing to do up to PLM__CUDA_SHARED_WITHOUT_OPT_IN; past it the attribute
+ * cudaFuncAttributeMaxDynamicSharedMemorySize, which launchers call this for, never
+ * cudaFuncSetAttribute themselves. The attribute is the
  * kernel's, for every thread that launches it: a thread setting a smaller value between
  * another's setting and launch would fail that launch, or a graph captured with it. So the
  * value only rises: each call sets the most this kernel has been given on the current
@@ -50,6 +56,7 @@ static inline plm_status plm__cuda_call_failed(cudaError_t err, const char *what
  * request past the device's limit fails and changes nothing). Under a lock; each
  * translation unit keeps its own kernels'. The runtime's error, or cudaSuccess. */
 static inline cudaError_t plm__cuda_opt_in_shared(const void *kernel, size_t bytes) {
+  if (bytes <= PLM__CUDA_SHARED_WITHOUT_OPT_IN) return cudaSuccess;
   static std::mutex lock;
   static std::map<std::pair<int, const void *>, size_t> given;
   int device = 0;
