@@ -1,12 +1,14 @@
 /* kernels/common/badpixel.h: the per-pixel replacement both backends run, and the
  * arguments of a badpixel launch (semantics in plume/badpixel.h).
  *
- * Every output pixel is plm__badpixel_at of its frame, row and column, on both backends:
- * the kernels differ only in how they walk the pixels. A flagged pixel gathers its valid
- * neighbours in raster order, pads the rest of 8 slots with +inf and sorts them with one
- * fixed network of 19 compare-exchanges (no branch on the data, so no divergence on the
- * GPU); the first n slots are then the n valid values in order (a valid +inf ties with
- * the padding, which changes nothing). NaN never reaches the sort: it is not valid.
+ * A flagged pixel gathers its valid neighbours in raster order (plm__badpixel_sample),
+ * pads the rest of 8 slots with +inf and sorts them with one fixed network of 19
+ * compare-exchanges (no branch on the data, so no divergence on the GPU); the first n
+ * slots are then the n valid values in order (a valid +inf ties with the padding, which
+ * changes nothing). NaN never reaches the sort: it is not valid. Both backends take a
+ * pixel's samples and median through these functions, so they have the same bits: the
+ * CPU kernel reads the neighbours from the frame (plm__badpixel_at), the CUDA kernel from
+ * a tile it stages in shared memory.
  */
 #ifndef PLUME_KERNELS_COMMON_BADPIXEL_H
 #define PLUME_KERNELS_COMMON_BADPIXEL_H
@@ -56,7 +58,23 @@ static inline PLM_HD float plm__badpixel_median(float *s, int n) {
   return n % 2 ? s[n / 2] : PLM__FMUL(PLM__FADD(s[n / 2 - 1], s[n / 2]), 0.5f);
 }
 
-/* Output pixel (y, x) of frame f (in's and out's frame base offset f * H * W). */
+/* A flagged pixel's samples, gathered in raster order: a valid neighbour's value v joins
+ * s[0..n) unless it is NaN (NaN is no sample). */
+static inline PLM_HD void plm__badpixel_sample(float v, float *s, int *n) {
+  if (v == v) s[(*n)++] = v;
+}
+
+/* The output of a flagged pixel of value self with samples s[0..n) (s has room for 8):
+ * self when there are none, else their median. */
+static inline PLM_HD float plm__badpixel_result(float self, float *s, int n) {
+  if (n == 0) return self;
+  for (int k = n; k < 8; k++) s[k] = INFINITY;
+  return plm__badpixel_median(s, n);
+}
+
+/* Output pixel (y, x) of frame f (in's and out's frame base offset f * H * W), read
+ * from global memory: the CPU kernel's walk. The CUDA kernel gathers the same samples in
+ * the same order from a tile in shared memory (kernels/cuda/badpixel.cu). */
 static inline PLM_HD float plm__badpixel_at(const plm__badpixel_args *args, int64_t f, int64_t y,
                                             int64_t x) {
   const int64_t h = args->height, w = args->width, base = f * h * w;
@@ -69,12 +87,9 @@ static inline PLM_HD float plm__badpixel_at(const plm__badpixel_args *args, int6
       const int64_t yy = y + dy, xx = x + dx;
       if ((dy == 0 && dx == 0) || yy < 0 || yy >= h || xx < 0 || xx >= w || args->bad[yy * w + xx])
         continue;
-      const float v = plm__badpixel_value(args->in, base + yy * w + xx, args->dtype);
-      if (v == v) s[n++] = v; /* NaN is no sample */
+      plm__badpixel_sample(plm__badpixel_value(args->in, base + yy * w + xx, args->dtype), s, &n);
     }
-  if (n == 0) return self;
-  for (int k = n; k < 8; k++) s[k] = INFINITY;
-  return plm__badpixel_median(s, n);
+  return plm__badpixel_result(self, s, n);
 }
 
 #ifdef __cplusplus

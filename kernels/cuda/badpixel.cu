@@ -1,34 +1,126 @@
-/* kernels/cuda/badpixel.cu: bad-pixel replacement on the GPU, each output pixel through
- * plm__badpixel_at (kernels/common): the CPU kernel's bits. The kernel has no logic of its
- * own beyond the walk over the pixels, so no host-compiled logic test:
- * tests/test_badpixel.c checks plm__badpixel_at on the host and the kernel on every
- * backend.
+/* kernels/cuda/badpixel.cu: bad-pixel replacement on the GPU: the CPU kernel's bits, each
+ * flagged pixel's samples gathered in the same raster order and their median taken by the
+ * same network (plm__badpixel_sample and plm__badpixel_result, kernels/common/badpixel.h).
+ * tests/test_badpixel.c checks the kernel on every backend against a float64 median, on
+ * frames narrower and wider than a tile, within one tile and across many.
  *
- * The walk: blocks of tx x ty threads, tx columns (256, or the width rounded up to a warp
- * where narrower) by ty = 256 / tx rows, over a grid of (column blocks, row blocks,
- * frames), each dimension capped and walked grid-stride. A thread's frame, row and column
- * come from the grid, so a pixel costs no division. It was one thread a pixel of the
- * flattened stack, which found them by i % pixels, i / pixels, p / w and p % w: four
- * 64-bit divisions a pixel (a called routine of dozens of instructions each on a GPU),
- * and the H200 measured the op at 8.9x its floor (278 us at 4096^2 f32, commit d834510).
- * The floor: 9 bytes a pixel for f32 (the value, its flag, the output), the neighbours of
- * the flagged third from the caches. */
+ * The walk: a block of 32 x 8 threads takes a tile of 32 columns by 32 rows of a frame
+ * (tiles_of and FOR_EACH_TILE, kernels/cuda/frame_tiles.h: the grid capped, the rest
+ * walked grid-stride, no division a pixel), stages its span (the tile and a pixel of halo
+ * around it, 34 x 34) in shared memory, each pixel's value as f32 and its flag, then each
+ * thread puts out 4 pixels of its column, 8 rows apart, a warp along a row. A span inside
+ * the frame is staged with 8 loads in flight a thread (plm__stage_batched,
+ * kernels/cuda/stage.h); a span across the frame's edges an element at a time, a pixel
+ * outside flagged, so that a flagged pixel's walk skips it as it skips a flagged
+ * neighbour, with no test of the frame's bounds.
+ *
+ * Its cost. The floor is reading each value and flag once and writing the output: 9 bytes
+ * a pixel for f32 (45 us at 4096^2 on an H100 SXM). Until 2026-12-07 a thread read its
+ * pixel and, when flagged, its 8 neighbours' flags and values from global memory: a
+ * warp's gathers are requests of a few lanes each (1 pixel in 16 flagged in bench_ops),
+ * about 25 sectors through the L2 a warp of 32 pixels where 5 are the floor's, so the L2
+ * bound it (88.17 us at 4096^2, 1.96x the floor; 22.03 at 2048^2, 1.95x). Now a tile's
+ * 34 rows each touch 6 sectors of values and 3 of flags (a row of 32 aligned, the halo
+ * the sectors either side), 434 sectors a tile of 1,024 pixels with the stores: 13.9 KB
+ * through the L2 against 9.2 from DRAM, so the DRAM's floor binds; the gathers go to
+ * shared memory (a flagged lane's 16 loads, a wavefront a request: about 0.5 wavefronts a
+ * pixel at 1 in 16, below the DRAM's time). Emulated estimates: docs/benchmarks.md.
+ * Before that a thread found its pixel from the flattened stack by four 64-bit divisions
+ * (a called routine of dozens of instructions each on a GPU), and the H200 measured the
+ * op at 8.9x its floor (278 us at 4096^2 f32, commit d834510). */
 #include "kernels/common/badpixel.h"
+#include "kernels/cuda/frame_tiles.h"
 #include "kernels/cuda/launch.h"
 
 namespace {
 
-constexpr unsigned kThreads = 256, kWarp = 32;
+enum {
+  kTileCols = 32, /* a warp's lanes, along a row */
+  kBlockRows = 8,
+  kRowsPerThread = 4,
+  kTileRows = kBlockRows * kRowsPerThread,
+  kSpanRows = kTileRows + 2, /* a pixel of halo above and below */
+  kSpanCols = kTileCols + 2,
+  kFlagPitch = kSpanCols + 2 /* a span row of flags, whole words */
+};
 
-__global__ void badpixel_kernel(plm__badpixel_args args) {
-  const int64_t x0 = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-  const int64_t y0 = (int64_t)blockIdx.y * blockDim.y + threadIdx.y;
-  const int64_t x_step = (int64_t)gridDim.x * blockDim.x, y_step = (int64_t)gridDim.y * blockDim.y;
-  for (int64_t f = blockIdx.z; f < args.frames; f += gridDim.z)
-    for (int64_t y = y0; y < args.height; y += y_step) {
-      float *row = args.out + (f * args.height + y) * args.width;
-      for (int64_t x = x0; x < args.width; x += x_step) row[x] = plm__badpixel_at(&args, f, y, x);
+/* A pixel of the span as staged: its value (f32, exact for u8 and u16) and its flag,
+ * nonzero where it is flagged or outside the frame. */
+struct span_pixel {
+  float value;
+  uint8_t bad;
+};
+
+struct span {
+  float values[kSpanRows][kSpanCols];
+  uint8_t bad[kSpanRows][kFlagPitch];
+};
+
+/* Pixel (y, x) of frame f as the span holds it. */
+__device__ inline span_pixel pixel_at(const plm__badpixel_args &args, int64_t f, int64_t y,
+                                      int64_t x) {
+  const int64_t h = args.height, w = args.width;
+  if (y < 0 || y >= h || x < 0 || x >= w) return span_pixel{0.0f, 1};
+  return span_pixel{plm__badpixel_value(args.in, (f * h + y) * w + x, args.dtype),
+                    args.bad[y * w + x]};
+}
+
+/* The span of the tile whose first pixel is (y0, x0) of frame f, by the whole block. */
+__device__ void stage_span(span &sp, const plm__badpixel_args &args, int64_t f, int64_t y0,
+                           int64_t x0) {
+  const auto store = [&](int r, int c, span_pixel p) {
+    sp.values[r][c] = p.value;
+    sp.bad[r][c] = p.bad;
+  };
+  const bool inside =
+      y0 >= 1 && x0 >= 1 && y0 - 1 + kSpanRows <= args.height && x0 - 1 + kSpanCols <= args.width;
+  if (inside) {
+    const int64_t h = args.height, w = args.width;
+    plm__stage_batched<STAGE_BATCH>(
+        kSpanRows, kSpanCols, (int)threadIdx.y, (int)threadIdx.x, kBlockRows, kTileCols,
+        [&](int r, int c) {
+          const int64_t y = y0 - 1 + r, x = x0 - 1 + c;
+          return span_pixel{plm__badpixel_value(args.in, (f * h + y) * w + x, args.dtype),
+                            args.bad[y * w + x]};
+        },
+        store);
+    return;
+  }
+  for (int r = threadIdx.y; r < kSpanRows; r += kBlockRows)
+    for (int c = threadIdx.x; c < kSpanCols; c += kTileCols)
+      store(r, c, pixel_at(args, f, y0 - 1 + r, x0 - 1 + c));
+}
+
+/* The output of span pixel (r, c), one inside the halo. */
+__device__ inline float output_at(const span &sp, int r, int c) {
+  const float self = sp.values[r][c];
+  if (!sp.bad[r][c]) return self;
+  float s[8];
+  int n = 0;
+  for (int dy = -1; dy <= 1; dy++)
+    for (int dx = -1; dx <= 1; dx++)
+      if ((dy != 0 || dx != 0) && !sp.bad[r + dy][c + dx])
+        plm__badpixel_sample(sp.values[r + dy][c + dx], s, &n);
+  return plm__badpixel_result(self, s, n);
+}
+
+__global__ void __launch_bounds__(kTileCols *kBlockRows) badpixel_kernel(plm__badpixel_args args) {
+  __shared__ span sp;
+  const tiles t = tiles_of(args.frames, args.height, args.width, kTileRows, kTileCols);
+  FOR_EACH_TILE(t, f, tile_y, tile_x) {
+    const int64_t y0 = tile_y * kTileRows, x0 = tile_x * kTileCols;
+    __syncthreads(); /* the previous tile's reads of the span are done */
+    stage_span(sp, args, f, y0, x0);
+    __syncthreads();
+    const int64_t x = x0 + threadIdx.x;
+    PLM_UNROLLED
+    for (int k = 0; k < kRowsPerThread; k++) {
+      const int r = (int)threadIdx.y + k * kBlockRows;
+      const int64_t y = y0 + r;
+      if (y < args.height && x < args.width)
+        args.out[(f * args.height + y) * args.width + x] = output_at(sp, r + 1, threadIdx.x + 1);
     }
+  }
 }
 
 }  // namespace
@@ -37,12 +129,7 @@ extern "C" plm_status plm__badpixel_cuda(void *stream, const plm__badpixel_args 
   if (args->dtype != PLM_DTYPE_U8 && args->dtype != PLM_DTYPE_U16 && args->dtype != PLM_DTYPE_F32)
     return plm__fail_raw(PLM_ERR_INTERNAL, "badpixel: dtype %d reached the kernel",
                          (int)args->dtype);
-  const int64_t warps_wide = (args->width + kWarp - 1) / kWarp;
-  const unsigned tx = warps_wide * kWarp < kThreads ? (unsigned)(warps_wide * kWarp) : kThreads;
-  const unsigned ty = kThreads / tx;
-  const dim3 block(tx, ty);
-  const dim3 grid(plm__cuda_grid_x((args->width + tx - 1) / tx),
-                  plm__cuda_grid_yz((args->height + ty - 1) / ty), plm__cuda_grid_yz(args->frames));
-  badpixel_kernel<<<grid, block, 0, (cudaStream_t)stream>>>(*args);
+  const dim3 grid = make_grid(args->frames, args->height, args->width, kTileRows, kTileCols);
+  badpixel_kernel<<<grid, dim3(kTileCols, kBlockRows), 0, (cudaStream_t)stream>>>(*args);
   return plm__cuda_check_launch("badpixel_kernel");
 }

@@ -1,6 +1,7 @@
 /* kernels/cuda/frame_tiles.h: walking an output's tiles and staging a frame's tile in
  * shared memory, for the kernels that filter a frame through a window (conv2d and sobel
- * in kernels/cuda/conv.cu, sepconv2d in kernels/cuda/sepconv.cu; internal, C++).
+ * in kernels/cuda/conv.cu, sepconv2d in kernels/cuda/sepconv.cu, badpixel's 3 x 3 in
+ * kernels/cuda/badpixel.cu; internal, C++).
  *
  * stage_tile is __host__ __device__ so that the host tests run it thread by thread
  * (tests/test_conv_cuda_logic.cpp); the tile walk and the grid are CUDA only. */
