@@ -4,30 +4,38 @@
  * tests/test_badpixel.c checks the kernel on every backend against a float64 median, on
  * frames narrower and wider than a tile, within one tile and across many.
  *
- * The walk: a block of 32 x 8 threads takes a tile of 32 columns by 32 rows of a frame
+ * The walk: a block of 64 x 4 threads takes a tile of 64 columns by 32 rows of a frame
  * (tiles_of and FOR_EACH_TILE, kernels/cuda/frame_tiles.h: the grid capped, the rest
  * walked grid-stride, no division a pixel), stages its span (the tile and a pixel of halo
- * around it, 34 x 34) in shared memory, each pixel's value as f32 and its flag, then each
- * thread puts out 4 pixels of its column, 8 rows apart, a warp along a row. A span inside
- * the frame is staged with 8 loads in flight a thread (plm__stage_batched,
- * kernels/cuda/stage.h); a span across the frame's edges an element at a time, a pixel
- * outside flagged, so that a flagged pixel's walk skips it as it skips a flagged
- * neighbour, with no test of the frame's bounds.
+ * around it, 34 x 66) in shared memory, each pixel's value as f32 and its flag, then each
+ * thread puts out 8 pixels of its column, 4 rows apart, a warp along half a row. Pixels
+ * outside the frame are staged flagged, so that a flagged pixel's walk skips them as it
+ * skips a flagged neighbour, with no test of the frame's bounds.
  *
  * Its cost. The floor is reading each value and flag once and writing the output: 9 bytes
  * a pixel for f32 (45 us at 4096^2 on an H100 SXM). Until 2026-12-07 a thread read its
  * pixel and, when flagged, its 8 neighbours' flags and values from global memory: a
  * warp's gathers are requests of a few lanes each (1 pixel in 16 flagged in bench_ops),
  * about 25 sectors through the L2 a warp of 32 pixels where 5 are the floor's, so the L2
- * bound it (88.17 us at 4096^2, 1.96x the floor; 22.03 at 2048^2, 1.95x). Now a tile's
- * 34 rows each touch 6 sectors of values and 3 of flags (a row of 32 aligned, the halo
- * the sectors either side), 434 sectors a tile of 1,024 pixels with the stores: 13.9 KB
- * through the L2 against 9.2 from DRAM, so the DRAM's floor binds; the gathers go to
- * shared memory (a flagged lane's 16 loads, a wavefront a request: about 0.5 wavefronts a
- * pixel at 1 in 16, below the DRAM's time). Emulated estimates: docs/benchmarks.md.
- * Before that a thread found its pixel from the flattened stack by four 64-bit divisions
- * (a called routine of dozens of instructions each on a GPU), and the H200 measured the
- * op at 8.9x its floor (278 us at 4096^2 f32, commit d834510). */
+ * bound it at about twice the floor. Now a span's 34 rows each take 8 sectors of values
+ * and 2 of flags for the tile's columns (each warp's 32 aligned as the frame's rows are)
+ * and 4 for the halo's two columns, 476 sectors for 2,048 pixels, 732 with the stores:
+ * 11.4 bytes a pixel through the L2 against 9 from DRAM, so the DRAM binds (a span
+ * staged from column x0 - 1 put a row's loads across one more sector a warp, and the
+ * lanes of a batched walk out of step: 421 sectors for 1,024 pixels at 32 x 32, the L2
+ * still binding at 1.16x). The gathers go to shared memory (a flagged lane's 16 loads, a
+ * wavefront a request): 0.33 wavefronts a pixel counted with the staging, under half the
+ * DRAM's time.
+ * Emulated estimates for an H100 SXM, not measurements (bench_ops --op badpixel,
+ * --emulated-cost, f32): 1.38 -> 0.70 us at 512^2, 22.03 -> 11.27 at 2048^2 and 88.17 ->
+ * 47.28 at 4096^2 (the L2's bound, 1.96x the floor, to the DRAM's, 1.00x to 1.05x: at
+ * 4096^2 the emulator's blocks, run in random order, fetch 7.4 MB of halo rows again).
+ * Registers: 52 for sm_90 (4 blocks of 256 an SM; kernels/cuda/register_budgets.txt), the
+ * rows kept rolled; unrolled, sm_80 spilled.
+ * Before 2026-12-04 a thread found its pixel from the flattened stack by four 64-bit
+ * divisions (a called routine of dozens of instructions each on a GPU), and the H200
+ * measured the op at 8.9x its floor (278 us at 4096^2 f32, commit d834510); neither
+ * change has been timed on a GPU. */
 #include "kernels/common/badpixel.h"
 #include "kernels/cuda/frame_tiles.h"
 #include "kernels/cuda/launch.h"
@@ -35,9 +43,9 @@
 namespace {
 
 enum {
-  kTileCols = 32, /* a warp's lanes, along a row */
-  kBlockRows = 8,
-  kRowsPerThread = 4,
+  kTileCols = 64, /* two warps along a row */
+  kBlockRows = 4,
+  kRowsPerThread = 8,
   kTileRows = kBlockRows * kRowsPerThread,
   kSpanRows = kTileRows + 2, /* a pixel of halo above and below */
   kSpanCols = kTileCols + 2,
@@ -56,7 +64,7 @@ struct span {
   uint8_t bad[kSpanRows][kFlagPitch];
 };
 
-/* Pixel (y, x) of frame f as the span holds it. */
+/* Pixel (y, x) of frame f as the span holds it, the frame's bounds tested. */
 __device__ inline span_pixel pixel_at(const plm__badpixel_args &args, int64_t f, int64_t y,
                                       int64_t x) {
   const int64_t h = args.height, w = args.width;
@@ -65,30 +73,36 @@ __device__ inline span_pixel pixel_at(const plm__badpixel_args &args, int64_t f,
                     args.bad[y * w + x]};
 }
 
-/* The span of the tile whose first pixel is (y0, x0) of frame f, by the whole block. */
+/* The span of the tile whose first pixel is (y0, x0) of frame f, by the whole block: the
+ * tile's columns a thread a column, 8 rows' loads in flight, a warp's 32 columns aligned
+ * as the frame's rows are (4 sectors of values, 1 of flags); then the halo's two columns,
+ * a thread an element (a sector each, the least). A span inside the frame is read
+ * without testing the bounds. */
 __device__ void stage_span(span &sp, const plm__badpixel_args &args, int64_t f, int64_t y0,
                            int64_t x0) {
+  const int64_t h = args.height, w = args.width;
+  const bool inside = y0 >= 1 && x0 >= 1 && y0 - 1 + kSpanRows <= h && x0 - 1 + kSpanCols <= w;
+  const auto load = [&](int r,
+                        int c) { /* span row r, span column c */
+                                 const int64_t y = y0 - 1 + r, x = x0 - 1 + c;
+                                 if (!inside) return pixel_at(args, f, y, x);
+                                 return span_pixel{
+                                     plm__badpixel_value(args.in, (f * h + y) * w + x, args.dtype),
+                                     args.bad[y * w + x]};
+  };
   const auto store = [&](int r, int c, span_pixel p) {
     sp.values[r][c] = p.value;
     sp.bad[r][c] = p.bad;
   };
-  const bool inside =
-      y0 >= 1 && x0 >= 1 && y0 - 1 + kSpanRows <= args.height && x0 - 1 + kSpanCols <= args.width;
-  if (inside) {
-    const int64_t h = args.height, w = args.width;
-    plm__stage_batched<STAGE_BATCH>(
-        kSpanRows, kSpanCols, (int)threadIdx.y, (int)threadIdx.x, kBlockRows, kTileCols,
-        [&](int r, int c) {
-          const int64_t y = y0 - 1 + r, x = x0 - 1 + c;
-          return span_pixel{plm__badpixel_value(args.in, (f * h + y) * w + x, args.dtype),
-                            args.bad[y * w + x]};
-        },
-        store);
-    return;
+  plm__stage_batched<STAGE_BATCH>(
+      kSpanRows, kTileCols, (int)threadIdx.y, (int)threadIdx.x, kBlockRows, kTileCols,
+      [&](int r, int c) { return load(r, c + 1); },
+      [&](int r, int c, span_pixel p) { store(r, c + 1, p); });
+  const int t = (int)(threadIdx.y * kTileCols + threadIdx.x);
+  if (t < 2 * kSpanRows) {
+    const int r = t / 2, c = t % 2 ? kSpanCols - 1 : 0;
+    store(r, c, load(r, c));
   }
-  for (int r = threadIdx.y; r < kSpanRows; r += kBlockRows)
-    for (int c = threadIdx.x; c < kSpanCols; c += kTileCols)
-      store(r, c, pixel_at(args, f, y0 - 1 + r, x0 - 1 + c));
 }
 
 /* The output of span pixel (r, c), one inside the halo. */
@@ -113,7 +127,7 @@ __global__ void __launch_bounds__(kTileCols *kBlockRows) badpixel_kernel(plm__ba
     stage_span(sp, args, f, y0, x0);
     __syncthreads();
     const int64_t x = x0 + threadIdx.x;
-    PLM_UNROLLED
+    PLM_ROLLED
     for (int k = 0; k < kRowsPerThread; k++) {
       const int r = (int)threadIdx.y + k * kBlockRows;
       const int64_t y = y0 + r;
