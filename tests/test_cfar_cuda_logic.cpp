@@ -265,13 +265,10 @@ int64_t band_mismatches(const Frame &f, int window, int guard, plm_cfar_result o
       for (unsigned char &e : shared) e = (unsigned char)rng();
       block.run([&](int t) {
         const EmulatedBlock eb = {&block, t};
+        const EmulatedWarp ew = {&block, t};
         for (int64_t frame = y; frame < frames; frame += grid_frames)
-          if (band_sum_shift(window) == BAND_SHIFT_NARROW)
-            cfar_frame_bands<T, S>(eb, args, frame, x, grid, rows,
-                                   (band_memory<S, BAND_SHIFT_NARROW> *)shared.data());
-          else
-            cfar_frame_bands<T, S>(eb, args, frame, x, grid, rows,
-                                   (band_memory<S, BAND_SHIFT_WIDE> *)shared.data());
+          cfar_frame_bands<T, S>(eb, ew, args, frame, x, grid, rows,
+                                 (band_memory<S> *)shared.data());
       });
     }
   int64_t bad = 0;
@@ -530,115 +527,110 @@ int check_request(const char *what, int window, const std::vector<int> &elements
 }
 
 /* The bands' shared-memory layouts meet each bank the fewest times (cfar_bands.h): the
- * down phase's stores of a thread's two column sums (8-byte for f32 and u16, 4-byte for u8
- * and the counts), and each request of the across phase: the runs' loads of their first
- * windows and guards and of each slide's entering and leaving columns, each pixel's own
- * value from the ring (f32), and the stage's stores, then its loads by consecutive threads
- * (a byte, or a 4-byte z); and every place inside its row. One failure a kind and window
- * at most. */
+ * down phase's ring stores of a thread's two entering cells, its ring loads of the cells
+ * that move its columns' k (its own leaving cell, the entering and leaving cells of the
+ * three other columns: f32's 4-byte elements), its stores of k (8-byte for f32 and u16,
+ * 4-byte for u8 and the counts); the across phase's loads of its runs' k (a column of each
+ * run at a time, two rows a warp), each output pixel's own value from the ring (f32), and
+ * the stage's stores, then its loads by consecutive threads (a byte, or a 4-byte z); and
+ * every place inside its row. One failure a kind and window at most. */
 int check_band_layouts() {
   int failures = 0;
-  /* every place inside its row, in both layouts of the sums' rows */
   for (int c = 0; c < BAND_COLUMNS; c++)
-    if (band_sum_place<BAND_SHIFT_NARROW>(c) >= band_sum_pitch(BAND_SHIFT_NARROW) ||
-        band_sum_place<BAND_SHIFT_WIDE>(c) >= band_sum_pitch(BAND_SHIFT_WIDE) ||
-        band_place(c) >= BAND_RING_PITCH) {
+    if (band_sum_place(c) >= BAND_SUM_PITCH || band_place(c) >= BAND_RING_PITCH ||
+        band_stage_place(1, c, 1) < band_stage_pitch(1) ||
+        band_stage_place(1, c, 1) >= 2 * band_stage_pitch(1) ||
+        band_stage_place(1, c, 4) < band_stage_pitch(4) ||
+        band_stage_place(1, c, 4) >= 2 * band_stage_pitch(4)) {
       std::printf("FAIL: bands' layout, column %d outside its row\n", c);
       return 1;
     }
-  for (int window = 3; window <= BAND_WINDOW_MOST; window += 2)
-    for (int bytes : {1, 4})
-      for (int o = 0; o < band_outputs(window); o++) {
-        const int pitch = band_stage_pitch(window, bytes),
-                  at = band_stage_place(1, o, pitch, bytes);
-        if (at < pitch || at >= 2 * pitch) {
-          std::printf("FAIL: bands' layout, output %d of window %d outside its stage row\n", o,
-                      window);
-          return 1;
-        }
+  int bad[8] = {0};
+  for (int warp = 0; warp < BAND_THREADS / 32; warp++) {
+    /* down: one of each lane's two columns, stored (k, its count, the ring's cell) */
+    for (int k = 0; k < BAND_PER_THREAD; k++) {
+      std::vector<int> sums, ring;
+      for (int lane = 0; lane < 32; lane++) {
+        sums.push_back(band_sum_place(BAND_PER_THREAD * (32 * warp + lane) + k));
+        ring.push_back(band_place(BAND_PER_THREAD * (32 * warp + lane) + k));
       }
+      bad[0] |= check_request("k stored", 0, sums, 8);
+      if (request_wavefronts(sums, 4) > 2) bad[1] = 1; /* counts: 2, not 1 */
+      bad[0] |= check_request("entering cells stored", 0, ring, 4);
+    }
+    /* across: a column of each lane's run, two batch rows a warp */
+    for (int m = 0; m < BAND_RUN; m++) {
+      std::vector<int> loads;
+      for (int lane = 0; lane < 32; lane++) {
+        const int t = 32 * warp + lane, j = t / BAND_RUNS;
+        loads.push_back(j * BAND_SUM_PITCH + band_sum_place(BAND_RUN * (t % BAND_RUNS) + m));
+      }
+      bad[2] |= check_request("runs' k loaded", 0, loads, 8);
+      if (request_wavefronts(loads, 4) > 2) bad[1] = 1;
+    }
+  }
   for (int window = 3; window <= BAND_WINDOW_MOST; window += 2) {
-    const int R = window / 2, outputs = band_outputs(window), length = window + BAND_BATCH;
-    /* row j's place of column c, in the window's layout of the sums' rows */
-    const int shift = band_sum_shift(window), pitch = band_sum_pitch(shift);
-    const auto sum_at = [&](int j, int c) {
-      return j * pitch + (shift == BAND_SHIFT_NARROW ? band_sum_place<BAND_SHIFT_NARROW>(c)
-                                                     : band_sum_place<BAND_SHIFT_WIDE>(c));
-    };
-    int bad[8] = {0};
+    const int R = window / 2, length = window + BAND_BATCH;
+    int bad_window[8] = {0};
     for (int warp = 0; warp < BAND_THREADS / 32; warp++) {
-      for (int k = 0; k < BAND_PER_THREAD; k++) {
-        std::vector<int> stores;
-        for (int lane = 0; lane < 32; lane++)
-          stores.push_back(sum_at(0, BAND_PER_THREAD * (32 * warp + lane) + k));
-        bad[0] |= check_request("column sums stored", window, stores, 8);
-        if (request_wavefronts(stores, 4) > 2) bad[1] = 1; /* counts: 2, not 1 */
-      }
-      /* A request of the across phase at a run's step: place(j, a) of each lane whose run
-       * (batch row j, strip columns first .. end - 1) reaches column a = first + step. */
-      auto runs_at = [&](int step, auto place) {
-        std::vector<int> elements;
-        for (int lane = 0; lane < 32; lane++) {
-          const int t = 32 * warp + lane, j = t / BAND_RUNS;
-          const int first = R + BAND_RUN * (t % BAND_RUNS);
-          if (first + step < std::min(first + BAND_RUN, BAND_COLUMNS - R))
-            elements.push_back(place(j, first + step));
-        }
-        return elements;
-      };
+      /* down: the cells of the other columns (left of each lane's column by `offset`), a
+       * ring row at a time, for every guard */
       for (int guard = 1; guard <= window - 2; guard += 2) {
         const int G = guard / 2;
-        /* the first window's columns (i <= 2R) and guard's (i <= 2G), then step s's
-         * entering and leaving columns, of each lane whose run goes that far */
-        for (int half : {R, G})
-          for (int i = 0; i <= 2 * half; i++) {
-            const std::vector<int> loads =
-                runs_at(0, [&](int j, int a) { return sum_at(j, a - half + i); });
-            bad[2] |= check_request("first windows loaded", window, loads, 8);
-          }
-        for (int step = 1; step < BAND_RUN; step++)
-          for (int half : {R, G})
-            for (int leaving : {0, 1}) {
-              const std::vector<int> loads = runs_at(
-                  step, [&](int j, int a) { return sum_at(j, leaving ? a - half - 1 : a + half); });
-              bad[3] |= check_request("slides loaded", window, loads, 8);
+        for (int offset : {0, 2 * R + 1, R - G, R + G + 1})
+          for (int k = 0; k < BAND_PER_THREAD; k++) {
+            std::vector<int> loads;
+            for (int lane = 0; lane < 32; lane++) {
+              const int c = BAND_PER_THREAD * (32 * warp + lane) + k - offset;
+              if (c >= 0) loads.push_back(band_place(c));
             }
+            bad_window[0] |= check_request("ring cells loaded", window, loads, 4);
+          }
       }
+      /* across: each output pixel's own value (strip column c - R of batch row j, c from
+       * 2R), two ring rows a warp: 2 wavefronts for 4-byte elements (band_place), 4 where
+       * the two rows are the ring's last and first */
       for (int oldest = 0; oldest < length; oldest++)
-        for (int step = 0; step < BAND_RUN; step++) {
-          const std::vector<int> own = runs_at(step, [&](int j, int a) {
-            return band_wrap(oldest + j + R + 1, length) * BAND_RING_PITCH + band_place(a);
-          });
-          /* 4-byte elements: 1 wavefront for two adjacent ring rows, 2 for the last and
-           * the first (cfar_bands.h, band_place) */
+        for (int m = 0; m < BAND_RUN; m++) {
+          std::vector<int> own;
+          for (int lane = 0; lane < 32; lane++) {
+            const int t = 32 * warp + lane, j = t / BAND_RUNS;
+            const int c = BAND_RUN * (t % BAND_RUNS) + m;
+            if (c >= 2 * R)
+              own.push_back(band_wrap(oldest + j + R + 1, length) * BAND_RING_PITCH +
+                            band_place(c - R));
+          }
           const int row = band_wrap(oldest + 2 * warp + R + 1, length);
-          if (request_wavefronts(own, 4) > (row + 1 < length ? 1 : 2)) bad[4] = 1;
+          if (request_wavefronts(own, 4) > (row + 1 < length ? 2 : 4)) bad_window[1] = 1;
         }
       for (int bytes : {1, 4}) {
-        const int pitch = band_stage_pitch(window, bytes);
-        for (int step = 0; step < BAND_RUN; step++) {
-          const std::vector<int> stores =
-              runs_at(step, [&](int j, int a) { return band_stage_place(j, a - R, pitch, bytes); });
-          bad[5] |= check_request("stage stored", window, stores, bytes);
+        for (int m = 0; m < BAND_RUN; m++) {
+          std::vector<int> stores;
+          for (int lane = 0; lane < 32; lane++) {
+            const int t = 32 * warp + lane, j = t / BAND_RUNS;
+            const int c = BAND_RUN * (t % BAND_RUNS) + m;
+            if (c >= 2 * R) stores.push_back(band_stage_place(j, c, bytes));
+          }
+          bad_window[2] |= check_request("stage stored", window, stores, bytes);
         }
         for (int j = 0; j < BAND_BATCH; j++)
-          for (int o0 = 32 * warp; o0 < outputs; o0 += BAND_THREADS) {
+          for (int c0 = 32 * warp; c0 < BAND_COLUMNS; c0 += BAND_THREADS) {
             std::vector<int> loads;
-            for (int o = o0; o < std::min(o0 + 32, outputs); o++)
-              loads.push_back(band_stage_place(j, o, pitch, bytes));
-            bad[6] |= check_request("stage loaded", window, loads, bytes);
+            for (int c = std::max(c0, 2 * R); c < c0 + 32; c++)
+              loads.push_back(band_stage_place(j, c, bytes));
+            bad_window[3] |= check_request("stage loaded", window, loads, bytes);
           }
       }
     }
-    if (bad[1])
-      std::printf("FAIL: bands' layout, counts stored at window %d: over 2 wavefronts\n", window);
-    if (bad[4])
+    if (bad_window[1])
       std::printf(
-          "FAIL: bands' layout, pixels' own values at window %d: more wavefronts than 1 "
-          "(2 where the ring wraps)\n",
+          "FAIL: bands' layout, pixels' own values at window %d: more wavefronts than 2 "
+          "(4 where the ring wraps)\n",
           window);
-    for (int b : bad) failures += b;
+    for (int b : bad_window) failures += b;
   }
+  if (bad[1]) std::printf("FAIL: bands' layout, counts stored or loaded: over 2 wavefronts\n");
+  for (int b : bad) failures += b;
   return failures;
 }
 

@@ -491,37 +491,30 @@ __global__ void pixels_kernel(plm__cfar_args args, int64_t first) {
 
 /* Block (x, y) takes frame y's (strip, band) pairs x, x + gridDim.x, ..., and so frames y,
  * y + gridDim.y, ... (cfar_frame_bands, kernels/cuda/cfar_bands.h): T the frame's element
- * type, S the sums', Shift the layout of their rows (band_sum_shift); band_shared_bytes of
- * shared memory. Eight blocks of 64 an SM by registers (at most 128 a thread: f32 takes
- * 128), seven by f32's 31.4 KiB of shared memory to a mask at window 15 (six to z), three
- * at window 63. */
-template <typename T, typename S, int Shift>
-__global__ void __launch_bounds__(BAND_THREADS, 8) band_kernel(plm__cfar_args args, int rows) {
+ * type, S the sums'; band_shared_bytes of shared memory. At most eight blocks of 64 an SM
+ * by registers (at most 128 a thread). */
+template <typename T, typename S>
+__global__ void __launch_bounds__(BAND_THREADS, 6) band_kernel(plm__cfar_args args, int rows) {
   extern __shared__ __align__(16) unsigned char band_bytes[];
-  band_memory<S, Shift> *const memory = (band_memory<S, Shift> *)band_bytes;
+  band_memory<S> *const memory = (band_memory<S> *)band_bytes;
   const plm__cuda_block block;
+  const plm__cuda_warp warp;
   for (int64_t f = blockIdx.y; f < args.frames; f += gridDim.y)
-    cfar_frame_bands<T, S, Shift>(block, args, f, blockIdx.x, gridDim.x, rows, memory);
+    cfar_frame_bands<T, S>(block, warp, args, f, blockIdx.x, gridDim.x, rows, memory);
 }
 
 /* Every frame's outputs in one pass, one launch for the stack (band_kernel), T the frame's
- * element type, S the sums', Shift the layout of their rows. */
-template <typename T, typename S, int Shift>
+ * element type, S the sums'. */
+template <typename T, typename S>
 plm_status stack_bands(cudaStream_t s, const plm__cfar_args *args) {
   const int rows = band_rows(*args);
   const dim3 grid(plm__cuda_grid_x(band_blocks(*args, rows)), plm__cuda_grid_yz(args->frames));
   const size_t shared =
       band_shared_bytes<S>(args->window, (int)sizeof(T), band_output_bytes(*args));
-  const cudaError_t err = plm__cuda_opt_in_shared((const void *)band_kernel<T, S, Shift>, shared);
+  const cudaError_t err = plm__cuda_opt_in_shared((const void *)band_kernel<T, S>, shared);
   if (err != cudaSuccess) return plm__cuda_call_failed(err, "cfar band_kernel's shared memory");
-  band_kernel<T, S, Shift><<<grid, BAND_THREADS, shared, s>>>(*args, rows);
+  band_kernel<T, S><<<grid, BAND_THREADS, shared, s>>>(*args, rows);
   return plm__cuda_check_launch("cfar band_kernel");
-}
-template <typename T, typename S>
-plm_status stack_bands(cudaStream_t s, const plm__cfar_args *args) {
-  return band_sum_shift(args->window) == BAND_SHIFT_NARROW
-             ? stack_bands<T, S, BAND_SHIFT_NARROW>(s, args)
-             : stack_bands<T, S, BAND_SHIFT_WIDE>(s, args);
 }
 
 /* The outputs of frames first .. first + frames - 1 from their tables (windows past

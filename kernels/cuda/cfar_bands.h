@@ -69,103 +69,84 @@ enum {
   BAND_PER_THREAD = 2,                           /* columns a thread owns, side by side */
   BAND_COLUMNS = BAND_THREADS * BAND_PER_THREAD, /* a strip's, halo included */
   BAND_WARP_COLUMNS = 32 * BAND_PER_THREAD,
-  BAND_BATCH = 4, /* rows a thread moves down between two barriers */
-  BAND_RUN = 8,   /* a batch row's outputs a thread takes across */
-  BAND_RUNS = BAND_COLUMNS / BAND_RUN,
-  BAND_RING_PITCH = BAND_COLUMNS + 2, /* a ring row (band_place): see band_place */
+  BAND_BATCH = 4,                      /* rows a thread moves down between two barriers */
+  BAND_RUN = 8,                        /* a batch row's columns a thread sums across */
+  BAND_RUNS = BAND_COLUMNS / BAND_RUN, /* a batch row's threads across: 16, half a warp */
+  BAND_RING_PITCH = BAND_COLUMNS + 2,  /* a ring row (band_place): see band_place */
+  BAND_SUM_PITCH = 136,                /* a row of k (band_sum_place) */
   BAND_WINDOW_MOST = 97,
   BAND_ROWS_MOST = 64,
   BAND_ROWS_LEAST = 8
 };
 
-/* The four column sums a thread keeps: over the window's rows and the guard's, of v and v^2. */
-enum { BAND_WINDOW_V, BAND_WINDOW_V2, BAND_GUARD_V, BAND_GUARD_V2, BAND_SUMS };
+/* The two quantities of k a thread keeps for each of its columns: of v and of v^2. */
+enum { BAND_V, BAND_V2, BAND_SUMS };
 
 /* Where a strip's column c sits in a ring row of shared memory: its warp's
- * BAND_WARP_COLUMNS, the even columns' lanes then the odd ones', so that a warp storing or
- * loading one of its lanes' two columns touches consecutive words, the second warp's a
- * word further on. The across phase's lanes read one column of each of their runs in two
- * ring rows (16 lanes a row, BAND_RUN columns apart): the word further on puts a row's 16
- * on 16 banks (two in each four), and ring rows 2 words past a multiple of 32 apart
- * (BAND_RING_PITCH) put the next row on the other 16, so 4-byte elements take 1
- * wavefront, 2 where the two rows are the ring's last and first (4 and 4 with neither:
- * tests/test_cfar_cuda_logic.cpp counts them). */
+ * BAND_WARP_COLUMNS, the even columns' lanes then the odd ones', so that a warp's 32
+ * lanes storing or loading one of their two columns, or the cells of any columns 2t + k -
+ * offset (the down phase's other columns), touch 32 consecutive words: the least
+ * wavefronts. The across phase's lanes reading each output's own value (a column of each
+ * of a row's 16 runs, 8 apart, in two ring rows BAND_RING_PITCH apart) meet each of 16
+ * banks twice: 2 wavefronts where 1 would do, the price of the down phase's loads at
+ * every offset (a word of padding after each warp's columns gave the across phase 1 and
+ * the down phase 2 for half its loads). tests/test_cfar_cuda_logic.cpp counts them. */
 static PLM_HD inline int band_place(int c) {
-  return c / BAND_WARP_COLUMNS * (BAND_WARP_COLUMNS + 1) + c % BAND_PER_THREAD * 32 +
+  return c / BAND_WARP_COLUMNS * BAND_WARP_COLUMNS + c % BAND_PER_THREAD * 32 +
          c % BAND_WARP_COLUMNS / BAND_PER_THREAD;
 }
-static_assert((BAND_COLUMNS - 1) / BAND_WARP_COLUMNS * (BAND_WARP_COLUMNS + 1) + BAND_WARP_COLUMNS -
-                      1 <
-                  BAND_RING_PITCH,
-              "a ring row fits its pitch");
+static_assert(BAND_COLUMNS <= BAND_RING_PITCH, "a ring row fits its pitch");
 
-/* Where a strip's column c sits in a row of column sums or counts (band_memory):
- * c + c / 2^Shift, a word of padding after each 2^Shift columns, in rows
- * band_sum_pitch(Shift) apart. A warp's lanes storing one of their two columns (2t + k) and
- * a warp's lanes reading one column of each of their runs (BAND_RUN apart, in two rows)
- * each meet every bank the fewest times for 8-byte sums (2 wavefronts for 32 lanes, 1 for
- * 16 or fewer), and for 4-byte counts (which f32 takes only in a band with a pixel that is
- * not finite) at most twice the fewest. Up to window BAND_WINDOW_NARROW_MOST a word after
- * each 16 columns, 136 a row (Shift 4). Past it a row has 8 runs or fewer at some step,
- * and a warp's two rows would meet the same banks (2 wavefronts where the 16 lanes' bytes
- * take 1) unless a word follows each 4 columns, 161 a row (Shift 2): a search of paddings
- * and pitches found no narrower layout that serves every window, and at window 15 the
- * wider one would cost f32 a block an SM. The layout is the kernel's (band_kernel<T, S,
- * Shift>): chosen at run time, f32's kernel spilled at its 128 registers.
- * tests/test_cfar_cuda_logic.cpp counts the requests for every window. */
-enum { BAND_WINDOW_NARROW_MOST = 57, BAND_SHIFT_NARROW = 4, BAND_SHIFT_WIDE = 2 };
-static PLM_HD constexpr int band_sum_shift(int window) {
-  return window <= BAND_WINDOW_NARROW_MOST ? BAND_SHIFT_NARROW : BAND_SHIFT_WIDE;
-}
-static PLM_HD constexpr int band_sum_pitch(int shift) {
-  return shift == BAND_SHIFT_NARROW ? 136 : 161;
-}
-template <int Shift>
+/* Where a strip's column c sits in a row of k or of its counts (band_memory): c + c / 16,
+ * a word of padding after each 16 columns, rows BAND_SUM_PITCH apart. A warp's lanes
+ * storing one of their two columns (2t + k), and a warp's lanes loading one column of each
+ * of their runs (BAND_RUN apart, in two rows), each meet every bank the fewest times for
+ * 8-byte values (2 wavefronts for 32 lanes), and at most twice the fewest for 4-byte
+ * counts (which f32 takes only in a band with a pixel that is not finite). */
 static PLM_HD inline int band_sum_place(int c) {
-  return c + c / (1 << Shift);
+  return c + c / 16;
 }
-static_assert(BAND_COLUMNS - 1 + ((BAND_COLUMNS - 1) >> BAND_SHIFT_NARROW) <
-                      band_sum_pitch(BAND_SHIFT_NARROW) &&
-                  BAND_COLUMNS - 1 + ((BAND_COLUMNS - 1) >> BAND_SHIFT_WIDE) <
-                      band_sum_pitch(BAND_SHIFT_WIDE),
-              "a row of column sums fits its pitch");
+static_assert(BAND_COLUMNS - 1 + (BAND_COLUMNS - 1) / 16 < BAND_SUM_PITCH,
+              "a row of k fits its pitch");
 static_assert(BAND_THREADS == BAND_BATCH * BAND_RUNS, "the across phase takes a run a thread");
+static_assert(BAND_RUNS == 16, "a batch row's runs are half a warp (the scan across them)");
 
 /* The output columns of a strip. */
 static PLM_HD constexpr int band_outputs(int window) {
   return BAND_COLUMNS - 2 * (window / 2);
 }
 
-/* The stage, where the across phase leaves a batch's outputs (output o of batch row j, strip
- * column R + o) for the block to write them to the frame a row at a time, consecutive
- * threads at consecutive pixels: its runs' lanes, BAND_RUN pixels apart, would store each to
- * a sector of its own (a 4-byte z), or 8 to a request (a byte). A byte (the mask) at
- * j * pitch + o, rows an odd number of words apart; a 4-byte z at j * pitch + o with o's
- * low three bits crossed with its 32-block and its row's parity (rows a multiple of 32
- * apart). Either way a warp's runs' lanes storing (two rows, 16 runs) and its consecutive
- * lanes loading meet each bank once (tests/test_cfar_cuda_logic.cpp counts them). */
-static PLM_HD constexpr int band_stage_pitch(int window, int output_bytes) {
-  return output_bytes == 1 ? (band_outputs(window) + 3) / 8 * 8 + 4
-                           : (band_outputs(window) + 31) / 32 * 32;
+/* The stage, where the across phase leaves a batch's outputs (the output of batch row j
+ * at strip column c + R, that is k's column c - 2R past the strip's first output, at
+ * band_stage_place(j, c)) for the block to write them to the frame a row at a time,
+ * consecutive threads at consecutive pixels: the runs' lanes, BAND_RUN pixels apart, would
+ * store each to a sector of its own (a 4-byte z), or 8 to a request (a byte). A byte (the
+ * mask) at j * pitch + c, rows an odd number of words apart; a 4-byte z at j * pitch + c
+ * with c's low three bits crossed with its 32-block and its row's parity (rows a multiple
+ * of 32 apart). Either way a warp's runs' lanes storing (two rows, 16 runs) and its
+ * consecutive lanes loading 32 columns from a multiple of 32 meet each bank once
+ * (tests/test_cfar_cuda_logic.cpp counts them). */
+static PLM_HD constexpr int band_stage_pitch(int output_bytes) {
+  return output_bytes == 1 ? BAND_COLUMNS + 4 : BAND_COLUMNS;
 }
-static PLM_HD inline int band_stage_place(int j, int o, int pitch, int output_bytes) {
-  return j * pitch + (output_bytes == 1 ? o : o ^ ((o / 32 + 4 * (j & 1)) & 7));
+static PLM_HD inline int band_stage_place(int j, int c, int output_bytes) {
+  return j * band_stage_pitch(output_bytes) +
+         (output_bytes == 1 ? c : c ^ ((c / 32 + 4 * (j & 1)) & 7));
 }
 
-/* A block's shared memory: each batch row's column sums (at band_sum_place of the column),
- * the finite cells' counts likewise (window, guard; f32 bands with a pixel that is not
- * finite) and the flag of such a pixel; then, right after the struct, the ring of each
- * column's last window + BAND_BATCH rows (rows y - R - 1 .. y + BAND_BATCH - 1 + R; slot k
- * of column c at k * BAND_RING_PITCH + band_place(c), of the frame's element type), and
- * the stage (band_stage_pitch) at the next multiple of 4 bytes: band_shared_bytes in all,
- * 31.4 KiB for f32 to a mask at window 15 (7 blocks in an H100's 228 KiB an SM; 32.9 KiB,
- * 6 blocks, to z), 47.6 KiB to z at 45; at 63 59.5 KiB to a mask and 60.7 to z (3 blocks
- * either way, in the wider rows of sums: band_sum_shift), 77.0 KiB to z at 97, past the
- * 48 KiB a block has without opting in (plm__cuda_opt_in_shared, kernels/cuda/launch.h). */
-template <typename S, int Shift>
+/* A block's shared memory: each batch row's k (at band_sum_place of the column), the
+ * finite cells' count of k likewise (f32 bands with a pixel that is not finite) and the
+ * flag of such a pixel; then, right after the struct, the ring of each column's last
+ * window + BAND_BATCH rows (rows y - R - 1 .. y + BAND_BATCH - 1 + R; slot i of column c
+ * at i * BAND_RING_PITCH + band_place(c), of the frame's element type), and the stage
+ * (band_stage_pitch) at the next multiple of 4 bytes: band_shared_bytes in all, 21.3 KiB
+ * for f32 to a mask at window 15 (22.8 to z), 65.5 KiB to z at 97, past the 48 KiB a block
+ * has without opting in (plm__cuda_opt_in_shared, kernels/cuda/launch.h) from window 61
+ * to z. */
+template <typename S>
 struct band_memory {
-  S columns[BAND_SUMS][BAND_BATCH][band_sum_pitch(Shift)];
-  int counts[2][BAND_BATCH][band_sum_pitch(Shift)];
+  S k[BAND_SUMS][BAND_BATCH][BAND_SUM_PITCH];
+  int counts[BAND_BATCH][BAND_SUM_PITCH];
   alignas(8) int non_finite;
 };
 static PLM_HD constexpr size_t band_ring_bytes(int window, int element_bytes) {
@@ -173,15 +154,13 @@ static PLM_HD constexpr size_t band_ring_bytes(int window, int element_bytes) {
 }
 template <typename S>
 static PLM_HD constexpr size_t band_shared_bytes(int window, int element_bytes, int output_bytes) {
-  return (band_sum_shift(window) == BAND_SHIFT_NARROW ? sizeof(band_memory<S, BAND_SHIFT_NARROW>)
-                                                      : sizeof(band_memory<S, BAND_SHIFT_WIDE>)) +
-         band_ring_bytes(window, element_bytes) +
-         (size_t)BAND_BATCH * band_stage_pitch(window, output_bytes) * output_bytes;
+  return sizeof(band_memory<S>) + band_ring_bytes(window, element_bytes) +
+         (size_t)BAND_BATCH * band_stage_pitch(output_bytes) * output_bytes;
 }
 /* The shared memory a block may take: 48 KiB without asking, past it an opt-in
  * (cudaFuncAttributeMaxDynamicSharedMemorySize) up to what every architecture of plume's
  * default build (sm_80 and later) allows: 99 KiB on sm_86 and sm_89, which run the sm_80
- * code. A build for sm_75 (64 KiB) would fail f32's windows from 71 to z, 73 to a mask
+ * code. A build for sm_75 (64 KiB) would fail f32's windows past 93 to z
  * (docs/building.md). */
 constexpr size_t kBandSharedMost = 99 * 1024;
 static_assert(band_shared_bytes<double>(BAND_WINDOW_MOST, 4, 4) <= kBandSharedMost,
@@ -261,41 +240,82 @@ static PLM_HD inline T band_load(const plm__cfar_args &args, const T *frame, int
   return v;
 }
 
-/* One cell entering and one leaving the sums `first` (BAND_WINDOW_V or BAND_GUARD_V) and
- * first + 1, and their count. */
+/* A cell added to (sign 1) or taken from (sign -1) a column's k and its count. */
 template <typename T, typename S>
-static PLM_HD inline void band_move(S sums[BAND_SUMS], int counts[2], int first, T entering,
-                                    T leaving, double level) {
+static PLM_HD inline void band_add(S k[BAND_SUMS], int *count, T cell, double level, int sign) {
   S s, q;
   int n;
-  band_cell(entering, level, &s, &q, &n);
-  sums[first] += s;
-  sums[first + 1] += q;
-  counts[first / 2] += n;
-  band_cell(leaving, level, &s, &q, &n);
-  sums[first] -= s;
-  sums[first + 1] -= q;
-  counts[first / 2] -= n;
+  band_cell(cell, level, &s, &q, &n);
+  if (sign > 0) {
+    k[BAND_V] += s;
+    k[BAND_V2] += q;
+    *count += n;
+  } else {
+    k[BAND_V] -= s;
+    k[BAND_V2] -= q;
+    *count -= n;
+  }
 }
 
-/* A ring slot, k < 2 * length. */
-static PLM_HD inline int band_wrap(int k, int length) {
-  return k >= length ? k - length : k;
+/* A ring slot, i < 2 * length. */
+static PLM_HD inline int band_wrap(int i, int length) {
+  return i >= length ? i - length : i;
 }
 
-/* A run's first window or guard: the sum of a row's column sums (or counts) over the
- * strip's columns first .. last. */
-template <int Shift, typename S>
-static PLM_HD inline S band_columns_sum(const S *row, int first, int last) {
-  S sum = 0;
-  for (int c = first; c <= last; c++) sum += row[band_sum_place<Shift>(c)];
-  return sum;
+/* Where the cells that move column c's k sit in a ring row (band_place): c's own (its
+ * window sum enters k), and the columns 2R + 1 to the left (its window sum leaves),
+ * R - G to the left (its guard sum leaves) and R + G + 1 to the left (its guard sum
+ * enters); -1 for a column left of the strip, which adds nothing. */
+struct band_k_places {
+  int own, window_out, guard_out, guard_in;
+};
+static PLM_HD inline band_k_places band_k_of(int c, int R, int G) {
+  const int w = c - 2 * R - 1, g = c - R + G, l = c - R - G - 1;
+  return band_k_places{band_place(c), w >= 0 ? band_place(w) : -1, g >= 0 ? band_place(g) : -1,
+                       l >= 0 ? band_place(l) : -1};
 }
 
-/* A window or guard one column to the right: column `entering` in, `leaving` out. */
-template <int Shift, typename S>
-static PLM_HD inline void band_slide(S *sum, const S *row, int entering, int leaving) {
-  *sum += row[band_sum_place<Shift>(entering)] - row[band_sum_place<Shift>(leaving)];
+/* Column c's k moved down a row: the cells of the rows entering and leaving its window's
+ * and its three other columns' boxes, at ring rows `in` and `out` (the window's rows) and
+ * `guard_in` and `guard_out` (the guard's). */
+template <typename T, typename S>
+static PLM_HD inline void band_k_step(S k[BAND_SUMS], int *count, const T *in, const T *out,
+                                      const T *guard_in, const T *guard_out,
+                                      const band_k_places &at, double level) {
+  band_add(k, count, in[at.own], level, 1);
+  band_add(k, count, out[at.own], level, -1);
+  if (at.window_out >= 0) {
+    band_add(k, count, in[at.window_out], level, -1);
+    band_add(k, count, out[at.window_out], level, 1);
+  }
+  if (at.guard_out >= 0) {
+    band_add(k, count, guard_in[at.guard_out], level, -1);
+    band_add(k, count, guard_out[at.guard_out], level, 1);
+  }
+  if (at.guard_in >= 0) {
+    band_add(k, count, guard_in[at.guard_in], level, 1);
+    band_add(k, count, guard_out[at.guard_in], level, -1);
+  }
+}
+
+/* The cells at `place` of ring slots first .. last, added with `sign` to a k. */
+template <typename T, typename S>
+static PLM_HD inline void band_k_fill(S k[BAND_SUMS], int *count, const T *ring, int place,
+                                      int first, int last, double level, int sign) {
+  for (int slot = first; slot <= last; slot++)
+    band_add(k, count, ring[slot * BAND_RING_PITCH + place], level, sign);
+}
+
+/* The running sum over the 16 lanes of a batch row (half a warp: lanes 0-15 or 16-31) of
+ * each lane's v, inclusive (every lane of the warp calls it). */
+template <typename V, class Warp>
+static PLM_HD inline V band_runs_sum(const Warp &warp, V v) {
+  const int lane = warp.lane() % BAND_RUNS;
+  for (int d = 1; d < BAND_RUNS; d *= 2) {
+    const V u = warp.shuffle(v, lane >= d ? warp.lane() - d : warp.lane());
+    if (lane >= d) v += u;
+  }
+  return v;
 }
 
 /* d and m (plm__cfar_moments_*) of element i of frame_in from its reference sums, as
@@ -320,13 +340,13 @@ static PLM_HD inline void cfar_moments(const plm__cfar_args &args, const void *f
 }
 
 /* Block `block` of a frame (band block / strips, strip block % strips) in bands of `rows`
- * rows, by BAND_THREADS threads of BAND_PER_THREAD columns each: T the frame's element
- * type, S the sums' (uint32_t for u8, uint64_t for u16, double for f32); level is
- * plm__cfar_level of the frame. */
-template <typename T, typename S, int Shift, class Block>
-PLM_HD void cfar_band(const Block &block, const plm__cfar_args &args, const T *frame_in,
-                      void *frame_out, double level, int64_t band_block, int rows,
-                      band_memory<S, Shift> *memory) {
+ * rows, by BAND_THREADS threads of BAND_PER_THREAD columns each (warp: the thread's
+ * warp): T the frame's element type, S the sums' (uint32_t for u8, uint64_t for u16,
+ * double for f32); level is plm__cfar_level of the frame. */
+template <typename T, typename S, class Block, class Warp>
+PLM_HD void cfar_band(const Block &block, const Warp &warp, const plm__cfar_args &args,
+                      const T *frame_in, void *frame_out, double level, int64_t band_block,
+                      int rows, band_memory<S> *memory) {
   enum { K = BAND_PER_THREAD };
   const int R = args.window / 2, G = args.guard / 2, length = args.window + BAND_BATCH;
   const int64_t strips = band_strips(args);
@@ -337,26 +357,25 @@ PLM_HD void cfar_band(const Block &block, const plm__cfar_args &args, const T *f
   const bool held = plm__cfar_holds(&args);
   T *const ring = (T *)(memory + 1);
   const int out_bytes = band_output_bytes(args);
-  const int outputs = band_outputs(args.window);
-  const int stage_pitch = band_stage_pitch(args.window, out_bytes);
   unsigned char *const stage =
       (unsigned char *)(memory + 1) + band_ring_bytes(args.window, sizeof(T));
-  /* The thread's columns: K t + k of the strip, column[k] of the frame, at place[k] in a
-   * row of shared memory. */
-  int place[K];
+  /* The thread's columns: K t + k of the strip, column[k] of the frame, at at[k].own in a
+   * ring row, beside the places of the cells that move their k. */
   int64_t column[K];
+  band_k_places at[K];
   PLM_UNROLLED
   for (int k = 0; k < K; k++) {
-    place[k] = band_place(K * t + k);
     column[k] = x0 - R + K * t + k;
+    at[k] = band_k_of(K * t + k, R, G);
   }
   if (t == 0) memory->non_finite = 0;
   block.sync();
 
-  /* Rows y0 - R - 1 .. y0 + R - 1 into ring slots 0 .. 2R: the window's sums of row
-   * y0 - 1, and the guard's (ring slots R - G .. R + G). */
-  S sums[K][BAND_SUMS] = {};
-  int counts[K][2] = {};
+  /* Rows y0 - R - 1 .. y0 + R - 1 into ring slots 0 .. 2R; then each column's k at row
+   * y0 - 1 from them: its window (slots 0 .. 2R) and the other three columns' boxes
+   * (the guard's rows: slots R - G .. R + G). */
+  S k_sums[K][BAND_SUMS] = {};
+  int k_counts[K] = {};
   for (int r = 0; r <= 2 * R; r += BAND_BATCH) {
     T values[K][BAND_BATCH];
     PLM_UNROLLED
@@ -372,126 +391,148 @@ PLM_HD void cfar_band(const Block &block, const plm__cfar_args &args, const T *f
       if (r + j > 2 * R) continue;
       PLM_UNROLLED
       for (int k = 0; k < K; k++) {
-        ring[(r + j) * BAND_RING_PITCH + place[k]] = values[k][j];
-        band_move(sums[k], counts[k], BAND_WINDOW_V, values[k][j], band_outside<T>(), level);
-        if (r + j >= R - G && r + j <= R + G)
-          band_move(sums[k], counts[k], BAND_GUARD_V, values[k][j], band_outside<T>(), level);
+        ring[(r + j) * BAND_RING_PITCH + at[k].own] = values[k][j];
+        band_add(k_sums[k], &k_counts[k], values[k][j], level, 1);
       }
     }
   }
+  block.sync(); /* the ring's first rows are in */
+  PLM_UNROLLED
+  for (int k = 0; k < K; k++) {
+    if (at[k].window_out >= 0)
+      band_k_fill(k_sums[k], &k_counts[k], ring, at[k].window_out, 0, 2 * R, level, -1);
+    if (at[k].guard_out >= 0)
+      band_k_fill(k_sums[k], &k_counts[k], ring, at[k].guard_out, R - G, R + G, level, -1);
+    if (at[k].guard_in >= 0)
+      band_k_fill(k_sums[k], &k_counts[k], ring, at[k].guard_in, R - G, R + G, level, 1);
+  }
 
+  /* Each batch's entering rows are loaded a batch ahead, while the batch before runs. */
+  T entering[K][BAND_BATCH]; /* rows y + R .. y + R + BAND_BATCH - 1 */
+  PLM_UNROLLED
+  for (int j = 0; j < BAND_BATCH; j++) {
+    PLM_UNROLLED
+    for (int k = 0; k < K; k++)
+      entering[k][j] = band_load(args, frame_in, y0 + R + j, column[k], &memory->non_finite);
+  }
   int oldest = 0; /* the ring slot of row y - R - 1, y the batch's first row */
   for (int64_t y = y0; y < y_end; y += BAND_BATCH) {
-    T entering[K][BAND_BATCH]; /* rows y + R .. y + R + BAND_BATCH - 1 */
+    /* The batch's entering rows into the ring (their slots were last read by the batch
+     * before's down phase, and its across phase reads other slots: every thread is past
+     * its out phase's barrier); then the next batch's loads. */
     PLM_UNROLLED
     for (int j = 0; j < BAND_BATCH; j++) {
       PLM_UNROLLED
       for (int k = 0; k < K; k++)
-        entering[k][j] = band_load(args, frame_in, y + R + j, column[k], &memory->non_finite);
-    }
-    block.sync(); /* the flag holds this batch's loads; every thread has read the last
-                     batch's column sums and its pixels' values from the ring */
-    const bool counted = sizeof(T) == 4 && *(volatile int *)&memory->non_finite != 0;
-    PLM_UNROLLED
-    for (int j = 0; j < BAND_BATCH; j++) {
-      PLM_UNROLLED
-      for (int k = 0; k < K; k++)
-        ring[band_wrap(oldest + 2 * R + 1 + j, length) * BAND_RING_PITCH + place[k]] =
+        ring[band_wrap(oldest + 2 * R + 1 + j, length) * BAND_RING_PITCH + at[k].own] =
             entering[k][j];
     }
-
-    /* Down: row y + j's column sums, into shared memory for the across phase. */
+    T ahead[K][BAND_BATCH];
+    const bool more = y + BAND_BATCH < y_end;
     PLM_UNROLLED
     for (int j = 0; j < BAND_BATCH; j++) {
       PLM_UNROLLED
-      for (int k = 0; k < K; k++) {
-        const T *const mine = ring + place[k];
-        band_move(sums[k], counts[k], BAND_WINDOW_V, entering[k][j],
-                  mine[band_wrap(oldest + j, length) * BAND_RING_PITCH], level);
-        band_move(sums[k], counts[k], BAND_GUARD_V,
-                  mine[band_wrap(oldest + j + R + G + 1, length) * BAND_RING_PITCH],
-                  mine[band_wrap(oldest + j + R - G, length) * BAND_RING_PITCH], level);
-      }
+      for (int k = 0; k < K; k++)
+        ahead[k][j] =
+            more ? band_load(args, frame_in, y + BAND_BATCH + R + j, column[k], &memory->non_finite)
+                 : band_outside<T>();
+    }
+    block.sync(); /* the entering rows are in; the flag holds every load so far */
+    const bool counted = sizeof(T) == 4 && *(volatile int *)&memory->non_finite != 0;
+
+    /* Down: row y + j's k of each of the thread's columns, into shared memory for the
+     * across phase (the rows kept rolled: their cells all come from the ring). */
+    PLM_ROLLED
+    for (int j = 0; j < BAND_BATCH; j++) {
+      const T *const in = ring + band_wrap(oldest + 2 * R + 1 + j, length) * BAND_RING_PITCH;
+      const T *const out = ring + band_wrap(oldest + j, length) * BAND_RING_PITCH;
+      const T *const guard_in = ring + band_wrap(oldest + j + R + G + 1, length) * BAND_RING_PITCH;
+      const T *const guard_out = ring + band_wrap(oldest + j + R - G, length) * BAND_RING_PITCH;
       PLM_UNROLLED
       for (int k = 0; k < K; k++) {
-        const int at = band_sum_place<Shift>(K * t + k);
+        band_k_step(k_sums[k], &k_counts[k], in, out, guard_in, guard_out, at[k], level);
+        const int place = band_sum_place(K * t + k);
         PLM_UNROLLED
-        for (int s = 0; s < BAND_SUMS; s++) memory->columns[s][j][at] = sums[k][s];
-        if (counted) {
-          memory->counts[0][j][at] = counts[k][0];
-          memory->counts[1][j][at] = counts[k][1];
-        }
+        for (int q = 0; q < BAND_SUMS; q++) memory->k[q][j][place] = k_sums[k][q];
+        if (counted) memory->counts[j][place] = k_counts[k];
       }
     }
     block.sync();
 
-    /* Across: the thread's run of batch row j's outputs, strip columns first .. end - 1
-     * (the last run of a row may be shorter or empty), each pixel's reference sums slid
-     * from its left neighbour's. */
-    const int j = t / BAND_RUNS, first = R + BAND_RUN * (t % BAND_RUNS);
-    const int end = first + BAND_RUN < BAND_COLUMNS - R ? first + BAND_RUN : BAND_COLUMNS - R;
+    /* Across: batch row j's columns c = BAND_RUN i .. BAND_RUN i + 7 for the thread's
+     * run i, their k summed, the runs before's sums added through the row's 16 lanes, then
+     * the outputs at strip columns c - R for c from 2R: the running sum of k up to c is
+     * the window's box less the guard's for that output. */
+    const int j = t / BAND_RUNS, first = BAND_RUN * (t % BAND_RUNS);
     const int64_t py = y + j;
-    if (py < y_end && first < end) {
-      S window[2], guard[2];
-      int window_n = 0, guard_n = 0;
+    const S *const k_row[BAND_SUMS] = {memory->k[BAND_V][j], memory->k[BAND_V2][j]};
+    const int *const count_row = memory->counts[j];
+    S before[BAND_SUMS];
+    int count_before = 0;
+    PLM_UNROLLED
+    for (int q = 0; q < BAND_SUMS; q++) {
+      S total = 0;
       PLM_UNROLLED
-      for (int q = 0; q < 2; q++) {
-        window[q] =
-            band_columns_sum<Shift>(memory->columns[BAND_WINDOW_V + q][j], first - R, first + R);
-        guard[q] =
-            band_columns_sum<Shift>(memory->columns[BAND_GUARD_V + q][j], first - G, first + G);
-      }
-      if (counted) {
-        window_n = band_columns_sum<Shift>(memory->counts[0][j], first - R, first + R);
-        guard_n = band_columns_sum<Shift>(memory->counts[1][j], first - G, first + G);
-      }
-      for (int a = first; a < end; a++) {
+      for (int m = 0; m < BAND_RUN; m++) total += k_row[q][band_sum_place(first + m)];
+      before[q] = band_runs_sum(warp, total) - total;
+    }
+    if (counted) {
+      int total = 0;
+      PLM_UNROLLED
+      for (int m = 0; m < BAND_RUN; m++) total += count_row[band_sum_place(first + m)];
+      count_before = band_runs_sum(warp, total) - total;
+    }
+    if (py < y_end) {
+      PLM_ROLLED
+      for (int m = 0; m < BAND_RUN; m++) {
+        const int at_k = band_sum_place(first + m);
+        PLM_UNROLLED
+        for (int q = 0; q < BAND_SUMS; q++) before[q] += k_row[q][at_k];
+        if (counted) count_before += count_row[at_k];
+        const int c = first + m, a = c - R;
         const int64_t px = x0 - R + a;
-        if (px >= args.width) break;
-        if (a > first) {
-          PLM_UNROLLED
-          for (int q = 0; q < 2; q++) {
-            band_slide<Shift>(&window[q], memory->columns[BAND_WINDOW_V + q][j], a + R, a - R - 1);
-            band_slide<Shift>(&guard[q], memory->columns[BAND_GUARD_V + q][j], a + G, a - G - 1);
-          }
-          if (counted) {
-            band_slide<Shift>(&window_n, memory->counts[0][j], a + R, a - R - 1);
-            band_slide<Shift>(&guard_n, memory->counts[1][j], a + G, a - G - 1);
-          }
-        }
-        const S s1 = window[0] - guard[0], s2 = window[1] - guard[1];
+        if (c < 2 * R || px >= args.width) continue;
         int64_t n;
         if (counted) {
-          n = window_n - guard_n;
+          n = count_before;
         } else {
           n = plm__cfar_area(plm__cfar_square(py, px, args.window, args.height, args.width)) -
               plm__cfar_area(plm__cfar_square(py, px, args.guard, args.height, args.width));
         }
-        double d, m;
+        double d, moment;
         cfar_moments(args, ring, level,
                      band_wrap(oldest + j + R + 1, length) * BAND_RING_PITCH + band_place(a), (S)n,
-                     s1, s2, &d, &m);
-        const int at = band_stage_place(j, a - R, stage_pitch, out_bytes);
+                     before[BAND_V], before[BAND_V2], &d, &moment);
+        const int at = band_stage_place(j, c, out_bytes);
         if (held)
-          stage[at] = plm__cfar_held_mask(&args, py, px, d, m);
+          stage[at] = plm__cfar_held_mask(&args, py, px, d, moment);
         else
-          plm__cfar_write(&args, stage, at, d, m); /* z or the mask, as out_bytes says */
+          plm__cfar_write(&args, stage, at, d, moment); /* z or the mask, as out_bytes says */
       }
     }
     block.sync();
 
-    /* Out: the stage's rows to the frame, consecutive threads at consecutive pixels (the
-     * next batch's first barrier comes before its across phase writes the stage again). */
+    /* Out: the stage's rows to the frame, consecutive threads at consecutive columns from
+     * a multiple of 32 (the last barrier ended every read of the ring slots the next
+     * batch's entering rows take; the next batch's first barrier comes before its across
+     * phase writes the stage again). */
     PLM_UNROLLED
     for (int r = 0; r < BAND_BATCH && y + r < y_end; r++) {
-      for (int o = t; o < outputs && x0 + o < args.width; o += BAND_THREADS) {
-        const int at = band_stage_place(r, o, stage_pitch, out_bytes);
-        const int64_t i = (y + r) * args.width + x0 + o;
+      for (int c = t; c < BAND_COLUMNS; c += BAND_THREADS) {
+        const int64_t px = x0 + c - 2 * R;
+        if (c < 2 * R || px >= args.width) continue;
+        const int at = band_stage_place(r, c, out_bytes);
+        const int64_t i = (y + r) * args.width + px;
         if (out_bytes == 4)
           ((float *)frame_out)[i] = ((const float *)stage)[at];
         else
           ((uint8_t *)frame_out)[i] = stage[at];
       }
+    }
+    PLM_UNROLLED
+    for (int j2 = 0; j2 < BAND_BATCH; j2++) {
+      PLM_UNROLLED
+      for (int k = 0; k < K; k++) entering[k][j2] = ahead[k][j2];
     }
     oldest = band_wrap(oldest + BAND_BATCH, length);
   }
@@ -501,15 +542,16 @@ PLM_HD void cfar_band(const Block &block, const plm__cfar_args &args, const T *f
  * launch's grid has a row of blocks for each frame, at most 65535 rows, so that one launch
  * fills the GPU with a stack of small frames, where a launch a frame put out a few blocks
  * each). */
-template <typename T, typename S, int Shift, class Block>
-PLM_HD void cfar_frame_bands(const Block &block, const plm__cfar_args &args, int64_t f,
-                             int64_t first, int64_t step, int rows, band_memory<S, Shift> *memory) {
+template <typename T, typename S, class Block, class Warp>
+PLM_HD void cfar_frame_bands(const Block &block, const Warp &warp, const plm__cfar_args &args,
+                             int64_t f, int64_t first, int64_t step, int rows,
+                             band_memory<S> *memory) {
   const void *frame_in = plm__cfar_frame_in(&args, f);
   void *frame_out = plm__cfar_frame_out(&args, f);
   const double level = plm__cfar_level(frame_in, args.dtype);
   const int64_t blocks = band_blocks(args, rows);
   for (int64_t b = first; b < blocks; b += step)
-    cfar_band<T, S, Shift>(block, args, (const T *)frame_in, frame_out, level, b, rows, memory);
+    cfar_band<T, S>(block, warp, args, (const T *)frame_in, frame_out, level, b, rows, memory);
 }
 
 #endif /* PLUME_KERNELS_CUDA_CFAR_BANDS_H */
