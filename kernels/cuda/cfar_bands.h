@@ -5,61 +5,71 @@
  *
  * A pixel's reference sums (plume/cfar.h) are its window's box less its guard's, of v, v^2
  * and, for f32, 1 when finite (kernels/common/cfar.h). A box is separable: its sum is the
- * sum over its columns of each column's sum over its rows. A block of BAND_THREADS (64)
- * takes a strip of BAND_COLUMNS (128) columns of a band of rows, BAND_PER_THREAD (2) side by
- * side a thread:
- *   down    thread t owns strip columns 2t and 2t + 1 (image columns x0 - R + 2t + k, R =
- *           window / 2, x0 the strip's first output column) and keeps in registers each
- *           column's sums over the rows of the window and of the guard (G = guard / 2) of
- *           the row it is at, moving down a row at a time: a row enters each sum and one
- *           leaves. A thread loads its columns' rows once each, BAND_BATCH ahead (that many
- *           loads in flight a column), and keeps the last window + BAND_BATCH of them in a
- *           ring in shared memory, where the rows leaving are read again (its own columns
- *           only) and where the across phase reads each pixel's own value (any column: so
- *           a batch's rows enter the ring after the barrier that ends the last batch's
- *           reads).
- *   across  each row's four column sums (window and guard; v and v^2) go to shared memory,
- *           and a thread takes a run of BAND_RUN (8) of a batch row's outputs (the block's
- *           64 threads: BAND_BATCH rows of BAND_RUNS runs), summing its first pixel's window
- *           and guard over their columns and sliding them along the run, a column entering
- *           and one leaving each: no shuffles, no running sums across the warp. Column c of
- *           a row sits at band_sum_place<Shift>(c), one word of padding each 16 columns
- *           (each 4 past window 57), so that a warp's lanes storing one of their two
- *           columns, or reading the same column of their runs (8 apart, in two rows),
- *           spread over the banks: 2 wavefronts for 32 8-byte sums, the least. Each output
- *           goes to a stage in shared memory.
+ * sum over its columns of each column's sum over its rows. With w(c) and g(c) column c's
+ * sums over the rows of the window and of the guard (R = window / 2, G = guard / 2), the
+ * reference sum of the pixel at column a is the sum over columns up to a + R of
+ *   k(c) = w(c) - w(c - 2R - 1) - g(c - R + G) + g(c - R - G - 1)
+ * (a column left of the strip adds nothing): the w terms leave the window's 2R + 1
+ * columns, the g terms the guard's 2G + 1. So one quantity a column (of v and of v^2)
+ * carries what four column sums did. A block of BAND_THREADS (64) takes a strip of
+ * BAND_COLUMNS (128) columns of a band of rows, BAND_PER_THREAD (2) side by side a thread:
+ *   down    thread t owns strip columns 2t and 2t + 1 (image columns x0 - R + 2t + k, x0
+ *           the strip's first output column) and keeps their k in registers, moving down a
+ *           row at a time: its own column's entering and leaving cells, and the entering
+ *           and leaving cells of the three other columns, eight cells a row, read from a
+ *           ring in shared memory of each column's last window + BAND_BATCH rows. A
+ *           thread loads its columns' rows once each, a batch of BAND_BATCH rows while
+ *           the batch before runs, and stores them to the ring at the top of the next
+ *           (after the barrier that ends the last reads of their slots); a barrier, and
+ *           every column's cells are there. A band's first k are summed from its first
+ *           window's rows.
+ *   across  each batch row's k go to shared memory (column c at band_sum_place(c), a word
+ *           of padding each 16 columns); a thread takes BAND_RUN (8) consecutive columns
+ *           of a batch row (the block's 64 threads: BAND_BATCH rows of BAND_RUNS runs),
+ *           sums their k, adds the totals of the runs to its left through its row's 16
+ *           lanes (four shuffle steps a quantity), then walks its columns keeping the
+ *           running sum of k, which at column c is the reference sum of the output at
+ *           column c - R (for c from 2R). The pixel's own value comes from the ring; each
+ *           output goes to a stage in shared memory.
  *   out     after a barrier, the block writes the stage's rows to the frame, consecutive
  *           threads at consecutive pixels (a run's lanes, 8 pixels apart, would store a
  *           request's 32 outputs to 8 sectors, or 32 for z).
  * The 2R columns at a strip's sides only feed their neighbours: a strip puts out
  * BAND_COLUMNS - 2R columns (114 of 128 at window 15, 84 at 45, 66 at 63, 32 at 97), and
  * the ring grows with the window: past the 48 KiB a block has without asking (f32 from
- * window 47 to z, 49 to a mask; u16 from 83 and 87) the launch opts in to more
- * (band_shared_bytes, at most kBandSharedMost). Windows past 97 take summed-area tables of
- * the frame (kernels/cuda/cfar.cu): a strip would put out fewer than a quarter of its
- * columns, and the tables' passes, whose cost does not grow with the window, come near the
- * bands' by the emulated estimate (kernels/cuda/cfar.cu, "The bands' cost").
+ * window 67 to z, 69 to a mask; u8 and u16 never) the launch opts in to more
+ * (band_shared_bytes, at most kBandSharedMost). Windows past 97 take summed-area tables of the
+ * frame (kernels/cuda/cfar.cu): a strip would put out fewer than a quarter of its columns. Until
+ * 2026-12-07 each column kept its four sums (window and guard, v and v^2) and a thread slid a run
+ * of 8 outputs along them, 12 loads of 8 bytes a pixel and a run's first window and guard, 20
+ * columns, again; the cost of both is in kernels/cuda/cfar.cu
+ * ("The bands' cost").
  *
  * f32 counts its finite cells only in a band where a pixel loaded so far is not finite (a
- * flag in shared memory, read after the barrier that follows the loads), else takes the
- * boxes' areas, the same integers; a cell outside the frame is a NaN in the ring, which
- * adds nothing to any sum and is counted by nobody (plm__cfar_cell_f32), and 0 for u8 and
- * u16. Integer sums are exact in any order, so u8 and u16 have the CPU's bits: uint64_t for
- * u16, uint32_t for u8, whose boxes' sums stay below 2^32 (97^2 x 255^2 < 2^30), so their
- * differences are exact modulo 2^32 and the column sums move half the bytes. f32's doubles
- * are added and taken away as the rows pass, not read from a table of the frame: on the
- * tests' frames z agrees with the CPU's within 1e-9 x max(1, |z|), as the tables' did. Their
+ * flag in shared memory, read after the barrier that follows the ring's stores), else
+ * takes the boxes' areas, the same integers; a cell outside the frame is a NaN in the
+ * ring, which adds nothing to any sum and is counted by nobody (plm__cfar_cell_f32), and 0
+ * for u8 and u16. Integer sums are exact in any order, so u8 and u16 have the CPU's bits:
+ * uint64_t for u16, uint32_t for u8, whose boxes' sums stay below 2^32 (97^2 x 255^2 <
+ * 2^30), so that k and its running sums, exact modulo 2^32, end at the exact reference
+ * sums. f32's doubles are added and taken away as the rows pass, not read from a table of
+ * the frame: on the tests' frames z agrees with the CPU's within 1e-9 x max(1, |z|). Their
  * rounding is relative to the sums they pass through: a pixel far larger than its
- * neighbours leaves its rounding in its column's sums for the rest of the band (up to
- * 64 + R rows) and in the sums that slide over it along a run (at most BAND_RUN outputs),
- * about as far as the tiles' span tables left it, and far less than the CPU's tables of
- * the whole frame, whose
- * entries carry every pixel above and to the left (a review measured, against long double,
- * 790, 351 and 6,321 wrong z-scores at 1e-3 around one pixel of 1e8 among values 1 +- 1e-3,
- * outside its window). Products are rounded one by one (plm__cfar_mul), so nvcc contracts
- * nothing the CPU does not. */
+ * neighbours leaves its rounding in the k of the four columns it passed through for the
+ * rest of the band (up to 64 + R rows), and the running sums across carry it to the
+ * strip's right edge (up to 114 outputs a row), where the four column sums kept it to
+ * the 2R + 1 columns whose windows hold it. Around one pixel of 1e6 to 1e8 among values
+ * 1 +- 1e-3 (200 x 300, window 15, guard 5; 2026-12-07, a throwaway program against long
+ * double) 2,664 of the 60,000 z-scores were wrong at 1e-3 (the four sums: 382; the CPU's
+ * tables of the whole frame, whose entries carry every pixel above and to the left:
+ * 16,591); at 1e4, none. Products are rounded one by one (plm__cfar_mul), so nvcc
+ * contracts nothing the CPU does not. */
 #ifndef PLUME_KERNELS_CUDA_CFAR_BANDS_H
 #define PLUME_KERNELS_CUDA_CFAR_BANDS_H
+
+#include <type_traits>
+
+#include <vector_types.h>
 
 #include "kernels/common/cfar.h"
 #include "kernels/common/plm_hd.h"
@@ -139,10 +149,10 @@ static PLM_HD inline int band_stage_place(int j, int c, int output_bytes) {
  * flag of such a pixel; then, right after the struct, the ring of each column's last
  * window + BAND_BATCH rows (rows y - R - 1 .. y + BAND_BATCH - 1 + R; slot i of column c
  * at i * BAND_RING_PITCH + band_place(c), of the frame's element type), and the stage
- * (band_stage_pitch) at the next multiple of 4 bytes: band_shared_bytes in all, 21.3 KiB
- * for f32 to a mask at window 15 (22.8 to z), 65.5 KiB to z at 97, past the 48 KiB a block
- * has without opting in (plm__cuda_opt_in_shared, kernels/cuda/launch.h) from window 61
- * to z. */
+ * (band_stage_pitch) at the next multiple of 4 bytes: band_shared_bytes in all, 20.8 KiB
+ * for f32 to a mask at window 15 (22.3 to z; 31.4 and 32.9 with the four column sums
+ * before 2026-12-07), 46.7 KiB to z at 63, 63.9 at 97, past the 48 KiB a block has without
+ * opting in (plm__cuda_opt_in_shared, kernels/cuda/launch.h) from window 67 to z. */
 template <typename S>
 struct band_memory {
   S k[BAND_SUMS][BAND_BATCH][BAND_SUM_PITCH];
@@ -160,8 +170,7 @@ static PLM_HD constexpr size_t band_shared_bytes(int window, int element_bytes, 
 /* The shared memory a block may take: 48 KiB without asking, past it an opt-in
  * (cudaFuncAttributeMaxDynamicSharedMemorySize) up to what every architecture of plume's
  * default build (sm_80 and later) allows: 99 KiB on sm_86 and sm_89, which run the sm_80
- * code. A build for sm_75 (64 KiB) would fail f32's windows past 93 to z
- * (docs/building.md). */
+ * code. The largest, f32 to z at window 97, takes 63.9 KiB: within sm_75's 64 KiB too. */
 constexpr size_t kBandSharedMost = 99 * 1024;
 static_assert(band_shared_bytes<double>(BAND_WINDOW_MOST, 4, 4) <= kBandSharedMost,
               "the largest window's shared memory fits every architecture's opt-in");
@@ -177,10 +186,18 @@ static PLM_HD inline bool in_bands(const plm__cfar_args &args) {
   return args.window <= BAND_WINDOW_MOST;
 }
 
+/* Strip s's first output column is s band_outputs - band_shift: one to the left when R is
+ * odd, so that every strip's first column (x0 - R) is even and a thread's two columns
+ * (x0 - R + 2t, + 1) are one aligned pair (band_load_pair). */
+static PLM_HD constexpr int band_shift(int window) {
+  return window / 2 % 2;
+}
+
 /* The strips of a frame, and the (strip, band) pairs of a frame cut into bands of `rows`
  * rows (a launch takes them for every frame of the stack: cfar_frame_bands). */
 static PLM_HD inline int64_t band_strips(const plm__cfar_args &args) {
-  return (args.width + band_outputs(args.window) - 1) / band_outputs(args.window);
+  return (args.width + band_shift(args.window) + band_outputs(args.window) - 1) /
+         band_outputs(args.window);
 }
 static PLM_HD inline int64_t band_blocks(const plm__cfar_args &args, int rows) {
   return band_strips(args) * ((args.height + rows - 1) / rows);
@@ -208,7 +225,7 @@ static PLM_HD inline void band_cell(uint8_t v, double, uint32_t *s, uint32_t *q,
 }
 static PLM_HD inline void band_cell(uint16_t v, double, uint64_t *s, uint64_t *q, int *n) {
   *s = v;
-  *q = (uint64_t)v * v;
+  *q = (uint32_t)v * v; /* below 2^32: a 32-bit product */
   *n = 1;
 }
 static PLM_HD inline void band_cell(float v, double level, double *s, double *q, int *n) {
@@ -240,6 +257,56 @@ static PLM_HD inline T band_load(const plm__cfar_args &args, const T *frame, int
   return v;
 }
 
+/* A thread's two cells of a row, columns column and column + 1 (column even): one load of
+ * both, a CUDA vector of two (band_pair_of), where they are inside the frame and their
+ * address is a multiple of the vector's size (every row when the frame's width is even:
+ * a warp's request then touches the sectors of its 64 columns once, where a load a column
+ * touched each twice), else band_load each. The vector moves through __ldcg, so that the
+ * emulator too sees one access of its width (kernels/cuda/map.h's quads do the same). */
+template <typename T>
+struct band_pair_of;
+template <>
+struct band_pair_of<uint8_t> {
+  using type = uchar2;
+};
+template <>
+struct band_pair_of<uint16_t> {
+  using type = ushort2;
+};
+template <>
+struct band_pair_of<float> {
+  using type = float2;
+};
+static_assert(BAND_PER_THREAD == 2, "a thread's columns are one pair");
+template <typename T>
+using band_pair = typename band_pair_of<T>::type;
+template <typename T>
+static PLM_HD inline band_pair<T> band_load_pair(const plm__cfar_args &args, const T *frame,
+                                                 int64_t row, int64_t column, int *non_finite) {
+  const T *const at = frame + row * args.width + column;
+  band_pair<T> pair;
+  if (row >= 0 && row < args.height && column >= 0 && column + 1 < args.width &&
+      (uintptr_t)at % sizeof(pair) == 0) {
+#ifdef __CUDACC__
+    pair = __ldcg((const band_pair<T> *)at);
+#else
+    pair = *(const band_pair<T> *)at; /* tests/test_cfar_cuda_logic.cpp, on the host */
+#endif
+    if (sizeof(T) == 4 && !(plm__cfar_finite((float)pair.x) && plm__cfar_finite((float)pair.y)))
+      *(volatile int *)non_finite = 1;
+    return pair;
+  }
+  pair.x = band_load(args, frame, row, column, non_finite);
+  pair.y = band_load(args, frame, row, column + 1, non_finite);
+  return pair;
+}
+
+/* Element k (0 or 1) of a pair. */
+template <typename P>
+static PLM_HD inline auto band_pair_cell(const P &pair, int k) -> decltype(pair.x) {
+  return k == 0 ? pair.x : pair.y;
+}
+
 /* A cell added to (sign 1) or taken from (sign -1) a column's k and its count. */
 template <typename T, typename S>
 static PLM_HD inline void band_add(S k[BAND_SUMS], int *count, T cell, double level, int sign) {
@@ -255,6 +322,14 @@ static PLM_HD inline void band_add(S k[BAND_SUMS], int *count, T cell, double le
     k[BAND_V2] -= q;
     *count -= n;
   }
+}
+
+/* The cells of [p - half, p + half] inside [0, size): a box's side, clipped to the frame
+ * as plm__cfar_square clips it. */
+static PLM_HD inline int band_extent(int64_t p, int half, int64_t size) {
+  const int64_t first = p - half < 0 ? 0 : p - half,
+                end = p + half + 1 > size ? size : p + half + 1;
+  return (int)(end - first);
 }
 
 /* A ring slot, i < 2 * length. */
@@ -306,6 +381,16 @@ static PLM_HD inline void band_k_fill(S k[BAND_SUMS], int *count, const T *ring,
     band_add(k, count, ring[slot * BAND_RING_PITCH + place], level, sign);
 }
 
+/* Whether the across phase keeps a run's BAND_RUN k of each quantity in registers from
+ * its first pass (their totals) to its second (the outputs), or reads them again: kept
+ * for f32's doubles and u8's 32-bit sums (two wavefronts fewer a column: 14.27 us where
+ * 16.53 at 2048^2 f32 by the emulated estimate), read again for u16's 64-bit integer sums,
+ * whose registers would spill for sm_80 under the kernel's 168. */
+template <typename S>
+static PLM_HD constexpr bool band_keeps_run() {
+  return sizeof(S) == 4 || std::is_floating_point<S>::value;
+}
+
 /* The running sum over the 16 lanes of a batch row (half a warp: lanes 0-15 or 16-31) of
  * each lane's v, inclusive (every lane of the warp calls it). */
 template <typename V, class Warp>
@@ -350,7 +435,7 @@ PLM_HD void cfar_band(const Block &block, const Warp &warp, const plm__cfar_args
   enum { K = BAND_PER_THREAD };
   const int R = args.window / 2, G = args.guard / 2, length = args.window + BAND_BATCH;
   const int64_t strips = band_strips(args);
-  const int64_t x0 = (band_block % strips) * band_outputs(args.window);
+  const int64_t x0 = (band_block % strips) * band_outputs(args.window) - band_shift(args.window);
   const int64_t y0 = (band_block / strips) * rows;
   const int64_t y_end = y0 + rows < args.height ? y0 + rows : args.height;
   const int t = block.thread();
@@ -359,62 +444,59 @@ PLM_HD void cfar_band(const Block &block, const Warp &warp, const plm__cfar_args
   const int out_bytes = band_output_bytes(args);
   unsigned char *const stage =
       (unsigned char *)(memory + 1) + band_ring_bytes(args.window, sizeof(T));
-  /* The thread's columns: K t + k of the strip, column[k] of the frame, at at[k].own in a
+  /* The thread's columns: K t + k of the strip, column + k of the frame, at at[k].own in a
    * ring row, beside the places of the cells that move their k. */
-  int64_t column[K];
+  const int64_t column = x0 - R + K * t;
   band_k_places at[K];
   PLM_UNROLLED
-  for (int k = 0; k < K; k++) {
-    column[k] = x0 - R + K * t + k;
-    at[k] = band_k_of(K * t + k, R, G);
-  }
+  for (int k = 0; k < K; k++) at[k] = band_k_of(K * t + k, R, G);
   if (t == 0) memory->non_finite = 0;
   block.sync();
 
   /* Rows y0 - R - 1 .. y0 + R - 1 into ring slots 0 .. 2R; then each column's k at row
    * y0 - 1 from them: its window (slots 0 .. 2R) and the other three columns' boxes
    * (the guard's rows: slots R - G .. R + G). */
-  S k_sums[K][BAND_SUMS] = {};
   int k_counts[K] = {};
-  for (int r = 0; r <= 2 * R; r += BAND_BATCH) {
-    T values[K][BAND_BATCH];
-    PLM_UNROLLED
-    for (int j = 0; j < BAND_BATCH; j++) {
+  {
+    S k_sums[K][BAND_SUMS] = {};
+    for (int r = 0; r <= 2 * R; r += BAND_BATCH) {
+      band_pair<T> values[BAND_BATCH];
       PLM_UNROLLED
-      for (int k = 0; k < K; k++)
+      for (int j = 0; j < BAND_BATCH; j++)
         if (r + j <= 2 * R)
-          values[k][j] =
-              band_load(args, frame_in, y0 - R - 1 + r + j, column[k], &memory->non_finite);
-    }
-    PLM_UNROLLED
-    for (int j = 0; j < BAND_BATCH; j++) {
-      if (r + j > 2 * R) continue;
+          values[j] =
+              band_load_pair(args, frame_in, y0 - R - 1 + r + j, column, &memory->non_finite);
       PLM_UNROLLED
-      for (int k = 0; k < K; k++) {
-        ring[(r + j) * BAND_RING_PITCH + at[k].own] = values[k][j];
-        band_add(k_sums[k], &k_counts[k], values[k][j], level, 1);
+      for (int j = 0; j < BAND_BATCH; j++) {
+        if (r + j > 2 * R) continue;
+        PLM_UNROLLED
+        for (int k = 0; k < K; k++) {
+          const T cell = band_pair_cell(values[j], k);
+          ring[(r + j) * BAND_RING_PITCH + at[k].own] = cell;
+          band_add(k_sums[k], &k_counts[k], cell, level, 1);
+        }
       }
     }
-  }
-  block.sync(); /* the ring's first rows are in */
-  PLM_UNROLLED
-  for (int k = 0; k < K; k++) {
-    if (at[k].window_out >= 0)
-      band_k_fill(k_sums[k], &k_counts[k], ring, at[k].window_out, 0, 2 * R, level, -1);
-    if (at[k].guard_out >= 0)
-      band_k_fill(k_sums[k], &k_counts[k], ring, at[k].guard_out, R - G, R + G, level, -1);
-    if (at[k].guard_in >= 0)
-      band_k_fill(k_sums[k], &k_counts[k], ring, at[k].guard_in, R - G, R + G, level, 1);
+    block.sync(); /* the ring's first rows are in */
+    PLM_UNROLLED
+    for (int k = 0; k < K; k++) {
+      if (at[k].window_out >= 0)
+        band_k_fill(k_sums[k], &k_counts[k], ring, at[k].window_out, 0, 2 * R, level, -1);
+      if (at[k].guard_out >= 0)
+        band_k_fill(k_sums[k], &k_counts[k], ring, at[k].guard_out, R - G, R + G, level, -1);
+      if (at[k].guard_in >= 0)
+        band_k_fill(k_sums[k], &k_counts[k], ring, at[k].guard_in, R - G, R + G, level, 1);
+      PLM_UNROLLED
+      for (int q = 0; q < BAND_SUMS; q++)
+        memory->k[q][BAND_BATCH - 1][band_sum_place(K * t + k)] = k_sums[k][q];
+    }
   }
 
   /* Each batch's entering rows are loaded a batch ahead, while the batch before runs. */
-  T entering[K][BAND_BATCH]; /* rows y + R .. y + R + BAND_BATCH - 1 */
+  band_pair<T> entering[BAND_BATCH]; /* rows y + R .. y + R + BAND_BATCH - 1 */
   PLM_UNROLLED
-  for (int j = 0; j < BAND_BATCH; j++) {
-    PLM_UNROLLED
-    for (int k = 0; k < K; k++)
-      entering[k][j] = band_load(args, frame_in, y0 + R + j, column[k], &memory->non_finite);
-  }
+  for (int j = 0; j < BAND_BATCH; j++)
+    entering[j] = band_load_pair(args, frame_in, y0 + R + j, column, &memory->non_finite);
   int oldest = 0; /* the ring slot of row y - R - 1, y the batch's first row */
   for (int64_t y = y0; y < y_end; y += BAND_BATCH) {
     /* The batch's entering rows into the ring (their slots were last read by the batch
@@ -425,23 +507,29 @@ PLM_HD void cfar_band(const Block &block, const Warp &warp, const plm__cfar_args
       PLM_UNROLLED
       for (int k = 0; k < K; k++)
         ring[band_wrap(oldest + 2 * R + 1 + j, length) * BAND_RING_PITCH + at[k].own] =
-            entering[k][j];
+            band_pair_cell(entering[j], k);
     }
-    T ahead[K][BAND_BATCH];
+    band_pair<T> ahead[BAND_BATCH] = {};
     const bool more = y + BAND_BATCH < y_end;
     PLM_UNROLLED
-    for (int j = 0; j < BAND_BATCH; j++) {
-      PLM_UNROLLED
-      for (int k = 0; k < K; k++)
-        ahead[k][j] =
-            more ? band_load(args, frame_in, y + BAND_BATCH + R + j, column[k], &memory->non_finite)
-                 : band_outside<T>();
-    }
+    for (int j = 0; j < BAND_BATCH; j++)
+      if (more)
+        ahead[j] =
+            band_load_pair(args, frame_in, y + BAND_BATCH + R + j, column, &memory->non_finite);
     block.sync(); /* the entering rows are in; the flag holds every load so far */
     const bool counted = sizeof(T) == 4 && *(volatile int *)&memory->non_finite != 0;
 
     /* Down: row y + j's k of each of the thread's columns, into shared memory for the
-     * across phase (the rows kept rolled: their cells all come from the ring). */
+     * across phase (the rows kept rolled: their cells all come from the ring). Between
+     * batches a column's k lives in shared memory, in its last row, which its thread
+     * reads back here: its registers are free for the across phase's. */
+    S k_sums[K][BAND_SUMS];
+    PLM_UNROLLED
+    for (int k = 0; k < K; k++) {
+      PLM_UNROLLED
+      for (int q = 0; q < BAND_SUMS; q++)
+        k_sums[k][q] = memory->k[q][BAND_BATCH - 1][band_sum_place(K * t + k)];
+    }
     PLM_ROLLED
     for (int j = 0; j < BAND_BATCH; j++) {
       const T *const in = ring + band_wrap(oldest + 2 * R + 1 + j, length) * BAND_RING_PITCH;
@@ -465,40 +553,47 @@ PLM_HD void cfar_band(const Block &block, const Warp &warp, const plm__cfar_args
      * the window's box less the guard's for that output. */
     const int j = t / BAND_RUNS, first = BAND_RUN * (t % BAND_RUNS);
     const int64_t py = y + j;
-    const S *const k_row[BAND_SUMS] = {memory->k[BAND_V][j], memory->k[BAND_V2][j]};
-    const int *const count_row = memory->counts[j];
-    S before[BAND_SUMS];
-    int count_before = 0;
+    const bool keep = band_keeps_run<S>();
+    S k_run[BAND_SUMS][BAND_RUN], before[BAND_SUMS];
+    int count_before = 0; /* the counts, rare, are read again rather than kept */
     PLM_UNROLLED
     for (int q = 0; q < BAND_SUMS; q++) {
       S total = 0;
       PLM_UNROLLED
-      for (int m = 0; m < BAND_RUN; m++) total += k_row[q][band_sum_place(first + m)];
+      for (int m = 0; m < BAND_RUN; m++) {
+        k_run[q][m] = memory->k[q][j][band_sum_place(first + m)];
+        total += k_run[q][m];
+      }
       before[q] = band_runs_sum(warp, total) - total;
     }
     if (counted) {
       int total = 0;
       PLM_UNROLLED
-      for (int m = 0; m < BAND_RUN; m++) total += count_row[band_sum_place(first + m)];
+      for (int m = 0; m < BAND_RUN; m++) total += memory->counts[j][band_sum_place(first + m)];
       count_before = band_runs_sum(warp, total) - total;
     }
     if (py < y_end) {
+      /* the boxes' rows inside the frame, for their areas (plm__cfar_square's clipping) */
+      const int window_rows = band_extent(py, R, args.height),
+                guard_rows = band_extent(py, G, args.height);
       PLM_ROLLED
       for (int m = 0; m < BAND_RUN; m++) {
-        const int at_k = band_sum_place(first + m);
+        /* the run's next column's k from the front of k_run, the rest moved up: a loop
+         * kept rolled (the moments' code once) whose registers are indexed as constants;
+         * or from shared memory again (band_keeps_run) */
         PLM_UNROLLED
-        for (int q = 0; q < BAND_SUMS; q++) before[q] += k_row[q][at_k];
-        if (counted) count_before += count_row[at_k];
+        for (int q = 0; q < BAND_SUMS; q++) {
+          before[q] += keep ? k_run[q][0] : memory->k[q][j][band_sum_place(first + m)];
+          PLM_UNROLLED
+          for (int i = 0; i + 1 < BAND_RUN; i++) k_run[q][i] = k_run[q][i + 1];
+        }
+        if (counted) count_before += memory->counts[j][band_sum_place(first + m)];
         const int c = first + m, a = c - R;
         const int64_t px = x0 - R + a;
-        if (c < 2 * R || px >= args.width) continue;
-        int64_t n;
-        if (counted) {
-          n = count_before;
-        } else {
-          n = plm__cfar_area(plm__cfar_square(py, px, args.window, args.height, args.width)) -
-              plm__cfar_area(plm__cfar_square(py, px, args.guard, args.height, args.width));
-        }
+        if (c < 2 * R || px < 0 || px >= args.width) continue;
+        const int n = counted ? count_before
+                              : window_rows * band_extent(px, R, args.width) -
+                                    guard_rows * band_extent(px, G, args.width);
         double d, moment;
         cfar_moments(args, ring, level,
                      band_wrap(oldest + j + R + 1, length) * BAND_RING_PITCH + band_place(a), (S)n,
@@ -520,7 +615,7 @@ PLM_HD void cfar_band(const Block &block, const Warp &warp, const plm__cfar_args
     for (int r = 0; r < BAND_BATCH && y + r < y_end; r++) {
       for (int c = t; c < BAND_COLUMNS; c += BAND_THREADS) {
         const int64_t px = x0 + c - 2 * R;
-        if (c < 2 * R || px >= args.width) continue;
+        if (c < 2 * R || px < 0 || px >= args.width) continue;
         const int at = band_stage_place(r, c, out_bytes);
         const int64_t i = (y + r) * args.width + px;
         if (out_bytes == 4)
@@ -530,10 +625,7 @@ PLM_HD void cfar_band(const Block &block, const Warp &warp, const plm__cfar_args
       }
     }
     PLM_UNROLLED
-    for (int j2 = 0; j2 < BAND_BATCH; j2++) {
-      PLM_UNROLLED
-      for (int k = 0; k < K; k++) entering[k][j2] = ahead[k][j2];
-    }
+    for (int j = 0; j < BAND_BATCH; j++) entering[j] = ahead[j];
     oldest = band_wrap(oldest + BAND_BATCH, length);
   }
 }
