@@ -18,9 +18,10 @@
  * leave out (a third table counts the finite cells); the mask also with a hold, as the
  * launcher's two passes make it (the first at min(k, hold_k), then plm__cfar_hold_pixel).
  * Then the bands (cfar_band, kernels/cuda/cfar_bands.h: the one pass for windows up to 97,
- * column sums moving down the rows, runs of a row's outputs sliding along them) against the
- * CPU kernel, mask, z and the mask with a hold, on frames around a strip's width and a
- * band's height, and their edge cases (check_band_edges: every window, a block's bands in turn,
+ * each column's k moving down the rows, the running sums of k along each row the pixels'
+ * reference sums) against the CPU kernel, mask, z and the mask with a hold, on frames
+ * around a strip's width (odd widths too, whose rows alternate between a thread's pair of
+ * cells loaded as one and as two) and a band's height, and their edge cases (check_band_edges: every window, a block's bands in turn,
  * f32's counts switched on mid-band, integer sums at their largest, stacks of frames in one
  * launch). Last, how many frames the tables' launches take at once (frames_at_once), that
  * the scratch the op asks for ends with the last of their tables (scratch_bytes,

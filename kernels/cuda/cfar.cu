@@ -1,11 +1,11 @@
 /* kernels/cuda/cfar.cu: cell-averaging CFAR on the GPU. Windows up to 97 (BAND_WINDOW_MOST;
  * the default is 15) take one kernel for a whole stack of frames and no scratch:
  *   band            a block of 64 threads per strip of 128 columns of a band of rows, two
- *                   columns a thread: each column's sums over the window's and the guard's
- *                   rows kept in registers as the rows pass, then a thread a run of 8
- *                   outputs of a row, sliding its pixels' sums along the row's column sums
- *                   in shared memory; with a hold, each pixel's mask decided in the same pass
- *                   (kernels/cuda/cfar_bands.h, whose essay has the design).
+ *                   columns a thread: each column's k (its window sum less three other
+ *                   columns' box sums) kept in registers as the rows pass, then a thread
+ *                   a run of 8 columns of a row, the running sum of k along the row being
+ *                   each pixel's reference sums; with a hold, each pixel's mask decided in
+ *                   the same pass (kernels/cuda/cfar_bands.h, whose essay has the design).
  * Larger windows, whose strips would put out few columns, take summed-area tables of
  * whole frames in the scratch, several frames at once (frames_at_once: as many as 24 MiB
  * of tables hold, at least one), five kernels for them (a hold, six), each grid a row of
@@ -63,89 +63,72 @@
  *
  * The bands' cost. They read the frame and write the output, nothing else: their floor is
  * the op's input and output alone, 5 bytes a pixel for f32 to a mask (1.3 MB, 0.39 us at
- * 512^2; 84 MB, 25 us at 4096^2 on an H100). Their bound is the shared-memory pipe's. A
- * warp's row (64 columns, two a lane) stores the ring's entering row and loads the three
- * leaving or entering the guard (8 wavefronts: 4-byte elements or fewer, two columns) and
- * stores the four column sums (16: 8-byte sums take 2 wavefronts). Across, a run of 8
- * outputs reads its first window's 2R + 1 column sums and its first guard's 2G + 1, of v and
- * v^2, then two of each a pixel (the column entering, the one leaving): 12 loads a pixel at
- * window 15, guard 5 (2 wavefronts per 32), its own value from the ring, and its output to
- * the stage and back (1 wavefront each per 32 pixels); against the 114 outputs of 128
- * columns, and a band's first 2R rows stored again. Emulated estimates for an H100 SXM, not
+ * 512^2; 84 MB, 25 us at 4096^2 on an H100). Their bound is the shared-memory pipe's
+ * (kernels/cuda/cfar_bands.h has the design). A warp's row (64 columns, two a lane)
+ * stores its entering cells to the ring and loads its own leaving cells and the entering
+ * and leaving cells of the three other columns of each column's k (seven loads a column,
+ * 4-byte elements or fewer: 1 wavefront a request), then stores k (v and v^2, 8 bytes: 2
+ * wavefronts): 12 wavefronts per 32 columns, 0.42 an output over a strip's 114 of 128 at
+ * window 15. Across, a thread loads its run's 8 columns of k once (0.14 an output), four
+ * shuffle steps of two quantities scan the runs' totals (0.07), each pixel's own value
+ * comes from the ring (2 wavefronts per 32: band_place) and its output goes to the stage
+ * and back (0.1 together); a column's k goes back to its thread between batches (0.035),
+ * and a band's first 2R rows are loaded again. Emulated estimates for an H100 SXM, not
  * measurements (bench_ops --op cfar --emulated-cost, f32, window 15, guard 5;
- * docs/benchmarks.md, "cfar in bands"): 1.39 wavefronts and no shuffles an output pixel,
- * 1.61 us shared-bound at 512^2 (4.1x the floor), 22.28 at 2048^2 (3.6x), 89.12 at 4096^2
- * (3.6x). Until 2026-12-07 (commit 7f64d98) the column sums became running sums across each
- * warp's 64 columns (five shuffles of an 8-byte sum for a thread's pair) and a pixel read
- * its boxes' ends from them: 1.23 wavefronts and 0.70 shuffles a pixel, 2.14, 31.09 and
- * 124.38 us (5.5x, 5.0x, 5.0x). A thread a column (commit deb4c74) took 1.26 wavefronts and
- * 1.41 shuffles a pixel: 2.93 and 42.59 us at 512^2 and 2048^2 (7.5x, 6.8x). Before, the
- * one-pass tiles built summed-area tables of each tile's span in shared memory: 3.0
- * wavefronts a pixel, 3.02, 49.14 and 197.17 us (7.7x to 7.9x; commit 1525f5c), and a
- * scan's chain of about 16 dependent shared accesses a segment, which an H200 measured at
- * 803.4 us at 4096^2 (bench_ops, f32, window 15, commit d834510: benchmarks/results/
- * 2026-12-04-h200-d834510; 18.4 us at 512^2, 193.7 at 2048^2), 4.0 times that estimate.
- * The bands have no such chain: a thread's steps down its columns depend on each other only
- * through additions in registers, its loads are BAND_BATCH rows ahead, and a run's slides
- * are a chain of additions whose loads do not wait on them. What the count leaves out: the
- * FP64 pipe, which f32's sums use (u8 and u16 add integers). Counted in the kernel's PTX
- * (nvcc -ptx for compute_90, band_kernel<float, double>): a column's row takes 16 double
- * operations (four cells, each a difference from the level and a square, entering or
- * leaving two sums), 18 an output over a strip's 114 of 128 columns; the slides and a
- * run's first windows 13; the moments 10: 41 an output and a square root, which ptxas
- * expands into several more. At 64 a clock an SM on an H100 the 41 take 41 us at 4096^2,
- * 0.46 of the shared pipe's bound, the root's expansion more. Until 2026-12-07 a cell's
- * finiteness was tested on its double (a subtraction and a comparison more, 24 a column's
- * row: 52 an output); it is tested on the f32 now, the same answer (plm__cfar_finite),
- * on the FP32 pipe. Beside them, 6.5 conversions
- * an output (f32 and int64 to double: four cells a column's row, the pixel and its count),
- * which the CUDA guide rates at 16 a clock an SM on compute capability 9.0: about 26 us.
- * Registers: 128 for f32 (two columns' eight sums; u16 118, u8 115); at most 14 warps an
- * SM (7 blocks, by f32's 31.3 KiB of shared memory to a mask at window 15; 6 to z).
- * band_rows stops halving at 264 blocks in all or 8 rows, which for one 512^2 frame (320
- * blocks) is 4.8 warps an SM; the estimate does not model occupancy, so the figure at
- * 512^2 is the least certain. Not yet timed on a GPU. Not 2x: exchanging four 8-byte sums a
- * pixel, a store each and two loads each a pixel, is 0.75 wavefronts, 1.9x the floor at
- * 4096^2, before a run's first window, the ring, the stage and the edges. What would go
- * further: longer runs (a batch of 8 rows: 10 loads a pixel where 12 are, but 56 KiB of
- * shared memory a block, 4 blocks an SM, and f32's registers past 128). Or one quantity a
- * column where there are four: with w(c) and g(c) column c's window and guard sums, a
- * pixel's reference sum is the sum over the strip's columns up to x + R of
- * k(c) = w(c) - w(c - 2R - 1) - g(c - R + G) + g(c - R - G - 1) (a column outside the
- * strip adds nothing), so a thread could keep k of its columns (v and v^2) going down,
- * reading the other three columns' entering and leaving cells from the ring, and the
- * across phase would be a prefix sum of k along each row (a run's 8 columns in
- * registers, the runs' totals scanned across 16 lanes). By hand: a column's row stores
- * its entering cell and reads seven from the ring (its own leaving one, the entering and
- * leaving ones of the three other columns) and stores k, 0.375 wavefronts as now, 0.51 an
- * output over 114 of 128 columns and a 64-row band's first 2R rows again; the prefix
- * reads 2.25 8-byte k an output (0.14) and scans the runs' totals (0.06); the pixel's own
- * value and the stage 0.1: about 0.81 wavefronts an output, 52 us at 4096^2, 2.1x the
- * floor, with the ring's f32 cells, about 1.2 with doubles in it (first counted 0.72 and
- * 1.03, 1.85x, leaving out the band's first rows): not 2x either. Its costs: eight cells
- * a column's row where there are four (32 FP64 operations and 8 conversions where 16 and
- * 4, unless the ring keeps doubles), and an outlier's rounding carried along the strip's
- * row (up to 114 outputs) where a run carries it 8.
- * Large windows. A strip puts out 128 - 2R columns, so a column's row of the down phase
- * (0.375 wavefronts) is shared by fewer outputs as the window grows (66 of 128 columns at
- * window 63, 32 at 97), and a run's first window reads 2R + 1 columns; the ring grows by
- * a row a window's row, and past the 48 KiB a block has without asking (f32 from window
- * 47 to z, 49 to a mask) the launch opts in (stack_bands): 3 blocks an SM at 63. Past 57
- * the rows of column sums take a word of padding every 4 columns, not 16 (band_sum_shift:
- * with 8 runs a row or fewer, a warp's two rows met the same banks, 2 wavefronts where 1
- * would do; at 97 that halves the across phase). The tables' cost does not grow with the
- * window, but it starts high: 16 to 24 bytes a table entry through their passes and eight
- * corners a pixel a table from the L2.
+ * docs/benchmarks.md, "cfar in bands"): 0.86 wavefronts and 0.07 shuffles an output
+ * pixel, 1.23 us shared-bound at 512^2 (3.1x the floor), 14.87 at 2048^2 (2.4x), 59.48 at
+ * 4096^2 (2.4x). Until 2026-12-07 each column kept its four sums (window, guard; v, v^2)
+ * and a thread slid a run of 8 outputs along them: 12 loads of 8 bytes a pixel (a column
+ * entering and one leaving each of the four sums) and a run's first window and guard, 1.39
+ * wavefronts an output, 1.61, 22.28 and 89.12 us (4.1x, 3.6x, 3.6x). Before, running sums
+ * across each warp's 64 columns (commit 7f64d98): 1.23 wavefronts and 0.70 shuffles a
+ * pixel, 2.14, 31.09 and 124.38 us (5.5x, 5.0x, 5.0x). A thread a column (commit deb4c74)
+ * took 1.26 wavefronts and 1.41 shuffles a pixel: 2.93 and 42.59 us at 512^2 and 2048^2
+ * (7.5x, 6.8x). Before, the one-pass tiles built summed-area tables of each tile's span in
+ * shared memory: 3.0 wavefronts a pixel, 3.02, 49.14 and 197.17 us (7.7x to 7.9x; commit
+ * 1525f5c), and a scan's chain of about 16 dependent shared accesses a segment, which an
+ * H200 measured at 803.4 us at 4096^2 (bench_ops, f32, window 15, commit d834510:
+ * benchmarks/results/2026-12-04-h200-d834510; 18.4 us at 512^2, 193.7 at 2048^2), 4.0 times
+ * that estimate. The bands have no such chain: a thread's steps down its columns depend on
+ * each other only through additions in registers, its loads are a batch ahead, and the
+ * running sums across are a chain of additions whose loads do not wait on them.
+ *   What the count leaves out: the FP64 pipe, which f32's sums use (u8 and u16 add
+ * integers), and the conversions to double. By the code (band_k_step, the across phase,
+ * plm__cfar_moments_f32): a column's row takes eight cells, each a difference from the
+ * level, a square and two additions, 32 double operations and 8 conversions, 36 and 9 an
+ * output over 114 of 128 columns; across, the run's sums, the scan and the running sums
+ * about 5.6; the moments about 10 and a square root: about 52 an output, 52 us at 4096^2
+ * at 64 a clock an SM on an H100, 0.87 of the shared pipe's bound (the four column sums
+ * took 41, four cells a column's row). The 11 conversions an output (the eight cells, the
+ * pixel and its count), which the CUDA guide rates at 16 a clock an SM on compute
+ * capability 9.0, take about 44 us. So the three pipes come within a fifth of each other:
+ * a GPU will show which binds. Registers: 162 for f32 (u8 164, u16 153) under
+ * __launch_bounds__(64, 6): 12 warps an SM, where f32's shared memory (20.8 KiB to a mask
+ * at window 15) would let in 10 blocks. band_rows stops halving at 264 blocks in all or 8
+ * rows, which for one 512^2 frame (320 blocks) is 4.8 warps an SM; the estimate does not
+ * model occupancy, so the figure at 512^2 is the least certain. Not yet timed on a GPU.
+ * Not 2x: at 4096^2 the shared pipe's 0.93 wavefronts an output are 2.4x the floor, and
+ * the FP64 pipe's 52 operations 2.1x; what is left of the shared count is the down phase's
+ * eight cells a column's row and its k (0.42), the runs' k and scan (0.21) and the pixel,
+ * the stage and the batches' k (0.14).
+ * Large windows. A strip puts out 128 - 2R columns, so a column's row of the down phase is
+ * shared by fewer outputs as the window grows (66 of 128 columns at window 63, 32 at 97),
+ * and each band loads the 2R rows above it again; the across phase does not grow with the
+ * window (the four sums' runs read each first window's 2R + 1 columns). The ring grows by
+ * a row a window's row, past the 48 KiB a block has without asking from window 67 (f32 to
+ * z; 69 to a mask), where the launch opts in (stack_bands). The tables' cost does not grow
+ * with the window, but it starts high: 16 to 24 bytes a table entry through their passes
+ * and eight corners a pixel a table from the L2.
  * Emulated estimates for an H100 SXM, not measurements (f32 to a mask, guard 5, with the
  * launches; PLUME_EMU_COUNT=1 plume op cfar --window W on a uniform random frame, and
- * bench_ops --op cfar_w63, 2026-12-07), bands against tables: window 63, 9.32 against
+ * bench_ops --op cfar_w63, 2026-12-07), bands against tables: window 63, 5.96 against
  * 29.26 us at 512^2 (the bands L2-bound: one frame's bands of 8 rows load the 62 rows
- * above them again) and 60.3 against 285.0 at 2048^2 (shared-bound, 9.2x the floor of
- * 6.26 us; the tables 43x); window 97, 12.11 against 29.12 and 99.6 against 283.4 (the
- * tables at 99; 13.21 and 164.8 before the wider rows of sums). Past 97 a strip would put
- * out fewer than a quarter of its columns and the two come together, so the tables take
- * them. Until 2026-12-07 the bands stopped at 45, where f32's shared memory came to the
- * 48 KiB.
+ * above them again) and 27.75 against 285.0 at 2048^2 (shared-bound, 4.0x the floor of
+ * 6.26 us; the tables 43x); window 97, 7.33 against 29.12 and 53.17 against 283.4 (the
+ * tables at 99). With the four column sums they were 9.32 and 60.3 at window 63, 12.11 and
+ * 99.6 at 97. Past 97 a strip would put out fewer than a quarter of its columns, so the
+ * tables take them. Until 2026-12-07 the bands stopped at 45, where f32's shared memory
+ * came to the 48 KiB.
  *
  * The integer tables and sums (u8, u16) are exact in any order, so the bits equal the
  * CPU's; the f32 tables sum their doubles in the scans' orders (rows in chunks of warps,

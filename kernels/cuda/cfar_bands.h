@@ -60,7 +60,7 @@
  * strip's right edge (up to 114 outputs a row), where the four column sums kept it to
  * the 2R + 1 columns whose windows hold it. Around one pixel of 1e6 to 1e8 among values
  * 1 +- 1e-3 (200 x 300, window 15, guard 5; 2026-12-07, a throwaway program against long
- * double) 2,664 of the 60,000 z-scores were wrong at 1e-3 (the four sums: 382; the CPU's
+ * double) 2,637 to 2,652 of the 60,000 z-scores were wrong at 1e-3 (the four sums: 382; the CPU's
  * tables of the whole frame, whose entries carry every pixel above and to the left:
  * 16,591); at 1e4, none. Products are rounded one by one (plm__cfar_mul), so nvcc
  * contracts nothing the CPU does not. */
@@ -383,8 +383,8 @@ static PLM_HD inline void band_k_fill(S k[BAND_SUMS], int *count, const T *ring,
 
 /* Whether the across phase keeps a run's BAND_RUN k of each quantity in registers from
  * its first pass (their totals) to its second (the outputs), or reads them again: kept
- * for f32's doubles and u8's 32-bit sums (two wavefronts fewer a column: 14.27 us where
- * 16.53 at 2048^2 f32 by the emulated estimate), read again for u16's 64-bit integer sums,
+ * for f32's doubles and u8's 32-bit sums (0.14 wavefronts fewer an output at window 15,
+ * about a seventh of the shared-memory count), read again for u16's 64-bit integer sums,
  * whose registers would spill for sm_80 under the kernel's 168. */
 template <typename S>
 static PLM_HD constexpr bool band_keeps_run() {
