@@ -156,15 +156,16 @@ START_TEST(test_matches_a_brute_force_reference_at_every_border) {
       /* frames around 32 x 32 tiles: one tile wide and three high, the last partial;
        * windows up to 29 and from 31 to 45 (which the one-pass tiles and the bands took
        * apart before the bands took both; a strip's boxes cross its one boundary between
-       * the two warps' running sums either way); 45 and 47 (f32's shared memory on either
-       * side of the 48 KiB a CUDA block has without opting in), the largest window of the
-       * bands (97) and the smallest they leave to the tables (99), at odd sizes */
+       * the two warps' running sums either way); 65 and 67 (f32's shared memory to z on either
+       * side of the 48 KiB a CUDA block has without opting in; a mask opts in from 69), the
+       * largest window of the bands (97) and the smallest they leave to the tables (99), at
+       * odd sizes */
       {PLM_DTYPE_U8, 2, {70, 32}, 15, 5, 2.0, 120, 50, true, false},
       {PLM_DTYPE_U8, 3, {2, 45, 77}, 29, 5, 1.5, 120, 50, true, false},
       {PLM_DTYPE_F32, 2, {77, 45}, 31, 27, 2.0, 1e3, 5.0, false, true},
       {PLM_DTYPE_U16, 2, {33, 65}, 33, 31, 1.5, 30000, 3000, false, false},
-      {PLM_DTYPE_F32, 2, {67, 35}, 45, 11, 2.0, 0.0, 10.0, false, true},
-      {PLM_DTYPE_F32, 2, {35, 67}, 47, 3, 2.0, 1e3, 5.0, true, false},
+      {PLM_DTYPE_F32, 2, {67, 35}, 65, 11, 2.0, 0.0, 10.0, false, true},
+      {PLM_DTYPE_F32, 2, {35, 67}, 67, 3, 2.0, 1e3, 5.0, true, false},
       {PLM_DTYPE_F32, 2, {101, 45}, 97, 95, 2.0, 1e3, 5.0, false, true},
       {PLM_DTYPE_U8, 2, {37, 131}, 97, 5, 1.5, 120, 50, true, false},
       {PLM_DTYPE_F32, 2, {35, 67}, 99, 3, 2.0, 1e3, 5.0, true, false},
@@ -261,7 +262,7 @@ START_TEST(test_a_hold_lowers_the_factor_where_it_reaches) {
       {{PLM_DTYPE_F32, 2, {70, 35}, 15, 5, 2.0, 0.0, 10.0, false, true}, 1.25, 8},
       {{PLM_DTYPE_F32, 2, {90, 240}, 15, 5, 2.0, 1e3, 5.0, false, false}, 1.25, 2}, /* bands */
       {{PLM_DTYPE_U16, 2, {40, 70}, 33, 9, 2.0, 30000, 3000, false, false}, 1.0, 2},
-      {{PLM_DTYPE_F32, 2, {35, 67}, 63, 3, 2.0, 1e3, 5.0, true, false}, 1.0, 3}, /* opt-in */
+      {{PLM_DTYPE_F32, 2, {35, 67}, 71, 3, 2.0, 1e3, 5.0, true, false}, 1.0, 3}, /* opt-in */
       {{PLM_DTYPE_F32, 2, {35, 67}, 99, 3, 2.0, 1e3, 5.0, true, false}, 1.0, 3}, /* tables */
       /* stacks on the tables: 4 frames at once; 52 and then 1 */
       {{PLM_DTYPE_U8, 3, {4, 30, 41}, 101, 3, 1.5, 120, 50, false, false}, 1.0, 2},
