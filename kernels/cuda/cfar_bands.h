@@ -69,10 +69,9 @@
 
 #include <type_traits>
 
-#include <vector_types.h>
-
 #include "kernels/common/cfar.h"
 #include "kernels/common/plm_hd.h"
+#include "kernels/cuda/vector_of.h"
 
 enum {
   BAND_THREADS = 64,
@@ -258,28 +257,14 @@ static PLM_HD inline T band_load(const plm__cfar_args &args, const T *frame, int
 }
 
 /* A thread's two cells of a row, columns column and column + 1 (column even): one load of
- * both, a CUDA vector of two (band_pair_of), where they are inside the frame and their
+ * both, a CUDA vector of two (kernels/cuda/vector_of.h), where they are inside the frame and their
  * address is a multiple of the vector's size (every row when the frame's width is even:
  * a warp's request then touches the sectors of its 64 columns once, where a load a column
  * touched each twice), else band_load each. The vector moves through __ldcg, so that the
  * emulator too sees one access of its width (kernels/cuda/map.h's quads do the same). */
-template <typename T>
-struct band_pair_of;
-template <>
-struct band_pair_of<uint8_t> {
-  using type = uchar2;
-};
-template <>
-struct band_pair_of<uint16_t> {
-  using type = ushort2;
-};
-template <>
-struct band_pair_of<float> {
-  using type = float2;
-};
 static_assert(BAND_PER_THREAD == 2, "a thread's columns are one pair");
 template <typename T>
-using band_pair = typename band_pair_of<T>::type;
+using band_pair = typename plm__vector_of<T, 2>::type;
 template <typename T>
 static PLM_HD inline band_pair<T> band_load_pair(const plm__cfar_args &args, const T *frame,
                                                  int64_t row, int64_t column, int *non_finite) {

@@ -38,6 +38,7 @@
 #include <stdint.h>
 
 #include "kernels/cuda/launch.h"
+#include "kernels/cuda/vector_of.h"
 #include "plume/tensor.h"
 
 enum {
@@ -52,23 +53,13 @@ static inline unsigned plm__map_blocks(int64_t count) {
 }
 
 /* Four elements as one load or store: the CUDA vector type of T's size times four (4, 8 or
- * 16 bytes, aligned to that), through which a quad moves in one instruction (ld.global.cg.v4:
- * cached in the L2, not the L1, which a streaming map would not reuse). Through the
- * cache-hint intrinsics rather than a plain copy, so that the emulator too sees one access
- * (emu/include/plm_emu/intrinsics.h). */
+ * 16 bytes, aligned to that: kernels/cuda/vector_of.h), through which a quad moves in one
+ * instruction (ld.global.cg.v4: cached in the L2, not the L1, which a streaming map would not
+ * reuse). Through the cache-hint intrinsics rather than a plain copy, so that the emulator
+ * too sees one access (emu/include/plm_emu/intrinsics.h). */
 template <typename T>
-struct plm__quad_of;
-template <>
-struct plm__quad_of<uint8_t> {
-  using type = uchar4;
-};
-template <>
-struct plm__quad_of<uint16_t> {
-  using type = ushort4;
-};
-template <>
-struct plm__quad_of<float> {
-  using type = float4;
+struct plm__quad_of {
+  using type = typename plm__vector_of<T, PLM__MAP_QUAD>::type;
 };
 
 template <typename T>
