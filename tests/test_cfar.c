@@ -155,8 +155,8 @@ START_TEST(test_matches_a_brute_force_reference_at_every_border) {
       {PLM_DTYPE_F32, 2, {5, 6}, 7, 5, 1.0, -3.0, 1.0, false, true},
       /* frames around 32 x 32 tiles: one tile wide and three high, the last partial;
        * windows up to 29 and from 31 to 45 (which the one-pass tiles and the bands took
-       * apart before the bands took both; a strip's boxes cross its one boundary between
-       * the two warps' running sums either way); 65 and 67 (f32's shared memory to z on either
+       * apart before the bands took both; a strip's boxes cross the boundary between its
+       * two warps' columns either way); 65 and 67 (f32's shared memory to z on either
        * side of the 48 KiB a CUDA block has without opting in; a mask opts in from 69), the
        * largest window of the bands (97) and the smallest they leave to the tables (99), at
        * odd sizes */

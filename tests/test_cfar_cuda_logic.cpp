@@ -21,12 +21,12 @@
  * each column's k moving down the rows, the running sums of k along each row the pixels'
  * reference sums) against the CPU kernel, mask, z and the mask with a hold, on frames
  * around a strip's width (odd widths too, whose rows alternate between a thread's pair of
- * cells loaded as one and as two) and a band's height, and their edge cases (check_band_edges: every window, a block's bands in turn,
- * f32's counts switched on mid-band, integer sums at their largest, stacks of frames in one
- * launch). Last, how many frames the tables' launches take at once (frames_at_once), that
- * the scratch the op asks for ends with the last of their tables (scratch_bytes,
- * frame_tables; tests/test_cfar.c runs stacks of several sets on the emulated GPU), and how
- * many threads row_sums gives a row (row_threads). Before all of them, the bands'
+ * cells loaded as one and as two) and a band's height, and their edge cases (check_band_edges:
+ * every window, a block's bands in turn, f32's counts switched on mid-band, integer sums at their
+ * largest, stacks of frames in one launch). Last, how many frames the tables' launches take at once
+ * (frames_at_once), that the scratch the op asks for ends with the last of their tables
+ * (scratch_bytes, frame_tables; tests/test_cfar.c runs stacks of several sets on the emulated GPU),
+ * and how many threads row_sums gives a row (row_threads). Before all of them, the bands'
  * shared-memory layouts (check_band_layouts): every place inside its row, and each warp
  * request of the bands' phases at the fewest wavefronts the design claims (cfar_bands.h),
  * counted as the emulator counts them.

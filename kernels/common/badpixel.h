@@ -1,14 +1,14 @@
 /* kernels/common/badpixel.h: the per-pixel replacement both backends run, and the
  * arguments of a badpixel launch (semantics in plume/badpixel.h).
  *
- * A flagged pixel gathers its valid neighbours in raster order (plm__badpixel_sample),
+ * A flagged pixel gathers its valid neighbours in raster order (plm__badpixel_replace),
  * pads the rest of 8 slots with +inf and sorts them with one fixed network of 19
  * compare-exchanges (no branch on the data, so no divergence on the GPU); the first n
  * slots are then the n valid values in order (a valid +inf ties with the padding, which
  * changes nothing). NaN never reaches the sort: it is not valid. Both backends take a
- * pixel's samples and median through these functions, so they have the same bits: the
- * CPU kernel reads the neighbours from the frame (plm__badpixel_at), the CUDA kernel from
- * a tile it stages in shared memory.
+ * pixel's output through plm__badpixel_replace, so they have the same bits: the CPU kernel
+ * reads the neighbours from the frame (plm__badpixel_at), the CUDA kernel from a tile it
+ * stages in shared memory.
  */
 #ifndef PLUME_KERNELS_COMMON_BADPIXEL_H
 #define PLUME_KERNELS_COMMON_BADPIXEL_H
@@ -58,38 +58,39 @@ static inline PLM_HD float plm__badpixel_median(float *s, int n) {
   return n % 2 ? s[n / 2] : PLM__FMUL(PLM__FADD(s[n / 2 - 1], s[n / 2]), 0.5f);
 }
 
-/* A flagged pixel's samples, gathered in raster order: a valid neighbour's value v joins
- * s[0..n) unless it is NaN (NaN is no sample). */
-static inline PLM_HD void plm__badpixel_sample(float v, float *s, int *n) {
-  if (v == v) s[(*n)++] = v;
-}
-
-/* The output of a flagged pixel of value self with samples s[0..n) (s has room for 8):
- * self when there are none, else their median. */
-static inline PLM_HD float plm__badpixel_result(float self, float *s, int n) {
+/* The output of a flagged pixel of value self from its 3 x 3 neighbourhood: around[k] and
+ * skip[k] for k = 3 (dy + 1) + (dx + 1) (k = 4 is the pixel itself, never read), skip
+ * nonzero where the neighbour is flagged or outside the frame (around[k] is then not read).
+ * Its samples are the other neighbours' values in raster order, NaN left out (it is no
+ * sample); self when there are none, else their median. Both backends' kernels fill the
+ * neighbourhood (the CPU's from the frame, plm__badpixel_at; the GPU's from a tile in
+ * shared memory, kernels/cuda/badpixel.cu) and call this, so they have the same bits. */
+static inline PLM_HD float plm__badpixel_replace(float self, const float around[9],
+                                                 const uint8_t skip[9]) {
+  float s[8];
+  int n = 0;
+  for (int k = 0; k < 9; k++)
+    if (k != 4 && !skip[k] && around[k] == around[k]) s[n++] = around[k];
   if (n == 0) return self;
   for (int k = n; k < 8; k++) s[k] = INFINITY;
   return plm__badpixel_median(s, n);
 }
 
-/* Output pixel (y, x) of frame f (in's and out's frame base offset f * H * W), read
- * from global memory: the CPU kernel's walk. The CUDA kernel gathers the same samples in
- * the same order from a tile in shared memory (kernels/cuda/badpixel.cu). */
+/* Output pixel (y, x) of frame f (in's and out's frame base offset f * H * W), its
+ * neighbourhood read from the frame: the CPU kernel's. */
 static inline PLM_HD float plm__badpixel_at(const plm__badpixel_args *args, int64_t f, int64_t y,
                                             int64_t x) {
   const int64_t h = args->height, w = args->width, base = f * h * w;
   const float self = plm__badpixel_value(args->in, base + y * w + x, args->dtype);
   if (!args->bad[y * w + x]) return self;
-  float s[8];
-  int n = 0;
-  for (int64_t dy = -1; dy <= 1; dy++)
-    for (int64_t dx = -1; dx <= 1; dx++) {
-      const int64_t yy = y + dy, xx = x + dx;
-      if ((dy == 0 && dx == 0) || yy < 0 || yy >= h || xx < 0 || xx >= w || args->bad[yy * w + xx])
-        continue;
-      plm__badpixel_sample(plm__badpixel_value(args->in, base + yy * w + xx, args->dtype), s, &n);
-    }
-  return plm__badpixel_result(self, s, n);
+  float around[9];
+  uint8_t skip[9];
+  for (int k = 0; k < 9; k++) {
+    const int64_t yy = y + k / 3 - 1, xx = x + k % 3 - 1;
+    skip[k] = yy < 0 || yy >= h || xx < 0 || xx >= w || args->bad[yy * w + xx];
+    if (!skip[k]) around[k] = plm__badpixel_value(args->in, base + yy * w + xx, args->dtype);
+  }
+  return plm__badpixel_replace(self, around, skip);
 }
 
 #ifdef __cplusplus

@@ -1,6 +1,6 @@
 /* kernels/cuda/badpixel.cu: bad-pixel replacement on the GPU: the CPU kernel's bits, each
- * flagged pixel's samples gathered in the same raster order and their median taken by the
- * same network (plm__badpixel_sample and plm__badpixel_result, kernels/common/badpixel.h).
+ * flagged pixel's 3 x 3 neighbourhood read from shared memory and handed to the CPU's
+ * replacement (plm__badpixel_replace, kernels/common/badpixel.h).
  * tests/test_badpixel.c checks the kernel on every backend against a float64 median, on
  * frames narrower and wider than a tile, within one tile and across many.
  *
@@ -30,8 +30,8 @@
  * --emulated-cost, f32): 1.38 -> 0.70 us at 512^2, 22.03 -> 11.27 at 2048^2 and 88.17 ->
  * 47.28 at 4096^2 (the L2's bound, 1.96x the floor, to the DRAM's, 1.00x to 1.05x: at
  * 4096^2 the emulator's blocks, run in random order, fetch 7.4 MB of halo rows again).
- * Registers: 52 for sm_90 (4 blocks of 256 an SM; kernels/cuda/register_budgets.txt), the
- * rows kept rolled; unrolled, sm_80 spilled.
+ * Registers: 56 for sm_90 under __launch_bounds__(256, 4) (4 blocks of 256 an SM;
+ * kernels/cuda/register_budgets.txt), the rows kept rolled; unrolled, sm_80 spilled.
  * Before 2026-12-04 a thread found its pixel from the flattened stack by four 64-bit
  * divisions (a called routine of dozens of instructions each on a GPU), and the H200
  * measured the op at 8.9x its floor (278 us at 4096^2 f32, commit d834510); neither
@@ -49,7 +49,9 @@ enum {
   kTileRows = kBlockRows * kRowsPerThread,
   kSpanRows = kTileRows + 2, /* a pixel of halo above and below */
   kSpanCols = kTileCols + 2,
-  kFlagPitch = kSpanCols + 2 /* a span row of flags, whole words */
+  kSpanRowsPerThread = (kSpanRows + kBlockRows - 1) / kBlockRows, /* 9: one batch of loads */
+  kFlagPitch = kSpanCols + 2, /* a span row of flags, whole words */
+  kThreads = kTileCols * kBlockRows
 };
 
 /* A pixel of the span as staged: its value (f32, exact for u8 and u16) and its flag,
@@ -74,7 +76,8 @@ __device__ inline span_pixel pixel_at(const plm__badpixel_args &args, int64_t f,
 }
 
 /* The span of the tile whose first pixel is (y0, x0) of frame f, by the whole block: the
- * tile's columns a thread a column, 8 rows' loads in flight, a warp's 32 columns aligned
+ * tile's columns a thread a column, all of a thread's rows' loads in flight (9 of the
+ * span's 34 rows at most: one DRAM round trip), a warp's 32 columns aligned
  * as the frame's rows are (4 sectors of values, 1 of flags); then the halo's two columns,
  * a thread an element (a sector each, the least). A span inside the frame is read
  * without testing the bounds. */
@@ -82,23 +85,22 @@ __device__ void stage_span(span &sp, const plm__badpixel_args &args, int64_t f, 
                            int64_t x0) {
   const int64_t h = args.height, w = args.width;
   const bool inside = y0 >= 1 && x0 >= 1 && y0 - 1 + kSpanRows <= h && x0 - 1 + kSpanCols <= w;
-  const auto load = [&](int r,
-                        int c) { /* span row r, span column c */
-                                 const int64_t y = y0 - 1 + r, x = x0 - 1 + c;
-                                 if (!inside) return pixel_at(args, f, y, x);
-                                 return span_pixel{
-                                     plm__badpixel_value(args.in, (f * h + y) * w + x, args.dtype),
-                                     args.bad[y * w + x]};
+  /* span row r, span column c */
+  const auto load = [&](int r, int c) {
+    const int64_t y = y0 - 1 + r, x = x0 - 1 + c;
+    if (!inside) return pixel_at(args, f, y, x);
+    return span_pixel{plm__badpixel_value(args.in, (f * h + y) * w + x, args.dtype),
+                      args.bad[y * w + x]};
   };
   const auto store = [&](int r, int c, span_pixel p) {
     sp.values[r][c] = p.value;
     sp.bad[r][c] = p.bad;
   };
-  plm__stage_batched<STAGE_BATCH>(
+  plm__stage_batched<kSpanRowsPerThread>(
       kSpanRows, kTileCols, (int)threadIdx.y, (int)threadIdx.x, kBlockRows, kTileCols,
       [&](int r, int c) { return load(r, c + 1); },
       [&](int r, int c, span_pixel p) { store(r, c + 1, p); });
-  const int t = (int)(threadIdx.y * kTileCols + threadIdx.x);
+  const int t = (int)(threadIdx.y * kTileCols + threadIdx.x); /* of kThreads */
   if (t < 2 * kSpanRows) {
     const int r = t / 2, c = t % 2 ? kSpanCols - 1 : 0;
     store(r, c, load(r, c));
@@ -109,16 +111,17 @@ __device__ void stage_span(span &sp, const plm__badpixel_args &args, int64_t f, 
 __device__ inline float output_at(const span &sp, int r, int c) {
   const float self = sp.values[r][c];
   if (!sp.bad[r][c]) return self;
-  float s[8];
-  int n = 0;
-  for (int dy = -1; dy <= 1; dy++)
-    for (int dx = -1; dx <= 1; dx++)
-      if ((dy != 0 || dx != 0) && !sp.bad[r + dy][c + dx])
-        plm__badpixel_sample(sp.values[r + dy][c + dx], s, &n);
-  return plm__badpixel_result(self, s, n);
+  float around[9];
+  uint8_t skip[9];
+  PLM_UNROLLED
+  for (int k = 0; k < 9; k++) {
+    around[k] = sp.values[r + k / 3 - 1][c + k % 3 - 1];
+    skip[k] = sp.bad[r + k / 3 - 1][c + k % 3 - 1];
+  }
+  return plm__badpixel_replace(self, around, skip);
 }
 
-__global__ void __launch_bounds__(kTileCols *kBlockRows) badpixel_kernel(plm__badpixel_args args) {
+__global__ void __launch_bounds__(kThreads, 4) badpixel_kernel(plm__badpixel_args args) {
   __shared__ span sp;
   const tiles t = tiles_of(args.frames, args.height, args.width, kTileRows, kTileCols);
   FOR_EACH_TILE(t, f, tile_y, tile_x) {

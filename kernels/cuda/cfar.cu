@@ -1,8 +1,9 @@
 /* kernels/cuda/cfar.cu: cell-averaging CFAR on the GPU. Windows up to 97 (BAND_WINDOW_MOST;
  * the default is 15) take one kernel for a whole stack of frames and no scratch:
  *   band            a block of 64 threads per strip of 128 columns of a band of rows, two
- *                   columns a thread: each column's k (its window sum less three other
- *                   columns' box sums) kept in registers as the rows pass, then a thread
+ *                   columns a thread: each column's k (its window sum, less the window
+ *                   sum 2R + 1 columns to its left, with two columns' guard sums) moved
+ *                   down as the rows pass, then a thread
  *                   a run of 8 columns of a row, the running sum of k along the row being
  *                   each pixel's reference sums; with a hold, each pixel's mask decided in
  *                   the same pass (kernels/cuda/cfar_bands.h, whose essay has the design).
@@ -65,16 +66,16 @@
  * the op's input and output alone, 5 bytes a pixel for f32 to a mask (1.3 MB, 0.39 us at
  * 512^2; 84 MB, 25 us at 4096^2 on an H100). Their bound is the shared-memory pipe's
  * (kernels/cuda/cfar_bands.h has the design). A warp's row (64 columns, two a lane)
- * stores its entering cells to the ring and loads its own leaving cells and the entering
- * and leaving cells of the three other columns of each column's k (seven loads a column,
- * 4-byte elements or fewer: 1 wavefront a request), then stores k (v and v^2, 8 bytes: 2
- * wavefronts): 12 wavefronts per 32 columns, 0.42 an output over a strip's 114 of 128 at
- * window 15. Across, a thread loads its run's 8 columns of k once (0.14 an output), four
- * shuffle steps of two quantities scan the runs' totals (0.07), each pixel's own value
- * comes from the ring (2 wavefronts per 32: band_place) and its output goes to the stage
- * and back (0.1 together); a column's k goes back to its thread between batches (0.035),
- * and a band's first 2R rows are loaded again. Emulated estimates for an H100 SXM, not
- * measurements (bench_ops --op cfar --emulated-cost, f32, window 15, guard 5;
+ * stores its entering cells to the ring, loads them again with its own leaving cells and
+ * the entering and leaving cells of the three other columns of each column's k (eight
+ * loads a column, 4-byte elements or fewer: 1 wavefront a request), then stores k (v and
+ * v^2, 8 bytes: 2 wavefronts): 13 wavefronts per 32 columns, 0.46 an output over a strip's
+ * 114 of 128 at window 15. Across, a thread loads its run's 8 columns of k once (0.14 an
+ * output), four shuffle steps of two quantities scan the runs' totals (0.07), each
+ * pixel's own value comes from the ring (2 wavefronts per 32: band_place, 0.07) and its
+ * output goes to the stage and back (0.07); a column's k goes back to its thread between
+ * batches (0.035), and a band's first 2R rows are loaded again (0.025). Emulated estimates for an
+ * H100 SXM, not measurements (bench_ops --op cfar --emulated-cost, f32, window 15, guard 5;
  * docs/benchmarks.md, "cfar in bands"): 0.86 wavefronts and 0.07 shuffles an output
  * pixel, 1.23 us shared-bound at 512^2 (3.1x the floor), 14.87 at 2048^2 (2.4x), 59.48 at
  * 4096^2 (2.4x). Until 2026-12-07 each column kept its four sums (window, guard; v, v^2)
@@ -101,16 +102,18 @@
  * at 64 a clock an SM on an H100, 0.87 of the shared pipe's bound (the four column sums
  * took 41, four cells a column's row). The 11 conversions an output (the eight cells, the
  * pixel and its count), which the CUDA guide rates at 16 a clock an SM on compute
- * capability 9.0, take about 44 us. So the three pipes come within a fifth of each other:
- * a GPU will show which binds. Registers: 162 for f32 (u8 164, u16 153) under
+ * capability 9.0, take about 44 us. So the three pipes come to 44, 52 and 59.5 us, within
+ * a quarter of each other: a GPU will show which binds. Registers: 162 for f32 (u8 164, u16 153)
+ * under
  * __launch_bounds__(64, 6): 12 warps an SM, where f32's shared memory (20.8 KiB to a mask
  * at window 15) would let in 10 blocks. band_rows stops halving at 264 blocks in all or 8
  * rows, which for one 512^2 frame (320 blocks) is 4.8 warps an SM; the estimate does not
  * model occupancy, so the figure at 512^2 is the least certain. Not yet timed on a GPU.
- * Not 2x: at 4096^2 the shared pipe's 0.93 wavefronts an output are 2.4x the floor, and
- * the FP64 pipe's 52 operations 2.1x; what is left of the shared count is the down phase's
- * eight cells a column's row and its k (0.42), the runs' k and scan (0.21) and the pixel,
- * the stage and the batches' k (0.14).
+ * Not 2x: at 4096^2 the shared pipe's 0.93 wavefronts and shuffles an output are 2.4x the
+ * floor, and the FP64 pipe's 52 operations 2.1x; what is left of the shared count is the
+ * down phase's cells and k (0.46), the runs' k and scan (0.21), the pixel and the stage
+ * (0.14) and the batches' k and a band's first rows (0.06), 0.87 by the design against
+ * 0.93 counted (the strips at a frame's right edge and the ring's wrap).
  * Large windows. A strip puts out 128 - 2R columns, so a column's row of the down phase is
  * shared by fewer outputs as the window grows (66 of 128 columns at window 63, 32 at 97),
  * and each band loads the 2R rows above it again; the across phase does not grow with the
@@ -474,8 +477,8 @@ __global__ void pixels_kernel(plm__cfar_args args, int64_t first) {
 
 /* Block (x, y) takes frame y's (strip, band) pairs x, x + gridDim.x, ..., and so frames y,
  * y + gridDim.y, ... (cfar_frame_bands, kernels/cuda/cfar_bands.h): T the frame's element
- * type, S the sums'; band_shared_bytes of shared memory. At most eight blocks of 64 an SM
- * by registers (at most 128 a thread). */
+ * type, S the sums'; band_shared_bytes of shared memory. Six blocks of 64 an SM by
+ * registers (at most 168 a thread: kernels/cuda/register_budgets.txt). */
 template <typename T, typename S>
 __global__ void __launch_bounds__(BAND_THREADS, 6) band_kernel(plm__cfar_args args, int rows) {
   extern __shared__ __align__(16) unsigned char band_bytes[];

@@ -14,18 +14,16 @@
  * carries what four column sums did. A block of BAND_THREADS (64) takes a strip of
  * BAND_COLUMNS (128) columns of a band of rows, BAND_PER_THREAD (2) side by side a thread:
  *   down    thread t owns strip columns 2t and 2t + 1 (image columns x0 - R + 2t + k, x0
- *           the strip's first output column) and keeps their k in registers, moving down a
- *           row at a time: its own column's entering and leaving cells, and the entering
- *           and leaving cells of the three other columns, eight cells a row, read from a
- *           ring in shared memory of each column's last window + BAND_BATCH rows. A
- *           thread loads its columns' rows once each, a batch of BAND_BATCH rows while
- *           the batch before runs, and stores them to the ring at the top of the next
- *           (after the barrier that ends the last reads of their slots); a barrier, and
- *           every column's cells are there. A band's first k are summed from its first
- *           window's rows.
- *   across  each batch row's k go to shared memory (column c at band_sum_place(c), a word
- *           of padding each 16 columns); a thread takes BAND_RUN (8) consecutive columns
- *           of a batch row (the block's 64 threads: BAND_BATCH rows of BAND_RUNS runs),
+ *           the strip's first output column) and moves their k down a row at a time
+ *           (in registers through a batch of rows, in shared memory between batches): its own
+ * column's entering and leaving cells, and the entering and leaving cells of the three other
+ * columns, eight cells a row, read from a ring in shared memory of each column's last window +
+ * BAND_BATCH rows. A thread loads its columns' rows once each, a batch of BAND_BATCH rows while the
+ * batch before runs, and stores them to the ring at the top of the next (after the barrier that
+ * ends the last reads of their slots); a barrier, and every column's cells are there. A band's
+ * first k are summed from its first window's rows. across  each batch row's k go to shared memory
+ * (column c at band_sum_place(c), a word of padding each 16 columns); a thread takes BAND_RUN (8)
+ * consecutive columns of a batch row (the block's 64 threads: BAND_BATCH rows of BAND_RUNS runs),
  *           sums their k, adds the totals of the runs to its left through its row's 16
  *           lanes (four shuffle steps a quantity), then walks its columns keeping the
  *           running sum of k, which at column c is the reference sum of the output at
@@ -66,6 +64,8 @@
  * contracts nothing the CPU does not. */
 #ifndef PLUME_KERNELS_CUDA_CFAR_BANDS_H
 #define PLUME_KERNELS_CUDA_CFAR_BANDS_H
+
+#include <string.h>
 
 #include <type_traits>
 
@@ -126,15 +126,15 @@ static PLM_HD constexpr int band_outputs(int window) {
 }
 
 /* The stage, where the across phase leaves a batch's outputs (the output of batch row j
- * at strip column c + R, that is k's column c - 2R past the strip's first output, at
- * band_stage_place(j, c)) for the block to write them to the frame a row at a time,
- * consecutive threads at consecutive pixels: the runs' lanes, BAND_RUN pixels apart, would
- * store each to a sector of its own (a 4-byte z), or 8 to a request (a byte). A byte (the
- * mask) at j * pitch + c, rows an odd number of words apart; a 4-byte z at j * pitch + c
- * with c's low three bits crossed with its 32-block and its row's parity (rows a multiple
- * of 32 apart). Either way a warp's runs' lanes storing (two rows, 16 runs) and its
- * consecutive lanes loading 32 columns from a multiple of 32 meet each bank once
- * (tests/test_cfar_cuda_logic.cpp counts them). */
+ * whose running sum of k ends at strip column c, the output at strip column c - R and
+ * number c - 2R of the strip's, at band_stage_place(j, c)) for the block to write them to the frame
+ * a row at a time, consecutive threads at consecutive pixels: the runs' lanes, BAND_RUN pixels
+ * apart, would store each to a sector of its own (a 4-byte z), or 8 to a request (a byte). A byte
+ * (the mask) at j * pitch + c, rows an odd number of words apart; a 4-byte z at j * pitch + c with
+ * c's low three bits crossed with its 32-block and its row's parity (rows a multiple of 32 apart).
+ * Either way a warp's runs' lanes storing (two rows, 16 runs) and its consecutive lanes loading 32
+ * columns from a multiple of 32 meet each bank once (tests/test_cfar_cuda_logic.cpp counts them).
+ */
 static PLM_HD constexpr int band_stage_pitch(int output_bytes) {
   return output_bytes == 1 ? BAND_COLUMNS + 4 : BAND_COLUMNS;
 }
@@ -268,18 +268,19 @@ using band_pair = typename plm__vector_of<T, 2>::type;
 template <typename T>
 static PLM_HD inline band_pair<T> band_load_pair(const plm__cfar_args &args, const T *frame,
                                                  int64_t row, int64_t column, int *non_finite) {
-  const T *const at = frame + row * args.width + column;
   band_pair<T> pair;
-  if (row >= 0 && row < args.height && column >= 0 && column + 1 < args.width &&
-      (uintptr_t)at % sizeof(pair) == 0) {
+  if (row >= 0 && row < args.height && column >= 0 && column + 1 < args.width) {
+    const T *const at = frame + row * args.width + column;
+    if ((uintptr_t)at % sizeof(pair) == 0) {
 #ifdef __CUDACC__
-    pair = __ldcg((const band_pair<T> *)at);
+      pair = __ldcg((const band_pair<T> *)at);
 #else
-    pair = *(const band_pair<T> *)at; /* tests/test_cfar_cuda_logic.cpp, on the host */
+      memcpy(&pair, at, sizeof pair); /* tests/test_cfar_cuda_logic.cpp, on the host */
 #endif
-    if (sizeof(T) == 4 && !(plm__cfar_finite((float)pair.x) && plm__cfar_finite((float)pair.y)))
-      *(volatile int *)non_finite = 1;
-    return pair;
+      if (sizeof(T) == 4 && !(plm__cfar_finite((float)pair.x) && plm__cfar_finite((float)pair.y)))
+        *(volatile int *)non_finite = 1;
+      return pair;
+    }
   }
   pair.x = band_load(args, frame, row, column, non_finite);
   pair.y = band_load(args, frame, row, column + 1, non_finite);
@@ -323,11 +324,12 @@ static PLM_HD inline int band_wrap(int i, int length) {
 }
 
 /* Where the cells that move column c's k sit in a ring row (band_place): c's own (its
- * window sum enters k), and the columns 2R + 1 to the left (its window sum leaves),
- * R - G to the left (its guard sum leaves) and R + G + 1 to the left (its guard sum
- * enters); -1 for a column left of the strip, which adds nothing. */
+ * window sum enters k), and the columns 2R + 1 to the left (window_left: its window sum
+ * leaves), R - G to the left (guard_near: its guard sum leaves) and R + G + 1 to the left
+ * (guard_far: its guard sum enters); -1 for a column left of the strip, which adds
+ * nothing. */
 struct band_k_places {
-  int own, window_out, guard_out, guard_in;
+  int own, window_left, guard_near, guard_far;
 };
 static PLM_HD inline band_k_places band_k_of(int c, int R, int G) {
   const int w = c - 2 * R - 1, g = c - R + G, l = c - R - G - 1;
@@ -336,25 +338,25 @@ static PLM_HD inline band_k_places band_k_of(int c, int R, int G) {
 }
 
 /* Column c's k moved down a row: the cells of the rows entering and leaving its window's
- * and its three other columns' boxes, at ring rows `in` and `out` (the window's rows) and
- * `guard_in` and `guard_out` (the guard's). */
+ * and its three other columns' boxes, in the ring rows `in` and `out` (the window's rows)
+ * and `guard_in` and `guard_out` (the guard's). */
 template <typename T, typename S>
 static PLM_HD inline void band_k_step(S k[BAND_SUMS], int *count, const T *in, const T *out,
                                       const T *guard_in, const T *guard_out,
-                                      const band_k_places &at, double level) {
-  band_add(k, count, in[at.own], level, 1);
-  band_add(k, count, out[at.own], level, -1);
-  if (at.window_out >= 0) {
-    band_add(k, count, in[at.window_out], level, -1);
-    band_add(k, count, out[at.window_out], level, 1);
+                                      const band_k_places &places, double level) {
+  band_add(k, count, in[places.own], level, 1);
+  band_add(k, count, out[places.own], level, -1);
+  if (places.window_left >= 0) {
+    band_add(k, count, in[places.window_left], level, -1);
+    band_add(k, count, out[places.window_left], level, 1);
   }
-  if (at.guard_out >= 0) {
-    band_add(k, count, guard_in[at.guard_out], level, -1);
-    band_add(k, count, guard_out[at.guard_out], level, 1);
+  if (places.guard_near >= 0) {
+    band_add(k, count, guard_in[places.guard_near], level, -1);
+    band_add(k, count, guard_out[places.guard_near], level, 1);
   }
-  if (at.guard_in >= 0) {
-    band_add(k, count, guard_in[at.guard_in], level, 1);
-    band_add(k, count, guard_out[at.guard_in], level, -1);
+  if (places.guard_far >= 0) {
+    band_add(k, count, guard_in[places.guard_far], level, 1);
+    band_add(k, count, guard_out[places.guard_far], level, -1);
   }
 }
 
@@ -439,8 +441,8 @@ PLM_HD void cfar_band(const Block &block, const Warp &warp, const plm__cfar_args
   block.sync();
 
   /* Rows y0 - R - 1 .. y0 + R - 1 into ring slots 0 .. 2R; then each column's k at row
-   * y0 - 1 from them: its window (slots 0 .. 2R) and the other three columns' boxes
-   * (the guard's rows: slots R - G .. R + G). */
+   * y0 - 1 from them: its window and the window 2R + 1 columns to its left (slots
+   * 0 .. 2R), the two guards' columns (the guard's rows: slots R - G .. R + G). */
   int k_counts[K] = {};
   {
     S k_sums[K][BAND_SUMS] = {};
@@ -465,12 +467,12 @@ PLM_HD void cfar_band(const Block &block, const Warp &warp, const plm__cfar_args
     block.sync(); /* the ring's first rows are in */
     PLM_UNROLLED
     for (int k = 0; k < K; k++) {
-      if (at[k].window_out >= 0)
-        band_k_fill(k_sums[k], &k_counts[k], ring, at[k].window_out, 0, 2 * R, level, -1);
-      if (at[k].guard_out >= 0)
-        band_k_fill(k_sums[k], &k_counts[k], ring, at[k].guard_out, R - G, R + G, level, -1);
-      if (at[k].guard_in >= 0)
-        band_k_fill(k_sums[k], &k_counts[k], ring, at[k].guard_in, R - G, R + G, level, 1);
+      if (at[k].window_left >= 0)
+        band_k_fill(k_sums[k], &k_counts[k], ring, at[k].window_left, 0, 2 * R, level, -1);
+      if (at[k].guard_near >= 0)
+        band_k_fill(k_sums[k], &k_counts[k], ring, at[k].guard_near, R - G, R + G, level, -1);
+      if (at[k].guard_far >= 0)
+        band_k_fill(k_sums[k], &k_counts[k], ring, at[k].guard_far, R - G, R + G, level, 1);
       PLM_UNROLLED
       for (int q = 0; q < BAND_SUMS; q++)
         memory->k[q][BAND_BATCH - 1][band_sum_place(K * t + k)] = k_sums[k][q];
@@ -485,8 +487,8 @@ PLM_HD void cfar_band(const Block &block, const Warp &warp, const plm__cfar_args
   int oldest = 0; /* the ring slot of row y - R - 1, y the batch's first row */
   for (int64_t y = y0; y < y_end; y += BAND_BATCH) {
     /* The batch's entering rows into the ring (their slots were last read by the batch
-     * before's down phase, and its across phase reads other slots: every thread is past
-     * its out phase's barrier); then the next batch's loads. */
+     * before's down phase, and for windows 3 and 5 by its across phase: both end at
+     * barriers this thread has passed); then the next batch's loads. */
     PLM_UNROLLED
     for (int j = 0; j < BAND_BATCH; j++) {
       PLM_UNROLLED
@@ -583,11 +585,11 @@ PLM_HD void cfar_band(const Block &block, const Warp &warp, const plm__cfar_args
         cfar_moments(args, ring, level,
                      band_wrap(oldest + j + R + 1, length) * BAND_RING_PITCH + band_place(a), (S)n,
                      before[BAND_V], before[BAND_V2], &d, &moment);
-        const int at = band_stage_place(j, c, out_bytes);
+        const int staged = band_stage_place(j, c, out_bytes);
         if (held)
-          stage[at] = plm__cfar_held_mask(&args, py, px, d, moment);
+          stage[staged] = plm__cfar_held_mask(&args, py, px, d, moment);
         else
-          plm__cfar_write(&args, stage, at, d, moment); /* z or the mask, as out_bytes says */
+          plm__cfar_write(&args, stage, staged, d, moment); /* z or the mask, as out_bytes says */
       }
     }
     block.sync();
@@ -601,12 +603,12 @@ PLM_HD void cfar_band(const Block &block, const Warp &warp, const plm__cfar_args
       for (int c = t; c < BAND_COLUMNS; c += BAND_THREADS) {
         const int64_t px = x0 + c - 2 * R;
         if (c < 2 * R || px < 0 || px >= args.width) continue;
-        const int at = band_stage_place(r, c, out_bytes);
+        const int staged = band_stage_place(r, c, out_bytes);
         const int64_t i = (y + r) * args.width + px;
         if (out_bytes == 4)
-          ((float *)frame_out)[i] = ((const float *)stage)[at];
+          ((float *)frame_out)[i] = ((const float *)stage)[staged];
         else
-          ((uint8_t *)frame_out)[i] = stage[at];
+          ((uint8_t *)frame_out)[i] = stage[staged];
       }
     }
     PLM_UNROLLED
