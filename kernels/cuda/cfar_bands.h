@@ -341,10 +341,10 @@ static PLM_HD inline band_k_places band_k_of(int c, int R, int G) {
  * and its three other columns' boxes, in the ring rows `in` and `out` (the window's rows)
  * and `guard_in` and `guard_out` (the guard's). */
 template <typename T, typename S>
-static PLM_HD inline void band_k_step(S k[BAND_SUMS], int *count, const T *in, const T *out,
-                                      const T *guard_in, const T *guard_out,
+static PLM_HD inline void band_k_step(S k[BAND_SUMS], int *count, T entering, const T *in,
+                                      const T *out, const T *guard_in, const T *guard_out,
                                       const band_k_places &places, double level) {
-  band_add(k, count, in[places.own], level, 1);
+  band_add(k, count, entering, level, 1);
   band_add(k, count, out[places.own], level, -1);
   if (places.window_left >= 0) {
     band_add(k, count, in[places.window_left], level, -1);
@@ -525,12 +525,16 @@ PLM_HD void cfar_band(const Block &block, const Warp &warp, const plm__cfar_args
       const T *const guard_out = ring + band_wrap(oldest + j + R - G, length) * BAND_RING_PITCH;
       PLM_UNROLLED
       for (int k = 0; k < K; k++) {
-        band_k_step(k_sums[k], &k_counts[k], in, out, guard_in, guard_out, at[k], level);
+        band_k_step(k_sums[k], &k_counts[k], band_pair_cell(entering[0], k), in, out, guard_in,
+                    guard_out, at[k], level);
         const int place = band_sum_place(K * t + k);
         PLM_UNROLLED
         for (int q = 0; q < BAND_SUMS; q++) memory->k[q][j][place] = k_sums[k][q];
         if (counted) memory->counts[j][place] = k_counts[k];
       }
+      /* the next row's entering cells to the front (constant indices: the loop is rolled) */
+      PLM_UNROLLED
+      for (int i = 0; i + 1 < BAND_BATCH; i++) entering[i] = entering[i + 1];
     }
     block.sync();
 
