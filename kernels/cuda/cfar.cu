@@ -62,58 +62,57 @@
  *   the bands take pixels_kernel and its eight loads a pixel a table (a tile's span would
  *   pass 48 KiB: a 287 x 287 span is 644 KiB).
  *
- * The bands' cost. They read the frame and write the output, nothing else: their floor is
- * the op's input and output alone, 5 bytes a pixel for f32 to a mask (1.3 MB, 0.39 us at
- * 512^2; 84 MB, 25 us at 4096^2 on an H100). Their bound is the shared-memory pipe's
- * (kernels/cuda/cfar_bands.h has the design). A warp's row (64 columns, two a lane)
- * stores its entering cells to the ring, loads them again with its own leaving cells and
- * the entering and leaving cells of the three other columns of each column's k (eight
- * loads a column, 4-byte elements or fewer: 1 wavefront a request), then stores k (v and
- * v^2, 8 bytes: 2 wavefronts): 13 wavefronts per 32 columns, 0.46 an output over a strip's
- * 114 of 128 at window 15. Across, a thread loads its run's 8 columns of k once (0.14 an
- * output), four shuffle steps of two quantities scan the runs' totals (0.07), each
- * pixel's own value comes from the ring (2 wavefronts per 32: band_place, 0.07) and its
- * output goes to the stage and back (0.07); a column's k goes back to its thread between
- * batches (0.035), and a band's first 2R rows are loaded again (0.025). Emulated estimates for an
- * H100 SXM, not measurements (bench_ops --op cfar --emulated-cost, f32, window 15, guard 5;
- * docs/benchmarks.md, "cfar in bands"): 0.86 wavefronts and 0.07 shuffles an output
- * pixel, 1.23 us shared-bound at 512^2 (3.1x the floor), 14.87 at 2048^2 (2.4x), 59.48 at
- * 4096^2 (2.4x). Until 2026-12-07 each column kept its four sums (window, guard; v, v^2)
- * and a thread slid a run of 8 outputs along them: 12 loads of 8 bytes a pixel (a column
- * entering and one leaving each of the four sums) and a run's first window and guard, 1.39
- * wavefronts an output, 1.61, 22.28 and 89.12 us (4.1x, 3.6x, 3.6x). Before, running sums
- * across each warp's 64 columns (commit 7f64d98): 1.23 wavefronts and 0.70 shuffles a
- * pixel, 2.14, 31.09 and 124.38 us (5.5x, 5.0x, 5.0x). A thread a column (commit deb4c74)
- * took 1.26 wavefronts and 1.41 shuffles a pixel: 2.93 and 42.59 us at 512^2 and 2048^2
- * (7.5x, 6.8x). Before, the one-pass tiles built summed-area tables of each tile's span in
- * shared memory: 3.0 wavefronts a pixel, 3.02, 49.14 and 197.17 us (7.7x to 7.9x; commit
- * 1525f5c), and a scan's chain of about 16 dependent shared accesses a segment, which an
- * H200 measured at 803.4 us at 4096^2 (bench_ops, f32, window 15, commit d834510:
+ * The bands' cost. They read the frame and write the output, nothing else: their floor is the
+ * op's input and output alone, 5 bytes a pixel for f32 to a mask (1.3 MB, 0.39 us at 512^2; 84
+ * MB, 25 us at 4096^2 on an H100). Their bound is the shared-memory pipe's
+ * (kernels/cuda/cfar_bands.h has the design). A warp's row (64 columns, two a lane) stores its
+ * entering cells to the ring (each also stays in its thread's registers), loads its own leaving
+ * cells and the entering and leaving cells of the three other columns of each column's k (seven
+ * loads a column, 4-byte elements or fewer: 1 wavefront a request), then stores k (v and v^2, 8
+ * bytes: 2 wavefronts): 12 wavefronts per 32 columns, 0.42 an output over a strip's 114 of 128
+ * at window 15 (0.46 while a column's entering cell was read back from the ring). Across, a
+ * thread loads its run's 8 columns of k once (0.14 an output), four shuffle steps of two
+ * quantities scan the runs' totals (0.07), each pixel's own value comes from the ring (2
+ * wavefronts per 32: band_place, 0.07) and its output goes to the stage and back (0.07); a
+ * column's k goes back to its thread between batches (0.035), and a band's first 2R rows are
+ * loaded again (0.025). Emulated estimates for an H100 SXM, not measurements (bench_ops --op
+ * cfar --emulated-cost, f32, window 15, guard 5; docs/benchmarks.md, "cfar in bands"): 0.82
+ * wavefronts and 0.07 shuffles an output pixel, 1.19 us shared-bound at 512^2 (3.0x the floor),
+ * 14.31 at 2048^2 (2.3x), 57.22 at 4096^2 (2.3x). Until 2026-12-07 each column kept its four
+ * sums (window, guard; v, v^2) and a thread slid a run of 8 outputs along them: 12 loads of 8
+ * bytes a pixel (a column entering and one leaving each of the four sums) and a run's first
+ * window and guard, 1.39 wavefronts an output, 1.61, 22.28 and 89.12 us (4.1x, 3.6x, 3.6x).
+ * Before, running sums across each warp's 64 columns (commit 7f64d98): 1.23 wavefronts and 0.70
+ * shuffles a pixel, 2.14, 31.09 and 124.38 us (5.5x, 5.0x, 5.0x). A thread a column (commit
+ * deb4c74) took 1.26 wavefronts and 1.41 shuffles a pixel: 2.93 and 42.59 us at 512^2 and
+ * 2048^2 (7.5x, 6.8x). Before, the one-pass tiles built summed-area tables of each tile's span
+ * in shared memory: 3.0 wavefronts a pixel, 3.02, 49.14 and 197.17 us (7.7x to 7.9x; commit
+ * 1525f5c), and a scan's chain of about 16 dependent shared accesses a segment, which an H200
+ * measured at 803.4 us at 4096^2 (bench_ops, f32, window 15, commit d834510:
  * benchmarks/results/2026-12-04-h200-d834510; 18.4 us at 512^2, 193.7 at 2048^2), 4.0 times
- * that estimate. The bands have no such chain: a thread's steps down its columns depend on
- * each other only through additions in registers, its loads are a batch ahead, and the
- * running sums across are a chain of additions whose loads do not wait on them.
- *   What the count leaves out: the FP64 pipe, which f32's sums use (u8 and u16 add
- * integers), and the conversions to double. By the code (band_k_step, the across phase,
- * plm__cfar_moments_f32): a column's row takes eight cells, each a difference from the
- * level, a square and two additions, 32 double operations and 8 conversions, 36 and 9 an
- * output over 114 of 128 columns; across, the run's sums, the scan and the running sums
- * about 5.6; the moments about 10 and a square root: about 52 an output, 52 us at 4096^2
- * at 64 a clock an SM on an H100, 0.87 of the shared pipe's bound (the four column sums
- * took 41, four cells a column's row). The 11 conversions an output (the eight cells, the
- * pixel and its count), which the CUDA guide rates at 16 a clock an SM on compute
- * capability 9.0, take about 44 us. So the three pipes come to 44, 52 and 59.5 us, within
- * a quarter of each other: a GPU will show which binds. Registers: 162 for f32 (u8 164, u16 153)
- * under
- * __launch_bounds__(64, 6): 12 warps an SM, where f32's shared memory (20.8 KiB to a mask
- * at window 15) would let in 10 blocks. band_rows stops halving at 264 blocks in all or 8
- * rows, which for one 512^2 frame (320 blocks) is 4.8 warps an SM; the estimate does not
- * model occupancy, so the figure at 512^2 is the least certain. Not yet timed on a GPU.
- * Not 2x: at 4096^2 the shared pipe's 0.93 wavefronts and shuffles an output are 2.4x the
- * floor, and the FP64 pipe's 52 operations 2.1x; what is left of the shared count is the
- * down phase's cells and k (0.46), the runs' k and scan (0.21), the pixel and the stage
- * (0.14) and the batches' k and a band's first rows (0.06), 0.87 by the design against
- * 0.93 counted (the strips at a frame's right edge and the ring's wrap).
+ * that estimate. The bands have no such chain: a thread's steps down its columns depend on each
+ * other only through additions in registers, its loads are a batch ahead, and the running sums
+ * across are a chain of additions whose loads do not wait on them.
+ *   What the count leaves out: the FP64 pipe, which f32's sums use (u8 and u16 add integers),
+ * and the conversions to double. By the code (band_k_step, the across phase,
+ * plm__cfar_moments_f32): a column's row takes eight cells (seven from the ring, one from
+ * registers), each a difference from the level, a square and two additions, 32 double
+ * operations and 8 conversions, 36 and 9 an output over 114 of 128 columns; across, the run's
+ * sums, the scan and the running sums about 5.6; the moments about 10 and a square root: about
+ * 52 an output, 52 us at 4096^2 at 64 a clock an SM on an H100, 0.91 of the shared pipe's bound
+ * (the four column sums took 41, four cells a column's row). The 11 conversions an output (the
+ * eight cells, the pixel and its count), which the CUDA guide rates at 16 a clock an SM on
+ * compute capability 9.0, take about 44 us. So the three pipes come to 44, 52 and 57 us, within
+ * a quarter of each other: a GPU will show which binds. Registers: 162 for f32 (u8 162, u16
+ * 156) under __launch_bounds__(64, 6): 12 warps an SM, where f32's shared memory (20.8 KiB to a
+ * mask at window 15) would let in 10 blocks. band_rows stops halving at 264 blocks in all or 8
+ * rows, which for one 512^2 frame (320 blocks) is 4.8 warps an SM; the estimate does not model
+ * occupancy, so the figure at 512^2 is the least certain. Not yet timed on a GPU. Not 2x: at
+ * 4096^2 the shared pipe's 0.89 wavefronts and shuffles an output are 2.3x the floor, and the
+ * FP64 pipe's 52 operations 2.1x; what is left of the shared count is the down phase's cells
+ * and k (0.42), the runs' k and scan (0.21), the pixel and the stage (0.14) and the batches' k
+ * and a band's first rows (0.06), 0.83 by the design against 0.89 counted (the strips at a
+ * frame's right edge and the ring's wrap).
  * Large windows. A strip puts out 128 - 2R columns, so a column's row of the down phase is
  * shared by fewer outputs as the window grows (66 of 128 columns at window 63, 32 at 97),
  * and each band loads the 2R rows above it again; the across phase does not grow with the
@@ -126,8 +125,8 @@
  * launches; PLUME_EMU_COUNT=1 plume op cfar --window W on a uniform random frame, and
  * bench_ops --op cfar_w63, 2026-12-07), bands against tables: window 63, 5.96 against
  * 29.26 us at 512^2 (the bands L2-bound: one frame's bands of 8 rows load the 62 rows
- * above them again) and 27.75 against 285.0 at 2048^2 (shared-bound, 4.0x the floor of
- * 6.26 us; the tables 43x); window 97, 7.33 against 29.12 and 53.17 against 283.4 (the
+ * above them again) and 26.74 against 285.0 at 2048^2 (shared-bound, 3.9x the floor of
+ * 6.26 us; the tables 43x); window 97, 7.33 against 29.12 and 51.16 against 283.4 (the
  * tables at 99). With the four column sums they were 9.32 and 60.3 at window 63, 12.11 and
  * 99.6 at 97. Past 97 a strip would put out fewer than a quarter of its columns, so the
  * tables take them. Until 2026-12-07 the bands stopped at 45, where f32's shared memory

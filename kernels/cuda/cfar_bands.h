@@ -14,21 +14,24 @@
  * carries what four column sums did. A block of BAND_THREADS (64) takes a strip of
  * BAND_COLUMNS (128) columns of a band of rows, BAND_PER_THREAD (2) side by side a thread:
  *   down    thread t owns strip columns 2t and 2t + 1 (image columns x0 - R + 2t + k, x0
- *           the strip's first output column) and moves their k down a row at a time
- *           (in registers through a batch of rows, in shared memory between batches): its own
- * column's entering and leaving cells, and the entering and leaving cells of the three other
- * columns, eight cells a row, read from a ring in shared memory of each column's last window +
- * BAND_BATCH rows. A thread loads its columns' rows once each, a batch of BAND_BATCH rows while the
- * batch before runs, and stores them to the ring at the top of the next (after the barrier that
- * ends the last reads of their slots); a barrier, and every column's cells are there. A band's
- * first k are summed from its first window's rows. across  each batch row's k go to shared memory
- * (column c at band_sum_place(c), a word of padding each 16 columns); a thread takes BAND_RUN (8)
- * consecutive columns of a batch row (the block's 64 threads: BAND_BATCH rows of BAND_RUNS runs),
+ *           the strip's first output column) and moves their k down a row at a time (in
+ *           registers through a batch of rows, in shared memory between batches): its
+ *           own column's entering cell, and seven cells read from a ring in shared
+ *           memory of each column's last window + BAND_BATCH rows (its own leaving one,
+ *           the entering and leaving ones of the three other columns). A thread loads
+ *           its columns' rows once each, two columns as one pair, a batch of BAND_BATCH
+ *           rows while the batch before runs, and stores them to the ring at the top of
+ *           the next (after the barrier that ends the last reads of their slots); a
+ *           barrier, and every column's cells are there. A band's first k are summed
+ *           from its first window's rows.
+ *   across  each batch row's k go to shared memory (column c at band_sum_place(c), a word
+ *           of padding each 16 columns); a thread takes BAND_RUN (8) consecutive columns
+ *           of a batch row (the block's 64 threads: BAND_BATCH rows of BAND_RUNS runs),
  *           sums their k, adds the totals of the runs to its left through its row's 16
  *           lanes (four shuffle steps a quantity), then walks its columns keeping the
  *           running sum of k, which at column c is the reference sum of the output at
- *           column c - R (for c from 2R). The pixel's own value comes from the ring; each
- *           output goes to a stage in shared memory.
+ *           column c - R (for c from 2R). The pixel's own value comes from the ring;
+ *           each output goes to a stage in shared memory.
  *   out     after a barrier, the block writes the stage's rows to the frame, consecutive
  *           threads at consecutive pixels (a run's lanes, 8 pixels apart, would store a
  *           request's 32 outputs to 8 sectors, or 32 for z).
@@ -36,12 +39,12 @@
  * BAND_COLUMNS - 2R columns (114 of 128 at window 15, 84 at 45, 66 at 63, 32 at 97), and
  * the ring grows with the window: past the 48 KiB a block has without asking (f32 from
  * window 67 to z, 69 to a mask; u8 and u16 never) the launch opts in to more
- * (band_shared_bytes, at most kBandSharedMost). Windows past 97 take summed-area tables of the
- * frame (kernels/cuda/cfar.cu): a strip would put out fewer than a quarter of its columns. Until
- * 2026-12-07 each column kept its four sums (window and guard, v and v^2) and a thread slid a run
- * of 8 outputs along them, 12 loads of 8 bytes a pixel and a run's first window and guard, 20
- * columns, again; the cost of both is in kernels/cuda/cfar.cu
- * ("The bands' cost").
+ * (band_shared_bytes, at most kBandSharedMost). Windows past 97 take summed-area tables
+ * of the frame (kernels/cuda/cfar.cu): a strip would put out fewer than a quarter of its
+ * columns. Until 2026-12-07 each column kept its four sums (window and guard, v and v^2)
+ * and a thread slid a run of 8 outputs along them, 12 loads of 8 bytes a pixel and a
+ * run's first window and guard, 20 columns, again; the cost of both is in
+ * kernels/cuda/cfar.cu ("The bands' cost").
  *
  * f32 counts its finite cells only in a band where a pixel loaded so far is not finite (a
  * flag in shared memory, read after the barrier that follows the ring's stores), else
@@ -57,10 +60,10 @@
  * rest of the band (up to 64 + R rows), and the running sums across carry it to the
  * strip's right edge (up to 114 outputs a row), where the four column sums kept it to
  * the 2R + 1 columns whose windows hold it. Around one pixel of 1e6 to 1e8 among values
- * 1 +- 1e-3 (200 x 300, window 15, guard 5; 2026-12-07, a throwaway program against long
- * double) 2,637 to 2,652 of the 60,000 z-scores were wrong at 1e-3 (the four sums: 382; the CPU's
- * tables of the whole frame, whose entries carry every pixel above and to the left:
- * 16,591); at 1e4, none. Products are rounded one by one (plm__cfar_mul), so nvcc
+ * 1 +- 1e-3 (200 x 300, window 15, guard 5; 2026-12-07, a throwaway program against
+ * long double) 2,637 to 2,652 of the 60,000 z-scores were wrong at 1e-3 (the four sums:
+ * 382; the CPU's tables of the whole frame, whose entries carry every pixel above and to
+ * the left: 16,591); at 1e4, none. Products are rounded one by one (plm__cfar_mul), so nvcc
  * contracts nothing the CPU does not. */
 #ifndef PLUME_KERNELS_CUDA_CFAR_BANDS_H
 #define PLUME_KERNELS_CUDA_CFAR_BANDS_H
