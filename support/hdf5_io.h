@@ -55,9 +55,11 @@
  * --h5-values stored, which reads no attribute. Not guarded: fuzz_hdf5 found a 2.8 KB file
  * (tests/fuzz/known-crashes/hdf5-local-heap-segv, not among the replayed seeds) whose damaged
  * old-style group makes libhdf5 1.10.8 crash (a NULL read in H5F__accum_read under
- * H5HL_protect, walking the root group); old-style groups are what most files use, so they
- * cannot be refused (the fuzz stage lets a SEGV on a read inside libhdf5 itself pass, and
- * nothing else: tests/fuzz/fuzz-tolerating-library-crashes.sh). Groups are walked with H5Literate,
+ * H5HL_protect, walking the root group), and a 2.4 KB one whose local heap declares 3.8 GB,
+ * which libhdf5 asks malloc for before its read fails (known-crashes/hdf5-local-heap-oom);
+ * old-style groups are what most files use, so they cannot be refused (the fuzz stage lets a
+ * SEGV on a read inside libhdf5 itself pass, and an allocation libhdf5 asks for past
+ * libFuzzer's limit, and nothing else: tests/fuzz/fuzz-tolerating-library-crashes.sh). Groups are walked with H5Literate,
  * hard links only, 32 deep and 100000 links at most, never following a link into another file.
  *
  * Writing: hdf5_encode makes an HDF5 file of one dataset of an array of any dtype, in memory
