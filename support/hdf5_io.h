@@ -59,8 +59,9 @@
  * which libhdf5 asks malloc for before its read fails (known-crashes/hdf5-local-heap-oom);
  * old-style groups are what most files use, so they cannot be refused (the fuzz stage lets a
  * SEGV on a read inside libhdf5 itself pass, and an allocation libhdf5 asks for past
- * libFuzzer's limit, and nothing else: tests/fuzz/fuzz-tolerating-library-crashes.sh). Groups are walked with H5Literate,
- * hard links only, 32 deep and 100000 links at most, never following a link into another file.
+ * libFuzzer's limit, and nothing else: tests/fuzz/fuzz-tolerating-library-crashes.sh).
+ * Groups are walked with H5Literate, hard links only, 32 deep and 100000 links at most, never
+ * following a link into another file.
  *
  * Writing: hdf5_encode makes an HDF5 file of one dataset of an array of any dtype, in memory
  * (libhdf5's core driver: nothing touches the disk until the caller writes the bytes), below.
