@@ -256,8 +256,7 @@ int64_t band_mismatches(const Frame &f, int window, int guard, plm_cfar_result o
   plm__cfar_cpu(&args);
   args.out = banded.data();
   args.scratch = nullptr; /* the bands have no tables */
-  std::vector<unsigned char> shared(
-      band_shared_bytes<S>(window, (int)sizeof(T), band_output_bytes(args)));
+  std::vector<unsigned char> shared(band_shared_bytes<S>(window));
   LaneGroup block(BAND_THREADS, rng());
   const int64_t blocks = band_blocks(args, rows);
   if (grid > blocks) grid = blocks;
@@ -268,8 +267,7 @@ int64_t band_mismatches(const Frame &f, int window, int guard, plm_cfar_result o
         const EmulatedBlock eb = {&block, t};
         const EmulatedWarp ew = {&block, t};
         for (int64_t frame = y; frame < frames; frame += grid_frames)
-          cfar_frame_bands<T, S>(eb, ew, args, frame, x, grid, rows,
-                                 (band_memory<S> *)shared.data());
+          cfar_frame_bands<T, S>(eb, ew, args, frame, x, grid, rows, shared.data());
       });
     }
   int64_t bad = 0;
@@ -286,7 +284,7 @@ int64_t band_mismatches(const Frame &f, int window, int guard, plm_cfar_result o
 
 /* The windows of the bands' checks: the smallest, the default, a guard of 1 (its box the
  * pixel alone), and windows whose guard leaves a ring one cell wide, 29 and the largest
- * (their boxes across the one boundary between a strip's two warps of 64 columns, as the
+ * (their boxes across the one boundary between a strip's two warps of 128 columns, as the
  * default's are for some pixels); bands of the fewest rows and the most (a frame's rows
  * split unevenly between them either way). */
 const int kBandWindows[][2] = {
@@ -527,111 +525,65 @@ int check_request(const char *what, int window, const std::vector<int> &elements
   return 1;
 }
 
-/* The bands' shared-memory layouts meet each bank the fewest times (cfar_bands.h): the
- * down phase's ring stores of a thread's two entering cells, its ring loads of the cells
- * that move its columns' k (its own leaving cell, the entering and leaving cells of the
- * three other columns: f32's 4-byte elements), its stores of k (8-byte for f32 and u16,
- * 4-byte for u8 and the counts); the across phase's loads of its runs' k (a column of each
- * run at a time, two rows a warp), each output pixel's own value from the ring (f32), and
- * the stage's stores, then its loads by consecutive threads (a byte, or a 4-byte z); and
- * every place inside its row. One failure a kind and window at most. */
+/* The bands' shared-memory layouts meet each bank once (band_place, cfar_bands.h), for
+ * every window and guard and each of a block's warps: the down phase's ring stores of a
+ * thread's entering cells and its ring loads of the cells that move its columns' k (its own
+ * column's, and the columns 2R + 1, R - G and R + G + 1 to the left: 4-byte cells, one of a
+ * lane's columns at a time); the across phase's loads of each output pixel's own value from
+ * the ring and its stores of the outputs to the stage; the write-out's loads of the stage;
+ * and every place inside its row. One failure a kind and window at most. */
 int check_band_layouts() {
   int failures = 0;
   for (int c = 0; c < BAND_COLUMNS; c++)
-    if (band_sum_place(c) >= BAND_SUM_PITCH || band_place(c) >= BAND_RING_PITCH ||
-        band_stage_place(1, c, 1) < band_stage_pitch(1) ||
-        band_stage_place(1, c, 1) >= 2 * band_stage_pitch(1) ||
-        band_stage_place(1, c, 4) < band_stage_pitch(4) ||
-        band_stage_place(1, c, 4) >= 2 * band_stage_pitch(4)) {
-      std::printf("FAIL: bands' layout, column %d outside its row\n", c);
+    if (band_place(c) < 0 || band_place(c) >= BAND_COLUMNS) {
+      std::printf("FAIL: bands' layout, column %d outside its ring row\n", c);
       return 1;
     }
-  int bad[8] = {0};
-  for (int warp = 0; warp < BAND_THREADS / 32; warp++) {
-    /* down: one of each lane's two columns, stored (k, its count, the ring's cell) */
-    for (int k = 0; k < BAND_PER_THREAD; k++) {
-      std::vector<int> sums, ring;
-      for (int lane = 0; lane < 32; lane++) {
-        sums.push_back(band_sum_place(BAND_PER_THREAD * (32 * warp + lane) + k));
-        ring.push_back(band_place(BAND_PER_THREAD * (32 * warp + lane) + k));
-      }
-      bad[0] |= check_request("k stored", 0, sums, 8);
-      if (request_wavefronts(sums, 4) > 2) bad[1] = 1; /* counts: 2, not 1 */
-      bad[0] |= check_request("entering cells stored", 0, ring, 4);
-    }
-    /* across: a column of each lane's run, two batch rows a warp */
-    for (int m = 0; m < BAND_RUN; m++) {
-      std::vector<int> loads;
-      for (int lane = 0; lane < 32; lane++) {
-        const int t = 32 * warp + lane, j = t / BAND_RUNS;
-        loads.push_back(j * BAND_SUM_PITCH + band_sum_place(BAND_RUN * (t % BAND_RUNS) + m));
-      }
-      bad[2] |= check_request("runs' k loaded", 0, loads, 8);
-      if (request_wavefronts(loads, 4) > 2) bad[1] = 1;
-    }
-  }
   for (int window = 3; window <= BAND_WINDOW_MOST; window += 2) {
-    const int R = window / 2, length = window + BAND_BATCH;
-    int bad_window[8] = {0};
-    for (int warp = 0; warp < BAND_THREADS / 32; warp++) {
-      /* down: the cells of the other columns (left of each lane's column by `offset`), a
-       * ring row at a time, for every guard */
-      for (int guard = 1; guard <= window - 2; guard += 2) {
-        const int G = guard / 2;
-        for (int offset : {0, 2 * R + 1, R - G, R + G + 1})
-          for (int k = 0; k < BAND_PER_THREAD; k++) {
-            std::vector<int> loads;
-            for (int lane = 0; lane < 32; lane++) {
-              const int c = BAND_PER_THREAD * (32 * warp + lane) + k - offset;
-              if (c >= 0) loads.push_back(band_place(c));
-            }
-            bad_window[0] |= check_request("ring cells loaded", window, loads, 4);
-          }
+    const int R = window / 2, lead = band_lead(window), outputs = band_outputs(window);
+    const int stage_words = (int)((band_carry_offset(window) - band_stage_offset(window)) / 4);
+    for (int o = 0; o < outputs; o++)
+      if (band_place(o) >= stage_words) {
+        std::printf("FAIL: bands' layout, output %d of window %d outside the stage\n", o, window);
+        return 1;
       }
-      /* across: each output pixel's own value (strip column c - R of batch row j, c from
-       * 2R), two ring rows a warp: 2 wavefronts for 4-byte elements (band_place), 4 where
-       * the two rows are the ring's last and first */
-      for (int oldest = 0; oldest < length; oldest++)
-        for (int m = 0; m < BAND_RUN; m++) {
-          std::vector<int> own;
-          for (int lane = 0; lane < 32; lane++) {
-            const int t = 32 * warp + lane, j = t / BAND_RUNS;
-            const int c = BAND_RUN * (t % BAND_RUNS) + m;
-            if (c >= 2 * R)
-              own.push_back(band_wrap(oldest + j + R + 1, length) * BAND_RING_PITCH +
-                            band_place(c - R));
-          }
-          const int row = band_wrap(oldest + 2 * warp + R + 1, length);
-          if (request_wavefronts(own, 4) > (row + 1 < length ? 2 : 4)) bad_window[1] = 1;
-        }
-      for (int bytes : {1, 4}) {
-        for (int m = 0; m < BAND_RUN; m++) {
-          std::vector<int> stores;
-          for (int lane = 0; lane < 32; lane++) {
-            const int t = 32 * warp + lane, j = t / BAND_RUNS;
-            const int c = BAND_RUN * (t % BAND_RUNS) + m;
-            if (c >= 2 * R) stores.push_back(band_stage_place(j, c, bytes));
-          }
-          bad_window[2] |= check_request("stage stored", window, stores, bytes);
-        }
-        for (int j = 0; j < BAND_BATCH; j++)
-          for (int c0 = 32 * warp; c0 < BAND_COLUMNS; c0 += BAND_THREADS) {
-            std::vector<int> loads;
-            for (int c = std::max(c0, 2 * R); c < c0 + 32; c++)
-              loads.push_back(band_stage_place(j, c, bytes));
-            bad_window[3] |= check_request("stage loaded", window, loads, bytes);
-          }
-      }
+    if (lead % BAND_PER_THREAD != 0 || outputs % BAND_PER_THREAD != 0 || lead < R ||
+        lead + outputs + R > BAND_COLUMNS) {
+      std::printf("FAIL: bands' strip at window %d: lead %d, %d outputs\n", window, lead, outputs);
+      return 1;
     }
-    if (bad_window[1])
-      std::printf(
-          "FAIL: bands' layout, pixels' own values at window %d: more wavefronts than 2 "
-          "(4 where the ring wraps)\n",
-          window);
-    for (int b : bad_window) failures += b;
+    int bad[4] = {0};
+    for (int warp = 0; warp < BAND_WARPS; warp++)
+      for (int i = 0; i < BAND_PER_THREAD; i++) {
+        /* down: the cells of the columns `offset` left of each lane's, for every guard */
+        for (int guard = 1; guard <= window - 2; guard += 2) {
+          const int G = guard / 2;
+          for (int offset : {0, 2 * R + 1, R - G, R + G + 1}) {
+            std::vector<int> cells;
+            for (int lane = 0; lane < 32; lane++) {
+              const int c = BAND_PER_THREAD * (32 * warp + lane) + i - offset;
+              if (c >= 0) cells.push_back(band_place(c));
+            }
+            bad[0] |= check_request("ring cells stored and loaded", window, cells, 4);
+          }
+        }
+        /* across: each output's own value from the ring, its output to the stage */
+        std::vector<int> own, staged, written;
+        for (int lane = 0; lane < 32; lane++) {
+          const int first = BAND_PER_THREAD * (32 * warp + lane), a = first + i - R;
+          if (a >= lead && a < lead + outputs) {
+            own.push_back(band_place(a));
+            staged.push_back(band_place(a - lead));
+          }
+          if (first >= lead && first < lead + outputs)
+            written.push_back(band_place(first - lead + i));
+        }
+        bad[1] |= check_request("own values loaded", window, own, 4);
+        bad[2] |= check_request("outputs staged", window, staged, 4);
+        bad[3] |= check_request("outputs loaded from the stage", window, written, 4);
+      }
+    for (int b : bad) failures += b;
   }
-  if (bad[1]) std::printf("FAIL: bands' layout, counts stored or loaded: over 2 wavefronts\n");
-  for (int b : bad) failures += b;
   return failures;
 }
 
@@ -676,12 +628,12 @@ int main() {
           cases++;
         }
     }
-  /* The bands, against the CPU kernel: frames around a strip's width (128 - 2R columns:
-   * 126 at window 3, 114 at 15, 84 at 45, 32 at 97) and a band's height, and frames around a
-   * 32 x 32 tile's side. */
-  const int64_t band_sides[][2] = {{1, 1},    {5, 7},    {31, 32}, {65, 97},  {9, 114},
-                                   {17, 115}, {70, 126}, {8, 127}, {33, 229}, {66, 100},
-                                   {21, 85},  {99, 33},  {101, 65}};
+  /* The bands, against the CPU kernel: frames around a strip's outputs (band_outputs: 248
+   * at window 3, 240 at 15, 208 at 45, 160 at 97; two strips and a column) and a band's
+   * height, and frames around a 32 x 32 tile's side. */
+  const int64_t band_sides[][2] = {{1, 1},    {5, 7},    {31, 32},  {65, 97},  {9, 240},
+                                   {17, 241}, {70, 248}, {8, 249},  {33, 481}, {66, 100},
+                                   {21, 159}, {99, 33},  {101, 65}, {6, 161},  {3, 497}};
   for (plm_dtype dtype : {PLM_DTYPE_U8, PLM_DTYPE_U16, PLM_DTYPE_F32})
     for (const auto &hw : band_sides) {
       const bool non_finite = dtype == PLM_DTYPE_F32 && (hw[0] == 65 || hw[0] == 33);

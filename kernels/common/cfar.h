@@ -194,25 +194,33 @@ static inline PLM_HD void plm__cfar_write(const plm__cfar_args *args, void *fram
     ((uint8_t *)frame_out)[i] = plm__cfar_mask(d, m, args->k);
 }
 
-/* Element i's d = n x - S1 and m = n S2 - S1^2 (plume/cfar.h) from its reference sums
- * (plm__cfar_ring_*): for f32, n, S1 and S2 from the three tables, and d = m = 0 when x is
- * not finite; for u8 and u16, S1 and S2 from the two, n from the boxes' areas. frame_in
- * points at the frame's first element; level is plm__cfar_level of the frame. */
-static inline PLM_HD void plm__cfar_moments_f32(const void *frame_in, double level, int64_t i,
-                                                double n, double s1, double s2, double *d,
-                                                double *m) {
-  const float v = ((const float *)frame_in)[i];
+/* A pixel's d = n x - S1 and m = n S2 - S1^2 (plume/cfar.h) from its value x and its reference
+ * sums (plm__cfar_ring_*): for f32, n, S1 and S2 from the three tables (or the bands' sums), and
+ * d = m = 0 when x is not finite; level is plm__cfar_level of the frame; for u8 and u16, S1 and
+ * S2 from the two, n from the boxes' areas. */
+static inline PLM_HD void plm__cfar_moments_of_f32(float v, double level, double n, double s1,
+                                                   double s2, double *d, double *m) {
   *d = plm__cfar_sub(plm__cfar_mul(n, (double)v - level), s1);
   *m = plm__cfar_sub(plm__cfar_mul(n, s2), plm__cfar_mul(s1, s1));
   if (!plm__cfar_finite(v)) *d = *m = 0.0;
 }
+static inline PLM_HD void plm__cfar_moments_of_int(uint64_t v, int64_t n, uint64_t s1, uint64_t s2,
+                                                   double *d, double *m) {
+  /* Exact: n <= 255^2 - 1 and v <= 65535, so n S2 and S1^2 stay below 2^64. */
+  *d = (double)((int64_t)((uint64_t)n * v) - (int64_t)s1);
+  *m = (double)((uint64_t)n * s2 - s1 * s1);
+}
+
+/* The same for element i of a frame (frame_in: its first element). */
+static inline PLM_HD void plm__cfar_moments_f32(const void *frame_in, double level, int64_t i,
+                                                double n, double s1, double s2, double *d,
+                                                double *m) {
+  plm__cfar_moments_of_f32(((const float *)frame_in)[i], level, n, s1, s2, d, m);
+}
 static inline PLM_HD void plm__cfar_moments_int(const plm__cfar_args *args, const void *frame_in,
                                                 int64_t i, int64_t n, uint64_t s1, uint64_t s2,
                                                 double *d, double *m) {
-  /* Exact: n <= 255^2 - 1 and v <= 65535, so n S2 and S1^2 stay below 2^64. */
-  const uint64_t v = plm__cfar_value_int(frame_in, i, args->dtype);
-  *d = (double)((int64_t)((uint64_t)n * v) - (int64_t)s1);
-  *m = (double)((uint64_t)n * s2 - s1 * s1);
+  plm__cfar_moments_of_int(plm__cfar_value_int(frame_in, i, args->dtype), n, s1, s2, d, m);
 }
 
 /* Pixel (y, x)'s d and m from its reference cells' sums in the frame's tables. frame_in

@@ -65,72 +65,75 @@
  * The bands' cost. They read the frame and write the output, nothing else: their floor is the
  * op's input and output alone, 5 bytes a pixel for f32 to a mask (1.3 MB, 0.39 us at 512^2; 84
  * MB, 25 us at 4096^2 on an H100). Their bound is the shared-memory pipe's
- * (kernels/cuda/cfar_bands.h has the design). A warp's row (64 columns, two a lane) stores its
- * entering cells to the ring (each also stays in its thread's registers), loads its own leaving
- * cells and the entering and leaving cells of the three other columns of each column's k (seven
- * loads a column, 4-byte elements or fewer: 1 wavefront a request), then stores k (v and v^2, 8
- * bytes: 2 wavefronts): 12 wavefronts per 32 columns, 0.42 an output over a strip's 114 of 128
- * at window 15 (0.46 while a column's entering cell was read back from the ring). Across, a
- * thread loads its run's 8 columns of k once (0.14 an output), four shuffle steps of two
- * quantities scan the runs' totals (0.07), each pixel's own value comes from the ring (2
- * wavefronts per 32: band_place, 0.07) and its output goes to the stage and back (0.07); a
- * column's k goes back to its thread between batches (0.035), and a band's first 2R rows are
- * loaded again (0.025). Emulated estimates for an H100 SXM, not measurements (bench_ops --op
- * cfar --emulated-cost, f32, window 15, guard 5; docs/benchmarks.md, "cfar in bands"): 0.82
- * wavefronts and 0.07 shuffles an output pixel, 1.19 us shared-bound at 512^2 (3.0x the floor),
- * 14.31 at 2048^2 (2.3x), 57.22 at 4096^2 (2.3x). Until 2026-12-07 each column kept its four
- * sums (window, guard; v, v^2) and a thread slid a run of 8 outputs along them: 12 loads of 8
- * bytes a pixel (a column entering and one leaving each of the four sums) and a run's first
- * window and guard, 1.39 wavefronts an output, 1.61, 22.28 and 89.12 us (4.1x, 3.6x, 3.6x).
- * Before, running sums across each warp's 64 columns (commit 7f64d98): 1.23 wavefronts and 0.70
- * shuffles a pixel, 2.14, 31.09 and 124.38 us (5.5x, 5.0x, 5.0x). A thread a column (commit
- * deb4c74) took 1.26 wavefronts and 1.41 shuffles a pixel: 2.93 and 42.59 us at 512^2 and
- * 2048^2 (7.5x, 6.8x). Before, the one-pass tiles built summed-area tables of each tile's span
- * in shared memory: 3.0 wavefronts a pixel, 3.02, 49.14 and 197.17 us (7.7x to 7.9x; commit
- * 1525f5c), and a scan's chain of about 16 dependent shared accesses a segment, which an H200
- * measured at 803.4 us at 4096^2 (bench_ops, f32, window 15, commit d834510:
- * benchmarks/results/2026-12-04-h200-d834510; 18.4 us at 512^2, 193.7 at 2048^2), 4.0 times
- * that estimate. The bands have no such chain: a thread's steps down its columns depend on each
- * other only through additions in registers, its loads are a batch ahead, and the running sums
- * across are a chain of additions whose loads do not wait on them.
+ * (kernels/cuda/cfar_bands.h has the design). A warp's row (128 columns, four a lane, each
+ * column's k in its thread's registers) stores its entering cells to the ring and loads each
+ * column's own leaving cell and the entering and leaving cells of the three other columns of
+ * its k: 8 requests a column of the lanes, each meeting every bank once, 0.25 wavefronts a
+ * column. Across, 24 shuffles a warp's row scan the lanes' totals (two doubles: 0.19 a
+ * column), the pixels' own values, the stage's stores and its loads by the next row's
+ * write-out take 12 requests per 128 columns (0.09), and a band's first 2R + 1 rows cost each
+ * column about 2R + 1 stores and 2R + 2G + 3 loads once. Emulated estimates for an H100 SXM,
+ * not measurements (bench_ops --op cfar --emulated-cost, f32 to a mask, window 15, guard 5,
+ * 2026-12-07): 0.69 wavefronts and shuffles an output at 4096^2 (0.53 a column by the
+ * design, over 240 outputs of a strip's 256 columns, 18 strips for 4096 columns, and the
+ * bands' first rows), shared-bound at 1.11 us at 512^2 (3.61 with the launch; 2.8x the
+ * floor), 11.00 at 2048^2 (1.8x; 13.50 with the launch) and 43.16 at 4096^2 (1.72x; 45.66
+ * with the launch, 1.82x). With a strip of 128 columns, two a thread, each batch row's k
+ * stored to shared memory and read back by threads summing runs of 8 across (the morning
+ * of 2026-12-07): 0.82 wavefronts and 0.07 shuffles an output, 1.19, 14.31 and 57.22 us
+ * (3.0x, 2.3x, 2.3x). With each column's four sums (window, guard; v, v^2) and a thread
+ * sliding a run of 8 outputs along them: 1.39 wavefronts an output, 1.61, 22.28 and 89.12 us
+ * (4.1x, 3.6x, 3.6x). Before, running sums across each warp's 64 columns (commit 7f64d98):
+ * 1.23 wavefronts and 0.70 shuffles a pixel, 2.14, 31.09 and 124.38 us (5.5x, 5.0x, 5.0x). A
+ * thread a column (commit deb4c74) took 1.26 wavefronts and 1.41 shuffles a pixel: 2.93 and
+ * 42.59 us at 512^2 and 2048^2 (7.5x, 6.8x). Before, the one-pass tiles built summed-area
+ * tables of each tile's span in shared memory: 3.0 wavefronts a pixel, 3.02, 49.14 and
+ * 197.17 us (7.7x to 7.9x; commit 1525f5c), and a scan's chain of about 16 dependent shared
+ * accesses a segment, which an H200 measured at 803.4 us at 4096^2 (bench_ops, f32, window
+ * 15, commit d834510: benchmarks/results/2026-12-04-h200-d834510; 18.4 us at 512^2, 193.7 at
+ * 2048^2), 4.0 times that estimate. The bands have no such chain: a thread's steps down its
+ * columns depend on each other only through additions in registers, its loads run four rows
+ * ahead, and the scans across are chains of shuffles whose loads do not wait on them.
  *   What the count leaves out: the FP64 pipe, which f32's sums use (u8 and u16 add integers),
- * and the conversions to double. By the code (band_k_step, the across phase,
- * plm__cfar_moments_f32): a column's row takes eight cells (seven from the ring, one from
- * registers), each a difference from the level, a square and two additions, 32 double
- * operations and 8 conversions, 36 and 9 an output over 114 of 128 columns; across, the run's
- * sums, the scan and the running sums about 5.6; the moments about 10 and a square root: about
- * 52 an output, 52 us at 4096^2 at 64 a clock an SM on an H100, 0.91 of the shared pipe's bound
- * (the four column sums took 41, four cells a column's row). The 11 conversions an output (the
- * eight cells, the pixel and its count), which the CUDA guide rates at 16 a clock an SM on
- * compute capability 9.0, take about 44 us. So the three pipes come to 44, 52 and 57 us, within
- * a quarter of each other: a GPU will show which binds. Registers: 162 for f32 (u8 162, u16
- * 156) under __launch_bounds__(64, 6): 12 warps an SM, where f32's shared memory (20.8 KiB to a
- * mask at window 15) would let in 10 blocks. band_rows stops halving at 264 blocks in all or 8
- * rows, which for one 512^2 frame (320 blocks) is 4.8 warps an SM; the estimate does not model
- * occupancy, so the figure at 512^2 is the least certain. Not yet timed on a GPU. Not 2x: at
- * 4096^2 the shared pipe's 0.89 wavefronts and shuffles an output are 2.3x the floor, and the
- * FP64 pipe's 52 operations 2.1x; what is left of the shared count is the down phase's cells
- * and k (0.42), the runs' k and scan (0.21), the pixel and the stage (0.14) and the batches' k
- * and a band's first rows (0.06), 0.83 by the design against 0.89 counted (the strips at a
- * frame's right edge and the ring's wrap).
- * Large windows. A strip puts out 128 - 2R columns, so a column's row of the down phase is
- * shared by fewer outputs as the window grows (66 of 128 columns at window 63, 32 at 97),
- * and each band loads the 2R rows above it again; the across phase does not grow with the
- * window (the four sums' runs read each first window's 2R + 1 columns). The ring grows by
- * a row a window's row, past the 48 KiB a block has without asking from window 67 (f32 to
- * z; 69 to a mask), where the launch opts in (stack_bands). The tables' cost does not grow
- * with the window, but it starts high: 16 to 24 bytes a table entry through their passes
- * and eight corners a pixel a table from the L2.
- * Emulated estimates for an H100 SXM, not measurements (f32 to a mask, guard 5, with the
- * launches; PLUME_EMU_COUNT=1 plume op cfar --window W on a uniform random frame, and
- * bench_ops --op cfar_w63, 2026-12-07), bands against tables: window 63, 5.96 against
- * 29.26 us at 512^2 (the bands L2-bound: one frame's bands of 8 rows load the 62 rows
- * above them again) and 26.74 against 285.0 at 2048^2 (shared-bound, 3.9x the floor of
- * 6.26 us; the tables 43x); window 97, 7.33 against 29.12 and 51.16 against 283.4 (the
- * tables at 99). With the four column sums they were 9.32 and 60.3 at window 63, 12.11 and
- * 99.6 at 97. Past 97 a strip would put out fewer than a quarter of its columns, so the
- * tables take them. Until 2026-12-07 the bands stopped at 45, where f32's shared memory
- * came to the 48 KiB.
+ * and the conversions to double. By the code: a column's row takes four exchanges
+ * (band_exchange), each two conversions and six double operations, 24 and 8 a column; across,
+ * the thread's total, the scan, the carry and the running sums about 6.5 a column; the
+ * moments about 10 and a square root. Over 240 outputs of 256 columns, 18 strips and the
+ * bands' first rows at 4096^2 (1.19 columns an output): about 46 double operations an output,
+ * 46 us at 64 a clock an SM on an H100 (52 with the strip of 128 columns, whose cells each took
+ * a difference from the level and a square), and about 11.5 conversions (the cells, the
+ * pixel and its count), which the CUDA guide rates at 16 a clock an SM on compute capability
+ * 9.0: about 46 us. So the three pipes come to 43, 46 and 46 us at 4096^2, each within 2x of
+ * the 25 us floor, and within a tenth of each other: a GPU will show which binds. Registers:
+ * 254 for f32 and 201 for u8 under __launch_bounds__(64, 4), 8 warps an SM; 163 for u16 under
+ * (64, 6), 12 (under (64, 6)'s 168 f32 spilled 4 bytes for sm_80 and u8 8). Each thread has
+ * 28 independent ring loads and four columns' exchanges a row to overlap; the estimate does
+ * not model occupancy, so the figures at 512^2, where one frame's bands of 8 rows make 192
+ * blocks, are the least certain. Not yet timed on a GPU. The emulator groups a warp's
+ * accesses of a site by the k-th execution of each lane, and a loop the host's compiler does
+ * not unroll is one site: the stage's stores, which lanes without an output skip, count 1.07
+ * wavefronts a request where a GPU's unrolled stores would take 1 (the ring's loads are made
+ * by every lane: band_ring_cell).
+ *   Precision, f32: around one pixel of 1e6 to 1e8 among values 1 +- 1e-3 (200 x 300, window
+ * 15, guard 5; 2026-12-07, a throwaway program against long double), 3,001 of the 60,000
+ * z-scores were wrong at 1e-3 (the strip of 128 columns: 2,637 to 2,652, its running sums
+ * carrying the rounding over 114 outputs rather than 240; the four column sums: 382; the
+ * CPU's tables of the whole frame: 16,550 to 16,591).
+ * Large windows. A strip puts out 256 - R - band_lead columns, rounded down to a multiple of
+ * 4, so a column's row of the down phase is shared by fewer outputs as the window grows (192
+ * of 256 columns at window 63, 160 at 97), and each band loads the 2R rows above it again.
+ * The ring grows by a row a window's row, past the 48 KiB a block has without asking from
+ * window 47, where the launch opts in (stack_bands); at 97 a block takes 98.7 KiB, within the
+ * 99 KiB of sm_86 and sm_89. The tables' cost does not grow with the window, but it starts
+ * high: 16 to 24 bytes a table entry through their passes and eight corners a pixel a table
+ * from the L2. Emulated estimates for an H100 SXM, not measurements (f32 to a mask, guard 5,
+ * with the launches; bench_ops --op cfar_w63, and PLUME_EMU_COUNT=1 plume op cfar --window 97
+ * on a uniform random frame, 2026-12-07): window 63, 4.59 us at 512^2 (L2-bound: one frame's
+ * bands of 8 rows load the 62 rows above them again), 16.90 at 2048^2 (shared-bound, 2.3x the
+ * floor of 6.26 us) and 57.03 at 4096^2 (2.2x); window 97, 20.07 at 2048^2. The strip of 128
+ * columns took 5.96 and 26.74 at window 63 (3.9x at 2048^2) and 51.16 at 97; the tables
+ * 29.26 and 285.0 at 63 (43x) and 283.4 at 99. Past 97 a strip would put out fewer than
+ * three fifths of its columns and a block take more than 99 KiB, so the tables take them.
  *
  * The integer tables and sums (u8, u16) are exact in any order, so the bits equal the
  * CPU's; the f32 tables sum their doubles in the scans' orders (rows in chunks of warps,
@@ -474,18 +477,21 @@ __global__ void pixels_kernel(plm__cfar_args args, int64_t first) {
   }
 }
 
-/* Block (x, y) takes frame y's (strip, band) pairs x, x + gridDim.x, ..., and so frames y,
- * y + gridDim.y, ... (cfar_frame_bands, kernels/cuda/cfar_bands.h): T the frame's element
- * type, S the sums'; band_shared_bytes of shared memory. Six blocks of 64 an SM by
- * registers (at most 168 a thread: kernels/cuda/register_budgets.txt). */
+/* Block (x, y), two warps, takes frame y's (strip, band) pairs x, x + gridDim.x, ..., and so
+ * frames y, y + gridDim.y, ... (cfar_frame_bands, kernels/cuda/cfar_bands.h): T the frame's
+ * element type, S the sums'; band_shared_bytes of shared memory. Six blocks (12 warps) an SM
+ * by registers for f32 and u16 (168 a thread); four (8 warps) for u8, which spills 8 bytes
+ * under 168 for sm_90 and takes 194 without (kernels/cuda/register_budgets.txt). */
+template <typename T>
+constexpr int kBandBlocksPerSm = sizeof(T) == 2 ? 6 : 4;
 template <typename T, typename S>
-__global__ void __launch_bounds__(BAND_THREADS, 6) band_kernel(plm__cfar_args args, int rows) {
+__global__ void __launch_bounds__(BAND_THREADS, kBandBlocksPerSm<T>)
+    band_kernel(plm__cfar_args args, int rows) {
   extern __shared__ __align__(16) unsigned char band_bytes[];
-  band_memory<S> *const memory = (band_memory<S> *)band_bytes;
   const plm__cuda_block block;
   const plm__cuda_warp warp;
   for (int64_t f = blockIdx.y; f < args.frames; f += gridDim.y)
-    cfar_frame_bands<T, S>(block, warp, args, f, blockIdx.x, gridDim.x, rows, memory);
+    cfar_frame_bands<T, S>(block, warp, args, f, blockIdx.x, gridDim.x, rows, band_bytes);
 }
 
 /* Every frame's outputs in one pass, one launch for the stack (band_kernel), T the frame's
@@ -494,8 +500,7 @@ template <typename T, typename S>
 plm_status stack_bands(cudaStream_t s, const plm__cfar_args *args) {
   const int rows = band_rows(*args);
   const dim3 grid(plm__cuda_grid_x(band_blocks(*args, rows)), plm__cuda_grid_yz(args->frames));
-  const size_t shared =
-      band_shared_bytes<S>(args->window, (int)sizeof(T), band_output_bytes(*args));
+  const size_t shared = band_shared_bytes<S>(args->window);
   const cudaError_t err = plm__cuda_opt_in_shared((const void *)band_kernel<T, S>, shared);
   if (err != cudaSuccess) return plm__cuda_call_failed(err, "cfar band_kernel's shared memory");
   band_kernel<T, S><<<grid, BAND_THREADS, shared, s>>>(*args, rows);

@@ -1,7 +1,7 @@
 /* kernels/cuda/vector_of.h: the CUDA vector type of N elements of an image's type (uchar2,
  * ushort4, float2, ...), for kernels that move a few neighbouring elements as one load or
  * store (internal; C++, with the toolkit's vector_types.h, so that host-compiled logic tests
- * see the same types): kernels/cuda/map.h's quads of four, cfar's pairs of two
+ * see the same types): kernels/cuda/map.h's quads of four, cfar's four a thread
  * (kernels/cuda/cfar_bands.h). Such a vector is N times the element's size and aligned to
  * it; moved through the cache-hint intrinsics (__ldcg, __stcg) it is one instruction on a
  * GPU and one access to the emulator (emu/include/plm_emu/intrinsics.h), where a plain copy
