@@ -562,7 +562,7 @@ int check_band_layouts() {
             std::vector<int> cells;
             for (int lane = 0; lane < 32; lane++) {
               const int c = BAND_PER_THREAD * (32 * warp + lane) + i - offset;
-              if (c >= 0) cells.push_back(band_place(c));
+              cells.push_back(band_ring_place(c)); /* every lane loads */
             }
             bad[0] |= check_request("ring cells stored and loaded", window, cells, 4);
           }
@@ -571,10 +571,8 @@ int check_band_layouts() {
         std::vector<int> own, staged, written;
         for (int lane = 0; lane < 32; lane++) {
           const int first = BAND_PER_THREAD * (32 * warp + lane), a = first + i - R;
-          if (a >= lead && a < lead + outputs) {
-            own.push_back(band_place(a));
-            staged.push_back(band_place(a - lead));
-          }
+          own.push_back(band_ring_place(a)); /* every lane loads */
+          if (a >= lead && a < lead + outputs) staged.push_back(band_place(a - lead));
           if (first >= lead && first < lead + outputs)
             written.push_back(band_place(first - lead + i));
         }

@@ -124,7 +124,7 @@ static PLM_HD constexpr int band_outputs(int window) {
  * of column c at i * BAND_COLUMNS + band_place(c)); the stage, a row of outputs (output o of
  * the strip at band_place(o)) as floats (z, or the mask as 0 or 1); then the tail: each
  * warp's sums but the last's, for the warps after it, and the flag of a cell stored to the
- * ring that is not finite. 4 bytes a ring cell: 17.0 KiB at window 15, 65.0 at 63, 98.7 at
+ * ring that is not finite. 4 bytes a ring cell: 17.0 KiB at window 15, 64.8 at 63, 98.7 at
  * 97, past the 48 KiB a block has without opting in (plm__cuda_opt_in_shared,
  * kernels/cuda/launch.h) from window 47. */
 template <typename S>
@@ -361,26 +361,42 @@ static PLM_HD inline void band_store_outputs(const plm__cfar_args &args, void *f
 }
 static_assert(BAND_PER_THREAD == 4, "band_store_outputs moves a float4 or 4 bytes");
 
-/* A thread's outputs from the stage (strip outputs o .. o + BAND_PER_THREAD - 1, those inside
- * the frame) to frame row `row` from column `column` (band_store_outputs). */
-static PLM_HD inline void band_write_out(const plm__cfar_args &args, const float *stage, int o,
-                                         void *frame_out, int64_t row, int64_t column) {
-  float values[BAND_PER_THREAD] = {};
+/* A thread's outputs o .. o + BAND_PER_THREAD - 1 of the strip from the stage, and, when it
+ * `writes` them, to frame row `row` from column `column` (band_store_outputs, those inside
+ * the frame). Every lane loads, as every lane loads the ring (band_ring_place): one whose
+ * columns hold no outputs, a word of the stage's first 32 in the bank its own would have
+ * (band_place keeps a place's block of 32); the stage is cleared at each band's start. */
+static PLM_HD inline void band_write_out(const plm__cfar_args &args, const float *stage,
+                                         int outputs, int o, bool writes, void *frame_out,
+                                         int64_t row, int64_t column) {
+  float values[BAND_PER_THREAD];
   PLM_UNROLLED
-  for (int i = 0; i < BAND_PER_THREAD; i++)
-    if (column + i < args.width) values[i] = stage[band_place(o + i)];
-  band_store_outputs(args, frame_out, row, column, values);
+  for (int i = 0; i < BAND_PER_THREAD; i++) {
+    const int p = band_place(o + i);
+    values[i] = stage[o + i >= 0 && o + i < outputs ? p : p & 31];
+  }
+  if (writes) band_store_outputs(args, frame_out, row, column, values);
 }
 
+/* Where a load of strip column c (c > -BAND_COLUMNS / BAND_WARPS) finds its cell in a ring
+ * row: band_place(c); for a column left of the strip, whose cell is band_outside, the cell
+ * of one of the first warp's columns (never idle, so always stored) a multiple of 32 to the
+ * right, in the bank its own column would have, so that every lane loads and the request
+ * still meets each bank once (and the lanes' loads of a site stay one request each: the
+ * emulator groups a warp's k-th executions of a site). */
+static PLM_HD inline int band_ring_place(int c) {
+  /* c + 128 when negative, without a branch: a select the compiler may turn into one would
+   * leave the discarded load out of that path, and the lanes' loads out of step */
+  return band_place(c + (c >> 31 & BAND_COLUMNS / BAND_WARPS));
+}
+static_assert(BAND_WINDOW_MOST < BAND_COLUMNS / BAND_WARPS && BAND_COLUMNS / BAND_WARPS % 32 == 0,
+              "a column left of the strip reads one of the first warp's, in its own bank");
+
 /* Ring row `slot`'s cell of strip column c, or band_outside for a column left of the
- * strip (c >= -BAND_COLUMNS). Every lane loads: one left of the strip the cell BAND_COLUMNS
- * to the right, whose bank is the one its own column would have (band_place), so that the
- * request still meets each bank once, and the lanes' loads of a site stay one request each
- * (the emulator groups a warp's k-th executions of a site). */
+ * strip. */
 template <typename C>
 static PLM_HD inline C band_ring_cell(const C *ring, int slot, int c) {
-  static_assert((BAND_COLUMNS & (BAND_COLUMNS - 1)) == 0, "a strip's columns are a power of 2");
-  const C cell = ring[slot * BAND_COLUMNS + band_place(c & (BAND_COLUMNS - 1))];
+  const C cell = ring[slot * BAND_COLUMNS + band_ring_place(c)];
   return c >= 0 ? cell : band_outside<C>();
 }
 
@@ -448,8 +464,17 @@ PLM_HD void cfar_band(const Block &block, const Warp &warp, const plm__cfar_args
   float *const stage = (float *)((char *)shared + band_stage_offset(args.window));
   band_tail<S> *const tail = (band_tail<S> *)((char *)shared + band_carry_offset(args.window));
   band_carry<S> *const carry = tail->carry;
+  /* A warp whose columns all lie right of the last output's window (a strip past the frame's
+   * right edge) keeps the barriers only: the other columns of a column's k are to its left,
+   * so no column left of it reads its cells. */
+  const int64_t last_output =
+      (args.width - x0 < lead + outputs ? args.width - x0 : lead + outputs) - 1;
+  const bool idle = BAND_COLUMNS / BAND_WARPS * w > last_output + R;
   if (t == 0) tail->non_finite = 0;
-  block.sync(); /* the flag is clear (the block's band before read it before its last barrier) */
+  for (int o = t; o < (outputs + 31) / 32 * 32; o += BAND_THREADS) stage[o] = 0;
+  /* the flag and the stage clear (the block's band before read them before its last barrier),
+   * so that the write-out's loads of outputs past the frame's edge read words written */
+  block.sync();
 
   /* Rows y0 - R - 1 .. y0 + R - 1 into ring slots 0 .. 2R, a thread's own cells added to
    * its columns' k as they come; after a barrier, each column's k at row y0 - 1 from the
@@ -457,7 +482,7 @@ PLM_HD void cfar_band(const Block &block, const Warp &warp, const plm__cfar_args
    * columns (the guard's rows: slots R - G .. R + G). */
   S k[K][BAND_SUMS] = {};
   int counts[K] = {};
-  for (int r = 0; r <= 2 * R; r += BAND_AHEAD) {
+  for (int r = 0; r <= 2 * R && !idle; r += BAND_AHEAD) {
     C cells[BAND_AHEAD][K];
     PLM_UNROLLED
     for (int j = 0; j < BAND_AHEAD; j++)
@@ -472,22 +497,24 @@ PLM_HD void cfar_band(const Block &block, const Warp &warp, const plm__cfar_args
     }
   }
   block.sync(); /* the ring's first rows are in */
-  PLM_UNROLLED
-  for (int i = 0; i < K; i++) {
-    const int c = first + i;
-    for (int slot = 0; slot <= 2 * R; slot++)
-      band_add(k[i], &counts[i], band_ring_cell(ring, slot, c - 2 * R - 1), level, -1);
-    for (int slot = R - G; slot <= R + G; slot++) {
-      band_add(k[i], &counts[i], band_ring_cell(ring, slot, c - R - G - 1), level, 1);
-      band_add(k[i], &counts[i], band_ring_cell(ring, slot, c - R + G), level, -1);
+  if (!idle) {
+    PLM_UNROLLED
+    for (int i = 0; i < K; i++) {
+      const int c = first + i;
+      for (int slot = 0; slot <= 2 * R; slot++)
+        band_add(k[i], &counts[i], band_ring_cell(ring, slot, c - 2 * R - 1), level, -1);
+      for (int slot = R - G; slot <= R + G; slot++) {
+        band_add(k[i], &counts[i], band_ring_cell(ring, slot, c - R - G - 1), level, 1);
+        band_add(k[i], &counts[i], band_ring_cell(ring, slot, c - R + G), level, -1);
+      }
     }
   }
 
   /* Row y's entering cells (row y + R) are loaded BAND_AHEAD rows before. */
-  C entering[BAND_AHEAD][K];
+  C entering[BAND_AHEAD][K] = {};
   PLM_UNROLLED
   for (int j = 0; j < BAND_AHEAD; j++)
-    band_load_row(args, frame_in, y0 + R + j, x0 + first, entering[j]);
+    if (!idle) band_load_row(args, frame_in, y0 + R + j, x0 + first, entering[j]);
   /* The thread's outputs: the K columns of the stage from `first` (strip columns), a
    * multiple of K from the strip's first output; written out a row late. */
   const bool writes = first >= lead && first < lead + outputs && x0 + first < args.width;
@@ -497,16 +524,18 @@ PLM_HD void cfar_band(const Block &block, const Warp &warp, const plm__cfar_args
     /* Row y + R into the slot of row y - R - 2 (read by the row before's down phase, which
      * ended at a barrier this thread has passed). */
     const int in = band_wrap(oldest + 2 * R + 1, length);
-    band_store_row(args, ring, in, first, y + R, x0 + first, entering[0], &tail->non_finite);
+    if (!idle)
+      band_store_row(args, ring, in, first, y + R, x0 + first, entering[0], &tail->non_finite);
     block.sync(); /* row y + R is in; the row before's stage is written */
     const bool counted =
         std::is_floating_point<C>::value && *(volatile int *)&tail->non_finite != 0;
 
     /* Out, the row before's: the thread's K outputs from the stage to the frame. */
-    if (y > y0 && writes) band_write_out(args, stage, first - lead, frame_out, y - 1, x0 + first);
+    if (y > y0)
+      band_write_out(args, stage, outputs, first - lead, writes, frame_out, y - 1, x0 + first);
 
     /* Down: each column's k moved to row y by its four exchanges. */
-    {
+    if (!idle) {
       const int out = oldest, guard_in = band_wrap(oldest + R + G + 1, length),
                 guard_out = band_wrap(oldest + R - G, length);
       PLM_UNROLLED
@@ -528,23 +557,25 @@ PLM_HD void cfar_band(const Block &block, const Warp &warp, const plm__cfar_args
       PLM_UNROLLED
       for (int i = 0; i < K; i++) entering[j][i] = entering[j + 1][i];
     }
-    if (y + BAND_AHEAD < y_end)
+    if (y + BAND_AHEAD < y_end && !idle)
       band_load_row(args, frame_in, y + R + BAND_AHEAD, x0 + first, entering[BAND_AHEAD - 1]);
 
     /* Across: the sums of k over the columns to the left of the thread's, from its warp's
      * lanes (band_lanes_before) and the warp before (the carry, after a barrier); then the
      * running sum over the thread's columns, at column c the window's box less the guard's
      * for the output at column c - R, which goes to the stage. */
-    S running[BAND_SUMS], warp_total[BAND_SUMS];
-    PLM_UNROLLED
-    for (int q = 0; q < BAND_SUMS; q++) {
-      S total = 0;
+    S running[BAND_SUMS] = {}, warp_total[BAND_SUMS] = {};
+    if (!idle) {
       PLM_UNROLLED
-      for (int i = 0; i < K; i++) total += k[i][q];
-      running[q] = band_lanes_before(warp, total, &warp_total[q]);
+      for (int q = 0; q < BAND_SUMS; q++) {
+        S total = 0;
+        PLM_UNROLLED
+        for (int i = 0; i < K; i++) total += k[i][q];
+        running[q] = band_lanes_before(warp, total, &warp_total[q]);
+      }
     }
     int running_count = 0, warp_count = 0;
-    if (counted) {
+    if (counted && !idle) {
       int total = 0;
       PLM_UNROLLED
       for (int i = 0; i < K; i++) total += counts[i];
@@ -561,7 +592,7 @@ PLM_HD void cfar_band(const Block &block, const Warp &warp, const plm__cfar_args
       for (int q = 0; q < BAND_SUMS; q++) running[q] += carry[before].sums[q];
       running_count += carry[before].count;
     }
-    {
+    if (!idle) {
       /* the boxes' rows inside the frame, for their areas (plm__cfar_square's clipping) */
       const int window_rows = band_extent(y, R, args.height),
                 guard_rows = band_extent(y, G, args.height);
@@ -588,10 +619,11 @@ PLM_HD void cfar_band(const Block &block, const Warp &warp, const plm__cfar_args
     oldest = band_wrap(oldest + 1, length);
   }
   /* Out, the band's last row (the barrier also ends every read of the ring and the flag
-   * before the block's next band). */
+   * before the block's next band writes them). */
   block.sync();
-  if (writes && y_end > y0)
-    band_write_out(args, stage, first - lead, frame_out, y_end - 1, x0 + first);
+  if (y_end > y0)
+    band_write_out(args, stage, outputs, first - lead, writes, frame_out, y_end - 1, x0 + first);
+  block.sync(); /* every read of the stage, before the block's next band clears it */
 }
 
 /* Frame f's (strip, band) blocks first, first + step, ... of the stack's args.frames (a
