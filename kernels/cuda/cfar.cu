@@ -74,11 +74,11 @@
  * write-out take 12 requests per 128 columns (0.09), and a band's first 2R + 1 rows cost each
  * column about 2R + 1 stores and 2R + 2G + 3 loads once. Emulated estimates for an H100 SXM,
  * not measurements (bench_ops --op cfar --emulated-cost, f32 to a mask, window 15, guard 5,
- * 2026-12-07): 0.69 wavefronts and shuffles an output at 4096^2 (0.53 a column by the
- * design, over 240 outputs of a strip's 256 columns, 18 strips for 4096 columns, and the
- * bands' first rows), shared-bound at 1.11 us at 512^2 (3.61 with the launch; 2.8x the
- * floor), 11.00 at 2048^2 (1.8x; 13.50 with the launch) and 43.16 at 4096^2 (1.72x; 45.66
- * with the launch, 1.82x). With a strip of 128 columns, two a thread, each batch row's k
+ * 2026-12-07): 0.66 wavefronts and shuffles an output at 4096^2 (0.53 a column by the
+ * design, over 240 outputs of a strip's 256 columns, 18 strips for 4096 columns, the last
+ * one's second warp idle, and the bands' first rows), shared-bound at 0.96 us at 512^2 (3.46
+ * with the launch; 2.5x the floor), 11.01 at 2048^2 (1.76x; 13.51 with the launch) and 42.28
+ * at 4096^2 (1.69x; 44.78 with the launch, 1.79x). With a strip of 128 columns, two a thread, each batch row's k
  * stored to shared memory and read back by threads summing runs of 8 across (the morning
  * of 2026-12-07): 0.82 wavefronts and 0.07 shuffles an output, 1.19, 14.31 and 57.22 us
  * (3.0x, 2.3x, 2.3x). With each column's four sums (window, guard; v, v^2) and a thread
@@ -98,15 +98,16 @@
  * and the conversions to double. By the code: a column's row takes four exchanges
  * (band_exchange), each two conversions and six double operations, 24 and 8 a column; across,
  * the thread's total, the scan, the carry and the running sums about 6.5 a column; the
- * moments about 10 and a square root. Over 240 outputs of 256 columns, 18 strips and the
- * bands' first rows at 4096^2 (1.19 columns an output): about 46 double operations an output,
- * 46 us at 64 a clock an SM on an H100 (52 with the strip of 128 columns, whose cells each took
- * a difference from the level and a square), and about 11.5 conversions (the cells, the
- * pixel and its count), which the CUDA guide rates at 16 a clock an SM on compute capability
- * 9.0: about 46 us. So the three pipes come to 43, 46 and 46 us at 4096^2, each within 2x of
- * the 25 us floor, and within a tenth of each other: a GPU will show which binds. Registers:
- * 254 for f32 and 201 for u8 under __launch_bounds__(64, 4), 8 warps an SM; 163 for u16 under
- * (64, 6), 12 (under (64, 6)'s 168 f32 spilled 4 bytes for sm_80 and u8 8). Each thread has
+ * moments about 10 and a square root. Over 240 outputs of 256 columns, 4480 columns worked
+ * for 4096 and the bands' first rows at 4096^2 (1.14 columns an output): about 45 double
+ * operations an output, 45 us at 64 a clock an SM on an H100 (52 with the strip of 128
+ * columns, whose cells each took a difference from the level and a square), and about 11
+ * conversions (the cells, the pixel and its count), which the CUDA guide rates at 16 a clock
+ * an SM on compute capability 9.0: about 45 us. So the three pipes come to 42, 45 and 45 us
+ * at 4096^2, each within 2x of the 25 us floor and within a tenth of each other: a GPU will
+ * show which binds. Registers (sm_90): 252 for f32 and 200 for u8 under
+ * __launch_bounds__(64, 4), 8 warps an SM; 168 for u16 under (64, 6), 12 (under (64, 6)'s
+ * 168 f32 spilled 4 bytes for sm_80 and u8 8). Each thread has
  * 28 independent ring loads and four columns' exchanges a row to overlap; the estimate does
  * not model occupancy, so the figures at 512^2, where one frame's bands of 8 rows make 192
  * blocks, are the least certain. Not yet timed on a GPU. The emulator groups a warp's
@@ -130,7 +131,7 @@
  * with the launches; bench_ops --op cfar_w63, and PLUME_EMU_COUNT=1 plume op cfar --window 97
  * on a uniform random frame, 2026-12-07): window 63, 4.59 us at 512^2 (L2-bound: one frame's
  * bands of 8 rows load the 62 rows above them again), 16.90 at 2048^2 (shared-bound, 2.3x the
- * floor of 6.26 us) and 57.03 at 4096^2 (2.2x); window 97, 20.07 at 2048^2. The strip of 128
+ * floor of 6.26 us) and 56.10 at 4096^2 (2.1x); window 97, 20.08 at 2048^2. The strip of 128
  * columns took 5.96 and 26.74 at window 63 (3.9x at 2048^2) and 51.16 at 97; the tables
  * 29.26 and 285.0 at 63 (43x) and 283.4 at 99. Past 97 a strip would put out fewer than
  * three fifths of its columns and a block take more than 99 KiB, so the tables take them.
