@@ -20,14 +20,14 @@
  * Then the bands (cfar_band, kernels/cuda/cfar_bands.h: the one pass for windows up to 97,
  * each column's k moving down the rows, the running sums of k along each row the pixels'
  * reference sums) against the CPU kernel, mask, z and the mask with a hold, on frames
- * around a strip's width (odd widths too, whose rows alternate between a thread's pair of
- * cells loaded as one and as two) and a band's height, and their edge cases (check_band_edges:
- * every window, a block's bands in turn, f32's counts switched on mid-band, integer sums at their
- * largest, stacks of frames in one launch). Last, how many frames the tables' launches take at once
- * (frames_at_once), that the scratch the op asks for ends with the last of their tables
- * (scratch_bytes, frame_tables; tests/test_cfar.c runs stacks of several sets on the emulated GPU),
- * and how many threads row_sums gives a row (row_threads). Before all of them, the bands'
- * shared-memory layouts (check_band_layouts): every place inside its row, and each warp
+ * around a strip's width (odd widths too, whose rows take a thread's four cells an element at a
+ * time where they are not one aligned vector) and a band's height, and their edge cases
+ * (check_band_edges: every window, a block's bands in turn, f32's counts switched on mid-band,
+ * integer sums at their largest, stacks of frames in one launch). Last, how many frames the tables'
+ * launches take at once (frames_at_once), that the scratch the op asks for ends with the last of
+ * their tables (scratch_bytes, frame_tables; tests/test_cfar.c runs stacks of several sets on the
+ * emulated GPU), and how many threads row_sums gives a row (row_threads). Before all of them, the
+ * bands' shared-memory layouts (check_band_layouts): every place inside its row, and each warp
  * request of the bands' phases at the fewest wavefronts the design claims (cfar_bands.h),
  * counted as the emulator counts them.
  * Exit status 0 is success. */
@@ -322,7 +322,7 @@ int check_bands(const Frame &f) {
 /* The bands' edge cases: every window with the smallest guard and the largest (each ring
  * length, the guard's rows at either end of the ring), on frames one strip and a few
  * columns wide; one block taking several bands in turn (grid-stride), the non-finite pixels
- * in some bands only; a band whose first non-finite pixel comes in its last batches (f32's
+ * in some bands only; a band whose first non-finite pixel comes in its last rows (f32's
  * counts switched on mid-band); and integer sums at their largest (u8 all 255 and 0/255, u16
  * all 65535, the largest window); stacks of 3 frames, each frame's level its own (f32), as one
  * launch takes them: a block's frames in turn where the grid has fewer rows than frames.
@@ -573,8 +573,7 @@ int check_band_layouts() {
           const int first = BAND_PER_THREAD * (32 * warp + lane), a = first + i - R;
           own.push_back(band_ring_place(a)); /* every lane loads */
           if (a >= lead && a < lead + outputs) staged.push_back(band_place(a - lead));
-          if (first >= lead && first < lead + outputs)
-            written.push_back(band_place(first - lead + i));
+          written.push_back(band_stage_load_place(first - lead + i, outputs)); /* every lane */
         }
         bad[1] |= check_request("own values loaded", window, own, 4);
         bad[2] |= check_request("outputs staged", window, staged, 4);

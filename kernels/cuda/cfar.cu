@@ -1,10 +1,11 @@
 /* kernels/cuda/cfar.cu: cell-averaging CFAR on the GPU. Windows up to 97 (BAND_WINDOW_MOST;
  * the default is 15) take one kernel for a whole stack of frames and no scratch:
- *   band            a block of 64 threads per strip of 128 columns of a band of rows, two
- *                   columns a thread: each column's k (its window sum, less the window
- *                   sum 2R + 1 columns to its left, with two columns' guard sums) moved
- *                   down as the rows pass, then a thread
- *                   a run of 8 columns of a row, the running sum of k along the row being
+ *   band            a block of 64 threads (two warps) per strip of 256 columns of a band of
+ *                   rows, four consecutive columns a thread: each column's k (its window
+ *                   sum, less the window sum 2R + 1 columns to its left, with two columns'
+ *                   guard sums) kept in its thread's registers and moved down by four
+ *                   exchanges of ring cells a row, then the running sum of k along the row
+ *                   (the warps' lanes scanned by shuffles, a carry between the warps) being
  *                   each pixel's reference sums; with a hold, each pixel's mask decided in
  *                   the same pass (kernels/cuda/cfar_bands.h, whose essay has the design).
  * Larger windows, whose strips would put out few columns, take summed-area tables of
@@ -72,17 +73,17 @@
  * column. Across, 24 shuffles a warp's row scan the lanes' totals (two doubles: 0.19 a
  * column), the pixels' own values, the stage's stores and its loads by the next row's
  * write-out take 12 requests per 128 columns (0.09), and a band's first 2R + 1 rows cost each
- * column about 2R + 1 stores and 2R + 2G + 3 loads once. Emulated estimates for an H100 SXM,
+ * column about 2R + 1 stores and 2R + 4G + 3 loads once. Emulated estimates for an H100 SXM,
  * not measurements (bench_ops --op cfar --emulated-cost, f32 to a mask, window 15, guard 5,
  * 2026-12-07): 0.66 wavefronts and shuffles an output at 4096^2 (0.53 a column by the
  * design, over 240 outputs of a strip's 256 columns, 18 strips for 4096 columns, the last
  * one's second warp idle, and the bands' first rows), shared-bound at 0.96 us at 512^2 (3.46
  * with the launch; 2.5x the floor), 11.01 at 2048^2 (1.76x; 13.51 with the launch) and 42.28
- * at 4096^2 (1.69x; 44.78 with the launch, 1.79x). With a strip of 128 columns, two a thread, each batch row's k
- * stored to shared memory and read back by threads summing runs of 8 across (the morning
- * of 2026-12-07): 0.82 wavefronts and 0.07 shuffles an output, 1.19, 14.31 and 57.22 us
- * (3.0x, 2.3x, 2.3x). With each column's four sums (window, guard; v, v^2) and a thread
- * sliding a run of 8 outputs along them: 1.39 wavefronts an output, 1.61, 22.28 and 89.12 us
+ * at 4096^2 (1.69x; 44.78 with the launch, 1.79x). With a strip of 128 columns, two a
+ * thread, each batch row's k stored to shared memory and read back by threads summing runs
+ * of 8 across (the morning of 2026-12-07): 0.82 wavefronts and 0.07 shuffles an output, 1.19, 14.31
+ * and 57.22 us (3.0x, 2.3x, 2.3x). With each column's four sums (window, guard; v, v^2) and a
+ * thread sliding a run of 8 outputs along them: 1.39 wavefronts an output, 1.61, 22.28 and 89.12 us
  * (4.1x, 3.6x, 3.6x). Before, running sums across each warp's 64 columns (commit 7f64d98):
  * 1.23 wavefronts and 0.70 shuffles a pixel, 2.14, 31.09 and 124.38 us (5.5x, 5.0x, 5.0x). A
  * thread a column (commit deb4c74) took 1.26 wavefronts and 1.41 shuffles a pixel: 2.93 and
@@ -105,36 +106,34 @@
  * conversions (the cells, the pixel and its count), which the CUDA guide rates at 16 a clock
  * an SM on compute capability 9.0: about 45 us. So the three pipes come to 42, 45 and 45 us
  * at 4096^2, each within 2x of the 25 us floor and within a tenth of each other: a GPU will
- * show which binds. Registers (sm_90): 252 for f32 and 200 for u8 under
+ * show which binds. Registers (sm_90): 241 for f32 and 196 for u8 under
  * __launch_bounds__(64, 4), 8 warps an SM; 168 for u16 under (64, 6), 12 (under (64, 6)'s
- * 168 f32 spilled 4 bytes for sm_80 and u8 8). Each thread has
- * 28 independent ring loads and four columns' exchanges a row to overlap; the estimate does
- * not model occupancy, so the figures at 512^2, where one frame's bands of 8 rows make 192
- * blocks, are the least certain. Not yet timed on a GPU. The emulator groups a warp's
- * accesses of a site by the k-th execution of each lane, and a loop the host's compiler does
- * not unroll is one site: the stage's stores, which lanes without an output skip, count 1.07
- * wavefronts a request where a GPU's unrolled stores would take 1 (the ring's loads are made
- * by every lane: band_ring_cell).
- *   Precision, f32: around one pixel of 1e6 to 1e8 among values 1 +- 1e-3 (200 x 300, window
- * 15, guard 5; 2026-12-07, a throwaway program against long double), 3,001 of the 60,000
- * z-scores were wrong at 1e-3 (the strip of 128 columns: 2,637 to 2,652, its running sums
- * carrying the rounding over 114 outputs rather than 240; the four column sums: 382; the
- * CPU's tables of the whole frame: 16,550 to 16,591).
- * Large windows. A strip puts out 256 - R - band_lead columns, rounded down to a multiple of
- * 4, so a column's row of the down phase is shared by fewer outputs as the window grows (192
- * of 256 columns at window 63, 160 at 97), and each band loads the 2R rows above it again.
- * The ring grows by a row a window's row, past the 48 KiB a block has without asking from
- * window 47, where the launch opts in (stack_bands); at 97 a block takes 98.7 KiB, within the
- * 99 KiB of sm_86 and sm_89. The tables' cost does not grow with the window, but it starts
- * high: 16 to 24 bytes a table entry through their passes and eight corners a pixel a table
- * from the L2. Emulated estimates for an H100 SXM, not measurements (f32 to a mask, guard 5,
- * with the launches; bench_ops --op cfar_w63, and PLUME_EMU_COUNT=1 plume op cfar --window 97
- * on a uniform random frame, 2026-12-07): window 63, 4.59 us at 512^2 (L2-bound: one frame's
- * bands of 8 rows load the 62 rows above them again), 16.90 at 2048^2 (shared-bound, 2.3x the
- * floor of 6.26 us) and 56.10 at 4096^2 (2.1x); window 97, 20.08 at 2048^2. The strip of 128
- * columns took 5.96 and 26.74 at window 63 (3.9x at 2048^2) and 51.16 at 97; the tables
- * 29.26 and 285.0 at 63 (43x) and 283.4 at 99. Past 97 a strip would put out fewer than
- * three fifths of its columns and a block take more than 99 KiB, so the tables take them.
+ * 168 f32 spilled 8 bytes for sm_80 and u8 12). Each thread has 28 independent ring loads and four
+ * columns' exchanges a row to overlap; the estimate does not model occupancy, so the figures at
+ * 512^2, where one frame's bands of 8 rows make 192 blocks, are the least certain. Not yet timed on
+ * a GPU. The emulator groups a warp's accesses of a site by the k-th execution of each lane, and a
+ * loop the host's compiler does not unroll is one site: the stage's stores, which lanes without an
+ * output skip, count 1.07 wavefronts a request where a GPU's unrolled stores would take 1 (the
+ * ring's loads are made by every lane: band_ring_cell). Precision, f32: around one pixel of 1e6 to
+ * 1e8 among values 1 +- 1e-3 (200 x 300, window 15, guard 5; 2026-12-07, a throwaway program
+ * against long double), 3,001 of the 60,000 z-scores were wrong at 1e-3 (the strip of 128 columns:
+ * 2,637 to 2,652, its running sums carrying the rounding over 114 outputs rather than 240; the four
+ * column sums: 382; the CPU's tables of the whole frame: 16,550 to 16,591). Large windows. A strip
+ * puts out 256 - R - band_lead columns, rounded down to a multiple of 4, so a column's row of the
+ * down phase is shared by fewer outputs as the window grows (192 of 256 columns at window 63, 160
+ * at 97), and each band loads the 2R rows above it again. The ring grows by a row a window's row,
+ * past the 48 KiB a block has without asking from window 47, where the launch opts in
+ * (stack_bands); at 97 a block takes 98.7 KiB, within the 99 KiB of sm_86 and sm_89. The tables'
+ * cost does not grow with the window, but it starts high: 16 to 24 bytes a table entry through
+ * their passes and eight corners a pixel a table from the L2. Emulated estimates for an H100 SXM,
+ * not measurements (f32 to a mask, guard 5, with the launches; bench_ops --op cfar_w63, and
+ * PLUME_EMU_COUNT=1 plume op cfar --window 97 on a uniform random frame, 2026-12-07): window
+ * 63, 4.59 us at 512^2 (L2-bound: one frame's bands of 8 rows load the 62 rows above them
+ * again), 16.90 at 2048^2 (shared-bound, 2.3x the floor of 6.26 us) and 56.10 at 4096^2 (2.1x);
+ * window 97, 20.08 at 2048^2. The strip of 128 columns took 5.96 and 26.74 at window 63 (3.9x at
+ * 2048^2) and 51.16 at 97; the tables 29.26 and 285.0 at 63 (43x) and 283.4 at 99. Past 97 a strip
+ * would put out fewer than three fifths of its columns and a block take more than 99 KiB, so the
+ * tables take them.
  *
  * The integer tables and sums (u8, u16) are exact in any order, so the bits equal the
  * CPU's; the f32 tables sum their doubles in the scans' orders (rows in chunks of warps,
@@ -481,10 +480,10 @@ __global__ void pixels_kernel(plm__cfar_args args, int64_t first) {
 /* Block (x, y), two warps, takes frame y's (strip, band) pairs x, x + gridDim.x, ..., and so
  * frames y, y + gridDim.y, ... (cfar_frame_bands, kernels/cuda/cfar_bands.h): T the frame's
  * element type, S the sums'; band_shared_bytes of shared memory. Six blocks (12 warps) an SM
- * by registers for f32 and u16 (168 a thread); four (8 warps) for u8, which spills 8 bytes
- * under 168 for sm_90 and takes 194 without (kernels/cuda/register_budgets.txt). */
+ * by registers for u16 (168 a thread); four (8 warps) for f32 and u8, which under 168 spill
+ * for sm_80 (8 and 12 bytes) and take 241 and 196 without (kernels/cuda/register_budgets.txt). */
 template <typename T>
-constexpr int kBandBlocksPerSm = sizeof(T) == 2 ? 6 : 4;
+constexpr int kBandBlocksPerSm = std::is_same<T, uint16_t>::value ? 6 : 4;
 template <typename T, typename S>
 __global__ void __launch_bounds__(BAND_THREADS, kBandBlocksPerSm<T>)
     band_kernel(plm__cfar_args args, int rows) {

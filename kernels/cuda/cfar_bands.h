@@ -34,7 +34,7 @@
  *           from the ring; each output goes to a stage in shared memory.
  *   out     after the next row's first barrier, each thread writes an aligned 4 of the
  *           stage's outputs to the frame, one vector store (its own outputs are R columns
- *           left of its columns and straddle two such 4s).
+ *           left of its columns and may straddle two such 4s).
  * A strip's first output is at strip column band_lead, R rounded up to a multiple of 4, and
  * it puts out band_outputs, what is left of its 256 columns after R at its right, rounded
  * down to a multiple of 4 (240 at window 15, 192 at 63, 160 at 97): every strip's columns,
@@ -77,7 +77,8 @@ enum {
   BAND_WARPS = BAND_THREADS / 32,
   BAND_PER_THREAD = 4,                           /* consecutive columns a thread owns */
   BAND_COLUMNS = BAND_THREADS * BAND_PER_THREAD, /* a strip's, halo included */
-  BAND_AHEAD = 4,                                /* rows a thread's loads run ahead */
+  BAND_WARP_COLUMNS = BAND_COLUMNS / BAND_WARPS,
+  BAND_AHEAD = 4, /* rows a thread's loads run ahead */
   BAND_WINDOW_MOST = 97,
   BAND_ROWS_MOST = 128,
   BAND_ROWS_LEAST = 8
@@ -143,8 +144,13 @@ static PLM_HD constexpr int band_ring_rows(int window) {
 static PLM_HD constexpr size_t band_stage_offset(int window) {
   return (size_t)band_ring_rows(window) * BAND_COLUMNS * 4;
 }
+/* The stage's words: the strip's outputs, rounded up to a multiple of 32 (band_place keeps a
+ * place in its block of 32). */
+static PLM_HD constexpr int band_stage_words(int window) {
+  return (band_outputs(window) + 31) / 32 * 32;
+}
 static PLM_HD constexpr size_t band_carry_offset(int window) {
-  return band_stage_offset(window) + (size_t)(band_outputs(window) + 31) / 32 * 32 * 4;
+  return band_stage_offset(window) + (size_t)band_stage_words(window) * 4;
 }
 template <typename S>
 static PLM_HD constexpr size_t band_shared_bytes(int window) {
@@ -157,7 +163,9 @@ static PLM_HD constexpr size_t band_shared_bytes(int window) {
 constexpr size_t kBandSharedMost = 99 * 1024;
 static_assert(band_shared_bytes<double>(BAND_WINDOW_MOST) <= kBandSharedMost,
               "the largest window's shared memory fits every architecture's opt-in");
-static_assert(band_carry_offset(3) % 8 == 0, "the carry's doubles are aligned");
+static_assert(
+    BAND_COLUMNS * 4 % 8 == 0 && 32 * 4 % 8 == 0,
+    "the carry's doubles are aligned: the ring's rows and the stage's 32s are 8-byte multiples");
 
 /* Whether a frame's cfar takes the bands (else summed-area tables in the scratch). The
  * bands' arithmetic on rows and columns is 64-bit: any frame. */
@@ -177,7 +185,7 @@ static PLM_HD inline int64_t band_blocks(const plm__cfar_args &args, int rows) {
 /* The rows of a band: BAND_ROWS_MOST, halved (to BAND_ROWS_LEAST at least) until the
  * stack's frames have kBandBlocksToFill blocks in all, two for each SM of an H100 or H200
  * (132), since each band first loads the 2R rows above it again (one 512 x 512 frame at
- * window 15: 8 rows, 192 blocks; a stack of 16 of 256 x 256: 32 rows, 256 blocks). */
+ * window 15: 8 rows, 192 blocks; a stack of 16 of 256 x 256: 16 rows, 512 blocks). */
 constexpr int64_t kBandBlocksToFill = 2 * 132;
 static inline int band_rows(const plm__cfar_args &args) {
   int rows = BAND_ROWS_MOST;
@@ -264,7 +272,7 @@ using band_vector = typename plm__vector_of<T, BAND_PER_THREAD>::type;
 
 /* A thread's cells of a frame row, from column `column` (a multiple of BAND_PER_THREAD), as
  * ring cells: one vector load where all are inside the frame and their address is a multiple
- * of the vector's size (every row when the frame's width is a multiple of 4), else an
+ * of the vector's size (every row of an aligned frame whose width is a multiple of 4), else an
  * element at a time, band_outside past the frame's edges. The vector moves through __ldcg,
  * so that the emulator too sees one access of its width. */
 template <typename T>
@@ -361,6 +369,13 @@ static PLM_HD inline void band_store_outputs(const plm__cfar_args &args, void *f
 }
 static_assert(BAND_PER_THREAD == 4, "band_store_outputs moves a float4 or 4 bytes");
 
+/* Where the write-out loads output o of the strip (of `outputs`) from the stage: band_place(o),
+ * or for o outside them a word of the stage's first 32 in the bank o's place would have. */
+static PLM_HD inline int band_stage_load_place(int o, int outputs) {
+  const int p = band_place(o);
+  return o >= 0 && o < outputs ? p : p & 31;
+}
+
 /* A thread's outputs o .. o + BAND_PER_THREAD - 1 of the strip from the stage, and, when it
  * `writes` them, to frame row `row` from column `column` (band_store_outputs, those inside
  * the frame). Every lane loads, as every lane loads the ring (band_ring_place): one whose
@@ -371,14 +386,12 @@ static PLM_HD inline void band_write_out(const plm__cfar_args &args, const float
                                          int64_t row, int64_t column) {
   float values[BAND_PER_THREAD];
   PLM_UNROLLED
-  for (int i = 0; i < BAND_PER_THREAD; i++) {
-    const int p = band_place(o + i);
-    values[i] = stage[o + i >= 0 && o + i < outputs ? p : p & 31];
-  }
+  for (int i = 0; i < BAND_PER_THREAD; i++)
+    values[i] = stage[band_stage_load_place(o + i, outputs)];
   if (writes) band_store_outputs(args, frame_out, row, column, values);
 }
 
-/* Where a load of strip column c (c > -BAND_COLUMNS / BAND_WARPS) finds its cell in a ring
+/* Where a load of strip column c (c > -BAND_WARP_COLUMNS) finds its cell in a ring
  * row: band_place(c); for a column left of the strip, whose cell is band_outside, the cell
  * of one of the first warp's columns (never idle, so always stored) a multiple of 32 to the
  * right, in the bank its own column would have, so that every lane loads and the request
@@ -387,9 +400,9 @@ static PLM_HD inline void band_write_out(const plm__cfar_args &args, const float
 static PLM_HD inline int band_ring_place(int c) {
   /* c + 128 when negative, without a branch: a select the compiler may turn into one would
    * leave the discarded load out of that path, and the lanes' loads out of step */
-  return band_place(c + (c >> 31 & BAND_COLUMNS / BAND_WARPS));
+  return band_place(c + (c >> 31 & BAND_WARP_COLUMNS));
 }
-static_assert(BAND_WINDOW_MOST < BAND_COLUMNS / BAND_WARPS && BAND_COLUMNS / BAND_WARPS % 32 == 0,
+static_assert(BAND_WINDOW_MOST < BAND_WARP_COLUMNS && BAND_WARP_COLUMNS % 32 == 0,
               "a column left of the strip reads one of the first warp's, in its own bank");
 
 /* Ring row `slot`'s cell of strip column c, or band_outside for a column left of the
@@ -413,17 +426,17 @@ static PLM_HD inline int band_wrap(int i, int length) {
   return i >= length ? i - length : i;
 }
 
-/* The sum of v over the lanes of the warp before this one (0 at lane 0), exact, and in
- * *all the warp's: the five steps of an inclusive scan, then each lane's sum moved one lane
- * to the right (every lane of the warp calls it). */
+/* The sum of v over this warp's lanes before this lane (0 at lane 0), exact, and in *inclusive
+ * the sum through this lane (at lane 31 the warp's): the five steps of an inclusive scan, then
+ * each lane's sum moved one lane to the right (every lane of the warp calls it). */
 template <typename V, class Warp>
-static PLM_HD inline V band_lanes_before(const Warp &warp, V v, V *all) {
+static PLM_HD inline V band_lanes_before(const Warp &warp, V v, V *inclusive) {
   const int lane = warp.lane();
   for (int d = 1; d < 32; d *= 2) {
     const V u = warp.shuffle(v, lane >= d ? lane - d : lane);
     if (lane >= d) v += u;
   }
-  *all = v;
+  *inclusive = v;
   const V before = warp.shuffle(v, lane > 0 ? lane - 1 : lane);
   return lane > 0 ? before : V(0);
 }
@@ -438,6 +451,15 @@ template <typename S>
 static PLM_HD inline void band_moments(uint32_t v, double, int n, S s1, S s2, double *d,
                                        double *m) {
   plm__cfar_moments_of_int(v, n, s1, s2, d, m);
+}
+
+/* What the stage holds for pixel (y, x) from its d and m: z, or the mask (with a hold, its
+ * mask decided in the same pass: plm__cfar_held_mask) as 0 or 1. */
+static PLM_HD inline float band_output(const plm__cfar_args &args, int64_t y, int64_t x, double d,
+                                       double m) {
+  if (args.output == PLM_CFAR_Z) return plm__cfar_z(d, m);
+  return plm__cfar_holds(&args) ? plm__cfar_held_mask(&args, y, x, d, m)
+                                : plm__cfar_mask(d, m, args.k);
 }
 
 /* Block `block` of a frame (band block / strips, strip block % strips) in bands of `rows`
@@ -459,7 +481,7 @@ PLM_HD void cfar_band(const Block &block, const Warp &warp, const plm__cfar_args
   const int64_t y0 = (band_block / strips) * rows;
   const int64_t y_end = y0 + rows < args.height ? y0 + rows : args.height;
   const int t = block.thread(), first = K * t, w = t / 32;
-  const bool held = plm__cfar_holds(&args);
+  const int64_t column = x0 + first; /* the frame column of the thread's first */
   C *const ring = (C *)shared;
   float *const stage = (float *)((char *)shared + band_stage_offset(args.window));
   band_tail<S> *const tail = (band_tail<S> *)((char *)shared + band_carry_offset(args.window));
@@ -469,11 +491,11 @@ PLM_HD void cfar_band(const Block &block, const Warp &warp, const plm__cfar_args
    * so no column left of it reads its cells. */
   const int64_t last_output =
       (args.width - x0 < lead + outputs ? args.width - x0 : lead + outputs) - 1;
-  const bool idle = BAND_COLUMNS / BAND_WARPS * w > last_output + R;
+  const bool idle = BAND_WARP_COLUMNS * w > last_output + R;
   if (t == 0) tail->non_finite = 0;
-  for (int o = t; o < (outputs + 31) / 32 * 32; o += BAND_THREADS) stage[o] = 0;
-  /* the flag and the stage clear (the block's band before read them before its last barrier),
-   * so that the write-out's loads of outputs past the frame's edge read words written */
+  for (int o = t; o < band_stage_words(args.window); o += BAND_THREADS) stage[o] = 0;
+  /* The flag and the stage cleared (the block's previous band last read them before its final
+   * barrier), so that the write-out's loads past the frame's edge read written words. */
   block.sync();
 
   /* Rows y0 - R - 1 .. y0 + R - 1 into ring slots 0 .. 2R, a thread's own cells added to
@@ -482,15 +504,15 @@ PLM_HD void cfar_band(const Block &block, const Warp &warp, const plm__cfar_args
    * columns (the guard's rows: slots R - G .. R + G). */
   S k[K][BAND_SUMS] = {};
   int counts[K] = {};
-  for (int r = 0; r <= 2 * R && !idle; r += BAND_AHEAD) {
+  for (int r = 0; r <= (idle ? -1 : 2 * R); r += BAND_AHEAD) {
     C cells[BAND_AHEAD][K];
     PLM_UNROLLED
     for (int j = 0; j < BAND_AHEAD; j++)
-      if (r + j <= 2 * R) band_load_row(args, frame_in, y0 - R - 1 + r + j, x0 + first, cells[j]);
+      if (r + j <= 2 * R) band_load_row(args, frame_in, y0 - R - 1 + r + j, column, cells[j]);
     PLM_UNROLLED
     for (int j = 0; j < BAND_AHEAD; j++) {
       if (r + j > 2 * R) continue;
-      band_store_row(args, ring, r + j, first, y0 - R - 1 + r + j, x0 + first, cells[j],
+      band_store_row(args, ring, r + j, first, y0 - R - 1 + r + j, column, cells[j],
                      &tail->non_finite);
       PLM_UNROLLED
       for (int i = 0; i < K; i++) band_add(k[i], &counts[i], cells[j][i], level, 1);
@@ -514,41 +536,46 @@ PLM_HD void cfar_band(const Block &block, const Warp &warp, const plm__cfar_args
   C entering[BAND_AHEAD][K] = {};
   PLM_UNROLLED
   for (int j = 0; j < BAND_AHEAD; j++)
-    if (!idle) band_load_row(args, frame_in, y0 + R + j, x0 + first, entering[j]);
+    if (!idle) band_load_row(args, frame_in, y0 + R + j, column, entering[j]);
   /* The thread's outputs: the K columns of the stage from `first` (strip columns), a
    * multiple of K from the strip's first output; written out a row late. */
-  const bool writes = first >= lead && first < lead + outputs && x0 + first < args.width;
+  const bool writes = first >= lead && first < lead + outputs && column < args.width;
   int oldest = 0; /* the ring slot of row y - R - 1 */
   PLM_ROLLED
   for (int64_t y = y0; y < y_end; y++) {
     /* Row y + R into the slot of row y - R - 2 (read by the row before's down phase, which
      * ended at a barrier this thread has passed). */
-    const int in = band_wrap(oldest + 2 * R + 1, length);
+    const int entering_slot = band_wrap(oldest + 2 * R + 1, length);
     if (!idle)
-      band_store_row(args, ring, in, first, y + R, x0 + first, entering[0], &tail->non_finite);
+      band_store_row(args, ring, entering_slot, first, y + R, column, entering[0],
+                     &tail->non_finite);
     block.sync(); /* row y + R is in; the row before's stage is written */
     const bool counted =
         std::is_floating_point<C>::value && *(volatile int *)&tail->non_finite != 0;
 
     /* Out, the row before's: the thread's K outputs from the stage to the frame. */
     if (y > y0)
-      band_write_out(args, stage, outputs, first - lead, writes, frame_out, y - 1, x0 + first);
+      band_write_out(args, stage, outputs, first - lead, writes, frame_out, y - 1, column);
 
     /* Down: each column's k moved to row y by its four exchanges. */
     if (!idle) {
-      const int out = oldest, guard_in = band_wrap(oldest + R + G + 1, length),
-                guard_out = band_wrap(oldest + R - G, length);
+      /* the slots of the rows entering and leaving the window's rows and the guard's */
+      const int leaving_slot = oldest, guard_entering = band_wrap(oldest + R + G + 1, length),
+                guard_leaving = band_wrap(oldest + R - G, length);
       PLM_UNROLLED
       for (int i = 0; i < K; i++) {
         const int c = first + i, window_left = c - 2 * R - 1, guard_near = c - R + G,
                   guard_far = c - R - G - 1;
-        band_exchange(k[i], &counts[i], entering[0][i], band_ring_cell(ring, out, c), level);
-        band_exchange(k[i], &counts[i], band_ring_cell(ring, out, window_left),
-                      band_ring_cell(ring, in, window_left), level);
-        band_exchange(k[i], &counts[i], band_ring_cell(ring, guard_out, guard_near),
-                      band_ring_cell(ring, guard_in, guard_near), level);
-        band_exchange(k[i], &counts[i], band_ring_cell(ring, guard_in, guard_far),
-                      band_ring_cell(ring, guard_out, guard_far), level);
+        /* k(c) = w(c) - w(window_left) - g(guard_near) + g(guard_far): a column's sum that
+         * k takes away exchanges its leaving cell in and its entering cell out */
+        band_exchange(k[i], &counts[i], entering[0][i], band_ring_cell(ring, leaving_slot, c),
+                      level);
+        band_exchange(k[i], &counts[i], band_ring_cell(ring, leaving_slot, window_left),
+                      band_ring_cell(ring, entering_slot, window_left), level);
+        band_exchange(k[i], &counts[i], band_ring_cell(ring, guard_leaving, guard_near),
+                      band_ring_cell(ring, guard_entering, guard_near), level);
+        band_exchange(k[i], &counts[i], band_ring_cell(ring, guard_entering, guard_far),
+                      band_ring_cell(ring, guard_leaving, guard_far), level);
       }
     }
     /* the next rows' entering cells to the front, and the load of row y + R + BAND_AHEAD */
@@ -558,33 +585,33 @@ PLM_HD void cfar_band(const Block &block, const Warp &warp, const plm__cfar_args
       for (int i = 0; i < K; i++) entering[j][i] = entering[j + 1][i];
     }
     if (y + BAND_AHEAD < y_end && !idle)
-      band_load_row(args, frame_in, y + R + BAND_AHEAD, x0 + first, entering[BAND_AHEAD - 1]);
+      band_load_row(args, frame_in, y + R + BAND_AHEAD, column, entering[BAND_AHEAD - 1]);
 
     /* Across: the sums of k over the columns to the left of the thread's, from its warp's
      * lanes (band_lanes_before) and the warp before (the carry, after a barrier); then the
      * running sum over the thread's columns, at column c the window's box less the guard's
      * for the output at column c - R, which goes to the stage. */
-    S running[BAND_SUMS] = {}, warp_total[BAND_SUMS] = {};
+    S running[BAND_SUMS] = {}, inclusive[BAND_SUMS] = {};
     if (!idle) {
       PLM_UNROLLED
       for (int q = 0; q < BAND_SUMS; q++) {
         S total = 0;
         PLM_UNROLLED
         for (int i = 0; i < K; i++) total += k[i][q];
-        running[q] = band_lanes_before(warp, total, &warp_total[q]);
+        running[q] = band_lanes_before(warp, total, &inclusive[q]);
       }
     }
-    int running_count = 0, warp_count = 0;
+    int running_count = 0, inclusive_count = 0;
     if (counted && !idle) {
       int total = 0;
       PLM_UNROLLED
       for (int i = 0; i < K; i++) total += counts[i];
-      running_count = band_lanes_before(warp, total, &warp_count);
+      running_count = band_lanes_before(warp, total, &inclusive_count);
     }
     if (w < BAND_WARPS - 1 && warp.lane() == 31) {
       PLM_UNROLLED
-      for (int q = 0; q < BAND_SUMS; q++) carry[w].sums[q] = warp_total[q];
-      carry[w].count = warp_count;
+      for (int q = 0; q < BAND_SUMS; q++) carry[w].sums[q] = inclusive[q];
+      carry[w].count = inclusive_count;
     }
     block.sync(); /* the carries are in; every read of row y's stage by the row before */
     for (int before = 0; before < w; before++) {
@@ -611,9 +638,7 @@ PLM_HD void cfar_band(const Block &block, const Warp &warp, const plm__cfar_args
                                     guard_rows * band_extent(x, G, args.width);
         double d, m;
         band_moments(value, level, n, running[BAND_V], running[BAND_V2], &d, &m);
-        stage[band_place(a - lead)] = args.output == PLM_CFAR_Z && !held ? plm__cfar_z(d, m)
-                                      : held ? (float)plm__cfar_held_mask(&args, y, x, d, m)
-                                             : (float)plm__cfar_mask(d, m, args.k);
+        stage[band_place(a - lead)] = band_output(args, y, x, d, m);
       }
     }
     oldest = band_wrap(oldest + 1, length);
@@ -622,7 +647,7 @@ PLM_HD void cfar_band(const Block &block, const Warp &warp, const plm__cfar_args
    * before the block's next band writes them). */
   block.sync();
   if (y_end > y0)
-    band_write_out(args, stage, outputs, first - lead, writes, frame_out, y_end - 1, x0 + first);
+    band_write_out(args, stage, outputs, first - lead, writes, frame_out, y_end - 1, column);
   block.sync(); /* every read of the stage, before the block's next band clears it */
 }
 
