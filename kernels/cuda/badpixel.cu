@@ -66,13 +66,18 @@ struct span {
   uint8_t bad[kSpanRows][kFlagPitch];
 };
 
-/* Pixel (y, x) of frame f as the span holds it, the frame's bounds tested. */
-__device__ inline span_pixel pixel_at(const plm__badpixel_args &args, int64_t f, int64_t y,
-                                      int64_t x) {
+/* Pixel (y, x) of frame f as the span holds it: frame_pixel for one inside the frame;
+ * pixel_at for any, the frame's bounds tested (outside, a flagged 0). */
+__device__ inline span_pixel frame_pixel(const plm__badpixel_args &args, int64_t f, int64_t y,
+                                         int64_t x) {
   const int64_t h = args.height, w = args.width;
-  if (y < 0 || y >= h || x < 0 || x >= w) return span_pixel{0.0f, 1};
   return span_pixel{plm__badpixel_value(args.in, (f * h + y) * w + x, args.dtype),
                     args.bad[y * w + x]};
+}
+__device__ inline span_pixel pixel_at(const plm__badpixel_args &args, int64_t f, int64_t y,
+                                      int64_t x) {
+  if (y < 0 || y >= args.height || x < 0 || x >= args.width) return span_pixel{0.0f, 1};
+  return frame_pixel(args, f, y, x);
 }
 
 /* The span of the tile whose first pixel is (y0, x0) of frame f, by the whole block: the
@@ -88,9 +93,7 @@ __device__ void stage_span(span &sp, const plm__badpixel_args &args, int64_t f, 
   /* span row r, span column c */
   const auto load = [&](int r, int c) {
     const int64_t y = y0 - 1 + r, x = x0 - 1 + c;
-    if (!inside) return pixel_at(args, f, y, x);
-    return span_pixel{plm__badpixel_value(args.in, (f * h + y) * w + x, args.dtype),
-                      args.bad[y * w + x]};
+    return inside ? frame_pixel(args, f, y, x) : pixel_at(args, f, y, x);
   };
   const auto store = [&](int r, int c, span_pixel p) {
     sp.values[r][c] = p.value;
