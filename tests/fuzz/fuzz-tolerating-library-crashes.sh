@@ -34,18 +34,23 @@ shift 3
 artifacts=$(mktemp -d)
 trap 'rm -rf "$artifacts"' EXIT
 
+# first_frame_in_library REPORT SKIP: whether the report's first stack frame that does not
+# match the awk pattern SKIP (the sanitizer's, the allocator's, the C library's frames) is in
+# $library. (One awk over the file, no pipeline: an early exit in one would fail by SIGPIPE
+# under pipefail.)
+first_frame_in_library() {
+  awk -v library="$library" -v skip="$2" '
+    /^ +#[0-9]+ / && $0 !~ skip { found = index($0, library) > 0; exit }
+    END { exit !found }' "$1"
+}
+
 # tolerated REPORT: whether the ASan report is a SEGV on a read whose first frame outside
 # the C library's copies and the sanitizer's interceptors (libhdf5's memcpy reaches libc
 # through ASan's) is in $library.
-# (One awk over the file, no pipeline: an early exit in one would fail by SIGPIPE under
-# pipefail.)
 tolerated() {
   grep -q "ERROR: AddressSanitizer: SEGV" "$1" &&
     grep -q "The signal is caused by a READ memory access" "$1" &&
-    awk -v library="$library" '
-      /^ +#[0-9]+ / && !/__interceptor_|__asan_|__sanitizer_|\/sysdeps\/|libc\.so/ {
-        found = index($0, library) > 0; exit }
-      END { exit !found }' "$1"
+    first_frame_in_library "$1" '__interceptor_|__asan_|__sanitizer_|/sysdeps/|libc[.]so'
 }
 
 # tolerated_oom REPORT: whether the report is libFuzzer's out-of-memory on a malloc whose
@@ -53,10 +58,7 @@ tolerated() {
 # $library.
 tolerated_oom() {
   grep -q "ERROR: libFuzzer: out-of-memory (malloc(" "$1" &&
-    awk -v library="$library" '
-      /^ +#[0-9]+ / && !/__sanitizer|__asan|fuzzer::| in malloc | in calloc | in realloc |libc\.so/ {
-        found = index($0, library) > 0; exit }
-      END { exit !found }' "$1"
+    first_frame_in_library "$1" '__sanitizer|__asan|fuzzer::| in malloc | in calloc | in realloc |libc[.]so'
 }
 
 # replay FILE REPORT: run the harness on FILE once, its report into REPORT; 0 if it passed.
