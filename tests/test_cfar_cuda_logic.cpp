@@ -541,9 +541,8 @@ int check_band_layouts() {
     }
   for (int window = 3; window <= BAND_WINDOW_MOST; window += 2) {
     const int R = window / 2, lead = band_lead(window), outputs = band_outputs(window);
-    const int stage_words = (int)((band_carry_offset(window) - band_stage_offset(window)) / 4);
     for (int o = 0; o < outputs; o++)
-      if (band_place(o) >= stage_words) {
+      if (band_place(o) >= band_stage_words(window)) {
         std::printf("FAIL: bands' layout, output %d of window %d outside the stage\n", o, window);
         return 1;
       }

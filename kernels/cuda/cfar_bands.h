@@ -322,9 +322,10 @@ static PLM_HD inline void band_store_row(const plm__cfar_args &args, C *ring, in
   }
 }
 
-/* The bytes of an output: 4 for z, 1 for the mask (with or without a hold). */
+/* The bytes of an output: 4 for z, 1 for the mask (with or without a hold: a hold is the
+ * mask's only, plm__cfar_holds). */
 static PLM_HD inline int band_output_bytes(const plm__cfar_args &args) {
-  return args.output == PLM_CFAR_Z && !plm__cfar_holds(&args) ? 4 : 1;
+  return args.output == PLM_CFAR_Z ? 4 : 1;
 }
 
 /* A thread's outputs of frame row `row` from column `column` (a multiple of
