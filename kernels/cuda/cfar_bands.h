@@ -31,20 +31,25 @@
  *           warp leaves its total for the second in shared memory, and after the second
  *           barrier a column's running sum is the sum of k up to it, which at column c is
  *           the reference sum of the output at column c - R. The pixel's own value comes
- *           from the ring; each output goes to a stage in shared memory.
- *   out     after the next row's first barrier, each thread writes an aligned 4 of the
- *           stage's outputs to the frame, one vector store (its own outputs are R columns
- *           left of its columns and may straddle two such 4s).
+ *           from the ring.
+ *   out     the thread's outputs are R columns left of its columns and may straddle two
+ *           aligned 4s of the frame; each thread writes one such 4 (band_group), most of it
+ *           its own outputs, the rest the next lane's by a shuffle (the mask's 4 bytes as one
+ *           word), one vector store; a warp's last lane takes the next warp's part from
+ *           shared memory after the next row's first barrier.
  * A strip's first output is at strip column band_lead, R rounded up to a multiple of 4, and
  * it puts out band_outputs, what is left of its 256 columns after R at its right, rounded
  * down to a multiple of 4 (240 at window 15, 192 at 63, 160 at 97): every strip's columns,
  * loads and stores then start at a multiple of 4 columns of the frame. A warp's row costs
  * the shared-memory pipe 8 wavefronts per 32 columns for the ring (every request of the
  * lanes, 4 columns apart, meets each of the 32 banks once: band_place), 24 shuffles per 128
- * columns for the scan and 12 wavefronts per 128 for the own values and the stage: 0.53 a
- * column, 0.57 an output over 240 of 256 columns. The design before (2026-12-07, morning) took a
- * strip of 128 columns, two a thread, and kept each batch row's k in shared memory for the across
- * phase: 0.89 (kernels/cuda/cfar.cu, "The bands' cost", has both).
+ * columns for the scan, 4 wavefronts per 128 for the own values and 1 shuffle for the mask's
+ * groups (3 for z's at window 15, whose R % 4 is 3), and the first lane's outputs passed to
+ * the warp before: 0.48 a column, 0.52 an output over 240 of 256 columns. Until 2026-12-07
+ * (night) the outputs went through a stage in shared memory, stored and loaded again by the
+ * write-out: 12 wavefronts per 128 columns where these take 6, 0.53 a column. The design before
+ * (2026-12-07, morning) took a strip of 128 columns, two a thread, and kept each batch row's k in
+ * shared memory for the across phase: 0.89 (kernels/cuda/cfar.cu, "The bands' cost", has all).
  *
  * f32 counts its finite cells only when a cell of the frame stored to the ring so far is not
  * finite (a flag in shared memory, read after each row's first barrier), else takes the boxes'
@@ -100,8 +105,8 @@ struct band_ring_of<float> {
 template <typename T>
 using band_cell_t = typename band_ring_of<T>::type;
 
-/* Where column c sits in a row of the ring (a strip column) or of the stage (an output of
- * the strip): c with its low two bits crossed with bits 5 and 6. A warp's lanes reach
+/* Where column c (a strip column) sits in a row of the ring: c with its low two bits crossed
+ * with bits 5 and 6. A warp's lanes reach
  * columns 4 apart (each lane one of its own 4, or one a fixed offset to their left): 32
  * consecutive multiples of 4 plus a constant fall in 8 banks by themselves, and the crossing
  * spreads each of those over 4, so every such request meets each bank once, 1 wavefront. A
@@ -122,39 +127,38 @@ static PLM_HD constexpr int band_outputs(int window) {
 }
 
 /* A block's shared memory: the ring, window + 1 rows (y - R - 1 .. y + R at row y; slot i
- * of column c at i * BAND_COLUMNS + band_place(c)); the stage, a row of outputs (output o of
- * the strip at band_place(o)) as floats (z, or the mask as 0 or 1); then the tail: each
- * warp's sums but the last's, for the warps after it, and the flag of a cell stored to the
- * ring that is not finite. 4 bytes a ring cell: 17.0 KiB at window 15, 64.8 at 63, 98.7 at
- * 97, past the 48 KiB a block has without opting in (plm__cuda_opt_in_shared,
- * kernels/cuda/launch.h) from window 47. */
+ * of column c at i * BAND_COLUMNS + band_place(c)); then the tail: each warp's sums but the
+ * last's, for the warps after it; each warp's first lane's outputs but the first warp's, for
+ * the last lane of the warp before (band_group); and the flag of a cell stored to the ring
+ * that is not finite. 4 bytes a ring cell: 16.0 KiB at window 15, 64.0 at 63, 98.0 at 97, past
+ * the 48 KiB a block has without opting in (plm__cuda_opt_in_shared, kernels/cuda/launch.h)
+ * from window 47. */
 template <typename S>
 struct band_carry {
   S sums[BAND_SUMS];
   int count;
 };
+/* A warp's first lane's first r outputs, passed to the last lane of the warp before
+ * (band_group): the mask's as one word of bytes, z's as floats, each a 4-byte access. */
+union band_passed {
+  uint32_t mask_bytes;
+  float z[BAND_PER_THREAD];
+};
 template <typename S>
 struct band_tail {
   band_carry<S> carry[BAND_WARPS - 1];
+  band_passed passed[BAND_WARPS - 1];
   int non_finite; /* written volatile: threads of one barrier interval may each set it */
 };
 static PLM_HD constexpr int band_ring_rows(int window) {
   return window + 1;
 }
-static PLM_HD constexpr size_t band_stage_offset(int window) {
+static PLM_HD constexpr size_t band_tail_offset(int window) {
   return (size_t)band_ring_rows(window) * BAND_COLUMNS * 4;
-}
-/* The stage's words: the strip's outputs, rounded up to a multiple of 32 (band_place keeps a
- * place in its block of 32). */
-static PLM_HD constexpr int band_stage_words(int window) {
-  return (band_outputs(window) + 31) / 32 * 32;
-}
-static PLM_HD constexpr size_t band_carry_offset(int window) {
-  return band_stage_offset(window) + (size_t)band_stage_words(window) * 4;
 }
 template <typename S>
 static PLM_HD constexpr size_t band_shared_bytes(int window) {
-  return band_carry_offset(window) + sizeof(band_tail<S>);
+  return band_tail_offset(window) + sizeof(band_tail<S>);
 }
 /* The shared memory a block may take: 48 KiB without asking, past it an opt-in
  * (cudaFuncAttributeMaxDynamicSharedMemorySize) up to what every architecture of plume's
@@ -163,9 +167,8 @@ static PLM_HD constexpr size_t band_shared_bytes(int window) {
 constexpr size_t kBandSharedMost = 99 * 1024;
 static_assert(band_shared_bytes<double>(BAND_WINDOW_MOST) <= kBandSharedMost,
               "the largest window's shared memory fits every architecture's opt-in");
-static_assert(
-    BAND_COLUMNS * 4 % 8 == 0 && 32 * 4 % 8 == 0,
-    "the carry's doubles are aligned: the ring's rows and the stage's 32s are 8-byte multiples");
+static_assert(BAND_COLUMNS * 4 % 8 == 0,
+              "the carry's doubles are aligned: a ring row is a multiple of 8 bytes");
 
 /* Whether a frame's cfar takes the bands (else summed-area tables in the scratch). The
  * bands' arithmetic on rows and columns is 64-bit: any frame. */
@@ -328,18 +331,29 @@ static PLM_HD inline int band_output_bytes(const plm__cfar_args &args) {
   return args.output == PLM_CFAR_Z ? 4 : 1;
 }
 
-/* A thread's outputs of frame row `row` from column `column` (a multiple of
- * BAND_PER_THREAD), those inside the frame: z as floats, or the mask as bytes (with or
- * without a hold); one vector store where all are inside and their address is a multiple
- * of its size, else an element at a time. */
+/* A thread's 4 mask outputs (0 or 1) as one word of bytes, the first lowest, as they lie in
+ * memory (little-endian, as every CUDA host); band_mask_output, byte i of a word. */
+static PLM_HD inline uint32_t band_mask_word(const float values[BAND_PER_THREAD]) {
+  return (uint32_t)values[0] | (uint32_t)values[1] << 8 | (uint32_t)values[2] << 16 |
+         (uint32_t)values[3] << 24;
+}
+static PLM_HD inline float band_mask_output(uint32_t word, int i) {
+  return (float)(word >> 8 * i & 0xff);
+}
+
+/* Outputs from .. to - 1 of a thread's BAND_PER_THREAD for frame row `row` from column
+ * `column` (a multiple of BAND_PER_THREAD), those inside the frame: z as floats, or the mask as
+ * bytes (with or without a hold); all 4 as one vector store where all are inside and their
+ * address is a multiple of its size, else an element at a time. */
 static PLM_HD inline void band_store_outputs(const plm__cfar_args &args, void *frame_out,
                                              int64_t row, int64_t column,
-                                             const float values[BAND_PER_THREAD]) {
+                                             const float values[BAND_PER_THREAD], int from = 0,
+                                             int to = BAND_PER_THREAD) {
   const int64_t i0 = row * args.width + column;
-  const bool whole = column + BAND_PER_THREAD <= args.width;
+  const bool vector = from == 0 && to == BAND_PER_THREAD && column + BAND_PER_THREAD <= args.width;
   if (band_output_bytes(args) == 4) {
     float *const at = (float *)frame_out + i0;
-    if (whole && (uintptr_t)at % sizeof(float4) == 0) {
+    if (vector && (uintptr_t)at % sizeof(float4) == 0) {
       const float4 v = {values[0], values[1], values[2], values[3]};
 #ifdef __CUDA_ARCH__
       __stcg((float4 *)at, v);
@@ -350,46 +364,102 @@ static PLM_HD inline void band_store_outputs(const plm__cfar_args &args, void *f
     }
     PLM_UNROLLED
     for (int i = 0; i < BAND_PER_THREAD; i++)
-      if (column + i < args.width) at[i] = values[i];
+      if (i >= from && i < to && column + i < args.width) at[i] = values[i];
   } else {
     uint8_t *const at = (uint8_t *)frame_out + i0;
-    if (whole && (uintptr_t)at % sizeof(unsigned int) == 0) {
-      const unsigned int v = (unsigned int)values[0] | (unsigned int)values[1] << 8 |
-                             (unsigned int)values[2] << 16 | (unsigned int)values[3] << 24;
+    if (vector && (uintptr_t)at % sizeof(unsigned int) == 0) {
+      const unsigned int v = band_mask_word(values);
 #ifdef __CUDA_ARCH__
       __stcg((unsigned int *)at, v);
 #else
-      memcpy(at, &v, sizeof v); /* little-endian, as every CUDA host */
+      memcpy(at, &v, sizeof v);
 #endif
       return;
     }
     PLM_UNROLLED
     for (int i = 0; i < BAND_PER_THREAD; i++)
-      if (column + i < args.width) at[i] = (uint8_t)values[i];
+      if (i >= from && i < to && column + i < args.width) at[i] = (uint8_t)values[i];
   }
 }
 static_assert(BAND_PER_THREAD == 4, "band_store_outputs moves a float4 or 4 bytes");
 
-/* Where the write-out loads output o of the strip (of `outputs`) from the stage: band_place(o),
- * or for o outside them a word of the stage's first 32 in the bank o's place would have. */
-static PLM_HD inline int band_stage_load_place(int o, int outputs) {
-  const int p = band_place(o);
-  return o >= 0 && o < outputs ? p : p & 31;
+/* Element `at` (0 .. BAND_PER_THREAD - 1) of a thread's row of values, by selects: a register
+ * array indexed by a value unknown to the compiler would go to local memory. */
+static PLM_HD inline float band_element(const float values[BAND_PER_THREAD], int at) {
+  float element = values[0];
+  PLM_UNROLLED
+  for (int i = 1; i < BAND_PER_THREAD; i++)
+    if (at == i) element = values[i];
+  return element;
 }
 
-/* A thread's outputs o .. o + BAND_PER_THREAD - 1 of the strip from the stage, and, when it
- * `writes` them, to frame row `row` from column `column` (band_store_outputs, those inside
- * the frame). Every lane loads, as every lane loads the ring (band_ring_place): one whose
- * columns hold no outputs, a word of the stage's first 32 in the bank its own would have
- * (band_place keeps a place's block of 32); the stage is cleared at each band's start. */
-static PLM_HD inline void band_write_out(const plm__cfar_args &args, const float *stage,
-                                         int outputs, int o, bool writes, void *frame_out,
-                                         int64_t row, int64_t column) {
-  float values[BAND_PER_THREAD];
+/* The outputs a thread writes. Its own, at strip columns first - R .. first - R + 3 with
+ * R = 4q + r, straddle two aligned 4s when r > 0: its last 4 - r begin the 4 from
+ * first - 4q, and the next lane's first r end it. So each thread writes that 4, its group:
+ * its own outputs from the r-th, then the next lane's first r, which come by shuffles (the
+ * mask's 4 as one word of bytes: one shuffle; z's floats: r). A warp's last lane (but the
+ * last warp's) has its next lane in the next warp: it writes the 4 with the row, its last r
+ * its own first r (a shuffle from itself), and after the next barrier those r again, the
+ * next warp's first lane's, from the tail (band_tail::passed, band_store_passed): the
+ * thread's two stores in order, where holding its part for the second (or storing it an
+ * element at a time) took 8 registers more. Every lane of the warp calls band_group. */
+template <class Warp>
+static PLM_HD inline void band_group(const Warp &warp, const plm__cfar_args &args,
+                                     float own[BAND_PER_THREAD], float group[BAND_PER_THREAD]) {
+  enum { K = BAND_PER_THREAD };
+  const int r = args.window / 2 % K, lane = warp.lane(), from = lane < 31 ? lane + 1 : lane;
+  if (band_output_bytes(args) == 1) {
+    const uint32_t word = band_mask_word(own), next = warp.shuffle(word, from);
+    const uint32_t bytes = r > 0 ? word >> 8 * r | next << 8 * (K - r) : word;
+    PLM_UNROLLED
+    for (int i = 0; i < K; i++) group[i] = band_mask_output(bytes, i);
+    return;
+  }
+  /* own's first r replaced by the next lane's: the group is own rotated by r */
+  PLM_UNROLLED
+  for (int i = 0; i < K; i++)
+    if (i < r) own[i] = warp.shuffle(own[i], from);
+  PLM_UNROLLED
+  for (int i = 0; i < K; i++) group[i] = band_element(own, (i + r) % K);
+}
+
+/* What a warp's first lane (but the first warp's) passes to the last lane of the warp before:
+ * its first r outputs (band_passed). */
+static PLM_HD inline void band_pass(const plm__cfar_args &args, const float own[BAND_PER_THREAD],
+                                    band_passed *passed) {
+  const int r = args.window / 2 % BAND_PER_THREAD;
+  if (band_output_bytes(args) == 1) {
+    passed->mask_bytes = band_mask_word(own);
+    return;
+  }
   PLM_UNROLLED
   for (int i = 0; i < BAND_PER_THREAD; i++)
-    values[i] = stage[band_stage_load_place(o + i, outputs)];
-  if (writes) band_store_outputs(args, frame_out, row, column, values);
+    if (i < r) passed->z[i] = own[i];
+}
+
+/* A warp's last lane's group's last r outputs (band_group), the next warp's first lane's first
+ * r, from `passed` after the barrier that follows their row: to frame row `row`, the group's
+ * from column `column`. */
+static PLM_HD inline void band_store_passed(const plm__cfar_args &args, void *frame_out,
+                                            int64_t row, int64_t column,
+                                            const band_passed *passed) {
+  enum { K = BAND_PER_THREAD };
+  const int r = args.window / 2 % K;
+  float next[K] = {};
+  if (band_output_bytes(args) == 1) {
+    const uint32_t word = passed->mask_bytes;
+    PLM_UNROLLED
+    for (int i = 0; i < K; i++) next[i] = band_mask_output(word, i);
+  } else {
+    PLM_UNROLLED
+    for (int i = 0; i < K; i++)
+      if (i < r) next[i] = passed->z[i];
+  }
+  float group[K] = {};
+  PLM_UNROLLED
+  for (int i = 0; i < K; i++)
+    if (i + r >= K) group[i] = band_element(next, i + r - K);
+  band_store_outputs(args, frame_out, row, column, group, K - r, K);
 }
 
 /* Where a load of strip column c (c > -BAND_WARP_COLUMNS) finds its cell in a ring
@@ -454,7 +524,7 @@ static PLM_HD inline void band_moments(uint32_t v, double, int n, S s1, S s2, do
   plm__cfar_moments_of_int(v, n, s1, s2, d, m);
 }
 
-/* What the stage holds for pixel (y, x) from its d and m: z, or the mask (with a hold, its
+/* The output of pixel (y, x) from its d and m, as a float: z, or the mask (with a hold, its
  * mask decided in the same pass: plm__cfar_held_mask) as 0 or 1. */
 static PLM_HD inline float band_output(const plm__cfar_args &args, int64_t y, int64_t x, double d,
                                        double m) {
@@ -484,8 +554,7 @@ PLM_HD void cfar_band(const Block &block, const Warp &warp, const plm__cfar_args
   const int t = block.thread(), first = K * t, w = t / 32;
   const int64_t column = x0 + first; /* the frame column of the thread's first */
   C *const ring = (C *)shared;
-  float *const stage = (float *)((char *)shared + band_stage_offset(args.window));
-  band_tail<S> *const tail = (band_tail<S> *)((char *)shared + band_carry_offset(args.window));
+  band_tail<S> *const tail = (band_tail<S> *)((char *)shared + band_tail_offset(args.window));
   band_carry<S> *const carry = tail->carry;
   /* A warp whose columns all lie right of the last output's window (a strip past the frame's
    * right edge) keeps the barriers only: the other columns of a column's k are to its left,
@@ -493,10 +562,13 @@ PLM_HD void cfar_band(const Block &block, const Warp &warp, const plm__cfar_args
   const int64_t last_output =
       (args.width - x0 < lead + outputs ? args.width - x0 : lead + outputs) - 1;
   const bool idle = BAND_WARP_COLUMNS * w > last_output + R;
-  if (t == 0) tail->non_finite = 0;
-  for (int o = t; o < band_stage_words(args.window); o += BAND_THREADS) stage[o] = 0;
-  /* The flag and the stage cleared (the block's previous band last read them before its final
-   * barrier), so that the write-out's loads past the frame's edge read written words. */
+  if (t == 0) {
+    tail->non_finite = 0;
+    for (int v = 0; v < BAND_WARPS - 1; v++)
+      for (int i = 0; i < K; i++) tail->passed[v].z[i] = 0;
+  }
+  /* The flag and the passed outputs cleared (the block's previous band last read them before
+   * its final barrier), so that a last lane whose next warp is idle reads written words. */
   block.sync();
 
   /* Rows y0 - R - 1 .. y0 + R - 1 into ring slots 0 .. 2R, a thread's own cells added to
@@ -538,9 +610,13 @@ PLM_HD void cfar_band(const Block &block, const Warp &warp, const plm__cfar_args
   PLM_UNROLLED
   for (int j = 0; j < BAND_AHEAD; j++)
     if (!idle) band_load_row(args, frame_in, y0 + R + j, column, entering[j]);
-  /* The thread's outputs: the K columns of the stage from `first` (strip columns), a
-   * multiple of K from the strip's first output; written out a row late. */
-  const bool writes = first >= lead && first < lead + outputs && column < args.width;
+  /* The thread's group (band_group): the outputs from strip column first - 4 (R / 4), a
+   * multiple of K from the strip's first output; a warp's last lane (but the last warp's)
+   * writes the last r = R % 4 of them again a row late, the next warp's first lane's. */
+  const int written = first - K * (R / K), r = R % K;
+  const int64_t written_column = x0 + written;
+  const bool writes = written >= lead && written < lead + outputs && written_column < args.width;
+  const bool passed_late = writes && r > 0 && w < BAND_WARPS - 1 && warp.lane() == 31;
   int oldest = 0; /* the ring slot of row y - R - 1 */
   PLM_ROLLED
   for (int64_t y = y0; y < y_end; y++) {
@@ -550,13 +626,13 @@ PLM_HD void cfar_band(const Block &block, const Warp &warp, const plm__cfar_args
     if (!idle)
       band_store_row(args, ring, entering_slot, first, y + R, column, entering[0],
                      &tail->non_finite);
-    block.sync(); /* row y + R is in; the row before's stage is written */
+    block.sync(); /* row y + R is in; the row before's first lanes' outputs are passed */
     const bool counted =
         std::is_floating_point<C>::value && *(volatile int *)&tail->non_finite != 0;
 
-    /* Out, the row before's: the thread's K outputs from the stage to the frame. */
-    if (y > y0)
-      band_write_out(args, stage, outputs, first - lead, writes, frame_out, y - 1, column);
+    /* the row before's group's last r outputs, passed from the next warp */
+    if (passed_late && y > y0)
+      band_store_passed(args, frame_out, y - 1, written_column, &tail->passed[w]);
 
     /* Down: each column's k moved to row y by its four exchanges. */
     if (!idle) {
@@ -591,7 +667,7 @@ PLM_HD void cfar_band(const Block &block, const Warp &warp, const plm__cfar_args
     /* Across: the sums of k over the columns to the left of the thread's, from its warp's
      * lanes (band_lanes_before) and the warp before (the carry, after a barrier); then the
      * running sum over the thread's columns, at column c the window's box less the guard's
-     * for the output at column c - R, which goes to the stage. */
+     * for the output at column c - R; then the group the thread writes (band_group). */
     S running[BAND_SUMS] = {}, inclusive[BAND_SUMS] = {};
     if (!idle) {
       PLM_UNROLLED
@@ -614,7 +690,7 @@ PLM_HD void cfar_band(const Block &block, const Warp &warp, const plm__cfar_args
       for (int q = 0; q < BAND_SUMS; q++) carry[w].sums[q] = inclusive[q];
       carry[w].count = inclusive_count;
     }
-    block.sync(); /* the carries are in; every read of row y's stage by the row before */
+    block.sync(); /* the carries are in; every read of the passed outputs by the row before */
     for (int before = 0; before < w; before++) {
       PLM_UNROLLED
       for (int q = 0; q < BAND_SUMS; q++) running[q] += carry[before].sums[q];
@@ -624,7 +700,8 @@ PLM_HD void cfar_band(const Block &block, const Warp &warp, const plm__cfar_args
       /* the boxes' rows inside the frame, for their areas (plm__cfar_square's clipping) */
       const int window_rows = band_extent(y, R, args.height),
                 guard_rows = band_extent(y, G, args.height);
-      const int own = band_wrap(oldest + R + 1, length); /* row y's slot */
+      const int own_slot = band_wrap(oldest + R + 1, length); /* row y's */
+      float own[K] = {};
       PLM_UNROLLED
       for (int i = 0; i < K; i++) {
         PLM_UNROLLED
@@ -632,24 +709,28 @@ PLM_HD void cfar_band(const Block &block, const Warp &warp, const plm__cfar_args
         running_count += counts[i];
         const int a = first + i - R;
         const int64_t x = x0 + a;
-        const C value = band_ring_cell(ring, own, a); /* every lane: band_ring_cell */
+        const C value = band_ring_cell(ring, own_slot, a); /* every lane: band_ring_cell */
         if (a < lead || a >= lead + outputs || x >= args.width) continue;
         const int n = counted ? running_count
                               : window_rows * band_extent(x, R, args.width) -
                                     guard_rows * band_extent(x, G, args.width);
         double d, m;
         band_moments(value, level, n, running[BAND_V], running[BAND_V2], &d, &m);
-        stage[band_place(a - lead)] = band_output(args, y, x, d, m);
+        own[i] = band_output(args, y, x, d, m);
       }
+      if (r > 0 && w > 0 && warp.lane() == 0) band_pass(args, own, &tail->passed[w - 1]);
+      float group[K];
+      band_group(warp, args, own, group);
+      if (writes) band_store_outputs(args, frame_out, y, written_column, group);
     }
     oldest = band_wrap(oldest + 1, length);
   }
-  /* Out, the band's last row (the barrier also ends every read of the ring and the flag
-   * before the block's next band writes them). */
+  /* The band's last row's passed outputs (the barrier also ends every read of the ring and the
+   * flag before the block's next band writes them). */
   block.sync();
-  if (y_end > y0)
-    band_write_out(args, stage, outputs, first - lead, writes, frame_out, y_end - 1, column);
-  block.sync(); /* every read of the stage, before the block's next band clears it */
+  if (passed_late && y_end > y0)
+    band_store_passed(args, frame_out, y_end - 1, written_column, &tail->passed[w]);
+  block.sync(); /* every read of the passed outputs, before the block's next band clears them */
 }
 
 /* Frame f's (strip, band) blocks first, first + step, ... of the stack's args.frames (a
