@@ -476,12 +476,28 @@ static PLM_HD inline int band_ring_place(int c) {
 static_assert(BAND_WINDOW_MOST < BAND_WARP_COLUMNS && BAND_WARP_COLUMNS % 32 == 0,
               "a column left of the strip reads one of the first warp's, in its own bank");
 
+/* A ring cell loaded for strip column c, kept where c >= 0, else band_outside's (a NaN, or
+ * 0), by the cell's bits: a select, which a compiler may turn into a branch, would let it move
+ * the load under the branch where its cell is kept, and a lane of a column left of the strip
+ * would skip it (the emulator, whose host compiler did so, then grouped that lane's next load
+ * with the other lanes' this one: 6 wavefronts a block's row more than a GPU's). */
+static PLM_HD inline uint32_t band_kept(uint32_t cell, int c) {
+  return cell & ~(uint32_t)(c >> 31);
+}
+static PLM_HD inline float band_kept(float cell, int c) {
+  uint32_t bits;
+  memcpy(&bits, &cell, sizeof bits);
+  bits |= (uint32_t)(c >> 31) & 0x7fc00000u; /* every exponent bit and the quiet bit: a NaN */
+  float kept;
+  memcpy(&kept, &bits, sizeof kept);
+  return kept;
+}
+
 /* Ring row `slot`'s cell of strip column c, or band_outside for a column left of the
  * strip. */
 template <typename C>
 static PLM_HD inline C band_ring_cell(const C *ring, int slot, int c) {
-  const C cell = ring[slot * BAND_COLUMNS + band_ring_place(c)];
-  return c >= 0 ? cell : band_outside<C>();
+  return band_kept(ring[slot * BAND_COLUMNS + band_ring_place(c)], c);
 }
 
 /* The cells of [p - half, p + half] inside [0, size): a box's side, clipped to the frame
