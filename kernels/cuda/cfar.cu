@@ -71,15 +71,22 @@
  * column's own leaving cell and the entering and leaving cells of the three other columns of
  * its k: 8 requests a column of the lanes, each meeting every bank once, 0.25 wavefronts a
  * column. Across, 24 shuffles a warp's row scan the lanes' totals (two doubles: 0.19 a
- * column), the pixels' own values, the stage's stores and its loads by the next row's
- * write-out take 12 requests per 128 columns (0.09), and a band's first 2R + 1 rows cost each
- * column about 2R + 1 stores and 2R + 4G + 3 loads once. Emulated estimates for an H100 SXM,
- * not measurements (bench_ops --op cfar --emulated-cost, f32 to a mask, window 15, guard 5,
- * 2026-12-07): 0.66 wavefronts and shuffles an output at 4096^2 (0.53 a column by the
- * design, over 240 outputs of a strip's 256 columns, 18 strips for 4096 columns, the last
- * one's second warp idle, and the bands' first rows), shared-bound at 0.96 us at 512^2 (3.46
- * with the launch; 2.5x the floor), 11.01 at 2048^2 (1.76x; 13.51 with the launch) and 42.28
- * at 4096^2 (1.69x; 44.78 with the launch, 1.79x). With a strip of 128 columns, two a
+ * column), the pixels' own values take 4 requests per 128 columns, each thread's aligned 4 of
+ * outputs a shuffle (the mask's 4 bytes as one word; z's R % 4 floats) and a warp's first
+ * lane's outputs passed to the warp before a store and a load (0.05), and a band's first
+ * 2R + 1 rows cost each column about 2R + 1 stores and 2R + 4G + 3 loads once. Emulated
+ * estimates for an H100 SXM, not measurements (bench_ops --op cfar --emulated-cost, f32 to a
+ * mask, window 15, guard 5, 2026-12-07, commit b432e51): 0.58 wavefronts and shuffles an
+ * output at 4096^2 (0.48 a column by the design, over 240 outputs of a strip's 256 columns, 18
+ * strips for 4096 columns, the last one's second warp idle, and the bands' first rows),
+ * shared-bound at 0.86 us at 512^2 (3.36 with the launch; 2.2x the floor), 9.74 at 2048^2
+ * (1.56x; 12.24 with the launch) and 37.21 at 4096^2 (1.49x; 39.71 with the launch, 1.59x).
+ * Until then the emulator's count was 6 wavefronts a block's row more than a GPU's (band_kept:
+ * its host compiler let a lane left of the strip skip a ring load): 38.64 us at 4096^2 with the
+ * groups (commit 217f0bd). With the outputs staged in shared memory, stored and loaded again by
+ * the next row's write-out (12 requests per 128 columns where the groups take about 6; the
+ * evening of 2026-12-07, commit 8c9a28a): 0.66, and 0.96, 11.01 and 42.28 us (2.5x, 1.76x,
+ * 1.69x). With a strip of 128 columns, two a
  * thread, each batch row's k stored to shared memory and read back by threads summing runs
  * of 8 across (the morning of 2026-12-07): 0.82 wavefronts and 0.07 shuffles an output, 1.19, 14.31
  * and 57.22 us (3.0x, 2.3x, 2.3x). With each column's four sums (window, guard; v, v^2) and a
@@ -104,17 +111,19 @@
  * operations an output, 45 us at 64 a clock an SM on an H100 (52 with the strip of 128
  * columns, whose cells each took a difference from the level and a square), and about 11
  * conversions (the cells, the pixel and its count), which the CUDA guide rates at 16 a clock
- * an SM on compute capability 9.0: about 45 us. So the three pipes come to 42, 45 and 45 us
- * at 4096^2, each within 2x of the 25 us floor and within a tenth of each other: a GPU will
- * show which binds. Registers (sm_90): 241 for f32 and 196 for u8 under
+ * an SM on compute capability 9.0: about 45 us. So the three pipes come to 37, 45 and 45 us
+ * at 4096^2, each within 2x of the 25 us floor and within a fifth of each other: a GPU will
+ * show which binds. Registers (sm_90): 246 for f32 and 202 for u8 under
  * __launch_bounds__(64, 4), 8 warps an SM; 168 for u16 under (64, 6), 12 (under (64, 6)'s
- * 168 f32 spilled 8 bytes for sm_80 and u8 12). Each thread has 28 independent ring loads and four
- * columns' exchanges a row to overlap; the estimate does not model occupancy, so the figures at
- * 512^2, where one frame's bands of 8 rows make 192 blocks, are the least certain. Not yet timed on
- * a GPU. The emulator groups a warp's accesses of a site by the k-th execution of each lane, and a
- * loop the host's compiler does not unroll is one site: the stage's stores, which lanes without an
- * output skip, count 1.07 wavefronts a request where a GPU's unrolled stores would take 1 (the
- * ring's loads are made by every lane: band_ring_cell). Precision, f32: around one pixel of 1e6 to
+ * 168 f32 spilled 8 bytes for sm_80 and u8 12, with the stage). Each thread has 28 independent ring
+ * loads and four columns' exchanges a row to overlap; the estimate does not model occupancy, so the
+ * figures at 512^2, where one frame's bands of 8 rows make 192 blocks, are the least certain. Not
+ * yet timed on a GPU. The emulator groups a warp's accesses of a site by the k-th execution of each
+ * lane, and a loop the host's compiler does not unroll is one site: where lanes skip an access, the
+ * next one joins another's request (so the ring's loads are made by every lane: band_ring_cell,
+ * whose cell band_kept keeps or not by its bits). What is left, 1.01 wavefronts a request, is the
+ * own values' loads, which the host's compiler moves past the test that skips a lane's columns
+ * without an output. Precision, f32: around one pixel of 1e6 to
  * 1e8 among values 1 +- 1e-3 (200 x 300, window 15, guard 5; 2026-12-07, a throwaway program
  * against long double), 3,001 of the 60,000 z-scores were wrong at 1e-3 (the strip of 128 columns:
  * 2,637 to 2,652, its running sums carrying the rounding over 114 outputs rather than 240; the four
@@ -123,17 +132,18 @@
  * down phase is shared by fewer outputs as the window grows (192 of 256 columns at window 63, 160
  * at 97), and each band loads the 2R rows above it again. The ring grows by a row a window's row,
  * past the 48 KiB a block has without asking from window 47, where the launch opts in
- * (stack_bands); at 97 a block takes 98.7 KiB, within the 99 KiB of sm_86 and sm_89. The tables'
+ * (stack_bands); at 97 a block takes 98.0 KiB, within the 99 KiB of sm_86 and sm_89. The tables'
  * cost does not grow with the window, but it starts high: 16 to 24 bytes a table entry through
  * their passes and eight corners a pixel a table from the L2. Emulated estimates for an H100 SXM,
  * not measurements (f32 to a mask, guard 5, with the launches; bench_ops --op cfar_w63, and
  * PLUME_EMU_COUNT=1 plume op cfar --window 97 on a uniform random frame, 2026-12-07): window
- * 63, 4.59 us at 512^2 (L2-bound: one frame's bands of 8 rows load the 62 rows above them
- * again), 16.90 at 2048^2 (shared-bound, 2.3x the floor of 6.26 us) and 56.10 at 4096^2 (2.1x);
- * window 97, 20.08 at 2048^2. The strip of 128 columns took 5.96 and 26.74 at window 63 (3.9x at
- * 2048^2) and 51.16 at 97; the tables 29.26 and 285.0 at 63 (43x) and 283.4 at 99. Past 97 a strip
- * would put out fewer than three fifths of its columns and a block take more than 99 KiB, so the
- * tables take them.
+ * 63, 4.63 us at 512^2 (L2-bound: one frame's bands of 8 rows load the 62 rows above them
+ * again), 15.35 at 2048^2 (shared-bound, 2.05x the floor of 6.26 us by the bound) and 49.90
+ * at 4096^2 (47.40 by the bound, 1.89x; commit b432e51); with the stage 4.59, 16.90 and 56.10
+ * (2.1x); window 97, 20.08 at 2048^2 with the stage. The strip of 128 columns took 5.96 and 26.74
+ * at window 63 (3.9x at 2048^2) and 51.16 at 97; the tables 29.26 and 285.0 at 63 (43x) and 283.4
+ * at 99. Past 97 a strip would put out fewer than three fifths of its columns and a block take more
+ * than 99 KiB, so the tables take them.
  *
  * The integer tables and sums (u8, u16) are exact in any order, so the bits equal the
  * CPU's; the f32 tables sum their doubles in the scans' orders (rows in chunks of warps,
