@@ -342,6 +342,20 @@ int check_band_edges(int *cases) {
                                                  BAND_ROWS_LEAST);
       *cases += 3;
     }
+  /* The mask where one pixel in 10 stands out (about one output in 10 set, where the frames
+   * above set about one in 100): a warp's last lane's group, whose last R % 4 outputs are its
+   * own first R % 4 until the next warp's first lane passes them after the next barrier,
+   * differs from the CPU's wherever that passing fails; several strips and bands a block
+   * (grid-stride), each R % 4, with and without a hold. */
+  Frame dense = random_frame(PLM_DTYPE_U8, 40, 600, false);
+  for (size_t i = 0; i < (size_t)(dense.h * dense.w); i++)
+    dense.bytes[i] = rng() % 10 == 0 ? 250 : (uint8_t)(100 + rng() % 20);
+  for (int window : {3, 5, 7, 9, 15, 31, 63, (int)BAND_WINDOW_MOST})
+    for (int64_t grid : {(int64_t)1, INT64_MAX}) {
+      failures += check_band_case<uint8_t, uint32_t>(dense, "dense mask", window, 1, PLM_CFAR_MASK,
+                                                     grid == 1, BAND_ROWS_LEAST, grid);
+      (*cases)++;
+    }
   Frame strided = random_frame(PLM_DTYPE_F32, 45, 250, false);
   ((float *)strided.bytes.data())[20 * 250 + 60] = NAN;
   ((float *)strided.bytes.data())[41 * 250 + 130] = INFINITY;

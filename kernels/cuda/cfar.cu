@@ -112,7 +112,7 @@
  * columns, whose cells each took a difference from the level and a square), and about 11
  * conversions (the cells, the pixel and its count), which the CUDA guide rates at 16 a clock
  * an SM on compute capability 9.0: about 45 us. So the three pipes come to 37, 45 and 45 us
- * at 4096^2, each within 2x of the 25 us floor and within a fifth of each other: a GPU will
+ * at 4096^2, each within 2x of the 25 us floor and within a quarter of each other: a GPU will
  * show which binds. Registers (sm_90): 246 for f32 and 202 for u8 under
  * __launch_bounds__(64, 4), 8 warps an SM; 168 for u16 under (64, 6), 12 (under (64, 6)'s
  * 168 f32 spilled 8 bytes for sm_80 and u8 12, with the stage). Each thread has 28 independent ring

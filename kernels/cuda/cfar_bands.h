@@ -35,8 +35,9 @@
  *   out     the thread's outputs are R columns left of its columns and may straddle two
  *           aligned 4s of the frame; each thread writes one such 4 (band_group), most of it
  *           its own outputs, the rest the next lane's by a shuffle (the mask's 4 bytes as one
- *           word), one vector store; a warp's last lane takes the next warp's part from
- *           shared memory after the next row's first barrier.
+ *           word), one vector store where the 4 are inside the frame; a warp's last lane takes
+ *           the next warp's part from shared memory after the next row's first barrier and
+ *           stores it again.
  * A strip's first output is at strip column band_lead, R rounded up to a multiple of 4, and
  * it puts out band_outputs, what is left of its 256 columns after R at its right, rounded
  * down to a multiple of 4 (240 at window 15, 192 at 63, 160 at 97): every strip's columns,
@@ -397,7 +398,8 @@ static PLM_HD inline float band_element(const float values[BAND_PER_THREAD], int
  * R = 4q + r, straddle two aligned 4s when r > 0: its last 4 - r begin the 4 from
  * first - 4q, and the next lane's first r end it. So each thread writes that 4, its group:
  * its own outputs from the r-th, then the next lane's first r, which come by shuffles (the
- * mask's 4 as one word of bytes: one shuffle; z's floats: r). A warp's last lane (but the
+ * mask's 4 as one word of bytes: one shuffle; z's floats: r; none when r is 0). A warp's last
+ * lane (but the
  * last warp's) has its next lane in the next warp: it writes the 4 with the row, its last r
  * its own first r (a shuffle from itself), and after the next barrier those r again, the
  * next warp's first lane's, from the tail (band_tail::passed, band_store_passed): the
@@ -409,8 +411,8 @@ static PLM_HD inline void band_group(const Warp &warp, const plm__cfar_args &arg
   enum { K = BAND_PER_THREAD };
   const int r = args.window / 2 % K, lane = warp.lane(), from = lane < 31 ? lane + 1 : lane;
   if (band_output_bytes(args) == 1) {
-    const uint32_t word = band_mask_word(own), next = warp.shuffle(word, from);
-    const uint32_t bytes = r > 0 ? word >> 8 * r | next << 8 * (K - r) : word;
+    uint32_t bytes = band_mask_word(own);
+    if (r > 0) bytes = bytes >> 8 * r | warp.shuffle(bytes, from) << 8 * (K - r);
     PLM_UNROLLED
     for (int i = 0; i < K; i++) group[i] = band_mask_output(bytes, i);
     return;
@@ -578,10 +580,10 @@ PLM_HD void cfar_band(const Block &block, const Warp &warp, const plm__cfar_args
   const int64_t last_output =
       (args.width - x0 < lead + outputs ? args.width - x0 : lead + outputs) - 1;
   const bool idle = BAND_WARP_COLUMNS * w > last_output + R;
+  const float zeros[K] = {};
   if (t == 0) {
     tail->non_finite = 0;
-    for (int v = 0; v < BAND_WARPS - 1; v++)
-      for (int i = 0; i < K; i++) tail->passed[v].z[i] = 0;
+    for (int v = 0; v < BAND_WARPS - 1; v++) band_pass(args, zeros, &tail->passed[v]);
   }
   /* The flag and the passed outputs cleared (the block's previous band last read them before
    * its final barrier), so that a last lane whose next warp is idle reads written words. */
@@ -725,7 +727,9 @@ PLM_HD void cfar_band(const Block &block, const Warp &warp, const plm__cfar_args
         running_count += counts[i];
         const int a = first + i - R;
         const int64_t x = x0 + a;
-        const C value = band_ring_cell(ring, own_slot, a); /* every lane: band_ring_cell */
+        /* loaded before the test, but the compiler may move the load past it: the emulator's
+         * host compiler does (kernels/cuda/cfar.cu, "The bands' cost") */
+        const C value = band_ring_cell(ring, own_slot, a);
         if (a < lead || a >= lead + outputs || x >= args.width) continue;
         const int n = counted ? running_count
                               : window_rows * band_extent(x, R, args.width) -
