@@ -23,7 +23,7 @@
  *   entropy    u8 (H, W), window 16, every value its own bin
  *   threshold  f32 (H, W) > 0.5 to u8 (the segmentation step)
  *   cfar       f32 (H, W), window 15, guard 5, k 5, the u8 mask
- *   cfar_w63   the same at window 63: on cuda the bands with 64.8 KiB of shared memory a
+ *   cfar_w63   the same at window 63: on cuda the bands with 64.0 KiB of shared memory a
  *              block, past the 48 KiB a launch has without opting in
  *              (kernels/cuda/cfar_bands.h)
  *   cfar_w127  the same at window 127: on cuda past the bands (windows up to 97), the

@@ -342,6 +342,11 @@ static PLM_HD inline float band_mask_output(uint32_t word, int i) {
   return (float)(word >> 8 * i & 0xff);
 }
 
+/* How far a thread's outputs are from an aligned 4 of the frame: R % 4 (band_group). */
+static PLM_HD inline int band_shift(const plm__cfar_args &args) {
+  return args.window / 2 % BAND_PER_THREAD;
+}
+
 /* Outputs from .. to - 1 of a thread's BAND_PER_THREAD for frame row `row` from column
  * `column` (a multiple of BAND_PER_THREAD), those inside the frame: z as floats, or the mask as
  * bytes (with or without a hold); all 4 as one vector store where all are inside and their
@@ -409,7 +414,7 @@ template <class Warp>
 static PLM_HD inline void band_group(const Warp &warp, const plm__cfar_args &args,
                                      float own[BAND_PER_THREAD], float group[BAND_PER_THREAD]) {
   enum { K = BAND_PER_THREAD };
-  const int r = args.window / 2 % K, lane = warp.lane(), from = lane < 31 ? lane + 1 : lane;
+  const int r = band_shift(args), lane = warp.lane(), from = lane < 31 ? lane + 1 : lane;
   if (band_output_bytes(args) == 1) {
     uint32_t bytes = band_mask_word(own);
     if (r > 0) bytes = bytes >> 8 * r | warp.shuffle(bytes, from) << 8 * (K - r);
@@ -429,7 +434,7 @@ static PLM_HD inline void band_group(const Warp &warp, const plm__cfar_args &arg
  * its first r outputs (band_passed). */
 static PLM_HD inline void band_pass(const plm__cfar_args &args, const float own[BAND_PER_THREAD],
                                     band_passed *passed) {
-  const int r = args.window / 2 % BAND_PER_THREAD;
+  const int r = band_shift(args);
   if (band_output_bytes(args) == 1) {
     passed->mask_bytes = band_mask_word(own);
     return;
@@ -446,7 +451,7 @@ static PLM_HD inline void band_store_passed(const plm__cfar_args &args, void *fr
                                             int64_t row, int64_t column,
                                             const band_passed *passed) {
   enum { K = BAND_PER_THREAD };
-  const int r = args.window / 2 % K;
+  const int r = band_shift(args);
   float next[K] = {};
   if (band_output_bytes(args) == 1) {
     const uint32_t word = passed->mask_bytes;
@@ -631,7 +636,7 @@ PLM_HD void cfar_band(const Block &block, const Warp &warp, const plm__cfar_args
   /* The thread's group (band_group): the outputs from strip column first - 4 (R / 4), a
    * multiple of K from the strip's first output; a warp's last lane (but the last warp's)
    * writes the last r = R % 4 of them again a row late, the next warp's first lane's. */
-  const int written = first - K * (R / K), r = R % K;
+  const int written = first - K * (R / K), r = band_shift(args);
   const int64_t written_column = x0 + written;
   const bool writes = written >= lead && written < lead + outputs && written_column < args.width;
   const bool passed_late = writes && r > 0 && w < BAND_WARPS - 1 && warp.lane() == 31;
