@@ -26,10 +26,12 @@
  *   cfar_w63   the same at window 63: on cuda the bands with 64.0 KiB of shared memory a
  *              block, past the 48 KiB a launch has without opting in
  *              (kernels/cuda/cfar_bands.h)
- *   cfar_w127  the same at window 127: on cuda past the bands (windows up to 97), the
- *              summed-area tables (kernels/cuda/cfar.cu)
- *   cfar_w127_stack  cfar_w127 over a stack of 16 frames of (H/4, W/4), the same pixels:
- *              on cuda several of a stack's frames to a launch (kernels/cuda/cfar.cu)
+ *   cfar_w127  the same at window 127, the bands' largest: on cuda where a block may take
+ *              128.0 KiB of shared memory (sm_80, sm_90), else the summed-area tables
+ *              (kernels/cuda/cfar.cu)
+ *   cfar_w129_stack  the same at window 129 over a stack of 16 frames of (H/4, W/4), the
+ *              same pixels as cfar_w127's: on cuda past the bands on every device, the
+ *              tables, several of a stack's frames to a launch (kernels/cuda/cfar.cu)
  *   nuc        u8 (H, W) with an f32 (H, W) gain and offset, f32 out
  *   badpixel   f32 (H, W) with a u8 (H, W) map flagging 1 pixel in 16 at random, f32 out
  *   abs_diff   f32 (H, W) against an f32 (H, W) reference frame, f32 out
@@ -331,23 +333,26 @@ static bool sepconv2d_gauss_setup(bench_env *env, int64_t h, int64_t w, op_state
 }
 
 /* cfar_w63: a window whose bands on cuda opt in to more than 48 KiB of shared memory.
- * cfar_w127 and its stack: a window past the bands (BAND_WINDOW_MOST, 97,
- * kernels/cuda/cfar_bands.h), which take the summed-area tables instead. */
+ * cfar_w127: the bands' largest window (BAND_WINDOW_MOST, kernels/cuda/cfar_bands.h), 128.0
+ * KiB a block, which devices that give a block less (99 KiB: sm_86, sm_89) leave to the
+ * summed-area tables. cfar_w129_stack: the smallest window past the bands on every device,
+ * the tables. */
 static const char CFAR_LARGE_WINDOW[] = "window=63";
-static const char CFAR_TABLES_WINDOW[] = "window=127";
+static const char CFAR_WIDEST_BANDS_WINDOW[] = "window=127";
+static const char CFAR_TABLES_WINDOW[] = "window=129";
 enum { CFAR_STACK_FRAMES = 16, CFAR_STACK_SIDE_DIVISOR = 4 };
 
-/* cfar_w127_stack: cfar's sample at h x w, its input described again as 16 frames of
- * (h/4, w/4) (the same bytes, so the same pixels and cost as cfar_w127 at h x w). */
+/* cfar_w129_stack: cfar's sample at h x w, its input described again as 16 frames of
+ * (h/4, w/4) (the same bytes, so the same pixels as cfar_w127 at h x w), at window 129. */
 static bool cfar_stack_setup(bench_env *env, int64_t h, int64_t w, op_state *s) {
   if (h % CFAR_STACK_SIDE_DIVISOR || w % CFAR_STACK_SIDE_DIVISOR)
-    return bench_fail("cfar_w127_stack: %lldx%lld is not a multiple of %d a side", (long long)h,
+    return bench_fail("cfar_w129_stack: %lldx%lld is not a multiple of %d a side", (long long)h,
                       (long long)w, CFAR_STACK_SIDE_DIVISOR);
   if (!sample_inputs(env, &plm__op_cfar, h, w, s)) return false;
   plm_tensor *in = &s->t.in[0];
   const int64_t dims[3] = {CFAR_STACK_FRAMES, h / CFAR_STACK_SIDE_DIVISOR,
                            w / CFAR_STACK_SIDE_DIVISOR};
-  BENCH_CALL("cfar_w127_stack setup", plm_tensor_wrap(in->ctx, in->data, in->dtype, 3, dims, in));
+  BENCH_CALL("cfar_w129_stack setup", plm_tensor_wrap(in->ctx, in->data, in->dtype, 3, dims, in));
   if (!set_params(&plm__op_cfar, CFAR_TABLES_WINDOW, &s->t.sample.params)) return false;
   return sample_outputs(s);
 }
@@ -489,12 +494,12 @@ static const op_entry ops[] = {
      .seed = 512},
     {.op = &plm__op_cfar,
      .label = "cfar_w127",
-     .detail = "w127 g5 k5 mask, tables",
-     .params = CFAR_TABLES_WINDOW,
+     .detail = "w127 g5 k5 mask, 128 KiB bands",
+     .params = CFAR_WIDEST_BANDS_WINDOW,
      .seed = 512},
     {.op = &plm__op_cfar,
-     .label = "cfar_w127_stack",
-     .detail = "16 frames of H/4 x W/4, w127",
+     .label = "cfar_w129_stack",
+     .detail = "16 frames of H/4 x W/4, w129, tables",
      .seed = 512,
      .setup = cfar_stack_setup},
     {.op = &plm__op_label, .detail = "half foreground, 8-conn", .seed = 512},

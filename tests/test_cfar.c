@@ -158,8 +158,10 @@ START_TEST(test_matches_a_brute_force_reference_at_every_border) {
        * apart before the bands took both; a strip's boxes cross the boundary between its
        * two warps' columns either way); 65 and 67 (f32's shared memory to z on either
        * side of the 48 KiB a CUDA block has without opting in; a mask opts in from 69), the
-       * largest window of the bands (97) and the smallest they leave to the tables (99), at
-       * odd sizes */
+       * largest window of the bands on every device (97), the smallest that takes them only
+       * where a block may have more than 99 KiB (99: sm_80, sm_90 and the emulator's H100),
+       * the largest of the bands there (127) and the smallest they leave to the tables
+       * everywhere (129), at odd sizes */
       {PLM_DTYPE_U8, 2, {70, 32}, 15, 5, 2.0, 120, 50, true, false},
       {PLM_DTYPE_U8, 3, {2, 45, 77}, 29, 5, 1.5, 120, 50, true, false},
       {PLM_DTYPE_F32, 2, {77, 45}, 31, 27, 2.0, 1e3, 5.0, false, true},
@@ -169,19 +171,23 @@ START_TEST(test_matches_a_brute_force_reference_at_every_border) {
       {PLM_DTYPE_F32, 2, {101, 45}, 97, 95, 2.0, 1e3, 5.0, false, true},
       {PLM_DTYPE_U8, 2, {37, 131}, 97, 5, 1.5, 120, 50, true, false},
       {PLM_DTYPE_F32, 2, {35, 67}, 99, 3, 2.0, 1e3, 5.0, true, false},
+      {PLM_DTYPE_F32, 2, {131, 140}, 127, 5, 2.0, 1e3, 5.0, false, true},
+      {PLM_DTYPE_U16, 2, {70, 129}, 127, 125, 1.5, 30000, 3000, false, false},
+      {PLM_DTYPE_F32, 2, {35, 67}, 129, 3, 2.0, 1e3, 5.0, true, false},
       /* stacks on the CUDA tables, which take as many frames at once as 24 MiB of tables
        * hold, at most a grid's 65535 rows: 5 frames in one launch of each kernel; 3 of 130
        * rows, past a column tile's 64 (the carries between tiles); 53 and 27 small frames
        * in one; 3 of 66 x 5300, whose tables (8.5 MB a frame) take 2 frames at once and then
        * 1, each of two column tiles, the second partial (the cap of a grid's rows is
        * tests/test_cfar_cuda_logic.cpp's) */
-      {PLM_DTYPE_F32, 3, {5, 33, 70}, 99, 3, 2.0, 1e3, 5.0, true, true},
-      {PLM_DTYPE_F32, 3, {3, 130, 40}, 99, 5, 2.0, 1e3, 5.0, false, true},
-      {PLM_DTYPE_U16, 3, {53, 4, 1000}, 101, 5, 1.5, 30000, 3000, false, false},
-      {PLM_DTYPE_F32, 3, {27, 9, 1000}, 103, 7, 2.0, 1e3, 5.0, false, true},
-      {PLM_DTYPE_F32, 3, {3, 66, 5300}, 99, 97, 2.0, 1e3, 5.0, false, true},
-      /* the CUDA bands (windows up to 97): strips of 128 - 2 (window / 2) columns and bands
-       * of 8 to 64 rows, frames of several of each, the last partial */
+      {PLM_DTYPE_F32, 3, {5, 33, 70}, 129, 3, 2.0, 1e3, 5.0, true, true},
+      {PLM_DTYPE_F32, 3, {3, 130, 40}, 129, 5, 2.0, 1e3, 5.0, false, true},
+      {PLM_DTYPE_U16, 3, {53, 4, 1000}, 131, 5, 1.5, 30000, 3000, false, false},
+      {PLM_DTYPE_F32, 3, {27, 9, 1000}, 133, 7, 2.0, 1e3, 5.0, false, true},
+      {PLM_DTYPE_F32, 3, {3, 66, 5300}, 129, 127, 2.0, 1e3, 5.0, false, true},
+      /* the CUDA bands (windows up to 97, or 127): strips of 256 columns, which put out
+       * band_outputs of them, and bands of 8 to 128 rows, frames of several of each, the last
+       * partial */
       {PLM_DTYPE_F32, 3, {2, 140, 250}, 15, 5, 2.0, 1e3, 5.0, true, true},
       {PLM_DTYPE_U8, 3, {2, 70, 260}, 29, 3, 1.5, 120, 50, false, false},
       {PLM_DTYPE_U16, 2, {200, 115}, 3, 1, 2.0, 30000, 3000, true, false},

@@ -17,7 +17,7 @@
  * the second of one column); f32 frames also with NaN and infinite pixels, which the tables must
  * leave out (a third table counts the finite cells); the mask also with a hold, as the
  * launcher's two passes make it (the first at min(k, hold_k), then plm__cfar_hold_pixel).
- * Then the bands (cfar_band, kernels/cuda/cfar_bands.h: the one pass for windows up to 97,
+ * Then the bands (cfar_band, kernels/cuda/cfar_bands.h: the one pass for windows up to 127,
  * each column's k moving down the rows, the running sums of k along each row the pixels'
  * reference sums) against the CPU kernel, mask, z and the mask with a hold, on frames
  * around a strip's width (odd widths too, whose rows take a thread's four cells an element at a
@@ -285,10 +285,14 @@ int64_t band_mismatches(const Frame &f, int window, int guard, plm_cfar_result o
 /* The windows of the bands' checks: the smallest, the default, a guard of 1 (its box the
  * pixel alone), and windows whose guard leaves a ring one cell wide, 29 and the largest
  * (their boxes across the one boundary between a strip's two warps of 128 columns, as the
- * default's are for some pixels); bands of the fewest rows and the most (a frame's rows
- * split unevenly between them either way). */
-const int kBandWindows[][2] = {
-    {3, 1}, {15, 5}, {9, 1}, {29, 27}, {BAND_WINDOW_MOST, BAND_WINDOW_MOST - 2}};
+ * default's are for some pixels), and the largest every device takes; bands of the fewest rows
+ * and the most (a frame's rows split unevenly between them either way). */
+const int kBandWindows[][2] = {{3, 1},
+                               {15, 5},
+                               {9, 1},
+                               {29, 27},
+                               {BAND_WINDOW_EVERYWHERE, 5},
+                               {BAND_WINDOW_MOST, BAND_WINDOW_MOST - 2}};
 
 /* band_mismatches of one case, reported; the failures (0 or 1). */
 template <typename T, typename S>
@@ -465,16 +469,36 @@ int check_frames_at_once(int *cases) {
     }
     /* The scratch the op asks for (scratch_bytes, plm__cfar_cuda_scratch_bytes) holds the
      * tables of each of the frames at once where the kernels put them (frame_tables), the
-     * last ending where it ends; the bands take none. */
-    args.window = 15;
+     * last ending where it ends; the bands take none: up to BAND_WINDOW_EVERYWHERE on every
+     * device, up to BAND_WINDOW_MOST where a block may take its shared memory (sm_80's 163
+     * KiB, sm_90's 227), past it on none. */
     args.guard = 5;
-    if (scratch_bytes(args) != 0) {
-      std::printf("scratch_bytes: window 15 (the bands): %zu bytes, expected 0\n",
-                  scratch_bytes(args));
-      failures++;
+    const struct {
+      int window;
+      size_t shared_most;
+      bool bands;
+    } devices[] = {{15, kBandSharedEverywhere, true},
+                   {BAND_WINDOW_EVERYWHERE, kBandSharedEverywhere, true},
+                   {BAND_WINDOW_EVERYWHERE + 2, kBandSharedEverywhere, false},
+                   {BAND_WINDOW_EVERYWHERE + 2, 163 * 1024, true},
+                   {BAND_WINDOW_MOST, 163 * 1024, true},
+                   {BAND_WINDOW_MOST, band_shared_bytes<double>(BAND_WINDOW_MOST) - 1, false},
+                   {47, 48 * 1024, false}, /* a device that gives no more than 48 KiB */
+                   {BAND_WINDOW_MOST + 2, 227 * 1024, false}};
+    for (const auto &d : devices) {
+      args.window = d.window;
+      const size_t bands_bytes = scratch_bytes(args, d.shared_most);
+      if (in_bands(args, d.shared_most) != d.bands || (bands_bytes == 0) != d.bands) {
+        std::printf(
+            "in_bands: window %d where a block may take %zu bytes: %s, %zu bytes of "
+            "scratch; expected %s\n",
+            d.window, d.shared_most, in_bands(args, d.shared_most) ? "bands" : "tables",
+            bands_bytes, d.bands ? "the bands" : "the tables");
+        failures++;
+      }
     }
     args.window = BAND_WINDOW_MOST + 2; /* the tables */
-    const size_t bytes = scratch_bytes(args);
+    const size_t bytes = scratch_bytes(args, 227 * 1024);
     if (bytes <= (size_t)64 << 20) { /* allocated, not touched */
       unsigned char *const scratch = static_cast<unsigned char *>(std::malloc(bytes));
       args.scratch = scratch;
@@ -630,11 +654,11 @@ int main() {
         }
     }
   /* The bands, against the CPU kernel: frames around a strip's outputs (band_outputs: 248
-   * at window 3, 240 at 15, 208 at 45, 160 at 97; two strips and a column) and a band's
-   * height, and frames around a 32 x 32 tile's side. */
-  const int64_t band_sides[][2] = {{1, 1},    {5, 7},    {31, 32},  {65, 97},  {9, 240},
-                                   {17, 241}, {70, 248}, {8, 249},  {33, 481}, {66, 100},
-                                   {21, 159}, {99, 33},  {101, 65}, {6, 161},  {3, 497}};
+   * at window 3, 240 at 15, 208 at 45, 160 at 97, 128 at 127; two strips and a column) and a
+   * band's height, and frames around a 32 x 32 tile's side. */
+  const int64_t band_sides[][2] = {{1, 1},    {5, 7},   {31, 32},  {65, 97},  {9, 240},  {17, 241},
+                                   {70, 248}, {8, 249}, {33, 481}, {66, 100}, {21, 159}, {99, 33},
+                                   {101, 65}, {6, 161}, {3, 497},  {12, 128}, {130, 257}};
   for (plm_dtype dtype : {PLM_DTYPE_U8, PLM_DTYPE_U16, PLM_DTYPE_F32})
     for (const auto &hw : band_sides) {
       const bool non_finite = dtype == PLM_DTYPE_F32 && (hw[0] == 65 || hw[0] == 33);

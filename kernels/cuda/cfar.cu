@@ -1,5 +1,7 @@
-/* kernels/cuda/cfar.cu: cell-averaging CFAR on the GPU. Windows up to 97 (BAND_WINDOW_MOST;
- * the default is 15) take one kernel for a whole stack of frames and no scratch:
+/* kernels/cuda/cfar.cu: cell-averaging CFAR on the GPU. Windows up to 97 (the default is 15),
+ * and up to 127 (BAND_WINDOW_MOST) where a block may take 128.0 KiB of shared memory (sm_80,
+ * sm_90: in_bands, asked of the device, device_shared_most), take one kernel for a whole stack
+ * of frames and no scratch:
  *   band            a block of 64 threads (two warps) per strip of 256 columns of a band of
  *                   rows, four consecutive columns a thread: each column's k (its window
  *                   sum, less the window sum 2R + 1 columns to its left, with two columns'
@@ -41,9 +43,10 @@
  *   Bytes: the totals read the tables (1), the carries read and write 1/64 of them, the
  *   scan reads and writes the rest (63/64 each, plus 1/64 of carries read): about 3.05
  *   times the tables' bytes against the floor's 2, so 1.5x the floor, and one launch more.
- *   Figures by hand from the code: these kernels serve windows past the bands' (97; 45
- *   until 2026-12-07), and bench_ops' cfar (window 15) takes the bands, so no GPU has
- *   timed them yet (bench_ops' cfar_w127 and cfar_w127_stack take them to the next).
+ *   Figures by hand from the code: these kernels serve windows past the bands' (127 on
+ *   sm_80 and sm_90, 97 elsewhere; 45 until 2026-12-07), and bench_ops' cfar (window 15)
+ *   takes the bands, so no GPU has timed them yet (bench_ops' cfar_w129_stack takes them to
+ *   the next, and cfar_w127 on a device that gives a block 99 KiB).
  *
  * The pixel pass's cost. Its floor is reading each table entry once, the frame and the
  * output: 8 bytes a table (2 or 3) plus 4 + 1 bytes a pixel (f32 to a mask). Emulated
@@ -132,9 +135,11 @@
  * down phase is shared by fewer outputs as the window grows (192 of 256 columns at window 63, 160
  * at 97), and each band loads the 2R rows above it again. The ring grows by a row a window's row,
  * past the 48 KiB a block has without asking from window 47, where the launch opts in
- * (stack_bands); at 97 a block takes 98.0 KiB, within the 99 KiB of sm_86 and sm_89. The tables'
- * cost does not grow with the window, but it starts high: 16 to 24 bytes a table entry through
- * their passes and eight corners a pixel a table from the L2. Emulated estimates for an H100 SXM,
+ * (stack_bands); at 97 a block takes 98.0 KiB, within the 99 KiB of sm_86 and sm_89, at 127 128.0
+ * KiB, within sm_80's 163 and sm_90's 227, where the windows between take the bands too. The
+ * tables' cost does not grow with the window, but it starts high: 16 to 24 bytes a table entry
+ * through their passes and eight corners a pixel a table from the L2. Emulated estimates for an
+ * H100 SXM,
  * not measurements (f32 to a mask, guard 5, with the launches; bench_ops --op cfar_w63, and
  * PLUME_EMU_COUNT=1 plume op cfar --window 97 on a uniform random frame, 2026-12-07): window
  * 63, 4.63 us at 512^2 (L2-bound: one frame's bands of 8 rows load the 62 rows above them
@@ -142,8 +147,16 @@
  * at 4096^2 (47.40 by the bound, 1.89x; commit b432e51); with the stage 4.59, 16.90 and 56.10
  * (2.1x); window 97, 20.08 at 2048^2 with the stage. The strip of 128 columns took 5.96 and 26.74
  * at window 63 (3.9x at 2048^2) and 51.16 at 97; the tables 29.26 and 285.0 at 63 (43x) and 283.4
- * at 99. Past 97 a strip would put out fewer than three fifths of its columns and a block take more
- * than 99 KiB, so the tables take them.
+ * at 99. Window 127 (bench_ops --op cfar_w127, 2026-12-07, the evening): 7.86 us at 512^2
+ * (L2-bound, 13.7x the floor), 22.82 at 2048^2 (shared-bound, 3.2x) and 75.48 at 4096^2 (72.98 by
+ * the bound, 2.91x; shared-bound), where the tables took 28.98, 283.86 and about 1,100: a strip
+ * puts out 128 of its 256 columns, so each output carries two columns' down phase: 0.75 wavefronts
+ * and 0.39 shuffles an output at 4096^2 (0.58 together at window 15), and the L2 53.2 us, each
+ * frame's column loaded by two strips and each band's 126 rows above it again. Not modelled, and a
+ * GPU's to show: a block of 128.0 KiB leaves an H100's SM (228 KiB) one block, two warps, half its
+ * four schedulers idle (at 97, two blocks; at 63, three). Past 127 R would pass half a warp's
+ * columns (band_ring_place) and a strip put out fewer than half its columns, so the tables take
+ * them everywhere, and windows 99 to 127 on a device whose block has 99 KiB (sm_86, sm_89, sm_120).
  *
  * The integer tables and sums (u8, u16) are exact in any order, so the bits equal the
  * CPU's; the f32 tables sum their doubles in the scans' orders (rows in chunks of warps,
@@ -391,10 +404,13 @@ PLM_HD inline void *frame_tables(const plm__cfar_args &args, int64_t g) {
   return (char *)args.scratch + g * plm__cfar_scratch_bytes(&args);
 }
 
-/* The scratch the cuda kernels take (plm__cfar_cuda_scratch_bytes): none for the bands,
- * else the tables of the frames at once, frame_tables(args, g) for g below frames_at_once. */
-PLM_HD inline size_t scratch_bytes(const plm__cfar_args &args) {
-  return in_bands(args) ? 0 : (size_t)frames_at_once(args) * plm__cfar_scratch_bytes(&args);
+/* The scratch the cuda kernels take (plm__cfar_cuda_scratch_bytes) on a device whose blocks
+ * may opt in to shared_most bytes of shared memory: none for the bands, else the tables of the
+ * frames at once, frame_tables(args, g) for g below frames_at_once. */
+PLM_HD inline size_t scratch_bytes(const plm__cfar_args &args, size_t shared_most) {
+  return in_bands(args, shared_most)
+             ? 0
+             : (size_t)frames_at_once(args) * plm__cfar_scratch_bytes(&args);
 }
 
 /* row_sums' block: the warps that cover a frame's row, at most kRowThreads threads (a
@@ -467,7 +483,7 @@ __global__ void __launch_bounds__(kColumnThreads) column_scan_kernel(plm__cfar_a
     tile_scan(block, args.height, args.width, b % groups, b / groups, count, tables, &shared);
 }
 
-/* A thread a pixel on the tables: plm__cfar_pixel (windows past BAND_WINDOW_MOST), or with
+/* A thread a pixel on the tables: plm__cfar_pixel (windows past the bands'), or with
  * Held the hold's second pass, plm__cfar_hold_pixel (a kernel of its own, so that the hold
  * adds no register to the pixel kernels). */
 template <bool Held>
@@ -517,8 +533,8 @@ plm_status stack_bands(cudaStream_t s, const plm__cfar_args *args) {
   return plm__cuda_check_launch("cfar band_kernel");
 }
 
-/* The outputs of frames first .. first + frames - 1 from their tables (windows past
- * BAND_WINDOW_MOST), a thread a pixel; with a hold, that pass at min(k, hold_k), then the
+/* The outputs of frames first .. first + frames - 1 from their tables (windows past the
+ * bands'), a thread a pixel; with a hold, that pass at min(k, hold_k), then the
  * second pass (kernels/common/cfar.h). */
 plm_status table_outputs(cudaStream_t s, const plm__cfar_args *args, int64_t first,
                          int64_t frames) {
@@ -553,13 +569,28 @@ plm_status fill_tables(cudaStream_t s, const plm__cfar_args *args, int64_t first
 }  // namespace
 
 #ifdef __CUDACC__
+/* The shared memory a block may opt in to on the current device, which both the scratch's size
+ * and the launch ask (ops/op_dispatch.c makes the context's device current for each): in_bands
+ * then answers both alike. Where the runtime cannot say, the 48 KiB every device gives. */
+static size_t device_shared_most() {
+  int device = 0, bytes = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) !=
+          cudaSuccess ||
+      bytes < PLM__CUDA_SHARED_WITHOUT_OPT_IN) {
+    (void)cudaGetLastError();
+    return PLM__CUDA_SHARED_WITHOUT_OPT_IN;
+  }
+  return (size_t)bytes;
+}
+
 extern "C" size_t plm__cfar_cuda_scratch_bytes(const plm__cfar_args *args) {
-  return scratch_bytes(*args);
+  return scratch_bytes(*args, device_shared_most());
 }
 
 extern "C" plm_status plm__cfar_cuda(void *stream, const plm__cfar_args *args) {
   cudaStream_t s = (cudaStream_t)stream;
-  if (in_bands(*args))
+  if (in_bands(*args, device_shared_most()))
     return args->dtype == PLM_DTYPE_U8    ? stack_bands<uint8_t, uint32_t>(s, args)
            : args->dtype == PLM_DTYPE_U16 ? stack_bands<uint16_t, uint64_t>(s, args)
                                           : stack_bands<float, double>(s, args);

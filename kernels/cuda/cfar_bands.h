@@ -1,5 +1,6 @@
 /* kernels/cuda/cfar_bands.h: cfar in one pass over a frame, for windows up to
- * BAND_WINDOW_MOST (97; the default is 15), reading the frame once and writing the output,
+ * BAND_WINDOW_MOST (127; the default is 15) whose shared memory the device gives a block (every
+ * device of plume's build up to 97: in_bands), reading the frame once and writing the output,
  * nothing else (internal; C++, __host__ __device__, so that tests/test_cfar_cuda_logic.cpp
  * runs it on emulated threads; the kernel around it is in kernels/cuda/cfar.cu).
  *
@@ -40,8 +41,8 @@
  *           stores it again.
  * A strip's first output is at strip column band_lead, R rounded up to a multiple of 4, and
  * it puts out band_outputs, what is left of its 256 columns after R at its right, rounded
- * down to a multiple of 4 (240 at window 15, 192 at 63, 160 at 97): every strip's columns,
- * loads and stores then start at a multiple of 4 columns of the frame. A warp's row costs
+ * down to a multiple of 4 (240 at window 15, 192 at 63, 160 at 97, 128 at 127): every strip's
+ * columns, loads and stores then start at a multiple of 4 columns of the frame. A warp's row costs
  * the shared-memory pipe 8 wavefronts per 32 columns for the ring (every request of the
  * lanes, 4 columns apart, meets each of the 32 banks once: band_place), 24 shuffles per 128
  * columns for the scan, 4 wavefronts per 128 for the own values and 1 shuffle for the mask's
@@ -57,7 +58,7 @@
  * areas, the same integers; a cell outside the frame, or left of the strip, is a NaN, which adds
  * nothing to any sum and is counted by nobody (an exchange takes it as the level), and 0
  * for u8 and u16. Integer sums are exact in any order, so u8 and u16 have the CPU's bits:
- * uint64_t for u16, uint32_t for u8, whose boxes' sums stay below 2^32 (97^2 x 255^2 <
+ * uint64_t for u16, uint32_t for u8, whose boxes' sums stay below 2^32 (127^2 x 255^2 <
  * 2^30), so that k and its running sums, exact modulo 2^32, end at the exact reference
  * sums. f32's doubles are added and taken away as the rows pass, not read from a table of
  * the frame: on the tests' frames z agrees with the CPU's within 1e-9 x max(1, |z|). Their
@@ -84,8 +85,9 @@ enum {
   BAND_PER_THREAD = 4,                           /* consecutive columns a thread owns */
   BAND_COLUMNS = BAND_THREADS * BAND_PER_THREAD, /* a strip's, halo included */
   BAND_WARP_COLUMNS = BAND_COLUMNS / BAND_WARPS,
-  BAND_AHEAD = 4, /* rows a thread's loads run ahead */
-  BAND_WINDOW_MOST = 97,
+  BAND_AHEAD = 4,              /* rows a thread's loads run ahead */
+  BAND_WINDOW_MOST = 127,      /* R below half a warp's columns: band_ring_place */
+  BAND_WINDOW_EVERYWHERE = 97, /* whose block every device takes: kBandSharedEverywhere */
   BAND_ROWS_MOST = 128,
   BAND_ROWS_LEAST = 8
 };
@@ -131,9 +133,9 @@ static PLM_HD constexpr int band_outputs(int window) {
  * of column c at i * BAND_COLUMNS + band_place(c)); then the tail: each warp's sums but the
  * last's, for the warps after it; each warp's first lane's outputs but the first warp's, for
  * the last lane of the warp before (band_group); and the flag of a cell stored to the ring
- * that is not finite. 4 bytes a ring cell: 16.0 KiB at window 15, 64.0 at 63, 98.0 at 97, past
- * the 48 KiB a block has without opting in (plm__cuda_opt_in_shared, kernels/cuda/launch.h)
- * from window 47. */
+ * that is not finite. 4 bytes a ring cell: 16.0 KiB at window 15, 64.0 at 63, 98.0 at 97,
+ * 128.0 at 127, past the 48 KiB a block has without opting in (plm__cuda_opt_in_shared,
+ * kernels/cuda/launch.h) from window 47. */
 template <typename S>
 struct band_carry {
   S sums[BAND_SUMS];
@@ -162,19 +164,24 @@ static PLM_HD constexpr size_t band_shared_bytes(int window) {
   return band_tail_offset(window) + sizeof(band_tail<S>);
 }
 /* The shared memory a block may take: 48 KiB without asking, past it an opt-in
- * (cudaFuncAttributeMaxDynamicSharedMemorySize) up to what every architecture of plume's
- * default build (sm_80 and later) allows: 99 KiB on sm_86 and sm_89, which run the sm_80
- * code. */
-constexpr size_t kBandSharedMost = 99 * 1024;
-static_assert(band_shared_bytes<double>(BAND_WINDOW_MOST) <= kBandSharedMost,
-              "the largest window's shared memory fits every architecture's opt-in");
-static_assert(BAND_COLUMNS * 4 % 8 == 0,
-              "the carry's doubles are aligned: a ring row is a multiple of 8 bytes");
+ * (cudaFuncAttributeMaxDynamicSharedMemorySize) up to the device's most
+ * (cudaDevAttrMaxSharedMemoryPerBlockOptin): 99 KiB on sm_86, sm_89 and sm_120, which run the
+ * sm_80 code, the least of plume's build (sm_80 and later); 163 KiB on sm_80, 227 KiB on sm_90
+ * and sm_100. */
+constexpr size_t kBandSharedEverywhere = 99 * 1024;
+static_assert(band_shared_bytes<double>(BAND_WINDOW_EVERYWHERE) <= kBandSharedEverywhere &&
+                  band_shared_bytes<double>(BAND_WINDOW_EVERYWHERE + 2) > kBandSharedEverywhere,
+              "the largest window whose shared memory fits every architecture's opt-in");
+static_assert(band_shared_bytes<double>(BAND_WINDOW_MOST) <= 163 * 1024,
+              "the largest window's shared memory fits sm_80's and sm_90's opt-in");
 
-/* Whether a frame's cfar takes the bands (else summed-area tables in the scratch). The
- * bands' arithmetic on rows and columns is 64-bit: any frame. */
-static PLM_HD inline bool in_bands(const plm__cfar_args &args) {
-  return args.window <= BAND_WINDOW_MOST;
+/* Whether a frame's cfar takes the bands (else summed-area tables in the scratch) on a device
+ * whose blocks may opt in to shared_most bytes of shared memory: windows up to
+ * BAND_WINDOW_MOST whose block fits (f32's, the largest tail, for every type: a few bytes more
+ * than u8's), so 97 everywhere and 127 on sm_80 and sm_90. The bands' arithmetic on rows and
+ * columns is 64-bit: any frame. */
+static PLM_HD inline bool in_bands(const plm__cfar_args &args, size_t shared_most) {
+  return args.window <= BAND_WINDOW_MOST && band_shared_bytes<double>(args.window) <= shared_most;
 }
 
 /* The strips of a frame, and the (strip, band) pairs of a frame cut into bands of `rows`
