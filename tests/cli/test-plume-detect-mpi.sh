@@ -221,18 +221,19 @@ start_slow() {
   return 1
 }
 
-# stopped NAME WHAT: mpirun ($pid) stopped by WHAT must exit within 30 s (else it did not
+# stopped NAME WHAT: mpirun ($pid) stopped by WHAT must exit within 60 s (else it did not
 # pass WHAT on: killed, and NAME fails), with a failure, the old CSV kept and no temporary
-# file left.
+# file left. Until 2026-12-07 the deadline was 30 s, once too few with two CI runs sharing
+# the machine's 2 cores; a hang still fails (the slow run never ends by itself).
 stopped() {
   local name=$1 what=$2
-  for ((waited = 0; waited < 3000; waited++)); do
+  for ((waited = 0; waited < 6000; waited++)); do
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.01
   done
   if kill -0 "$pid" 2>/dev/null; then
     kill -KILL "$pid"
-    fail "$name: mpirun was still running 30 s after $what"
+    fail "$name: mpirun was still running 60 s after $what"
   fi
   wait "$pid"
   rc=$?
