@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "ops/op_desc.h"
 
 /* One frame's reference at (y, x): the z-score (0 without cells or spread), over the
  * finite reference cells only; 0 for a pixel that is not finite. */
@@ -320,6 +321,51 @@ START_TEST(test_defaults_output_shape_and_cost) {
 }
 END_TEST
 
+/* The scratch the op asks of the context (plm__op_scratch_bytes: the path its launch takes):
+ * the host's tables of a frame at every window; on cuda none for the bands, windows up to 97
+ * on every GPU and up to 127 on one whose block may take 128.0 KiB of shared memory (the
+ * emulated H100's 227 KiB, compute capability 8.0's 163 and 9.0's and 10.0's 227; 8.6's, 8.9's
+ * and 12.0's 99 KiB do not), and the tables past 127 (kernels/cuda/cfar_bands.h, in_bands). */
+static size_t cfar_scratch(int window) {
+  const int64_t dims[2] = {40, 300};
+  float storage[40 * 300];
+  plm_tensor in;
+  PLM_CHECK_OK(plm_tensor_wrap(plm_test_ctx, storage, PLM_DTYPE_F32, 2, dims, &in));
+  plm_cfar_params params = plm_cfar_params_default();
+  params.window = window;
+  const plm__op_call call = {.in = {&in, NULL}, .params = &params};
+  size_t bytes = 0;
+  PLM_CHECK_OK(plm__op_scratch_bytes(&plm__op_cfar, plm_test_ctx, &call, &bytes));
+  return bytes;
+}
+
+START_TEST(test_scratch_follows_the_path_the_device_takes) {
+  const size_t tables = 3 * 41 * 301 * 8; /* one f32 frame's: plm__cfar_scratch_bytes */
+  if (plm_test_backend != PLM_BACKEND_CUDA) {
+    for (int window = 15; window <= 129; window += 38)
+      ck_assert_uint_eq(cfar_scratch(window), tables);
+    return;
+  }
+  ck_assert_uint_eq(cfar_scratch(15), 0);
+  ck_assert_uint_eq(cfar_scratch(97), 0);
+  ck_assert_uint_eq(cfar_scratch(129), tables);
+  plm_device_info info;
+  PLM_CHECK_OK(plm_context_device_info(plm_test_ctx, &info));
+  const int cc = info.compute_capability_major * 10 + info.compute_capability_minor;
+  const bool wide = plm_test_on_emulator() || cc == 80 || cc == 90 || cc == 100;
+  const bool narrow = !plm_test_on_emulator() && (cc == 86 || cc == 89 || cc == 120);
+  const size_t at_127 = cfar_scratch(127), at_99 = cfar_scratch(99);
+  ck_assert_msg(at_127 == at_99 && (at_127 == 0 || at_127 == tables),
+                "windows 99 and 127 take different paths: %zu and %zu bytes", at_99, at_127);
+  if (wide)
+    ck_assert_msg(at_127 == 0, "%s (%d.%d) took the tables at window 127", info.name,
+                  info.compute_capability_major, info.compute_capability_minor);
+  if (narrow)
+    ck_assert_msg(at_127 == tables, "%s (%d.%d) took the bands at window 127", info.name,
+                  info.compute_capability_major, info.compute_capability_minor);
+}
+END_TEST
+
 START_TEST(test_bad_input_is_refused_and_nothing_is_enqueued) {
   const int64_t dims[2] = {8, 8}, other_dims[2] = {8, 9}, line[1] = {8};
   plm_tensor in, out, wrong_shape, as_i32, as_f32_out, one_dim;
@@ -431,6 +477,7 @@ static Suite *cfar_suite(void) {
   tcase_add_test(tcase, test_matches_a_brute_force_reference_at_every_border);
   tcase_add_test(tcase, test_a_hold_lowers_the_factor_where_it_reaches);
   tcase_add_test(tcase, test_defaults_output_shape_and_cost);
+  tcase_add_test(tcase, test_scratch_follows_the_path_the_device_takes);
   tcase_add_test(tcase, test_bad_input_is_refused_and_nothing_is_enqueued);
   suite_add_tcase(suite, tcase);
   return suite;

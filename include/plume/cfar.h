@@ -75,15 +75,16 @@ extern "C" {
  *
  * Errors (PLM_ERR_INVALID_ARG, the message names the field): params NULL; window even or
  * outside 3..255; guard even, below 1 or not below window; k not finite or <= 0; with a
- * hold, hold_k not finite or <= 0 (without one it is not read); hold_radius outside 0..8; output not a plm_cfar_result; a hold with output z; in of another
- * dtype or 1 dim; hold not u8 (H, W); out of the wrong dtype or shape, or overlapping in or
- * hold. The op takes scratch memory from the context's default pool in stream
- * order (PLM_ERR_OUT_OF_MEMORY when it has none): the tables of one frame, two for u8
- * and u16 and three for f32, 8 (H + 1)(W + 1) bytes each, reused frame after frame; on
- * the cuda backend none for windows up to 97, whose one pass keeps no tables (each
- * column's sums move down a band of rows and are summed across in shared memory), and
- * past 97 the tables of the frames it takes at once: as many of the stack's frames as 24
- * MiB of tables hold, or one frame's where that is more. */
+ * hold, hold_k not finite or <= 0 (without one it is not read); hold_radius outside 0..8; output
+ * not a plm_cfar_result; a hold with output z; in of another dtype or 1 dim; hold not u8 (H, W);
+ * out of the wrong dtype or shape, or overlapping in or hold. The op takes scratch memory from the
+ * context's default pool in stream order (PLM_ERR_OUT_OF_MEMORY when it has none): the tables of
+ * one frame, two for u8 and u16 and three for f32, 8 (H + 1)(W + 1) bytes each, reused frame after
+ * frame; on the cuda backend none for windows up to 97, and up to 127 on a GPU that gives a block
+ * 128 KiB of shared memory (A100, H100 and H200 do; compute capability 8.6 and 8.9 do not),
+ * whose one pass keeps no tables (each column's sums move down a band of rows and are summed
+ * across in shared memory), and past them the tables of the frames it takes at once: as many of the
+ * stack's frames as 24 MiB of tables hold, or one frame's where that is more. */
 
 typedef enum plm_cfar_result {
   PLM_CFAR_MASK = 0, /* u8: 1 where (x - mean) > k std */
@@ -103,7 +104,8 @@ typedef struct plm_cfar_params {
  * 15, guard 5, k 5, output PLM_CFAR_MASK, hold_k 4, hold_radius 2. */
 /* plm_cfar_cost: bytes = in, out, the hold's byte when given and four passes over the 8-byte
  * tables (two; three for f32) per pixel (the host's passes; cuda's one pass for windows up
- * to 97 moves in, out and the hold alone); flops = about 30 per pixel (the tables' sums, the boxes' corners, the statistics). */
+ * to 97, or 127, moves in, out and the hold alone); flops = about 30 per pixel (the tables' sums,
+ * the boxes' corners, the statistics). */
 
 #ifdef __cplusplus
 }

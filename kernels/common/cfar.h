@@ -11,7 +11,7 @@
  * reference set); the count table holds integers below 2^53, so its boxes are exact. The
  * kernels differ only in how they fill the tables; from the tables on, every pixel goes
  * through plm__cfar_moments_* and plm__cfar_write, so for integer inputs the two backends
- * give the same bits. (The CUDA kernels' bands, for windows up to 97, keep no tables:
+ * give the same bits. (The CUDA kernels' bands, for windows up to 97 or 127, keep no tables:
  * each column's sums over a box's rows move down the rows and are summed across the
  * columns (kernels/cuda/cfar_bands.h); integer sums are exact in any order, so the bits
  * are the same.)
@@ -306,8 +306,9 @@ void plm__cfar_cpu(const plm__cfar_args *args);
 /* Enqueue the CUDA kernels (kernels/cuda/cfar.cu) on a cudaStream_t. */
 plm_status plm__cfar_cuda(void *stream, const plm__cfar_args *args);
 
-/* The scratch the CUDA kernels need: none when every frame goes through the bands (windows
- * up to 97, no tables), else the tables of the frames they take at once (a multiple of
+/* The scratch the CUDA kernels need on the current device: none when every frame goes through
+ * the bands (windows up to 97, up to 127 where a block may take their shared memory; no
+ * tables), else the tables of the frames they take at once (a multiple of
  * plm__cfar_scratch_bytes: kernels/cuda/cfar.cu). */
 size_t plm__cfar_cuda_scratch_bytes(const plm__cfar_args *args);
 

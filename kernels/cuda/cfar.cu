@@ -571,15 +571,15 @@ plm_status fill_tables(cudaStream_t s, const plm__cfar_args *args, int64_t first
 #ifdef __CUDACC__
 /* The shared memory a block may opt in to on the current device, which both the scratch's size
  * and the launch ask (ops/op_dispatch.c makes the context's device current for each): in_bands
- * then answers both alike. Where the runtime cannot say, the 48 KiB every device gives. */
+ * then answers both alike. Where the runtime cannot say, the 99 KiB that every architecture of
+ * plume's build gives (kBandSharedEverywhere). */
 static size_t device_shared_most() {
   int device = 0, bytes = 0;
   if (cudaGetDevice(&device) != cudaSuccess ||
       cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) !=
-          cudaSuccess ||
-      bytes < PLM__CUDA_SHARED_WITHOUT_OPT_IN) {
+          cudaSuccess) {
     (void)cudaGetLastError();
-    return PLM__CUDA_SHARED_WITHOUT_OPT_IN;
+    return kBandSharedEverywhere;
   }
   return (size_t)bytes;
 }
@@ -594,7 +594,14 @@ extern "C" plm_status plm__cfar_cuda(void *stream, const plm__cfar_args *args) {
     return args->dtype == PLM_DTYPE_U8    ? stack_bands<uint8_t, uint32_t>(s, args)
            : args->dtype == PLM_DTYPE_U16 ? stack_bands<uint16_t, uint64_t>(s, args)
                                           : stack_bands<float, double>(s, args);
-  /* The tables' path, frames_at_once frames at a time, their tables in the scratch. */
+  /* The tables' path, frames_at_once frames at a time, their tables in the scratch, which the
+   * op sized by the same question (plm__cfar_cuda_scratch_bytes): none would mean the device
+   * answered the two differently. */
+  if (!args->scratch)
+    return plm__fail_raw(PLM_ERR_INTERNAL,
+                         "cfar: window %d takes the summed-area tables on this device, but the "
+                         "op was given no scratch for them",
+                         args->window);
   const int64_t at_once = frames_at_once(*args);
   for (int64_t first = 0; first < args->frames; first += at_once) {
     const int64_t frames = at_once < args->frames - first ? at_once : args->frames - first;

@@ -174,6 +174,8 @@ static_assert(band_shared_bytes<double>(BAND_WINDOW_EVERYWHERE) <= kBandSharedEv
               "the largest window whose shared memory fits every architecture's opt-in");
 static_assert(band_shared_bytes<double>(BAND_WINDOW_MOST) <= 163 * 1024,
               "the largest window's shared memory fits sm_80's and sm_90's opt-in");
+static_assert(BAND_COLUMNS * 4 % 8 == 0,
+              "the carry's doubles are aligned: a ring row is a multiple of 8 bytes");
 
 /* Whether a frame's cfar takes the bands (else summed-area tables in the scratch) on a device
  * whose blocks may opt in to shared_most bytes of shared memory: windows up to
