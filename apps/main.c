@@ -92,6 +92,7 @@ static void print_device(const plm_device_info *info) {
            info->compute_capability_minor);
     printf("  copy engines:   %d\n", info->async_copy_engines);
     printf("  L2 cache:       %.1f MiB\n", (double)info->l2_cache_bytes / (1024.0 * 1024.0));
+    printf("  shared a block: %.1f KiB opting in\n", (double)info->shared_per_block_optin / 1024.0);
     printf("  memory bus:     %d bits at %d MHz, %.0f GB/s peak\n", info->memory_bus_width_bits,
            info->memory_clock_khz / 1000, info->memory_bandwidth_gbps);
     printf("  driver:         %d.%d, runtime %d.%d\n", info->driver_version / 1000,

@@ -39,6 +39,11 @@ int config_devices() {
   return devices;
 }
 
+int config_shared_optin_bytes() {
+  static const int bytes = (int)number("PLUME_EMU_SHARED_OPTIN_KIB", 227, 48, 227) * 1024;
+  return bytes;
+}
+
 bool config_count() {
   static const bool count = number("PLUME_EMU_COUNT", 0, 0, 1) == 1;
   return count;

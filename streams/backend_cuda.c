@@ -189,6 +189,8 @@ static plm_status describe_device(int device, plm_device_info *info) {
   info->l2_cache_bytes = (uint64_t)prop.l2CacheSize;
   info->memory_bus_width_bits = prop.memoryBusWidth;
   info->memory_clock_khz = attribute(cudaDevAttrMemoryClockRate, device);
+  info->shared_per_block_optin =
+      (uint64_t)attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
   /* Double data rate: two transfers per clock, bus width in bits. */
   info->memory_bandwidth_gbps =
       2.0 * info->memory_clock_khz * 1e3 * (info->memory_bus_width_bits / 8.0) / 1e9;

@@ -349,6 +349,7 @@ START_TEST(test_host_device_info) {
   ck_assert_int_eq(info.driver_version, 0);
   ck_assert_int_eq(info.runtime_version, 0);
   ck_assert_uint_eq(info.page_release_bytes, (uint64_t)sysconf(_SC_PAGESIZE)); /* madvise's */
+  ck_assert_uint_eq(info.shared_per_block_optin, 0);                           /* cuda's only */
   printf("host device: %s, %d cores, %llu of %llu bytes free\n", info.name, info.multiprocessors,
          (unsigned long long)info.free_memory, (unsigned long long)info.total_memory);
 
@@ -377,6 +378,12 @@ START_TEST(test_device_info_of_backend_under_test) {
   ck_assert_uint_eq(info.page_release_bytes & (info.page_release_bytes - 1), 0);
   if (info.backend == PLM_BACKEND_CUDA && plm_build_info_get()->cuda_emulated)
     ck_assert_uint_eq(info.page_release_bytes, 2u << 20);
+  /* cuda: at least the 48 KiB every block has without opting in (the emulator's 227 KiB,
+   * or PLUME_EMU_SHARED_OPTIN_KIB's) */
+  if (info.backend == PLM_BACKEND_CUDA)
+    ck_assert_uint_ge(info.shared_per_block_optin, 48u << 10);
+  else
+    ck_assert_uint_eq(info.shared_per_block_optin, 0);
   PLM_CHECK_FAILS(plm_context_device_info(NULL, &info), PLM_ERR_INVALID_ARG,
                   "plm_context_device_info: ctx is NULL");
   PLM_CHECK_FAILS(plm_context_device_info(plm_test_ctx, NULL), PLM_ERR_INVALID_ARG, "out is NULL");

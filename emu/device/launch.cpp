@@ -17,6 +17,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "emu/config.h"
 #include "emu/device/executor.h"
 #include "emu/device/launch_internal.h"
 
@@ -25,7 +26,6 @@ namespace plm_emu {
 namespace {
 
 constexpr int kDefaultSharedPerBlock = 48 * 1024;
-constexpr int kOptinSharedPerBlock = 227 * 1024;
 
 struct function_attributes {
   int max_dynamic_shared = -1; /* -1: not set */
@@ -49,7 +49,8 @@ function_attributes attributes_of(const void *function) {
 
 size_t launch_shared_limit(const kernel_launch &launch) {
   const function_attributes a = attributes_of(launch.function);
-  return a.max_dynamic_shared >= 0 ? (size_t)kOptinSharedPerBlock : (size_t)kDefaultSharedPerBlock;
+  return a.max_dynamic_shared >= 0 ? (size_t)config_shared_optin_bytes()
+                                   : (size_t)kDefaultSharedPerBlock;
 }
 
 void launch_saw_static_shared(const void *function, size_t bytes) {
@@ -106,7 +107,8 @@ extern "C" cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttri
     function_attributes &a = attributes()[func];
     switch (attr) {
       case cudaFuncAttributeMaxDynamicSharedMemorySize:
-        if (value < 0 || (size_t)value + a.static_shared > (size_t)kOptinSharedPerBlock) err = cudaErrorInvalidValue;
+        if (value < 0 || (size_t)value + a.static_shared > (size_t)config_shared_optin_bytes())
+          err = cudaErrorInvalidValue;
         else a.max_dynamic_shared = value;
         break;
       case cudaFuncAttributePreferredSharedMemoryCarveout:

@@ -101,7 +101,7 @@ cudaDeviceProp make_properties(int device) {
   p.computePreemptionSupported = 1;
   p.canUseHostPointerForRegisteredMem = 1;
   p.cooperativeLaunch = 0; /* cudaLaunchCooperativeKernel is not emulated */
-  p.sharedMemPerBlockOptin = 227 * kKiB;
+  p.sharedMemPerBlockOptin = (size_t)config_shared_optin_bytes(); /* 227 KiB by default */
   p.maxBlocksPerMultiProcessor = 32;
   p.accessPolicyMaxWindowSize = 134213632;
   p.reservedSharedMemPerBlock = 1 * kKiB;

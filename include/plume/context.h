@@ -105,6 +105,11 @@ typedef struct plm_device_info {
                                    system page; cuda: the driver's allocation granularity
                                    (2 MiB) where its virtual memory calls are available, 0
                                    where they are not (pools then keep their pages) */
+  uint64_t shared_per_block_optin; /* cuda: the shared memory a block may have when its
+                                      kernel opts in (cudaDevAttrMaxSharedMemoryPerBlockOptin:
+                                      99 KiB on compute capability 8.6 and 8.9, 163 on 8.0,
+                                      227 on 9.0), which decides some kernels' paths (cfar's
+                                      bands: plume/cfar.h); 0 for host */
 } plm_device_info;
 
 /* How this copy of libplume was built. Strings are never NULL ("" when unknown). */
