@@ -148,7 +148,7 @@
  * (2.1x); window 97, 20.08 at 2048^2 with the stage. The strip of 128 columns took 5.96 and 26.74
  * at window 63 (3.9x at 2048^2) and 51.16 at 97; the tables 29.26 and 285.0 at 63 (43x) and 283.4
  * at 99. Window 127 (bench_ops --op cfar_w127, 2026-12-07, the evening): 7.86 us at 512^2
- * (L2-bound, 13.7x the floor), 22.82 at 2048^2 (shared-bound, 3.2x) and 75.48 at 4096^2 (72.98 by
+ * (L2-bound, 13.7x the floor), 22.81 at 2048^2 (shared-bound, 3.2x) and 75.48 at 4096^2 (72.98 by
  * the bound, 2.91x; shared-bound), where the tables took 28.98, 283.86 and about 1,100: a strip
  * puts out 128 of its 256 columns, so each output carries two columns' down phase: 0.75 wavefronts
  * and 0.39 shuffles an output at 4096^2 (0.58 together at window 15), and the L2 53.2 us, each
