@@ -77,26 +77,27 @@ static void cost(const plm__op_call *call, plm_op_cost *cost) {
 }
 
 static void pack(const plm_context *ctx, const plm__op_call *call, void *scratch, void *out_args) {
-  (void)ctx;
   const plm_tensor *in = call->in[0], *hold = call->in[1];
   const plm_cfar_params *params = call->params;
   const int nd = in->ndim;
   int64_t frames = 1;
   for (int d = 0; d < nd - 2; d++) frames *= in->dims[d];
-  *(plm__cfar_args *)out_args = (plm__cfar_args){.in = in->data,
-                                                 .out = call->out[0] ? call->out[0]->data : NULL,
-                                                 .scratch = scratch,
-                                                 .frames = frames,
-                                                 .height = in->dims[nd - 2],
-                                                 .width = in->dims[nd - 1],
-                                                 .dtype = in->dtype,
-                                                 .window = params->window,
-                                                 .guard = params->guard,
-                                                 .k = params->k,
-                                                 .output = params->output,
-                                                 .hold = hold ? hold->data : NULL,
-                                                 .hold_k = params->hold_k,
-                                                 .hold_radius = params->hold_radius};
+  *(plm__cfar_args *)out_args =
+      (plm__cfar_args){.in = in->data,
+                       .out = call->out[0] ? call->out[0]->data : NULL,
+                       .scratch = scratch,
+                       .frames = frames,
+                       .height = in->dims[nd - 2],
+                       .width = in->dims[nd - 1],
+                       .dtype = in->dtype,
+                       .window = params->window,
+                       .guard = params->guard,
+                       .k = params->k,
+                       .output = params->output,
+                       .hold = hold ? hold->data : NULL,
+                       .hold_k = params->hold_k,
+                       .hold_radius = params->hold_radius,
+                       .shared_per_block = ctx->info.shared_per_block_optin};
 }
 
 PLM__OP_KERNEL_ENTRIES(cfar)

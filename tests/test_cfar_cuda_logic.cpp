@@ -487,18 +487,20 @@ int check_frames_at_once(int *cases) {
                    {BAND_WINDOW_MOST + 2, 227 * 1024, false}};
     for (const auto &d : devices) {
       args.window = d.window;
-      const size_t bands_bytes = scratch_bytes(args, d.shared_most);
-      if (in_bands(args, d.shared_most) != d.bands || (bands_bytes == 0) != d.bands) {
+      args.shared_per_block = d.shared_most;
+      const size_t bands_bytes = scratch_bytes(args);
+      if (in_bands(args) != d.bands || (bands_bytes == 0) != d.bands) {
         std::printf(
             "in_bands: window %d where a block may take %zu bytes: %s, %zu bytes of "
             "scratch; expected %s\n",
-            d.window, d.shared_most, in_bands(args, d.shared_most) ? "bands" : "tables",
-            bands_bytes, d.bands ? "the bands" : "the tables");
+            d.window, d.shared_most, in_bands(args) ? "bands" : "tables", bands_bytes,
+            d.bands ? "the bands" : "the tables");
         failures++;
       }
     }
     args.window = BAND_WINDOW_MOST + 2; /* the tables */
-    const size_t bytes = scratch_bytes(args, 227 * 1024);
+    args.shared_per_block = 227 * 1024;
+    const size_t bytes = scratch_bytes(args);
     if (bytes <= (size_t)64 << 20) { /* allocated, not touched */
       unsigned char *const scratch = static_cast<unsigned char *>(std::malloc(bytes));
       args.scratch = scratch;

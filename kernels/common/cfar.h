@@ -42,6 +42,11 @@ typedef struct plm__cfar_args {
   const uint8_t *hold; /* (H, W), or NULL: no hold (the mask only) */
   double hold_k;       /* the factor where the hold reaches, when below k */
   int hold_radius;     /* the hold's reach, in 4-connected steps */
+  uint64_t shared_per_block; /* cuda: the shared memory a block may opt in to on the op's
+                                device (plm_device_info.shared_per_block_optin), which picks
+                                the bands or the tables (in_bands, kernels/cuda/cfar_bands.h)
+                                for the scratch's size and the launch alike; unread on the
+                                host */
 } plm__cfar_args;
 
 /* The tables a frame gets: sums of v and v^2, and for f32 the count of finite cells

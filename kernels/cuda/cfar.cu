@@ -1,6 +1,6 @@
 /* kernels/cuda/cfar.cu: cell-averaging CFAR on the GPU. Windows up to 97 (the default is 15),
  * and up to 127 (BAND_WINDOW_MOST) where a block may take 128.0 KiB of shared memory (sm_80,
- * sm_90: in_bands, asked of the device, device_shared_most), take one kernel for a whole stack
+ * sm_90: in_bands, by the device information the op packs), take one kernel for a whole stack
  * of frames and no scratch:
  *   band            a block of 64 threads (two warps) per strip of 256 columns of a band of
  *                   rows, four consecutive columns a thread: each column's k (its window
@@ -404,13 +404,11 @@ PLM_HD inline void *frame_tables(const plm__cfar_args &args, int64_t g) {
   return (char *)args.scratch + g * plm__cfar_scratch_bytes(&args);
 }
 
-/* The scratch the cuda kernels take (plm__cfar_cuda_scratch_bytes) on a device whose blocks
- * may opt in to shared_most bytes of shared memory: none for the bands, else the tables of the
- * frames at once, frame_tables(args, g) for g below frames_at_once. */
-PLM_HD inline size_t scratch_bytes(const plm__cfar_args &args, size_t shared_most) {
-  return in_bands(args, shared_most)
-             ? 0
-             : (size_t)frames_at_once(args) * plm__cfar_scratch_bytes(&args);
+/* The scratch the cuda kernels take (plm__cfar_cuda_scratch_bytes): none for the bands (on
+ * the op's device: in_bands), else the tables of the frames at once, frame_tables(args, g) for
+ * g below frames_at_once. */
+PLM_HD inline size_t scratch_bytes(const plm__cfar_args &args) {
+  return in_bands(args) ? 0 : (size_t)frames_at_once(args) * plm__cfar_scratch_bytes(&args);
 }
 
 /* row_sums' block: the warps that cover a frame's row, at most kRowThreads threads (a
@@ -569,34 +567,19 @@ plm_status fill_tables(cudaStream_t s, const plm__cfar_args *args, int64_t first
 }  // namespace
 
 #ifdef __CUDACC__
-/* The shared memory a block may opt in to on the current device, which both the scratch's size
- * and the launch ask (ops/op_dispatch.c makes the context's device current for each): in_bands
- * then answers both alike. Where the runtime cannot say, the 99 KiB that every architecture of
- * plume's build gives (kBandSharedEverywhere). */
-static size_t device_shared_most() {
-  int device = 0, bytes = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) !=
-          cudaSuccess) {
-    (void)cudaGetLastError();
-    return kBandSharedEverywhere;
-  }
-  return (size_t)bytes;
-}
-
 extern "C" size_t plm__cfar_cuda_scratch_bytes(const plm__cfar_args *args) {
-  return scratch_bytes(*args, device_shared_most());
+  return scratch_bytes(*args);
 }
 
 extern "C" plm_status plm__cfar_cuda(void *stream, const plm__cfar_args *args) {
   cudaStream_t s = (cudaStream_t)stream;
-  if (in_bands(*args, device_shared_most()))
+  if (in_bands(*args))
     return args->dtype == PLM_DTYPE_U8    ? stack_bands<uint8_t, uint32_t>(s, args)
            : args->dtype == PLM_DTYPE_U16 ? stack_bands<uint16_t, uint64_t>(s, args)
                                           : stack_bands<float, double>(s, args);
   /* The tables' path, frames_at_once frames at a time, their tables in the scratch, which the
-   * op sized by the same question (plm__cfar_cuda_scratch_bytes): none would mean the device
-   * answered the two differently. */
+   * op sized by the same args (plm__cfar_cuda_scratch_bytes): none would mean a caller packed
+   * them apart. */
   if (!args->scratch)
     return plm__fail_raw(PLM_ERR_INTERNAL,
                          "cfar: window %d takes the summed-area tables on this device, but the "

@@ -177,13 +177,15 @@ static_assert(band_shared_bytes<double>(BAND_WINDOW_MOST) <= 163 * 1024,
 static_assert(BAND_COLUMNS * 4 % 8 == 0,
               "the carry's doubles are aligned: a ring row is a multiple of 8 bytes");
 
-/* Whether a frame's cfar takes the bands (else summed-area tables in the scratch) on a device
- * whose blocks may opt in to shared_most bytes of shared memory: windows up to
- * BAND_WINDOW_MOST whose block fits (f32's, the largest tail, for every type: a few bytes more
- * than u8's), so 97 everywhere and 127 on sm_80 and sm_90. The bands' arithmetic on rows and
- * columns is 64-bit: any frame. */
-static PLM_HD inline bool in_bands(const plm__cfar_args &args, size_t shared_most) {
-  return args.window <= BAND_WINDOW_MOST && band_shared_bytes<double>(args.window) <= shared_most;
+/* Whether a frame's cfar takes the bands (else summed-area tables in the scratch) on the op's
+ * device, whose blocks may opt in to args.shared_per_block bytes of shared memory (the op's
+ * pack reads it from the context's device information, so that the scratch's size and the
+ * launch answer alike): windows up to BAND_WINDOW_MOST whose block fits (f32's, the largest
+ * tail, for every type: a few bytes more than u8's), so 97 everywhere and 127 on sm_80 and
+ * sm_90. The bands' arithmetic on rows and columns is 64-bit: any frame. */
+static PLM_HD inline bool in_bands(const plm__cfar_args &args) {
+  return args.window <= BAND_WINDOW_MOST &&
+         band_shared_bytes<double>(args.window) <= args.shared_per_block;
 }
 
 /* The strips of a frame, and the (strip, band) pairs of a frame cut into bands of `rows`
