@@ -67,6 +67,8 @@ struct video_frames {
   AVFormatContext *demuxer;
   AVCodecContext *decoder;
   struct SwsContext *scaler; /* for frames that are not gray */
+  uint8_t *gray[4];          /* scaler's output: one plane, rows padded (convert_to_gray) */
+  int gray_linesize[4];
   AVPacket *packet;
   AVFrame *frame;          /* the last frame decoded: frame decoded - 1 */
   int stream;              /* the video stream's index */
@@ -234,6 +236,7 @@ void video_frames_close(video_frames *v) {
   stop(v);
   live_remove(v);
   sws_freeContext(v->scaler);
+  av_freep(&v->gray[0]);
   if (v->src.fd >= 0) close(v->src.fd);
   free(v->name);
   free(v);
@@ -434,7 +437,12 @@ static void copy_gray(const video_frames *v, const AVPixFmtDescriptor *d, void *
 
 /* The luma of a frame that is not gray, through libswscale (support/video_io.h's rule): its
  * gray8 is full range (0..255, RGB's white 255) whatever it is told; the source's range, as
- * the frame says it, decides whether a YUV frame's Y is stretched. */
+ * the frame says it, decides whether a YUV frame's Y is stretched.
+ * libswscale writes a row in whole vectors: into rows packed back to back, a frame of 1 to 5
+ * columns (yuv420p, rgb24, bgr0, pal8 and most others; FFmpeg 5.1) gets up to 13 bytes
+ * written past its last sample, which no sanitizer sees in an uninstrumented library. So it
+ * writes into v->gray, rows padded to 64 bytes as av_image_alloc lays them out (as FFmpeg's
+ * own frames are), and the rows are copied into dst. */
 static plm_status convert_to_gray(video_frames *v, int64_t k, void *dst, char *err,
                                   size_t err_size) {
   const AVFrame *f = v->frame;
@@ -460,14 +468,18 @@ static plm_status convert_to_gray(video_frames *v, int64_t k, void *dst, char *e
                            (long long)k, format_name(f->format));
     v->scaler = s;
   }
-  uint8_t *planes[4] = {dst, NULL, NULL, NULL};
-  int strides[4] = {f->width, 0, 0, 0};
+  if (!v->gray[0] &&
+      av_image_alloc(v->gray, v->gray_linesize, f->width, f->height, AV_PIX_FMT_GRAY8, 64) < 0)
+    return quote_failure(err, err_size, PLM_ERR_OUT_OF_MEMORY,
+                         "%s: frame %lld: out of memory for a %dx%d gray frame", v->name,
+                         (long long)k, f->width, f->height);
   int rows = sws_scale(v->scaler, (const uint8_t *const *)f->data, f->linesize, 0, f->height,
-                       planes, strides);
+                       v->gray, v->gray_linesize);
   if (rows != f->height)
     return quote_failure(err, err_size, PLM_ERR_IO,
                          "%s: frame %lld: libswscale converted %d of its %d rows to gray", v->name,
                          (long long)k, rows, f->height);
+  av_image_copy_plane(dst, f->width, v->gray[0], v->gray_linesize[0], f->width, f->height);
   return PLM_OK;
 }
 

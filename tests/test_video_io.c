@@ -7,13 +7,13 @@
  * sample for sample to the frames they were made of, read in order as plume detect reads them
  * (frame_reader_next to the end), out of order, and whole (image_read); a lossy MPEG-4 (yuv420p)
  * MP4 and an H.264 Matroska file with B-frames of gray frames within a tolerance; rgb24
- * rawvideo as BT.601 luma. The count is the container's (AVI, MP4) or -1 until the end
- * (Matroska, NUT), or until it is counted (video_frames_count_all, frame_reader_count_frames:
- * by the packets, or by decoding for H.264), after which every frame reads as before. Refused, with
- * a one-line message naming the file (and the frame): a file cut short, bytes changed, a damaged
- * packet, a size that changes mid-stream, an audio-only file, a codec off the list, bytes that are
- * no video. Through a pipe (a stream, as standard input): the same frames, read once, in order,
- * count -1. A plain unit test: no backend.
+ * rawvideo as BT.601 luma, a frame of 3 columns too, with nothing written past its buffer. The
+ * count is the container's (AVI, MP4) or -1 until the end (Matroska, NUT), or until it is counted
+ * (video_frames_count_all, frame_reader_count_frames: by the packets, or by decoding for H.264),
+ * after which every frame reads as before. Refused, with a one-line message naming the file (and
+ * the frame): a file cut short, bytes changed, a damaged packet, a size that changes mid-stream, an
+ * audio-only file, a codec off the list, bytes that are no video. Through a pipe (a stream, as
+ * standard input): the same frames, read once, in order, count -1. A plain unit test: no backend.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -214,6 +214,45 @@ START_TEST(test_rgb_is_bt601_luma) {
   ck_assert_uint_eq(y[0], 0); /* black and white keep the ends of the range */
   ck_assert_uint_eq(y[1], 255);
   image_free(&got, NULL);
+  image_free(&rgb, NULL);
+}
+END_TEST
+
+START_TEST(test_a_narrow_colour_frame_stays_in_its_buffer) {
+  /* 3 columns of rgb24: libswscale would write 7 bytes past rows packed back to back (in an
+   * uninstrumented library, where no sanitizer sees it), so the bytes after the frame must
+   * stay as they were, and the frame must still be BT.601's luma. */
+  enum { H = 24, W = 3, GUARD = 64 };
+  static unsigned char bytes[16384];
+  const size_t length = file_bytes(fixture("rgb-narrow", "nut"), bytes, sizeof bytes);
+  image rgb = {0};
+  ck_assert_msg(
+      image_read_array(fixture("rgb-narrow", "npy"), NULL, &rgb, err, sizeof err) == PLM_OK, "%s",
+      err);
+  ck_assert(rgb.ndim == 4 && rgb.dims[1] == H && rgb.dims[2] == W && rgb.dims[3] == 3);
+  video_info info;
+  video_frames *v = NULL;
+  ck_assert_msg(
+      video_frames_open_memory(bytes, length, "narrow", &info, &v, err, sizeof err) == PLM_OK, "%s",
+      err);
+  ck_assert(info.dtype == PLM_DTYPE_U8 && info.height == H && info.width == W);
+  uint8_t frame[H * W + GUARD];
+  bool end = false;
+  for (int64_t k = 0; k < rgb.dims[0]; k++) {
+    memset(frame, 0xA5, sizeof frame);
+    ck_assert_msg(video_frames_read(v, k, frame, &end, err, sizeof err) == PLM_OK, "%s", err);
+    ck_assert(!end);
+    for (int i = H * W; i < H * W + GUARD; i++)
+      ck_assert_msg(frame[i] == 0xA5, "frame %lld: byte %d past the frame was written",
+                    (long long)k, i - H * W);
+    const uint8_t *c = (const uint8_t *)rgb.data + k * H * W * 3;
+    for (int i = 0; i < H * W; i++) {
+      const double luma = 0.299 * c[3 * i] + 0.587 * c[3 * i + 1] + 0.114 * c[3 * i + 2];
+      ck_assert_msg(fabs(frame[i] - luma) <= 1, "frame %lld: sample %d is %d, its luma %.1f",
+                    (long long)k, i, frame[i], luma);
+    }
+  }
+  video_frames_close(v);
   image_free(&rgb, NULL);
 }
 END_TEST
@@ -580,6 +619,7 @@ int main(void) {
   tcase_add_test(tcase, test_frames_in_any_order);
   tcase_add_test(tcase, test_a_lossy_colour_video_is_its_luma_near_the_frames);
   tcase_add_test(tcase, test_rgb_is_bt601_luma);
+  tcase_add_test(tcase, test_a_narrow_colour_frame_stays_in_its_buffer);
   tcase_add_test(tcase, test_what_is_not_read_is_named);
   tcase_add_test(tcase, test_damage_is_named_with_its_frame);
   tcase_add_test(tcase, test_cut_copies_give_their_frames_or_fail);

@@ -10,7 +10,9 @@
  * (tests/fuzz/make_seeds.py).
  * Checks (abort() on a breach): a failure is a status other than PLM_OK with a one-line
  * message naming the input; an open video has u8 or u16 frames of at least 1x1, a count of
- * -1 or at least 1, and a frame read fills its buffer; video_frames_count never goes down;
+ * -1 or at least 1, and a frame read fills its buffer and writes nothing past it (GUARD
+ * bytes after it, which FFmpeg's uninstrumented code could overrun unseen by ASan: libswscale
+ * did, on frames of 1 to 5 columns); video_frames_count never goes down;
  * no crash, hang, leak or undefined behaviour (ASan, UBSan) in plume or in what FFmpeg
  * leaves it. Frames of more than 2^20 samples are opened only (reading their zeroed memory
  * costs time and finds nothing new). FFmpeg itself is Debian's build, not instrumented:
@@ -27,7 +29,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-enum { MOST_FRAMES = 8, MOST_SAMPLES = 1 << 20 };
+enum { MOST_FRAMES = 8, MOST_SAMPLES = 1 << 20, GUARD = 256 };
 
 static void check_message(plm_status status, const char *err) {
   if (status == PLM_OK || err[0] == '\0' || strchr(err, '\n') || strncmp(err, "fuzz", 4) != 0) {
@@ -41,8 +43,14 @@ static bool read_frame(video_frames *v, int64_t k, unsigned char *frame, size_t 
                        bool *ended) {
   char err[IMAGE_ERROR_SIZE] = "";
   bool end = false;
-  memset(frame, 0xA5, bytes);
+  memset(frame, 0xA5, bytes + GUARD);
   plm_status status = video_frames_read(v, k, frame, &end, err, sizeof err);
+  for (size_t i = bytes; i < bytes + GUARD; i++)
+    if (frame[i] != 0xA5) {
+      fprintf(stderr, "fuzz_video: frame %lld: byte %zu past its %zu was written\n", (long long)k,
+              i - bytes, bytes);
+      abort();
+    }
   if (status != PLM_OK) {
     check_message(status, err);
     return false;
@@ -74,7 +82,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   }
   const size_t bytes = (size_t)(info.height * info.width) * plm_dtype_size(info.dtype);
-  unsigned char *frame = malloc(bytes);
+  unsigned char *frame = malloc(bytes + GUARD);
   if (!frame) abort();
   const int64_t most = info.count > 0 && info.count < MOST_FRAMES ? info.count : MOST_FRAMES;
   int64_t last = -1, counted = -1;

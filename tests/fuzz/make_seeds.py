@@ -179,7 +179,7 @@ def video_seeds():
     fixtures = os.path.join(HERE, "..", "fixtures", "video")
     names = ("gray16-ffv1.mkv", "gray10-ffv1.mkv", "gray8-ffv1.avi", "gray8-raw.nut",
              "gray8-mpeg4.mp4", "rgb-raw.nut", "size-change.mkv", "damaged-packet.avi",
-             "audio-only.mkv", "cinepak.avi")
+             "audio-only.mkv", "cinepak.avi", "rgb-narrow.nut")
     for i, name in enumerate(names):
         with open(os.path.join(fixtures, name), "rb") as f:
             write("video", name, bytes([i % 3]) + f.read())
