@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { FRAMES_READ = 8, MOST_SAMPLES = 1 << 20 };
+enum { FRAMES_READ = 8, MOST_SAMPLES = 1 << 20, GUARD = 256 };
 
 static void check_failure(plm_status status, const char *err) {
   if (status == PLM_OK || err[0] == '\0') abort();
@@ -46,13 +46,17 @@ static void read_whole(const char *path, void (*round_trip)(const image *img)) {
 static void read_some_frames(image_frames *frames, const image *frame, int64_t count) {
   char err[IMAGE_ERROR_SIZE] = "";
   plm_status status = PLM_OK;
-  void *dst = malloc(image_bytes(frame));
+  const size_t bytes = image_bytes(frame);
+  unsigned char *dst = malloc(bytes + GUARD);
   if (!dst) abort();
+  memset(dst + bytes, 0xA5, GUARD);
   for (int64_t k = 0; k < count; k++) {
     if (k >= FRAMES_READ && k != count - 1) continue;
     err[0] = '\0';
     status = image_frames_read(frames, k, dst, err, sizeof err);
     if (status != PLM_OK) check_failure(status, err);
+    for (size_t i = bytes; i < bytes + GUARD; i++)
+      if (dst[i] != 0xA5) abort(); /* a library wrote past the frame, unseen by ASan */
   }
   free(dst);
 }
