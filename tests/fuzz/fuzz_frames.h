@@ -7,10 +7,11 @@
  * and, when that succeeds and round_trip is not NULL, round_trip(image) checks what plume
  * writes of it; else frames are read one by one (the first 8 and the last) into a buffer of
  * one frame's bytes and 256 guard bytes after them, which must stay as they were (the
- * libraries are not instrumented: ASan sees none of their stores). A file whose frames declare more
- * than 2^20 samples in all (a few KB can claim 10^8 samples with no data) is opened only: reading
- * it costs seconds of zeroed memory and no new path, and would slow the fuzzer to a few inputs a
- * second. Checks (abort() on a breach): a failure is a status with a message and nothing allocated;
+ * libraries are not instrumented: ASan sees none of their stores). A file whose frames
+ * declare more than 2^20 samples in all (a few KB can claim 10^8 samples with no data) is
+ * opened only: reading it costs seconds of zeroed memory and no new path, and would slow the
+ * fuzzer to a few inputs a second.
+ * Checks (abort() on a breach): a failure is a status with a message and nothing allocated;
  * a success is u8, u16 or f32 of 2 or 3 dimensions, each >= 1, read to its last byte.
  */
 #ifndef PLUME_TESTS_FUZZ_FRAMES_H
