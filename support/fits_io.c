@@ -68,7 +68,7 @@ void fits_frames_close(fits_frames *f) {
 
 enum { CARD = 80, BLOCK = 2880, MOST_HEADER_BLOCKS = 1024, MOST_TABLE_FIELDS = 999 };
 
-/* The header cards of an extension are read here as cfitsio reads them, so that what it will
+/* The header cards of each HDU are read here as cfitsio reads them, so that what it will
  * do with them is known before it does it (header_at). Each step below is cfitsio 4.2's own
  * (fitscore.c, getkey.c), and where this code cannot know, it errs towards refusing: a
  * header refused that cfitsio would have read as a table costs a file that holds no image
@@ -99,6 +99,24 @@ static void card_name_value(char *text, char name[FLEN_KEYWORD], char value[VALU
   status = 0;
   fits_parse_value(text, value, comment, &status);
   value[FLEN_VALUE - 1] = '\0'; /* what cfitsio 4.2 may leave unterminated */
+}
+
+/* Whether cfitsio 4.2 parsing this card's value (ffpsvc, which every keyword it reads goes
+ * through) would write past the FLEN_VALUE bytes its own callers give it: a quoted value that
+ * begins before column 11, after an '=' in columns 1 to 9 that is not the standard "= " of
+ * columns 9-10, with a doubled quote as its 70th character, makes it write a NUL 2 bytes past
+ * them, on cfitsio's stack (ffrhdu's and ffgphd's, as it opens the file; fixed in cfitsio 4.6;
+ * found by a review of plume's calls into the libraries). Told by cfitsio's own parser: the
+ * card parsed into VALUE_ROOM bytes, whether anything past FLEN_VALUE changed. */
+static bool value_overruns_cfitsio(char *text) {
+  enum { UNTOUCHED = 0x7f };
+  char value[VALUE_ROOM];
+  memset(value, UNTOUCHED, sizeof value);
+  int status = 0;
+  fits_parse_value(text, value, NULL, &status);
+  for (size_t i = FLEN_VALUE; i < sizeof value; i++)
+    if (value[i] != UNTOUCHED) return true;
+  return false;
 }
 
 /* What a header's first card makes cfitsio read the HDU as (ffrhdu). */
@@ -143,12 +161,18 @@ static table_kind first_card_table(char *text) {
 
 /* What the header at byte `at` of fd would make cfitsio do as it moves there. */
 typedef enum {
-  HEADER_LEFT_TO_CFITSIO, /* an image's, a table's it reads safely, or one it refuses itself */
-  HEADER_COMPRESSED,      /* a tile-compressed image's */
-  HEADER_TOO_MANY_FIELDS, /* a table's of more than 999 fields */
+  HEADER_LEFT_TO_CFITSIO,  /* an image's, a table's it reads safely, or one it refuses itself */
+  HEADER_COMPRESSED,       /* a tile-compressed image's */
+  HEADER_TOO_MANY_FIELDS,  /* a table's of more than 999 fields */
+  HEADER_OVERRUNS_CFITSIO, /* a card whose value cfitsio would parse past its buffer */
+  HEADER_WITHOUT_END,      /* no END card within MOST_HEADER_BLOCKS */
 } header_verdict;
 
-/* The header at byte `at` of fd, read here, before cfitsio moves to it:
+/* The header at byte `at` of fd, read here, before cfitsio reads it (the primary one before
+ * cfitsio opens the file, each extension's before it moves there); *card is the card the
+ * verdict comes from, counted from 1:
+ * - a card whose value cfitsio 4.2 would parse past its own buffer (value_overruns_cfitsio),
+ *   wherever it stands before the END card, for cfitsio parses every card up to it;
  * - a table whose TFIELDS (its 8th card, ffgttb) is past the standard's 999: cfitsio 4.2
  *   means to refuse it but does not (`return(*status == BAD_TFIELDS)`, a comparison), and
  *   allocates and fills 160 bytes a field (14 million fields: 2.2 GB from a 6 KB file,
@@ -159,33 +183,37 @@ typedef enum {
  *   (SIGFPE in imcomp_get_compressed_image_par, found by fuzz_fits, first with plain
  *   cards, then with ZIMAGE= T, HIERARCH ZIMAGE = T and XTENSION values such as
  *   'BINTABLE  ' and 'A3DTABLE').
- * A header cut short is left to cfitsio, which refuses it (it finds no END); a binary
- * table's with no END within MOST_HEADER_BLOCKS (2.9 MB of cards) counts as compressed,
- * for cfitsio would read on past where this looked. */
-static header_verdict header_at(int fd, off_t at) {
+ * A header cut short is left to cfitsio, which refuses it (it finds no END); one with no END
+ * within MOST_HEADER_BLOCKS (2.9 MB of cards), for cfitsio would read on past where this
+ * looked, counts as compressed when a binary table's, and is refused otherwise. */
+static header_verdict header_at(int fd, off_t at, int *card) {
   char block[BLOCK];
   table_kind table = NOT_A_TABLE;
+  bool may_be_compressed = false;
   for (int b = 0; b < MOST_HEADER_BLOCKS; b++) {
     if (pread(fd, block, BLOCK, at + (off_t)b * BLOCK) != BLOCK) return HEADER_LEFT_TO_CFITSIO;
     for (int c = 0; c < BLOCK / CARD; c++) {
       char text[FLEN_CARD], name[FLEN_KEYWORD], value[VALUE_ROOM];
+      *card = b * (BLOCK / CARD) + c + 1;
       card_text(block + c * CARD, text);
+      if (value_overruns_cfitsio(text)) return HEADER_OVERRUNS_CFITSIO;
       if (b == 0 && c == 0) {
         table = first_card_table(text);
-        if (table == NOT_A_TABLE) return HEADER_LEFT_TO_CFITSIO;
+        may_be_compressed = table != NOT_A_TABLE;
         continue;
       }
       card_name_value(text, name, value);
-      if (b == 0 && c == 7) {
+      if (b == 0 && c == 7 && table != NOT_A_TABLE) {
         if (strcmp(name, "TFIELDS") == 0 && strtoll(value, NULL, 10) > MOST_TABLE_FIELDS)
           return HEADER_TOO_MANY_FIELDS;
-        if (table == ASCII_TABLE) return HEADER_LEFT_TO_CFITSIO; /* never compressed */
+        if (table == ASCII_TABLE) may_be_compressed = false; /* never compressed */
       }
-      if (strcmp(name, "ZIMAGE") == 0 && value[0] == 'T') return HEADER_COMPRESSED;
+      if (may_be_compressed && strcmp(name, "ZIMAGE") == 0 && value[0] == 'T')
+        return HEADER_COMPRESSED;
       if (strcmp(name, "END") == 0) return HEADER_LEFT_TO_CFITSIO;
     }
   }
-  return HEADER_COMPRESSED;
+  return table == BINARY_TABLE ? HEADER_COMPRESSED : HEADER_WITHOUT_END;
 }
 
 static plm_status tile_compressed(const fits_frames *f, int hdu, char *err, size_t err_size) {
@@ -199,13 +227,26 @@ static plm_status tile_compressed(const fits_frames *f, int hdu, char *err, size
 /* Refuse the header of HDU h at byte `at` (header_at) or go on (PLM_OK). */
 static plm_status check_header(const fits_frames *f, int h, LONGLONG at, char *err,
                                size_t err_size) {
-  switch (header_at(f->fd, (off_t)at)) {
+  int card = 0;
+  const header_verdict verdict = header_at(f->fd, (off_t)at, &card);
+  fits_clear_errmsg(); /* what cfitsio's parser said of the cards read here */
+  switch (verdict) {
     case HEADER_COMPRESSED: return tile_compressed(f, h, err, err_size);
     case HEADER_TOO_MANY_FIELDS:
       return quote_failure(err, err_size, PLM_ERR_IO,
                            "%s: HDU %d: damaged: a table of more than the standard's %d fields "
                            "(TFIELDS), refused before cfitsio reads it",
                            f->path, h, MOST_TABLE_FIELDS);
+    case HEADER_OVERRUNS_CFITSIO:
+      return quote_failure(err, err_size, PLM_ERR_IO,
+                           "%s: HDU %d: damaged: card %d is a quoted value after an '=' before "
+                           "column 10, which cfitsio 4.2 parses past its buffer; refused before "
+                           "cfitsio reads it",
+                           f->path, h, card);
+    case HEADER_WITHOUT_END:
+      return quote_failure(err, err_size, PLM_ERR_IO,
+                           "%s: HDU %d: damaged: no END card in its first %d blocks of cards",
+                           f->path, h, MOST_HEADER_BLOCKS);
     case HEADER_LEFT_TO_CFITSIO: break;
   }
   return PLM_OK;
@@ -352,6 +393,11 @@ plm_status fits_frames_open(int fd, const char *path, plm_dtype *dtype, int *ndi
   /* The descriptor's file, by a name cfitsio takes literally (no extended syntax). */
   char name[64];
   snprintf(name, sizeof name, "/proc/self/fd/%d", fd);
+  const plm_status refused = check_header(f, 1, 0, err, err_size);
+  if (refused != PLM_OK) {
+    fits_frames_close(f);
+    return refused;
+  }
   int status = 0;
   fits_clear_errmsg();
   fits_open_diskfile(&f->file, name, READONLY, &status);

@@ -281,6 +281,65 @@ START_TEST(test_table_headers_cfitsio_would_hang_or_swell_on_are_refused) {
 }
 END_TEST
 
+/* A card whose quoted value begins after an '=' before column 10 and has a doubled quote as
+ * its 70th character: cfitsio 4.2 parses it 2 bytes past its own stack buffer (found by a
+ * review of plume's calls into the libraries; fixed in cfitsio 4.6), unseen by ASan. Refused
+ * before cfitsio reads the header, the primary's (before the file is opened) or an
+ * extension's, naming the HDU and the card; an early '=' with a short value is read as
+ * cfitsio reads it. */
+START_TEST(test_cards_cfitsio_would_parse_past_its_buffer_are_refused) {
+  char overrun[81] = "='";
+  memset(overrun + 2, 'C', 68);
+  memcpy(overrun + 70, "''xxxxxxxx", 11);
+  ck_assert_uint_eq(strlen(overrun), 80);
+  const char *const image_cards[] = {
+      "BITPIX  =                    8", "NAXIS   =                    2",
+      "NAXIS1  =                    3", "NAXIS2  =                    2"};
+  const unsigned char pixels[6] = {1, 2, 3, 4, 5, 6};
+  static const char *const empty_primary[] = {"SIMPLE  =                    T",
+                                              "BITPIX  =                    8",
+                                              "NAXIS   =                    0", NULL};
+  const char *primary[8] = {"SIMPLE  =                    T"},
+             *extension[10] = {"XTENSION= 'IMAGE   '"};
+  for (int c = 0; c < 4; c++) primary[c + 1] = extension[c + 1] = image_cards[c];
+  extension[5] = "PCOUNT  =                    0";
+  extension[6] = "GCOUNT  =                    1";
+  static const struct {
+    bool in_extension;
+    const char *message; /* NULL: read */
+  } headers[] = {{false, "t.fits: HDU 1: damaged: card 6 is a quoted value after an '='"},
+                 {true, "t.fits: HDU 2: damaged: card 8 is a quoted value after an '='"},
+                 {false, NULL}};
+  unsigned char bytes[4 * 2880];
+  for (size_t k = 0; k < sizeof headers / sizeof *headers; k++) {
+    const char *card = headers[k].message ? overrun : "KEY='short'";
+    size_t length = 0;
+    if (headers[k].in_extension) {
+      extension[7] = card;
+      length = put_header(bytes, empty_primary);
+      length += put_header(bytes + length, extension);
+    } else {
+      primary[5] = card;
+      length = put_header(bytes, primary);
+    }
+    memset(bytes + length, 0, 2880);
+    memcpy(bytes + length, pixels, sizeof pixels);
+    const char *path = scratch_file(dir, "t.fits", bytes, length + 2880);
+    image img = {0};
+    const plm_status status = image_read(path, NULL, &img, err, sizeof err);
+    if (headers[k].message) {
+      expect_image_message(status, PLM_ERR_IO, err, headers[k].message, "refused before cfitsio");
+      ck_assert_ptr_null(img.data);
+      continue;
+    }
+    ck_assert_msg(status == PLM_OK, "%s", err);
+    ck_assert(img.dtype == PLM_DTYPE_U8 && img.ndim == 2 && img.dims[0] == 2 && img.dims[1] == 3);
+    ck_assert_mem_eq(img.data, pixels, sizeof pixels);
+    image_free(&img, NULL);
+  }
+}
+END_TEST
+
 START_TEST(test_a_damaged_file_fails_with_a_message) {
   unsigned char bytes[8640];
   const size_t length = file_bytes(fixture("f32-cube-extension", "fits"), bytes, sizeof bytes);
@@ -417,6 +476,7 @@ int main(void) {
   tcase_add_test(tcase, test_what_is_not_read_is_named);
   tcase_add_test(tcase, test_compressed_headers_cfitsio_reads_loosely_are_refused);
   tcase_add_test(tcase, test_table_headers_cfitsio_would_hang_or_swell_on_are_refused);
+  tcase_add_test(tcase, test_cards_cfitsio_would_parse_past_its_buffer_are_refused);
   tcase_add_test(tcase, test_a_damaged_file_fails_with_a_message);
   tcase_add_test(tcase, test_written_arrays_read_back);
   suite_add_tcase(suite, tcase);
