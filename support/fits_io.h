@@ -23,7 +23,9 @@
  * 32- and 64-bit integer images are refused (PLM_ERR_UNSUPPORTED), as are images of one
  * axis or of more than three with a longer fourth, tile-compressed images, and files without
  * an image HDU. Table headers on which cfitsio 4.2 would hang or swell (a data size that
- * overflows, more than 999 fields) are refused as damaged (PLM_ERR_IO) before it reads them.
+ * overflows, more than 999 fields), and any header with a card whose value cfitsio 4.2
+ * would parse past its own buffer (a quoted value after an '=' before column 10) or with no
+ * END in 1024 blocks, are refused as damaged (PLM_ERR_IO) before it reads them.
  *
  * Writing: fits_encode makes a FITS file of an array of any dtype, in memory; the caller
  * writes its bytes where it likes (an image_writer: atomically, or stdout).
