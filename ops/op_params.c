@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ops/op_desc.h"
+#include "streams/c_numbers.h"
 
 bool plm__parse_int(const char *text, const char **end, int64_t min, int64_t max, int64_t *value) {
   int64_t v = 0;
@@ -31,7 +32,7 @@ bool plm__parse_number(const char *text, const char **end, double *value) {
   if (text[0] == '\0' || text[0] == ' ' || text[0] == '\t') return false;
   char *stop = NULL;
   errno = 0;
-  double v = strtod(text, &stop);
+  double v = plm__c_strtod(text, &stop); /* "1.5" whatever the host's locale */
   /* An overflow is infinite and refused; an underflow (1e-400) reads as the 0 or
    * subnormal strtod gives, as the CSV readers take it. */
   if (stop == text || !isfinite(v)) return false;
@@ -211,13 +212,16 @@ bool plm__op_param_parse(const plm__op_param *p, const char *value, int kh, int 
 /* ---- text out ---------------------------------------------------------------------------- */
 
 /* The shortest of %.6g .. %.17g (f32: .. %.9g) that reads back as v: 0.1 stays "0.1",
- * and every value round-trips. */
+ * and every value round-trips; in the C locale's form whatever the host's, as the text in
+ * reads it. */
 static void shortest(double v, bool f32, char *text, size_t size) {
+  const plm__c_numbers was = plm__c_numbers_begin();
   for (int digits = 6; digits <= 17; digits++) {
     snprintf(text, size, "%.*g", digits, v);
-    const double back = strtod(text, NULL);
-    if (f32 ? (float)back == (float)v : back == v) return;
+    const double back = plm__c_strtod(text, NULL);
+    if (f32 ? (float)back == (float)v : back == v) break;
   }
+  plm__c_numbers_end(was);
 }
 
 bool plm__op_param_has_default(const plm__op_param *p) {

@@ -35,6 +35,7 @@
 #include "plume/event.h"
 #include "plume/pool.h"
 #include "profile/profile_internal.h"
+#include "streams/c_numbers.h"
 #include "streams/file.h"
 
 enum { TIMED_RUNS = 5, MAX_REMEMBERED = 8, LINE_SIZE = 512, KEY_SIZE = 300 };
@@ -128,7 +129,7 @@ static bool cache_load(const char *backend, const char *key, const char *device,
     bool parsed = true;
     for (int k = 0; k < 6; k++) {
       char *end = NULL;
-      *values[k] = strtod(fields[3 + k], &end);
+      *values[k] = plm__c_strtod(fields[3 + k], &end);
       parsed &= *end == '\0';
     }
     if (!parsed || !(c.device_copy_gbps > 0) || !(c.fma_gflops > 0))
@@ -148,9 +149,11 @@ static void cache_store(const plm_profile_calibration *c, const char *key) {
   char why[LINE_SIZE];
   FILE *f = plm__file_open_regular(path, PLM__FILE_APPEND, NULL, why, sizeof why);
   if (!f) return;
+  const plm__c_numbers was = plm__c_numbers_begin(); /* read back by plm__c_strtod */
   fprintf(f, "%s\t%s\t%s\t%.6g\t%.6g\t%.6g\t%.6g\t%.6g\t%.6g\n", CACHE_TAG, c->backend, key,
           c->device_copy_gbps, c->h2d_gbps, c->d2h_gbps, c->fma_gflops, c->launch_us,
           c->copy_latency_us);
+  plm__c_numbers_end(was);
   fclose(f);
 }
 

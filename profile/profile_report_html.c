@@ -13,6 +13,7 @@
 #include "profile/profile_export.h"
 #include "profile/profile_export_common.h"
 #include "profile/profile_report.h"
+#include "streams/c_numbers.h"
 #include "streams/error.h"
 
 static const char page_style[] =
@@ -264,6 +265,8 @@ plm_status plm__profile_write_html(const plm__profile_snapshot *snapshot, const 
   plm__profile_file file;
   plm_status status = plm__profile_file_open(path, &file);
   if (status != PLM_OK) return status;
+  const plm__c_numbers was = plm__c_numbers_begin(); /* "1.5" and x="12.5", never "1,5" */
   write_page(file.file, snapshot);
+  plm__c_numbers_end(was);
   return plm__profile_file_commit(&file);
 }

@@ -19,6 +19,10 @@
 #     makes files without a name (O_TMPFILE, or created and unlinked at once) for the
 #     rows rank 0 gathers under MPI, the other: it opens no path of the user's.
 #     open_memstream and fdopen of a descriptor the opener gave open no path.
+#  4. The library reads numbers as the C locale has them, whatever locale the program that
+#     loaded it set (streams/c_numbers.h): plm__c_strtod, never strtod, strtof, strtold or
+#     atof, which stop at the point of "1.5" where the decimal separator is a comma.
+#     streams/c_numbers.c, where plm__c_strtod is made, is the exception.
 #
 # A grep that fails (a renamed folder, a bad pattern) fails the lint: every search goes
 # through `search`, which tells "nothing found" (grep's 1) from an error (2), and each
@@ -87,6 +91,15 @@ opening() { # opening OUT PATH...: files opened past streams/file.h, comments le
 }
 opened_folders=("${library[@]}" io apps support mpi benchmarks)
 
+locale_pattern='(^|[^_[:alnum:]])(strtod|strtof|strtold|atof)[[:space:]]*\('
+locale_bound() { # locale_bound OUT PATH...: numbers read in the host's locale, comments left out
+  local out=$1
+  shift
+  search "$out" "$locale_pattern" "$@"
+  drop "$out" '^[^:]*:[0-9]+:\s*(/?\*|//)'
+  drop "$out" '^streams/c_numbers\.c:'
+}
+
 mkdir -p "$scratch/probe"
 cat >"$scratch/probe/probe.c" <<'C'
 /* a comment that mentions printf( is not a call, nor is fopen( */
@@ -94,13 +107,16 @@ static void f(void) { fprintf(stderr, "x"); }
 static const char *g(int e) { return cudaGetErrorString(e); }
 static FILE *h(const char *p) { return fopen(p, "r"); }
 static int i(struct ops *o) { return o->open(0) + plm__file_open_regular(0); }
+static double j(const char *t) { return strtod(t, 0) + plm__c_strtod(t, 0); }
 C
 (cd "$scratch" && printing "$scratch/probe-printing.txt" probe && by_hand "$scratch/probe-by-hand.txt" probe &&
-  opening "$scratch/probe-opening.txt" probe)
+  opening "$scratch/probe-opening.txt" probe && locale_bound "$scratch/probe-locale.txt" probe)
 [[ $(wc -l <"$scratch/probe-printing.txt") == 1 && $(wc -l <"$scratch/probe-by-hand.txt") == 1 &&
-  $(wc -l <"$scratch/probe-opening.txt") == 1 ]] || {
-  echo "lint: a rule's pattern misses the printing call, the CUDA error or the opening of its probe:"
-  cat "$scratch/probe-printing.txt" "$scratch/probe-by-hand.txt" "$scratch/probe-opening.txt"
+  $(wc -l <"$scratch/probe-opening.txt") == 1 && $(wc -l <"$scratch/probe-locale.txt") == 1 ]] || {
+  echo "lint: a rule's pattern misses the printing call, the CUDA error, the opening or the"
+  echo "strtod of its probe:"
+  cat "$scratch/probe-printing.txt" "$scratch/probe-by-hand.txt" "$scratch/probe-opening.txt" \
+    "$scratch/probe-locale.txt"
   exit 2
 }
 
@@ -132,5 +148,13 @@ if [[ -s $scratch/opening.txt ]]; then
   failed=1
 fi
 
-((failed)) || echo "library rules: ok (no printing, CUDA errors through launch.h, files through streams/file.h)"
+locale_bound "$scratch/locale.txt" "${library[@]}" io
+if [[ -s $scratch/locale.txt ]]; then
+  echo "rule 4 broken: a number read in the host program's locale (use plm__c_strtod,"
+  echo "streams/c_numbers.h):"
+  cat "$scratch/locale.txt"
+  failed=1
+fi
+
+((failed)) || echo "library rules: ok (no printing, CUDA errors through launch.h, files through streams/file.h, numbers in the C locale)"
 exit $failed

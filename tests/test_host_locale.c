@@ -1,0 +1,189 @@
+/* tests/test_host_locale.c: plume inside a program that set a locale whose decimal separator
+ * is a comma (streams/c_numbers.h).
+ *
+ * The program here does what a Qt or GTK application does at its start, setlocale(LC_ALL,
+ * "") with LANG=de_DE.UTF-8: its printf writes 1.5 as "1,5" and its strtod stops at the
+ * point of "1.5". The locale is compiled for the test by glibc's localedef from the
+ * `locales` package's de_DE source into a scratch folder (LOCPATH), so that no machine
+ * setting is needed; the test fails, naming the package, where it cannot be made, and checks
+ * first that printf does write "1,5", so that it cannot pass for want of the locale.
+ * Then, through the public API on the host backend: a text pipeline with fractional
+ * parameters parses (it was refused: "'1.5' is not a finite number"), a conv2d kernel's
+ * sigma too, plm_pipeline_describe writes them back with a point; the calibration cache's
+ * line (which any later process reads back as C does) and report.html's numbers (SVG
+ * coordinates among them) are written with points; and afterwards the program's locale is as it set
+ * it, in this thread too.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <check.h>
+#include <locale.h>
+#include <regex.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "plume/plume.h"
+
+static char scratch[] = "/tmp/plume-test-locale-XXXXXX";
+
+/* A comma locale made for this process, set as a program's setlocale(LC_ALL, "") would. */
+static void set_comma_locale(void) {
+  ck_assert_ptr_nonnull(mkdtemp(scratch));
+  char command[512];
+  snprintf(command, sizeof command,
+           "localedef -i de_DE -f UTF-8 %s/de_DE.UTF-8 >%s/localedef.log 2>&1", scratch, scratch);
+  const int made = system(command);
+  ck_assert_msg(made == 0,
+                "localedef could not make de_DE.UTF-8 (%s/localedef.log): it needs Debian's "
+                "locales package, which scripts/install-deps installs",
+                scratch);
+  setenv("LOCPATH", scratch, 1);
+  ck_assert_ptr_nonnull(setlocale(LC_ALL, "de_DE.UTF-8"));
+  char text[16];
+  snprintf(text, sizeof text, "%g", 1.5);
+  ck_assert_msg(strcmp(text, "1,5") == 0, "the locale prints 1.5 as '%s', not '1,5'", text);
+}
+
+/* The program's locale, process and thread, as set_comma_locale left it. */
+static void expect_comma_locale_kept(void) {
+  const char *numeric = setlocale(LC_NUMERIC, NULL);
+  ck_assert_ptr_nonnull(numeric);
+  ck_assert_str_eq(numeric, "de_DE.UTF-8");
+  char text[16];
+  snprintf(text, sizeof text, "%g", 0.25);
+  ck_assert_str_eq(text, "0,25");
+  ck_assert_double_eq(strtod("0,25", NULL), 0.25);
+}
+
+static void remove_scratch(void) {
+  char command[600];
+  snprintf(command, sizeof command, "rm -rf '%s'", scratch);
+  ck_assert_int_eq(system(command), 0);
+}
+
+static plm_context *host_context(void) {
+  const plm_context_config cfg = {.backend = PLM_BACKEND_HOST};
+  plm_context *ctx = NULL;
+  ck_assert_msg(plm_context_create(&cfg, &ctx) == PLM_OK, "%s", plm_last_error());
+  return ctx;
+}
+
+START_TEST(test_pipeline_numbers_read_and_write_with_a_point) {
+  set_comma_locale();
+  plm_context *ctx = host_context();
+  const int64_t dims[2] = {64, 64};
+  plm_pipeline *pl = NULL;
+  ck_assert_msg(plm_pipeline_parse(ctx, "cfar window=15 guard=5 k=1.5 ! threshold value=0.25",
+                                   PLM_DTYPE_F32, 2, dims, &pl) == PLM_OK,
+                "%s", plm_last_error());
+  char text[4096];
+  ck_assert_int_eq(plm_pipeline_describe(pl, text, sizeof text, NULL), PLM_OK);
+  ck_assert_msg(strstr(text, "k=1.5") && strstr(text, "value=0.25"), "%s", text);
+  ck_assert_int_eq(plm_pipeline_destroy(pl), PLM_OK);
+  pl = NULL;
+  ck_assert_msg(
+      plm_pipeline_parse(ctx, "conv2d kernel=gauss:5:1.5", PLM_DTYPE_F32, 2, dims, &pl) == PLM_OK,
+      "%s", plm_last_error());
+  ck_assert_int_eq(plm_pipeline_destroy(pl), PLM_OK);
+  /* A comma is still no decimal separator to plume: "1,5" is refused, naming it. */
+  pl = NULL;
+  ck_assert_int_eq(plm_pipeline_parse(ctx, "cfar k=1,5", PLM_DTYPE_F32, 2, dims, &pl),
+                   PLM_ERR_INVALID_ARG);
+  ck_assert_ptr_nonnull(strstr(plm_last_error(), "'1,5'"));
+  ck_assert_int_eq(plm_context_destroy(ctx), PLM_OK);
+  expect_comma_locale_kept();
+  remove_scratch();
+}
+END_TEST
+
+/* The whole file's bytes, NUL-terminated (free them). */
+static char *file_text(const char *path) {
+  FILE *f = fopen(path, "r");
+  ck_assert_msg(f != NULL, "no %s", path);
+  ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
+  const long size = ftell(f);
+  ck_assert_int_ge(size, 0);
+  rewind(f);
+  char *text = malloc((size_t)size + 1);
+  ck_assert_ptr_nonnull(text);
+  ck_assert_uint_eq(fread(text, 1, (size_t)size, f), (size_t)size);
+  text[size] = '\0';
+  fclose(f);
+  return text;
+}
+
+static bool matches(const char *text, const char *pattern) {
+  regex_t re;
+  ck_assert_int_eq(regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB), 0);
+  const bool found = regexec(&re, text, 0, NULL, 0) == 0;
+  regfree(&re);
+  return found;
+}
+
+START_TEST(test_calibration_and_report_numbers_have_a_point) {
+  set_comma_locale();
+  char cache[600], path[700];
+  snprintf(cache, sizeof cache, "%s/cache", scratch);
+  setenv("XDG_CACHE_HOME", cache, 1);
+  setenv("PLUME_CALIBRATION_CACHE", "refresh", 1); /* measured here, its line written */
+  plm_context *ctx = host_context();
+  plm_profiler *measured = NULL;
+  ck_assert_msg(plm_profiler_create(ctx, NULL, &measured) == PLM_OK, "%s", plm_last_error());
+  plm_profile_calibration a;
+  ck_assert_int_eq(plm_profiler_calibration(measured, &a), PLM_OK);
+  ck_assert(!a.from_cache && a.device_copy_gbps > 0 && a.fma_gflops > 0);
+  snprintf(path, sizeof path, "%s/plume/calibration.tsv", cache);
+  char *line = file_text(path);
+  ck_assert_msg(!matches(line, "[0-9],[0-9]") && matches(line, "\t[0-9]+\\.[0-9]+"),
+                "the cache's line: %s", line);
+  free(line);
+  /* A profiled run of two ops, then report.html: its numbers and SVG coordinates. */
+  plm_profiler_config cfg = plm_profiler_config_default();
+  cfg.calibrate = false;
+  plm_profiler *p = NULL;
+  ck_assert_int_eq(plm_profiler_create(ctx, &cfg, &p), PLM_OK);
+  plm_stream *stream = NULL;
+  ck_assert_int_eq(plm_stream_create(ctx, 0, &stream), PLM_OK);
+  for (int k = 0; k < 3; k++) {
+    plm_profile_mark mark;
+    ck_assert_int_eq(plm_profiler_begin(p, stream, "first", k, NULL, &mark), PLM_OK);
+    ck_assert_int_eq(plm_profiler_end(p, stream, &mark), PLM_OK);
+    ck_assert_int_eq(plm_profiler_begin(p, stream, "second", k, NULL, &mark), PLM_OK);
+    ck_assert_int_eq(plm_profiler_end(p, stream, &mark), PLM_OK);
+  }
+  ck_assert_int_eq(plm_stream_synchronize(stream), PLM_OK);
+  char report[600];
+  snprintf(report, sizeof report, "%s/report", scratch);
+  ck_assert_msg(plm_profiler_write(p, report, NULL) == PLM_OK, "%s", plm_last_error());
+  snprintf(path, sizeof path, "%s/report.html", report);
+  char *html = file_text(path);
+  ck_assert_msg(matches(html, "=\"[0-9]+\\.[0-9]"), "report.html has no fractional attribute");
+  ck_assert_msg(!matches(html, "=\"[0-9]+,[0-9]"), "report.html has an attribute with a comma");
+  ck_assert_msg(!matches(html, ">[0-9]+,[0-9]+<"), "report.html has a number with a comma");
+  free(html);
+
+  ck_assert_int_eq(plm_stream_destroy(stream), PLM_OK);
+  ck_assert_int_eq(plm_profiler_destroy(p), PLM_OK);
+  ck_assert_int_eq(plm_profiler_destroy(measured), PLM_OK);
+  ck_assert_int_eq(plm_context_destroy(ctx), PLM_OK);
+  expect_comma_locale_kept();
+  remove_scratch();
+}
+END_TEST
+
+int main(void) {
+  Suite *suite = suite_create("host_locale");
+  TCase *tcase = tcase_create("core");
+  tcase_set_timeout(tcase, 120);
+  tcase_add_test(tcase, test_pipeline_numbers_read_and_write_with_a_point);
+  tcase_add_test(tcase, test_calibration_and_report_numbers_have_a_point);
+  suite_add_tcase(suite, tcase);
+  SRunner *runner = srunner_create(suite);
+  srunner_run_all(runner, CK_NORMAL);
+  const int failed = srunner_ntests_failed(runner);
+  srunner_free(runner);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
