@@ -9,10 +9,10 @@
  * first that printf does write "1,5", so that it cannot pass for want of the locale.
  * Then, through the public API on the host backend: a text pipeline with fractional
  * parameters parses (it was refused: "'1.5' is not a finite number"), a conv2d kernel's
- * sigma too, plm_pipeline_describe writes them back with a point; the calibration cache's
- * line (which any later process reads back as C does) and report.html's numbers (SVG
- * coordinates among them) are written with points; and afterwards the program's locale is as it set
- * it, in this thread too.
+ * sigma and the default and robust presets too, plm_pipeline_describe writes them back with a
+ * point; the calibration cache's line (which any later process reads back as C does) and
+ * report.html's numbers (SVG coordinates among them) are written with points; and afterwards the
+ * program's locale is as it set it, in this thread too.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -88,6 +88,15 @@ START_TEST(test_pipeline_numbers_read_and_write_with_a_point) {
       plm_pipeline_parse(ctx, "conv2d kernel=gauss:5:1.5", PLM_DTYPE_F32, 2, dims, &pl) == PLM_OK,
       "%s", plm_last_error());
   ck_assert_int_eq(plm_pipeline_destroy(pl), PLM_OK);
+  /* The presets: "log:9:1.5", "alpha=0.05", "k=5.5". */
+  const char *const presets[] = {"default", "robust"};
+  for (int k = 0; k < 2; k++) {
+    pl = NULL;
+    ck_assert_msg(plm_pipeline_parse(ctx, plm_pipeline_preset(presets[k])->pipeline, PLM_DTYPE_F32,
+                                     2, dims, &pl) == PLM_OK,
+                  "%s: %s", presets[k], plm_last_error());
+    ck_assert_int_eq(plm_pipeline_destroy(pl), PLM_OK);
+  }
   /* A comma is still no decimal separator to plume: "1,5" is refused, naming it. */
   pl = NULL;
   ck_assert_int_eq(plm_pipeline_parse(ctx, "cfar k=1,5", PLM_DTYPE_F32, 2, dims, &pl),
