@@ -33,7 +33,6 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -44,6 +43,7 @@
 #include "pipeline/placement.h"
 #include "plume/plume.h"
 #include "profile/stats.h"
+#include "streams/ascii.h"
 #include "streams/clock.h"
 #include "support/csv.h"
 #include "support/fits_io.h"
@@ -819,7 +819,7 @@ static const output_format output_formats[] = {
 static const output_format *output_format_of(const char *path) {
   const char *extension = output_extension(path);
   for (size_t i = 0; extension && i < sizeof output_formats / sizeof output_formats[0]; i++)
-    if (strcasecmp(extension, output_formats[i].extension) == 0) return &output_formats[i];
+    if (plm__ascii_casecmp(extension, output_formats[i].extension) == 0) return &output_formats[i];
   return NULL;
 }
 

@@ -35,8 +35,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
+#include "streams/ascii.h"
 #include "streams/clock.h"
 #include "streams/error.h"
 
@@ -87,7 +87,7 @@ int plm_mpi_local_device(MPI_Comm comm, plm_backend backend) {
   }
   plm_backend_device_count(PLM_BACKEND_CUDA, &cuda, NULL);
   const char *env = getenv("PLUME_BACKEND");
-  const bool host_forced = env && strcasecmp(env, "host") == 0;
+  const bool host_forced = env && plm__ascii_casecmp(env, "host") == 0;
   const bool on_cuda = backend == PLM_BACKEND_CUDA || (backend == PLM_BACKEND_AUTO && !host_forced);
   return on_cuda && cuda > 0 ? local % cuda : 0;
 }

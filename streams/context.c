@@ -3,11 +3,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include <utlist.h>
 
 #include "plume_build_config.h"
+#include "streams/ascii.h"
 #include "streams/error.h"
 #include "streams/parallel.h"
 #include "streams/runtime.h"
@@ -28,7 +28,7 @@ plm_status plm_backend_parse(const char *name, plm_backend *out) {
   PLM__REQUIRE_NOT_NULL(out);
   static const plm_backend all[] = {PLM_BACKEND_AUTO, PLM_BACKEND_HOST, PLM_BACKEND_CUDA};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
-    if (strcasecmp(name, plm_backend_name(all[i])) == 0) {
+    if (plm__ascii_casecmp(name, plm_backend_name(all[i])) == 0) {
       *out = all[i];
       return PLM_OK;
     }

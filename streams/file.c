@@ -1,5 +1,5 @@
 /* streams/file.c: the one opener and the one writer of files (streams/file.h). */
-#define _GNU_SOURCE /* fopencookie; realpath, readlink, fchmod */
+#define _GNU_SOURCE /* fopencookie, getrandom; realpath, readlink */
 
 #include "streams/file.h"
 
@@ -8,8 +8,14 @@
 #include <libgen.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #define TEMPORARY_SUFFIX ".tmp-XXXXXX"
@@ -32,12 +38,6 @@ const char *plm__file_kind(const struct stat *st) {
   if (S_ISDIR(st->st_mode)) return "a folder";
   if (S_ISLNK(st->st_mode)) return "a symbolic link";
   return "an unknown kind of file";
-}
-
-static mode_t umask_now(void) {
-  const mode_t mask = umask(0);
-  umask(mask);
-  return mask;
 }
 
 FILE *plm__file_open_regular(const char *path, plm__file_mode mode, struct stat *st, char *why,
@@ -236,13 +236,43 @@ void plm__file_out_abort(plm__file_out *f) {
   plm__file_out_free(f);
 }
 
+/* write(2) to a pipe, a FIFO or a device written in place, without letting a reader that
+ * has gone kill the process. Such a write raises SIGPIPE, whose default action ends the
+ * process: the program plume lives in, for a profile written to a FIFO. Where SIGPIPE has
+ * that default action, the write goes with SIGPIPE blocked in this thread and the SIGPIPE it
+ * raised is taken back (unless one was pending already), so that it writes what it could and
+ * the next write fails with EPIPE, which the writer reports ("writing failed: Broken pipe"). A
+ * program that handles or ignores SIGPIPE (the plume command's interrupt handler) gets it as
+ * before: its disposition is only read, and this thread's mask is as it was after. */
+static ssize_t write_without_sigpipe(int fd, const char *data, size_t size) {
+  struct sigaction action;
+  if (sigaction(SIGPIPE, NULL, &action) != 0 || action.sa_handler != SIG_DFL)
+    return write(fd, data, size);
+  sigset_t pipe_only, before, pending;
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
+  if (pthread_sigmask(SIG_BLOCK, &pipe_only, &before) != 0) return write(fd, data, size);
+  const bool was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1;
+  const ssize_t n = write(fd, data, size);
+  const int error = errno;
+  /* The reader may go mid-write: the count written so far, and SIGPIPE raised all the same. */
+  if (!was_pending && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1) {
+    const struct timespec now = {0, 0};
+    while (sigtimedwait(&pipe_only, NULL, &now) < 0 && errno == EINTR) continue;
+  }
+  pthread_sigmask(SIG_SETMASK, &before, NULL);
+  errno = error;
+  return n;
+}
+
 /* f->file writes through these, so that the errno of a failed write is kept (f->error)
  * for the message, however the caller wrote (fwrite, fprintf, a library's callback). */
 static ssize_t cookie_write(void *cookie, const char *data, size_t size) {
   plm__file_out *f = cookie;
   size_t done = 0;
   while (done < size) {
-    const ssize_t n = write(f->fd, data + done, size - done);
+    const ssize_t n = f->direct ? write_without_sigpipe(f->fd, data + done, size - done)
+                                : write(f->fd, data + done, size - done);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       if (!f->failed) f->error = n < 0 ? errno : EIO;
@@ -272,6 +302,28 @@ static bool open_stream(plm__file_out *f, int fd) {
   return false;
 }
 
+/* Create the file named `name`, whose last six characters (XXXXXX) are made random until the
+ * name is new (O_EXCL), with the mode a plain create gives: 0666 less the umask, which the
+ * kernel applies. (mkstemp's file is 0600, and giving it that mode afterwards needs the umask,
+ * which can only be read by setting it, process-wide: a file another thread created in
+ * between got 0666.) */
+static int create_temporary(char *name) {
+  static const char letters[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  enum { RANDOM = 6, TRIES = 100 };
+  static _Atomic uint64_t fallback;
+  char *random = name + strlen(name) - RANDOM;
+  for (int attempt = 0; attempt < TRIES; attempt++) {
+    uint64_t bits = 0;
+    if (getrandom(&bits, sizeof bits, GRND_NONBLOCK) != (ssize_t)sizeof bits)
+      bits = ((uint64_t)getpid() << 32 ^ (uint64_t)time(NULL)) + ++fallback * 0x9E3779B97F4A7C15u;
+    for (int i = 0; i < RANDOM; i++, bits /= 62) random[i] = letters[bits % 62];
+    const int fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0 || errno != EEXIST) return fd;
+  }
+  errno = EEXIST;
+  return -1;
+}
+
 /* Create target's temporary file beside it and open it. */
 static plm_status open_temporary(plm__file_out *f, char *why, size_t why_size) {
   const size_t length = strlen(f->target);
@@ -282,17 +334,11 @@ static plm_status open_temporary(plm__file_out *f, char *why, size_t why_size) {
   }
   memcpy(f->tmp, f->target, length);
   memcpy(f->tmp + length, TEMPORARY_SUFFIX, sizeof TEMPORARY_SUFFIX);
-  const int fd = mkstemp(f->tmp);
+  const int fd = create_temporary(f->tmp);
   if (fd < 0) {
     snprintf(why, why_size, "cannot create a temporary file beside it: %s", strerror(errno));
     free(f->tmp);
     f->tmp = NULL;
-    return PLM_ERR_IO;
-  }
-  /* mkstemp makes the file 0600; give it the mode a plain create would. */
-  if (fchmod(fd, 0666 & ~umask_now()) != 0) {
-    snprintf(why, why_size, "cannot open %s: %s", f->tmp, strerror(errno));
-    close(fd);
     return PLM_ERR_IO;
   }
   if (!open_stream(f, fd)) {

@@ -19,7 +19,9 @@
  *     sort -o and tee leave it (a link to a link to nothing creates the file at its end);
  *   - a character or block device or a FIFO (/dev/null, /dev/stdout, /dev/full, a named
  *     pipe): written in place, in order, as tee writes it; nothing is renamed, and the
- *     open of a FIFO waits for a reader as tee's does;
+ *     open of a FIFO waits for a reader as tee's does; a reader gone fails the write with
+ *     EPIPE, not with a SIGPIPE that would end the program plume lives in (where SIGPIPE
+ *     has its default action; a program's own handler still gets it);
  *   - a socket, a folder or anything else: refused ("is a socket", "is a folder").
  * Every failure names the step and gives strerror: "writing failed: No space left on
  * device" (f->file keeps the errno of every failed write, however it was written, so a

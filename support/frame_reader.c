@@ -8,10 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "streams/ascii.h"
 #include "support/quote.h"
 #include "support/regular_file.h"
 #include "support/tiff_io.h"
@@ -56,7 +56,7 @@ static bool frame_name(const char *name) {
   if (name[0] == '.') return false;
   for (size_t e = 0; e < sizeof extensions / sizeof *extensions; e++) {
     const size_t length = strlen(extensions[e]);
-    if (n > length && strcasecmp(name + n - length, extensions[e]) == 0) return true;
+    if (n > length && plm__ascii_casecmp(name + n - length, extensions[e]) == 0) return true;
   }
   return false;
 }

@@ -3,6 +3,7 @@
 
 #include "support/regular_file.h"
 
+#include "streams/ascii.h"
 #include "streams/file.h"
 
 #include <errno.h>
@@ -12,7 +13,6 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <unistd.h>
 
 /* path's folder made canonical, then its last component: "a/../b/x.npy" -> "/abs/b/x.npy".
@@ -143,7 +143,7 @@ bool output_extension_fits(const char *path, const char *extensions, char *why, 
   const size_t length = strlen(extension);
   for (const char *e = extensions; *e;) {
     const size_t n = strcspn(e, "|");
-    if (n == length && strncasecmp(e, extension, n) == 0) return true;
+    if (n == length && plm__ascii_ncasecmp(e, extension, n) == 0) return true;
     e += n + (e[n] == '|');
   }
   char q[QUOTE_SIZE], listed[128];

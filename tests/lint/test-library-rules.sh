@@ -23,6 +23,9 @@
 #     loaded it set (streams/c_numbers.h): plm__c_strtod, never strtod, strtof, strtold or
 #     atof, which stop at the point of "1.5" where the decimal separator is a comma.
 #     streams/c_numbers.c, where plm__c_strtod is made, is the exception.
+#  5. Names are compared without case as ASCII (streams/ascii.h), never with strcasecmp or
+#     strncasecmp, which follow the program's LC_CTYPE (under tr_TR ".TIF" is not ".tif"):
+#     in the library, libplume_io, the command, its support library and MPI.
 #
 # A grep that fails (a renamed folder, a bad pattern) fails the lint: every search goes
 # through `search`, which tells "nothing found" (grep's 1) from an error (2), and each
@@ -92,6 +95,13 @@ opening() { # opening OUT PATH...: files opened past streams/file.h, comments le
 opened_folders=("${library[@]}" io apps support mpi benchmarks)
 
 locale_pattern='(^|[^_[:alnum:]])(strtod|strtof|strtold|atof)[[:space:]]*\('
+case_pattern='(^|[^_[:alnum:]])(strcasecmp|strncasecmp)[[:space:]]*\('
+case_bound() { # case_bound OUT PATH...: names compared in the host's LC_CTYPE, comments left out
+  local out=$1
+  shift
+  search "$out" "$case_pattern" "$@"
+  drop "$out" '^[^:]*:[0-9]+:\s*(/?\*|//)'
+}
 locale_bound() { # locale_bound OUT PATH...: numbers read in the host's locale, comments left out
   local out=$1
   shift
@@ -108,15 +118,18 @@ static const char *g(int e) { return cudaGetErrorString(e); }
 static FILE *h(const char *p) { return fopen(p, "r"); }
 static int i(struct ops *o) { return o->open(0) + plm__file_open_regular(0); }
 static double j(const char *t) { return strtod(t, 0) + plm__c_strtod(t, 0); }
+static int k(const char *t) { return strcasecmp(t, "x") + plm__ascii_casecmp(t, "x"); }
 C
 (cd "$scratch" && printing "$scratch/probe-printing.txt" probe && by_hand "$scratch/probe-by-hand.txt" probe &&
-  opening "$scratch/probe-opening.txt" probe && locale_bound "$scratch/probe-locale.txt" probe)
+  opening "$scratch/probe-opening.txt" probe && locale_bound "$scratch/probe-locale.txt" probe &&
+  case_bound "$scratch/probe-case.txt" probe)
 [[ $(wc -l <"$scratch/probe-printing.txt") == 1 && $(wc -l <"$scratch/probe-by-hand.txt") == 1 &&
-  $(wc -l <"$scratch/probe-opening.txt") == 1 && $(wc -l <"$scratch/probe-locale.txt") == 1 ]] || {
-  echo "lint: a rule's pattern misses the printing call, the CUDA error, the opening or the"
-  echo "strtod of its probe:"
+  $(wc -l <"$scratch/probe-opening.txt") == 1 && $(wc -l <"$scratch/probe-locale.txt") == 1 &&
+  $(wc -l <"$scratch/probe-case.txt") == 1 ]] || {
+  echo "lint: a rule's pattern misses the printing call, the CUDA error, the opening, the"
+  echo "strtod or the strcasecmp of its probe:"
   cat "$scratch/probe-printing.txt" "$scratch/probe-by-hand.txt" "$scratch/probe-opening.txt" \
-    "$scratch/probe-locale.txt"
+    "$scratch/probe-locale.txt" "$scratch/probe-case.txt"
   exit 2
 }
 
@@ -156,5 +169,13 @@ if [[ -s $scratch/locale.txt ]]; then
   failed=1
 fi
 
-((failed)) || echo "library rules: ok (no printing, CUDA errors through launch.h, files through streams/file.h, numbers in the C locale)"
+case_bound "$scratch/case.txt" "${library[@]}" io apps support mpi
+if [[ -s $scratch/case.txt ]]; then
+  echo "rule 5 broken: names compared in the host program's LC_CTYPE (use plm__ascii_casecmp,"
+  echo "streams/ascii.h):"
+  cat "$scratch/case.txt"
+  failed=1
+fi
+
+((failed)) || echo "library rules: ok (no printing, CUDA errors through launch.h, files through streams/file.h, numbers in the C locale, names compared as ASCII)"
 exit $failed
