@@ -49,8 +49,7 @@
  * the data in pieces (frame by frame), then commit (or abort).
  *
  * This module belongs to the command-line tool, not to libplume; it uses plume's
- * dtype and status enums only. Not thread-safe with respect to umask (the writer
- * reads it), otherwise reentrant.
+ * dtype and status enums only. Reentrant.
  */
 #ifndef PLUME_SUPPORT_IMAGE_IO_H
 #define PLUME_SUPPORT_IMAGE_IO_H
