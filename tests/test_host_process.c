@@ -30,6 +30,7 @@
 #define _GNU_SOURCE /* syscall */
 
 #include <check.h>
+#include <ctype.h>
 #include <fcntl.h>
 #include <locale.h>
 #include <poll.h>
@@ -39,7 +40,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
@@ -212,11 +212,12 @@ START_TEST(test_calibration_and_report_numbers_have_a_point) {
 }
 END_TEST
 
-/* A folder's "A.FITS" under tr_TR, where strcasecmp(".FITS", ".fits") is not 0 ('I' is not
- * the capital of 'i' there): a frame all the same, as in every other locale. */
+/* A folder's "A.FITS" under tr_TR, where glibc's strcasecmp(".FITS", ".fits") is not 0 ('I'
+ * is not the capital of 'i' there): a frame all the same, as in every other locale. */
 START_TEST(test_extensions_match_in_a_turkish_locale) {
   set_locale("tr_TR.UTF-8");
-  ck_assert_msg(strcasecmp(".FITS", ".fits") != 0, "the locale folds 'I' to 'i'");
+  /* tolower, not strcasecmp: a sanitizer's strcasecmp folds ASCII whatever the locale. */
+  ck_assert_msg(tolower('I') != 'i', "the locale folds 'I' to 'i'");
   static const char *const cards[] = {
       "SIMPLE  =                    T", "BITPIX  =                    8",
       "NAXIS   =                    2", "NAXIS1  =                    3",
